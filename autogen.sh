@@ -1,0 +1,5 @@
+#!/bin/sh
+set -e
+cd "$(dirname "$0")"
+mkdir -p config/aux config/m4
+autoreconf -fi

@@ -1,0 +1,258 @@
+/*
+ * dcx device layer: device listing, backend dispatch and logging.
+ */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+
+#include "dcx_dev.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#define DCX_DEV_LIST_MAX 64
+
+static const char *dcx_log_level_names[] = {
+    [DCX_LOG_ERROR] = "error",
+    [DCX_LOG_WARN]  = "warn",
+    [DCX_LOG_INFO]  = "info",
+    [DCX_LOG_DEBUG] = "debug",
+    [DCX_LOG_TRACE] = "trace"
+};
+
+static void dcx_log_stderr(dcx_log_level_t level, const char *file, int line,
+                           const char *msg)
+{
+    const char *base = strrchr(file, '/');
+
+    fprintf(stderr, "[dcx %s] %s:%d %s\n", dcx_log_level_names[level],
+            base ? base + 1 : file, line, msg);
+}
+
+static dcx_log_handler_t dcx_log_handler = dcx_log_stderr;
+dcx_log_level_t dcx_log_max_level        = DCX_LOG_WARN;
+
+__attribute__((constructor)) static void dcx_log_init(void)
+{
+    const char *env = getenv("DCX_LOG_LEVEL");
+    unsigned i;
+
+    if (env == NULL) {
+        return;
+    }
+    for (i = 0; i <= DCX_LOG_TRACE; ++i) {
+        if (!strcasecmp(env, dcx_log_level_names[i])) {
+            dcx_log_max_level = (dcx_log_level_t)i;
+            return;
+        }
+    }
+    fprintf(stderr, "[dcx warn] DCX_LOG_LEVEL=%s is not one of "
+            "error, warn, info, debug, trace; keeping warn\n", env);
+}
+
+void dcx_log_set_handler(dcx_log_handler_t handler, dcx_log_level_t max_level)
+{
+    dcx_log_handler   = (handler != NULL) ? handler : dcx_log_stderr;
+    dcx_log_max_level = max_level;
+}
+
+void dcx_log_impl(dcx_log_level_t level, const char *file, int line,
+                  const char *fmt, ...)
+{
+    char msg[512];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    dcx_log_handler(level, file, line, msg);
+}
+
+const char *dcx_wc_status_str(dcx_wc_status_t status)
+{
+    static const char *names[DCX_WC_STATUS_LAST] = {
+        [DCX_WC_SUCCESS]            = "success",
+        [DCX_WC_LOC_LEN_ERR]        = "local length error",
+        [DCX_WC_LOC_QP_OP_ERR]      = "local QP operation error",
+        [DCX_WC_LOC_PROT_ERR]       = "local protection error",
+        [DCX_WC_WR_FLUSH_ERR]       = "work request flushed",
+        [DCX_WC_REM_INV_REQ_ERR]    = "remote invalid request",
+        [DCX_WC_REM_ACCESS_ERR]     = "remote access error",
+        [DCX_WC_REM_OP_ERR]         = "remote operation error",
+        [DCX_WC_RETRY_EXC_ERR]      = "transport retry count exceeded",
+        [DCX_WC_RNR_RETRY_EXC_ERR]  = "RNR retry count exceeded",
+        [DCX_WC_GENERAL_ERR]        = "general error",
+        [DCX_WC_TM_ERR]             = "tag matching error",
+        [DCX_WC_TM_RNDV_INCOMPLETE] = "rendezvous incomplete"
+    };
+
+    return (status < DCX_WC_STATUS_LAST) ? names[status] : "unknown status";
+}
+
+int dcx_dev_list(const dcx_dev_list_params_t *params,
+                 dcx_dev_info_t **list_p, unsigned *count_p)
+{
+    dcx_dev_info_t *list;
+    unsigned count = 0, n;
+    int ret;
+
+    list = calloc(DCX_DEV_LIST_MAX, sizeof(*list));
+    if (list == NULL) {
+        dcx_error("device list: out of memory");
+        return ENOMEM;
+    }
+
+#ifdef HAVE_DCX_MLX5
+    if (params->mlx5_enable) {
+        n   = 0;
+        ret = dcx_mlx5_list(list, DCX_DEV_LIST_MAX, &n);
+        if (ret != 0) {
+            free(list);
+            return ret;
+        }
+        count += n;
+    }
+#endif
+
+    if (params->soft_count > 0) {
+        n   = 0;
+        ret = dcx_soft_list(params, list + count, DCX_DEV_LIST_MAX - count,
+                            &n);
+        if (ret != 0) {
+            free(list);
+            return ret;
+        }
+        count += n;
+    }
+
+    *list_p  = list;
+    *count_p = count;
+    return 0;
+}
+
+void dcx_dev_list_free(dcx_dev_info_t *list)
+{
+    free(list);
+}
+
+int dcx_dev_open(const dcx_dev_info_t *info, dcx_dev_t **dev_p)
+{
+    switch (info->backend) {
+    case DCX_BACKEND_SOFT:
+        return dcx_soft_open(info, dev_p);
+#ifdef HAVE_DCX_MLX5
+    case DCX_BACKEND_MLX5:
+        return dcx_mlx5_open(info, dev_p);
+#endif
+    default:
+        dcx_error("%s: backend %d is not built into this library",
+                  info->name, (int)info->backend);
+        return ENODEV;
+    }
+}
+
+void dcx_dev_close(dcx_dev_t *dev)
+{
+    dev->ops->close(dev);
+}
+
+const dcx_dev_caps_t *dcx_dev_caps(const dcx_dev_t *dev)
+{
+    return &dev->caps;
+}
+
+const char *dcx_dev_name(const dcx_dev_t *dev)
+{
+    return dev->caps.name;
+}
+
+dcx_backend_t dcx_dev_backend(const dcx_dev_t *dev)
+{
+    return dev->backend;
+}
+
+int dcx_dev_port_addr(dcx_dev_t *dev, void *addr, size_t *len_p)
+{
+    return dev->ops->port_addr(dev, addr, len_p);
+}
+
+void dcx_dev_progress(dcx_dev_t *dev)
+{
+    dev->ops->progress(dev);
+}
+
+int dcx_pd_alloc(dcx_dev_t *dev, dcx_pd_t **pd_p)
+{
+    return dev->ops->pd_alloc(dev, pd_p);
+}
+
+int dcx_pd_free(dcx_pd_t *pd)
+{
+    return pd->dev->ops->pd_free(pd);
+}
+
+int dcx_mr_reg(dcx_pd_t *pd, void *addr, size_t length, uint32_t access,
+               dcx_mr_t **mr_p)
+{
+    return pd->dev->ops->mr_reg(pd, addr, length, access, mr_p);
+}
+
+int dcx_mr_dereg(dcx_mr_t *mr)
+{
+    return mr->pd->dev->ops->mr_dereg(mr);
+}
+
+int dcx_cq_create(dcx_dev_t *dev, uint32_t cqe, dcx_cq_t **cq_p)
+{
+    return dev->ops->cq_create(dev, cqe, cq_p);
+}
+
+int dcx_cq_destroy(dcx_cq_t *cq)
+{
+    return cq->dev->ops->cq_destroy(cq);
+}
+
+int dcx_srq_create(dcx_pd_t *pd, const dcx_srq_attr_t *attr,
+                   dcx_srq_t **srq_p)
+{
+    return pd->dev->ops->srq_create(pd, attr, srq_p);
+}
+
+int dcx_srq_destroy(dcx_srq_t *srq)
+{
+    return srq->dev->ops->srq_destroy(srq);
+}
+
+int dcx_ah_create(dcx_pd_t *pd, const void *addr, size_t len, dcx_ah_t **ah_p)
+{
+    return pd->dev->ops->ah_create(pd, addr, len, ah_p);
+}
+
+int dcx_ah_destroy(dcx_ah_t *ah)
+{
+    return ah->pd->dev->ops->ah_destroy(ah);
+}
+
+int dcx_qp_create(dcx_pd_t *pd, const dcx_qp_attr_t *attr, dcx_qp_t **qp_p)
+{
+    return pd->dev->ops->qp_create(pd, attr, qp_p);
+}
+
+int dcx_qp_destroy(dcx_qp_t *qp)
+{
+    return qp->dev->ops->qp_destroy(qp);
+}
+
+int dcx_qp_set_error(dcx_qp_t *qp)
+{
+    return qp->dev->ops->qp_set_error(qp);
+}
+
+int dcx_qp_recover(dcx_qp_t *qp)
+{
+    return qp->dev->ops->qp_recover(qp);
+}

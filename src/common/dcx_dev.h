@@ -1,0 +1,555 @@
+/*
+ * dcx device layer: a narrow, verbs-shaped interface between the dcx UCX
+ * transport and a NIC backend (rdma-core mlx5, or the soft device).
+ *
+ * Objects mirror the verbs ones: device, PD, MR, CQ, SRQ, QP (DCI or DCT),
+ * AH.  Control-path calls go through the device's ops table; fast-path calls
+ * (post send, post receive, poll) go through function pointers stored in the
+ * object itself, chosen by the backend when the object is created and swapped
+ * by the backend on state changes (an errored DCI gets a "flush" post), so
+ * the caller never branches on backend or state.
+ *
+ * Conventions:
+ *  - Functions returning int return 0 on success or a positive errno value.
+ *    Every failure is logged once by the backend through dcx_log(), naming
+ *    the device, the object and the reason.
+ *  - Object constructors return 0 and write the object through an out
+ *    parameter.
+ *  - Numbers and keys are host order.
+ *
+ * Extension points already shaped into this interface:
+ *  - tag matching: dcx_srq_attr_t.type = DCX_SRQ_TM, list operations through
+ *    srq->tm_post, and the tm_* fields of dcx_wc_t;
+ *  - strided memory keys: an mkey is configured by a work request (opcode
+ *    range DCX_WR_MKEY_*) posted on a QP whose type the device names in its
+ *    caps, so that the mlx5 backend can route it to a loopback RC QP.
+ */
+#ifndef DCX_DEV_H_
+#define DCX_DEV_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct dcx_dev      dcx_dev_t;
+typedef struct dcx_dev_ops  dcx_dev_ops_t;
+typedef struct dcx_pd       dcx_pd_t;
+typedef struct dcx_mr       dcx_mr_t;
+typedef struct dcx_cq       dcx_cq_t;
+typedef struct dcx_srq      dcx_srq_t;
+typedef struct dcx_qp       dcx_qp_t;
+typedef struct dcx_ah       dcx_ah_t;
+
+/* ------------------------------------------------------------------------
+ * Logging: the device layer knows nothing of UCX.  The transport installs a
+ * handler that forwards to ucs_log; the default handler prints warnings and
+ * errors to stderr (level from DCX_LOG_LEVEL: error, warn, info, debug).
+ * ------------------------------------------------------------------------ */
+typedef enum {
+    DCX_LOG_ERROR,
+    DCX_LOG_WARN,
+    DCX_LOG_INFO,
+    DCX_LOG_DEBUG,
+    DCX_LOG_TRACE
+} dcx_log_level_t;
+
+typedef void (*dcx_log_handler_t)(dcx_log_level_t level, const char *file,
+                                  int line, const char *msg);
+
+void dcx_log_set_handler(dcx_log_handler_t handler, dcx_log_level_t max_level);
+void dcx_log_impl(dcx_log_level_t level, const char *file, int line,
+                  const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+extern dcx_log_level_t dcx_log_max_level;
+
+#define dcx_log(_level, ...) \
+    do { \
+        if ((_level) <= dcx_log_max_level) { \
+            dcx_log_impl((_level), __FILE__, __LINE__, __VA_ARGS__); \
+        } \
+    } while (0)
+#define dcx_error(...) dcx_log(DCX_LOG_ERROR, __VA_ARGS__)
+#define dcx_warn(...)  dcx_log(DCX_LOG_WARN, __VA_ARGS__)
+#define dcx_info(...)  dcx_log(DCX_LOG_INFO, __VA_ARGS__)
+#define dcx_debug(...) dcx_log(DCX_LOG_DEBUG, __VA_ARGS__)
+#define dcx_trace(...) dcx_log(DCX_LOG_TRACE, __VA_ARGS__)
+
+/* ------------------------------------------------------------------------
+ * Devices and capabilities
+ * ------------------------------------------------------------------------ */
+#define DCX_DEV_NAME_MAX   64
+#define DCX_DEV_ADDR_MAX   32   /* bytes of a port address */
+
+typedef enum {
+    DCX_BACKEND_MLX5,
+    DCX_BACKEND_SOFT
+} dcx_backend_t;
+
+/* Capability flags (dcx_dev_caps_t.flags) */
+enum {
+    DCX_CAP_DC          = 1u << 0,  /* DCI/DCT */
+    DCX_CAP_TM          = 1u << 1,  /* tag-matching SRQ (later issue) */
+    DCX_CAP_MKEY_STRIDE = 1u << 2,  /* strided indirect mkeys (later issue) */
+    DCX_CAP_HELPER      = 1u << 3   /* one-sided ops progress without app */
+};
+
+/* Atomic capability flags (dcx_dev_caps_t.atomic_flags); each bit names an
+ * opcode/size pair the device executes. */
+enum {
+    DCX_ATOMIC_FADD64         = 1u << 0,
+    DCX_ATOMIC_CSWAP64        = 1u << 1,
+    DCX_ATOMIC_MASKED_FADD32  = 1u << 2,
+    DCX_ATOMIC_MASKED_FADD64  = 1u << 3,
+    DCX_ATOMIC_MASKED_CSWAP32 = 1u << 4,
+    DCX_ATOMIC_MASKED_CSWAP64 = 1u << 5
+};
+
+typedef struct dcx_dev_caps {
+    char      name[DCX_DEV_NAME_MAX];
+    char      fw_ver[32];
+    uint32_t  flags;            /* DCX_CAP_* */
+    uint32_t  atomic_flags;     /* DCX_ATOMIC_* */
+    uint32_t  vendor_id;
+    uint32_t  vendor_part_id;
+
+    uint32_t  max_qp_wr;        /* send queue depth of one DCI */
+    uint32_t  max_srq_wr;
+    uint32_t  max_cqe;
+    uint32_t  max_sge;          /* per send WR */
+    uint32_t  max_recv_sge;     /* per SRQ receive */
+    uint32_t  max_inline;       /* inline bytes per send WR on a DCI */
+    uint32_t  max_rd_atomic;    /* outstanding READ/atomic per DCI */
+    uint32_t  max_dci;          /* DCIs per device */
+    uint32_t  max_mr;
+    uint64_t  max_mr_size;
+    uint64_t  max_msg_size;     /* one message (send, RDMA, read) */
+    uint32_t  mtu;              /* bytes per packet on the wire */
+    uint32_t  addr_len;         /* bytes of a port address */
+
+    /* tag matching (valid when flags & DCX_CAP_TM) */
+    uint32_t  tm_max_tags;
+    uint32_t  tm_max_ops;
+    uint32_t  tm_max_rndv_hdr;
+    uint32_t  tm_max_sge;
+
+    /* strided mkeys (valid when flags & DCX_CAP_MKEY_STRIDE) */
+    uint32_t  mkey_max_entries;
+
+    /* performance model used by the transport's iface_attr */
+    double    latency_ns;       /* one-way small-message latency */
+    double    bandwidth_Bps;    /* sustained one-direction bandwidth */
+    double    overhead_ns;      /* CPU cost of posting one WR */
+} dcx_dev_caps_t;
+
+/* Limits of a soft device.  Zero means "use the default"; the defaults match
+ * a ConnectX-6 as seen through rdma-core (see dcx_soft_limits_default()). */
+typedef struct dcx_soft_limits {
+    uint32_t  max_qp_wr;
+    uint32_t  max_srq_wr;
+    uint32_t  max_cqe;
+    uint32_t  max_sge;
+    uint32_t  max_inline;
+    uint32_t  max_rd_atomic;
+    uint32_t  max_dci;
+    uint64_t  max_msg_size;
+    uint32_t  mtu;
+    uint32_t  tm_max_tags;
+    uint32_t  mkey_max_entries;
+    uint32_t  ack_timeout_us;   /* one transport retry interval */
+    uint32_t  retry_cnt;        /* retries before RETRY_EXC (0..7) */
+    uint32_t  rnr_timer_us;     /* delay before an RNR retry */
+    uint32_t  rnr_retry;        /* 0..6 retries; 7 = retry forever */
+} dcx_soft_limits_t;
+
+/* What to look for when listing devices. */
+typedef struct dcx_dev_list_params {
+    /* Soft devices: how many to offer (named soft0..softN-1); 0 = none. */
+    unsigned           soft_count;
+    /* Soft fabric name: processes on the same fabric reach each other.
+     * NULL or "" means "default".  [A-Za-z0-9_.-], at most 32 chars. */
+    const char        *soft_fabric;
+    dcx_soft_limits_t  soft_limits;
+    /* Hardware devices through rdma-core mlx5 (ignored if not built). */
+    int                mlx5_enable;
+} dcx_dev_list_params_t;
+
+typedef struct dcx_dev_info {
+    char               name[DCX_DEV_NAME_MAX];
+    dcx_backend_t      backend;
+    unsigned           index;        /* backend-private device index */
+    /* soft: copied from the list params */
+    char               soft_fabric[40];
+    dcx_soft_limits_t  soft_limits;
+} dcx_dev_info_t;
+
+/* Lists the usable devices.  No device at all (no RDMA stack, no soft device
+ * configured) is not an error: *count_p = 0.  Free with dcx_dev_list_free. */
+int  dcx_dev_list(const dcx_dev_list_params_t *params,
+                  dcx_dev_info_t **list_p, unsigned *count_p);
+void dcx_dev_list_free(dcx_dev_info_t *list);
+
+int  dcx_dev_open(const dcx_dev_info_t *info, dcx_dev_t **dev_p);
+void dcx_dev_close(dcx_dev_t *dev);
+
+/* ------------------------------------------------------------------------
+ * Memory
+ * ------------------------------------------------------------------------ */
+enum {
+    DCX_ACCESS_LOCAL_WRITE   = 1u << 0,
+    DCX_ACCESS_REMOTE_WRITE  = 1u << 1,
+    DCX_ACCESS_REMOTE_READ   = 1u << 2,
+    DCX_ACCESS_REMOTE_ATOMIC = 1u << 3
+};
+
+struct dcx_pd {
+    dcx_dev_t *dev;
+};
+
+struct dcx_mr {
+    dcx_pd_t  *pd;
+    void      *addr;
+    size_t     length;
+    uint32_t   lkey;
+    uint32_t   rkey;
+    uint32_t   access;   /* DCX_ACCESS_* */
+};
+
+/* ------------------------------------------------------------------------
+ * Completions
+ * ------------------------------------------------------------------------ */
+typedef enum {
+    DCX_WC_SUCCESS = 0,
+    DCX_WC_LOC_LEN_ERR,       /* receive buffer too small */
+    DCX_WC_LOC_QP_OP_ERR,     /* malformed WR for this QP */
+    DCX_WC_LOC_PROT_ERR,      /* bad lkey / local access */
+    DCX_WC_WR_FLUSH_ERR,      /* QP in error: WR flushed */
+    DCX_WC_REM_INV_REQ_ERR,   /* too long for the receive, misaligned atomic */
+    DCX_WC_REM_ACCESS_ERR,    /* bad rkey, access or bounds at the target */
+    DCX_WC_REM_OP_ERR,        /* target could not execute */
+    DCX_WC_RETRY_EXC_ERR,     /* no answer: dead peer, wrong DCT, bad DC key */
+    DCX_WC_RNR_RETRY_EXC_ERR, /* no receive posted at the target */
+    DCX_WC_GENERAL_ERR,
+    DCX_WC_TM_ERR,
+    DCX_WC_TM_RNDV_INCOMPLETE,
+    DCX_WC_STATUS_LAST
+} dcx_wc_status_t;
+
+typedef enum {
+    /* requester */
+    DCX_WC_SEND = 0,
+    DCX_WC_RDMA_WRITE,
+    DCX_WC_RDMA_READ,
+    DCX_WC_COMP_SWAP,
+    DCX_WC_FETCH_ADD,
+    DCX_WC_MASKED_COMP_SWAP,
+    DCX_WC_MASKED_FETCH_ADD,
+    DCX_WC_LOCAL_INV,
+    DCX_WC_UMR,
+    /* responder: all have DCX_WC_RECV_BIT set */
+    DCX_WC_RECV_BIT          = 0x80,
+    DCX_WC_RECV              = 0x80,
+    DCX_WC_RECV_RDMA_WITH_IMM,
+    DCX_WC_TM_ADD,
+    DCX_WC_TM_DEL,
+    DCX_WC_TM_SYNC,
+    DCX_WC_TM_RECV,
+    DCX_WC_TM_NO_TAG
+} dcx_wc_opcode_t;
+
+enum {
+    DCX_WC_FLAG_WITH_IMM      = 1u << 0,
+    DCX_WC_FLAG_TM_SYNC_REQ   = 1u << 1,
+    DCX_WC_FLAG_TM_MATCH      = 1u << 2,
+    DCX_WC_FLAG_TM_DATA_VALID = 1u << 3
+};
+
+/* One completion.  When status != SUCCESS only wr_id, status, qp_num and
+ * vendor_err are meaningful (as with verbs). */
+typedef struct dcx_wc {
+    uint64_t  wr_id;
+    uint8_t   status;      /* dcx_wc_status_t */
+    uint8_t   opcode;      /* dcx_wc_opcode_t */
+    uint16_t  flags;       /* DCX_WC_FLAG_* */
+    uint32_t  byte_len;
+    uint32_t  imm;         /* host order */
+    uint32_t  qp_num;      /* local QP (DCI number, or DCT number) */
+    uint32_t  src_qp;      /* receive: sender's DCI number */
+    uint32_t  vendor_err;
+    uint64_t  tm_tag;      /* tag matching: tag (TM_MATCH) */
+    uint32_t  tm_priv;     /* tag matching: sender's app context */
+    uint32_t  reserved;
+} dcx_wc_t;
+
+const char *dcx_wc_status_str(dcx_wc_status_t status);
+
+struct dcx_cq {
+    dcx_dev_t *dev;
+    uint32_t   cqe;   /* usable entries (>= requested) */
+    /* Fills up to max completions; returns their number (0 = empty).  May
+     * also make progress on the device's engine (soft device). */
+    int      (*poll)(dcx_cq_t *cq, int max, dcx_wc_t *wc);
+};
+
+static inline int dcx_cq_poll(dcx_cq_t *cq, int max, dcx_wc_t *wc)
+{
+    return cq->poll(cq, max, wc);
+}
+
+/* ------------------------------------------------------------------------
+ * Shared receive queue
+ * ------------------------------------------------------------------------ */
+typedef enum {
+    DCX_SRQ_BASIC,
+    DCX_SRQ_TM            /* tag matching; requires DCX_CAP_TM */
+} dcx_srq_type_t;
+
+typedef struct dcx_sge {
+    uint64_t  addr;
+    uint32_t  length;
+    uint32_t  lkey;
+} dcx_sge_t;
+
+typedef struct dcx_srq_attr {
+    dcx_srq_type_t  type;
+    uint32_t        max_wr;
+    uint32_t        max_sge;
+    dcx_cq_t       *cq;        /* receive completions land here */
+    uint32_t        tm_max_tags;   /* DCX_SRQ_TM only */
+} dcx_srq_attr_t;
+
+struct dcx_srq {
+    dcx_dev_t *dev;
+    dcx_pd_t  *pd;
+    uint32_t   max_wr;        /* actual */
+    uint32_t   max_sge;
+    /* Posts one receive; ENOMEM when full, EINVAL on bad sge count. */
+    int      (*post_recv)(dcx_srq_t *srq, uint64_t wr_id,
+                          const dcx_sge_t *sg_list, unsigned num_sge);
+};
+
+static inline int dcx_srq_post_recv(dcx_srq_t *srq, uint64_t wr_id,
+                                    const dcx_sge_t *sg_list, unsigned num_sge)
+{
+    return srq->post_recv(srq, wr_id, sg_list, num_sge);
+}
+
+/* ------------------------------------------------------------------------
+ * Address handles: the port address of a peer, as published by
+ * dcx_dev_port_addr() on its side.
+ * ------------------------------------------------------------------------ */
+struct dcx_ah {
+    dcx_pd_t  *pd;
+};
+
+/* ------------------------------------------------------------------------
+ * Queue pairs: DCI (initiator) and DCT (target)
+ * ------------------------------------------------------------------------ */
+typedef enum {
+    DCX_QPT_DCI,
+    DCX_QPT_DCT
+} dcx_qp_type_t;
+
+typedef enum {
+    DCX_QPS_RESET,
+    DCX_QPS_INIT,
+    DCX_QPS_RTR,
+    DCX_QPS_RTS,
+    DCX_QPS_ERR
+} dcx_qp_state_t;
+
+typedef struct dcx_qp_attr {
+    dcx_qp_type_t  type;
+    dcx_cq_t      *send_cq;        /* DCI: requester completions */
+    dcx_cq_t      *recv_cq;        /* DCT: receive completions (= srq cq) */
+    dcx_srq_t     *srq;            /* DCT: mandatory */
+    uint32_t       max_send_wr;    /* DCI */
+    uint32_t       max_send_sge;   /* DCI */
+    uint32_t       max_inline;     /* DCI: requested inline bytes */
+    uint32_t       max_rd_atomic;  /* DCI */
+    uint64_t       dc_key;         /* DCT: access key checked per request */
+    uint32_t       access;         /* DCT: DCX_ACCESS_REMOTE_* it allows */
+    /* DCI transport parameters (verbs encoding): timeout is
+     * 4.096us * 2^timeout; retry_cnt 0..7; rnr_retry 0..7 (7 = forever).
+     * The soft device maps them onto its own timers. */
+    uint8_t        timeout;
+    uint8_t        retry_cnt;
+    uint8_t        rnr_retry;
+    uint8_t        min_rnr_timer;  /* DCT */
+} dcx_qp_attr_t;
+
+typedef enum {
+    DCX_WR_SEND,
+    DCX_WR_SEND_IMM,
+    DCX_WR_RDMA_WRITE,
+    DCX_WR_RDMA_WRITE_IMM,
+    DCX_WR_RDMA_READ,
+    DCX_WR_ATOMIC_FADD,          /* 64-bit */
+    DCX_WR_ATOMIC_CSWAP,         /* 64-bit */
+    DCX_WR_ATOMIC_MASKED_FADD,   /* 32/64: add per field; boundary mask */
+    DCX_WR_ATOMIC_MASKED_CSWAP,  /* 32/64: compare/swap under masks */
+    DCX_WR_OPCODE_LAST
+} dcx_wr_opcode_t;
+
+enum {
+    DCX_SEND_SIGNALED = 1u << 0,  /* completion on success too */
+    DCX_SEND_INLINE   = 1u << 1,  /* copy sg_list data at post (no lkey) */
+    DCX_SEND_FENCE    = 1u << 2,  /* wait for prior READ/atomics to finish */
+    DCX_SEND_SOLICITED= 1u << 3
+};
+
+/* DC destination of one WR (mlx5dv_wr_set_dc_addr). */
+typedef struct dcx_dc_dest {
+    dcx_ah_t  *ah;
+    uint32_t   dctn;
+    uint64_t   dc_key;
+} dcx_dc_dest_t;
+
+/* One send work request.  Each WR names its destination and exactly one
+ * data description (sg_list, inline or not). */
+typedef struct dcx_send_wr {
+    uint64_t          wr_id;
+    uint8_t           opcode;      /* dcx_wr_opcode_t */
+    uint8_t           flags;       /* DCX_SEND_* */
+    uint8_t           num_sge;
+    uint8_t           atomic_size; /* 4 or 8: masked atomics only */
+    uint32_t          imm;         /* _IMM opcodes, host order */
+    dcx_dc_dest_t     dest;
+    const dcx_sge_t  *sg_list;     /* atomics: one 4/8-byte result buffer */
+    uint64_t          remote_addr; /* RDMA and atomics */
+    uint32_t          rkey;
+    uint32_t          reserved;
+    /* atomics:
+     *   FADD:         compare_add = add
+     *   CSWAP:        compare_add = compare, swap = swap
+     *   MASKED_FADD:  compare_add = add, compare_mask = field boundary mask
+     *                 (a set bit ends a field: carries do not cross it)
+     *   MASKED_CSWAP: compare_add = compare, compare_mask = bits compared,
+     *                 swap = swap, swap_mask = bits swapped */
+    uint64_t          compare_add;
+    uint64_t          swap;
+    uint64_t          compare_mask;
+    uint64_t          swap_mask;
+} dcx_send_wr_t;
+
+struct dcx_qp {
+    dcx_dev_t      *dev;
+    dcx_pd_t       *pd;
+    dcx_qp_type_t   type;
+    dcx_qp_state_t  state;        /* updated by the backend */
+    uint32_t        qp_num;       /* DCI number / DCT number */
+    uint32_t        max_send_wr;  /* actual (DCI) */
+    uint32_t        max_send_sge;
+    uint32_t        max_inline;
+    uint32_t        max_rd_atomic;
+    /* DCI only.  Returns 0, or ENOMEM (send queue full: outstanding =
+     * posted - retired-by-polled-completion reached max_send_wr), EINVAL
+     * (too many sge, inline too long, opcode not supported, not in RTS).
+     * A WR posted while the DCI is in ERR is accepted and completes with
+     * DCX_WC_WR_FLUSH_ERR. */
+    int           (*post_send)(dcx_qp_t *qp, const dcx_send_wr_t *wr);
+};
+
+static inline int dcx_qp_post_send(dcx_qp_t *qp, const dcx_send_wr_t *wr)
+{
+    return qp->post_send(qp, wr);
+}
+
+/* ------------------------------------------------------------------------
+ * Control path (dispatched through the device's ops)
+ * ------------------------------------------------------------------------ */
+const dcx_dev_caps_t *dcx_dev_caps(const dcx_dev_t *dev);
+const char *dcx_dev_name(const dcx_dev_t *dev);
+dcx_backend_t dcx_dev_backend(const dcx_dev_t *dev);
+
+/* The address peers use to reach this device (caps.addr_len bytes). */
+int  dcx_dev_port_addr(dcx_dev_t *dev, void *addr, size_t *len_p);
+
+int  dcx_pd_alloc(dcx_dev_t *dev, dcx_pd_t **pd_p);
+int  dcx_pd_free(dcx_pd_t *pd);
+
+/* REMOTE_WRITE or REMOTE_ATOMIC without LOCAL_WRITE: EINVAL. */
+int  dcx_mr_reg(dcx_pd_t *pd, void *addr, size_t length, uint32_t access,
+                dcx_mr_t **mr_p);
+int  dcx_mr_dereg(dcx_mr_t *mr);
+
+int  dcx_cq_create(dcx_dev_t *dev, uint32_t cqe, dcx_cq_t **cq_p);
+int  dcx_cq_destroy(dcx_cq_t *cq);
+
+int  dcx_srq_create(dcx_pd_t *pd, const dcx_srq_attr_t *attr,
+                    dcx_srq_t **srq_p);
+int  dcx_srq_destroy(dcx_srq_t *srq);
+
+/* Validates the address format (EINVAL if malformed); reachability is only
+ * learned by sending (RETRY_EXC_ERR), as with a real fabric. */
+int  dcx_ah_create(dcx_pd_t *pd, const void *addr, size_t len,
+                   dcx_ah_t **ah_p);
+int  dcx_ah_destroy(dcx_ah_t *ah);
+
+/* Creates a DCI or DCT and moves it to its operational state (DCI: RTS,
+ * DCT: RTR, where it gets its number). */
+int  dcx_qp_create(dcx_pd_t *pd, const dcx_qp_attr_t *attr, dcx_qp_t **qp_p);
+int  dcx_qp_destroy(dcx_qp_t *qp);
+
+/* DCI: moves to ERR; outstanding WRs complete with WR_FLUSH_ERR. */
+int  dcx_qp_set_error(dcx_qp_t *qp);
+
+/* DCI recovery: ERR -> RESET -> INIT -> RTR -> RTS.  As with rdma-core, the
+ * reset discards this QP's completions not yet polled; the caller drains
+ * the CQ first if it needs them.  EINVAL if the QP is not a DCI in ERR. */
+int  dcx_qp_recover(dcx_qp_t *qp);
+
+/* Makes progress on work the device executes in software (soft device
+ * engine); a no-op on hardware.  Polling a CQ does the same. */
+void dcx_dev_progress(dcx_dev_t *dev);
+
+/* ------------------------------------------------------------------------
+ * Backend interface (implemented by src/soft and src/mlx5)
+ * ------------------------------------------------------------------------ */
+struct dcx_dev_ops {
+    void (*close)(dcx_dev_t *dev);
+    int  (*port_addr)(dcx_dev_t *dev, void *addr, size_t *len_p);
+    void (*progress)(dcx_dev_t *dev);
+    int  (*pd_alloc)(dcx_dev_t *dev, dcx_pd_t **pd_p);
+    int  (*pd_free)(dcx_pd_t *pd);
+    int  (*mr_reg)(dcx_pd_t *pd, void *addr, size_t length, uint32_t access,
+                   dcx_mr_t **mr_p);
+    int  (*mr_dereg)(dcx_mr_t *mr);
+    int  (*cq_create)(dcx_dev_t *dev, uint32_t cqe, dcx_cq_t **cq_p);
+    int  (*cq_destroy)(dcx_cq_t *cq);
+    int  (*srq_create)(dcx_pd_t *pd, const dcx_srq_attr_t *attr,
+                       dcx_srq_t **srq_p);
+    int  (*srq_destroy)(dcx_srq_t *srq);
+    int  (*ah_create)(dcx_pd_t *pd, const void *addr, size_t len,
+                      dcx_ah_t **ah_p);
+    int  (*ah_destroy)(dcx_ah_t *ah);
+    int  (*qp_create)(dcx_pd_t *pd, const dcx_qp_attr_t *attr,
+                      dcx_qp_t **qp_p);
+    int  (*qp_destroy)(dcx_qp_t *qp);
+    int  (*qp_set_error)(dcx_qp_t *qp);
+    int  (*qp_recover)(dcx_qp_t *qp);
+};
+
+/* Every backend's device object starts with this. */
+struct dcx_dev {
+    const dcx_dev_ops_t *ops;
+    dcx_dev_caps_t       caps;
+    dcx_backend_t        backend;
+};
+
+/* Backend entry points used by dcx_dev_list()/dcx_dev_open(). */
+int  dcx_soft_list(const dcx_dev_list_params_t *params,
+                   dcx_dev_info_t *out, unsigned max, unsigned *count_p);
+int  dcx_soft_open(const dcx_dev_info_t *info, dcx_dev_t **dev_p);
+void dcx_soft_limits_default(dcx_soft_limits_t *limits);
+#ifdef HAVE_DCX_MLX5
+int  dcx_mlx5_list(dcx_dev_info_t *out, unsigned max, unsigned *count_p);
+int  dcx_mlx5_open(const dcx_dev_info_t *info, dcx_dev_t **dev_p);
+#endif
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* DCX_DEV_H_ */
