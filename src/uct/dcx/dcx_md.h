@@ -1,0 +1,93 @@
+/*
+ * dcx UCT component and memory domain.
+ *
+ * One MD per device of the device layer (soft0.., mlx5_0..).  Memory is
+ * registered through the device layer, behind UCX's registration cache.
+ *
+ * Contract with the rest of the transport (dcx_iface.c, dcx_ep.c, ...):
+ *  - uct_dcx_md_t: the opened MD, its device and protection domain;
+ *  - uct_dcx_memh_mr(memh): the device MR (lkey) behind a uct_mem_h;
+ *  - uct_dcx_rkey(rkey): the 32-bit device rkey behind an unpacked uct_rkey_t;
+ *  - uct_dcx_component: the "dcx" component, to which the transport adds its
+ *    tl with UCT_TL_DEFINE.
+ */
+#ifndef UCT_DCX_MD_H_
+#define UCT_DCX_MD_H_
+
+#include <uct/base/uct_md.h>
+#include <ucs/memory/rcache.h>
+#include <ucs/type/status.h>
+
+#include "dcx_dev.h"
+
+#define UCT_DCX_COMPONENT_NAME   "dcx"
+#define UCT_DCX_CONFIG_PREFIX    "DCX_"
+
+/* Packed rkey: what uct_md_mkey_pack() writes and uct_rkey_unpack() reads. */
+#define UCT_DCX_RKEY_MAGIC       0x52584344u   /* "DCXR" little-endian */
+#define UCT_DCX_RKEY_VERSION     1
+
+typedef struct UCS_S_PACKED uct_dcx_packed_rkey {
+    uint32_t  magic;     /* UCT_DCX_RKEY_MAGIC */
+    uint8_t   version;   /* UCT_DCX_RKEY_VERSION */
+    uint8_t   flags;     /* none defined yet; must be 0 */
+    uint16_t  check;     /* uct_dcx_rkey_check() of the fields above + rkey */
+    uint32_t  rkey;      /* device rkey, host order */
+} uct_dcx_packed_rkey_t;
+
+#define UCT_DCX_PACKED_RKEY_SIZE sizeof(uct_dcx_packed_rkey_t)
+
+
+typedef struct uct_dcx_md_config {
+    uct_md_config_t         super;
+    /* Registration cache */
+    int                     rcache_enable;  /* UCS_YES / UCS_NO / UCS_TRY */
+    uct_md_rcache_config_t  rcache;
+    /* Devices */
+    unsigned                soft_devices;   /* number of soft devices, 0 = none */
+    char                   *soft_fabric;    /* fabric name of the soft devices */
+    dcx_soft_limits_t       soft_limits;    /* 0 = device default */
+    int                     mlx5_enable;    /* list rdma-core mlx5 devices */
+} uct_dcx_md_config_t;
+
+
+typedef struct uct_dcx_md {
+    uct_md_t           super;
+    dcx_dev_t         *dev;        /* opened device */
+    dcx_pd_t          *pd;
+    ucs_rcache_t      *rcache;     /* NULL when the cache is disabled */
+    double             reg_cost_overhead;  /* seconds per registration */
+    double             reg_cost_growth;    /* seconds per byte */
+    double             rcache_overhead;    /* seconds per cache lookup */
+    dcx_dev_info_t     info;       /* what the device was opened from */
+    char               name[UCT_MD_NAME_MAX];
+} uct_dcx_md_t;
+
+
+enum {
+    UCT_DCX_MEMH_FLAG_RCACHE = UCS_BIT(0)  /* lives in an rcache region */
+};
+
+/* What a uct_mem_h of the dcx MD points to. */
+typedef struct uct_dcx_memh {
+    dcx_mr_t   *mr;
+    uint32_t    flags;     /* UCT_DCX_MEMH_FLAG_* */
+} uct_dcx_memh_t;
+
+
+extern uct_component_t uct_dcx_component;
+
+
+/* The device MR (lkey, rkey, bounds) of a registered memory handle. */
+static inline dcx_mr_t *uct_dcx_memh_mr(uct_mem_h memh)
+{
+    return ((uct_dcx_memh_t*)memh)->mr;
+}
+
+/* The device rkey of an unpacked remote key. */
+static inline uint32_t uct_dcx_rkey(uct_rkey_t rkey)
+{
+    return (uint32_t)rkey;
+}
+
+#endif /* UCT_DCX_MD_H_ */
