@@ -1,0 +1,69 @@
+#!/bin/bash
+# dcx test command: installs what is missing, builds dcx twice (plain with
+# -Werror, and with ASan/UBSan), runs every googletest suite in both builds,
+# then the integration runs over the soft device: ucx_perftest (UCT and UCP),
+# MPI and OpenSHMEM programs.  Ends with one line "N passed, N failed".
+#
+#   contrib/test.sh [--quick]     --quick: skip the ASan build
+set -uo pipefail
+
+top=$(cd "$(dirname "$0")/.." && pwd)
+cd "$top"
+quick=0
+[ "${1:-}" = "--quick" ] && quick=1
+jobs=$(nproc 2>/dev/null || echo 2)
+logdir="$top/build-test-logs"
+mkdir -p "$logdir"
+
+passed=0
+failed=0
+failures=()
+
+step() {   # step NAME COMMAND...: runs one step, logs to a file, counts it
+    local name=$1; shift
+    local log="$logdir/${name// /_}.log"
+    local t0=$SECONDS
+    printf '== %-44s ' "$name"
+    if "$@" >"$log" 2>&1; then
+        passed=$((passed + 1))
+        echo "ok ($((SECONDS - t0)) s)"
+    else
+        failed=$((failed + 1))
+        failures+=("$name")
+        echo "FAILED ($((SECONDS - t0)) s) — last lines of $log:"
+        tail -n 30 "$log" | sed 's/^/   | /'
+    fi
+}
+
+fatal() { echo "test.sh: $*" >&2; echo "0 passed, 1 failed"; exit 1; }
+
+./contrib/install-deps.sh || fatal "could not install the build dependencies"
+ucx_src=$(./contrib/get-ucx-src.sh) || fatal "could not fetch the UCX source"
+./autogen.sh >"$logdir/autogen.log" 2>&1 || fatal "autogen failed (see $logdir/autogen.log)"
+
+configure_build() {   # configure_build DIR ARGS...
+    local dir=$1; shift
+    mkdir -p "$dir" && cd "$dir" &&
+        "$top/configure" --with-ucx-src="$ucx_src" "$@" &&
+        make -j"$jobs" && make -j"$jobs" check TESTS=
+}
+
+step "build (-Werror)" configure_build "$top/build" --enable-werror
+step "gtest suites" make -C "$top/build" check
+if [ $quick -eq 0 ]; then
+    step "build (ASan+UBSan)" configure_build "$top/build-asan" --enable-asan
+    step "gtest suites under ASan+UBSan" \
+        env ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
+            UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+            make -C "$top/build-asan" check
+fi
+export DCX_RUN="$top/build/contrib/dcx-run"
+step "ucx_perftest over dcx (UCT and UCP)" "$top/test/perftest.sh" "$top/build"
+step "MPI and OpenSHMEM over dcx" env DCX_TEST_TLS=dcx "$top/test/mpi/run.sh" "$top/build/test-mpi"
+
+echo
+if [ $failed -ne 0 ]; then
+    echo "failed steps: ${failures[*]} (logs in $logdir)"
+fi
+echo "$passed passed, $failed failed"
+[ $failed -eq 0 ]
