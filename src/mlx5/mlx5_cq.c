@@ -1,0 +1,258 @@
+/*
+ * dcx mlx5 backend: completion queues.
+ *
+ * Polling uses the extended CQ API (start/next/end_poll).  Each completion
+ * is routed by its QP number:
+ *  - a DCI completion carries as wr_id the sequence number the backend gave
+ *    the WR at post time; it is looked up in the DCI's outstanding ring,
+ *    which also retires the unsignalled WRs before it (one CQE retires
+ *    everything up to its WQE, as libmlx5 does for its own SQ slots);
+ *  - a DCT (receive) completion carries the wr_id given to the SRQ.
+ * When a DCI fails, its remaining outstanding WRs are reported from the ring
+ * as DCX_WC_WR_FLUSH_ERR, whatever the hardware does with them; flush CQEs
+ * the hardware produces afterwards are recognised as stale and dropped.
+ */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+
+#include "mlx5/mlx5_int.h"
+
+#include <endian.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define DCX_MLX5_CQ_WC_FLAGS (IBV_WC_EX_WITH_BYTE_LEN | IBV_WC_EX_WITH_IMM | \
+                              IBV_WC_EX_WITH_QP_NUM | IBV_WC_EX_WITH_SRC_QP)
+
+void dcx_mlx5_cq_schedule_flush(dcx_mlx5_cq_t *cq, dcx_mlx5_qp_t *qp)
+{
+    if (qp->flush_listed) {
+        return;
+    }
+    qp->flush_next   = cq->flush_head;
+    cq->flush_head   = qp;
+    qp->flush_listed = true;
+}
+
+void dcx_mlx5_cq_unschedule_flush(dcx_mlx5_cq_t *cq, dcx_mlx5_qp_t *qp)
+{
+    dcx_mlx5_qp_t **pp;
+
+    if (!qp->flush_listed) {
+        return;
+    }
+    for (pp = &cq->flush_head; *pp != NULL; pp = &(*pp)->flush_next) {
+        if (*pp == qp) {
+            *pp = qp->flush_next;
+            break;
+        }
+    }
+    qp->flush_next   = NULL;
+    qp->flush_listed = false;
+}
+
+/* Completion of a DCI WR.  Returns 1 if *wc was filled, 0 if dropped. */
+static int dcx_mlx5_cq_dci_cqe(dcx_mlx5_cq_t *cq, dcx_mlx5_qp_t *qp,
+                               uint64_t seq, enum ibv_wc_status status,
+                               dcx_wc_t *wc)
+{
+    const dcx_mlx5_wr_slot_t *slot;
+
+    if ((seq < qp->tail) || (seq >= qp->head)) {
+        /* already reported (flushed from the ring) or from before a reset */
+        return 0;
+    }
+    if (status == IBV_WC_WR_FLUSH_ERR) {
+        /* The DCI is in ERR: report this WR and all others outstanding,
+         * in posting order, from the ring. */
+        dcx_mlx5_dci_enter_error(qp);
+        return 0;
+    }
+
+    slot     = &qp->ring[seq % qp->ring_size];
+    qp->tail = seq + 1;   /* earlier unsignalled WRs completed silently */
+
+    memset(wc, 0, sizeof(*wc));
+    wc->wr_id  = slot->wr_id;
+    wc->opcode = dcx_mlx5_wr_wc_opcode((dcx_wr_opcode_t)slot->opcode);
+    wc->qp_num = qp->super.qp_num;
+    if (status == IBV_WC_SUCCESS) {
+        wc->status   = DCX_WC_SUCCESS;
+        wc->byte_len = ibv_wc_read_byte_len(cq->cq);
+        return 1;
+    }
+
+    wc->status     = dcx_mlx5_wc_status(status);
+    wc->vendor_err = ibv_wc_read_vendor_err(cq->cq);
+    dcx_debug("%s: dci 0x%x: wr_id 0x%llx failed: %s (vendor 0x%x)",
+              cq->super.dev->caps.name, qp->super.qp_num,
+              (unsigned long long)slot->wr_id, ibv_wc_status_str(status),
+              wc->vendor_err);
+    dcx_mlx5_dci_enter_error(qp);
+    return 1;
+}
+
+/* Completion of a receive on a DCT's SRQ. */
+static int dcx_mlx5_cq_recv_cqe(dcx_mlx5_cq_t *cq, uint32_t qpn,
+                                enum ibv_wc_status status, dcx_wc_t *wc)
+{
+    dcx_wc_opcode_t opcode;
+
+    memset(wc, 0, sizeof(*wc));
+    wc->wr_id  = cq->cq->wr_id;
+    wc->qp_num = qpn;
+    wc->opcode = DCX_WC_RECV;
+    wc->status = dcx_mlx5_wc_status(status);
+    if (status != IBV_WC_SUCCESS) {
+        wc->vendor_err = ibv_wc_read_vendor_err(cq->cq);
+        return 1;
+    }
+    if (dcx_mlx5_wc_opcode(ibv_wc_read_opcode(cq->cq), &opcode) != 0) {
+        dcx_warn("%s: dct 0x%x: unexpected completion opcode %d dropped",
+                 cq->super.dev->caps.name, qpn, ibv_wc_read_opcode(cq->cq));
+        return 0;
+    }
+    wc->opcode   = (uint8_t)opcode;
+    wc->byte_len = ibv_wc_read_byte_len(cq->cq);
+    wc->src_qp   = ibv_wc_read_src_qp(cq->cq);
+    if (ibv_wc_read_wc_flags(cq->cq) & IBV_WC_WITH_IMM) {
+        wc->flags |= DCX_WC_FLAG_WITH_IMM;
+        wc->imm    = be32toh(ibv_wc_read_imm_data(cq->cq));
+    }
+    return 1;
+}
+
+static int dcx_mlx5_cq_one(dcx_mlx5_cq_t *cq, dcx_wc_t *wc)
+{
+    dcx_mlx5_dev_t *dev = dcx_mlx5_dev(cq->super.dev);
+    enum ibv_wc_status status = cq->cq->status;
+    uint32_t qpn = ibv_wc_read_qp_num(cq->cq);
+    dcx_mlx5_qp_t *qp;
+
+    qp = (dcx_mlx5_qp_t*)dcx_mlx5_qpmap_find(&dev->qpmap, qpn);
+    if (qp == NULL) {
+        /* completion of a QP destroyed before it was polled */
+        dcx_debug("%s: cq: completion for unknown QP 0x%x dropped",
+                  dev->super.caps.name, qpn);
+        return 0;
+    }
+    if (qp->super.type == DCX_QPT_DCI) {
+        return dcx_mlx5_cq_dci_cqe(cq, qp, cq->cq->wr_id, status, wc);
+    }
+    return dcx_mlx5_cq_recv_cqe(cq, qpn, status, wc);
+}
+
+/* Reports outstanding WRs of failed DCIs as flushed. */
+static int dcx_mlx5_cq_drain_flush(dcx_mlx5_cq_t *cq, int max, dcx_wc_t *wc)
+{
+    const dcx_mlx5_wr_slot_t *slot;
+    dcx_mlx5_qp_t *qp;
+    int n = 0;
+
+    while (((qp = cq->flush_head) != NULL) && (n < max)) {
+        while ((qp->tail < qp->head) && (n < max)) {
+            slot = &qp->ring[qp->tail % qp->ring_size];
+            memset(&wc[n], 0, sizeof(wc[n]));
+            wc[n].wr_id  = slot->wr_id;
+            wc[n].status = DCX_WC_WR_FLUSH_ERR;
+            wc[n].opcode = dcx_mlx5_wr_wc_opcode((dcx_wr_opcode_t)
+                                                 slot->opcode);
+            wc[n].qp_num = qp->super.qp_num;
+            ++qp->tail;
+            ++n;
+        }
+        if (qp->tail == qp->head) {
+            dcx_mlx5_cq_unschedule_flush(cq, qp);
+        }
+    }
+    return n;
+}
+
+static int dcx_mlx5_cq_poll(dcx_cq_t *super, int max, dcx_wc_t *wc)
+{
+    dcx_mlx5_cq_t *cq = (dcx_mlx5_cq_t*)super;
+    struct ibv_poll_cq_attr attr = {0};
+    int n = 0, ret;
+
+    if (max <= 0) {
+        return 0;
+    }
+    ret = ibv_start_poll(cq->cq, &attr);
+    if (ret == 0) {
+        for (;;) {
+            n += dcx_mlx5_cq_one(cq, &wc[n]);
+            if (n >= max) {
+                break;
+            }
+            ret = ibv_next_poll(cq->cq);
+            if (ret != 0) {
+                break;
+            }
+        }
+        ibv_end_poll(cq->cq);
+    }
+    if ((ret != 0) && (ret != ENOENT)) {
+        dcx_error("%s: cq: polling failed (%d)", super->dev->caps.name, ret);
+    }
+    if ((n < max) && (cq->flush_head != NULL)) {
+        n += dcx_mlx5_cq_drain_flush(cq, max - n, &wc[n]);
+    }
+    return n;
+}
+
+int dcx_mlx5_cq_create(dcx_dev_t *super, uint32_t cqe, dcx_cq_t **cq_p)
+{
+    dcx_mlx5_dev_t *dev = dcx_mlx5_dev(super);
+    struct ibv_cq_init_attr_ex attr;
+    dcx_mlx5_cq_t *cq;
+    int ret;
+
+    if ((cqe == 0) || (cqe > super->caps.max_cqe)) {
+        dcx_error("%s: cq: %u entries requested, device allows 1..%u",
+                  super->caps.name, cqe, super->caps.max_cqe);
+        return EINVAL;
+    }
+    cq = calloc(1, sizeof(*cq));
+    if (cq == NULL) {
+        dcx_error("%s: cq: out of memory", super->caps.name);
+        return ENOMEM;
+    }
+    memset(&attr, 0, sizeof(attr));
+    attr.cqe      = cqe;
+    attr.wc_flags = DCX_MLX5_CQ_WC_FLAGS;
+    cq->cq = ibv_create_cq_ex(dev->ctx, &attr);
+    if (cq->cq == NULL) {
+        ret = errno ? errno : ENOMEM;
+        dcx_error("%s: cq: ibv_create_cq_ex(%u entries) failed: %s",
+                  super->caps.name, cqe, strerror(ret));
+        free(cq);
+        return ret;
+    }
+    cq->super.dev  = super;
+    cq->super.cqe  = (uint32_t)ibv_cq_ex_to_cq(cq->cq)->cqe;
+    cq->super.poll = dcx_mlx5_cq_poll;
+    *cq_p          = &cq->super;
+    return 0;
+}
+
+int dcx_mlx5_cq_destroy(dcx_cq_t *super)
+{
+    dcx_mlx5_cq_t *cq = (dcx_mlx5_cq_t*)super;
+    int ret;
+
+    if (cq->num_qps != 0) {
+        dcx_error("%s: cq: destroy refused, %u QPs still use it",
+                  super->dev->caps.name, cq->num_qps);
+        return EBUSY;
+    }
+    ret = ibv_destroy_cq(ibv_cq_ex_to_cq(cq->cq));
+    if (ret != 0) {
+        dcx_error("%s: cq: ibv_destroy_cq failed: %s", super->dev->caps.name,
+                  strerror(ret));
+        return ret;
+    }
+    free(cq);
+    return 0;
+}

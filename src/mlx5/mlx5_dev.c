@@ -1,0 +1,888 @@
+/*
+ * dcx mlx5 backend: discovery, open/close, capabilities, protection domains,
+ * memory regions, shared receive queues and address handles.
+ */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+
+#include "mlx5/mlx5_int.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* Inline bytes asked for when probing a DCI at open; libmlx5 rounds the WQE
+ * up to 64 bytes and reports what fits, which becomes caps.max_inline. */
+#define DCX_MLX5_PROBE_INLINE  256
+#define DCX_MLX5_PROBE_DEPTH   16
+
+static int dcx_mlx5_quiet_reported;
+
+/* "No mlx5 device here" is normal on most machines: say it once, at debug. */
+static void dcx_mlx5_report_none(const char *why, int err)
+{
+    if (__atomic_exchange_n(&dcx_mlx5_quiet_reported, 1, __ATOMIC_RELAXED)) {
+        return;
+    }
+    if (err != 0) {
+        dcx_debug("mlx5: %s (%s); no mlx5 devices", why, strerror(err));
+    } else {
+        dcx_debug("mlx5: %s; no mlx5 devices", why);
+    }
+}
+
+int dcx_mlx5_list(dcx_dev_info_t *out, unsigned max, unsigned *count_p)
+{
+    struct ibv_device **list;
+    unsigned count = 0;
+    int i, num = 0, err;
+
+    *count_p = 0;
+    list     = ibv_get_device_list(&num);
+    if (list == NULL) {
+        err = errno;
+        if (err == ENOSYS) {
+            dcx_mlx5_report_none("no RDMA support in the kernel", err);
+        } else {
+            /* Not fatal: other backends may still offer devices. */
+            dcx_warn("mlx5: ibv_get_device_list failed: %s; no mlx5 devices",
+                     strerror(err));
+        }
+        return 0;
+    }
+
+    for (i = 0; (i < num) && (count < max); ++i) {
+        if (!mlx5dv_is_supported(list[i])) {
+            dcx_debug("mlx5: %s is not an mlx5 device, skipped",
+                      ibv_get_device_name(list[i]));
+            continue;
+        }
+        memset(&out[count], 0, sizeof(out[count]));
+        snprintf(out[count].name, sizeof(out[count].name), "%s",
+                 ibv_get_device_name(list[i]));
+        out[count].backend = DCX_BACKEND_MLX5;
+        out[count].index   = (unsigned)i;
+        ++count;
+    }
+    ibv_free_device_list(list);
+
+    if (count == 0) {
+        dcx_mlx5_report_none("no RDMA device is driven by mlx5", 0);
+    }
+    *count_p = count;
+    return 0;
+}
+
+/* ------------------------------------------------------------------------
+ * Open
+ * ------------------------------------------------------------------------ */
+static struct ibv_context *dcx_mlx5_open_context(struct ibv_device *ibdev,
+                                                 bool *devx_p)
+{
+    struct mlx5dv_context_attr attr;
+    struct ibv_context *ctx;
+    int err;
+
+    memset(&attr, 0, sizeof(attr));
+    attr.flags = MLX5DV_CONTEXT_FLAGS_DEVX;
+    ctx        = mlx5dv_open_device(ibdev, &attr);
+    if (ctx != NULL) {
+        *devx_p = true;
+        return ctx;
+    }
+    err = errno;
+    dcx_debug("%s: DEVX context refused (%s), opening without DEVX; strided "
+              "keys will not be available", ibv_get_device_name(ibdev),
+              strerror(err));
+    *devx_p = false;
+    return ibv_open_device(ibdev);
+}
+
+static int dcx_mlx5_select_gid(dcx_mlx5_dev_t *dev, int gid_tbl_len)
+{
+    struct ibv_gid_entry *entries;
+    unsigned n = 0;
+    int i, sel;
+
+    entries = calloc((size_t)gid_tbl_len, sizeof(*entries));
+    if (entries == NULL) {
+        dcx_error("%s: port %u: no memory for the GID table", dev->super.caps.name,
+                  dev->port);
+        return ENOMEM;
+    }
+    for (i = 0; i < gid_tbl_len; ++i) {
+        /* ENODATA marks an empty slot */
+        if (ibv_query_gid_ex(dev->ctx, dev->port, (uint32_t)i, &entries[n],
+                             0) == 0) {
+            ++n;
+        }
+    }
+    sel = dcx_mlx5_gid_select(entries, n);
+    if (sel < 0) {
+        free(entries);
+        dcx_error("%s: port %u: RoCE port has no usable GID (no IP address "
+                  "on its netdev?)", dev->super.caps.name, dev->port);
+        return ENODEV;
+    }
+    dev->gid_index = (int)entries[sel].gid_index;
+    memcpy(dev->addr.gid, entries[sel].gid.raw, 16);
+    dev->addr.flags |= DCX_MLX5_ADDR_F_GID;
+    if (entries[sel].gid_type == IBV_GID_TYPE_ROCE_V2) {
+        dev->addr.flags |= DCX_MLX5_ADDR_F_ROCEV2;
+    }
+    free(entries);
+    return 0;
+}
+
+/* Picks the first port dcx can use and fills the port address. */
+static int dcx_mlx5_setup_port(dcx_mlx5_dev_t *dev, unsigned num_ports,
+                               struct ibv_port_attr *pattr)
+{
+    const char *why = "device has no port";
+    union ibv_gid gid;
+    unsigned p;
+    int ret;
+
+    for (p = 1; p <= num_ports; ++p) {
+        ret = ibv_query_port(dev->ctx, (uint8_t)p, pattr);
+        if (ret != 0) {
+            why = "ibv_query_port failed";
+            continue;
+        }
+        if (dcx_mlx5_port_check(pattr, &why) == 0) {
+            break;
+        }
+    }
+    if (p > num_ports) {
+        dcx_error("%s: no usable port: %s", dev->super.caps.name, why);
+        return ENODEV;
+    }
+
+    dev->port         = (uint8_t)p;
+    dev->link_layer   = (pattr->link_layer == IBV_LINK_LAYER_ETHERNET) ?
+                        IBV_LINK_LAYER_ETHERNET : IBV_LINK_LAYER_INFINIBAND;
+    dev->path_mtu     = pattr->active_mtu;
+    dev->grh_required = !!(pattr->flags & IBV_QPF_GRH_REQUIRED);
+    dev->gid_index    = -1;
+    dev->addr.mtu     = (uint8_t)pattr->active_mtu;
+
+    if (dev->link_layer == IBV_LINK_LAYER_ETHERNET) {
+        dev->addr.flags = DCX_MLX5_ADDR_F_ETH;
+        return dcx_mlx5_select_gid(dev, pattr->gid_tbl_len);
+    }
+
+    dev->addr.lid = pattr->lid;
+    /* GID 0 lets peers on other subnets (or GRH-only fabrics) route. */
+    if ((ibv_query_gid(dev->ctx, dev->port, 0, &gid) == 0) &&
+        (gid.global.interface_id != 0)) {
+        memcpy(dev->addr.gid, gid.raw, 16);
+        dev->addr.flags |= DCX_MLX5_ADDR_F_GID;
+        dev->gid_index   = 0;
+    } else if (dev->grh_required) {
+        dcx_error("%s: port %u requires a GRH but GID 0 cannot be read",
+                  dev->super.caps.name, dev->port);
+        return ENODEV;
+    }
+    return 0;
+}
+
+/* Tries to create a DCI with raw verbs.  DC has no capability bit: this is
+ * how rdma-core's own tests find out.  Returns 0 with the sizes libmlx5
+ * granted, EOPNOTSUPP when the kernel or device has no DC, or the errno of
+ * another failure. */
+static int dcx_mlx5_probe_dci(dcx_mlx5_dev_t *dev, struct ibv_pd *pd,
+                              struct ibv_cq *cq, uint32_t max_sge,
+                              dcx_mlx5_probe_t *probe)
+{
+    static const uint32_t inline_try[] = {DCX_MLX5_PROBE_INLINE, 0};
+    struct mlx5dv_qp_init_attr dv_attr;
+    struct ibv_qp_init_attr_ex attr;
+    struct ibv_qp *qp;
+    uint32_t sge;
+    unsigned i;
+    int err = EINVAL;
+
+    for (sge = max_sge; sge >= 1; sge = (sge > 1) ? 1 : 0) {
+        for (i = 0; i < sizeof(inline_try) / sizeof(inline_try[0]); ++i) {
+            memset(&attr, 0, sizeof(attr));
+            memset(&dv_attr, 0, sizeof(dv_attr));
+            attr.qp_type             = IBV_QPT_DRIVER;
+            attr.send_cq             = cq;
+            attr.recv_cq             = cq;
+            attr.pd                  = pd;
+            attr.comp_mask           = IBV_QP_INIT_ATTR_PD |
+                                       IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+            attr.send_ops_flags      = dev->dci_send_ops;
+            attr.cap.max_send_wr     = DCX_MLX5_PROBE_DEPTH;
+            attr.cap.max_send_sge    = sge;
+            attr.cap.max_inline_data = inline_try[i];
+            dv_attr.comp_mask        = MLX5DV_QP_INIT_ATTR_MASK_DC;
+            dv_attr.dc_init_attr.dc_type = MLX5DV_DCTYPE_DCI;
+
+            errno = 0;
+            qp    = mlx5dv_create_qp(dev->ctx, &attr, &dv_attr);
+            if (qp != NULL) {
+                probe->dc_ok          = true;
+                probe->dci_max_sge    = sge;
+                probe->dci_max_inline = attr.cap.max_inline_data;
+                probe->dci_wqe_size   = attr.cap.max_inline_data +
+                                        dcx_mlx5_dci_overhead(dev->dci_send_ops)
+                                        + DCX_MLX5_INL_HDR;
+                ibv_destroy_qp(qp);
+                return 0;
+            }
+            err = (errno != 0) ? errno : EINVAL;
+            if ((err == EOPNOTSUPP) || (err == EPROTONOSUPPORT)) {
+                return EOPNOTSUPP;
+            }
+        }
+        if (sge == 1) {
+            break;
+        }
+    }
+    return err;
+}
+
+static int dcx_mlx5_probe(dcx_mlx5_dev_t *dev, const struct ibv_device_attr *a,
+                          dcx_mlx5_probe_t *probe)
+{
+    struct ibv_pd *pd;
+    struct ibv_cq *cq;
+    uint32_t max_sge;
+    int ret;
+
+    pd = ibv_alloc_pd(dev->ctx);
+    if (pd == NULL) {
+        ret = errno;
+        dcx_error("%s: probe: ibv_alloc_pd failed: %s", dev->super.caps.name,
+                  strerror(ret));
+        return ret;
+    }
+    cq = ibv_create_cq(dev->ctx, DCX_MLX5_PROBE_DEPTH, NULL, NULL, 0);
+    if (cq == NULL) {
+        ret = errno;
+        dcx_error("%s: probe: ibv_create_cq failed: %s", dev->super.caps.name,
+                  strerror(ret));
+        ibv_dealloc_pd(pd);
+        return ret;
+    }
+
+    max_sge = (uint32_t)a->max_sge;
+    if (max_sge > DCX_MLX5_MAX_SGE) {
+        max_sge = DCX_MLX5_MAX_SGE;
+    }
+    ret = dcx_mlx5_probe_dci(dev, pd, cq, (max_sge > 0) ? max_sge : 1, probe);
+    if (ret == EOPNOTSUPP) {
+        dcx_error("%s: device or kernel does not support DC (DCI creation "
+                  "refused); dcx needs DC", dev->super.caps.name);
+    } else if (ret != 0) {
+        dcx_error("%s: probe: DCI creation failed: %s", dev->super.caps.name,
+                  strerror(ret));
+    }
+    ibv_destroy_cq(cq);
+    ibv_dealloc_pd(pd);
+    return ret;
+}
+
+/* Loopback self-test of 64-bit atomics through this backend's own objects:
+ * a DCT that allows REMOTE_ATOMIC (the kernel refuses it with EOPNOTSUPP
+ * when the HCA has no DC atomics), then one FETCH_ADD of 0 from a DCI to
+ * that DCT on a known word.  The fetched value tells the byte order the
+ * device uses for atomic results: host order (what upstream mlx5_core
+ * selects whenever the firmware offers it) keeps the atomics; big-endian
+ * mode, an error or no answer drops them from the caps. */
+#define DCX_MLX5_ATOMIC_PATTERN  0x0102030405060708ull
+#define DCX_MLX5_SELFTEST_NS     2000000000ll   /* > 4 retries of ~67 ms */
+
+static int64_t dcx_mlx5_now_ns(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000ll + ts.tv_nsec;
+}
+
+static bool dcx_mlx5_atomic_selftest(dcx_mlx5_dev_t *dev)
+{
+    const char *name = dev->super.caps.name;
+    uint64_t words[2] __attribute__((aligned(8)));
+    dcx_pd_t *pd     = NULL;
+    dcx_cq_t *cq     = NULL;
+    dcx_srq_t *srq   = NULL;
+    dcx_qp_t *dct    = NULL, *dci = NULL;
+    dcx_mr_t *mr     = NULL;
+    dcx_ah_t *ah     = NULL;
+    dcx_srq_attr_t srq_attr;
+    dcx_qp_attr_t qp_attr;
+    dcx_send_wr_t wr;
+    dcx_sge_t sge;
+    dcx_wc_t wc;
+    uint8_t addr[DCX_MLX5_ADDR_LEN];
+    size_t addr_len = sizeof(addr);
+    bool ok         = false, posted = false;
+    int64_t deadline;
+    int n = 0;
+
+    words[0] = DCX_MLX5_ATOMIC_PATTERN;   /* target */
+    words[1] = 0;                         /* fetched value */
+
+    if ((dcx_pd_alloc(&dev->super, &pd) != 0) ||
+        (dcx_cq_create(&dev->super, 4, &cq) != 0) ||
+        (dcx_mr_reg(pd, words, sizeof(words), DCX_ACCESS_LOCAL_WRITE |
+                    DCX_ACCESS_REMOTE_ATOMIC, &mr) != 0)) {
+        goto out;
+    }
+    memset(&srq_attr, 0, sizeof(srq_attr));
+    srq_attr.type    = DCX_SRQ_BASIC;
+    srq_attr.max_wr  = 1;
+    srq_attr.max_sge = 1;
+    srq_attr.cq      = cq;
+    if (dcx_srq_create(pd, &srq_attr, &srq) != 0) {
+        goto out;
+    }
+
+    memset(&qp_attr, 0, sizeof(qp_attr));
+    qp_attr.type          = DCX_QPT_DCT;
+    qp_attr.recv_cq       = cq;
+    qp_attr.send_cq       = cq;
+    qp_attr.srq           = srq;
+    qp_attr.dc_key        = 0x5e1f7e57ull;
+    qp_attr.access        = DCX_ACCESS_REMOTE_ATOMIC;
+    qp_attr.min_rnr_timer = 12;
+    if (dcx_qp_create(pd, &qp_attr, &dct) != 0) {
+        goto out;
+    }
+    memset(&qp_attr, 0, sizeof(qp_attr));
+    qp_attr.type          = DCX_QPT_DCI;
+    qp_attr.send_cq       = cq;
+    qp_attr.max_send_wr   = 2;
+    qp_attr.max_send_sge  = 1;
+    qp_attr.max_rd_atomic = 1;
+    qp_attr.timeout       = 14;    /* ~67 ms per retry */
+    qp_attr.retry_cnt     = 3;
+    qp_attr.rnr_retry     = 3;
+    if ((dcx_qp_create(pd, &qp_attr, &dci) != 0) ||
+        (dcx_dev_port_addr(&dev->super, addr, &addr_len) != 0) ||
+        (dcx_ah_create(pd, addr, addr_len, &ah) != 0)) {
+        goto out;
+    }
+
+    sge.addr   = (uintptr_t)&words[1];
+    sge.length = 8;
+    sge.lkey   = mr->lkey;
+    memset(&wr, 0, sizeof(wr));
+    wr.wr_id       = 1;
+    wr.opcode      = DCX_WR_ATOMIC_FADD;
+    wr.flags       = DCX_SEND_SIGNALED;
+    wr.num_sge     = 1;
+    wr.sg_list     = &sge;
+    wr.dest.ah     = ah;
+    wr.dest.dctn   = dct->qp_num;
+    wr.dest.dc_key = 0x5e1f7e57ull;
+    wr.remote_addr = (uintptr_t)&words[0];
+    wr.rkey        = mr->rkey;
+    wr.compare_add = 0;
+    if (dcx_qp_post_send(dci, &wr) != 0) {
+        goto out;
+    }
+    posted   = true;
+    deadline = dcx_mlx5_now_ns() + DCX_MLX5_SELFTEST_NS;
+    do {
+        n = dcx_cq_poll(cq, 1, &wc);
+    } while ((n == 0) && (dcx_mlx5_now_ns() < deadline));
+    if (n <= 0) {
+        dcx_warn("%s: atomic self-test: no completion; atomics disabled",
+                 name);
+    } else if (wc.status != DCX_WC_SUCCESS) {
+        dcx_warn("%s: atomic self-test: %s; atomics disabled", name,
+                 dcx_wc_status_str((dcx_wc_status_t)wc.status));
+    } else if (words[1] == DCX_MLX5_ATOMIC_PATTERN) {
+        ok = true;
+    } else if (words[1] == __builtin_bswap64(DCX_MLX5_ATOMIC_PATTERN)) {
+        dcx_warn("%s: atomics run in big-endian mode on this device "
+                 "(firmware without host-endian atomics); dcx needs host "
+                 "order, atomics disabled", name);
+    } else {
+        dcx_warn("%s: atomic self-test fetched 0x%llx, expected 0x%llx; "
+                 "atomics disabled", name, (unsigned long long)words[1],
+                 (unsigned long long)DCX_MLX5_ATOMIC_PATTERN);
+    }
+
+out:
+    if (!posted) {
+        dcx_info("%s: DC atomics disabled: the self-test could not be set "
+                 "up (reason logged above)", name);
+    }
+    if (ah != NULL)  dcx_ah_destroy(ah);
+    if (dci != NULL) dcx_qp_destroy(dci);
+    if (dct != NULL) dcx_qp_destroy(dct);
+    if (srq != NULL) dcx_srq_destroy(srq);
+    if (mr != NULL)  dcx_mr_dereg(mr);
+    if (cq != NULL)  dcx_cq_destroy(cq);
+    if (pd != NULL)  dcx_pd_free(pd);
+    return ok;
+}
+
+static void dcx_mlx5_close(dcx_dev_t *super)
+{
+    dcx_mlx5_dev_t *dev = dcx_mlx5_dev(super);
+    int ret;
+
+    if (dev->qpmap.count != 0) {
+        dcx_warn("%s: closed with %u QPs still open", super->caps.name,
+                 dev->qpmap.count);
+    }
+    dcx_mlx5_qpmap_cleanup(&dev->qpmap);
+    ret = ibv_close_device(dev->ctx);
+    if (ret != 0) {
+        dcx_warn("%s: ibv_close_device failed: %s", super->caps.name,
+                 strerror(ret));
+    }
+    free(dev);
+}
+
+int dcx_mlx5_open(const dcx_dev_info_t *info, dcx_dev_t **dev_p)
+{
+    struct ibv_device_attr_ex dattr;
+    struct mlx5dv_context dv;
+    struct ibv_port_attr pattr;
+    struct ibv_device **list;
+    struct ibv_device *ibdev = NULL;
+    dcx_mlx5_probe_t probe;
+    dcx_mlx5_dev_t *dev;
+    int i, num = 0, ret;
+
+    list = ibv_get_device_list(&num);
+    if (list == NULL) {
+        ret = errno;
+        dcx_error("%s: open: ibv_get_device_list failed: %s", info->name,
+                  strerror(ret));
+        return ret;
+    }
+    for (i = 0; i < num; ++i) {
+        if (!strcmp(ibv_get_device_name(list[i]), info->name)) {
+            ibdev = list[i];
+            break;
+        }
+    }
+    if ((ibdev == NULL) || !mlx5dv_is_supported(ibdev)) {
+        ibv_free_device_list(list);
+        dcx_error("%s: open: no such mlx5 device", info->name);
+        return ENODEV;
+    }
+
+    dev = calloc(1, sizeof(*dev));
+    if (dev == NULL) {
+        ibv_free_device_list(list);
+        dcx_error("%s: open: out of memory", info->name);
+        return ENOMEM;
+    }
+    snprintf(dev->super.caps.name, sizeof(dev->super.caps.name), "%s",
+             info->name);
+    dev->super.ops     = &dcx_mlx5_dev_ops;
+    dev->super.backend = DCX_BACKEND_MLX5;
+    dcx_mlx5_qpmap_init(&dev->qpmap);
+
+    dev->ctx = dcx_mlx5_open_context(ibdev, &dev->devx);
+    ibv_free_device_list(list);
+    if (dev->ctx == NULL) {
+        ret = errno ? errno : ENODEV;
+        dcx_error("%s: open: ibv_open_device failed: %s", info->name,
+                  strerror(ret));
+        free(dev);
+        return ret;
+    }
+
+    memset(&dattr, 0, sizeof(dattr));
+    ret = ibv_query_device_ex(dev->ctx, NULL, &dattr);
+    if (ret != 0) {
+        dcx_error("%s: open: ibv_query_device_ex failed: %s", info->name,
+                  strerror(ret));
+        goto err_close;
+    }
+    memset(&dv, 0, sizeof(dv));
+    dv.comp_mask = MLX5DV_CONTEXT_MASK_DCI_STREAMS;
+    ret = mlx5dv_query_device(dev->ctx, &dv);
+    if (ret != 0) {
+        dcx_error("%s: open: mlx5dv_query_device failed: %s", info->name,
+                  strerror(ret));
+        goto err_close;
+    }
+    if (dv.comp_mask & MLX5DV_CONTEXT_MASK_DCI_STREAMS) {
+        dcx_debug("%s: DCI streams: up to 2^%u concurrent, 2^%u errored",
+                  info->name, dv.dci_streams_caps.max_log_num_concurent,
+                  dv.dci_streams_caps.max_log_num_errored);
+    }
+
+    ret = dcx_mlx5_setup_port(dev, dattr.orig_attr.phys_port_cnt, &pattr);
+    if (ret != 0) {
+        goto err_close;
+    }
+
+    dev->dci_send_ops = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM |
+                        IBV_QP_EX_WITH_RDMA_WRITE |
+                        IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM |
+                        IBV_QP_EX_WITH_RDMA_READ;
+    if (dattr.orig_attr.atomic_cap != IBV_ATOMIC_NONE) {
+        dev->dci_send_ops |= IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
+                             IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD;
+    }
+
+    memset(&probe, 0, sizeof(probe));
+    ret = dcx_mlx5_probe(dev, &dattr.orig_attr, &probe);
+    if (ret != 0) {
+        goto err_close;
+    }
+    /* Provisional caps (atomics as the device reports them) so that the
+     * self-test can create its QPs; then the verdict. */
+    probe.dct_atomic_ok = true;
+    dcx_mlx5_caps_translate(info->name, &dattr, &pattr, &probe,
+                            &dev->super.caps);
+    if (dev->super.caps.atomic_flags != 0) {
+        probe.dct_atomic_ok = dcx_mlx5_atomic_selftest(dev);
+        if (dev->qpmap.count != 0) {
+            dcx_error("%s: open: self-test left QPs behind", info->name);
+            ret = EIO;
+            goto err_close;
+        }
+        dcx_mlx5_caps_translate(info->name, &dattr, &pattr, &probe,
+                                &dev->super.caps);
+    }
+    if (!probe.dct_atomic_ok || (dev->super.caps.atomic_flags == 0)) {
+        dev->dci_send_ops &= ~(uint64_t)(IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
+                                         IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD);
+    }
+
+    dcx_debug("%s: port %u %s, DEVX %s, DCI depth %u, inline %u, sge %u, "
+              "atomics 0x%x", info->name, dev->port,
+              (dev->link_layer == IBV_LINK_LAYER_ETHERNET) ? "RoCE" : "IB",
+              dev->devx ? "yes" : "no", dev->super.caps.max_qp_wr,
+              dev->super.caps.max_inline, dev->super.caps.max_sge,
+              dev->super.caps.atomic_flags);
+    *dev_p = &dev->super;
+    return 0;
+
+err_close:
+    dcx_mlx5_qpmap_cleanup(&dev->qpmap);
+    ibv_close_device(dev->ctx);
+    free(dev);
+    return ret;
+}
+
+static int dcx_mlx5_port_addr(dcx_dev_t *super, void *addr, size_t *len_p)
+{
+    dcx_mlx5_dev_t *dev = dcx_mlx5_dev(super);
+    int ret;
+
+    ret = dcx_mlx5_addr_pack(&dev->addr, addr, len_p);
+    if (ret != 0) {
+        dcx_error("%s: port address: buffer of %zu bytes, need %u",
+                  super->caps.name, *len_p, DCX_MLX5_ADDR_LEN);
+    }
+    return ret;
+}
+
+/* The NIC needs no software progress. */
+static void dcx_mlx5_progress(dcx_dev_t *dev)
+{
+}
+
+/* ------------------------------------------------------------------------
+ * Protection domains and memory regions
+ * ------------------------------------------------------------------------ */
+static int dcx_mlx5_pd_alloc(dcx_dev_t *super, dcx_pd_t **pd_p)
+{
+    dcx_mlx5_dev_t *dev = dcx_mlx5_dev(super);
+    dcx_mlx5_pd_t *pd;
+    int ret;
+
+    pd = calloc(1, sizeof(*pd));
+    if (pd == NULL) {
+        dcx_error("%s: pd: out of memory", super->caps.name);
+        return ENOMEM;
+    }
+    pd->pd = ibv_alloc_pd(dev->ctx);
+    if (pd->pd == NULL) {
+        ret = errno ? errno : ENOMEM;
+        dcx_error("%s: pd: ibv_alloc_pd failed: %s", super->caps.name,
+                  strerror(ret));
+        free(pd);
+        return ret;
+    }
+    pd->super.dev = super;
+    *pd_p         = &pd->super;
+    return 0;
+}
+
+static int dcx_mlx5_pd_free(dcx_pd_t *super)
+{
+    dcx_mlx5_pd_t *pd = (dcx_mlx5_pd_t*)super;
+    int ret;
+
+    ret = ibv_dealloc_pd(pd->pd);
+    if (ret != 0) {
+        dcx_error("%s: pd: ibv_dealloc_pd failed: %s",
+                  super->dev->caps.name, strerror(ret));
+        return ret;
+    }
+    free(pd);
+    return 0;
+}
+
+static int dcx_mlx5_mr_reg(dcx_pd_t *pd, void *addr, size_t length,
+                           uint32_t access, dcx_mr_t **mr_p)
+{
+    const char *name = pd->dev->caps.name;
+    dcx_mlx5_mr_t *mr;
+    int ret;
+
+    if ((access & (DCX_ACCESS_REMOTE_WRITE | DCX_ACCESS_REMOTE_ATOMIC)) &&
+        !(access & DCX_ACCESS_LOCAL_WRITE)) {
+        dcx_error("%s: mr %p+%zu: remote write/atomic access needs local "
+                  "write", name, addr, length);
+        return EINVAL;
+    }
+    mr = calloc(1, sizeof(*mr));
+    if (mr == NULL) {
+        dcx_error("%s: mr %p+%zu: out of memory", name, addr, length);
+        return ENOMEM;
+    }
+    mr->mr = ibv_reg_mr(((dcx_mlx5_pd_t*)pd)->pd, addr, length,
+                        (int)dcx_mlx5_access_flags(access));
+    if (mr->mr == NULL) {
+        ret = errno ? errno : ENOMEM;
+        dcx_error("%s: mr %p+%zu: ibv_reg_mr failed: %s", name, addr,
+                  length, strerror(ret));
+        free(mr);
+        return ret;
+    }
+    mr->super.pd     = pd;
+    mr->super.addr   = addr;
+    mr->super.length = length;
+    mr->super.lkey   = mr->mr->lkey;
+    mr->super.rkey   = mr->mr->rkey;
+    mr->super.access = access;
+    *mr_p            = &mr->super;
+    return 0;
+}
+
+static int dcx_mlx5_mr_dereg(dcx_mr_t *super)
+{
+    dcx_mlx5_mr_t *mr = (dcx_mlx5_mr_t*)super;
+    int ret;
+
+    ret = ibv_dereg_mr(mr->mr);
+    if (ret != 0) {
+        dcx_error("%s: mr %p: ibv_dereg_mr failed: %s",
+                  super->pd->dev->caps.name, super->addr, strerror(ret));
+        return ret;
+    }
+    free(mr);
+    return 0;
+}
+
+/* ------------------------------------------------------------------------
+ * Shared receive queues
+ * ------------------------------------------------------------------------ */
+static int dcx_mlx5_srq_post_recv(dcx_srq_t *super, uint64_t wr_id,
+                                  const dcx_sge_t *sg_list, unsigned num_sge)
+{
+    dcx_mlx5_srq_t *srq = (dcx_mlx5_srq_t*)super;
+    struct ibv_sge sge[DCX_MLX5_MAX_SGE];
+    struct ibv_recv_wr wr, *bad;
+    unsigned i;
+    int ret;
+
+    if (num_sge > super->max_sge) {
+        dcx_error("%s: srq %u: %u sge, at most %u", super->dev->caps.name,
+                  srq->srq->handle, num_sge, super->max_sge);
+        return EINVAL;
+    }
+    for (i = 0; i < num_sge; ++i) {
+        sge[i].addr   = sg_list[i].addr;
+        sge[i].length = sg_list[i].length;
+        sge[i].lkey   = sg_list[i].lkey;
+    }
+    wr.wr_id   = wr_id;
+    wr.next    = NULL;
+    wr.sg_list = sge;
+    wr.num_sge = (int)num_sge;
+    ret = ibv_post_srq_recv(srq->srq, &wr, &bad);
+    if (ret == ENOMEM) {
+        /* full: normal back-pressure, the caller retries later */
+        dcx_trace("%s: srq %u: full", super->dev->caps.name,
+                  srq->srq->handle);
+    } else if (ret != 0) {
+        dcx_error("%s: srq %u: ibv_post_srq_recv failed: %s",
+                  super->dev->caps.name, srq->srq->handle, strerror(ret));
+    }
+    return ret;
+}
+
+static int dcx_mlx5_srq_create(dcx_pd_t *pd, const dcx_srq_attr_t *attr,
+                               dcx_srq_t **srq_p)
+{
+    const char *name = pd->dev->caps.name;
+    struct ibv_srq_init_attr init;
+    dcx_mlx5_srq_t *srq;
+    int ret;
+
+    if (attr->type != DCX_SRQ_BASIC) {
+        dcx_error("%s: srq: tag-matching SRQs are not supported by the mlx5 "
+                  "backend yet", name);
+        return EOPNOTSUPP;
+    }
+    if ((attr->max_sge == 0) || (attr->max_sge > DCX_MLX5_MAX_SGE) ||
+        (attr->max_sge > pd->dev->caps.max_recv_sge) || (attr->max_wr == 0) ||
+        (attr->max_wr > pd->dev->caps.max_srq_wr) || (attr->cq == NULL)) {
+        dcx_error("%s: srq: invalid attributes (max_wr %u, max_sge %u, "
+                  "cq %p)", name, attr->max_wr, attr->max_sge,
+                  (void*)attr->cq);
+        return EINVAL;
+    }
+    srq = calloc(1, sizeof(*srq));
+    if (srq == NULL) {
+        dcx_error("%s: srq: out of memory", name);
+        return ENOMEM;
+    }
+    memset(&init, 0, sizeof(init));
+    init.attr.max_wr  = attr->max_wr;
+    init.attr.max_sge = attr->max_sge;
+    srq->srq = ibv_create_srq(((dcx_mlx5_pd_t*)pd)->pd, &init);
+    if (srq->srq == NULL) {
+        ret = errno ? errno : ENOMEM;
+        dcx_error("%s: srq: ibv_create_srq(max_wr %u, max_sge %u) failed: "
+                  "%s", name, attr->max_wr, attr->max_sge, strerror(ret));
+        free(srq);
+        return ret;
+    }
+    srq->cq              = (dcx_mlx5_cq_t*)attr->cq;
+    srq->super.dev       = pd->dev;
+    srq->super.pd        = pd;
+    srq->super.max_wr    = init.attr.max_wr;
+    srq->super.max_sge   = attr->max_sge;
+    srq->super.post_recv = dcx_mlx5_srq_post_recv;
+    *srq_p               = &srq->super;
+    return 0;
+}
+
+static int dcx_mlx5_srq_destroy(dcx_srq_t *super)
+{
+    dcx_mlx5_srq_t *srq = (dcx_mlx5_srq_t*)super;
+    int ret;
+
+    ret = ibv_destroy_srq(srq->srq);
+    if (ret != 0) {
+        dcx_error("%s: srq: ibv_destroy_srq failed: %s",
+                  super->dev->caps.name, strerror(ret));
+        return ret;
+    }
+    free(srq);
+    return 0;
+}
+
+/* ------------------------------------------------------------------------
+ * Address handles
+ * ------------------------------------------------------------------------ */
+static int dcx_mlx5_ah_create(dcx_pd_t *pd, const void *addr, size_t len,
+                              dcx_ah_t **ah_p)
+{
+    dcx_mlx5_dev_t *dev = dcx_mlx5_dev(pd->dev);
+    const char *name    = dev->super.caps.name;
+    struct ibv_ah_attr ah_attr;
+    dcx_mlx5_addr_t peer;
+    const char *why = NULL;
+    dcx_mlx5_ah_t *ah;
+    bool eth;
+    int ret;
+
+    ret = dcx_mlx5_addr_unpack(addr, len, &peer, &why);
+    if (ret != 0) {
+        dcx_error("%s: ah: malformed peer address (%zu bytes): %s", name, len,
+                  why);
+        return EINVAL;
+    }
+    eth = !!(peer.flags & DCX_MLX5_ADDR_F_ETH);
+    if (eth != (dev->link_layer == IBV_LINK_LAYER_ETHERNET)) {
+        dcx_error("%s: ah: peer address is %s but port %u is %s", name,
+                  eth ? "RoCE" : "InfiniBand", dev->port,
+                  (dev->link_layer == IBV_LINK_LAYER_ETHERNET) ? "RoCE" :
+                  "InfiniBand");
+        return EINVAL;
+    }
+    if (dev->grh_required && !(peer.flags & DCX_MLX5_ADDR_F_GID)) {
+        dcx_error("%s: ah: port %u requires a GRH and the peer address has "
+                  "no GID", name, dev->port);
+        return EINVAL;
+    }
+
+    memset(&ah_attr, 0, sizeof(ah_attr));
+    ah_attr.port_num = dev->port;
+    ah_attr.sl       = 0;
+    if (eth || dev->grh_required) {
+        ah_attr.is_global      = 1;
+        ah_attr.grh.sgid_index = (uint8_t)((dev->gid_index >= 0) ?
+                                           dev->gid_index : 0);
+        ah_attr.grh.hop_limit  = 64;
+        memcpy(ah_attr.grh.dgid.raw, peer.gid, 16);
+    }
+    if (!eth) {
+        ah_attr.dlid = peer.lid;
+    }
+
+    ah = calloc(1, sizeof(*ah));
+    if (ah == NULL) {
+        dcx_error("%s: ah: out of memory", name);
+        return ENOMEM;
+    }
+    errno  = 0;
+    ah->ah = ibv_create_ah(((dcx_mlx5_pd_t*)pd)->pd, &ah_attr);
+    if (ah->ah == NULL) {
+        /* mlx5 may fail without setting errno (e.g. bad port) */
+        ret = errno ? errno : EINVAL;
+        dcx_error("%s: ah: ibv_create_ah(lid %u) failed: %s", name, peer.lid,
+                  strerror(ret));
+        free(ah);
+        return ret;
+    }
+    ah->super.pd = pd;
+    *ah_p        = &ah->super;
+    return 0;
+}
+
+static int dcx_mlx5_ah_destroy(dcx_ah_t *super)
+{
+    dcx_mlx5_ah_t *ah = (dcx_mlx5_ah_t*)super;
+    int ret;
+
+    ret = ibv_destroy_ah(ah->ah);
+    if (ret != 0) {
+        dcx_error("%s: ah: ibv_destroy_ah failed: %s",
+                  super->pd->dev->caps.name, strerror(ret));
+        return ret;
+    }
+    free(ah);
+    return 0;
+}
+
+const dcx_dev_ops_t dcx_mlx5_dev_ops = {
+    .close        = dcx_mlx5_close,
+    .port_addr    = dcx_mlx5_port_addr,
+    .progress     = dcx_mlx5_progress,
+    .pd_alloc     = dcx_mlx5_pd_alloc,
+    .pd_free      = dcx_mlx5_pd_free,
+    .mr_reg       = dcx_mlx5_mr_reg,
+    .mr_dereg     = dcx_mlx5_mr_dereg,
+    .cq_create    = dcx_mlx5_cq_create,
+    .cq_destroy   = dcx_mlx5_cq_destroy,
+    .srq_create   = dcx_mlx5_srq_create,
+    .srq_destroy  = dcx_mlx5_srq_destroy,
+    .ah_create    = dcx_mlx5_ah_create,
+    .ah_destroy   = dcx_mlx5_ah_destroy,
+    .qp_create    = dcx_mlx5_qp_create,
+    .qp_destroy   = dcx_mlx5_qp_destroy,
+    .qp_set_error = dcx_mlx5_qp_set_error,
+    .qp_recover   = dcx_mlx5_qp_recover,
+};

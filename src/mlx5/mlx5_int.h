@@ -1,0 +1,131 @@
+/*
+ * dcx mlx5 backend: objects shared by the backend's files.
+ *
+ * Each object embeds its dcx_dev.h counterpart first, so the device layer
+ * hands back the same pointer it was given.
+ */
+#ifndef DCX_MLX5_INT_H_
+#define DCX_MLX5_INT_H_
+
+#include "dcx_dev.h"
+#include "mlx5/mlx5_pure.h"
+
+#include <infiniband/verbs.h>
+#include <infiniband/mlx5dv.h>
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* Largest gather list a post takes (arrays on the stack of post_send and
+ * post_recv); caps.max_sge and SRQ max_sge are clamped to it. */
+#define DCX_MLX5_MAX_SGE  16
+
+typedef struct dcx_mlx5_cq dcx_mlx5_cq_t;
+typedef struct dcx_mlx5_qp dcx_mlx5_qp_t;
+
+typedef struct dcx_mlx5_dev {
+    dcx_dev_t             super;
+    struct ibv_context   *ctx;
+    /* DEVX context granted: needed later for mlx5dv_create_mkey (strided
+     * keys, rdma-core-semantics §5.1) and DEVX DC/TM objects (§4.9). */
+    bool                  devx;
+    uint8_t               port;
+    uint8_t               link_layer;   /* IBV_LINK_LAYER_* */
+    enum ibv_mtu          path_mtu;
+    int                   gid_index;    /* RoCE: published GID, else -1 */
+    bool                  grh_required; /* port reports IBV_QPF_GRH_REQUIRED */
+    dcx_mlx5_addr_t       addr;         /* this port's published address */
+    uint64_t              dci_send_ops; /* IBV_QP_EX_WITH_* every DCI gets */
+    /* Completions carry only a QP number: this finds the dcx QP. */
+    dcx_mlx5_qpmap_t      qpmap;
+    /* Strided keys (later issue) will need an RC QP looped back to this
+     * port to carry UMR work requests, because libmlx5 installs the UMR
+     * builders on RC QPs only; it will live here, created on first use. */
+} dcx_mlx5_dev_t;
+
+typedef struct dcx_mlx5_pd {
+    dcx_pd_t        super;
+    struct ibv_pd  *pd;
+} dcx_mlx5_pd_t;
+
+typedef struct dcx_mlx5_mr {
+    dcx_mr_t        super;
+    struct ibv_mr  *mr;
+} dcx_mlx5_mr_t;
+
+typedef struct dcx_mlx5_ah {
+    dcx_ah_t        super;
+    struct ibv_ah  *ah;
+} dcx_mlx5_ah_t;
+
+typedef struct dcx_mlx5_srq {
+    dcx_srq_t       super;
+    struct ibv_srq *srq;
+    dcx_mlx5_cq_t  *cq;
+} dcx_mlx5_srq_t;
+
+struct dcx_mlx5_cq {
+    dcx_cq_t           super;
+    struct ibv_cq_ex  *cq;
+    /* DCIs in ERR whose outstanding WRs still have to be reported as
+     * flushed on this CQ (linked through dcx_mlx5_qp.flush_next). */
+    dcx_mlx5_qp_t     *flush_head;
+    unsigned           num_qps;       /* QPs using this CQ */
+};
+
+/* One posted, not yet retired work request of a DCI. */
+typedef struct dcx_mlx5_wr_slot {
+    uint64_t  wr_id;
+    uint8_t   opcode;     /* dcx_wr_opcode_t */
+    uint8_t   signaled;
+} dcx_mlx5_wr_slot_t;
+
+struct dcx_mlx5_qp {
+    dcx_qp_t             super;
+    struct ibv_qp       *qp;
+    struct ibv_qp_ex    *qpx;        /* DCI */
+    struct mlx5dv_qp_ex *dvqp;       /* DCI */
+    dcx_mlx5_cq_t       *send_cq;    /* DCI */
+    dcx_mlx5_cq_t       *recv_cq;    /* DCT */
+    dcx_qp_attr_t        attr;       /* as created (for recovery) */
+    /* Outstanding-WR ring of a DCI.  The hardware wr_id of a WR is its
+     * post sequence number; slot = seq % ring size.  WRs with
+     * seq in [tail, head) are outstanding. */
+    dcx_mlx5_wr_slot_t  *ring;
+    uint32_t             ring_size;
+    uint64_t             head;
+    uint64_t             tail;
+    /* Flush reporting while in ERR */
+    bool                 flush_listed;
+    dcx_mlx5_qp_t       *flush_next;
+};
+
+static inline dcx_mlx5_dev_t *dcx_mlx5_dev(dcx_dev_t *dev)
+{
+    return (dcx_mlx5_dev_t*)dev;
+}
+
+/* mlx5_dev.c */
+extern const dcx_dev_ops_t dcx_mlx5_dev_ops;
+
+/* mlx5_cq.c */
+int  dcx_mlx5_cq_create(dcx_dev_t *dev, uint32_t cqe, dcx_cq_t **cq_p);
+int  dcx_mlx5_cq_destroy(dcx_cq_t *cq);
+/* Queues the DCI's remaining outstanding WRs for FLUSH reporting. */
+void dcx_mlx5_cq_schedule_flush(dcx_mlx5_cq_t *cq, dcx_mlx5_qp_t *qp);
+void dcx_mlx5_cq_unschedule_flush(dcx_mlx5_cq_t *cq, dcx_mlx5_qp_t *qp);
+
+/* mlx5_qp.c */
+int  dcx_mlx5_qp_create(dcx_pd_t *pd, const dcx_qp_attr_t *attr,
+                        dcx_qp_t **qp_p);
+int  dcx_mlx5_qp_destroy(dcx_qp_t *qp);
+int  dcx_mlx5_qp_set_error(dcx_qp_t *qp);
+int  dcx_mlx5_qp_recover(dcx_qp_t *qp);
+/* Called by the CQ when it polls an error completion of this DCI. */
+void dcx_mlx5_dci_enter_error(dcx_mlx5_qp_t *qp);
+/* Modifies a QP with the table's required mask plus "extra" (which must be
+ * allowed by the table); logs and returns errno on failure. */
+int  dcx_mlx5_qp_modify(dcx_mlx5_qp_t *qp, dcx_qp_state_t to,
+                        struct ibv_qp_attr *attr, uint32_t extra);
+
+#endif /* DCX_MLX5_INT_H_ */

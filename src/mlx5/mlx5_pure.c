@@ -1,0 +1,767 @@
+/*
+ * dcx mlx5 backend: pure translation rules (see mlx5_pure.h).
+ */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+
+#include "mlx5/mlx5_pure.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define DCX_MLX5_ALIGN(_x, _a)  (((_x) + (_a) - 1) / (_a) * (_a))
+
+/* ------------------------------------------------------------------------
+ * Modify-QP masks
+ * ------------------------------------------------------------------------ */
+#define DCI_RTS_REQUIRED (IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | \
+                          IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC | \
+                          IBV_QP_SQ_PSN)
+
+const dcx_mlx5_qp_transition_t dcx_mlx5_qp_transitions[] = {
+    /* DCI: the destination comes with each WR, so no DEST_QPN, RQ_PSN,
+     * MAX_DEST_RD_ATOMIC, and no ACCESS_FLAGS at RESET->INIT. */
+    {DCX_QPT_DCI, DCX_QPS_RESET, DCX_QPS_INIT,
+     IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT, 0},
+    {DCX_QPT_DCI, DCX_QPS_INIT,  DCX_QPS_INIT,
+     IBV_QP_STATE, IBV_QP_PKEY_INDEX | IBV_QP_PORT},
+    /* AV is accepted only by newer kernels; the backend does not send it. */
+    {DCX_QPT_DCI, DCX_QPS_INIT,  DCX_QPS_RTR,
+     IBV_QP_STATE | IBV_QP_PATH_MTU, IBV_QP_PKEY_INDEX | IBV_QP_AV},
+    {DCX_QPT_DCI, DCX_QPS_RTR,   DCX_QPS_RTS,
+     DCI_RTS_REQUIRED, IBV_QP_MIN_RNR_TIMER},
+    {DCX_QPT_DCI, DCX_QPS_RTS,   DCX_QPS_RTS,
+     IBV_QP_STATE, IBV_QP_MIN_RNR_TIMER},
+    /* to RESET from anywhere, to ERR from anywhere but RESET: state only */
+    {DCX_QPT_DCI, DCX_QPS_RESET, DCX_QPS_RESET, IBV_QP_STATE, 0},
+    {DCX_QPT_DCI, DCX_QPS_INIT,  DCX_QPS_RESET, IBV_QP_STATE, 0},
+    {DCX_QPT_DCI, DCX_QPS_RTR,   DCX_QPS_RESET, IBV_QP_STATE, 0},
+    {DCX_QPT_DCI, DCX_QPS_RTS,   DCX_QPS_RESET, IBV_QP_STATE, 0},
+    {DCX_QPT_DCI, DCX_QPS_ERR,   DCX_QPS_RESET, IBV_QP_STATE, 0},
+    {DCX_QPT_DCI, DCX_QPS_INIT,  DCX_QPS_ERR,   IBV_QP_STATE, 0},
+    {DCX_QPT_DCI, DCX_QPS_RTR,   DCX_QPS_ERR,   IBV_QP_STATE, 0},
+    {DCX_QPT_DCI, DCX_QPS_RTS,   DCX_QPS_ERR,   IBV_QP_STATE, 0},
+    {DCX_QPT_DCI, DCX_QPS_ERR,   DCX_QPS_ERR,   IBV_QP_STATE, 0},
+    /* DCT: exactly two transitions with exact masks; it gets its number at
+     * INIT->RTR and can never be moved to ERR or RESET. */
+    {DCX_QPT_DCT, DCX_QPS_RESET, DCX_QPS_INIT,
+     IBV_QP_STATE | IBV_QP_ACCESS_FLAGS | IBV_QP_PKEY_INDEX | IBV_QP_PORT, 0},
+    {DCX_QPT_DCT, DCX_QPS_INIT,  DCX_QPS_RTR,
+     IBV_QP_STATE | IBV_QP_MIN_RNR_TIMER | IBV_QP_AV | IBV_QP_PATH_MTU, 0},
+};
+
+const size_t dcx_mlx5_qp_transitions_count =
+    sizeof(dcx_mlx5_qp_transitions) / sizeof(dcx_mlx5_qp_transitions[0]);
+
+const dcx_mlx5_qp_transition_t *
+dcx_mlx5_qp_transition_find(dcx_qp_type_t type, dcx_qp_state_t from,
+                            dcx_qp_state_t to)
+{
+    size_t i;
+
+    for (i = 0; i < dcx_mlx5_qp_transitions_count; ++i) {
+        const dcx_mlx5_qp_transition_t *t = &dcx_mlx5_qp_transitions[i];
+
+        if ((t->type == type) && (t->from == from) && (t->to == to)) {
+            return t;
+        }
+    }
+    return NULL;
+}
+
+int dcx_mlx5_qp_mask_check(dcx_qp_type_t type, dcx_qp_state_t from,
+                           dcx_qp_state_t to, uint32_t mask)
+{
+    const dcx_mlx5_qp_transition_t *t;
+
+    t = dcx_mlx5_qp_transition_find(type, from, to);
+    if (t == NULL) {
+        return EINVAL;
+    }
+    if ((mask & t->required) != t->required) {
+        return EINVAL;
+    }
+    if (mask & ~(t->required | t->optional)) {
+        return EINVAL;
+    }
+    return 0;
+}
+
+enum ibv_qp_state dcx_mlx5_qp_state_to_ibv(dcx_qp_state_t state)
+{
+    switch (state) {
+    case DCX_QPS_RESET: return IBV_QPS_RESET;
+    case DCX_QPS_INIT:  return IBV_QPS_INIT;
+    case DCX_QPS_RTR:   return IBV_QPS_RTR;
+    case DCX_QPS_RTS:   return IBV_QPS_RTS;
+    default:            return IBV_QPS_ERR;
+    }
+}
+
+const char *dcx_mlx5_qp_state_str(dcx_qp_state_t state)
+{
+    switch (state) {
+    case DCX_QPS_RESET: return "RESET";
+    case DCX_QPS_INIT:  return "INIT";
+    case DCX_QPS_RTR:   return "RTR";
+    case DCX_QPS_RTS:   return "RTS";
+    case DCX_QPS_ERR:   return "ERR";
+    default:            return "?";
+    }
+}
+
+/* ------------------------------------------------------------------------
+ * WQE sizing
+ * ------------------------------------------------------------------------ */
+uint32_t dcx_mlx5_dci_overhead(uint64_t ops)
+{
+    uint32_t size = DCX_MLX5_CTRL_SEG;
+
+    if (ops & (IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM |
+               IBV_QP_EX_WITH_RDMA_READ)) {
+        if (size < DCX_MLX5_CTRL_SEG + DCX_MLX5_RADDR_SEG) {
+            size = DCX_MLX5_CTRL_SEG + DCX_MLX5_RADDR_SEG;
+        }
+    }
+    if (ops & (IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
+               IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD)) {
+        if (size < DCX_MLX5_CTRL_SEG + DCX_MLX5_RADDR_SEG +
+                   DCX_MLX5_ATOMIC_SEG) {
+            size = DCX_MLX5_CTRL_SEG + DCX_MLX5_RADDR_SEG +
+                   DCX_MLX5_ATOMIC_SEG;
+        }
+    }
+    if (ops & (IBV_QP_EX_WITH_BIND_MW | IBV_QP_EX_WITH_LOCAL_INV)) {
+        if (size < DCX_MLX5_UMR_OVERHEAD) {
+            size = DCX_MLX5_UMR_OVERHEAD;
+        }
+    }
+    return size + DCX_MLX5_DATAGRAM_SEG;
+}
+
+static uint64_t dcx_mlx5_roundup_pow2(uint64_t x)
+{
+    uint64_t p = 1;
+
+    while (p < x) {
+        p <<= 1;
+    }
+    return p;
+}
+
+int dcx_mlx5_dci_sq_size(uint64_t ops, uint32_t max_send_wr,
+                         uint32_t max_send_sge, uint32_t max_inline,
+                         uint32_t max_desc_size, uint32_t max_wqebb,
+                         dcx_mlx5_sq_size_t *out)
+{
+    uint32_t overhead = dcx_mlx5_dci_overhead(ops);
+    uint64_t size, inl_size = 0, tot, wqe, wq;
+
+    if ((max_send_wr == 0) || (max_desc_size <= overhead)) {
+        return EINVAL;
+    }
+    if (max_inline > 0) {
+        inl_size = overhead +
+                   DCX_MLX5_ALIGN((uint64_t)DCX_MLX5_INL_HDR + max_inline, 16);
+    }
+    if (max_send_sge > (max_desc_size - overhead) / DCX_MLX5_DATA_SEG) {
+        return EINVAL;
+    }
+    size = overhead + (uint64_t)max_send_sge * DCX_MLX5_DATA_SEG;
+    tot  = (size > inl_size) ? size : inl_size;
+    if (tot > max_desc_size) {
+        return EINVAL;
+    }
+    wqe = DCX_MLX5_ALIGN(tot, DCX_MLX5_WQE_BB);
+    if (wqe > max_desc_size) {
+        return EINVAL;
+    }
+    if (max_send_wr > 0x7fffffffu / max_desc_size) {
+        return EINVAL;
+    }
+    wq = dcx_mlx5_roundup_pow2((uint64_t)max_send_wr * wqe);
+    if (wq / DCX_MLX5_WQE_BB > max_wqebb) {
+        return EINVAL;
+    }
+    out->wqe_size   = (uint32_t)wqe;
+    out->max_inline = (uint32_t)(wqe - overhead - DCX_MLX5_INL_HDR);
+    out->max_post   = (uint32_t)(wq / wqe);
+    out->wqe_bbs    = (uint32_t)(wq / DCX_MLX5_WQE_BB);
+    return 0;
+}
+
+uint32_t dcx_mlx5_dci_max_wr(uint32_t wqe_size, uint32_t max_wqebb)
+{
+    uint64_t bytes = (uint64_t)max_wqebb * DCX_MLX5_WQE_BB;
+    uint64_t p     = 1;
+
+    if ((wqe_size == 0) || (bytes < wqe_size)) {
+        return 0;
+    }
+    while ((p << 1) <= bytes) {
+        p <<= 1;
+    }
+    return (uint32_t)(p / wqe_size);
+}
+
+uint32_t dcx_mlx5_sge_total(const dcx_sge_t *sg_list, unsigned num_sge)
+{
+    uint64_t total = 0;
+    unsigned i;
+
+    for (i = 0; i < num_sge; ++i) {
+        total += sg_list[i].length;
+    }
+    return (total > UINT32_MAX) ? UINT32_MAX : (uint32_t)total;
+}
+
+/* ------------------------------------------------------------------------
+ * Port address
+ * ------------------------------------------------------------------------ */
+static bool dcx_mlx5_gid_is_zero(const uint8_t *gid)
+{
+    unsigned i;
+
+    for (i = 0; i < 16; ++i) {
+        if (gid[i] != 0) {
+            return false;
+        }
+    }
+    return true;
+}
+
+static int dcx_mlx5_addr_check(const dcx_mlx5_addr_t *addr, const char **why)
+{
+    if (addr->flags & ~DCX_MLX5_ADDR_F_ALL) {
+        *why = "unknown flags";
+        return EINVAL;
+    }
+    if ((addr->mtu < IBV_MTU_256) || (addr->mtu > IBV_MTU_4096)) {
+        *why = "MTU code out of range";
+        return EINVAL;
+    }
+    if ((addr->flags & DCX_MLX5_ADDR_F_GID) &&
+        dcx_mlx5_gid_is_zero(addr->gid)) {
+        *why = "GID flagged but all zero";
+        return EINVAL;
+    }
+    if (addr->flags & DCX_MLX5_ADDR_F_ETH) {
+        if (!(addr->flags & DCX_MLX5_ADDR_F_GID)) {
+            *why = "RoCE address without a GID";
+            return EINVAL;
+        }
+    } else {
+        if (addr->flags & DCX_MLX5_ADDR_F_ROCEV2) {
+            *why = "RoCE v2 flag on an InfiniBand address";
+            return EINVAL;
+        }
+        if ((addr->lid == 0) || (addr->lid >= 0xc000)) {
+            *why = "InfiniBand LID is 0 or multicast";
+            return EINVAL;
+        }
+    }
+    return 0;
+}
+
+int dcx_mlx5_addr_pack(const dcx_mlx5_addr_t *addr, void *buf, size_t *len_p)
+{
+    uint8_t *p = (uint8_t*)buf;
+    const char *why;
+
+    if (*len_p < DCX_MLX5_ADDR_LEN) {
+        return EINVAL;
+    }
+    if (dcx_mlx5_addr_check(addr, &why) != 0) {
+        return EINVAL;
+    }
+    p[0] = DCX_MLX5_ADDR_MAGIC & 0xff;
+    p[1] = DCX_MLX5_ADDR_MAGIC >> 8;
+    p[2] = DCX_MLX5_ADDR_VERSION;
+    p[3] = addr->flags;
+    p[4] = addr->lid & 0xff;
+    p[5] = addr->lid >> 8;
+    p[6] = addr->mtu;
+    p[7] = 0;
+    memcpy(p + 8, addr->gid, 16);
+    *len_p = DCX_MLX5_ADDR_LEN;
+    return 0;
+}
+
+int dcx_mlx5_addr_unpack(const void *buf, size_t len, dcx_mlx5_addr_t *addr,
+                         const char **why_p)
+{
+    const uint8_t *p = (const uint8_t*)buf;
+    const char *why  = NULL;
+    dcx_mlx5_addr_t a;
+
+    if ((buf == NULL) || (len != DCX_MLX5_ADDR_LEN)) {
+        why = "wrong length";
+        goto bad;
+    }
+    if ((p[0] | (p[1] << 8)) != DCX_MLX5_ADDR_MAGIC) {
+        why = "bad magic";
+        goto bad;
+    }
+    if (p[2] != DCX_MLX5_ADDR_VERSION) {
+        why = "unsupported version";
+        goto bad;
+    }
+    if (p[7] != 0) {
+        why = "reserved byte set";
+        goto bad;
+    }
+    a.flags = p[3];
+    a.lid   = (uint16_t)(p[4] | (p[5] << 8));
+    a.mtu   = p[6];
+    memcpy(a.gid, p + 8, 16);
+    if (dcx_mlx5_addr_check(&a, &why) != 0) {
+        goto bad;
+    }
+    *addr = a;
+    return 0;
+
+bad:
+    if (why_p != NULL) {
+        *why_p = why;
+    }
+    return EINVAL;
+}
+
+int dcx_mlx5_gid_select(const struct ibv_gid_entry *entries, unsigned count)
+{
+    int v1 = -1;
+    unsigned i;
+
+    for (i = 0; i < count; ++i) {
+        if (dcx_mlx5_gid_is_zero(entries[i].gid.raw)) {
+            continue;
+        }
+        if (entries[i].gid_type == IBV_GID_TYPE_ROCE_V2) {
+            return (int)i;
+        }
+        if ((entries[i].gid_type == IBV_GID_TYPE_ROCE_V1) && (v1 < 0)) {
+            v1 = (int)i;
+        }
+    }
+    return v1;
+}
+
+/* ------------------------------------------------------------------------
+ * Completions and work requests
+ * ------------------------------------------------------------------------ */
+dcx_wc_status_t dcx_mlx5_wc_status(enum ibv_wc_status status)
+{
+    switch (status) {
+    case IBV_WC_SUCCESS:            return DCX_WC_SUCCESS;
+    case IBV_WC_LOC_LEN_ERR:        return DCX_WC_LOC_LEN_ERR;
+    case IBV_WC_LOC_QP_OP_ERR:      return DCX_WC_LOC_QP_OP_ERR;
+    case IBV_WC_LOC_PROT_ERR:       return DCX_WC_LOC_PROT_ERR;
+    case IBV_WC_LOC_ACCESS_ERR:     return DCX_WC_LOC_PROT_ERR;
+    case IBV_WC_WR_FLUSH_ERR:       return DCX_WC_WR_FLUSH_ERR;
+    case IBV_WC_REM_INV_REQ_ERR:    return DCX_WC_REM_INV_REQ_ERR;
+    case IBV_WC_REM_INV_RD_REQ_ERR: return DCX_WC_REM_INV_REQ_ERR;
+    case IBV_WC_REM_ACCESS_ERR:     return DCX_WC_REM_ACCESS_ERR;
+    case IBV_WC_REM_OP_ERR:         return DCX_WC_REM_OP_ERR;
+    case IBV_WC_REM_ABORT_ERR:      return DCX_WC_REM_OP_ERR;
+    case IBV_WC_RETRY_EXC_ERR:      return DCX_WC_RETRY_EXC_ERR;
+    case IBV_WC_RESP_TIMEOUT_ERR:   return DCX_WC_RETRY_EXC_ERR;
+    case IBV_WC_RNR_RETRY_EXC_ERR:  return DCX_WC_RNR_RETRY_EXC_ERR;
+    case IBV_WC_TM_ERR:             return DCX_WC_TM_ERR;
+    case IBV_WC_TM_RNDV_INCOMPLETE: return DCX_WC_TM_RNDV_INCOMPLETE;
+    default:                        return DCX_WC_GENERAL_ERR;
+    }
+}
+
+int dcx_mlx5_wc_opcode(enum ibv_wc_opcode opcode, dcx_wc_opcode_t *out)
+{
+    switch (opcode) {
+    case IBV_WC_SEND:               *out = DCX_WC_SEND;               break;
+    case IBV_WC_RDMA_WRITE:         *out = DCX_WC_RDMA_WRITE;         break;
+    case IBV_WC_RDMA_READ:          *out = DCX_WC_RDMA_READ;          break;
+    case IBV_WC_COMP_SWAP:          *out = DCX_WC_COMP_SWAP;          break;
+    case IBV_WC_FETCH_ADD:          *out = DCX_WC_FETCH_ADD;          break;
+    case IBV_WC_LOCAL_INV:          *out = DCX_WC_LOCAL_INV;          break;
+    case IBV_WC_DRIVER1:            *out = DCX_WC_UMR;                break;
+    case IBV_WC_RECV:               *out = DCX_WC_RECV;               break;
+    case IBV_WC_RECV_RDMA_WITH_IMM: *out = DCX_WC_RECV_RDMA_WITH_IMM; break;
+    case IBV_WC_TM_ADD:             *out = DCX_WC_TM_ADD;             break;
+    case IBV_WC_TM_DEL:             *out = DCX_WC_TM_DEL;             break;
+    case IBV_WC_TM_SYNC:            *out = DCX_WC_TM_SYNC;            break;
+    case IBV_WC_TM_RECV:            *out = DCX_WC_TM_RECV;            break;
+    case IBV_WC_TM_NO_TAG:          *out = DCX_WC_TM_NO_TAG;          break;
+    default:
+        return EINVAL;
+    }
+    return 0;
+}
+
+dcx_wc_opcode_t dcx_mlx5_wr_wc_opcode(dcx_wr_opcode_t opcode)
+{
+    switch (opcode) {
+    case DCX_WR_RDMA_WRITE:
+    case DCX_WR_RDMA_WRITE_IMM:      return DCX_WC_RDMA_WRITE;
+    case DCX_WR_RDMA_READ:           return DCX_WC_RDMA_READ;
+    case DCX_WR_ATOMIC_FADD:         return DCX_WC_FETCH_ADD;
+    case DCX_WR_ATOMIC_CSWAP:        return DCX_WC_COMP_SWAP;
+    case DCX_WR_ATOMIC_MASKED_FADD:  return DCX_WC_MASKED_FETCH_ADD;
+    case DCX_WR_ATOMIC_MASKED_CSWAP: return DCX_WC_MASKED_COMP_SWAP;
+    default:                         return DCX_WC_SEND;
+    }
+}
+
+uint64_t dcx_mlx5_wr_send_op(dcx_wr_opcode_t opcode)
+{
+    switch (opcode) {
+    case DCX_WR_SEND:           return IBV_QP_EX_WITH_SEND;
+    case DCX_WR_SEND_IMM:       return IBV_QP_EX_WITH_SEND_WITH_IMM;
+    case DCX_WR_RDMA_WRITE:     return IBV_QP_EX_WITH_RDMA_WRITE;
+    case DCX_WR_RDMA_WRITE_IMM: return IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM;
+    case DCX_WR_RDMA_READ:      return IBV_QP_EX_WITH_RDMA_READ;
+    case DCX_WR_ATOMIC_FADD:    return IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD;
+    case DCX_WR_ATOMIC_CSWAP:   return IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP;
+    default:                    return 0;  /* masked atomics: raw WQEs */
+    }
+}
+
+unsigned dcx_mlx5_send_flags(unsigned dcx_flags)
+{
+    unsigned flags = 0;
+
+    if (dcx_flags & DCX_SEND_SIGNALED) {
+        flags |= IBV_SEND_SIGNALED;
+    }
+    if (dcx_flags & DCX_SEND_FENCE) {
+        flags |= IBV_SEND_FENCE;
+    }
+    if (dcx_flags & DCX_SEND_SOLICITED) {
+        flags |= IBV_SEND_SOLICITED;
+    }
+    return flags;
+}
+
+unsigned dcx_mlx5_access_flags(uint32_t dcx_access)
+{
+    unsigned flags = 0;
+
+    if (dcx_access & DCX_ACCESS_LOCAL_WRITE) {
+        flags |= IBV_ACCESS_LOCAL_WRITE;
+    }
+    if (dcx_access & DCX_ACCESS_REMOTE_WRITE) {
+        flags |= IBV_ACCESS_REMOTE_WRITE;
+    }
+    if (dcx_access & DCX_ACCESS_REMOTE_READ) {
+        flags |= IBV_ACCESS_REMOTE_READ;
+    }
+    if (dcx_access & DCX_ACCESS_REMOTE_ATOMIC) {
+        flags |= IBV_ACCESS_REMOTE_ATOMIC;
+    }
+    return flags;
+}
+
+/* ------------------------------------------------------------------------
+ * Transport parameter encodings
+ * ------------------------------------------------------------------------ */
+uint64_t dcx_mlx5_timeout_to_ns(uint8_t timeout)
+{
+    if ((timeout == 0) || (timeout > 31)) {
+        return 0;   /* 0: infinite */
+    }
+    return 4096ull << timeout;
+}
+
+uint8_t dcx_mlx5_timeout_from_ns(uint64_t ns)
+{
+    uint8_t t;
+
+    for (t = 1; t < 31; ++t) {
+        if ((4096ull << t) >= ns) {
+            return t;
+        }
+    }
+    return 31;
+}
+
+uint64_t dcx_mlx5_rnr_timer_to_ns(uint8_t code)
+{
+    /* IB spec RNR NAK timer field, in units of 10 us */
+    static const uint32_t units[32] = {
+        65536, 1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192,
+        256, 384, 512, 768, 1024, 1536, 2048, 3072, 4096, 6144, 8192,
+        12288, 16384, 24576, 32768, 49152
+    };
+
+    return (code < 32) ? (uint64_t)units[code] * 10000ull : 0;
+}
+
+int dcx_mlx5_transport_params_check(const dcx_qp_attr_t *attr,
+                                    const char **why_p)
+{
+    if (attr->timeout > 31) {
+        *why_p = "timeout above 31";
+    } else if (attr->retry_cnt > 7) {
+        *why_p = "retry_cnt above 7";
+    } else if (attr->rnr_retry > 7) {
+        *why_p = "rnr_retry above 7";
+    } else if (attr->min_rnr_timer > 31) {
+        *why_p = "min_rnr_timer above 31";
+    } else {
+        return 0;
+    }
+    return EINVAL;
+}
+
+uint32_t dcx_mlx5_mtu_bytes(enum ibv_mtu mtu)
+{
+    if ((mtu < IBV_MTU_256) || (mtu > IBV_MTU_4096)) {
+        return 0;
+    }
+    return 128u << mtu;
+}
+
+enum ibv_mtu dcx_mlx5_mtu_enum(uint32_t bytes)
+{
+    switch (bytes) {
+    case 256:  return IBV_MTU_256;
+    case 512:  return IBV_MTU_512;
+    case 1024: return IBV_MTU_1024;
+    case 2048: return IBV_MTU_2048;
+    case 4096: return IBV_MTU_4096;
+    default:   return (enum ibv_mtu)0;
+    }
+}
+
+double dcx_mlx5_link_bandwidth(uint8_t active_width, uint8_t active_speed)
+{
+    double lanes, gbps, coding;
+
+    switch (active_width) {
+    case 1:  lanes = 1;  break;
+    case 2:  lanes = 4;  break;
+    case 4:  lanes = 8;  break;
+    case 8:  lanes = 12; break;
+    case 16: lanes = 2;  break;
+    default: return 0;
+    }
+    switch (active_speed) {
+    case 1:   gbps = 2.5;      coding = 8.0 / 10.0; break;  /* SDR */
+    case 2:   gbps = 5.0;      coding = 8.0 / 10.0; break;  /* DDR */
+    case 4:   gbps = 10.0;     coding = 8.0 / 10.0; break;  /* QDR */
+    case 8:   gbps = 10.3125;  coding = 64.0 / 66.0; break; /* FDR10 */
+    case 16:  gbps = 14.0625;  coding = 64.0 / 66.0; break; /* FDR */
+    case 32:  gbps = 25.78125; coding = 64.0 / 66.0; break; /* EDR */
+    case 64:  gbps = 53.125;   coding = 64.0 / 66.0; break; /* HDR */
+    case 128: gbps = 106.25;   coding = 64.0 / 66.0; break; /* NDR */
+    default:  return 0;
+    }
+    return lanes * gbps * coding * 1e9 / 8.0;
+}
+
+/* ------------------------------------------------------------------------
+ * Capabilities
+ * ------------------------------------------------------------------------ */
+/* Performance model: a ConnectX DC round trip costs a little more than RC
+ * (the DCI connects per destination); RoCE adds switch/NIC Ethernet
+ * latency.  Used only for UCX's transport selection, not for behaviour. */
+#define DCX_MLX5_LATENCY_IB_NS    800.0
+#define DCX_MLX5_LATENCY_ROCE_NS  1100.0
+#define DCX_MLX5_OVERHEAD_NS      40.0
+#define DCX_MLX5_BW_UNKNOWN_BPS   (100e9 / 8.0)
+
+static void dcx_mlx5_strlcpy(char *dst, const char *src, size_t size)
+{
+    size_t n = strnlen(src, size - 1);
+
+    memcpy(dst, src, n);
+    dst[n] = '\0';
+}
+
+void dcx_mlx5_caps_translate(const char *name,
+                             const struct ibv_device_attr_ex *dattr,
+                             const struct ibv_port_attr *pattr,
+                             const dcx_mlx5_probe_t *probe,
+                             dcx_dev_caps_t *caps)
+{
+    const struct ibv_device_attr *a = &dattr->orig_attr;
+    uint32_t dci_wr;
+    double bw;
+
+    memset(caps, 0, sizeof(*caps));
+    dcx_mlx5_strlcpy(caps->name, name, sizeof(caps->name));
+    dcx_mlx5_strlcpy(caps->fw_ver, a->fw_ver, sizeof(caps->fw_ver));
+    caps->vendor_id      = a->vendor_id;
+    caps->vendor_part_id = a->vendor_part_id;
+
+    /* The NIC executes one-sided operations without the target's CPU. */
+    caps->flags = DCX_CAP_HELPER;
+    if (probe->dc_ok) {
+        caps->flags |= DCX_CAP_DC;
+    }
+    if ((a->atomic_cap != IBV_ATOMIC_NONE) && probe->dct_atomic_ok) {
+        caps->atomic_flags = DCX_ATOMIC_FADD64 | DCX_ATOMIC_CSWAP64;
+    }
+
+    /* max_qp_wr counts 64-byte basic blocks for libmlx5; a DCI WQE takes
+     * several of them. */
+    dci_wr = dcx_mlx5_dci_max_wr(probe->dci_wqe_size, (uint32_t)a->max_qp_wr);
+    caps->max_qp_wr     = (dci_wr > 0) ? dci_wr : (uint32_t)a->max_qp_wr;
+    caps->max_srq_wr    = (uint32_t)a->max_srq_wr;
+    caps->max_cqe       = (uint32_t)a->max_cqe;
+    caps->max_sge       = probe->dci_max_sge;
+    caps->max_recv_sge  = (uint32_t)a->max_srq_sge;
+    caps->max_inline    = probe->dci_max_inline;
+    /* The DC limit (2^log_max_ra_req_dc) is visible only through DEVX; the
+     * RC initiator limit is what verbs reports and what RTS accepts. */
+    caps->max_rd_atomic = (uint32_t)a->max_qp_init_rd_atom;
+    caps->max_dci       = (uint32_t)a->max_qp;
+    caps->max_mr        = (uint32_t)a->max_mr;
+    caps->max_mr_size   = a->max_mr_size;
+    caps->max_msg_size  = pattr->max_msg_sz;
+    caps->mtu           = dcx_mlx5_mtu_bytes(pattr->active_mtu);
+    caps->addr_len      = DCX_MLX5_ADDR_LEN;
+
+    caps->latency_ns  = (pattr->link_layer == IBV_LINK_LAYER_ETHERNET) ?
+                        DCX_MLX5_LATENCY_ROCE_NS : DCX_MLX5_LATENCY_IB_NS;
+    bw                = dcx_mlx5_link_bandwidth(pattr->active_width,
+                                                pattr->active_speed);
+    caps->bandwidth_Bps = (bw > 0) ? bw : DCX_MLX5_BW_UNKNOWN_BPS;
+    caps->overhead_ns   = DCX_MLX5_OVERHEAD_NS;
+}
+
+int dcx_mlx5_port_check(const struct ibv_port_attr *pattr, const char **why_p)
+{
+    if ((pattr->link_layer != IBV_LINK_LAYER_UNSPECIFIED) &&
+        (pattr->link_layer != IBV_LINK_LAYER_INFINIBAND) &&
+        (pattr->link_layer != IBV_LINK_LAYER_ETHERNET)) {
+        *why_p = "unknown link layer";
+        return ENODEV;
+    }
+    if (pattr->state != IBV_PORT_ACTIVE) {
+        *why_p = "port is not active";
+        return ENODEV;
+    }
+    if ((pattr->link_layer != IBV_LINK_LAYER_ETHERNET) &&
+        ((pattr->lid == 0) || (pattr->lid >= 0xc000))) {
+        *why_p = "InfiniBand port without a unicast LID (no subnet manager?)";
+        return ENODEV;
+    }
+    if (dcx_mlx5_mtu_bytes(pattr->active_mtu) == 0) {
+        *why_p = "active MTU code out of range";
+        return ENODEV;
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------------------
+ * QP-number map
+ * ------------------------------------------------------------------------ */
+void dcx_mlx5_qpmap_init(dcx_mlx5_qpmap_t *map)
+{
+    map->slots = NULL;
+    map->mask  = 0;
+    map->count = 0;
+}
+
+void dcx_mlx5_qpmap_cleanup(dcx_mlx5_qpmap_t *map)
+{
+    free(map->slots);
+    dcx_mlx5_qpmap_init(map);
+}
+
+static uint32_t dcx_mlx5_qpmap_home(const dcx_mlx5_qpmap_t *map, uint32_t qpn)
+{
+    return (qpn * 2654435761u) & map->mask;
+}
+
+static void dcx_mlx5_qpmap_place(dcx_mlx5_qpmap_t *map, uint32_t qpn,
+                                 void *obj)
+{
+    uint32_t i = dcx_mlx5_qpmap_home(map, qpn);
+
+    while (map->slots[i].obj != NULL) {
+        i = (i + 1) & map->mask;
+    }
+    map->slots[i].qpn = qpn;
+    map->slots[i].obj = obj;
+}
+
+static int dcx_mlx5_qpmap_grow(dcx_mlx5_qpmap_t *map)
+{
+    dcx_mlx5_qpmap_t bigger;
+    uint32_t cap = (map->slots == NULL) ? 16 : (map->mask + 1) * 2;
+    uint32_t i;
+
+    bigger.slots = calloc(cap, sizeof(*bigger.slots));
+    if (bigger.slots == NULL) {
+        return ENOMEM;
+    }
+    bigger.mask  = cap - 1;
+    bigger.count = map->count;
+    if (map->slots != NULL) {
+        for (i = 0; i <= map->mask; ++i) {
+            if (map->slots[i].obj != NULL) {
+                dcx_mlx5_qpmap_place(&bigger, map->slots[i].qpn,
+                                     map->slots[i].obj);
+            }
+        }
+    }
+    free(map->slots);
+    *map = bigger;
+    return 0;
+}
+
+int dcx_mlx5_qpmap_insert(dcx_mlx5_qpmap_t *map, uint32_t qpn, void *obj)
+{
+    int ret;
+
+    if (obj == NULL) {
+        return EINVAL;
+    }
+    if (dcx_mlx5_qpmap_find(map, qpn) != NULL) {
+        return EEXIST;
+    }
+    /* keep the load at most one half so probes stay short */
+    if ((map->slots == NULL) || ((map->count + 1) * 2 > map->mask + 1)) {
+        ret = dcx_mlx5_qpmap_grow(map);
+        if (ret != 0) {
+            return ret;
+        }
+    }
+    dcx_mlx5_qpmap_place(map, qpn, obj);
+    ++map->count;
+    return 0;
+}
+
+int dcx_mlx5_qpmap_remove(dcx_mlx5_qpmap_t *map, uint32_t qpn)
+{
+    uint32_t i, j, home;
+
+    if (map->slots == NULL) {
+        return ENOENT;
+    }
+    for (i = dcx_mlx5_qpmap_home(map, qpn); map->slots[i].qpn != qpn ||
+         map->slots[i].obj == NULL; i = (i + 1) & map->mask) {
+        if (map->slots[i].obj == NULL) {
+            return ENOENT;
+        }
+    }
+    /* Backward-shift deletion: move later members of the probe run into
+     * the hole when their home slot does not lie between hole and them. */
+    map->slots[i].obj = NULL;
+    j = i;
+    for (;;) {
+        j = (j + 1) & map->mask;
+        if (map->slots[j].obj == NULL) {
+            break;
+        }
+        home = dcx_mlx5_qpmap_home(map, map->slots[j].qpn);
+        if (((j - home) & map->mask) >= ((j - i) & map->mask)) {
+            map->slots[i]     = map->slots[j];
+            map->slots[j].obj = NULL;
+            i                 = j;
+        }
+    }
+    --map->count;
+    return 0;
+}

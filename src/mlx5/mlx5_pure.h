@@ -1,0 +1,263 @@
+/*
+ * dcx mlx5 backend: the parts that are pure computation.
+ *
+ * Everything declared here works on plain values and rdma-core structs
+ * filled by the caller; nothing touches a device.  The backend uses these
+ * functions on real hardware and the unit tests (test/gtest/mlx5) feed them
+ * synthetic input, so the translation rules are checked on machines without
+ * a ConnectX.
+ */
+#ifndef DCX_MLX5_PURE_H_
+#define DCX_MLX5_PURE_H_
+
+#include "dcx_dev.h"
+
+#include <infiniband/verbs.h>
+#include <infiniband/mlx5dv.h>
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ------------------------------------------------------------------------
+ * Modify-QP masks (rdma-core-semantics.md §3.3 and §8).  One row per
+ * transition the backend may request; the kernel accepts a mask when it
+ * holds every required bit and nothing outside required | optional.
+ * IBV_QP_STATE is part of every required mask.
+ * ------------------------------------------------------------------------ */
+typedef struct dcx_mlx5_qp_transition {
+    dcx_qp_type_t  type;
+    dcx_qp_state_t from;
+    dcx_qp_state_t to;
+    uint32_t       required;   /* enum ibv_qp_attr_mask bits */
+    uint32_t       optional;
+} dcx_mlx5_qp_transition_t;
+
+extern const dcx_mlx5_qp_transition_t dcx_mlx5_qp_transitions[];
+extern const size_t                   dcx_mlx5_qp_transitions_count;
+
+/* The table row for (type, from, to), or NULL when the transition does not
+ * exist for that QP type (e.g. a DCT to ERR).  "from" of DCX_QPS_ERR rows
+ * also stands for "any state but RESET" where §3.3 says "any". */
+const dcx_mlx5_qp_transition_t *
+dcx_mlx5_qp_transition_find(dcx_qp_type_t type, dcx_qp_state_t from,
+                            dcx_qp_state_t to);
+
+/* 0 when the kernel would accept "mask" for that transition, EINVAL when a
+ * required bit is missing, a forbidden bit is present, or the transition
+ * does not exist. */
+int dcx_mlx5_qp_mask_check(dcx_qp_type_t type, dcx_qp_state_t from,
+                           dcx_qp_state_t to, uint32_t mask);
+
+enum ibv_qp_state dcx_mlx5_qp_state_to_ibv(dcx_qp_state_t state);
+const char *dcx_mlx5_qp_state_str(dcx_qp_state_t state);
+
+/* ------------------------------------------------------------------------
+ * Send WQE sizing, as libmlx5 computes it for a DCI (verbs.c _sq_overhead,
+ * mlx5_calc_send_wqe, mlx5_calc_sq_size), in bytes.
+ * ------------------------------------------------------------------------ */
+#define DCX_MLX5_WQE_BB          64u  /* send WQE basic block */
+#define DCX_MLX5_CTRL_SEG        16u
+#define DCX_MLX5_DATAGRAM_SEG    48u  /* address vector incl. DC fields */
+#define DCX_MLX5_RADDR_SEG       16u
+#define DCX_MLX5_ATOMIC_SEG      16u
+#define DCX_MLX5_DATA_SEG        16u  /* one gather entry */
+#define DCX_MLX5_INL_HDR         4u   /* inline data segment header */
+#define DCX_MLX5_UMR_OVERHEAD    192u /* ctrl + UMR ctrl + mkey ctx + 64 */
+
+/* Fixed part of every DCI WQE for the given IBV_QP_EX_WITH_* set. */
+uint32_t dcx_mlx5_dci_overhead(uint64_t send_ops_flags);
+
+typedef struct dcx_mlx5_sq_size {
+    uint32_t wqe_size;     /* bytes per WQE, multiple of 64 */
+    uint32_t max_inline;   /* inline bytes one WQE then carries */
+    uint32_t max_post;     /* WQEs the send queue holds */
+    uint32_t wqe_bbs;      /* basic blocks of the whole queue */
+} dcx_mlx5_sq_size_t;
+
+/* Sizes the send queue of a DCI the way libmlx5 will: EINVAL when the
+ * request cannot be created (too many sge or inline bytes for
+ * max_desc_size, or more basic blocks than max_wqebb). */
+int dcx_mlx5_dci_sq_size(uint64_t send_ops_flags, uint32_t max_send_wr,
+                         uint32_t max_send_sge, uint32_t max_inline,
+                         uint32_t max_desc_size, uint32_t max_wqebb,
+                         dcx_mlx5_sq_size_t *out);
+
+/* The deepest DCI send queue with WQEs of wqe_size bytes when the device
+ * allows max_wqebb basic blocks per queue. */
+uint32_t dcx_mlx5_dci_max_wr(uint32_t wqe_size, uint32_t max_wqebb);
+
+/* Total bytes of a gather list (saturates at UINT32_MAX). */
+uint32_t dcx_mlx5_sge_total(const dcx_sge_t *sg_list, unsigned num_sge);
+
+/* ------------------------------------------------------------------------
+ * Port address: what a peer needs to build an address handle.  Fixed
+ * 24-byte wire format, all multi-byte fields little-endian, independent of
+ * either host's byte order:
+ *
+ *   0  u16 magic   DCX_MLX5_ADDR_MAGIC
+ *   2  u8  version DCX_MLX5_ADDR_VERSION
+ *   3  u8  flags   DCX_MLX5_ADDR_F_*
+ *   4  u16 lid     InfiniBand LID (0 on RoCE)
+ *   6  u8  mtu     enum ibv_mtu of the port (1..5)
+ *   7  u8  reserved, 0
+ *   8  16 bytes GID (all zero when DCX_MLX5_ADDR_F_GID is clear)
+ * ------------------------------------------------------------------------ */
+#define DCX_MLX5_ADDR_MAGIC    0xdc55u
+#define DCX_MLX5_ADDR_VERSION  1u
+#define DCX_MLX5_ADDR_LEN      24u
+
+enum {
+    DCX_MLX5_ADDR_F_ETH    = 1u << 0,  /* RoCE port: route by GID */
+    DCX_MLX5_ADDR_F_GID    = 1u << 1,  /* GID field is meaningful */
+    DCX_MLX5_ADDR_F_ROCEV2 = 1u << 2,  /* the GID is a RoCE v2 one */
+    DCX_MLX5_ADDR_F_ALL    = 0x7u
+};
+
+typedef struct dcx_mlx5_addr {
+    uint8_t   flags;
+    uint8_t   mtu;       /* enum ibv_mtu */
+    uint16_t  lid;
+    uint8_t   gid[16];
+} dcx_mlx5_addr_t;
+
+/* Writes DCX_MLX5_ADDR_LEN bytes; EINVAL if *len_p is too small or the
+ * address is not valid (see decode).  *len_p is set to the length. */
+int dcx_mlx5_addr_pack(const dcx_mlx5_addr_t *addr, void *buf, size_t *len_p);
+
+/* Validates and decodes a packed address.  EINVAL, with a short reason in
+ * *why_p, for a wrong length, magic or version, unknown flags, a non-zero
+ * reserved byte, an MTU out of range, a RoCE address without a GID, or an
+ * InfiniBand address with a LID that is 0 or multicast. */
+int dcx_mlx5_addr_unpack(const void *buf, size_t len, dcx_mlx5_addr_t *addr,
+                         const char **why_p);
+
+/* Picks the GID table entry a RoCE port publishes: the first non-zero RoCE
+ * v2 GID, else the first non-zero RoCE v1 one.  Returns the position in
+ * entries[], or -1 if none is usable. */
+int dcx_mlx5_gid_select(const struct ibv_gid_entry *entries, unsigned count);
+
+/* ------------------------------------------------------------------------
+ * Completions
+ * ------------------------------------------------------------------------ */
+dcx_wc_status_t dcx_mlx5_wc_status(enum ibv_wc_status status);
+
+/* Maps a verbs completion opcode; EINVAL for opcodes dcx never produces
+ * (BIND_MW, TSO, RAW WQE, MEMCPY). */
+int dcx_mlx5_wc_opcode(enum ibv_wc_opcode opcode, dcx_wc_opcode_t *out);
+
+/* Requester completion opcode of a dcx work request opcode. */
+dcx_wc_opcode_t dcx_mlx5_wr_wc_opcode(dcx_wr_opcode_t opcode);
+
+/* Verbs send_ops_flags bit a dcx opcode needs (0 for unknown opcodes). */
+uint64_t dcx_mlx5_wr_send_op(dcx_wr_opcode_t opcode);
+
+/* IBV_SEND_* flags for DCX_SEND_* flags (INLINE is carried by the data
+ * setter, not by the flags). */
+unsigned dcx_mlx5_send_flags(unsigned dcx_flags);
+
+/* IBV_ACCESS_* for DCX_ACCESS_*. */
+unsigned dcx_mlx5_access_flags(uint32_t dcx_access);
+
+/* ------------------------------------------------------------------------
+ * Encodings of the transport parameters
+ * ------------------------------------------------------------------------ */
+/* Local ACK timeout: 4.096 us * 2^t; t = 0 means "wait forever". */
+uint64_t dcx_mlx5_timeout_to_ns(uint8_t timeout);
+/* Smallest encoding whose timeout is at least ns (1..31). */
+uint8_t  dcx_mlx5_timeout_from_ns(uint64_t ns);
+/* RNR NAK timer (IB spec table): code 0 = 655.36 ms, 1 = 0.01 ms ... 31 =
+ * 491.52 ms; in nanoseconds.  Codes above 31 give 0. */
+uint64_t dcx_mlx5_rnr_timer_to_ns(uint8_t code);
+/* EINVAL if timeout > 31, retry_cnt > 7, rnr_retry > 7 or
+ * min_rnr_timer > 31; *why_p names the field. */
+int dcx_mlx5_transport_params_check(const dcx_qp_attr_t *attr,
+                                    const char **why_p);
+
+/* enum ibv_mtu <-> bytes; 0 / (enum ibv_mtu)0 when out of range. */
+uint32_t     dcx_mlx5_mtu_bytes(enum ibv_mtu mtu);
+enum ibv_mtu dcx_mlx5_mtu_enum(uint32_t bytes);
+
+/* Link bandwidth in bytes/s after line coding, from the port's
+ * active_width and active_speed codes; 0 when a code is unknown. */
+double dcx_mlx5_link_bandwidth(uint8_t active_width, uint8_t active_speed);
+
+/* ------------------------------------------------------------------------
+ * Capability translation
+ * ------------------------------------------------------------------------ */
+/* What the open-time probe learnt: a DCI could be created (with the sizes
+ * libmlx5 returned) and, if atomics were tried, whether a DCT accepted
+ * REMOTE_ATOMIC. */
+typedef struct dcx_mlx5_probe {
+    bool      dc_ok;
+    bool      dct_atomic_ok;
+    uint32_t  dci_max_inline;   /* cap.max_inline_data returned */
+    uint32_t  dci_max_sge;      /* cap.max_send_sge granted */
+    uint32_t  dci_wqe_size;     /* bytes per DCI WQE */
+} dcx_mlx5_probe_t;
+
+/* Fills caps from the device and port attributes plus the probe result
+ * (mlx5dv_query_device adds nothing dcx_dev_caps_t has a field for: DC
+ * support is not in it, and the DCI stream and ODP fields are not used).  Never advertises tag matching, strided mkeys or masked atomics
+ * (not implemented by this backend); DC only when the probe created a DCI;
+ * 64-bit atomics only when the device reports HCA/GLOB atomics and the DCT
+ * accepted REMOTE_ATOMIC. */
+void dcx_mlx5_caps_translate(const char *name,
+                             const struct ibv_device_attr_ex *dattr,
+                             const struct ibv_port_attr *pattr,
+                             const dcx_mlx5_probe_t *probe,
+                             dcx_dev_caps_t *caps);
+
+/* Checks that a port can carry dcx: EINVAL/ENODEV plus *why_p for a link
+ * layer other than InfiniBand or Ethernet, or an InfiniBand port without a
+ * LID. */
+int dcx_mlx5_port_check(const struct ibv_port_attr *pattr, const char **why_p);
+
+/* ------------------------------------------------------------------------
+ * QP-number map: finds the dcx QP of a completion from its qp_num.
+ * Open addressing with linear probing; grows on the control path only.
+ * ------------------------------------------------------------------------ */
+typedef struct dcx_mlx5_qpmap_entry {
+    uint32_t  qpn;
+    void     *obj;        /* NULL = free slot */
+} dcx_mlx5_qpmap_entry_t;
+
+typedef struct dcx_mlx5_qpmap {
+    dcx_mlx5_qpmap_entry_t *slots;
+    uint32_t                mask;    /* capacity - 1; capacity power of 2 */
+    uint32_t                count;
+} dcx_mlx5_qpmap_t;
+
+void  dcx_mlx5_qpmap_init(dcx_mlx5_qpmap_t *map);
+void  dcx_mlx5_qpmap_cleanup(dcx_mlx5_qpmap_t *map);
+/* ENOMEM if it cannot grow, EEXIST if qpn is present, EINVAL for obj NULL. */
+int   dcx_mlx5_qpmap_insert(dcx_mlx5_qpmap_t *map, uint32_t qpn, void *obj);
+/* ENOENT if absent. */
+int   dcx_mlx5_qpmap_remove(dcx_mlx5_qpmap_t *map, uint32_t qpn);
+
+static inline void *dcx_mlx5_qpmap_find(const dcx_mlx5_qpmap_t *map,
+                                        uint32_t qpn)
+{
+    uint32_t i;
+
+    if (map->slots == NULL) {
+        return NULL;
+    }
+    for (i = (qpn * 2654435761u) & map->mask; map->slots[i].obj != NULL;
+         i = (i + 1) & map->mask) {
+        if (map->slots[i].qpn == qpn) {
+            return map->slots[i].obj;
+        }
+    }
+    return NULL;
+}
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* DCX_MLX5_PURE_H_ */

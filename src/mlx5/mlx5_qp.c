@@ -1,0 +1,590 @@
+/*
+ * dcx mlx5 backend: DC initiators (DCI) and targets (DCT).
+ *
+ * Both are created with mlx5dv_create_qp and moved through their states
+ * with the masks of the transition table in mlx5_pure.c.  A DCI posts
+ * through the ibv_wr_* builders plus mlx5dv_wr_set_dc_addr; its post_send
+ * pointer is the RTS version or, in ERR, a version that only records the WR
+ * so the CQ reports it flushed.
+ */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+
+#include "mlx5/mlx5_int.h"
+
+#include <endian.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *dcx_mlx5_qp_kind(const dcx_mlx5_qp_t *qp)
+{
+    return (qp->super.type == DCX_QPT_DCI) ? "dci" : "dct";
+}
+
+int dcx_mlx5_qp_modify(dcx_mlx5_qp_t *qp, dcx_qp_state_t to,
+                       struct ibv_qp_attr *attr, uint32_t extra)
+{
+    const char *name = qp->super.dev->caps.name;
+    const dcx_mlx5_qp_transition_t *t;
+    uint32_t mask;
+    int ret;
+
+    t = dcx_mlx5_qp_transition_find(qp->super.type, qp->super.state, to);
+    if ((t == NULL) || (extra & ~t->optional)) {
+        dcx_error("%s: %s 0x%x: transition %s->%s (extra mask 0x%x) is not "
+                  "allowed", name, dcx_mlx5_qp_kind(qp), qp->super.qp_num,
+                  dcx_mlx5_qp_state_str(qp->super.state),
+                  dcx_mlx5_qp_state_str(to), extra);
+        return EINVAL;
+    }
+    mask           = t->required | extra;
+    attr->qp_state = dcx_mlx5_qp_state_to_ibv(to);
+    ret = ibv_modify_qp(qp->qp, attr, (int)mask);
+    if (ret != 0) {
+        dcx_error("%s: %s 0x%x: modify %s->%s (mask 0x%x) failed: %s", name,
+                  dcx_mlx5_qp_kind(qp), qp->super.qp_num,
+                  dcx_mlx5_qp_state_str(qp->super.state),
+                  dcx_mlx5_qp_state_str(to), mask, strerror(ret));
+        return ret;
+    }
+    qp->super.state = to;
+    return 0;
+}
+
+/* ------------------------------------------------------------------------
+ * DCI fast path
+ * ------------------------------------------------------------------------ */
+static inline int dcx_mlx5_dci_check(dcx_mlx5_qp_t *qp,
+                                     const dcx_send_wr_t *wr)
+{
+    const char *name    = qp->super.dev->caps.name;
+    dcx_mlx5_dev_t *dev = dcx_mlx5_dev(qp->super.dev);
+    uint64_t op;
+
+    op = (wr->opcode < DCX_WR_OPCODE_LAST) ?
+         dcx_mlx5_wr_send_op((dcx_wr_opcode_t)wr->opcode) : 0;
+    if ((op == 0) || !(dev->dci_send_ops & op)) {
+        dcx_error("%s: dci 0x%x: opcode %u is not supported", name,
+                  qp->super.qp_num, wr->opcode);
+        return EINVAL;
+    }
+    if (wr->num_sge > qp->super.max_send_sge) {
+        dcx_error("%s: dci 0x%x: %u sge, at most %u", name, qp->super.qp_num,
+                  wr->num_sge, qp->super.max_send_sge);
+        return EINVAL;
+    }
+    if (wr->dest.ah == NULL) {
+        dcx_error("%s: dci 0x%x: WR without a destination", name,
+                  qp->super.qp_num);
+        return EINVAL;
+    }
+    if (qp->head - qp->tail >= qp->ring_size) {
+        /* send queue full: normal back-pressure */
+        dcx_trace("%s: dci 0x%x: send queue full (%u)", name,
+                  qp->super.qp_num, qp->ring_size);
+        return ENOMEM;
+    }
+    return 0;
+}
+
+static inline void dcx_mlx5_dci_record(dcx_mlx5_qp_t *qp,
+                                       const dcx_send_wr_t *wr)
+{
+    dcx_mlx5_wr_slot_t *slot = &qp->ring[qp->head % qp->ring_size];
+
+    slot->wr_id    = wr->wr_id;
+    slot->opcode   = wr->opcode;
+    slot->signaled = !!(wr->flags & DCX_SEND_SIGNALED);
+    ++qp->head;
+}
+
+static int dcx_mlx5_dci_post_send(dcx_qp_t *super, const dcx_send_wr_t *wr)
+{
+    dcx_mlx5_qp_t *qp     = (dcx_mlx5_qp_t*)super;
+    struct ibv_qp_ex *qpx = qp->qpx;
+    const char *name      = super->dev->caps.name;
+    struct ibv_sge sge[DCX_MLX5_MAX_SGE];
+    struct ibv_data_buf buf[DCX_MLX5_MAX_SGE];
+    uint32_t total;
+    unsigned i;
+    int ret;
+
+    ret = dcx_mlx5_dci_check(qp, wr);
+    if (ret != 0) {
+        return ret;
+    }
+    total = dcx_mlx5_sge_total(wr->sg_list, wr->num_sge);
+    if (wr->flags & DCX_SEND_INLINE) {
+        if ((wr->opcode != DCX_WR_SEND) && (wr->opcode != DCX_WR_SEND_IMM) &&
+            (wr->opcode != DCX_WR_RDMA_WRITE) &&
+            (wr->opcode != DCX_WR_RDMA_WRITE_IMM)) {
+            dcx_error("%s: dci 0x%x: inline data with opcode %u", name,
+                      super->qp_num, wr->opcode);
+            return EINVAL;
+        }
+        if (total > super->max_inline) {
+            dcx_error("%s: dci 0x%x: %u inline bytes, at most %u", name,
+                      super->qp_num, total, super->max_inline);
+            return EINVAL;
+        }
+    }
+    if (((wr->opcode == DCX_WR_ATOMIC_FADD) ||
+         (wr->opcode == DCX_WR_ATOMIC_CSWAP)) &&
+        ((wr->num_sge != 1) || (wr->sg_list[0].length != 8))) {
+        dcx_error("%s: dci 0x%x: a 64-bit atomic needs one 8-byte result "
+                  "buffer", name, super->qp_num);
+        return EINVAL;
+    }
+
+    ibv_wr_start(qpx);
+    qpx->wr_id    = qp->head;     /* our sequence number, see mlx5_cq.c */
+    qpx->wr_flags = dcx_mlx5_send_flags(wr->flags);
+    switch (wr->opcode) {
+    case DCX_WR_SEND:
+        ibv_wr_send(qpx);
+        break;
+    case DCX_WR_SEND_IMM:
+        ibv_wr_send_imm(qpx, htobe32(wr->imm));
+        break;
+    case DCX_WR_RDMA_WRITE:
+        ibv_wr_rdma_write(qpx, wr->rkey, wr->remote_addr);
+        break;
+    case DCX_WR_RDMA_WRITE_IMM:
+        ibv_wr_rdma_write_imm(qpx, wr->rkey, wr->remote_addr,
+                              htobe32(wr->imm));
+        break;
+    case DCX_WR_RDMA_READ:
+        ibv_wr_rdma_read(qpx, wr->rkey, wr->remote_addr);
+        break;
+    case DCX_WR_ATOMIC_FADD:
+        ibv_wr_atomic_fetch_add(qpx, wr->rkey, wr->remote_addr,
+                                wr->compare_add);
+        break;
+    default: /* DCX_WR_ATOMIC_CSWAP: dcx_mlx5_dci_check let nothing else by */
+        ibv_wr_atomic_cmp_swp(qpx, wr->rkey, wr->remote_addr,
+                              wr->compare_add, wr->swap);
+        break;
+    }
+    mlx5dv_wr_set_dc_addr(qp->dvqp, ((dcx_mlx5_ah_t*)wr->dest.ah)->ah,
+                          wr->dest.dctn, wr->dest.dc_key);
+    if (total == 0) {
+        ibv_wr_set_sge(qpx, 0, 0, 0);
+    } else if (wr->flags & DCX_SEND_INLINE) {
+        for (i = 0; i < wr->num_sge; ++i) {
+            buf[i].addr   = (void*)(uintptr_t)wr->sg_list[i].addr;
+            buf[i].length = wr->sg_list[i].length;
+        }
+        ibv_wr_set_inline_data_list(qpx, wr->num_sge, buf);
+    } else {
+        for (i = 0; i < wr->num_sge; ++i) {
+            sge[i].addr   = wr->sg_list[i].addr;
+            sge[i].length = wr->sg_list[i].length;
+            sge[i].lkey   = wr->sg_list[i].lkey;
+        }
+        ibv_wr_set_sge_list(qpx, wr->num_sge, sge);
+    }
+    ret = ibv_wr_complete(qpx);
+    if (ret != 0) {
+        dcx_error("%s: dci 0x%x: posting wr_id 0x%llx failed: %s", name,
+                  super->qp_num, (unsigned long long)wr->wr_id,
+                  strerror(ret));
+        return ret;
+    }
+    dcx_mlx5_dci_record(qp, wr);
+    return 0;
+}
+
+/* In ERR: the WR is accepted and reported flushed by the next CQ poll. */
+static int dcx_mlx5_dci_post_send_flush(dcx_qp_t *super,
+                                        const dcx_send_wr_t *wr)
+{
+    dcx_mlx5_qp_t *qp = (dcx_mlx5_qp_t*)super;
+
+    if (qp->head - qp->tail >= qp->ring_size) {
+        dcx_trace("%s: dci 0x%x: send queue full (%u)", super->dev->caps.name,
+                  super->qp_num, qp->ring_size);
+        return ENOMEM;
+    }
+    dcx_mlx5_dci_record(qp, wr);
+    dcx_mlx5_cq_schedule_flush(qp->send_cq, qp);
+    return 0;
+}
+
+static int dcx_mlx5_dct_post_send(dcx_qp_t *super, const dcx_send_wr_t *wr)
+{
+    dcx_error("%s: dct 0x%x: a DCT cannot send", super->dev->caps.name,
+              super->qp_num);
+    return EINVAL;
+}
+
+void dcx_mlx5_dci_enter_error(dcx_mlx5_qp_t *qp)
+{
+    if (qp->super.state != DCX_QPS_ERR) {
+        qp->super.state     = DCX_QPS_ERR;
+        qp->super.post_send = dcx_mlx5_dci_post_send_flush;
+    }
+    dcx_mlx5_cq_schedule_flush(qp->send_cq, qp);
+}
+
+/* ------------------------------------------------------------------------
+ * DCI control path
+ * ------------------------------------------------------------------------ */
+static int dcx_mlx5_dci_connect(dcx_mlx5_qp_t *qp)
+{
+    dcx_mlx5_dev_t *dev = dcx_mlx5_dev(qp->super.dev);
+    struct ibv_qp_attr attr;
+    int ret;
+
+    memset(&attr, 0, sizeof(attr));
+    attr.pkey_index = 0;
+    attr.port_num   = dev->port;
+    ret = dcx_mlx5_qp_modify(qp, DCX_QPS_INIT, &attr, 0);
+    if (ret != 0) {
+        return ret;
+    }
+
+    memset(&attr, 0, sizeof(attr));
+    attr.path_mtu = dev->path_mtu;
+    ret = dcx_mlx5_qp_modify(qp, DCX_QPS_RTR, &attr, 0);
+    if (ret != 0) {
+        return ret;
+    }
+
+    memset(&attr, 0, sizeof(attr));
+    attr.timeout       = qp->attr.timeout;
+    attr.retry_cnt     = qp->attr.retry_cnt;
+    attr.rnr_retry     = qp->attr.rnr_retry;
+    attr.max_rd_atomic = (uint8_t)qp->attr.max_rd_atomic;
+    attr.sq_psn        = 0;
+    ret = dcx_mlx5_qp_modify(qp, DCX_QPS_RTS, &attr, 0);
+    if (ret != 0) {
+        return ret;
+    }
+    qp->super.post_send = dcx_mlx5_dci_post_send;
+    return 0;
+}
+
+static int dcx_mlx5_dci_create(dcx_mlx5_qp_t *qp, dcx_mlx5_pd_t *pd)
+{
+    dcx_mlx5_dev_t *dev         = dcx_mlx5_dev(pd->super.dev);
+    const dcx_qp_attr_t *a      = &qp->attr;
+    struct ibv_cq *cq           = ibv_cq_ex_to_cq(qp->send_cq->cq);
+    struct mlx5dv_qp_init_attr dv_attr;
+    struct ibv_qp_init_attr_ex attr;
+    int ret;
+
+    memset(&attr, 0, sizeof(attr));
+    memset(&dv_attr, 0, sizeof(dv_attr));
+    attr.qp_type             = IBV_QPT_DRIVER;
+    attr.send_cq             = cq;
+    attr.recv_cq             = cq;   /* must be valid even with no RQ */
+    attr.srq                 = (a->srq != NULL) ?
+                               ((dcx_mlx5_srq_t*)a->srq)->srq : NULL;
+    attr.pd                  = pd->pd;
+    attr.comp_mask           = IBV_QP_INIT_ATTR_PD |
+                               IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+    attr.send_ops_flags      = dev->dci_send_ops;
+    attr.cap.max_send_wr     = a->max_send_wr;
+    attr.cap.max_send_sge    = (a->max_send_sge > 0) ? a->max_send_sge : 1;
+    attr.cap.max_inline_data = a->max_inline;
+    dv_attr.comp_mask             = MLX5DV_QP_INIT_ATTR_MASK_DC;
+    dv_attr.dc_init_attr.dc_type  = MLX5DV_DCTYPE_DCI;
+
+    errno  = 0;
+    qp->qp = mlx5dv_create_qp(dev->ctx, &attr, &dv_attr);
+    if (qp->qp == NULL) {
+        ret = errno ? errno : EINVAL;
+        dcx_error("%s: dci: mlx5dv_create_qp(depth %u, sge %u, inline %u) "
+                  "failed: %s", dev->super.caps.name, a->max_send_wr,
+                  attr.cap.max_send_sge, a->max_inline, strerror(ret));
+        return ret;
+    }
+    qp->qpx  = ibv_qp_to_qp_ex(qp->qp);
+    qp->dvqp = mlx5dv_qp_ex_from_ibv_qp_ex(qp->qpx);
+
+    qp->super.qp_num        = qp->qp->qp_num;
+    qp->super.max_send_wr   = attr.cap.max_send_wr;
+    qp->super.max_send_sge  = attr.cap.max_send_sge;
+    qp->super.max_inline    = attr.cap.max_inline_data;
+    qp->super.max_rd_atomic = a->max_rd_atomic;
+    if (qp->super.max_send_sge > DCX_MLX5_MAX_SGE) {
+        qp->super.max_send_sge = DCX_MLX5_MAX_SGE;
+    }
+
+    qp->ring_size = attr.cap.max_send_wr;
+    qp->ring      = calloc(qp->ring_size, sizeof(*qp->ring));
+    if (qp->ring == NULL) {
+        dcx_error("%s: dci 0x%x: no memory for %u WR slots",
+                  dev->super.caps.name, qp->super.qp_num, qp->ring_size);
+        ret = ENOMEM;
+        goto err_destroy;
+    }
+    ret = dcx_mlx5_qpmap_insert(&dev->qpmap, qp->super.qp_num, qp);
+    if (ret != 0) {
+        dcx_error("%s: dci 0x%x: QP map insert failed: %s",
+                  dev->super.caps.name, qp->super.qp_num, strerror(ret));
+        goto err_free_ring;
+    }
+    ret = dcx_mlx5_dci_connect(qp);
+    if (ret != 0) {
+        dcx_mlx5_qpmap_remove(&dev->qpmap, qp->super.qp_num);
+        goto err_free_ring;
+    }
+    return 0;
+
+err_free_ring:
+    free(qp->ring);
+err_destroy:
+    ibv_destroy_qp(qp->qp);
+    return ret;
+}
+
+/* ------------------------------------------------------------------------
+ * DCT
+ * ------------------------------------------------------------------------ */
+static int dcx_mlx5_dct_create(dcx_mlx5_qp_t *qp, dcx_mlx5_pd_t *pd)
+{
+    dcx_mlx5_dev_t *dev    = dcx_mlx5_dev(pd->super.dev);
+    const dcx_qp_attr_t *a = &qp->attr;
+    struct ibv_cq *cq      = ibv_cq_ex_to_cq(qp->recv_cq->cq);
+    struct mlx5dv_qp_init_attr dv_attr;
+    struct ibv_qp_init_attr_ex attr;
+    struct ibv_qp_attr qattr;
+    int ret;
+
+    memset(&attr, 0, sizeof(attr));
+    memset(&dv_attr, 0, sizeof(dv_attr));
+    attr.qp_type   = IBV_QPT_DRIVER;
+    attr.send_cq   = cq;
+    attr.recv_cq   = cq;
+    attr.srq       = ((dcx_mlx5_srq_t*)a->srq)->srq;
+    attr.pd        = pd->pd;
+    attr.comp_mask = IBV_QP_INIT_ATTR_PD;   /* SEND_OPS_FLAGS: EINVAL */
+    dv_attr.comp_mask                   = MLX5DV_QP_INIT_ATTR_MASK_DC;
+    dv_attr.dc_init_attr.dc_type        = MLX5DV_DCTYPE_DCT;
+    dv_attr.dc_init_attr.dct_access_key = a->dc_key;
+
+    errno  = 0;
+    qp->qp = mlx5dv_create_qp(dev->ctx, &attr, &dv_attr);
+    if (qp->qp == NULL) {
+        ret = errno ? errno : EINVAL;
+        dcx_error("%s: dct: mlx5dv_create_qp failed: %s",
+                  dev->super.caps.name, strerror(ret));
+        return ret;
+    }
+
+    memset(&qattr, 0, sizeof(qattr));
+    qattr.qp_access_flags = (int)dcx_mlx5_access_flags(a->access &
+                                   (DCX_ACCESS_REMOTE_WRITE |
+                                    DCX_ACCESS_REMOTE_READ |
+                                    DCX_ACCESS_REMOTE_ATOMIC));
+    qattr.pkey_index      = 0;
+    qattr.port_num        = dev->port;
+    ret = dcx_mlx5_qp_modify(qp, DCX_QPS_INIT, &qattr, 0);
+    if (ret != 0) {
+        goto err_destroy;
+    }
+
+    memset(&qattr, 0, sizeof(qattr));
+    qattr.min_rnr_timer      = a->min_rnr_timer;
+    qattr.path_mtu           = dev->path_mtu;
+    qattr.ah_attr.port_num   = dev->port;
+    if ((dev->link_layer == IBV_LINK_LAYER_ETHERNET) || dev->grh_required) {
+        qattr.ah_attr.is_global      = 1;
+        qattr.ah_attr.grh.sgid_index = (uint8_t)((dev->gid_index >= 0) ?
+                                                 dev->gid_index : 0);
+        qattr.ah_attr.grh.hop_limit  = 64;
+    }
+    ret = dcx_mlx5_qp_modify(qp, DCX_QPS_RTR, &qattr, 0);
+    if (ret != 0) {
+        goto err_destroy;
+    }
+
+    /* the hardware DCT exists, and has its number, only from RTR on */
+    qp->super.qp_num = qp->qp->qp_num;
+    ret = dcx_mlx5_qpmap_insert(&dev->qpmap, qp->super.qp_num, qp);
+    if (ret != 0) {
+        dcx_error("%s: dct 0x%x: QP map insert failed: %s",
+                  dev->super.caps.name, qp->super.qp_num, strerror(ret));
+        goto err_destroy;
+    }
+    qp->super.post_send = dcx_mlx5_dct_post_send;
+    return 0;
+
+err_destroy:
+    ibv_destroy_qp(qp->qp);
+    return ret;
+}
+
+/* ------------------------------------------------------------------------
+ * Device ops
+ * ------------------------------------------------------------------------ */
+static int dcx_mlx5_qp_attr_check(dcx_pd_t *pd, const dcx_qp_attr_t *a)
+{
+    const dcx_dev_caps_t *caps = &pd->dev->caps;
+    const char *why            = NULL;
+
+    if (a->type == DCX_QPT_DCI) {
+        if (a->send_cq == NULL) {
+            why = "no send CQ";
+        } else if ((a->max_send_wr == 0) || (a->max_send_wr > caps->max_qp_wr)) {
+            why = "max_send_wr out of range";
+        } else if (a->max_send_sge > caps->max_sge) {
+            why = "max_send_sge above the device limit";
+        } else if (a->max_inline > caps->max_inline) {
+            why = "max_inline above the device limit";
+        } else if (a->max_rd_atomic > caps->max_rd_atomic) {
+            why = "max_rd_atomic above the device limit";
+        } else {
+            dcx_mlx5_transport_params_check(a, &why);
+        }
+    } else if (a->type == DCX_QPT_DCT) {
+        if ((a->srq == NULL) || (a->recv_cq == NULL)) {
+            why = "a DCT needs an SRQ and a receive CQ";
+        } else if (a->access & ~(uint32_t)(DCX_ACCESS_REMOTE_WRITE |
+                                          DCX_ACCESS_REMOTE_READ |
+                                          DCX_ACCESS_REMOTE_ATOMIC)) {
+            why = "DCT access may only name remote rights";
+        } else if ((a->access & DCX_ACCESS_REMOTE_ATOMIC) &&
+                   (caps->atomic_flags == 0)) {
+            why = "remote atomics are not supported by this device";
+        } else if (a->min_rnr_timer > 31) {
+            why = "min_rnr_timer above 31";
+        }
+    } else {
+        why = "unknown QP type";
+    }
+    if (why != NULL) {
+        dcx_error("%s: %s create: %s", caps->name,
+                  (a->type == DCX_QPT_DCT) ? "dct" : "dci", why);
+        return EINVAL;
+    }
+    return 0;
+}
+
+int dcx_mlx5_qp_create(dcx_pd_t *pd, const dcx_qp_attr_t *attr,
+                       dcx_qp_t **qp_p)
+{
+    dcx_mlx5_qp_t *qp;
+    int ret;
+
+    ret = dcx_mlx5_qp_attr_check(pd, attr);
+    if (ret != 0) {
+        return ret;
+    }
+    qp = calloc(1, sizeof(*qp));
+    if (qp == NULL) {
+        dcx_error("%s: qp create: out of memory", pd->dev->caps.name);
+        return ENOMEM;
+    }
+    qp->attr        = *attr;
+    qp->super.dev   = pd->dev;
+    qp->super.pd    = pd;
+    qp->super.type  = attr->type;
+    qp->super.state = DCX_QPS_RESET;
+    if (attr->type == DCX_QPT_DCI) {
+        qp->send_cq = (dcx_mlx5_cq_t*)attr->send_cq;
+        ret = dcx_mlx5_dci_create(qp, (dcx_mlx5_pd_t*)pd);
+        if (ret == 0) {
+            ++qp->send_cq->num_qps;
+        }
+    } else {
+        qp->recv_cq = (dcx_mlx5_cq_t*)attr->recv_cq;
+        ret = dcx_mlx5_dct_create(qp, (dcx_mlx5_pd_t*)pd);
+        if (ret == 0) {
+            ++qp->recv_cq->num_qps;
+        }
+    }
+    if (ret != 0) {
+        free(qp);
+        return ret;
+    }
+    *qp_p = &qp->super;
+    return 0;
+}
+
+int dcx_mlx5_qp_destroy(dcx_qp_t *super)
+{
+    dcx_mlx5_qp_t *qp   = (dcx_mlx5_qp_t*)super;
+    dcx_mlx5_dev_t *dev = dcx_mlx5_dev(super->dev);
+    int ret;
+
+    ret = ibv_destroy_qp(qp->qp);
+    if (ret != 0) {
+        dcx_error("%s: %s 0x%x: ibv_destroy_qp failed: %s",
+                  dev->super.caps.name, dcx_mlx5_qp_kind(qp), super->qp_num,
+                  strerror(ret));
+        return ret;
+    }
+    dcx_mlx5_qpmap_remove(&dev->qpmap, super->qp_num);
+    if (super->type == DCX_QPT_DCI) {
+        dcx_mlx5_cq_unschedule_flush(qp->send_cq, qp);
+        --qp->send_cq->num_qps;
+    } else {
+        --qp->recv_cq->num_qps;
+    }
+    free(qp->ring);
+    free(qp);
+    return 0;
+}
+
+int dcx_mlx5_qp_set_error(dcx_qp_t *super)
+{
+    dcx_mlx5_qp_t *qp = (dcx_mlx5_qp_t*)super;
+    struct ibv_qp_attr attr;
+    int ret;
+
+    if (super->type != DCX_QPT_DCI) {
+        dcx_error("%s: dct 0x%x: a DCT cannot be moved to ERR",
+                  super->dev->caps.name, super->qp_num);
+        return EINVAL;
+    }
+    if (super->state != DCX_QPS_ERR) {
+        memset(&attr, 0, sizeof(attr));
+        ret = dcx_mlx5_qp_modify(qp, DCX_QPS_ERR, &attr, 0);
+        if (ret != 0) {
+            return ret;
+        }
+    }
+    dcx_mlx5_dci_enter_error(qp);
+    return 0;
+}
+
+int dcx_mlx5_qp_recover(dcx_qp_t *super)
+{
+    dcx_mlx5_qp_t *qp = (dcx_mlx5_qp_t*)super;
+    struct ibv_qp_attr attr;
+    int ret;
+
+    if ((super->type != DCX_QPT_DCI) || (super->state != DCX_QPS_ERR)) {
+        dcx_error("%s: %s 0x%x: recover needs a DCI in ERR (state %s)",
+                  super->dev->caps.name, dcx_mlx5_qp_kind(qp), super->qp_num,
+                  dcx_mlx5_qp_state_str(super->state));
+        return EINVAL;
+    }
+    memset(&attr, 0, sizeof(attr));
+    ret = dcx_mlx5_qp_modify(qp, DCX_QPS_RESET, &attr, 0);
+    if (ret != 0) {
+        return ret;
+    }
+    /* libmlx5 purged this QP's unpolled CQEs: forget what is outstanding */
+    qp->tail = qp->head;
+    dcx_mlx5_cq_unschedule_flush(qp->send_cq, qp);
+
+    ret = dcx_mlx5_dci_connect(qp);
+    if (ret != 0) {
+        /* Leave it in ERR so that recovery can be tried again.  If it is
+         * still in RESET the hardware accepts no work either; posts are
+         * flushed by the ERR post_send in both cases. */
+        if (super->state != DCX_QPS_RESET) {
+            memset(&attr, 0, sizeof(attr));
+            dcx_mlx5_qp_modify(qp, DCX_QPS_ERR, &attr, 0);
+        }
+        super->state = DCX_QPS_ERR;  /* post_send is still the ERR one */
+        dcx_mlx5_dci_enter_error(qp);
+        return ret;
+    }
+    return 0;
+}
