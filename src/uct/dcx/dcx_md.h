@@ -46,8 +46,26 @@ typedef struct uct_dcx_md_config {
     /* Devices */
     unsigned                soft_devices;   /* number of soft devices, 0 = none */
     char                   *soft_fabric;    /* fabric name of the soft devices */
-    dcx_soft_limits_t       soft_limits;    /* 0 = device default */
     int                     mlx5_enable;    /* list rdma-core mlx5 devices */
+    /* Soft device limits: UCS_ULUNITS_AUTO / UCS_MEMUNITS_AUTO /
+     * UCS_TIME_AUTO = the device default */
+    struct {
+        unsigned long       max_qp_wr;
+        unsigned long       max_srq_wr;
+        unsigned long       max_cqe;
+        unsigned long       max_sge;
+        unsigned long       max_inline;
+        unsigned long       max_rd_atomic;
+        unsigned long       max_dci;
+        size_t              max_msg_size;
+        unsigned long       mtu;
+        unsigned long       tm_max_tags;
+        unsigned long       mkey_max_entries;
+        ucs_time_t          ack_timeout;
+        unsigned long       retry_cnt;
+        ucs_time_t          rnr_timer;
+        unsigned long       rnr_retry;
+    } soft;
 } uct_dcx_md_config_t;
 
 
@@ -76,6 +94,21 @@ typedef struct uct_dcx_memh {
 
 
 extern uct_component_t uct_dcx_component;
+
+
+/* Used by the component definition (dcx_component.c). */
+extern ucs_config_field_t uct_dcx_md_config_table[];
+
+ucs_status_t uct_dcx_query_md_resources(uct_component_t *component,
+                                        uct_md_resource_desc_t **resources_p,
+                                        unsigned *num_resources_p);
+ucs_status_t uct_dcx_md_open(uct_component_t *component, const char *md_name,
+                             const uct_md_config_t *config, uct_md_h *md_p);
+ucs_status_t uct_dcx_rkey_unpack(uct_component_t *component,
+                                 const void *rkey_buffer, uct_rkey_t *rkey_p,
+                                 void **handle_p);
+ucs_status_t uct_dcx_rkey_release(uct_component_t *component, uct_rkey_t rkey,
+                                  void *handle);
 
 
 /* The device MR (lkey, rkey, bounds) of a registered memory handle. */

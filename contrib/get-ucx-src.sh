@@ -1,0 +1,155 @@
+#!/bin/sh
+#
+# Fetches the UCX source of exactly the installed UCX version and prints the
+# directory of the unpacked tree (for configure --with-ucx-src=DIR).
+#
+# The dcx transport compiles against UCX's internal headers, which the -dev
+# package does not ship; the headers of the upstream (orig) tarball suffice,
+# UCX itself is not configured or built.
+#
+# Usage: get-ucx-src.sh [--cached] [--cache-dir DIR] [--tarball FILE]
+#   --cached          only print an already unpacked tree; exit 1 if none
+#   --cache-dir DIR   where to keep the tarball and the tree
+#                     (default: $DCX_CACHE_DIR, else ${XDG_CACHE_HOME:-~/.cache}/dcx)
+#   --tarball FILE    unpack this ucx_<version>.orig.tar.* instead of
+#                     downloading one
+#
+# On Debian it runs "apt-get source --download-only ucx=<installed version>";
+# if apt knows no source package and the script runs as root, it adds a
+# deb-src entry for the release's main archive
+# (/etc/apt/sources.list.d/dcx-src.sources) and runs apt-get update first.
+#
+# Idempotent: a second run finds the tree and prints it at once.
+
+set -eu
+
+prog=$(basename "$0")
+cached_only=no
+cache_dir=${DCX_CACHE_DIR:-${XDG_CACHE_HOME:-${HOME:-/root}/.cache}/dcx}
+tarball=
+
+die() {
+    echo "$prog: $*" >&2
+    exit 1
+}
+
+note() {
+    echo "$prog: $*" >&2
+}
+
+usage() {
+    sed -n '2,/^$/s/^# \{0,1\}//p' "$0"
+}
+
+while [ $# -gt 0 ]; do
+    case "$1" in
+    --cached)       cached_only=yes ;;
+    --cache-dir)    [ $# -ge 2 ] || die "--cache-dir needs a directory"
+                    cache_dir=$2; shift ;;
+    --cache-dir=*)  cache_dir=${1#*=} ;;
+    --tarball)      [ $# -ge 2 ] || die "--tarball needs a file"
+                    tarball=$2; shift ;;
+    --tarball=*)    tarball=${1#*=} ;;
+    -h|--help)      usage; exit 0 ;;
+    *)              die "unknown argument '$1' (see --help)" ;;
+    esac
+    shift
+done
+
+# --- the installed version ------------------------------------------------
+# Debian version (with revision, for apt) and upstream version (for the tree).
+deb_version=
+if command -v dpkg-query >/dev/null 2>&1; then
+    deb_version=$(dpkg-query -W -f='${Version}' libucx0 2>/dev/null || true)
+fi
+ucx_version=
+if command -v ucx_info >/dev/null 2>&1; then
+    ucx_version=$(ucx_info -v 2>/dev/null |
+                  sed -n 's/^# *Version *\([0-9.]*\).*/\1/p' | head -n 1)
+fi
+if [ -z "$ucx_version" ] && [ -n "$deb_version" ]; then
+    ucx_version=$(echo "$deb_version" | sed -e 's/^[0-9]*://' -e 's/-[^-]*$//')
+fi
+[ -n "$ucx_version" ] ||
+    die "cannot tell the installed UCX version (no ucx_info, no libucx0 package)"
+
+tree="$cache_dir/ucx-$ucx_version"
+
+src_version() {
+    sed -n 's/^define(.\{0,1\}ucx_ver_\(major\|minor\|patch\).\{0,1\}, *\([0-9]*\)).*/\2/p' \
+        "$1/configure.ac" 2>/dev/null | tr '\n' '.' | sed 's/\.$//'
+}
+
+if [ -f "$tree/src/uct/base/uct_iface.h" ] &&
+   [ "$(src_version "$tree")" = "$ucx_version" ]; then
+    echo "$tree"
+    exit 0
+fi
+[ "$cached_only" = no ] || die "no unpacked UCX $ucx_version source in $cache_dir"
+
+mkdir -p "$cache_dir" || die "cannot create $cache_dir"
+
+# --- the tarball ----------------------------------------------------------
+find_orig() {
+    for f in "$cache_dir"/ucx_"$ucx_version".orig.tar.*; do
+        [ -f "$f" ] && { echo "$f"; return 0; }
+    done
+    return 1
+}
+
+apt_has_source() {
+    apt-cache showsrc ucx 2>/dev/null | grep -q "^Version: $deb_version\$"
+}
+
+add_deb_src() {
+    [ "$(id -u)" = 0 ] ||
+        die "apt has no source package ucx=$deb_version; add a deb-src entry for your release and run apt-get update (or rerun as root, or pass --tarball FILE)"
+    [ -r /etc/os-release ] || die "no /etc/os-release: cannot tell the release"
+    codename=$(. /etc/os-release && echo "${VERSION_CODENAME:-}")
+    [ -n "$codename" ] || die "no VERSION_CODENAME in /etc/os-release"
+    list=/etc/apt/sources.list.d/dcx-src.sources
+    note "adding $list (deb-src for $codename main) and running apt-get update"
+    keyring=/usr/share/keyrings/debian-archive-keyring.gpg
+    {
+        echo "Types: deb-src"
+        echo "URIs: http://deb.debian.org/debian"
+        echo "Suites: $codename"
+        echo "Components: main"
+        [ -f "$keyring" ] && echo "Signed-By: $keyring"
+    } > "$list" || die "cannot write $list"
+    apt-get update >&2 || die "apt-get update failed"
+}
+
+if [ -z "$tarball" ]; then
+    tarball=$(find_orig || true)
+fi
+if [ -z "$tarball" ]; then
+    command -v apt-get >/dev/null 2>&1 ||
+        die "no apt-get: download ucx-$ucx_version.tar.gz from https://github.com/openucx/ucx/releases and pass --tarball FILE"
+    [ -n "$deb_version" ] || die "UCX is not installed from a Debian package (libucx0); pass --tarball FILE"
+    apt_has_source || add_deb_src
+    apt_has_source || die "apt still has no source package ucx=$deb_version after adding deb-src"
+    note "downloading the ucx=$deb_version source package into $cache_dir"
+    (cd "$cache_dir" && apt-get source --download-only "ucx=$deb_version" >&2) ||
+        die "apt-get source --download-only ucx=$deb_version failed"
+    tarball=$(find_orig) || die "apt-get source left no ucx_$ucx_version.orig.tar.* in $cache_dir"
+fi
+[ -f "$tarball" ] || die "no such tarball: $tarball"
+
+# --- unpack ---------------------------------------------------------------
+# Into a scratch directory first, then renamed, so an interrupted run never
+# leaves a half tree where the next run would accept it.
+scratch=$(mktemp -d "$cache_dir/.unpack.XXXXXX") || die "cannot create a scratch directory in $cache_dir"
+trap 'rm -rf "$scratch"' EXIT INT TERM
+tar -xf "$tarball" -C "$scratch" || die "cannot unpack $tarball"
+top=
+for d in "$scratch"/*; do
+    [ -f "$d/src/uct/base/uct_iface.h" ] && { top=$d; break; }
+done
+[ -n "$top" ] || die "$tarball holds no UCX source tree (no src/uct/base/uct_iface.h)"
+got=$(src_version "$top")
+[ "$got" = "$ucx_version" ] ||
+    die "$tarball is UCX '$got', but the installed UCX is $ucx_version"
+rm -rf "$tree"
+mv "$top" "$tree" || die "cannot move the tree to $tree"
+echo "$tree"

@@ -1,0 +1,1 @@
+/* dcx transport: written by the transport work; placeholder so the module builds. */

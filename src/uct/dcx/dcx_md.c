@@ -1,0 +1,912 @@
+/*
+ * dcx memory domain: device listing from the MD configuration, device and
+ * protection domain lifetime, memory registration (through UCX's
+ * registration cache unless it is disabled) and remote keys.
+ */
+#include "dcx_md.h"
+
+#include <ucm/api/ucm.h>
+#include <ucs/arch/cpu.h>
+#include <ucs/debug/log.h>
+#include <ucs/debug/memtrack_int.h>
+#include <ucs/sys/math.h>
+#include <ucs/sys/string.h>
+#include <ucs/sys/sys.h>
+#include <ucs/time/time.h>
+
+#include <errno.h>
+#include <ctype.h>
+#include <limits.h>
+#include <string.h>
+#include <sys/mman.h>
+
+/* The device layer lists at most this many devices in all. */
+#define UCT_DCX_MAX_SOFT_DEVICES  64
+
+/* Longest soft fabric name the device layer accepts. */
+#define UCT_DCX_FABRIC_NAME_MAX   32
+
+/* Every registration allows every access: the cache shares one region
+ * between all users of a range, whatever access each of them asked for. */
+#define UCT_DCX_MR_ACCESS \
+    (DCX_ACCESS_LOCAL_WRITE | DCX_ACCESS_REMOTE_WRITE | \
+     DCX_ACCESS_REMOTE_READ | DCX_ACCESS_REMOTE_ATOMIC)
+
+/* Cost of one uncached registration, per backend: the soft device records a
+ * range in a table; hardware pins pages and writes translation entries. */
+static const struct {
+    double overhead;   /* seconds */
+    double growth;     /* seconds per byte */
+} uct_dcx_reg_cost[] = {
+    [DCX_BACKEND_SOFT] = { 1e-6,  0.0     },
+    [DCX_BACKEND_MLX5] = { 16e-6, 0.06e-9 }
+};
+
+
+/* An rcache region carries the memory handle the MD hands out. */
+typedef struct uct_dcx_rcache_region {
+    ucs_rcache_region_t  super;
+    uct_dcx_memh_t       memh;
+} uct_dcx_rcache_region_t;
+
+
+ucs_config_field_t uct_dcx_md_config_table[] = {
+    {"", "", NULL,
+     ucs_offsetof(uct_dcx_md_config_t, super),
+     UCS_CONFIG_TYPE_TABLE(uct_md_config_table)},
+
+    {"RCACHE", "try",
+     "Keep memory registrations in UCX's registration cache: yes, no, or try\n"
+     "(use the cache when UCX's memory event hooks are available).",
+     ucs_offsetof(uct_dcx_md_config_t, rcache_enable), UCS_CONFIG_TYPE_TERNARY},
+
+    {"", "", NULL,
+     ucs_offsetof(uct_dcx_md_config_t, rcache),
+     UCS_CONFIG_TYPE_TABLE(uct_md_config_rcache_table)},
+
+    {"SOFT_DEVICES", "0",
+     "Number of soft devices to offer (soft0, soft1, ...). A soft device is a\n"
+     "software model of a DC-capable NIC that connects the processes of one host\n"
+     "through shared memory. 0 offers none.",
+     ucs_offsetof(uct_dcx_md_config_t, soft_devices), UCS_CONFIG_TYPE_UINT},
+
+    {"SOFT_FABRIC", "default",
+     "Fabric the soft devices join. Processes reach each other only on the same\n"
+     "fabric. Letters, digits, '_', '.' and '-', at most 32 characters.",
+     ucs_offsetof(uct_dcx_md_config_t, soft_fabric), UCS_CONFIG_TYPE_STRING},
+
+    {"MLX5", "y",
+     "Offer NVIDIA/Mellanox devices through rdma-core mlx5 (ConnectX-5 or newer).\n"
+     "Has no effect if dcx was built without the mlx5 backend.",
+     ucs_offsetof(uct_dcx_md_config_t, mlx5_enable), UCS_CONFIG_TYPE_BOOL},
+
+    {"SOFT_MAX_QP_WR", "auto",
+     "Soft device: send queue depth of one DCI (auto: device default).",
+     ucs_offsetof(uct_dcx_md_config_t, soft.max_qp_wr), UCS_CONFIG_TYPE_ULUNITS},
+
+    {"SOFT_MAX_SRQ_WR", "auto",
+     "Soft device: receives a shared receive queue holds (auto: device default).",
+     ucs_offsetof(uct_dcx_md_config_t, soft.max_srq_wr), UCS_CONFIG_TYPE_ULUNITS},
+
+    {"SOFT_MAX_CQE", "auto",
+     "Soft device: entries of one completion queue (auto: device default).",
+     ucs_offsetof(uct_dcx_md_config_t, soft.max_cqe), UCS_CONFIG_TYPE_ULUNITS},
+
+    {"SOFT_MAX_SGE", "auto",
+     "Soft device: scatter/gather entries of one send (auto: device default).",
+     ucs_offsetof(uct_dcx_md_config_t, soft.max_sge), UCS_CONFIG_TYPE_ULUNITS},
+
+    {"SOFT_MAX_INLINE", "auto",
+     "Soft device: bytes a send can carry inline (auto: device default).",
+     ucs_offsetof(uct_dcx_md_config_t, soft.max_inline), UCS_CONFIG_TYPE_ULUNITS},
+
+    {"SOFT_MAX_RD_ATOMIC", "auto",
+     "Soft device: outstanding RDMA reads and atomics per DCI (auto: device\n"
+     "default).",
+     ucs_offsetof(uct_dcx_md_config_t, soft.max_rd_atomic),
+     UCS_CONFIG_TYPE_ULUNITS},
+
+    {"SOFT_MAX_DCI", "auto",
+     "Soft device: DCIs the device provides (auto: device default).",
+     ucs_offsetof(uct_dcx_md_config_t, soft.max_dci), UCS_CONFIG_TYPE_ULUNITS},
+
+    {"SOFT_MAX_MSG_SIZE", "auto",
+     "Soft device: largest message (send, RDMA write or read) (auto: device\n"
+     "default).",
+     ucs_offsetof(uct_dcx_md_config_t, soft.max_msg_size),
+     UCS_CONFIG_TYPE_MEMUNITS},
+
+    {"SOFT_MTU", "auto",
+     "Soft device: bytes per packet on the wire (auto: device default).",
+     ucs_offsetof(uct_dcx_md_config_t, soft.mtu), UCS_CONFIG_TYPE_ULUNITS},
+
+    {"SOFT_TM_MAX_TAGS", "auto",
+     "Soft device: size of the tag-matching list (auto: device default).",
+     ucs_offsetof(uct_dcx_md_config_t, soft.tm_max_tags),
+     UCS_CONFIG_TYPE_ULUNITS},
+
+    {"SOFT_MKEY_MAX_ENTRIES", "auto",
+     "Soft device: entries of one strided memory key (auto: device default).",
+     ucs_offsetof(uct_dcx_md_config_t, soft.mkey_max_entries),
+     UCS_CONFIG_TYPE_ULUNITS},
+
+    {"SOFT_ACK_TIMEOUT", "auto",
+     "Soft device: time a requester waits for an acknowledgement before it\n"
+     "retransmits (auto: device default).",
+     ucs_offsetof(uct_dcx_md_config_t, soft.ack_timeout),
+     UCS_CONFIG_TYPE_TIME_UNITS},
+
+    {"SOFT_RETRY_COUNT", "auto",
+     "Soft device: retransmissions before a send fails with 'retry count\n"
+     "exceeded', 1..7 (auto: device default).",
+     ucs_offsetof(uct_dcx_md_config_t, soft.retry_cnt),
+     UCS_CONFIG_TYPE_ULUNITS},
+
+    {"SOFT_RNR_TIMER", "auto",
+     "Soft device: delay before a send refused for lack of a receive buffer is\n"
+     "retried (auto: device default).",
+     ucs_offsetof(uct_dcx_md_config_t, soft.rnr_timer),
+     UCS_CONFIG_TYPE_TIME_UNITS},
+
+    {"SOFT_RNR_RETRY", "auto",
+     "Soft device: retries of a send refused for lack of a receive buffer,\n"
+     "1..6, or 7 to retry forever (auto: device default).",
+     ucs_offsetof(uct_dcx_md_config_t, soft.rnr_retry),
+     UCS_CONFIG_TYPE_ULUNITS},
+
+    {NULL}
+};
+
+
+static ucs_status_t uct_dcx_status_from_errno(int err)
+{
+    switch (err) {
+    case 0:
+        return UCS_OK;
+    case ENOMEM:
+    case ENOSPC:
+        return UCS_ERR_NO_MEMORY;
+    case EINVAL:
+        return UCS_ERR_INVALID_PARAM;
+    case EFAULT:
+        return UCS_ERR_INVALID_ADDR;
+    case ENODEV:
+    case ENOENT:
+    case ENXIO:
+        return UCS_ERR_NO_DEVICE;
+    case EPERM:
+    case EACCES:
+        return UCS_ERR_REJECTED;
+    case EBUSY:
+    case EAGAIN:
+        return UCS_ERR_BUSY;
+    case EOPNOTSUPP:
+        return UCS_ERR_UNSUPPORTED;
+    default:
+        return UCS_ERR_IO_ERROR;
+    }
+}
+
+
+/* One soft limit: "auto" keeps the device default (0 in the device layer),
+ * anything else must lie in [min, max]. */
+static ucs_status_t uct_dcx_soft_limit(const char *name, unsigned long value,
+                                       unsigned long auto_value,
+                                       unsigned long min, unsigned long max,
+                                       uint32_t *limit_p)
+{
+    if (value == auto_value) {
+        *limit_p = 0;
+        return UCS_OK;
+    }
+
+    if ((value < min) || (value > max)) {
+        ucs_error("dcx: UCX_DCX_%s=%lu is out of range [%lu, %lu]", name,
+                  value, min, max);
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    *limit_p = value;
+    return UCS_OK;
+}
+
+static ucs_status_t uct_dcx_soft_time_limit(const char *name, ucs_time_t value,
+                                            uint32_t *limit_us_p)
+{
+    double usec;
+
+    if (value == UCS_TIME_AUTO) {
+        *limit_us_p = 0;
+        return UCS_OK;
+    }
+
+    usec = ucs_time_to_usec(value);
+    if ((value == UCS_TIME_INFINITY) || (usec < 1.0) || (usec > UINT32_MAX)) {
+        ucs_error("dcx: UCX_DCX_%s must be between 1us and %uus", name,
+                  UINT32_MAX);
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    *limit_us_p = (uint32_t)(usec + 0.5);
+    return UCS_OK;
+}
+
+static int uct_dcx_fabric_name_is_valid(const char *name)
+{
+    size_t len = strlen(name);
+    size_t i;
+
+    if ((len == 0) || (len > UCT_DCX_FABRIC_NAME_MAX)) {
+        return 0;
+    }
+
+    for (i = 0; i < len; ++i) {
+        if (!isalnum((unsigned char)name[i]) && (strchr("_.-", name[i]) == NULL)) {
+            return 0;
+        }
+    }
+
+    return 1;
+}
+
+/* The soft limits that are counts: variable, where the value is in the
+ * configuration and in dcx_soft_limits_t, allowed range. */
+typedef struct uct_dcx_soft_count_limit {
+    const char *var;
+    size_t      config_offset;
+    size_t      limit_offset;
+    uint32_t    min;
+    uint32_t    max;
+} uct_dcx_soft_count_limit_t;
+
+#define UCT_DCX_SOFT_COUNT_LIMIT(_var, _field, _min, _max) \
+    { _var, ucs_offsetof(uct_dcx_md_config_t, soft._field), \
+      ucs_offsetof(dcx_soft_limits_t, _field), _min, _max }
+
+static const uct_dcx_soft_count_limit_t uct_dcx_soft_count_limits[] = {
+    UCT_DCX_SOFT_COUNT_LIMIT("SOFT_MAX_QP_WR",     max_qp_wr,     1, UINT32_MAX),
+    UCT_DCX_SOFT_COUNT_LIMIT("SOFT_MAX_SRQ_WR",    max_srq_wr,    1, UINT32_MAX),
+    UCT_DCX_SOFT_COUNT_LIMIT("SOFT_MAX_CQE",       max_cqe,       1, UINT32_MAX),
+    UCT_DCX_SOFT_COUNT_LIMIT("SOFT_MAX_SGE",       max_sge,       1, UINT32_MAX),
+    UCT_DCX_SOFT_COUNT_LIMIT("SOFT_MAX_INLINE",    max_inline,    1, UINT32_MAX),
+    UCT_DCX_SOFT_COUNT_LIMIT("SOFT_MAX_RD_ATOMIC", max_rd_atomic, 1, UINT32_MAX),
+    UCT_DCX_SOFT_COUNT_LIMIT("SOFT_MAX_DCI",       max_dci,       1, UINT32_MAX),
+    UCT_DCX_SOFT_COUNT_LIMIT("SOFT_MTU",           mtu,           64, UINT32_MAX),
+    UCT_DCX_SOFT_COUNT_LIMIT("SOFT_TM_MAX_TAGS",   tm_max_tags,   1, UINT32_MAX),
+    UCT_DCX_SOFT_COUNT_LIMIT("SOFT_MKEY_MAX_ENTRIES", mkey_max_entries, 1,
+                             UINT32_MAX),
+    /* 0 means "device default" in the device layer, so 0 retries cannot be
+     * asked for */
+    UCT_DCX_SOFT_COUNT_LIMIT("SOFT_RETRY_COUNT",   retry_cnt,     1, 7),
+    UCT_DCX_SOFT_COUNT_LIMIT("SOFT_RNR_RETRY",     rnr_retry,     1, 7)
+};
+
+/* Turns the MD configuration into device listing parameters; rejects bad
+ * values with one error line naming the variable. */
+static ucs_status_t
+uct_dcx_md_list_params(const uct_dcx_md_config_t *config,
+                       dcx_dev_list_params_t *params)
+{
+    const unsigned long auto_ul = UCS_ULUNITS_AUTO;
+    dcx_soft_limits_t *limits   = &params->soft_limits;
+    const uct_dcx_soft_count_limit_t *entry;
+    ucs_status_t status;
+    unsigned i;
+
+    memset(params, 0, sizeof(*params));
+    params->mlx5_enable = config->mlx5_enable;
+    params->soft_count  = config->soft_devices;
+    params->soft_fabric = config->soft_fabric;
+
+    if (config->soft_devices > UCT_DCX_MAX_SOFT_DEVICES) {
+        ucs_error("dcx: UCX_DCX_SOFT_DEVICES=%u is more than %u",
+                  config->soft_devices, UCT_DCX_MAX_SOFT_DEVICES);
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    if (!uct_dcx_fabric_name_is_valid(config->soft_fabric)) {
+        ucs_error("dcx: UCX_DCX_SOFT_FABRIC='%s' is not a fabric name (1..%d "
+                  "letters, digits, '_', '.', '-')", config->soft_fabric,
+                  UCT_DCX_FABRIC_NAME_MAX);
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    for (i = 0; i < ucs_static_array_size(uct_dcx_soft_count_limits); ++i) {
+        entry  = &uct_dcx_soft_count_limits[i];
+        status = uct_dcx_soft_limit(entry->var,
+                                    *(const unsigned long*)
+                                    UCS_PTR_BYTE_OFFSET(config,
+                                                        entry->config_offset),
+                                    auto_ul, entry->min, entry->max,
+                                    UCS_PTR_BYTE_OFFSET(limits,
+                                                        entry->limit_offset));
+        if (status != UCS_OK) {
+            return status;
+        }
+    }
+
+    if (config->soft.max_msg_size == UCS_MEMUNITS_AUTO) {
+        limits->max_msg_size = 0;
+    } else if ((config->soft.max_msg_size == 0) ||
+               (config->soft.max_msg_size == UCS_MEMUNITS_INF)) {
+        ucs_error("dcx: UCX_DCX_SOFT_MAX_MSG_SIZE must be a positive size");
+        return UCS_ERR_INVALID_PARAM;
+    } else {
+        limits->max_msg_size = config->soft.max_msg_size;
+    }
+
+    status = uct_dcx_soft_time_limit("SOFT_ACK_TIMEOUT",
+                                     config->soft.ack_timeout,
+                                     &limits->ack_timeout_us);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    return uct_dcx_soft_time_limit("SOFT_RNR_TIMER", config->soft.rnr_timer,
+                                   &limits->rnr_timer_us);
+}
+
+/* Lists the devices the configuration asks for.  Free with
+ * dcx_dev_list_free(). */
+static ucs_status_t uct_dcx_md_dev_list(const uct_dcx_md_config_t *config,
+                                        dcx_dev_info_t **list_p,
+                                        unsigned *count_p)
+{
+    dcx_dev_list_params_t params;
+    ucs_status_t status;
+    int ret;
+
+    status = uct_dcx_md_list_params(config, &params);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    ret = dcx_dev_list(&params, list_p, count_p);
+    if (ret != 0) {
+        /* the device layer has logged the reason */
+        return uct_dcx_status_from_errno(ret);
+    }
+
+    return UCS_OK;
+}
+
+ucs_status_t uct_dcx_query_md_resources(uct_component_t *component,
+                                        uct_md_resource_desc_t **resources_p,
+                                        unsigned *num_resources_p)
+{
+    uct_md_resource_desc_t *resources = NULL;
+    uct_dcx_md_config_t config;
+    dcx_dev_info_t *list;
+    unsigned i, count;
+    ucs_status_t status;
+
+    status = ucs_config_parser_fill_opts(&config, uct_dcx_md_config_table,
+                                         UCS_DEFAULT_ENV_PREFIX,
+                                         component->md_config.prefix, 0);
+    if (status != UCS_OK) {
+        /* the parser has logged the variable and its bad value */
+        return status;
+    }
+
+    status = uct_dcx_md_dev_list(&config, &list, &count);
+    if (status != UCS_OK) {
+        goto out_release_config;
+    }
+
+    if (count > 0) {
+        resources = ucs_calloc(count, sizeof(*resources), "dcx md resources");
+        if (resources == NULL) {
+            ucs_error("dcx: cannot allocate %u md resources", count);
+            status = UCS_ERR_NO_MEMORY;
+            goto out_free_list;
+        }
+    }
+
+    for (i = 0; i < count; ++i) {
+        ucs_strncpy_zero(resources[i].md_name, list[i].name,
+                         sizeof(resources[i].md_name));
+    }
+
+    *resources_p     = resources;
+    *num_resources_p = count;
+
+out_free_list:
+    dcx_dev_list_free(list);
+out_release_config:
+    ucs_config_parser_release_opts(&config, uct_dcx_md_config_table);
+    return status;
+}
+
+
+/* ------------------------------------------------------------------------
+ * Registration
+ * ------------------------------------------------------------------------ */
+
+static ucs_status_t uct_dcx_md_mr_reg(uct_dcx_md_t *md, void *address,
+                                      size_t length, unsigned uct_flags,
+                                      dcx_mr_t **mr_p)
+{
+    int ret;
+
+    ret = dcx_mr_reg(md->pd, address, length, UCT_DCX_MR_ACCESS, mr_p);
+    if (ret != 0) {
+        /* the device layer logged the failure as an error */
+        ucs_debug("dcx md %s: registration of %p..%p failed: %s", md->name,
+                  address, UCS_PTR_BYTE_OFFSET(address, length),
+                  strerror(ret));
+        return uct_dcx_status_from_errno(ret);
+    }
+
+    ucs_trace("dcx md %s: registered %p..%p lkey 0x%x rkey 0x%x", md->name,
+              address, UCS_PTR_BYTE_OFFSET(address, length), (*mr_p)->lkey,
+              (*mr_p)->rkey);
+    return UCS_OK;
+}
+
+static void uct_dcx_md_mr_dereg(uct_dcx_md_t *md, dcx_mr_t *mr)
+{
+    int ret;
+
+    ucs_trace("dcx md %s: deregistering lkey 0x%x", md->name, mr->lkey);
+    ret = dcx_mr_dereg(mr);
+    if (ret != 0) {
+        ucs_warn("dcx md %s: deregistration of lkey 0x%x failed: %s",
+                 md->name, mr->lkey, strerror(ret));
+    }
+}
+
+static ucs_status_t
+uct_dcx_rcache_mem_reg_cb(void *context, ucs_rcache_t *rcache, void *arg,
+                          ucs_rcache_region_t *rregion, uint16_t rcache_flags)
+{
+    uct_dcx_md_t *md                = context;
+    uct_dcx_rcache_region_t *region = ucs_derived_of(rregion,
+                                                     uct_dcx_rcache_region_t);
+    unsigned uct_flags              = *(const unsigned*)arg;
+
+    region->memh.flags = UCT_DCX_MEMH_FLAG_RCACHE;
+    return uct_dcx_md_mr_reg(md, (void*)region->super.super.start,
+                             region->super.super.end - region->super.super.start,
+                             uct_flags, &region->memh.mr);
+}
+
+static void uct_dcx_rcache_mem_dereg_cb(void *context, ucs_rcache_t *rcache,
+                                        ucs_rcache_region_t *rregion)
+{
+    uct_dcx_rcache_region_t *region = ucs_derived_of(rregion,
+                                                     uct_dcx_rcache_region_t);
+
+    uct_dcx_md_mr_dereg(context, region->memh.mr);
+    region->memh.mr = NULL;
+}
+
+static void uct_dcx_rcache_dump_region_cb(void *context, ucs_rcache_t *rcache,
+                                          ucs_rcache_region_t *rregion,
+                                          char *buf, size_t max)
+{
+    uct_dcx_rcache_region_t *region = ucs_derived_of(rregion,
+                                                     uct_dcx_rcache_region_t);
+
+    if (region->memh.mr == NULL) {
+        snprintf(buf, max, "not registered");
+    } else {
+        snprintf(buf, max, "lkey 0x%x rkey 0x%x", region->memh.mr->lkey,
+                 region->memh.mr->rkey);
+    }
+}
+
+static ucs_rcache_ops_t uct_dcx_rcache_ops = {
+    .mem_reg     = uct_dcx_rcache_mem_reg_cb,
+    .mem_dereg   = uct_dcx_rcache_mem_dereg_cb,
+    .dump_region = uct_dcx_rcache_dump_region_cb
+};
+
+static ucs_status_t uct_dcx_mem_reg(uct_md_h uct_md, void *address,
+                                    size_t length, unsigned flags,
+                                    uct_mem_h *memh_p)
+{
+    uct_dcx_md_t *md = ucs_derived_of(uct_md, uct_dcx_md_t);
+    ucs_rcache_region_t *rregion;
+    uct_dcx_memh_t *memh;
+    ucs_status_t status;
+
+    if ((address == NULL) || (length == 0)) {
+        uct_md_log_mem_reg_error(flags, "dcx md %s: cannot register %p length "
+                                 "%zu", md->name, address, length);
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    if (md->rcache != NULL) {
+        status = ucs_rcache_get(md->rcache, address, length,
+                                PROT_READ | PROT_WRITE, &flags, &rregion);
+        if (status != UCS_OK) {
+            uct_md_log_mem_reg_error(flags, "dcx md %s: registration of "
+                                     "%p..%p failed: %s", md->name, address,
+                                     UCS_PTR_BYTE_OFFSET(address, length),
+                                     ucs_status_string(status));
+            return status;
+        }
+
+        *memh_p = &ucs_derived_of(rregion, uct_dcx_rcache_region_t)->memh;
+        return UCS_OK;
+    }
+
+    memh = ucs_malloc(sizeof(*memh), "dcx memh");
+    if (memh == NULL) {
+        uct_md_log_mem_reg_error(flags, "dcx md %s: cannot allocate a memory "
+                                 "handle", md->name);
+        return UCS_ERR_NO_MEMORY;
+    }
+
+    memh->flags = 0;
+    status      = uct_dcx_md_mr_reg(md, address, length, flags, &memh->mr);
+    if (status != UCS_OK) {
+        ucs_free(memh);
+        return status;
+    }
+
+    *memh_p = memh;
+    return UCS_OK;
+}
+
+static ucs_status_t
+uct_dcx_mem_dereg(uct_md_h uct_md, const uct_md_mem_dereg_params_t *params)
+{
+    uct_dcx_md_t *md = ucs_derived_of(uct_md, uct_dcx_md_t);
+    uct_dcx_rcache_region_t *region;
+    uct_dcx_memh_t *memh;
+    unsigned flags;
+
+    memh  = UCT_MD_MEM_DEREG_FIELD_VALUE(params, memh, FIELD_MEMH, NULL);
+    flags = UCT_MD_MEM_DEREG_FIELD_VALUE(params, flags, FIELD_FLAGS, 0);
+
+    if (memh == NULL) {
+        ucs_error("dcx md %s: deregistration without a memory handle",
+                  md->name);
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    if (flags & UCT_MD_MEM_DEREG_FLAG_INVALIDATE) {
+        ucs_error("dcx md %s: deregistration with invalidation is not "
+                  "supported (UCT_MD_FLAG_INVALIDATE is not set)", md->name);
+        return UCS_ERR_UNSUPPORTED;
+    }
+
+    if (memh->flags & UCT_DCX_MEMH_FLAG_RCACHE) {
+        region = ucs_container_of(memh, uct_dcx_rcache_region_t, memh);
+        ucs_rcache_region_put(md->rcache, &region->super);
+        return UCS_OK;
+    }
+
+    uct_dcx_md_mr_dereg(md, memh->mr);
+    ucs_free(memh);
+    return UCS_OK;
+}
+
+
+/* ------------------------------------------------------------------------
+ * Remote keys
+ * ------------------------------------------------------------------------ */
+
+static uint16_t uct_dcx_rkey_check(const uct_dcx_packed_rkey_t *packed)
+{
+    uint32_t sum = packed->magic ^ packed->rkey ^
+                   ((uint32_t)packed->version << 8) ^ packed->flags;
+
+    return (uint16_t)(sum ^ (sum >> 16) ^ 0xdc58);
+}
+
+static ucs_status_t
+uct_dcx_mkey_pack(uct_md_h uct_md, uct_mem_h uct_memh,
+                  const uct_md_mkey_pack_params_t *params, void *rkey_buffer)
+{
+    uct_dcx_md_t *md       = ucs_derived_of(uct_md, uct_dcx_md_t);
+    uct_dcx_memh_t *memh   = uct_memh;
+    uct_dcx_packed_rkey_t packed;
+
+    if ((memh == NULL) || (memh->mr == NULL) || (rkey_buffer == NULL)) {
+        ucs_error("dcx md %s: cannot pack an rkey of memh %p into %p",
+                  md->name, memh, rkey_buffer);
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    packed.magic   = UCT_DCX_RKEY_MAGIC;
+    packed.version = UCT_DCX_RKEY_VERSION;
+    packed.flags   = 0;
+    packed.rkey    = memh->mr->rkey;
+    packed.check   = uct_dcx_rkey_check(&packed);
+    /* the buffer has no alignment guarantee */
+    memcpy(rkey_buffer, &packed, sizeof(packed));
+    return UCS_OK;
+}
+
+ucs_status_t uct_dcx_rkey_unpack(uct_component_t *component,
+                                 const void *rkey_buffer, uct_rkey_t *rkey_p,
+                                 void **handle_p)
+{
+    uct_dcx_packed_rkey_t packed;
+
+    if (rkey_buffer == NULL) {
+        ucs_error("dcx: cannot unpack an rkey from a NULL buffer");
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    memcpy(&packed, rkey_buffer, sizeof(packed));
+    if (packed.magic != UCT_DCX_RKEY_MAGIC) {
+        ucs_error("dcx: packed rkey at %p is not a dcx rkey (magic 0x%08x, "
+                  "expected 0x%08x)", rkey_buffer, packed.magic,
+                  UCT_DCX_RKEY_MAGIC);
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    if ((packed.version != UCT_DCX_RKEY_VERSION) || (packed.flags != 0)) {
+        ucs_error("dcx: packed rkey at %p has version %u flags 0x%x, this dcx "
+                  "reads version %u flags 0", rkey_buffer, packed.version,
+                  packed.flags, UCT_DCX_RKEY_VERSION);
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    if (packed.check != uct_dcx_rkey_check(&packed)) {
+        ucs_error("dcx: packed rkey at %p is corrupt (rkey 0x%x check 0x%04x, "
+                  "expected 0x%04x)", rkey_buffer, packed.rkey, packed.check,
+                  uct_dcx_rkey_check(&packed));
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    *rkey_p   = packed.rkey;
+    *handle_p = NULL;
+    return UCS_OK;
+}
+
+ucs_status_t uct_dcx_rkey_release(uct_component_t *component, uct_rkey_t rkey,
+                                  void *handle)
+{
+    if ((handle != NULL) || (rkey > UINT32_MAX)) {
+        ucs_error("dcx: rkey 0x%" PRIx64 " handle %p was not unpacked by dcx",
+                  (uint64_t)rkey, handle);
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    return UCS_OK;
+}
+
+
+/* ------------------------------------------------------------------------
+ * MD query, lifetime
+ * ------------------------------------------------------------------------ */
+
+static ucs_status_t uct_dcx_md_query(uct_md_h uct_md, uct_md_attr_t *attr)
+{
+    uct_dcx_md_t *md            = ucs_derived_of(uct_md, uct_dcx_md_t);
+    const dcx_dev_caps_t *caps  = dcx_dev_caps(md->dev);
+
+    attr->cap.flags            = UCT_MD_FLAG_REG | UCT_MD_FLAG_NEED_RKEY;
+    attr->cap.max_alloc        = 0;
+    attr->cap.max_reg          = (caps->max_mr_size > SIZE_MAX) ?
+                                 SIZE_MAX : caps->max_mr_size;
+    attr->cap.reg_mem_types    = UCS_BIT(UCS_MEMORY_TYPE_HOST);
+    attr->cap.alloc_mem_types  = 0;
+    attr->cap.access_mem_types = UCS_BIT(UCS_MEMORY_TYPE_HOST);
+    attr->cap.detect_mem_types = 0;
+    attr->rkey_packed_size     = UCT_DCX_PACKED_RKEY_SIZE;
+
+    if (md->rcache != NULL) {
+        attr->reg_cost = ucs_linear_func_make(md->rcache_overhead, 0);
+    } else {
+        attr->reg_cost = ucs_linear_func_make(md->reg_cost_overhead,
+                                              md->reg_cost_growth);
+    }
+
+    /* a soft device is equally near every CPU; hardware locality is not
+     * known to the device layer */
+    memset(&attr->local_cpus, 0xff, sizeof(attr->local_cpus));
+    return UCS_OK;
+}
+
+/* Operations the MD's flags do not promise.  UCX calls MD operations
+ * without NULL checks, so each one answers. */
+static ucs_status_t
+uct_dcx_mem_alloc(uct_md_h uct_md, size_t *length_p, void **address_p,
+                  ucs_memory_type_t mem_type, unsigned flags,
+                  const char *alloc_name, uct_mem_h *memh_p)
+{
+    ucs_debug("dcx md %s: allocation is not supported (%s)",
+              ucs_derived_of(uct_md, uct_dcx_md_t)->name, alloc_name);
+    return UCS_ERR_UNSUPPORTED;
+}
+
+static ucs_status_t uct_dcx_mem_free(uct_md_h uct_md, uct_mem_h memh)
+{
+    ucs_error("dcx md %s: memh %p was not allocated by this md",
+              ucs_derived_of(uct_md, uct_dcx_md_t)->name, memh);
+    return UCS_ERR_INVALID_PARAM;
+}
+
+static ucs_status_t uct_dcx_mem_advise(uct_md_h uct_md, uct_mem_h memh,
+                                       void *addr, size_t length,
+                                       unsigned advice)
+{
+    ucs_debug("dcx md %s: memory advice is not supported",
+              ucs_derived_of(uct_md, uct_dcx_md_t)->name);
+    return UCS_ERR_UNSUPPORTED;
+}
+
+static ucs_status_t uct_dcx_mem_query(uct_md_h uct_md, const void *address,
+                                      size_t length,
+                                      uct_md_mem_attr_t *mem_attr)
+{
+    ucs_debug("dcx md %s: memory type detection is not supported",
+              ucs_derived_of(uct_md, uct_dcx_md_t)->name);
+    return UCS_ERR_UNSUPPORTED;
+}
+
+static ucs_status_t
+uct_dcx_detect_memory_type(uct_md_h uct_md, const void *address,
+                           size_t length, ucs_memory_type_t *mem_type_p)
+{
+    ucs_debug("dcx md %s: memory type detection is not supported",
+              ucs_derived_of(uct_md, uct_dcx_md_t)->name);
+    return UCS_ERR_UNSUPPORTED;
+}
+
+static int
+uct_dcx_is_sockaddr_accessible(uct_md_h uct_md, const ucs_sock_addr_t *sockaddr,
+                               uct_sockaddr_accessibility_t mode)
+{
+    return 0;
+}
+
+static void uct_dcx_md_close(uct_md_h uct_md)
+{
+    uct_dcx_md_t *md = ucs_derived_of(uct_md, uct_dcx_md_t);
+    int ret;
+
+    if (md->rcache != NULL) {
+        ucs_rcache_destroy(md->rcache);
+    }
+
+    ret = dcx_pd_free(md->pd);
+    if (ret != 0) {
+        ucs_warn("dcx md %s: freeing the protection domain failed: %s "
+                 "(memory still registered?)", md->name, strerror(ret));
+    }
+
+    dcx_dev_close(md->dev);
+    ucs_debug("dcx md %s: closed", md->name);
+    ucs_free(md);
+}
+
+static uct_md_ops_t uct_dcx_md_ops = {
+    .close                  = uct_dcx_md_close,
+    .query                  = uct_dcx_md_query,
+    .mem_alloc              = uct_dcx_mem_alloc,
+    .mem_free               = uct_dcx_mem_free,
+    .mem_advise             = uct_dcx_mem_advise,
+    .mem_reg                = uct_dcx_mem_reg,
+    .mem_dereg              = uct_dcx_mem_dereg,
+    .mem_query              = uct_dcx_mem_query,
+    .mkey_pack              = uct_dcx_mkey_pack,
+    .is_sockaddr_accessible = uct_dcx_is_sockaddr_accessible,
+    .detect_memory_type     = uct_dcx_detect_memory_type
+};
+
+static ucs_status_t uct_dcx_md_rcache_init(uct_dcx_md_t *md,
+                                           const uct_dcx_md_config_t *config)
+{
+    ucs_rcache_params_t params;
+    ucs_status_t status;
+
+    md->rcache = NULL;
+    if (config->rcache_enable == UCS_NO) {
+        ucs_debug("dcx md %s: registration cache disabled", md->name);
+        return UCS_OK;
+    }
+
+    uct_md_set_rcache_params(&params, &config->rcache);
+    params.region_struct_size = sizeof(uct_dcx_rcache_region_t);
+    params.max_alignment      = ucs_get_page_size();
+    params.ucm_events         = UCM_EVENT_VM_UNMAPPED;
+    params.context            = md;
+    params.ops                = &uct_dcx_rcache_ops;
+
+    status = ucs_rcache_create(&params, md->name, ucs_stats_get_root(),
+                               &md->rcache);
+    if (status == UCS_OK) {
+        md->rcache_overhead = uct_md_rcache_overhead(&config->rcache);
+        return UCS_OK;
+    }
+
+    md->rcache = NULL;
+    if (config->rcache_enable == UCS_YES) {
+        ucs_error("dcx md %s: cannot create the registration cache: %s "
+                  "(UCX_DCX_RCACHE=yes)", md->name, ucs_status_string(status));
+        return status;
+    }
+
+    ucs_debug("dcx md %s: registration cache unavailable (%s), registering "
+              "directly", md->name, ucs_status_string(status));
+    return UCS_OK;
+}
+
+ucs_status_t uct_dcx_md_open(uct_component_t *component, const char *md_name,
+                             const uct_md_config_t *uct_config, uct_md_h *md_p)
+{
+    const uct_dcx_md_config_t *config = ucs_derived_of(uct_config,
+                                                       uct_dcx_md_config_t);
+    dcx_dev_info_t *list;
+    unsigned i, count;
+    uct_dcx_md_t *md;
+    ucs_status_t status;
+    int ret;
+
+    status = uct_dcx_md_dev_list(config, &list, &count);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    for (i = 0; i < count; ++i) {
+        if (!strcmp(list[i].name, md_name)) {
+            break;
+        }
+    }
+
+    if (i == count) {
+        ucs_error("dcx: no device '%s' (%u device(s) configured; soft devices "
+                  "come from UCX_DCX_SOFT_DEVICES)", md_name, count);
+        status = UCS_ERR_NO_DEVICE;
+        goto out_free_list;
+    }
+
+    md = ucs_calloc(1, sizeof(*md), "dcx md");
+    if (md == NULL) {
+        ucs_error("dcx: cannot allocate md %s", md_name);
+        status = UCS_ERR_NO_MEMORY;
+        goto out_free_list;
+    }
+
+    md->super.ops       = &uct_dcx_md_ops;
+    md->super.component = component;
+    md->info            = list[i];
+    ucs_strncpy_zero(md->name, md_name, sizeof(md->name));
+
+    ret = dcx_dev_open(&md->info, &md->dev);
+    if (ret != 0) {
+        status = uct_dcx_status_from_errno(ret);
+        ucs_debug("dcx md %s: cannot open the device: %s", md_name,
+                  strerror(ret));
+        goto err_free_md;
+    }
+
+    ret = dcx_pd_alloc(md->dev, &md->pd);
+    if (ret != 0) {
+        status = uct_dcx_status_from_errno(ret);
+        ucs_debug("dcx md %s: cannot allocate a protection domain: %s",
+                  md_name, strerror(ret));
+        goto err_close_dev;
+    }
+
+    md->reg_cost_overhead = uct_dcx_reg_cost[md->info.backend].overhead;
+    md->reg_cost_growth   = uct_dcx_reg_cost[md->info.backend].growth;
+
+    status = uct_dcx_md_rcache_init(md, config);
+    if (status != UCS_OK) {
+        goto err_free_pd;
+    }
+
+    ucs_debug("dcx md %s: opened (%s backend, registration cache %s)",
+              md_name, (md->info.backend == DCX_BACKEND_SOFT) ? "soft" : "mlx5",
+              (md->rcache != NULL) ? "on" : "off");
+    *md_p = &md->super;
+    dcx_dev_list_free(list);
+    return UCS_OK;
+
+err_free_pd:
+    dcx_pd_free(md->pd);
+err_close_dev:
+    dcx_dev_close(md->dev);
+err_free_md:
+    ucs_free(md);
+out_free_list:
+    dcx_dev_list_free(list);
+    return status;
+}
