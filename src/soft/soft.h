@@ -1,0 +1,413 @@
+/*
+ * Soft device internals, shared by the files of src/soft.
+ *
+ * The model: every opened soft device owns one shared-memory "port" segment
+ * on its fabric.  The segment carries two multi-producer single-consumer
+ * rings: one for inbound requests (filled by peers' requesters) and one for
+ * inbound responses (filled by peers' responders).  Everything else
+ * (MRs, CQs, SRQs, QPs, the engine state) is private to the owning process.
+ *
+ * One mutex per device ("engine lock") serialises the engine: application
+ * calls (post, poll, progress, control path) take it, the helper thread only
+ * try-locks it.
+ */
+#ifndef DCX_SOFT_INT_H_
+#define DCX_SOFT_INT_H_
+
+#include "dcx_dev.h"
+#include "dcx_soft.h"
+
+#include <pthread.h>
+#include <stdint.h>
+#include <stddef.h>
+
+#define SOFT_MAGIC          0x53584344u  /* "DCXS" */
+#define SOFT_VERSION        1u
+#define SOFT_ADDR_LEN       16u
+#define SOFT_SLOT_HDR       128u         /* ring slot header incl. seq */
+#define SOFT_RING_SLOTS     128u         /* slots per ring (power of 2) */
+#define SOFT_RSTATE_SLOTS   1024u        /* responder per-source states */
+#define SOFT_MAX_RECV_SGE   30u
+#define SOFT_SEG_HDR_SIZE   4096u
+#define SOFT_PROGRESS_BUDGET 64u
+
+#define SOFT_NO_STATUS      0xffu
+
+/* ------------------------------------------------------------------------
+ * Wire format
+ * ------------------------------------------------------------------------ */
+/* Request opcodes share the values of dcx_wr_opcode_t. */
+enum {
+    SOFT_OP_ACK = 0x40,
+    SOFT_OP_NAK,          /* status = dcx_wc_status_t of the requester */
+    SOFT_OP_RNR_NAK,      /* args[0] = delay in us */
+    SOFT_OP_READ_RESP,    /* offset/len of the data */
+    SOFT_OP_ATOMIC_RESP   /* args[0] = original value */
+};
+
+enum {
+    SOFT_PKT_FIRST = 1u << 0,
+    SOFT_PKT_LAST  = 1u << 1
+};
+
+typedef struct soft_pkt {
+    uint8_t   op;
+    uint8_t   flags;        /* SOFT_PKT_* */
+    uint8_t   status;       /* NAK */
+    uint8_t   atomic_size;
+    uint32_t  len;          /* payload bytes carried by this packet */
+    uint32_t  src_pid;      /* source port */
+    uint32_t  src_inst;
+    uint32_t  src_qpn;      /* request: DCI; response: DCT */
+    uint32_t  dst_qpn;      /* request: DCT; response: DCI */
+    uint32_t  msn;          /* message number on the DCI */
+    uint32_t  ack_base;     /* oldest unacknowledged msn of the DCI */
+    uint64_t  dc_key;
+    uint64_t  offset;       /* byte offset of this packet in the message */
+    uint64_t  total_len;    /* message length */
+    uint64_t  raddr;
+    uint32_t  rkey;
+    uint32_t  imm;
+    uint64_t  args[4];      /* atomics: compare_add, swap, cmask, smask */
+    uint64_t  deliver_ns;   /* not before (fault injection: delay) */
+    uint32_t  csum;
+    uint32_t  gen;          /* request: DCI generation */
+} soft_pkt_t;
+
+typedef struct soft_slot {
+    uint64_t    seq;
+    soft_pkt_t  pkt;
+} soft_slot_t;
+
+/* ------------------------------------------------------------------------
+ * Shared segment
+ * ------------------------------------------------------------------------ */
+typedef struct soft_ring {
+    uint32_t  nslots;
+    uint32_t  slot_size;    /* header + payload, multiple of 64 */
+    uint32_t  payload;      /* max payload bytes of one slot */
+    uint32_t  pad;
+    uint64_t  offset;       /* of slot 0 from the segment base */
+    uint8_t   pad0[40];
+    uint64_t  tail;         /* producers (CAS) */
+    uint8_t   pad1[56];
+    uint64_t  head;         /* consumer (owner) */
+    uint8_t   pad2[56];
+} soft_ring_t;
+
+typedef struct soft_port_hdr {
+    uint32_t     magic;
+    uint32_t     version;
+    int32_t      owner_pid;
+    uint32_t     inst;
+    uint64_t     owner_start;   /* /proc/PID/stat start time */
+    uint64_t     seg_size;
+    uint32_t     killed;
+    uint32_t     ready;
+    uint8_t      pad0[24];
+    uint32_t     doorbell;      /* futex word of the helper */
+    uint32_t     sleeping;      /* helper is in (or entering) deep sleep */
+    uint8_t      pad1[56];
+    uint64_t     last_poll_ns;  /* application progress timestamp */
+    uint8_t      pad2[56];
+    soft_ring_t  req;
+    soft_ring_t  resp;
+} soft_port_hdr_t;
+
+typedef struct soft_addr {
+    uint32_t  magic;
+    uint32_t  pid;
+    uint32_t  inst;
+    uint32_t  check;   /* hash of (uid, fabric, pid, inst) */
+} soft_addr_t;
+
+/* A remote (or our own) port, mapped lazily. */
+typedef struct soft_peer {
+    struct soft_peer *next;
+    uint32_t          pid;
+    uint32_t          inst;
+    soft_port_hdr_t  *hdr;        /* NULL until mapped */
+    size_t            map_size;
+    uint64_t          next_try_ns;
+    int               own;        /* our own port (loopback) */
+} soft_peer_t;
+
+/* ------------------------------------------------------------------------
+ * Process-local objects
+ * ------------------------------------------------------------------------ */
+typedef struct soft_dev  soft_dev_t;
+typedef struct soft_qp   soft_qp_t;
+typedef struct soft_srq  soft_srq_t;
+
+typedef struct soft_mr {
+    dcx_mr_t  super;
+    uint64_t  start;
+    uint64_t  end;
+} soft_mr_t;
+
+typedef struct soft_cqe {
+    dcx_wc_t   wc;
+    soft_qp_t *qp;       /* DCI whose SQ this CQE retires, or NULL */
+    uint32_t   sq_idx;
+    uint32_t   pad;
+} soft_cqe_t;
+
+typedef struct soft_cq {
+    dcx_cq_t     super;
+    soft_dev_t  *dev;
+    soft_cqe_t  *q;
+    uint32_t     size;   /* power of 2 */
+    uint32_t     head;
+    uint32_t     tail;
+    int          overrun;
+    int          refs;
+} soft_cq_t;
+
+typedef struct soft_rwqe {
+    uint64_t   wr_id;
+    uint32_t   num_sge;
+    uint32_t   pad;
+    dcx_sge_t  sge[SOFT_MAX_RECV_SGE];
+} soft_rwqe_t;
+
+struct soft_srq {
+    dcx_srq_t    super;
+    soft_dev_t  *dev;
+    soft_cq_t   *cq;
+    soft_rwqe_t *q;
+    uint32_t     size;
+    uint32_t     head;
+    uint32_t     tail;
+    int          refs;
+};
+
+typedef struct soft_ah {
+    dcx_ah_t     super;
+    soft_peer_t *peer;
+} soft_ah_t;
+
+/* Requester state of one send WQE. */
+typedef enum {
+    SOFT_WQE_POSTED,     /* not started */
+    SOFT_WQE_SENDING,    /* some packets out */
+    SOFT_WQE_WAIT_RESP,  /* all packets out, waiting for the response */
+    SOFT_WQE_DONE,
+    SOFT_WQE_STATE_LAST
+} soft_wqe_state_t;
+
+extern const char *soft_wqe_state_names[SOFT_WQE_STATE_LAST];
+
+typedef struct soft_swqe {
+    dcx_send_wr_t  wr;
+    soft_peer_t   *peer;
+    uint64_t       total_len;
+    uint64_t       sent_off;    /* bytes sent / requested (READ) */
+    uint64_t       recv_off;    /* READ: bytes received */
+    uint32_t       msn;
+    uint32_t       credits;     /* response slots held */
+    uint8_t        state;       /* soft_wqe_state_t */
+    uint8_t        forced;      /* status forced by fault injection */
+    uint8_t        checked;     /* local keys validated */
+    uint8_t        all_sent;    /* every request packet is out */
+    uint8_t        rd_counted;  /* counted in qp->rd_atomic */
+    uint8_t        pad[3];
+    dcx_sge_t     *sge;         /* copy of the sg list */
+    uint8_t       *inl;         /* inline data */
+} soft_swqe_t;
+
+struct soft_qp {
+    dcx_qp_t      super;
+    soft_dev_t   *dev;
+    soft_qp_t    *next_dci;     /* device's DCI list */
+    soft_cq_t    *cq;
+    /* DCT */
+    soft_srq_t   *srq;
+    uint64_t      dc_key;
+    uint32_t      access;
+    uint32_t      rnr_delay_us;
+    /* DCI */
+    soft_swqe_t  *sq;
+    dcx_sge_t    *sge_pool;
+    uint8_t      *inl_pool;
+    uint32_t      sq_size;
+    uint32_t      sq_head;      /* next post */
+    uint32_t      sq_tail;      /* oldest not retired by a polled CQE */
+    uint32_t      sq_comp;      /* oldest not completed */
+    uint32_t      sq_send;      /* next to transmit */
+    uint32_t      next_msn;
+    uint32_t      gen;          /* DCI generation (fresh per create) */
+    uint32_t      rd_atomic;    /* READ/atomics in flight */
+    uint32_t      retries;
+    uint32_t      rnr_count;
+    uint32_t      retry_cnt;
+    uint32_t      rnr_retry;
+    uint64_t      ack_timeout_ns;
+    uint64_t      deadline_ns;
+    uint64_t      rnr_until_ns;
+};
+
+/* Responder state per (source port, DCI). */
+typedef struct soft_rstate {
+    uint32_t     used;
+    uint32_t     pid;
+    uint32_t     inst;
+    uint32_t     dci;
+    uint32_t     e;            /* next expected msn */
+    uint32_t     atomic_msn;
+    uint64_t     cur_off;      /* bytes of message e handled */
+    uint64_t     atomic_res;
+    uint8_t      msg_err;      /* rest of message e is discarded */
+    uint8_t      have_recv;
+    uint8_t      atomic_valid;
+    uint8_t      pad;
+    uint32_t     msg_status;
+    uint32_t     gen;          /* DCI generation this state follows */
+    soft_qp_t   *dct;          /* owner of the held receive */
+    soft_peer_t *peer;         /* reply path */
+    soft_rwqe_t  recv;         /* receive held for message e */
+} soft_rstate_t;
+
+typedef struct soft_fault_state {
+    dcx_soft_fault_t  rule;
+    uint32_t          seen;
+    uint32_t          hits;
+} soft_fault_state_t;
+
+struct soft_dev {
+    dcx_dev_t           super;
+    pthread_mutex_t     lock;
+    dcx_soft_limits_t   limits;
+    char                fabric[40];
+    char                seg_name[128];
+    uint32_t            pid;
+    uint32_t            inst;
+    uint32_t            uid;
+    soft_port_hdr_t    *hdr;
+    size_t              seg_size;
+    soft_peer_t        *peers;
+    soft_peer_t        *self;
+    soft_qp_t         **qps;        /* by qp number - SOFT_QPN_BASE */
+    uint32_t            max_qps;
+    uint32_t            num_dcis;
+    soft_qp_t          *dcis;
+    soft_mr_t         **mrs;        /* by key >> 8 */
+    uint32_t            num_mrs;    /* table size */
+    uint32_t            mr_gen;
+    uint32_t            qp_gen;
+    uint32_t            qp_cursor;
+    int                 num_mr_used;
+    int                 num_pds;
+    int                 num_objs;
+    soft_rstate_t      *rstate;
+    uint64_t            resp_credits;
+    dcx_soft_stats_t    stats;
+    soft_fault_state_t  fault;
+    int                 killed;
+    /* helper thread */
+    pthread_t           helper;
+    int                 helper_started;
+    volatile int        helper_stop;
+};
+
+#define SOFT_QPN_BASE 0x100u
+
+static inline soft_dev_t *soft_dev(dcx_dev_t *dev)
+{
+    return (soft_dev_t *)dev;
+}
+
+/* Opcode properties (indexed by dcx_wr_opcode_t) */
+enum {
+    SOFT_OPF_VALID   = 1u << 0,
+    SOFT_OPF_PAYLOAD = 1u << 1,   /* request carries local data */
+    SOFT_OPF_RECV    = 1u << 2,   /* consumes a receive at the target */
+    SOFT_OPF_IMM     = 1u << 3,
+    SOFT_OPF_RDMA    = 1u << 4,   /* remote address + rkey */
+    SOFT_OPF_READ    = 1u << 5,
+    SOFT_OPF_ATOMIC  = 1u << 6
+};
+
+typedef struct soft_opinfo {
+    const char *name;
+    uint8_t     flags;       /* SOFT_OPF_* */
+    uint8_t     wc_opcode;   /* requester completion opcode */
+    uint8_t     access;      /* DCX_ACCESS_REMOTE_* needed at the target */
+} soft_opinfo_t;
+
+extern const soft_opinfo_t soft_opinfo[DCX_WR_OPCODE_LAST];
+
+static inline const soft_opinfo_t *soft_op(unsigned op)
+{
+    if ((op >= DCX_WR_OPCODE_LAST) ||
+        !(soft_opinfo[op].flags & SOFT_OPF_VALID)) {
+        return NULL;
+    }
+    return &soft_opinfo[op];
+}
+
+/* Copies between a flat buffer and an sg list, starting at byte 'off' of
+ * the list.  to_sge != 0: buffer -> sg list. */
+void soft_sge_copy(void *buf, const dcx_sge_t *sge, unsigned num_sge,
+                   uint64_t off, uint64_t len, int to_sge);
+
+/* soft_fabric.c */
+uint64_t soft_now_ns(void);
+uint64_t soft_proc_start_time(uint32_t pid);
+int      soft_pid_alive(uint32_t pid, uint64_t start);
+uint32_t soft_addr_check(uint32_t uid, const char *fabric, uint32_t pid,
+                         uint32_t inst);
+int      soft_port_create(soft_dev_t *dev);
+void     soft_port_destroy(soft_dev_t *dev);
+void     soft_fabric_sweep(uint32_t uid);
+soft_peer_t *soft_peer_get(soft_dev_t *dev, uint32_t pid, uint32_t inst);
+soft_port_hdr_t *soft_peer_map(soft_dev_t *dev, soft_peer_t *peer);
+int      soft_peer_dead(soft_dev_t *dev, soft_peer_t *peer);
+void     soft_peers_free(soft_dev_t *dev);
+soft_pkt_t *soft_ring_reserve(soft_port_hdr_t *hdr, soft_ring_t *ring,
+                              void **payload_p, uint64_t *pos_p);
+void     soft_ring_publish(soft_port_hdr_t *hdr, soft_ring_t *ring,
+                           uint64_t pos);
+soft_pkt_t *soft_ring_peek(soft_port_hdr_t *hdr, soft_ring_t *ring,
+                           void **payload_p);
+void     soft_ring_pop(soft_port_hdr_t *hdr, soft_ring_t *ring);
+int      soft_ring_empty(soft_port_hdr_t *hdr, soft_ring_t *ring);
+uint32_t soft_pkt_csum(const soft_pkt_t *pkt);
+void     soft_port_kick(soft_port_hdr_t *hdr);
+int      soft_futex_wait(uint32_t *addr, uint32_t val, uint64_t timeout_ns);
+
+/* soft_dev.c */
+soft_mr_t *soft_mr_lookup(soft_dev_t *dev, uint32_t key);
+int      soft_cq_push(soft_cq_t *cq, const dcx_wc_t *wc, soft_qp_t *qp,
+                      uint32_t sq_idx);
+void     soft_engine_progress(soft_dev_t *dev, int from_helper);
+int      soft_engine_busy(soft_dev_t *dev);
+
+/* soft_qp.c */
+int      soft_qp_create(dcx_pd_t *pd, const dcx_qp_attr_t *attr,
+                        dcx_qp_t **qp_p);
+int      soft_qp_destroy(dcx_qp_t *qp);
+int      soft_qp_set_error(dcx_qp_t *qp);
+int      soft_qp_recover(dcx_qp_t *qp);
+void     soft_req_run(soft_qp_t *qp, uint64_t now);
+void     soft_req_timers(soft_dev_t *dev, uint64_t now);
+void     soft_comp_packet(soft_dev_t *dev, const soft_pkt_t *pkt,
+                          const void *payload);
+void     soft_qp_retire(soft_qp_t *qp, uint32_t sq_idx);
+void     soft_qp_to_error(soft_qp_t *qp, const char *reason);
+
+/* soft_resp.c */
+void     soft_resp_packet(soft_dev_t *dev, const soft_pkt_t *pkt,
+                          const void *payload);
+void     soft_resp_forget_dct(soft_dev_t *dev, soft_qp_t *dct);
+
+/* soft_helper.c */
+int      soft_helper_start(soft_dev_t *dev);
+void     soft_helper_stop(soft_dev_t *dev);
+void     soft_helper_wake_if_sleeping(soft_dev_t *dev);
+
+/* soft_fault.c */
+enum { SOFT_TX_PASS, SOFT_TX_DROP, SOFT_TX_DELAY, SOFT_TX_CORRUPT };
+int      soft_fault_tx(soft_dev_t *dev, int opcode, uint64_t *delay_ns);
+int      soft_fault_post(soft_dev_t *dev, int opcode, uint8_t *status);
+
+#endif

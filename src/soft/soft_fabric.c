@@ -1,0 +1,471 @@
+/*
+ * Soft device fabric: port segments in /dev/shm, their rings, peer mapping,
+ * owner liveness and the helper doorbell.
+ *
+ * Segment name: /dcx-soft.<uid>.<fabric>.<pid>.<inst>, mode 0600.  The owner
+ * unlinks it on close; segments whose owner died are swept by the next open
+ * (owner pid + start time, so a recycled pid does not keep a segment alive).
+ */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+
+#include "soft.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/futex.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#define SOFT_SEG_PREFIX "dcx-soft."
+
+uint64_t soft_now_ns(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Field 22 of /proc/PID/stat (start time in clock ticks); 0 if unknown. */
+uint64_t soft_proc_start_time(uint32_t pid)
+{
+    char path[64], buf[1024], *p;
+    unsigned long long start = 0;
+    ssize_t n;
+    int fd, field;
+
+    snprintf(path, sizeof(path), "/proc/%u/stat", pid);
+    fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        return 0;
+    }
+    n = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    if (n <= 0) {
+        return 0;
+    }
+    buf[n] = '\0';
+    /* the command name may hold spaces: count fields after the last ')' */
+    p = strrchr(buf, ')');
+    if (p == NULL) {
+        return 0;
+    }
+    p += 2;                        /* field 3 starts here */
+    for (field = 3; (field < 22) && (*p != '\0'); ++p) {
+        if (*p == ' ') {
+            ++field;
+        }
+    }
+    if (sscanf(p, "%llu", &start) != 1) {
+        return 0;
+    }
+    return start;
+}
+
+int soft_pid_alive(uint32_t pid, uint64_t start)
+{
+    uint64_t now_start;
+
+    if ((kill((pid_t)pid, 0) != 0) && (errno == ESRCH)) {
+        return 0;
+    }
+    now_start = soft_proc_start_time(pid);
+    if (now_start == 0) {
+        /* /proc unreadable for this pid: kill() said it exists */
+        return 1;
+    }
+    return (start == 0) || (now_start == start);
+}
+
+uint32_t soft_addr_check(uint32_t uid, const char *fabric, uint32_t pid,
+                         uint32_t inst)
+{
+    uint32_t h = 2166136261u;
+    const char *c;
+
+    for (c = fabric; *c != '\0'; ++c) {
+        h = (h ^ (uint8_t)*c) * 16777619u;
+    }
+    h = (h ^ uid) * 16777619u;
+    h = (h ^ pid) * 16777619u;
+    h = (h ^ inst) * 16777619u;
+    h = (h ^ SOFT_MAGIC) * 16777619u;
+    return h;
+}
+
+static void soft_seg_name(char *buf, size_t len, uint32_t uid,
+                          const char *fabric, uint32_t pid, uint32_t inst)
+{
+    snprintf(buf, len, "/" SOFT_SEG_PREFIX "%u.%s.%u.%u", uid, fabric, pid,
+             inst);
+}
+
+static void soft_ring_init(soft_ring_t *ring, void *base, uint64_t offset,
+                           uint32_t payload)
+{
+    uint32_t i;
+
+    ring->nslots    = SOFT_RING_SLOTS;
+    ring->payload   = payload;
+    ring->slot_size = (SOFT_SLOT_HDR + payload + 63u) & ~63u;
+    ring->offset    = offset;
+    ring->tail      = 0;
+    ring->head      = 0;
+    for (i = 0; i < ring->nslots; ++i) {
+        soft_slot_t *slot = (soft_slot_t *)((char *)base + offset +
+                                            (uint64_t)i * ring->slot_size);
+        slot->seq = i;
+    }
+}
+
+int soft_port_create(soft_dev_t *dev)
+{
+    uint64_t ring_bytes, size;
+    uint32_t payload = dev->limits.mtu;
+    soft_port_hdr_t *hdr;
+    int fd;
+
+    soft_seg_name(dev->seg_name, sizeof(dev->seg_name), dev->uid,
+                  dev->fabric, dev->pid, dev->inst);
+    ring_bytes = (uint64_t)SOFT_RING_SLOTS *
+                 ((SOFT_SLOT_HDR + payload + 63u) & ~63u);
+    size       = SOFT_SEG_HDR_SIZE + 2 * ring_bytes;
+
+    fd = shm_open(dev->seg_name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        int err = errno;
+        dcx_error("%s: cannot create port segment %s: %s",
+                  dev->super.caps.name, dev->seg_name, strerror(err));
+        return err;
+    }
+    if ((fchmod(fd, 0600) != 0) || (ftruncate(fd, (off_t)size) != 0)) {
+        int err = errno;
+        dcx_error("%s: cannot size port segment %s: %s",
+                  dev->super.caps.name, dev->seg_name, strerror(err));
+        close(fd);
+        shm_unlink(dev->seg_name);
+        return err;
+    }
+    hdr = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);
+    if (hdr == MAP_FAILED) {
+        int err = errno;
+        dcx_error("%s: cannot map port segment %s: %s",
+                  dev->super.caps.name, dev->seg_name, strerror(err));
+        shm_unlink(dev->seg_name);
+        return err;
+    }
+
+    hdr->version     = SOFT_VERSION;
+    hdr->owner_pid   = (int32_t)dev->pid;
+    hdr->inst        = dev->inst;
+    hdr->owner_start = soft_proc_start_time(dev->pid);
+    hdr->seg_size    = size;
+    soft_ring_init(&hdr->req, hdr, SOFT_SEG_HDR_SIZE, payload);
+    soft_ring_init(&hdr->resp, hdr, SOFT_SEG_HDR_SIZE + ring_bytes, payload);
+    __atomic_store_n(&hdr->ready, 1, __ATOMIC_RELEASE);
+    __atomic_store_n(&hdr->magic, SOFT_MAGIC, __ATOMIC_RELEASE);
+
+    dev->hdr      = hdr;
+    dev->seg_size = size;
+    return 0;
+}
+
+void soft_port_destroy(soft_dev_t *dev)
+{
+    if (dev->hdr != NULL) {
+        __atomic_store_n(&dev->hdr->killed, 1, __ATOMIC_RELEASE);
+        munmap(dev->hdr, dev->seg_size);
+        dev->hdr = NULL;
+    }
+    shm_unlink(dev->seg_name);
+}
+
+/* Removes segments of this user whose owner is gone. */
+void soft_fabric_sweep(uint32_t uid)
+{
+    char prefix[64], path[320], fabric[64];
+    unsigned pid, inst, suid;
+    struct dirent *de;
+    DIR *dir;
+
+    snprintf(prefix, sizeof(prefix), SOFT_SEG_PREFIX "%u.", uid);
+    dir = opendir("/dev/shm");
+    if (dir == NULL) {
+        return;
+    }
+    while ((de = readdir(dir)) != NULL) {
+        soft_port_hdr_t *hdr;
+        uint64_t start = 0;
+        struct stat st;
+        const char *tail;
+        int fd, dead;
+
+        if (strncmp(de->d_name, prefix, strlen(prefix)) != 0) {
+            continue;
+        }
+        /* <uid>.<fabric>.<pid>.<inst>: parse pid and inst from the end */
+        tail = strrchr(de->d_name, '.');
+        if ((tail == NULL) || (sscanf(tail + 1, "%u", &inst) != 1)) {
+            continue;
+        }
+        {
+            const char *p = tail - 1;
+            while ((p > de->d_name) && (*p != '.')) {
+                --p;
+            }
+            if ((sscanf(p + 1, "%u", &pid) != 1) ||
+                (sscanf(de->d_name + strlen(SOFT_SEG_PREFIX), "%u.%63[^.]",
+                        &suid, fabric) != 2)) {
+                continue;
+            }
+        }
+        snprintf(path, sizeof(path), "/%s", de->d_name);
+        fd = shm_open(path, O_RDONLY | O_CLOEXEC, 0);
+        if (fd < 0) {
+            continue;
+        }
+        if ((fstat(fd, &st) == 0) && (st.st_uid == uid) &&
+            ((size_t)st.st_size >= sizeof(*hdr))) {
+            hdr = mmap(NULL, sizeof(*hdr), PROT_READ, MAP_SHARED, fd, 0);
+            if (hdr != MAP_FAILED) {
+                if ((hdr->magic == SOFT_MAGIC) &&
+                    ((uint32_t)hdr->owner_pid == pid)) {
+                    start = hdr->owner_start;
+                }
+                munmap(hdr, sizeof(*hdr));
+            }
+        }
+        close(fd);
+        dead = !soft_pid_alive(pid, start);
+        if (dead) {
+            dcx_debug("soft fabric: removing stale segment %s (owner %u gone)",
+                      path, pid);
+            shm_unlink(path);
+        }
+    }
+    closedir(dir);
+}
+
+soft_peer_t *soft_peer_get(soft_dev_t *dev, uint32_t pid, uint32_t inst)
+{
+    soft_peer_t *peer;
+
+    for (peer = dev->peers; peer != NULL; peer = peer->next) {
+        if ((peer->pid == pid) && (peer->inst == inst)) {
+            return peer;
+        }
+    }
+    peer = calloc(1, sizeof(*peer));
+    if (peer == NULL) {
+        return NULL;
+    }
+    peer->pid  = pid;
+    peer->inst = inst;
+    if ((pid == dev->pid) && (inst == dev->inst)) {
+        peer->own = 1;
+        peer->hdr = dev->hdr;
+    }
+    peer->next = dev->peers;
+    dev->peers = peer;
+    return peer;
+}
+
+/* Maps the peer's segment on first use; NULL if it is not there (yet). */
+soft_port_hdr_t *soft_peer_map(soft_dev_t *dev, soft_peer_t *peer)
+{
+    soft_port_hdr_t *hdr;
+    char name[128];
+    struct stat st;
+    uint64_t now;
+    int fd;
+
+    if (peer->hdr != NULL) {
+        return peer->hdr;
+    }
+    now = soft_now_ns();
+    if (now < peer->next_try_ns) {
+        return NULL;
+    }
+    peer->next_try_ns = now + 1000000ull;   /* at most one try per ms */
+
+    soft_seg_name(name, sizeof(name), dev->uid, dev->fabric, peer->pid,
+                  peer->inst);
+    fd = shm_open(name, O_RDWR | O_CLOEXEC, 0);
+    if (fd < 0) {
+        return NULL;
+    }
+    if ((fstat(fd, &st) != 0) || (st.st_uid != dev->uid) ||
+        ((size_t)st.st_size < SOFT_SEG_HDR_SIZE)) {
+        close(fd);
+        return NULL;
+    }
+    hdr = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED,
+               fd, 0);
+    close(fd);
+    if (hdr == MAP_FAILED) {
+        return NULL;
+    }
+    if ((__atomic_load_n(&hdr->magic, __ATOMIC_ACQUIRE) != SOFT_MAGIC) ||
+        (hdr->seg_size != (uint64_t)st.st_size)) {
+        munmap(hdr, (size_t)st.st_size);
+        return NULL;
+    }
+    peer->hdr      = hdr;
+    peer->map_size = (size_t)st.st_size;
+    return hdr;
+}
+
+/* True if the peer cannot answer any more: process gone or port killed. */
+int soft_peer_dead(soft_dev_t *dev, soft_peer_t *peer)
+{
+    uint64_t start = 0;
+
+    if (peer->own) {
+        return dev->killed;
+    }
+    if (peer->hdr != NULL) {
+        if (__atomic_load_n(&peer->hdr->killed, __ATOMIC_ACQUIRE)) {
+            return 1;
+        }
+        start = peer->hdr->owner_start;
+    }
+    return !soft_pid_alive(peer->pid, start);
+}
+
+void soft_peers_free(soft_dev_t *dev)
+{
+    soft_peer_t *peer;
+
+    while ((peer = dev->peers) != NULL) {
+        dev->peers = peer->next;
+        if (!peer->own && (peer->hdr != NULL)) {
+            munmap(peer->hdr, peer->map_size);
+        }
+        free(peer);
+    }
+}
+
+/* ------------------------------------------------------------------------
+ * Rings: bounded MPSC queues with a sequence number per slot.  A producer
+ * claims a slot with a CAS on tail, fills it in place and publishes it by
+ * storing seq = pos + 1; the consumer frees it with seq = pos + nslots.
+ * ------------------------------------------------------------------------ */
+static inline soft_slot_t *soft_ring_slot(soft_port_hdr_t *hdr,
+                                          soft_ring_t *ring, uint64_t pos)
+{
+    return (soft_slot_t *)((char *)hdr + ring->offset +
+                           (pos & (ring->nslots - 1)) * ring->slot_size);
+}
+
+soft_pkt_t *soft_ring_reserve(soft_port_hdr_t *hdr, soft_ring_t *ring,
+                              void **payload_p, uint64_t *pos_p)
+{
+    uint64_t pos = __atomic_load_n(&ring->tail, __ATOMIC_RELAXED);
+    soft_slot_t *slot;
+    int64_t dif;
+
+    for (;;) {
+        slot = soft_ring_slot(hdr, ring, pos);
+        dif  = (int64_t)(__atomic_load_n(&slot->seq, __ATOMIC_ACQUIRE) - pos);
+        if (dif == 0) {
+            if (__atomic_compare_exchange_n(&ring->tail, &pos, pos + 1, 0,
+                                            __ATOMIC_RELAXED,
+                                            __ATOMIC_RELAXED)) {
+                break;
+            }
+        } else if (dif < 0) {
+            return NULL;   /* full */
+        } else {
+            pos = __atomic_load_n(&ring->tail, __ATOMIC_RELAXED);
+        }
+    }
+    *pos_p     = pos;
+    *payload_p = (char *)slot + SOFT_SLOT_HDR;
+    return &slot->pkt;
+}
+
+void soft_ring_publish(soft_port_hdr_t *hdr, soft_ring_t *ring, uint64_t pos)
+{
+    soft_slot_t *slot = soft_ring_slot(hdr, ring, pos);
+
+    __atomic_store_n(&slot->seq, pos + 1, __ATOMIC_RELEASE);
+    soft_port_kick(hdr);
+}
+
+soft_pkt_t *soft_ring_peek(soft_port_hdr_t *hdr, soft_ring_t *ring,
+                           void **payload_p)
+{
+    uint64_t pos      = ring->head;
+    soft_slot_t *slot = soft_ring_slot(hdr, ring, pos);
+
+    if (__atomic_load_n(&slot->seq, __ATOMIC_ACQUIRE) != pos + 1) {
+        return NULL;
+    }
+    *payload_p = (char *)slot + SOFT_SLOT_HDR;
+    return &slot->pkt;
+}
+
+void soft_ring_pop(soft_port_hdr_t *hdr, soft_ring_t *ring)
+{
+    uint64_t pos      = ring->head;
+    soft_slot_t *slot = soft_ring_slot(hdr, ring, pos);
+
+    __atomic_store_n(&slot->seq, pos + ring->nslots, __ATOMIC_RELEASE);
+    ring->head = pos + 1;
+}
+
+int soft_ring_empty(soft_port_hdr_t *hdr, soft_ring_t *ring)
+{
+    uint64_t pos      = ring->head;
+    soft_slot_t *slot = soft_ring_slot(hdr, ring, pos);
+
+    return __atomic_load_n(&slot->seq, __ATOMIC_ACQUIRE) != pos + 1;
+}
+
+uint32_t soft_pkt_csum(const soft_pkt_t *pkt)
+{
+    const uint64_t *w = (const uint64_t *)pkt;
+    size_t i, n = offsetof(soft_pkt_t, csum) / sizeof(uint64_t);
+    uint64_t h = 0x9e3779b97f4a7c15ull;
+
+    for (i = 0; i < n; ++i) {
+        h = (h ^ w[i]) * 0x100000001b3ull;
+        h ^= h >> 29;
+    }
+    return (uint32_t)(h ^ (h >> 32));
+}
+
+/* ------------------------------------------------------------------------
+ * Doorbell: wake the port owner's helper only if it is in deep sleep.
+ * ------------------------------------------------------------------------ */
+int soft_futex_wait(uint32_t *addr, uint32_t val, uint64_t timeout_ns)
+{
+    struct timespec ts, *tsp = NULL;
+
+    if (timeout_ns != 0) {
+        ts.tv_sec  = (time_t)(timeout_ns / 1000000000ull);
+        ts.tv_nsec = (long)(timeout_ns % 1000000000ull);
+        tsp        = &ts;
+    }
+    return (int)syscall(SYS_futex, addr, FUTEX_WAIT, val, tsp, NULL, 0);
+}
+
+void soft_port_kick(soft_port_hdr_t *hdr)
+{
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    if (__atomic_load_n(&hdr->sleeping, __ATOMIC_RELAXED)) {
+        __atomic_fetch_add(&hdr->doorbell, 1, __ATOMIC_SEQ_CST);
+        syscall(SYS_futex, &hdr->doorbell, FUTEX_WAKE, 1, NULL, NULL, 0);
+    }
+}

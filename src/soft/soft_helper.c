@@ -1,0 +1,116 @@
+/*
+ * Soft device helper thread: one per device.  It guarantees that inbound
+ * requests (one-sided operations, receives) and the requester's retry timers
+ * make progress while the application is busy elsewhere, without competing
+ * with an application that polls:
+ *  - while the application polled recently (< SOFT_APP_IDLE_NS) the helper
+ *    only naps in short timed futex waits and touches nothing;
+ *  - once the application is idle it runs the engine (try-lock) on every nap;
+ *  - with nothing outstanding and the application idle for longer than
+ *    SOFT_DEEP_IDLE_NS it sleeps on the port doorbell with no timeout; peers
+ *    then ring the doorbell (FUTEX_WAKE) after queueing a packet.  The
+ *    'sleeping' flag and a seq_cst fence on both sides make the wake-up
+ *    impossible to miss.
+ */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+
+#include "soft.h"
+
+#include <errno.h>
+#include <linux/futex.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#define SOFT_APP_IDLE_NS    200000ull     /* 200 us */
+#define SOFT_DEEP_IDLE_NS   5000000ull    /* 5 ms */
+#define SOFT_NAP_NS         1000000ull    /* 1 ms */
+
+static int soft_helper_has_work(soft_dev_t *dev)
+{
+    int busy = 1;
+
+    if (pthread_mutex_trylock(&dev->lock) == 0) {
+        busy = soft_engine_busy(dev);
+        pthread_mutex_unlock(&dev->lock);
+    }
+    return busy;
+}
+
+static void *soft_helper_main(void *arg)
+{
+    soft_dev_t *dev      = arg;
+    soft_port_hdr_t *hdr = dev->hdr;
+    uint64_t now, last;
+    uint32_t seen;
+    int busy;
+
+    while (!__atomic_load_n(&dev->helper_stop, __ATOMIC_ACQUIRE)) {
+        seen = __atomic_load_n(&hdr->doorbell, __ATOMIC_ACQUIRE);
+        now  = soft_now_ns();
+        last = __atomic_load_n(&hdr->last_poll_ns, __ATOMIC_RELAXED);
+        busy = 1;
+        if ((now - last) > SOFT_APP_IDLE_NS) {
+            if (pthread_mutex_trylock(&dev->lock) == 0) {
+                soft_engine_progress(dev, 1);
+                busy = soft_engine_busy(dev);
+                pthread_mutex_unlock(&dev->lock);
+            }
+        }
+        if (busy || ((now - last) < SOFT_DEEP_IDLE_NS)) {
+            soft_futex_wait(&hdr->doorbell, seen, SOFT_NAP_NS);
+            continue;
+        }
+
+        /* deep sleep, unless something arrived meanwhile */
+        __atomic_store_n(&hdr->sleeping, 1, __ATOMIC_RELAXED);
+        __atomic_thread_fence(__ATOMIC_SEQ_CST);
+        if (!__atomic_load_n(&dev->helper_stop, __ATOMIC_ACQUIRE) &&
+            !soft_helper_has_work(dev)) {
+            soft_futex_wait(&hdr->doorbell, seen, 0);
+            __atomic_fetch_add(&dev->stats.helper_wakeups, 1,
+                               __ATOMIC_RELAXED);
+        }
+        __atomic_store_n(&hdr->sleeping, 0, __ATOMIC_RELAXED);
+    }
+    return NULL;
+}
+
+int soft_helper_start(soft_dev_t *dev)
+{
+    sigset_t all, old;
+    int ret;
+
+    /* the helper never handles the application's signals */
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    ret = pthread_create(&dev->helper, NULL, soft_helper_main, dev);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (ret != 0) {
+        dcx_error("%s: cannot start the helper thread: %s",
+                  dev->super.caps.name, strerror(ret));
+        return ret;
+    }
+    dev->helper_started = 1;
+    return 0;
+}
+
+void soft_helper_stop(soft_dev_t *dev)
+{
+    if (!dev->helper_started) {
+        return;
+    }
+    __atomic_store_n(&dev->helper_stop, 1, __ATOMIC_RELEASE);
+    __atomic_fetch_add(&dev->hdr->doorbell, 1, __ATOMIC_SEQ_CST);
+    syscall(SYS_futex, &dev->hdr->doorbell, FUTEX_WAKE, 1, NULL, NULL, 0);
+    pthread_join(dev->helper, NULL);
+    dev->helper_started = 0;
+}
+
+void soft_helper_wake_if_sleeping(soft_dev_t *dev)
+{
+    soft_port_kick(dev->hdr);
+}

@@ -1,0 +1,518 @@
+/*
+ * Soft device responder: executes inbound request packets against the
+ * local DCTs, SRQs and MRs and answers through the requester's response
+ * ring.
+ *
+ * Per source (port, DCI) the responder keeps the next expected message
+ * number 'e' and how far into message e it got.  Requests are handled in
+ * order; a later message is dropped (the requester goes back to the lost
+ * one after its timeout), an earlier one is a duplicate and only re-answered
+ * (atomics return the saved result, reads are re-executed).  The response
+ * ring never blocks the responder: a response that does not fit is dropped
+ * and recovered by the requester's retry.
+ */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+
+#include "soft.h"
+
+#include <string.h>
+
+/* Outcome of the last finished message of a source, for duplicates. */
+#define SOFT_DONE_NONE 0xffffu
+
+static soft_rstate_t *soft_rstate_get(soft_dev_t *dev, const soft_pkt_t *pkt)
+{
+    uint32_t h = (pkt->src_pid * 2654435761u) ^ (pkt->src_inst * 40503u) ^
+                 (pkt->src_qpn * 2246822519u);
+    soft_rstate_t *rs, *free_rs = NULL;
+    uint32_t i;
+
+    for (i = 0; i < SOFT_RSTATE_SLOTS; ++i) {
+        rs = &dev->rstate[(h + i) % SOFT_RSTATE_SLOTS];
+        if (!rs->used) {
+            free_rs = rs;
+            break;
+        }
+        if ((rs->pid == pkt->src_pid) && (rs->inst == pkt->src_inst) &&
+            (rs->dci == pkt->src_qpn)) {
+            return rs;
+        }
+    }
+    if (free_rs == NULL) {
+        return NULL;
+    }
+    free_rs->peer = soft_peer_get(dev, pkt->src_pid, pkt->src_inst);
+    if (free_rs->peer == NULL) {
+        return NULL;
+    }
+    free_rs->used       = 1;
+    free_rs->pid        = pkt->src_pid;
+    free_rs->inst       = pkt->src_inst;
+    free_rs->dci        = pkt->src_qpn;
+    free_rs->gen        = pkt->gen;
+    free_rs->e          = pkt->ack_base;
+    free_rs->cur_off    = 0;
+    free_rs->msg_err    = 0;
+    free_rs->have_recv  = 0;
+    free_rs->msg_status = SOFT_DONE_NONE;
+    free_rs->atomic_valid = 0;
+    return free_rs;
+}
+
+static void soft_resp_recv_cqe(soft_dev_t *dev, soft_qp_t *dct,
+                               soft_rstate_t *rs, uint8_t status,
+                               uint8_t opcode, uint16_t flags, uint32_t imm,
+                               uint32_t byte_len)
+{
+    dcx_wc_t wc;
+
+    memset(&wc, 0, sizeof(wc));
+    wc.wr_id    = rs->recv.wr_id;
+    wc.status   = status;
+    wc.opcode   = opcode;
+    wc.flags    = flags;
+    wc.imm      = imm;
+    wc.byte_len = byte_len;
+    wc.qp_num   = dct->super.qp_num;
+    wc.src_qp   = rs->dci;
+    rs->have_recv = 0;
+    if (soft_cq_push(dct->cq, &wc, NULL, 0) != 0) {
+        dct->super.state = DCX_QPS_ERR;
+    }
+}
+
+/* Drops the receive held for an abandoned message. */
+static void soft_rstate_abandon(soft_dev_t *dev, soft_rstate_t *rs)
+{
+    if (rs->have_recv && (rs->dct != NULL)) {
+        soft_resp_recv_cqe(dev, rs->dct, rs, DCX_WC_WR_FLUSH_ERR, DCX_WC_RECV,
+                           0, 0, 0);
+    }
+    rs->have_recv = 0;
+    rs->cur_off   = 0;
+    rs->msg_err   = 0;
+}
+
+void soft_resp_forget_dct(soft_dev_t *dev, soft_qp_t *dct)
+{
+    uint32_t i;
+
+    for (i = 0; i < SOFT_RSTATE_SLOTS; ++i) {
+        if (dev->rstate[i].used && (dev->rstate[i].dct == dct)) {
+            dev->rstate[i].have_recv = 0;
+            dev->rstate[i].dct       = NULL;
+        }
+    }
+}
+
+/* Pushes one response to the requester; dropped if it does not fit. */
+static void soft_resp_send(soft_dev_t *dev, soft_rstate_t *rs,
+                           const soft_pkt_t *req, uint8_t op, uint8_t status,
+                           uint64_t arg, uint64_t offset, const void *data,
+                           uint32_t len, uint8_t flags)
+{
+    soft_port_hdr_t *hdr = soft_peer_map(dev, rs->peer);
+    soft_pkt_t *pkt;
+    void *payload;
+    uint64_t pos;
+
+    if ((hdr == NULL) || __atomic_load_n(&hdr->killed, __ATOMIC_RELAXED)) {
+        return;
+    }
+    pkt = soft_ring_reserve(hdr, &hdr->resp, &payload, &pos);
+    if (pkt == NULL) {
+        return;
+    }
+    memset(pkt, 0, sizeof(*pkt));
+    pkt->op        = op;
+    pkt->flags     = flags;
+    pkt->status    = status;
+    pkt->len       = len;
+    pkt->src_pid   = dev->pid;
+    pkt->src_inst  = dev->inst;
+    pkt->src_qpn   = req->dst_qpn;
+    pkt->dst_qpn   = req->src_qpn;
+    pkt->msn       = req->msn;
+    pkt->offset    = offset;
+    pkt->total_len = req->total_len;
+    pkt->args[0]   = arg;
+    if (len > 0) {
+        memcpy(payload, data, len);
+    }
+    soft_ring_publish(hdr, &hdr->resp, pos);
+    dev->stats.tx_packets++;
+    dev->stats.tx_bytes += len;
+}
+
+static void soft_resp_nak(soft_dev_t *dev, soft_rstate_t *rs,
+                          const soft_pkt_t *pkt, uint8_t status)
+{
+    rs->msg_err    = 1;
+    rs->msg_status = status;
+    soft_resp_send(dev, rs, pkt, SOFT_OP_NAK, status, 0, 0, NULL, 0, 0);
+}
+
+/* Message e is finished (answered): move on. */
+static void soft_resp_finish(soft_rstate_t *rs)
+{
+    if (!rs->msg_err) {
+        rs->msg_status = DCX_WC_SUCCESS;
+    }
+    rs->e++;
+    rs->cur_off = 0;
+    rs->msg_err = 0;
+}
+
+static soft_mr_t *soft_resp_check_remote(soft_dev_t *dev, soft_qp_t *dct,
+                                         const soft_pkt_t *pkt,
+                                         uint32_t access, uint64_t len)
+{
+    soft_mr_t *mr = soft_mr_lookup(dev, pkt->rkey);
+
+    if ((mr == NULL) || !(mr->super.access & access) ||
+        !(dct->access & access) || (pkt->raddr < mr->start) ||
+        (pkt->raddr > mr->end) || (len > mr->end - pkt->raddr)) {
+        dev->stats.remote_access_errors++;
+        return NULL;
+    }
+    return mr;
+}
+
+/* Takes a receive for the message; 0 if none (RNR NAK sent). */
+static int soft_resp_take_recv(soft_dev_t *dev, soft_qp_t *dct,
+                               soft_rstate_t *rs, const soft_pkt_t *pkt)
+{
+    soft_srq_t *srq = dct->srq;
+
+    if (rs->have_recv) {
+        return 1;
+    }
+    if (srq->head == srq->tail) {
+        dev->stats.rnr_naks_sent++;
+        soft_resp_send(dev, rs, pkt, SOFT_OP_RNR_NAK, 0, dct->rnr_delay_us, 0,
+                       NULL, 0, 0);
+        return 0;
+    }
+    rs->recv      = srq->q[srq->head % srq->size];
+    rs->have_recv = 1;
+    rs->dct       = dct;
+    srq->head++;
+    return 1;
+}
+
+static void soft_resp_send_op(soft_dev_t *dev, soft_qp_t *dct,
+                              soft_rstate_t *rs, const soft_pkt_t *pkt,
+                              const void *payload, int imm)
+{
+    uint64_t recv_len = 0;
+    unsigned i;
+
+    if (rs->cur_off == 0) {
+        if (!soft_resp_take_recv(dev, dct, rs, pkt)) {
+            return;
+        }
+        for (i = 0; i < rs->recv.num_sge; ++i) {
+            soft_mr_t *mr = soft_mr_lookup(dev, rs->recv.sge[i].lkey);
+
+            if ((mr == NULL) || !(mr->super.access & DCX_ACCESS_LOCAL_WRITE) ||
+                (rs->recv.sge[i].addr < mr->start) ||
+                (rs->recv.sge[i].addr + rs->recv.sge[i].length > mr->end)) {
+                soft_resp_recv_cqe(dev, dct, rs, DCX_WC_LOC_PROT_ERR,
+                                   DCX_WC_RECV, 0, 0, 0);
+                soft_resp_nak(dev, rs, pkt, DCX_WC_REM_OP_ERR);
+                goto skip;
+            }
+            recv_len += rs->recv.sge[i].length;
+        }
+        if (pkt->total_len > recv_len) {
+            soft_resp_recv_cqe(dev, dct, rs, DCX_WC_LOC_LEN_ERR, DCX_WC_RECV,
+                               0, 0, 0);
+            soft_resp_nak(dev, rs, pkt, DCX_WC_REM_INV_REQ_ERR);
+            goto skip;
+        }
+    }
+    if (!rs->msg_err) {
+        soft_sge_copy((void *)payload, rs->recv.sge, rs->recv.num_sge,
+                      pkt->offset, pkt->len, 1);
+    }
+skip:
+    rs->cur_off += pkt->len;
+    if (pkt->flags & SOFT_PKT_LAST) {
+        if (!rs->msg_err) {
+            soft_resp_recv_cqe(dev, dct, rs, DCX_WC_SUCCESS, DCX_WC_RECV,
+                               imm ? DCX_WC_FLAG_WITH_IMM : 0,
+                               imm ? pkt->imm : 0, (uint32_t)pkt->total_len);
+            soft_resp_send(dev, rs, pkt, SOFT_OP_ACK, 0, 0, 0, NULL, 0, 0);
+        }
+        soft_resp_finish(rs);
+    }
+}
+
+static void soft_resp_write_op(soft_dev_t *dev, soft_qp_t *dct,
+                               soft_rstate_t *rs, const soft_pkt_t *pkt,
+                               const void *payload, int imm)
+{
+    if ((rs->cur_off == 0) && !rs->msg_err) {
+        if (soft_resp_check_remote(dev, dct, pkt, DCX_ACCESS_REMOTE_WRITE,
+                                   pkt->total_len) == NULL) {
+            soft_resp_nak(dev, rs, pkt, DCX_WC_REM_ACCESS_ERR);
+        } else if (imm && !soft_resp_take_recv(dev, dct, rs, pkt)) {
+            return;
+        }
+    }
+    if (!rs->msg_err && (pkt->len > 0)) {
+        memcpy((void *)(uintptr_t)(pkt->raddr + pkt->offset), payload,
+               pkt->len);
+    }
+    rs->cur_off += pkt->len;
+    if (pkt->flags & SOFT_PKT_LAST) {
+        if (!rs->msg_err) {
+            if (imm) {
+                soft_resp_recv_cqe(dev, dct, rs, DCX_WC_SUCCESS,
+                                   DCX_WC_RECV_RDMA_WITH_IMM,
+                                   DCX_WC_FLAG_WITH_IMM, pkt->imm,
+                                   (uint32_t)pkt->total_len);
+            }
+            soft_resp_send(dev, rs, pkt, SOFT_OP_ACK, 0, 0, 0, NULL, 0, 0);
+        }
+        soft_resp_finish(rs);
+    }
+}
+
+static void soft_resp_read_data(soft_dev_t *dev, soft_rstate_t *rs,
+                                const soft_pkt_t *pkt)
+{
+    uint64_t chunk = pkt->args[0];
+    int last       = (pkt->offset + chunk == pkt->total_len);
+
+    soft_resp_send(dev, rs, pkt, SOFT_OP_READ_RESP, 0, 0, pkt->offset,
+                   (const void *)(uintptr_t)(pkt->raddr + pkt->offset),
+                   (uint32_t)chunk, last ? SOFT_PKT_LAST : 0);
+}
+
+static void soft_resp_read_op(soft_dev_t *dev, soft_qp_t *dct,
+                              soft_rstate_t *rs, const soft_pkt_t *pkt)
+{
+    uint64_t chunk = pkt->args[0];
+
+    if ((rs->cur_off == 0) && !rs->msg_err &&
+        ((pkt->offset + chunk > pkt->total_len) ||
+         (soft_resp_check_remote(dev, dct, pkt, DCX_ACCESS_REMOTE_READ,
+                                 pkt->total_len) == NULL))) {
+        soft_resp_nak(dev, rs, pkt, DCX_WC_REM_ACCESS_ERR);
+    }
+    if (!rs->msg_err) {
+        soft_resp_read_data(dev, rs, pkt);
+    }
+    rs->cur_off += chunk;
+    if (pkt->offset + chunk >= pkt->total_len) {
+        soft_resp_finish(rs);
+    }
+}
+
+/* Masked fetch-and-add: a set bit of 'bounds' ends a field. */
+static uint64_t soft_masked_add(uint64_t a, uint64_t b, uint64_t bounds,
+                                unsigned bits)
+{
+    uint64_t r = 0, carry = 0;
+    unsigned i;
+
+    for (i = 0; i < bits; ++i) {
+        uint64_t s = ((a >> i) & 1) + ((b >> i) & 1) + carry;
+
+        r    |= (s & 1) << i;
+        carry = s >> 1;
+        if ((bounds >> i) & 1) {
+            carry = 0;
+        }
+    }
+    return r;
+}
+
+static uint64_t soft_atomic_new(uint8_t op, uint64_t old, const uint64_t *a,
+                                unsigned bits)
+{
+    switch (op) {
+    case DCX_WR_ATOMIC_FADD:
+        return old + a[0];
+    case DCX_WR_ATOMIC_CSWAP:
+        return (old == a[0]) ? a[1] : old;
+    case DCX_WR_ATOMIC_MASKED_FADD:
+        return soft_masked_add(old, a[0], a[2], bits);
+    default: /* MASKED_CSWAP */
+        if (((old ^ a[0]) & a[2]) == 0) {
+            return (old & ~a[3]) | (a[1] & a[3]);
+        }
+        return old;
+    }
+}
+
+static uint64_t soft_atomic_exec(const soft_pkt_t *pkt)
+{
+    void *target = (void *)(uintptr_t)pkt->raddr;
+
+    if (pkt->atomic_size == 4) {
+        uint32_t *p = target, old, nv;
+
+        old = __atomic_load_n(p, __ATOMIC_RELAXED);
+        do {
+            nv = (uint32_t)soft_atomic_new(pkt->op, old, pkt->args, 32);
+        } while (!__atomic_compare_exchange_n(p, &old, nv, 0,
+                                              __ATOMIC_SEQ_CST,
+                                              __ATOMIC_RELAXED));
+        return old;
+    } else {
+        uint64_t *p = target, old, nv;
+
+        if (pkt->op == DCX_WR_ATOMIC_FADD) {
+            return __atomic_fetch_add(p, pkt->args[0], __ATOMIC_SEQ_CST);
+        }
+        old = __atomic_load_n(p, __ATOMIC_RELAXED);
+        do {
+            nv = soft_atomic_new(pkt->op, old, pkt->args, 64);
+        } while (!__atomic_compare_exchange_n(p, &old, nv, 0,
+                                              __ATOMIC_SEQ_CST,
+                                              __ATOMIC_RELAXED));
+        return old;
+    }
+}
+
+static void soft_resp_atomic_op(soft_dev_t *dev, soft_qp_t *dct,
+                                soft_rstate_t *rs, const soft_pkt_t *pkt)
+{
+    unsigned size = pkt->atomic_size;
+    uint64_t res;
+
+    if (soft_resp_check_remote(dev, dct, pkt, DCX_ACCESS_REMOTE_ATOMIC,
+                               size) == NULL) {
+        soft_resp_nak(dev, rs, pkt, DCX_WC_REM_ACCESS_ERR);
+    } else if (((size != 4) && (size != 8)) ||
+               ((size != 8) && ((pkt->op == DCX_WR_ATOMIC_FADD) ||
+                                (pkt->op == DCX_WR_ATOMIC_CSWAP))) ||
+               (pkt->raddr % size)) {
+        soft_resp_nak(dev, rs, pkt, DCX_WC_REM_INV_REQ_ERR);
+    } else {
+        res              = soft_atomic_exec(pkt);
+        rs->atomic_msn   = pkt->msn;
+        rs->atomic_res   = res;
+        rs->atomic_valid = 1;
+        soft_resp_send(dev, rs, pkt, SOFT_OP_ATOMIC_RESP, 0, res, 0, NULL, 0,
+                       SOFT_PKT_LAST);
+    }
+    soft_resp_finish(rs);
+}
+
+/* A request for a message already handled: answer it again. */
+static void soft_resp_duplicate(soft_dev_t *dev, soft_rstate_t *rs,
+                                const soft_pkt_t *pkt, unsigned opflags)
+{
+    int is_prev = (pkt->msn == rs->e - 1);
+
+    if (is_prev && (rs->msg_status != DCX_WC_SUCCESS) &&
+        (rs->msg_status != SOFT_DONE_NONE)) {
+        if (pkt->flags & SOFT_PKT_LAST) {
+            soft_resp_send(dev, rs, pkt, SOFT_OP_NAK, (uint8_t)rs->msg_status,
+                           0, 0, NULL, 0, 0);
+        }
+        return;
+    }
+    if (opflags & SOFT_OPF_ATOMIC) {
+        if (rs->atomic_valid && (rs->atomic_msn == pkt->msn)) {
+            soft_resp_send(dev, rs, pkt, SOFT_OP_ATOMIC_RESP, 0,
+                           rs->atomic_res, 0, NULL, 0, SOFT_PKT_LAST);
+        }
+        return;
+    }
+    if (opflags & SOFT_OPF_READ) {
+        soft_resp_read_data(dev, rs, pkt);   /* reads are idempotent */
+        return;
+    }
+    if (pkt->flags & SOFT_PKT_LAST) {
+        soft_resp_send(dev, rs, pkt, SOFT_OP_ACK, 0, 0, 0, NULL, 0, 0);
+    }
+}
+
+void soft_resp_packet(soft_dev_t *dev, const soft_pkt_t *pkt,
+                      const void *payload)
+{
+    uint32_t idx = pkt->dst_qpn - SOFT_QPN_BASE;
+    const soft_opinfo_t *op;
+    soft_rstate_t *rs;
+    soft_qp_t *dct;
+    int32_t d;
+
+    if (soft_pkt_csum(pkt) != pkt->csum) {
+        dev->stats.corrupt_drops++;
+        return;
+    }
+    op = soft_op(pkt->op);
+    if (op == NULL) {
+        dcx_debug("%s: dropping request with unknown opcode %u",
+                  dev->super.caps.name, pkt->op);
+        return;
+    }
+    if ((idx >= dev->max_qps) || ((dct = dev->qps[idx]) == NULL) ||
+        (dct->super.type != DCX_QPT_DCT) ||
+        (dct->super.state == DCX_QPS_ERR)) {
+        dev->stats.bad_dctn_drops++;
+        return;
+    }
+    if (pkt->dc_key != dct->dc_key) {
+        dev->stats.dc_key_violations++;
+        return;
+    }
+    rs = soft_rstate_get(dev, pkt);
+    if (rs == NULL) {
+        return;   /* no room to track the source: as if lost */
+    }
+    if (rs->gen != pkt->gen) {
+        /* the DCI number was reused by a new DCI */
+        soft_rstate_abandon(dev, rs);
+        rs->gen          = pkt->gen;
+        rs->e            = pkt->ack_base;
+        rs->msg_status   = SOFT_DONE_NONE;
+        rs->atomic_valid = 0;
+    }
+    if ((int32_t)(pkt->ack_base - rs->e) > 0) {
+        /* the requester completed everything before ack_base */
+        soft_rstate_abandon(dev, rs);
+        rs->e          = pkt->ack_base;
+        rs->msg_status = SOFT_DONE_NONE;
+    }
+    d = (int32_t)(pkt->msn - rs->e);
+    if (d < 0) {
+        soft_resp_duplicate(dev, rs, pkt, op->flags);
+        return;
+    }
+    if (d > 0) {
+        return;   /* a message before this one was lost */
+    }
+    if (pkt->offset != rs->cur_off) {
+        if ((pkt->offset < rs->cur_off) && (op->flags & SOFT_OPF_READ) &&
+            !rs->msg_err) {
+            soft_resp_read_data(dev, rs, pkt);
+        }
+        return;
+    }
+
+    switch (pkt->op) {
+    case DCX_WR_SEND:
+    case DCX_WR_SEND_IMM:
+        soft_resp_send_op(dev, dct, rs, pkt, payload,
+                          pkt->op == DCX_WR_SEND_IMM);
+        break;
+    case DCX_WR_RDMA_WRITE:
+    case DCX_WR_RDMA_WRITE_IMM:
+        soft_resp_write_op(dev, dct, rs, pkt, payload,
+                           pkt->op == DCX_WR_RDMA_WRITE_IMM);
+        break;
+    case DCX_WR_RDMA_READ:
+        soft_resp_read_op(dev, dct, rs, pkt);
+        break;
+    default:
+        soft_resp_atomic_op(dev, dct, rs, pkt);
+        break;
+    }
+}

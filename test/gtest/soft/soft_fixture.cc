@@ -1,0 +1,440 @@
+#include "soft_fixture.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+namespace soft_test {
+
+double now_s()
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+bool wait_flag(volatile uint32_t *flag, uint32_t value, double timeout_s)
+{
+    double end = now_s() + timeout_s;
+
+    while (__atomic_load_n(flag, __ATOMIC_ACQUIRE) != value) {
+        if (now_s() > end) {
+            return false;
+        }
+        usleep(200);
+    }
+    return true;
+}
+
+int node::open(const char *fabric, const dcx_soft_limits_t *limits)
+{
+    dcx_dev_list_params_t params;
+    dcx_dev_info_t *list;
+    unsigned count;
+    int ret;
+
+    memset(&params, 0, sizeof(params));
+    params.soft_count  = 1;
+    params.soft_fabric = fabric;
+    if (limits != nullptr) {
+        params.soft_limits = *limits;
+    }
+    ret = dcx_dev_list(&params, &list, &count);
+    if (ret != 0) {
+        return ret;
+    }
+    if (count != 1) {
+        dcx_dev_list_free(list);
+        return ENODEV;
+    }
+    ret = dcx_dev_open(&list[0], &dev);
+    dcx_dev_list_free(list);
+    if (ret != 0) {
+        return ret;
+    }
+    return dcx_pd_alloc(dev, &pd);
+}
+
+int node::make_cq(uint32_t cqe)
+{
+    return dcx_cq_create(dev, cqe, &cq);
+}
+
+int node::make_target(uint64_t key, uint32_t access, uint32_t srq_wr,
+                      uint8_t min_rnr_timer)
+{
+    dcx_srq_attr_t sattr;
+    dcx_qp_attr_t qattr;
+    int ret;
+
+    if ((cq == nullptr) && ((ret = make_cq()) != 0)) {
+        return ret;
+    }
+    memset(&sattr, 0, sizeof(sattr));
+    sattr.type    = DCX_SRQ_BASIC;
+    sattr.max_wr  = srq_wr;
+    sattr.max_sge = 2;
+    sattr.cq      = cq;
+    ret = dcx_srq_create(pd, &sattr, &srq);
+    if (ret != 0) {
+        return ret;
+    }
+    memset(&qattr, 0, sizeof(qattr));
+    qattr.type          = DCX_QPT_DCT;
+    qattr.recv_cq       = cq;
+    qattr.srq           = srq;
+    qattr.dc_key        = key;
+    qattr.access        = access;
+    qattr.min_rnr_timer = min_rnr_timer;
+    return dcx_qp_create(pd, &qattr, &dct);
+}
+
+int node::make_dci(uint32_t max_wr, uint32_t max_inline, uint8_t retry_cnt,
+                   uint8_t rnr_retry, uint32_t max_sge)
+{
+    dcx_qp_attr_t qattr;
+    int ret;
+
+    if ((cq == nullptr) && ((ret = make_cq()) != 0)) {
+        return ret;
+    }
+    memset(&qattr, 0, sizeof(qattr));
+    qattr.type          = DCX_QPT_DCI;
+    qattr.send_cq       = cq;
+    qattr.max_send_wr   = max_wr;
+    qattr.max_send_sge  = max_sge;
+    qattr.max_inline    = max_inline;
+    qattr.max_rd_atomic = 4;
+    qattr.retry_cnt     = retry_cnt;
+    qattr.rnr_retry     = rnr_retry;
+    return dcx_qp_create(pd, &qattr, &dci);
+}
+
+int node::reg(void *addr, size_t len, uint32_t access, dcx_mr_t **mr_p)
+{
+    dcx_mr_t *mr;
+    int ret = dcx_mr_reg(pd, addr, len, access, &mr);
+
+    if (ret == 0) {
+        mrs.push_back(mr);
+        if (mr_p != nullptr) {
+            *mr_p = mr;
+        }
+    }
+    return ret;
+}
+
+int node::connect(const void *addr, size_t len)
+{
+    return dcx_ah_create(pd, addr, len, &ah);
+}
+
+int node::poll(dcx_wc_t *wc, int n, double timeout_s)
+{
+    double end = now_s() + timeout_s;
+    int got    = 0;
+
+    while (got < n) {
+        int r = dcx_cq_poll(cq, n - got, wc + got);
+        if (r < 0) {
+            return r;
+        }
+        got += r;
+        if ((r == 0) && (now_s() > end)) {
+            break;
+        }
+    }
+    return got;
+}
+
+void node::close()
+{
+    if (dev == nullptr) {
+        return;
+    }
+    if (ah != nullptr) {
+        dcx_ah_destroy(ah);
+    }
+    if (dci != nullptr) {
+        dcx_qp_destroy(dci);
+    }
+    if (dct != nullptr) {
+        dcx_qp_destroy(dct);
+    }
+    if (srq != nullptr) {
+        dcx_srq_destroy(srq);
+    }
+    if (cq != nullptr) {
+        dcx_cq_destroy(cq);
+    }
+    for (dcx_mr_t *mr : mrs) {
+        dcx_mr_dereg(mr);
+    }
+    mrs.clear();
+    if (pd != nullptr) {
+        dcx_pd_free(pd);
+    }
+    dcx_dev_close(dev);
+    dev = nullptr;
+    pd  = nullptr;
+    cq  = nullptr;
+    srq = nullptr;
+    dct = dci = nullptr;
+    ah  = nullptr;
+}
+
+dcx_send_wr_t make_wr(dcx_wr_opcode_t op, uint64_t wr_id, const dcx_sge_t *sge,
+                      unsigned num_sge, const node &n, const shared_area *sh)
+{
+    dcx_send_wr_t wr;
+
+    memset(&wr, 0, sizeof(wr));
+    wr.wr_id       = wr_id;
+    wr.opcode      = op;
+    wr.flags       = DCX_SEND_SIGNALED;
+    wr.num_sge     = (uint8_t)num_sge;
+    wr.sg_list     = sge;
+    wr.dest.ah     = n.ah;
+    wr.dest.dctn   = sh->dctn;
+    wr.dest.dc_key = sh->tp.dc_key;
+    wr.rkey        = sh->rkey;
+    wr.remote_addr = sh->raddr;
+    return wr;
+}
+
+uint8_t *recv_buf(shared_area *sh, uint64_t wr_id)
+{
+    size_t slots = (BUF_SIZE - RECV_OFF) / sh->tp.recv_size;
+
+    return sh->buf + RECV_OFF + (size_t)(wr_id % slots) * sh->tp.recv_size;
+}
+
+static int target_post_recvs(node &n, shared_area *sh, uint32_t first,
+                             uint32_t count)
+{
+    for (uint32_t i = first; i < first + count; ++i) {
+        dcx_sge_t sge;
+
+        sge.addr   = (uint64_t)(uintptr_t)recv_buf(sh, i);
+        sge.length = sh->tp.recv_size;
+        sge.lkey   = n.mrs[0]->lkey;
+        int ret = dcx_srq_post_recv(n.srq, i, &sge, 1);
+        if (ret != 0) {
+            fprintf(stderr, "target: post recv %u: %d\n", i, ret);
+            return ret;
+        }
+    }
+    return 0;
+}
+
+static void target_poll(node &n, shared_area *sh)
+{
+    dcx_wc_t wc[16];
+    int r = dcx_cq_poll(n.cq, 16, wc);
+
+    for (int i = 0; i < r; ++i) {
+        uint32_t k = sh->n_wc;
+        if (k < MAX_WC) {
+            sh->wc[k] = wc[i];
+            __atomic_store_n(&sh->n_wc, k + 1, __ATOMIC_RELEASE);
+        }
+    }
+}
+
+int target_main(shared_area *sh)
+{
+    node n;
+    dcx_mr_t *mr, *mr_ro;
+    size_t len = sizeof(sh->addr);
+    int ret;
+
+    ret = n.open(sh->fabric, &sh->tp.limits);
+    if (ret == 0) {
+        ret = n.reg(sh->buf, BUF_SIZE, sh->tp.mr_access, &mr);
+    }
+    if (ret == 0) {
+        ret = n.reg(sh->buf, BUF_SIZE, DCX_ACCESS_REMOTE_READ, &mr_ro);
+    }
+    if (ret == 0) {
+        ret = n.make_target(sh->tp.dc_key, sh->tp.dct_access, 256,
+                            sh->tp.min_rnr_timer);
+    }
+    if (ret == 0) {
+        ret = target_post_recvs(n, sh, 0, sh->tp.nrecv);
+    }
+    if (ret == 0) {
+        ret = dcx_dev_port_addr(n.dev, sh->addr, &len);
+    }
+    if (ret != 0) {
+        fprintf(stderr, "target setup failed: %d\n", ret);
+        return 1;
+    }
+    sh->addr_len = (uint32_t)len;
+    sh->dctn     = n.dct->qp_num;
+    sh->rkey     = mr->rkey;
+    sh->rkey_ro  = mr_ro->rkey;
+    sh->raddr    = (uint64_t)(uintptr_t)sh->buf;
+    __atomic_store_n(&sh->ready, 1, __ATOMIC_RELEASE);
+
+    while (!__atomic_load_n(&sh->stop, __ATOMIC_ACQUIRE)) {
+        if (__atomic_load_n(&sh->post_more, __ATOMIC_ACQUIRE) !=
+            sh->posted_more) {
+            uint32_t want = sh->post_more;
+            ret = target_post_recvs(n, sh, sh->tp.nrecv + sh->posted_more,
+                                    want - sh->posted_more);
+            if (ret != 0) {
+                return 1;
+            }
+            __atomic_store_n(&sh->posted_more, want, __ATOMIC_RELEASE);
+        }
+        if (sh->tp.mode == TARGET_POLL) {
+            target_poll(n, sh);
+        } else {
+            struct timespec ts = { 0, 2000000 };
+            nanosleep(&ts, nullptr);
+        }
+    }
+    target_poll(n, sh);
+    dcx_soft_stats(n.dev, &sh->stats);
+    n.close();
+    return 0;
+}
+
+static unsigned test_counter;
+
+void soft::SetUp()
+{
+    char name[40];
+
+    sh = (shared_area*)mmap(nullptr, sizeof(shared_area),
+                            PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
+                            -1, 0);
+    ASSERT_NE(MAP_FAILED, (void*)sh);
+    snprintf(name, sizeof(name), "gt%u_%u", (unsigned)getpid(),
+             ++test_counter);
+    fabric = name;
+    snprintf(sh->fabric, sizeof(sh->fabric), "%s", name);
+    sh->tp.dc_key     = 0x1234abcdull;
+    sh->tp.dct_access = DCX_ACCESS_REMOTE_WRITE | DCX_ACCESS_REMOTE_READ |
+                        DCX_ACCESS_REMOTE_ATOMIC;
+    sh->tp.mr_access  = DCX_ACCESS_LOCAL_WRITE | DCX_ACCESS_REMOTE_WRITE |
+                        DCX_ACCESS_REMOTE_READ | DCX_ACCESS_REMOTE_ATOMIC;
+    sh->tp.nrecv      = 32;
+    sh->tp.recv_size  = 65536;
+    sh->tp.mode       = TARGET_POLL;
+    sh->tp.limits     = default_limits();
+}
+
+dcx_soft_limits_t soft::default_limits()
+{
+    dcx_soft_limits_t l;
+
+    memset(&l, 0, sizeof(l));
+    l.ack_timeout_us = 50000;   /* 50 ms */
+    l.retry_cnt      = 3;
+    l.rnr_timer_us   = 1000;
+    return l;
+}
+
+int soft::open_initiator(node &n, const dcx_soft_limits_t *limits)
+{
+    dcx_soft_limits_t l = (limits != nullptr) ? *limits : sh->tp.limits;
+    int ret = n.open(fabric.c_str(), &l);
+
+    if (ret == 0) {
+        ret = n.make_dci();
+    }
+    if (ret == 0) {
+        ret = n.connect(sh->addr, sh->addr_len);
+    }
+    return ret;
+}
+
+pid_t soft::spawn(std::function<int()> fn)
+{
+    fflush(stdout);
+    fflush(stderr);
+    pid_t pid = fork();
+    if (pid == 0) {
+        int rc = 1;
+        try {
+            rc = fn();
+        } catch (...) {
+            rc = 2;
+        }
+        _exit(rc);
+    }
+    if (pid > 0) {
+        children.push_back(pid);
+    }
+    return pid;
+}
+
+pid_t soft::start_target()
+{
+    shared_area *s = sh;
+    pid_t pid      = spawn([s]() { return target_main(s); });
+
+    EXPECT_GT(pid, 0);
+    EXPECT_TRUE(wait_flag(&sh->ready, 1, 20.0)) << "target did not start";
+    return pid;
+}
+
+void soft::kill_child(pid_t pid)
+{
+    kill(pid, SIGKILL);
+    killed.push_back(pid);
+}
+
+bool soft::stop_children()
+{
+    bool ok = true;
+
+    __atomic_store_n(&sh->stop, 1, __ATOMIC_RELEASE);
+    for (pid_t pid : children) {
+        double end = now_s() + 30.0;
+        int status = 0;
+        pid_t r;
+
+        while ((r = waitpid(pid, &status, WNOHANG)) == 0) {
+            if (now_s() > end) {
+                kill(pid, SIGKILL);
+                waitpid(pid, &status, 0);
+                ADD_FAILURE() << "child " << pid << " hung";
+                ok = false;
+                r = pid;
+                break;
+            }
+            usleep(1000);
+        }
+        bool was_killed = false;
+        for (pid_t k : killed) {
+            was_killed |= (k == pid);
+        }
+        if (!was_killed && (r == pid) &&
+            !(WIFEXITED(status) && (WEXITSTATUS(status) == 0))) {
+            ADD_FAILURE() << "child " << pid << " failed, status 0x"
+                          << std::hex << status;
+            ok = false;
+        }
+    }
+    children.clear();
+    killed.clear();
+    return ok;
+}
+
+void soft::TearDown()
+{
+    stop_children();
+    if (sh != nullptr) {
+        munmap(sh, sizeof(shared_area));
+        sh = nullptr;
+    }
+}
+
+} // namespace soft_test

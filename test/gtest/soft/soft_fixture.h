@@ -1,0 +1,125 @@
+/*
+ * Soft device test fixture: a "node" wrapper (device + PD + CQ + SRQ + DCT +
+ * DCI) usable in the test process and in forked children, a shared mapping
+ * set up before fork to exchange addresses and results, and child process
+ * management (children _exit, always reaped, killed if they hang).
+ */
+#ifndef SOFT_FIXTURE_H_
+#define SOFT_FIXTURE_H_
+
+#include <gtest/gtest.h>
+
+extern "C" {
+#include "dcx_dev.h"
+#include "soft/dcx_soft.h"
+}
+
+#include <functional>
+#include <string>
+#include <vector>
+#include <sys/types.h>
+
+namespace soft_test {
+
+static const size_t BUF_SIZE  = 12u << 20;   /* target memory in the mapping */
+static const size_t RECV_OFF  = 6u << 20;    /* receives start here */
+static const unsigned MAX_WC  = 512;
+
+enum { TARGET_POLL = 0, TARGET_SLEEP = 1 };
+
+/* What a target child should set up. */
+struct target_params {
+    uint64_t  dc_key;
+    uint32_t  dct_access;
+    uint32_t  mr_access;
+    uint32_t  nrecv;
+    uint32_t  recv_size;
+    uint32_t  mode;          /* TARGET_POLL / TARGET_SLEEP */
+    uint8_t   min_rnr_timer;
+    dcx_soft_limits_t limits;
+};
+
+/* Shared between the test process and its children (MAP_SHARED). */
+struct shared_area {
+    volatile uint32_t ready;      /* target published its info */
+    volatile uint32_t stop;       /* test asks children to finish */
+    volatile uint32_t go;         /* generic start signal */
+    volatile uint32_t post_more;  /* ask the target to post receives */
+    volatile uint32_t posted_more;
+    volatile uint32_t child_done[8];
+    uint8_t           addr[DCX_DEV_ADDR_MAX];
+    uint32_t          addr_len;
+    uint32_t          dctn;
+    uint32_t          rkey;
+    uint32_t          rkey_ro;    /* MR with remote read only */
+    uint64_t          raddr;      /* base of buf in the target */
+    target_params     tp;
+    volatile uint32_t n_wc;
+    dcx_wc_t          wc[MAX_WC];
+    dcx_soft_stats_t  stats;      /* target's counters at exit */
+    char              fabric[40];
+    alignas(4096) uint8_t buf[BUF_SIZE];
+};
+
+struct node {
+    dcx_dev_t *dev  = nullptr;
+    dcx_pd_t  *pd   = nullptr;
+    dcx_cq_t  *cq   = nullptr;
+    dcx_srq_t *srq  = nullptr;
+    dcx_qp_t  *dct  = nullptr;
+    dcx_qp_t  *dci  = nullptr;
+    dcx_ah_t  *ah   = nullptr;
+    std::vector<dcx_mr_t*> mrs;
+
+    int open(const char *fabric, const dcx_soft_limits_t *limits = nullptr);
+    int make_cq(uint32_t cqe = 1024);
+    int make_target(uint64_t key, uint32_t access, uint32_t srq_wr = 256,
+                    uint8_t min_rnr_timer = 0);
+    int make_dci(uint32_t max_wr = 128, uint32_t max_inline = 256,
+                 uint8_t retry_cnt = 0, uint8_t rnr_retry = 0,
+                 uint32_t max_sge = 4);
+    int reg(void *addr, size_t len, uint32_t access, dcx_mr_t **mr_p);
+    int connect(const void *addr, size_t len);
+    /* polls until n completions arrived or timeout; returns the count */
+    int poll(dcx_wc_t *wc, int n, double timeout_s = 10.0);
+    void close();
+    ~node() { close(); }
+};
+
+/* Posts a single WR; helpers to build the common ones. */
+dcx_send_wr_t make_wr(dcx_wr_opcode_t op, uint64_t wr_id, const dcx_sge_t *sge,
+                      unsigned num_sge, const node &n, const shared_area *sh);
+
+/* Child body for a target: opens on sh->fabric with sh->tp, publishes, then
+ * serves until sh->stop. */
+int target_main(shared_area *sh);
+
+/* where the target's receive number wr_id lands */
+uint8_t *recv_buf(shared_area *sh, uint64_t wr_id);
+
+double now_s();
+bool wait_flag(volatile uint32_t *flag, uint32_t value, double timeout_s);
+
+class soft : public ::testing::Test {
+protected:
+    void SetUp() override;
+    void TearDown() override;
+
+    pid_t spawn(std::function<int()> fn);
+    /* starts a target child with the current sh->tp and waits for it */
+    pid_t start_target();
+    /* asks children to stop and reaps them; returns false if one failed */
+    bool stop_children();
+    void kill_child(pid_t pid);
+    dcx_soft_limits_t default_limits();
+    int open_initiator(node &n, const dcx_soft_limits_t *limits = nullptr);
+
+    shared_area          *sh = nullptr;
+    std::string           fabric;
+    std::vector<pid_t>    children;
+    std::vector<pid_t>    killed;
+};
+
+} // namespace soft_test
+
+#endif
