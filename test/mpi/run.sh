@@ -1,0 +1,245 @@
+#!/bin/bash
+#
+# Build and run the MPI (test/mpi) and OpenSHMEM (test/shmem) test programs
+# over one UCX transport, with 2 and 4 processes each.
+#
+#   test/mpi/run.sh [-t TLS] [-n "2 4"] [-o PATTERN] [BUILD_DIR]
+#
+# BUILD_DIR receives the binaries and one log per run (default: a new
+# temporary directory, kept when something fails).
+#
+# Settings (option or environment variable):
+#   -t, DCX_TEST_TLS     transport: posix (default), tcp, sysv, dcx, ... The
+#                        processes get UCX_TLS=<TLS>,self. tcp is pinned to
+#                        loopback (UCX_NET_DEVICES=lo).
+#                        dcx additionally exports LD_PRELOAD from
+#                        "$DCX_RUN --print-preload" and the soft device
+#                        (UCX_DCX_SOFT_DEVICES=1, UCX_DCX_SOFT_FABRIC=<name>).
+#   DCX_RUN              path of the dcx-run wrapper (default: dcx-run from
+#                        PATH, else <repo>/build/contrib/dcx-run)
+#   DCX_TEST_FABRIC      soft fabric name prefix (default mpitest-<pid>);
+#                        each run gets its own fabric <prefix>-<prog>-<np>
+#   -n, DCX_TEST_NP      process counts (default "2 4")
+#   -o, DCX_TEST_ONLY    run only programs whose name matches this
+#                        extended regex (e.g. 'mpi/p2p|shmem/atomics')
+#   DCX_TEST_TIMEOUT     seconds per run (default 120)
+#   DCX_TEST_STRICT=1    also fail a run that printed a "UCX  ERROR" line
+#                        (by default those are only reported)
+#   DCX_TEST_MPIRUN_ARGS extra arguments for mpirun/oshrun
+#
+# Every run is checked three ways: exit status 0, the program's own "OK"
+# line, and the transport check: every process runs with
+# UCX_LOG_LEVEL=info, so UCX 1.13 prints one line per endpoint
+# configuration it creates, e.g.
+#     ucp_worker.c:1763 UCX  INFO    ep_cfg[1]: tag(posix/memory)
+#     ucp_worker.c:1763 UCX  INFO    ep_cfg[0]: rma_am(tcp/lo) amo_am(tcp/lo)
+# naming the transport/device behind every lane. The run passes the check
+# only if the requested transport appears in those lines and no transport
+# other than it and "self" does (so no silent fallback to posix, tcp,
+# sysv, cma, ...).
+#
+# Output: one line per run, then "N passed, N failed"; exit status 1 if any
+# run failed.
+
+set -u
+set -o pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+top=$(cd "$here/../.." && pwd)
+
+tls=${DCX_TEST_TLS:-posix}
+nps=${DCX_TEST_NP:-2 4}
+only=${DCX_TEST_ONLY:-}
+tmo=${DCX_TEST_TIMEOUT:-120}
+strict=${DCX_TEST_STRICT:-0}
+extra=${DCX_TEST_MPIRUN_ARGS:-}
+
+usage() { sed -n '2,/^$/s/^# \{0,1\}//p' "$0"; }
+
+while getopts "t:n:o:h" opt; do
+    case $opt in
+    t) tls=$OPTARG ;;
+    n) nps=$OPTARG ;;
+    o) only=$OPTARG ;;
+    h) usage; exit 0 ;;
+    *) usage >&2; exit 2 ;;
+    esac
+done
+shift $((OPTIND - 1))
+
+# Early fatal problems still end with the summary line the callers expect.
+fatal() {
+    echo "run.sh: $*" >&2
+    echo "0 passed, 1 failed"
+    exit 1
+}
+
+if [ $# -ge 1 ]; then
+    bdir=$1
+    mkdir -p "$bdir" || fatal "cannot create $bdir"
+    bdir=$(cd "$bdir" && pwd)
+    keep=1
+else
+    bdir=$(mktemp -d /tmp/dcx-mpitest.XXXXXX) || fatal "mktemp failed"
+    keep=0
+fi
+logdir=$bdir/logs
+mkdir -p "$logdir"
+
+for t in mpicc oshcc mpirun oshrun timeout; do
+    command -v $t >/dev/null || fatal "$t not found"
+done
+
+# ---- transport settings ---------------------------------------------------
+xargs_tl=(-x "UCX_TLS=$tls,self")
+case "$tls" in
+tcp) xargs_tl+=(-x UCX_NET_DEVICES=lo) ;;
+dcx)
+    dcx_run=${DCX_RUN:-}
+    if [ -z "$dcx_run" ]; then
+        dcx_run=$(command -v dcx-run || true)
+        [ -n "$dcx_run" ] || dcx_run=$top/build/contrib/dcx-run
+    fi
+    [ -x "$dcx_run" ] || fatal "dcx requested but the dcx-run wrapper '$dcx_run' is missing (set DCX_RUN)"
+    preload=$("$dcx_run" --print-preload) ||
+        fatal "'$dcx_run --print-preload' failed (is libuct_dcx.so built?)"
+    [ -n "$preload" ] || fatal "'$dcx_run --print-preload' printed nothing"
+    xargs_tl+=(-x "LD_PRELOAD=$preload" -x UCX_DCX_SOFT_DEVICES=1)
+    fabric_prefix=${DCX_TEST_FABRIC:-mpitest-$$}
+    ;;
+esac
+
+common=(--allow-run-as-root --oversubscribe
+        --mca pml ucx --mca osc ucx
+        --mca pml_ucx_tls any --mca pml_ucx_devices any
+        --mca mpi_yield_when_idle 1
+        "${xargs_tl[@]}" -x UCX_LOG_LEVEL=info)
+# (osc ucx is already in common: OpenSHMEM needs it, osc rdma crashes at
+# finalize on this distribution; Open MPI rejects an MCA option given twice)
+shmem_extra=(--mca spml ucx)
+
+echo "# transport: UCX_TLS=$tls,self${preload:+  LD_PRELOAD=$preload}"
+echo "# build and logs: $bdir"
+
+# ---- build ----------------------------------------------------------------
+passed=0
+failed=0
+progs=()   # entries "kind/name"
+
+build_one() {   # build_one CC KIND SRC
+    local cc=$1 kind=$2 src=$3 name
+    name=$(basename "$src" .c)
+    if "$cc" -O2 -g -Wall -Wextra -o "$bdir/${kind}_$name" "$src" \
+            >"$logdir/build_${kind}_$name.log" 2>&1; then
+        progs+=("$kind/$name")
+    else
+        failed=$((failed + 1))
+        echo "FAIL build $kind/$name (see $logdir/build_${kind}_$name.log)"
+        sed 's/^/   | /' "$logdir/build_${kind}_$name.log" | head -20
+    fi
+}
+
+for src in "$here"/*.c; do build_one mpicc mpi "$src"; done
+for src in "$top"/test/shmem/*.c; do build_one oshcc shmem "$src"; done
+
+# ---- transport check ------------------------------------------------------
+# Prints the transports named by the ep_cfg lines of a log, one a line.
+lane_tls() {
+    grep -E 'UCX +INFO +ep_cfg\[[0-9]+\]:' "$1" |
+        sed -E 's/.*ep_cfg\[[0-9]+\]://' |
+        grep -oE '[A-Za-z0-9_]+/[^ )]+' | cut -d/ -f1 | sort -u
+}
+# Distinct lane descriptions "kind(tl/dev ...)", for the report.
+lane_desc() {
+    grep -E 'UCX +INFO +ep_cfg\[[0-9]+\]:' "$1" |
+        sed -E 's/.*ep_cfg\[[0-9]+\]: *//' | tr ' ' '\n' | paste -sd' ' |
+        grep -oE '[a-z_]+\([^)]*\)' | sort -u | paste -sd' '
+}
+
+check_transport() {   # check_transport LOG -> prints a reason on failure
+    local log=$1 seen other
+    seen=$(lane_tls "$log" | paste -sd' ')
+    if [ -z "$seen" ]; then
+        echo "no ep_cfg lines in the output (UCX_LOG_LEVEL=info not honoured?)"
+        return 1
+    fi
+    if ! lane_tls "$log" | grep -qx -- "$tls"; then
+        echo "requested transport '$tls' not used; lanes used: $seen"
+        return 1
+    fi
+    other=$(lane_tls "$log" | grep -vx -e "$tls" -e self | paste -sd' ')
+    if [ -n "$other" ]; then
+        echo "other transport(s) used besides '$tls': $other"
+        return 1
+    fi
+    return 0
+}
+
+# ---- run ------------------------------------------------------------------
+t_all=$SECONDS
+for p in "${progs[@]}"; do
+    if [ -n "$only" ] && ! [[ $p =~ $only ]]; then continue; fi
+    kind=${p%%/*}
+    name=${p#*/}
+    exe=$bdir/${kind}_$name
+    for np in $nps; do
+        log=$logdir/${kind}_$name.np$np.log
+        args=("${common[@]}")
+        launcher=mpirun
+        if [ "$kind" = shmem ]; then
+            launcher=oshrun
+            args+=("${shmem_extra[@]}")
+        fi
+        if [ "$tls" = dcx ]; then
+            args+=(-x "UCX_DCX_SOFT_FABRIC=$fabric_prefix-${kind}_$name-$np")
+        fi
+        # shellcheck disable=SC2086
+        cmd=(timeout -k 10 "$tmo" "$launcher" "${args[@]}" $extra -np "$np" "$exe")
+        echo "${cmd[*]}" >"$log"
+        t0=$(date +%s.%N)
+        "${cmd[@]}" >>"$log" 2>&1 </dev/null
+        rc=$?
+        dt=$(echo "$(date +%s.%N) $t0" | awk '{printf "%.1f", $1 - $2}')
+
+        reason=
+        if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then
+            reason="timed out after ${tmo}s"
+        elif [ $rc -ne 0 ]; then
+            reason="exit status $rc"
+            fl=$(grep -m1 '^FAIL ' "$log")
+            [ -z "$fl" ] || reason="$reason: $fl"
+        elif ! grep -q "^OK $name n" "$log"; then
+            reason="no OK line from rank 0"
+        fi
+        tcheck=$(check_transport "$log")
+        tc_rc=$?
+        if [ -z "$reason" ] && [ $tc_rc -ne 0 ]; then
+            reason="transport check: $tcheck"
+        fi
+        nerr=$(grep -c 'UCX  ERROR' "$log")
+        if [ -z "$reason" ] && [ "$strict" = 1 ] && [ "$nerr" -gt 0 ]; then
+            reason="$nerr 'UCX  ERROR' line(s) (DCX_TEST_STRICT=1)"
+        fi
+        notes=$(grep -h '^NOTE ' "$log" | sort -u | sed 's/^NOTE //' | paste -sd';')
+
+        lanes=$(lane_desc "$log")
+        label=$(printf '%-20s np=%s tls=%s' "$kind/$name" "$np" "$tls")
+        if [ -z "$reason" ]; then
+            passed=$((passed + 1))
+            line="PASS $label ${dt}s  lanes: $lanes"
+            [ "$nerr" -eq 0 ] || line="$line  [note: $nerr 'UCX  ERROR' line(s), see $log]"
+            [ -z "$notes" ] || line="$line  [note: $notes]"
+            echo "$line"
+        else
+            failed=$((failed + 1))
+            keep=1
+            echo "FAIL $label ${dt}s  $reason  (log: $log)"
+            grep -v -E 'UCX +(INFO|DIAG)' "$log" | tail -n 12 | sed 's/^/   | /'
+        fi
+    done
+done
+
+echo "# total run time $((SECONDS - t_all)) s"
+[ $keep -eq 1 ] || rm -rf "$bdir"
+echo "$passed passed, $failed failed"
+[ $failed -eq 0 ]

@@ -1,0 +1,54 @@
+/*
+ * Helpers shared by the dcx OpenSHMEM test programs. A failed check prints
+ * one line, "FAIL <prog> pe P test T: expected E got G", and exits non-zero
+ * (shmem_global_exit brings the other PEs down too).
+ */
+#ifndef DCX_SHTEST_H
+#define DCX_SHTEST_H
+
+#include <shmem.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <stdint.h>
+
+static int t_me = -1, t_npes = 0;
+static const char *t_prog = "?";
+
+__attribute__((unused))
+static void t_fail(const char *test, long long expected, long long got)
+{
+    fprintf(stderr, "FAIL %s pe %d test %s: expected %lld got %lld\n",
+            t_prog, t_me, test, expected, got);
+    fflush(stderr);
+    shmem_global_exit(1);
+    exit(1);
+}
+
+#define CHECK_EQ(test, expected, got)                                       \
+    do {                                                                    \
+        long long e_ = (long long)(expected), g_ = (long long)(got);        \
+        if (e_ != g_) t_fail((test), e_, g_);                               \
+    } while (0)
+
+__attribute__((unused))
+static void t_init(const char *prog)
+{
+    t_prog = prog;
+    shmem_init();
+    t_me = shmem_my_pe();
+    t_npes = shmem_n_pes();
+}
+
+__attribute__((unused))
+static void t_finish(void)
+{
+    shmem_barrier_all();
+    if (t_me == 0) {
+        printf("OK %s npes=%d\n", t_prog, t_npes);
+        fflush(stdout);
+    }
+    shmem_finalize();
+}
+
+#endif
