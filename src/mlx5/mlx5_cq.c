@@ -55,43 +55,27 @@ void dcx_mlx5_cq_unschedule_flush(dcx_mlx5_cq_t *cq, dcx_mlx5_qp_t *qp)
 
 /* Completion of a DCI WR.  Returns 1 if *wc was filled, 0 if dropped. */
 static int dcx_mlx5_cq_dci_cqe(dcx_mlx5_cq_t *cq, dcx_mlx5_qp_t *qp,
-                               uint64_t seq, enum ibv_wc_status status,
-                               dcx_wc_t *wc)
+                               enum ibv_wc_status status, dcx_wc_t *wc)
 {
-    const dcx_mlx5_wr_slot_t *slot;
-
-    if ((seq < qp->tail) || (seq >= qp->head)) {
-        /* already reported (flushed from the ring) or from before a reset */
-        return 0;
-    }
-    if (status == IBV_WC_WR_FLUSH_ERR) {
-        /* The DCI is in ERR: report this WR and all others outstanding,
-         * in posting order, from the ring. */
-        dcx_mlx5_dci_enter_error(qp);
-        return 0;
-    }
-
-    slot     = &qp->ring[seq % qp->ring_size];
-    qp->tail = seq + 1;   /* earlier unsignalled WRs completed silently */
-
-    memset(wc, 0, sizeof(*wc));
-    wc->wr_id  = slot->wr_id;
-    wc->opcode = dcx_mlx5_wr_wc_opcode((dcx_wr_opcode_t)slot->opcode);
-    wc->qp_num = qp->super.qp_num;
-    if (status == IBV_WC_SUCCESS) {
-        wc->status   = DCX_WC_SUCCESS;
+    switch (dcx_mlx5_ring_cqe(&qp->ring, cq->cq->wr_id, status,
+                              qp->super.qp_num, wc)) {
+    case DCX_MLX5_CQE_REPORT:
         wc->byte_len = ibv_wc_read_byte_len(cq->cq);
         return 1;
+    case DCX_MLX5_CQE_FAILED:
+        wc->vendor_err = ibv_wc_read_vendor_err(cq->cq);
+        dcx_debug("%s: dci 0x%x: wr_id 0x%llx failed: %s (vendor 0x%x)",
+                  cq->super.dev->caps.name, qp->super.qp_num,
+                  (unsigned long long)wc->wr_id, ibv_wc_status_str(status),
+                  wc->vendor_err);
+        dcx_mlx5_dci_enter_error(qp);
+        return 1;
+    case DCX_MLX5_CQE_FLUSHED:
+        dcx_mlx5_dci_enter_error(qp);
+        return 0;
+    default:
+        return 0;
     }
-
-    wc->status     = dcx_mlx5_wc_status(status);
-    wc->vendor_err = ibv_wc_read_vendor_err(cq->cq);
-    dcx_debug("%s: dci 0x%x: wr_id 0x%llx failed: %s (vendor 0x%x)",
-              cq->super.dev->caps.name, qp->super.qp_num,
-              (unsigned long long)slot->wr_id, ibv_wc_status_str(status),
-              wc->vendor_err);
-    dcx_mlx5_dci_enter_error(qp);
-    return 1;
 }
 
 /* Completion of a receive on a DCT's SRQ. */
@@ -139,7 +123,7 @@ static int dcx_mlx5_cq_one(dcx_mlx5_cq_t *cq, dcx_wc_t *wc)
         return 0;
     }
     if (qp->super.type == DCX_QPT_DCI) {
-        return dcx_mlx5_cq_dci_cqe(cq, qp, cq->cq->wr_id, status, wc);
+        return dcx_mlx5_cq_dci_cqe(cq, qp, status, wc);
     }
     return dcx_mlx5_cq_recv_cqe(cq, qpn, status, wc);
 }
@@ -147,23 +131,15 @@ static int dcx_mlx5_cq_one(dcx_mlx5_cq_t *cq, dcx_wc_t *wc)
 /* Reports outstanding WRs of failed DCIs as flushed. */
 static int dcx_mlx5_cq_drain_flush(dcx_mlx5_cq_t *cq, int max, dcx_wc_t *wc)
 {
-    const dcx_mlx5_wr_slot_t *slot;
     dcx_mlx5_qp_t *qp;
     int n = 0;
 
     while (((qp = cq->flush_head) != NULL) && (n < max)) {
-        while ((qp->tail < qp->head) && (n < max)) {
-            slot = &qp->ring[qp->tail % qp->ring_size];
-            memset(&wc[n], 0, sizeof(wc[n]));
-            wc[n].wr_id  = slot->wr_id;
-            wc[n].status = DCX_WC_WR_FLUSH_ERR;
-            wc[n].opcode = dcx_mlx5_wr_wc_opcode((dcx_wr_opcode_t)
-                                                 slot->opcode);
-            wc[n].qp_num = qp->super.qp_num;
-            ++qp->tail;
+        while ((n < max) &&
+               dcx_mlx5_ring_flush_one(&qp->ring, qp->super.qp_num, &wc[n])) {
             ++n;
         }
-        if (qp->tail == qp->head) {
+        if (dcx_mlx5_ring_outstanding(&qp->ring) == 0) {
             dcx_mlx5_cq_unschedule_flush(cq, qp);
         }
     }

@@ -36,6 +36,10 @@ typedef struct dcx_mlx5_dev {
     bool                  grh_required; /* port reports IBV_QPF_GRH_REQUIRED */
     dcx_mlx5_addr_t       addr;         /* this port's published address */
     uint64_t              dci_send_ops; /* IBV_QP_EX_WITH_* every DCI gets */
+    /* First sequence number of the next DCI: each DCI numbers its WRs in
+     * its own 2^40 range, so a stale completion of a destroyed DCI whose
+     * QP number was reused falls outside the new DCI's outstanding range. */
+    uint64_t              next_seq_base;
     /* Completions carry only a QP number: this finds the dcx QP. */
     dcx_mlx5_qpmap_t      qpmap;
     /* Strided keys (later issue) will need an RC QP looped back to this
@@ -73,13 +77,6 @@ struct dcx_mlx5_cq {
     unsigned           num_qps;       /* QPs using this CQ */
 };
 
-/* One posted, not yet retired work request of a DCI. */
-typedef struct dcx_mlx5_wr_slot {
-    uint64_t  wr_id;
-    uint8_t   opcode;     /* dcx_wr_opcode_t */
-    uint8_t   signaled;
-} dcx_mlx5_wr_slot_t;
-
 struct dcx_mlx5_qp {
     dcx_qp_t             super;
     struct ibv_qp       *qp;
@@ -88,13 +85,7 @@ struct dcx_mlx5_qp {
     dcx_mlx5_cq_t       *send_cq;    /* DCI */
     dcx_mlx5_cq_t       *recv_cq;    /* DCT */
     dcx_qp_attr_t        attr;       /* as created (for recovery) */
-    /* Outstanding-WR ring of a DCI.  The hardware wr_id of a WR is its
-     * post sequence number; slot = seq % ring size.  WRs with
-     * seq in [tail, head) are outstanding. */
-    dcx_mlx5_wr_slot_t  *ring;
-    uint32_t             ring_size;
-    uint64_t             head;
-    uint64_t             tail;
+    dcx_mlx5_ring_t      ring;       /* DCI: outstanding WRs */
     /* Flush reporting while in ERR */
     bool                 flush_listed;
     dcx_mlx5_qp_t       *flush_next;

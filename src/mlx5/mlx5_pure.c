@@ -654,6 +654,74 @@ int dcx_mlx5_port_check(const struct ibv_port_attr *pattr, const char **why_p)
 }
 
 /* ------------------------------------------------------------------------
+ * Outstanding-WR ring
+ * ------------------------------------------------------------------------ */
+int dcx_mlx5_ring_init(dcx_mlx5_ring_t *ring, uint32_t size, uint64_t base)
+{
+    if (size == 0) {
+        return EINVAL;
+    }
+    ring->slots = calloc(size, sizeof(*ring->slots));
+    if (ring->slots == NULL) {
+        return ENOMEM;
+    }
+    ring->size = size;
+    ring->head = base;
+    ring->tail = base;
+    return 0;
+}
+
+void dcx_mlx5_ring_cleanup(dcx_mlx5_ring_t *ring)
+{
+    free(ring->slots);
+    ring->slots = NULL;
+    ring->size  = 0;
+}
+
+dcx_mlx5_cqe_action_t dcx_mlx5_ring_cqe(dcx_mlx5_ring_t *ring, uint64_t seq,
+                                        enum ibv_wc_status status,
+                                        uint32_t qp_num, dcx_wc_t *wc)
+{
+    const dcx_mlx5_wr_slot_t *slot;
+
+    if ((seq < ring->tail) || (seq >= ring->head)) {
+        return DCX_MLX5_CQE_DROP;
+    }
+    if (status == IBV_WC_WR_FLUSH_ERR) {
+        /* Flush CQEs may cover only some WRs (signalled ones, or one per
+         * WQE range); the ring reports all of them, in order. */
+        return DCX_MLX5_CQE_FLUSHED;
+    }
+    slot       = &ring->slots[seq % ring->size];
+    ring->tail = seq + 1;
+    memset(wc, 0, sizeof(*wc));
+    wc->wr_id  = slot->wr_id;
+    wc->opcode = (uint8_t)dcx_mlx5_wr_wc_opcode((dcx_wr_opcode_t)slot->opcode);
+    wc->qp_num = qp_num;
+    wc->status = (uint8_t)dcx_mlx5_wc_status(status);
+    return (status == IBV_WC_SUCCESS) ? DCX_MLX5_CQE_REPORT :
+                                        DCX_MLX5_CQE_FAILED;
+}
+
+int dcx_mlx5_ring_flush_one(dcx_mlx5_ring_t *ring, uint32_t qp_num,
+                            dcx_wc_t *wc)
+{
+    const dcx_mlx5_wr_slot_t *slot;
+
+    if (ring->tail == ring->head) {
+        return 0;
+    }
+    slot = &ring->slots[ring->tail % ring->size];
+    memset(wc, 0, sizeof(*wc));
+    wc->wr_id  = slot->wr_id;
+    wc->status = DCX_WC_WR_FLUSH_ERR;
+    wc->opcode = (uint8_t)dcx_mlx5_wr_wc_opcode((dcx_wr_opcode_t)slot->opcode);
+    wc->qp_num = qp_num;
+    ++ring->tail;
+    return 1;
+}
+
+/* ------------------------------------------------------------------------
  * QP-number map
  * ------------------------------------------------------------------------ */
 void dcx_mlx5_qpmap_init(dcx_mlx5_qpmap_t *map)

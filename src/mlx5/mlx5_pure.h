@@ -218,6 +218,82 @@ void dcx_mlx5_caps_translate(const char *name,
 int dcx_mlx5_port_check(const struct ibv_port_attr *pattr, const char **why_p);
 
 /* ------------------------------------------------------------------------
+ * Outstanding-WR ring of a DCI.  The hardware wr_id of a WR is its post
+ * sequence number; its record sits in slot seq % size.  WRs with seq in
+ * [tail, head) are outstanding: posted and not yet retired by a polled
+ * completion, which is what bounds post_send (ENOMEM when size are
+ * outstanding), as libmlx5 bounds its own send queue.
+ * ------------------------------------------------------------------------ */
+typedef struct dcx_mlx5_wr_slot {
+    uint64_t  wr_id;
+    uint8_t   opcode;     /* dcx_wr_opcode_t */
+    uint8_t   signaled;
+} dcx_mlx5_wr_slot_t;
+
+typedef struct dcx_mlx5_ring {
+    dcx_mlx5_wr_slot_t *slots;
+    uint32_t            size;
+    uint64_t            head;
+    uint64_t            tail;
+} dcx_mlx5_ring_t;
+
+/* What a polled DCI completion means for the ring. */
+typedef enum {
+    DCX_MLX5_CQE_DROP,    /* stale: already reported, or before a reset */
+    DCX_MLX5_CQE_REPORT,  /* report *wc; the DCI is fine */
+    DCX_MLX5_CQE_FAILED,  /* report *wc; the DCI is now in ERR */
+    DCX_MLX5_CQE_FLUSHED  /* the DCI is in ERR; report nothing now, the
+                           * ring's remaining WRs are flushed in order */
+} dcx_mlx5_cqe_action_t;
+
+/* ENOMEM if the slots cannot be allocated, EINVAL for size 0.  Sequence
+ * numbers start at base. */
+int  dcx_mlx5_ring_init(dcx_mlx5_ring_t *ring, uint32_t size, uint64_t base);
+void dcx_mlx5_ring_cleanup(dcx_mlx5_ring_t *ring);
+
+static inline uint32_t dcx_mlx5_ring_outstanding(const dcx_mlx5_ring_t *ring)
+{
+    return (uint32_t)(ring->head - ring->tail);
+}
+
+static inline int dcx_mlx5_ring_full(const dcx_mlx5_ring_t *ring)
+{
+    return ring->head - ring->tail >= ring->size;
+}
+
+/* Records a WR (the caller checked ring_full); returns its sequence. */
+static inline uint64_t dcx_mlx5_ring_push(dcx_mlx5_ring_t *ring,
+                                          uint64_t wr_id, uint8_t opcode,
+                                          int signaled)
+{
+    dcx_mlx5_wr_slot_t *slot = &ring->slots[ring->head % ring->size];
+
+    slot->wr_id    = wr_id;
+    slot->opcode   = opcode;
+    slot->signaled = (uint8_t)!!signaled;
+    return ring->head++;
+}
+
+/* Applies a completion with hardware wr_id "seq" and verbs status.  For
+ * REPORT and FAILED, fills wr_id, status, opcode and qp_num of *wc and
+ * retires the WR and every earlier one (unsignalled WRs before a
+ * completion executed and complete silently). */
+dcx_mlx5_cqe_action_t dcx_mlx5_ring_cqe(dcx_mlx5_ring_t *ring, uint64_t seq,
+                                        enum ibv_wc_status status,
+                                        uint32_t qp_num, dcx_wc_t *wc);
+
+/* Retires the oldest outstanding WR as DCX_WC_WR_FLUSH_ERR into *wc;
+ * 0 when the ring is empty. */
+int  dcx_mlx5_ring_flush_one(dcx_mlx5_ring_t *ring, uint32_t qp_num,
+                             dcx_wc_t *wc);
+
+/* Forgets every outstanding WR (a reset purged their completions). */
+static inline void dcx_mlx5_ring_reset(dcx_mlx5_ring_t *ring)
+{
+    ring->tail = ring->head;
+}
+
+/* ------------------------------------------------------------------------
  * QP-number map: finds the dcx QP of a completion from its qp_num.
  * Open addressing with linear probing; grows on the control path only.
  * ------------------------------------------------------------------------ */

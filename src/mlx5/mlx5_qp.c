@@ -80,24 +80,13 @@ static inline int dcx_mlx5_dci_check(dcx_mlx5_qp_t *qp,
                   qp->super.qp_num);
         return EINVAL;
     }
-    if (qp->head - qp->tail >= qp->ring_size) {
+    if (dcx_mlx5_ring_full(&qp->ring)) {
         /* send queue full: normal back-pressure */
         dcx_trace("%s: dci 0x%x: send queue full (%u)", name,
-                  qp->super.qp_num, qp->ring_size);
+                  qp->super.qp_num, qp->ring.size);
         return ENOMEM;
     }
     return 0;
-}
-
-static inline void dcx_mlx5_dci_record(dcx_mlx5_qp_t *qp,
-                                       const dcx_send_wr_t *wr)
-{
-    dcx_mlx5_wr_slot_t *slot = &qp->ring[qp->head % qp->ring_size];
-
-    slot->wr_id    = wr->wr_id;
-    slot->opcode   = wr->opcode;
-    slot->signaled = !!(wr->flags & DCX_SEND_SIGNALED);
-    ++qp->head;
 }
 
 static int dcx_mlx5_dci_post_send(dcx_qp_t *super, const dcx_send_wr_t *wr)
@@ -139,7 +128,7 @@ static int dcx_mlx5_dci_post_send(dcx_qp_t *super, const dcx_send_wr_t *wr)
     }
 
     ibv_wr_start(qpx);
-    qpx->wr_id    = qp->head;     /* our sequence number, see mlx5_cq.c */
+    qpx->wr_id    = qp->ring.head;   /* our sequence number, see mlx5_cq.c */
     qpx->wr_flags = dcx_mlx5_send_flags(wr->flags);
     switch (wr->opcode) {
     case DCX_WR_SEND:
@@ -192,7 +181,8 @@ static int dcx_mlx5_dci_post_send(dcx_qp_t *super, const dcx_send_wr_t *wr)
                   strerror(ret));
         return ret;
     }
-    dcx_mlx5_dci_record(qp, wr);
+    dcx_mlx5_ring_push(&qp->ring, wr->wr_id, wr->opcode,
+                       wr->flags & DCX_SEND_SIGNALED);
     return 0;
 }
 
@@ -202,12 +192,13 @@ static int dcx_mlx5_dci_post_send_flush(dcx_qp_t *super,
 {
     dcx_mlx5_qp_t *qp = (dcx_mlx5_qp_t*)super;
 
-    if (qp->head - qp->tail >= qp->ring_size) {
+    if (dcx_mlx5_ring_full(&qp->ring)) {
         dcx_trace("%s: dci 0x%x: send queue full (%u)", super->dev->caps.name,
-                  super->qp_num, qp->ring_size);
+                  super->qp_num, qp->ring.size);
         return ENOMEM;
     }
-    dcx_mlx5_dci_record(qp, wr);
+    dcx_mlx5_ring_push(&qp->ring, wr->wr_id, wr->opcode,
+                       wr->flags & DCX_SEND_SIGNALED);
     dcx_mlx5_cq_schedule_flush(qp->send_cq, qp);
     return 0;
 }
@@ -313,14 +304,15 @@ static int dcx_mlx5_dci_create(dcx_mlx5_qp_t *qp, dcx_mlx5_pd_t *pd)
         qp->super.max_send_sge = DCX_MLX5_MAX_SGE;
     }
 
-    qp->ring_size = attr.cap.max_send_wr;
-    qp->ring      = calloc(qp->ring_size, sizeof(*qp->ring));
-    if (qp->ring == NULL) {
+    ret = dcx_mlx5_ring_init(&qp->ring, attr.cap.max_send_wr,
+                             dev->next_seq_base);
+    if (ret != 0) {
         dcx_error("%s: dci 0x%x: no memory for %u WR slots",
-                  dev->super.caps.name, qp->super.qp_num, qp->ring_size);
-        ret = ENOMEM;
+                  dev->super.caps.name, qp->super.qp_num,
+                  attr.cap.max_send_wr);
         goto err_destroy;
     }
+    dev->next_seq_base += 1ull << 40;
     ret = dcx_mlx5_qpmap_insert(&dev->qpmap, qp->super.qp_num, qp);
     if (ret != 0) {
         dcx_error("%s: dci 0x%x: QP map insert failed: %s",
@@ -335,7 +327,7 @@ static int dcx_mlx5_dci_create(dcx_mlx5_qp_t *qp, dcx_mlx5_pd_t *pd)
     return 0;
 
 err_free_ring:
-    free(qp->ring);
+    dcx_mlx5_ring_cleanup(&qp->ring);
 err_destroy:
     ibv_destroy_qp(qp->qp);
     return ret;
@@ -525,7 +517,7 @@ int dcx_mlx5_qp_destroy(dcx_qp_t *super)
     } else {
         --qp->recv_cq->num_qps;
     }
-    free(qp->ring);
+    dcx_mlx5_ring_cleanup(&qp->ring);
     free(qp);
     return 0;
 }
@@ -570,7 +562,7 @@ int dcx_mlx5_qp_recover(dcx_qp_t *super)
         return ret;
     }
     /* libmlx5 purged this QP's unpolled CQEs: forget what is outstanding */
-    qp->tail = qp->head;
+    dcx_mlx5_ring_reset(&qp->ring);
     dcx_mlx5_cq_unschedule_flush(qp->send_cq, qp);
 
     ret = dcx_mlx5_dci_connect(qp);

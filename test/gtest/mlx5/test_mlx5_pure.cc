@@ -766,3 +766,151 @@ TEST(mlx5_qpmap, many_entries_survive_growth_and_removal)
     EXPECT_LE(map.count * 2, map.mask + 1);
     dcx_mlx5_qpmap_cleanup(&map);
 }
+
+/* ------------------------------------------------------------------------
+ * Outstanding-WR ring: SQ accounting and error/flush reconciliation
+ * ------------------------------------------------------------------------ */
+class mlx5_ring : public ::testing::Test {
+protected:
+    static constexpr uint64_t kBase = 5ull << 40;
+
+    void SetUp() override
+    {
+        ASSERT_EQ(0, dcx_mlx5_ring_init(&ring, 4, kBase));
+    }
+
+    void TearDown() override
+    {
+        dcx_mlx5_ring_cleanup(&ring);
+    }
+
+    uint64_t push(uint64_t wr_id, dcx_wr_opcode_t op, bool signaled)
+    {
+        EXPECT_FALSE(dcx_mlx5_ring_full(&ring));
+        return dcx_mlx5_ring_push(&ring, wr_id, op, signaled);
+    }
+
+    dcx_mlx5_ring_t ring;
+    dcx_wc_t        wc;
+};
+
+TEST_F(mlx5_ring, init_rejects_empty_ring)
+{
+    dcx_mlx5_ring_t r;
+
+    EXPECT_EQ(EINVAL, dcx_mlx5_ring_init(&r, 0, 0));
+}
+
+TEST_F(mlx5_ring, full_at_depth_until_a_completion_retires)
+{
+    uint64_t s0 = push(10, DCX_WR_SEND, false);
+
+    EXPECT_EQ(kBase, s0);
+    push(11, DCX_WR_RDMA_WRITE, false);
+    uint64_t s2 = push(12, DCX_WR_RDMA_READ, true);
+    push(13, DCX_WR_SEND, false);
+    EXPECT_TRUE(dcx_mlx5_ring_full(&ring));
+    EXPECT_EQ(4u, dcx_mlx5_ring_outstanding(&ring));
+
+    /* the signalled READ retires itself and the two WRs before it */
+    ASSERT_EQ(DCX_MLX5_CQE_REPORT,
+              dcx_mlx5_ring_cqe(&ring, s2, IBV_WC_SUCCESS, 0x77, &wc));
+    EXPECT_EQ(12u, wc.wr_id);
+    EXPECT_EQ(DCX_WC_SUCCESS, wc.status);
+    EXPECT_EQ(DCX_WC_RDMA_READ, wc.opcode);
+    EXPECT_EQ(0x77u, wc.qp_num);
+    EXPECT_EQ(1u, dcx_mlx5_ring_outstanding(&ring));
+    EXPECT_FALSE(dcx_mlx5_ring_full(&ring));
+
+    /* a second CQE for the same WR (or an older one) is stale */
+    EXPECT_EQ(DCX_MLX5_CQE_DROP,
+              dcx_mlx5_ring_cqe(&ring, s2, IBV_WC_SUCCESS, 0x77, &wc));
+    EXPECT_EQ(DCX_MLX5_CQE_DROP,
+              dcx_mlx5_ring_cqe(&ring, s0, IBV_WC_SUCCESS, 0x77, &wc));
+    /* and so is one not yet posted */
+    EXPECT_EQ(DCX_MLX5_CQE_DROP,
+              dcx_mlx5_ring_cqe(&ring, ring.head, IBV_WC_SUCCESS, 0x77, &wc));
+}
+
+TEST_F(mlx5_ring, slots_wrap_around)
+{
+    for (uint64_t i = 0; i < 20; ++i) {
+        uint64_t s = push(100 + i, DCX_WR_SEND, true);
+        ASSERT_EQ(DCX_MLX5_CQE_REPORT,
+                  dcx_mlx5_ring_cqe(&ring, s, IBV_WC_SUCCESS, 1, &wc));
+        EXPECT_EQ(100 + i, wc.wr_id);
+    }
+    EXPECT_EQ(0u, dcx_mlx5_ring_outstanding(&ring));
+}
+
+TEST_F(mlx5_ring, error_then_remaining_wrs_flush_in_order)
+{
+    push(1, DCX_WR_SEND, false);
+    uint64_t bad = push(2, DCX_WR_ATOMIC_FADD, false);
+    push(3, DCX_WR_RDMA_WRITE, true);
+    push(4, DCX_WR_SEND_IMM, false);
+
+    /* an unsignalled WR can fail: its error CQE names it */
+    ASSERT_EQ(DCX_MLX5_CQE_FAILED,
+              dcx_mlx5_ring_cqe(&ring, bad, IBV_WC_REM_ACCESS_ERR, 9, &wc));
+    EXPECT_EQ(2u, wc.wr_id);
+    EXPECT_EQ(DCX_WC_REM_ACCESS_ERR, wc.status);
+    EXPECT_EQ(9u, wc.qp_num);
+
+    /* the hardware's flush CQE for WR 3 is not reported by itself */
+    EXPECT_EQ(DCX_MLX5_CQE_FLUSHED,
+              dcx_mlx5_ring_cqe(&ring, bad + 1, IBV_WC_WR_FLUSH_ERR, 9, &wc));
+
+    /* every remaining WR, signalled or not, is flushed in posting order */
+    ASSERT_EQ(1, dcx_mlx5_ring_flush_one(&ring, 9, &wc));
+    EXPECT_EQ(3u, wc.wr_id);
+    EXPECT_EQ(DCX_WC_WR_FLUSH_ERR, wc.status);
+    ASSERT_EQ(1, dcx_mlx5_ring_flush_one(&ring, 9, &wc));
+    EXPECT_EQ(4u, wc.wr_id);
+    EXPECT_EQ(0, dcx_mlx5_ring_flush_one(&ring, 9, &wc));
+
+    /* late hardware flush CQEs are now stale */
+    EXPECT_EQ(DCX_MLX5_CQE_DROP,
+              dcx_mlx5_ring_cqe(&ring, bad + 2, IBV_WC_WR_FLUSH_ERR, 9, &wc));
+}
+
+TEST_F(mlx5_ring, posts_in_error_count_against_the_depth)
+{
+    push(1, DCX_WR_SEND, true);
+    push(2, DCX_WR_SEND, true);
+    push(3, DCX_WR_SEND, true);
+    push(4, DCX_WR_SEND, true);
+    EXPECT_TRUE(dcx_mlx5_ring_full(&ring));
+    ASSERT_EQ(1, dcx_mlx5_ring_flush_one(&ring, 9, &wc));
+    EXPECT_EQ(1u, wc.wr_id);
+    EXPECT_FALSE(dcx_mlx5_ring_full(&ring));
+}
+
+TEST_F(mlx5_ring, reset_forgets_everything_and_old_cqes_are_stale)
+{
+    uint64_t s = push(1, DCX_WR_SEND, true);
+
+    push(2, DCX_WR_SEND, true);
+    dcx_mlx5_ring_reset(&ring);
+    EXPECT_EQ(0u, dcx_mlx5_ring_outstanding(&ring));
+    EXPECT_EQ(0, dcx_mlx5_ring_flush_one(&ring, 9, &wc));
+    EXPECT_EQ(DCX_MLX5_CQE_DROP,
+              dcx_mlx5_ring_cqe(&ring, s, IBV_WC_SUCCESS, 9, &wc));
+    /* new WRs keep counting up */
+    EXPECT_EQ(s + 2, push(3, DCX_WR_SEND, true));
+}
+
+TEST_F(mlx5_ring, completions_of_another_dci_range_are_stale)
+{
+    dcx_mlx5_ring_t other;
+
+    /* a destroyed DCI's QP number may be reused: its sequence range is not */
+    ASSERT_EQ(0, dcx_mlx5_ring_init(&other, 4, kBase + (1ull << 40)));
+    push(1, DCX_WR_SEND, true);
+    uint64_t s = dcx_mlx5_ring_push(&other, 50, DCX_WR_SEND, true);
+    EXPECT_EQ(DCX_MLX5_CQE_DROP,
+              dcx_mlx5_ring_cqe(&ring, s, IBV_WC_SUCCESS, 9, &wc));
+    EXPECT_EQ(DCX_MLX5_CQE_DROP,
+              dcx_mlx5_ring_cqe(&other, kBase, IBV_WC_SUCCESS, 9, &wc));
+    dcx_mlx5_ring_cleanup(&other);
+}
