@@ -234,7 +234,9 @@ for p in "${progs[@]}"; do
             failed=$((failed + 1))
             keep=1
             echo "FAIL $label ${dt}s  $reason  (log: $log)"
-            grep -v -E 'UCX +(INFO|DIAG)' "$log" | tail -n 12 | sed 's/^/   | /'
+            # the first UCX warnings/errors usually say why, then the tail
+            grep -E 'UCX +(WARN|ERROR)' "$log" | head -n 4 | sed 's/^/   | /'
+            grep -v -E 'UCX +(INFO|DIAG|WARN|ERROR)' "$log" | tail -n 8 | sed 's/^/   | /'
         fi
     done
 done
