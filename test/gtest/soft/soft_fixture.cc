@@ -1,6 +1,7 @@
 #include "soft_fixture.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -292,6 +293,16 @@ int target_main(shared_area *sh)
             }
             __atomic_store_n(&sh->posted_more, want, __ATOMIC_RELEASE);
         }
+        if (sh->kill_port && !sh->port_killed) {
+            dcx_soft_fault_t f;
+            memset(&f, 0, sizeof(f));
+            f.type   = DCX_SOFT_FAULT_KILL_PORT;
+            f.opcode = -1;
+            if (dcx_soft_fault_inject(n.dev, &f) != 0) {
+                return 1;
+            }
+            __atomic_store_n(&sh->port_killed, 1, __ATOMIC_RELEASE);
+        }
         if (sh->tp.mode == TARGET_POLL) {
             target_poll(n, sh);
         } else {
@@ -303,6 +314,32 @@ int target_main(shared_area *sh)
     dcx_soft_stats(n.dev, &sh->stats);
     n.close();
     return 0;
+}
+
+static int g_log_lines;
+
+static void count_log(dcx_log_level_t, const char *, int, const char *msg)
+{
+    ++g_log_lines;
+    if (getenv("SOFT_TEST_SHOW_LOG") != nullptr) {
+        fprintf(stderr, "[captured] %s\n", msg);
+    }
+}
+
+log_counter::log_counter()
+{
+    g_log_lines = 0;
+    dcx_log_set_handler(count_log, DCX_LOG_WARN);
+}
+
+log_counter::~log_counter()
+{
+    dcx_log_set_handler(nullptr, DCX_LOG_WARN);
+}
+
+int log_counter::lines() const
+{
+    return g_log_lines;
 }
 
 static unsigned test_counter;

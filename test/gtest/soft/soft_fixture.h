@@ -18,6 +18,8 @@ extern "C" {
 #include <string>
 #include <vector>
 #include <sys/types.h>
+#include <string.h>
+#include <unistd.h>
 
 namespace soft_test {
 
@@ -46,6 +48,8 @@ struct shared_area {
     volatile uint32_t go;         /* generic start signal */
     volatile uint32_t post_more;  /* ask the target to post receives */
     volatile uint32_t posted_more;
+    volatile uint32_t kill_port;  /* target kills its port (fault) */
+    volatile uint32_t port_killed;
     volatile uint32_t child_done[8];
     uint8_t           addr[DCX_DEV_ADDR_MAX];
     uint32_t          addr_len;
@@ -118,6 +122,65 @@ protected:
     std::string           fabric;
     std::vector<pid_t>    children;
     std::vector<pid_t>    killed;
+};
+
+
+/* Counts log lines while alive: bad flows check that one line was logged. */
+struct log_counter {
+    log_counter();
+    ~log_counter();
+    int lines() const;
+};
+
+/* A target child and an initiator in the test process. */
+class soft_xproc : public soft {
+protected:
+    void start()
+    {
+        start_target();
+        ASSERT_EQ(0, open_initiator(ini));
+        ASSERT_EQ(0, ini.reg(lbuf.data(), lbuf.size(),
+                             DCX_ACCESS_LOCAL_WRITE, &lmr));
+    }
+
+    /* posts one WR and waits for its completion */
+    dcx_wc_t run(dcx_send_wr_t wr)
+    {
+        dcx_wc_t wc;
+        memset(&wc, 0xff, sizeof(wc));
+        int ret = dcx_qp_post_send(ini.dci, &wr);
+        EXPECT_EQ(0, ret);
+        if (ret == 0) {
+            EXPECT_EQ(1, ini.poll(&wc, 1, 20.0));
+        }
+        return wc;
+    }
+
+    dcx_sge_t lsge(size_t off, uint32_t len)
+    {
+        dcx_sge_t s;
+        s.addr   = (uint64_t)(uintptr_t)(lbuf.data() + off);
+        s.length = len;
+        s.lkey   = lmr->lkey;
+        return s;
+    }
+
+    /* waits until the target recorded n receive completions */
+    bool wait_recv(uint32_t n, double timeout = 20.0)
+    {
+        double end = now_s() + timeout;
+        while (__atomic_load_n(&sh->n_wc, __ATOMIC_ACQUIRE) < n) {
+            if (now_s() > end) {
+                return false;
+            }
+            usleep(100);
+        }
+        return true;
+    }
+
+    node                 ini;
+    dcx_mr_t            *lmr = nullptr;
+    std::vector<uint8_t> lbuf = std::vector<uint8_t>(8u << 20);
 };
 
 } // namespace soft_test

@@ -9,22 +9,6 @@
 
 using namespace soft_test;
 
-namespace {
-
-/* Log capture: tests on bad flows check that one line was logged. */
-int g_log_lines;
-void count_log(dcx_log_level_t, const char *, int, const char *)
-{
-    ++g_log_lines;
-}
-
-struct log_counter {
-    log_counter()  { g_log_lines = 0; dcx_log_set_handler(count_log, DCX_LOG_WARN); }
-    ~log_counter() { dcx_log_set_handler(nullptr, DCX_LOG_WARN); }
-    int lines() const { return g_log_lines; }
-};
-
-} // namespace
 
 TEST_F(soft, caps)
 {
@@ -199,55 +183,7 @@ TEST_F(soft, ah_bad_flow)
 /* ------------------------------------------------------------------------
  * Two processes
  * ------------------------------------------------------------------------ */
-class soft_xproc : public soft {
-protected:
-    void start()
-    {
-        start_target();
-        ASSERT_EQ(0, open_initiator(ini));
-        ASSERT_EQ(0, ini.reg(lbuf.data(), lbuf.size(),
-                             DCX_ACCESS_LOCAL_WRITE, &lmr));
-    }
 
-    /* posts one WR and waits for its completion */
-    dcx_wc_t run(dcx_send_wr_t wr)
-    {
-        dcx_wc_t wc;
-        memset(&wc, 0xff, sizeof(wc));
-        int ret = dcx_qp_post_send(ini.dci, &wr);
-        EXPECT_EQ(0, ret);
-        if (ret == 0) {
-            EXPECT_EQ(1, ini.poll(&wc, 1, 20.0));
-        }
-        return wc;
-    }
-
-    dcx_sge_t lsge(size_t off, uint32_t len)
-    {
-        dcx_sge_t s;
-        s.addr   = (uint64_t)(uintptr_t)(lbuf.data() + off);
-        s.length = len;
-        s.lkey   = lmr->lkey;
-        return s;
-    }
-
-    /* waits until the target recorded n receive completions */
-    bool wait_recv(uint32_t n, double timeout = 20.0)
-    {
-        double end = now_s() + timeout;
-        while (__atomic_load_n(&sh->n_wc, __ATOMIC_ACQUIRE) < n) {
-            if (now_s() > end) {
-                return false;
-            }
-            usleep(100);
-        }
-        return true;
-    }
-
-    node                 ini;
-    dcx_mr_t            *lmr = nullptr;
-    std::vector<uint8_t> lbuf = std::vector<uint8_t>(8u << 20);
-};
 
 TEST_F(soft_xproc, send_recv_sizes)
 {

@@ -1,0 +1,654 @@
+/*
+ * Soft device: remote and local errors, DCI error state and recovery, RNR,
+ * send queue accounting, limits, ordering.
+ */
+#include "soft_fixture.h"
+
+using namespace soft_test;
+
+namespace {
+
+void fill(uint8_t *p, size_t n, uint8_t seed)
+{
+    for (size_t i = 0; i < n; ++i) {
+        p[i] = (uint8_t)(i * 31 + seed);
+    }
+}
+
+bool all_zero(const uint8_t *p, size_t n)
+{
+    for (size_t i = 0; i < n; ++i) {
+        if (p[i] != 0) {
+            return false;
+        }
+    }
+    return true;
+}
+
+} // namespace
+
+TEST_F(soft_xproc, write_bad_rkey_bad_flow)
+{
+    start();
+    fill(lbuf.data(), 4096, 1);
+    dcx_sge_t s = lsge(0, 4096);
+    dcx_send_wr_t wr = make_wr(DCX_WR_RDMA_WRITE, 1, &s, 1, ini, sh);
+    wr.rkey ^= 0x5500;
+    dcx_wc_t wc = run(wr);
+    EXPECT_EQ(DCX_WC_REM_ACCESS_ERR, wc.status);
+    EXPECT_EQ(1u, wc.wr_id);
+    EXPECT_EQ(DCX_QPS_ERR, ini.dci->state);
+    EXPECT_TRUE(all_zero(sh->buf, 4096));
+
+    /* later posts are flushed, signalled or not */
+    wr = make_wr(DCX_WR_RDMA_WRITE, 2, &s, 1, ini, sh);
+    wr.flags = 0;
+    wc = run(wr);
+    EXPECT_EQ(DCX_WC_WR_FLUSH_ERR, wc.status);
+    EXPECT_EQ(2u, wc.wr_id);
+
+    /* recover and reuse */
+    ASSERT_EQ(0, dcx_qp_recover(ini.dci));
+    EXPECT_EQ(DCX_QPS_RTS, ini.dci->state);
+    wr = make_wr(DCX_WR_RDMA_WRITE, 3, &s, 1, ini, sh);
+    wc = run(wr);
+    EXPECT_EQ(DCX_WC_SUCCESS, wc.status);
+    EXPECT_EQ(0, memcmp(sh->buf, lbuf.data(), 4096));
+    EXPECT_TRUE(stop_children());
+    EXPECT_GE(sh->stats.remote_access_errors, 1u);
+}
+
+TEST_F(soft_xproc, write_bounds_bad_flow)
+{
+    start();
+    dcx_sge_t s = lsge(0, 128);
+    fill(lbuf.data(), 128, 2);
+    /* last 64 bytes inside the MR, then past its end */
+    dcx_send_wr_t wr = make_wr(DCX_WR_RDMA_WRITE, 1, &s, 1, ini, sh);
+    wr.remote_addr += BUF_SIZE - 64;
+    dcx_wc_t wc = run(wr);
+    EXPECT_EQ(DCX_WC_REM_ACCESS_ERR, wc.status);
+    EXPECT_TRUE(all_zero(sh->buf + BUF_SIZE - 64, 64));
+
+    ASSERT_EQ(0, dcx_qp_recover(ini.dci));
+    wr = make_wr(DCX_WR_RDMA_WRITE, 2, &s, 1, ini, sh);
+    wr.remote_addr += BUF_SIZE - 128;
+    wc = run(wr);
+    EXPECT_EQ(DCX_WC_SUCCESS, wc.status);
+    EXPECT_EQ(0, memcmp(sh->buf + BUF_SIZE - 128, lbuf.data(), 128));
+    EXPECT_TRUE(stop_children());
+}
+
+TEST_F(soft_xproc, access_flags_bad_flow)
+{
+    start();
+    dcx_sge_t s = lsge(0, 64);
+    fill(lbuf.data(), 64, 3);
+    /* MR registered for remote read only: write and atomic refused */
+    dcx_send_wr_t wr = make_wr(DCX_WR_RDMA_WRITE, 1, &s, 1, ini, sh);
+    wr.rkey = sh->rkey_ro;
+    EXPECT_EQ(DCX_WC_REM_ACCESS_ERR, run(wr).status);
+    EXPECT_TRUE(all_zero(sh->buf, 64));
+    ASSERT_EQ(0, dcx_qp_recover(ini.dci));
+
+    dcx_sge_t s8 = lsge(0, 8);
+    wr = make_wr(DCX_WR_ATOMIC_FADD, 2, &s8, 1, ini, sh);
+    wr.rkey        = sh->rkey_ro;
+    wr.compare_add = 1;
+    EXPECT_EQ(DCX_WC_REM_ACCESS_ERR, run(wr).status);
+    EXPECT_TRUE(all_zero(sh->buf, 8));
+    ASSERT_EQ(0, dcx_qp_recover(ini.dci));
+
+    /* but reads through it work */
+    memcpy(sh->buf + 256, "read-only", 9);
+    s  = lsge(1024, 9);
+    wr = make_wr(DCX_WR_RDMA_READ, 3, &s, 1, ini, sh);
+    wr.rkey         = sh->rkey_ro;
+    wr.remote_addr += 256;
+    EXPECT_EQ(DCX_WC_SUCCESS, run(wr).status);
+    EXPECT_EQ(0, memcmp(lbuf.data() + 1024, "read-only", 9));
+    EXPECT_TRUE(stop_children());
+}
+
+TEST_F(soft_xproc, dct_access_bad_flow)
+{
+    sh->tp.dct_access = DCX_ACCESS_REMOTE_READ;   /* no remote write */
+    start();
+    dcx_sge_t s = lsge(0, 64);
+    dcx_send_wr_t wr = make_wr(DCX_WR_RDMA_WRITE, 1, &s, 1, ini, sh);
+    EXPECT_EQ(DCX_WC_REM_ACCESS_ERR, run(wr).status);
+    ASSERT_EQ(0, dcx_qp_recover(ini.dci));
+    wr = make_wr(DCX_WR_RDMA_READ, 2, &s, 1, ini, sh);
+    EXPECT_EQ(DCX_WC_SUCCESS, run(wr).status);
+    EXPECT_TRUE(stop_children());
+}
+
+TEST_F(soft_xproc, read_bad_rkey_bad_flow)
+{
+    start();
+    dcx_sge_t s = lsge(0, 64);
+    memset(lbuf.data(), 0xab, 64);
+    dcx_send_wr_t wr = make_wr(DCX_WR_RDMA_READ, 1, &s, 1, ini, sh);
+    wr.rkey += 0x100;
+    EXPECT_EQ(DCX_WC_REM_ACCESS_ERR, run(wr).status);
+    /* nothing was written into the local buffer */
+    for (int i = 0; i < 64; ++i) {
+        ASSERT_EQ(0xab, lbuf[i]);
+    }
+    ASSERT_EQ(0, dcx_qp_recover(ini.dci));
+    wr = make_wr(DCX_WR_RDMA_READ, 2, &s, 1, ini, sh);
+    wr.remote_addr += BUF_SIZE - 32;   /* crosses the end */
+    EXPECT_EQ(DCX_WC_REM_ACCESS_ERR, run(wr).status);
+    EXPECT_TRUE(stop_children());
+}
+
+TEST_F(soft_xproc, atomic_misaligned_bad_flow)
+{
+    start();
+    dcx_sge_t s = lsge(0, 8);
+    const dcx_wr_opcode_t ops[] = { DCX_WR_ATOMIC_FADD, DCX_WR_ATOMIC_CSWAP,
+                                    DCX_WR_ATOMIC_MASKED_FADD,
+                                    DCX_WR_ATOMIC_MASKED_CSWAP };
+    for (dcx_wr_opcode_t op : ops) {
+        dcx_send_wr_t wr = make_wr(op, op, &s, 1, ini, sh);
+        wr.remote_addr += 4;   /* 4-aligned, not 8-aligned */
+        wr.atomic_size  = 8;
+        wr.compare_add  = 1;
+        wr.compare_mask = ~0ull;
+        wr.swap_mask    = ~0ull;
+        EXPECT_EQ(DCX_WC_REM_INV_REQ_ERR, run(wr).status) << op;
+        ASSERT_EQ(0, dcx_qp_recover(ini.dci));
+    }
+    /* masked 32-bit at a 2-byte offset */
+    dcx_send_wr_t wr = make_wr(DCX_WR_ATOMIC_MASKED_FADD, 9, &s, 1, ini, sh);
+    wr.remote_addr += 2;
+    wr.atomic_size  = 4;
+    EXPECT_EQ(DCX_WC_REM_INV_REQ_ERR, run(wr).status);
+    EXPECT_TRUE(all_zero(sh->buf, 16));
+    EXPECT_TRUE(stop_children());
+}
+
+TEST_F(soft_xproc, masked_atomics)
+{
+    start();
+    dcx_sge_t s = lsge(0, 8);
+    uint64_t *t64 = (uint64_t*)(sh->buf + 128);
+    uint32_t *t32 = (uint32_t*)(sh->buf + 256);
+
+    /* masked FADD 64: two 32-bit fields, carry stops at bit 31 */
+    *t64 = 0x00000001ffffffffull;
+    dcx_send_wr_t wr = make_wr(DCX_WR_ATOMIC_MASKED_FADD, 1, &s, 1, ini, sh);
+    wr.remote_addr += 128;
+    wr.atomic_size  = 8;
+    wr.compare_add  = 0x0000000100000001ull;
+    wr.compare_mask = 0x8000000080000000ull;
+    dcx_wc_t wc = run(wr);
+    EXPECT_EQ(DCX_WC_SUCCESS, wc.status);
+    EXPECT_EQ(DCX_WC_MASKED_FETCH_ADD, wc.opcode);
+    EXPECT_EQ(0x00000001ffffffffull, *(uint64_t*)lbuf.data());
+    EXPECT_EQ(0x0000000200000000ull, *t64);
+
+    /* masked CSWAP 64: compare low byte only, swap high half only */
+    *t64 = 0x11223344556677aaull;
+    wr = make_wr(DCX_WR_ATOMIC_MASKED_CSWAP, 2, &s, 1, ini, sh);
+    wr.remote_addr += 128;
+    wr.atomic_size  = 8;
+    wr.compare_add  = 0xaa;
+    wr.compare_mask = 0xff;
+    wr.swap         = 0xdeadbeef00000000ull;
+    wr.swap_mask    = 0xffffffff00000000ull;
+    wc = run(wr);
+    EXPECT_EQ(DCX_WC_SUCCESS, wc.status);
+    EXPECT_EQ(DCX_WC_MASKED_COMP_SWAP, wc.opcode);
+    EXPECT_EQ(0x11223344556677aaull, *(uint64_t*)lbuf.data());
+    EXPECT_EQ(0xdeadbeef556677aaull, *t64);
+
+    /* compare mismatch: unchanged */
+    wr.compare_add = 0xbb;
+    wc = run(wr);
+    EXPECT_EQ(DCX_WC_SUCCESS, wc.status);
+    EXPECT_EQ(0xdeadbeef556677aaull, *t64);
+
+    /* 32-bit: masked FADD on 4 byte fields, result is 4 bytes */
+    *t32 = 0x01ff02ff;
+    memset(lbuf.data(), 0xee, 8);
+    wr = make_wr(DCX_WR_ATOMIC_MASKED_FADD, 3, &s, 1, ini, sh);
+    wr.remote_addr += 256;
+    wr.atomic_size  = 4;
+    wr.compare_add  = 0x01010101;
+    wr.compare_mask = 0x80808080;
+    wc = run(wr);
+    EXPECT_EQ(DCX_WC_SUCCESS, wc.status);
+    EXPECT_EQ(4u, wc.byte_len);
+    EXPECT_EQ(0x01ff02ffu, *(uint32_t*)lbuf.data());
+    EXPECT_EQ(0xeeu, lbuf[4]);   /* only 4 bytes written */
+    EXPECT_EQ(0x02000300u, *t32);
+
+    /* 32-bit masked CSWAP */
+    *t32 = 0xcafe0001;
+    wr = make_wr(DCX_WR_ATOMIC_MASKED_CSWAP, 4, &s, 1, ini, sh);
+    wr.remote_addr += 256;
+    wr.atomic_size  = 4;
+    wr.compare_add  = 0x0001;
+    wr.compare_mask = 0xffff;
+    wr.swap         = 0x0000beef;
+    wr.swap_mask    = 0x0000ffff;
+    wc = run(wr);
+    EXPECT_EQ(DCX_WC_SUCCESS, wc.status);
+    EXPECT_EQ(0xcafe0001u, *(uint32_t*)lbuf.data());
+    EXPECT_EQ(0xcafebeefu, *t32);
+    EXPECT_TRUE(stop_children());
+}
+
+TEST_F(soft_xproc, atomic_size_bad_flow)
+{
+    start();
+    log_counter logs;
+    dcx_sge_t s = lsge(0, 8);
+    dcx_send_wr_t wr = make_wr(DCX_WR_ATOMIC_MASKED_FADD, 1, &s, 1, ini, sh);
+    wr.atomic_size = 2;
+    EXPECT_EQ(EINVAL, dcx_qp_post_send(ini.dci, &wr));
+    s.length = 4;
+    wr = make_wr(DCX_WR_ATOMIC_FADD, 1, &s, 1, ini, sh);
+    EXPECT_EQ(EINVAL, dcx_qp_post_send(ini.dci, &wr));
+    EXPECT_EQ(2, logs.lines());
+    EXPECT_TRUE(stop_children());
+}
+
+TEST_F(soft_xproc, send_too_long_bad_flow)
+{
+    sh->tp.recv_size = 1000;
+    start();
+    dcx_sge_t s = lsge(0, 1001);
+    dcx_send_wr_t wr = make_wr(DCX_WR_SEND, 1, &s, 1, ini, sh);
+    EXPECT_EQ(DCX_WC_REM_INV_REQ_ERR, run(wr).status);
+    ASSERT_TRUE(wait_recv(1));
+    EXPECT_EQ(DCX_WC_LOC_LEN_ERR, sh->wc[0].status);
+    EXPECT_EQ(0u, sh->wc[0].wr_id);
+
+    ASSERT_EQ(0, dcx_qp_recover(ini.dci));
+    s  = lsge(0, 1000);
+    wr = make_wr(DCX_WR_SEND, 2, &s, 1, ini, sh);
+    EXPECT_EQ(DCX_WC_SUCCESS, run(wr).status);
+    ASSERT_TRUE(wait_recv(2));
+    EXPECT_EQ(DCX_WC_SUCCESS, sh->wc[1].status);
+    EXPECT_EQ(1000u, sh->wc[1].byte_len);
+    EXPECT_TRUE(stop_children());
+}
+
+TEST_F(soft_xproc, bad_lkey_bad_flow)
+{
+    start();
+    dcx_sge_t s = lsge(0, 64);
+    s.lkey += 0x300;
+    dcx_send_wr_t wr = make_wr(DCX_WR_RDMA_WRITE, 1, &s, 1, ini, sh);
+    EXPECT_EQ(DCX_WC_LOC_PROT_ERR, run(wr).status);
+    ASSERT_EQ(0, dcx_qp_recover(ini.dci));
+    /* local range past the MR */
+    s = lsge(lbuf.size() - 8, 64);
+    wr = make_wr(DCX_WR_RDMA_READ, 2, &s, 1, ini, sh);
+    EXPECT_EQ(DCX_WC_LOC_PROT_ERR, run(wr).status);
+    EXPECT_TRUE(stop_children());
+}
+
+TEST_F(soft_xproc, dc_key_mismatch_bad_flow)
+{
+    start();
+    dcx_sge_t s = lsge(0, 64);
+    dcx_send_wr_t wr = make_wr(DCX_WR_RDMA_WRITE, 1, &s, 1, ini, sh);
+    wr.dest.dc_key ^= 1;
+    double t0 = now_s();
+    EXPECT_EQ(DCX_WC_RETRY_EXC_ERR, run(wr).status);
+    EXPECT_LT(now_s() - t0, 5.0);
+    EXPECT_TRUE(all_zero(sh->buf, 64));
+    ASSERT_EQ(0, dcx_qp_recover(ini.dci));
+    wr = make_wr(DCX_WR_RDMA_WRITE, 2, &s, 1, ini, sh);
+    EXPECT_EQ(DCX_WC_SUCCESS, run(wr).status);
+    EXPECT_TRUE(stop_children());
+    EXPECT_EQ(sh->tp.limits.retry_cnt + 1, sh->stats.dc_key_violations);
+}
+
+TEST_F(soft_xproc, bad_dctn_bad_flow)
+{
+    start();
+    dcx_sge_t s = lsge(0, 64);
+    dcx_send_wr_t wr = make_wr(DCX_WR_SEND, 1, &s, 1, ini, sh);
+    wr.dest.dctn += 77;
+    double t0 = now_s();
+    EXPECT_EQ(DCX_WC_RETRY_EXC_ERR, run(wr).status);
+    EXPECT_LT(now_s() - t0, 5.0);
+    dcx_soft_stats_t st;
+    ASSERT_EQ(0, dcx_soft_stats(ini.dev, &st));
+    EXPECT_EQ(sh->tp.limits.retry_cnt, st.retransmits);
+    EXPECT_TRUE(stop_children());
+    EXPECT_GE(sh->stats.bad_dctn_drops, 1u);
+    EXPECT_EQ(0u, sh->n_wc);
+}
+
+TEST_F(soft_xproc, rnr_then_success)
+{
+    sh->tp.nrecv = 0;
+    start();
+    dcx_sge_t s = lsge(0, 100);
+    fill(lbuf.data(), 100, 9);
+    dcx_send_wr_t wr = make_wr(DCX_WR_SEND, 1, &s, 1, ini, sh);
+    ASSERT_EQ(0, dcx_qp_post_send(ini.dci, &wr));
+    dcx_wc_t wc;
+    EXPECT_EQ(0, ini.poll(&wc, 1, 0.1));   /* RNR: retried, not done */
+    __atomic_store_n(&sh->post_more, 1, __ATOMIC_RELEASE);
+    ASSERT_EQ(1, ini.poll(&wc, 1, 20.0));
+    EXPECT_EQ(DCX_WC_SUCCESS, wc.status);
+    ASSERT_TRUE(wait_recv(1));
+    EXPECT_EQ(0, memcmp(recv_buf(sh, sh->wc[0].wr_id), lbuf.data(), 100));
+    dcx_soft_stats_t st;
+    ASSERT_EQ(0, dcx_soft_stats(ini.dev, &st));
+    EXPECT_GE(st.rnr_retries, 1u);
+    EXPECT_TRUE(stop_children());
+    EXPECT_GE(sh->stats.rnr_naks_sent, 1u);
+}
+
+TEST_F(soft_xproc, rnr_exceeded_bad_flow)
+{
+    sh->tp.nrecv = 0;
+    start();
+    ini.close();
+    ASSERT_EQ(0, ini.open(fabric.c_str(), &sh->tp.limits));
+    ASSERT_EQ(0, ini.make_dci(16, 64, 0, 2 /* rnr_retry */));
+    ASSERT_EQ(0, ini.connect(sh->addr, sh->addr_len));
+    ASSERT_EQ(0, ini.reg(lbuf.data(), 4096, DCX_ACCESS_LOCAL_WRITE, &lmr));
+    dcx_sge_t s = lsge(0, 10);
+    dcx_send_wr_t wr = make_wr(DCX_WR_SEND, 1, &s, 1, ini, sh);
+    EXPECT_EQ(DCX_WC_RNR_RETRY_EXC_ERR, run(wr).status);
+    dcx_soft_stats_t st;
+    ASSERT_EQ(0, dcx_soft_stats(ini.dev, &st));
+    EXPECT_EQ(2u, st.rnr_retries);
+    EXPECT_TRUE(stop_children());
+    EXPECT_EQ(3u, sh->stats.rnr_naks_sent);
+}
+
+TEST_F(soft_xproc, write_imm)
+{
+    start();
+    fill(lbuf.data(), 3000, 4);
+    dcx_sge_t s = lsge(0, 3000);
+    dcx_send_wr_t wr = make_wr(DCX_WR_RDMA_WRITE_IMM, 1, &s, 1, ini, sh);
+    wr.remote_addr += 8192;
+    wr.imm          = 0x12345678;
+    dcx_wc_t wc = run(wr);
+    EXPECT_EQ(DCX_WC_SUCCESS, wc.status);
+    EXPECT_EQ(DCX_WC_RDMA_WRITE, wc.opcode);
+    ASSERT_TRUE(wait_recv(1));
+    EXPECT_EQ(DCX_WC_SUCCESS, sh->wc[0].status);
+    EXPECT_EQ(DCX_WC_RECV_RDMA_WITH_IMM, sh->wc[0].opcode);
+    EXPECT_TRUE(sh->wc[0].flags & DCX_WC_FLAG_WITH_IMM);
+    EXPECT_EQ(0x12345678u, sh->wc[0].imm);
+    EXPECT_EQ(ini.dci->qp_num, sh->wc[0].src_qp);
+    EXPECT_EQ(0, memcmp(sh->buf + 8192, lbuf.data(), 3000));
+    EXPECT_TRUE(stop_children());
+}
+
+TEST_F(soft_xproc, sq_full_enomem)
+{
+    start();
+    ini.close();
+    ASSERT_EQ(0, ini.open(fabric.c_str(), &sh->tp.limits));
+    ASSERT_EQ(0, ini.make_dci(4));
+    ASSERT_EQ(0, ini.connect(sh->addr, sh->addr_len));
+    ASSERT_EQ(0, ini.reg(lbuf.data(), 4096, DCX_ACCESS_LOCAL_WRITE, &lmr));
+    dcx_sge_t s = lsge(0, 8);
+    dcx_send_wr_t wr = make_wr(DCX_WR_RDMA_WRITE, 0, &s, 1, ini, sh);
+    wr.flags = 0;
+    for (int i = 0; i < 3; ++i) {
+        ASSERT_EQ(0, dcx_qp_post_send(ini.dci, &wr));
+    }
+    wr.flags = DCX_SEND_SIGNALED;
+    wr.wr_id = 3;
+    ASSERT_EQ(0, dcx_qp_post_send(ini.dci, &wr));
+    EXPECT_EQ(ENOMEM, dcx_qp_post_send(ini.dci, &wr));
+    /* completed on the wire but not retired until the CQE is polled */
+    usleep(20000);
+    dcx_dev_progress(ini.dev);
+    EXPECT_EQ(ENOMEM, dcx_qp_post_send(ini.dci, &wr));
+    dcx_wc_t wc;
+    ASSERT_EQ(1, ini.poll(&wc, 1));
+    EXPECT_EQ(3u, wc.wr_id);
+    /* one signalled CQE retired the three unsignalled WRs too */
+    for (int i = 0; i < 4; ++i) {
+        wr.wr_id = 10 + i;
+        wr.flags = (i == 3) ? DCX_SEND_SIGNALED : 0;
+        EXPECT_EQ(0, dcx_qp_post_send(ini.dci, &wr)) << i;
+    }
+    ASSERT_EQ(1, ini.poll(&wc, 1));
+    EXPECT_EQ(13u, wc.wr_id);
+    EXPECT_TRUE(stop_children());
+}
+
+TEST_F(soft_xproc, set_error_flush_recover)
+{
+    sh->tp.nrecv = 0;   /* sends wait for receives (RNR) */
+    start();
+    dcx_sge_t s = lsge(0, 8);
+    dcx_send_wr_t wr = make_wr(DCX_WR_SEND, 0, &s, 1, ini, sh);
+    for (int i = 0; i < 4; ++i) {
+        wr.wr_id = i;
+        wr.flags = (i == 1) ? 0 : DCX_SEND_SIGNALED;
+        ASSERT_EQ(0, dcx_qp_post_send(ini.dci, &wr));
+    }
+    ASSERT_EQ(0, dcx_qp_set_error(ini.dci));
+    EXPECT_EQ(DCX_QPS_ERR, ini.dci->state);
+    dcx_wc_t wc[8];
+    ASSERT_EQ(4, ini.poll(wc, 4));
+    for (int i = 0; i < 4; ++i) {
+        EXPECT_EQ((uint64_t)i, wc[i].wr_id);   /* in post order, all of them */
+        EXPECT_EQ(DCX_WC_WR_FLUSH_ERR, wc[i].status);
+    }
+    /* unpolled completions are discarded by the recovery */
+    wr.wr_id = 9;
+    ASSERT_EQ(0, dcx_qp_post_send(ini.dci, &wr));
+    ASSERT_EQ(0, dcx_qp_recover(ini.dci));
+    EXPECT_EQ(0, ini.poll(wc, 1, 0.05));
+
+    __atomic_store_n(&sh->post_more, 1, __ATOMIC_RELEASE);
+    wr.wr_id = 10;
+    dcx_wc_t w1 = run(wr);
+    EXPECT_EQ(DCX_WC_SUCCESS, w1.status);
+    EXPECT_EQ(10u, w1.wr_id);
+    EXPECT_TRUE(stop_children());
+}
+
+TEST_F(soft_xproc, limits_inline_sge_bad_flow)
+{
+    sh->tp.limits.max_inline = 64;
+    start_target();
+    ASSERT_EQ(0, ini.open(fabric.c_str(), &sh->tp.limits));
+    ASSERT_EQ(0, ini.make_cq());
+    EXPECT_EQ(64u, dcx_dev_caps(ini.dev)->max_inline);
+    dcx_qp_t *qp;
+    dcx_qp_attr_t qattr;
+    memset(&qattr, 0, sizeof(qattr));
+    qattr.type        = DCX_QPT_DCI;
+    qattr.send_cq     = ini.cq;
+    qattr.max_send_wr = 8;
+    qattr.max_inline  = 65;
+    {
+        log_counter logs;
+        EXPECT_EQ(EINVAL, dcx_qp_create(ini.pd, &qattr, &qp));
+        EXPECT_EQ(1, logs.lines());
+    }
+    ASSERT_EQ(0, ini.make_dci(16, 64, 0, 0, 2));
+    ASSERT_EQ(0, ini.connect(sh->addr, sh->addr_len));
+    ASSERT_EQ(0, ini.reg(lbuf.data(), 4096, DCX_ACCESS_LOCAL_WRITE, &lmr));
+    dcx_sge_t s[3] = { lsge(0, 40), lsge(100, 25), lsge(200, 1) };
+    dcx_send_wr_t wr = make_wr(DCX_WR_RDMA_WRITE, 1, s, 2, ini, sh);
+    wr.flags |= DCX_SEND_INLINE;
+    {
+        log_counter logs;
+        EXPECT_EQ(EINVAL, dcx_qp_post_send(ini.dci, &wr));   /* 65 > 64 */
+        wr.num_sge = 3;                                       /* > 2 sge */
+        EXPECT_EQ(EINVAL, dcx_qp_post_send(ini.dci, &wr));
+        wr.opcode = DCX_WR_OPCODE_LAST;
+        EXPECT_EQ(EINVAL, dcx_qp_post_send(ini.dci, &wr));
+        EXPECT_EQ(3, logs.lines());
+    }
+    /* inline data is copied at post: the buffer may change right after */
+    fill(lbuf.data(), 300, 5);
+    std::vector<uint8_t> expect(lbuf.begin(), lbuf.begin() + 40);
+    expect.insert(expect.end(), lbuf.begin() + 100, lbuf.begin() + 124);
+    s[1].length = 24;
+    wr = make_wr(DCX_WR_RDMA_WRITE, 2, s, 2, ini, sh);
+    wr.flags |= DCX_SEND_INLINE;
+    ASSERT_EQ(0, dcx_qp_post_send(ini.dci, &wr));
+    memset(lbuf.data(), 0, 300);
+    dcx_wc_t wc;
+    ASSERT_EQ(1, ini.poll(&wc, 1));
+    EXPECT_EQ(DCX_WC_SUCCESS, wc.status);
+    EXPECT_EQ(0, memcmp(sh->buf, expect.data(), 64));
+    EXPECT_TRUE(stop_children());
+}
+
+TEST_F(soft_xproc, small_mtu_multi_sge)
+{
+    sh->tp.limits.mtu = 1024;
+    start();
+    EXPECT_EQ(1024u, dcx_dev_caps(ini.dev)->mtu);
+    fill(lbuf.data(), 20000, 6);
+    dcx_sge_t s[3] = { lsge(0, 5000), lsge(5000, 1), lsge(5001, 4000) };
+    dcx_send_wr_t wr = make_wr(DCX_WR_SEND, 1, s, 3, ini, sh);
+    EXPECT_EQ(DCX_WC_SUCCESS, run(wr).status);
+    ASSERT_TRUE(wait_recv(1));
+    EXPECT_EQ(9001u, sh->wc[0].byte_len);
+    EXPECT_EQ(0, memcmp(recv_buf(sh, sh->wc[0].wr_id), lbuf.data(), 9001));
+    /* read into 3 sges */
+    s[0] = lsge(100000, 3000);
+    s[1] = lsge(200000, 3000);
+    s[2] = lsge(300000, 3001);
+    wr = make_wr(DCX_WR_RDMA_READ, 2, s, 3, ini, sh);
+    wr.remote_addr = (uint64_t)(uintptr_t)recv_buf(sh, sh->wc[0].wr_id);
+    EXPECT_EQ(DCX_WC_SUCCESS, run(wr).status);
+    EXPECT_EQ(0, memcmp(lbuf.data() + 100000, lbuf.data(), 3000));
+    EXPECT_EQ(0, memcmp(lbuf.data() + 200000, lbuf.data() + 3000, 3000));
+    EXPECT_EQ(0, memcmp(lbuf.data() + 300000, lbuf.data() + 6000, 3001));
+    EXPECT_TRUE(stop_children());
+}
+
+TEST_F(soft_xproc, fence_and_rd_atomic)
+{
+    start();
+    ini.close();
+    ASSERT_EQ(0, ini.open(fabric.c_str(), &sh->tp.limits));
+    dcx_qp_attr_t qattr;
+    memset(&qattr, 0, sizeof(qattr));
+    ASSERT_EQ(0, ini.make_cq());
+    qattr.type          = DCX_QPT_DCI;
+    qattr.send_cq       = ini.cq;
+    qattr.max_send_wr   = 64;
+    qattr.max_send_sge  = 1;
+    qattr.max_rd_atomic = 1;
+    ASSERT_EQ(0, dcx_qp_create(ini.pd, &qattr, &ini.dci));
+    EXPECT_EQ(1u, ini.dci->max_rd_atomic);
+    ASSERT_EQ(0, ini.connect(sh->addr, sh->addr_len));
+    ASSERT_EQ(0, ini.reg(lbuf.data(), lbuf.size(), DCX_ACCESS_LOCAL_WRITE,
+                         &lmr));
+    /* READ of the old value, then a FENCEd WRITE over it */
+    memset(sh->buf, 0x11, 50000);
+    memset(lbuf.data(), 0x22, 50000);
+    dcx_sge_t rs = lsge(1u << 20, 50000), ws = lsge(0, 50000);
+    dcx_send_wr_t rd = make_wr(DCX_WR_RDMA_READ, 1, &rs, 1, ini, sh);
+    dcx_send_wr_t wr = make_wr(DCX_WR_RDMA_WRITE, 2, &ws, 1, ini, sh);
+    wr.flags |= DCX_SEND_FENCE;
+    ASSERT_EQ(0, dcx_qp_post_send(ini.dci, &rd));
+    ASSERT_EQ(0, dcx_qp_post_send(ini.dci, &wr));
+    /* several atomics beyond max_rd_atomic=1 all complete, in order */
+    dcx_sge_t as[8];
+    for (int i = 0; i < 8; ++i) {
+        as[i] = lsge(2u << 20 | (i * 8), 8);
+        dcx_send_wr_t a = make_wr(DCX_WR_ATOMIC_FADD, 10 + i, &as[i], 1, ini,
+                                  sh);
+        a.remote_addr += 100000;
+        a.compare_add  = 1;
+        ASSERT_EQ(0, dcx_qp_post_send(ini.dci, &a));
+    }
+    dcx_wc_t wc[10];
+    ASSERT_EQ(10, ini.poll(wc, 10));
+    EXPECT_EQ(1u, wc[0].wr_id);
+    EXPECT_EQ(2u, wc[1].wr_id);
+    for (int i = 0; i < 10; ++i) {
+        EXPECT_EQ(DCX_WC_SUCCESS, wc[i].status);
+        if (i >= 2) {
+            EXPECT_EQ((uint64_t)(8 + i), wc[i].wr_id);
+            EXPECT_EQ((uint64_t)(i - 2),
+                      *(uint64_t*)(lbuf.data() + (2u << 20) + (i - 2) * 8));
+        }
+    }
+    for (int i = 0; i < 50000; ++i) {
+        ASSERT_EQ(0x11, lbuf[(1u << 20) + i]);
+        ASSERT_EQ(0x22, sh->buf[i]);
+    }
+    EXPECT_TRUE(stop_children());
+}
+
+TEST_F(soft_xproc, two_destinations_in_order)
+{
+    start();
+    /* the initiator also serves a DCT: loopback is a second destination */
+    ASSERT_EQ(0, ini.make_target(0x77, DCX_ACCESS_REMOTE_WRITE));
+    uint8_t myaddr[DCX_DEV_ADDR_MAX];
+    size_t len = sizeof(myaddr);
+    ASSERT_EQ(0, dcx_dev_port_addr(ini.dev, myaddr, &len));
+    dcx_ah_t *self_ah;
+    ASSERT_EQ(0, dcx_ah_create(ini.pd, myaddr, len, &self_ah));
+    std::vector<uint8_t> mine(1 << 16);
+    dcx_mr_t *mymr;
+    ASSERT_EQ(0, ini.reg(mine.data(), mine.size(),
+                         DCX_ACCESS_LOCAL_WRITE | DCX_ACCESS_REMOTE_WRITE,
+                         &mymr));
+    fill(lbuf.data(), 1 << 16, 8);
+    dcx_sge_t s = lsge(0, 1000);
+    for (int i = 0; i < 20; ++i) {
+        dcx_send_wr_t wr = make_wr(DCX_WR_RDMA_WRITE, i, &s, 1, ini, sh);
+        wr.remote_addr += i * 1000;
+        if (i % 2) {
+            wr.dest.ah     = self_ah;
+            wr.dest.dctn   = ini.dct->qp_num;
+            wr.dest.dc_key = 0x77;
+            wr.rkey        = mymr->rkey;
+            wr.remote_addr = (uint64_t)(uintptr_t)mine.data() + i * 1000;
+        }
+        ASSERT_EQ(0, dcx_qp_post_send(ini.dci, &wr));
+    }
+    dcx_wc_t wc[20];
+    ASSERT_EQ(20, ini.poll(wc, 20));
+    for (int i = 0; i < 20; ++i) {
+        EXPECT_EQ((uint64_t)i, wc[i].wr_id);
+        EXPECT_EQ(DCX_WC_SUCCESS, wc[i].status);
+        const uint8_t *dst = (i % 2) ? mine.data() + i * 1000 :
+                                       sh->buf + i * 1000;
+        EXPECT_EQ(0, memcmp(dst, lbuf.data(), 1000)) << i;
+    }
+    EXPECT_EQ(0, dcx_ah_destroy(self_ah));
+    EXPECT_TRUE(stop_children());
+}
+
+TEST_F(soft_xproc, cq_overrun_bad_flow)
+{
+    start();
+    ini.close();
+    ASSERT_EQ(0, ini.open(fabric.c_str(), &sh->tp.limits));
+    ASSERT_EQ(0, ini.make_cq(2));
+    ASSERT_EQ(0, ini.make_dci(16));
+    ASSERT_EQ(0, ini.connect(sh->addr, sh->addr_len));
+    ASSERT_EQ(0, ini.reg(lbuf.data(), 4096, DCX_ACCESS_LOCAL_WRITE, &lmr));
+    dcx_sge_t s = lsge(0, 8);
+    log_counter logs;
+    for (int i = 0; i < 4; ++i) {
+        dcx_send_wr_t wr = make_wr(DCX_WR_RDMA_WRITE, i, &s, 1, ini, sh);
+        ASSERT_EQ(0, dcx_qp_post_send(ini.dci, &wr));
+    }
+    double end = now_s() + 10;
+    while ((ini.dci->state != DCX_QPS_ERR) && (now_s() < end)) {
+        usleep(1000);   /* the helper progresses while we do not poll */
+    }
+    EXPECT_EQ(DCX_QPS_ERR, ini.dci->state);
+    EXPECT_EQ(1, logs.lines());
+    EXPECT_TRUE(stop_children());
+}
