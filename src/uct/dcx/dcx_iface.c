@@ -1,1 +1,1206 @@
-/* dcx transport: written by the transport work; placeholder so the module builds. */
+/*
+ * dcx transport: the interface (DCT, SRQ, CQs, receive path, progress,
+ * attributes, configuration) and the registration of the "dcx" tl.
+ */
+#ifdef HAVE_CONFIG_H
+#  include "config.h"
+#endif
+
+#include "dcx.inl"
+
+#include <ucs/debug/log.h>
+#include <ucs/sys/math.h>
+#include <ucs/sys/string.h>
+#include <ucs/sys/sys.h>
+#include <ucs/arch/cpu.h>
+#include <string.h>
+#include <stdlib.h>
+
+
+#define UCT_DCX_RX_HDR_SPACE  16   /* rx element bytes before the headroom */
+
+
+static ucs_config_field_t uct_dcx_iface_config_table[] = {
+    {"", "", NULL,
+     ucs_offsetof(uct_dcx_iface_config_t, super),
+     UCS_CONFIG_TYPE_TABLE(uct_iface_config_table)},
+
+    {"NUM_DCI", "16",
+     "Number of DCIs (initiator queues) in the pool of each interface; one more\n"
+     "is created for control messages. 1 .. 1023, and at most what the device\n"
+     "offers.",
+     ucs_offsetof(uct_dcx_iface_config_t, num_dci), UCS_CONFIG_TYPE_UINT},
+
+    {"DCI_POLICY", "dcs_quota",
+     "How endpoints get a DCI:\n"
+     " dcs       - an endpoint holds a DCI from the pool while it has work in\n"
+     "             flight, and gives it back when everything completed.\n"
+     " dcs_quota - like dcs, but an endpoint that sent QUOTA operations gives\n"
+     "             its DCI up when other endpoints wait for one.\n"
+     " rand      - every endpoint is hashed onto a fixed DCI that it shares\n"
+     "             with others.",
+     ucs_offsetof(uct_dcx_iface_config_t, policy),
+     UCS_CONFIG_TYPE_ENUM(uct_dcx_policy_names)},
+
+    {"QUOTA", "32",
+     "With DCI_POLICY=dcs_quota: operations an endpoint may post on its DCI\n"
+     "before yielding it to a waiting endpoint.",
+     ucs_offsetof(uct_dcx_iface_config_t, quota), UCS_CONFIG_TYPE_UINT},
+
+    {"TX_QUEUE_LEN", "128",
+     "Send queue length of each DCI (work requests in flight).",
+     ucs_offsetof(uct_dcx_iface_config_t, tx_queue_len), UCS_CONFIG_TYPE_UINT},
+
+    {"RX_QUEUE_LEN", "512",
+     "Receive buffers posted to the shared receive queue of the DCT.",
+     ucs_offsetof(uct_dcx_iface_config_t, rx_queue_len), UCS_CONFIG_TYPE_UINT},
+
+    {"SEG_SIZE", "8k",
+     "Size of a send/receive buffer: the largest bcopy message, and the largest\n"
+     "active message of any kind.",
+     ucs_offsetof(uct_dcx_iface_config_t, seg_size), UCS_CONFIG_TYPE_MEMUNITS},
+
+    {"FC_WND", "64",
+     "Flow control window: active messages an endpoint may have unconsumed at\n"
+     "its peer. Half-way through it asks the peer for more credits. Should be\n"
+     "at most RX_QUEUE_LEN of the peer divided by the number of senders to\n"
+     "rule out receiver-not-ready retries. 1 .. 32767.",
+     ucs_offsetof(uct_dcx_iface_config_t, fc_wnd), UCS_CONFIG_TYPE_UINT},
+
+    {"DC_KEY", "0x1ee7dc",
+     "DC access key. The DCT of an interface accepts only requests carrying\n"
+     "the same key; peers with another key see a transport retry timeout.",
+     ucs_offsetof(uct_dcx_iface_config_t, dc_key), UCS_CONFIG_TYPE_ULONG},
+
+    {"TIMEOUT", "1s",
+     "Transport retry timeout of a DCI (rounded up to 4.096us * 2^n).",
+     ucs_offsetof(uct_dcx_iface_config_t, timeout), UCS_CONFIG_TYPE_TIME},
+
+    {"RETRY_COUNT", "7",
+     "Transport retries before a DCI reports the peer unreachable (0 .. 7).",
+     ucs_offsetof(uct_dcx_iface_config_t, retry_count), UCS_CONFIG_TYPE_UINT},
+
+    {"RNR_RETRY_COUNT", "7",
+     "Retries when the peer has no receive buffer (0 .. 7; 7 = forever).\n"
+     "Flow control normally keeps this from happening.",
+     ucs_offsetof(uct_dcx_iface_config_t, rnr_retry), UCS_CONFIG_TYPE_UINT},
+
+    {"RNR_TIMER", "1ms",
+     "How long a sender waits before retrying a receiver-not-ready request\n"
+     "(minimum RNR NAK timer of the DCT).",
+     ucs_offsetof(uct_dcx_iface_config_t, rnr_timer), UCS_CONFIG_TYPE_TIME},
+
+    {"SIGNAL_PERIOD", "0",
+     "With DCI_POLICY=rand: request a completion every this many work\n"
+     "requests (0 = half the send queue). Lent DCIs (dcs policies) signal\n"
+     "every work request, to return to the pool as soon as they drain.",
+     ucs_offsetof(uct_dcx_iface_config_t, sig_period), UCS_CONFIG_TYPE_UINT},
+
+    {"TX_MAX_BUFS", "inf",
+     "Maximum number of registered send buffers (bcopy, fetch results).",
+     ucs_offsetof(uct_dcx_iface_config_t, tx_max_bufs), UCS_CONFIG_TYPE_UINT},
+
+    {NULL}
+};
+
+
+/* verbs encoding of a transport timeout: 4.096us * 2^n */
+static uint8_t uct_dcx_timeout_exp_of(double seconds)
+{
+    double  t = 4.096e-6;
+    uint8_t n = 0;
+
+    while ((t < seconds) && (n < 31)) {
+        t *= 2;
+        n++;
+    }
+    return n;
+}
+
+/* verbs encoding of the minimum RNR NAK timer: the smallest code whose delay
+ * is at least the one asked for */
+static uint8_t uct_dcx_rnr_timer_of(double seconds)
+{
+    static const double ms[32] = {
+        655.36, 0.01, 0.02, 0.03, 0.04, 0.06, 0.08, 0.12, 0.16, 0.24, 0.32,
+        0.48, 0.64, 0.96, 1.28, 1.92, 2.56, 3.84, 5.12, 7.68, 10.24, 15.36,
+        20.48, 30.72, 40.96, 61.44, 81.92, 122.88, 163.84, 245.76, 327.68,
+        491.52
+    };
+    uint8_t code;
+
+    for (code = 1; code < 32; ++code) {
+        if (ms[code] * 1e-3 >= seconds) {
+            return code;
+        }
+    }
+    return 0;
+}
+
+
+/* ---------------------------------------------------------------------------
+ * Status mapping
+ * ------------------------------------------------------------------------- */
+
+ucs_status_t uct_dcx_status(dcx_wc_status_t status)
+{
+    switch (status) {
+    case DCX_WC_SUCCESS:
+        return UCS_OK;
+    case DCX_WC_RETRY_EXC_ERR:
+    case DCX_WC_RNR_RETRY_EXC_ERR:
+        /* peer dead, unknown DCT or DC key mismatch */
+        return UCS_ERR_ENDPOINT_TIMEOUT;
+    case DCX_WC_REM_ACCESS_ERR:
+    case DCX_WC_REM_INV_REQ_ERR:
+    case DCX_WC_REM_OP_ERR:
+        /* the peer refused: UCP treats it as a failure of that peer */
+        return UCS_ERR_CONNECTION_RESET;
+    case DCX_WC_WR_FLUSH_ERR:
+        return UCS_ERR_CANCELED;
+    default:
+        return UCS_ERR_IO_ERROR;
+    }
+}
+
+
+/* ---------------------------------------------------------------------------
+ * Registered memory pools
+ * ------------------------------------------------------------------------- */
+
+typedef struct uct_dcx_chunk {
+    ucs_list_link_t  list;
+    dcx_mr_t        *mr;
+    void            *base;
+} uct_dcx_chunk_t;
+
+static ucs_status_t uct_dcx_mp_chunk_alloc(ucs_mpool_t *mp, size_t *size_p,
+                                           void **chunk_p)
+{
+    uct_dcx_iface_t *iface = *(uct_dcx_iface_t**)ucs_mpool_priv(mp);
+    size_t size            = ucs_align_up(sizeof(uct_dcx_chunk_t) + *size_p,
+                                          ucs_get_page_size());
+    uct_dcx_chunk_t *chunk;
+    void *base;
+    dcx_mr_t *mr;
+    int ret;
+
+    ret = posix_memalign(&base, ucs_get_page_size(), size);
+    if (ret != 0) {
+        ucs_error("dcx: failed to allocate %zu bytes for %s", size,
+                  ucs_mpool_name(mp));
+        return UCS_ERR_NO_MEMORY;
+    }
+
+    ret = dcx_mr_reg(iface->pd, base, size, DCX_ACCESS_LOCAL_WRITE, &mr);
+    if (ret != 0) {
+        ucs_error("dcx: %s: failed to register %zu bytes for %s: %s",
+                  dcx_dev_name(iface->dev), size, ucs_mpool_name(mp),
+                  strerror(ret));
+        free(base);
+        return UCS_ERR_IO_ERROR;
+    }
+
+    chunk       = base;
+    chunk->mr   = mr;
+    chunk->base = base;
+    ucs_list_add_tail(&iface->chunks, &chunk->list);
+    *chunk_p    = chunk + 1;
+    *size_p     = size - sizeof(*chunk);
+    return UCS_OK;
+}
+
+static void uct_dcx_mp_chunk_release(ucs_mpool_t *mp, void *ptr)
+{
+    uct_dcx_chunk_t *chunk = (uct_dcx_chunk_t*)ptr - 1;
+
+    ucs_list_del(&chunk->list);
+    dcx_mr_dereg(chunk->mr);
+    free(chunk->base);
+}
+
+static void uct_dcx_tx_obj_init(ucs_mpool_t *mp, void *obj, void *ptr)
+{
+    uct_dcx_chunk_t *chunk    = (uct_dcx_chunk_t*)ptr - 1;
+    uct_dcx_send_desc_t *desc = obj;
+
+    desc->lkey = chunk->mr->lkey;
+}
+
+static void uct_dcx_rx_obj_init(ucs_mpool_t *mp, void *obj, void *ptr)
+{
+    uct_dcx_chunk_t *chunk = (uct_dcx_chunk_t*)ptr - 1;
+
+    ((uct_dcx_recv_desc_t*)obj)->lkey = chunk->mr->lkey;
+}
+
+static ucs_mpool_ops_t uct_dcx_tx_mp_ops = {
+    .chunk_alloc   = uct_dcx_mp_chunk_alloc,
+    .chunk_release = uct_dcx_mp_chunk_release,
+    .obj_init      = uct_dcx_tx_obj_init,
+    .obj_cleanup   = NULL,
+    .obj_str       = NULL
+};
+
+static ucs_mpool_ops_t uct_dcx_rx_mp_ops = {
+    .chunk_alloc   = uct_dcx_mp_chunk_alloc,
+    .chunk_release = uct_dcx_mp_chunk_release,
+    .obj_init      = uct_dcx_rx_obj_init,
+    .obj_cleanup   = NULL,
+    .obj_str       = NULL
+};
+
+static ucs_mpool_ops_t uct_dcx_op_mp_ops = {
+    .chunk_alloc   = ucs_mpool_chunk_malloc,
+    .chunk_release = ucs_mpool_chunk_free,
+    .obj_init      = NULL,
+    .obj_cleanup   = NULL,
+    .obj_str       = NULL
+};
+
+
+/* ---------------------------------------------------------------------------
+ * Peers
+ * ------------------------------------------------------------------------- */
+
+ucs_status_t uct_dcx_iface_peer_ah(uct_dcx_iface_t *iface, const uint8_t *addr,
+                                   size_t len, dcx_ah_t **ah_p)
+{
+    uct_dcx_peer_t *peers;
+    dcx_ah_t *ah;
+    unsigned i;
+    int ret;
+
+    for (i = 0; i < iface->num_peers; ++i) {
+        if ((iface->peers[i].len == len) &&
+            !memcmp(iface->peers[i].addr, addr, len)) {
+            *ah_p = iface->peers[i].ah;
+            return UCS_OK;
+        }
+    }
+
+    if (len > DCX_DEV_ADDR_MAX) {
+        ucs_error("dcx: %s: peer port address of %zu bytes is too long",
+                  dcx_dev_name(iface->dev), len);
+        return UCS_ERR_INVALID_ADDR;
+    }
+
+    ret = dcx_ah_create(iface->pd, addr, len, &ah);
+    if (ret != 0) {
+        ucs_error("dcx: %s: cannot create an address handle for a peer "
+                  "port: %s", dcx_dev_name(iface->dev), strerror(ret));
+        return UCS_ERR_INVALID_ADDR;
+    }
+
+    if (iface->num_peers == iface->max_peers) {
+        peers = ucs_realloc(iface->peers,
+                            sizeof(*peers) * ucs_max(8u, iface->max_peers * 2),
+                            "dcx_peers");
+        if (peers == NULL) {
+            ucs_error("dcx: failed to grow the peer table");
+            dcx_ah_destroy(ah);
+            return UCS_ERR_NO_MEMORY;
+        }
+        iface->peers     = peers;
+        iface->max_peers = ucs_max(8u, iface->max_peers * 2);
+    }
+
+    iface->peers[iface->num_peers].ah  = ah;
+    iface->peers[iface->num_peers].len = len;
+    memcpy(iface->peers[iface->num_peers].addr, addr, len);
+    iface->num_peers++;
+    *ah_p = ah;
+    return UCS_OK;
+}
+
+
+/* ---------------------------------------------------------------------------
+ * Receive path
+ * ------------------------------------------------------------------------- */
+
+static UCS_F_ALWAYS_INLINE uint8_t *
+uct_dcx_rx_wire(uct_dcx_iface_t *iface, void *elem)
+{
+    return UCS_PTR_BYTE_OFFSET(elem, iface->rx_payload_offset);
+}
+
+static void uct_dcx_iface_release_desc(uct_recv_desc_t *self, void *desc)
+{
+    uct_dcx_iface_t *iface = ucs_container_of(self, uct_dcx_iface_t,
+                                              release_desc);
+
+    /* desc = wire + 1 - headroom */
+    ucs_mpool_put_inline(UCS_PTR_BYTE_OFFSET(desc, iface->rx_headroom -
+                                             UCT_DCX_AM_HDR_LEN -
+                                             iface->rx_payload_offset));
+}
+
+static unsigned uct_dcx_iface_post_recv(uct_dcx_iface_t *iface)
+{
+    unsigned count = 0;
+    uct_dcx_recv_desc_t *elem;
+    dcx_sge_t sge;
+    int ret;
+
+    while (iface->rx_posted < iface->rx_queue_len) {
+        elem = ucs_mpool_get_inline(&iface->rx_mp);
+        if (elem == NULL) {
+            break;
+        }
+        sge.addr   = (uintptr_t)uct_dcx_rx_wire(iface, elem);
+        sge.length = iface->config.seg_size;
+        sge.lkey   = elem->lkey;
+        ret = dcx_srq_post_recv(iface->srq, (uintptr_t)elem, &sge, 1);
+        if (ucs_unlikely(ret != 0)) {
+            ucs_mpool_put_inline(elem);
+            if (ret != ENOMEM) {
+                ucs_error("dcx: %s: posting a receive failed: %s",
+                          dcx_dev_name(iface->dev), strerror(ret));
+            }
+            break;
+        }
+        iface->rx_posted++;
+        count++;
+    }
+    return count;
+}
+
+static void uct_dcx_iface_send_grants(uct_dcx_iface_t *iface)
+{
+    uct_dcx_dci_t *dci = &iface->dcis[iface->ctl_dci];
+    uct_dcx_ctl_msg_t msg;
+    uct_dcx_grant_t *grant;
+    dcx_dc_dest_t dest;
+    ucs_status_t status;
+
+    memset(&msg, 0, sizeof(msg));
+    while (!ucs_queue_is_empty(&iface->grant_q)) {
+        grant = ucs_queue_head_elem_non_empty(&iface->grant_q,
+                                              uct_dcx_grant_t, queue);
+        dest.ah     = grant->ah;
+        dest.dctn   = grant->dctn;
+        dest.dc_key = iface->config.dc_key;
+        msg.credits = grant->credits;
+        msg.ep_id   = grant->ep_id;
+        status = uct_dcx_dci_post_ctl(iface, dci, NULL, &dest,
+                                      UCT_DCX_CTL_FC_GRANT, &msg,
+                                      ucs_offsetof(uct_dcx_ctl_msg_t, port),
+                                      NULL);
+        if (status != UCS_OK) {
+            break; /* retried from progress */
+        }
+        ucs_queue_pull_non_empty(&iface->grant_q);
+        ucs_mpool_put_inline(grant);
+    }
+}
+
+static UCS_F_NOINLINE void
+uct_dcx_iface_handle_ctl(uct_dcx_iface_t *iface, uint8_t type,
+                         const uint8_t *data, unsigned length)
+{
+    const uct_dcx_ctl_msg_t *msg = (const uct_dcx_ctl_msg_t*)data;
+    size_t min_len               = ucs_offsetof(uct_dcx_ctl_msg_t, port);
+    uct_dcx_grant_t *grant;
+    ucs_status_t status;
+    dcx_ah_t *ah;
+
+    switch (type) {
+    case UCT_DCX_CTL_NOP:
+        return;
+    case UCT_DCX_CTL_FC_REQ:
+        if ((length < min_len) || (length < min_len + msg->addr_len)) {
+            break;
+        }
+        status = uct_dcx_iface_peer_ah(iface, msg->port, msg->addr_len, &ah);
+        if (status != UCS_OK) {
+            return; /* logged */
+        }
+        grant = ucs_mpool_get_inline(&iface->op_mp);
+        if (grant == NULL) {
+            ucs_error("dcx: out of memory queueing a credit grant");
+            return;
+        }
+        grant->ah      = ah;
+        grant->dctn    = msg->dctn;
+        grant->credits = msg->credits;
+        grant->ep_id   = msg->ep_id;
+        ucs_queue_push(&iface->grant_q, &grant->queue);
+        uct_dcx_iface_send_grants(iface);
+        return;
+    case UCT_DCX_CTL_FC_GRANT:
+        if (length < min_len) {
+            break;
+        }
+        uct_dcx_ep_fc_grant(iface, msg->ep_id, msg->credits);
+        return;
+    default:
+        break;
+    }
+
+    ucs_error("dcx: %s: dropped a malformed control message (type %u, %u "
+              "bytes)", dcx_dev_name(iface->dev), type, length);
+}
+
+static UCS_F_NOINLINE void
+uct_dcx_iface_rx_error(uct_dcx_iface_t *iface, const dcx_wc_t *wc)
+{
+    if (wc->status != DCX_WC_WR_FLUSH_ERR) {
+        ucs_error("dcx: %s: receive completion error: %s (vendor 0x%x)",
+                  dcx_dev_name(iface->dev), dcx_wc_status_str(wc->status),
+                  wc->vendor_err);
+    }
+}
+
+static unsigned uct_dcx_iface_poll_rx(uct_dcx_iface_t *iface)
+{
+    dcx_wc_t wc[UCT_DCX_RX_BATCH];
+    void *elem;
+    uint8_t *wire;
+    ucs_status_t status;
+    int i, n;
+
+    n = dcx_cq_poll(iface->rx_cq, UCT_DCX_RX_BATCH, wc);
+    for (i = 0; i < n; ++i) {
+        elem = (void*)(uintptr_t)wc[i].wr_id;
+        iface->rx_posted--;
+        wire = uct_dcx_rx_wire(iface, elem);
+
+        if (ucs_unlikely((wc[i].status != DCX_WC_SUCCESS) ||
+                         (wc[i].byte_len < UCT_DCX_AM_HDR_LEN))) {
+            uct_dcx_iface_rx_error(iface, &wc[i]);
+            ucs_mpool_put_inline(elem);
+            continue;
+        }
+
+        if (ucs_unlikely(wire[0] >= UCT_AM_ID_MAX)) {
+            if (wire[0] & UCT_DCX_AM_CTL) {
+                uct_dcx_iface_handle_ctl(iface, wire[0] & ~UCT_DCX_AM_CTL,
+                                         wire + 1, wc[i].byte_len - 1);
+            } else {
+                ucs_error("dcx: %s: dropped a message with AM id %u",
+                          dcx_dev_name(iface->dev), wire[0]);
+            }
+            ucs_mpool_put_inline(elem);
+            continue;
+        }
+
+        uct_iface_trace_am(&iface->super, UCT_AM_TRACE_TYPE_RECV, wire[0],
+                           wire + 1, wc[i].byte_len - 1, "RX: AM");
+        status = uct_iface_invoke_am(&iface->super, wire[0], wire + 1,
+                                     wc[i].byte_len - 1,
+                                     UCT_CB_PARAM_FLAG_DESC);
+        if (status == UCS_INPROGRESS) {
+            /* the user keeps the buffer; it comes back through
+             * uct_iface_release_desc() */
+            uct_recv_desc(wire + 1 - iface->rx_headroom) =
+                    &iface->release_desc;
+        } else {
+            ucs_mpool_put_inline(elem);
+        }
+    }
+
+    if (iface->rx_posted < iface->rx_queue_len) {
+        uct_dcx_iface_post_recv(iface);
+    }
+    return n;
+}
+
+
+/* ---------------------------------------------------------------------------
+ * Progress, flush, fence
+ * ------------------------------------------------------------------------- */
+
+void uct_dcx_iface_dispatch(uct_dcx_iface_t *iface)
+{
+    ucs_arbiter_dispatch(&iface->arbiter, 1, uct_dcx_ep_dispatch_cb, iface);
+}
+
+unsigned uct_dcx_iface_progress(uct_iface_h tl_iface)
+{
+    uct_dcx_iface_t *iface = ucs_derived_of(tl_iface, uct_dcx_iface_t);
+    unsigned count;
+
+    count  = uct_dcx_iface_poll_rx(iface);
+    count += uct_dcx_dci_poll_tx(iface);
+
+    if (ucs_unlikely(!ucs_queue_is_empty(&iface->grant_q))) {
+        uct_dcx_iface_send_grants(iface);
+    }
+    uct_dcx_iface_dispatch(iface);
+    return count;
+}
+
+static ucs_status_t uct_dcx_iface_flush(uct_iface_h tl_iface, unsigned flags,
+                                        uct_completion_t *comp)
+{
+    uct_dcx_iface_t *iface = ucs_derived_of(tl_iface, uct_dcx_iface_t);
+    int in_progress        = 0;
+    dcx_dc_dest_t self;
+    uct_dcx_dci_t *dci;
+    unsigned i;
+
+    if (comp != NULL) {
+        ucs_error("dcx: iface_flush with a completion is not supported");
+        return UCS_ERR_UNSUPPORTED;
+    }
+
+    self.ah     = iface->self_ah;
+    self.dctn   = iface->config.dctn;
+    self.dc_key = iface->config.dc_key;
+    for (i = 0; i <= iface->num_dci; ++i) {
+        dci = &iface->dcis[i];
+        if (uct_dcx_dci_is_drained(dci)) {
+            continue;
+        }
+        in_progress = 1;
+        if (dci->sig_sn < dci->sn) {
+            /* unsignalled tail: a signalled no-op behind it */
+            uct_dcx_dci_post_ctl(iface, dci, NULL, &self, UCT_DCX_CTL_NOP,
+                                 NULL, 0, NULL);
+        }
+    }
+
+    if (!ucs_queue_is_empty(&iface->grant_q)) {
+        in_progress = 1;
+    }
+
+    if (in_progress) {
+        UCT_TL_IFACE_STAT_FLUSH_WAIT(&iface->super);
+        return UCS_INPROGRESS;
+    }
+    UCT_TL_IFACE_STAT_FLUSH(&iface->super);
+    return UCS_OK;
+}
+
+static ucs_status_t uct_dcx_iface_fence(uct_iface_h tl_iface, unsigned flags)
+{
+    uct_dcx_iface_t *iface = ucs_derived_of(tl_iface, uct_dcx_iface_t);
+    unsigned i;
+
+    for (i = 0; i < iface->num_dci; ++i) {
+        iface->dcis[i].next_flags |= DCX_SEND_FENCE;
+    }
+    UCT_TL_IFACE_STAT_FENCE(&iface->super);
+    return UCS_OK;
+}
+
+
+/* ---------------------------------------------------------------------------
+ * Addresses and attributes
+ * ------------------------------------------------------------------------- */
+
+static ucs_status_t uct_dcx_iface_get_device_address(uct_iface_h tl_iface,
+                                                     uct_device_addr_t *addr)
+{
+    uct_dcx_iface_t *iface    = ucs_derived_of(tl_iface, uct_dcx_iface_t);
+    uct_dcx_dev_addr_t *daddr = (uct_dcx_dev_addr_t*)addr;
+
+    daddr->len = iface->config.port_len;
+    memcpy(daddr->port, iface->config.port, iface->config.port_len);
+    return UCS_OK;
+}
+
+static ucs_status_t uct_dcx_iface_get_address(uct_iface_h tl_iface,
+                                              uct_iface_addr_t *addr)
+{
+    uct_dcx_iface_t *iface      = ucs_derived_of(tl_iface, uct_dcx_iface_t);
+    uct_dcx_iface_addr_t *iaddr = (uct_dcx_iface_addr_t*)addr;
+
+    iaddr->magic   = UCT_DCX_ADDR_MAGIC;
+    iaddr->version = UCT_DCX_ADDR_VERSION;
+    iaddr->dctn[0] = iface->config.dctn & 0xff;
+    iaddr->dctn[1] = (iface->config.dctn >> 8) & 0xff;
+    iaddr->dctn[2] = (iface->config.dctn >> 16) & 0xff;
+    return UCS_OK;
+}
+
+static int uct_dcx_iface_is_reachable(const uct_iface_h tl_iface,
+                                      const uct_device_addr_t *dev_addr,
+                                      const uct_iface_addr_t *iface_addr)
+{
+    uct_dcx_iface_t *iface             = ucs_derived_of(tl_iface,
+                                                        uct_dcx_iface_t);
+    const uct_dcx_dev_addr_t *daddr    = (const uct_dcx_dev_addr_t*)dev_addr;
+    const uct_dcx_iface_addr_t *iaddr  = (const uct_dcx_iface_addr_t*)
+                                         iface_addr;
+
+    if ((daddr == NULL) || (iaddr == NULL)) {
+        ucs_debug("dcx: unreachable: no device or interface address");
+        return 0;
+    }
+    if ((iaddr->magic != UCT_DCX_ADDR_MAGIC) ||
+        (iaddr->version != UCT_DCX_ADDR_VERSION)) {
+        ucs_debug("dcx: unreachable: not a dcx v%u interface address "
+                  "(magic 0x%x version %u)", UCT_DCX_ADDR_VERSION,
+                  iaddr->magic, iaddr->version);
+        return 0;
+    }
+    if (daddr->len != iface->config.port_len) {
+        ucs_debug("dcx: unreachable: port address of %u bytes, %s uses %u",
+                  daddr->len, dcx_dev_name(iface->dev),
+                  iface->config.port_len);
+        return 0;
+    }
+    return 1;
+}
+
+static void uct_dcx_iface_atomic_caps(uct_dcx_iface_t *iface)
+{
+    uint32_t f = iface->caps->atomic_flags;
+    uint32_t a32 = 0, a64 = 0;
+
+    if (f & DCX_ATOMIC_MASKED_FADD32) {
+        a32 |= UCS_BIT(UCT_ATOMIC_OP_ADD) | UCS_BIT(UCT_ATOMIC_OP_XOR);
+    }
+    if (f & DCX_ATOMIC_MASKED_CSWAP32) {
+        a32 |= UCS_BIT(UCT_ATOMIC_OP_AND) | UCS_BIT(UCT_ATOMIC_OP_OR) |
+               UCS_BIT(UCT_ATOMIC_OP_SWAP) | UCS_BIT(UCT_ATOMIC_OP_CSWAP);
+    }
+    if (f & (DCX_ATOMIC_FADD64 | DCX_ATOMIC_MASKED_FADD64)) {
+        a64 |= UCS_BIT(UCT_ATOMIC_OP_ADD);
+    }
+    if (f & DCX_ATOMIC_MASKED_FADD64) {
+        a64 |= UCS_BIT(UCT_ATOMIC_OP_XOR);
+    }
+    if (f & DCX_ATOMIC_MASKED_CSWAP64) {
+        a64 |= UCS_BIT(UCT_ATOMIC_OP_AND) | UCS_BIT(UCT_ATOMIC_OP_OR) |
+               UCS_BIT(UCT_ATOMIC_OP_SWAP);
+    }
+    if (f & (DCX_ATOMIC_CSWAP64 | DCX_ATOMIC_MASKED_CSWAP64)) {
+        a64 |= UCS_BIT(UCT_ATOMIC_OP_CSWAP);
+    }
+
+    /* swap and cswap exist only as fetching operations in UCT */
+    iface->config.atomic32_fetch = a32;
+    iface->config.atomic64_fetch = a64;
+    iface->config.atomic32_post  = a32 & ~(UCS_BIT(UCT_ATOMIC_OP_SWAP) |
+                                           UCS_BIT(UCT_ATOMIC_OP_CSWAP));
+    iface->config.atomic64_post  = a64 & ~(UCS_BIT(UCT_ATOMIC_OP_SWAP) |
+                                           UCS_BIT(UCT_ATOMIC_OP_CSWAP));
+}
+
+static ucs_status_t uct_dcx_iface_query(uct_iface_h tl_iface,
+                                        uct_iface_attr_t *attr)
+{
+    uct_dcx_iface_t *iface     = ucs_derived_of(tl_iface, uct_dcx_iface_t);
+    const dcx_dev_caps_t *caps = iface->caps;
+    size_t seg                 = iface->config.seg_size;
+    size_t max_inline          = iface->config.max_inline;
+
+    uct_base_iface_query(&iface->super, attr);
+
+    attr->device_addr_len = sizeof(uct_dcx_dev_addr_t) +
+                            iface->config.port_len;
+    attr->iface_addr_len  = sizeof(uct_dcx_iface_addr_t);
+    attr->ep_addr_len     = 0;
+    attr->max_conn_priv   = 0;
+
+    attr->cap.flags = UCT_IFACE_FLAG_CONNECT_TO_IFACE |
+                      UCT_IFACE_FLAG_AM_SHORT |
+                      UCT_IFACE_FLAG_AM_BCOPY |
+                      UCT_IFACE_FLAG_AM_ZCOPY |
+                      UCT_IFACE_FLAG_PUT_SHORT |
+                      UCT_IFACE_FLAG_PUT_BCOPY |
+                      UCT_IFACE_FLAG_PUT_ZCOPY |
+                      UCT_IFACE_FLAG_GET_BCOPY |
+                      UCT_IFACE_FLAG_GET_ZCOPY |
+                      UCT_IFACE_FLAG_PENDING |
+                      UCT_IFACE_FLAG_CB_SYNC |
+                      UCT_IFACE_FLAG_EP_CHECK |
+                      UCT_IFACE_FLAG_ERRHANDLE_PEER_FAILURE;
+    if (iface->config.atomic64_fetch | iface->config.atomic32_fetch) {
+        attr->cap.flags |= UCT_IFACE_FLAG_ATOMIC_DEVICE;
+    }
+
+    attr->cap.atomic32.op_flags  = iface->config.atomic32_post;
+    attr->cap.atomic32.fop_flags = iface->config.atomic32_fetch;
+    attr->cap.atomic64.op_flags  = iface->config.atomic64_post;
+    attr->cap.atomic64.fop_flags = iface->config.atomic64_fetch;
+
+    attr->cap.put.max_short       = max_inline;
+    attr->cap.put.max_bcopy       = seg;
+    attr->cap.put.min_zcopy       = 0;
+    attr->cap.put.max_zcopy       = caps->max_msg_size;
+    attr->cap.put.opt_zcopy_align = UCS_SYS_PCI_MAX_PAYLOAD;
+    attr->cap.put.align_mtu       = caps->mtu;
+    attr->cap.put.max_iov         = iface->config.max_iov;
+
+    attr->cap.get.max_short       = 0;
+    attr->cap.get.max_bcopy       = seg;
+    attr->cap.get.min_zcopy       = 0;
+    attr->cap.get.max_zcopy       = caps->max_msg_size;
+    attr->cap.get.opt_zcopy_align = UCS_SYS_PCI_MAX_PAYLOAD;
+    attr->cap.get.align_mtu       = caps->mtu;
+    attr->cap.get.max_iov         = iface->config.max_iov;
+
+    attr->cap.am.max_short        = ucs_min(max_inline, seg) -
+                                    UCT_DCX_AM_HDR_LEN;
+    attr->cap.am.max_bcopy        = seg - UCT_DCX_AM_HDR_LEN;
+    attr->cap.am.min_zcopy        = 0;
+    attr->cap.am.max_zcopy        = seg - UCT_DCX_AM_HDR_LEN;
+    attr->cap.am.opt_zcopy_align  = UCS_SYS_PCI_MAX_PAYLOAD;
+    attr->cap.am.align_mtu        = caps->mtu;
+    attr->cap.am.max_hdr          = ucs_min((size_t)128, seg - UCT_DCX_AM_HDR_LEN);
+    attr->cap.am.max_iov          = iface->config.max_iov;
+
+    /* Model of the device in use: its one-way latency plus the cost of
+     * looking up the DC destination, its bandwidth, and its posting cost */
+    attr->latency             = ucs_linear_func_make(caps->latency_ns * 1e-9,
+                                                     0);
+    attr->bandwidth.dedicated = 0;
+    attr->bandwidth.shared    = caps->bandwidth_Bps;
+    attr->overhead            = caps->overhead_ns * 1e-9;
+    attr->priority            = 0;
+    return UCS_OK;
+}
+
+
+/* ---------------------------------------------------------------------------
+ * Interface object
+ * ------------------------------------------------------------------------- */
+
+static ucs_status_t
+uct_dcx_iface_check_config(const uct_dcx_iface_config_t *config,
+                           const dcx_dev_caps_t *caps, const char *dev)
+{
+    unsigned max_dci = ucs_min(UCT_DCX_MAX_DCI - 1u, caps->max_dci - 1);
+
+    if ((config->num_dci < 1) || (config->num_dci > max_dci)) {
+        ucs_error("dcx: %s: DCX_NUM_DCI=%u out of range 1..%u", dev,
+                  config->num_dci, max_dci);
+        return UCS_ERR_INVALID_PARAM;
+    }
+    if (config->quota < 1) {
+        ucs_error("dcx: %s: DCX_QUOTA must be at least 1", dev);
+        return UCS_ERR_INVALID_PARAM;
+    }
+    if ((config->tx_queue_len < 2) || (config->tx_queue_len > UINT16_MAX)) {
+        ucs_error("dcx: %s: DCX_TX_QUEUE_LEN=%u out of range 2..%u", dev,
+                  config->tx_queue_len, UINT16_MAX);
+        return UCS_ERR_INVALID_PARAM;
+    }
+    if ((config->rx_queue_len < 2) ||
+        (config->rx_queue_len > caps->max_srq_wr)) {
+        ucs_error("dcx: %s: DCX_RX_QUEUE_LEN=%u out of range 2..%u", dev,
+                  config->rx_queue_len, caps->max_srq_wr);
+        return UCS_ERR_INVALID_PARAM;
+    }
+    if ((config->seg_size < 256) || (config->seg_size > caps->max_msg_size) ||
+        (config->seg_size > UINT32_MAX)) {
+        ucs_error("dcx: %s: DCX_SEG_SIZE=%zu out of range 256..%" PRIu64, dev,
+                  config->seg_size, caps->max_msg_size);
+        return UCS_ERR_INVALID_PARAM;
+    }
+    if ((config->fc_wnd < 1) || (config->fc_wnd > INT16_MAX)) {
+        ucs_error("dcx: %s: DCX_FC_WND=%u out of range 1..%d", dev,
+                  config->fc_wnd, INT16_MAX);
+        return UCS_ERR_INVALID_PARAM;
+    }
+    if (config->retry_count > 7) {
+        ucs_error("dcx: %s: DCX_RETRY_COUNT=%u out of range 0..7", dev,
+                  config->retry_count);
+        return UCS_ERR_INVALID_PARAM;
+    }
+    if (config->rnr_retry > 7) {
+        ucs_error("dcx: %s: DCX_RNR_RETRY_COUNT=%u out of range 0..7", dev,
+                  config->rnr_retry);
+        return UCS_ERR_INVALID_PARAM;
+    }
+    if (!(caps->flags & DCX_CAP_DC)) {
+        ucs_error("dcx: %s: the device has no DC support", dev);
+        return UCS_ERR_UNSUPPORTED;
+    }
+    return UCS_OK;
+}
+
+static ucs_status_t uct_dcx_iface_mpools_init(uct_dcx_iface_t *iface,
+                                              const uct_iface_params_t *params,
+                                              const uct_dcx_iface_config_t *cfg)
+{
+    size_t align, align_offset;
+    ucs_status_t status;
+
+    status = ucs_mpool_init(&iface->tx_mp, sizeof(iface),
+                            sizeof(uct_dcx_send_desc_t) + cfg->seg_size,
+                            sizeof(uct_dcx_send_desc_t), UCS_SYS_CACHE_LINE_SIZE,
+                            128, cfg->tx_max_bufs, &uct_dcx_tx_mp_ops,
+                            "dcx_tx_desc");
+    if (status != UCS_OK) {
+        return status;
+    }
+    *(uct_dcx_iface_t**)ucs_mpool_priv(&iface->tx_mp) = iface;
+
+    status = ucs_mpool_init(&iface->op_mp, 0,
+                            ucs_max(sizeof(uct_dcx_op_t),
+                                    sizeof(uct_dcx_grant_t)),
+                            0, UCS_SYS_CACHE_LINE_SIZE, 256, UINT_MAX,
+                            &uct_dcx_op_mp_ops, "dcx_ops");
+    if (status != UCS_OK) {
+        goto err_tx;
+    }
+
+    /* rx element: [lkey .. ][headroom][AM byte][payload], payload aligned */
+    iface->rx_headroom       = (params->field_mask &
+                                UCT_IFACE_PARAM_FIELD_RX_HEADROOM) ?
+                               params->rx_headroom : 0;
+    iface->rx_payload_offset = UCT_DCX_RX_HDR_SPACE + iface->rx_headroom;
+    status = uct_iface_param_am_alignment(params, cfg->seg_size,
+                                          iface->rx_payload_offset +
+                                          UCT_DCX_AM_HDR_LEN,
+                                          iface->rx_payload_offset +
+                                          UCT_DCX_AM_HDR_LEN,
+                                          &align, &align_offset);
+    if (status != UCS_OK) {
+        goto err_op;
+    }
+
+    status = ucs_mpool_init(&iface->rx_mp, sizeof(iface),
+                            iface->rx_payload_offset + cfg->seg_size,
+                            align_offset, align, 256, UINT_MAX,
+                            &uct_dcx_rx_mp_ops, "dcx_rx_desc");
+    if (status != UCS_OK) {
+        goto err_op;
+    }
+    *(uct_dcx_iface_t**)ucs_mpool_priv(&iface->rx_mp) = iface;
+    return UCS_OK;
+
+err_op:
+    ucs_mpool_cleanup(&iface->op_mp, 0);
+err_tx:
+    ucs_mpool_cleanup(&iface->tx_mp, 0);
+    return status;
+}
+
+static ucs_status_t uct_dcx_iface_create_queues(uct_dcx_iface_t *iface,
+                                                const uct_dcx_iface_config_t
+                                                *cfg)
+{
+    const char *dev = dcx_dev_name(iface->dev);
+    dcx_srq_attr_t srq_attr;
+    dcx_qp_attr_t dct_attr;
+    size_t port_len;
+    int ret;
+
+    ret = dcx_cq_create(iface->dev, (cfg->num_dci + 1) * cfg->tx_queue_len,
+                        &iface->tx_cq);
+    if (ret != 0) {
+        ucs_error("dcx: %s: failed to create the send CQ: %s", dev,
+                  strerror(ret));
+        return UCS_ERR_IO_ERROR;
+    }
+
+    ret = dcx_cq_create(iface->dev, cfg->rx_queue_len, &iface->rx_cq);
+    if (ret != 0) {
+        ucs_error("dcx: %s: failed to create the receive CQ: %s", dev,
+                  strerror(ret));
+        goto err_tx_cq;
+    }
+
+    memset(&srq_attr, 0, sizeof(srq_attr));
+    srq_attr.type    = DCX_SRQ_BASIC;
+    srq_attr.max_wr  = cfg->rx_queue_len;
+    srq_attr.max_sge = 1;
+    srq_attr.cq      = iface->rx_cq;
+    ret = dcx_srq_create(iface->pd, &srq_attr, &iface->srq);
+    if (ret != 0) {
+        ucs_error("dcx: %s: failed to create the SRQ: %s", dev, strerror(ret));
+        goto err_rx_cq;
+    }
+
+    memset(&dct_attr, 0, sizeof(dct_attr));
+    dct_attr.type          = DCX_QPT_DCT;
+    dct_attr.recv_cq       = iface->rx_cq;
+    dct_attr.srq           = iface->srq;
+    dct_attr.dc_key        = iface->config.dc_key;
+    dct_attr.access        = DCX_ACCESS_REMOTE_WRITE | DCX_ACCESS_REMOTE_READ |
+                             DCX_ACCESS_REMOTE_ATOMIC;
+    dct_attr.min_rnr_timer = iface->config.rnr_timer;
+    ret = dcx_qp_create(iface->pd, &dct_attr, &iface->dct);
+    if (ret != 0) {
+        ucs_error("dcx: %s: failed to create the DCT: %s", dev, strerror(ret));
+        goto err_srq;
+    }
+    iface->config.dctn = iface->dct->qp_num;
+
+    port_len = sizeof(iface->config.port);
+    ret      = dcx_dev_port_addr(iface->dev, iface->config.port, &port_len);
+    if ((ret != 0) || (port_len > UINT8_MAX)) {
+        ucs_error("dcx: %s: failed to read the port address: %s", dev,
+                  strerror(ret ? ret : EINVAL));
+        goto err_dct;
+    }
+    iface->config.port_len = port_len;
+
+    ret = dcx_ah_create(iface->pd, iface->config.port, port_len,
+                        &iface->self_ah);
+    if (ret != 0) {
+        ucs_error("dcx: %s: failed to create an address handle to itself: %s",
+                  dev, strerror(ret));
+        goto err_dct;
+    }
+    return UCS_OK;
+
+err_dct:
+    dcx_qp_destroy(iface->dct);
+err_srq:
+    dcx_srq_destroy(iface->srq);
+err_rx_cq:
+    dcx_cq_destroy(iface->rx_cq);
+err_tx_cq:
+    dcx_cq_destroy(iface->tx_cq);
+    return UCS_ERR_IO_ERROR;
+}
+
+static void uct_dcx_iface_destroy_queues(uct_dcx_iface_t *iface)
+{
+    dcx_ah_destroy(iface->self_ah);
+    dcx_qp_destroy(iface->dct);
+    dcx_srq_destroy(iface->srq);
+    dcx_cq_destroy(iface->rx_cq);
+    dcx_cq_destroy(iface->tx_cq);
+}
+
+static uct_iface_internal_ops_t uct_dcx_iface_internal_ops = {
+    .iface_estimate_perf = uct_base_iface_estimate_perf,
+    .iface_vfs_refresh   = (uct_iface_vfs_refresh_func_t)ucs_empty_function,
+    .ep_query            = (uct_ep_query_func_t)
+                           ucs_empty_function_return_unsupported,
+    .ep_invalidate       = (uct_ep_invalidate_func_t)
+                           ucs_empty_function_return_unsupported
+};
+
+static UCS_CLASS_INIT_FUNC(uct_dcx_iface_t, uct_md_h tl_md,
+                           uct_worker_h worker,
+                           const uct_iface_params_t *params,
+                           const uct_iface_config_t *tl_config)
+{
+    uct_dcx_md_t *md                   = ucs_derived_of(tl_md, uct_dcx_md_t);
+    const uct_dcx_iface_config_t *cfg  = ucs_derived_of(tl_config,
+                                                        uct_dcx_iface_config_t);
+    char expected[UCT_DEVICE_NAME_MAX];
+    ucs_status_t status;
+    int ret;
+
+    if (!(params->field_mask & UCT_IFACE_PARAM_FIELD_OPEN_MODE) ||
+        !(params->open_mode & UCT_IFACE_OPEN_MODE_DEVICE)) {
+        ucs_error("dcx: only UCT_IFACE_OPEN_MODE_DEVICE is supported");
+        return UCS_ERR_UNSUPPORTED;
+    }
+
+    ucs_snprintf_zero(expected, sizeof(expected), "%s:1", md->name);
+    if (strcmp(params->mode.device.dev_name, expected)) {
+        ucs_error("dcx: no device '%s' on memory domain %s (it has '%s')",
+                  params->mode.device.dev_name, md->name, expected);
+        return UCS_ERR_NO_DEVICE;
+    }
+
+    UCS_CLASS_CALL_SUPER_INIT(uct_base_iface_t, &uct_dcx_iface_ops,
+                              &uct_dcx_iface_internal_ops, tl_md, worker,
+                              params, tl_config
+                              UCS_STATS_ARG((params->field_mask &
+                                             UCT_IFACE_PARAM_FIELD_STATS_ROOT) ?
+                                            params->stats_root : NULL)
+                              UCS_STATS_ARG(params->mode.device.dev_name));
+
+    self->dev  = md->dev;
+    self->pd   = md->pd;
+    self->caps = dcx_dev_caps(md->dev);
+
+    status = uct_dcx_iface_check_config(cfg, self->caps,
+                                        dcx_dev_name(self->dev));
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    self->policy              = &uct_dcx_policy_ops[cfg->policy];
+    self->config.seg_size     = cfg->seg_size;
+    self->config.quota        = cfg->quota;
+    self->config.dc_key       = cfg->dc_key;
+    self->config.timeout      = uct_dcx_timeout_exp_of(cfg->timeout);
+    self->config.retry_count  = cfg->retry_count;
+    self->config.rnr_retry    = cfg->rnr_retry;
+    self->config.rnr_timer    = uct_dcx_rnr_timer_of(cfg->rnr_timer);
+    self->config.max_iov      = ucs_min((uint32_t)UCT_DCX_MAX_IOV,
+                                        self->caps->max_sge - 1);
+    self->rx_queue_len        = cfg->rx_queue_len;
+    self->rx_posted           = 0;
+    self->fc_wnd              = cfg->fc_wnd;
+    self->fc_thresh           = cfg->fc_wnd / 2;
+    self->dispatch_ep         = NULL;
+    self->next_ep_id          = 0;
+    self->peers               = NULL;
+    self->num_peers           = 0;
+    self->max_peers           = 0;
+    self->release_desc.cb     = uct_dcx_iface_release_desc;
+    ucs_list_head_init(&self->chunks);
+    ucs_list_head_init(&self->ep_list);
+    ucs_queue_head_init(&self->grant_q);
+    ucs_arbiter_init(&self->arbiter);
+    kh_init_inplace(uct_dcx_eps, &self->eps);
+    uct_dcx_iface_atomic_caps(self);
+
+    status = uct_dcx_iface_create_queues(self, cfg);
+    if (status != UCS_OK) {
+        goto err;
+    }
+
+    status = uct_dcx_iface_mpools_init(self, params, cfg);
+    if (status != UCS_OK) {
+        goto err_queues;
+    }
+
+    ret = posix_memalign((void**)&self->scratch, UCS_SYS_CACHE_LINE_SIZE,
+                         UCS_SYS_CACHE_LINE_SIZE);
+    if (ret != 0) {
+        ucs_error("dcx: failed to allocate the atomic scratch buffer");
+        status = UCS_ERR_NO_MEMORY;
+        goto err_mpools;
+    }
+    ret = dcx_mr_reg(self->pd, self->scratch, UCS_SYS_CACHE_LINE_SIZE,
+                     DCX_ACCESS_LOCAL_WRITE, &self->scratch_mr);
+    if (ret != 0) {
+        ucs_error("dcx: %s: failed to register the atomic scratch buffer: %s",
+                  dcx_dev_name(self->dev), strerror(ret));
+        status = UCS_ERR_IO_ERROR;
+        goto err_scratch;
+    }
+
+    status = uct_dcx_dci_pool_init(self, cfg);
+    if (status != UCS_OK) {
+        goto err_scratch_mr;
+    }
+
+    uct_dcx_iface_post_recv(self);
+    if (self->rx_posted < self->rx_queue_len) {
+        ucs_error("dcx: %s: posted only %u of %u receive buffers",
+                  dcx_dev_name(self->dev), self->rx_posted,
+                  self->rx_queue_len);
+        status = UCS_ERR_NO_MEMORY;
+        goto err_pool;
+    }
+
+    ucs_debug("dcx: %s: iface %p DCT 0x%x, %u DCIs x %u WRs, policy %s, "
+              "seg %zu, rx %u, fc window %d", dcx_dev_name(self->dev), self,
+              self->config.dctn, self->num_dci, self->sq_len,
+              self->policy->name, self->config.seg_size, self->rx_queue_len,
+              self->fc_wnd);
+    return UCS_OK;
+
+err_pool:
+    uct_dcx_dci_pool_cleanup(self);
+err_scratch_mr:
+    dcx_mr_dereg(self->scratch_mr);
+err_scratch:
+    free(self->scratch);
+err_mpools:
+    ucs_mpool_cleanup(&self->rx_mp, 0);
+    ucs_mpool_cleanup(&self->op_mp, 0);
+    ucs_mpool_cleanup(&self->tx_mp, 0);
+err_queues:
+    uct_dcx_iface_destroy_queues(self);
+err:
+    kh_destroy_inplace(uct_dcx_eps, &self->eps);
+    ucs_arbiter_cleanup(&self->arbiter);
+    return status;
+}
+
+static UCS_CLASS_CLEANUP_FUNC(uct_dcx_iface_t)
+{
+    uct_dcx_grant_t *grant;
+    unsigned i;
+
+    uct_base_iface_progress_disable(&self->super.super,
+                                    UCT_PROGRESS_SEND | UCT_PROGRESS_RECV);
+
+    if (!ucs_list_is_empty(&self->ep_list)) {
+        ucs_warn("dcx: %s: closing iface %p with %zu endpoints still open",
+                 dcx_dev_name(self->dev), self,
+                 ucs_list_length(&self->ep_list));
+    }
+
+    while (!ucs_queue_is_empty(&self->grant_q)) {
+        grant = ucs_queue_pull_elem_non_empty(&self->grant_q, uct_dcx_grant_t,
+                                              queue);
+        ucs_mpool_put_inline(grant);
+    }
+
+    uct_dcx_dci_pool_cleanup(self);
+    dcx_qp_destroy(self->dct);
+    dcx_srq_destroy(self->srq);
+    for (i = 0; i < self->num_peers; ++i) {
+        dcx_ah_destroy(self->peers[i].ah);
+    }
+    ucs_free(self->peers);
+    dcx_ah_destroy(self->self_ah);
+    dcx_cq_destroy(self->rx_cq);
+    dcx_cq_destroy(self->tx_cq);
+
+    dcx_mr_dereg(self->scratch_mr);
+    free(self->scratch);
+    ucs_mpool_cleanup(&self->rx_mp, 0);
+    ucs_mpool_cleanup(&self->op_mp, 1);
+    ucs_mpool_cleanup(&self->tx_mp, 1);
+    kh_destroy_inplace(uct_dcx_eps, &self->eps);
+    ucs_arbiter_cleanup(&self->arbiter);
+}
+
+UCS_CLASS_DEFINE(uct_dcx_iface_t, uct_base_iface_t);
+static UCS_CLASS_DEFINE_DELETE_FUNC(uct_dcx_iface_t, uct_iface_t);
+static UCS_CLASS_DEFINE_NEW_FUNC(uct_dcx_iface_t, uct_iface_t, uct_md_h,
+                                 uct_worker_h, const uct_iface_params_t*,
+                                 const uct_iface_config_t*);
+
+
+uct_iface_ops_t uct_dcx_iface_ops = {
+    .ep_am_short              = uct_dcx_ep_am_short,
+    .ep_am_short_iov          = uct_dcx_ep_am_short_iov,
+    .ep_am_bcopy              = uct_dcx_ep_am_bcopy,
+    .ep_am_zcopy              = uct_dcx_ep_am_zcopy,
+    .ep_put_short             = uct_dcx_ep_put_short,
+    .ep_put_bcopy             = uct_dcx_ep_put_bcopy,
+    .ep_put_zcopy             = uct_dcx_ep_put_zcopy,
+    .ep_get_bcopy             = uct_dcx_ep_get_bcopy,
+    .ep_get_zcopy             = uct_dcx_ep_get_zcopy,
+    .ep_atomic_cswap64        = uct_dcx_ep_atomic_cswap64,
+    .ep_atomic_cswap32        = uct_dcx_ep_atomic_cswap32,
+    .ep_atomic32_post         = uct_dcx_ep_atomic32_post,
+    .ep_atomic64_post         = uct_dcx_ep_atomic64_post,
+    .ep_atomic32_fetch        = uct_dcx_ep_atomic32_fetch,
+    .ep_atomic64_fetch        = uct_dcx_ep_atomic64_fetch,
+    .ep_pending_add           = uct_dcx_ep_pending_add,
+    .ep_pending_purge         = uct_dcx_ep_pending_purge,
+    .ep_flush                 = uct_dcx_ep_flush,
+    .ep_fence                 = uct_dcx_ep_fence,
+    .ep_check                 = uct_dcx_ep_check,
+    .ep_create                = UCS_CLASS_NEW_FUNC_NAME(uct_dcx_ep_t),
+    .ep_destroy               = UCS_CLASS_DELETE_FUNC_NAME(uct_dcx_ep_t),
+    .iface_flush              = uct_dcx_iface_flush,
+    .iface_fence              = uct_dcx_iface_fence,
+    .iface_progress_enable    = uct_base_iface_progress_enable,
+    .iface_progress_disable   = uct_base_iface_progress_disable,
+    .iface_progress           = uct_dcx_iface_progress,
+    .iface_close              = UCS_CLASS_DELETE_FUNC_NAME(uct_dcx_iface_t),
+    .iface_query              = uct_dcx_iface_query,
+    .iface_get_device_address = uct_dcx_iface_get_device_address,
+    .iface_get_address        = uct_dcx_iface_get_address,
+    .iface_is_reachable       = uct_dcx_iface_is_reachable
+};
+
+
+static ucs_status_t
+uct_dcx_query_tl_devices(uct_md_h tl_md, uct_tl_device_resource_t **devices_p,
+                         unsigned *num_devices_p)
+{
+    uct_dcx_md_t *md = ucs_derived_of(tl_md, uct_dcx_md_t);
+    char name[UCT_DEVICE_NAME_MAX];
+
+    /* One port per device: "<device>:1", as users pass it to -d */
+    ucs_snprintf_zero(name, sizeof(name), "%s:1", md->name);
+    return uct_single_device_resource(tl_md, name, UCT_DEVICE_TYPE_NET,
+                                      UCS_SYS_DEVICE_ID_UNKNOWN, devices_p,
+                                      num_devices_p);
+}
+
+UCT_TL_DEFINE(&uct_dcx_component, dcx, uct_dcx_query_tl_devices,
+              uct_dcx_iface_t, UCT_DCX_CONFIG_PREFIX,
+              uct_dcx_iface_config_table, uct_dcx_iface_config_t);

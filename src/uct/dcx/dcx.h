@@ -1,0 +1,406 @@
+/*
+ * dcx transport: interface, endpoints, DCI pool.
+ *
+ * One interface owns one DCT (fed by one SRQ), a send CQ shared by all of
+ * its DCIs, a receive CQ, and a pool of DCIs.  Endpoints are a destination
+ * (address handle, DCT number) plus, while they have work in flight, a DCI
+ * lent by the pool according to the policy chosen at interface creation.
+ *
+ * Work requests are numbered per DCI (sn, from 1).  The wr_id of every WR is
+ * (sn << 16 | dci index), so a completion names its DCI without a lookup.
+ * Only some WRs are signalled; a signalled completion with sn S retires every
+ * WR of that DCI up to S and fires the queued operations (uct_dcx_op_t) with
+ * sn <= S.
+ *
+ * Wire format of a send: one header byte, then the payload.  Bits 0..4 of the
+ * byte are the AM id, bit 7 marks a control message of the transport (flow
+ * control request/grant, no-op).
+ */
+#ifndef UCT_DCX_H_
+#define UCT_DCX_H_
+
+#include "dcx_md.h"
+#include "dcx_dev.h"
+
+#include <uct/base/uct_iface.h>
+#include <uct/base/uct_md.h>
+#include <ucs/datastruct/arbiter.h>
+#include <ucs/datastruct/mpool.h>
+#include <ucs/datastruct/queue.h>
+#include <ucs/datastruct/khash.h>
+#include <ucs/type/class.h>
+
+#define UCT_DCX_TL_NAME          "dcx"
+#define UCT_DCX_DCI_NONE         UINT16_MAX
+#define UCT_DCX_MAX_DCI          1024      /* pool size limit (16-bit index) */
+#define UCT_DCX_AM_HDR_LEN       1
+#define UCT_DCX_AM_CTL           0x80      /* header bit: control message */
+#define UCT_DCX_WR_SN_SHIFT      16
+#define UCT_DCX_MAX_IOV          8         /* sges per zcopy WR we advertise */
+#define UCT_DCX_RX_BATCH         16        /* completions polled at once */
+#define UCT_DCX_TX_BATCH         16
+#define UCT_DCX_ADDR_MAGIC       0xdc      /* first byte of an iface address */
+#define UCT_DCX_ADDR_VERSION     1
+
+
+/* Control message types (header byte = UCT_DCX_AM_CTL | type) */
+typedef enum {
+    UCT_DCX_CTL_NOP      = 1,  /* flush marker / ep_check probe; dropped */
+    UCT_DCX_CTL_FC_REQ   = 2,  /* sender asks for credits */
+    UCT_DCX_CTL_FC_GRANT = 3   /* receiver grants credits */
+} uct_dcx_ctl_type_t;
+
+
+typedef enum {
+    UCT_DCX_POLICY_DCS,
+    UCT_DCX_POLICY_DCS_QUOTA,
+    UCT_DCX_POLICY_RAND,
+    UCT_DCX_POLICY_LAST
+} uct_dcx_policy_t;
+
+
+typedef struct uct_dcx_iface_config {
+    uct_iface_config_t  super;
+    unsigned            num_dci;
+    int                 policy;         /* uct_dcx_policy_t */
+    unsigned            quota;
+    unsigned            tx_queue_len;
+    unsigned            rx_queue_len;
+    size_t              seg_size;
+    unsigned            fc_wnd;
+    unsigned long       dc_key;
+    double              timeout;        /* seconds */
+    unsigned            retry_count;
+    unsigned            rnr_retry;
+    double              rnr_timer;      /* seconds */
+    unsigned            sig_period;     /* 0 = half the send queue */
+    unsigned            tx_max_bufs;
+} uct_dcx_iface_config_t;
+
+
+/* Packed interface address: what a peer needs besides the device address */
+typedef struct UCS_S_PACKED uct_dcx_iface_addr {
+    uint8_t   magic;        /* UCT_DCX_ADDR_MAGIC */
+    uint8_t   version;      /* UCT_DCX_ADDR_VERSION */
+    uint8_t   dctn[3];      /* DCT number, 24 bits, little endian */
+} uct_dcx_iface_addr_t;
+
+/* Packed device address: the port address of the device */
+typedef struct UCS_S_PACKED uct_dcx_dev_addr {
+    uint8_t   len;
+    uint8_t   port[];
+} uct_dcx_dev_addr_t;
+
+
+typedef struct uct_dcx_iface uct_dcx_iface_t;
+typedef struct uct_dcx_ep    uct_dcx_ep_t;
+typedef struct uct_dcx_op    uct_dcx_op_t;
+
+typedef void (*uct_dcx_op_cb_t)(uct_dcx_iface_t *iface, uct_dcx_op_t *op,
+                                ucs_status_t status);
+
+/* Something to do when the WR numbered sn completes */
+struct uct_dcx_op {
+    ucs_queue_elem_t   queue;
+    uint64_t           sn;
+    uct_dcx_op_cb_t    cb;
+    uct_completion_t  *comp;
+};
+
+/* Registered buffer for bcopy, get-bcopy, fetching atomics, control */
+typedef struct uct_dcx_send_desc {
+    uct_dcx_op_t           op;
+    uint32_t               lkey;
+    uint32_t               length;
+    union {
+        struct {
+            uct_unpack_callback_t  cb;
+            void                  *arg;
+        } unpack;
+        void                      *result;  /* fetch result: user buffer */
+        struct {
+            dcx_ah_t              *ah;       /* control message target */
+            uint32_t               dctn;
+        } ctl;
+    } u;
+    /* data follows, 64-byte aligned */
+} uct_dcx_send_desc_t;
+
+/* Receive buffer: the recv_desc pointer sits right before the user headroom,
+ * where uct_recv_desc() looks for it. */
+typedef struct uct_dcx_recv_desc {
+    uint32_t          lkey;
+    uint32_t          pad;
+    uct_recv_desc_t  *release;
+} uct_dcx_recv_desc_t;
+
+
+/* Control message on the wire (after the header byte) */
+typedef struct UCS_S_PACKED uct_dcx_ctl_msg {
+    uint16_t  credits;      /* FC_GRANT */
+    uint8_t   addr_len;     /* FC_REQ: bytes of port */
+    uint8_t   reserved;
+    uint32_t  dctn;         /* FC_REQ: requester's DCT */
+    uint64_t  ep_id;        /* FC_REQ/FC_GRANT: requester's endpoint */
+    uint8_t   port[DCX_DEV_ADDR_MAX];
+} uct_dcx_ctl_msg_t;
+
+
+enum {
+    UCT_DCX_DCI_FLAG_ERR     = UCS_BIT(0),  /* error seen, recovery due */
+    UCT_DCX_DCI_FLAG_CANCEL  = UCS_BIT(1),  /* put into error to cancel */
+    UCT_DCX_DCI_FLAG_CTL     = UCS_BIT(2),  /* the control DCI */
+    UCT_DCX_DCI_FLAG_BUSY    = UCS_BIT(3),  /* lent out (dcs policies) */
+    UCT_DCX_DCI_FLAG_BROKEN  = UCS_BIT(4)   /* recovery failed: unusable */
+};
+
+typedef struct uct_dcx_dci {
+    dcx_qp_t          *qp;
+    uct_dcx_ep_t      *owner;      /* dcs policies: ep holding this DCI */
+    uint16_t           index;
+    uint16_t           avail;      /* free send queue slots */
+    uint16_t           unsig;      /* WRs posted since the last signalled */
+    uint8_t            next_flags; /* DCX_SEND_FENCE for the next WR */
+    uint8_t            flags;      /* UCT_DCX_DCI_FLAG_* */
+    uint64_t           sn;         /* last posted */
+    uint64_t           done_sn;    /* last retired */
+    uint64_t           sig_sn;     /* last signalled */
+    ucs_queue_head_t   ops;        /* uct_dcx_op_t by increasing sn */
+    uct_dcx_ep_t     **wr_ep;      /* [sn & mask]: ep of each WR in flight */
+} uct_dcx_dci_t;
+
+
+/* A peer port we have an address handle for */
+typedef struct uct_dcx_peer {
+    dcx_ah_t   *ah;
+    uint8_t     len;
+    uint8_t     addr[DCX_DEV_ADDR_MAX];
+} uct_dcx_peer_t;
+
+
+enum {
+    UCT_DCX_EP_FLAG_FAILED      = UCS_BIT(0),
+    UCT_DCX_EP_FLAG_FC_REQ_SENT = UCS_BIT(1),
+    UCT_DCX_EP_FLAG_DCI_WAIT    = UCS_BIT(2)  /* counted in dci_waiters */
+};
+
+struct uct_dcx_ep {
+    uct_base_ep_t        super;
+    dcx_dc_dest_t        dest;
+    uint16_t             dci;        /* UCT_DCX_DCI_NONE if none */
+    uint16_t             flags;
+    int32_t              fc_wnd;     /* AM credits left */
+    int32_t              quota;      /* sends left before yielding */
+    uint64_t             last_sn;    /* sn of this ep's last WR on dci */
+    uint64_t             id;
+    ucs_arbiter_group_t  arb_group;
+    ucs_list_link_t      list;
+};
+
+
+/* Behaviour of the DCI pool, chosen once at interface creation */
+typedef struct uct_dcx_policy_ops {
+    const char   *name;
+    /* ep created: set its initial DCI */
+    void        (*ep_init)(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep);
+    /* ep needs a DCI it does not have: UCS_OK or UCS_ERR_NO_RESOURCE */
+    ucs_status_t (*dci_get)(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep);
+    /* quota of ep ran out: UCS_OK to go on, UCS_ERR_NO_RESOURCE to yield */
+    ucs_status_t (*quota_out)(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep);
+    /* DCI drained (no WR in flight): give it back if the policy lends */
+    void        (*dci_idle)(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci);
+    /* ep goes away or fails: detach it from its DCI */
+    void        (*ep_detach)(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep);
+    int           shared;    /* DCIs are shared between eps */
+} uct_dcx_policy_ops_t;
+
+extern const uct_dcx_policy_ops_t uct_dcx_policy_ops[UCT_DCX_POLICY_LAST];
+extern const char *uct_dcx_policy_names[];
+
+
+KHASH_MAP_INIT_INT64(uct_dcx_eps, uct_dcx_ep_t*);
+
+
+struct uct_dcx_iface {
+    uct_base_iface_t             super;
+    dcx_dev_t                   *dev;
+    dcx_pd_t                    *pd;
+    const dcx_dev_caps_t        *caps;
+    dcx_cq_t                    *tx_cq;
+    dcx_cq_t                    *rx_cq;
+    dcx_srq_t                   *srq;
+    dcx_qp_t                    *dct;
+    const uct_dcx_policy_ops_t  *policy;
+
+    /* DCI pool: dcis[0..num_dci-1] for data, dcis[num_dci] for control */
+    uct_dcx_dci_t               *dcis;
+    uint16_t                     num_dci;
+    uint16_t                     ctl_dci;
+    uint16_t                    *dci_free;    /* stack of free DCIs (dcs) */
+    uint16_t                     dci_free_top;
+    unsigned                     dci_waiters; /* eps refused a DCI */
+    uint16_t                     sq_len;      /* WRs per DCI */
+    uint16_t                     sig_period;
+    uint32_t                     ring_mask;   /* wr_ep ring size - 1 */
+
+    ucs_arbiter_t                arbiter;     /* eps with pending requests */
+    uct_dcx_ep_t                *dispatch_ep; /* ep being dispatched */
+
+    ucs_mpool_t                  tx_mp;       /* uct_dcx_send_desc_t */
+    ucs_mpool_t                  op_mp;       /* bare uct_dcx_op_t */
+    ucs_mpool_t                  rx_mp;       /* receive buffers */
+    ucs_list_link_t              chunks;      /* registered mpool chunks */
+
+    dcx_mr_t                    *scratch_mr;  /* discarded atomic results */
+    uint64_t                    *scratch;
+
+    /* receive side */
+    unsigned                     rx_posted;
+    unsigned                     rx_queue_len;
+    size_t                       rx_headroom;
+    size_t                       rx_payload_offset;  /* elem -> wire data */
+    uct_recv_desc_t              release_desc;
+
+    /* flow control */
+    int32_t                      fc_wnd;
+    int32_t                      fc_thresh;
+    ucs_queue_head_t             grant_q;     /* grants waiting for the ctl DCI */
+
+    /* endpoints */
+    khash_t(uct_dcx_eps)         eps;
+    uint64_t                     next_ep_id;
+    ucs_list_link_t              ep_list;
+
+    /* peers (address handles), and this iface's own */
+    uct_dcx_peer_t              *peers;
+    unsigned                     num_peers;
+    unsigned                     max_peers;
+    dcx_ah_t                    *self_ah;
+
+    struct {
+        size_t                   seg_size;
+        unsigned                 max_inline;
+        unsigned                 max_iov;
+        unsigned                 quota;
+        uint64_t                 dc_key;
+        uint8_t                  timeout;
+        uint8_t                  retry_count;
+        uint8_t                  rnr_retry;
+        uint8_t                  rnr_timer;
+        uint8_t                  port_len;
+        uint8_t                  port[DCX_DEV_ADDR_MAX];
+        uint32_t                 dctn;
+        uint32_t                 atomic32_post, atomic32_fetch;
+        uint32_t                 atomic64_post, atomic64_fetch;
+    } config;
+};
+
+
+/* A grant waiting to go out */
+typedef struct uct_dcx_grant {
+    ucs_queue_elem_t  queue;
+    dcx_ah_t         *ah;
+    uint32_t          dctn;
+    uint16_t          credits;
+    uint64_t          ep_id;
+} uct_dcx_grant_t;
+
+
+/* dcx_iface.c */
+extern uct_iface_ops_t uct_dcx_iface_ops;
+unsigned uct_dcx_iface_progress(uct_iface_h tl_iface);
+ucs_status_t uct_dcx_iface_peer_ah(uct_dcx_iface_t *iface, const uint8_t *addr,
+                                   size_t len, dcx_ah_t **ah_p);
+ucs_status_t uct_dcx_status(dcx_wc_status_t status);
+void uct_dcx_iface_dispatch(uct_dcx_iface_t *iface);
+
+/* dcx_dci.c */
+ucs_status_t uct_dcx_dci_pool_init(uct_dcx_iface_t *iface,
+                                   const uct_dcx_iface_config_t *config);
+void uct_dcx_dci_pool_cleanup(uct_dcx_iface_t *iface);
+unsigned uct_dcx_dci_poll_tx(uct_dcx_iface_t *iface);
+ucs_status_t uct_dcx_dci_post_ctl(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci,
+                                  uct_dcx_ep_t *ep, const dcx_dc_dest_t *dest,
+                                  uint8_t type, const uct_dcx_ctl_msg_t *msg,
+                                  size_t msg_len, uct_completion_t *comp);
+void uct_dcx_dci_set_error(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci);
+void uct_dcx_dci_detach_ep(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci,
+                           uct_dcx_ep_t *ep);
+int uct_dcx_dci_is_drained(const uct_dcx_dci_t *dci);
+void uct_dcx_op_release_desc(uct_dcx_iface_t *iface, uct_dcx_op_t *op,
+                             ucs_status_t status);
+void uct_dcx_op_put(uct_dcx_iface_t *iface, uct_dcx_op_t *op,
+                    ucs_status_t status);
+
+/* dcx_ep.c */
+UCS_CLASS_DECLARE(uct_dcx_ep_t, const uct_ep_params_t*);
+UCS_CLASS_DECLARE_NEW_FUNC(uct_dcx_ep_t, uct_ep_t, const uct_ep_params_t*);
+UCS_CLASS_DECLARE_DELETE_FUNC(uct_dcx_ep_t, uct_ep_t);
+
+ucs_status_t uct_dcx_ep_am_short(uct_ep_h tl_ep, uint8_t id, uint64_t hdr,
+                                 const void *buffer, unsigned length);
+ucs_status_t uct_dcx_ep_am_short_iov(uct_ep_h tl_ep, uint8_t id,
+                                     const uct_iov_t *iov, size_t iovcnt);
+ssize_t uct_dcx_ep_am_bcopy(uct_ep_h tl_ep, uint8_t id,
+                            uct_pack_callback_t pack_cb, void *arg,
+                            unsigned flags);
+ucs_status_t uct_dcx_ep_am_zcopy(uct_ep_h tl_ep, uint8_t id,
+                                 const void *header, unsigned header_length,
+                                 const uct_iov_t *iov, size_t iovcnt,
+                                 unsigned flags, uct_completion_t *comp);
+ucs_status_t uct_dcx_ep_put_short(uct_ep_h tl_ep, const void *buffer,
+                                  unsigned length, uint64_t remote_addr,
+                                  uct_rkey_t rkey);
+ssize_t uct_dcx_ep_put_bcopy(uct_ep_h tl_ep, uct_pack_callback_t pack_cb,
+                             void *arg, uint64_t remote_addr, uct_rkey_t rkey);
+ucs_status_t uct_dcx_ep_put_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov,
+                                  size_t iovcnt, uint64_t remote_addr,
+                                  uct_rkey_t rkey, uct_completion_t *comp);
+ucs_status_t uct_dcx_ep_get_bcopy(uct_ep_h tl_ep, uct_unpack_callback_t cb,
+                                  void *arg, size_t length,
+                                  uint64_t remote_addr, uct_rkey_t rkey,
+                                  uct_completion_t *comp);
+ucs_status_t uct_dcx_ep_get_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov,
+                                  size_t iovcnt, uint64_t remote_addr,
+                                  uct_rkey_t rkey, uct_completion_t *comp);
+ucs_status_t uct_dcx_ep_atomic32_post(uct_ep_h tl_ep, unsigned opcode,
+                                      uint32_t value, uint64_t remote_addr,
+                                      uct_rkey_t rkey);
+ucs_status_t uct_dcx_ep_atomic64_post(uct_ep_h tl_ep, unsigned opcode,
+                                      uint64_t value, uint64_t remote_addr,
+                                      uct_rkey_t rkey);
+ucs_status_t uct_dcx_ep_atomic32_fetch(uct_ep_h tl_ep, uct_atomic_op_t opcode,
+                                       uint32_t value, uint32_t *result,
+                                       uint64_t remote_addr, uct_rkey_t rkey,
+                                       uct_completion_t *comp);
+ucs_status_t uct_dcx_ep_atomic64_fetch(uct_ep_h tl_ep, uct_atomic_op_t opcode,
+                                       uint64_t value, uint64_t *result,
+                                       uint64_t remote_addr, uct_rkey_t rkey,
+                                       uct_completion_t *comp);
+ucs_status_t uct_dcx_ep_atomic_cswap32(uct_ep_h tl_ep, uint32_t compare,
+                                       uint32_t swap, uint64_t remote_addr,
+                                       uct_rkey_t rkey, uint32_t *result,
+                                       uct_completion_t *comp);
+ucs_status_t uct_dcx_ep_atomic_cswap64(uct_ep_h tl_ep, uint64_t compare,
+                                       uint64_t swap, uint64_t remote_addr,
+                                       uct_rkey_t rkey, uint64_t *result,
+                                       uct_completion_t *comp);
+ucs_status_t uct_dcx_ep_flush(uct_ep_h tl_ep, unsigned flags,
+                              uct_completion_t *comp);
+ucs_status_t uct_dcx_ep_fence(uct_ep_h tl_ep, unsigned flags);
+ucs_status_t uct_dcx_ep_check(uct_ep_h tl_ep, unsigned flags,
+                              uct_completion_t *comp);
+ucs_status_t uct_dcx_ep_pending_add(uct_ep_h tl_ep, uct_pending_req_t *req,
+                                    unsigned flags);
+void uct_dcx_ep_pending_purge(uct_ep_h tl_ep, uct_pending_purge_callback_t cb,
+                              void *arg);
+ucs_arbiter_cb_result_t uct_dcx_ep_dispatch_cb(ucs_arbiter_t *arbiter,
+                                               ucs_arbiter_group_t *group,
+                                               ucs_arbiter_elem_t *elem,
+                                               void *arg);
+void uct_dcx_ep_fc_grant(uct_dcx_iface_t *iface, uint64_t ep_id,
+                         unsigned credits);
+void uct_dcx_ep_handle_failure(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep,
+                               ucs_status_t status, dcx_wc_status_t wc_status);
+
+#endif /* UCT_DCX_H_ */

@@ -1,0 +1,139 @@
+/*
+ * dcx transport: fast-path helpers shared by the ep and the DCI pool.
+ */
+#ifndef UCT_DCX_INL_
+#define UCT_DCX_INL_
+
+#include "dcx.h"
+
+#include <ucs/debug/log.h>
+#include <ucs/datastruct/mpool.inl>
+
+
+static UCS_F_ALWAYS_INLINE uct_dcx_iface_t *uct_dcx_ep_iface(uct_dcx_ep_t *ep)
+{
+    return ucs_derived_of(ep->super.super.iface, uct_dcx_iface_t);
+}
+
+static UCS_F_ALWAYS_INLINE uint64_t uct_dcx_wr_id(uint64_t sn, uint16_t dci)
+{
+    return (sn << UCT_DCX_WR_SN_SHIFT) | dci;
+}
+
+static UCS_F_ALWAYS_INLINE uint16_t uct_dcx_wr_id_dci(uint64_t wr_id)
+{
+    return (uint16_t)(wr_id & UCS_MASK(UCT_DCX_WR_SN_SHIFT));
+}
+
+static UCS_F_ALWAYS_INLINE uint64_t uct_dcx_wr_id_sn(uint64_t wr_id)
+{
+    return wr_id >> UCT_DCX_WR_SN_SHIFT;
+}
+
+static UCS_F_ALWAYS_INLINE uct_dcx_dci_t *
+uct_dcx_ep_dci(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep)
+{
+    return &iface->dcis[ep->dci];
+}
+
+static UCS_F_ALWAYS_INLINE void
+uct_dcx_op_complete(uct_dcx_iface_t *iface, uct_dcx_op_t *op,
+                    ucs_status_t status)
+{
+    op->cb(iface, op, status);
+}
+
+/*
+ * Posts one WR on dci for ep.  op, if not NULL, fires when the WR completes;
+ * signal forces a completion for this WR (the op needs one soon).  On
+ * success the caller owns nothing any more; on failure op is untouched.
+ */
+static UCS_F_ALWAYS_INLINE ucs_status_t
+uct_dcx_dci_post(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci, uct_dcx_ep_t *ep,
+                 dcx_send_wr_t *wr, uct_dcx_op_t *op, int signal)
+{
+    uint64_t sn = dci->sn + 1;
+    int ret;
+
+    wr->wr_id  = uct_dcx_wr_id(sn, dci->index);
+    wr->flags |= dci->next_flags;
+    signal    |= (dci->unsig + 1 >= iface->sig_period);
+    if (signal) {
+        wr->flags |= DCX_SEND_SIGNALED;
+    }
+
+    ret = dcx_qp_post_send(dci->qp, wr);
+    if (ucs_unlikely(ret != 0)) {
+        if (ret == ENOMEM) {
+            return UCS_ERR_NO_RESOURCE;
+        }
+        ucs_error("dcx: %s: DCI %u rejected WR opcode %u: %s",
+                  dcx_dev_name(iface->dev), dci->qp->qp_num, wr->opcode,
+                  strerror(ret));
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    dci->sn         = sn;
+    dci->avail--;
+    dci->next_flags = 0;
+    if (signal) {
+        dci->unsig  = 0;
+        dci->sig_sn = sn;
+    } else {
+        dci->unsig++;
+    }
+    dci->wr_ep[sn & iface->ring_mask] = ep;
+    if (op != NULL) {
+        op->sn = sn;
+        ucs_queue_push(&dci->ops, &op->queue);
+    }
+    if (ep != NULL) {
+        ep->last_sn = sn;
+        ep->quota--;
+    }
+    return UCS_OK;
+}
+
+ucs_status_t uct_dcx_ep_tx_slow(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep,
+                                int is_am);
+
+/* Makes sure ep has a DCI with a free slot (and, for AMs, credits). */
+static UCS_F_ALWAYS_INLINE ucs_status_t
+uct_dcx_ep_tx_begin(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep, int is_am)
+{
+    if (ucs_likely((ep->dci != UCT_DCX_DCI_NONE) &&
+                   (iface->dcis[ep->dci].avail > 0) && (ep->quota > 0) &&
+                   (!is_am || (ep->fc_wnd > iface->fc_thresh)))) {
+        return UCS_OK;
+    }
+    return uct_dcx_ep_tx_slow(iface, ep, is_am);
+}
+
+static UCS_F_ALWAYS_INLINE void
+uct_dcx_wr_init(dcx_send_wr_t *wr, uct_dcx_ep_t *ep, uint8_t opcode,
+                uint8_t flags, const dcx_sge_t *sge, unsigned num_sge)
+{
+    wr->opcode      = opcode;
+    wr->flags       = flags;
+    wr->num_sge     = num_sge;
+    wr->atomic_size = 0;
+    wr->imm         = 0;
+    wr->dest        = ep->dest;
+    wr->sg_list     = sge;
+    wr->remote_addr = 0;
+    wr->rkey        = 0;
+    wr->reserved    = 0;
+}
+
+static UCS_F_ALWAYS_INLINE uct_dcx_send_desc_t *
+uct_dcx_iface_get_desc(uct_dcx_iface_t *iface)
+{
+    return (uct_dcx_send_desc_t*)ucs_mpool_get_inline(&iface->tx_mp);
+}
+
+static UCS_F_ALWAYS_INLINE void *uct_dcx_desc_data(uct_dcx_send_desc_t *desc)
+{
+    return desc + 1;
+}
+
+#endif /* UCT_DCX_INL_ */

@@ -1,0 +1,604 @@
+/*
+ * dcx transport: the DCI pool, its policies, send completions and DCI errors.
+ */
+#ifdef HAVE_CONFIG_H
+#  include "config.h"
+#endif
+
+#include "dcx.inl"
+
+#include <ucs/debug/log.h>
+#include <ucs/sys/math.h>
+#include <ucs/sys/string.h>
+#include <string.h>
+
+
+const char *uct_dcx_policy_names[] = {
+    [UCT_DCX_POLICY_DCS]       = "dcs",
+    [UCT_DCX_POLICY_DCS_QUOTA] = "dcs_quota",
+    [UCT_DCX_POLICY_RAND]      = "rand",
+    [UCT_DCX_POLICY_LAST]      = NULL
+};
+
+
+/* ---------------------------------------------------------------------------
+ * Policies
+ * ------------------------------------------------------------------------- */
+
+static void uct_dcx_dci_release(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci)
+{
+    ucs_assert(dci->flags & UCT_DCX_DCI_FLAG_BUSY);
+    ucs_assert(iface->dci_free_top < iface->num_dci);
+    dci->flags &= ~UCT_DCX_DCI_FLAG_BUSY;
+    dci->owner  = NULL;
+    iface->dci_free[iface->dci_free_top++] = dci->index;
+}
+
+static void uct_dcx_dcs_ep_init(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep)
+{
+    ep->dci   = UCT_DCX_DCI_NONE;
+    ep->quota = INT32_MAX;
+}
+
+static ucs_status_t uct_dcx_dcs_dci_get(uct_dcx_iface_t *iface,
+                                        uct_dcx_ep_t *ep)
+{
+    uct_dcx_dci_t *dci;
+
+    if (iface->dci_free_top == 0) {
+        if (!(ep->flags & UCT_DCX_EP_FLAG_DCI_WAIT)) {
+            ep->flags |= UCT_DCX_EP_FLAG_DCI_WAIT;
+            iface->dci_waiters++;
+        }
+        return UCS_ERR_NO_RESOURCE;
+    }
+
+    if (ep->flags & UCT_DCX_EP_FLAG_DCI_WAIT) {
+        ep->flags &= ~UCT_DCX_EP_FLAG_DCI_WAIT;
+        iface->dci_waiters--;
+    }
+
+    dci         = &iface->dcis[iface->dci_free[--iface->dci_free_top]];
+    dci->owner  = ep;
+    dci->flags |= UCT_DCX_DCI_FLAG_BUSY;
+    ep->dci     = dci->index;
+    ep->quota   = (iface->policy == &uct_dcx_policy_ops[UCT_DCX_POLICY_DCS]) ?
+                  INT32_MAX : (int32_t)iface->config.quota;
+    return UCS_OK;
+}
+
+static ucs_status_t uct_dcx_dcs_quota_out(uct_dcx_iface_t *iface,
+                                          uct_dcx_ep_t *ep)
+{
+    ep->quota = INT32_MAX;
+    return UCS_OK;
+}
+
+static ucs_status_t uct_dcx_dcs_quota_quota_out(uct_dcx_iface_t *iface,
+                                                uct_dcx_ep_t *ep)
+{
+    /* Yield only if somebody is waiting for a DCI and none is free */
+    if ((iface->dci_waiters > 0) && (iface->dci_free_top == 0)) {
+        return UCS_ERR_NO_RESOURCE;
+    }
+    ep->quota = iface->config.quota;
+    return UCS_OK;
+}
+
+static void uct_dcx_dcs_dci_idle(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci)
+{
+    if (!(dci->flags & UCT_DCX_DCI_FLAG_BUSY)) {
+        return;
+    }
+    if (dci->owner != NULL) {
+        dci->owner->dci = UCT_DCX_DCI_NONE;
+    }
+    uct_dcx_dci_release(iface, dci);
+}
+
+static void uct_dcx_dcs_ep_detach(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep)
+{
+    uct_dcx_dci_t *dci;
+
+    if (ep->flags & UCT_DCX_EP_FLAG_DCI_WAIT) {
+        ep->flags &= ~UCT_DCX_EP_FLAG_DCI_WAIT;
+        iface->dci_waiters--;
+    }
+    if (ep->dci == UCT_DCX_DCI_NONE) {
+        return;
+    }
+
+    dci        = &iface->dcis[ep->dci];
+    dci->owner = NULL;
+    ep->dci    = UCT_DCX_DCI_NONE;
+    uct_dcx_dci_detach_ep(iface, dci, ep);
+    if (uct_dcx_dci_is_drained(dci)) {
+        uct_dcx_dci_release(iface, dci);
+    }
+}
+
+static uint16_t uct_dcx_rand_dci(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep)
+{
+    /* Fibonacci hashing of the ep id spreads consecutive eps evenly */
+    return (uint16_t)(((ep->id * 0x9e3779b97f4a7c15ull) >> 32) %
+                      iface->num_dci);
+}
+
+static void uct_dcx_rand_ep_init(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep)
+{
+    ep->dci   = uct_dcx_rand_dci(iface, ep);
+    ep->quota = INT32_MAX;
+}
+
+static ucs_status_t uct_dcx_rand_dci_get(uct_dcx_iface_t *iface,
+                                         uct_dcx_ep_t *ep)
+{
+    ep->dci = uct_dcx_rand_dci(iface, ep);
+    return UCS_OK;
+}
+
+static void uct_dcx_rand_dci_idle(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci)
+{
+}
+
+static void uct_dcx_rand_ep_detach(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep)
+{
+    if (ep->dci != UCT_DCX_DCI_NONE) {
+        uct_dcx_dci_detach_ep(iface, &iface->dcis[ep->dci], ep);
+        ep->dci = UCT_DCX_DCI_NONE;
+    }
+}
+
+const uct_dcx_policy_ops_t uct_dcx_policy_ops[UCT_DCX_POLICY_LAST] = {
+    [UCT_DCX_POLICY_DCS] = {
+        .name      = "dcs",
+        .ep_init   = uct_dcx_dcs_ep_init,
+        .dci_get   = uct_dcx_dcs_dci_get,
+        .quota_out = uct_dcx_dcs_quota_out,
+        .dci_idle  = uct_dcx_dcs_dci_idle,
+        .ep_detach = uct_dcx_dcs_ep_detach,
+        .shared    = 0
+    },
+    [UCT_DCX_POLICY_DCS_QUOTA] = {
+        .name      = "dcs_quota",
+        .ep_init   = uct_dcx_dcs_ep_init,
+        .dci_get   = uct_dcx_dcs_dci_get,
+        .quota_out = uct_dcx_dcs_quota_quota_out,
+        .dci_idle  = uct_dcx_dcs_dci_idle,
+        .ep_detach = uct_dcx_dcs_ep_detach,
+        .shared    = 0
+    },
+    [UCT_DCX_POLICY_RAND] = {
+        .name      = "rand",
+        .ep_init   = uct_dcx_rand_ep_init,
+        .dci_get   = uct_dcx_rand_dci_get,
+        .quota_out = uct_dcx_dcs_quota_out,
+        .dci_idle  = uct_dcx_rand_dci_idle,
+        .ep_detach = uct_dcx_rand_ep_detach,
+        .shared    = 1
+    }
+};
+
+
+/* ---------------------------------------------------------------------------
+ * Pool creation
+ * ------------------------------------------------------------------------- */
+
+ucs_status_t uct_dcx_dci_pool_init(uct_dcx_iface_t *iface,
+                                   const uct_dcx_iface_config_t *config)
+{
+    const dcx_dev_caps_t *caps = iface->caps;
+    unsigned total             = config->num_dci + 1;
+    unsigned ring;
+    dcx_qp_attr_t attr;
+    uct_dcx_dci_t *dci;
+    unsigned i;
+    int ret;
+
+    iface->num_dci      = config->num_dci;
+    iface->ctl_dci      = config->num_dci;
+    iface->dci_free_top = 0;
+    iface->dci_waiters  = 0;
+    iface->dcis         = ucs_calloc(total, sizeof(*iface->dcis), "dcx_dcis");
+    iface->dci_free     = ucs_calloc(total, sizeof(*iface->dci_free),
+                                     "dcx_dci_free");
+    if ((iface->dcis == NULL) || (iface->dci_free == NULL)) {
+        ucs_error("dcx: %s: failed to allocate a pool of %u DCIs",
+                  dcx_dev_name(iface->dev), total);
+        goto err_free;
+    }
+
+    memset(&attr, 0, sizeof(attr));
+    attr.type          = DCX_QPT_DCI;
+    attr.send_cq       = iface->tx_cq;
+    attr.max_send_wr   = ucs_min(config->tx_queue_len, caps->max_qp_wr);
+    attr.max_send_sge  = ucs_min(caps->max_sge, UCT_DCX_MAX_IOV + 1u);
+    attr.max_inline    = caps->max_inline;
+    attr.max_rd_atomic = caps->max_rd_atomic;
+    attr.timeout       = iface->config.timeout;
+    attr.retry_cnt     = iface->config.retry_count;
+    attr.rnr_retry     = iface->config.rnr_retry;
+
+    iface->sq_len = UINT16_MAX;
+    for (i = 0; i < total; ++i) {
+        dci = &iface->dcis[i];
+        ucs_queue_head_init(&dci->ops);
+        dci->index = i;
+        ret = dcx_qp_create(iface->pd, &attr, &dci->qp);
+        if (ret != 0) {
+            ucs_error("dcx: %s: failed to create DCI %u of %u: %s",
+                      dcx_dev_name(iface->dev), i, total, strerror(ret));
+            goto err_destroy;
+        }
+        iface->sq_len = ucs_min(iface->sq_len, dci->qp->max_send_wr);
+        iface->config.max_inline = (i == 0) ? dci->qp->max_inline :
+                                   ucs_min(iface->config.max_inline,
+                                           dci->qp->max_inline);
+    }
+
+    ring             = ucs_roundup_pow2(iface->sq_len);
+    iface->ring_mask = ring - 1;
+    for (i = 0; i < total; ++i) {
+        dci        = &iface->dcis[i];
+        dci->avail = iface->sq_len;
+        dci->wr_ep = ucs_calloc(ring, sizeof(*dci->wr_ep), "dcx_wr_ep");
+        if (dci->wr_ep == NULL) {
+            ucs_error("dcx: failed to allocate the WR ring of DCI %u", i);
+            i = total;
+            goto err_destroy;
+        }
+    }
+
+    /* Shared DCIs cannot wait for their owner to drain them: signal only
+     * every half queue.  Lent DCIs return to the pool when drained, which
+     * needs a completion for every WR. */
+    if (iface->policy->shared) {
+        iface->sig_period = (config->sig_period != 0) ?
+                            ucs_min(config->sig_period, (unsigned)iface->sq_len) :
+                            ucs_max(iface->sq_len / 2u, 1u);
+    } else {
+        iface->sig_period = 1;
+    }
+
+    iface->dcis[iface->ctl_dci].flags |= UCT_DCX_DCI_FLAG_CTL;
+    for (i = 0; i < iface->num_dci; ++i) {
+        /* lowest index on top */
+        iface->dci_free[iface->dci_free_top++] = iface->num_dci - 1 - i;
+    }
+    return UCS_OK;
+
+err_destroy:
+    while (i-- > 0) {
+        ucs_free(iface->dcis[i].wr_ep);
+        if (iface->dcis[i].qp != NULL) {
+            dcx_qp_destroy(iface->dcis[i].qp);
+        }
+    }
+err_free:
+    ucs_free(iface->dcis);
+    ucs_free(iface->dci_free);
+    iface->dcis = NULL;
+    return UCS_ERR_IO_ERROR;
+}
+
+void uct_dcx_dci_pool_cleanup(uct_dcx_iface_t *iface)
+{
+    uct_dcx_dci_t *dci;
+    uct_dcx_op_t *op;
+    unsigned i;
+
+    for (i = 0; i <= iface->num_dci; ++i) {
+        dci = &iface->dcis[i];
+        /* operations still queued never completed: cancel them */
+        while (!ucs_queue_is_empty(&dci->ops)) {
+            op = ucs_queue_pull_elem_non_empty(&dci->ops, uct_dcx_op_t, queue);
+            uct_dcx_op_complete(iface, op, UCS_ERR_CANCELED);
+        }
+        dcx_qp_destroy(dci->qp);
+        ucs_free(dci->wr_ep);
+    }
+    ucs_free(iface->dcis);
+    ucs_free(iface->dci_free);
+}
+
+
+/* ---------------------------------------------------------------------------
+ * Operations and completions
+ * ------------------------------------------------------------------------- */
+
+void uct_dcx_op_put(uct_dcx_iface_t *iface, uct_dcx_op_t *op,
+                    ucs_status_t status)
+{
+    if (op->comp != NULL) {
+        uct_invoke_completion(op->comp, status);
+    }
+    ucs_mpool_put_inline(op);
+}
+
+void uct_dcx_op_release_desc(uct_dcx_iface_t *iface, uct_dcx_op_t *op,
+                             ucs_status_t status)
+{
+    if (op->comp != NULL) {
+        uct_invoke_completion(op->comp, status);
+    }
+    ucs_mpool_put_inline(op);
+}
+
+int uct_dcx_dci_is_drained(const uct_dcx_dci_t *dci)
+{
+    return dci->done_sn == dci->sn;
+}
+
+void uct_dcx_dci_detach_ep(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci,
+                           uct_dcx_ep_t *ep)
+{
+    uint64_t sn;
+
+    for (sn = dci->done_sn + 1; sn <= dci->sn; ++sn) {
+        if (dci->wr_ep[sn & iface->ring_mask] == ep) {
+            dci->wr_ep[sn & iface->ring_mask] = NULL;
+        }
+    }
+}
+
+/* Retires the WRs of dci up to sn and fires their operations. */
+static void uct_dcx_dci_retire(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci,
+                               uint64_t sn, ucs_status_t status)
+{
+    uct_dcx_op_t *op;
+
+    dci->avail  += (uint16_t)(sn - dci->done_sn);
+    dci->done_sn = sn;
+
+    while (!ucs_queue_is_empty(&dci->ops)) {
+        op = ucs_queue_head_elem_non_empty(&dci->ops, uct_dcx_op_t, queue);
+        if (op->sn > sn) {
+            break;
+        }
+        ucs_queue_pull_non_empty(&dci->ops);
+        uct_dcx_op_complete(iface, op, status);
+    }
+}
+
+static const char *uct_dcx_ep_peer_str(uct_dcx_ep_t *ep, char *buf,
+                                       size_t max)
+{
+    if (ep == NULL) {
+        ucs_snprintf_zero(buf, max, "(no endpoint)");
+    } else {
+        ucs_snprintf_zero(buf, max, "ep %p (DCT 0x%x)", ep, ep->dest.dctn);
+    }
+    return buf;
+}
+
+/* An error completion on dci: the WR numbered sn failed. */
+static UCS_F_NOINLINE void
+uct_dcx_dci_handle_error(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci,
+                         uint64_t sn, const dcx_wc_t *wc)
+{
+    int cancel          = !!(dci->flags & UCT_DCX_DCI_FLAG_CANCEL);
+    uct_dcx_ep_t *fail_ep = dci->wr_ep[sn & iface->ring_mask];
+    uct_dcx_ep_t *owner;
+    ucs_status_t status;
+    uct_dcx_op_t *op;
+    char peer[64];
+    int ret;
+
+    /* Everything before sn executed in order */
+    if (sn > dci->done_sn + 1) {
+        uct_dcx_dci_retire(iface, dci, sn - 1, UCS_OK);
+    }
+
+    if (cancel) {
+        status = UCS_ERR_CANCELED;
+    } else {
+        status = uct_dcx_status(wc->status);
+        ucs_log((status == UCS_ERR_ENDPOINT_TIMEOUT) ||
+                (status == UCS_ERR_CONNECTION_RESET) ?
+                iface->super.config.failure_level : UCS_LOG_LEVEL_ERROR,
+                "dcx: %s: DCI 0x%x %s failed on %s: %s (vendor 0x%x)",
+                dcx_dev_name(iface->dev), dci->qp->qp_num,
+                (dci->flags & UCT_DCX_DCI_FLAG_CTL) ? "control message" :
+                                                      "operation",
+                uct_dcx_ep_peer_str(fail_ep, peer, sizeof(peer)),
+                dcx_wc_status_str(wc->status), wc->vendor_err);
+    }
+
+    /* The failed WR and every WR after it were flushed.  The failed one and
+     * those of the failing endpoint take its status; other endpoints'
+     * operations (shared DCIs only) are cancelled. */
+    while (!ucs_queue_is_empty(&dci->ops)) {
+        op = ucs_queue_pull_elem_non_empty(&dci->ops, uct_dcx_op_t, queue);
+        if ((op->sn == sn) ||
+            (dci->wr_ep[op->sn & iface->ring_mask] == fail_ep)) {
+            uct_dcx_op_complete(iface, op, status);
+        } else {
+            uct_dcx_op_complete(iface, op, UCS_ERR_CANCELED);
+        }
+    }
+
+    /* Bring the DCI back: completions not yet polled are discarded */
+    ret = dcx_qp_recover(dci->qp);
+    dci->done_sn    = dci->sn;
+    dci->sig_sn     = dci->sn;
+    dci->unsig      = 0;
+    dci->next_flags = 0;
+    dci->flags     &= ~(UCT_DCX_DCI_FLAG_ERR | UCT_DCX_DCI_FLAG_CANCEL);
+    if (ret != 0) {
+        ucs_error("dcx: %s: DCI 0x%x could not be recovered (%s); it is "
+                  "taken out of the pool", dcx_dev_name(iface->dev),
+                  dci->qp->qp_num, strerror(ret));
+        dci->flags |= UCT_DCX_DCI_FLAG_BROKEN;
+        dci->avail  = 0;
+    } else {
+        dci->avail  = iface->sq_len;
+    }
+
+    /* A lent DCI goes back to the pool, unless it is broken */
+    owner = dci->owner;
+    if ((dci->flags & UCT_DCX_DCI_FLAG_BUSY) &&
+        !(dci->flags & UCT_DCX_DCI_FLAG_BROKEN)) {
+        iface->policy->dci_idle(iface, dci);
+    } else if (owner != NULL) {
+        owner->dci = UCT_DCX_DCI_NONE;
+        dci->owner = NULL;
+    }
+
+    if (!cancel && (fail_ep != NULL)) {
+        uct_dcx_ep_handle_failure(iface, fail_ep, status, wc->status);
+    }
+}
+
+/* All WRs of dci completed */
+static void uct_dcx_dci_drained(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci)
+{
+    int ret;
+
+    if (ucs_unlikely(dci->flags & UCT_DCX_DCI_FLAG_CANCEL)) {
+        /* everything completed before the cancel took effect: the DCI is in
+         * error with nothing to flush; bring it back now */
+        dci->flags &= ~UCT_DCX_DCI_FLAG_CANCEL;
+        ret = dcx_qp_recover(dci->qp);
+        if (ret != 0) {
+            ucs_error("dcx: %s: DCI 0x%x could not be recovered after a "
+                      "cancel (%s); it is taken out of the pool",
+                      dcx_dev_name(iface->dev), dci->qp->qp_num,
+                      strerror(ret));
+            dci->flags |= UCT_DCX_DCI_FLAG_BROKEN;
+            dci->avail  = 0;
+            return;
+        }
+    }
+    iface->policy->dci_idle(iface, dci);
+}
+
+unsigned uct_dcx_dci_poll_tx(uct_dcx_iface_t *iface)
+{
+    dcx_wc_t wc[UCT_DCX_TX_BATCH];
+    uct_dcx_dci_t *dci;
+    uint64_t sn;
+    int i, n;
+
+    n = dcx_cq_poll(iface->tx_cq, UCT_DCX_TX_BATCH, wc);
+    for (i = 0; i < n; ++i) {
+        dci = &iface->dcis[uct_dcx_wr_id_dci(wc[i].wr_id)];
+        sn  = uct_dcx_wr_id_sn(wc[i].wr_id);
+        if (ucs_unlikely(sn <= dci->done_sn)) {
+            continue; /* already retired, e.g. flushed before recovery */
+        }
+
+        if (ucs_likely(wc[i].status == DCX_WC_SUCCESS)) {
+            uct_dcx_dci_retire(iface, dci, sn, UCS_OK);
+            if (uct_dcx_dci_is_drained(dci)) {
+                uct_dcx_dci_drained(iface, dci);
+            }
+        } else {
+            uct_dcx_dci_handle_error(iface, dci, sn, &wc[i]);
+        }
+    }
+    return n;
+}
+
+
+/* ---------------------------------------------------------------------------
+ * Control messages and cancellation
+ * ------------------------------------------------------------------------- */
+
+static void uct_dcx_ctl_done(uct_dcx_iface_t *iface, uct_dcx_op_t *op,
+                             ucs_status_t status)
+{
+    uct_dcx_send_desc_t *desc = ucs_container_of(op, uct_dcx_send_desc_t, op);
+    uint8_t *data             = uct_dcx_desc_data(desc);
+    uct_dcx_ctl_msg_t *msg    = (uct_dcx_ctl_msg_t*)(data + 1);
+    uct_dcx_grant_t *grant;
+
+    /* A grant cancelled because another peer's message failed on the
+     * control DCI must still reach its peer, or that peer stalls. */
+    if ((status == UCS_ERR_CANCELED) &&
+        (data[0] == (UCT_DCX_AM_CTL | UCT_DCX_CTL_FC_GRANT))) {
+        grant = ucs_mpool_get(&iface->op_mp);
+        if (grant != NULL) {
+            grant->ah      = desc->u.ctl.ah;
+            grant->dctn    = desc->u.ctl.dctn;
+            grant->credits = msg->credits;
+            grant->ep_id   = msg->ep_id;
+            ucs_queue_push(&iface->grant_q, &grant->queue);
+        } else {
+            ucs_error("dcx: out of memory re-queueing a credit grant");
+        }
+    }
+
+    if (op->comp != NULL) {
+        uct_invoke_completion(op->comp, status);
+    }
+    ucs_mpool_put_inline(desc);
+}
+
+ucs_status_t uct_dcx_dci_post_ctl(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci,
+                                  uct_dcx_ep_t *ep, const dcx_dc_dest_t *dest,
+                                  uint8_t type, const uct_dcx_ctl_msg_t *msg,
+                                  size_t msg_len, uct_completion_t *comp)
+{
+    uct_dcx_send_desc_t *desc;
+    dcx_send_wr_t wr;
+    dcx_sge_t sge;
+    uint8_t *data;
+    ucs_status_t status;
+
+    if (dci->avail == 0) {
+        return UCS_ERR_NO_RESOURCE;
+    }
+
+    desc = uct_dcx_iface_get_desc(iface);
+    if (desc == NULL) {
+        return UCS_ERR_NO_RESOURCE;
+    }
+
+    data    = uct_dcx_desc_data(desc);
+    data[0] = UCT_DCX_AM_CTL | type;
+    if (msg_len > 0) {
+        memcpy(data + 1, msg, msg_len);
+    }
+    desc->op.cb      = uct_dcx_ctl_done;
+    desc->op.comp    = comp;
+    desc->u.ctl.ah   = dest->ah;
+    desc->u.ctl.dctn = dest->dctn;
+
+    sge.addr   = (uintptr_t)data;
+    sge.length = 1 + msg_len;
+    sge.lkey   = desc->lkey;
+
+    wr.opcode      = DCX_WR_SEND;
+    wr.flags       = 0;
+    wr.num_sge     = 1;
+    wr.atomic_size = 0;
+    wr.imm         = 0;
+    wr.dest        = *dest;
+    wr.sg_list     = &sge;
+    wr.remote_addr = 0;
+    wr.rkey        = 0;
+    wr.reserved    = 0;
+
+    status = uct_dcx_dci_post(iface, dci, ep, &wr, &desc->op, 1);
+    if (status != UCS_OK) {
+        ucs_mpool_put_inline(desc);
+    }
+    return status;
+}
+
+void uct_dcx_dci_set_error(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci)
+{
+    int ret;
+
+    if (dci->flags & (UCT_DCX_DCI_FLAG_ERR | UCT_DCX_DCI_FLAG_CANCEL)) {
+        return;
+    }
+
+    dci->flags |= UCT_DCX_DCI_FLAG_CANCEL;
+    ret = dcx_qp_set_error(dci->qp);
+    if (ret != 0) {
+        ucs_error("dcx: %s: failed to move DCI 0x%x to error for cancel: %s",
+                  dcx_dev_name(iface->dev), dci->qp->qp_num, strerror(ret));
+        dci->flags &= ~UCT_DCX_DCI_FLAG_CANCEL;
+    }
+}

@@ -1,0 +1,1176 @@
+/*
+ * dcx transport: endpoints and their operations.
+ */
+#ifdef HAVE_CONFIG_H
+#  include "config.h"
+#endif
+
+#include "dcx.inl"
+
+#include <uct/base/uct_iov.inl>
+#include <ucs/debug/log.h>
+#include <string.h>
+
+
+/* ---------------------------------------------------------------------------
+ * Argument checks (each bad input: one log line and a status)
+ * ------------------------------------------------------------------------- */
+
+static UCS_F_NOINLINE ucs_status_t
+uct_dcx_bad_length(const char *op, size_t length, size_t max)
+{
+    ucs_error("dcx: %s: length %zu exceeds the maximum %zu", op, length, max);
+    return UCS_ERR_INVALID_PARAM;
+}
+
+static UCS_F_NOINLINE ucs_status_t uct_dcx_bad_am_id(unsigned id)
+{
+    ucs_error("dcx: invalid active message id %u (valid: 0..%d)", id,
+              (int)UCT_AM_ID_MAX - 1);
+    return UCS_ERR_INVALID_PARAM;
+}
+
+static UCS_F_NOINLINE ucs_status_t
+uct_dcx_bad_iovcnt(const char *op, size_t iovcnt, size_t max)
+{
+    ucs_error("dcx: %s: iov count %zu exceeds the maximum %zu", op, iovcnt,
+              max);
+    return UCS_ERR_INVALID_PARAM;
+}
+
+static UCS_F_NOINLINE ucs_status_t
+uct_dcx_bad_atomic(const char *op, unsigned opcode)
+{
+    ucs_error("dcx: %s: atomic operation %u is not supported by this device",
+              op, opcode);
+    return UCS_ERR_UNSUPPORTED;
+}
+
+
+/* ---------------------------------------------------------------------------
+ * Resources: the rare path of uct_dcx_ep_tx_begin()
+ * ------------------------------------------------------------------------- */
+
+static ucs_status_t uct_dcx_ep_send_fc_req(uct_dcx_iface_t *iface,
+                                           uct_dcx_ep_t *ep)
+{
+    uct_dcx_ctl_msg_t msg;
+    ucs_status_t status;
+
+    memset(&msg, 0, sizeof(msg));
+    msg.credits  = iface->fc_wnd - iface->fc_thresh;
+    msg.addr_len = iface->config.port_len;
+    msg.dctn     = iface->config.dctn;
+    msg.ep_id    = ep->id;
+    memcpy(msg.port, iface->config.port, iface->config.port_len);
+
+    /* On the ep's own DCI, after the messages it asks credits for */
+    status = uct_dcx_dci_post_ctl(iface, uct_dcx_ep_dci(iface, ep), ep,
+                                  &ep->dest, UCT_DCX_CTL_FC_REQ, &msg,
+                                  ucs_offsetof(uct_dcx_ctl_msg_t, port) +
+                                  iface->config.port_len, NULL);
+    if (status == UCS_OK) {
+        ep->flags |= UCT_DCX_EP_FLAG_FC_REQ_SENT;
+    }
+    return status;
+}
+
+static ucs_status_t uct_dcx_ep_tx_resources(uct_dcx_iface_t *iface,
+                                            uct_dcx_ep_t *ep, int is_am)
+{
+    ucs_status_t status;
+
+    if (is_am && (ep->fc_wnd <= 0) &&
+        (ep->flags & UCT_DCX_EP_FLAG_FC_REQ_SENT)) {
+        return UCS_ERR_NO_RESOURCE; /* waiting for a grant */
+    }
+
+    if (ep->dci == UCT_DCX_DCI_NONE) {
+        /* Do not overtake endpoints already waiting for resources */
+        if (!ucs_arbiter_is_empty(&iface->arbiter) &&
+            (iface->dispatch_ep != ep)) {
+            return UCS_ERR_NO_RESOURCE;
+        }
+        status = iface->policy->dci_get(iface, ep);
+        if (status != UCS_OK) {
+            return status;
+        }
+    }
+
+    if (iface->dcis[ep->dci].avail == 0) {
+        return UCS_ERR_NO_RESOURCE;
+    }
+
+    if (ep->quota <= 0) {
+        status = iface->policy->quota_out(iface, ep);
+        if (status != UCS_OK) {
+            return status;
+        }
+    }
+
+    if (is_am && (ep->fc_wnd <= iface->fc_thresh)) {
+        if (!(ep->flags & UCT_DCX_EP_FLAG_FC_REQ_SENT)) {
+            status = uct_dcx_ep_send_fc_req(iface, ep);
+            if (status != UCS_OK) {
+                return status;
+            }
+        }
+        if ((ep->fc_wnd <= 0) || (iface->dcis[ep->dci].avail == 0)) {
+            return UCS_ERR_NO_RESOURCE;
+        }
+    }
+
+    return UCS_OK;
+}
+
+UCS_F_NOINLINE ucs_status_t
+uct_dcx_ep_tx_slow(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep, int is_am)
+{
+    uct_dcx_dci_t *dci;
+    ucs_status_t status;
+
+    if (ucs_unlikely(ep->flags & UCT_DCX_EP_FLAG_FAILED)) {
+        return UCS_ERR_CONNECTION_RESET;
+    }
+
+    status = uct_dcx_ep_tx_resources(iface, ep, is_am);
+    if ((status != UCS_OK) && (ep->dci != UCT_DCX_DCI_NONE)) {
+        /* Do not sit on an idle lent DCI while waiting for something else */
+        dci = uct_dcx_ep_dci(iface, ep);
+        if ((dci->flags & UCT_DCX_DCI_FLAG_BUSY) &&
+            uct_dcx_dci_is_drained(dci)) {
+            iface->policy->dci_idle(iface, dci);
+        }
+    }
+    return status;
+}
+
+void uct_dcx_ep_fc_grant(uct_dcx_iface_t *iface, uint64_t ep_id,
+                         unsigned credits)
+{
+    khiter_t it = kh_get(uct_dcx_eps, &iface->eps, ep_id);
+    uct_dcx_ep_t *ep;
+
+    if (it == kh_end(&iface->eps)) {
+        ucs_debug("dcx: credit grant for endpoint id %" PRIu64 " which is "
+                  "gone", ep_id);
+        return;
+    }
+
+    ep          = kh_val(&iface->eps, it);
+    ep->fc_wnd += credits;
+    ep->flags  &= ~UCT_DCX_EP_FLAG_FC_REQ_SENT;
+}
+
+
+/* ---------------------------------------------------------------------------
+ * Active messages
+ * ------------------------------------------------------------------------- */
+
+ucs_status_t uct_dcx_ep_am_short(uct_ep_h tl_ep, uint8_t id, uint64_t hdr,
+                                 const void *buffer, unsigned length)
+{
+    uct_dcx_ep_t *ep        = ucs_derived_of(tl_ep, uct_dcx_ep_t);
+    uct_dcx_iface_t *iface  = uct_dcx_ep_iface(ep);
+    uint8_t am_id           = id;
+    dcx_sge_t sge[3];
+    dcx_send_wr_t wr;
+    ucs_status_t status;
+
+    if (ucs_unlikely(id >= UCT_AM_ID_MAX)) {
+        return uct_dcx_bad_am_id(id);
+    }
+    if (ucs_unlikely(sizeof(hdr) + length + UCT_DCX_AM_HDR_LEN >
+                     iface->config.max_inline)) {
+        return uct_dcx_bad_length("am_short", sizeof(hdr) + length,
+                                  iface->config.max_inline -
+                                  UCT_DCX_AM_HDR_LEN);
+    }
+
+    status = uct_dcx_ep_tx_begin(iface, ep, 1);
+    if (ucs_unlikely(status != UCS_OK)) {
+        return status;
+    }
+
+    sge[0].addr   = (uintptr_t)&am_id;
+    sge[0].length = UCT_DCX_AM_HDR_LEN;
+    sge[0].lkey   = 0;
+    sge[1].addr   = (uintptr_t)&hdr;
+    sge[1].length = sizeof(hdr);
+    sge[1].lkey   = 0;
+    sge[2].addr   = (uintptr_t)buffer;
+    sge[2].length = length;
+    sge[2].lkey   = 0;
+    uct_dcx_wr_init(&wr, ep, DCX_WR_SEND, DCX_SEND_INLINE, sge,
+                    (length > 0) ? 3 : 2);
+
+    status = uct_dcx_dci_post(iface, uct_dcx_ep_dci(iface, ep), ep, &wr,
+                              NULL, 0);
+    if (ucs_likely(status == UCS_OK)) {
+        ep->fc_wnd--;
+        UCT_TL_EP_STAT_OP(&ep->super, AM, SHORT, sizeof(hdr) + length);
+    }
+    return status;
+}
+
+ucs_status_t uct_dcx_ep_am_short_iov(uct_ep_h tl_ep, uint8_t id,
+                                     const uct_iov_t *iov, size_t iovcnt)
+{
+    uct_dcx_ep_t *ep        = ucs_derived_of(tl_ep, uct_dcx_ep_t);
+    uct_dcx_iface_t *iface  = uct_dcx_ep_iface(ep);
+    uint8_t am_id           = id;
+    dcx_sge_t sge[UCT_DCX_MAX_IOV + 1];
+    dcx_send_wr_t wr;
+    ucs_status_t status;
+    size_t i, length;
+
+    if (ucs_unlikely(id >= UCT_AM_ID_MAX)) {
+        return uct_dcx_bad_am_id(id);
+    }
+    if (ucs_unlikely(iovcnt > iface->config.max_iov)) {
+        return uct_dcx_bad_iovcnt("am_short_iov", iovcnt,
+                                  iface->config.max_iov);
+    }
+
+    sge[0].addr   = (uintptr_t)&am_id;
+    sge[0].length = UCT_DCX_AM_HDR_LEN;
+    sge[0].lkey   = 0;
+    length        = 0;
+    for (i = 0; i < iovcnt; ++i) {
+        sge[i + 1].addr   = (uintptr_t)iov[i].buffer;
+        sge[i + 1].length = uct_iov_get_length(&iov[i]);
+        sge[i + 1].lkey   = 0;
+        length           += sge[i + 1].length;
+    }
+    if (ucs_unlikely(length + UCT_DCX_AM_HDR_LEN > iface->config.max_inline)) {
+        return uct_dcx_bad_length("am_short_iov", length,
+                                  iface->config.max_inline -
+                                  UCT_DCX_AM_HDR_LEN);
+    }
+
+    status = uct_dcx_ep_tx_begin(iface, ep, 1);
+    if (ucs_unlikely(status != UCS_OK)) {
+        return status;
+    }
+
+    uct_dcx_wr_init(&wr, ep, DCX_WR_SEND, DCX_SEND_INLINE, sge, iovcnt + 1);
+    status = uct_dcx_dci_post(iface, uct_dcx_ep_dci(iface, ep), ep, &wr,
+                              NULL, 0);
+    if (ucs_likely(status == UCS_OK)) {
+        ep->fc_wnd--;
+        UCT_TL_EP_STAT_OP(&ep->super, AM, SHORT, length);
+    }
+    return status;
+}
+
+ssize_t uct_dcx_ep_am_bcopy(uct_ep_h tl_ep, uint8_t id,
+                            uct_pack_callback_t pack_cb, void *arg,
+                            unsigned flags)
+{
+    uct_dcx_ep_t *ep        = ucs_derived_of(tl_ep, uct_dcx_ep_t);
+    uct_dcx_iface_t *iface  = uct_dcx_ep_iface(ep);
+    uct_dcx_send_desc_t *desc;
+    dcx_send_wr_t wr;
+    dcx_sge_t sge;
+    uint8_t *data;
+    ucs_status_t status;
+    size_t length;
+
+    if (ucs_unlikely(id >= UCT_AM_ID_MAX)) {
+        return uct_dcx_bad_am_id(id);
+    }
+
+    status = uct_dcx_ep_tx_begin(iface, ep, 1);
+    if (ucs_unlikely(status != UCS_OK)) {
+        return status;
+    }
+
+    desc = uct_dcx_iface_get_desc(iface);
+    if (ucs_unlikely(desc == NULL)) {
+        return UCS_ERR_NO_RESOURCE;
+    }
+
+    data    = uct_dcx_desc_data(desc);
+    data[0] = id;
+    length  = pack_cb(data + UCT_DCX_AM_HDR_LEN, arg);
+    ucs_assertv(length <= iface->config.seg_size - UCT_DCX_AM_HDR_LEN,
+                "am_bcopy packed %zu bytes, max %zu", length,
+                iface->config.seg_size - UCT_DCX_AM_HDR_LEN);
+
+    desc->op.cb   = uct_dcx_op_release_desc;
+    desc->op.comp = NULL;
+    sge.addr      = (uintptr_t)data;
+    sge.length    = length + UCT_DCX_AM_HDR_LEN;
+    sge.lkey      = desc->lkey;
+    uct_dcx_wr_init(&wr, ep, DCX_WR_SEND, 0, &sge, 1);
+
+    status = uct_dcx_dci_post(iface, uct_dcx_ep_dci(iface, ep), ep, &wr,
+                              &desc->op, 0);
+    if (ucs_unlikely(status != UCS_OK)) {
+        ucs_mpool_put_inline(desc);
+        return status;
+    }
+
+    ep->fc_wnd--;
+    UCT_TL_EP_STAT_OP(&ep->super, AM, BCOPY, length);
+    return length;
+}
+
+static ucs_status_t
+uct_dcx_iov_to_sge(uct_dcx_iface_t *iface, const char *op,
+                   const uct_iov_t *iov, size_t iovcnt, dcx_sge_t *sge,
+                   size_t *length_p)
+{
+    size_t i, length = 0;
+
+    if (ucs_unlikely(iovcnt > iface->config.max_iov)) {
+        return uct_dcx_bad_iovcnt(op, iovcnt, iface->config.max_iov);
+    }
+
+    for (i = 0; i < iovcnt; ++i) {
+        if (ucs_unlikely(iov[i].memh == UCT_MEM_HANDLE_NULL)) {
+            ucs_error("dcx: %s: iov[%zu] has no memory handle", op, i);
+            return UCS_ERR_INVALID_PARAM;
+        }
+        sge[i].addr   = (uintptr_t)iov[i].buffer;
+        sge[i].length = uct_iov_get_length(&iov[i]);
+        sge[i].lkey   = uct_dcx_memh_mr(iov[i].memh)->lkey;
+        length       += sge[i].length;
+    }
+    *length_p = length;
+    return UCS_OK;
+}
+
+ucs_status_t uct_dcx_ep_am_zcopy(uct_ep_h tl_ep, uint8_t id,
+                                 const void *header, unsigned header_length,
+                                 const uct_iov_t *iov, size_t iovcnt,
+                                 unsigned flags, uct_completion_t *comp)
+{
+    uct_dcx_ep_t *ep        = ucs_derived_of(tl_ep, uct_dcx_ep_t);
+    uct_dcx_iface_t *iface  = uct_dcx_ep_iface(ep);
+    uct_dcx_send_desc_t *desc;
+    dcx_sge_t sge[UCT_DCX_MAX_IOV + 1];
+    dcx_send_wr_t wr;
+    uint8_t *data;
+    ucs_status_t status;
+    size_t length;
+
+    if (ucs_unlikely(id >= UCT_AM_ID_MAX)) {
+        return uct_dcx_bad_am_id(id);
+    }
+    status = uct_dcx_iov_to_sge(iface, "am_zcopy", iov, iovcnt, sge + 1,
+                                &length);
+    if (ucs_unlikely(status != UCS_OK)) {
+        return status;
+    }
+    if (ucs_unlikely(UCT_DCX_AM_HDR_LEN + header_length + length >
+                     iface->config.seg_size)) {
+        return uct_dcx_bad_length("am_zcopy", header_length + length,
+                                  iface->config.seg_size -
+                                  UCT_DCX_AM_HDR_LEN);
+    }
+
+    status = uct_dcx_ep_tx_begin(iface, ep, 1);
+    if (ucs_unlikely(status != UCS_OK)) {
+        return status;
+    }
+
+    desc = uct_dcx_iface_get_desc(iface);
+    if (ucs_unlikely(desc == NULL)) {
+        return UCS_ERR_NO_RESOURCE;
+    }
+
+    /* The AM byte and the user header travel from a registered buffer */
+    data    = uct_dcx_desc_data(desc);
+    data[0] = id;
+    memcpy(data + UCT_DCX_AM_HDR_LEN, header, header_length);
+    desc->op.cb   = uct_dcx_op_release_desc;
+    desc->op.comp = comp;
+    sge[0].addr   = (uintptr_t)data;
+    sge[0].length = UCT_DCX_AM_HDR_LEN + header_length;
+    sge[0].lkey   = desc->lkey;
+    uct_dcx_wr_init(&wr, ep, DCX_WR_SEND, 0, sge, iovcnt + 1);
+
+    status = uct_dcx_dci_post(iface, uct_dcx_ep_dci(iface, ep), ep, &wr,
+                              &desc->op, comp != NULL);
+    if (ucs_unlikely(status != UCS_OK)) {
+        ucs_mpool_put_inline(desc);
+        return status;
+    }
+
+    ep->fc_wnd--;
+    UCT_TL_EP_STAT_OP(&ep->super, AM, ZCOPY, header_length + length);
+    return UCS_INPROGRESS;
+}
+
+
+/* ---------------------------------------------------------------------------
+ * RMA
+ * ------------------------------------------------------------------------- */
+
+ucs_status_t uct_dcx_ep_put_short(uct_ep_h tl_ep, const void *buffer,
+                                  unsigned length, uint64_t remote_addr,
+                                  uct_rkey_t rkey)
+{
+    uct_dcx_ep_t *ep        = ucs_derived_of(tl_ep, uct_dcx_ep_t);
+    uct_dcx_iface_t *iface  = uct_dcx_ep_iface(ep);
+    dcx_send_wr_t wr;
+    dcx_sge_t sge;
+    ucs_status_t status;
+
+    if (ucs_unlikely(length > iface->config.max_inline)) {
+        return uct_dcx_bad_length("put_short", length,
+                                  iface->config.max_inline);
+    }
+
+    status = uct_dcx_ep_tx_begin(iface, ep, 0);
+    if (ucs_unlikely(status != UCS_OK)) {
+        return status;
+    }
+
+    sge.addr   = (uintptr_t)buffer;
+    sge.length = length;
+    sge.lkey   = 0;
+    uct_dcx_wr_init(&wr, ep, DCX_WR_RDMA_WRITE, DCX_SEND_INLINE, &sge, 1);
+    wr.remote_addr = remote_addr;
+    wr.rkey        = uct_dcx_rkey(rkey);
+
+    status = uct_dcx_dci_post(iface, uct_dcx_ep_dci(iface, ep), ep, &wr,
+                              NULL, 0);
+    UCT_TL_EP_STAT_OP_IF_SUCCESS(status, &ep->super, PUT, SHORT, length);
+    return status;
+}
+
+ssize_t uct_dcx_ep_put_bcopy(uct_ep_h tl_ep, uct_pack_callback_t pack_cb,
+                             void *arg, uint64_t remote_addr, uct_rkey_t rkey)
+{
+    uct_dcx_ep_t *ep        = ucs_derived_of(tl_ep, uct_dcx_ep_t);
+    uct_dcx_iface_t *iface  = uct_dcx_ep_iface(ep);
+    uct_dcx_send_desc_t *desc;
+    dcx_send_wr_t wr;
+    dcx_sge_t sge;
+    ucs_status_t status;
+    size_t length;
+
+    status = uct_dcx_ep_tx_begin(iface, ep, 0);
+    if (ucs_unlikely(status != UCS_OK)) {
+        return status;
+    }
+
+    desc = uct_dcx_iface_get_desc(iface);
+    if (ucs_unlikely(desc == NULL)) {
+        return UCS_ERR_NO_RESOURCE;
+    }
+
+    length        = pack_cb(uct_dcx_desc_data(desc), arg);
+    desc->op.cb   = uct_dcx_op_release_desc;
+    desc->op.comp = NULL;
+    sge.addr      = (uintptr_t)uct_dcx_desc_data(desc);
+    sge.length    = length;
+    sge.lkey      = desc->lkey;
+    uct_dcx_wr_init(&wr, ep, DCX_WR_RDMA_WRITE, 0, &sge, 1);
+    wr.remote_addr = remote_addr;
+    wr.rkey        = uct_dcx_rkey(rkey);
+
+    status = uct_dcx_dci_post(iface, uct_dcx_ep_dci(iface, ep), ep, &wr,
+                              &desc->op, 0);
+    if (ucs_unlikely(status != UCS_OK)) {
+        ucs_mpool_put_inline(desc);
+        return status;
+    }
+
+    UCT_TL_EP_STAT_OP(&ep->super, PUT, BCOPY, length);
+    return length;
+}
+
+/* One-sided zero-copy op; a bare op carries the completion if any */
+static UCS_F_ALWAYS_INLINE ucs_status_t
+uct_dcx_ep_rma_zcopy(uct_dcx_ep_t *ep, uint8_t opcode, const char *name,
+                     const uct_iov_t *iov, size_t iovcnt, uint64_t remote_addr,
+                     uct_rkey_t rkey, uct_completion_t *comp, size_t *len_p)
+{
+    uct_dcx_iface_t *iface  = uct_dcx_ep_iface(ep);
+    dcx_sge_t sge[UCT_DCX_MAX_IOV];
+    uct_dcx_op_t *op        = NULL;
+    dcx_send_wr_t wr;
+    ucs_status_t status;
+
+    status = uct_dcx_iov_to_sge(iface, name, iov, iovcnt, sge, len_p);
+    if (ucs_unlikely(status != UCS_OK)) {
+        return status;
+    }
+    if (ucs_unlikely(*len_p > iface->caps->max_msg_size)) {
+        return uct_dcx_bad_length(name, *len_p, iface->caps->max_msg_size);
+    }
+
+    status = uct_dcx_ep_tx_begin(iface, ep, 0);
+    if (ucs_unlikely(status != UCS_OK)) {
+        return status;
+    }
+
+    if (comp != NULL) {
+        op = ucs_mpool_get_inline(&iface->op_mp);
+        if (ucs_unlikely(op == NULL)) {
+            return UCS_ERR_NO_RESOURCE;
+        }
+        op->cb   = uct_dcx_op_put;
+        op->comp = comp;
+    }
+
+    uct_dcx_wr_init(&wr, ep, opcode, 0, sge, iovcnt);
+    wr.remote_addr = remote_addr;
+    wr.rkey        = uct_dcx_rkey(rkey);
+
+    status = uct_dcx_dci_post(iface, uct_dcx_ep_dci(iface, ep), ep, &wr, op,
+                              op != NULL);
+    if (ucs_unlikely(status != UCS_OK)) {
+        if (op != NULL) {
+            ucs_mpool_put_inline(op);
+        }
+        return status;
+    }
+    return UCS_INPROGRESS;
+}
+
+ucs_status_t uct_dcx_ep_put_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov,
+                                  size_t iovcnt, uint64_t remote_addr,
+                                  uct_rkey_t rkey, uct_completion_t *comp)
+{
+    uct_dcx_ep_t *ep = ucs_derived_of(tl_ep, uct_dcx_ep_t);
+    ucs_status_t status;
+    size_t length;
+
+    status = uct_dcx_ep_rma_zcopy(ep, DCX_WR_RDMA_WRITE, "put_zcopy", iov,
+                                  iovcnt, remote_addr, rkey, comp, &length);
+    UCT_TL_EP_STAT_OP_IF_SUCCESS(status, &ep->super, PUT, ZCOPY, length);
+    return status;
+}
+
+ucs_status_t uct_dcx_ep_get_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov,
+                                  size_t iovcnt, uint64_t remote_addr,
+                                  uct_rkey_t rkey, uct_completion_t *comp)
+{
+    uct_dcx_ep_t *ep = ucs_derived_of(tl_ep, uct_dcx_ep_t);
+    ucs_status_t status;
+    size_t length;
+
+    status = uct_dcx_ep_rma_zcopy(ep, DCX_WR_RDMA_READ, "get_zcopy", iov,
+                                  iovcnt, remote_addr, rkey, comp, &length);
+    UCT_TL_EP_STAT_OP_IF_SUCCESS(status, &ep->super, GET, ZCOPY, length);
+    return status;
+}
+
+static void uct_dcx_get_bcopy_done(uct_dcx_iface_t *iface, uct_dcx_op_t *op,
+                                   ucs_status_t status)
+{
+    uct_dcx_send_desc_t *desc = ucs_container_of(op, uct_dcx_send_desc_t, op);
+
+    if (status == UCS_OK) {
+        desc->u.unpack.cb(desc->u.unpack.arg, uct_dcx_desc_data(desc),
+                          desc->length);
+    }
+    uct_dcx_op_release_desc(iface, op, status);
+}
+
+ucs_status_t uct_dcx_ep_get_bcopy(uct_ep_h tl_ep, uct_unpack_callback_t cb,
+                                  void *arg, size_t length,
+                                  uint64_t remote_addr, uct_rkey_t rkey,
+                                  uct_completion_t *comp)
+{
+    uct_dcx_ep_t *ep        = ucs_derived_of(tl_ep, uct_dcx_ep_t);
+    uct_dcx_iface_t *iface  = uct_dcx_ep_iface(ep);
+    uct_dcx_send_desc_t *desc;
+    dcx_send_wr_t wr;
+    dcx_sge_t sge;
+    ucs_status_t status;
+
+    if (ucs_unlikely(length > iface->config.seg_size)) {
+        return uct_dcx_bad_length("get_bcopy", length,
+                                  iface->config.seg_size);
+    }
+
+    status = uct_dcx_ep_tx_begin(iface, ep, 0);
+    if (ucs_unlikely(status != UCS_OK)) {
+        return status;
+    }
+
+    desc = uct_dcx_iface_get_desc(iface);
+    if (ucs_unlikely(desc == NULL)) {
+        return UCS_ERR_NO_RESOURCE;
+    }
+
+    desc->op.cb         = uct_dcx_get_bcopy_done;
+    desc->op.comp       = comp;
+    desc->length        = length;
+    desc->u.unpack.cb   = cb;
+    desc->u.unpack.arg  = arg;
+    sge.addr            = (uintptr_t)uct_dcx_desc_data(desc);
+    sge.length          = length;
+    sge.lkey            = desc->lkey;
+    uct_dcx_wr_init(&wr, ep, DCX_WR_RDMA_READ, 0, &sge, 1);
+    wr.remote_addr = remote_addr;
+    wr.rkey        = uct_dcx_rkey(rkey);
+
+    status = uct_dcx_dci_post(iface, uct_dcx_ep_dci(iface, ep), ep, &wr,
+                              &desc->op, 1);
+    if (ucs_unlikely(status != UCS_OK)) {
+        ucs_mpool_put_inline(desc);
+        return status;
+    }
+
+    UCT_TL_EP_STAT_OP(&ep->super, GET, BCOPY, length);
+    return UCS_INPROGRESS;
+}
+
+
+/* ---------------------------------------------------------------------------
+ * Atomics: UCT operations expressed as device atomics
+ * ------------------------------------------------------------------------- */
+
+/* Fills wr with the device atomic doing UCT op 'opcode' with 'value' on a
+ * field of 'size' bytes; UCS_ERR_UNSUPPORTED if the device cannot. */
+static UCS_F_ALWAYS_INLINE ucs_status_t
+uct_dcx_atomic_wr(uct_dcx_iface_t *iface, dcx_send_wr_t *wr, unsigned opcode,
+                  uint64_t value, uint64_t compare, unsigned size)
+{
+    uint32_t flags   = iface->caps->atomic_flags;
+    uint64_t all     = (size == 8) ? UINT64_MAX : UINT32_MAX;
+    uint32_t masked_fadd  = (size == 8) ? DCX_ATOMIC_MASKED_FADD64 :
+                                          DCX_ATOMIC_MASKED_FADD32;
+    uint32_t masked_cswap = (size == 8) ? DCX_ATOMIC_MASKED_CSWAP64 :
+                                          DCX_ATOMIC_MASKED_CSWAP32;
+
+    wr->atomic_size  = size;
+    wr->compare_add  = 0;
+    wr->swap         = 0;
+    wr->compare_mask = 0;
+    wr->swap_mask    = 0;
+
+    switch (opcode) {
+    case UCT_ATOMIC_OP_ADD:
+        if ((size == 8) && (flags & DCX_ATOMIC_FADD64)) {
+            wr->opcode      = DCX_WR_ATOMIC_FADD;
+            wr->compare_add = value;
+            return UCS_OK;
+        }
+        if (!(flags & masked_fadd)) {
+            break;
+        }
+        /* one field spanning the whole word: a plain add */
+        wr->opcode      = DCX_WR_ATOMIC_MASKED_FADD;
+        wr->compare_add = value;
+        return UCS_OK;
+    case UCT_ATOMIC_OP_XOR:
+        if (!(flags & masked_fadd)) {
+            break;
+        }
+        /* every bit its own field: addition without carries is xor */
+        wr->opcode       = DCX_WR_ATOMIC_MASKED_FADD;
+        wr->compare_add  = value;
+        wr->compare_mask = all;
+        return UCS_OK;
+    case UCT_ATOMIC_OP_AND:
+        if (!(flags & masked_cswap)) {
+            break;
+        }
+        /* unconditional swap of the bits cleared in value, to zero */
+        wr->opcode    = DCX_WR_ATOMIC_MASKED_CSWAP;
+        wr->swap      = 0;
+        wr->swap_mask = ~value & all;
+        return UCS_OK;
+    case UCT_ATOMIC_OP_OR:
+        if (!(flags & masked_cswap)) {
+            break;
+        }
+        /* unconditional swap of the bits set in value, to one */
+        wr->opcode    = DCX_WR_ATOMIC_MASKED_CSWAP;
+        wr->swap      = value;
+        wr->swap_mask = value;
+        return UCS_OK;
+    case UCT_ATOMIC_OP_SWAP:
+        if (!(flags & masked_cswap)) {
+            break;
+        }
+        wr->opcode    = DCX_WR_ATOMIC_MASKED_CSWAP;
+        wr->swap      = value;
+        wr->swap_mask = all;
+        return UCS_OK;
+    case UCT_ATOMIC_OP_CSWAP:
+        if ((size == 8) && (flags & DCX_ATOMIC_CSWAP64)) {
+            wr->opcode      = DCX_WR_ATOMIC_CSWAP;
+            wr->compare_add = compare;
+            wr->swap        = value;
+            return UCS_OK;
+        }
+        if (!(flags & masked_cswap)) {
+            break;
+        }
+        wr->opcode       = DCX_WR_ATOMIC_MASKED_CSWAP;
+        wr->compare_add  = compare;
+        wr->compare_mask = all;
+        wr->swap         = value;
+        wr->swap_mask    = all;
+        return UCS_OK;
+    default:
+        break;
+    }
+    return UCS_ERR_UNSUPPORTED;
+}
+
+static void uct_dcx_atomic_fetch_done(uct_dcx_iface_t *iface, uct_dcx_op_t *op,
+                                      ucs_status_t status)
+{
+    uct_dcx_send_desc_t *desc = ucs_container_of(op, uct_dcx_send_desc_t, op);
+
+    if (status == UCS_OK) {
+        memcpy(desc->u.result, uct_dcx_desc_data(desc), desc->length);
+    }
+    uct_dcx_op_release_desc(iface, op, status);
+}
+
+/* result == NULL: post (no fetch), the old value lands in scratch memory */
+static UCS_F_ALWAYS_INLINE ucs_status_t
+uct_dcx_ep_atomic(uct_dcx_ep_t *ep, unsigned opcode, uint64_t value,
+                  uint64_t compare, unsigned size, void *result,
+                  uint64_t remote_addr, uct_rkey_t rkey,
+                  uct_completion_t *comp)
+{
+    uct_dcx_iface_t *iface    = uct_dcx_ep_iface(ep);
+    uct_dcx_send_desc_t *desc = NULL;
+    dcx_send_wr_t wr;
+    dcx_sge_t sge;
+    ucs_status_t status;
+
+    uct_dcx_wr_init(&wr, ep, 0, 0, &sge, 1);
+    status = uct_dcx_atomic_wr(iface, &wr, opcode, value, compare, size);
+    if (ucs_unlikely(status != UCS_OK)) {
+        return uct_dcx_bad_atomic(result ? "atomic fetch" : "atomic post",
+                                  opcode);
+    }
+    wr.remote_addr = remote_addr;
+    wr.rkey        = uct_dcx_rkey(rkey);
+
+    status = uct_dcx_ep_tx_begin(iface, ep, 0);
+    if (ucs_unlikely(status != UCS_OK)) {
+        return status;
+    }
+
+    if (result != NULL) {
+        desc = uct_dcx_iface_get_desc(iface);
+        if (ucs_unlikely(desc == NULL)) {
+            return UCS_ERR_NO_RESOURCE;
+        }
+        desc->op.cb     = uct_dcx_atomic_fetch_done;
+        desc->op.comp   = comp;
+        desc->length    = size;
+        desc->u.result  = result;
+        sge.addr        = (uintptr_t)uct_dcx_desc_data(desc);
+        sge.lkey        = desc->lkey;
+    } else {
+        sge.addr        = (uintptr_t)iface->scratch;
+        sge.lkey        = iface->scratch_mr->lkey;
+    }
+    sge.length = size;
+
+    status = uct_dcx_dci_post(iface, uct_dcx_ep_dci(iface, ep), ep, &wr,
+                              desc ? &desc->op : NULL, desc != NULL);
+    if (ucs_unlikely(status != UCS_OK)) {
+        if (desc != NULL) {
+            ucs_mpool_put_inline(desc);
+        }
+        return status;
+    }
+
+    UCT_TL_EP_STAT_ATOMIC(&ep->super);
+    return (result != NULL) ? UCS_INPROGRESS : UCS_OK;
+}
+
+ucs_status_t uct_dcx_ep_atomic32_post(uct_ep_h tl_ep, unsigned opcode,
+                                      uint32_t value, uint64_t remote_addr,
+                                      uct_rkey_t rkey)
+{
+    return uct_dcx_ep_atomic(ucs_derived_of(tl_ep, uct_dcx_ep_t), opcode,
+                             value, 0, sizeof(uint32_t), NULL, remote_addr,
+                             rkey, NULL);
+}
+
+ucs_status_t uct_dcx_ep_atomic64_post(uct_ep_h tl_ep, unsigned opcode,
+                                      uint64_t value, uint64_t remote_addr,
+                                      uct_rkey_t rkey)
+{
+    return uct_dcx_ep_atomic(ucs_derived_of(tl_ep, uct_dcx_ep_t), opcode,
+                             value, 0, sizeof(uint64_t), NULL, remote_addr,
+                             rkey, NULL);
+}
+
+ucs_status_t uct_dcx_ep_atomic32_fetch(uct_ep_h tl_ep, uct_atomic_op_t opcode,
+                                       uint32_t value, uint32_t *result,
+                                       uint64_t remote_addr, uct_rkey_t rkey,
+                                       uct_completion_t *comp)
+{
+    return uct_dcx_ep_atomic(ucs_derived_of(tl_ep, uct_dcx_ep_t), opcode,
+                             value, 0, sizeof(uint32_t), result, remote_addr,
+                             rkey, comp);
+}
+
+ucs_status_t uct_dcx_ep_atomic64_fetch(uct_ep_h tl_ep, uct_atomic_op_t opcode,
+                                       uint64_t value, uint64_t *result,
+                                       uint64_t remote_addr, uct_rkey_t rkey,
+                                       uct_completion_t *comp)
+{
+    return uct_dcx_ep_atomic(ucs_derived_of(tl_ep, uct_dcx_ep_t), opcode,
+                             value, 0, sizeof(uint64_t), result, remote_addr,
+                             rkey, comp);
+}
+
+ucs_status_t uct_dcx_ep_atomic_cswap32(uct_ep_h tl_ep, uint32_t compare,
+                                       uint32_t swap, uint64_t remote_addr,
+                                       uct_rkey_t rkey, uint32_t *result,
+                                       uct_completion_t *comp)
+{
+    return uct_dcx_ep_atomic(ucs_derived_of(tl_ep, uct_dcx_ep_t),
+                             UCT_ATOMIC_OP_CSWAP, swap, compare,
+                             sizeof(uint32_t), result, remote_addr, rkey,
+                             comp);
+}
+
+ucs_status_t uct_dcx_ep_atomic_cswap64(uct_ep_h tl_ep, uint64_t compare,
+                                       uint64_t swap, uint64_t remote_addr,
+                                       uct_rkey_t rkey, uint64_t *result,
+                                       uct_completion_t *comp)
+{
+    return uct_dcx_ep_atomic(ucs_derived_of(tl_ep, uct_dcx_ep_t),
+                             UCT_ATOMIC_OP_CSWAP, swap, compare,
+                             sizeof(uint64_t), result, remote_addr, rkey,
+                             comp);
+}
+
+
+/* ---------------------------------------------------------------------------
+ * Flush, fence, check
+ * ------------------------------------------------------------------------- */
+
+static int uct_dcx_ep_is_flushed(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep)
+{
+    return (ep->dci == UCT_DCX_DCI_NONE) ||
+           (iface->dcis[ep->dci].done_sn >= ep->last_sn);
+}
+
+ucs_status_t uct_dcx_ep_flush(uct_ep_h tl_ep, unsigned flags,
+                              uct_completion_t *comp)
+{
+    uct_dcx_ep_t *ep        = ucs_derived_of(tl_ep, uct_dcx_ep_t);
+    uct_dcx_iface_t *iface  = uct_dcx_ep_iface(ep);
+    uct_dcx_dci_t *dci;
+    uct_dcx_op_t *op;
+    dcx_dc_dest_t self;
+    ucs_status_t status;
+
+    if (flags & UCT_FLUSH_FLAG_CANCEL) {
+        uct_dcx_ep_pending_purge(tl_ep, NULL, NULL);
+        if (!uct_dcx_ep_is_flushed(iface, ep) && !iface->policy->shared) {
+            /* the ep owns its DCI: error it so that its WRs flush now */
+            uct_dcx_dci_set_error(iface, uct_dcx_ep_dci(iface, ep));
+        }
+    } else if (!ucs_arbiter_group_is_empty(&ep->arb_group)) {
+        return UCS_ERR_NO_RESOURCE;
+    }
+
+    if (uct_dcx_ep_is_flushed(iface, ep)) {
+        UCT_TL_EP_STAT_FLUSH(&ep->super);
+        return UCS_OK;
+    }
+
+    dci = uct_dcx_ep_dci(iface, ep);
+    if (dci->sig_sn < ep->last_sn) {
+        /* Unsignalled WRs in flight: a signalled no-op to ourselves after
+         * them tells when they are done */
+        self.ah     = iface->self_ah;
+        self.dctn   = iface->config.dctn;
+        self.dc_key = iface->config.dc_key;
+        status = uct_dcx_dci_post_ctl(iface, dci, ep, &self, UCT_DCX_CTL_NOP,
+                                      NULL, 0, NULL);
+        if (status != UCS_OK) {
+            return status;
+        }
+    }
+
+    if (comp != NULL) {
+        op = ucs_mpool_get_inline(&iface->op_mp);
+        if (op == NULL) {
+            return UCS_ERR_NO_RESOURCE;
+        }
+        op->cb   = uct_dcx_op_put;
+        op->comp = comp;
+        op->sn   = ep->last_sn;
+        ucs_queue_push(&dci->ops, &op->queue);
+    }
+
+    UCT_TL_EP_STAT_FLUSH_WAIT(&ep->super);
+    return UCS_INPROGRESS;
+}
+
+ucs_status_t uct_dcx_ep_fence(uct_ep_h tl_ep, unsigned flags)
+{
+    uct_dcx_ep_t *ep        = ucs_derived_of(tl_ep, uct_dcx_ep_t);
+    uct_dcx_iface_t *iface  = uct_dcx_ep_iface(ep);
+
+    /* Without a DCI nothing of this ep is in flight: nothing to order */
+    if (ep->dci != UCT_DCX_DCI_NONE) {
+        uct_dcx_ep_dci(iface, ep)->next_flags |= DCX_SEND_FENCE;
+    }
+    UCT_TL_EP_STAT_FENCE(&ep->super);
+    return UCS_OK;
+}
+
+ucs_status_t uct_dcx_ep_check(uct_ep_h tl_ep, unsigned flags,
+                              uct_completion_t *comp)
+{
+    uct_dcx_ep_t *ep        = ucs_derived_of(tl_ep, uct_dcx_ep_t);
+    uct_dcx_iface_t *iface  = uct_dcx_ep_iface(ep);
+    ucs_status_t status;
+
+    if ((flags != 0) || (comp != NULL)) {
+        ucs_error("dcx: ep_check: flags 0x%x / completion %p not supported",
+                  flags, comp);
+        return UCS_ERR_INVALID_PARAM;
+    }
+    if (ep->flags & UCT_DCX_EP_FLAG_FAILED) {
+        return UCS_OK; /* already reported */
+    }
+
+    /* A no-op to the peer on the control DCI; if the peer is gone the
+     * failure reaches the error handler like any other */
+    status = uct_dcx_dci_post_ctl(iface, &iface->dcis[iface->ctl_dci], ep,
+                                  &ep->dest, UCT_DCX_CTL_NOP, NULL, 0, NULL);
+    return (status == UCS_ERR_NO_RESOURCE) ? UCS_OK : status;
+}
+
+
+/* ---------------------------------------------------------------------------
+ * Pending queue
+ * ------------------------------------------------------------------------- */
+
+ucs_status_t uct_dcx_ep_pending_add(uct_ep_h tl_ep, uct_pending_req_t *req,
+                                    unsigned flags)
+{
+    uct_dcx_ep_t *ep        = ucs_derived_of(tl_ep, uct_dcx_ep_t);
+    uct_dcx_iface_t *iface  = uct_dcx_ep_iface(ep);
+
+    /* Busy if the ep could send right now (nobody ahead of it) */
+    if (!(ep->flags & UCT_DCX_EP_FLAG_FAILED) &&
+        ucs_arbiter_is_empty(&iface->arbiter) &&
+        (ep->dci != UCT_DCX_DCI_NONE) && (iface->dcis[ep->dci].avail > 0) &&
+        (ep->quota > 0) && (ep->fc_wnd > 0) &&
+        ((ep->fc_wnd > iface->fc_thresh) ||
+         (ep->flags & UCT_DCX_EP_FLAG_FC_REQ_SENT))) {
+        return UCS_ERR_BUSY;
+    }
+
+    uct_pending_req_arb_group_push(&ep->arb_group, req);
+    ucs_arbiter_group_schedule(&iface->arbiter, &ep->arb_group);
+    UCT_TL_EP_STAT_PEND(&ep->super);
+    return UCS_OK;
+}
+
+ucs_arbiter_cb_result_t uct_dcx_ep_dispatch_cb(ucs_arbiter_t *arbiter,
+                                               ucs_arbiter_group_t *group,
+                                               ucs_arbiter_elem_t *elem,
+                                               void *arg)
+{
+    uct_dcx_iface_t *iface  = arg;
+    uct_dcx_ep_t *ep        = ucs_container_of(group, uct_dcx_ep_t,
+                                               arb_group);
+    uct_pending_req_t *req  = ucs_container_of(elem, uct_pending_req_t, priv);
+    ucs_status_t status;
+
+    if (ep->flags & UCT_DCX_EP_FLAG_FAILED) {
+        return UCS_ARBITER_CB_RESULT_DESCHED_GROUP;
+    }
+
+    /* Cheap test before calling the request: a DCI with room */
+    iface->dispatch_ep = ep;
+    status = uct_dcx_ep_tx_begin(iface, ep, 0);
+    if (status != UCS_OK) {
+        iface->dispatch_ep = NULL;
+        return UCS_ARBITER_CB_RESULT_RESCHED_GROUP;
+    }
+
+    status             = req->func(req);
+    iface->dispatch_ep = NULL;
+    if (status == UCS_OK) {
+        return UCS_ARBITER_CB_RESULT_REMOVE_ELEM;
+    } else if (status == UCS_INPROGRESS) {
+        return UCS_ARBITER_CB_RESULT_NEXT_GROUP;
+    }
+    return UCS_ARBITER_CB_RESULT_RESCHED_GROUP;
+}
+
+typedef struct {
+    uct_pending_purge_callback_t cb;
+    void                         *arg;
+} uct_dcx_purge_args_t;
+
+static ucs_arbiter_cb_result_t
+uct_dcx_ep_purge_cb(ucs_arbiter_t *arbiter, ucs_arbiter_group_t *group,
+                    ucs_arbiter_elem_t *elem, void *arg)
+{
+    uct_dcx_purge_args_t *args = arg;
+    uct_pending_req_t *req     = ucs_container_of(elem, uct_pending_req_t,
+                                                  priv);
+
+    if (args->cb != NULL) {
+        args->cb(req, args->arg);
+    } else {
+        ucs_debug("dcx: purged pending request %p", req);
+    }
+    return UCS_ARBITER_CB_RESULT_REMOVE_ELEM;
+}
+
+void uct_dcx_ep_pending_purge(uct_ep_h tl_ep, uct_pending_purge_callback_t cb,
+                              void *arg)
+{
+    uct_dcx_ep_t *ep        = ucs_derived_of(tl_ep, uct_dcx_ep_t);
+    uct_dcx_iface_t *iface  = uct_dcx_ep_iface(ep);
+    uct_dcx_purge_args_t args = {cb, arg};
+
+    ucs_arbiter_group_purge(&iface->arbiter, &ep->arb_group,
+                            uct_dcx_ep_purge_cb, &args);
+}
+
+
+/* ---------------------------------------------------------------------------
+ * Failure
+ * ------------------------------------------------------------------------- */
+
+void uct_dcx_ep_handle_failure(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep,
+                               ucs_status_t status, dcx_wc_status_t wc_status)
+{
+    ucs_status_t err;
+
+    if (ep->flags & UCT_DCX_EP_FLAG_FAILED) {
+        return;
+    }
+
+    ep->flags |= UCT_DCX_EP_FLAG_FAILED;
+    iface->policy->ep_detach(iface, ep);
+    ep->dci    = UCT_DCX_DCI_NONE;
+
+    err = uct_iface_handle_ep_err(&iface->super.super, &ep->super.super,
+                                  status);
+    if (err != UCS_OK) {
+        ucs_log(uct_base_iface_failure_log_level(&iface->super, err, status),
+                "dcx: %s: endpoint %p to DCT 0x%x failed: %s (%s), and no "
+                "error handler took it", dcx_dev_name(iface->dev), ep,
+                ep->dest.dctn, ucs_status_string(status),
+                dcx_wc_status_str(wc_status));
+    }
+}
+
+
+/* ---------------------------------------------------------------------------
+ * Endpoint object
+ * ------------------------------------------------------------------------- */
+
+static ucs_status_t
+uct_dcx_ep_parse_addr(uct_dcx_iface_t *iface, const uct_ep_params_t *params,
+                      dcx_ah_t **ah_p, uint32_t *dctn_p)
+{
+    const uct_dcx_dev_addr_t *dev_addr;
+    const uct_dcx_iface_addr_t *iface_addr;
+
+    if (!(params->field_mask & UCT_EP_PARAM_FIELD_DEV_ADDR) ||
+        !(params->field_mask & UCT_EP_PARAM_FIELD_IFACE_ADDR) ||
+        (params->dev_addr == NULL) || (params->iface_addr == NULL)) {
+        ucs_error("dcx: ep_create needs a device and an interface address");
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    dev_addr   = (const uct_dcx_dev_addr_t*)params->dev_addr;
+    iface_addr = (const uct_dcx_iface_addr_t*)params->iface_addr;
+    if ((iface_addr->magic != UCT_DCX_ADDR_MAGIC) ||
+        (iface_addr->version != UCT_DCX_ADDR_VERSION) ||
+        (dev_addr->len != iface->config.port_len)) {
+        ucs_error("dcx: %s: malformed peer address (magic 0x%x version %u "
+                  "port length %u, expected 0x%x %u %u)",
+                  dcx_dev_name(iface->dev), iface_addr->magic,
+                  iface_addr->version, dev_addr->len, UCT_DCX_ADDR_MAGIC,
+                  UCT_DCX_ADDR_VERSION, iface->config.port_len);
+        return UCS_ERR_INVALID_ADDR;
+    }
+
+    *dctn_p = iface_addr->dctn[0] | ((uint32_t)iface_addr->dctn[1] << 8) |
+              ((uint32_t)iface_addr->dctn[2] << 16);
+    return uct_dcx_iface_peer_ah(iface, dev_addr->port, dev_addr->len, ah_p);
+}
+
+UCS_CLASS_INIT_FUNC(uct_dcx_ep_t, const uct_ep_params_t *params)
+{
+    uct_dcx_iface_t *iface;
+    ucs_status_t status;
+    khiter_t it;
+    int ret;
+
+    if (!(params->field_mask & UCT_EP_PARAM_FIELD_IFACE)) {
+        ucs_error("dcx: ep_create needs an interface");
+        return UCS_ERR_INVALID_PARAM;
+    }
+    iface = ucs_derived_of(params->iface, uct_dcx_iface_t);
+
+    UCS_CLASS_CALL_SUPER_INIT(uct_base_ep_t, &iface->super);
+
+    status = uct_dcx_ep_parse_addr(iface, params, &self->dest.ah,
+                                   &self->dest.dctn);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    self->dest.dc_key = iface->config.dc_key;
+    self->flags       = 0;
+    self->fc_wnd      = iface->fc_wnd;
+    self->last_sn     = 0;
+    self->id          = ++iface->next_ep_id;
+    ucs_arbiter_group_init(&self->arb_group);
+
+    it = kh_put(uct_dcx_eps, &iface->eps, self->id, &ret);
+    if (ret < 0) {
+        ucs_error("dcx: failed to index a new endpoint");
+        ucs_arbiter_group_cleanup(&self->arb_group);
+        return UCS_ERR_NO_MEMORY;
+    }
+    kh_val(&iface->eps, it) = self;
+    ucs_list_add_tail(&iface->ep_list, &self->list);
+
+    iface->policy->ep_init(iface, self);
+    ucs_debug("dcx: %s: ep %p to DCT 0x%x (policy %s, dci %d)",
+              dcx_dev_name(iface->dev), self, self->dest.dctn,
+              iface->policy->name,
+              (self->dci == UCT_DCX_DCI_NONE) ? -1 : (int)self->dci);
+    return UCS_OK;
+}
+
+UCS_CLASS_CLEANUP_FUNC(uct_dcx_ep_t)
+{
+    uct_dcx_iface_t *iface = uct_dcx_ep_iface(self);
+    khiter_t it;
+
+    uct_dcx_ep_pending_purge(&self->super.super, NULL, NULL);
+    ucs_arbiter_group_cleanup(&self->arb_group);
+
+    if (!(self->flags & UCT_DCX_EP_FLAG_FAILED)) {
+        iface->policy->ep_detach(iface, self);
+    }
+    if (iface->dispatch_ep == self) {
+        iface->dispatch_ep = NULL;
+    }
+
+    it = kh_get(uct_dcx_eps, &iface->eps, self->id);
+    if (it != kh_end(&iface->eps)) {
+        kh_del(uct_dcx_eps, &iface->eps, it);
+    }
+    ucs_list_del(&self->list);
+}
+
+UCS_CLASS_DEFINE(uct_dcx_ep_t, uct_base_ep_t);
+UCS_CLASS_DEFINE_NEW_FUNC(uct_dcx_ep_t, uct_ep_t, const uct_ep_params_t*);
+UCS_CLASS_DEFINE_DELETE_FUNC(uct_dcx_ep_t, uct_ep_t);
