@@ -101,6 +101,27 @@ TEST_F(mlx5_list, no_devices_is_not_an_error_and_logs_only_debug)
     EXPECT_EQ(0u, g_log.size());
 }
 
+TEST_F(mlx5_list, soft_devices_still_listed_when_mlx5_finds_none)
+{
+    dcx_dev_list_params_t params;
+    dcx_dev_info_t *list = NULL;
+    unsigned count       = 0;
+
+    if (have_rdma()) {
+        GTEST_SKIP() << "this machine has RDMA devices";
+    }
+    memset(&params, 0, sizeof(params));
+    params.mlx5_enable = 1;
+    params.soft_count  = 2;
+
+    ASSERT_EQ(0, dcx_dev_list(&params, &list, &count));
+    ASSERT_EQ(2u, count);
+    EXPECT_EQ(DCX_BACKEND_SOFT, list[0].backend);
+    EXPECT_EQ(DCX_BACKEND_SOFT, list[1].backend);
+    dcx_dev_list_free(list);
+    EXPECT_EQ(0u, count_above(DCX_LOG_DEBUG));
+}
+
 TEST_F(mlx5_list, open_of_absent_device_fails_with_one_error_line)
 {
     dcx_dev_info_t info;
