@@ -9,6 +9,7 @@
 #include "mlx5/mlx5_int.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
