@@ -159,17 +159,17 @@ static int uct_dcx_ucx_is_compatible(void)
         if ((checks[i].cls->size != checks[i].compiled) &&
             (len < sizeof(diff))) {
             len += snprintf(diff + len, sizeof(diff) - len,
-                            " %s: %zu bytes here, %zu in UCX;", checks[i].name,
+                            "%s%s is %zu bytes here but %zu in UCX",
+                            (len == 0) ? "" : ", ", checks[i].name,
                             checks[i].compiled, checks[i].cls->size);
         }
     }
 
     if (diff[0] != '\0') {
-        fprintf(stderr, "[dcx error] libuct_dcx.so was built with a UCX "
-                "configuration other than the running UCX %s (%s ): the dcx "
-                "transport is not registered (rebuild dcx; configure derives "
-                "the configuration from ucx_info -b)\n", UCT_VERNO_STRING,
-                diff);
+        fprintf(stderr, "[dcx error] libuct_dcx.so was built for a UCX %s "
+                "configured differently from the running one (%s): the dcx "
+                "transport is not registered (rebuild dcx against the "
+                "installed UCX)\n", UCT_VERNO_STRING, diff);
         return 0;
     }
 
