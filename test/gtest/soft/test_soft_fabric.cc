@@ -1,0 +1,148 @@
+/*
+ * Soft device fabric: segment naming, permissions, cleanup, stale segment
+ * sweep (dead owner, recycled pid).
+ */
+#include "soft_fixture.h"
+
+extern "C" {
+#include "soft/soft.h"
+}
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+using namespace soft_test;
+
+namespace {
+
+std::vector<std::string> segments(const std::string &fabric)
+{
+    std::vector<std::string> out;
+    std::string prefix = "dcx-soft." + std::to_string(getuid()) + "." +
+                         fabric + ".";
+    DIR *d = opendir("/dev/shm");
+    if (d == nullptr) {
+        return out;
+    }
+    while (struct dirent *de = readdir(d)) {
+        if (strncmp(de->d_name, prefix.c_str(), prefix.size()) == 0) {
+            out.push_back(std::string("/dev/shm/") + de->d_name);
+        }
+    }
+    closedir(d);
+    return out;
+}
+
+/* Creates a segment that looks like one of owner pid's. */
+std::string fake_segment(const std::string &fabric, pid_t pid, uint64_t start)
+{
+    std::string name = "/dcx-soft." + std::to_string(getuid()) + "." +
+                       fabric + "." + std::to_string(pid) + ".7";
+    int fd = shm_open(name.c_str(), O_RDWR | O_CREAT | O_EXCL, 0600);
+    EXPECT_GE(fd, 0);
+    if (fd < 0) {
+        return name;
+    }
+    EXPECT_EQ(0, ftruncate(fd, SOFT_SEG_HDR_SIZE));
+    soft_port_hdr_t *hdr = (soft_port_hdr_t*)mmap(nullptr, SOFT_SEG_HDR_SIZE,
+                                                  PROT_READ | PROT_WRITE,
+                                                  MAP_SHARED, fd, 0);
+    EXPECT_NE(MAP_FAILED, (void*)hdr);
+    hdr->magic       = SOFT_MAGIC;
+    hdr->owner_pid   = pid;
+    hdr->owner_start = start;
+    hdr->seg_size    = SOFT_SEG_HDR_SIZE;
+    munmap(hdr, SOFT_SEG_HDR_SIZE);
+    close(fd);
+    return name;
+}
+
+bool shm_exists(const std::string &name)
+{
+    struct stat st;
+    return stat(("/dev/shm" + name).c_str(), &st) == 0;
+}
+
+} // namespace
+
+TEST_F(soft, segment_mode_and_cleanup)
+{
+    {
+        node a, b;
+        ASSERT_EQ(0, a.open(fabric.c_str()));
+        ASSERT_EQ(0, b.open(fabric.c_str()));
+        std::vector<std::string> segs = segments(fabric);
+        ASSERT_EQ(2u, segs.size());
+        for (const std::string &s : segs) {
+            struct stat st;
+            ASSERT_EQ(0, stat(s.c_str(), &st));
+            EXPECT_EQ(0600u, st.st_mode & 0777) << s;
+            EXPECT_EQ(getuid(), st.st_uid);
+            EXPECT_NE(std::string::npos,
+                      s.find("." + std::to_string(getpid()) + "."));
+        }
+        a.close();
+        EXPECT_EQ(1u, segments(fabric).size());
+    }
+    EXPECT_TRUE(segments(fabric).empty());
+}
+
+TEST_F(soft, cleanup_after_two_processes)
+{
+    start_target();
+    {
+        node n;
+        ASSERT_EQ(0, open_initiator(n));
+        EXPECT_EQ(2u, segments(fabric).size());
+    }
+    EXPECT_TRUE(stop_children());
+    EXPECT_TRUE(segments(fabric).empty());
+}
+
+TEST_F(soft, stale_segment_sweep)
+{
+    /* a pid that is certainly dead: a reaped child */
+    pid_t dead = fork();
+    if (dead == 0) {
+        _exit(0);
+    }
+    ASSERT_GT(dead, 0);
+    int status;
+    ASSERT_EQ(dead, waitpid(dead, &status, 0));
+
+    std::string stale  = fake_segment(fabric, dead, 12345);
+    /* our own pid but another start time: a recycled pid */
+    std::string reused = fake_segment(fabric, getpid(), 1);
+    /* a live owner with the right start time stays */
+    std::string live   = fake_segment(fabric + "l", getpid(),
+                                      soft_proc_start_time(getpid()));
+    ASSERT_TRUE(shm_exists(stale));
+    ASSERT_TRUE(shm_exists(reused));
+    {
+        node n;
+        ASSERT_EQ(0, n.open(fabric.c_str()));
+        EXPECT_FALSE(shm_exists(stale));
+        EXPECT_FALSE(shm_exists(reused));
+        EXPECT_TRUE(shm_exists(live));
+    }
+    shm_unlink(live.c_str());
+}
+
+TEST_F(soft, dead_peer_segment_swept)
+{
+    pid_t target = start_target();
+    ASSERT_EQ(1u, segments(fabric).size());
+    kill_child(target);
+    int status;
+    ASSERT_EQ(target, waitpid(target, &status, 0));
+    children.clear();
+    EXPECT_EQ(1u, segments(fabric).size());   /* left behind by the crash */
+    node n;
+    ASSERT_EQ(0, n.open(fabric.c_str()));
+    EXPECT_EQ(1u, segments(fabric).size());   /* only ours */
+    n.close();
+    EXPECT_TRUE(segments(fabric).empty());
+}

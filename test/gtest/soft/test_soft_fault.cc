@@ -1,0 +1,383 @@
+/*
+ * Soft device: fault injection (drop, corrupt, delay, forced error CQE,
+ * killed port), dead peers, the helper thread, concurrent atomics.
+ */
+#include "soft_fixture.h"
+
+#include <sys/resource.h>
+#include <sys/wait.h>
+
+using namespace soft_test;
+
+namespace {
+
+dcx_soft_fault_t fault(dcx_soft_fault_type_t type, int opcode, uint32_t skip,
+                       uint32_t count)
+{
+    dcx_soft_fault_t f;
+    memset(&f, 0, sizeof(f));
+    f.type   = type;
+    f.opcode = opcode;
+    f.skip   = skip;
+    f.count  = count;
+    return f;
+}
+
+dcx_soft_stats_t stats(node &n)
+{
+    dcx_soft_stats_t st;
+    memset(&st, 0, sizeof(st));
+    EXPECT_EQ(0, dcx_soft_stats(n.dev, &st));
+    return st;
+}
+
+} // namespace
+
+TEST_F(soft_xproc, fault_inject_bad_flow)
+{
+    start();
+    log_counter logs;
+    dcx_soft_fault_t f = fault(DCX_SOFT_FAULT_DROP, 99, 0, 0);
+    EXPECT_EQ(EINVAL, dcx_soft_fault_inject(ini.dev, &f));
+    f = fault(DCX_SOFT_FAULT_ERROR_CQE, -1, 0, 0);
+    f.status = DCX_WC_SUCCESS;
+    EXPECT_EQ(EINVAL, dcx_soft_fault_inject(ini.dev, &f));
+    EXPECT_EQ(2, logs.lines());
+    EXPECT_TRUE(stop_children());
+}
+
+TEST_F(soft_xproc, drop_retransmit)
+{
+    start();
+    memset(lbuf.data(), 0x5a, 4096);
+    dcx_soft_fault_t f = fault(DCX_SOFT_FAULT_DROP, DCX_WR_RDMA_WRITE, 0, 1);
+    ASSERT_EQ(0, dcx_soft_fault_inject(ini.dev, &f));
+    dcx_sge_t s = lsge(0, 4096);
+    dcx_send_wr_t wr = make_wr(DCX_WR_RDMA_WRITE, 1, &s, 1, ini, sh);
+    EXPECT_EQ(DCX_WC_SUCCESS, run(wr).status);
+    EXPECT_EQ(0, memcmp(sh->buf, lbuf.data(), 4096));
+    EXPECT_EQ(1u, stats(ini).retransmits);
+
+    /* a lost middle packet of a multi-packet send */
+    const uint32_t mtu = dcx_dev_caps(ini.dev)->mtu;
+    for (uint32_t i = 0; i < 4 * mtu; ++i) {
+        lbuf[i] = (uint8_t)(i * 3);
+    }
+    f = fault(DCX_SOFT_FAULT_DROP, DCX_WR_SEND, 2, 1);
+    ASSERT_EQ(0, dcx_soft_fault_inject(ini.dev, &f));
+    s  = lsge(0, 3 * mtu + 10);
+    wr = make_wr(DCX_WR_SEND, 2, &s, 1, ini, sh);
+    EXPECT_EQ(DCX_WC_SUCCESS, run(wr).status);
+    ASSERT_TRUE(wait_recv(1));
+    usleep(20000);
+    EXPECT_EQ(1u, sh->n_wc);   /* delivered exactly once */
+    EXPECT_EQ(3 * mtu + 10, sh->wc[0].byte_len);
+    EXPECT_EQ(0, memcmp(recv_buf(sh, sh->wc[0].wr_id), lbuf.data(),
+                        3 * mtu + 10));
+    EXPECT_EQ(2u, stats(ini).retransmits);
+
+    /* a lost atomic is executed once */
+    *(uint64_t*)(sh->buf + 512) = 40;
+    f = fault(DCX_SOFT_FAULT_DROP, DCX_WR_ATOMIC_FADD, 0, 1);
+    ASSERT_EQ(0, dcx_soft_fault_inject(ini.dev, &f));
+    s  = lsge(0, 8);
+    wr = make_wr(DCX_WR_ATOMIC_FADD, 3, &s, 1, ini, sh);
+    wr.remote_addr += 512;
+    wr.compare_add  = 2;
+    EXPECT_EQ(DCX_WC_SUCCESS, run(wr).status);
+    EXPECT_EQ(40u, *(uint64_t*)lbuf.data());
+    EXPECT_EQ(42u, *(uint64_t*)(sh->buf + 512));
+    EXPECT_TRUE(stop_children());
+}
+
+TEST_F(soft_xproc, drop_exhausted_bad_flow)
+{
+    start();
+    dcx_soft_fault_t f = fault(DCX_SOFT_FAULT_DROP, -1, 0, 0);
+    ASSERT_EQ(0, dcx_soft_fault_inject(ini.dev, &f));
+    dcx_sge_t s = lsge(0, 64);
+    dcx_send_wr_t wr = make_wr(DCX_WR_RDMA_READ, 1, &s, 1, ini, sh);
+    double t0 = now_s();
+    EXPECT_EQ(DCX_WC_RETRY_EXC_ERR, run(wr).status);
+    EXPECT_LT(now_s() - t0, 5.0);
+    EXPECT_EQ(sh->tp.limits.retry_cnt, stats(ini).retransmits);
+    /* cleared: works again after recovery */
+    dcx_soft_fault_clear(ini.dev);
+    ASSERT_EQ(0, dcx_qp_recover(ini.dci));
+    EXPECT_EQ(DCX_WC_SUCCESS, run(wr).status);
+    EXPECT_TRUE(stop_children());
+}
+
+TEST_F(soft_xproc, corrupt_retransmit)
+{
+    start();
+    memset(lbuf.data(), 0x3c, 256);
+    dcx_soft_fault_t f = fault(DCX_SOFT_FAULT_CORRUPT, -1, 0, 2);
+    ASSERT_EQ(0, dcx_soft_fault_inject(ini.dev, &f));
+    dcx_sge_t s = lsge(0, 256);
+    dcx_send_wr_t wr = make_wr(DCX_WR_SEND, 1, &s, 1, ini, sh);
+    EXPECT_EQ(DCX_WC_SUCCESS, run(wr).status);
+    ASSERT_TRUE(wait_recv(1));
+    EXPECT_EQ(0, memcmp(recv_buf(sh, sh->wc[0].wr_id), lbuf.data(), 256));
+    EXPECT_EQ(2u, stats(ini).retransmits);
+    EXPECT_TRUE(stop_children());
+    EXPECT_EQ(2u, sh->stats.corrupt_drops);
+    EXPECT_EQ(1u, sh->n_wc);
+}
+
+TEST_F(soft_xproc, corrupt_exhausted_bad_flow)
+{
+    start();
+    dcx_soft_fault_t f = fault(DCX_SOFT_FAULT_CORRUPT, DCX_WR_RDMA_WRITE, 0,
+                               0);
+    ASSERT_EQ(0, dcx_soft_fault_inject(ini.dev, &f));
+    memset(lbuf.data(), 1, 64);
+    dcx_sge_t s = lsge(0, 64);
+    dcx_send_wr_t wr = make_wr(DCX_WR_RDMA_WRITE, 1, &s, 1, ini, sh);
+    EXPECT_EQ(DCX_WC_RETRY_EXC_ERR, run(wr).status);
+    for (int i = 0; i < 64; ++i) {
+        ASSERT_EQ(0, sh->buf[i]);
+    }
+    EXPECT_TRUE(stop_children());
+    EXPECT_EQ(sh->tp.limits.retry_cnt + 1, sh->stats.corrupt_drops);
+}
+
+TEST_F(soft_xproc, delay)
+{
+    start();
+    /* shorter than the ack timeout: no retransmission */
+    dcx_soft_fault_t f = fault(DCX_SOFT_FAULT_DELAY, DCX_WR_SEND, 0, 1);
+    f.delay_us = 10000;
+    ASSERT_EQ(0, dcx_soft_fault_inject(ini.dev, &f));
+    memcpy(lbuf.data(), "late", 4);
+    dcx_sge_t s = lsge(0, 4);
+    dcx_send_wr_t wr = make_wr(DCX_WR_SEND, 1, &s, 1, ini, sh);
+    EXPECT_EQ(DCX_WC_SUCCESS, run(wr).status);
+    EXPECT_EQ(0u, stats(ini).retransmits);
+
+    /* longer than the ack timeout: the duplicate is recognised */
+    f = fault(DCX_SOFT_FAULT_DELAY, -1, 0, 1);
+    f.delay_us = 120000;
+    ASSERT_EQ(0, dcx_soft_fault_inject(ini.dev, &f));
+    wr.wr_id = 2;
+    EXPECT_EQ(DCX_WC_SUCCESS, run(wr).status);
+    EXPECT_GE(stats(ini).retransmits, 1u);
+
+    /* a late atomic is not executed twice */
+    *(uint64_t*)(sh->buf + 64) = 7;
+    f = fault(DCX_SOFT_FAULT_DELAY, DCX_WR_ATOMIC_FADD, 0, 1);
+    f.delay_us = 120000;
+    ASSERT_EQ(0, dcx_soft_fault_inject(ini.dev, &f));
+    s  = lsge(0, 8);
+    wr = make_wr(DCX_WR_ATOMIC_FADD, 3, &s, 1, ini, sh);
+    wr.remote_addr += 64;
+    wr.compare_add  = 1;
+    EXPECT_EQ(DCX_WC_SUCCESS, run(wr).status);
+    EXPECT_EQ(7u, *(uint64_t*)lbuf.data());
+    usleep(200000);   /* let every copy arrive */
+    EXPECT_EQ(8u, *(uint64_t*)(sh->buf + 64));
+    EXPECT_TRUE(stop_children());
+    EXPECT_EQ(2u, sh->n_wc);
+}
+
+TEST_F(soft_xproc, forced_error_cqe)
+{
+    start();
+    dcx_soft_fault_t f = fault(DCX_SOFT_FAULT_ERROR_CQE, DCX_WR_RDMA_WRITE, 1,
+                               1);
+    f.status = DCX_WC_REM_OP_ERR;
+    ASSERT_EQ(0, dcx_soft_fault_inject(ini.dev, &f));
+    dcx_sge_t s = lsge(0, 8);
+    dcx_send_wr_t wr = make_wr(DCX_WR_RDMA_WRITE, 1, &s, 1, ini, sh);
+    EXPECT_EQ(DCX_WC_SUCCESS, run(wr).status);     /* skipped */
+    wr.wr_id = 2;
+    wr.flags = 0;                                  /* error even unsignalled */
+    dcx_wc_t wc = run(wr);
+    EXPECT_EQ(DCX_WC_REM_OP_ERR, wc.status);
+    EXPECT_EQ(2u, wc.wr_id);
+    EXPECT_EQ(DCX_QPS_ERR, ini.dci->state);
+    ASSERT_EQ(0, dcx_qp_recover(ini.dci));
+    wr.wr_id = 3;
+    wr.flags = DCX_SEND_SIGNALED;
+    EXPECT_EQ(DCX_WC_SUCCESS, run(wr).status);     /* count exhausted */
+    EXPECT_TRUE(stop_children());
+}
+
+TEST_F(soft_xproc, killed_port_bad_flow)
+{
+    start();
+    dcx_sge_t s = lsge(0, 8);
+    dcx_send_wr_t wr = make_wr(DCX_WR_RDMA_WRITE, 1, &s, 1, ini, sh);
+    EXPECT_EQ(DCX_WC_SUCCESS, run(wr).status);
+    __atomic_store_n(&sh->kill_port, 1, __ATOMIC_RELEASE);
+    ASSERT_TRUE(wait_flag(&sh->port_killed, 1, 10.0));
+    double t0 = now_s();
+    wr.wr_id = 2;
+    EXPECT_EQ(DCX_WC_RETRY_EXC_ERR, run(wr).status);
+    /* detected at the first timeout, not after all retries */
+    EXPECT_LT(now_s() - t0, 5.0);
+    EXPECT_EQ(0u, stats(ini).retransmits);
+    EXPECT_TRUE(stop_children());
+}
+
+TEST_F(soft_xproc, dead_peer_bad_flow)
+{
+    pid_t target = start_target();
+    ASSERT_EQ(0, open_initiator(ini));
+    ASSERT_EQ(0, ini.reg(lbuf.data(), lbuf.size(), DCX_ACCESS_LOCAL_WRITE,
+                         &lmr));
+    dcx_sge_t s = lsge(0, 64);
+    dcx_send_wr_t wr = make_wr(DCX_WR_RDMA_READ, 1, &s, 1, ini, sh);
+    EXPECT_EQ(DCX_WC_SUCCESS, run(wr).status);
+
+    kill_child(target);
+    int status;
+    ASSERT_EQ(target, waitpid(target, &status, 0));
+    children.clear();
+
+    double t0 = now_s();
+    for (int i = 0; i < 3; ++i) {
+        wr.wr_id = 10 + i;
+        ASSERT_EQ(0, dcx_qp_post_send(ini.dci, &wr));
+    }
+    dcx_wc_t wc[3];
+    ASSERT_EQ(3, ini.poll(wc, 3, 20.0));
+    EXPECT_EQ(DCX_WC_RETRY_EXC_ERR, wc[0].status);
+    EXPECT_EQ(DCX_WC_WR_FLUSH_ERR, wc[1].status);
+    EXPECT_EQ(DCX_WC_WR_FLUSH_ERR, wc[2].status);
+    EXPECT_LT(now_s() - t0, 5.0);
+    EXPECT_EQ(0u, stats(ini).retransmits);   /* liveness, not retries */
+}
+
+TEST_F(soft_xproc, helper_progress_target_asleep)
+{
+    sh->tp.mode = TARGET_SLEEP;
+    start();
+    for (int i = 0; i < 4096; ++i) {
+        lbuf[i] = (uint8_t)(i ^ 0x5a);
+    }
+    dcx_sge_t s = lsge(0, 4096);
+    double t0 = now_s();
+    for (int it = 0; it < 20; ++it) {
+        dcx_send_wr_t wr = make_wr(DCX_WR_RDMA_WRITE, it, &s, 1, ini, sh);
+        wr.remote_addr += 4096 * it;
+        ASSERT_EQ(DCX_WC_SUCCESS, run(wr).status);
+        ASSERT_EQ(0, memcmp(sh->buf + 4096 * it, lbuf.data(), 4096));
+    }
+    dcx_sge_t r = lsge(1 << 20, 4096);
+    dcx_send_wr_t rd = make_wr(DCX_WR_RDMA_READ, 100, &r, 1, ini, sh);
+    EXPECT_EQ(DCX_WC_SUCCESS, run(rd).status);
+    EXPECT_EQ(0, memcmp(lbuf.data() + (1 << 20), lbuf.data(), 4096));
+    dcx_sge_t a = lsge(2 << 20, 8);
+    for (int it = 0; it < 20; ++it) {
+        dcx_send_wr_t at = make_wr(DCX_WR_ATOMIC_FADD, 200 + it, &a, 1, ini,
+                                   sh);
+        at.remote_addr += 1 << 20;
+        at.compare_add  = 1;
+        ASSERT_EQ(DCX_WC_SUCCESS, run(at).status);
+        EXPECT_EQ((uint64_t)it, *(uint64_t*)(lbuf.data() + (2 << 20)));
+    }
+    /* a send completes on the receive side without the target polling */
+    dcx_send_wr_t snd = make_wr(DCX_WR_SEND, 300, &s, 1, ini, sh);
+    EXPECT_EQ(DCX_WC_SUCCESS, run(snd).status);
+    EXPECT_LT(now_s() - t0, 10.0);
+    EXPECT_TRUE(stop_children());
+    EXPECT_GT(sh->stats.helper_packets, 40u);
+    ASSERT_EQ(1u, sh->n_wc);
+    EXPECT_EQ(DCX_WC_SUCCESS, sh->wc[0].status);
+    EXPECT_EQ(4096u, sh->wc[0].byte_len);
+}
+
+TEST_F(soft, helper_idle_does_not_spin)
+{
+    node n;
+    struct rusage r0, r1;
+
+    ASSERT_EQ(0, n.open(fabric.c_str()));
+    usleep(50000);
+    getrusage(RUSAGE_SELF, &r0);
+    usleep(400000);
+    getrusage(RUSAGE_SELF, &r1);
+    double cpu = (r1.ru_utime.tv_sec - r0.ru_utime.tv_sec) +
+                 (r1.ru_stime.tv_sec - r0.ru_stime.tv_sec) +
+                 (r1.ru_utime.tv_usec - r0.ru_utime.tv_usec) * 1e-6 +
+                 (r1.ru_stime.tv_usec - r0.ru_stime.tv_usec) * 1e-6;
+    EXPECT_LT(cpu, 0.05) << "an idle device burnt CPU";
+    dcx_soft_stats_t st;
+    ASSERT_EQ(0, dcx_soft_stats(n.dev, &st));
+    EXPECT_EQ(0u, st.helper_wakeups);
+}
+
+TEST_F(soft, concurrent_atomics_two_children)
+{
+    sh->tp.mode = TARGET_SLEEP;
+    start_target();
+    const int iters = 1000;
+    shared_area *s = sh;
+    std::string fab = fabric;
+    for (int c = 0; c < 2; ++c) {
+        spawn([s, fab, c, iters]() {
+            node n;
+            uint64_t res[2];
+            dcx_mr_t *mr;
+            if ((n.open(fab.c_str(), &s->tp.limits) != 0) ||
+                (n.make_dci() != 0) || (n.connect(s->addr, s->addr_len) != 0) ||
+                (n.reg(res, sizeof(res), DCX_ACCESS_LOCAL_WRITE, &mr) != 0)) {
+                return 1;
+            }
+            wait_flag(&s->go, 1, 20.0);
+            uint64_t guess = 0;
+            for (int i = 0; i < iters; ++i) {
+                dcx_sge_t sge = { (uint64_t)(uintptr_t)&res[0], 8, mr->lkey };
+                dcx_send_wr_t wr = make_wr(DCX_WR_ATOMIC_FADD, i, &sge, 1, n,
+                                           s);
+                wr.compare_add = 1;
+                if (dcx_qp_post_send(n.dci, &wr) != 0) {
+                    return 3;
+                }
+                /* and a CSWAP-based increment of a second counter */
+                dcx_sge_t sge2 = { (uint64_t)(uintptr_t)&res[1], 8, mr->lkey };
+                bool first = true;
+                for (;;) {
+                    dcx_send_wr_t cs = make_wr(DCX_WR_ATOMIC_CSWAP, i, &sge2,
+                                               1, n, s);
+                    cs.remote_addr += 8;
+                    cs.compare_add  = guess;
+                    cs.swap         = guess + 1;
+                    if (dcx_qp_post_send(n.dci, &cs) != 0) {
+                        return 4;
+                    }
+                    dcx_wc_t wc[2];
+                    int need = first ? 2 : 1, got = 0;
+                    first = false;
+                    got = n.poll(wc, need, 20.0);
+                    if (got != need) {
+                        return 5;
+                    }
+                    for (int k = 0; k < got; ++k) {
+                        if (wc[k].status != DCX_WC_SUCCESS) {
+                            return 6;
+                        }
+                    }
+                    if (res[1] == guess) {
+                        guess++;
+                        break;
+                    }
+                    guess = res[1];
+                }
+            }
+            __atomic_store_n(&s->child_done[c], 1, __ATOMIC_RELEASE);
+            return 0;
+        });
+    }
+    *(uint64_t*)sh->buf       = 0;
+    *(uint64_t*)(sh->buf + 8) = 0;
+    __atomic_store_n(&sh->go, 1, __ATOMIC_RELEASE);
+    EXPECT_TRUE(wait_flag(&sh->child_done[0], 1, 40.0));
+    EXPECT_TRUE(wait_flag(&sh->child_done[1], 1, 40.0));
+    EXPECT_EQ(2u * iters, __atomic_load_n((uint64_t*)sh->buf,
+                                          __ATOMIC_ACQUIRE));
+    EXPECT_EQ(2u * iters, __atomic_load_n((uint64_t*)(sh->buf + 8),
+                                          __ATOMIC_ACQUIRE));
+    EXPECT_TRUE(stop_children());
+}
