@@ -14,6 +14,8 @@
 #include <uct/base/uct_iface.h>
 #include <ucs/debug/log.h>
 #include <ucs/memory/rcache_int.h>
+#include <ucs/sys/math.h>
+#include <ucs/sys/string.h>
 #include <ucs/type/class.h>
 
 #include <dlfcn.h>
@@ -63,19 +65,20 @@ static ucs_log_level_t uct_dcx_log_level_to_ucs(dcx_log_level_t level)
     }
 }
 
+/* The device layer filters by its own level before it calls the handler
+ * (UCX's level, or DCX_LOG_LEVEL if that asks for more), so every line that
+ * arrives here is printed: this configuration lets all levels through and
+ * otherwise follows UCX's (file filter). */
+static ucs_log_component_config_t uct_dcx_log_config;
+
 static void uct_dcx_log_handler(dcx_log_level_t level, const char *file,
                                 int line, const char *msg)
 {
-    ucs_log_level_t ucs_level = uct_dcx_log_level_to_ucs(level);
-
-    if (ucs_log_is_enabled(ucs_level)) {
-        ucs_log_dispatch(file, line, "dcx", ucs_level,
-                         &ucs_global_opts.log_component, "%s", msg);
-    }
+    ucs_log_dispatch(file, line, "dcx", uct_dcx_log_level_to_ucs(level),
+                     &uct_dcx_log_config, "%s", msg);
 }
 
-/* The most verbose device-layer level that UCX's log level lets through,
- * so that the device layer formats only lines that will be printed. */
+/* The most verbose device-layer level that UCX's log level lets through. */
 static dcx_log_level_t uct_dcx_log_max_level(void)
 {
     static const dcx_log_level_t levels[] = {
@@ -90,6 +93,17 @@ static dcx_log_level_t uct_dcx_log_max_level(void)
     }
 
     return DCX_LOG_ERROR;
+}
+
+static void uct_dcx_log_forward(void)
+{
+    uct_dcx_log_config           = ucs_global_opts.log_component;
+    uct_dcx_log_config.log_level = UCS_LOG_LEVEL_TRACE_POLL;
+    ucs_strncpy_zero(uct_dcx_log_config.name, "DCX",
+                     sizeof(uct_dcx_log_config.name));
+    /* keep a more verbose level already asked for with DCX_LOG_LEVEL */
+    dcx_log_set_handler(uct_dcx_log_handler,
+                        ucs_max(uct_dcx_log_max_level(), dcx_log_max_level));
 }
 
 
@@ -191,7 +205,7 @@ static void UCS_F_CTOR uct_dcx_component_init(void)
         return;
     }
 
-    dcx_log_set_handler(uct_dcx_log_handler, uct_dcx_log_max_level());
+    uct_dcx_log_forward();
     uct_component_register(&uct_dcx_component);
     uct_dcx_component_registered = 1;
     ucs_debug("dcx: component '%s' registered (UCX %s)",
