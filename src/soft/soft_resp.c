@@ -118,7 +118,8 @@ static void soft_resp_send(soft_dev_t *dev, soft_rstate_t *rs,
     void *payload;
     uint64_t pos;
 
-    if ((hdr == NULL) || __atomic_load_n(&hdr->killed, __ATOMIC_RELAXED)) {
+    if ((hdr == NULL) || __atomic_load_n(&hdr->killed, __ATOMIC_RELAXED) ||
+        (len > hdr->resp.payload)) {
         return;
     }
     pkt = soft_ring_reserve(hdr, &hdr->resp, &payload, &pos);
@@ -448,8 +449,11 @@ void soft_resp_packet(soft_dev_t *dev, const soft_pkt_t *pkt,
         return;
     }
     op = soft_op(pkt->op);
-    if (op == NULL) {
-        dcx_debug("%s: dropping request with unknown opcode %u",
+    if ((op == NULL) || (pkt->offset > pkt->total_len) ||
+        (pkt->len > pkt->total_len - pkt->offset) ||
+        ((op->flags & SOFT_OPF_READ) &&
+         (pkt->args[0] > pkt->total_len - pkt->offset))) {
+        dcx_debug("%s: dropping malformed request (opcode %u)",
                   dev->super.caps.name, pkt->op);
         return;
     }

@@ -372,7 +372,7 @@ dcx_soft_limits_t soft::default_limits()
     dcx_soft_limits_t l;
 
     memset(&l, 0, sizeof(l));
-    l.ack_timeout_us = 50000;   /* 50 ms */
+    l.ack_timeout_us = 100000;  /* 100 ms */
     l.retry_cnt      = 3;
     l.rnr_timer_us   = 1000;
     return l;
