@@ -101,22 +101,36 @@ apt_has_source() {
     apt-cache showsrc ucx 2>/dev/null | grep -q "^Version: $deb_version\$"
 }
 
+have_deb_src() {
+    grep -qsE '^[[:space:]]*(deb-src[[:space:]]|Types:.*deb-src)' \
+        /etc/apt/sources.list /etc/apt/sources.list.d/*.list \
+        /etc/apt/sources.list.d/*.sources
+}
+
+# Makes apt know the source package: a deb-src entry for the release's main
+# archive if there is none, then apt-get update.  Needs root.
 add_deb_src() {
     [ "$(id -u)" = 0 ] ||
         die "apt has no source package ucx=$deb_version; add a deb-src entry for your release and run apt-get update (or rerun as root, or pass --tarball FILE)"
-    [ -r /etc/os-release ] || die "no /etc/os-release: cannot tell the release"
-    codename=$(. /etc/os-release && echo "${VERSION_CODENAME:-}")
-    [ -n "$codename" ] || die "no VERSION_CODENAME in /etc/os-release"
-    list=/etc/apt/sources.list.d/dcx-src.sources
-    note "adding $list (deb-src for $codename main) and running apt-get update"
-    keyring=/usr/share/keyrings/debian-archive-keyring.gpg
-    {
-        echo "Types: deb-src"
-        echo "URIs: http://deb.debian.org/debian"
-        echo "Suites: $codename"
-        echo "Components: main"
-        [ -f "$keyring" ] && echo "Signed-By: $keyring"
-    } > "$list" || die "cannot write $list"
+    if ! have_deb_src; then
+        [ -r /etc/os-release ] || die "no /etc/os-release: cannot tell the release"
+        # shellcheck disable=SC1091
+        codename=$(. /etc/os-release && echo "${VERSION_CODENAME:-}")
+        [ -n "$codename" ] || die "no VERSION_CODENAME in /etc/os-release"
+        list=/etc/apt/sources.list.d/dcx-src.sources
+        note "adding $list (deb-src for $codename main)"
+        keyring=/usr/share/keyrings/debian-archive-keyring.gpg
+        {
+            echo "Types: deb-src"
+            echo "URIs: http://deb.debian.org/debian"
+            echo "Suites: $codename"
+            echo "Components: main"
+            if [ -f "$keyring" ]; then
+                echo "Signed-By: $keyring"
+            fi
+        } > "$list" || die "cannot write $list"
+    fi
+    note "running apt-get update"
     apt-get update >&2 || die "apt-get update failed"
 }
 
