@@ -26,11 +26,17 @@
 /* Longest soft fabric name the device layer accepts. */
 #define UCT_DCX_FABRIC_NAME_MAX   32
 
-/* Every registration allows every access: the cache shares one region
- * between all users of a range, whatever access each of them asked for. */
-#define UCT_DCX_MR_ACCESS \
+/* What a registration allows.  Write access (local or remote) needs
+ * writable memory, as with a real NIC, so memory that only peers read may be
+ * read-only. */
+#define UCT_DCX_ACCESS_READ_ONLY  DCX_ACCESS_REMOTE_READ
+#define UCT_DCX_ACCESS_ALL \
     (DCX_ACCESS_LOCAL_WRITE | DCX_ACCESS_REMOTE_WRITE | \
      DCX_ACCESS_REMOTE_READ | DCX_ACCESS_REMOTE_ATOMIC)
+
+#define UCT_DCX_UCT_WRITE_FLAGS \
+    (UCT_MD_MEM_ACCESS_LOCAL_WRITE | UCT_MD_MEM_ACCESS_REMOTE_PUT | \
+     UCT_MD_MEM_ACCESS_REMOTE_ATOMIC)
 
 /* Cost of one uncached registration, per backend: the soft device records a
  * range in a table; hardware pins pages and writes translation entries. */
@@ -422,13 +428,21 @@ out_release_config:
  * Registration
  * ------------------------------------------------------------------------ */
 
+/* Registrations that need no write access ask only for remote reads;
+ * the others get every access, so that one registration (and one cache
+ * region) serves every later use of the range. */
+static uint32_t uct_dcx_md_access(int writable)
+{
+    return writable ? UCT_DCX_ACCESS_ALL : UCT_DCX_ACCESS_READ_ONLY;
+}
+
 static ucs_status_t uct_dcx_md_mr_reg(uct_dcx_md_t *md, void *address,
-                                      size_t length, unsigned uct_flags,
+                                      size_t length, uint32_t access,
                                       dcx_mr_t **mr_p)
 {
     int ret;
 
-    ret = dcx_mr_reg(md->pd, address, length, UCT_DCX_MR_ACCESS, mr_p);
+    ret = dcx_mr_reg(md->pd, address, length, access, mr_p);
     if (ret != 0) {
         /* the device layer logged the failure as an error */
         ucs_debug("dcx md %s: registration of %p..%p failed: %s", md->name,
@@ -462,12 +476,13 @@ uct_dcx_rcache_mem_reg_cb(void *context, ucs_rcache_t *rcache, void *arg,
     uct_dcx_md_t *md                = context;
     uct_dcx_rcache_region_t *region = ucs_derived_of(rregion,
                                                      uct_dcx_rcache_region_t);
-    unsigned uct_flags              = *(const unsigned*)arg;
 
+    /* the region's protection is the union of what its users asked for */
     region->memh.flags = UCT_DCX_MEMH_FLAG_RCACHE;
     return uct_dcx_md_mr_reg(md, (void*)region->super.super.start,
                              region->super.super.end - region->super.super.start,
-                             uct_flags, &region->memh.mr);
+                             uct_dcx_md_access(region->super.prot & PROT_WRITE),
+                             &region->memh.mr);
 }
 
 static void uct_dcx_rcache_mem_dereg_cb(void *context, ucs_rcache_t *rcache,
@@ -506,6 +521,7 @@ static ucs_status_t uct_dcx_mem_reg(uct_md_h uct_md, void *address,
                                     uct_mem_h *memh_p)
 {
     uct_dcx_md_t *md = ucs_derived_of(uct_md, uct_dcx_md_t);
+    int writable     = !!(flags & UCT_DCX_UCT_WRITE_FLAGS);
     ucs_rcache_region_t *rregion;
     uct_dcx_memh_t *memh;
     ucs_status_t status;
@@ -518,7 +534,8 @@ static ucs_status_t uct_dcx_mem_reg(uct_md_h uct_md, void *address,
 
     if (md->rcache != NULL) {
         status = ucs_rcache_get(md->rcache, address, length,
-                                PROT_READ | PROT_WRITE, &flags, &rregion);
+                                writable ? (PROT_READ | PROT_WRITE) : PROT_READ,
+                                NULL, &rregion);
         if (status != UCS_OK) {
             uct_md_log_mem_reg_error(flags, "dcx md %s: registration of "
                                      "%p..%p failed: %s", md->name, address,
@@ -539,7 +556,8 @@ static ucs_status_t uct_dcx_mem_reg(uct_md_h uct_md, void *address,
     }
 
     memh->flags = 0;
-    status      = uct_dcx_md_mr_reg(md, address, length, flags, &memh->mr);
+    status      = uct_dcx_md_mr_reg(md, address, length,
+                                    uct_dcx_md_access(writable), &memh->mr);
     if (status != UCS_OK) {
         ucs_free(memh);
         return status;

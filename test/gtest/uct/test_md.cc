@@ -453,6 +453,38 @@ TEST_P(test_dcx_md_reg, many_small_registrations)
     }
 }
 
+/* Memory that peers only read may be read-only: a registration that asks
+ * for no write access must not need writable pages. */
+TEST_P(test_dcx_md_reg, read_only_memory_for_get)
+{
+    const size_t len = 2 * getpagesize();
+    std::vector<char> packed;
+    uct_rkey_bundle_t rkey;
+    uct_mem_h memh, memh_rw;
+    void *addr;
+    uct_md_h md = open_soft0(GetParam());
+
+    ASSERT_NE(nullptr, md);
+    addr = mmap(NULL, len, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    ASSERT_NE(MAP_FAILED, addr);
+    ASSERT_EQ(UCS_OK, uct_md_mem_reg(md, addr, len,
+                                     UCT_MD_MEM_ACCESS_REMOTE_GET |
+                                     UCT_MD_MEM_ACCESS_LOCAL_READ, &memh));
+    pack(md, memh, packed);
+    ASSERT_EQ(UCS_OK, uct_rkey_unpack(m_component, packed.data(), &rkey));
+    EXPECT_EQ(UCS_OK, uct_rkey_release(m_component, &rkey));
+
+    /* a writable registration of the same range is a registration of its
+     * own (not the read-only one) once the memory is writable */
+    ASSERT_EQ(0, mprotect(addr, len, PROT_READ | PROT_WRITE));
+    ASSERT_EQ(UCS_OK, uct_md_mem_reg(md, addr, len, UCT_MD_MEM_ACCESS_ALL,
+                                     &memh_rw));
+    EXPECT_NE(memh, memh_rw);
+    EXPECT_EQ(UCS_OK, uct_md_mem_dereg(md, memh_rw));
+    EXPECT_EQ(UCS_OK, uct_md_mem_dereg(md, memh));
+    munmap(addr, len);
+}
+
 TEST_P(test_dcx_md_reg, zero_length_reg_bad_flow)
 {
     char buf[64];
