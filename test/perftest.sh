@@ -1,0 +1,151 @@
+#!/bin/bash
+#
+# Runs ucx_perftest server/client pairs over the dcx transport on a soft
+# device, for every UCT and UCP test dcx is expected to pass, and prints one
+# line per test and a summary 'N passed, N failed'.  Exit status 0 only if
+# all passed.
+#
+# Usage: test/perftest.sh [-l path/to/libuct_dcx.so] [-n iterations]
+#                         [-k name-filter] [-v]
+#   default module: $DCX_LIB, else the first libuct_dcx.so found in a build
+#   directory next to this script's source tree.
+#
+set -u
+
+iters=1000
+filter=""
+verbose=0
+lib="${DCX_LIB:-}"
+timeout_s=${DCX_PERFTEST_TIMEOUT:-60}
+
+while getopts "l:n:k:vh" opt; do
+    case $opt in
+    l) lib=$OPTARG ;;
+    n) iters=$OPTARG ;;
+    k) filter=$OPTARG ;;
+    v) verbose=1 ;;
+    *) sed -n '2,13p' "$0"; exit 2 ;;
+    esac
+done
+
+top=$(cd "$(dirname "$0")/.." && pwd)
+if [ -z "$lib" ]; then
+    for cand in "$top"/build*/.libs/libuct_dcx.so "$top"/.libs/libuct_dcx.so; do
+        if [ -f "$cand" ]; then
+            lib=$cand
+            break
+        fi
+    done
+fi
+if [ -z "$lib" ] || [ ! -f "$lib" ]; then
+    echo "perftest.sh: libuct_dcx.so not found; build first or pass -l" >&2
+    exit 2
+fi
+if ! command -v ucx_perftest >/dev/null; then
+    echo "perftest.sh: ucx_perftest not found" >&2
+    exit 2
+fi
+
+dev=soft0:1
+logdir=$(mktemp -d /tmp/dcx-perftest.XXXXXX)
+port=$(( 20000 + ($$ % 20000) ))
+passed=0
+failed=0
+failed_names=""
+
+# name | env | perftest arguments
+tests=(
+    "am_lat_short|-|-x dcx -d $dev -t am_lat -D short"
+    "am_lat_bcopy|-|-x dcx -d $dev -t am_lat -D bcopy -s 1024"
+    "am_lat_zcopy|-|-x dcx -d $dev -t am_lat -D zcopy -s 4096"
+    "am_bw_short|-|-x dcx -d $dev -t am_bw -D short -s 64"
+    "am_bw_shortiov|-|-x dcx -d $dev -t am_bw -D shortiov -s 16,16,16"
+    "am_bw_bcopy|-|-x dcx -d $dev -t am_bw -D bcopy -s 4096"
+    "am_bw_zcopy|-|-x dcx -d $dev -t am_bw -D zcopy -s 8000"
+    "put_lat_short|-|-x dcx -d $dev -t put_lat -D short"
+    "put_lat_bcopy|-|-x dcx -d $dev -t put_lat -D bcopy -s 2048"
+    "put_lat_zcopy|-|-x dcx -d $dev -t put_lat -D zcopy -s 65536"
+    "put_bw_short|-|-x dcx -d $dev -t put_bw -D short -s 256"
+    "put_bw_bcopy|-|-x dcx -d $dev -t put_bw -D bcopy -s 8192"
+    "put_bw_zcopy|-|-x dcx -d $dev -t put_bw -D zcopy -s 1048576"
+    "get_bcopy|-|-x dcx -d $dev -t get -D bcopy -s 4096"
+    "get_zcopy|-|-x dcx -d $dev -t get -D zcopy -s 1048576"
+    "add_lat|-|-x dcx -d $dev -t add_lat"
+    "add_mr|-|-x dcx -d $dev -t add_mr"
+    "fadd_lat|-|-x dcx -d $dev -t fadd"
+    "swap_lat|-|-x dcx -d $dev -t swap"
+    "cswap_lat|-|-x dcx -d $dev -t cswap"
+    "am_bw_dcs|UCX_DCX_DCI_POLICY=dcs|-x dcx -d $dev -t am_bw -D bcopy -s 1024"
+    "am_bw_rand|UCX_DCX_DCI_POLICY=rand|-x dcx -d $dev -t am_bw -D bcopy -s 1024"
+    "tag_lat|UCX_TLS=dcx,self|-t tag_lat -s 8"
+    "tag_bw_64k|UCX_TLS=dcx,self|-t tag_bw -s 65536"
+    "tag_bw_4m|UCX_TLS=dcx,self|-t tag_bw -s 4194304"
+    "ucp_put_bw|UCX_TLS=dcx,self|-t ucp_put_bw -s 65536"
+    "ucp_get|UCX_TLS=dcx,self|-t ucp_get -s 65536"
+    "stream_bw|UCX_TLS=dcx,self|-t stream_bw -s 65536"
+    "ucp_am_lat|UCX_TLS=dcx,self|-t ucp_am_lat -s 64"
+)
+
+run_one() {
+    local name=$1 envs=$2 args=$3 n=$4
+    local fabric="pt$$-$name"
+    local env_list=(UCX_DCX_SOFT_DEVICES=1 "UCX_DCX_SOFT_FABRIC=${fabric:0:32}"
+                    LD_PRELOAD="$lib${LD_PRELOAD:+:$LD_PRELOAD}")
+    local srv_pid srv_rc cli_rc i
+
+    if [ "$envs" != "-" ]; then
+        env_list+=($envs)
+    fi
+    port=$((port + 1))
+
+    env "${env_list[@]}" timeout "$timeout_s" ucx_perftest $args -n "$n" \
+        -w 100 -p $port >"$logdir/$name.server" 2>&1 &
+    srv_pid=$!
+
+    # the client retries until the server listens
+    for i in $(seq 1 50); do
+        sleep 0.1
+        if env "${env_list[@]}" timeout "$timeout_s" ucx_perftest localhost \
+               $args -n "$n" -w 100 -p $port >"$logdir/$name.client" 2>&1; then
+            cli_rc=0
+            break
+        fi
+        cli_rc=$?
+        if ! grep -q "connect\|Connection refused" "$logdir/$name.client"; then
+            break
+        fi
+    done
+    wait $srv_pid
+    srv_rc=$?
+    [ $cli_rc -eq 0 ] && [ $srv_rc -eq 0 ]
+}
+
+for t in "${tests[@]}"; do
+    IFS='|' read -r name envs args <<<"$t"
+    if [ -n "$filter" ] && [[ "$name" != *$filter* ]]; then
+        continue
+    fi
+    n=$iters
+    case $name in
+        *4m*|*zcopy*) n=$(( iters < 200 ? iters : 200 )) ;;
+    esac
+    start=$(date +%s.%N)
+    if run_one "$name" "$envs" "$args" "$n"; then
+        passed=$((passed + 1))
+        result=PASS
+    else
+        failed=$((failed + 1))
+        failed_names="$failed_names $name"
+        result=FAIL
+    fi
+    secs=$(echo "$(date +%s.%N) - $start" | bc)
+    line=$(grep "^Final:" "$logdir/$name.client" 2>/dev/null | tr -s ' ')
+    printf "%-16s %s  %5.1fs  %s\n" "$name" "$result" "$secs" "$line"
+    if [ $verbose -eq 1 ] && [ $result = FAIL ]; then
+        tail -5 "$logdir/$name.client" "$logdir/$name.server"
+    fi
+done
+
+echo "$passed passed, $failed failed${failed_names:+ (failed:$failed_names; logs in $logdir)}"
+[ $failed -eq 0 ] && [ -z "$failed_names" ] && rm -rf "$logdir"
+[ $failed -eq 0 ]
