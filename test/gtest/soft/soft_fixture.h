@@ -56,6 +56,9 @@ struct shared_area {
     uint32_t          dctn;
     uint32_t          rkey;
     uint32_t          rkey_ro;    /* MR with remote read only */
+    uint8_t           addr2[DCX_DEV_ADDR_MAX];  /* test process's port */
+    uint32_t          dctn2;
+    volatile uint32_t ready2;
     uint64_t          raddr;      /* base of buf in the target */
     target_params     tp;
     volatile uint32_t n_wc;
