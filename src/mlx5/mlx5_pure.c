@@ -329,23 +329,55 @@ bad:
     return EINVAL;
 }
 
+/* ::ffff:a.b.c.d, the form a RoCE GID takes for an IPv4 address */
+static bool dcx_mlx5_gid_is_ipv4(const uint8_t *gid)
+{
+    static const uint8_t prefix[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+                                       0xff, 0xff};
+
+    return memcmp(gid, prefix, sizeof(prefix)) == 0;
+}
+
+/* fe80::/10: usable only inside one L2 segment, never routed */
+static bool dcx_mlx5_gid_is_link_local(const uint8_t *gid)
+{
+    return (gid[0] == 0xfe) && ((gid[1] & 0xc0) == 0x80);
+}
+
+/* Lower is better; -1 for entries that cannot be published. */
+static int dcx_mlx5_gid_rank(const struct ibv_gid_entry *e)
+{
+    int rank;
+
+    if (dcx_mlx5_gid_is_zero(e->gid.raw)) {
+        return -1;
+    }
+    if (e->gid_type == IBV_GID_TYPE_ROCE_V2) {
+        rank = 0;
+    } else if (e->gid_type == IBV_GID_TYPE_ROCE_V1) {
+        rank = 3;
+    } else {
+        return -1;
+    }
+    if (dcx_mlx5_gid_is_ipv4(e->gid.raw)) {
+        return rank;
+    }
+    return rank + (dcx_mlx5_gid_is_link_local(e->gid.raw) ? 2 : 1);
+}
+
 int dcx_mlx5_gid_select(const struct ibv_gid_entry *entries, unsigned count)
 {
-    int v1 = -1;
+    int best = -1, best_rank = INT32_MAX, rank;
     unsigned i;
 
     for (i = 0; i < count; ++i) {
-        if (dcx_mlx5_gid_is_zero(entries[i].gid.raw)) {
-            continue;
-        }
-        if (entries[i].gid_type == IBV_GID_TYPE_ROCE_V2) {
-            return (int)i;
-        }
-        if ((entries[i].gid_type == IBV_GID_TYPE_ROCE_V1) && (v1 < 0)) {
-            v1 = (int)i;
+        rank = dcx_mlx5_gid_rank(&entries[i]);
+        if ((rank >= 0) && (rank < best_rank)) {
+            best      = (int)i;
+            best_rank = rank;
         }
     }
-    return v1;
+    return best;
 }
 
 /* ------------------------------------------------------------------------

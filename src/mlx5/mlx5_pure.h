@@ -136,9 +136,11 @@ int dcx_mlx5_addr_pack(const dcx_mlx5_addr_t *addr, void *buf, size_t *len_p);
 int dcx_mlx5_addr_unpack(const void *buf, size_t len, dcx_mlx5_addr_t *addr,
                          const char **why_p);
 
-/* Picks the GID table entry a RoCE port publishes: the first non-zero RoCE
- * v2 GID, else the first non-zero RoCE v1 one.  Returns the position in
- * entries[], or -1 if none is usable. */
+/* Picks the GID table entry a RoCE port publishes.  RoCE v2 beats v1; within
+ * a version an IPv4-mapped GID beats any other, and a link-local (fe80::/10)
+ * GID comes last because it is not routable (mlx5 lists the link-local GIDs
+ * first, so "the first v2 GID" would be one).  Ties go to the lower entry.
+ * Returns the position in entries[], or -1 if none is usable. */
 int dcx_mlx5_gid_select(const struct ibv_gid_entry *entries, unsigned count);
 
 /* ------------------------------------------------------------------------

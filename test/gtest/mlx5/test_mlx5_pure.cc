@@ -385,6 +385,58 @@ TEST(mlx5_addr, gid_selection_prefers_rocev2)
     EXPECT_EQ(-1, dcx_mlx5_gid_select(e, 0));
 }
 
+static void set_gid(struct ibv_gid_entry *e, ibv_gid_type type,
+                    const uint8_t (&raw)[16], uint32_t index)
+{
+    memset(e, 0, sizeof(*e));
+    memcpy(e->gid.raw, raw, 16);
+    e->gid_type  = type;
+    e->gid_index = index;
+}
+
+/* The table a ConnectX RoCE port shows with an IPv4 and a global IPv6
+ * address on its netdev: the link-local pair comes first. */
+TEST(mlx5_addr, gid_selection_skips_link_local_and_prefers_ipv4)
+{
+    const uint8_t ll[16]   = {0xfe, 0x80, 0, 0, 0, 0, 0, 0,
+                              0x02, 0x11, 0x22, 0xff, 0xfe, 0x33, 0x44, 0x55};
+    const uint8_t v4[16]   = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff,
+                              10, 0, 0, 7};
+    const uint8_t glob[16] = {0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 1,
+                              0, 0, 0, 0, 0, 0, 0, 7};
+    struct ibv_gid_entry e[6];
+
+    set_gid(&e[0], IBV_GID_TYPE_ROCE_V1, ll, 0);
+    set_gid(&e[1], IBV_GID_TYPE_ROCE_V2, ll, 1);
+    set_gid(&e[2], IBV_GID_TYPE_ROCE_V1, glob, 2);
+    set_gid(&e[3], IBV_GID_TYPE_ROCE_V2, glob, 3);
+    set_gid(&e[4], IBV_GID_TYPE_ROCE_V1, v4, 4);
+    set_gid(&e[5], IBV_GID_TYPE_ROCE_V2, v4, 5);
+
+    EXPECT_EQ(5, dcx_mlx5_gid_select(e, 6));   /* v2 IPv4 */
+    EXPECT_EQ(3, dcx_mlx5_gid_select(e, 5));   /* v2 global IPv6 */
+    EXPECT_EQ(1, dcx_mlx5_gid_select(e, 3));   /* v2 link-local beats v1 */
+    EXPECT_EQ(0, dcx_mlx5_gid_select(e, 1));   /* v1 link-local, last resort */
+
+    /* without v2, v1 follows the same order */
+    struct ibv_gid_entry v1[3] = {e[0], e[2], e[4]};
+    EXPECT_EQ(2, dcx_mlx5_gid_select(v1, 3));
+    EXPECT_EQ(1, dcx_mlx5_gid_select(v1, 2));
+
+    /* ties go to the lower entry; fe80::/10 covers fe80..febf */
+    struct ibv_gid_entry two[2] = {e[5], e[5]};
+    EXPECT_EQ(0, dcx_mlx5_gid_select(two, 2));
+    uint8_t febf[16];
+    memcpy(febf, ll, 16);
+    febf[1] = 0xbf;
+    set_gid(&two[0], IBV_GID_TYPE_ROCE_V2, febf, 0);
+    set_gid(&two[1], IBV_GID_TYPE_ROCE_V2, glob, 1);
+    EXPECT_EQ(1, dcx_mlx5_gid_select(two, 2));
+    febf[1] = 0xc0;   /* fec0::, site-local: not link-local */
+    set_gid(&two[0], IBV_GID_TYPE_ROCE_V2, febf, 0);
+    EXPECT_EQ(0, dcx_mlx5_gid_select(two, 2));
+}
+
 /* ------------------------------------------------------------------------
  * Completion statuses and opcodes
  * ------------------------------------------------------------------------ */
