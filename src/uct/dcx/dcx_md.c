@@ -698,7 +698,10 @@ static ucs_status_t uct_dcx_md_query(uct_md_h uct_md, uct_md_attr_t *attr)
     uct_dcx_md_t *md            = ucs_derived_of(uct_md, uct_dcx_md_t);
     const dcx_dev_caps_t *caps  = dcx_dev_caps(md->dev);
 
-    attr->cap.flags            = UCT_MD_FLAG_REG | UCT_MD_FLAG_NEED_RKEY;
+    /* zero-copy operations need the lkey of a registration, remote access
+     * the rkey */
+    attr->cap.flags            = UCT_MD_FLAG_REG | UCT_MD_FLAG_NEED_MEMH |
+                                 UCT_MD_FLAG_NEED_RKEY;
     attr->cap.max_alloc        = 0;
     attr->cap.max_reg          = (caps->max_mr_size > SIZE_MAX) ?
                                  SIZE_MAX : caps->max_mr_size;

@@ -333,6 +333,7 @@ TEST_F(test_dcx_md, open_query_close)
     ASSERT_EQ(UCS_OK, uct_md_query(md, &attr));
     EXPECT_STREQ("dcx", attr.component_name);
     EXPECT_TRUE(attr.cap.flags & UCT_MD_FLAG_REG);
+    EXPECT_TRUE(attr.cap.flags & UCT_MD_FLAG_NEED_MEMH);
     EXPECT_TRUE(attr.cap.flags & UCT_MD_FLAG_NEED_RKEY);
     EXPECT_FALSE(attr.cap.flags & UCT_MD_FLAG_ALLOC);
     EXPECT_EQ(UCS_BIT(UCS_MEMORY_TYPE_HOST), attr.cap.reg_mem_types);
