@@ -16,10 +16,6 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-/* Largest gather list a post takes (arrays on the stack of post_send and
- * post_recv); caps.max_sge and SRQ max_sge are clamped to it. */
-#define DCX_MLX5_MAX_SGE  16
-
 typedef struct dcx_mlx5_cq dcx_mlx5_cq_t;
 typedef struct dcx_mlx5_qp dcx_mlx5_qp_t;
 

@@ -641,7 +641,9 @@ void dcx_mlx5_caps_translate(const char *name,
     caps->max_srq_wr    = (uint32_t)a->max_srq_wr;
     caps->max_cqe       = (uint32_t)a->max_cqe;
     caps->max_sge       = probe->dci_max_sge;
-    caps->max_recv_sge  = (uint32_t)a->max_srq_sge;
+    /* SRQ receives go through a stack array of DCX_MLX5_MAX_SGE entries */
+    caps->max_recv_sge  = ((uint32_t)a->max_srq_sge < DCX_MLX5_MAX_SGE) ?
+                          (uint32_t)a->max_srq_sge : DCX_MLX5_MAX_SGE;
     caps->max_inline    = probe->dci_max_inline;
     /* The DC limit (2^log_max_ra_req_dc) is visible only through DEVX; the
      * RC initiator limit is what verbs reports and what RTS accepts. */

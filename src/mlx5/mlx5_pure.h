@@ -23,6 +23,10 @@
 extern "C" {
 #endif
 
+/* Largest gather list a post takes (arrays on the stack of post_send and
+ * post_recv); caps.max_sge and caps.max_recv_sge are clamped to it. */
+#define DCX_MLX5_MAX_SGE  16
+
 /* ------------------------------------------------------------------------
  * Modify-QP masks (rdma-core-semantics.md §3.3 and §8).  One row per
  * transition the backend may request; the kernel accepts a mask when it

@@ -692,7 +692,8 @@ TEST_F(mlx5_caps, connectx5_infiniband)
     EXPECT_EQ(32767u, caps.max_srq_wr);
     EXPECT_EQ(4194303u, caps.max_cqe);
     EXPECT_EQ(16u, caps.max_sge);
-    EXPECT_EQ(31u, caps.max_recv_sge);
+    /* the device takes 31, the SRQ post path at most DCX_MLX5_MAX_SGE */
+    EXPECT_EQ((uint32_t)DCX_MLX5_MAX_SGE, caps.max_recv_sge);
     EXPECT_EQ(284u, caps.max_inline);
     EXPECT_EQ(16u, caps.max_rd_atomic);
     EXPECT_EQ(262144u, caps.max_dci);
@@ -728,6 +729,17 @@ TEST_F(mlx5_caps, atomics_need_device_and_dct_support)
     probe.dct_atomic_ok        = false;
     dcx_mlx5_caps_translate("mlx5_0", &dattr, &pattr, &probe, &caps);
     EXPECT_EQ(0u, caps.atomic_flags);
+}
+
+TEST_F(mlx5_caps, receive_sge_is_what_srq_create_accepts)
+{
+    dattr.orig_attr.max_srq_sge = 4;
+    dcx_mlx5_caps_translate("mlx5_0", &dattr, &pattr, &probe, &caps);
+    EXPECT_EQ(4u, caps.max_recv_sge);
+    dattr.orig_attr.max_srq_sge = DCX_MLX5_MAX_SGE + 1;
+    dcx_mlx5_caps_translate("mlx5_0", &dattr, &pattr, &probe, &caps);
+    EXPECT_EQ((uint32_t)DCX_MLX5_MAX_SGE, caps.max_recv_sge);
+    EXPECT_LE(caps.max_sge, (uint32_t)DCX_MLX5_MAX_SGE);
 }
 
 TEST_F(mlx5_caps, no_dc_without_a_dci)
