@@ -178,7 +178,7 @@ static void soft_req_complete(soft_qp_t *qp, uint8_t status,
     }
     qp->retries     = 0;
     qp->rnr_count   = 0;
-    qp->deadline_ns = (qp->sq_comp != qp->sq_send) ?
+    qp->deadline_ns = (qp->sq_comp != qp->sq_head) ?
                       now + qp->ack_timeout_ns : 0;
     if (status != DCX_WC_SUCCESS) {
         dcx_debug("%s: dci 0x%x wr 0x%llx %s: %s", soft_qp_dev_name(qp),
@@ -222,7 +222,7 @@ void soft_comp_packet(soft_dev_t *dev, const soft_pkt_t *pkt,
 
     if ((idx >= dev->max_qps) || ((qp = dev->qps[idx]) == NULL) ||
         (qp->super.type != DCX_QPT_DCI) ||
-        (qp->super.state != DCX_QPS_RTS) || (qp->sq_comp == qp->sq_send)) {
+        (qp->super.state != DCX_QPS_RTS) || (qp->sq_comp == qp->sq_head)) {
         return;   /* stale response */
     }
     w = soft_wqe(qp, qp->sq_comp);

@@ -17,15 +17,55 @@
 
 #include "soft.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 /* Outcome of the last finished message of a source, for duplicates. */
 #define SOFT_DONE_NONE 0xffffu
 
+static inline uint32_t soft_rstate_hash(uint32_t pid, uint32_t inst,
+                                        uint32_t dci)
+{
+    return (pid * 2654435761u) ^ (inst * 40503u) ^ (dci * 2246822519u);
+}
+
+/* The table is full: forget sources that are idle (no message in progress)
+ * and rebuild the probe chains.  A forgotten source is re-learnt from its
+ * next packet (ack_base tells where it stands). */
+static int soft_rstate_gc(soft_dev_t *dev)
+{
+    soft_rstate_t *old = dev->rstate, *rs;
+    uint32_t i, j, kept = 0;
+
+    dev->rstate = calloc(SOFT_RSTATE_SLOTS, sizeof(*dev->rstate));
+    if (dev->rstate == NULL) {
+        dev->rstate = old;
+        return 0;
+    }
+    for (i = 0; i < SOFT_RSTATE_SLOTS; ++i) {
+        if (!old[i].used || (!old[i].have_recv && (old[i].cur_off == 0) &&
+                             !old[i].msg_err)) {
+            continue;
+        }
+        j = soft_rstate_hash(old[i].pid, old[i].inst, old[i].dci);
+        for (;; ++j) {
+            rs = &dev->rstate[j % SOFT_RSTATE_SLOTS];
+            if (!rs->used) {
+                *rs = old[i];
+                break;
+            }
+        }
+        ++kept;
+    }
+    free(old);
+    dcx_debug("%s: responder state table full: kept %u busy sources",
+              dev->super.caps.name, kept);
+    return kept < SOFT_RSTATE_SLOTS;
+}
+
 static soft_rstate_t *soft_rstate_get(soft_dev_t *dev, const soft_pkt_t *pkt)
 {
-    uint32_t h = (pkt->src_pid * 2654435761u) ^ (pkt->src_inst * 40503u) ^
-                 (pkt->src_qpn * 2246822519u);
+    uint32_t h = soft_rstate_hash(pkt->src_pid, pkt->src_inst, pkt->src_qpn);
     soft_rstate_t *rs, *free_rs = NULL;
     uint32_t i;
 
@@ -41,7 +81,10 @@ static soft_rstate_t *soft_rstate_get(soft_dev_t *dev, const soft_pkt_t *pkt)
         }
     }
     if (free_rs == NULL) {
-        return NULL;
+        if (!soft_rstate_gc(dev)) {
+            return NULL;
+        }
+        return soft_rstate_get(dev, pkt);
     }
     free_rs->peer = soft_peer_get(dev, pkt->src_pid, pkt->src_inst);
     if (free_rs->peer == NULL) {

@@ -652,3 +652,142 @@ TEST_F(soft_xproc, cq_overrun_bad_flow)
     EXPECT_EQ(1, logs.lines());
     EXPECT_TRUE(stop_children());
 }
+
+TEST_F(soft_xproc, large_write_read)
+{
+    start();
+    const uint32_t size = 4u << 20;
+    for (uint32_t i = 0; i < size; ++i) {
+        lbuf[i] = (uint8_t)((i >> 12) ^ i);
+    }
+    dcx_sge_t s = lsge(0, size);
+    dcx_send_wr_t wr = make_wr(DCX_WR_RDMA_WRITE, 1, &s, 1, ini, sh);
+    EXPECT_EQ(DCX_WC_SUCCESS, run(wr).status);
+    EXPECT_EQ(0, memcmp(sh->buf, lbuf.data(), size));
+    s  = lsge(size, size);
+    wr = make_wr(DCX_WR_RDMA_READ, 2, &s, 1, ini, sh);
+    dcx_wc_t wc = run(wr);
+    EXPECT_EQ(DCX_WC_SUCCESS, wc.status);
+    EXPECT_EQ(size, wc.byte_len);
+    EXPECT_EQ(0, memcmp(lbuf.data() + size, lbuf.data(), size));
+
+    /* refused at its first packet while the rest is still being sent */
+    s  = lsge(0, size);
+    wr = make_wr(DCX_WR_RDMA_WRITE, 3, &s, 1, ini, sh);
+    wr.remote_addr += size;
+    wr.rkey         = sh->rkey_ro;
+    EXPECT_EQ(DCX_WC_REM_ACCESS_ERR, run(wr).status);
+    EXPECT_TRUE(all_zero(sh->buf + size, size));
+    wr = make_wr(DCX_WR_RDMA_READ, 4, &s, 1, ini, sh);
+    wr.rkey = 0;
+    ASSERT_EQ(0, dcx_qp_recover(ini.dci));
+    EXPECT_EQ(DCX_WC_REM_ACCESS_ERR, run(wr).status);
+    /* the target resynchronises with the recovered DCI */
+    ASSERT_EQ(0, dcx_qp_recover(ini.dci));
+    wr = make_wr(DCX_WR_RDMA_WRITE, 5, &s, 1, ini, sh);
+    wr.remote_addr += size;
+    EXPECT_EQ(DCX_WC_SUCCESS, run(wr).status);
+    EXPECT_EQ(0, memcmp(sh->buf + size, lbuf.data(), size));
+    EXPECT_TRUE(stop_children());
+}
+
+TEST_F(soft_xproc, max_msg_size_bad_flow)
+{
+    sh->tp.limits.max_msg_size = 4096;
+    start();
+    EXPECT_EQ(4096u, dcx_dev_caps(ini.dev)->max_msg_size);
+    dcx_sge_t s = lsge(0, 4097);
+    dcx_send_wr_t wr = make_wr(DCX_WR_RDMA_WRITE, 1, &s, 1, ini, sh);
+    EXPECT_EQ(DCX_WC_LOC_LEN_ERR, run(wr).status);
+    ASSERT_EQ(0, dcx_qp_recover(ini.dci));
+    s  = lsge(0, 4096);
+    wr = make_wr(DCX_WR_RDMA_WRITE, 2, &s, 1, ini, sh);
+    EXPECT_EQ(DCX_WC_SUCCESS, run(wr).status);
+    EXPECT_TRUE(stop_children());
+}
+
+TEST_F(soft, srq_post_bad_flow)
+{
+    node n;
+    char buf[64];
+    dcx_mr_t *mr;
+    ASSERT_EQ(0, n.open(fabric.c_str()));
+    ASSERT_EQ(0, n.reg(buf, sizeof(buf), DCX_ACCESS_LOCAL_WRITE, &mr));
+    ASSERT_EQ(0, n.make_target(1, 0, 2));
+    dcx_sge_t s[3];
+    for (auto &x : s) {
+        x = { (uint64_t)(uintptr_t)buf, 8, mr->lkey };
+    }
+    {
+        log_counter logs;
+        EXPECT_EQ(EINVAL, dcx_srq_post_recv(n.srq, 1, s, 3));   /* max_sge 2 */
+        EXPECT_EQ(1, logs.lines());
+    }
+    EXPECT_EQ(0, dcx_srq_post_recv(n.srq, 1, s, 2));
+    EXPECT_EQ(0, dcx_srq_post_recv(n.srq, 2, s, 1));
+    EXPECT_EQ(ENOMEM, dcx_srq_post_recv(n.srq, 3, s, 1));      /* full */
+    {
+        log_counter logs;
+        EXPECT_EQ(EBUSY, dcx_srq_destroy(n.srq));              /* DCT uses it */
+        EXPECT_EQ(1, logs.lines());
+    }
+}
+
+TEST_F(soft, many_sources_loopback)
+{
+    /* more (port, DCI) sources than the responder tracks at once */
+    node n;
+    std::vector<uint64_t> mem(2048);
+    dcx_mr_t *mr;
+    ASSERT_EQ(0, n.open(fabric.c_str()));
+    ASSERT_EQ(0, n.make_cq(4096));
+    ASSERT_EQ(0, n.reg(mem.data(), mem.size() * 8, DCX_ACCESS_LOCAL_WRITE |
+                       DCX_ACCESS_REMOTE_WRITE | DCX_ACCESS_REMOTE_ATOMIC,
+                       &mr));
+    ASSERT_EQ(0, n.make_target(5, DCX_ACCESS_REMOTE_WRITE |
+                                  DCX_ACCESS_REMOTE_ATOMIC));
+    uint8_t addr[DCX_DEV_ADDR_MAX];
+    size_t len = sizeof(addr);
+    ASSERT_EQ(0, dcx_dev_port_addr(n.dev, addr, &len));
+    ASSERT_EQ(0, n.connect(addr, len));
+    std::vector<dcx_qp_t*> dcis(1100);
+    dcx_qp_attr_t qattr;
+    memset(&qattr, 0, sizeof(qattr));
+    qattr.type        = DCX_QPT_DCI;
+    qattr.send_cq     = n.cq;
+    qattr.max_send_wr = 2;
+    for (size_t i = 0; i < dcis.size(); ++i) {
+        ASSERT_EQ(0, dcx_qp_create(n.pd, &qattr, &dcis[i]));
+    }
+    for (int round = 0; round < 2; ++round) {
+        for (size_t i = 0; i < dcis.size(); ++i) {
+            dcx_sge_t s = { (uint64_t)(uintptr_t)&mem[1100 + (i % 900)], 8,
+                            mr->lkey };
+            dcx_send_wr_t wr;
+            memset(&wr, 0, sizeof(wr));
+            wr.wr_id       = i;
+            wr.opcode      = DCX_WR_ATOMIC_FADD;
+            wr.flags       = DCX_SEND_SIGNALED;
+            wr.num_sge     = 1;
+            wr.sg_list     = &s;
+            wr.dest.ah     = n.ah;
+            wr.dest.dctn   = n.dct->qp_num;
+            wr.dest.dc_key = 5;
+            wr.rkey        = mr->rkey;
+            wr.remote_addr = (uint64_t)(uintptr_t)&mem[i % 64];
+            wr.compare_add = 1;
+            ASSERT_EQ(0, dcx_qp_post_send(dcis[i], &wr));
+            dcx_wc_t wc;
+            ASSERT_EQ(1, n.poll(&wc, 1));
+            ASSERT_EQ(DCX_WC_SUCCESS, wc.status) << i;
+        }
+    }
+    uint64_t sum = 0;
+    for (int i = 0; i < 64; ++i) {
+        sum += mem[i];
+    }
+    EXPECT_EQ(2 * dcis.size(), sum);
+    for (dcx_qp_t *qp : dcis) {
+        EXPECT_EQ(0, dcx_qp_destroy(qp));
+    }
+}
