@@ -78,7 +78,8 @@ ucs_config_field_t uct_dcx_md_config_table[] = {
 
     {"SOFT_FABRIC", "default",
      "Fabric the soft devices join. Processes reach each other only on the same\n"
-     "fabric. Letters, digits, '_', '.' and '-', at most 32 characters.",
+     "fabric. Letters, digits, '_', '.' and '-', at most 32 characters; empty\n"
+     "means \"default\".",
      ucs_offsetof(uct_dcx_md_config_t, soft_fabric), UCS_CONFIG_TYPE_STRING},
 
     {"MLX5", "y",
@@ -123,7 +124,7 @@ ucs_config_field_t uct_dcx_md_config_table[] = {
      UCS_CONFIG_TYPE_MEMUNITS},
 
     {"SOFT_MTU", "auto",
-     "Soft device: bytes per packet on the wire (auto: device default).",
+     "Soft device: bytes per packet on the wire, 256..1M (auto: device default).",
      ucs_offsetof(uct_dcx_md_config_t, soft.mtu), UCS_CONFIG_TYPE_ULUNITS},
 
     {"SOFT_TM_MAX_TAGS", "auto",
@@ -277,7 +278,7 @@ static const uct_dcx_soft_count_limit_t uct_dcx_soft_count_limits[] = {
     UCT_DCX_SOFT_COUNT_LIMIT("SOFT_MAX_INLINE",    max_inline,    1, UINT32_MAX),
     UCT_DCX_SOFT_COUNT_LIMIT("SOFT_MAX_RD_ATOMIC", max_rd_atomic, 1, UINT32_MAX),
     UCT_DCX_SOFT_COUNT_LIMIT("SOFT_MAX_DCI",       max_dci,       1, UINT32_MAX),
-    UCT_DCX_SOFT_COUNT_LIMIT("SOFT_MTU",           mtu,           64, UINT32_MAX),
+    UCT_DCX_SOFT_COUNT_LIMIT("SOFT_MTU",           mtu,           256, 1u << 20),
     UCT_DCX_SOFT_COUNT_LIMIT("SOFT_TM_MAX_TAGS",   tm_max_tags,   1, UINT32_MAX),
     UCT_DCX_SOFT_COUNT_LIMIT("SOFT_MKEY_MAX_ENTRIES", mkey_max_entries, 1,
                              UINT32_MAX),
@@ -310,7 +311,9 @@ uct_dcx_md_list_params(const uct_dcx_md_config_t *config,
         return UCS_ERR_INVALID_PARAM;
     }
 
-    if (!uct_dcx_fabric_name_is_valid(config->soft_fabric)) {
+    /* an empty name selects the default fabric */
+    if ((config->soft_fabric[0] != '\0') &&
+        !uct_dcx_fabric_name_is_valid(config->soft_fabric)) {
         ucs_error("dcx: UCX_DCX_SOFT_FABRIC='%s' is not a fabric name (1..%d "
                   "letters, digits, '_', '.', '-')", config->soft_fabric,
                   UCT_DCX_FABRIC_NAME_MAX);

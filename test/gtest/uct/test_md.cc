@@ -289,9 +289,23 @@ TEST_F(test_dcx_md, bad_config_value_bad_flow)
     EXPECT_EQ(UCS_ERR_INVALID_PARAM, md_resources(names));
     unsetenv("UCX_DCX_SOFT_ACK_TIMEOUT");
 
+    setenv("UCX_DCX_SOFT_MTU", "100", 1);
+    expect_one_error();
+    EXPECT_EQ(UCS_ERR_INVALID_PARAM, md_resources(names));
+    unsetenv("UCX_DCX_SOFT_MTU");
+
     setenv("UCX_DCX_SOFT_DEVICES", "1000", 1);
     expect_one_error();
     EXPECT_EQ(UCS_ERR_INVALID_PARAM, md_resources(names));
+}
+
+TEST_F(test_dcx_md, empty_fabric_name_is_the_default_fabric)
+{
+    std::vector<std::string> names;
+
+    setenv("UCX_DCX_SOFT_FABRIC", "", 1);
+    ASSERT_EQ(UCS_OK, md_resources(names));
+    EXPECT_EQ(1u, names.size());
 }
 
 TEST_F(test_dcx_md, soft_limits_in_range)
