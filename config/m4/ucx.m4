@@ -29,7 +29,7 @@ UCX_LIBS=
 UCX_SRC_DIR=
 UCX_VERSION=
 
-# dcx_ucx_fail MESSAGE: an error if the transport was asked for explicitly,
+# DCX_UCX_FAIL(MESSAGE): an error if the transport was asked for explicitly,
 # otherwise a warning and a build without it.
 m4_define([DCX_UCX_FAIL],
     [AS_IF([test "x$with_ucx_src" = xcheck],
