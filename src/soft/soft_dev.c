@@ -451,6 +451,8 @@ static int soft_srq_post_recv(dcx_srq_t *srq_, uint64_t wr_id,
     pthread_mutex_lock(&dev->lock);
     if (srq->tail - srq->head >= srq->super.max_wr) {
         pthread_mutex_unlock(&dev->lock);
+        dcx_debug("%s: srq %p post recv: full (%u receives)",
+                  dev->super.caps.name, (void *)srq, srq->super.max_wr);
         return ENOMEM;
     }
     wqe          = &srq->q[srq->tail % srq->size];

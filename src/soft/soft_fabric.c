@@ -36,8 +36,9 @@ uint64_t soft_now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-/* Field 22 of /proc/PID/stat (start time in clock ticks); 0 if unknown. */
-uint64_t soft_proc_start_time(uint32_t pid)
+/* Start time (field 22 of /proc/PID/stat, clock ticks) and state letter
+ * (field 3) of a process; 0 if it cannot be read. */
+static int soft_proc_stat(uint32_t pid, uint64_t *start_p, char *state_p)
 {
     char path[64], buf[1024], *p;
     unsigned long long start = 0;
@@ -57,10 +58,11 @@ uint64_t soft_proc_start_time(uint32_t pid)
     buf[n] = '\0';
     /* the command name may hold spaces: count fields after the last ')' */
     p = strrchr(buf, ')');
-    if (p == NULL) {
+    if ((p == NULL) || (p[1] == '\0')) {
         return 0;
     }
     p += 2;                        /* field 3 starts here */
+    *state_p = *p;
     for (field = 3; (field < 22) && (*p != '\0'); ++p) {
         if (*p == ' ') {
             ++field;
@@ -69,20 +71,33 @@ uint64_t soft_proc_start_time(uint32_t pid)
     if (sscanf(p, "%llu", &start) != 1) {
         return 0;
     }
-    return start;
+    *start_p = start;
+    return 1;
 }
 
+uint64_t soft_proc_start_time(uint32_t pid)
+{
+    uint64_t start = 0;
+    char state;
+
+    return soft_proc_stat(pid, &start, &state) ? start : 0;
+}
+
+/* Alive = exists, is not a zombie, and started when the segment says. */
 int soft_pid_alive(uint32_t pid, uint64_t start)
 {
-    uint64_t now_start;
+    uint64_t now_start = 0;
+    char state         = '?';
 
     if ((kill((pid_t)pid, 0) != 0) && (errno == ESRCH)) {
         return 0;
     }
-    now_start = soft_proc_start_time(pid);
-    if (now_start == 0) {
+    if (!soft_proc_stat(pid, &now_start, &state)) {
         /* /proc unreadable for this pid: kill() said it exists */
         return 1;
+    }
+    if ((state == 'Z') || (state == 'X')) {
+        return 0;
     }
     return (start == 0) || (now_start == start);
 }

@@ -635,6 +635,8 @@ static int soft_dci_post_send(dcx_qp_t *qp_, const dcx_send_wr_t *wr)
     pthread_mutex_lock(&dev->lock);
     if (qp->sq_head - qp->sq_tail >= qp->sq_size) {
         pthread_mutex_unlock(&dev->lock);
+        dcx_debug("%s: dci 0x%x post: send queue full (%u WRs not retired)",
+                  soft_qp_dev_name(qp), qp->super.qp_num, qp->sq_size);
         return ENOMEM;
     }
     if (qp->super.post_send != soft_dci_post_send) {
@@ -665,6 +667,8 @@ static int soft_dci_post_flush(dcx_qp_t *qp_, const dcx_send_wr_t *wr)
     pthread_mutex_lock(&dev->lock);
     if (qp->sq_head - qp->sq_tail >= qp->sq_size) {
         pthread_mutex_unlock(&dev->lock);
+        dcx_debug("%s: dci 0x%x post: send queue full (%u WRs not retired)",
+                  soft_qp_dev_name(qp), qp->super.qp_num, qp->sq_size);
         return ENOMEM;
     }
     if (qp->super.post_send != soft_dci_post_flush) {
