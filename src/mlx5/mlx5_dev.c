@@ -189,13 +189,69 @@ static int dcx_mlx5_setup_port(dcx_mlx5_dev_t *dev, unsigned num_ports,
     return 0;
 }
 
-/* Tries to create a DCI with raw verbs.  DC has no capability bit: this is
- * how rdma-core's own tests find out.  Returns 0 with the sizes libmlx5
- * granted, EOPNOTSUPP when the kernel or device has no DC, or the errno of
- * another failure. */
+/* Takes the probe DCI through RESET->INIT->RTR->RTS with the masks every
+ * DCI will get, trying the largest max_rd_atomic first: the DC limit is not
+ * in verbs, and the kernel refuses an RTS above it.  *rd_p gets the value
+ * that worked; *why_p names the failed step. */
+static int dcx_mlx5_probe_connect(dcx_mlx5_dev_t *dev, struct ibv_qp *qp,
+                                  int max_qp_init_rd_atom, uint32_t *rd_p,
+                                  const char **why_p)
+{
+    struct ibv_qp_attr attr;
+    uint32_t rd;
+    int ret;
+
+    memset(&attr, 0, sizeof(attr));
+    attr.qp_state   = IBV_QPS_INIT;
+    attr.pkey_index = 0;
+    attr.port_num   = dev->port;
+    ret = ibv_modify_qp(qp, &attr, (int)dcx_mlx5_qp_transition_find(
+                            DCX_QPT_DCI, DCX_QPS_RESET, DCX_QPS_INIT)->required);
+    if (ret != 0) {
+        *why_p = "RESET->INIT";
+        return ret;
+    }
+    memset(&attr, 0, sizeof(attr));
+    attr.qp_state = IBV_QPS_RTR;
+    attr.path_mtu = dev->path_mtu;
+    ret = ibv_modify_qp(qp, &attr, (int)dcx_mlx5_qp_transition_find(
+                            DCX_QPT_DCI, DCX_QPS_INIT, DCX_QPS_RTR)->required);
+    if (ret != 0) {
+        *why_p = "INIT->RTR";
+        return ret;
+    }
+    rd = dcx_mlx5_rd_atomic_first(max_qp_init_rd_atom);
+    do {
+        memset(&attr, 0, sizeof(attr));
+        attr.qp_state      = IBV_QPS_RTS;
+        attr.timeout       = 14;
+        attr.retry_cnt     = 7;
+        attr.rnr_retry     = 7;
+        attr.max_rd_atomic = (uint8_t)rd;
+        attr.sq_psn        = 0;
+        ret = ibv_modify_qp(qp, &attr, (int)dcx_mlx5_qp_transition_find(
+                                DCX_QPT_DCI, DCX_QPS_RTR,
+                                DCX_QPS_RTS)->required);
+        if (ret == 0) {
+            *rd_p = rd;
+            return 0;
+        }
+        rd = dcx_mlx5_rd_atomic_next(rd);
+    } while ((ret == EINVAL) && (rd != 0));
+    *why_p = "RTR->RTS";
+    return ret;
+}
+
+/* Tries to create a DCI with raw verbs, then takes it to RTS.  DC has no
+ * capability bit: this is how rdma-core's own tests find out.  Returns 0
+ * with the sizes libmlx5 granted and the max_rd_atomic RTS accepted,
+ * EOPNOTSUPP when the kernel or device has no DC (*why_p left NULL), or the
+ * errno of another failure (*why_p names the transition that failed, or
+ * stays NULL if creation failed). */
 static int dcx_mlx5_probe_dci(dcx_mlx5_dev_t *dev, struct ibv_pd *pd,
                               struct ibv_cq *cq, uint32_t max_sge,
-                              dcx_mlx5_probe_t *probe)
+                              int max_qp_init_rd_atom,
+                              dcx_mlx5_probe_t *probe, const char **why_p)
 {
     static const uint32_t inline_try[] = {DCX_MLX5_PROBE_INLINE, 0};
     struct mlx5dv_qp_init_attr dv_attr;
@@ -231,8 +287,11 @@ static int dcx_mlx5_probe_dci(dcx_mlx5_dev_t *dev, struct ibv_pd *pd,
                 probe->dci_wqe_size   = attr.cap.max_inline_data +
                                         dcx_mlx5_dci_overhead(dev->dci_send_ops)
                                         + DCX_MLX5_INL_HDR;
+                err = dcx_mlx5_probe_connect(dev, qp, max_qp_init_rd_atom,
+                                             &probe->dci_max_rd_atomic,
+                                             why_p);
                 ibv_destroy_qp(qp);
-                return 0;
+                return err;
             }
             err = (errno != 0) ? errno : EINVAL;
             if ((err == EOPNOTSUPP) || (err == EPROTONOSUPPORT)) {
@@ -249,6 +308,7 @@ static int dcx_mlx5_probe_dci(dcx_mlx5_dev_t *dev, struct ibv_pd *pd,
 static int dcx_mlx5_probe(dcx_mlx5_dev_t *dev, const struct ibv_device_attr *a,
                           dcx_mlx5_probe_t *probe)
 {
+    const char *why = NULL;
     struct ibv_pd *pd;
     struct ibv_cq *cq;
     uint32_t max_sge;
@@ -274,13 +334,14 @@ static int dcx_mlx5_probe(dcx_mlx5_dev_t *dev, const struct ibv_device_attr *a,
     if (max_sge > DCX_MLX5_MAX_SGE) {
         max_sge = DCX_MLX5_MAX_SGE;
     }
-    ret = dcx_mlx5_probe_dci(dev, pd, cq, (max_sge > 0) ? max_sge : 1, probe);
-    if (ret == EOPNOTSUPP) {
+    ret = dcx_mlx5_probe_dci(dev, pd, cq, (max_sge > 0) ? max_sge : 1,
+                             a->max_qp_init_rd_atom, probe, &why);
+    if ((ret == EOPNOTSUPP) && (why == NULL)) {
         dcx_error("%s: device or kernel does not support DC (DCI creation "
                   "refused); dcx needs DC", dev->super.caps.name);
     } else if (ret != 0) {
-        dcx_error("%s: probe: DCI creation failed: %s", dev->super.caps.name,
-                  strerror(ret));
+        dcx_error("%s: probe: dci %s failed: %s", dev->super.caps.name,
+                  (why != NULL) ? why : "creation", strerror(ret));
     }
     ibv_destroy_cq(cq);
     ibv_dealloc_pd(pd);

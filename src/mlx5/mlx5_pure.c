@@ -609,6 +609,26 @@ static void dcx_mlx5_strlcpy(char *dst, const char *src, size_t size)
     dst[n] = '\0';
 }
 
+uint32_t dcx_mlx5_rd_atomic_first(int max_qp_init_rd_atom)
+{
+    uint32_t p = 1;
+
+    if (max_qp_init_rd_atom <= 0) {
+        return 0;
+    }
+    /* The kernel programs 2^ceil(log2(n)); a power of two never asks for
+     * more than n.  128 is the largest power of two the u8 field holds. */
+    while ((p < 128) && ((int)(p * 2) <= max_qp_init_rd_atom)) {
+        p *= 2;
+    }
+    return p;
+}
+
+uint32_t dcx_mlx5_rd_atomic_next(uint32_t cur)
+{
+    return cur / 2;
+}
+
 void dcx_mlx5_caps_translate(const char *name,
                              const struct ibv_device_attr_ex *dattr,
                              const struct ibv_port_attr *pattr,
@@ -645,9 +665,13 @@ void dcx_mlx5_caps_translate(const char *name,
     caps->max_recv_sge  = ((uint32_t)a->max_srq_sge < DCX_MLX5_MAX_SGE) ?
                           (uint32_t)a->max_srq_sge : DCX_MLX5_MAX_SGE;
     caps->max_inline    = probe->dci_max_inline;
-    /* The DC limit (2^log_max_ra_req_dc) is visible only through DEVX; the
-     * RC initiator limit is what verbs reports and what RTS accepts. */
-    caps->max_rd_atomic = (uint32_t)a->max_qp_init_rd_atom;
+    /* The DC limit (2^log_max_ra_req_dc) is visible only through DEVX;
+     * verbs reports the RC one.  The probe found what a DCI's RTS accepts. */
+    caps->max_rd_atomic = dcx_mlx5_rd_atomic_first(a->max_qp_init_rd_atom);
+    if ((probe->dci_max_rd_atomic != 0) &&
+        (probe->dci_max_rd_atomic < caps->max_rd_atomic)) {
+        caps->max_rd_atomic = probe->dci_max_rd_atomic;
+    }
     caps->max_dci       = (uint32_t)a->max_qp;
     caps->max_mr        = (uint32_t)a->max_mr;
     caps->max_mr_size   = a->max_mr_size;

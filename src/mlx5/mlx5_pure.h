@@ -204,7 +204,17 @@ typedef struct dcx_mlx5_probe {
     uint32_t  dci_max_inline;   /* cap.max_inline_data returned */
     uint32_t  dci_max_sge;      /* cap.max_send_sge granted */
     uint32_t  dci_wqe_size;     /* bytes per DCI WQE */
+    /* Largest max_rd_atomic the probe DCI reached RTS with (the DC limit,
+     * 2^log_max_ra_req_dc, is not in verbs); 0 = not probed. */
+    uint32_t  dci_max_rd_atomic;
 } dcx_mlx5_probe_t;
+
+/* max_rd_atomic values the open-time probe tries at RTR->RTS, largest
+ * first: the largest power of two within the device's RC limit (and the
+ * 8-bit verbs field), then halved down to 1.  Returns the next value to try after "cur" (0 = none
+ * left); dcx_mlx5_rd_atomic_first gives the first. */
+uint32_t dcx_mlx5_rd_atomic_first(int max_qp_init_rd_atom);
+uint32_t dcx_mlx5_rd_atomic_next(uint32_t cur);
 
 /* Fills caps from the device and port attributes plus the probe result
  * (mlx5dv_query_device adds nothing dcx_dev_caps_t has a field for: DC

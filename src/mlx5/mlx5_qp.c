@@ -472,6 +472,11 @@ int dcx_mlx5_qp_create(dcx_pd_t *pd, const dcx_qp_attr_t *attr,
         return ENOMEM;
     }
     qp->attr        = *attr;
+    if ((attr->type == DCX_QPT_DCI) && (attr->max_rd_atomic == 0)) {
+        /* as the soft device: 0 asks for the device limit (the kernel would
+         * otherwise program one outstanding READ/atomic and report 0) */
+        qp->attr.max_rd_atomic = pd->dev->caps.max_rd_atomic;
+    }
     qp->super.dev   = pd->dev;
     qp->super.pd    = pd;
     qp->super.type  = attr->type;

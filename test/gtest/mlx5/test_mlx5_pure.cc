@@ -742,6 +742,40 @@ TEST_F(mlx5_caps, receive_sge_is_what_srq_create_accepts)
     EXPECT_LE(caps.max_sge, (uint32_t)DCX_MLX5_MAX_SGE);
 }
 
+TEST_F(mlx5_caps, rd_atomic_is_what_a_dci_reached_rts_with)
+{
+    /* not probed: the RC limit verbs reports */
+    dcx_mlx5_caps_translate("mlx5_0", &dattr, &pattr, &probe, &caps);
+    EXPECT_EQ(16u, caps.max_rd_atomic);
+    /* the DC limit is lower on this device */
+    probe.dci_max_rd_atomic = 4;
+    dcx_mlx5_caps_translate("mlx5_0", &dattr, &pattr, &probe, &caps);
+    EXPECT_EQ(4u, caps.max_rd_atomic);
+    /* never above what verbs reports */
+    probe.dci_max_rd_atomic = 64;
+    dcx_mlx5_caps_translate("mlx5_0", &dattr, &pattr, &probe, &caps);
+    EXPECT_EQ(16u, caps.max_rd_atomic);
+}
+
+TEST(mlx5_rd_atomic, probe_sequence_is_powers_of_two_down_to_one)
+{
+    std::vector<uint32_t> seq;
+
+    for (uint32_t rd = dcx_mlx5_rd_atomic_first(16); rd != 0;
+         rd = dcx_mlx5_rd_atomic_next(rd)) {
+        seq.push_back(rd);
+    }
+    EXPECT_EQ((std::vector<uint32_t>{16, 8, 4, 2, 1}), seq);
+    /* the kernel rounds up to a power of two: never start above the limit */
+    EXPECT_EQ(16u, dcx_mlx5_rd_atomic_first(24));
+    EXPECT_EQ(1u, dcx_mlx5_rd_atomic_first(1));
+    EXPECT_EQ(0u, dcx_mlx5_rd_atomic_first(0));
+    EXPECT_EQ(0u, dcx_mlx5_rd_atomic_first(-1));
+    /* the verbs field is 8 bits */
+    EXPECT_EQ(128u, dcx_mlx5_rd_atomic_first(1 << 20));
+    EXPECT_EQ(0u, dcx_mlx5_rd_atomic_next(1));
+}
+
 TEST_F(mlx5_caps, no_dc_without_a_dci)
 {
     probe.dc_ok = false;
