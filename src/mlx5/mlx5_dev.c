@@ -8,6 +8,7 @@
 
 #include "mlx5/mlx5_int.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -107,6 +108,11 @@ static int dcx_mlx5_select_gid(dcx_mlx5_dev_t *dev, int gid_tbl_len)
     unsigned n = 0;
     int i, sel;
 
+    if (gid_tbl_len <= 0) {
+        dcx_error("%s: port %u: RoCE port reports an empty GID table",
+                  dev->super.caps.name, dev->port);
+        return ENODEV;
+    }
     entries = calloc((size_t)gid_tbl_len, sizeof(*entries));
     if (entries == NULL) {
         dcx_error("%s: port %u: no memory for the GID table", dev->super.caps.name,
@@ -518,7 +524,7 @@ int dcx_mlx5_open(const dcx_dev_info_t *info, dcx_dev_t **dev_p)
 
     list = ibv_get_device_list(&num);
     if (list == NULL) {
-        ret = errno;
+        ret = errno ? errno : ENODEV;
         dcx_error("%s: open: ibv_get_device_list failed: %s", info->name,
                   strerror(ret));
         return ret;
@@ -854,6 +860,7 @@ static int dcx_mlx5_ah_create(dcx_pd_t *pd, const void *addr, size_t len,
     dcx_mlx5_dev_t *dev = dcx_mlx5_dev(pd->dev);
     const char *name    = dev->super.caps.name;
     struct ibv_ah_attr ah_attr;
+    char gid_str[INET6_ADDRSTRLEN];
     dcx_mlx5_addr_t peer;
     const char *why = NULL;
     dcx_mlx5_ah_t *ah;
@@ -904,8 +911,14 @@ static int dcx_mlx5_ah_create(dcx_pd_t *pd, const void *addr, size_t len,
     if (ah->ah == NULL) {
         /* mlx5 may fail without setting errno (e.g. bad port) */
         ret = errno ? errno : EINVAL;
-        dcx_error("%s: ah: ibv_create_ah(lid %u) failed: %s", name, peer.lid,
-                  strerror(ret));
+        if (ah_attr.is_global) {
+            inet_ntop(AF_INET6, peer.gid, gid_str, sizeof(gid_str));
+        } else {
+            snprintf(gid_str, sizeof(gid_str), "-");
+        }
+        dcx_error("%s: ah: ibv_create_ah(port %u, lid 0x%x, gid %s, sgid "
+                  "index %u) failed: %s", name, dev->port, ah_attr.dlid,
+                  gid_str, ah_attr.grh.sgid_index, strerror(ret));
         free(ah);
         return ret;
     }
