@@ -1,7 +1,8 @@
 /*
  * dcx mlx5 backend: completion queues.
  *
- * Polling uses the extended CQ API (start/next/end_poll).  Each completion
+ * Polling uses the extended CQ API (start/next/end_poll).  On a CQ that
+ * serves only DCTs every completion is a receive; otherwise each completion
  * is routed by its QP number:
  *  - a DCI completion carries as wr_id the sequence number the backend gave
  *    the WR at post time; it is looked up in the DCI's outstanding ring,
@@ -115,17 +116,24 @@ static int dcx_mlx5_cq_one(dcx_mlx5_cq_t *cq, dcx_wc_t *wc)
     uint32_t qpn = ibv_wc_read_qp_num(cq->cq);
     dcx_mlx5_qp_t *qp;
 
-    qp = (dcx_mlx5_qp_t*)dcx_mlx5_qpmap_find(&dev->qpmap, qpn);
-    if (qp == NULL) {
-        /* completion of a QP destroyed before it was polled */
-        dcx_debug("%s: cq: completion for unknown QP 0x%x dropped",
-                  dev->super.caps.name, qpn);
-        return 0;
+    if (cq->num_dci == 0) {
+        /* receive-only CQ: the wr_id is the SRQ's, no lookup needed (and
+         * a receive that landed after its DCT was destroyed still hands
+         * its buffer back) */
+        return dcx_mlx5_cq_recv_cqe(cq, qpn, status, wc);
     }
-    if (qp->super.type == DCX_QPT_DCI) {
+    qp = (dcx_mlx5_qp_t*)dcx_mlx5_qpmap_find(&dev->qpmap, qpn);
+    if ((qp != NULL) && (qp->super.type == DCX_QPT_DCI)) {
         return dcx_mlx5_cq_dci_cqe(cq, qp, status, wc);
     }
-    return dcx_mlx5_cq_recv_cqe(cq, qpn, status, wc);
+    if ((qp != NULL) || (cq->num_dct != 0)) {
+        /* libmlx5 purges a destroyed DCI's completions, so an unknown QP
+         * number on a CQ that also serves DCTs is a receive */
+        return dcx_mlx5_cq_recv_cqe(cq, qpn, status, wc);
+    }
+    dcx_debug("%s: cq: completion for unknown QP 0x%x dropped",
+              dev->super.caps.name, qpn);
+    return 0;
 }
 
 /* Reports outstanding WRs of failed DCIs as flushed. */
@@ -218,9 +226,9 @@ int dcx_mlx5_cq_destroy(dcx_cq_t *super)
     dcx_mlx5_cq_t *cq = (dcx_mlx5_cq_t*)super;
     int ret;
 
-    if (cq->num_qps != 0) {
-        dcx_error("%s: cq: destroy refused, %u QPs still use it",
-                  super->dev->caps.name, cq->num_qps);
+    if ((cq->num_dci != 0) || (cq->num_dct != 0)) {
+        dcx_error("%s: cq: destroy refused, %u DCIs and %u DCTs still use it",
+                  super->dev->caps.name, cq->num_dci, cq->num_dct);
         return EBUSY;
     }
     ret = ibv_destroy_cq(ibv_cq_ex_to_cq(cq->cq));

@@ -70,7 +70,11 @@ struct dcx_mlx5_cq {
     /* DCIs in ERR whose outstanding WRs still have to be reported as
      * flushed on this CQ (linked through dcx_mlx5_qp.flush_next). */
     dcx_mlx5_qp_t     *flush_head;
-    unsigned           num_qps;       /* QPs using this CQ */
+    /* QPs using this CQ: DCIs (requester completions) and DCTs (receive
+     * completions).  A CQ with no DCI routes every completion to the
+     * receive path without looking up its QP number. */
+    unsigned           num_dci;
+    unsigned           num_dct;
 };
 
 struct dcx_mlx5_qp {

@@ -485,13 +485,13 @@ int dcx_mlx5_qp_create(dcx_pd_t *pd, const dcx_qp_attr_t *attr,
         qp->send_cq = (dcx_mlx5_cq_t*)attr->send_cq;
         ret = dcx_mlx5_dci_create(qp, (dcx_mlx5_pd_t*)pd);
         if (ret == 0) {
-            ++qp->send_cq->num_qps;
+            ++qp->send_cq->num_dci;
         }
     } else {
         qp->recv_cq = (dcx_mlx5_cq_t*)attr->recv_cq;
         ret = dcx_mlx5_dct_create(qp, (dcx_mlx5_pd_t*)pd);
         if (ret == 0) {
-            ++qp->recv_cq->num_qps;
+            ++qp->recv_cq->num_dct;
         }
     }
     if (ret != 0) {
@@ -518,9 +518,9 @@ int dcx_mlx5_qp_destroy(dcx_qp_t *super)
     dcx_mlx5_qpmap_remove(&dev->qpmap, super->qp_num);
     if (super->type == DCX_QPT_DCI) {
         dcx_mlx5_cq_unschedule_flush(qp->send_cq, qp);
-        --qp->send_cq->num_qps;
+        --qp->send_cq->num_dci;
     } else {
-        --qp->recv_cq->num_qps;
+        --qp->recv_cq->num_dct;
     }
     dcx_mlx5_ring_cleanup(&qp->ring);
     free(qp);
