@@ -389,9 +389,9 @@ static bool dcx_mlx5_atomic_selftest(dcx_mlx5_dev_t *dev)
     dcx_wc_t wc;
     uint8_t addr[DCX_MLX5_ADDR_LEN];
     size_t addr_len = sizeof(addr);
-    bool ok         = false, posted = false;
+    bool ok         = false, reported = false;
     int64_t deadline;
-    int n = 0;
+    int n = 0, ret;
 
     words[0] = DCX_MLX5_ATOMIC_PATTERN;   /* target */
     words[1] = 0;                         /* fetched value */
@@ -419,7 +419,15 @@ static bool dcx_mlx5_atomic_selftest(dcx_mlx5_dev_t *dev)
     qp_attr.dc_key        = 0x5e1f7e57ull;
     qp_attr.access        = DCX_ACCESS_REMOTE_ATOMIC;
     qp_attr.min_rnr_timer = 12;
-    if (dcx_qp_create(pd, &qp_attr, &dct) != 0) {
+    dev->selftest         = true;
+    ret                   = dcx_qp_create(pd, &qp_attr, &dct);
+    dev->selftest         = false;
+    if (ret == EOPNOTSUPP) {
+        dcx_info("%s: the device has no DC atomics (a DCT refuses "
+                 "REMOTE_ATOMIC); atomics disabled", name);
+        reported = true;
+        goto out;
+    } else if (ret != 0) {
         goto out;
     }
     memset(&qp_attr, 0, sizeof(qp_attr));
@@ -455,7 +463,7 @@ static bool dcx_mlx5_atomic_selftest(dcx_mlx5_dev_t *dev)
     if (dcx_qp_post_send(dci, &wr) != 0) {
         goto out;
     }
-    posted   = true;
+    reported = true;
     deadline = dcx_mlx5_now_ns() + DCX_MLX5_SELFTEST_NS;
     do {
         n = dcx_cq_poll(cq, 1, &wc);
@@ -479,7 +487,7 @@ static bool dcx_mlx5_atomic_selftest(dcx_mlx5_dev_t *dev)
     }
 
 out:
-    if (!posted) {
+    if (!reported) {
         dcx_info("%s: DC atomics disabled: the self-test could not be set "
                  "up (reason logged above)", name);
     }

@@ -25,6 +25,9 @@ typedef struct dcx_mlx5_dev {
     /* DEVX context granted: needed later for mlx5dv_create_mkey (strided
      * keys, rdma-core-semantics §5.1) and DEVX DC/TM objects (§4.9). */
     bool                  devx;
+    /* The open-time atomic self-test runs: a DCT refusing REMOTE_ATOMIC
+     * (EOPNOTSUPP) is an answer, not an error, and is logged at debug. */
+    bool                  selftest;
     uint8_t               port;
     uint8_t               link_layer;   /* IBV_LINK_LAYER_* */
     enum ibv_mtu          path_mtu;
