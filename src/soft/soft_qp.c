@@ -787,11 +787,17 @@ static int soft_dci_init(soft_dev_t *dev, soft_qp_t *qp,
     qp->super.max_inline      = attr->max_inline;
     qp->super.max_rd_atomic   = rd;
     qp->super.post_send       = soft_dci_post_send;
-    qp->ack_timeout_ns = attr->timeout ?
-                         (4096ull << attr->timeout) :
-                         (uint64_t)l->ack_timeout_us * 1000ull;
-    qp->retry_cnt = attr->retry_cnt ? attr->retry_cnt : l->retry_cnt;
-    qp->rnr_retry = attr->rnr_retry ? attr->rnr_retry : l->rnr_retry;
+    if (attr->timeout != 0) {
+        /* the caller gives the verbs transport parameters: use them as is */
+        qp->ack_timeout_ns = 4096ull << attr->timeout;
+        qp->retry_cnt      = attr->retry_cnt;
+        qp->rnr_retry      = attr->rnr_retry;
+    } else {
+        /* timeout 0 (infinite in verbs): the device's configured timers */
+        qp->ack_timeout_ns = (uint64_t)l->ack_timeout_us * 1000ull;
+        qp->retry_cnt      = l->retry_cnt;
+        qp->rnr_retry      = l->rnr_retry;
+    }
     return 0;
 }
 

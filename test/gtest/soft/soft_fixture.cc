@@ -113,6 +113,8 @@ int node::make_dci(uint32_t max_wr, uint32_t max_inline, uint8_t retry_cnt,
     qattr.max_rd_atomic = 4;
     qattr.retry_cnt     = retry_cnt;
     qattr.rnr_retry     = rnr_retry;
+    /* explicit transport parameters need a timeout: 4.096us << 15 = 134ms */
+    qattr.timeout       = (retry_cnt || rnr_retry) ? 15 : 0;
     return dcx_qp_create(pd, &qattr, &dci);
 }
 

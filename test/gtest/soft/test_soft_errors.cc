@@ -791,3 +791,31 @@ TEST_F(soft, many_sources_loopback)
         EXPECT_EQ(0, dcx_qp_destroy(qp));
     }
 }
+
+TEST_F(soft_xproc, verbs_transport_params)
+{
+    start();
+    ini.close();
+    ASSERT_EQ(0, ini.open(fabric.c_str(), &sh->tp.limits));
+    ASSERT_EQ(0, ini.make_cq());
+    dcx_qp_attr_t qattr;
+    memset(&qattr, 0, sizeof(qattr));
+    qattr.type        = DCX_QPT_DCI;
+    qattr.send_cq     = ini.cq;
+    qattr.max_send_wr = 8;
+    qattr.timeout     = 14;   /* 67 ms */
+    qattr.retry_cnt   = 1;
+    ASSERT_EQ(0, dcx_qp_create(ini.pd, &qattr, &ini.dci));
+    ASSERT_EQ(0, ini.connect(sh->addr, sh->addr_len));
+    ASSERT_EQ(0, ini.reg(lbuf.data(), 4096, DCX_ACCESS_LOCAL_WRITE, &lmr));
+    dcx_sge_t s = lsge(0, 8);
+    dcx_send_wr_t wr = make_wr(DCX_WR_RDMA_WRITE, 1, &s, 1, ini, sh);
+    wr.dest.dctn ^= 0x40;
+    double t0 = now_s();
+    EXPECT_EQ(DCX_WC_RETRY_EXC_ERR, run(wr).status);
+    EXPECT_LT(now_s() - t0, 5.0);
+    dcx_soft_stats_t st;
+    ASSERT_EQ(0, dcx_soft_stats(ini.dev, &st));
+    EXPECT_EQ(1u, st.retransmits);   /* retry_cnt from the QP, not limits */
+    EXPECT_TRUE(stop_children());
+}
