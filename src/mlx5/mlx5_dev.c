@@ -889,6 +889,16 @@ static int dcx_mlx5_ah_create(dcx_pd_t *pd, const void *addr, size_t len,
                   "InfiniBand");
         return EINVAL;
     }
+    if ((peer.mtu < dev->path_mtu) && !dev->mtu_warned) {
+        /* A DCI's path MTU is set once, at RTR, for every destination (and
+         * a DCT's for every READ response): packets above the peer's MTU
+         * are dropped on the way and the WRs end in RETRY_EXC_ERR. */
+        dcx_warn("%s: ah: a peer's port MTU is %u bytes, this port uses %u; "
+                 "transfers to it may time out (set the same MTU on every "
+                 "port)", name, dcx_mlx5_mtu_bytes((enum ibv_mtu)peer.mtu),
+                 dcx_mlx5_mtu_bytes(dev->path_mtu));
+        dev->mtu_warned = true;
+    }
     if (dev->grh_required && !(peer.flags & DCX_MLX5_ADDR_F_GID)) {
         dcx_error("%s: ah: port %u requires a GRH and the peer address has "
                   "no GID", name, dev->port);
