@@ -899,6 +899,15 @@ static int dcx_mlx5_ah_create(dcx_pd_t *pd, const void *addr, size_t len,
                  dcx_mlx5_mtu_bytes(dev->path_mtu));
         dev->mtu_warned = true;
     }
+    if (eth && ((peer.flags ^ dev->addr.flags) & DCX_MLX5_ADDR_F_ROCEV2) &&
+        !dev->roce_warned) {
+        /* packets take the version of the local source GID */
+        dcx_warn("%s: ah: this port publishes a RoCE v%d GID, a peer a RoCE "
+                 "v%d one; traffic between them may be dropped", name,
+                 (dev->addr.flags & DCX_MLX5_ADDR_F_ROCEV2) ? 2 : 1,
+                 (peer.flags & DCX_MLX5_ADDR_F_ROCEV2) ? 2 : 1);
+        dev->roce_warned = true;
+    }
     if (dev->grh_required && !(peer.flags & DCX_MLX5_ADDR_F_GID)) {
         dcx_error("%s: ah: port %u requires a GRH and the peer address has "
                   "no GID", name, dev->port);

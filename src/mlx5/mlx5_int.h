@@ -34,6 +34,7 @@ typedef struct dcx_mlx5_dev {
     int                   gid_index;    /* RoCE: published GID, else -1 */
     bool                  grh_required; /* port reports IBV_QPF_GRH_REQUIRED */
     bool                  mtu_warned;   /* a peer with a smaller MTU seen */
+    bool                  roce_warned;  /* a peer of the other RoCE version */
     dcx_mlx5_addr_t       addr;         /* this port's published address */
     uint64_t              dci_send_ops; /* IBV_QP_EX_WITH_* every DCI gets */
     /* First sequence number of the next DCI: each DCI numbers its WRs in
