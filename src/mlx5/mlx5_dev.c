@@ -632,11 +632,13 @@ int dcx_mlx5_open(const dcx_dev_info_t *info, dcx_dev_t **dev_p)
     }
 
     dcx_debug("%s: port %u %s, DEVX %s, DCI depth %u, inline %u, sge %u, "
-              "atomics 0x%x", info->name, dev->port,
+              "rd_atomic %u, atomics 0x%x, gid index %d", info->name,
+              dev->port,
               (dev->link_layer == IBV_LINK_LAYER_ETHERNET) ? "RoCE" : "IB",
               dev->devx ? "yes" : "no", dev->super.caps.max_qp_wr,
               dev->super.caps.max_inline, dev->super.caps.max_sge,
-              dev->super.caps.atomic_flags);
+              dev->super.caps.max_rd_atomic, dev->super.caps.atomic_flags,
+              dev->gid_index);
     *dev_p = &dev->super;
     return 0;
 
