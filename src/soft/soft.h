@@ -267,6 +267,13 @@ typedef struct soft_rstate {
     soft_rwqe_t  recv;         /* receive held for message e */
 } soft_rstate_t;
 
+/* Consumer-side watch of a ring whose head slot is claimed but unpublished */
+typedef struct soft_stall {
+    uint64_t pos;
+    uint64_t since_ns;
+    uint64_t next_check_ns;
+} soft_stall_t;
+
 typedef struct soft_fault_state {
     dcx_soft_fault_t  rule;
     uint32_t          seen;
@@ -303,6 +310,8 @@ struct soft_dev {
     dcx_soft_stats_t    stats;
     soft_fault_state_t  fault;
     int                 killed;
+    soft_stall_t        req_stall;
+    soft_stall_t        resp_stall;
     /* helper thread */
     pthread_t           helper;
     int                 helper_started;
@@ -364,7 +373,10 @@ soft_port_hdr_t *soft_peer_map(soft_dev_t *dev, soft_peer_t *peer);
 int      soft_peer_dead(soft_dev_t *dev, soft_peer_t *peer);
 void     soft_peers_free(soft_dev_t *dev);
 soft_pkt_t *soft_ring_reserve(soft_port_hdr_t *hdr, soft_ring_t *ring,
-                              void **payload_p, uint64_t *pos_p);
+                              uint32_t owner, void **payload_p,
+                              uint64_t *pos_p);
+int      soft_ring_unstick(soft_port_hdr_t *hdr, soft_ring_t *ring,
+                           soft_stall_t *st, uint64_t now, const char *name);
 void     soft_ring_publish(soft_port_hdr_t *hdr, soft_ring_t *ring,
                            uint64_t pos);
 soft_pkt_t *soft_ring_peek(soft_port_hdr_t *hdr, soft_ring_t *ring,

@@ -136,6 +136,10 @@ void soft_engine_progress(soft_dev_t *dev, int from_helper)
         for (n = 0; n < SOFT_PROGRESS_BUDGET; ++n) {
             pkt = soft_ring_peek(hdr, &hdr->resp, &payload);
             if (pkt == NULL) {
+                if (soft_ring_unstick(hdr, &hdr->resp, &dev->resp_stall,
+                                      now, dev->super.caps.name)) {
+                    continue;
+                }
                 break;
             }
             dev->stats.rx_packets++;
@@ -149,6 +153,10 @@ void soft_engine_progress(soft_dev_t *dev, int from_helper)
         for (n = 0; n < SOFT_PROGRESS_BUDGET; ++n) {
             pkt = soft_ring_peek(hdr, &hdr->req, &payload);
             if (pkt == NULL) {
+                if (soft_ring_unstick(hdr, &hdr->req, &dev->req_stall, now,
+                                      dev->super.caps.name)) {
+                    continue;
+                }
                 break;
             }
             if (pkt->deliver_ns > now) {
@@ -171,8 +179,13 @@ int soft_engine_busy(soft_dev_t *dev)
 {
     soft_qp_t *qp;
 
-    if (!dev->killed && (!soft_ring_empty(dev->hdr, &dev->hdr->req) ||
-                         !soft_ring_empty(dev->hdr, &dev->hdr->resp))) {
+    soft_port_hdr_t *hdr = dev->hdr;
+
+    /* claimed slots count too: a dead claimer must be skipped in time */
+    if (!dev->killed &&
+        ((__atomic_load_n(&hdr->req.tail, __ATOMIC_ACQUIRE) != hdr->req.head) ||
+         (__atomic_load_n(&hdr->resp.tail, __ATOMIC_ACQUIRE) !=
+          hdr->resp.head))) {
         return 1;
     }
     for (qp = dev->dcis; qp != NULL; qp = qp->next_dci) {

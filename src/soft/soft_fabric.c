@@ -384,7 +384,8 @@ static inline soft_slot_t *soft_ring_slot(soft_port_hdr_t *hdr,
 }
 
 soft_pkt_t *soft_ring_reserve(soft_port_hdr_t *hdr, soft_ring_t *ring,
-                              void **payload_p, uint64_t *pos_p)
+                              uint32_t owner, void **payload_p,
+                              uint64_t *pos_p)
 {
     uint64_t pos = __atomic_load_n(&ring->tail, __ATOMIC_RELAXED);
     soft_slot_t *slot;
@@ -405,6 +406,8 @@ soft_pkt_t *soft_ring_reserve(soft_port_hdr_t *hdr, soft_ring_t *ring,
             pos = __atomic_load_n(&ring->tail, __ATOMIC_RELAXED);
         }
     }
+    /* first thing after the claim: who holds the slot (see unstick) */
+    __atomic_store_n(&slot->pkt.src_pid, owner, __ATOMIC_RELAXED);
     *pos_p     = pos;
     *payload_p = (char *)slot + SOFT_SLOT_HDR;
     return &slot->pkt;
@@ -436,8 +439,51 @@ void soft_ring_pop(soft_port_hdr_t *hdr, soft_ring_t *ring)
     uint64_t pos      = ring->head;
     soft_slot_t *slot = soft_ring_slot(hdr, ring, pos);
 
+    __atomic_store_n(&slot->pkt.src_pid, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&slot->seq, pos + ring->nslots, __ATOMIC_RELEASE);
     ring->head = pos + 1;
+}
+
+/* Called when the head slot is not ready.  A producer that died between
+ * claiming a slot and publishing it would block the ring for good: once the
+ * head has been stuck for 1 ms, look at the claimer (its pid is stored right
+ * after the claim) and skip the slot if that process is gone, or if no
+ * claimer pid appeared within 2 s.  Returns 1 if a slot was skipped. */
+int soft_ring_unstick(soft_port_hdr_t *hdr, soft_ring_t *ring,
+                      soft_stall_t *st, uint64_t now, const char *name)
+{
+    uint64_t pos = ring->head;
+    soft_slot_t *slot;
+    uint32_t owner;
+
+    if (__atomic_load_n(&ring->tail, __ATOMIC_ACQUIRE) == pos) {
+        st->since_ns = 0;
+        return 0;        /* empty, nothing claimed */
+    }
+    if ((st->since_ns == 0) || (st->pos != pos)) {
+        st->pos           = pos;
+        st->since_ns      = now;
+        st->next_check_ns = now + 1000000ull;
+        return 0;
+    }
+    if (now < st->next_check_ns) {
+        return 0;
+    }
+    st->next_check_ns = now + 1000000ull;
+    slot  = soft_ring_slot(hdr, ring, pos);
+    owner = __atomic_load_n(&slot->pkt.src_pid, __ATOMIC_RELAXED);
+    if (((owner != 0) && !soft_pid_alive(owner, 0)) ||
+        ((owner == 0) && (now - st->since_ns > 2000000000ull))) {
+        dcx_warn("%s: port %s ring: skipping a slot claimed by dead process "
+                 "%u", name, (ring == &hdr->req) ? "request" : "response",
+                 owner);
+        __atomic_store_n(&slot->pkt.src_pid, 0, __ATOMIC_RELAXED);
+        __atomic_store_n(&slot->seq, pos + ring->nslots, __ATOMIC_RELEASE);
+        ring->head   = pos + 1;
+        st->since_ns = 0;
+        return 1;
+    }
+    return 0;
 }
 
 int soft_ring_empty(soft_port_hdr_t *hdr, soft_ring_t *ring)

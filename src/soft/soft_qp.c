@@ -356,7 +356,8 @@ static int soft_req_send_packets(soft_qp_t *qp, soft_swqe_t *w, uint64_t now)
         pkt  = NULL;
         if ((target != NULL) && (fate != SOFT_TX_DROP) && !dev->killed &&
             !__atomic_load_n(&target->killed, __ATOMIC_RELAXED)) {
-            pkt = soft_ring_reserve(target, &target->req, &payload, &pos);
+            pkt = soft_ring_reserve(target, &target->req, dev->pid,
+                                    &payload, &pos);
             if (pkt == NULL) {
                 if (fate != SOFT_TX_PASS) {
                     /* the fault will apply to the retried packet again */

@@ -165,7 +165,7 @@ static void soft_resp_send(soft_dev_t *dev, soft_rstate_t *rs,
         (len > hdr->resp.payload)) {
         return;
     }
-    pkt = soft_ring_reserve(hdr, &hdr->resp, &payload, &pos);
+    pkt = soft_ring_reserve(hdr, &hdr->resp, dev->pid, &payload, &pos);
     if (pkt == NULL) {
         return;
     }

@@ -146,3 +146,47 @@ TEST_F(soft, dead_peer_segment_swept)
     n.close();
     EXPECT_TRUE(segments(fabric).empty());
 }
+
+TEST_F(soft_xproc, dead_producer_slot_skipped)
+{
+    start();
+    std::vector<std::string> segs = segments(fabric);
+    ASSERT_EQ(2u, segs.size());
+    std::string target_seg;
+    for (const std::string &s : segs) {
+        if (s.find("." + std::to_string(getpid()) + ".") == std::string::npos) {
+            target_seg = s.substr(strlen("/dev/shm"));
+        }
+    }
+    /* a process claims a slot in the target's request ring and dies */
+    pid_t vandal = fork();
+    if (vandal == 0) {
+        int fd = shm_open(target_seg.c_str(), O_RDWR, 0);
+        struct stat st;
+        if ((fd < 0) || (fstat(fd, &st) != 0)) {
+            _exit(1);
+        }
+        soft_port_hdr_t *hdr = (soft_port_hdr_t*)mmap(nullptr, st.st_size,
+                                                      PROT_READ | PROT_WRITE,
+                                                      MAP_SHARED, fd, 0);
+        void *payload;
+        uint64_t pos;
+        if ((hdr == MAP_FAILED) ||
+            (soft_ring_reserve(hdr, &hdr->req, getpid(), &payload, &pos) ==
+             nullptr)) {
+            _exit(2);
+        }
+        _exit(0);   /* never publishes */
+    }
+    int status;
+    ASSERT_EQ(vandal, waitpid(vandal, &status, 0));
+    ASSERT_TRUE(WIFEXITED(status) && (WEXITSTATUS(status) == 0));
+
+    memcpy(lbuf.data(), "after the dead claimer", 22);
+    dcx_sge_t s = lsge(0, 22);
+    dcx_send_wr_t wr = make_wr(DCX_WR_RDMA_WRITE, 1, &s, 1, ini, sh);
+    log_counter logs;   /* the target logs the skip, in its own process */
+    EXPECT_EQ(DCX_WC_SUCCESS, run(wr).status);
+    EXPECT_EQ(0, memcmp(sh->buf, "after the dead claimer", 22));
+    EXPECT_TRUE(stop_children());
+}
