@@ -1,6 +1,29 @@
 /*
  * Soft-device-only interface: fault injection and counters, for tests,
  * benchmarks and diagnostics.  Everything else goes through dcx_dev.h.
+ *
+ * Behaviour of the soft device worth knowing when building on it:
+ *  - A port is a shared-memory segment /dev/shm/dcx-soft.<uid>.<fabric>.
+ *    <pid>.<n> (mode 0600), unlinked by dcx_dev_close(); segments of dead
+ *    owners are swept by the next open on any fabric of the same user.
+ *  - caps.addr_len is 16; dcx_ah_create() rejects anything else, and
+ *    addresses of another fabric or user, with EINVAL.
+ *  - caps.mtu (default 16 KiB) is the packet payload; longer messages are
+ *    split and reassembled.
+ *  - Transport timers of a DCI: with a nonzero qp_attr.timeout the verbs
+ *    parameters (4.096us << timeout, retry_cnt, rnr_retry) are used as
+ *    given; with timeout 0 the device's limits (ack_timeout_us, retry_cnt,
+ *    rnr_retry) apply.  A DCT's min_rnr_timer uses the verbs table, except
+ *    0 which means limits.rnr_timer_us (not 655 ms).
+ *  - A dead peer (process gone, zombie, or killed port) is reported as
+ *    RETRY_EXC_ERR at the first ack timeout; an unreachable but live one
+ *    after (retry_cnt + 1) timeouts.
+ *  - qp->post_send, srq->post_recv and cq->poll take the device's engine
+ *    lock and are thread-safe; a full send queue or SRQ returns ENOMEM with
+ *    a debug-level log line only (it is flow control, not an error).
+ *  - Each device runs a helper thread that executes inbound operations when
+ *    the application has not polled for 200 us, and sleeps on a futex when
+ *    nothing is outstanding.
  */
 #ifndef DCX_SOFT_H_
 #define DCX_SOFT_H_
