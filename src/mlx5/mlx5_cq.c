@@ -123,17 +123,18 @@ static int dcx_mlx5_cq_one(dcx_mlx5_cq_t *cq, dcx_wc_t *wc)
         return dcx_mlx5_cq_recv_cqe(cq, qpn, status, wc);
     }
     qp = (dcx_mlx5_qp_t*)dcx_mlx5_qpmap_find(&dev->qpmap, qpn);
-    if ((qp != NULL) && (qp->super.type == DCX_QPT_DCI)) {
+    switch (dcx_mlx5_cq_route(qp != NULL,
+                              (qp != NULL) ? qp->super.type : DCX_QPT_DCT,
+                              cq->num_dct)) {
+    case DCX_MLX5_ROUTE_DCI:
         return dcx_mlx5_cq_dci_cqe(cq, qp, status, wc);
-    }
-    if ((qp != NULL) || (cq->num_dct != 0)) {
-        /* libmlx5 purges a destroyed DCI's completions, so an unknown QP
-         * number on a CQ that also serves DCTs is a receive */
+    case DCX_MLX5_ROUTE_RECV:
         return dcx_mlx5_cq_recv_cqe(cq, qpn, status, wc);
+    default:
+        dcx_debug("%s: cq: completion for unknown QP 0x%x dropped",
+                  dev->super.caps.name, qpn);
+        return 0;
     }
-    dcx_debug("%s: cq: completion for unknown QP 0x%x dropped",
-              dev->super.caps.name, qpn);
-    return 0;
 }
 
 /* Reports outstanding WRs of failed DCIs as flushed. */

@@ -234,6 +234,31 @@ void dcx_mlx5_caps_translate(const char *name,
 int dcx_mlx5_port_check(const struct ibv_port_attr *pattr, const char **why_p);
 
 /* ------------------------------------------------------------------------
+ * Completion routing.  A CQ that serves no DCI needs no decision: every
+ * completion on it is a receive.  Otherwise the CQE's QP number is looked
+ * up; this says what to do with the result.
+ * ------------------------------------------------------------------------ */
+typedef enum {
+    DCX_MLX5_ROUTE_DCI,   /* requester completion of the DCI found */
+    DCX_MLX5_ROUTE_RECV,  /* receive on an SRQ (wr_id is the SRQ's) */
+    DCX_MLX5_ROUTE_DROP   /* nothing on this CQ can own it */
+} dcx_mlx5_route_t;
+
+/* found: whether the QP number is in the map, and then its type; num_dct:
+ * DCTs completing on this CQ.  libmlx5 purges a destroyed DCI's CQEs, so an
+ * unknown number on a CQ that also serves DCTs is taken as a receive. */
+static inline dcx_mlx5_route_t dcx_mlx5_cq_route(bool found,
+                                                 dcx_qp_type_t type,
+                                                 unsigned num_dct)
+{
+    if (found) {
+        return (type == DCX_QPT_DCI) ? DCX_MLX5_ROUTE_DCI :
+                                       DCX_MLX5_ROUTE_RECV;
+    }
+    return (num_dct != 0) ? DCX_MLX5_ROUTE_RECV : DCX_MLX5_ROUTE_DROP;
+}
+
+/* ------------------------------------------------------------------------
  * Outstanding-WR ring of a DCI.  The hardware wr_id of a WR is its post
  * sequence number; its record sits in slot seq % size.  WRs with seq in
  * [tail, head) are outstanding: posted and not yet retired by a polled

@@ -866,6 +866,21 @@ TEST(mlx5_qpmap, many_entries_survive_growth_and_removal)
 }
 
 /* ------------------------------------------------------------------------
+ * Completion routing on a CQ that serves DCIs
+ * ------------------------------------------------------------------------ */
+TEST(mlx5_route, dci_dct_and_unknown_qp_numbers)
+{
+    EXPECT_EQ(DCX_MLX5_ROUTE_DCI, dcx_mlx5_cq_route(true, DCX_QPT_DCI, 0));
+    EXPECT_EQ(DCX_MLX5_ROUTE_DCI, dcx_mlx5_cq_route(true, DCX_QPT_DCI, 3));
+    EXPECT_EQ(DCX_MLX5_ROUTE_RECV, dcx_mlx5_cq_route(true, DCX_QPT_DCT, 1));
+    /* a receive whose CQE QP number is not the recorded DCT number, or
+     * whose DCT is gone: still the SRQ's buffer, hand it back */
+    EXPECT_EQ(DCX_MLX5_ROUTE_RECV, dcx_mlx5_cq_route(false, DCX_QPT_DCI, 1));
+    /* a CQ with DCIs only: a destroyed DCI's CQEs were purged by libmlx5 */
+    EXPECT_EQ(DCX_MLX5_ROUTE_DROP, dcx_mlx5_cq_route(false, DCX_QPT_DCI, 0));
+}
+
+/* ------------------------------------------------------------------------
  * Outstanding-WR ring: SQ accounting and error/flush reconciliation
  * ------------------------------------------------------------------------ */
 class mlx5_ring : public ::testing::Test {
