@@ -102,6 +102,16 @@ static inline const char *soft_qp_dev_name(soft_qp_t *qp)
     return qp->dev->super.caps.name;
 }
 
+/* Every requester state change goes through here (DCX_LOG_LEVEL=trace). */
+static inline void soft_wqe_state(soft_qp_t *qp, soft_swqe_t *w,
+                                  soft_wqe_state_t state)
+{
+    dcx_trace("%s: dci 0x%x msn %u %s: %s -> %s", soft_qp_dev_name(qp),
+              qp->super.qp_num, w->msn, soft_opinfo[w->wr.opcode].name,
+              soft_wqe_state_names[w->state], soft_wqe_state_names[state]);
+    w->state = state;
+}
+
 /* ------------------------------------------------------------------------
  * Completer
  * ------------------------------------------------------------------------ */
@@ -151,7 +161,7 @@ void soft_qp_to_error(soft_qp_t *qp, const char *reason)
         soft_swqe_t *w = soft_wqe(qp, idx);
 
         soft_wqe_release(qp, w);
-        w->state = SOFT_WQE_DONE;
+        soft_wqe_state(qp, w, SOFT_WQE_DONE);
         soft_wqe_push_cqe(qp, w, idx, DCX_WC_WR_FLUSH_ERR, 0);
     }
     qp->sq_comp     = qp->sq_head;
@@ -168,7 +178,7 @@ static void soft_req_complete(soft_qp_t *qp, uint8_t status,
     int overrun    = 0;
 
     soft_wqe_release(qp, w);
-    w->state = SOFT_WQE_DONE;
+    soft_wqe_state(qp, w, SOFT_WQE_DONE);
     if ((status != DCX_WC_SUCCESS) || (w->wr.flags & DCX_SEND_SIGNALED)) {
         overrun = (soft_wqe_push_cqe(qp, w, idx, status, byte_len) != 0);
     }
@@ -203,7 +213,7 @@ static void soft_req_rewind(soft_qp_t *qp)
             break;
         }
         soft_wqe_release(qp, w);
-        w->state    = SOFT_WQE_POSTED;
+        soft_wqe_state(qp, w, SOFT_WQE_POSTED);
         w->sent_off = 0;
         w->recv_off = 0;
         w->all_sent = 0;
@@ -480,7 +490,7 @@ void soft_req_run(soft_qp_t *qp, uint64_t now)
                 qp->rd_atomic++;
                 w->rd_counted = 1;
             }
-            w->state = SOFT_WQE_SENDING;
+            soft_wqe_state(qp, w, SOFT_WQE_SENDING);
             if (qp->deadline_ns == 0) {
                 qp->deadline_ns = now + qp->ack_timeout_ns;
             }
@@ -488,7 +498,7 @@ void soft_req_run(soft_qp_t *qp, uint64_t now)
         if (soft_req_send_packets(qp, w, now) != 0) {
             return;
         }
-        w->state = SOFT_WQE_WAIT_RESP;
+        soft_wqe_state(qp, w, SOFT_WQE_WAIT_RESP);
         qp->sq_send++;
     }
 }
