@@ -33,6 +33,10 @@
 
 #define SOFT_NO_STATUS      0xffu
 
+/* The application counts as busy elsewhere when it has not polled for this
+ * long: its helper thread then executes inbound work. */
+#define SOFT_APP_IDLE_NS    200000ull
+
 /* ------------------------------------------------------------------------
  * Wire format
  * ------------------------------------------------------------------------ */
@@ -385,6 +389,7 @@ void     soft_ring_pop(soft_port_hdr_t *hdr, soft_ring_t *ring);
 int      soft_ring_empty(soft_port_hdr_t *hdr, soft_ring_t *ring);
 uint32_t soft_pkt_csum(const soft_pkt_t *pkt);
 void     soft_port_kick(soft_port_hdr_t *hdr);
+void     soft_port_kick_sleeping(soft_port_hdr_t *hdr);
 int      soft_futex_wait(uint32_t *addr, uint32_t val, uint64_t timeout_ns);
 
 /* soft_dev.c */

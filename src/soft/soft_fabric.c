@@ -522,10 +522,26 @@ int soft_futex_wait(uint32_t *addr, uint32_t val, uint64_t timeout_ns)
     return (int)syscall(SYS_futex, addr, FUTEX_WAIT, val, tsp, NULL, 0);
 }
 
-void soft_port_kick(soft_port_hdr_t *hdr)
+/* Wakes the port's helper if it is in deep sleep. */
+void soft_port_kick_sleeping(soft_port_hdr_t *hdr)
 {
     __atomic_thread_fence(__ATOMIC_SEQ_CST);
     if (__atomic_load_n(&hdr->sleeping, __ATOMIC_RELAXED)) {
+        __atomic_fetch_add(&hdr->doorbell, 1, __ATOMIC_SEQ_CST);
+        syscall(SYS_futex, &hdr->doorbell, FUTEX_WAKE, 1, NULL, NULL, 0);
+    }
+}
+
+/* After queueing a packet: wakes the port's helper if it is in deep sleep,
+ * or if the owner application is not polling (then the helper does the
+ * work now rather than at the end of its nap). */
+void soft_port_kick(soft_port_hdr_t *hdr)
+{
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    if (__atomic_load_n(&hdr->sleeping, __ATOMIC_RELAXED) ||
+        (soft_now_ns() - __atomic_load_n(&hdr->last_poll_ns,
+                                         __ATOMIC_RELAXED) >
+         SOFT_APP_IDLE_NS)) {
         __atomic_fetch_add(&hdr->doorbell, 1, __ATOMIC_SEQ_CST);
         syscall(SYS_futex, &hdr->doorbell, FUTEX_WAKE, 1, NULL, NULL, 0);
     }

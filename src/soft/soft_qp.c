@@ -659,7 +659,7 @@ static int soft_dci_post_send(dcx_qp_t *qp_, const dcx_send_wr_t *wr)
     soft_fault_post(dev, wr->opcode, &w->forced);
     soft_req_run(qp, soft_now_ns());
     pthread_mutex_unlock(&dev->lock);
-    soft_port_kick(dev->hdr);
+    soft_port_kick_sleeping(dev->hdr);
     return 0;
 }
 

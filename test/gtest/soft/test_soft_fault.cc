@@ -401,3 +401,19 @@ TEST_F(soft, concurrent_atomics_two_children)
                                           __ATOMIC_ACQUIRE));
     EXPECT_TRUE(stop_children());
 }
+
+TEST_F(soft_xproc, helper_stays_out_while_app_polls)
+{
+    start();   /* the target polls all the time */
+    dcx_sge_t s = lsge(0, 64);
+    for (int i = 0; i < 500; ++i) {
+        dcx_send_wr_t wr = make_wr(DCX_WR_RDMA_WRITE, i, &s, 1, ini, sh);
+        ASSERT_EQ(DCX_WC_SUCCESS, run(wr).status);
+    }
+    dcx_soft_stats_t st = stats(ini);
+    EXPECT_GE(st.rx_packets, 500u);
+    /* generous: only scheduling hiccups of the polling thread let it in */
+    EXPECT_LT(st.helper_packets, st.rx_packets / 2);
+    EXPECT_TRUE(stop_children());
+    EXPECT_LT(sh->stats.helper_packets, sh->stats.rx_packets / 2);
+}
