@@ -631,6 +631,14 @@ uct_dcx_mkey_pack(uct_md_h uct_md, uct_mem_h uct_memh,
         return UCS_ERR_INVALID_PARAM;
     }
 
+    if ((params != NULL) &&
+        (params->field_mask & UCT_MD_MKEY_PACK_FIELD_FLAGS) &&
+        (params->flags & UCT_MD_MKEY_PACK_FLAG_INVALIDATE)) {
+        ucs_error("dcx md %s: rkeys for invalidation are not supported "
+                  "(UCT_MD_FLAG_INVALIDATE is not set)", md->name);
+        return UCS_ERR_UNSUPPORTED;
+    }
+
     packed.magic   = UCT_DCX_RKEY_MAGIC;
     packed.version = UCT_DCX_RKEY_VERSION;
     packed.flags   = 0;
