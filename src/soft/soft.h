@@ -396,7 +396,7 @@ int      soft_futex_wait(uint32_t *addr, uint32_t val, uint64_t timeout_ns);
 soft_mr_t *soft_mr_lookup(soft_dev_t *dev, uint32_t key);
 int      soft_cq_push(soft_cq_t *cq, const dcx_wc_t *wc, soft_qp_t *qp,
                       uint32_t sq_idx);
-void     soft_engine_progress(soft_dev_t *dev, int from_helper);
+uint64_t soft_engine_progress(soft_dev_t *dev, int from_helper);
 int      soft_engine_busy(soft_dev_t *dev);
 
 /* soft_qp.c */

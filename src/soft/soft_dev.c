@@ -124,7 +124,7 @@ int dcx_soft_list(const dcx_dev_list_params_t *params, dcx_dev_info_t *out,
  * Engine progress: responses first (they free our credits), then requests,
  * then requester timers and transmission.
  * ------------------------------------------------------------------------ */
-void soft_engine_progress(soft_dev_t *dev, int from_helper)
+uint64_t soft_engine_progress(soft_dev_t *dev, int from_helper)
 {
     soft_port_hdr_t *hdr = dev->hdr;
     uint64_t now         = soft_now_ns();
@@ -172,6 +172,7 @@ void soft_engine_progress(soft_dev_t *dev, int from_helper)
         }
     }
     soft_req_timers(dev, now);
+    return now;
 }
 
 /* Work the helper must keep an eye on. */
@@ -198,9 +199,9 @@ int soft_engine_busy(soft_dev_t *dev)
 
 static inline void soft_app_progress(soft_dev_t *dev)
 {
-    soft_engine_progress(dev, 0);
-    __atomic_store_n(&dev->hdr->last_poll_ns, soft_now_ns(),
-                     __ATOMIC_RELAXED);
+    uint64_t now = soft_engine_progress(dev, 0);
+
+    __atomic_store_n(&dev->hdr->last_poll_ns, now, __ATOMIC_RELAXED);
 }
 
 static void soft_progress(dcx_dev_t *dev_)

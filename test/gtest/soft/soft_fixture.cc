@@ -225,7 +225,7 @@ static int target_post_recvs(node &n, shared_area *sh, uint32_t first,
 
         sge.addr   = (uint64_t)(uintptr_t)recv_buf(sh, i);
         sge.length = sh->tp.recv_size;
-        sge.lkey   = n.mrs[0]->lkey;
+        sge.lkey   = n.mrs[0]->lkey ^ sh->tp.recv_lkey_xor;
         int ret = dcx_srq_post_recv(n.srq, i, &sge, 1);
         if (ret != 0) {
             fprintf(stderr, "target: post recv %u: %d\n", i, ret);

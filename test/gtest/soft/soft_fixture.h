@@ -38,6 +38,7 @@ struct target_params {
     uint32_t  recv_size;
     uint32_t  mode;          /* TARGET_POLL / TARGET_SLEEP */
     uint8_t   min_rnr_timer;
+    uint32_t  recv_lkey_xor;   /* != 0: receives posted with a bad lkey */
     dcx_soft_limits_t limits;
 };
 

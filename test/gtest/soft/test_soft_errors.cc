@@ -819,3 +819,39 @@ TEST_F(soft_xproc, verbs_transport_params)
     EXPECT_EQ(1u, st.retransmits);   /* retry_cnt from the QP, not limits */
     EXPECT_TRUE(stop_children());
 }
+
+TEST_F(soft_xproc, write_imm_rnr)
+{
+    sh->tp.nrecv = 0;
+    start();
+    fill(lbuf.data(), 500, 11);
+    dcx_sge_t s = lsge(0, 500);
+    dcx_send_wr_t wr = make_wr(DCX_WR_RDMA_WRITE_IMM, 1, &s, 1, ini, sh);
+    wr.imm = 77;
+    ASSERT_EQ(0, dcx_qp_post_send(ini.dci, &wr));
+    dcx_wc_t wc;
+    EXPECT_EQ(0, ini.poll(&wc, 1, 0.1));
+    EXPECT_TRUE(all_zero(sh->buf, 500));   /* nothing written before RNR */
+    __atomic_store_n(&sh->post_more, 1, __ATOMIC_RELEASE);
+    ASSERT_EQ(1, ini.poll(&wc, 1, 20.0));
+    EXPECT_EQ(DCX_WC_SUCCESS, wc.status);
+    ASSERT_TRUE(wait_recv(1));
+    EXPECT_EQ(DCX_WC_RECV_RDMA_WITH_IMM, sh->wc[0].opcode);
+    EXPECT_EQ(77u, sh->wc[0].imm);
+    EXPECT_EQ(0, memcmp(sh->buf, lbuf.data(), 500));
+    EXPECT_TRUE(stop_children());
+}
+
+TEST_F(soft_xproc, recv_bad_lkey_bad_flow)
+{
+    sh->tp.nrecv         = 1;
+    sh->tp.recv_lkey_xor = 0x4400;
+    start();
+    dcx_sge_t s = lsge(0, 16);
+    dcx_send_wr_t wr = make_wr(DCX_WR_SEND, 1, &s, 1, ini, sh);
+    EXPECT_EQ(DCX_WC_REM_OP_ERR, run(wr).status);
+    ASSERT_TRUE(wait_recv(1));
+    EXPECT_EQ(DCX_WC_LOC_PROT_ERR, sh->wc[0].status);
+    EXPECT_EQ(0u, sh->wc[0].wr_id);
+    EXPECT_TRUE(stop_children());
+}
