@@ -15,6 +15,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <linux/futex.h>
 #include <signal.h>
 #include <stdio.h>
@@ -143,6 +144,49 @@ static void soft_ring_init(soft_ring_t *ring, void *base, uint64_t offset,
     }
 }
 
+/* Ports this process owns, unlinked at exit if the application did not
+ * close its devices (a crash leaves them to the next open's sweep). */
+#define SOFT_OWNED_MAX 64
+static pthread_mutex_t soft_owned_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+    pid_t pid;
+    char  name[128];
+} soft_owned[SOFT_OWNED_MAX];
+
+static void soft_owned_set(const char *name, int add)
+{
+    int i;
+
+    pthread_mutex_lock(&soft_owned_lock);
+    for (i = 0; i < SOFT_OWNED_MAX; ++i) {
+        if (add && (soft_owned[i].pid == 0)) {
+            soft_owned[i].pid = getpid();
+            snprintf(soft_owned[i].name, sizeof(soft_owned[i].name), "%s",
+                     name);
+            break;
+        }
+        if (!add && (soft_owned[i].pid != 0) &&
+            !strcmp(soft_owned[i].name, name)) {
+            soft_owned[i].pid = 0;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&soft_owned_lock);
+}
+
+__attribute__((destructor)) static void soft_owned_cleanup(void)
+{
+    pid_t self = getpid();
+    int i;
+
+    for (i = 0; i < SOFT_OWNED_MAX; ++i) {
+        /* a forked child inherits the table: only the owner unlinks */
+        if (soft_owned[i].pid == self) {
+            shm_unlink(soft_owned[i].name);
+        }
+    }
+}
+
 int soft_port_create(soft_dev_t *dev)
 {
     uint64_t ring_bytes, size;
@@ -193,6 +237,7 @@ int soft_port_create(soft_dev_t *dev)
 
     dev->hdr      = hdr;
     dev->seg_size = size;
+    soft_owned_set(dev->seg_name, 1);
     return 0;
 }
 
@@ -204,6 +249,7 @@ void soft_port_destroy(soft_dev_t *dev)
         dev->hdr = NULL;
     }
     shm_unlink(dev->seg_name);
+    soft_owned_set(dev->seg_name, 0);
 }
 
 /* Removes segments of this user whose owner is gone. */

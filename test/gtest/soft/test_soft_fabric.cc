@@ -190,3 +190,18 @@ TEST_F(soft_xproc, dead_producer_slot_skipped)
     EXPECT_EQ(0, memcmp(sh->buf, "after the dead claimer", 22));
     EXPECT_TRUE(stop_children());
 }
+
+TEST_F(soft, exit_without_close_unlinks)
+{
+    std::string fab = fabric;
+    pid_t pid = spawn([fab]() {
+        static node *n = new node;   /* never closed (still reachable) */
+        if (n->open(fab.c_str()) != 0) {
+            return 1;
+        }
+        exit(0);              /* normal exit runs the destructors */
+    });
+    ASSERT_GT(pid, 0);
+    EXPECT_TRUE(stop_children());
+    EXPECT_TRUE(segments(fabric).empty());
+}
