@@ -412,9 +412,26 @@ TEST_F(soft_xproc, helper_stays_out_while_app_polls)
     }
     dcx_soft_stats_t st = stats(ini);
     EXPECT_GE(st.rx_packets, 500u);
-    /* Generous bounds: only when a polling thread is descheduled (2 cores
-     * shared with other work) may its helper step in. */
-    EXPECT_LT(st.helper_packets, st.rx_packets * 9 / 10);
     EXPECT_TRUE(stop_children());
-    EXPECT_LT(sh->stats.helper_packets, sh->stats.rx_packets * 9 / 10);
+    /* The helper steps in only when a polling thread is descheduled, which
+     * on an oversubscribed machine is most of the time: judge only when the
+     * machine has CPUs to spare. */
+    double load = 0;
+    FILE *f = fopen("/proc/loadavg", "r");
+    if ((f == nullptr) || (fscanf(f, "%lf", &load) != 1)) {
+        load = 1e9;
+    }
+    if (f != nullptr) {
+        fclose(f);
+    }
+    if (load + 2 > sysconf(_SC_NPROCESSORS_ONLN)) {
+        printf("load %.1f: not judging helper shares (ini %lu/%lu, "
+               "target %lu/%lu)\n", load, (unsigned long)st.helper_packets,
+               (unsigned long)st.rx_packets,
+               (unsigned long)sh->stats.helper_packets,
+               (unsigned long)sh->stats.rx_packets);
+        return;
+    }
+    EXPECT_LT(st.helper_packets, st.rx_packets / 2);
+    EXPECT_LT(sh->stats.helper_packets, sh->stats.rx_packets / 2);
 }
