@@ -78,6 +78,23 @@ static int soft_fabric_name_ok(const char *name)
     return 1;
 }
 
+static int soft_limits_ok(const dcx_soft_limits_t *l, const char *who)
+{
+    if ((l->mtu != 0) && ((l->mtu < 256) || (l->mtu > (1u << 20)))) {
+        dcx_error("soft %s: mtu %u out of range [256, 1 MiB]", who, l->mtu);
+        return 0;
+    }
+    if ((l->max_sge > SOFT_MAX_RECV_SGE) || (l->retry_cnt > 7) ||
+        (l->rnr_retry > 7) || (l->max_rd_atomic > 255) ||
+        (l->max_msg_size > (1ull << 31))) {
+        dcx_error("soft %s: limits out of range (max_sge <= %u, retry_cnt <= "
+                  "7, rnr_retry <= 7, max_rd_atomic <= 255, max_msg_size <= "
+                  "2 GiB)", who, SOFT_MAX_RECV_SGE);
+        return 0;
+    }
+    return 1;
+}
+
 int dcx_soft_list(const dcx_dev_list_params_t *params, dcx_dev_info_t *out,
                   unsigned max, unsigned *count_p)
 {
@@ -92,18 +109,7 @@ int dcx_soft_list(const dcx_dev_list_params_t *params, dcx_dev_info_t *out,
                   fabric);
         return EINVAL;
     }
-    if ((params->soft_limits.mtu != 0) &&
-        ((params->soft_limits.mtu < 256) ||
-         (params->soft_limits.mtu > (1u << 20)))) {
-        dcx_error("soft: mtu %u out of range [256, 1 MiB]",
-                  params->soft_limits.mtu);
-        return EINVAL;
-    }
-    if ((params->soft_limits.max_sge > SOFT_MAX_RECV_SGE) ||
-        (params->soft_limits.retry_cnt > 7) ||
-        (params->soft_limits.rnr_retry > 7)) {
-        dcx_error("soft: limits out of range (max_sge <= %u, retry_cnt <= 7,"
-                  " rnr_retry <= 7)", SOFT_MAX_RECV_SGE);
+    if (!soft_limits_ok(&params->soft_limits, fabric)) {
         return EINVAL;
     }
     n = (params->soft_count < max) ? params->soft_count : max;
@@ -705,6 +711,9 @@ int dcx_soft_open(const dcx_dev_info_t *info, dcx_dev_t **dev_p)
         !soft_fabric_name_ok(info->soft_fabric)) {
         dcx_error("%s: open: not a soft device or bad fabric name '%s'",
                   info->name, info->soft_fabric);
+        return EINVAL;
+    }
+    if (!soft_limits_ok(&info->soft_limits, info->name)) {
         return EINVAL;
     }
     dev = calloc(1, sizeof(*dev));

@@ -57,6 +57,18 @@ TEST_F(soft, list_bad_flow)
     EXPECT_EQ(EINVAL, dcx_dev_list(&params, &list, &count));
     EXPECT_EQ(1, logs.lines());
 
+    params.soft_fabric     = "fine";
+    params.soft_limits.mtu = 100;
+    {
+        log_counter logs2;
+        EXPECT_EQ(EINVAL, dcx_dev_list(&params, &list, &count));
+        params.soft_limits.mtu       = 0;
+        params.soft_limits.retry_cnt = 8;
+        EXPECT_EQ(EINVAL, dcx_dev_list(&params, &list, &count));
+        EXPECT_EQ(2, logs2.lines());
+    }
+    params.soft_limits.retry_cnt = 0;
+
     params.soft_count = 0;
     params.soft_fabric = nullptr;
     ASSERT_EQ(0, dcx_dev_list(&params, &list, &count));
