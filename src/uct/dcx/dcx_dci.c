@@ -62,6 +62,7 @@ static ucs_status_t uct_dcx_dcs_dci_get(uct_dcx_iface_t *iface,
     dci->owner  = ep;
     dci->flags |= UCT_DCX_DCI_FLAG_BUSY;
     ep->dci     = dci->index;
+    ep->last_sn = dci->sn;   /* nothing of this ep is in flight there */
     ep->quota   = (iface->policy == &uct_dcx_policy_ops[UCT_DCX_POLICY_DCS]) ?
                   INT32_MAX : (int32_t)iface->config.quota;
     return UCS_OK;
@@ -126,14 +127,16 @@ static uint16_t uct_dcx_rand_dci(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep)
 
 static void uct_dcx_rand_ep_init(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep)
 {
-    ep->dci   = uct_dcx_rand_dci(iface, ep);
-    ep->quota = INT32_MAX;
+    ep->dci     = uct_dcx_rand_dci(iface, ep);
+    ep->last_sn = iface->dcis[ep->dci].sn;
+    ep->quota   = INT32_MAX;
 }
 
 static ucs_status_t uct_dcx_rand_dci_get(uct_dcx_iface_t *iface,
                                          uct_dcx_ep_t *ep)
 {
-    ep->dci = uct_dcx_rand_dci(iface, ep);
+    ep->dci     = uct_dcx_rand_dci(iface, ep);
+    ep->last_sn = iface->dcis[ep->dci].sn;
     return UCS_OK;
 }
 

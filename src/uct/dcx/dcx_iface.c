@@ -67,9 +67,10 @@ static ucs_config_field_t uct_dcx_iface_config_table[] = {
      "rule out receiver-not-ready retries. 1 .. 32767.",
      ucs_offsetof(uct_dcx_iface_config_t, fc_wnd), UCS_CONFIG_TYPE_UINT},
 
-    {"DC_KEY", "0x1ee7dc",
-     "DC access key. The DCT of an interface accepts only requests carrying\n"
-     "the same key; peers with another key see a transport retry timeout.",
+    {"DC_KEY", "2019836",
+     "DC access key, a decimal number. The DCT of an interface accepts only\n"
+     "requests carrying the same key; peers with another key see a transport\n"
+     "retry timeout. Give every job its own key to keep jobs apart.",
      ucs_offsetof(uct_dcx_iface_config_t, dc_key), UCS_CONFIG_TYPE_ULONG},
 
     {"TIMEOUT", "1s",
@@ -1118,13 +1119,13 @@ static UCS_CLASS_CLEANUP_FUNC(uct_dcx_iface_t)
                  ucs_list_length(&self->ep_list));
     }
 
+    /* cancelling the control DCI's operations may queue grants again */
+    uct_dcx_dci_pool_cleanup(self);
     while (!ucs_queue_is_empty(&self->grant_q)) {
         grant = ucs_queue_pull_elem_non_empty(&self->grant_q, uct_dcx_grant_t,
                                               queue);
         ucs_mpool_put_inline(grant);
     }
-
-    uct_dcx_dci_pool_cleanup(self);
     dcx_qp_destroy(self->dct);
     dcx_srq_destroy(self->srq);
     for (i = 0; i < self->num_peers; ++i) {

@@ -1,0 +1,441 @@
+/*
+ * UCP over UCX_TLS=dcx,self: tag (eager and rendezvous), stream, RMA, AM,
+ * and peer failure with UCP_ERR_HANDLING_MODE_PEER.  Two workers in this
+ * process talk over dcx (self only serves a worker talking to itself); the
+ * peer-failure test talks to a worker in a child process that it kills.
+ */
+#include <gtest/gtest.h>
+
+#include <ucp/api/ucp.h>
+
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <vector>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+namespace {
+
+double now_sec()
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+struct ucp_peer {
+    ucp_context_h context;
+    ucp_worker_h  worker;
+    std::vector<char> address;
+};
+
+class ucp_dcx : public ::testing::Test {
+protected:
+    virtual void SetUp()
+    {
+        char fabric[32];
+
+        snprintf(fabric, sizeof(fabric), "gtp%d-%d", (int)getpid(), ++s_seq);
+        setenv("UCX_DCX_SOFT_DEVICES", "1", 1);
+        setenv("UCX_DCX_SOFT_FABRIC", fabric, 1);
+        setenv("UCX_TLS", "dcx,self", 1);
+        setenv("UCX_DCX_TIMEOUT", "8ms", 1);
+        setenv("UCX_DCX_RETRY_COUNT", "2", 1);
+        m_failed = 0;
+        create_peer(&m_a);
+        create_peer(&m_b);
+        m_ab = connect(&m_a, &m_b);
+        m_ba = connect(&m_b, &m_a);
+    }
+
+    virtual void TearDown()
+    {
+        close_ep(&m_a, m_ab);
+        close_ep(&m_b, m_ba);
+        destroy_peer(&m_a);
+        destroy_peer(&m_b);
+    }
+
+    static void create_peer(ucp_peer *p)
+    {
+        ucp_params_t params;
+        ucp_worker_params_t wparams;
+        ucp_config_t *config;
+        ucp_address_t *addr;
+        size_t len;
+
+        memset(&params, 0, sizeof(params));
+        params.field_mask = UCP_PARAM_FIELD_FEATURES;
+        params.features   = UCP_FEATURE_TAG | UCP_FEATURE_STREAM |
+                            UCP_FEATURE_RMA | UCP_FEATURE_AMO32 |
+                            UCP_FEATURE_AMO64 | UCP_FEATURE_AM;
+        ASSERT_EQ(UCS_OK, ucp_config_read(NULL, NULL, &config));
+        ASSERT_EQ(UCS_OK, ucp_init(&params, config, &p->context));
+        ucp_config_release(config);
+
+        memset(&wparams, 0, sizeof(wparams));
+        wparams.field_mask  = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
+        wparams.thread_mode = UCS_THREAD_MODE_SINGLE;
+        ASSERT_EQ(UCS_OK, ucp_worker_create(p->context, &wparams,
+                                            &p->worker));
+        ASSERT_EQ(UCS_OK, ucp_worker_get_address(p->worker, &addr, &len));
+        p->address.assign((char*)addr, (char*)addr + len);
+        ucp_worker_release_address(p->worker, addr);
+    }
+
+    static void destroy_peer(ucp_peer *p)
+    {
+        ucp_worker_destroy(p->worker);
+        ucp_cleanup(p->context);
+    }
+
+    static void err_cb(void *arg, ucp_ep_h ep, ucs_status_t status)
+    {
+        ucp_dcx *self = static_cast<ucp_dcx*>(arg);
+        self->m_failed++;
+        self->m_fail_status = status;
+    }
+
+    ucp_ep_h connect_addr(ucp_peer *from, const void *addr)
+    {
+        ucp_ep_params_t params;
+        ucp_ep_h ep = NULL;
+
+        memset(&params, 0, sizeof(params));
+        params.field_mask      = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS |
+                                 UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
+                                 UCP_EP_PARAM_FIELD_ERR_HANDLER;
+        params.address         = (const ucp_address_t*)addr;
+        params.err_mode        = UCP_ERR_HANDLING_MODE_PEER;
+        params.err_handler.cb  = err_cb;
+        params.err_handler.arg = this;
+        EXPECT_EQ(UCS_OK, ucp_ep_create(from->worker, &params, &ep));
+        return ep;
+    }
+
+    ucp_ep_h connect(ucp_peer *from, ucp_peer *to)
+    {
+        return connect_addr(from, &to->address[0]);
+    }
+
+    void progress()
+    {
+        ucp_worker_progress(m_a.worker);
+        ucp_worker_progress(m_b.worker);
+    }
+
+    bool wait_for(const std::function<bool()> &cond, double timeout = 20)
+    {
+        double deadline = now_sec() + timeout;
+        while (!cond()) {
+            if (now_sec() > deadline) {
+                return false;
+            }
+            progress();
+        }
+        return true;
+    }
+
+    ucs_status_t wait_req(void *req)
+    {
+        ucs_status_t status;
+
+        if (req == NULL) {
+            return UCS_OK;
+        }
+        if (UCS_PTR_IS_ERR(req)) {
+            return UCS_PTR_STATUS(req);
+        }
+        wait_for([&] { return ucp_request_check_status(req) !=
+                              UCS_INPROGRESS; });
+        status = ucp_request_check_status(req);
+        ucp_request_free(req);
+        return status;
+    }
+
+    void close_ep(ucp_peer *p, ucp_ep_h ep)
+    {
+        ucp_request_param_t param;
+
+        memset(&param, 0, sizeof(param));
+        param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+        param.flags        = UCP_EP_CLOSE_FLAG_FORCE;
+        wait_req(ucp_ep_close_nbx(ep, &param));
+    }
+
+    void tag_roundtrip(size_t size)
+    {
+        std::vector<char> sbuf(size), rbuf(size, 0);
+        ucp_request_param_t param;
+
+        for (size_t i = 0; i < size; ++i) {
+            sbuf[i] = (char)(i * 13 + 1);
+        }
+        memset(&param, 0, sizeof(param));
+        void *rreq = ucp_tag_recv_nbx(m_b.worker, &rbuf[0], size, 0x42,
+                                      (ucp_tag_t)-1, &param);
+        void *sreq = ucp_tag_send_nbx(m_ab, &sbuf[0], size, 0x42, &param);
+        EXPECT_EQ(UCS_OK, wait_req(sreq));
+        EXPECT_EQ(UCS_OK, wait_req(rreq));
+        EXPECT_TRUE(sbuf == rbuf) << "size " << size;
+    }
+
+    static int   s_seq;
+    ucp_peer     m_a, m_b;
+    ucp_ep_h     m_ab, m_ba;
+    int          m_failed;
+    ucs_status_t m_fail_status;
+};
+
+int ucp_dcx::s_seq = 0;
+
+TEST_F(ucp_dcx, tag_eager_and_rndv)
+{
+    size_t sizes[] = {1, 8, 100, 4000, 9000, 65536, 1 << 20, 4 << 20};
+
+    for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); ++i) {
+        tag_roundtrip(sizes[i]);
+    }
+    EXPECT_EQ(0, m_failed);
+}
+
+TEST_F(ucp_dcx, stream)
+{
+    std::string msg(100000, 's');
+    std::vector<char> rbuf(msg.size());
+    ucp_request_param_t param;
+    size_t received = 0, length;
+
+    memset(&param, 0, sizeof(param));
+    void *sreq = ucp_stream_send_nbx(m_ab, msg.data(), msg.size(), &param);
+    while (received < msg.size()) {
+        param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+        param.flags        = 0;
+        void *rreq = ucp_stream_recv_nbx(m_ba, &rbuf[received],
+                                         msg.size() - received, &length,
+                                         &param);
+        if (rreq == NULL) {
+            received += length;
+        } else {
+            ASSERT_FALSE(UCS_PTR_IS_ERR(rreq));
+            wait_for([&] { return ucp_request_check_status(rreq) !=
+                                  UCS_INPROGRESS; });
+            ASSERT_EQ(UCS_OK, ucp_stream_recv_request_test(rreq, &length));
+            ucp_request_free(rreq);
+            received += length;
+        }
+    }
+    EXPECT_EQ(UCS_OK, wait_req(sreq));
+    EXPECT_EQ(msg, std::string(rbuf.begin(), rbuf.end()));
+}
+
+TEST_F(ucp_dcx, rma_and_atomics)
+{
+    size_t size = 1 << 20;
+    std::vector<char> local(size, 'L');
+    ucp_mem_map_params_t mparams;
+    ucp_mem_h memh;
+    void *rkey_buf;
+    size_t rkey_size;
+    ucp_rkey_h rkey;
+    ucp_request_param_t param;
+
+    void *remote = NULL;
+    ASSERT_EQ(0, posix_memalign(&remote, 4096, size));
+    memset(remote, 0, size);
+    memset(&mparams, 0, sizeof(mparams));
+    mparams.field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS |
+                         UCP_MEM_MAP_PARAM_FIELD_LENGTH;
+    mparams.address    = remote;
+    mparams.length     = size;
+    ASSERT_EQ(UCS_OK, ucp_mem_map(m_b.context, &mparams, &memh));
+    ASSERT_EQ(UCS_OK, ucp_rkey_pack(m_b.context, memh, &rkey_buf,
+                                    &rkey_size));
+    ASSERT_EQ(UCS_OK, ucp_ep_rkey_unpack(m_ab, rkey_buf, &rkey));
+    ucp_rkey_buffer_release(rkey_buf);
+
+    memset(&param, 0, sizeof(param));
+    EXPECT_EQ(UCS_OK, wait_req(ucp_put_nbx(m_ab, &local[0], size,
+                                           (uintptr_t)remote, rkey, &param)));
+    EXPECT_EQ(UCS_OK, wait_req(ucp_ep_flush_nbx(m_ab, &param)));
+    EXPECT_EQ(0, memcmp(remote, &local[0], size));
+
+    memset(remote, 'R', size);
+    EXPECT_EQ(UCS_OK, wait_req(ucp_get_nbx(m_ab, &local[0], size,
+                                           (uintptr_t)remote, rkey, &param)));
+    EXPECT_EQ(std::string(size, 'R'), std::string(local.begin(),
+                                                  local.end()));
+
+    uint64_t value = 5, result = 0;
+    *(uint64_t*)remote = 10;
+    param.op_attr_mask = UCP_OP_ATTR_FIELD_DATATYPE | UCP_OP_ATTR_FIELD_REPLY_BUFFER;
+    param.datatype     = ucp_dt_make_contig(8);
+    param.reply_buffer = &result;
+    EXPECT_EQ(UCS_OK, wait_req(ucp_atomic_op_nbx(m_ab, UCP_ATOMIC_OP_ADD,
+                                                 &value, 1, (uintptr_t)remote,
+                                                 rkey, &param)));
+    EXPECT_EQ(10u, result);
+    EXPECT_EQ(15u, *(uint64_t*)remote);
+
+    ucp_rkey_destroy(rkey);
+    ucp_mem_unmap(m_b.context, memh);
+    free(remote);
+}
+
+struct am_state {
+    int         count;
+    std::string data;
+};
+
+ucs_status_t am_cb(void *arg, const void *header, size_t header_length,
+                   void *data, size_t length, const ucp_am_recv_param_t *p)
+{
+    am_state *s = static_cast<am_state*>(arg);
+
+    if (!(p->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV)) {
+        s->data.assign((const char*)data, length);
+    }
+    s->count++;
+    return UCS_OK;
+}
+
+TEST_F(ucp_dcx, active_messages)
+{
+    ucp_am_handler_param_t hparam;
+    ucp_request_param_t param;
+    am_state state = {0, ""};
+    std::string msg(3000, 'a');
+
+    memset(&hparam, 0, sizeof(hparam));
+    hparam.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID |
+                        UCP_AM_HANDLER_PARAM_FIELD_CB |
+                        UCP_AM_HANDLER_PARAM_FIELD_ARG;
+    hparam.id         = 3;
+    hparam.cb         = am_cb;
+    hparam.arg        = &state;
+    ASSERT_EQ(UCS_OK, ucp_worker_set_am_recv_handler(m_b.worker, &hparam));
+
+    memset(&param, 0, sizeof(param));
+    for (int i = 0; i < 100; ++i) {
+        EXPECT_EQ(UCS_OK, wait_req(ucp_am_send_nbx(m_ab, 3, NULL, 0,
+                                                   msg.data(), msg.size(),
+                                                   &param)));
+    }
+    ASSERT_TRUE(wait_for([&] { return state.count == 100; }));
+    EXPECT_EQ(msg, state.data);
+}
+
+/* A peer in a child process, killed: the error callback fires */
+TEST_F(ucp_dcx, peer_failure)
+{
+    int to_child[2], to_parent[2];
+    uint32_t len;
+    pid_t pid;
+
+    ASSERT_EQ(0, pipe(to_child));
+    ASSERT_EQ(0, pipe(to_parent));
+    pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+        /* a fresh process image: no UCX state inherited */
+        char a[16], b[16];
+        snprintf(a, sizeof(a), "%d", to_parent[1]);
+        snprintf(b, sizeof(b), "%d", to_child[0]);
+        setenv("DCX_UCP_PEER_OUT", a, 1);
+        setenv("DCX_UCP_PEER_IN", b, 1);
+        /* the child's gtest report would mix with ours */
+        if (freopen("/dev/null", "w", stdout) == NULL) {
+            _exit(126);
+        }
+        execl("/proc/self/exe", "gtest_ucp_peer",
+              "--gtest_filter=ucp_dcx_peer.DISABLED_serve",
+              "--gtest_also_run_disabled_tests", (char*)NULL);
+        _exit(127);
+    }
+    close(to_parent[1]);
+    close(to_child[0]);
+
+    ASSERT_EQ((ssize_t)sizeof(len), read(to_parent[0], &len, sizeof(len)));
+    std::vector<char> addr(len);
+    ASSERT_EQ((ssize_t)len, read(to_parent[0], &addr[0], len));
+    ASSERT_EQ((ssize_t)sizeof(len), write(to_child[1], &len, sizeof(len)));
+
+    ucp_ep_h ep = connect_addr(&m_a, &addr[0]);
+    std::vector<char> buf(1000, 'p');
+    ucp_request_param_t param;
+    memset(&param, 0, sizeof(param));
+    EXPECT_EQ(UCS_OK, wait_req(ucp_tag_send_nbx(ep, &buf[0], buf.size(), 1,
+                                                &param)));
+
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+
+    /* keep sending until the failure is detected */
+    ASSERT_TRUE(wait_for([&] {
+        void *req = ucp_tag_send_nbx(ep, &buf[0], buf.size(), 1, &param);
+        if (UCS_PTR_IS_PTR(req)) {
+            ucp_request_free(req);
+        }
+        return m_failed > 0;
+    }, 30));
+    EXPECT_TRUE((m_fail_status == UCS_ERR_ENDPOINT_TIMEOUT) ||
+                (m_fail_status == UCS_ERR_CONNECTION_RESET))
+        << ucs_status_string(m_fail_status);
+    close_ep(&m_a, ep);
+
+    /* the healthy endpoints still work */
+    tag_roundtrip(100000);
+}
+
+} /* namespace */
+
+/* Child side of peer_failure: a worker that serves until killed */
+class ucp_dcx_peer : public ::testing::Test {};
+
+TEST_F(ucp_dcx_peer, DISABLED_serve)
+{
+    const char *out = getenv("DCX_UCP_PEER_OUT");
+    const char *in  = getenv("DCX_UCP_PEER_IN");
+    ucp_params_t params;
+    ucp_config_t *config;
+    ucp_context_h context;
+    ucp_worker_h worker;
+    ucp_worker_params_t wparams;
+    ucp_address_t *addr;
+    size_t addr_len;
+    uint32_t len;
+
+    if ((out == NULL) || (in == NULL)) {
+        GTEST_SKIP() << "run by ucp_dcx.peer_failure only";
+    }
+    memset(&params, 0, sizeof(params));
+    params.field_mask = UCP_PARAM_FIELD_FEATURES;
+    params.features   = UCP_FEATURE_TAG;
+    ASSERT_EQ(UCS_OK, ucp_config_read(NULL, NULL, &config));
+    ASSERT_EQ(UCS_OK, ucp_init(&params, config, &context));
+    ucp_config_release(config);
+    memset(&wparams, 0, sizeof(wparams));
+    ASSERT_EQ(UCS_OK, ucp_worker_create(context, &wparams, &worker));
+    ASSERT_EQ(UCS_OK, ucp_worker_get_address(worker, &addr, &addr_len));
+    len = addr_len;
+    ASSERT_EQ((ssize_t)sizeof(len), write(atoi(out), &len, sizeof(len)));
+    ASSERT_EQ((ssize_t)len, write(atoi(out), addr, len));
+    ASSERT_EQ((ssize_t)sizeof(len), read(atoi(in), &len, sizeof(len)));
+
+    std::vector<char> buf(4096);
+    ucp_request_param_t param;
+    memset(&param, 0, sizeof(param));
+    for (;;) {
+        void *req = ucp_tag_recv_nbx(worker, &buf[0], buf.size(), 0, 0,
+                                     &param);
+        while (ucp_request_check_status(req) == UCS_INPROGRESS) {
+            ucp_worker_progress(worker);
+        }
+        ucp_request_free(req);
+    }
+}

@@ -1,0 +1,400 @@
+/*
+ * dcx transport error paths through the UCT API, under every policy: an
+ * access error, a DC key mismatch, an injected error completion, a peer
+ * process killed, ep_check of a dead peer.  Each failure reaches the error
+ * handler with its endpoint, the other endpoints keep working, and the
+ * failed DCI is recovered.
+ */
+#include "uct_fixture.h"
+
+#include <cstring>
+#include <csignal>
+#include <cstdio>
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+using namespace dcx_test;
+
+namespace {
+
+const uint8_t AM_ID = 7;
+
+ucs_status_t count_am(void *arg, void *data, size_t length, unsigned flags)
+{
+    (*static_cast<int*>(arg))++;
+    return UCS_OK;
+}
+
+/* What a peer process publishes: its addresses and a registered buffer */
+struct peer_info {
+    char      dev_addr[64];
+    char      iface_addr[64];
+    uint32_t  dev_addr_len;
+    uint32_t  iface_addr_len;
+    uint64_t  buf;
+    char      rkey[64];
+};
+
+bool read_full(int fd, void *buf, size_t len)
+{
+    char *p = (char*)buf;
+
+    while (len > 0) {
+        ssize_t n = read(fd, p, len);
+        if (n <= 0) {
+            return false;
+        }
+        p   += n;
+        len -= n;
+    }
+    return true;
+}
+
+} /* namespace */
+
+
+class uct_dcx_errors : public uct_dcx_test,
+                       public ::testing::WithParamInterface<std::string> {
+protected:
+    virtual void init_env(scoped_env &env)
+    {
+        env.set("UCX_DCX_DCI_POLICY", GetParam());
+        /* fail fast: 4us * 2^11 = 8ms per try, 2 retries */
+        env.set("UCX_DCX_TIMEOUT", "8ms");
+        env.set("UCX_DCX_RETRY_COUNT", "2");
+    }
+
+    virtual void SetUp()
+    {
+        uct_dcx_test::SetUp();
+        m_a = create_entity();
+        m_b = create_entity();
+        ASSERT_TRUE(m_a && m_b);
+        m_rx = 0;
+        ASSERT_EQ(UCS_OK, uct_iface_set_am_handler(m_b->iface, AM_ID,
+                                                   count_am, &m_rx, 0));
+        m_mem = alloc_mem(65536);
+    }
+
+    template <typename F> ucs_status_t retry(F op)
+    {
+        ucs_status_t status;
+
+        while ((status = op()) == UCS_ERR_NO_RESOURCE) {
+            progress();
+        }
+        return status;
+    }
+
+    ucs_status_t put(uct_ep_h ep, uct_rkey_t rkey, uint64_t value = 1)
+    {
+        m_value = value;
+        return retry([&] {
+            return uct_ep_put_short(ep, &m_value, 8, (uintptr_t)m_mem.ptr,
+                                    rkey);
+        });
+    }
+
+    /* The DCI pool still works: messages from a healthy ep go through */
+    void check_healthy(uct_ep_h ep)
+    {
+        int before = m_rx;
+
+        for (int i = 0; i < 50; ++i) {
+            ASSERT_EQ(UCS_OK, retry([&] {
+                return uct_ep_am_short(ep, AM_ID, i, NULL, 0);
+            }));
+        }
+        ASSERT_TRUE(wait_for([&] { return m_rx == before + 50; }));
+        ASSERT_EQ(UCS_OK, put(ep, m_mem.rkey, 99));
+        flush_ep(ep);
+        EXPECT_EQ(99u, *(uint64_t*)m_mem.ptr);
+    }
+
+    bool wait_error(uct_ep_h ep, ucs_status_t *status_p)
+    {
+        bool found = wait_for([&] {
+            for (size_t i = 0; i < m_errors.size(); ++i) {
+                if (m_errors[i].ep == ep) {
+                    *status_p = m_errors[i].status;
+                    return true;
+                }
+            }
+            return false;
+        });
+        return found;
+    }
+
+    entity   *m_a, *m_b;
+    mem       m_mem;
+    int       m_rx;
+    uint64_t  m_value;
+};
+
+TEST_P(uct_dcx_errors, remote_access_error)
+{
+    uct_ep_h bad  = connect(m_a, m_b);
+    uct_ep_h good = connect(m_a, m_b);
+    ucs_status_t status;
+
+    check_healthy(good);
+    ASSERT_EQ(UCS_OK, put(bad, m_mem.rkey ^ 0x5a5a00));
+    ASSERT_TRUE(wait_error(bad, &status));
+    EXPECT_EQ(UCS_ERR_CONNECTION_RESET, status);
+    EXPECT_EQ(1u, m_errors.size());
+    check_healthy(good);
+
+    /* the failed ep refuses new work; flush with cancel completes */
+    EXPECT_NE(UCS_OK, put(bad, m_mem.rkey));
+    EXPECT_EQ(UCS_OK, uct_ep_flush(bad, UCT_FLUSH_FLAG_CANCEL, NULL));
+    /* a peer failure is logged at the diagnostic level, not as an error */
+    EXPECT_EQ(0, log_counter::errors());
+}
+
+TEST_P(uct_dcx_errors, dc_key_mismatch)
+{
+    std::map<std::string, std::string> cfg;
+    dcx_soft_stats_t before, after;
+    ucs_status_t status;
+
+    cfg["DC_KEY"] = "12345";
+    entity *other = create_entity(cfg);
+    ASSERT_TRUE(other != NULL);
+    uct_ep_h bad  = connect(m_a, other);
+    uct_ep_h good = connect(m_a, m_b);
+
+    ASSERT_EQ(0, dcx_soft_stats(device(), &before));
+    ASSERT_EQ(UCS_OK, retry([&] {
+        return uct_ep_am_short(bad, AM_ID, 0, NULL, 0);
+    }));
+    ASSERT_TRUE(wait_error(bad, &status));
+    EXPECT_EQ(UCS_ERR_ENDPOINT_TIMEOUT, status);
+    ASSERT_EQ(0, dcx_soft_stats(device(), &after));
+    EXPECT_GT(after.dc_key_violations, before.dc_key_violations);
+    check_healthy(good);
+    log_counter::reset();
+}
+
+TEST_P(uct_dcx_errors, injected_error_completion)
+{
+    uct_ep_h bad  = connect(m_a, m_b);
+    uct_ep_h good = connect(m_a, m_b);
+    dcx_soft_fault_t fault;
+    ucs_status_t status;
+
+    check_healthy(good);
+    memset(&fault, 0, sizeof(fault));
+    fault.type   = DCX_SOFT_FAULT_ERROR_CQE;
+    fault.opcode = DCX_WR_RDMA_WRITE;
+    fault.count  = 1;
+    fault.status = DCX_WC_REM_OP_ERR;
+    ASSERT_EQ(0, dcx_soft_fault_inject(device(), &fault));
+    ASSERT_EQ(UCS_OK, put(bad, m_mem.rkey));
+    ASSERT_TRUE(wait_error(bad, &status));
+    dcx_soft_fault_clear(device());
+    EXPECT_EQ(UCS_ERR_CONNECTION_RESET, status);
+    check_healthy(good);
+    log_counter::reset();
+}
+
+TEST_P(uct_dcx_errors, error_completes_outstanding_ops)
+{
+    uct_ep_h bad  = connect(m_a, m_b);
+    uct_ep_h good = connect(m_a, m_b);
+    mem loc       = alloc_mem(4096);
+    test_comp comp;
+    ucs_status_t status;
+
+    uct_iov_t iov = {loc.ptr, 4096, loc.memh, 0, 1};
+    ASSERT_EQ(UCS_INPROGRESS, retry([&] {
+        return uct_ep_get_zcopy(bad, &iov, 1, (uintptr_t)m_mem.ptr,
+                                m_mem.rkey ^ 0x777700, &comp.uct);
+    }));
+    ASSERT_TRUE(wait_error(bad, &status));
+    ASSERT_TRUE(wait_for([&] { return comp.done > 0; }));
+    EXPECT_NE(UCS_OK, comp.status);
+    check_healthy(good);
+    log_counter::reset();
+}
+
+INSTANTIATE_TEST_SUITE_P(policy, uct_dcx_errors,
+                         ::testing::Values("dcs", "dcs_quota", "rand"));
+
+
+/* ---------------------------------------------------------------------------
+ * A peer in another process
+ * ------------------------------------------------------------------------- */
+
+/* Run in the child process (exec'ed): publishes its addresses and memory on
+ * DCX_PEER_FD, then serves until killed. */
+class uct_dcx_peer : public uct_dcx_test {
+protected:
+    virtual void init_env(scoped_env &env)
+    {
+        const char *fabric = getenv("DCX_PEER_FABRIC");
+        if (fabric != NULL) {
+            env.set("UCX_DCX_SOFT_FABRIC", fabric);
+        }
+    }
+};
+
+TEST_F(uct_dcx_peer, DISABLED_serve)
+{
+    const char *fd_str = getenv("DCX_PEER_FD");
+    peer_info info;
+
+    if (fd_str == NULL) {
+        GTEST_SKIP() << "run by the peer tests only";
+    }
+    entity *e = create_entity();
+    ASSERT_TRUE(e != NULL);
+    mem m = alloc_mem(65536);
+
+    memset(&info, 0, sizeof(info));
+    info.dev_addr_len   = e->dev_addr.size();
+    info.iface_addr_len = e->iface_addr.size();
+    memcpy(info.dev_addr, &e->dev_addr[0], e->dev_addr.size());
+    memcpy(info.iface_addr, &e->iface_addr[0], e->iface_addr.size());
+    info.buf = (uintptr_t)m.ptr;
+    ASSERT_EQ(UCS_OK, uct_md_mkey_pack(m_md, m.memh, info.rkey));
+    ASSERT_EQ((ssize_t)sizeof(info), write(atoi(fd_str), &info,
+                                           sizeof(info)));
+    for (;;) {
+        progress();
+    }
+}
+
+class uct_dcx_remote : public uct_dcx_errors {
+protected:
+    virtual void TearDown()
+    {
+        if (m_child > 0) {
+            kill(m_child, SIGKILL);
+            waitpid(m_child, NULL, 0);
+        }
+        uct_dcx_errors::TearDown();
+    }
+
+    /* Starts the peer process on our fabric; ep to it in m_remote */
+    void start_peer()
+    {
+        int fds[2];
+        char fd_str[16];
+        peer_info info;
+
+        ASSERT_EQ(0, pipe(fds));
+        m_child = fork();
+        ASSERT_GE(m_child, 0);
+        if (m_child == 0) {
+            close(fds[0]);
+            snprintf(fd_str, sizeof(fd_str), "%d", fds[1]);
+            setenv("DCX_PEER_FD", fd_str, 1);
+            setenv("DCX_PEER_FABRIC", getenv("UCX_DCX_SOFT_FABRIC"), 1);
+            /* the child's gtest report would mix with ours */
+            if (freopen("/dev/null", "w", stdout) == NULL) {
+                _exit(126);
+            }
+            execl("/proc/self/exe", "gtest_uct_peer",
+                  "--gtest_filter=uct_dcx_peer.DISABLED_serve",
+                  "--gtest_also_run_disabled_tests", (char*)NULL);
+            _exit(127);
+        }
+        close(fds[1]);
+        ASSERT_TRUE(read_full(fds[0], &info, sizeof(info)));
+        close(fds[0]);
+
+        uct_ep_params_t params;
+        memset(&params, 0, sizeof(params));
+        params.field_mask = UCT_EP_PARAM_FIELD_IFACE |
+                            UCT_EP_PARAM_FIELD_DEV_ADDR |
+                            UCT_EP_PARAM_FIELD_IFACE_ADDR;
+        params.iface      = m_a->iface;
+        params.dev_addr   = (uct_device_addr_t*)info.dev_addr;
+        params.iface_addr = (uct_iface_addr_t*)info.iface_addr;
+        ASSERT_EQ(UCS_OK, uct_ep_create(&params, &m_remote));
+        m_eps.push_back(m_remote);
+        ASSERT_EQ(UCS_OK, uct_rkey_unpack(m_component, info.rkey, &m_rkb));
+        m_rkeys.push_back(m_rkb);
+        m_remote_buf = info.buf;
+    }
+
+    virtual void SetUp()
+    {
+        m_child = -1;
+        uct_dcx_errors::SetUp();
+    }
+
+    ~uct_dcx_remote()
+    {
+        for (size_t i = 0; i < m_rkeys.size(); ++i) {
+            uct_rkey_release(m_component, &m_rkeys[i]);
+        }
+    }
+
+    pid_t             m_child;
+    uct_ep_h          m_remote;
+    uct_rkey_bundle_t m_rkb;
+    uint64_t          m_remote_buf;
+    std::vector<uct_rkey_bundle_t> m_rkeys;
+};
+
+TEST_P(uct_dcx_remote, peer_killed)
+{
+    uct_ep_h good = connect(m_a, m_b);
+    uint64_t value = 17, result = 0;
+    test_comp comp;
+    ucs_status_t status;
+
+    start_peer();
+    /* the peer works */
+    ASSERT_EQ(UCS_INPROGRESS, retry([&] {
+        return uct_ep_atomic64_fetch(m_remote, UCT_ATOMIC_OP_ADD, value,
+                                     &result, m_remote_buf, m_rkb.rkey,
+                                     &comp.uct);
+    }));
+    ASSERT_TRUE(wait_for([&] { return comp.done > 0; }));
+    EXPECT_EQ(UCS_OK, comp.status);
+    EXPECT_EQ(0u, result);
+
+    kill(m_child, SIGKILL);
+    waitpid(m_child, NULL, 0);
+    m_child = -1;
+
+    ASSERT_EQ(UCS_OK, retry([&] {
+        return uct_ep_put_short(m_remote, &value, 8, m_remote_buf,
+                                m_rkb.rkey);
+    }));
+    ASSERT_TRUE(wait_error(m_remote, &status));
+    EXPECT_EQ(UCS_ERR_ENDPOINT_TIMEOUT, status);
+    check_healthy(good);
+    log_counter::reset();
+}
+
+TEST_P(uct_dcx_remote, ep_check_dead_peer)
+{
+    uct_ep_h good = connect(m_a, m_b);
+    ucs_status_t status;
+
+    start_peer();
+    ASSERT_EQ(UCS_OK, uct_ep_check(m_remote, 0, NULL));
+    flush_iface(m_a);
+    EXPECT_TRUE(m_errors.empty());
+
+    kill(m_child, SIGKILL);
+    waitpid(m_child, NULL, 0);
+    m_child = -1;
+
+    ASSERT_EQ(UCS_OK, uct_ep_check(m_remote, 0, NULL));
+    ASSERT_TRUE(wait_error(m_remote, &status));
+    EXPECT_EQ(UCS_ERR_ENDPOINT_TIMEOUT, status);
+    check_healthy(good);
+
+    log_counter::reset();
+    EXPECT_EQ(UCS_ERR_INVALID_PARAM, uct_ep_check(good, 1, NULL));
+    EXPECT_EQ(1, log_counter::errors());
+    log_counter::reset();
+}
+
+INSTANTIATE_TEST_SUITE_P(policy, uct_dcx_remote,
+                         ::testing::Values("dcs", "dcs_quota", "rand"));

@@ -1,0 +1,758 @@
+/*
+ * dcx transport through the UCT API: every operation, under every DCI pool
+ * policy; flush, fence, pending; flow control under a flood.
+ */
+#include "uct_fixture.h"
+
+#include <cstring>
+#include <set>
+
+using namespace dcx_test;
+
+namespace {
+
+const uint8_t AM_ID = 5;
+
+struct am_rx {
+    int                       count;
+    size_t                    bytes;
+    bool                      keep;        /* return UCS_INPROGRESS */
+    std::vector<void*>        kept;
+    std::vector<std::string>  payloads;
+
+    am_rx() : count(0), bytes(0), keep(false) {}
+
+    static ucs_status_t cb(void *arg, void *data, size_t length,
+                           unsigned flags)
+    {
+        am_rx *self = static_cast<am_rx*>(arg);
+
+        EXPECT_TRUE(flags & UCT_CB_PARAM_FLAG_DESC);
+        self->count++;
+        self->bytes += length;
+        if (self->payloads.size() < 64) {
+            self->payloads.push_back(std::string((char*)data, length));
+        }
+        if (self->keep) {
+            self->kept.push_back(data);
+            return UCS_INPROGRESS;
+        }
+        return UCS_OK;
+    }
+};
+
+struct pack_arg {
+    const void *data;
+    size_t      length;
+};
+
+size_t pack_cb(void *dest, void *arg)
+{
+    pack_arg *a = static_cast<pack_arg*>(arg);
+
+    memcpy(dest, a->data, a->length);
+    return a->length;
+}
+
+struct unpack_arg {
+    std::string data;
+};
+
+void unpack_cb(void *arg, const void *data, size_t length)
+{
+    static_cast<unpack_arg*>(arg)->data.assign((const char*)data, length);
+}
+
+} /* namespace */
+
+
+class uct_dcx_ops : public uct_dcx_test,
+                    public ::testing::WithParamInterface<std::string> {
+protected:
+    virtual void init_env(scoped_env &env)
+    {
+        env.set("UCX_DCX_DCI_POLICY", GetParam());
+    }
+
+    virtual void SetUp()
+    {
+        uct_dcx_test::SetUp();
+        m_a  = create_entity();
+        m_b  = create_entity();
+        ASSERT_TRUE((m_a != NULL) && (m_b != NULL));
+        m_ab = connect(m_a, m_b);
+        m_ba = connect(m_b, m_a);
+        ASSERT_EQ(UCS_OK, uct_iface_set_am_handler(m_b->iface, AM_ID,
+                                                   am_rx::cb, &m_rx, 0));
+    }
+
+    virtual void TearDown()
+    {
+        for (size_t i = 0; i < m_rx.kept.size(); ++i) {
+            uct_iface_release_desc((char*)m_rx.kept[i] - 16);
+        }
+        uct_dcx_test::TearDown();
+        EXPECT_EQ(0, log_counter::errors()) << log_counter::messages()[0];
+    }
+
+    /* retries while the transport is out of resources */
+    template <typename F> ucs_status_t retry(F op)
+    {
+        ucs_status_t status;
+
+        while ((status = op()) == UCS_ERR_NO_RESOURCE) {
+            progress();
+        }
+        return status;
+    }
+
+    entity   *m_a, *m_b;
+    uct_ep_h  m_ab, m_ba;
+    am_rx     m_rx;
+};
+
+TEST_P(uct_dcx_ops, iface_attr)
+{
+    const uct_iface_attr_t &a = m_a->attr;
+
+    EXPECT_TRUE(a.cap.flags & UCT_IFACE_FLAG_CONNECT_TO_IFACE);
+    EXPECT_TRUE(a.cap.flags & UCT_IFACE_FLAG_ERRHANDLE_PEER_FAILURE);
+    EXPECT_TRUE(a.cap.flags & UCT_IFACE_FLAG_PENDING);
+    EXPECT_TRUE(a.cap.flags & UCT_IFACE_FLAG_EP_CHECK);
+    EXPECT_GT(a.cap.am.max_short, 8u);
+    EXPECT_GT(a.cap.am.max_bcopy, a.cap.am.max_short);
+    EXPECT_GE(a.cap.am.max_iov, 1u);
+    EXPECT_GT(a.bandwidth.shared + a.bandwidth.dedicated, 0.0);
+    EXPECT_GT(a.latency.c, 0.0);
+    EXPECT_EQ(a.device_addr_len, m_a->dev_addr.size());
+}
+
+TEST_P(uct_dcx_ops, am_short)
+{
+    std::string payload(m_a->attr.cap.am.max_short - 8, 'x');
+    uint64_t hdr = 0x1122334455667788ull;
+
+    for (int i = 0; i < 100; ++i) {
+        ASSERT_EQ(UCS_OK, retry([&] {
+            return uct_ep_am_short(m_ab, AM_ID, hdr, payload.data(),
+                                   payload.size());
+        }));
+    }
+    ASSERT_TRUE(wait_for([&] { return m_rx.count == 100; }));
+    ASSERT_EQ(8 + payload.size(), m_rx.payloads[0].size());
+    EXPECT_EQ(0, memcmp(m_rx.payloads[0].data(), &hdr, 8));
+    EXPECT_EQ(payload, m_rx.payloads[0].substr(8));
+    flush_ep(m_ab);
+}
+
+TEST_P(uct_dcx_ops, am_short_bad_flow)
+{
+    std::string big(m_a->attr.cap.am.max_short, 'x');
+
+    EXPECT_EQ(UCS_ERR_INVALID_PARAM,
+              uct_ep_am_short(m_ab, AM_ID, 0, big.data(), big.size()));
+    EXPECT_EQ(UCS_ERR_INVALID_PARAM,
+              uct_ep_am_short(m_ab, UCT_AM_ID_MAX, 0, NULL, 0));
+    EXPECT_EQ(2, log_counter::errors());
+    log_counter::reset();
+}
+
+TEST_P(uct_dcx_ops, am_short_iov)
+{
+    char a[] = "hello ", b[] = "dc ", c[] = "world";
+    uct_iov_t iov[3];
+
+    iov[0] = {a, 6, UCT_MEM_HANDLE_NULL, 0, 1};
+    iov[1] = {b, 3, UCT_MEM_HANDLE_NULL, 0, 1};
+    iov[2] = {c, 5, UCT_MEM_HANDLE_NULL, 0, 1};
+    ASSERT_EQ(UCS_OK, retry([&] {
+        return uct_ep_am_short_iov(m_ab, AM_ID, iov, 3);
+    }));
+    ASSERT_TRUE(wait_for([&] { return m_rx.count == 1; }));
+    EXPECT_EQ("hello dc world", m_rx.payloads[0]);
+}
+
+TEST_P(uct_dcx_ops, am_bcopy_and_keep_desc)
+{
+    std::string payload(m_a->attr.cap.am.max_bcopy, 'b');
+    pack_arg arg = {payload.data(), payload.size()};
+
+    m_rx.keep = true;
+    for (int i = 0; i < 20; ++i) {
+        ssize_t len;
+        do {
+            len = uct_ep_am_bcopy(m_ab, AM_ID, pack_cb, &arg, 0);
+            if (len == UCS_ERR_NO_RESOURCE) {
+                progress();
+            }
+        } while (len == UCS_ERR_NO_RESOURCE);
+        ASSERT_EQ((ssize_t)payload.size(), len);
+    }
+    ASSERT_TRUE(wait_for([&] { return m_rx.count == 20; }));
+    EXPECT_EQ(payload, m_rx.payloads[19]);
+    /* held descriptors still contain their data */
+    EXPECT_EQ(0, memcmp(m_rx.kept[3], payload.data(), payload.size()));
+    for (size_t i = 0; i < m_rx.kept.size(); ++i) {
+        uct_iface_release_desc((char*)m_rx.kept[i] - 16);
+    }
+    m_rx.kept.clear();
+    flush_ep(m_ab);
+}
+
+TEST_P(uct_dcx_ops, am_zcopy)
+{
+    mem m        = alloc_mem(4096);
+    uint64_t hdr = 0xabcdef;
+    test_comp comp;
+    uct_iov_t iov[2];
+
+    memset(m.ptr, 'z', 4096);
+    iov[0] = {m.ptr, 1000, m.memh, 0, 1};
+    iov[1] = {(char*)m.ptr + 2000, 2000, m.memh, 0, 1};
+    ucs_status_t status = retry([&] {
+        return uct_ep_am_zcopy(m_ab, AM_ID, &hdr, sizeof(hdr), iov, 2, 0,
+                               &comp.uct);
+    });
+    ASSERT_EQ(UCS_INPROGRESS, status);
+    ASSERT_TRUE(wait_for([&] { return (m_rx.count == 1) && comp.done; }));
+    EXPECT_EQ(UCS_OK, comp.status);
+    EXPECT_EQ(8u + 3000u, m_rx.payloads[0].size());
+    EXPECT_EQ(std::string(3000, 'z'), m_rx.payloads[0].substr(8));
+}
+
+TEST_P(uct_dcx_ops, am_zcopy_bad_flow)
+{
+    uct_iov_t iov[1] = {{NULL, 10, UCT_MEM_HANDLE_NULL, 0, 1}};
+
+    EXPECT_EQ(UCS_ERR_INVALID_PARAM,
+              uct_ep_am_zcopy(m_ab, AM_ID, NULL, 0, iov, 1, 0, NULL));
+    EXPECT_EQ(1, log_counter::errors());
+    log_counter::reset();
+}
+
+TEST_P(uct_dcx_ops, put_short_bcopy_zcopy)
+{
+    mem dst = alloc_mem(1 << 20);
+    mem src = alloc_mem(1 << 20);
+    char small[64];
+    test_comp comp;
+
+    memset(small, 's', sizeof(small));
+    ASSERT_EQ(UCS_OK, retry([&] {
+        return uct_ep_put_short(m_ab, small, sizeof(small),
+                                (uintptr_t)dst.ptr, dst.rkey);
+    }));
+
+    std::string bc(m_a->attr.cap.put.max_bcopy, 'c');
+    pack_arg arg = {bc.data(), bc.size()};
+    ssize_t len;
+    do {
+        len = uct_ep_put_bcopy(m_ab, pack_cb, &arg,
+                               (uintptr_t)dst.ptr + 4096, dst.rkey);
+        if (len == UCS_ERR_NO_RESOURCE) {
+            progress();
+        }
+    } while (len == UCS_ERR_NO_RESOURCE);
+    ASSERT_EQ((ssize_t)bc.size(), len);
+
+    memset(src.ptr, 'Z', src.length);
+    uct_iov_t iov = {src.ptr, 512 * 1024, src.memh, 0, 1};
+    ASSERT_EQ(UCS_INPROGRESS, retry([&] {
+        return uct_ep_put_zcopy(m_ab, &iov, 1, (uintptr_t)dst.ptr + 65536,
+                                dst.rkey, &comp.uct);
+    }));
+    ASSERT_TRUE(wait_for([&] { return comp.done > 0; }));
+    EXPECT_EQ(UCS_OK, comp.status);
+    flush_ep(m_ab);
+
+    EXPECT_EQ(0, memcmp(dst.ptr, small, sizeof(small)));
+    EXPECT_EQ(0, memcmp((char*)dst.ptr + 4096, bc.data(), bc.size()));
+    EXPECT_EQ(0, memcmp((char*)dst.ptr + 65536, src.ptr, 512 * 1024));
+}
+
+TEST_P(uct_dcx_ops, get_bcopy_zcopy)
+{
+    mem rem = alloc_mem(1 << 20);
+    mem loc = alloc_mem(1 << 20);
+    unpack_arg ua;
+    test_comp c1, c2;
+
+    for (size_t i = 0; i < rem.length; ++i) {
+        ((char*)rem.ptr)[i] = (char)(i * 7);
+    }
+
+    ASSERT_EQ(UCS_INPROGRESS, retry([&] {
+        return uct_ep_get_bcopy(m_ab, unpack_cb, &ua, 3000,
+                                (uintptr_t)rem.ptr + 100, rem.rkey, &c1.uct);
+    }));
+    uct_iov_t iov = {loc.ptr, 1 << 20, loc.memh, 0, 1};
+    ASSERT_EQ(UCS_INPROGRESS, retry([&] {
+        return uct_ep_get_zcopy(m_ab, &iov, 1, (uintptr_t)rem.ptr, rem.rkey,
+                                &c2.uct);
+    }));
+    ASSERT_TRUE(wait_for([&] { return c1.done && c2.done; }));
+    EXPECT_EQ(UCS_OK, c1.status);
+    EXPECT_EQ(UCS_OK, c2.status);
+    EXPECT_EQ(std::string((char*)rem.ptr + 100, 3000), ua.data);
+    EXPECT_EQ(0, memcmp(loc.ptr, rem.ptr, 1 << 20));
+}
+
+TEST_P(uct_dcx_ops, atomics64)
+{
+    mem m           = alloc_mem(64);
+    uint64_t *v     = (uint64_t*)m.ptr;
+    uint64_t result = 0;
+    uintptr_t addr  = (uintptr_t)m.ptr;
+    const uct_iface_attr_t &a = m_a->attr;
+
+    auto post = [&](uct_atomic_op_t op, uint64_t value) {
+        ASSERT_TRUE(a.cap.atomic64.op_flags & UCS_BIT(op));
+        ASSERT_EQ(UCS_OK, retry([&] {
+            return uct_ep_atomic64_post(m_ab, op, value, addr, m.rkey);
+        }));
+        flush_ep(m_ab);
+    };
+    auto fetch = [&](uct_atomic_op_t op, uint64_t value) {
+        test_comp comp;
+        ASSERT_TRUE(a.cap.atomic64.fop_flags & UCS_BIT(op));
+        ASSERT_EQ(UCS_INPROGRESS, retry([&] {
+            return uct_ep_atomic64_fetch(m_ab, op, value, &result, addr,
+                                         m.rkey, &comp.uct);
+        }));
+        ASSERT_TRUE(wait_for([&] { return comp.done > 0; }));
+        ASSERT_EQ(UCS_OK, comp.status);
+    };
+
+    *v = 10;
+    post(UCT_ATOMIC_OP_ADD, 5);                EXPECT_EQ(15u, *v);
+    post(UCT_ATOMIC_OP_AND, 0x0c);             EXPECT_EQ(12u, *v);
+    post(UCT_ATOMIC_OP_OR, 0xf000000000000000ull);
+    EXPECT_EQ(0xf00000000000000cull, *v);
+    post(UCT_ATOMIC_OP_XOR, 0xff0000000000000full);
+    EXPECT_EQ(0x0f00000000000003ull, *v);
+
+    *v = 100;
+    fetch(UCT_ATOMIC_OP_ADD, 1);   EXPECT_EQ(100u, result); EXPECT_EQ(101u, *v);
+    fetch(UCT_ATOMIC_OP_AND, 0xf); EXPECT_EQ(101u, result); EXPECT_EQ(5u, *v);
+    fetch(UCT_ATOMIC_OP_OR, 0x30); EXPECT_EQ(5u, result);   EXPECT_EQ(0x35u, *v);
+    fetch(UCT_ATOMIC_OP_XOR, 0x1); EXPECT_EQ(0x35u, result); EXPECT_EQ(0x34u, *v);
+    fetch(UCT_ATOMIC_OP_SWAP, ~0ull);
+    EXPECT_EQ(0x34u, result); EXPECT_EQ(~0ull, *v);
+
+    test_comp c1, c2;
+    ASSERT_EQ(UCS_INPROGRESS, uct_ep_atomic_cswap64(m_ab, 1, 2, addr, m.rkey,
+                                                    &result, &c1.uct));
+    ASSERT_TRUE(wait_for([&] { return c1.done > 0; }));
+    EXPECT_EQ(~0ull, result);
+    EXPECT_EQ(~0ull, *v);      /* compare failed */
+    ASSERT_EQ(UCS_INPROGRESS, retry([&] {
+        return uct_ep_atomic_cswap64(m_ab, ~0ull, 7, addr, m.rkey, &result,
+                                     &c2.uct);
+    }));
+    ASSERT_TRUE(wait_for([&] { return c2.done > 0; }));
+    EXPECT_EQ(~0ull, result);
+    EXPECT_EQ(7u, *v);
+}
+
+TEST_P(uct_dcx_ops, atomics32)
+{
+    mem m           = alloc_mem(64);
+    uint32_t *v     = (uint32_t*)m.ptr + 1;   /* neighbour must not change */
+    uint32_t result = 0;
+    uintptr_t addr  = (uintptr_t)v;
+    const uct_iface_attr_t &a = m_a->attr;
+
+    auto post = [&](uct_atomic_op_t op, uint32_t value) {
+        ASSERT_TRUE(a.cap.atomic32.op_flags & UCS_BIT(op));
+        ASSERT_EQ(UCS_OK, retry([&] {
+            return uct_ep_atomic32_post(m_ab, op, value, addr, m.rkey);
+        }));
+        flush_ep(m_ab);
+    };
+    auto fetch = [&](uct_atomic_op_t op, uint32_t value) {
+        test_comp comp;
+        ASSERT_TRUE(a.cap.atomic32.fop_flags & UCS_BIT(op));
+        ASSERT_EQ(UCS_INPROGRESS, retry([&] {
+            return uct_ep_atomic32_fetch(m_ab, op, value, &result, addr,
+                                         m.rkey, &comp.uct);
+        }));
+        ASSERT_TRUE(wait_for([&] { return comp.done > 0; }));
+        ASSERT_EQ(UCS_OK, comp.status);
+    };
+
+    ((uint32_t*)m.ptr)[0] = 0xdeadbeef;
+    *v = 0xfffffff0u;
+    post(UCT_ATOMIC_OP_ADD, 0x20);   EXPECT_EQ(0x10u, *v);  /* wraps */
+    post(UCT_ATOMIC_OP_OR, 0x101);   EXPECT_EQ(0x111u, *v);
+    post(UCT_ATOMIC_OP_AND, 0x0ff);  EXPECT_EQ(0x11u, *v);
+    post(UCT_ATOMIC_OP_XOR, 0x13);   EXPECT_EQ(0x2u, *v);
+    fetch(UCT_ATOMIC_OP_ADD, 3);     EXPECT_EQ(2u, result); EXPECT_EQ(5u, *v);
+    fetch(UCT_ATOMIC_OP_SWAP, 9);    EXPECT_EQ(5u, result); EXPECT_EQ(9u, *v);
+    fetch(UCT_ATOMIC_OP_XOR, 1);     EXPECT_EQ(9u, result); EXPECT_EQ(8u, *v);
+    fetch(UCT_ATOMIC_OP_OR, 1);      EXPECT_EQ(8u, result); EXPECT_EQ(9u, *v);
+    fetch(UCT_ATOMIC_OP_AND, 1);     EXPECT_EQ(9u, result); EXPECT_EQ(1u, *v);
+
+    test_comp comp;
+    ASSERT_EQ(UCS_INPROGRESS, retry([&] {
+        return uct_ep_atomic_cswap32(m_ab, 1, 77, addr, m.rkey, &result,
+                                     &comp.uct);
+    }));
+    ASSERT_TRUE(wait_for([&] { return comp.done > 0; }));
+    EXPECT_EQ(1u, result);
+    EXPECT_EQ(77u, *v);
+    EXPECT_EQ(0xdeadbeefu, ((uint32_t*)m.ptr)[0]);
+}
+
+TEST_P(uct_dcx_ops, fence_orders_put_after_get)
+{
+    mem rem = alloc_mem(4096);
+    mem loc = alloc_mem(4096);
+    uint64_t one = 1;
+    test_comp comp;
+
+    *(uint64_t*)rem.ptr = 42;
+    uct_iov_t iov = {loc.ptr, 8, loc.memh, 0, 1};
+    ASSERT_EQ(UCS_INPROGRESS, retry([&] {
+        return uct_ep_get_zcopy(m_ab, &iov, 1, (uintptr_t)rem.ptr, rem.rkey,
+                                &comp.uct);
+    }));
+    ASSERT_EQ(UCS_OK, uct_ep_fence(m_ab, 0));
+    ASSERT_EQ(UCS_OK, retry([&] {
+        return uct_ep_put_short(m_ab, &one, 8, (uintptr_t)rem.ptr, rem.rkey);
+    }));
+    ASSERT_EQ(UCS_OK, uct_iface_fence(m_a->iface, 0));
+    flush_ep(m_ab);
+    ASSERT_TRUE(comp.done);
+    EXPECT_EQ(42u, *(uint64_t*)loc.ptr);
+    EXPECT_EQ(1u, *(uint64_t*)rem.ptr);
+}
+
+TEST_P(uct_dcx_ops, flush_iface_and_ep)
+{
+    mem rem = alloc_mem(4096);
+    uint64_t x = 5;
+
+    flush_ep(m_ab);   /* nothing outstanding */
+    for (int i = 0; i < 300; ++i) {
+        ASSERT_EQ(UCS_OK, retry([&] {
+            return uct_ep_put_short(m_ab, &x, 8, (uintptr_t)rem.ptr, rem.rkey);
+        }));
+    }
+    flush_iface(m_a);
+    flush_ep(m_ab);
+    EXPECT_EQ(UCS_ERR_UNSUPPORTED, uct_iface_flush(m_a->iface, 0,
+                                                   (uct_completion_t*)&x));
+    EXPECT_EQ(1, log_counter::errors());
+    log_counter::reset();
+}
+
+struct pending_req {
+    uct_pending_req_t uct;
+    uct_ep_h          ep;
+    int              *sent;
+    int               id;
+    std::vector<int> *order;
+
+    static ucs_status_t cb(uct_pending_req_t *self)
+    {
+        pending_req *r = ucs_container_of(self, pending_req, uct);
+        ucs_status_t status = uct_ep_am_short(r->ep, AM_ID, r->id, NULL, 0);
+        if (status == UCS_OK) {
+            (*r->sent)++;
+            r->order->push_back(r->id);
+        }
+        return status;
+    }
+
+    static void purge(uct_pending_req_t *self, void *arg)
+    {
+        (*static_cast<int*>(arg))++;
+    }
+};
+
+TEST_P(uct_dcx_ops, pending_add_dispatch_purge)
+{
+    const int n = 2000;
+    std::vector<pending_req> reqs(n);
+    std::vector<int> order;
+    int sent = 0, queued = 0, purged = 0;
+
+    /* send until the transport pushes back, then queue the rest */
+    for (int i = 0; i < n; ++i) {
+        reqs[i].uct.func = pending_req::cb;
+        reqs[i].ep       = m_ab;
+        reqs[i].sent     = &sent;
+        reqs[i].id       = i;
+        reqs[i].order    = &order;
+        if (queued == 0) {
+            ucs_status_t status = uct_ep_am_short(m_ab, AM_ID, i, NULL, 0);
+            if (status == UCS_OK) {
+                sent++;
+                order.push_back(i);
+                continue;
+            }
+            ASSERT_EQ(UCS_ERR_NO_RESOURCE, status);
+        }
+        ucs_status_t status = uct_ep_pending_add(m_ab, &reqs[i].uct, 0);
+        if (status == UCS_ERR_BUSY) {
+            ASSERT_EQ(UCS_OK, uct_ep_am_short(m_ab, AM_ID, i, NULL, 0));
+            sent++;
+            order.push_back(i);
+            continue;
+        }
+        ASSERT_EQ(UCS_OK, status);
+        queued++;
+    }
+    EXPECT_GT(queued, 0) << "the flood never hit a resource limit";
+    ASSERT_TRUE(wait_for([&] { return sent == n; }));
+    for (int i = 0; i < n; ++i) {
+        ASSERT_EQ(i, order[i]);   /* pending kept the order */
+    }
+    ASSERT_TRUE(wait_for([&] { return m_rx.count == n; }));
+
+    /* purge: nothing left */
+    uct_ep_pending_purge(m_ab, pending_req::purge, &purged);
+    EXPECT_EQ(0, purged);
+}
+
+TEST_P(uct_dcx_ops, flush_cancel)
+{
+    mem rem = alloc_mem(1 << 20);
+    mem loc = alloc_mem(1 << 20);
+    std::vector<test_comp> comps(8);
+    test_comp fcomp;
+    ucs_status_t status;
+
+    for (size_t i = 0; i < comps.size(); ++i) {
+        uct_iov_t iov = {loc.ptr, 1 << 20, loc.memh, 0, 1};
+        ASSERT_EQ(UCS_INPROGRESS, retry([&] {
+            return uct_ep_put_zcopy(m_ab, &iov, 1, (uintptr_t)rem.ptr,
+                                    rem.rkey, &comps[i].uct);
+        }));
+    }
+    status = uct_ep_flush(m_ab, UCT_FLUSH_FLAG_CANCEL, &fcomp.uct);
+    if (status == UCS_INPROGRESS) {
+        ASSERT_TRUE(wait_for([&] { return fcomp.done > 0; }));
+    } else {
+        ASSERT_EQ(UCS_OK, status);
+    }
+    for (size_t i = 0; i < comps.size(); ++i) {
+        ASSERT_TRUE(wait_for([&] { return comps[i].done > 0; }));
+        EXPECT_TRUE((comps[i].status == UCS_OK) ||
+                    (comps[i].status == UCS_ERR_CANCELED));
+    }
+    /* the ep and its DCI still work */
+    uint64_t x = 3;
+    ASSERT_EQ(UCS_OK, retry([&] {
+        return uct_ep_put_short(m_ab, &x, 8, (uintptr_t)rem.ptr, rem.rkey);
+    }));
+    flush_ep(m_ab);
+    EXPECT_EQ(3u, *(uint64_t*)rem.ptr);
+}
+
+INSTANTIATE_TEST_SUITE_P(policy, uct_dcx_ops,
+                         ::testing::Values("dcs", "dcs_quota", "rand"));
+
+
+/* ---------------------------------------------------------------------------
+ * Flow control and many endpoints over a small pool
+ * ------------------------------------------------------------------------- */
+
+class uct_dcx_flood : public uct_dcx_test,
+                      public ::testing::WithParamInterface<std::string> {
+protected:
+    virtual void init_env(scoped_env &env)
+    {
+        env.set("UCX_DCX_DCI_POLICY", GetParam());
+    }
+    virtual void TearDown()
+    {
+        uct_dcx_test::TearDown();
+        EXPECT_EQ(0, log_counter::errors());
+    }
+};
+
+/* One sender floods a receiver whose receive queue is tiny: every message
+ * arrives, none needs a receiver-not-ready retry, nothing deadlocks. */
+TEST_P(uct_dcx_flood, one_dci_tiny_rx_queue)
+{
+    std::map<std::string, std::string> cfg;
+    const int n = 5000;
+    dcx_soft_stats_t before, after;
+    am_rx rx;
+
+    cfg["NUM_DCI"]      = "1";
+    cfg["RX_QUEUE_LEN"] = "16";
+    cfg["FC_WND"]       = "8";
+    cfg["TX_QUEUE_LEN"] = "16";
+    entity *a = create_entity(cfg);
+    entity *b = create_entity(cfg);
+    ASSERT_TRUE(a && b);
+    uct_ep_h ab = connect(a, b);
+    connect(b, a);
+    ASSERT_EQ(UCS_OK, uct_iface_set_am_handler(b->iface, AM_ID, am_rx::cb,
+                                               &rx, 0));
+    ASSERT_EQ(0, dcx_soft_stats(device(), &before));
+
+    std::string payload(200, 'f');
+    pack_arg arg = {payload.data(), payload.size()};
+    unsigned spins = 0;
+    for (int i = 0; i < n; ++i) {
+        ssize_t len;
+        while ((len = uct_ep_am_bcopy(ab, AM_ID, pack_cb, &arg, 0)) ==
+               UCS_ERR_NO_RESOURCE) {
+            /* the receiver is slow: it progresses once in 7 times */
+            uct_worker_progress(a->worker);
+            if ((++spins % 7) == 0) {
+                uct_worker_progress(b->worker);
+            }
+        }
+        ASSERT_EQ((ssize_t)payload.size(), len);
+    }
+    ASSERT_TRUE(wait_for([&] { return rx.count == n; }, 30));
+    flush_ep(ab);
+    ASSERT_EQ(0, dcx_soft_stats(device(), &after));
+    EXPECT_EQ(before.rnr_naks_sent, after.rnr_naks_sent)
+        << "flow control let the receive queue overflow";
+}
+
+/* More endpoints than DCIs, all sending: each gets its turn. */
+TEST_P(uct_dcx_flood, many_eps_few_dcis)
+{
+    std::map<std::string, std::string> cfg;
+    const int num_eps = 12, per_ep = 300;
+    std::vector<entity*> senders;
+    std::vector<uct_ep_h> eps;
+    std::vector<int> sent(num_eps, 0);
+    am_rx rx;
+
+    cfg["NUM_DCI"] = "2";
+    cfg["QUOTA"]   = "4";
+    entity *target = create_entity(cfg);
+    ASSERT_TRUE(target != NULL);
+    ASSERT_EQ(UCS_OK, uct_iface_set_am_handler(target->iface, AM_ID,
+                                               am_rx::cb, &rx, 0));
+    entity *src = create_entity(cfg);
+    for (int i = 0; i < num_eps; ++i) {
+        eps.push_back(connect(src, target));
+    }
+
+    int total = 0;
+    while (total < num_eps * per_ep) {
+        for (int i = 0; i < num_eps; ++i) {
+            if (sent[i] < per_ep) {
+                ucs_status_t status = uct_ep_am_short(eps[i], AM_ID, i, NULL,
+                                                      0);
+                if (status == UCS_OK) {
+                    sent[i]++;
+                    total++;
+                } else {
+                    ASSERT_EQ(UCS_ERR_NO_RESOURCE, status);
+                }
+            }
+        }
+        progress();
+    }
+    ASSERT_TRUE(wait_for([&] { return rx.count == num_eps * per_ep; }, 30));
+    for (int i = 0; i < num_eps; ++i) {
+        flush_ep(eps[i]);
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(policy, uct_dcx_flood,
+                         ::testing::Values("dcs", "dcs_quota", "rand"));
+
+
+/* ---------------------------------------------------------------------------
+ * Configuration and addresses
+ * ------------------------------------------------------------------------- */
+
+class uct_dcx_config : public uct_dcx_test {};
+
+TEST_F(uct_dcx_config, bad_values_bad_flow)
+{
+    const char *bad[][2] = {
+        {"NUM_DCI", "0"}, {"NUM_DCI", "5000"}, {"QUOTA", "0"},
+        {"RX_QUEUE_LEN", "1"}, {"SEG_SIZE", "16"}, {"FC_WND", "0"},
+        {"RETRY_COUNT", "9"}, {"RNR_RETRY_COUNT", "8"}, {"TX_QUEUE_LEN", "1"}
+    };
+    entity *e;
+
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); ++i) {
+        std::map<std::string, std::string> cfg;
+        cfg[bad[i][0]] = bad[i][1];
+        log_counter::reset();
+        EXPECT_NE(UCS_OK, try_create_entity(cfg, &e)) << bad[i][0];
+        EXPECT_EQ(1, log_counter::errors()) << bad[i][0];
+        EXPECT_TRUE(log_counter::contains(bad[i][0])) << bad[i][0];
+    }
+    std::map<std::string, std::string> cfg;
+    cfg["DCI_POLICY"] = "nonsense";
+    EXPECT_NE(UCS_OK, try_create_entity(cfg, &e));
+    log_counter::reset();
+}
+
+TEST_F(uct_dcx_config, hundreds_of_dcis)
+{
+    std::map<std::string, std::string> cfg;
+    cfg["NUM_DCI"]      = "300";
+    cfg["TX_QUEUE_LEN"] = "8";
+    entity *a = create_entity(cfg);
+    entity *b = create_entity();
+    ASSERT_TRUE(a && b);
+    std::vector<uct_ep_h> eps;
+    am_rx rx;
+    ASSERT_EQ(UCS_OK, uct_iface_set_am_handler(b->iface, AM_ID, am_rx::cb,
+                                               &rx, 0));
+    /* 280 eps each hold a DCI of their own (dcs_quota) at once */
+    for (int i = 0; i < 280; ++i) {
+        eps.push_back(connect(a, b));
+        ASSERT_EQ(UCS_OK, uct_ep_am_short(eps.back(), AM_ID, i, NULL, 0));
+    }
+    ASSERT_TRUE(wait_for([&] { return rx.count == 280; }));
+    EXPECT_EQ(0, log_counter::errors());
+}
+
+TEST_F(uct_dcx_config, malformed_address_bad_flow)
+{
+    entity *a = create_entity();
+    entity *b = create_entity();
+    ASSERT_TRUE(a && b);
+    std::vector<char> iaddr = b->iface_addr, daddr = b->dev_addr;
+    uct_ep_params_t params;
+    uct_ep_h ep;
+
+    EXPECT_TRUE(uct_iface_is_reachable(a->iface,
+                                       (uct_device_addr_t*)&daddr[0],
+                                       (uct_iface_addr_t*)&iaddr[0]));
+    iaddr[0] ^= 0xff;
+    EXPECT_FALSE(uct_iface_is_reachable(a->iface,
+                                        (uct_device_addr_t*)&daddr[0],
+                                        (uct_iface_addr_t*)&iaddr[0]));
+
+    memset(&params, 0, sizeof(params));
+    params.field_mask = UCT_EP_PARAM_FIELD_IFACE |
+                        UCT_EP_PARAM_FIELD_DEV_ADDR |
+                        UCT_EP_PARAM_FIELD_IFACE_ADDR;
+    params.iface      = a->iface;
+    params.dev_addr   = (uct_device_addr_t*)&daddr[0];
+    params.iface_addr = (uct_iface_addr_t*)&iaddr[0];
+    log_counter::reset();
+    EXPECT_EQ(UCS_ERR_INVALID_ADDR, uct_ep_create(&params, &ep));
+    EXPECT_EQ(1, log_counter::errors());
+
+    iaddr      = b->iface_addr;
+    daddr[0]  += 1;   /* port length */
+    EXPECT_FALSE(uct_iface_is_reachable(a->iface,
+                                        (uct_device_addr_t*)&daddr[0],
+                                        (uct_iface_addr_t*)&iaddr[0]));
+    log_counter::reset();
+    EXPECT_EQ(UCS_ERR_INVALID_ADDR, uct_ep_create(&params, &ep));
+    EXPECT_EQ(1, log_counter::errors());
+
+    params.field_mask = UCT_EP_PARAM_FIELD_IFACE;
+    log_counter::reset();
+    EXPECT_EQ(UCS_ERR_INVALID_PARAM, uct_ep_create(&params, &ep));
+    EXPECT_EQ(1, log_counter::errors());
+    log_counter::reset();
+}

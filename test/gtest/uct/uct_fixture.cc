@@ -1,0 +1,382 @@
+/*
+ * Test fixture for the dcx transport (see uct_fixture.h).
+ */
+#include "uct_fixture.h"
+
+/* The device behind the MD, for fault injection and counters */
+#include "dcx_md.h"
+
+#include <cstdarg>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <unistd.h>
+#include <time.h>
+
+namespace dcx_test {
+
+int                      log_counter::s_errors    = 0;
+int                      log_counter::s_warnings  = 0;
+std::vector<std::string> log_counter::s_messages;
+bool                     log_counter::s_installed = false;
+
+void log_counter::install()
+{
+    if (!s_installed) {
+        ucs_log_push_handler(handler);
+        s_installed = true;
+    }
+    reset();
+}
+
+void log_counter::reset()
+{
+    s_errors = s_warnings = 0;
+    s_messages.clear();
+}
+
+bool log_counter::contains(const std::string &what)
+{
+    for (size_t i = 0; i < s_messages.size(); ++i) {
+        if (s_messages[i].find(what) != std::string::npos) {
+            return true;
+        }
+    }
+    return false;
+}
+
+ucs_log_func_rc_t
+log_counter::handler(const char *file, unsigned line, const char *function,
+                     ucs_log_level_t level,
+                     const ucs_log_component_config_t *comp,
+                     const char *message, va_list ap)
+{
+    char buf[1024];
+    va_list aq;
+
+    if (level > UCS_LOG_LEVEL_WARN) {
+        return UCS_LOG_FUNC_RC_CONTINUE;
+    }
+    va_copy(aq, ap);
+    vsnprintf(buf, sizeof(buf), message, aq);
+    va_end(aq);
+    s_messages.push_back(buf);
+    if (level == UCS_LOG_LEVEL_WARN) {
+        ++s_warnings;
+    } else {
+        ++s_errors;
+    }
+    return UCS_LOG_FUNC_RC_STOP;
+}
+
+scoped_env::~scoped_env()
+{
+    std::map<std::string, std::pair<bool, std::string> >::iterator it;
+
+    for (it = m_saved.begin(); it != m_saved.end(); ++it) {
+        if (it->second.first) {
+            setenv(it->first.c_str(), it->second.second.c_str(), 1);
+        } else {
+            unsetenv(it->first.c_str());
+        }
+    }
+}
+
+void scoped_env::set(const std::string &name, const std::string &value)
+{
+    if (m_saved.find(name) == m_saved.end()) {
+        const char *old = getenv(name.c_str());
+        m_saved[name]   = std::make_pair(old != NULL,
+                                         std::string(old ? old : ""));
+    }
+    setenv(name.c_str(), value.c_str(), 1);
+}
+
+std::string uct_dcx_test::unique_fabric()
+{
+    static int seq = 0;
+    char name[32];
+
+    snprintf(name, sizeof(name), "gtu%d-%d", (int)getpid(), ++seq);
+    return name;
+}
+
+void uct_dcx_test::SetUp()
+{
+    uct_component_h *components;
+    unsigned num_components, i;
+    uct_md_config_t *md_config;
+    uct_component_attr_t cattr;
+    ucs_status_t status;
+
+    log_counter::install();
+    m_env.set("UCX_DCX_SOFT_DEVICES", "1");
+    m_env.set("UCX_DCX_SOFT_FABRIC", unique_fabric());
+    init_env(m_env);
+
+    m_component = NULL;
+    status = uct_query_components(&components, &num_components);
+    ASSERT_EQ(UCS_OK, status);
+    for (i = 0; i < num_components; ++i) {
+        cattr.field_mask = UCT_COMPONENT_ATTR_FIELD_NAME;
+        ASSERT_EQ(UCS_OK, uct_component_query(components[i], &cattr));
+        if (!strcmp(cattr.name, "dcx")) {
+            m_component = components[i];
+        }
+    }
+    uct_release_component_list(components);
+    ASSERT_TRUE(m_component != NULL) << "dcx component not registered";
+
+    ASSERT_EQ(UCS_OK, uct_md_config_read(m_component, NULL, NULL,
+                                         &md_config));
+    status = uct_md_open(m_component, "soft0", md_config, &m_md);
+    uct_config_release(md_config);
+    ASSERT_EQ(UCS_OK, status);
+    ASSERT_EQ(UCS_OK, uct_md_query(m_md, &m_md_attr));
+
+    ASSERT_EQ(UCS_OK, ucs_async_context_create(UCS_ASYNC_MODE_THREAD_SPINLOCK,
+                                               &m_async));
+}
+
+void uct_dcx_test::TearDown()
+{
+    size_t i;
+
+    for (i = 0; i < m_eps.size(); ++i) {
+        if (m_eps[i] != NULL) {
+            uct_ep_destroy(m_eps[i]);
+        }
+    }
+    m_eps.clear();
+    for (i = 0; i < m_mems.size(); ++i) {
+        free_mem(m_mems[i]);
+    }
+    m_mems.clear();
+    for (i = 0; i < m_entities.size(); ++i) {
+        uct_iface_close(m_entities[i]->iface);
+        uct_worker_destroy(m_entities[i]->worker);
+        delete m_entities[i];
+    }
+    m_entities.clear();
+    if (m_md != NULL) {
+        uct_md_close(m_md);
+        m_md = NULL;
+    }
+    ucs_async_context_destroy(m_async);
+}
+
+ucs_status_t uct_dcx_test::try_create_entity(
+        const std::map<std::string, std::string> &cfg, entity **e_p)
+{
+    std::map<std::string, std::string>::const_iterator it;
+    uct_iface_config_t *config;
+    uct_iface_params_t params;
+    ucs_status_t status;
+    entity *e = new entity();
+
+    status = uct_md_iface_config_read(m_md, "dcx", NULL, NULL, &config);
+    if (status != UCS_OK) {
+        delete e;
+        return status;
+    }
+    for (it = cfg.begin(); it != cfg.end(); ++it) {
+        status = uct_config_modify(config, it->first.c_str(),
+                                   it->second.c_str());
+        if (status != UCS_OK) {
+            uct_config_release(config);
+            delete e;
+            return status;
+        }
+    }
+
+    status = uct_worker_create(m_async, UCS_THREAD_MODE_SINGLE, &e->worker);
+    if (status != UCS_OK) {
+        uct_config_release(config);
+        delete e;
+        return status;
+    }
+
+    memset(&params, 0, sizeof(params));
+    params.field_mask           = UCT_IFACE_PARAM_FIELD_OPEN_MODE |
+                                  UCT_IFACE_PARAM_FIELD_DEVICE |
+                                  UCT_IFACE_PARAM_FIELD_RX_HEADROOM |
+                                  UCT_IFACE_PARAM_FIELD_ERR_HANDLER |
+                                  UCT_IFACE_PARAM_FIELD_ERR_HANDLER_ARG |
+                                  UCT_IFACE_PARAM_FIELD_ERR_HANDLER_FLAGS;
+    params.err_handler          = err_handler;
+    params.err_handler_arg      = this;
+    params.err_handler_flags    = 0;
+    params.open_mode            = UCT_IFACE_OPEN_MODE_DEVICE;
+    params.mode.device.tl_name  = "dcx";
+    params.mode.device.dev_name = "soft0:1";
+    params.rx_headroom          = 16;
+    status = uct_iface_open(m_md, e->worker, &params, config, &e->iface);
+    uct_config_release(config);
+    if (status != UCS_OK) {
+        uct_worker_destroy(e->worker);
+        delete e;
+        return status;
+    }
+
+    uct_iface_progress_enable(e->iface, UCT_PROGRESS_SEND | UCT_PROGRESS_RECV);
+    status = uct_iface_query(e->iface, &e->attr);
+    if (status == UCS_OK) {
+        e->dev_addr.resize(e->attr.device_addr_len);
+        e->iface_addr.resize(e->attr.iface_addr_len);
+        status = uct_iface_get_device_address(e->iface,
+                                              (uct_device_addr_t*)
+                                              &e->dev_addr[0]);
+    }
+    if (status == UCS_OK) {
+        status = uct_iface_get_address(e->iface, (uct_iface_addr_t*)
+                                       &e->iface_addr[0]);
+    }
+    if (status != UCS_OK) {
+        uct_iface_close(e->iface);
+        uct_worker_destroy(e->worker);
+        delete e;
+        return status;
+    }
+
+    m_entities.push_back(e);
+    *e_p = e;
+    return UCS_OK;
+}
+
+entity *uct_dcx_test::create_entity(const std::map<std::string, std::string>
+                                    &cfg)
+{
+    entity *e = NULL;
+
+    EXPECT_EQ(UCS_OK, try_create_entity(cfg, &e));
+    return e;
+}
+
+uct_ep_h uct_dcx_test::connect(entity *from, entity *to)
+{
+    uct_ep_params_t params;
+    uct_ep_h ep = NULL;
+
+    memset(&params, 0, sizeof(params));
+    params.field_mask = UCT_EP_PARAM_FIELD_IFACE |
+                        UCT_EP_PARAM_FIELD_DEV_ADDR |
+                        UCT_EP_PARAM_FIELD_IFACE_ADDR;
+    params.iface      = from->iface;
+    params.dev_addr   = (const uct_device_addr_t*)&to->dev_addr[0];
+    params.iface_addr = (const uct_iface_addr_t*)&to->iface_addr[0];
+    EXPECT_EQ(UCS_OK, uct_ep_create(&params, &ep));
+    m_eps.push_back(ep);
+    return ep;
+}
+
+void uct_dcx_test::destroy_ep(uct_ep_h ep)
+{
+    for (size_t i = 0; i < m_eps.size(); ++i) {
+        if (m_eps[i] == ep) {
+            m_eps[i] = NULL;
+        }
+    }
+    uct_ep_destroy(ep);
+}
+
+unsigned uct_dcx_test::progress()
+{
+    unsigned count = 0;
+
+    for (size_t i = 0; i < m_entities.size(); ++i) {
+        count += uct_worker_progress(m_entities[i]->worker);
+    }
+    return count;
+}
+
+static double now_sec()
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+bool uct_dcx_test::wait_for(const std::function<bool()> &cond, double timeout)
+{
+    double deadline = now_sec() + timeout;
+
+    while (!cond()) {
+        if (now_sec() > deadline) {
+            return cond();
+        }
+        progress();
+    }
+    return true;
+}
+
+void uct_dcx_test::flush_ep(uct_ep_h ep)
+{
+    test_comp comp;
+    ucs_status_t status;
+
+    do {
+        status = uct_ep_flush(ep, 0, &comp.uct);
+        if (status == UCS_ERR_NO_RESOURCE) {
+            progress();
+        }
+    } while (status == UCS_ERR_NO_RESOURCE);
+    if (status == UCS_INPROGRESS) {
+        EXPECT_TRUE(wait_for([&] { return comp.done > 0; }));
+        EXPECT_EQ(UCS_OK, comp.status);
+    } else {
+        EXPECT_EQ(UCS_OK, status);
+    }
+}
+
+void uct_dcx_test::flush_iface(entity *e)
+{
+    ucs_status_t status;
+
+    EXPECT_TRUE(wait_for([&] {
+        status = uct_iface_flush(e->iface, 0, NULL);
+        return status != UCS_INPROGRESS;
+    }));
+    EXPECT_EQ(UCS_OK, status);
+}
+
+uct_dcx_test::mem uct_dcx_test::alloc_mem(size_t length)
+{
+    mem m;
+    std::vector<char> packed(m_md_attr.rkey_packed_size);
+
+    EXPECT_EQ(0, posix_memalign(&m.ptr, 4096, length));
+    memset(m.ptr, 0, length);
+    m.length = length;
+    EXPECT_EQ(UCS_OK, uct_md_mem_reg(m_md, m.ptr, length,
+                                     UCT_MD_MEM_ACCESS_ALL, &m.memh));
+    EXPECT_EQ(UCS_OK, uct_md_mkey_pack(m_md, m.memh, &packed[0]));
+    EXPECT_EQ(UCS_OK, uct_rkey_unpack(m_component, &packed[0], &m.rkb));
+    m.rkey = m.rkb.rkey;
+    m_mems.push_back(m);
+    return m;
+}
+
+void uct_dcx_test::free_mem(mem &m)
+{
+    uct_rkey_release(m_component, &m.rkb);
+    uct_md_mem_dereg(m_md, m.memh);
+    free(m.ptr);
+}
+
+ucs_status_t uct_dcx_test::err_handler(void *arg, uct_ep_h ep,
+                                       ucs_status_t status)
+{
+    uct_dcx_test *self = static_cast<uct_dcx_test*>(arg);
+    ep_error err       = {ep, status};
+
+    self->m_errors.push_back(err);
+    return UCS_OK;
+}
+
+dcx_dev_t *uct_dcx_test::device() const
+{
+    return ((uct_dcx_md_t*)m_md)->dev;
+}
+
+} /* namespace dcx_test */

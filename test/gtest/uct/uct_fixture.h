@@ -1,0 +1,148 @@
+/*
+ * Test fixture for the dcx transport through the public UCT API: a soft
+ * device on a fabric private to the test process, memory domain "soft0",
+ * interfaces on "soft0:1", endpoints between them, and helpers to progress
+ * and to wait.
+ */
+#ifndef DCX_GTEST_UCT_FIXTURE_H_
+#define DCX_GTEST_UCT_FIXTURE_H_
+
+#include <gtest/gtest.h>
+
+extern "C" {
+#include <uct/api/uct.h>
+#include <ucs/async/async.h>
+#include <ucs/debug/log_def.h>
+#include "dcx_dev.h"
+#include "dcx_soft.h"
+}
+
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace dcx_test {
+
+/* Counts the warnings and errors UCX logs while a test runs. */
+class log_counter {
+public:
+    static void install();
+    static void reset();
+    static int errors() { return s_errors; }
+    static int warnings() { return s_warnings; }
+    static const std::vector<std::string> &messages() { return s_messages; }
+    static bool contains(const std::string &what);
+
+private:
+    static ucs_log_func_rc_t handler(const char *file, unsigned line,
+                                     const char *function,
+                                     ucs_log_level_t level,
+                                     const ucs_log_component_config_t *comp,
+                                     const char *message, va_list ap);
+    static int                      s_errors;
+    static int                      s_warnings;
+    static std::vector<std::string> s_messages;
+    static bool                     s_installed;
+};
+
+/* Sets environment variables for the life of the object. */
+class scoped_env {
+public:
+    scoped_env() {}
+    ~scoped_env();
+    void set(const std::string &name, const std::string &value);
+
+private:
+    std::map<std::string, std::pair<bool, std::string> > m_saved;
+};
+
+/* One interface and what it needs */
+struct entity {
+    uct_worker_h  worker;
+    uct_iface_h   iface;
+    uct_iface_attr_t attr;
+    std::vector<char> dev_addr;
+    std::vector<char> iface_addr;
+};
+
+class uct_dcx_test : public ::testing::Test {
+public:
+    static std::string unique_fabric();
+
+protected:
+    virtual void SetUp();
+    virtual void TearDown();
+
+    /* Environment applied before the MD and interface configs are read */
+    virtual void init_env(scoped_env &env) {}
+
+    entity *create_entity(const std::map<std::string, std::string> &cfg =
+                          std::map<std::string, std::string>());
+    ucs_status_t try_create_entity(const std::map<std::string, std::string>
+                                   &cfg, entity **e_p);
+    uct_ep_h connect(entity *from, entity *to);
+    void destroy_ep(uct_ep_h ep);
+
+    unsigned progress();
+    /* Progresses until cond() or timeout; returns cond() */
+    bool wait_for(const std::function<bool()> &cond, double timeout = 10.0);
+    void flush_ep(uct_ep_h ep);
+    void flush_iface(entity *e);
+
+    /* Registered memory */
+    struct mem {
+        void      *ptr;
+        size_t     length;
+        uct_mem_h  memh;
+        uct_rkey_t rkey;
+        uct_rkey_bundle_t rkb;
+    };
+    mem alloc_mem(size_t length);
+    void free_mem(mem &m);
+
+    dcx_dev_t *device() const;
+
+    /* Errors reported through the interfaces' error handler */
+    struct ep_error {
+        uct_ep_h     ep;
+        ucs_status_t status;
+    };
+    static ucs_status_t err_handler(void *arg, uct_ep_h ep,
+                                    ucs_status_t status);
+    std::vector<ep_error>       m_errors;
+
+    ucs_async_context_t        *m_async;
+    uct_component_h             m_component;
+    uct_md_h                    m_md;
+    uct_md_attr_t               m_md_attr;
+    std::vector<entity*>        m_entities;
+    std::vector<uct_ep_h>       m_eps;
+    std::vector<mem>            m_mems;
+    scoped_env                  m_env;
+};
+
+/* Completion that counts */
+struct test_comp {
+    uct_completion_t uct;
+    int              done;
+    ucs_status_t     status;
+
+    test_comp(int count = 1) : done(0), status(UCS_OK)
+    {
+        uct.func   = callback;
+        uct.count  = count;
+        uct.status = UCS_OK;
+    }
+
+    static void callback(uct_completion_t *self)
+    {
+        test_comp *c = reinterpret_cast<test_comp*>(self);
+        c->done++;
+        c->status = self->status;
+    }
+};
+
+} /* namespace dcx_test */
+
+#endif
