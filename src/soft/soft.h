@@ -359,9 +359,11 @@ static inline const soft_opinfo_t *soft_op(unsigned op)
 }
 
 /* Copies between a flat buffer and an sg list, starting at byte 'off' of
- * the list.  to_sge != 0: buffer -> sg list. */
-void soft_sge_copy(void *buf, const dcx_sge_t *sge, unsigned num_sge,
-                   uint64_t off, uint64_t len, int to_sge);
+ * the list. */
+void soft_sge_gather(void *buf, const dcx_sge_t *sge, unsigned num_sge,
+                     uint64_t off, uint64_t len);
+void soft_sge_scatter(const void *buf, const dcx_sge_t *sge, unsigned num_sge,
+                      uint64_t off, uint64_t len);
 
 /* soft_fabric.c */
 uint64_t soft_now_ns(void);

@@ -62,10 +62,12 @@ static const uint32_t soft_rnr_table[32] = {
     32768, 49152
 };
 
-void soft_sge_copy(void *buf, const dcx_sge_t *sge, unsigned num_sge,
-                   uint64_t off, uint64_t len, int to_sge)
+/* Copies 'len' bytes at byte 'off' of an sg list: into 'gather' if it is
+ * not NULL, else from 'scatter' into the list. */
+static void soft_sge_walk(const dcx_sge_t *sge, unsigned num_sge, uint64_t off,
+                          uint64_t len, uint8_t *gather,
+                          const uint8_t *scatter)
 {
-    uint8_t *p = buf;
     unsigned i;
 
     for (i = 0; (i < num_sge) && (len > 0); ++i) {
@@ -81,15 +83,28 @@ void soft_sge_copy(void *buf, const dcx_sge_t *sge, unsigned num_sge,
             chunk = len;
         }
         a = (uint8_t *)(uintptr_t)(sge[i].addr + off);
-        if (to_sge) {
-            memcpy(a, p, chunk);
+        if (gather != NULL) {
+            memcpy(gather, a, chunk);
+            gather += chunk;
         } else {
-            memcpy(p, a, chunk);
+            memcpy(a, scatter, chunk);
+            scatter += chunk;
         }
-        p   += chunk;
         len -= chunk;
         off  = 0;
     }
+}
+
+void soft_sge_gather(void *buf, const dcx_sge_t *sge, unsigned num_sge,
+                     uint64_t off, uint64_t len)
+{
+    soft_sge_walk(sge, num_sge, off, len, buf, NULL);
+}
+
+void soft_sge_scatter(const void *buf, const dcx_sge_t *sge, unsigned num_sge,
+                      uint64_t off, uint64_t len)
+{
+    soft_sge_walk(sge, num_sge, off, len, NULL, buf);
 }
 
 static inline soft_swqe_t *soft_wqe(soft_qp_t *qp, uint32_t idx)
@@ -269,8 +284,8 @@ void soft_comp_packet(soft_dev_t *dev, const soft_pkt_t *pkt,
             (pkt->offset + pkt->len > w->total_len)) {
             return;
         }
-        soft_sge_copy((void *)payload, w->sge, w->wr.num_sge, pkt->offset,
-                      pkt->len, 1);
+        soft_sge_scatter(payload, w->sge, w->wr.num_sge, pkt->offset,
+                         pkt->len);
         w->recv_off += pkt->len;
         if (w->credits > 0) {
             w->credits--;
@@ -410,8 +425,8 @@ static int soft_req_send_packets(soft_qp_t *qp, soft_swqe_t *w, uint64_t now)
                 if (w->wr.flags & DCX_SEND_INLINE) {
                     memcpy(payload, w->inl + w->sent_off, chunk);
                 } else {
-                    soft_sge_copy(payload, w->sge, w->wr.num_sge,
-                                  w->sent_off, chunk, 0);
+                    soft_sge_gather(payload, w->sge, w->wr.num_sge,
+                                    w->sent_off, chunk);
                 }
             }
             pkt->csum = soft_pkt_csum(pkt) ^ (fate == SOFT_TX_CORRUPT);

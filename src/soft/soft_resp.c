@@ -278,8 +278,8 @@ static void soft_resp_send_op(soft_dev_t *dev, soft_qp_t *dct,
         }
     }
     if (!rs->msg_err) {
-        soft_sge_copy((void *)payload, rs->recv.sge, rs->recv.num_sge,
-                      pkt->offset, pkt->len, 1);
+        soft_sge_scatter(payload, rs->recv.sge, rs->recv.num_sge,
+                         pkt->offset, pkt->len);
     }
 skip:
     rs->cur_off += pkt->len;
