@@ -154,6 +154,14 @@ enum {
     UCT_DCX_DCI_FLAG_BROKEN  = UCS_BIT(4)   /* recovery failed: unusable */
 };
 
+/* Copy of a posted WR, kept by DCIs shared between endpoints so that the
+ * WRs of healthy endpoints, flushed by another endpoint's failure, can be
+ * posted again after recovery.  Inline data is copied after the struct. */
+typedef struct uct_dcx_wr_log {
+    dcx_send_wr_t  wr;
+    dcx_sge_t      sge[UCT_DCX_MAX_IOV + 1];
+} uct_dcx_wr_log_t;
+
 typedef struct uct_dcx_dci {
     dcx_qp_t          *qp;
     uct_dcx_ep_t      *owner;      /* dcs policies: ep holding this DCI */
@@ -167,6 +175,7 @@ typedef struct uct_dcx_dci {
     uint64_t           sig_sn;     /* last signalled */
     ucs_queue_head_t   ops;        /* uct_dcx_op_t by increasing sn */
     uct_dcx_ep_t     **wr_ep;      /* [sn & mask]: ep of each WR in flight */
+    char              *log;        /* [sn & mask]: uct_dcx_wr_log_t, or NULL */
 } uct_dcx_dci_t;
 
 
@@ -242,6 +251,7 @@ struct uct_dcx_iface {
     uint16_t                     sq_len;      /* WRs per DCI */
     uint16_t                     sig_period;
     uint32_t                     ring_mask;   /* wr_ep ring size - 1 */
+    size_t                       log_stride;  /* bytes per WR log entry */
 
     ucs_arbiter_t                arbiter;     /* eps with pending requests */
     uct_dcx_ep_t                *dispatch_ep; /* ep being dispatched */
@@ -324,6 +334,8 @@ ucs_status_t uct_dcx_dci_post_ctl(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci,
                                   uint8_t type, const uct_dcx_ctl_msg_t *msg,
                                   size_t msg_len, uct_completion_t *comp);
 void uct_dcx_dci_set_error(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci);
+void uct_dcx_dci_log_wr(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci,
+                        uint64_t sn, const dcx_send_wr_t *wr);
 void uct_dcx_dci_detach_ep(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci,
                            uct_dcx_ep_t *ep);
 int uct_dcx_dci_is_drained(const uct_dcx_dci_t *dci);

@@ -83,11 +83,15 @@ uct_dcx_dci_post(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci, uct_dcx_ep_t *ep,
         dci->unsig++;
     }
     dci->wr_ep[sn & iface->ring_mask] = ep;
+    if (dci->log != NULL) {
+        uct_dcx_dci_log_wr(iface, dci, sn, wr);
+    }
     if (op != NULL) {
         op->sn = sn;
         ucs_queue_push(&dci->ops, &op->queue);
     }
-    if (ep != NULL) {
+    if ((ep != NULL) && (ep->dci == dci->index)) {
+        /* not for the control DCI, which only carries ep_check probes */
         ep->last_sn = sn;
         ep->quota--;
     }

@@ -239,13 +239,21 @@ ucs_status_t uct_dcx_dci_pool_init(uct_dcx_iface_t *iface,
                                            dci->qp->max_inline);
     }
 
-    ring             = ucs_roundup_pow2(iface->sq_len);
-    iface->ring_mask = ring - 1;
+    ring              = ucs_roundup_pow2(iface->sq_len);
+    iface->ring_mask  = ring - 1;
+    iface->log_stride = ucs_align_up(sizeof(uct_dcx_wr_log_t) +
+                                     iface->config.max_inline, 8);
     for (i = 0; i < total; ++i) {
         dci        = &iface->dcis[i];
         dci->avail = iface->sq_len;
         dci->wr_ep = ucs_calloc(ring, sizeof(*dci->wr_ep), "dcx_wr_ep");
-        if (dci->wr_ep == NULL) {
+        /* DCIs shared by endpoints keep copies of their WRs in flight */
+        if (iface->policy->shared || (i == iface->ctl_dci)) {
+            dci->log = ucs_malloc(ring * iface->log_stride, "dcx_wr_log");
+        }
+        if ((dci->wr_ep == NULL) ||
+            ((iface->policy->shared || (i == iface->ctl_dci)) &&
+             (dci->log == NULL))) {
             ucs_error("dcx: failed to allocate the WR ring of DCI %u", i);
             i = total;
             goto err_destroy;
@@ -273,6 +281,7 @@ ucs_status_t uct_dcx_dci_pool_init(uct_dcx_iface_t *iface,
 err_destroy:
     while (i-- > 0) {
         ucs_free(iface->dcis[i].wr_ep);
+        ucs_free(iface->dcis[i].log);
         if (iface->dcis[i].qp != NULL) {
             dcx_qp_destroy(iface->dcis[i].qp);
         }
@@ -299,6 +308,7 @@ void uct_dcx_dci_pool_cleanup(uct_dcx_iface_t *iface)
         }
         dcx_qp_destroy(dci->qp);
         ucs_free(dci->wr_ep);
+        ucs_free(dci->log);
     }
     ucs_free(iface->dcis);
     ucs_free(iface->dci_free);
@@ -374,14 +384,113 @@ static const char *uct_dcx_ep_peer_str(uct_dcx_ep_t *ep, char *buf,
     return buf;
 }
 
+void uct_dcx_dci_log_wr(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci,
+                        uint64_t sn, const dcx_send_wr_t *wr)
+{
+    uct_dcx_wr_log_t *entry = (uct_dcx_wr_log_t*)
+                              (dci->log + (sn & iface->ring_mask) *
+                                          iface->log_stride);
+    char *data              = (char*)(entry + 1);
+    size_t length           = 0;
+    unsigned i;
+
+    entry->wr = *wr;
+    if (wr->flags & DCX_SEND_INLINE) {
+        /* the caller's buffers are gone after the post: keep the bytes */
+        for (i = 0; i < wr->num_sge; ++i) {
+            memcpy(data + length, (void*)(uintptr_t)wr->sg_list[i].addr,
+                   wr->sg_list[i].length);
+            length += wr->sg_list[i].length;
+        }
+        entry->sge[0].addr   = 0;   /* set when posted again */
+        entry->sge[0].length = length;
+        entry->sge[0].lkey   = 0;
+        entry->wr.num_sge    = 1;
+    } else {
+        memcpy(entry->sge, wr->sg_list, wr->num_sge * sizeof(*wr->sg_list));
+    }
+}
+
+/* Completes the operations at the head of ops numbered sn */
+static void uct_dcx_ops_complete_sn(uct_dcx_iface_t *iface,
+                                    ucs_queue_head_t *ops, uint64_t sn,
+                                    ucs_status_t status)
+{
+    uct_dcx_op_t *op;
+
+    while (!ucs_queue_is_empty(ops)) {
+        op = ucs_queue_head_elem_non_empty(ops, uct_dcx_op_t, queue);
+        if (op->sn != sn) {
+            break;
+        }
+        ucs_queue_pull_non_empty(ops);
+        uct_dcx_op_complete(iface, op, status);
+    }
+}
+
+/*
+ * After recovery of a shared DCI: posts again, in their order, the WRs in
+ * [first, last] that belong to healthy endpoints (their operations follow
+ * them to their new numbers); the failed WR and those of the failing
+ * endpoint complete their operations with status.
+ */
+static void uct_dcx_dci_replay(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci,
+                               uint64_t first, uint64_t last,
+                               uct_dcx_ep_t *fail_ep, ucs_status_t status,
+                               ucs_queue_head_t *ops)
+{
+    uct_dcx_wr_log_t *copy = ucs_alloca(iface->log_stride);
+    uct_dcx_ep_t *ep;
+    uct_dcx_op_t *op;
+    uint64_t x;
+    int signal, failed;
+
+    for (x = first; x <= last; ++x) {
+        ep     = dci->wr_ep[x & iface->ring_mask];
+        failed = (x == first) || (ep == fail_ep) ||
+                 ((ep != NULL) && (ep->flags & UCT_DCX_EP_FLAG_FAILED));
+        if (!failed) {
+            memcpy(copy, dci->log + (x & iface->ring_mask) * iface->log_stride,
+                   iface->log_stride);
+            copy->wr.sg_list = copy->sge;
+            if (copy->wr.flags & DCX_SEND_INLINE) {
+                copy->sge[0].addr = (uintptr_t)(copy + 1);
+            }
+            signal          = !!(copy->wr.flags & DCX_SEND_SIGNALED);
+            copy->wr.flags &= ~DCX_SEND_SIGNALED;
+            if (uct_dcx_dci_post(iface, dci, ep, &copy->wr, NULL, signal) !=
+                UCS_OK) {
+                failed = 1;
+            }
+        }
+
+        if (failed) {
+            uct_dcx_ops_complete_sn(iface, ops, x, status);
+            continue;
+        }
+
+        /* the operations of WR x now wait for WR dci->sn */
+        while (!ucs_queue_is_empty(ops)) {
+            op = ucs_queue_head_elem_non_empty(ops, uct_dcx_op_t, queue);
+            if (op->sn != x) {
+                break;
+            }
+            ucs_queue_pull_non_empty(ops);
+            op->sn = dci->sn;
+            ucs_queue_push(&dci->ops, &op->queue);
+        }
+    }
+}
+
 /* An error completion on dci: the WR numbered sn failed. */
 static UCS_F_NOINLINE void
 uct_dcx_dci_handle_error(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci,
                          uint64_t sn, const dcx_wc_t *wc)
 {
-    int cancel          = !!(dci->flags & UCT_DCX_DCI_FLAG_CANCEL);
+    int cancel            = !!(dci->flags & UCT_DCX_DCI_FLAG_CANCEL);
     uct_dcx_ep_t *fail_ep = dci->wr_ep[sn & iface->ring_mask];
-    uct_dcx_ep_t *owner;
+    uint64_t last_sn;
+    ucs_queue_head_t flushed;
     ucs_status_t status;
     uct_dcx_op_t *op;
     char peer[64];
@@ -407,18 +516,10 @@ uct_dcx_dci_handle_error(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci,
                 dcx_wc_status_str(wc->status), wc->vendor_err);
     }
 
-    /* The failed WR and every WR after it were flushed.  The failed one and
-     * those of the failing endpoint take its status; other endpoints'
-     * operations (shared DCIs only) are cancelled. */
-    while (!ucs_queue_is_empty(&dci->ops)) {
-        op = ucs_queue_pull_elem_non_empty(&dci->ops, uct_dcx_op_t, queue);
-        if ((op->sn == sn) ||
-            (dci->wr_ep[op->sn & iface->ring_mask] == fail_ep)) {
-            uct_dcx_op_complete(iface, op, status);
-        } else {
-            uct_dcx_op_complete(iface, op, UCS_ERR_CANCELED);
-        }
-    }
+    /* The failed WR and every WR after it were flushed */
+    ucs_queue_head_init(&flushed);
+    ucs_queue_splice(&flushed, &dci->ops);
+    last_sn = dci->sn;
 
     /* Bring the DCI back: completions not yet polled are discarded */
     ret = dcx_qp_recover(dci->qp);
@@ -437,14 +538,27 @@ uct_dcx_dci_handle_error(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci,
         dci->avail  = iface->sq_len;
     }
 
+    if ((dci->log != NULL) && !cancel && (ret == 0)) {
+        /* shared DCI: healthy endpoints lose nothing */
+        uct_dcx_dci_replay(iface, dci, sn, last_sn, fail_ep, status,
+                           &flushed);
+    }
+    while (!ucs_queue_is_empty(&flushed)) {
+        op = ucs_queue_pull_elem_non_empty(&flushed, uct_dcx_op_t, queue);
+        uct_dcx_op_complete(iface, op,
+                            ((op->sn == sn) ||
+                             (dci->wr_ep[op->sn & iface->ring_mask] ==
+                              fail_ep)) ? status : UCS_ERR_CANCELED);
+    }
+
     /* A lent DCI goes back to the pool, unless it is broken */
-    owner = dci->owner;
-    if ((dci->flags & UCT_DCX_DCI_FLAG_BUSY) &&
-        !(dci->flags & UCT_DCX_DCI_FLAG_BROKEN)) {
+    if (dci->flags & UCT_DCX_DCI_FLAG_BROKEN) {
+        if (dci->owner != NULL) {
+            dci->owner->dci = UCT_DCX_DCI_NONE;
+            dci->owner      = NULL;
+        }
+    } else if (uct_dcx_dci_is_drained(dci)) {
         iface->policy->dci_idle(iface, dci);
-    } else if (owner != NULL) {
-        owner->dci = UCT_DCX_DCI_NONE;
-        dci->owner = NULL;
     }
 
     if (!cancel && (fail_ep != NULL)) {

@@ -277,7 +277,7 @@ protected:
     }
 
     /* Starts the peer process on our fabric; ep to it in m_remote */
-    void start_peer()
+    void start_peer(entity *from = NULL)
     {
         int fds[2];
         char fd_str[16];
@@ -309,7 +309,7 @@ protected:
         params.field_mask = UCT_EP_PARAM_FIELD_IFACE |
                             UCT_EP_PARAM_FIELD_DEV_ADDR |
                             UCT_EP_PARAM_FIELD_IFACE_ADDR;
-        params.iface      = m_a->iface;
+        params.iface      = (from != NULL) ? from->iface : m_a->iface;
         params.dev_addr   = (uct_device_addr_t*)info.dev_addr;
         params.iface_addr = (uct_iface_addr_t*)info.iface_addr;
         ASSERT_EQ(UCS_OK, uct_ep_create(&params, &m_remote));
@@ -393,6 +393,52 @@ TEST_P(uct_dcx_remote, ep_check_dead_peer)
     log_counter::reset();
     EXPECT_EQ(UCS_ERR_INVALID_PARAM, uct_ep_check(good, 1, NULL));
     EXPECT_EQ(1, log_counter::errors());
+    log_counter::reset();
+}
+
+/* One DCI for everybody: the WRs of a healthy ep queued behind those to a
+ * dead peer are not lost (rand re-posts them after recovery, dcs lends the
+ * recovered DCI to the waiting ep). */
+TEST_P(uct_dcx_remote, shared_dci_survives_peer_death)
+{
+    std::map<std::string, std::string> cfg;
+    cfg["NUM_DCI"] = "1";
+    entity *c = create_entity(cfg);
+    ASSERT_TRUE(c != NULL);
+    uct_ep_h good = connect(c, m_b);
+    mem loc       = alloc_mem(8192);
+    uint64_t value = 5;
+    test_comp comp;
+    ucs_status_t status;
+
+    start_peer(c);
+    kill(m_child, SIGKILL);
+    waitpid(m_child, NULL, 0);
+    m_child = -1;
+
+    ASSERT_EQ(UCS_OK, retry([&] {
+        return uct_ep_put_short(m_remote, &value, 8, m_remote_buf,
+                                m_rkb.rkey);
+    }));
+    for (int i = 0; i < 40; ++i) {
+        ASSERT_EQ(UCS_OK, retry([&] {
+            return uct_ep_am_short(good, AM_ID, i, NULL, 0);
+        }));
+    }
+    memset(loc.ptr, 'q', 8192);
+    uct_iov_t iov = {loc.ptr, 8192, loc.memh, 0, 1};
+    ASSERT_EQ(UCS_INPROGRESS, retry([&] {
+        return uct_ep_put_zcopy(good, &iov, 1, (uintptr_t)m_mem.ptr,
+                                m_mem.rkey, &comp.uct);
+    }));
+
+    ASSERT_TRUE(wait_error(m_remote, &status));
+    EXPECT_EQ(UCS_ERR_ENDPOINT_TIMEOUT, status);
+    ASSERT_TRUE(wait_for([&] { return (m_rx == 40) && comp.done; }));
+    EXPECT_EQ(UCS_OK, comp.status);
+    EXPECT_EQ(0, memcmp(m_mem.ptr, loc.ptr, 8192));
+    EXPECT_EQ(1u, m_errors.size());
+    check_healthy(good);
     log_counter::reset();
 }
 
