@@ -28,6 +28,7 @@
 #define SOFT_RING_SLOTS     128u         /* slots per ring (power of 2) */
 #define SOFT_RSTATE_SLOTS   1024u        /* responder per-source states */
 #define SOFT_MAX_RECV_SGE   30u
+#define SOFT_ATOMIC_SAVED   16u          /* = max_rd_atomic limit */
 #define SOFT_SEG_HDR_SIZE   4096u
 #define SOFT_PROGRESS_BUDGET 64u
 
@@ -257,13 +258,16 @@ typedef struct soft_rstate {
     uint32_t     inst;
     uint32_t     dci;
     uint32_t     e;            /* next expected msn */
-    uint32_t     atomic_msn;
+    uint32_t     atomic_valid; /* bitmap of at_msn/at_res entries */
     uint64_t     cur_off;      /* bytes of message e handled */
-    uint64_t     atomic_res;
     uint8_t      msg_err;      /* rest of message e is discarded */
     uint8_t      have_recv;
-    uint8_t      atomic_valid;
+    uint8_t      at_next;      /* next at_* entry to overwrite */
     uint8_t      pad;
+    /* results of the last SOFT_ATOMIC_SAVED atomics (at most max_rd_atomic
+     * are outstanding), returned again to a retransmitted atomic */
+    uint32_t     at_msn[SOFT_ATOMIC_SAVED];
+    uint64_t     at_res[SOFT_ATOMIC_SAVED];
     uint32_t     msg_status;
     uint32_t     gen;          /* DCI generation this state follows */
     soft_qp_t   *dct;          /* owner of the held receive */

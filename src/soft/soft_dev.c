@@ -85,11 +85,11 @@ static int soft_limits_ok(const dcx_soft_limits_t *l, const char *who)
         return 0;
     }
     if ((l->max_sge > SOFT_MAX_RECV_SGE) || (l->retry_cnt > 7) ||
-        (l->rnr_retry > 7) || (l->max_rd_atomic > 255) ||
+        (l->rnr_retry > 7) || (l->max_rd_atomic > SOFT_ATOMIC_SAVED) ||
         (l->max_msg_size > (1ull << 31))) {
         dcx_error("soft %s: limits out of range (max_sge <= %u, retry_cnt <= "
-                  "7, rnr_retry <= 7, max_rd_atomic <= 255, max_msg_size <= "
-                  "2 GiB)", who, SOFT_MAX_RECV_SGE);
+                  "7, rnr_retry <= 7, max_rd_atomic <= %u, max_msg_size <= "
+                  "2 GiB)", who, SOFT_MAX_RECV_SGE, SOFT_ATOMIC_SAVED);
         return 0;
     }
     return 1;

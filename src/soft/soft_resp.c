@@ -438,10 +438,13 @@ static void soft_resp_atomic_op(soft_dev_t *dev, soft_qp_t *dct,
                (pkt->raddr % size)) {
         soft_resp_nak(dev, rs, pkt, DCX_WC_REM_INV_REQ_ERR);
     } else {
-        res              = soft_atomic_exec(pkt);
-        rs->atomic_msn   = pkt->msn;
-        rs->atomic_res   = res;
-        rs->atomic_valid = 1;
+        unsigned slot = rs->at_next;
+
+        rs->at_next        = (uint8_t)((slot + 1) % SOFT_ATOMIC_SAVED);
+        res                = soft_atomic_exec(pkt);
+        rs->at_msn[slot]   = pkt->msn;
+        rs->at_res[slot]   = res;
+        rs->atomic_valid  |= 1u << slot;
         soft_resp_send(dev, rs, pkt, SOFT_OP_ATOMIC_RESP, 0, res, 0, NULL, 0,
                        SOFT_PKT_LAST);
     }
@@ -463,9 +466,15 @@ static void soft_resp_duplicate(soft_dev_t *dev, soft_rstate_t *rs,
         return;
     }
     if (opflags & SOFT_OPF_ATOMIC) {
-        if (rs->atomic_valid && (rs->atomic_msn == pkt->msn)) {
-            soft_resp_send(dev, rs, pkt, SOFT_OP_ATOMIC_RESP, 0,
-                           rs->atomic_res, 0, NULL, 0, SOFT_PKT_LAST);
+        unsigned slot;
+
+        for (slot = 0; slot < SOFT_ATOMIC_SAVED; ++slot) {
+            if ((rs->atomic_valid & (1u << slot)) &&
+                (rs->at_msn[slot] == pkt->msn)) {
+                soft_resp_send(dev, rs, pkt, SOFT_OP_ATOMIC_RESP, 0,
+                               rs->at_res[slot], 0, NULL, 0, SOFT_PKT_LAST);
+                break;
+            }
         }
         return;
     }

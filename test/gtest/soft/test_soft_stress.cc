@@ -1,0 +1,136 @@
+/*
+ * Soft device: a mixed stream of operations with injected losses,
+ * corruption and late packets; data and counters must come out exact.
+ */
+#include "soft_fixture.h"
+
+#include <stdlib.h>
+
+using namespace soft_test;
+
+TEST_F(soft_xproc, stress_mixed_with_faults)
+{
+    sh->tp.limits.ack_timeout_us = 20000;   /* 20 ms: many retransmits */
+    sh->tp.limits.retry_cnt      = 7;
+    sh->tp.limits.mtu            = 4096;
+    sh->tp.nrecv                 = 200;
+    sh->tp.recv_size             = 8192;
+    start();
+    /* SOFT_STRESS_SEED / SOFT_STRESS_ROUNDS make longer or other runs */
+    const char *env_seed   = getenv("SOFT_STRESS_SEED");
+    const char *env_rounds = getenv("SOFT_STRESS_ROUNDS");
+    unsigned seed    = env_seed ? (unsigned)atoi(env_seed) : 12345;
+    const int rounds = env_rounds ? atoi(env_rounds) : 60;
+    const int batch  = 8;
+    printf("stress: seed %u, %d rounds\n", seed, rounds);
+    uint64_t fadds = 0;
+    uint32_t sends = 0;
+    const size_t counter_off = 1u << 20;
+    *(uint64_t*)(sh->buf + counter_off) = 0;
+
+    for (int r = 0; r < rounds; ++r) {
+        if (r % 3 == 0) {
+            static const dcx_soft_fault_type_t types[] = {
+                DCX_SOFT_FAULT_DROP, DCX_SOFT_FAULT_CORRUPT,
+                DCX_SOFT_FAULT_DELAY };
+            dcx_soft_fault_t f;
+            memset(&f, 0, sizeof(f));
+            f.type     = types[rand_r(&seed) % 3];
+            f.opcode   = -1;
+            f.skip     = rand_r(&seed) % 6;
+            f.count    = 1 + rand_r(&seed) % 2;
+            f.delay_us = 5000 + rand_r(&seed) % 30000;
+            ASSERT_EQ(0, dcx_soft_fault_inject(ini.dev, &f));
+        }
+        dcx_sge_t sges[batch];
+        dcx_send_wr_t wrs[batch];
+        size_t rd_off[batch];
+        size_t wr_off[batch], wr_len[batch];
+        for (int b = 0; b < batch; ++b) {
+            const int kind = rand_r(&seed) % 4;
+            const size_t slot = (size_t)(r * batch + b) % 64;
+            wr_off[b] = slot * 16384;
+            wr_len[b] = 1 + rand_r(&seed) % 12000;
+            rd_off[b] = (size_t)-1;
+            switch (kind) {
+            case 0: /* write, then read back below */
+                for (size_t i = 0; i < wr_len[b]; ++i) {
+                    lbuf[wr_off[b] + i] = (uint8_t)(i + r * 7 + b);
+                }
+                sges[b] = lsge(wr_off[b], (uint32_t)wr_len[b]);
+                wrs[b]  = make_wr(DCX_WR_RDMA_WRITE, b, &sges[b], 1, ini, sh);
+                wrs[b].remote_addr += wr_off[b];
+                break;
+            case 1: /* read what a previous round wrote there */
+                rd_off[b] = (2u << 20) + slot * 16384;
+                sges[b]   = lsge(rd_off[b], 16384);
+                wrs[b]    = make_wr(DCX_WR_RDMA_READ, b, &sges[b], 1, ini, sh);
+                wrs[b].remote_addr += slot * 16384;
+                break;
+            case 2:
+                sges[b] = lsge((4u << 20) + b * 8, 8);
+                wrs[b]  = make_wr(DCX_WR_ATOMIC_FADD, b, &sges[b], 1, ini, sh);
+                wrs[b].remote_addr += counter_off;
+                wrs[b].compare_add  = 1;
+                ++fadds;
+                break;
+            default: {
+                const uint32_t len = 1 + rand_r(&seed) % 8000;
+                for (uint32_t i = 0; i < len; ++i) {
+                    lbuf[(5u << 20) + b * 8192 + i] = (uint8_t)(sends + i);
+                }
+                sges[b] = lsge((5u << 20) + b * 8192, len);
+                wrs[b]  = make_wr(DCX_WR_SEND, b, &sges[b], 1, ini, sh);
+                wrs[b].imm = sends++;
+                wrs[b].opcode = DCX_WR_SEND_IMM;
+                break;
+            }
+            }
+            wrs[b].flags = (rand_r(&seed) % 2) ? DCX_SEND_SIGNALED : 0;
+            if (b == batch - 1) {
+                wrs[b].flags = DCX_SEND_SIGNALED;
+            }
+            ASSERT_EQ(0, dcx_qp_post_send(ini.dci, &wrs[b]));
+        }
+        dcx_wc_t wc[batch];
+        int want = 0;
+        for (int b = 0; b < batch; ++b) {
+            want += !!(wrs[b].flags & DCX_SEND_SIGNALED);
+        }
+        ASSERT_EQ(want, ini.poll(wc, want, 30.0)) << "round " << r;
+        for (int i = 0; i < want; ++i) {
+            ASSERT_EQ(DCX_WC_SUCCESS, wc[i].status) << "round " << r;
+        }
+        /* reads return what the target holds */
+        for (int b = 0; b < batch; ++b) {
+            if (rd_off[b] != (size_t)-1) {
+                const size_t slot = (rd_off[b] - (2u << 20)) / 16384;
+                ASSERT_EQ(0, memcmp(lbuf.data() + rd_off[b],
+                                    sh->buf + slot * 16384, 16384))
+                    << "round " << r;
+            }
+        }
+        if (sh->n_wc + 64 > sh->tp.nrecv + sh->post_more) {
+            __atomic_store_n(&sh->post_more, sh->post_more + 100,
+                             __ATOMIC_RELEASE);
+        }
+    }
+    dcx_soft_fault_clear(ini.dev);
+    ASSERT_TRUE(wait_recv(sends, 30.0));
+    usleep(100000);   /* late copies of delayed packets must change nothing */
+    EXPECT_EQ(fadds, *(uint64_t*)(sh->buf + counter_off));
+    EXPECT_EQ(sends, sh->n_wc);
+    for (uint32_t i = 0; i < sh->n_wc && i < MAX_WC; ++i) {
+        const dcx_wc_t &w = sh->wc[i];
+        ASSERT_EQ(DCX_WC_SUCCESS, w.status);
+        EXPECT_EQ(i, w.imm);   /* in order, exactly once */
+        const uint8_t *p = recv_buf(sh, w.wr_id);
+        for (uint32_t k = 0; k < w.byte_len; ++k) {
+            ASSERT_EQ((uint8_t)(w.imm + k), p[k]) << "send " << i;
+        }
+    }
+    dcx_soft_stats_t st;
+    ASSERT_EQ(0, dcx_soft_stats(ini.dev, &st));
+    EXPECT_GT(st.retransmits, 0u);
+    EXPECT_TRUE(stop_children());
+}
