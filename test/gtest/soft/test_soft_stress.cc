@@ -12,7 +12,8 @@ TEST_F(soft_xproc, stress_mixed_with_faults)
 {
     sh->tp.limits.ack_timeout_us = 20000;   /* 20 ms: many retransmits */
     sh->tp.limits.retry_cnt      = 7;
-    sh->tp.limits.mtu            = 4096;
+    sh->tp.limits.mtu            = getenv("SOFT_STRESS_MTU") ?
+                                   atoi(getenv("SOFT_STRESS_MTU")) : 4096;
     sh->tp.nrecv                 = 200;
     sh->tp.recv_size             = 8192;
     start();
@@ -132,5 +133,143 @@ TEST_F(soft_xproc, stress_mixed_with_faults)
     dcx_soft_stats_t st;
     ASSERT_EQ(0, dcx_soft_stats(ini.dev, &st));
     EXPECT_GT(st.retransmits, 0u);
+    EXPECT_TRUE(stop_children());
+}
+
+TEST_F(soft_xproc, stress_dcis_destinations_with_faults)
+{
+    sh->tp.limits.ack_timeout_us = 20000;
+    sh->tp.limits.retry_cnt      = 7;
+    sh->tp.limits.mtu            = 2048;
+    start();
+    /* a second destination: a DCT of the initiator itself (loopback) */
+    ASSERT_EQ(0, ini.make_target(0x99, DCX_ACCESS_REMOTE_WRITE |
+                                       DCX_ACCESS_REMOTE_READ |
+                                       DCX_ACCESS_REMOTE_ATOMIC));
+    static std::vector<uint8_t> mine(1u << 20);   /* outlives ini */
+    dcx_mr_t *mymr;
+    ASSERT_EQ(0, ini.reg(mine.data(), mine.size(), DCX_ACCESS_LOCAL_WRITE |
+                         DCX_ACCESS_REMOTE_WRITE | DCX_ACCESS_REMOTE_READ |
+                         DCX_ACCESS_REMOTE_ATOMIC, &mymr));
+    uint8_t myaddr[DCX_DEV_ADDR_MAX];
+    size_t len = sizeof(myaddr);
+    ASSERT_EQ(0, dcx_dev_port_addr(ini.dev, myaddr, &len));
+    dcx_ah_t *self_ah;
+    ASSERT_EQ(0, dcx_ah_create(ini.pd, myaddr, len, &self_ah));
+
+    const int ndci = 3;
+    dcx_qp_t *dcis[ndci] = { ini.dci, nullptr, nullptr };
+    dcx_qp_attr_t qattr;
+    memset(&qattr, 0, sizeof(qattr));
+    qattr.type          = DCX_QPT_DCI;
+    qattr.send_cq       = ini.cq;
+    qattr.max_send_wr   = 64;
+    qattr.max_rd_atomic = 2;
+    for (int i = 1; i < ndci; ++i) {
+        ASSERT_EQ(0, dcx_qp_create(ini.pd, &qattr, &dcis[i]));
+    }
+
+    unsigned seed = 777;
+    uint64_t fadds[2] = { 0, 0 };
+    const size_t counter_off = 512u << 10;
+    *(uint64_t*)(sh->buf + counter_off)  = 0;
+    *(uint64_t*)(mine.data() + counter_off) = 0;
+
+    for (int r = 0; r < 80; ++r) {
+        if (r % 4 == 0) {
+            dcx_soft_fault_t f;
+            memset(&f, 0, sizeof(f));
+            f.type     = (r % 8) ? DCX_SOFT_FAULT_DROP : DCX_SOFT_FAULT_DELAY;
+            f.opcode   = -1;
+            f.skip     = rand_r(&seed) % 10;
+            f.count    = 1;
+            f.delay_us = 30000;
+            ASSERT_EQ(0, dcx_soft_fault_inject(ini.dev, &f));
+        }
+        struct op {
+            dcx_send_wr_t wr;
+            dcx_sge_t     sge;
+            size_t        check_off;   /* read-back area, or -1 */
+            int           dest;
+            size_t        slot;
+        } ops[ndci][4];
+        int signalled = 0;
+        for (int d = 0; d < ndci; ++d) {
+            for (int k = 0; k < 4; ++k) {
+                op &o = ops[d][k];
+                o.dest      = rand_r(&seed) % 2;
+                o.slot      = (size_t)((r * ndci + d) % 16) * 4 + (k / 2);
+                o.check_off = (size_t)-1;
+                const size_t roff = o.slot * 8192;
+                const uint32_t n  = 1 + rand_r(&seed) % 8000;
+                if (k % 2 == 0) {
+                    /* write a pattern; the read right after checks it */
+                    uint8_t *src = lbuf.data() + (d * 4 + k) * 8192;
+                    for (uint32_t i = 0; i < n; ++i) {
+                        src[i] = (uint8_t)(r + d + k + i * 3);
+                    }
+                    o.sge = lsge((d * 4 + k) * 8192, n);
+                    o.wr  = make_wr(DCX_WR_RDMA_WRITE, 0, &o.sge, 1, ini, sh);
+                    o.wr.remote_addr += roff;
+                } else if (rand_r(&seed) % 2) {
+                    op &w = ops[d][k - 1];
+                    o.dest      = w.dest;
+                    o.check_off = (1u << 20) + (d * 4 + k) * 8192;
+                    o.sge = lsge(o.check_off, w.sge.length);
+                    o.wr  = make_wr(DCX_WR_RDMA_READ, 0, &o.sge, 1, ini, sh);
+                    o.wr.remote_addr += w.slot * 8192;
+                } else {
+                    o.sge = lsge((2u << 20) + (d * 4 + k) * 8, 8);
+                    o.wr  = make_wr(DCX_WR_ATOMIC_FADD, 0, &o.sge, 1, ini,
+                                    sh);
+                    o.wr.remote_addr += counter_off;
+                    o.wr.compare_add  = 1;
+                    fadds[o.dest]++;
+                }
+                if (o.dest == 1) {
+                    o.wr.dest.ah     = self_ah;
+                    o.wr.dest.dctn   = ini.dct->qp_num;
+                    o.wr.dest.dc_key = 0x99;
+                    o.wr.rkey        = mymr->rkey;
+                    o.wr.remote_addr = o.wr.remote_addr - sh->raddr +
+                                       (uint64_t)(uintptr_t)mine.data();
+                }
+                o.wr.wr_id = d * 4 + k;
+                o.wr.flags = (k == 3) ? DCX_SEND_SIGNALED : 0;
+                signalled += (k == 3);
+            }
+        }
+        /* interleave the DCIs' posts */
+        for (int k = 0; k < 4; ++k) {
+            for (int d = 0; d < ndci; ++d) {
+                ASSERT_EQ(0, dcx_qp_post_send(dcis[d], &ops[d][k].wr));
+            }
+        }
+        dcx_wc_t wc[ndci];
+        ASSERT_EQ(signalled, ini.poll(wc, signalled, 30.0)) << "round " << r;
+        for (int i = 0; i < signalled; ++i) {
+            ASSERT_EQ(DCX_WC_SUCCESS, wc[i].status) << "round " << r;
+        }
+        for (int d = 0; d < ndci; ++d) {
+            for (int k = 1; k < 4; k += 2) {
+                const op &o = ops[d][k];
+                if (o.check_off != (size_t)-1) {
+                    ASSERT_EQ(0, memcmp(lbuf.data() + o.check_off,
+                                        lbuf.data() + (d * 4 + k - 1) * 8192,
+                                        o.sge.length))
+                        << "round " << r << " dci " << d;
+                }
+            }
+        }
+    }
+    dcx_soft_fault_clear(ini.dev);
+    usleep(100000);
+    dcx_dev_progress(ini.dev);
+    EXPECT_EQ(fadds[0], *(uint64_t*)(sh->buf + counter_off));
+    EXPECT_EQ(fadds[1], *(uint64_t*)(mine.data() + counter_off));
+    for (int i = 1; i < ndci; ++i) {
+        EXPECT_EQ(0, dcx_qp_destroy(dcis[i]));
+    }
+    EXPECT_EQ(0, dcx_ah_destroy(self_ah));
     EXPECT_TRUE(stop_children());
 }
