@@ -126,13 +126,12 @@ typedef struct uct_dcx_send_desc {
     /* data follows, 64-byte aligned */
 } uct_dcx_send_desc_t;
 
-/* Receive buffer: the recv_desc pointer sits right before the user headroom,
- * where uct_recv_desc() looks for it. */
-typedef struct uct_dcx_recv_desc {
-    uint32_t          lkey;
-    uint32_t          pad;
-    uct_recv_desc_t  *release;
-} uct_dcx_recv_desc_t;
+/* Receive buffer layout: [lkey (4 bytes) | spare][user headroom][AM byte]
+ * [payload].  The payload is aligned as the user asked, so the start of the
+ * element may not be: the lkey is read and written with memcpy.  When the
+ * user keeps a buffer, the uct_recv_desc_t pointer is stored in the 8 bytes
+ * before the headroom, where uct_recv_desc() looks for it. */
+#define UCT_DCX_RX_LKEY_OFFSET  0
 
 
 /* Control message on the wire (after the header byte) */

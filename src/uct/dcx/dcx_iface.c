@@ -232,7 +232,8 @@ static void uct_dcx_rx_obj_init(ucs_mpool_t *mp, void *obj, void *ptr)
 {
     uct_dcx_chunk_t *chunk = (uct_dcx_chunk_t*)ptr - 1;
 
-    ((uct_dcx_recv_desc_t*)obj)->lkey = chunk->mr->lkey;
+    memcpy(UCS_PTR_BYTE_OFFSET(obj, UCT_DCX_RX_LKEY_OFFSET), &chunk->mr->lkey,
+           sizeof(uint32_t));
 }
 
 static ucs_mpool_ops_t uct_dcx_tx_mp_ops = {
@@ -339,7 +340,7 @@ static void uct_dcx_iface_release_desc(uct_recv_desc_t *self, void *desc)
 static unsigned uct_dcx_iface_post_recv(uct_dcx_iface_t *iface)
 {
     unsigned count = 0;
-    uct_dcx_recv_desc_t *elem;
+    void *elem;
     dcx_sge_t sge;
     int ret;
 
@@ -350,7 +351,8 @@ static unsigned uct_dcx_iface_post_recv(uct_dcx_iface_t *iface)
         }
         sge.addr   = (uintptr_t)uct_dcx_rx_wire(iface, elem);
         sge.length = iface->config.seg_size;
-        sge.lkey   = elem->lkey;
+        memcpy(&sge.lkey, UCS_PTR_BYTE_OFFSET(elem, UCT_DCX_RX_LKEY_OFFSET),
+               sizeof(sge.lkey));
         ret = dcx_srq_post_recv(iface->srq, (uintptr_t)elem, &sge, 1);
         if (ucs_unlikely(ret != 0)) {
             ucs_mpool_put_inline(elem);
@@ -844,7 +846,11 @@ static ucs_status_t uct_dcx_iface_mpools_init(uct_dcx_iface_t *iface,
     iface->rx_headroom       = (params->field_mask &
                                 UCT_IFACE_PARAM_FIELD_RX_HEADROOM) ?
                                params->rx_headroom : 0;
+    /* the element start stays 8-byte aligned when the payload (after the AM
+     * byte) is aligned: pad the space before the headroom accordingly */
     iface->rx_payload_offset = UCT_DCX_RX_HDR_SPACE + iface->rx_headroom;
+    iface->rx_payload_offset += (8 - ((iface->rx_payload_offset +
+                                       UCT_DCX_AM_HDR_LEN) % 8)) % 8;
     status = uct_iface_param_am_alignment(params, cfg->seg_size,
                                           iface->rx_payload_offset +
                                           UCT_DCX_AM_HDR_LEN,
