@@ -275,6 +275,7 @@ void soft_comp_packet(soft_dev_t *dev, const soft_pkt_t *pkt,
             break;
         }
         dev->stats.rnr_retries++;
+        qp->retries = 0;   /* the target answered: not a transport loss */
         soft_req_rewind(qp);
         qp->rnr_until_ns = now + pkt->args[0] * 1000ull;
         qp->deadline_ns  = qp->rnr_until_ns + qp->ack_timeout_ns;

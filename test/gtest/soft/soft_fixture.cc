@@ -374,8 +374,10 @@ dcx_soft_limits_t soft::default_limits()
     dcx_soft_limits_t l;
 
     memset(&l, 0, sizeof(l));
-    l.ack_timeout_us = 100000;  /* 100 ms */
-    l.retry_cnt      = 3;
+    /* 8 x 100 ms without an answer before RETRY_EXC: enough for a target
+     * starved on a loaded 2-core machine */
+    l.ack_timeout_us = 100000;
+    l.retry_cnt      = 7;
     l.rnr_timer_us   = 1000;
     return l;
 }
