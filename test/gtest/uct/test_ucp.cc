@@ -34,7 +34,7 @@ struct ucp_peer {
     std::vector<char> address;
 };
 
-class ucp_dcx : public ::testing::Test {
+class ucp_dcx : public ::testing::TestWithParam<std::string> {
 protected:
     virtual void SetUp()
     {
@@ -46,6 +46,7 @@ protected:
         setenv("UCX_TLS", "dcx,self", 1);
         setenv("UCX_DCX_TIMEOUT", "8ms", 1);
         setenv("UCX_DCX_RETRY_COUNT", "2", 1);
+        setenv("UCX_DCX_DCI_POLICY", GetParam().c_str(), 1);
         m_failed = 0;
         create_peer(&m_a);
         create_peer(&m_b);
@@ -158,14 +159,15 @@ protected:
         return status;
     }
 
-    void close_ep(ucp_peer *p, ucp_ep_h ep)
+    /* force: for an ep whose peer is gone; otherwise a flushing close */
+    void close_ep(ucp_peer *p, ucp_ep_h ep, bool force = false)
     {
         ucp_request_param_t param;
 
         memset(&param, 0, sizeof(param));
         param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
-        param.flags        = UCP_EP_CLOSE_FLAG_FORCE;
-        wait_req(ucp_ep_close_nbx(ep, &param));
+        param.flags        = force ? UCP_EP_CLOSE_FLAG_FORCE : 0;
+        EXPECT_EQ(UCS_OK, wait_req(ucp_ep_close_nbx(ep, &param)));
     }
 
     void tag_roundtrip(size_t size)
@@ -194,7 +196,7 @@ protected:
 
 int ucp_dcx::s_seq = 0;
 
-TEST_F(ucp_dcx, tag_eager_and_rndv)
+TEST_P(ucp_dcx, tag_eager_and_rndv)
 {
     size_t sizes[] = {1, 8, 100, 4000, 9000, 65536, 1 << 20, 4 << 20};
 
@@ -204,7 +206,7 @@ TEST_F(ucp_dcx, tag_eager_and_rndv)
     EXPECT_EQ(0, m_failed);
 }
 
-TEST_F(ucp_dcx, stream)
+TEST_P(ucp_dcx, stream)
 {
     std::string msg(100000, 's');
     std::vector<char> rbuf(msg.size());
@@ -234,7 +236,7 @@ TEST_F(ucp_dcx, stream)
     EXPECT_EQ(msg, std::string(rbuf.begin(), rbuf.end()));
 }
 
-TEST_F(ucp_dcx, rma_and_atomics)
+TEST_P(ucp_dcx, rma_and_atomics)
 {
     size_t size = 1 << 20;
     std::vector<char> local(size, 'L');
@@ -304,7 +306,7 @@ ucs_status_t am_cb(void *arg, const void *header, size_t header_length,
     return UCS_OK;
 }
 
-TEST_F(ucp_dcx, active_messages)
+TEST_P(ucp_dcx, active_messages)
 {
     ucp_am_handler_param_t hparam;
     ucp_request_param_t param;
@@ -331,7 +333,7 @@ TEST_F(ucp_dcx, active_messages)
 }
 
 /* A peer in a child process, killed: the error callback fires */
-TEST_F(ucp_dcx, peer_failure)
+TEST_P(ucp_dcx, peer_failure)
 {
     int to_child[2], to_parent[2];
     uint32_t len;
@@ -386,11 +388,14 @@ TEST_F(ucp_dcx, peer_failure)
     EXPECT_TRUE((m_fail_status == UCS_ERR_ENDPOINT_TIMEOUT) ||
                 (m_fail_status == UCS_ERR_CONNECTION_RESET))
         << ucs_status_string(m_fail_status);
-    close_ep(&m_a, ep);
+    close_ep(&m_a, ep, true);
 
     /* the healthy endpoints still work */
     tag_roundtrip(100000);
 }
+
+INSTANTIATE_TEST_SUITE_P(policy, ucp_dcx,
+                         ::testing::Values("dcs", "dcs_quota", "rand"));
 
 } /* namespace */
 

@@ -198,6 +198,43 @@ TEST_P(uct_dcx_errors, injected_error_completion)
     log_counter::reset();
 }
 
+/* Lost and late packets are the device's business: retransmitted, nothing
+ * reaches the error handler, nothing is lost or duplicated */
+TEST_P(uct_dcx_errors, dropped_and_delayed_packets)
+{
+    uct_ep_h ep = connect(m_a, m_b);
+    dcx_soft_stats_t before, after;
+    dcx_soft_fault_t fault;
+
+    /* the retry timeout must cover the drops */
+    for (int type = 0; type < 2; ++type) {
+        memset(&fault, 0, sizeof(fault));
+        fault.type     = type ? DCX_SOFT_FAULT_DELAY : DCX_SOFT_FAULT_DROP;
+        fault.opcode   = DCX_WR_SEND;
+        fault.skip     = 3;
+        fault.count    = 2;
+        fault.delay_us = 2000;
+        ASSERT_EQ(0, dcx_soft_stats(device(), &before));
+        ASSERT_EQ(0, dcx_soft_fault_inject(device(), &fault));
+        int start = m_rx;
+        for (int i = 0; i < 20; ++i) {
+            ASSERT_EQ(UCS_OK, retry([&] {
+                return uct_ep_am_short(ep, AM_ID, i, NULL, 0);
+            }));
+        }
+        ASSERT_TRUE(wait_for([&] { return m_rx == start + 20; }));
+        flush_ep(ep);
+        dcx_soft_fault_clear(device());
+        ASSERT_EQ(0, dcx_soft_stats(device(), &after));
+        if (type == 0) {
+            EXPECT_GT(after.retransmits, before.retransmits);
+        }
+        EXPECT_EQ(start + 20, m_rx);
+    }
+    EXPECT_TRUE(m_errors.empty());
+    check_healthy(ep);
+}
+
 TEST_P(uct_dcx_errors, error_completes_outstanding_ops)
 {
     uct_ep_h bad  = connect(m_a, m_b);
