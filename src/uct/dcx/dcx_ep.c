@@ -856,6 +856,77 @@ static int uct_dcx_ep_is_flushed(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep)
            (iface->dcis[ep->dci].done_sn >= ep->last_sn);
 }
 
+/* Queues op among dci's operations, after those with the same or a lower
+ * number (the queue stays sorted; rare path) */
+static void uct_dcx_dci_insert_op(uct_dcx_dci_t *dci, uct_dcx_op_t *op)
+{
+    ucs_queue_head_t rest;
+    uct_dcx_op_t *cur;
+    int inserted = 0;
+
+    ucs_queue_head_init(&rest);
+    ucs_queue_splice(&rest, &dci->ops);
+    while (!ucs_queue_is_empty(&rest)) {
+        cur = ucs_queue_pull_elem_non_empty(&rest, uct_dcx_op_t, queue);
+        if (!inserted && (cur->sn > op->sn)) {
+            ucs_queue_push(&dci->ops, &op->queue);
+            inserted = 1;
+        }
+        ucs_queue_push(&dci->ops, &cur->queue);
+    }
+    if (!inserted) {
+        ucs_queue_push(&dci->ops, &op->queue);
+    }
+}
+
+/*
+ * Cancel: only the operations that call the user back must finish before
+ * the ep may go (they are all signalled); WRs without a completion may
+ * complete after the ep is gone.  If there are such operations, a lent DCI
+ * is put into error so that they complete at once (as cancelled); a shared
+ * one is left alone, since erroring it would also flush the WRs of other
+ * endpoints, some of which may have executed already.
+ */
+static ucs_status_t uct_dcx_ep_flush_cancel(uct_dcx_iface_t *iface,
+                                            uct_dcx_ep_t *ep,
+                                            uct_completion_t *comp)
+{
+    uct_dcx_dci_t *dci = uct_dcx_ep_dci(iface, ep);
+    uint64_t last_sn   = 0;
+    uct_dcx_op_t *op;
+
+    ucs_queue_for_each(op, &dci->ops, queue) {
+        if ((op->comp != NULL) &&
+            (dci->wr_ep[op->sn & iface->ring_mask] == ep)) {
+            last_sn = op->sn;
+        }
+    }
+    if (last_sn == 0) {
+        if (!iface->policy->shared) {
+            /* the DCI returns to the pool when its last WR completes */
+            iface->policy->ep_detach(iface, ep);
+        }
+        UCT_TL_EP_STAT_FLUSH(&ep->super);
+        return UCS_OK;
+    }
+
+    if (comp != NULL) {
+        op = ucs_mpool_get_inline(&iface->op_mp);
+        if (op == NULL) {
+            return UCS_ERR_NO_RESOURCE;
+        }
+        op->cb   = uct_dcx_op_put;
+        op->comp = comp;
+        op->sn   = last_sn;
+        uct_dcx_dci_insert_op(dci, op);
+    }
+    if (!iface->policy->shared) {
+        uct_dcx_dci_set_error(iface, dci);
+    }
+    UCT_TL_EP_STAT_FLUSH_WAIT(&ep->super);
+    return UCS_INPROGRESS;
+}
+
 ucs_status_t uct_dcx_ep_flush(uct_ep_h tl_ep, unsigned flags,
                               uct_completion_t *comp)
 {
@@ -868,9 +939,8 @@ ucs_status_t uct_dcx_ep_flush(uct_ep_h tl_ep, unsigned flags,
 
     if (flags & UCT_FLUSH_FLAG_CANCEL) {
         uct_dcx_ep_pending_purge(tl_ep, NULL, NULL);
-        if (!uct_dcx_ep_is_flushed(iface, ep) && !iface->policy->shared) {
-            /* the ep owns its DCI: error it so that its WRs flush now */
-            uct_dcx_dci_set_error(iface, uct_dcx_ep_dci(iface, ep));
+        if (!uct_dcx_ep_is_flushed(iface, ep)) {
+            return uct_dcx_ep_flush_cancel(iface, ep, comp);
         }
     } else if (!ucs_arbiter_group_is_empty(&ep->arb_group)) {
         return UCS_ERR_NO_RESOURCE;

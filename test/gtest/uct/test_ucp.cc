@@ -56,8 +56,12 @@ protected:
 
     virtual void TearDown()
     {
-        close_ep(&m_a, m_ab);
-        close_ep(&m_b, m_ba);
+        if (m_ab != NULL) {
+            close_ep(&m_a, m_ab);
+        }
+        if (m_ba != NULL) {
+            close_ep(&m_b, m_ba);
+        }
         destroy_peer(&m_a);
         destroy_peer(&m_b);
     }
@@ -330,6 +334,18 @@ TEST_P(ucp_dcx, active_messages)
     }
     ASSERT_TRUE(wait_for([&] { return state.count == 100; }));
     EXPECT_EQ(msg, state.data);
+}
+
+/* Force close of healthy endpoints with traffic just done */
+TEST_P(ucp_dcx, force_close)
+{
+    for (int i = 0; i < 10; ++i) {
+        tag_roundtrip(1000 + i * 3000);
+    }
+    close_ep(&m_a, m_ab, true);
+    close_ep(&m_b, m_ba, true);
+    m_ab = m_ba = NULL;
+    EXPECT_EQ(0, m_failed);
 }
 
 /* A peer in a child process, killed: the error callback fires */
