@@ -318,6 +318,7 @@ struct soft_dev {
     dcx_soft_stats_t    stats;
     soft_fault_state_t  fault;
     int                 killed;
+    uint64_t            now;        /* clock of the current engine pass */
     soft_stall_t        req_stall;
     soft_stall_t        resp_stall;
     /* helper thread */
@@ -388,13 +389,13 @@ soft_pkt_t *soft_ring_reserve(soft_port_hdr_t *hdr, soft_ring_t *ring,
 int      soft_ring_unstick(soft_port_hdr_t *hdr, soft_ring_t *ring,
                            soft_stall_t *st, uint64_t now, const char *name);
 void     soft_ring_publish(soft_port_hdr_t *hdr, soft_ring_t *ring,
-                           uint64_t pos);
+                           uint64_t pos, uint64_t now);
 soft_pkt_t *soft_ring_peek(soft_port_hdr_t *hdr, soft_ring_t *ring,
                            void **payload_p);
 void     soft_ring_pop(soft_port_hdr_t *hdr, soft_ring_t *ring);
 int      soft_ring_empty(soft_port_hdr_t *hdr, soft_ring_t *ring);
 uint32_t soft_pkt_csum(const soft_pkt_t *pkt);
-void     soft_port_kick(soft_port_hdr_t *hdr);
+void     soft_port_kick(soft_port_hdr_t *hdr, uint64_t now);
 void     soft_port_kick_sleeping(soft_port_hdr_t *hdr);
 int      soft_futex_wait(uint32_t *addr, uint32_t val, uint64_t timeout_ns);
 

@@ -138,6 +138,7 @@ uint64_t soft_engine_progress(soft_dev_t *dev, int from_helper)
     void *payload;
     unsigned n;
 
+    dev->now = now;
     if (!dev->killed) {
         for (n = 0; n < SOFT_PROGRESS_BUDGET; ++n) {
             pkt = soft_ring_peek(hdr, &hdr->resp, &payload);

@@ -459,12 +459,13 @@ soft_pkt_t *soft_ring_reserve(soft_port_hdr_t *hdr, soft_ring_t *ring,
     return &slot->pkt;
 }
 
-void soft_ring_publish(soft_port_hdr_t *hdr, soft_ring_t *ring, uint64_t pos)
+void soft_ring_publish(soft_port_hdr_t *hdr, soft_ring_t *ring, uint64_t pos,
+                       uint64_t now)
 {
     soft_slot_t *slot = soft_ring_slot(hdr, ring, pos);
 
     __atomic_store_n(&slot->seq, pos + 1, __ATOMIC_RELEASE);
-    soft_port_kick(hdr);
+    soft_port_kick(hdr, now);
 }
 
 soft_pkt_t *soft_ring_peek(soft_port_hdr_t *hdr, soft_ring_t *ring,
@@ -581,13 +582,14 @@ void soft_port_kick_sleeping(soft_port_hdr_t *hdr)
 /* After queueing a packet: wakes the port's helper if it is in deep sleep,
  * or if the owner application is not polling (then the helper does the
  * work now rather than at the end of its nap). */
-void soft_port_kick(soft_port_hdr_t *hdr)
+void soft_port_kick(soft_port_hdr_t *hdr, uint64_t now)
 {
     __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    /* 'now' may be a little older than the owner's last poll: signed */
     if (__atomic_load_n(&hdr->sleeping, __ATOMIC_RELAXED) ||
-        (soft_now_ns() - __atomic_load_n(&hdr->last_poll_ns,
-                                         __ATOMIC_RELAXED) >
-         SOFT_APP_IDLE_NS)) {
+        ((int64_t)(now - __atomic_load_n(&hdr->last_poll_ns,
+                                         __ATOMIC_RELAXED)) >
+         (int64_t)SOFT_APP_IDLE_NS)) {
         __atomic_fetch_add(&hdr->doorbell, 1, __ATOMIC_SEQ_CST);
         syscall(SYS_futex, &hdr->doorbell, FUTEX_WAKE, 1, NULL, NULL, 0);
     }

@@ -255,7 +255,7 @@ void soft_comp_packet(soft_dev_t *dev, const soft_pkt_t *pkt,
         return;   /* not for the oldest WQE on the wire: stale/out of order */
     }
     flags = soft_opinfo[w->wr.opcode].flags;
-    now   = soft_now_ns();
+    now   = dev->now;
 
     switch (pkt->op) {
     case SOFT_OP_ACK:
@@ -431,7 +431,7 @@ static int soft_req_send_packets(soft_qp_t *qp, soft_swqe_t *w, uint64_t now)
                 }
             }
             pkt->csum = soft_pkt_csum(pkt) ^ (fate == SOFT_TX_CORRUPT);
-            soft_ring_publish(target, &target->req, pos);
+            soft_ring_publish(target, &target->req, pos, now);
         }
         dev->stats.tx_packets++;
         if (flags & SOFT_OPF_PAYLOAD) {
@@ -673,7 +673,8 @@ static int soft_dci_post_send(dcx_qp_t *qp_, const dcx_send_wr_t *wr)
     }
     w = soft_post_enqueue(qp, wr, total);
     soft_fault_post(dev, wr->opcode, &w->forced);
-    soft_req_run(qp, soft_now_ns());
+    dev->now = soft_now_ns();
+    soft_req_run(qp, dev->now);
     pthread_mutex_unlock(&dev->lock);
     soft_port_kick_sleeping(dev->hdr);
     return 0;

@@ -185,7 +185,7 @@ static void soft_resp_send(soft_dev_t *dev, soft_rstate_t *rs,
     if (len > 0) {
         memcpy(payload, data, len);
     }
-    soft_ring_publish(hdr, &hdr->resp, pos);
+    soft_ring_publish(hdr, &hdr->resp, pos, dev->now);
     dev->stats.tx_packets++;
     dev->stats.tx_bytes += len;
 }
