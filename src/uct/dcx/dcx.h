@@ -398,6 +398,8 @@ ucs_status_t uct_dcx_ep_atomic_cswap64(uct_ep_h tl_ep, uint64_t compare,
                                        uct_completion_t *comp);
 ucs_status_t uct_dcx_ep_flush(uct_ep_h tl_ep, unsigned flags,
                               uct_completion_t *comp);
+ucs_status_t uct_dcx_ep_flush_cancel(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep,
+                                     uct_completion_t *comp);
 ucs_status_t uct_dcx_ep_fence(uct_ep_h tl_ep, unsigned flags);
 ucs_status_t uct_dcx_ep_check(uct_ep_h tl_ep, unsigned flags,
                               uct_completion_t *comp);

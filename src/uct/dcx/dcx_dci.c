@@ -1,5 +1,7 @@
 /*
- * dcx transport: the DCI pool, its policies, send completions and DCI errors.
+ * dcx transport: the DCI pool and its policies, send resources (DCI, queue
+ * slots, credits) and the pending queue, send completions, DCI errors and
+ * recovery, cancel.
  */
 #ifdef HAVE_CONFIG_H
 #  include "config.h"
@@ -718,4 +720,287 @@ void uct_dcx_dci_set_error(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci)
                   dcx_dev_name(iface->dev), dci->qp->qp_num, strerror(ret));
         dci->flags &= ~UCT_DCX_DCI_FLAG_CANCEL;
     }
+}
+
+
+/* ---------------------------------------------------------------------------
+ * Cancel
+ * ------------------------------------------------------------------------- */
+
+/* Queues op among dci's operations, after those with the same or a lower
+ * number (the queue stays sorted; rare path) */
+static void uct_dcx_dci_insert_op(uct_dcx_dci_t *dci, uct_dcx_op_t *op)
+{
+    ucs_queue_head_t rest;
+    uct_dcx_op_t *cur;
+    int inserted = 0;
+
+    ucs_queue_head_init(&rest);
+    ucs_queue_splice(&rest, &dci->ops);
+    while (!ucs_queue_is_empty(&rest)) {
+        cur = ucs_queue_pull_elem_non_empty(&rest, uct_dcx_op_t, queue);
+        if (!inserted && (cur->sn > op->sn)) {
+            ucs_queue_push(&dci->ops, &op->queue);
+            inserted = 1;
+        }
+        ucs_queue_push(&dci->ops, &cur->queue);
+    }
+    if (!inserted) {
+        ucs_queue_push(&dci->ops, &op->queue);
+    }
+}
+
+/*
+ * Cancel: only the operations that call the user back must finish before
+ * the ep may go (they are all signalled); WRs without a completion may
+ * complete after the ep is gone.  If there are such operations, a lent DCI
+ * is put into error so that they complete at once (as cancelled); a shared
+ * one is left alone, since erroring it would also flush the WRs of other
+ * endpoints, some of which may have executed already.
+ */
+ucs_status_t uct_dcx_ep_flush_cancel(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep,
+                                     uct_completion_t *comp)
+{
+    uct_dcx_dci_t *dci = uct_dcx_ep_dci(iface, ep);
+    uint64_t last_sn   = 0;
+    uct_dcx_op_t *op;
+
+    ucs_queue_for_each(op, &dci->ops, queue) {
+        if ((op->comp != NULL) &&
+            (dci->wr_ep[op->sn & iface->ring_mask] == ep)) {
+            last_sn = op->sn;
+        }
+    }
+    if (last_sn == 0) {
+        if (!iface->policy->shared) {
+            /* the DCI returns to the pool when its last WR completes */
+            iface->policy->ep_detach(iface, ep);
+        }
+        UCT_TL_EP_STAT_FLUSH(&ep->super);
+        return UCS_OK;
+    }
+
+    if (comp != NULL) {
+        op = ucs_mpool_get_inline(&iface->op_mp);
+        if (op == NULL) {
+            return UCS_ERR_NO_RESOURCE;
+        }
+        op->cb   = uct_dcx_op_put;
+        op->comp = comp;
+        op->sn   = last_sn;
+        uct_dcx_dci_insert_op(dci, op);
+    }
+    if (!iface->policy->shared) {
+        uct_dcx_dci_set_error(iface, dci);
+    }
+    UCT_TL_EP_STAT_FLUSH_WAIT(&ep->super);
+    return UCS_INPROGRESS;
+}
+
+
+/* ---------------------------------------------------------------------------
+ * Pending queue
+ * ------------------------------------------------------------------------- */
+
+ucs_status_t uct_dcx_ep_pending_add(uct_ep_h tl_ep, uct_pending_req_t *req,
+                                    unsigned flags)
+{
+    uct_dcx_ep_t *ep        = ucs_derived_of(tl_ep, uct_dcx_ep_t);
+    uct_dcx_iface_t *iface  = uct_dcx_ep_iface(ep);
+
+    /* Busy if the ep could send right now (nobody ahead of it) */
+    if (!(ep->flags & UCT_DCX_EP_FLAG_FAILED) &&
+        ucs_arbiter_is_empty(&iface->arbiter) &&
+        (ep->dci != UCT_DCX_DCI_NONE) && (iface->dcis[ep->dci].avail > 0) &&
+        (ep->quota > 0) && (ep->fc_wnd > 0) &&
+        ((ep->fc_wnd > iface->fc_thresh) ||
+         (ep->flags & UCT_DCX_EP_FLAG_FC_REQ_SENT))) {
+        return UCS_ERR_BUSY;
+    }
+
+    uct_pending_req_arb_group_push(&ep->arb_group, req);
+    ucs_arbiter_group_schedule(&iface->arbiter, &ep->arb_group);
+    UCT_TL_EP_STAT_PEND(&ep->super);
+    return UCS_OK;
+}
+
+ucs_arbiter_cb_result_t uct_dcx_ep_dispatch_cb(ucs_arbiter_t *arbiter,
+                                               ucs_arbiter_group_t *group,
+                                               ucs_arbiter_elem_t *elem,
+                                               void *arg)
+{
+    uct_dcx_iface_t *iface  = arg;
+    uct_dcx_ep_t *ep        = ucs_container_of(group, uct_dcx_ep_t,
+                                               arb_group);
+    uct_pending_req_t *req  = ucs_container_of(elem, uct_pending_req_t, priv);
+    ucs_status_t status;
+
+    if (ep->flags & UCT_DCX_EP_FLAG_FAILED) {
+        return UCS_ARBITER_CB_RESULT_DESCHED_GROUP;
+    }
+
+    /* Cheap test before calling the request: a DCI with room */
+    iface->dispatch_ep = ep;
+    status = uct_dcx_ep_tx_begin(iface, ep, 0);
+    if (status != UCS_OK) {
+        iface->dispatch_ep = NULL;
+        return UCS_ARBITER_CB_RESULT_RESCHED_GROUP;
+    }
+
+    status             = req->func(req);
+    iface->dispatch_ep = NULL;
+    if (status == UCS_OK) {
+        return UCS_ARBITER_CB_RESULT_REMOVE_ELEM;
+    } else if (status == UCS_INPROGRESS) {
+        return UCS_ARBITER_CB_RESULT_NEXT_GROUP;
+    }
+    return UCS_ARBITER_CB_RESULT_RESCHED_GROUP;
+}
+
+typedef struct {
+    uct_pending_purge_callback_t cb;
+    void                         *arg;
+} uct_dcx_purge_args_t;
+
+static ucs_arbiter_cb_result_t
+uct_dcx_ep_purge_cb(ucs_arbiter_t *arbiter, ucs_arbiter_group_t *group,
+                    ucs_arbiter_elem_t *elem, void *arg)
+{
+    uct_dcx_purge_args_t *args = arg;
+    uct_pending_req_t *req     = ucs_container_of(elem, uct_pending_req_t,
+                                                  priv);
+
+    if (args->cb != NULL) {
+        args->cb(req, args->arg);
+    } else {
+        ucs_debug("dcx: purged pending request %p", req);
+    }
+    return UCS_ARBITER_CB_RESULT_REMOVE_ELEM;
+}
+
+void uct_dcx_ep_pending_purge(uct_ep_h tl_ep, uct_pending_purge_callback_t cb,
+                              void *arg)
+{
+    uct_dcx_ep_t *ep        = ucs_derived_of(tl_ep, uct_dcx_ep_t);
+    uct_dcx_iface_t *iface  = uct_dcx_ep_iface(ep);
+    uct_dcx_purge_args_t args = {cb, arg};
+
+    ucs_arbiter_group_purge(&iface->arbiter, &ep->arb_group,
+                            uct_dcx_ep_purge_cb, &args);
+}
+
+
+/* ---------------------------------------------------------------------------
+ * Resources: the rare path of uct_dcx_ep_tx_begin()
+ * ------------------------------------------------------------------------- */
+
+static ucs_status_t uct_dcx_ep_send_fc_req(uct_dcx_iface_t *iface,
+                                           uct_dcx_ep_t *ep)
+{
+    uct_dcx_ctl_msg_t msg;
+    ucs_status_t status;
+
+    memset(&msg, 0, sizeof(msg));
+    msg.credits  = iface->fc_wnd - iface->fc_thresh;
+    msg.addr_len = iface->config.port_len;
+    msg.dctn     = iface->config.dctn;
+    msg.ep_id    = ep->id;
+    memcpy(msg.port, iface->config.port, iface->config.port_len);
+
+    /* On the ep's own DCI, after the messages it asks credits for */
+    status = uct_dcx_dci_post_ctl(iface, uct_dcx_ep_dci(iface, ep), ep,
+                                  &ep->dest, UCT_DCX_CTL_FC_REQ, &msg,
+                                  ucs_offsetof(uct_dcx_ctl_msg_t, port) +
+                                  iface->config.port_len, NULL);
+    if (status == UCS_OK) {
+        ep->flags |= UCT_DCX_EP_FLAG_FC_REQ_SENT;
+    }
+    return status;
+}
+
+static ucs_status_t uct_dcx_ep_tx_resources(uct_dcx_iface_t *iface,
+                                            uct_dcx_ep_t *ep, int is_am)
+{
+    ucs_status_t status;
+
+    if (is_am && (ep->fc_wnd <= 0) &&
+        (ep->flags & UCT_DCX_EP_FLAG_FC_REQ_SENT)) {
+        return UCS_ERR_NO_RESOURCE; /* waiting for a grant */
+    }
+
+    if (ep->dci == UCT_DCX_DCI_NONE) {
+        /* Do not overtake endpoints already waiting for resources */
+        if (!ucs_arbiter_is_empty(&iface->arbiter) &&
+            (iface->dispatch_ep != ep)) {
+            return UCS_ERR_NO_RESOURCE;
+        }
+        status = iface->policy->dci_get(iface, ep);
+        if (status != UCS_OK) {
+            return status;
+        }
+    }
+
+    if (iface->dcis[ep->dci].avail == 0) {
+        return UCS_ERR_NO_RESOURCE;
+    }
+
+    if (ep->quota <= 0) {
+        status = iface->policy->quota_out(iface, ep);
+        if (status != UCS_OK) {
+            return status;
+        }
+    }
+
+    if (is_am && (ep->fc_wnd <= iface->fc_thresh)) {
+        if (!(ep->flags & UCT_DCX_EP_FLAG_FC_REQ_SENT)) {
+            status = uct_dcx_ep_send_fc_req(iface, ep);
+            if (status != UCS_OK) {
+                return status;
+            }
+        }
+        if ((ep->fc_wnd <= 0) || (iface->dcis[ep->dci].avail == 0)) {
+            return UCS_ERR_NO_RESOURCE;
+        }
+    }
+
+    return UCS_OK;
+}
+
+UCS_F_NOINLINE ucs_status_t
+uct_dcx_ep_tx_slow(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep, int is_am)
+{
+    uct_dcx_dci_t *dci;
+    ucs_status_t status;
+
+    if (ucs_unlikely(ep->flags & UCT_DCX_EP_FLAG_FAILED)) {
+        return UCS_ERR_CONNECTION_RESET;
+    }
+
+    status = uct_dcx_ep_tx_resources(iface, ep, is_am);
+    if ((status != UCS_OK) && (ep->dci != UCT_DCX_DCI_NONE)) {
+        /* Do not sit on an idle lent DCI while waiting for something else */
+        dci = uct_dcx_ep_dci(iface, ep);
+        if ((dci->flags & UCT_DCX_DCI_FLAG_BUSY) &&
+            uct_dcx_dci_is_drained(dci)) {
+            iface->policy->dci_idle(iface, dci);
+        }
+    }
+    return status;
+}
+
+void uct_dcx_ep_fc_grant(uct_dcx_iface_t *iface, uint64_t ep_id,
+                         unsigned credits)
+{
+    khiter_t it = kh_get(uct_dcx_eps, &iface->eps, ep_id);
+    uct_dcx_ep_t *ep;
+
+    if (it == kh_end(&iface->eps)) {
+        ucs_debug("dcx: credit grant for endpoint id %" PRIu64 " which is "
+                  "gone", ep_id);
+        return;
+    }
+
+    ep          = kh_val(&iface->eps, it);
+    ep->fc_wnd += credits;
+    ep->flags  &= ~UCT_DCX_EP_FLAG_FC_REQ_SENT;
 }

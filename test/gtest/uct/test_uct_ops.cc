@@ -5,6 +5,7 @@
 #include "uct_fixture.h"
 
 #include <cstring>
+#include <algorithm>
 #include <set>
 
 using namespace dcx_test;
@@ -654,6 +655,89 @@ TEST_P(uct_dcx_flood, many_eps_few_dcis)
         progress();
     }
     ASSERT_TRUE(wait_for([&] { return rx.count == num_eps * per_ep; }, 30));
+    for (int i = 0; i < num_eps; ++i) {
+        flush_ep(eps[i]);
+    }
+}
+
+/* Endpoints that queue their sends in the pending queue when refused: with
+ * dcs_quota and rand every ep keeps moving while the others are busy (no
+ * starvation); with dcs an ep may keep its DCI, but all finish. */
+struct fair_req {
+    uct_pending_req_t uct;
+    uct_ep_h          ep;
+    int               ep_index;
+    std::vector<int> *done;
+    std::vector<int> *progress_when_first_done;
+
+    static ucs_status_t cb(uct_pending_req_t *self)
+    {
+        fair_req *r = ucs_container_of(self, fair_req, uct);
+        ucs_status_t status = uct_ep_am_short(r->ep, AM_ID, r->ep_index,
+                                              NULL, 0);
+        if (status == UCS_OK) {
+            (*r->done)[r->ep_index]++;
+        }
+        return status;
+    }
+};
+
+TEST_P(uct_dcx_flood, pending_fairness)
+{
+    std::map<std::string, std::string> cfg;
+    const int num_eps = 8, per_ep = 400;
+    std::vector<uct_ep_h> eps;
+    std::vector<int> done(num_eps, 0);
+    std::vector<fair_req> reqs(num_eps * per_ep);
+    am_rx rx;
+
+    cfg["NUM_DCI"]      = "2";
+    cfg["QUOTA"]        = "8";
+    cfg["TX_QUEUE_LEN"] = "16";
+    entity *target = create_entity(cfg);
+    entity *src    = create_entity(cfg);
+    ASSERT_TRUE(target && src);
+    ASSERT_EQ(UCS_OK, uct_iface_set_am_handler(target->iface, AM_ID,
+                                               am_rx::cb, &rx, 0));
+    for (int i = 0; i < num_eps; ++i) {
+        eps.push_back(connect(src, target));
+    }
+
+    /* everything goes through the pending queue, round robin */
+    for (int k = 0; k < per_ep; ++k) {
+        for (int i = 0; i < num_eps; ++i) {
+            fair_req &r = reqs[k * num_eps + i];
+            r.uct.func  = fair_req::cb;
+            r.ep        = eps[i];
+            r.ep_index  = i;
+            r.done      = &done;
+            ucs_status_t status = uct_ep_pending_add(eps[i], &r.uct, 0);
+            if (status == UCS_ERR_BUSY) {
+                ASSERT_EQ(UCS_OK, fair_req::cb(&r.uct));
+            } else {
+                ASSERT_EQ(UCS_OK, status);
+            }
+        }
+    }
+
+    int min_when_first_done = -1;
+    ASSERT_TRUE(wait_for([&] {
+        int total = 0, lo = per_ep;
+        for (int i = 0; i < num_eps; ++i) {
+            total += done[i];
+            lo     = std::min(lo, done[i]);
+            if ((done[i] == per_ep) && (min_when_first_done < 0)) {
+                min_when_first_done = *std::min_element(done.begin(),
+                                                        done.end());
+            }
+        }
+        return total == num_eps * per_ep;
+    }, 30));
+    ASSERT_TRUE(wait_for([&] { return rx.count == num_eps * per_ep; }));
+    if (GetParam() != "dcs") {
+        /* when the fastest finished, the slowest had done a fair share */
+        EXPECT_GE(min_when_first_done, per_ep / 4);
+    }
     for (int i = 0; i < num_eps; ++i) {
         flush_ep(eps[i]);
     }
