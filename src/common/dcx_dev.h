@@ -372,12 +372,19 @@ typedef struct dcx_qp_attr {
     uint32_t       access;         /* DCT: DCX_ACCESS_REMOTE_* it allows */
     /* DCI transport parameters (verbs encoding): timeout is
      * 4.096us * 2^timeout; retry_cnt 0..7; rnr_retry 0..7 (7 = forever).
-     * The soft device maps them onto its own timers. */
+     * timeout 0 never means "infinite" here: it asks for the backend's
+     * defaults for all three (the soft device's configured limits; on mlx5
+     * DCX_QP_DEFAULT_TIMEOUT/RETRY_CNT/RNR_RETRY). */
     uint8_t        timeout;
     uint8_t        retry_cnt;
     uint8_t        rnr_retry;
     uint8_t        min_rnr_timer;  /* DCT */
 } dcx_qp_attr_t;
+
+/* Backend defaults used when dcx_qp_attr_t.timeout is 0 (mlx5). */
+#define DCX_QP_DEFAULT_TIMEOUT    18   /* 4.096us * 2^18 = 1.07 s */
+#define DCX_QP_DEFAULT_RETRY_CNT  7
+#define DCX_QP_DEFAULT_RNR_RETRY  7
 
 typedef enum {
     DCX_WR_SEND,

@@ -246,9 +246,16 @@ static int dcx_mlx5_dci_connect(dcx_mlx5_qp_t *qp)
     }
 
     memset(&attr, 0, sizeof(attr));
-    attr.timeout       = qp->attr.timeout;
-    attr.retry_cnt     = qp->attr.retry_cnt;
-    attr.rnr_retry     = qp->attr.rnr_retry;
+    if (qp->attr.timeout != 0) {
+        attr.timeout   = qp->attr.timeout;
+        attr.retry_cnt = qp->attr.retry_cnt;
+        attr.rnr_retry = qp->attr.rnr_retry;
+    } else {
+        /* 0 asks for the defaults (dcx_dev.h), never verbs' "infinite" */
+        attr.timeout   = DCX_QP_DEFAULT_TIMEOUT;
+        attr.retry_cnt = DCX_QP_DEFAULT_RETRY_CNT;
+        attr.rnr_retry = DCX_QP_DEFAULT_RNR_RETRY;
+    }
     attr.max_rd_atomic = (uint8_t)qp->attr.max_rd_atomic;
     attr.sq_psn        = 0;
     ret = dcx_mlx5_qp_modify(qp, DCX_QPS_RTS, &attr, 0);
