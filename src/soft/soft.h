@@ -324,6 +324,7 @@ struct soft_dev {
     /* helper thread */
     pthread_t           helper;
     int                 helper_started;
+    uint64_t            helper_wakeups;   /* atomic: counted unlocked */
     volatile int        helper_stop;
 };
 

@@ -783,6 +783,8 @@ int dcx_soft_stats(dcx_dev_t *dev_, dcx_soft_stats_t *stats)
     pthread_mutex_lock(&dev->lock);
     *stats = dev->stats;
     pthread_mutex_unlock(&dev->lock);
+    stats->helper_wakeups = __atomic_load_n(&dev->helper_wakeups,
+                                            __ATOMIC_RELAXED);
     return 0;
 }
 

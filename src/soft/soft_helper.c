@@ -73,8 +73,7 @@ static void *soft_helper_main(void *arg)
         if (!__atomic_load_n(&dev->helper_stop, __ATOMIC_ACQUIRE) &&
             !soft_helper_has_work(dev)) {
             soft_futex_wait(&hdr->doorbell, seen, 0);
-            __atomic_fetch_add(&dev->stats.helper_wakeups, 1,
-                               __ATOMIC_RELAXED);
+            __atomic_fetch_add(&dev->helper_wakeups, 1, __ATOMIC_RELAXED);
         }
         __atomic_store_n(&hdr->sleeping, 0, __ATOMIC_RELAXED);
     }

@@ -170,7 +170,7 @@ void soft_qp_to_error(soft_qp_t *qp, const char *reason)
     }
     dcx_debug("%s: dci 0x%x to error: %s", soft_qp_dev_name(qp),
               qp->super.qp_num, reason);
-    qp->super.state = DCX_QPS_ERR;
+    __atomic_store_n(&qp->super.state, DCX_QPS_ERR, __ATOMIC_RELAXED);
     soft_flush_post(qp);
     for (idx = qp->sq_comp; idx != qp->sq_head; ++idx) {
         soft_swqe_t *w = soft_wqe(qp, idx);
@@ -714,7 +714,8 @@ static int soft_dci_post_flush(dcx_qp_t *qp_, const dcx_send_wr_t *wr)
 
 static void soft_flush_post(soft_qp_t *qp)
 {
-    qp->super.post_send = soft_dci_post_flush;
+    __atomic_store_n(&qp->super.post_send, soft_dci_post_flush,
+                     __ATOMIC_RELEASE);
 }
 
 static int soft_dct_post_send(dcx_qp_t *qp_, const dcx_send_wr_t *wr)
@@ -903,12 +904,12 @@ int soft_qp_create(dcx_pd_t *pd, const dcx_qp_attr_t *attr, dcx_qp_t **qp_p)
     }
     qp->gen = ++dev->qp_gen;
     if (attr->type == DCX_QPT_DCI) {
-        qp->super.state = DCX_QPS_RTS;
+        __atomic_store_n(&qp->super.state, DCX_QPS_RTS, __ATOMIC_RELAXED);
         qp->next_dci    = dev->dcis;
         dev->dcis       = qp;
         dev->num_dcis++;
     } else {
-        qp->super.state = DCX_QPS_RTR;
+        __atomic_store_n(&qp->super.state, DCX_QPS_RTR, __ATOMIC_RELAXED);
         qp->srq->refs++;
     }
     qp->cq->refs++;
@@ -990,8 +991,9 @@ int soft_qp_recover(dcx_qp_t *qp_)
     qp->rnr_count       = 0;
     qp->deadline_ns     = 0;
     qp->rnr_until_ns    = 0;
-    qp->super.state     = DCX_QPS_RTS;
-    qp->super.post_send = soft_dci_post_send;
+    __atomic_store_n(&qp->super.state, DCX_QPS_RTS, __ATOMIC_RELAXED);
+    __atomic_store_n(&qp->super.post_send, soft_dci_post_send,
+                     __ATOMIC_RELEASE);
     pthread_mutex_unlock(&dev->lock);
     return 0;
 }

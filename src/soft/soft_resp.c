@@ -122,7 +122,7 @@ static void soft_resp_recv_cqe(soft_dev_t *dev, soft_qp_t *dct,
     wc.src_qp   = rs->dci;
     rs->have_recv = 0;
     if (soft_cq_push(dct->cq, &wc, NULL, 0) != 0) {
-        dct->super.state = DCX_QPS_ERR;
+        __atomic_store_n(&dct->super.state, DCX_QPS_ERR, __ATOMIC_RELAXED);
     }
 }
 

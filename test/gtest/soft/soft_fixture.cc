@@ -322,7 +322,7 @@ static int g_log_lines;
 
 static void count_log(dcx_log_level_t, const char *, int, const char *msg)
 {
-    ++g_log_lines;
+    __atomic_fetch_add(&g_log_lines, 1, __ATOMIC_RELAXED);
     if (getenv("SOFT_TEST_SHOW_LOG") != nullptr) {
         fprintf(stderr, "[captured] %s\n", msg);
     }
@@ -330,7 +330,7 @@ static void count_log(dcx_log_level_t, const char *, int, const char *msg)
 
 log_counter::log_counter()
 {
-    g_log_lines = 0;
+    __atomic_store_n(&g_log_lines, 0, __ATOMIC_RELAXED);
     dcx_log_set_handler(count_log, DCX_LOG_WARN);
 }
 
@@ -341,7 +341,7 @@ log_counter::~log_counter()
 
 int log_counter::lines() const
 {
-    return g_log_lines;
+    return __atomic_load_n(&g_log_lines, __ATOMIC_RELAXED);
 }
 
 static unsigned test_counter;

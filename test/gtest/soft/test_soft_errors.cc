@@ -646,7 +646,8 @@ TEST_F(soft_xproc, cq_overrun_bad_flow)
         ASSERT_EQ(0, dcx_qp_post_send(ini.dci, &wr));
     }
     double end = now_s() + 10;
-    while ((ini.dci->state != DCX_QPS_ERR) && (now_s() < end)) {
+    while ((__atomic_load_n(&ini.dci->state, __ATOMIC_RELAXED) !=
+            DCX_QPS_ERR) && (now_s() < end)) {
         usleep(1000);   /* the helper progresses while we do not poll */
     }
     EXPECT_EQ(DCX_QPS_ERR, ini.dci->state);

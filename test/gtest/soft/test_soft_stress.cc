@@ -6,6 +6,8 @@
 
 #include <stdlib.h>
 
+#include <thread>
+
 using namespace soft_test;
 
 TEST_F(soft_xproc, stress_mixed_with_faults)
@@ -271,5 +273,64 @@ TEST_F(soft_xproc, stress_dcis_destinations_with_faults)
         EXPECT_EQ(0, dcx_qp_destroy(dcis[i]));
     }
     EXPECT_EQ(0, dcx_ah_destroy(self_ah));
+    EXPECT_TRUE(stop_children());
+}
+
+TEST_F(soft_xproc, threads_share_a_device)
+{
+    start();
+    *(uint64_t*)(sh->buf + 256) = 0;
+    const int nthreads = 3, iters = 300;
+    std::vector<std::thread> threads;
+    std::vector<int> failures(nthreads, 0);
+    for (int t = 0; t < nthreads; ++t) {
+        threads.emplace_back([this, t, &failures]() {
+            dcx_cq_t *cq;
+            dcx_qp_t *dci;
+            if (dcx_cq_create(ini.dev, 64, &cq) != 0) {
+                failures[t] = 1;
+                return;
+            }
+            dcx_qp_attr_t qattr;
+            memset(&qattr, 0, sizeof(qattr));
+            qattr.type        = DCX_QPT_DCI;
+            qattr.send_cq     = cq;
+            qattr.max_send_wr = 16;
+            if (dcx_qp_create(ini.pd, &qattr, &dci) != 0) {
+                failures[t] = 2;
+                return;
+            }
+            dcx_sge_t s = lsge(t * 64, 8);
+            for (int i = 0; i < iters; ++i) {
+                dcx_send_wr_t wr = make_wr(DCX_WR_ATOMIC_FADD, i, &s, 1, ini,
+                                           sh);
+                wr.remote_addr += 256;
+                wr.compare_add  = 1;
+                if (dcx_qp_post_send(dci, &wr) != 0) {
+                    failures[t] = 3;
+                    break;
+                }
+                dcx_wc_t wc;
+                double end = now_s() + 20;
+                int n;
+                while (((n = dcx_cq_poll(cq, 1, &wc)) == 0) &&
+                       (now_s() < end)) {
+                }
+                if ((n != 1) || (wc.status != DCX_WC_SUCCESS)) {
+                    failures[t] = 4;
+                    break;
+                }
+            }
+            dcx_qp_destroy(dci);
+            dcx_cq_destroy(cq);
+        });
+    }
+    for (std::thread &th : threads) {
+        th.join();
+    }
+    for (int t = 0; t < nthreads; ++t) {
+        EXPECT_EQ(0, failures[t]) << "thread " << t;
+    }
+    EXPECT_EQ((uint64_t)nthreads * iters, *(uint64_t*)(sh->buf + 256));
     EXPECT_TRUE(stop_children());
 }
