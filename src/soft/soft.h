@@ -407,7 +407,34 @@ int      soft_cq_push(soft_cq_t *cq, const dcx_wc_t *wc, soft_qp_t *qp,
 uint64_t soft_engine_progress(soft_dev_t *dev, int from_helper);
 int      soft_engine_busy(soft_dev_t *dev);
 
+/* Requester helpers shared by soft_req.c and soft_qp.c */
+static inline soft_swqe_t *soft_wqe(soft_qp_t *qp, uint32_t idx)
+{
+    return &qp->sq[idx % qp->sq_size];
+}
+
+static inline const char *soft_qp_dev_name(soft_qp_t *qp)
+{
+    return qp->dev->super.caps.name;
+}
+
+/* Every requester state change goes through here (DCX_LOG_LEVEL=trace). */
+static inline void soft_wqe_state(soft_qp_t *qp, soft_swqe_t *w,
+                                  soft_wqe_state_t state)
+{
+    dcx_trace("%s: dci 0x%x msn %u %s: %s -> %s", soft_qp_dev_name(qp),
+              qp->super.qp_num, w->msn, soft_opinfo[w->wr.opcode].name,
+              soft_wqe_state_names[w->state], soft_wqe_state_names[state]);
+    w->state = state;
+}
+
+/* soft_req.c */
+void     soft_wqe_release(soft_qp_t *qp, soft_swqe_t *w);
+int      soft_wqe_push_cqe(soft_qp_t *qp, soft_swqe_t *w, uint32_t idx,
+                           uint8_t status, uint32_t byte_len);
+
 /* soft_qp.c */
+void     soft_qp_flush_mode(soft_qp_t *qp);
 int      soft_qp_create(dcx_pd_t *pd, const dcx_qp_attr_t *attr,
                         dcx_qp_t **qp_p);
 int      soft_qp_destroy(dcx_qp_t *qp);

@@ -1,0 +1,526 @@
+/*
+ * Soft device requester and completer: the engine side of a DCI.
+ *
+ * A DCI's send queue is a ring of WQEs walked by four indexes:
+ *   sq_tail <= sq_comp <= sq_send <= sq_head
+ * tail: oldest slot not yet retired by a polled CQE (ENOMEM accounting);
+ * comp: oldest WQE not completed; send: next WQE to transmit; head: next post.
+ * WQEs in [comp, send) are on the wire.  Every WQE walks the states of
+ * soft_wqe_state_t; errors complete in order and move the DCI to ERR.
+ */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+
+#include "soft.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *soft_wqe_state_names[SOFT_WQE_STATE_LAST] = {
+    [SOFT_WQE_POSTED]    = "posted",
+    [SOFT_WQE_SENDING]   = "sending",
+    [SOFT_WQE_WAIT_RESP] = "wait-response",
+    [SOFT_WQE_DONE]      = "done"
+};
+
+#define V SOFT_OPF_VALID
+const soft_opinfo_t soft_opinfo[DCX_WR_OPCODE_LAST] = {
+    [DCX_WR_SEND]           = { "SEND", V | SOFT_OPF_PAYLOAD | SOFT_OPF_RECV,
+                                DCX_WC_SEND, 0 },
+    [DCX_WR_SEND_IMM]       = { "SEND_IMM", V | SOFT_OPF_PAYLOAD |
+                                SOFT_OPF_RECV | SOFT_OPF_IMM, DCX_WC_SEND, 0 },
+    [DCX_WR_RDMA_WRITE]     = { "RDMA_WRITE", V | SOFT_OPF_PAYLOAD |
+                                SOFT_OPF_RDMA, DCX_WC_RDMA_WRITE,
+                                DCX_ACCESS_REMOTE_WRITE },
+    [DCX_WR_RDMA_WRITE_IMM] = { "RDMA_WRITE_IMM", V | SOFT_OPF_PAYLOAD |
+                                SOFT_OPF_RDMA | SOFT_OPF_RECV | SOFT_OPF_IMM,
+                                DCX_WC_RDMA_WRITE, DCX_ACCESS_REMOTE_WRITE },
+    [DCX_WR_RDMA_READ]      = { "RDMA_READ", V | SOFT_OPF_RDMA |
+                                SOFT_OPF_READ, DCX_WC_RDMA_READ,
+                                DCX_ACCESS_REMOTE_READ },
+    [DCX_WR_ATOMIC_FADD]    = { "ATOMIC_FADD", V | SOFT_OPF_RDMA |
+                                SOFT_OPF_ATOMIC, DCX_WC_FETCH_ADD,
+                                DCX_ACCESS_REMOTE_ATOMIC },
+    [DCX_WR_ATOMIC_CSWAP]   = { "ATOMIC_CSWAP", V | SOFT_OPF_RDMA |
+                                SOFT_OPF_ATOMIC, DCX_WC_COMP_SWAP,
+                                DCX_ACCESS_REMOTE_ATOMIC },
+    [DCX_WR_ATOMIC_MASKED_FADD]  = { "ATOMIC_MASKED_FADD", V | SOFT_OPF_RDMA |
+                                     SOFT_OPF_ATOMIC, DCX_WC_MASKED_FETCH_ADD,
+                                     DCX_ACCESS_REMOTE_ATOMIC },
+    [DCX_WR_ATOMIC_MASKED_CSWAP] = { "ATOMIC_MASKED_CSWAP", V | SOFT_OPF_RDMA |
+                                     SOFT_OPF_ATOMIC, DCX_WC_MASKED_COMP_SWAP,
+                                     DCX_ACCESS_REMOTE_ATOMIC }
+};
+#undef V
+
+/* Copies 'len' bytes at byte 'off' of an sg list: into 'gather' if it is
+ * not NULL, else from 'scatter' into the list. */
+static void soft_sge_walk(const dcx_sge_t *sge, unsigned num_sge, uint64_t off,
+                          uint64_t len, uint8_t *gather,
+                          const uint8_t *scatter)
+{
+    unsigned i;
+
+    for (i = 0; (i < num_sge) && (len > 0); ++i) {
+        uint64_t chunk;
+        uint8_t *a;
+
+        if (off >= sge[i].length) {
+            off -= sge[i].length;
+            continue;
+        }
+        chunk = sge[i].length - off;
+        if (chunk > len) {
+            chunk = len;
+        }
+        a = (uint8_t *)(uintptr_t)(sge[i].addr + off);
+        if (gather != NULL) {
+            memcpy(gather, a, chunk);
+            gather += chunk;
+        } else {
+            memcpy(a, scatter, chunk);
+            scatter += chunk;
+        }
+        len -= chunk;
+        off  = 0;
+    }
+}
+
+void soft_sge_gather(void *buf, const dcx_sge_t *sge, unsigned num_sge,
+                     uint64_t off, uint64_t len)
+{
+    soft_sge_walk(sge, num_sge, off, len, buf, NULL);
+}
+
+void soft_sge_scatter(const void *buf, const dcx_sge_t *sge, unsigned num_sge,
+                      uint64_t off, uint64_t len)
+{
+    soft_sge_walk(sge, num_sge, off, len, NULL, buf);
+}
+
+/* ------------------------------------------------------------------------
+ * Completer
+ * ------------------------------------------------------------------------ */
+void soft_wqe_release(soft_qp_t *qp, soft_swqe_t *w)
+{
+    qp->dev->resp_credits += w->credits;
+    w->credits = 0;
+    if (w->rd_counted) {
+        qp->rd_atomic--;
+        w->rd_counted = 0;
+    }
+}
+
+int soft_wqe_push_cqe(soft_qp_t *qp, soft_swqe_t *w, uint32_t idx,
+                      uint8_t status, uint32_t byte_len)
+{
+    dcx_wc_t wc;
+
+    memset(&wc, 0, sizeof(wc));
+    wc.wr_id    = w->wr.wr_id;
+    wc.status   = status;
+    wc.opcode   = soft_opinfo[w->wr.opcode].wc_opcode;
+    wc.byte_len = byte_len;
+    wc.qp_num   = qp->super.qp_num;
+    if ((status == DCX_WC_SUCCESS) && (soft_opinfo[w->wr.opcode].flags &
+                                       SOFT_OPF_IMM)) {
+        wc.flags = DCX_WC_FLAG_WITH_IMM;
+        wc.imm   = w->wr.imm;
+    }
+    return soft_cq_push(qp->cq, &wc, qp, idx);
+}
+
+void soft_qp_to_error(soft_qp_t *qp, const char *reason)
+{
+    uint32_t idx;
+
+    if (qp->super.state == DCX_QPS_ERR) {
+        return;
+    }
+    dcx_debug("%s: dci 0x%x to error: %s", soft_qp_dev_name(qp),
+              qp->super.qp_num, reason);
+    __atomic_store_n(&qp->super.state, DCX_QPS_ERR, __ATOMIC_RELAXED);
+    soft_qp_flush_mode(qp);
+    for (idx = qp->sq_comp; idx != qp->sq_head; ++idx) {
+        soft_swqe_t *w = soft_wqe(qp, idx);
+
+        soft_wqe_release(qp, w);
+        soft_wqe_state(qp, w, SOFT_WQE_DONE);
+        soft_wqe_push_cqe(qp, w, idx, DCX_WC_WR_FLUSH_ERR, 0);
+    }
+    qp->sq_comp     = qp->sq_head;
+    qp->sq_send     = qp->sq_head;
+    qp->deadline_ns = 0;
+}
+
+/* Completes the oldest WQE of the DCI. */
+static void soft_req_complete(soft_qp_t *qp, uint8_t status,
+                              uint32_t byte_len, uint64_t now)
+{
+    uint32_t idx   = qp->sq_comp;
+    soft_swqe_t *w = soft_wqe(qp, idx);
+    int overrun    = 0;
+
+    soft_wqe_release(qp, w);
+    soft_wqe_state(qp, w, SOFT_WQE_DONE);
+    if ((status != DCX_WC_SUCCESS) || (w->wr.flags & DCX_SEND_SIGNALED)) {
+        overrun = (soft_wqe_push_cqe(qp, w, idx, status, byte_len) != 0);
+    }
+    qp->sq_comp++;
+    if ((int32_t)(qp->sq_send - qp->sq_comp) < 0) {
+        qp->sq_send = qp->sq_comp;
+    }
+    qp->retries     = 0;
+    qp->rnr_count   = 0;
+    qp->deadline_ns = (qp->sq_comp != qp->sq_head) ?
+                      now + qp->ack_timeout_ns : 0;
+    if (status != DCX_WC_SUCCESS) {
+        dcx_debug("%s: dci 0x%x wr 0x%llx %s: %s", soft_qp_dev_name(qp),
+                  qp->super.qp_num, (unsigned long long)w->wr.wr_id,
+                  soft_opinfo[w->wr.opcode].name,
+                  dcx_wc_status_str((dcx_wc_status_t)status));
+        soft_qp_to_error(qp, dcx_wc_status_str((dcx_wc_status_t)status));
+    } else if (overrun) {
+        soft_qp_to_error(qp, "completion queue overrun");
+    }
+}
+
+/* Go back to the oldest WQE on the wire and send everything again. */
+static void soft_req_rewind(soft_qp_t *qp)
+{
+    uint32_t idx;
+
+    for (idx = qp->sq_comp; idx != qp->sq_head; ++idx) {
+        soft_swqe_t *w = soft_wqe(qp, idx);
+
+        if (w->state == SOFT_WQE_POSTED) {
+            break;
+        }
+        soft_wqe_release(qp, w);
+        soft_wqe_state(qp, w, SOFT_WQE_POSTED);
+        w->sent_off = 0;
+        w->recv_off = 0;
+        w->all_sent = 0;
+    }
+    qp->sq_send = qp->sq_comp;
+}
+
+void soft_comp_packet(soft_dev_t *dev, const soft_pkt_t *pkt,
+                      const void *payload)
+{
+    uint32_t idx = pkt->dst_qpn - SOFT_QPN_BASE;
+    uint64_t now;
+    soft_swqe_t *w;
+    soft_qp_t *qp;
+    unsigned flags;
+
+    if ((idx >= dev->max_qps) || ((qp = dev->qps[idx]) == NULL) ||
+        (qp->super.type != DCX_QPT_DCI) ||
+        (qp->super.state != DCX_QPS_RTS) || (qp->sq_comp == qp->sq_head)) {
+        return;   /* stale response */
+    }
+    w = soft_wqe(qp, qp->sq_comp);
+    if ((w->msn != pkt->msn) || (w->state == SOFT_WQE_POSTED)) {
+        return;   /* not for the oldest WQE on the wire: stale/out of order */
+    }
+    flags = soft_opinfo[w->wr.opcode].flags;
+    now   = dev->now;
+
+    switch (pkt->op) {
+    case SOFT_OP_ACK:
+        if ((flags & (SOFT_OPF_READ | SOFT_OPF_ATOMIC)) ||
+            (w->state != SOFT_WQE_WAIT_RESP)) {
+            return;
+        }
+        soft_req_complete(qp, DCX_WC_SUCCESS, (uint32_t)w->total_len, now);
+        break;
+    case SOFT_OP_NAK:
+        soft_req_complete(qp, pkt->status, 0, now);
+        break;
+    case SOFT_OP_RNR_NAK:
+        qp->rnr_count++;
+        if ((qp->rnr_retry != 7) && (qp->rnr_count > qp->rnr_retry)) {
+            soft_req_complete(qp, DCX_WC_RNR_RETRY_EXC_ERR, 0, now);
+            break;
+        }
+        dev->stats.rnr_retries++;
+        qp->retries = 0;   /* the target answered: not a transport loss */
+        soft_req_rewind(qp);
+        qp->rnr_until_ns = now + pkt->args[0] * 1000ull;
+        qp->deadline_ns  = qp->rnr_until_ns + qp->ack_timeout_ns;
+        break;
+    case SOFT_OP_READ_RESP:
+        if (!(flags & SOFT_OPF_READ) || (pkt->offset != w->recv_off) ||
+            (pkt->offset + pkt->len > w->total_len)) {
+            return;
+        }
+        soft_sge_scatter(payload, w->sge, w->wr.num_sge, pkt->offset,
+                         pkt->len);
+        w->recv_off += pkt->len;
+        if (w->credits > 0) {
+            w->credits--;
+            dev->resp_credits++;
+        }
+        qp->retries     = 0;
+        qp->deadline_ns = now + qp->ack_timeout_ns;
+        if ((pkt->flags & SOFT_PKT_LAST) && (w->recv_off == w->total_len) &&
+            w->all_sent) {
+            soft_req_complete(qp, DCX_WC_SUCCESS, (uint32_t)w->total_len,
+                              now);
+        }
+        break;
+    case SOFT_OP_ATOMIC_RESP:
+        if (!(flags & SOFT_OPF_ATOMIC)) {
+            return;
+        }
+        if (w->total_len == 4) {
+            uint32_t v = (uint32_t)pkt->args[0];
+            memcpy((void *)(uintptr_t)w->sge[0].addr, &v, 4);
+        } else {
+            memcpy((void *)(uintptr_t)w->sge[0].addr, &pkt->args[0], 8);
+        }
+        soft_req_complete(qp, DCX_WC_SUCCESS, (uint32_t)w->total_len, now);
+        break;
+    default:
+        return;
+    }
+    soft_req_run(qp, now);
+}
+
+/* ------------------------------------------------------------------------
+ * Requester
+ * ------------------------------------------------------------------------ */
+/* Local checks done when a WQE starts executing. */
+static uint8_t soft_req_check_local(soft_qp_t *qp, soft_swqe_t *w)
+{
+    unsigned flags = soft_opinfo[w->wr.opcode].flags;
+    unsigned i;
+
+    if (w->total_len > qp->dev->limits.max_msg_size) {
+        return DCX_WC_LOC_LEN_ERR;
+    }
+    if (w->wr.flags & DCX_SEND_INLINE) {
+        return DCX_WC_SUCCESS;
+    }
+    for (i = 0; i < w->wr.num_sge; ++i) {
+        soft_mr_t *mr = soft_mr_lookup(qp->dev, w->sge[i].lkey);
+
+        if ((mr == NULL) || (w->sge[i].addr < mr->start) ||
+            (w->sge[i].addr + w->sge[i].length > mr->end) ||
+            ((flags & (SOFT_OPF_READ | SOFT_OPF_ATOMIC)) &&
+             !(mr->super.access & DCX_ACCESS_LOCAL_WRITE))) {
+            return DCX_WC_LOC_PROT_ERR;
+        }
+    }
+    return DCX_WC_SUCCESS;
+}
+
+/* Sends the remaining packets of w; EAGAIN if the target cannot take more
+ * right now (ring full or no response credit). */
+static int soft_req_send_packets(soft_qp_t *qp, soft_swqe_t *w, uint64_t now)
+{
+    soft_dev_t *dev  = qp->dev;
+    unsigned flags   = soft_opinfo[w->wr.opcode].flags;
+    soft_port_hdr_t *target;
+    uint64_t chunk, mtu, delay;
+    soft_pkt_t *pkt;
+    void *payload;
+    uint64_t pos;
+    int fate;
+
+    target = soft_peer_map(dev, w->peer);
+    mtu    = dev->limits.mtu;
+    if ((target != NULL) && (target->req.payload < mtu)) {
+        mtu = target->req.payload;
+    }
+    if ((flags & SOFT_OPF_READ) && (dev->hdr->resp.payload < mtu)) {
+        mtu = dev->hdr->resp.payload;
+    }
+
+    while (!w->all_sent) {
+        chunk = w->total_len - w->sent_off;
+        if (chunk > mtu) {
+            chunk = mtu;
+        }
+        if (flags & SOFT_OPF_READ) {
+            if (dev->resp_credits == 0) {
+                return EAGAIN;
+            }
+        }
+        fate = soft_fault_tx(dev, w->wr.opcode, &delay);
+        pkt  = NULL;
+        if ((target != NULL) && (fate != SOFT_TX_DROP) && !dev->killed &&
+            !__atomic_load_n(&target->killed, __ATOMIC_RELAXED)) {
+            pkt = soft_ring_reserve(target, &target->req, dev->pid,
+                                    &payload, &pos);
+            if (pkt == NULL) {
+                if (fate != SOFT_TX_PASS) {
+                    /* the fault will apply to the retried packet again */
+                    dev->fault.hits--;
+                    dev->fault.seen--;
+                }
+                return EAGAIN;
+            }
+        }
+        if (pkt != NULL) {
+            pkt->op          = w->wr.opcode;
+            pkt->flags       = ((w->sent_off == 0) ? SOFT_PKT_FIRST : 0) |
+                               ((w->sent_off + chunk == w->total_len) ?
+                                SOFT_PKT_LAST : 0);
+            pkt->status      = 0;
+            pkt->atomic_size = (uint8_t)((flags & SOFT_OPF_ATOMIC) ?
+                                         w->total_len : 0);
+            pkt->len         = (flags & SOFT_OPF_PAYLOAD) ? (uint32_t)chunk :
+                               0;
+            pkt->src_pid     = dev->pid;
+            pkt->src_inst    = dev->inst;
+            pkt->src_qpn     = qp->super.qp_num;
+            pkt->dst_qpn     = w->wr.dest.dctn;
+            pkt->msn         = w->msn;
+            pkt->ack_base    = soft_wqe(qp, qp->sq_comp)->msn;
+            pkt->dc_key      = w->wr.dest.dc_key;
+            pkt->offset      = w->sent_off;
+            pkt->total_len   = w->total_len;
+            pkt->raddr       = w->wr.remote_addr;
+            pkt->rkey        = w->wr.rkey;
+            pkt->imm         = w->wr.imm;
+            pkt->args[0]     = (flags & SOFT_OPF_READ) ? chunk :
+                               w->wr.compare_add;
+            pkt->args[1]     = w->wr.swap;
+            pkt->args[2]     = w->wr.compare_mask;
+            pkt->args[3]     = w->wr.swap_mask;
+            pkt->deliver_ns  = (fate == SOFT_TX_DELAY) ? now + delay : 0;
+            pkt->gen         = qp->gen;
+            if (flags & SOFT_OPF_PAYLOAD) {
+                if (w->wr.flags & DCX_SEND_INLINE) {
+                    memcpy(payload, w->inl + w->sent_off, chunk);
+                } else {
+                    soft_sge_gather(payload, w->sge, w->wr.num_sge,
+                                    w->sent_off, chunk);
+                }
+            }
+            pkt->csum = soft_pkt_csum(pkt) ^ (fate == SOFT_TX_CORRUPT);
+            soft_ring_publish(target, &target->req, pos, now);
+        }
+        dev->stats.tx_packets++;
+        if (flags & SOFT_OPF_PAYLOAD) {
+            dev->stats.tx_bytes += chunk;
+        }
+        if (flags & SOFT_OPF_READ) {
+            dev->resp_credits--;
+            w->credits++;
+        }
+        w->sent_off += chunk;
+        if (w->sent_off == w->total_len) {
+            w->all_sent = 1;
+        }
+        qp->deadline_ns = now + qp->ack_timeout_ns;
+    }
+    return 0;
+}
+
+void soft_req_run(soft_qp_t *qp, uint64_t now)
+{
+    soft_dev_t *dev = qp->dev;
+    soft_swqe_t *w, *prev;
+    unsigned flags;
+    uint8_t status;
+
+    while ((qp->super.state == DCX_QPS_RTS) && (qp->sq_send != qp->sq_head)) {
+        w     = soft_wqe(qp, qp->sq_send);
+        flags = soft_opinfo[w->wr.opcode].flags;
+        if (w->state == SOFT_WQE_POSTED) {
+            if (now < qp->rnr_until_ns) {
+                return;
+            }
+            status = w->forced;
+            if ((status == SOFT_NO_STATUS) && !w->checked) {
+                status = soft_req_check_local(qp, w);
+                if (status == DCX_WC_SUCCESS) {
+                    w->checked = 1;
+                    status     = SOFT_NO_STATUS;
+                }
+            }
+            if (status != SOFT_NO_STATUS) {
+                /* errors complete in order, after everything before */
+                if (qp->sq_comp == qp->sq_send) {
+                    soft_req_complete(qp, status, 0, now);
+                }
+                return;
+            }
+            if (qp->sq_comp != qp->sq_send) {
+                /* one destination at a time */
+                prev = soft_wqe(qp, qp->sq_send - 1);
+                if ((prev->peer != w->peer) ||
+                    (prev->wr.dest.dctn != w->wr.dest.dctn)) {
+                    return;
+                }
+                if ((w->wr.flags & DCX_SEND_FENCE) && (qp->rd_atomic > 0)) {
+                    return;
+                }
+            }
+            if (flags & (SOFT_OPF_READ | SOFT_OPF_ATOMIC)) {
+                if (qp->rd_atomic >= qp->super.max_rd_atomic) {
+                    return;
+                }
+            }
+            if (!(flags & SOFT_OPF_READ)) {
+                if (dev->resp_credits == 0) {
+                    return;
+                }
+                dev->resp_credits--;
+                w->credits = 1;
+            }
+            if (flags & (SOFT_OPF_READ | SOFT_OPF_ATOMIC)) {
+                qp->rd_atomic++;
+                w->rd_counted = 1;
+            }
+            soft_wqe_state(qp, w, SOFT_WQE_SENDING);
+            if (qp->deadline_ns == 0) {
+                qp->deadline_ns = now + qp->ack_timeout_ns;
+            }
+        }
+        if (soft_req_send_packets(qp, w, now) != 0) {
+            return;
+        }
+        soft_wqe_state(qp, w, SOFT_WQE_WAIT_RESP);
+        qp->sq_send++;
+    }
+}
+
+static void soft_req_timeout(soft_qp_t *qp, uint64_t now)
+{
+    soft_dev_t *dev = qp->dev;
+    soft_swqe_t *w  = soft_wqe(qp, qp->sq_comp);
+
+    if (soft_peer_dead(dev, w->peer)) {
+        dcx_debug("%s: dci 0x%x: peer pid %u is gone", soft_qp_dev_name(qp),
+                  qp->super.qp_num, w->peer->pid);
+        soft_req_complete(qp, DCX_WC_RETRY_EXC_ERR, 0, now);
+        return;
+    }
+    if (++qp->retries > qp->retry_cnt) {
+        soft_req_complete(qp, DCX_WC_RETRY_EXC_ERR, 0, now);
+        return;
+    }
+    dev->stats.retransmits++;
+    soft_req_rewind(qp);
+    qp->deadline_ns = now + qp->ack_timeout_ns;
+}
+
+void soft_req_timers(soft_dev_t *dev, uint64_t now)
+{
+    soft_qp_t *qp;
+
+    for (qp = dev->dcis; qp != NULL; qp = qp->next_dci) {
+        if ((qp->super.state != DCX_QPS_RTS) || (qp->sq_comp == qp->sq_head)) {
+            continue;
+        }
+        if ((qp->deadline_ns != 0) && (now >= qp->deadline_ns)) {
+            soft_req_timeout(qp, now);
+        }
+        soft_req_run(qp, now);
+    }
+}
