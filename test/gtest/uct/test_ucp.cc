@@ -348,6 +348,31 @@ TEST_P(ucp_dcx, force_close)
     EXPECT_EQ(0, m_failed);
 }
 
+/* A worker with another DC key is unreachable: the first message to it
+ * fails and the error callback reports the peer */
+TEST_P(ucp_dcx, dc_key_mismatch)
+{
+    ucp_peer other;
+
+    setenv("UCX_DCX_DC_KEY", "4242", 1);
+    create_peer(&other);
+    unsetenv("UCX_DCX_DC_KEY");
+
+    ucp_ep_h ep = connect(&m_a, &other);
+    std::vector<char> buf(100, 'k');
+    ucp_request_param_t param;
+    memset(&param, 0, sizeof(param));
+    void *req = ucp_tag_send_nbx(ep, &buf[0], buf.size(), 1, &param);
+    ASSERT_TRUE(wait_for([&] { return m_failed > 0; }, 30));
+    EXPECT_EQ(UCS_ERR_ENDPOINT_TIMEOUT, m_fail_status);
+    if (UCS_PTR_IS_PTR(req)) {
+        wait_req(req);
+    }
+    close_ep(&m_a, ep, true);
+    destroy_peer(&other);
+    tag_roundtrip(5000);
+}
+
 /* A peer in a child process, killed: the error callback fires */
 TEST_P(ucp_dcx, peer_failure)
 {
