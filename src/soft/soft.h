@@ -10,6 +10,21 @@
  * One mutex per device ("engine lock") serialises the engine: application
  * calls (post, poll, progress, control path) take it, the helper thread only
  * try-locks it.
+ *
+ * Protocol, in short:
+ *  - A WQE is split into packets of at most the MTU (the smaller of both
+ *    ends' slot payloads); each carries the DCI's message number (msn), the
+ *    oldest msn still unacknowledged (ack_base) and its byte offset.
+ *  - The responder handles a source (port, DCI) strictly in order, answers
+ *    the last packet of a message (ACK/NAK), every READ packet (data) and
+ *    every atomic (result); RNR and errors are NAKed at the first packet.
+ *  - The requester keeps one response slot of its own ring reserved for
+ *    every answer it expects ("credits"), so responders never wait: a
+ *    response that does not fit is dropped and recovered by a retry.
+ *  - Losses are recovered go-back-N from the oldest WQE after the ack
+ *    timeout; duplicates are re-answered (atomics from saved results).
+ *  - A full request ring is back-pressure: the requester tries again on its
+ *    next progress.
  */
 #ifndef DCX_SOFT_INT_H_
 #define DCX_SOFT_INT_H_
