@@ -262,6 +262,9 @@ static int soft_cq_poll(dcx_cq_t *cq_, int max, dcx_wc_t *wc)
         }
         cq->head++;
     }
+    if (cq->overrun && (cq->head == cq->tail)) {
+        cq->overrun = 0;   /* drained: a new overrun is logged again */
+    }
     pthread_mutex_unlock(&dev->lock);
     return n;
 }
