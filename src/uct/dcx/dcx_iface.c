@@ -13,6 +13,7 @@
 #include <ucs/sys/string.h>
 #include <ucs/sys/sys.h>
 #include <ucs/arch/cpu.h>
+#include <uct/base/uct_worker.h>
 #include <string.h>
 #include <stdlib.h>
 
@@ -699,10 +700,8 @@ static ucs_status_t uct_dcx_iface_query(uct_iface_h tl_iface,
     attr->max_conn_priv   = 0;
 
     attr->cap.flags = UCT_IFACE_FLAG_CONNECT_TO_IFACE |
-                      UCT_IFACE_FLAG_AM_SHORT |
                       UCT_IFACE_FLAG_AM_BCOPY |
                       UCT_IFACE_FLAG_AM_ZCOPY |
-                      UCT_IFACE_FLAG_PUT_SHORT |
                       UCT_IFACE_FLAG_PUT_BCOPY |
                       UCT_IFACE_FLAG_PUT_ZCOPY |
                       UCT_IFACE_FLAG_GET_BCOPY |
@@ -713,6 +712,13 @@ static ucs_status_t uct_dcx_iface_query(uct_iface_h tl_iface,
                       UCT_IFACE_FLAG_ERRHANDLE_PEER_FAILURE;
     if (iface->config.atomic64_fetch | iface->config.atomic32_fetch) {
         attr->cap.flags |= UCT_IFACE_FLAG_ATOMIC_DEVICE;
+    }
+    /* short operations are inline work requests */
+    if (max_inline > 0) {
+        attr->cap.flags |= UCT_IFACE_FLAG_PUT_SHORT;
+    }
+    if (max_inline >= UCT_DCX_AM_HDR_LEN + sizeof(uint64_t)) {
+        attr->cap.flags |= UCT_IFACE_FLAG_AM_SHORT;
     }
 
     attr->cap.atomic32.op_flags  = iface->config.atomic32_post;
@@ -736,8 +742,10 @@ static ucs_status_t uct_dcx_iface_query(uct_iface_h tl_iface,
     attr->cap.get.align_mtu       = caps->mtu;
     attr->cap.get.max_iov         = iface->config.max_iov;
 
-    attr->cap.am.max_short        = ucs_min(max_inline, seg) -
-                                    UCT_DCX_AM_HDR_LEN;
+    attr->cap.am.max_short        = (attr->cap.flags &
+                                     UCT_IFACE_FLAG_AM_SHORT) ?
+                                    ucs_min(max_inline, seg) -
+                                    UCT_DCX_AM_HDR_LEN : 0;
     attr->cap.am.max_bcopy        = seg - UCT_DCX_AM_HDR_LEN;
     attr->cap.am.min_zcopy        = 0;
     attr->cap.am.max_zcopy        = seg - UCT_DCX_AM_HDR_LEN;
@@ -808,6 +816,11 @@ uct_dcx_iface_check_config(const uct_dcx_iface_config_t *config,
         ucs_error("dcx: %s: DCX_RNR_RETRY_COUNT=%u out of range 0..7", dev,
                   config->rnr_retry);
         return UCS_ERR_INVALID_PARAM;
+    }
+    if (caps->max_sge < 3) {
+        ucs_error("dcx: %s: the device takes %u sges per work request, dcx "
+                  "needs at least 3", dev, caps->max_sge);
+        return UCS_ERR_UNSUPPORTED;
     }
     if (!(caps->flags & DCX_CAP_DC)) {
         ucs_error("dcx: %s: the device has no DC support", dev);
@@ -991,6 +1004,12 @@ static UCS_CLASS_INIT_FUNC(uct_dcx_iface_t, uct_md_h tl_md,
     if (!(params->field_mask & UCT_IFACE_PARAM_FIELD_OPEN_MODE) ||
         !(params->open_mode & UCT_IFACE_OPEN_MODE_DEVICE)) {
         ucs_error("dcx: only UCT_IFACE_OPEN_MODE_DEVICE is supported");
+        return UCS_ERR_UNSUPPORTED;
+    }
+
+    if (ucs_derived_of(worker, uct_priv_worker_t)->thread_mode ==
+        UCS_THREAD_MODE_MULTI) {
+        ucs_error("dcx: a worker in UCS_THREAD_MODE_MULTI is not supported");
         return UCS_ERR_UNSUPPORTED;
     }
 

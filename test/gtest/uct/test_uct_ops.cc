@@ -776,6 +776,49 @@ TEST_F(uct_dcx_config, bad_values_bad_flow)
     log_counter::reset();
 }
 
+/* A device with little inline space: no AM short is advertised (its
+ * header does not fit), put short only as far as it fits, the rest works */
+class uct_dcx_no_inline : public uct_dcx_test {
+protected:
+    virtual void init_env(scoped_env &env)
+    {
+        env.set("UCX_DCX_SOFT_MAX_INLINE", "4");
+    }
+};
+
+TEST_F(uct_dcx_no_inline, no_short_ops)
+{
+    entity *a = create_entity();
+    entity *b = create_entity();
+    ASSERT_TRUE(a && b);
+    if (a->attr.cap.put.max_short > 8) {
+        GTEST_SKIP() << "the device keeps more inline space";
+    }
+    EXPECT_FALSE(a->attr.cap.flags & UCT_IFACE_FLAG_AM_SHORT);
+    EXPECT_TRUE(a->attr.cap.flags & UCT_IFACE_FLAG_PUT_SHORT);
+    EXPECT_EQ(0u, a->attr.cap.am.max_short);
+
+    uct_ep_h ab = connect(a, b);
+    am_rx rx;
+    ASSERT_EQ(UCS_OK, uct_iface_set_am_handler(b->iface, AM_ID, am_rx::cb,
+                                               &rx, 0));
+    std::string payload(100, 'n');
+    pack_arg arg = {payload.data(), payload.size()};
+    ssize_t len;
+    while ((len = uct_ep_am_bcopy(ab, AM_ID, pack_cb, &arg, 0)) ==
+           UCS_ERR_NO_RESOURCE) {
+        progress();
+    }
+    ASSERT_EQ((ssize_t)payload.size(), len);
+    ASSERT_TRUE(wait_for([&] { return rx.count == 1; }));
+    flush_ep(ab);
+
+    log_counter::reset();
+    EXPECT_EQ(UCS_ERR_INVALID_PARAM, uct_ep_am_short(ab, AM_ID, 0, NULL, 0));
+    EXPECT_EQ(1, log_counter::errors());
+    log_counter::reset();
+}
+
 TEST_F(uct_dcx_config, hundreds_of_dcis)
 {
     std::map<std::string, std::string> cfg;
