@@ -174,6 +174,7 @@ typedef struct uct_dcx_dci {
     uint64_t           sig_sn;     /* last signalled */
     ucs_queue_head_t   ops;        /* uct_dcx_op_t by increasing sn */
     uct_dcx_ep_t     **wr_ep;      /* [sn & mask]: ep of each WR in flight */
+    uint8_t           *wr_opcode;  /* [sn & mask]: its opcode, for errors */
     char              *log;        /* [sn & mask]: uct_dcx_wr_log_t, or NULL */
 } uct_dcx_dci_t;
 

@@ -82,7 +82,8 @@ uct_dcx_dci_post(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci, uct_dcx_ep_t *ep,
     } else {
         dci->unsig++;
     }
-    dci->wr_ep[sn & iface->ring_mask] = ep;
+    dci->wr_ep[sn & iface->ring_mask]     = ep;
+    dci->wr_opcode[sn & iface->ring_mask] = wr->opcode;
     if (dci->log != NULL) {
         uct_dcx_dci_log_wr(iface, dci, sn, wr);
     }

@@ -248,12 +248,14 @@ ucs_status_t uct_dcx_dci_pool_init(uct_dcx_iface_t *iface,
     for (i = 0; i < total; ++i) {
         dci        = &iface->dcis[i];
         dci->avail = iface->sq_len;
-        dci->wr_ep = ucs_calloc(ring, sizeof(*dci->wr_ep), "dcx_wr_ep");
+        dci->wr_ep     = ucs_calloc(ring, sizeof(*dci->wr_ep), "dcx_wr_ep");
+        dci->wr_opcode = ucs_calloc(ring, sizeof(*dci->wr_opcode),
+                                    "dcx_wr_opcode");
         /* DCIs shared by endpoints keep copies of their WRs in flight */
         if (iface->policy->shared || (i == iface->ctl_dci)) {
             dci->log = ucs_malloc(ring * iface->log_stride, "dcx_wr_log");
         }
-        if ((dci->wr_ep == NULL) ||
+        if ((dci->wr_ep == NULL) || (dci->wr_opcode == NULL) ||
             ((iface->policy->shared || (i == iface->ctl_dci)) &&
              (dci->log == NULL))) {
             ucs_error("dcx: failed to allocate the WR ring of DCI %u", i);
@@ -283,6 +285,7 @@ ucs_status_t uct_dcx_dci_pool_init(uct_dcx_iface_t *iface,
 err_destroy:
     while (i-- > 0) {
         ucs_free(iface->dcis[i].wr_ep);
+        ucs_free(iface->dcis[i].wr_opcode);
         ucs_free(iface->dcis[i].log);
         if (iface->dcis[i].qp != NULL) {
             dcx_qp_destroy(iface->dcis[i].qp);
@@ -310,6 +313,7 @@ void uct_dcx_dci_pool_cleanup(uct_dcx_iface_t *iface)
         }
         dcx_qp_destroy(dci->qp);
         ucs_free(dci->wr_ep);
+        ucs_free(dci->wr_opcode);
         ucs_free(dci->log);
     }
     ucs_free(iface->dcis);
@@ -375,13 +379,44 @@ static void uct_dcx_dci_retire(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci,
     }
 }
 
-static const char *uct_dcx_ep_peer_str(uct_dcx_ep_t *ep, char *buf,
+static const char *uct_dcx_wr_opcode_names[] = {
+    [DCX_WR_SEND]                = "send",
+    [DCX_WR_SEND_IMM]            = "send with immediate",
+    [DCX_WR_RDMA_WRITE]          = "RDMA write",
+    [DCX_WR_RDMA_WRITE_IMM]      = "RDMA write with immediate",
+    [DCX_WR_RDMA_READ]           = "RDMA read",
+    [DCX_WR_ATOMIC_FADD]         = "atomic fetch-add",
+    [DCX_WR_ATOMIC_CSWAP]        = "atomic compare-swap",
+    [DCX_WR_ATOMIC_MASKED_FADD]  = "masked atomic fetch-add",
+    [DCX_WR_ATOMIC_MASKED_CSWAP] = "masked atomic compare-swap"
+};
+
+/* "ep 0x.. to DCT 0x.. at port 01:02:..", for error messages */
+static const char *uct_dcx_ep_peer_str(uct_dcx_iface_t *iface,
+                                       uct_dcx_ep_t *ep, char *buf,
                                        size_t max)
 {
+    size_t len;
+    unsigned i, j;
+
     if (ep == NULL) {
-        ucs_snprintf_zero(buf, max, "(no endpoint)");
-    } else {
-        ucs_snprintf_zero(buf, max, "ep %p (DCT 0x%x)", ep, ep->dest.dctn);
+        ucs_snprintf_zero(buf, max, "a peer without endpoint");
+        return buf;
+    }
+
+    ucs_snprintf_zero(buf, max, "ep %p to DCT 0x%x", ep, ep->dest.dctn);
+    for (i = 0; i < iface->num_peers; ++i) {
+        if (iface->peers[i].ah != ep->dest.ah) {
+            continue;
+        }
+        len = strlen(buf);
+        ucs_snprintf_zero(buf + len, max - len, " at port ");
+        for (j = 0; (j < iface->peers[i].len) && (j < 8); ++j) {
+            len = strlen(buf);
+            ucs_snprintf_zero(buf + len, max - len, "%s%02x", j ? ":" : "",
+                              iface->peers[i].addr[j]);
+        }
+        break;
     }
     return buf;
 }
@@ -492,10 +527,11 @@ uct_dcx_dci_handle_error(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci,
     int cancel            = !!(dci->flags & UCT_DCX_DCI_FLAG_CANCEL);
     uct_dcx_ep_t *fail_ep = dci->wr_ep[sn & iface->ring_mask];
     uint64_t last_sn;
+    uint8_t opcode;
     ucs_queue_head_t flushed;
     ucs_status_t status;
     uct_dcx_op_t *op;
-    char peer[64];
+    char peer[128];
     int ret;
 
     /* Everything before sn executed in order */
@@ -507,14 +543,17 @@ uct_dcx_dci_handle_error(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci,
         status = UCS_ERR_CANCELED;
     } else {
         status = uct_dcx_status(wc->status);
+        opcode = dci->wr_opcode[sn & iface->ring_mask];
         ucs_log((status == UCS_ERR_ENDPOINT_TIMEOUT) ||
                 (status == UCS_ERR_CONNECTION_RESET) ?
                 iface->super.config.failure_level : UCS_LOG_LEVEL_ERROR,
-                "dcx: %s: DCI 0x%x %s failed on %s: %s (vendor 0x%x)",
-                dcx_dev_name(iface->dev), dci->qp->qp_num,
-                (dci->flags & UCT_DCX_DCI_FLAG_CTL) ? "control message" :
-                                                      "operation",
-                uct_dcx_ep_peer_str(fail_ep, peer, sizeof(peer)),
+                "dcx: %s: %s%s on DCI 0x%x to %s failed: %s (vendor 0x%x)",
+                dcx_dev_name(iface->dev),
+                (opcode < DCX_WR_OPCODE_LAST) ?
+                uct_dcx_wr_opcode_names[opcode] : "operation",
+                (dci->flags & UCT_DCX_DCI_FLAG_CTL) ? " (control)" : "",
+                dci->qp->qp_num,
+                uct_dcx_ep_peer_str(iface, fail_ep, peer, sizeof(peer)),
                 dcx_wc_status_str(wc->status), wc->vendor_err);
     }
 
