@@ -26,6 +26,13 @@ ucs_status_t count_am(void *arg, void *data, size_t length, unsigned flags)
     return UCS_OK;
 }
 
+ucs_status_t count_am_u64(void *arg, void *data, size_t length,
+                          unsigned flags)
+{
+    (*static_cast<uint64_t*>(arg))++;
+    return UCS_OK;
+}
+
 /* What a peer process publishes: its addresses and a registered buffer */
 struct peer_info {
     char      dev_addr[64];
@@ -287,6 +294,9 @@ TEST_F(uct_dcx_peer, DISABLED_serve)
     entity *e = create_entity();
     ASSERT_TRUE(e != NULL);
     mem m = alloc_mem(65536);
+    /* AMs are counted in the first word of the published buffer */
+    ASSERT_EQ(UCS_OK, uct_iface_set_am_handler(e->iface, AM_ID, count_am_u64,
+                                               m.ptr, 0));
 
     memset(&info, 0, sizeof(info));
     info.dev_addr_len   = e->dev_addr.size();
@@ -297,8 +307,12 @@ TEST_F(uct_dcx_peer, DISABLED_serve)
     ASSERT_EQ(UCS_OK, uct_md_mkey_pack(m_md, m.memh, info.rkey));
     ASSERT_EQ((ssize_t)sizeof(info), write(atoi(fd_str), &info,
                                            sizeof(info)));
+    bool slow = (getenv("DCX_PEER_SLOW") != NULL);
     for (;;) {
         progress();
+        if (slow) {
+            usleep(20);   /* a receiver that cannot keep up */
+        }
     }
 }
 
@@ -478,6 +492,58 @@ TEST_P(uct_dcx_remote, shared_dci_survives_peer_death)
     check_healthy(good);
     log_counter::reset();
 }
+
+/* A slow receiver in another process with a tiny receive queue, flooded:
+ * every message arrives, flow control keeps the sender from needing
+ * receiver-not-ready retries */
+class uct_dcx_remote_flood : public uct_dcx_remote {
+protected:
+    virtual void init_env(scoped_env &env)
+    {
+        uct_dcx_remote::init_env(env);
+        env.set("UCX_DCX_RX_QUEUE_LEN", "32");
+        env.set("UCX_DCX_FC_WND", "16");
+        env.set("UCX_DCX_TIMEOUT", "1s");
+        env.set("DCX_PEER_SLOW", "1");
+    }
+};
+
+TEST_P(uct_dcx_remote_flood, slow_receiver)
+{
+    const uint64_t n = 3000;
+    dcx_soft_stats_t before, after;
+    uint64_t count = 0;
+    std::string payload(300, 'w');
+
+    start_peer();
+    ASSERT_EQ(0, dcx_soft_stats(device(), &before));
+    for (uint64_t i = 0; i < n; ++i) {
+        ASSERT_EQ(UCS_OK, retry([&] {
+            return uct_ep_am_short(m_remote, AM_ID, i, payload.data(),
+                                   payload.size());
+        }));
+    }
+    /* read the peer's counter until it saw everything */
+    ASSERT_TRUE(wait_for([&] {
+        test_comp comp;
+        uct_iov_t iov = {m_mem.ptr, 8, m_mem.memh, 0, 1};
+        ucs_status_t status = retry([&] {
+            return uct_ep_get_zcopy(m_remote, &iov, 1, m_remote_buf,
+                                    m_rkb.rkey, &comp.uct);
+        });
+        EXPECT_EQ(UCS_INPROGRESS, status);
+        wait_for([&] { return comp.done > 0; });
+        count = *(uint64_t*)m_mem.ptr;
+        return count == n;
+    }, 60)) << "peer counted " << count << " of " << n;
+    ASSERT_EQ(0, dcx_soft_stats(device(), &after));
+    EXPECT_EQ(before.rnr_retries, after.rnr_retries)
+        << "flow control let the peer's receive queue overflow";
+    EXPECT_TRUE(m_errors.empty());
+}
+
+INSTANTIATE_TEST_SUITE_P(policy, uct_dcx_remote_flood,
+                         ::testing::Values("dcs", "dcs_quota", "rand"));
 
 INSTANTIATE_TEST_SUITE_P(policy, uct_dcx_remote,
                          ::testing::Values("dcs", "dcs_quota", "rand"));
