@@ -254,7 +254,6 @@ struct uct_dcx_iface {
     size_t                       log_stride;  /* bytes per WR log entry */
 
     ucs_arbiter_t                arbiter;     /* eps with pending requests */
-    uct_dcx_ep_t                *dispatch_ep; /* ep being dispatched */
 
     ucs_mpool_t                  tx_mp;       /* uct_dcx_send_desc_t */
     ucs_mpool_t                  op_mp;       /* bare uct_dcx_op_t */

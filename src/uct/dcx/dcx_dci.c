@@ -878,16 +878,16 @@ ucs_arbiter_cb_result_t uct_dcx_ep_dispatch_cb(ucs_arbiter_t *arbiter,
         return UCS_ARBITER_CB_RESULT_DESCHED_GROUP;
     }
 
-    /* Cheap test before calling the request: a DCI with room */
-    iface->dispatch_ep = ep;
+    /* Cheap test before calling the request: a DCI with room.  DCIs are
+     * given back only while progressing, and pending endpoints are
+     * dispatched at the end of the same progress call: they get a freed
+     * DCI before any new sender can ask for it. */
     status = uct_dcx_ep_tx_begin(iface, ep, 0);
     if (status != UCS_OK) {
-        iface->dispatch_ep = NULL;
         return UCS_ARBITER_CB_RESULT_RESCHED_GROUP;
     }
 
-    status             = req->func(req);
-    iface->dispatch_ep = NULL;
+    status = req->func(req);
     if (status == UCS_OK) {
         return UCS_ARBITER_CB_RESULT_REMOVE_ELEM;
     } else if (status == UCS_INPROGRESS) {
@@ -968,11 +968,6 @@ static ucs_status_t uct_dcx_ep_tx_resources(uct_dcx_iface_t *iface,
     }
 
     if (ep->dci == UCT_DCX_DCI_NONE) {
-        /* Do not overtake endpoints already waiting for resources */
-        if (!ucs_arbiter_is_empty(&iface->arbiter) &&
-            (iface->dispatch_ep != ep)) {
-            return UCS_ERR_NO_RESOURCE;
-        }
         status = iface->policy->dci_get(iface, ep);
         if (status != UCS_OK) {
             return status;

@@ -951,9 +951,6 @@ UCS_CLASS_CLEANUP_FUNC(uct_dcx_ep_t)
     if (!(self->flags & UCT_DCX_EP_FLAG_FAILED)) {
         iface->policy->ep_detach(iface, self);
     }
-    if (iface->dispatch_ep == self) {
-        iface->dispatch_ep = NULL;
-    }
 
     it = kh_get(uct_dcx_eps, &iface->eps, self->id);
     if (it != kh_end(&iface->eps)) {

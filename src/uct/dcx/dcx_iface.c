@@ -1052,7 +1052,6 @@ static UCS_CLASS_INIT_FUNC(uct_dcx_iface_t, uct_md_h tl_md,
     self->rx_posted           = 0;
     self->fc_wnd              = cfg->fc_wnd;
     self->fc_thresh           = cfg->fc_wnd / 2;
-    self->dispatch_ep         = NULL;
     self->next_ep_id          = 0;
     self->peers               = NULL;
     self->num_peers           = 0;
