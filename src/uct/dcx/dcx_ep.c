@@ -951,6 +951,8 @@ UCS_CLASS_CLEANUP_FUNC(uct_dcx_ep_t)
     if (!(self->flags & UCT_DCX_EP_FLAG_FAILED)) {
         iface->policy->ep_detach(iface, self);
     }
+    /* ep_check probes may still be in flight on the control DCI */
+    uct_dcx_dci_detach_ep(iface, &iface->dcis[iface->ctl_dci], self);
 
     it = kh_get(uct_dcx_eps, &iface->eps, self->id);
     if (it != kh_end(&iface->eps)) {

@@ -447,6 +447,30 @@ TEST_P(uct_dcx_remote, ep_check_dead_peer)
     log_counter::reset();
 }
 
+/* An ep destroyed while its probe and its operations to a dead peer are
+ * still in flight: the failure that comes later names no endpoint */
+TEST_P(uct_dcx_remote, ep_destroyed_with_work_in_flight)
+{
+    uct_ep_h good = connect(m_a, m_b);
+    uint64_t value = 1;
+
+    start_peer();
+    kill(m_child, SIGKILL);
+    waitpid(m_child, NULL, 0);
+    m_child = -1;
+
+    ASSERT_EQ(UCS_OK, uct_ep_check(m_remote, 0, NULL));
+    ASSERT_EQ(UCS_OK, retry([&] {
+        return uct_ep_put_short(m_remote, &value, 8, m_remote_buf,
+                                m_rkb.rkey);
+    }));
+    destroy_ep(m_remote);
+    flush_iface(m_a);
+    EXPECT_TRUE(m_errors.empty());
+    check_healthy(good);
+    log_counter::reset();
+}
+
 /* One DCI for everybody: the WRs of a healthy ep queued behind those to a
  * dead peer are not lost (rand re-posts them after recovery, dcs lends the
  * recovered DCI to the waiting ep). */
