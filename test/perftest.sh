@@ -7,8 +7,9 @@
 #
 # Usage: test/perftest.sh [-l path/to/libuct_dcx.so] [-n iterations]
 #                         [-k name-filter] [-v]
-#   default module: $DCX_LIB, else the first libuct_dcx.so found in a build
-#   directory next to this script's source tree.
+#   default module: $DCX_LIB, else the libuct_dcx.so of the source tree's
+#   own build, of build/, or of another build*/ directory (sanitizer builds
+#   are skipped: they cannot be preloaded into an uninstrumented program).
 #
 set -u
 
@@ -30,8 +31,10 @@ done
 
 top=$(cd "$(dirname "$0")/.." && pwd)
 if [ -z "$lib" ]; then
-    for cand in "$top"/build*/.libs/libuct_dcx.so "$top"/.libs/libuct_dcx.so; do
-        if [ -f "$cand" ]; then
+    for cand in "$top"/.libs/libuct_dcx.so "$top"/build/.libs/libuct_dcx.so \
+                "$top"/build*/.libs/libuct_dcx.so; do
+        # a sanitizer build cannot be preloaded into ucx_perftest
+        if [ -f "$cand" ] && ! ldd "$cand" 2>/dev/null | grep -q libasan; then
             lib=$cand
             break
         fi
