@@ -448,33 +448,33 @@ void uct_dcx_dci_log_wr(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci,
     }
 }
 
-/* Completes the operations at the head of ops numbered sn */
-static void uct_dcx_ops_complete_sn(uct_dcx_iface_t *iface,
-                                    ucs_queue_head_t *ops, uint64_t sn,
-                                    ucs_status_t status)
+/* Moves the operations at the head of from numbered sn to the tail of to */
+static void uct_dcx_ops_move_sn(ucs_queue_head_t *from, ucs_queue_head_t *to,
+                                uint64_t sn)
 {
     uct_dcx_op_t *op;
 
-    while (!ucs_queue_is_empty(ops)) {
-        op = ucs_queue_head_elem_non_empty(ops, uct_dcx_op_t, queue);
+    while (!ucs_queue_is_empty(from)) {
+        op = ucs_queue_head_elem_non_empty(from, uct_dcx_op_t, queue);
         if (op->sn != sn) {
             break;
         }
-        ucs_queue_pull_non_empty(ops);
-        uct_dcx_op_complete(iface, op, status);
+        ucs_queue_pull_non_empty(from);
+        ucs_queue_push(to, &op->queue);
     }
 }
 
 /*
  * After recovery of a shared DCI: posts again, in their order, the WRs in
  * [first, last] that belong to healthy endpoints (their operations follow
- * them to their new numbers); the failed WR and those of the failing
- * endpoint complete their operations with status.
+ * them to their new numbers); the operations of the failed WR and of the
+ * failing endpoint move to failed, to be completed once the replay is over
+ * (no user callback runs while WRs are being posted again).
  */
 static void uct_dcx_dci_replay(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci,
                                uint64_t first, uint64_t last,
-                               uct_dcx_ep_t *fail_ep, ucs_status_t status,
-                               ucs_queue_head_t *ops)
+                               uct_dcx_ep_t *fail_ep, ucs_queue_head_t *ops,
+                               ucs_queue_head_t *failed_ops)
 {
     uct_dcx_wr_log_t *copy = ucs_alloca(iface->log_stride);
     uct_dcx_ep_t *ep;
@@ -502,7 +502,7 @@ static void uct_dcx_dci_replay(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci,
         }
 
         if (failed) {
-            uct_dcx_ops_complete_sn(iface, ops, x, status);
+            uct_dcx_ops_move_sn(ops, failed_ops, x);
             continue;
         }
 
@@ -528,7 +528,7 @@ uct_dcx_dci_handle_error(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci,
     uct_dcx_ep_t *fail_ep = dci->wr_ep[sn & iface->ring_mask];
     uint64_t last_sn;
     uint8_t opcode;
-    ucs_queue_head_t flushed;
+    ucs_queue_head_t flushed, failed_ops, cancelled_ops;
     ucs_status_t status;
     uct_dcx_op_t *op;
     char peer[128];
@@ -579,17 +579,32 @@ uct_dcx_dci_handle_error(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci,
         dci->avail  = iface->sq_len;
     }
 
+    /* Sort the flushed operations first, complete them after: callbacks may
+     * post again, and must not disturb the bookkeeping being read */
+    ucs_queue_head_init(&failed_ops);
+    ucs_queue_head_init(&cancelled_ops);
     if ((dci->log != NULL) && !cancel && (ret == 0)) {
         /* shared DCI: healthy endpoints lose nothing */
-        uct_dcx_dci_replay(iface, dci, sn, last_sn, fail_ep, status,
-                           &flushed);
+        uct_dcx_dci_replay(iface, dci, sn, last_sn, fail_ep, &flushed,
+                           &failed_ops);
     }
     while (!ucs_queue_is_empty(&flushed)) {
         op = ucs_queue_pull_elem_non_empty(&flushed, uct_dcx_op_t, queue);
-        uct_dcx_op_complete(iface, op,
-                            ((op->sn == sn) ||
-                             (dci->wr_ep[op->sn & iface->ring_mask] ==
-                              fail_ep)) ? status : UCS_ERR_CANCELED);
+        if ((op->sn == sn) ||
+            (dci->wr_ep[op->sn & iface->ring_mask] == fail_ep)) {
+            ucs_queue_push(&failed_ops, &op->queue);
+        } else {
+            ucs_queue_push(&cancelled_ops, &op->queue);
+        }
+    }
+    while (!ucs_queue_is_empty(&failed_ops)) {
+        op = ucs_queue_pull_elem_non_empty(&failed_ops, uct_dcx_op_t, queue);
+        uct_dcx_op_complete(iface, op, status);
+    }
+    while (!ucs_queue_is_empty(&cancelled_ops)) {
+        op = ucs_queue_pull_elem_non_empty(&cancelled_ops, uct_dcx_op_t,
+                                           queue);
+        uct_dcx_op_complete(iface, op, UCS_ERR_CANCELED);
     }
 
     /* A lent DCI goes back to the pool, unless it is broken */
