@@ -87,6 +87,14 @@ tests=(
     "ucp_get|UCX_TLS=dcx,self|-t ucp_get -s 65536"
     "stream_bw|UCX_TLS=dcx,self|-t stream_bw -s 65536"
     "ucp_am_lat|UCX_TLS=dcx,self|-t ucp_am_lat -s 64"
+    "ucp_am_bw|UCX_TLS=dcx,self|-t ucp_am_bw -s 262144"
+    "ucp_put_lat|UCX_TLS=dcx,self|-t ucp_put_lat -s 8"
+    "ucp_add|UCX_TLS=dcx,self|-t ucp_add"
+    "ucp_fadd|UCX_TLS=dcx,self|-t ucp_fadd"
+    "ucp_swap|UCX_TLS=dcx,self|-t ucp_swap"
+    "ucp_cswap|UCX_TLS=dcx,self|-t ucp_cswap"
+    "tag_lat_rand|UCX_TLS=dcx,self UCX_DCX_DCI_POLICY=rand|-t tag_lat -s 8"
+    "tag_bw_dcs|UCX_TLS=dcx,self UCX_DCX_DCI_POLICY=dcs|-t tag_bw -s 65536"
 )
 
 run_one() {

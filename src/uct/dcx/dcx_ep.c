@@ -750,13 +750,13 @@ ucs_status_t uct_dcx_ep_flush(uct_ep_h tl_ep, unsigned flags,
     dcx_dc_dest_t self;
     ucs_status_t status;
 
+    /* Pending requests are the caller's to order: a flush covers what was
+     * posted (it may itself be called from a pending request) */
     if (flags & UCT_FLUSH_FLAG_CANCEL) {
         uct_dcx_ep_pending_purge(tl_ep, NULL, NULL);
         if (!uct_dcx_ep_is_flushed(iface, ep)) {
             return uct_dcx_ep_flush_cancel(iface, ep, comp);
         }
-    } else if (!ucs_arbiter_group_is_empty(&ep->arb_group)) {
-        return UCS_ERR_NO_RESOURCE;
     }
 
     if (uct_dcx_ep_is_flushed(iface, ep)) {
