@@ -58,7 +58,8 @@ if [ $quick -eq 0 ]; then
             make -C "$top/build-asan" check
 fi
 export DCX_RUN="$top/build/contrib/dcx-run"
-step "ucx_perftest over dcx (UCT and UCP)" "$top/test/perftest.sh" "$top/build"
+step "ucx_perftest over dcx (UCT and UCP)" \
+    "$top/test/perftest.sh" -l "$top/build/.libs/libuct_dcx.so"
 step "MPI and OpenSHMEM over dcx" env DCX_TEST_TLS=dcx "$top/test/mpi/run.sh" "$top/build/test-mpi"
 
 echo
