@@ -4,9 +4,13 @@
  * device, side by side with a plain shared-memory ping-pong and stream that
  * do the same copies with nothing else: the physical limit of this machine.
  *
- *   dev_pingpong [-n iters] [-w window] [-s max_size]
+ *   dev_pingpong [-n iters] [-w window] [-s max_size] [-R]
  *
  * Prints one table: size, latency and bandwidth of both, and the ratios.
+ * Then a second one: RDMA READ median latency and READ stream bandwidth
+ * while the target process computes without polling its device (only its
+ * helper thread can answer), and READ median latency while it polls.
+ * -R runs the READ table only.
  */
 #include "dcx_dev.h"
 #include "soft/dcx_soft.h"
@@ -36,6 +40,8 @@ typedef struct {
     uint64_t          buf[2];
     atomic_int        ready[2];
     atomic_int        phase;        /* barrier counter */
+    atomic_int        busy_stop;    /* ends the target's compute loop */
+    atomic_uint_fast64_t sink;
     /* plain shared-memory channel: a slot ring each way */
     atomic_uint_fast64_t seq[2];    /* messages published towards rank i */
     atomic_uint_fast64_t ack[2];    /* messages consumed by rank i */
@@ -61,6 +67,7 @@ static bench_shared_t *shm;
 static unsigned        iters  = 2000;
 static unsigned        window = 32;
 static size_t          max_size = BENCH_MAX_SIZE;
+static int             reads_only;
 
 static double now_us(void)
 {
@@ -357,6 +364,160 @@ static double shm_bandwidth(bench_ctx_t *c, size_t size, unsigned count)
     return 0;
 }
 
+static unsigned bw_count(size_t size);
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+
+    return (x > y) - (x < y);
+}
+
+/* The target side of the READ tests until rank 0 is done: poll the device
+ * (mode 1), compute without touching it (0), or compute and poll every
+ * 150 us (2), as an application that calls progress now and then. */
+static void read_target(bench_ctx_t *c, int poll)
+{
+    double next = now_us() + 150;
+    uint64_t x = 1;
+    dcx_wc_t wc;
+
+    while (!atomic_load_explicit(&shm->busy_stop, memory_order_acquire)) {
+        if (poll == 1) {
+            dcx_cq_poll(c->rcq, 1, &wc);
+        } else {
+            if ((poll == 2) && (now_us() >= next)) {
+                dcx_cq_poll(c->rcq, 1, &wc);
+                next = now_us() + 150;
+            }
+            for (int k = 0; k < 1000; ++k) {
+                x = x * 6364136223846793005ull + 1442695040888963407ull;
+            }
+        }
+    }
+    atomic_store(&shm->sink, x);
+}
+
+static void post_read(bench_ctx_t *c, size_t size)
+{
+    dcx_sge_t sge = { (uintptr_t)c->buf, (uint32_t)size, c->mr->lkey };
+    dcx_send_wr_t wr;
+
+    memset(&wr, 0, sizeof(wr));
+    wr.opcode      = DCX_WR_RDMA_READ;
+    wr.flags       = DCX_SEND_SIGNALED;
+    wr.num_sge     = 1;
+    wr.sg_list     = &sge;
+    wr.dest.ah     = c->ah;
+    wr.dest.dctn   = c->peer_dctn;
+    wr.dest.dc_key = 0x1ee7;
+    wr.remote_addr = c->peer_buf;
+    wr.rkey        = c->peer_rkey;
+    CHECK(dcx_qp_post_send(c->dci, &wr));
+}
+
+/* Median latency of 'count' READs issued one at a time. */
+static double read_latency(bench_ctx_t *c, size_t size, unsigned count,
+                           int poll)
+{
+    double *t, med;
+    dcx_wc_t wc;
+    unsigned i;
+
+    if (c->rank == 1) {
+        read_target(c, poll);
+        return 0;
+    }
+    t = calloc(count, sizeof(*t));
+    for (i = 0; i < count; ++i) {
+        double t0 = now_us();
+
+        post_read(c, size);
+        wait_wc(c->scq, &wc);
+        t[i] = now_us() - t0;
+    }
+    atomic_store(&shm->busy_stop, 1);
+    qsort(t, count, sizeof(*t), cmp_double);
+    med = t[count / 2];
+    free(t);
+    return med;
+}
+
+/* READ stream with a window of outstanding READs; the target computes. */
+static double read_bandwidth(bench_ctx_t *c, size_t size, unsigned count)
+{
+    unsigned posted = 0, completed = 0;
+    dcx_wc_t wc[16];
+    double t0;
+    int n, i;
+
+    if (c->rank == 1) {
+        read_target(c, 0);
+        return 0;
+    }
+    t0 = now_us();
+    while (completed < count) {
+        while ((posted < count) && (posted - completed < window)) {
+            post_read(c, size);
+            ++posted;
+        }
+        n = dcx_cq_poll(c->scq, 16, wc);
+        for (i = 0; i < n; ++i) {
+            if (wc[i].status != DCX_WC_SUCCESS) {
+                die("RDMA read", EIO);
+            }
+        }
+        completed += n;
+    }
+    t0 = now_us() - t0;
+    atomic_store(&shm->busy_stop, 1);
+    return (double)size * count / t0;
+}
+
+static void read_tests(bench_ctx_t *c)
+{
+    size_t size;
+
+    if (c->rank == 0) {
+        printf("# RDMA READ: median latency with the target computing "
+               "(no polling), computing and polling every 150 us, and polling;"
+               "\n# READ stream bandwidth, window %u, target computing\n",
+               window);
+        printf("%10s %14s %14s %14s %12s\n", "size", "busy_lat_us",
+               "150us_poll_lat", "poll_lat_us", "read_MB/s");
+    }
+    for (size = 8; size <= max_size; size *= 8) {
+        unsigned lat_n = size > 65536 ? 50 : iters;
+        double bl, il, pl, bw;
+
+        barrier(c->rank);
+        atomic_store(&shm->busy_stop, 0);
+        barrier(c->rank);
+        bl = read_latency(c, size, lat_n, 0);
+        barrier(c->rank);
+        atomic_store(&shm->busy_stop, 0);
+        barrier(c->rank);
+        il = read_latency(c, size, lat_n, 2);
+        barrier(c->rank);
+        atomic_store(&shm->busy_stop, 0);
+        barrier(c->rank);
+        pl = read_latency(c, size, lat_n, 1);
+        barrier(c->rank);
+        atomic_store(&shm->busy_stop, 0);
+        barrier(c->rank);
+        bw = read_bandwidth(c, size, bw_count(size) / 4 + 1);
+        barrier(c->rank);
+        if (c->rank == 0) {
+            printf("%10zu %14.2f %14.2f %14.2f %12.1f\n", size, bl, il, pl,
+                   bw);
+            fflush(stdout);
+        }
+        if (size == 4096) {
+            size = 8192;   /* then 64 KiB, 512 KiB, 4 MiB */
+        }
+    }
+}
+
 static unsigned bw_count(size_t size)
 {
     size_t total = (size_t)iters * 4096;
@@ -384,7 +545,7 @@ static void run(int rank, const char *fabric)
         printf("%10s %12s %12s %8s %12s %12s %8s\n", "size", "soft_lat_us",
                "shm_lat_us", "ratio", "soft_MB/s", "shm_MB/s", "ratio");
     }
-    for (size = 8; size <= max_size; size *= 8) {
+    for (size = 8; !reads_only && (size <= max_size); size *= 8) {
         double dl, sl, dbw, sbw;
 
         barrier(rank);
@@ -402,11 +563,23 @@ static void run(int rank, const char *fabric)
             fflush(stdout);
         }
     }
+    read_tests(&c);
+    barrier(rank);
+    if (rank == 1 && dcx_soft_stats(c.dev, &stats) == 0) {
+        printf("# rank 1 soft device: %" PRIu64 " packets out, %" PRIu64
+               " in, %" PRIu64 " retransmits, helper woke %" PRIu64
+               " times, %" PRIu64 " responses dropped\n", stats.tx_packets,
+               stats.rx_packets, stats.retransmits, stats.helper_wakeups,
+               stats.resp_drops);
+        fflush(stdout);
+    }
+    barrier(rank);
     if (rank == 0 && dcx_soft_stats(c.dev, &stats) == 0) {
         printf("# rank 0 soft device: %" PRIu64 " packets out, %" PRIu64
                " in, %" PRIu64 " retransmits, helper woke %" PRIu64
-               " times\n", stats.tx_packets, stats.rx_packets,
-               stats.retransmits, stats.helper_wakeups);
+               " times, %" PRIu64 " responses dropped\n", stats.tx_packets,
+               stats.rx_packets, stats.retransmits, stats.helper_wakeups,
+               stats.resp_drops);
     }
     barrier(rank);
     dcx_qp_destroy(c.dci);
@@ -428,13 +601,14 @@ int main(int argc, char **argv)
     int opt, status;
     pid_t child;
 
-    while ((opt = getopt(argc, argv, "n:w:s:")) != -1) {
+    while ((opt = getopt(argc, argv, "n:w:s:R")) != -1) {
         switch (opt) {
         case 'n': iters = strtoul(optarg, NULL, 0); break;
         case 'w': window = strtoul(optarg, NULL, 0); break;
         case 's': max_size = strtoul(optarg, NULL, 0); break;
+        case 'R': reads_only = 1; break;
         default:
-            fprintf(stderr, "usage: %s [-n iters] [-w window] [-s max_size]\n",
+            fprintf(stderr, "usage: %s [-n iters] [-w window] [-s max_size] [-R]\n",
                     argv[0]);
             return 2;
         }

@@ -80,6 +80,8 @@ typedef struct dcx_soft_stats {
     uint64_t remote_access_errors;
     uint64_t helper_wakeups;      /* helper thread woke up */
     uint64_t helper_packets;      /* packets the helper thread processed */
+    uint64_t resp_drops;          /* responses dropped: requester ring full */
+    uint64_t prods;               /* peer helpers woken for unserved requests */
 } dcx_soft_stats_t;
 
 int  dcx_soft_stats(dcx_dev_t *dev, dcx_soft_stats_t *stats);

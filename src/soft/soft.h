@@ -18,9 +18,15 @@
  *  - The responder handles a source (port, DCI) strictly in order, answers
  *    the last packet of a message (ACK/NAK), every READ packet (data) and
  *    every atomic (result); RNR and errors are NAKed at the first packet.
+ *  - A READ request packet asks for a range of up to SOFT_READ_BURST
+ *    response packets (args[0] bytes, args[1] bytes per response), so a
+ *    large READ streams: the responder answers a whole burst at once and
+ *    the requester asks for the next burst as slots free up.
  *  - The requester keeps one response slot of its own ring reserved for
  *    every answer it expects ("credits"), so responders never wait: a
- *    response that does not fit is dropped and recovered by a retry.
+ *    response that does not fit is dropped and recovered by a retry.  One
+ *    slot is never lent out: the response being processed still holds its
+ *    slot when its credit returns and the next request goes out.
  *  - Losses are recovered go-back-N from the oldest WQE after the ack
  *    timeout; duplicates are re-answered (atomics from saved results).
  *  - A full request ring is back-pressure: the requester tries again on its
@@ -46,12 +52,20 @@
 #define SOFT_ATOMIC_SAVED   16u          /* = max_rd_atomic limit */
 #define SOFT_SEG_HDR_SIZE   4096u
 #define SOFT_PROGRESS_BUDGET 64u
+#define SOFT_READ_BURST     16u          /* response packets per READ packet */
 
 #define SOFT_NO_STATUS      0xffu
 
 /* The application counts as busy elsewhere when it has not polled for this
  * long: its helper thread then executes inbound work. */
 #define SOFT_APP_IDLE_NS    200000ull
+
+/* A requester whose packets have sat unserved in a peer's request ring for
+ * this long, while that peer's application has not polled either, wakes the
+ * peer's helper ("prod"); at most once per SOFT_REPROD_NS while nothing
+ * moves. */
+#define SOFT_PROD_NS        25000ull
+#define SOFT_REPROD_NS      500000ull
 
 /* ------------------------------------------------------------------------
  * Wire format
@@ -150,6 +164,10 @@ typedef struct soft_peer {
     size_t            map_size;
     uint64_t          next_try_ns;
     int               own;        /* our own port (loopback) */
+    /* requests of ours not yet consumed by the peer (see soft_req_prod) */
+    uint64_t          watch_pos;   /* ring position after our newest one */
+    uint64_t          watch_head;  /* peer's ring head when last looked at */
+    uint64_t          watch_since; /* no progress seen since; 0: none */
 } soft_peer_t;
 
 /* ------------------------------------------------------------------------
@@ -413,6 +431,7 @@ int      soft_ring_empty(soft_port_hdr_t *hdr, soft_ring_t *ring);
 uint32_t soft_pkt_csum(const soft_pkt_t *pkt);
 void     soft_port_kick(soft_port_hdr_t *hdr, uint64_t now);
 void     soft_port_kick_sleeping(soft_port_hdr_t *hdr);
+void     soft_port_ring(soft_port_hdr_t *hdr);
 int      soft_futex_wait(uint32_t *addr, uint32_t val, uint64_t timeout_ns);
 
 /* soft_dev.c */

@@ -734,7 +734,7 @@ int dcx_soft_open(const dcx_dev_info_t *info, dcx_dev_t **dev_p)
     dev->uid  = (uint32_t)getuid();
     dev->inst = __atomic_add_fetch(&soft_inst_counter, 1, __ATOMIC_RELAXED);
     dev->max_qps      = dev->limits.max_dci + 1024;
-    dev->resp_credits = SOFT_RING_SLOTS;
+    dev->resp_credits = SOFT_RING_SLOTS - 1;
     pthread_mutex_init(&dev->lock, NULL);
 
     dev->qps    = calloc(dev->max_qps, sizeof(*dev->qps));

@@ -488,7 +488,8 @@ void soft_ring_pop(soft_port_hdr_t *hdr, soft_ring_t *ring)
 
     __atomic_store_n(&slot->pkt.src_pid, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&slot->seq, pos + ring->nslots, __ATOMIC_RELEASE);
-    ring->head = pos + 1;
+    /* producers watch the head to see that their packets are served */
+    __atomic_store_n(&ring->head, pos + 1, __ATOMIC_RELAXED);
 }
 
 /* Called when the head slot is not ready.  A producer that died between
@@ -577,6 +578,14 @@ void soft_port_kick_sleeping(soft_port_hdr_t *hdr)
         __atomic_fetch_add(&hdr->doorbell, 1, __ATOMIC_SEQ_CST);
         syscall(SYS_futex, &hdr->doorbell, FUTEX_WAKE, 1, NULL, NULL, 0);
     }
+}
+
+/* Rings the doorbell unconditionally: the helper wakes from a nap or a deep
+ * sleep alike. */
+void soft_port_ring(soft_port_hdr_t *hdr)
+{
+    __atomic_fetch_add(&hdr->doorbell, 1, __ATOMIC_SEQ_CST);
+    syscall(SYS_futex, &hdr->doorbell, FUTEX_WAKE, 1, NULL, NULL, 0);
 }
 
 /* After queueing a packet: wakes the port's helper if it is in deep sleep,

@@ -317,6 +317,21 @@ static uint8_t soft_req_check_local(soft_qp_t *qp, soft_swqe_t *w)
     return DCX_WC_SUCCESS;
 }
 
+/* Notes a request of ours queued at ring position 'pos' of the peer, for
+ * soft_req_prod.  The watch restarts when everything before was consumed. */
+static inline void soft_req_watch(soft_peer_t *peer, soft_port_hdr_t *target,
+                                  uint64_t pos, uint64_t now)
+{
+    uint64_t head = __atomic_load_n(&target->req.head, __ATOMIC_RELAXED);
+
+    if ((peer->watch_since == 0) ||
+        ((int64_t)(head - peer->watch_pos) >= 0)) {
+        peer->watch_since = now;
+        peer->watch_head  = head;
+    }
+    peer->watch_pos = pos + 1;
+}
+
 /* Sends the remaining packets of w; EAGAIN if the target cannot take more
  * right now (ring full or no response credit). */
 static int soft_req_send_packets(soft_qp_t *qp, soft_swqe_t *w, uint64_t now)
@@ -324,7 +339,7 @@ static int soft_req_send_packets(soft_qp_t *qp, soft_swqe_t *w, uint64_t now)
     soft_dev_t *dev  = qp->dev;
     unsigned flags   = soft_opinfo[w->wr.opcode].flags;
     soft_port_hdr_t *target;
-    uint64_t chunk, mtu, delay;
+    uint64_t chunk, mtu, delay, burst, nresp;
     soft_pkt_t *pkt;
     void *payload;
     uint64_t pos;
@@ -341,13 +356,21 @@ static int soft_req_send_packets(soft_qp_t *qp, soft_swqe_t *w, uint64_t now)
 
     while (!w->all_sent) {
         chunk = w->total_len - w->sent_off;
-        if (chunk > mtu) {
-            chunk = mtu;
-        }
+        nresp = 1;
         if (flags & SOFT_OPF_READ) {
-            if (dev->resp_credits == 0) {
+            /* one request asks for up to SOFT_READ_BURST response packets
+             * of 'mtu' bytes, as many as we hold response slots for */
+            burst = (dev->resp_credits < SOFT_READ_BURST) ?
+                    dev->resp_credits : SOFT_READ_BURST;
+            if (burst == 0) {
                 return EAGAIN;
             }
+            if (chunk > burst * mtu) {
+                chunk = burst * mtu;
+            }
+            nresp = (chunk == 0) ? 1 : (chunk + mtu - 1) / mtu;
+        } else if (chunk > mtu) {
+            chunk = mtu;
         }
         fate = soft_fault_tx(dev, w->wr.opcode, &delay);
         pkt  = NULL;
@@ -388,7 +411,7 @@ static int soft_req_send_packets(soft_qp_t *qp, soft_swqe_t *w, uint64_t now)
             pkt->imm         = w->wr.imm;
             pkt->args[0]     = (flags & SOFT_OPF_READ) ? chunk :
                                w->wr.compare_add;
-            pkt->args[1]     = w->wr.swap;
+            pkt->args[1]     = (flags & SOFT_OPF_READ) ? mtu : w->wr.swap;
             pkt->args[2]     = w->wr.compare_mask;
             pkt->args[3]     = w->wr.swap_mask;
             pkt->deliver_ns  = (fate == SOFT_TX_DELAY) ? now + delay : 0;
@@ -403,14 +426,17 @@ static int soft_req_send_packets(soft_qp_t *qp, soft_swqe_t *w, uint64_t now)
             }
             pkt->csum = soft_pkt_csum(pkt) ^ (fate == SOFT_TX_CORRUPT);
             soft_ring_publish(target, &target->req, pos, now);
+            if (!w->peer->own) {
+                soft_req_watch(w->peer, target, pos, now);
+            }
         }
         dev->stats.tx_packets++;
         if (flags & SOFT_OPF_PAYLOAD) {
             dev->stats.tx_bytes += chunk;
         }
         if (flags & SOFT_OPF_READ) {
-            dev->resp_credits--;
-            w->credits++;
+            dev->resp_credits -= nresp;
+            w->credits        += nresp;
         }
         w->sent_off += chunk;
         if (w->sent_off == w->total_len) {
@@ -510,6 +536,42 @@ static void soft_req_timeout(soft_qp_t *qp, uint64_t now)
     qp->deadline_ns = now + qp->ack_timeout_ns;
 }
 
+/* The target application may poll rarely or not at all; its helper only
+ * naps between looks.  Real hardware answers at once, so when our requests
+ * have made no progress in the peer's ring for SOFT_PROD_NS and its
+ * application has not polled for as long, wake the peer's helper.  A peer
+ * that polls never costs us a syscall. */
+static void soft_req_prod(soft_dev_t *dev, soft_peer_t *peer, uint64_t now)
+{
+    soft_port_hdr_t *hdr = peer->hdr;
+    uint64_t head, last;
+
+    if ((peer->watch_since == 0) ||
+        ((int64_t)(now - peer->watch_since) < (int64_t)SOFT_PROD_NS) ||
+        (hdr == NULL)) {
+        return;
+    }
+    head = __atomic_load_n(&hdr->req.head, __ATOMIC_RELAXED);
+    if ((int64_t)(head - peer->watch_pos) >= 0) {
+        peer->watch_since = 0;   /* all consumed */
+        return;
+    }
+    if (head != peer->watch_head) {
+        peer->watch_head  = head;   /* moving: look again later */
+        peer->watch_since = now;
+        return;
+    }
+    last = __atomic_load_n(&hdr->last_poll_ns, __ATOMIC_RELAXED);
+    if ((int64_t)(now - last) < (int64_t)SOFT_PROD_NS) {
+        peer->watch_since = now;    /* its application is about to serve */
+        return;
+    }
+    dev->stats.prods++;
+    soft_port_ring(hdr);
+    /* the next prod, if nothing moves meanwhile, after SOFT_REPROD_NS */
+    peer->watch_since = now + SOFT_REPROD_NS - SOFT_PROD_NS;
+}
+
 void soft_req_timers(soft_dev_t *dev, uint64_t now)
 {
     soft_qp_t *qp;
@@ -517,6 +579,9 @@ void soft_req_timers(soft_dev_t *dev, uint64_t now)
     for (qp = dev->dcis; qp != NULL; qp = qp->next_dci) {
         if ((qp->super.state != DCX_QPS_RTS) || (qp->sq_comp == qp->sq_head)) {
             continue;
+        }
+        if (qp->sq_comp != qp->sq_send) {
+            soft_req_prod(dev, soft_wqe(qp, qp->sq_comp)->peer, now);
         }
         if ((qp->deadline_ns != 0) && (now >= qp->deadline_ns)) {
             soft_req_timeout(qp, now);

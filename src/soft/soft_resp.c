@@ -167,6 +167,7 @@ static void soft_resp_send(soft_dev_t *dev, soft_rstate_t *rs,
     }
     pkt = soft_ring_reserve(hdr, &hdr->resp, dev->pid, &payload, &pos);
     if (pkt == NULL) {
+        dev->stats.resp_drops++;
         return;
     }
     memset(pkt, 0, sizeof(*pkt));
@@ -325,15 +326,31 @@ static void soft_resp_write_op(soft_dev_t *dev, soft_qp_t *dct,
     }
 }
 
+/* Answers one READ request packet: its range (args[0] bytes from offset)
+ * goes back as a train of responses of at most args[1] bytes each, one per
+ * response slot the requester reserved. */
 static void soft_resp_read_data(soft_dev_t *dev, soft_rstate_t *rs,
                                 const soft_pkt_t *pkt)
 {
-    uint64_t chunk = pkt->args[0];
-    int last       = (pkt->offset + chunk == pkt->total_len);
+    uint64_t end  = pkt->offset + pkt->args[0];
+    uint64_t step = pkt->args[1];
+    uint64_t off  = pkt->offset;
+    uint64_t len;
 
-    soft_resp_send(dev, rs, pkt, SOFT_OP_READ_RESP, 0, 0, pkt->offset,
-                   (const void *)(uintptr_t)(pkt->raddr + pkt->offset),
-                   (uint32_t)chunk, last ? SOFT_PKT_LAST : 0);
+    if (step == 0) {
+        step = pkt->args[0];
+    }
+    do {
+        len = end - off;
+        if (len > step) {
+            len = step;
+        }
+        soft_resp_send(dev, rs, pkt, SOFT_OP_READ_RESP, 0, 0, off,
+                       (const void *)(uintptr_t)(pkt->raddr + off),
+                       (uint32_t)len,
+                       (off + len == pkt->total_len) ? SOFT_PKT_LAST : 0);
+        off += len;
+    } while (off < end);
 }
 
 static void soft_resp_read_op(soft_dev_t *dev, soft_qp_t *dct,

@@ -27,7 +27,7 @@ static const size_t BUF_SIZE  = 12u << 20;   /* target memory in the mapping */
 static const size_t RECV_OFF  = 6u << 20;    /* receives start here */
 static const unsigned MAX_WC  = 512;
 
-enum { TARGET_POLL = 0, TARGET_SLEEP = 1 };
+enum { TARGET_POLL = 0, TARGET_SLEEP = 1, TARGET_COMPUTE = 2 };
 
 /* What a target child should set up. */
 struct target_params {
@@ -36,7 +36,10 @@ struct target_params {
     uint32_t  mr_access;
     uint32_t  nrecv;
     uint32_t  recv_size;
-    uint32_t  mode;          /* TARGET_POLL / TARGET_SLEEP */
+    uint32_t  mode;          /* TARGET_POLL / TARGET_SLEEP / TARGET_COMPUTE */
+    /* TARGET_COMPUTE: the target computes and polls its CQ every this many
+     * us (0: never); the test may change it while the target runs */
+    volatile uint32_t compute_poll_us;
     uint8_t   min_rnr_timer;
     uint32_t  recv_lkey_xor;   /* != 0: receives posted with a bad lkey */
     dcx_soft_limits_t limits;
