@@ -254,6 +254,7 @@ struct uct_dcx_iface {
     size_t                       log_stride;  /* bytes per WR log entry */
 
     ucs_arbiter_t                arbiter;     /* eps with pending requests */
+    uct_dcx_ep_t                *dispatch_ep; /* ep whose request runs now */
 
     ucs_mpool_t                  tx_mp;       /* uct_dcx_send_desc_t */
     ucs_mpool_t                  op_mp;       /* bare uct_dcx_op_t */
@@ -338,6 +339,8 @@ void uct_dcx_dci_log_wr(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci,
 void uct_dcx_dci_detach_ep(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci,
                            uct_dcx_ep_t *ep);
 int uct_dcx_dci_is_drained(const uct_dcx_dci_t *dci);
+void uct_dcx_dci_insert_op(uct_dcx_dci_t *dci, uct_dcx_op_t *op);
+void uct_dcx_ep_put_idle_dci(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep);
 void uct_dcx_op_release_desc(uct_dcx_iface_t *iface, uct_dcx_op_t *op,
                              ucs_status_t status);
 void uct_dcx_op_put(uct_dcx_iface_t *iface, uct_dcx_op_t *op,

@@ -783,7 +783,7 @@ void uct_dcx_dci_set_error(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci)
 
 /* Queues op among dci's operations, after those with the same or a lower
  * number (the queue stays sorted; rare path) */
-static void uct_dcx_dci_insert_op(uct_dcx_dci_t *dci, uct_dcx_op_t *op)
+void uct_dcx_dci_insert_op(uct_dcx_dci_t *dci, uct_dcx_op_t *op)
 {
     ucs_queue_head_t rest;
     uct_dcx_op_t *cur;
@@ -902,7 +902,16 @@ ucs_arbiter_cb_result_t uct_dcx_ep_dispatch_cb(ucs_arbiter_t *arbiter,
         return UCS_ARBITER_CB_RESULT_RESCHED_GROUP;
     }
 
-    status = req->func(req);
+    /* Everything queued before req was dispatched: a flush that req
+     * issues on ep is not refused for req itself being pending */
+    iface->dispatch_ep = ep;
+    status             = req->func(req);
+    iface->dispatch_ep = NULL;
+
+    /* The DCI was taken for the request; one that posted nothing (a flush,
+     * or a refusal) must not keep it, since no completion would return it */
+    uct_dcx_ep_put_idle_dci(iface, ep);
+
     if (status == UCS_OK) {
         return UCS_ARBITER_CB_RESULT_REMOVE_ELEM;
     } else if (status == UCS_INPROGRESS) {
@@ -1018,7 +1027,6 @@ static ucs_status_t uct_dcx_ep_tx_resources(uct_dcx_iface_t *iface,
 UCS_F_NOINLINE ucs_status_t
 uct_dcx_ep_tx_slow(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep, int is_am)
 {
-    uct_dcx_dci_t *dci;
     ucs_status_t status;
 
     if (ucs_unlikely(ep->flags & UCT_DCX_EP_FLAG_FAILED)) {
@@ -1026,15 +1034,24 @@ uct_dcx_ep_tx_slow(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep, int is_am)
     }
 
     status = uct_dcx_ep_tx_resources(iface, ep, is_am);
-    if ((status != UCS_OK) && (ep->dci != UCT_DCX_DCI_NONE)) {
+    if (status != UCS_OK) {
         /* Do not sit on an idle lent DCI while waiting for something else */
-        dci = uct_dcx_ep_dci(iface, ep);
-        if ((dci->flags & UCT_DCX_DCI_FLAG_BUSY) &&
-            uct_dcx_dci_is_drained(dci)) {
-            iface->policy->dci_idle(iface, dci);
-        }
+        uct_dcx_ep_put_idle_dci(iface, ep);
     }
     return status;
+}
+
+void uct_dcx_ep_put_idle_dci(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep)
+{
+    uct_dcx_dci_t *dci;
+
+    if (ep->dci == UCT_DCX_DCI_NONE) {
+        return;
+    }
+    dci = uct_dcx_ep_dci(iface, ep);
+    if ((dci->flags & UCT_DCX_DCI_FLAG_BUSY) && uct_dcx_dci_is_drained(dci)) {
+        iface->policy->dci_idle(iface, dci);
+    }
 }
 
 void uct_dcx_ep_fc_grant(uct_dcx_iface_t *iface, uint64_t ep_id,

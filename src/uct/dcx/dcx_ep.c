@@ -750,13 +750,19 @@ ucs_status_t uct_dcx_ep_flush(uct_ep_h tl_ep, unsigned flags,
     dcx_dc_dest_t self;
     ucs_status_t status;
 
-    /* Pending requests are the caller's to order: a flush covers what was
-     * posted (it may itself be called from a pending request) */
     if (flags & UCT_FLUSH_FLAG_CANCEL) {
         uct_dcx_ep_pending_purge(tl_ep, NULL, NULL);
         if (!uct_dcx_ep_is_flushed(iface, ep)) {
             return uct_dcx_ep_flush_cancel(iface, ep, comp);
         }
+    } else if (ucs_unlikely(!ucs_arbiter_group_is_empty(&ep->arb_group)) &&
+               (iface->dispatch_ep != ep) &&
+               !(ep->flags & UCT_DCX_EP_FLAG_FAILED)) {
+        /* The flush must also cover the requests waiting in the pending
+         * queue (UCP counts on it): the caller queues the flush behind
+         * them.  When that queued flush runs, from the dispatcher, all
+         * requests before it have been posted, and it goes through. */
+        return UCS_ERR_NO_RESOURCE;
     }
 
     if (uct_dcx_ep_is_flushed(iface, ep)) {
@@ -786,7 +792,16 @@ ucs_status_t uct_dcx_ep_flush(uct_ep_h tl_ep, unsigned flags,
         op->cb   = uct_dcx_op_put;
         op->comp = comp;
         op->sn   = ep->last_sn;
-        ucs_queue_push(&dci->ops, &op->queue);
+        /* On a shared DCI other endpoints may have queued operations for
+         * later WRs; the completion of ours retires only up to its own
+         * number, so the flush must not wait behind them */
+        if (ucs_queue_is_empty(&dci->ops) ||
+            (ucs_queue_tail_elem_non_empty(&dci->ops, uct_dcx_op_t,
+                                           queue)->sn <= op->sn)) {
+            ucs_queue_push(&dci->ops, &op->queue);
+        } else {
+            uct_dcx_dci_insert_op(dci, op);
+        }
     }
 
     UCT_TL_EP_STAT_FLUSH_WAIT(&ep->super);

@@ -1061,6 +1061,7 @@ static UCS_CLASS_INIT_FUNC(uct_dcx_iface_t, uct_md_h tl_md,
     ucs_list_head_init(&self->ep_list);
     ucs_queue_head_init(&self->grant_q);
     ucs_arbiter_init(&self->arbiter);
+    self->dispatch_ep = NULL;
     kh_init_inplace(uct_dcx_eps, &self->eps);
     uct_dcx_iface_atomic_caps(self);
 

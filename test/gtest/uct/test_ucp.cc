@@ -293,6 +293,105 @@ TEST_P(ucp_dcx, rma_and_atomics)
     free(remote);
 }
 
+/* OpenSHMEM's put_nbi ... quiet over spml ucx: each worker puts 256 longs
+ * one by one to the other and to itself (self transport), then flushes the
+ * worker; the flush completes (the refused puts and the flush itself go
+ * through dcx's pending queue) and every value is in place. */
+TEST_P(ucp_dcx, put_nbi_flood_then_worker_flush)
+{
+    const int n = 256;
+    ucp_peer *peers[] = {&m_a, &m_b};
+    std::vector<uint64_t> mem[2];
+    std::vector<uint64_t> src[2];
+    ucp_mem_h memh[2];
+    ucp_rkey_h rkey[2][2];
+    ucp_ep_h eps[2][2];
+    ucp_mem_map_params_t mparams;
+    ucp_request_param_t param;
+    void *rkey_buf;
+    size_t rkey_size;
+
+    eps[0][1] = m_ab;
+    eps[1][0] = m_ba;
+    eps[0][0] = connect(&m_a, &m_a);
+    eps[1][1] = connect(&m_b, &m_b);
+    for (int p = 0; p < 2; ++p) {
+        mem[p].assign(2 * n, 0);
+        src[p].resize(n);
+        for (int i = 0; i < n; ++i) {
+            src[p][i] = ((uint64_t)(p + 1) << 32) | (i + 1);
+        }
+        memset(&mparams, 0, sizeof(mparams));
+        mparams.field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS |
+                             UCP_MEM_MAP_PARAM_FIELD_LENGTH;
+        mparams.address    = &mem[p][0];
+        mparams.length     = mem[p].size() * sizeof(uint64_t);
+        ASSERT_EQ(UCS_OK, ucp_mem_map(peers[p]->context, &mparams,
+                                      &memh[p]));
+    }
+    for (int p = 0; p < 2; ++p) {
+        ASSERT_EQ(UCS_OK, ucp_rkey_pack(peers[p]->context, memh[p],
+                                        &rkey_buf, &rkey_size));
+        for (int from = 0; from < 2; ++from) {
+            ASSERT_EQ(UCS_OK, ucp_ep_rkey_unpack(eps[from][p], rkey_buf,
+                                                 &rkey[from][p]));
+        }
+        ucp_rkey_buffer_release(rkey_buf);
+    }
+
+    /* PE "from" writes its values into slots [from * n, from * n + n) of
+     * every PE, 8 bytes at a time */
+    memset(&param, 0, sizeof(param));
+    for (int to = 0; to < 2; ++to) {
+        for (int from = 0; from < 2; ++from) {
+            for (int i = 0; i < n; ++i) {
+                void *req = ucp_put_nbx(eps[from][to], &src[from][i], 8,
+                                        (uintptr_t)&mem[to][from * n + i],
+                                        rkey[from][to], &param);
+                ASSERT_FALSE(UCS_PTR_IS_ERR(req));
+                if (req != NULL) {
+                    ucp_request_free(req);
+                }
+            }
+        }
+    }
+
+    void *freq[2];
+    for (int p = 0; p < 2; ++p) {
+        freq[p] = ucp_worker_flush_nbx(peers[p]->worker, &param);
+        ASSERT_FALSE(UCS_PTR_IS_ERR(freq[p]));
+    }
+    for (int p = 0; p < 2; ++p) {
+        bool done = wait_for([&] {
+            return (freq[p] == NULL) ||
+                   (ucp_request_check_status(freq[p]) != UCS_INPROGRESS);
+        }, 10);
+        EXPECT_TRUE(done) << "worker flush of PE " << p << " hangs";
+        if (!done) {
+            return; /* leave the request: it may still complete later */
+        }
+        EXPECT_EQ(UCS_OK, wait_req(freq[p]));
+    }
+
+    for (int to = 0; to < 2; ++to) {
+        for (int from = 0; from < 2; ++from) {
+            for (int i = 0; i < n; ++i) {
+                ASSERT_EQ(src[from][i], mem[to][from * n + i])
+                    << "from " << from << " to " << to << " slot " << i;
+            }
+        }
+    }
+
+    for (int p = 0; p < 2; ++p) {
+        for (int from = 0; from < 2; ++from) {
+            ucp_rkey_destroy(rkey[from][p]);
+        }
+        ucp_mem_unmap(peers[p]->context, memh[p]);
+    }
+    close_ep(&m_a, eps[0][0]);
+    close_ep(&m_b, eps[1][1]);
+}
+
 struct am_state {
     int         count;
     std::string data;
