@@ -318,21 +318,25 @@ typedef struct uct_dcx_grant {
 
 /* dcx_iface.c */
 extern uct_iface_ops_t uct_dcx_iface_ops;
-unsigned uct_dcx_iface_progress(uct_iface_h tl_iface);
 ucs_status_t uct_dcx_iface_peer_ah(uct_dcx_iface_t *iface, const uint8_t *addr,
                                    size_t len, dcx_ah_t **ah_p);
 ucs_status_t uct_dcx_status(dcx_wc_status_t status);
+
+/* dcx_rx.c */
+unsigned uct_dcx_iface_progress(uct_iface_h tl_iface);
 void uct_dcx_iface_dispatch(uct_dcx_iface_t *iface);
+unsigned uct_dcx_iface_post_recv(uct_dcx_iface_t *iface);
+void uct_dcx_iface_release_desc(uct_recv_desc_t *self, void *desc);
+ucs_status_t uct_dcx_dci_post_ctl(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci,
+                                  uct_dcx_ep_t *ep, const dcx_dc_dest_t *dest,
+                                  uint8_t type, const uct_dcx_ctl_msg_t *msg,
+                                  size_t msg_len, uct_completion_t *comp);
 
 /* dcx_dci.c */
 ucs_status_t uct_dcx_dci_pool_init(uct_dcx_iface_t *iface,
                                    const uct_dcx_iface_config_t *config);
 void uct_dcx_dci_pool_cleanup(uct_dcx_iface_t *iface);
 unsigned uct_dcx_dci_poll_tx(uct_dcx_iface_t *iface);
-ucs_status_t uct_dcx_dci_post_ctl(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci,
-                                  uct_dcx_ep_t *ep, const dcx_dc_dest_t *dest,
-                                  uint8_t type, const uct_dcx_ctl_msg_t *msg,
-                                  size_t msg_len, uct_completion_t *comp);
 void uct_dcx_dci_set_error(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci);
 void uct_dcx_dci_log_wr(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci,
                         uint64_t sn, const dcx_send_wr_t *wr);

@@ -1,0 +1,318 @@
+/*
+ * dcx transport: the transport's control messages (posting them, and what
+ * happens when they complete), the receive path (receive buffers, active
+ * messages, control messages and the credit grants they ask for) and the
+ * progress of an interface.
+ */
+#ifdef HAVE_CONFIG_H
+#  include "config.h"
+#endif
+
+#include "dcx.inl"
+
+#include <ucs/debug/log.h>
+#include <string.h>
+
+/* ---------------------------------------------------------------------------
+ * Control messages of the transport (no-op, credit request and grant)
+ * ------------------------------------------------------------------------- */
+
+static void uct_dcx_ctl_done(uct_dcx_iface_t *iface, uct_dcx_op_t *op,
+                             ucs_status_t status)
+{
+    uct_dcx_send_desc_t *desc = ucs_container_of(op, uct_dcx_send_desc_t, op);
+    uint8_t *data             = uct_dcx_desc_data(desc);
+    uct_dcx_ctl_msg_t *msg    = (uct_dcx_ctl_msg_t*)(data + 1);
+    uct_dcx_grant_t *grant;
+
+    /* A grant cancelled because another peer's message failed on the
+     * control DCI must still reach its peer, or that peer stalls. */
+    if ((status == UCS_ERR_CANCELED) &&
+        (data[0] == (UCT_DCX_AM_CTL | UCT_DCX_CTL_FC_GRANT))) {
+        grant = ucs_mpool_get(&iface->op_mp);
+        if (grant != NULL) {
+            grant->ah      = desc->u.ctl.ah;
+            grant->dctn    = desc->u.ctl.dctn;
+            grant->credits = msg->credits;
+            grant->ep_id   = msg->ep_id;
+            ucs_queue_push(&iface->grant_q, &grant->queue);
+        } else {
+            ucs_error("dcx: out of memory re-queueing a credit grant");
+        }
+    }
+
+    if (op->comp != NULL) {
+        uct_invoke_completion(op->comp, status);
+    }
+    ucs_mpool_put_inline(desc);
+}
+
+ucs_status_t uct_dcx_dci_post_ctl(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci,
+                                  uct_dcx_ep_t *ep, const dcx_dc_dest_t *dest,
+                                  uint8_t type, const uct_dcx_ctl_msg_t *msg,
+                                  size_t msg_len, uct_completion_t *comp)
+{
+    uct_dcx_send_desc_t *desc;
+    dcx_send_wr_t wr;
+    dcx_sge_t sge;
+    uint8_t *data;
+    ucs_status_t status;
+
+    if (dci->avail == 0) {
+        return UCS_ERR_NO_RESOURCE;
+    }
+
+    desc = uct_dcx_iface_get_desc(iface);
+    if (desc == NULL) {
+        return UCS_ERR_NO_RESOURCE;
+    }
+
+    data    = uct_dcx_desc_data(desc);
+    data[0] = UCT_DCX_AM_CTL | type;
+    if (msg_len > 0) {
+        memcpy(data + 1, msg, msg_len);
+    }
+    desc->op.cb      = uct_dcx_ctl_done;
+    desc->op.comp    = comp;
+    desc->u.ctl.ah   = dest->ah;
+    desc->u.ctl.dctn = dest->dctn;
+
+    sge.addr   = (uintptr_t)data;
+    sge.length = 1 + msg_len;
+    sge.lkey   = desc->lkey;
+
+    wr.opcode      = DCX_WR_SEND;
+    wr.flags       = 0;
+    wr.num_sge     = 1;
+    wr.atomic_size = 0;
+    wr.imm         = 0;
+    wr.dest        = *dest;
+    wr.sg_list     = &sge;
+    wr.remote_addr = 0;
+    wr.rkey        = 0;
+    wr.reserved    = 0;
+
+    status = uct_dcx_dci_post(iface, dci, ep, &wr, &desc->op, 1);
+    if (status != UCS_OK) {
+        ucs_mpool_put_inline(desc);
+    }
+    return status;
+}
+
+
+/* ---------------------------------------------------------------------------
+ * Receive path
+ * ------------------------------------------------------------------------- */
+
+static UCS_F_ALWAYS_INLINE uint8_t *
+uct_dcx_rx_wire(uct_dcx_iface_t *iface, void *elem)
+{
+    return UCS_PTR_BYTE_OFFSET(elem, iface->rx_payload_offset);
+}
+
+void uct_dcx_iface_release_desc(uct_recv_desc_t *self, void *desc)
+{
+    uct_dcx_iface_t *iface = ucs_container_of(self, uct_dcx_iface_t,
+                                              release_desc);
+
+    /* desc = wire + 1 - headroom */
+    ucs_mpool_put_inline(UCS_PTR_BYTE_OFFSET(desc, iface->rx_headroom -
+                                             UCT_DCX_AM_HDR_LEN -
+                                             iface->rx_payload_offset));
+}
+
+unsigned uct_dcx_iface_post_recv(uct_dcx_iface_t *iface)
+{
+    unsigned count = 0;
+    void *elem;
+    dcx_sge_t sge;
+    int ret;
+
+    while (iface->rx_posted < iface->rx_queue_len) {
+        elem = ucs_mpool_get_inline(&iface->rx_mp);
+        if (elem == NULL) {
+            break;
+        }
+        sge.addr   = (uintptr_t)uct_dcx_rx_wire(iface, elem);
+        sge.length = iface->config.seg_size;
+        memcpy(&sge.lkey, UCS_PTR_BYTE_OFFSET(elem, UCT_DCX_RX_LKEY_OFFSET),
+               sizeof(sge.lkey));
+        ret = dcx_srq_post_recv(iface->srq, (uintptr_t)elem, &sge, 1);
+        if (ucs_unlikely(ret != 0)) {
+            ucs_mpool_put_inline(elem);
+            if (ret != ENOMEM) {
+                ucs_error("dcx: %s: posting a receive failed: %s",
+                          dcx_dev_name(iface->dev), strerror(ret));
+            }
+            break;
+        }
+        iface->rx_posted++;
+        count++;
+    }
+    return count;
+}
+
+static void uct_dcx_iface_send_grants(uct_dcx_iface_t *iface)
+{
+    uct_dcx_dci_t *dci = &iface->dcis[iface->ctl_dci];
+    uct_dcx_ctl_msg_t msg;
+    uct_dcx_grant_t *grant;
+    dcx_dc_dest_t dest;
+    ucs_status_t status;
+
+    memset(&msg, 0, sizeof(msg));
+    while (!ucs_queue_is_empty(&iface->grant_q)) {
+        grant = ucs_queue_head_elem_non_empty(&iface->grant_q,
+                                              uct_dcx_grant_t, queue);
+        dest.ah     = grant->ah;
+        dest.dctn   = grant->dctn;
+        dest.dc_key = iface->config.dc_key;
+        msg.credits = grant->credits;
+        msg.ep_id   = grant->ep_id;
+        status = uct_dcx_dci_post_ctl(iface, dci, NULL, &dest,
+                                      UCT_DCX_CTL_FC_GRANT, &msg,
+                                      ucs_offsetof(uct_dcx_ctl_msg_t, port),
+                                      NULL);
+        if (status != UCS_OK) {
+            break; /* retried from progress */
+        }
+        ucs_queue_pull_non_empty(&iface->grant_q);
+        ucs_mpool_put_inline(grant);
+    }
+}
+
+static UCS_F_NOINLINE void
+uct_dcx_iface_handle_ctl(uct_dcx_iface_t *iface, uint8_t type,
+                         const uint8_t *data, unsigned length)
+{
+    const uct_dcx_ctl_msg_t *msg = (const uct_dcx_ctl_msg_t*)data;
+    size_t min_len               = ucs_offsetof(uct_dcx_ctl_msg_t, port);
+    uct_dcx_grant_t *grant;
+    ucs_status_t status;
+    dcx_ah_t *ah;
+
+    switch (type) {
+    case UCT_DCX_CTL_NOP:
+        return;
+    case UCT_DCX_CTL_FC_REQ:
+        if ((length < min_len) || (length < min_len + msg->addr_len)) {
+            break;
+        }
+        status = uct_dcx_iface_peer_ah(iface, msg->port, msg->addr_len, &ah);
+        if (status != UCS_OK) {
+            return; /* logged */
+        }
+        grant = ucs_mpool_get_inline(&iface->op_mp);
+        if (grant == NULL) {
+            ucs_error("dcx: out of memory queueing a credit grant");
+            return;
+        }
+        grant->ah      = ah;
+        grant->dctn    = msg->dctn;
+        grant->credits = msg->credits;
+        grant->ep_id   = msg->ep_id;
+        ucs_queue_push(&iface->grant_q, &grant->queue);
+        uct_dcx_iface_send_grants(iface);
+        return;
+    case UCT_DCX_CTL_FC_GRANT:
+        if (length < min_len) {
+            break;
+        }
+        uct_dcx_ep_fc_grant(iface, msg->ep_id, msg->credits);
+        return;
+    default:
+        break;
+    }
+
+    ucs_error("dcx: %s: dropped a malformed control message (type %u, %u "
+              "bytes)", dcx_dev_name(iface->dev), type, length);
+}
+
+static UCS_F_NOINLINE void
+uct_dcx_iface_rx_error(uct_dcx_iface_t *iface, const dcx_wc_t *wc)
+{
+    if (wc->status != DCX_WC_WR_FLUSH_ERR) {
+        ucs_error("dcx: %s: receive completion error: %s (vendor 0x%x)",
+                  dcx_dev_name(iface->dev), dcx_wc_status_str(wc->status),
+                  wc->vendor_err);
+    }
+}
+
+static unsigned uct_dcx_iface_poll_rx(uct_dcx_iface_t *iface)
+{
+    dcx_wc_t wc[UCT_DCX_RX_BATCH];
+    void *elem;
+    uint8_t *wire;
+    ucs_status_t status;
+    int i, n;
+
+    n = dcx_cq_poll(iface->rx_cq, UCT_DCX_RX_BATCH, wc);
+    for (i = 0; i < n; ++i) {
+        elem = (void*)(uintptr_t)wc[i].wr_id;
+        iface->rx_posted--;
+        wire = uct_dcx_rx_wire(iface, elem);
+
+        if (ucs_unlikely((wc[i].status != DCX_WC_SUCCESS) ||
+                         (wc[i].byte_len < UCT_DCX_AM_HDR_LEN))) {
+            uct_dcx_iface_rx_error(iface, &wc[i]);
+            ucs_mpool_put_inline(elem);
+            continue;
+        }
+
+        if (ucs_unlikely(wire[0] >= UCT_AM_ID_MAX)) {
+            if (wire[0] & UCT_DCX_AM_CTL) {
+                uct_dcx_iface_handle_ctl(iface, wire[0] & ~UCT_DCX_AM_CTL,
+                                         wire + 1, wc[i].byte_len - 1);
+            } else {
+                ucs_error("dcx: %s: dropped a message with AM id %u",
+                          dcx_dev_name(iface->dev), wire[0]);
+            }
+            ucs_mpool_put_inline(elem);
+            continue;
+        }
+
+        uct_iface_trace_am(&iface->super, UCT_AM_TRACE_TYPE_RECV, wire[0],
+                           wire + 1, wc[i].byte_len - 1, "RX: AM");
+        status = uct_iface_invoke_am(&iface->super, wire[0], wire + 1,
+                                     wc[i].byte_len - 1,
+                                     UCT_CB_PARAM_FLAG_DESC);
+        if (status == UCS_INPROGRESS) {
+            /* the user keeps the buffer; it comes back through
+             * uct_iface_release_desc() */
+            uct_recv_desc(wire + 1 - iface->rx_headroom) =
+                    &iface->release_desc;
+        } else {
+            ucs_mpool_put_inline(elem);
+        }
+    }
+
+    if (iface->rx_posted < iface->rx_queue_len) {
+        uct_dcx_iface_post_recv(iface);
+    }
+    return n;
+}
+
+
+/* ---------------------------------------------------------------------------
+ * Progress
+ * ------------------------------------------------------------------------- */
+
+void uct_dcx_iface_dispatch(uct_dcx_iface_t *iface)
+{
+    ucs_arbiter_dispatch(&iface->arbiter, 1, uct_dcx_ep_dispatch_cb, iface);
+}
+
+unsigned uct_dcx_iface_progress(uct_iface_h tl_iface)
+{
+    uct_dcx_iface_t *iface = ucs_derived_of(tl_iface, uct_dcx_iface_t);
+    unsigned count;
+
+    count  = uct_dcx_iface_poll_rx(iface);
+    count += uct_dcx_dci_poll_tx(iface);
+
+    if (ucs_unlikely(!ucs_queue_is_empty(&iface->grant_q))) {
+        uct_dcx_iface_send_grants(iface);
+    }
+    uct_dcx_iface_dispatch(iface);
+    return count;
+}
