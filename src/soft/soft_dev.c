@@ -367,6 +367,61 @@ soft_mr_t *soft_mr_lookup(soft_dev_t *dev, uint32_t key)
     return ((mr != NULL) && (mr->super.lkey == key)) ? mr : NULL;
 }
 
+/* The kernel pins the pages of a registration (write-faulting them in when
+ * any write access is asked for) and fails with EFAULT if it cannot.  The
+ * same verdict without touching the memory: walk /proc/self/maps over
+ * [start, end) and require every byte mapped, readable, and writable if
+ * 'write'.  Returns 0, or EFAULT after logging one line.  Control path only:
+ * one pass over the maps file (a few microseconds per hundred mappings). */
+static int soft_mr_check_mapping(const char *name, uintptr_t start,
+                                 uintptr_t end, int write)
+{
+    const char *what = NULL;
+    uintptr_t cur    = start;
+    char line[256];
+    unsigned long lo, hi;
+    char perms[8];
+    FILE *f;
+    int eol = 1;
+
+    f = fopen("/proc/self/maps", "re");
+    if (f == NULL) {
+        dcx_debug("%s: mr reg: cannot read /proc/self/maps (%s): mapping "
+                  "not checked", name, strerror(errno));
+        return 0;
+    }
+    while ((cur < end) && (fgets(line, sizeof(line), f) != NULL)) {
+        int start_of_line = eol;
+
+        eol = (strchr(line, '\n') != NULL);   /* long paths: many pieces */
+        if (!start_of_line ||
+            (sscanf(line, "%lx-%lx %7s", &lo, &hi, perms) != 3) ||
+            (hi <= cur)) {
+            continue;
+        }
+        if (lo > cur) {
+            break;   /* a hole at cur */
+        }
+        if (perms[0] != 'r') {
+            what = "is not readable";
+            break;
+        }
+        if (write && (perms[1] != 'w')) {
+            what = "is read-only and write or atomic access was asked for";
+            break;
+        }
+        cur = hi;
+    }
+    fclose(f);
+    if (cur >= end) {
+        return 0;
+    }
+    dcx_error("%s: mr reg 0x%lx/%lu: memory at 0x%lx %s", name,
+              (unsigned long)start, (unsigned long)(end - start),
+              (unsigned long)cur, (what != NULL) ? what : "is not mapped");
+    return EFAULT;
+}
+
 static int soft_mr_reg(dcx_pd_t *pd, void *addr, size_t length,
                        uint32_t access, dcx_mr_t **mr_p)
 {
@@ -391,6 +446,19 @@ static int soft_mr_reg(dcx_pd_t *pd, void *addr, size_t length,
     if ((addr == NULL) && (length != 0)) {
         dcx_error("%s: mr reg: NULL address with length %zu", name, length);
         return EINVAL;
+    }
+    if ((uintptr_t)addr + length < (uintptr_t)addr) {
+        dcx_error("%s: mr reg %p/%zu: range wraps around", name, addr,
+                  length);
+        return EINVAL;
+    }
+    if ((length != 0) &&
+        (soft_mr_check_mapping(name, (uintptr_t)addr,
+                               (uintptr_t)addr + length,
+                               !!(access & (DCX_ACCESS_LOCAL_WRITE |
+                                            DCX_ACCESS_REMOTE_WRITE |
+                                            DCX_ACCESS_REMOTE_ATOMIC))) != 0)) {
+        return EFAULT;
     }
     mr = calloc(1, sizeof(*mr));
     if (mr == NULL) {

@@ -4,6 +4,8 @@
  */
 #include "soft_fixture.h"
 
+#include <sys/mman.h>
+
 using namespace soft_test;
 
 namespace {
@@ -856,4 +858,109 @@ TEST_F(soft_xproc, recv_bad_lkey_bad_flow)
     EXPECT_EQ(DCX_WC_LOC_PROT_ERR, sh->wc[0].status);
     EXPECT_EQ(0u, sh->wc[0].wr_id);
     EXPECT_TRUE(stop_children());
+}
+
+/* Registration pins memory the way the kernel does: unmapped and PROT_NONE
+ * memory fail with EFAULT, read-only memory fails when any write or atomic
+ * access is asked for; each failure logs one line. */
+TEST_F(soft, mr_reg_checks_the_mapping_bad_flow)
+{
+    node n;
+    ASSERT_EQ(0, n.open(fabric.c_str()));
+    const size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+    uint8_t *m = (uint8_t*)mmap(nullptr, 4 * pg, PROT_READ | PROT_WRITE,
+                                MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    ASSERT_NE(MAP_FAILED, (void*)m);
+    /* page 0 rw, page 1 read-only, page 2 PROT_NONE, page 3 unmapped */
+    ASSERT_EQ(0, mprotect(m + pg, pg, PROT_READ));
+    ASSERT_EQ(0, mprotect(m + 2 * pg, pg, PROT_NONE));
+    ASSERT_EQ(0, munmap(m + 3 * pg, pg));
+    const uint32_t lw = DCX_ACCESS_LOCAL_WRITE;
+    struct {
+        size_t   off, len;
+        uint32_t access;
+    } bad[] = {
+        { 3 * pg, pg, DCX_ACCESS_REMOTE_READ },          /* unmapped */
+        { 3 * pg + 8, 8, 0 },                            /* unmapped */
+        { 2 * pg, pg, DCX_ACCESS_REMOTE_READ },          /* PROT_NONE */
+        { pg, pg, lw },                                  /* read-only */
+        { pg, 64, lw | DCX_ACCESS_REMOTE_WRITE },
+        { pg + 8, 8, lw | DCX_ACCESS_REMOTE_ATOMIC },
+        { 0, 2 * pg, lw },                               /* rw then ro */
+        { 0, 3 * pg, DCX_ACCESS_REMOTE_READ },           /* reaches none */
+        { pg, 3 * pg, DCX_ACCESS_REMOTE_READ },          /* reaches a hole */
+    };
+    for (const auto &b : bad) {
+        log_counter logs;
+        dcx_mr_t *mr = nullptr;
+        EXPECT_EQ(EFAULT, dcx_mr_reg(n.pd, m + b.off, b.len, b.access, &mr))
+            << b.off << "/" << b.len << " access 0x" << std::hex << b.access;
+        EXPECT_EQ(1, logs.lines());
+    }
+    /* good flows: read-only memory for remote reads, and rw memory made of
+     * several mappings */
+    dcx_mr_t *ro, *rw, *both;
+    EXPECT_EQ(0, n.reg(m + pg, pg, DCX_ACCESS_REMOTE_READ, &ro));
+    EXPECT_EQ(0, n.reg(m, pg, lw | DCX_ACCESS_REMOTE_WRITE |
+                       DCX_ACCESS_REMOTE_ATOMIC, &rw));
+    EXPECT_EQ(0, n.reg(m, 2 * pg, DCX_ACCESS_REMOTE_READ, &both));
+    n.close();
+    munmap(m, 3 * pg);
+
+    uint8_t *two = (uint8_t*)mmap(nullptr, 2 * pg, PROT_READ | PROT_WRITE,
+                                  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    ASSERT_NE(MAP_FAILED, (void*)two);
+    /* split into two mappings with the same rights */
+    ASSERT_EQ(0, mprotect(two + pg, pg, PROT_READ | PROT_WRITE | PROT_EXEC));
+    node k;
+    ASSERT_EQ(0, k.open(fabric.c_str()));
+    EXPECT_EQ(0, k.reg(two, 2 * pg, lw | DCX_ACCESS_REMOTE_WRITE, nullptr));
+    k.close();
+    munmap(two, 2 * pg);
+}
+
+/* Read-only memory registered for remote reads serves RDMA READs. */
+TEST_F(soft, mr_read_only_memory_serves_reads)
+{
+    node n;
+    const size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+    uint8_t *m = (uint8_t*)mmap(nullptr, pg, PROT_READ | PROT_WRITE,
+                                MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    ASSERT_NE(MAP_FAILED, (void*)m);
+    for (size_t i = 0; i < pg; ++i) {
+        m[i] = (uint8_t)(i * 7 + 1);
+    }
+    ASSERT_EQ(0, mprotect(m, pg, PROT_READ));
+    std::vector<uint8_t> dst(pg);
+    dcx_mr_t *ro, *lmr;
+    ASSERT_EQ(0, n.open(fabric.c_str()));
+    ASSERT_EQ(0, n.make_cq(64));
+    ASSERT_EQ(0, n.reg(m, pg, DCX_ACCESS_REMOTE_READ, &ro));
+    ASSERT_EQ(0, n.reg(dst.data(), pg, DCX_ACCESS_LOCAL_WRITE, &lmr));
+    ASSERT_EQ(0, n.make_target(9, DCX_ACCESS_REMOTE_READ));
+    ASSERT_EQ(0, n.make_dci());
+    uint8_t addr[DCX_DEV_ADDR_MAX];
+    size_t len = sizeof(addr);
+    ASSERT_EQ(0, dcx_dev_port_addr(n.dev, addr, &len));
+    ASSERT_EQ(0, n.connect(addr, len));
+    dcx_sge_t s = { (uint64_t)(uintptr_t)dst.data(), (uint32_t)pg,
+                    lmr->lkey };
+    dcx_send_wr_t wr;
+    memset(&wr, 0, sizeof(wr));
+    wr.opcode      = DCX_WR_RDMA_READ;
+    wr.flags       = DCX_SEND_SIGNALED;
+    wr.num_sge     = 1;
+    wr.sg_list     = &s;
+    wr.dest.ah     = n.ah;
+    wr.dest.dctn   = n.dct->qp_num;
+    wr.dest.dc_key = 9;
+    wr.rkey        = ro->rkey;
+    wr.remote_addr = (uint64_t)(uintptr_t)m;
+    ASSERT_EQ(0, dcx_qp_post_send(n.dci, &wr));
+    dcx_wc_t wc;
+    ASSERT_EQ(1, n.poll(&wc, 1));
+    EXPECT_EQ(DCX_WC_SUCCESS, wc.status);
+    EXPECT_EQ(0, memcmp(dst.data(), m, pg));
+    n.close();
+    munmap(m, pg);
 }
