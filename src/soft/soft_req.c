@@ -358,17 +358,24 @@ static int soft_req_send_packets(soft_qp_t *qp, soft_swqe_t *w, uint64_t now)
         chunk = w->total_len - w->sent_off;
         nresp = 1;
         if (flags & SOFT_OPF_READ) {
-            /* one request asks for up to SOFT_READ_BURST response packets
-             * of 'mtu' bytes, as many as we hold response slots for */
-            burst = (dev->resp_credits < SOFT_READ_BURST) ?
-                    dev->resp_credits : SOFT_READ_BURST;
+            /* one request asks for a burst of up to SOFT_READ_BURST
+             * response packets of 'mtu' bytes; wait until we hold response
+             * slots for a whole burst (or the rest), else credits returning
+             * one at a time would make one-slot requests again */
+            burst = (chunk + mtu - 1) / mtu;
+            if (burst > SOFT_READ_BURST) {
+                burst = SOFT_READ_BURST;
+            }
             if (burst == 0) {
+                burst = 1;
+            }
+            if (dev->resp_credits < burst) {
                 return EAGAIN;
             }
             if (chunk > burst * mtu) {
                 chunk = burst * mtu;
             }
-            nresp = (chunk == 0) ? 1 : (chunk + mtu - 1) / mtu;
+            nresp = burst;
         } else if (chunk > mtu) {
             chunk = mtu;
         }
