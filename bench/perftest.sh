@@ -1,0 +1,482 @@
+#!/bin/bash
+#
+# ucx_perftest over dcx, posix and tcp in one run, side by side.
+#
+#   bench/perftest.sh [-t "dcx posix tcp"] [-s SCALE] [-r REPEAT] [-l LOGDIR] [-v]
+#
+#   -t, DCX_BENCH_TLS    transports to compare (default "dcx posix tcp")
+#   -s, DCX_BENCH_SCALE  multiplies the iteration counts (default 1; the
+#                        default run takes well under 3 minutes on 2 cores)
+#   -r, DCX_BENCH_REPEAT runs per cell, the best one is shown (default 2)
+#   DCX_BENCH_BUDGET     seconds after which cells get a single run (default
+#                        120), to keep the whole run under 3 minutes
+#   -l LOGDIR            keep every server/client log there (default: a
+#                        temporary directory, removed unless something failed)
+#   -v                   print each run's command line and Final: line
+#   DCX_RUN              dcx-run wrapper (default: from PATH, else the first
+#                        <repo>/build*/contrib/dcx-run whose module is not a
+#                        sanitizer build)
+#   DCX_BENCH_TIMEOUT    seconds allowed per server/client run (default 30)
+#
+# UCT level, per transport (dcx: -x dcx -d soft0:1 under dcx-run --soft with a
+# fresh soft fabric per run; posix: -x posix -d memory; tcp: -x tcp -d lo):
+#   am_lat, put_lat                 latency: 50th percentile and overall
+#   am_bw, put_bw                   bandwidth (MB/s) and message rate (msg/s),
+#                                   both "overall"; am_bw at 8 B is the
+#                                   message-rate test
+# at 8 B, 4 KiB and 1 MiB where the transport can send that size. The data
+# path (-D) is picked per transport from its `ucx_info -d` limits: below
+# 64 KiB the first of short, bcopy, zcopy that fits the size, from 64 KiB
+# up the first of zcopy, bcopy, short. The path used is shown in the cell.
+# No transport here sends a 1 MiB active message, so am_* stop at 4 KiB.
+#
+# UCP level (what MPI sees): tag_lat and tag_bw at the same sizes with
+# UCX_TLS=<tl>,self (tcp also UCX_NET_DEVICES=lo); the client runs with
+# UCX_LOG_LEVEL=info and its ep_cfg line must name the transport.
+#
+# Tables have a column per transport and the ratios dcx/posix and dcx/tcp.
+# Latency: lower is better, ratio < 1 means dcx is faster. Bandwidth and
+# message rate: higher is better, ratio > 1 means dcx is faster.
+# A run that fails, or a size a transport cannot send, prints n/a and a
+# numbered note. Exit status: 1 if any dcx run failed, 2 on a usage or
+# setup error, else 0 (posix/tcp failures are only reported).
+
+set -u
+set -o pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+top=$(cd "$here/.." && pwd)
+
+tls_list=${DCX_BENCH_TLS:-dcx posix tcp}
+scale=${DCX_BENCH_SCALE:-1}
+tmo=${DCX_BENCH_TIMEOUT:-30}
+reps=${DCX_BENCH_REPEAT:-2}
+budget=${DCX_BENCH_BUDGET:-120}
+logdir=""
+verbose=0
+
+while getopts "t:s:r:l:vh" opt; do
+    case $opt in
+    t) tls_list=$OPTARG ;;
+    s) scale=$OPTARG ;;
+    r) reps=$OPTARG ;;
+    l) logdir=$OPTARG ;;
+    v) verbose=1 ;;
+    h) sed -n '2,/^$/s/^# \{0,1\}//p' "$0"; exit 0 ;;
+    *) exit 2 ;;
+    esac
+done
+shift $((OPTIND - 1))
+
+command -v ucx_perftest >/dev/null || { echo "perftest.sh: ucx_perftest not found" >&2; exit 2; }
+command -v ucx_info >/dev/null || { echo "perftest.sh: ucx_info not found" >&2; exit 2; }
+awk -v s="$scale" 'BEGIN { exit !(s + 0 > 0) }' || { echo "perftest.sh: bad scale '$scale'" >&2; exit 2; }
+[[ "$reps" =~ ^[1-9][0-9]*$ ]] || { echo "perftest.sh: bad repeat count '$reps'" >&2; exit 2; }
+[[ "$budget" =~ ^[0-9]+$ ]] || { echo "perftest.sh: bad time budget '$budget'" >&2; exit 2; }
+reps0=$reps
+
+keep_logs=1
+if [ -z "$logdir" ]; then
+    logdir=$(mktemp -d /tmp/dcx-perfbench.XXXXXX) || exit 2
+    keep_logs=0
+fi
+mkdir -p "$logdir" || exit 2
+
+# ---------------------------------------------------------------- dcx wrapper
+find_wrapper() {
+    local w
+    if [ -n "${DCX_RUN:-}" ]; then echo "$DCX_RUN"; return; fi
+    if w=$(command -v dcx-run); then echo "$w"; return; fi
+    for w in "$top"/build/contrib/dcx-run "$top"/build*/contrib/dcx-run; do
+        [ -x "$w" ] || continue
+        # a sanitizer-built module cannot be preloaded into ucx_perftest
+        if ldd "$("$w" --lib 2>/dev/null)" 2>/dev/null | grep -q libasan; then
+            continue
+        fi
+        echo "$w"; return
+    done
+}
+
+dcx_ok=1
+dcx_why=""
+dcx_run=""
+if [[ " $tls_list " == *" dcx "* ]]; then
+    dcx_run=$(find_wrapper)
+    if [ -z "$dcx_run" ] || [ ! -x "$dcx_run" ]; then
+        dcx_ok=0; dcx_why="dcx-run wrapper not found (set DCX_RUN)"
+    elif ! "$dcx_run" --lib >/dev/null 2>&1; then
+        dcx_ok=0; dcx_why="'$dcx_run --lib' failed"
+    fi
+fi
+
+# ---------------------------------------------------------------- caps
+# One ucx_info -d (under the wrapper when dcx is wanted, so it is listed
+# too) gives "tl dev op limit" lines, e.g. "dcx soft0:1 put_short 828".
+caps_file=$logdir/caps.txt
+{
+    if [ -n "$dcx_run" ] && [ $dcx_ok = 1 ]; then
+        timeout "$tmo" "$dcx_run" --soft --fabric "pb$$-caps" ucx_info -d
+    else
+        timeout "$tmo" ucx_info -d
+    fi
+} 2>"$logdir/ucx_info.err" | awk '
+    function bytes(v,   n, u) {
+        if (v == "unlimited") return 9e18
+        n = v + 0; u = substr(v, length(v))
+        if (u == "K") n *= 1024; else if (u == "M") n *= 1048576
+        else if (u == "G") n *= 1073741824; else if (u == "T") n *= 1099511627776
+        return n
+    }
+    /Transport:/ { tl = $NF; next }
+    /Device:/    { dev = $NF; next }
+    /^# +(am|put)_(short|bcopy|zcopy): / {
+        op = $2; sub(":", "", op)
+        v = ($3 == "<=") ? $4 : $3
+        gsub(/,/, "", v)
+        print tl, dev, op, bytes(v)
+    }' >"$caps_file"
+
+cap() {   # cap TL DEV OP -> max bytes, empty if not supported
+    awk -v t="$1" -v d="$2" -v o="$3" '$1 == t && $2 == d && $3 == o { print $4; exit }' "$caps_file"
+}
+
+# pick_method TL DEV OP SIZE -> short|bcopy|zcopy, or nothing
+pick_method() {
+    local tl=$1 dev=$2 op=$3 size=$4 m lim order
+    if [ "$size" -lt 65536 ]; then order="short bcopy zcopy"; else order="zcopy bcopy short"; fi
+    for m in $order; do
+        lim=$(cap "$tl" "$dev" "${op}_$m")
+        [ -n "$lim" ] || continue
+        if awk -v l="$lim" -v s="$size" 'BEGIN { exit !(s <= l) }'; then
+            echo "$m"; return
+        fi
+    done
+}
+
+uct_dev() {
+    case $1 in
+    dcx) echo soft0:1 ;;
+    posix) echo memory ;;
+    tcp) echo lo ;;
+    *) echo "" ;;
+    esac
+}
+
+# ---------------------------------------------------------------- running
+port=$(( 20000 + ($$ * 13) % 30000 ))
+run_idx=0
+
+# iterations for a test kind and size, times the scale; warm-up is a tenth
+iters_for() {   # iters_for lat|bw SIZE
+    local n
+    case $1:$2 in
+    lat:1048576) n=100 ;;
+    lat:*)       n=5000 ;;
+    bw:8)        n=40000 ;;
+    bw:1048576)  n=200 ;;
+    bw:*)        n=10000 ;;
+    esac
+    awk -v n="$n" -v s="$scale" 'BEGIN { v = int(n * s); print (v < 10 ? 10 : v) }'
+}
+
+# run_pair NAME TL ENVLIST -- PERFTEST ARGS
+# Starts a server and a client on a fresh port (and, for dcx, a fresh soft
+# fabric), waits for both. Leaves the client log in $logdir/NAME.client.
+# Returns 0 if both succeeded and the client printed a Final: line.
+run_pair() {
+    local name=$1 tl=$2 envs=$3; shift 4
+    local pre=() srv_pid srv_rc=1 cli_rc=1 try i port_trouble
+    local cli=$logdir/$name.client srv=$logdir/$name.server
+
+    for try in 1 2 3; do
+        run_idx=$((run_idx + 1))
+        port=$((port + 1)); [ $port -ge 60000 ] && port=20001
+        pre=(env)
+        [ -n "$envs" ] && pre+=($envs)
+        if [ "$tl" = dcx ]; then
+            pre+=("$dcx_run" --soft --fabric "pb$$-$run_idx")
+        fi
+        : >"$cli"
+        [ $verbose = 1 ] && echo "  # $name: ${pre[*]} ucx_perftest $* -p $port" >&2
+        "${pre[@]}" timeout "$tmo" ucx_perftest -p $port >"$srv" 2>&1 &
+        srv_pid=$!
+        # the client retries while the server is not listening yet
+        for i in $(seq 1 40); do
+            sleep 0.1
+            if ! kill -0 $srv_pid 2>/dev/null; then break; fi
+            "${pre[@]}" timeout "$tmo" ucx_perftest 127.0.0.1 -p $port "$@" >"$cli" 2>&1
+            cli_rc=$?
+            grep -qi "connection refused" "$cli" || break
+        done
+        port_trouble=0
+        if grep -qi "connection refused" "$cli" 2>/dev/null; then
+            port_trouble=1
+        elif ! kill -0 $srv_pid 2>/dev/null && grep -qi "address already in use" "$srv"; then
+            port_trouble=1
+        fi
+        if [ $port_trouble = 1 ] && [ $try -lt 3 ]; then
+            kill $srv_pid 2>/dev/null
+            wait $srv_pid 2>/dev/null
+            continue    # port trouble: try another port
+        fi
+        wait $srv_pid
+        srv_rc=$?
+        break
+    done
+    [ $verbose = 1 ] && grep -h '^Final:' "$cli" >&2
+    [ $cli_rc = 0 ] && [ $srv_rc = 0 ] && grep -q '^Final:' "$cli"
+}
+
+# Results: R[key]="iters p50 avg overall bw_avg bw_overall mr_avg mr_overall"
+# or "NA note-text"; key = "level:test:size:tl". M[key] = data path used.
+declare -A R M B
+dcx_failed=0
+
+final_line() {   # the numbers of the client's Final: line
+    awk '/^Final:/ { print $2, $3, $4, $5, $6, $7, $8, $9 }' "$1" | tail -1
+}
+
+fail_note() {   # a short reason from the logs
+    local f line
+    for f in "$logdir/$1.client" "$logdir/$1.server"; do
+        line=$(grep -v '^[+|]' "$f" 2>/dev/null | grep -vE 'UCX +(DIAG|INFO)' | grep -iE 'error|fail|unsupported|timed out|invalid|abort' | head -1 |
+               sed -E 's/^\[[0-9.]+\] +\[[^]]*\] +//' | cut -c1-90)
+        [ -n "$line" ] && { echo "$line"; return; }
+    done
+    echo "no Final: line (timeout ${tmo}s or crash; see $logdir/$1.*)"
+}
+
+# measure KEY NAME TL KIND ENVS -- PERFTEST ARGS
+# Runs the pair $reps times and keeps the best run (lowest overall latency,
+# highest overall bandwidth): on a shared 2-core machine a run can lose the
+# CPU to anything else, and the best run is the one that did not. Any failed
+# repetition makes the cell n/a.
+measure() {
+    local key=$1 name=$2 tl=$3 kind=$4 envs=$5; shift 6
+    local r vals best="" rname
+    for r in $(seq 1 "$reps"); do
+        rname=$name.$r
+        if ! run_pair "$rname" "$tl" "$envs" -- "$@" ||
+           ! vals=$(final_line "$logdir/$rname.client") || [ -z "$vals" ]; then
+            R[$key]="NA $tl: $(fail_note "$rname")"
+            [ "$tl" = dcx ] && dcx_failed=1
+            return 1
+        fi
+        if [ -z "$best" ] || awk -v k="$kind" -v a="$vals" -v b="$best" 'BEGIN {
+               split(a, x, " "); split(b, y, " ")
+               exit !(k == "lat" ? x[4] < y[4] : x[6] > y[6]) }'; then
+            best=$vals
+            B[$key]=$rname
+        fi
+    done
+    R[$key]=$best
+}
+
+uct_cell() {   # uct_cell TEST OP KIND SIZE TL
+    local test=$1 op=$2 kind=$3 size=$4 tl=$5 dev meth n key
+    key="uct:$test:$size:$tl"
+    dev=$(uct_dev "$tl")
+    if [ "$tl" = dcx ] && [ $dcx_ok = 0 ]; then
+        R[$key]="NA dcx: $dcx_why"; dcx_failed=1; return
+    fi
+    meth=$(pick_method "$tl" "$dev" "$op" "$size")
+    if [ -z "$meth" ]; then
+        R[$key]="NA $tl: no ${op} data path takes $size B (ucx_info -d: ${op}_short/bcopy/zcopy limits)"
+        return
+    fi
+    M[$key]=$meth
+    n=$(iters_for "$kind" "$size")
+    measure "$key" "uct_${test}_${size}_$tl" "$tl" "$kind" "" -- \
+            -x "$tl" -d "$dev" -t "$test" -D "$meth" -s "$size" -n "$n" -w $((n / 10 > 0 ? n / 10 : 1))
+}
+
+ucp_cell() {   # ucp_cell TEST KIND SIZE TL
+    local test=$1 kind=$2 size=$3 tl=$4 n key envs used
+    key="ucp:$test:$size:$tl"
+    if [ "$tl" = dcx ] && [ $dcx_ok = 0 ]; then
+        R[$key]="NA dcx: $dcx_why"; dcx_failed=1; return
+    fi
+    envs="UCX_TLS=$tl,self UCX_LOG_LEVEL=info"
+    [ "$tl" = tcp ] && envs="$envs UCX_NET_DEVICES=lo"
+    n=$(iters_for "$kind" "$size")
+    measure "$key" "ucp_${test}_${size}_$tl" "$tl" "$kind" "$envs" -- \
+            -t "$test" -s "$size" -n "$n" -w $((n / 10 > 0 ? n / 10 : 1)) || return
+    # the endpoint must really run over the transport asked for
+    used=$(grep -oE 'ep_cfg\[[0-9]+\]: .*' "$logdir/${B[$key]}.client" | grep -oE '[a-z0-9_]+/' | tr -d / | sort -u | paste -sd' ')
+    if [[ "${R[$key]}" != NA* ]] && ! grep -qw "$tl" <<<"$used"; then
+        R[$key]="NA $tl: UCP did not use $tl (ep_cfg lanes: ${used:-none})"
+        [ "$tl" = dcx ] && dcx_failed=1
+    fi
+}
+
+sizes="8 4096 1048576"
+load0=$(cut -d' ' -f1-3 /proc/loadavg)
+t0=$SECONDS
+for tl in $tls_list; do
+    if [ -z "$(uct_dev "$tl")" ]; then
+        echo "perftest.sh: unknown transport '$tl' (known: dcx posix tcp)" >&2; exit 2
+    fi
+done
+
+# Cells run one after the other with the transports interleaved, so that a
+# burst of other load on the machine hits all transports of a cell alike.
+# Past the time budget, repetitions stop (the table header says so).
+cells=()
+for size in 8 4096; do
+    cells+=("uct_cell am_lat am lat $size" "uct_cell am_bw am bw $size")
+done
+for size in $sizes; do
+    cells+=("uct_cell put_lat put lat $size" "uct_cell put_bw put bw $size"
+            "ucp_cell tag_lat lat $size" "ucp_cell tag_bw bw $size")
+done
+reps_cut=""
+for c in "${cells[@]}"; do
+    if [ "$reps" -gt 1 ] && [ $((SECONDS - t0)) -ge "$budget" ]; then
+        reps=1; reps_cut="${c#* }"
+    fi
+    echo "# $((SECONDS - t0))s: ${c#* }" >&2
+    for tl in $tls_list; do
+        $c "$tl"
+    done
+done
+elapsed=$((SECONDS - t0))
+
+# ---------------------------------------------------------------- tables
+notes=()
+note_ref() {   # note_ref TEXT: sets ref="[k]", adding TEXT to the notes once
+    local i
+    for i in "${!notes[@]}"; do
+        [ "${notes[$i]}" = "$1" ] && { ref="[$((i + 1))]"; return; }
+    done
+    notes+=("$1")
+    ref="[${#notes[@]}]"
+}
+
+tl_arr=($tls_list)
+have() { [[ " $tls_list " == *" $1 "* ]]; }
+ratio_cols=()
+have dcx && have posix && ratio_cols+=(posix)
+have dcx && have tcp && ratio_cols+=(tcp)
+
+size_name() {
+    case $1 in 8) echo "8 B" ;; 4096) echo "4 KiB" ;; 1048576) echo "1 MiB" ;; *) echo "$1 B" ;; esac
+}
+
+# field numbers in R values: 2=p50 4=overall lat 6=MB/s overall 8=msg/s overall
+fmt_num() {
+    awk -v v="$1" 'BEGIN {
+        if (v >= 100000) printf "%.0f", v; else if (v >= 100) printf "%.1f", v;
+        else if (v >= 1) printf "%.2f", v; else printf "%.3f", v }'
+}
+
+value_of() {   # value_of KEY FIELD -> number or empty
+    local r=${R[$1]:-}
+    [ -z "$r" ] || [[ "$r" == NA* ]] && return
+    echo "$r" | awk -v f="$2" '{ print $f }'
+}
+
+# row LABEL KEY-PREFIX(level:test:size) FIELD
+row() {
+    local label=$1 kp=$2 field=$3 tl key cell v d o line ref
+    line=$(printf "%-24s" "$label")
+    for tl in "${tl_arr[@]}"; do
+        key="$kp:$tl"
+        if [ -z "${R[$key]:-}" ]; then
+            cell="-"
+        elif [[ "${R[$key]}" == NA* ]]; then
+            note_ref "${R[$key]#NA }"   # not in a subshell: it adds to notes
+            cell="n/a $ref"
+        else
+            cell=$(fmt_num "$(value_of "$key" "$field")")
+            [ -n "${M[$key]:-}" ] && cell="$cell ${M[$key]}"
+        fi
+        line+=$(printf " %17s" "$cell")
+    done
+    for o in "${ratio_cols[@]}"; do
+        d=$(value_of "$kp:dcx" "$field")
+        v=$(value_of "$kp:$o" "$field")
+        if [ -n "$d" ] && [ -n "$v" ] && awk -v v="$v" 'BEGIN { exit !(v > 0) }'; then
+            cell=$(awk -v d="$d" -v v="$v" 'BEGIN { r = d / v; printf (r < 0.1 ? "%.2g" : "%.2f"), r }')
+        else
+            cell="n/a"
+        fi
+        line+=$(printf " %10s" "$cell")
+    done
+    echo "$line"
+}
+
+header() {   # header TITLE
+    local tl o line
+    echo
+    echo "$1"
+    line=$(printf "%-24s" "")
+    for tl in "${tl_arr[@]}"; do line+=$(printf " %17s" "$tl"); done
+    for o in "${ratio_cols[@]}"; do line+=$(printf " %10s" "dcx/$o"); done
+    echo "$line"
+    echo "$line" | sed 's/./-/g'
+}
+
+echo "load average before: $load0, after: $(cut -d' ' -f1-3 /proc/loadavg) (other work on the machine skews results)"
+echo "UCX $(ucx_info -v 2>/dev/null | sed -n 's/^# Version //p' | head -1) ;" \
+     "$(nproc) cores; scale $scale; best of $reps0 runs per cell${reps_cut:+ (1 run from '$reps_cut' on: time budget)}; ${elapsed}s of runs"
+[ -n "$dcx_run" ] && echo "dcx module: $("$dcx_run" --lib 2>/dev/null)"
+echo "UCT cells show the data path (-D) each transport used."
+
+header "UCT latency, usec (lower is better; ratio < 1: dcx faster)"
+for t in am_lat put_lat; do
+    for size in $sizes; do
+        [ $t = am_lat ] && [ $size = 1048576 ] && continue
+        row "$t $(size_name $size) p50" "uct:$t:$size" 2
+        row "$t $(size_name $size) overall" "uct:$t:$size" 4
+    done
+done
+
+header "UCT bandwidth, MB/s overall (higher is better; ratio > 1: dcx faster)"
+for t in am_bw put_bw; do
+    for size in $sizes; do
+        [ $t = am_bw ] && [ $size = 1048576 ] && continue
+        row "$t $(size_name $size)" "uct:$t:$size" 6
+    done
+done
+
+header "UCT message rate, msg/s overall (higher is better; ratio > 1: dcx faster)"
+for t in am_bw put_bw; do
+    for size in $sizes; do
+        [ $t = am_bw ] && [ $size = 1048576 ] && continue
+        row "$t $(size_name $size)" "uct:$t:$size" 8
+    done
+done
+
+header "UCP latency (UCX_TLS=<tl>,self), usec (lower is better; ratio < 1: dcx faster)"
+for size in $sizes; do
+    row "tag_lat $(size_name $size) p50" "ucp:tag_lat:$size" 2
+    row "tag_lat $(size_name $size) overall" "ucp:tag_lat:$size" 4
+done
+
+header "UCP bandwidth (UCX_TLS=<tl>,self) (higher is better; ratio > 1: dcx faster)"
+for size in $sizes; do
+    row "tag_bw $(size_name $size) MB/s" "ucp:tag_bw:$size" 6
+done
+for size in $sizes; do
+    row "tag_bw $(size_name $size) msg/s" "ucp:tag_bw:$size" 8
+done
+
+echo
+echo "Not covered: am_lat/am_bw at 1 MiB (larger than any transport's largest active message)."
+if [ ${#notes[@]} -gt 0 ]; then
+    echo "Notes:"
+    for i in "${!notes[@]}"; do
+        echo "  [$((i + 1))] ${notes[$i]}"
+    done
+fi
+
+if [ $dcx_failed = 1 ]; then
+    echo "dcx: at least one run failed; logs kept in $logdir"
+    exit 1
+fi
+if [ ${#notes[@]} -gt 0 ] || [ $keep_logs = 1 ]; then
+    echo "logs: $logdir"
+else
+    rm -rf "$logdir"
+fi
+exit 0
