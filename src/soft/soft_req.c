@@ -550,12 +550,12 @@ static void soft_req_timeout(soft_qp_t *qp, uint64_t now)
  * that polls never costs us a syscall. */
 static void soft_req_prod(soft_dev_t *dev, soft_peer_t *peer, uint64_t now)
 {
-    soft_port_hdr_t *hdr = peer->hdr;
+    soft_port_hdr_t *hdr;
     uint64_t head, last;
 
-    if ((peer->watch_since == 0) ||
+    if ((peer == NULL) || (peer->watch_since == 0) ||
         ((int64_t)(now - peer->watch_since) < (int64_t)SOFT_PROD_NS) ||
-        (hdr == NULL)) {
+        ((hdr = peer->hdr) == NULL)) {
         return;
     }
     head = __atomic_load_n(&hdr->req.head, __ATOMIC_RELAXED);
@@ -587,9 +587,8 @@ void soft_req_timers(soft_dev_t *dev, uint64_t now)
         if ((qp->super.state != DCX_QPS_RTS) || (qp->sq_comp == qp->sq_head)) {
             continue;
         }
-        if (qp->sq_comp != qp->sq_send) {
-            soft_req_prod(dev, soft_wqe(qp, qp->sq_comp)->peer, now);
-        }
+        /* also when the oldest WQE is only partly out (peer ring full) */
+        soft_req_prod(dev, soft_wqe(qp, qp->sq_comp)->peer, now);
         if ((qp->deadline_ns != 0) && (now >= qp->deadline_ns)) {
             soft_req_timeout(qp, now);
         }
