@@ -30,11 +30,14 @@ static void test_wait_until(void)
         if (me == 0) {
             shmem_int_p(&flag_i, r, right);
             shmem_int_wait_until(&flag_i, SHMEM_CMP_EQ, r);
+            CHECK_EQ("wait_until_int_eq", r, flag_i);
         } else {
             shmem_int_wait_until(&flag_i, SHMEM_CMP_EQ, r);
+            /* check before passing the token on: once it is passed, PE 0
+             * may start round r+1 and write our flag again */
+            CHECK_EQ("wait_until_int_eq", r, flag_i);
             shmem_int_p(&flag_i, r, right);
         }
-        CHECK_EQ("wait_until_int_eq", r, flag_i);
     }
     shmem_barrier_all();
 
