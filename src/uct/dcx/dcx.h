@@ -343,7 +343,8 @@ void uct_dcx_dci_log_wr(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci,
 void uct_dcx_dci_detach_ep(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci,
                            uct_dcx_ep_t *ep);
 int uct_dcx_dci_is_drained(const uct_dcx_dci_t *dci);
-void uct_dcx_dci_insert_op(uct_dcx_dci_t *dci, uct_dcx_op_t *op);
+ucs_status_t uct_dcx_dci_add_comp(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci,
+                                  uint64_t sn, uct_completion_t *comp);
 void uct_dcx_ep_put_idle_dci(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep);
 void uct_dcx_op_release_desc(uct_dcx_iface_t *iface, uct_dcx_op_t *op,
                              ucs_status_t status);

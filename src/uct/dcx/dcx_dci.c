@@ -701,7 +701,7 @@ void uct_dcx_dci_set_error(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci)
 
 /* Queues op among dci's operations, after those with the same or a lower
  * number (the queue stays sorted; rare path) */
-void uct_dcx_dci_insert_op(uct_dcx_dci_t *dci, uct_dcx_op_t *op)
+static void uct_dcx_dci_insert_op(uct_dcx_dci_t *dci, uct_dcx_op_t *op)
 {
     ucs_queue_head_t rest;
     uct_dcx_op_t *cur;
@@ -723,6 +723,35 @@ void uct_dcx_dci_insert_op(uct_dcx_dci_t *dci, uct_dcx_op_t *op)
 }
 
 /*
+ * Makes comp fire once WR sn of dci has completed: a bare op joins dci's
+ * op queue, which stays in sn order.  On a shared DCI other endpoints may
+ * already have ops queued for later WRs, and an op is retired only when
+ * the WRs up to its own number are done, so it must go in before them
+ * rather than wait behind them.
+ */
+ucs_status_t uct_dcx_dci_add_comp(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci,
+                                  uint64_t sn, uct_completion_t *comp)
+{
+    uct_dcx_op_t *op;
+
+    op = ucs_mpool_get_inline(&iface->op_mp);
+    if (op == NULL) {
+        return UCS_ERR_NO_RESOURCE;
+    }
+    op->cb   = uct_dcx_op_put;
+    op->comp = comp;
+    op->sn   = sn;
+    if (ucs_queue_is_empty(&dci->ops) ||
+        (ucs_queue_tail_elem_non_empty(&dci->ops, uct_dcx_op_t, queue)->sn <=
+         sn)) {
+        ucs_queue_push(&dci->ops, &op->queue);
+    } else {
+        uct_dcx_dci_insert_op(dci, op);
+    }
+    return UCS_OK;
+}
+
+/*
  * Cancel: only the operations that call the user back must finish before
  * the ep may go (they are all signalled); WRs without a completion may
  * complete after the ep is gone.  If there are such operations, a lent DCI
@@ -736,6 +765,7 @@ ucs_status_t uct_dcx_ep_flush_cancel(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep,
     uct_dcx_dci_t *dci = uct_dcx_ep_dci(iface, ep);
     uint64_t last_sn   = 0;
     uct_dcx_op_t *op;
+    ucs_status_t status;
 
     ucs_queue_for_each(op, &dci->ops, queue) {
         if ((op->comp != NULL) &&
@@ -753,14 +783,10 @@ ucs_status_t uct_dcx_ep_flush_cancel(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep,
     }
 
     if (comp != NULL) {
-        op = ucs_mpool_get_inline(&iface->op_mp);
-        if (op == NULL) {
-            return UCS_ERR_NO_RESOURCE;
+        status = uct_dcx_dci_add_comp(iface, dci, last_sn, comp);
+        if (status != UCS_OK) {
+            return status;
         }
-        op->cb   = uct_dcx_op_put;
-        op->comp = comp;
-        op->sn   = last_sn;
-        uct_dcx_dci_insert_op(dci, op);
     }
     if (!iface->policy->shared) {
         uct_dcx_dci_set_error(iface, dci);

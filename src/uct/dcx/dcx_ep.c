@@ -48,25 +48,103 @@ uct_dcx_bad_atomic(const char *op, unsigned opcode)
 
 
 /* ---------------------------------------------------------------------------
+ * Pieces every send below is built from
+ * ------------------------------------------------------------------------- */
+
+static UCS_F_ALWAYS_INLINE void
+uct_dcx_sge_set(dcx_sge_t *sge, const void *addr, size_t length, uint32_t lkey)
+{
+    sge->addr   = (uintptr_t)addr;
+    sge->length = length;
+    sge->lkey   = lkey;
+}
+
+/* A WR aimed at remote memory: uct_dcx_wr_init plus the remote side */
+static UCS_F_ALWAYS_INLINE void
+uct_dcx_wr_init_rma(dcx_send_wr_t *wr, uct_dcx_ep_t *ep, uint8_t opcode,
+                    uint8_t flags, const dcx_sge_t *sge, unsigned num_sge,
+                    uint64_t remote_addr, uct_rkey_t rkey)
+{
+    uct_dcx_wr_init(wr, ep, opcode, flags, sge, num_sge);
+    wr->remote_addr = remote_addr;
+    wr->rkey        = uct_dcx_rkey(rkey);
+}
+
+/*
+ * Everything a send through a bounce buffer needs before the buffer is
+ * filled: a slot on ep's DCI (and a credit, when is_am), then a descriptor
+ * whose op runs cb when the WR completes, and cb calls comp.
+ */
+static UCS_F_ALWAYS_INLINE ucs_status_t
+uct_dcx_ep_desc_begin(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep, int is_am,
+                      uct_dcx_op_cb_t cb, uct_completion_t *comp,
+                      uct_dcx_send_desc_t **desc_p)
+{
+    uct_dcx_send_desc_t *desc;
+    ucs_status_t status;
+
+    status = uct_dcx_ep_tx_begin(iface, ep, is_am);
+    if (ucs_unlikely(status != UCS_OK)) {
+        return status;
+    }
+
+    desc = uct_dcx_iface_get_desc(iface);
+    if (ucs_unlikely(desc == NULL)) {
+        return UCS_ERR_NO_RESOURCE;
+    }
+
+    desc->op.cb   = cb;
+    desc->op.comp = comp;
+    *desc_p       = desc;
+    return UCS_OK;
+}
+
+/*
+ * Posts wr on ep's DCI.  On failure op (a bare op, or the op heading a
+ * descriptor) returns to its pool; on success an AM uses up one credit.
+ * Callers pass op, signal and is_am as constants where they can, so the
+ * tests on them vanish once this is inlined.
+ */
+static UCS_F_ALWAYS_INLINE ucs_status_t
+uct_dcx_ep_post(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep, dcx_send_wr_t *wr,
+                uct_dcx_op_t *op, int signal, int is_am)
+{
+    ucs_status_t status;
+
+    /* the op of a descriptor is its first member: same pool object */
+    UCS_STATIC_ASSERT(ucs_offsetof(uct_dcx_send_desc_t, op) == 0);
+
+    status = uct_dcx_dci_post(iface, uct_dcx_ep_dci(iface, ep), ep, wr, op,
+                              signal);
+    if (ucs_unlikely(status != UCS_OK)) {
+        if (op != NULL) {
+            ucs_mpool_put_inline(op);
+        }
+        return status;
+    }
+
+    if (is_am) {
+        ep->fc_wnd--;
+    }
+    return UCS_OK;
+}
+
+
+/* ---------------------------------------------------------------------------
  * Active messages
  * ------------------------------------------------------------------------- */
 
-ucs_status_t uct_dcx_ep_am_short(uct_ep_h tl_ep, uint8_t id, uint64_t hdr,
-                                 const void *buffer, unsigned length)
+/* An inline AM: sge[0] holds the AM id, the rest carry 'length' bytes */
+static UCS_F_ALWAYS_INLINE ucs_status_t
+uct_dcx_ep_am_inline(uct_dcx_ep_t *ep, const char *name, const dcx_sge_t *sge,
+                     unsigned num_sge, size_t length)
 {
-    uct_dcx_ep_t *ep        = ucs_derived_of(tl_ep, uct_dcx_ep_t);
-    uct_dcx_iface_t *iface  = uct_dcx_ep_iface(ep);
-    uint8_t am_id           = id;
-    dcx_sge_t sge[3];
+    uct_dcx_iface_t *iface = uct_dcx_ep_iface(ep);
     dcx_send_wr_t wr;
     ucs_status_t status;
 
-    if (ucs_unlikely(id >= UCT_AM_ID_MAX)) {
-        return uct_dcx_bad_am_id(id);
-    }
-    if (ucs_unlikely(sizeof(hdr) + length + UCT_DCX_AM_HDR_LEN >
-                     iface->config.max_inline)) {
-        return uct_dcx_bad_length("am_short", sizeof(hdr) + length,
+    if (ucs_unlikely(length + UCT_DCX_AM_HDR_LEN > iface->config.max_inline)) {
+        return uct_dcx_bad_length(name, length,
                                   iface->config.max_inline -
                                   UCT_DCX_AM_HDR_LEN);
     }
@@ -76,25 +154,28 @@ ucs_status_t uct_dcx_ep_am_short(uct_ep_h tl_ep, uint8_t id, uint64_t hdr,
         return status;
     }
 
-    sge[0].addr   = (uintptr_t)&am_id;
-    sge[0].length = UCT_DCX_AM_HDR_LEN;
-    sge[0].lkey   = 0;
-    sge[1].addr   = (uintptr_t)&hdr;
-    sge[1].length = sizeof(hdr);
-    sge[1].lkey   = 0;
-    sge[2].addr   = (uintptr_t)buffer;
-    sge[2].length = length;
-    sge[2].lkey   = 0;
-    uct_dcx_wr_init(&wr, ep, DCX_WR_SEND, DCX_SEND_INLINE, sge,
-                    (length > 0) ? 3 : 2);
-
-    status = uct_dcx_dci_post(iface, uct_dcx_ep_dci(iface, ep), ep, &wr,
-                              NULL, 0);
-    if (ucs_likely(status == UCS_OK)) {
-        ep->fc_wnd--;
-        UCT_TL_EP_STAT_OP(&ep->super, AM, SHORT, sizeof(hdr) + length);
-    }
+    uct_dcx_wr_init(&wr, ep, DCX_WR_SEND, DCX_SEND_INLINE, sge, num_sge);
+    status = uct_dcx_ep_post(iface, ep, &wr, NULL, 0, 1);
+    UCT_TL_EP_STAT_OP_IF_SUCCESS(status, &ep->super, AM, SHORT, length);
     return status;
+}
+
+ucs_status_t uct_dcx_ep_am_short(uct_ep_h tl_ep, uint8_t id, uint64_t hdr,
+                                 const void *buffer, unsigned length)
+{
+    uct_dcx_ep_t *ep = ucs_derived_of(tl_ep, uct_dcx_ep_t);
+    uint8_t am_id    = id;
+    dcx_sge_t sge[3];
+
+    if (ucs_unlikely(id >= UCT_AM_ID_MAX)) {
+        return uct_dcx_bad_am_id(id);
+    }
+
+    uct_dcx_sge_set(&sge[0], &am_id, UCT_DCX_AM_HDR_LEN, 0);
+    uct_dcx_sge_set(&sge[1], &hdr, sizeof(hdr), 0);
+    uct_dcx_sge_set(&sge[2], buffer, length, 0);
+    return uct_dcx_ep_am_inline(ep, "am_short", sge, (length > 0) ? 3 : 2,
+                                sizeof(hdr) + length);
 }
 
 ucs_status_t uct_dcx_ep_am_short_iov(uct_ep_h tl_ep, uint8_t id,
@@ -104,8 +185,6 @@ ucs_status_t uct_dcx_ep_am_short_iov(uct_ep_h tl_ep, uint8_t id,
     uct_dcx_iface_t *iface  = uct_dcx_ep_iface(ep);
     uint8_t am_id           = id;
     dcx_sge_t sge[UCT_DCX_MAX_IOV + 1];
-    dcx_send_wr_t wr;
-    ucs_status_t status;
     size_t i, length;
 
     if (ucs_unlikely(id >= UCT_AM_ID_MAX)) {
@@ -116,35 +195,14 @@ ucs_status_t uct_dcx_ep_am_short_iov(uct_ep_h tl_ep, uint8_t id,
                                   iface->config.max_iov);
     }
 
-    sge[0].addr   = (uintptr_t)&am_id;
-    sge[0].length = UCT_DCX_AM_HDR_LEN;
-    sge[0].lkey   = 0;
-    length        = 0;
+    uct_dcx_sge_set(&sge[0], &am_id, UCT_DCX_AM_HDR_LEN, 0);
+    length = 0;
     for (i = 0; i < iovcnt; ++i) {
-        sge[i + 1].addr   = (uintptr_t)iov[i].buffer;
-        sge[i + 1].length = uct_iov_get_length(&iov[i]);
-        sge[i + 1].lkey   = 0;
-        length           += sge[i + 1].length;
+        uct_dcx_sge_set(&sge[i + 1], iov[i].buffer,
+                        uct_iov_get_length(&iov[i]), 0);
+        length += sge[i + 1].length;
     }
-    if (ucs_unlikely(length + UCT_DCX_AM_HDR_LEN > iface->config.max_inline)) {
-        return uct_dcx_bad_length("am_short_iov", length,
-                                  iface->config.max_inline -
-                                  UCT_DCX_AM_HDR_LEN);
-    }
-
-    status = uct_dcx_ep_tx_begin(iface, ep, 1);
-    if (ucs_unlikely(status != UCS_OK)) {
-        return status;
-    }
-
-    uct_dcx_wr_init(&wr, ep, DCX_WR_SEND, DCX_SEND_INLINE, sge, iovcnt + 1);
-    status = uct_dcx_dci_post(iface, uct_dcx_ep_dci(iface, ep), ep, &wr,
-                              NULL, 0);
-    if (ucs_likely(status == UCS_OK)) {
-        ep->fc_wnd--;
-        UCT_TL_EP_STAT_OP(&ep->super, AM, SHORT, length);
-    }
-    return status;
+    return uct_dcx_ep_am_inline(ep, "am_short_iov", sge, iovcnt + 1, length);
 }
 
 ssize_t uct_dcx_ep_am_bcopy(uct_ep_h tl_ep, uint8_t id,
@@ -164,14 +222,10 @@ ssize_t uct_dcx_ep_am_bcopy(uct_ep_h tl_ep, uint8_t id,
         return uct_dcx_bad_am_id(id);
     }
 
-    status = uct_dcx_ep_tx_begin(iface, ep, 1);
+    status = uct_dcx_ep_desc_begin(iface, ep, 1, uct_dcx_op_release_desc,
+                                   NULL, &desc);
     if (ucs_unlikely(status != UCS_OK)) {
         return status;
-    }
-
-    desc = uct_dcx_iface_get_desc(iface);
-    if (ucs_unlikely(desc == NULL)) {
-        return UCS_ERR_NO_RESOURCE;
     }
 
     data    = uct_dcx_desc_data(desc);
@@ -181,21 +235,13 @@ ssize_t uct_dcx_ep_am_bcopy(uct_ep_h tl_ep, uint8_t id,
                 "am_bcopy packed %zu bytes, max %zu", length,
                 iface->config.seg_size - UCT_DCX_AM_HDR_LEN);
 
-    desc->op.cb   = uct_dcx_op_release_desc;
-    desc->op.comp = NULL;
-    sge.addr      = (uintptr_t)data;
-    sge.length    = length + UCT_DCX_AM_HDR_LEN;
-    sge.lkey      = desc->lkey;
+    uct_dcx_sge_set(&sge, data, length + UCT_DCX_AM_HDR_LEN, desc->lkey);
     uct_dcx_wr_init(&wr, ep, DCX_WR_SEND, 0, &sge, 1);
-
-    status = uct_dcx_dci_post(iface, uct_dcx_ep_dci(iface, ep), ep, &wr,
-                              &desc->op, 0);
+    status = uct_dcx_ep_post(iface, ep, &wr, &desc->op, 0, 1);
     if (ucs_unlikely(status != UCS_OK)) {
-        ucs_mpool_put_inline(desc);
         return status;
     }
 
-    ep->fc_wnd--;
     UCT_TL_EP_STAT_OP(&ep->super, AM, BCOPY, length);
     return length;
 }
@@ -216,10 +262,9 @@ uct_dcx_iov_to_sge(uct_dcx_iface_t *iface, const char *op,
             ucs_error("dcx: %s: iov[%zu] has no memory handle", op, i);
             return UCS_ERR_INVALID_PARAM;
         }
-        sge[i].addr   = (uintptr_t)iov[i].buffer;
-        sge[i].length = uct_iov_get_length(&iov[i]);
-        sge[i].lkey   = uct_dcx_memh_mr(iov[i].memh)->lkey;
-        length       += sge[i].length;
+        uct_dcx_sge_set(&sge[i], iov[i].buffer, uct_iov_get_length(&iov[i]),
+                        uct_dcx_memh_mr(iov[i].memh)->lkey);
+        length += sge[i].length;
     }
     *length_p = length;
     return UCS_OK;
@@ -254,35 +299,24 @@ ucs_status_t uct_dcx_ep_am_zcopy(uct_ep_h tl_ep, uint8_t id,
                                   UCT_DCX_AM_HDR_LEN);
     }
 
-    status = uct_dcx_ep_tx_begin(iface, ep, 1);
+    status = uct_dcx_ep_desc_begin(iface, ep, 1, uct_dcx_op_release_desc,
+                                   comp, &desc);
     if (ucs_unlikely(status != UCS_OK)) {
         return status;
-    }
-
-    desc = uct_dcx_iface_get_desc(iface);
-    if (ucs_unlikely(desc == NULL)) {
-        return UCS_ERR_NO_RESOURCE;
     }
 
     /* The AM byte and the user header travel from a registered buffer */
     data    = uct_dcx_desc_data(desc);
     data[0] = id;
     memcpy(data + UCT_DCX_AM_HDR_LEN, header, header_length);
-    desc->op.cb   = uct_dcx_op_release_desc;
-    desc->op.comp = comp;
-    sge[0].addr   = (uintptr_t)data;
-    sge[0].length = UCT_DCX_AM_HDR_LEN + header_length;
-    sge[0].lkey   = desc->lkey;
+    uct_dcx_sge_set(&sge[0], data, UCT_DCX_AM_HDR_LEN + header_length,
+                    desc->lkey);
     uct_dcx_wr_init(&wr, ep, DCX_WR_SEND, 0, sge, iovcnt + 1);
-
-    status = uct_dcx_dci_post(iface, uct_dcx_ep_dci(iface, ep), ep, &wr,
-                              &desc->op, comp != NULL);
+    status = uct_dcx_ep_post(iface, ep, &wr, &desc->op, comp != NULL, 1);
     if (ucs_unlikely(status != UCS_OK)) {
-        ucs_mpool_put_inline(desc);
         return status;
     }
 
-    ep->fc_wnd--;
     UCT_TL_EP_STAT_OP(&ep->super, AM, ZCOPY, header_length + length);
     return UCS_INPROGRESS;
 }
@@ -312,15 +346,10 @@ ucs_status_t uct_dcx_ep_put_short(uct_ep_h tl_ep, const void *buffer,
         return status;
     }
 
-    sge.addr   = (uintptr_t)buffer;
-    sge.length = length;
-    sge.lkey   = 0;
-    uct_dcx_wr_init(&wr, ep, DCX_WR_RDMA_WRITE, DCX_SEND_INLINE, &sge, 1);
-    wr.remote_addr = remote_addr;
-    wr.rkey        = uct_dcx_rkey(rkey);
-
-    status = uct_dcx_dci_post(iface, uct_dcx_ep_dci(iface, ep), ep, &wr,
-                              NULL, 0);
+    uct_dcx_sge_set(&sge, buffer, length, 0);
+    uct_dcx_wr_init_rma(&wr, ep, DCX_WR_RDMA_WRITE, DCX_SEND_INLINE, &sge, 1,
+                        remote_addr, rkey);
+    status = uct_dcx_ep_post(iface, ep, &wr, NULL, 0, 0);
     UCT_TL_EP_STAT_OP_IF_SUCCESS(status, &ep->super, PUT, SHORT, length);
     return status;
 }
@@ -336,30 +365,18 @@ ssize_t uct_dcx_ep_put_bcopy(uct_ep_h tl_ep, uct_pack_callback_t pack_cb,
     ucs_status_t status;
     size_t length;
 
-    status = uct_dcx_ep_tx_begin(iface, ep, 0);
+    status = uct_dcx_ep_desc_begin(iface, ep, 0, uct_dcx_op_release_desc,
+                                   NULL, &desc);
     if (ucs_unlikely(status != UCS_OK)) {
         return status;
     }
 
-    desc = uct_dcx_iface_get_desc(iface);
-    if (ucs_unlikely(desc == NULL)) {
-        return UCS_ERR_NO_RESOURCE;
-    }
-
-    length        = pack_cb(uct_dcx_desc_data(desc), arg);
-    desc->op.cb   = uct_dcx_op_release_desc;
-    desc->op.comp = NULL;
-    sge.addr      = (uintptr_t)uct_dcx_desc_data(desc);
-    sge.length    = length;
-    sge.lkey      = desc->lkey;
-    uct_dcx_wr_init(&wr, ep, DCX_WR_RDMA_WRITE, 0, &sge, 1);
-    wr.remote_addr = remote_addr;
-    wr.rkey        = uct_dcx_rkey(rkey);
-
-    status = uct_dcx_dci_post(iface, uct_dcx_ep_dci(iface, ep), ep, &wr,
-                              &desc->op, 0);
+    length = pack_cb(uct_dcx_desc_data(desc), arg);
+    uct_dcx_sge_set(&sge, uct_dcx_desc_data(desc), length, desc->lkey);
+    uct_dcx_wr_init_rma(&wr, ep, DCX_WR_RDMA_WRITE, 0, &sge, 1, remote_addr,
+                        rkey);
+    status = uct_dcx_ep_post(iface, ep, &wr, &desc->op, 0, 0);
     if (ucs_unlikely(status != UCS_OK)) {
-        ucs_mpool_put_inline(desc);
         return status;
     }
 
@@ -401,16 +418,9 @@ uct_dcx_ep_rma_zcopy(uct_dcx_ep_t *ep, uint8_t opcode, const char *name,
         op->comp = comp;
     }
 
-    uct_dcx_wr_init(&wr, ep, opcode, 0, sge, iovcnt);
-    wr.remote_addr = remote_addr;
-    wr.rkey        = uct_dcx_rkey(rkey);
-
-    status = uct_dcx_dci_post(iface, uct_dcx_ep_dci(iface, ep), ep, &wr, op,
-                              op != NULL);
+    uct_dcx_wr_init_rma(&wr, ep, opcode, 0, sge, iovcnt, remote_addr, rkey);
+    status = uct_dcx_ep_post(iface, ep, &wr, op, op != NULL, 0);
     if (ucs_unlikely(status != UCS_OK)) {
-        if (op != NULL) {
-            ucs_mpool_put_inline(op);
-        }
         return status;
     }
     return UCS_INPROGRESS;
@@ -473,32 +483,20 @@ ucs_status_t uct_dcx_ep_get_bcopy(uct_ep_h tl_ep, uct_unpack_callback_t cb,
                                   iface->config.seg_size);
     }
 
-    status = uct_dcx_ep_tx_begin(iface, ep, 0);
+    status = uct_dcx_ep_desc_begin(iface, ep, 0, uct_dcx_get_bcopy_done, comp,
+                                   &desc);
     if (ucs_unlikely(status != UCS_OK)) {
         return status;
     }
 
-    desc = uct_dcx_iface_get_desc(iface);
-    if (ucs_unlikely(desc == NULL)) {
-        return UCS_ERR_NO_RESOURCE;
-    }
-
-    desc->op.cb         = uct_dcx_get_bcopy_done;
-    desc->op.comp       = comp;
     desc->length        = length;
     desc->u.unpack.cb   = cb;
     desc->u.unpack.arg  = arg;
-    sge.addr            = (uintptr_t)uct_dcx_desc_data(desc);
-    sge.length          = length;
-    sge.lkey            = desc->lkey;
-    uct_dcx_wr_init(&wr, ep, DCX_WR_RDMA_READ, 0, &sge, 1);
-    wr.remote_addr = remote_addr;
-    wr.rkey        = uct_dcx_rkey(rkey);
-
-    status = uct_dcx_dci_post(iface, uct_dcx_ep_dci(iface, ep), ep, &wr,
-                              &desc->op, 1);
+    uct_dcx_sge_set(&sge, uct_dcx_desc_data(desc), length, desc->lkey);
+    uct_dcx_wr_init_rma(&wr, ep, DCX_WR_RDMA_READ, 0, &sge, 1, remote_addr,
+                        rkey);
+    status = uct_dcx_ep_post(iface, ep, &wr, &desc->op, 1, 0);
     if (ucs_unlikely(status != UCS_OK)) {
-        ucs_mpool_put_inline(desc);
         return status;
     }
 
@@ -625,14 +623,12 @@ uct_dcx_ep_atomic(uct_dcx_ep_t *ep, unsigned opcode, uint64_t value,
     dcx_sge_t sge;
     ucs_status_t status;
 
-    uct_dcx_wr_init(&wr, ep, 0, 0, &sge, 1);
+    uct_dcx_wr_init_rma(&wr, ep, 0, 0, &sge, 1, remote_addr, rkey);
     status = uct_dcx_atomic_wr(iface, &wr, opcode, value, compare, size);
     if (ucs_unlikely(status != UCS_OK)) {
         return uct_dcx_bad_atomic(result ? "atomic fetch" : "atomic post",
                                   opcode);
     }
-    wr.remote_addr = remote_addr;
-    wr.rkey        = uct_dcx_rkey(rkey);
 
     status = uct_dcx_ep_tx_begin(iface, ep, 0);
     if (ucs_unlikely(status != UCS_OK)) {
@@ -644,24 +640,18 @@ uct_dcx_ep_atomic(uct_dcx_ep_t *ep, unsigned opcode, uint64_t value,
         if (ucs_unlikely(desc == NULL)) {
             return UCS_ERR_NO_RESOURCE;
         }
-        desc->op.cb     = uct_dcx_atomic_fetch_done;
-        desc->op.comp   = comp;
-        desc->length    = size;
-        desc->u.result  = result;
-        sge.addr        = (uintptr_t)uct_dcx_desc_data(desc);
-        sge.lkey        = desc->lkey;
+        desc->op.cb    = uct_dcx_atomic_fetch_done;
+        desc->op.comp  = comp;
+        desc->length   = size;
+        desc->u.result = result;
+        uct_dcx_sge_set(&sge, uct_dcx_desc_data(desc), size, desc->lkey);
     } else {
-        sge.addr        = (uintptr_t)iface->scratch;
-        sge.lkey        = iface->scratch_mr->lkey;
+        uct_dcx_sge_set(&sge, iface->scratch, size, iface->scratch_mr->lkey);
     }
-    sge.length = size;
 
-    status = uct_dcx_dci_post(iface, uct_dcx_ep_dci(iface, ep), ep, &wr,
-                              desc ? &desc->op : NULL, desc != NULL);
+    status = uct_dcx_ep_post(iface, ep, &wr, desc ? &desc->op : NULL,
+                             desc != NULL, 0);
     if (ucs_unlikely(status != UCS_OK)) {
-        if (desc != NULL) {
-            ucs_mpool_put_inline(desc);
-        }
         return status;
     }
 
@@ -746,7 +736,6 @@ ucs_status_t uct_dcx_ep_flush(uct_ep_h tl_ep, unsigned flags,
     uct_dcx_ep_t *ep        = ucs_derived_of(tl_ep, uct_dcx_ep_t);
     uct_dcx_iface_t *iface  = uct_dcx_ep_iface(ep);
     uct_dcx_dci_t *dci;
-    uct_dcx_op_t *op;
     dcx_dc_dest_t self;
     ucs_status_t status;
 
@@ -785,22 +774,9 @@ ucs_status_t uct_dcx_ep_flush(uct_ep_h tl_ep, unsigned flags,
     }
 
     if (comp != NULL) {
-        op = ucs_mpool_get_inline(&iface->op_mp);
-        if (op == NULL) {
-            return UCS_ERR_NO_RESOURCE;
-        }
-        op->cb   = uct_dcx_op_put;
-        op->comp = comp;
-        op->sn   = ep->last_sn;
-        /* On a shared DCI other endpoints may have queued operations for
-         * later WRs; the completion of ours retires only up to its own
-         * number, so the flush must not wait behind them */
-        if (ucs_queue_is_empty(&dci->ops) ||
-            (ucs_queue_tail_elem_non_empty(&dci->ops, uct_dcx_op_t,
-                                           queue)->sn <= op->sn)) {
-            ucs_queue_push(&dci->ops, &op->queue);
-        } else {
-            uct_dcx_dci_insert_op(dci, op);
+        status = uct_dcx_dci_add_comp(iface, dci, ep->last_sn, comp);
+        if (status != UCS_OK) {
+            return status;
         }
     }
 
