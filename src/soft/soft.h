@@ -143,7 +143,8 @@ typedef struct soft_port_hdr {
     uint32_t     sleeping;      /* helper is in (or entering) deep sleep */
     uint8_t      pad1[56];
     uint64_t     last_poll_ns;  /* application progress timestamp */
-    uint8_t      pad2[56];
+    uint32_t     in_engine;     /* an engine pass is running (no prods) */
+    uint8_t      pad2[52];
     soft_ring_t  req;
     soft_ring_t  resp;
 } soft_port_hdr_t;

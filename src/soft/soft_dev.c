@@ -139,6 +139,9 @@ uint64_t soft_engine_progress(soft_dev_t *dev, int from_helper)
     unsigned n;
 
     dev->now = now;
+    /* a long pass (large READ bursts) must not look like an absent
+     * application to requesters deciding whether to prod */
+    __atomic_store_n(&hdr->in_engine, 1, __ATOMIC_RELAXED);
     if (!dev->killed) {
         for (n = 0; n < SOFT_PROGRESS_BUDGET; ++n) {
             pkt = soft_ring_peek(hdr, &hdr->resp, &payload);
@@ -179,6 +182,7 @@ uint64_t soft_engine_progress(soft_dev_t *dev, int from_helper)
         }
     }
     soft_req_timers(dev, now);
+    __atomic_store_n(&hdr->in_engine, 0, __ATOMIC_RELEASE);
     return now;
 }
 

@@ -569,8 +569,11 @@ static void soft_req_prod(soft_dev_t *dev, soft_peer_t *peer, uint64_t now)
         return;
     }
     last = __atomic_load_n(&hdr->last_poll_ns, __ATOMIC_RELAXED);
-    if ((int64_t)(now - last) < (int64_t)SOFT_PROD_NS) {
-        peer->watch_since = now;    /* its application is about to serve */
+    if (((int64_t)(now - last) < (int64_t)SOFT_PROD_NS) ||
+        __atomic_load_n(&hdr->in_engine, __ATOMIC_RELAXED)) {
+        /* its application polls, or an engine pass is under way there
+         * (a long one when it answers READ bursts): it will get to ours */
+        peer->watch_since = now;
         return;
     }
     dev->stats.prods++;
