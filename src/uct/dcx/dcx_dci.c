@@ -722,13 +722,8 @@ static void uct_dcx_dci_insert_op(uct_dcx_dci_t *dci, uct_dcx_op_t *op)
     }
 }
 
-/*
- * Makes comp fire once WR sn of dci has completed: a bare op joins dci's
- * op queue, which stays in sn order.  On a shared DCI other endpoints may
- * already have ops queued for later WRs, and an op is retired only when
- * the WRs up to its own number are done, so it must go in before them
- * rather than wait behind them.
- */
+/* Calls comp once WR sn of dci is done.  The op queue stays in sn order: on
+ * a shared DCI, ops of other eps for later WRs must not hold this one up. */
 ucs_status_t uct_dcx_dci_add_comp(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci,
                                   uint64_t sn, uct_completion_t *comp)
 {

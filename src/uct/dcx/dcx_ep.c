@@ -354,14 +354,27 @@ ucs_status_t uct_dcx_ep_put_short(uct_ep_h tl_ep, const void *buffer,
     return status;
 }
 
+/* A one-sided op between the first 'length' bytes of desc's bounce buffer
+ * and remote memory */
+static UCS_F_ALWAYS_INLINE ucs_status_t
+uct_dcx_ep_rma_bcopy(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep,
+                     uct_dcx_send_desc_t *desc, uint8_t opcode, int signal,
+                     size_t length, uint64_t remote_addr, uct_rkey_t rkey)
+{
+    dcx_send_wr_t wr;
+    dcx_sge_t sge;
+
+    uct_dcx_sge_set(&sge, uct_dcx_desc_data(desc), length, desc->lkey);
+    uct_dcx_wr_init_rma(&wr, ep, opcode, 0, &sge, 1, remote_addr, rkey);
+    return uct_dcx_ep_post(iface, ep, &wr, &desc->op, signal, 0);
+}
+
 ssize_t uct_dcx_ep_put_bcopy(uct_ep_h tl_ep, uct_pack_callback_t pack_cb,
                              void *arg, uint64_t remote_addr, uct_rkey_t rkey)
 {
     uct_dcx_ep_t *ep        = ucs_derived_of(tl_ep, uct_dcx_ep_t);
     uct_dcx_iface_t *iface  = uct_dcx_ep_iface(ep);
     uct_dcx_send_desc_t *desc;
-    dcx_send_wr_t wr;
-    dcx_sge_t sge;
     ucs_status_t status;
     size_t length;
 
@@ -372,10 +385,8 @@ ssize_t uct_dcx_ep_put_bcopy(uct_ep_h tl_ep, uct_pack_callback_t pack_cb,
     }
 
     length = pack_cb(uct_dcx_desc_data(desc), arg);
-    uct_dcx_sge_set(&sge, uct_dcx_desc_data(desc), length, desc->lkey);
-    uct_dcx_wr_init_rma(&wr, ep, DCX_WR_RDMA_WRITE, 0, &sge, 1, remote_addr,
-                        rkey);
-    status = uct_dcx_ep_post(iface, ep, &wr, &desc->op, 0, 0);
+    status = uct_dcx_ep_rma_bcopy(iface, ep, desc, DCX_WR_RDMA_WRITE, 0,
+                                  length, remote_addr, rkey);
     if (ucs_unlikely(status != UCS_OK)) {
         return status;
     }
@@ -474,8 +485,6 @@ ucs_status_t uct_dcx_ep_get_bcopy(uct_ep_h tl_ep, uct_unpack_callback_t cb,
     uct_dcx_ep_t *ep        = ucs_derived_of(tl_ep, uct_dcx_ep_t);
     uct_dcx_iface_t *iface  = uct_dcx_ep_iface(ep);
     uct_dcx_send_desc_t *desc;
-    dcx_send_wr_t wr;
-    dcx_sge_t sge;
     ucs_status_t status;
 
     if (ucs_unlikely(length > iface->config.seg_size)) {
@@ -492,10 +501,8 @@ ucs_status_t uct_dcx_ep_get_bcopy(uct_ep_h tl_ep, uct_unpack_callback_t cb,
     desc->length        = length;
     desc->u.unpack.cb   = cb;
     desc->u.unpack.arg  = arg;
-    uct_dcx_sge_set(&sge, uct_dcx_desc_data(desc), length, desc->lkey);
-    uct_dcx_wr_init_rma(&wr, ep, DCX_WR_RDMA_READ, 0, &sge, 1, remote_addr,
-                        rkey);
-    status = uct_dcx_ep_post(iface, ep, &wr, &desc->op, 1, 0);
+    status = uct_dcx_ep_rma_bcopy(iface, ep, desc, DCX_WR_RDMA_READ, 1, length,
+                                  remote_addr, rkey);
     if (ucs_unlikely(status != UCS_OK)) {
         return status;
     }
