@@ -38,6 +38,11 @@
 # other than it and "self" does (so no silent fallback to posix, tcp,
 # sysv, cma, ...).
 #
+# Over dcx there is a fourth check: every process must print dcx's own
+# counters ("dcx md soft0: traffic: tx N packets B bytes ...", one info line
+# per device at close) and the job must have sent bytes through dcx; the
+# PASS line shows the totals.
+#
 # Output: one line per run, then "N passed, N failed"; exit status 1 if any
 # run failed.
 
@@ -175,6 +180,23 @@ check_transport() {   # check_transport LOG -> prints a reason on failure
     return 0
 }
 
+# dcx's own counters: every process prints one "dcx md <dev>: traffic: tx N
+# packets B bytes, ..." info line when it closes its device.  A dcx run
+# passes only if every process printed one and some bytes went out; prints
+# "<processes> <tx bytes total>" or a reason.
+check_dcx_traffic() {   # check_dcx_traffic LOG NP
+    local log=$1 np=$2
+    grep -E 'UCX +INFO +dcx md [^:]+: traffic: tx' "$log" |
+        sed -E 's/.*traffic: tx ([0-9]+) packets ([0-9]+) bytes.*/\1 \2/' |
+        awk -v np="$np" '
+            { n++; pk += $1; by += $2 }
+            END {
+                if (n < np) { printf "only %d of %d processes reported dcx traffic\n", n, np; exit 1 }
+                if (by == 0) { print "dcx counted no bytes sent"; exit 1 }
+                printf "%d %d\n", pk, by
+            }'
+}
+
 # ---- run ------------------------------------------------------------------
 t_all=$SECONDS
 for p in "${progs[@]}"; do
@@ -216,6 +238,13 @@ for p in "${progs[@]}"; do
         if [ -z "$reason" ] && [ $tc_rc -ne 0 ]; then
             reason="transport check: $tcheck"
         fi
+        traffic=
+        if [ "$tls" = dcx ]; then
+            traffic=$(check_dcx_traffic "$log" "$np")
+            if [ $? -ne 0 ] && [ -z "$reason" ]; then
+                reason="dcx counters: $traffic"
+            fi
+        fi
         nerr=$(grep -c 'UCX  ERROR' "$log")
         if [ -z "$reason" ] && [ "$strict" = 1 ] && [ "$nerr" -gt 0 ]; then
             reason="$nerr 'UCX  ERROR' line(s) (DCX_TEST_STRICT=1)"
@@ -227,6 +256,8 @@ for p in "${progs[@]}"; do
         if [ -z "$reason" ]; then
             passed=$((passed + 1))
             line="PASS $label ${dt}s  lanes: $lanes"
+            [ -z "$traffic" ] ||
+                line="$line  dcx: $(echo "$traffic" | awk '{printf "%d packets, %.1f MB", $1, $2 / 1e6}')"
             [ "$nerr" -eq 0 ] || line="$line  [note: $nerr 'UCX  ERROR' line(s), see $log]"
             [ -z "$notes" ] || line="$line  [note: $notes]"
             echo "$line"

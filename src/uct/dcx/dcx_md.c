@@ -4,6 +4,7 @@
  * registration cache unless it is disabled) and remote keys.
  */
 #include "dcx_md.h"
+#include "soft/dcx_soft.h"
 
 #include <ucm/api/ucm.h>
 #include <ucs/arch/cpu.h>
@@ -15,6 +16,7 @@
 #include <ucs/time/time.h>
 
 #include <errno.h>
+#include <inttypes.h>
 #include <ctype.h>
 #include <limits.h>
 #include <string.h>
@@ -788,10 +790,30 @@ uct_dcx_is_sockaddr_accessible(uct_md_h uct_md, const ucs_sock_addr_t *sockaddr,
     return 0;
 }
 
+/* One line per device with what went through it, so that a job run with
+ * UCX_LOG_LEVEL=info shows its traffic really crossed dcx.  The soft device
+ * counts packets itself; a ConnectX keeps its counters in the kernel. */
+static void uct_dcx_md_report_traffic(uct_dcx_md_t *md)
+{
+    dcx_soft_stats_t st;
+
+    if (!dcx_dev_is_soft(md->dev) || (dcx_soft_stats(md->dev, &st) != 0)) {
+        return;
+    }
+    ucs_info("dcx md %s: traffic: tx %" PRIu64 " packets %" PRIu64
+             " bytes, rx %" PRIu64 " packets %" PRIu64 " bytes, "
+             "%" PRIu64 " retransmits, %" PRIu64 " rnr naks, "
+             "%" PRIu64 " remote access errors", md->name, st.tx_packets,
+             st.tx_bytes, st.rx_packets, st.rx_bytes, st.retransmits,
+             st.rnr_naks_sent, st.remote_access_errors);
+}
+
 static void uct_dcx_md_close(uct_md_h uct_md)
 {
     uct_dcx_md_t *md = ucs_derived_of(uct_md, uct_dcx_md_t);
     int ret;
+
+    uct_dcx_md_report_traffic(md);
 
     if (md->rcache != NULL) {
         ucs_rcache_destroy(md->rcache);
