@@ -113,6 +113,38 @@ static soft_swqe_t *soft_post_enqueue(soft_qp_t *qp, const dcx_send_wr_t *wr,
     return w;
 }
 
+/* What soft_post_lock() returns when the WR may be queued. */
+#define SOFT_POST_READY (-1)
+
+/* Validates wr and takes the engine lock with a free send-queue slot.
+ * Returns SOFT_POST_READY with the lock held, or, with the lock released,
+ * the result of the post: an errno, or what the QP's current post function
+ * did with wr if the QP changed mode (error, recovery) while we waited. */
+static inline int soft_post_lock(soft_qp_t *qp, const dcx_send_wr_t *wr,
+                                 int (*self)(dcx_qp_t *,
+                                             const dcx_send_wr_t *),
+                                 uint64_t *total_p)
+{
+    int ret;
+
+    ret = soft_post_check(qp, wr, total_p);
+    if (ret != 0) {
+        return ret;
+    }
+    pthread_mutex_lock(&qp->dev->lock);
+    if (qp->sq_head - qp->sq_tail >= qp->sq_size) {
+        pthread_mutex_unlock(&qp->dev->lock);
+        dcx_debug("%s: dci 0x%x post: send queue full (%u WRs not retired)",
+                  soft_qp_dev_name(qp), qp->super.qp_num, qp->sq_size);
+        return ENOMEM;
+    }
+    if (qp->super.post_send != self) {
+        pthread_mutex_unlock(&qp->dev->lock);
+        return qp->super.post_send(&qp->super, wr);
+    }
+    return SOFT_POST_READY;
+}
+
 static int soft_dci_post_send(dcx_qp_t *qp_, const dcx_send_wr_t *wr)
 {
     soft_qp_t *qp   = (soft_qp_t *)qp_;
@@ -121,21 +153,9 @@ static int soft_dci_post_send(dcx_qp_t *qp_, const dcx_send_wr_t *wr)
     uint64_t total;
     int ret;
 
-    ret = soft_post_check(qp, wr, &total);
-    if (ret != 0) {
+    ret = soft_post_lock(qp, wr, soft_dci_post_send, &total);
+    if (ret != SOFT_POST_READY) {
         return ret;
-    }
-    pthread_mutex_lock(&dev->lock);
-    if (qp->sq_head - qp->sq_tail >= qp->sq_size) {
-        pthread_mutex_unlock(&dev->lock);
-        dcx_debug("%s: dci 0x%x post: send queue full (%u WRs not retired)",
-                  soft_qp_dev_name(qp), qp->super.qp_num, qp->sq_size);
-        return ENOMEM;
-    }
-    if (qp->super.post_send != soft_dci_post_send) {
-        /* moved to error while we waited for the lock */
-        pthread_mutex_unlock(&dev->lock);
-        return qp->super.post_send(qp_, wr);
     }
     w = soft_post_enqueue(qp, wr, total);
     soft_fault_post(dev, wr->opcode, &w->forced);
@@ -146,35 +166,25 @@ static int soft_dci_post_send(dcx_qp_t *qp_, const dcx_send_wr_t *wr)
     return 0;
 }
 
+/* The post function of a DCI in ERR: the WR is accepted and completes at
+ * once with a flush error, as on the hardware. */
 static int soft_dci_post_flush(dcx_qp_t *qp_, const dcx_send_wr_t *wr)
 {
-    soft_qp_t *qp   = (soft_qp_t *)qp_;
-    soft_dev_t *dev = qp->dev;
+    soft_qp_t *qp = (soft_qp_t *)qp_;
     soft_swqe_t *w;
     uint64_t total;
     int ret;
 
-    ret = soft_post_check(qp, wr, &total);
-    if (ret != 0) {
+    ret = soft_post_lock(qp, wr, soft_dci_post_flush, &total);
+    if (ret != SOFT_POST_READY) {
         return ret;
-    }
-    pthread_mutex_lock(&dev->lock);
-    if (qp->sq_head - qp->sq_tail >= qp->sq_size) {
-        pthread_mutex_unlock(&dev->lock);
-        dcx_debug("%s: dci 0x%x post: send queue full (%u WRs not retired)",
-                  soft_qp_dev_name(qp), qp->super.qp_num, qp->sq_size);
-        return ENOMEM;
-    }
-    if (qp->super.post_send != soft_dci_post_flush) {
-        pthread_mutex_unlock(&dev->lock);
-        return qp->super.post_send(qp_, wr);
     }
     w        = soft_post_enqueue(qp, wr, total);
     w->state = SOFT_WQE_DONE;
     soft_wqe_push_cqe(qp, w, qp->sq_head - 1, DCX_WC_WR_FLUSH_ERR, 0);
     qp->sq_comp = qp->sq_head;
     qp->sq_send = qp->sq_head;
-    pthread_mutex_unlock(&dev->lock);
+    pthread_mutex_unlock(&qp->dev->lock);
     return 0;
 }
 
