@@ -30,7 +30,8 @@ if [ ! -x "$top/configure" ]; then
         die "autogen failed (see $work/autogen.log)"
 fi
 mkdir -p "$build"
-if [ ! -f "$build/config.status" ]; then
+# (re)configure unless this build dir was configured with the UCX headers
+if ! grep -q -- "--with-ucx-src" "$build/config.status" 2>/dev/null; then
     (cd "$build" && "$top/configure" --with-ucx-src="$ucx_src") \
         >"$work/configure.log" 2>&1 || die "configure failed (see $work/configure.log)"
 fi
