@@ -129,16 +129,6 @@ ucs_config_field_t uct_dcx_md_config_table[] = {
      "Soft device: bytes per packet on the wire, 256..1M (auto: device default).",
      ucs_offsetof(uct_dcx_md_config_t, soft.mtu), UCS_CONFIG_TYPE_ULUNITS},
 
-    {"SOFT_TM_MAX_TAGS", "auto",
-     "Soft device: size of the tag-matching list (auto: device default).",
-     ucs_offsetof(uct_dcx_md_config_t, soft.tm_max_tags),
-     UCS_CONFIG_TYPE_ULUNITS},
-
-    {"SOFT_MKEY_MAX_ENTRIES", "auto",
-     "Soft device: entries of one strided memory key (auto: device default).",
-     ucs_offsetof(uct_dcx_md_config_t, soft.mkey_max_entries),
-     UCS_CONFIG_TYPE_ULUNITS},
-
     {"SOFT_ACK_TIMEOUT", "auto",
      "Soft device: time a requester waits for an acknowledgement before it\n"
      "retransmits (auto: device default).",
@@ -281,9 +271,6 @@ static const uct_dcx_soft_count_limit_t uct_dcx_soft_count_limits[] = {
     UCT_DCX_SOFT_COUNT_LIMIT("SOFT_MAX_RD_ATOMIC", max_rd_atomic, 1, UINT32_MAX),
     UCT_DCX_SOFT_COUNT_LIMIT("SOFT_MAX_DCI",       max_dci,       1, UINT32_MAX),
     UCT_DCX_SOFT_COUNT_LIMIT("SOFT_MTU",           mtu,           256, 1u << 20),
-    UCT_DCX_SOFT_COUNT_LIMIT("SOFT_TM_MAX_TAGS",   tm_max_tags,   1, UINT32_MAX),
-    UCT_DCX_SOFT_COUNT_LIMIT("SOFT_MKEY_MAX_ENTRIES", mkey_max_entries, 1,
-                             UINT32_MAX),
     /* 0 means "device default" in the device layer, so 0 retries cannot be
      * asked for */
     UCT_DCX_SOFT_COUNT_LIMIT("SOFT_RETRY_COUNT",   retry_cnt,     1, 7),

@@ -59,8 +59,6 @@ typedef struct uct_dcx_md_config {
         unsigned long       max_dci;
         size_t              max_msg_size;
         unsigned long       mtu;
-        unsigned long       tm_max_tags;
-        unsigned long       mkey_max_entries;
         ucs_time_t          ack_timeout;
         unsigned long       retry_cnt;
         ucs_time_t          rnr_timer;
