@@ -11,6 +11,8 @@
  */
 #include <gtest/gtest.h>
 
+#include "log_counter.h"
+
 #include <uct/api/uct.h>
 #include <uct/api/v2/uct_v2.h>
 #include <ucs/debug/log_def.h>
@@ -26,59 +28,7 @@
 
 namespace {
 
-/* Counts the warnings and errors UCX logs; a test declares how many it
- * expects, anything else fails it (as in UCX's own gtest). */
-class log_counter {
-public:
-    static void reset()
-    {
-        s_errors = s_warnings = 0;
-        s_messages.clear();
-    }
-
-    static ucs_log_func_rc_t handler(const char *file, unsigned line,
-                                     const char *function,
-                                     ucs_log_level_t level,
-                                     const ucs_log_component_config_t *comp,
-                                     const char *message, va_list ap)
-    {
-        char buf[1024];
-        va_list aq;
-
-        if (level > UCS_LOG_LEVEL_WARN) {
-            return UCS_LOG_FUNC_RC_CONTINUE;
-        }
-
-        va_copy(aq, ap);
-        vsnprintf(buf, sizeof(buf), message, aq);
-        va_end(aq);
-        s_messages.push_back(buf);
-        if (level == UCS_LOG_LEVEL_WARN) {
-            ++s_warnings;
-        } else {
-            ++s_errors;
-        }
-        return UCS_LOG_FUNC_RC_STOP;
-    }
-
-    static std::string messages()
-    {
-        std::string all;
-        for (const std::string &m : s_messages) {
-            all += "  " + m + "\n";
-        }
-        return all;
-    }
-
-    static unsigned s_errors;
-    static unsigned s_warnings;
-    static std::vector<std::string> s_messages;
-};
-
-unsigned log_counter::s_errors;
-unsigned log_counter::s_warnings;
-std::vector<std::string> log_counter::s_messages;
-
+using dcx_test::log_counter;
 
 class test_dcx_md : public testing::Test {
 protected:
@@ -97,8 +47,7 @@ protected:
         ASSERT_NE(nullptr, m_component)
                 << "the dcx component is not registered";
 
-        log_counter::reset();
-        ucs_log_push_handler(log_counter::handler);
+        log_counter::install();
         m_expected_errors = 0;
     }
 
@@ -107,11 +56,10 @@ protected:
         for (uct_md_h md : m_mds) {
             uct_md_close(md);
         }
-        ucs_log_pop_handler();
-        EXPECT_EQ(m_expected_errors, log_counter::s_errors)
-                << "error lines:\n" << log_counter::messages();
-        EXPECT_EQ(0u, log_counter::s_warnings)
-                << "warning lines:\n" << log_counter::messages();
+        EXPECT_EQ((int)m_expected_errors, log_counter::errors())
+                << "error lines:\n" << log_counter::joined();
+        EXPECT_EQ(0, log_counter::warnings())
+                << "warning lines:\n" << log_counter::joined();
     }
 
     /* The next bad flow must log exactly one error line. */

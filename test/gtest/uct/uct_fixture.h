@@ -17,34 +17,14 @@ extern "C" {
 #include "dcx_soft.h"
 }
 
+#include "log_counter.h"
+
 #include <functional>
 #include <map>
 #include <string>
 #include <vector>
 
 namespace dcx_test {
-
-/* Counts the warnings and errors UCX logs while a test runs. */
-class log_counter {
-public:
-    static void install();
-    static void reset();
-    static int errors() { return s_errors; }
-    static int warnings() { return s_warnings; }
-    static const std::vector<std::string> &messages() { return s_messages; }
-    static bool contains(const std::string &what);
-
-private:
-    static ucs_log_func_rc_t handler(const char *file, unsigned line,
-                                     const char *function,
-                                     ucs_log_level_t level,
-                                     const ucs_log_component_config_t *comp,
-                                     const char *message, va_list ap);
-    static int                      s_errors;
-    static int                      s_warnings;
-    static std::vector<std::string> s_messages;
-    static bool                     s_installed;
-};
 
 /* Sets environment variables for the life of the object. */
 class scoped_env {
