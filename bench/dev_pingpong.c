@@ -29,6 +29,7 @@
 
 #define BENCH_MAX_SIZE   (4u << 20)
 #define BENCH_SHM_SLOTS  8
+#define BENCH_DC_KEY     0x1ee7
 
 /* Exchanged between the two processes through an anonymous shared mapping
  * created before fork(). */
@@ -165,7 +166,7 @@ static void setup(bench_ctx_t *c, const char *fabric)
     dct_attr.recv_cq       = c->rcq;
     dct_attr.send_cq       = c->rcq;
     dct_attr.srq           = c->srq;
-    dct_attr.dc_key        = 0x1ee7;
+    dct_attr.dc_key        = BENCH_DC_KEY;
     dct_attr.access        = DCX_ACCESS_REMOTE_WRITE | DCX_ACCESS_REMOTE_READ;
     dct_attr.min_rnr_timer = 1;
     CHECK(dcx_qp_create(c->pd, &dct_attr, &c->dct));
@@ -200,20 +201,33 @@ static void setup(bench_ctx_t *c, const char *fabric)
     c->peer_buf  = shm->buf[!c->rank];
 }
 
+/* A WR of one sge towards the peer's DCT; RDMA opcodes target the peer's
+ * registered buffer. */
+static void peer_wr(bench_ctx_t *c, dcx_send_wr_t *wr, uint8_t opcode,
+                    uint8_t flags, const dcx_sge_t *sge)
+{
+    memset(wr, 0, sizeof(*wr));
+    wr->opcode      = opcode;
+    wr->flags       = flags;
+    wr->num_sge     = 1;
+    wr->sg_list     = sge;
+    wr->dest.ah     = c->ah;
+    wr->dest.dctn   = c->peer_dctn;
+    wr->dest.dc_key = BENCH_DC_KEY;
+    if (opcode != DCX_WR_SEND) {
+        wr->remote_addr = c->peer_buf;
+        wr->rkey        = c->peer_rkey;
+    }
+}
+
 static void send_msg(bench_ctx_t *c, size_t size, int signaled)
 {
     dcx_sge_t sge = { (uintptr_t)c->buf, (uint32_t)size, c->mr->lkey };
     dcx_send_wr_t wr;
 
-    memset(&wr, 0, sizeof(wr));
-    wr.opcode  = DCX_WR_SEND;
-    wr.flags   = (signaled ? DCX_SEND_SIGNALED : 0) |
-                 ((size <= c->dci->max_inline) ? DCX_SEND_INLINE : 0);
-    wr.num_sge = 1;
-    wr.sg_list = &sge;
-    wr.dest.ah = c->ah;
-    wr.dest.dctn   = c->peer_dctn;
-    wr.dest.dc_key = 0x1ee7;
+    peer_wr(c, &wr, DCX_WR_SEND,
+            (signaled ? DCX_SEND_SIGNALED : 0) |
+            ((size <= c->dci->max_inline) ? DCX_SEND_INLINE : 0), &sge);
     CHECK(dcx_qp_post_send(c->dci, &wr));
 }
 
@@ -267,16 +281,7 @@ static double dev_bandwidth(bench_ctx_t *c, size_t size, unsigned count)
         return 0;
     }
 
-    memset(&wr, 0, sizeof(wr));
-    wr.opcode      = DCX_WR_RDMA_WRITE;
-    wr.flags       = DCX_SEND_SIGNALED;
-    wr.num_sge     = 1;
-    wr.sg_list     = &sge;
-    wr.dest.ah     = c->ah;
-    wr.dest.dctn   = c->peer_dctn;
-    wr.dest.dc_key = 0x1ee7;
-    wr.remote_addr = c->peer_buf;
-    wr.rkey        = c->peer_rkey;
+    peer_wr(c, &wr, DCX_WR_RDMA_WRITE, DCX_SEND_SIGNALED, &sge);
     while (completed < count) {
         while ((posted < count) && (posted - completed < window)) {
             CHECK(dcx_qp_post_send(c->dci, &wr));
@@ -403,16 +408,7 @@ static void post_read(bench_ctx_t *c, size_t size)
     dcx_sge_t sge = { (uintptr_t)c->buf, (uint32_t)size, c->mr->lkey };
     dcx_send_wr_t wr;
 
-    memset(&wr, 0, sizeof(wr));
-    wr.opcode      = DCX_WR_RDMA_READ;
-    wr.flags       = DCX_SEND_SIGNALED;
-    wr.num_sge     = 1;
-    wr.sg_list     = &sge;
-    wr.dest.ah     = c->ah;
-    wr.dest.dctn   = c->peer_dctn;
-    wr.dest.dc_key = 0x1ee7;
-    wr.remote_addr = c->peer_buf;
-    wr.rkey        = c->peer_rkey;
+    peer_wr(c, &wr, DCX_WR_RDMA_READ, DCX_SEND_SIGNALED, &sge);
     CHECK(dcx_qp_post_send(c->dci, &wr));
 }
 
