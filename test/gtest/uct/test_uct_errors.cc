@@ -61,12 +61,11 @@ bool read_full(int fd, void *buf, size_t len)
 } /* namespace */
 
 
-class uct_dcx_errors : public uct_dcx_test,
-                       public ::testing::WithParamInterface<std::string> {
+class uct_dcx_errors : public uct_dcx_policy_test {
 protected:
     virtual void init_env(scoped_env &env)
     {
-        env.set("UCX_DCX_DCI_POLICY", GetParam());
+        uct_dcx_policy_test::init_env(env);
         /* fail fast: 4us * 2^11 = 8ms per try, 2 retries */
         env.set("UCX_DCX_TIMEOUT", "8ms");
         env.set("UCX_DCX_RETRY_COUNT", "2");
@@ -263,7 +262,7 @@ TEST_P(uct_dcx_errors, error_completes_outstanding_ops)
 }
 
 INSTANTIATE_TEST_SUITE_P(policy, uct_dcx_errors,
-                         ::testing::Values("dcs", "dcs_quota", "rand"));
+                         UCT_DCX_POLICIES);
 
 
 /* ---------------------------------------------------------------------------
@@ -567,7 +566,7 @@ TEST_P(uct_dcx_remote_flood, slow_receiver)
 }
 
 INSTANTIATE_TEST_SUITE_P(policy, uct_dcx_remote_flood,
-                         ::testing::Values("dcs", "dcs_quota", "rand"));
+                         UCT_DCX_POLICIES);
 
 INSTANTIATE_TEST_SUITE_P(policy, uct_dcx_remote,
-                         ::testing::Values("dcs", "dcs_quota", "rand"));
+                         UCT_DCX_POLICIES);

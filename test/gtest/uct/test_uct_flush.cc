@@ -82,14 +82,8 @@ struct flush_req {
 } /* namespace */
 
 
-class uct_dcx_flush : public uct_dcx_test,
-                      public ::testing::WithParamInterface<std::string> {
+class uct_dcx_flush : public uct_dcx_policy_test {
 protected:
-    virtual void init_env(scoped_env &env)
-    {
-        env.set("UCX_DCX_DCI_POLICY", GetParam());
-    }
-
     virtual void TearDown()
     {
         uct_dcx_test::TearDown();
@@ -244,7 +238,7 @@ TEST_P(uct_dcx_flush, pending_flush_gives_dci_back)
 }
 
 INSTANTIATE_TEST_SUITE_P(policy, uct_dcx_flush,
-                         ::testing::Values("dcs", "dcs_quota", "rand"));
+                         UCT_DCX_POLICIES);
 
 
 /* Two endpoints on one shared DCI (rand): ep 1's last WR is signalled, then

@@ -67,14 +67,8 @@ void unpack_cb(void *arg, const void *data, size_t length)
 } /* namespace */
 
 
-class uct_dcx_ops : public uct_dcx_test,
-                    public ::testing::WithParamInterface<std::string> {
+class uct_dcx_ops : public uct_dcx_policy_test {
 protected:
-    virtual void init_env(scoped_env &env)
-    {
-        env.set("UCX_DCX_DCI_POLICY", GetParam());
-    }
-
     virtual void SetUp()
     {
         uct_dcx_test::SetUp();
@@ -578,20 +572,15 @@ TEST_P(uct_dcx_ops, flush_cancel)
 }
 
 INSTANTIATE_TEST_SUITE_P(policy, uct_dcx_ops,
-                         ::testing::Values("dcs", "dcs_quota", "rand"));
+                         UCT_DCX_POLICIES);
 
 
 /* ---------------------------------------------------------------------------
  * Flow control and many endpoints over a small pool
  * ------------------------------------------------------------------------- */
 
-class uct_dcx_flood : public uct_dcx_test,
-                      public ::testing::WithParamInterface<std::string> {
+class uct_dcx_flood : public uct_dcx_policy_test {
 protected:
-    virtual void init_env(scoped_env &env)
-    {
-        env.set("UCX_DCX_DCI_POLICY", GetParam());
-    }
     virtual void TearDown()
     {
         uct_dcx_test::TearDown();
@@ -770,7 +759,7 @@ TEST_P(uct_dcx_flood, pending_fairness)
 }
 
 INSTANTIATE_TEST_SUITE_P(policy, uct_dcx_flood,
-                         ::testing::Values("dcs", "dcs_quota", "rand"));
+                         UCT_DCX_POLICIES);
 
 
 /* ---------------------------------------------------------------------------

@@ -102,6 +102,19 @@ protected:
     scoped_env                  m_env;
 };
 
+/* A test run once per DCI pool policy: the parameter names the policy. */
+class uct_dcx_policy_test : public uct_dcx_test,
+                            public ::testing::WithParamInterface<std::string> {
+protected:
+    virtual void init_env(scoped_env &env)
+    {
+        env.set("UCX_DCX_DCI_POLICY", GetParam());
+    }
+};
+
+/* Every DCI pool policy, for INSTANTIATE_TEST_SUITE_P */
+#define UCT_DCX_POLICIES ::testing::Values("dcs", "dcs_quota", "rand")
+
 /* Completion that counts */
 struct test_comp {
     uct_completion_t uct;
