@@ -29,6 +29,7 @@
 #include <ucs/datastruct/queue.h>
 #include <ucs/datastruct/khash.h>
 #include <ucs/type/class.h>
+#include <ucs/time/time_def.h>
 
 #define UCT_DCX_TL_NAME          "dcx"
 #define UCT_DCX_DCI_NONE         UINT16_MAX
@@ -41,6 +42,7 @@
 #define UCT_DCX_TX_BATCH         16
 #define UCT_DCX_ADDR_MAGIC       0xdc      /* first byte of an iface address */
 #define UCT_DCX_ADDR_VERSION     1
+#define UCT_DCX_WR_USER_MEM      0x80      /* wr_opcode flag: zcopy WR */
 
 
 /* Control message types (header byte = UCT_DCX_AM_CTL | type) */
@@ -68,6 +70,7 @@ typedef struct uct_dcx_iface_config {
     unsigned            rx_queue_len;
     size_t              seg_size;
     unsigned            fc_wnd;
+    double              fc_req_timeout; /* seconds */
     unsigned long       dc_key;
     double              timeout;        /* seconds */
     unsigned            retry_count;
@@ -138,7 +141,7 @@ typedef struct uct_dcx_send_desc {
 typedef struct UCS_S_PACKED uct_dcx_ctl_msg {
     uint16_t  credits;      /* FC_GRANT */
     uint8_t   addr_len;     /* FC_REQ: bytes of port */
-    uint8_t   reserved;
+    uint8_t   seq;          /* FC_REQ/FC_GRANT: request number, echoed */
     uint32_t  dctn;         /* FC_REQ: requester's DCT */
     uint64_t  ep_id;        /* FC_REQ/FC_GRANT: requester's endpoint */
     uint8_t   port[DCX_DEV_ADDR_MAX];
@@ -174,7 +177,8 @@ typedef struct uct_dcx_dci {
     uint64_t           sig_sn;     /* last signalled */
     ucs_queue_head_t   ops;        /* uct_dcx_op_t by increasing sn */
     uct_dcx_ep_t     **wr_ep;      /* [sn & mask]: ep of each WR in flight */
-    uint8_t           *wr_opcode;  /* [sn & mask]: its opcode, for errors */
+    uint8_t           *wr_opcode;  /* [sn & mask]: its opcode, for errors,
+                                      | UCT_DCX_WR_USER_MEM */
     char              *log;        /* [sn & mask]: uct_dcx_wr_log_t, or NULL */
 } uct_dcx_dci_t;
 
@@ -202,8 +206,14 @@ struct uct_dcx_ep {
     int32_t              quota;      /* sends left before yielding */
     uint64_t             last_sn;    /* sn of this ep's last WR on dci */
     uint64_t             id;
-    ucs_arbiter_group_t  arb_group;
+    ucs_queue_head_t     pending_q;  /* uct_pending_req_t, through priv */
+    ucs_arbiter_group_t  arb_group;  /* holds arb_elem while pending_q */
+    ucs_arbiter_elem_t   arb_elem;
     ucs_list_link_t      list;
+    /* flow control: while FC_REQ_SENT, the ep is on iface->fc_waiters */
+    uint8_t              fc_seq;     /* number of the last credit request */
+    ucs_time_t           fc_req_time;/* when it was sent */
+    ucs_list_link_t      fc_list;
 };
 
 
@@ -275,6 +285,10 @@ struct uct_dcx_iface {
     int32_t                      fc_wnd;
     int32_t                      fc_thresh;
     ucs_queue_head_t             grant_q;     /* grants waiting for the ctl DCI */
+    ucs_list_link_t              fc_waiters;  /* eps waiting for a grant */
+    ucs_time_t                   fc_req_timeout; /* resend credit requests */
+    ucs_time_t                   fc_next_check;
+    uct_worker_cb_id_t           fc_cb_id;    /* resend timer, while waiters */
 
     /* endpoints */
     khash_t(uct_dcx_eps)         eps;
@@ -312,6 +326,7 @@ typedef struct uct_dcx_grant {
     dcx_ah_t         *ah;
     uint32_t          dctn;
     uint16_t          credits;
+    uint8_t           seq;
     uint64_t          ep_id;
 } uct_dcx_grant_t;
 
@@ -343,6 +358,8 @@ void uct_dcx_dci_log_wr(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci,
 void uct_dcx_dci_detach_ep(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci,
                            uct_dcx_ep_t *ep);
 int uct_dcx_dci_is_drained(const uct_dcx_dci_t *dci);
+void uct_dcx_ep_complete_ops(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep,
+                              ucs_status_t status);
 ucs_status_t uct_dcx_dci_add_comp(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci,
                                   uint64_t sn, uct_completion_t *comp);
 void uct_dcx_ep_put_idle_dci(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep);
@@ -411,6 +428,10 @@ ucs_status_t uct_dcx_ep_flush_cancel(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep,
 ucs_status_t uct_dcx_ep_fence(uct_ep_h tl_ep, unsigned flags);
 ucs_status_t uct_dcx_ep_check(uct_ep_h tl_ep, unsigned flags,
                               uct_completion_t *comp);
+
+/* dcx_pending.c */
+void uct_dcx_ep_pending_init(uct_dcx_ep_t *ep);
+void uct_dcx_ep_pending_cleanup(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep);
 ucs_status_t uct_dcx_ep_pending_add(uct_ep_h tl_ep, uct_pending_req_t *req,
                                     unsigned flags);
 void uct_dcx_ep_pending_purge(uct_ep_h tl_ep, uct_pending_purge_callback_t cb,
@@ -419,8 +440,16 @@ ucs_arbiter_cb_result_t uct_dcx_ep_dispatch_cb(ucs_arbiter_t *arbiter,
                                                ucs_arbiter_group_t *group,
                                                ucs_arbiter_elem_t *elem,
                                                void *arg);
-void uct_dcx_ep_fc_grant(uct_dcx_iface_t *iface, uint64_t ep_id,
+
+
+/* dcx_fc.c */
+void uct_dcx_iface_fc_init(uct_dcx_iface_t *iface,
+                           const uct_dcx_iface_config_t *config);
+void uct_dcx_iface_fc_cleanup(uct_dcx_iface_t *iface);
+ucs_status_t uct_dcx_ep_fc_request(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep);
+void uct_dcx_ep_fc_grant(uct_dcx_iface_t *iface, uint64_t ep_id, uint8_t seq,
                          unsigned credits);
+void uct_dcx_ep_fc_forget(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep);
 void uct_dcx_ep_handle_failure(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep,
                                ucs_status_t status, dcx_wc_status_t wc_status);
 

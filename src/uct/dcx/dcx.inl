@@ -114,6 +114,17 @@ uct_dcx_ep_tx_begin(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep, int is_am)
     return uct_dcx_ep_tx_slow(iface, ep, is_am);
 }
 
+static UCS_F_ALWAYS_INLINE int uct_dcx_ep_has_pending(const uct_dcx_ep_t *ep)
+{
+    return !ucs_queue_is_empty(&ep->pending_q);
+}
+
+/* The ep asked for credits and has none left: waiting for the grant */
+static UCS_F_ALWAYS_INLINE int uct_dcx_ep_fc_blocked(const uct_dcx_ep_t *ep)
+{
+    return (ep->flags & UCT_DCX_EP_FLAG_FC_REQ_SENT) && (ep->fc_wnd <= 0);
+}
+
 static UCS_F_ALWAYS_INLINE void
 uct_dcx_wr_init(dcx_send_wr_t *wr, uct_dcx_ep_t *ep, uint8_t opcode,
                 uint8_t flags, const dcx_sge_t *sge, unsigned num_sge)

@@ -1,7 +1,7 @@
 /*
  * dcx transport: the DCI pool and its policies, send resources (DCI, queue
- * slots, credits) and the pending queue, send completions, DCI errors and
- * recovery, cancel.
+ * slots, credits), send completions, DCI errors and recovery, cancel.  The
+ * pending queue is in dcx_pending.c, flow control in dcx_fc.c.
  */
 #ifdef HAVE_CONFIG_H
 #  include "config.h"
@@ -464,12 +464,44 @@ static void uct_dcx_ops_move_sn(ucs_queue_head_t *from, ucs_queue_head_t *to,
     }
 }
 
+static UCS_F_ALWAYS_INLINE uct_dcx_wr_log_t *
+uct_dcx_dci_log_entry(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci, uint64_t sn)
+{
+    return (uct_dcx_wr_log_t*)(dci->log + (sn & iface->ring_mask) *
+                                          iface->log_stride);
+}
+
+/*
+ * Whether WR x, flushed by the failure of WR first, shares its fate.  A WR
+ * of an endpoint fails with that endpoint (the failing one, or one already
+ * failed).  A WR without endpoint (a credit grant, the probe of a destroyed
+ * endpoint, an interface flush marker) names only its destination: it fails
+ * if it goes where the failed WR went, and is posted again otherwise.
+ */
+static int uct_dcx_dci_wr_failed(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci,
+                                 uint64_t x, uint64_t first,
+                                 uct_dcx_ep_t *fail_ep)
+{
+    uct_dcx_ep_t *ep = dci->wr_ep[x & iface->ring_mask];
+    const dcx_dc_dest_t *dest, *fail_dest;
+
+    if (x == first) {
+        return 1;
+    }
+    if (ep != NULL) {
+        return (ep == fail_ep) || (ep->flags & UCT_DCX_EP_FLAG_FAILED);
+    }
+    dest      = &uct_dcx_dci_log_entry(iface, dci, x)->wr.dest;
+    fail_dest = &uct_dcx_dci_log_entry(iface, dci, first)->wr.dest;
+    return (dest->ah == fail_dest->ah) && (dest->dctn == fail_dest->dctn);
+}
+
 /*
  * After recovery of a shared DCI: posts again, in their order, the WRs in
- * [first, last] that belong to healthy endpoints (their operations follow
- * them to their new numbers); the operations of the failed WR and of the
- * failing endpoint move to failed, to be completed once the replay is over
- * (no user callback runs while WRs are being posted again).
+ * [first, last] that do not share the fate of the failed one (their
+ * operations follow them to their new numbers); the operations of the
+ * others move to failed, to be completed once the replay is over (no user
+ * callback runs while WRs are being posted again).
  */
 static void uct_dcx_dci_replay(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci,
                                uint64_t first, uint64_t last,
@@ -484,10 +516,9 @@ static void uct_dcx_dci_replay(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci,
 
     for (x = first; x <= last; ++x) {
         ep     = dci->wr_ep[x & iface->ring_mask];
-        failed = (x == first) || (ep == fail_ep) ||
-                 ((ep != NULL) && (ep->flags & UCT_DCX_EP_FLAG_FAILED));
+        failed = uct_dcx_dci_wr_failed(iface, dci, x, first, fail_ep);
         if (!failed) {
-            memcpy(copy, dci->log + (x & iface->ring_mask) * iface->log_stride,
+            memcpy(copy, uct_dcx_dci_log_entry(iface, dci, x),
                    iface->log_stride);
             copy->wr.sg_list = copy->sge;
             if (copy->wr.flags & DCX_SEND_INLINE) {
@@ -543,7 +574,8 @@ uct_dcx_dci_handle_error(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci,
         status = UCS_ERR_CANCELED;
     } else {
         status = uct_dcx_status(wc->status);
-        opcode = dci->wr_opcode[sn & iface->ring_mask];
+        opcode = dci->wr_opcode[sn & iface->ring_mask] &
+                 ~UCT_DCX_WR_USER_MEM;
         ucs_log((status == UCS_ERR_ENDPOINT_TIMEOUT) ||
                 (status == UCS_ERR_CONNECTION_RESET) ?
                 iface->super.config.failure_level : UCS_LOG_LEVEL_ERROR,
@@ -591,7 +623,8 @@ uct_dcx_dci_handle_error(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci,
     while (!ucs_queue_is_empty(&flushed)) {
         op = ucs_queue_pull_elem_non_empty(&flushed, uct_dcx_op_t, queue);
         if ((op->sn == sn) ||
-            (dci->wr_ep[op->sn & iface->ring_mask] == fail_ep)) {
+            ((fail_ep != NULL) &&
+             (dci->wr_ep[op->sn & iface->ring_mask] == fail_ep))) {
             ucs_queue_push(&failed_ops, &op->queue);
         } else {
             ucs_queue_push(&cancelled_ops, &op->queue);
@@ -747,6 +780,84 @@ ucs_status_t uct_dcx_dci_add_comp(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci,
 }
 
 /*
+ * Completes now, with status, the operations of ep on dci that call the user
+ * back or deliver data to the user (fetch results, get-bcopy), and leaves
+ * them to release only their own buffers when their WRs complete.  Returns
+ * whether a WR of ep in flight on dci accesses the user's memory.
+ */
+static int uct_dcx_dci_complete_ep_ops(uct_dcx_iface_t *iface,
+                                       uct_dcx_dci_t *dci, uct_dcx_ep_t *ep,
+                                       ucs_status_t status)
+{
+    ucs_queue_head_t comps;
+    uct_dcx_op_t *op, *cop;
+    int user_mem = 0;
+    uint64_t sn;
+
+    ucs_queue_head_init(&comps);
+    ucs_queue_for_each(op, &dci->ops, queue) {
+        if ((op->comp == NULL) && (op->cb == uct_dcx_op_put)) {
+            continue; /* nothing of the user's */
+        }
+        if (dci->wr_ep[op->sn & iface->ring_mask] != ep) {
+            continue;
+        }
+        if (op->comp != NULL) {
+            /* the user's completion is called once the scan is over, from
+             * a bare op of its own (it may post, and change dci->ops) */
+            cop = ucs_mpool_get_inline(&iface->op_mp);
+            if (cop == NULL) {
+                ucs_error("dcx: out of memory completing the operations of "
+                          "ep %p", ep);
+                continue;
+            }
+            cop->comp = op->comp;
+            ucs_queue_push(&comps, &cop->queue);
+        }
+        /* a descriptor's op is its first member: op_put frees either */
+        op->comp = NULL;
+        op->cb   = uct_dcx_op_put;
+    }
+
+    for (sn = dci->done_sn + 1; sn <= dci->sn; ++sn) {
+        if ((dci->wr_ep[sn & iface->ring_mask] == ep) &&
+            (dci->wr_opcode[sn & iface->ring_mask] & UCT_DCX_WR_USER_MEM)) {
+            user_mem = 1;
+            break;
+        }
+    }
+
+    while (!ucs_queue_is_empty(&comps)) {
+        cop = ucs_queue_pull_elem_non_empty(&comps, uct_dcx_op_t, queue);
+        uct_invoke_completion(cop->comp, status);
+        ucs_mpool_put_inline(cop);
+    }
+    return user_mem;
+}
+
+/*
+ * ep goes away, or failed: every operation of it that the user sees
+ * completes now with status; nothing completes later.  WRs still in flight
+ * that access the user's memory are stopped by putting a lent DCI into
+ * error (a shared DCI cannot be: the WRs of other endpoints on it, some
+ * perhaps executed, would be flushed too).
+ */
+void uct_dcx_ep_complete_ops(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep,
+                             ucs_status_t status)
+{
+    uct_dcx_dci_t *dci;
+
+    if (ep->dci == UCT_DCX_DCI_NONE) {
+        return;
+    }
+    dci = uct_dcx_ep_dci(iface, ep);
+    if (uct_dcx_dci_complete_ep_ops(iface, dci, ep, status) &&
+        !iface->policy->shared) {
+        uct_dcx_dci_set_error(iface, dci);
+    }
+}
+
+/*
  * Cancel: only the operations that call the user back must finish before
  * the ep may go (they are all signalled); WRs without a completion may
  * complete after the ep is gone.  If there are such operations, a lent DCI
@@ -792,133 +903,8 @@ ucs_status_t uct_dcx_ep_flush_cancel(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep,
 
 
 /* ---------------------------------------------------------------------------
- * Pending queue
- * ------------------------------------------------------------------------- */
-
-ucs_status_t uct_dcx_ep_pending_add(uct_ep_h tl_ep, uct_pending_req_t *req,
-                                    unsigned flags)
-{
-    uct_dcx_ep_t *ep        = ucs_derived_of(tl_ep, uct_dcx_ep_t);
-    uct_dcx_iface_t *iface  = uct_dcx_ep_iface(ep);
-
-    /* Busy if the ep could send right now (nobody ahead of it) */
-    if (!(ep->flags & UCT_DCX_EP_FLAG_FAILED) &&
-        ucs_arbiter_is_empty(&iface->arbiter) &&
-        (ep->dci != UCT_DCX_DCI_NONE) && (iface->dcis[ep->dci].avail > 0) &&
-        (ep->quota > 0) && (ep->fc_wnd > 0) &&
-        ((ep->fc_wnd > iface->fc_thresh) ||
-         (ep->flags & UCT_DCX_EP_FLAG_FC_REQ_SENT))) {
-        return UCS_ERR_BUSY;
-    }
-
-    uct_pending_req_arb_group_push(&ep->arb_group, req);
-    ucs_arbiter_group_schedule(&iface->arbiter, &ep->arb_group);
-    UCT_TL_EP_STAT_PEND(&ep->super);
-    return UCS_OK;
-}
-
-ucs_arbiter_cb_result_t uct_dcx_ep_dispatch_cb(ucs_arbiter_t *arbiter,
-                                               ucs_arbiter_group_t *group,
-                                               ucs_arbiter_elem_t *elem,
-                                               void *arg)
-{
-    uct_dcx_iface_t *iface  = arg;
-    uct_dcx_ep_t *ep        = ucs_container_of(group, uct_dcx_ep_t,
-                                               arb_group);
-    uct_pending_req_t *req  = ucs_container_of(elem, uct_pending_req_t, priv);
-    ucs_status_t status;
-
-    if (ep->flags & UCT_DCX_EP_FLAG_FAILED) {
-        return UCS_ARBITER_CB_RESULT_DESCHED_GROUP;
-    }
-
-    /* Cheap test before calling the request: a DCI with room.  DCIs are
-     * given back only while progressing, and pending endpoints are
-     * dispatched at the end of the same progress call: they get a freed
-     * DCI before any new sender can ask for it. */
-    status = uct_dcx_ep_tx_begin(iface, ep, 0);
-    if (status != UCS_OK) {
-        return UCS_ARBITER_CB_RESULT_RESCHED_GROUP;
-    }
-
-    /* Everything queued before req was dispatched: a flush that req
-     * issues on ep is not refused for req itself being pending */
-    iface->dispatch_ep = ep;
-    status             = req->func(req);
-    iface->dispatch_ep = NULL;
-
-    /* The DCI was taken for the request; one that posted nothing (a flush,
-     * or a refusal) must not keep it, since no completion would return it */
-    uct_dcx_ep_put_idle_dci(iface, ep);
-
-    if (status == UCS_OK) {
-        return UCS_ARBITER_CB_RESULT_REMOVE_ELEM;
-    } else if (status == UCS_INPROGRESS) {
-        return UCS_ARBITER_CB_RESULT_NEXT_GROUP;
-    }
-    return UCS_ARBITER_CB_RESULT_RESCHED_GROUP;
-}
-
-typedef struct {
-    uct_pending_purge_callback_t cb;
-    void                         *arg;
-} uct_dcx_purge_args_t;
-
-static ucs_arbiter_cb_result_t
-uct_dcx_ep_purge_cb(ucs_arbiter_t *arbiter, ucs_arbiter_group_t *group,
-                    ucs_arbiter_elem_t *elem, void *arg)
-{
-    uct_dcx_purge_args_t *args = arg;
-    uct_pending_req_t *req     = ucs_container_of(elem, uct_pending_req_t,
-                                                  priv);
-
-    if (args->cb != NULL) {
-        args->cb(req, args->arg);
-    } else {
-        ucs_debug("dcx: purged pending request %p", req);
-    }
-    return UCS_ARBITER_CB_RESULT_REMOVE_ELEM;
-}
-
-void uct_dcx_ep_pending_purge(uct_ep_h tl_ep, uct_pending_purge_callback_t cb,
-                              void *arg)
-{
-    uct_dcx_ep_t *ep        = ucs_derived_of(tl_ep, uct_dcx_ep_t);
-    uct_dcx_iface_t *iface  = uct_dcx_ep_iface(ep);
-    uct_dcx_purge_args_t args = {cb, arg};
-
-    ucs_arbiter_group_purge(&iface->arbiter, &ep->arb_group,
-                            uct_dcx_ep_purge_cb, &args);
-}
-
-
-/* ---------------------------------------------------------------------------
  * Resources: the rare path of uct_dcx_ep_tx_begin()
  * ------------------------------------------------------------------------- */
-
-static ucs_status_t uct_dcx_ep_send_fc_req(uct_dcx_iface_t *iface,
-                                           uct_dcx_ep_t *ep)
-{
-    uct_dcx_ctl_msg_t msg;
-    ucs_status_t status;
-
-    memset(&msg, 0, sizeof(msg));
-    msg.credits  = iface->fc_wnd - iface->fc_thresh;
-    msg.addr_len = iface->config.port_len;
-    msg.dctn     = iface->config.dctn;
-    msg.ep_id    = ep->id;
-    memcpy(msg.port, iface->config.port, iface->config.port_len);
-
-    /* On the ep's own DCI, after the messages it asks credits for */
-    status = uct_dcx_dci_post_ctl(iface, uct_dcx_ep_dci(iface, ep), ep,
-                                  &ep->dest, UCT_DCX_CTL_FC_REQ, &msg,
-                                  ucs_offsetof(uct_dcx_ctl_msg_t, port) +
-                                  iface->config.port_len, NULL);
-    if (status == UCS_OK) {
-        ep->flags |= UCT_DCX_EP_FLAG_FC_REQ_SENT;
-    }
-    return status;
-}
 
 static ucs_status_t uct_dcx_ep_tx_resources(uct_dcx_iface_t *iface,
                                             uct_dcx_ep_t *ep, int is_am)
@@ -950,7 +936,7 @@ static ucs_status_t uct_dcx_ep_tx_resources(uct_dcx_iface_t *iface,
 
     if (is_am && (ep->fc_wnd <= iface->fc_thresh)) {
         if (!(ep->flags & UCT_DCX_EP_FLAG_FC_REQ_SENT)) {
-            status = uct_dcx_ep_send_fc_req(iface, ep);
+            status = uct_dcx_ep_fc_request(iface, ep);
             if (status != UCS_OK) {
                 return status;
             }
@@ -991,21 +977,4 @@ void uct_dcx_ep_put_idle_dci(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep)
     if ((dci->flags & UCT_DCX_DCI_FLAG_BUSY) && uct_dcx_dci_is_drained(dci)) {
         iface->policy->dci_idle(iface, dci);
     }
-}
-
-void uct_dcx_ep_fc_grant(uct_dcx_iface_t *iface, uint64_t ep_id,
-                         unsigned credits)
-{
-    khiter_t it = kh_get(uct_dcx_eps, &iface->eps, ep_id);
-    uct_dcx_ep_t *ep;
-
-    if (it == kh_end(&iface->eps)) {
-        ucs_debug("dcx: credit grant for endpoint id %" PRIu64 " which is "
-                  "gone", ep_id);
-        return;
-    }
-
-    ep          = kh_val(&iface->eps, it);
-    ep->fc_wnd += credits;
-    ep->flags  &= ~UCT_DCX_EP_FLAG_FC_REQ_SENT;
 }

@@ -99,6 +99,16 @@ uct_dcx_ep_desc_begin(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep, int is_am,
     return UCS_OK;
 }
 
+/* The WR just posted by ep reads or writes the user's memory (zcopy): if
+ * the ep goes away with it in flight, its DCI is stopped */
+static UCS_F_ALWAYS_INLINE void
+uct_dcx_ep_mark_user_mem(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep)
+{
+    uct_dcx_dci_t *dci = uct_dcx_ep_dci(iface, ep);
+
+    dci->wr_opcode[dci->sn & iface->ring_mask] |= UCT_DCX_WR_USER_MEM;
+}
+
 /*
  * Posts wr on ep's DCI.  On failure op (a bare op, or the op heading a
  * descriptor) returns to its pool; on success an AM uses up one credit.
@@ -316,6 +326,7 @@ ucs_status_t uct_dcx_ep_am_zcopy(uct_ep_h tl_ep, uint8_t id,
     if (ucs_unlikely(status != UCS_OK)) {
         return status;
     }
+    uct_dcx_ep_mark_user_mem(iface, ep);
 
     UCT_TL_EP_STAT_OP(&ep->super, AM, ZCOPY, header_length + length);
     return UCS_INPROGRESS;
@@ -434,6 +445,7 @@ uct_dcx_ep_rma_zcopy(uct_dcx_ep_t *ep, uint8_t opcode, const char *name,
     if (ucs_unlikely(status != UCS_OK)) {
         return status;
     }
+    uct_dcx_ep_mark_user_mem(iface, ep);
     return UCS_INPROGRESS;
 }
 
@@ -751,14 +763,18 @@ ucs_status_t uct_dcx_ep_flush(uct_ep_h tl_ep, unsigned flags,
         if (!uct_dcx_ep_is_flushed(iface, ep)) {
             return uct_dcx_ep_flush_cancel(iface, ep, comp);
         }
-    } else if (ucs_unlikely(!ucs_arbiter_group_is_empty(&ep->arb_group)) &&
-               (iface->dispatch_ep != ep) &&
-               !(ep->flags & UCT_DCX_EP_FLAG_FAILED)) {
+    } else if (ucs_unlikely(!(ep->flags & UCT_DCX_EP_FLAG_FAILED) &&
+                            ((uct_dcx_ep_has_pending(ep) &&
+                              (iface->dispatch_ep != ep)) ||
+                             uct_dcx_ep_fc_blocked(ep)))) {
         /* The flush must also cover the requests waiting in the pending
-         * queue (UCP counts on it): the caller queues the flush behind
-         * them.  When that queued flush runs, from the dispatcher, all
-         * requests before it have been posted, and it goes through. */
-        return UCS_ERR_NO_RESOURCE;
+         * queue (UCP counts on it), and those an ep out of credits will
+         * send when the grant comes: without a completion to call, the
+         * answer is "not yet"; with one, the caller queues the flush
+         * behind them.  When that queued flush runs, from the dispatcher,
+         * all requests before it have been posted, and it goes through
+         * once the ep has credits again. */
+        return (comp == NULL) ? UCS_INPROGRESS : UCS_ERR_NO_RESOURCE;
     }
 
     if (uct_dcx_ep_is_flushed(iface, ep)) {
@@ -841,7 +857,10 @@ void uct_dcx_ep_handle_failure(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep,
         return;
     }
 
+    uct_dcx_ep_fc_forget(iface, ep);
     ep->flags |= UCT_DCX_EP_FLAG_FAILED;
+    /* all its operations fail now (those on the failed DCI already did) */
+    uct_dcx_ep_complete_ops(iface, ep, status);
     iface->policy->ep_detach(iface, ep);
     ep->dci    = UCT_DCX_DCI_NONE;
 
@@ -917,14 +936,16 @@ UCS_CLASS_INIT_FUNC(uct_dcx_ep_t, const uct_ep_params_t *params)
     self->dest.dc_key = iface->config.dc_key;
     self->flags       = 0;
     self->fc_wnd      = iface->fc_wnd;
+    self->fc_seq      = 0;
+    self->fc_req_time = 0;
     self->last_sn     = 0;
     self->id          = ++iface->next_ep_id;
-    ucs_arbiter_group_init(&self->arb_group);
+    uct_dcx_ep_pending_init(self);
 
     it = kh_put(uct_dcx_eps, &iface->eps, self->id, &ret);
     if (ret < 0) {
         ucs_error("dcx: failed to index a new endpoint");
-        ucs_arbiter_group_cleanup(&self->arb_group);
+        uct_dcx_ep_pending_cleanup(iface, self);
         return UCS_ERR_NO_MEMORY;
     }
     kh_val(&iface->eps, it) = self;
@@ -943,10 +964,13 @@ UCS_CLASS_CLEANUP_FUNC(uct_dcx_ep_t)
     uct_dcx_iface_t *iface = uct_dcx_ep_iface(self);
     khiter_t it;
 
-    uct_dcx_ep_pending_purge(&self->super.super, NULL, NULL);
-    ucs_arbiter_group_cleanup(&self->arb_group);
+    uct_dcx_ep_pending_cleanup(iface, self);
 
+    uct_dcx_ep_fc_forget(iface, self);
     if (!(self->flags & UCT_DCX_EP_FLAG_FAILED)) {
+        /* nothing of the ep may complete after it is gone (a failed ep's
+         * operations completed when it failed) */
+        uct_dcx_ep_complete_ops(iface, self, UCS_ERR_CANCELED);
         iface->policy->ep_detach(iface, self);
     }
     /* ep_check probes may still be in flight on the control DCI */

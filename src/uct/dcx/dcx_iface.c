@@ -69,6 +69,14 @@ static ucs_config_field_t uct_dcx_iface_config_table[] = {
      "rule out receiver-not-ready retries. 1 .. 32767.",
      ucs_offsetof(uct_dcx_iface_config_t, fc_wnd), UCS_CONFIG_TYPE_UINT},
 
+    {"FC_REQ_TIMEOUT", "5s",
+     "How long an endpoint that asked its peer for credits waits for the grant\n"
+     "before asking again. A request or grant lost to a peer's failure is made\n"
+     "up for this way, and a peer that died before granting is detected (the\n"
+     "repeated request fails and reaches the error handler). 1us .. 1h.",
+     ucs_offsetof(uct_dcx_iface_config_t, fc_req_timeout),
+     UCS_CONFIG_TYPE_TIME},
+
     {"DC_KEY", "2019836",
      "DC access key, a decimal number. The DCT of an interface accepts only\n"
      "requests carrying the same key; peers with another key see a transport\n"
@@ -352,7 +360,10 @@ static ucs_status_t uct_dcx_iface_flush(uct_iface_h tl_iface, unsigned flags,
         }
     }
 
-    if (!ucs_queue_is_empty(&iface->grant_q)) {
+    /* grants still to send, and endpoints waiting for one (they may have
+     * requests pending that their flush must cover) */
+    if (!ucs_queue_is_empty(&iface->grant_q) ||
+        !ucs_list_is_empty(&iface->fc_waiters)) {
         in_progress = 1;
     }
 
@@ -593,6 +604,12 @@ uct_dcx_iface_check_config(const uct_dcx_iface_config_t *config,
     if ((config->fc_wnd < 1) || (config->fc_wnd > INT16_MAX)) {
         ucs_error("dcx: %s: DCX_FC_WND=%u out of range 1..%d", dev,
                   config->fc_wnd, INT16_MAX);
+        return UCS_ERR_INVALID_PARAM;
+    }
+    if (!(config->fc_req_timeout >= 1e-6) ||
+        !(config->fc_req_timeout <= 3600.0)) {
+        ucs_error("dcx: %s: DCX_FC_REQ_TIMEOUT=%g s out of range 1us..1h", dev,
+                  config->fc_req_timeout);
         return UCS_ERR_INVALID_PARAM;
     }
     if (config->retry_count > 7) {
@@ -848,6 +865,7 @@ static UCS_CLASS_INIT_FUNC(uct_dcx_iface_t, uct_md_h tl_md,
     ucs_list_head_init(&self->chunks);
     ucs_list_head_init(&self->ep_list);
     ucs_queue_head_init(&self->grant_q);
+    uct_dcx_iface_fc_init(self, cfg);
     ucs_arbiter_init(&self->arbiter);
     self->dispatch_ep = NULL;
     kh_init_inplace(uct_dcx_eps, &self->eps);
@@ -932,6 +950,7 @@ static UCS_CLASS_CLEANUP_FUNC(uct_dcx_iface_t)
                  ucs_list_length(&self->ep_list));
     }
 
+    uct_dcx_iface_fc_cleanup(self);
     /* cancelling the control DCI's operations may queue grants again */
     uct_dcx_dci_pool_cleanup(self);
     while (!ucs_queue_is_empty(&self->grant_q)) {

@@ -34,6 +34,7 @@ static void uct_dcx_ctl_done(uct_dcx_iface_t *iface, uct_dcx_op_t *op,
             grant->ah      = desc->u.ctl.ah;
             grant->dctn    = desc->u.ctl.dctn;
             grant->credits = msg->credits;
+            grant->seq     = msg->seq;
             grant->ep_id   = msg->ep_id;
             ucs_queue_push(&iface->grant_q, &grant->queue);
         } else {
@@ -168,6 +169,7 @@ static void uct_dcx_iface_send_grants(uct_dcx_iface_t *iface)
         dest.dctn   = grant->dctn;
         dest.dc_key = iface->config.dc_key;
         msg.credits = grant->credits;
+        msg.seq     = grant->seq;
         msg.ep_id   = grant->ep_id;
         status = uct_dcx_dci_post_ctl(iface, dci, NULL, &dest,
                                       UCT_DCX_CTL_FC_GRANT, &msg,
@@ -210,6 +212,7 @@ uct_dcx_iface_handle_ctl(uct_dcx_iface_t *iface, uint8_t type,
         grant->ah      = ah;
         grant->dctn    = msg->dctn;
         grant->credits = msg->credits;
+        grant->seq     = msg->seq;
         grant->ep_id   = msg->ep_id;
         ucs_queue_push(&iface->grant_q, &grant->queue);
         uct_dcx_iface_send_grants(iface);
@@ -218,7 +221,7 @@ uct_dcx_iface_handle_ctl(uct_dcx_iface_t *iface, uint8_t type,
         if (length < min_len) {
             break;
         }
-        uct_dcx_ep_fc_grant(iface, msg->ep_id, msg->credits);
+        uct_dcx_ep_fc_grant(iface, msg->ep_id, msg->seq, msg->credits);
         return;
     default:
         break;

@@ -1,0 +1,184 @@
+/*
+ * dcx transport: flow control of the sender.  An endpoint may have fc_wnd
+ * active messages unconsumed at its peer; half-way through the window it asks
+ * the peer for more credits (FC_REQ) and waits for the grant (FC_GRANT).
+ *
+ * A request or its grant can be lost without the sender ever seeing an
+ * error: the peer may die after it took the request and before it granted,
+ * or the grant may fail on the peer's control DCI.  So while any endpoint
+ * waits, a timer of the interface sends the request again every
+ * FC_REQ_TIMEOUT: to a live peer that brings the grant, to a dead one it
+ * fails like any other send and reaches the error handler.  Requests are
+ * numbered; a grant counts only if it answers the latest request, so a
+ * request sent twice is never granted twice.
+ */
+#ifdef HAVE_CONFIG_H
+#  include "config.h"
+#endif
+
+#include "dcx.inl"
+
+#include <ucs/debug/log.h>
+#include <ucs/sys/math.h>
+#include <ucs/time/time.h>
+#include <string.h>
+
+
+static unsigned uct_dcx_iface_fc_progress(void *arg);
+
+void uct_dcx_iface_fc_init(uct_dcx_iface_t *iface,
+                           const uct_dcx_iface_config_t *config)
+{
+    ucs_list_head_init(&iface->fc_waiters);
+    iface->fc_req_timeout = ucs_time_from_sec(config->fc_req_timeout);
+    iface->fc_next_check  = 0;
+    iface->fc_cb_id       = UCS_CALLBACKQ_ID_NULL;
+}
+
+void uct_dcx_iface_fc_cleanup(uct_dcx_iface_t *iface)
+{
+    uct_worker_progress_unregister_safe(&iface->super.worker->super,
+                                        &iface->fc_cb_id);
+}
+
+/* Posts a credit request of ep on its DCI, which has a free slot */
+static ucs_status_t uct_dcx_ep_fc_post_req(uct_dcx_iface_t *iface,
+                                           uct_dcx_ep_t *ep, uint8_t seq)
+{
+    uct_dcx_ctl_msg_t msg;
+
+    memset(&msg, 0, sizeof(msg));
+    msg.credits  = iface->fc_wnd - iface->fc_thresh;
+    msg.addr_len = iface->config.port_len;
+    msg.seq      = seq;
+    msg.dctn     = iface->config.dctn;
+    msg.ep_id    = ep->id;
+    memcpy(msg.port, iface->config.port, iface->config.port_len);
+
+    /* On the ep's own DCI, after the messages it asks credits for; if the
+     * peer is gone, the failure is the ep's */
+    return uct_dcx_dci_post_ctl(iface, uct_dcx_ep_dci(iface, ep), ep,
+                                &ep->dest, UCT_DCX_CTL_FC_REQ, &msg,
+                                ucs_offsetof(uct_dcx_ctl_msg_t, port) +
+                                iface->config.port_len, NULL);
+}
+
+ucs_status_t uct_dcx_ep_fc_request(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep)
+{
+    ucs_status_t status;
+
+    ucs_assert(!(ep->flags & UCT_DCX_EP_FLAG_FC_REQ_SENT));
+    status = uct_dcx_ep_fc_post_req(iface, ep, (uint8_t)(ep->fc_seq + 1));
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    ep->fc_seq++;
+    ep->fc_req_time = ucs_get_time();
+    ep->flags      |= UCT_DCX_EP_FLAG_FC_REQ_SENT;
+    if (ucs_list_is_empty(&iface->fc_waiters)) {
+        iface->fc_next_check = ep->fc_req_time + iface->fc_req_timeout;
+    }
+    ucs_list_add_tail(&iface->fc_waiters, &ep->fc_list);
+    uct_worker_progress_register_safe(&iface->super.worker->super,
+                                      uct_dcx_iface_fc_progress, iface,
+                                      UCS_CALLBACKQ_FLAG_FAST,
+                                      &iface->fc_cb_id);
+    return UCS_OK;
+}
+
+void uct_dcx_ep_fc_forget(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep)
+{
+    if (!(ep->flags & UCT_DCX_EP_FLAG_FC_REQ_SENT)) {
+        return;
+    }
+    ep->flags &= ~UCT_DCX_EP_FLAG_FC_REQ_SENT;
+    ucs_list_del(&ep->fc_list);
+    if (ucs_list_is_empty(&iface->fc_waiters)) {
+        uct_worker_progress_unregister_safe(&iface->super.worker->super,
+                                            &iface->fc_cb_id);
+    }
+}
+
+void uct_dcx_ep_fc_grant(uct_dcx_iface_t *iface, uint64_t ep_id, uint8_t seq,
+                         unsigned credits)
+{
+    khiter_t it = kh_get(uct_dcx_eps, &iface->eps, ep_id);
+    uct_dcx_ep_t *ep;
+
+    if (it == kh_end(&iface->eps)) {
+        ucs_debug("dcx: credit grant for endpoint id %" PRIu64 " which is "
+                  "gone", ep_id);
+        return;
+    }
+
+    ep = kh_val(&iface->eps, it);
+    if (!(ep->flags & UCT_DCX_EP_FLAG_FC_REQ_SENT) || (seq != ep->fc_seq)) {
+        /* the answer to a request sent again since: the latest one's
+         * grant brings the credits */
+        ucs_debug("dcx: ep %p: ignored grant %u (waiting for %u: %d)", ep,
+                  seq, ep->fc_seq,
+                  !!(ep->flags & UCT_DCX_EP_FLAG_FC_REQ_SENT));
+        return;
+    }
+
+    ep->fc_wnd += credits;
+    uct_dcx_ep_fc_forget(iface, ep);
+}
+
+/* Sends the request of ep again, if it can get a slot on a DCI now */
+static void uct_dcx_ep_fc_resend(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep,
+                                 ucs_time_t now)
+{
+    ucs_status_t status;
+
+    if (ep->flags & UCT_DCX_EP_FLAG_FAILED) {
+        return;
+    }
+    if ((ep->dci == UCT_DCX_DCI_NONE) &&
+        (iface->policy->dci_get(iface, ep) != UCS_OK)) {
+        return; /* no DCI free: at the next tick */
+    }
+    if (uct_dcx_ep_dci(iface, ep)->avail == 0) {
+        return;
+    }
+
+    status = uct_dcx_ep_fc_post_req(iface, ep, (uint8_t)(ep->fc_seq + 1));
+    if (status != UCS_OK) {
+        uct_dcx_ep_put_idle_dci(iface, ep);
+        return;
+    }
+    ucs_debug("dcx: ep %p to DCT 0x%x: no grant for request %u, asked "
+              "again", ep, ep->dest.dctn, ep->fc_seq);
+    ep->fc_seq++;
+    ep->fc_req_time = now;
+}
+
+/* Worker progress callback, registered while endpoints wait for grants */
+static unsigned uct_dcx_iface_fc_progress(void *arg)
+{
+    uct_dcx_iface_t *iface = arg;
+    ucs_time_t now         = ucs_get_time();
+    ucs_time_t next;
+    uct_dcx_ep_t *ep;
+    unsigned count         = 0;
+
+    if (ucs_likely(now < iface->fc_next_check)) {
+        return 0;
+    }
+
+    next = now + iface->fc_req_timeout;
+    ucs_list_for_each(ep, &iface->fc_waiters, fc_list) {
+        if ((now - ep->fc_req_time) >= iface->fc_req_timeout) {
+            uct_dcx_ep_fc_resend(iface, ep, now);
+            count++;
+        }
+        /* not sent again (no DCI): tried at the next tick */
+        next = ucs_min(next, ((now - ep->fc_req_time) >=
+                              iface->fc_req_timeout) ?
+                             now + ucs_time_from_msec(1) :
+                             ep->fc_req_time + iface->fc_req_timeout);
+    }
+    iface->fc_next_check = next;
+    return count;
+}

@@ -1,0 +1,351 @@
+/*
+ * dcx transport: flow control and endpoint lifetime, in one process.
+ *  - a credit grant lost on the receiver's side: the sender asks again after
+ *    FC_REQ_TIMEOUT and traffic resumes;
+ *  - flush reports "in progress" while an endpoint waits for credits;
+ *  - uct_ep_destroy completes every outstanding operation of the endpoint
+ *    (cancelled) before it returns, and nothing of it completes later;
+ *  - uct_ep_destroy never reads pending requests the user did not purge.
+ * The peer-death cases of flow control (a grant to a dead peer, a peer that
+ * dies before granting) are in test_uct_errors.cc, with a peer process.
+ */
+#include "uct_fixture.h"
+
+#include <cstring>
+#include <cstdlib>
+
+using namespace dcx_test;
+
+namespace {
+
+const uint8_t AM_ID = 9;
+
+ucs_status_t am_count_cb(void *arg, void *data, size_t length,
+                         unsigned flags)
+{
+    (*static_cast<int*>(arg))++;
+    return UCS_OK;
+}
+
+/* An AM that waits in the pending queue */
+struct am_req {
+    uct_pending_req_t uct;
+    uct_ep_h          ep;
+    int               sent;
+    int               purged;
+
+    static ucs_status_t cb(uct_pending_req_t *self)
+    {
+        am_req *r           = ucs_container_of(self, am_req, uct);
+        ucs_status_t status = uct_ep_am_short(r->ep, AM_ID, 0, NULL, 0);
+
+        if (status == UCS_OK) {
+            r->sent++;
+        }
+        return status;
+    }
+
+    static void purge_cb(uct_pending_req_t *self, void *arg)
+    {
+        ucs_container_of(self, am_req, uct)->purged++;
+    }
+};
+
+/* A completion that must fire exactly once, and never after 'closed' */
+struct tracked_comp {
+    uct_completion_t uct;
+    int              calls;
+    int              late_calls;
+    bool             closed;
+    ucs_status_t     status;
+
+    tracked_comp() : calls(0), late_calls(0), closed(false), status(UCS_OK)
+    {
+        uct.func   = cb;
+        uct.count  = 1;
+        uct.status = UCS_OK;
+    }
+
+    static void cb(uct_completion_t *self)
+    {
+        tracked_comp *c = ucs_container_of(self, tracked_comp, uct);
+
+        c->calls++;
+        c->status = self->status;
+        if (c->closed) {
+            c->late_calls++;
+        }
+    }
+};
+
+struct unpack_ctx {
+    int  calls;
+    bool closed;
+    int  late_calls;
+};
+
+void unpack_cb(void *arg, const void *data, size_t length)
+{
+    unpack_ctx *ctx = static_cast<unpack_ctx*>(arg);
+
+    ctx->calls++;
+    if (ctx->closed) {
+        ctx->late_calls++;
+    }
+}
+
+} /* namespace */
+
+
+class uct_dcx_fc : public uct_dcx_policy_test {
+protected:
+    virtual void init_env(scoped_env &env)
+    {
+        uct_dcx_policy_test::init_env(env);
+        env.set("UCX_DCX_FC_WND", "4");
+    }
+
+    virtual void SetUp()
+    {
+        uct_dcx_test::SetUp();
+        std::map<std::string, std::string> cfg;
+        cfg["FC_REQ_TIMEOUT"] = "20ms";
+        m_a = create_entity(cfg);
+        m_b = create_entity();
+        ASSERT_TRUE(m_a && m_b);
+        m_rx = 0;
+        ASSERT_EQ(UCS_OK, uct_iface_set_am_handler(m_b->iface, AM_ID,
+                                                   am_count_cb, &m_rx, 0));
+    }
+
+    /* Sends AMs on ep without progress until it is out of credits */
+    int drain_credits(uct_ep_h ep)
+    {
+        int n = 0;
+
+        while (uct_ep_am_short(ep, AM_ID, n, NULL, 0) == UCS_OK) {
+            ++n;
+            EXPECT_LT(n, 1000);
+            if (n >= 1000) {
+                break;
+            }
+        }
+        return n;
+    }
+
+    /* Sends count AMs on ep, progressing as needed; false if stuck */
+    bool send_all(uct_ep_h ep, int count)
+    {
+        int sent = 0;
+
+        return wait_for([&] {
+            while ((sent < count) &&
+                   (uct_ep_am_short(ep, AM_ID, sent, NULL, 0) == UCS_OK)) {
+                ++sent;
+            }
+            return sent == count;
+        });
+    }
+
+    entity *m_a, *m_b;
+    int     m_rx;
+};
+
+/* The grant answering a's request fails on b's control DCI (injected error
+ * completion): a's request is sent again after FC_REQ_TIMEOUT and traffic
+ * resumes.  Without the resend, a waits forever. */
+TEST_P(uct_dcx_fc, lost_grant_resent)
+{
+    uct_ep_h ep = connect(m_a, m_b);
+    dcx_soft_fault_t fault;
+    int n;
+
+    n = drain_credits(ep);
+    ASSERT_GT(n, 0);
+
+    /* the next send posted on the device is b's grant */
+    memset(&fault, 0, sizeof(fault));
+    fault.type   = DCX_SOFT_FAULT_ERROR_CQE;
+    fault.opcode = DCX_WR_SEND;
+    fault.count  = 1;
+    fault.status = DCX_WC_REM_OP_ERR;
+    ASSERT_EQ(0, dcx_soft_fault_inject(device(), &fault));
+
+    EXPECT_TRUE(wait_for([&] { return m_rx == n; }));
+    EXPECT_TRUE(send_all(ep, 50)) << "sender never got credits again";
+    dcx_soft_fault_clear(device());
+    EXPECT_TRUE(wait_for([&] { return m_rx == n + 50; }));
+    flush_ep(ep);
+    EXPECT_TRUE(m_errors.empty());
+    log_counter::reset();  /* the injected failure of the grant */
+}
+
+/* While a waits for a grant with a request pending, neither the interface
+ * nor the endpoint is flushed; once b grants, both are. */
+TEST_P(uct_dcx_fc, flush_in_progress_while_waiting_for_grant)
+{
+    uct_ep_h ep = connect(m_a, m_b);
+    am_req req;
+    ucs_status_t status;
+    int n;
+
+    n = drain_credits(ep);
+    ASSERT_GT(n, 0);
+    req.uct.func = am_req::cb;
+    req.ep       = ep;
+    req.sent     = 0;
+    req.purged   = 0;
+    ASSERT_EQ(UCS_OK, uct_ep_pending_add(ep, &req.uct, 0));
+
+    /* a's sends complete; b, not progressed, does not grant */
+    for (int i = 0; i < 100; ++i) {
+        uct_worker_progress(m_a->worker);
+    }
+    EXPECT_EQ(UCS_INPROGRESS, uct_iface_flush(m_a->iface, 0, NULL));
+    EXPECT_EQ(UCS_INPROGRESS, uct_ep_flush(ep, 0, NULL));
+    EXPECT_EQ(0, req.sent);
+
+    /* b grants: the pending request goes, and everything flushes */
+    EXPECT_TRUE(wait_for([&] { return req.sent == 1; }));
+    EXPECT_TRUE(wait_for([&] {
+        status = uct_iface_flush(m_a->iface, 0, NULL);
+        return status == UCS_OK;
+    }));
+    EXPECT_EQ(UCS_OK, status);
+    EXPECT_TRUE(wait_for([&] { return m_rx == n + 1; }));
+    flush_ep(ep);
+    EXPECT_EQ(0, req.purged);
+}
+
+/* Requests left in the pending queue at uct_ep_destroy (the user did not
+ * purge them, and reused their memory): destroy does not read them. */
+TEST_P(uct_dcx_fc, destroy_ignores_unpurged_pending_bad_flow)
+{
+    uct_ep_h ep = connect(m_a, m_b);
+    const int count = 3;
+    am_req *reqs    = new am_req[count];
+
+    drain_credits(ep);
+    for (int i = 0; i < count; ++i) {
+        reqs[i].uct.func = am_req::cb;
+        reqs[i].ep       = ep;
+        reqs[i].sent     = 0;
+        reqs[i].purged   = 0;
+        ASSERT_EQ(UCS_OK, uct_ep_pending_add(ep, &reqs[i].uct, 0));
+    }
+    /* the user's memory is reused for something else */
+    memset(reqs, 0xa5, sizeof(*reqs) * count);
+
+    log_counter::reset();
+    destroy_ep(ep);
+    EXPECT_EQ(1, log_counter::warnings());  /* "not asked to purge" */
+    log_counter::reset();
+    delete[] reqs;
+
+    /* the interface goes on */
+    uct_ep_h ep2 = connect(m_a, m_b);
+    int before   = m_rx;
+    EXPECT_TRUE(send_all(ep2, 20));
+    EXPECT_TRUE(wait_for([&] { return m_rx >= before + 20; }));
+    flush_ep(ep2);
+}
+
+/* Purge calls back every request once, in order, and leaves none */
+TEST_P(uct_dcx_fc, purge_pending)
+{
+    uct_ep_h ep = connect(m_a, m_b);
+    am_req reqs[3];
+
+    drain_credits(ep);
+    for (int i = 0; i < 3; ++i) {
+        reqs[i].uct.func = am_req::cb;
+        reqs[i].ep       = ep;
+        reqs[i].sent     = 0;
+        reqs[i].purged   = 0;
+        ASSERT_EQ(UCS_OK, uct_ep_pending_add(ep, &reqs[i].uct, 0));
+    }
+    uct_ep_pending_purge(ep, am_req::purge_cb, NULL);
+    for (int i = 0; i < 3; ++i) {
+        EXPECT_EQ(1, reqs[i].purged);
+    }
+    uct_ep_pending_purge(ep, am_req::purge_cb, NULL);
+    for (int i = 0; i < 3; ++i) {
+        EXPECT_EQ(1, reqs[i].purged);
+        EXPECT_EQ(0, reqs[i].sent);
+    }
+    EXPECT_TRUE(wait_for([&] { return m_rx > 0; }));
+}
+
+/* uct_ep_destroy with zcopy sends, a get into a bounce buffer, an atomic
+ * fetch and a flush in flight, nothing progressed: every completion fires
+ * (cancelled) before destroy returns, none afterwards, and nothing is
+ * written to the user's result buffers later. */
+TEST_P(uct_dcx_fc, destroy_completes_outstanding_ops)
+{
+    uct_ep_h ep  = connect(m_a, m_b);
+    mem remote   = alloc_mem(65536);
+    mem local    = alloc_mem(65536);
+    const int nz = 4;
+    tracked_comp zc[nz], get_comp, fetch_comp, flush_comp;
+    unpack_ctx ctx = {0, false, 0};
+    uint64_t *result = new uint64_t(0x1111);
+    ucs_status_t status;
+
+    memset(local.ptr, 'z', local.length);
+    for (int i = 0; i < nz; ++i) {
+        uct_iov_t iov = {(char*)local.ptr + i * 8192, 8192, local.memh, 0, 1};
+        if (i % 2) {
+            status = uct_ep_put_zcopy(ep, &iov, 1, (uintptr_t)remote.ptr +
+                                      i * 8192, remote.rkey, &zc[i].uct);
+        } else {
+            status = uct_ep_get_zcopy(ep, &iov, 1, (uintptr_t)remote.ptr +
+                                      i * 8192, remote.rkey, &zc[i].uct);
+        }
+        ASSERT_EQ(UCS_INPROGRESS, status);
+    }
+    ASSERT_EQ(UCS_INPROGRESS,
+              uct_ep_get_bcopy(ep, unpack_cb, &ctx, 64, (uintptr_t)remote.ptr,
+                               remote.rkey, &get_comp.uct));
+    ASSERT_EQ(UCS_INPROGRESS,
+              uct_ep_atomic64_fetch(ep, UCT_ATOMIC_OP_ADD, 1, result,
+                                    (uintptr_t)remote.ptr, remote.rkey,
+                                    &fetch_comp.uct));
+    ASSERT_EQ(UCS_INPROGRESS, uct_ep_flush(ep, 0, &flush_comp.uct));
+
+    destroy_ep(ep);
+
+    for (int i = 0; i < nz; ++i) {
+        EXPECT_EQ(1, zc[i].calls) << "zcopy " << i;
+        EXPECT_EQ(UCS_ERR_CANCELED, zc[i].status);
+        zc[i].closed = true;
+    }
+    EXPECT_EQ(1, get_comp.calls);
+    EXPECT_EQ(1, fetch_comp.calls);
+    EXPECT_EQ(1, flush_comp.calls);
+    EXPECT_EQ(UCS_ERR_CANCELED, flush_comp.status);
+    get_comp.closed = fetch_comp.closed = flush_comp.closed = true;
+    ctx.closed      = true;
+    *result         = 0x2222;
+
+    /* whatever the device still completes goes nowhere */
+    for (int i = 0; i < 200; ++i) {
+        progress();
+    }
+    flush_iface(m_a);
+    for (int i = 0; i < nz; ++i) {
+        EXPECT_EQ(0, zc[i].late_calls);
+    }
+    EXPECT_EQ(0, get_comp.late_calls + fetch_comp.late_calls +
+                 flush_comp.late_calls);
+    EXPECT_EQ(0, ctx.late_calls);
+    EXPECT_EQ(0x2222u, *result);
+    delete result;
+
+    /* the pool still works */
+    uct_ep_h ep2 = connect(m_a, m_b);
+    EXPECT_TRUE(send_all(ep2, 10));
+    flush_ep(ep2);
+    EXPECT_TRUE(m_errors.empty());
+}
+
+INSTANTIATE_TEST_SUITE_P(policy, uct_dcx_fc, UCT_DCX_POLICIES);
