@@ -73,7 +73,7 @@ static ucs_config_field_t uct_dcx_iface_config_table[] = {
      "How long an endpoint that asked its peer for credits waits for the grant\n"
      "before asking again. A request or grant lost to a peer's failure is made\n"
      "up for this way, and a peer that died before granting is detected (the\n"
-     "repeated request fails and reaches the error handler). 1us .. 1h.",
+     "repeated request fails and reaches the error handler). 1us .. 3600s.",
      ucs_offsetof(uct_dcx_iface_config_t, fc_req_timeout),
      UCS_CONFIG_TYPE_TIME},
 
@@ -608,8 +608,8 @@ uct_dcx_iface_check_config(const uct_dcx_iface_config_t *config,
     }
     if (!(config->fc_req_timeout >= 1e-6) ||
         !(config->fc_req_timeout <= 3600.0)) {
-        ucs_error("dcx: %s: DCX_FC_REQ_TIMEOUT=%g s out of range 1us..1h", dev,
-                  config->fc_req_timeout);
+        ucs_error("dcx: %s: DCX_FC_REQ_TIMEOUT=%g s out of range "
+                  "1us..3600s", dev, config->fc_req_timeout);
         return UCS_ERR_INVALID_PARAM;
     }
     if (config->retry_count > 7) {

@@ -41,7 +41,30 @@ struct peer_info {
     uint32_t  iface_addr_len;
     uint64_t  buf;
     char      rkey[64];
+    uint64_t  sent;     /* AMs sent to DCX_PEER_SEND_TO */
 };
+
+std::string to_hex(const std::vector<char> &v)
+{
+    static const char digits[] = "0123456789abcdef";
+    std::string s;
+
+    for (size_t i = 0; i < v.size(); ++i) {
+        s += digits[(v[i] >> 4) & 0xf];
+        s += digits[v[i] & 0xf];
+    }
+    return s;
+}
+
+std::vector<char> from_hex(const std::string &s)
+{
+    std::vector<char> v;
+
+    for (size_t i = 0; i + 1 < s.size(); i += 2) {
+        v.push_back((char)strtoul(s.substr(i, 2).c_str(), NULL, 16));
+    }
+    return v;
+}
 
 bool read_full(int fd, void *buf, size_t len)
 {
@@ -270,7 +293,11 @@ INSTANTIATE_TEST_SUITE_P(policy, uct_dcx_errors,
  * ------------------------------------------------------------------------- */
 
 /* Run in the child process (exec'ed): publishes its addresses and memory on
- * DCX_PEER_FD, then serves until killed. */
+ * DCX_PEER_FD, then serves until killed.  With DCX_PEER_SEND_TO (a parent
+ * interface's device and interface address, hex, '/'-separated) it first
+ * sends DCX_PEER_SEND_COUNT active messages there (enough for a credit
+ * request to go out with them) and waits for their delivery; with DCX_PEER_IDLE it never progresses after
+ * publishing (its device still acknowledges, it grants nothing). */
 class uct_dcx_peer : public uct_dcx_test {
 protected:
     virtual void init_env(scoped_env &env)
@@ -304,9 +331,41 @@ TEST_F(uct_dcx_peer, DISABLED_serve)
     memcpy(info.iface_addr, &e->iface_addr[0], e->iface_addr.size());
     info.buf = (uintptr_t)m.ptr;
     ASSERT_EQ(UCS_OK, uct_md_mkey_pack(m_md, m.memh, info.rkey));
+
+    const char *target = getenv("DCX_PEER_SEND_TO");
+    if (target != NULL) {
+        std::string t(target);
+        std::vector<char> dev  = from_hex(t.substr(0, t.find('/')));
+        std::vector<char> ifa  = from_hex(t.substr(t.find('/') + 1));
+        uct_ep_params_t params;
+        uct_ep_h ep;
+        int n = 0;
+
+        memset(&params, 0, sizeof(params));
+        params.field_mask = UCT_EP_PARAM_FIELD_IFACE |
+                            UCT_EP_PARAM_FIELD_DEV_ADDR |
+                            UCT_EP_PARAM_FIELD_IFACE_ADDR;
+        params.iface      = e->iface;
+        params.dev_addr   = (uct_device_addr_t*)&dev[0];
+        params.iface_addr = (uct_iface_addr_t*)&ifa[0];
+        ASSERT_EQ(UCS_OK, uct_ep_create(&params, &ep));
+        m_eps.push_back(ep);
+        n = atoi(getenv("DCX_PEER_SEND_COUNT"));
+        for (int i = 0; i < n; ++i) {
+            ASSERT_EQ(UCS_OK, uct_ep_am_short(ep, AM_ID, i, NULL, 0));
+        }
+        /* everything, the credit request included, reached the parent */
+        flush_ep(ep);
+        info.sent = n;
+    }
     ASSERT_EQ((ssize_t)sizeof(info), write(atoi(fd_str), &info,
                                            sizeof(info)));
     bool slow = (getenv("DCX_PEER_SLOW") != NULL);
+    if (getenv("DCX_PEER_IDLE") != NULL) {
+        for (;;) {
+            pause();
+        }
+    }
     for (;;) {
         progress();
         if (slow) {
@@ -367,6 +426,7 @@ protected:
         ASSERT_EQ(UCS_OK, uct_rkey_unpack(m_component, info.rkey, &m_rkb));
         m_rkeys.push_back(m_rkb);
         m_remote_buf = info.buf;
+        m_peer_sent  = info.sent;
     }
 
     virtual void SetUp()
@@ -386,6 +446,7 @@ protected:
     uct_ep_h          m_remote;
     uct_rkey_bundle_t m_rkb;
     uint64_t          m_remote_buf;
+    uint64_t          m_peer_sent;
     std::vector<uct_rkey_bundle_t> m_rkeys;
 };
 
@@ -564,6 +625,140 @@ TEST_P(uct_dcx_remote_flood, slow_receiver)
         << "flow control let the peer's receive queue overflow";
     EXPECT_TRUE(m_errors.empty());
 }
+
+/* Flow control with a peer process: small windows, and credit requests
+ * resent only when a test asks for it */
+class uct_dcx_remote_fc : public uct_dcx_remote {
+protected:
+    virtual void init_env(scoped_env &env)
+    {
+        uct_dcx_remote::init_env(env);
+        env.set("UCX_DCX_FC_WND", "4");
+        env.set("UCX_DCX_FC_REQ_TIMEOUT", "3600s");
+    }
+
+    /* An AM waiting in the pending queue */
+    struct am_req {
+        uct_pending_req_t uct;
+        uct_ep_h          ep;
+        int               sent;
+        int               purged;
+
+        static ucs_status_t cb(uct_pending_req_t *self)
+        {
+            am_req *r           = ucs_container_of(self, am_req, uct);
+            ucs_status_t status = uct_ep_am_short(r->ep, AM_ID, 0, NULL, 0);
+
+            r->sent += (status == UCS_OK);
+            return status;
+        }
+
+        static void purge_cb(uct_pending_req_t *self, void *arg)
+        {
+            ucs_container_of(self, am_req, uct)->purged++;
+        }
+    };
+
+    void kill_peer()
+    {
+        kill(m_child, SIGKILL);
+        waitpid(m_child, NULL, 0);
+        m_child = -1;
+    }
+};
+
+/*
+ * Issue 8.1: the grant a sends to a peer that died after asking for credits
+ * fails on a's control DCI.  The grant a owes a live sender, queued behind
+ * it on that DCI, must still go out (before the fix it was completed with
+ * the dead peer's error and dropped, and the live sender stalled forever:
+ * requests are not resent in this test).
+ */
+TEST_P(uct_dcx_remote_fc, grant_to_dead_peer_keeps_live_grants)
+{
+    const int total = 100;
+    int rx_a        = 0;
+    int sent        = 0;
+
+    ASSERT_EQ(UCS_OK, uct_iface_set_am_handler(m_a->iface, AM_ID, count_am,
+                                               &rx_a, 0));
+    m_env.set("DCX_PEER_SEND_TO", to_hex(m_a->dev_addr) + "/" +
+                                  to_hex(m_a->iface_addr));
+    m_env.set("DCX_PEER_SEND_COUNT", "3");   /* window 4: asks at the 3rd */
+    m_env.set("DCX_PEER_IDLE", "1");
+    start_peer();
+    ASSERT_EQ(3u, m_peer_sent);
+    kill_peer();
+
+    /* a live sender runs out of credits before a hears of anything */
+    uct_ep_h live = connect(m_b, m_a);
+    while (uct_ep_am_short(live, AM_ID, sent, NULL, 0) == UCS_OK) {
+        ++sent;
+    }
+    ASSERT_GT(sent, 0);
+
+    /* a grants the dead peer, then the live one; the first grant fails */
+    EXPECT_TRUE(wait_for([&] {
+        while ((sent < total) &&
+               (uct_ep_am_short(live, AM_ID, sent, NULL, 0) == UCS_OK)) {
+            ++sent;
+        }
+        return sent == total;
+    })) << "the live sender stalled after " << sent << " messages";
+    EXPECT_TRUE(wait_for([&] { return rx_a == 3 + total; })) << rx_a;
+    flush_ep(live);
+    EXPECT_TRUE(m_errors.empty());
+    log_counter::reset();
+}
+
+/*
+ * Issue 9.2: the peer takes c's credit request and dies before granting.
+ * While c waits with a request pending, neither c nor its ep is flushed;
+ * the request is sent again after FC_REQ_TIMEOUT, fails, and the error
+ * handler runs; the pending request is the user's to purge.
+ */
+TEST_P(uct_dcx_remote_fc, peer_dies_before_grant)
+{
+    std::map<std::string, std::string> cfg;
+    ucs_status_t status;
+    am_req req;
+    int n = 0;
+
+    cfg["FC_REQ_TIMEOUT"] = "30ms";
+    entity *c = create_entity(cfg);
+    ASSERT_TRUE(c != NULL);
+    m_env.set("DCX_PEER_IDLE", "1");
+    start_peer(c);
+
+    while (uct_ep_am_short(m_remote, AM_ID, n, NULL, 0) == UCS_OK) {
+        ++n;
+    }
+    ASSERT_GT(n, 0);
+    req.uct.func = am_req::cb;
+    req.ep       = m_remote;
+    req.sent     = 0;
+    req.purged   = 0;
+    ASSERT_EQ(UCS_OK, uct_ep_pending_add(m_remote, &req.uct, 0));
+    for (int i = 0; i < 100; ++i) {
+        progress();
+    }
+    EXPECT_EQ(UCS_INPROGRESS, uct_iface_flush(c->iface, 0, NULL));
+    EXPECT_EQ(UCS_INPROGRESS, uct_ep_flush(m_remote, 0, NULL));
+
+    kill_peer();
+    ASSERT_TRUE(wait_error(m_remote, &status));
+    EXPECT_EQ(UCS_ERR_ENDPOINT_TIMEOUT, status);
+    EXPECT_EQ(0, req.sent);
+    uct_ep_pending_purge(m_remote, am_req::purge_cb, NULL);
+    EXPECT_EQ(1, req.purged);
+    flush_iface(c);
+    destroy_ep(m_remote);
+    EXPECT_EQ(1u, m_errors.size());
+    log_counter::reset();
+}
+
+INSTANTIATE_TEST_SUITE_P(policy, uct_dcx_remote_fc,
+                         UCT_DCX_POLICIES);
 
 INSTANTIATE_TEST_SUITE_P(policy, uct_dcx_remote_flood,
                          UCT_DCX_POLICIES);
