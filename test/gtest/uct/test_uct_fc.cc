@@ -177,7 +177,10 @@ TEST_P(uct_dcx_fc, lost_grant_resent)
     EXPECT_TRUE(wait_for([&] { return m_rx == n + 50; }));
     flush_ep(ep);
     EXPECT_TRUE(m_errors.empty());
-    log_counter::reset();  /* the injected failure of the grant */
+    /* the grant did fail (and was logged: an injected error, not a peer
+     * failure) */
+    EXPECT_TRUE(log_counter::contains("(control)")) << log_counter::joined();
+    log_counter::reset();
 }
 
 /* While a waits for a grant with a request pending, neither the interface
