@@ -534,7 +534,116 @@ TEST_P(ucp_dcx, peer_failure)
     tag_roundtrip(100000);
 }
 
+/*
+ * Issue 8.1 at UCP level: a peer process sends to a, runs out of credits
+ * (its request is out) and dies.  a's grant to it fails on a's control DCI;
+ * the grant a owes b, queued behind it, must still go out, or b's messages
+ * to a stall forever (credit requests are not resent in this test).
+ */
+class ucp_dcx_fc : public ucp_dcx {
+protected:
+    virtual void SetUp()
+    {
+        setenv("UCX_DCX_FC_WND", "4", 1);
+        setenv("UCX_DCX_FC_REQ_TIMEOUT", "3600s", 1);
+        ucp_dcx::SetUp();
+    }
+
+    virtual void TearDown()
+    {
+        ucp_dcx::TearDown();
+        unsetenv("UCX_DCX_FC_WND");
+        unsetenv("UCX_DCX_FC_REQ_TIMEOUT");
+    }
+};
+
+TEST_P(ucp_dcx_fc, grant_to_dead_peer_keeps_live_grants)
+{
+    const int count = 200;
+    int to_child[2], to_parent[2];
+    uint32_t len;
+    char ready;
+    pid_t pid;
+
+    ASSERT_EQ(0, pipe(to_child));
+    ASSERT_EQ(0, pipe(to_parent));
+    pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+        char a[16], b[16];
+        snprintf(a, sizeof(a), "%d", to_parent[1]);
+        snprintf(b, sizeof(b), "%d", to_child[0]);
+        setenv("DCX_UCP_PEER_OUT", a, 1);
+        setenv("DCX_UCP_PEER_IN", b, 1);
+        setenv("DCX_UCP_PEER_SEND", "1", 1);
+        if (freopen("/dev/null", "w", stdout) == NULL) {
+            _exit(126);
+        }
+        execl("/proc/self/exe", "gtest_ucp_peer",
+              "--gtest_filter=ucp_dcx_peer.DISABLED_serve",
+              "--gtest_also_run_disabled_tests", (char*)NULL);
+        _exit(127);
+    }
+    close(to_parent[1]);
+    close(to_child[0]);
+
+    /* the child gets a's address, sends to a until out of credits */
+    ASSERT_EQ((ssize_t)sizeof(len), read(to_parent[0], &len, sizeof(len)));
+    std::vector<char> child_addr(len);
+    ASSERT_EQ((ssize_t)len, read(to_parent[0], &child_addr[0], len));
+    len = m_a.address.size();
+    ASSERT_EQ((ssize_t)sizeof(len), write(to_child[1], &len, sizeof(len)));
+    ASSERT_EQ((ssize_t)len, write(to_child[1], &m_a.address[0], len));
+    ASSERT_EQ(1, read(to_parent[0], &ready, 1));
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+    close(to_parent[0]);
+    close(to_child[1]);
+
+    /* b sends to a; nothing progressed until all are posted */
+    std::vector<uint64_t> sbuf(count), rbuf(count, 0);
+    std::vector<void*> sreqs, rreqs;
+    ucp_request_param_t param;
+    memset(&param, 0, sizeof(param));
+    for (int i = 0; i < count; ++i) {
+        sbuf[i] = 1000 + i;
+        sreqs.push_back(ucp_tag_send_nbx(m_ba, &sbuf[i], sizeof(sbuf[i]),
+                                         0x77, &param));
+    }
+    for (int i = 0; i < count; ++i) {
+        rreqs.push_back(ucp_tag_recv_nbx(m_a.worker, &rbuf[i],
+                                         sizeof(rbuf[i]), 0x77,
+                                         (ucp_tag_t)-1, &param));
+    }
+    for (int i = 0; i < count; ++i) {
+        EXPECT_EQ(UCS_OK, wait_req(sreqs[i])) << "send " << i;
+        EXPECT_EQ(UCS_OK, wait_req(rreqs[i])) << "receive " << i;
+    }
+    for (int i = 0; i < count; ++i) {
+        EXPECT_EQ(1000u + i, rbuf[i]);
+    }
+    EXPECT_EQ(0, m_failed);
+
+    /* take what the dead peer sent (it ran out of credits at 4) */
+    ucp_tag_recv_info_t info;
+    ucp_tag_message_h msg;
+    uint64_t value;
+    int from_child = 0;
+    while ((msg = ucp_tag_probe_nb(m_a.worker, 0x99, (ucp_tag_t)-1, 1,
+                                   &info)) != NULL) {
+        EXPECT_EQ(UCS_OK, wait_req(ucp_tag_msg_recv_nbx(m_a.worker, &value,
+                                                        sizeof(value), msg,
+                                                        &param)));
+        EXPECT_EQ(7u, value);
+        from_child++;
+    }
+    EXPECT_GT(from_child, 0);
+}
+
 INSTANTIATE_TEST_SUITE_P(policy, ucp_dcx,
+                         ::testing::Values("dcs", "dcs_quota", "rand"));
+
+INSTANTIATE_TEST_SUITE_P(policy, ucp_dcx_fc,
                          ::testing::Values("dcs", "dcs_quota", "rand"));
 
 } /* namespace */
@@ -571,6 +680,32 @@ TEST_F(ucp_dcx_peer, DISABLED_serve)
     ASSERT_EQ((ssize_t)sizeof(len), write(atoi(out), &len, sizeof(len)));
     ASSERT_EQ((ssize_t)len, write(atoi(out), addr, len));
     ASSERT_EQ((ssize_t)sizeof(len), read(atoi(in), &len, sizeof(len)));
+
+    if (getenv("DCX_UCP_PEER_SEND") != NULL) {
+        /* send to the parent's worker until out of credits, then idle */
+        std::vector<char> target(len);
+        ucp_ep_params_t eparams;
+        ucp_ep_h ep;
+        uint64_t value = 7;
+
+        ASSERT_EQ((ssize_t)len, read(atoi(in), &target[0], len));
+        memset(&eparams, 0, sizeof(eparams));
+        eparams.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS;
+        eparams.address    = (const ucp_address_t*)&target[0];
+        ASSERT_EQ(UCS_OK, ucp_ep_create(worker, &eparams, &ep));
+        ucp_request_param_t sparam;
+        memset(&sparam, 0, sizeof(sparam));
+        for (int i = 0; i < 32; ++i) {
+            ucp_tag_send_nbx(ep, &value, sizeof(value), 0x99, &sparam);
+        }
+        for (int i = 0; i < 100000; ++i) {
+            ucp_worker_progress(worker);
+        }
+        ASSERT_EQ(1, write(atoi(out), "r", 1));
+        for (;;) {
+            pause();
+        }
+    }
 
     std::vector<char> buf(4096);
     ucp_request_param_t param;
