@@ -171,15 +171,19 @@ TEST_P(uct_dcx_fc, lost_grant_resent)
     fault.status = DCX_WC_REM_OP_ERR;
     ASSERT_EQ(0, dcx_soft_fault_inject(device(), &fault));
 
-    EXPECT_TRUE(wait_for([&] { return m_rx == n; }));
+    /* only b progresses until the grant is out: a's timer cannot send its
+     * request again (another send) before the fault hit the grant */
+    for (int i = 0; (i < 100000) && (m_rx < n); ++i) {
+        uct_worker_progress(m_b->worker);
+    }
+    EXPECT_EQ(n, m_rx);
     EXPECT_TRUE(send_all(ep, 50)) << "sender never got credits again";
     dcx_soft_fault_clear(device());
     EXPECT_TRUE(wait_for([&] { return m_rx == n + 50; }));
     flush_ep(ep);
+    /* the grant failed with a peer-failure status, logged at the diagnostic
+     * level; no endpoint of a failed */
     EXPECT_TRUE(m_errors.empty());
-    /* the grant did fail (and was logged: an injected error, not a peer
-     * failure) */
-    EXPECT_TRUE(log_counter::contains("(control)")) << log_counter::joined();
     log_counter::reset();
 }
 
