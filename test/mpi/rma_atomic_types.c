@@ -29,9 +29,11 @@
  *    operation.
  *  - MPI_Get_accumulate/MPI_Accumulate with a reduction op allocate their
  *    temporary buffer from the true extent of the type but use its extent:
- *    for padded pair types (MPI_DOUBLE_INT, MPI_LONG_INT, MPI_SHORT_INT,
- *    MPI_LONG_DOUBLE_INT) and count > 1 that overruns the heap.  Those types
- *    are therefore used one element per call.
+ *    for padded pair types (MPI_DOUBLE_INT, MPI_LONG_INT,
+ *    MPI_LONG_DOUBLE_INT: true extent < extent) and count > 1 that overruns
+ *    the heap.  Those types are therefore used one element per call.
+ *
+ * dcx-test-np: 2 3 4
  */
 #include "mpitest.h"
 

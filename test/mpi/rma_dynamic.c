@@ -23,6 +23,8 @@
  * program therefore carves its regions from a pool from the top down, so
  * every attach is below the regions already attached.  The software path
  * itself is tested by gtest ucp_dcx.sw_and_dcx_atomics_mix_without_error.
+ *
+ * dcx-test-np: 2 3 4
  */
 #include "mpitest.h"
 
