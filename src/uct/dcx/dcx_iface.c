@@ -498,12 +498,8 @@ static ucs_status_t uct_dcx_iface_query(uct_iface_h tl_iface,
                       UCT_IFACE_FLAG_CB_SYNC |
                       UCT_IFACE_FLAG_EP_CHECK |
                       UCT_IFACE_FLAG_ERRHANDLE_PEER_FAILURE;
-    /* Atomics that the target's CPU executes (the soft device) are
-     * consistent with CPU atomics, so UCP may mix them with its software
-     * atomics (active messages run by the target's CPU) in one worker: an
-     * rkey without a dcx key (e.g. from a zero-length or foreign
-     * registration) then costs speed, not an "unsupported" error.  A NIC's
-     * atomics are consistent only among themselves. */
+    /* atomics run by the target's CPU (soft device) are CPU atomics, which
+     * UCP may mix with its software ones (docs/mpi-rma.md); a NIC's are not */
     if (iface->config.atomic64_fetch | iface->config.atomic32_fetch) {
         attr->cap.flags |= (caps->flags & DCX_CAP_ATOMIC_HOST) ?
                            UCT_IFACE_FLAG_ATOMIC_CPU :
