@@ -92,7 +92,11 @@ enum {
     DCX_CAP_DC          = 1u << 0,  /* DCI/DCT */
     DCX_CAP_TM          = 1u << 1,  /* tag-matching SRQ (later issue) */
     DCX_CAP_MKEY_STRIDE = 1u << 2,  /* strided indirect mkeys (later issue) */
-    DCX_CAP_HELPER      = 1u << 3   /* one-sided ops progress without app */
+    DCX_CAP_HELPER      = 1u << 3,  /* one-sided ops progress without app */
+    DCX_CAP_ATOMIC_HOST = 1u << 4   /* atomics are executed by the target's
+                                       CPU with its atomic instructions, so
+                                       they are consistent with the CPU's own
+                                       atomics (a NIC's are not) */
 };
 
 /* Atomic capability flags (dcx_dev_caps_t.atomic_flags); each bit names an

@@ -747,7 +747,10 @@ static void soft_fill_caps(soft_dev_t *dev, const dcx_dev_info_t *info)
 
     snprintf(caps->name, sizeof(caps->name), "%s", info->name);
     snprintf(caps->fw_ver, sizeof(caps->fw_ver), "soft-%u.0", SOFT_VERSION);
-    caps->flags            = DCX_CAP_DC | DCX_CAP_HELPER;
+    /* the responder runs in the target process and executes atomics with
+     * the CPU's atomic instructions on the target's memory */
+    caps->flags            = DCX_CAP_DC | DCX_CAP_HELPER |
+                             DCX_CAP_ATOMIC_HOST;
     caps->atomic_flags     = DCX_ATOMIC_FADD64 | DCX_ATOMIC_CSWAP64 |
                              DCX_ATOMIC_MASKED_FADD32 |
                              DCX_ATOMIC_MASKED_FADD64 |

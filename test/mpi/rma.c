@@ -4,6 +4,8 @@
  * MPI_Win_lock/MPI_Win_unlock (passive target), on windows created both
  * with MPI_Win_allocate and with MPI_Win_create. Also fetch-and-op and
  * compare-and-swap under MPI_Win_lock_all.
+ *
+ * dcx-test-np: 2 3 4
  */
 #include "mpitest.h"
 

@@ -17,14 +17,18 @@
 #                        (UCX_DCX_SOFT_DEVICES=1, UCX_DCX_SOFT_FABRIC=<name>).
 #   DCX_RUN              path of the dcx-run wrapper (default: dcx-run from
 #                        PATH, else <repo>/build/contrib/dcx-run)
-#   DCX_TEST_FABRIC      soft fabric name prefix (default mpitest-<pid>);
-#                        each run gets its own fabric <prefix>-<prog>-<np>
-#   -n, DCX_TEST_NP      process counts (default "2 4")
+#   DCX_TEST_FABRIC      soft fabric name prefix (default mt<pid>); each run
+#                        gets its own fabric <prefix>-<run number> (fabric
+#                        names have at most 32 characters)
+#   -n, DCX_TEST_NP      process counts for every program (default "2 4",
+#                        or the list a program names in a line
+#                        "dcx-test-np: 2 3 4" of its source)
 #   -o, DCX_TEST_ONLY    run only programs whose name matches this
 #                        extended regex (e.g. 'mpi/p2p|shmem/atomics')
 #   DCX_TEST_TIMEOUT     seconds per run (default 120)
-#   DCX_TEST_STRICT=1    also fail a run that printed a "UCX  ERROR" line
-#                        (by default those are only reported)
+#   DCX_TEST_STRICT      1 (default): a run whose output has a UCX error
+#                        line ("UCX  ERROR", any process) fails; 0: such
+#                        lines are only reported on the PASS line
 #   DCX_TEST_MPIRUN_ARGS extra arguments for mpirun/oshrun
 #
 # Every run is checked three ways: exit status 0, the program's own "OK"
@@ -54,9 +58,10 @@ top=$(cd "$here/../.." && pwd)
 
 tls=${DCX_TEST_TLS:-posix}
 nps=${DCX_TEST_NP:-2 4}
+nps_forced=${DCX_TEST_NP:+1}
 only=${DCX_TEST_ONLY:-}
 tmo=${DCX_TEST_TIMEOUT:-120}
-strict=${DCX_TEST_STRICT:-0}
+strict=${DCX_TEST_STRICT:-1}
 extra=${DCX_TEST_MPIRUN_ARGS:-}
 
 usage() { sed -n '2,/^$/s/^# \{0,1\}//p' "$0"; }
@@ -64,7 +69,7 @@ usage() { sed -n '2,/^$/s/^# \{0,1\}//p' "$0"; }
 while getopts "t:n:o:h" opt; do
     case $opt in
     t) tls=$OPTARG ;;
-    n) nps=$OPTARG ;;
+    n) nps=$OPTARG; nps_forced=1 ;;
     o) only=$OPTARG ;;
     h) usage; exit 0 ;;
     *) usage >&2; exit 2 ;;
@@ -110,7 +115,7 @@ dcx)
         fatal "'$dcx_run --print-preload' failed (is libuct_dcx.so built?)"
     [ -n "$preload" ] || fatal "'$dcx_run --print-preload' printed nothing"
     xargs_tl+=(-x "LD_PRELOAD=$preload" -x UCX_DCX_SOFT_DEVICES=1)
-    fabric_prefix=${DCX_TEST_FABRIC:-mpitest-$$}
+    fabric_prefix=${DCX_TEST_FABRIC:-mt$$}
     ;;
 esac
 
@@ -130,6 +135,7 @@ echo "# build and logs: $bdir"
 passed=0
 failed=0
 progs=()   # entries "kind/name"
+declare -A prog_src   # "kind/name" -> source file
 
 build_one() {   # build_one CC KIND SRC
     local cc=$1 kind=$2 src=$3 name
@@ -137,6 +143,7 @@ build_one() {   # build_one CC KIND SRC
     if "$cc" -O2 -g -Wall -Wextra -o "$bdir/${kind}_$name" "$src" \
             >"$logdir/build_${kind}_$name.log" 2>&1; then
         progs+=("$kind/$name")
+        prog_src["$kind/$name"]=$src
     else
         failed=$((failed + 1))
         echo "FAIL build $kind/$name (see $logdir/build_${kind}_$name.log)"
@@ -197,14 +204,30 @@ check_dcx_traffic() {   # check_dcx_traffic LOG NP
             }'
 }
 
+# Process counts of one program: -n / DCX_TEST_NP if given, else the list
+# in the program's "dcx-test-np:" line, else the default.
+prog_nps() {   # prog_nps SRC
+    local own
+    if [ -z "$nps_forced" ]; then
+        own=$(sed -n 's/.*dcx-test-np:[[:space:]]*\([0-9 ]*[0-9]\).*/\1/p' "$1" | head -n 1)
+        if [ -n "$own" ]; then
+            echo "$own"
+            return
+        fi
+    fi
+    echo "$nps"
+}
+
 # ---- run ------------------------------------------------------------------
 t_all=$SECONDS
+run_no=0
 for p in "${progs[@]}"; do
     if [ -n "$only" ] && ! [[ $p =~ $only ]]; then continue; fi
     kind=${p%%/*}
     name=${p#*/}
     exe=$bdir/${kind}_$name
-    for np in $nps; do
+    for np in $(prog_nps "${prog_src[$p]}"); do
+        run_no=$((run_no + 1))
         log=$logdir/${kind}_$name.np$np.log
         args=("${common[@]}")
         launcher=mpirun
@@ -213,7 +236,7 @@ for p in "${progs[@]}"; do
             args+=("${shmem_extra[@]}")
         fi
         if [ "$tls" = dcx ]; then
-            args+=(-x "UCX_DCX_SOFT_FABRIC=$fabric_prefix-${kind}_$name-$np")
+            args+=(-x "UCX_DCX_SOFT_FABRIC=$fabric_prefix-$run_no")
         fi
         # shellcheck disable=SC2086
         cmd=(timeout -k 10 "$tmo" "$launcher" "${args[@]}" $extra -np "$np" "$exe")
@@ -245,9 +268,10 @@ for p in "${progs[@]}"; do
                 reason="dcx counters: $traffic"
             fi
         fi
-        nerr=$(grep -c 'UCX  ERROR' "$log")
+        nerr=$(grep -cE 'UCX +ERROR' "$log")
         if [ -z "$reason" ] && [ "$strict" = 1 ] && [ "$nerr" -gt 0 ]; then
-            reason="$nerr 'UCX  ERROR' line(s) (DCX_TEST_STRICT=1)"
+            reason="$nerr UCX error line(s): $(grep -m1 -E 'UCX +ERROR' "$log" |
+                sed -E 's/^.*UCX +ERROR +//')"
         fi
         notes=$(grep -h '^NOTE ' "$log" | sort -u | sed 's/^NOTE //' | paste -sd';')
 

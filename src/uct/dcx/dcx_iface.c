@@ -509,8 +509,12 @@ static ucs_status_t uct_dcx_iface_query(uct_iface_h tl_iface,
                       UCT_IFACE_FLAG_CB_SYNC |
                       UCT_IFACE_FLAG_EP_CHECK |
                       UCT_IFACE_FLAG_ERRHANDLE_PEER_FAILURE;
+    /* atomics run by the target's CPU (soft device) are CPU atomics, which
+     * UCP may mix with its software ones (docs/mpi-rma.md); a NIC's are not */
     if (iface->config.atomic64_fetch | iface->config.atomic32_fetch) {
-        attr->cap.flags |= UCT_IFACE_FLAG_ATOMIC_DEVICE;
+        attr->cap.flags |= (caps->flags & DCX_CAP_ATOMIC_HOST) ?
+                           UCT_IFACE_FLAG_ATOMIC_CPU :
+                           UCT_IFACE_FLAG_ATOMIC_DEVICE;
     }
     /* short operations are inline work requests */
     if (max_inline > 0) {

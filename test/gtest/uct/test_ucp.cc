@@ -8,6 +8,8 @@
 
 #include <ucp/api/ucp.h>
 
+#include "log_counter.h"
+
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -291,6 +293,121 @@ TEST_P(ucp_dcx, rma_and_atomics)
     ucp_rkey_destroy(rkey);
     ucp_mem_unmap(m_b.context, memh);
     free(remote);
+}
+
+/* What osc ucx (Open MPI 4.1.4) does on a dynamic window when its region
+ * lookup goes wrong: an atomic on real remote memory with an rkey that holds
+ * no dcx key (here the rkey of a zero-length mapping, md_map 0), so UCP runs
+ * it in software (an active message executed by the target's CPU), while
+ * atomics with the proper rkey on the same word go through dcx.  Both must
+ * work in one worker, be atomic with respect to each other, and log
+ * nothing; with dcx advertising device atomics UCP logged "Unsupported: got
+ * software atomic request while device atomics are selected" at the
+ * target. */
+TEST_P(ucp_dcx, sw_and_dcx_atomics_mix_without_error)
+{
+    const int rounds = 50;
+    std::vector<uint64_t> mem(8, 0);
+    ucp_mem_map_params_t mparams;
+    ucp_request_param_t param;
+    ucp_mem_h memh, memh0;
+    ucp_rkey_h rkey, rkey0;
+    void *rkey_buf;
+    size_t rkey_size;
+    char *info     = NULL;
+    size_t info_sz = 0;
+
+    memset(&mparams, 0, sizeof(mparams));
+    mparams.field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS |
+                         UCP_MEM_MAP_PARAM_FIELD_LENGTH;
+    mparams.address    = &mem[0];
+    mparams.length     = mem.size() * sizeof(uint64_t);
+    ASSERT_EQ(UCS_OK, ucp_mem_map(m_b.context, &mparams, &memh));
+    ASSERT_EQ(UCS_OK, ucp_rkey_pack(m_b.context, memh, &rkey_buf,
+                                    &rkey_size));
+    ASSERT_EQ(UCS_OK, ucp_ep_rkey_unpack(m_ab, rkey_buf, &rkey));
+    ucp_rkey_buffer_release(rkey_buf);
+
+    /* a key with no transport key at all */
+    mparams.length = 0;
+    ASSERT_EQ(UCS_OK, ucp_mem_map(m_b.context, &mparams, &memh0));
+    ASSERT_EQ(UCS_OK, ucp_rkey_pack(m_b.context, memh0, &rkey_buf,
+                                    &rkey_size));
+    ASSERT_EQ(UCS_OK, ucp_ep_rkey_unpack(m_ab, rkey_buf, &rkey0));
+    ucp_rkey_buffer_release(rkey_buf);
+
+    /* the proper key's atomics go through dcx */
+    FILE *f = open_memstream(&info, &info_sz);
+    ASSERT_TRUE(f != NULL);
+    ucp_ep_print_info(m_ab, f);
+    fclose(f);
+    std::string ep_info(info, info_sz);
+    free(info);
+    EXPECT_NE(std::string::npos, ep_info.find("dcx/")) << ep_info;
+
+    dcx_test::log_counter::install();
+    uint64_t *word64 = &mem[0];
+    uint32_t *word32 = (uint32_t*)&mem[2];
+    for (int i = 0; i < rounds; ++i) {
+        ucp_rkey_h k     = (i & 1) ? rkey0 : rkey;
+        uint64_t add64   = 1, old64 = ~0ull;
+        uint32_t add32   = 1, old32 = ~0u;
+
+        memset(&param, 0, sizeof(param));
+        param.op_attr_mask = UCP_OP_ATTR_FIELD_DATATYPE |
+                             UCP_OP_ATTR_FIELD_REPLY_BUFFER;
+        param.datatype     = ucp_dt_make_contig(8);
+        param.reply_buffer = &old64;
+        ASSERT_EQ(UCS_OK, wait_req(ucp_atomic_op_nbx(m_ab, UCP_ATOMIC_OP_ADD,
+                                                     &add64, 1,
+                                                     (uintptr_t)word64, k,
+                                                     &param)));
+        EXPECT_EQ((uint64_t)i, old64) << "round " << i;
+
+        param.datatype     = ucp_dt_make_contig(4);
+        param.reply_buffer = &old32;
+        ASSERT_EQ(UCS_OK, wait_req(ucp_atomic_op_nbx(m_ab, UCP_ATOMIC_OP_ADD,
+                                                     &add32, 1,
+                                                     (uintptr_t)word32, k,
+                                                     &param)));
+        EXPECT_EQ((uint32_t)i, old32) << "round " << i;
+
+        /* a non-fetching add, then a compare-and-swap that must see it */
+        param.op_attr_mask = UCP_OP_ATTR_FIELD_DATATYPE;
+        param.datatype     = ucp_dt_make_contig(8);
+        ASSERT_EQ(UCS_OK, wait_req(ucp_atomic_op_nbx(m_ab, UCP_ATOMIC_OP_ADD,
+                                                     &add64, 1,
+                                                     (uintptr_t)&mem[4], k,
+                                                     &param)));
+        ASSERT_EQ(UCS_OK, wait_req(ucp_ep_flush_nbx(m_ab, &param)));
+        /* UCP's cswap: buffer is the compare value, reply_buffer the swap
+         * value in and the old value out */
+        uint64_t compare = (uint64_t)i, swap_res = 1000 + i;
+        param.op_attr_mask = UCP_OP_ATTR_FIELD_DATATYPE |
+                             UCP_OP_ATTR_FIELD_REPLY_BUFFER;
+        param.reply_buffer = &swap_res;
+        ASSERT_EQ(UCS_OK, wait_req(ucp_atomic_op_nbx(m_ab, UCP_ATOMIC_OP_CSWAP,
+                                                     &compare, 1,
+                                                     (uintptr_t)&mem[6], k,
+                                                     &param)));
+        /* mem[6] holds i (set below) before this round's swap */
+        EXPECT_EQ((uint64_t)i, swap_res) << "round " << i;
+        EXPECT_EQ((uint64_t)(1000 + i), mem[6]) << "round " << i;
+        mem[6] = i + 1;
+    }
+
+    EXPECT_EQ((uint64_t)rounds, *word64);
+    EXPECT_EQ((uint32_t)rounds, *word32);
+    EXPECT_EQ((uint64_t)rounds, mem[4]);
+    EXPECT_EQ(0, dcx_test::log_counter::errors())
+        << dcx_test::log_counter::joined();
+    EXPECT_EQ(0, dcx_test::log_counter::warnings())
+        << dcx_test::log_counter::joined();
+
+    ucp_rkey_destroy(rkey0);
+    ucp_rkey_destroy(rkey);
+    ucp_mem_unmap(m_b.context, memh0);
+    ucp_mem_unmap(m_b.context, memh);
 }
 
 /* OpenSHMEM's put_nbi ... quiet over spml ucx: each worker puts 256 longs

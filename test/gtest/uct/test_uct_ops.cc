@@ -7,6 +7,7 @@
 #include <cstring>
 #include <algorithm>
 #include <set>
+#include <thread>
 
 using namespace dcx_test;
 
@@ -396,6 +397,46 @@ TEST_P(uct_dcx_ops, atomics32)
     EXPECT_EQ(1u, result);
     EXPECT_EQ(77u, *v);
     EXPECT_EQ(0xdeadbeefu, ((uint32_t*)m.ptr)[0]);
+}
+
+/* The soft device executes atomics with the CPU's atomic instructions in the
+ * target process, so dcx advertises UCT_IFACE_FLAG_ATOMIC_CPU (not
+ * ATOMIC_DEVICE): UCP may then mix them with its software atomics and with
+ * the application's own.  Checked: a thread adding to the same words with
+ * CPU atomics while dcx adds to them loses no update. */
+TEST_P(uct_dcx_ops, atomics_consistent_with_cpu_atomics)
+{
+    const int n     = 2000;
+    mem m           = alloc_mem(64);
+    uint64_t *v64   = (uint64_t*)m.ptr;
+    uint32_t *v32   = (uint32_t*)m.ptr + 2;
+    const uct_iface_attr_t &a = m_a->attr;
+
+    EXPECT_TRUE(a.cap.flags & UCT_IFACE_FLAG_ATOMIC_CPU);
+    EXPECT_FALSE(a.cap.flags & UCT_IFACE_FLAG_ATOMIC_DEVICE);
+
+    *v64 = 0;
+    *v32 = 0;
+    std::thread cpu([&] {
+        for (int i = 0; i < n; ++i) {
+            __atomic_fetch_add(v64, 1, __ATOMIC_SEQ_CST);
+            __atomic_fetch_add(v32, 1, __ATOMIC_SEQ_CST);
+        }
+    });
+    for (int i = 0; i < n; ++i) {
+        ASSERT_EQ(UCS_OK, retry([&] {
+            return uct_ep_atomic64_post(m_ab, UCT_ATOMIC_OP_ADD, 1,
+                                        (uintptr_t)v64, m.rkey);
+        }));
+        ASSERT_EQ(UCS_OK, retry([&] {
+            return uct_ep_atomic32_post(m_ab, UCT_ATOMIC_OP_ADD, 1,
+                                        (uintptr_t)v32, m.rkey);
+        }));
+    }
+    flush_ep(m_ab);
+    cpu.join();
+    EXPECT_EQ((uint64_t)(2 * n), __atomic_load_n(v64, __ATOMIC_SEQ_CST));
+    EXPECT_EQ((uint32_t)(2 * n), __atomic_load_n(v32, __ATOMIC_SEQ_CST));
 }
 
 TEST_P(uct_dcx_ops, fence_orders_put_after_get)
