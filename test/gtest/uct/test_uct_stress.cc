@@ -149,7 +149,7 @@ protected:
         if (h->seq > p.rx_seq) {
             self->m_losses += h->seq - p.rx_seq;   /* a gap */
         } else if (h->seq < p.rx_seq) {
-            self->m_corruptions++;                 /* a duplicate, or reordered */
+            self->m_corruptions++;   /* a duplicate, or reordered */
             return UCS_OK;
         }
         p.rx_seq = h->seq + 1;
