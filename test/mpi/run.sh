@@ -1,7 +1,8 @@
 #!/bin/bash
 #
 # Build and run the MPI (test/mpi) and OpenSHMEM (test/shmem) test programs
-# over one UCX transport, with 2 and 4 processes each.
+# over one UCX transport, with 2 and 4 processes each (or the counts a
+# program asks for, e.g. 2, 3 and 4 for the one-sided programs).
 #
 #   test/mpi/run.sh [-t TLS] [-n "2 4"] [-o PATTERN] [BUILD_DIR]
 #
@@ -31,8 +32,9 @@
 #                        lines are only reported on the PASS line
 #   DCX_TEST_MPIRUN_ARGS extra arguments for mpirun/oshrun
 #
-# Every run is checked three ways: exit status 0, the program's own "OK"
-# line, and the transport check: every process runs with
+# Every run is checked four ways: exit status 0, the program's own "OK"
+# line, no UCX error line (unless DCX_TEST_STRICT=0), and the transport
+# check: every process runs with
 # UCX_LOG_LEVEL=info, so UCX 1.13 prints one line per endpoint
 # configuration it creates, e.g.
 #     ucp_worker.c:1763 UCX  INFO    ep_cfg[1]: tag(posix/memory)
@@ -42,7 +44,7 @@
 # other than it and "self" does (so no silent fallback to posix, tcp,
 # sysv, cma, ...).
 #
-# Over dcx there is a fourth check: every process must print dcx's own
+# Over dcx there is one more check: every process must print dcx's own
 # counters ("dcx md soft0: traffic: tx N packets B bytes ...", one info line
 # per device at close) and the job must have sent bytes through dcx; the
 # PASS line shows the totals.
