@@ -86,6 +86,25 @@ typedef struct dcx_soft_stats {
 
 int  dcx_soft_stats(dcx_dev_t *dev, dcx_soft_stats_t *stats);
 
+/* Counters of one tag-matching SRQ (DCX_SRQ_TM). */
+typedef struct dcx_soft_tm_stats {
+    uint64_t adds;            /* ADD operations */
+    uint64_t dels;            /* DELs that removed their entry */
+    uint64_t del_races;       /* DELs that found it consumed (TM_ERR) */
+    uint64_t syncs;           /* SYNC operations */
+    uint64_t matched;         /* messages matched to a listed entry */
+    uint64_t unexp_eager;     /* unexpected eager messages */
+    uint64_t unexp_rndv;      /* unexpected rendezvous requests */
+    uint64_t rndv_hw;         /* rendezvous read by the device */
+    uint64_t rndv_sw;         /* RNDV_INCOMPLETE: left to software */
+    uint64_t rndv_errors;     /* device reads that failed */
+    uint64_t fins_sent;       /* FINs the sender's device acknowledged */
+    uint64_t fin_errors;      /* FINs that could not be delivered */
+    uint64_t fins_received;   /* FINs received (TM_NO_TAG) */
+} dcx_soft_tm_stats_t;
+
+int  dcx_soft_tm_stats(dcx_srq_t *srq, dcx_soft_tm_stats_t *stats);
+
 /* True if dev is a soft device. */
 int  dcx_dev_is_soft(const dcx_dev_t *dev);
 
