@@ -24,6 +24,10 @@
  *  - Each device runs a helper thread that executes inbound operations when
  *    the application has not polled for 200 us, and sleeps on a futex when
  *    nothing is outstanding.
+ *  - Tag matching (DCX_CAP_TM, caps.tm_max_tags = limits.tm_max_tags,
+ *    default 1023): a DCX_SRQ_TM SRQ creates 4 DCIs of its own (they count
+ *    against max_dci) for the device's rendezvous READs and FINs; the
+ *    engine and its modelling choices are described in soft_tm.c.
  */
 #ifndef DCX_SOFT_H_
 #define DCX_SOFT_H_

@@ -697,6 +697,84 @@ TEST_F(soft_tm, unexpected_truncation_bad_flow)
     EXPECT_EQ(SRQ_WRID, wc.wr_id);
 }
 
+/* No SRQ buffer for an unexpected message: RNR, nothing consumed; it
+ * lands once software posts a buffer. */
+TEST_F(soft_tm, unexpected_rnr)
+{
+    open_pair();
+    for (uint32_t i = 0; i < SRQ_SLOTS; ++i) {
+        send_msg(DCX_TMH_EAGER, 1, i, 8, 0);
+    }
+    EXPECT_TRUE(wait(rx, SRQ_SLOTS));
+    dcx_tmh_pack(tx.at(SEND_OFF), DCX_TMH_EAGER, 0xbeef, 1);
+    dcx_sge_t sg = { tx.va(SEND_OFF), 16, tx.mr->lkey };
+    dcx_send_wr_t wr;
+    memset(&wr, 0, sizeof(wr));
+    wr.wr_id       = 99;
+    wr.opcode      = DCX_WR_SEND;
+    wr.flags       = DCX_SEND_SIGNALED;
+    wr.num_sge     = 1;
+    wr.sg_list     = &sg;
+    wr.dest.ah     = tx.n.ah;
+    wr.dest.dctn   = rx.n.dct->qp_num;
+    wr.dest.dc_key = KEY;
+    ASSERT_EQ(0, dcx_qp_post_send(tx.n.dci, &wr));
+    double end = now_s() + 0.05;
+    while (now_s() < end) {
+        poll_both();
+    }
+    EXPECT_TRUE(tx.sent.empty());
+    EXPECT_EQ(SRQ_SLOTS, rx.got.size());
+    dcx_soft_stats_t st;
+    ASSERT_EQ(0, dcx_soft_stats(rx.n.dev, &st));
+    EXPECT_GE(st.rnr_naks_sent, 1u);
+    rx.got.clear();
+    ASSERT_EQ(0, rx.post_srq(5));
+    dcx_wc_t wc = pop(rx);
+    EXPECT_EQ(SRQ_WRID + 5, wc.wr_id);
+    EXPECT_EQ(DCX_WC_TM_RECV, wc.opcode);
+    end = now_s() + 20.0;
+    while (tx.sent.empty() && (now_s() < end)) {
+        poll_both();
+    }
+    ASSERT_FALSE(tx.sent.empty());
+    EXPECT_EQ(DCX_WC_SUCCESS, tx.sent.front().status);
+}
+
+/* The sender gives up half way through a message matched to an entry (its
+ * DCI fails and is recovered): the entry's receive is flushed. */
+TEST_F(soft_tm, eager_abandoned_bad_flow)
+{
+    dcx_soft_limits_t l = fast_limits();
+    open_pair(63, 256, &l);
+    const uint32_t mtu = dcx_dev_caps(rx.n.dev)->mtu;
+    uint32_t h = add_ok(rx, 2, ~0ull, 1, 0, 4 * mtu);
+    dcx_soft_fault_t f;
+    memset(&f, 0, sizeof(f));
+    f.type   = DCX_SOFT_FAULT_DROP;
+    f.opcode = DCX_WR_SEND;
+    f.skip   = 1;            /* the first packet arrives, no other */
+    ASSERT_EQ(0, dcx_soft_fault_inject(tx.n.dev, &f));
+    EXPECT_EQ(DCX_WC_RETRY_EXC_ERR,
+              send_msg(DCX_TMH_EAGER, 2, 0x21, 3 * mtu, 1).status);
+    dcx_wc_t wc = pop(rx);
+    EXPECT_EQ(DCX_WC_FLAG_TM_MATCH, wc.flags);
+    EXPECT_EQ(1u, wc.wr_id);
+    dcx_soft_fault_clear(tx.n.dev);
+    ASSERT_EQ(0, dcx_qp_recover(tx.n.dci));
+    /* the sender's next message shows the responder it moved on */
+    EXPECT_EQ(DCX_WC_SUCCESS, send_msg(DCX_TMH_EAGER, 3, 0, 8, 1).status);
+    wc = pop(rx);
+    EXPECT_EQ(DCX_WC_WR_FLUSH_ERR, wc.status);
+    EXPECT_EQ(1u, wc.wr_id);
+    EXPECT_EQ(SRQ_WRID, pop(rx).wr_id);   /* the next one: unexpected */
+    {
+        log_counter logs;   /* the flushed entry is software's again */
+        EXPECT_EQ(EINVAL, op(rx, DCX_TM_OP_DEL, DCX_TM_OPF_SIGNALED, h, 1));
+        EXPECT_EQ(1, logs.lines());
+    }
+}
+
 /* ------------------------------------------------------------------------
  * List operations
  * ------------------------------------------------------------------------ */
