@@ -59,121 +59,20 @@
 #include "config.h"
 #endif
 
-#include "soft.h"
+#include "soft_tm.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define SOFT_TM_NONE       UINT32_MAX
-#define SOFT_TM_DCIS       4u        /* device rendezvous in flight at once */
-#define SOFT_TM_SYNC_DIFF  0x3fffu
-#define SOFT_TM_DCI_WR     4u
-
-/* How the responder places the message (soft_tm_msg_t.mode) */
-enum {
-    SOFT_TMM_NONE,
-    SOFT_TMM_EXPECTED,   /* matched eager: payload into the entry */
-    SOFT_TMM_SRQ,        /* into the held SRQ buffer, headers included */
-    SOFT_TMM_DISCARD     /* matched but does not fit: LOC_LEN_ERR done */
-};
-
-/* Hardware state of a list entry */
-enum {
-    SOFT_TME_FREE,
-    SOFT_TME_LISTED,
-    SOFT_TME_CONSUMED,
-    SOFT_TME_REMOVED
-};
-
-/* soft_cqe_t.tm_flags: what polling the completion retires */
-enum {
-    SOFT_TMC_RELEASE  = 1u << 0,  /* one expected completion of the entry */
-    SOFT_TMC_RELEASE2 = 1u << 1,  /* and another (DEL removed the entry) */
-    SOFT_TMC_OP       = 1u << 2,  /* list operations up to tm_op */
-    SOFT_TMC_UNEXP    = 1u << 3   /* an unexpected message (sync count) */
-};
-
-typedef struct soft_tm_entry {
-    uint64_t   tag;
-    uint64_t   mask;
-    uint64_t   recv_wr_id;
-    dcx_sge_t  sge;
-    uint32_t   num_sge;
-    uint32_t   gen;          /* bumped by every ADD of this handle */
-    uint32_t   next_free;    /* library free list */
-    uint32_t   prev, next;   /* hardware list, ADD order */
-    uint16_t   expect_cqe;   /* library: completions still expected */
-    uint16_t   phase_cnt;    /* library: count given with the ADD */
-    uint8_t    state;        /* SOFT_TME_* */
-    uint8_t    eligible;     /* hardware: may match (phase) */
-    uint8_t    pad[2];
-} soft_tm_entry_t;
-
-/* One device rendezvous: READ from the sender, then FIN to it. */
-typedef struct soft_tm_rndv {
-    uint64_t   recv_wr_id;
-    dcx_sge_t  sge;          /* entry buffer, trimmed to len */
-    uint32_t   entry, gen;
-    uint32_t   dct_qpn;      /* receiving DCT, for the completion */
-    uint32_t   src_qp;
-    soft_peer_t *peer;       /* sender's port */
-    uint32_t   dctn;         /* sender's DCT (RAVH) */
-    uint32_t   rkey;
-    uint64_t   dc_key;
-    uint64_t   va;
-    uint32_t   len;
-    uint32_t   next;         /* wait queue / free list */
-    uint8_t    tmh[DCX_TM_TMH_LEN];   /* copied into the FIN */
-} soft_tm_rndv_t;
-
-typedef struct soft_tm_dci {
-    soft_qp_t   *qp;
-    soft_ah_t    ah;
-    uint32_t     rndv;       /* in flight on it, or SOFT_TM_NONE */
-} soft_tm_dci_t;
-
-struct soft_tm {
-    soft_srq_t       *srq;
-    soft_dev_t       *dev;
-    soft_tm_t        *next;          /* device's TM SRQs */
-    soft_tm_entry_t  *e;
-    uint32_t          max_tags;
-    uint32_t          free_head, free_tail;
-    uint32_t          list_head, list_tail;
-    uint32_t          held;          /* listed entries not eligible */
-    /* operation queue */
-    uint32_t          max_ops;
-    uint32_t          op_posted;
-    uint32_t          op_retired;
-    /* phase: hardware U and S, library unexp_in / unexp_out */
-    uint16_t          hw_unexp;
-    uint16_t          hw_sw_cnt;
-    uint16_t          lib_unexp_out;
-    uint16_t          pad;
-    uint32_t          lib_unexp_in;
-    /* rendezvous */
-    dcx_pd_t         *pd;
-    dcx_cq_t         *rcq;           /* completions of the DCIs below */
-    soft_tm_dci_t     dci[SOFT_TM_DCIS];
-    soft_tm_rndv_t   *rndv;          /* max_tags + 1 */
-    uint32_t          rndv_free;
-    uint32_t          wait_head, wait_tail;
-    dcx_soft_tm_stats_t stats;
-};
-
-static inline const char *soft_tm_name(soft_tm_t *tm)
-{
-    return tm->dev->super.caps.name;
-}
 
 /* ------------------------------------------------------------------------
  * Completions
  * ------------------------------------------------------------------------ */
 /* Pushes a completion on the SRQ's CQ; polling it retires what 'flags'
  * say.  A CQ overrun is logged by soft_cq_push (the completion is lost). */
-static void soft_tm_push(soft_tm_t *tm, const dcx_wc_t *wc, uint32_t entry,
-                         uint32_t gen, uint32_t op, uint8_t flags)
+void soft_tm_push(soft_tm_t *tm, const dcx_wc_t *wc, uint32_t entry,
+                  uint32_t gen, uint32_t op, uint8_t flags)
 {
     soft_cq_t *cq = tm->srq->cq;
     soft_cqe_t *cqe;
@@ -187,20 +86,6 @@ static void soft_tm_push(soft_tm_t *tm, const dcx_wc_t *wc, uint32_t entry,
     cqe->tm_gen   = gen;
     cqe->tm_op    = op;
     cqe->tm_flags = flags;
-}
-
-static void soft_tm_recv_wc(dcx_wc_t *wc, uint64_t wr_id, uint8_t status,
-                            uint8_t opcode, uint16_t flags, uint32_t byte_len,
-                            uint32_t qp_num, uint32_t src_qp)
-{
-    memset(wc, 0, sizeof(*wc));
-    wc->wr_id    = wr_id;
-    wc->status   = status;
-    wc->opcode   = opcode;
-    wc->flags    = flags;
-    wc->byte_len = byte_len;
-    wc->qp_num   = qp_num;
-    wc->src_qp   = src_qp;
 }
 
 /* Library side: one expected completion of the entry was polled. */
@@ -550,10 +435,6 @@ static int soft_tm_to_srq(soft_dev_t *dev, soft_tm_t *tm, soft_qp_t *dct,
     return SOFT_TMF_PLACE;
 }
 
-static void soft_tm_rndv_start(soft_tm_t *tm, soft_qp_t *dct,
-                               soft_rstate_t *rs, const uint8_t *req,
-                               uint32_t len, uint64_t va, uint32_t rkey);
-
 /* First packet of an EAGER or RNDV message: match it. */
 static int soft_tm_first(soft_dev_t *dev, soft_tm_t *tm, soft_qp_t *dct,
                          soft_rstate_t *rs, const soft_pkt_t *pkt,
@@ -751,190 +632,6 @@ void soft_tm_abandon(soft_dev_t *dev, soft_rstate_t *rs)
     soft_tm_msg_done(rs);
 }
 
-/* ------------------------------------------------------------------------
- * Device rendezvous: the matched request's data is READ from the sender
- * (its port, the DCT and DC key of the RAVH) into the entry's buffer, and
- * a FIN goes back to the same DCT.  The device's own DCIs carry one
- * rendezvous each (READ, then FIN), so an error on one never flushes
- * another's; requests wait in FIFO order for a free DCI.  The engine runs
- * in the application's polls or, when it does not poll, in the helper
- * thread, like any inbound work.
- * ------------------------------------------------------------------------ */
-#define SOFT_TM_WR_FIN (1ull << 32)
-
-static int soft_tm_rndv_post(soft_tm_t *tm, soft_tm_dci_t *d, uint32_t r,
-                             int fin)
-{
-    soft_tm_rndv_t *rv = &tm->rndv[r];
-    dcx_send_wr_t wr;
-    dcx_sge_t sge;
-
-    memset(&wr, 0, sizeof(wr));
-    d->ah.peer     = rv->peer;
-    wr.wr_id       = r | (fin ? SOFT_TM_WR_FIN : 0);
-    wr.flags       = DCX_SEND_SIGNALED;
-    wr.dest.ah     = &d->ah.super;
-    wr.dest.dctn   = rv->dctn;
-    wr.dest.dc_key = rv->dc_key;
-    if (fin) {
-        sge.addr     = (uint64_t)(uintptr_t)rv->tmh;
-        sge.length   = sizeof(rv->tmh);
-        sge.lkey     = 0;
-        wr.opcode    = DCX_WR_SEND;
-        wr.flags    |= DCX_SEND_INLINE;
-        wr.num_sge   = 1;
-        wr.sg_list   = &sge;
-    } else {
-        wr.opcode      = DCX_WR_RDMA_READ;
-        wr.num_sge     = (rv->len > 0) ? 1 : 0;
-        wr.sg_list     = &rv->sge;
-        wr.remote_addr = rv->va;
-        wr.rkey        = rv->rkey;
-    }
-    return soft_qp_post_locked(d->qp, &wr);
-}
-
-static void soft_tm_rndv_free(soft_tm_t *tm, soft_tm_dci_t *d)
-{
-    tm->rndv[d->rndv].next = tm->rndv_free;
-    tm->rndv_free          = d->rndv;
-    d->rndv                = SOFT_TM_NONE;
-}
-
-/* Hands waiting rendezvous to idle DCIs. */
-static void soft_tm_rndv_kick(soft_tm_t *tm)
-{
-    soft_tm_dci_t *d;
-    unsigned i;
-    uint32_t r;
-
-    for (i = 0; (i < SOFT_TM_DCIS) && (tm->wait_head != SOFT_TM_NONE); ++i) {
-        d = &tm->dci[i];
-        if (d->rndv != SOFT_TM_NONE) {
-            continue;
-        }
-        r = tm->wait_head;
-        if (soft_tm_rndv_post(tm, d, r, 0) != 0) {
-            return;   /* the DCI cannot take it now: try on next progress */
-        }
-        tm->wait_head = tm->rndv[r].next;
-        d->rndv       = r;
-    }
-}
-
-static void soft_tm_rndv_start(soft_tm_t *tm, soft_qp_t *dct,
-                               soft_rstate_t *rs, const uint8_t *req,
-                               uint32_t len, uint64_t va, uint32_t rkey)
-{
-    uint32_t r          = tm->rndv_free;
-    soft_tm_rndv_t *rv  = &tm->rndv[r];
-
-    tm->rndv_free  = rv->next;
-    rv->recv_wr_id = rs->recv.wr_id;
-    rv->sge        = rs->recv.sge[0];
-    rv->sge.length = len;
-    rv->entry      = rs->tm.entry;
-    rv->gen        = rs->tm.gen;
-    rv->dct_qpn    = dct->super.qp_num;
-    rv->src_qp     = rs->dci;
-    rv->peer       = rs->peer;
-    rv->va         = va;
-    rv->rkey       = rkey;
-    rv->len        = len;
-    rv->next       = SOFT_TM_NONE;
-    dcx_ravh_unpack(req + DCX_TM_TMH_LEN + sizeof(dcx_rvh_t), &rv->dctn,
-                    &rv->dc_key);
-    memcpy(rv->tmh, req, sizeof(rv->tmh));
-    rv->tmh[0] = DCX_TMH_FIN;
-    if (tm->wait_head == SOFT_TM_NONE) {
-        tm->wait_head = r;
-    } else {
-        tm->rndv[tm->wait_tail].next = r;
-    }
-    tm->wait_tail = r;
-    soft_tm_rndv_kick(tm);
-}
-
-/* The second completion of a device rendezvous. */
-static void soft_tm_rndv_wc(soft_tm_t *tm, soft_tm_rndv_t *rv, uint8_t status)
-{
-    dcx_wc_t wc;
-
-    soft_tm_recv_wc(&wc, rv->recv_wr_id, status, DCX_WC_TM_RECV,
-                    (status == DCX_WC_SUCCESS) ? DCX_WC_FLAG_TM_DATA_VALID :
-                    0, (status == DCX_WC_SUCCESS) ? rv->len : 0, rv->dct_qpn,
-                    rv->src_qp);
-    soft_tm_push(tm, &wc, rv->entry, rv->gen, 0, SOFT_TMC_RELEASE);
-}
-
-static void soft_tm_rndv_done(soft_tm_t *tm, const dcx_wc_t *wc)
-{
-    soft_tm_dci_t *d = NULL;
-    soft_tm_rndv_t *rv;
-    unsigned i;
-
-    for (i = 0; i < SOFT_TM_DCIS; ++i) {
-        if (tm->dci[i].qp->super.qp_num == wc->qp_num) {
-            d = &tm->dci[i];
-        }
-    }
-    if ((d == NULL) || (d->rndv != (uint32_t)wc->wr_id)) {
-        return;
-    }
-    rv = &tm->rndv[d->rndv];
-    if (!(wc->wr_id & SOFT_TM_WR_FIN)) {
-        if (wc->status == DCX_WC_SUCCESS) {
-            soft_tm_rndv_wc(tm, rv, DCX_WC_SUCCESS);
-            tm->stats.rndv_hw++;
-            if (soft_tm_rndv_post(tm, d, d->rndv, 1) == 0) {
-                return;   /* the FIN is on its way */
-            }
-            tm->stats.fin_errors++;
-            dcx_debug("%s: tm: cannot post the FIN to dct 0x%x",
-                      soft_tm_name(tm), rv->dctn);
-        } else {
-            dcx_debug("%s: tm: rendezvous read from dct 0x%x (va 0x%llx "
-                      "rkey 0x%x len %u) failed: %s", soft_tm_name(tm),
-                      rv->dctn, (unsigned long long)rv->va, rv->rkey,
-                      rv->len, dcx_wc_status_str(wc->status));
-            soft_tm_rndv_wc(tm, rv, wc->status);
-            tm->stats.rndv_errors++;
-        }
-    } else if (wc->status == DCX_WC_SUCCESS) {
-        tm->stats.fins_sent++;
-    } else {
-        dcx_debug("%s: tm: FIN to dct 0x%x failed: %s", soft_tm_name(tm),
-                  rv->dctn, dcx_wc_status_str(wc->status));
-        tm->stats.fin_errors++;
-    }
-    if (d->qp->super.state == DCX_QPS_ERR) {
-        soft_qp_reset(d->qp);
-    }
-    soft_tm_rndv_free(tm, d);
-}
-
-void soft_tm_progress(soft_dev_t *dev)
-{
-    soft_tm_t *tm;
-    soft_cqe_t *cqe;
-    soft_cq_t *cq;
-    dcx_wc_t wc;
-
-    for (tm = dev->tms; tm != NULL; tm = tm->next) {
-        cq = (soft_cq_t *)tm->rcq;
-        while (cq->head != cq->tail) {
-            cqe = &cq->q[cq->head & (cq->size - 1)];
-            wc  = cqe->wc;
-            if (cqe->qp != NULL) {
-                soft_qp_retire(cqe->qp, cqe->sq_idx);
-            }
-            cq->head++;
-            soft_tm_rndv_done(tm, &wc);
-        }
-        cq->overrun = 0;
-        soft_tm_rndv_kick(tm);
-    }
-}
 
 /* ------------------------------------------------------------------------
  * Creation
@@ -944,9 +641,7 @@ int soft_tm_create(soft_srq_t *srq, const dcx_srq_attr_t *attr)
     soft_dev_t *dev            = srq->dev;
     const dcx_dev_caps_t *caps = &dev->super.caps;
     const char *name           = caps->name;
-    dcx_qp_attr_t qattr;
     soft_tm_t *tm;
-    dcx_qp_t *qp;
     unsigned i;
     int ret;
 
@@ -984,28 +679,9 @@ int soft_tm_create(soft_srq_t *srq, const dcx_srq_attr_t *attr)
     tm->free_tail = tm->max_tags - 1;
     tm->rndv_free = 0;
 
-    /* the device's initiators for rendezvous reads and FINs */
-    ret = dcx_cq_create(&dev->super, SOFT_TM_DCIS * SOFT_TM_DCI_WR, &tm->rcq);
+    ret = soft_tm_rndv_init(tm);
     if (ret != 0) {
         goto err_free;
-    }
-    memset(&qattr, 0, sizeof(qattr));
-    qattr.type          = DCX_QPT_DCI;
-    qattr.send_cq       = tm->rcq;
-    qattr.max_send_wr   = SOFT_TM_DCI_WR;
-    qattr.max_send_sge  = 1;
-    qattr.max_inline    = 64;
-    qattr.max_rd_atomic = 1;
-    for (i = 0; i < SOFT_TM_DCIS; ++i) {
-        ret = dcx_qp_create(tm->pd, &qattr, &qp);
-        if (ret != 0) {
-            dcx_error("%s: tm srq create: cannot create the rendezvous DCIs",
-                      name);
-            goto err_dcis;
-        }
-        tm->dci[i].qp           = (soft_qp_t *)qp;
-        tm->dci[i].ah.super.pd  = tm->pd;
-        tm->dci[i].rndv         = SOFT_TM_NONE;
     }
     srq->tm                = tm;
     srq->super.tm_post     = soft_tm_post;
@@ -1017,13 +693,6 @@ int soft_tm_create(soft_srq_t *srq, const dcx_srq_attr_t *attr)
     pthread_mutex_unlock(&dev->lock);
     return 0;
 
-err_dcis:
-    for (i = 0; i < SOFT_TM_DCIS; ++i) {
-        if (tm->dci[i].qp != NULL) {
-            dcx_qp_destroy(&tm->dci[i].qp->super);
-        }
-    }
-    dcx_cq_destroy(tm->rcq);
 err_free:
     if (tm != NULL) {
         free(tm->e);
@@ -1055,10 +724,7 @@ void soft_tm_destroy(soft_srq_t *srq)
         }
     }
     pthread_mutex_unlock(&dev->lock);
-    for (i = 0; i < SOFT_TM_DCIS; ++i) {
-        dcx_qp_destroy(&tm->dci[i].qp->super);
-    }
-    dcx_cq_destroy(tm->rcq);
+    soft_tm_rndv_cleanup(tm);
     free(tm->e);
     free(tm->rndv);
     free(tm);
