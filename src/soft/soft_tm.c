@@ -65,7 +65,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-
 /* ------------------------------------------------------------------------
  * Completions
  * ------------------------------------------------------------------------ */
@@ -522,6 +521,7 @@ static int soft_tm_start(soft_dev_t *dev, soft_tm_t *tm, soft_qp_t *dct,
                          const uint8_t *payload)
 {
     uint8_t opcode;
+    int ret;
 
     soft_tm_msg_done(rs);
     if (pkt->len < DCX_TM_TMH_LEN) {
@@ -533,10 +533,12 @@ static int soft_tm_start(soft_dev_t *dev, soft_tm_t *tm, soft_qp_t *dct,
     dcx_tmh_unpack(payload, &opcode, &rs->tm.app_ctx, &rs->tm.tag);
     switch (opcode) {
     case DCX_TMH_FIN:
-        tm->stats.fins_received++;
-        /* fall through */
     case DCX_TMH_NO_TAG:
-        return soft_tm_to_srq(dev, tm, dct, rs, pkt, DCX_WC_TM_NO_TAG);
+        ret = soft_tm_to_srq(dev, tm, dct, rs, pkt, DCX_WC_TM_NO_TAG);
+        if ((opcode == DCX_TMH_FIN) && (rs->tm.mode == SOFT_TMM_SRQ)) {
+            tm->stats.fins_received++;
+        }
+        return ret;
     case DCX_TMH_EAGER:
     case DCX_TMH_RNDV:
         return soft_tm_first(dev, tm, dct, rs, pkt, payload, opcode);
