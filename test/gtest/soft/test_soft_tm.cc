@@ -1385,12 +1385,13 @@ TEST_F(soft_tm, rndv_dead_sender_bad_flow)
             (s.make_dci() != 0) || (s.connect(sh->addr2, addr_len) != 0)) {
             return 1;
         }
-        /* the request reaches the receiver 1 s late; by then we are gone */
+        /* the request reaches the receiver 2 s late; we exit right after
+         * posting it, and the test reaps us before polling */
         dcx_soft_fault_t f;
         memset(&f, 0, sizeof(f));
         f.type     = DCX_SOFT_FAULT_DELAY;
         f.opcode   = DCX_WR_SEND;
-        f.delay_us = 1000000;
+        f.delay_us = 2000000;
         if (dcx_soft_fault_inject(s.dev, &f) != 0) {
             return 1;
         }
