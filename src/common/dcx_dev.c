@@ -7,6 +7,7 @@
 
 #include "dcx_dev.h"
 
+#include <endian.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -91,6 +92,88 @@ const char *dcx_wc_status_str(dcx_wc_status_t status)
     };
 
     return (status < DCX_WC_STATUS_LAST) ? names[status] : "unknown status";
+}
+
+int dcx_srq_tm_post_none(dcx_srq_t *srq, dcx_tm_op_t *op)
+{
+    dcx_error("%s: srq %p: tag-list operation %u on an SRQ that is not a "
+              "tag-matching SRQ", srq->dev->caps.name, (void *)srq,
+              op->opcode);
+    return EINVAL;
+}
+
+/* ------------------------------------------------------------------------
+ * Tag-matching wire headers: big-endian, at any alignment.
+ * ------------------------------------------------------------------------ */
+_Static_assert(sizeof(dcx_tmh_t) == DCX_TM_TMH_LEN, "TMH is 16 bytes");
+_Static_assert(sizeof(dcx_rvh_t) == 16, "RVH is 16 bytes");
+_Static_assert(sizeof(dcx_ravh_t) == 16, "RAVH is 16 bytes");
+_Static_assert(offsetof(dcx_tmh_t, app_ctx) == 4, "TMH app_ctx at 4");
+_Static_assert(offsetof(dcx_tmh_t, tag) == 8, "TMH tag at 8");
+_Static_assert(offsetof(dcx_rvh_t, rkey) == 8, "RVH rkey at 8");
+_Static_assert(offsetof(dcx_rvh_t, len) == 12, "RVH len at 12");
+_Static_assert(offsetof(dcx_ravh_t, dc_key) == 8, "RAVH key at 8");
+
+void dcx_tmh_pack(void *buf, uint8_t opcode, uint32_t app_ctx, uint64_t tag)
+{
+    dcx_tmh_t h;
+
+    memset(&h, 0, sizeof(h));
+    h.opcode  = opcode;
+    h.app_ctx = htobe32(app_ctx);
+    h.tag     = htobe64(tag);
+    memcpy(buf, &h, sizeof(h));
+}
+
+void dcx_tmh_unpack(const void *buf, uint8_t *opcode_p, uint32_t *app_ctx_p,
+                    uint64_t *tag_p)
+{
+    dcx_tmh_t h;
+
+    memcpy(&h, buf, sizeof(h));
+    *opcode_p  = h.opcode;
+    *app_ctx_p = be32toh(h.app_ctx);
+    *tag_p     = be64toh(h.tag);
+}
+
+void dcx_rvh_pack(void *buf, uint64_t va, uint32_t rkey, uint32_t len)
+{
+    dcx_rvh_t h;
+
+    h.va   = htobe64(va);
+    h.rkey = htobe32(rkey);
+    h.len  = htobe32(len);
+    memcpy(buf, &h, sizeof(h));
+}
+
+void dcx_rvh_unpack(const void *buf, uint64_t *va_p, uint32_t *rkey_p,
+                    uint32_t *len_p)
+{
+    dcx_rvh_t h;
+
+    memcpy(&h, buf, sizeof(h));
+    *va_p   = be64toh(h.va);
+    *rkey_p = be32toh(h.rkey);
+    *len_p  = be32toh(h.len);
+}
+
+void dcx_ravh_pack(void *buf, uint32_t dctn, uint64_t dc_key)
+{
+    dcx_ravh_t h;
+
+    h.sl_dct   = htobe32(dctn);
+    h.reserved = 0;
+    h.dc_key   = htobe64(dc_key);
+    memcpy(buf, &h, sizeof(h));
+}
+
+void dcx_ravh_unpack(const void *buf, uint32_t *dctn_p, uint64_t *dc_key_p)
+{
+    dcx_ravh_t h;
+
+    memcpy(&h, buf, sizeof(h));
+    *dctn_p   = be32toh(h.sl_dct);
+    *dc_key_p = be64toh(h.dc_key);
 }
 
 int dcx_dev_list(const dcx_dev_list_params_t *params,

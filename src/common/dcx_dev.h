@@ -17,9 +17,13 @@
  *    parameter.
  *  - Numbers and keys are host order.
  *
- * Extension points already shaped into this interface:
- *  - tag matching: dcx_srq_attr_t.type = DCX_SRQ_TM, list operations through
- *    srq->tm_post, and the tm_* fields of dcx_wc_t;
+ * Tag matching (rdma-core-semantics.md section 4): an SRQ of type
+ * DCX_SRQ_TM owns a tag list; list operations go through srq->tm_post
+ * (dcx_srq_tm_post), completions carry the DCX_WC_TM_* opcodes and flags
+ * and the tm_* fields of dcx_wc_t, and the wire headers are dcx_tmh_t,
+ * dcx_rvh_t and dcx_ravh_t below.
+ *
+ * Extension point already shaped into this interface:
  *  - strided memory keys: an mkey is configured by a work request (opcode
  *    range DCX_WR_MKEY_*) posted on a QP whose type the device names in its
  *    caps, so that the mlx5 backend can route it to a loopback RC QP.
@@ -90,7 +94,7 @@ typedef enum {
 /* Capability flags (dcx_dev_caps_t.flags) */
 enum {
     DCX_CAP_DC          = 1u << 0,  /* DCI/DCT */
-    DCX_CAP_TM          = 1u << 1,  /* tag-matching SRQ (later issue) */
+    DCX_CAP_TM          = 1u << 1,  /* tag-matching SRQ (DCX_SRQ_TM) */
     DCX_CAP_MKEY_STRIDE = 1u << 2,  /* strided indirect mkeys (later issue) */
     DCX_CAP_HELPER      = 1u << 3,  /* one-sided ops progress without app */
     DCX_CAP_ATOMIC_HOST = 1u << 4   /* atomics are executed by the target's
@@ -132,11 +136,11 @@ typedef struct dcx_dev_caps {
     uint32_t  mtu;              /* bytes per packet on the wire */
     uint32_t  addr_len;         /* bytes of a port address */
 
-    /* tag matching (valid when flags & DCX_CAP_TM) */
-    uint32_t  tm_max_tags;
-    uint32_t  tm_max_ops;
-    uint32_t  tm_max_rndv_hdr;
-    uint32_t  tm_max_sge;
+    /* tag matching (valid when flags & DCX_CAP_TM; 0 otherwise) */
+    uint32_t  tm_max_tags;      /* list entries of one TM SRQ: 2^n - 1 */
+    uint32_t  tm_max_ops;       /* outstanding list operations */
+    uint32_t  tm_max_rndv_hdr;  /* bytes of a whole rendezvous request */
+    uint32_t  tm_max_sge;       /* buffers per tagged receive (1) */
 
     /* strided mkeys (valid when flags & DCX_CAP_MKEY_STRIDE) */
     uint32_t  mkey_max_entries;
@@ -159,7 +163,7 @@ typedef struct dcx_soft_limits {
     uint32_t  max_dci;
     uint64_t  max_msg_size;
     uint32_t  mtu;
-    uint32_t  tm_max_tags;
+    uint32_t  tm_max_tags;      /* 2^n - 1, at most 65535; 0 = 1023 */
     uint32_t  mkey_max_entries;
     uint32_t  ack_timeout_us;   /* one transport retry interval */
     uint32_t  retry_cnt;        /* retries before RETRY_EXC (0..7) */
@@ -270,7 +274,32 @@ enum {
 };
 
 /* One completion.  When status != SUCCESS only wr_id, status, qp_num and
- * vendor_err are meaningful (as with verbs). */
+ * vendor_err are meaningful (as with verbs), except for tag-matching
+ * receives completing with DCX_WC_TM_RNDV_INCOMPLETE, whose flags, tag,
+ * app context and byte_len are valid as for a success.
+ *
+ * Tag-matching completions, all on the TM SRQ's CQ (semantics 4.6):
+ *  - TM_ADD / TM_DEL / TM_SYNC: only for DCX_TM_OPF_SIGNALED operations;
+ *    wr_id of the operation; TM_DEL fails with DCX_WC_TM_ERR when the entry
+ *    was consumed first (its receive completion arrives instead).  ADD and
+ *    DEL carry TM_SYNC_REQ when the device's unexpected count at the
+ *    operation differed from the count software gave with the entry's ADD.
+ *  - TM_RECV with TM_MATCH|TM_DATA_VALID: expected eager in one packet;
+ *    wr_id = the entry's recv_wr_id, payload without the TMH in the
+ *    entry's buffer, byte_len = payload bytes, tm_tag/tm_priv valid.
+ *    LOC_LEN_ERR when the payload does not fit (nothing written).
+ *  - TM_RECV with TM_MATCH then TM_RECV with TM_DATA_VALID: expected eager
+ *    of several packets, or rendezvous read by the device; the first has
+ *    tm_tag/tm_priv (byte_len 0), the second byte_len (tm_* are 0).
+ *  - TM_RECV, status TM_RNDV_INCOMPLETE, TM_MATCH|TM_DATA_VALID: matched
+ *    rendezvous whose data does not fit the entry: the request (TMH, RVH,
+ *    RAVH, metadata) is in the entry's buffer, byte_len = its length;
+ *    software reads the data and sends the FIN itself.
+ *  - TM_RECV without TM_MATCH/TM_DATA_VALID: unexpected EAGER or RNDV; whole
+ *    message with headers in an SRQ buffer, wr_id of that buffer, tm_* are
+ *    0; TM_SYNC_REQ when more than 0x3fff unexpected messages were polled
+ *    since the count software last gave with an ADD.
+ *  - TM_NO_TAG: NO_TAG and FIN messages, whole, in an SRQ buffer. */
 typedef struct dcx_wc {
     uint64_t  wr_id;
     uint8_t   status;      /* dcx_wc_status_t */
@@ -317,20 +346,58 @@ typedef struct dcx_sge {
 
 typedef struct dcx_srq_attr {
     dcx_srq_type_t  type;
-    uint32_t        max_wr;
+    uint32_t        max_wr;    /* TM: buffers for unexpected messages */
     uint32_t        max_sge;
-    dcx_cq_t       *cq;        /* receive completions land here */
-    uint32_t        tm_max_tags;   /* DCX_SRQ_TM only */
+    dcx_cq_t       *cq;        /* receive (and TM list) completions */
+    uint32_t        tm_max_tags;   /* DCX_SRQ_TM: 1..caps.tm_max_tags */
+    uint32_t        tm_max_ops;    /* DCX_SRQ_TM: 1..caps.tm_max_ops */
 } dcx_srq_attr_t;
+
+/* Tag-list operations (ibv_post_srq_ops). */
+typedef enum {
+    DCX_TM_OP_ADD,
+    DCX_TM_OP_DEL,
+    DCX_TM_OP_SYNC,
+    DCX_TM_OP_LAST
+} dcx_tm_opcode_t;
+
+enum {
+    DCX_TM_OPF_SIGNALED = 1u << 0,  /* completion on the SRQ's CQ */
+    DCX_TM_OPF_SYNC     = 1u << 1   /* carries unexpected_cnt */
+};
+
+typedef struct dcx_tm_op {
+    uint64_t   wr_id;           /* of the operation's completion */
+    uint8_t    opcode;          /* dcx_tm_opcode_t */
+    uint8_t    flags;           /* DCX_TM_OPF_* */
+    /* unexpected tagged messages software has fully handled, mod 2^16
+     * (the device sees 16 bits, as on mlx5) */
+    uint16_t   unexpected_cnt;
+    uint32_t   handle;          /* ADD: written on success; DEL: input */
+    /* ADD */
+    uint32_t   num_sge;         /* 0 or 1 (0: empty receive) */
+    uint64_t   recv_wr_id;      /* wr_id of the receive's completions */
+    uint64_t   tag;             /* matches when (msg_tag & mask) == tag */
+    uint64_t   mask;
+    dcx_sge_t  sge;
+} dcx_tm_op_t;
 
 struct dcx_srq {
     dcx_dev_t *dev;
     dcx_pd_t  *pd;
     uint32_t   max_wr;        /* actual */
     uint32_t   max_sge;
+    uint32_t   tm_max_tags;   /* actual list entries (TM), else 0 */
+    uint32_t   tm_max_ops;    /* actual outstanding operations (TM), else 0 */
     /* Posts one receive; ENOMEM when full, EINVAL on bad sge count. */
     int      (*post_recv)(dcx_srq_t *srq, uint64_t wr_id,
                           const dcx_sge_t *sg_list, unsigned num_sge);
+    /* Posts one tag-list operation.  0, or ENOMEM (list full on ADD, or
+     * tm_max_ops operations outstanding: an operation stays outstanding
+     * until a later-or-equal signalled one's completion is polled),
+     * EINVAL (not a TM SRQ, bad opcode or sge count, DEL of a handle the
+     * device does not own). */
+    int      (*tm_post)(dcx_srq_t *srq, dcx_tm_op_t *op);
 };
 
 static inline int dcx_srq_post_recv(dcx_srq_t *srq, uint64_t wr_id,
@@ -338,6 +405,63 @@ static inline int dcx_srq_post_recv(dcx_srq_t *srq, uint64_t wr_id,
 {
     return srq->post_recv(srq, wr_id, sg_list, num_sge);
 }
+
+static inline int dcx_srq_tm_post(dcx_srq_t *srq, dcx_tm_op_t *op)
+{
+    return srq->tm_post(srq, op);
+}
+
+/* tm_post of an SRQ that is not a TM SRQ: logs and returns EINVAL. */
+int dcx_srq_tm_post_none(dcx_srq_t *srq, dcx_tm_op_t *op);
+
+/* ------------------------------------------------------------------------
+ * Tag-matching wire headers (rdma-core <infiniband/tm_types.h>, and UCX's
+ * DC address header).  Every field is big-endian on the wire; the pack and
+ * unpack helpers take and give host order.
+ *   eager:      TMH(EAGER) | payload
+ *   rendezvous: TMH(RNDV) | RVH | RAVH | metadata, at most
+ *               caps.tm_max_rndv_hdr bytes in all
+ *   FIN:        TMH(FIN) (the device copies the request's TMH)
+ *   no tag:     TMH(NO_TAG) | anything
+ * ------------------------------------------------------------------------ */
+enum {
+    DCX_TMH_NO_TAG = 0,
+    DCX_TMH_RNDV   = 1,
+    DCX_TMH_FIN    = 2,
+    DCX_TMH_EAGER  = 3
+};
+
+typedef struct dcx_tmh {
+    uint8_t   opcode;        /* DCX_TMH_* */
+    uint8_t   reserved[3];   /* 0 */
+    uint32_t  app_ctx;       /* big-endian */
+    uint64_t  tag;           /* big-endian */
+} dcx_tmh_t;
+
+typedef struct dcx_rvh {
+    uint64_t  va;            /* big-endian: sender's data */
+    uint32_t  rkey;          /* big-endian */
+    uint32_t  len;           /* big-endian */
+} dcx_rvh_t;
+
+/* DC address of the sender, for the device's READ and FIN. */
+typedef struct dcx_ravh {
+    uint32_t  sl_dct;        /* big-endian: sender's DCT number */
+    uint32_t  reserved;      /* 0 */
+    uint64_t  dc_key;        /* big-endian: sender's DC key */
+} dcx_ravh_t;
+
+#define DCX_TM_TMH_LEN   16u
+#define DCX_TM_RNDV_LEN  48u   /* TMH + RVH + RAVH */
+
+void dcx_tmh_pack(void *buf, uint8_t opcode, uint32_t app_ctx, uint64_t tag);
+void dcx_tmh_unpack(const void *buf, uint8_t *opcode_p, uint32_t *app_ctx_p,
+                    uint64_t *tag_p);
+void dcx_rvh_pack(void *buf, uint64_t va, uint32_t rkey, uint32_t len);
+void dcx_rvh_unpack(const void *buf, uint64_t *va_p, uint32_t *rkey_p,
+                    uint32_t *len_p);
+void dcx_ravh_pack(void *buf, uint32_t dctn, uint64_t dc_key);
+void dcx_ravh_unpack(const void *buf, uint32_t *dctn_p, uint64_t *dc_key_p);
 
 /* ------------------------------------------------------------------------
  * Address handles: the port address of a peer, as published by

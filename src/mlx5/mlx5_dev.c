@@ -808,8 +808,10 @@ static int dcx_mlx5_srq_create(dcx_pd_t *pd, const dcx_srq_attr_t *attr,
     int ret;
 
     if (attr->type != DCX_SRQ_BASIC) {
+        /* DC tag matching needs DEVX XRQ/DCT objects (semantics 4.9);
+         * caps carry no DCX_CAP_TM and tm_* limits of 0 */
         dcx_error("%s: srq: tag-matching SRQs are not supported by the mlx5 "
-                  "backend yet", name);
+                  "backend (DC tag matching needs DEVX objects)", name);
         return EOPNOTSUPP;
     }
     if ((attr->max_sge == 0) || (attr->max_sge > DCX_MLX5_MAX_SGE) ||
@@ -842,6 +844,7 @@ static int dcx_mlx5_srq_create(dcx_pd_t *pd, const dcx_srq_attr_t *attr,
     srq->super.max_wr    = init.attr.max_wr;
     srq->super.max_sge   = attr->max_sge;
     srq->super.post_recv = dcx_mlx5_srq_post_recv;
+    srq->super.tm_post   = dcx_srq_tm_post_none;
     *srq_p               = &srq->super;
     return 0;
 }

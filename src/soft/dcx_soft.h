@@ -24,6 +24,10 @@
  *  - Each device runs a helper thread that executes inbound operations when
  *    the application has not polled for 200 us, and sleeps on a futex when
  *    nothing is outstanding.
+ *  - Tag matching (DCX_CAP_TM, caps.tm_max_tags = limits.tm_max_tags,
+ *    default 1023): a DCX_SRQ_TM SRQ creates 4 DCIs of its own (they count
+ *    against max_dci) for the device's rendezvous READs and FINs; the
+ *    engine and its modelling choices are described in soft_tm.c.
  */
 #ifndef DCX_SOFT_H_
 #define DCX_SOFT_H_
@@ -85,6 +89,25 @@ typedef struct dcx_soft_stats {
 } dcx_soft_stats_t;
 
 int  dcx_soft_stats(dcx_dev_t *dev, dcx_soft_stats_t *stats);
+
+/* Counters of one tag-matching SRQ (DCX_SRQ_TM). */
+typedef struct dcx_soft_tm_stats {
+    uint64_t adds;            /* ADD operations */
+    uint64_t dels;            /* DELs that removed their entry */
+    uint64_t del_races;       /* DELs that found it consumed (TM_ERR) */
+    uint64_t syncs;           /* SYNC operations */
+    uint64_t matched;         /* messages matched to a listed entry */
+    uint64_t unexp_eager;     /* unexpected eager messages */
+    uint64_t unexp_rndv;      /* unexpected rendezvous requests */
+    uint64_t rndv_hw;         /* rendezvous read by the device */
+    uint64_t rndv_sw;         /* RNDV_INCOMPLETE: left to software */
+    uint64_t rndv_errors;     /* device reads that failed */
+    uint64_t fins_sent;       /* FINs the sender's device acknowledged */
+    uint64_t fin_errors;      /* FINs that could not be delivered */
+    uint64_t fins_received;   /* FINs received (TM_NO_TAG) */
+} dcx_soft_tm_stats_t;
+
+int  dcx_soft_tm_stats(dcx_srq_t *srq, dcx_soft_tm_stats_t *stats);
 
 /* True if dev is a soft device. */
 int  dcx_dev_is_soft(const dcx_dev_t *dev);

@@ -177,6 +177,7 @@ typedef struct soft_peer {
 typedef struct soft_dev  soft_dev_t;
 typedef struct soft_qp   soft_qp_t;
 typedef struct soft_srq  soft_srq_t;
+typedef struct soft_tm   soft_tm_t;    /* tag list of a TM SRQ (soft_tm.c) */
 
 typedef struct soft_mr {
     dcx_mr_t  super;
@@ -189,6 +190,14 @@ typedef struct soft_cqe {
     soft_qp_t *qp;       /* DCI whose SQ this CQE retires, or NULL */
     uint32_t   sq_idx;
     uint32_t   pad;
+    /* tag matching: list entry / operations this CQE retires when polled
+     * (soft_tm_polled), or tm == NULL */
+    soft_tm_t *tm;
+    uint32_t   tm_entry;
+    uint32_t   tm_gen;
+    uint32_t   tm_op;
+    uint8_t    tm_flags;
+    uint8_t    tm_pad[3];
 } soft_cqe_t;
 
 typedef struct soft_cq {
@@ -218,6 +227,7 @@ struct soft_srq {
     uint32_t     head;
     uint32_t     tail;
     int          refs;
+    soft_tm_t   *tm;     /* DCX_SRQ_TM: its tag list and engine */
 };
 
 typedef struct soft_ah {
@@ -285,6 +295,19 @@ struct soft_qp {
     uint64_t      rnr_until_ns;
 };
 
+/* How the responder places the tag-matching message it is receiving
+ * (soft_tm.c); mode 0 when the message is not on a TM SRQ. */
+typedef struct soft_tm_msg {
+    soft_tm_t   *tm;
+    uint8_t      mode;
+    uint8_t      wc_opcode;    /* SRQ placement: TM_RECV or TM_NO_TAG */
+    uint8_t      pad[2];
+    uint32_t     entry;        /* matched entry, for its release at poll */
+    uint32_t     gen;
+    uint32_t     app_ctx;      /* TMH of the message (host order) */
+    uint64_t     tag;
+} soft_tm_msg_t;
+
 /* Responder state per (source port, DCI). */
 typedef struct soft_rstate {
     uint32_t     used;
@@ -307,6 +330,7 @@ typedef struct soft_rstate {
     soft_qp_t   *dct;          /* owner of the held receive */
     soft_peer_t *peer;         /* reply path */
     soft_rwqe_t  recv;         /* receive held for message e */
+    soft_tm_msg_t tm;          /* tag matching of message e */
 } soft_rstate_t;
 
 /* Consumer-side watch of a ring whose head slot is claimed but unpublished */
@@ -339,6 +363,7 @@ struct soft_dev {
     uint32_t            max_qps;
     uint32_t            num_dcis;
     soft_qp_t          *dcis;
+    soft_tm_t          *tms;        /* TM SRQs (rendezvous progress) */
     soft_mr_t         **mrs;        /* by key >> 8 */
     uint32_t            num_mrs;    /* table size */
     uint32_t            mr_gen;
@@ -482,10 +507,31 @@ void     soft_comp_packet(soft_dev_t *dev, const soft_pkt_t *pkt,
 void     soft_qp_retire(soft_qp_t *qp, uint32_t sq_idx);
 void     soft_qp_to_error(soft_qp_t *qp, const char *reason);
 
+void     soft_qp_reset(soft_qp_t *qp);
+int      soft_qp_post_locked(soft_qp_t *qp, const dcx_send_wr_t *wr);
+
 /* soft_resp.c */
 void     soft_resp_packet(soft_dev_t *dev, const soft_pkt_t *pkt,
                           const void *payload);
 void     soft_resp_forget_dct(soft_dev_t *dev, soft_qp_t *dct);
+void     soft_resp_send(soft_dev_t *dev, soft_rstate_t *rs,
+                        const soft_pkt_t *req, uint8_t op, uint8_t status,
+                        uint64_t arg, uint64_t offset, const void *data,
+                        uint32_t len, uint8_t flags);
+void     soft_resp_nak(soft_dev_t *dev, soft_rstate_t *rs,
+                       const soft_pkt_t *pkt, uint8_t status);
+void     soft_resp_finish(soft_rstate_t *rs);
+int      soft_resp_take_recv(soft_dev_t *dev, soft_qp_t *dct,
+                             soft_rstate_t *rs, const soft_pkt_t *pkt);
+
+/* soft_tm.c: the tag-matching engine of DCX_SRQ_TM SRQs */
+int      soft_tm_create(soft_srq_t *srq, const dcx_srq_attr_t *attr);
+void     soft_tm_destroy(soft_srq_t *srq);
+void     soft_tm_send_op(soft_dev_t *dev, soft_qp_t *dct, soft_rstate_t *rs,
+                         const soft_pkt_t *pkt, const void *payload);
+void     soft_tm_abandon(soft_dev_t *dev, soft_rstate_t *rs);
+void     soft_tm_polled(soft_cqe_t *cqe, dcx_wc_t *wc);
+void     soft_tm_progress(soft_dev_t *dev);
 
 /* soft_helper.c */
 int      soft_helper_start(soft_dev_t *dev);

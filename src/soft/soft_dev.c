@@ -28,7 +28,7 @@ void dcx_soft_limits_default(dcx_soft_limits_t *limits)
     limits->max_dci          = 4096;
     limits->max_msg_size     = 1ull << 30;
     limits->mtu              = 16384;
-    limits->tm_max_tags      = 0;
+    limits->tm_max_tags      = 1023;
     limits->mkey_max_entries = 0;
     limits->ack_timeout_us   = 500000;
     limits->retry_cnt        = 7;
@@ -53,6 +53,7 @@ static void soft_limits_merge(dcx_soft_limits_t *out,
     SOFT_DEF(max_dci);
     SOFT_DEF(max_msg_size);
     SOFT_DEF(mtu);
+    SOFT_DEF(tm_max_tags);
     SOFT_DEF(ack_timeout_us);
     SOFT_DEF(retry_cnt);
     SOFT_DEF(rnr_timer_us);
@@ -90,6 +91,11 @@ static int soft_limits_ok(const dcx_soft_limits_t *l, const char *who)
         dcx_error("soft %s: limits out of range (max_sge <= %u, retry_cnt <= "
                   "7, rnr_retry <= 7, max_rd_atomic <= %u, max_msg_size <= "
                   "2 GiB)", who, SOFT_MAX_RECV_SGE, SOFT_ATOMIC_SAVED);
+        return 0;
+    }
+    if ((l->tm_max_tags > 0xffff) || (l->tm_max_tags & (l->tm_max_tags + 1))) {
+        dcx_error("soft %s: tm_max_tags %u is not 2^n - 1 (at most 65535)",
+                  who, l->tm_max_tags);
         return 0;
     }
     return 1;
@@ -182,6 +188,7 @@ uint64_t soft_engine_progress(soft_dev_t *dev, int from_helper)
         }
     }
     soft_req_timers(dev, now);
+    soft_tm_progress(dev);
     __atomic_store_n(&hdr->in_engine, 0, __ATOMIC_RELEASE);
     return now;
 }
@@ -245,6 +252,7 @@ int soft_cq_push(soft_cq_t *cq, const dcx_wc_t *wc, soft_qp_t *qp,
     cqe->wc     = *wc;
     cqe->qp     = qp;
     cqe->sq_idx = sq_idx;
+    cqe->tm     = NULL;
     cq->tail++;
     return 0;
 }
@@ -263,6 +271,9 @@ static int soft_cq_poll(dcx_cq_t *cq_, int max, dcx_wc_t *wc)
         wc[n++] = cqe->wc;
         if (cqe->qp != NULL) {
             soft_qp_retire(cqe->qp, cqe->sq_idx);
+        }
+        if (cqe->tm != NULL) {
+            soft_tm_polled(cqe, &wc[n - 1]);
         }
         cq->head++;
     }
@@ -567,10 +578,10 @@ static int soft_srq_create(dcx_pd_t *pd, const dcx_srq_attr_t *attr,
     const char *name = dev->super.caps.name;
     soft_srq_t *srq;
 
-    if (attr->type != DCX_SRQ_BASIC) {
-        dcx_error("%s: srq create: type %d not supported (no tag matching)",
-                  name, (int)attr->type);
-        return EOPNOTSUPP;
+    if ((attr->type != DCX_SRQ_BASIC) && (attr->type != DCX_SRQ_TM)) {
+        dcx_error("%s: srq create: type %d not supported", name,
+                  (int)attr->type);
+        return EINVAL;
     }
     if ((attr->max_wr == 0) || (attr->max_wr > dev->limits.max_srq_wr) ||
         (attr->max_sge > dev->limits.max_sge) || (attr->cq == NULL)) {
@@ -594,9 +605,19 @@ static int soft_srq_create(dcx_pd_t *pd, const dcx_srq_attr_t *attr,
     srq->super.max_wr    = attr->max_wr;
     srq->super.max_sge   = attr->max_sge ? attr->max_sge : 1;
     srq->super.post_recv = soft_srq_post_recv;
+    srq->super.tm_post   = dcx_srq_tm_post_none;
     srq->dev             = dev;
     srq->cq              = (soft_cq_t *)attr->cq;
     srq->size            = attr->max_wr;
+    if (attr->type == DCX_SRQ_TM) {
+        int ret = soft_tm_create(srq, attr);
+
+        if (ret != 0) {
+            free(srq->q);
+            free(srq);
+            return ret;
+        }
+    }
     pthread_mutex_lock(&dev->lock);
     srq->cq->refs++;
     dev->num_objs++;
@@ -620,6 +641,9 @@ static int soft_srq_destroy(dcx_srq_t *srq_)
     srq->cq->refs--;
     dev->num_objs--;
     pthread_mutex_unlock(&dev->lock);
+    if (srq->tm != NULL) {
+        soft_tm_destroy(srq);
+    }
     free(srq->q);
     free(srq);
     return 0;
@@ -749,7 +773,7 @@ static void soft_fill_caps(soft_dev_t *dev, const dcx_dev_info_t *info)
     snprintf(caps->fw_ver, sizeof(caps->fw_ver), "soft-%u.0", SOFT_VERSION);
     /* the responder runs in the target process and executes atomics with
      * the CPU's atomic instructions on the target's memory */
-    caps->flags            = DCX_CAP_DC | DCX_CAP_HELPER |
+    caps->flags            = DCX_CAP_DC | DCX_CAP_HELPER | DCX_CAP_TM |
                              DCX_CAP_ATOMIC_HOST;
     caps->atomic_flags     = DCX_ATOMIC_FADD64 | DCX_ATOMIC_CSWAP64 |
                              DCX_ATOMIC_MASKED_FADD32 |
@@ -771,6 +795,10 @@ static void soft_fill_caps(soft_dev_t *dev, const dcx_dev_info_t *info)
     caps->max_msg_size     = l->max_msg_size;
     caps->mtu              = l->mtu;
     caps->addr_len         = SOFT_ADDR_LEN;
+    caps->tm_max_tags      = l->tm_max_tags;
+    caps->tm_max_ops       = l->max_qp_wr;
+    caps->tm_max_rndv_hdr  = 64;
+    caps->tm_max_sge       = 1;
     /* Measured with gtest_soft --gtest_also_run_disabled_tests
      * --gtest_filter='*perf*' on a 2-core VM: ~1 us one way (8-byte send
      * ping-pong, both sides polling, idle machine), 16 GB/s cache-hot

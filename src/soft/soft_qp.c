@@ -188,6 +188,28 @@ static int soft_dci_post_flush(dcx_qp_t *qp_, const dcx_send_wr_t *wr)
     return 0;
 }
 
+/* Posts on a DCI with the engine lock held: for the device's own DCIs
+ * (rendezvous reads and FINs of a TM SRQ).  Same checks as a post. */
+int soft_qp_post_locked(soft_qp_t *qp, const dcx_send_wr_t *wr)
+{
+    soft_swqe_t *w;
+    uint64_t total;
+    int ret;
+
+    ret = soft_post_check(qp, wr, &total);
+    if (ret != 0) {
+        return ret;
+    }
+    if ((qp->super.state != DCX_QPS_RTS) ||
+        (qp->sq_head - qp->sq_tail >= qp->sq_size)) {
+        return EAGAIN;
+    }
+    w = soft_post_enqueue(qp, wr, total);
+    soft_fault_post(qp->dev, wr->opcode, &w->forced);
+    soft_req_run(qp, qp->dev->now);
+    return 0;
+}
+
 void soft_qp_flush_mode(soft_qp_t *qp)
 {
     __atomic_store_n(&qp->super.post_send, soft_dci_post_flush,
@@ -457,6 +479,14 @@ int soft_qp_recover(dcx_qp_t *qp_)
                   (int)qp->super.state);
         return EINVAL;
     }
+    soft_qp_reset(qp);
+    pthread_mutex_unlock(&dev->lock);
+    return 0;
+}
+
+/* ERR -> RESET -> RTS of a DCI, engine lock held. */
+void soft_qp_reset(soft_qp_t *qp)
+{
     /* RESET: forget every WR and the unpolled completions */
     soft_cq_purge(qp->cq, qp, 1);
     qp->sq_tail         = qp->sq_head;
@@ -470,6 +500,4 @@ int soft_qp_recover(dcx_qp_t *qp_)
     __atomic_store_n(&qp->super.state, DCX_QPS_RTS, __ATOMIC_RELAXED);
     __atomic_store_n(&qp->super.post_send, soft_dci_post_send,
                      __ATOMIC_RELEASE);
-    pthread_mutex_unlock(&dev->lock);
-    return 0;
 }

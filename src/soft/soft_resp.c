@@ -129,6 +129,9 @@ static void soft_resp_recv_cqe(soft_dev_t *dev, soft_qp_t *dct,
 /* Drops the receive held for an abandoned message. */
 static void soft_rstate_abandon(soft_dev_t *dev, soft_rstate_t *rs)
 {
+    if (rs->tm.mode != 0) {
+        soft_tm_abandon(dev, rs);
+    }
     if (rs->have_recv && (rs->dct != NULL)) {
         soft_resp_recv_cqe(dev, rs->dct, rs, DCX_WC_WR_FLUSH_ERR, DCX_WC_RECV,
                            0, 0, 0);
@@ -144,6 +147,9 @@ void soft_resp_forget_dct(soft_dev_t *dev, soft_qp_t *dct)
 
     for (i = 0; i < SOFT_RSTATE_SLOTS; ++i) {
         if (dev->rstate[i].used && (dev->rstate[i].dct == dct)) {
+            if (dev->rstate[i].tm.mode != 0) {
+                soft_tm_abandon(dev, &dev->rstate[i]);
+            }
             dev->rstate[i].have_recv = 0;
             dev->rstate[i].dct       = NULL;
         }
@@ -151,7 +157,7 @@ void soft_resp_forget_dct(soft_dev_t *dev, soft_qp_t *dct)
 }
 
 /* Pushes one response to the requester; dropped if it does not fit. */
-static void soft_resp_send(soft_dev_t *dev, soft_rstate_t *rs,
+void soft_resp_send(soft_dev_t *dev, soft_rstate_t *rs,
                            const soft_pkt_t *req, uint8_t op, uint8_t status,
                            uint64_t arg, uint64_t offset, const void *data,
                            uint32_t len, uint8_t flags)
@@ -191,7 +197,7 @@ static void soft_resp_send(soft_dev_t *dev, soft_rstate_t *rs,
     dev->stats.tx_bytes += len;
 }
 
-static void soft_resp_nak(soft_dev_t *dev, soft_rstate_t *rs,
+void soft_resp_nak(soft_dev_t *dev, soft_rstate_t *rs,
                           const soft_pkt_t *pkt, uint8_t status)
 {
     rs->msg_err    = 1;
@@ -200,7 +206,7 @@ static void soft_resp_nak(soft_dev_t *dev, soft_rstate_t *rs,
 }
 
 /* Message e is finished (answered): move on. */
-static void soft_resp_finish(soft_rstate_t *rs)
+void soft_resp_finish(soft_rstate_t *rs)
 {
     if (!rs->msg_err) {
         rs->msg_status = DCX_WC_SUCCESS;
@@ -226,7 +232,7 @@ static soft_mr_t *soft_resp_check_remote(soft_dev_t *dev, soft_qp_t *dct,
 }
 
 /* Takes a receive for the message; 0 if none (RNR NAK sent). */
-static int soft_resp_take_recv(soft_dev_t *dev, soft_qp_t *dct,
+int soft_resp_take_recv(soft_dev_t *dev, soft_qp_t *dct,
                                soft_rstate_t *rs, const soft_pkt_t *pkt)
 {
     soft_srq_t *srq = dct->srq;
@@ -254,6 +260,10 @@ static void soft_resp_send_op(soft_dev_t *dev, soft_qp_t *dct,
     uint64_t recv_len = 0;
     unsigned i;
 
+    if (dct->srq->tm != NULL) {
+        soft_tm_send_op(dev, dct, rs, pkt, payload);
+        return;
+    }
     if (rs->cur_off == 0) {
         if (!soft_resp_take_recv(dev, dct, rs, pkt)) {
             return;

@@ -1,0 +1,141 @@
+/*
+ * Soft device tag matching: state shared by soft_tm.c (the tag list, its
+ * operations and the matching of inbound messages) and soft_tm_rndv.c (the
+ * device rendezvous).
+ */
+#ifndef DCX_SOFT_TM_H_
+#define DCX_SOFT_TM_H_
+
+#include "soft.h"
+
+#include <string.h>
+
+#define SOFT_TM_NONE       UINT32_MAX
+#define SOFT_TM_DCIS       4u        /* device rendezvous in flight at once */
+#define SOFT_TM_SYNC_DIFF  0x3fffu
+#define SOFT_TM_DCI_WR     4u
+
+/* How the responder places the message (soft_tm_msg_t.mode) */
+enum {
+    SOFT_TMM_NONE,
+    SOFT_TMM_EXPECTED,   /* matched eager: payload into the entry */
+    SOFT_TMM_SRQ,        /* into the held SRQ buffer, headers included */
+    SOFT_TMM_DISCARD     /* matched but does not fit: LOC_LEN_ERR done */
+};
+
+/* Hardware state of a list entry */
+enum {
+    SOFT_TME_FREE,
+    SOFT_TME_LISTED,
+    SOFT_TME_CONSUMED,
+    SOFT_TME_REMOVED
+};
+
+/* soft_cqe_t.tm_flags: what polling the completion retires */
+enum {
+    SOFT_TMC_RELEASE  = 1u << 0,  /* one expected completion of the entry */
+    SOFT_TMC_RELEASE2 = 1u << 1,  /* and another (DEL removed the entry) */
+    SOFT_TMC_OP       = 1u << 2,  /* list operations up to tm_op */
+    SOFT_TMC_UNEXP    = 1u << 3   /* an unexpected message (sync count) */
+};
+
+typedef struct soft_tm_entry {
+    uint64_t   tag;
+    uint64_t   mask;
+    uint64_t   recv_wr_id;
+    dcx_sge_t  sge;
+    uint32_t   num_sge;
+    uint32_t   gen;          /* bumped by every ADD of this handle */
+    uint32_t   next_free;    /* library free list */
+    uint32_t   prev, next;   /* hardware list, ADD order */
+    uint16_t   expect_cqe;   /* library: completions still expected */
+    uint16_t   phase_cnt;    /* library: count given with the ADD */
+    uint8_t    state;        /* SOFT_TME_* */
+    uint8_t    eligible;     /* hardware: may match (phase) */
+    uint8_t    pad[2];
+} soft_tm_entry_t;
+
+/* One device rendezvous: READ from the sender, then FIN to it. */
+typedef struct soft_tm_rndv {
+    uint64_t   recv_wr_id;
+    dcx_sge_t  sge;          /* entry buffer, trimmed to len */
+    uint32_t   entry, gen;
+    uint32_t   dct_qpn;      /* receiving DCT, for the completion */
+    uint32_t   src_qp;
+    soft_peer_t *peer;       /* sender's port */
+    uint32_t   dctn;         /* sender's DCT (RAVH) */
+    uint32_t   rkey;
+    uint64_t   dc_key;
+    uint64_t   va;
+    uint32_t   len;
+    uint32_t   next;         /* wait queue / free list */
+    uint8_t    tmh[DCX_TM_TMH_LEN];   /* copied into the FIN */
+} soft_tm_rndv_t;
+
+typedef struct soft_tm_dci {
+    soft_qp_t   *qp;
+    soft_ah_t    ah;
+    uint32_t     rndv;       /* in flight on it, or SOFT_TM_NONE */
+} soft_tm_dci_t;
+
+struct soft_tm {
+    soft_srq_t       *srq;
+    soft_dev_t       *dev;
+    soft_tm_t        *next;          /* device's TM SRQs */
+    soft_tm_entry_t  *e;
+    uint32_t          max_tags;
+    uint32_t          free_head, free_tail;
+    uint32_t          list_head, list_tail;
+    uint32_t          held;          /* listed entries not eligible */
+    /* operation queue */
+    uint32_t          max_ops;
+    uint32_t          op_posted;
+    uint32_t          op_retired;
+    /* phase: hardware U and S, library unexp_in / unexp_out */
+    uint16_t          hw_unexp;
+    uint16_t          hw_sw_cnt;
+    uint16_t          lib_unexp_out;
+    uint16_t          pad;
+    uint32_t          lib_unexp_in;
+    /* rendezvous */
+    dcx_pd_t         *pd;
+    dcx_cq_t         *rcq;           /* completions of the DCIs below */
+    soft_tm_dci_t     dci[SOFT_TM_DCIS];
+    soft_tm_rndv_t   *rndv;          /* max_tags + 1 */
+    uint32_t          rndv_free;
+    uint32_t          wait_head, wait_tail;
+    dcx_soft_tm_stats_t stats;
+};
+
+static inline const char *soft_tm_name(soft_tm_t *tm)
+{
+    return tm->dev->super.caps.name;
+}
+
+static inline void soft_tm_recv_wc(dcx_wc_t *wc, uint64_t wr_id,
+                                   uint8_t status, uint8_t opcode,
+                                   uint16_t flags, uint32_t byte_len,
+                                   uint32_t qp_num, uint32_t src_qp)
+{
+    memset(wc, 0, sizeof(*wc));
+    wc->wr_id    = wr_id;
+    wc->status   = status;
+    wc->opcode   = opcode;
+    wc->flags    = flags;
+    wc->byte_len = byte_len;
+    wc->qp_num   = qp_num;
+    wc->src_qp   = src_qp;
+}
+
+/* soft_tm.c */
+void soft_tm_push(soft_tm_t *tm, const dcx_wc_t *wc, uint32_t entry,
+                  uint32_t gen, uint32_t op, uint8_t flags);
+
+/* soft_tm_rndv.c */
+int  soft_tm_rndv_init(soft_tm_t *tm);
+void soft_tm_rndv_cleanup(soft_tm_t *tm);
+void soft_tm_rndv_start(soft_tm_t *tm, soft_qp_t *dct, soft_rstate_t *rs,
+                        const uint8_t *req, uint32_t len, uint64_t va,
+                        uint32_t rkey);
+
+#endif

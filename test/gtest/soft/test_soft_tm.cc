@@ -1,0 +1,1430 @@
+/*
+ * Soft device tag matching (rdma-core-semantics.md section 4): the TM SRQ,
+ * list operations, matching, phase synchronisation, eager and rendezvous
+ * flows, and how each error ends.
+ *
+ * Most tests run a receiver and a sender in the test process (two devices
+ * on one fabric), polling both; the helper-thread and dead-sender tests use
+ * a child process.
+ */
+#include "soft_fixture.h"
+
+#include <deque>
+#include <endian.h>
+#include <sys/wait.h>
+
+using namespace soft_test;
+
+namespace {
+
+const size_t   MEM_SIZE  = 4u << 20;
+const size_t   ENTRY_OFF = 0;          /* tagged receive buffers */
+const size_t   SEND_OFF  = 1u << 20;   /* messages being sent */
+const size_t   RNDV_OFF  = 2u << 20;   /* rendezvous source data */
+const size_t   SRQ_OFF   = 3u << 20;   /* unexpected-message buffers */
+const uint32_t SRQ_SLOT  = 16384;
+const uint32_t SRQ_SLOTS = 64;
+const uint64_t SRQ_WRID  = 1ull << 40; /* SRQ wr_id = SRQ_WRID + slot */
+const uint64_t KEY       = 0x7a11u;
+
+void fill(uint8_t *p, size_t n, uint8_t seed)
+{
+    for (size_t i = 0; i < n; ++i) {
+        p[i] = (uint8_t)(i * 29 + seed);
+    }
+}
+
+struct tm_node {
+    node                  n;
+    dcx_mr_t             *mr = nullptr;
+    std::vector<uint8_t>  mem = std::vector<uint8_t>(MEM_SIZE);
+    std::deque<dcx_wc_t>  got;     /* completions other than our sends */
+    std::deque<dcx_wc_t>  sent;    /* our send completions */
+    uint8_t               addr[DCX_DEV_ADDR_MAX];
+    size_t                addr_len = sizeof(addr);
+
+    uint8_t *at(size_t off) { return mem.data() + off; }
+    uint64_t va(size_t off) { return (uint64_t)(uintptr_t)at(off); }
+    uint8_t *srq_buf(uint64_t wr_id)
+    {
+        return at(SRQ_OFF + (size_t)(wr_id - SRQ_WRID) * SRQ_SLOT);
+    }
+    int post_srq(uint32_t slot)
+    {
+        dcx_sge_t s = { va(SRQ_OFF + (size_t)slot * SRQ_SLOT), SRQ_SLOT,
+                        mr->lkey };
+        return dcx_srq_post_recv(n.srq, SRQ_WRID + slot, &s, 1);
+    }
+    /* gives an SRQ buffer back once its completion was checked */
+    void repost(const dcx_wc_t &wc)
+    {
+        ASSERT_EQ(0, post_srq((uint32_t)(wc.wr_id - SRQ_WRID)));
+    }
+    void poll()
+    {
+        dcx_wc_t wc[16];
+        if (n.cq == nullptr) {
+            return;
+        }
+        int r = dcx_cq_poll(n.cq, 16, wc);
+        for (int i = 0; i < r; ++i) {
+            if (wc[i].opcode & DCX_WC_RECV_BIT) {
+                got.push_back(wc[i]);
+            } else {
+                sent.push_back(wc[i]);
+            }
+        }
+    }
+};
+
+} // namespace
+
+class soft_tm : public soft {
+protected:
+    /* opens a node with a DCT on a TM SRQ (or a basic one), a DCI, and
+     * SRQ_SLOTS unexpected buffers */
+    void open_node(tm_node &t, bool tm = true, uint32_t tags = 63,
+                   uint32_t ops = 256, const dcx_soft_limits_t *l = nullptr)
+    {
+        dcx_soft_limits_t lim = (l != nullptr) ? *l : default_limits();
+        ASSERT_EQ(0, t.n.open(fabric.c_str(), &lim));
+        ASSERT_EQ(0, t.n.make_cq(8192));
+        ASSERT_EQ(0, t.n.reg(t.mem.data(), t.mem.size(),
+                             DCX_ACCESS_LOCAL_WRITE | DCX_ACCESS_REMOTE_READ |
+                             DCX_ACCESS_REMOTE_WRITE, &t.mr));
+        dcx_srq_attr_t sa;
+        memset(&sa, 0, sizeof(sa));
+        sa.type        = tm ? DCX_SRQ_TM : DCX_SRQ_BASIC;
+        sa.max_wr      = SRQ_SLOTS;
+        sa.max_sge     = 1;
+        sa.cq          = t.n.cq;
+        sa.tm_max_tags = tm ? tags : 0;
+        sa.tm_max_ops  = tm ? ops : 0;
+        ASSERT_EQ(0, dcx_srq_create(t.n.pd, &sa, &t.n.srq));
+        dcx_qp_attr_t qa;
+        memset(&qa, 0, sizeof(qa));
+        qa.type    = DCX_QPT_DCT;
+        qa.recv_cq = t.n.cq;
+        qa.srq     = t.n.srq;
+        qa.dc_key  = KEY;
+        qa.access  = DCX_ACCESS_REMOTE_READ | DCX_ACCESS_REMOTE_WRITE;
+        ASSERT_EQ(0, dcx_qp_create(t.n.pd, &qa, &t.n.dct));
+        ASSERT_EQ(0, t.n.make_dci());
+        ASSERT_EQ(0, dcx_dev_port_addr(t.n.dev, t.addr, &t.addr_len));
+        for (uint32_t i = 0; i < SRQ_SLOTS; ++i) {
+            ASSERT_EQ(0, t.post_srq(i));
+        }
+    }
+
+    /* rx receives, tx sends (and receives FINs) */
+    void open_pair(uint32_t tags = 63, uint32_t ops = 256,
+                   const dcx_soft_limits_t *l = nullptr, bool tx_tm = true)
+    {
+        open_node(rx, true, tags, ops, l);
+        open_node(tx, tx_tm, tags, ops, l);
+        ASSERT_EQ(0, tx.n.connect(rx.addr, rx.addr_len));
+        ASSERT_EQ(0, rx.n.connect(tx.addr, tx.addr_len));
+    }
+
+    void poll_both()
+    {
+        rx.poll();
+        tx.poll();
+    }
+
+    bool wait(tm_node &t, size_t n, double timeout = 20.0)
+    {
+        double end = now_s() + timeout;
+        while (t.got.size() < n) {
+            if (now_s() > end) {
+                return false;
+            }
+            poll_both();
+        }
+        return true;
+    }
+
+    dcx_wc_t pop(tm_node &t)
+    {
+        dcx_wc_t wc;
+        memset(&wc, 0xee, sizeof(wc));
+        EXPECT_TRUE(wait(t, 1));
+        if (!t.got.empty()) {
+            wc = t.got.front();
+            t.got.pop_front();
+        }
+        return wc;
+    }
+
+    /* polls both sides for a while: nothing more may arrive at t */
+    void expect_quiet(tm_node &t, double secs = 0.05)
+    {
+        double end = now_s() + secs;
+        while (now_s() < end) {
+            poll_both();
+        }
+        EXPECT_EQ(0u, t.got.size());
+    }
+
+    int add(tm_node &t, uint64_t tag, uint64_t mask, uint64_t wr_id,
+            size_t off, uint32_t len, uint8_t flags = DCX_TM_OPF_SIGNALED,
+            uint16_t cnt = 0, uint32_t *handle = nullptr,
+            uint32_t num_sge = 1)
+    {
+        dcx_tm_op_t op;
+        memset(&op, 0, sizeof(op));
+        op.wr_id          = 0xadd00000ull + wr_id;
+        op.opcode         = DCX_TM_OP_ADD;
+        op.flags          = flags;
+        op.unexpected_cnt = cnt;
+        op.num_sge        = num_sge;
+        op.recv_wr_id     = wr_id;
+        op.tag            = tag;
+        op.mask           = mask;
+        op.sge.addr       = t.va(off);
+        op.sge.length     = len;
+        op.sge.lkey       = t.mr->lkey;
+        op.handle         = 0xdead;
+        int ret = dcx_srq_tm_post(t.n.srq, &op);
+        if (handle != nullptr) {
+            *handle = op.handle;
+        }
+        return ret;
+    }
+
+    /* ADD, signalled, and checks its completion */
+    uint32_t add_ok(tm_node &t, uint64_t tag, uint64_t mask, uint64_t wr_id,
+                    size_t off, uint32_t len, uint16_t *sync_req = nullptr)
+    {
+        uint32_t h = 0;
+        EXPECT_EQ(0, add(t, tag, mask, wr_id, off, len, DCX_TM_OPF_SIGNALED,
+                         0, &h));
+        dcx_wc_t wc = pop(t);
+        EXPECT_EQ(DCX_WC_TM_ADD, wc.opcode);
+        EXPECT_EQ(DCX_WC_SUCCESS, wc.status);
+        EXPECT_EQ(0xadd00000ull + wr_id, wc.wr_id);
+        if (sync_req != nullptr) {
+            *sync_req = wc.flags & DCX_WC_FLAG_TM_SYNC_REQ;
+        } else {
+            EXPECT_EQ(0, wc.flags & DCX_WC_FLAG_TM_SYNC_REQ);
+        }
+        return h;
+    }
+
+    int op(tm_node &t, uint8_t opcode, uint8_t flags, uint32_t handle,
+           uint64_t wr_id, uint16_t cnt = 0)
+    {
+        dcx_tm_op_t o;
+        memset(&o, 0, sizeof(o));
+        o.wr_id          = wr_id;
+        o.opcode         = opcode;
+        o.flags          = flags;
+        o.handle         = handle;
+        o.unexpected_cnt = cnt;
+        return dcx_srq_tm_post(t.n.srq, &o);
+    }
+
+    /* builds TMH | payload in tx's memory and sends it to rx's DCT;
+     * returns the sender's completion */
+    dcx_wc_t send_msg(uint8_t tmh_op, uint64_t tag, uint32_t app_ctx,
+                      uint32_t payload, uint8_t seed, bool with_imm = false,
+                      uint32_t dctn = 0, uint64_t key = KEY)
+    {
+        uint8_t *m = tx.at(SEND_OFF);
+        dcx_tmh_pack(m, tmh_op, app_ctx, tag);
+        fill(m + DCX_TM_TMH_LEN, payload, seed);
+        return post_send(DCX_TM_TMH_LEN + payload, with_imm, dctn, key);
+    }
+
+    /* a rendezvous request for len bytes at tx's RNDV_OFF */
+    dcx_wc_t send_rndv(uint64_t tag, uint32_t app_ctx, uint32_t len,
+                       uint8_t seed, uint32_t rkey_xor = 0,
+                       uint32_t ravh_dctn_xor = 0, uint64_t ravh_key_xor = 0,
+                       uint32_t meta = 16, size_t src_off = RNDV_OFF,
+                       uint32_t dctn = 0, uint64_t key = KEY)
+    {
+        uint8_t *m = tx.at(SEND_OFF);
+        fill(tx.at(src_off), len, seed);
+        dcx_tmh_pack(m, DCX_TMH_RNDV, app_ctx, tag);
+        dcx_rvh_pack(m + 16, tx.va(src_off), tx.mr->rkey ^ rkey_xor, len);
+        dcx_ravh_pack(m + 32, tx.n.dct->qp_num ^ ravh_dctn_xor,
+                      KEY ^ ravh_key_xor);
+        memset(m + 48, 0x5a, meta);
+        return post_send(DCX_TM_RNDV_LEN + meta, false, dctn, key);
+    }
+
+    /* the FIN a rendezvous ends with, at the sender */
+    void expect_fin(uint64_t tag, uint32_t app_ctx, bool tm_sender = true)
+    {
+        dcx_wc_t wc = pop(tx);
+        EXPECT_EQ(DCX_WC_SUCCESS, wc.status);
+        EXPECT_EQ(tm_sender ? DCX_WC_TM_NO_TAG : DCX_WC_RECV, wc.opcode);
+        EXPECT_EQ((uint32_t)DCX_TM_TMH_LEN, wc.byte_len);
+        uint8_t opc;
+        uint32_t ctx;
+        uint64_t t;
+        dcx_tmh_unpack(tx.srq_buf(wc.wr_id), &opc, &ctx, &t);
+        EXPECT_EQ(DCX_TMH_FIN, opc);
+        EXPECT_EQ(app_ctx, ctx);
+        EXPECT_EQ(tag, t);
+        tx.repost(wc);
+    }
+
+    dcx_soft_limits_t fast_limits()
+    {
+        dcx_soft_limits_t l = default_limits();
+        l.ack_timeout_us = 20000;
+        l.retry_cnt      = 2;
+        return l;
+    }
+
+    dcx_wc_t post_send(uint32_t len, bool with_imm = false, uint32_t dctn = 0,
+                       uint64_t key = KEY)
+    {
+        dcx_sge_t s = { tx.va(SEND_OFF), len, tx.mr->lkey };
+        dcx_send_wr_t wr;
+        memset(&wr, 0, sizeof(wr));
+        wr.wr_id       = ++send_id;
+        wr.opcode      = with_imm ? DCX_WR_SEND_IMM : DCX_WR_SEND;
+        wr.flags       = DCX_SEND_SIGNALED;
+        wr.imm         = 0x1234beef;
+        wr.num_sge     = 1;
+        wr.sg_list     = &s;
+        wr.dest.ah     = tx.n.ah;
+        wr.dest.dctn   = dctn ? dctn : rx.n.dct->qp_num;
+        wr.dest.dc_key = key;
+        dcx_wc_t wc;
+        memset(&wc, 0xee, sizeof(wc));
+        EXPECT_EQ(0, dcx_qp_post_send(tx.n.dci, &wr));
+        double end = now_s() + 20.0;
+        while (tx.sent.empty() && (now_s() < end)) {
+            if (rx_unpolled) {
+                /* the receiving device runs, its CQ is not polled */
+                dcx_dev_progress(rx.n.dev);
+                tx.poll();
+            } else {
+                poll_both();
+            }
+        }
+        EXPECT_FALSE(tx.sent.empty());
+        if (!tx.sent.empty()) {
+            wc = tx.sent.front();
+            tx.sent.pop_front();
+            EXPECT_EQ(send_id, wc.wr_id);
+        }
+        return wc;
+    }
+
+    void expect_payload(size_t off, uint32_t len, uint8_t seed)
+    {
+        std::vector<uint8_t> want(len);
+        fill(want.data(), len, seed);
+        EXPECT_EQ(0, memcmp(rx.at(off), want.data(), len));
+    }
+
+    dcx_soft_tm_stats_t tm_stats(tm_node &t)
+    {
+        dcx_soft_tm_stats_t s;
+        memset(&s, 0, sizeof(s));
+        EXPECT_EQ(0, dcx_soft_tm_stats(t.n.srq, &s));
+        return s;
+    }
+
+    tm_node  rx, tx;
+    uint64_t send_id     = 0;
+    bool     rx_unpolled = false;
+};
+
+/* ------------------------------------------------------------------------
+ * Capabilities, creation, wire headers
+ * ------------------------------------------------------------------------ */
+TEST_F(soft_tm, caps)
+{
+    node n;
+    ASSERT_EQ(0, n.open(fabric.c_str()));
+    const dcx_dev_caps_t *caps = dcx_dev_caps(n.dev);
+    EXPECT_TRUE(caps->flags & DCX_CAP_TM);
+    EXPECT_EQ(1023u, caps->tm_max_tags);
+    EXPECT_EQ(0u, caps->tm_max_tags & (caps->tm_max_tags + 1));  /* 2^n-1 */
+    EXPECT_EQ(caps->max_qp_wr, caps->tm_max_ops);
+    EXPECT_EQ(64u, caps->tm_max_rndv_hdr);
+    EXPECT_EQ(1u, caps->tm_max_sge);
+
+    dcx_soft_limits_t l = default_limits();
+    l.tm_max_tags = 31;
+    node m;
+    ASSERT_EQ(0, m.open((fabric + "b").c_str(), &l));
+    EXPECT_EQ(31u, dcx_dev_caps(m.dev)->tm_max_tags);
+
+    tm_node t;
+    open_node(t, true, 31, 8);
+    EXPECT_EQ(31u, t.n.srq->tm_max_tags);
+    EXPECT_EQ(8u, t.n.srq->tm_max_ops);
+    EXPECT_EQ(SRQ_SLOTS, t.n.srq->max_wr);
+}
+
+TEST_F(soft_tm, create_bad_flow)
+{
+    tm_node t;
+    open_node(t, false);
+    dcx_srq_attr_t sa;
+    dcx_srq_t *srq;
+    memset(&sa, 0, sizeof(sa));
+    sa.type   = DCX_SRQ_TM;
+    sa.max_wr = 16;
+    sa.cq     = t.n.cq;
+    const uint32_t bad[][2] = { { 0, 16 }, { 1024, 16 }, { 63, 0 },
+                                { 63, 32769 } };
+    for (const auto &b : bad) {
+        log_counter logs;
+        sa.tm_max_tags = b[0];
+        sa.tm_max_ops  = b[1];
+        EXPECT_EQ(EINVAL, dcx_srq_create(t.n.pd, &sa, &srq))
+            << b[0] << "/" << b[1];
+        EXPECT_EQ(1, logs.lines());
+    }
+    {
+        log_counter logs;
+        sa.type = (dcx_srq_type_t)7;
+        EXPECT_EQ(EINVAL, dcx_srq_create(t.n.pd, &sa, &srq));
+        EXPECT_EQ(1, logs.lines());
+    }
+    /* list operations on a basic SRQ */
+    {
+        log_counter logs;
+        EXPECT_EQ(EINVAL, op(t, DCX_TM_OP_SYNC, DCX_TM_OPF_SIGNALED, 0, 1));
+        EXPECT_EQ(1, logs.lines());
+    }
+    /* a list size that is not 2^n - 1 */
+    {
+        log_counter logs;
+        dcx_dev_list_params_t params;
+        dcx_dev_info_t *list;
+        unsigned count;
+        memset(&params, 0, sizeof(params));
+        params.soft_count              = 1;
+        params.soft_fabric             = fabric.c_str();
+        params.soft_limits.tm_max_tags = 100;
+        EXPECT_EQ(EINVAL, dcx_dev_list(&params, &list, &count));
+        EXPECT_EQ(1, logs.lines());
+    }
+}
+
+TEST_F(soft_tm, op_bad_flow)
+{
+    open_pair();
+    {
+        log_counter logs;
+        EXPECT_EQ(EINVAL, op(rx, DCX_TM_OP_LAST, 0, 0, 1));
+        EXPECT_EQ(EINVAL, op(rx, DCX_TM_OP_SYNC, 0x80, 0, 1));
+        EXPECT_EQ(EINVAL, add(rx, 1, ~0ull, 1, 0, 64, DCX_TM_OPF_SIGNALED, 0,
+                              nullptr, 2));
+        EXPECT_EQ(3, logs.lines());
+    }
+    /* DEL of a handle the device does not own */
+    {
+        log_counter logs;
+        EXPECT_EQ(EINVAL, op(rx, DCX_TM_OP_DEL, DCX_TM_OPF_SIGNALED, 5, 1));
+        EXPECT_EQ(EINVAL, op(rx, DCX_TM_OP_DEL, DCX_TM_OPF_SIGNALED, 1u << 20,
+                             1));
+        EXPECT_EQ(2, logs.lines());
+    }
+    expect_quiet(rx);
+}
+
+TEST_F(soft_tm, wire_headers)
+{
+    uint8_t b[48];
+    dcx_tmh_pack(b, DCX_TMH_RNDV, 0x01020304, 0x1112131415161718ull);
+    dcx_rvh_pack(b + 16, 0x2122232425262728ull, 0x31323334, 0x41424344);
+    dcx_ravh_pack(b + 32, 0x00abcdef, 0x5152535455565758ull);
+    const uint8_t want[48] = {
+        1, 0, 0, 0, 1, 2, 3, 4,
+        0x11, 0x12, 0x13, 0x14, 0x15, 0x16, 0x17, 0x18,
+        0x21, 0x22, 0x23, 0x24, 0x25, 0x26, 0x27, 0x28,
+        0x31, 0x32, 0x33, 0x34, 0x41, 0x42, 0x43, 0x44,
+        0x00, 0xab, 0xcd, 0xef, 0, 0, 0, 0,
+        0x51, 0x52, 0x53, 0x54, 0x55, 0x56, 0x57, 0x58 };
+    EXPECT_EQ(0, memcmp(b, want, sizeof(want)));
+
+    uint8_t opc;
+    uint32_t ctx, rkey, len, dctn;
+    uint64_t tag, va, key;
+    dcx_tmh_unpack(b, &opc, &ctx, &tag);
+    dcx_rvh_unpack(b + 16, &va, &rkey, &len);
+    dcx_ravh_unpack(b + 32, &dctn, &key);
+    EXPECT_EQ(DCX_TMH_RNDV, opc);
+    EXPECT_EQ(0x01020304u, ctx);
+    EXPECT_EQ(0x1112131415161718ull, tag);
+    EXPECT_EQ(0x2122232425262728ull, va);
+    EXPECT_EQ(0x31323334u, rkey);
+    EXPECT_EQ(0x41424344u, len);
+    EXPECT_EQ(0x00abcdefu, dctn);
+    EXPECT_EQ(0x5152535455565758ull, key);
+    EXPECT_EQ(16u, sizeof(dcx_tmh_t));
+    EXPECT_EQ(16u, sizeof(dcx_rvh_t));
+    EXPECT_EQ(16u, sizeof(dcx_ravh_t));
+}
+
+/* ------------------------------------------------------------------------
+ * Eager
+ * ------------------------------------------------------------------------ */
+TEST_F(soft_tm, eager_expected)
+{
+    open_pair();
+    add_ok(rx, 0x77, ~0ull, 5, 4096, 1000);
+    EXPECT_EQ(DCX_WC_SUCCESS, send_msg(DCX_TMH_EAGER, 0x77, 0xc0ffee, 600,
+                                       3).status);
+    dcx_wc_t wc = pop(rx);
+    EXPECT_EQ(DCX_WC_SUCCESS, wc.status);
+    EXPECT_EQ(DCX_WC_TM_RECV, wc.opcode);
+    EXPECT_EQ(DCX_WC_FLAG_TM_MATCH | DCX_WC_FLAG_TM_DATA_VALID, wc.flags);
+    EXPECT_EQ(5u, wc.wr_id);
+    EXPECT_EQ(600u, wc.byte_len);
+    EXPECT_EQ(0x77u, wc.tm_tag);
+    EXPECT_EQ(0xc0ffeeu, wc.tm_priv);
+    EXPECT_EQ(rx.n.dct->qp_num, wc.qp_num);
+    EXPECT_EQ(tx.n.dci->qp_num, wc.src_qp);
+    expect_payload(4096, 600, 3);   /* without the TMH */
+    EXPECT_EQ(0, rx.at(4096 + 600)[0]);
+
+    /* with immediate data */
+    add_ok(rx, 0x78, ~0ull, 6, 8192, 100);
+    send_msg(DCX_TMH_EAGER, 0x78, 9, 8, 4, true);
+    wc = pop(rx);
+    EXPECT_EQ(DCX_WC_FLAG_TM_MATCH | DCX_WC_FLAG_TM_DATA_VALID |
+              DCX_WC_FLAG_WITH_IMM, wc.flags);
+    EXPECT_EQ(0x1234beefu, wc.imm);
+    EXPECT_EQ(6u, wc.wr_id);
+    dcx_soft_tm_stats_t s = tm_stats(rx);
+    EXPECT_EQ(2u, s.adds);
+    EXPECT_EQ(2u, s.matched);
+    EXPECT_EQ(0u, s.unexp_eager);
+}
+
+TEST_F(soft_tm, eager_zero_byte)
+{
+    open_pair();
+    add_ok(rx, 1, ~0ull, 7, 0, 0, nullptr);
+    /* an empty receive (no buffer) */
+    uint32_t h;
+    ASSERT_EQ(0, add(rx, 2, ~0ull, 8, 0, 0, DCX_TM_OPF_SIGNALED, 0, &h, 0));
+    EXPECT_EQ(DCX_WC_TM_ADD, pop(rx).opcode);
+    send_msg(DCX_TMH_EAGER, 1, 11, 0, 0);
+    send_msg(DCX_TMH_EAGER, 2, 12, 0, 0);
+    for (uint64_t id = 7; id <= 8; ++id) {
+        dcx_wc_t wc = pop(rx);
+        EXPECT_EQ(DCX_WC_SUCCESS, wc.status);
+        EXPECT_EQ(id, wc.wr_id);
+        EXPECT_EQ(0u, wc.byte_len);
+        EXPECT_EQ(DCX_WC_FLAG_TM_MATCH | DCX_WC_FLAG_TM_DATA_VALID, wc.flags);
+        EXPECT_EQ(id + 4, (uint64_t)wc.tm_priv);
+    }
+}
+
+TEST_F(soft_tm, eager_multi_packet)
+{
+    open_pair();
+    const uint32_t mtu = dcx_dev_caps(rx.n.dev)->mtu;
+    const uint32_t len = 2 * mtu + 100;   /* three packets */
+    add_ok(rx, 0x55, ~0ull, 9, 0, len);
+    EXPECT_EQ(DCX_WC_SUCCESS, send_msg(DCX_TMH_EAGER, 0x55, 0xaa, len,
+                                       6).status);
+    /* match first, with the tag; then the data */
+    dcx_wc_t wc = pop(rx);
+    EXPECT_EQ(DCX_WC_SUCCESS, wc.status);
+    EXPECT_EQ(DCX_WC_TM_RECV, wc.opcode);
+    EXPECT_EQ(DCX_WC_FLAG_TM_MATCH, wc.flags);
+    EXPECT_EQ(9u, wc.wr_id);
+    EXPECT_EQ(0x55u, wc.tm_tag);
+    EXPECT_EQ(0xaau, wc.tm_priv);
+    wc = pop(rx);
+    EXPECT_EQ(DCX_WC_SUCCESS, wc.status);
+    EXPECT_EQ(DCX_WC_FLAG_TM_DATA_VALID, wc.flags);
+    EXPECT_EQ(9u, wc.wr_id);
+    EXPECT_EQ(len, wc.byte_len);
+    EXPECT_EQ(0u, wc.tm_tag);   /* tag info only in the first */
+    expect_payload(0, len, 6);
+}
+
+TEST_F(soft_tm, eager_unexpected)
+{
+    open_pair();
+    send_msg(DCX_TMH_EAGER, 0x99, 0x42, 300, 8, true);
+    dcx_wc_t wc = pop(rx);
+    EXPECT_EQ(DCX_WC_SUCCESS, wc.status);
+    EXPECT_EQ(DCX_WC_TM_RECV, wc.opcode);
+    EXPECT_EQ(DCX_WC_FLAG_WITH_IMM, wc.flags);   /* no MATCH, DATA_VALID */
+    EXPECT_EQ(SRQ_WRID, wc.wr_id);
+    EXPECT_EQ(DCX_TM_TMH_LEN + 300, wc.byte_len);
+    EXPECT_EQ(0u, wc.tm_tag);
+    EXPECT_EQ(0u, wc.tm_priv);
+    /* whole message, TMH included */
+    uint8_t opc;
+    uint32_t ctx;
+    uint64_t tag;
+    dcx_tmh_unpack(rx.srq_buf(wc.wr_id), &opc, &ctx, &tag);
+    EXPECT_EQ(DCX_TMH_EAGER, opc);
+    EXPECT_EQ(0x42u, ctx);
+    EXPECT_EQ(0x99u, tag);
+    std::vector<uint8_t> want(300);
+    fill(want.data(), 300, 8);
+    EXPECT_EQ(0, memcmp(rx.srq_buf(wc.wr_id) + 16, want.data(), 300));
+    EXPECT_EQ(1u, tm_stats(rx).unexp_eager);
+}
+
+TEST_F(soft_tm, no_tag)
+{
+    open_pair();
+    add_ok(rx, 0, 0, 1, 0, 4096);   /* a wildcard: NO_TAG never matches */
+    send_msg(DCX_TMH_NO_TAG, 0x5, 0x6, 100, 9);
+    dcx_wc_t wc = pop(rx);
+    EXPECT_EQ(DCX_WC_SUCCESS, wc.status);
+    EXPECT_EQ(DCX_WC_TM_NO_TAG, wc.opcode);
+    EXPECT_EQ(0, wc.flags);
+    EXPECT_EQ(SRQ_WRID, wc.wr_id);
+    EXPECT_EQ(116u, wc.byte_len);
+    EXPECT_EQ(DCX_TMH_NO_TAG, rx.srq_buf(wc.wr_id)[0]);
+    /* the wildcard entry is still there for a tagged message */
+    send_msg(DCX_TMH_EAGER, 0x5, 0x6, 10, 9);
+    wc = pop(rx);
+    EXPECT_EQ(1u, wc.wr_id);
+    EXPECT_EQ(DCX_WC_FLAG_TM_MATCH | DCX_WC_FLAG_TM_DATA_VALID, wc.flags);
+}
+
+TEST_F(soft_tm, wildcard_masks)
+{
+    open_pair();
+    /* source in the high half, user tag in the low half */
+    add_ok(rx, 0x0000000500000000ull, 0xffffffff00000000ull, 1, 0, 256);
+    add_ok(rx, 0x0000000000000007ull, 0x00000000ffffffffull, 2, 4096, 256);
+    add_ok(rx, 0, 0, 3, 8192, 256);   /* any tag */
+    send_msg(DCX_TMH_EAGER, 0x0000000900000007ull, 1, 16, 1);
+    send_msg(DCX_TMH_EAGER, 0x0000000500000003ull, 2, 16, 2);
+    send_msg(DCX_TMH_EAGER, 0xfeedull, 3, 16, 3);
+    const uint64_t want_id[]  = { 2, 1, 3 };
+    const uint64_t want_tag[] = { 0x0000000900000007ull,
+                                  0x0000000500000003ull, 0xfeedull };
+    for (int i = 0; i < 3; ++i) {
+        dcx_wc_t wc = pop(rx);
+        EXPECT_EQ(want_id[i], wc.wr_id);
+        EXPECT_EQ(want_tag[i], wc.tm_tag);
+        EXPECT_EQ((uint32_t)(i + 1), wc.tm_priv);
+    }
+    /* nothing left: the next goes to an SRQ buffer */
+    send_msg(DCX_TMH_EAGER, 0x0000000500000000ull, 4, 16, 4);
+    EXPECT_EQ(SRQ_WRID, pop(rx).wr_id);
+}
+
+TEST_F(soft_tm, oldest_first)
+{
+    open_pair();
+    add_ok(rx, 8, ~0ull, 1, 0, 256);       /* does not match tag 7 */
+    add_ok(rx, 7, ~0ull, 2, 4096, 256);
+    add_ok(rx, 0, 0, 3, 8192, 256);        /* matches too, but younger */
+    add_ok(rx, 7, ~0ull, 4, 12288, 256);
+    for (uint64_t want : { 2, 3, 4 }) {
+        send_msg(DCX_TMH_EAGER, 7, (uint32_t)want, 32, (uint8_t)want);
+        dcx_wc_t wc = pop(rx);
+        EXPECT_EQ(want, wc.wr_id);
+    }
+    send_msg(DCX_TMH_EAGER, 8, 0, 32, 0);
+    EXPECT_EQ(1u, pop(rx).wr_id);
+}
+
+TEST_F(soft_tm, truncation_bad_flow)
+{
+    open_pair();
+    add_ok(rx, 3, ~0ull, 1, 0, 100);
+    /* hardware: LOC_LEN_ERR for the receive, nothing written; the sender's
+     * SEND succeeds (a receive-side error, as libmlx5 reports it) */
+    EXPECT_EQ(DCX_WC_SUCCESS, send_msg(DCX_TMH_EAGER, 3, 0, 101, 1).status);
+    dcx_wc_t wc = pop(rx);
+    EXPECT_EQ(DCX_WC_LOC_LEN_ERR, wc.status);
+    EXPECT_EQ(1u, wc.wr_id);
+    EXPECT_EQ(0, rx.at(0)[0] | rx.at(50)[0]);
+    EXPECT_EQ(DCX_QPS_RTS, tx.n.dci->state);
+    /* the same for a message of several packets */
+    const uint32_t mtu = dcx_dev_caps(rx.n.dev)->mtu;
+    add_ok(rx, 3, ~0ull, 2, 0, mtu);
+    EXPECT_EQ(DCX_WC_SUCCESS, send_msg(DCX_TMH_EAGER, 3, 0, 2 * mtu,
+                                       1).status);
+    wc = pop(rx);
+    EXPECT_EQ(DCX_WC_LOC_LEN_ERR, wc.status);
+    EXPECT_EQ(2u, wc.wr_id);
+    /* the next one fits */
+    add_ok(rx, 3, ~0ull, 3, 0, 100);
+    send_msg(DCX_TMH_EAGER, 3, 0, 100, 5);
+    wc = pop(rx);
+    EXPECT_EQ(DCX_WC_SUCCESS, wc.status);
+    expect_payload(0, 100, 5);
+}
+
+TEST_F(soft_tm, bad_message_bad_flow)
+{
+    open_pair();
+    add_ok(rx, 0, 0, 1, 0, 4096);
+    /* shorter than a TMH: an invalid request, nothing consumed */
+    dcx_wc_t wc = post_send(8);
+    EXPECT_EQ(DCX_WC_REM_INV_REQ_ERR, wc.status);
+    ASSERT_EQ(0, dcx_qp_recover(tx.n.dci));
+    /* unknown TMH opcode */
+    wc = send_msg(9, 1, 1, 10, 1);
+    EXPECT_EQ(DCX_WC_REM_INV_REQ_ERR, wc.status);
+    ASSERT_EQ(0, dcx_qp_recover(tx.n.dci));
+    /* a rendezvous request without the DC address header */
+    wc = send_msg(DCX_TMH_RNDV, 1, 1, 16, 1);
+    EXPECT_EQ(DCX_WC_REM_INV_REQ_ERR, wc.status);
+    ASSERT_EQ(0, dcx_qp_recover(tx.n.dci));
+    /* longer than caps.tm_max_rndv_hdr */
+    wc = send_rndv(1, 1, 10, 1, 0, 0, 0, 17);
+    EXPECT_EQ(DCX_WC_REM_INV_REQ_ERR, wc.status);
+    ASSERT_EQ(0, dcx_qp_recover(tx.n.dci));
+    expect_quiet(rx);
+    /* the entry is still listed */
+    send_msg(DCX_TMH_EAGER, 1, 1, 10, 1);
+    EXPECT_EQ(1u, pop(rx).wr_id);
+}
+
+TEST_F(soft_tm, unexpected_truncation_bad_flow)
+{
+    open_pair();
+    /* no entry, and the message does not fit an SRQ buffer */
+    dcx_wc_t wc = send_msg(DCX_TMH_EAGER, 1, 1, SRQ_SLOT, 1);
+    EXPECT_EQ(DCX_WC_REM_INV_REQ_ERR, wc.status);
+    wc = pop(rx);
+    EXPECT_EQ(DCX_WC_LOC_LEN_ERR, wc.status);
+    EXPECT_EQ(SRQ_WRID, wc.wr_id);
+}
+
+/* No SRQ buffer for an unexpected message: RNR, nothing consumed; it
+ * lands once software posts a buffer. */
+TEST_F(soft_tm, unexpected_rnr)
+{
+    open_pair();
+    for (uint32_t i = 0; i < SRQ_SLOTS; ++i) {
+        send_msg(DCX_TMH_EAGER, 1, i, 8, 0);
+    }
+    EXPECT_TRUE(wait(rx, SRQ_SLOTS));
+    dcx_tmh_pack(tx.at(SEND_OFF), DCX_TMH_EAGER, 0xbeef, 1);
+    dcx_sge_t sg = { tx.va(SEND_OFF), 16, tx.mr->lkey };
+    dcx_send_wr_t wr;
+    memset(&wr, 0, sizeof(wr));
+    wr.wr_id       = 99;
+    wr.opcode      = DCX_WR_SEND;
+    wr.flags       = DCX_SEND_SIGNALED;
+    wr.num_sge     = 1;
+    wr.sg_list     = &sg;
+    wr.dest.ah     = tx.n.ah;
+    wr.dest.dctn   = rx.n.dct->qp_num;
+    wr.dest.dc_key = KEY;
+    ASSERT_EQ(0, dcx_qp_post_send(tx.n.dci, &wr));
+    double end = now_s() + 0.05;
+    while (now_s() < end) {
+        poll_both();
+    }
+    EXPECT_TRUE(tx.sent.empty());
+    EXPECT_EQ(SRQ_SLOTS, rx.got.size());
+    dcx_soft_stats_t st;
+    ASSERT_EQ(0, dcx_soft_stats(rx.n.dev, &st));
+    EXPECT_GE(st.rnr_naks_sent, 1u);
+    rx.got.clear();
+    ASSERT_EQ(0, rx.post_srq(5));
+    dcx_wc_t wc = pop(rx);
+    EXPECT_EQ(SRQ_WRID + 5, wc.wr_id);
+    EXPECT_EQ(DCX_WC_TM_RECV, wc.opcode);
+    end = now_s() + 20.0;
+    while (tx.sent.empty() && (now_s() < end)) {
+        poll_both();
+    }
+    ASSERT_FALSE(tx.sent.empty());
+    EXPECT_EQ(DCX_WC_SUCCESS, tx.sent.front().status);
+}
+
+/* The sender gives up half way through a message matched to an entry (its
+ * DCI fails and is recovered): the entry's receive is flushed. */
+TEST_F(soft_tm, eager_abandoned_bad_flow)
+{
+    dcx_soft_limits_t l = fast_limits();
+    open_pair(63, 256, &l);
+    const uint32_t mtu = dcx_dev_caps(rx.n.dev)->mtu;
+    uint32_t h = add_ok(rx, 2, ~0ull, 1, 0, 4 * mtu);
+    dcx_soft_fault_t f;
+    memset(&f, 0, sizeof(f));
+    f.type   = DCX_SOFT_FAULT_DROP;
+    f.opcode = DCX_WR_SEND;
+    f.skip   = 1;            /* the first packet arrives, no other */
+    ASSERT_EQ(0, dcx_soft_fault_inject(tx.n.dev, &f));
+    EXPECT_EQ(DCX_WC_RETRY_EXC_ERR,
+              send_msg(DCX_TMH_EAGER, 2, 0x21, 3 * mtu, 1).status);
+    dcx_wc_t wc = pop(rx);
+    EXPECT_EQ(DCX_WC_FLAG_TM_MATCH, wc.flags);
+    EXPECT_EQ(1u, wc.wr_id);
+    dcx_soft_fault_clear(tx.n.dev);
+    ASSERT_EQ(0, dcx_qp_recover(tx.n.dci));
+    /* the sender's next message shows the responder it moved on */
+    EXPECT_EQ(DCX_WC_SUCCESS, send_msg(DCX_TMH_EAGER, 3, 0, 8, 1).status);
+    wc = pop(rx);
+    EXPECT_EQ(DCX_WC_WR_FLUSH_ERR, wc.status);
+    EXPECT_EQ(1u, wc.wr_id);
+    EXPECT_EQ(SRQ_WRID, pop(rx).wr_id);   /* the next one: unexpected */
+    {
+        log_counter logs;   /* the flushed entry is software's again */
+        EXPECT_EQ(EINVAL, op(rx, DCX_TM_OP_DEL, DCX_TM_OPF_SIGNALED, h, 1));
+        EXPECT_EQ(1, logs.lines());
+    }
+}
+
+/* ------------------------------------------------------------------------
+ * List operations
+ * ------------------------------------------------------------------------ */
+TEST_F(soft_tm, list_full_bad_flow)
+{
+    open_pair(7);
+    uint32_t h[7];
+    for (int i = 0; i < 7; ++i) {
+        h[i] = add_ok(rx, 100 + i, ~0ull, i, 0, 64);
+        EXPECT_LT(h[i], 7u);
+    }
+    {
+        log_counter logs;
+        EXPECT_EQ(ENOMEM, add(rx, 1, ~0ull, 9, 0, 64));
+        EXPECT_EQ(0, logs.lines());   /* flow control, logged at debug */
+    }
+    /* a handle is software's again only once its completions are polled */
+    ASSERT_EQ(0, op(rx, DCX_TM_OP_DEL, DCX_TM_OPF_SIGNALED, h[3], 77));
+    EXPECT_EQ(ENOMEM, add(rx, 1, ~0ull, 9, 0, 64));
+    dcx_wc_t wc = pop(rx);
+    EXPECT_EQ(DCX_WC_TM_DEL, wc.opcode);
+    EXPECT_EQ(DCX_WC_SUCCESS, wc.status);
+    EXPECT_EQ(77u, wc.wr_id);
+    uint32_t nh;
+    EXPECT_EQ(0, add(rx, 1, ~0ull, 9, 0, 64, 0, 0, &nh));
+    EXPECT_EQ(h[3], nh);
+    /* a consumed entry comes back when its completion is polled */
+    send_msg(DCX_TMH_EAGER, 100, 0, 8, 0);
+    EXPECT_TRUE(wait(rx, 1));
+    EXPECT_EQ(0, add(rx, 2, ~0ull, 10, 0, 64, 0));
+}
+
+TEST_F(soft_tm, op_queue_full_bad_flow)
+{
+    open_pair(63, 4);
+    ASSERT_EQ(0, op(rx, DCX_TM_OP_SYNC, 0, 0, 1));
+    ASSERT_EQ(0, add(rx, 1, ~0ull, 1, 0, 64, 0));
+    ASSERT_EQ(0, op(rx, DCX_TM_OP_SYNC, 0, 0, 2));
+    ASSERT_EQ(0, op(rx, DCX_TM_OP_SYNC, DCX_TM_OPF_SIGNALED, 0, 3));
+    {
+        log_counter logs;
+        EXPECT_EQ(ENOMEM, op(rx, DCX_TM_OP_SYNC, DCX_TM_OPF_SIGNALED, 0, 4));
+        EXPECT_EQ(ENOMEM, add(rx, 2, ~0ull, 2, 0, 64));
+        EXPECT_EQ(0, logs.lines());
+    }
+    /* polling the signalled one retires it and every one before it */
+    dcx_wc_t wc = pop(rx);
+    EXPECT_EQ(DCX_WC_TM_SYNC, wc.opcode);
+    EXPECT_EQ(3u, wc.wr_id);
+    for (uint64_t i = 0; i < 3; ++i) {
+        EXPECT_EQ(0, op(rx, DCX_TM_OP_SYNC, 0, 0, 10 + i));
+    }
+    EXPECT_EQ(0, op(rx, DCX_TM_OP_SYNC, DCX_TM_OPF_SIGNALED, 0, 20));
+    EXPECT_EQ(ENOMEM, op(rx, DCX_TM_OP_SYNC, 0, 0, 21));
+    EXPECT_EQ(20u, pop(rx).wr_id);
+    EXPECT_EQ(0, op(rx, DCX_TM_OP_SYNC, 0, 0, 22));
+}
+
+TEST_F(soft_tm, cancel)
+{
+    open_pair();
+    uint32_t h = add_ok(rx, 4, ~0ull, 1, 0, 64);
+    ASSERT_EQ(0, op(rx, DCX_TM_OP_DEL, DCX_TM_OPF_SIGNALED, h, 50));
+    dcx_wc_t wc = pop(rx);
+    EXPECT_EQ(DCX_WC_TM_DEL, wc.opcode);
+    EXPECT_EQ(DCX_WC_SUCCESS, wc.status);
+    EXPECT_EQ(50u, wc.wr_id);
+    send_msg(DCX_TMH_EAGER, 4, 0, 8, 0);
+    EXPECT_EQ(SRQ_WRID, pop(rx).wr_id);   /* unexpected now */
+    /* an unsignalled DEL frees the handle at once (software reports the
+     * unexpected message it has handled) */
+    ASSERT_EQ(0, add(rx, 5, ~0ull, 2, 0, 64,
+                     DCX_TM_OPF_SIGNALED | DCX_TM_OPF_SYNC, 1, &h));
+    EXPECT_EQ(DCX_WC_TM_ADD, pop(rx).opcode);
+    ASSERT_EQ(0, op(rx, DCX_TM_OP_DEL, 0, h, 51));
+    {
+        log_counter logs;
+        EXPECT_EQ(EINVAL, op(rx, DCX_TM_OP_DEL, DCX_TM_OPF_SIGNALED, h, 52));
+        EXPECT_EQ(1, logs.lines());
+    }
+    EXPECT_EQ(2u, tm_stats(rx).dels);
+    expect_quiet(rx);
+}
+
+TEST_F(soft_tm, del_after_consume_bad_flow)
+{
+    open_pair();
+    uint32_t h = add_ok(rx, 6, ~0ull, 1, 0, 64);
+    /* the message is matched before software's DEL reaches the device,
+     * and software has not polled the receive's completion yet */
+    rx_unpolled = true;
+    send_msg(DCX_TMH_EAGER, 6, 0x66, 8, 1);
+    rx_unpolled = false;
+    ASSERT_EQ(0, op(rx, DCX_TM_OP_DEL, DCX_TM_OPF_SIGNALED, h, 60));
+    dcx_wc_t wc = pop(rx);
+    EXPECT_EQ(DCX_WC_TM_RECV, wc.opcode);   /* the consumption arrives */
+    EXPECT_EQ(DCX_WC_SUCCESS, wc.status);
+    EXPECT_EQ(1u, wc.wr_id);
+    EXPECT_EQ(0x66u, wc.tm_priv);
+    wc = pop(rx);
+    EXPECT_EQ(DCX_WC_TM_DEL, wc.opcode);
+    EXPECT_EQ(DCX_WC_TM_ERR, wc.status);      /* and the DEL lost */
+    EXPECT_EQ(60u, wc.wr_id);
+    EXPECT_EQ(1u, tm_stats(rx).del_races);
+    /* both polled: the handle is free and nothing is left in the list */
+    {
+        log_counter logs;
+        EXPECT_EQ(EINVAL, op(rx, DCX_TM_OP_DEL, DCX_TM_OPF_SIGNALED, h, 61));
+        EXPECT_EQ(1, logs.lines());
+    }
+    send_msg(DCX_TMH_EAGER, 6, 0, 8, 1);
+    EXPECT_EQ(SRQ_WRID, pop(rx).wr_id);
+}
+
+/* ------------------------------------------------------------------------
+ * Phase synchronisation (semantics 4.8)
+ * ------------------------------------------------------------------------ */
+/* Software posts a receive for tag T after m1 (tag T) arrived unexpected
+ * but before it saw m1.  Posted with its true count (0), the entry is held:
+ * m2 (tag T) goes unexpected too, so software can match m1 then m2 in
+ * order.  After a SYNC with count 2 the entry takes m3. */
+TEST_F(soft_tm, sync_required)
+{
+    open_pair();
+    send_msg(DCX_TMH_EAGER, 0x10, 1, 8, 1);                 /* m1 */
+    uint32_t h;
+    ASSERT_EQ(0, add(rx, 0x10, ~0ull, 1, 0, 64,
+                     DCX_TM_OPF_SIGNALED | DCX_TM_OPF_SYNC, 0, &h));
+    send_msg(DCX_TMH_EAGER, 0x10, 2, 8, 2);                 /* m2 */
+    dcx_wc_t wc = pop(rx);
+    EXPECT_EQ(DCX_WC_TM_RECV, wc.opcode);                   /* m1 */
+    EXPECT_EQ(0, wc.flags & DCX_WC_FLAG_TM_MATCH);
+    EXPECT_EQ(SRQ_WRID, wc.wr_id);
+    wc = pop(rx);
+    EXPECT_EQ(DCX_WC_TM_ADD, wc.opcode);
+    EXPECT_TRUE(wc.flags & DCX_WC_FLAG_TM_SYNC_REQ);         /* held */
+    wc = pop(rx);
+    EXPECT_EQ(DCX_WC_TM_RECV, wc.opcode);                   /* m2: not */
+    EXPECT_EQ(0, wc.flags & DCX_WC_FLAG_TM_MATCH);          /* matched */
+    EXPECT_EQ(SRQ_WRID + 1, wc.wr_id);
+    EXPECT_EQ(2u, rx.srq_buf(wc.wr_id)[7]);                 /* app_ctx 2 */
+    EXPECT_EQ(2u, tm_stats(rx).unexp_eager);
+
+    ASSERT_EQ(0, op(rx, DCX_TM_OP_SYNC, DCX_TM_OPF_SIGNALED | DCX_TM_OPF_SYNC,
+                    0, 90, 2));
+    wc = pop(rx);
+    EXPECT_EQ(DCX_WC_TM_SYNC, wc.opcode);
+    EXPECT_EQ(0, wc.flags & DCX_WC_FLAG_TM_SYNC_REQ);
+    send_msg(DCX_TMH_EAGER, 0x10, 3, 8, 3);                 /* m3 */
+    wc = pop(rx);
+    EXPECT_EQ(1u, wc.wr_id);
+    EXPECT_EQ(3u, wc.tm_priv);
+}
+
+/* The same sequence when software claims a count it has not reached: the
+ * entry is eligible at once and m2 matches it before software has seen m1,
+ * an out-of-order match; the device cannot know better. */
+TEST_F(soft_tm, sync_skipped_matches_out_of_order)
+{
+    open_pair();
+    send_msg(DCX_TMH_EAGER, 0x10, 1, 8, 1);                 /* m1 */
+    ASSERT_EQ(0, add(rx, 0x10, ~0ull, 1, 0, 64,
+                     DCX_TM_OPF_SIGNALED | DCX_TM_OPF_SYNC, 1));
+    send_msg(DCX_TMH_EAGER, 0x10, 2, 8, 2);                 /* m2 */
+    dcx_wc_t wc = pop(rx);
+    EXPECT_EQ(SRQ_WRID, wc.wr_id);                          /* m1 */
+    wc = pop(rx);
+    EXPECT_EQ(DCX_WC_TM_ADD, wc.opcode);
+    EXPECT_EQ(0, wc.flags & DCX_WC_FLAG_TM_SYNC_REQ);
+    wc = pop(rx);
+    EXPECT_EQ(1u, wc.wr_id);                                /* m2 took it */
+    EXPECT_EQ(2u, wc.tm_priv);
+}
+
+/* ADD and DEL completions flag SYNC_REQ when the device's count differs
+ * from the count given with the entry's ADD; SYNC completions never do. */
+TEST_F(soft_tm, sync_req_on_list_ops)
+{
+    open_pair();
+    uint32_t h = add_ok(rx, 0x20, ~0ull, 1, 0, 64);        /* U = 0 */
+    send_msg(DCX_TMH_EAGER, 0x21, 0, 8, 0);                 /* U = 1 */
+    rx.repost(pop(rx));
+    ASSERT_EQ(0, op(rx, DCX_TM_OP_DEL, DCX_TM_OPF_SIGNALED, h, 5));
+    dcx_wc_t wc = pop(rx);
+    EXPECT_EQ(DCX_WC_TM_DEL, wc.opcode);
+    EXPECT_TRUE(wc.flags & DCX_WC_FLAG_TM_SYNC_REQ);
+    /* an ADD carrying the count: no flag, eligible at once */
+    ASSERT_EQ(0, add(rx, 0x22, ~0ull, 2, 0, 64,
+                     DCX_TM_OPF_SIGNALED | DCX_TM_OPF_SYNC, 1));
+    wc = pop(rx);
+    EXPECT_EQ(DCX_WC_TM_ADD, wc.opcode);
+    EXPECT_EQ(0, wc.flags & DCX_WC_FLAG_TM_SYNC_REQ);
+    ASSERT_EQ(0, op(rx, DCX_TM_OP_SYNC, DCX_TM_OPF_SIGNALED, 0, 6));
+    wc = pop(rx);
+    EXPECT_EQ(DCX_WC_TM_SYNC, wc.opcode);
+    EXPECT_EQ(0, wc.flags & DCX_WC_FLAG_TM_SYNC_REQ);
+    send_msg(DCX_TMH_EAGER, 0x22, 0, 8, 0);
+    EXPECT_EQ(2u, pop(rx).wr_id);
+}
+
+/* An unexpected completion carries SYNC_REQ once more than 0x3fff
+ * unexpected messages were polled since the count given with an ADD. */
+TEST_F(soft_tm, sync_req_on_unexpected)
+{
+    open_pair();
+    const uint32_t n = 0x4001;
+    uint32_t flagged = 0, first_flagged = 0;
+    for (uint32_t i = 1; i <= n; ++i) {
+        send_msg(DCX_TMH_EAGER, 0x30, i, 0, 0);
+        dcx_wc_t wc = pop(rx);
+        ASSERT_EQ(DCX_WC_TM_RECV, wc.opcode);
+        if (wc.flags & DCX_WC_FLAG_TM_SYNC_REQ) {
+            flagged++;
+            first_flagged = first_flagged ? first_flagged : i;
+        }
+        rx.repost(wc);
+    }
+    EXPECT_EQ(0x4000u, first_flagged);
+    EXPECT_EQ(2u, flagged);
+    /* software reports its count with an ADD: no more flags */
+    ASSERT_EQ(0, add(rx, 0x31, ~0ull, 1, 0, 64, DCX_TM_OPF_SYNC,
+                     (uint16_t)n));
+    send_msg(DCX_TMH_EAGER, 0x30, 0, 0, 0);
+    dcx_wc_t wc = pop(rx);
+    EXPECT_EQ(0, wc.flags & DCX_WC_FLAG_TM_SYNC_REQ);
+}
+
+/* ------------------------------------------------------------------------
+ * Rendezvous
+ * ------------------------------------------------------------------------ */
+TEST_F(soft_tm, rndv_expected)
+{
+    open_pair();
+    const uint32_t len = 300000;
+    add_ok(rx, 0xabc, ~0ull, 1, 0, len);
+    EXPECT_EQ(DCX_WC_SUCCESS, send_rndv(0xabc, 0x1111, len, 7).status);
+    dcx_wc_t wc = pop(rx);
+    EXPECT_EQ(DCX_WC_SUCCESS, wc.status);
+    EXPECT_EQ(DCX_WC_TM_RECV, wc.opcode);
+    EXPECT_EQ(DCX_WC_FLAG_TM_MATCH, wc.flags);
+    EXPECT_EQ(1u, wc.wr_id);
+    EXPECT_EQ(0xabcu, wc.tm_tag);
+    EXPECT_EQ(0x1111u, wc.tm_priv);
+    wc = pop(rx);
+    EXPECT_EQ(DCX_WC_SUCCESS, wc.status);
+    EXPECT_EQ(DCX_WC_TM_RECV, wc.opcode);
+    EXPECT_EQ(DCX_WC_FLAG_TM_DATA_VALID, wc.flags);
+    EXPECT_EQ(1u, wc.wr_id);
+    EXPECT_EQ(len, wc.byte_len);
+    expect_payload(0, len, 7);
+    expect_fin(0xabc, 0x1111);
+    EXPECT_EQ(1u, tm_stats(tx).fins_received);
+    expect_quiet(rx);
+    dcx_soft_tm_stats_t st = tm_stats(rx);
+    EXPECT_EQ(1u, st.rndv_hw);
+    EXPECT_EQ(1u, st.fins_sent);
+    EXPECT_EQ(0u, st.rndv_errors);
+}
+
+TEST_F(soft_tm, rndv_fin_to_plain_srq)
+{
+    /* a sender whose DCT has a basic SRQ gets the FIN as a plain receive,
+     * as in rdma-core's test_tm_rndv */
+    open_pair(63, 256, nullptr, false);
+    add_ok(rx, 5, ~0ull, 1, 0, 1000);
+    send_rndv(5, 0x2222, 1000, 1);
+    EXPECT_EQ(DCX_WC_FLAG_TM_MATCH, pop(rx).flags);
+    EXPECT_EQ(DCX_WC_FLAG_TM_DATA_VALID, pop(rx).flags);
+    expect_fin(5, 0x2222, false);
+    expect_payload(0, 1000, 1);
+}
+
+TEST_F(soft_tm, rndv_many)
+{
+    /* more rendezvous than the device reads at once: all complete, data
+     * in the right buffers, a FIN for each */
+    open_pair();
+    const uint32_t n = 10, len = 50000;
+    for (uint32_t i = 0; i < n; ++i) {
+        add_ok(rx, 100 + i, ~0ull, i, (size_t)i * 65536, len);
+    }
+    for (uint32_t i = 0; i < n; ++i) {
+        send_rndv(100 + i, 1000 + i, len, (uint8_t)i, 0, 0, 0, 16,
+                  RNDV_OFF + (size_t)i * 65536);
+    }
+    uint32_t matched = 0, valid = 0;
+    for (uint32_t k = 0; k < 2 * n; ++k) {
+        dcx_wc_t wc = pop(rx);
+        EXPECT_EQ(DCX_WC_SUCCESS, wc.status);
+        if (wc.flags == DCX_WC_FLAG_TM_MATCH) {
+            EXPECT_EQ(100 + wc.wr_id, wc.tm_tag);
+            matched++;
+        } else {
+            EXPECT_EQ(DCX_WC_FLAG_TM_DATA_VALID, wc.flags);
+            EXPECT_EQ(len, wc.byte_len);
+            valid++;
+        }
+    }
+    EXPECT_EQ(n, matched);
+    EXPECT_EQ(n, valid);
+    for (uint32_t i = 0; i < n; ++i) {
+        expect_payload((size_t)i * 65536, len, (uint8_t)i);
+    }
+    EXPECT_TRUE(wait(tx, n));
+    EXPECT_EQ(n, tm_stats(rx).rndv_hw);
+}
+
+TEST_F(soft_tm, rndv_incomplete)
+{
+    open_pair();
+    /* the data does not fit, the request does: software's turn */
+    add_ok(rx, 9, ~0ull, 1, 0, 100);
+    send_rndv(9, 0x3333, 5000, 2);
+    dcx_wc_t wc = pop(rx);
+    EXPECT_EQ(DCX_WC_TM_RNDV_INCOMPLETE, wc.status);
+    EXPECT_EQ(DCX_WC_TM_RECV, wc.opcode);
+    EXPECT_EQ(DCX_WC_FLAG_TM_MATCH | DCX_WC_FLAG_TM_DATA_VALID, wc.flags);
+    EXPECT_EQ(1u, wc.wr_id);
+    EXPECT_EQ(64u, wc.byte_len);
+    EXPECT_EQ(9u, wc.tm_tag);
+    EXPECT_EQ(0x3333u, wc.tm_priv);
+    EXPECT_EQ(0, memcmp(rx.at(0), tx.at(SEND_OFF), 64));   /* headers */
+    uint64_t va;
+    uint32_t rkey, len;
+    dcx_rvh_unpack(rx.at(16), &va, &rkey, &len);
+    EXPECT_EQ(tx.va(RNDV_OFF), va);
+    EXPECT_EQ(5000u, len);
+    expect_quiet(tx);   /* no device READ, no FIN */
+    EXPECT_EQ(1u, tm_stats(rx).rndv_sw);
+
+    /* not even the request fits */
+    add_ok(rx, 9, ~0ull, 2, 0, 40);
+    send_rndv(9, 0x3333, 5000, 2);
+    wc = pop(rx);
+    EXPECT_EQ(DCX_WC_LOC_LEN_ERR, wc.status);
+    EXPECT_EQ(2u, wc.wr_id);
+}
+
+TEST_F(soft_tm, rndv_unexpected)
+{
+    open_pair();
+    send_rndv(0x44, 0x4444, 8000, 3, 0, 0, 0, 0);
+    dcx_wc_t wc = pop(rx);
+    EXPECT_EQ(DCX_WC_SUCCESS, wc.status);
+    EXPECT_EQ(DCX_WC_TM_RECV, wc.opcode);
+    EXPECT_EQ(0, wc.flags);
+    EXPECT_EQ(SRQ_WRID, wc.wr_id);
+    EXPECT_EQ(DCX_TM_RNDV_LEN, wc.byte_len);
+    EXPECT_EQ(0, memcmp(rx.srq_buf(wc.wr_id), tx.at(SEND_OFF), 48));
+    uint32_t dctn;
+    uint64_t key;
+    dcx_ravh_unpack(rx.srq_buf(wc.wr_id) + 32, &dctn, &key);
+    EXPECT_EQ(tx.n.dct->qp_num, dctn);
+    EXPECT_EQ(KEY, key);
+    expect_quiet(tx);
+    EXPECT_EQ(1u, tm_stats(rx).unexp_rndv);
+}
+
+/* A request whose rkey is bad: the device's READ gets REM_ACCESS_ERR, the
+ * receive ends with that status in its second completion, no FIN is sent,
+ * and the device's next rendezvous works. */
+TEST_F(soft_tm, rndv_bad_rkey_bad_flow)
+{
+    open_pair();
+    add_ok(rx, 1, ~0ull, 1, 0, 4096);
+    EXPECT_EQ(DCX_WC_SUCCESS, send_rndv(1, 0x5555, 4096, 4, 0x3300).status);
+    dcx_wc_t wc = pop(rx);
+    EXPECT_EQ(DCX_WC_FLAG_TM_MATCH, wc.flags);
+    wc = pop(rx);
+    EXPECT_EQ(DCX_WC_REM_ACCESS_ERR, wc.status);
+    EXPECT_EQ(DCX_WC_TM_RECV, wc.opcode);
+    EXPECT_EQ(1u, wc.wr_id);
+    EXPECT_EQ(0, rx.at(0)[0] | rx.at(4095)[0]);
+    expect_quiet(tx);
+    EXPECT_EQ(1u, tm_stats(rx).rndv_errors);
+    EXPECT_EQ(0u, tm_stats(rx).fins_sent);
+
+    add_ok(rx, 2, ~0ull, 2, 0, 4096);
+    send_rndv(2, 0x6666, 4096, 5);
+    EXPECT_EQ(DCX_WC_FLAG_TM_MATCH, pop(rx).flags);
+    EXPECT_EQ(DCX_WC_SUCCESS, pop(rx).status);
+    expect_payload(0, 4096, 5);
+    expect_fin(2, 0x6666);
+}
+
+/* The RAVH names a DCT that does not exist, or the wrong DC key: the
+ * sender's port never answers the READ (a key mismatch is dropped
+ * silently), so it ends with RETRY_EXC_ERR after the retries. */
+TEST_F(soft_tm, rndv_wrong_sender_bad_flow)
+{
+    dcx_soft_limits_t l = fast_limits();
+    open_pair(63, 256, &l);
+    add_ok(rx, 1, ~0ull, 1, 0, 4096);
+    add_ok(rx, 2, ~0ull, 2, 8192, 4096);
+    send_rndv(1, 0x7777, 4096, 4, 0, 0x40);         /* wrong DCT */
+    send_rndv(2, 0x8888, 4096, 4, 0, 0, 0x1);       /* wrong DC key */
+    int retry_exc = 0;
+    for (int i = 0; i < 4; ++i) {
+        dcx_wc_t wc = pop(rx);
+        if (wc.flags == DCX_WC_FLAG_TM_MATCH) {
+            continue;
+        }
+        EXPECT_EQ(DCX_WC_RETRY_EXC_ERR, wc.status);
+        EXPECT_EQ(DCX_WC_TM_RECV, wc.opcode);
+        retry_exc++;
+    }
+    EXPECT_EQ(2, retry_exc);
+    expect_quiet(tx);
+    dcx_soft_stats_t ts;
+    ASSERT_EQ(0, dcx_soft_stats(tx.n.dev, &ts));
+    EXPECT_GE(ts.dc_key_violations, 1u);
+    EXPECT_GE(ts.bad_dctn_drops, 1u);
+    EXPECT_EQ(2u, tm_stats(rx).rndv_errors);
+}
+
+/* The data was read, then the sender vanished before the FIN reached it:
+ * the receive has completed with its data; the FIN ends with RETRY_EXC on
+ * the device's DCI and is only counted. */
+TEST_F(soft_tm, rndv_fin_to_dead_sender_bad_flow)
+{
+    dcx_soft_limits_t l = fast_limits();
+    open_pair(63, 256, &l);
+    dcx_soft_fault_t f;
+    memset(&f, 0, sizeof(f));
+    f.type   = DCX_SOFT_FAULT_DROP;
+    f.opcode = DCX_WR_SEND;     /* the receiver's FINs get lost */
+    f.count  = 0;
+    ASSERT_EQ(0, dcx_soft_fault_inject(rx.n.dev, &f));
+    add_ok(rx, 1, ~0ull, 1, 0, 4096);
+    send_rndv(1, 0x9999, 4096, 6);
+    EXPECT_EQ(DCX_WC_FLAG_TM_MATCH, pop(rx).flags);
+    dcx_wc_t wc = pop(rx);
+    EXPECT_EQ(DCX_WC_SUCCESS, wc.status);
+    EXPECT_EQ(DCX_WC_FLAG_TM_DATA_VALID, wc.flags);
+    expect_payload(0, 4096, 6);
+    memset(&f, 0, sizeof(f));
+    f.type   = DCX_SOFT_FAULT_KILL_PORT;
+    f.opcode = -1;
+    ASSERT_EQ(0, dcx_soft_fault_inject(tx.n.dev, &f));
+    double end = now_s() + 20.0;
+    while ((tm_stats(rx).fin_errors == 0) && (now_s() < end)) {
+        rx.poll();
+    }
+    EXPECT_EQ(1u, tm_stats(rx).fin_errors);
+    EXPECT_EQ(0u, tm_stats(rx).fins_sent);
+    EXPECT_EQ(0u, rx.got.size());
+}
+
+/* ------------------------------------------------------------------------
+ * Across processes
+ * ------------------------------------------------------------------------ */
+namespace {
+
+const size_t   XP_ENTRY = 1u << 20;    /* entry i at i MiB of sh->buf */
+const uint32_t XP_SRQ   = 64;
+
+/* A receiver child: TM SRQ, entries for tags 1..nrecv posted, then it
+ * computes without ever polling until told to stop; then it polls and
+ * records its completions and counters. */
+int tm_receiver_main(shared_area *sh)
+{
+    node n;
+    dcx_mr_t *mr;
+    size_t len = sizeof(sh->addr);
+    int ret;
+
+    ret = n.open(sh->fabric, &sh->tp.limits);
+    if (ret == 0) {
+        ret = n.reg(sh->buf, BUF_SIZE, sh->tp.mr_access, &mr);
+    }
+    if (ret == 0) {
+        ret = n.make_cq(4096);
+    }
+    if (ret == 0) {
+        dcx_srq_attr_t sa;
+        memset(&sa, 0, sizeof(sa));
+        sa.type        = DCX_SRQ_TM;
+        sa.max_wr      = XP_SRQ;
+        sa.max_sge     = 1;
+        sa.cq          = n.cq;
+        sa.tm_max_tags = 63;
+        sa.tm_max_ops  = 64;
+        ret = dcx_srq_create(n.pd, &sa, &n.srq);
+    }
+    if (ret == 0) {
+        dcx_qp_attr_t qa;
+        memset(&qa, 0, sizeof(qa));
+        qa.type    = DCX_QPT_DCT;
+        qa.recv_cq = n.cq;
+        qa.srq     = n.srq;
+        qa.dc_key  = sh->tp.dc_key;
+        qa.access  = sh->tp.dct_access;
+        ret = dcx_qp_create(n.pd, &qa, &n.dct);
+    }
+    for (uint32_t i = 0; (ret == 0) && (i < XP_SRQ); ++i) {
+        dcx_sge_t s = { (uint64_t)(uintptr_t)(sh->buf + RECV_OFF +
+                                              (size_t)i * 4096), 4096,
+                        mr->lkey };
+        ret = dcx_srq_post_recv(n.srq, 1000 + i, &s, 1);
+    }
+    for (uint32_t i = 1; (ret == 0) && (i <= sh->tp.nrecv); ++i) {
+        dcx_tm_op_t op;
+        memset(&op, 0, sizeof(op));
+        op.opcode     = DCX_TM_OP_ADD;
+        op.num_sge    = 1;
+        op.recv_wr_id = i;
+        op.tag        = i;
+        op.mask       = ~0ull;
+        op.sge.addr   = (uint64_t)(uintptr_t)(sh->buf + i * XP_ENTRY);
+        op.sge.length = XP_ENTRY;
+        op.sge.lkey   = mr->lkey;
+        ret = dcx_srq_tm_post(n.srq, &op);
+    }
+    if (ret == 0) {
+        ret = dcx_dev_port_addr(n.dev, sh->addr, &len);
+    }
+    if (ret != 0) {
+        fprintf(stderr, "tm receiver setup failed: %d\n", ret);
+        return 1;
+    }
+    sh->addr_len = (uint32_t)len;
+    sh->dctn     = n.dct->qp_num;
+    __atomic_store_n(&sh->ready, 1, __ATOMIC_RELEASE);
+
+    uint64_t x = 1;
+    while (!__atomic_load_n(&sh->stop, __ATOMIC_ACQUIRE)) {
+        for (int k = 0; k < 1000; ++k) {    /* busy elsewhere */
+            x = x * 6364136223846793005ull + 1442695040888963407ull;
+        }
+    }
+    volatile uint64_t sink = x;
+    (void)sink;
+    dcx_wc_t wc[16];
+    int r;
+    while ((r = dcx_cq_poll(n.cq, 16, wc)) > 0) {
+        for (int i = 0; (i < r) && (sh->n_wc < MAX_WC); ++i) {
+            sh->wc[sh->n_wc++] = wc[i];
+        }
+    }
+    dcx_soft_stats(n.dev, &sh->stats);
+    n.close();
+    return 0;
+}
+
+} // namespace
+
+/* The receiver never polls: its device still reads the rendezvous data and
+ * sends the FINs (through its helper thread), as hardware does while the
+ * application computes. */
+TEST_F(soft_tm, rndv_receiver_not_polling)
+{
+    const uint32_t n = 3, len = 300000;
+    sh->tp.nrecv = n;
+    pid_t pid = spawn([this]() { return tm_receiver_main(sh); });
+    ASSERT_GT(pid, 0);
+    ASSERT_TRUE(wait_flag(&sh->ready, 1, 20.0));
+    open_node(tx);
+    ASSERT_EQ(0, tx.n.connect(sh->addr, sh->addr_len));
+    for (uint32_t i = 1; i <= n; ++i) {
+        EXPECT_EQ(DCX_WC_SUCCESS,
+                  send_rndv(i, 0x100 + i, len, (uint8_t)i, 0, 0, 0, 16,
+                            RNDV_OFF + (size_t)(i - 1) * len,
+                            sh->dctn, sh->tp.dc_key).status);
+    }
+    /* every FIN arrives while the receiver computes */
+    ASSERT_TRUE(wait(tx, n));
+    EXPECT_EQ(0u, __atomic_load_n(&sh->n_wc, __ATOMIC_ACQUIRE));
+    for (uint32_t i = 1; i <= n; ++i) {
+        std::vector<uint8_t> want(len);
+        fill(want.data(), len, (uint8_t)i);
+        EXPECT_EQ(0, memcmp(sh->buf + i * XP_ENTRY, want.data(), len)) << i;
+    }
+    EXPECT_TRUE(stop_children());
+    uint32_t matched = 0, valid = 0;
+    for (uint32_t k = 0; k < sh->n_wc; ++k) {
+        const dcx_wc_t &wc = sh->wc[k];
+        EXPECT_EQ(DCX_WC_SUCCESS, wc.status);
+        if (wc.flags == DCX_WC_FLAG_TM_MATCH) {
+            EXPECT_EQ(wc.wr_id, wc.tm_tag);
+            EXPECT_EQ(0x100 + wc.wr_id, (uint64_t)wc.tm_priv);
+            matched++;
+        } else if (wc.flags == DCX_WC_FLAG_TM_DATA_VALID) {
+            EXPECT_EQ(len, wc.byte_len);
+            valid++;
+        }
+    }
+    EXPECT_EQ(n, matched);
+    EXPECT_EQ(n, valid);
+    EXPECT_GT(sh->stats.helper_packets, 0u);
+}
+
+/* The sender is gone when the device would read its data: the READ ends
+ * with RETRY_EXC_ERR (a dead peer is detected at the first timeout) and
+ * the receive completes with it. */
+TEST_F(soft_tm, rndv_dead_sender_bad_flow)
+{
+    open_node(rx);
+    add_ok(rx, 3, ~0ull, 1, 0, 65536);
+    memcpy(sh->addr2, rx.addr, rx.addr_len);
+    sh->dctn2 = rx.n.dct->qp_num;
+    const uint32_t addr_len = (uint32_t)rx.addr_len;
+    pid_t pid = spawn([this, addr_len]() {
+        node s;
+        dcx_mr_t *mr;
+        if ((s.open(sh->fabric, &sh->tp.limits) != 0) ||
+            (s.reg(sh->buf, BUF_SIZE, sh->tp.mr_access, &mr) != 0) ||
+            (s.make_target(KEY, DCX_ACCESS_REMOTE_READ) != 0) ||
+            (s.make_dci() != 0) || (s.connect(sh->addr2, addr_len) != 0)) {
+            return 1;
+        }
+        /* the request reaches the receiver 2 s late; we exit right after
+         * posting it, and the test reaps us before polling */
+        dcx_soft_fault_t f;
+        memset(&f, 0, sizeof(f));
+        f.type     = DCX_SOFT_FAULT_DELAY;
+        f.opcode   = DCX_WR_SEND;
+        f.delay_us = 2000000;
+        if (dcx_soft_fault_inject(s.dev, &f) != 0) {
+            return 1;
+        }
+        uint8_t *m = sh->buf;
+        dcx_tmh_pack(m, DCX_TMH_RNDV, 0xdead, 3);
+        dcx_rvh_pack(m + 16, (uint64_t)(uintptr_t)(sh->buf + 4096),
+                     mr->rkey, 65536);
+        dcx_ravh_pack(m + 32, s.dct->qp_num, KEY);
+        dcx_sge_t sge = { (uint64_t)(uintptr_t)m, 48, mr->lkey };
+        dcx_send_wr_t wr;
+        memset(&wr, 0, sizeof(wr));
+        wr.opcode      = DCX_WR_SEND;
+        wr.num_sge     = 1;
+        wr.sg_list     = &sge;
+        wr.dest.ah     = s.ah;
+        wr.dest.dctn   = sh->dctn2;
+        wr.dest.dc_key = KEY;
+        if (dcx_qp_post_send(s.dci, &wr) != 0) {
+            return 1;
+        }
+        _exit(0);   /* without closing: the port stays, its owner dies */
+    });
+    ASSERT_GT(pid, 0);
+    int status = 0;
+    ASSERT_EQ(pid, waitpid(pid, &status, 0));
+    children.clear();
+    ASSERT_TRUE(WIFEXITED(status) && (WEXITSTATUS(status) == 0));
+    dcx_wc_t wc = pop(rx);
+    EXPECT_EQ(DCX_WC_FLAG_TM_MATCH, wc.flags);
+    EXPECT_EQ(0xdeadu, wc.tm_priv);
+    wc = pop(rx);
+    EXPECT_EQ(DCX_WC_RETRY_EXC_ERR, wc.status);
+    EXPECT_EQ(DCX_WC_TM_RECV, wc.opcode);
+    EXPECT_EQ(1u, wc.wr_id);
+    EXPECT_EQ(1u, tm_stats(rx).rndv_errors);
+}
