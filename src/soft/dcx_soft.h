@@ -4,10 +4,15 @@
  *
  * Behaviour of the soft device worth knowing when building on it:
  *  - A port is a shared-memory segment /dev/shm/dcx-soft.<uid>.<fabric>.
- *    <pid>.<n> (mode 0600), unlinked by dcx_dev_close(); segments of dead
- *    owners are swept by the next open on any fabric of the same user.
- *  - caps.addr_len is 16; dcx_ah_create() rejects anything else, and
- *    addresses of another fabric or user, with EINVAL.
+ *    <pid>.<token> (mode 0600), where the token is 64 random bits carried
+ *    in the port address; a name that exists already is skipped for
+ *    another token.  Unlinked by dcx_dev_close(); segments of dead owners
+ *    are swept by the next open on any fabric of the same user.
+ *  - caps.addr_len is 28; dcx_dev_addr_check() and dcx_ah_create() reject
+ *    anything else, and addresses of another fabric, user or host, with
+ *    EINVAL.
+ *  - Request and response ring slots are cleared once consumed: the DC key
+ *    of a request is in shared memory only while the request is queued.
  *  - caps.mtu (default 16 KiB) is the packet payload; longer messages are
  *    split and reassembled.
  *  - Transport timers of a DCI: with a nonzero qp_attr.timeout the verbs
@@ -85,6 +90,12 @@ typedef struct dcx_soft_stats {
 } dcx_soft_stats_t;
 
 int  dcx_soft_stats(dcx_dev_t *dev, dcx_soft_stats_t *stats);
+
+/* Tests only: the next 'count' (at most 16, the number of names an open
+ * tries) port name tokens drawn by
+ * dcx_dev_open() in this process are tokens[0], tokens[1], ... instead of
+ * random ones, so that a test can occupy the names a device will try. */
+void dcx_soft_test_set_tokens(const uint64_t *tokens, unsigned count);
 
 /* True if dev is a soft device. */
 int  dcx_dev_is_soft(const dcx_dev_t *dev);
