@@ -255,29 +255,44 @@ static int soft_resp_take_recv(soft_dev_t *dev, soft_qp_t *dct,
     return 1;
 }
 
+/* The held receive's buffers are still registered for local write; sums
+ * their length into *len_p.  Checked at every packet of a message: a
+ * region deregistered or invalidated meanwhile is not written. */
+static int soft_resp_recv_ok(soft_dev_t *dev, soft_rstate_t *rs,
+                             uint64_t *len_p)
+{
+    uint64_t len = 0;
+    unsigned i;
+
+    for (i = 0; i < rs->recv.num_sge; ++i) {
+        soft_mr_t *mr = soft_mr_lookup(dev, rs->recv.sge[i].lkey);
+
+        if ((mr == NULL) || !(mr->super.access & DCX_ACCESS_LOCAL_WRITE) ||
+            (rs->recv.sge[i].addr < mr->start) ||
+            (rs->recv.sge[i].addr + rs->recv.sge[i].length > mr->end)) {
+            return 0;
+        }
+        len += rs->recv.sge[i].length;
+    }
+    *len_p = len;
+    return 1;
+}
+
 static void soft_resp_send_op(soft_dev_t *dev, soft_qp_t *dct,
                               soft_rstate_t *rs, const soft_pkt_t *pkt,
                               const void *payload, int imm)
 {
     uint64_t recv_len = 0;
-    unsigned i;
 
-    if (rs->cur_off == 0) {
-        if (!soft_resp_take_recv(dev, dct, rs, pkt)) {
-            return;
-        }
-        for (i = 0; i < rs->recv.num_sge; ++i) {
-            soft_mr_t *mr = soft_mr_lookup(dev, rs->recv.sge[i].lkey);
-
-            if ((mr == NULL) || !(mr->super.access & DCX_ACCESS_LOCAL_WRITE) ||
-                (rs->recv.sge[i].addr < mr->start) ||
-                (rs->recv.sge[i].addr + rs->recv.sge[i].length > mr->end)) {
-                soft_resp_recv_cqe(dev, dct, rs, DCX_WC_LOC_PROT_ERR,
-                                   DCX_WC_RECV, 0, 0, 0);
-                soft_resp_nak(dev, rs, pkt, DCX_WC_REM_OP_ERR);
-                goto skip;
-            }
-            recv_len += rs->recv.sge[i].length;
+    if ((rs->cur_off == 0) && !soft_resp_take_recv(dev, dct, rs, pkt)) {
+        return;
+    }
+    if (!rs->msg_err) {
+        if (!soft_resp_recv_ok(dev, rs, &recv_len)) {
+            soft_resp_recv_cqe(dev, dct, rs, DCX_WC_LOC_PROT_ERR,
+                               DCX_WC_RECV, 0, 0, 0);
+            soft_resp_nak(dev, rs, pkt, DCX_WC_REM_OP_ERR);
+            goto skip;
         }
         if (pkt->total_len > recv_len) {
             soft_resp_recv_cqe(dev, dct, rs, DCX_WC_LOC_LEN_ERR, DCX_WC_RECV,
@@ -285,8 +300,6 @@ static void soft_resp_send_op(soft_dev_t *dev, soft_qp_t *dct,
             soft_resp_nak(dev, rs, pkt, DCX_WC_REM_INV_REQ_ERR);
             goto skip;
         }
-    }
-    if (!rs->msg_err) {
         soft_sge_scatter(payload, rs->recv.sge, rs->recv.num_sge,
                          pkt->offset, pkt->len);
     }

@@ -15,6 +15,7 @@ extern "C" {
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 
 using namespace soft_test;
 
@@ -98,6 +99,14 @@ struct loop {
         return wc.status;
     }
 };
+
+/* kill(SIGSTOP) returns before the process has stopped */
+void wait_stopped(pid_t pid)
+{
+    int status = 0;
+    ASSERT_EQ(pid, waitpid(pid, &status, WUNTRACED));
+    ASSERT_TRUE(WIFSTOPPED(status));
+}
 
 uint8_t *map_pages(size_t len, void *at = nullptr)
 {
@@ -245,6 +254,56 @@ TEST_F(soft, dereg_mid_long_write_bad_flow)
     dcx_wc_t wc;
     ASSERT_EQ(1, l.n.poll(&wc, 1, 20.0));
     EXPECT_EQ(DCX_WC_REM_ACCESS_ERR, wc.status);
+    dcx_soft_fault_clear(l.n.dev);
+}
+
+/* A long SEND whose receive buffer is invalidated half-way: the rest is
+ * not written, the receive completes in error, the sender gets an error. */
+TEST_F(soft, send_into_invalidated_receive_bad_flow)
+{
+    const size_t len = 1u << 20;
+    loop l;
+    l.lbuf.resize(len);
+    l.open(fabric);
+    uint8_t *m = map_pages(len);
+    ASSERT_NE(nullptr, m);
+    dcx_mr_t *mr;
+    ASSERT_EQ(0, l.n.reg(m, len, DCX_ACCESS_LOCAL_WRITE, &mr));
+    dcx_sge_t rs = { (uint64_t)(uintptr_t)m, (uint32_t)len, mr->lkey };
+    ASSERT_EQ(0, dcx_srq_post_recv(l.n.srq, 77, &rs, 1));
+
+    const uint32_t mtu  = dcx_dev_caps(l.n.dev)->mtu;
+    const uint32_t half = (uint32_t)(len / mtu / 2);
+    dcx_soft_fault_t f;
+    memset(&f, 0, sizeof(f));
+    f.type     = DCX_SOFT_FAULT_DELAY;
+    f.opcode   = DCX_WR_SEND;
+    f.skip     = half;
+    f.count    = 1;
+    f.delay_us = 100000;
+    ASSERT_EQ(0, dcx_soft_fault_inject(l.n.dev, &f));
+    memset(l.lbuf.data(), 0x42, len);
+    dcx_sge_t s;
+    dcx_send_wr_t w = l.wr(DCX_WR_SEND, 0, 0, &s, (uint32_t)len);
+    w.wr_id = 1;
+    ASSERT_EQ(0, dcx_qp_post_send(l.n.dci, &w));
+    double end = now_s() + 20.0;
+    while (__atomic_load_n(&m[(size_t)half * mtu - 1], __ATOMIC_RELAXED) ==
+           0) {
+        dcx_dev_progress(l.n.dev);
+        ASSERT_LT(now_s(), end);
+    }
+    dcx_dev_mem_unmapped(l.n.dev, m, len);
+    ASSERT_EQ(0, munmap(m, len));
+    dcx_wc_t wc[2];
+    ASSERT_EQ(2, l.n.poll(wc, 2, 20.0));
+    for (int i = 0; i < 2; ++i) {
+        if (wc[i].wr_id == 77) {
+            EXPECT_EQ(DCX_WC_LOC_PROT_ERR, wc[i].status);
+        } else {
+            EXPECT_EQ(DCX_WC_REM_OP_ERR, wc[i].status);
+        }
+    }
     dcx_soft_fault_clear(l.n.dev);
 }
 
@@ -502,6 +561,7 @@ TEST_F(soft_xproc, stopped_target_is_not_dead)
     ASSERT_EQ(0, ini.reg(lbuf.data(), lbuf.size(), DCX_ACCESS_LOCAL_WRITE,
                          &lmr));
     ASSERT_EQ(0, kill(target, SIGSTOP));
+    wait_stopped(target);
     memset(lbuf.data(), 0x3d, 4096);
     dcx_sge_t s = lsge(0, 4096);
     dcx_send_wr_t wr = make_wr(DCX_WR_RDMA_WRITE, 1, &s, 1, ini, sh);
@@ -512,7 +572,7 @@ TEST_F(soft_xproc, stopped_target_is_not_dead)
     /* 2 ms x 2 attempts would declare it dead; keep it stopped far longer,
      * progressing the initiator all along */
     dcx_wc_t wc[2];
-    EXPECT_EQ(0, ini.poll(wc, 1, 0.3));
+    EXPECT_EQ(0, ini.poll(wc, 1, 0.3)) << "status " << (int)wc[0].status;
     ASSERT_EQ(0, kill(target, SIGCONT));
     ASSERT_EQ(2, ini.poll(wc, 2, 20.0));
     EXPECT_EQ(DCX_WC_SUCCESS, wc[0].status);
@@ -532,6 +592,7 @@ TEST_F(soft_xproc, stopped_then_killed_target_is_dead_bad_flow)
     ASSERT_EQ(0, ini.reg(lbuf.data(), lbuf.size(), DCX_ACCESS_LOCAL_WRITE,
                          &lmr));
     ASSERT_EQ(0, kill(target, SIGSTOP));
+    wait_stopped(target);
     dcx_sge_t s = lsge(0, 64);
     dcx_send_wr_t wr = make_wr(DCX_WR_RDMA_WRITE, 1, &s, 1, ini, sh);
     ASSERT_EQ(0, dcx_qp_post_send(ini.dci, &wr));
