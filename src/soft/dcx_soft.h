@@ -21,8 +21,16 @@
  *    rnr_retry) apply.  A DCT's min_rnr_timer uses the verbs table, except
  *    0 which means limits.rnr_timer_us (not 655 ms).
  *  - A dead peer (process gone, zombie, or killed port) is reported as
- *    RETRY_EXC_ERR at the first ack timeout; an unreachable but live one
- *    after (retry_cnt + 1) timeouts.
+ *    RETRY_EXC_ERR at the first ack timeout; a live one that consumed our
+ *    requests without answering (wrong DC key or DCT, lost packets) after
+ *    (retry_cnt + 1) timeouts.  Timeouts while our requests still wait in
+ *    a live peer's ring (its CPU busy, the process stopped) do not count:
+ *    a NIC answers whatever its host does, so CPU starvation is not death.
+ *  - Memory: every request packet is checked against the region it names;
+ *    dcx_dev_mem_unmapped() makes overlapping regions refuse access at
+ *    once; copies into and out of peer-named memory are kernel copies
+ *    (process_vm_writev/readv), so memory that vanished anyway gives the
+ *    initiator REM_ACCESS_ERR (see soft_mem.c).
  *  - qp->post_send, srq->post_recv and cq->poll take the device's engine
  *    lock and are thread-safe; a full send queue or SRQ returns ENOMEM with
  *    a debug-level log line only (it is flow control, not an error).
