@@ -11,7 +11,7 @@
 # Results:
 #   dcx_have_uct   yes/no (AM_CONDITIONAL DCX_HAVE_UCT)
 #   UCX_CPPFLAGS   flags for sources that include UCX internal headers
-#   UCX_LIBS       -luct -lucs
+#   UCX_LIBS       -luct -lucs -lucm (ucm: memory unmap events)
 #   UCX_SRC_DIR    the UCX source tree used
 #   UCX_VERSION    the installed UCX version (e.g. 1.13.1)
 
@@ -209,7 +209,7 @@ AS_IF([test "x$dcx_ucx_ok" = xyes],
 AS_IF([test "x$dcx_ucx_ok" = xyes],
     [dcx_have_uct=yes
      UCX_CPPFLAGS="-UHAVE_CONFIG_H -include \$(top_builddir)/$dcx_ucx_config_h -I$UCX_SRC_DIR/src"
-     UCX_LIBS="-luct -lucs"])
+     UCX_LIBS="-luct -lucs -lucm"])
 
 AC_SUBST([UCX_CPPFLAGS])
 AC_SUBST([UCX_LIBS])

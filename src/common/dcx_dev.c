@@ -263,6 +263,12 @@ int dcx_dev_port_addr(dcx_dev_t *dev, void *addr, size_t *len_p)
     return dev->ops->port_addr(dev, addr, len_p);
 }
 
+int dcx_dev_addr_check(dcx_dev_t *dev, const void *addr, size_t len,
+                       char *why, size_t why_len)
+{
+    return dev->ops->addr_check(dev, addr, len, why, why_len);
+}
+
 void dcx_dev_progress(dcx_dev_t *dev)
 {
     dev->ops->progress(dev);
@@ -287,6 +293,11 @@ int dcx_mr_reg(dcx_pd_t *pd, void *addr, size_t length, uint32_t access,
 int dcx_mr_dereg(dcx_mr_t *mr)
 {
     return mr->pd->dev->ops->mr_dereg(mr);
+}
+
+void dcx_dev_mem_unmapped(dcx_dev_t *dev, const void *addr, size_t len)
+{
+    dev->ops->mem_unmapped(dev, addr, len);
 }
 
 int dcx_cq_create(dcx_dev_t *dev, uint32_t cqe, dcx_cq_t **cq_p)

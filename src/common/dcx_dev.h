@@ -97,10 +97,13 @@ enum {
     DCX_CAP_TM          = 1u << 1,  /* tag-matching SRQ (DCX_SRQ_TM) */
     DCX_CAP_MKEY_STRIDE = 1u << 2,  /* strided indirect mkeys (later issue) */
     DCX_CAP_HELPER      = 1u << 3,  /* one-sided ops progress without app */
-    DCX_CAP_ATOMIC_HOST = 1u << 4   /* atomics are executed by the target's
+    DCX_CAP_ATOMIC_HOST = 1u << 4,  /* atomics are executed by the target's
                                        CPU with its atomic instructions, so
                                        they are consistent with the CPU's own
                                        atomics (a NIC's are not) */
+    DCX_CAP_NO_PIN      = 1u << 5   /* registration does not pin pages: the
+                                     * device must hear of unmaps
+                                     * (dcx_dev_mem_unmapped) */
 };
 
 /* Atomic capability flags (dcx_dev_caps_t.atomic_flags); each bit names an
@@ -609,6 +612,16 @@ int  dcx_mr_reg(dcx_pd_t *pd, void *addr, size_t length, uint32_t access,
                 dcx_mr_t **mr_p);
 int  dcx_mr_dereg(dcx_mr_t *mr);
 
+/* The process is about to unmap, remap or discard [addr, addr + len) (the
+ * transport calls this from UCX's memory hooks, before the change).  On a
+ * device that cannot pin pages (the soft device), registrations that
+ * overlap the range refuse every access from now on (remote access error,
+ * local protection error) until they are deregistered, and the call
+ * returns once no access to them is in flight.  A no-op where the NIC pins
+ * the pages (mlx5).  Callable from any thread, also with the device's own
+ * work in progress; never takes the device's engine lock. */
+void dcx_dev_mem_unmapped(dcx_dev_t *dev, const void *addr, size_t len);
+
 int  dcx_cq_create(dcx_dev_t *dev, uint32_t cqe, dcx_cq_t **cq_p);
 int  dcx_cq_destroy(dcx_cq_t *cq);
 
@@ -616,8 +629,18 @@ int  dcx_srq_create(dcx_pd_t *pd, const dcx_srq_attr_t *attr,
                     dcx_srq_t **srq_p);
 int  dcx_srq_destroy(dcx_srq_t *srq);
 
-/* Validates the address format (EINVAL if malformed); reachability is only
- * learned by sending (RETRY_EXC_ERR), as with a real fabric. */
+/* Whether a port address published by a peer's dcx_dev_port_addr() is one
+ * this device can reach: exactly the checks dcx_ah_create() makes (format,
+ * and what the backend can tell from the address alone: link layer on mlx5;
+ * user, host and fabric on the soft device).  Returns 0, or EINVAL with the
+ * reason written to why (why_len bytes, NUL-terminated); logs nothing, so
+ * that it can answer "is this peer reachable" quietly. */
+int  dcx_dev_addr_check(dcx_dev_t *dev, const void *addr, size_t len,
+                        char *why, size_t why_len);
+
+/* Validates the address as dcx_dev_addr_check() does (EINVAL, logged, if
+ * it fails); whether the peer is alive is only learned by sending
+ * (RETRY_EXC_ERR), as with a real fabric. */
 int  dcx_ah_create(dcx_pd_t *pd, const void *addr, size_t len,
                    dcx_ah_t **ah_p);
 int  dcx_ah_destroy(dcx_ah_t *ah);
@@ -645,12 +668,15 @@ void dcx_dev_progress(dcx_dev_t *dev);
 struct dcx_dev_ops {
     void (*close)(dcx_dev_t *dev);
     int  (*port_addr)(dcx_dev_t *dev, void *addr, size_t *len_p);
+    int  (*addr_check)(dcx_dev_t *dev, const void *addr, size_t len,
+                       char *why, size_t why_len);
     void (*progress)(dcx_dev_t *dev);
     int  (*pd_alloc)(dcx_dev_t *dev, dcx_pd_t **pd_p);
     int  (*pd_free)(dcx_pd_t *pd);
     int  (*mr_reg)(dcx_pd_t *pd, void *addr, size_t length, uint32_t access,
                    dcx_mr_t **mr_p);
     int  (*mr_dereg)(dcx_mr_t *mr);
+    void (*mem_unmapped)(dcx_dev_t *dev, const void *addr, size_t len);
     int  (*cq_create)(dcx_dev_t *dev, uint32_t cqe, dcx_cq_t **cq_p);
     int  (*cq_destroy)(dcx_cq_t *cq);
     int  (*srq_create)(dcx_pd_t *pd, const dcx_srq_attr_t *attr,

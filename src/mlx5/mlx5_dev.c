@@ -662,6 +662,13 @@ static int dcx_mlx5_port_addr(dcx_dev_t *super, void *addr, size_t *len_p)
     return ret;
 }
 
+/* The HCA pins registered pages: an rkey keeps naming them whatever the
+ * process does to its mappings, so an unmap needs no action here. */
+static void dcx_mlx5_mem_unmapped(dcx_dev_t *dev, const void *addr,
+                                  size_t len)
+{
+}
+
 /* The NIC needs no software progress. */
 static void dcx_mlx5_progress(dcx_dev_t *dev)
 {
@@ -867,6 +874,45 @@ static int dcx_mlx5_srq_destroy(dcx_srq_t *super)
 /* ------------------------------------------------------------------------
  * Address handles
  * ------------------------------------------------------------------------ */
+/* The checks an address must pass before an AH is made for it: format,
+ * link layer of this port, a GID when this port routes by GRH. */
+static int dcx_mlx5_addr_check_peer(dcx_mlx5_dev_t *dev, const void *addr,
+                                    size_t len, dcx_mlx5_addr_t *peer,
+                                    char *why, size_t why_len)
+{
+    const char *reason = NULL;
+    bool eth;
+
+    if (dcx_mlx5_addr_unpack(addr, len, peer, &reason) != 0) {
+        snprintf(why, why_len, "malformed peer address (%zu bytes): %s", len,
+                 reason);
+        return EINVAL;
+    }
+    eth = !!(peer->flags & DCX_MLX5_ADDR_F_ETH);
+    if (eth != (dev->link_layer == IBV_LINK_LAYER_ETHERNET)) {
+        snprintf(why, why_len, "peer address is %s but port %u is %s",
+                 eth ? "RoCE" : "InfiniBand", dev->port,
+                 (dev->link_layer == IBV_LINK_LAYER_ETHERNET) ? "RoCE" :
+                 "InfiniBand");
+        return EINVAL;
+    }
+    if (dev->grh_required && !(peer->flags & DCX_MLX5_ADDR_F_GID)) {
+        snprintf(why, why_len, "port %u requires a GRH and the peer address "
+                 "has no GID", dev->port);
+        return EINVAL;
+    }
+    return 0;
+}
+
+static int dcx_mlx5_addr_check(dcx_dev_t *super, const void *addr, size_t len,
+                               char *why, size_t why_len)
+{
+    dcx_mlx5_addr_t peer;
+
+    return dcx_mlx5_addr_check_peer(dcx_mlx5_dev(super), addr, len, &peer,
+                                    why, why_len);
+}
+
 static int dcx_mlx5_ah_create(dcx_pd_t *pd, const void *addr, size_t len,
                               dcx_ah_t **ah_p)
 {
@@ -875,25 +921,17 @@ static int dcx_mlx5_ah_create(dcx_pd_t *pd, const void *addr, size_t len,
     struct ibv_ah_attr ah_attr;
     char gid_str[INET6_ADDRSTRLEN];
     dcx_mlx5_addr_t peer;
-    const char *why = NULL;
+    char why[160];
     dcx_mlx5_ah_t *ah;
     bool eth;
     int ret;
 
-    ret = dcx_mlx5_addr_unpack(addr, len, &peer, &why);
+    ret = dcx_mlx5_addr_check_peer(dev, addr, len, &peer, why, sizeof(why));
     if (ret != 0) {
-        dcx_error("%s: ah: malformed peer address (%zu bytes): %s", name, len,
-                  why);
-        return EINVAL;
+        dcx_error("%s: ah: %s", name, why);
+        return ret;
     }
     eth = !!(peer.flags & DCX_MLX5_ADDR_F_ETH);
-    if (eth != (dev->link_layer == IBV_LINK_LAYER_ETHERNET)) {
-        dcx_error("%s: ah: peer address is %s but port %u is %s", name,
-                  eth ? "RoCE" : "InfiniBand", dev->port,
-                  (dev->link_layer == IBV_LINK_LAYER_ETHERNET) ? "RoCE" :
-                  "InfiniBand");
-        return EINVAL;
-    }
     if ((peer.mtu < dev->path_mtu) && !dev->mtu_warned) {
         /* A DCI's path MTU is set once, at RTR, for every destination (and
          * a DCT's for every READ response): packets above the peer's MTU
@@ -913,12 +951,6 @@ static int dcx_mlx5_ah_create(dcx_pd_t *pd, const void *addr, size_t len,
                  (peer.flags & DCX_MLX5_ADDR_F_ROCEV2) ? 2 : 1);
         dev->roce_warned = true;
     }
-    if (dev->grh_required && !(peer.flags & DCX_MLX5_ADDR_F_GID)) {
-        dcx_error("%s: ah: port %u requires a GRH and the peer address has "
-                  "no GID", name, dev->port);
-        return EINVAL;
-    }
-
     memset(&ah_attr, 0, sizeof(ah_attr));
     ah_attr.port_num = dev->port;
     ah_attr.sl       = 0;
@@ -977,6 +1009,8 @@ static int dcx_mlx5_ah_destroy(dcx_ah_t *super)
 const dcx_dev_ops_t dcx_mlx5_dev_ops = {
     .close        = dcx_mlx5_close,
     .port_addr    = dcx_mlx5_port_addr,
+    .mem_unmapped = dcx_mlx5_mem_unmapped,
+    .addr_check   = dcx_mlx5_addr_check,
     .progress     = dcx_mlx5_progress,
     .pd_alloc     = dcx_mlx5_pd_alloc,
     .pd_free      = dcx_mlx5_pd_free,

@@ -4,10 +4,15 @@
  *
  * Behaviour of the soft device worth knowing when building on it:
  *  - A port is a shared-memory segment /dev/shm/dcx-soft.<uid>.<fabric>.
- *    <pid>.<n> (mode 0600), unlinked by dcx_dev_close(); segments of dead
- *    owners are swept by the next open on any fabric of the same user.
- *  - caps.addr_len is 16; dcx_ah_create() rejects anything else, and
- *    addresses of another fabric or user, with EINVAL.
+ *    <pid>.<token> (mode 0600), where the token is 64 random bits carried
+ *    in the port address; a name that exists already is skipped for
+ *    another token.  Unlinked by dcx_dev_close(); segments of dead owners
+ *    are swept by the next open on any fabric of the same user.
+ *  - caps.addr_len is 28; dcx_dev_addr_check() and dcx_ah_create() reject
+ *    anything else, and addresses of another fabric, user or host, with
+ *    EINVAL.
+ *  - Request and response ring slots are cleared once consumed: the DC key
+ *    of a request is in shared memory only while the request is queued.
  *  - caps.mtu (default 16 KiB) is the packet payload; longer messages are
  *    split and reassembled.
  *  - Transport timers of a DCI: with a nonzero qp_attr.timeout the verbs
@@ -16,8 +21,16 @@
  *    rnr_retry) apply.  A DCT's min_rnr_timer uses the verbs table, except
  *    0 which means limits.rnr_timer_us (not 655 ms).
  *  - A dead peer (process gone, zombie, or killed port) is reported as
- *    RETRY_EXC_ERR at the first ack timeout; an unreachable but live one
- *    after (retry_cnt + 1) timeouts.
+ *    RETRY_EXC_ERR at the first ack timeout; a live one that consumed our
+ *    requests without answering (wrong DC key or DCT, lost packets) after
+ *    (retry_cnt + 1) timeouts.  Timeouts while our requests still wait in
+ *    a live peer's ring (its CPU busy, the process stopped) do not count:
+ *    a NIC answers whatever its host does, so CPU starvation is not death.
+ *  - Memory: every request packet is checked against the region it names;
+ *    dcx_dev_mem_unmapped() makes overlapping regions refuse access at
+ *    once; copies into and out of peer-named memory are kernel copies
+ *    (process_vm_writev/readv), so memory that vanished anyway gives the
+ *    initiator REM_ACCESS_ERR (see soft_mem.c).
  *  - qp->post_send, srq->post_recv and cq->poll take the device's engine
  *    lock and are thread-safe; a full send queue or SRQ returns ENOMEM with
  *    a debug-level log line only (it is flow control, not an error).
@@ -108,6 +121,12 @@ typedef struct dcx_soft_tm_stats {
 } dcx_soft_tm_stats_t;
 
 int  dcx_soft_tm_stats(dcx_srq_t *srq, dcx_soft_tm_stats_t *stats);
+
+/* Tests only: the next 'count' (at most 16, the number of names an open
+ * tries) port name tokens drawn by
+ * dcx_dev_open() in this process are tokens[0], tokens[1], ... instead of
+ * random ones, so that a test can occupy the names a device will try. */
+void dcx_soft_test_set_tokens(const uint64_t *tokens, unsigned count);
 
 /* True if dev is a soft device. */
 int  dcx_dev_is_soft(const dcx_dev_t *dev);

@@ -44,8 +44,10 @@
 
 #define SOFT_MAGIC          0x53584344u  /* "DCXS" */
 #define SOFT_VERSION        1u
-#define SOFT_ADDR_LEN       16u
-#define SOFT_SLOT_HDR       128u         /* ring slot header incl. seq */
+#define SOFT_ADDR_MAGIC     0xdc53u      /* soft port address, format 2 */
+#define SOFT_ADDR_LEN       28u
+#define SOFT_SLOT_HDR       192u         /* ring slot header incl. seq */
+#define SOFT_NAME_TRIES     16u          /* random port names tried at open */
 #define SOFT_RING_SLOTS     128u         /* slots per ring (power of 2) */
 #define SOFT_RSTATE_SLOTS   1024u        /* responder per-source states */
 #define SOFT_MAX_RECV_SGE   30u
@@ -103,6 +105,7 @@ typedef struct soft_pkt {
     uint32_t  rkey;
     uint32_t  imm;
     uint64_t  args[4];      /* atomics: compare_add, swap, cmask, smask */
+    uint64_t  src_token;    /* source port's name token (reply path) */
     uint64_t  deliver_ns;   /* not before (fault injection: delay) */
     uint32_t  csum;
     uint32_t  gen;          /* request: DCI generation */
@@ -112,6 +115,11 @@ typedef struct soft_slot {
     uint64_t    seq;
     soft_pkt_t  pkt;
 } soft_slot_t;
+
+#ifndef __cplusplus
+_Static_assert(sizeof(soft_slot_t) <= SOFT_SLOT_HDR,
+               "a ring slot header must hold the sequence and a packet");
+#endif
 
 /* ------------------------------------------------------------------------
  * Shared segment
@@ -145,22 +153,42 @@ typedef struct soft_port_hdr {
     uint64_t     last_poll_ns;  /* application progress timestamp */
     uint32_t     in_engine;     /* an engine pass is running (no prods) */
     uint8_t      pad2[52];
+    /* identity, checked against the address by whoever maps the port */
+    uint32_t     uid;
+    uint32_t     host;
+    uint64_t     token;         /* random part of the segment name */
+    char         fabric[48];
     soft_ring_t  req;
     soft_ring_t  resp;
 } soft_port_hdr_t;
 
-typedef struct soft_addr {
-    uint32_t  magic;
+/* A port address.  Every field but the token is checked by
+ * soft_addr_check() (AH creation and the transport's reachability test);
+ * the token, unguessable, names the port's segment, whose header repeats
+ * every field and is checked when the segment is mapped.  28 bytes: UCP's
+ * packed worker address takes device addresses of at most 31 bytes, and
+ * the transport adds a length byte. */
+typedef struct __attribute__((packed)) soft_addr {
+    uint16_t  magic;    /* SOFT_ADDR_MAGIC */
+    uint16_t  inst;     /* device number within the process (never 0) */
+    uint32_t  uid;      /* owner's user */
+    uint32_t  host;     /* soft_host_id(): same boot and /dev/shm */
+    uint32_t  fabric;   /* soft_fabric_hash() of the fabric name */
     uint32_t  pid;
-    uint32_t  inst;
-    uint32_t  check;   /* hash of (uid, fabric, pid, inst) */
+    uint64_t  token;
 } soft_addr_t;
+
+#ifndef __cplusplus
+_Static_assert(sizeof(soft_addr_t) == SOFT_ADDR_LEN,
+               "a port address is SOFT_ADDR_LEN bytes");
+#endif
 
 /* A remote (or our own) port, mapped lazily. */
 typedef struct soft_peer {
     struct soft_peer *next;
     uint32_t          pid;
     uint32_t          inst;
+    uint64_t          token;
     soft_port_hdr_t  *hdr;        /* NULL until mapped */
     size_t            map_size;
     uint64_t          next_try_ns;
@@ -183,6 +211,7 @@ typedef struct soft_mr {
     dcx_mr_t  super;
     uint64_t  start;
     uint64_t  end;
+    int       invalid;   /* its memory was unmapped: no access (soft_mem.c) */
 } soft_mr_t;
 
 typedef struct soft_cqe {
@@ -293,6 +322,10 @@ struct soft_qp {
     uint64_t      ack_timeout_ns;
     uint64_t      deadline_ns;
     uint64_t      rnr_until_ns;
+    /* newest request packet queued: the target's request ring position
+     * after it, and the target (see soft_req_target_busy) */
+    uint64_t      tx_pos;
+    soft_peer_t  *tx_peer;
 };
 
 /* How the responder places the tag-matching message it is receiving
@@ -355,6 +388,9 @@ struct soft_dev {
     uint32_t            pid;
     uint32_t            inst;
     uint32_t            uid;
+    uint32_t            host;       /* soft_host_id() */
+    uint32_t            fabric_hash;
+    uint64_t            token;      /* random part of seg_name */
     soft_port_hdr_t    *hdr;
     size_t              seg_size;
     soft_peer_t        *peers;
@@ -365,6 +401,16 @@ struct soft_dev {
     soft_qp_t          *dcis;
     soft_tm_t          *tms;        /* TM SRQs (rendezvous progress) */
     soft_mr_t         **mrs;        /* by key >> 8 */
+    /* memory safety (soft_mem.c): the table is changed under both the
+     * engine lock and mr_lock; invalidation takes mr_lock only */
+    pthread_mutex_t     mr_lock;
+    uint64_t            mr_lo;      /* registered addresses are within */
+    uint64_t            mr_hi;      /* [mr_lo, mr_hi) */
+    int                 copying;    /* an engine copy is in flight */
+    int               (*copy_out)(soft_dev_t *dev, void *dst,
+                                  const void *src, size_t len);
+    int               (*copy_in)(soft_dev_t *dev, void *dst,
+                                 const void *src, size_t len);
     uint32_t            num_mrs;    /* table size */
     uint32_t            mr_gen;
     uint32_t            qp_gen;
@@ -434,12 +480,15 @@ void soft_sge_scatter(const void *buf, const dcx_sge_t *sge, unsigned num_sge,
 uint64_t soft_now_ns(void);
 uint64_t soft_proc_start_time(uint32_t pid);
 int      soft_pid_alive(uint32_t pid, uint64_t start);
-uint32_t soft_addr_check(uint32_t uid, const char *fabric, uint32_t pid,
-                         uint32_t inst);
+uint32_t soft_fabric_hash(const char *fabric);
+uint32_t soft_host_id(void);
+int      soft_addr_check(soft_dev_t *dev, const void *addr, size_t len,
+                         soft_addr_t *out, char *why, size_t why_len);
 int      soft_port_create(soft_dev_t *dev);
 void     soft_port_destroy(soft_dev_t *dev);
 void     soft_fabric_sweep(uint32_t uid);
-soft_peer_t *soft_peer_get(soft_dev_t *dev, uint32_t pid, uint32_t inst);
+soft_peer_t *soft_peer_get(soft_dev_t *dev, uint32_t pid, uint32_t inst,
+                           uint64_t token);
 soft_port_hdr_t *soft_peer_map(soft_dev_t *dev, soft_peer_t *peer);
 int      soft_peer_dead(soft_dev_t *dev, soft_peer_t *peer);
 void     soft_peers_free(soft_dev_t *dev);
@@ -532,6 +581,17 @@ void     soft_tm_send_op(soft_dev_t *dev, soft_qp_t *dct, soft_rstate_t *rs,
 void     soft_tm_abandon(soft_dev_t *dev, soft_rstate_t *rs);
 void     soft_tm_polled(soft_cqe_t *cqe, dcx_wc_t *wc);
 void     soft_tm_progress(soft_dev_t *dev);
+
+/* soft_mem.c */
+void     soft_mem_init(soft_dev_t *dev);
+int      soft_mem_write(soft_dev_t *dev, soft_mr_t *mr, uint64_t addr,
+                        const void *src, size_t len);
+int      soft_mem_read(soft_dev_t *dev, soft_mr_t *mr, void *dst,
+                       uint64_t addr, size_t len);
+int      soft_mem_atomic(soft_dev_t *dev, soft_mr_t *mr, uint64_t addr,
+                         unsigned size, uint64_t (*exec)(const soft_pkt_t *),
+                         const soft_pkt_t *pkt, uint64_t *result_p);
+void     soft_mem_unmapped(dcx_dev_t *dev, const void *addr, size_t len);
 
 /* soft_helper.c */
 int      soft_helper_start(soft_dev_t *dev);

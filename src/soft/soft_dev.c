@@ -379,7 +379,8 @@ soft_mr_t *soft_mr_lookup(soft_dev_t *dev, uint32_t key)
         return NULL;
     }
     mr = dev->mrs[idx];
-    return ((mr != NULL) && (mr->super.lkey == key)) ? mr : NULL;
+    return ((mr != NULL) && (mr->super.lkey == key) &&
+            !__atomic_load_n(&mr->invalid, __ATOMIC_RELAXED)) ? mr : NULL;
 }
 
 /* The kernel pins the pages of a registration (write-faulting them in when
@@ -489,7 +490,7 @@ static int soft_mr_reg(dcx_pd_t *pd, void *addr, size_t length,
     }
     if (idx >= dev->num_mrs) {
         uint32_t nsize = dev->num_mrs ? dev->num_mrs * 2 : 64;
-        soft_mr_t **tbl;
+        soft_mr_t **tbl, **old;
 
         if (nsize > (1u << 24)) {
             pthread_mutex_unlock(&dev->lock);
@@ -497,18 +498,24 @@ static int soft_mr_reg(dcx_pd_t *pd, void *addr, size_t length,
             dcx_error("%s: mr reg %p/%zu: too many MRs", name, addr, length);
             return ENOMEM;
         }
-        tbl = realloc(dev->mrs, nsize * sizeof(*tbl));
+        /* no realloc: freeing may unmap, and the unmap hook takes mr_lock */
+        tbl = calloc(nsize, sizeof(*tbl));
         if (tbl == NULL) {
             pthread_mutex_unlock(&dev->lock);
             free(mr);
             dcx_error("%s: mr reg %p/%zu: out of memory", name, addr, length);
             return ENOMEM;
         }
-        memset(tbl + dev->num_mrs, 0,
-               (nsize - dev->num_mrs) * sizeof(*tbl));
+        if (dev->num_mrs != 0) {
+            memcpy(tbl, dev->mrs, dev->num_mrs * sizeof(*tbl));
+        }
         idx = (dev->num_mrs == 0) ? 1 : dev->num_mrs;
+        pthread_mutex_lock(&dev->mr_lock);
+        old          = dev->mrs;
         dev->mrs     = tbl;
         dev->num_mrs = nsize;
+        pthread_mutex_unlock(&dev->mr_lock);
+        free(old);
     }
     dev->mr_gen       = (dev->mr_gen + 1) & 0xff;
     mr->super.pd      = pd;
@@ -519,7 +526,15 @@ static int soft_mr_reg(dcx_pd_t *pd, void *addr, size_t length,
     mr->super.rkey    = mr->super.lkey;
     mr->start         = (uint64_t)(uintptr_t)addr;
     mr->end           = mr->start + length;
+    pthread_mutex_lock(&dev->mr_lock);
     dev->mrs[idx]     = mr;
+    if ((dev->mr_hi == 0) || (mr->start < dev->mr_lo)) {
+        __atomic_store_n(&dev->mr_lo, mr->start, __ATOMIC_RELEASE);
+    }
+    if (mr->end > dev->mr_hi) {
+        __atomic_store_n(&dev->mr_hi, mr->end, __ATOMIC_RELEASE);
+    }
+    pthread_mutex_unlock(&dev->mr_lock);
     dev->num_mr_used++;
     pthread_mutex_unlock(&dev->lock);
     *mr_p = &mr->super;
@@ -531,8 +546,13 @@ static int soft_mr_dereg(dcx_mr_t *mr_)
     soft_mr_t *mr   = (soft_mr_t *)mr_;
     soft_dev_t *dev = soft_dev(mr_->pd->dev);
 
+    /* holding the engine lock, no engine pass (and so no access to this
+     * region on behalf of a peer) is in flight: once it returns, nothing
+     * touches the memory any more */
     pthread_mutex_lock(&dev->lock);
+    pthread_mutex_lock(&dev->mr_lock);
     dev->mrs[mr_->lkey >> 8] = NULL;
+    pthread_mutex_unlock(&dev->mr_lock);
     dev->num_mr_used--;
     pthread_mutex_unlock(&dev->lock);
     free(mr);
@@ -652,23 +672,22 @@ static int soft_srq_destroy(dcx_srq_t *srq_)
 /* ------------------------------------------------------------------------
  * AH
  * ------------------------------------------------------------------------ */
+static int soft_addr_check_op(dcx_dev_t *dev_, const void *addr, size_t len,
+                              char *why, size_t why_len)
+{
+    return soft_addr_check(soft_dev(dev_), addr, len, NULL, why, why_len);
+}
+
 static int soft_ah_create(dcx_pd_t *pd, const void *addr, size_t len,
                           dcx_ah_t **ah_p)
 {
     soft_dev_t *dev = soft_dev(pd->dev);
+    char why[128];
     soft_addr_t a;
     soft_ah_t *ah;
 
-    if ((addr == NULL) || (len != SOFT_ADDR_LEN)) {
-        dcx_error("%s: ah create: address length %zu, expected %u",
-                  dev->super.caps.name, len, SOFT_ADDR_LEN);
-        return EINVAL;
-    }
-    memcpy(&a, addr, sizeof(a));
-    if ((a.magic != SOFT_MAGIC) ||
-        (a.check != soft_addr_check(dev->uid, dev->fabric, a.pid, a.inst))) {
-        dcx_error("%s: ah create: malformed address (not a port of fabric "
-                  "'%s')", dev->super.caps.name, dev->fabric);
+    if (soft_addr_check(dev, addr, len, &a, why, sizeof(why)) != 0) {
+        dcx_error("%s: ah create: %s", dev->super.caps.name, why);
         return EINVAL;
     }
     ah = calloc(1, sizeof(*ah));
@@ -677,7 +696,7 @@ static int soft_ah_create(dcx_pd_t *pd, const void *addr, size_t len,
         return ENOMEM;
     }
     pthread_mutex_lock(&dev->lock);
-    ah->peer = soft_peer_get(dev, a.pid, a.inst);
+    ah->peer = soft_peer_get(dev, a.pid, a.inst, a.token);
     if (ah->peer != NULL) {
         dev->num_objs++;
     }
@@ -716,10 +735,14 @@ static int soft_port_addr(dcx_dev_t *dev_, void *addr, size_t *len_p)
                   dev->super.caps.name, *len_p, SOFT_ADDR_LEN);
         return EINVAL;
     }
-    a.magic = SOFT_MAGIC;
-    a.pid   = dev->pid;
-    a.inst  = dev->inst;
-    a.check = soft_addr_check(dev->uid, dev->fabric, dev->pid, dev->inst);
+    memset(&a, 0, sizeof(a));
+    a.magic  = SOFT_ADDR_MAGIC;
+    a.uid    = dev->uid;
+    a.host   = dev->host;
+    a.fabric = dev->fabric_hash;
+    a.pid    = dev->pid;
+    a.inst   = (uint16_t)dev->inst;
+    a.token  = dev->token;
     memcpy(addr, &a, sizeof(a));
     *len_p = SOFT_ADDR_LEN;
     return 0;
@@ -738,6 +761,7 @@ static void soft_close(dcx_dev_t *dev_)
     soft_peers_free(dev);
     soft_port_destroy(dev);
     pthread_mutex_destroy(&dev->lock);
+    pthread_mutex_destroy(&dev->mr_lock);
     free(dev->qps);
     free(dev->mrs);
     free(dev->rstate);
@@ -747,11 +771,13 @@ static void soft_close(dcx_dev_t *dev_)
 static const dcx_dev_ops_t soft_dev_ops = {
     .close        = soft_close,
     .port_addr    = soft_port_addr,
+    .addr_check   = soft_addr_check_op,
     .progress     = soft_progress,
     .pd_alloc     = soft_pd_alloc,
     .pd_free      = soft_pd_free,
     .mr_reg       = soft_mr_reg,
     .mr_dereg     = soft_mr_dereg,
+    .mem_unmapped = soft_mem_unmapped,
     .cq_create    = soft_cq_create,
     .cq_destroy   = soft_cq_destroy,
     .srq_create   = soft_srq_create,
@@ -774,7 +800,7 @@ static void soft_fill_caps(soft_dev_t *dev, const dcx_dev_info_t *info)
     /* the responder runs in the target process and executes atomics with
      * the CPU's atomic instructions on the target's memory */
     caps->flags            = DCX_CAP_DC | DCX_CAP_HELPER | DCX_CAP_TM |
-                             DCX_CAP_ATOMIC_HOST;
+                             DCX_CAP_ATOMIC_HOST | DCX_CAP_NO_PIN;
     caps->atomic_flags     = DCX_ATOMIC_FADD64 | DCX_ATOMIC_CSWAP64 |
                              DCX_ATOMIC_MASKED_FADD32 |
                              DCX_ATOMIC_MASKED_FADD64 |
@@ -835,10 +861,16 @@ int dcx_soft_open(const dcx_dev_info_t *info, dcx_dev_t **dev_p)
     snprintf(dev->fabric, sizeof(dev->fabric), "%s", info->soft_fabric);
     dev->pid  = (uint32_t)getpid();
     dev->uid  = (uint32_t)getuid();
-    dev->inst = __atomic_add_fetch(&soft_inst_counter, 1, __ATOMIC_RELAXED);
+    dev->host = soft_host_id();
+    dev->fabric_hash = soft_fabric_hash(dev->fabric);
+    /* 16 bits in the address; the token tells reused numbers apart */
+    dev->inst = (__atomic_add_fetch(&soft_inst_counter, 1, __ATOMIC_RELAXED) %
+                 0xffffu) + 1;
     dev->max_qps      = dev->limits.max_dci + 1024;
     dev->resp_credits = SOFT_RING_SLOTS - 1;
     pthread_mutex_init(&dev->lock, NULL);
+    pthread_mutex_init(&dev->mr_lock, NULL);
+    soft_mem_init(dev);
 
     dev->qps    = calloc(dev->max_qps, sizeof(*dev->qps));
     dev->rstate = calloc(SOFT_RSTATE_SLOTS, sizeof(*dev->rstate));
@@ -853,7 +885,7 @@ int dcx_soft_open(const dcx_dev_info_t *info, dcx_dev_t **dev_p)
     if (ret != 0) {
         goto err_free;
     }
-    dev->self = soft_peer_get(dev, dev->pid, dev->inst);
+    dev->self = soft_peer_get(dev, dev->pid, dev->inst, dev->token);
     if (dev->self == NULL) {
         dcx_error("%s: open: out of memory", info->name);
         ret = ENOMEM;
@@ -871,6 +903,7 @@ err_port:
     soft_port_destroy(dev);
 err_free:
     pthread_mutex_destroy(&dev->lock);
+    pthread_mutex_destroy(&dev->mr_lock);
     free(dev->qps);
     free(dev->rstate);
     free(dev);

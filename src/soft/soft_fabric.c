@@ -2,7 +2,10 @@
  * Soft device fabric: port segments in /dev/shm, their rings, peer mapping,
  * owner liveness and the helper doorbell.
  *
- * Segment name: /dcx-soft.<uid>.<fabric>.<pid>.<inst>, mode 0600.  The owner
+ * Segment name: /dcx-soft.<uid>.<fabric>.<pid>.<token>, mode 0600, where the
+ * token is 64 random bits carried in the port address: a name cannot be
+ * guessed (so not pre-created by someone else to deny us the fabric), and
+ * one that exists anyway makes the opener draw another token.  The owner
  * unlinks it on close; segments whose owner died are swept by the next open
  * (owner pid + start time, so a recycled pid does not keep a segment alive).
  */
@@ -103,27 +106,160 @@ int soft_pid_alive(uint32_t pid, uint64_t start)
     return (start == 0) || (now_start == start);
 }
 
-uint32_t soft_addr_check(uint32_t uid, const char *fabric, uint32_t pid,
-                         uint32_t inst)
+static uint32_t soft_fnv(uint32_t h, const void *data, size_t len)
 {
-    uint32_t h = 2166136261u;
-    const char *c;
+    const uint8_t *c = data;
+    size_t i;
 
-    for (c = fabric; *c != '\0'; ++c) {
-        h = (h ^ (uint8_t)*c) * 16777619u;
+    for (i = 0; i < len; ++i) {
+        h = (h ^ c[i]) * 16777619u;
     }
-    h = (h ^ uid) * 16777619u;
-    h = (h ^ pid) * 16777619u;
-    h = (h ^ inst) * 16777619u;
-    h = (h ^ SOFT_MAGIC) * 16777619u;
     return h;
 }
 
-static void soft_seg_name(char *buf, size_t len, uint32_t uid,
-                          const char *fabric, uint32_t pid, uint32_t inst)
+uint32_t soft_fabric_hash(const char *fabric)
 {
-    snprintf(buf, len, "/" SOFT_SEG_PREFIX "%u.%s.%u.%u", uid, fabric, pid,
-             inst);
+    return soft_fnv(2166136261u, fabric, strlen(fabric));
+}
+
+/* Two ports can reach each other only through one /dev/shm of one running
+ * kernel: the host identity is the kernel's boot id together with the
+ * device and inode of /dev/shm (containers with private /dev/shm mounts on
+ * one host are different hosts to the soft fabric). */
+static uint32_t soft_host_id_value;
+static pthread_once_t soft_host_id_once = PTHREAD_ONCE_INIT;
+
+static void soft_host_id_init(void)
+{
+    uint32_t h = 2166136261u;
+    char boot[64];
+    struct stat st;
+    ssize_t n;
+    int fd;
+
+    fd = open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+        n = read(fd, boot, sizeof(boot));
+        close(fd);
+        if (n > 0) {
+            h = soft_fnv(h, boot, (size_t)n);
+        }
+    }
+    if (stat("/dev/shm", &st) == 0) {
+        uint64_t ids[2] = { (uint64_t)st.st_dev, (uint64_t)st.st_ino };
+
+        h = soft_fnv(h, ids, sizeof(ids));
+    }
+    soft_host_id_value = h ? h : 1;
+}
+
+uint32_t soft_host_id(void)
+{
+    pthread_once(&soft_host_id_once, soft_host_id_init);
+    return soft_host_id_value;
+}
+
+/* The checks dcx_ah_create() makes, shared with dcx_dev_addr_check(): a
+ * port address of this format, user, host and fabric.  Returns 0 (and the
+ * decoded address in *out if not NULL) or EINVAL with the reason in why. */
+int soft_addr_check(soft_dev_t *dev, const void *addr, size_t len,
+                    soft_addr_t *out, char *why, size_t why_len)
+{
+    soft_addr_t a;
+
+    if ((addr == NULL) || (len != SOFT_ADDR_LEN)) {
+        snprintf(why, why_len, "address of %zu bytes, a soft port address "
+                 "has %u", (addr == NULL) ? 0 : len, SOFT_ADDR_LEN);
+        return EINVAL;
+    }
+    memcpy(&a, addr, sizeof(a));
+    if (a.magic != SOFT_ADDR_MAGIC) {
+        snprintf(why, why_len, "not a soft port address (magic 0x%x)",
+                 (unsigned)a.magic);
+        return EINVAL;
+    }
+    if (a.uid != dev->uid) {
+        snprintf(why, why_len, "port of user %u, this device belongs to user "
+                 "%u", a.uid, dev->uid);
+        return EINVAL;
+    }
+    if (a.host != dev->host) {
+        snprintf(why, why_len, "port on another host (host id 0x%x, this one "
+                 "0x%x)", a.host, dev->host);
+        return EINVAL;
+    }
+    if (a.fabric != dev->fabric_hash) {
+        snprintf(why, why_len, "port of another fabric (not '%s')",
+                 dev->fabric);
+        return EINVAL;
+    }
+    if ((a.pid == 0) || (a.inst == 0) || (a.token == 0)) {
+        snprintf(why, why_len, "malformed port address (pid %u, token %s)",
+                 a.pid, a.token ? "set" : "zero");
+        return EINVAL;
+    }
+    if (out != NULL) {
+        *out = a;
+    }
+    return 0;
+}
+
+/* 64 unpredictable bits for a port name (the kernel's random source; the
+ * clock and a counter only if that fails, which is logged). */
+static uint64_t soft_test_tokens[SOFT_NAME_TRIES];
+static unsigned soft_test_ntokens;
+static pthread_mutex_t soft_token_lock = PTHREAD_MUTEX_INITIALIZER;
+
+void dcx_soft_test_set_tokens(const uint64_t *tokens, unsigned count)
+{
+    unsigned i;
+
+    pthread_mutex_lock(&soft_token_lock);
+    soft_test_ntokens = (count < SOFT_NAME_TRIES) ? count : SOFT_NAME_TRIES;
+    for (i = 0; i < soft_test_ntokens; ++i) {
+        soft_test_tokens[soft_test_ntokens - 1 - i] = tokens[i];
+    }
+    pthread_mutex_unlock(&soft_token_lock);
+}
+
+static uint64_t soft_random_token(const char *name)
+{
+    static uint64_t fallback;
+    uint64_t token = 0;
+    ssize_t n      = -1;
+    int fd;
+
+    pthread_mutex_lock(&soft_token_lock);
+    if (soft_test_ntokens > 0) {
+        token = soft_test_tokens[--soft_test_ntokens];
+        pthread_mutex_unlock(&soft_token_lock);
+        return token;
+    }
+    pthread_mutex_unlock(&soft_token_lock);
+
+    n = syscall(SYS_getrandom, &token, sizeof(token), 0);
+    if (n != (ssize_t)sizeof(token)) {
+        fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+        if (fd >= 0) {
+            n = read(fd, &token, sizeof(token));
+            close(fd);
+        }
+    }
+    if (n != (ssize_t)sizeof(token)) {
+        dcx_warn("%s: no kernel random source: port name derived from the "
+                 "clock (guessable)", name);
+        token = soft_now_ns() ^ ((uint64_t)getpid() << 32) ^
+                (__atomic_add_fetch(&fallback, 1, __ATOMIC_RELAXED) *
+                 0x9e3779b97f4a7c15ull);
+    }
+    return token ? token : 1;
+}
+
+static void soft_seg_name(char *buf, size_t len, uint32_t uid,
+                          const char *fabric, uint32_t pid, uint64_t token)
+{
+    snprintf(buf, len, "/" SOFT_SEG_PREFIX "%u.%s.%u.%016llx", uid, fabric,
+             pid, (unsigned long long)token);
 }
 
 static void soft_ring_init(soft_ring_t *ring, void *base, uint64_t offset,
@@ -192,19 +328,39 @@ int soft_port_create(soft_dev_t *dev)
     uint64_t ring_bytes, size;
     uint32_t payload = dev->limits.mtu;
     soft_port_hdr_t *hdr;
-    int fd;
+    unsigned tries;
+    int fd = -1;
 
-    soft_seg_name(dev->seg_name, sizeof(dev->seg_name), dev->uid,
-                  dev->fabric, dev->pid, dev->inst);
     ring_bytes = (uint64_t)SOFT_RING_SLOTS *
                  ((SOFT_SLOT_HDR + payload + 63u) & ~63u);
     size       = SOFT_SEG_HDR_SIZE + 2 * ring_bytes;
 
-    fd = shm_open(dev->seg_name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    /* The name carries a random token: nobody can predict it, and a name
+     * that exists already (a collision, or someone who guessed it) only
+     * makes us draw another one. */
+    for (tries = 0; tries < SOFT_NAME_TRIES; ++tries) {
+        dev->token = soft_random_token(dev->super.caps.name);
+        soft_seg_name(dev->seg_name, sizeof(dev->seg_name), dev->uid,
+                      dev->fabric, dev->pid, dev->token);
+        fd = shm_open(dev->seg_name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC,
+                      0600);
+        if ((fd >= 0) || (errno != EEXIST)) {
+            break;
+        }
+        dcx_debug("%s: port segment name %s is taken, drawing another",
+                  dev->super.caps.name, dev->seg_name);
+    }
     if (fd < 0) {
         int err = errno;
-        dcx_error("%s: cannot create port segment %s: %s",
-                  dev->super.caps.name, dev->seg_name, strerror(err));
+        if (err == EEXIST) {
+            dcx_error("%s: cannot create a port segment: %u random names "
+                      "under /dev/shm/" SOFT_SEG_PREFIX "%u.%s.%u.* all exist "
+                      "(someone is creating them)", dev->super.caps.name,
+                      SOFT_NAME_TRIES, dev->uid, dev->fabric, dev->pid);
+        } else {
+            dcx_error("%s: cannot create port segment %s: %s",
+                      dev->super.caps.name, dev->seg_name, strerror(err));
+        }
         return err;
     }
     if ((fchmod(fd, 0600) != 0) || (ftruncate(fd, (off_t)size) != 0)) {
@@ -230,6 +386,10 @@ int soft_port_create(soft_dev_t *dev)
     hdr->inst        = dev->inst;
     hdr->owner_start = soft_proc_start_time(dev->pid);
     hdr->seg_size    = size;
+    hdr->uid         = dev->uid;
+    hdr->host        = dev->host;
+    hdr->token       = dev->token;
+    snprintf(hdr->fabric, sizeof(hdr->fabric), "%s", dev->fabric);
     soft_ring_init(&hdr->req, hdr, SOFT_SEG_HDR_SIZE, payload);
     soft_ring_init(&hdr->resp, hdr, SOFT_SEG_HDR_SIZE + ring_bytes, payload);
     __atomic_store_n(&hdr->ready, 1, __ATOMIC_RELEASE);
@@ -256,7 +416,8 @@ void soft_port_destroy(soft_dev_t *dev)
 void soft_fabric_sweep(uint32_t uid)
 {
     char prefix[64], path[320], fabric[64];
-    unsigned pid, inst, suid;
+    unsigned long long token;
+    unsigned pid, suid;
     struct dirent *de;
     DIR *dir;
 
@@ -275,9 +436,9 @@ void soft_fabric_sweep(uint32_t uid)
         if (strncmp(de->d_name, prefix, strlen(prefix)) != 0) {
             continue;
         }
-        /* <uid>.<fabric>.<pid>.<inst>: parse pid and inst from the end */
+        /* <uid>.<fabric>.<pid>.<token>: parse pid from the end */
         tail = strrchr(de->d_name, '.');
-        if ((tail == NULL) || (sscanf(tail + 1, "%u", &inst) != 1)) {
+        if ((tail == NULL) || (sscanf(tail + 1, "%llx", &token) != 1)) {
             continue;
         }
         {
@@ -318,12 +479,14 @@ void soft_fabric_sweep(uint32_t uid)
     closedir(dir);
 }
 
-soft_peer_t *soft_peer_get(soft_dev_t *dev, uint32_t pid, uint32_t inst)
+soft_peer_t *soft_peer_get(soft_dev_t *dev, uint32_t pid, uint32_t inst,
+                           uint64_t token)
 {
     soft_peer_t *peer;
 
     for (peer = dev->peers; peer != NULL; peer = peer->next) {
-        if ((peer->pid == pid) && (peer->inst == inst)) {
+        if ((peer->pid == pid) && (peer->inst == inst) &&
+            (peer->token == token)) {
             return peer;
         }
     }
@@ -331,9 +494,10 @@ soft_peer_t *soft_peer_get(soft_dev_t *dev, uint32_t pid, uint32_t inst)
     if (peer == NULL) {
         return NULL;
     }
-    peer->pid  = pid;
-    peer->inst = inst;
-    if ((pid == dev->pid) && (inst == dev->inst)) {
+    peer->pid   = pid;
+    peer->inst  = inst;
+    peer->token = token;
+    if ((pid == dev->pid) && (inst == dev->inst) && (token == dev->token)) {
         peer->own = 1;
         peer->hdr = dev->hdr;
     }
@@ -361,7 +525,7 @@ soft_port_hdr_t *soft_peer_map(soft_dev_t *dev, soft_peer_t *peer)
     peer->next_try_ns = now + 1000000ull;   /* at most one try per ms */
 
     soft_seg_name(name, sizeof(name), dev->uid, dev->fabric, peer->pid,
-                  peer->inst);
+                  peer->token);
     fd = shm_open(name, O_RDWR | O_CLOEXEC, 0);
     if (fd < 0) {
         return NULL;
@@ -377,8 +541,13 @@ soft_port_hdr_t *soft_peer_map(soft_dev_t *dev, soft_peer_t *peer)
     if (hdr == MAP_FAILED) {
         return NULL;
     }
+    /* the header must describe the port the address names */
     if ((__atomic_load_n(&hdr->magic, __ATOMIC_ACQUIRE) != SOFT_MAGIC) ||
-        (hdr->seg_size != (uint64_t)st.st_size)) {
+        (hdr->seg_size != (uint64_t)st.st_size) ||
+        ((uint32_t)hdr->owner_pid != peer->pid) || (hdr->inst != peer->inst) ||
+        (hdr->token != peer->token) || (hdr->uid != dev->uid) ||
+        (hdr->host != dev->host) ||
+        strncmp(hdr->fabric, dev->fabric, sizeof(hdr->fabric))) {
         munmap(hdr, (size_t)st.st_size);
         return NULL;
     }
@@ -486,7 +655,10 @@ void soft_ring_pop(soft_port_hdr_t *hdr, soft_ring_t *ring)
     uint64_t pos      = ring->head;
     soft_slot_t *slot = soft_ring_slot(hdr, ring, pos);
 
-    __atomic_store_n(&slot->pkt.src_pid, 0, __ATOMIC_RELAXED);
+    /* a consumed slot keeps nothing of its packet: no DC key, address or
+     * rkey is left for whoever maps the segment later (payload bytes are
+     * data the sender gave away) */
+    memset(&slot->pkt, 0, sizeof(slot->pkt));
     __atomic_store_n(&slot->seq, pos + ring->nslots, __ATOMIC_RELEASE);
     /* producers watch the head to see that their packets are served */
     __atomic_store_n(&ring->head, pos + 1, __ATOMIC_RELAXED);
@@ -525,7 +697,7 @@ int soft_ring_unstick(soft_port_hdr_t *hdr, soft_ring_t *ring,
         dcx_warn("%s: port %s ring: skipping a slot claimed by dead process "
                  "%u", name, (ring == &hdr->req) ? "request" : "response",
                  owner);
-        __atomic_store_n(&slot->pkt.src_pid, 0, __ATOMIC_RELAXED);
+        memset(&slot->pkt, 0, sizeof(slot->pkt));
         __atomic_store_n(&slot->seq, pos + ring->nslots, __ATOMIC_RELEASE);
         ring->head   = pos + 1;
         st->since_ns = 0;

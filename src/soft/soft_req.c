@@ -406,6 +406,7 @@ static int soft_req_send_packets(soft_qp_t *qp, soft_swqe_t *w, uint64_t now)
                                0;
             pkt->src_pid     = dev->pid;
             pkt->src_inst    = dev->inst;
+            pkt->src_token   = dev->token;
             pkt->src_qpn     = qp->super.qp_num;
             pkt->dst_qpn     = w->wr.dest.dctn;
             pkt->msn         = w->msn;
@@ -433,6 +434,8 @@ static int soft_req_send_packets(soft_qp_t *qp, soft_swqe_t *w, uint64_t now)
             }
             pkt->csum = soft_pkt_csum(pkt) ^ (fate == SOFT_TX_CORRUPT);
             soft_ring_publish(target, &target->req, pos, now);
+            qp->tx_pos  = pos + 1;
+            qp->tx_peer = w->peer;
             if (!w->peer->own) {
                 soft_req_watch(w->peer, target, pos, now);
             }
@@ -523,6 +526,38 @@ void soft_req_run(soft_qp_t *qp, uint64_t now)
     }
 }
 
+/* True if a live target simply has not got to our requests yet: the newest
+ * packet this DCI queued to it is still in its request ring, or the WQE
+ * that timed out could not even be queued because the ring is full.  On
+ * hardware the responder is the NIC, which answers whatever its host CPU
+ * does; here the responder is the target's CPU, and a target starved of CPU
+ * (or stopped) must not look like a lost packet.  A ring held by a packet
+ * delayed on the wire (fault injection) is a slow link, not a busy target:
+ * that one counts as a loss. */
+static int soft_req_target_busy(soft_qp_t *qp, soft_swqe_t *w, uint64_t now)
+{
+    soft_port_hdr_t *hdr = w->peer->hdr;
+    uint64_t head, tail;
+    soft_slot_t *slot;
+
+    if ((hdr == NULL) || w->peer->own) {
+        return 0;   /* never queued anything there / we serve ourselves */
+    }
+    head = __atomic_load_n(&hdr->req.head, __ATOMIC_ACQUIRE);
+    tail = __atomic_load_n(&hdr->req.tail, __ATOMIC_RELAXED);
+    if ((qp->tx_peer == w->peer) && ((int64_t)(head - qp->tx_pos) < 0)) {
+        slot = (soft_slot_t *)((char *)hdr + hdr->req.offset +
+                               (head & (hdr->req.nslots - 1)) *
+                               hdr->req.slot_size);
+        if ((__atomic_load_n(&slot->seq, __ATOMIC_ACQUIRE) == head + 1) &&
+            (slot->pkt.deliver_ns > now)) {
+            return 0;
+        }
+        return 1;
+    }
+    return !w->all_sent && (tail - head >= hdr->req.nslots);
+}
+
 static void soft_req_timeout(soft_qp_t *qp, uint64_t now)
 {
     soft_dev_t *dev = qp->dev;
@@ -532,6 +567,15 @@ static void soft_req_timeout(soft_qp_t *qp, uint64_t now)
         dcx_debug("%s: dci 0x%x: peer pid %u is gone", soft_qp_dev_name(qp),
                   qp->super.qp_num, w->peer->pid);
         soft_req_complete(qp, DCX_WC_RETRY_EXC_ERR, 0, now);
+        return;
+    }
+    if (soft_req_target_busy(qp, w, now)) {
+        /* not a retry: wait another timeout (the prod logic keeps the
+         * target's helper awake meanwhile) */
+        dcx_trace("%s: dci 0x%x: peer pid %u has not consumed our requests "
+                  "yet", soft_qp_dev_name(qp), qp->super.qp_num,
+                  w->peer->pid);
+        qp->deadline_ns = now + qp->ack_timeout_ns;
         return;
     }
     if (++qp->retries > qp->retry_cnt) {

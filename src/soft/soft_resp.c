@@ -17,6 +17,7 @@
 
 #include "soft.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -86,7 +87,8 @@ static soft_rstate_t *soft_rstate_get(soft_dev_t *dev, const soft_pkt_t *pkt)
         }
         return soft_rstate_get(dev, pkt);
     }
-    free_rs->peer = soft_peer_get(dev, pkt->src_pid, pkt->src_inst);
+    free_rs->peer = soft_peer_get(dev, pkt->src_pid, pkt->src_inst,
+                                  pkt->src_token);
     if (free_rs->peer == NULL) {
         return NULL;
     }
@@ -183,6 +185,7 @@ void soft_resp_send(soft_dev_t *dev, soft_rstate_t *rs,
     pkt->len       = len;
     pkt->src_pid   = dev->pid;
     pkt->src_inst  = dev->inst;
+    pkt->src_token = dev->token;
     pkt->src_qpn   = req->dst_qpn;
     pkt->dst_qpn   = req->src_qpn;
     pkt->msn       = req->msn;
@@ -216,15 +219,20 @@ void soft_resp_finish(soft_rstate_t *rs)
     rs->msg_err = 0;
 }
 
+/* The region a request names, if it grants 'access' over [addr, addr +
+ * len) and the DCT allows it; NULL (counted) otherwise.  Called for every
+ * packet that touches memory, right before the copy: a region deregistered
+ * or invalidated since the message began refuses the rest of it. */
 static soft_mr_t *soft_resp_check_remote(soft_dev_t *dev, soft_qp_t *dct,
                                          const soft_pkt_t *pkt,
-                                         uint32_t access, uint64_t len)
+                                         uint32_t access, uint64_t addr,
+                                         uint64_t len)
 {
     soft_mr_t *mr = soft_mr_lookup(dev, pkt->rkey);
 
     if ((mr == NULL) || !(mr->super.access & access) ||
-        !(dct->access & access) || (pkt->raddr < mr->start) ||
-        (pkt->raddr > mr->end) || (len > mr->end - pkt->raddr)) {
+        !(dct->access & access) || (addr < mr->start) ||
+        (addr > mr->end) || (len > mr->end - addr)) {
         dev->stats.remote_access_errors++;
         return NULL;
     }
@@ -253,33 +261,48 @@ int soft_resp_take_recv(soft_dev_t *dev, soft_qp_t *dct,
     return 1;
 }
 
+/* The held receive's buffers are still registered for local write; sums
+ * their length into *len_p.  Checked at every packet of a message: a
+ * region deregistered or invalidated meanwhile is not written. */
+static int soft_resp_recv_ok(soft_dev_t *dev, soft_rstate_t *rs,
+                             uint64_t *len_p)
+{
+    uint64_t len = 0;
+    unsigned i;
+
+    for (i = 0; i < rs->recv.num_sge; ++i) {
+        soft_mr_t *mr = soft_mr_lookup(dev, rs->recv.sge[i].lkey);
+
+        if ((mr == NULL) || !(mr->super.access & DCX_ACCESS_LOCAL_WRITE) ||
+            (rs->recv.sge[i].addr < mr->start) ||
+            (rs->recv.sge[i].addr + rs->recv.sge[i].length > mr->end)) {
+            return 0;
+        }
+        len += rs->recv.sge[i].length;
+    }
+    *len_p = len;
+    return 1;
+}
+
 static void soft_resp_send_op(soft_dev_t *dev, soft_qp_t *dct,
                               soft_rstate_t *rs, const soft_pkt_t *pkt,
                               const void *payload, int imm)
 {
     uint64_t recv_len = 0;
-    unsigned i;
 
     if (dct->srq->tm != NULL) {
         soft_tm_send_op(dev, dct, rs, pkt, payload);
         return;
     }
-    if (rs->cur_off == 0) {
-        if (!soft_resp_take_recv(dev, dct, rs, pkt)) {
-            return;
-        }
-        for (i = 0; i < rs->recv.num_sge; ++i) {
-            soft_mr_t *mr = soft_mr_lookup(dev, rs->recv.sge[i].lkey);
-
-            if ((mr == NULL) || !(mr->super.access & DCX_ACCESS_LOCAL_WRITE) ||
-                (rs->recv.sge[i].addr < mr->start) ||
-                (rs->recv.sge[i].addr + rs->recv.sge[i].length > mr->end)) {
-                soft_resp_recv_cqe(dev, dct, rs, DCX_WC_LOC_PROT_ERR,
-                                   DCX_WC_RECV, 0, 0, 0);
-                soft_resp_nak(dev, rs, pkt, DCX_WC_REM_OP_ERR);
-                goto skip;
-            }
-            recv_len += rs->recv.sge[i].length;
+    if ((rs->cur_off == 0) && !soft_resp_take_recv(dev, dct, rs, pkt)) {
+        return;
+    }
+    if (!rs->msg_err) {
+        if (!soft_resp_recv_ok(dev, rs, &recv_len)) {
+            soft_resp_recv_cqe(dev, dct, rs, DCX_WC_LOC_PROT_ERR,
+                               DCX_WC_RECV, 0, 0, 0);
+            soft_resp_nak(dev, rs, pkt, DCX_WC_REM_OP_ERR);
+            goto skip;
         }
         if (pkt->total_len > recv_len) {
             soft_resp_recv_cqe(dev, dct, rs, DCX_WC_LOC_LEN_ERR, DCX_WC_RECV,
@@ -287,8 +310,6 @@ static void soft_resp_send_op(soft_dev_t *dev, soft_qp_t *dct,
             soft_resp_nak(dev, rs, pkt, DCX_WC_REM_INV_REQ_ERR);
             goto skip;
         }
-    }
-    if (!rs->msg_err) {
         soft_sge_scatter(payload, rs->recv.sge, rs->recv.num_sge,
                          pkt->offset, pkt->len);
     }
@@ -309,17 +330,32 @@ static void soft_resp_write_op(soft_dev_t *dev, soft_qp_t *dct,
                                soft_rstate_t *rs, const soft_pkt_t *pkt,
                                const void *payload, int imm)
 {
+    soft_mr_t *mr;
+
     if ((rs->cur_off == 0) && !rs->msg_err) {
         if (soft_resp_check_remote(dev, dct, pkt, DCX_ACCESS_REMOTE_WRITE,
-                                   pkt->total_len) == NULL) {
+                                   pkt->raddr, pkt->total_len) == NULL) {
             soft_resp_nak(dev, rs, pkt, DCX_WC_REM_ACCESS_ERR);
         } else if (imm && !soft_resp_take_recv(dev, dct, rs, pkt)) {
             return;
         }
     }
     if (!rs->msg_err && (pkt->len > 0)) {
-        memcpy((void *)(uintptr_t)(pkt->raddr + pkt->offset), payload,
-               pkt->len);
+        mr = soft_resp_check_remote(dev, dct, pkt, DCX_ACCESS_REMOTE_WRITE,
+                                    pkt->raddr + pkt->offset, pkt->len);
+        if ((mr == NULL) ||
+            (soft_mem_write(dev, mr, pkt->raddr + pkt->offset, payload,
+                            pkt->len) != 0)) {
+            if (mr != NULL) {
+                dev->stats.remote_access_errors++;
+            }
+            dcx_debug("%s: rdma write of %u bytes at 0x%llx (rkey 0x%x): "
+                      "region gone or memory not accessible",
+                      dev->super.caps.name, pkt->len,
+                      (unsigned long long)(pkt->raddr + pkt->offset),
+                      pkt->rkey);
+            soft_resp_nak(dev, rs, pkt, DCX_WC_REM_ACCESS_ERR);
+        }
     }
     rs->cur_off += pkt->len;
     if (pkt->flags & SOFT_PKT_LAST) {
@@ -336,11 +372,71 @@ static void soft_resp_write_op(soft_dev_t *dev, soft_qp_t *dct,
     }
 }
 
+/* One READ response carrying 'len' bytes at byte 'off' of the message,
+ * read from the region the request names; a region that is gone or memory
+ * that faults turns the response into a NAK.  Returns 0 or EFAULT. */
+static int soft_resp_read_resp(soft_dev_t *dev, soft_qp_t *dct,
+                               soft_rstate_t *rs, const soft_pkt_t *req,
+                               uint64_t off, uint32_t len)
+{
+    soft_port_hdr_t *hdr = soft_peer_map(dev, rs->peer);
+    uint64_t addr        = req->raddr + off;
+    soft_pkt_t *pkt;
+    soft_mr_t *mr;
+    void *payload;
+    uint64_t pos;
+    int ret = 0;
+
+    mr = soft_resp_check_remote(dev, dct, req, DCX_ACCESS_REMOTE_READ, addr,
+                                len);
+    if (mr == NULL) {
+        return EFAULT;
+    }
+    if ((hdr == NULL) || __atomic_load_n(&hdr->killed, __ATOMIC_RELAXED) ||
+        (len > hdr->resp.payload)) {
+        return 0;
+    }
+    pkt = soft_ring_reserve(hdr, &hdr->resp, dev->pid, &payload, &pos);
+    if (pkt == NULL) {
+        dev->stats.resp_drops++;
+        return 0;
+    }
+    memset(pkt, 0, sizeof(*pkt));
+    if ((len > 0) && (soft_mem_read(dev, mr, payload, addr, len) != 0)) {
+        /* the slot is ours: it carries the NAK instead */
+        dev->stats.remote_access_errors++;
+        dcx_debug("%s: rdma read of %u bytes at 0x%llx (rkey 0x%x): region "
+                  "gone or memory not accessible", dev->super.caps.name, len,
+                  (unsigned long long)addr, req->rkey);
+        pkt->op     = SOFT_OP_NAK;
+        pkt->status = DCX_WC_REM_ACCESS_ERR;
+        len         = 0;
+        ret         = EFAULT;
+    } else {
+        pkt->op     = SOFT_OP_READ_RESP;
+        pkt->flags  = (off + len == req->total_len) ? SOFT_PKT_LAST : 0;
+        pkt->offset = off;
+    }
+    pkt->len       = len;
+    pkt->src_pid   = dev->pid;
+    pkt->src_inst  = dev->inst;
+    pkt->src_token = dev->token;
+    pkt->src_qpn   = req->dst_qpn;
+    pkt->dst_qpn   = req->src_qpn;
+    pkt->msn       = req->msn;
+    pkt->total_len = req->total_len;
+    soft_ring_publish(hdr, &hdr->resp, pos, dev->now);
+    dev->stats.tx_packets++;
+    dev->stats.tx_bytes += len;
+    return ret;
+}
+
 /* Answers one READ request packet: its range (args[0] bytes from offset)
  * goes back as a train of responses of at most args[1] bytes each, one per
- * response slot the requester reserved. */
-static void soft_resp_read_data(soft_dev_t *dev, soft_rstate_t *rs,
-                                const soft_pkt_t *pkt)
+ * response slot the requester reserved.  Every response is checked against
+ * the region (re-reads of a retransmitted request too). */
+static void soft_resp_read_data(soft_dev_t *dev, soft_qp_t *dct,
+                                soft_rstate_t *rs, const soft_pkt_t *pkt)
 {
     uint64_t end  = pkt->offset + pkt->args[0];
     uint64_t step = pkt->args[1];
@@ -355,10 +451,15 @@ static void soft_resp_read_data(soft_dev_t *dev, soft_rstate_t *rs,
         if (len > step) {
             len = step;
         }
-        soft_resp_send(dev, rs, pkt, SOFT_OP_READ_RESP, 0, 0, off,
-                       (const void *)(uintptr_t)(pkt->raddr + off),
-                       (uint32_t)len,
-                       (off + len == pkt->total_len) ? SOFT_PKT_LAST : 0);
+        if (soft_resp_read_resp(dev, dct, rs, pkt, off, (uint32_t)len) != 0) {
+            if (pkt->msn == rs->e) {
+                soft_resp_nak(dev, rs, pkt, DCX_WC_REM_ACCESS_ERR);
+            } else {
+                soft_resp_send(dev, rs, pkt, SOFT_OP_NAK,
+                               DCX_WC_REM_ACCESS_ERR, 0, 0, NULL, 0, 0);
+            }
+            return;
+        }
         off += len;
     } while (off < end);
 }
@@ -371,11 +472,11 @@ static void soft_resp_read_op(soft_dev_t *dev, soft_qp_t *dct,
     if ((rs->cur_off == 0) && !rs->msg_err &&
         ((pkt->offset + chunk > pkt->total_len) ||
          (soft_resp_check_remote(dev, dct, pkt, DCX_ACCESS_REMOTE_READ,
-                                 pkt->total_len) == NULL))) {
+                                 pkt->raddr, pkt->total_len) == NULL))) {
         soft_resp_nak(dev, rs, pkt, DCX_WC_REM_ACCESS_ERR);
     }
     if (!rs->msg_err) {
-        soft_resp_read_data(dev, rs, pkt);
+        soft_resp_read_data(dev, dct, rs, pkt);
     }
     rs->cur_off += chunk;
     if (pkt->offset + chunk >= pkt->total_len) {
@@ -454,21 +555,26 @@ static void soft_resp_atomic_op(soft_dev_t *dev, soft_qp_t *dct,
                                 soft_rstate_t *rs, const soft_pkt_t *pkt)
 {
     unsigned size = pkt->atomic_size;
+    soft_mr_t *mr;
     uint64_t res;
 
-    if (soft_resp_check_remote(dev, dct, pkt, DCX_ACCESS_REMOTE_ATOMIC,
-                               size) == NULL) {
+    mr = soft_resp_check_remote(dev, dct, pkt, DCX_ACCESS_REMOTE_ATOMIC,
+                                pkt->raddr, size);
+    if (mr == NULL) {
         soft_resp_nak(dev, rs, pkt, DCX_WC_REM_ACCESS_ERR);
     } else if (((size != 4) && (size != 8)) ||
                ((size != 8) && ((pkt->op == DCX_WR_ATOMIC_FADD) ||
                                 (pkt->op == DCX_WR_ATOMIC_CSWAP))) ||
                (pkt->raddr % size)) {
         soft_resp_nak(dev, rs, pkt, DCX_WC_REM_INV_REQ_ERR);
+    } else if (soft_mem_atomic(dev, mr, pkt->raddr, size, soft_atomic_exec,
+                               pkt, &res) != 0) {
+        dev->stats.remote_access_errors++;
+        soft_resp_nak(dev, rs, pkt, DCX_WC_REM_ACCESS_ERR);
     } else {
         unsigned slot = rs->at_next;
 
         rs->at_next        = (uint8_t)((slot + 1) % SOFT_ATOMIC_SAVED);
-        res                = soft_atomic_exec(pkt);
         rs->at_msn[slot]   = pkt->msn;
         rs->at_res[slot]   = res;
         rs->atomic_valid  |= 1u << slot;
@@ -479,8 +585,9 @@ static void soft_resp_atomic_op(soft_dev_t *dev, soft_qp_t *dct,
 }
 
 /* A request for a message already handled: answer it again. */
-static void soft_resp_duplicate(soft_dev_t *dev, soft_rstate_t *rs,
-                                const soft_pkt_t *pkt, unsigned opflags)
+static void soft_resp_duplicate(soft_dev_t *dev, soft_qp_t *dct,
+                                soft_rstate_t *rs, const soft_pkt_t *pkt,
+                                unsigned opflags)
 {
     int is_prev = (pkt->msn == rs->e - 1);
 
@@ -506,7 +613,7 @@ static void soft_resp_duplicate(soft_dev_t *dev, soft_rstate_t *rs,
         return;
     }
     if (opflags & SOFT_OPF_READ) {
-        soft_resp_read_data(dev, rs, pkt);   /* reads are idempotent */
+        soft_resp_read_data(dev, dct, rs, pkt);   /* reads are idempotent */
         return;
     }
     if (pkt->flags & SOFT_PKT_LAST) {
@@ -566,7 +673,7 @@ void soft_resp_packet(soft_dev_t *dev, const soft_pkt_t *pkt,
     }
     d = (int32_t)(pkt->msn - rs->e);
     if (d < 0) {
-        soft_resp_duplicate(dev, rs, pkt, op->flags);
+        soft_resp_duplicate(dev, dct, rs, pkt, op->flags);
         return;
     }
     if (d > 0) {
@@ -575,7 +682,7 @@ void soft_resp_packet(soft_dev_t *dev, const soft_pkt_t *pkt,
     if (pkt->offset != rs->cur_off) {
         if ((pkt->offset < rs->cur_off) && (op->flags & SOFT_OPF_READ) &&
             !rs->msg_err) {
-            soft_resp_read_data(dev, rs, pkt);
+            soft_resp_read_data(dev, dct, rs, pkt);
         }
         return;
     }

@@ -426,6 +426,7 @@ static int uct_dcx_iface_is_reachable(const uct_iface_h tl_iface,
     const uct_dcx_dev_addr_t *daddr    = (const uct_dcx_dev_addr_t*)dev_addr;
     const uct_dcx_iface_addr_t *iaddr  = (const uct_dcx_iface_addr_t*)
                                          iface_addr;
+    char why[160];
 
     if ((daddr == NULL) || (iaddr == NULL)) {
         ucs_debug("dcx: unreachable: no device or interface address");
@@ -442,6 +443,14 @@ static int uct_dcx_iface_is_reachable(const uct_iface_h tl_iface,
         ucs_debug("dcx: unreachable: port address of %u bytes, %s uses %u",
                   daddr->len, dcx_dev_name(iface->dev),
                   iface->config.port_len);
+        return 0;
+    }
+    /* what endpoint creation will check (fabric, user, host, link layer):
+     * a peer that fails it must not be offered, so that UCP picks another
+     * transport for it */
+    if (dcx_dev_addr_check(iface->dev, daddr->port, daddr->len, why,
+                           sizeof(why)) != 0) {
+        ucs_debug("dcx: %s: unreachable: %s", dcx_dev_name(iface->dev), why);
         return 0;
     }
     return 1;

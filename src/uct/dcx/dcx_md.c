@@ -777,6 +777,39 @@ uct_dcx_is_sockaddr_accessible(uct_md_h uct_md, const ucs_sock_addr_t *sockaddr,
     return 0;
 }
 
+/* UCX's memory hooks call this before memory is unmapped or remapped: a
+ * device that does not pin registered pages must stop touching them before
+ * the mapping changes (see dcx_dev_mem_unmapped). */
+static void uct_dcx_md_unmapped_cb(ucm_event_type_t event_type,
+                                   ucm_event_t *event, void *arg)
+{
+    uct_dcx_md_t *md = arg;
+
+    dcx_dev_mem_unmapped(md->dev, event->vm_unmapped.address,
+                         event->vm_unmapped.size);
+}
+
+static void uct_dcx_md_unmap_hook_init(uct_dcx_md_t *md)
+{
+    ucs_status_t status;
+
+    md->unmap_hook = 0;
+    if (!(dcx_dev_caps(md->dev)->flags & DCX_CAP_NO_PIN)) {
+        return;
+    }
+    status = ucm_set_event_handler(UCM_EVENT_VM_UNMAPPED, 1000,
+                                   uct_dcx_md_unmapped_cb, md);
+    if (status != UCS_OK) {
+        /* the device's fault-safe copies still keep the process safe; a
+         * region remapped at the same address cannot be told apart */
+        ucs_diag("dcx md %s: no memory unmap events (%s): the device cannot "
+                 "tell memory remapped under a registration",
+                 md->name, ucs_status_string(status));
+        return;
+    }
+    md->unmap_hook = 1;
+}
+
 /* One line per device with what went through it, so that a job run with
  * UCX_LOG_LEVEL=info shows its traffic really crossed dcx.  The soft device
  * counts packets itself; a ConnectX keeps its counters in the kernel. */
@@ -804,6 +837,11 @@ static void uct_dcx_md_close(uct_md_h uct_md)
 
     if (md->rcache != NULL) {
         ucs_rcache_destroy(md->rcache);
+    }
+
+    if (md->unmap_hook) {
+        ucm_unset_event_handler(UCM_EVENT_VM_UNMAPPED,
+                                uct_dcx_md_unmapped_cb, md);
     }
 
     ret = dcx_pd_free(md->pd);
@@ -929,9 +967,11 @@ ucs_status_t uct_dcx_md_open(uct_component_t *component, const char *md_name,
     md->reg_cost_overhead = uct_dcx_reg_cost[md->info.backend].overhead;
     md->reg_cost_growth   = uct_dcx_reg_cost[md->info.backend].growth;
 
+    uct_dcx_md_unmap_hook_init(md);
+
     status = uct_dcx_md_rcache_init(md, config);
     if (status != UCS_OK) {
-        goto err_free_pd;
+        goto err_unset_hook;
     }
 
     ucs_debug("dcx md %s: opened (%s backend, registration cache %s)",
@@ -941,7 +981,11 @@ ucs_status_t uct_dcx_md_open(uct_component_t *component, const char *md_name,
     dcx_dev_list_free(list);
     return UCS_OK;
 
-err_free_pd:
+err_unset_hook:
+    if (md->unmap_hook) {
+        ucm_unset_event_handler(UCM_EVENT_VM_UNMAPPED,
+                                uct_dcx_md_unmapped_cb, md);
+    }
     dcx_pd_free(md->pd);
 err_close_dev:
     dcx_dev_close(md->dev);

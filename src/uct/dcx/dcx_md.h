@@ -76,6 +76,7 @@ typedef struct uct_dcx_md {
     double             reg_cost_growth;    /* seconds per byte */
     double             rcache_overhead;    /* seconds per cache lookup */
     dcx_dev_info_t     info;       /* what the device was opened from */
+    int                unmap_hook; /* a UCM VM_UNMAPPED handler is set */
     char               name[UCT_MD_NAME_MAX];
 } uct_dcx_md_t;
 

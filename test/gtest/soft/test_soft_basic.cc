@@ -19,9 +19,10 @@ TEST_F(soft, caps)
     EXPECT_TRUE(dcx_dev_is_soft(n.dev));
     EXPECT_TRUE(caps->flags & DCX_CAP_DC);
     EXPECT_TRUE(caps->flags & DCX_CAP_HELPER);
+    EXPECT_TRUE(caps->flags & DCX_CAP_NO_PIN);
     EXPECT_TRUE(caps->atomic_flags & DCX_ATOMIC_FADD64);
     EXPECT_TRUE(caps->atomic_flags & DCX_ATOMIC_MASKED_CSWAP32);
-    EXPECT_EQ(16u, caps->addr_len);
+    EXPECT_EQ(28u, caps->addr_len);
     EXPECT_GE(caps->max_inline, 256u);
     EXPECT_EQ(30u, caps->max_sge);
     EXPECT_EQ(1ull << 30, caps->max_msg_size);

@@ -589,6 +589,69 @@ TEST_P(ucp_dcx, dc_key_mismatch)
     tag_roundtrip(5000);
 }
 
+/* Two workers on different soft fabrics with UCX_TLS=dcx,tcp: dcx cannot
+ * reach across fabrics and must say so (is_reachable), so that UCP puts
+ * the traffic on tcp instead of failing the endpoint */
+TEST_P(ucp_dcx, other_fabric_falls_back_to_tcp)
+{
+    char fabric[40];
+    ucp_peer x, y;
+
+    setenv("UCX_TLS", "dcx,tcp", 1);
+    snprintf(fabric, sizeof(fabric), "gtpx%d-%d", (int)getpid(), ++s_seq);
+    setenv("UCX_DCX_SOFT_FABRIC", fabric, 1);
+    create_peer(&x);
+    snprintf(fabric, sizeof(fabric), "gtpy%d-%d", (int)getpid(), ++s_seq);
+    setenv("UCX_DCX_SOFT_FABRIC", fabric, 1);
+    create_peer(&y);
+    setenv("UCX_TLS", "dcx,self", 1);
+
+    ucp_ep_h xy = connect(&x, &y);
+    ASSERT_TRUE(xy != NULL);
+    std::vector<char> sbuf(100000), rbuf(sbuf.size(), 0);
+    for (size_t i = 0; i < sbuf.size(); ++i) {
+        sbuf[i] = (char)(i * 7 + 5);
+    }
+    ucp_request_param_t param;
+    memset(&param, 0, sizeof(param));
+    for (size_t size : {size_t(8), size_t(3000), sbuf.size()}) {
+        void *rreq = ucp_tag_recv_nbx(y.worker, &rbuf[0], size, 0x77,
+                                      (ucp_tag_t)-1, &param);
+        void *sreq = ucp_tag_send_nbx(xy, &sbuf[0], size, 0x77, &param);
+        auto done = [&](void *req) {
+            if (!UCS_PTR_IS_PTR(req)) {
+                return UCS_PTR_STATUS(req);
+            }
+            double end = now_sec() + 20;
+            while ((ucp_request_check_status(req) == UCS_INPROGRESS) &&
+                   (now_sec() < end)) {
+                ucp_worker_progress(x.worker);
+                ucp_worker_progress(y.worker);
+            }
+            ucs_status_t st = ucp_request_check_status(req);
+            ucp_request_free(req);
+            return st;
+        };
+        EXPECT_EQ(UCS_OK, done(sreq)) << size;
+        EXPECT_EQ(UCS_OK, done(rreq)) << size;
+        EXPECT_EQ(0, memcmp(&sbuf[0], &rbuf[0], size)) << size;
+    }
+    EXPECT_EQ(0, m_failed);
+    ucp_request_param_t cparam;
+    memset(&cparam, 0, sizeof(cparam));
+    void *creq = ucp_ep_close_nbx(xy, &cparam);
+    while (UCS_PTR_IS_PTR(creq) &&
+           (ucp_request_check_status(creq) == UCS_INPROGRESS)) {
+        ucp_worker_progress(x.worker);
+        ucp_worker_progress(y.worker);
+    }
+    if (UCS_PTR_IS_PTR(creq)) {
+        ucp_request_free(creq);
+    }
+    destroy_peer(&x);
+    destroy_peer(&y);
+}
+
 /* A peer in a child process, killed: the error callback fires */
 TEST_P(ucp_dcx, peer_failure)
 {

@@ -1,0 +1,201 @@
+/*
+ * Soft device memory safety: how the engine touches registered memory that
+ * peers name by rkey, and how it learns that such memory went away.
+ *
+ * A NIC pins the pages of a registration: whatever the process does to its
+ * mappings later, an rkey keeps naming the same physical pages.  The soft
+ * device is the process itself and cannot pin; it keeps the same promise
+ * (never write into memory that is not the registered mapping, never crash
+ * the target because of a peer's request) in three layers:
+ *
+ *  1. Every request packet is checked against the region it names (rkey,
+ *     bounds, access, and the region's 'invalid' flag) right before the
+ *     copy, not only the first packet of a message (soft_resp.c).
+ *
+ *  2. Invalidation: the transport's memory domain subscribes to UCX's
+ *     memory hooks (VM_UNMAPPED: munmap, mremap, mmap MAP_FIXED, shmdt,
+ *     brk, madvise) and calls dcx_dev_mem_unmapped() *before* the unmap
+ *     happens.  Overlapping regions are flagged invalid and the call
+ *     returns only once no engine copy into them is in flight (a copy is
+ *     at most one packet, so the wait is short and bounded).  The handler
+ *     never takes the engine lock, because the engine itself may free
+ *     memory (and so unmap) while holding it; it takes only mr_lock,
+ *     which nothing holds while allocating or freeing.  A region unmapped
+ *     or remapped at the same address thus refuses access from the moment
+ *     the unmap is requested: nothing is ever written into the new mapping.
+ *
+ *  3. Fault-safe copies, for what the hooks cannot see (hooks disabled,
+ *     raw system calls, mprotect, a device used without UCX): the engine
+ *     copies to and from peer-named memory with process_vm_writev/readv
+ *     on its own process.  The kernel does the copy, so a page that is
+ *     gone or protected yields EFAULT, which becomes a remote access error
+ *     for that one request.  Why this and not a SIGSEGV handler with
+ *     siglongjmp: UCX and applications (MPI runtimes, debuggers) install
+ *     their own SIGSEGV/SIGBUS handlers, and UCX even refuses later
+ *     changes to them, so a library handler is neither reliably ours nor
+ *     safe to chain; and why not a /proc/self/maps check per access: it is
+ *     far slower and still racy.  The cost is one system call per packet
+ *     of up to the MTU (16 KiB by default) at the target, against a
+ *     memcpy of the same packet; a process whose seccomp policy forbids
+ *     process_vm_* (probed at open) falls back to memcpy, relying on layer
+ *     2 alone, and says so at debug level.
+ */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+
+#include "soft.h"
+
+#include <errno.h>
+#include <sched.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+static int soft_mem_copy_kernel_out(soft_dev_t *dev, void *dst,
+                                    const void *src, size_t len)
+{
+    struct iovec local  = { (void *)src, len };
+    struct iovec remote = { dst, len };
+
+    return (process_vm_writev((pid_t)dev->pid, &local, 1, &remote, 1, 0) ==
+            (ssize_t)len) ? 0 : EFAULT;
+}
+
+static int soft_mem_copy_kernel_in(soft_dev_t *dev, void *dst,
+                                   const void *src, size_t len)
+{
+    struct iovec local  = { dst, len };
+    struct iovec remote = { (void *)src, len };
+
+    return (process_vm_readv((pid_t)dev->pid, &local, 1, &remote, 1, 0) ==
+            (ssize_t)len) ? 0 : EFAULT;
+}
+
+static int soft_mem_copy_plain(soft_dev_t *dev, void *dst, const void *src,
+                               size_t len)
+{
+    memcpy(dst, src, len);
+    return 0;
+}
+
+void soft_mem_init(soft_dev_t *dev)
+{
+    uint64_t probe_src = 0x5a5a, probe_dst = 0;
+
+    dev->copy_out = soft_mem_copy_kernel_out;
+    dev->copy_in  = soft_mem_copy_kernel_in;
+    if ((soft_mem_copy_kernel_in(dev, &probe_dst, &probe_src,
+                                 sizeof(probe_src)) != 0) ||
+        (probe_dst != probe_src)) {
+        dcx_debug("%s: process_vm_readv on self is not available (%s): "
+                  "copies into registered memory rely on invalidation only",
+                  dev->super.caps.name, strerror(errno));
+        dev->copy_out = soft_mem_copy_plain;
+        dev->copy_in  = soft_mem_copy_plain;
+    }
+}
+
+/* The engine marks the copy it is about to make (seq_cst store), then
+ * looks at the region's flag (seq_cst load); the invalidator does the
+ * opposite.  Either the engine sees the flag, or the invalidator sees the
+ * copy and waits for it. */
+static inline int soft_mem_begin(soft_dev_t *dev, soft_mr_t *mr)
+{
+    __atomic_store_n(&dev->copying, 1, __ATOMIC_SEQ_CST);
+    if (__atomic_load_n(&mr->invalid, __ATOMIC_SEQ_CST)) {
+        __atomic_store_n(&dev->copying, 0, __ATOMIC_RELEASE);
+        return 0;
+    }
+    return 1;
+}
+
+static inline void soft_mem_end(soft_dev_t *dev)
+{
+    __atomic_store_n(&dev->copying, 0, __ATOMIC_RELEASE);
+}
+
+int soft_mem_write(soft_dev_t *dev, soft_mr_t *mr, uint64_t addr,
+                   const void *src, size_t len)
+{
+    int ret;
+
+    if (!soft_mem_begin(dev, mr)) {
+        return EFAULT;
+    }
+    ret = dev->copy_out(dev, (void *)(uintptr_t)addr, src, len);
+    soft_mem_end(dev);
+    return ret;
+}
+
+int soft_mem_read(soft_dev_t *dev, soft_mr_t *mr, void *dst, uint64_t addr,
+                  size_t len)
+{
+    int ret;
+
+    if (!soft_mem_begin(dev, mr)) {
+        return EFAULT;
+    }
+    ret = dev->copy_in(dev, dst, (const void *)(uintptr_t)addr, len);
+    soft_mem_end(dev);
+    return ret;
+}
+
+/* Atomics cannot go through the kernel copy: the target word is probed
+ * (mapped and readable) with the copy marked in flight, and the
+ * compare-and-swap runs before the mark is cleared, so an invalidation
+ * waits for it. */
+int soft_mem_atomic(soft_dev_t *dev, soft_mr_t *mr, uint64_t addr,
+                    unsigned size, uint64_t (*exec)(const soft_pkt_t *),
+                    const soft_pkt_t *pkt, uint64_t *result_p)
+{
+    uint64_t probe;
+
+    if (!soft_mem_begin(dev, mr)) {
+        return EFAULT;
+    }
+    if (dev->copy_in(dev, &probe, (const void *)(uintptr_t)addr, size) != 0) {
+        soft_mem_end(dev);
+        return EFAULT;
+    }
+    *result_p = exec(pkt);
+    soft_mem_end(dev);
+    return 0;
+}
+
+/* dcx_dev_mem_unmapped(): see dcx_dev.h and the comment at the top. */
+void soft_mem_unmapped(dcx_dev_t *dev_, const void *addr, size_t len)
+{
+    soft_dev_t *dev = soft_dev(dev_);
+    uint64_t start  = (uint64_t)(uintptr_t)addr;
+    uint64_t end    = start + len;
+    unsigned hits   = 0;
+    uint32_t i;
+
+    if ((len == 0) || (end <= __atomic_load_n(&dev->mr_lo, __ATOMIC_ACQUIRE)) ||
+        (start >= __atomic_load_n(&dev->mr_hi, __ATOMIC_ACQUIRE))) {
+        return;
+    }
+    pthread_mutex_lock(&dev->mr_lock);
+    for (i = 1; i < dev->num_mrs; ++i) {
+        soft_mr_t *mr = dev->mrs[i];
+
+        if ((mr == NULL) || (mr->start >= end) || (mr->end <= start) ||
+            (mr->start == mr->end) || mr->invalid) {
+            continue;
+        }
+        __atomic_store_n(&mr->invalid, 1, __ATOMIC_SEQ_CST);
+        dcx_debug("%s: mr key 0x%x [0x%llx, 0x%llx) invalidated: memory "
+                  "unmapped", dev->super.caps.name, mr->super.lkey,
+                  (unsigned long long)mr->start, (unsigned long long)mr->end);
+        ++hits;
+    }
+    pthread_mutex_unlock(&dev->mr_lock);
+    if (hits == 0) {
+        return;
+    }
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    while (__atomic_load_n(&dev->copying, __ATOMIC_SEQ_CST)) {
+        sched_yield();   /* one packet's copy */
+    }
+}
