@@ -80,16 +80,36 @@ static int soft_fabric_name_ok(const char *name)
 
 static int soft_limits_ok(const dcx_soft_limits_t *l, const char *who)
 {
-    if ((l->mtu != 0) && ((l->mtu < 256) || (l->mtu > (1u << 20)))) {
-        dcx_error("soft %s: mtu %u out of range [256, 1 MiB]", who, l->mtu);
-        return 0;
+    const struct {
+        const char *name;
+        uint64_t    value, max;
+    } counts[] = {
+        {"max_qp_wr",     l->max_qp_wr,     DCX_SOFT_LIMIT_MAX_QP_WR},
+        {"max_srq_wr",    l->max_srq_wr,    DCX_SOFT_LIMIT_MAX_SRQ_WR},
+        {"max_cqe",       l->max_cqe,       DCX_SOFT_LIMIT_MAX_CQE},
+        {"max_sge",       l->max_sge,       DCX_SOFT_LIMIT_MAX_SGE},
+        {"max_inline",    l->max_inline,    DCX_SOFT_LIMIT_MAX_INLINE},
+        {"max_rd_atomic", l->max_rd_atomic, DCX_SOFT_LIMIT_MAX_RD_ATOMIC},
+        {"max_dci",       l->max_dci,       DCX_SOFT_LIMIT_MAX_DCI},
+        {"max_msg_size",  l->max_msg_size,  DCX_SOFT_LIMIT_MAX_MSG_SIZE},
+        {"mtu",           l->mtu,           DCX_SOFT_LIMIT_MAX_MTU},
+        {"retry_cnt",     l->retry_cnt,     7},
+        {"rnr_retry",     l->rnr_retry,     7}
+    };
+    unsigned i;
+
+    /* 0 everywhere means "the default" */
+    for (i = 0; i < sizeof(counts) / sizeof(counts[0]); ++i) {
+        if (counts[i].value > counts[i].max) {
+            dcx_error("soft %s: %s %llu out of range [1, %llu]", who,
+                      counts[i].name, (unsigned long long)counts[i].value,
+                      (unsigned long long)counts[i].max);
+            return 0;
+        }
     }
-    if ((l->max_sge > SOFT_MAX_RECV_SGE) || (l->retry_cnt > 7) ||
-        (l->rnr_retry > 7) || (l->max_rd_atomic > SOFT_ATOMIC_SAVED) ||
-        (l->max_msg_size > (1ull << 31))) {
-        dcx_error("soft %s: limits out of range (max_sge <= %u, retry_cnt <= "
-                  "7, rnr_retry <= 7, max_rd_atomic <= %u, max_msg_size <= "
-                  "2 GiB)", who, SOFT_MAX_RECV_SGE, SOFT_ATOMIC_SAVED);
+    if ((l->mtu != 0) && (l->mtu < DCX_SOFT_LIMIT_MIN_MTU)) {
+        dcx_error("soft %s: mtu %u out of range [%u, %u]", who, l->mtu,
+                  DCX_SOFT_LIMIT_MIN_MTU, DCX_SOFT_LIMIT_MAX_MTU);
         return 0;
     }
     return 1;

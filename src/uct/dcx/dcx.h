@@ -316,6 +316,13 @@ typedef struct uct_dcx_grant {
 } uct_dcx_grant_t;
 
 
+/* dcx_config.c (the strict parsers are declared in dcx_md.h) */
+ucs_status_t uct_dcx_iface_check_config(const uct_dcx_iface_config_t *config,
+                                        const dcx_dev_caps_t *caps,
+                                        const char *dev);
+uint8_t uct_dcx_timeout_exp_of(double seconds);
+uint8_t uct_dcx_rnr_timer_of(double seconds);
+
 /* dcx_iface.c */
 extern uct_iface_ops_t uct_dcx_iface_ops;
 ucs_status_t uct_dcx_iface_peer_ah(uct_dcx_iface_t *iface, const uint8_t *addr,
