@@ -35,6 +35,7 @@
 #define UCT_DCX_MAX_DCI          1024      /* pool size limit (16-bit index) */
 #define UCT_DCX_AM_HDR_LEN       1
 #define UCT_DCX_AM_CTL           0x80      /* header bit: control message */
+#define UCT_DCX_AM_MAX_HDR       128       /* am_zcopy user header bytes */
 #define UCT_DCX_WR_SN_SHIFT      16
 #define UCT_DCX_MAX_IOV          8         /* sges per zcopy WR we advertise */
 #define UCT_DCX_RX_BATCH         16        /* completions polled at once */

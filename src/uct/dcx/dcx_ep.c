@@ -287,6 +287,10 @@ ucs_status_t uct_dcx_ep_am_zcopy(uct_ep_h tl_ep, uint8_t id,
     if (ucs_unlikely(id >= UCT_AM_ID_MAX)) {
         return uct_dcx_bad_am_id(id);
     }
+    if (ucs_unlikely(header_length > UCT_DCX_AM_MAX_HDR)) {
+        return uct_dcx_bad_length("am_zcopy header", header_length,
+                                  UCT_DCX_AM_MAX_HDR);
+    }
     status = uct_dcx_iov_to_sge(iface, "am_zcopy", iov, iovcnt, sge + 1,
                                 &length);
     if (ucs_unlikely(status != UCS_OK)) {

@@ -514,7 +514,7 @@ static ucs_status_t uct_dcx_iface_query(uct_iface_h tl_iface,
     attr->cap.am.max_zcopy        = seg - UCT_DCX_AM_HDR_LEN;
     attr->cap.am.opt_zcopy_align  = UCS_SYS_PCI_MAX_PAYLOAD;
     attr->cap.am.align_mtu        = caps->mtu;
-    attr->cap.am.max_hdr          = ucs_min((size_t)128, seg - UCT_DCX_AM_HDR_LEN);
+    attr->cap.am.max_hdr          = UCT_DCX_AM_MAX_HDR;
     attr->cap.am.max_iov          = iface->config.max_iov;
 
     /* Model of the device in use: its one-way latency plus the cost of

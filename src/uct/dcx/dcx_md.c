@@ -593,7 +593,9 @@ uct_dcx_mem_dereg(uct_md_h uct_md, const uct_md_mem_dereg_params_t *params)
     }
 
     if (flags & UCT_MD_MEM_DEREG_FLAG_INVALIDATE) {
-        ucs_error("dcx md %s: deregistration with invalidation is not "
+        /* a refusal of an unadvertised feature, not an error (as UCX's
+         * memory domains do) */
+        ucs_debug("dcx md %s: deregistration with invalidation is not "
                   "supported (UCT_MD_FLAG_INVALIDATE is not set)", md->name);
         return UCS_ERR_UNSUPPORTED;
     }
@@ -639,7 +641,7 @@ uct_dcx_mkey_pack(uct_md_h uct_md, uct_mem_h uct_memh,
     if ((params != NULL) &&
         (params->field_mask & UCT_MD_MKEY_PACK_FIELD_FLAGS) &&
         (params->flags & UCT_MD_MKEY_PACK_FLAG_INVALIDATE)) {
-        ucs_error("dcx md %s: rkeys for invalidation are not supported "
+        ucs_debug("dcx md %s: rkeys for invalidation are not supported "
                   "(UCT_MD_FLAG_INVALIDATE is not set)", md->name);
         return UCS_ERR_UNSUPPORTED;
     }

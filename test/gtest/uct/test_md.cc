@@ -531,15 +531,15 @@ TEST_P(test_dcx_md_reg, dereg_bad_flow)
     params.memh       = memh;
     params.flags      = UCT_MD_MEM_DEREG_FLAG_INVALIDATE;
     params.comp       = NULL;
-    expect_one_error();
-    EXPECT_NE(UCS_OK, uct_md_mem_dereg_v2(md, &params));
+    /* refused quietly, as UCX's memory domains refuse what they do not
+     * advertise: no error line */
+    EXPECT_EQ(UCS_ERR_UNSUPPORTED, uct_md_mem_dereg_v2(md, &params));
 
     /* nor are rkeys made for it */
     uct_md_mkey_pack_params_t pack_params;
     std::vector<char> packed(packed_size(md));
     pack_params.field_mask = UCT_MD_MKEY_PACK_FIELD_FLAGS;
     pack_params.flags      = UCT_MD_MKEY_PACK_FLAG_INVALIDATE;
-    expect_one_error();
     EXPECT_EQ(UCS_ERR_UNSUPPORTED,
               uct_md_mkey_pack_v2(md, memh, &pack_params, packed.data()));
     EXPECT_EQ(UCS_OK, uct_md_mem_dereg(md, memh));

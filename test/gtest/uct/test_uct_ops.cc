@@ -225,6 +225,35 @@ TEST_P(uct_dcx_ops, am_zcopy_bad_flow)
     log_counter::reset();
 }
 
+/* The user header is limited to cap.am.max_hdr like the payload to
+ * max_zcopy: one byte more is refused, not truncated on the wire */
+TEST_P(uct_dcx_ops, am_zcopy_header_length_bad_flow)
+{
+    size_t max_hdr = m_a->attr.cap.am.max_hdr;
+    mem m          = alloc_mem(4096);
+    std::vector<char> hdr(max_hdr + 1, 'h');
+    uct_iov_t iov  = {m.ptr, 1, m.memh, 0, 1};
+    test_comp comp;
+
+    ASSERT_LE(max_hdr + 2, m_a->attr.cap.am.max_zcopy);
+    log_counter::reset();
+    EXPECT_EQ(UCS_ERR_INVALID_PARAM,
+              uct_ep_am_zcopy(m_ab, AM_ID, hdr.data(), max_hdr + 1, &iov, 1,
+                              0, NULL));
+    EXPECT_EQ(1, log_counter::errors());
+    EXPECT_TRUE(log_counter::contains("length")) << log_counter::joined();
+    log_counter::reset();
+
+    /* max_hdr itself goes through whole */
+    memset(m.ptr, 'p', 1);
+    ASSERT_EQ(UCS_INPROGRESS, retry([&] {
+        return uct_ep_am_zcopy(m_ab, AM_ID, hdr.data(), max_hdr, &iov, 1, 0,
+                               &comp.uct);
+    }));
+    ASSERT_TRUE(wait_for([&] { return (m_rx.count == 1) && comp.done; }));
+    EXPECT_EQ(std::string(max_hdr, 'h') + "p", m_rx.payloads[0]);
+}
+
 TEST_P(uct_dcx_ops, put_short_bcopy_zcopy)
 {
     mem dst = alloc_mem(1 << 20);
