@@ -266,6 +266,9 @@ int soft_cq_push(soft_cq_t *cq, const dcx_wc_t *wc, soft_qp_t *qp,
     cqe->qp     = qp;
     cqe->sq_idx = sq_idx;
     cq->tail++;
+    if (cq->armed) {
+        soft_cq_fire(cq);
+    }
     return 0;
 }
 
@@ -293,7 +296,7 @@ static int soft_cq_poll(dcx_cq_t *cq_, int max, dcx_wc_t *wc)
     return n;
 }
 
-static int soft_cq_create(dcx_dev_t *dev_, uint32_t cqe, dcx_cq_t **cq_p)
+int soft_cq_create(dcx_dev_t *dev_, uint32_t cqe, dcx_cq_t **cq_p)
 {
     soft_dev_t *dev = soft_dev(dev_);
     soft_cq_t *cq;
@@ -340,6 +343,9 @@ static int soft_cq_destroy(dcx_cq_t *cq_)
         dcx_error("%s: cq %p destroy: still used by %d QP/SRQ",
                   dev->super.caps.name, (void *)cq, cq->refs);
         return EBUSY;
+    }
+    if (cq->ch != NULL) {
+        soft_cq_detach_channel(cq);
     }
     dev->num_objs--;
     pthread_mutex_unlock(&dev->lock);
@@ -757,7 +763,12 @@ static const dcx_dev_ops_t soft_dev_ops = {
     .qp_create    = soft_qp_create,
     .qp_destroy   = soft_qp_destroy,
     .qp_set_error = soft_qp_set_error,
-    .qp_recover   = soft_qp_recover
+    .qp_recover   = soft_qp_recover,
+    .comp_channel_create    = soft_channel_create,
+    .comp_channel_destroy   = soft_channel_destroy,
+    .cq_create_ch           = soft_cq_create_ch,
+    .cq_req_notify          = soft_cq_req_notify,
+    .comp_channel_get_event = soft_channel_get_event
 };
 
 static void soft_fill_caps(soft_dev_t *dev, const dcx_dev_info_t *info)
@@ -767,7 +778,7 @@ static void soft_fill_caps(soft_dev_t *dev, const dcx_dev_info_t *info)
 
     snprintf(caps->name, sizeof(caps->name), "%s", info->name);
     snprintf(caps->fw_ver, sizeof(caps->fw_ver), "soft-%u.0", SOFT_VERSION);
-    caps->flags            = DCX_CAP_DC | DCX_CAP_HELPER;
+    caps->flags            = DCX_CAP_DC | DCX_CAP_HELPER | DCX_CAP_CQ_EVENT;
     caps->atomic_flags     = DCX_ATOMIC_FADD64 | DCX_ATOMIC_CSWAP64 |
                              DCX_ATOMIC_MASKED_FADD32 |
                              DCX_ATOMIC_MASKED_FADD64 |
