@@ -236,6 +236,7 @@ struct uct_dcx_iface {
     dcx_dev_t                   *dev;
     dcx_pd_t                    *pd;
     const dcx_dev_caps_t        *caps;
+    dcx_comp_channel_t          *channel;     /* CQ events; NULL: none */
     dcx_cq_t                    *tx_cq;
     dcx_cq_t                    *rx_cq;
     dcx_srq_t                   *srq;
@@ -329,6 +330,10 @@ extern uct_iface_ops_t uct_dcx_iface_ops;
 ucs_status_t uct_dcx_iface_peer_ah(uct_dcx_iface_t *iface, const uint8_t *addr,
                                    size_t len, dcx_ah_t **ah_p);
 ucs_status_t uct_dcx_status(dcx_wc_status_t status);
+
+/* dcx_event.c */
+ucs_status_t uct_dcx_iface_event_fd_get(uct_iface_h tl_iface, int *fd_p);
+ucs_status_t uct_dcx_iface_event_arm(uct_iface_h tl_iface, unsigned events);
 
 /* dcx_rx.c */
 unsigned uct_dcx_iface_progress(uct_iface_h tl_iface);

@@ -476,6 +476,13 @@ static ucs_status_t uct_dcx_iface_query(uct_iface_h tl_iface,
     if (iface->config.atomic64_fetch | iface->config.atomic32_fetch) {
         attr->cap.flags |= UCT_IFACE_FLAG_ATOMIC_DEVICE;
     }
+    /* wake-up: send completions (and flow control grants, which arrive as
+     * receives) and receives make the channel's fd readable */
+    if (iface->channel != NULL) {
+        attr->cap.event_flags = UCT_IFACE_FLAG_EVENT_SEND_COMP |
+                                UCT_IFACE_FLAG_EVENT_RECV |
+                                UCT_IFACE_FLAG_EVENT_FD;
+    }
     /* short operations are inline work requests */
     if (max_inline > 0) {
         attr->cap.flags |= UCT_IFACE_FLAG_PUT_SHORT;
@@ -606,15 +613,27 @@ static ucs_status_t uct_dcx_iface_create_queues(uct_dcx_iface_t *iface,
     size_t port_len;
     int ret;
 
-    ret = dcx_cq_create(iface->dev, (cfg->num_dci + 1) * cfg->tx_queue_len,
-                        &iface->tx_cq);
+    /* wake-up events where the device has completion channels */
+    iface->channel = NULL;
+    if (iface->caps->flags & DCX_CAP_CQ_EVENT) {
+        ret = dcx_comp_channel_create(iface->dev, &iface->channel);
+        if (ret != 0) {
+            ucs_error("dcx: %s: failed to create a completion channel: %s",
+                      dev, strerror(ret));
+            return UCS_ERR_IO_ERROR;
+        }
+    }
+
+    ret = dcx_cq_create_ch(iface->dev, (cfg->num_dci + 1) * cfg->tx_queue_len,
+                           iface->channel, &iface->tx_cq);
     if (ret != 0) {
         ucs_error("dcx: %s: failed to create the send CQ: %s", dev,
                   strerror(ret));
-        return UCS_ERR_IO_ERROR;
+        goto err_channel;
     }
 
-    ret = dcx_cq_create(iface->dev, cfg->rx_queue_len, &iface->rx_cq);
+    ret = dcx_cq_create_ch(iface->dev, cfg->rx_queue_len, iface->channel,
+                           &iface->rx_cq);
     if (ret != 0) {
         ucs_error("dcx: %s: failed to create the receive CQ: %s", dev,
                   strerror(ret));
@@ -673,6 +692,10 @@ err_rx_cq:
     dcx_cq_destroy(iface->rx_cq);
 err_tx_cq:
     dcx_cq_destroy(iface->tx_cq);
+err_channel:
+    if (iface->channel != NULL) {
+        dcx_comp_channel_destroy(iface->channel);
+    }
     return UCS_ERR_IO_ERROR;
 }
 
@@ -683,6 +706,9 @@ static void uct_dcx_iface_destroy_queues(uct_dcx_iface_t *iface)
     dcx_srq_destroy(iface->srq);
     dcx_cq_destroy(iface->rx_cq);
     dcx_cq_destroy(iface->tx_cq);
+    if (iface->channel != NULL) {
+        dcx_comp_channel_destroy(iface->channel);
+    }
 }
 
 static uct_iface_internal_ops_t uct_dcx_iface_internal_ops = {
@@ -865,6 +891,9 @@ static UCS_CLASS_CLEANUP_FUNC(uct_dcx_iface_t)
     dcx_ah_destroy(self->self_ah);
     dcx_cq_destroy(self->rx_cq);
     dcx_cq_destroy(self->tx_cq);
+    if (self->channel != NULL) {
+        dcx_comp_channel_destroy(self->channel);
+    }
 
     dcx_mr_dereg(self->scratch_mr);
     free(self->scratch);
@@ -910,6 +939,8 @@ uct_iface_ops_t uct_dcx_iface_ops = {
     .iface_progress_enable    = uct_base_iface_progress_enable,
     .iface_progress_disable   = uct_base_iface_progress_disable,
     .iface_progress           = uct_dcx_iface_progress,
+    .iface_event_fd_get       = uct_dcx_iface_event_fd_get,
+    .iface_event_arm          = uct_dcx_iface_event_arm,
     .iface_close              = UCS_CLASS_DELETE_FUNC_NAME(uct_dcx_iface_t),
     .iface_query              = uct_dcx_iface_query,
     .iface_get_device_address = uct_dcx_iface_get_device_address,
