@@ -102,11 +102,14 @@ static soft_swqe_t *soft_post_enqueue(soft_qp_t *qp, const dcx_send_wr_t *wr,
         uint64_t off = 0;
 
         for (i = 0; i < wr->num_sge; ++i) {
+            if (wr->sg_list[i].length == 0) {
+                continue;   /* zero bytes: the address is never read */
+            }
             memcpy(w->inl + off, (void *)(uintptr_t)wr->sg_list[i].addr,
                    wr->sg_list[i].length);
             off += wr->sg_list[i].length;
         }
-    } else {
+    } else if (wr->num_sge > 0) {
         memcpy(w->sge, wr->sg_list, wr->num_sge * sizeof(*w->sge));
     }
     qp->sq_head++;

@@ -249,24 +249,31 @@ ssize_t uct_dcx_ep_am_bcopy(uct_ep_h tl_ep, uint8_t id,
 static ucs_status_t
 uct_dcx_iov_to_sge(uct_dcx_iface_t *iface, const char *op,
                    const uct_iov_t *iov, size_t iovcnt, dcx_sge_t *sge,
-                   size_t *length_p)
+                   unsigned *num_sge_p, size_t *length_p)
 {
-    size_t i, length = 0;
+    size_t i, iov_len, length = 0;
+    unsigned num_sge = 0;
 
     if (ucs_unlikely(iovcnt > iface->config.max_iov)) {
         return uct_dcx_bad_iovcnt(op, iovcnt, iface->config.max_iov);
     }
 
     for (i = 0; i < iovcnt; ++i) {
+        iov_len = uct_iov_get_length(&iov[i]);
+        if (iov_len == 0) {
+            continue;   /* no memory is accessed: no memory handle needed */
+        }
         if (ucs_unlikely(iov[i].memh == UCT_MEM_HANDLE_NULL)) {
-            ucs_error("dcx: %s: iov[%zu] has no memory handle", op, i);
+            ucs_error("dcx: %s: iov[%zu] of %zu bytes has no memory handle",
+                      op, i, iov_len);
             return UCS_ERR_INVALID_PARAM;
         }
-        uct_dcx_sge_set(&sge[i], iov[i].buffer, uct_iov_get_length(&iov[i]),
+        uct_dcx_sge_set(&sge[num_sge++], iov[i].buffer, iov_len,
                         uct_dcx_memh_mr(iov[i].memh)->lkey);
-        length += sge[i].length;
+        length += iov_len;
     }
-    *length_p = length;
+    *num_sge_p = num_sge;
+    *length_p  = length;
     return UCS_OK;
 }
 
@@ -282,6 +289,7 @@ ucs_status_t uct_dcx_ep_am_zcopy(uct_ep_h tl_ep, uint8_t id,
     dcx_send_wr_t wr;
     uint8_t *data;
     ucs_status_t status;
+    unsigned num_sge;
     size_t length;
 
     if (ucs_unlikely(id >= UCT_AM_ID_MAX)) {
@@ -292,7 +300,7 @@ ucs_status_t uct_dcx_ep_am_zcopy(uct_ep_h tl_ep, uint8_t id,
                                   UCT_DCX_AM_MAX_HDR);
     }
     status = uct_dcx_iov_to_sge(iface, "am_zcopy", iov, iovcnt, sge + 1,
-                                &length);
+                                &num_sge, &length);
     if (ucs_unlikely(status != UCS_OK)) {
         return status;
     }
@@ -315,7 +323,7 @@ ucs_status_t uct_dcx_ep_am_zcopy(uct_ep_h tl_ep, uint8_t id,
     memcpy(data + UCT_DCX_AM_HDR_LEN, header, header_length);
     uct_dcx_sge_set(&sge[0], data, UCT_DCX_AM_HDR_LEN + header_length,
                     desc->lkey);
-    uct_dcx_wr_init(&wr, ep, DCX_WR_SEND, 0, sge, iovcnt + 1);
+    uct_dcx_wr_init(&wr, ep, DCX_WR_SEND, 0, sge, num_sge + 1);
     status = uct_dcx_ep_post(iface, ep, &wr, &desc->op, comp != NULL, 1);
     if (ucs_unlikely(status != UCS_OK)) {
         return status;
@@ -410,8 +418,10 @@ uct_dcx_ep_rma_zcopy(uct_dcx_ep_t *ep, uint8_t opcode, const char *name,
     uct_dcx_op_t *op        = NULL;
     dcx_send_wr_t wr;
     ucs_status_t status;
+    unsigned num_sge;
 
-    status = uct_dcx_iov_to_sge(iface, name, iov, iovcnt, sge, len_p);
+    status = uct_dcx_iov_to_sge(iface, name, iov, iovcnt, sge, &num_sge,
+                                len_p);
     if (ucs_unlikely(status != UCS_OK)) {
         return status;
     }
@@ -433,7 +443,8 @@ uct_dcx_ep_rma_zcopy(uct_dcx_ep_t *ep, uint8_t opcode, const char *name,
         op->comp = comp;
     }
 
-    uct_dcx_wr_init_rma(&wr, ep, opcode, 0, sge, iovcnt, remote_addr, rkey);
+    uct_dcx_wr_init_rma(&wr, ep, opcode, 0, sge, num_sge, remote_addr,
+                        rkey);
     status = uct_dcx_ep_post(iface, ep, &wr, op, op != NULL, 0);
     if (ucs_unlikely(status != UCS_OK)) {
         return status;

@@ -3,7 +3,8 @@
  * CQ makes the channel's fd readable when a completion arrives, also when
  * the completion is produced by the helper thread of a device whose
  * application does not poll (a receiver asleep on the fd); arming is
- * one-shot; arming a CQ that holds completions fires at once.
+ * one-shot; arming a CQ that holds completions fires at once.  The same
+ * in-process target also serves the zero-length RDMA rules.
  */
 #include "soft_fixture.h"
 
@@ -189,4 +190,56 @@ TEST_F(soft_channel_test, channel_bad_flow)
     close_target_queues();
     EXPECT_FALSE(fd_readable(ch->fd, 0));
     EXPECT_TRUE(dcx_dev_caps(ini.dev)->flags & DCX_CAP_CQ_EVENT);
+}
+
+/* Zero-length RDMA (this fixture's target allows remote writes only): as on
+ * InfiniBand the R_Key and address of a zero-length operation are not
+ * validated, the DCT's access rights still are */
+TEST_F(soft_channel_test, zero_length_rdma_rkey_not_checked)
+{
+    dcx_send_wr_t wr;
+    dcx_wc_t wc;
+
+    memset(&wr, 0, sizeof(wr));
+    wr.opcode      = DCX_WR_RDMA_WRITE;
+    wr.flags       = DCX_SEND_SIGNALED;
+    wr.num_sge     = 0;
+    wr.dest.ah     = ini.ah;
+    wr.dest.dctn   = tgt.dct->qp_num;
+    wr.dest.dc_key = KEY;
+    wr.rkey        = 0xbad00bad;
+    wr.remote_addr = 0;
+    wr.wr_id       = 1;
+    ASSERT_EQ(0, dcx_qp_post_send(ini.dci, &wr));
+    ASSERT_EQ(1, ini.poll(&wc, 1));
+    EXPECT_EQ(DCX_WC_SUCCESS, wc.status);
+
+    /* one byte with that key: remote access error */
+    uint8_t byte = 1;
+    dcx_sge_t s  = {(uint64_t)(uintptr_t)&byte, 1, 0};
+    wr.flags    |= DCX_SEND_INLINE;
+    wr.num_sge   = 1;
+    wr.sg_list   = &s;
+    wr.wr_id     = 2;
+    ASSERT_EQ(0, dcx_qp_post_send(ini.dci, &wr));
+    ASSERT_EQ(1, ini.poll(&wc, 1));
+    EXPECT_EQ(DCX_WC_REM_ACCESS_ERR, wc.status);
+}
+
+TEST_F(soft_channel_test, zero_length_read_needs_dct_access)
+{
+    dcx_send_wr_t wr;
+    dcx_wc_t wc;
+
+    memset(&wr, 0, sizeof(wr));
+    wr.opcode      = DCX_WR_RDMA_READ;
+    wr.flags       = DCX_SEND_SIGNALED;
+    wr.dest.ah     = ini.ah;
+    wr.dest.dctn   = tgt.dct->qp_num;
+    wr.dest.dc_key = KEY;
+    wr.rkey        = rmr->rkey;
+    wr.remote_addr = (uint64_t)(uintptr_t)rbuf;
+    ASSERT_EQ(0, dcx_qp_post_send(ini.dci, &wr));
+    ASSERT_EQ(1, ini.poll(&wc, 1));
+    EXPECT_EQ(DCX_WC_REM_ACCESS_ERR, wc.status);
 }
