@@ -36,6 +36,7 @@
 #define UCT_DCX_AM_HDR_LEN       1
 #define UCT_DCX_AM_CTL           0x80      /* header bit: control message */
 #define UCT_DCX_AM_MAX_HDR       128       /* am_zcopy user header bytes */
+#define UCT_DCX_GET_MAX_SHORT    1024      /* get_short: bounce-buffer READ */
 #define UCT_DCX_WR_SN_SHIFT      16
 #define UCT_DCX_MAX_IOV          8         /* sges per zcopy WR we advertise */
 #define UCT_DCX_RX_BATCH         16        /* completions polled at once */
@@ -292,6 +293,7 @@ struct uct_dcx_iface {
     struct {
         size_t                   seg_size;
         unsigned                 max_inline;
+        unsigned                 get_max_short;
         unsigned                 max_iov;
         unsigned                 quota;
         uint64_t                 dc_key;
@@ -388,6 +390,9 @@ ssize_t uct_dcx_ep_put_bcopy(uct_ep_h tl_ep, uct_pack_callback_t pack_cb,
 ucs_status_t uct_dcx_ep_put_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov,
                                   size_t iovcnt, uint64_t remote_addr,
                                   uct_rkey_t rkey, uct_completion_t *comp);
+ucs_status_t uct_dcx_ep_get_short(uct_ep_h tl_ep, void *buffer,
+                                  unsigned length, uint64_t remote_addr,
+                                  uct_rkey_t rkey);
 ucs_status_t uct_dcx_ep_get_bcopy(uct_ep_h tl_ep, uct_unpack_callback_t cb,
                                   void *arg, size_t length,
                                   uint64_t remote_addr, uct_rkey_t rkey,

@@ -480,6 +480,52 @@ ucs_status_t uct_dcx_ep_get_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov,
     return status;
 }
 
+/* The data read into the bounce buffer goes to the user's buffer */
+static void uct_dcx_copy_result_done(uct_dcx_iface_t *iface, uct_dcx_op_t *op,
+                                     ucs_status_t status)
+{
+    uct_dcx_send_desc_t *desc = ucs_container_of(op, uct_dcx_send_desc_t, op);
+
+    if (status == UCS_OK) {
+        memcpy(desc->u.result, uct_dcx_desc_data(desc), desc->length);
+    }
+    uct_dcx_op_release_desc(iface, op, status);
+}
+
+/* A small READ through a bounce buffer: the buffer holds the data once the
+ * operation completed (a flush tells when) */
+ucs_status_t uct_dcx_ep_get_short(uct_ep_h tl_ep, void *buffer,
+                                  unsigned length, uint64_t remote_addr,
+                                  uct_rkey_t rkey)
+{
+    uct_dcx_ep_t *ep        = ucs_derived_of(tl_ep, uct_dcx_ep_t);
+    uct_dcx_iface_t *iface  = uct_dcx_ep_iface(ep);
+    uct_dcx_send_desc_t *desc;
+    ucs_status_t status;
+
+    if (ucs_unlikely(length > iface->config.get_max_short)) {
+        return uct_dcx_bad_length("get_short", length,
+                                  iface->config.get_max_short);
+    }
+
+    status = uct_dcx_ep_desc_begin(iface, ep, 0, uct_dcx_copy_result_done,
+                                   NULL, &desc);
+    if (ucs_unlikely(status != UCS_OK)) {
+        return status;
+    }
+
+    desc->length   = length;
+    desc->u.result = buffer;
+    status = uct_dcx_ep_rma_bcopy(iface, ep, desc, DCX_WR_RDMA_READ, 1, length,
+                                  remote_addr, rkey);
+    if (ucs_unlikely(status != UCS_OK)) {
+        return status;
+    }
+
+    UCT_TL_EP_STAT_OP(&ep->super, GET, SHORT, length);
+    return UCS_INPROGRESS;
+}
+
 static void uct_dcx_get_bcopy_done(uct_dcx_iface_t *iface, uct_dcx_op_t *op,
                                    ucs_status_t status)
 {
@@ -621,17 +667,6 @@ uct_dcx_atomic_wr(uct_dcx_iface_t *iface, dcx_send_wr_t *wr, unsigned opcode,
     return UCS_ERR_UNSUPPORTED;
 }
 
-static void uct_dcx_atomic_fetch_done(uct_dcx_iface_t *iface, uct_dcx_op_t *op,
-                                      ucs_status_t status)
-{
-    uct_dcx_send_desc_t *desc = ucs_container_of(op, uct_dcx_send_desc_t, op);
-
-    if (status == UCS_OK) {
-        memcpy(desc->u.result, uct_dcx_desc_data(desc), desc->length);
-    }
-    uct_dcx_op_release_desc(iface, op, status);
-}
-
 /* result == NULL: post (no fetch), the old value lands in scratch memory */
 static UCS_F_ALWAYS_INLINE ucs_status_t
 uct_dcx_ep_atomic(uct_dcx_ep_t *ep, unsigned opcode, uint64_t value,
@@ -662,7 +697,7 @@ uct_dcx_ep_atomic(uct_dcx_ep_t *ep, unsigned opcode, uint64_t value,
         if (ucs_unlikely(desc == NULL)) {
             return UCS_ERR_NO_RESOURCE;
         }
-        desc->op.cb    = uct_dcx_atomic_fetch_done;
+        desc->op.cb    = uct_dcx_copy_result_done;
         desc->op.comp  = comp;
         desc->length   = size;
         desc->u.result = result;
