@@ -473,7 +473,12 @@ static ucs_status_t uct_dcx_iface_query(uct_iface_h tl_iface,
                       UCT_IFACE_FLAG_PENDING |
                       UCT_IFACE_FLAG_CB_SYNC |
                       UCT_IFACE_FLAG_EP_CHECK |
-                      UCT_IFACE_FLAG_ERRHANDLE_PEER_FAILURE;
+                      UCT_IFACE_FLAG_ERRHANDLE_PEER_FAILURE |
+                      /* the device checks both sides of a zero-copy
+                       * operation against their regions; a failure goes
+                       * to the error handler (see docs/uct-contract.md) */
+                      UCT_IFACE_FLAG_ERRHANDLE_ZCOPY_BUF |
+                      UCT_IFACE_FLAG_ERRHANDLE_REMOTE_MEM;
     if (iface->config.atomic64_fetch | iface->config.atomic32_fetch) {
         attr->cap.flags |= UCT_IFACE_FLAG_ATOMIC_DEVICE;
     }
