@@ -310,6 +310,53 @@ int dcx_cq_destroy(dcx_cq_t *cq)
     return cq->dev->ops->cq_destroy(cq);
 }
 
+static int dcx_dev_no_channels(const dcx_dev_t *dev, const char *what)
+{
+    dcx_error("%s: %s: the device has no completion channels", dev->caps.name,
+              what);
+    return EOPNOTSUPP;
+}
+
+int dcx_comp_channel_create(dcx_dev_t *dev, dcx_comp_channel_t **ch_p)
+{
+    if (dev->ops->comp_channel_create == NULL) {
+        return dcx_dev_no_channels(dev, "comp channel create");
+    }
+    return dev->ops->comp_channel_create(dev, ch_p);
+}
+
+int dcx_comp_channel_destroy(dcx_comp_channel_t *ch)
+{
+    return ch->dev->ops->comp_channel_destroy(ch);
+}
+
+int dcx_cq_create_ch(dcx_dev_t *dev, uint32_t cqe, dcx_comp_channel_t *ch,
+                     dcx_cq_t **cq_p)
+{
+    if (ch == NULL) {
+        return dcx_cq_create(dev, cqe, cq_p);
+    }
+    if (ch->dev != dev) {
+        dcx_error("%s: cq create: the channel belongs to device %s",
+                  dev->caps.name, ch->dev->caps.name);
+        return EINVAL;
+    }
+    return dev->ops->cq_create_ch(dev, cqe, ch, cq_p);
+}
+
+int dcx_cq_req_notify(dcx_cq_t *cq)
+{
+    if (cq->dev->ops->cq_req_notify == NULL) {
+        return dcx_dev_no_channels(cq->dev, "cq arm");
+    }
+    return cq->dev->ops->cq_req_notify(cq);
+}
+
+int dcx_comp_channel_get_event(dcx_comp_channel_t *ch, dcx_cq_t **cq_p)
+{
+    return ch->dev->ops->comp_channel_get_event(ch, cq_p);
+}
+
 int dcx_srq_create(dcx_pd_t *pd, const dcx_srq_attr_t *attr,
                    dcx_srq_t **srq_p)
 {

@@ -51,6 +51,20 @@
 extern "C" {
 #endif
 
+/* The largest limits (dcx_soft_limits_t) a soft device accepts; a list
+ * request asking for more fails with EINVAL.  The minimum of each count is
+ * 1 (0 means "default"), of the MTU 256. */
+#define DCX_SOFT_LIMIT_MAX_QP_WR      65536u
+#define DCX_SOFT_LIMIT_MAX_SRQ_WR     65536u
+#define DCX_SOFT_LIMIT_MAX_CQE        (1u << 22)
+#define DCX_SOFT_LIMIT_MAX_SGE        30u
+#define DCX_SOFT_LIMIT_MAX_INLINE     65536u
+#define DCX_SOFT_LIMIT_MAX_RD_ATOMIC  16u
+#define DCX_SOFT_LIMIT_MAX_DCI        65536u
+#define DCX_SOFT_LIMIT_MIN_MTU        256u
+#define DCX_SOFT_LIMIT_MAX_MTU        (1u << 20)
+#define DCX_SOFT_LIMIT_MAX_MSG_SIZE   (1ull << 31)
+
 typedef enum {
     DCX_SOFT_FAULT_NONE,
     /* Outbound request packets of this device matching the filter are lost

@@ -229,16 +229,29 @@ typedef struct soft_cqe {
     uint8_t    tm_pad[3];
 } soft_cqe_t;
 
+typedef struct soft_channel soft_channel_t;
+
 typedef struct soft_cq {
-    dcx_cq_t     super;
-    soft_dev_t  *dev;
-    soft_cqe_t  *q;
-    uint32_t     size;   /* power of 2 */
-    uint32_t     head;
-    uint32_t     tail;
-    int          overrun;
-    int          refs;
+    dcx_cq_t        super;
+    soft_dev_t     *dev;
+    soft_cqe_t     *q;
+    uint32_t        size;   /* power of 2 */
+    uint32_t        head;
+    uint32_t        tail;
+    int             overrun;
+    int             refs;
+    /* completion channel (soft_channel.c); all under the device lock */
+    soft_channel_t *ch;
+    struct soft_cq *ch_next;  /* the channel's CQ list */
+    int             armed;    /* the next push generates an event */
+    unsigned        events;   /* generated, not collected yet */
 } soft_cq_t;
+
+struct soft_channel {
+    dcx_comp_channel_t  super;
+    soft_dev_t         *dev;
+    soft_cq_t          *cqs;  /* attached CQs */
+};
 
 typedef struct soft_rwqe {
     uint64_t   wr_id;
@@ -511,8 +524,19 @@ int      soft_futex_wait(uint32_t *addr, uint32_t val, uint64_t timeout_ns);
 
 /* soft_dev.c */
 soft_mr_t *soft_mr_lookup(soft_dev_t *dev, uint32_t key);
+int      soft_cq_create(dcx_dev_t *dev, uint32_t cqe, dcx_cq_t **cq_p);
 int      soft_cq_push(soft_cq_t *cq, const dcx_wc_t *wc, soft_qp_t *qp,
                       uint32_t sq_idx);
+
+/* soft_channel.c */
+int      soft_channel_create(dcx_dev_t *dev, dcx_comp_channel_t **ch_p);
+int      soft_channel_destroy(dcx_comp_channel_t *ch);
+int      soft_cq_create_ch(dcx_dev_t *dev, uint32_t cqe,
+                           dcx_comp_channel_t *ch, dcx_cq_t **cq_p);
+int      soft_cq_req_notify(dcx_cq_t *cq);
+int      soft_channel_get_event(dcx_comp_channel_t *ch, dcx_cq_t **cq_p);
+void     soft_cq_fire(soft_cq_t *cq);
+void     soft_cq_detach_channel(soft_cq_t *cq);
 uint64_t soft_engine_progress(soft_dev_t *dev, int from_helper);
 int      soft_engine_busy(soft_dev_t *dev);
 

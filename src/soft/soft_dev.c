@@ -81,16 +81,36 @@ static int soft_fabric_name_ok(const char *name)
 
 static int soft_limits_ok(const dcx_soft_limits_t *l, const char *who)
 {
-    if ((l->mtu != 0) && ((l->mtu < 256) || (l->mtu > (1u << 20)))) {
-        dcx_error("soft %s: mtu %u out of range [256, 1 MiB]", who, l->mtu);
-        return 0;
+    const struct {
+        const char *name;
+        uint64_t    value, max;
+    } counts[] = {
+        {"max_qp_wr",     l->max_qp_wr,     DCX_SOFT_LIMIT_MAX_QP_WR},
+        {"max_srq_wr",    l->max_srq_wr,    DCX_SOFT_LIMIT_MAX_SRQ_WR},
+        {"max_cqe",       l->max_cqe,       DCX_SOFT_LIMIT_MAX_CQE},
+        {"max_sge",       l->max_sge,       DCX_SOFT_LIMIT_MAX_SGE},
+        {"max_inline",    l->max_inline,    DCX_SOFT_LIMIT_MAX_INLINE},
+        {"max_rd_atomic", l->max_rd_atomic, DCX_SOFT_LIMIT_MAX_RD_ATOMIC},
+        {"max_dci",       l->max_dci,       DCX_SOFT_LIMIT_MAX_DCI},
+        {"max_msg_size",  l->max_msg_size,  DCX_SOFT_LIMIT_MAX_MSG_SIZE},
+        {"mtu",           l->mtu,           DCX_SOFT_LIMIT_MAX_MTU},
+        {"retry_cnt",     l->retry_cnt,     7},
+        {"rnr_retry",     l->rnr_retry,     7}
+    };
+    unsigned i;
+
+    /* 0 everywhere means "the default" */
+    for (i = 0; i < sizeof(counts) / sizeof(counts[0]); ++i) {
+        if (counts[i].value > counts[i].max) {
+            dcx_error("soft %s: %s %llu out of range [1, %llu]", who,
+                      counts[i].name, (unsigned long long)counts[i].value,
+                      (unsigned long long)counts[i].max);
+            return 0;
+        }
     }
-    if ((l->max_sge > SOFT_MAX_RECV_SGE) || (l->retry_cnt > 7) ||
-        (l->rnr_retry > 7) || (l->max_rd_atomic > SOFT_ATOMIC_SAVED) ||
-        (l->max_msg_size > (1ull << 31))) {
-        dcx_error("soft %s: limits out of range (max_sge <= %u, retry_cnt <= "
-                  "7, rnr_retry <= 7, max_rd_atomic <= %u, max_msg_size <= "
-                  "2 GiB)", who, SOFT_MAX_RECV_SGE, SOFT_ATOMIC_SAVED);
+    if ((l->mtu != 0) && (l->mtu < DCX_SOFT_LIMIT_MIN_MTU)) {
+        dcx_error("soft %s: mtu %u out of range [%u, %u]", who, l->mtu,
+                  DCX_SOFT_LIMIT_MIN_MTU, DCX_SOFT_LIMIT_MAX_MTU);
         return 0;
     }
     if ((l->tm_max_tags > 0xffff) || (l->tm_max_tags & (l->tm_max_tags + 1))) {
@@ -254,6 +274,9 @@ int soft_cq_push(soft_cq_t *cq, const dcx_wc_t *wc, soft_qp_t *qp,
     cqe->sq_idx = sq_idx;
     cqe->tm     = NULL;
     cq->tail++;
+    if (cq->armed) {
+        soft_cq_fire(cq);
+    }
     return 0;
 }
 
@@ -284,7 +307,7 @@ static int soft_cq_poll(dcx_cq_t *cq_, int max, dcx_wc_t *wc)
     return n;
 }
 
-static int soft_cq_create(dcx_dev_t *dev_, uint32_t cqe, dcx_cq_t **cq_p)
+int soft_cq_create(dcx_dev_t *dev_, uint32_t cqe, dcx_cq_t **cq_p)
 {
     soft_dev_t *dev = soft_dev(dev_);
     soft_cq_t *cq;
@@ -331,6 +354,9 @@ static int soft_cq_destroy(dcx_cq_t *cq_)
         dcx_error("%s: cq %p destroy: still used by %d QP/SRQ",
                   dev->super.caps.name, (void *)cq, cq->refs);
         return EBUSY;
+    }
+    if (cq->ch != NULL) {
+        soft_cq_detach_channel(cq);
     }
     dev->num_objs--;
     pthread_mutex_unlock(&dev->lock);
@@ -787,7 +813,12 @@ static const dcx_dev_ops_t soft_dev_ops = {
     .qp_create    = soft_qp_create,
     .qp_destroy   = soft_qp_destroy,
     .qp_set_error = soft_qp_set_error,
-    .qp_recover   = soft_qp_recover
+    .qp_recover   = soft_qp_recover,
+    .comp_channel_create    = soft_channel_create,
+    .comp_channel_destroy   = soft_channel_destroy,
+    .cq_create_ch           = soft_cq_create_ch,
+    .cq_req_notify          = soft_cq_req_notify,
+    .comp_channel_get_event = soft_channel_get_event
 };
 
 static void soft_fill_caps(soft_dev_t *dev, const dcx_dev_info_t *info)
@@ -800,7 +831,8 @@ static void soft_fill_caps(soft_dev_t *dev, const dcx_dev_info_t *info)
     /* the responder runs in the target process and executes atomics with
      * the CPU's atomic instructions on the target's memory */
     caps->flags            = DCX_CAP_DC | DCX_CAP_HELPER | DCX_CAP_TM |
-                             DCX_CAP_ATOMIC_HOST | DCX_CAP_NO_PIN;
+                             DCX_CAP_ATOMIC_HOST | DCX_CAP_NO_PIN |
+                             DCX_CAP_CQ_EVENT;
     caps->atomic_flags     = DCX_ATOMIC_FADD64 | DCX_ATOMIC_CSWAP64 |
                              DCX_ATOMIC_MASKED_FADD32 |
                              DCX_ATOMIC_MASKED_FADD64 |

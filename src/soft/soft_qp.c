@@ -102,11 +102,14 @@ static soft_swqe_t *soft_post_enqueue(soft_qp_t *qp, const dcx_send_wr_t *wr,
         uint64_t off = 0;
 
         for (i = 0; i < wr->num_sge; ++i) {
+            if (wr->sg_list[i].length == 0) {
+                continue;   /* zero bytes: the address is never read */
+            }
             memcpy(w->inl + off, (void *)(uintptr_t)wr->sg_list[i].addr,
                    wr->sg_list[i].length);
             off += wr->sg_list[i].length;
         }
-    } else {
+    } else if (wr->num_sge > 0) {
         memcpy(w->sge, wr->sg_list, wr->num_sge * sizeof(*w->sge));
     }
     qp->sq_head++;
@@ -297,7 +300,7 @@ static int soft_dci_init(soft_dev_t *dev, soft_qp_t *qp,
     qp->sq_size  = attr->max_send_wr;
     qp->sq       = calloc(qp->sq_size, sizeof(*qp->sq));
     qp->sge_pool = calloc((size_t)qp->sq_size * sge, sizeof(dcx_sge_t));
-    qp->inl_pool = calloc((size_t)qp->sq_size, attr->max_inline + 1);
+    qp->inl_pool = calloc((size_t)qp->sq_size, (size_t)attr->max_inline + 1);
     if ((qp->sq == NULL) || (qp->sge_pool == NULL) ||
         (qp->inl_pool == NULL)) {
         dcx_error("%s: dci create: out of memory for %u WRs", name,
@@ -306,7 +309,8 @@ static int soft_dci_init(soft_dev_t *dev, soft_qp_t *qp,
     }
     for (i = 0; i < qp->sq_size; ++i) {
         qp->sq[i].sge = qp->sge_pool + (size_t)i * sge;
-        qp->sq[i].inl = qp->inl_pool + (size_t)i * (attr->max_inline + 1);
+        qp->sq[i].inl = qp->inl_pool + (size_t)i *
+                        ((size_t)attr->max_inline + 1);
     }
     qp->cq                    = (soft_cq_t *)attr->send_cq;
     qp->super.max_send_wr     = attr->max_send_wr;

@@ -228,8 +228,16 @@ static soft_mr_t *soft_resp_check_remote(soft_dev_t *dev, soft_qp_t *dct,
                                          uint32_t access, uint64_t addr,
                                          uint64_t len)
 {
-    soft_mr_t *mr = soft_mr_lookup(dev, pkt->rkey);
+    static soft_mr_t no_memory;   /* a zero-length access: never read */
+    soft_mr_t *mr;
 
+    /* A zero-length RDMA accesses no memory: as on InfiniBand its R_Key and
+     * address are not validated; the DCT's access rights still are. */
+    if ((len == 0) && (dct->access & access)) {
+        return &no_memory;
+    }
+
+    mr = soft_mr_lookup(dev, pkt->rkey);
     if ((mr == NULL) || !(mr->super.access & access) ||
         !(dct->access & access) || (addr < mr->start) ||
         (addr > mr->end) || (len > mr->end - addr)) {

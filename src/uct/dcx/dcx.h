@@ -36,6 +36,8 @@
 #define UCT_DCX_MAX_DCI          1024      /* pool size limit (16-bit index) */
 #define UCT_DCX_AM_HDR_LEN       1
 #define UCT_DCX_AM_CTL           0x80      /* header bit: control message */
+#define UCT_DCX_AM_MAX_HDR       128       /* am_zcopy user header bytes */
+#define UCT_DCX_GET_MAX_SHORT    1024      /* get_short: bounce-buffer READ */
 #define UCT_DCX_WR_SN_SHIFT      16
 #define UCT_DCX_MAX_IOV          8         /* sges per zcopy WR we advertise */
 #define UCT_DCX_RX_BATCH         16        /* completions polled at once */
@@ -245,6 +247,7 @@ struct uct_dcx_iface {
     dcx_dev_t                   *dev;
     dcx_pd_t                    *pd;
     const dcx_dev_caps_t        *caps;
+    dcx_comp_channel_t          *channel;     /* CQ events; NULL: none */
     dcx_cq_t                    *tx_cq;
     dcx_cq_t                    *rx_cq;
     dcx_srq_t                   *srq;
@@ -304,6 +307,7 @@ struct uct_dcx_iface {
     struct {
         size_t                   seg_size;
         unsigned                 max_inline;
+        unsigned                 get_max_short;
         unsigned                 max_iov;
         unsigned                 quota;
         uint64_t                 dc_key;
@@ -331,11 +335,22 @@ typedef struct uct_dcx_grant {
 } uct_dcx_grant_t;
 
 
+/* dcx_config.c (the strict parsers are declared in dcx_md.h) */
+ucs_status_t uct_dcx_iface_check_config(const uct_dcx_iface_config_t *config,
+                                        const dcx_dev_caps_t *caps,
+                                        const char *dev);
+uint8_t uct_dcx_timeout_exp_of(double seconds);
+uint8_t uct_dcx_rnr_timer_of(double seconds);
+
 /* dcx_iface.c */
 extern uct_iface_ops_t uct_dcx_iface_ops;
 ucs_status_t uct_dcx_iface_peer_ah(uct_dcx_iface_t *iface, const uint8_t *addr,
                                    size_t len, dcx_ah_t **ah_p);
 ucs_status_t uct_dcx_status(dcx_wc_status_t status);
+
+/* dcx_event.c */
+ucs_status_t uct_dcx_iface_event_fd_get(uct_iface_h tl_iface, int *fd_p);
+ucs_status_t uct_dcx_iface_event_arm(uct_iface_h tl_iface, unsigned events);
 
 /* dcx_rx.c */
 unsigned uct_dcx_iface_progress(uct_iface_h tl_iface);
@@ -392,6 +407,9 @@ ssize_t uct_dcx_ep_put_bcopy(uct_ep_h tl_ep, uct_pack_callback_t pack_cb,
 ucs_status_t uct_dcx_ep_put_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov,
                                   size_t iovcnt, uint64_t remote_addr,
                                   uct_rkey_t rkey, uct_completion_t *comp);
+ucs_status_t uct_dcx_ep_get_short(uct_ep_h tl_ep, void *buffer,
+                                  unsigned length, uint64_t remote_addr,
+                                  uct_rkey_t rkey);
 ucs_status_t uct_dcx_ep_get_bcopy(uct_ep_h tl_ep, uct_unpack_callback_t cb,
                                   void *arg, size_t length,
                                   uint64_t remote_addr, uct_rkey_t rkey,

@@ -435,6 +435,9 @@ void uct_dcx_dci_log_wr(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci,
     if (wr->flags & DCX_SEND_INLINE) {
         /* the caller's buffers are gone after the post: keep the bytes */
         for (i = 0; i < wr->num_sge; ++i) {
+            if (wr->sg_list[i].length == 0) {
+                continue;   /* a zero-length buffer may be NULL */
+            }
             memcpy(data + length, (void*)(uintptr_t)wr->sg_list[i].addr,
                    wr->sg_list[i].length);
             length += wr->sg_list[i].length;

@@ -259,24 +259,31 @@ ssize_t uct_dcx_ep_am_bcopy(uct_ep_h tl_ep, uint8_t id,
 static ucs_status_t
 uct_dcx_iov_to_sge(uct_dcx_iface_t *iface, const char *op,
                    const uct_iov_t *iov, size_t iovcnt, dcx_sge_t *sge,
-                   size_t *length_p)
+                   unsigned *num_sge_p, size_t *length_p)
 {
-    size_t i, length = 0;
+    size_t i, iov_len, length = 0;
+    unsigned num_sge = 0;
 
     if (ucs_unlikely(iovcnt > iface->config.max_iov)) {
         return uct_dcx_bad_iovcnt(op, iovcnt, iface->config.max_iov);
     }
 
     for (i = 0; i < iovcnt; ++i) {
+        iov_len = uct_iov_get_length(&iov[i]);
+        if (iov_len == 0) {
+            continue;   /* no memory is accessed: no memory handle needed */
+        }
         if (ucs_unlikely(iov[i].memh == UCT_MEM_HANDLE_NULL)) {
-            ucs_error("dcx: %s: iov[%zu] has no memory handle", op, i);
+            ucs_error("dcx: %s: iov[%zu] of %zu bytes has no memory handle",
+                      op, i, iov_len);
             return UCS_ERR_INVALID_PARAM;
         }
-        uct_dcx_sge_set(&sge[i], iov[i].buffer, uct_iov_get_length(&iov[i]),
+        uct_dcx_sge_set(&sge[num_sge++], iov[i].buffer, iov_len,
                         uct_dcx_memh_mr(iov[i].memh)->lkey);
-        length += sge[i].length;
+        length += iov_len;
     }
-    *length_p = length;
+    *num_sge_p = num_sge;
+    *length_p  = length;
     return UCS_OK;
 }
 
@@ -292,13 +299,18 @@ ucs_status_t uct_dcx_ep_am_zcopy(uct_ep_h tl_ep, uint8_t id,
     dcx_send_wr_t wr;
     uint8_t *data;
     ucs_status_t status;
+    unsigned num_sge;
     size_t length;
 
     if (ucs_unlikely(id >= UCT_AM_ID_MAX)) {
         return uct_dcx_bad_am_id(id);
     }
+    if (ucs_unlikely(header_length > UCT_DCX_AM_MAX_HDR)) {
+        return uct_dcx_bad_length("am_zcopy header", header_length,
+                                  UCT_DCX_AM_MAX_HDR);
+    }
     status = uct_dcx_iov_to_sge(iface, "am_zcopy", iov, iovcnt, sge + 1,
-                                &length);
+                                &num_sge, &length);
     if (ucs_unlikely(status != UCS_OK)) {
         return status;
     }
@@ -321,7 +333,7 @@ ucs_status_t uct_dcx_ep_am_zcopy(uct_ep_h tl_ep, uint8_t id,
     memcpy(data + UCT_DCX_AM_HDR_LEN, header, header_length);
     uct_dcx_sge_set(&sge[0], data, UCT_DCX_AM_HDR_LEN + header_length,
                     desc->lkey);
-    uct_dcx_wr_init(&wr, ep, DCX_WR_SEND, 0, sge, iovcnt + 1);
+    uct_dcx_wr_init(&wr, ep, DCX_WR_SEND, 0, sge, num_sge + 1);
     status = uct_dcx_ep_post(iface, ep, &wr, &desc->op, comp != NULL, 1);
     if (ucs_unlikely(status != UCS_OK)) {
         return status;
@@ -417,8 +429,10 @@ uct_dcx_ep_rma_zcopy(uct_dcx_ep_t *ep, uint8_t opcode, const char *name,
     uct_dcx_op_t *op        = NULL;
     dcx_send_wr_t wr;
     ucs_status_t status;
+    unsigned num_sge;
 
-    status = uct_dcx_iov_to_sge(iface, name, iov, iovcnt, sge, len_p);
+    status = uct_dcx_iov_to_sge(iface, name, iov, iovcnt, sge, &num_sge,
+                                len_p);
     if (ucs_unlikely(status != UCS_OK)) {
         return status;
     }
@@ -440,7 +454,8 @@ uct_dcx_ep_rma_zcopy(uct_dcx_ep_t *ep, uint8_t opcode, const char *name,
         op->comp = comp;
     }
 
-    uct_dcx_wr_init_rma(&wr, ep, opcode, 0, sge, iovcnt, remote_addr, rkey);
+    uct_dcx_wr_init_rma(&wr, ep, opcode, 0, sge, num_sge, remote_addr,
+                        rkey);
     status = uct_dcx_ep_post(iface, ep, &wr, op, op != NULL, 0);
     if (ucs_unlikely(status != UCS_OK)) {
         return status;
@@ -475,6 +490,52 @@ ucs_status_t uct_dcx_ep_get_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov,
                                   iovcnt, remote_addr, rkey, comp, &length);
     UCT_TL_EP_STAT_OP_IF_SUCCESS(status, &ep->super, GET, ZCOPY, length);
     return status;
+}
+
+/* The data read into the bounce buffer goes to the user's buffer */
+static void uct_dcx_copy_result_done(uct_dcx_iface_t *iface, uct_dcx_op_t *op,
+                                     ucs_status_t status)
+{
+    uct_dcx_send_desc_t *desc = ucs_container_of(op, uct_dcx_send_desc_t, op);
+
+    if (status == UCS_OK) {
+        memcpy(desc->u.result, uct_dcx_desc_data(desc), desc->length);
+    }
+    uct_dcx_op_release_desc(iface, op, status);
+}
+
+/* A small READ through a bounce buffer: the buffer holds the data once the
+ * operation completed (a flush tells when) */
+ucs_status_t uct_dcx_ep_get_short(uct_ep_h tl_ep, void *buffer,
+                                  unsigned length, uint64_t remote_addr,
+                                  uct_rkey_t rkey)
+{
+    uct_dcx_ep_t *ep        = ucs_derived_of(tl_ep, uct_dcx_ep_t);
+    uct_dcx_iface_t *iface  = uct_dcx_ep_iface(ep);
+    uct_dcx_send_desc_t *desc;
+    ucs_status_t status;
+
+    if (ucs_unlikely(length > iface->config.get_max_short)) {
+        return uct_dcx_bad_length("get_short", length,
+                                  iface->config.get_max_short);
+    }
+
+    status = uct_dcx_ep_desc_begin(iface, ep, 0, uct_dcx_copy_result_done,
+                                   NULL, &desc);
+    if (ucs_unlikely(status != UCS_OK)) {
+        return status;
+    }
+
+    desc->length   = length;
+    desc->u.result = buffer;
+    status = uct_dcx_ep_rma_bcopy(iface, ep, desc, DCX_WR_RDMA_READ, 1, length,
+                                  remote_addr, rkey);
+    if (ucs_unlikely(status != UCS_OK)) {
+        return status;
+    }
+
+    UCT_TL_EP_STAT_OP(&ep->super, GET, SHORT, length);
+    return UCS_INPROGRESS;
 }
 
 static void uct_dcx_get_bcopy_done(uct_dcx_iface_t *iface, uct_dcx_op_t *op,
@@ -618,17 +679,6 @@ uct_dcx_atomic_wr(uct_dcx_iface_t *iface, dcx_send_wr_t *wr, unsigned opcode,
     return UCS_ERR_UNSUPPORTED;
 }
 
-static void uct_dcx_atomic_fetch_done(uct_dcx_iface_t *iface, uct_dcx_op_t *op,
-                                      ucs_status_t status)
-{
-    uct_dcx_send_desc_t *desc = ucs_container_of(op, uct_dcx_send_desc_t, op);
-
-    if (status == UCS_OK) {
-        memcpy(desc->u.result, uct_dcx_desc_data(desc), desc->length);
-    }
-    uct_dcx_op_release_desc(iface, op, status);
-}
-
 /* result == NULL: post (no fetch), the old value lands in scratch memory */
 static UCS_F_ALWAYS_INLINE ucs_status_t
 uct_dcx_ep_atomic(uct_dcx_ep_t *ep, unsigned opcode, uint64_t value,
@@ -659,7 +709,7 @@ uct_dcx_ep_atomic(uct_dcx_ep_t *ep, unsigned opcode, uint64_t value,
         if (ucs_unlikely(desc == NULL)) {
             return UCS_ERR_NO_RESOURCE;
         }
-        desc->op.cb    = uct_dcx_atomic_fetch_done;
+        desc->op.cb    = uct_dcx_copy_result_done;
         desc->op.comp  = comp;
         desc->length   = size;
         desc->u.result = result;

@@ -31,7 +31,7 @@ static ucs_config_field_t uct_dcx_iface_config_table[] = {
      "Number of DCIs (initiator queues) in the pool of each interface; one more\n"
      "is created for control messages. 1 .. 1023, and at most what the device\n"
      "offers.",
-     ucs_offsetof(uct_dcx_iface_config_t, num_dci), UCS_CONFIG_TYPE_UINT},
+     ucs_offsetof(uct_dcx_iface_config_t, num_dci), UCT_DCX_CONFIG_TYPE_COUNT},
 
     {"DCI_POLICY", "dcs_quota",
      "How endpoints get a DCI:\n"
@@ -46,20 +46,23 @@ static ucs_config_field_t uct_dcx_iface_config_table[] = {
 
     {"QUOTA", "32",
      "With DCI_POLICY=dcs_quota: operations an endpoint may post on its DCI\n"
-     "before yielding it to a waiting endpoint.",
-     ucs_offsetof(uct_dcx_iface_config_t, quota), UCS_CONFIG_TYPE_UINT},
+     "before yielding it to a waiting endpoint. 1 .. 32767.",
+     ucs_offsetof(uct_dcx_iface_config_t, quota), UCT_DCX_CONFIG_TYPE_COUNT},
 
     {"TX_QUEUE_LEN", "128",
-     "Send queue length of each DCI (work requests in flight).",
-     ucs_offsetof(uct_dcx_iface_config_t, tx_queue_len), UCS_CONFIG_TYPE_UINT},
+     "Send queue length of each DCI (work requests in flight). 2 .. 65535, at\n"
+     "most what the device offers, and (NUM_DCI + 1) * TX_QUEUE_LEN at most the\n"
+     "completions of one device CQ.",
+     ucs_offsetof(uct_dcx_iface_config_t, tx_queue_len), UCT_DCX_CONFIG_TYPE_COUNT},
 
     {"RX_QUEUE_LEN", "512",
-     "Receive buffers posted to the shared receive queue of the DCT.",
-     ucs_offsetof(uct_dcx_iface_config_t, rx_queue_len), UCS_CONFIG_TYPE_UINT},
+     "Receive buffers posted to the shared receive queue of the DCT. 2 .. the\n"
+     "device's receive queue and CQ sizes.",
+     ucs_offsetof(uct_dcx_iface_config_t, rx_queue_len), UCT_DCX_CONFIG_TYPE_COUNT},
 
     {"SEG_SIZE", "8k",
      "Size of a send/receive buffer: the largest bcopy message, and the largest\n"
-     "active message of any kind.",
+     "active message of any kind. 256 .. the device's largest message.",
      ucs_offsetof(uct_dcx_iface_config_t, seg_size), UCS_CONFIG_TYPE_MEMUNITS},
 
     {"FC_WND", "64",
@@ -67,86 +70,59 @@ static ucs_config_field_t uct_dcx_iface_config_table[] = {
      "its peer. Half-way through it asks the peer for more credits. Should be\n"
      "at most RX_QUEUE_LEN of the peer divided by the number of senders to\n"
      "rule out receiver-not-ready retries. 1 .. 32767.",
-     ucs_offsetof(uct_dcx_iface_config_t, fc_wnd), UCS_CONFIG_TYPE_UINT},
+     ucs_offsetof(uct_dcx_iface_config_t, fc_wnd), UCT_DCX_CONFIG_TYPE_COUNT},
 
     {"FC_REQ_TIMEOUT", "5s",
      "How long an endpoint that asked its peer for credits waits for the grant\n"
      "before asking again. A request or grant lost to a peer's failure is made\n"
      "up for this way, and a peer that died before granting is detected (the\n"
-     "repeated request fails and reaches the error handler). 1us .. 3600s.",
+     "repeated request fails and reaches the error handler). More than 0, at\n"
+     "most 3600s.",
      ucs_offsetof(uct_dcx_iface_config_t, fc_req_timeout),
      UCS_CONFIG_TYPE_TIME},
 
     {"DC_KEY", "2019836",
-     "DC access key, a decimal number. The DCT of an interface accepts only\n"
+     "DC access key, a decimal number 0 .. 18446744073709551615 (digits only,\n"
+     "no leading zeros). The DCT of an interface accepts only\n"
      "requests carrying the same key; peers with another key see a transport\n"
      "retry timeout. Give every job its own key to keep jobs apart.",
-     ucs_offsetof(uct_dcx_iface_config_t, dc_key), UCS_CONFIG_TYPE_ULONG},
+     ucs_offsetof(uct_dcx_iface_config_t, dc_key), UCT_DCX_CONFIG_TYPE_DC_KEY},
 
     {"TIMEOUT", "1s",
-     "Transport retry timeout of a DCI (rounded up to 4.096us * 2^n).",
+     "Transport retry timeout of a DCI, more than 0 and at most 8796s (rounded\n"
+     "up to 4.096us * 2^n, n = 1 .. 31).",
      ucs_offsetof(uct_dcx_iface_config_t, timeout), UCS_CONFIG_TYPE_TIME},
 
     {"RETRY_COUNT", "7",
      "Transport retries before a DCI reports the peer unreachable (0 .. 7).",
-     ucs_offsetof(uct_dcx_iface_config_t, retry_count), UCS_CONFIG_TYPE_UINT},
+     ucs_offsetof(uct_dcx_iface_config_t, retry_count), UCT_DCX_CONFIG_TYPE_COUNT},
 
     {"RNR_RETRY_COUNT", "7",
      "Retries when the peer has no receive buffer (0 .. 7; 7 = forever).\n"
      "Flow control normally keeps this from happening.",
-     ucs_offsetof(uct_dcx_iface_config_t, rnr_retry), UCS_CONFIG_TYPE_UINT},
+     ucs_offsetof(uct_dcx_iface_config_t, rnr_retry), UCT_DCX_CONFIG_TYPE_COUNT},
 
     {"RNR_TIMER", "1ms",
      "How long a sender waits before retrying a receiver-not-ready request\n"
-     "(minimum RNR NAK timer of the DCT).",
+     "(minimum RNR NAK timer of the DCT), more than 0 and at most 491.52ms\n"
+     "(rounded up to the next verbs timer value).",
      ucs_offsetof(uct_dcx_iface_config_t, rnr_timer), UCS_CONFIG_TYPE_TIME},
 
     {"SIGNAL_PERIOD", "0",
      "With DCI_POLICY=rand: request a completion every this many work\n"
      "requests (0 = half the send queue). Lent DCIs (dcs policies) signal\n"
-     "every work request, to return to the pool as soon as they drain.",
-     ucs_offsetof(uct_dcx_iface_config_t, sig_period), UCS_CONFIG_TYPE_UINT},
+     "every work request, to return to the pool as soon as they drain.\n"
+     "0 .. 65535 (values above the send queue length mean every TX_QUEUE_LEN).",
+     ucs_offsetof(uct_dcx_iface_config_t, sig_period), UCT_DCX_CONFIG_TYPE_COUNT},
 
     {"TX_MAX_BUFS", "inf",
-     "Maximum number of registered send buffers (bcopy, fetch results).",
-     ucs_offsetof(uct_dcx_iface_config_t, tx_max_bufs), UCS_CONFIG_TYPE_UINT},
+     "Maximum number of registered send buffers (bcopy, fetch results, control\n"
+     "messages): 1 or more, or inf.",
+     ucs_offsetof(uct_dcx_iface_config_t, tx_max_bufs),
+     UCT_DCX_CONFIG_TYPE_COUNT_INF},
 
     {NULL}
 };
-
-
-/* verbs encoding of a transport timeout: 4.096us * 2^n */
-static uint8_t uct_dcx_timeout_exp_of(double seconds)
-{
-    double  t = 4.096e-6;
-    uint8_t n = 0;
-
-    while ((t < seconds) && (n < 31)) {
-        t *= 2;
-        n++;
-    }
-    return n;
-}
-
-/* verbs encoding of the minimum RNR NAK timer: the smallest code whose delay
- * is at least the one asked for */
-static uint8_t uct_dcx_rnr_timer_of(double seconds)
-{
-    static const double ms[32] = {
-        655.36, 0.01, 0.02, 0.03, 0.04, 0.06, 0.08, 0.12, 0.16, 0.24, 0.32,
-        0.48, 0.64, 0.96, 1.28, 1.92, 2.56, 3.84, 5.12, 7.68, 10.24, 15.36,
-        20.48, 30.72, 40.96, 61.44, 81.92, 122.88, 163.84, 245.76, 327.68,
-        491.52
-    };
-    uint8_t code;
-
-    for (code = 1; code < 32; ++code) {
-        if (ms[code] * 1e-3 >= seconds) {
-            return code;
-        }
-    }
-    return 0;
-}
 
 
 /* ---------------------------------------------------------------------------
@@ -512,18 +488,31 @@ static ucs_status_t uct_dcx_iface_query(uct_iface_h tl_iface,
                       UCT_IFACE_FLAG_AM_ZCOPY |
                       UCT_IFACE_FLAG_PUT_BCOPY |
                       UCT_IFACE_FLAG_PUT_ZCOPY |
+                      UCT_IFACE_FLAG_GET_SHORT |
                       UCT_IFACE_FLAG_GET_BCOPY |
                       UCT_IFACE_FLAG_GET_ZCOPY |
                       UCT_IFACE_FLAG_PENDING |
                       UCT_IFACE_FLAG_CB_SYNC |
                       UCT_IFACE_FLAG_EP_CHECK |
-                      UCT_IFACE_FLAG_ERRHANDLE_PEER_FAILURE;
+                      UCT_IFACE_FLAG_ERRHANDLE_PEER_FAILURE |
+                      /* the device checks both sides of a zero-copy
+                       * operation against their regions; a failure goes
+                       * to the error handler (see docs/uct-contract.md) */
+                      UCT_IFACE_FLAG_ERRHANDLE_ZCOPY_BUF |
+                      UCT_IFACE_FLAG_ERRHANDLE_REMOTE_MEM;
     /* atomics run by the target's CPU (soft device) are CPU atomics, which
      * UCP may mix with its software ones (docs/mpi-rma.md); a NIC's are not */
     if (iface->config.atomic64_fetch | iface->config.atomic32_fetch) {
         attr->cap.flags |= (caps->flags & DCX_CAP_ATOMIC_HOST) ?
                            UCT_IFACE_FLAG_ATOMIC_CPU :
                            UCT_IFACE_FLAG_ATOMIC_DEVICE;
+    }
+    /* wake-up: send completions (and flow control grants, which arrive as
+     * receives) and receives make the channel's fd readable */
+    if (iface->channel != NULL) {
+        attr->cap.event_flags = UCT_IFACE_FLAG_EVENT_SEND_COMP |
+                                UCT_IFACE_FLAG_EVENT_RECV |
+                                UCT_IFACE_FLAG_EVENT_FD;
     }
     /* short operations are inline work requests */
     if (max_inline > 0) {
@@ -546,7 +535,7 @@ static ucs_status_t uct_dcx_iface_query(uct_iface_h tl_iface,
     attr->cap.put.align_mtu       = caps->mtu;
     attr->cap.put.max_iov         = iface->config.max_iov;
 
-    attr->cap.get.max_short       = 0;
+    attr->cap.get.max_short       = iface->config.get_max_short;
     attr->cap.get.max_bcopy       = seg;
     attr->cap.get.min_zcopy       = 0;
     attr->cap.get.max_zcopy       = caps->max_msg_size;
@@ -563,7 +552,7 @@ static ucs_status_t uct_dcx_iface_query(uct_iface_h tl_iface,
     attr->cap.am.max_zcopy        = seg - UCT_DCX_AM_HDR_LEN;
     attr->cap.am.opt_zcopy_align  = UCS_SYS_PCI_MAX_PAYLOAD;
     attr->cap.am.align_mtu        = caps->mtu;
-    attr->cap.am.max_hdr          = ucs_min((size_t)128, seg - UCT_DCX_AM_HDR_LEN);
+    attr->cap.am.max_hdr          = UCT_DCX_AM_MAX_HDR;
     attr->cap.am.max_iov          = iface->config.max_iov;
 
     /* Model of the device in use: its one-way latency plus the cost of
@@ -582,71 +571,6 @@ static ucs_status_t uct_dcx_iface_query(uct_iface_h tl_iface,
  * Interface object
  * ------------------------------------------------------------------------- */
 
-static ucs_status_t
-uct_dcx_iface_check_config(const uct_dcx_iface_config_t *config,
-                           const dcx_dev_caps_t *caps, const char *dev)
-{
-    unsigned max_dci = ucs_min(UCT_DCX_MAX_DCI - 1u, caps->max_dci - 1);
-
-    if ((config->num_dci < 1) || (config->num_dci > max_dci)) {
-        ucs_error("dcx: %s: DCX_NUM_DCI=%u out of range 1..%u", dev,
-                  config->num_dci, max_dci);
-        return UCS_ERR_INVALID_PARAM;
-    }
-    if (config->quota < 1) {
-        ucs_error("dcx: %s: DCX_QUOTA must be at least 1", dev);
-        return UCS_ERR_INVALID_PARAM;
-    }
-    if ((config->tx_queue_len < 2) || (config->tx_queue_len > UINT16_MAX)) {
-        ucs_error("dcx: %s: DCX_TX_QUEUE_LEN=%u out of range 2..%u", dev,
-                  config->tx_queue_len, UINT16_MAX);
-        return UCS_ERR_INVALID_PARAM;
-    }
-    if ((config->rx_queue_len < 2) ||
-        (config->rx_queue_len > caps->max_srq_wr)) {
-        ucs_error("dcx: %s: DCX_RX_QUEUE_LEN=%u out of range 2..%u", dev,
-                  config->rx_queue_len, caps->max_srq_wr);
-        return UCS_ERR_INVALID_PARAM;
-    }
-    if ((config->seg_size < 256) || (config->seg_size > caps->max_msg_size) ||
-        (config->seg_size > UINT32_MAX)) {
-        ucs_error("dcx: %s: DCX_SEG_SIZE=%zu out of range 256..%" PRIu64, dev,
-                  config->seg_size, caps->max_msg_size);
-        return UCS_ERR_INVALID_PARAM;
-    }
-    if ((config->fc_wnd < 1) || (config->fc_wnd > INT16_MAX)) {
-        ucs_error("dcx: %s: DCX_FC_WND=%u out of range 1..%d", dev,
-                  config->fc_wnd, INT16_MAX);
-        return UCS_ERR_INVALID_PARAM;
-    }
-    if (!(config->fc_req_timeout >= 1e-6) ||
-        !(config->fc_req_timeout <= 3600.0)) {
-        ucs_error("dcx: %s: DCX_FC_REQ_TIMEOUT=%g s out of range "
-                  "1us..3600s", dev, config->fc_req_timeout);
-        return UCS_ERR_INVALID_PARAM;
-    }
-    if (config->retry_count > 7) {
-        ucs_error("dcx: %s: DCX_RETRY_COUNT=%u out of range 0..7", dev,
-                  config->retry_count);
-        return UCS_ERR_INVALID_PARAM;
-    }
-    if (config->rnr_retry > 7) {
-        ucs_error("dcx: %s: DCX_RNR_RETRY_COUNT=%u out of range 0..7", dev,
-                  config->rnr_retry);
-        return UCS_ERR_INVALID_PARAM;
-    }
-    if (caps->max_sge < 3) {
-        ucs_error("dcx: %s: the device takes %u sges per work request, dcx "
-                  "needs at least 3", dev, caps->max_sge);
-        return UCS_ERR_UNSUPPORTED;
-    }
-    if (!(caps->flags & DCX_CAP_DC)) {
-        ucs_error("dcx: %s: the device has no DC support", dev);
-        return UCS_ERR_UNSUPPORTED;
-    }
-    return UCS_OK;
-}
-
 static ucs_status_t uct_dcx_iface_mpools_init(uct_dcx_iface_t *iface,
                                               const uct_iface_params_t *params,
                                               const uct_dcx_iface_config_t *cfg)
@@ -657,7 +581,8 @@ static ucs_status_t uct_dcx_iface_mpools_init(uct_dcx_iface_t *iface,
     status = ucs_mpool_init(&iface->tx_mp, sizeof(iface),
                             sizeof(uct_dcx_send_desc_t) + cfg->seg_size,
                             sizeof(uct_dcx_send_desc_t), UCS_SYS_CACHE_LINE_SIZE,
-                            128, cfg->tx_max_bufs, &uct_dcx_tx_mp_ops,
+                            ucs_min(128u, cfg->tx_max_bufs), cfg->tx_max_bufs,
+                            &uct_dcx_tx_mp_ops,
                             "dcx_tx_desc");
     if (status != UCS_OK) {
         return status;
@@ -719,15 +644,27 @@ static ucs_status_t uct_dcx_iface_create_queues(uct_dcx_iface_t *iface,
     size_t port_len;
     int ret;
 
-    ret = dcx_cq_create(iface->dev, (cfg->num_dci + 1) * cfg->tx_queue_len,
-                        &iface->tx_cq);
+    /* wake-up events where the device has completion channels */
+    iface->channel = NULL;
+    if (iface->caps->flags & DCX_CAP_CQ_EVENT) {
+        ret = dcx_comp_channel_create(iface->dev, &iface->channel);
+        if (ret != 0) {
+            ucs_error("dcx: %s: failed to create a completion channel: %s",
+                      dev, strerror(ret));
+            return UCS_ERR_IO_ERROR;
+        }
+    }
+
+    ret = dcx_cq_create_ch(iface->dev, (cfg->num_dci + 1) * cfg->tx_queue_len,
+                           iface->channel, &iface->tx_cq);
     if (ret != 0) {
         ucs_error("dcx: %s: failed to create the send CQ: %s", dev,
                   strerror(ret));
-        return UCS_ERR_IO_ERROR;
+        goto err_channel;
     }
 
-    ret = dcx_cq_create(iface->dev, cfg->rx_queue_len, &iface->rx_cq);
+    ret = dcx_cq_create_ch(iface->dev, cfg->rx_queue_len, iface->channel,
+                           &iface->rx_cq);
     if (ret != 0) {
         ucs_error("dcx: %s: failed to create the receive CQ: %s", dev,
                   strerror(ret));
@@ -786,6 +723,10 @@ err_rx_cq:
     dcx_cq_destroy(iface->rx_cq);
 err_tx_cq:
     dcx_cq_destroy(iface->tx_cq);
+err_channel:
+    if (iface->channel != NULL) {
+        dcx_comp_channel_destroy(iface->channel);
+    }
     return UCS_ERR_IO_ERROR;
 }
 
@@ -796,6 +737,9 @@ static void uct_dcx_iface_destroy_queues(uct_dcx_iface_t *iface)
     dcx_srq_destroy(iface->srq);
     dcx_cq_destroy(iface->rx_cq);
     dcx_cq_destroy(iface->tx_cq);
+    if (iface->channel != NULL) {
+        dcx_comp_channel_destroy(iface->channel);
+    }
 }
 
 static uct_iface_internal_ops_t uct_dcx_iface_internal_ops = {
@@ -864,6 +808,8 @@ static UCS_CLASS_INIT_FUNC(uct_dcx_iface_t, uct_md_h tl_md,
     self->config.retry_count  = cfg->retry_count;
     self->config.rnr_retry    = cfg->rnr_retry;
     self->config.rnr_timer    = uct_dcx_rnr_timer_of(cfg->rnr_timer);
+    self->config.get_max_short = ucs_min((size_t)UCT_DCX_GET_MAX_SHORT,
+                                         cfg->seg_size);
     self->config.max_iov      = ucs_min((uint32_t)UCT_DCX_MAX_IOV,
                                         self->caps->max_sge - 1);
     self->rx_queue_len        = cfg->rx_queue_len;
@@ -980,6 +926,9 @@ static UCS_CLASS_CLEANUP_FUNC(uct_dcx_iface_t)
     dcx_ah_destroy(self->self_ah);
     dcx_cq_destroy(self->rx_cq);
     dcx_cq_destroy(self->tx_cq);
+    if (self->channel != NULL) {
+        dcx_comp_channel_destroy(self->channel);
+    }
 
     dcx_mr_dereg(self->scratch_mr);
     free(self->scratch);
@@ -1005,6 +954,7 @@ uct_iface_ops_t uct_dcx_iface_ops = {
     .ep_put_short             = uct_dcx_ep_put_short,
     .ep_put_bcopy             = uct_dcx_ep_put_bcopy,
     .ep_put_zcopy             = uct_dcx_ep_put_zcopy,
+    .ep_get_short             = uct_dcx_ep_get_short,
     .ep_get_bcopy             = uct_dcx_ep_get_bcopy,
     .ep_get_zcopy             = uct_dcx_ep_get_zcopy,
     .ep_atomic_cswap64        = uct_dcx_ep_atomic_cswap64,
@@ -1025,6 +975,8 @@ uct_iface_ops_t uct_dcx_iface_ops = {
     .iface_progress_enable    = uct_base_iface_progress_enable,
     .iface_progress_disable   = uct_base_iface_progress_disable,
     .iface_progress           = uct_dcx_iface_progress,
+    .iface_event_fd_get       = uct_dcx_iface_event_fd_get,
+    .iface_event_arm          = uct_dcx_iface_event_arm,
     .iface_close              = UCS_CLASS_DELETE_FUNC_NAME(uct_dcx_iface_t),
     .iface_query              = uct_dcx_iface_query,
     .iface_get_device_address = uct_dcx_iface_get_device_address,

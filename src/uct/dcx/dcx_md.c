@@ -76,7 +76,8 @@ ucs_config_field_t uct_dcx_md_config_table[] = {
      "Number of soft devices to offer (soft0, soft1, ...). A soft device is a\n"
      "software model of a DC-capable NIC that connects the processes of one host\n"
      "through shared memory. 0 offers none.",
-     ucs_offsetof(uct_dcx_md_config_t, soft_devices), UCS_CONFIG_TYPE_UINT},
+     ucs_offsetof(uct_dcx_md_config_t, soft_devices),
+     UCT_DCX_CONFIG_TYPE_COUNT},
 
     {"SOFT_FABRIC", "default",
      "Fabric the soft devices join. Processes reach each other only on the same\n"
@@ -90,44 +91,49 @@ ucs_config_field_t uct_dcx_md_config_table[] = {
      ucs_offsetof(uct_dcx_md_config_t, mlx5_enable), UCS_CONFIG_TYPE_BOOL},
 
     {"SOFT_MAX_QP_WR", "auto",
-     "Soft device: send queue depth of one DCI (auto: device default).",
-     ucs_offsetof(uct_dcx_md_config_t, soft.max_qp_wr), UCS_CONFIG_TYPE_ULUNITS},
+     "Soft device: send queue depth of one DCI, 1..65536 (auto: device\n"
+     "default).",
+     ucs_offsetof(uct_dcx_md_config_t, soft.max_qp_wr), UCT_DCX_CONFIG_TYPE_LIMIT},
 
     {"SOFT_MAX_SRQ_WR", "auto",
-     "Soft device: receives a shared receive queue holds (auto: device default).",
-     ucs_offsetof(uct_dcx_md_config_t, soft.max_srq_wr), UCS_CONFIG_TYPE_ULUNITS},
+     "Soft device: receives a shared receive queue holds, 1..65536 (auto:\n"
+     "device default).",
+     ucs_offsetof(uct_dcx_md_config_t, soft.max_srq_wr), UCT_DCX_CONFIG_TYPE_LIMIT},
 
     {"SOFT_MAX_CQE", "auto",
-     "Soft device: entries of one completion queue (auto: device default).",
-     ucs_offsetof(uct_dcx_md_config_t, soft.max_cqe), UCS_CONFIG_TYPE_ULUNITS},
+     "Soft device: entries of one completion queue, 1..4194304 (auto: device\n"
+     "default).",
+     ucs_offsetof(uct_dcx_md_config_t, soft.max_cqe), UCT_DCX_CONFIG_TYPE_LIMIT},
 
     {"SOFT_MAX_SGE", "auto",
-     "Soft device: scatter/gather entries of one send (auto: device default).",
-     ucs_offsetof(uct_dcx_md_config_t, soft.max_sge), UCS_CONFIG_TYPE_ULUNITS},
+     "Soft device: scatter/gather entries of one send, 1..30 (auto: device\n"
+     "default).",
+     ucs_offsetof(uct_dcx_md_config_t, soft.max_sge), UCT_DCX_CONFIG_TYPE_LIMIT},
 
     {"SOFT_MAX_INLINE", "auto",
-     "Soft device: bytes a send can carry inline (auto: device default).",
-     ucs_offsetof(uct_dcx_md_config_t, soft.max_inline), UCS_CONFIG_TYPE_ULUNITS},
+     "Soft device: bytes a send can carry inline, 1..65536 (auto: device\n"
+     "default).",
+     ucs_offsetof(uct_dcx_md_config_t, soft.max_inline), UCT_DCX_CONFIG_TYPE_LIMIT},
 
     {"SOFT_MAX_RD_ATOMIC", "auto",
-     "Soft device: outstanding RDMA reads and atomics per DCI (auto: device\n"
-     "default).",
+     "Soft device: outstanding RDMA reads and atomics per DCI, 1..16 (auto:\n"
+     "device default).",
      ucs_offsetof(uct_dcx_md_config_t, soft.max_rd_atomic),
-     UCS_CONFIG_TYPE_ULUNITS},
+     UCT_DCX_CONFIG_TYPE_LIMIT},
 
     {"SOFT_MAX_DCI", "auto",
-     "Soft device: DCIs the device provides (auto: device default).",
-     ucs_offsetof(uct_dcx_md_config_t, soft.max_dci), UCS_CONFIG_TYPE_ULUNITS},
+     "Soft device: DCIs the device provides, 1..65536 (auto: device default).",
+     ucs_offsetof(uct_dcx_md_config_t, soft.max_dci), UCT_DCX_CONFIG_TYPE_LIMIT},
 
     {"SOFT_MAX_MSG_SIZE", "auto",
-     "Soft device: largest message (send, RDMA write or read) (auto: device\n"
-     "default).",
+     "Soft device: largest message (send, RDMA write or read), 1..2G (auto:\n"
+     "device default).",
      ucs_offsetof(uct_dcx_md_config_t, soft.max_msg_size),
      UCS_CONFIG_TYPE_MEMUNITS},
 
     {"SOFT_MTU", "auto",
      "Soft device: bytes per packet on the wire, 256..1M (auto: device default).",
-     ucs_offsetof(uct_dcx_md_config_t, soft.mtu), UCS_CONFIG_TYPE_ULUNITS},
+     ucs_offsetof(uct_dcx_md_config_t, soft.mtu), UCT_DCX_CONFIG_TYPE_LIMIT},
 
     {"SOFT_ACK_TIMEOUT", "auto",
      "Soft device: time a requester waits for an acknowledgement before it\n"
@@ -139,7 +145,7 @@ ucs_config_field_t uct_dcx_md_config_table[] = {
      "Soft device: retransmissions before a send fails with 'retry count\n"
      "exceeded', 1..7 (auto: device default).",
      ucs_offsetof(uct_dcx_md_config_t, soft.retry_cnt),
-     UCS_CONFIG_TYPE_ULUNITS},
+     UCT_DCX_CONFIG_TYPE_LIMIT},
 
     {"SOFT_RNR_TIMER", "auto",
      "Soft device: delay before a send refused for lack of a receive buffer is\n"
@@ -151,7 +157,7 @@ ucs_config_field_t uct_dcx_md_config_table[] = {
      "Soft device: retries of a send refused for lack of a receive buffer,\n"
      "1..6, or 7 to retry forever (auto: device default).",
      ucs_offsetof(uct_dcx_md_config_t, soft.rnr_retry),
-     UCS_CONFIG_TYPE_ULUNITS},
+     UCT_DCX_CONFIG_TYPE_LIMIT},
 
     {NULL}
 };
@@ -263,14 +269,22 @@ typedef struct uct_dcx_soft_count_limit {
       ucs_offsetof(dcx_soft_limits_t, _field), _min, _max }
 
 static const uct_dcx_soft_count_limit_t uct_dcx_soft_count_limits[] = {
-    UCT_DCX_SOFT_COUNT_LIMIT("SOFT_MAX_QP_WR",     max_qp_wr,     1, UINT32_MAX),
-    UCT_DCX_SOFT_COUNT_LIMIT("SOFT_MAX_SRQ_WR",    max_srq_wr,    1, UINT32_MAX),
-    UCT_DCX_SOFT_COUNT_LIMIT("SOFT_MAX_CQE",       max_cqe,       1, UINT32_MAX),
-    UCT_DCX_SOFT_COUNT_LIMIT("SOFT_MAX_SGE",       max_sge,       1, UINT32_MAX),
-    UCT_DCX_SOFT_COUNT_LIMIT("SOFT_MAX_INLINE",    max_inline,    1, UINT32_MAX),
-    UCT_DCX_SOFT_COUNT_LIMIT("SOFT_MAX_RD_ATOMIC", max_rd_atomic, 1, UINT32_MAX),
-    UCT_DCX_SOFT_COUNT_LIMIT("SOFT_MAX_DCI",       max_dci,       1, UINT32_MAX),
-    UCT_DCX_SOFT_COUNT_LIMIT("SOFT_MTU",           mtu,           256, 1u << 20),
+    UCT_DCX_SOFT_COUNT_LIMIT("SOFT_MAX_QP_WR",     max_qp_wr,     1,
+                             DCX_SOFT_LIMIT_MAX_QP_WR),
+    UCT_DCX_SOFT_COUNT_LIMIT("SOFT_MAX_SRQ_WR",    max_srq_wr,    1,
+                             DCX_SOFT_LIMIT_MAX_SRQ_WR),
+    UCT_DCX_SOFT_COUNT_LIMIT("SOFT_MAX_CQE",       max_cqe,       1,
+                             DCX_SOFT_LIMIT_MAX_CQE),
+    UCT_DCX_SOFT_COUNT_LIMIT("SOFT_MAX_SGE",       max_sge,       1,
+                             DCX_SOFT_LIMIT_MAX_SGE),
+    UCT_DCX_SOFT_COUNT_LIMIT("SOFT_MAX_INLINE",    max_inline,    1,
+                             DCX_SOFT_LIMIT_MAX_INLINE),
+    UCT_DCX_SOFT_COUNT_LIMIT("SOFT_MAX_RD_ATOMIC", max_rd_atomic, 1,
+                             DCX_SOFT_LIMIT_MAX_RD_ATOMIC),
+    UCT_DCX_SOFT_COUNT_LIMIT("SOFT_MAX_DCI",       max_dci,       1,
+                             DCX_SOFT_LIMIT_MAX_DCI),
+    UCT_DCX_SOFT_COUNT_LIMIT("SOFT_MTU",           mtu,
+                             DCX_SOFT_LIMIT_MIN_MTU, DCX_SOFT_LIMIT_MAX_MTU),
     /* 0 means "device default" in the device layer, so 0 retries cannot be
      * asked for */
     UCT_DCX_SOFT_COUNT_LIMIT("SOFT_RETRY_COUNT",   retry_cnt,     1, 7),
@@ -326,8 +340,10 @@ uct_dcx_md_list_params(const uct_dcx_md_config_t *config,
     if (config->soft.max_msg_size == UCS_MEMUNITS_AUTO) {
         limits->max_msg_size = 0;
     } else if ((config->soft.max_msg_size == 0) ||
-               (config->soft.max_msg_size == UCS_MEMUNITS_INF)) {
-        ucs_error("dcx: UCX_DCX_SOFT_MAX_MSG_SIZE must be a positive size");
+               (config->soft.max_msg_size > DCX_SOFT_LIMIT_MAX_MSG_SIZE)) {
+        ucs_error("dcx: UCX_DCX_SOFT_MAX_MSG_SIZE=%zu is out of range [1, "
+                  "%llu]", config->soft.max_msg_size,
+                  DCX_SOFT_LIMIT_MAX_MSG_SIZE);
         return UCS_ERR_INVALID_PARAM;
     } else {
         limits->max_msg_size = config->soft.max_msg_size;
@@ -577,7 +593,9 @@ uct_dcx_mem_dereg(uct_md_h uct_md, const uct_md_mem_dereg_params_t *params)
     }
 
     if (flags & UCT_MD_MEM_DEREG_FLAG_INVALIDATE) {
-        ucs_error("dcx md %s: deregistration with invalidation is not "
+        /* a refusal of an unadvertised feature, not an error (as UCX's
+         * memory domains do) */
+        ucs_debug("dcx md %s: deregistration with invalidation is not "
                   "supported (UCT_MD_FLAG_INVALIDATE is not set)", md->name);
         return UCS_ERR_UNSUPPORTED;
     }
@@ -623,7 +641,7 @@ uct_dcx_mkey_pack(uct_md_h uct_md, uct_mem_h uct_memh,
     if ((params != NULL) &&
         (params->field_mask & UCT_MD_MKEY_PACK_FIELD_FLAGS) &&
         (params->flags & UCT_MD_MKEY_PACK_FLAG_INVALIDATE)) {
-        ucs_error("dcx md %s: rkeys for invalidation are not supported "
+        ucs_debug("dcx md %s: rkeys for invalidation are not supported "
                   "(UCT_MD_FLAG_INVALIDATE is not set)", md->name);
         return UCS_ERR_UNSUPPORTED;
     }

@@ -95,6 +95,40 @@ typedef struct uct_dcx_memh {
 extern uct_component_t uct_dcx_component;
 
 
+/* dcx_config.c: strict parsers for ucs_config_field_t tables (decimal
+ * digits only, no overflow): counts, counts or "inf", DC keys,
+ * soft device limits ("auto" or a count) */
+int uct_dcx_config_sscanf_count(const char *buf, void *dest, const void *arg);
+int uct_dcx_config_sprintf_count(char *buf, size_t max, const void *src,
+                                 const void *arg);
+int uct_dcx_config_sscanf_count_inf(const char *buf, void *dest,
+                                    const void *arg);
+int uct_dcx_config_sprintf_count_inf(char *buf, size_t max, const void *src,
+                                     const void *arg);
+int uct_dcx_config_sscanf_dc_key(const char *buf, void *dest, const void *arg);
+int uct_dcx_config_sprintf_dc_key(char *buf, size_t max, const void *src,
+                                  const void *arg);
+int uct_dcx_config_sscanf_limit(const char *buf, void *dest, const void *arg);
+int uct_dcx_config_sprintf_limit(char *buf, size_t max, const void *src,
+                                 const void *arg);
+#define UCT_DCX_CONFIG_TYPE_COUNT \
+    {uct_dcx_config_sscanf_count, uct_dcx_config_sprintf_count, \
+     ucs_config_clone_uint, ucs_config_release_nop, ucs_config_help_generic, \
+     "unsigned decimal integer"}
+#define UCT_DCX_CONFIG_TYPE_COUNT_INF \
+    {uct_dcx_config_sscanf_count_inf, uct_dcx_config_sprintf_count_inf, \
+     ucs_config_clone_uint, ucs_config_release_nop, ucs_config_help_generic, \
+     "unsigned decimal integer below 4294967295, or \"inf\""}
+#define UCT_DCX_CONFIG_TYPE_DC_KEY \
+    {uct_dcx_config_sscanf_dc_key, uct_dcx_config_sprintf_dc_key, \
+     ucs_config_clone_ulong, ucs_config_release_nop, ucs_config_help_generic, \
+     "decimal number 0..18446744073709551615 (digits only, no leading " \
+     "zeros)"}
+#define UCT_DCX_CONFIG_TYPE_LIMIT \
+    {uct_dcx_config_sscanf_limit, uct_dcx_config_sprintf_limit, \
+     ucs_config_clone_ulong, ucs_config_release_nop, ucs_config_help_generic, \
+     "\"auto\" or an unsigned decimal integer"}
+
 /* Used by the component definition (dcx_component.c). */
 extern ucs_config_field_t uct_dcx_md_config_table[];
 

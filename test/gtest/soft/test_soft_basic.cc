@@ -70,6 +70,35 @@ TEST_F(soft, list_bad_flow)
     }
     params.soft_limits.retry_cnt = 0;
 
+    /* every limit has a ceiling; the largest values wrapped sizes before */
+    {
+        const size_t offsets[] = {
+            offsetof(dcx_soft_limits_t, max_qp_wr),
+            offsetof(dcx_soft_limits_t, max_srq_wr),
+            offsetof(dcx_soft_limits_t, max_cqe),
+            offsetof(dcx_soft_limits_t, max_sge),
+            offsetof(dcx_soft_limits_t, max_inline),
+            offsetof(dcx_soft_limits_t, max_rd_atomic),
+            offsetof(dcx_soft_limits_t, max_dci),
+            offsetof(dcx_soft_limits_t, mtu),
+            offsetof(dcx_soft_limits_t, rnr_retry)
+        };
+        for (size_t i = 0; i < sizeof(offsets) / sizeof(offsets[0]); ++i) {
+            log_counter logs3;
+            dcx_soft_limits_t saved = params.soft_limits;
+            *(uint32_t*)((char*)&params.soft_limits + offsets[i]) =
+                    UINT32_MAX;
+            EXPECT_EQ(EINVAL, dcx_dev_list(&params, &list, &count)) << i;
+            EXPECT_EQ(1, logs3.lines()) << i;
+            params.soft_limits = saved;
+        }
+        log_counter logs4;
+        params.soft_limits.max_msg_size = UINT64_MAX;
+        EXPECT_EQ(EINVAL, dcx_dev_list(&params, &list, &count));
+        EXPECT_EQ(1, logs4.lines());
+        params.soft_limits.max_msg_size = 0;
+    }
+
     params.soft_count = 0;
     params.soft_fabric = nullptr;
     ASSERT_EQ(0, dcx_dev_list(&params, &list, &count));
@@ -148,6 +177,21 @@ TEST_F(soft, cq_srq_qp_bad_flow)
         log_counter logs;
         EXPECT_EQ(EINVAL, dcx_qp_create(n.pd, &qattr, &qp));
         EXPECT_EQ(1, logs.lines());
+    }
+    /* the transport parameters out of their verbs ranges */
+    qattr.max_inline = 0;
+    {
+        const uint8_t dci_bad[][3] = {{32, 7, 7}, {255, 7, 7}, {18, 8, 7},
+                                      {18, 255, 7}, {18, 7, 8}};
+        for (size_t i = 0; i < sizeof(dci_bad) / sizeof(dci_bad[0]); ++i) {
+            log_counter logs;
+            qattr.timeout   = dci_bad[i][0];
+            qattr.retry_cnt = dci_bad[i][1];
+            qattr.rnr_retry = dci_bad[i][2];
+            EXPECT_EQ(EINVAL, dcx_qp_create(n.pd, &qattr, &qp)) << i;
+            EXPECT_EQ(1, logs.lines()) << i;
+        }
+        qattr.timeout = qattr.retry_cnt = qattr.rnr_retry = 0;
     }
     /* a DCI that is not in error cannot be recovered */
     ASSERT_EQ(0, n.make_dci());

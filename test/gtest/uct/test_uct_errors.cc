@@ -11,6 +11,7 @@
 #include <csignal>
 #include <cstdio>
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -179,6 +180,63 @@ TEST_P(uct_dcx_errors, remote_access_error)
     EXPECT_EQ(UCS_OK, uct_ep_flush(bad, UCT_FLUSH_FLAG_CANCEL, NULL));
     /* a peer failure is logged at the diagnostic level, not as an error */
     EXPECT_EQ(0, log_counter::errors());
+}
+
+/* UCT_IFACE_FLAG_ERRHANDLE_REMOTE_MEM and _ZCOPY_BUF are advertised: a
+ * zero-copy operation whose local buffer lies outside its memory handle
+ * (here: unmapped memory), or whose remote range is outside the remote
+ * region, fails that endpoint through the error handler, writes nothing and
+ * leaves the other endpoints working */
+TEST_P(uct_dcx_errors, zcopy_bad_buffers_reach_error_handler)
+{
+    const uint64_t caps = UCT_IFACE_FLAG_ERRHANDLE_ZCOPY_BUF |
+                          UCT_IFACE_FLAG_ERRHANDLE_REMOTE_MEM;
+    mem src             = alloc_mem(4096);
+    uct_ep_h bad_local  = connect(m_a, m_b);
+    uct_ep_h bad_remote = connect(m_a, m_b);
+    uct_ep_h good       = connect(m_a, m_b);
+    test_comp lcomp, rcomp;
+    ucs_status_t status;
+    size_t len = 64;
+    void *unmapped;
+
+    EXPECT_EQ(caps, m_a->attr.cap.flags & caps);
+    EXPECT_FALSE(m_a->attr.cap.flags &
+                 (UCT_IFACE_FLAG_ERRHANDLE_SHORT_BUF |
+                  UCT_IFACE_FLAG_ERRHANDLE_BCOPY_BUF |
+                  UCT_IFACE_FLAG_ERRHANDLE_BCOPY_LEN |
+                  UCT_IFACE_FLAG_ERRHANDLE_AM_ID));
+
+    unmapped = mmap(NULL, 4096, PROT_READ | PROT_WRITE,
+                    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    ASSERT_NE(MAP_FAILED, unmapped);
+    munmap(unmapped, 4096);
+
+    memset(m_mem.ptr, 0, 256);
+    uct_iov_t liov = {unmapped, len, src.memh, 0, 1};
+    ASSERT_EQ(UCS_INPROGRESS, retry([&] {
+        return uct_ep_put_zcopy(bad_local, &liov, 1, (uintptr_t)m_mem.ptr,
+                                m_mem.rkey, &lcomp.uct);
+    }));
+    ASSERT_TRUE(wait_error(bad_local, &status));
+    ASSERT_TRUE(wait_for([&] { return lcomp.done == 1; }));
+    EXPECT_NE(UCS_OK, lcomp.status);
+
+    uct_iov_t riov = {src.ptr, len, src.memh, 0, 1};
+    ASSERT_EQ(UCS_INPROGRESS, retry([&] {
+        return uct_ep_put_zcopy(bad_remote, &riov, 1,
+                                (uintptr_t)m_mem.ptr + m_mem.length - 8,
+                                m_mem.rkey, &rcomp.uct);
+    }));
+    ASSERT_TRUE(wait_error(bad_remote, &status));
+    ASSERT_TRUE(wait_for([&] { return rcomp.done == 1; }));
+    EXPECT_NE(UCS_OK, rcomp.status);
+
+    EXPECT_EQ(2u, m_errors.size());
+    EXPECT_EQ(std::string(256, '\0'), std::string((char*)m_mem.ptr, 256));
+    EXPECT_EQ(0, ((char*)m_mem.ptr)[m_mem.length - 1]);
+    check_healthy(good);
+    log_counter::reset();
 }
 
 TEST_P(uct_dcx_errors, dc_key_mismatch)

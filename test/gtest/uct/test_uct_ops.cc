@@ -226,6 +226,76 @@ TEST_P(uct_dcx_ops, am_zcopy_bad_flow)
     log_counter::reset();
 }
 
+/* The user header is limited to cap.am.max_hdr like the payload to
+ * max_zcopy: one byte more is refused, not truncated on the wire */
+TEST_P(uct_dcx_ops, am_zcopy_header_length_bad_flow)
+{
+    size_t max_hdr = m_a->attr.cap.am.max_hdr;
+    mem m          = alloc_mem(4096);
+    std::vector<char> hdr(max_hdr + 1, 'h');
+    uct_iov_t iov  = {m.ptr, 1, m.memh, 0, 1};
+    test_comp comp;
+
+    ASSERT_LE(max_hdr + 2, m_a->attr.cap.am.max_zcopy);
+    log_counter::reset();
+    EXPECT_EQ(UCS_ERR_INVALID_PARAM,
+              uct_ep_am_zcopy(m_ab, AM_ID, hdr.data(), max_hdr + 1, &iov, 1,
+                              0, NULL));
+    EXPECT_EQ(1, log_counter::errors());
+    EXPECT_TRUE(log_counter::contains("length")) << log_counter::joined();
+    log_counter::reset();
+
+    /* max_hdr itself goes through whole */
+    memset(m.ptr, 'p', 1);
+    ASSERT_EQ(UCS_INPROGRESS, retry([&] {
+        return uct_ep_am_zcopy(m_ab, AM_ID, hdr.data(), max_hdr, &iov, 1, 0,
+                               &comp.uct);
+    }));
+    ASSERT_TRUE(wait_for([&] { return (m_rx.count == 1) && comp.done; }));
+    EXPECT_EQ(std::string(max_hdr, 'h') + "p", m_rx.payloads[0]);
+}
+
+/* get_short: small reads, the data in the buffer once flushed */
+TEST_P(uct_dcx_ops, get_short)
+{
+    ASSERT_TRUE(m_a->attr.cap.flags & UCT_IFACE_FLAG_GET_SHORT);
+    size_t max_short = m_a->attr.cap.get.max_short;
+    ASSERT_GT(max_short, 8u);
+    mem src = alloc_mem(max_short + 64);
+    const size_t sizes[] = {0, 1, 8, 63, max_short};
+    std::vector<std::vector<char> > bufs;
+
+    for (size_t i = 0; i < max_short + 64; ++i) {
+        ((char*)src.ptr)[i] = (char)(i * 3 + 1);
+    }
+    for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); ++k) {
+        bufs.push_back(std::vector<char>(sizes[k] + 1, 'x'));
+    }
+    for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); ++k) {
+        ucs_status_t status = retry([&] {
+            return uct_ep_get_short(m_ab, bufs[k].data(), sizes[k],
+                                    (uintptr_t)src.ptr + k, src.rkey);
+        });
+        ASSERT_TRUE((status == UCS_OK) || (status == UCS_INPROGRESS))
+                << ucs_status_string(status);
+    }
+    flush_ep(m_ab);
+    for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); ++k) {
+        EXPECT_EQ(0, memcmp(bufs[k].data(), (char*)src.ptr + k, sizes[k]))
+                << "size " << sizes[k];
+        EXPECT_EQ('x', bufs[k][sizes[k]]) << "size " << sizes[k];
+    }
+
+    std::vector<char> big(max_short + 1);
+    log_counter::reset();
+    EXPECT_EQ(UCS_ERR_INVALID_PARAM,
+              uct_ep_get_short(m_ab, big.data(), max_short + 1,
+                               (uintptr_t)src.ptr, src.rkey));
+    EXPECT_EQ(1, log_counter::errors());
+    EXPECT_TRUE(log_counter::contains("length"));
+    log_counter::reset();
+}
+
 TEST_P(uct_dcx_ops, put_short_bcopy_zcopy)
 {
     mem dst = alloc_mem(1 << 20);

@@ -1,0 +1,245 @@
+/*
+ * Soft device completion channels (the model of ibv_comp_channel): an armed
+ * CQ makes the channel's fd readable when a completion arrives, also when
+ * the completion is produced by the helper thread of a device whose
+ * application does not poll (a receiver asleep on the fd); arming is
+ * one-shot; arming a CQ that holds completions fires at once.  The same
+ * in-process target also serves the zero-length RDMA rules.
+ */
+#include "soft_fixture.h"
+
+#include <poll.h>
+
+using namespace soft_test;
+
+namespace {
+
+const uint64_t KEY = 0x5eed;
+
+/* true if fd becomes readable within timeout_ms */
+bool fd_readable(int fd, int timeout_ms)
+{
+    struct pollfd pfd = {fd, POLLIN, 0};
+
+    return poll(&pfd, 1, timeout_ms) == 1;
+}
+
+} /* namespace */
+
+class soft_channel_test : public soft {
+protected:
+    void SetUp() override
+    {
+        soft::SetUp();
+        ASSERT_EQ(0, tgt.open(fabric.c_str()));
+        ASSERT_EQ(0, dcx_comp_channel_create(tgt.dev, &ch));
+        ASSERT_EQ(0, dcx_cq_create_ch(tgt.dev, 256, ch, &tgt.cq));
+        ASSERT_EQ(0, tgt.make_target(KEY, DCX_ACCESS_REMOTE_WRITE));
+        ASSERT_EQ(0, tgt.reg(rbuf, sizeof(rbuf), DCX_ACCESS_LOCAL_WRITE,
+                             &rmr));
+        for (uint64_t i = 0; i < 8; ++i) {
+            dcx_sge_t s = {(uint64_t)(uintptr_t)(rbuf + 64 * i), 64,
+                           rmr->lkey};
+            ASSERT_EQ(0, dcx_srq_post_recv(tgt.srq, i, &s, 1));
+        }
+
+        uint8_t addr[DCX_DEV_ADDR_MAX];
+        size_t len = sizeof(addr);
+        ASSERT_EQ(0, ini.open(fabric.c_str()));
+        ASSERT_EQ(0, ini.make_dci());
+        ASSERT_EQ(0, dcx_dev_port_addr(tgt.dev, addr, &len));
+        ASSERT_EQ(0, ini.connect(addr, len));
+    }
+
+    void TearDown() override
+    {
+        close_target_queues();
+        if (ch != nullptr) {
+            EXPECT_EQ(0, dcx_comp_channel_destroy(ch));
+        }
+        tgt.close();
+        ini.close();
+        soft::TearDown();
+    }
+
+    /* the CQ (and what uses it) goes before the channel, the channel before
+     * the device */
+    void close_target_queues()
+    {
+        if (tgt.dct != nullptr) {
+            EXPECT_EQ(0, dcx_qp_destroy(tgt.dct));
+            tgt.dct = nullptr;
+        }
+        if (tgt.srq != nullptr) {
+            EXPECT_EQ(0, dcx_srq_destroy(tgt.srq));
+            tgt.srq = nullptr;
+        }
+        if (tgt.cq != nullptr) {
+            EXPECT_EQ(0, dcx_cq_destroy(tgt.cq));
+            tgt.cq = nullptr;
+        }
+    }
+
+    /* an inline send to the target, completed at the initiator */
+    void send(uint64_t id)
+    {
+        dcx_send_wr_t wr;
+        dcx_sge_t s = {(uint64_t)(uintptr_t)&id, sizeof(id), 0};
+        dcx_wc_t wc;
+
+        memset(&wr, 0, sizeof(wr));
+        wr.wr_id       = id;
+        wr.opcode      = DCX_WR_SEND;
+        wr.flags       = DCX_SEND_SIGNALED | DCX_SEND_INLINE;
+        wr.num_sge     = 1;
+        wr.sg_list     = &s;
+        wr.dest.ah     = ini.ah;
+        wr.dest.dctn   = tgt.dct->qp_num;
+        wr.dest.dc_key = KEY;
+        ASSERT_EQ(0, dcx_qp_post_send(ini.dci, &wr));
+        ASSERT_EQ(1, ini.poll(&wc, 1));
+        ASSERT_EQ(DCX_WC_SUCCESS, wc.status);
+    }
+
+    node                tgt, ini;
+    dcx_comp_channel_t *ch  = nullptr;
+    dcx_mr_t           *rmr = nullptr;
+    alignas(64) uint8_t rbuf[64 * 8];
+};
+
+/* The target application never polls: its helper thread receives, and an
+ * armed CQ wakes a thread asleep on the channel's fd */
+TEST_F(soft_channel_test, armed_cq_wakes_sleeper)
+{
+    dcx_cq_t *cq = nullptr;
+    dcx_wc_t wc;
+
+    EXPECT_EQ(EAGAIN, dcx_comp_channel_get_event(ch, &cq));
+    ASSERT_EQ(0, dcx_cq_req_notify(tgt.cq));
+    EXPECT_FALSE(fd_readable(ch->fd, 0));
+
+    send(1);
+    ASSERT_TRUE(fd_readable(ch->fd, 10000));
+    ASSERT_EQ(0, dcx_comp_channel_get_event(ch, &cq));
+    EXPECT_EQ(tgt.cq, cq);
+    EXPECT_EQ(EAGAIN, dcx_comp_channel_get_event(ch, &cq));
+    EXPECT_FALSE(fd_readable(ch->fd, 0));
+    ASSERT_EQ(1, dcx_cq_poll(tgt.cq, 1, &wc));
+    EXPECT_EQ(DCX_WC_RECV, wc.opcode);
+    EXPECT_EQ(1u, *(uint64_t*)(rbuf + 64 * wc.wr_id));
+
+    /* one-shot: not re-armed, a second message makes no event */
+    send(2);
+    ASSERT_EQ(1, tgt.poll(&wc, 1));
+    EXPECT_FALSE(fd_readable(ch->fd, 0));
+    EXPECT_EQ(EAGAIN, dcx_comp_channel_get_event(ch, &cq));
+}
+
+/* Arming a CQ that still holds a completion fires at once: arm-then-sleep
+ * cannot miss a completion that arrived before the arm */
+TEST_F(soft_channel_test, arm_with_pending_completion_fires)
+{
+    dcx_cq_t *cq = nullptr;
+    dcx_wc_t wc;
+
+    send(3);
+    /* the helper delivers it to the CQ; nobody polls the CQ */
+    ASSERT_EQ(0, dcx_cq_req_notify(tgt.cq));
+    if (!fd_readable(ch->fd, 0)) {
+        /* the completion was not in the CQ yet: it is now on its way */
+        ASSERT_TRUE(fd_readable(ch->fd, 10000));
+    }
+    ASSERT_EQ(0, dcx_comp_channel_get_event(ch, &cq));
+    EXPECT_EQ(tgt.cq, cq);
+    ASSERT_EQ(1, tgt.poll(&wc, 1));
+
+    /* armed on an empty CQ: no event until the next completion */
+    ASSERT_EQ(0, dcx_cq_req_notify(tgt.cq));
+    EXPECT_FALSE(fd_readable(ch->fd, 0));
+    send(4);
+    ASSERT_TRUE(fd_readable(ch->fd, 10000));
+    ASSERT_EQ(0, dcx_comp_channel_get_event(ch, &cq));
+    ASSERT_EQ(1, tgt.poll(&wc, 1));
+}
+
+TEST_F(soft_channel_test, channel_bad_flow)
+{
+    {
+        /* CQs attached: the channel stays */
+        log_counter logs;
+        EXPECT_EQ(EBUSY, dcx_comp_channel_destroy(ch));
+        EXPECT_EQ(1, logs.lines());
+    }
+    {
+        /* the initiator's CQ has no channel */
+        log_counter logs;
+        EXPECT_EQ(EINVAL, dcx_cq_req_notify(ini.cq));
+        EXPECT_EQ(1, logs.lines());
+    }
+    {
+        /* a channel of another device */
+        log_counter logs;
+        dcx_cq_t *cq;
+        EXPECT_EQ(EINVAL, dcx_cq_create_ch(ini.dev, 16, ch, &cq));
+        EXPECT_EQ(1, logs.lines());
+    }
+    /* the CQ's destruction takes its uncollected events along */
+    ASSERT_EQ(0, dcx_cq_req_notify(tgt.cq));
+    send(5);
+    ASSERT_TRUE(fd_readable(ch->fd, 10000));
+    close_target_queues();
+    EXPECT_FALSE(fd_readable(ch->fd, 0));
+    EXPECT_TRUE(dcx_dev_caps(ini.dev)->flags & DCX_CAP_CQ_EVENT);
+}
+
+/* Zero-length RDMA (this fixture's target allows remote writes only): as on
+ * InfiniBand the R_Key and address of a zero-length operation are not
+ * validated, the DCT's access rights still are */
+TEST_F(soft_channel_test, zero_length_rdma_rkey_not_checked)
+{
+    dcx_send_wr_t wr;
+    dcx_wc_t wc;
+
+    memset(&wr, 0, sizeof(wr));
+    wr.opcode      = DCX_WR_RDMA_WRITE;
+    wr.flags       = DCX_SEND_SIGNALED;
+    wr.num_sge     = 0;
+    wr.dest.ah     = ini.ah;
+    wr.dest.dctn   = tgt.dct->qp_num;
+    wr.dest.dc_key = KEY;
+    wr.rkey        = 0xbad00bad;
+    wr.remote_addr = 0;
+    wr.wr_id       = 1;
+    ASSERT_EQ(0, dcx_qp_post_send(ini.dci, &wr));
+    ASSERT_EQ(1, ini.poll(&wc, 1));
+    EXPECT_EQ(DCX_WC_SUCCESS, wc.status);
+
+    /* one byte with that key: remote access error */
+    uint8_t byte = 1;
+    dcx_sge_t s  = {(uint64_t)(uintptr_t)&byte, 1, 0};
+    wr.flags    |= DCX_SEND_INLINE;
+    wr.num_sge   = 1;
+    wr.sg_list   = &s;
+    wr.wr_id     = 2;
+    ASSERT_EQ(0, dcx_qp_post_send(ini.dci, &wr));
+    ASSERT_EQ(1, ini.poll(&wc, 1));
+    EXPECT_EQ(DCX_WC_REM_ACCESS_ERR, wc.status);
+}
+
+TEST_F(soft_channel_test, zero_length_read_needs_dct_access)
+{
+    dcx_send_wr_t wr;
+    dcx_wc_t wc;
+
+    memset(&wr, 0, sizeof(wr));
+    wr.opcode      = DCX_WR_RDMA_READ;
+    wr.flags       = DCX_SEND_SIGNALED;
+    wr.dest.ah     = ini.ah;
+    wr.dest.dctn   = tgt.dct->qp_num;
+    wr.dest.dc_key = KEY;
+    wr.rkey        = rmr->rkey;
+    wr.remote_addr = (uint64_t)(uintptr_t)rbuf;
+    ASSERT_EQ(0, dcx_qp_post_send(ini.dci, &wr));
+    ASSERT_EQ(1, ini.poll(&wc, 1));
+    EXPECT_EQ(DCX_WC_REM_ACCESS_ERR, wc.status);
+}

@@ -1,0 +1,243 @@
+/*
+ * UCX_DCX_* interface knobs: every bad value is refused when the value is
+ * parsed or when the interface opens, with exactly one error line that names
+ * the variable; good values at the edges of each range open an interface.
+ */
+#include "uct_fixture.h"
+
+#include <cstring>
+
+/* dcx_config.c is compiled into this test as well (the module exports
+ * only the device layer) */
+extern "C" {
+uint8_t uct_dcx_timeout_exp_of(double seconds);
+uint8_t uct_dcx_rnr_timer_of(double seconds);
+}
+
+using namespace dcx_test;
+
+namespace {
+
+typedef std::map<std::string, std::string> config_t;
+
+} /* namespace */
+
+
+class uct_dcx_knobs : public uct_dcx_test {
+protected:
+    /* The value is refused by the parser: uct_config_modify fails with one
+     * error naming the variable */
+    void expect_parse_error(const std::string &var, const std::string &value)
+    {
+        entity *e = NULL;
+
+        log_counter::reset();
+        EXPECT_EQ(UCS_ERR_INVALID_PARAM, try_create_entity({{var, value}}, &e))
+                << var << "=" << value;
+        expect_one_error_naming(var, value);
+    }
+
+    /* The value parses but is out of range: the interface does not open */
+    void expect_range_error(const config_t &cfg, const std::string &var)
+    {
+        entity *e = NULL;
+
+        log_counter::reset();
+        EXPECT_EQ(UCS_ERR_INVALID_PARAM, try_create_entity(cfg, &e))
+                << var << "=" << cfg.begin()->second;
+        expect_one_error_naming("UCX_DCX_" + var, cfg.begin()->second);
+    }
+
+    void expect_range_error(const std::string &var, const std::string &value)
+    {
+        expect_range_error({{var, value}}, var);
+    }
+
+    void expect_ok(const config_t &cfg)
+    {
+        entity *e = NULL;
+
+        log_counter::reset();
+        EXPECT_EQ(UCS_OK, try_create_entity(cfg, &e))
+                << cfg.begin()->first << "=" << cfg.begin()->second << "\n"
+                << log_counter::joined();
+        EXPECT_EQ(0, log_counter::errors()) << log_counter::joined();
+    }
+
+    void expect_one_error_naming(const std::string &var,
+                                 const std::string &value)
+    {
+        /* uct_config_modify itself does not log; the parser's line is one */
+        EXPECT_EQ(1, log_counter::errors())
+                << var << "=" << value << ":\n" << log_counter::joined();
+        EXPECT_TRUE(log_counter::contains(var))
+                << var << "=" << value << ":\n" << log_counter::joined();
+        log_counter::reset();
+    }
+};
+
+TEST_F(uct_dcx_knobs, dc_key_bad_flow)
+{
+    /* sign, trailing characters, fraction, overflow, aliasing spellings */
+    const char *bad[] = {"-1", "1x", "0.5", "18446744073709551616",
+                         "99999999999999999999999", "0x10", "007", " 7", "",
+                         "+7"};
+
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); ++i) {
+        expect_parse_error("DC_KEY", bad[i]);
+    }
+}
+
+TEST_F(uct_dcx_knobs, dc_key_edges)
+{
+    expect_ok({{"DC_KEY", "0"}});
+    expect_ok({{"DC_KEY", "18446744073709551615"}});
+}
+
+/* Two interfaces with different keys do not reach each other; the same
+ * key written as the same number does */
+TEST_F(uct_dcx_knobs, dc_key_values_are_distinct)
+{
+    uct_iface_attr_t attr;
+    entity *a = create_entity({{"DC_KEY", "18446744073709551615"}});
+    entity *b = create_entity({{"DC_KEY", "18446744073709551615"}});
+
+    ASSERT_TRUE(a && b);
+    ASSERT_EQ(UCS_OK, uct_iface_query(a->iface, &attr));
+    uct_ep_h ep = connect(a, b);
+    uint64_t value = 5;
+    mem m = alloc_mem(64);
+    ucs_status_t status;
+    while ((status = uct_ep_put_short(ep, &value, sizeof(value),
+                                      (uintptr_t)m.ptr, m.rkey)) ==
+           UCS_ERR_NO_RESOURCE) {
+        progress();
+    }
+    ASSERT_EQ(UCS_OK, status);
+    flush_ep(ep);
+    EXPECT_EQ(5u, *(uint64_t*)m.ptr);
+}
+
+TEST_F(uct_dcx_knobs, timeout_bad_flow)
+{
+    expect_range_error("TIMEOUT", "-1");
+    expect_range_error("TIMEOUT", "0");
+    expect_range_error("TIMEOUT", "inf");
+    expect_range_error("TIMEOUT", "1e300");
+    expect_range_error("TIMEOUT", "9000s");
+    expect_parse_error("TIMEOUT", "1parsec");
+}
+
+/* A tiny timeout is a tiny timeout (the shortest one), not the device
+ * default of seconds */
+TEST_F(uct_dcx_knobs, timeout_tiny_is_shortest)
+{
+    EXPECT_EQ(1, uct_dcx_timeout_exp_of(4e-6));
+    EXPECT_EQ(1, uct_dcx_timeout_exp_of(1e-9));
+    EXPECT_EQ(1, uct_dcx_timeout_exp_of(8.192e-6));
+    EXPECT_EQ(2, uct_dcx_timeout_exp_of(8.2e-6));
+    EXPECT_EQ(18, uct_dcx_timeout_exp_of(1.0));
+    EXPECT_EQ(31, uct_dcx_timeout_exp_of(8796.0));
+    expect_ok({{"TIMEOUT", "4us"}});
+    expect_ok({{"TIMEOUT", "8796s"}});
+}
+
+TEST_F(uct_dcx_knobs, rnr_timer_bad_flow)
+{
+    expect_range_error("RNR_TIMER", "0");
+    expect_range_error("RNR_TIMER", "-1ms");
+    expect_range_error("RNR_TIMER", "inf");
+    expect_range_error("RNR_TIMER", "1s");
+    EXPECT_EQ(1, uct_dcx_rnr_timer_of(1e-9));
+    EXPECT_EQ(31, uct_dcx_rnr_timer_of(0.49152));
+    expect_ok({{"RNR_TIMER", "491ms"}});
+}
+
+TEST_F(uct_dcx_knobs, counts_bad_flow)
+{
+    const char *vars[] = {"NUM_DCI", "QUOTA", "TX_QUEUE_LEN", "RX_QUEUE_LEN",
+                          "FC_WND", "RETRY_COUNT", "RNR_RETRY_COUNT",
+                          "SIGNAL_PERIOD", "TX_MAX_BUFS"};
+    const char *bad[]  = {"-1", "1x", "0.5", "4294967296", ""};
+
+    for (size_t v = 0; v < sizeof(vars) / sizeof(vars[0]); ++v) {
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); ++i) {
+            expect_parse_error(vars[v], bad[i]);
+        }
+    }
+}
+
+TEST_F(uct_dcx_knobs, ranges_bad_flow)
+{
+    expect_range_error("NUM_DCI", "0");
+    expect_range_error("NUM_DCI", "1024");
+    expect_range_error("QUOTA", "0");
+    expect_range_error("QUOTA", "4294967295");
+    expect_range_error("TX_QUEUE_LEN", "1");
+    expect_range_error("TX_QUEUE_LEN", "65536");
+    expect_range_error("RX_QUEUE_LEN", "1");
+    expect_range_error("RX_QUEUE_LEN", "4000000000");
+    expect_range_error("SEG_SIZE", "255");
+    expect_range_error("SEG_SIZE", "inf");
+    expect_range_error("FC_WND", "0");
+    expect_range_error("FC_WND", "32768");
+    expect_range_error("RETRY_COUNT", "8");
+    expect_range_error("RNR_RETRY_COUNT", "8");
+    expect_range_error("SIGNAL_PERIOD", "65536");
+    expect_range_error("TX_MAX_BUFS", "0");
+    /* TX_MAX_BUFS=4294967295 would be "inf" in disguise */
+    expect_parse_error("TX_MAX_BUFS", "4294967295");
+}
+
+/* The send CQ must hold every DCI's queue: both variables are named */
+TEST_F(uct_dcx_knobs, send_cq_size_bad_flow)
+{
+    entity *e = NULL;
+
+    log_counter::reset();
+    EXPECT_EQ(UCS_ERR_INVALID_PARAM,
+              try_create_entity({{"NUM_DCI", "200"},
+                                 {"TX_QUEUE_LEN", "32768"}}, &e));
+    EXPECT_EQ(1, log_counter::errors()) << log_counter::joined();
+    EXPECT_TRUE(log_counter::contains("UCX_DCX_NUM_DCI"));
+    EXPECT_TRUE(log_counter::contains("UCX_DCX_TX_QUEUE_LEN"));
+}
+
+/* Any TX_MAX_BUFS >= 1 opens an interface, and the interface works with
+ * that few send buffers: bcopy messages and fetching atomics go through */
+TEST_F(uct_dcx_knobs, tx_max_bufs_small)
+{
+    const char *values[] = {"1", "2", "3", "127", "inf"};
+    static int rx;
+
+    for (size_t v = 0; v < sizeof(values) / sizeof(values[0]); ++v) {
+        entity *a = NULL, *b = NULL;
+
+        log_counter::reset();
+        ASSERT_EQ(UCS_OK, try_create_entity({{"TX_MAX_BUFS", values[v]}}, &a))
+                << values[v] << ": " << log_counter::joined();
+        ASSERT_EQ(UCS_OK, try_create_entity({}, &b));
+        rx = 0;
+        ASSERT_EQ(UCS_OK, uct_iface_set_am_handler(b->iface, 3,
+                          [](void *arg, void *data, size_t len,
+                             unsigned flags) {
+                              ++rx;
+                              return UCS_OK;
+                          }, NULL, 0));
+        uct_ep_h ep = connect(a, b);
+        for (int i = 0; i < 20; ++i) {
+            ssize_t len;
+            while ((len = uct_ep_am_bcopy(ep, 3, [](void *dest, void *arg) {
+                        memset(dest, 1, 100);
+                        return (size_t)100;
+                    }, NULL, 0)) == UCS_ERR_NO_RESOURCE) {
+                progress();
+            }
+            ASSERT_EQ(100, len);
+        }
+        EXPECT_TRUE(wait_for([&] { return rx == 20; }));
+        flush_ep(ep);
+        destroy_ep(ep);
+        EXPECT_EQ(0, log_counter::errors()) << log_counter::joined();
+    }
+}
