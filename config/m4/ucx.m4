@@ -63,7 +63,9 @@ AS_CASE([$with_ucx],
         [dcx_ucx_prefix=`cd "$with_ucx" && pwd`],
         [AC_MSG_ERROR([--with-ucx=$with_ucx is not a UCX installation (needs bin/ucx_info, include/uct and lib)])])
      # the UCX in PREFIX for headers, linking, and running the module and tests
-     CPPFLAGS="-I$dcx_ucx_prefix/include $CPPFLAGS"
+     # (-isystem, as the system UCX's headers: warnings in UCX's headers
+     # and macros are not dcx's to fix under -Werror)
+     CPPFLAGS="-isystem $dcx_ucx_prefix/include $CPPFLAGS"
      LDFLAGS="-L$dcx_ucx_prefix/lib -Wl,-rpath,$dcx_ucx_prefix/lib $LDFLAGS"
      UCX_INFO="$dcx_ucx_prefix/bin/ucx_info"
      AC_MSG_NOTICE([using the UCX in $dcx_ucx_prefix])])
@@ -390,7 +392,9 @@ AS_IF([test "x$dcx_ucx_ok" = xyes],
 
 AS_IF([test "x$dcx_ucx_ok" = xyes],
     [dcx_have_uct=yes
-     UCX_CPPFLAGS="-UHAVE_CONFIG_H -include \$(top_builddir)/$dcx_ucx_config_h -I$UCX_SRC_DIR/src"
+     # -isystem: UCX's internal headers are UCX's code, compiled with
+     # dcx's warnings they warn (e.g. -Wsign-compare in UCS_MASK)
+     UCX_CPPFLAGS="-UHAVE_CONFIG_H -include \$(top_builddir)/$dcx_ucx_config_h -isystem $UCX_SRC_DIR/src"
      UCX_LIBS="-luct -lucs"])
 
 AC_SUBST([UCX_CPPFLAGS])

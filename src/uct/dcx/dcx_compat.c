@@ -8,6 +8,7 @@
 #include <ucs/debug/log.h>
 #include <ucs/sys/string.h>
 #include <ucs/sys/sys.h>
+#include <ucs/time/time.h>
 
 #include <string.h>
 

@@ -30,6 +30,13 @@
 #endif
 
 
+/* UCX's "not supported" stub as an operation of type _type.  The cast goes
+ * through the generic function type: newer UCX declares the stub with a
+ * prototype, and a direct cast then draws -Wcast-function-type. */
+#define UCT_DCX_OP_UNSUPPORTED(_type) \
+    ((_type)(void (*)(void))ucs_empty_function_return_unsupported)
+
+
 /* ------------------------------------------------------------------------
  * Configuration, memory pools, registration cache
  * ------------------------------------------------------------------------ */
@@ -197,7 +204,8 @@ int uct_dcx_iface_is_reachable_v2(const uct_iface_h tl_iface,
 #if DCX_UCX_HAVE_EP_IS_CONNECTED
 int uct_dcx_ep_is_connected(const uct_ep_h tl_ep,
                             const uct_ep_is_connected_params_t *params);
-#  define UCT_DCX_IOPS_EP_IS_CONNECTED .ep_is_connected = uct_dcx_ep_is_connected,
+#  define UCT_DCX_IOPS_EP_IS_CONNECTED \
+    .ep_is_connected = uct_dcx_ep_is_connected,
 #else
 #  define UCT_DCX_IOPS_EP_IS_CONNECTED
 #endif
@@ -205,8 +213,8 @@ int uct_dcx_ep_is_connected(const uct_ep_h tl_ep,
 /* DC connects to interfaces, never endpoint to endpoint */
 #if DCX_UCX_HAVE_EP_CONNECT_TO_EP_V2
 #  define UCT_DCX_IOPS_CONNECT_TO_EP_V2 \
-    .ep_connect_to_ep_v2 = (uct_ep_connect_to_ep_v2_func_t) \
-                           ucs_empty_function_return_unsupported,
+    .ep_connect_to_ep_v2 = \
+        UCT_DCX_OP_UNSUPPORTED(uct_ep_connect_to_ep_v2_func_t),
 #else
 #  define UCT_DCX_IOPS_CONNECT_TO_EP_V2
 #endif
@@ -220,10 +228,8 @@ int uct_dcx_ep_is_connected(const uct_ep_h tl_ep,
 
 #if DCX_UCX_HAVE_EP_SGL_ZCOPY
 #  define UCT_DCX_IOPS_SGL_ZCOPY \
-    .ep_put_sgl_zcopy = (uct_ep_put_sgl_zcopy_func_t) \
-                        ucs_empty_function_return_unsupported, \
-    .ep_get_sgl_zcopy = (uct_ep_get_sgl_zcopy_func_t) \
-                        ucs_empty_function_return_unsupported,
+    .ep_put_sgl_zcopy = UCT_DCX_OP_UNSUPPORTED(uct_ep_put_sgl_zcopy_func_t), \
+    .ep_get_sgl_zcopy = UCT_DCX_OP_UNSUPPORTED(uct_ep_get_sgl_zcopy_func_t),
 #else
 #  define UCT_DCX_IOPS_SGL_ZCOPY
 #endif
@@ -231,16 +237,15 @@ int uct_dcx_ep_is_connected(const uct_ep_h tl_ep,
 /* GPU-initiated operations: dcx has no device endpoint */
 #if DCX_UCX_HAVE_EP_GET_DEVICE_EP
 #  define UCT_DCX_IOPS_DEVICE_EP \
-    .ep_get_device_ep = (uct_ep_get_device_ep_func_t) \
-                        ucs_empty_function_return_unsupported,
+    .ep_get_device_ep = UCT_DCX_OP_UNSUPPORTED(uct_ep_get_device_ep_func_t),
 #else
 #  define UCT_DCX_IOPS_DEVICE_EP
 #endif
 
 #if DCX_UCX_HAVE_EP_OUTSTANDING_PURGE
 #  define UCT_DCX_IOPS_OUTSTANDING_PURGE \
-    .ep_outstanding_purge = (uct_ep_outstanding_purge_func_t) \
-                            ucs_empty_function_return_unsupported,
+    .ep_outstanding_purge = \
+        UCT_DCX_OP_UNSUPPORTED(uct_ep_outstanding_purge_func_t),
 #else
 #  define UCT_DCX_IOPS_OUTSTANDING_PURGE
 #endif
