@@ -34,6 +34,9 @@
 #   install/ucx-VERSION/     the prefix; .dcx-build-ucx marks it complete
 #
 # Idempotent: a second run finds the complete prefix and prints it at once.
+#
+# Exit status: 0 and the prefix printed; 3 if no source of VERSION could be
+# had (the archive does not carry it); 1 for any other failure.
 
 set -eu
 
@@ -48,6 +51,12 @@ want=
 die() {
     echo "$prog: $*" >&2
     exit 1
+}
+
+# die_nosrc MESSAGE: the source cannot be had (exit status 3)
+die_nosrc() {
+    echo "$prog: $*" >&2
+    exit 3
 }
 
 note() {
@@ -194,18 +203,18 @@ elif [ -n "$tarball" ]; then
     install_tree "$tarball"
 elif ! find_tree >/dev/null; then
     command -v apt-get >/dev/null 2>&1 ||
-        die "no apt-get: pass --tarball FILE (https://github.com/openucx/ucx/releases)"
+        die_nosrc "no apt-get: pass --tarball FILE (https://github.com/openucx/ucx/releases)"
     dv=$(deb_source_version)
     if [ -z "$dv" ]; then
         add_newer_deb_src
         dv=$(deb_source_version)
     fi
-    [ -n "$dv" ] || die "Debian has no ucx source package of version $want (apt-cache showsrc ucx)"
+    [ -n "$dv" ] || die_nosrc "Debian has no ucx source package of version $want (apt-cache showsrc ucx)"
     dl="$cache_dir/dl"
     mkdir -p "$dl"
     note "downloading the ucx=$dv source package into $dl"
     (cd "$dl" && apt-get source --download-only "ucx=$dv" >&2) ||
-        die "apt-get source --download-only ucx=$dv failed (the archive may no longer carry it: pass --tarball FILE or --src DIR)"
+        die_nosrc "apt-get source --download-only ucx=$dv failed (the archive may no longer carry it: pass --tarball FILE or --src DIR)"
     up=$(echo "$dv" | sed -e 's/^[0-9]*://' -e 's/-[^-]*$//')
     orig=
     for f in "$dl"/ucx_"$up".orig.tar.*; do
