@@ -127,8 +127,8 @@ fi
 
 mkdir -p "$cache_dir" || die "cannot create $cache_dir"
 
-# One build at a time per cache directory.
-lock="$cache_dir/.build-ucx.lock"
+# One build of a version at a time per cache directory.
+lock="$cache_dir/.build-ucx-$want.lock"
 if command -v flock >/dev/null 2>&1 && [ -z "${DCX_BUILD_UCX_LOCKED:-}" ]; then
     DCX_BUILD_UCX_LOCKED=1 exec flock "$lock" "$0" --cache-dir "$cache_dir" \
         ${tarball:+--tarball "$tarball"} ${src_in:+--src "$src_in"} -j "$jobs" "$want"
@@ -257,7 +257,7 @@ note "building UCX $version in $build (log: $log)"
     die "UCX build failed, see $log"
 [ -x "$prefix/bin/ucx_info" ] && [ -x "$prefix/bin/ucx_perftest" ] ||
     die "UCX $version installed no ucx_info or ucx_perftest in $prefix"
-got=$("$prefix/bin/ucx_info" -v | sed -n 's/^# *Version *\([0-9.]*\).*/\1/p' | head -n 1)
+got=$("$prefix/bin/ucx_info" -v | sed -n 's/^# *\(Library version:\|Version\) *\([0-9.]*\).*/\2/p' | head -n 1)
 [ "$got" = "$version" ] || die "$prefix/bin/ucx_info reports version '$got', not $version"
 mkdir -p "$prefix/share"
 ln -sfn "$tree" "$prefix/share/dcx-ucx-src"

@@ -97,7 +97,7 @@ elif [ $rc -ne 0 ] || [ -z "$prefix" ]; then
 fi
 passed=$((passed + 1))
 echo "ok ($((SECONDS - t0)) s; $(sed -n 's/^seconds=//p' "$prefix/.dcx-build-ucx") s when built)"
-ucx_version=$("$prefix/bin/ucx_info" -v | sed -n 's/^# *Version *\([0-9.]*\).*/\1/p')
+ucx_version=$("$prefix/bin/ucx_info" -v | sed -n 's/^# *\(Library version:\|Version\) *\([0-9.]*\).*/\2/p' | head -n 1)
 
 # --- dcx against it ---------------------------------------------------------
 build_dcx() {

@@ -86,7 +86,7 @@ AS_IF([test "x$dcx_ucx_ok" = xyes],
 
 AS_IF([test "x$dcx_ucx_ok" = xyes],
     [AC_MSG_CHECKING([installed UCX version])
-     UCX_VERSION=`$UCX_INFO -v 2>/dev/null | sed -n 's/^# *Version *\(@<:@0-9.@:>@*\).*/\1/p' | head -n 1`
+     UCX_VERSION=`$UCX_INFO -v 2>/dev/null | sed -n 's/^# *\(Library version:\|Version\) *\(@<:@0-9.@:>@*\).*/\2/p' | head -n 1`
      AS_IF([test -z "$UCX_VERSION"],
         [AC_MSG_RESULT([unknown])
          DCX_UCX_FAIL([cannot read the UCX version from "$UCX_INFO -v"])],
@@ -230,7 +230,9 @@ AS_IF([test "x$dcx_ucx_ok" = xyes],
          AC_MSG_ERROR([cannot compile uct/base/uct_iface.h from $UCX_SRC_DIR with the configuration of $UCX_INFO (see config.log)])])])
 
 DCX_UCX_FEATURE([PTR_ARITH_H], [ucs/sys/ptr_arith.h],
-    [[#include <ucs/sys/ptr_arith.h>]])
+    [[#if !__has_include(<ucs/sys/ptr_arith.h>)
+#  error no ucs/sys/ptr_arith.h
+#endif]])
 DCX_UCX_FEATURE([MPOOL_PARAMS], [ucs_mpool_init() with ucs_mpool_params_t],
     [[ucs_mpool_params_t p; ucs_mpool_params_reset(&p);]])
 DCX_UCX_FEATURE([CONFIG_FILL_ENTRY], [ucs_config_parser_fill_opts() taking a list entry],
