@@ -104,7 +104,7 @@ build_dcx() {
     [ -x "$top/configure" ] || (cd "$top" && ./autogen.sh) || return 1
     cd "$bdir" &&
         "$top/configure" --with-ucx="$prefix" --enable-werror &&
-        grep -q "^#define UCT_VERNO_STRING \"$ucx_version\"" "$prefix/include/uct/api/version.h" &&
+        grep -Eq "^#define UCT_VERNO_STRING +\"$ucx_version\"" "$prefix/include/uct/api/version.h" &&
         make -j2 && make -j2 check TESTS=
 }
 step "dcx build against UCX $ucx_version (-Werror)" build_dcx
@@ -138,7 +138,22 @@ else
     echo "== (UCX $ucx_version has no UCX_PLUGIN_PATH: preload only)"
 fi
 
-step "gtest suites (gtest_uct, gtest_uct_md, gtest_ucp, ...)" make -C "$bdir" check
+step "gtest suites but gtest_ucp (gtest_uct, gtest_uct_md, ...)" \
+    make -C "$bdir" check TESTS="test/gtest/soft/gtest_soft test/gtest/mlx5/gtest_mlx5 test/gtest/uct/gtest_uct test/gtest/uct/gtest_uct_md test/gtest/uct/test_load_check.sh"
+
+# gtest_ucp with the UCP protocols this UCX selects by default, and with
+# the older protocol selection (UCX_PROTO_ENABLE=n) where it has both.
+# Known gap (UCX 1.18.1): its default protocols find no protocol for a
+# fetching atomic over dcx ("cannot find remote protocol ... amo_fetch"),
+# so rma_and_atomics runs only with the older selection there.
+gtest_ucp="$bdir/test/gtest/uct/gtest_ucp"
+if ucx_info -c 2>/dev/null | grep -q '^UCX_PROTO_ENABLE='; then
+    step "gtest_ucp, default protocols (but fetching atomics)" \
+        "$gtest_ucp" --gtest_filter='-*rma_and_atomics*'
+    step "gtest_ucp, UCX_PROTO_ENABLE=n" env UCX_PROTO_ENABLE=n "$gtest_ucp"
+else
+    step "gtest_ucp" "$gtest_ucp"
+fi
 
 # A few ucx_perftest runs of that UCX, UCT and UCP, over dcx
 perftest_some() {

@@ -246,6 +246,8 @@ DCX_UCX_FEATURE([RCACHE_GET_ALIGNMENT], [ucs_rcache_get() taking an alignment],
     [[DCX_UCX_SAME_TYPE(__typeof__(&ucs_rcache_get),
                        ucs_status_t (*)(ucs_rcache_t*, void*, size_t, size_t,
                                         int, void*, ucs_rcache_region_t**));]])
+DCX_UCX_FEATURE([RCACHE_OPS_MERGE], [ucs_rcache_ops_t.merge],
+    [[ucs_rcache_ops_t o; o.merge = NULL; (void)o;]])
 DCX_UCX_FEATURE([MKEY_PACK_FLAG_INVALIDATE_RMA], [UCT_MD_MKEY_PACK_FLAG_INVALIDATE_RMA],
     [[int f = UCT_MD_MKEY_PACK_FLAG_INVALIDATE_RMA | UCT_MD_MKEY_PACK_FLAG_INVALIDATE_AMO; (void)f;]])
 DCX_UCX_FEATURE([MD_QUERY_V2], [MD query with uct_md_attr_v2_t],

@@ -89,6 +89,13 @@ ucs_status_t uct_dcx_rcache_get(ucs_rcache_t *rcache, void *address,
 #endif
 }
 
+#if DCX_UCX_HAVE_RCACHE_OPS_MERGE
+void uct_dcx_rcache_merge(void *context, ucs_rcache_t *rcache, void *arg,
+                          ucs_rcache_region_t *region)
+{
+}
+#endif
+
 
 /* ------------------------------------------------------------------------
  * Memory domain and component operations
@@ -113,6 +120,9 @@ ucs_status_t uct_dcx_md_query_v2(uct_md_h uct_md, uct_md_attr_v2_t *attr)
     attr->max_alloc        = v1.cap.max_alloc;
     attr->max_reg          = v1.cap.max_reg;
     attr->reg_mem_types    = v1.cap.reg_mem_types;
+    /* UCP may keep registrations of those types in its own cache, as
+     * older UCP does for every memory domain */
+    attr->cache_mem_types  = v1.cap.reg_mem_types;
     attr->alloc_mem_types  = v1.cap.alloc_mem_types;
     attr->access_mem_types = v1.cap.access_mem_types;
     attr->detect_mem_types = v1.cap.detect_mem_types;

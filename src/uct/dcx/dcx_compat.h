@@ -70,6 +70,18 @@ ucs_status_t uct_dcx_rcache_get(ucs_rcache_t *rcache, void *address,
                                 size_t length, int prot, void *arg,
                                 ucs_rcache_region_t **region_p);
 
+/* Newer UCX calls a merge operation, without checking for NULL, when a
+ * new region swallows cached ones; a dcx region holds nothing to carry
+ * over (the swallowed regions are deregistered as usual).  Written first
+ * in the registration cache's ops table. */
+#if DCX_UCX_HAVE_RCACHE_OPS_MERGE
+void uct_dcx_rcache_merge(void *context, ucs_rcache_t *rcache, void *arg,
+                          ucs_rcache_region_t *region);
+#  define UCT_DCX_RCACHE_OPS_VERSIONED .merge = uct_dcx_rcache_merge,
+#else
+#  define UCT_DCX_RCACHE_OPS_VERSIONED
+#endif
+
 
 /* ------------------------------------------------------------------------
  * Memory domain and component operations

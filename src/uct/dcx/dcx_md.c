@@ -501,6 +501,7 @@ static void uct_dcx_rcache_dump_region_cb(void *context, ucs_rcache_t *rcache,
 }
 
 static ucs_rcache_ops_t uct_dcx_rcache_ops = {
+    UCT_DCX_RCACHE_OPS_VERSIONED
     .mem_reg     = uct_dcx_rcache_mem_reg_cb,
     .mem_dereg   = uct_dcx_rcache_mem_dereg_cb,
     .dump_region = uct_dcx_rcache_dump_region_cb

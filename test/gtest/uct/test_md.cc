@@ -150,6 +150,12 @@ protected:
         for (const auto &s : settings) {
             status = uct_config_modify(config, s.first.c_str(),
                                        s.second.c_str());
+            if (status == UCS_ERR_NO_ELEM) {
+                /* UCX 1.18 and later match the name with the component's
+                 * prefix, 1.13 without it */
+                status = uct_config_modify(config, ("DCX_" + s.first).c_str(),
+                                           s.second.c_str());
+            }
             if (status != UCS_OK) {
                 uct_config_release(config);
                 return status;
