@@ -65,7 +65,7 @@ fi
 ucx_version=
 if command -v ucx_info >/dev/null 2>&1; then
     ucx_version=$(ucx_info -v 2>/dev/null |
-                  sed -n 's/^# *Version *\([0-9.]*\).*/\1/p' | head -n 1)
+                  sed -n 's/^# *\(Library version:\|Version\) *\([0-9.]*\).*/\2/p' | head -n 1)
 fi
 if [ -z "$ucx_version" ] && [ -n "$deb_version" ]; then
     ucx_version=$(echo "$deb_version" | sed -e 's/^[0-9]*://' -e 's/-[^-]*$//')

@@ -2,7 +2,8 @@
 # dcx test command: installs what is missing, builds dcx twice (plain with
 # -Werror, and with ASan/UBSan), runs every googletest suite in both builds,
 # then the integration runs over the soft device: ucx_perftest (UCT and UCP),
-# MPI and OpenSHMEM programs.  Ends with one line "N passed, N failed".
+# MPI and OpenSHMEM programs, and last dcx against UCX 1.18.1 built from
+# source (test/ucx-versions.sh).  Ends with one line "N passed, N failed".
 #
 #   contrib/test.sh [--quick]     --quick: skip the ASan build
 set -uo pipefail
@@ -18,6 +19,7 @@ mkdir -p "$logdir"
 passed=0
 failed=0
 failures=()
+skipped=()
 
 step() {   # step NAME COMMAND...: runs one step, logs to a file, counts it
     local name=$1; shift
@@ -62,7 +64,32 @@ step "ucx_perftest over dcx (UCT and UCP)" \
     "$top/test/perftest.sh" -l "$top/build/.libs/libuct_dcx.so"
 step "MPI and OpenSHMEM over dcx" env DCX_TEST_TLS=dcx "$top/test/mpi/run.sh" "$top/build/test-mpi"
 
+# dcx against a newer UCX (Debian 13's 1.18.1): that UCX built from Debian's
+# source package (cached in ~/.cache/dcx), then dcx's gtest suites,
+# ucx_perftest and the MPI suite with it.  DCX_TEST_UCX_VERSIONS="" skips.
+for v in ${DCX_TEST_UCX_VERSIONS-1.18.1}; do
+    t0=$SECONDS
+    printf '== %-44s\n' "dcx against UCX $v (test/ucx-versions.sh)"
+    "$top/test/ucx-versions.sh" --build-dir "$top/build-ucx-$v" "$v" \
+        2>&1 | sed 's/^/   /'
+    rc=${PIPESTATUS[0]}
+    if [ "$rc" -eq 0 ]; then
+        passed=$((passed + 1))
+        echo "   ok ($((SECONDS - t0)) s)"
+    elif [ "$rc" -eq 77 ]; then
+        skipped+=("UCX $v")
+        echo "   SKIPPED: the UCX $v source cannot be had on this machine"
+    else
+        failed=$((failed + 1))
+        failures+=("UCX $v")
+        echo "   FAILED ($((SECONDS - t0)) s)"
+    fi
+done
+
 echo
+if [ ${#skipped[@]} -ne 0 ]; then
+    echo "skipped: ${skipped[*]}"
+fi
 if [ $failed -ne 0 ]; then
     echo "failed steps: ${failures[*]} (logs in $logdir)"
 fi

@@ -158,15 +158,18 @@ for src in "$top"/test/shmem/*.c; do build_one oshcc shmem "$src"; done
 
 # ---- transport check ------------------------------------------------------
 # Prints the transports named by the ep_cfg lines of a log, one a line.
+# UCX 1.13 writes "ep_cfg[1]: tag(...)", newer UCX "inter-node cfg#1 tag(...)"
+# (or intra-node, self), possibly after the context name.
+ep_cfg_re='UCX +INFO +(ep_cfg\[[0-9]+\]:|(.* )?(self|intra-node|inter-node) cfg#[0-9]+ )'
+ep_cfg_strip='s/.*(ep_cfg\[[0-9]+\]:|cfg#[0-9]+ ) *//'
 lane_tls() {
-    grep -E 'UCX +INFO +ep_cfg\[[0-9]+\]:' "$1" |
-        sed -E 's/.*ep_cfg\[[0-9]+\]://' |
+    grep -E "$ep_cfg_re" "$1" | sed -E "$ep_cfg_strip" |
         grep -oE '[A-Za-z0-9_]+/[^ )]+' | cut -d/ -f1 | sort -u
 }
 # Distinct lane descriptions "kind(tl/dev ...)", for the report.
 lane_desc() {
-    grep -E 'UCX +INFO +ep_cfg\[[0-9]+\]:' "$1" |
-        sed -E 's/.*ep_cfg\[[0-9]+\]: *//' | tr ' ' '\n' | paste -sd' ' |
+    grep -E "$ep_cfg_re" "$1" |
+        sed -E "$ep_cfg_strip" | tr ' ' '\n' | paste -sd' ' |
         grep -oE '[a-z_]+\([^)]*\)' | sort -u | paste -sd' '
 }
 

@@ -26,10 +26,11 @@ uct_component_t uct_dcx_component = {
     .name               = UCT_DCX_COMPONENT_NAME,
     .query_md_resources = uct_dcx_query_md_resources,
     .md_open            = uct_dcx_md_open,
-    .cm_open            = ucs_empty_function_return_unsupported,
-    .rkey_unpack        = uct_dcx_rkey_unpack,
-    .rkey_ptr           = ucs_empty_function_return_unsupported,
+    .cm_open            = UCT_DCX_OP_UNSUPPORTED(uct_component_cm_open_func_t),
+    .rkey_unpack        = UCT_DCX_COMPONENT_OP_RKEY_UNPACK,
+    .rkey_ptr           = UCT_DCX_OP_UNSUPPORTED(uct_component_rkey_ptr_func_t),
     .rkey_release       = uct_dcx_rkey_release,
+    UCT_DCX_COMPONENT_OPS_VERSIONED
     .md_config          = {
         .name           = "dcx memory domain",
         .prefix         = UCT_DCX_CONFIG_PREFIX,

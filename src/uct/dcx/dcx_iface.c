@@ -578,22 +578,24 @@ static ucs_status_t uct_dcx_iface_mpools_init(uct_dcx_iface_t *iface,
     size_t align, align_offset;
     ucs_status_t status;
 
-    status = ucs_mpool_init(&iface->tx_mp, sizeof(iface),
-                            sizeof(uct_dcx_send_desc_t) + cfg->seg_size,
-                            sizeof(uct_dcx_send_desc_t), UCS_SYS_CACHE_LINE_SIZE,
-                            ucs_min(128u, cfg->tx_max_bufs), cfg->tx_max_bufs,
-                            &uct_dcx_tx_mp_ops,
-                            "dcx_tx_desc");
+    status = uct_dcx_mpool_init(&iface->tx_mp, sizeof(iface),
+                                sizeof(uct_dcx_send_desc_t) + cfg->seg_size,
+                                sizeof(uct_dcx_send_desc_t),
+                                UCS_SYS_CACHE_LINE_SIZE,
+                                ucs_min(128u, cfg->tx_max_bufs),
+                                cfg->tx_max_bufs,
+                                &uct_dcx_tx_mp_ops,
+                                "dcx_tx_desc");
     if (status != UCS_OK) {
         return status;
     }
     *(uct_dcx_iface_t**)ucs_mpool_priv(&iface->tx_mp) = iface;
 
-    status = ucs_mpool_init(&iface->op_mp, 0,
-                            ucs_max(sizeof(uct_dcx_op_t),
-                                    sizeof(uct_dcx_grant_t)),
-                            0, UCS_SYS_CACHE_LINE_SIZE, 256, UINT_MAX,
-                            &uct_dcx_op_mp_ops, "dcx_ops");
+    status = uct_dcx_mpool_init(&iface->op_mp, 0,
+                                ucs_max(sizeof(uct_dcx_op_t),
+                                        sizeof(uct_dcx_grant_t)),
+                                0, UCS_SYS_CACHE_LINE_SIZE, 256, UINT_MAX,
+                                &uct_dcx_op_mp_ops, "dcx_ops");
     if (status != UCS_OK) {
         goto err_tx;
     }
@@ -617,10 +619,10 @@ static ucs_status_t uct_dcx_iface_mpools_init(uct_dcx_iface_t *iface,
         goto err_op;
     }
 
-    status = ucs_mpool_init(&iface->rx_mp, sizeof(iface),
-                            iface->rx_payload_offset + cfg->seg_size,
-                            align_offset, align, 256, UINT_MAX,
-                            &uct_dcx_rx_mp_ops, "dcx_rx_desc");
+    status = uct_dcx_mpool_init(&iface->rx_mp, sizeof(iface),
+                                iface->rx_payload_offset + cfg->seg_size,
+                                align_offset, align, 256, UINT_MAX,
+                                &uct_dcx_rx_mp_ops, "dcx_rx_desc");
     if (status != UCS_OK) {
         goto err_op;
     }
@@ -743,12 +745,11 @@ static void uct_dcx_iface_destroy_queues(uct_dcx_iface_t *iface)
 }
 
 static uct_iface_internal_ops_t uct_dcx_iface_internal_ops = {
+    UCT_DCX_IFACE_INTERNAL_OPS_VERSIONED
     .iface_estimate_perf = uct_base_iface_estimate_perf,
     .iface_vfs_refresh   = (uct_iface_vfs_refresh_func_t)ucs_empty_function,
-    .ep_query            = (uct_ep_query_func_t)
-                           ucs_empty_function_return_unsupported,
-    .ep_invalidate       = (uct_ep_invalidate_func_t)
-                           ucs_empty_function_return_unsupported
+    .ep_query            = UCT_DCX_OP_UNSUPPORTED(uct_ep_query_func_t),
+    .ep_invalidate       = UCT_DCX_OP_UNSUPPORTED(uct_ep_invalidate_func_t)
 };
 
 static UCS_CLASS_INIT_FUNC(uct_dcx_iface_t, uct_md_h tl_md,

@@ -70,7 +70,7 @@ ucs_config_field_t uct_dcx_md_config_table[] = {
 
     {"", "", NULL,
      ucs_offsetof(uct_dcx_md_config_t, rcache),
-     UCS_CONFIG_TYPE_TABLE(uct_md_config_rcache_table)},
+     UCS_CONFIG_TYPE_TABLE(UCT_DCX_RCACHE_CONFIG_TABLE)},
 
     {"SOFT_DEVICES", "0",
      "Number of soft devices to offer (soft0, soft1, ...). A soft device is a\n"
@@ -394,9 +394,7 @@ ucs_status_t uct_dcx_query_md_resources(uct_component_t *component,
     unsigned i, count;
     ucs_status_t status;
 
-    status = ucs_config_parser_fill_opts(&config, uct_dcx_md_config_table,
-                                         UCS_DEFAULT_ENV_PREFIX,
-                                         component->md_config.prefix, 0);
+    status = uct_dcx_md_config_fill(component, &config);
     if (status != UCS_OK) {
         /* the parser has logged the variable and its bad value */
         return status;
@@ -519,12 +517,13 @@ static void uct_dcx_rcache_dump_region_cb(void *context, ucs_rcache_t *rcache,
 }
 
 static ucs_rcache_ops_t uct_dcx_rcache_ops = {
+    UCT_DCX_RCACHE_OPS_VERSIONED
     .mem_reg     = uct_dcx_rcache_mem_reg_cb,
     .mem_dereg   = uct_dcx_rcache_mem_dereg_cb,
     .dump_region = uct_dcx_rcache_dump_region_cb
 };
 
-static ucs_status_t uct_dcx_mem_reg(uct_md_h uct_md, void *address,
+ucs_status_t uct_dcx_mem_reg(uct_md_h uct_md, void *address,
                                     size_t length, unsigned flags,
                                     uct_mem_h *memh_p)
 {
@@ -541,7 +540,7 @@ static ucs_status_t uct_dcx_mem_reg(uct_md_h uct_md, void *address,
     }
 
     if (md->rcache != NULL) {
-        status = ucs_rcache_get(md->rcache, address, length,
+        status = uct_dcx_rcache_get(md->rcache, address, length,
                                 writable ? (PROT_READ | PROT_WRITE) : PROT_READ,
                                 NULL, &rregion);
         if (status != UCS_OK) {
@@ -624,7 +623,7 @@ static uint16_t uct_dcx_rkey_check(const uct_dcx_packed_rkey_t *packed)
     return (uint16_t)(sum ^ (sum >> 16) ^ 0xdc58);
 }
 
-static ucs_status_t
+ucs_status_t
 uct_dcx_mkey_pack(uct_md_h uct_md, uct_mem_h uct_memh,
                   const uct_md_mkey_pack_params_t *params, void *rkey_buffer)
 {
@@ -640,7 +639,7 @@ uct_dcx_mkey_pack(uct_md_h uct_md, uct_mem_h uct_memh,
 
     if ((params != NULL) &&
         (params->field_mask & UCT_MD_MKEY_PACK_FIELD_FLAGS) &&
-        (params->flags & UCT_MD_MKEY_PACK_FLAG_INVALIDATE)) {
+        (params->flags & UCT_DCX_MKEY_PACK_FLAGS_INVALIDATE)) {
         ucs_debug("dcx md %s: rkeys for invalidation are not supported "
                   "(UCT_MD_FLAG_INVALIDATE is not set)", md->name);
         return UCS_ERR_UNSUPPORTED;
@@ -711,7 +710,7 @@ ucs_status_t uct_dcx_rkey_release(uct_component_t *component, uct_rkey_t rkey,
  * MD query, lifetime
  * ------------------------------------------------------------------------ */
 
-static ucs_status_t uct_dcx_md_query(uct_md_h uct_md, uct_md_attr_t *attr)
+ucs_status_t uct_dcx_md_query(uct_md_h uct_md, uct_md_attr_t *attr)
 {
     uct_dcx_md_t *md            = ucs_derived_of(uct_md, uct_dcx_md_t);
     const dcx_dev_caps_t *caps  = dcx_dev_caps(md->dev);
@@ -744,7 +743,7 @@ static ucs_status_t uct_dcx_md_query(uct_md_h uct_md, uct_md_attr_t *attr)
 
 /* Operations the MD's flags do not promise.  UCX calls MD operations
  * without NULL checks, so each one answers. */
-static ucs_status_t
+ucs_status_t
 uct_dcx_mem_alloc(uct_md_h uct_md, size_t *length_p, void **address_p,
                   ucs_memory_type_t mem_type, unsigned flags,
                   const char *alloc_name, uct_mem_h *memh_p)
@@ -770,7 +769,7 @@ static ucs_status_t uct_dcx_mem_advise(uct_md_h uct_md, uct_mem_h memh,
     return UCS_ERR_UNSUPPORTED;
 }
 
-static ucs_status_t uct_dcx_mem_query(uct_md_h uct_md, const void *address,
+ucs_status_t uct_dcx_mem_query(uct_md_h uct_md, const void *address,
                                       size_t length,
                                       uct_md_mem_attr_t *mem_attr)
 {
@@ -786,13 +785,6 @@ uct_dcx_detect_memory_type(uct_md_h uct_md, const void *address,
     ucs_debug("dcx md %s: memory type detection is not supported",
               ucs_derived_of(uct_md, uct_dcx_md_t)->name);
     return UCS_ERR_UNSUPPORTED;
-}
-
-static int
-uct_dcx_is_sockaddr_accessible(uct_md_h uct_md, const ucs_sock_addr_t *sockaddr,
-                               uct_sockaddr_accessibility_t mode)
-{
-    return 0;
 }
 
 /* UCX's memory hooks call this before memory is unmapped or remapped: a
@@ -875,15 +867,15 @@ static void uct_dcx_md_close(uct_md_h uct_md)
 
 static uct_md_ops_t uct_dcx_md_ops = {
     .close                  = uct_dcx_md_close,
-    .query                  = uct_dcx_md_query,
-    .mem_alloc              = uct_dcx_mem_alloc,
+    .query                  = UCT_DCX_MD_OP_QUERY,
+    .mem_alloc              = UCT_DCX_MD_OP_MEM_ALLOC,
     .mem_free               = uct_dcx_mem_free,
     .mem_advise             = uct_dcx_mem_advise,
-    .mem_reg                = uct_dcx_mem_reg,
+    .mem_reg                = UCT_DCX_MD_OP_MEM_REG,
     .mem_dereg              = uct_dcx_mem_dereg,
-    .mem_query              = uct_dcx_mem_query,
-    .mkey_pack              = uct_dcx_mkey_pack,
-    .is_sockaddr_accessible = uct_dcx_is_sockaddr_accessible,
+    .mem_query              = UCT_DCX_MD_OP_MEM_QUERY,
+    .mkey_pack              = UCT_DCX_MD_OP_MKEY_PACK,
+    UCT_DCX_MD_OPS_VERSIONED
     .detect_memory_type     = uct_dcx_detect_memory_type
 };
 
@@ -899,9 +891,8 @@ static ucs_status_t uct_dcx_md_rcache_init(uct_dcx_md_t *md,
         return UCS_OK;
     }
 
-    uct_md_set_rcache_params(&params, &config->rcache);
+    uct_dcx_rcache_params_init(&params, &config->rcache);
     params.region_struct_size = sizeof(uct_dcx_rcache_region_t);
-    params.max_alignment      = ucs_get_page_size();
     params.ucm_events         = UCM_EVENT_VM_UNMAPPED;
     params.context            = md;
     params.ops                = &uct_dcx_rcache_ops;
@@ -909,7 +900,7 @@ static ucs_status_t uct_dcx_md_rcache_init(uct_dcx_md_t *md,
     status = ucs_rcache_create(&params, md->name, ucs_stats_get_root(),
                                &md->rcache);
     if (status == UCS_OK) {
-        md->rcache_overhead = uct_md_rcache_overhead(&config->rcache);
+        md->rcache_overhead = uct_dcx_rcache_overhead(&config->rcache);
         return UCS_OK;
     }
 

@@ -19,6 +19,7 @@
 #include <ucs/type/status.h>
 
 #include "dcx_dev.h"
+#include "dcx_compat.h"
 
 #define UCT_DCX_COMPONENT_NAME   "dcx"
 #define UCT_DCX_CONFIG_PREFIX    "DCX_"
@@ -42,7 +43,7 @@ typedef struct uct_dcx_md_config {
     uct_md_config_t         super;
     /* Registration cache */
     int                     rcache_enable;  /* UCS_YES / UCS_NO / UCS_TRY */
-    uct_md_rcache_config_t  rcache;
+    uct_dcx_rcache_config_t rcache;
     /* Devices */
     unsigned                soft_devices;   /* number of soft devices, 0 = none */
     char                   *soft_fabric;    /* fabric name of the soft devices */

@@ -17,6 +17,8 @@
 #include <uct/api/v2/uct_v2.h>
 #include <ucs/debug/log_def.h>
 
+#include "dcx_ucx_features.h"   /* what differs between UCX versions */
+
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
@@ -25,6 +27,23 @@
 #include <vector>
 #include <sys/mman.h>
 #include <unistd.h>
+
+/* Packing an rkey that can be invalidated: one flag in older UCX, one for
+ * RMA and one for atomics in newer; newer uct_md_mkey_pack_v2() also takes
+ * the address range to pack. */
+#if DCX_UCX_HAVE_MKEY_PACK_FLAG_INVALIDATE_RMA
+#  define DCX_TEST_MKEY_PACK_FLAGS_INVALIDATE \
+    (UCT_MD_MKEY_PACK_FLAG_INVALIDATE_RMA | UCT_MD_MKEY_PACK_FLAG_INVALIDATE_AMO)
+#else
+#  define DCX_TEST_MKEY_PACK_FLAGS_INVALIDATE UCT_MD_MKEY_PACK_FLAG_INVALIDATE
+#endif
+#if DCX_UCX_HAVE_MKEY_PACK_V2_ADDRESS
+#  define DCX_TEST_MKEY_PACK_V2(_md, _memh, _addr, _len, _params, _buf) \
+    uct_md_mkey_pack_v2(_md, _memh, _addr, _len, _params, _buf)
+#else
+#  define DCX_TEST_MKEY_PACK_V2(_md, _memh, _addr, _len, _params, _buf) \
+    uct_md_mkey_pack_v2(_md, _memh, _params, _buf)
+#endif
 
 namespace {
 
@@ -131,6 +150,12 @@ protected:
         for (const auto &s : settings) {
             status = uct_config_modify(config, s.first.c_str(),
                                        s.second.c_str());
+            if (status == UCS_ERR_NO_ELEM) {
+                /* UCX 1.18 and later match the name with the component's
+                 * prefix, 1.13 without it */
+                status = uct_config_modify(config, ("DCX_" + s.first).c_str(),
+                                           s.second.c_str());
+            }
             if (status != UCS_OK) {
                 uct_config_release(config);
                 return status;
@@ -539,9 +564,10 @@ TEST_P(test_dcx_md_reg, dereg_bad_flow)
     uct_md_mkey_pack_params_t pack_params;
     std::vector<char> packed(packed_size(md));
     pack_params.field_mask = UCT_MD_MKEY_PACK_FIELD_FLAGS;
-    pack_params.flags      = UCT_MD_MKEY_PACK_FLAG_INVALIDATE;
+    pack_params.flags      = DCX_TEST_MKEY_PACK_FLAGS_INVALIDATE;
     EXPECT_EQ(UCS_ERR_UNSUPPORTED,
-              uct_md_mkey_pack_v2(md, memh, &pack_params, packed.data()));
+              DCX_TEST_MKEY_PACK_V2(md, memh, buf.data(), buf.size(),
+                                    &pack_params, packed.data()));
     EXPECT_EQ(UCS_OK, uct_md_mem_dereg(md, memh));
 }
 

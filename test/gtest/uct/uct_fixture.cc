@@ -128,6 +128,12 @@ ucs_status_t uct_dcx_test::try_create_entity(
     for (it = cfg.begin(); it != cfg.end(); ++it) {
         status = uct_config_modify(config, it->first.c_str(),
                                    it->second.c_str());
+        if (status == UCS_ERR_NO_ELEM) {
+            /* UCX 1.18 and later match the name with the transport's
+             * prefix, 1.13 without it */
+            status = uct_config_modify(config, ("DCX_" + it->first).c_str(),
+                                       it->second.c_str());
+        }
         if (status != UCS_OK) {
             uct_config_release(config);
             delete e;

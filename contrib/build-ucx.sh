@@ -1,0 +1,271 @@
+#!/bin/sh
+#
+# Builds a UCX other than the system one, for building and testing dcx
+# against it, and prints its install prefix (for configure --with-ucx=PREFIX;
+# the source tree it was built from is PREFIX/share/dcx-ucx-src, for
+# --with-ucx-src).
+#
+# Usage: build-ucx.sh [options] VERSION
+#   VERSION           upstream version, e.g. 1.18.1 (Debian 13) or 1.23
+#                     (Debian unstable: the newest 1.23.x it has)
+#   --cached          only print an already built prefix; exit 1 if none
+#   --cache-dir DIR   where sources, builds and prefixes are kept
+#                     (default: $DCX_CACHE_DIR, else ${XDG_CACHE_HOME:-~/.cache}/dcx)
+#   --tarball FILE    build from this UCX source tarball instead of
+#                     downloading one
+#   --src DIR         build from this UCX source tree (copied first)
+#   -j N              parallel make jobs (default 2)
+#
+# The source comes from Debian's source package (apt-get source
+# --download-only ucx=<the Debian version of VERSION>); if apt knows no such
+# version and the script runs as root, it adds deb-src entries for Debian 13
+# and unstable (/etc/apt/sources.list.d/dcx-ucx-newer.sources, source
+# packages only: no binary package ever comes from there) and updates apt's
+# lists of that file alone.
+#
+# UCX is configured for what dcx and its tests use: libucs, libuct, libucp,
+# libucm, the shared-memory and TCP transports, ucx_info and ucx_perftest;
+# no documentation, bindings, GPU, InfiniBand, RDMA-CM or CMA support.  It
+# is built at the lowest CPU priority (nice 19).
+#
+# Layout under the cache directory:
+#   ucx-VERSION/             the unpacked source (as contrib/get-ucx-src.sh)
+#   build/ucx-VERSION/       the object tree (removed after a good install)
+#   install/ucx-VERSION/     the prefix; .dcx-build-ucx marks it complete
+#
+# Idempotent: a second run finds the complete prefix and prints it at once.
+#
+# Exit status: 0 and the prefix printed; 3 if no source of VERSION could be
+# had (the archive does not carry it); 1 for any other failure.
+
+set -eu
+
+prog=$(basename "$0")
+cached_only=no
+cache_dir=${DCX_CACHE_DIR:-${XDG_CACHE_HOME:-${HOME:-/root}/.cache}/dcx}
+tarball=
+src_in=
+jobs=2
+want=
+
+die() {
+    echo "$prog: $*" >&2
+    exit 1
+}
+
+# die_nosrc MESSAGE: the source cannot be had (exit status 3)
+die_nosrc() {
+    echo "$prog: $*" >&2
+    exit 3
+}
+
+note() {
+    echo "$prog: $*" >&2
+}
+
+usage() {
+    sed -n '2,/^$/s/^# \{0,1\}//p' "$0"
+}
+
+while [ $# -gt 0 ]; do
+    case "$1" in
+    --cached)       cached_only=yes ;;
+    --cache-dir)    [ $# -ge 2 ] || die "--cache-dir needs a directory"
+                    cache_dir=$2; shift ;;
+    --cache-dir=*)  cache_dir=${1#*=} ;;
+    --tarball)      [ $# -ge 2 ] || die "--tarball needs a file"
+                    tarball=$2; shift ;;
+    --tarball=*)    tarball=${1#*=} ;;
+    --src)          [ $# -ge 2 ] || die "--src needs a directory"
+                    src_in=$2; shift ;;
+    --src=*)        src_in=${1#*=} ;;
+    -j)             [ $# -ge 2 ] || die "-j needs a number"
+                    jobs=$2; shift ;;
+    -j*)            jobs=${1#-j} ;;
+    -h|--help)      usage; exit 0 ;;
+    -*)             die "unknown option '$1' (see --help)" ;;
+    *)              [ -z "$want" ] || die "one VERSION only (got '$want' and '$1')"
+                    want=$1 ;;
+    esac
+    shift
+done
+
+[ -n "$want" ] || die "no VERSION given (e.g. 1.18.1; see --help)"
+echo "$want" | grep -qE '^[0-9]+\.[0-9]+(\.[0-9]+)?$' ||
+    die "VERSION '$want' is not of the form MAJOR.MINOR[.PATCH]"
+echo "$jobs" | grep -qE '^[1-9][0-9]*$' || die "-j '$jobs' is not a positive number"
+
+# The version of a source tree, from its configure.ac.
+src_version() {
+    sed -n 's/^define(.\{0,1\}ucx_ver_\(major\|minor\|patch\).\{0,1\}, *\([0-9]*\)).*/\2/p' \
+        "$1/configure.ac" 2>/dev/null | tr '\n' '.' | sed 's/\.$//'
+}
+
+# Does upstream version $1 satisfy the requested VERSION (1.23 matches 1.23.x)?
+version_matches() {
+    case "$want" in
+    *.*.*)  [ "$1" = "$want" ] ;;
+    *)      case "$1" in "$want".*) return 0 ;; *) return 1 ;; esac ;;
+    esac
+}
+
+# A complete prefix for the requested version, if one is cached.
+find_prefix() {
+    for p in "$cache_dir"/install/ucx-*; do
+        [ -f "$p/.dcx-build-ucx" ] || continue
+        v=$(sed -n 's/^version=//p' "$p/.dcx-build-ucx")
+        version_matches "$v" && { echo "$p"; return 0; }
+    done
+    return 1
+}
+
+if prefix=$(find_prefix); then
+    echo "$prefix"
+    exit 0
+fi
+[ "$cached_only" = no ] || die "no complete UCX $want build in $cache_dir/install"
+
+mkdir -p "$cache_dir" || die "cannot create $cache_dir"
+
+# One build of a version at a time per cache directory.
+lock="$cache_dir/.build-ucx-$want.lock"
+if command -v flock >/dev/null 2>&1 && [ -z "${DCX_BUILD_UCX_LOCKED:-}" ]; then
+    DCX_BUILD_UCX_LOCKED=1 exec flock "$lock" "$0" --cache-dir "$cache_dir" \
+        ${tarball:+--tarball "$tarball"} ${src_in:+--src "$src_in"} -j "$jobs" "$want"
+fi
+
+# --- the source -------------------------------------------------------------
+# A cached tree of the version, else --src, --tarball, or Debian's package.
+find_tree() {
+    for d in "$cache_dir"/ucx-*; do
+        [ -f "$d/src/uct/base/uct_iface.h" ] || continue
+        version_matches "$(src_version "$d")" && { echo "$d"; return 0; }
+    done
+    return 1
+}
+
+# The Debian source version whose upstream part matches VERSION, newest first.
+deb_source_version() {
+    apt-cache showsrc ucx 2>/dev/null | sed -n 's/^Version: //p' |
+    while read -r dv; do
+        up=$(echo "$dv" | sed -e 's/^[0-9]*://' -e 's/-[^-]*$//' -e 's/[+~].*$//')
+        version_matches "$up" && echo "$dv"
+    done | sort -rV | head -n 1
+}
+
+add_newer_deb_src() {
+    [ "$(id -u)" = 0 ] ||
+        die "apt knows no ucx source package for $want; add deb-src entries for Debian 13 (trixie) and unstable (sid) and run apt-get update, rerun as root, or pass --tarball/--src"
+    list=/etc/apt/sources.list.d/dcx-ucx-newer.sources
+    if [ ! -f "$list" ]; then
+        note "adding $list (deb-src for trixie and sid main)"
+        keyring=/usr/share/keyrings/debian-archive-keyring.gpg
+        {
+            echo "Types: deb-src"
+            echo "URIs: http://deb.debian.org/debian"
+            echo "Suites: trixie sid"
+            echo "Components: main"
+            [ ! -f "$keyring" ] || echo "Signed-By: $keyring"
+        } > "$list" || die "cannot write $list"
+    fi
+    note "updating apt's lists for $list"
+    apt-get update -o Dir::Etc::sourcelist="$list" -o Dir::Etc::sourceparts=- \
+        -o APT::Get::List-Cleanup=0 >&2 || die "apt-get update for $list failed"
+}
+
+# Unpacks tarball $1 (or copies tree $1) into the cache as ucx-<version>.
+install_tree() {
+    scratch=$(mktemp -d "$cache_dir/.unpack.XXXXXX") || die "cannot create a scratch directory in $cache_dir"
+    trap 'rm -rf "$scratch"' EXIT INT TERM
+    if [ -d "$1" ]; then
+        cp -a "$1" "$scratch/" || die "cannot copy $1"
+    else
+        tar -xf "$1" -C "$scratch" || die "cannot unpack $1"
+    fi
+    top=
+    for d in "$scratch"/*; do
+        [ -f "$d/src/uct/base/uct_iface.h" ] && { top=$d; break; }
+    done
+    [ -n "$top" ] || die "$1 holds no UCX source tree (no src/uct/base/uct_iface.h)"
+    got=$(src_version "$top")
+    version_matches "$got" || die "$1 is UCX '$got', not $want"
+    rm -rf "$cache_dir/ucx-$got"
+    mv "$top" "$cache_dir/ucx-$got" || die "cannot move the tree to $cache_dir/ucx-$got"
+    rm -rf "$scratch"
+    trap - EXIT INT TERM
+}
+
+if [ -n "$src_in" ]; then
+    [ -d "$src_in" ] || die "--src $src_in is not a directory"
+    install_tree "$src_in"
+elif [ -n "$tarball" ]; then
+    [ -f "$tarball" ] || die "no such tarball: $tarball"
+    install_tree "$tarball"
+elif ! find_tree >/dev/null; then
+    command -v apt-get >/dev/null 2>&1 ||
+        die_nosrc "no apt-get: pass --tarball FILE (https://github.com/openucx/ucx/releases)"
+    dv=$(deb_source_version)
+    if [ -z "$dv" ]; then
+        add_newer_deb_src
+        dv=$(deb_source_version)
+    fi
+    [ -n "$dv" ] || die_nosrc "Debian has no ucx source package of version $want (apt-cache showsrc ucx)"
+    dl="$cache_dir/dl"
+    mkdir -p "$dl"
+    note "downloading the ucx=$dv source package into $dl"
+    (cd "$dl" && apt-get source --download-only "ucx=$dv" >&2) ||
+        die_nosrc "apt-get source --download-only ucx=$dv failed (the archive may no longer carry it: pass --tarball FILE or --src DIR)"
+    up=$(echo "$dv" | sed -e 's/^[0-9]*://' -e 's/-[^-]*$//')
+    orig=
+    for f in "$dl"/ucx_"$up".orig.tar.*; do
+        [ -f "$f" ] && { orig=$f; break; }
+    done
+    [ -n "$orig" ] || die "apt-get source left no ucx_$up.orig.tar.* in $dl"
+    install_tree "$orig"
+fi
+tree=$(find_tree) || die "no UCX $want source tree in $cache_dir"
+version=$(src_version "$tree")
+
+# --- configure, build, install ---------------------------------------------
+prefix="$cache_dir/install/ucx-$version"
+build="$cache_dir/build/ucx-$version"
+config_args="--prefix=$prefix --enable-mt --disable-doxygen-doc --disable-examples
+    --without-java --without-go --without-cuda --without-rocm --without-ze
+    --without-gdrcopy --without-verbs --without-rdmacm --without-knem
+    --without-xpmem --without-ugni --without-fuse3 --without-mad --without-mpi
+    --disable-cma"
+
+run() {
+    note "$*"
+    nice -n 19 "$@"
+}
+
+if [ ! -x "$tree/configure" ]; then
+    note "generating $tree/configure"
+    (cd "$tree" && run ./autogen.sh >&2) || die "autogen.sh failed in $tree"
+fi
+
+start=$(date +%s)
+rm -rf "$build" "$prefix"
+mkdir -p "$build" || die "cannot create $build"
+log="$build/build.log"
+note "building UCX $version in $build (log: $log)"
+# shellcheck disable=SC2086
+(cd "$build" && run "$tree/configure" $config_args) > "$log" 2>&1 ||
+    die "UCX configure failed, see $log"
+(cd "$build" && run make -j"$jobs" && run make install) >> "$log" 2>&1 ||
+    die "UCX build failed, see $log"
+[ -x "$prefix/bin/ucx_info" ] && [ -x "$prefix/bin/ucx_perftest" ] ||
+    die "UCX $version installed no ucx_info or ucx_perftest in $prefix"
+got=$("$prefix/bin/ucx_info" -v | sed -n 's/^# *\(Library version:\|Version\) *\([0-9.]*\).*/\2/p' | head -n 1)
+[ "$got" = "$version" ] || die "$prefix/bin/ucx_info reports version '$got', not $version"
+mkdir -p "$prefix/share"
+ln -sfn "$tree" "$prefix/share/dcx-ucx-src"
+{
+    echo "version=$version"
+    echo "source=$tree"
+    echo "seconds=$(( $(date +%s) - start ))"
+} > "$prefix/.dcx-build-ucx"
+rm -rf "$build"
+note "UCX $version built in $(( $(date +%s) - start )) s"
+echo "$prefix"
