@@ -111,6 +111,15 @@ static ucs_config_field_t uct_dcx_iface_config_table[] = {
      "Maximum number of registered send buffers (bcopy, fetch results).",
      ucs_offsetof(uct_dcx_iface_config_t, tx_max_bufs), UCS_CONFIG_TYPE_UINT},
 
+    {"TM_ENABLE", "n",
+     "Feed the DCT from a tag-matching SRQ (the device matches tags):\n"
+     " y   - required; interface creation fails where the device has none\n"
+     " try - where the device has it\n"
+     " n   - never\n"
+     "Interfaces with and without it talk to each other.",
+     ucs_offsetof(uct_dcx_iface_config_t, tm_enable),
+     UCS_CONFIG_TYPE_TERNARY},
+
     {NULL}
 };
 
@@ -356,7 +365,7 @@ static ucs_status_t uct_dcx_iface_flush(uct_iface_h tl_iface, unsigned flags,
         if (dci->sig_sn < dci->sn) {
             /* unsignalled tail: a signalled no-op behind it */
             uct_dcx_dci_post_ctl(iface, dci, NULL, &self, UCT_DCX_CTL_NOP,
-                                 NULL, 0, NULL);
+                                 NULL, 0, iface->rx_tmh_len, NULL);
         }
     }
 
@@ -414,6 +423,7 @@ static ucs_status_t uct_dcx_iface_get_address(uct_iface_h tl_iface,
     iaddr->dctn[0] = iface->config.dctn & 0xff;
     iaddr->dctn[1] = (iface->config.dctn >> 8) & 0xff;
     iaddr->dctn[2] = (iface->config.dctn >> 16) & 0xff;
+    iaddr->flags   = iface->rx_tmh_len ? UCT_DCX_ADDR_FLAG_TM : 0;
     return UCS_OK;
 }
 
@@ -529,7 +539,8 @@ static ucs_status_t uct_dcx_iface_query(uct_iface_h tl_iface,
     if (max_inline > 0) {
         attr->cap.flags |= UCT_IFACE_FLAG_PUT_SHORT;
     }
-    if (max_inline >= UCT_DCX_AM_HDR_LEN + sizeof(uint64_t)) {
+    /* an AM to a TM peer carries a TMH too (dcx.h) */
+    if (max_inline >= DCX_TM_TMH_LEN + UCT_DCX_AM_HDR_LEN + sizeof(uint64_t)) {
         attr->cap.flags |= UCT_IFACE_FLAG_AM_SHORT;
     }
 
@@ -556,7 +567,8 @@ static ucs_status_t uct_dcx_iface_query(uct_iface_h tl_iface,
 
     attr->cap.am.max_short        = (attr->cap.flags &
                                      UCT_IFACE_FLAG_AM_SHORT) ?
-                                    ucs_min(max_inline, seg) -
+                                    ucs_min(max_inline -
+                                            DCX_TM_TMH_LEN, seg) -
                                     UCT_DCX_AM_HDR_LEN : 0;
     attr->cap.am.max_bcopy        = seg - UCT_DCX_AM_HDR_LEN;
     attr->cap.am.min_zcopy        = 0;
@@ -574,6 +586,7 @@ static ucs_status_t uct_dcx_iface_query(uct_iface_h tl_iface,
     attr->bandwidth.shared    = caps->bandwidth_Bps;
     attr->overhead            = caps->overhead_ns * 1e-9;
     attr->priority            = 0;
+    uct_dcx_iface_tag_query(iface, attr);
     return UCS_OK;
 }
 
@@ -655,7 +668,8 @@ static ucs_status_t uct_dcx_iface_mpools_init(uct_dcx_iface_t *iface,
     ucs_status_t status;
 
     status = ucs_mpool_init(&iface->tx_mp, sizeof(iface),
-                            sizeof(uct_dcx_send_desc_t) + cfg->seg_size,
+                            sizeof(uct_dcx_send_desc_t) + DCX_TM_TMH_LEN +
+                            cfg->seg_size,
                             sizeof(uct_dcx_send_desc_t), UCS_SYS_CACHE_LINE_SIZE,
                             128, cfg->tx_max_bufs, &uct_dcx_tx_mp_ops,
                             "dcx_tx_desc");
@@ -679,7 +693,9 @@ static ucs_status_t uct_dcx_iface_mpools_init(uct_dcx_iface_t *iface,
                                params->rx_headroom : 0;
     /* the element start stays 8-byte aligned when the payload (after the AM
      * byte) is aligned: pad the space before the headroom accordingly */
-    iface->rx_payload_offset = UCT_DCX_RX_HDR_SPACE + iface->rx_headroom;
+    /* a TM SRQ writes the TMH of each message before the header byte */
+    iface->rx_payload_offset = UCT_DCX_RX_HDR_SPACE + iface->rx_tmh_len +
+                               iface->rx_headroom;
     iface->rx_payload_offset += (8 - ((iface->rx_payload_offset +
                                        UCT_DCX_AM_HDR_LEN) % 8)) % 8;
     status = uct_iface_param_am_alignment(params, cfg->seg_size,
@@ -709,15 +725,34 @@ err_tx:
     return status;
 }
 
+/* UCX_DCX_TM_ENABLE against the device: 1 to try a TM SRQ, 0 not to, -1
+ * when it is required and the device has none (logged) */
+static int uct_dcx_iface_tm_wanted(uct_dcx_iface_t *iface,
+                                   const uct_dcx_iface_config_t *cfg)
+{
+    if (cfg->tm_enable == UCS_NO) {
+        return 0;
+    }
+    if (!(iface->caps->flags & DCX_CAP_TM) || (iface->caps->tm_max_tags == 0)) {
+        if (cfg->tm_enable == UCS_YES) {
+            ucs_error("dcx: %s: UCX_DCX_TM_ENABLE=y but the device has no "
+                      "tag matching", dcx_dev_name(iface->dev));
+            return -1;
+        }
+        return 0;
+    }
+    return 1;
+}
+
 static ucs_status_t uct_dcx_iface_create_queues(uct_dcx_iface_t *iface,
                                                 const uct_dcx_iface_config_t
-                                                *cfg)
+                                                *cfg, int tag_used)
 {
     const char *dev = dcx_dev_name(iface->dev);
     dcx_srq_attr_t srq_attr;
     dcx_qp_attr_t dct_attr;
     size_t port_len;
-    int ret;
+    int ret, tm;
 
     ret = dcx_cq_create(iface->dev, (cfg->num_dci + 1) * cfg->tx_queue_len,
                         &iface->tx_cq);
@@ -739,10 +774,35 @@ static ucs_status_t uct_dcx_iface_create_queues(uct_dcx_iface_t *iface,
     srq_attr.max_wr  = cfg->rx_queue_len;
     srq_attr.max_sge = 1;
     srq_attr.cq      = iface->rx_cq;
-    ret = dcx_srq_create(iface->pd, &srq_attr, &iface->srq);
-    if (ret != 0) {
-        ucs_error("dcx: %s: failed to create the SRQ: %s", dev, strerror(ret));
+    tm = tag_used ? uct_dcx_iface_tm_wanted(iface, cfg) : 0;
+    if (tm < 0) {
         goto err_rx_cq;
+    } else if (tm > 0) {
+        srq_attr.type        = DCX_SRQ_TM;
+        srq_attr.tm_max_tags = iface->caps->tm_max_tags;
+        srq_attr.tm_max_ops  = iface->caps->tm_max_ops;
+        ret = dcx_srq_create(iface->pd, &srq_attr, &iface->srq);
+        if (ret == 0) {
+            iface->rx_tmh_len = DCX_TM_TMH_LEN;
+        } else if (cfg->tm_enable == UCS_YES) {
+            ucs_error("dcx: %s: failed to create a tag-matching SRQ "
+                      "(UCX_DCX_TM_ENABLE=y): %s", dev, strerror(ret));
+            goto err_rx_cq;
+        } else {
+            ucs_diag("dcx: %s: no tag-matching SRQ (%s), tag offload off",
+                     dev, strerror(ret));
+            srq_attr.type        = DCX_SRQ_BASIC;
+            srq_attr.tm_max_tags = 0;
+            srq_attr.tm_max_ops  = 0;
+        }
+    }
+    if (iface->rx_tmh_len == 0) {
+        ret = dcx_srq_create(iface->pd, &srq_attr, &iface->srq);
+        if (ret != 0) {
+            ucs_error("dcx: %s: failed to create the SRQ: %s", dev,
+                      strerror(ret));
+            goto err_rx_cq;
+        }
     }
 
     memset(&dct_attr, 0, sizeof(dct_attr));
@@ -864,8 +924,10 @@ static UCS_CLASS_INIT_FUNC(uct_dcx_iface_t, uct_md_h tl_md,
     self->config.retry_count  = cfg->retry_count;
     self->config.rnr_retry    = cfg->rnr_retry;
     self->config.rnr_timer    = uct_dcx_rnr_timer_of(cfg->rnr_timer);
+    /* am_short_iov: TMH, AM byte and the iovs */
     self->config.max_iov      = ucs_min((uint32_t)UCT_DCX_MAX_IOV,
-                                        self->caps->max_sge - 1);
+                                        self->caps->max_sge - 2);
+    self->rx_tmh_len          = 0;
     self->rx_queue_len        = cfg->rx_queue_len;
     self->rx_posted           = 0;
     self->fc_wnd              = cfg->fc_wnd;
@@ -884,7 +946,9 @@ static UCS_CLASS_INIT_FUNC(uct_dcx_iface_t, uct_md_h tl_md,
     kh_init_inplace(uct_dcx_eps, &self->eps);
     uct_dcx_iface_atomic_caps(self);
 
-    status = uct_dcx_iface_create_queues(self, cfg);
+    status = uct_dcx_iface_create_queues(self, cfg,
+                                         uct_dcx_iface_tag_params(self,
+                                                                  params));
     if (status != UCS_OK) {
         goto err;
     }
@@ -910,9 +974,14 @@ static UCS_CLASS_INIT_FUNC(uct_dcx_iface_t, uct_md_h tl_md,
         goto err_scratch;
     }
 
-    status = uct_dcx_dci_pool_init(self, cfg);
+    status = uct_dcx_iface_tag_init(self);
     if (status != UCS_OK) {
         goto err_scratch_mr;
+    }
+
+    status = uct_dcx_dci_pool_init(self, cfg);
+    if (status != UCS_OK) {
+        goto err_tag;
     }
 
     uct_dcx_iface_post_recv(self);
@@ -933,6 +1002,8 @@ static UCS_CLASS_INIT_FUNC(uct_dcx_iface_t, uct_md_h tl_md,
 
 err_pool:
     uct_dcx_dci_pool_cleanup(self);
+err_tag:
+    uct_dcx_iface_tag_cleanup(self);
 err_scratch_mr:
     dcx_mr_dereg(self->scratch_mr);
 err_scratch:
@@ -981,6 +1052,7 @@ static UCS_CLASS_CLEANUP_FUNC(uct_dcx_iface_t)
     dcx_cq_destroy(self->rx_cq);
     dcx_cq_destroy(self->tx_cq);
 
+    uct_dcx_iface_tag_cleanup(self);
     dcx_mr_dereg(self->scratch_mr);
     free(self->scratch);
     ucs_mpool_cleanup(&self->rx_mp, 0);
@@ -1018,6 +1090,12 @@ uct_iface_ops_t uct_dcx_iface_ops = {
     .ep_flush                 = uct_dcx_ep_flush,
     .ep_fence                 = uct_dcx_ep_fence,
     .ep_check                 = uct_dcx_ep_check,
+    .ep_tag_eager_short       = uct_dcx_ep_tag_eager_short,
+    .ep_tag_eager_bcopy       = uct_dcx_ep_tag_eager_bcopy,
+    .ep_tag_eager_zcopy       = uct_dcx_ep_tag_eager_zcopy,
+    .ep_tag_rndv_request      = uct_dcx_ep_tag_rndv_request,
+    .iface_tag_recv_zcopy     = uct_dcx_iface_tag_recv_zcopy,
+    .iface_tag_recv_cancel    = uct_dcx_iface_tag_recv_cancel,
     .ep_create                = UCS_CLASS_NEW_FUNC_NAME(uct_dcx_ep_t),
     .ep_destroy               = UCS_CLASS_DELETE_FUNC_NAME(uct_dcx_ep_t),
     .iface_flush              = uct_dcx_iface_flush,
