@@ -752,6 +752,7 @@ static ucs_status_t uct_dcx_iface_create_queues(uct_dcx_iface_t *iface,
     dcx_srq_attr_t srq_attr;
     dcx_qp_attr_t dct_attr;
     size_t port_len;
+    unsigned rx_cqe;
     int ret, tm;
 
     ret = dcx_cq_create(iface->dev, (cfg->num_dci + 1) * cfg->tx_queue_len,
@@ -762,7 +763,18 @@ static ucs_status_t uct_dcx_iface_create_queues(uct_dcx_iface_t *iface,
         return UCS_ERR_IO_ERROR;
     }
 
-    ret = dcx_cq_create(iface->dev, cfg->rx_queue_len, &iface->rx_cq);
+    tm = tag_used ? uct_dcx_iface_tm_wanted(iface, cfg) : 0;
+    if (tm < 0) {
+        goto err_tx_cq;
+    }
+    /* a TM SRQ also completes list operations and up to two completions
+     * per listed receive */
+    rx_cqe = cfg->rx_queue_len;
+    if (tm > 0) {
+        rx_cqe = ucs_min(rx_cqe + iface->caps->tm_max_ops +
+                         2 * iface->caps->tm_max_tags, iface->caps->max_cqe);
+    }
+    ret = dcx_cq_create(iface->dev, rx_cqe, &iface->rx_cq);
     if (ret != 0) {
         ucs_error("dcx: %s: failed to create the receive CQ: %s", dev,
                   strerror(ret));
@@ -774,10 +786,7 @@ static ucs_status_t uct_dcx_iface_create_queues(uct_dcx_iface_t *iface,
     srq_attr.max_wr  = cfg->rx_queue_len;
     srq_attr.max_sge = 1;
     srq_attr.cq      = iface->rx_cq;
-    tm = tag_used ? uct_dcx_iface_tm_wanted(iface, cfg) : 0;
-    if (tm < 0) {
-        goto err_rx_cq;
-    } else if (tm > 0) {
+    if (tm > 0) {
         srq_attr.type        = DCX_SRQ_TM;
         srq_attr.tm_max_tags = iface->caps->tm_max_tags;
         srq_attr.tm_max_ops  = iface->caps->tm_max_ops;

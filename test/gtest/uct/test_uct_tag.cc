@@ -255,6 +255,9 @@ protected:
 
         for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); ++i) {
             size_t len = sizes[i];
+            if (len > max_eager(a, how)) {
+                continue;
+            }
             mem m      = alloc_mem(len + 64);
             recv_ctx ctx;
             std::vector<char> data = pattern(len, i + how);
