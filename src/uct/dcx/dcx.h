@@ -293,6 +293,16 @@ typedef struct uct_dcx_tm_stats {
     uint64_t  cancels;          /* receives cancelled */
 } uct_dcx_tm_stats_t;
 
+/* A rendezvous sent by uct_ep_tag_rndv_zcopy: done when its FIN comes */
+#define UCT_DCX_TM_RNDV_OPS  1024
+
+typedef struct uct_dcx_tm_rndv_op {
+    uct_completion_t   *comp;
+    uct_dcx_ep_t       *ep;        /* NULL: free */
+    uint16_t            gen;       /* app_ctx = gen << 16 | index */
+    uint16_t            next_free;
+} uct_dcx_tm_rndv_op_t;
+
 typedef struct uct_dcx_tm {
     uct_dcx_tm_slot_t          *slots;
     uint32_t                    num_slots;   /* device list size */
@@ -306,6 +316,9 @@ typedef struct uct_dcx_tm {
     uct_tag_unexp_rndv_cb_t     rndv_cb;
     void                       *rndv_arg;
     uct_recv_desc_t             release_desc;
+    uct_dcx_tm_rndv_op_t       *rndv_ops;    /* [UCT_DCX_TM_RNDV_OPS] */
+    uint16_t                    rndv_free;
+    unsigned                    rndv_max_hdr;
     uct_dcx_tm_stats_t          stats;
 } uct_dcx_tm_t;
 
@@ -440,6 +453,15 @@ ucs_status_t uct_dcx_ep_tag_eager_zcopy(uct_ep_h tl_ep, uct_tag_t tag,
                                         uint64_t imm, const uct_iov_t *iov,
                                         size_t iovcnt, unsigned flags,
                                         uct_completion_t *comp);
+ucs_status_ptr_t uct_dcx_ep_tag_rndv_zcopy(uct_ep_h tl_ep, uct_tag_t tag,
+                                          const void *header,
+                                          unsigned header_length,
+                                          const uct_iov_t *iov, size_t iovcnt,
+                                          unsigned flags,
+                                          uct_completion_t *comp);
+ucs_status_t uct_dcx_ep_tag_rndv_cancel(uct_ep_h tl_ep, void *op);
+void uct_dcx_tag_ep_gone(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep,
+                         ucs_status_t status);
 ucs_status_t uct_dcx_ep_tag_rndv_request(uct_ep_h tl_ep, uct_tag_t tag,
                                          const void *header,
                                          unsigned header_length,

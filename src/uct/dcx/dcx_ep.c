@@ -873,6 +873,7 @@ void uct_dcx_ep_handle_failure(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep,
     ep->flags |= UCT_DCX_EP_FLAG_FAILED;
     /* all its operations fail now (those on the failed DCI already did) */
     uct_dcx_ep_complete_ops(iface, ep, status);
+    uct_dcx_tag_ep_gone(iface, ep, status);
     iface->policy->ep_detach(iface, ep);
     ep->dci    = UCT_DCX_DCI_NONE;
 
@@ -979,6 +980,8 @@ UCS_CLASS_CLEANUP_FUNC(uct_dcx_ep_t)
     khiter_t it;
 
     uct_dcx_ep_pending_cleanup(iface, self);
+    /* its rendezvous in flight are forgotten: no FIN reaches them */
+    uct_dcx_tag_ep_gone(iface, self, UCS_OK);
 
     uct_dcx_ep_fc_forget(iface, self);
     if (!(self->flags & UCT_DCX_EP_FLAG_FAILED)) {

@@ -9,7 +9,13 @@
  * buffers are posted 16 bytes early, into the headroom) and go to the AM
  * path.  Tagged sends are only possible to a TM peer.
  *
- * Wire of a tagged send: TMH(EAGER, app_ctx, tag) | payload.  The 64-bit
+ * Wire of a tagged send: TMH(EAGER, app_ctx, tag) | payload.  Of a
+ * rendezvous: TMH(RNDV, app_ctx, tag) | RVH(va, rkey, len) | RAVH(our DCT,
+ * DC key) | header; app_ctx names the rendezvous (gen << 16 | index) and
+ * comes back in the TMH of the FIN the receiver's device sends when it has
+ * read the data.  An unexpected rendezvous goes to the rndv callback with
+ * the sender's buffer and rkey; UCP reads it and tells the sender itself,
+ * which then cancels the operation (uct_ep_tag_rndv_cancel).  The 64-bit
  * immediate of eager bcopy/zcopy travels as app_ctx (low half) and the
  * SEND_IMM immediate (high half); a SEND_IMM whose immediate and app_ctx
  * are both 0 is a software rendezvous request (uct_ep_tag_rndv_request),
@@ -461,6 +467,173 @@ ucs_status_t uct_dcx_ep_tag_eager_zcopy(uct_ep_h tl_ep, uct_tag_t tag,
 
 
 /* ---------------------------------------------------------------------------
+ * Rendezvous (sender)
+ * ------------------------------------------------------------------------- */
+
+static void uct_dcx_tm_rndv_put(uct_dcx_iface_t *iface, uct_dcx_tm_rndv_op_t *op)
+{
+    op->ep        = NULL;
+    op->comp      = NULL;
+    op->gen++;
+    op->next_free = iface->tm.rndv_free;
+    iface->tm.rndv_free = op - iface->tm.rndv_ops;
+}
+
+ucs_status_ptr_t uct_dcx_ep_tag_rndv_zcopy(uct_ep_h tl_ep, uct_tag_t tag,
+                                          const void *header,
+                                          unsigned header_length,
+                                          const uct_iov_t *iov, size_t iovcnt,
+                                          unsigned flags,
+                                          uct_completion_t *comp)
+{
+    uct_dcx_ep_t *ep       = ucs_derived_of(tl_ep, uct_dcx_ep_t);
+    uct_dcx_iface_t *iface = uct_dcx_ep_iface(ep);
+    uct_dcx_tm_rndv_op_t *op;
+    uct_dcx_send_desc_t *desc;
+    dcx_send_wr_t wr;
+    dcx_sge_t sge;
+    uint8_t *data;
+    uint16_t idx;
+    size_t length;
+    ucs_status_t status;
+
+    if (ucs_unlikely(ep->tmh_len == 0)) {
+        return UCS_STATUS_PTR(uct_dcx_tag_no_peer_tm(ep, "tag_rndv_zcopy"));
+    }
+    if (ucs_unlikely(iface->rx_tmh_len == 0)) {
+        /* the FIN comes back as a TM message: our SRQ must parse it */
+        ucs_error("dcx: %s: tag_rndv_zcopy: tag matching is off on this "
+                  "interface", dcx_dev_name(iface->dev));
+        return UCS_STATUS_PTR(UCS_ERR_UNSUPPORTED);
+    }
+    if (ucs_unlikely(header_length > iface->tm.rndv_max_hdr)) {
+        return UCS_STATUS_PTR(uct_dcx_tag_bad_length("tag_rndv_zcopy header",
+                                                     header_length,
+                                                     iface->tm.rndv_max_hdr));
+    }
+    if (ucs_unlikely((iovcnt != 1) || (iov->memh == UCT_MEM_HANDLE_NULL) ||
+                     (uct_iov_get_length(iov) > UINT32_MAX))) {
+        ucs_error("dcx: tag_rndv_zcopy: needs one registered buffer of at "
+                  "most 4 GiB (iov count %zu)", iovcnt);
+        return UCS_STATUS_PTR(UCS_ERR_INVALID_PARAM);
+    }
+    if (ucs_unlikely(iface->tm.rndv_free == UINT16_MAX)) {
+        return UCS_STATUS_PTR(UCS_ERR_NO_RESOURCE);
+    }
+
+    status = uct_dcx_ep_tx_begin(iface, ep, 1);
+    if (ucs_unlikely(status != UCS_OK)) {
+        return UCS_STATUS_PTR(status);
+    }
+    desc = uct_dcx_iface_get_desc(iface);
+    if (ucs_unlikely(desc == NULL)) {
+        return UCS_STATUS_PTR(UCS_ERR_NO_RESOURCE);
+    }
+    desc->op.cb   = uct_dcx_op_release_desc;
+    desc->op.comp = NULL;
+
+    idx    = iface->tm.rndv_free;
+    op     = &iface->tm.rndv_ops[idx];
+    length = uct_iov_get_length(iov);
+    data   = uct_dcx_desc_data(desc);
+    dcx_tmh_pack(data, DCX_TMH_RNDV, ((uint32_t)op->gen << 16) | idx, tag);
+    dcx_rvh_pack(data + DCX_TM_TMH_LEN, (uintptr_t)iov->buffer,
+                 uct_dcx_memh_mr(iov->memh)->rkey, (uint32_t)length);
+    dcx_ravh_pack(data + DCX_TM_TMH_LEN + sizeof(dcx_rvh_t),
+                  iface->config.dctn, iface->config.dc_key);
+    memcpy(data + DCX_TM_RNDV_LEN, header, header_length);
+
+    sge.addr   = (uintptr_t)data;
+    sge.length = DCX_TM_RNDV_LEN + header_length;
+    sge.lkey   = desc->lkey;
+    uct_dcx_wr_init(&wr, ep, DCX_WR_SEND, 0, &sge, 1);
+    status = uct_dcx_tag_post(iface, ep, &wr, &desc->op, 0);
+    if (ucs_unlikely(status != UCS_OK)) {
+        return UCS_STATUS_PTR(status);
+    }
+
+    iface->tm.rndv_free = op->next_free;
+    op->ep              = ep;
+    op->comp            = comp;
+    UCT_TL_EP_STAT_OP(&ep->super, TAG, ZCOPY, length);
+    return op;
+}
+
+static uct_dcx_tm_rndv_op_t *
+uct_dcx_tm_rndv_op(uct_dcx_iface_t *iface, void *handle)
+{
+    uct_dcx_tm_rndv_op_t *op = handle;
+
+    if ((iface->tm.rndv_ops == NULL) || (op < iface->tm.rndv_ops) ||
+        (op >= iface->tm.rndv_ops + UCT_DCX_TM_RNDV_OPS) ||
+        (op->ep == NULL)) {
+        return NULL;
+    }
+    return op;
+}
+
+ucs_status_t uct_dcx_ep_tag_rndv_cancel(uct_ep_h tl_ep, void *handle)
+{
+    uct_dcx_ep_t *ep         = ucs_derived_of(tl_ep, uct_dcx_ep_t);
+    uct_dcx_iface_t *iface   = uct_dcx_ep_iface(ep);
+    uct_dcx_tm_rndv_op_t *op = uct_dcx_tm_rndv_op(iface, handle);
+
+    if ((op == NULL) || (op->ep != ep)) {
+        ucs_error("dcx: tag_rndv_cancel: %p is not a rendezvous of ep %p",
+                  handle, ep);
+        return UCS_ERR_INVALID_PARAM;
+    }
+    /* a FIN that still comes finds nothing */
+    uct_dcx_tm_rndv_put(iface, op);
+    return UCS_OK;
+}
+
+void uct_dcx_tag_ep_gone(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep,
+                         ucs_status_t status)
+{
+    uct_dcx_tm_rndv_op_t *op;
+    uct_completion_t *comp;
+    unsigned i;
+
+    if (iface->tm.rndv_ops == NULL) {
+        return;
+    }
+    for (i = 0; i < UCT_DCX_TM_RNDV_OPS; ++i) {
+        op = &iface->tm.rndv_ops[i];
+        if (op->ep != ep) {
+            continue;
+        }
+        comp = op->comp;
+        uct_dcx_tm_rndv_put(iface, op);
+        if ((status != UCS_OK) && (comp != NULL)) {
+            uct_invoke_completion(comp, status);
+        }
+    }
+}
+
+/* The receiver's device read a rendezvous of ours */
+static void uct_dcx_tag_rx_fin(uct_dcx_iface_t *iface, const uint8_t *tmh)
+{
+    uct_dcx_tm_rndv_op_t *op;
+    uct_completion_t *comp;
+    uint8_t opcode;
+    uint32_t app_ctx;
+    uint64_t tag;
+
+    dcx_tmh_unpack(tmh, &opcode, &app_ctx, &tag);
+    op = &iface->tm.rndv_ops[(app_ctx & 0xffff) % UCT_DCX_TM_RNDV_OPS];
+    if ((op->ep == NULL) || (op->gen != (app_ctx >> 16))) {
+        return; /* cancelled, or its ep is gone */
+    }
+    comp = op->comp;
+    uct_dcx_tm_rndv_put(iface, op);
+    if (comp != NULL) {
+        uct_invoke_completion(comp, UCS_OK);
+    }
+}
+
+
+/* ---------------------------------------------------------------------------
  * Completions of the TM SRQ
  * ------------------------------------------------------------------------- */
 
@@ -490,20 +663,49 @@ static void uct_dcx_tag_rx_no_tag(uct_dcx_iface_t *iface, const dcx_wc_t *wc)
 
     iface->rx_posted--;
     if (ucs_unlikely((wc->status != DCX_WC_SUCCESS) ||
-                     (wc->byte_len < DCX_TM_TMH_LEN + UCT_DCX_AM_HDR_LEN))) {
+                     (wc->byte_len < DCX_TM_TMH_LEN))) {
         uct_dcx_iface_rx_error(iface, wc);
         ucs_mpool_put_inline(elem);
         return;
     }
 
     wire = uct_dcx_rx_wire(iface, elem);
-    if (ucs_unlikely(wire[-(int)DCX_TM_TMH_LEN] != DCX_TMH_NO_TAG)) {
+    if (ucs_unlikely(wire[-(int)DCX_TM_TMH_LEN] == DCX_TMH_FIN)) {
+        uct_dcx_tag_rx_fin(iface, wire - DCX_TM_TMH_LEN);
+        ucs_mpool_put_inline(elem);
+        return;
+    } else if (ucs_unlikely(wire[-(int)DCX_TM_TMH_LEN] != DCX_TMH_NO_TAG)) {
         ucs_error("dcx: %s: dropped a message with TMH opcode %u",
                   dcx_dev_name(iface->dev), wire[-(int)DCX_TM_TMH_LEN]);
         ucs_mpool_put_inline(elem);
         return;
     }
     uct_dcx_iface_rx_am(iface, elem, wire, wc->byte_len - DCX_TM_TMH_LEN);
+}
+
+/* An unexpected rendezvous: software (UCP) reads the data.  'wire' points
+ * after the TMH, at the RVH. */
+static void uct_dcx_tag_rx_unexp_rndv(uct_dcx_iface_t *iface,
+                                      const uint8_t *wire, unsigned length,
+                                      uint64_t tag)
+{
+    uint8_t rkey_buf[UCT_DCX_PACKED_RKEY_SIZE];
+    uint64_t va;
+    uint32_t rkey, len;
+    unsigned hdr_off = DCX_TM_RNDV_LEN - DCX_TM_TMH_LEN;
+
+    if (ucs_unlikely(length < hdr_off)) {
+        ucs_error("dcx: %s: dropped a rendezvous request of %u bytes",
+                  dcx_dev_name(iface->dev), length);
+        return;
+    }
+    dcx_rvh_unpack(wire, &va, &rkey, &len);
+    uct_dcx_rkey_pack_raw(rkey, rkey_buf);
+    iface->tm.stats.unexp_rndv++;
+    iface->tm.stats.rndv_sw++;
+    /* no DESC flag: the rkey buffer is on the stack, as on rc_mlx5 */
+    iface->tm.rndv_cb(iface->tm.rndv_arg, 0, tag, wire + hdr_off,
+                      length - hdr_off, va, len, rkey_buf);
 }
 
 /* An unexpected tagged message, whole, in an SRQ buffer */
@@ -531,8 +733,11 @@ static void uct_dcx_tag_rx_unexp(uct_dcx_iface_t *iface, const dcx_wc_t *wc)
     dcx_tmh_unpack(wire - DCX_TM_TMH_LEN, &opcode, &app_ctx, &tag);
     iface->tm.unexp_cnt++;
 
-    if (ucs_unlikely(opcode != DCX_TMH_EAGER)) {
-        /* device rendezvous requests are not sent by this transport */
+    if (opcode == DCX_TMH_RNDV) {
+        uct_dcx_tag_rx_unexp_rndv(iface, wire, length, tag);
+        ucs_mpool_put_inline(elem);
+        goto out;
+    } else if (ucs_unlikely(opcode != DCX_TMH_EAGER)) {
         ucs_error("dcx: %s: dropped an unexpected tagged message with TMH "
                   "opcode %u (tag 0x%" PRIx64 ")", dcx_dev_name(iface->dev),
                   opcode, tag);
@@ -589,19 +794,24 @@ static void uct_dcx_tag_rx_expected(uct_dcx_iface_t *iface,
     priv = uct_dcx_tm_priv(ctx);
 
     if (ucs_unlikely(wc->status != DCX_WC_SUCCESS)) {
-        if (wc->status == DCX_WC_TM_RNDV_INCOMPLETE) {
-            ucs_error("dcx: %s: a rendezvous request matched tag 0x%" PRIx64
-                      ", this transport does not send them",
-                      dcx_dev_name(iface->dev), wc->tm_tag);
-        }
+        /* a rendezvous whose data does not fit the buffer is truncated as
+         * an eager one is (the sender gets no FIN: it learns the outcome
+         * from the protocol above) */
         uct_dcx_tm_slot_finish(iface, idx, 0, 0,
-                               (wc->status == DCX_WC_LOC_LEN_ERR) ?
+                               ((wc->status == DCX_WC_LOC_LEN_ERR) ||
+                                (wc->status == DCX_WC_TM_RNDV_INCOMPLETE)) ?
                                UCS_ERR_MESSAGE_TRUNCATED :
                                uct_dcx_status(wc->status));
         return;
     }
 
-    if (wc->flags & DCX_WC_FLAG_TM_MATCH) {
+    if (!(wc->flags & DCX_WC_FLAG_TM_MATCH)) {
+        /* second of two: eager of several packets or a device rendezvous;
+         * only a rendezvous can be larger than an eager message */
+        if (wc->byte_len > iface->config.seg_size) {
+            iface->tm.stats.rndv_hw++;
+        }
+    } else {
         priv->tag     = wc->tm_tag;
         priv->app_ctx = wc->tm_priv;
         iface->tm.stats.matched++;
@@ -718,6 +928,7 @@ int uct_dcx_iface_tag_params(uct_dcx_iface_t *iface,
 
     memset(tm, 0, sizeof(*tm));
     tm->free_head       = UINT32_MAX;
+    tm->rndv_free       = UINT16_MAX;
     tm->release_desc.cb = uct_dcx_tm_release_desc;
     tm->eager_cb  = (fm & UCT_IFACE_PARAM_FIELD_HW_TM_EAGER_CB) ?
                     params->eager_cb : NULL;
@@ -754,6 +965,22 @@ ucs_status_t uct_dcx_iface_tag_init(uct_dcx_iface_t *iface)
         tm->slots[i].next_free = (i + 1 < tm->num_slots) ? i + 1 : UINT32_MAX;
     }
     tm->free_head = 0;
+
+    tm->rndv_ops = ucs_calloc(UCT_DCX_TM_RNDV_OPS, sizeof(*tm->rndv_ops),
+                              "dcx_tm_rndv_ops");
+    if (tm->rndv_ops == NULL) {
+        ucs_error("dcx: failed to allocate the rendezvous table");
+        ucs_free(tm->slots);
+        tm->slots = NULL;
+        return UCS_ERR_NO_MEMORY;
+    }
+    for (i = 0; i < UCT_DCX_TM_RNDV_OPS; ++i) {
+        tm->rndv_ops[i].next_free = (i + 1 < UCT_DCX_TM_RNDV_OPS) ?
+                                    i + 1 : UINT16_MAX;
+    }
+    tm->rndv_free    = 0;
+    tm->rndv_max_hdr = (iface->caps->tm_max_rndv_hdr > DCX_TM_RNDV_LEN) ?
+                       iface->caps->tm_max_rndv_hdr - DCX_TM_RNDV_LEN : 0;
     return UCS_OK;
 }
 
@@ -770,7 +997,9 @@ void uct_dcx_iface_tag_cleanup(uct_dcx_iface_t *iface)
                  s->unexp_rndv, s->rndv_hw, s->rndv_sw, s->syncs, s->cancels);
     }
     ucs_free(iface->tm.slots);
-    iface->tm.slots = NULL;
+    ucs_free(iface->tm.rndv_ops);
+    iface->tm.slots    = NULL;
+    iface->tm.rndv_ops = NULL;
 }
 
 void uct_dcx_iface_tag_query(uct_dcx_iface_t *iface, uct_iface_attr_t *attr)
@@ -794,4 +1023,10 @@ void uct_dcx_iface_tag_query(uct_dcx_iface_t *iface, uct_iface_attr_t *attr)
     attr->cap.tag.recv.max_zcopy    = iface->caps->max_msg_size;
     attr->cap.tag.recv.max_iov      = 1;
     attr->cap.tag.recv.max_outstanding = iface->tm.num_slots;
+
+    attr->cap.flags                |= UCT_IFACE_FLAG_TAG_RNDV_ZCOPY;
+    attr->cap.tag.rndv.max_zcopy    = ucs_min(iface->caps->max_msg_size,
+                                              (uint64_t)UINT32_MAX);
+    attr->cap.tag.rndv.max_hdr      = iface->tm.rndv_max_hdr;
+    attr->cap.tag.rndv.max_iov      = 1;
 }

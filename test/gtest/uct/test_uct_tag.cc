@@ -168,6 +168,13 @@ protected:
         m.rndv  = true;
         m.data.assign((char*)header, (char*)header + header_length);
         self->m_unexp.push_back(m);
+        self->m_rndv_va  = remote_addr;
+        self->m_rndv_len = length;
+        if (rkey_buf != NULL) {
+            self->m_rndv_rkey.assign((const char*)rkey_buf,
+                                     (const char*)rkey_buf +
+                                     self->m_md_attr.rkey_packed_size);
+        }
         return UCS_OK;
     }
 
@@ -301,6 +308,9 @@ protected:
     }
 
     bool                   m_tag_params;
+    uint64_t               m_rndv_va;
+    size_t                 m_rndv_len;
+    std::vector<char>      m_rndv_rkey;
     std::vector<unexp_msg> m_unexp;
 };
 
@@ -310,14 +320,15 @@ TEST_P(uct_dcx_tag, caps_follow_the_knob)
     entity *on = create_tm("y"), *off = create_tm("n"), *def = create_tm("try");
     uint64_t tag_flags = UCT_IFACE_FLAG_TAG_EAGER_SHORT |
                          UCT_IFACE_FLAG_TAG_EAGER_BCOPY |
-                         UCT_IFACE_FLAG_TAG_EAGER_ZCOPY;
+                         UCT_IFACE_FLAG_TAG_EAGER_ZCOPY |
+                         UCT_IFACE_FLAG_TAG_RNDV_ZCOPY;
 
     EXPECT_EQ(tag_flags, on->attr.cap.flags & tag_flags);
     EXPECT_EQ(tag_flags, def->attr.cap.flags & tag_flags);
-    EXPECT_EQ(0u, off->attr.cap.flags & (tag_flags |
-                                         UCT_IFACE_FLAG_TAG_RNDV_ZCOPY));
-    /* not implemented: not advertised */
-    EXPECT_EQ(0u, on->attr.cap.flags & UCT_IFACE_FLAG_TAG_RNDV_ZCOPY);
+    EXPECT_EQ(0u, off->attr.cap.flags & tag_flags);
+    /* 64 bytes of rendezvous request, 48 of them headers */
+    EXPECT_EQ(16u, on->attr.cap.tag.rndv.max_hdr);
+    EXPECT_EQ(1u, on->attr.cap.tag.rndv.max_iov);
     EXPECT_GT(on->attr.cap.tag.recv.max_outstanding, 0u);
     EXPECT_EQ(1u, on->attr.cap.tag.recv.max_iov);
     EXPECT_GT(on->attr.cap.tag.eager.max_bcopy, 0u);
@@ -408,6 +419,135 @@ TEST_P(uct_dcx_tag, rndv_request_expected_and_unexpected)
     EXPECT_TRUE(m_unexp[0].rndv);
     EXPECT_EQ((uct_tag_t)0x43, m_unexp[0].tag);
     EXPECT_TRUE(m_unexp[0].data == hdr);
+}
+
+/* The receiver's device reads the data and sends the FIN: the sender's
+ * operation completes, the receive completes with the whole message */
+TEST_P(uct_dcx_tag, rndv_zcopy_device_completed)
+{
+    entity *a = create_tm(), *b = create_tm();
+    uct_ep_h ep = connect(a, b);
+    size_t sizes[] = { 1, 9000, 256 * 1024, 4 * 1024 * 1024 };
+    char hdr[16] = "rndv-header";
+
+    for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); ++i) {
+        size_t len = sizes[i];
+        mem src    = alloc_mem(len), dst = alloc_mem(len);
+        std::vector<char> data = pattern(len, i + 11);
+        recv_ctx ctx;
+        test_comp comp;
+        void *op;
+
+        memcpy(src.ptr, data.data(), len);
+        post_recv(b, ctx, dst, len, 0x500 + i);
+        uct_iov_t iov = { src.ptr, len, src.memh, 0, 1 };
+        ASSERT_TRUE(wait_for([&]() {
+            op = uct_ep_tag_rndv_zcopy(ep, 0x500 + i, hdr, sizeof(hdr), &iov,
+                                       1, 0, &comp.uct);
+            return op != UCS_STATUS_PTR(UCS_ERR_NO_RESOURCE);
+        }));
+        ASSERT_FALSE(UCS_PTR_IS_ERR(op));
+        ASSERT_TRUE(wait_for([&]() {
+            return (ctx.completed > 0) && (comp.done > 0);
+        })) << "size " << len;
+        EXPECT_EQ(UCS_OK, comp.status);
+        EXPECT_EQ(1, ctx.consumed);
+        EXPECT_EQ(UCS_OK, ctx.status);
+        EXPECT_EQ(0x500 + i, ctx.stag);
+        EXPECT_EQ(len, ctx.length);
+        EXPECT_EQ(0, memcmp(dst.ptr, data.data(), len)) << "size " << len;
+        EXPECT_TRUE(m_unexp.empty());
+    }
+}
+
+/* No receive posted: the rndv callback gets the sender's buffer and rkey;
+ * software reads it, and the sender cancels its operation */
+TEST_P(uct_dcx_tag, rndv_zcopy_unexpected_software_completed)
+{
+    entity *a = create_tm(), *b = create_tm();
+    uct_ep_h ep = connect(a, b), back = connect(b, a);
+    size_t len = 300 * 1024;
+    mem src = alloc_mem(len), dst = alloc_mem(len);
+    std::vector<char> data = pattern(len, 77);
+    char hdr[16] = "sw-rndv";
+    test_comp comp, get;
+    void *op;
+
+    memcpy(src.ptr, data.data(), len);
+    uct_iov_t iov = { src.ptr, len, src.memh, 0, 1 };
+    op = uct_ep_tag_rndv_zcopy(ep, 0x600, hdr, sizeof(hdr), &iov, 1, 0,
+                               &comp.uct);
+    ASSERT_FALSE(UCS_PTR_IS_ERR(op));
+    ASSERT_TRUE(wait_for([&]() { return !m_unexp.empty(); }));
+    ASSERT_TRUE(m_unexp[0].rndv);
+    EXPECT_EQ((uct_tag_t)0x600, m_unexp[0].tag);
+    ASSERT_EQ(sizeof(hdr), m_unexp[0].data.size());
+    EXPECT_EQ(0, memcmp(m_unexp[0].data.data(), hdr, sizeof(hdr)));
+    ASSERT_EQ((uint64_t)(uintptr_t)src.ptr, m_rndv_va);
+    ASSERT_EQ(len, m_rndv_len);
+
+    uct_rkey_bundle_t rkb;
+    ASSERT_EQ(UCS_OK, uct_rkey_unpack(m_component, m_rndv_rkey.data(), &rkb));
+    uct_iov_t diov = { dst.ptr, len, dst.memh, 0, 1 };
+    ucs_status_t status = uct_ep_get_zcopy(back, &diov, 1, m_rndv_va,
+                                           rkb.rkey, &get.uct);
+    ASSERT_TRUE((status == UCS_OK) || (status == UCS_INPROGRESS));
+    if (status == UCS_INPROGRESS) {
+        ASSERT_TRUE(wait_for([&]() { return get.done > 0; }));
+        EXPECT_EQ(UCS_OK, get.status);
+    }
+    EXPECT_EQ(0, memcmp(dst.ptr, data.data(), len));
+    uct_rkey_release(m_component, &rkb);
+
+    EXPECT_EQ(0, comp.done);
+    EXPECT_EQ(UCS_OK, uct_ep_tag_rndv_cancel(ep, op));
+    progress();
+    EXPECT_EQ(0, comp.done);
+}
+
+TEST_P(uct_dcx_tag, rndv_cancel)
+{
+    entity *a = create_tm(), *b = create_tm();
+    uct_ep_h ep = connect(a, b);
+    mem src = alloc_mem(4096);
+    test_comp comp;
+    void *op;
+
+    uct_iov_t iov = { src.ptr, 4096, src.memh, 0, 1 };
+    op = uct_ep_tag_rndv_zcopy(ep, 0x700, NULL, 0, &iov, 1, 0, &comp.uct);
+    ASSERT_FALSE(UCS_PTR_IS_ERR(op));
+    ASSERT_EQ(UCS_OK, uct_ep_tag_rndv_cancel(ep, op));
+    /* the FIN of a later match finds nothing: no completion */
+    ASSERT_TRUE(wait_for([&]() { return !m_unexp.empty(); }));
+    flush_ep(ep);
+    progress();
+    EXPECT_EQ(0, comp.done);
+
+    log_counter::reset();
+    EXPECT_EQ(UCS_ERR_INVALID_PARAM, uct_ep_tag_rndv_cancel(ep, op));
+    EXPECT_EQ(1, log_counter::errors());
+    log_counter::reset();
+}
+
+TEST_P(uct_dcx_tag, rndv_zcopy_bad_flow)
+{
+    entity *a = create_tm(), *b = create_tm();
+    uct_ep_h ep = connect(a, b);
+    mem src = alloc_mem(4096);
+    char hdr[17] = {0};
+    test_comp comp;
+
+    log_counter::reset();
+    uct_iov_t iov = { src.ptr, 4096, src.memh, 0, 1 };
+    /* header too large: 64 - 48 = 16 bytes at most */
+    EXPECT_EQ(UCS_STATUS_PTR(UCS_ERR_INVALID_PARAM),
+              uct_ep_tag_rndv_zcopy(ep, 1, hdr, sizeof(hdr), &iov, 1, 0,
+                                    &comp.uct));
+    uct_iov_t bad = { src.ptr, 4096, UCT_MEM_HANDLE_NULL, 0, 1 };
+    EXPECT_EQ(UCS_STATUS_PTR(UCS_ERR_INVALID_PARAM),
+              uct_ep_tag_rndv_zcopy(ep, 1, hdr, 8, &bad, 1, 0, &comp.uct));
+    EXPECT_EQ(2, log_counter::errors()) << log_counter::joined();
+    log_counter::reset();
 }
 
 TEST_P(uct_dcx_tag, recv_cancel)
