@@ -13,7 +13,10 @@
  * rendezvous: TMH(RNDV, app_ctx, tag) | RVH(va, rkey, len) | RAVH(our DCT,
  * DC key) | header; app_ctx names the rendezvous (gen << 16 | index) and
  * comes back in the TMH of the FIN the receiver's device sends when it has
- * read the data.  An unexpected rendezvous goes to the rndv callback with
+ * read the data.  Like UCX's rc_mlx5, the first two bytes of the user's
+ * header travel in the TMH's reserved bytes (byte 1: how many, bytes 2-3:
+ * them), so that 18 bytes fit beside the 48 of headers in the device's 64
+ * (UCP's offload header is 17).  An unexpected rendezvous goes to the rndv callback with
  * the sender's buffer and rkey; UCP reads it and tells the sender itself,
  * which then cancels the operation (uct_ep_tag_rndv_cancel).  The 64-bit
  * immediate of eager bcopy/zcopy travels as app_ctx (low half) and the
@@ -40,6 +43,7 @@
 #include <string.h>
 
 #define UCT_DCX_TM_WR_SYNC   UINT64_MAX   /* wr_id of SYNC operations */
+#define UCT_DCX_TM_TMH_PRIV  2u           /* header bytes in the TMH */
 
 
 static UCS_F_ALWAYS_INLINE uct_dcx_tm_ctx_priv_t *
@@ -494,6 +498,7 @@ ucs_status_ptr_t uct_dcx_ep_tag_rndv_zcopy(uct_ep_h tl_ep, uct_tag_t tag,
     dcx_sge_t sge;
     uint8_t *data;
     uint16_t idx;
+    unsigned priv_len;
     size_t length;
     ucs_status_t status;
 
@@ -506,10 +511,12 @@ ucs_status_ptr_t uct_dcx_ep_tag_rndv_zcopy(uct_ep_h tl_ep, uct_tag_t tag,
                   "interface", dcx_dev_name(iface->dev));
         return UCS_STATUS_PTR(UCS_ERR_UNSUPPORTED);
     }
-    if (ucs_unlikely(header_length > iface->tm.rndv_max_hdr)) {
+    if (ucs_unlikely(header_length > iface->tm.rndv_max_hdr +
+                                     UCT_DCX_TM_TMH_PRIV)) {
         return UCS_STATUS_PTR(uct_dcx_tag_bad_length("tag_rndv_zcopy header",
                                                      header_length,
-                                                     iface->tm.rndv_max_hdr));
+                                                     iface->tm.rndv_max_hdr +
+                                                     UCT_DCX_TM_TMH_PRIV));
     }
     if (ucs_unlikely((iovcnt != 1) || (iov->memh == UCT_MEM_HANDLE_NULL) ||
                      (uct_iov_get_length(iov) > UINT32_MAX))) {
@@ -541,10 +548,14 @@ ucs_status_ptr_t uct_dcx_ep_tag_rndv_zcopy(uct_ep_h tl_ep, uct_tag_t tag,
                  uct_dcx_memh_mr(iov->memh)->rkey, (uint32_t)length);
     dcx_ravh_pack(data + DCX_TM_TMH_LEN + sizeof(dcx_rvh_t),
                   iface->config.dctn, iface->config.dc_key);
-    memcpy(data + DCX_TM_RNDV_LEN, header, header_length);
+    priv_len = ucs_min(header_length, UCT_DCX_TM_TMH_PRIV);
+    data[1]  = priv_len;
+    memcpy(data + 2, header, priv_len);
+    memcpy(data + DCX_TM_RNDV_LEN, UCS_PTR_BYTE_OFFSET(header, priv_len),
+           header_length - priv_len);
 
     sge.addr   = (uintptr_t)data;
-    sge.length = DCX_TM_RNDV_LEN + header_length;
+    sge.length = DCX_TM_RNDV_LEN + header_length - priv_len;
     sge.lkey   = desc->lkey;
     uct_dcx_wr_init(&wr, ep, DCX_WR_SEND, 0, &sge, 1);
     status = uct_dcx_tag_post(iface, ep, &wr, &desc->op, 0);
@@ -690,22 +701,29 @@ static void uct_dcx_tag_rx_unexp_rndv(uct_dcx_iface_t *iface,
                                       uint64_t tag)
 {
     uint8_t rkey_buf[UCT_DCX_PACKED_RKEY_SIZE];
+    uint8_t hdr[256];
     uint64_t va;
     uint32_t rkey, len;
-    unsigned hdr_off = DCX_TM_RNDV_LEN - DCX_TM_TMH_LEN;
+    unsigned hdr_off  = DCX_TM_RNDV_LEN - DCX_TM_TMH_LEN;
+    unsigned priv_len = wire[1 - (int)DCX_TM_TMH_LEN];
 
-    if (ucs_unlikely(length < hdr_off)) {
-        ucs_error("dcx: %s: dropped a rendezvous request of %u bytes",
-                  dcx_dev_name(iface->dev), length);
+    if (ucs_unlikely((length < hdr_off) || (priv_len > UCT_DCX_TM_TMH_PRIV) ||
+                     (length - hdr_off + priv_len > sizeof(hdr)))) {
+        ucs_error("dcx: %s: dropped a malformed rendezvous request (%u bytes, "
+                  "%u in the TMH)", dcx_dev_name(iface->dev), length,
+                  priv_len);
         return;
     }
+    /* the user's header: its first bytes came in the TMH */
+    memcpy(hdr, wire + 2 - (int)DCX_TM_TMH_LEN, priv_len);
+    memcpy(hdr + priv_len, wire + hdr_off, length - hdr_off);
     dcx_rvh_unpack(wire, &va, &rkey, &len);
     uct_dcx_rkey_pack_raw(rkey, rkey_buf);
     iface->tm.stats.unexp_rndv++;
     iface->tm.stats.rndv_sw++;
     /* no DESC flag: the rkey buffer is on the stack, as on rc_mlx5 */
-    iface->tm.rndv_cb(iface->tm.rndv_arg, 0, tag, wire + hdr_off,
-                      length - hdr_off, va, len, rkey_buf);
+    iface->tm.rndv_cb(iface->tm.rndv_arg, 0, tag, hdr,
+                      length - hdr_off + priv_len, va, len, rkey_buf);
 }
 
 /* An unexpected tagged message, whole, in an SRQ buffer */
@@ -1027,6 +1045,7 @@ void uct_dcx_iface_tag_query(uct_dcx_iface_t *iface, uct_iface_attr_t *attr)
     attr->cap.flags                |= UCT_IFACE_FLAG_TAG_RNDV_ZCOPY;
     attr->cap.tag.rndv.max_zcopy    = ucs_min(iface->caps->max_msg_size,
                                               (uint64_t)UINT32_MAX);
-    attr->cap.tag.rndv.max_hdr      = iface->tm.rndv_max_hdr;
+    attr->cap.tag.rndv.max_hdr      = iface->tm.rndv_max_hdr +
+                                      UCT_DCX_TM_TMH_PRIV;
     attr->cap.tag.rndv.max_iov      = 1;
 }

@@ -326,8 +326,9 @@ TEST_P(uct_dcx_tag, caps_follow_the_knob)
     EXPECT_EQ(tag_flags, on->attr.cap.flags & tag_flags);
     EXPECT_EQ(tag_flags, def->attr.cap.flags & tag_flags);
     EXPECT_EQ(0u, off->attr.cap.flags & tag_flags);
-    /* 64 bytes of rendezvous request, 48 of them headers */
-    EXPECT_EQ(16u, on->attr.cap.tag.rndv.max_hdr);
+    /* 64 bytes of rendezvous request, 48 of them headers, and 2 bytes in
+     * the TMH: UCP's offload header (17 bytes) fits */
+    EXPECT_EQ(18u, on->attr.cap.tag.rndv.max_hdr);
     EXPECT_EQ(1u, on->attr.cap.tag.rndv.max_iov);
     EXPECT_GT(on->attr.cap.tag.recv.max_outstanding, 0u);
     EXPECT_EQ(1u, on->attr.cap.tag.recv.max_iov);
@@ -428,7 +429,7 @@ TEST_P(uct_dcx_tag, rndv_zcopy_device_completed)
     entity *a = create_tm(), *b = create_tm();
     uct_ep_h ep = connect(a, b);
     size_t sizes[] = { 1, 9000, 256 * 1024, 4 * 1024 * 1024 };
-    char hdr[16] = "rndv-header";
+    char hdr[18] = "rndv-header-18-b";
 
     for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); ++i) {
         size_t len = sizes[i];
@@ -469,7 +470,7 @@ TEST_P(uct_dcx_tag, rndv_zcopy_unexpected_software_completed)
     size_t len = 300 * 1024;
     mem src = alloc_mem(len), dst = alloc_mem(len);
     std::vector<char> data = pattern(len, 77);
-    char hdr[16] = "sw-rndv";
+    char hdr[18] = "sw-rndv-18-bytes";
     test_comp comp, get;
     void *op;
 
@@ -534,12 +535,12 @@ TEST_P(uct_dcx_tag, rndv_zcopy_bad_flow)
     entity *a = create_tm(), *b = create_tm();
     uct_ep_h ep = connect(a, b);
     mem src = alloc_mem(4096);
-    char hdr[17] = {0};
+    char hdr[19] = {0};
     test_comp comp;
 
     log_counter::reset();
     uct_iov_t iov = { src.ptr, 4096, src.memh, 0, 1 };
-    /* header too large: 64 - 48 = 16 bytes at most */
+    /* header too large: 64 - 48 + 2 = 18 bytes at most */
     EXPECT_EQ(UCS_STATUS_PTR(UCS_ERR_INVALID_PARAM),
               uct_ep_tag_rndv_zcopy(ep, 1, hdr, sizeof(hdr), &iov, 1, 0,
                                     &comp.uct));
