@@ -83,6 +83,7 @@ typedef struct uct_dcx_iface_config {
     unsigned            sig_period;     /* 0 = half the send queue */
     unsigned            tx_max_bufs;
     int                 tm_enable;      /* ucs_ternary_auto_value_t */
+    char               *tm_stats_dir;   /* "" = no live counters file */
 } uct_dcx_iface_config_t;
 
 
@@ -281,7 +282,11 @@ typedef struct uct_dcx_tm_ctx_priv {
     uint32_t            app_ctx;
 } uct_dcx_tm_ctx_priv_t;
 
-/* Per-interface tag-matching counters (docs/tag-matching.md) */
+/* Per-interface tag-matching counters (docs/tag-matching.md); with
+ * UCX_DCX_TM_STATS_DIR they live in a file mapped shared, which
+ * contrib/dcx-tm-stats prints while the job runs */
+#define UCT_DCX_TM_STATS_MAGIC  "DCXTM01"
+
 typedef struct uct_dcx_tm_stats {
     uint64_t  posted;           /* receives added to the device list */
     uint64_t  matched;          /* matched by the device (expected) */
@@ -292,6 +297,14 @@ typedef struct uct_dcx_tm_stats {
     uint64_t  syncs;            /* SYNC operations posted */
     uint64_t  cancels;          /* receives cancelled */
 } uct_dcx_tm_stats_t;
+
+typedef struct uct_dcx_tm_stats_file {
+    char                magic[8];   /* UCT_DCX_TM_STATS_MAGIC */
+    uint32_t            pid;
+    uint32_t            dctn;
+    char                dev[32];
+    uct_dcx_tm_stats_t  stats;
+} uct_dcx_tm_stats_file_t;
 
 /* A rendezvous sent by uct_ep_tag_rndv_zcopy: done when its FIN comes */
 #define UCT_DCX_TM_RNDV_OPS  1024
@@ -319,7 +332,9 @@ typedef struct uct_dcx_tm {
     uct_dcx_tm_rndv_op_t       *rndv_ops;    /* [UCT_DCX_TM_RNDV_OPS] */
     uint16_t                    rndv_free;
     unsigned                    rndv_max_hdr;
-    uct_dcx_tm_stats_t          stats;
+    uct_dcx_tm_stats_t         *stats;       /* &own_stats or in the file */
+    uct_dcx_tm_stats_file_t    *stats_file;  /* mapped, or NULL */
+    uct_dcx_tm_stats_t          own_stats;
 } uct_dcx_tm_t;
 
 
@@ -441,7 +456,8 @@ void uct_dcx_iface_rx_error(uct_dcx_iface_t *iface, const dcx_wc_t *wc);
 void uct_dcx_iface_tag_rx(uct_dcx_iface_t *iface, const dcx_wc_t *wc);
 int uct_dcx_iface_tag_params(uct_dcx_iface_t *iface,
                              const uct_iface_params_t *params);
-ucs_status_t uct_dcx_iface_tag_init(uct_dcx_iface_t *iface);
+ucs_status_t uct_dcx_iface_tag_init(uct_dcx_iface_t *iface,
+                                    const uct_dcx_iface_config_t *config);
 void uct_dcx_iface_tag_cleanup(uct_dcx_iface_t *iface);
 void uct_dcx_iface_tag_query(uct_dcx_iface_t *iface, uct_iface_attr_t *attr);
 ucs_status_t uct_dcx_ep_tag_eager_short(uct_ep_h tl_ep, uct_tag_t tag,

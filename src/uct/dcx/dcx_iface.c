@@ -120,6 +120,14 @@ static ucs_config_field_t uct_dcx_iface_config_table[] = {
      ucs_offsetof(uct_dcx_iface_config_t, tm_enable),
      UCS_CONFIG_TYPE_TERNARY},
 
+    {"TM_STATS_DIR", "",
+     "Directory where each interface with tag matching keeps its counters\n"
+     "(posted, matched, unexpected, rendezvous, syncs, cancels) in a file\n"
+     "dcx-tm.<pid>.<dct>, updated live; contrib/dcx-tm-stats prints them.\n"
+     "Empty: only the line logged at close (UCX_LOG_LEVEL=info).",
+     ucs_offsetof(uct_dcx_iface_config_t, tm_stats_dir),
+     UCS_CONFIG_TYPE_STRING},
+
     {NULL}
 };
 
@@ -983,7 +991,7 @@ static UCS_CLASS_INIT_FUNC(uct_dcx_iface_t, uct_md_h tl_md,
         goto err_scratch;
     }
 
-    status = uct_dcx_iface_tag_init(self);
+    status = uct_dcx_iface_tag_init(self, cfg);
     if (status != UCS_OK) {
         goto err_scratch_mr;
     }

@@ -40,7 +40,12 @@
 #include <uct/base/uct_iov.inl>
 #include <ucs/debug/log.h>
 #include <ucs/debug/memtrack.h>
+#include <ucs/sys/string.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #define UCT_DCX_TM_WR_SYNC   UINT64_MAX   /* wr_id of SYNC operations */
 #define UCT_DCX_TM_TMH_PRIV  2u           /* header bytes in the TMH */
@@ -89,7 +94,7 @@ static UCS_F_NOINLINE void uct_dcx_tm_sync(uct_dcx_iface_t *iface)
     op.wr_id  = UCT_DCX_TM_WR_SYNC;
     op.opcode = DCX_TM_OP_SYNC;
     if (uct_dcx_tm_post_op(iface, &op) == UCS_OK) {
-        iface->tm.stats.syncs++;
+        iface->tm.stats->syncs++;
     }
     /* else: the next operation carries the count anyway */
 }
@@ -196,7 +201,7 @@ ucs_status_t uct_dcx_iface_tag_recv_zcopy(uct_iface_h tl_iface, uct_tag_t tag,
     priv->slot       = idx;
     priv->tag        = 0;
     priv->app_ctx    = 0;
-    iface->tm.stats.posted++;
+    iface->tm.stats->posted++;
     return UCS_OK;
 }
 
@@ -230,7 +235,7 @@ ucs_status_t uct_dcx_iface_tag_recv_cancel(uct_iface_h tl_iface,
         }
         slot->del_posted = 1;
         slot->ops_due++;
-        iface->tm.stats.cancels++;
+        iface->tm.stats->cancels++;
     }
     if (force) {
         /* the context is the user's again: nothing will be reported */
@@ -719,8 +724,8 @@ static void uct_dcx_tag_rx_unexp_rndv(uct_dcx_iface_t *iface,
     memcpy(hdr + priv_len, wire + hdr_off, length - hdr_off);
     dcx_rvh_unpack(wire, &va, &rkey, &len);
     uct_dcx_rkey_pack_raw(rkey, rkey_buf);
-    iface->tm.stats.unexp_rndv++;
-    iface->tm.stats.rndv_sw++;
+    iface->tm.stats->unexp_rndv++;
+    iface->tm.stats->rndv_sw++;
     /* no DESC flag: the rkey buffer is on the stack, as on rc_mlx5 */
     iface->tm.rndv_cb(iface->tm.rndv_arg, 0, tag, hdr,
                       length - hdr_off + priv_len, va, len, rkey_buf);
@@ -767,7 +772,7 @@ static void uct_dcx_tag_rx_unexp(uct_dcx_iface_t *iface, const dcx_wc_t *wc)
           (((uint64_t)wc->imm << 32) | app_ctx) : 0;
     if ((wc->flags & DCX_WC_FLAG_WITH_IMM) && (imm == 0)) {
         /* software rendezvous request */
-        iface->tm.stats.unexp_rndv++;
+        iface->tm.stats->unexp_rndv++;
         status = iface->tm.rndv_cb(iface->tm.rndv_arg, 0, tag, wire, length,
                                    0, 0, NULL);
         ucs_mpool_put_inline(elem);
@@ -775,7 +780,7 @@ static void uct_dcx_tag_rx_unexp(uct_dcx_iface_t *iface, const dcx_wc_t *wc)
         goto out;
     }
 
-    iface->tm.stats.unexp_eager++;
+    iface->tm.stats->unexp_eager++;
     context = NULL;
     status  = iface->tm.eager_cb(iface->tm.eager_arg, wire, length,
                                  UCT_CB_PARAM_FLAG_DESC |
@@ -827,12 +832,12 @@ static void uct_dcx_tag_rx_expected(uct_dcx_iface_t *iface,
         /* second of two: eager of several packets or a device rendezvous;
          * only a rendezvous can be larger than an eager message */
         if (wc->byte_len > iface->config.seg_size) {
-            iface->tm.stats.rndv_hw++;
+            iface->tm.stats->rndv_hw++;
         }
     } else {
         priv->tag     = wc->tm_tag;
         priv->app_ctx = wc->tm_priv;
-        iface->tm.stats.matched++;
+        iface->tm.stats->matched++;
         if (!slot->forced) {
             ctx->tag_consumed_cb(ctx);
         }
@@ -846,7 +851,7 @@ static void uct_dcx_tag_rx_expected(uct_dcx_iface_t *iface,
     if ((wc->flags & DCX_WC_FLAG_WITH_IMM) && (imm == 0)) {
         /* a software rendezvous request matched: its header is in the
          * user's buffer */
-        iface->tm.stats.rndv_sw++;
+        iface->tm.stats->rndv_sw++;
         slot->state = UCT_DCX_TM_SLOT_DONE;
         if (!slot->forced) {
             ctx->rndv_cb(ctx, priv->tag, slot->buffer, wc->byte_len,
@@ -947,6 +952,7 @@ int uct_dcx_iface_tag_params(uct_dcx_iface_t *iface,
     memset(tm, 0, sizeof(*tm));
     tm->free_head       = UINT32_MAX;
     tm->rndv_free       = UINT16_MAX;
+    tm->stats           = &tm->own_stats;
     tm->release_desc.cb = uct_dcx_tm_release_desc;
     tm->eager_cb  = (fm & UCT_IFACE_PARAM_FIELD_HW_TM_EAGER_CB) ?
                     params->eager_cb : NULL;
@@ -962,13 +968,54 @@ int uct_dcx_iface_tag_params(uct_dcx_iface_t *iface,
             (params->features & UCT_IFACE_FEATURE_TAG));
 }
 
-ucs_status_t uct_dcx_iface_tag_init(uct_dcx_iface_t *iface)
+/* UCX_DCX_TM_STATS_DIR: the counters in <dir>/dcx-tm.<pid>.<dct>, mapped
+ * shared; failing to create it is logged and costs only the file */
+static void uct_dcx_tm_stats_open(uct_dcx_iface_t *iface, const char *dir)
+{
+    uct_dcx_tm_stats_file_t *f;
+    char path[PATH_MAX];
+    int fd;
+
+    snprintf(path, sizeof(path), "%s/dcx-tm.%d.%x", dir, (int)getpid(),
+             iface->config.dctn);
+    fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0644);
+    if (fd < 0) {
+        ucs_warn("dcx: %s: cannot create the counters file %s: %m",
+                 dcx_dev_name(iface->dev), path);
+        return;
+    }
+    if (ftruncate(fd, sizeof(*f)) != 0) {
+        ucs_warn("dcx: %s: cannot size the counters file %s: %m",
+                 dcx_dev_name(iface->dev), path);
+        close(fd);
+        return;
+    }
+    f = mmap(NULL, sizeof(*f), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);
+    if (f == MAP_FAILED) {
+        ucs_warn("dcx: %s: cannot map the counters file %s: %m",
+                 dcx_dev_name(iface->dev), path);
+        return;
+    }
+    f->pid  = getpid();
+    f->dctn = iface->config.dctn;
+    ucs_strncpy_zero(f->dev, dcx_dev_name(iface->dev), sizeof(f->dev));
+    memcpy(f->magic, UCT_DCX_TM_STATS_MAGIC, sizeof(f->magic));
+    iface->tm.stats_file = f;
+    iface->tm.stats      = &f->stats;
+}
+
+ucs_status_t uct_dcx_iface_tag_init(uct_dcx_iface_t *iface,
+                                    const uct_dcx_iface_config_t *config)
 {
     uct_dcx_tm_t *tm = &iface->tm;
     uint32_t i;
 
     if (iface->rx_tmh_len == 0) {
         return UCS_OK;
+    }
+    if ((config->tm_stats_dir != NULL) && (config->tm_stats_dir[0] != '\0')) {
+        uct_dcx_tm_stats_open(iface, config->tm_stats_dir);
     }
 
     tm->num_slots = iface->srq->tm_max_tags;
@@ -1004,7 +1051,7 @@ ucs_status_t uct_dcx_iface_tag_init(uct_dcx_iface_t *iface)
 
 void uct_dcx_iface_tag_cleanup(uct_dcx_iface_t *iface)
 {
-    const uct_dcx_tm_stats_t *s = &iface->tm.stats;
+    const uct_dcx_tm_stats_t *s = iface->tm.stats;
 
     if (iface->rx_tmh_len != 0) {
         ucs_info("dcx iface %s DCT 0x%x: tag matching: posted %" PRIu64
@@ -1014,6 +1061,12 @@ void uct_dcx_iface_tag_cleanup(uct_dcx_iface_t *iface)
                  iface->config.dctn, s->posted, s->matched, s->unexp_eager,
                  s->unexp_rndv, s->rndv_hw, s->rndv_sw, s->syncs, s->cancels);
     }
+    if (iface->tm.stats_file != NULL) {
+        /* the file stays, with the final counts */
+        munmap(iface->tm.stats_file, sizeof(*iface->tm.stats_file));
+        iface->tm.stats_file = NULL;
+    }
+    iface->tm.stats = &iface->tm.own_stats;
     ucs_free(iface->tm.slots);
     ucs_free(iface->tm.rndv_ops);
     iface->tm.slots    = NULL;
