@@ -306,6 +306,9 @@ typedef struct uct_dcx_tm_stats_file {
     uct_dcx_tm_stats_t  stats;
 } uct_dcx_tm_stats_file_t;
 
+/* Bytes of a rendezvous header carried in the TMH's reserved field */
+#define UCT_DCX_TM_TMH_PRIV  2u
+
 /* A rendezvous sent by uct_ep_tag_rndv_zcopy: done when its FIN comes */
 #define UCT_DCX_TM_RNDV_OPS  1024
 
@@ -478,6 +481,7 @@ ucs_status_ptr_t uct_dcx_ep_tag_rndv_zcopy(uct_ep_h tl_ep, uct_tag_t tag,
 ucs_status_t uct_dcx_ep_tag_rndv_cancel(uct_ep_h tl_ep, void *op);
 void uct_dcx_tag_ep_gone(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep,
                          ucs_status_t status);
+void uct_dcx_tag_rx_fin(uct_dcx_iface_t *iface, const uint8_t *tmh);
 ucs_status_t uct_dcx_ep_tag_rndv_request(uct_ep_h tl_ep, uct_tag_t tag,
                                          const void *header,
                                          unsigned header_length,

@@ -111,7 +111,7 @@ static ucs_config_field_t uct_dcx_iface_config_table[] = {
      "Maximum number of registered send buffers (bcopy, fetch results).",
      ucs_offsetof(uct_dcx_iface_config_t, tx_max_bufs), UCS_CONFIG_TYPE_UINT},
 
-    {"TM_ENABLE", "n",
+    {"TM_ENABLE", "try",
      "Feed the DCT from a tag-matching SRQ (the device matches tags):\n"
      " y   - required; interface creation fails where the device has none\n"
      " try - where the device has it\n"
