@@ -337,6 +337,7 @@ static void uct_dcx_tag_rx_unexp(uct_dcx_iface_t *iface, const dcx_wc_t *wc)
     uint64_t tag, imm;
     unsigned length;
     ucs_status_t status;
+    uct_recv_desc_t *rdesc;
     void *context;
 
     iface->rx_posted--;
@@ -382,7 +383,11 @@ static void uct_dcx_tag_rx_unexp(uct_dcx_iface_t *iface, const dcx_wc_t *wc)
                                  UCT_CB_PARAM_FLAG_DESC |
                                  UCT_CB_PARAM_FLAG_FIRST, tag, imm, &context);
     if (status == UCS_INPROGRESS) {
-        uct_recv_desc(wire - iface->rx_headroom) = &iface->tm.release_desc;
+        /* where uct_recv_desc() looks; the payload after a TMH is not
+         * aligned as an AM's is, so the slot may not be either */
+        rdesc = &iface->tm.release_desc;
+        memcpy(wire - iface->rx_headroom - sizeof(rdesc), &rdesc,
+               sizeof(rdesc));
     } else {
         ucs_mpool_put_inline(elem);
     }

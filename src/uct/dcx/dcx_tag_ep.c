@@ -324,9 +324,11 @@ ucs_status_ptr_t uct_dcx_ep_tag_rndv_zcopy(uct_ep_h tl_ep, uct_tag_t tag,
                   iface->config.dctn, iface->config.dc_key);
     priv_len = ucs_min(header_length, UCT_DCX_TM_TMH_PRIV);
     data[1]  = priv_len;
-    memcpy(data + 2, header, priv_len);
-    memcpy(data + DCX_TM_RNDV_LEN, UCS_PTR_BYTE_OFFSET(header, priv_len),
-           header_length - priv_len);
+    if (header_length > 0) { /* a header of 0 bytes may be NULL */
+        memcpy(data + 2, header, priv_len);
+        memcpy(data + DCX_TM_RNDV_LEN, UCS_PTR_BYTE_OFFSET(header, priv_len),
+               header_length - priv_len);
+    }
 
     sge.addr   = (uintptr_t)data;
     sge.length = DCX_TM_RNDV_LEN + header_length - priv_len;
