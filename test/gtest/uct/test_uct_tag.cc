@@ -12,6 +12,7 @@
  */
 #include "uct_fixture.h"
 
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
@@ -553,6 +554,35 @@ TEST_P(uct_dcx_tag, rndv_zcopy_bad_flow)
     EXPECT_EQ(UCS_STATUS_PTR(UCS_ERR_INVALID_PARAM),
               uct_ep_tag_rndv_zcopy(ep, 1, hdr, 8, &bad, 1, 0, &comp.uct));
     EXPECT_EQ(2, log_counter::errors()) << log_counter::joined();
+    log_counter::reset();
+}
+
+/* The receiver is gone: the rendezvous in flight completes with an error
+ * through the endpoint's failure, and the error handler hears of it */
+TEST_P(uct_dcx_tag, rndv_to_dead_peer_bad_flow)
+{
+    std::map<std::string, std::string> cfg;
+    cfg["TM_ENABLE"]   = "y";
+    cfg["TIMEOUT"]     = "5ms";
+    cfg["RETRY_COUNT"] = "1";
+    entity *a = create_entity(cfg), *b = create_tm();
+    uct_ep_h ep = connect(a, b);
+    mem src = alloc_mem(100000);
+    test_comp comp;
+    void *op;
+
+    /* b goes away */
+    uct_iface_close(b->iface);
+    uct_worker_destroy(b->worker);
+    m_entities.erase(std::find(m_entities.begin(), m_entities.end(), b));
+    delete b;
+
+    uct_iov_t iov = { src.ptr, 100000, src.memh, 0, 1 };
+    op = uct_ep_tag_rndv_zcopy(ep, 0x800, NULL, 0, &iov, 1, 0, &comp.uct);
+    ASSERT_FALSE(UCS_PTR_IS_ERR(op));
+    ASSERT_TRUE(wait_for([&]() { return comp.done > 0; }));
+    EXPECT_TRUE(UCS_STATUS_IS_ERR(comp.status));
+    EXPECT_FALSE(m_errors.empty());
     log_counter::reset();
 }
 
