@@ -56,6 +56,8 @@ passed=0
 failed=0
 failed_names=""
 
+tm_env="UCX_DCX_TM_ENABLE=y UCX_TM_THRESH=1 UCX_TM_FORCE_THRESH=1"
+
 # name | env | perftest arguments
 tests=(
     "am_lat_short|-|-x dcx -d $dev -t am_lat -D short"
@@ -95,6 +97,12 @@ tests=(
     "ucp_cswap|UCX_TLS=dcx,self|-t ucp_cswap"
     "tag_lat_rand|UCX_TLS=dcx,self UCX_DCX_DCI_POLICY=rand|-t tag_lat -s 8"
     "tag_bw_dcs|UCX_TLS=dcx,self UCX_DCX_DCI_POLICY=dcs|-t tag_bw -s 65536"
+    # tag-matching offload forced: every receive goes to the device's list
+    "tm_tag_lat|UCX_TLS=dcx,self $tm_env|-t tag_lat -s 8"
+    "tm_tag_lat_16k|UCX_TLS=dcx,self $tm_env|-t tag_lat -s 16384"
+    "tm_tag_bw_64k|UCX_TLS=dcx,self $tm_env|-t tag_bw -s 65536"
+    "tm_tag_bw_4m|UCX_TLS=dcx,self $tm_env|-t tag_bw -s 4194304"
+    "tm_tag_bw_rand|UCX_TLS=dcx,self UCX_DCX_DCI_POLICY=rand $tm_env|-t tag_bw -s 300000"
 )
 
 run_one() {

@@ -209,6 +209,17 @@ check_dcx_traffic() {   # check_dcx_traffic LOG NP
             }'
 }
 
+# dcx's tag-matching counters (UCX_DCX_TM_ENABLE): the "dcx iface ...: tag
+# matching: posted N matched N ..." info lines at close, summed; prints
+# "tm: matched M of posted P, unexpected U, rndv device R" or nothing when no
+# interface used offload.
+tm_summary() {   # tm_summary LOG
+    grep -E 'UCX +INFO +dcx iface .*: tag matching: posted' "$1" |
+        sed -E 's/.*posted ([0-9]+) matched ([0-9]+) unexp_eager ([0-9]+) unexp_rndv ([0-9]+) rndv_hw ([0-9]+).*/\1 \2 \3 \4 \5/' |
+        awk '{ p += $1; m += $2; u += $3 + $4; r += $5; n++ }
+             END { if (n > 0) printf "tm: matched %d of posted %d, unexpected %d, rndv by device %d\n", m, p, u, r }'
+}
+
 # Process counts of one program: -n / DCX_TEST_NP if given, else the list
 # in the program's "dcx-test-np:" line, else the default.
 prog_nps() {   # prog_nps SRC
@@ -287,6 +298,8 @@ for p in "${progs[@]}"; do
             line="PASS $label ${dt}s  lanes: $lanes"
             [ -z "$traffic" ] ||
                 line="$line  dcx: $(echo "$traffic" | awk '{printf "%d packets, %.1f MB", $1, $2 / 1e6}')"
+            tm=$(tm_summary "$log")
+            [ -z "$tm" ] || line="$line  $tm"
             [ "$nerr" -eq 0 ] || line="$line  [note: $nerr 'UCX  ERROR' line(s), see $log]"
             [ -z "$notes" ] || line="$line  [note: $notes]"
             echo "$line"

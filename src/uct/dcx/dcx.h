@@ -14,7 +14,11 @@
  *
  * Wire format of a send: one header byte, then the payload.  Bits 0..4 of the
  * byte are the AM id, bit 7 marks a control message of the transport (flow
- * control request/grant, no-op).
+ * control request/grant, no-op).  A peer whose DCT is fed by a tag-matching
+ * SRQ (its address says so) parses the first 16 bytes of every message as a
+ * tag-matching header (TMH): sends to it carry a TMH of opcode NO_TAG (all
+ * zero) before the header byte, so that TM and non-TM interfaces talk to
+ * each other.
  */
 #ifndef UCT_DCX_H_
 #define UCT_DCX_H_
@@ -43,7 +47,7 @@
 #define UCT_DCX_RX_BATCH         16        /* completions polled at once */
 #define UCT_DCX_TX_BATCH         16
 #define UCT_DCX_ADDR_MAGIC       0xdc      /* first byte of an iface address */
-#define UCT_DCX_ADDR_VERSION     1
+#define UCT_DCX_ADDR_VERSION     2
 #define UCT_DCX_WR_USER_MEM      0x80      /* wr_opcode flag: zcopy WR */
 
 
@@ -80,6 +84,8 @@ typedef struct uct_dcx_iface_config {
     double              rnr_timer;      /* seconds */
     unsigned            sig_period;     /* 0 = half the send queue */
     unsigned            tx_max_bufs;
+    int                 tm_enable;      /* ucs_ternary_auto_value_t */
+    char               *tm_stats_dir;   /* "" = no live counters file */
 } uct_dcx_iface_config_t;
 
 
@@ -88,7 +94,15 @@ typedef struct UCS_S_PACKED uct_dcx_iface_addr {
     uint8_t   magic;        /* UCT_DCX_ADDR_MAGIC */
     uint8_t   version;      /* UCT_DCX_ADDR_VERSION */
     uint8_t   dctn[3];      /* DCT number, 24 bits, little endian */
+    uint8_t   flags;        /* UCT_DCX_ADDR_FLAG_* */
 } uct_dcx_iface_addr_t;
+
+enum {
+    UCT_DCX_ADDR_FLAG_TM = UCS_BIT(0)  /* DCT behind a tag-matching SRQ */
+};
+
+/* NO_TAG tag-matching header sent before the header byte to a TM peer */
+extern const uint8_t uct_dcx_tmh_no_tag[DCX_TM_TMH_LEN];
 
 /* Packed device address: the port address of the device */
 typedef struct UCS_S_PACKED uct_dcx_dev_addr {
@@ -126,6 +140,7 @@ typedef struct uct_dcx_send_desc {
         struct {
             dcx_ah_t              *ah;       /* control message target */
             uint32_t               dctn;
+            uint8_t                tmh_len;  /* TMH bytes before the msg */
         } ctl;
     } u;
     /* data follows, 64-byte aligned */
@@ -146,6 +161,7 @@ typedef struct UCS_S_PACKED uct_dcx_ctl_msg {
     uint8_t   seq;          /* FC_REQ/FC_GRANT: request number, echoed */
     uint32_t  dctn;         /* FC_REQ: requester's DCT */
     uint64_t  ep_id;        /* FC_REQ/FC_GRANT: requester's endpoint */
+    uint8_t   flags;        /* FC_REQ: requester's UCT_DCX_ADDR_FLAG_* */
     uint8_t   port[DCX_DEV_ADDR_MAX];
 } uct_dcx_ctl_msg_t;
 
@@ -163,7 +179,7 @@ enum {
  * posted again after recovery.  Inline data is copied after the struct. */
 typedef struct uct_dcx_wr_log {
     dcx_send_wr_t  wr;
-    dcx_sge_t      sge[UCT_DCX_MAX_IOV + 1];
+    dcx_sge_t      sge[UCT_DCX_MAX_IOV + 2];
 } uct_dcx_wr_log_t;
 
 typedef struct uct_dcx_dci {
@@ -207,6 +223,7 @@ struct uct_dcx_ep {
     int32_t              fc_wnd;     /* AM credits left */
     int32_t              quota;      /* sends left before yielding */
     uint64_t             last_sn;    /* sn of this ep's last WR on dci */
+    uint8_t              tmh_len;    /* NO_TAG TMH bytes before AMs: 0/16 */
     uint64_t             id;
     ucs_queue_head_t     pending_q;  /* uct_pending_req_t, through priv */
     ucs_arbiter_group_t  arb_group;  /* holds arb_elem while pending_q */
@@ -240,6 +257,90 @@ extern const char *uct_dcx_policy_names[];
 
 
 KHASH_MAP_INIT_INT64(uct_dcx_eps, uct_dcx_ep_t*);
+
+
+/* Tag matching: one posted receive (uct_iface_tag_recv_zcopy) */
+enum {
+    UCT_DCX_TM_SLOT_FREE,
+    UCT_DCX_TM_SLOT_LIVE,      /* listed, or matched and not finished */
+    UCT_DCX_TM_SLOT_DONE       /* reported, completions still due */
+};
+
+typedef struct uct_dcx_tm_slot {
+    uct_tag_context_t  *ctx;
+    void               *buffer;     /* the receive's buffer */
+    uint32_t            handle;     /* device list handle */
+    uint32_t            next_free;
+    uint8_t             state;      /* UCT_DCX_TM_SLOT_* */
+    uint8_t             ops_due;    /* signalled list operations pending */
+    uint8_t             forced;     /* cancelled with force: no callbacks */
+    uint8_t             del_posted;
+} uct_dcx_tm_slot_t;
+
+/* What uct_tag_context_t.priv holds */
+typedef struct uct_dcx_tm_ctx_priv {
+    uint64_t            tag;        /* sender's tag, from the first CQE */
+    uint32_t            slot;
+    uint32_t            app_ctx;
+} uct_dcx_tm_ctx_priv_t;
+
+/* Per-interface tag-matching counters (docs/tag-matching.md); with
+ * UCX_DCX_TM_STATS_DIR they live in a file mapped shared, which
+ * contrib/dcx-tm-stats prints while the job runs */
+#define UCT_DCX_TM_STATS_MAGIC  "DCXTM01"
+
+typedef struct uct_dcx_tm_stats {
+    uint64_t  posted;           /* receives added to the device list */
+    uint64_t  matched;          /* matched by the device (expected) */
+    uint64_t  unexp_eager;      /* unexpected eager messages */
+    uint64_t  unexp_rndv;       /* unexpected rendezvous requests */
+    uint64_t  rndv_hw;          /* rendezvous completed by the device */
+    uint64_t  rndv_sw;          /* rendezvous completed by software */
+    uint64_t  syncs;            /* SYNC operations posted */
+    uint64_t  cancels;          /* receives cancelled */
+} uct_dcx_tm_stats_t;
+
+typedef struct uct_dcx_tm_stats_file {
+    char                magic[8];   /* UCT_DCX_TM_STATS_MAGIC */
+    uint32_t            pid;
+    uint32_t            dctn;
+    char                dev[32];
+    uct_dcx_tm_stats_t  stats;
+} uct_dcx_tm_stats_file_t;
+
+/* Bytes of a rendezvous header carried in the TMH's reserved field */
+#define UCT_DCX_TM_TMH_PRIV  2u
+
+/* A rendezvous sent by uct_ep_tag_rndv_zcopy: done when its FIN comes */
+#define UCT_DCX_TM_RNDV_OPS  1024
+
+typedef struct uct_dcx_tm_rndv_op {
+    uct_completion_t   *comp;
+    uct_dcx_ep_t       *ep;        /* NULL: free */
+    uint16_t            gen;       /* app_ctx = gen << 16 | index */
+    uint16_t            next_free;
+} uct_dcx_tm_rndv_op_t;
+
+typedef struct uct_dcx_tm {
+    uct_dcx_tm_slot_t          *slots;
+    uint32_t                    num_slots;   /* device list size */
+    uint32_t                    free_head;
+    uint32_t                    posted;      /* slots in use */
+    uint32_t                    ops_out;     /* list operations in flight */
+    uint32_t                    max_ops;
+    uint16_t                    unexp_cnt;   /* unexpected handled, 16 bit */
+    uct_tag_unexp_eager_cb_t    eager_cb;
+    void                       *eager_arg;
+    uct_tag_unexp_rndv_cb_t     rndv_cb;
+    void                       *rndv_arg;
+    uct_recv_desc_t             release_desc;
+    uct_dcx_tm_rndv_op_t       *rndv_ops;    /* [UCT_DCX_TM_RNDV_OPS] */
+    uint16_t                    rndv_free;
+    unsigned                    rndv_max_hdr;
+    uct_dcx_tm_stats_t         *stats;       /* &own_stats or in the file */
+    uct_dcx_tm_stats_file_t    *stats_file;  /* mapped, or NULL */
+    uct_dcx_tm_stats_t          own_stats;
+} uct_dcx_tm_t;
 
 
 struct uct_dcx_iface {
@@ -279,6 +380,8 @@ struct uct_dcx_iface {
 
     /* receive side */
     unsigned                     rx_posted;
+    unsigned                     rx_tmh_len;  /* TM SRQ: TMH before wire */
+    uct_dcx_tm_t                 tm;          /* when rx_tmh_len != 0 */
     unsigned                     rx_queue_len;
     size_t                       rx_headroom;
     size_t                       rx_payload_offset;  /* elem -> wire data */
@@ -331,6 +434,7 @@ typedef struct uct_dcx_grant {
     uint32_t          dctn;
     uint16_t          credits;
     uint8_t           seq;
+    uint8_t           tmh_len;    /* the requester has a TM SRQ: 16 */
     uint64_t          ep_id;
 } uct_dcx_grant_t;
 
@@ -360,7 +464,49 @@ void uct_dcx_iface_release_desc(uct_recv_desc_t *self, void *desc);
 ucs_status_t uct_dcx_dci_post_ctl(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci,
                                   uct_dcx_ep_t *ep, const dcx_dc_dest_t *dest,
                                   uint8_t type, const uct_dcx_ctl_msg_t *msg,
-                                  size_t msg_len, uct_completion_t *comp);
+                                  size_t msg_len, unsigned tmh_len,
+                                  uct_completion_t *comp);
+void uct_dcx_iface_rx_am(uct_dcx_iface_t *iface, void *elem, uint8_t *wire,
+                         unsigned length);
+void uct_dcx_iface_rx_error(uct_dcx_iface_t *iface, const dcx_wc_t *wc);
+
+/* dcx_tag.c */
+void uct_dcx_iface_tag_rx(uct_dcx_iface_t *iface, const dcx_wc_t *wc);
+int uct_dcx_iface_tag_params(uct_dcx_iface_t *iface,
+                             const uct_iface_params_t *params);
+ucs_status_t uct_dcx_iface_tag_init(uct_dcx_iface_t *iface,
+                                    const uct_dcx_iface_config_t *config);
+void uct_dcx_iface_tag_cleanup(uct_dcx_iface_t *iface);
+void uct_dcx_iface_tag_query(uct_dcx_iface_t *iface, uct_iface_attr_t *attr);
+ucs_status_t uct_dcx_ep_tag_eager_short(uct_ep_h tl_ep, uct_tag_t tag,
+                                        const void *data, size_t length);
+ssize_t uct_dcx_ep_tag_eager_bcopy(uct_ep_h tl_ep, uct_tag_t tag, uint64_t imm,
+                                   uct_pack_callback_t pack_cb, void *arg,
+                                   unsigned flags);
+ucs_status_t uct_dcx_ep_tag_eager_zcopy(uct_ep_h tl_ep, uct_tag_t tag,
+                                        uint64_t imm, const uct_iov_t *iov,
+                                        size_t iovcnt, unsigned flags,
+                                        uct_completion_t *comp);
+ucs_status_ptr_t uct_dcx_ep_tag_rndv_zcopy(uct_ep_h tl_ep, uct_tag_t tag,
+                                          const void *header,
+                                          unsigned header_length,
+                                          const uct_iov_t *iov, size_t iovcnt,
+                                          unsigned flags,
+                                          uct_completion_t *comp);
+ucs_status_t uct_dcx_ep_tag_rndv_cancel(uct_ep_h tl_ep, void *op);
+void uct_dcx_tag_ep_gone(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep,
+                         ucs_status_t status);
+void uct_dcx_tag_rx_fin(uct_dcx_iface_t *iface, const uint8_t *tmh);
+ucs_status_t uct_dcx_ep_tag_rndv_request(uct_ep_h tl_ep, uct_tag_t tag,
+                                         const void *header,
+                                         unsigned header_length,
+                                         unsigned flags);
+ucs_status_t uct_dcx_iface_tag_recv_zcopy(uct_iface_h tl_iface, uct_tag_t tag,
+                                          uct_tag_t tag_mask,
+                                          const uct_iov_t *iov, size_t iovcnt,
+                                          uct_tag_context_t *ctx);
+ucs_status_t uct_dcx_iface_tag_recv_cancel(uct_iface_h tl_iface,
+                                           uct_tag_context_t *ctx, int force);
 
 /* dcx_dci.c */
 ucs_status_t uct_dcx_dci_pool_init(uct_dcx_iface_t *iface,

@@ -141,6 +141,13 @@ uct_dcx_wr_init(dcx_send_wr_t *wr, uct_dcx_ep_t *ep, uint8_t opcode,
     wr->reserved    = 0;
 }
 
+/* Receive buffer elem -> the header byte of the message in it */
+static UCS_F_ALWAYS_INLINE uint8_t *
+uct_dcx_rx_wire(uct_dcx_iface_t *iface, void *elem)
+{
+    return UCS_PTR_BYTE_OFFSET(elem, iface->rx_payload_offset);
+}
+
 static UCS_F_ALWAYS_INLINE uct_dcx_send_desc_t *
 uct_dcx_iface_get_desc(uct_dcx_iface_t *iface)
 {

@@ -144,20 +144,26 @@ uct_dcx_ep_post(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep, dcx_send_wr_t *wr,
  * Active messages
  * ------------------------------------------------------------------------- */
 
-/* An inline AM: sge[0] holds the AM id, the rest carry 'length' bytes */
+/* An inline AM: sge[0] holds the NO_TAG TMH (sent to TM peers only),
+ * sge[1] the AM id, the rest carry 'length' bytes */
 static UCS_F_ALWAYS_INLINE ucs_status_t
-uct_dcx_ep_am_inline(uct_dcx_ep_t *ep, const char *name, const dcx_sge_t *sge,
+uct_dcx_ep_am_inline(uct_dcx_ep_t *ep, const char *name, dcx_sge_t *sge,
                      unsigned num_sge, size_t length)
 {
     uct_dcx_iface_t *iface = uct_dcx_ep_iface(ep);
+    unsigned skip          = (ep->tmh_len == 0);
     dcx_send_wr_t wr;
     ucs_status_t status;
 
-    if (ucs_unlikely(length + UCT_DCX_AM_HDR_LEN > iface->config.max_inline)) {
+    if (ucs_unlikely(length + UCT_DCX_AM_HDR_LEN + DCX_TM_TMH_LEN >
+                     iface->config.max_inline)) {
         return uct_dcx_bad_length(name, length,
                                   iface->config.max_inline -
-                                  UCT_DCX_AM_HDR_LEN);
+                                  UCT_DCX_AM_HDR_LEN - DCX_TM_TMH_LEN);
     }
+    uct_dcx_sge_set(&sge[0], uct_dcx_tmh_no_tag, ep->tmh_len, 0);
+    sge     += skip;
+    num_sge -= skip;
 
     status = uct_dcx_ep_tx_begin(iface, ep, 1);
     if (ucs_unlikely(status != UCS_OK)) {
@@ -175,16 +181,16 @@ ucs_status_t uct_dcx_ep_am_short(uct_ep_h tl_ep, uint8_t id, uint64_t hdr,
 {
     uct_dcx_ep_t *ep = ucs_derived_of(tl_ep, uct_dcx_ep_t);
     uint8_t am_id    = id;
-    dcx_sge_t sge[3];
+    dcx_sge_t sge[4];
 
     if (ucs_unlikely(id >= UCT_AM_ID_MAX)) {
         return uct_dcx_bad_am_id(id);
     }
 
-    uct_dcx_sge_set(&sge[0], &am_id, UCT_DCX_AM_HDR_LEN, 0);
-    uct_dcx_sge_set(&sge[1], &hdr, sizeof(hdr), 0);
-    uct_dcx_sge_set(&sge[2], buffer, length, 0);
-    return uct_dcx_ep_am_inline(ep, "am_short", sge, (length > 0) ? 3 : 2,
+    uct_dcx_sge_set(&sge[1], &am_id, UCT_DCX_AM_HDR_LEN, 0);
+    uct_dcx_sge_set(&sge[2], &hdr, sizeof(hdr), 0);
+    uct_dcx_sge_set(&sge[3], buffer, length, 0);
+    return uct_dcx_ep_am_inline(ep, "am_short", sge, (length > 0) ? 4 : 3,
                                 sizeof(hdr) + length);
 }
 
@@ -194,7 +200,7 @@ ucs_status_t uct_dcx_ep_am_short_iov(uct_ep_h tl_ep, uint8_t id,
     uct_dcx_ep_t *ep        = ucs_derived_of(tl_ep, uct_dcx_ep_t);
     uct_dcx_iface_t *iface  = uct_dcx_ep_iface(ep);
     uint8_t am_id           = id;
-    dcx_sge_t sge[UCT_DCX_MAX_IOV + 1];
+    dcx_sge_t sge[UCT_DCX_MAX_IOV + 2];
     size_t i, length;
 
     if (ucs_unlikely(id >= UCT_AM_ID_MAX)) {
@@ -205,14 +211,14 @@ ucs_status_t uct_dcx_ep_am_short_iov(uct_ep_h tl_ep, uint8_t id,
                                   iface->config.max_iov);
     }
 
-    uct_dcx_sge_set(&sge[0], &am_id, UCT_DCX_AM_HDR_LEN, 0);
+    uct_dcx_sge_set(&sge[1], &am_id, UCT_DCX_AM_HDR_LEN, 0);
     length = 0;
     for (i = 0; i < iovcnt; ++i) {
-        uct_dcx_sge_set(&sge[i + 1], iov[i].buffer,
+        uct_dcx_sge_set(&sge[i + 2], iov[i].buffer,
                         uct_iov_get_length(&iov[i]), 0);
-        length += sge[i + 1].length;
+        length += sge[i + 2].length;
     }
-    return uct_dcx_ep_am_inline(ep, "am_short_iov", sge, iovcnt + 1, length);
+    return uct_dcx_ep_am_inline(ep, "am_short_iov", sge, iovcnt + 2, length);
 }
 
 ssize_t uct_dcx_ep_am_bcopy(uct_ep_h tl_ep, uint8_t id,
@@ -238,14 +244,17 @@ ssize_t uct_dcx_ep_am_bcopy(uct_ep_h tl_ep, uint8_t id,
         return status;
     }
 
-    data    = uct_dcx_desc_data(desc);
-    data[0] = id;
-    length  = pack_cb(data + UCT_DCX_AM_HDR_LEN, arg);
+    data = uct_dcx_desc_data(desc);
+    memset(data, 0, ep->tmh_len); /* TMH of opcode NO_TAG */
+    data         += ep->tmh_len;
+    data[0]       = id;
+    length        = pack_cb(data + UCT_DCX_AM_HDR_LEN, arg);
     ucs_assertv(length <= iface->config.seg_size - UCT_DCX_AM_HDR_LEN,
                 "am_bcopy packed %zu bytes, max %zu", length,
                 iface->config.seg_size - UCT_DCX_AM_HDR_LEN);
 
-    uct_dcx_sge_set(&sge, data, length + UCT_DCX_AM_HDR_LEN, desc->lkey);
+    uct_dcx_sge_set(&sge, uct_dcx_desc_data(desc),
+                    ep->tmh_len + length + UCT_DCX_AM_HDR_LEN, desc->lkey);
     uct_dcx_wr_init(&wr, ep, DCX_WR_SEND, 0, &sge, 1);
     status = uct_dcx_ep_post(iface, ep, &wr, &desc->op, 0, 1);
     if (ucs_unlikely(status != UCS_OK)) {
@@ -328,10 +337,12 @@ ucs_status_t uct_dcx_ep_am_zcopy(uct_ep_h tl_ep, uint8_t id,
     }
 
     /* The AM byte and the user header travel from a registered buffer */
-    data    = uct_dcx_desc_data(desc);
-    data[0] = id;
-    memcpy(data + UCT_DCX_AM_HDR_LEN, header, header_length);
-    uct_dcx_sge_set(&sge[0], data, UCT_DCX_AM_HDR_LEN + header_length,
+    data = uct_dcx_desc_data(desc);
+    memset(data, 0, ep->tmh_len); /* TMH of opcode NO_TAG */
+    data[ep->tmh_len] = id;
+    memcpy(data + ep->tmh_len + UCT_DCX_AM_HDR_LEN, header, header_length);
+    uct_dcx_sge_set(&sge[0], data,
+                    ep->tmh_len + UCT_DCX_AM_HDR_LEN + header_length,
                     desc->lkey);
     uct_dcx_wr_init(&wr, ep, DCX_WR_SEND, 0, sge, num_sge + 1);
     status = uct_dcx_ep_post(iface, ep, &wr, &desc->op, comp != NULL, 1);
@@ -840,7 +851,7 @@ ucs_status_t uct_dcx_ep_flush(uct_ep_h tl_ep, unsigned flags,
         self.dctn   = iface->config.dctn;
         self.dc_key = iface->config.dc_key;
         status = uct_dcx_dci_post_ctl(iface, dci, ep, &self, UCT_DCX_CTL_NOP,
-                                      NULL, 0, NULL);
+                                      NULL, 0, iface->rx_tmh_len, NULL);
         if (status != UCS_OK) {
             return status;
         }
@@ -889,7 +900,8 @@ ucs_status_t uct_dcx_ep_check(uct_ep_h tl_ep, unsigned flags,
     /* A no-op to the peer on the control DCI; if the peer is gone the
      * failure reaches the error handler like any other */
     status = uct_dcx_dci_post_ctl(iface, &iface->dcis[iface->ctl_dci], ep,
-                                  &ep->dest, UCT_DCX_CTL_NOP, NULL, 0, NULL);
+                                  &ep->dest, UCT_DCX_CTL_NOP, NULL, 0,
+                                  ep->tmh_len, NULL);
     return (status == UCS_ERR_NO_RESOURCE) ? UCS_OK : status;
 }
 
@@ -911,6 +923,7 @@ void uct_dcx_ep_handle_failure(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep,
     ep->flags |= UCT_DCX_EP_FLAG_FAILED;
     /* all its operations fail now (those on the failed DCI already did) */
     uct_dcx_ep_complete_ops(iface, ep, status);
+    uct_dcx_tag_ep_gone(iface, ep, status);
     iface->policy->ep_detach(iface, ep);
     ep->dci    = UCT_DCX_DCI_NONE;
 
@@ -932,7 +945,7 @@ void uct_dcx_ep_handle_failure(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep,
 
 static ucs_status_t
 uct_dcx_ep_parse_addr(uct_dcx_iface_t *iface, const uct_ep_params_t *params,
-                      dcx_ah_t **ah_p, uint32_t *dctn_p)
+                      dcx_ah_t **ah_p, uint32_t *dctn_p, uint8_t *tmh_len_p)
 {
     const uct_dcx_dev_addr_t *dev_addr;
     const uct_dcx_iface_addr_t *iface_addr;
@@ -959,6 +972,8 @@ uct_dcx_ep_parse_addr(uct_dcx_iface_t *iface, const uct_ep_params_t *params,
 
     *dctn_p = iface_addr->dctn[0] | ((uint32_t)iface_addr->dctn[1] << 8) |
               ((uint32_t)iface_addr->dctn[2] << 16);
+    *tmh_len_p = (iface_addr->flags & UCT_DCX_ADDR_FLAG_TM) ?
+                 DCX_TM_TMH_LEN : 0;
     return uct_dcx_iface_peer_ah(iface, dev_addr->port, dev_addr->len, ah_p);
 }
 
@@ -978,7 +993,7 @@ UCS_CLASS_INIT_FUNC(uct_dcx_ep_t, const uct_ep_params_t *params)
     UCS_CLASS_CALL_SUPER_INIT(uct_base_ep_t, &iface->super);
 
     status = uct_dcx_ep_parse_addr(iface, params, &self->dest.ah,
-                                   &self->dest.dctn);
+                                   &self->dest.dctn, &self->tmh_len);
     if (status != UCS_OK) {
         return status;
     }
@@ -1015,6 +1030,8 @@ UCS_CLASS_CLEANUP_FUNC(uct_dcx_ep_t)
     khiter_t it;
 
     uct_dcx_ep_pending_cleanup(iface, self);
+    /* its rendezvous in flight are forgotten: no FIN reaches them */
+    uct_dcx_tag_ep_gone(iface, self, UCS_OK);
 
     uct_dcx_ep_fc_forget(iface, self);
     if (!(self->flags & UCT_DCX_EP_FLAG_FAILED)) {

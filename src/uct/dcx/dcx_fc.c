@@ -53,6 +53,7 @@ static ucs_status_t uct_dcx_ep_fc_post_req(uct_dcx_iface_t *iface,
     msg.seq      = seq;
     msg.dctn     = iface->config.dctn;
     msg.ep_id    = ep->id;
+    msg.flags    = iface->rx_tmh_len ? UCT_DCX_ADDR_FLAG_TM : 0;
     memcpy(msg.port, iface->config.port, iface->config.port_len);
 
     /* On the ep's own DCI, after the messages it asks credits for; if the
@@ -60,7 +61,7 @@ static ucs_status_t uct_dcx_ep_fc_post_req(uct_dcx_iface_t *iface,
     return uct_dcx_dci_post_ctl(iface, uct_dcx_ep_dci(iface, ep), ep,
                                 &ep->dest, UCT_DCX_CTL_FC_REQ, &msg,
                                 ucs_offsetof(uct_dcx_ctl_msg_t, port) +
-                                iface->config.port_len, NULL);
+                                iface->config.port_len, ep->tmh_len, NULL);
 }
 
 ucs_status_t uct_dcx_ep_fc_request(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep)

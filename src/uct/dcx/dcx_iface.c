@@ -121,6 +121,23 @@ static ucs_config_field_t uct_dcx_iface_config_table[] = {
      ucs_offsetof(uct_dcx_iface_config_t, tx_max_bufs),
      UCT_DCX_CONFIG_TYPE_COUNT_INF},
 
+    {"TM_ENABLE", "try",
+     "Feed the DCT from a tag-matching SRQ (the device matches tags):\n"
+     " y   - required; interface creation fails where the device has none\n"
+     " try - where the device has it\n"
+     " n   - never\n"
+     "Interfaces with and without it talk to each other.",
+     ucs_offsetof(uct_dcx_iface_config_t, tm_enable),
+     UCS_CONFIG_TYPE_TERNARY},
+
+    {"TM_STATS_DIR", "",
+     "Directory where each interface with tag matching keeps its counters\n"
+     "(posted, matched, unexpected, rendezvous, syncs, cancels) in a file\n"
+     "dcx-tm.<pid>.<dct>, updated live; contrib/dcx-tm-stats prints them.\n"
+     "Empty: only the line logged at close (UCX_LOG_LEVEL=info).",
+     ucs_offsetof(uct_dcx_iface_config_t, tm_stats_dir),
+     UCS_CONFIG_TYPE_STRING},
+
     {NULL}
 };
 
@@ -332,7 +349,7 @@ static ucs_status_t uct_dcx_iface_flush(uct_iface_h tl_iface, unsigned flags,
         if (dci->sig_sn < dci->sn) {
             /* unsignalled tail: a signalled no-op behind it */
             uct_dcx_dci_post_ctl(iface, dci, NULL, &self, UCT_DCX_CTL_NOP,
-                                 NULL, 0, NULL);
+                                 NULL, 0, iface->rx_tmh_len, NULL);
         }
     }
 
@@ -390,6 +407,7 @@ static ucs_status_t uct_dcx_iface_get_address(uct_iface_h tl_iface,
     iaddr->dctn[0] = iface->config.dctn & 0xff;
     iaddr->dctn[1] = (iface->config.dctn >> 8) & 0xff;
     iaddr->dctn[2] = (iface->config.dctn >> 16) & 0xff;
+    iaddr->flags   = iface->rx_tmh_len ? UCT_DCX_ADDR_FLAG_TM : 0;
     return UCS_OK;
 }
 
@@ -518,7 +536,8 @@ static ucs_status_t uct_dcx_iface_query(uct_iface_h tl_iface,
     if (max_inline > 0) {
         attr->cap.flags |= UCT_IFACE_FLAG_PUT_SHORT;
     }
-    if (max_inline >= UCT_DCX_AM_HDR_LEN + sizeof(uint64_t)) {
+    /* an AM to a TM peer carries a TMH too (dcx.h) */
+    if (max_inline >= DCX_TM_TMH_LEN + UCT_DCX_AM_HDR_LEN + sizeof(uint64_t)) {
         attr->cap.flags |= UCT_IFACE_FLAG_AM_SHORT;
     }
 
@@ -545,7 +564,8 @@ static ucs_status_t uct_dcx_iface_query(uct_iface_h tl_iface,
 
     attr->cap.am.max_short        = (attr->cap.flags &
                                      UCT_IFACE_FLAG_AM_SHORT) ?
-                                    ucs_min(max_inline, seg) -
+                                    ucs_min(max_inline -
+                                            DCX_TM_TMH_LEN, seg) -
                                     UCT_DCX_AM_HDR_LEN : 0;
     attr->cap.am.max_bcopy        = seg - UCT_DCX_AM_HDR_LEN;
     attr->cap.am.min_zcopy        = 0;
@@ -563,6 +583,7 @@ static ucs_status_t uct_dcx_iface_query(uct_iface_h tl_iface,
     attr->bandwidth.shared    = caps->bandwidth_Bps;
     attr->overhead            = caps->overhead_ns * 1e-9;
     attr->priority            = 0;
+    uct_dcx_iface_tag_query(iface, attr);
     return UCS_OK;
 }
 
@@ -579,7 +600,8 @@ static ucs_status_t uct_dcx_iface_mpools_init(uct_dcx_iface_t *iface,
     ucs_status_t status;
 
     status = uct_dcx_mpool_init(&iface->tx_mp, sizeof(iface),
-                                sizeof(uct_dcx_send_desc_t) + cfg->seg_size,
+                                sizeof(uct_dcx_send_desc_t) + DCX_TM_TMH_LEN +
+                                cfg->seg_size,
                                 sizeof(uct_dcx_send_desc_t),
                                 UCS_SYS_CACHE_LINE_SIZE,
                                 ucs_min(128u, cfg->tx_max_bufs),
@@ -606,7 +628,9 @@ static ucs_status_t uct_dcx_iface_mpools_init(uct_dcx_iface_t *iface,
                                params->rx_headroom : 0;
     /* the element start stays 8-byte aligned when the payload (after the AM
      * byte) is aligned: pad the space before the headroom accordingly */
-    iface->rx_payload_offset = UCT_DCX_RX_HDR_SPACE + iface->rx_headroom;
+    /* a TM SRQ writes the TMH of each message before the header byte */
+    iface->rx_payload_offset = UCT_DCX_RX_HDR_SPACE + iface->rx_tmh_len +
+                               iface->rx_headroom;
     iface->rx_payload_offset += (8 - ((iface->rx_payload_offset +
                                        UCT_DCX_AM_HDR_LEN) % 8)) % 8;
     status = uct_iface_param_am_alignment(params, cfg->seg_size,
@@ -636,15 +660,35 @@ err_tx:
     return status;
 }
 
+/* UCX_DCX_TM_ENABLE against the device: 1 to try a TM SRQ, 0 not to, -1
+ * when it is required and the device has none (logged) */
+static int uct_dcx_iface_tm_wanted(uct_dcx_iface_t *iface,
+                                   const uct_dcx_iface_config_t *cfg)
+{
+    if (cfg->tm_enable == UCS_NO) {
+        return 0;
+    }
+    if (!(iface->caps->flags & DCX_CAP_TM) || (iface->caps->tm_max_tags == 0)) {
+        if (cfg->tm_enable == UCS_YES) {
+            ucs_error("dcx: %s: UCX_DCX_TM_ENABLE=y but the device has no "
+                      "tag matching", dcx_dev_name(iface->dev));
+            return -1;
+        }
+        return 0;
+    }
+    return 1;
+}
+
 static ucs_status_t uct_dcx_iface_create_queues(uct_dcx_iface_t *iface,
                                                 const uct_dcx_iface_config_t
-                                                *cfg)
+                                                *cfg, int tag_used)
 {
     const char *dev = dcx_dev_name(iface->dev);
     dcx_srq_attr_t srq_attr;
     dcx_qp_attr_t dct_attr;
     size_t port_len;
-    int ret;
+    unsigned rx_cqe;
+    int ret, tm;
 
     /* wake-up events where the device has completion channels */
     iface->channel = NULL;
@@ -665,7 +709,18 @@ static ucs_status_t uct_dcx_iface_create_queues(uct_dcx_iface_t *iface,
         goto err_channel;
     }
 
-    ret = dcx_cq_create_ch(iface->dev, cfg->rx_queue_len, iface->channel,
+    tm = tag_used ? uct_dcx_iface_tm_wanted(iface, cfg) : 0;
+    if (tm < 0) {
+        goto err_tx_cq;
+    }
+    /* a TM SRQ also completes list operations and up to two completions
+     * per listed receive */
+    rx_cqe = cfg->rx_queue_len;
+    if (tm > 0) {
+        rx_cqe = ucs_min(rx_cqe + iface->caps->tm_max_ops +
+                         2 * iface->caps->tm_max_tags, iface->caps->max_cqe);
+    }
+    ret = dcx_cq_create_ch(iface->dev, rx_cqe, iface->channel,
                            &iface->rx_cq);
     if (ret != 0) {
         ucs_error("dcx: %s: failed to create the receive CQ: %s", dev,
@@ -678,10 +733,32 @@ static ucs_status_t uct_dcx_iface_create_queues(uct_dcx_iface_t *iface,
     srq_attr.max_wr  = cfg->rx_queue_len;
     srq_attr.max_sge = 1;
     srq_attr.cq      = iface->rx_cq;
-    ret = dcx_srq_create(iface->pd, &srq_attr, &iface->srq);
-    if (ret != 0) {
-        ucs_error("dcx: %s: failed to create the SRQ: %s", dev, strerror(ret));
-        goto err_rx_cq;
+    if (tm > 0) {
+        srq_attr.type        = DCX_SRQ_TM;
+        srq_attr.tm_max_tags = iface->caps->tm_max_tags;
+        srq_attr.tm_max_ops  = iface->caps->tm_max_ops;
+        ret = dcx_srq_create(iface->pd, &srq_attr, &iface->srq);
+        if (ret == 0) {
+            iface->rx_tmh_len = DCX_TM_TMH_LEN;
+        } else if (cfg->tm_enable == UCS_YES) {
+            ucs_error("dcx: %s: failed to create a tag-matching SRQ "
+                      "(UCX_DCX_TM_ENABLE=y): %s", dev, strerror(ret));
+            goto err_rx_cq;
+        } else {
+            ucs_diag("dcx: %s: no tag-matching SRQ (%s), tag offload off",
+                     dev, strerror(ret));
+            srq_attr.type        = DCX_SRQ_BASIC;
+            srq_attr.tm_max_tags = 0;
+            srq_attr.tm_max_ops  = 0;
+        }
+    }
+    if (iface->rx_tmh_len == 0) {
+        ret = dcx_srq_create(iface->pd, &srq_attr, &iface->srq);
+        if (ret != 0) {
+            ucs_error("dcx: %s: failed to create the SRQ: %s", dev,
+                      strerror(ret));
+            goto err_rx_cq;
+        }
     }
 
     memset(&dct_attr, 0, sizeof(dct_attr));
@@ -811,8 +888,10 @@ static UCS_CLASS_INIT_FUNC(uct_dcx_iface_t, uct_md_h tl_md,
     self->config.rnr_timer    = uct_dcx_rnr_timer_of(cfg->rnr_timer);
     self->config.get_max_short = ucs_min((size_t)UCT_DCX_GET_MAX_SHORT,
                                          cfg->seg_size);
+    /* am_short_iov: TMH, AM byte and the iovs */
     self->config.max_iov      = ucs_min((uint32_t)UCT_DCX_MAX_IOV,
-                                        self->caps->max_sge - 1);
+                                        self->caps->max_sge - 2);
+    self->rx_tmh_len          = 0;
     self->rx_queue_len        = cfg->rx_queue_len;
     self->rx_posted           = 0;
     self->fc_wnd              = cfg->fc_wnd;
@@ -831,7 +910,9 @@ static UCS_CLASS_INIT_FUNC(uct_dcx_iface_t, uct_md_h tl_md,
     kh_init_inplace(uct_dcx_eps, &self->eps);
     uct_dcx_iface_atomic_caps(self);
 
-    status = uct_dcx_iface_create_queues(self, cfg);
+    status = uct_dcx_iface_create_queues(self, cfg,
+                                         uct_dcx_iface_tag_params(self,
+                                                                  params));
     if (status != UCS_OK) {
         goto err;
     }
@@ -857,9 +938,14 @@ static UCS_CLASS_INIT_FUNC(uct_dcx_iface_t, uct_md_h tl_md,
         goto err_scratch;
     }
 
-    status = uct_dcx_dci_pool_init(self, cfg);
+    status = uct_dcx_iface_tag_init(self, cfg);
     if (status != UCS_OK) {
         goto err_scratch_mr;
+    }
+
+    status = uct_dcx_dci_pool_init(self, cfg);
+    if (status != UCS_OK) {
+        goto err_tag;
     }
 
     uct_dcx_iface_post_recv(self);
@@ -880,6 +966,8 @@ static UCS_CLASS_INIT_FUNC(uct_dcx_iface_t, uct_md_h tl_md,
 
 err_pool:
     uct_dcx_dci_pool_cleanup(self);
+err_tag:
+    uct_dcx_iface_tag_cleanup(self);
 err_scratch_mr:
     dcx_mr_dereg(self->scratch_mr);
 err_scratch:
@@ -931,6 +1019,7 @@ static UCS_CLASS_CLEANUP_FUNC(uct_dcx_iface_t)
         dcx_comp_channel_destroy(self->channel);
     }
 
+    uct_dcx_iface_tag_cleanup(self);
     dcx_mr_dereg(self->scratch_mr);
     free(self->scratch);
     ucs_mpool_cleanup(&self->rx_mp, 0);
@@ -969,6 +1058,14 @@ uct_iface_ops_t uct_dcx_iface_ops = {
     .ep_flush                 = uct_dcx_ep_flush,
     .ep_fence                 = uct_dcx_ep_fence,
     .ep_check                 = uct_dcx_ep_check,
+    .ep_tag_eager_short       = uct_dcx_ep_tag_eager_short,
+    .ep_tag_eager_bcopy       = uct_dcx_ep_tag_eager_bcopy,
+    .ep_tag_eager_zcopy       = uct_dcx_ep_tag_eager_zcopy,
+    .ep_tag_rndv_request      = uct_dcx_ep_tag_rndv_request,
+    .ep_tag_rndv_zcopy        = uct_dcx_ep_tag_rndv_zcopy,
+    .ep_tag_rndv_cancel       = uct_dcx_ep_tag_rndv_cancel,
+    .iface_tag_recv_zcopy     = uct_dcx_iface_tag_recv_zcopy,
+    .iface_tag_recv_cancel    = uct_dcx_iface_tag_recv_cancel,
     .ep_create                = UCS_CLASS_NEW_FUNC_NAME(uct_dcx_ep_t),
     .ep_destroy               = UCS_CLASS_DELETE_FUNC_NAME(uct_dcx_ep_t),
     .iface_flush              = uct_dcx_iface_flush,

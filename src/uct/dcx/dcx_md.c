@@ -655,6 +655,18 @@ uct_dcx_mkey_pack(uct_md_h uct_md, uct_mem_h uct_memh,
     return UCS_OK;
 }
 
+void uct_dcx_rkey_pack_raw(uint32_t rkey, void *rkey_buffer)
+{
+    uct_dcx_packed_rkey_t packed;
+
+    packed.magic   = UCT_DCX_RKEY_MAGIC;
+    packed.version = UCT_DCX_RKEY_VERSION;
+    packed.flags   = 0;
+    packed.rkey    = rkey;
+    packed.check   = uct_dcx_rkey_check(&packed);
+    memcpy(rkey_buffer, &packed, sizeof(packed));
+}
+
 ucs_status_t uct_dcx_rkey_unpack(uct_component_t *component,
                                  const void *rkey_buffer, uct_rkey_t *rkey_p,
                                  void **handle_p)

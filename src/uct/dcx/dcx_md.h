@@ -38,6 +38,10 @@ typedef struct UCS_S_PACKED uct_dcx_packed_rkey {
 
 #define UCT_DCX_PACKED_RKEY_SIZE sizeof(uct_dcx_packed_rkey_t)
 
+/* Packs a device rkey received from a peer (tag rendezvous) as mkey_pack
+ * would pack it */
+void uct_dcx_rkey_pack_raw(uint32_t rkey, void *rkey_buffer);
+
 
 typedef struct uct_dcx_md_config {
     uct_md_config_t         super;

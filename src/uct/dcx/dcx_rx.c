@@ -21,7 +21,8 @@ static void uct_dcx_ctl_done(uct_dcx_iface_t *iface, uct_dcx_op_t *op,
                              ucs_status_t status)
 {
     uct_dcx_send_desc_t *desc = ucs_container_of(op, uct_dcx_send_desc_t, op);
-    uint8_t *data             = uct_dcx_desc_data(desc);
+    uint8_t *data             = (uint8_t*)uct_dcx_desc_data(desc) +
+                                desc->u.ctl.tmh_len;
     uct_dcx_ctl_msg_t *msg    = (uct_dcx_ctl_msg_t*)(data + 1);
     uct_dcx_grant_t *grant;
 
@@ -35,6 +36,7 @@ static void uct_dcx_ctl_done(uct_dcx_iface_t *iface, uct_dcx_op_t *op,
             grant->dctn    = desc->u.ctl.dctn;
             grant->credits = msg->credits;
             grant->seq     = msg->seq;
+            grant->tmh_len = desc->u.ctl.tmh_len;
             grant->ep_id   = msg->ep_id;
             ucs_queue_push(&iface->grant_q, &grant->queue);
         } else {
@@ -51,7 +53,8 @@ static void uct_dcx_ctl_done(uct_dcx_iface_t *iface, uct_dcx_op_t *op,
 ucs_status_t uct_dcx_dci_post_ctl(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci,
                                   uct_dcx_ep_t *ep, const dcx_dc_dest_t *dest,
                                   uint8_t type, const uct_dcx_ctl_msg_t *msg,
-                                  size_t msg_len, uct_completion_t *comp)
+                                  size_t msg_len, unsigned tmh_len,
+                                  uct_completion_t *comp)
 {
     uct_dcx_send_desc_t *desc;
     dcx_send_wr_t wr;
@@ -68,18 +71,20 @@ ucs_status_t uct_dcx_dci_post_ctl(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci,
         return UCS_ERR_NO_RESOURCE;
     }
 
-    data    = uct_dcx_desc_data(desc);
-    data[0] = UCT_DCX_AM_CTL | type;
+    data = uct_dcx_desc_data(desc);
+    memset(data, 0, tmh_len); /* TMH of opcode NO_TAG */
+    data[tmh_len] = UCT_DCX_AM_CTL | type;
     if (msg_len > 0) {
-        memcpy(data + 1, msg, msg_len);
+        memcpy(data + tmh_len + 1, msg, msg_len);
     }
-    desc->op.cb      = uct_dcx_ctl_done;
-    desc->op.comp    = comp;
-    desc->u.ctl.ah   = dest->ah;
-    desc->u.ctl.dctn = dest->dctn;
+    desc->op.cb         = uct_dcx_ctl_done;
+    desc->op.comp       = comp;
+    desc->u.ctl.ah      = dest->ah;
+    desc->u.ctl.dctn    = dest->dctn;
+    desc->u.ctl.tmh_len = tmh_len;
 
     sge.addr   = (uintptr_t)data;
-    sge.length = 1 + msg_len;
+    sge.length = tmh_len + 1 + msg_len;
     sge.lkey   = desc->lkey;
 
     wr.opcode      = DCX_WR_SEND;
@@ -105,11 +110,8 @@ ucs_status_t uct_dcx_dci_post_ctl(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci,
  * Receive path
  * ------------------------------------------------------------------------- */
 
-static UCS_F_ALWAYS_INLINE uint8_t *
-uct_dcx_rx_wire(uct_dcx_iface_t *iface, void *elem)
-{
-    return UCS_PTR_BYTE_OFFSET(elem, iface->rx_payload_offset);
-}
+const uint8_t uct_dcx_tmh_no_tag[DCX_TM_TMH_LEN] = {0};
+
 
 void uct_dcx_iface_release_desc(uct_recv_desc_t *self, void *desc)
 {
@@ -134,8 +136,10 @@ unsigned uct_dcx_iface_post_recv(uct_dcx_iface_t *iface)
         if (elem == NULL) {
             break;
         }
-        sge.addr   = (uintptr_t)uct_dcx_rx_wire(iface, elem);
-        sge.length = iface->config.seg_size;
+        /* a TM SRQ places the TMH too: it lands in the headroom */
+        sge.addr   = (uintptr_t)uct_dcx_rx_wire(iface, elem) -
+                     iface->rx_tmh_len;
+        sge.length = iface->config.seg_size + iface->rx_tmh_len;
         memcpy(&sge.lkey, UCS_PTR_BYTE_OFFSET(elem, UCT_DCX_RX_LKEY_OFFSET),
                sizeof(sge.lkey));
         ret = dcx_srq_post_recv(iface->srq, (uintptr_t)elem, &sge, 1);
@@ -174,7 +178,7 @@ static void uct_dcx_iface_send_grants(uct_dcx_iface_t *iface)
         status = uct_dcx_dci_post_ctl(iface, dci, NULL, &dest,
                                       UCT_DCX_CTL_FC_GRANT, &msg,
                                       ucs_offsetof(uct_dcx_ctl_msg_t, port),
-                                      NULL);
+                                      grant->tmh_len, NULL);
         if (status != UCS_OK) {
             break; /* retried from progress */
         }
@@ -213,6 +217,8 @@ uct_dcx_iface_handle_ctl(uct_dcx_iface_t *iface, uint8_t type,
         grant->dctn    = msg->dctn;
         grant->credits = msg->credits;
         grant->seq     = msg->seq;
+        grant->tmh_len = (msg->flags & UCT_DCX_ADDR_FLAG_TM) ?
+                         DCX_TM_TMH_LEN : 0;
         grant->ep_id   = msg->ep_id;
         ucs_queue_push(&iface->grant_q, &grant->queue);
         uct_dcx_iface_send_grants(iface);
@@ -231,7 +237,7 @@ uct_dcx_iface_handle_ctl(uct_dcx_iface_t *iface, uint8_t type,
               "bytes)", dcx_dev_name(iface->dev), type, length);
 }
 
-static UCS_F_NOINLINE void
+void
 uct_dcx_iface_rx_error(uct_dcx_iface_t *iface, const dcx_wc_t *wc)
 {
     if (wc->status != DCX_WC_WR_FLUSH_ERR) {
@@ -241,52 +247,62 @@ uct_dcx_iface_rx_error(uct_dcx_iface_t *iface, const dcx_wc_t *wc)
     }
 }
 
+/* A whole message in the receive buffer elem: AM or control message */
+void uct_dcx_iface_rx_am(uct_dcx_iface_t *iface, void *elem, uint8_t *wire,
+                         unsigned length)
+{
+    ucs_status_t status;
+
+    if (ucs_unlikely(wire[0] >= UCT_AM_ID_MAX)) {
+        if (wire[0] & UCT_DCX_AM_CTL) {
+            uct_dcx_iface_handle_ctl(iface, wire[0] & ~UCT_DCX_AM_CTL,
+                                     wire + 1, length - 1);
+        } else {
+            ucs_error("dcx: %s: dropped a message with AM id %u",
+                      dcx_dev_name(iface->dev), wire[0]);
+        }
+        ucs_mpool_put_inline(elem);
+        return;
+    }
+
+    uct_iface_trace_am(&iface->super, UCT_AM_TRACE_TYPE_RECV, wire[0],
+                       wire + 1, length - 1, "RX: AM");
+    status = uct_iface_invoke_am(&iface->super, wire[0], wire + 1,
+                                 length - 1, UCT_CB_PARAM_FLAG_DESC);
+    if (status == UCS_INPROGRESS) {
+        /* the user keeps the buffer; it comes back through
+         * uct_iface_release_desc() */
+        uct_recv_desc(wire + 1 - iface->rx_headroom) = &iface->release_desc;
+    } else {
+        ucs_mpool_put_inline(elem);
+    }
+}
+
 static unsigned uct_dcx_iface_poll_rx(uct_dcx_iface_t *iface)
 {
     dcx_wc_t wc[UCT_DCX_RX_BATCH];
     void *elem;
-    uint8_t *wire;
-    ucs_status_t status;
     int i, n;
 
     n = dcx_cq_poll(iface->rx_cq, UCT_DCX_RX_BATCH, wc);
     for (i = 0; i < n; ++i) {
+        if (ucs_unlikely(iface->rx_tmh_len != 0)) {
+            /* a TM SRQ: list operations, tagged messages, and the NO_TAG
+             * messages that carry AMs */
+            uct_dcx_iface_tag_rx(iface, &wc[i]);
+            continue;
+        }
+
         elem = (void*)(uintptr_t)wc[i].wr_id;
         iface->rx_posted--;
-        wire = uct_dcx_rx_wire(iface, elem);
-
         if (ucs_unlikely((wc[i].status != DCX_WC_SUCCESS) ||
                          (wc[i].byte_len < UCT_DCX_AM_HDR_LEN))) {
             uct_dcx_iface_rx_error(iface, &wc[i]);
             ucs_mpool_put_inline(elem);
             continue;
         }
-
-        if (ucs_unlikely(wire[0] >= UCT_AM_ID_MAX)) {
-            if (wire[0] & UCT_DCX_AM_CTL) {
-                uct_dcx_iface_handle_ctl(iface, wire[0] & ~UCT_DCX_AM_CTL,
-                                         wire + 1, wc[i].byte_len - 1);
-            } else {
-                ucs_error("dcx: %s: dropped a message with AM id %u",
-                          dcx_dev_name(iface->dev), wire[0]);
-            }
-            ucs_mpool_put_inline(elem);
-            continue;
-        }
-
-        uct_iface_trace_am(&iface->super, UCT_AM_TRACE_TYPE_RECV, wire[0],
-                           wire + 1, wc[i].byte_len - 1, "RX: AM");
-        status = uct_iface_invoke_am(&iface->super, wire[0], wire + 1,
-                                     wc[i].byte_len - 1,
-                                     UCT_CB_PARAM_FLAG_DESC);
-        if (status == UCS_INPROGRESS) {
-            /* the user keeps the buffer; it comes back through
-             * uct_iface_release_desc() */
-            uct_recv_desc(wire + 1 - iface->rx_headroom) =
-                    &iface->release_desc;
-        } else {
-            ucs_mpool_put_inline(elem);
-        }
+        uct_dcx_iface_rx_am(iface, elem, uct_dcx_rx_wire(iface, elem),
+                            wc[i].byte_len);
     }
 
     if (iface->rx_posted < iface->rx_queue_len) {

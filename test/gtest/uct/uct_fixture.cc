@@ -162,6 +162,7 @@ ucs_status_t uct_dcx_test::try_create_entity(
     params.mode.device.tl_name  = "dcx";
     params.mode.device.dev_name = "soft0:1";
     params.rx_headroom          = 16;
+    iface_params(params);
     status = uct_iface_open(m_md, e->worker, &params, config, &e->iface);
     uct_config_release(config);
     if (status != UCS_OK) {

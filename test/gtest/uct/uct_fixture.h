@@ -57,6 +57,9 @@ protected:
     /* Environment applied before the MD and interface configs are read */
     virtual void init_env(scoped_env &env) {}
 
+    /* Last changes to the parameters of each interface opened */
+    virtual void iface_params(uct_iface_params_t &params) {}
+
     entity *create_entity(const std::map<std::string, std::string> &cfg =
                           std::map<std::string, std::string>());
     ucs_status_t try_create_entity(const std::map<std::string, std::string>

@@ -1,0 +1,705 @@
+/*
+ * dcx transport: tag-matching offload (UCT tag API) over a DCX_SRQ_TM SRQ:
+ * the receive side, list operations and the interface (sends: dcx_tag_ep.c).
+ *
+ * With UCX_DCX_TM_ENABLE the DCT is fed by a tag-matching SRQ, which parses
+ * the first 16 bytes of every inbound message as a TMH (semantics 4.5).
+ * Peers know it from the interface address (UCT_DCX_ADDR_FLAG_TM) and send
+ * their AMs and control messages behind a NO_TAG TMH; those complete as
+ * DCX_WC_TM_NO_TAG with the TMH placed before the header byte (receive
+ * buffers are posted 16 bytes early, into the headroom) and go to the AM
+ * path.  Tagged sends are only possible to a TM peer.
+ *
+ * Wire of a tagged send: TMH(EAGER, app_ctx, tag) | payload.  Of a
+ * rendezvous: TMH(RNDV, app_ctx, tag) | RVH(va, rkey, len) | RAVH(our DCT,
+ * DC key) | header; app_ctx names the rendezvous (gen << 16 | index) and
+ * comes back in the TMH of the FIN the receiver's device sends when it has
+ * read the data.  Like UCX's rc_mlx5, the first two bytes of the user's
+ * header travel in the TMH's reserved bytes (byte 1: how many, bytes 2-3:
+ * them), so that 18 bytes fit beside the 48 of headers in the device's 64
+ * (UCP's offload header is 17).  An unexpected rendezvous goes to the rndv callback with
+ * the sender's buffer and rkey; UCP reads it and tells the sender itself,
+ * which then cancels the operation (uct_ep_tag_rndv_cancel).  The 64-bit
+ * immediate of eager bcopy/zcopy travels as app_ctx (low half) and the
+ * SEND_IMM immediate (high half); a SEND_IMM whose immediate and app_ctx
+ * are both 0 is a software rendezvous request (uct_ep_tag_rndv_request),
+ * as on UCX's rc_mlx5.
+ *
+ * Posted receives live in slots (one per device list entry); the receive's
+ * wr_id and the list operations' wr_id name the slot, so a receive cancelled
+ * with force, whose context the user may free at once, is never touched
+ * again.  Every list operation is signalled and carries the count of
+ * unexpected messages handled (phase synchronisation, semantics 4.8); a
+ * completion asking for a sync gets a SYNC operation.
+ */
+#ifdef HAVE_CONFIG_H
+#  include "config.h"
+#endif
+
+#include "dcx.inl"
+
+#include <uct/base/uct_iov.inl>
+#include <ucs/debug/log.h>
+#include <ucs/debug/memtrack.h>
+#include <ucs/sys/string.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#define UCT_DCX_TM_WR_SYNC   UINT64_MAX   /* wr_id of SYNC operations */
+
+
+static UCS_F_ALWAYS_INLINE uct_dcx_tm_ctx_priv_t *
+uct_dcx_tm_priv(uct_tag_context_t *ctx)
+{
+    UCS_STATIC_ASSERT(sizeof(uct_dcx_tm_ctx_priv_t) <= UCT_TAG_PRIV_LEN);
+    return (uct_dcx_tm_ctx_priv_t*)ctx->priv;
+}
+
+
+/* ---------------------------------------------------------------------------
+ * List operations
+ * ------------------------------------------------------------------------- */
+
+/* Posts a signalled list operation carrying the unexpected count */
+static ucs_status_t uct_dcx_tm_post_op(uct_dcx_iface_t *iface, dcx_tm_op_t *op)
+{
+    int ret;
+
+    if (iface->tm.ops_out >= iface->tm.max_ops) {
+        return UCS_ERR_NO_RESOURCE;
+    }
+
+    op->flags          = DCX_TM_OPF_SIGNALED | DCX_TM_OPF_SYNC;
+    op->unexpected_cnt = iface->tm.unexp_cnt;
+    ret = dcx_srq_tm_post(iface->srq, op);
+    if (ret == ENOMEM) {
+        return UCS_ERR_NO_RESOURCE;
+    } else if (ret != 0) {
+        ucs_error("dcx: %s: tag list operation %u failed: %s",
+                  dcx_dev_name(iface->dev), op->opcode, strerror(ret));
+        return UCS_ERR_IO_ERROR;
+    }
+    iface->tm.ops_out++;
+    return UCS_OK;
+}
+
+static UCS_F_NOINLINE void uct_dcx_tm_sync(uct_dcx_iface_t *iface)
+{
+    dcx_tm_op_t op;
+
+    memset(&op, 0, sizeof(op));
+    op.wr_id  = UCT_DCX_TM_WR_SYNC;
+    op.opcode = DCX_TM_OP_SYNC;
+    if (uct_dcx_tm_post_op(iface, &op) == UCS_OK) {
+        iface->tm.stats->syncs++;
+    }
+    /* else: the next operation carries the count anyway */
+}
+
+static void uct_dcx_tm_slot_put(uct_dcx_iface_t *iface, uint32_t idx)
+{
+    uct_dcx_tm_slot_t *slot = &iface->tm.slots[idx];
+
+    slot->state     = UCT_DCX_TM_SLOT_FREE;
+    slot->ctx       = NULL;
+    slot->next_free = iface->tm.free_head;
+    iface->tm.free_head = idx;
+    iface->tm.posted--;
+}
+
+/* Frees the slot once the receive is reported and nothing else is due */
+static void uct_dcx_tm_slot_check(uct_dcx_iface_t *iface, uint32_t idx)
+{
+    uct_dcx_tm_slot_t *slot = &iface->tm.slots[idx];
+
+    if ((slot->state == UCT_DCX_TM_SLOT_DONE) && (slot->ops_due == 0)) {
+        uct_dcx_tm_slot_put(iface, idx);
+    }
+}
+
+/* The receive in slot idx ends: report it (unless cancelled with force) */
+static void uct_dcx_tm_slot_finish(uct_dcx_iface_t *iface, uint32_t idx,
+                                   uint64_t imm, size_t length,
+                                   ucs_status_t status)
+{
+    uct_dcx_tm_slot_t *slot = &iface->tm.slots[idx];
+    uct_tag_context_t *ctx  = slot->ctx;
+
+    slot->state = UCT_DCX_TM_SLOT_DONE;
+    if (!slot->forced) {
+        ctx->completed_cb(ctx, uct_dcx_tm_priv(ctx)->tag, imm, length, NULL,
+                          status);
+    }
+    uct_dcx_tm_slot_check(iface, idx);
+}
+
+ucs_status_t uct_dcx_iface_tag_recv_zcopy(uct_iface_h tl_iface, uct_tag_t tag,
+                                          uct_tag_t tag_mask,
+                                          const uct_iov_t *iov, size_t iovcnt,
+                                          uct_tag_context_t *ctx)
+{
+    uct_dcx_iface_t *iface = ucs_derived_of(tl_iface, uct_dcx_iface_t);
+    uct_dcx_tm_ctx_priv_t *priv;
+    uct_dcx_tm_slot_t *slot;
+    dcx_tm_op_t op;
+    ucs_status_t status;
+    uint32_t idx;
+
+    if (ucs_unlikely(iface->rx_tmh_len == 0)) {
+        ucs_error("dcx: %s: tag_recv_zcopy: tag matching is off on this "
+                  "interface", dcx_dev_name(iface->dev));
+        return UCS_ERR_UNSUPPORTED;
+    }
+    if (ucs_unlikely(iovcnt > 1)) {
+        ucs_error("dcx: tag_recv_zcopy: iov count %zu exceeds the maximum 1",
+                  iovcnt);
+        return UCS_ERR_INVALID_PARAM;
+    }
+    if (ucs_unlikely((iovcnt == 1) && (uct_iov_get_length(iov) > 0) &&
+                     (iov->memh == UCT_MEM_HANDLE_NULL))) {
+        ucs_error("dcx: tag_recv_zcopy: the buffer has no memory handle");
+        return UCS_ERR_INVALID_PARAM;
+    }
+    if (ucs_unlikely(iface->tm.free_head == UINT32_MAX)) {
+        /* as UCX: the list is full */
+        return UCS_ERR_EXCEEDS_LIMIT;
+    }
+
+    idx  = iface->tm.free_head;
+    slot = &iface->tm.slots[idx];
+
+    memset(&op, 0, sizeof(op));
+    op.wr_id      = idx;
+    op.opcode     = DCX_TM_OP_ADD;
+    op.recv_wr_id = idx;
+    op.tag        = tag & tag_mask;
+    op.mask       = tag_mask;
+    if ((iovcnt == 1) && (uct_iov_get_length(iov) > 0)) {
+        op.num_sge    = 1;
+        op.sge.addr   = (uintptr_t)iov->buffer;
+        op.sge.length = uct_iov_get_length(iov);
+        op.sge.lkey   = uct_dcx_memh_mr(iov->memh)->lkey;
+    }
+    status = uct_dcx_tm_post_op(iface, &op);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    iface->tm.free_head = slot->next_free;
+    iface->tm.posted++;
+    slot->ctx        = ctx;
+    slot->buffer     = (iovcnt == 1) ? iov->buffer : NULL;
+    slot->handle     = op.handle;
+    slot->state      = UCT_DCX_TM_SLOT_LIVE;
+    slot->ops_due    = 1;
+    slot->forced     = 0;
+    slot->del_posted = 0;
+    priv             = uct_dcx_tm_priv(ctx);
+    priv->slot       = idx;
+    priv->tag        = 0;
+    priv->app_ctx    = 0;
+    iface->tm.stats->posted++;
+    return UCS_OK;
+}
+
+ucs_status_t uct_dcx_iface_tag_recv_cancel(uct_iface_h tl_iface,
+                                           uct_tag_context_t *ctx, int force)
+{
+    uct_dcx_iface_t *iface = ucs_derived_of(tl_iface, uct_dcx_iface_t);
+    uint32_t idx           = uct_dcx_tm_priv(ctx)->slot;
+    uct_dcx_tm_slot_t *slot;
+    dcx_tm_op_t op;
+    ucs_status_t status;
+
+    if (ucs_unlikely((iface->rx_tmh_len == 0) ||
+                     (idx >= iface->tm.num_slots) ||
+                     (iface->tm.slots[idx].ctx != ctx) ||
+                     (iface->tm.slots[idx].state != UCT_DCX_TM_SLOT_LIVE))) {
+        ucs_error("dcx: tag_recv_cancel: context %p is not a posted receive",
+                  ctx);
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    slot = &iface->tm.slots[idx];
+    if (!slot->del_posted) {
+        memset(&op, 0, sizeof(op));
+        op.wr_id  = idx;
+        op.opcode = DCX_TM_OP_DEL;
+        op.handle = slot->handle;
+        status    = uct_dcx_tm_post_op(iface, &op);
+        if (status != UCS_OK) {
+            return status;
+        }
+        slot->del_posted = 1;
+        slot->ops_due++;
+        iface->tm.stats->cancels++;
+    }
+    if (force) {
+        /* the context is the user's again: nothing will be reported */
+        slot->forced = 1;
+    }
+    return UCS_OK;
+}
+
+
+/* ---------------------------------------------------------------------------
+ * Completions of the TM SRQ
+ * ------------------------------------------------------------------------- */
+
+static UCS_F_NOINLINE void
+uct_dcx_tag_rx_unknown(uct_dcx_iface_t *iface, const dcx_wc_t *wc)
+{
+    ucs_error("dcx: %s: unexpected receive completion (opcode %u, status "
+              "%s, %u bytes)", dcx_dev_name(iface->dev), wc->opcode,
+              dcx_wc_status_str(wc->status), wc->byte_len);
+}
+
+static void uct_dcx_tm_release_desc(uct_recv_desc_t *self, void *desc)
+{
+    uct_dcx_iface_t *iface = ucs_container_of(self, uct_dcx_iface_t,
+                                              tm.release_desc);
+
+    /* desc = wire - headroom */
+    ucs_mpool_put_inline(UCS_PTR_BYTE_OFFSET(desc, iface->rx_headroom -
+                                             iface->rx_payload_offset));
+}
+
+/* A NO_TAG message in an SRQ buffer: an AM or a control message */
+static void uct_dcx_tag_rx_no_tag(uct_dcx_iface_t *iface, const dcx_wc_t *wc)
+{
+    void *elem = (void*)(uintptr_t)wc->wr_id;
+    uint8_t *wire;
+
+    iface->rx_posted--;
+    if (ucs_unlikely((wc->status != DCX_WC_SUCCESS) ||
+                     (wc->byte_len < DCX_TM_TMH_LEN))) {
+        uct_dcx_iface_rx_error(iface, wc);
+        ucs_mpool_put_inline(elem);
+        return;
+    }
+
+    wire = uct_dcx_rx_wire(iface, elem);
+    if (ucs_unlikely(wire[-(int)DCX_TM_TMH_LEN] == DCX_TMH_FIN)) {
+        uct_dcx_tag_rx_fin(iface, wire - DCX_TM_TMH_LEN);
+        ucs_mpool_put_inline(elem);
+        return;
+    } else if (ucs_unlikely(wire[-(int)DCX_TM_TMH_LEN] != DCX_TMH_NO_TAG)) {
+        ucs_error("dcx: %s: dropped a message with TMH opcode %u",
+                  dcx_dev_name(iface->dev), wire[-(int)DCX_TM_TMH_LEN]);
+        ucs_mpool_put_inline(elem);
+        return;
+    }
+    uct_dcx_iface_rx_am(iface, elem, wire, wc->byte_len - DCX_TM_TMH_LEN);
+}
+
+/* An unexpected rendezvous: software (UCP) reads the data.  'wire' points
+ * after the TMH, at the RVH. */
+static void uct_dcx_tag_rx_unexp_rndv(uct_dcx_iface_t *iface,
+                                      const uint8_t *wire, unsigned length,
+                                      uint64_t tag)
+{
+    uint8_t rkey_buf[UCT_DCX_PACKED_RKEY_SIZE];
+    uint8_t hdr[256];
+    uint64_t va;
+    uint32_t rkey, len;
+    unsigned hdr_off  = DCX_TM_RNDV_LEN - DCX_TM_TMH_LEN;
+    unsigned priv_len = wire[1 - (int)DCX_TM_TMH_LEN];
+
+    if (ucs_unlikely((length < hdr_off) || (priv_len > UCT_DCX_TM_TMH_PRIV) ||
+                     (length - hdr_off + priv_len > sizeof(hdr)))) {
+        ucs_error("dcx: %s: dropped a malformed rendezvous request (%u bytes, "
+                  "%u in the TMH)", dcx_dev_name(iface->dev), length,
+                  priv_len);
+        return;
+    }
+    /* the user's header: its first bytes came in the TMH */
+    memcpy(hdr, wire + 2 - (int)DCX_TM_TMH_LEN, priv_len);
+    memcpy(hdr + priv_len, wire + hdr_off, length - hdr_off);
+    dcx_rvh_unpack(wire, &va, &rkey, &len);
+    uct_dcx_rkey_pack_raw(rkey, rkey_buf);
+    iface->tm.stats->unexp_rndv++;
+    iface->tm.stats->rndv_sw++;
+    /* no DESC flag: the rkey buffer is on the stack, as on rc_mlx5 */
+    iface->tm.rndv_cb(iface->tm.rndv_arg, 0, tag, hdr,
+                      length - hdr_off + priv_len, va, len, rkey_buf);
+}
+
+/* An unexpected tagged message, whole, in an SRQ buffer */
+static void uct_dcx_tag_rx_unexp(uct_dcx_iface_t *iface, const dcx_wc_t *wc)
+{
+    void *elem   = (void*)(uintptr_t)wc->wr_id;
+    uint8_t *wire;
+    uint8_t opcode;
+    uint32_t app_ctx;
+    uint64_t tag, imm;
+    unsigned length;
+    ucs_status_t status;
+    uct_recv_desc_t *rdesc;
+    void *context;
+
+    iface->rx_posted--;
+    if (ucs_unlikely((wc->status != DCX_WC_SUCCESS) ||
+                     (wc->byte_len < DCX_TM_TMH_LEN))) {
+        uct_dcx_iface_rx_error(iface, wc);
+        ucs_mpool_put_inline(elem);
+        return;
+    }
+
+    wire   = uct_dcx_rx_wire(iface, elem);
+    length = wc->byte_len - DCX_TM_TMH_LEN;
+    dcx_tmh_unpack(wire - DCX_TM_TMH_LEN, &opcode, &app_ctx, &tag);
+    iface->tm.unexp_cnt++;
+
+    if (opcode == DCX_TMH_RNDV) {
+        uct_dcx_tag_rx_unexp_rndv(iface, wire, length, tag);
+        ucs_mpool_put_inline(elem);
+        goto out;
+    } else if (ucs_unlikely(opcode != DCX_TMH_EAGER)) {
+        ucs_error("dcx: %s: dropped an unexpected tagged message with TMH "
+                  "opcode %u (tag 0x%" PRIx64 ")", dcx_dev_name(iface->dev),
+                  opcode, tag);
+        ucs_mpool_put_inline(elem);
+        goto out;
+    }
+
+    imm = (wc->flags & DCX_WC_FLAG_WITH_IMM) ?
+          (((uint64_t)wc->imm << 32) | app_ctx) : 0;
+    if ((wc->flags & DCX_WC_FLAG_WITH_IMM) && (imm == 0)) {
+        /* software rendezvous request */
+        iface->tm.stats->unexp_rndv++;
+        status = iface->tm.rndv_cb(iface->tm.rndv_arg, 0, tag, wire, length,
+                                   0, 0, NULL);
+        ucs_mpool_put_inline(elem);
+        (void)status;
+        goto out;
+    }
+
+    iface->tm.stats->unexp_eager++;
+    context = NULL;
+    status  = iface->tm.eager_cb(iface->tm.eager_arg, wire, length,
+                                 UCT_CB_PARAM_FLAG_DESC |
+                                 UCT_CB_PARAM_FLAG_FIRST, tag, imm, &context);
+    if (status == UCS_INPROGRESS) {
+        /* where uct_recv_desc() looks; the payload after a TMH is not
+         * aligned as an AM's is, so the slot may not be either */
+        rdesc = &iface->tm.release_desc;
+        memcpy(wire - iface->rx_headroom - sizeof(rdesc), &rdesc,
+               sizeof(rdesc));
+    } else {
+        ucs_mpool_put_inline(elem);
+    }
+
+out:
+    if (wc->flags & DCX_WC_FLAG_TM_SYNC_REQ) {
+        uct_dcx_tm_sync(iface);
+    }
+}
+
+/* A receive completion of a posted tag (expected) */
+static void uct_dcx_tag_rx_expected(uct_dcx_iface_t *iface,
+                                    const dcx_wc_t *wc)
+{
+    uint32_t idx = (uint32_t)wc->wr_id;
+    uct_dcx_tm_slot_t *slot;
+    uct_tag_context_t *ctx;
+    uct_dcx_tm_ctx_priv_t *priv;
+    uint64_t imm;
+
+    if (ucs_unlikely((idx >= iface->tm.num_slots) ||
+                     (iface->tm.slots[idx].state != UCT_DCX_TM_SLOT_LIVE))) {
+        uct_dcx_tag_rx_unknown(iface, wc);
+        return;
+    }
+    slot = &iface->tm.slots[idx];
+    ctx  = slot->ctx;
+    priv = uct_dcx_tm_priv(ctx);
+
+    if (ucs_unlikely(wc->status != DCX_WC_SUCCESS)) {
+        /* a rendezvous whose data does not fit the buffer is truncated as
+         * an eager one is (the sender gets no FIN: it learns the outcome
+         * from the protocol above) */
+        uct_dcx_tm_slot_finish(iface, idx, 0, 0,
+                               ((wc->status == DCX_WC_LOC_LEN_ERR) ||
+                                (wc->status == DCX_WC_TM_RNDV_INCOMPLETE)) ?
+                               UCS_ERR_MESSAGE_TRUNCATED :
+                               uct_dcx_status(wc->status));
+        return;
+    }
+
+    if (!(wc->flags & DCX_WC_FLAG_TM_MATCH)) {
+        /* second of two: eager of several packets or a device rendezvous;
+         * only a rendezvous can be larger than an eager message */
+        if (wc->byte_len > iface->config.seg_size) {
+            iface->tm.stats->rndv_hw++;
+        }
+    } else {
+        priv->tag     = wc->tm_tag;
+        priv->app_ctx = wc->tm_priv;
+        iface->tm.stats->matched++;
+        if (!slot->forced) {
+            ctx->tag_consumed_cb(ctx);
+        }
+    }
+    if (!(wc->flags & DCX_WC_FLAG_TM_DATA_VALID)) {
+        return; /* the data comes with the next completion */
+    }
+
+    imm = (wc->flags & DCX_WC_FLAG_WITH_IMM) ?
+          (((uint64_t)wc->imm << 32) | priv->app_ctx) : 0;
+    if ((wc->flags & DCX_WC_FLAG_WITH_IMM) && (imm == 0)) {
+        /* a software rendezvous request matched: its header is in the
+         * user's buffer */
+        iface->tm.stats->rndv_sw++;
+        slot->state = UCT_DCX_TM_SLOT_DONE;
+        if (!slot->forced) {
+            ctx->rndv_cb(ctx, priv->tag, slot->buffer, wc->byte_len,
+                         UCS_OK, 0);
+        }
+        uct_dcx_tm_slot_check(iface, idx);
+        return;
+    }
+    uct_dcx_tm_slot_finish(iface, idx, imm, wc->byte_len, UCS_OK);
+}
+
+/* Completion of a list operation */
+static void uct_dcx_tag_rx_list_op(uct_dcx_iface_t *iface, const dcx_wc_t *wc)
+{
+    uint32_t idx;
+    uct_dcx_tm_slot_t *slot;
+
+    iface->tm.ops_out--;
+    if (wc->wr_id == UCT_DCX_TM_WR_SYNC) {
+        return;
+    }
+
+    idx = (uint32_t)wc->wr_id;
+    if (ucs_unlikely(idx >= iface->tm.num_slots)) {
+        uct_dcx_tag_rx_unknown(iface, wc);
+        return;
+    }
+    slot = &iface->tm.slots[idx];
+    slot->ops_due--;
+
+    if ((wc->opcode == DCX_WC_TM_DEL) && (wc->status == DCX_WC_SUCCESS) &&
+        (slot->state == UCT_DCX_TM_SLOT_LIVE)) {
+        /* removed before anything matched it */
+        uct_dcx_tm_slot_finish(iface, idx, 0, 0, UCS_ERR_CANCELED);
+    } else if ((wc->status != DCX_WC_SUCCESS) &&
+               (wc->status != DCX_WC_TM_ERR)) {
+        ucs_error("dcx: %s: tag list operation failed: %s",
+                  dcx_dev_name(iface->dev), dcx_wc_status_str(wc->status));
+        if ((wc->opcode == DCX_WC_TM_ADD) &&
+            (slot->state == UCT_DCX_TM_SLOT_LIVE)) {
+            uct_dcx_tm_slot_finish(iface, idx, 0, 0, UCS_ERR_IO_ERROR);
+            return;
+        }
+    }
+    /* TM_ERR: the DEL lost the race, the receive's completion reports it */
+    if (wc->flags & DCX_WC_FLAG_TM_SYNC_REQ) {
+        uct_dcx_tm_sync(iface);
+    }
+    uct_dcx_tm_slot_check(iface, idx);
+}
+
+void uct_dcx_iface_tag_rx(uct_dcx_iface_t *iface, const dcx_wc_t *wc)
+{
+    switch (wc->opcode) {
+    case DCX_WC_TM_NO_TAG:
+        uct_dcx_tag_rx_no_tag(iface, wc);
+        break;
+    case DCX_WC_TM_RECV:
+        /* a posted tag's completions name its slot; an SRQ buffer's are
+         * pointers, never that small */
+        if (wc->wr_id < iface->tm.num_slots) {
+            uct_dcx_tag_rx_expected(iface, wc);
+        } else {
+            uct_dcx_tag_rx_unexp(iface, wc);
+        }
+        break;
+    case DCX_WC_TM_ADD:
+    case DCX_WC_TM_DEL:
+    case DCX_WC_TM_SYNC:
+        uct_dcx_tag_rx_list_op(iface, wc);
+        break;
+    default:
+        if (wc->status != DCX_WC_WR_FLUSH_ERR) {
+            uct_dcx_tag_rx_unknown(iface, wc);
+        }
+        if ((wc->status != DCX_WC_SUCCESS) &&
+            (wc->wr_id >= iface->tm.num_slots) &&
+            (wc->wr_id != UCT_DCX_TM_WR_SYNC)) {
+            /* an SRQ buffer flushed with an error */
+            iface->rx_posted--;
+            ucs_mpool_put_inline((void*)(uintptr_t)wc->wr_id);
+        }
+        break;
+    }
+}
+
+
+/* ---------------------------------------------------------------------------
+ * Interface
+ * ------------------------------------------------------------------------- */
+
+int uct_dcx_iface_tag_params(uct_dcx_iface_t *iface,
+                             const uct_iface_params_t *params)
+{
+    uct_dcx_tm_t *tm = &iface->tm;
+    uint64_t fm      = params->field_mask;
+
+    memset(tm, 0, sizeof(*tm));
+    tm->free_head       = UINT32_MAX;
+    tm->rndv_free       = UINT16_MAX;
+    tm->stats           = &tm->own_stats;
+    tm->release_desc.cb = uct_dcx_tm_release_desc;
+    tm->eager_cb  = (fm & UCT_IFACE_PARAM_FIELD_HW_TM_EAGER_CB) ?
+                    params->eager_cb : NULL;
+    tm->eager_arg = (fm & UCT_IFACE_PARAM_FIELD_HW_TM_EAGER_ARG) ?
+                    params->eager_arg : NULL;
+    tm->rndv_cb   = (fm & UCT_IFACE_PARAM_FIELD_HW_TM_RNDV_CB) ?
+                    params->rndv_cb : NULL;
+    tm->rndv_arg  = (fm & UCT_IFACE_PARAM_FIELD_HW_TM_RNDV_ARG) ?
+                    params->rndv_arg : NULL;
+    /* the user asked for tag matching (UCP does with its tag feature) */
+    return (tm->eager_cb != NULL) && (tm->rndv_cb != NULL) &&
+           (!(fm & UCT_IFACE_PARAM_FIELD_FEATURES) ||
+            (params->features & UCT_IFACE_FEATURE_TAG));
+}
+
+/* UCX_DCX_TM_STATS_DIR: the counters in <dir>/dcx-tm.<pid>.<dct>, mapped
+ * shared; failing to create it is logged and costs only the file */
+static void uct_dcx_tm_stats_open(uct_dcx_iface_t *iface, const char *dir)
+{
+    uct_dcx_tm_stats_file_t *f;
+    char path[PATH_MAX];
+    int fd;
+
+    snprintf(path, sizeof(path), "%s/dcx-tm.%d.%x", dir, (int)getpid(),
+             iface->config.dctn);
+    fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0644);
+    if (fd < 0) {
+        ucs_warn("dcx: %s: cannot create the counters file %s: %m",
+                 dcx_dev_name(iface->dev), path);
+        return;
+    }
+    if (ftruncate(fd, sizeof(*f)) != 0) {
+        ucs_warn("dcx: %s: cannot size the counters file %s: %m",
+                 dcx_dev_name(iface->dev), path);
+        close(fd);
+        return;
+    }
+    f = mmap(NULL, sizeof(*f), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);
+    if (f == MAP_FAILED) {
+        ucs_warn("dcx: %s: cannot map the counters file %s: %m",
+                 dcx_dev_name(iface->dev), path);
+        return;
+    }
+    f->pid  = getpid();
+    f->dctn = iface->config.dctn;
+    ucs_strncpy_zero(f->dev, dcx_dev_name(iface->dev), sizeof(f->dev));
+    memcpy(f->magic, UCT_DCX_TM_STATS_MAGIC, sizeof(f->magic));
+    iface->tm.stats_file = f;
+    iface->tm.stats      = &f->stats;
+}
+
+ucs_status_t uct_dcx_iface_tag_init(uct_dcx_iface_t *iface,
+                                    const uct_dcx_iface_config_t *config)
+{
+    uct_dcx_tm_t *tm = &iface->tm;
+    uint32_t i;
+
+    if (iface->rx_tmh_len == 0) {
+        return UCS_OK;
+    }
+    if ((config->tm_stats_dir != NULL) && (config->tm_stats_dir[0] != '\0')) {
+        uct_dcx_tm_stats_open(iface, config->tm_stats_dir);
+    }
+
+    tm->num_slots = iface->srq->tm_max_tags;
+    tm->max_ops   = iface->srq->tm_max_ops;
+    tm->slots     = ucs_calloc(tm->num_slots, sizeof(*tm->slots),
+                               "dcx_tm_slots");
+    if (tm->slots == NULL) {
+        ucs_error("dcx: failed to allocate %u tag slots", tm->num_slots);
+        return UCS_ERR_NO_MEMORY;
+    }
+    for (i = 0; i < tm->num_slots; ++i) {
+        tm->slots[i].next_free = (i + 1 < tm->num_slots) ? i + 1 : UINT32_MAX;
+    }
+    tm->free_head = 0;
+
+    tm->rndv_ops = ucs_calloc(UCT_DCX_TM_RNDV_OPS, sizeof(*tm->rndv_ops),
+                              "dcx_tm_rndv_ops");
+    if (tm->rndv_ops == NULL) {
+        ucs_error("dcx: failed to allocate the rendezvous table");
+        ucs_free(tm->slots);
+        tm->slots = NULL;
+        return UCS_ERR_NO_MEMORY;
+    }
+    for (i = 0; i < UCT_DCX_TM_RNDV_OPS; ++i) {
+        tm->rndv_ops[i].next_free = (i + 1 < UCT_DCX_TM_RNDV_OPS) ?
+                                    i + 1 : UINT16_MAX;
+    }
+    tm->rndv_free    = 0;
+    tm->rndv_max_hdr = (iface->caps->tm_max_rndv_hdr > DCX_TM_RNDV_LEN) ?
+                       iface->caps->tm_max_rndv_hdr - DCX_TM_RNDV_LEN : 0;
+    return UCS_OK;
+}
+
+void uct_dcx_iface_tag_cleanup(uct_dcx_iface_t *iface)
+{
+    const uct_dcx_tm_stats_t *s = iface->tm.stats;
+
+    if (iface->rx_tmh_len != 0) {
+        ucs_info("dcx iface %s DCT 0x%x: tag matching: posted %" PRIu64
+                 " matched %" PRIu64 " unexp_eager %" PRIu64 " unexp_rndv %"
+                 PRIu64 " rndv_hw %" PRIu64 " rndv_sw %" PRIu64 " syncs %"
+                 PRIu64 " cancels %" PRIu64, dcx_dev_name(iface->dev),
+                 iface->config.dctn, s->posted, s->matched, s->unexp_eager,
+                 s->unexp_rndv, s->rndv_hw, s->rndv_sw, s->syncs, s->cancels);
+    }
+    if (iface->tm.stats_file != NULL) {
+        /* the file stays, with the final counts */
+        munmap(iface->tm.stats_file, sizeof(*iface->tm.stats_file));
+        iface->tm.stats_file = NULL;
+    }
+    iface->tm.stats = &iface->tm.own_stats;
+    ucs_free(iface->tm.slots);
+    ucs_free(iface->tm.rndv_ops);
+    iface->tm.slots    = NULL;
+    iface->tm.rndv_ops = NULL;
+}
+
+void uct_dcx_iface_tag_query(uct_dcx_iface_t *iface, uct_iface_attr_t *attr)
+{
+    size_t max_inline = iface->config.max_inline;
+
+    if (iface->rx_tmh_len == 0) {
+        return;
+    }
+
+    attr->cap.flags |= UCT_IFACE_FLAG_TAG_EAGER_BCOPY |
+                       UCT_IFACE_FLAG_TAG_EAGER_ZCOPY;
+    if (max_inline > DCX_TM_TMH_LEN) {
+        attr->cap.flags             |= UCT_IFACE_FLAG_TAG_EAGER_SHORT;
+        attr->cap.tag.eager.max_short = max_inline - DCX_TM_TMH_LEN;
+    }
+    attr->cap.tag.eager.max_bcopy   = iface->config.seg_size;
+    attr->cap.tag.eager.max_zcopy   = iface->config.seg_size;
+    attr->cap.tag.eager.max_iov     = iface->config.max_iov;
+    attr->cap.tag.recv.min_recv     = 0;
+    attr->cap.tag.recv.max_zcopy    = iface->caps->max_msg_size;
+    attr->cap.tag.recv.max_iov      = 1;
+    attr->cap.tag.recv.max_outstanding = iface->tm.num_slots;
+
+    attr->cap.flags                |= UCT_IFACE_FLAG_TAG_RNDV_ZCOPY;
+    attr->cap.tag.rndv.max_zcopy    = ucs_min(iface->caps->max_msg_size,
+                                              (uint64_t)UINT32_MAX);
+    attr->cap.tag.rndv.max_hdr      = iface->tm.rndv_max_hdr +
+                                      UCT_DCX_TM_TMH_PRIV;
+    attr->cap.tag.rndv.max_iov      = 1;
+}

@@ -1,0 +1,422 @@
+/*
+ * dcx transport: tagged sends of an endpoint (eager short/bcopy/zcopy,
+ * software rendezvous request) and the sender's side of the device
+ * rendezvous (uct_ep_tag_rndv_zcopy, its FIN, cancel, endpoint failure).
+ * Wire formats: dcx_tag.c.
+ */
+#ifdef HAVE_CONFIG_H
+#  include "config.h"
+#endif
+
+#include "dcx.inl"
+
+#include <uct/base/uct_iov.inl>
+#include <ucs/debug/log.h>
+#include <string.h>
+
+/* ---------------------------------------------------------------------------
+ * Sends
+ * ------------------------------------------------------------------------- */
+
+static UCS_F_NOINLINE ucs_status_t
+uct_dcx_tag_no_peer_tm(uct_dcx_ep_t *ep, const char *op)
+{
+    ucs_error("dcx: %s: the peer (DCT 0x%x) has no tag matching", op,
+              ep->dest.dctn);
+    return UCS_ERR_UNSUPPORTED;
+}
+
+static UCS_F_NOINLINE ucs_status_t
+uct_dcx_tag_bad_length(const char *op, size_t length, size_t max)
+{
+    ucs_error("dcx: %s: length %zu exceeds the maximum %zu", op, length, max);
+    return UCS_ERR_INVALID_PARAM;
+}
+
+/* Posts a tagged send: like an AM, it uses a credit */
+static UCS_F_ALWAYS_INLINE ucs_status_t
+uct_dcx_tag_post(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep, dcx_send_wr_t *wr,
+                 uct_dcx_op_t *op, int signal)
+{
+    ucs_status_t status;
+
+    status = uct_dcx_dci_post(iface, uct_dcx_ep_dci(iface, ep), ep, wr, op,
+                              signal);
+    if (ucs_unlikely(status != UCS_OK)) {
+        if (op != NULL) {
+            ucs_mpool_put_inline(op);
+        }
+        return status;
+    }
+    ep->fc_wnd--;
+    return UCS_OK;
+}
+
+/* Splits a 64-bit immediate into the TMH app_ctx and the SEND_IMM data */
+static UCS_F_ALWAYS_INLINE void
+uct_dcx_tag_imm(dcx_send_wr_t *wr, uint64_t imm, uint32_t *app_ctx_p)
+{
+    *app_ctx_p = (uint32_t)imm;
+    if (imm != 0) {
+        wr->opcode = DCX_WR_SEND_IMM;
+        wr->imm    = (uint32_t)(imm >> 32);
+    }
+}
+
+static UCS_F_ALWAYS_INLINE ucs_status_t
+uct_dcx_tag_inline(uct_dcx_ep_t *ep, const char *name, uct_tag_t tag,
+                   const void *data, size_t length, int rndv_req)
+{
+    uct_dcx_iface_t *iface = uct_dcx_ep_iface(ep);
+    uint8_t tmh[DCX_TM_TMH_LEN];
+    dcx_sge_t sge[2];
+    dcx_send_wr_t wr;
+    ucs_status_t status;
+
+    if (ucs_unlikely(ep->tmh_len == 0)) {
+        return uct_dcx_tag_no_peer_tm(ep, name);
+    }
+    if (ucs_unlikely(length + DCX_TM_TMH_LEN > iface->config.max_inline)) {
+        return uct_dcx_tag_bad_length(name, length,
+                                      iface->config.max_inline -
+                                      DCX_TM_TMH_LEN);
+    }
+
+    status = uct_dcx_ep_tx_begin(iface, ep, 1);
+    if (ucs_unlikely(status != UCS_OK)) {
+        return status;
+    }
+
+    dcx_tmh_pack(tmh, DCX_TMH_EAGER, 0, tag);
+    sge[0].addr   = (uintptr_t)tmh;
+    sge[0].length = DCX_TM_TMH_LEN;
+    sge[0].lkey   = 0;
+    sge[1].addr   = (uintptr_t)data;
+    sge[1].length = length;
+    sge[1].lkey   = 0;
+    uct_dcx_wr_init(&wr, ep, DCX_WR_SEND, DCX_SEND_INLINE, sge,
+                    (length > 0) ? 2 : 1);
+    if (rndv_req) {
+        wr.opcode = DCX_WR_SEND_IMM; /* immediate 0, app_ctx 0 */
+    }
+    return uct_dcx_tag_post(iface, ep, &wr, NULL, 0);
+}
+
+ucs_status_t uct_dcx_ep_tag_eager_short(uct_ep_h tl_ep, uct_tag_t tag,
+                                        const void *data, size_t length)
+{
+    uct_dcx_ep_t *ep = ucs_derived_of(tl_ep, uct_dcx_ep_t);
+    ucs_status_t status;
+
+    status = uct_dcx_tag_inline(ep, "tag_eager_short", tag, data, length, 0);
+    UCT_TL_EP_STAT_OP_IF_SUCCESS(status, &ep->super, TAG, SHORT, length);
+    return status;
+}
+
+ucs_status_t uct_dcx_ep_tag_rndv_request(uct_ep_h tl_ep, uct_tag_t tag,
+                                         const void *header,
+                                         unsigned header_length,
+                                         unsigned flags)
+{
+    uct_dcx_ep_t *ep = ucs_derived_of(tl_ep, uct_dcx_ep_t);
+
+    return uct_dcx_tag_inline(ep, "tag_rndv_request", tag, header,
+                              header_length, 1);
+}
+
+ssize_t uct_dcx_ep_tag_eager_bcopy(uct_ep_h tl_ep, uct_tag_t tag, uint64_t imm,
+                                   uct_pack_callback_t pack_cb, void *arg,
+                                   unsigned flags)
+{
+    uct_dcx_ep_t *ep       = ucs_derived_of(tl_ep, uct_dcx_ep_t);
+    uct_dcx_iface_t *iface = uct_dcx_ep_iface(ep);
+    uct_dcx_send_desc_t *desc;
+    dcx_send_wr_t wr;
+    dcx_sge_t sge;
+    uint8_t *data;
+    uint32_t app_ctx;
+    ucs_status_t status;
+    size_t length;
+
+    if (ucs_unlikely(ep->tmh_len == 0)) {
+        return uct_dcx_tag_no_peer_tm(ep, "tag_eager_bcopy");
+    }
+
+    status = uct_dcx_ep_tx_begin(iface, ep, 1);
+    if (ucs_unlikely(status != UCS_OK)) {
+        return status;
+    }
+    desc = uct_dcx_iface_get_desc(iface);
+    if (ucs_unlikely(desc == NULL)) {
+        return UCS_ERR_NO_RESOURCE;
+    }
+    desc->op.cb   = uct_dcx_op_release_desc;
+    desc->op.comp = NULL;
+
+    data   = uct_dcx_desc_data(desc);
+    length = pack_cb(data + DCX_TM_TMH_LEN, arg);
+    ucs_assertv(length <= iface->config.seg_size,
+                "tag_eager_bcopy packed %zu bytes, max %zu", length,
+                iface->config.seg_size);
+
+    sge.addr   = (uintptr_t)data;
+    sge.length = DCX_TM_TMH_LEN + length;
+    sge.lkey   = desc->lkey;
+    uct_dcx_wr_init(&wr, ep, DCX_WR_SEND, 0, &sge, 1);
+    uct_dcx_tag_imm(&wr, imm, &app_ctx);
+    dcx_tmh_pack(data, DCX_TMH_EAGER, app_ctx, tag);
+    status = uct_dcx_tag_post(iface, ep, &wr, &desc->op, 0);
+    if (ucs_unlikely(status != UCS_OK)) {
+        return status;
+    }
+
+    UCT_TL_EP_STAT_OP(&ep->super, TAG, BCOPY, length);
+    return length;
+}
+
+ucs_status_t uct_dcx_ep_tag_eager_zcopy(uct_ep_h tl_ep, uct_tag_t tag,
+                                        uint64_t imm, const uct_iov_t *iov,
+                                        size_t iovcnt, unsigned flags,
+                                        uct_completion_t *comp)
+{
+    uct_dcx_ep_t *ep       = ucs_derived_of(tl_ep, uct_dcx_ep_t);
+    uct_dcx_iface_t *iface = uct_dcx_ep_iface(ep);
+    dcx_sge_t sge[UCT_DCX_MAX_IOV + 1];
+    uct_dcx_send_desc_t *desc;
+    dcx_send_wr_t wr;
+    uint32_t app_ctx;
+    ucs_status_t status;
+    size_t i, length;
+
+    if (ucs_unlikely(ep->tmh_len == 0)) {
+        return uct_dcx_tag_no_peer_tm(ep, "tag_eager_zcopy");
+    }
+    if (ucs_unlikely(iovcnt > iface->config.max_iov)) {
+        ucs_error("dcx: tag_eager_zcopy: iov count %zu exceeds the maximum "
+                  "%u", iovcnt, iface->config.max_iov);
+        return UCS_ERR_INVALID_PARAM;
+    }
+    length = 0;
+    for (i = 0; i < iovcnt; ++i) {
+        if (ucs_unlikely(iov[i].memh == UCT_MEM_HANDLE_NULL)) {
+            ucs_error("dcx: tag_eager_zcopy: iov[%zu] has no memory handle",
+                      i);
+            return UCS_ERR_INVALID_PARAM;
+        }
+        sge[i + 1].addr   = (uintptr_t)iov[i].buffer;
+        sge[i + 1].length = uct_iov_get_length(&iov[i]);
+        sge[i + 1].lkey   = uct_dcx_memh_mr(iov[i].memh)->lkey;
+        length           += sge[i + 1].length;
+    }
+    if (ucs_unlikely(length > iface->config.seg_size)) {
+        return uct_dcx_tag_bad_length("tag_eager_zcopy", length,
+                                      iface->config.seg_size);
+    }
+
+    status = uct_dcx_ep_tx_begin(iface, ep, 1);
+    if (ucs_unlikely(status != UCS_OK)) {
+        return status;
+    }
+    desc = uct_dcx_iface_get_desc(iface);
+    if (ucs_unlikely(desc == NULL)) {
+        return UCS_ERR_NO_RESOURCE;
+    }
+    desc->op.cb   = uct_dcx_op_release_desc;
+    desc->op.comp = comp;
+
+    sge[0].addr   = (uintptr_t)uct_dcx_desc_data(desc);
+    sge[0].length = DCX_TM_TMH_LEN;
+    sge[0].lkey   = desc->lkey;
+    uct_dcx_wr_init(&wr, ep, DCX_WR_SEND, 0, sge, iovcnt + 1);
+    uct_dcx_tag_imm(&wr, imm, &app_ctx);
+    dcx_tmh_pack(uct_dcx_desc_data(desc), DCX_TMH_EAGER, app_ctx, tag);
+    status = uct_dcx_tag_post(iface, ep, &wr, &desc->op, comp != NULL);
+    if (ucs_unlikely(status != UCS_OK)) {
+        return status;
+    }
+    /* the WR reads the user's memory: stop the DCI if the ep goes */
+    uct_dcx_ep_dci(iface, ep)->wr_opcode[uct_dcx_ep_dci(iface, ep)->sn &
+                                         iface->ring_mask] |=
+            UCT_DCX_WR_USER_MEM;
+
+    UCT_TL_EP_STAT_OP(&ep->super, TAG, ZCOPY, length);
+    return UCS_INPROGRESS;
+}
+
+
+/* ---------------------------------------------------------------------------
+ * Rendezvous (sender)
+ * ------------------------------------------------------------------------- */
+
+static void uct_dcx_tm_rndv_put(uct_dcx_iface_t *iface, uct_dcx_tm_rndv_op_t *op)
+{
+    op->ep        = NULL;
+    op->comp      = NULL;
+    op->gen++;
+    op->next_free = iface->tm.rndv_free;
+    iface->tm.rndv_free = op - iface->tm.rndv_ops;
+}
+
+ucs_status_ptr_t uct_dcx_ep_tag_rndv_zcopy(uct_ep_h tl_ep, uct_tag_t tag,
+                                          const void *header,
+                                          unsigned header_length,
+                                          const uct_iov_t *iov, size_t iovcnt,
+                                          unsigned flags,
+                                          uct_completion_t *comp)
+{
+    uct_dcx_ep_t *ep       = ucs_derived_of(tl_ep, uct_dcx_ep_t);
+    uct_dcx_iface_t *iface = uct_dcx_ep_iface(ep);
+    uct_dcx_tm_rndv_op_t *op;
+    uct_dcx_send_desc_t *desc;
+    dcx_send_wr_t wr;
+    dcx_sge_t sge;
+    uint8_t *data;
+    uint16_t idx;
+    unsigned priv_len;
+    size_t length;
+    ucs_status_t status;
+
+    if (ucs_unlikely(ep->tmh_len == 0)) {
+        return UCS_STATUS_PTR(uct_dcx_tag_no_peer_tm(ep, "tag_rndv_zcopy"));
+    }
+    if (ucs_unlikely(iface->rx_tmh_len == 0)) {
+        /* the FIN comes back as a TM message: our SRQ must parse it */
+        ucs_error("dcx: %s: tag_rndv_zcopy: tag matching is off on this "
+                  "interface", dcx_dev_name(iface->dev));
+        return UCS_STATUS_PTR(UCS_ERR_UNSUPPORTED);
+    }
+    if (ucs_unlikely(header_length > iface->tm.rndv_max_hdr +
+                                     UCT_DCX_TM_TMH_PRIV)) {
+        return UCS_STATUS_PTR(uct_dcx_tag_bad_length("tag_rndv_zcopy header",
+                                                     header_length,
+                                                     iface->tm.rndv_max_hdr +
+                                                     UCT_DCX_TM_TMH_PRIV));
+    }
+    if (ucs_unlikely((iovcnt != 1) || (iov->memh == UCT_MEM_HANDLE_NULL) ||
+                     (uct_iov_get_length(iov) > UINT32_MAX))) {
+        ucs_error("dcx: tag_rndv_zcopy: needs one registered buffer of at "
+                  "most 4 GiB (iov count %zu)", iovcnt);
+        return UCS_STATUS_PTR(UCS_ERR_INVALID_PARAM);
+    }
+    if (ucs_unlikely(iface->tm.rndv_free == UINT16_MAX)) {
+        return UCS_STATUS_PTR(UCS_ERR_NO_RESOURCE);
+    }
+
+    status = uct_dcx_ep_tx_begin(iface, ep, 1);
+    if (ucs_unlikely(status != UCS_OK)) {
+        return UCS_STATUS_PTR(status);
+    }
+    desc = uct_dcx_iface_get_desc(iface);
+    if (ucs_unlikely(desc == NULL)) {
+        return UCS_STATUS_PTR(UCS_ERR_NO_RESOURCE);
+    }
+    desc->op.cb   = uct_dcx_op_release_desc;
+    desc->op.comp = NULL;
+
+    idx    = iface->tm.rndv_free;
+    op     = &iface->tm.rndv_ops[idx];
+    length = uct_iov_get_length(iov);
+    data   = uct_dcx_desc_data(desc);
+    dcx_tmh_pack(data, DCX_TMH_RNDV, ((uint32_t)op->gen << 16) | idx, tag);
+    dcx_rvh_pack(data + DCX_TM_TMH_LEN, (uintptr_t)iov->buffer,
+                 uct_dcx_memh_mr(iov->memh)->rkey, (uint32_t)length);
+    dcx_ravh_pack(data + DCX_TM_TMH_LEN + sizeof(dcx_rvh_t),
+                  iface->config.dctn, iface->config.dc_key);
+    priv_len = ucs_min(header_length, UCT_DCX_TM_TMH_PRIV);
+    data[1]  = priv_len;
+    if (header_length > 0) { /* a header of 0 bytes may be NULL */
+        memcpy(data + 2, header, priv_len);
+        memcpy(data + DCX_TM_RNDV_LEN, UCS_PTR_BYTE_OFFSET(header, priv_len),
+               header_length - priv_len);
+    }
+
+    sge.addr   = (uintptr_t)data;
+    sge.length = DCX_TM_RNDV_LEN + header_length - priv_len;
+    sge.lkey   = desc->lkey;
+    uct_dcx_wr_init(&wr, ep, DCX_WR_SEND, 0, &sge, 1);
+    status = uct_dcx_tag_post(iface, ep, &wr, &desc->op, 0);
+    if (ucs_unlikely(status != UCS_OK)) {
+        return UCS_STATUS_PTR(status);
+    }
+
+    iface->tm.rndv_free = op->next_free;
+    op->ep              = ep;
+    op->comp            = comp;
+    UCT_TL_EP_STAT_OP(&ep->super, TAG, ZCOPY, length);
+    return op;
+}
+
+static uct_dcx_tm_rndv_op_t *
+uct_dcx_tm_rndv_op(uct_dcx_iface_t *iface, void *handle)
+{
+    uct_dcx_tm_rndv_op_t *op = handle;
+
+    if ((iface->tm.rndv_ops == NULL) || (op < iface->tm.rndv_ops) ||
+        (op >= iface->tm.rndv_ops + UCT_DCX_TM_RNDV_OPS) ||
+        (op->ep == NULL)) {
+        return NULL;
+    }
+    return op;
+}
+
+ucs_status_t uct_dcx_ep_tag_rndv_cancel(uct_ep_h tl_ep, void *handle)
+{
+    uct_dcx_ep_t *ep         = ucs_derived_of(tl_ep, uct_dcx_ep_t);
+    uct_dcx_iface_t *iface   = uct_dcx_ep_iface(ep);
+    uct_dcx_tm_rndv_op_t *op = uct_dcx_tm_rndv_op(iface, handle);
+
+    if ((op == NULL) || (op->ep != ep)) {
+        ucs_error("dcx: tag_rndv_cancel: %p is not a rendezvous of ep %p",
+                  handle, ep);
+        return UCS_ERR_INVALID_PARAM;
+    }
+    /* a FIN that still comes finds nothing */
+    uct_dcx_tm_rndv_put(iface, op);
+    return UCS_OK;
+}
+
+void uct_dcx_tag_ep_gone(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep,
+                         ucs_status_t status)
+{
+    uct_dcx_tm_rndv_op_t *op;
+    uct_completion_t *comp;
+    unsigned i;
+
+    if (iface->tm.rndv_ops == NULL) {
+        return;
+    }
+    for (i = 0; i < UCT_DCX_TM_RNDV_OPS; ++i) {
+        op = &iface->tm.rndv_ops[i];
+        if (op->ep != ep) {
+            continue;
+        }
+        comp = op->comp;
+        uct_dcx_tm_rndv_put(iface, op);
+        if ((status != UCS_OK) && (comp != NULL)) {
+            uct_invoke_completion(comp, status);
+        }
+    }
+}
+
+/* The receiver's device read a rendezvous of ours */
+void uct_dcx_tag_rx_fin(uct_dcx_iface_t *iface, const uint8_t *tmh)
+{
+    uct_dcx_tm_rndv_op_t *op;
+    uct_completion_t *comp;
+    uint8_t opcode;
+    uint32_t app_ctx;
+    uint64_t tag;
+
+    dcx_tmh_unpack(tmh, &opcode, &app_ctx, &tag);
+    op = &iface->tm.rndv_ops[(app_ctx & 0xffff) % UCT_DCX_TM_RNDV_OPS];
+    if ((op->ep == NULL) || (op->gen != (app_ctx >> 16))) {
+        return; /* cancelled, or its ep is gone */
+    }
+    comp = op->comp;
+    uct_dcx_tm_rndv_put(iface, op);
+    if (comp != NULL) {
+        uct_invoke_completion(comp, UCS_OK);
+    }
+}
+
+

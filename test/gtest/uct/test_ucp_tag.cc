@@ -1,0 +1,401 @@
+/*
+ * UCP tag matching over UCX_TLS=dcx,self with dcx's tag-matching offload
+ * (UCX_DCX_TM_ENABLE) and UCP's offload thresholds lowered so that UCP
+ * posts its receives to the device (UCX_TM_THRESH, UCX_TM_FORCE_THRESH):
+ * expected and unexpected eager, device and software rendezvous, wildcard
+ * receives, probe, cancel, 0 B to 16 MiB with every byte checked; the
+ * per-interface counters (UCX_DCX_TM_STATS_DIR) prove that the device
+ * matched.  The same traffic with offload off, and with one side on and the
+ * other off (a mixed job: they must still reach each other).
+ */
+#include <gtest/gtest.h>
+
+#include <ucp/api/ucp.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <dirent.h>
+#include <functional>
+#include <string>
+#include <time.h>
+#include <unistd.h>
+#include <vector>
+
+namespace {
+
+double now_sec()
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+struct peer {
+    ucp_context_h context;
+    ucp_worker_h  worker;
+    std::vector<char> address;
+};
+
+/* Parameter: "on", "off" or "mixed" */
+class ucp_dcx_tm : public ::testing::TestWithParam<std::string> {
+protected:
+    virtual void SetUp()
+    {
+        char fabric[32], dir[] = "/tmp/dcx-tm-test-XXXXXX";
+
+        snprintf(fabric, sizeof(fabric), "gtt%d-%d", (int)getpid(), ++s_seq);
+        ASSERT_TRUE(mkdtemp(dir) != NULL);
+        m_dir = dir;
+        setenv("UCX_DCX_SOFT_DEVICES", "1", 1);
+        setenv("UCX_DCX_SOFT_FABRIC", fabric, 1);
+        setenv("UCX_TLS", "dcx,self", 1);
+        setenv("UCX_TM_THRESH", "1", 1);
+        setenv("UCX_TM_FORCE_THRESH", "1", 1);
+        setenv("UCX_DCX_TM_STATS_DIR", dir, 1);
+        setenv("UCX_DCX_TM_ENABLE", (GetParam() == "off") ? "n" : "y", 1);
+        create_peer(&m_a);
+        if (GetParam() == "mixed") {
+            setenv("UCX_DCX_TM_ENABLE", "n", 1);
+        }
+        create_peer(&m_b);
+        m_ab = connect(&m_a, &m_b);
+        m_ba = connect(&m_b, &m_a);
+    }
+
+    virtual void TearDown()
+    {
+        close_ep(m_ab);
+        close_ep(m_ba);
+        ucp_worker_destroy(m_a.worker);
+        ucp_cleanup(m_a.context);
+        ucp_worker_destroy(m_b.worker);
+        ucp_cleanup(m_b.context);
+        unsetenv("UCX_TM_THRESH");
+        unsetenv("UCX_TM_FORCE_THRESH");
+        unsetenv("UCX_DCX_TM_STATS_DIR");
+        unsetenv("UCX_DCX_TM_ENABLE");
+        remove_dir();
+    }
+
+    void remove_dir()
+    {
+        DIR *d = opendir(m_dir.c_str());
+        struct dirent *de;
+
+        if (d == NULL) {
+            return;
+        }
+        while ((de = readdir(d)) != NULL) {
+            if (de->d_name[0] != '.') {
+                unlink((m_dir + "/" + de->d_name).c_str());
+            }
+        }
+        closedir(d);
+        rmdir(m_dir.c_str());
+    }
+
+    /* Sum of one counter over the interfaces' counters files, whose layout
+     * docs/tag-matching.md gives: magic[8], pid, dctn, dev[32], then
+     * posted matched unexp_eager unexp_rndv rndv_hw rndv_sw syncs cancels,
+     * 64-bit each */
+    uint64_t tm_counter(const char *name)
+    {
+        static const char *names[] = { "posted", "matched", "unexp_eager",
+                                       "unexp_rndv", "rndv_hw", "rndv_sw",
+                                       "syncs", "cancels" };
+        DIR *d = opendir(m_dir.c_str());
+        struct dirent *de;
+        uint64_t sum = 0, counters[8];
+        char magic[8];
+        unsigned idx;
+        FILE *f;
+
+        for (idx = 0; idx < 8; ++idx) {
+            if (!strcmp(names[idx], name)) {
+                break;
+            }
+        }
+        EXPECT_LT(idx, 8u) << name;
+
+        if (d == NULL) {
+            return 0;
+        }
+        while ((de = readdir(d)) != NULL) {
+            if (de->d_name[0] == '.') {
+                continue;
+            }
+            f = fopen((m_dir + "/" + de->d_name).c_str(), "r");
+            if (f == NULL) {
+                continue;
+            }
+            if ((fread(magic, 1, 8, f) == 8) && !memcmp(magic, "DCXTM01", 8) &&
+                (fseek(f, 48, SEEK_SET) == 0) &&
+                (fread(counters, sizeof(uint64_t), 8, f) == 8) && (idx < 8)) {
+                sum += counters[idx];
+            }
+            fclose(f);
+        }
+        closedir(d);
+        return sum;
+    }
+
+    static void create_peer(peer *p)
+    {
+        ucp_params_t params;
+        ucp_worker_params_t wparams;
+        ucp_config_t *config;
+        ucp_address_t *addr;
+        size_t len;
+
+        memset(&params, 0, sizeof(params));
+        params.field_mask = UCP_PARAM_FIELD_FEATURES;
+        params.features   = UCP_FEATURE_TAG;
+        ASSERT_EQ(UCS_OK, ucp_config_read(NULL, NULL, &config));
+        ASSERT_EQ(UCS_OK, ucp_init(&params, config, &p->context));
+        ucp_config_release(config);
+
+        memset(&wparams, 0, sizeof(wparams));
+        wparams.field_mask  = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
+        wparams.thread_mode = UCS_THREAD_MODE_SINGLE;
+        ASSERT_EQ(UCS_OK, ucp_worker_create(p->context, &wparams,
+                                            &p->worker));
+        ASSERT_EQ(UCS_OK, ucp_worker_get_address(p->worker, &addr, &len));
+        p->address.assign((char*)addr, (char*)addr + len);
+        ucp_worker_release_address(p->worker, addr);
+    }
+
+    ucp_ep_h connect(peer *from, peer *to)
+    {
+        ucp_ep_params_t params;
+        ucp_ep_h ep = NULL;
+
+        memset(&params, 0, sizeof(params));
+        params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS;
+        params.address    = (const ucp_address_t*)&to->address[0];
+        EXPECT_EQ(UCS_OK, ucp_ep_create(from->worker, &params, &ep));
+        return ep;
+    }
+
+    void progress()
+    {
+        ucp_worker_progress(m_a.worker);
+        ucp_worker_progress(m_b.worker);
+    }
+
+    bool wait_for(const std::function<bool()> &cond, double timeout = 60)
+    {
+        double deadline = now_sec() + timeout;
+        while (!cond()) {
+            if (now_sec() > deadline) {
+                return false;
+            }
+            progress();
+        }
+        return true;
+    }
+
+    ucs_status_t wait_req(void *req)
+    {
+        ucs_status_t status;
+
+        if (req == NULL) {
+            return UCS_OK;
+        }
+        if (UCS_PTR_IS_ERR(req)) {
+            return UCS_PTR_STATUS(req);
+        }
+        wait_for([&] { return ucp_request_check_status(req) !=
+                              UCS_INPROGRESS; });
+        status = ucp_request_check_status(req);
+        ucp_request_free(req);
+        return status;
+    }
+
+    /* a receive: its status and, when it was not done at once, its info */
+    ucs_status_t wait_recv(void *req, ucp_tag_recv_info_t *info)
+    {
+        ucs_status_t status;
+
+        if ((req == NULL) || UCS_PTR_IS_ERR(req)) {
+            return UCS_PTR_STATUS(req);
+        }
+        wait_for([&] { return ucp_request_check_status(req) !=
+                              UCS_INPROGRESS; });
+        status = ucp_tag_recv_request_test(req, info);
+        ucp_request_free(req);
+        return status;
+    }
+
+    void close_ep(ucp_ep_h ep)
+    {
+        ucp_request_param_t param;
+
+        memset(&param, 0, sizeof(param));
+        EXPECT_EQ(UCS_OK, wait_req(ucp_ep_close_nbx(ep, &param)));
+    }
+
+    static std::vector<char> pattern(size_t size, unsigned seed)
+    {
+        std::vector<char> v(size);
+        for (size_t i = 0; i < size; ++i) {
+            v[i] = (char)(i * 31 + seed + (i >> 12));
+        }
+        return v;
+    }
+
+    /* One message a -> b; the receive posted first or last */
+    void transfer(size_t size, bool expected, ucp_tag_t tag,
+                  ucp_tag_t mask = (ucp_tag_t)-1)
+    {
+        std::vector<char> sbuf = pattern(size, (unsigned)size + tag);
+        std::vector<char> rbuf(size + 1, 0);
+        ucp_request_param_t param;
+        ucp_tag_recv_info_t info;
+        void *rreq = NULL, *sreq;
+
+        memset(&param, 0, sizeof(param));
+        param.op_attr_mask = UCP_OP_ATTR_FIELD_RECV_INFO;
+        param.recv_info.tag_info = &info;
+        if (expected) {
+            rreq = ucp_tag_recv_nbx(m_b.worker, &rbuf[0], size, tag, mask,
+                                    &param);
+        }
+        memset(&param, 0, sizeof(param));
+        sreq = ucp_tag_send_nbx(m_ab, size ? &sbuf[0] : NULL, size, tag,
+                                &param);
+        if (!expected) {
+            /* let it arrive unexpected */
+            for (int i = 0; i < 100; ++i) {
+                progress();
+            }
+            param.op_attr_mask       = UCP_OP_ATTR_FIELD_RECV_INFO;
+            param.recv_info.tag_info = &info;
+            rreq = ucp_tag_recv_nbx(m_b.worker, &rbuf[0], size, tag, mask,
+                                    &param);
+        }
+        EXPECT_EQ(UCS_OK, wait_req(sreq)) << "size " << size;
+        bool have_info = (rreq != NULL) && !UCS_PTR_IS_ERR(rreq);
+        EXPECT_EQ(UCS_OK, wait_recv(rreq, &info)) << "size " << size;
+        if (have_info) {
+            EXPECT_EQ(size, info.length);
+            EXPECT_EQ(tag, info.sender_tag);
+        }
+        EXPECT_EQ(0, memcmp(&rbuf[0], size ? &sbuf[0] : "", size))
+            << "size " << size << (expected ? " expected" : " unexpected");
+        EXPECT_EQ(0, rbuf[size]) << "written past the message";
+    }
+
+    static int  s_seq;
+    peer        m_a, m_b;
+    ucp_ep_h    m_ab, m_ba;
+    std::string m_dir;
+};
+
+int ucp_dcx_tm::s_seq = 0;
+
+const size_t SIZES[] = { 0, 1, 100, 1024, 4000, 16384, 65536, 300 * 1024,
+                         4 << 20, 16 << 20 };
+
+} /* namespace */
+
+
+TEST_P(ucp_dcx_tm, expected_all_sizes)
+{
+    for (size_t i = 0; i < sizeof(SIZES) / sizeof(SIZES[0]); ++i) {
+        transfer(SIZES[i], true, 0x1000 + i);
+    }
+    if (GetParam() == "on") {
+        EXPECT_GT(tm_counter("posted"), 0u);
+        EXPECT_GT(tm_counter("matched"), 0u);
+        EXPECT_GT(tm_counter("rndv_hw"), 0u);
+    } else {
+        EXPECT_EQ(0u, tm_counter("matched"));
+    }
+}
+
+TEST_P(ucp_dcx_tm, unexpected_all_sizes)
+{
+    for (size_t i = 0; i < sizeof(SIZES) / sizeof(SIZES[0]); ++i) {
+        transfer(SIZES[i], false, 0x2000 + i);
+    }
+    if (GetParam() == "on") {
+        EXPECT_GT(tm_counter("unexp_eager"), 0u);
+        EXPECT_GT(tm_counter("unexp_rndv"), 0u);
+    }
+}
+
+TEST_P(ucp_dcx_tm, wildcard_receives)
+{
+    transfer(2000, true, 0xabcd0001, 0xffff0000);
+    transfer(200000, true, 0x12345678, 0);
+    transfer(50, false, 0x99, 0);
+}
+
+TEST_P(ucp_dcx_tm, probe_then_receive)
+{
+    std::vector<char> sbuf = pattern(70000, 3), rbuf(70000);
+    ucp_request_param_t param;
+    ucp_tag_recv_info_t info;
+    ucp_tag_message_h msg = NULL;
+
+    memset(&param, 0, sizeof(param));
+    void *sreq = ucp_tag_send_nbx(m_ab, &sbuf[0], sbuf.size(), 0x77, &param);
+    ASSERT_TRUE(wait_for([&]() {
+        msg = ucp_tag_probe_nb(m_b.worker, 0x77, (ucp_tag_t)-1, 1, &info);
+        return msg != NULL;
+    }));
+    EXPECT_EQ(sbuf.size(), info.length);
+    void *rreq = ucp_tag_msg_recv_nbx(m_b.worker, &rbuf[0], rbuf.size(), msg,
+                                      &param);
+    EXPECT_EQ(UCS_OK, wait_req(sreq));
+    EXPECT_EQ(UCS_OK, wait_req(rreq));
+    EXPECT_TRUE(sbuf == rbuf);
+}
+
+TEST_P(ucp_dcx_tm, cancel_posted_receive)
+{
+    std::vector<char> rbuf(100000);
+    ucp_request_param_t param;
+
+    memset(&param, 0, sizeof(param));
+    void *rreq = ucp_tag_recv_nbx(m_b.worker, &rbuf[0], rbuf.size(), 0x55,
+                                  (ucp_tag_t)-1, &param);
+    ASSERT_FALSE(UCS_PTR_IS_ERR(rreq));
+    progress();
+    ucp_request_cancel(m_b.worker, rreq);
+    EXPECT_EQ(UCS_ERR_CANCELED, wait_req(rreq));
+    /* the tag is free again: a new message goes to a new receive */
+    transfer(3000, true, 0x55);
+}
+
+TEST_P(ucp_dcx_tm, many_in_flight_both_ways)
+{
+    const int n = 64;
+    std::vector<std::vector<char> > sb(n), rb(n);
+    std::vector<void*> reqs;
+    ucp_request_param_t param;
+
+    memset(&param, 0, sizeof(param));
+    for (int i = 0; i < n; ++i) {
+        size_t size = (i % 4 == 0) ? 200000 : 100 * i;
+        sb[i] = pattern(size, i);
+        rb[i].assign(size, 0);
+        peer *dst = (i & 1) ? &m_a : &m_b;
+        reqs.push_back(ucp_tag_recv_nbx(dst->worker, &rb[i][0], size,
+                                        0x300 + i, (ucp_tag_t)-1, &param));
+    }
+    for (int i = 0; i < n; ++i) {
+        reqs.push_back(ucp_tag_send_nbx((i & 1) ? m_ba : m_ab, &sb[i][0],
+                                        sb[i].size(), 0x300 + i, &param));
+    }
+    for (size_t i = 0; i < reqs.size(); ++i) {
+        EXPECT_EQ(UCS_OK, wait_req(reqs[i])) << i;
+    }
+    for (int i = 0; i < n; ++i) {
+        EXPECT_TRUE(sb[i] == rb[i]) << i;
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(offload, ucp_dcx_tm,
+                         ::testing::Values("on", "off", "mixed"));
