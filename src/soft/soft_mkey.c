@@ -283,6 +283,9 @@ uint8_t soft_mkey_wr_exec(soft_qp_t *qp, soft_swqe_t *w)
     if (w->forced != SOFT_NO_STATUS) {
         return w->forced;
     }
+    if (m == NULL) {
+        return DCX_WC_GENERAL_ERR;   /* logged when the copy failed */
+    }
     key = soft_key_lookup(qp->dev, m->lkey);
     if ((key == NULL) || (key->mkey == NULL)) {
         dcx_error("%s: dci 0x%x %s: mkey 0x%x was destroyed before the "
