@@ -295,6 +295,24 @@ int dcx_mr_dereg(dcx_mr_t *mr)
     return mr->pd->dev->ops->mr_dereg(mr);
 }
 
+int dcx_mkey_create(dcx_pd_t *pd, uint32_t max_entries, dcx_mkey_t **mkey_p)
+{
+    dcx_dev_t *dev = pd->dev;
+
+    if (!(dev->caps.flags & DCX_CAP_MKEY_STRIDE) ||
+        (dev->ops->mkey_create == NULL)) {
+        dcx_error("%s: mkey create: device has no strided mkeys",
+                  dev->caps.name);
+        return EOPNOTSUPP;
+    }
+    return dev->ops->mkey_create(pd, max_entries, mkey_p);
+}
+
+int dcx_mkey_destroy(dcx_mkey_t *mkey)
+{
+    return mkey->pd->dev->ops->mkey_destroy(mkey);
+}
+
 void dcx_dev_mem_unmapped(dcx_dev_t *dev, const void *addr, size_t len)
 {
     dev->ops->mem_unmapped(dev, addr, len);

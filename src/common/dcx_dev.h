@@ -23,10 +23,10 @@
  * and the tm_* fields of dcx_wc_t, and the wire headers are dcx_tmh_t,
  * dcx_rvh_t and dcx_ravh_t below.
  *
- * Extension point already shaped into this interface:
- *  - strided memory keys: an mkey is configured by a work request (opcode
- *    range DCX_WR_MKEY_*) posted on a QP whose type the device names in its
- *    caps, so that the mlx5 backend can route it to a loopback RC QP.
+ * Strided memory keys (DCX_CAP_MKEY_STRIDE, dcx_mkey_t): an mkey is
+ * configured by a work request (opcode range DCX_WR_MKEY_*) posted on a QP
+ * whose type the device names in its caps (caps.mkey_qp_type), so that the
+ * mlx5 backend can route it to a loopback RC QP.
  */
 #ifndef DCX_DEV_H_
 #define DCX_DEV_H_
@@ -46,6 +46,8 @@ typedef struct dcx_cq       dcx_cq_t;
 typedef struct dcx_srq      dcx_srq_t;
 typedef struct dcx_qp       dcx_qp_t;
 typedef struct dcx_ah       dcx_ah_t;
+typedef struct dcx_mkey     dcx_mkey_t;
+typedef struct dcx_sge      dcx_sge_t;
 
 /* ------------------------------------------------------------------------
  * Logging: the device layer knows nothing of UCX.  The transport installs a
@@ -147,8 +149,11 @@ typedef struct dcx_dev_caps {
     uint32_t  tm_max_rndv_hdr;  /* bytes of a whole rendezvous request */
     uint32_t  tm_max_sge;       /* buffers per tagged receive (1) */
 
-    /* strided mkeys (valid when flags & DCX_CAP_MKEY_STRIDE) */
-    uint32_t  mkey_max_entries;
+    /* strided mkeys (valid when flags & DCX_CAP_MKEY_STRIDE; 0 otherwise) */
+    uint32_t  mkey_max_entries;    /* translation entries of one mkey */
+    uint32_t  mkey_max_stride;     /* interleaved: bytes_count and
+                                      bytes_count + bytes_skip, each */
+    uint32_t  mkey_qp_type;        /* dcx_qp_type_t taking DCX_WR_MKEY_* */
 
     /* performance model used by the transport's iface_attr */
     double    latency_ns;       /* one-way small-message latency */
@@ -169,7 +174,7 @@ typedef struct dcx_soft_limits {
     uint64_t  max_msg_size;
     uint32_t  mtu;
     uint32_t  tm_max_tags;      /* 2^n - 1, at most 65535; 0 = 1023 */
-    uint32_t  mkey_max_entries;
+    uint32_t  mkey_max_entries; /* 0 = 256 (at least 4, at most 65535) */
     uint32_t  ack_timeout_us;   /* one transport retry interval */
     uint32_t  retry_cnt;        /* retries before RETRY_EXC (0..7) */
     uint32_t  rnr_timer_us;     /* delay before an RNR retry */
@@ -228,6 +233,54 @@ struct dcx_mr {
     uint32_t   rkey;
     uint32_t   access;   /* DCX_ACCESS_* */
 };
+
+/* Strided (indirect) memory key, rdma-core-semantics.md section 5.  Created
+ * free (unusable) with room for max_entries translation entries; a
+ * DCX_WR_MKEY_INTERLEAVED or DCX_WR_MKEY_LIST work request gives it a
+ * layout, DCX_WR_MKEY_INVALIDATE makes it free again.  The key's address
+ * space is zero-based: local sges (lkey) and remote addresses (rkey) name
+ * offsets in [0, length of the layout).  Every access is checked, for
+ * every entry it touches, against the MR the entry's lkey names (present,
+ * covering the entry, granting the access) and against the access the
+ * layout was configured with: a failure is a local protection error at the
+ * user of the lkey, a remote access error at the requester for an rkey. */
+struct dcx_mkey {
+    dcx_pd_t  *pd;
+    uint32_t   lkey;
+    uint32_t   rkey;
+    uint32_t   max_entries;   /* actual (the request rounded up) */
+};
+
+/* One entry of an interleaved layout (mlx5dv_mr_interleaved): repetition r
+ * of the pattern takes bytes_count bytes at addr + r * (bytes_count +
+ * bytes_skip) through lkey (a plain MR's key). */
+typedef struct dcx_mkey_interleaved {
+    uint64_t  addr;
+    uint32_t  bytes_count;
+    uint32_t  bytes_skip;
+    uint32_t  lkey;
+    uint32_t  reserved;
+} dcx_mkey_interleaved_t;
+
+/* The layout of a configure work request, read (copied) when the request
+ * is posted.
+ *  - DCX_WR_MKEY_INTERLEAVED: num_entries entries of 'interleaved', the
+ *    pattern repeated repeat_count (>= 1) times; the key's length is
+ *    repeat_count * sum(bytes_count).  One translation entry goes to the
+ *    repetition header: num_entries + 1 <= the mkey's max_entries.
+ *    bytes_count and bytes_count + bytes_skip are at most
+ *    caps.mkey_max_stride (16-bit fields of the hardware's WQE).
+ *  - DCX_WR_MKEY_LIST: the concatenation of num_entries sges of 'list'
+ *    (num_entries <= max_entries).
+ *  access: DCX_ACCESS_* the key grants (each entry's MR must grant it too). */
+typedef struct dcx_mkey_layout {
+    uint32_t                       access;
+    uint32_t                       repeat_count;
+    uint32_t                       num_entries;
+    uint32_t                       reserved;
+    const dcx_mkey_interleaved_t  *interleaved;
+    const dcx_sge_t               *list;
+} dcx_mkey_layout_t;
 
 /* ------------------------------------------------------------------------
  * Completions
@@ -373,11 +426,11 @@ typedef enum {
     DCX_SRQ_TM            /* tag matching; requires DCX_CAP_TM */
 } dcx_srq_type_t;
 
-typedef struct dcx_sge {
+struct dcx_sge {
     uint64_t  addr;
     uint32_t  length;
     uint32_t  lkey;
-} dcx_sge_t;
+};
 
 typedef struct dcx_srq_attr {
     dcx_srq_type_t  type;
@@ -559,7 +612,19 @@ typedef enum {
     DCX_WR_ATOMIC_CSWAP,         /* 64-bit */
     DCX_WR_ATOMIC_MASKED_FADD,   /* 32/64: add per field; boundary mask */
     DCX_WR_ATOMIC_MASKED_CSWAP,  /* 32/64: compare/swap under masks */
-    DCX_WR_OPCODE_LAST
+    DCX_WR_OPCODE_LAST,
+    /* Strided mkeys (DCX_CAP_MKEY_STRIDE), posted on a QP of type
+     * caps.mkey_qp_type; wr.mkey names the key, dest and sg_list are not
+     * used.  Executed in order with the QP's other work requests: later
+     * requests of the same QP may use the key at once; others wait for the
+     * completion (DCX_WC_UMR, DCX_WC_LOCAL_INV) of a signalled one.
+     * post_send returns EINVAL (bad layout, access, key or QP), ENOMEM
+     * (more entries than the key holds, or send queue full). */
+    DCX_WR_MKEY_FIRST = 0x40,
+    DCX_WR_MKEY_INTERLEAVED = DCX_WR_MKEY_FIRST, /* wr.mkey_layout */
+    DCX_WR_MKEY_LIST,                            /* wr.mkey_layout */
+    DCX_WR_MKEY_INVALIDATE,                      /* LOCAL_INV */
+    DCX_WR_MKEY_LAST
 } dcx_wr_opcode_t;
 
 enum {
@@ -601,6 +666,9 @@ typedef struct dcx_send_wr {
     uint64_t          swap;
     uint64_t          compare_mask;
     uint64_t          swap_mask;
+    /* DCX_WR_MKEY_*: the key, and the layout of a configure */
+    dcx_mkey_t               *mkey;
+    const dcx_mkey_layout_t  *mkey_layout;
 } dcx_send_wr_t;
 
 struct dcx_qp {
@@ -643,6 +711,12 @@ int  dcx_pd_free(dcx_pd_t *pd);
 int  dcx_mr_reg(dcx_pd_t *pd, void *addr, size_t length, uint32_t access,
                 dcx_mr_t **mr_p);
 int  dcx_mr_dereg(dcx_mr_t *mr);
+
+/* Strided mkeys: max_entries 1..caps.mkey_max_entries (EINVAL otherwise,
+ * EOPNOTSUPP without DCX_CAP_MKEY_STRIDE).  Destroying a configured key is
+ * allowed; accesses through it fail from then on. */
+int  dcx_mkey_create(dcx_pd_t *pd, uint32_t max_entries, dcx_mkey_t **mkey_p);
+int  dcx_mkey_destroy(dcx_mkey_t *mkey);
 
 /* The process is about to unmap, remap or discard [addr, addr + len) (the
  * transport calls this from UCX's memory hooks, before the change).  On a
@@ -708,6 +782,10 @@ struct dcx_dev_ops {
     int  (*mr_reg)(dcx_pd_t *pd, void *addr, size_t length, uint32_t access,
                    dcx_mr_t **mr_p);
     int  (*mr_dereg)(dcx_mr_t *mr);
+    /* NULL when the backend has no strided mkeys */
+    int  (*mkey_create)(dcx_pd_t *pd, uint32_t max_entries,
+                        dcx_mkey_t **mkey_p);
+    int  (*mkey_destroy)(dcx_mkey_t *mkey);
     void (*mem_unmapped)(dcx_dev_t *dev, const void *addr, size_t len);
     int  (*cq_create)(dcx_dev_t *dev, uint32_t cqe, dcx_cq_t **cq_p);
     int  (*cq_destroy)(dcx_cq_t *cq);

@@ -207,11 +207,19 @@ typedef struct soft_qp   soft_qp_t;
 typedef struct soft_srq  soft_srq_t;
 typedef struct soft_tm   soft_tm_t;    /* tag list of a TM SRQ (soft_tm.c) */
 
+typedef struct soft_mkey soft_mkey_t;  /* strided key (soft_mkey.c) */
+typedef struct soft_mkey_wr soft_mkey_wr_t;
+
+/* A key of the device's table: a plain MR (mkey == NULL), or the table
+ * entry of a strided mkey, whose start/end are not addresses.  Plain-MR
+ * users look keys up with soft_mr_lookup(), which never returns an mkey;
+ * sites that also take strided keys use soft_key_lookup(). */
 typedef struct soft_mr {
-    dcx_mr_t  super;
-    uint64_t  start;
-    uint64_t  end;
-    int       invalid;   /* its memory was unmapped: no access (soft_mem.c) */
+    dcx_mr_t     super;
+    uint64_t     start;
+    uint64_t     end;
+    int          invalid;   /* memory unmapped: no access (soft_mem.c) */
+    soft_mkey_t *mkey;
 } soft_mr_t;
 
 typedef struct soft_cqe {
@@ -304,6 +312,7 @@ typedef struct soft_swqe {
     uint8_t        pad[3];
     dcx_sge_t     *sge;         /* copy of the sg list */
     uint8_t       *inl;         /* inline data */
+    soft_mkey_wr_t *mkw;        /* DCX_WR_MKEY_*: copy of the request */
 } soft_swqe_t;
 
 struct soft_qp {
@@ -425,6 +434,7 @@ struct soft_dev {
     int               (*copy_in)(soft_dev_t *dev, void *dst,
                                  const void *src, size_t len);
     uint32_t            num_mrs;    /* table size */
+    uint32_t            num_mkeys;  /* strided keys in the table */
     uint32_t            mr_gen;
     uint32_t            qp_gen;
     uint32_t            qp_cursor;
@@ -461,8 +471,12 @@ enum {
     SOFT_OPF_IMM     = 1u << 3,
     SOFT_OPF_RDMA    = 1u << 4,   /* remote address + rkey */
     SOFT_OPF_READ    = 1u << 5,
-    SOFT_OPF_ATOMIC  = 1u << 6
+    SOFT_OPF_ATOMIC  = 1u << 6,
+    SOFT_OPF_MKEY    = 1u << 7    /* DCX_WR_MKEY_*: executed locally */
 };
+
+/* soft_opinfo is indexed by every opcode, the DCX_WR_MKEY_* range too */
+#define SOFT_OPCODE_MAX  DCX_WR_MKEY_LAST
 
 typedef struct soft_opinfo {
     const char *name;
@@ -471,7 +485,7 @@ typedef struct soft_opinfo {
     uint8_t     access;      /* DCX_ACCESS_REMOTE_* needed at the target */
 } soft_opinfo_t;
 
-extern const soft_opinfo_t soft_opinfo[DCX_WR_OPCODE_LAST];
+extern const soft_opinfo_t soft_opinfo[SOFT_OPCODE_MAX];
 
 static inline const soft_opinfo_t *soft_op(unsigned op)
 {
@@ -483,11 +497,11 @@ static inline const soft_opinfo_t *soft_op(unsigned op)
 }
 
 /* Copies between a flat buffer and an sg list, starting at byte 'off' of
- * the list. */
-void soft_sge_gather(void *buf, const dcx_sge_t *sge, unsigned num_sge,
-                     uint64_t off, uint64_t len);
-void soft_sge_scatter(const void *buf, const dcx_sge_t *sge, unsigned num_sge,
-                      uint64_t off, uint64_t len);
+ * the list (sges over strided keys go through the key's layout). */
+void soft_sge_gather(soft_dev_t *dev, void *buf, const dcx_sge_t *sge,
+                     unsigned num_sge, uint64_t off, uint64_t len);
+void soft_sge_scatter(soft_dev_t *dev, const void *buf, const dcx_sge_t *sge,
+                      unsigned num_sge, uint64_t off, uint64_t len);
 
 /* soft_fabric.c */
 uint64_t soft_now_ns(void);
@@ -525,6 +539,9 @@ int      soft_futex_wait(uint32_t *addr, uint32_t val, uint64_t timeout_ns);
 /* soft_dev.c */
 soft_mr_t *soft_mr_lookup(soft_dev_t *dev, uint32_t key);
 int      soft_cq_create(dcx_dev_t *dev, uint32_t cqe, dcx_cq_t **cq_p);
+soft_mr_t *soft_key_lookup(soft_dev_t *dev, uint32_t key);
+int      soft_key_insert(soft_dev_t *dev, soft_mr_t *mr, const char *what);
+void     soft_key_remove(soft_dev_t *dev, soft_mr_t *mr);
 int      soft_cq_push(soft_cq_t *cq, const dcx_wc_t *wc, soft_qp_t *qp,
                       uint32_t sq_idx);
 
@@ -616,6 +633,28 @@ int      soft_mem_atomic(soft_dev_t *dev, soft_mr_t *mr, uint64_t addr,
                          unsigned size, uint64_t (*exec)(const soft_pkt_t *),
                          const soft_pkt_t *pkt, uint64_t *result_p);
 void     soft_mem_unmapped(dcx_dev_t *dev, const void *addr, size_t len);
+
+/* soft_mkey.c: strided keys */
+int      soft_mkey_create(dcx_pd_t *pd, uint32_t max_entries,
+                          dcx_mkey_t **mkey_p);
+int      soft_mkey_destroy(dcx_mkey_t *mkey);
+int      soft_mkey_post_check(soft_qp_t *qp, const dcx_send_wr_t *wr);
+void     soft_mkey_wr_copy(soft_qp_t *qp, soft_swqe_t *w,
+                           const dcx_send_wr_t *wr);
+uint8_t  soft_mkey_wr_exec(soft_qp_t *qp, soft_swqe_t *w);
+void     soft_mkey_wr_free(soft_swqe_t *w);
+int      soft_sge_ok(soft_dev_t *dev, const dcx_sge_t *sge, uint32_t access);
+int      soft_mkey_check(soft_dev_t *dev, soft_mr_t *key, uint64_t off,
+                         uint64_t len, uint32_t access);
+int      soft_mkey_local_copy(soft_dev_t *dev, soft_mr_t *key, uint64_t off,
+                              void *buf, uint64_t len, int to_key);
+int      soft_key_write(soft_dev_t *dev, soft_mr_t *mr, uint64_t addr,
+                        const void *src, size_t len);
+int      soft_key_read(soft_dev_t *dev, soft_mr_t *mr, void *dst,
+                       uint64_t addr, size_t len);
+int      soft_key_atomic(soft_dev_t *dev, soft_mr_t *mr, const soft_pkt_t *pkt,
+                         uint64_t (*exec)(const soft_pkt_t *),
+                         uint64_t *result_p);
 
 /* soft_helper.c */
 int      soft_helper_start(soft_dev_t *dev);

@@ -29,7 +29,7 @@ void dcx_soft_limits_default(dcx_soft_limits_t *limits)
     limits->max_msg_size     = 1ull << 30;
     limits->mtu              = 16384;
     limits->tm_max_tags      = 1023;
-    limits->mkey_max_entries = 0;
+    limits->mkey_max_entries = 256;
     limits->ack_timeout_us   = 500000;
     limits->retry_cnt        = 7;
     limits->rnr_timer_us     = 1000;
@@ -54,6 +54,7 @@ static void soft_limits_merge(dcx_soft_limits_t *out,
     SOFT_DEF(max_msg_size);
     SOFT_DEF(mtu);
     SOFT_DEF(tm_max_tags);
+    SOFT_DEF(mkey_max_entries);
     SOFT_DEF(ack_timeout_us);
     SOFT_DEF(retry_cnt);
     SOFT_DEF(rnr_timer_us);
@@ -116,6 +117,12 @@ static int soft_limits_ok(const dcx_soft_limits_t *l, const char *who)
     if ((l->tm_max_tags > 0xffff) || (l->tm_max_tags & (l->tm_max_tags + 1))) {
         dcx_error("soft %s: tm_max_tags %u is not 2^n - 1 (at most 65535)",
                   who, l->tm_max_tags);
+        return 0;
+    }
+    if ((l->mkey_max_entries != 0) &&
+        ((l->mkey_max_entries < 4) || (l->mkey_max_entries > 0xffff))) {
+        dcx_error("soft %s: mkey_max_entries %u out of range [4, 65535]",
+                  who, l->mkey_max_entries);
         return 0;
     }
     return 1;
@@ -396,7 +403,7 @@ static int soft_pd_free(dcx_pd_t *pd)
     return 0;
 }
 
-soft_mr_t *soft_mr_lookup(soft_dev_t *dev, uint32_t key)
+soft_mr_t *soft_key_lookup(soft_dev_t *dev, uint32_t key)
 {
     uint32_t idx = key >> 8;
     soft_mr_t *mr;
@@ -407,6 +414,13 @@ soft_mr_t *soft_mr_lookup(soft_dev_t *dev, uint32_t key)
     mr = dev->mrs[idx];
     return ((mr != NULL) && (mr->super.lkey == key) &&
             !__atomic_load_n(&mr->invalid, __ATOMIC_RELAXED)) ? mr : NULL;
+}
+
+soft_mr_t *soft_mr_lookup(soft_dev_t *dev, uint32_t key)
+{
+    soft_mr_t *mr = soft_key_lookup(dev, key);
+
+    return ((mr != NULL) && (mr->mkey == NULL)) ? mr : NULL;
 }
 
 /* The kernel pins the pages of a registration (write-faulting them in when
@@ -464,6 +478,83 @@ static int soft_mr_check_mapping(const char *name, uintptr_t start,
     return EFAULT;
 }
 
+/* Gives mr (a plain MR, or the table entry of a strided key) a key in the
+ * device's table; sets super.lkey/rkey.  0 or ENOMEM (logged). */
+int soft_key_insert(soft_dev_t *dev, soft_mr_t *mr, const char *what)
+{
+    const char *name = dev->super.caps.name;
+    uint32_t idx;
+
+    pthread_mutex_lock(&dev->lock);
+    for (idx = 1; idx < dev->num_mrs; ++idx) {
+        if (dev->mrs[idx] == NULL) {
+            break;
+        }
+    }
+    if (idx >= dev->num_mrs) {
+        uint32_t nsize = dev->num_mrs ? dev->num_mrs * 2 : 64;
+        soft_mr_t **tbl, **old;
+
+        if (nsize > (1u << 24)) {
+            pthread_mutex_unlock(&dev->lock);
+            dcx_error("%s: %s: too many keys", name, what);
+            return ENOMEM;
+        }
+        /* no realloc: freeing may unmap, and the unmap hook takes mr_lock */
+        tbl = calloc(nsize, sizeof(*tbl));
+        if (tbl == NULL) {
+            pthread_mutex_unlock(&dev->lock);
+            dcx_error("%s: %s: out of memory", name, what);
+            return ENOMEM;
+        }
+        if (dev->num_mrs != 0) {
+            memcpy(tbl, dev->mrs, dev->num_mrs * sizeof(*tbl));
+        }
+        idx = (dev->num_mrs == 0) ? 1 : dev->num_mrs;
+        pthread_mutex_lock(&dev->mr_lock);
+        old          = dev->mrs;
+        dev->mrs     = tbl;
+        dev->num_mrs = nsize;
+        pthread_mutex_unlock(&dev->mr_lock);
+        free(old);
+    }
+    dev->mr_gen       = (dev->mr_gen + 1) & 0xff;
+    mr->super.lkey    = (idx << 8) | dev->mr_gen;
+    mr->super.rkey    = mr->super.lkey;
+    pthread_mutex_lock(&dev->mr_lock);
+    dev->mrs[idx]     = mr;
+    if (mr->mkey == NULL) {
+        if ((dev->mr_hi == 0) || (mr->start < dev->mr_lo)) {
+            __atomic_store_n(&dev->mr_lo, mr->start, __ATOMIC_RELEASE);
+        }
+        if (mr->end > dev->mr_hi) {
+            __atomic_store_n(&dev->mr_hi, mr->end, __ATOMIC_RELEASE);
+        }
+    } else {
+        dev->num_mkeys++;
+    }
+    pthread_mutex_unlock(&dev->mr_lock);
+    dev->num_mr_used++;
+    pthread_mutex_unlock(&dev->lock);
+    return 0;
+}
+
+/* Takes mr's key out of the table.  Holding the engine lock, no engine
+ * pass (and so no access on behalf of a peer) is in flight: once it
+ * returns, nothing reaches the key any more. */
+void soft_key_remove(soft_dev_t *dev, soft_mr_t *mr)
+{
+    pthread_mutex_lock(&dev->lock);
+    pthread_mutex_lock(&dev->mr_lock);
+    dev->mrs[mr->super.lkey >> 8] = NULL;
+    if (mr->mkey != NULL) {
+        dev->num_mkeys--;
+    }
+    pthread_mutex_unlock(&dev->mr_lock);
+    dev->num_mr_used--;
+    pthread_mutex_unlock(&dev->lock);
+}
+
 static int soft_mr_reg(dcx_pd_t *pd, void *addr, size_t length,
                        uint32_t access, dcx_mr_t **mr_p)
 {
@@ -472,7 +563,6 @@ static int soft_mr_reg(dcx_pd_t *pd, void *addr, size_t length,
     soft_dev_t *dev    = soft_dev(pd->dev);
     const char *name   = dev->super.caps.name;
     soft_mr_t *mr;
-    uint32_t idx;
 
     if (access & ~all) {
         dcx_error("%s: mr reg %p/%zu: unknown access bits 0x%x", name, addr,
@@ -508,61 +598,16 @@ static int soft_mr_reg(dcx_pd_t *pd, void *addr, size_t length,
         return ENOMEM;
     }
 
-    pthread_mutex_lock(&dev->lock);
-    for (idx = 1; idx < dev->num_mrs; ++idx) {
-        if (dev->mrs[idx] == NULL) {
-            break;
-        }
-    }
-    if (idx >= dev->num_mrs) {
-        uint32_t nsize = dev->num_mrs ? dev->num_mrs * 2 : 64;
-        soft_mr_t **tbl, **old;
-
-        if (nsize > (1u << 24)) {
-            pthread_mutex_unlock(&dev->lock);
-            free(mr);
-            dcx_error("%s: mr reg %p/%zu: too many MRs", name, addr, length);
-            return ENOMEM;
-        }
-        /* no realloc: freeing may unmap, and the unmap hook takes mr_lock */
-        tbl = calloc(nsize, sizeof(*tbl));
-        if (tbl == NULL) {
-            pthread_mutex_unlock(&dev->lock);
-            free(mr);
-            dcx_error("%s: mr reg %p/%zu: out of memory", name, addr, length);
-            return ENOMEM;
-        }
-        if (dev->num_mrs != 0) {
-            memcpy(tbl, dev->mrs, dev->num_mrs * sizeof(*tbl));
-        }
-        idx = (dev->num_mrs == 0) ? 1 : dev->num_mrs;
-        pthread_mutex_lock(&dev->mr_lock);
-        old          = dev->mrs;
-        dev->mrs     = tbl;
-        dev->num_mrs = nsize;
-        pthread_mutex_unlock(&dev->mr_lock);
-        free(old);
-    }
-    dev->mr_gen       = (dev->mr_gen + 1) & 0xff;
     mr->super.pd      = pd;
     mr->super.addr    = addr;
     mr->super.length  = length;
     mr->super.access  = access;
-    mr->super.lkey    = (idx << 8) | dev->mr_gen;
-    mr->super.rkey    = mr->super.lkey;
     mr->start         = (uint64_t)(uintptr_t)addr;
     mr->end           = mr->start + length;
-    pthread_mutex_lock(&dev->mr_lock);
-    dev->mrs[idx]     = mr;
-    if ((dev->mr_hi == 0) || (mr->start < dev->mr_lo)) {
-        __atomic_store_n(&dev->mr_lo, mr->start, __ATOMIC_RELEASE);
+    if (soft_key_insert(dev, mr, "mr reg") != 0) {
+        free(mr);
+        return ENOMEM;
     }
-    if (mr->end > dev->mr_hi) {
-        __atomic_store_n(&dev->mr_hi, mr->end, __ATOMIC_RELEASE);
-    }
-    pthread_mutex_unlock(&dev->mr_lock);
-    dev->num_mr_used++;
-    pthread_mutex_unlock(&dev->lock);
     *mr_p = &mr->super;
     return 0;
 }
@@ -572,15 +617,7 @@ static int soft_mr_dereg(dcx_mr_t *mr_)
     soft_mr_t *mr   = (soft_mr_t *)mr_;
     soft_dev_t *dev = soft_dev(mr_->pd->dev);
 
-    /* holding the engine lock, no engine pass (and so no access to this
-     * region on behalf of a peer) is in flight: once it returns, nothing
-     * touches the memory any more */
-    pthread_mutex_lock(&dev->lock);
-    pthread_mutex_lock(&dev->mr_lock);
-    dev->mrs[mr_->lkey >> 8] = NULL;
-    pthread_mutex_unlock(&dev->mr_lock);
-    dev->num_mr_used--;
-    pthread_mutex_unlock(&dev->lock);
+    soft_key_remove(dev, mr);
     free(mr);
     return 0;
 }
@@ -803,6 +840,8 @@ static const dcx_dev_ops_t soft_dev_ops = {
     .pd_free      = soft_pd_free,
     .mr_reg       = soft_mr_reg,
     .mr_dereg     = soft_mr_dereg,
+    .mkey_create  = soft_mkey_create,
+    .mkey_destroy = soft_mkey_destroy,
     .mem_unmapped = soft_mem_unmapped,
     .cq_create    = soft_cq_create,
     .cq_destroy   = soft_cq_destroy,
@@ -832,7 +871,7 @@ static void soft_fill_caps(soft_dev_t *dev, const dcx_dev_info_t *info)
      * the CPU's atomic instructions on the target's memory */
     caps->flags            = DCX_CAP_DC | DCX_CAP_HELPER | DCX_CAP_TM |
                              DCX_CAP_ATOMIC_HOST | DCX_CAP_NO_PIN |
-                             DCX_CAP_CQ_EVENT;
+                             DCX_CAP_CQ_EVENT | DCX_CAP_MKEY_STRIDE;
     caps->atomic_flags     = DCX_ATOMIC_FADD64 | DCX_ATOMIC_CSWAP64 |
                              DCX_ATOMIC_MASKED_FADD32 |
                              DCX_ATOMIC_MASKED_FADD64 |
@@ -857,6 +896,9 @@ static void soft_fill_caps(soft_dev_t *dev, const dcx_dev_info_t *info)
     caps->tm_max_ops       = l->max_qp_wr;
     caps->tm_max_rndv_hdr  = 64;
     caps->tm_max_sge       = 1;
+    caps->mkey_max_entries = l->mkey_max_entries;
+    caps->mkey_max_stride  = 0xffff;
+    caps->mkey_qp_type     = DCX_QPT_DCI;
     /* Measured with gtest_soft --gtest_also_run_disabled_tests
      * --gtest_filter='*perf*' on a 2-core VM: ~1 us one way (8-byte send
      * ping-pong, both sides polling, idle machine), 16 GB/s cache-hot

@@ -31,6 +31,12 @@ static int soft_post_check(soft_qp_t *qp, const dcx_send_wr_t *wr,
     uint64_t total = 0;
     unsigned i;
 
+    if ((wr->opcode >= DCX_WR_MKEY_FIRST) &&
+        (wr->opcode < DCX_WR_MKEY_LAST)) {
+        *total_p = 0;
+        return soft_mkey_post_check(qp, wr);
+    }
+
     if (op == NULL) {
         dcx_error("%s: dci 0x%x post: opcode %u not supported", name,
                   qp->super.qp_num, wr->opcode);
@@ -87,7 +93,15 @@ static soft_swqe_t *soft_post_enqueue(soft_qp_t *qp, const dcx_send_wr_t *wr,
 
     w->wr        = *wr;
     w->wr.sg_list = NULL;
-    w->peer      = ((soft_ah_t *)wr->dest.ah)->peer;
+    w->wr.mkey_layout = NULL;
+    w->mkw       = NULL;
+    if (soft_opinfo[wr->opcode].flags & SOFT_OPF_MKEY) {
+        /* executed locally: no destination, no data */
+        w->wr.num_sge = 0;
+        w->peer       = NULL;
+    } else {
+        w->peer = ((soft_ah_t *)wr->dest.ah)->peer;
+    }
     w->total_len = total;
     w->sent_off  = 0;
     w->recv_off  = 0;
@@ -109,6 +123,8 @@ static soft_swqe_t *soft_post_enqueue(soft_qp_t *qp, const dcx_send_wr_t *wr,
                    wr->sg_list[i].length);
             off += wr->sg_list[i].length;
         }
+    } else if (w->peer == NULL) {
+        soft_mkey_wr_copy(qp, w, wr);
     } else if (wr->num_sge > 0) {
         memcpy(w->sge, wr->sg_list, wr->num_sge * sizeof(*w->sge));
     }
@@ -184,6 +200,7 @@ static int soft_dci_post_flush(dcx_qp_t *qp_, const dcx_send_wr_t *wr)
     }
     w        = soft_post_enqueue(qp, wr, total);
     w->state = SOFT_WQE_DONE;
+    soft_mkey_wr_free(w);
     soft_wqe_push_cqe(qp, w, qp->sq_head - 1, DCX_WC_WR_FLUSH_ERR, 0);
     qp->sq_comp = qp->sq_head;
     qp->sq_send = qp->sq_head;

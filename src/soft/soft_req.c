@@ -26,7 +26,7 @@ const char *soft_wqe_state_names[SOFT_WQE_STATE_LAST] = {
 };
 
 #define V SOFT_OPF_VALID
-const soft_opinfo_t soft_opinfo[DCX_WR_OPCODE_LAST] = {
+const soft_opinfo_t soft_opinfo[SOFT_OPCODE_MAX] = {
     [DCX_WR_SEND]           = { "SEND", V | SOFT_OPF_PAYLOAD | SOFT_OPF_RECV,
                                 DCX_WC_SEND, 0 },
     [DCX_WR_SEND_IMM]       = { "SEND_IMM", V | SOFT_OPF_PAYLOAD |
@@ -51,20 +51,29 @@ const soft_opinfo_t soft_opinfo[DCX_WR_OPCODE_LAST] = {
                                      DCX_ACCESS_REMOTE_ATOMIC },
     [DCX_WR_ATOMIC_MASKED_CSWAP] = { "ATOMIC_MASKED_CSWAP", V | SOFT_OPF_RDMA |
                                      SOFT_OPF_ATOMIC, DCX_WC_MASKED_COMP_SWAP,
-                                     DCX_ACCESS_REMOTE_ATOMIC }
+                                     DCX_ACCESS_REMOTE_ATOMIC },
+    /* executed by the DCI itself (soft_mkey.c); never on the wire */
+    [DCX_WR_MKEY_INTERLEAVED]    = { "MKEY_INTERLEAVED", SOFT_OPF_MKEY,
+                                     DCX_WC_UMR, 0 },
+    [DCX_WR_MKEY_LIST]           = { "MKEY_LIST", SOFT_OPF_MKEY, DCX_WC_UMR,
+                                     0 },
+    [DCX_WR_MKEY_INVALIDATE]     = { "MKEY_INVALIDATE", SOFT_OPF_MKEY,
+                                     DCX_WC_LOCAL_INV, 0 }
 };
 #undef V
 
 /* Copies 'len' bytes at byte 'off' of an sg list: into 'gather' if it is
- * not NULL, else from 'scatter' into the list. */
-static void soft_sge_walk(const dcx_sge_t *sge, unsigned num_sge, uint64_t off,
-                          uint64_t len, uint8_t *gather,
-                          const uint8_t *scatter)
+ * not NULL, else from 'scatter' into the list.  The list was checked
+ * (soft_sge_ok); an sge over a strided key goes through its layout. */
+static void soft_sge_walk(soft_dev_t *dev, const dcx_sge_t *sge,
+                          unsigned num_sge, uint64_t off, uint64_t len,
+                          uint8_t *gather, const uint8_t *scatter)
 {
     unsigned i;
 
     for (i = 0; (i < num_sge) && (len > 0); ++i) {
         uint64_t chunk;
+        soft_mr_t *key;
         uint8_t *a;
 
         if (off >= sge[i].length) {
@@ -74,6 +83,22 @@ static void soft_sge_walk(const dcx_sge_t *sge, unsigned num_sge, uint64_t off,
         chunk = sge[i].length - off;
         if (chunk > len) {
             chunk = len;
+        }
+        if ((dev->num_mkeys != 0) &&
+            ((key = soft_key_lookup(dev, sge[i].lkey)) != NULL) &&
+            (key->mkey != NULL)) {
+            if (gather != NULL) {
+                soft_mkey_local_copy(dev, key, sge[i].addr + off, gather,
+                                     chunk, 0);
+                gather += chunk;
+            } else {
+                soft_mkey_local_copy(dev, key, sge[i].addr + off,
+                                     (void *)scatter, chunk, 1);
+                scatter += chunk;
+            }
+            len -= chunk;
+            off  = 0;
+            continue;
         }
         a = (uint8_t *)(uintptr_t)(sge[i].addr + off);
         if (gather != NULL) {
@@ -88,16 +113,16 @@ static void soft_sge_walk(const dcx_sge_t *sge, unsigned num_sge, uint64_t off,
     }
 }
 
-void soft_sge_gather(void *buf, const dcx_sge_t *sge, unsigned num_sge,
-                     uint64_t off, uint64_t len)
+void soft_sge_gather(soft_dev_t *dev, void *buf, const dcx_sge_t *sge,
+                     unsigned num_sge, uint64_t off, uint64_t len)
 {
-    soft_sge_walk(sge, num_sge, off, len, buf, NULL);
+    soft_sge_walk(dev, sge, num_sge, off, len, buf, NULL);
 }
 
-void soft_sge_scatter(const void *buf, const dcx_sge_t *sge, unsigned num_sge,
-                      uint64_t off, uint64_t len)
+void soft_sge_scatter(soft_dev_t *dev, const void *buf, const dcx_sge_t *sge,
+                      unsigned num_sge, uint64_t off, uint64_t len)
 {
-    soft_sge_walk(sge, num_sge, off, len, NULL, buf);
+    soft_sge_walk(dev, sge, num_sge, off, len, NULL, buf);
 }
 
 /* ------------------------------------------------------------------------
@@ -105,6 +130,9 @@ void soft_sge_scatter(const void *buf, const dcx_sge_t *sge, unsigned num_sge,
  * ------------------------------------------------------------------------ */
 void soft_wqe_release(soft_qp_t *qp, soft_swqe_t *w)
 {
+    if (w->mkw != NULL) {
+        soft_mkey_wr_free(w);
+    }
     qp->dev->resp_credits += w->credits;
     w->credits = 0;
     if (w->rd_counted) {
@@ -256,7 +284,7 @@ void soft_comp_packet(soft_dev_t *dev, const soft_pkt_t *pkt,
             (pkt->offset + pkt->len > w->total_len)) {
             return;
         }
-        soft_sge_scatter(payload, w->sge, w->wr.num_sge, pkt->offset,
+        soft_sge_scatter(dev, payload, w->sge, w->wr.num_sge, pkt->offset,
                          pkt->len);
         w->recv_off += pkt->len;
         if (w->credits > 0) {
@@ -277,9 +305,9 @@ void soft_comp_packet(soft_dev_t *dev, const soft_pkt_t *pkt,
         }
         if (w->total_len == 4) {
             uint32_t v = (uint32_t)pkt->args[0];
-            memcpy((void *)(uintptr_t)w->sge[0].addr, &v, 4);
+            soft_sge_scatter(dev, &v, w->sge, 1, 0, 4);
         } else {
-            memcpy((void *)(uintptr_t)w->sge[0].addr, &pkt->args[0], 8);
+            soft_sge_scatter(dev, &pkt->args[0], w->sge, 1, 0, 8);
         }
         soft_req_complete(qp, DCX_WC_SUCCESS, (uint32_t)w->total_len, now);
         break;
@@ -305,12 +333,9 @@ static uint8_t soft_req_check_local(soft_qp_t *qp, soft_swqe_t *w)
         return DCX_WC_SUCCESS;
     }
     for (i = 0; i < w->wr.num_sge; ++i) {
-        soft_mr_t *mr = soft_mr_lookup(qp->dev, w->sge[i].lkey);
-
-        if ((mr == NULL) || (w->sge[i].addr < mr->start) ||
-            (w->sge[i].addr + w->sge[i].length > mr->end) ||
-            ((flags & (SOFT_OPF_READ | SOFT_OPF_ATOMIC)) &&
-             !(mr->super.access & DCX_ACCESS_LOCAL_WRITE))) {
+        if (!soft_sge_ok(qp->dev, &w->sge[i],
+                         (flags & (SOFT_OPF_READ | SOFT_OPF_ATOMIC)) ?
+                         DCX_ACCESS_LOCAL_WRITE : 0)) {
             return DCX_WC_LOC_PROT_ERR;
         }
     }
@@ -428,7 +453,7 @@ static int soft_req_send_packets(soft_qp_t *qp, soft_swqe_t *w, uint64_t now)
                 if (w->wr.flags & DCX_SEND_INLINE) {
                     memcpy(payload, w->inl + w->sent_off, chunk);
                 } else {
-                    soft_sge_gather(payload, w->sge, w->wr.num_sge,
+                    soft_sge_gather(dev, payload, w->sge, w->wr.num_sge,
                                     w->sent_off, chunk);
                 }
             }
@@ -467,6 +492,14 @@ void soft_req_run(soft_qp_t *qp, uint64_t now)
     while ((qp->super.state == DCX_QPS_RTS) && (qp->sq_send != qp->sq_head)) {
         w     = soft_wqe(qp, qp->sq_send);
         flags = soft_opinfo[w->wr.opcode].flags;
+        if (flags & SOFT_OPF_MKEY) {
+            /* executed here, after everything before it completed */
+            if (qp->sq_comp != qp->sq_send) {
+                return;
+            }
+            soft_req_complete(qp, soft_mkey_wr_exec(qp, w), 0, now);
+            continue;
+        }
         if (w->state == SOFT_WQE_POSTED) {
             if (now < qp->rnr_until_ns) {
                 return;
@@ -636,7 +669,8 @@ void soft_req_timers(soft_dev_t *dev, uint64_t now)
         }
         /* also when the oldest WQE is only partly out (peer ring full) */
         soft_req_prod(dev, soft_wqe(qp, qp->sq_comp)->peer, now);
-        if ((qp->deadline_ns != 0) && (now >= qp->deadline_ns)) {
+        if ((qp->deadline_ns != 0) && (now >= qp->deadline_ns) &&
+            (soft_wqe(qp, qp->sq_comp)->peer != NULL)) {
             soft_req_timeout(qp, now);
         }
         soft_req_run(qp, now);

@@ -237,14 +237,26 @@ static soft_mr_t *soft_resp_check_remote(soft_dev_t *dev, soft_qp_t *dct,
         return &no_memory;
     }
 
-    mr = soft_mr_lookup(dev, pkt->rkey);
-    if ((mr == NULL) || !(mr->super.access & access) ||
-        !(dct->access & access) || (addr < mr->start) ||
+    mr = soft_key_lookup(dev, pkt->rkey);
+    if ((mr == NULL) || !(dct->access & access)) {
+        goto err;
+    }
+    if (mr->mkey != NULL) {
+        /* strided key: every entry under [addr, addr + len) */
+        if (soft_mkey_check(dev, mr, addr, len, access) != 0) {
+            goto err;
+        }
+        return mr;
+    }
+    if (!(mr->super.access & access) || (addr < mr->start) ||
         (addr > mr->end) || (len > mr->end - addr)) {
-        dev->stats.remote_access_errors++;
-        return NULL;
+        goto err;
     }
     return mr;
+
+err:
+    dev->stats.remote_access_errors++;
+    return NULL;
 }
 
 /* Takes a receive for the message; 0 if none (RNR NAK sent). */
@@ -279,11 +291,7 @@ static int soft_resp_recv_ok(soft_dev_t *dev, soft_rstate_t *rs,
     unsigned i;
 
     for (i = 0; i < rs->recv.num_sge; ++i) {
-        soft_mr_t *mr = soft_mr_lookup(dev, rs->recv.sge[i].lkey);
-
-        if ((mr == NULL) || !(mr->super.access & DCX_ACCESS_LOCAL_WRITE) ||
-            (rs->recv.sge[i].addr < mr->start) ||
-            (rs->recv.sge[i].addr + rs->recv.sge[i].length > mr->end)) {
+        if (!soft_sge_ok(dev, &rs->recv.sge[i], DCX_ACCESS_LOCAL_WRITE)) {
             return 0;
         }
         len += rs->recv.sge[i].length;
@@ -318,7 +326,7 @@ static void soft_resp_send_op(soft_dev_t *dev, soft_qp_t *dct,
             soft_resp_nak(dev, rs, pkt, DCX_WC_REM_INV_REQ_ERR);
             goto skip;
         }
-        soft_sge_scatter(payload, rs->recv.sge, rs->recv.num_sge,
+        soft_sge_scatter(dev, payload, rs->recv.sge, rs->recv.num_sge,
                          pkt->offset, pkt->len);
     }
 skip:
@@ -352,7 +360,7 @@ static void soft_resp_write_op(soft_dev_t *dev, soft_qp_t *dct,
         mr = soft_resp_check_remote(dev, dct, pkt, DCX_ACCESS_REMOTE_WRITE,
                                     pkt->raddr + pkt->offset, pkt->len);
         if ((mr == NULL) ||
-            (soft_mem_write(dev, mr, pkt->raddr + pkt->offset, payload,
+            (soft_key_write(dev, mr, pkt->raddr + pkt->offset, payload,
                             pkt->len) != 0)) {
             if (mr != NULL) {
                 dev->stats.remote_access_errors++;
@@ -410,7 +418,7 @@ static int soft_resp_read_resp(soft_dev_t *dev, soft_qp_t *dct,
         return 0;
     }
     memset(pkt, 0, sizeof(*pkt));
-    if ((len > 0) && (soft_mem_read(dev, mr, payload, addr, len) != 0)) {
+    if ((len > 0) && (soft_key_read(dev, mr, payload, addr, len) != 0)) {
         /* the slot is ours: it carries the NAK instead */
         dev->stats.remote_access_errors++;
         dcx_debug("%s: rdma read of %u bytes at 0x%llx (rkey 0x%x): region "
@@ -565,6 +573,7 @@ static void soft_resp_atomic_op(soft_dev_t *dev, soft_qp_t *dct,
     unsigned size = pkt->atomic_size;
     soft_mr_t *mr;
     uint64_t res;
+    int ret;
 
     mr = soft_resp_check_remote(dev, dct, pkt, DCX_ACCESS_REMOTE_ATOMIC,
                                 pkt->raddr, size);
@@ -575,10 +584,14 @@ static void soft_resp_atomic_op(soft_dev_t *dev, soft_qp_t *dct,
                                 (pkt->op == DCX_WR_ATOMIC_CSWAP))) ||
                (pkt->raddr % size)) {
         soft_resp_nak(dev, rs, pkt, DCX_WC_REM_INV_REQ_ERR);
-    } else if (soft_mem_atomic(dev, mr, pkt->raddr, size, soft_atomic_exec,
-                               pkt, &res) != 0) {
-        dev->stats.remote_access_errors++;
-        soft_resp_nak(dev, rs, pkt, DCX_WC_REM_ACCESS_ERR);
+    } else if ((ret = soft_key_atomic(dev, mr, pkt, soft_atomic_exec,
+                                      &res)) != 0) {
+        if (ret == EINVAL) {
+            soft_resp_nak(dev, rs, pkt, DCX_WC_REM_INV_REQ_ERR);
+        } else {
+            dev->stats.remote_access_errors++;
+            soft_resp_nak(dev, rs, pkt, DCX_WC_REM_ACCESS_ERR);
+        }
     } else {
         unsigned slot = rs->at_next;
 

@@ -342,11 +342,7 @@ static int soft_tm_buf_ok(soft_dev_t *dev, const dcx_sge_t *sge,
     unsigned i;
 
     for (i = 0; i < num_sge; ++i) {
-        soft_mr_t *mr = soft_mr_lookup(dev, sge[i].lkey);
-
-        if ((mr == NULL) || !(mr->super.access & DCX_ACCESS_LOCAL_WRITE) ||
-            (sge[i].addr < mr->start) ||
-            (sge[i].addr + sge[i].length > mr->end)) {
+        if (!soft_sge_ok(dev, &sge[i], DCX_ACCESS_LOCAL_WRITE)) {
             return 0;
         }
         len += sge[i].length;
@@ -485,7 +481,7 @@ static int soft_tm_first(soft_dev_t *dev, soft_tm_t *tm, soft_qp_t *dct,
             soft_tm_rndv_start(tm, dct, rs, payload, rlen, va, rkey);
         } else if (pkt->total_len <= buf_len) {
             /* software reads and sends the FIN: give it the request */
-            soft_sge_scatter(payload, rs->recv.sge, rs->recv.num_sge, 0,
+            soft_sge_scatter(dev, payload, rs->recv.sge, rs->recv.num_sge, 0,
                              pkt->total_len);
             soft_tm_msg_wc(tm, dct, rs, DCX_WC_TM_RNDV_INCOMPLETE,
                            DCX_WC_TM_RECV,
@@ -595,11 +591,11 @@ void soft_tm_send_op(soft_dev_t *dev, soft_qp_t *dct, soft_rstate_t *rs,
     }
     if (!rs->msg_err) {
         if (rs->tm.mode == SOFT_TMM_SRQ) {
-            soft_sge_scatter(payload, rs->recv.sge, rs->recv.num_sge,
+            soft_sge_scatter(dev, payload, rs->recv.sge, rs->recv.num_sge,
                              pkt->offset, pkt->len);
         } else if (rs->tm.mode == SOFT_TMM_EXPECTED) {
             skip = (pkt->offset == 0) ? DCX_TM_TMH_LEN : 0;
-            soft_sge_scatter(payload + skip, rs->recv.sge, 1,
+            soft_sge_scatter(dev, payload + skip, rs->recv.sge, 1,
                              pkt->offset + skip - DCX_TM_TMH_LEN,
                              pkt->len - skip);
         }

@@ -1428,3 +1428,73 @@ TEST_F(soft_tm, rndv_dead_sender_bad_flow)
     EXPECT_EQ(1u, wc.wr_id);
     EXPECT_EQ(1u, tm_stats(rx).rndv_errors);
 }
+
+/* A tag-list entry over a strided key (issue 11): a matched eager payload
+ * scatters through the key's layout and nowhere else. */
+TEST_F(soft_tm, eager_into_strided_key)
+{
+    open_pair();
+    const size_t base = 65536, n = 100, el = 6, skip = 4;
+    dcx_mkey_t *k;
+    ASSERT_EQ(0, dcx_mkey_create(rx.n.pd, 4, &k));
+    dcx_mkey_interleaved_t e;
+    memset(&e, 0, sizeof(e));
+    e.addr        = rx.va(base);
+    e.bytes_count = el;
+    e.bytes_skip  = skip;
+    e.lkey        = rx.mr->lkey;
+    dcx_mkey_layout_t lay;
+    memset(&lay, 0, sizeof(lay));
+    lay.access       = DCX_ACCESS_LOCAL_WRITE;
+    lay.repeat_count = n;
+    lay.num_entries  = 1;
+    lay.interleaved  = &e;
+    dcx_send_wr_t w;
+    memset(&w, 0, sizeof(w));
+    w.wr_id       = 0x11;
+    w.opcode      = DCX_WR_MKEY_INTERLEAVED;
+    w.flags       = DCX_SEND_SIGNALED;
+    w.mkey        = k;
+    w.mkey_layout = &lay;
+    ASSERT_EQ(0, dcx_qp_post_send(rx.n.dci, &w));
+    double end = now_s() + 20.0;
+    while (rx.sent.empty() && (now_s() < end)) {
+        poll_both();
+    }
+    ASSERT_EQ(1u, rx.sent.size());
+    EXPECT_EQ(DCX_WC_UMR, rx.sent.front().opcode);
+    EXPECT_EQ(DCX_WC_SUCCESS, rx.sent.front().status);
+
+    dcx_tm_op_t op;
+    memset(&op, 0, sizeof(op));
+    op.wr_id      = 0xadd00001ull;
+    op.opcode     = DCX_TM_OP_ADD;
+    op.flags      = DCX_TM_OPF_SIGNALED;
+    op.num_sge    = 1;
+    op.recv_wr_id = 1;
+    op.tag        = 0x99;
+    op.mask       = ~0ull;
+    op.sge.addr   = 0;   /* zero-based */
+    op.sge.length = (uint32_t)(n * el);
+    op.sge.lkey   = k->lkey;
+    ASSERT_EQ(0, dcx_srq_tm_post(rx.n.srq, &op));
+    EXPECT_EQ(DCX_WC_TM_ADD, pop(rx).opcode);
+    std::vector<uint8_t> before(rx.mem);
+    EXPECT_EQ(DCX_WC_SUCCESS, send_msg(DCX_TMH_EAGER, 0x99, 1,
+                                       (uint32_t)(n * el), 7).status);
+    dcx_wc_t wc = pop(rx);
+    EXPECT_EQ(DCX_WC_SUCCESS, wc.status);
+    EXPECT_EQ(DCX_WC_TM_RECV, wc.opcode);
+    EXPECT_EQ(n * el, wc.byte_len);
+    const uint8_t *payload = tx.at(SEND_OFF + DCX_TM_TMH_LEN);
+    size_t changed = 0;
+    for (size_t i = 0; i < n * el; ++i) {
+        ASSERT_EQ(payload[i], rx.mem[base + (i / el) * (el + skip) + i % el])
+            << i;
+    }
+    for (size_t i = 0; i < rx.mem.size(); ++i) {
+        changed += (rx.mem[i] != before[i]);
+    }
+    EXPECT_GE(n * el, changed);
+    EXPECT_EQ(0, dcx_mkey_destroy(k));
+}

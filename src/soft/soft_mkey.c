@@ -1,0 +1,527 @@
+/*
+ * Soft device strided memory keys (dcx_mkey_t, rdma-core-semantics.md
+ * section 5): indirect keys whose zero-based address space maps, entry by
+ * entry, onto plain MRs.
+ *
+ * A key lives in the device's key table like an MR (its table entry is a
+ * soft_mr_t whose 'mkey' points here), so an lkey or rkey names either.
+ * It is created free; a configure work request (interleaved or list
+ * layout) posted on a DCI gives it a layout when the DCI executes the
+ * request, in order with the DCI's other work; an invalidate request makes
+ * it free again.  The layout is copied at post, as the hardware inlines it
+ * into the WQE.
+ *
+ * Every access through a key walks the layout over the bytes it touches
+ * and checks each piece as the hardware's translation would: the key is
+ * configured and grants the access, the piece is inside the layout, and
+ * the entry's lkey names a live plain MR (not deregistered, not
+ * invalidated by an unmap) that covers the piece and grants the access.
+ * Remote accesses are checked and copied per packet under the engine lock,
+ * with the fault-safe copies of soft_mem.c per piece, so a key stops
+ * working the moment an MR under it is deregistered or its memory is
+ * unmapped, and the moment it is invalidated or destroyed.
+ *
+ * What the post checks (the hardware's software checks, 5.3/5.6):
+ *  - access only the four DCX_ACCESS_* bits (EINVAL);
+ *  - interleaved: num_entries + 1 <= max_entries (ENOMEM; the hardware
+ *    needs the slot for the repetition header and would fail the WQE),
+ *    repeat_count >= 1, bytes_count and bytes_count + bytes_skip at most
+ *    caps.mkey_max_stride (EINVAL: 16-bit fields the hardware would
+ *    truncate);
+ *  - list: num_entries <= max_entries (ENOMEM).
+ * Entries are not checked against their MRs at configure (the hardware
+ * does not either): an entry over unregistered memory fails the access.
+ */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+
+#include "soft.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct soft_mkey_ent {
+    uint64_t  addr;     /* of repetition 0 */
+    uint64_t  pre;      /* bytes of the entries before, in one repetition */
+    uint32_t  count;    /* bytes per repetition */
+    uint32_t  stride;   /* count + skip */
+    uint32_t  lkey;
+    uint32_t  pad;
+} soft_mkey_ent_t;
+
+struct soft_mkey {
+    dcx_mkey_t        super;
+    soft_mr_t         key;          /* its entry in the device's table */
+    soft_dev_t       *dev;
+    int               configured;
+    uint32_t          access;
+    uint32_t          num;          /* entries of the layout */
+    uint64_t          repeat;
+    uint64_t          rep_len;      /* bytes of one repetition */
+    uint64_t          length;       /* of the whole layout */
+    soft_mkey_ent_t  *ent;          /* max_entries */
+};
+
+/* A configure or invalidate request, copied at post. */
+struct soft_mkey_wr {
+    uint32_t          lkey;         /* of the key (looked up at execution) */
+    uint32_t          access;
+    uint32_t          num;
+    uint32_t          pad;
+    uint64_t          repeat;
+    uint64_t          rep_len;
+    soft_mkey_ent_t   ent[];
+};
+
+#define SOFT_MKEY_ACCESS_ALL (DCX_ACCESS_LOCAL_WRITE | \
+                              DCX_ACCESS_REMOTE_WRITE | \
+                              DCX_ACCESS_REMOTE_READ | \
+                              DCX_ACCESS_REMOTE_ATOMIC)
+
+int soft_mkey_create(dcx_pd_t *pd, uint32_t max_entries, dcx_mkey_t **mkey_p)
+{
+    soft_dev_t *dev  = soft_dev(pd->dev);
+    const char *name = dev->super.caps.name;
+    uint32_t limit   = dev->limits.mkey_max_entries;
+    soft_mkey_t *mk;
+    uint32_t n;
+
+    if ((max_entries == 0) || (max_entries > limit)) {
+        dcx_error("%s: mkey create: %u entries out of range [1, %u]", name,
+                  max_entries, limit);
+        return EINVAL;
+    }
+    /* the hardware rounds the translation table to 4 entries */
+    n = (max_entries + 3u) & ~3u;
+    if (n > limit) {
+        n = limit;
+    }
+    mk = calloc(1, sizeof(*mk));
+    if (mk == NULL) {
+        goto err_nomem;
+    }
+    mk->ent = calloc(n, sizeof(*mk->ent));
+    if (mk->ent == NULL) {
+        goto err_free_mk;
+    }
+    mk->dev               = dev;
+    mk->key.super.pd      = pd;
+    mk->key.mkey          = mk;
+    if (soft_key_insert(dev, &mk->key, "mkey create") != 0) {
+        free(mk->ent);
+        free(mk);
+        return ENOMEM;
+    }
+    mk->super.pd          = pd;
+    mk->super.lkey        = mk->key.super.lkey;
+    mk->super.rkey        = mk->key.super.rkey;
+    mk->super.max_entries = n;
+    dcx_debug("%s: mkey 0x%x created (%u entries)", name, mk->super.lkey, n);
+    *mkey_p = &mk->super;
+    return 0;
+
+err_free_mk:
+    free(mk);
+err_nomem:
+    dcx_error("%s: mkey create: out of memory", name);
+    return ENOMEM;
+}
+
+int soft_mkey_destroy(dcx_mkey_t *mkey)
+{
+    soft_mkey_t *mk = (soft_mkey_t *)mkey;   /* super comes first */
+
+    soft_key_remove(mk->dev, &mk->key);
+    free(mk->ent);
+    free(mk);
+    return 0;
+}
+
+/* ------------------------------------------------------------------------
+ * Work requests
+ * ------------------------------------------------------------------------ */
+static inline int soft_mkey_is_cfg(unsigned opcode)
+{
+    return (opcode == DCX_WR_MKEY_INTERLEAVED) || (opcode == DCX_WR_MKEY_LIST);
+}
+
+int soft_mkey_post_check(soft_qp_t *qp, const dcx_send_wr_t *wr)
+{
+    const char *name             = soft_qp_dev_name(qp);
+    const char *opname           = soft_opinfo[wr->opcode].name;
+    const dcx_mkey_layout_t *lay = wr->mkey_layout;
+    uint64_t rep_len             = 0;
+    uint32_t i, max;
+
+    if ((wr->mkey == NULL) || (wr->mkey->pd->dev != qp->super.dev)) {
+        dcx_error("%s: dci 0x%x post %s: no mkey, or an mkey of another "
+                  "device", name, qp->super.qp_num, opname);
+        return EINVAL;
+    }
+    if (!soft_mkey_is_cfg(wr->opcode)) {
+        return 0;   /* invalidate: nothing more to check */
+    }
+    max = wr->mkey->max_entries;
+    if ((lay == NULL) || (lay->num_entries == 0) ||
+        ((wr->opcode == DCX_WR_MKEY_INTERLEAVED) ?
+         (lay->interleaved == NULL) : (lay->list == NULL))) {
+        dcx_error("%s: dci 0x%x post %s mkey 0x%x: no layout or no entries",
+                  name, qp->super.qp_num, opname, wr->mkey->lkey);
+        return EINVAL;
+    }
+    if (lay->access & ~SOFT_MKEY_ACCESS_ALL) {
+        dcx_error("%s: dci 0x%x post %s mkey 0x%x: unknown access bits 0x%x",
+                  name, qp->super.qp_num, opname, wr->mkey->lkey,
+                  lay->access & ~SOFT_MKEY_ACCESS_ALL);
+        return EINVAL;
+    }
+    if (wr->opcode == DCX_WR_MKEY_LIST) {
+        if (lay->num_entries > max) {
+            dcx_error("%s: dci 0x%x post %s mkey 0x%x: %u entries > %u the "
+                      "key holds", name, qp->super.qp_num, opname,
+                      wr->mkey->lkey, lay->num_entries, max);
+            return ENOMEM;
+        }
+        return 0;
+    }
+    if (lay->num_entries + 1ull > max) {
+        dcx_error("%s: dci 0x%x post %s mkey 0x%x: %u entries + 1 repetition "
+                  "header > %u the key holds", name, qp->super.qp_num, opname,
+                  wr->mkey->lkey, lay->num_entries, max);
+        return ENOMEM;
+    }
+    if (lay->repeat_count == 0) {
+        dcx_error("%s: dci 0x%x post %s mkey 0x%x: repeat count 0", name,
+                  qp->super.qp_num, opname, wr->mkey->lkey);
+        return EINVAL;
+    }
+    for (i = 0; i < lay->num_entries; ++i) {
+        const dcx_mkey_interleaved_t *e = &lay->interleaved[i];
+
+        if ((e->bytes_count > qp->dev->super.caps.mkey_max_stride) ||
+            ((uint64_t)e->bytes_count + e->bytes_skip >
+             qp->dev->super.caps.mkey_max_stride)) {
+            dcx_error("%s: dci 0x%x post %s mkey 0x%x: entry %u: byte count "
+                      "%u + skip %u over the limit %u", name,
+                      qp->super.qp_num, opname, wr->mkey->lkey, i,
+                      e->bytes_count, e->bytes_skip,
+                      qp->dev->super.caps.mkey_max_stride);
+            return EINVAL;
+        }
+        rep_len += e->bytes_count;
+    }
+    if ((rep_len == 0) || (rep_len > UINT32_MAX)) {
+        dcx_error("%s: dci 0x%x post %s mkey 0x%x: %llu bytes per repetition "
+                  "(1 .. 2^32 - 1)", name, qp->super.qp_num, opname,
+                  wr->mkey->lkey, (unsigned long long)rep_len);
+        return EINVAL;
+    }
+    return 0;
+}
+
+/* Copies a checked request into w (engine lock held).  Out of memory makes
+ * the request fail at execution, with the DCI, as a hardware error would. */
+void soft_mkey_wr_copy(soft_qp_t *qp, soft_swqe_t *w, const dcx_send_wr_t *wr)
+{
+    const dcx_mkey_layout_t *lay = wr->mkey_layout;
+    uint32_t num = soft_mkey_is_cfg(wr->opcode) ? lay->num_entries : 0;
+    soft_mkey_wr_t *m;
+    uint64_t pre = 0;
+    uint32_t i;
+
+    m = malloc(sizeof(*m) + num * sizeof(m->ent[0]));
+    w->mkw = m;
+    if (m == NULL) {
+        dcx_error("%s: dci 0x%x post %s: out of memory for the layout",
+                  soft_qp_dev_name(qp), qp->super.qp_num,
+                  soft_opinfo[wr->opcode].name);
+        w->forced = DCX_WC_GENERAL_ERR;
+        return;
+    }
+    m->lkey   = wr->mkey->lkey;
+    m->num    = num;
+    m->access = (num != 0) ? lay->access : 0;
+    m->repeat = (wr->opcode == DCX_WR_MKEY_INTERLEAVED) ? lay->repeat_count :
+                1;
+    for (i = 0; i < num; ++i) {
+        soft_mkey_ent_t *e = &m->ent[i];
+
+        if (wr->opcode == DCX_WR_MKEY_INTERLEAVED) {
+            e->addr   = lay->interleaved[i].addr;
+            e->count  = lay->interleaved[i].bytes_count;
+            e->stride = lay->interleaved[i].bytes_count +
+                        lay->interleaved[i].bytes_skip;
+            e->lkey   = lay->interleaved[i].lkey;
+        } else {
+            e->addr   = lay->list[i].addr;
+            e->count  = lay->list[i].length;
+            e->stride = 0;
+            e->lkey   = lay->list[i].lkey;
+        }
+        e->pre = pre;
+        pre   += e->count;
+    }
+    m->rep_len = pre;
+}
+
+void soft_mkey_wr_free(soft_swqe_t *w)
+{
+    free(w->mkw);
+    w->mkw = NULL;
+}
+
+/* Executes a request that reached the head of its DCI; returns the status
+ * of its completion. */
+uint8_t soft_mkey_wr_exec(soft_qp_t *qp, soft_swqe_t *w)
+{
+    soft_mkey_wr_t *m = w->mkw;
+    soft_mkey_t *mk;
+    soft_mr_t *key;
+
+    if (w->forced != SOFT_NO_STATUS) {
+        return w->forced;
+    }
+    if (m == NULL) {
+        return DCX_WC_GENERAL_ERR;   /* logged when the copy failed */
+    }
+    key = soft_key_lookup(qp->dev, m->lkey);
+    if ((key == NULL) || (key->mkey == NULL)) {
+        dcx_error("%s: dci 0x%x %s: mkey 0x%x was destroyed before the "
+                  "request executed", soft_qp_dev_name(qp), qp->super.qp_num,
+                  soft_opinfo[w->wr.opcode].name, m->lkey);
+        return DCX_WC_LOC_PROT_ERR;
+    }
+    mk = key->mkey;
+    if (w->wr.opcode == DCX_WR_MKEY_INVALIDATE) {
+        mk->configured = 0;
+        dcx_debug("%s: mkey 0x%x invalidated", soft_qp_dev_name(qp), m->lkey);
+        return DCX_WC_SUCCESS;
+    }
+    memcpy(mk->ent, m->ent, m->num * sizeof(m->ent[0]));
+    mk->num        = m->num;
+    mk->access     = m->access;
+    mk->repeat     = m->repeat;
+    mk->rep_len    = m->rep_len;
+    mk->length     = m->repeat * m->rep_len;
+    mk->configured = 1;
+    dcx_debug("%s: mkey 0x%x configured: %u entries x %llu, %llu bytes",
+              soft_qp_dev_name(qp), m->lkey, m->num,
+              (unsigned long long)m->repeat, (unsigned long long)mk->length);
+    return DCX_WC_SUCCESS;
+}
+
+/* ------------------------------------------------------------------------
+ * Translation
+ * ------------------------------------------------------------------------ */
+typedef int (*soft_mkey_piece_cb_t)(soft_dev_t *dev, soft_mr_t *mr,
+                                    uint64_t addr, uint64_t len,
+                                    uint64_t done, void *arg);
+
+/* Walks the pieces of [off, off + len) of the key's layout, checking each
+ * against its MR for 'access' (and the key itself), and calls cb (if not
+ * NULL) for each.  0, EACCES (key free, access or an entry's MR refuses),
+ * ERANGE (outside the layout), or what cb returned. */
+static int soft_mkey_walk(soft_dev_t *dev, soft_mkey_t *mk, uint64_t off,
+                          uint64_t len, uint32_t access,
+                          soft_mkey_piece_cb_t cb, void *arg)
+{
+    uint64_t done = 0, r, within, inoff, chunk, addr;
+    uint32_t i, lo, hi, mid;
+    soft_mkey_ent_t *e;
+    soft_mr_t *mr;
+    int ret;
+
+    if (!mk->configured || (access & ~mk->access)) {
+        return EACCES;
+    }
+    if ((off > mk->length) || (len > mk->length - off)) {
+        return ERANGE;
+    }
+    if (len == 0) {
+        return 0;
+    }
+    r      = off / mk->rep_len;
+    within = off % mk->rep_len;
+    lo     = 0;
+    hi     = mk->num - 1;
+    while (lo < hi) {   /* the last entry starting at or before 'within' */
+        mid = (lo + hi + 1) / 2;
+        if (mk->ent[mid].pre <= within) {
+            lo = mid;
+        } else {
+            hi = mid - 1;
+        }
+    }
+    i     = lo;
+    inoff = within - mk->ent[i].pre;
+    while (len > 0) {
+        e     = &mk->ent[i];
+        chunk = e->count - inoff;
+        if (chunk > len) {
+            chunk = len;
+        }
+        if (chunk > 0) {
+            addr = e->addr + r * e->stride + inoff;
+            mr   = soft_mr_lookup(dev, e->lkey);
+            if ((mr == NULL) || (access & ~mr->super.access) ||
+                (addr < mr->start) || (addr > mr->end) ||
+                (chunk > mr->end - addr)) {
+                dcx_debug("%s: mkey 0x%x offset %llu: entry %u (lkey 0x%x, "
+                          "0x%llx/%llu) not registered for access 0x%x",
+                          dev->super.caps.name, mk->super.lkey,
+                          (unsigned long long)(off + done), i, e->lkey,
+                          (unsigned long long)addr,
+                          (unsigned long long)chunk, access);
+                return EACCES;
+            }
+            if (cb != NULL) {
+                ret = cb(dev, mr, addr, chunk, done, arg);
+                if (ret != 0) {
+                    return ret;
+                }
+            }
+            done += chunk;
+            len  -= chunk;
+        }
+        inoff = 0;
+        if (++i == mk->num) {
+            i = 0;
+            ++r;
+        }
+    }
+    return 0;
+}
+
+int soft_mkey_check(soft_dev_t *dev, soft_mr_t *key, uint64_t off,
+                    uint64_t len, uint32_t access)
+{
+    return soft_mkey_walk(dev, key->mkey, off, len, access, NULL, NULL);
+}
+
+static int soft_mkey_copy_to(soft_dev_t *dev, soft_mr_t *mr, uint64_t addr,
+                             uint64_t len, uint64_t done, void *arg)
+{
+    memcpy((void *)(uintptr_t)addr, (const uint8_t *)arg + done, len);
+    return 0;
+}
+
+static int soft_mkey_copy_from(soft_dev_t *dev, soft_mr_t *mr, uint64_t addr,
+                               uint64_t len, uint64_t done, void *arg)
+{
+    memcpy((uint8_t *)arg + done, (const void *)(uintptr_t)addr, len);
+    return 0;
+}
+
+/* Local use of a key (lkey in an sge): gather from it or scatter into it,
+ * as the soft device does for plain local sges. */
+int soft_mkey_local_copy(soft_dev_t *dev, soft_mr_t *key, uint64_t off,
+                         void *buf, uint64_t len, int to_key)
+{
+    return soft_mkey_walk(dev, key->mkey, off, len,
+                          to_key ? DCX_ACCESS_LOCAL_WRITE : 0,
+                          to_key ? soft_mkey_copy_to : soft_mkey_copy_from,
+                          buf);
+}
+
+static int soft_mkey_remote_write(soft_dev_t *dev, soft_mr_t *mr,
+                                  uint64_t addr, uint64_t len, uint64_t done,
+                                  void *arg)
+{
+    return soft_mem_write(dev, mr, addr, (const uint8_t *)arg + done, len);
+}
+
+static int soft_mkey_remote_read(soft_dev_t *dev, soft_mr_t *mr,
+                                 uint64_t addr, uint64_t len, uint64_t done,
+                                 void *arg)
+{
+    return soft_mem_read(dev, mr, (uint8_t *)arg + done, addr, len);
+}
+
+int soft_key_write(soft_dev_t *dev, soft_mr_t *mr, uint64_t addr,
+                   const void *src, size_t len)
+{
+    if (mr->mkey == NULL) {
+        return soft_mem_write(dev, mr, addr, src, len);
+    }
+    return soft_mkey_walk(dev, mr->mkey, addr, len, DCX_ACCESS_REMOTE_WRITE,
+                          soft_mkey_remote_write, (void *)src);
+}
+
+int soft_key_read(soft_dev_t *dev, soft_mr_t *mr, void *dst, uint64_t addr,
+                  size_t len)
+{
+    if (mr->mkey == NULL) {
+        return soft_mem_read(dev, mr, dst, addr, len);
+    }
+    return soft_mkey_walk(dev, mr->mkey, addr, len, DCX_ACCESS_REMOTE_READ,
+                          soft_mkey_remote_read, dst);
+}
+
+typedef struct soft_mkey_target {
+    soft_mr_t  *mr;
+    uint64_t    addr;
+    unsigned    pieces;
+} soft_mkey_target_t;
+
+static int soft_mkey_find_target(soft_dev_t *dev, soft_mr_t *mr,
+                                 uint64_t addr, uint64_t len, uint64_t done,
+                                 void *arg)
+{
+    soft_mkey_target_t *t = arg;
+
+    t->mr   = mr;
+    t->addr = addr;
+    t->pieces++;
+    return 0;
+}
+
+/* An atomic through a key executes on one entry only: a word split between
+ * two entries, or whose translated address is not aligned to its size, is
+ * an invalid request (EINVAL); refused access is EACCES/ERANGE/EFAULT. */
+int soft_key_atomic(soft_dev_t *dev, soft_mr_t *mr, const soft_pkt_t *pkt,
+                    uint64_t (*exec)(const soft_pkt_t *), uint64_t *result_p)
+{
+    soft_mkey_target_t t = { NULL, 0, 0 };
+    soft_pkt_t tpkt;
+    int ret;
+
+    if (mr->mkey == NULL) {
+        return soft_mem_atomic(dev, mr, pkt->raddr, pkt->atomic_size, exec,
+                               pkt, result_p);
+    }
+    ret = soft_mkey_walk(dev, mr->mkey, pkt->raddr, pkt->atomic_size,
+                         DCX_ACCESS_REMOTE_ATOMIC, soft_mkey_find_target, &t);
+    if (ret != 0) {
+        return ret;
+    }
+    if ((t.pieces != 1) || (t.addr % pkt->atomic_size)) {
+        dcx_debug("%s: atomic at offset %llu of mkey 0x%x: %s",
+                  dev->super.caps.name, (unsigned long long)pkt->raddr,
+                  pkt->rkey, (t.pieces != 1) ? "spans two entries" :
+                  "translated address not aligned");
+        return EINVAL;
+    }
+    tpkt       = *pkt;
+    tpkt.raddr = t.addr;
+    return soft_mem_atomic(dev, t.mr, t.addr, pkt->atomic_size, exec, &tpkt,
+                           result_p);
+}
+
+/* Whether one local sge (plain MR or strided key) may be used with
+ * 'access' (0: read, DCX_ACCESS_LOCAL_WRITE: written). */
+int soft_sge_ok(soft_dev_t *dev, const dcx_sge_t *sge, uint32_t access)
+{
+    soft_mr_t *mr = soft_key_lookup(dev, sge->lkey);
+
+    if (mr == NULL) {
+        return 0;
+    }
+    if (mr->mkey != NULL) {
+        return soft_mkey_walk(dev, mr->mkey, sge->addr, sge->length, access,
+                              NULL, NULL) == 0;
+    }
+    return !(access & ~mr->super.access) && (sge->addr >= mr->start) &&
+           (sge->addr <= mr->end) && (sge->length <= mr->end - sge->addr);
+}
