@@ -233,6 +233,8 @@ DCX_UCX_FEATURE([PTR_ARITH_H], [ucs/sys/ptr_arith.h],
     [[#if !__has_include(<ucs/sys/ptr_arith.h>)
 #  error no ucs/sys/ptr_arith.h
 #endif]])
+DCX_UCX_FEATURE([CONFIG_PARSER_DOC], [ucs_config_parser_t.doc],
+    [[ucs_config_parser_t p; p.doc = ucs_config_doc_nop; (void)p;]])
 DCX_UCX_FEATURE([MPOOL_PARAMS], [ucs_mpool_init() with ucs_mpool_params_t],
     [[ucs_mpool_params_t p; ucs_mpool_params_reset(&p);]])
 DCX_UCX_FEATURE([CONFIG_FILL_ENTRY], [ucs_config_parser_fill_opts() taking a list entry],

@@ -116,22 +116,28 @@ int uct_dcx_config_sprintf_dc_key(char *buf, size_t max, const void *src,
 int uct_dcx_config_sscanf_limit(const char *buf, void *dest, const void *arg);
 int uct_dcx_config_sprintf_limit(char *buf, size_t max, const void *src,
                                  const void *arg);
+/* UCX 1.18 and later give a parser a documentation writer too */
+#if DCX_UCX_HAVE_CONFIG_PARSER_DOC
+#  define UCT_DCX_CONFIG_HELP ucs_config_help_generic, ucs_config_doc_nop
+#else
+#  define UCT_DCX_CONFIG_HELP ucs_config_help_generic
+#endif
 #define UCT_DCX_CONFIG_TYPE_COUNT \
     {uct_dcx_config_sscanf_count, uct_dcx_config_sprintf_count, \
-     ucs_config_clone_uint, ucs_config_release_nop, ucs_config_help_generic, \
+     ucs_config_clone_uint, ucs_config_release_nop, UCT_DCX_CONFIG_HELP, \
      "unsigned decimal integer"}
 #define UCT_DCX_CONFIG_TYPE_COUNT_INF \
     {uct_dcx_config_sscanf_count_inf, uct_dcx_config_sprintf_count_inf, \
-     ucs_config_clone_uint, ucs_config_release_nop, ucs_config_help_generic, \
+     ucs_config_clone_uint, ucs_config_release_nop, UCT_DCX_CONFIG_HELP, \
      "unsigned decimal integer below 4294967295, or \"inf\""}
 #define UCT_DCX_CONFIG_TYPE_DC_KEY \
     {uct_dcx_config_sscanf_dc_key, uct_dcx_config_sprintf_dc_key, \
-     ucs_config_clone_ulong, ucs_config_release_nop, ucs_config_help_generic, \
+     ucs_config_clone_ulong, ucs_config_release_nop, UCT_DCX_CONFIG_HELP, \
      "decimal number 0..18446744073709551615 (digits only, no leading " \
      "zeros)"}
 #define UCT_DCX_CONFIG_TYPE_LIMIT \
     {uct_dcx_config_sscanf_limit, uct_dcx_config_sprintf_limit, \
-     ucs_config_clone_ulong, ucs_config_release_nop, ucs_config_help_generic, \
+     ucs_config_clone_ulong, ucs_config_release_nop, UCT_DCX_CONFIG_HELP, \
      "\"auto\" or an unsigned decimal integer"}
 
 /* Used by the component definition (dcx_component.c). */
