@@ -437,22 +437,6 @@ TEST_F(soft_xproc, helper_stays_out_while_app_polls)
     EXPECT_LT(sh->stats.helper_packets, sh->stats.rx_packets / 2);
 }
 
-/* The machine is obviously overloaded: timing bounds are not judged. */
-static bool machine_overloaded(double *load_p)
-{
-    double load = 1e9;
-    FILE *f     = fopen("/proc/loadavg", "r");
-
-    if (f != nullptr) {
-        if (fscanf(f, "%lf", &load) != 1) {
-            load = 1e9;
-        }
-        fclose(f);
-    }
-    *load_p = load;
-    return load > 3.0 * sysconf(_SC_NPROCESSORS_ONLN);
-}
-
 /* Median latency in us of 'count' 8-byte READs issued one at a time. */
 static double read_median_us(soft_xproc *t, node &ini, dcx_sge_t s,
                              shared_area *sh, int count)
@@ -496,20 +480,15 @@ TEST_F(soft_xproc, one_sided_latency_target_busy)
     double rarely = read_median_us(this, ini, s, sh, 1000);
     dcx_soft_stats_t st = stats(ini);
     EXPECT_TRUE(stop_children());
-    double load;
     printf("READ median: target never polls %.1f us, polls every 100 us "
            "%.1f us; %lu prods, target helper %lu/%lu packets\n", never,
            rarely, (unsigned long)st.prods,
            (unsigned long)sh->stats.helper_packets,
            (unsigned long)sh->stats.rx_packets);
-    if (machine_overloaded(&load)) {
-        printf("load %.1f: not judging latencies\n", load);
-        return;
-    }
-    /* waiting for a helper nap (1 ms) or for the next poll (100 us) would
-     * fail these */
-    EXPECT_LT(never, 300.0);
-    EXPECT_LT(rarely, 70.0);
+    /* tests do not judge time (the figures above are printed for the
+     * reader; bench/ measures them): the target's helper, not its
+     * application, must have served the READs */
+    EXPECT_GT(sh->stats.helper_packets, 0u);
 }
 
 /* Large READs stream: every response fits in the reserved slots (none is
