@@ -104,6 +104,13 @@ static inline dcx_mlx5_dev_t *dcx_mlx5_dev(dcx_dev_t *dev)
 /* mlx5_dev.c */
 extern const dcx_dev_ops_t dcx_mlx5_dev_ops;
 
+/* mlx5_mr.c */
+int  dcx_mlx5_pd_alloc(dcx_dev_t *dev, dcx_pd_t **pd_p);
+int  dcx_mlx5_pd_free(dcx_pd_t *pd);
+int  dcx_mlx5_mr_reg(dcx_pd_t *pd, void *addr, size_t length,
+                     uint32_t access, dcx_mr_t **mr_p);
+int  dcx_mlx5_mr_dereg(dcx_mr_t *mr);
+
 /* mlx5_cq.c */
 int  dcx_mlx5_cq_create(dcx_dev_t *dev, uint32_t cqe, dcx_cq_t **cq_p);
 int  dcx_mlx5_cq_destroy(dcx_cq_t *cq);
