@@ -564,7 +564,14 @@ struct dcx_ah {
  * ------------------------------------------------------------------------ */
 typedef enum {
     DCX_QPT_DCI,
-    DCX_QPT_DCT
+    DCX_QPT_DCT,
+    /* A QP that carries only DCX_WR_MKEY_* requests: caps.mkey_qp_type of
+     * the mlx5 backend, where it is an RC QP connected to itself (libmlx5
+     * gives the UMR builders to RC QPs only).  Attributes: send_cq and
+     * max_send_wr; completions, send-queue accounting, errors (ERR, flush)
+     * and dcx_qp_recover are those of a DCI.  A backend whose
+     * caps.mkey_qp_type is another type refuses it (EINVAL). */
+    DCX_QPT_UMR
 } dcx_qp_type_t;
 
 typedef enum {
@@ -782,7 +789,9 @@ struct dcx_dev_ops {
     int  (*mr_reg)(dcx_pd_t *pd, void *addr, size_t length, uint32_t access,
                    dcx_mr_t **mr_p);
     int  (*mr_dereg)(dcx_mr_t *mr);
-    /* NULL when the backend has no strided mkeys */
+    /* NULL when the backend has no strided mkeys; without
+     * DCX_CAP_MKEY_STRIDE, mkey_create returns EOPNOTSUPP and logs what
+     * the device lacks */
     int  (*mkey_create)(dcx_pd_t *pd, uint32_t max_entries,
                         dcx_mkey_t **mkey_p);
     int  (*mkey_destroy)(dcx_mkey_t *mkey);

@@ -630,6 +630,8 @@ int dcx_mlx5_open(const dcx_dev_info_t *info, dcx_dev_t **dev_p)
         dev->dci_send_ops &= ~(uint64_t)(IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
                                          IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD);
     }
+    /* strided keys: added to the final caps */
+    dcx_mlx5_umr_probe(dev, &dattr);
 
     dcx_debug("%s: port %u %s, DEVX %s, DCI depth %u, inline %u, sge %u, "
               "rd_atomic %u, atomics 0x%x, gid index %d", info->name,
@@ -922,6 +924,8 @@ const dcx_dev_ops_t dcx_mlx5_dev_ops = {
     .pd_free      = dcx_mlx5_pd_free,
     .mr_reg       = dcx_mlx5_mr_reg,
     .mr_dereg     = dcx_mlx5_mr_dereg,
+    .mkey_create  = dcx_mlx5_mkey_create,
+    .mkey_destroy = dcx_mlx5_mkey_destroy,
     .cq_create    = dcx_mlx5_cq_create,
     .cq_destroy   = dcx_mlx5_cq_destroy,
     .srq_create   = dcx_mlx5_srq_create,

@@ -43,10 +43,18 @@ typedef struct dcx_mlx5_dev {
     uint64_t              next_seq_base;
     /* Completions carry only a QP number: this finds the dcx QP. */
     dcx_mlx5_qpmap_t      qpmap;
-    /* Strided keys (later issue) will need an RC QP looped back to this
-     * port to carry UMR work requests, because libmlx5 installs the UMR
-     * builders on RC QPs only; it will live here, created on first use. */
+    /* Strided keys (mlx5_mkey.c): UMR work requests travel on QPs of type
+     * DCX_QPT_UMR, RC QPs looped back to this port (libmlx5 installs the
+     * UMR builders on RC QPs only), sized for caps.mkey_max_entries. */
+    uint32_t              umr_max_wr;    /* deepest UMR send queue */
+    uint32_t              umr_access_ok; /* DCX_ACCESS_* a key may grant */
+    const char           *umr_why;       /* why there are none, or NULL */
 } dcx_mlx5_dev_t;
+
+typedef struct dcx_mlx5_mkey {
+    dcx_mkey_t           super;
+    struct mlx5dv_mkey  *mkey;
+} dcx_mlx5_mkey_t;
 
 typedef struct dcx_mlx5_pd {
     dcx_pd_t        super;
@@ -85,12 +93,15 @@ struct dcx_mlx5_cq {
 struct dcx_mlx5_qp {
     dcx_qp_t             super;
     struct ibv_qp       *qp;
-    struct ibv_qp_ex    *qpx;        /* DCI */
-    struct mlx5dv_qp_ex *dvqp;       /* DCI */
-    dcx_mlx5_cq_t       *send_cq;    /* DCI */
+    struct ibv_qp_ex    *qpx;        /* DCI, UMR */
+    struct mlx5dv_qp_ex *dvqp;       /* DCI, UMR */
+    dcx_mlx5_cq_t       *send_cq;    /* DCI, UMR */
     dcx_mlx5_cq_t       *recv_cq;    /* DCT */
     dcx_qp_attr_t        attr;       /* as created (for recovery) */
-    dcx_mlx5_ring_t      ring;       /* DCI: outstanding WRs */
+    dcx_mlx5_ring_t      ring;       /* DCI, UMR: outstanding WRs */
+    /* UMR: a configure's translation table, built here at post */
+    struct mlx5dv_mr_interleaved *umr_il;
+    struct ibv_sge       *umr_sge;
     /* Flush reporting while in ERR */
     bool                 flush_listed;
     dcx_mlx5_qp_t       *flush_next;
@@ -110,6 +121,20 @@ int  dcx_mlx5_pd_free(dcx_pd_t *pd);
 int  dcx_mlx5_mr_reg(dcx_pd_t *pd, void *addr, size_t length,
                      uint32_t access, dcx_mr_t **mr_p);
 int  dcx_mlx5_mr_dereg(dcx_mr_t *mr);
+
+/* mlx5_mkey.c */
+int  dcx_mlx5_mkey_create(dcx_pd_t *pd, uint32_t max_entries,
+                          dcx_mkey_t **mkey_p);
+int  dcx_mlx5_mkey_destroy(dcx_mkey_t *mkey);
+/* Open time: learns whether the device has strided keys and adds them to
+ * dev->super.caps (or sets dev->umr_why). */
+void dcx_mlx5_umr_probe(dcx_mlx5_dev_t *dev,
+                        const struct ibv_device_attr_ex *dattr);
+/* Creates the RC QP of a DCX_QPT_UMR dcx QP and takes it to RTS. */
+int  dcx_mlx5_umr_qp_create(dcx_mlx5_qp_t *qp, dcx_mlx5_pd_t *pd);
+/* RESET -> INIT -> RTR -> RTS, connected to itself (creation, recovery). */
+int  dcx_mlx5_umr_qp_connect(dcx_mlx5_qp_t *qp);
+void dcx_mlx5_umr_qp_cleanup(dcx_mlx5_qp_t *qp);
 
 /* mlx5_cq.c */
 int  dcx_mlx5_cq_create(dcx_dev_t *dev, uint32_t cqe, dcx_cq_t **cq_p);

@@ -44,6 +44,26 @@ const dcx_mlx5_qp_transition_t dcx_mlx5_qp_transitions[] = {
     {DCX_QPT_DCI, DCX_QPS_RTR,   DCX_QPS_ERR,   IBV_QP_STATE, 0},
     {DCX_QPT_DCI, DCX_QPS_RTS,   DCX_QPS_ERR,   IBV_QP_STATE, 0},
     {DCX_QPT_DCI, DCX_QPS_ERR,   DCX_QPS_ERR,   IBV_QP_STATE, 0},
+    /* UMR: an RC QP connected to itself (no receive queue use, no RDMA
+     * responder rights needed: UMR work requests are local). */
+    {DCX_QPT_UMR, DCX_QPS_RESET, DCX_QPS_INIT,
+     IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS, 0},
+    {DCX_QPT_UMR, DCX_QPS_INIT,  DCX_QPS_RTR,
+     IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+     IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER,
+     IBV_QP_PKEY_INDEX | IBV_QP_ACCESS_FLAGS},
+    {DCX_QPT_UMR, DCX_QPS_RTR,   DCX_QPS_RTS,
+     IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+     IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC, IBV_QP_ACCESS_FLAGS},
+    {DCX_QPT_UMR, DCX_QPS_RESET, DCX_QPS_RESET, IBV_QP_STATE, 0},
+    {DCX_QPT_UMR, DCX_QPS_INIT,  DCX_QPS_RESET, IBV_QP_STATE, 0},
+    {DCX_QPT_UMR, DCX_QPS_RTR,   DCX_QPS_RESET, IBV_QP_STATE, 0},
+    {DCX_QPT_UMR, DCX_QPS_RTS,   DCX_QPS_RESET, IBV_QP_STATE, 0},
+    {DCX_QPT_UMR, DCX_QPS_ERR,   DCX_QPS_RESET, IBV_QP_STATE, 0},
+    {DCX_QPT_UMR, DCX_QPS_INIT,  DCX_QPS_ERR,   IBV_QP_STATE, 0},
+    {DCX_QPT_UMR, DCX_QPS_RTR,   DCX_QPS_ERR,   IBV_QP_STATE, 0},
+    {DCX_QPT_UMR, DCX_QPS_RTS,   DCX_QPS_ERR,   IBV_QP_STATE, 0},
+    {DCX_QPT_UMR, DCX_QPS_ERR,   DCX_QPS_ERR,   IBV_QP_STATE, 0},
     /* DCT: exactly two transitions with exact masks; it gets its number at
      * INIT->RTR and can never be moved to ERR or RESET. */
     {DCX_QPT_DCT, DCX_QPS_RESET, DCX_QPS_INIT,
@@ -439,6 +459,9 @@ dcx_wc_opcode_t dcx_mlx5_wr_wc_opcode(dcx_wr_opcode_t opcode)
     case DCX_WR_ATOMIC_CSWAP:        return DCX_WC_COMP_SWAP;
     case DCX_WR_ATOMIC_MASKED_FADD:  return DCX_WC_MASKED_FETCH_ADD;
     case DCX_WR_ATOMIC_MASKED_CSWAP: return DCX_WC_MASKED_COMP_SWAP;
+    case DCX_WR_MKEY_INTERLEAVED:
+    case DCX_WR_MKEY_LIST:           return DCX_WC_UMR;
+    case DCX_WR_MKEY_INVALIDATE:     return DCX_WC_LOCAL_INV;
     default:                         return DCX_WC_SEND;
     }
 }

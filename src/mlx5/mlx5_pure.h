@@ -218,10 +218,11 @@ uint32_t dcx_mlx5_rd_atomic_next(uint32_t cur);
 
 /* Fills caps from the device and port attributes plus the probe result
  * (mlx5dv_query_device adds nothing dcx_dev_caps_t has a field for: DC
- * support is not in it, and the DCI stream and ODP fields are not used).  Never advertises tag matching, strided mkeys or masked atomics
- * (not implemented by this backend); DC only when the probe created a DCI;
- * 64-bit atomics only when the device reports HCA/GLOB atomics and the DCT
- * accepted REMOTE_ATOMIC. */
+ * support is not in it, and the DCI stream and ODP fields are not used).
+ * Never advertises tag matching or masked atomics (not implemented by this
+ * backend), nor strided mkeys (dcx_mlx5_umr_caps_translate adds those);
+ * DC only when the probe created a DCI; 64-bit atomics only when the
+ * device reports HCA/GLOB atomics and the DCT accepted REMOTE_ATOMIC. */
 void dcx_mlx5_caps_translate(const char *name,
                              const struct ibv_device_attr_ex *dattr,
                              const struct ibv_port_attr *pattr,
@@ -239,7 +240,8 @@ int dcx_mlx5_port_check(const struct ibv_port_attr *pattr, const char **why_p);
  * up; this says what to do with the result.
  * ------------------------------------------------------------------------ */
 typedef enum {
-    DCX_MLX5_ROUTE_DCI,   /* requester completion of the DCI found */
+    DCX_MLX5_ROUTE_DCI,   /* requester completion of the DCI (or UMR QP)
+                           * found */
     DCX_MLX5_ROUTE_RECV,  /* receive on an SRQ (wr_id is the SRQ's) */
     DCX_MLX5_ROUTE_DROP   /* nothing on this CQ can own it */
 } dcx_mlx5_route_t;
@@ -252,8 +254,9 @@ static inline dcx_mlx5_route_t dcx_mlx5_cq_route(bool found,
                                                  unsigned num_dct)
 {
     if (found) {
-        return (type == DCX_QPT_DCI) ? DCX_MLX5_ROUTE_DCI :
-                                       DCX_MLX5_ROUTE_RECV;
+        /* DCIs and UMR QPs complete as requesters */
+        return (type == DCX_QPT_DCT) ? DCX_MLX5_ROUTE_RECV :
+                                       DCX_MLX5_ROUTE_DCI;
     }
     return (num_dct != 0) ? DCX_MLX5_ROUTE_RECV : DCX_MLX5_ROUTE_DROP;
 }

@@ -1,5 +1,6 @@
 /*
- * dcx mlx5 backend: DC initiators (DCI) and targets (DCT).
+ * dcx mlx5 backend: DC initiators (DCI) and targets (DCT), and the common
+ * control path of the UMR QPs (mlx5_mkey.c).
  *
  * Both are created with mlx5dv_create_qp and moved through their states
  * with the masks of the transition table in mlx5_pure.c.  A DCI posts
@@ -20,7 +21,11 @@
 
 static const char *dcx_mlx5_qp_kind(const dcx_mlx5_qp_t *qp)
 {
-    return (qp->super.type == DCX_QPT_DCI) ? "dci" : "dct";
+    switch (qp->super.type) {
+    case DCX_QPT_DCI: return "dci";
+    case DCX_QPT_DCT: return "dct";
+    default:          return "umr qp";
+    }
 }
 
 int dcx_mlx5_qp_modify(dcx_mlx5_qp_t *qp, dcx_qp_state_t to,
@@ -454,12 +459,22 @@ static int dcx_mlx5_qp_attr_check(dcx_pd_t *pd, const dcx_qp_attr_t *a)
         } else if (a->min_rnr_timer > 31) {
             why = "min_rnr_timer above 31";
         }
+    } else if (a->type == DCX_QPT_UMR) {
+        if (!(caps->flags & DCX_CAP_MKEY_STRIDE)) {
+            why = "the device has no strided keys";
+        } else if (a->send_cq == NULL) {
+            why = "no send CQ";
+        } else if ((a->max_send_wr == 0) ||
+                   (a->max_send_wr > dcx_mlx5_dev(pd->dev)->umr_max_wr)) {
+            why = "max_send_wr out of range";
+        }
     } else {
         why = "unknown QP type";
     }
     if (why != NULL) {
         dcx_error("%s: %s create: %s", caps->name,
-                  (a->type == DCX_QPT_DCT) ? "dct" : "dci", why);
+                  (a->type == DCX_QPT_DCT) ? "dct" :
+                  (a->type == DCX_QPT_UMR) ? "umr qp" : "dci", why);
         return EINVAL;
     }
     return 0;
@@ -490,9 +505,12 @@ int dcx_mlx5_qp_create(dcx_pd_t *pd, const dcx_qp_attr_t *attr,
     qp->super.pd    = pd;
     qp->super.type  = attr->type;
     qp->super.state = DCX_QPS_RESET;
-    if (attr->type == DCX_QPT_DCI) {
+    if (attr->type != DCX_QPT_DCT) {
+        /* requesters: a DCI, or a UMR QP (mlx5_mkey.c) */
         qp->send_cq = (dcx_mlx5_cq_t*)attr->send_cq;
-        ret = dcx_mlx5_dci_create(qp, (dcx_mlx5_pd_t*)pd);
+        ret = (attr->type == DCX_QPT_DCI) ?
+              dcx_mlx5_dci_create(qp, (dcx_mlx5_pd_t*)pd) :
+              dcx_mlx5_umr_qp_create(qp, (dcx_mlx5_pd_t*)pd);
         if (ret == 0) {
             ++qp->send_cq->num_dci;
         }
@@ -525,13 +543,14 @@ int dcx_mlx5_qp_destroy(dcx_qp_t *super)
         return ret;
     }
     dcx_mlx5_qpmap_remove(&dev->qpmap, super->qp_num);
-    if (super->type == DCX_QPT_DCI) {
+    if (super->type != DCX_QPT_DCT) {
         dcx_mlx5_cq_unschedule_flush(qp->send_cq, qp);
         --qp->send_cq->num_dci;
     } else {
         --qp->recv_cq->num_dct;
     }
     dcx_mlx5_ring_cleanup(&qp->ring);
+    dcx_mlx5_umr_qp_cleanup(qp);
     free(qp);
     return 0;
 }
@@ -542,7 +561,7 @@ int dcx_mlx5_qp_set_error(dcx_qp_t *super)
     struct ibv_qp_attr attr;
     int ret;
 
-    if (super->type != DCX_QPT_DCI) {
+    if (super->type == DCX_QPT_DCT) {
         dcx_error("%s: dct 0x%x: a DCT cannot be moved to ERR",
                   super->dev->caps.name, super->qp_num);
         return EINVAL;
@@ -564,8 +583,9 @@ int dcx_mlx5_qp_recover(dcx_qp_t *super)
     struct ibv_qp_attr attr;
     int ret;
 
-    if ((super->type != DCX_QPT_DCI) || (super->state != DCX_QPS_ERR)) {
-        dcx_error("%s: %s 0x%x: recover needs a DCI in ERR (state %s)",
+    if ((super->type == DCX_QPT_DCT) || (super->state != DCX_QPS_ERR)) {
+        dcx_error("%s: %s 0x%x: recover needs a DCI or UMR QP in ERR (state "
+                  "%s)",
                   super->dev->caps.name, dcx_mlx5_qp_kind(qp), super->qp_num,
                   dcx_mlx5_qp_state_str(super->state));
         return EINVAL;
@@ -579,7 +599,8 @@ int dcx_mlx5_qp_recover(dcx_qp_t *super)
     dcx_mlx5_ring_reset(&qp->ring);
     dcx_mlx5_cq_unschedule_flush(qp->send_cq, qp);
 
-    ret = dcx_mlx5_dci_connect(qp);
+    ret = (super->type == DCX_QPT_DCI) ? dcx_mlx5_dci_connect(qp) :
+                                         dcx_mlx5_umr_qp_connect(qp);
     if (ret != 0) {
         /* Leave it in ERR so that recovery can be tried again.  If it is
          * still in RESET the hardware accepts no work either; posts are

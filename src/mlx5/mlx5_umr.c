@@ -9,6 +9,7 @@
 #include "mlx5_umr.h"
 
 #include <errno.h>
+#include <string.h>
 
 #define DCX_MLX5_UMR_ALIGN(_x, _a)  ((((_x) + (_a) - 1) / (_a)) * (_a))
 
@@ -108,6 +109,7 @@ uint32_t dcx_mlx5_mkey_access(uint32_t access)
 
 int dcx_mlx5_umr_layout(const dcx_send_wr_t *wr, uint32_t mkey_entries,
                         uint32_t max_inline, uint32_t max_stride,
+                        uint32_t access_ok,
                         struct mlx5dv_mr_interleaved *il, struct ibv_sge *sge,
                         const char **why_p)
 {
@@ -126,6 +128,11 @@ int dcx_mlx5_umr_layout(const dcx_send_wr_t *wr, uint32_t mkey_entries,
     }
     if (lay->access & ~all) {
         *why_p = "unknown access bits";
+        return EINVAL;
+    }
+    if (lay->access & ~access_ok) {
+        *why_p = "an access the device does not let an indirect key grant "
+                 "(REMOTE_ATOMIC with umr_modify_atomic_disabled)";
         return EINVAL;
     }
     if (lay->num_entries > dcx_mlx5_umr_entries_fit(max_inline, mkey_entries,
@@ -165,6 +172,118 @@ int dcx_mlx5_umr_layout(const dcx_send_wr_t *wr, uint32_t mkey_entries,
     if ((rep_len == 0) || (rep_len > UINT32_MAX)) {
         *why_p = "0 or more than 2^32 - 1 bytes per repetition";
         return EINVAL;
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------------------
+ * Capabilities
+ * ------------------------------------------------------------------------ */
+void dcx_mlx5_hca_cap_query_in(void *in)
+{
+    uint8_t *b = in;
+
+    memset(b, 0, DCX_MLX5_HCA_CAP_IN_LEN);
+    /* opcode: bits 0..15; op_mod: bits 48..63 = general caps (type 0) << 1
+     * | current values (1) */
+    b[0] = (uint8_t)(DCX_MLX5_QUERY_HCA_CAP_OP >> 8);
+    b[1] = (uint8_t)(DCX_MLX5_QUERY_HCA_CAP_OP & 0xff);
+    b[7] = 1;
+}
+
+/* A field of 'width' bits at big-endian bit offset 'bit' of buf. */
+static uint32_t dcx_mlx5_prm_get(const uint8_t *buf, uint32_t bit,
+                                 uint32_t width)
+{
+    const uint8_t *d = buf + (bit / 32) * 4;
+    uint32_t dword   = ((uint32_t)d[0] << 24) | ((uint32_t)d[1] << 16) |
+                       ((uint32_t)d[2] << 8) | d[3];
+
+    return (dword >> (32 - (bit % 32) - width)) & ((1u << width) - 1);
+}
+
+int dcx_mlx5_umr_hca_parse(const void *out, size_t len,
+                           dcx_mlx5_umr_hca_t *hca, const char **why_p)
+{
+    const uint8_t *b   = out;
+    const uint8_t *cap = b + 16;
+
+    if (len < DCX_MLX5_HCA_CAP_OUT_LEN) {
+        *why_p = "QUERY_HCA_CAP answer too short";
+        return EPROTO;
+    }
+    if (b[0] != 0) {
+        *why_p = "QUERY_HCA_CAP failed in firmware (non-zero status)";
+        return EPROTO;
+    }
+    hca->log_max_klm             = (uint8_t)dcx_mlx5_prm_get(
+                                       cap, DCX_MLX5_CAP_LOG_MAX_KLM_BIT, 6);
+    hca->repeated_block_disabled = !!dcx_mlx5_prm_get(
+                                       cap, DCX_MLX5_CAP_REPEATED_BLOCK_DIS, 1);
+    hca->atomic_disabled         = !!dcx_mlx5_prm_get(
+                                       cap, DCX_MLX5_CAP_UMR_ATOMIC_DIS, 1);
+    hca->indirect_disabled       = !!dcx_mlx5_prm_get(
+                                       cap, DCX_MLX5_CAP_UMR_INDIRECT_DIS, 1);
+    return 0;
+}
+
+int dcx_mlx5_umr_caps_translate(const dcx_mlx5_umr_probe_t *probe,
+                                dcx_dev_caps_t *caps, uint32_t *max_wr_p,
+                                uint32_t *access_ok_p, const char **why_p)
+{
+    uint64_t klm;
+    uint32_t n, max_wr;
+
+    if (!probe->devx) {
+        *why_p = "no DEVX context (mlx5dv_create_mkey needs one)";
+    } else if (!probe->mem_mgt_ext) {
+        *why_p = "the device does not report memory management extensions "
+                 "(IBV_DEVICE_MEM_MGT_EXTENSIONS)";
+    } else if (!probe->hca_ok) {
+        *why_p = "the HCA capabilities could not be read (QUERY_HCA_CAP)";
+    } else if (probe->hca.indirect_disabled) {
+        *why_p = "firmware disables UMR on indirect mkeys "
+                 "(umr_indirect_mkey_disabled)";
+    } else if (probe->hca.repeated_block_disabled) {
+        *why_p = "firmware disables repeated-block (interleaved) layouts "
+                 "(repeated_block_disabled)";
+    } else if (probe->hca.log_max_klm < 2) {
+        *why_p = "indirect mkeys hold fewer than 4 entries "
+                 "(log_max_klm_list_size)";
+    } else if (!probe->mkey_ok) {
+        *why_p = "an indirect mkey could not be created (mlx5dv_create_mkey)";
+    } else if (probe->qp_entries < DCX_MLX5_MKEY_ALIGN) {
+        *why_p = "no RC QP with UMR support could be created and connected "
+                 "to itself";
+    } else {
+        *why_p = NULL;
+    }
+    if (*why_p != NULL) {
+        return EOPNOTSUPP;
+    }
+    klm = 1ull << probe->hca.log_max_klm;
+    n   = probe->qp_entries;
+    if (n > klm) {
+        n = (uint32_t)klm;
+    }
+    if (n > DCX_MLX5_MKEY_MAX_ENTRIES) {
+        n = DCX_MLX5_MKEY_MAX_ENTRIES;
+    }
+    n -= n % DCX_MLX5_MKEY_ALIGN;
+    max_wr = dcx_mlx5_dci_max_wr(probe->qp_wqe_size, probe->max_qp_wr);
+    if (max_wr == 0) {
+        *why_p = "the UMR WQE does not fit the device's send queue";
+        return EOPNOTSUPP;
+    }
+    caps->flags           |= DCX_CAP_MKEY_STRIDE;
+    caps->mkey_max_entries = n;
+    caps->mkey_max_stride  = DCX_MLX5_MKEY_MAX_STRIDE;
+    caps->mkey_qp_type     = DCX_QPT_UMR;
+    *max_wr_p              = max_wr;
+    *access_ok_p           = DCX_ACCESS_LOCAL_WRITE | DCX_ACCESS_REMOTE_WRITE |
+                             DCX_ACCESS_REMOTE_READ;
+    if (!probe->hca.atomic_disabled) {
+        *access_ok_p |= DCX_ACCESS_REMOTE_ATOMIC;
     }
     return 0;
 }

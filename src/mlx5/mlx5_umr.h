@@ -61,15 +61,80 @@ uint32_t dcx_mlx5_mkey_access(uint32_t access);
 /* Checks a configure request (DCX_WR_MKEY_INTERLEAVED or _LIST) against a
  * key of mkey_entries entries, a QP carrying max_inline inline bytes and
  * max_stride, with the same verdicts as the soft device: EINVAL (no layout
- * or entries, unknown access bits, repeat count 0, byte count or stride
- * over max_stride, 0 or more than 2^32 - 1 bytes per repetition), ENOMEM
- * (more entries than the key or the WQE holds).  On success fills il[] or
- * sge[] (num_entries of them; the caller's arrays hold at least as many).
- * *why_p gets a short reason on failure. */
+ * or entries, unknown access bits, an access the device does not let an
+ * indirect key grant (access_ok: the DCX_ACCESS_* it does), repeat count
+ * 0, byte count or stride over max_stride, 0 or more than 2^32 - 1 bytes
+ * per repetition), ENOMEM (more entries than the key or the WQE holds).
+ * On success fills il[] or sge[] (num_entries of them; the caller's arrays
+ * hold at least as many).  *why_p gets a short reason on failure. */
 int dcx_mlx5_umr_layout(const dcx_send_wr_t *wr, uint32_t mkey_entries,
                         uint32_t max_inline, uint32_t max_stride,
+                        uint32_t access_ok,
                         struct mlx5dv_mr_interleaved *il, struct ibv_sge *sge,
                         const char **why_p);
+
+/* ------------------------------------------------------------------------
+ * Capabilities.  Verbs and mlx5dv_query_device say nothing about UMR: the
+ * HCA capabilities that matter are read with a DEVX QUERY_HCA_CAP (general
+ * device caps, current values), and the rest is learnt by creating the
+ * objects (an indirect mkey; the loopback RC QP with the WQE size for the
+ * largest key), as rdma-core's own tests do.
+ * ------------------------------------------------------------------------ */
+#define DCX_MLX5_QUERY_HCA_CAP_OP    0x100u
+#define DCX_MLX5_HCA_CAP_IN_LEN      16u
+#define DCX_MLX5_HCA_CAP_OUT_LEN     (16u + 4096u)
+/* Bit offsets in the general capability layout (PRM cmd_hca_cap), counted
+ * from the most significant bit of its first big-endian dword. */
+#define DCX_MLX5_CAP_LOG_MAX_KLM_BIT     0x11au  /* 6 bits */
+#define DCX_MLX5_CAP_REPEATED_BLOCK_DIS  0x206u
+#define DCX_MLX5_CAP_UMR_ATOMIC_DIS      0x208u
+#define DCX_MLX5_CAP_UMR_INDIRECT_DIS    0x209u
+/* Largest WQE tried when probing the loopback RC QP (libmlx5 refuses a
+ * larger one than the device's max_desc_sz_sq with EINVAL, in software). */
+#define DCX_MLX5_UMR_PROBE_WQE_MAX   4096u
+#define DCX_MLX5_UMR_PROBE_WQE_MIN   256u    /* 4 entries */
+
+/* What QUERY_HCA_CAP says about UMR. */
+typedef struct dcx_mlx5_umr_hca {
+    bool      indirect_disabled;        /* umr_indirect_mkey_disabled */
+    bool      atomic_disabled;          /* umr_modify_atomic_disabled */
+    bool      repeated_block_disabled;  /* no interleaved layouts */
+    uint8_t   log_max_klm;              /* log_max_klm_list_size */
+} dcx_mlx5_umr_hca_t;
+
+/* Fills the DCX_MLX5_HCA_CAP_IN_LEN bytes of a QUERY_HCA_CAP command for
+ * the current general device capabilities. */
+void dcx_mlx5_hca_cap_query_in(void *in);
+
+/* Decodes a QUERY_HCA_CAP answer: EPROTO with *why_p when it is shorter
+ * than DCX_MLX5_HCA_CAP_OUT_LEN or its status byte is not 0. */
+int dcx_mlx5_umr_hca_parse(const void *out, size_t len,
+                           dcx_mlx5_umr_hca_t *hca, const char **why_p);
+
+/* Everything the open-time UMR probe learnt. */
+typedef struct dcx_mlx5_umr_probe {
+    bool                 devx;          /* DEVX context granted */
+    bool                 mem_mgt_ext;   /* IBV_DEVICE_MEM_MGT_EXTENSIONS */
+    bool                 hca_ok;        /* QUERY_HCA_CAP answered */
+    dcx_mlx5_umr_hca_t   hca;
+    bool                 mkey_ok;       /* an indirect mkey was created */
+    /* Entries of the largest key whose configure WQE the loopback RC QP
+     * carried (created and taken to RTS); 0 = no such QP. */
+    uint32_t             qp_entries;
+    uint32_t             qp_wqe_size;   /* bytes per WQE of that QP */
+    uint32_t             max_qp_wr;     /* device: basic blocks per SQ */
+} dcx_mlx5_umr_probe_t;
+
+/* The strided-key capabilities of a probed device.  0 with, in caps,
+ * DCX_CAP_MKEY_STRIDE, mkey_max_entries (the QP's entries, bounded by
+ * 2^log_max_klm and DCX_MLX5_MKEY_MAX_ENTRIES, a multiple of 4),
+ * mkey_max_stride and mkey_qp_type (DCX_QPT_UMR); *max_wr_p gets the
+ * deepest UMR queue and *access_ok_p what a key may grant.  EOPNOTSUPP,
+ * with caps untouched and *why_p naming the first thing missing,
+ * otherwise. */
+int dcx_mlx5_umr_caps_translate(const dcx_mlx5_umr_probe_t *probe,
+                                dcx_dev_caps_t *caps, uint32_t *max_wr_p,
+                                uint32_t *access_ok_p, const char **why_p);
 
 #ifdef __cplusplus
 }
