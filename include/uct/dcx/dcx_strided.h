@@ -115,8 +115,8 @@ uct_dcx_strided_length(const uct_dcx_strided_desc_t *desc)
  *   desc:   the layout
  *   memh:   registration (uct_md_mem_reg on md) covering every element, or
  *           NULL to have the call register the memory itself
- *   flags:  UCT_MD_MEM_ACCESS_* the key grants peers (0 = all: remote put,
- *           get and atomics); a given memh must grant them too
+ *   flags:  UCT_MD_MEM_ACCESS_REMOTE_* the key grants peers (none = all:
+ *           remote put, get and atomics); a given memh must grant them too
  *   memh_p: the strided handle; release with uct_md_mem_dereg()
  */
 UCT_DCX_STRIDED_API ucs_status_t

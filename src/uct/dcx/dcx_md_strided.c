@@ -33,6 +33,11 @@
  * (the lock serialises them); room for stale ones after a timeout */
 #define UCT_DCX_STRIDED_QP_DEPTH     16
 
+/* The accesses a strided key grants peers; none asked for means all */
+#define UCT_DCX_STRIDED_REMOTE \
+    (UCT_MD_MEM_ACCESS_REMOTE_PUT | UCT_MD_MEM_ACCESS_REMOTE_GET | \
+     UCT_MD_MEM_ACCESS_REMOTE_ATOMIC)
+
 struct uct_dcx_md_strided {
     dcx_cq_t  *cq;
     dcx_qp_t  *qp;
@@ -213,13 +218,13 @@ uct_dcx_md_strided_exec(uct_dcx_md_t *md, uint8_t opcode, dcx_mkey_t *mkey,
  * Validation and layouts
  * ------------------------------------------------------------------------ */
 
-/* UCT access flags (0 = all) as device access of the key */
+/* UCT access flags (no remote access = all) as device access of the key */
 static uint32_t uct_dcx_strided_access(unsigned flags)
 {
     uint32_t access = 0;
 
-    if (!(flags & UCT_MD_MEM_ACCESS_ALL)) {
-        flags |= UCT_MD_MEM_ACCESS_ALL;
+    if (!(flags & UCT_DCX_STRIDED_REMOTE)) {
+        flags |= UCT_DCX_STRIDED_REMOTE;
     }
     if (flags & (UCT_MD_MEM_ACCESS_REMOTE_PUT |
                  UCT_MD_MEM_ACCESS_LOCAL_WRITE)) {
@@ -606,8 +611,8 @@ uct_dcx_strided_reg_own(uct_dcx_md_t *md, uct_dcx_strided_memh_t *smemh,
 {
     ucs_status_t status;
 
-    if (!(flags & UCT_MD_MEM_ACCESS_ALL)) {
-        flags |= UCT_MD_MEM_ACCESS_ALL;
+    if (!(flags & UCT_DCX_STRIDED_REMOTE)) {
+        flags |= UCT_DCX_STRIDED_REMOTE;
     }
     status = uct_md_mem_reg(&md->super, (void*)start, end - start,
                             flags & UCT_MD_MEM_ACCESS_ALL, memh_p);
