@@ -60,6 +60,10 @@ if [ $quick -eq 0 ]; then
             make -C "$top/build-asan" check
 fi
 export DCX_RUN="$top/build/contrib/dcx-run"
+# examples/strided_exchange: two processes exchange matrix columns and a
+# 3-D halo face through strided registrations, checked element by element
+step "example: strided exchange" \
+    sh -c "'$top/build/examples/strided_exchange' 64 && '$top/build/examples/strided_exchange' 8192"
 step "ucx_perftest over dcx (UCT and UCP)" \
     "$top/test/perftest.sh" -l "$top/build/.libs/libuct_dcx.so"
 step "MPI and OpenSHMEM over dcx" env DCX_TEST_TLS=dcx "$top/test/mpi/run.sh" "$top/build/test-mpi"

@@ -159,11 +159,17 @@ ucs_config_field_t uct_dcx_md_config_table[] = {
      ucs_offsetof(uct_dcx_md_config_t, soft.rnr_retry),
      UCT_DCX_CONFIG_TYPE_LIMIT},
 
+    {"SOFT_MKEY_MAX_ENTRIES", "auto",
+     "Soft device: translation entries of one strided memory key, 4..65535\n"
+     "(auto: device default, 256).",
+     ucs_offsetof(uct_dcx_md_config_t, soft.mkey_max_entries),
+     UCT_DCX_CONFIG_TYPE_LIMIT},
+
     {NULL}
 };
 
 
-static ucs_status_t uct_dcx_status_from_errno(int err)
+ucs_status_t uct_dcx_status_from_errno(int err)
 {
     switch (err) {
     case 0:
@@ -288,7 +294,9 @@ static const uct_dcx_soft_count_limit_t uct_dcx_soft_count_limits[] = {
     /* 0 means "device default" in the device layer, so 0 retries cannot be
      * asked for */
     UCT_DCX_SOFT_COUNT_LIMIT("SOFT_RETRY_COUNT",   retry_cnt,     1, 7),
-    UCT_DCX_SOFT_COUNT_LIMIT("SOFT_RNR_RETRY",     rnr_retry,     1, 7)
+    UCT_DCX_SOFT_COUNT_LIMIT("SOFT_RNR_RETRY",     rnr_retry,     1, 7),
+    UCT_DCX_SOFT_COUNT_LIMIT("SOFT_MKEY_MAX_ENTRIES", mkey_max_entries, 4,
+                             0xffff)
 };
 
 /* Turns the MD configuration into device listing parameters; rejects bad
@@ -599,6 +607,10 @@ uct_dcx_mem_dereg(uct_md_h uct_md, const uct_md_mem_dereg_params_t *params)
         return UCS_ERR_UNSUPPORTED;
     }
 
+    if (memh->flags & UCT_DCX_MEMH_FLAG_STRIDED) {
+        return uct_dcx_md_strided_dereg(md, memh);
+    }
+
     if (memh->flags & UCT_DCX_MEMH_FLAG_RCACHE) {
         region = ucs_container_of(memh, uct_dcx_rcache_region_t, memh);
         ucs_rcache_region_put(md->rcache, &region->super);
@@ -607,113 +619,6 @@ uct_dcx_mem_dereg(uct_md_h uct_md, const uct_md_mem_dereg_params_t *params)
 
     uct_dcx_md_mr_dereg(md, memh->mr);
     ucs_free(memh);
-    return UCS_OK;
-}
-
-
-/* ------------------------------------------------------------------------
- * Remote keys
- * ------------------------------------------------------------------------ */
-
-static uint16_t uct_dcx_rkey_check(const uct_dcx_packed_rkey_t *packed)
-{
-    uint32_t sum = packed->magic ^ packed->rkey ^
-                   ((uint32_t)packed->version << 8) ^ packed->flags;
-
-    return (uint16_t)(sum ^ (sum >> 16) ^ 0xdc58);
-}
-
-ucs_status_t
-uct_dcx_mkey_pack(uct_md_h uct_md, uct_mem_h uct_memh,
-                  const uct_md_mkey_pack_params_t *params, void *rkey_buffer)
-{
-    uct_dcx_md_t *md       = ucs_derived_of(uct_md, uct_dcx_md_t);
-    uct_dcx_memh_t *memh   = uct_memh;
-    uct_dcx_packed_rkey_t packed;
-
-    if ((memh == NULL) || (memh->mr == NULL) || (rkey_buffer == NULL)) {
-        ucs_error("dcx md %s: cannot pack an rkey of memh %p into %p",
-                  md->name, memh, rkey_buffer);
-        return UCS_ERR_INVALID_PARAM;
-    }
-
-    if ((params != NULL) &&
-        (params->field_mask & UCT_MD_MKEY_PACK_FIELD_FLAGS) &&
-        (params->flags & UCT_DCX_MKEY_PACK_FLAGS_INVALIDATE)) {
-        ucs_debug("dcx md %s: rkeys for invalidation are not supported "
-                  "(UCT_MD_FLAG_INVALIDATE is not set)", md->name);
-        return UCS_ERR_UNSUPPORTED;
-    }
-
-    packed.magic   = UCT_DCX_RKEY_MAGIC;
-    packed.version = UCT_DCX_RKEY_VERSION;
-    packed.flags   = 0;
-    packed.rkey    = memh->mr->rkey;
-    packed.check   = uct_dcx_rkey_check(&packed);
-    /* the buffer has no alignment guarantee */
-    memcpy(rkey_buffer, &packed, sizeof(packed));
-    return UCS_OK;
-}
-
-void uct_dcx_rkey_pack_raw(uint32_t rkey, void *rkey_buffer)
-{
-    uct_dcx_packed_rkey_t packed;
-
-    packed.magic   = UCT_DCX_RKEY_MAGIC;
-    packed.version = UCT_DCX_RKEY_VERSION;
-    packed.flags   = 0;
-    packed.rkey    = rkey;
-    packed.check   = uct_dcx_rkey_check(&packed);
-    memcpy(rkey_buffer, &packed, sizeof(packed));
-}
-
-ucs_status_t uct_dcx_rkey_unpack(uct_component_t *component,
-                                 const void *rkey_buffer, uct_rkey_t *rkey_p,
-                                 void **handle_p)
-{
-    uct_dcx_packed_rkey_t packed;
-
-    if (rkey_buffer == NULL) {
-        ucs_error("dcx: cannot unpack an rkey from a NULL buffer");
-        return UCS_ERR_INVALID_PARAM;
-    }
-
-    memcpy(&packed, rkey_buffer, sizeof(packed));
-    if (packed.magic != UCT_DCX_RKEY_MAGIC) {
-        ucs_error("dcx: packed rkey at %p is not a dcx rkey (magic 0x%08x, "
-                  "expected 0x%08x)", rkey_buffer, packed.magic,
-                  UCT_DCX_RKEY_MAGIC);
-        return UCS_ERR_INVALID_PARAM;
-    }
-
-    if ((packed.version != UCT_DCX_RKEY_VERSION) || (packed.flags != 0)) {
-        ucs_error("dcx: packed rkey at %p has version %u flags 0x%x, this dcx "
-                  "reads version %u flags 0", rkey_buffer, packed.version,
-                  packed.flags, UCT_DCX_RKEY_VERSION);
-        return UCS_ERR_INVALID_PARAM;
-    }
-
-    if (packed.check != uct_dcx_rkey_check(&packed)) {
-        ucs_error("dcx: packed rkey at %p is corrupt (rkey 0x%x check 0x%04x, "
-                  "expected 0x%04x)", rkey_buffer, packed.rkey, packed.check,
-                  uct_dcx_rkey_check(&packed));
-        return UCS_ERR_INVALID_PARAM;
-    }
-
-    *rkey_p   = packed.rkey;
-    *handle_p = NULL;
-    return UCS_OK;
-}
-
-ucs_status_t uct_dcx_rkey_release(uct_component_t *component, uct_rkey_t rkey,
-                                  void *handle)
-{
-    if ((handle != NULL) || (rkey > UINT32_MAX)) {
-        ucs_error("dcx: rkey 0x%" PRIx64 " handle %p was not unpacked by dcx",
-                  (uint64_t)rkey, handle);
-        return UCS_ERR_INVALID_PARAM;
-    }
-
     return UCS_OK;
 }
 
@@ -856,6 +761,7 @@ static void uct_dcx_md_close(uct_md_h uct_md)
     int ret;
 
     uct_dcx_md_report_traffic(md);
+    uct_dcx_md_strided_cleanup(md);
 
     if (md->rcache != NULL) {
         ucs_rcache_destroy(md->rcache);
@@ -989,6 +895,7 @@ ucs_status_t uct_dcx_md_open(uct_component_t *component, const char *md_name,
     md->reg_cost_growth   = uct_dcx_reg_cost[md->info.backend].growth;
 
     uct_dcx_md_unmap_hook_init(md);
+    uct_dcx_md_strided_init(md);
 
     status = uct_dcx_md_rcache_init(md, config);
     if (status != UCS_OK) {
@@ -1003,6 +910,7 @@ ucs_status_t uct_dcx_md_open(uct_component_t *component, const char *md_name,
     return UCS_OK;
 
 err_unset_hook:
+    uct_dcx_md_strided_cleanup(md);
     if (md->unmap_hook) {
         ucm_unset_event_handler(UCM_EVENT_VM_UNMAPPED,
                                 uct_dcx_md_unmapped_cb, md);

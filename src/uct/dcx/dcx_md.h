@@ -18,6 +18,8 @@
 #include <ucs/memory/rcache.h>
 #include <ucs/type/status.h>
 
+#include <pthread.h>
+
 #include "dcx_dev.h"
 #include "dcx_compat.h"
 
@@ -68,9 +70,12 @@ typedef struct uct_dcx_md_config {
         unsigned long       retry_cnt;
         ucs_time_t          rnr_timer;
         unsigned long       rnr_retry;
+        unsigned long       mkey_max_entries;
     } soft;
 } uct_dcx_md_config_t;
 
+
+typedef struct uct_dcx_md_strided uct_dcx_md_strided_t;
 
 typedef struct uct_dcx_md {
     uct_md_t           super;
@@ -82,12 +87,18 @@ typedef struct uct_dcx_md {
     double             rcache_overhead;    /* seconds per cache lookup */
     dcx_dev_info_t     info;       /* what the device was opened from */
     int                unmap_hook; /* a UCM VM_UNMAPPED handler is set */
+    /* strided registration (dcx_md_strided.c): created on first use */
+    pthread_mutex_t       strided_lock;
+    uct_dcx_md_strided_t *strided;
     char               name[UCT_MD_NAME_MAX];
 } uct_dcx_md_t;
 
 
 enum {
-    UCT_DCX_MEMH_FLAG_RCACHE = UCS_BIT(0)  /* lives in an rcache region */
+    UCT_DCX_MEMH_FLAG_RCACHE  = UCS_BIT(0), /* lives in an rcache region */
+    UCT_DCX_MEMH_FLAG_STRIDED = UCS_BIT(1)  /* a strided registration
+                                               (uct_dcx_strided_memh_t):
+                                               mr is a view of its mkey */
 };
 
 /* What a uct_mem_h of the dcx MD points to. */
@@ -153,6 +164,17 @@ ucs_status_t uct_dcx_rkey_unpack(uct_component_t *component,
                                  void **handle_p);
 ucs_status_t uct_dcx_rkey_release(uct_component_t *component, uct_rkey_t rkey,
                                   void *handle);
+
+
+/* dcx_md_strided.c: strided registration (public API in
+ * include/uct/dcx/dcx_strided.h); hooks of the MD's open, close and
+ * mem_dereg */
+void uct_dcx_md_strided_init(uct_dcx_md_t *md);
+void uct_dcx_md_strided_cleanup(uct_dcx_md_t *md);
+ucs_status_t uct_dcx_md_strided_dereg(uct_dcx_md_t *md, uct_dcx_memh_t *memh);
+
+/* dcx_md.c: a device layer errno as a UCX status */
+ucs_status_t uct_dcx_status_from_errno(int err);
 
 
 /* The device MR (lkey, rkey, bounds) of a registered memory handle. */

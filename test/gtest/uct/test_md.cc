@@ -300,7 +300,8 @@ TEST_F(test_dcx_md, bad_config_value_bad_flow)
         {"SOFT_MAX_DCI", "99999999999"}, {"SOFT_MTU", "2000000"},
         {"SOFT_MAX_MSG_SIZE", "4g"}, {"SOFT_MAX_MSG_SIZE", "inf"},
         {"SOFT_RNR_RETRY", "8"}, {"SOFT_DEVICES", "-1"},
-        {"SOFT_DEVICES", "1x"}
+        {"SOFT_DEVICES", "1x"}, {"SOFT_MKEY_MAX_ENTRIES", "3"},
+        {"SOFT_MKEY_MAX_ENTRIES", "65536"}
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); ++i) {
         std::string var = std::string("UCX_DCX_") + bad[i][0];
