@@ -472,6 +472,16 @@ void uct_dcx_iface_rx_error(uct_dcx_iface_t *iface, const dcx_wc_t *wc);
 
 /* dcx_tag.c */
 void uct_dcx_iface_tag_rx(uct_dcx_iface_t *iface, const dcx_wc_t *wc);
+ucs_status_t uct_dcx_iface_mpools_init(uct_dcx_iface_t *iface,
+                                       const uct_iface_params_t *params,
+                                       const uct_dcx_iface_config_t *cfg);
+int uct_dcx_iface_tm_wanted(uct_dcx_iface_t *iface,
+                            const uct_dcx_iface_config_t *cfg);
+unsigned uct_dcx_iface_tm_rx_cqe(uct_dcx_iface_t *iface, int tm,
+                                 unsigned rx_cqe);
+ucs_status_t uct_dcx_iface_srq_create(uct_dcx_iface_t *iface,
+                                      const uct_dcx_iface_config_t *cfg,
+                                      int tm);
 int uct_dcx_iface_tag_params(uct_dcx_iface_t *iface,
                              const uct_iface_params_t *params);
 ucs_status_t uct_dcx_iface_tag_init(uct_dcx_iface_t *iface,

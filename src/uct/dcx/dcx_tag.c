@@ -569,6 +569,81 @@ int uct_dcx_iface_tag_params(uct_dcx_iface_t *iface,
             (params->features & UCT_IFACE_FEATURE_TAG));
 }
 
+/* UCX_DCX_TM_ENABLE against the device: 1 to try a TM SRQ, 0 not to, -1
+ * when it is required and the device has none (logged) */
+int uct_dcx_iface_tm_wanted(uct_dcx_iface_t *iface,
+                            const uct_dcx_iface_config_t *cfg)
+{
+    if (cfg->tm_enable == UCS_NO) {
+        return 0;
+    }
+    if (!(iface->caps->flags & DCX_CAP_TM) || (iface->caps->tm_max_tags == 0)) {
+        if (cfg->tm_enable == UCS_YES) {
+            ucs_error("dcx: %s: UCX_DCX_TM_ENABLE=y but the device has no "
+                      "tag matching", dcx_dev_name(iface->dev));
+            return -1;
+        }
+        return 0;
+    }
+    return 1;
+}
+
+/* Receive completions: a TM SRQ also completes list operations and up to
+ * two completions per listed receive */
+unsigned uct_dcx_iface_tm_rx_cqe(uct_dcx_iface_t *iface, int tm,
+                                 unsigned rx_cqe)
+{
+    if (tm <= 0) {
+        return rx_cqe;
+    }
+    return ucs_min(rx_cqe + iface->caps->tm_max_ops +
+                   2 * iface->caps->tm_max_tags, iface->caps->max_cqe);
+}
+
+/* The SRQ behind the DCT: a tag-matching one when tm > 0 (rx_tmh_len set),
+ * falling back to a plain one under "try" */
+ucs_status_t uct_dcx_iface_srq_create(uct_dcx_iface_t *iface,
+                                      const uct_dcx_iface_config_t *cfg,
+                                      int tm)
+{
+    const char *dev = dcx_dev_name(iface->dev);
+    dcx_srq_attr_t srq_attr;
+    int ret;
+
+    memset(&srq_attr, 0, sizeof(srq_attr));
+    srq_attr.type    = DCX_SRQ_BASIC;
+    srq_attr.max_wr  = cfg->rx_queue_len;
+    srq_attr.max_sge = 1;
+    srq_attr.cq      = iface->rx_cq;
+    if (tm > 0) {
+        srq_attr.type        = DCX_SRQ_TM;
+        srq_attr.tm_max_tags = iface->caps->tm_max_tags;
+        srq_attr.tm_max_ops  = iface->caps->tm_max_ops;
+        ret = dcx_srq_create(iface->pd, &srq_attr, &iface->srq);
+        if (ret == 0) {
+            iface->rx_tmh_len = DCX_TM_TMH_LEN;
+            return UCS_OK;
+        }
+        if (cfg->tm_enable == UCS_YES) {
+            ucs_error("dcx: %s: failed to create a tag-matching SRQ "
+                      "(UCX_DCX_TM_ENABLE=y): %s", dev, strerror(ret));
+            return UCS_ERR_IO_ERROR;
+        }
+        ucs_diag("dcx: %s: no tag-matching SRQ (%s), tag offload off", dev,
+                 strerror(ret));
+        srq_attr.type        = DCX_SRQ_BASIC;
+        srq_attr.tm_max_tags = 0;
+        srq_attr.tm_max_ops  = 0;
+    }
+    ret = dcx_srq_create(iface->pd, &srq_attr, &iface->srq);
+    if (ret != 0) {
+        ucs_error("dcx: %s: failed to create the SRQ: %s", dev,
+                  strerror(ret));
+        return UCS_ERR_IO_ERROR;
+    }
+    return UCS_OK;
+}
+
 /* UCX_DCX_TM_STATS_DIR: the counters in <dir>/dcx-tm.<pid>.<dct>, mapped
  * shared; failing to create it is logged and costs only the file */
 static void uct_dcx_tm_stats_open(uct_dcx_iface_t *iface, const char *dir)
