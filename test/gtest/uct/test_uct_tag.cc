@@ -365,6 +365,49 @@ TEST_P(uct_dcx_tag, truncated_bad_flow)
     EXPECT_EQ(UCS_ERR_MESSAGE_TRUNCATED, ctx.status);
 }
 
+/* A rendezvous larger than the posted buffer: the device reports it
+ * incomplete (semantics 4.7 step 6); the receive completes truncated and the
+ * transport sends the FIN itself, so the sender's operation completes too */
+TEST_P(uct_dcx_tag, rndv_truncated_bad_flow)
+{
+    entity *a = create_tm(), *b = create_tm();
+    uct_ep_h ep = connect(a, b);
+    size_t len = 5000;
+    mem src = alloc_mem(len), dst = alloc_mem(256);
+    std::vector<char> data = pattern(len, 3);
+    recv_ctx ctx, next;
+    test_comp comp;
+    void *op;
+
+    memcpy(src.ptr, data.data(), len);
+    post_recv(b, ctx, dst, 100, 0xa0);
+    uct_iov_t iov = { src.ptr, len, src.memh, 0, 1 };
+    op = uct_ep_tag_rndv_zcopy(ep, 0xa0, "trunc", 5, &iov, 1, 0, &comp.uct);
+    ASSERT_FALSE(UCS_PTR_IS_ERR(op));
+    ASSERT_TRUE(wait_for([&]() { return ctx.completed > 0; }));
+    EXPECT_EQ(UCS_ERR_MESSAGE_TRUNCATED, ctx.status);
+    EXPECT_EQ(1, ctx.consumed);
+    EXPECT_EQ((uct_tag_t)0xa0, ctx.stag);
+    ASSERT_TRUE(wait_for([&]() { return comp.done > 0; }))
+        << "the sender's rendezvous never completed";
+    EXPECT_EQ(UCS_OK, comp.status);
+    EXPECT_TRUE(m_unexp.empty());
+
+    /* both sides go on: the next rendezvous of the same pair fits */
+    test_comp comp2;
+    post_recv(b, next, dst, 256, 0xa1);
+    uct_iov_t iov2 = { src.ptr, 200, src.memh, 0, 1 };
+    op = uct_ep_tag_rndv_zcopy(ep, 0xa1, NULL, 0, &iov2, 1, 0, &comp2.uct);
+    ASSERT_FALSE(UCS_PTR_IS_ERR(op));
+    ASSERT_TRUE(wait_for([&]() {
+        return (next.completed > 0) && (comp2.done > 0);
+    }));
+    EXPECT_EQ(UCS_OK, next.status);
+    EXPECT_EQ(200u, next.length);
+    EXPECT_EQ(0, memcmp(dst.ptr, data.data(), 200));
+    EXPECT_EQ(UCS_OK, comp2.status);
+}
+
 TEST_P(uct_dcx_tag, send_bad_flow)
 {
     entity *a = create_tm(), *b = create_tm(), *n = create_tm("n");
@@ -424,4 +467,36 @@ TEST_P(uct_dcx_tag, am_between_tm_and_non_tm)
     flush_ep(ep_nt);
 }
 
+/* UCX_DCX_SOFT_TM=n: the soft device has no tag matching, as a NIC
+ * without it: "try" gives a plain SRQ, "y" fails with one error */
+class uct_dcx_tag_dev_off : public uct_dcx_tag {
+protected:
+    virtual void init_env(scoped_env &env)
+    {
+        uct_dcx_tag::init_env(env);
+        env.set("UCX_DCX_SOFT_TM", "n");
+    }
+};
+
+TEST_P(uct_dcx_tag_dev_off, device_without_tm_bad_flow)
+{
+    std::map<std::string, std::string> cfg;
+    entity *e = create_tm("try");
+    entity *y = NULL;
+
+    ASSERT_TRUE(e != NULL);
+    EXPECT_EQ(0u, e->attr.cap.flags & (UCT_IFACE_FLAG_TAG_EAGER_BCOPY |
+                                       UCT_IFACE_FLAG_TAG_RNDV_ZCOPY));
+    EXPECT_FALSE(device()->caps.flags & DCX_CAP_TM);
+    EXPECT_EQ(0u, device()->caps.tm_max_tags);
+
+    log_counter::reset();
+    cfg["TM_ENABLE"] = "y";
+    EXPECT_NE(UCS_OK, try_create_entity(cfg, &y));
+    EXPECT_EQ(1, log_counter::errors()) << log_counter::joined();
+    EXPECT_TRUE(log_counter::contains("no tag matching"));
+    log_counter::reset();
+}
+
 INSTANTIATE_TEST_SUITE_P(policy, uct_dcx_tag, UCT_DCX_POLICIES);
+INSTANTIATE_TEST_SUITE_P(policy, uct_dcx_tag_dev_off, UCT_DCX_POLICIES);

@@ -97,19 +97,7 @@ class uct_dcx_tag_xp_base : public uct_dcx_tag_base {
 protected:
     uct_ep_h connect_hello(entity *e, const tag_hello &h)
     {
-        uct_ep_params_t params;
-        uct_ep_h ep = NULL;
-
-        memset(&params, 0, sizeof(params));
-        params.field_mask = UCT_EP_PARAM_FIELD_IFACE |
-                            UCT_EP_PARAM_FIELD_DEV_ADDR |
-                            UCT_EP_PARAM_FIELD_IFACE_ADDR;
-        params.iface      = e->iface;
-        params.dev_addr   = (const uct_device_addr_t*)h.dev;
-        params.iface_addr = (const uct_iface_addr_t*)h.iface;
-        EXPECT_EQ(UCS_OK, uct_ep_create(&params, &ep));
-        m_eps.push_back(ep);
-        return ep;
+        return connect_addr(e, h.dev, h.iface);
     }
 
     /* Sends pattern(len, seed) in the given way; rendezvous return their
@@ -676,6 +664,26 @@ TEST_P(uct_dcx_tag_remote, recv_cancel)
     r = call(CMD_WAIT_UNEXP, 0, 20, 4);
     EXPECT_EQ((uct_tag_t)0x6001, r.stag);
     EXPECT_EQ(0u, r.bad);
+}
+
+/* A rendezvous larger than the receive the peer posted: the receive
+ * completes truncated, our operation completes (the peer's transport sends
+ * the FIN its device left to software) */
+TEST_P(uct_dcx_tag_remote, rndv_truncated_bad_flow)
+{
+    test_comp comp;
+
+    start();
+    post(0x8000, 1000);
+    send_how(m_ep, HOW_RNDV, 0x8000, 0, 300000, 80, &comp);
+    tag_reply r = call(CMD_WAIT_RECV, 0x8000, 0, 80);
+    EXPECT_EQ(UCS_ERR_MESSAGE_TRUNCATED, r.status);
+    EXPECT_EQ(1, r.completed);
+    EXPECT_EQ(1, r.consumed);
+    EXPECT_EQ(0u, r.bad);   /* nothing written past the posted 1000 bytes */
+    ASSERT_TRUE(wait_for([&]() { return comp.done > 0; }))
+        << "the sender's rendezvous never completed";
+    EXPECT_EQ(UCS_OK, comp.status);
 }
 
 /* Device retries short enough for a dead peer to be seen in a test */

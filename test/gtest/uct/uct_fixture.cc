@@ -216,6 +216,12 @@ entity *uct_dcx_test::create_entity(const std::map<std::string, std::string>
 
 uct_ep_h uct_dcx_test::connect(entity *from, entity *to)
 {
+    return connect_addr(from, &to->dev_addr[0], &to->iface_addr[0]);
+}
+
+uct_ep_h uct_dcx_test::connect_addr(entity *from, const void *dev_addr,
+                                    const void *iface_addr)
+{
     uct_ep_params_t params;
     uct_ep_h ep = NULL;
 
@@ -224,8 +230,8 @@ uct_ep_h uct_dcx_test::connect(entity *from, entity *to)
                         UCT_EP_PARAM_FIELD_DEV_ADDR |
                         UCT_EP_PARAM_FIELD_IFACE_ADDR;
     params.iface      = from->iface;
-    params.dev_addr   = (const uct_device_addr_t*)&to->dev_addr[0];
-    params.iface_addr = (const uct_iface_addr_t*)&to->iface_addr[0];
+    params.dev_addr   = (const uct_device_addr_t*)dev_addr;
+    params.iface_addr = (const uct_iface_addr_t*)iface_addr;
     EXPECT_EQ(UCS_OK, uct_ep_create(&params, &ep));
     m_eps.push_back(ep);
     return ep;

@@ -67,6 +67,9 @@ protected:
     ucs_status_t try_create_entity(const std::map<std::string, std::string>
                                    &cfg, entity **e_p);
     uct_ep_h connect(entity *from, entity *to);
+    /* An ep to the interface of these (packed) addresses */
+    uct_ep_h connect_addr(entity *from, const void *dev_addr,
+                          const void *iface_addr);
     void destroy_ep(uct_ep_h ep);
 
     unsigned progress();
