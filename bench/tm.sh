@@ -6,20 +6,28 @@
 # ratio.  "on" is UCX_DCX_TM_ENABLE=y with UCP's offload thresholds lowered
 # (UCX_TM_THRESH=1, UCX_TM_FORCE_THRESH=1); "off" is UCX_DCX_TM_ENABLE=n.
 #
-#   bench/tm.sh [-n ITERS] [-l path/to/libuct_dcx.so]
+# Then rendezvous with a receiver that computes (bench/tm_overlap.c, built
+# here with cc): the receiver posts a receive of 256 KiB-16 MiB, computes
+# C us in 50 us slices with one ucp_worker_progress between slices, then
+# polls to completion; median time from post to completion, offload off
+# and on, and their ratio (above 1: offload completes sooner).
 #
-# Not measured here yet: a receiver computing between polls (ucx_perftest
-# polls continuously); see docs/tag-matching.md.
+#   bench/tm.sh [-n ITERS] [-l path/to/libuct_dcx.so] [-E] [-O]
+#     -E  only the eager/bandwidth table   -O  only the overlap table
 #
 set -u
 
 iters=${DCX_BENCH_ITERS:-500}
 lib="${DCX_LIB:-}"
-while getopts "n:l:h" opt; do
+do_bw=1
+do_overlap=1
+while getopts "n:l:EOh" opt; do
     case $opt in
     n) iters=$OPTARG ;;
     l) lib=$OPTARG ;;
-    *) sed -n '2,13p' "$0"; exit 2 ;;
+    E) do_overlap=0 ;;
+    O) do_bw=0 ;;
+    *) sed -n '2,20p' "$0"; exit 2 ;;
     esac
 done
 
@@ -70,6 +78,39 @@ run() {
         echo "-"
     fi
 }
+
+overlap() {
+    local mode=$1 envs
+    if [ "$mode" = on ]; then
+        envs="UCX_DCX_TM_ENABLE=y UCX_TM_THRESH=1 UCX_TM_FORCE_THRESH=1"
+    else
+        envs="UCX_DCX_TM_ENABLE=n"
+    fi
+    env UCX_DCX_SOFT_DEVICES=1 "UCX_DCX_SOFT_FABRIC=tmo$$-$mode" \
+        UCX_TLS=dcx,self LD_PRELOAD="$lib" $envs \
+        timeout 300 "$logdir/tm_overlap" -n 5 >"$logdir/overlap.$mode" 2>&1
+}
+
+if [ $do_overlap -eq 1 ]; then
+    if ! cc -O2 -o "$logdir/tm_overlap" "$top/bench/tm_overlap.c" -lucp -lucs; then
+        echo "tm.sh: cannot build tm_overlap" >&2
+        do_overlap=0
+    fi
+fi
+if [ $do_overlap -eq 1 ]; then
+    overlap off
+    overlap on
+    echo "rendezvous, receiver computing C us (50 us slices): median us from post to completion"
+    printf "%-10s %8s %10s %10s %8s\n" "size" "C us" "off us" "on us" "off/on"
+    join <(grep -v '^#' "$logdir/overlap.off" | awk '{print $1"-"$2, $3}' | sort) \
+         <(grep -v '^#' "$logdir/overlap.on" | awk '{print $1"-"$2, $3}' | sort) |
+        tr '-' ' ' | sort -n -k1 -k2 |
+        awk '{ printf "%-10s %8s %10s %10s %8.2f\n", $1, $2, $3, $4, ($4 > 0) ? $3 / $4 : 0 }'
+    grep -q '^[0-9]' "$logdir/overlap.on" || { echo "on:"; cat "$logdir/overlap.on"; }
+    grep -q '^[0-9]' "$logdir/overlap.off" || { echo "off:"; cat "$logdir/overlap.off"; }
+    echo
+fi
+[ $do_bw -eq 1 ] || { rm -rf "$logdir"; exit 0; }
 
 printf "%-10s %12s %12s %8s\n" "size" "off MB/s" "on MB/s" "on/off"
 for size in 1024 4096 16384 65536 262144 1048576 4194304 16777216; do

@@ -31,6 +31,7 @@
 #ifndef DCX_DEV_H_
 #define DCX_DEV_H_
 
+#include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -174,6 +175,7 @@ typedef struct dcx_soft_limits {
     uint64_t  max_msg_size;
     uint32_t  mtu;
     uint32_t  tm_max_tags;      /* 2^n - 1, at most 65535; 0 = 1023 */
+    uint32_t  tm_off;           /* 1: no tag matching (no DCX_CAP_TM) */
     uint32_t  mkey_max_entries; /* 0 = 256 (at least 4, at most 65535) */
     uint32_t  ack_timeout_us;   /* one transport retry interval */
     uint32_t  retry_cnt;        /* retries before RETRY_EXC (0..7) */
@@ -486,6 +488,14 @@ struct dcx_srq {
      * EINVAL (not a TM SRQ, bad opcode or sge count, DEL of a handle the
      * device does not own). */
     int      (*tm_post)(dcx_srq_t *srq, dcx_tm_op_t *op);
+    /* TM SRQ: the port address (as dcx_ah_create takes it) of the sender
+     * of the rendezvous request that the TM_RNDV_INCOMPLETE completion of
+     * receive wr_id reported, for software to answer it with the FIN (on
+     * hardware, the completion's source address).  Valid until the entry
+     * is reused.  0, ENOENT (no such completion), ENOSPC (addr too small);
+     * NULL where the device has no tag matching. */
+    int      (*tm_rndv_src)(dcx_srq_t *srq, uint64_t wr_id, void *addr,
+                            size_t *len_p);
 };
 
 static inline int dcx_srq_post_recv(dcx_srq_t *srq, uint64_t wr_id,
@@ -497,6 +507,13 @@ static inline int dcx_srq_post_recv(dcx_srq_t *srq, uint64_t wr_id,
 static inline int dcx_srq_tm_post(dcx_srq_t *srq, dcx_tm_op_t *op)
 {
     return srq->tm_post(srq, op);
+}
+
+static inline int dcx_srq_tm_rndv_src(dcx_srq_t *srq, uint64_t wr_id,
+                                      void *addr, size_t *len_p)
+{
+    return (srq->tm_rndv_src != NULL) ?
+           srq->tm_rndv_src(srq, wr_id, addr, len_p) : EOPNOTSUPP;
 }
 
 /* tm_post of an SRQ that is not a TM SRQ: logs and returns EINVAL. */

@@ -869,9 +869,10 @@ static void soft_fill_caps(soft_dev_t *dev, const dcx_dev_info_t *info)
     snprintf(caps->fw_ver, sizeof(caps->fw_ver), "soft-%u.0", SOFT_VERSION);
     /* the responder runs in the target process and executes atomics with
      * the CPU's atomic instructions on the target's memory */
-    caps->flags            = DCX_CAP_DC | DCX_CAP_HELPER | DCX_CAP_TM |
+    caps->flags            = DCX_CAP_DC | DCX_CAP_HELPER |
                              DCX_CAP_ATOMIC_HOST | DCX_CAP_NO_PIN |
-                             DCX_CAP_CQ_EVENT | DCX_CAP_MKEY_STRIDE;
+                             DCX_CAP_CQ_EVENT | DCX_CAP_MKEY_STRIDE |
+                             (l->tm_off ? 0 : DCX_CAP_TM);
     caps->atomic_flags     = DCX_ATOMIC_FADD64 | DCX_ATOMIC_CSWAP64 |
                              DCX_ATOMIC_MASKED_FADD32 |
                              DCX_ATOMIC_MASKED_FADD64 |
@@ -892,8 +893,8 @@ static void soft_fill_caps(soft_dev_t *dev, const dcx_dev_info_t *info)
     caps->max_msg_size     = l->max_msg_size;
     caps->mtu              = l->mtu;
     caps->addr_len         = SOFT_ADDR_LEN;
-    caps->tm_max_tags      = l->tm_max_tags;
-    caps->tm_max_ops       = l->max_qp_wr;
+    caps->tm_max_tags      = l->tm_off ? 0 : l->tm_max_tags;
+    caps->tm_max_ops       = l->tm_off ? 0 : l->max_qp_wr;
     caps->tm_max_rndv_hdr  = 64;
     caps->tm_max_sge       = 1;
     caps->mkey_max_entries = l->mkey_max_entries;

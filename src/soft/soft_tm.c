@@ -270,6 +270,48 @@ static int soft_tm_del(soft_tm_t *tm, dcx_tm_op_t *op)
     return 0;
 }
 
+/* dcx_srq_tm_rndv_src: the newest incomplete rendezvous of wr_id (a
+ * receive's wr_id is not reused before software saw its completion) */
+static int soft_tm_rndv_src(dcx_srq_t *srq_, uint64_t wr_id, void *addr,
+                            size_t *len_p)
+{
+    soft_srq_t *srq = (soft_srq_t *)srq_;
+    soft_tm_t *tm   = srq->tm;
+    soft_dev_t *dev = tm->dev;
+    soft_tm_inc_t *inc;
+    soft_addr_t a;
+    uint32_t i, k;
+
+    if (*len_p < SOFT_ADDR_LEN) {
+        dcx_error("%s: tm rndv src: buffer of %zu bytes, need %u",
+                  soft_tm_name(tm), *len_p, SOFT_ADDR_LEN);
+        return ENOSPC;
+    }
+    pthread_mutex_lock(&dev->lock);
+    for (i = 0; i < tm->max_tags; ++i) {
+        k   = (tm->inc_pos + tm->max_tags - 1 - i) % tm->max_tags;
+        inc = &tm->inc[k];
+        if ((inc->peer == NULL) || (inc->wr_id != wr_id)) {
+            continue;
+        }
+        memset(&a, 0, sizeof(a));
+        a.magic  = SOFT_ADDR_MAGIC;
+        a.uid    = dev->uid;
+        a.host   = dev->host;
+        a.fabric = dev->fabric_hash;
+        a.pid    = inc->peer->pid;
+        a.inst   = (uint16_t)inc->peer->inst;
+        a.token  = inc->peer->token;
+        inc->peer = NULL;
+        pthread_mutex_unlock(&dev->lock);
+        memcpy(addr, &a, sizeof(a));
+        *len_p = SOFT_ADDR_LEN;
+        return 0;
+    }
+    pthread_mutex_unlock(&dev->lock);
+    return ENOENT;
+}
+
 static int soft_tm_post(dcx_srq_t *srq_, dcx_tm_op_t *op)
 {
     soft_srq_t *srq = (soft_srq_t *)srq_;
@@ -483,6 +525,10 @@ static int soft_tm_first(soft_dev_t *dev, soft_tm_t *tm, soft_qp_t *dct,
             /* software reads and sends the FIN: give it the request */
             soft_sge_scatter(dev, payload, rs->recv.sge, rs->recv.num_sge, 0,
                              pkt->total_len);
+            /* software answers with the FIN: it asks for the sender */
+            tm->inc[tm->inc_pos].wr_id = rs->recv.wr_id;
+            tm->inc[tm->inc_pos].peer  = rs->peer;
+            tm->inc_pos = (tm->inc_pos + 1) % tm->max_tags;
             soft_tm_msg_wc(tm, dct, rs, DCX_WC_TM_RNDV_INCOMPLETE,
                            DCX_WC_TM_RECV,
                            DCX_WC_FLAG_TM_MATCH | DCX_WC_FLAG_TM_DATA_VALID,
@@ -654,8 +700,10 @@ int soft_tm_create(soft_srq_t *srq, const dcx_srq_attr_t *attr)
     if (tm != NULL) {
         tm->e    = calloc(attr->tm_max_tags, sizeof(*tm->e));
         tm->rndv = calloc(attr->tm_max_tags, sizeof(*tm->rndv));
+        tm->inc  = calloc(attr->tm_max_tags, sizeof(*tm->inc));
     }
-    if ((tm == NULL) || (tm->e == NULL) || (tm->rndv == NULL)) {
+    if ((tm == NULL) || (tm->e == NULL) || (tm->rndv == NULL) ||
+        (tm->inc == NULL)) {
         dcx_error("%s: tm srq create: out of memory for %u tags", name,
                   attr->tm_max_tags);
         ret = ENOMEM;
@@ -683,6 +731,7 @@ int soft_tm_create(soft_srq_t *srq, const dcx_srq_attr_t *attr)
     }
     srq->tm                = tm;
     srq->super.tm_post     = soft_tm_post;
+    srq->super.tm_rndv_src = soft_tm_rndv_src;
     srq->super.tm_max_tags = tm->max_tags;
     srq->super.tm_max_ops  = tm->max_ops;
     pthread_mutex_lock(&dev->lock);
@@ -695,6 +744,7 @@ err_free:
     if (tm != NULL) {
         free(tm->e);
         free(tm->rndv);
+        free(tm->inc);
     }
     free(tm);
     return ret;
@@ -725,6 +775,7 @@ void soft_tm_destroy(soft_srq_t *srq)
     soft_tm_rndv_cleanup(tm);
     free(tm->e);
     free(tm->rndv);
+    free(tm->inc);
     free(tm);
     srq->tm = NULL;
 }

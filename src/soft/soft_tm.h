@@ -72,6 +72,13 @@ typedef struct soft_tm_rndv {
     uint8_t    tmh[DCX_TM_TMH_LEN];   /* copied into the FIN */
 } soft_tm_rndv_t;
 
+/* Sender of a rendezvous request reported TM_RNDV_INCOMPLETE, until
+ * software asked (dcx_srq_tm_rndv_src) */
+typedef struct soft_tm_inc {
+    uint64_t     wr_id;
+    soft_peer_t *peer;       /* NULL: slot free */
+} soft_tm_inc_t;
+
 typedef struct soft_tm_dci {
     soft_qp_t   *qp;
     soft_ah_t    ah;
@@ -104,6 +111,8 @@ struct soft_tm {
     soft_tm_rndv_t   *rndv;          /* max_tags + 1 */
     uint32_t          rndv_free;
     uint32_t          wait_head, wait_tail;
+    soft_tm_inc_t    *inc;           /* max_tags, ring */
+    uint32_t          inc_pos;
     dcx_soft_tm_stats_t stats;
 };
 

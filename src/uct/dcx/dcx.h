@@ -269,6 +269,7 @@ enum {
 typedef struct uct_dcx_tm_slot {
     uct_tag_context_t  *ctx;
     void               *buffer;     /* the receive's buffer */
+    uint32_t            length;     /* and its length */
     uint32_t            handle;     /* device list handle */
     uint32_t            next_free;
     uint8_t             state;      /* UCT_DCX_TM_SLOT_* */
@@ -435,7 +436,9 @@ typedef struct uct_dcx_grant {
     uint16_t          credits;
     uint8_t           seq;
     uint8_t           tmh_len;    /* the requester has a TM SRQ: 16 */
-    uint64_t          ep_id;
+    uint8_t           fin;        /* not a grant: a rendezvous FIN */
+    uint32_t          app_ctx;    /* FIN: the sender's operation */
+    uint64_t          ep_id;      /* FIN: the tag */
 } uct_dcx_grant_t;
 
 
@@ -461,6 +464,17 @@ unsigned uct_dcx_iface_progress(uct_iface_h tl_iface);
 void uct_dcx_iface_dispatch(uct_dcx_iface_t *iface);
 unsigned uct_dcx_iface_post_recv(uct_dcx_iface_t *iface);
 void uct_dcx_iface_release_desc(uct_recv_desc_t *self, void *desc);
+ucs_status_t uct_dcx_dci_post_ctl_tmh(uct_dcx_iface_t *iface,
+                                      uct_dcx_dci_t *dci, uct_dcx_ep_t *ep,
+                                      const dcx_dc_dest_t *dest, uint8_t type,
+                                      const uct_dcx_ctl_msg_t *msg,
+                                      size_t msg_len, unsigned tmh_len,
+                                      const uint8_t *tmh,
+                                      uct_completion_t *comp);
+void uct_dcx_iface_send_grants(uct_dcx_iface_t *iface);
+ucs_status_t uct_dcx_tag_post_fin(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci,
+                                  const dcx_dc_dest_t *dest,
+                                  const uct_dcx_grant_t *fin);
 ucs_status_t uct_dcx_dci_post_ctl(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci,
                                   uct_dcx_ep_t *ep, const dcx_dc_dest_t *dest,
                                   uint8_t type, const uct_dcx_ctl_msg_t *msg,
@@ -472,6 +486,16 @@ void uct_dcx_iface_rx_error(uct_dcx_iface_t *iface, const dcx_wc_t *wc);
 
 /* dcx_tag.c */
 void uct_dcx_iface_tag_rx(uct_dcx_iface_t *iface, const dcx_wc_t *wc);
+ucs_status_t uct_dcx_iface_mpools_init(uct_dcx_iface_t *iface,
+                                       const uct_iface_params_t *params,
+                                       const uct_dcx_iface_config_t *cfg);
+int uct_dcx_iface_tm_wanted(uct_dcx_iface_t *iface,
+                            const uct_dcx_iface_config_t *cfg);
+unsigned uct_dcx_iface_tm_rx_cqe(uct_dcx_iface_t *iface, int tm,
+                                 unsigned rx_cqe);
+ucs_status_t uct_dcx_iface_srq_create(uct_dcx_iface_t *iface,
+                                      const uct_dcx_iface_config_t *cfg,
+                                      int tm);
 int uct_dcx_iface_tag_params(uct_dcx_iface_t *iface,
                              const uct_iface_params_t *params);
 ucs_status_t uct_dcx_iface_tag_init(uct_dcx_iface_t *iface,

@@ -159,4 +159,33 @@ static UCS_F_ALWAYS_INLINE void *uct_dcx_desc_data(uct_dcx_send_desc_t *desc)
     return desc + 1;
 }
 
+/*
+ * Everything a send through a bounce buffer needs before the buffer is
+ * filled: a slot on ep's DCI (and a credit, when is_am), then a descriptor
+ * whose op runs cb when the WR completes, and cb calls comp.
+ */
+static UCS_F_ALWAYS_INLINE ucs_status_t
+uct_dcx_ep_desc_begin(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep, int is_am,
+                      uct_dcx_op_cb_t cb, uct_completion_t *comp,
+                      uct_dcx_send_desc_t **desc_p)
+{
+    uct_dcx_send_desc_t *desc;
+    ucs_status_t status;
+
+    status = uct_dcx_ep_tx_begin(iface, ep, is_am);
+    if (ucs_unlikely(status != UCS_OK)) {
+        return status;
+    }
+
+    desc = uct_dcx_iface_get_desc(iface);
+    if (ucs_unlikely(desc == NULL)) {
+        return UCS_ERR_NO_RESOURCE;
+    }
+
+    desc->op.cb   = cb;
+    desc->op.comp = comp;
+    *desc_p       = desc;
+    return UCS_OK;
+}
+
 #endif /* UCT_DCX_INL_ */

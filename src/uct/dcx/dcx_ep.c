@@ -70,35 +70,6 @@ uct_dcx_wr_init_rma(dcx_send_wr_t *wr, uct_dcx_ep_t *ep, uint8_t opcode,
     wr->rkey        = uct_dcx_rkey(rkey);
 }
 
-/*
- * Everything a send through a bounce buffer needs before the buffer is
- * filled: a slot on ep's DCI (and a credit, when is_am), then a descriptor
- * whose op runs cb when the WR completes, and cb calls comp.
- */
-static UCS_F_ALWAYS_INLINE ucs_status_t
-uct_dcx_ep_desc_begin(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep, int is_am,
-                      uct_dcx_op_cb_t cb, uct_completion_t *comp,
-                      uct_dcx_send_desc_t **desc_p)
-{
-    uct_dcx_send_desc_t *desc;
-    ucs_status_t status;
-
-    status = uct_dcx_ep_tx_begin(iface, ep, is_am);
-    if (ucs_unlikely(status != UCS_OK)) {
-        return status;
-    }
-
-    desc = uct_dcx_iface_get_desc(iface);
-    if (ucs_unlikely(desc == NULL)) {
-        return UCS_ERR_NO_RESOURCE;
-    }
-
-    desc->op.cb   = cb;
-    desc->op.comp = comp;
-    *desc_p       = desc;
-    return UCS_OK;
-}
-
 /* The WR just posted by ep reads or writes the user's memory (zcopy): if
  * the ep goes away with it in flight, its DCI is stopped */
 static UCS_F_ALWAYS_INLINE void

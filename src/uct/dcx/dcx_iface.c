@@ -19,8 +19,6 @@
 #include <stdlib.h>
 
 
-#define UCT_DCX_RX_HDR_SPACE  16   /* rx element bytes before the headroom */
-
 
 static ucs_config_field_t uct_dcx_iface_config_table[] = {
     {"", "", NULL,
@@ -166,102 +164,6 @@ ucs_status_t uct_dcx_status(dcx_wc_status_t status)
         return UCS_ERR_IO_ERROR;
     }
 }
-
-
-/* ---------------------------------------------------------------------------
- * Registered memory pools
- * ------------------------------------------------------------------------- */
-
-typedef struct uct_dcx_chunk {
-    ucs_list_link_t  list;
-    dcx_mr_t        *mr;
-    void            *base;
-} uct_dcx_chunk_t;
-
-static ucs_status_t uct_dcx_mp_chunk_alloc(ucs_mpool_t *mp, size_t *size_p,
-                                           void **chunk_p)
-{
-    uct_dcx_iface_t *iface = *(uct_dcx_iface_t**)ucs_mpool_priv(mp);
-    size_t size            = ucs_align_up(sizeof(uct_dcx_chunk_t) + *size_p,
-                                          ucs_get_page_size());
-    uct_dcx_chunk_t *chunk;
-    void *base;
-    dcx_mr_t *mr;
-    int ret;
-
-    ret = posix_memalign(&base, ucs_get_page_size(), size);
-    if (ret != 0) {
-        ucs_error("dcx: failed to allocate %zu bytes for %s", size,
-                  ucs_mpool_name(mp));
-        return UCS_ERR_NO_MEMORY;
-    }
-
-    ret = dcx_mr_reg(iface->pd, base, size, DCX_ACCESS_LOCAL_WRITE, &mr);
-    if (ret != 0) {
-        ucs_error("dcx: %s: failed to register %zu bytes for %s: %s",
-                  dcx_dev_name(iface->dev), size, ucs_mpool_name(mp),
-                  strerror(ret));
-        free(base);
-        return UCS_ERR_IO_ERROR;
-    }
-
-    chunk       = base;
-    chunk->mr   = mr;
-    chunk->base = base;
-    ucs_list_add_tail(&iface->chunks, &chunk->list);
-    *chunk_p    = chunk + 1;
-    *size_p     = size - sizeof(*chunk);
-    return UCS_OK;
-}
-
-static void uct_dcx_mp_chunk_release(ucs_mpool_t *mp, void *ptr)
-{
-    uct_dcx_chunk_t *chunk = (uct_dcx_chunk_t*)ptr - 1;
-
-    ucs_list_del(&chunk->list);
-    dcx_mr_dereg(chunk->mr);
-    free(chunk->base);
-}
-
-static void uct_dcx_tx_obj_init(ucs_mpool_t *mp, void *obj, void *ptr)
-{
-    uct_dcx_chunk_t *chunk    = (uct_dcx_chunk_t*)ptr - 1;
-    uct_dcx_send_desc_t *desc = obj;
-
-    desc->lkey = chunk->mr->lkey;
-}
-
-static void uct_dcx_rx_obj_init(ucs_mpool_t *mp, void *obj, void *ptr)
-{
-    uct_dcx_chunk_t *chunk = (uct_dcx_chunk_t*)ptr - 1;
-
-    memcpy(UCS_PTR_BYTE_OFFSET(obj, UCT_DCX_RX_LKEY_OFFSET), &chunk->mr->lkey,
-           sizeof(uint32_t));
-}
-
-static ucs_mpool_ops_t uct_dcx_tx_mp_ops = {
-    .chunk_alloc   = uct_dcx_mp_chunk_alloc,
-    .chunk_release = uct_dcx_mp_chunk_release,
-    .obj_init      = uct_dcx_tx_obj_init,
-    .obj_cleanup   = NULL,
-    .obj_str       = NULL
-};
-
-static ucs_mpool_ops_t uct_dcx_rx_mp_ops = {
-    .chunk_alloc   = uct_dcx_mp_chunk_alloc,
-    .chunk_release = uct_dcx_mp_chunk_release,
-    .obj_init      = uct_dcx_rx_obj_init,
-    .obj_cleanup   = NULL,
-    .obj_str       = NULL
-};
-
-static ucs_mpool_ops_t uct_dcx_op_mp_ops = {
-    .chunk_alloc   = ucs_mpool_chunk_malloc,
-    .chunk_release = ucs_mpool_chunk_free,
-    .obj_init      = NULL,
-    .obj_cleanup   = NULL,
-    .obj_str       = NULL
-};
 
 
 /* ---------------------------------------------------------------------------
@@ -592,99 +494,11 @@ static ucs_status_t uct_dcx_iface_query(uct_iface_h tl_iface,
  * Interface object
  * ------------------------------------------------------------------------- */
 
-static ucs_status_t uct_dcx_iface_mpools_init(uct_dcx_iface_t *iface,
-                                              const uct_iface_params_t *params,
-                                              const uct_dcx_iface_config_t *cfg)
-{
-    size_t align, align_offset;
-    ucs_status_t status;
-
-    status = uct_dcx_mpool_init(&iface->tx_mp, sizeof(iface),
-                                sizeof(uct_dcx_send_desc_t) + DCX_TM_TMH_LEN +
-                                cfg->seg_size,
-                                sizeof(uct_dcx_send_desc_t),
-                                UCS_SYS_CACHE_LINE_SIZE,
-                                ucs_min(128u, cfg->tx_max_bufs),
-                                cfg->tx_max_bufs,
-                                &uct_dcx_tx_mp_ops,
-                                "dcx_tx_desc");
-    if (status != UCS_OK) {
-        return status;
-    }
-    *(uct_dcx_iface_t**)ucs_mpool_priv(&iface->tx_mp) = iface;
-
-    status = uct_dcx_mpool_init(&iface->op_mp, 0,
-                                ucs_max(sizeof(uct_dcx_op_t),
-                                        sizeof(uct_dcx_grant_t)),
-                                0, UCS_SYS_CACHE_LINE_SIZE, 256, UINT_MAX,
-                                &uct_dcx_op_mp_ops, "dcx_ops");
-    if (status != UCS_OK) {
-        goto err_tx;
-    }
-
-    /* rx element: [lkey .. ][headroom][AM byte][payload], payload aligned */
-    iface->rx_headroom       = (params->field_mask &
-                                UCT_IFACE_PARAM_FIELD_RX_HEADROOM) ?
-                               params->rx_headroom : 0;
-    /* the element start stays 8-byte aligned when the payload (after the AM
-     * byte) is aligned: pad the space before the headroom accordingly */
-    /* a TM SRQ writes the TMH of each message before the header byte */
-    iface->rx_payload_offset = UCT_DCX_RX_HDR_SPACE + iface->rx_tmh_len +
-                               iface->rx_headroom;
-    iface->rx_payload_offset += (8 - ((iface->rx_payload_offset +
-                                       UCT_DCX_AM_HDR_LEN) % 8)) % 8;
-    status = uct_iface_param_am_alignment(params, cfg->seg_size,
-                                          iface->rx_payload_offset +
-                                          UCT_DCX_AM_HDR_LEN,
-                                          iface->rx_payload_offset +
-                                          UCT_DCX_AM_HDR_LEN,
-                                          &align, &align_offset);
-    if (status != UCS_OK) {
-        goto err_op;
-    }
-
-    status = uct_dcx_mpool_init(&iface->rx_mp, sizeof(iface),
-                                iface->rx_payload_offset + cfg->seg_size,
-                                align_offset, align, 256, UINT_MAX,
-                                &uct_dcx_rx_mp_ops, "dcx_rx_desc");
-    if (status != UCS_OK) {
-        goto err_op;
-    }
-    *(uct_dcx_iface_t**)ucs_mpool_priv(&iface->rx_mp) = iface;
-    return UCS_OK;
-
-err_op:
-    ucs_mpool_cleanup(&iface->op_mp, 0);
-err_tx:
-    ucs_mpool_cleanup(&iface->tx_mp, 0);
-    return status;
-}
-
-/* UCX_DCX_TM_ENABLE against the device: 1 to try a TM SRQ, 0 not to, -1
- * when it is required and the device has none (logged) */
-static int uct_dcx_iface_tm_wanted(uct_dcx_iface_t *iface,
-                                   const uct_dcx_iface_config_t *cfg)
-{
-    if (cfg->tm_enable == UCS_NO) {
-        return 0;
-    }
-    if (!(iface->caps->flags & DCX_CAP_TM) || (iface->caps->tm_max_tags == 0)) {
-        if (cfg->tm_enable == UCS_YES) {
-            ucs_error("dcx: %s: UCX_DCX_TM_ENABLE=y but the device has no "
-                      "tag matching", dcx_dev_name(iface->dev));
-            return -1;
-        }
-        return 0;
-    }
-    return 1;
-}
-
 static ucs_status_t uct_dcx_iface_create_queues(uct_dcx_iface_t *iface,
                                                 const uct_dcx_iface_config_t
                                                 *cfg, int tag_used)
 {
     const char *dev = dcx_dev_name(iface->dev);
-    dcx_srq_attr_t srq_attr;
     dcx_qp_attr_t dct_attr;
     size_t port_len;
     unsigned rx_cqe;
@@ -713,13 +527,7 @@ static ucs_status_t uct_dcx_iface_create_queues(uct_dcx_iface_t *iface,
     if (tm < 0) {
         goto err_tx_cq;
     }
-    /* a TM SRQ also completes list operations and up to two completions
-     * per listed receive */
-    rx_cqe = cfg->rx_queue_len;
-    if (tm > 0) {
-        rx_cqe = ucs_min(rx_cqe + iface->caps->tm_max_ops +
-                         2 * iface->caps->tm_max_tags, iface->caps->max_cqe);
-    }
+    rx_cqe = uct_dcx_iface_tm_rx_cqe(iface, tm, cfg->rx_queue_len);
     ret = dcx_cq_create_ch(iface->dev, rx_cqe, iface->channel,
                            &iface->rx_cq);
     if (ret != 0) {
@@ -728,37 +536,8 @@ static ucs_status_t uct_dcx_iface_create_queues(uct_dcx_iface_t *iface,
         goto err_tx_cq;
     }
 
-    memset(&srq_attr, 0, sizeof(srq_attr));
-    srq_attr.type    = DCX_SRQ_BASIC;
-    srq_attr.max_wr  = cfg->rx_queue_len;
-    srq_attr.max_sge = 1;
-    srq_attr.cq      = iface->rx_cq;
-    if (tm > 0) {
-        srq_attr.type        = DCX_SRQ_TM;
-        srq_attr.tm_max_tags = iface->caps->tm_max_tags;
-        srq_attr.tm_max_ops  = iface->caps->tm_max_ops;
-        ret = dcx_srq_create(iface->pd, &srq_attr, &iface->srq);
-        if (ret == 0) {
-            iface->rx_tmh_len = DCX_TM_TMH_LEN;
-        } else if (cfg->tm_enable == UCS_YES) {
-            ucs_error("dcx: %s: failed to create a tag-matching SRQ "
-                      "(UCX_DCX_TM_ENABLE=y): %s", dev, strerror(ret));
-            goto err_rx_cq;
-        } else {
-            ucs_diag("dcx: %s: no tag-matching SRQ (%s), tag offload off",
-                     dev, strerror(ret));
-            srq_attr.type        = DCX_SRQ_BASIC;
-            srq_attr.tm_max_tags = 0;
-            srq_attr.tm_max_ops  = 0;
-        }
-    }
-    if (iface->rx_tmh_len == 0) {
-        ret = dcx_srq_create(iface->pd, &srq_attr, &iface->srq);
-        if (ret != 0) {
-            ucs_error("dcx: %s: failed to create the SRQ: %s", dev,
-                      strerror(ret));
-            goto err_rx_cq;
-        }
+    if (uct_dcx_iface_srq_create(iface, cfg, tm) != UCS_OK) {
+        goto err_rx_cq;
     }
 
     memset(&dct_attr, 0, sizeof(dct_attr));

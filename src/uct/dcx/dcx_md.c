@@ -165,6 +165,12 @@ ucs_config_field_t uct_dcx_md_config_table[] = {
      ucs_offsetof(uct_dcx_md_config_t, soft.mkey_max_entries),
      UCT_DCX_CONFIG_TYPE_LIMIT},
 
+    {"SOFT_TM", "y",
+     "Soft device: offer hardware tag matching. With n the device has none,\n"
+     "like a NIC without it: UCX_DCX_TM_ENABLE=try then gives a plain SRQ and\n"
+     "=y fails, so a job can mix processes with and without offload.",
+     ucs_offsetof(uct_dcx_md_config_t, soft.tm), UCS_CONFIG_TYPE_BOOL},
+
     {NULL}
 };
 
@@ -315,6 +321,7 @@ uct_dcx_md_list_params(const uct_dcx_md_config_t *config,
     params->mlx5_enable = config->mlx5_enable;
     params->soft_count  = config->soft_devices;
     params->soft_fabric = config->soft_fabric;
+    limits->tm_off      = !config->soft.tm;
 
     if (config->soft_devices > UCT_DCX_MAX_SOFT_DEVICES) {
         ucs_error("dcx: UCX_DCX_SOFT_DEVICES=%u is more than %u",

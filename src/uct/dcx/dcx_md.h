@@ -71,6 +71,7 @@ typedef struct uct_dcx_md_config {
         ucs_time_t          rnr_timer;
         unsigned long       rnr_retry;
         unsigned long       mkey_max_entries;
+        int                 tm;
     } soft;
 } uct_dcx_md_config_t;
 

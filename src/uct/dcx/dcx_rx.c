@@ -25,19 +25,30 @@ static void uct_dcx_ctl_done(uct_dcx_iface_t *iface, uct_dcx_op_t *op,
                                 desc->u.ctl.tmh_len;
     uct_dcx_ctl_msg_t *msg    = (uct_dcx_ctl_msg_t*)(data + 1);
     uct_dcx_grant_t *grant;
+    uint8_t opcode;
+    int is_fin;
 
-    /* A grant cancelled because another peer's message failed on the
-     * control DCI must still reach its peer, or that peer stalls. */
+    /* A grant (or a FIN) cancelled because another peer's message failed
+     * on the control DCI must still reach its peer, or that peer stalls. */
+    is_fin = (desc->u.ctl.tmh_len != 0) &&
+             (data[-(int)desc->u.ctl.tmh_len] == DCX_TMH_FIN);
     if ((status == UCS_ERR_CANCELED) &&
-        (data[0] == (UCT_DCX_AM_CTL | UCT_DCX_CTL_FC_GRANT))) {
+        (is_fin || (data[0] == (UCT_DCX_AM_CTL | UCT_DCX_CTL_FC_GRANT)))) {
         grant = ucs_mpool_get(&iface->op_mp);
         if (grant != NULL) {
             grant->ah      = desc->u.ctl.ah;
             grant->dctn    = desc->u.ctl.dctn;
-            grant->credits = msg->credits;
-            grant->seq     = msg->seq;
             grant->tmh_len = desc->u.ctl.tmh_len;
-            grant->ep_id   = msg->ep_id;
+            grant->fin     = is_fin;
+            if (is_fin) {
+                /* its TMH says for which operation */
+                dcx_tmh_unpack(data - desc->u.ctl.tmh_len, &opcode,
+                               &grant->app_ctx, &grant->ep_id);
+            } else {
+                grant->credits = msg->credits;
+                grant->seq     = msg->seq;
+                grant->ep_id   = msg->ep_id;
+            }
             ucs_queue_push(&iface->grant_q, &grant->queue);
         } else {
             ucs_error("dcx: out of memory re-queueing a credit grant");
@@ -56,6 +67,19 @@ ucs_status_t uct_dcx_dci_post_ctl(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci,
                                   size_t msg_len, unsigned tmh_len,
                                   uct_completion_t *comp)
 {
+    return uct_dcx_dci_post_ctl_tmh(iface, dci, ep, dest, type, msg, msg_len,
+                                    tmh_len, NULL, comp);
+}
+
+/* The same with the given TMH (tmh_len bytes) instead of a NO_TAG one */
+ucs_status_t uct_dcx_dci_post_ctl_tmh(uct_dcx_iface_t *iface,
+                                      uct_dcx_dci_t *dci, uct_dcx_ep_t *ep,
+                                      const dcx_dc_dest_t *dest, uint8_t type,
+                                      const uct_dcx_ctl_msg_t *msg,
+                                      size_t msg_len, unsigned tmh_len,
+                                      const uint8_t *tmh,
+                                      uct_completion_t *comp)
+{
     uct_dcx_send_desc_t *desc;
     dcx_send_wr_t wr;
     dcx_sge_t sge;
@@ -72,7 +96,11 @@ ucs_status_t uct_dcx_dci_post_ctl(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci,
     }
 
     data = uct_dcx_desc_data(desc);
-    memset(data, 0, tmh_len); /* TMH of opcode NO_TAG */
+    if (tmh != NULL) {
+        memcpy(data, tmh, tmh_len);
+    } else {
+        memset(data, 0, tmh_len); /* TMH of opcode NO_TAG */
+    }
     data[tmh_len] = UCT_DCX_AM_CTL | type;
     if (msg_len > 0) {
         memcpy(data + tmh_len + 1, msg, msg_len);
@@ -157,7 +185,7 @@ unsigned uct_dcx_iface_post_recv(uct_dcx_iface_t *iface)
     return count;
 }
 
-static void uct_dcx_iface_send_grants(uct_dcx_iface_t *iface)
+void uct_dcx_iface_send_grants(uct_dcx_iface_t *iface)
 {
     uct_dcx_dci_t *dci = &iface->dcis[iface->ctl_dci];
     uct_dcx_ctl_msg_t msg;
@@ -172,13 +200,18 @@ static void uct_dcx_iface_send_grants(uct_dcx_iface_t *iface)
         dest.ah     = grant->ah;
         dest.dctn   = grant->dctn;
         dest.dc_key = iface->config.dc_key;
-        msg.credits = grant->credits;
-        msg.seq     = grant->seq;
-        msg.ep_id   = grant->ep_id;
-        status = uct_dcx_dci_post_ctl(iface, dci, NULL, &dest,
-                                      UCT_DCX_CTL_FC_GRANT, &msg,
-                                      ucs_offsetof(uct_dcx_ctl_msg_t, port),
-                                      grant->tmh_len, NULL);
+        if (grant->fin) {
+            status = uct_dcx_tag_post_fin(iface, dci, &dest, grant);
+        } else {
+            msg.credits = grant->credits;
+            msg.seq     = grant->seq;
+            msg.ep_id   = grant->ep_id;
+            status = uct_dcx_dci_post_ctl(iface, dci, NULL, &dest,
+                                          UCT_DCX_CTL_FC_GRANT, &msg,
+                                          ucs_offsetof(uct_dcx_ctl_msg_t,
+                                                       port),
+                                          grant->tmh_len, NULL);
+        }
         if (status != UCS_OK) {
             break; /* retried from progress */
         }
@@ -219,6 +252,7 @@ uct_dcx_iface_handle_ctl(uct_dcx_iface_t *iface, uint8_t type,
         grant->seq     = msg->seq;
         grant->tmh_len = (msg->flags & UCT_DCX_ADDR_FLAG_TM) ?
                          DCX_TM_TMH_LEN : 0;
+        grant->fin     = 0;
         grant->ep_id   = msg->ep_id;
         ucs_queue_push(&iface->grant_q, &grant->queue);
         uct_dcx_iface_send_grants(iface);

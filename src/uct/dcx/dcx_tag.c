@@ -192,6 +192,7 @@ ucs_status_t uct_dcx_iface_tag_recv_zcopy(uct_iface_h tl_iface, uct_tag_t tag,
     iface->tm.posted++;
     slot->ctx        = ctx;
     slot->buffer     = (iovcnt == 1) ? iov->buffer : NULL;
+    slot->length     = op.sge.length;
     slot->handle     = op.handle;
     slot->state      = UCT_DCX_TM_SLOT_LIVE;
     slot->ops_due    = 1;
@@ -398,6 +399,90 @@ out:
     }
 }
 
+/* The FIN of a rendezvous whose request our device matched but did not
+ * complete: to the sender's DCT, TMH opcode FIN with its operation's
+ * app_ctx, then one control byte (a no-op) */
+ucs_status_t uct_dcx_tag_post_fin(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci,
+                                  const dcx_dc_dest_t *dest,
+                                  const uct_dcx_grant_t *fin)
+{
+    uint8_t tmh[DCX_TM_TMH_LEN];
+
+    dcx_tmh_pack(tmh, DCX_TMH_FIN, fin->app_ctx, fin->ep_id);
+    return uct_dcx_dci_post_ctl_tmh(iface, dci, NULL, dest, UCT_DCX_CTL_NOP,
+                                    NULL, 0, DCX_TM_TMH_LEN, tmh, NULL);
+}
+
+/* TM_RNDV_INCOMPLETE (semantics 4.7 step 6): the device placed the request
+ * (TMH, RVH, RAVH, header) in the buffer and left the rest to software.
+ * The data does not fit: the receive completes with
+ * UCS_ERR_MESSAGE_TRUNCATED, and we send the sender the FIN the device
+ * would have sent, so that its operation completes (as UCP's protocol
+ * completes the sender of a truncated software rendezvous). */
+static UCS_F_NOINLINE void
+uct_dcx_tag_rndv_incomplete(uct_dcx_iface_t *iface, uint32_t idx,
+                            const dcx_wc_t *wc)
+{
+    uct_dcx_tm_slot_t *slot = &iface->tm.slots[idx];
+    const uint8_t *req      = slot->buffer;
+    uint8_t port[DCX_DEV_ADDR_MAX];
+    size_t port_len         = sizeof(port);
+    ucs_status_t status     = UCS_ERR_MESSAGE_TRUNCATED;
+    uct_dcx_grant_t *fin;
+    uint64_t va, dc_key;
+    uint32_t rkey, len, dctn;
+    dcx_ah_t *ah;
+    int ret;
+
+    uct_dcx_tm_priv(slot->ctx)->tag = wc->tm_tag;
+    iface->tm.stats->matched++;
+    if (!slot->forced) {
+        slot->ctx->tag_consumed_cb(slot->ctx);
+    }
+    if ((req == NULL) || (wc->byte_len < DCX_TM_RNDV_LEN)) {
+        ucs_error("dcx: %s: incomplete rendezvous of %u bytes in a buffer of "
+                  "%u: no request to answer", dcx_dev_name(iface->dev),
+                  wc->byte_len, slot->length);
+        goto out;
+    }
+    dcx_rvh_unpack(req + DCX_TM_TMH_LEN, &va, &rkey, &len);
+    dcx_ravh_unpack(req + DCX_TM_TMH_LEN + sizeof(dcx_rvh_t), &dctn,
+                    &dc_key);
+    if (len <= slot->length) {
+        /* the data fits: the device declined for its own reasons */
+        ucs_error("dcx: %s: the device did not read a rendezvous of %u bytes "
+                  "into a receive of %u", dcx_dev_name(iface->dev), len,
+                  slot->length);
+        status = UCS_ERR_IO_ERROR;
+    }
+
+    ret = dcx_srq_tm_rndv_src(iface->srq, wc->wr_id, port, &port_len);
+    if (ret != 0) {
+        ucs_error("dcx: %s: no sender for the FIN of an incomplete "
+                  "rendezvous (tag 0x%" PRIx64 "): %s",
+                  dcx_dev_name(iface->dev), wc->tm_tag, strerror(ret));
+        goto out;
+    }
+    if (uct_dcx_iface_peer_ah(iface, port, port_len, &ah) != UCS_OK) {
+        goto out; /* logged */
+    }
+    fin = ucs_mpool_get_inline(&iface->op_mp);
+    if (fin == NULL) {
+        ucs_error("dcx: out of memory queueing a rendezvous FIN");
+        goto out;
+    }
+    fin->ah      = ah;
+    fin->dctn    = dctn;
+    fin->tmh_len = DCX_TM_TMH_LEN;
+    fin->fin     = 1;
+    fin->app_ctx = wc->tm_priv;
+    fin->ep_id   = wc->tm_tag;
+    ucs_queue_push(&iface->grant_q, &fin->queue);
+    uct_dcx_iface_send_grants(iface);
+out:
+    uct_dcx_tm_slot_finish(iface, idx, 0, 0, status);
+}
+
 /* A receive completion of a posted tag (expected) */
 static void uct_dcx_tag_rx_expected(uct_dcx_iface_t *iface,
                                     const dcx_wc_t *wc)
@@ -418,12 +503,12 @@ static void uct_dcx_tag_rx_expected(uct_dcx_iface_t *iface,
     priv = uct_dcx_tm_priv(ctx);
 
     if (ucs_unlikely(wc->status != DCX_WC_SUCCESS)) {
-        /* a rendezvous whose data does not fit the buffer is truncated as
-         * an eager one is (the sender gets no FIN: it learns the outcome
-         * from the protocol above) */
+        if (wc->status == DCX_WC_TM_RNDV_INCOMPLETE) {
+            uct_dcx_tag_rndv_incomplete(iface, idx, wc);
+            return;
+        }
         uct_dcx_tm_slot_finish(iface, idx, 0, 0,
-                               ((wc->status == DCX_WC_LOC_LEN_ERR) ||
-                                (wc->status == DCX_WC_TM_RNDV_INCOMPLETE)) ?
+                               (wc->status == DCX_WC_LOC_LEN_ERR) ?
                                UCS_ERR_MESSAGE_TRUNCATED :
                                uct_dcx_status(wc->status));
         return;
@@ -567,6 +652,81 @@ int uct_dcx_iface_tag_params(uct_dcx_iface_t *iface,
     return (tm->eager_cb != NULL) && (tm->rndv_cb != NULL) &&
            (!(fm & UCT_IFACE_PARAM_FIELD_FEATURES) ||
             (params->features & UCT_IFACE_FEATURE_TAG));
+}
+
+/* UCX_DCX_TM_ENABLE against the device: 1 to try a TM SRQ, 0 not to, -1
+ * when it is required and the device has none (logged) */
+int uct_dcx_iface_tm_wanted(uct_dcx_iface_t *iface,
+                            const uct_dcx_iface_config_t *cfg)
+{
+    if (cfg->tm_enable == UCS_NO) {
+        return 0;
+    }
+    if (!(iface->caps->flags & DCX_CAP_TM) || (iface->caps->tm_max_tags == 0)) {
+        if (cfg->tm_enable == UCS_YES) {
+            ucs_error("dcx: %s: UCX_DCX_TM_ENABLE=y but the device has no "
+                      "tag matching", dcx_dev_name(iface->dev));
+            return -1;
+        }
+        return 0;
+    }
+    return 1;
+}
+
+/* Receive completions: a TM SRQ also completes list operations and up to
+ * two completions per listed receive */
+unsigned uct_dcx_iface_tm_rx_cqe(uct_dcx_iface_t *iface, int tm,
+                                 unsigned rx_cqe)
+{
+    if (tm <= 0) {
+        return rx_cqe;
+    }
+    return ucs_min(rx_cqe + iface->caps->tm_max_ops +
+                   2 * iface->caps->tm_max_tags, iface->caps->max_cqe);
+}
+
+/* The SRQ behind the DCT: a tag-matching one when tm > 0 (rx_tmh_len set),
+ * falling back to a plain one under "try" */
+ucs_status_t uct_dcx_iface_srq_create(uct_dcx_iface_t *iface,
+                                      const uct_dcx_iface_config_t *cfg,
+                                      int tm)
+{
+    const char *dev = dcx_dev_name(iface->dev);
+    dcx_srq_attr_t srq_attr;
+    int ret;
+
+    memset(&srq_attr, 0, sizeof(srq_attr));
+    srq_attr.type    = DCX_SRQ_BASIC;
+    srq_attr.max_wr  = cfg->rx_queue_len;
+    srq_attr.max_sge = 1;
+    srq_attr.cq      = iface->rx_cq;
+    if (tm > 0) {
+        srq_attr.type        = DCX_SRQ_TM;
+        srq_attr.tm_max_tags = iface->caps->tm_max_tags;
+        srq_attr.tm_max_ops  = iface->caps->tm_max_ops;
+        ret = dcx_srq_create(iface->pd, &srq_attr, &iface->srq);
+        if (ret == 0) {
+            iface->rx_tmh_len = DCX_TM_TMH_LEN;
+            return UCS_OK;
+        }
+        if (cfg->tm_enable == UCS_YES) {
+            ucs_error("dcx: %s: failed to create a tag-matching SRQ "
+                      "(UCX_DCX_TM_ENABLE=y): %s", dev, strerror(ret));
+            return UCS_ERR_IO_ERROR;
+        }
+        ucs_diag("dcx: %s: no tag-matching SRQ (%s), tag offload off", dev,
+                 strerror(ret));
+        srq_attr.type        = DCX_SRQ_BASIC;
+        srq_attr.tm_max_tags = 0;
+        srq_attr.tm_max_ops  = 0;
+    }
+    ret = dcx_srq_create(iface->pd, &srq_attr, &iface->srq);
+    if (ret != 0) {
+        ucs_error("dcx: %s: failed to create the SRQ: %s", dev,
+                  strerror(ret));
+        return UCS_ERR_IO_ERROR;
+    }
+    return UCS_OK;
 }
 
 /* UCX_DCX_TM_STATS_DIR: the counters in <dir>/dcx-tm.<pid>.<dct>, mapped

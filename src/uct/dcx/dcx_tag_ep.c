@@ -142,16 +142,11 @@ ssize_t uct_dcx_ep_tag_eager_bcopy(uct_ep_h tl_ep, uct_tag_t tag, uint64_t imm,
         return uct_dcx_tag_no_peer_tm(ep, "tag_eager_bcopy");
     }
 
-    status = uct_dcx_ep_tx_begin(iface, ep, 1);
+    status = uct_dcx_ep_desc_begin(iface, ep, 1, uct_dcx_op_release_desc,
+                                   NULL, &desc);
     if (ucs_unlikely(status != UCS_OK)) {
         return status;
     }
-    desc = uct_dcx_iface_get_desc(iface);
-    if (ucs_unlikely(desc == NULL)) {
-        return UCS_ERR_NO_RESOURCE;
-    }
-    desc->op.cb   = uct_dcx_op_release_desc;
-    desc->op.comp = NULL;
 
     data   = uct_dcx_desc_data(desc);
     length = pack_cb(data + DCX_TM_TMH_LEN, arg);

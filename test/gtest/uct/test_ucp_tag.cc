@@ -37,7 +37,9 @@ struct peer {
     std::vector<char> address;
 };
 
-/* Parameter: "on", "off" or "mixed" */
+/* Parameter: "on", "off", "mixed" (b has UCX_DCX_TM_ENABLE=n) or
+ * "mixed_dev" (b's soft device has no tag matching, UCX_DCX_SOFT_TM=n, and
+ * b keeps the default UCX_DCX_TM_ENABLE=try) */
 class ucp_dcx_tm : public ::testing::TestWithParam<std::string> {
 protected:
     virtual void SetUp()
@@ -57,6 +59,9 @@ protected:
         create_peer(&m_a);
         if (GetParam() == "mixed") {
             setenv("UCX_DCX_TM_ENABLE", "n", 1);
+        } else if (GetParam() == "mixed_dev") {
+            setenv("UCX_DCX_TM_ENABLE", "try", 1);
+            setenv("UCX_DCX_SOFT_TM", "n", 1);
         }
         create_peer(&m_b);
         m_ab = connect(&m_a, &m_b);
@@ -75,6 +80,7 @@ protected:
         unsetenv("UCX_TM_FORCE_THRESH");
         unsetenv("UCX_DCX_TM_STATS_DIR");
         unsetenv("UCX_DCX_TM_ENABLE");
+        unsetenv("UCX_DCX_SOFT_TM");
         remove_dir();
     }
 
@@ -398,4 +404,5 @@ TEST_P(ucp_dcx_tm, many_in_flight_both_ways)
 }
 
 INSTANTIATE_TEST_SUITE_P(offload, ucp_dcx_tm,
-                         ::testing::Values("on", "off", "mixed"));
+                         ::testing::Values("on", "off", "mixed",
+                                           "mixed_dev"));

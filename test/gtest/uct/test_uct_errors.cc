@@ -67,21 +67,6 @@ std::vector<char> from_hex(const std::string &s)
     return v;
 }
 
-bool read_full(int fd, void *buf, size_t len)
-{
-    char *p = (char*)buf;
-
-    while (len > 0) {
-        ssize_t n = read(fd, p, len);
-        if (n <= 0) {
-            return false;
-        }
-        p   += n;
-        len -= n;
-    }
-    return true;
-}
-
 } /* namespace */
 
 
@@ -351,28 +336,20 @@ INSTANTIATE_TEST_SUITE_P(policy, uct_dcx_errors,
  * ------------------------------------------------------------------------- */
 
 /* Run in the child process (exec'ed): publishes its addresses and memory on
- * DCX_PEER_FD, then serves until killed.  With DCX_PEER_SEND_TO (a parent
+ * its pipe (spawn_peer), then serves until killed.  With DCX_PEER_SEND_TO (a parent
  * interface's device and interface address, hex, '/'-separated) it first
  * sends DCX_PEER_SEND_COUNT active messages there (enough for a credit
  * request to go out with them) and waits for their delivery; with DCX_PEER_IDLE it never progresses after
  * publishing (its device still acknowledges, it grants nothing). */
 class uct_dcx_peer : public uct_dcx_test {
-protected:
-    virtual void init_env(scoped_env &env)
-    {
-        const char *fabric = getenv("DCX_PEER_FABRIC");
-        if (fabric != NULL) {
-            env.set("UCX_DCX_SOFT_FABRIC", fabric);
-        }
-    }
 };
 
 TEST_F(uct_dcx_peer, DISABLED_serve)
 {
-    const char *fd_str = getenv("DCX_PEER_FD");
+    int in_fd, out_fd;
     peer_info info;
 
-    if (fd_str == NULL) {
+    if (!peer_fds(&in_fd, &out_fd)) {
         GTEST_SKIP() << "run by the peer tests only";
     }
     entity *e = create_entity();
@@ -416,8 +393,7 @@ TEST_F(uct_dcx_peer, DISABLED_serve)
         flush_ep(ep);
         info.sent = n;
     }
-    ASSERT_EQ((ssize_t)sizeof(info), write(atoi(fd_str), &info,
-                                           sizeof(info)));
+    ASSERT_TRUE(write_full(out_fd, &info, sizeof(info)));
     bool slow = (getenv("DCX_PEER_SLOW") != NULL);
     if (getenv("DCX_PEER_IDLE") != NULL) {
         for (;;) {
@@ -436,40 +412,18 @@ class uct_dcx_remote : public uct_dcx_errors {
 protected:
     virtual void TearDown()
     {
-        if (m_child > 0) {
-            kill(m_child, SIGKILL);
-            waitpid(m_child, NULL, 0);
-        }
+        kill_peer(m_peer);
         uct_dcx_errors::TearDown();
     }
 
     /* Starts the peer process on our fabric; ep to it in m_remote */
     void start_peer(entity *from = NULL)
     {
-        int fds[2];
-        char fd_str[16];
         peer_info info;
 
-        ASSERT_EQ(0, pipe(fds));
-        m_child = fork();
-        ASSERT_GE(m_child, 0);
-        if (m_child == 0) {
-            close(fds[0]);
-            snprintf(fd_str, sizeof(fd_str), "%d", fds[1]);
-            setenv("DCX_PEER_FD", fd_str, 1);
-            setenv("DCX_PEER_FABRIC", getenv("UCX_DCX_SOFT_FABRIC"), 1);
-            /* the child's gtest report would mix with ours */
-            if (freopen("/dev/null", "w", stdout) == NULL) {
-                _exit(126);
-            }
-            execl("/proc/self/exe", "gtest_uct_peer",
-                  "--gtest_filter=uct_dcx_peer.DISABLED_serve",
-                  "--gtest_also_run_disabled_tests", (char*)NULL);
-            _exit(127);
-        }
-        close(fds[1]);
-        ASSERT_TRUE(read_full(fds[0], &info, sizeof(info)));
-        close(fds[0]);
+        m_peer = spawn_peer("uct_dcx_peer.DISABLED_serve");
+        ASSERT_GT(m_peer.pid, 0);
+        ASSERT_TRUE(read_full(m_peer.from, &info, sizeof(info)));
 
         uct_ep_params_t params;
         memset(&params, 0, sizeof(params));
@@ -489,7 +443,6 @@ protected:
 
     virtual void SetUp()
     {
-        m_child = -1;
         uct_dcx_errors::SetUp();
     }
 
@@ -500,7 +453,7 @@ protected:
         }
     }
 
-    pid_t             m_child;
+    peer_proc         m_peer;
     uct_ep_h          m_remote;
     uct_rkey_bundle_t m_rkb;
     uint64_t          m_remote_buf;
@@ -526,9 +479,7 @@ TEST_P(uct_dcx_remote, peer_killed)
     EXPECT_EQ(UCS_OK, comp.status);
     EXPECT_EQ(0u, result);
 
-    kill(m_child, SIGKILL);
-    waitpid(m_child, NULL, 0);
-    m_child = -1;
+    kill_peer(m_peer);
 
     ASSERT_EQ(UCS_OK, retry([&] {
         return uct_ep_put_short(m_remote, &value, 8, m_remote_buf,
@@ -550,9 +501,7 @@ TEST_P(uct_dcx_remote, ep_check_dead_peer)
     flush_iface(m_a);
     EXPECT_TRUE(m_errors.empty());
 
-    kill(m_child, SIGKILL);
-    waitpid(m_child, NULL, 0);
-    m_child = -1;
+    kill_peer(m_peer);
 
     ASSERT_EQ(UCS_OK, uct_ep_check(m_remote, 0, NULL));
     ASSERT_TRUE(wait_error(m_remote, &status));
@@ -573,9 +522,7 @@ TEST_P(uct_dcx_remote, ep_destroyed_with_work_in_flight)
     uint64_t value = 1;
 
     start_peer();
-    kill(m_child, SIGKILL);
-    waitpid(m_child, NULL, 0);
-    m_child = -1;
+    kill_peer(m_peer);
 
     ASSERT_EQ(UCS_OK, uct_ep_check(m_remote, 0, NULL));
     ASSERT_EQ(UCS_OK, retry([&] {
@@ -605,9 +552,7 @@ TEST_P(uct_dcx_remote, shared_dci_survives_peer_death)
     ucs_status_t status;
 
     start_peer(c);
-    kill(m_child, SIGKILL);
-    waitpid(m_child, NULL, 0);
-    m_child = -1;
+    kill_peer(m_peer);
 
     ASSERT_EQ(UCS_OK, retry([&] {
         return uct_ep_put_short(m_remote, &value, 8, m_remote_buf,
@@ -719,9 +664,7 @@ protected:
 
     void kill_peer()
     {
-        kill(m_child, SIGKILL);
-        waitpid(m_child, NULL, 0);
-        m_child = -1;
+        dcx_test::kill_peer(m_peer);
     }
 };
 

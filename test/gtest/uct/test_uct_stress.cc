@@ -67,31 +67,6 @@ struct report {
     uint64_t incomplete;     /* survivors whose messages did not all come */
 };
 
-bool read_full(int fd, void *buf, size_t len, int timeout_ms)
-{
-    char *p = (char*)buf;
-    struct pollfd pfd;
-
-    while (len > 0) {
-        pfd.fd     = fd;
-        pfd.events = POLLIN;
-        int ret = poll(&pfd, 1, timeout_ms);
-        if (ret < 0 && errno == EINTR) {
-            continue;
-        }
-        if (ret <= 0) {
-            return false;
-        }
-        ssize_t n = read(fd, p, len);
-        if (n <= 0) {
-            return false;
-        }
-        p   += n;
-        len -= n;
-    }
-    return true;
-}
-
 unsigned env_uint(const char *name, unsigned def)
 {
     const char *v = getenv(name);
@@ -107,14 +82,6 @@ unsigned env_uint(const char *name, unsigned def)
 
 class uct_dcx_stress_worker : public uct_dcx_test {
 protected:
-    virtual void init_env(scoped_env &env)
-    {
-        const char *fabric = getenv("DCX_STRESS_FABRIC");
-        if (fabric != NULL) {
-            env.set("UCX_DCX_SOFT_FABRIC", fabric);
-        }
-    }
-
     struct peer {
         uct_ep_h          ep;
         bool              alive;
@@ -341,14 +308,15 @@ protected:
 
 void uct_dcx_stress_worker::run()
 {
-    int out_fd        = atoi(getenv("DCX_STRESS_OUT"));
-    int in_fd         = atoi(getenv("DCX_STRESS_IN"));
+    int in_fd = -1, out_fd = -1;
+    bool is_peer      = peer_fds(&in_fd, &out_fd);
     unsigned nprocs   = env_uint("DCX_STRESS_PROCS", 4);
     unsigned rounds   = env_uint("DCX_STRESS_ROUNDS", 100);
     unsigned victim   = nprocs - 1;
     std::vector<report> infos(nprocs);
     report rep;
 
+    ASSERT_TRUE(is_peer);
     m_rank = env_uint("DCX_STRESS_RANK", 0);
     m_ops = m_losses = m_corruptions = m_false_failures = 0;
     m_stuck = false;
@@ -472,7 +440,9 @@ void uct_dcx_stress_worker::run()
 
 TEST_F(uct_dcx_stress_worker, DISABLED_run)
 {
-    if (getenv("DCX_STRESS_OUT") == NULL) {
+    int in_fd, out_fd;
+
+    if (!peer_fds(&in_fd, &out_fd)) {
         GTEST_SKIP() << "run by uct_dcx_stress only";
     }
     run();
@@ -514,39 +484,20 @@ TEST_P(uct_dcx_stress, peer_killed_mid_run)
     ASSERT_GE(nprocs, 3u);
     ASSERT_LE(nprocs, MAX_PROCS);
     for (unsigned i = 0; i < nprocs; ++i) {
-        int o[2], n[2];
-        char buf[5][32];
+        std::map<std::string, std::string> env;
+        char buf[3][32];
 
-        ASSERT_EQ(0, pipe(o));
-        ASSERT_EQ(0, pipe(n));
-        pids[i] = fork();
-        ASSERT_GE(pids[i], 0);
-        if (pids[i] == 0) {
-            close(o[0]);
-            close(n[1]);
-            snprintf(buf[0], sizeof(buf[0]), "%d", o[1]);
-            snprintf(buf[1], sizeof(buf[1]), "%d", n[0]);
-            snprintf(buf[2], sizeof(buf[2]), "%u", i);
-            snprintf(buf[3], sizeof(buf[3]), "%u", nprocs);
-            snprintf(buf[4], sizeof(buf[4]), "%u", rounds);
-            setenv("DCX_STRESS_OUT", buf[0], 1);
-            setenv("DCX_STRESS_IN", buf[1], 1);
-            setenv("DCX_STRESS_RANK", buf[2], 1);
-            setenv("DCX_STRESS_PROCS", buf[3], 1);
-            setenv("DCX_STRESS_ROUNDS", buf[4], 1);
-            setenv("DCX_STRESS_FABRIC", getenv("UCX_DCX_SOFT_FABRIC"), 1);
-            if (freopen("/dev/null", "w", stdout) == NULL) {
-                _exit(126);
-            }
-            execl("/proc/self/exe", "gtest_uct_stress",
-                  "--gtest_filter=uct_dcx_stress_worker.DISABLED_run",
-                  "--gtest_also_run_disabled_tests", (char*)NULL);
-            _exit(127);
-        }
-        close(o[1]);
-        close(n[0]);
-        out[i] = o[0];
-        in[i]  = n[1];
+        snprintf(buf[0], sizeof(buf[0]), "%u", i);
+        snprintf(buf[1], sizeof(buf[1]), "%u", nprocs);
+        snprintf(buf[2], sizeof(buf[2]), "%u", rounds);
+        env["DCX_STRESS_RANK"]   = buf[0];
+        env["DCX_STRESS_PROCS"]  = buf[1];
+        env["DCX_STRESS_ROUNDS"] = buf[2];
+        peer_proc p = spawn_peer("uct_dcx_stress_worker.DISABLED_run", env);
+        ASSERT_GT(p.pid, 0);
+        pids[i] = p.pid;
+        out[i]  = p.from;
+        in[i]   = p.to;
     }
 
     const int limit_ms = limit_sec * 1000;

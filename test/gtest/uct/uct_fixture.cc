@@ -9,7 +9,11 @@
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
+#include <cerrno>
 #include <cstring>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <time.h>
 
@@ -57,7 +61,12 @@ void uct_dcx_test::SetUp()
 
     log_counter::install();
     m_env.set("UCX_DCX_SOFT_DEVICES", "1");
-    m_env.set("UCX_DCX_SOFT_FABRIC", unique_fabric());
+    if (getenv("DCX_PEER_FABRIC") != NULL) {
+        /* a peer process joins its parent's fabric */
+        m_env.set("UCX_DCX_SOFT_FABRIC", getenv("DCX_PEER_FABRIC"));
+    } else {
+        m_env.set("UCX_DCX_SOFT_FABRIC", unique_fabric());
+    }
     init_env(m_env);
 
     m_component = NULL;
@@ -207,6 +216,12 @@ entity *uct_dcx_test::create_entity(const std::map<std::string, std::string>
 
 uct_ep_h uct_dcx_test::connect(entity *from, entity *to)
 {
+    return connect_addr(from, &to->dev_addr[0], &to->iface_addr[0]);
+}
+
+uct_ep_h uct_dcx_test::connect_addr(entity *from, const void *dev_addr,
+                                    const void *iface_addr)
+{
     uct_ep_params_t params;
     uct_ep_h ep = NULL;
 
@@ -215,8 +230,8 @@ uct_ep_h uct_dcx_test::connect(entity *from, entity *to)
                         UCT_EP_PARAM_FIELD_DEV_ADDR |
                         UCT_EP_PARAM_FIELD_IFACE_ADDR;
     params.iface      = from->iface;
-    params.dev_addr   = (const uct_device_addr_t*)&to->dev_addr[0];
-    params.iface_addr = (const uct_iface_addr_t*)&to->iface_addr[0];
+    params.dev_addr   = (const uct_device_addr_t*)dev_addr;
+    params.iface_addr = (const uct_iface_addr_t*)iface_addr;
     EXPECT_EQ(UCS_OK, uct_ep_create(&params, &ep));
     m_eps.push_back(ep);
     return ep;
@@ -330,6 +345,130 @@ ucs_status_t uct_dcx_test::err_handler(void *arg, uct_ep_h ep,
 dcx_dev_t *uct_dcx_test::device() const
 {
     return ((uct_dcx_md_t*)m_md)->dev;
+}
+
+peer_proc spawn_peer(const std::string &gtest_filter,
+                     const std::map<std::string, std::string> &env)
+{
+    std::map<std::string, std::string>::const_iterator it;
+    std::string filter = "--gtest_filter=" + gtest_filter;
+    int down[2], up[2];
+    char buf[2][16];
+    peer_proc p;
+
+    if (pipe(down) != 0) {
+        return p;
+    }
+    if (pipe(up) != 0) {
+        close(down[0]);
+        close(down[1]);
+        return p;
+    }
+    p.pid = fork();
+    if (p.pid == 0) {
+        close(down[1]);
+        close(up[0]);
+        snprintf(buf[0], sizeof(buf[0]), "%d", down[0]);
+        snprintf(buf[1], sizeof(buf[1]), "%d", up[1]);
+        setenv("DCX_PEER_IN", buf[0], 1);
+        setenv("DCX_PEER_OUT", buf[1], 1);
+        setenv("DCX_PEER_FABRIC", getenv("UCX_DCX_SOFT_FABRIC"), 1);
+        for (it = env.begin(); it != env.end(); ++it) {
+            setenv(it->first.c_str(), it->second.c_str(), 1);
+        }
+        /* the child's gtest report would mix with ours */
+        if (freopen("/dev/null", "w", stdout) == NULL) {
+            _exit(126);
+        }
+        execl("/proc/self/exe", "gtest_peer", filter.c_str(),
+              "--gtest_also_run_disabled_tests", (char*)NULL);
+        _exit(127);
+    }
+    close(down[0]);
+    close(up[1]);
+    if (p.pid < 0) {
+        close(down[1]);
+        close(up[0]);
+        return p;
+    }
+    p.from = up[0];
+    p.to   = down[1];
+    return p;
+}
+
+void kill_peer(peer_proc &p)
+{
+    if (p.pid > 0) {
+        kill(p.pid, SIGKILL);
+        waitpid(p.pid, NULL, 0);
+        p.pid = -1;
+    }
+    if (p.from >= 0) {
+        close(p.from);
+        p.from = -1;
+    }
+    if (p.to >= 0) {
+        close(p.to);
+        p.to = -1;
+    }
+}
+
+bool peer_fds(int *in_fd, int *out_fd)
+{
+    const char *in = getenv("DCX_PEER_IN"), *out = getenv("DCX_PEER_OUT");
+
+    if ((in == NULL) || (out == NULL)) {
+        return false;
+    }
+    *in_fd  = atoi(in);
+    *out_fd = atoi(out);
+    return true;
+}
+
+bool read_full(int fd, void *buf, size_t len, int timeout_ms)
+{
+    char *p = (char*)buf;
+    struct pollfd pfd;
+    ssize_t n;
+    int ret;
+
+    while (len > 0) {
+        pfd.fd     = fd;
+        pfd.events = POLLIN;
+        ret        = poll(&pfd, 1, timeout_ms);
+        if ((ret < 0) && (errno == EINTR)) {
+            continue;
+        }
+        if (ret <= 0) {
+            return false;
+        }
+        n = read(fd, p, len);
+        if (n <= 0) {
+            return false;
+        }
+        p   += n;
+        len -= n;
+    }
+    return true;
+}
+
+bool write_full(int fd, const void *buf, size_t len)
+{
+    const char *p = (const char*)buf;
+    ssize_t n;
+
+    while (len > 0) {
+        n = write(fd, p, len);
+        if ((n < 0) && (errno == EINTR)) {
+            continue;
+        }
+        if (n <= 0) {
+            return false;
+        }
+        p   += n;
+        len -= n;
+    }
+    return true;
 }
 
 } /* namespace dcx_test */

@@ -19,6 +19,8 @@ extern "C" {
 
 #include "log_counter.h"
 
+#include <sys/types.h>
+
 #include <functional>
 #include <map>
 #include <string>
@@ -65,6 +67,9 @@ protected:
     ucs_status_t try_create_entity(const std::map<std::string, std::string>
                                    &cfg, entity **e_p);
     uct_ep_h connect(entity *from, entity *to);
+    /* An ep to the interface of these (packed) addresses */
+    uct_ep_h connect_addr(entity *from, const void *dev_addr,
+                          const void *iface_addr);
     void destroy_ep(uct_ep_h ep);
 
     unsigned progress();
@@ -114,6 +119,30 @@ protected:
         env.set("UCX_DCX_DCI_POLICY", GetParam());
     }
 };
+
+/* A peer process: this test binary run again with one (DISABLED_) test, on
+ * the parent's soft fabric, with a pipe each way.  In the child,
+ * DCX_PEER_FABRIC names the fabric (uct_dcx_test::SetUp uses it) and
+ * DCX_PEER_IN / DCX_PEER_OUT the child's ends of the pipes. */
+struct peer_proc {
+    pid_t pid;
+    int   from;   /* parent reads what the child writes */
+    int   to;     /* parent writes what the child reads */
+
+    peer_proc() : pid(-1), from(-1), to(-1) {}
+};
+
+/* Starts the peer; env is set in the child only.  pid < 0 on failure. */
+peer_proc spawn_peer(const std::string &gtest_filter,
+                     const std::map<std::string, std::string> &env =
+                     std::map<std::string, std::string>());
+/* SIGKILLs the peer (if alive) and closes its pipes */
+void kill_peer(peer_proc &p);
+/* The child's ends: false when not run as a peer */
+bool peer_fds(int *in_fd, int *out_fd);
+/* Whole reads and writes on the pipes; timeout_ms < 0 waits forever */
+bool read_full(int fd, void *buf, size_t len, int timeout_ms = -1);
+bool write_full(int fd, const void *buf, size_t len);
 
 /* Every DCI pool policy, for INSTANTIATE_TEST_SUITE_P */
 #define UCT_DCX_POLICIES ::testing::Values("dcs", "dcs_quota", "rand")
