@@ -113,6 +113,10 @@ typedef struct dcx_soft_stats {
     uint64_t helper_packets;      /* packets the helper thread processed */
     uint64_t resp_drops;          /* responses dropped: requester ring full */
     uint64_t prods;               /* peer helpers woken for unserved requests */
+    uint64_t direct_writes;       /* RDMA WRITEs executed by this initiator */
+    uint64_t direct_reads;        /* RDMA READs executed by this initiator */
+    uint64_t direct_bytes;
+    uint64_t direct_fallbacks;    /* started direct, went by packets */
 } dcx_soft_stats_t;
 
 int  dcx_soft_stats(dcx_dev_t *dev, dcx_soft_stats_t *stats);
@@ -141,6 +145,11 @@ int  dcx_soft_tm_stats(dcx_srq_t *srq, dcx_soft_tm_stats_t *stats);
  * dcx_dev_open() in this process are tokens[0], tokens[1], ... instead of
  * random ones, so that a test can occupy the names a device will try. */
 void dcx_soft_test_set_tokens(const uint64_t *tokens, unsigned count);
+
+/* Tests only: how many initiators' in-flight markers (a direct RDMA copy
+ * into or out of this device's memory under way, or left by a process that
+ * died in one) the device's published tables hold right now. */
+unsigned dcx_soft_direct_inflight(dcx_dev_t *dev);
 
 /* True if dev is a soft device. */
 int  dcx_dev_is_soft(const dcx_dev_t *dev);

@@ -159,6 +159,15 @@ ucs_config_field_t uct_dcx_md_config_table[] = {
      ucs_offsetof(uct_dcx_md_config_t, soft.rnr_retry),
      UCT_DCX_CONFIG_TYPE_LIMIT},
 
+    {"SOFT_DIRECT", "y",
+     "Soft device: RDMA writes and reads (put/get zcopy and bcopy) are\n"
+     "executed by the initiator, copying directly between the two processes'\n"
+     "registered memory with cross-memory attach, without the target's CPU, as\n"
+     "a NIC does by DMA.  Where cross-memory attach is refused (ptrace policy,\n"
+     "seccomp, containers), with fault injection, or when disabled here, the\n"
+     "target's responder executes them.",
+     ucs_offsetof(uct_dcx_md_config_t, soft.direct), UCS_CONFIG_TYPE_BOOL},
+
     {NULL}
 };
 
@@ -307,6 +316,7 @@ uct_dcx_md_list_params(const uct_dcx_md_config_t *config,
     params->mlx5_enable = config->mlx5_enable;
     params->soft_count  = config->soft_devices;
     params->soft_fabric = config->soft_fabric;
+    limits->direct      = !!config->soft.direct;
 
     if (config->soft_devices > UCT_DCX_MAX_SOFT_DEVICES) {
         ucs_error("dcx: UCX_DCX_SOFT_DEVICES=%u is more than %u",

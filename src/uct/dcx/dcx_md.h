@@ -68,6 +68,7 @@ typedef struct uct_dcx_md_config {
         unsigned long       retry_cnt;
         ucs_time_t          rnr_timer;
         unsigned long       rnr_retry;
+        int                 direct;
     } soft;
 } uct_dcx_md_config_t;
 
