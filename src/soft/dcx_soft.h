@@ -31,6 +31,17 @@
  *    once; copies into and out of peer-named memory are kernel copies
  *    (process_vm_writev/readv), so memory that vanished anyway gives the
  *    initiator REM_ACCESS_ERR (see soft_mem.c).
+ *  - limits.direct = 1 (the transport's UCX_DCX_SOFT_DIRECT, default on):
+ *    an RDMA WRITE or READ posted on a DCI with nothing else outstanding is
+ *    executed by the initiator, one process_vm_writev/readv between the two
+ *    processes' memory, checked against the DCT and MR tables the target
+ *    publishes in its port segment (when its device also has direct on);
+ *    it completes at once, and the target's CPU does nothing.  Whatever
+ *    that check refuses, and everything under fault injection or where
+ *    cross-memory attach is refused, goes by packets as before, with the
+ *    same completions.  mr_dereg and dcx_dev_mem_unmapped() wait for
+ *    initiators' copies in flight into the region (bounded; soft_direct.c).
+ *    Counted in dcx_soft_stats_t.direct_*.
  *  - qp->post_send, srq->post_recv and cq->poll take the device's engine
  *    lock and are thread-safe; a full send queue or SRQ returns ENOMEM with
  *    a debug-level log line only (it is flow control, not an error).
