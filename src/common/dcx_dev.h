@@ -181,6 +181,10 @@ typedef struct dcx_soft_limits {
     uint32_t  retry_cnt;        /* retries before RETRY_EXC (0..7) */
     uint32_t  rnr_timer_us;     /* delay before an RNR retry */
     uint32_t  rnr_retry;        /* 0..6 retries; 7 = retry forever */
+    /* 1: RDMA WRITE/READ are executed by the initiator (cross-memory
+     * attach, no target CPU) where both ends allow it; 0 (default): by the
+     * target's responder */
+    uint32_t  direct;
 } dcx_soft_limits_t;
 
 /* What to look for when listing devices. */

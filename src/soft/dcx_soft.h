@@ -31,6 +31,17 @@
  *    once; copies into and out of peer-named memory are kernel copies
  *    (process_vm_writev/readv), so memory that vanished anyway gives the
  *    initiator REM_ACCESS_ERR (see soft_mem.c).
+ *  - limits.direct = 1 (the transport's UCX_DCX_SOFT_DIRECT, default on):
+ *    an RDMA WRITE or READ posted on a DCI with nothing else outstanding is
+ *    executed by the initiator, one process_vm_writev/readv between the two
+ *    processes' memory, checked against the DCT and MR tables the target
+ *    publishes in its port segment (when its device also has direct on);
+ *    it completes at once, and the target's CPU does nothing.  Whatever
+ *    that check refuses, and everything under fault injection or where
+ *    cross-memory attach is refused, goes by packets as before, with the
+ *    same completions.  mr_dereg and dcx_dev_mem_unmapped() wait for
+ *    initiators' copies in flight into the region (bounded; soft_direct.c).
+ *    Counted in dcx_soft_stats_t.direct_*.
  *  - qp->post_send, srq->post_recv and cq->poll take the device's engine
  *    lock and are thread-safe; a full send queue or SRQ returns ENOMEM with
  *    a debug-level log line only (it is flow control, not an error).
@@ -113,6 +124,10 @@ typedef struct dcx_soft_stats {
     uint64_t helper_packets;      /* packets the helper thread processed */
     uint64_t resp_drops;          /* responses dropped: requester ring full */
     uint64_t prods;               /* peer helpers woken for unserved requests */
+    uint64_t direct_writes;       /* RDMA WRITEs executed by this initiator */
+    uint64_t direct_reads;        /* RDMA READs executed by this initiator */
+    uint64_t direct_bytes;
+    uint64_t direct_fallbacks;    /* started direct, went by packets */
 } dcx_soft_stats_t;
 
 int  dcx_soft_stats(dcx_dev_t *dev, dcx_soft_stats_t *stats);
@@ -141,6 +156,11 @@ int  dcx_soft_tm_stats(dcx_srq_t *srq, dcx_soft_tm_stats_t *stats);
  * dcx_dev_open() in this process are tokens[0], tokens[1], ... instead of
  * random ones, so that a test can occupy the names a device will try. */
 void dcx_soft_test_set_tokens(const uint64_t *tokens, unsigned count);
+
+/* Tests only: how many initiators' in-flight markers (a direct RDMA copy
+ * into or out of this device's memory under way, or left by a process that
+ * died in one) the device's published tables hold right now. */
+unsigned dcx_soft_direct_inflight(dcx_dev_t *dev);
 
 /* True if dev is a soft device. */
 int  dcx_dev_is_soft(const dcx_dev_t *dev);

@@ -160,6 +160,8 @@ typedef struct soft_port_hdr {
     char         fabric[48];
     soft_ring_t  req;
     soft_ring_t  resp;
+    /* initiator-side one-sided tables (soft_direct.h); 0: none */
+    uint64_t     direct_off;
 } soft_port_hdr_t;
 
 /* A port address.  Every field but the token is checked by
@@ -197,6 +199,7 @@ typedef struct soft_peer {
     uint64_t          watch_pos;   /* ring position after our newest one */
     uint64_t          watch_head;  /* peer's ring head when last looked at */
     uint64_t          watch_since; /* no progress seen since; 0: none */
+    int               direct_off;  /* cross-memory attach refused */
 } soft_peer_t;
 
 /* ------------------------------------------------------------------------
@@ -449,6 +452,11 @@ struct soft_dev {
     uint64_t            now;        /* clock of the current engine pass */
     soft_stall_t        req_stall;
     soft_stall_t        resp_stall;
+    /* initiator-side RDMA WRITE/READ (soft_direct.c): executes w and
+     * returns 1, or 0 for the packet path; chosen at open */
+    int               (*one_sided)(soft_qp_t *qp, soft_swqe_t *w);
+    struct soft_direct_area *direct;   /* our published tables, or NULL */
+    uint64_t            direct_start;  /* our start time (liveness) */
     /* helper thread */
     pthread_t           helper;
     int                 helper_started;

@@ -7,6 +7,7 @@
 #endif
 
 #include "soft.h"
+#include "soft_direct.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -96,7 +97,8 @@ static int soft_limits_ok(const dcx_soft_limits_t *l, const char *who)
         {"max_msg_size",  l->max_msg_size,  DCX_SOFT_LIMIT_MAX_MSG_SIZE},
         {"mtu",           l->mtu,           DCX_SOFT_LIMIT_MAX_MTU},
         {"retry_cnt",     l->retry_cnt,     7},
-        {"rnr_retry",     l->rnr_retry,     7}
+        {"rnr_retry",     l->rnr_retry,     7},
+        {"direct",        l->direct,        1}
     };
     unsigned i;
 
@@ -533,6 +535,7 @@ int soft_key_insert(soft_dev_t *dev, soft_mr_t *mr, const char *what)
     } else {
         dev->num_mkeys++;
     }
+    soft_direct_mr_publish(dev, mr);
     pthread_mutex_unlock(&dev->mr_lock);
     dev->num_mr_used++;
     pthread_mutex_unlock(&dev->lock);
@@ -550,6 +553,8 @@ void soft_key_remove(soft_dev_t *dev, soft_mr_t *mr)
     if (mr->mkey != NULL) {
         dev->num_mkeys--;
     }
+    /* initiators copying into it directly finish their chunk first */
+    soft_direct_mr_withdraw(dev, mr);
     pthread_mutex_unlock(&dev->mr_lock);
     dev->num_mr_used--;
     pthread_mutex_unlock(&dev->lock);

@@ -14,6 +14,7 @@
 #endif
 
 #include "soft.h"
+#include "soft_direct.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -333,7 +334,8 @@ int soft_port_create(soft_dev_t *dev)
 
     ring_bytes = (uint64_t)SOFT_RING_SLOTS *
                  ((SOFT_SLOT_HDR + payload + 63u) & ~63u);
-    size       = SOFT_SEG_HDR_SIZE + 2 * ring_bytes;
+    size       = SOFT_SEG_HDR_SIZE + 2 * ring_bytes +
+                 soft_direct_area_size(dev);
 
     /* The name carries a random token: nobody can predict it, and a name
      * that exists already (a collision, or someone who guessed it) only
@@ -392,6 +394,7 @@ int soft_port_create(soft_dev_t *dev)
     snprintf(hdr->fabric, sizeof(hdr->fabric), "%s", dev->fabric);
     soft_ring_init(&hdr->req, hdr, SOFT_SEG_HDR_SIZE, payload);
     soft_ring_init(&hdr->resp, hdr, SOFT_SEG_HDR_SIZE + ring_bytes, payload);
+    soft_direct_init(dev, hdr, SOFT_SEG_HDR_SIZE + 2 * ring_bytes);
     __atomic_store_n(&hdr->ready, 1, __ATOMIC_RELEASE);
     __atomic_store_n(&hdr->magic, SOFT_MAGIC, __ATOMIC_RELEASE);
 
@@ -498,8 +501,9 @@ soft_peer_t *soft_peer_get(soft_dev_t *dev, uint32_t pid, uint32_t inst,
     peer->inst  = inst;
     peer->token = token;
     if ((pid == dev->pid) && (inst == dev->inst) && (token == dev->token)) {
-        peer->own = 1;
-        peer->hdr = dev->hdr;
+        peer->own      = 1;
+        peer->hdr      = dev->hdr;
+        peer->map_size = dev->seg_size;
     }
     peer->next = dev->peers;
     dev->peers = peer;

@@ -8,6 +8,7 @@
 #endif
 
 #include "soft.h"
+#include "soft_direct.h"
 
 #include <errno.h>
 
@@ -40,6 +41,7 @@ int dcx_soft_fault_inject(dcx_dev_t *dev_, const dcx_soft_fault_t *fault)
         __atomic_store_n(&dev->hdr->killed, 1, __ATOMIC_RELEASE);
         dcx_info("%s: port killed by fault injection", dev->super.caps.name);
     }
+    soft_direct_fault_changed(dev);
     pthread_mutex_unlock(&dev->lock);
     return 0;
 }
@@ -54,6 +56,7 @@ void dcx_soft_fault_clear(dcx_dev_t *dev_)
     dev = soft_dev(dev_);
     pthread_mutex_lock(&dev->lock);
     dev->fault.rule.type = DCX_SOFT_FAULT_NONE;
+    soft_direct_fault_changed(dev);
     pthread_mutex_unlock(&dev->lock);
 }
 

@@ -45,6 +45,7 @@
 #endif
 
 #include "soft.h"
+#include "soft_direct.h"
 
 #include <errno.h>
 #include <sched.h>
@@ -185,6 +186,7 @@ void soft_mem_unmapped(dcx_dev_t *dev_, const void *addr, size_t len)
             continue;
         }
         __atomic_store_n(&mr->invalid, 1, __ATOMIC_SEQ_CST);
+        soft_direct_mr_unpublish(dev, mr);
         dcx_debug("%s: mr key 0x%x [0x%llx, 0x%llx) invalidated: memory "
                   "unmapped", dev->super.caps.name, mr->super.lkey,
                   (unsigned long long)mr->start, (unsigned long long)mr->end);
@@ -198,4 +200,5 @@ void soft_mem_unmapped(dcx_dev_t *dev_, const void *addr, size_t len)
     while (__atomic_load_n(&dev->copying, __ATOMIC_SEQ_CST)) {
         sched_yield();   /* one packet's copy */
     }
+    soft_direct_quiesce(dev, 0);   /* initiators' chunks in flight */
 }

@@ -8,6 +8,7 @@
 #endif
 
 #include "soft.h"
+#include "soft_direct.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -430,6 +431,7 @@ int soft_qp_create(dcx_pd_t *pd, const dcx_qp_attr_t *attr, dcx_qp_t **qp_p)
     } else {
         __atomic_store_n(&qp->super.state, DCX_QPS_RTR, __ATOMIC_RELAXED);
         qp->srq->refs++;
+        soft_direct_dct_publish(dev, qp, 1);
     }
     qp->cq->refs++;
     dev->num_objs++;
@@ -461,6 +463,7 @@ int soft_qp_destroy(dcx_qp_t *qp_)
         dev->num_dcis--;
         soft_cq_purge(qp->cq, qp, 0);
     } else {
+        soft_direct_dct_publish(dev, qp, 0);
         soft_resp_forget_dct(dev, qp);
         qp->srq->refs--;
     }

@@ -519,6 +519,16 @@ void soft_req_run(soft_qp_t *qp, uint64_t now)
                 }
                 return;
             }
+            if ((qp->sq_comp == qp->sq_send) &&
+                ((w->wr.opcode == DCX_WR_RDMA_WRITE) ||
+                 (w->wr.opcode == DCX_WR_RDMA_READ)) &&
+                dev->one_sided(qp, w)) {
+                /* executed by us (soft_direct.c): nothing of this DCI was
+                 * on the wire, so per-DCI order holds */
+                soft_req_complete(qp, DCX_WC_SUCCESS, (uint32_t)w->total_len,
+                                  now);
+                continue;
+            }
             if (qp->sq_comp != qp->sq_send) {
                 /* one destination at a time */
                 prev = soft_wqe(qp, qp->sq_send - 1);

@@ -16,6 +16,7 @@
 #endif
 
 #include "soft.h"
+#include "soft_direct.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -125,6 +126,7 @@ static void soft_resp_recv_cqe(soft_dev_t *dev, soft_qp_t *dct,
     rs->have_recv = 0;
     if (soft_cq_push(dct->cq, &wc, NULL, 0) != 0) {
         __atomic_store_n(&dct->super.state, DCX_QPS_ERR, __ATOMIC_RELAXED);
+        soft_direct_dct_publish(dev, dct, 0);
     }
 }
 

@@ -171,6 +171,15 @@ ucs_config_field_t uct_dcx_md_config_table[] = {
      "=y fails, so a job can mix processes with and without offload.",
      ucs_offsetof(uct_dcx_md_config_t, soft.tm), UCS_CONFIG_TYPE_BOOL},
 
+    {"SOFT_DIRECT", "y",
+     "Soft device: RDMA writes and reads (put/get zcopy and bcopy) are\n"
+     "executed by the initiator, copying directly between the two processes'\n"
+     "registered memory with cross-memory attach, without the target's CPU, as\n"
+     "a NIC does by DMA.  Where cross-memory attach is refused (ptrace policy,\n"
+     "seccomp, containers), with fault injection, or when disabled here, the\n"
+     "target's responder executes them.",
+     ucs_offsetof(uct_dcx_md_config_t, soft.direct), UCS_CONFIG_TYPE_BOOL},
+
     {NULL}
 };
 
@@ -322,6 +331,7 @@ uct_dcx_md_list_params(const uct_dcx_md_config_t *config,
     params->soft_count  = config->soft_devices;
     params->soft_fabric = config->soft_fabric;
     limits->tm_off      = !config->soft.tm;
+    limits->direct      = !!config->soft.direct;
 
     if (config->soft_devices > UCT_DCX_MAX_SOFT_DEVICES) {
         ucs_error("dcx: UCX_DCX_SOFT_DEVICES=%u is more than %u",

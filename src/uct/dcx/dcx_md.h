@@ -72,6 +72,7 @@ typedef struct uct_dcx_md_config {
         unsigned long       rnr_retry;
         unsigned long       mkey_max_entries;
         int                 tm;
+        int                 direct;
     } soft;
 } uct_dcx_md_config_t;
 

@@ -1,0 +1,523 @@
+/*
+ * Soft device: RDMA WRITE and READ executed by the initiator, as a NIC
+ * executes them by DMA: one copy between the two processes' registered
+ * memory (process_vm_writev / process_vm_readv on the target's pid), with
+ * no target CPU involved, and a completion generated locally.
+ *
+ * Tables.  A port whose device was opened with limits.direct publishes, at
+ * the end of its segment (soft_direct_area_t), a copy of what its responder
+ * checks: per DCT (number, DC key, access, not in error) and per plain MR
+ * (key, access, [start, end)), each entry under a seqlock (seq odd while it
+ * changes).  Only the owner writes them, under its mr_lock / engine lock.
+ *
+ * When the initiator goes direct (soft_direct_exec): only for RDMA_WRITE /
+ * RDMA_READ of at least one byte, when the DCI has nothing else on the
+ * wire (so an atomic or any earlier operation of the DCI completes first:
+ * per-DCI order is kept; a later AM's packet is queued only after the
+ * write's data is in place), no fault injection is configured here, the
+ * target is not killed and publishes its tables, the local sges are plain
+ * MRs, the target's DCT and MR entries grant the access over the whole
+ * range, and cross-memory attach works towards that target.  In every
+ * other case, and on every check that fails, the WQE takes the packet path
+ * unchanged: the target's responder then produces exactly today's outcome
+ * (REM_ACCESS_ERR NAK, DC key drop and timeout, its counters).  Nothing was
+ * written by then except when a deregistration raced a transfer in
+ * progress, as it may with a NIC.
+ *
+ * Deregistration protocol (no write after mr_dereg / an unmap hook returns):
+ *  writer, per chunk of at most SOFT_DIRECT_CHUNK bytes, with a slot of the
+ *  target's marker table claimed for the operation (owner = our device
+ *  token, pid and process start time for liveness):
+ *    1. slot.key = rkey                      (seq_cst store: intent)
+ *    2. read the MR entry under its seqlock (seq_cst loads) and check it
+ *    3. process_vm_writev / readv of the chunk
+ *    4. slot.gen++; slot.key = 0             (release)
+ *  owner, deregistering or invalidating key K:
+ *    1. entry: seq odd, key = 0, seq even    (seq_cst stores)
+ *    2. for every slot with key == K: wait until its key changes or its
+ *       gen moves on (that chunk is over; the writer's next step 2 sees the
+ *       entry gone), or its process is dead (the slot is reclaimed).
+ *  Either the writer's step 2 follows the owner's step 1 in the single
+ *  total order of seq_cst operations, and it sees the entry gone, or its
+ *  step 1 precedes the owner's step 2, which then sees the intent and
+ *  waits.  The wait is bounded by one chunk's copy; a writer that is alive
+ *  but stopped (SIGSTOP, a debugger) with its intent set holds the owner
+ *  at most SOFT_DIRECT_WAIT_NS, after which the owner gives up with a
+ *  warning (a stopped process has no copy in progress in the kernel: its
+ *  pending copy ended before it stopped, so only its *next* chunk could
+ *  still run, and that one re-checks the entry first).
+ */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+
+#include "soft_direct.h"
+
+#include <errno.h>
+#include <sched.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#define SOFT_DIRECT_WAIT_NS      1000000000ull
+#define SOFT_DIRECT_LIVENESS_NS  1000000ull
+
+static int soft_direct_none(soft_qp_t *qp, soft_swqe_t *w)
+{
+    return 0;
+}
+
+size_t soft_direct_area_size(const soft_dev_t *dev)
+{
+    return dev->limits.direct ?
+           ((sizeof(soft_direct_area_t) + 4095u) & ~(size_t)4095u) : 0;
+}
+
+static soft_direct_area_t *soft_direct_area_of(soft_port_hdr_t *hdr,
+                                               size_t map_size)
+{
+    uint64_t off = __atomic_load_n(&hdr->direct_off, __ATOMIC_ACQUIRE);
+    soft_direct_area_t *area;
+
+    if ((off == 0) || (off > map_size) ||
+        (map_size - off < sizeof(soft_direct_area_t))) {
+        return NULL;
+    }
+    area = (soft_direct_area_t *)((char *)hdr + off);
+    if ((area->version != SOFT_DIRECT_VERSION) ||
+        !__atomic_load_n(&area->enabled, __ATOMIC_ACQUIRE)) {
+        return NULL;
+    }
+    return area;
+}
+
+/* ------------------------------------------------------------------------
+ * Owner side: publishing
+ * ------------------------------------------------------------------------ */
+static inline void soft_seq_begin(uint32_t *seq)
+{
+    __atomic_store_n(seq, *seq + 1, __ATOMIC_SEQ_CST);   /* odd */
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+}
+
+static inline void soft_seq_end(uint32_t *seq)
+{
+    __atomic_store_n(seq, *seq + 1, __ATOMIC_SEQ_CST);   /* even */
+}
+
+static void soft_direct_mr_set(soft_dev_t *dev, soft_mr_t *mr, int publish)
+{
+    uint32_t idx = mr->super.lkey >> 8;
+    soft_dmr_t *e;
+
+    if ((dev->direct == NULL) || (idx >= SOFT_DIRECT_MRS)) {
+        return;
+    }
+    e = &dev->direct->mrs[idx];
+    soft_seq_begin(&e->seq);
+    if (publish && (mr->mkey == NULL) && !mr->invalid) {
+        __atomic_store_n(&e->access, mr->super.access, __ATOMIC_RELAXED);
+        __atomic_store_n(&e->start, mr->start, __ATOMIC_RELAXED);
+        __atomic_store_n(&e->end, mr->end, __ATOMIC_RELAXED);
+        __atomic_store_n(&e->key, mr->super.lkey, __ATOMIC_RELAXED);
+    } else {
+        __atomic_store_n(&e->key, 0, __ATOMIC_RELAXED);
+    }
+    soft_seq_end(&e->seq);
+}
+
+void soft_direct_mr_publish(soft_dev_t *dev, soft_mr_t *mr)
+{
+    soft_direct_mr_set(dev, mr, 1);
+}
+
+void soft_direct_mr_unpublish(soft_dev_t *dev, soft_mr_t *mr)
+{
+    soft_direct_mr_set(dev, mr, 0);
+}
+
+void soft_direct_mr_withdraw(soft_dev_t *dev, soft_mr_t *mr)
+{
+    if (dev->direct == NULL) {
+        return;
+    }
+    soft_direct_mr_unpublish(dev, mr);
+    soft_direct_quiesce(dev, mr->super.lkey);
+}
+
+void soft_direct_dct_publish(soft_dev_t *dev, soft_qp_t *dct, int ok)
+{
+    uint32_t idx = dct->super.qp_num - SOFT_QPN_BASE;
+    soft_ddct_t *e;
+
+    if ((dev->direct == NULL) || (idx >= SOFT_DIRECT_DCTS)) {
+        return;
+    }
+    e = &dev->direct->dcts[idx];
+    soft_seq_begin(&e->seq);
+    __atomic_store_n(&e->qpn, dct->super.qp_num, __ATOMIC_RELAXED);
+    __atomic_store_n(&e->access, dct->access, __ATOMIC_RELAXED);
+    __atomic_store_n(&e->dc_key, dct->dc_key, __ATOMIC_RELAXED);
+    __atomic_store_n(&e->ok, (uint32_t)ok, __ATOMIC_RELAXED);
+    soft_seq_end(&e->seq);
+}
+
+void soft_direct_fault_changed(soft_dev_t *dev)
+{
+    if (dev->direct == NULL) {
+        return;
+    }
+    /* our responder must see the packets a fault rule is about */
+    __atomic_store_n(&dev->direct->enabled,
+                     (dev->fault.rule.type == DCX_SOFT_FAULT_NONE) &&
+                     !dev->killed, __ATOMIC_RELEASE);
+}
+
+/* Waits until no initiator is copying under key (0: any key) in a chunk
+ * that began before this call; see the protocol at the top. */
+void soft_direct_quiesce(soft_dev_t *dev, uint32_t key)
+{
+    soft_direct_area_t *area = dev->direct;
+    uint64_t gen[SOFT_DIRECT_SLOTS];
+    uint32_t busy[SOFT_DIRECT_SLOTS];
+    uint64_t start_ns = 0, check_ns = 0, now;
+    unsigned i, pending = 0;
+
+    if (area == NULL) {
+        return;
+    }
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    for (i = 0; i < SOFT_DIRECT_SLOTS; ++i) {
+        uint32_t k = __atomic_load_n(&area->slots[i].key, __ATOMIC_SEQ_CST);
+
+        busy[i] = (k != 0) && ((key == 0) || (k == key));
+        gen[i]  = __atomic_load_n(&area->slots[i].gen, __ATOMIC_SEQ_CST);
+        pending += busy[i];
+    }
+    while (pending > 0) {
+        now = soft_now_ns();
+        if (start_ns == 0) {
+            start_ns = now;
+        }
+        pending = 0;
+        for (i = 0; i < SOFT_DIRECT_SLOTS; ++i) {
+            soft_dslot_t *s = &area->slots[i];
+            uint32_t k;
+
+            if (!busy[i]) {
+                continue;
+            }
+            k = __atomic_load_n(&s->key, __ATOMIC_ACQUIRE);
+            if ((k == 0) || ((key != 0) && (k != key)) ||
+                (__atomic_load_n(&s->gen, __ATOMIC_ACQUIRE) != gen[i])) {
+                busy[i] = 0;
+                continue;
+            }
+            if ((now >= check_ns) &&
+                !soft_pid_alive(__atomic_load_n(&s->pid, __ATOMIC_RELAXED),
+                                __atomic_load_n(&s->start,
+                                                __ATOMIC_RELAXED))) {
+                uint64_t owner = __atomic_load_n(&s->owner,
+                                                 __ATOMIC_RELAXED);
+
+                dcx_debug("%s: initiator pid %u died copying under key 0x%x:"
+                          " marker reclaimed", dev->super.caps.name, s->pid,
+                          k);
+                __atomic_store_n(&s->key, 0, __ATOMIC_RELAXED);
+                __atomic_compare_exchange_n(&s->owner, &owner, 0, 0,
+                                            __ATOMIC_RELEASE,
+                                            __ATOMIC_RELAXED);
+                busy[i] = 0;
+                continue;
+            }
+            if (now - start_ns > SOFT_DIRECT_WAIT_NS) {
+                dcx_warn("%s: initiator pid %u holds a copy under key 0x%x "
+                         "for over %llu ms (stopped?): not waiting longer",
+                         dev->super.caps.name, s->pid, k,
+                         SOFT_DIRECT_WAIT_NS / 1000000ull);
+                busy[i] = 0;
+                continue;
+            }
+            ++pending;
+        }
+        if (now >= check_ns) {
+            check_ns = now + SOFT_DIRECT_LIVENESS_NS;
+        }
+        if (pending > 0) {
+            sched_yield();
+        }
+    }
+}
+
+unsigned soft_direct_inflight(soft_dev_t *dev)
+{
+    unsigned i, n = 0;
+
+    if (dev->direct == NULL) {
+        return 0;
+    }
+    for (i = 0; i < SOFT_DIRECT_SLOTS; ++i) {
+        n += (__atomic_load_n(&dev->direct->slots[i].key,
+                              __ATOMIC_ACQUIRE) != 0);
+    }
+    return n;
+}
+
+/* ------------------------------------------------------------------------
+ * Initiator side
+ * ------------------------------------------------------------------------ */
+/* The target's DCT entry allows 'access' with our DC key. */
+static int soft_direct_dct_ok(soft_direct_area_t *area, uint32_t dctn,
+                              uint64_t dc_key, uint32_t access)
+{
+    uint32_t idx = dctn - SOFT_QPN_BASE;
+    soft_ddct_t *e;
+    uint32_t s1, qpn, acc, ok;
+    uint64_t key;
+
+    if (idx >= SOFT_DIRECT_DCTS) {
+        return 0;
+    }
+    e = &area->dcts[idx];
+    do {
+        s1  = __atomic_load_n(&e->seq, __ATOMIC_SEQ_CST);
+        qpn = __atomic_load_n(&e->qpn, __ATOMIC_RELAXED);
+        acc = __atomic_load_n(&e->access, __ATOMIC_RELAXED);
+        ok  = __atomic_load_n(&e->ok, __ATOMIC_RELAXED);
+        key = __atomic_load_n(&e->dc_key, __ATOMIC_RELAXED);
+        __atomic_thread_fence(__ATOMIC_ACQUIRE);
+    } while ((s1 & 1) || (__atomic_load_n(&e->seq, __ATOMIC_RELAXED) != s1));
+    return ok && (qpn == dctn) && (key == dc_key) && (acc & access);
+}
+
+/* The target's MR entry for rkey grants 'access' over [addr, addr + len).
+ * Called after our intent is published (seq_cst loads). */
+static int soft_direct_mr_ok(soft_direct_area_t *area, uint32_t rkey,
+                             uint32_t access, uint64_t addr, uint64_t len)
+{
+    soft_dmr_t *e = &area->mrs[rkey >> 8];
+    uint32_t s1, key, acc;
+    uint64_t start, end;
+
+    do {
+        s1    = __atomic_load_n(&e->seq, __ATOMIC_SEQ_CST);
+        key   = __atomic_load_n(&e->key, __ATOMIC_SEQ_CST);
+        acc   = __atomic_load_n(&e->access, __ATOMIC_RELAXED);
+        start = __atomic_load_n(&e->start, __ATOMIC_RELAXED);
+        end   = __atomic_load_n(&e->end, __ATOMIC_RELAXED);
+        __atomic_thread_fence(__ATOMIC_ACQUIRE);
+    } while ((s1 & 1) || (__atomic_load_n(&e->seq, __ATOMIC_SEQ_CST) != s1));
+    return (key == rkey) && (acc & access) && (addr >= start) &&
+           (addr <= end) && (len <= end - addr);
+}
+
+/* iovecs of our side for bytes [off, off + len) of the WQE's data. */
+static unsigned soft_direct_local_iov(soft_swqe_t *w, uint64_t off,
+                                      uint64_t len, struct iovec *iov)
+{
+    unsigned i, n = 0;
+
+    if (w->wr.flags & DCX_SEND_INLINE) {
+        iov[0].iov_base = w->inl + off;
+        iov[0].iov_len  = len;
+        return 1;
+    }
+    for (i = 0; (i < w->wr.num_sge) && (len > 0); ++i) {
+        uint64_t chunk;
+
+        if (off >= w->sge[i].length) {
+            off -= w->sge[i].length;
+            continue;
+        }
+        chunk = w->sge[i].length - off;
+        if (chunk > len) {
+            chunk = len;
+        }
+        iov[n].iov_base = (void *)(uintptr_t)(w->sge[i].addr + off);
+        iov[n].iov_len  = chunk;
+        ++n;
+        len -= chunk;
+        off  = 0;
+    }
+    return n;
+}
+
+static int soft_direct_local_plain(soft_dev_t *dev, soft_swqe_t *w)
+{
+    soft_mr_t *key;
+    unsigned i;
+
+    if ((dev->num_mkeys == 0) || (w->wr.flags & DCX_SEND_INLINE)) {
+        return 1;
+    }
+    for (i = 0; i < w->wr.num_sge; ++i) {
+        key = soft_key_lookup(dev, w->sge[i].lkey);
+        if ((key != NULL) && (key->mkey != NULL)) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+static soft_dslot_t *soft_direct_claim(soft_dev_t *dev,
+                                       soft_direct_area_t *area)
+{
+    unsigned i, first = (unsigned)(dev->token % SOFT_DIRECT_SLOTS);
+    soft_dslot_t *s;
+    uint64_t zero;
+
+    for (i = 0; i < SOFT_DIRECT_SLOTS; ++i) {
+        s    = &area->slots[(first + i) % SOFT_DIRECT_SLOTS];
+        zero = 0;
+        if (__atomic_load_n(&s->owner, __ATOMIC_RELAXED) != 0) {
+            continue;
+        }
+        if (__atomic_compare_exchange_n(&s->owner, &zero, dev->token, 0,
+                                        __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
+            __atomic_store_n(&s->pid, dev->pid, __ATOMIC_RELAXED);
+            __atomic_store_n(&s->start, dev->direct_start, __ATOMIC_RELAXED);
+            return s;
+        }
+    }
+    return NULL;
+}
+
+__attribute__((noinline)) static void soft_direct_refused(soft_dev_t *dev,
+                                               soft_peer_t *peer, int err)
+{
+    peer->direct_off = 1;
+    dcx_debug("%s: cross-memory attach to pid %u refused (%s): one-sided "
+              "operations to it go through its responder", dev->super.caps.name,
+              peer->pid, strerror(err));
+}
+
+/* Executes w (RDMA_WRITE or RDMA_READ) by copying directly; 1 if done
+ * (the caller completes it successfully), 0 to use the packet path. */
+static int soft_direct_exec(soft_qp_t *qp, soft_swqe_t *w)
+{
+    soft_dev_t *dev  = qp->dev;
+    soft_peer_t *peer = w->peer;
+    int is_write     = (w->wr.opcode == DCX_WR_RDMA_WRITE);
+    uint32_t access  = is_write ? DCX_ACCESS_REMOTE_WRITE :
+                                  DCX_ACCESS_REMOTE_READ;
+    uint32_t rkey    = w->wr.rkey;
+    struct iovec liov[SOFT_MAX_RECV_SGE + 1], riov;
+    soft_direct_area_t *area;
+    soft_port_hdr_t *hdr;
+    soft_dslot_t *slot;
+    uint64_t off, len;
+    unsigned niov;
+    ssize_t ret;
+    int err;
+
+    if ((w->total_len == 0) || peer->direct_off || dev->killed ||
+        (dev->fault.rule.type != DCX_SOFT_FAULT_NONE) ||
+        (w->wr.num_sge > SOFT_MAX_RECV_SGE) ||
+        ((rkey >> 8) >= SOFT_DIRECT_MRS) ||
+        ((hdr = soft_peer_map(dev, peer)) == NULL) ||
+        __atomic_load_n(&hdr->killed, __ATOMIC_ACQUIRE) ||
+        ((area = soft_direct_area_of(hdr, peer->map_size)) == NULL) ||
+        !soft_direct_dct_ok(area, w->wr.dest.dctn, w->wr.dest.dc_key,
+                            access) ||
+        !soft_direct_local_plain(dev, w) ||
+        ((slot = soft_direct_claim(dev, area)) == NULL)) {
+        goto fallback;
+    }
+
+    for (off = 0; off < w->total_len; off += len) {
+        len = w->total_len - off;
+        if (len > SOFT_DIRECT_CHUNK) {
+            len = SOFT_DIRECT_CHUNK;
+        }
+        __atomic_store_n(&slot->key, rkey, __ATOMIC_SEQ_CST);   /* intent */
+        if (!soft_direct_mr_ok(area, rkey, access, w->wr.remote_addr,
+                               w->total_len)) {
+            err = 0;
+            goto release;
+        }
+        niov             = soft_direct_local_iov(w, off, len, liov);
+        riov.iov_base    = (void *)(uintptr_t)(w->wr.remote_addr + off);
+        riov.iov_len     = len;
+        ret = is_write ?
+              process_vm_writev((pid_t)peer->pid, liov, niov, &riov, 1, 0) :
+              process_vm_readv((pid_t)peer->pid, liov, niov, &riov, 1, 0);
+        err = (ret < 0) ? errno : 0;
+        __atomic_store_n(&slot->gen, slot->gen + 1, __ATOMIC_RELAXED);
+        __atomic_store_n(&slot->key, 0, __ATOMIC_RELEASE);
+        if (ret != (ssize_t)len) {
+            if ((err == EPERM) || (err == ESRCH) || (err == ENOSYS)) {
+                soft_direct_refused(dev, peer, err);
+            }
+            goto release;
+        }
+    }
+    __atomic_store_n(&slot->owner, 0, __ATOMIC_RELEASE);
+    if (is_write) {
+        dev->stats.direct_writes++;
+    } else {
+        dev->stats.direct_reads++;
+    }
+    dev->stats.direct_bytes += w->total_len;
+    return 1;
+
+release:
+    __atomic_store_n(&slot->key, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&slot->owner, 0, __ATOMIC_RELEASE);
+    dev->stats.direct_fallbacks++;
+fallback:
+    return 0;
+}
+
+static int soft_direct_probe(soft_dev_t *dev)
+{
+    uint64_t src = 0x6469726563740a00ull, dst = 0;
+    struct iovec l = { &dst, sizeof(dst) }, r = { &src, sizeof(src) };
+
+    if ((process_vm_readv((pid_t)dev->pid, &l, 1, &r, 1, 0) !=
+         (ssize_t)sizeof(dst)) || (dst != src)) {
+        dcx_debug("%s: cross-memory attach is not available (%s): RDMA "
+                  "WRITE/READ go through the target's responder",
+                  dev->super.caps.name, strerror(errno));
+        return 0;
+    }
+    l.iov_base = &src;
+    r.iov_base = &dst;
+    dst        = 0;
+    if ((process_vm_writev((pid_t)dev->pid, &l, 1, &r, 1, 0) !=
+         (ssize_t)sizeof(dst)) || (dst != src)) {
+        dcx_debug("%s: process_vm_writev is not available (%s): RDMA "
+                  "WRITE/READ go through the target's responder",
+                  dev->super.caps.name, strerror(errno));
+        return 0;
+    }
+    return 1;
+}
+
+void soft_direct_init(soft_dev_t *dev, soft_port_hdr_t *hdr, uint64_t offset)
+{
+    soft_direct_area_t *area;
+
+    dev->one_sided = soft_direct_none;
+    dev->direct    = NULL;
+    if (!dev->limits.direct) {
+        return;
+    }
+    area          = (soft_direct_area_t *)((char *)hdr + offset);
+    area->version = SOFT_DIRECT_VERSION;
+    dev->direct   = area;
+    dev->direct_start = soft_proc_start_time(dev->pid);
+    __atomic_store_n(&area->enabled, 1, __ATOMIC_RELEASE);
+    __atomic_store_n(&hdr->direct_off, offset, __ATOMIC_RELEASE);
+    if (soft_direct_probe(dev)) {
+        dev->one_sided = soft_direct_exec;
+    }
+}
+
+unsigned dcx_soft_direct_inflight(dcx_dev_t *dev)
+{
+    if (!dcx_dev_is_soft(dev)) {
+        dcx_error("%s: direct inflight: not a soft device", dcx_dev_name(dev));
+        return 0;
+    }
+    return soft_direct_inflight(soft_dev(dev));
+}

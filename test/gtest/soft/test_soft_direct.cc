@@ -1,0 +1,782 @@
+/*
+ * RDMA WRITE and READ executed by the initiator (soft_direct.c): a child
+ * process is the initiator, the test process is the target, and the
+ * target's memory is a shared mapping both can check byte by byte.
+ */
+#include "soft_fixture.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+using namespace soft_test;
+
+namespace {
+
+const size_t MAX_XFER  = 16u << 20;
+const size_t PAGE      = 4096;
+const size_t TMEM_SIZE = MAX_XFER + 4 * PAGE;   /* guard pages around */
+
+/* what the target publishes to the initiator child (in the shared area) */
+struct direct_info {
+    uint8_t  addr[DCX_DEV_ADDR_MAX];
+    uint32_t addr_len;
+    uint32_t dctn;
+    uint64_t dc_key;
+    uint64_t raddr;      /* target MR base (tmem + PAGE) */
+    uint64_t rlen;
+    uint32_t rkey;       /* read/write/atomic */
+    uint32_t rkey_ro;    /* remote read only */
+    uint32_t rkey_gone;  /* deregistered before the child starts */
+    volatile uint32_t ready;
+    volatile uint32_t progress;   /* child: operations done */
+    volatile uint32_t done;       /* child: finished */
+    volatile uint32_t status;     /* child: last completion status */
+    dcx_soft_stats_t stats;       /* child's counters at the end */
+};
+
+/* the fixture's limits (short ack timeout), direct access on or off */
+dcx_soft_limits_t limits(bool direct)
+{
+    dcx_soft_limits_t l;
+
+    memset(&l, 0, sizeof(l));
+    l.ack_timeout_us = 100000;
+    l.retry_cnt      = 7;
+    l.rnr_timer_us   = 1000;
+    l.direct         = direct;
+    return l;
+}
+
+bool wait_at_least(volatile uint32_t *v, uint32_t n, double timeout_s)
+{
+    double end = now_s() + timeout_s;
+
+    while (__atomic_load_n(v, __ATOMIC_ACQUIRE) < n) {
+        if (now_s() > end) {
+            return false;
+        }
+        usleep(200);
+    }
+    return true;
+}
+
+uint8_t pattern(size_t i, unsigned seed)
+{
+    return (uint8_t)((i * 131u + seed * 7u + (i >> 9)) | 1u);
+}
+
+} // namespace
+
+class soft_direct : public soft {
+protected:
+    void SetUp() override
+    {
+        soft::SetUp();
+        tmem = (uint8_t*)mmap(nullptr, TMEM_SIZE, PROT_READ | PROT_WRITE,
+                              MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+        ASSERT_NE(MAP_FAILED, (void*)tmem);
+        info = (direct_info*)mmap(nullptr, sizeof(direct_info),
+                                  PROT_READ | PROT_WRITE,
+                                  MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+        ASSERT_NE(MAP_FAILED, (void*)info);
+        ASSERT_EQ(0, pipe(wake));
+    }
+
+    void TearDown() override
+    {
+        t.close();
+        soft::TearDown();
+        munmap(tmem, TMEM_SIZE);
+        munmap(info, sizeof(*info));
+        ::close(wake[0]);
+        ::close(wake[1]);
+    }
+
+    /* the test process as target: device with direct access, an MR over
+     * [tmem + PAGE, + rlen), a read-only one, a deregistered one */
+    void start_target(size_t rlen = MAX_XFER, uint32_t dct_access =
+                      DCX_ACCESS_REMOTE_WRITE | DCX_ACCESS_REMOTE_READ |
+                      DCX_ACCESS_REMOTE_ATOMIC)
+    {
+        dcx_soft_limits_t l = limits(true);
+        dcx_mr_t *ro, *gone;
+        size_t len = sizeof(info->addr);
+
+        ASSERT_EQ(0, t.open(fabric.c_str(), &l));
+        ASSERT_EQ(0, t.reg(tmem + PAGE, rlen, DCX_ACCESS_LOCAL_WRITE |
+                           DCX_ACCESS_REMOTE_WRITE | DCX_ACCESS_REMOTE_READ |
+                           DCX_ACCESS_REMOTE_ATOMIC, &tmr));
+        ASSERT_EQ(0, t.reg(tmem + PAGE, rlen, DCX_ACCESS_REMOTE_READ, &ro));
+        ASSERT_EQ(0, dcx_mr_reg(t.pd, tmem + PAGE, rlen,
+                                DCX_ACCESS_LOCAL_WRITE |
+                                DCX_ACCESS_REMOTE_WRITE, &gone));
+        info->rkey_gone = gone->rkey;
+        ASSERT_EQ(0, dcx_mr_dereg(gone));
+        ASSERT_EQ(0, t.make_target(0x5eedull, dct_access, 64));
+        for (uint32_t i = 0; i < 16; ++i) {
+            dcx_sge_t sge = { (uint64_t)(uintptr_t)(tmem + PAGE + i * 64),
+                              64, tmr->lkey };
+            ASSERT_EQ(0, dcx_srq_post_recv(t.srq, i, &sge, 1));
+        }
+        ASSERT_EQ(0, dcx_dev_port_addr(t.dev, info->addr, &len));
+        info->addr_len = (uint32_t)len;
+        info->dctn     = t.dct->qp_num;
+        info->dc_key   = 0x5eedull;
+        info->raddr    = (uint64_t)(uintptr_t)(tmem + PAGE);
+        info->rlen     = rlen;
+        info->rkey     = tmr->rkey;
+        info->rkey_ro  = ro->rkey;
+        __atomic_store_n(&info->ready, 1, __ATOMIC_RELEASE);
+    }
+
+    /* runs fn as the initiator child once the target is up */
+    pid_t start_initiator(std::function<int(node&)> fn,
+                          bool direct = true)
+    {
+        direct_info *in = info;
+        std::string fab = fabric;
+
+        return spawn([in, fab, fn, direct]() {
+            dcx_soft_limits_t l = limits(direct);
+            node n;
+            int rc;
+
+            if (!wait_flag(&in->ready, 1, 20.0) ||
+                (n.open(fab.c_str(), &l) != 0) || (n.make_dci() != 0) ||
+                (n.connect(in->addr, in->addr_len) != 0)) {
+                fprintf(stderr, "initiator setup failed\n");
+                return 10;
+            }
+            rc = fn(n);
+            dcx_soft_stats(n.dev, &in->stats);
+            n.close();
+            __atomic_store_n(&in->done, 1, __ATOMIC_RELEASE);
+            return rc;
+        });
+    }
+
+    bool wait_done(double timeout = 60.0)
+    {
+        return wait_flag(&info->done, 1, timeout);
+    }
+
+    uint8_t     *tmem = nullptr;
+    direct_info *info = nullptr;
+    int          wake[2];
+    node         t;
+    dcx_mr_t    *tmr = nullptr;
+};
+
+namespace {
+
+dcx_send_wr_t wr_to(const direct_info *in, const node &n, dcx_wr_opcode_t op,
+                    const dcx_sge_t *sge, uint64_t off, uint32_t rkey)
+{
+    dcx_send_wr_t wr;
+
+    memset(&wr, 0, sizeof(wr));
+    wr.wr_id       = off;
+    wr.opcode      = op;
+    wr.flags       = DCX_SEND_SIGNALED;
+    wr.num_sge     = (sge != nullptr) ? 1 : 0;
+    wr.sg_list     = sge;
+    wr.dest.ah     = n.ah;
+    wr.dest.dctn   = in->dctn;
+    wr.dest.dc_key = in->dc_key;
+    wr.rkey        = rkey;
+    wr.remote_addr = in->raddr + off;
+    return wr;
+}
+
+/* posts one WR and waits for its completion; the status, or -1 */
+int run_one(node &n, const dcx_send_wr_t &wr)
+{
+    dcx_wc_t wc;
+
+    if (dcx_qp_post_send(n.dci, &wr) != 0) {
+        fprintf(stderr, "post failed\n");
+        return -1;
+    }
+    if (n.poll(&wc, 1, 30.0) != 1) {
+        fprintf(stderr, "no completion\n");
+        return -1;
+    }
+    return (int)wc.status;
+}
+
+/* a fresh DCI after an error completion */
+int renew_dci(node &n)
+{
+    dcx_qp_destroy(n.dci);
+    n.dci = nullptr;
+    return n.make_dci();
+}
+
+struct local_buf {
+    std::vector<uint8_t> v;
+    dcx_mr_t *mr = nullptr;
+    int reg(node &n, size_t size)
+    {
+        v.assign(size, 0);
+        return n.reg(v.data(), size, DCX_ACCESS_LOCAL_WRITE, &mr);
+    }
+    dcx_sge_t sge(size_t off, uint32_t len)
+    {
+        dcx_sge_t s = { (uint64_t)(uintptr_t)(v.data() + off), len,
+                        mr->lkey };
+        return s;
+    }
+};
+
+} // namespace
+
+/* Writes and reads of 1 B .. 16 MiB while the target process sleeps in a
+ * blocking read: every byte lands, nothing around it changes, and the
+ * target's device never saw a packet. */
+TEST_F(soft_direct, write_read_target_asleep)
+{
+    const size_t sizes[] = {1, 7, 64, 4095, 4096, 65537, (1u << 20) + 3,
+                            4u << 20, (8u << 20) - 1, MAX_XFER};
+    const size_t nsizes = sizeof(sizes) / sizeof(sizes[0]);
+    uint8_t *tm = tmem;
+    direct_info *in = info;
+    int wfd = wake[1];
+
+    memset(tmem, 0x5a, TMEM_SIZE);
+    start_initiator([&sizes, nsizes, tm, in, wfd](node &n) -> int {
+        local_buf lb;
+        int rc = 0;
+
+        if (lb.reg(n, MAX_XFER) != 0) {
+            return 11;
+        }
+        for (size_t k = 0; (k < nsizes) && (rc == 0); ++k) {
+            size_t sz  = sizes[k];
+            size_t off = (sz == MAX_XFER) ? 0 : (k * 3) % 64;
+            uint8_t *dst = tm + PAGE + off;
+
+            for (size_t i = 0; i < sz; ++i) {
+                lb.v[i] = pattern(i, (unsigned)k);
+            }
+            dcx_sge_t s = lb.sge(0, (uint32_t)sz);
+            if (run_one(n, wr_to(in, n, DCX_WR_RDMA_WRITE, &s, off,
+                                 in->rkey)) != DCX_WC_SUCCESS) {
+                fprintf(stderr, "write of %zu failed\n", sz);
+                rc = 12;
+                break;
+            }
+            for (size_t i = 0; i < sz; ++i) {
+                if (dst[i] != pattern(i, (unsigned)k)) {
+                    fprintf(stderr, "size %zu: byte %zu wrong\n", sz, i);
+                    rc = 13;
+                    break;
+                }
+            }
+            for (size_t i = 0; (rc == 0) && (i < PAGE + off); ++i) {
+                if (tm[i] != 0x5a) {
+                    fprintf(stderr, "size %zu: byte before changed\n", sz);
+                    rc = 14;
+                }
+            }
+            for (size_t i = PAGE + off + sz; (rc == 0) && (i < TMEM_SIZE);
+                 ++i) {
+                if (tm[i] != 0x5a) {
+                    fprintf(stderr, "size %zu: byte after changed\n", sz);
+                    rc = 14;
+                }
+            }
+            /* read back into a cleared buffer */
+            memset(lb.v.data(), 0, sz);
+            if ((rc == 0) &&
+                (run_one(n, wr_to(in, n, DCX_WR_RDMA_READ, &s, off,
+                                  in->rkey)) != DCX_WC_SUCCESS)) {
+                fprintf(stderr, "read of %zu failed\n", sz);
+                rc = 15;
+            }
+            for (size_t i = 0; (rc == 0) && (i < sz); ++i) {
+                if (lb.v[i] != pattern(i, (unsigned)k)) {
+                    fprintf(stderr, "read %zu: byte %zu wrong\n", sz, i);
+                    rc = 16;
+                }
+            }
+            memset(dst, 0x5a, sz);   /* restore for the next size */
+        }
+        if (write(wfd, "x", 1) != 1) {
+            rc = 17;
+        }
+        return rc;
+    });
+    start_target();
+
+    /* the target does nothing but wait here */
+    char c;
+    ASSERT_EQ(1, read(wake[0], &c, 1));
+    ASSERT_TRUE(wait_done());
+    dcx_soft_stats_t ts;
+    ASSERT_EQ(0, dcx_soft_stats(t.dev, &ts));
+    EXPECT_TRUE(stop_children());
+    EXPECT_EQ(nsizes, info->stats.direct_writes);
+    EXPECT_EQ(nsizes, info->stats.direct_reads);
+    EXPECT_EQ(0u, info->stats.direct_fallbacks);
+    EXPECT_EQ(0u, info->stats.tx_packets);
+    EXPECT_EQ(0u, ts.rx_packets) << "the target's CPU served packets";
+    EXPECT_EQ(0u, ts.helper_packets);
+}
+
+/* Every refused access takes the target's responder, which answers as it
+ * always did: REM_ACCESS_ERR for a bad rkey, out of bounds, wrong access or
+ * a deregistered key, a timeout for a wrong DC key; nothing is written. */
+TEST_F(soft_direct, refused_accesses_bad_flow)
+{
+    uint8_t *tm = tmem;
+    direct_info *in = info;
+    const size_t rlen = 1u << 20;
+
+    memset(tmem, 0x5a, TMEM_SIZE);
+    start_initiator([tm, in, rlen](node &n) -> int {
+        local_buf lb;
+        struct {
+            const char *what;
+            dcx_wr_opcode_t op;
+            uint32_t rkey;
+            uint64_t off;
+            uint32_t len;
+            uint64_t dc_key;
+            int status;
+        } cases[] = {
+            {"bad rkey", DCX_WR_RDMA_WRITE, in->rkey ^ 0x100u, 0, 4096,
+             in->dc_key, DCX_WC_REM_ACCESS_ERR},
+            {"bad rkey read", DCX_WR_RDMA_READ, in->rkey ^ 0x100u, 0, 4096,
+             in->dc_key, DCX_WC_REM_ACCESS_ERR},
+            {"out of bounds", DCX_WR_RDMA_WRITE, in->rkey, rlen - 8, 16,
+             in->dc_key, DCX_WC_REM_ACCESS_ERR},
+            {"out of bounds read", DCX_WR_RDMA_READ, in->rkey, rlen - 8, 16,
+             in->dc_key, DCX_WC_REM_ACCESS_ERR},
+            {"read-only key", DCX_WR_RDMA_WRITE, in->rkey_ro, 0, 4096,
+             in->dc_key, DCX_WC_REM_ACCESS_ERR},
+            {"deregistered key", DCX_WR_RDMA_WRITE, in->rkey_gone, 0, 4096,
+             in->dc_key, DCX_WC_REM_ACCESS_ERR},
+            {"wrong dc key", DCX_WR_RDMA_WRITE, in->rkey, 0, 4096,
+             in->dc_key + 1, DCX_WC_RETRY_EXC_ERR},
+        };
+        int rc = 0;
+
+        if (lb.reg(n, 8192) != 0) {
+            return 11;
+        }
+        for (auto &c : cases) {
+            memset(lb.v.data(), 0xc3, lb.v.size());
+            dcx_sge_t s = lb.sge(0, c.len);
+            dcx_send_wr_t wr = wr_to(in, n, c.op, &s, c.off, c.rkey);
+            wr.dest.dc_key = c.dc_key;
+            int st = run_one(n, wr);
+            if (st != c.status) {
+                fprintf(stderr, "%s: status %d, expected %d\n", c.what, st,
+                        c.status);
+                rc = 12;
+            }
+            for (size_t i = 0; i < TMEM_SIZE; ++i) {
+                if (tm[i] != 0x5a) {
+                    fprintf(stderr, "%s: target byte %zu written\n", c.what,
+                            i);
+                    rc = 13;
+                    break;
+                }
+            }
+            if ((c.op == DCX_WR_RDMA_READ) && (lb.v[0] != 0xc3)) {
+                fprintf(stderr, "%s: local buffer written\n", c.what);
+                rc = 14;
+            }
+            if (renew_dci(n) != 0) {
+                return 15;
+            }
+        }
+        return rc;
+    });
+    start_target(rlen);
+    ASSERT_TRUE(wait_done(120.0));
+    EXPECT_TRUE(stop_children());
+    EXPECT_EQ(0u, info->stats.direct_writes);
+    EXPECT_EQ(0u, info->stats.direct_reads);
+}
+
+/* A region deregistered while initiators write into it: once mr_dereg
+ * returns nothing more is written (the target fills it and checks), and
+ * the writer gets REM_ACCESS_ERR. */
+TEST_F(soft_direct, dereg_races_write)
+{
+    const size_t rlen = MAX_XFER;
+
+    memset(tmem, 0, TMEM_SIZE);
+    for (int round = 0; round < 5; ++round) {
+        direct_info *in = info;
+
+        memset(info, 0, sizeof(*info));
+        start_initiator([in, rlen](node &n) -> int {
+            local_buf lb;
+
+            if (lb.reg(n, rlen) != 0) {
+                return 11;
+            }
+            memset(lb.v.data(), 0xab, rlen);
+            dcx_sge_t s = lb.sge(0, (uint32_t)rlen);
+            for (;;) {
+                int st = run_one(n, wr_to(in, n, DCX_WR_RDMA_WRITE, &s, 0,
+                                          in->rkey));
+                if (st != DCX_WC_SUCCESS) {
+                    in->status = (uint32_t)st;
+                    return 0;
+                }
+                __atomic_add_fetch(&in->progress, 1, __ATOMIC_RELEASE);
+            }
+        });
+        start_target(rlen);
+        /* let it write a few times, then pull the region away */
+        ASSERT_TRUE(wait_at_least(&info->progress, 2, 60.0));
+        ASSERT_EQ(0, dcx_mr_dereg(tmr));
+        t.mrs.erase(t.mrs.begin());
+        memset(tmem, 0, TMEM_SIZE);
+        ASSERT_TRUE(wait_done());
+        for (size_t i = 0; i < TMEM_SIZE; ++i) {
+            ASSERT_EQ(0, tmem[i]) << "round " << round << ": byte " << i
+                                  << " written after mr_dereg returned";
+        }
+        EXPECT_EQ((uint32_t)DCX_WC_REM_ACCESS_ERR, info->status);
+        EXPECT_GT(info->stats.direct_writes, 1u);
+        EXPECT_TRUE(stop_children());
+        children.clear();
+        t.close();
+        __atomic_store_n(&sh->stop, 0, __ATOMIC_RELEASE);
+    }
+}
+
+/* The unmap hook (dcx_dev_mem_unmapped) invalidates a region the same way:
+ * a direct write into it afterwards is refused and writes nothing. */
+TEST_F(soft_direct, unmapped_region_bad_flow)
+{
+    direct_info *in = info;
+    uint8_t *tm = tmem;
+
+    memset(tmem, 0x5a, TMEM_SIZE);
+    start_initiator([in, tm](node &n) -> int {
+        local_buf lb;
+
+        if (lb.reg(n, 4096) != 0) {
+            return 11;
+        }
+        memset(lb.v.data(), 0x11, 4096);
+        dcx_sge_t s = lb.sge(0, 4096);
+        /* the target invalidates once this first write is done */
+        if (run_one(n, wr_to(in, n, DCX_WR_RDMA_WRITE, &s, 0, in->rkey)) !=
+            DCX_WC_SUCCESS) {
+            return 12;
+        }
+        __atomic_store_n(&in->progress, 1, __ATOMIC_RELEASE);
+        if (!wait_flag(&in->progress, 2, 30.0)) {
+            return 13;
+        }
+        memset(lb.v.data(), 0x22, 4096);
+        int st = run_one(n, wr_to(in, n, DCX_WR_RDMA_WRITE, &s, 8192,
+                                  in->rkey));
+        in->status = (uint32_t)st;
+        return (tm[PAGE + 8192] == 0x5a) ? 0 : 14;
+    });
+    start_target(1u << 20);
+    ASSERT_TRUE(wait_flag(&info->progress, 1, 30.0));
+    dcx_dev_mem_unmapped(t.dev, tmem + PAGE, 1u << 20);
+    __atomic_store_n(&info->progress, 2, __ATOMIC_RELEASE);
+    ASSERT_TRUE(wait_done());
+    EXPECT_TRUE(stop_children());
+    EXPECT_EQ((uint32_t)DCX_WC_REM_ACCESS_ERR, info->status);
+    EXPECT_EQ(0x11, tmem[PAGE]);
+    for (size_t i = PAGE + 4096; i < TMEM_SIZE; ++i) {
+        ASSERT_EQ(0x5a, tmem[i]) << "byte " << i;
+    }
+}
+
+/* A writer killed in the middle of a copy leaves its in-flight marker
+ * behind: the target's mr_dereg notices the writer is dead and returns
+ * without waiting for it (no "holds a copy" warning). */
+TEST_F(soft_direct, dead_writer_does_not_block_dereg)
+{
+    direct_info *in = info;
+    const size_t rlen = MAX_XFER;
+
+    pid_t pid = start_initiator([in, rlen](node &n) -> int {
+        local_buf lb;
+
+        if (lb.reg(n, rlen) != 0) {
+            return 11;
+        }
+        memset(lb.v.data(), 0x77, rlen);
+        dcx_sge_t s = lb.sge(0, (uint32_t)rlen);
+        for (;;) {
+            if (run_one(n, wr_to(in, n, DCX_WR_RDMA_WRITE, &s, 0,
+                                 in->rkey)) != DCX_WC_SUCCESS) {
+                return 12;
+            }
+            __atomic_add_fetch(&in->progress, 1, __ATOMIC_RELEASE);
+        }
+    });
+    start_target(rlen);
+    ASSERT_TRUE(wait_at_least(&info->progress, 1, 60.0));
+
+    /* stop the writer until it is caught inside a copy */
+    bool caught = false;
+    for (int i = 0; (i < 2000) && !caught; ++i) {
+        int wst;
+        ASSERT_EQ(0, kill(pid, SIGSTOP));
+        ASSERT_EQ(pid, waitpid(pid, &wst, WUNTRACED));
+        caught = (dcx_soft_direct_inflight(t.dev) > 0);
+        if (!caught) {
+            ASSERT_EQ(0, kill(pid, SIGCONT));
+            usleep(100 + (i % 7) * 50);
+        }
+    }
+    ASSERT_TRUE(caught) << "the writer was never stopped inside a copy";
+    kill_child(pid);
+
+    log_counter lc;
+    ASSERT_EQ(0, dcx_mr_dereg(tmr));
+    t.mrs.erase(t.mrs.begin());
+    EXPECT_EQ(0, lc.lines()) << "dereg waited for a dead writer";
+    EXPECT_EQ(0u, dcx_soft_direct_inflight(t.dev));
+    stop_children();
+}
+
+namespace {
+
+/* makes process_vm_readv/writev fail with EPERM in this process, as a
+ * container's or a sandbox's policy does */
+bool refuse_cross_memory_attach()
+{
+    struct sock_filter f[] = {
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_process_vm_readv, 2, 0),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_process_vm_writev, 1, 0),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (EPERM & 0xffff)),
+    };
+    struct sock_fprog prog = { (unsigned short)(sizeof(f) / sizeof(f[0])),
+                               f };
+
+    return (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0) &&
+           (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER,
+                    SECCOMP_FILTER_FLAG_TSYNC, &prog) == 0);
+}
+
+int write_read_check(node &n, const direct_info *in, uint8_t *tm,
+                     unsigned seed)
+{
+    local_buf lb;
+    const size_t sz = 100000;
+
+    if (lb.reg(n, sz) != 0) {
+        return 21;
+    }
+    for (size_t i = 0; i < sz; ++i) {
+        lb.v[i] = pattern(i, seed);
+    }
+    dcx_sge_t s = lb.sge(0, (uint32_t)sz);
+    if (run_one(n, wr_to(in, n, DCX_WR_RDMA_WRITE, &s, 0, in->rkey)) !=
+        DCX_WC_SUCCESS) {
+        return 22;
+    }
+    for (size_t i = 0; i < sz; ++i) {
+        if (tm[PAGE + i] != pattern(i, seed)) {
+            return 23;
+        }
+    }
+    memset(lb.v.data(), 0, sz);
+    if (run_one(n, wr_to(in, n, DCX_WR_RDMA_READ, &s, 0, in->rkey)) !=
+        DCX_WC_SUCCESS) {
+        return 24;
+    }
+    for (size_t i = 0; i < sz; ++i) {
+        if (lb.v[i] != pattern(i, seed)) {
+            return 25;
+        }
+    }
+    return 0;
+}
+
+} // namespace
+
+/* Cross-memory attach refused from the start (the probe at open fails):
+ * writes and reads go through the target's responder and still work. */
+TEST_F(soft_direct, refused_at_open_falls_back)
+{
+    direct_info *in = info;
+    uint8_t *tm = tmem;
+    std::string fab = fabric;
+
+    spawn([in, tm, fab]() -> int {
+        dcx_soft_limits_t l = limits(true);
+        node n;
+        int rc;
+
+        if (!refuse_cross_memory_attach()) {
+            fprintf(stderr, "seccomp filter refused\n");
+            return 30;
+        }
+        if (!wait_flag(&in->ready, 1, 20.0) ||
+            (n.open(fab.c_str(), &l) != 0) || (n.make_dci() != 0) ||
+            (n.connect(in->addr, in->addr_len) != 0)) {
+            return 10;
+        }
+        rc = write_read_check(n, in, tm, 1);
+        dcx_soft_stats(n.dev, &in->stats);
+        n.close();
+        __atomic_store_n(&in->done, 1, __ATOMIC_RELEASE);
+        return rc;
+    });
+    start_target();
+    ASSERT_TRUE(wait_done());
+    EXPECT_TRUE(stop_children());
+    EXPECT_EQ(0u, info->stats.direct_writes);
+    EXPECT_EQ(0u, info->stats.direct_reads);
+    EXPECT_EQ(0u, info->stats.direct_fallbacks);
+    EXPECT_GT(info->stats.tx_packets, 0u);
+}
+
+/* Refused towards this target after the device opened (EPERM at the first
+ * copy): that operation and the later ones go by packets, once noticed. */
+TEST_F(soft_direct, refused_later_falls_back)
+{
+    direct_info *in = info;
+    uint8_t *tm = tmem;
+
+    start_initiator([in, tm](node &n) -> int {
+        int rc = write_read_check(n, in, tm, 2);
+
+        if (rc != 0) {
+            return rc;
+        }
+        if (!refuse_cross_memory_attach()) {
+            return 30;
+        }
+        rc = write_read_check(n, in, tm, 3);
+        return rc ? rc : write_read_check(n, in, tm, 4);
+    });
+    start_target();
+    ASSERT_TRUE(wait_done());
+    EXPECT_TRUE(stop_children());
+    EXPECT_EQ(1u, info->stats.direct_writes);
+    EXPECT_EQ(1u, info->stats.direct_reads);
+    EXPECT_EQ(1u, info->stats.direct_fallbacks);
+    EXPECT_GT(info->stats.tx_packets, 0u);
+}
+
+/* An atomic followed by a write to the same address on one DCI, both
+ * posted at once: the write's value wins, as on hardware. */
+TEST_F(soft_direct, atomic_then_write_same_address)
+{
+    direct_info *in = info;
+    uint8_t *tm = tmem;
+
+    memset(tmem, 0, TMEM_SIZE);
+    start_initiator([in, tm](node &n) -> int {
+        local_buf lb;
+        int rc = 0;
+
+        if (lb.reg(n, 64) != 0) {
+            return 11;
+        }
+        for (int i = 0; (i < 50) && (rc == 0); ++i) {
+            uint64_t v = 0x1000 + i;
+            dcx_sge_t res = lb.sge(0, 8);
+            dcx_send_wr_t a = wr_to(in, n, DCX_WR_ATOMIC_FADD, &res, 64,
+                                    in->rkey);
+            a.compare_add = 1;
+            memcpy(lb.v.data() + 8, &v, 8);
+            dcx_sge_t val = lb.sge(8, 8);
+            dcx_send_wr_t w = wr_to(in, n, DCX_WR_RDMA_WRITE, &val, 64,
+                                    in->rkey);
+            dcx_wc_t wc[2];
+
+            if ((dcx_qp_post_send(n.dci, &a) != 0) ||
+                (dcx_qp_post_send(n.dci, &w) != 0) ||
+                (n.poll(wc, 2, 30.0) != 2) ||
+                (wc[0].status != DCX_WC_SUCCESS) ||
+                (wc[1].status != DCX_WC_SUCCESS)) {
+                return 12;
+            }
+            uint64_t got;
+            memcpy(&got, tm + PAGE + 64, 8);
+            if (got != v) {
+                fprintf(stderr, "round %d: 0x%llx, expected 0x%llx\n", i,
+                        (unsigned long long)got, (unsigned long long)v);
+                rc = 13;
+            }
+        }
+        return rc;
+    });
+    start_target();
+    ASSERT_TRUE(wait_done());
+    EXPECT_TRUE(stop_children());
+}
+
+/* A write followed by a send on one DCI: when the target sees the receive
+ * completion, the written data is there. */
+TEST_F(soft_direct, write_then_send_visible_at_arrival)
+{
+    direct_info *in = info;
+    const int rounds = 16;
+
+    memset(tmem, 0, TMEM_SIZE);
+    start_initiator([in](node &n) -> int {
+        local_buf lb;
+
+        if (lb.reg(n, 1u << 20) != 0) {
+            return 11;
+        }
+        for (int i = 0; i < rounds; ++i) {
+            memset(lb.v.data(), 0x30 + i, 1u << 20);
+            dcx_sge_t data = lb.sge(0, 1u << 20);
+            dcx_sge_t msg  = lb.sge(0, 16);
+            dcx_send_wr_t w = wr_to(in, n, DCX_WR_RDMA_WRITE, &data, 4096,
+                                    in->rkey);
+            dcx_send_wr_t s = wr_to(in, n, DCX_WR_SEND, &msg, 0, 0);
+            dcx_wc_t wc[2];
+
+            w.flags = 0;   /* unsignaled: only the send completes */
+            if ((dcx_qp_post_send(n.dci, &w) != 0) ||
+                (dcx_qp_post_send(n.dci, &s) != 0) ||
+                (n.poll(wc, 1, 30.0) != 1) ||
+                (wc[0].status != DCX_WC_SUCCESS)) {
+                return 12;
+            }
+            /* the target checked this round */
+            if (!wait_at_least(&in->progress, (uint32_t)i + 1, 30.0)) {
+                return 13;
+            }
+        }
+        return 0;
+    });
+    start_target();
+    for (int i = 0; i < rounds; ++i) {
+        dcx_wc_t wc;
+        ASSERT_EQ(1, t.poll(&wc, 1, 30.0));
+        ASSERT_EQ(DCX_WC_SUCCESS, wc.status);
+        /* the whole 1 MiB at 4096 carries this round's byte */
+        for (size_t k = 0; k < (1u << 20); k += 997) {
+            ASSERT_EQ(0x30 + i, tmem[PAGE + 4096 + k])
+                << "round " << i << " offset " << k;
+        }
+        ASSERT_EQ(0x30 + i, tmem[PAGE + 4096 + (1u << 20) - 1]);
+        __atomic_store_n(&info->progress, (uint32_t)i + 1, __ATOMIC_RELEASE);
+    }
+    ASSERT_TRUE(wait_done());
+    EXPECT_TRUE(stop_children());
+    EXPECT_EQ((uint64_t)rounds, info->stats.direct_writes);
+}
