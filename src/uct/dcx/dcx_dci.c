@@ -217,7 +217,7 @@ ucs_status_t uct_dcx_dci_pool_init(uct_dcx_iface_t *iface,
     attr.type          = DCX_QPT_DCI;
     attr.send_cq       = iface->tx_cq;
     attr.max_send_wr   = ucs_min(config->tx_queue_len, caps->max_qp_wr);
-    attr.max_send_sge  = ucs_min(caps->max_sge, UCT_DCX_MAX_IOV + 1u);
+    attr.max_send_sge  = ucs_min(caps->max_sge, (uint32_t)UCT_DCX_MAX_SGE);
     attr.max_inline    = caps->max_inline;
     attr.max_rd_atomic = caps->max_rd_atomic;
     attr.timeout       = iface->config.timeout;
@@ -236,6 +236,9 @@ ucs_status_t uct_dcx_dci_pool_init(uct_dcx_iface_t *iface,
             goto err_destroy;
         }
         iface->sq_len = ucs_min(iface->sq_len, dci->qp->max_send_wr);
+        iface->config.max_sge = (i == 0) ? dci->qp->max_send_sge :
+                                ucs_min(iface->config.max_sge,
+                                        dci->qp->max_send_sge);
         iface->config.max_inline = (i == 0) ? dci->qp->max_inline :
                                    ucs_min(iface->config.max_inline,
                                            dci->qp->max_inline);
