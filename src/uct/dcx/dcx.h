@@ -375,6 +375,7 @@ struct uct_dcx_iface {
     uint16_t                     sig_period;
     uint32_t                     ring_mask;   /* wr_ep ring size - 1 */
     size_t                       log_stride;  /* bytes per WR log entry */
+    void                        *wr_replay;   /* one log entry: replay copy */
 
     ucs_arbiter_t                arbiter;     /* eps with pending requests */
     uct_dcx_ep_t                *dispatch_ep; /* ep whose request runs now */

@@ -201,6 +201,7 @@ ucs_status_t uct_dcx_dci_pool_init(uct_dcx_iface_t *iface,
     int ret;
 
     iface->num_dci      = config->num_dci;
+    iface->wr_replay    = NULL;
     iface->ctl_dci      = config->num_dci;
     iface->dci_free_top = 0;
     iface->dci_waiters  = 0;
@@ -248,6 +249,14 @@ ucs_status_t uct_dcx_dci_pool_init(uct_dcx_iface_t *iface,
     iface->ring_mask  = ring - 1;
     iface->log_stride = ucs_align_up(sizeof(uct_dcx_wr_log_t) +
                                      iface->config.max_inline, 8);
+    /* a WR being posted again is copied here first (a log entry holds up
+     * to UCT_DCX_MAX_SGE sges and the inline bytes: too big for alloca) */
+    iface->wr_replay = ucs_malloc(iface->log_stride, "dcx_wr_replay");
+    if (iface->wr_replay == NULL) {
+        ucs_error("dcx: failed to allocate the WR replay buffer");
+        i = total;
+        goto err_destroy;
+    }
     for (i = 0; i < total; ++i) {
         dci        = &iface->dcis[i];
         dci->avail = iface->sq_len;
@@ -295,6 +304,8 @@ err_destroy:
         }
     }
 err_free:
+    ucs_free(iface->wr_replay);
+    iface->wr_replay = NULL;
     ucs_free(iface->dcis);
     ucs_free(iface->dci_free);
     iface->dcis = NULL;
@@ -321,6 +332,7 @@ void uct_dcx_dci_pool_cleanup(uct_dcx_iface_t *iface)
     }
     ucs_free(iface->dcis);
     ucs_free(iface->dci_free);
+    ucs_free(iface->wr_replay);
 }
 
 
@@ -514,7 +526,7 @@ static void uct_dcx_dci_replay(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci,
                                uct_dcx_ep_t *fail_ep, ucs_queue_head_t *ops,
                                ucs_queue_head_t *failed_ops)
 {
-    uct_dcx_wr_log_t *copy = ucs_alloca(iface->log_stride);
+    uct_dcx_wr_log_t *copy = iface->wr_replay;
     uct_dcx_ep_t *ep;
     uct_dcx_op_t *op;
     uint64_t x;

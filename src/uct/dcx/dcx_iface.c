@@ -154,10 +154,12 @@ static ucs_config_field_t uct_dcx_iface_config_table[] = {
      ucs_offsetof(uct_dcx_iface_config_t, strided_key_entries),
      UCT_DCX_CONFIG_TYPE_COUNT},
 
-    {"STRIDED_SGE_MAX", "4",
+    {"STRIDED_SGE_MAX", "32",
      "An operation whose strided entries have at most this many elements in\n"
-     "all sends them as one sge per element (if they fit the work request)\n"
-     "instead of through a key. 0 .. 32 (measured crossover: docs/strided.md).",
+     "all sends them as one sge per element, if they fit the work request\n"
+     "with its other sges, instead of through a strided key. 0 .. 32; 0 =\n"
+     "always through keys. Measured with callgrind (docs/strided.md): plain\n"
+     "sges cost less than a cached key up to the work request's limit.",
      ucs_offsetof(uct_dcx_iface_config_t, strided_sge_max),
      UCT_DCX_CONFIG_TYPE_COUNT},
 
