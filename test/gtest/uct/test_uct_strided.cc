@@ -19,7 +19,10 @@ extern "C" {
 #include "dcx_strided_stats.h"
 }
 
+#include <csignal>
 #include <cstring>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <vector>
 
 using namespace dcx_test;
@@ -672,6 +675,146 @@ TEST_P(uct_dcx_strided, config_bad_flow)
         EXPECT_GE(log_counter::errors(), 1);
         log_counter::reset();
     }
+}
+
+/* ---------------------------------------------------------------------------
+ * A peer in another process: strided put into its memory, strided get back
+ * ------------------------------------------------------------------------- */
+
+namespace {
+
+struct strided_peer_info {
+    uint8_t   dev_addr[64];
+    uint8_t   iface_addr[64];
+    size_t    dev_addr_len, iface_addr_len;
+    uint64_t  buf;
+    char      rkey[64];
+};
+
+} /* namespace */
+
+/* Run in the child (exec'ed by across_processes): publishes an interface
+ * and 64 KiB of registered memory on DCX_STRIDED_PEER_FD, then serves until
+ * killed */
+class uct_dcx_strided_peer : public uct_dcx_test {
+protected:
+    virtual void init_env(scoped_env &env)
+    {
+        const char *fabric = getenv("DCX_STRIDED_PEER_FABRIC");
+        if (fabric != NULL) {
+            env.set("UCX_DCX_SOFT_FABRIC", fabric);
+        }
+    }
+};
+
+TEST_F(uct_dcx_strided_peer, DISABLED_serve)
+{
+    const char *fd_str = getenv("DCX_STRIDED_PEER_FD");
+    strided_peer_info info;
+
+    if (fd_str == NULL) {
+        GTEST_SKIP() << "run by uct_dcx_strided.across_processes only";
+    }
+    std::map<std::string, std::string> cfg;
+    cfg["TM_ENABLE"] = "y";
+    entity *e = create_entity(cfg);
+    mem m     = alloc_mem(65536);
+
+    memset(&info, 0, sizeof(info));
+    ASSERT_LE(e->dev_addr.size(), sizeof(info.dev_addr));
+    ASSERT_LE(e->iface_addr.size(), sizeof(info.iface_addr));
+    ASSERT_LE(m_md_attr.rkey_packed_size, sizeof(info.rkey));
+    info.dev_addr_len   = e->dev_addr.size();
+    info.iface_addr_len = e->iface_addr.size();
+    memcpy(info.dev_addr, &e->dev_addr[0], e->dev_addr.size());
+    memcpy(info.iface_addr, &e->iface_addr[0], e->iface_addr.size());
+    info.buf = (uintptr_t)m.ptr;
+    ASSERT_EQ(UCS_OK, uct_md_mkey_pack(m_md, m.memh, info.rkey));
+    ASSERT_EQ((ssize_t)sizeof(info), write(atoi(fd_str), &info,
+                                           sizeof(info)));
+    for (;;) {
+        progress();
+    }
+}
+
+TEST_P(uct_dcx_strided, across_processes)
+{
+    entity *a = create();
+    strided_peer_info info;
+    int fds[2];
+    char fd_str[16];
+
+    ASSERT_EQ(0, pipe(fds));
+    pid_t child = fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+        close(fds[0]);
+        snprintf(fd_str, sizeof(fd_str), "%d", fds[1]);
+        setenv("DCX_STRIDED_PEER_FD", fd_str, 1);
+        setenv("DCX_STRIDED_PEER_FABRIC", getenv("UCX_DCX_SOFT_FABRIC"), 1);
+        if (freopen("/dev/null", "w", stdout) == NULL) {
+            _exit(126);
+        }
+        execl("/proc/self/exe", "gtest_uct_strided_peer",
+              "--gtest_filter=uct_dcx_strided_peer.DISABLED_serve",
+              "--gtest_also_run_disabled_tests", (char*)NULL);
+        _exit(127);
+    }
+    close(fds[1]);
+    size_t got = 0;
+    while (got < sizeof(info)) {
+        ssize_t n = read(fds[0], (char*)&info + got, sizeof(info) - got);
+        if (n <= 0) {
+            break;
+        }
+        got += n;
+    }
+    close(fds[0]);
+    if (got != sizeof(info)) {
+        kill(child, SIGKILL);
+        waitpid(child, NULL, 0);
+        FAIL() << "the peer did not start";
+    }
+
+    uct_ep_params_t params;
+    uct_rkey_bundle_t rkb;
+    uct_ep_h ep;
+    memset(&params, 0, sizeof(params));
+    params.field_mask = UCT_EP_PARAM_FIELD_IFACE |
+                        UCT_EP_PARAM_FIELD_DEV_ADDR |
+                        UCT_EP_PARAM_FIELD_IFACE_ADDR;
+    params.iface      = a->iface;
+    params.dev_addr   = (uct_device_addr_t*)info.dev_addr;
+    params.iface_addr = (uct_iface_addr_t*)info.iface_addr;
+    ASSERT_EQ(UCS_OK, uct_ep_create(&params, &ep));
+    m_eps.push_back(ep);
+    ASSERT_EQ(UCS_OK, uct_rkey_unpack(m_component, info.rkey, &rkb));
+
+    /* 6000 bytes gathered into the peer, scattered back in another layout */
+    layout ls = { 12, 40, 500 }, lg = { 6, 9, 1000 };
+    mem src = strided_mem(ls, 8), back = strided_mem(lg, 0, false);
+    uct_iov_t siov = iov_of(src, ls), giov = iov_of(back, lg);
+    run_zcopy([&](uct_completion_t *c) {
+        return uct_ep_put_zcopy(ep, &siov, 1, info.buf, rkb.rkey, c);
+    });
+    run_zcopy([&](uct_completion_t *c) {
+        return uct_ep_get_zcopy(ep, &giov, 1, info.buf, rkb.rkey, c);
+    });
+    std::vector<char> sent = packed(ls, 8);
+    for (size_t off = 0; off < sent.size(); ++off) {
+        size_t k = off / lg.length, j = off % lg.length;
+        ASSERT_EQ(sent[off], ((char*)back.ptr)[k * lg.stride + j])
+            << "byte " << off;
+    }
+    for (size_t k = 0; k + 1 < lg.count; ++k) {
+        for (size_t j = lg.length; j < lg.stride; ++j) {
+            ASSERT_EQ(GAP, ((char*)back.ptr)[k * lg.stride + j])
+                << "gap after element " << k;
+        }
+    }
+    uct_rkey_release(m_component, &rkb);
+    kill(child, SIGKILL);
+    waitpid(child, NULL, 0);
 }
 
 /*
