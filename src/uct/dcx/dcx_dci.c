@@ -461,7 +461,8 @@ void uct_dcx_dci_log_wr(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci,
         entry->sge[0].length = length;
         entry->sge[0].lkey   = 0;
         entry->wr.num_sge    = 1;
-    } else {
+    } else if (wr->num_sge > 0) {
+        /* (a strided-key configure has no sges: sg_list may be NULL) */
         memcpy(entry->sge, wr->sg_list, wr->num_sge * sizeof(*wr->sg_list));
     }
 }
