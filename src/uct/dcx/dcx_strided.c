@@ -506,12 +506,9 @@ ucs_status_t uct_dcx_strided_iov(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep,
                 pending_cfg = 1;
                 continue;
             }
+            /* held from now on; back at the lru's tail (most recently
+             * used) when released */
             st->stats.hits++;
-            if (key->refs == 0) {
-                /* most recently used now */
-                ucs_list_del(&key->idle);
-                ucs_list_add_tail(&st->lru, &key->idle);
-            }
         } else {
             key = uct_dcx_strided_key_alloc(iface);
             if (key == NULL) {

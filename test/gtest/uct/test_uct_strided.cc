@@ -490,6 +490,33 @@ TEST_P(uct_dcx_strided, eviction_under_pressure)
     EXPECT_EQ(13u, s.evictions);
 }
 
+/* The least recently used layout goes first */
+TEST_P(uct_dcx_strided, eviction_is_lru)
+{
+    std::map<std::string, std::string> cfg;
+    cfg["STRIDED_KEYS"] = "2";
+    entity *a = create(cfg), *b = create();
+    uct_ep_h ep = connect(a, b);
+    const layout l[3] = { { 4, 10, 50 }, { 4, 11, 50 }, { 4, 12, 50 } };
+    mem src[3] = { strided_mem(l[0], 1), strided_mem(l[1], 2),
+                   strided_mem(l[2], 3) };
+    mem dst    = alloc_mem(256);
+    const int seq[] = { 0, 1, 0, 2, 0, 1 };   /* A B A C A B */
+    const uint64_t hits[] = { 0, 0, 1, 1, 2, 2 };
+
+    for (size_t i = 0; i < 6; ++i) {
+        const int x   = seq[i];
+        uct_iov_t iov = iov_of(src[x], l[x]);
+        memset(dst.ptr, 0, dst.length);
+        put(ep, &iov, 1, dst);
+        std::vector<char> exp = packed(l[x], x + 1);
+        EXPECT_EQ(0, memcmp(dst.ptr, exp.data(), exp.size())) << "step " << i;
+        EXPECT_EQ(hits[i], stats(a).hits) << "step " << i;
+    }
+    EXPECT_EQ(4u, stats(a).misses);
+    EXPECT_EQ(2u, stats(a).evictions);
+}
+
 /* Every key in use: NO_RESOURCE, the request goes pending, and goes out
  * once the operation holding the key completes */
 TEST_P(uct_dcx_strided, pool_exhausted_then_pending)
