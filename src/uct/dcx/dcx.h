@@ -25,6 +25,7 @@
 
 #include "dcx_md.h"
 #include "dcx_dev.h"
+#include "dcx_strided.h"
 
 #include <uct/base/uct_iface.h>
 #include <uct/base/uct_md.h>
@@ -44,6 +45,8 @@
 #define UCT_DCX_GET_MAX_SHORT    1024      /* get_short: bounce-buffer READ */
 #define UCT_DCX_WR_SN_SHIFT      16
 #define UCT_DCX_MAX_IOV          8         /* sges per zcopy WR we advertise */
+#define UCT_DCX_MAX_SGE          32        /* sges per WR: iovs, or strided
+                                              elements expanded to sges */
 #define UCT_DCX_RX_BATCH         16        /* completions polled at once */
 #define UCT_DCX_TX_BATCH         16
 #define UCT_DCX_ADDR_MAGIC       0xdc      /* first byte of an iface address */
@@ -86,6 +89,9 @@ typedef struct uct_dcx_iface_config {
     unsigned            tx_max_bufs;
     int                 tm_enable;      /* ucs_ternary_auto_value_t */
     char               *tm_stats_dir;   /* "" = no live counters file */
+    unsigned            strided_keys;   /* pool of strided keys, 0 = none */
+    unsigned            strided_key_entries; /* 0 = the device's maximum */
+    unsigned            strided_sge_max;/* elements expanded to sges */
 } uct_dcx_iface_config_t;
 
 
@@ -179,7 +185,7 @@ enum {
  * posted again after recovery.  Inline data is copied after the struct. */
 typedef struct uct_dcx_wr_log {
     dcx_send_wr_t  wr;
-    dcx_sge_t      sge[UCT_DCX_MAX_IOV + 2];
+    dcx_sge_t      sge[UCT_DCX_MAX_SGE];
 } uct_dcx_wr_log_t;
 
 typedef struct uct_dcx_dci {
@@ -276,6 +282,8 @@ typedef struct uct_dcx_tm_slot {
     uint8_t             ops_due;    /* signalled list operations pending */
     uint8_t             forced;     /* cancelled with force: no callbacks */
     uint8_t             del_posted;
+    uint16_t            skey;       /* strided key of the buffer, or
+                                       UCT_DCX_SKEY_NONE */
 } uct_dcx_tm_slot_t;
 
 /* What uct_tag_context_t.priv holds */
@@ -320,6 +328,7 @@ typedef struct uct_dcx_tm_rndv_op {
     uct_dcx_ep_t       *ep;        /* NULL: free */
     uint16_t            gen;       /* app_ctx = gen << 16 | index */
     uint16_t            next_free;
+    uint16_t            skey;      /* strided key the peer reads through */
 } uct_dcx_tm_rndv_op_t;
 
 typedef struct uct_dcx_tm {
@@ -367,6 +376,7 @@ struct uct_dcx_iface {
     uint16_t                     sig_period;
     uint32_t                     ring_mask;   /* wr_ep ring size - 1 */
     size_t                       log_stride;  /* bytes per WR log entry */
+    void                        *wr_replay;   /* one log entry: replay copy */
 
     ucs_arbiter_t                arbiter;     /* eps with pending requests */
     uct_dcx_ep_t                *dispatch_ep; /* ep whose request runs now */
@@ -408,11 +418,15 @@ struct uct_dcx_iface {
     unsigned                     max_peers;
     dcx_ah_t                    *self_ah;
 
+    /* strided iov entries: key pool and layout cache (dcx_strided.c) */
+    uct_dcx_strided_t            strided;
+
     struct {
         size_t                   seg_size;
         unsigned                 max_inline;
         unsigned                 get_max_short;
         unsigned                 max_iov;
+        unsigned                 max_sge;     /* per WR, of every DCI */
         unsigned                 quota;
         uint64_t                 dc_key;
         uint8_t                  timeout;
@@ -531,6 +545,24 @@ ucs_status_t uct_dcx_iface_tag_recv_zcopy(uct_iface_h tl_iface, uct_tag_t tag,
                                           uct_tag_context_t *ctx);
 ucs_status_t uct_dcx_iface_tag_recv_cancel(uct_iface_h tl_iface,
                                            uct_tag_context_t *ctx, int force);
+
+/* dcx_strided.c */
+ucs_status_t uct_dcx_strided_init(uct_dcx_iface_t *iface,
+                                  const uct_dcx_iface_config_t *config);
+void uct_dcx_strided_cleanup(uct_dcx_iface_t *iface);
+ucs_status_t uct_dcx_strided_iov(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep,
+                                 const char *name, const uct_iov_t *iov,
+                                 size_t iovcnt, unsigned flags, dcx_sge_t *sge,
+                                 unsigned max_sge, unsigned *num_sge_p,
+                                 size_t *length_p, uct_dcx_strided_use_t *use);
+void uct_dcx_strided_commit(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci,
+                            uct_dcx_strided_use_t *use);
+void uct_dcx_strided_abort(uct_dcx_iface_t *iface, uct_dcx_strided_use_t *use);
+uint16_t uct_dcx_strided_take(uct_dcx_iface_t *iface,
+                              uct_dcx_strided_use_t *use);
+void uct_dcx_strided_key_put(uct_dcx_iface_t *iface, uint16_t idx);
+uint32_t uct_dcx_strided_key_rkey(uct_dcx_iface_t *iface, uint16_t idx);
+uint16_t uct_dcx_strided_use_key(const uct_dcx_strided_use_t *use);
 
 /* dcx_dci.c */
 ucs_status_t uct_dcx_dci_pool_init(uct_dcx_iface_t *iface,

@@ -252,7 +252,9 @@ ucs_status_t uct_dcx_iface_check_config(const uct_dcx_iface_config_t *config,
         {"RETRY_COUNT",     config->retry_count,  0, 7},
         {"RNR_RETRY_COUNT", config->rnr_retry,    0, 7},
         {"SIGNAL_PERIOD",   config->sig_period,   0, UINT16_MAX},
-        {"TX_MAX_BUFS",     config->tx_max_bufs,  1, UINT_MAX}
+        {"TX_MAX_BUFS",     config->tx_max_bufs,  1, UINT_MAX},
+        {"STRIDED_KEYS",    config->strided_keys, 0, UCT_DCX_SKEYS_MAX},
+        {"STRIDED_SGE_MAX", config->strided_sge_max, 0, UCT_DCX_MAX_SGE}
     };
     ucs_status_t status;
     unsigned i;
@@ -274,6 +276,15 @@ ucs_status_t uct_dcx_iface_check_config(const uct_dcx_iface_config_t *config,
         if (status != UCS_OK) {
             return status;
         }
+    }
+
+    if ((config->strided_key_entries != 0) &&
+        ((config->strided_key_entries < 2) ||
+         (config->strided_key_entries > caps->mkey_max_entries))) {
+        ucs_error("dcx: %s: UCX_DCX_STRIDED_KEY_ENTRIES=%u: 0 (the device's "
+                  "maximum) or 2 .. %u", dev, config->strided_key_entries,
+                  caps->mkey_max_entries);
+        return UCS_ERR_INVALID_PARAM;
     }
 
     /* one send CQ serves every DCI's whole send queue */

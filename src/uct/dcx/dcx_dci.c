@@ -201,6 +201,7 @@ ucs_status_t uct_dcx_dci_pool_init(uct_dcx_iface_t *iface,
     int ret;
 
     iface->num_dci      = config->num_dci;
+    iface->wr_replay    = NULL;
     iface->ctl_dci      = config->num_dci;
     iface->dci_free_top = 0;
     iface->dci_waiters  = 0;
@@ -217,7 +218,7 @@ ucs_status_t uct_dcx_dci_pool_init(uct_dcx_iface_t *iface,
     attr.type          = DCX_QPT_DCI;
     attr.send_cq       = iface->tx_cq;
     attr.max_send_wr   = ucs_min(config->tx_queue_len, caps->max_qp_wr);
-    attr.max_send_sge  = ucs_min(caps->max_sge, UCT_DCX_MAX_IOV + 1u);
+    attr.max_send_sge  = ucs_min(caps->max_sge, (uint32_t)UCT_DCX_MAX_SGE);
     attr.max_inline    = caps->max_inline;
     attr.max_rd_atomic = caps->max_rd_atomic;
     attr.timeout       = iface->config.timeout;
@@ -236,6 +237,9 @@ ucs_status_t uct_dcx_dci_pool_init(uct_dcx_iface_t *iface,
             goto err_destroy;
         }
         iface->sq_len = ucs_min(iface->sq_len, dci->qp->max_send_wr);
+        iface->config.max_sge = (i == 0) ? dci->qp->max_send_sge :
+                                ucs_min(iface->config.max_sge,
+                                        dci->qp->max_send_sge);
         iface->config.max_inline = (i == 0) ? dci->qp->max_inline :
                                    ucs_min(iface->config.max_inline,
                                            dci->qp->max_inline);
@@ -245,6 +249,14 @@ ucs_status_t uct_dcx_dci_pool_init(uct_dcx_iface_t *iface,
     iface->ring_mask  = ring - 1;
     iface->log_stride = ucs_align_up(sizeof(uct_dcx_wr_log_t) +
                                      iface->config.max_inline, 8);
+    /* a WR being posted again is copied here first (a log entry holds up
+     * to UCT_DCX_MAX_SGE sges and the inline bytes: too big for alloca) */
+    iface->wr_replay = ucs_malloc(iface->log_stride, "dcx_wr_replay");
+    if (iface->wr_replay == NULL) {
+        ucs_error("dcx: failed to allocate the WR replay buffer");
+        i = total;
+        goto err_destroy;
+    }
     for (i = 0; i < total; ++i) {
         dci        = &iface->dcis[i];
         dci->avail = iface->sq_len;
@@ -292,6 +304,8 @@ err_destroy:
         }
     }
 err_free:
+    ucs_free(iface->wr_replay);
+    iface->wr_replay = NULL;
     ucs_free(iface->dcis);
     ucs_free(iface->dci_free);
     iface->dcis = NULL;
@@ -318,6 +332,7 @@ void uct_dcx_dci_pool_cleanup(uct_dcx_iface_t *iface)
     }
     ucs_free(iface->dcis);
     ucs_free(iface->dci_free);
+    ucs_free(iface->wr_replay);
 }
 
 
@@ -446,7 +461,8 @@ void uct_dcx_dci_log_wr(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci,
         entry->sge[0].length = length;
         entry->sge[0].lkey   = 0;
         entry->wr.num_sge    = 1;
-    } else {
+    } else if (wr->num_sge > 0) {
+        /* (a strided-key configure has no sges: sg_list may be NULL) */
         memcpy(entry->sge, wr->sg_list, wr->num_sge * sizeof(*wr->sg_list));
     }
 }
@@ -511,7 +527,7 @@ static void uct_dcx_dci_replay(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci,
                                uct_dcx_ep_t *fail_ep, ucs_queue_head_t *ops,
                                ucs_queue_head_t *failed_ops)
 {
-    uct_dcx_wr_log_t *copy = ucs_alloca(iface->log_stride);
+    uct_dcx_wr_log_t *copy = iface->wr_replay;
     uct_dcx_ep_t *ep;
     uct_dcx_op_t *op;
     uint64_t x;

@@ -1,11 +1,12 @@
 /*
- * dcx transport: endpoints and their operations.
+ * dcx transport: endpoints and their operations (the zero-copy ones are in
+ * dcx_ep_zcopy.c).
  */
 #ifdef HAVE_CONFIG_H
 #  include "config.h"
 #endif
 
-#include "dcx.inl"
+#include "dcx_ep.inl"
 
 #include <uct/base/uct_iov.inl>
 #include <ucs/debug/log.h>
@@ -16,21 +17,21 @@
  * Argument checks (each bad input: one log line and a status)
  * ------------------------------------------------------------------------- */
 
-static UCS_F_NOINLINE ucs_status_t
+UCS_F_NOINLINE ucs_status_t
 uct_dcx_bad_length(const char *op, size_t length, size_t max)
 {
     ucs_error("dcx: %s: length %zu exceeds the maximum %zu", op, length, max);
     return UCS_ERR_INVALID_PARAM;
 }
 
-static UCS_F_NOINLINE ucs_status_t uct_dcx_bad_am_id(unsigned id)
+UCS_F_NOINLINE ucs_status_t uct_dcx_bad_am_id(unsigned id)
 {
     ucs_error("dcx: invalid active message id %u (valid: 0..%d)", id,
               (int)UCT_AM_ID_MAX - 1);
     return UCS_ERR_INVALID_PARAM;
 }
 
-static UCS_F_NOINLINE ucs_status_t
+UCS_F_NOINLINE ucs_status_t
 uct_dcx_bad_iovcnt(const char *op, size_t iovcnt, size_t max)
 {
     ucs_error("dcx: %s: iov count %zu exceeds the maximum %zu", op, iovcnt,
@@ -46,69 +47,6 @@ uct_dcx_bad_atomic(const char *op, unsigned opcode)
     return UCS_ERR_UNSUPPORTED;
 }
 
-
-/* ---------------------------------------------------------------------------
- * Pieces every send below is built from
- * ------------------------------------------------------------------------- */
-
-static UCS_F_ALWAYS_INLINE void
-uct_dcx_sge_set(dcx_sge_t *sge, const void *addr, size_t length, uint32_t lkey)
-{
-    sge->addr   = (uintptr_t)addr;
-    sge->length = length;
-    sge->lkey   = lkey;
-}
-
-/* A WR aimed at remote memory: uct_dcx_wr_init plus the remote side */
-static UCS_F_ALWAYS_INLINE void
-uct_dcx_wr_init_rma(dcx_send_wr_t *wr, uct_dcx_ep_t *ep, uint8_t opcode,
-                    uint8_t flags, const dcx_sge_t *sge, unsigned num_sge,
-                    uint64_t remote_addr, uct_rkey_t rkey)
-{
-    uct_dcx_wr_init(wr, ep, opcode, flags, sge, num_sge);
-    wr->remote_addr = remote_addr;
-    wr->rkey        = uct_dcx_rkey(rkey);
-}
-
-/* The WR just posted by ep reads or writes the user's memory (zcopy): if
- * the ep goes away with it in flight, its DCI is stopped */
-static UCS_F_ALWAYS_INLINE void
-uct_dcx_ep_mark_user_mem(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep)
-{
-    uct_dcx_dci_t *dci = uct_dcx_ep_dci(iface, ep);
-
-    dci->wr_opcode[dci->sn & iface->ring_mask] |= UCT_DCX_WR_USER_MEM;
-}
-
-/*
- * Posts wr on ep's DCI.  On failure op (a bare op, or the op heading a
- * descriptor) returns to its pool; on success an AM uses up one credit.
- * Callers pass op, signal and is_am as constants where they can, so the
- * tests on them vanish once this is inlined.
- */
-static UCS_F_ALWAYS_INLINE ucs_status_t
-uct_dcx_ep_post(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep, dcx_send_wr_t *wr,
-                uct_dcx_op_t *op, int signal, int is_am)
-{
-    ucs_status_t status;
-
-    /* the op of a descriptor is its first member: same pool object */
-    UCS_STATIC_ASSERT(ucs_offsetof(uct_dcx_send_desc_t, op) == 0);
-
-    status = uct_dcx_dci_post(iface, uct_dcx_ep_dci(iface, ep), ep, wr, op,
-                              signal);
-    if (ucs_unlikely(status != UCS_OK)) {
-        if (op != NULL) {
-            ucs_mpool_put_inline(op);
-        }
-        return status;
-    }
-
-    if (is_am) {
-        ep->fc_wnd--;
-    }
-    return UCS_OK;
-}
 
 
 /* ---------------------------------------------------------------------------
@@ -171,7 +109,8 @@ ucs_status_t uct_dcx_ep_am_short_iov(uct_ep_h tl_ep, uint8_t id,
     uct_dcx_ep_t *ep        = ucs_derived_of(tl_ep, uct_dcx_ep_t);
     uct_dcx_iface_t *iface  = uct_dcx_ep_iface(ep);
     uint8_t am_id           = id;
-    dcx_sge_t sge[UCT_DCX_MAX_IOV + 2];
+    dcx_sge_t sge[UCT_DCX_MAX_SGE];
+    unsigned num_sge, k, count;
     size_t i, length;
 
     if (ucs_unlikely(id >= UCT_AM_ID_MAX)) {
@@ -183,13 +122,33 @@ ucs_status_t uct_dcx_ep_am_short_iov(uct_ep_h tl_ep, uint8_t id,
     }
 
     uct_dcx_sge_set(&sge[1], &am_id, UCT_DCX_AM_HDR_LEN, 0);
-    length = 0;
+    length  = 0;
+    num_sge = 2;
     for (i = 0; i < iovcnt; ++i) {
-        uct_dcx_sge_set(&sge[i + 2], iov[i].buffer,
-                        uct_iov_get_length(&iov[i]), 0);
-        length += sge[i + 2].length;
+        /* a strided entry: one inline sge per element */
+        count = ((iov[i].count > 1) && (iov[i].stride != iov[i].length)) ?
+                iov[i].count : 1;
+        if (ucs_unlikely(num_sge + count > iface->config.max_sge)) {
+            ucs_error("dcx: am_short_iov: iov[%zu] of %u elements: more "
+                      "than the %u pieces of an inline send", i,
+                      iov[i].count, iface->config.max_sge - 2);
+            return UCS_ERR_EXCEEDS_LIMIT;
+        }
+        if (count == 1) {
+            uct_dcx_sge_set(&sge[num_sge++], iov[i].buffer,
+                            uct_iov_get_length(&iov[i]), 0);
+            length += uct_iov_get_length(&iov[i]);
+            continue;
+        }
+        for (k = 0; k < count; ++k) {
+            uct_dcx_sge_set(&sge[num_sge++],
+                            UCS_PTR_BYTE_OFFSET(iov[i].buffer,
+                                                k * iov[i].stride),
+                            iov[i].length, 0);
+            length += iov[i].length;
+        }
     }
-    return uct_dcx_ep_am_inline(ep, "am_short_iov", sge, iovcnt + 2, length);
+    return uct_dcx_ep_am_inline(ep, "am_short_iov", sge, num_sge, length);
 }
 
 ssize_t uct_dcx_ep_am_bcopy(uct_ep_h tl_ep, uint8_t id,
@@ -236,95 +195,6 @@ ssize_t uct_dcx_ep_am_bcopy(uct_ep_h tl_ep, uint8_t id,
     return length;
 }
 
-static ucs_status_t
-uct_dcx_iov_to_sge(uct_dcx_iface_t *iface, const char *op,
-                   const uct_iov_t *iov, size_t iovcnt, dcx_sge_t *sge,
-                   unsigned *num_sge_p, size_t *length_p)
-{
-    size_t i, iov_len, length = 0;
-    unsigned num_sge = 0;
-
-    if (ucs_unlikely(iovcnt > iface->config.max_iov)) {
-        return uct_dcx_bad_iovcnt(op, iovcnt, iface->config.max_iov);
-    }
-
-    for (i = 0; i < iovcnt; ++i) {
-        iov_len = uct_iov_get_length(&iov[i]);
-        if (iov_len == 0) {
-            continue;   /* no memory is accessed: no memory handle needed */
-        }
-        if (ucs_unlikely(iov[i].memh == UCT_MEM_HANDLE_NULL)) {
-            ucs_error("dcx: %s: iov[%zu] of %zu bytes has no memory handle",
-                      op, i, iov_len);
-            return UCS_ERR_INVALID_PARAM;
-        }
-        uct_dcx_sge_set(&sge[num_sge++], iov[i].buffer, iov_len,
-                        uct_dcx_memh_mr(iov[i].memh)->lkey);
-        length += iov_len;
-    }
-    *num_sge_p = num_sge;
-    *length_p  = length;
-    return UCS_OK;
-}
-
-ucs_status_t uct_dcx_ep_am_zcopy(uct_ep_h tl_ep, uint8_t id,
-                                 const void *header, unsigned header_length,
-                                 const uct_iov_t *iov, size_t iovcnt,
-                                 unsigned flags, uct_completion_t *comp)
-{
-    uct_dcx_ep_t *ep        = ucs_derived_of(tl_ep, uct_dcx_ep_t);
-    uct_dcx_iface_t *iface  = uct_dcx_ep_iface(ep);
-    uct_dcx_send_desc_t *desc;
-    dcx_sge_t sge[UCT_DCX_MAX_IOV + 1];
-    dcx_send_wr_t wr;
-    uint8_t *data;
-    ucs_status_t status;
-    unsigned num_sge;
-    size_t length;
-
-    if (ucs_unlikely(id >= UCT_AM_ID_MAX)) {
-        return uct_dcx_bad_am_id(id);
-    }
-    if (ucs_unlikely(header_length > UCT_DCX_AM_MAX_HDR)) {
-        return uct_dcx_bad_length("am_zcopy header", header_length,
-                                  UCT_DCX_AM_MAX_HDR);
-    }
-    status = uct_dcx_iov_to_sge(iface, "am_zcopy", iov, iovcnt, sge + 1,
-                                &num_sge, &length);
-    if (ucs_unlikely(status != UCS_OK)) {
-        return status;
-    }
-    if (ucs_unlikely(UCT_DCX_AM_HDR_LEN + header_length + length >
-                     iface->config.seg_size)) {
-        return uct_dcx_bad_length("am_zcopy", header_length + length,
-                                  iface->config.seg_size -
-                                  UCT_DCX_AM_HDR_LEN);
-    }
-
-    status = uct_dcx_ep_desc_begin(iface, ep, 1, uct_dcx_op_release_desc,
-                                   comp, &desc);
-    if (ucs_unlikely(status != UCS_OK)) {
-        return status;
-    }
-
-    /* The AM byte and the user header travel from a registered buffer */
-    data = uct_dcx_desc_data(desc);
-    memset(data, 0, ep->tmh_len); /* TMH of opcode NO_TAG */
-    data[ep->tmh_len] = id;
-    memcpy(data + ep->tmh_len + UCT_DCX_AM_HDR_LEN, header, header_length);
-    uct_dcx_sge_set(&sge[0], data,
-                    ep->tmh_len + UCT_DCX_AM_HDR_LEN + header_length,
-                    desc->lkey);
-    uct_dcx_wr_init(&wr, ep, DCX_WR_SEND, 0, sge, num_sge + 1);
-    status = uct_dcx_ep_post(iface, ep, &wr, &desc->op, comp != NULL, 1);
-    if (ucs_unlikely(status != UCS_OK)) {
-        return status;
-    }
-    uct_dcx_ep_mark_user_mem(iface, ep);
-
-    UCT_TL_EP_STAT_OP(&ep->super, AM, ZCOPY, header_length + length);
-    return UCS_INPROGRESS;
-}
 
 
 /* ---------------------------------------------------------------------------
@@ -400,79 +270,6 @@ ssize_t uct_dcx_ep_put_bcopy(uct_ep_h tl_ep, uct_pack_callback_t pack_cb,
     return length;
 }
 
-/* One-sided zero-copy op; a bare op carries the completion if any */
-static UCS_F_ALWAYS_INLINE ucs_status_t
-uct_dcx_ep_rma_zcopy(uct_dcx_ep_t *ep, uint8_t opcode, const char *name,
-                     const uct_iov_t *iov, size_t iovcnt, uint64_t remote_addr,
-                     uct_rkey_t rkey, uct_completion_t *comp, size_t *len_p)
-{
-    uct_dcx_iface_t *iface  = uct_dcx_ep_iface(ep);
-    dcx_sge_t sge[UCT_DCX_MAX_IOV];
-    uct_dcx_op_t *op        = NULL;
-    dcx_send_wr_t wr;
-    ucs_status_t status;
-    unsigned num_sge;
-
-    status = uct_dcx_iov_to_sge(iface, name, iov, iovcnt, sge, &num_sge,
-                                len_p);
-    if (ucs_unlikely(status != UCS_OK)) {
-        return status;
-    }
-    if (ucs_unlikely(*len_p > iface->caps->max_msg_size)) {
-        return uct_dcx_bad_length(name, *len_p, iface->caps->max_msg_size);
-    }
-
-    status = uct_dcx_ep_tx_begin(iface, ep, 0);
-    if (ucs_unlikely(status != UCS_OK)) {
-        return status;
-    }
-
-    if (comp != NULL) {
-        op = ucs_mpool_get_inline(&iface->op_mp);
-        if (ucs_unlikely(op == NULL)) {
-            return UCS_ERR_NO_RESOURCE;
-        }
-        op->cb   = uct_dcx_op_put;
-        op->comp = comp;
-    }
-
-    uct_dcx_wr_init_rma(&wr, ep, opcode, 0, sge, num_sge, remote_addr,
-                        rkey);
-    status = uct_dcx_ep_post(iface, ep, &wr, op, op != NULL, 0);
-    if (ucs_unlikely(status != UCS_OK)) {
-        return status;
-    }
-    uct_dcx_ep_mark_user_mem(iface, ep);
-    return UCS_INPROGRESS;
-}
-
-ucs_status_t uct_dcx_ep_put_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov,
-                                  size_t iovcnt, uint64_t remote_addr,
-                                  uct_rkey_t rkey, uct_completion_t *comp)
-{
-    uct_dcx_ep_t *ep = ucs_derived_of(tl_ep, uct_dcx_ep_t);
-    ucs_status_t status;
-    size_t length;
-
-    status = uct_dcx_ep_rma_zcopy(ep, DCX_WR_RDMA_WRITE, "put_zcopy", iov,
-                                  iovcnt, remote_addr, rkey, comp, &length);
-    UCT_TL_EP_STAT_OP_IF_SUCCESS(status, &ep->super, PUT, ZCOPY, length);
-    return status;
-}
-
-ucs_status_t uct_dcx_ep_get_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov,
-                                  size_t iovcnt, uint64_t remote_addr,
-                                  uct_rkey_t rkey, uct_completion_t *comp)
-{
-    uct_dcx_ep_t *ep = ucs_derived_of(tl_ep, uct_dcx_ep_t);
-    ucs_status_t status;
-    size_t length;
-
-    status = uct_dcx_ep_rma_zcopy(ep, DCX_WR_RDMA_READ, "get_zcopy", iov,
-                                  iovcnt, remote_addr, rkey, comp, &length);
-    UCT_TL_EP_STAT_OP_IF_SUCCESS(status, &ep->super, GET, ZCOPY, length);
-    return status;
-}
 
 /* The data read into the bounce buffer goes to the user's buffer */
 static void uct_dcx_copy_result_done(uct_dcx_iface_t *iface, uct_dcx_op_t *op,

@@ -136,6 +136,31 @@ static ucs_config_field_t uct_dcx_iface_config_table[] = {
      ucs_offsetof(uct_dcx_iface_config_t, tm_stats_dir),
      UCS_CONFIG_TYPE_STRING},
 
+    {"STRIDED_KEYS", "64",
+     "Strided uct_iov_t entries (count > 1, stride != length) in zero-copy\n"
+     "operations: how many indirect memory keys the interface may create,\n"
+     "which is also how many layouts it keeps cached (least recently used\n"
+     "evicted first). 0 .. 4096; 0 = no keys: strided entries are only sent\n"
+     "as one sge per element (STRIDED_SGE_MAX). See docs/strided.md.",
+     ucs_offsetof(uct_dcx_iface_config_t, strided_keys),
+     UCT_DCX_CONFIG_TYPE_COUNT},
+
+    {"STRIDED_KEY_ENTRIES", "0",
+     "Translation entries of each strided key: a layout whose element or\n"
+     "stride is over the device's interleave limit takes one entry per\n"
+     "element. 0 = the device's maximum; else 2 .. the device's maximum.",
+     ucs_offsetof(uct_dcx_iface_config_t, strided_key_entries),
+     UCT_DCX_CONFIG_TYPE_COUNT},
+
+    {"STRIDED_SGE_MAX", "32",
+     "An operation whose strided entries have at most this many elements in\n"
+     "all sends them as one sge per element, if they fit the work request\n"
+     "with its other sges, instead of through a strided key. 0 .. 32; 0 =\n"
+     "always through keys. Measured with callgrind (docs/strided.md): plain\n"
+     "sges cost less than a cached key up to the work request's limit.",
+     ucs_offsetof(uct_dcx_iface_config_t, strided_sge_max),
+     UCT_DCX_CONFIG_TYPE_COUNT},
+
     {NULL}
 };
 
@@ -722,9 +747,14 @@ static UCS_CLASS_INIT_FUNC(uct_dcx_iface_t, uct_md_h tl_md,
         goto err_scratch_mr;
     }
 
-    status = uct_dcx_dci_pool_init(self, cfg);
+    status = uct_dcx_strided_init(self, cfg);
     if (status != UCS_OK) {
         goto err_tag;
+    }
+
+    status = uct_dcx_dci_pool_init(self, cfg);
+    if (status != UCS_OK) {
+        goto err_strided;
     }
 
     uct_dcx_iface_post_recv(self);
@@ -745,6 +775,8 @@ static UCS_CLASS_INIT_FUNC(uct_dcx_iface_t, uct_md_h tl_md,
 
 err_pool:
     uct_dcx_dci_pool_cleanup(self);
+err_strided:
+    uct_dcx_strided_cleanup(self);
 err_tag:
     uct_dcx_iface_tag_cleanup(self);
 err_scratch_mr:
@@ -780,6 +812,7 @@ static UCS_CLASS_CLEANUP_FUNC(uct_dcx_iface_t)
     uct_dcx_iface_fc_cleanup(self);
     /* cancelling the control DCI's operations may queue grants again */
     uct_dcx_dci_pool_cleanup(self);
+    uct_dcx_strided_cleanup(self);
     while (!ucs_queue_is_empty(&self->grant_q)) {
         grant = ucs_queue_pull_elem_non_empty(&self->grant_q, uct_dcx_grant_t,
                                               queue);

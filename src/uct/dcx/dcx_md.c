@@ -490,7 +490,12 @@ static ucs_status_t uct_dcx_md_mr_reg(uct_dcx_md_t *md, void *address,
 
 static void uct_dcx_md_mr_dereg(uct_dcx_md_t *md, dcx_mr_t *mr)
 {
+    uct_dcx_md_dereg_cb_t *dcb;
     int ret;
+
+    ucs_list_for_each(dcb, &md->dereg_cbs, list) {
+        dcb->cb(dcb->arg, mr);
+    }
 
     ucs_trace("dcx md %s: deregistering lkey 0x%x", md->name, mr->lkey);
     ret = dcx_mr_dereg(mr);
@@ -890,6 +895,7 @@ ucs_status_t uct_dcx_md_open(uct_component_t *component, const char *md_name,
     md->super.ops       = &uct_dcx_md_ops;
     md->super.component = component;
     md->info            = list[i];
+    ucs_list_head_init(&md->dereg_cbs);
     ucs_strncpy_zero(md->name, md_name, sizeof(md->name));
 
     ret = dcx_dev_open(&md->info, &md->dev);

@@ -16,6 +16,7 @@
 
 #include <uct/base/uct_md.h>
 #include <ucs/memory/rcache.h>
+#include <ucs/datastruct/list.h>
 #include <ucs/type/status.h>
 
 #include <pthread.h>
@@ -78,9 +79,18 @@ typedef struct uct_dcx_md_config {
 
 
 typedef struct uct_dcx_md_strided uct_dcx_md_strided_t;
+/* Told about each deregistration, before the device forgets the MR (the
+ * strided-key cache of each interface: dcx_strided.c) */
+typedef struct uct_dcx_md_dereg_cb {
+    ucs_list_link_t    list;
+    void             (*cb)(void *arg, const dcx_mr_t *mr);
+    void              *arg;
+} uct_dcx_md_dereg_cb_t;
+
 
 typedef struct uct_dcx_md {
     uct_md_t           super;
+    ucs_list_link_t    dereg_cbs;  /* uct_dcx_md_dereg_cb_t */
     dcx_dev_t         *dev;        /* opened device */
     dcx_pd_t          *pd;
     ucs_rcache_t      *rcache;     /* NULL when the cache is disabled */

@@ -103,6 +103,10 @@ static void uct_dcx_tm_slot_put(uct_dcx_iface_t *iface, uint32_t idx)
 {
     uct_dcx_tm_slot_t *slot = &iface->tm.slots[idx];
 
+    if (slot->skey != UCT_DCX_SKEY_NONE) {
+        uct_dcx_strided_key_put(iface, slot->skey);
+        slot->skey = UCT_DCX_SKEY_NONE;
+    }
     slot->state     = UCT_DCX_TM_SLOT_FREE;
     slot->ctx       = NULL;
     slot->next_free = iface->tm.free_head;
@@ -144,8 +148,11 @@ ucs_status_t uct_dcx_iface_tag_recv_zcopy(uct_iface_h tl_iface, uct_tag_t tag,
     uct_dcx_iface_t *iface = ucs_derived_of(tl_iface, uct_dcx_iface_t);
     uct_dcx_tm_ctx_priv_t *priv;
     uct_dcx_tm_slot_t *slot;
+    uct_dcx_strided_use_t use;
     dcx_tm_op_t op;
     ucs_status_t status;
+    unsigned num_sge;
+    size_t length;
     uint32_t idx;
 
     if (ucs_unlikely(iface->rx_tmh_len == 0)) {
@@ -177,7 +184,19 @@ ucs_status_t uct_dcx_iface_tag_recv_zcopy(uct_iface_h tl_iface, uct_tag_t tag,
     op.recv_wr_id = idx;
     op.tag        = tag & tag_mask;
     op.mask       = tag_mask;
-    if ((iovcnt == 1) && (uct_iov_get_length(iov) > 0)) {
+    use.op = NULL;
+    if ((iovcnt == 1) && (iov->count > 1) && (iov->stride != iov->length) &&
+        (iov->length != 0)) {
+        /* a strided buffer: one entry over a configured strided key */
+        status = uct_dcx_strided_iov(iface, NULL, "tag_recv_zcopy", iov, 1,
+                                     UCT_DCX_STRIDED_SCATTER |
+                                     UCT_DCX_STRIDED_KEY_ONLY, &op.sge, 1,
+                                     &num_sge, &length, &use);
+        if (status != UCS_OK) {
+            return status;
+        }
+        op.num_sge = 1;
+    } else if ((iovcnt == 1) && (uct_iov_get_length(iov) > 0)) {
         op.num_sge    = 1;
         op.sge.addr   = (uintptr_t)iov->buffer;
         op.sge.length = uct_iov_get_length(iov);
@@ -185,8 +204,10 @@ ucs_status_t uct_dcx_iface_tag_recv_zcopy(uct_iface_h tl_iface, uct_tag_t tag,
     }
     status = uct_dcx_tm_post_op(iface, &op);
     if (status != UCS_OK) {
+        uct_dcx_strided_abort(iface, &use);
         return status;
     }
+    slot->skey       = uct_dcx_strided_take(iface, &use);
 
     iface->tm.free_head = slot->next_free;
     iface->tm.posted++;
@@ -789,6 +810,7 @@ ucs_status_t uct_dcx_iface_tag_init(uct_dcx_iface_t *iface,
     }
     for (i = 0; i < tm->num_slots; ++i) {
         tm->slots[i].next_free = (i + 1 < tm->num_slots) ? i + 1 : UINT32_MAX;
+        tm->slots[i].skey      = UCT_DCX_SKEY_NONE;
     }
     tm->free_head = 0;
 
@@ -803,6 +825,7 @@ ucs_status_t uct_dcx_iface_tag_init(uct_dcx_iface_t *iface,
     for (i = 0; i < UCT_DCX_TM_RNDV_OPS; ++i) {
         tm->rndv_ops[i].next_free = (i + 1 < UCT_DCX_TM_RNDV_OPS) ?
                                     i + 1 : UINT16_MAX;
+        tm->rndv_ops[i].skey      = UCT_DCX_SKEY_NONE;
     }
     tm->rndv_free    = 0;
     tm->rndv_max_hdr = (iface->caps->tm_max_rndv_hdr > DCX_TM_RNDV_LEN) ?

@@ -176,11 +176,13 @@ ucs_status_t uct_dcx_ep_tag_eager_zcopy(uct_ep_h tl_ep, uct_tag_t tag,
 {
     uct_dcx_ep_t *ep       = ucs_derived_of(tl_ep, uct_dcx_ep_t);
     uct_dcx_iface_t *iface = uct_dcx_ep_iface(ep);
-    dcx_sge_t sge[UCT_DCX_MAX_IOV + 1];
+    dcx_sge_t sge[UCT_DCX_MAX_SGE];
+    uct_dcx_strided_use_t use;
     uct_dcx_send_desc_t *desc;
     dcx_send_wr_t wr;
     uint32_t app_ctx;
     ucs_status_t status;
+    unsigned num_sge;
     size_t i, length;
 
     if (ucs_unlikely(ep->tmh_len == 0)) {
@@ -191,8 +193,22 @@ ucs_status_t uct_dcx_ep_tag_eager_zcopy(uct_ep_h tl_ep, uct_tag_t tag,
                   "%u", iovcnt, iface->config.max_iov);
         return UCS_ERR_INVALID_PARAM;
     }
+    use.op = NULL;
     length = 0;
     for (i = 0; i < iovcnt; ++i) {
+        if (ucs_unlikely((iov[i].count > 1) &&
+                         (iov[i].stride != iov[i].length) &&
+                         (iov[i].length != 0))) {
+            /* strided: elements as sges or through keys (dcx_strided.c) */
+            status = uct_dcx_strided_iov(iface, ep, "tag_eager_zcopy", iov,
+                                         iovcnt, 0, sge + 1,
+                                         iface->config.max_sge - 1, &num_sge,
+                                         &length, &use);
+            if (status != UCS_OK) {
+                return status;
+            }
+            break;
+        }
         if (ucs_unlikely(iov[i].memh == UCT_MEM_HANDLE_NULL)) {
             ucs_error("dcx: tag_eager_zcopy: iov[%zu] has no memory handle",
                       i);
@@ -202,18 +218,25 @@ ucs_status_t uct_dcx_ep_tag_eager_zcopy(uct_ep_h tl_ep, uct_tag_t tag,
         sge[i + 1].length = uct_iov_get_length(&iov[i]);
         sge[i + 1].lkey   = uct_dcx_memh_mr(iov[i].memh)->lkey;
         length           += sge[i + 1].length;
+        num_sge           = i + 1;
+    }
+    if (iovcnt == 0) {
+        num_sge = 0;
     }
     if (ucs_unlikely(length > iface->config.seg_size)) {
+        uct_dcx_strided_abort(iface, &use);
         return uct_dcx_tag_bad_length("tag_eager_zcopy", length,
                                       iface->config.seg_size);
     }
 
     status = uct_dcx_ep_tx_begin(iface, ep, 1);
     if (ucs_unlikely(status != UCS_OK)) {
+        uct_dcx_strided_abort(iface, &use);
         return status;
     }
     desc = uct_dcx_iface_get_desc(iface);
     if (ucs_unlikely(desc == NULL)) {
+        uct_dcx_strided_abort(iface, &use);
         return UCS_ERR_NO_RESOURCE;
     }
     desc->op.cb   = uct_dcx_op_release_desc;
@@ -222,17 +245,20 @@ ucs_status_t uct_dcx_ep_tag_eager_zcopy(uct_ep_h tl_ep, uct_tag_t tag,
     sge[0].addr   = (uintptr_t)uct_dcx_desc_data(desc);
     sge[0].length = DCX_TM_TMH_LEN;
     sge[0].lkey   = desc->lkey;
-    uct_dcx_wr_init(&wr, ep, DCX_WR_SEND, 0, sge, iovcnt + 1);
+    uct_dcx_wr_init(&wr, ep, DCX_WR_SEND, 0, sge, num_sge + 1);
     uct_dcx_tag_imm(&wr, imm, &app_ctx);
     dcx_tmh_pack(uct_dcx_desc_data(desc), DCX_TMH_EAGER, app_ctx, tag);
-    status = uct_dcx_tag_post(iface, ep, &wr, &desc->op, comp != NULL);
+    status = uct_dcx_tag_post(iface, ep, &wr, &desc->op,
+                              (comp != NULL) || (use.op != NULL));
     if (ucs_unlikely(status != UCS_OK)) {
+        uct_dcx_strided_abort(iface, &use);
         return status;
     }
     /* the WR reads the user's memory: stop the DCI if the ep goes */
     uct_dcx_ep_dci(iface, ep)->wr_opcode[uct_dcx_ep_dci(iface, ep)->sn &
                                          iface->ring_mask] |=
             UCT_DCX_WR_USER_MEM;
+    uct_dcx_strided_commit(iface, uct_dcx_ep_dci(iface, ep), &use);
 
     UCT_TL_EP_STAT_OP(&ep->super, TAG, ZCOPY, length);
     return UCS_INPROGRESS;
@@ -245,6 +271,10 @@ ucs_status_t uct_dcx_ep_tag_eager_zcopy(uct_ep_h tl_ep, uct_tag_t tag,
 
 static void uct_dcx_tm_rndv_put(uct_dcx_iface_t *iface, uct_dcx_tm_rndv_op_t *op)
 {
+    if (op->skey != UCT_DCX_SKEY_NONE) {
+        uct_dcx_strided_key_put(iface, op->skey);
+        op->skey = UCT_DCX_SKEY_NONE;
+    }
     op->ep        = NULL;
     op->comp      = NULL;
     op->gen++;
@@ -263,12 +293,15 @@ ucs_status_ptr_t uct_dcx_ep_tag_rndv_zcopy(uct_ep_h tl_ep, uct_tag_t tag,
     uct_dcx_iface_t *iface = uct_dcx_ep_iface(ep);
     uct_dcx_tm_rndv_op_t *op;
     uct_dcx_send_desc_t *desc;
+    uct_dcx_strided_use_t use;
     dcx_send_wr_t wr;
-    dcx_sge_t sge;
+    dcx_sge_t sge, data_sge;
     uint8_t *data;
     uint16_t idx;
-    unsigned priv_len;
+    unsigned priv_len, num_sge;
     size_t length;
+    uint64_t addr;
+    uint32_t rkey;
     ucs_status_t status;
 
     if (ucs_unlikely(ep->tmh_len == 0)) {
@@ -297,12 +330,33 @@ ucs_status_ptr_t uct_dcx_ep_tag_rndv_zcopy(uct_ep_h tl_ep, uct_tag_t tag,
         return UCS_STATUS_PTR(UCS_ERR_NO_RESOURCE);
     }
 
+    /* The peer's device reads the buffer with one READ: a strided buffer
+     * goes through a strided key (never expanded to sges) */
+    use.op = NULL;
+    length = uct_iov_get_length(iov);
+    addr   = (uintptr_t)iov->buffer;
+    rkey   = uct_dcx_memh_mr(iov->memh)->rkey;
+    if (ucs_unlikely((iov->count > 1) && (iov->stride != iov->length) &&
+                     (iov->length != 0))) {
+        status = uct_dcx_strided_iov(iface, ep, "tag_rndv_zcopy", iov, 1,
+                                     UCT_DCX_STRIDED_KEY_ONLY, &data_sge, 1,
+                                     &num_sge, &length, &use);
+        if (status != UCS_OK) {
+            return UCS_STATUS_PTR(status);
+        }
+        addr = 0;   /* the key's address space */
+        rkey = uct_dcx_strided_key_rkey(iface,
+                                        uct_dcx_strided_use_key(&use));
+    }
+
     status = uct_dcx_ep_tx_begin(iface, ep, 1);
     if (ucs_unlikely(status != UCS_OK)) {
+        uct_dcx_strided_abort(iface, &use);
         return UCS_STATUS_PTR(status);
     }
     desc = uct_dcx_iface_get_desc(iface);
     if (ucs_unlikely(desc == NULL)) {
+        uct_dcx_strided_abort(iface, &use);
         return UCS_STATUS_PTR(UCS_ERR_NO_RESOURCE);
     }
     desc->op.cb   = uct_dcx_op_release_desc;
@@ -310,11 +364,9 @@ ucs_status_ptr_t uct_dcx_ep_tag_rndv_zcopy(uct_ep_h tl_ep, uct_tag_t tag,
 
     idx    = iface->tm.rndv_free;
     op     = &iface->tm.rndv_ops[idx];
-    length = uct_iov_get_length(iov);
     data   = uct_dcx_desc_data(desc);
     dcx_tmh_pack(data, DCX_TMH_RNDV, ((uint32_t)op->gen << 16) | idx, tag);
-    dcx_rvh_pack(data + DCX_TM_TMH_LEN, (uintptr_t)iov->buffer,
-                 uct_dcx_memh_mr(iov->memh)->rkey, (uint32_t)length);
+    dcx_rvh_pack(data + DCX_TM_TMH_LEN, addr, rkey, (uint32_t)length);
     dcx_ravh_pack(data + DCX_TM_TMH_LEN + sizeof(dcx_rvh_t),
                   iface->config.dctn, iface->config.dc_key);
     priv_len = ucs_min(header_length, UCT_DCX_TM_TMH_PRIV);
@@ -331,12 +383,15 @@ ucs_status_ptr_t uct_dcx_ep_tag_rndv_zcopy(uct_ep_h tl_ep, uct_tag_t tag,
     uct_dcx_wr_init(&wr, ep, DCX_WR_SEND, 0, &sge, 1);
     status = uct_dcx_tag_post(iface, ep, &wr, &desc->op, 0);
     if (ucs_unlikely(status != UCS_OK)) {
+        uct_dcx_strided_abort(iface, &use);
         return UCS_STATUS_PTR(status);
     }
 
     iface->tm.rndv_free = op->next_free;
     op->ep              = ep;
     op->comp            = comp;
+    /* the key stays until the rendezvous ends (FIN, cancel, failure) */
+    op->skey            = uct_dcx_strided_take(iface, &use);
     UCT_TL_EP_STAT_OP(&ep->super, TAG, ZCOPY, length);
     return op;
 }

@@ -1,0 +1,688 @@
+/*
+ * dcx transport: strided uct_iov_t entries in zero-copy operations
+ * (dcx_strided.h, docs/strided.md).
+ *
+ * The pool: up to UCX_DCX_STRIDED_KEYS indirect keys of
+ * UCX_DCX_STRIDED_KEY_ENTRIES translation entries each, created when first
+ * needed (a miss is the slow path anyway) and destroyed with the interface.
+ * A key with no user (refs == 0) sits on 'free' (no layout) or 'lru'
+ * (cached layout, least recently used first); a key with users is on
+ * neither and is never reconfigured.  A miss takes a free key, creates one,
+ * or evicts the least recently used cached one; with every key in use the
+ * operation gets UCS_ERR_NO_RESOURCE and goes pending, and the keys come
+ * back as the work requests holding them complete.
+ *
+ * Ordering: the device takes configure work requests on a QP of type
+ * caps.mkey_qp_type.  Strided keys are used only where that is a DCI (the
+ * soft device): the configure goes on the DCI of the operation right
+ * before the data work request, which the device executes after it.  A key
+ * whose configure is still in flight on another DCI is not usable yet: the
+ * operation gets UCS_ERR_NO_RESOURCE until the configure completes.  A
+ * receive posted to the tag list (another queue) needs a configured key:
+ * a miss posts the configure on the control DCI and returns
+ * UCS_ERR_NO_RESOURCE, the retry finds the key ready.
+ */
+#ifdef HAVE_CONFIG_H
+#  include "config.h"
+#endif
+
+#include "dcx.inl"
+
+#include <ucs/arch/cpu.h>
+#include <ucs/debug/log.h>
+#include <ucs/sys/math.h>
+#include <string.h>
+
+#define UCT_DCX_SKEY_ACCESS \
+    (DCX_ACCESS_LOCAL_WRITE | DCX_ACCESS_REMOTE_WRITE | \
+     DCX_ACCESS_REMOTE_READ | DCX_ACCESS_REMOTE_ATOMIC)
+
+/* What an operation (or a configure) holds until its WR completes */
+typedef struct uct_dcx_strided_op {
+    uct_dcx_op_t  super;
+    uint16_t      num;
+    uint16_t      cfg;       /* a configure: keys[0] becomes ready */
+    uint16_t      keys[UCT_DCX_MAX_IOV];
+} uct_dcx_strided_op_t;
+
+static ucs_mpool_ops_t uct_dcx_strided_mp_ops = {
+    .chunk_alloc   = ucs_mpool_chunk_malloc,
+    .chunk_release = ucs_mpool_chunk_free,
+    .obj_init      = NULL,
+    .obj_cleanup   = NULL,
+    .obj_str       = NULL
+};
+
+
+/* ---------------------------------------------------------------------------
+ * Keys
+ * ------------------------------------------------------------------------- */
+
+static void uct_dcx_skey_uncache(uct_dcx_strided_t *st, uct_dcx_skey_t *key)
+{
+    khiter_t it;
+
+    if (!key->cached) {
+        return;
+    }
+    it = kh_get(uct_dcx_skeys, &st->hash, key->lay);
+    ucs_assert(it != kh_end(&st->hash));
+    kh_del(uct_dcx_skeys, &st->hash, it);
+    key->cached = 0;
+    if (key->state == UCT_DCX_SKEY_READY) {
+        /* the device keeps the old layout until the next configure, which
+         * replaces it; nothing uses it from now on */
+        key->state = UCT_DCX_SKEY_UNSET;
+    }
+    if (key->refs == 0) {
+        ucs_list_del(&key->idle);
+        ucs_list_add_tail(&st->free, &key->idle);
+    }
+}
+
+static void uct_dcx_skey_get(uct_dcx_strided_t *st, uct_dcx_skey_t *key)
+{
+    if (key->refs++ == 0) {
+        ucs_list_del(&key->idle);
+    }
+}
+
+void uct_dcx_strided_key_put(uct_dcx_iface_t *iface, uint16_t idx)
+{
+    uct_dcx_strided_t *st = &iface->strided;
+    uct_dcx_skey_t *key   = &st->keys[idx];
+
+    ucs_assert(key->refs > 0);
+    if (--key->refs == 0) {
+        ucs_list_add_tail(key->cached ? &st->lru : &st->free, &key->idle);
+    }
+}
+
+uint32_t uct_dcx_strided_key_rkey(uct_dcx_iface_t *iface, uint16_t idx)
+{
+    return iface->strided.keys[idx].mkey->rkey;
+}
+
+static void uct_dcx_strided_op_done(uct_dcx_iface_t *iface, uct_dcx_op_t *op,
+                                    ucs_status_t status)
+{
+    uct_dcx_strided_op_t *sop = ucs_derived_of(op, uct_dcx_strided_op_t);
+    uct_dcx_strided_t *st     = &iface->strided;
+    uct_dcx_skey_t *key;
+    unsigned i;
+
+    if (sop->cfg) {
+        key = &st->keys[sop->keys[0]];
+        ucs_assert(key->state == UCT_DCX_SKEY_CFG);
+        if (status == UCS_OK) {
+            key->state = UCT_DCX_SKEY_READY;
+        } else {
+            ucs_debug("dcx: %s: configure of strided key 0x%x failed: %s",
+                      dcx_dev_name(iface->dev), key->mkey->lkey,
+                      ucs_status_string(status));
+            key->state = UCT_DCX_SKEY_UNSET;
+            uct_dcx_skey_uncache(st, key);
+        }
+    }
+    for (i = 0; i < sop->num; ++i) {
+        uct_dcx_strided_key_put(iface, sop->keys[i]);
+    }
+    ucs_mpool_put(sop);
+}
+
+/* A key for a layout not in the cache: a free one, a new one, or the least
+ * recently used cached one.  NULL when every key is in use. */
+static UCS_F_NOINLINE uct_dcx_skey_t *
+uct_dcx_strided_key_alloc(uct_dcx_iface_t *iface)
+{
+    uct_dcx_strided_t *st = &iface->strided;
+    uct_dcx_skey_t *key;
+    int ret;
+
+    if (!ucs_list_is_empty(&st->free)) {
+        return ucs_list_head(&st->free, uct_dcx_skey_t, idle);
+    }
+    if (st->keys_created < st->keys_max) {
+        key = &st->keys[st->keys_created];
+        ret = dcx_mkey_create(iface->pd, st->key_entries, &key->mkey);
+        if (ret != 0) {
+            ucs_error("dcx: %s: cannot create strided key %u of %u (%u "
+                      "entries): %s", dcx_dev_name(iface->dev),
+                      st->keys_created + 1, st->keys_max, st->key_entries,
+                      strerror(ret));
+            return NULL;
+        }
+        key->list = ucs_calloc(st->key_entries, sizeof(*key->list),
+                               "dcx_skey_list");
+        if (key->list == NULL) {
+            ucs_error("dcx: %s: cannot allocate the layout of strided key %u",
+                      dcx_dev_name(iface->dev), st->keys_created + 1);
+            dcx_mkey_destroy(key->mkey);
+            key->mkey = NULL;
+            return NULL;
+        }
+        key->state = UCT_DCX_SKEY_UNSET;
+        ucs_list_add_tail(&st->free, &key->idle);
+        st->keys_created++;
+        st->stats.keys_created = st->keys_created;
+        return key;
+    }
+    if (!ucs_list_is_empty(&st->lru)) {
+        key = ucs_list_head(&st->lru, uct_dcx_skey_t, idle);
+        uct_dcx_skey_uncache(st, key);
+        st->stats.evictions++;
+        return key;
+    }
+    st->stats.exhausted++;
+    return NULL;
+}
+
+/* Fills key's layout from lay: one interleaved entry repeated count times
+ * where the device takes the element length and stride, else a list of
+ * count sges */
+static void uct_dcx_skey_set_layout(uct_dcx_strided_t *st, uct_dcx_skey_t *key,
+                                    const uct_dcx_skey_lay_t *lay,
+                                    int interleaved)
+{
+    uint32_t k;
+
+    key->lay                 = *lay;
+    key->layout.access       = UCT_DCX_SKEY_ACCESS;
+    key->layout.reserved     = 0;
+    key->layout.interleaved  = NULL;
+    key->layout.list         = NULL;
+    if (interleaved) {
+        key->ent.addr              = lay->addr;
+        key->ent.bytes_count       = lay->length;
+        key->ent.bytes_skip        = lay->stride - lay->length;
+        key->ent.lkey              = lay->lkey;
+        key->ent.reserved          = 0;
+        key->layout.repeat_count   = lay->count;
+        key->layout.num_entries    = 1;
+        key->layout.interleaved    = &key->ent;
+    } else {
+        for (k = 0; k < lay->count; ++k) {
+            key->list[k].addr   = lay->addr + k * lay->stride;
+            key->list[k].length = lay->length;
+            key->list[k].lkey   = lay->lkey;
+        }
+        key->layout.repeat_count = 1;
+        key->layout.num_entries  = lay->count;
+        key->layout.list         = key->list;
+    }
+}
+
+/* Whether the device takes the element of lay as one interleaved entry */
+static int uct_dcx_strided_interleaved(const uct_dcx_strided_t *st,
+                                       const uct_dcx_skey_lay_t *lay)
+{
+    return (lay->stride >= lay->length) && (lay->stride <= st->max_stride) &&
+           (st->key_entries >= 2);
+}
+
+/* Posts the configure of key on dci; the configure op holds a reference */
+static ucs_status_t
+uct_dcx_strided_post_cfg(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci,
+                         uct_dcx_ep_t *ep, uct_dcx_skey_t *key,
+                         uint16_t idx)
+{
+    uct_dcx_strided_t *st = &iface->strided;
+    uct_dcx_strided_op_t *sop;
+    dcx_send_wr_t wr;
+    ucs_status_t status;
+
+    sop = ucs_mpool_get(&st->op_mp);
+    if (sop == NULL) {
+        return UCS_ERR_NO_RESOURCE;
+    }
+    sop->super.cb   = uct_dcx_strided_op_done;
+    sop->super.comp = NULL;
+    sop->num        = 1;
+    sop->cfg        = 1;
+    sop->keys[0]    = idx;
+
+    memset(&wr, 0, sizeof(wr));
+    if (ep != NULL) {
+        wr.dest = ep->dest;
+    }
+    wr.opcode      = (key->layout.interleaved != NULL) ?
+                     DCX_WR_MKEY_INTERLEAVED : DCX_WR_MKEY_LIST;
+    wr.mkey        = key->mkey;
+    wr.mkey_layout = &key->layout;
+    status = uct_dcx_dci_post(iface, dci, ep, &wr, &sop->super, 1);
+    if (status != UCS_OK) {
+        ucs_mpool_put(sop);
+        return status;
+    }
+    uct_dcx_skey_get(st, key);
+    key->state   = UCT_DCX_SKEY_CFG;
+    key->cfg_dci = dci->index;
+    st->stats.configures++;
+    return UCS_OK;
+}
+
+
+/* ---------------------------------------------------------------------------
+ * Operations
+ * ------------------------------------------------------------------------- */
+
+static UCS_F_NOINLINE ucs_status_t
+uct_dcx_strided_too_large(uct_dcx_iface_t *iface, const char *name, size_t i,
+                          const uct_iov_t *iov, const char *why)
+{
+    ucs_error("dcx: %s: %s: iov[%zu] (%u elements of %zu bytes at stride "
+              "%zu) %s", dcx_dev_name(iface->dev), name, i, iov->count,
+              iov->length, iov->stride, why);
+    return UCS_ERR_EXCEEDS_LIMIT;
+}
+
+void uct_dcx_strided_abort(uct_dcx_iface_t *iface, uct_dcx_strided_use_t *use)
+{
+    uct_dcx_strided_op_t *sop = use->op;
+    unsigned i;
+
+    if (sop == NULL) {
+        return;
+    }
+    for (i = 0; i < sop->num; ++i) {
+        uct_dcx_strided_key_put(iface, sop->keys[i]);
+    }
+    ucs_mpool_put(sop);
+    use->op = NULL;
+}
+
+void uct_dcx_strided_commit(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci,
+                            uct_dcx_strided_use_t *use)
+{
+    uct_dcx_strided_op_t *sop = use->op;
+
+    if (sop == NULL) {
+        return;
+    }
+    /* the keys come back when the data WR just posted completes */
+    sop->super.sn = dci->sn;
+    ucs_queue_push(&dci->ops, &sop->super.queue);
+    use->op = NULL;
+}
+
+/* The key an operation over one strided entry holds */
+uint16_t uct_dcx_strided_use_key(const uct_dcx_strided_use_t *use)
+{
+    const uct_dcx_strided_op_t *sop = use->op;
+
+    ucs_assert((sop != NULL) && (sop->num == 1));
+    return sop->keys[0];
+}
+
+uint16_t uct_dcx_strided_take(uct_dcx_iface_t *iface,
+                              uct_dcx_strided_use_t *use)
+{
+    uct_dcx_strided_op_t *sop = use->op;
+    uint16_t idx;
+
+    if (sop == NULL) {
+        return UCT_DCX_SKEY_NONE;
+    }
+    ucs_assert(sop->num == 1);
+    idx     = sop->keys[0];
+    use->op = NULL;
+    ucs_mpool_put(sop);
+    return idx;
+}
+
+/*
+ * The iov list of a zero-copy operation with at least one strided entry,
+ * as sges: see dcx_strided.h.  ep NULL: a tag-list receive, whose keys must
+ * be configured before it is posted (configures go on the control DCI).
+ * On UCS_OK the caller posts its WR and then calls uct_dcx_strided_commit
+ * (or takes the key), or uct_dcx_strided_abort if it could not post.
+ */
+ucs_status_t uct_dcx_strided_iov(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep,
+                                 const char *name, const uct_iov_t *iov,
+                                 size_t iovcnt, unsigned flags, dcx_sge_t *sge,
+                                 unsigned max_sge, unsigned *num_sge_p,
+                                 size_t *length_p, uct_dcx_strided_use_t *use)
+{
+    uct_dcx_strided_t *st = &iface->strided;
+    size_t nelem = 0, nplain = 0, length = 0, total, i;
+    uct_dcx_strided_op_t *sop;
+    uct_dcx_skey_lay_t lay;
+    uct_dcx_skey_t *key;
+    uct_dcx_dci_t *dci;
+    unsigned num_sge = 0, k, pending_cfg = 0;
+    ucs_status_t status;
+    uint32_t lkey;
+    khiter_t it;
+    uint16_t idx;
+    int ret;
+
+    use->op       = NULL;
+    use->num_keys = 0;
+    if (ucs_unlikely(iovcnt > iface->config.max_iov)) {
+        ucs_error("dcx: %s: iov count %zu exceeds the maximum %u", name,
+                  iovcnt, iface->config.max_iov);
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    /* Check every entry first: nothing is taken on a bad one */
+    for (i = 0; i < iovcnt; ++i) {
+        if ((iov[i].length == 0) || (iov[i].count == 0)) {
+            continue;   /* no memory is accessed */
+        }
+        if (iov[i].memh == UCT_MEM_HANDLE_NULL) {
+            ucs_error("dcx: %s: iov[%zu] of %zu x %u bytes has no memory "
+                      "handle", name, i, iov[i].length, iov[i].count);
+            return UCS_ERR_INVALID_PARAM;
+        }
+        if (iov[i].length > SIZE_MAX / iov[i].count) {
+            ucs_error("dcx: %s: iov[%zu]: %u elements of %zu bytes overflow",
+                      name, i, iov[i].count, iov[i].length);
+            return UCS_ERR_INVALID_PARAM;
+        }
+        total = iov[i].length * iov[i].count;
+        if ((total > UINT32_MAX) || (length + total < length)) {
+            return uct_dcx_strided_too_large(iface, name, i, &iov[i],
+                                             "is more than 4 GiB");
+        }
+        length += total;
+        if ((iov[i].count == 1) || (iov[i].stride == iov[i].length)) {
+            nplain++;
+            continue;
+        }
+        if ((flags & UCT_DCX_STRIDED_SCATTER) &&
+            (iov[i].stride < iov[i].length)) {
+            ucs_error("dcx: %s: iov[%zu]: elements of %zu bytes at stride "
+                      "%zu overlap: a receive buffer cannot hold them", name,
+                      i, iov[i].length, iov[i].stride);
+            return UCS_ERR_INVALID_PARAM;
+        }
+        nelem += iov[i].count;
+    }
+    *length_p = length;
+
+    /* Few elements: one sge each */
+    if (!(flags & UCT_DCX_STRIDED_KEY_ONLY) && (nelem <= st->sge_max) &&
+        (nelem + nplain <= max_sge)) {
+        for (i = 0; i < iovcnt; ++i) {
+            if ((iov[i].length == 0) || (iov[i].count == 0)) {
+                continue;
+            }
+            lkey = uct_dcx_memh_mr(iov[i].memh)->lkey;
+            if ((iov[i].count == 1) || (iov[i].stride == iov[i].length)) {
+                sge[num_sge].addr   = (uintptr_t)iov[i].buffer;
+                sge[num_sge].length = iov[i].length * iov[i].count;
+                sge[num_sge].lkey   = lkey;
+                num_sge++;
+                continue;
+            }
+            for (k = 0; k < iov[i].count; ++k) {
+                sge[num_sge].addr   = (uintptr_t)iov[i].buffer +
+                                      k * iov[i].stride;
+                sge[num_sge].length = iov[i].length;
+                sge[num_sge].lkey   = lkey;
+                num_sge++;
+            }
+        }
+        st->stats.sge_expanded++;
+        *num_sge_p = num_sge;
+        return UCS_OK;
+    }
+
+    /* The rest go through keys: check that each layout fits one */
+    if (st->keys_max == 0) {
+        ucs_error("dcx: %s: %s: %zu strided elements need more than the %u "
+                  "sges of plain expansion and strided keys are %s",
+                  dcx_dev_name(iface->dev), name, nelem,
+                  ucs_min(st->sge_max, max_sge),
+                  (iface->caps->flags & DCX_CAP_MKEY_STRIDE) ?
+                  "disabled (UCX_DCX_STRIDED_KEYS=0)" :
+                  "not available on this device");
+        return UCS_ERR_EXCEEDS_LIMIT;
+    }
+    for (i = 0; i < iovcnt; ++i) {
+        if ((iov[i].length == 0) || (iov[i].count <= 1) ||
+            (iov[i].stride == iov[i].length)) {
+            continue;
+        }
+        lay.addr   = (uintptr_t)iov[i].buffer;
+        lay.length = iov[i].length;
+        lay.stride = iov[i].stride;
+        lay.count  = iov[i].count;
+        if (!uct_dcx_strided_interleaved(st, &lay) &&
+            (lay.count > st->key_entries)) {
+            return uct_dcx_strided_too_large(iface, name, i, &iov[i],
+                                             "needs more translation entries "
+                                             "than a strided key holds (see "
+                                             "docs/strided.md)");
+        }
+    }
+
+    /* Where configures go */
+    if (ep != NULL) {
+        status = uct_dcx_ep_tx_begin(iface, ep, 0);
+        if (status != UCS_OK) {
+            return status;
+        }
+        dci = uct_dcx_ep_dci(iface, ep);
+    } else {
+        dci = &iface->dcis[iface->ctl_dci];
+    }
+
+    sop = ucs_mpool_get(&st->op_mp);
+    if (sop == NULL) {
+        return UCS_ERR_NO_RESOURCE;
+    }
+    sop->super.cb   = uct_dcx_strided_op_done;
+    sop->super.comp = NULL;
+    sop->num        = 0;
+    sop->cfg        = 0;
+    use->op         = sop;
+
+    for (i = 0; i < iovcnt; ++i) {
+        if ((iov[i].length == 0) || (iov[i].count == 0)) {
+            continue;
+        }
+        lkey = uct_dcx_memh_mr(iov[i].memh)->lkey;
+        if ((iov[i].count == 1) || (iov[i].stride == iov[i].length)) {
+            sge[num_sge].addr   = (uintptr_t)iov[i].buffer;
+            sge[num_sge].length = iov[i].length * iov[i].count;
+            sge[num_sge].lkey   = lkey;
+            num_sge++;
+            continue;
+        }
+
+        lay.addr   = (uintptr_t)iov[i].buffer;
+        lay.length = iov[i].length;
+        lay.stride = iov[i].stride;
+        lay.count  = iov[i].count;
+        lay.lkey   = lkey;
+        it         = kh_get(uct_dcx_skeys, &st->hash, lay);
+        if (it != kh_end(&st->hash)) {
+            idx = kh_val(&st->hash, it);
+            key = &st->keys[idx];
+            if ((key->state == UCT_DCX_SKEY_CFG) &&
+                ((ep == NULL) || (key->cfg_dci != dci->index))) {
+                /* usable once its configure completes */
+                pending_cfg = 1;
+                continue;
+            }
+            /* held from now on; back at the lru's tail (most recently
+             * used) when released */
+            st->stats.hits++;
+        } else {
+            key = uct_dcx_strided_key_alloc(iface);
+            if (key == NULL) {
+                status = UCS_ERR_NO_RESOURCE;
+                goto err;
+            }
+            if ((dci->avail <= 1) || (dci->flags & (UCT_DCX_DCI_FLAG_BROKEN |
+                                                   UCT_DCX_DCI_FLAG_ERR))) {
+                /* room for the configure and the data WR after it */
+                status = UCS_ERR_NO_RESOURCE;
+                goto err;
+            }
+            idx = key - st->keys;
+            uct_dcx_skey_set_layout(st, key, &lay,
+                                    uct_dcx_strided_interleaved(st, &lay));
+            status = uct_dcx_strided_post_cfg(iface, dci, ep, key, idx);
+            if (status != UCS_OK) {
+                goto err;
+            }
+            it = kh_put(uct_dcx_skeys, &st->hash, lay, &ret);
+            if (ret < 0) {
+                ucs_error("dcx: %s: strided key cache: out of memory",
+                          dcx_dev_name(iface->dev));
+                status = UCS_ERR_NO_MEMORY;
+                goto err;
+            }
+            kh_val(&st->hash, it) = idx;
+            key->cached = 1;
+            st->stats.misses++;
+            if (ep == NULL) {
+                pending_cfg = 1;   /* the tag list needs it configured */
+                continue;
+            }
+        }
+        uct_dcx_skey_get(st, key);
+        sop->keys[sop->num++] = idx;
+        sge[num_sge].addr     = 0;   /* the key's address space */
+        sge[num_sge].length   = iov[i].length * iov[i].count;
+        sge[num_sge].lkey     = key->mkey->lkey;
+        num_sge++;
+    }
+
+    if (pending_cfg) {
+        status = UCS_ERR_NO_RESOURCE;
+        goto err;
+    }
+    use->num_keys = sop->num;
+    *num_sge_p    = num_sge;
+    return UCS_OK;
+
+err:
+    uct_dcx_strided_abort(iface, use);
+    return status;
+}
+
+
+/* ---------------------------------------------------------------------------
+ * Deregistration, setup, counters
+ * ------------------------------------------------------------------------- */
+
+/* A registration goes away: no cached layout may use it any more */
+static void uct_dcx_strided_dereg_cb(void *arg, const dcx_mr_t *mr)
+{
+    uct_dcx_iface_t *iface = arg;
+    uct_dcx_strided_t *st  = &iface->strided;
+    uct_dcx_skey_t *key;
+    unsigned i;
+
+    for (i = 0; i < st->keys_created; ++i) {
+        key = &st->keys[i];
+        if (key->cached && (key->lay.lkey == mr->lkey)) {
+            uct_dcx_skey_uncache(st, key);
+            st->stats.invalidations++;
+        }
+    }
+}
+
+ucs_status_t uct_dcx_strided_init(uct_dcx_iface_t *iface,
+                                  const uct_dcx_iface_config_t *config)
+{
+    uct_dcx_strided_t *st      = &iface->strided;
+    const dcx_dev_caps_t *caps = iface->caps;
+    uct_dcx_md_t *md           = ucs_derived_of(iface->super.md,
+                                                uct_dcx_md_t);
+    ucs_status_t status;
+
+    memset(st, 0, sizeof(*st));
+    ucs_list_head_init(&st->free);
+    ucs_list_head_init(&st->lru);
+    kh_init_inplace(uct_dcx_skeys, &st->hash);
+
+    /* keys only where configures can go on a DCI (dcx_strided.h) */
+    if ((caps->flags & DCX_CAP_MKEY_STRIDE) &&
+        (caps->mkey_qp_type == DCX_QPT_DCI)) {
+        st->keys_max    = config->strided_keys;
+        st->key_entries = (config->strided_key_entries == 0) ?
+                          caps->mkey_max_entries :
+                          config->strided_key_entries;
+        st->max_stride  = caps->mkey_max_stride;
+    } else if ((caps->flags & DCX_CAP_MKEY_STRIDE) &&
+               (config->strided_keys != 0)) {
+        ucs_debug("dcx: %s: strided keys are configured on another queue "
+                  "than the DCIs: only plain sge expansion is used",
+                  dcx_dev_name(iface->dev));
+    }
+    st->sge_max                = config->strided_sge_max;
+    st->stats.keys_max         = st->keys_max;
+    st->stats.key_entries      = st->key_entries;
+    st->stats.sge_max          = st->sge_max;
+
+    if (st->keys_max != 0) {
+        st->keys = ucs_calloc(st->keys_max, sizeof(*st->keys),
+                              "dcx_strided_keys");
+        if (st->keys == NULL) {
+            ucs_error("dcx: %s: cannot allocate %u strided keys",
+                      dcx_dev_name(iface->dev), st->keys_max);
+            status = UCS_ERR_NO_MEMORY;
+            goto err;
+        }
+    }
+
+    status = uct_dcx_mpool_init(&st->op_mp, 0, sizeof(uct_dcx_strided_op_t),
+                                0, UCS_SYS_CACHE_LINE_SIZE, 64, UINT_MAX,
+                                &uct_dcx_strided_mp_ops, "dcx_strided_ops");
+    if (status != UCS_OK) {
+        goto err_keys;
+    }
+
+    st->dereg_cb.cb  = uct_dcx_strided_dereg_cb;
+    st->dereg_cb.arg = iface;
+    ucs_list_add_tail(&md->dereg_cbs, &st->dereg_cb.list);
+    return UCS_OK;
+
+err_keys:
+    ucs_free(st->keys);
+err:
+    kh_destroy_inplace(uct_dcx_skeys, &st->hash);
+    return status;
+}
+
+/* After the DCI pool is gone (its operations completed) */
+void uct_dcx_strided_cleanup(uct_dcx_iface_t *iface)
+{
+    uct_dcx_strided_t *st = &iface->strided;
+    unsigned i;
+
+    ucs_list_del(&st->dereg_cb.list);
+    ucs_debug("dcx: %s: strided keys: %u created, %" PRIu64 " hits, %"
+              PRIu64 " misses, %" PRIu64 " evictions, %" PRIu64
+              " invalidations, %" PRIu64 " exhausted, %" PRIu64
+              " expanded to sges", dcx_dev_name(iface->dev), st->keys_created,
+              st->stats.hits, st->stats.misses, st->stats.evictions,
+              st->stats.invalidations, st->stats.exhausted,
+              st->stats.sge_expanded);
+    for (i = 0; i < st->keys_created; ++i) {
+        dcx_mkey_destroy(st->keys[i].mkey);
+        ucs_free(st->keys[i].list);
+    }
+    ucs_free(st->keys);
+    ucs_mpool_cleanup(&st->op_mp, 0);
+    kh_destroy_inplace(uct_dcx_skeys, &st->hash);
+}
+
+/* exported (dcx_* names only) for tests and diagnostics */
+__attribute__((visibility("default")))
+int dcx_strided_iface_stats(uct_iface_h tl_iface, dcx_strided_stats_t *stats)
+{
+    uct_dcx_iface_t *iface;
+
+    if ((tl_iface == NULL) ||
+        (tl_iface->ops.ep_put_zcopy != uct_dcx_ep_put_zcopy)) {
+        return -1;
+    }
+    iface  = ucs_derived_of(tl_iface, uct_dcx_iface_t);
+    *stats = iface->strided.stats;
+    return 0;
+}

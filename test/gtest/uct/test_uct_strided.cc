@@ -1,0 +1,880 @@
+/*
+ * dcx transport: strided uct_iov_t entries (stride, count) in the zero-copy
+ * operations, under every DCI policy (docs/strided.md):
+ *  - put/get/am/tag eager/tag rendezvous zcopy and tag_recv_zcopy move
+ *    exactly the elements (buffer + k * stride, length bytes each), checked
+ *    element by element, and never touch the gaps;
+ *  - single-byte and unaligned elements; layouts sent as one sge per element
+ *    and through strided keys (interleaved and list layouts);
+ *  - the layout cache: repeated layouts hit, eviction under pressure, a
+ *    deregistration drops the layouts over it, and a new registration at
+ *    the same address sends the new data; every key in use: NO_RESOURCE,
+ *    then the pending request goes out;
+ *  - bad flows: layouts past the entry limit, overlapping receive elements,
+ *    no memory handle, bad configuration values.
+ */
+#include "uct_fixture.h"
+
+extern "C" {
+#include "dcx_strided_stats.h"
+}
+
+#include <csignal>
+#include <cstring>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <vector>
+
+using namespace dcx_test;
+
+namespace {
+
+const uint8_t  AM_ID = 7;
+const char     GAP   = (char)0xee;
+
+/* One strided iov entry over registered memory */
+struct layout {
+    size_t    length;
+    size_t    stride;
+    unsigned  count;
+};
+
+char elem_byte(size_t k, size_t j, unsigned seed)
+{
+    return (char)(k * 13 + j * 7 + seed + 1);
+}
+
+struct am_rx {
+    std::vector<std::vector<char> > msgs;
+};
+
+ucs_status_t am_cb(void *arg, void *data, size_t length, unsigned flags)
+{
+    static_cast<am_rx*>(arg)->msgs.push_back(
+            std::vector<char>((char*)data, (char*)data + length));
+    return UCS_OK;
+}
+
+} /* namespace */
+
+
+class uct_dcx_strided : public uct_dcx_policy_test {
+protected:
+    virtual void iface_params(uct_iface_params_t &params)
+    {
+        params.field_mask |= UCT_IFACE_PARAM_FIELD_HW_TM_EAGER_CB |
+                             UCT_IFACE_PARAM_FIELD_HW_TM_EAGER_ARG |
+                             UCT_IFACE_PARAM_FIELD_HW_TM_RNDV_CB |
+                             UCT_IFACE_PARAM_FIELD_HW_TM_RNDV_ARG;
+        params.eager_cb  = unexp_eager_cb;
+        params.eager_arg = this;
+        params.rndv_cb   = unexp_rndv_cb;
+        params.rndv_arg  = this;
+    }
+
+    static ucs_status_t unexp_eager_cb(void *arg, void *data, size_t length,
+                                       unsigned flags, uct_tag_t stag,
+                                       uint64_t imm, void **context)
+    {
+        ADD_FAILURE() << "unexpected eager message, tag " << stag;
+        return UCS_OK;
+    }
+
+    static ucs_status_t unexp_rndv_cb(void *arg, unsigned flags, uint64_t stag,
+                                      const void *header,
+                                      unsigned header_length,
+                                      uint64_t remote_addr, size_t length,
+                                      const void *rkey_buf)
+    {
+        ADD_FAILURE() << "unexpected rendezvous, tag " << stag;
+        return UCS_OK;
+    }
+
+    entity *create(const std::map<std::string, std::string> &extra =
+                   std::map<std::string, std::string>())
+    {
+        std::map<std::string, std::string> cfg = extra;
+        cfg["TM_ENABLE"] = "y";
+        if (cfg.find("STRIDED_SGE_MAX") == cfg.end()) {
+            /* small layouts through keys too (the default expands all that
+             * fit a work request to sges) */
+            cfg["STRIDED_SGE_MAX"] = "4";
+        }
+        return create_entity(cfg);
+    }
+
+    static size_t span(const layout &l)
+    {
+        return (l.count == 0) ? 0 : (l.count - 1) * l.stride + l.length;
+    }
+
+    /* Registered memory holding the layout's elements (seeded), gaps GAP */
+    mem strided_mem(const layout &l, unsigned seed, bool fill = true)
+    {
+        mem m = alloc_mem(span(l) + 64);
+        memset(m.ptr, GAP, m.length);
+        if (fill) {
+            for (size_t k = 0; k < l.count; ++k) {
+                for (size_t j = 0; j < l.length; ++j) {
+                    ((char*)m.ptr)[k * l.stride + j] = elem_byte(k, j, seed);
+                }
+            }
+        }
+        return m;
+    }
+
+    static std::vector<char> packed(const layout &l, unsigned seed)
+    {
+        std::vector<char> v;
+        for (size_t k = 0; k < l.count; ++k) {
+            for (size_t j = 0; j < l.length; ++j) {
+                v.push_back(elem_byte(k, j, seed));
+            }
+        }
+        return v;
+    }
+
+    /* Every element of m holds the seeded bytes, every gap is untouched */
+    static void check_strided(const mem &m, const layout &l, unsigned seed)
+    {
+        const char *p = (const char*)m.ptr;
+        size_t errors = 0;
+
+        for (size_t off = 0; off < m.length; ++off) {
+            size_t k = off / l.stride, j = off % l.stride;
+            bool in  = (k < l.count) && (j < l.length);
+            char exp = in ? elem_byte(k, j, seed) : GAP;
+            if ((p[off] != exp) && (errors++ < 5)) {
+                ADD_FAILURE() << "offset " << off << (in ? " (element " :
+                              " (gap after element ") << k << ") holds "
+                              << (int)(unsigned char)p[off] << ", expected "
+                              << (int)(unsigned char)exp;
+            }
+        }
+        EXPECT_EQ(0u, errors);
+    }
+
+    static uct_iov_t iov_of(const mem &m, const layout &l)
+    {
+        uct_iov_t iov = { m.ptr, l.length, m.memh, l.stride, l.count };
+        return iov;
+    }
+
+    dcx_strided_stats_t stats(entity *e)
+    {
+        dcx_strided_stats_t s;
+        EXPECT_EQ(0, dcx_strided_iface_stats(e->iface, &s));
+        return s;
+    }
+
+    /* Runs op until it is not NO_RESOURCE and waits for its completion */
+    void run_zcopy(const std::function<ucs_status_t(uct_completion_t*)> &op)
+    {
+        test_comp comp;
+        ucs_status_t status = UCS_OK;
+
+        ASSERT_TRUE(wait_for([&]() {
+            status = op(&comp.uct);
+            return status != UCS_ERR_NO_RESOURCE;
+        }));
+        ASSERT_FALSE(UCS_STATUS_IS_ERR(status)) << ucs_status_string(status);
+        if (status == UCS_INPROGRESS) {
+            ASSERT_TRUE(wait_for([&]() { return comp.done > 0; }));
+            EXPECT_EQ(UCS_OK, comp.status);
+        }
+    }
+
+    void put(uct_ep_h ep, const uct_iov_t *iov, size_t iovcnt, const mem &dst)
+    {
+        run_zcopy([&](uct_completion_t *c) {
+            return uct_ep_put_zcopy(ep, iov, iovcnt, (uintptr_t)dst.ptr,
+                                    dst.rkey, c);
+        });
+    }
+
+    /* put_zcopy of one strided entry into a contiguous buffer */
+    void put_check(entity *a, uct_ep_h ep, const layout &l, unsigned seed)
+    {
+        mem src = strided_mem(l, seed);
+        mem dst = alloc_mem(l.length * l.count + 64);
+        memset(dst.ptr, GAP, dst.length);
+        uct_iov_t iov = iov_of(src, l);
+
+        put(ep, &iov, 1, dst);
+        std::vector<char> exp = packed(l, seed);
+        EXPECT_EQ(0, memcmp(dst.ptr, exp.data(), exp.size()))
+            << "length " << l.length << " stride " << l.stride << " count "
+            << l.count;
+        for (size_t i = exp.size(); i < dst.length; ++i) {
+            ASSERT_EQ(GAP, ((char*)dst.ptr)[i]) << "written past the end";
+        }
+        check_strided(src, l, seed);   /* the source is unchanged */
+    }
+
+    struct recv_ctx {
+        uct_tag_context_t uct;
+        int               completed;
+        size_t            length;
+        ucs_status_t      status;
+    };
+
+    static void completed_cb(uct_tag_context_t *self, uct_tag_t stag,
+                             uint64_t imm, size_t length, void *inline_data,
+                             ucs_status_t status)
+    {
+        recv_ctx *c = ucs_container_of(self, recv_ctx, uct);
+        c->completed++;
+        c->length = length;
+        c->status = status;
+    }
+
+    static void consumed_cb(uct_tag_context_t *self) {}
+
+    void post_recv(entity *e, recv_ctx &ctx, const uct_iov_t &iov,
+                   uct_tag_t tag)
+    {
+        ucs_status_t status;
+
+        memset(&ctx, 0, sizeof(ctx));
+        ctx.uct.tag_consumed_cb = consumed_cb;
+        ctx.uct.completed_cb    = completed_cb;
+        /* a strided buffer's key is configured first: NO_RESOURCE until
+         * then */
+        ASSERT_TRUE(wait_for([&]() {
+            status = uct_iface_tag_recv_zcopy(e->iface, tag, (uct_tag_t)-1,
+                                              &iov, 1, &ctx.uct);
+            return status != UCS_ERR_NO_RESOURCE;
+        }));
+        ASSERT_EQ(UCS_OK, status);
+    }
+};
+
+
+/* Layouts sent as one sge per element (few elements) and through keys
+ * (interleaved; list where the stride is past the interleave limit) */
+TEST_P(uct_dcx_strided, put_zcopy_elements)
+{
+    entity *a = create(), *b = create();
+    uct_ep_h ep = connect(a, b);
+    const layout layouts[] = {
+        { 8, 24, 3 },           /* sges */
+        { 8, 24, 1000 },        /* interleaved key */
+        { 1, 3, 777 },          /* single bytes */
+        { 13, 29, 101 },        /* unaligned */
+        { 5, 70001, 9 },        /* stride past the interleave limit: list */
+        { 4000, 4100, 40 }      /* large elements */
+    };
+
+    for (size_t i = 0; i < sizeof(layouts) / sizeof(layouts[0]); ++i) {
+        put_check(a, ep, layouts[i], i);
+    }
+    dcx_strided_stats_t s = stats(a);
+    EXPECT_EQ(1u, s.sge_expanded);
+    EXPECT_EQ(5u, s.misses);
+    EXPECT_EQ(5u, s.configures);
+}
+
+/* The default: layouts that fit a work request go as plain sges (the
+ * measured crossover), larger ones through a key */
+TEST_P(uct_dcx_strided, default_expands_what_fits)
+{
+    std::map<std::string, std::string> cfg;
+    cfg["TM_ENABLE"] = "y";
+    entity *a = create_entity(cfg), *b = create();
+    uct_ep_h ep = connect(a, b);
+    layout fits = { 8, 24, 20 }, over = { 8, 24, 40 };
+
+    EXPECT_EQ(32u, stats(a).sge_max);
+    put_check(a, ep, fits, 1);
+    EXPECT_EQ(1u, stats(a).sge_expanded);
+    EXPECT_EQ(0u, stats(a).configures);
+    put_check(a, ep, over, 2);
+    EXPECT_EQ(1u, stats(a).sge_expanded);
+    EXPECT_EQ(1u, stats(a).configures);
+}
+
+/* Contiguous and strided entries mixed in one operation, in order */
+TEST_P(uct_dcx_strided, put_zcopy_mixed_iov)
+{
+    entity *a = create(), *b = create();
+    uct_ep_h ep = connect(a, b);
+    layout l1 = { 3, 10, 50 }, l2 = { 7, 9, 2 };
+    mem s1 = strided_mem(l1, 1), s2 = strided_mem(l2, 2);
+    mem c  = alloc_mem(100), dst = alloc_mem(4096);
+    memset(c.ptr, 'c', 100);
+    uct_iov_t iov[3] = { iov_of(s1, l1), { c.ptr, 100, c.memh, 0, 1 },
+                         iov_of(s2, l2) };
+
+    put(ep, iov, 3, dst);
+    std::vector<char> exp = packed(l1, 1);
+    exp.insert(exp.end(), 100, 'c');
+    std::vector<char> p2 = packed(l2, 2);
+    exp.insert(exp.end(), p2.begin(), p2.end());
+    EXPECT_EQ(0, memcmp(dst.ptr, exp.data(), exp.size()));
+}
+
+/* get_zcopy scatters into the elements and leaves the gaps alone */
+TEST_P(uct_dcx_strided, get_zcopy_scatter)
+{
+    entity *a = create(), *b = create();
+    uct_ep_h ep = connect(a, b);
+    const layout layouts[] = { { 8, 24, 2 }, { 1, 2, 999 }, { 13, 31, 257 },
+                               { 6, 80000, 7 } };
+
+    for (size_t i = 0; i < sizeof(layouts) / sizeof(layouts[0]); ++i) {
+        const layout &l = layouts[i];
+        std::vector<char> data = packed(l, 40 + i);
+        mem src = alloc_mem(data.size());
+        mem dst = strided_mem(l, 0, false);
+        memcpy(src.ptr, data.data(), data.size());
+        uct_iov_t iov = iov_of(dst, l);
+
+        run_zcopy([&](uct_completion_t *c) {
+            return uct_ep_get_zcopy(ep, &iov, 1, (uintptr_t)src.ptr, src.rkey,
+                                    c);
+        });
+        check_strided(dst, l, 40 + i);
+    }
+}
+
+TEST_P(uct_dcx_strided, am_zcopy_gather)
+{
+    entity *a = create(), *b = create();
+    uct_ep_h ep = connect(a, b);
+    am_rx rx;
+    layout l = { 5, 11, 300 };
+    mem src  = strided_mem(l, 9);
+    uct_iov_t iov = iov_of(src, l);
+    const char hdr[] = "hdr";
+
+    ASSERT_EQ(UCS_OK, uct_iface_set_am_handler(b->iface, AM_ID, am_cb, &rx,
+                                               0));
+    for (int n = 0; n < 3; ++n) {
+        run_zcopy([&](uct_completion_t *c) {
+            return uct_ep_am_zcopy(ep, AM_ID, hdr, sizeof(hdr), &iov, 1, 0,
+                                   c);
+        });
+    }
+    ASSERT_TRUE(wait_for([&]() { return rx.msgs.size() == 3; }));
+    std::vector<char> exp(hdr, hdr + sizeof(hdr));
+    std::vector<char> p = packed(l, 9);
+    exp.insert(exp.end(), p.begin(), p.end());
+    for (size_t i = 0; i < rx.msgs.size(); ++i) {
+        EXPECT_TRUE(rx.msgs[i] == exp) << "message " << i;
+    }
+    dcx_strided_stats_t s = stats(a);
+    EXPECT_EQ(1u, s.misses);
+    EXPECT_EQ(2u, s.hits);
+}
+
+/* A strided sender and a contiguous receive; a contiguous sender and a
+ * strided receive (one tag-list entry over a strided key) */
+TEST_P(uct_dcx_strided, tag_eager_zcopy_both_ways)
+{
+    entity *a = create(), *b = create();
+    uct_ep_h ep = connect(a, b);
+    layout l = { 3, 7, 200 };
+    recv_ctx ctx;
+
+    /* strided send */
+    mem src = strided_mem(l, 3), dst = alloc_mem(1024);
+    uct_iov_t riov = { dst.ptr, 1024, dst.memh, 0, 1 };
+    uct_iov_t siov = iov_of(src, l);
+    post_recv(b, ctx, riov, 0x10);
+    run_zcopy([&](uct_completion_t *c) {
+        return uct_ep_tag_eager_zcopy(ep, 0x10, 0, &siov, 1, 0, c);
+    });
+    ASSERT_TRUE(wait_for([&]() { return ctx.completed > 0; }));
+    EXPECT_EQ(UCS_OK, ctx.status);
+    EXPECT_EQ(600u, ctx.length);
+    std::vector<char> exp = packed(l, 3);
+    EXPECT_EQ(0, memcmp(dst.ptr, exp.data(), exp.size()));
+
+    /* strided receive */
+    mem rdst = strided_mem(l, 0, false), csrc = alloc_mem(600);
+    exp = packed(l, 4);
+    memcpy(csrc.ptr, exp.data(), exp.size());
+    uct_iov_t sriov = iov_of(rdst, l);
+    uct_iov_t csiov = { csrc.ptr, 600, csrc.memh, 0, 1 };
+    post_recv(b, ctx, sriov, 0x11);
+    run_zcopy([&](uct_completion_t *c) {
+        return uct_ep_tag_eager_zcopy(ep, 0x11, 0, &csiov, 1, 0, c);
+    });
+    ASSERT_TRUE(wait_for([&]() { return ctx.completed > 0; }));
+    EXPECT_EQ(UCS_OK, ctx.status);
+    EXPECT_EQ(600u, ctx.length);
+    check_strided(rdst, l, 4);
+}
+
+/* Rendezvous: the receiver's device reads a strided sender buffer through
+ * the key's rkey, and writes into a strided receive buffer */
+TEST_P(uct_dcx_strided, tag_rndv_zcopy_strided)
+{
+    entity *a = create(), *b = create();
+    uct_ep_h ep = connect(a, b);
+    layout ls = { 64, 100, 2000 }, lr = { 32, 48, 4000 };
+    mem src = strided_mem(ls, 5), dst = strided_mem(lr, 0, false);
+    uct_iov_t siov = iov_of(src, ls), riov = iov_of(dst, lr);
+    recv_ctx ctx;
+    test_comp comp;
+    void *op;
+
+    post_recv(b, ctx, riov, 0x20);
+    ASSERT_TRUE(wait_for([&]() {
+        op = uct_ep_tag_rndv_zcopy(ep, 0x20, "h", 1, &siov, 1, 0, &comp.uct);
+        return op != UCS_STATUS_PTR(UCS_ERR_NO_RESOURCE);
+    }));
+    ASSERT_FALSE(UCS_PTR_IS_ERR(op));
+    ASSERT_TRUE(wait_for([&]() {
+        return (ctx.completed > 0) && (comp.done > 0);
+    }));
+    EXPECT_EQ(UCS_OK, comp.status);
+    EXPECT_EQ(UCS_OK, ctx.status);
+    EXPECT_EQ(128000u, ctx.length);
+    /* the same bytes, laid out by each side's own stride */
+    std::vector<char> sent = packed(ls, 5);
+    for (size_t off = 0; off < sent.size(); ++off) {
+        size_t k = off / lr.length, j = off % lr.length;
+        ASSERT_EQ(sent[off], ((char*)dst.ptr)[k * lr.stride + j])
+            << "byte " << off;
+    }
+    for (size_t k = 0; k < lr.count; ++k) {
+        for (size_t j = lr.length; (j < lr.stride) &&
+                                   (k * lr.stride + j < dst.length); ++j) {
+            ASSERT_EQ(GAP, ((char*)dst.ptr)[k * lr.stride + j])
+                << "gap after element " << k;
+        }
+    }
+    check_strided(src, ls, 5);
+}
+
+/* The same layout again costs a lookup: one configure for many sends */
+TEST_P(uct_dcx_strided, repeated_layout_hits_the_cache)
+{
+    entity *a = create(), *b = create();
+    uct_ep_h ep = connect(a, b);
+    layout l = { 16, 40, 500 };
+    mem src = strided_mem(l, 6), dst = alloc_mem(8000 + 64);
+    uct_iov_t iov = iov_of(src, l);
+
+    for (int n = 0; n < 20; ++n) {
+        memset(dst.ptr, 0, dst.length);
+        put(ep, &iov, 1, dst);
+        std::vector<char> exp = packed(l, 6);
+        ASSERT_EQ(0, memcmp(dst.ptr, exp.data(), exp.size())) << "send " << n;
+    }
+    dcx_strided_stats_t s = stats(a);
+    EXPECT_EQ(1u, s.misses);
+    EXPECT_EQ(19u, s.hits);
+    EXPECT_EQ(1u, s.configures);
+    EXPECT_EQ(0u, s.evictions);
+}
+
+/* Two keys, five layouts over and over: evictions, and every send right */
+TEST_P(uct_dcx_strided, eviction_under_pressure)
+{
+    std::map<std::string, std::string> cfg;
+    cfg["STRIDED_KEYS"] = "2";
+    entity *a = create(cfg), *b = create();
+    uct_ep_h ep = connect(a, b);
+
+    for (int round = 0; round < 3; ++round) {
+        for (unsigned i = 0; i < 5; ++i) {
+            layout l = { 4 + i, 16 + 3 * i, 100 + 10 * i };
+            put_check(a, ep, l, round * 5 + i);
+        }
+    }
+    dcx_strided_stats_t s = stats(a);
+    EXPECT_EQ(2u, s.keys_created);
+    EXPECT_EQ(15u, s.misses);
+    EXPECT_EQ(13u, s.evictions);
+}
+
+/* The least recently used layout goes first */
+TEST_P(uct_dcx_strided, eviction_is_lru)
+{
+    std::map<std::string, std::string> cfg;
+    cfg["STRIDED_KEYS"] = "2";
+    entity *a = create(cfg), *b = create();
+    uct_ep_h ep = connect(a, b);
+    const layout l[3] = { { 4, 10, 50 }, { 4, 11, 50 }, { 4, 12, 50 } };
+    mem src[3] = { strided_mem(l[0], 1), strided_mem(l[1], 2),
+                   strided_mem(l[2], 3) };
+    mem dst    = alloc_mem(256);
+    const int seq[] = { 0, 1, 0, 2, 0, 1 };   /* A B A C A B */
+    const uint64_t hits[] = { 0, 0, 1, 1, 2, 2 };
+
+    for (size_t i = 0; i < 6; ++i) {
+        const int x   = seq[i];
+        uct_iov_t iov = iov_of(src[x], l[x]);
+        memset(dst.ptr, 0, dst.length);
+        put(ep, &iov, 1, dst);
+        std::vector<char> exp = packed(l[x], x + 1);
+        EXPECT_EQ(0, memcmp(dst.ptr, exp.data(), exp.size())) << "step " << i;
+        EXPECT_EQ(hits[i], stats(a).hits) << "step " << i;
+    }
+    EXPECT_EQ(4u, stats(a).misses);
+    EXPECT_EQ(2u, stats(a).evictions);
+}
+
+/* Every key in use: NO_RESOURCE, the request goes pending, and goes out
+ * once the operation holding the key completes */
+TEST_P(uct_dcx_strided, pool_exhausted_then_pending)
+{
+    std::map<std::string, std::string> cfg;
+    cfg["STRIDED_KEYS"] = "1";
+    entity *a = create(cfg), *b = create();
+    uct_ep_h ep = connect(a, b);
+    layout l1 = { 8, 20, 100 }, l2 = { 8, 30, 100 };
+    mem s1 = strided_mem(l1, 1), s2 = strided_mem(l2, 2);
+    mem d1 = alloc_mem(1000), d2 = alloc_mem(1000);
+    uct_iov_t i1 = iov_of(s1, l1), i2 = iov_of(s2, l2);
+    test_comp c1, c2;
+    ucs_status_t status;
+
+    status = uct_ep_put_zcopy(ep, &i1, 1, (uintptr_t)d1.ptr, d1.rkey,
+                              &c1.uct);
+    ASSERT_EQ(UCS_INPROGRESS, status);
+    /* not progressed: the first still holds the only key */
+    status = uct_ep_put_zcopy(ep, &i2, 1, (uintptr_t)d2.ptr, d2.rkey,
+                              &c2.uct);
+    ASSERT_EQ(UCS_ERR_NO_RESOURCE, status);
+    EXPECT_EQ(1u, stats(a).exhausted);
+
+    struct req_t {
+        uct_pending_req_t uct;
+        uct_ep_h ep;
+        uct_iov_t *iov;
+        mem *dst;
+        test_comp *comp;
+        int sent;
+        static ucs_status_t cb(uct_pending_req_t *self)
+        {
+            req_t *r = ucs_container_of(self, req_t, uct);
+            ucs_status_t st = uct_ep_put_zcopy(r->ep, r->iov, 1,
+                                               (uintptr_t)r->dst->ptr,
+                                               r->dst->rkey, &r->comp->uct);
+            if (st == UCS_ERR_NO_RESOURCE) {
+                return st;
+            }
+            r->sent = 1;
+            return UCS_OK;
+        }
+    } req;
+    req.uct.func = req_t::cb;
+    req.ep       = ep;
+    req.iov      = &i2;
+    req.dst      = &d2;
+    req.comp     = &c2;
+    req.sent     = 0;
+    status = uct_ep_pending_add(ep, &req.uct, 0);
+    if (status == UCS_ERR_BUSY) {
+        ASSERT_TRUE(wait_for([&]() {
+            return req_t::cb(&req.uct) == UCS_OK;
+        }));
+    } else {
+        ASSERT_EQ(UCS_OK, status);
+        ASSERT_TRUE(wait_for([&]() { return req.sent != 0; }));
+    }
+    ASSERT_TRUE(wait_for([&]() { return (c1.done > 0) && (c2.done > 0); }));
+    std::vector<char> e1 = packed(l1, 1), e2 = packed(l2, 2);
+    EXPECT_EQ(0, memcmp(d1.ptr, e1.data(), e1.size()));
+    EXPECT_EQ(0, memcmp(d2.ptr, e2.data(), e2.size()));
+}
+
+/* Translation entries: a list layout of exactly the key's entries works,
+ * one more is refused with one error line */
+TEST_P(uct_dcx_strided, entry_limit_bad_flow)
+{
+    std::map<std::string, std::string> cfg;
+    cfg["STRIDED_KEY_ENTRIES"] = "8";
+    entity *a = create(cfg), *b = create();
+    uct_ep_h ep = connect(a, b);
+    layout at = { 7, 70000, 8 }, past = { 7, 70000, 9 };
+
+    put_check(a, ep, at, 1);
+
+    mem src = strided_mem(past, 2), dst = alloc_mem(1000);
+    uct_iov_t iov = iov_of(src, past);
+    log_counter::reset();
+    EXPECT_EQ(UCS_ERR_EXCEEDS_LIMIT,
+              uct_ep_put_zcopy(ep, &iov, 1, (uintptr_t)dst.ptr, dst.rkey,
+                               NULL));
+    EXPECT_EQ(1, log_counter::errors()) << log_counter::joined();
+    log_counter::reset();
+    /* interleaved layouts have no such limit: many more elements */
+    layout many = { 7, 100, 5000 };
+    put_check(a, ep, many, 3);
+}
+
+TEST_P(uct_dcx_strided, bad_iov_bad_flow)
+{
+    entity *a = create(), *b = create();
+    uct_ep_h ep = connect(a, b);
+    layout l = { 8, 4, 100 };   /* overlapping elements */
+    mem m = strided_mem(l, 1, false), dst = alloc_mem(1000);
+    uct_iov_t overlap = iov_of(m, l);
+    uct_iov_t nomemh  = { m.ptr, 8, UCT_MEM_HANDLE_NULL, 16, 10 };
+
+    log_counter::reset();
+    EXPECT_EQ(UCS_ERR_INVALID_PARAM,
+              uct_ep_get_zcopy(ep, &overlap, 1, (uintptr_t)dst.ptr, dst.rkey,
+                               NULL));
+    EXPECT_EQ(UCS_ERR_INVALID_PARAM,
+              uct_ep_put_zcopy(ep, &nomemh, 1, (uintptr_t)dst.ptr, dst.rkey,
+                               NULL));
+    EXPECT_EQ(2, log_counter::errors()) << log_counter::joined();
+    log_counter::reset();
+    EXPECT_EQ(0u, stats(a).configures);
+
+    /* overlapping elements are fine to gather: sent in order */
+    layout g = { 8, 4, 3 };
+    mem gs = alloc_mem(64), gd = alloc_mem(64);
+    for (int i = 0; i < 64; ++i) {
+        ((char*)gs.ptr)[i] = (char)i;
+    }
+    uct_iov_t giov = { gs.ptr, g.length, gs.memh, g.stride, g.count };
+    put(ep, &giov, 1, gd);
+    for (size_t k = 0; k < 3; ++k) {
+        EXPECT_EQ(0, memcmp((char*)gd.ptr + 8 * k, (char*)gs.ptr + 4 * k, 8));
+    }
+}
+
+/* Deregistration while a layout over it is cached: the layout is dropped;
+ * a new registration of the same address sends its new data */
+class uct_dcx_strided_nocache : public uct_dcx_strided {
+protected:
+    virtual void init_env(scoped_env &env)
+    {
+        uct_dcx_strided::init_env(env);
+        env.set("UCX_DCX_RCACHE", "n");
+    }
+};
+
+TEST_P(uct_dcx_strided_nocache, dereg_while_cached)
+{
+    entity *a = create(), *b = create();
+    uct_ep_h ep = connect(a, b);
+    layout l = { 12, 32, 300 };
+    size_t len = span(l);
+    void *buf = NULL;
+    uct_mem_h memh;
+    mem dst = alloc_mem(l.length * l.count);
+
+    ASSERT_EQ(0, posix_memalign(&buf, 4096, len));
+    for (unsigned round = 0; round < 2; ++round) {
+        for (size_t k = 0; k < l.count; ++k) {
+            for (size_t j = 0; j < l.length; ++j) {
+                ((char*)buf)[k * l.stride + j] = elem_byte(k, j, 20 + round);
+            }
+        }
+        ASSERT_EQ(UCS_OK, uct_md_mem_reg(m_md, buf, len,
+                                         UCT_MD_MEM_ACCESS_ALL, &memh));
+        uct_iov_t iov = { buf, l.length, memh, l.stride, l.count };
+        put(ep, &iov, 1, dst);
+        std::vector<char> exp = packed(l, 20 + round);
+        EXPECT_EQ(0, memcmp(dst.ptr, exp.data(), exp.size()))
+            << "round " << round;
+        ASSERT_EQ(UCS_OK, uct_md_mem_dereg(m_md, memh));
+        EXPECT_EQ(round + 1, stats(a).invalidations);
+    }
+    free(buf);
+    dcx_strided_stats_t s = stats(a);
+    EXPECT_EQ(2u, s.misses);
+    EXPECT_EQ(0u, s.hits);
+}
+
+TEST_P(uct_dcx_strided, config_bad_flow)
+{
+    const char *bad[][2] = {
+        { "STRIDED_KEYS", "4097" }, { "STRIDED_KEYS", "-1" },
+        { "STRIDED_SGE_MAX", "33" }, { "STRIDED_KEY_ENTRIES", "1" },
+        { "STRIDED_KEY_ENTRIES", "1000000" }, { "STRIDED_KEYS", "2x" }
+    };
+
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); ++i) {
+        std::map<std::string, std::string> cfg;
+        entity *e = NULL;
+        cfg[bad[i][0]] = bad[i][1];
+        log_counter::reset();
+        EXPECT_NE(UCS_OK, try_create_entity(cfg, &e))
+            << bad[i][0] << "=" << bad[i][1];
+        EXPECT_GE(log_counter::errors(), 1);
+        log_counter::reset();
+    }
+}
+
+/* ---------------------------------------------------------------------------
+ * A peer in another process: strided put into its memory, strided get back
+ * ------------------------------------------------------------------------- */
+
+namespace {
+
+struct strided_peer_info {
+    uint8_t   dev_addr[64];
+    uint8_t   iface_addr[64];
+    size_t    dev_addr_len, iface_addr_len;
+    uint64_t  buf;
+    char      rkey[64];
+};
+
+} /* namespace */
+
+/* Run in the child (exec'ed by across_processes): publishes an interface
+ * and 64 KiB of registered memory on DCX_STRIDED_PEER_FD, then serves until
+ * killed */
+class uct_dcx_strided_peer : public uct_dcx_test {
+protected:
+    virtual void init_env(scoped_env &env)
+    {
+        const char *fabric = getenv("DCX_STRIDED_PEER_FABRIC");
+        if (fabric != NULL) {
+            env.set("UCX_DCX_SOFT_FABRIC", fabric);
+        }
+    }
+};
+
+TEST_F(uct_dcx_strided_peer, DISABLED_serve)
+{
+    const char *fd_str = getenv("DCX_STRIDED_PEER_FD");
+    strided_peer_info info;
+
+    if (fd_str == NULL) {
+        GTEST_SKIP() << "run by uct_dcx_strided.across_processes only";
+    }
+    std::map<std::string, std::string> cfg;
+    cfg["TM_ENABLE"] = "y";
+    entity *e = create_entity(cfg);
+    mem m     = alloc_mem(65536);
+
+    memset(&info, 0, sizeof(info));
+    ASSERT_LE(e->dev_addr.size(), sizeof(info.dev_addr));
+    ASSERT_LE(e->iface_addr.size(), sizeof(info.iface_addr));
+    ASSERT_LE(m_md_attr.rkey_packed_size, sizeof(info.rkey));
+    info.dev_addr_len   = e->dev_addr.size();
+    info.iface_addr_len = e->iface_addr.size();
+    memcpy(info.dev_addr, &e->dev_addr[0], e->dev_addr.size());
+    memcpy(info.iface_addr, &e->iface_addr[0], e->iface_addr.size());
+    info.buf = (uintptr_t)m.ptr;
+    ASSERT_EQ(UCS_OK, uct_md_mkey_pack(m_md, m.memh, info.rkey));
+    ASSERT_EQ((ssize_t)sizeof(info), write(atoi(fd_str), &info,
+                                           sizeof(info)));
+    for (;;) {
+        progress();
+    }
+}
+
+TEST_P(uct_dcx_strided, across_processes)
+{
+    entity *a = create();
+    strided_peer_info info;
+    int fds[2];
+    char fd_str[16];
+
+    ASSERT_EQ(0, pipe(fds));
+    pid_t child = fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+        close(fds[0]);
+        snprintf(fd_str, sizeof(fd_str), "%d", fds[1]);
+        setenv("DCX_STRIDED_PEER_FD", fd_str, 1);
+        setenv("DCX_STRIDED_PEER_FABRIC", getenv("UCX_DCX_SOFT_FABRIC"), 1);
+        if (freopen("/dev/null", "w", stdout) == NULL) {
+            _exit(126);
+        }
+        execl("/proc/self/exe", "gtest_uct_strided_peer",
+              "--gtest_filter=uct_dcx_strided_peer.DISABLED_serve",
+              "--gtest_also_run_disabled_tests", (char*)NULL);
+        _exit(127);
+    }
+    close(fds[1]);
+    size_t got = 0;
+    while (got < sizeof(info)) {
+        ssize_t n = read(fds[0], (char*)&info + got, sizeof(info) - got);
+        if (n <= 0) {
+            break;
+        }
+        got += n;
+    }
+    close(fds[0]);
+    if (got != sizeof(info)) {
+        kill(child, SIGKILL);
+        waitpid(child, NULL, 0);
+        FAIL() << "the peer did not start";
+    }
+
+    uct_ep_params_t params;
+    uct_rkey_bundle_t rkb;
+    uct_ep_h ep;
+    memset(&params, 0, sizeof(params));
+    params.field_mask = UCT_EP_PARAM_FIELD_IFACE |
+                        UCT_EP_PARAM_FIELD_DEV_ADDR |
+                        UCT_EP_PARAM_FIELD_IFACE_ADDR;
+    params.iface      = a->iface;
+    params.dev_addr   = (uct_device_addr_t*)info.dev_addr;
+    params.iface_addr = (uct_iface_addr_t*)info.iface_addr;
+    ASSERT_EQ(UCS_OK, uct_ep_create(&params, &ep));
+    m_eps.push_back(ep);
+    ASSERT_EQ(UCS_OK, uct_rkey_unpack(m_component, info.rkey, &rkb));
+
+    /* 6000 bytes gathered into the peer, scattered back in another layout */
+    layout ls = { 12, 40, 500 }, lg = { 6, 9, 1000 };
+    mem src = strided_mem(ls, 8), back = strided_mem(lg, 0, false);
+    uct_iov_t siov = iov_of(src, ls), giov = iov_of(back, lg);
+    run_zcopy([&](uct_completion_t *c) {
+        return uct_ep_put_zcopy(ep, &siov, 1, info.buf, rkb.rkey, c);
+    });
+    run_zcopy([&](uct_completion_t *c) {
+        return uct_ep_get_zcopy(ep, &giov, 1, info.buf, rkb.rkey, c);
+    });
+    std::vector<char> sent = packed(ls, 8);
+    for (size_t off = 0; off < sent.size(); ++off) {
+        size_t k = off / lg.length, j = off % lg.length;
+        ASSERT_EQ(sent[off], ((char*)back.ptr)[k * lg.stride + j])
+            << "byte " << off;
+    }
+    for (size_t k = 0; k + 1 < lg.count; ++k) {
+        for (size_t j = lg.length; j < lg.stride; ++j) {
+            ASSERT_EQ(GAP, ((char*)back.ptr)[k * lg.stride + j])
+                << "gap after element " << k;
+        }
+    }
+    uct_rkey_release(m_component, &rkb);
+    kill(child, SIGKILL);
+    waitpid(child, NULL, 0);
+}
+
+/*
+ * Not a test: the harness that measured the default of
+ * UCX_DCX_STRIDED_SGE_MAX (docs/strided.md).  It posts 200 put_zcopy of one
+ * cached layout of DCX_MEASURE_COUNT elements (8 bytes at stride 24); run
+ * it under callgrind, once with DCX_MEASURE_SGE_MAX=0 (keys) and once
+ * with 32 (sges), collecting only the posting:
+ *   valgrind --tool=callgrind --toggle-collect=uct_dcx_ep_put_zcopy \
+ *     --toggle-collect=uct_dcx_strided_op_done ./gtest_uct \
+ *     --gtest_also_run_disabled_tests \
+ *     --gtest_filter='*DISABLED_measure_sge_vs_key/0'
+ * It checks the data it moved, so it fails like a test if that is wrong.
+ */
+TEST_P(uct_dcx_strided, DISABLED_measure_sge_vs_key)
+{
+    const char *env = getenv("DCX_MEASURE_COUNT");
+    unsigned count  = (env != NULL) ? atoi(env) : 8;
+    const char *sge = getenv("DCX_MEASURE_SGE_MAX");
+    std::map<std::string, std::string> cfg;
+    cfg["STRIDED_SGE_MAX"] = (sge != NULL) ? sge : "0";
+    entity *a = create(cfg), *b = create();
+    uct_ep_h ep = connect(a, b);
+    layout l = { 8, 24, count };
+    mem src = strided_mem(l, 1), dst = alloc_mem(l.length * count + 64);
+    uct_iov_t iov = iov_of(src, l);
+    std::vector<char> exp = packed(l, 1);
+
+    for (int n = 0; n < 201; ++n) {
+        put(ep, &iov, 1, dst);
+    }
+    EXPECT_EQ(0, memcmp(dst.ptr, exp.data(), exp.size()));
+}
+
+INSTANTIATE_TEST_SUITE_P(policy, uct_dcx_strided, UCT_DCX_POLICIES);
+INSTANTIATE_TEST_SUITE_P(policy, uct_dcx_strided_nocache, UCT_DCX_POLICIES);
