@@ -25,7 +25,7 @@
 
 #include "dcx_md.h"
 #include "dcx_dev.h"
-#include "dcx_strided.h"
+#include "dcx_strided_iov.h"
 
 #include <uct/base/uct_iface.h>
 #include <uct/base/uct_md.h>

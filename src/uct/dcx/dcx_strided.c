@@ -1,6 +1,6 @@
 /*
  * dcx transport: strided uct_iov_t entries in zero-copy operations
- * (dcx_strided.h, docs/strided.md).
+ * (dcx_strided_iov.h, docs/strided.md).
  *
  * The pool: up to UCX_DCX_STRIDED_KEYS indirect keys of
  * UCX_DCX_STRIDED_KEY_ENTRIES translation entries each, created when first
@@ -332,7 +332,7 @@ uint16_t uct_dcx_strided_take(uct_dcx_iface_t *iface,
 
 /*
  * The iov list of a zero-copy operation with at least one strided entry,
- * as sges: see dcx_strided.h.  ep NULL: a tag-list receive, whose keys must
+ * as sges: see dcx_strided_iov.h.  ep NULL: a tag-list receive, whose keys must
  * be configured before it is posted (configures go on the control DCI).
  * On UCS_OK the caller posts its WR and then calls uct_dcx_strided_commit
  * (or takes the key), or uct_dcx_strided_abort if it could not post.
@@ -600,7 +600,7 @@ ucs_status_t uct_dcx_strided_init(uct_dcx_iface_t *iface,
     ucs_list_head_init(&st->lru);
     kh_init_inplace(uct_dcx_skeys, &st->hash);
 
-    /* keys only where configures can go on a DCI (dcx_strided.h) */
+    /* keys only where configures can go on a DCI (dcx_strided_iov.h) */
     if ((caps->flags & DCX_CAP_MKEY_STRIDE) &&
         (caps->mkey_qp_type == DCX_QPT_DCI)) {
         st->keys_max    = config->strided_keys;

@@ -12,8 +12,8 @@
  * request (the device executes them in order), and stays cached for the
  * same layout until it is evicted or a registration under it goes away.
  */
-#ifndef UCT_DCX_STRIDED_H_
-#define UCT_DCX_STRIDED_H_
+#ifndef UCT_DCX_STRIDED_IOV_H_
+#define UCT_DCX_STRIDED_IOV_H_
 
 #include "dcx_dev.h"
 #include "dcx_md.h"
@@ -103,4 +103,4 @@ typedef struct uct_dcx_strided_use {
     unsigned   num_keys;
 } uct_dcx_strided_use_t;
 
-#endif /* UCT_DCX_STRIDED_H_ */
+#endif /* UCT_DCX_STRIDED_IOV_H_ */
