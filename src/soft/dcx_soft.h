@@ -113,6 +113,7 @@ typedef struct dcx_soft_stats {
     uint64_t helper_packets;      /* packets the helper thread processed */
     uint64_t resp_drops;          /* responses dropped: requester ring full */
     uint64_t prods;               /* peer helpers woken for unserved requests */
+    uint64_t futex_wakes;         /* FUTEX_WAKE calls made (any helper) */
 } dcx_soft_stats_t;
 
 int  dcx_soft_stats(dcx_dev_t *dev, dcx_soft_stats_t *stats);

@@ -195,7 +195,7 @@ void soft_resp_send(soft_dev_t *dev, soft_rstate_t *rs,
     if (len > 0) {
         memcpy(payload, data, len);
     }
-    soft_ring_publish(hdr, &hdr->resp, pos, dev->now);
+    dev->stats.futex_wakes += soft_ring_publish(hdr, &hdr->resp, pos);
     dev->stats.tx_packets++;
     dev->stats.tx_bytes += len;
 }
@@ -441,7 +441,7 @@ static int soft_resp_read_resp(soft_dev_t *dev, soft_qp_t *dct,
     pkt->dst_qpn   = req->src_qpn;
     pkt->msn       = req->msn;
     pkt->total_len = req->total_len;
-    soft_ring_publish(hdr, &hdr->resp, pos, dev->now);
+    dev->stats.futex_wakes += soft_ring_publish(hdr, &hdr->resp, pos);
     dev->stats.tx_packets++;
     dev->stats.tx_bytes += len;
     return ret;
@@ -651,7 +651,7 @@ void soft_resp_packet(soft_dev_t *dev, const soft_pkt_t *pkt,
     soft_qp_t *dct;
     int32_t d;
 
-    if (soft_pkt_csum(pkt) != pkt->csum) {
+    if ((pkt->flags & SOFT_PKT_CSUM) && (soft_pkt_csum(pkt) != pkt->csum)) {
         dev->stats.corrupt_drops++;
         return;
     }
