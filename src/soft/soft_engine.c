@@ -128,17 +128,25 @@ uint64_t soft_engine_progress(soft_dev_t *dev, int from_helper)
     return now;
 }
 
+/* Packets queued in either ring (claimed slots count too). */
+int soft_engine_rings_pending(soft_dev_t *dev)
+{
+    soft_port_hdr_t *hdr = dev->hdr;
+
+    return !dev->killed &&
+           ((__atomic_load_n(&hdr->req.tail, __ATOMIC_ACQUIRE) !=
+             hdr->req.head) ||
+            (__atomic_load_n(&hdr->resp.tail, __ATOMIC_ACQUIRE) !=
+             hdr->resp.head));
+}
+
 /* Work the helper must keep an eye on. */
 int soft_engine_busy(soft_dev_t *dev)
 {
-    soft_port_hdr_t *hdr = dev->hdr;
     soft_qp_t *qp;
 
     /* claimed slots count too: a dead claimer must be skipped in time */
-    if (!dev->killed &&
-        ((__atomic_load_n(&hdr->req.tail, __ATOMIC_ACQUIRE) != hdr->req.head) ||
-         (__atomic_load_n(&hdr->resp.tail, __ATOMIC_ACQUIRE) !=
-          hdr->resp.head))) {
+    if (soft_engine_rings_pending(dev)) {
         return 1;
     }
     /* every DCI with work outstanding is on the active list */

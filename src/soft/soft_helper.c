@@ -5,7 +5,9 @@
  * with an application that polls:
  *  - while the application polled recently (< SOFT_APP_IDLE_NS) the helper
  *    only naps in short timed futex waits and touches nothing;
- *  - once the application is idle it runs the engine (try-lock) on every nap;
+ *  - once the application is idle it runs the engine (try-lock) on every nap,
+ *    and pass after pass without napping while a pass served packets and
+ *    more are queued (a burst is served at once, not 64 packets a nap);
  *  - with nothing outstanding and the application idle for longer than
  *    SOFT_DEEP_IDLE_NS it sleeps on the port doorbell with no timeout; peers
  *    then ring the doorbell (FUTEX_WAKE) after queueing a packet.  The
@@ -79,19 +81,29 @@ static void *soft_helper_main(void *arg)
     soft_dev_t *dev      = arg;
     soft_port_hdr_t *hdr = dev->hdr;
     uint64_t age, idle_ns = SOFT_APP_IDLE_NS;
+    uint64_t served;
     uint32_t seen;
-    int busy;
+    int busy, burst;
 
     seen = __atomic_load_n(&hdr->doorbell, __ATOMIC_ACQUIRE);
     while (!__atomic_load_n(&dev->helper_stop, __ATOMIC_ACQUIRE)) {
-        age  = soft_port_poll_age(hdr);   /* since the application polled */
-        busy = 1;
+        age   = soft_port_poll_age(hdr);   /* since the application polled */
+        busy  = 1;
+        burst = 0;
         if (age > idle_ns) {
             if (pthread_mutex_trylock(&dev->lock) == 0) {
+                served = dev->stats.rx_packets;
                 soft_engine_progress(dev, 1);
-                busy = soft_engine_busy(dev);
+                /* a pass serves at most SOFT_PROGRESS_BUDGET packets per
+                 * ring: with more queued, go on at once */
+                burst = (dev->stats.rx_packets != served) &&
+                        soft_engine_rings_pending(dev);
+                busy  = soft_engine_busy(dev);
                 pthread_mutex_unlock(&dev->lock);
             }
+        }
+        if (burst) {
+            continue;
         }
         if (busy || (age < SOFT_DEEP_IDLE_NS)) {
             soft_futex_wait(&hdr->doorbell, seen, SOFT_NAP_NS);

@@ -264,6 +264,7 @@ int soft_resp_take_recv(soft_dev_t *dev, soft_qp_t *dct,
                                soft_rstate_t *rs, const soft_pkt_t *pkt)
 {
     soft_srq_t *srq = dct->srq;
+    const soft_rwqe_t *wqe;
 
     if (rs->have_recv) {
         return 1;
@@ -274,7 +275,12 @@ int soft_resp_take_recv(soft_dev_t *dev, soft_qp_t *dct,
                        NULL, 0, 0);
         return 0;
     }
-    rs->recv      = srq->q[srq->head % srq->size];
+    wqe = &srq->q[srq->head % srq->size];
+    /* the used part only: a whole WQE is ~500 bytes, most of them unused
+     * SGE slots */
+    rs->recv.wr_id   = wqe->wr_id;
+    rs->recv.num_sge = wqe->num_sge;
+    memcpy(rs->recv.sge, wqe->sge, wqe->num_sge * sizeof(wqe->sge[0]));
     rs->have_recv = 1;
     rs->dct       = dct;
     srq->head++;

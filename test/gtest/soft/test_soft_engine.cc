@@ -12,11 +12,12 @@ using namespace soft_test;
 namespace {
 
 const uint64_t KEY = 0x5eed;
+const uint64_t RECVS = 256;   /* receives posted, 64-byte buffers */
 
 /* Two devices of this process: a sends to b's DCT. */
 struct pair {
     node a, b;
-    std::vector<uint8_t> rbuf = std::vector<uint8_t>(64 * 64);
+    std::vector<uint8_t> rbuf = std::vector<uint8_t>(RECVS * 64);
     dcx_mr_t *rmr = nullptr;
     uint32_t dctn = 0;
 
@@ -37,7 +38,7 @@ struct pair {
             return ret;
         }
         dctn = b.dct->qp_num;
-        for (uint64_t i = 0; i < 64; ++i) {
+        for (uint64_t i = 0; i < RECVS; ++i) {
             if ((ret = post_recv(i)) != 0) {
                 return ret;
             }
@@ -49,7 +50,7 @@ struct pair {
     {
         dcx_sge_t s;
 
-        s.addr   = (uintptr_t)rbuf.data() + (i % 64) * 64;
+        s.addr   = (uintptr_t)rbuf.data() + (i % RECVS) * 64;
         s.length = 64;
         s.lkey   = rmr->lkey;
         return dcx_srq_post_recv(b.srq, i, &s, 1);
@@ -110,8 +111,8 @@ TEST_F(soft, engine_idle_polls_see_new_work)
         EXPECT_EQ(DCX_WC_RECV, wc.opcode);
         EXPECT_EQ(i, wc.wr_id);
         EXPECT_EQ(8u, wc.byte_len);
-        EXPECT_EQ(0, memcmp(&i, p.rbuf.data() + (i % 64) * 64, sizeof(i)));
-        ASSERT_EQ(0, p.post_recv(i + 64));
+        EXPECT_EQ(0, memcmp(&i, p.rbuf.data() + (i % RECVS) * 64, sizeof(i)));
+        ASSERT_EQ(0, p.post_recv(i + RECVS));
         ASSERT_EQ(1, p.a.poll(&wc, 1)) << "message " << i;
         EXPECT_EQ(DCX_WC_SUCCESS, wc.status);
         EXPECT_EQ(DCX_WC_SEND, wc.opcode);
@@ -138,7 +139,8 @@ TEST_F(soft, futex_wake_counted_for_idle_target)
     ASSERT_EQ(1, p.b.poll(&wc, 1));
     EXPECT_EQ(DCX_WC_SUCCESS, wc.status);
     uint64_t v = 7;
-    EXPECT_EQ(0, memcmp(&v, p.rbuf.data() + wc.wr_id * 64, sizeof(v)));
+    EXPECT_EQ(0, memcmp(&v, p.rbuf.data() + (wc.wr_id % RECVS) * 64,
+                        sizeof(v)));
 }
 
 /* While both applications poll, senders leave the helpers alone: a wake
@@ -157,8 +159,44 @@ TEST_F(soft, no_futex_wakes_while_polling)
     for (uint64_t i = 0; i < n; ++i) {
         ASSERT_EQ(0, p.send(i));
         ASSERT_EQ(1, p.b.poll(&wc, 1));
-        ASSERT_EQ(0, p.post_recv(i + 64));
+        ASSERT_EQ(0, p.post_recv(i + RECVS));
         ASSERT_EQ(1, p.a.poll(&wc, 1));
     }
     EXPECT_LT(p.futex_wakes() - before, n / 4);
+}
+
+/* A burst larger than one engine pass (64 packets) to a device whose
+ * application does not poll: its helper serves all of it. */
+TEST_F(soft, helper_serves_burst)
+{
+    pair p;
+    dcx_wc_t wc[1];
+    const int n = 120;   /* more than a pass serves; < the DCI's 128 WRs */
+
+    ASSERT_EQ(0, p.open(fabric));
+    dcx_soft_stats_t st0;
+    ASSERT_EQ(0, dcx_soft_stats(p.b.dev, &st0));
+    for (int round = 0; round < 3; ++round) {
+        for (int i = 0; i < n; ++i) {
+            ASSERT_EQ(0, p.send(round * n + i));
+        }
+        int got = 0;
+        while (got < n) {
+            int k = p.a.poll(wc, 1);
+            ASSERT_EQ(1, k) << "send " << got << " of round " << round;
+            EXPECT_EQ(DCX_WC_SUCCESS, wc[0].status);
+            got++;
+        }
+        /* b's application takes its receives only now */
+        for (got = 0; got < n; ++got) {
+            ASSERT_EQ(1, p.b.poll(wc, 1));
+            EXPECT_EQ(DCX_WC_SUCCESS, wc[0].status);
+            ASSERT_EQ(0, p.post_recv(wc[0].wr_id + RECVS));
+        }
+        usleep(1000);   /* b's application is idle again */
+    }
+    dcx_soft_stats_t st;
+    ASSERT_EQ(0, dcx_soft_stats(p.b.dev, &st));
+    /* every request arrived while b's application was not polling */
+    EXPECT_GE(st.helper_packets - st0.helper_packets, 3u * n);
 }
