@@ -544,7 +544,10 @@ soft_port_hdr_t *soft_peer_map(soft_dev_t *dev, soft_peer_t *peer)
         return NULL;
     }
     /* the header must describe the port the address names */
+    /* the version too: the header's layout and units (poll stamps) are
+     * those of one version */
     if ((__atomic_load_n(&hdr->magic, __ATOMIC_ACQUIRE) != SOFT_MAGIC) ||
+        (hdr->version != SOFT_VERSION) ||
         (hdr->seg_size != (uint64_t)st.st_size) ||
         ((uint32_t)hdr->owner_pid != peer->pid) || (hdr->inst != peer->inst) ||
         (hdr->token != peer->token) || (hdr->uid != dev->uid) ||
