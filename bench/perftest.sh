@@ -8,6 +8,13 @@
 #   -s, DCX_BENCH_SCALE  multiplies the iteration counts (default 1; the
 #                        default run takes well under 3 minutes on 2 cores)
 #   -r, DCX_BENCH_REPEAT runs per cell, the best one is shown (default 2)
+#   -a                   alternate: each cell runs -r times with the
+#                        transports taking turns (dcx, posix, dcx, ...);
+#                        the median run is shown and a spread table gives
+#                        max/min of each cell's figure; no time budget
+#                        (e.g. -a -r 10 -t "dcx posix")
+#   -S, DCX_BENCH_SIZES  message sizes (default "8 4096 1048576"; e.g.
+#                        "8 4096 1048576 4194304")
 #   DCX_BENCH_BUDGET     seconds after which cells get a single run (default
 #                        120), to keep the whole run under 3 minutes
 #   -l LOGDIR            keep every server/client log there (default: a
@@ -54,9 +61,13 @@ reps=${DCX_BENCH_REPEAT:-2}
 budget=${DCX_BENCH_BUDGET:-120}
 logdir=""
 verbose=0
+alt=0
+sizes=${DCX_BENCH_SIZES:-8 4096 1048576}
 
-while getopts "t:s:r:l:vh" opt; do
+while getopts "t:s:r:l:S:avh" opt; do
     case $opt in
+    a) alt=1 ;;
+    S) sizes=$OPTARG ;;
     t) tls_list=$OPTARG ;;
     s) scale=$OPTARG ;;
     r) reps=$OPTARG ;;
@@ -129,7 +140,7 @@ caps_file=$logdir/caps.txt
     }
     /Transport:/ { tl = $NF; next }
     /Device:/    { dev = $NF; next }
-    /^# +(am|put)_(short|bcopy|zcopy): / {
+    /^# +(am|put|get)_(short|bcopy|zcopy): / {
         op = $2; sub(":", "", op)
         v = ($3 == "<=") ? $4 : $3
         gsub(/,/, "", v)
@@ -171,9 +182,11 @@ iters_for() {   # iters_for lat|bw SIZE
     local n
     case $1:$2 in
     lat:1048576) n=100 ;;
+    lat:4194304) n=30 ;;
     lat:*)       n=5000 ;;
     bw:8)        n=40000 ;;
     bw:1048576)  n=200 ;;
+    bw:4194304)  n=60 ;;
     bw:*)        n=10000 ;;
     esac
     awk -v n="$n" -v s="$scale" 'BEGIN { v = int(n * s); print (v < 10 ? 10 : v) }'
@@ -252,6 +265,10 @@ fail_note() {   # a short reason from the logs
 # CPU to anything else, and the best run is the one that did not. Any failed
 # repetition makes the cell n/a.
 measure() {
+    if [ $alt = 1 ]; then
+        measure_alt "$@"
+        return
+    fi
     local key=$1 name=$2 tl=$3 kind=$4 envs=$5; shift 6
     local r vals best="" rname
     for r in $(seq 1 "$reps"); do
@@ -270,6 +287,29 @@ measure() {
         fi
     done
     R[$key]=$best
+}
+
+# measure_alt: like measure, one run (repetition $alt_rep) added to the
+# cell's runs; the cell holds the median run so far (by overall latency or
+# overall bandwidth) and S[KEY] the spread, max/min of that figure.
+measure_alt() {
+    local key=$1 name=$2 tl=$3 kind=$4 envs=$5; shift 6
+    local rname=$name.$alt_rep vals col=6
+    [ "$kind" = lat ] && col=4
+    [[ "${R[$key]:-}" == NA* ]] && return 1
+    if ! run_pair "$rname" "$tl" "$envs" -- "$@" ||
+       ! vals=$(final_line "$logdir/$rname.client") || [ -z "$vals" ]; then
+        R[$key]="NA $tl: $(fail_note "$rname")"
+        [ "$tl" = dcx ] && dcx_failed=1
+        return 1
+    fi
+    V[$key]+="$vals"$'\n'
+    B[$key]=$rname
+    R[$key]=$(printf '%s' "${V[$key]}" | sort -g -k$col |
+              awk '{ a[NR] = $0 } END { print a[int((NR + 1) / 2)] }')
+    S[$key]=$(printf '%s' "${V[$key]}" | awk -v c=$col '
+              NR == 1 || $c < mn { mn = $c } NR == 1 || $c > mx { mx = $c }
+              END { printf "%.2f (%d runs)", (mn > 0) ? mx / mn : 0, NR }')
 }
 
 uct_cell() {   # uct_cell TEST OP KIND SIZE TL
@@ -309,7 +349,7 @@ ucp_cell() {   # ucp_cell TEST KIND SIZE TL
     fi
 }
 
-sizes="8 4096 1048576"
+declare -A V S
 load0=$(cut -d' ' -f1-3 /proc/loadavg)
 t0=$SECONDS
 for tl in $tls_list; do
@@ -327,10 +367,20 @@ for size in 8 4096; do
 done
 for size in $sizes; do
     cells+=("uct_cell put_lat put lat $size" "uct_cell put_bw put bw $size"
+            "uct_cell get get bw $size"
             "ucp_cell tag_lat lat $size" "ucp_cell tag_bw bw $size")
 done
 reps_cut=""
 for c in "${cells[@]}"; do
+    if [ $alt = 1 ]; then
+        echo "# $((SECONDS - t0))s: ${c#* } ($reps alternating runs)" >&2
+        for alt_rep in $(seq 1 "$reps"); do
+            for tl in $tls_list; do
+                $c "$tl"
+            done
+        done
+        continue
+    fi
     if [ "$reps" -gt 1 ] && [ $((SECONDS - t0)) -ge "$budget" ]; then
         reps=1; reps_cut="${c#* }"
     fi
@@ -359,7 +409,7 @@ have dcx && have posix && ratio_cols+=(posix)
 have dcx && have tcp && ratio_cols+=(tcp)
 
 size_name() {
-    case $1 in 8) echo "8 B" ;; 4096) echo "4 KiB" ;; 1048576) echo "1 MiB" ;; *) echo "$1 B" ;; esac
+    case $1 in 8) echo "8 B" ;; 4096) echo "4 KiB" ;; 1048576) echo "1 MiB" ;; 4194304) echo "4 MiB" ;; *) echo "$1 B" ;; esac
 }
 
 # field numbers in R values: 2=p50 4=overall lat 6=MB/s overall 8=msg/s overall
@@ -418,31 +468,31 @@ header() {   # header TITLE
 
 echo "load average before: $load0, after: $(cut -d' ' -f1-3 /proc/loadavg) (other work on the machine skews results)"
 echo "UCX $(ucx_info -v 2>/dev/null | sed -n 's/^# Version //p' | head -1) ;" \
-     "$(nproc) cores; scale $scale; best of $reps0 runs per cell${reps_cut:+ (1 run from '$reps_cut' on: time budget)}; ${elapsed}s of runs"
+     "$(nproc) cores; scale $scale; $(if [ $alt = 1 ]; then echo "median of $reps0 alternating runs per cell"; else echo "best of $reps0 runs per cell${reps_cut:+ (1 run from '$reps_cut' on: time budget)}"; fi); ${elapsed}s of runs"
 [ -n "$dcx_run" ] && echo "dcx module: $("$dcx_run" --lib 2>/dev/null)"
 echo "UCT cells show the data path (-D) each transport used."
 
 header "UCT latency, usec (lower is better; ratio < 1: dcx faster)"
 for t in am_lat put_lat; do
     for size in $sizes; do
-        [ $t = am_lat ] && [ $size = 1048576 ] && continue
+        [ $t = am_lat ] && [ $size -ge 1048576 ] && continue
         row "$t $(size_name $size) p50" "uct:$t:$size" 2
         row "$t $(size_name $size) overall" "uct:$t:$size" 4
     done
 done
 
 header "UCT bandwidth, MB/s overall (higher is better; ratio > 1: dcx faster)"
-for t in am_bw put_bw; do
+for t in am_bw put_bw get; do
     for size in $sizes; do
-        [ $t = am_bw ] && [ $size = 1048576 ] && continue
+        [ $t = am_bw ] && [ $size -ge 1048576 ] && continue
         row "$t $(size_name $size)" "uct:$t:$size" 6
     done
 done
 
 header "UCT message rate, msg/s overall (higher is better; ratio > 1: dcx faster)"
-for t in am_bw put_bw; do
+for t in am_bw put_bw get; do
     for size in $sizes; do
-        [ $t = am_bw ] && [ $size = 1048576 ] && continue
+        [ $t = am_bw ] && [ $size -ge 1048576 ] && continue
         row "$t $(size_name $size)" "uct:$t:$size" 8
     done
 done
@@ -461,8 +511,22 @@ for size in $sizes; do
     row "tag_bw $(size_name $size) msg/s" "ucp:tag_bw:$size" 8
 done
 
+header "UCT get latency, usec overall (lower is better; ratio < 1: dcx faster)"
+for size in $sizes; do
+    row "get $(size_name $size)" "uct:get:$size" 4
+done
+
+if [ $alt = 1 ]; then
+    echo
+    echo "Spread: max/min of each cell's figure over its runs (latency: overall"
+    echo "usec; bandwidth: overall MB/s); 1.00 means every run gave the same."
+    for key in $(printf '%s\n' "${!S[@]}" | sort -t: -k1,1 -k2,2 -k3,3n -k4,4); do
+        printf "  %-32s %s\n" "$key" "${S[$key]}"
+    done
+fi
+
 echo
-echo "Not covered: am_lat/am_bw at 1 MiB (larger than any transport's largest active message)."
+echo "Not covered: am_lat/am_bw at 1 MiB and up (larger than any transport's largest active message)."
 if [ ${#notes[@]} -gt 0 ]; then
     echo "Notes:"
     for i in "${!notes[@]}"; do

@@ -128,6 +128,7 @@ typedef struct dcx_soft_stats {
     uint64_t direct_reads;        /* RDMA READs executed by this initiator */
     uint64_t direct_bytes;
     uint64_t direct_fallbacks;    /* started direct, went by packets */
+    uint64_t futex_wakes;         /* FUTEX_WAKE calls made (any helper) */
 } dcx_soft_stats_t;
 
 int  dcx_soft_stats(dcx_dev_t *dev, dcx_soft_stats_t *stats);

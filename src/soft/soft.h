@@ -14,7 +14,9 @@
  * Protocol, in short:
  *  - A WQE is split into packets of at most the MTU (the smaller of both
  *    ends' slot payloads); each carries the DCI's message number (msn), the
- *    oldest msn still unacknowledged (ack_base) and its byte offset.
+ *    oldest msn still unacknowledged (ack_base) and its byte offset.  A
+ *    request is checksummed only when its sender has a fault rule set
+ *    (SOFT_PKT_CSUM): the only source of corruption the model has.
  *  - The responder handles a source (port, DCI) strictly in order, answers
  *    the last packet of a message (ACK/NAK), every READ packet (data) and
  *    every atomic (result); RNR and errors are NAKed at the first packet.
@@ -43,7 +45,7 @@
 #include <stddef.h>
 
 #define SOFT_MAGIC          0x53584344u  /* "DCXS" */
-#define SOFT_VERSION        1u
+#define SOFT_VERSION        2u
 #define SOFT_ADDR_MAGIC     0xdc53u      /* soft port address, format 2 */
 #define SOFT_ADDR_LEN       28u
 #define SOFT_SLOT_HDR       192u         /* ring slot header incl. seq */
@@ -83,7 +85,10 @@ enum {
 
 enum {
     SOFT_PKT_FIRST = 1u << 0,
-    SOFT_PKT_LAST  = 1u << 1
+    SOFT_PKT_LAST  = 1u << 1,
+    /* csum is set and checked: only a sender with a fault rule (which may
+     * corrupt packets) pays for the checksum */
+    SOFT_PKT_CSUM  = 1u << 2
 };
 
 typedef struct soft_pkt {
@@ -146,11 +151,18 @@ typedef struct soft_port_hdr {
     uint64_t     seg_size;
     uint32_t     killed;
     uint32_t     ready;
-    uint8_t      pad0[24];
+    uint32_t     clock_kind;    /* soft_clock_kind of last_poll */
+    uint8_t      pad0[20];
     uint32_t     doorbell;      /* futex word of the helper */
     uint32_t     sleeping;      /* helper is in (or entering) deep sleep */
-    uint8_t      pad1[56];
-    uint64_t     last_poll_ns;  /* application progress timestamp */
+    /* a sender rang for the current idle episode; the helper clears it
+     * when it wakes: later senders of the episode make no syscall */
+    uint32_t     woken;
+    uint8_t      pad1[52];
+    /* written by the owner on every progress call (soft_clock_now()
+     * units), read by peers deciding whether to wake the helper: a line of
+     * its own, shared with nothing the peers write */
+    uint64_t     last_poll;
     uint32_t     in_engine;     /* an engine pass is running (no prods) */
     uint8_t      pad2[52];
     /* identity, checked against the address by whoever maps the port */
@@ -256,6 +268,7 @@ typedef struct soft_cq {
     struct soft_cq *ch_next;  /* the channel's CQ list */
     int             armed;    /* the next push generates an event */
     unsigned        events;   /* generated, not collected yet */
+    uint64_t        passes_seen;  /* dev->app_passes at the last poll */
 } soft_cq_t;
 
 struct soft_channel {
@@ -322,6 +335,8 @@ struct soft_qp {
     dcx_qp_t      super;
     soft_dev_t   *dev;
     soft_qp_t    *next_dci;     /* device's DCI list */
+    soft_qp_t    *next_active;  /* device's list of DCIs with work */
+    int           active;       /* on that list */
     soft_cq_t    *cq;
     /* DCT */
     soft_srq_t   *srq;
@@ -424,6 +439,16 @@ struct soft_dev {
     uint32_t            max_qps;
     uint32_t            num_dcis;
     soft_qp_t          *dcis;
+    /* DCIs that had WQEs outstanding at their last look: the only ones
+     * whose timers and transmission the engine visits (soft_engine.c) */
+    soft_qp_t          *active_dcis;
+    /* the last engine pass left nothing to do: no DCI with work, no
+     * device rendezvous waiting; cleared by every post (read unlocked by
+     * the poll fast path) */
+    int                 engine_idle;
+    /* application engine passes, and the count each CQ saw at its last
+     * poll: one pass serves every CQ polled in one progress call */
+    uint64_t            app_passes;
     soft_tm_t          *tms;        /* TM SRQs (rendezvous progress) */
     soft_mr_t         **mrs;        /* by key >> 8 */
     /* memory safety (soft_mem.c): the table is changed under both the
@@ -461,6 +486,7 @@ struct soft_dev {
     pthread_t           helper;
     int                 helper_started;
     uint64_t            helper_wakeups;   /* atomic: counted unlocked */
+    uint64_t            futex_wakes;      /* atomic: wakes made unlocked */
     volatile int        helper_stop;
 };
 
@@ -511,8 +537,38 @@ void soft_sge_gather(soft_dev_t *dev, void *buf, const dcx_sge_t *sge,
 void soft_sge_scatter(soft_dev_t *dev, const void *buf, const dcx_sge_t *sge,
                       unsigned num_sge, uint64_t off, uint64_t len);
 
+uint64_t soft_now_ns(void);   /* soft_fabric.c: CLOCK_MONOTONIC */
+
+/* soft_clock.c: the clock of the owner's poll stamps.  Where the CPU has
+ * an invariant time-stamp counter every process of the host reads the same
+ * counter, so a stamp costs one instruction; elsewhere it is
+ * CLOCK_MONOTONIC nanoseconds.  A port records its kind; a peer whose kind
+ * differs treats the owner as polling (its helper naps and looks by itself). */
+enum { SOFT_CLOCK_NS = 1, SOFT_CLOCK_TSC = 2 };
+
+extern int      soft_clock_kind;      /* set by soft_clock_init() */
+extern uint64_t soft_clock_mult;      /* TSC: ns per tick, 32.32 fixed */
+
+void     soft_clock_init(void);
+
+static inline uint64_t soft_clock_now(void)
+{
+#if defined(__x86_64__)
+    if (soft_clock_kind == SOFT_CLOCK_TSC) {
+        uint32_t lo, hi;
+
+        __asm__ volatile("rdtsc" : "=a"(lo), "=d"(hi));
+        return ((uint64_t)hi << 32) | lo;
+    }
+#endif
+    return soft_now_ns();
+}
+
+/* Nanoseconds since the port's owner last polled (0 if it stamped after
+ * our look, or if its clock is not ours). */
+uint64_t soft_port_poll_age(const soft_port_hdr_t *hdr);
+
 /* soft_fabric.c */
-uint64_t soft_now_ns(void);
 uint64_t soft_proc_start_time(uint32_t pid);
 int      soft_pid_alive(uint32_t pid, uint64_t start);
 uint32_t soft_fabric_hash(const char *fabric);
@@ -532,15 +588,15 @@ soft_pkt_t *soft_ring_reserve(soft_port_hdr_t *hdr, soft_ring_t *ring,
                               uint64_t *pos_p);
 int      soft_ring_unstick(soft_port_hdr_t *hdr, soft_ring_t *ring,
                            soft_stall_t *st, uint64_t now, const char *name);
-void     soft_ring_publish(soft_port_hdr_t *hdr, soft_ring_t *ring,
-                           uint64_t pos, uint64_t now);
+int      soft_ring_publish(soft_port_hdr_t *hdr, soft_ring_t *ring,
+                           uint64_t pos);
 soft_pkt_t *soft_ring_peek(soft_port_hdr_t *hdr, soft_ring_t *ring,
                            void **payload_p);
 void     soft_ring_pop(soft_port_hdr_t *hdr, soft_ring_t *ring);
 int      soft_ring_empty(soft_port_hdr_t *hdr, soft_ring_t *ring);
 uint32_t soft_pkt_csum(const soft_pkt_t *pkt);
-void     soft_port_kick(soft_port_hdr_t *hdr, uint64_t now);
-void     soft_port_kick_sleeping(soft_port_hdr_t *hdr);
+int      soft_port_kick(soft_port_hdr_t *hdr);
+int      soft_port_kick_sleeping(soft_port_hdr_t *hdr);
 void     soft_port_ring(soft_port_hdr_t *hdr);
 int      soft_futex_wait(uint32_t *addr, uint32_t val, uint64_t timeout_ns);
 
@@ -562,8 +618,43 @@ int      soft_cq_req_notify(dcx_cq_t *cq);
 int      soft_channel_get_event(dcx_comp_channel_t *ch, dcx_cq_t **cq_p);
 void     soft_cq_fire(soft_cq_t *cq);
 void     soft_cq_detach_channel(soft_cq_t *cq);
+/* soft_engine.c */
 uint64_t soft_engine_progress(soft_dev_t *dev, int from_helper);
 int      soft_engine_busy(soft_dev_t *dev);
+int      soft_engine_rings_pending(soft_dev_t *dev);
+void     soft_engine_progress_app(soft_dev_t *dev);
+void     soft_engine_poll_pass(soft_dev_t *dev, soft_cq_t *cq);
+void     soft_engine_activate(soft_qp_t *qp);
+void     soft_engine_deactivate(soft_qp_t *qp);
+void     soft_dev_progress(dcx_dev_t *dev);
+
+static inline void soft_engine_stamp(soft_dev_t *dev)
+{
+    __atomic_store_n(&dev->hdr->last_poll, soft_clock_now(),
+                     __ATOMIC_RELAXED);
+}
+
+/* Without the lock: 1 if a poll of cq (NULL: device progress) has nothing
+ * to do; the port is stamped then.  A completion, packet or post racing
+ * with the look is seen by the next poll, as if this one came a moment
+ * earlier. */
+static inline int soft_engine_poll_idle(soft_dev_t *dev, soft_cq_t *cq)
+{
+    soft_port_hdr_t *hdr = dev->hdr;
+
+    if (((cq != NULL) &&
+         (__atomic_load_n(&cq->tail, __ATOMIC_ACQUIRE) !=
+          __atomic_load_n(&cq->head, __ATOMIC_RELAXED))) ||
+        !__atomic_load_n(&dev->engine_idle, __ATOMIC_ACQUIRE) ||
+        (__atomic_load_n(&hdr->resp.tail, __ATOMIC_ACQUIRE) !=
+         __atomic_load_n(&hdr->resp.head, __ATOMIC_RELAXED)) ||
+        (__atomic_load_n(&hdr->req.tail, __ATOMIC_ACQUIRE) !=
+         __atomic_load_n(&hdr->req.head, __ATOMIC_RELAXED))) {
+        return 0;
+    }
+    soft_engine_stamp(dev);
+    return 1;
+}
 
 /* Requester helpers shared by soft_req.c and soft_qp.c */
 static inline soft_swqe_t *soft_wqe(soft_qp_t *qp, uint32_t idx)

@@ -1,6 +1,6 @@
 /*
- * Soft device: listing, open/close, capabilities, PD, MR, CQ, SRQ, AH, and
- * the engine's progress loop.
+ * Soft device: listing, open/close, capabilities, PD, MR, CQ, SRQ and AH
+ * (the engine's progress loop is in soft_engine.c).
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
@@ -162,105 +162,6 @@ int dcx_soft_list(const dcx_dev_list_params_t *params, dcx_dev_info_t *out,
 }
 
 /* ------------------------------------------------------------------------
- * Engine progress: responses first (they free our credits), then requests,
- * then requester timers and transmission.
- * ------------------------------------------------------------------------ */
-uint64_t soft_engine_progress(soft_dev_t *dev, int from_helper)
-{
-    soft_port_hdr_t *hdr = dev->hdr;
-    uint64_t now         = soft_now_ns();
-    soft_pkt_t *pkt;
-    void *payload;
-    unsigned n;
-
-    dev->now = now;
-    /* a long pass (large READ bursts) must not look like an absent
-     * application to requesters deciding whether to prod */
-    __atomic_store_n(&hdr->in_engine, 1, __ATOMIC_RELAXED);
-    if (!dev->killed) {
-        for (n = 0; n < SOFT_PROGRESS_BUDGET; ++n) {
-            pkt = soft_ring_peek(hdr, &hdr->resp, &payload);
-            if (pkt == NULL) {
-                if (soft_ring_unstick(hdr, &hdr->resp, &dev->resp_stall,
-                                      now, dev->super.caps.name)) {
-                    continue;
-                }
-                break;
-            }
-            dev->stats.rx_packets++;
-            dev->stats.rx_bytes += pkt->len;
-            if (from_helper) {
-                dev->stats.helper_packets++;
-            }
-            soft_comp_packet(dev, pkt, payload);
-            soft_ring_pop(hdr, &hdr->resp);
-        }
-        for (n = 0; n < SOFT_PROGRESS_BUDGET; ++n) {
-            pkt = soft_ring_peek(hdr, &hdr->req, &payload);
-            if (pkt == NULL) {
-                if (soft_ring_unstick(hdr, &hdr->req, &dev->req_stall, now,
-                                      dev->super.caps.name)) {
-                    continue;
-                }
-                break;
-            }
-            if (pkt->deliver_ns > now) {
-                break;   /* delayed link: head of line waits */
-            }
-            dev->stats.rx_packets++;
-            dev->stats.rx_bytes += pkt->len;
-            if (from_helper) {
-                dev->stats.helper_packets++;
-            }
-            soft_resp_packet(dev, pkt, payload);
-            soft_ring_pop(hdr, &hdr->req);
-        }
-    }
-    soft_req_timers(dev, now);
-    soft_tm_progress(dev);
-    __atomic_store_n(&hdr->in_engine, 0, __ATOMIC_RELEASE);
-    return now;
-}
-
-/* Work the helper must keep an eye on. */
-int soft_engine_busy(soft_dev_t *dev)
-{
-    soft_qp_t *qp;
-
-    soft_port_hdr_t *hdr = dev->hdr;
-
-    /* claimed slots count too: a dead claimer must be skipped in time */
-    if (!dev->killed &&
-        ((__atomic_load_n(&hdr->req.tail, __ATOMIC_ACQUIRE) != hdr->req.head) ||
-         (__atomic_load_n(&hdr->resp.tail, __ATOMIC_ACQUIRE) !=
-          hdr->resp.head))) {
-        return 1;
-    }
-    for (qp = dev->dcis; qp != NULL; qp = qp->next_dci) {
-        if (qp->sq_comp != qp->sq_head) {
-            return 1;
-        }
-    }
-    return 0;
-}
-
-static inline void soft_app_progress(soft_dev_t *dev)
-{
-    uint64_t now = soft_engine_progress(dev, 0);
-
-    __atomic_store_n(&dev->hdr->last_poll_ns, now, __ATOMIC_RELAXED);
-}
-
-static void soft_progress(dcx_dev_t *dev_)
-{
-    soft_dev_t *dev = soft_dev(dev_);
-
-    pthread_mutex_lock(&dev->lock);
-    soft_app_progress(dev);
-    pthread_mutex_unlock(&dev->lock);
-}
-
-/* ------------------------------------------------------------------------
  * CQ
  * ------------------------------------------------------------------------ */
 int soft_cq_push(soft_cq_t *cq, const dcx_wc_t *wc, soft_qp_t *qp,
@@ -282,22 +183,23 @@ int soft_cq_push(soft_cq_t *cq, const dcx_wc_t *wc, soft_qp_t *qp,
     cqe->qp     = qp;
     cqe->sq_idx = sq_idx;
     cqe->tm     = NULL;
-    cq->tail++;
+    /* release: the unlocked look of soft_engine_poll_idle() */
+    __atomic_store_n(&cq->tail, cq->tail + 1, __ATOMIC_RELEASE);
     if (cq->armed) {
         soft_cq_fire(cq);
     }
     return 0;
 }
 
-static int soft_cq_poll(dcx_cq_t *cq_, int max, dcx_wc_t *wc)
+static __attribute__((noinline)) int
+soft_cq_poll_locked(soft_cq_t *cq, int max, dcx_wc_t *wc)
 {
-    soft_cq_t *cq   = (soft_cq_t *)cq_;
     soft_dev_t *dev = cq->dev;
     soft_cqe_t *cqe;
     int n = 0;
 
     pthread_mutex_lock(&dev->lock);
-    soft_app_progress(dev);
+    soft_engine_poll_pass(dev, cq);
     while ((n < max) && (cq->head != cq->tail)) {
         cqe     = &cq->q[cq->head & (cq->size - 1)];
         wc[n++] = cqe->wc;
@@ -314,6 +216,17 @@ static int soft_cq_poll(dcx_cq_t *cq_, int max, dcx_wc_t *wc)
     }
     pthread_mutex_unlock(&dev->lock);
     return n;
+}
+
+/* Nothing to do is found without the lock (soft_engine_poll_idle). */
+static int soft_cq_poll(dcx_cq_t *cq_, int max, dcx_wc_t *wc)
+{
+    soft_cq_t *cq = (soft_cq_t *)cq_;
+
+    if (soft_engine_poll_idle(cq->dev, cq)) {
+        return 0;
+    }
+    return soft_cq_poll_locked(cq, max, wc);
 }
 
 int soft_cq_create(dcx_dev_t *dev_, uint32_t cqe, dcx_cq_t **cq_p)
@@ -840,7 +753,7 @@ static const dcx_dev_ops_t soft_dev_ops = {
     .close        = soft_close,
     .port_addr    = soft_port_addr,
     .addr_check   = soft_addr_check_op,
-    .progress     = soft_progress,
+    .progress     = soft_dev_progress,
     .pd_alloc     = soft_pd_alloc,
     .pd_free      = soft_pd_free,
     .mr_reg       = soft_mr_reg,
@@ -951,6 +864,7 @@ int dcx_soft_open(const dcx_dev_info_t *info, dcx_dev_t **dev_p)
     pthread_mutex_init(&dev->lock, NULL);
     pthread_mutex_init(&dev->mr_lock, NULL);
     soft_mem_init(dev);
+    soft_clock_init();
 
     dev->qps    = calloc(dev->max_qps, sizeof(*dev->qps));
     dev->rstate = calloc(SOFT_RSTATE_SLOTS, sizeof(*dev->rstate));
@@ -1003,6 +917,8 @@ int dcx_soft_stats(dcx_dev_t *dev_, dcx_soft_stats_t *stats)
     *stats = dev->stats;
     pthread_mutex_unlock(&dev->lock);
     stats->helper_wakeups = __atomic_load_n(&dev->helper_wakeups,
+                                            __ATOMIC_RELAXED);
+    stats->futex_wakes   += __atomic_load_n(&dev->futex_wakes,
                                             __ATOMIC_RELAXED);
     return 0;
 }

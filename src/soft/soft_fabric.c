@@ -384,6 +384,8 @@ int soft_port_create(soft_dev_t *dev)
     }
 
     hdr->version     = SOFT_VERSION;
+    hdr->clock_kind  = (uint32_t)soft_clock_kind;
+    hdr->last_poll   = soft_clock_now();
     hdr->owner_pid   = (int32_t)dev->pid;
     hdr->inst        = dev->inst;
     hdr->owner_start = soft_proc_start_time(dev->pid);
@@ -546,7 +548,10 @@ soft_port_hdr_t *soft_peer_map(soft_dev_t *dev, soft_peer_t *peer)
         return NULL;
     }
     /* the header must describe the port the address names */
+    /* the version too: the header's layout and units (poll stamps) are
+     * those of one version */
     if ((__atomic_load_n(&hdr->magic, __ATOMIC_ACQUIRE) != SOFT_MAGIC) ||
+        (hdr->version != SOFT_VERSION) ||
         (hdr->seg_size != (uint64_t)st.st_size) ||
         ((uint32_t)hdr->owner_pid != peer->pid) || (hdr->inst != peer->inst) ||
         (hdr->token != peer->token) || (hdr->uid != dev->uid) ||
@@ -632,13 +637,12 @@ soft_pkt_t *soft_ring_reserve(soft_port_hdr_t *hdr, soft_ring_t *ring,
     return &slot->pkt;
 }
 
-void soft_ring_publish(soft_port_hdr_t *hdr, soft_ring_t *ring, uint64_t pos,
-                       uint64_t now)
+int soft_ring_publish(soft_port_hdr_t *hdr, soft_ring_t *ring, uint64_t pos)
 {
     soft_slot_t *slot = soft_ring_slot(hdr, ring, pos);
 
     __atomic_store_n(&slot->seq, pos + 1, __ATOMIC_RELEASE);
-    soft_port_kick(hdr, now);
+    return soft_port_kick(hdr);
 }
 
 soft_pkt_t *soft_ring_peek(soft_port_hdr_t *hdr, soft_ring_t *ring,
@@ -746,14 +750,28 @@ int soft_futex_wait(uint32_t *addr, uint32_t val, uint64_t timeout_ns)
     return (int)syscall(SYS_futex, addr, FUTEX_WAIT, val, tsp, NULL, 0);
 }
 
-/* Wakes the port's helper if it is in deep sleep. */
-void soft_port_kick_sleeping(soft_port_hdr_t *hdr)
+/* Rings the doorbell unless another sender did since the helper last
+ * woke up (the helper has not run yet: one wake serves them all).  The
+ * doorbell moved since the helper read it, so its wait cannot miss this.
+ * 1 if it made the syscall. */
+static int soft_port_wake_once(soft_port_hdr_t *hdr)
+{
+    if (__atomic_exchange_n(&hdr->woken, 1, __ATOMIC_SEQ_CST)) {
+        return 0;
+    }
+    __atomic_fetch_add(&hdr->doorbell, 1, __ATOMIC_SEQ_CST);
+    syscall(SYS_futex, &hdr->doorbell, FUTEX_WAKE, 1, NULL, NULL, 0);
+    return 1;
+}
+
+/* Wakes the port's helper if it is in deep sleep; 1 if it rang. */
+int soft_port_kick_sleeping(soft_port_hdr_t *hdr)
 {
     __atomic_thread_fence(__ATOMIC_SEQ_CST);
     if (__atomic_load_n(&hdr->sleeping, __ATOMIC_RELAXED)) {
-        __atomic_fetch_add(&hdr->doorbell, 1, __ATOMIC_SEQ_CST);
-        syscall(SYS_futex, &hdr->doorbell, FUTEX_WAKE, 1, NULL, NULL, 0);
+        return soft_port_wake_once(hdr);
     }
+    return 0;
 }
 
 /* Rings the doorbell unconditionally: the helper wakes from a nap or a deep
@@ -766,16 +784,13 @@ void soft_port_ring(soft_port_hdr_t *hdr)
 
 /* After queueing a packet: wakes the port's helper if it is in deep sleep,
  * or if the owner application is not polling (then the helper does the
- * work now rather than at the end of its nap). */
-void soft_port_kick(soft_port_hdr_t *hdr, uint64_t now)
+ * work now rather than at the end of its nap).  1 if it rang. */
+int soft_port_kick(soft_port_hdr_t *hdr)
 {
     __atomic_thread_fence(__ATOMIC_SEQ_CST);
-    /* 'now' may be a little older than the owner's last poll: signed */
     if (__atomic_load_n(&hdr->sleeping, __ATOMIC_RELAXED) ||
-        ((int64_t)(now - __atomic_load_n(&hdr->last_poll_ns,
-                                         __ATOMIC_RELAXED)) >
-         (int64_t)SOFT_APP_IDLE_NS)) {
-        __atomic_fetch_add(&hdr->doorbell, 1, __ATOMIC_SEQ_CST);
-        syscall(SYS_futex, &hdr->doorbell, FUTEX_WAKE, 1, NULL, NULL, 0);
+        (soft_port_poll_age(hdr) > SOFT_APP_IDLE_NS)) {
+        return soft_port_wake_once(hdr);
     }
+    return 0;
 }

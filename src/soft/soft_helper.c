@@ -5,7 +5,9 @@
  * with an application that polls:
  *  - while the application polled recently (< SOFT_APP_IDLE_NS) the helper
  *    only naps in short timed futex waits and touches nothing;
- *  - once the application is idle it runs the engine (try-lock) on every nap;
+ *  - once the application is idle it runs the engine (try-lock) on every nap,
+ *    and pass after pass without napping while a pass served packets and
+ *    more are queued (a burst is served at once, not 64 packets a nap);
  *  - with nothing outstanding and the application idle for longer than
  *    SOFT_DEEP_IDLE_NS it sleeps on the port doorbell with no timeout; peers
  *    then ring the doorbell (FUTEX_WAKE) after queueing a packet.  The
@@ -14,6 +16,11 @@
  *  - peers also ring the doorbell while the application is idle and the
  *    helper only naps, so that the helper answers at once instead of at the
  *    end of its nap; an application that polls costs its peers no syscall.
+ *  - one ring per idle episode: the first sender to ring sets 'woken', and
+ *    the senders after it make no syscall until the helper has run and
+ *    cleared it (a helper that is slow to get a core is not rung once per
+ *    packet meanwhile).  stats.futex_wakes counts the syscalls a device
+ *    made.
  *  - an application that polled a moment ago and then went busy elsewhere
  *    is not "idle" yet for the rules above; a requester whose packets sit
  *    unserved in our ring for SOFT_PROD_NS while we did not poll either
@@ -55,7 +62,12 @@ static int soft_helper_has_work(soft_dev_t *dev)
  * that merely timed out keeps the SOFT_APP_IDLE_NS rule. */
 static uint64_t soft_helper_woken(soft_port_hdr_t *hdr, uint32_t *seen)
 {
-    uint32_t bell = __atomic_load_n(&hdr->doorbell, __ATOMIC_ACQUIRE);
+    uint32_t bell;
+
+    /* senders of the next episode ring again (before the doorbell is
+     * read: a ring after this point moves it past 'seen') */
+    __atomic_store_n(&hdr->woken, 0, __ATOMIC_SEQ_CST);
+    bell = __atomic_load_n(&hdr->doorbell, __ATOMIC_ACQUIRE);
 
     if (bell == *seen) {
         return SOFT_APP_IDLE_NS;
@@ -68,23 +80,32 @@ static void *soft_helper_main(void *arg)
 {
     soft_dev_t *dev      = arg;
     soft_port_hdr_t *hdr = dev->hdr;
-    uint64_t now, last, idle_ns = SOFT_APP_IDLE_NS;
+    uint64_t age, idle_ns = SOFT_APP_IDLE_NS;
+    uint64_t served;
     uint32_t seen;
-    int busy;
+    int busy, burst;
 
     seen = __atomic_load_n(&hdr->doorbell, __ATOMIC_ACQUIRE);
     while (!__atomic_load_n(&dev->helper_stop, __ATOMIC_ACQUIRE)) {
-        now  = soft_now_ns();
-        last = __atomic_load_n(&hdr->last_poll_ns, __ATOMIC_RELAXED);
-        busy = 1;
-        if ((int64_t)(now - last) > (int64_t)idle_ns) {
+        age   = soft_port_poll_age(hdr);   /* since the application polled */
+        busy  = 1;
+        burst = 0;
+        if (age > idle_ns) {
             if (pthread_mutex_trylock(&dev->lock) == 0) {
+                served = dev->stats.rx_packets;
                 soft_engine_progress(dev, 1);
-                busy = soft_engine_busy(dev);
+                /* a pass serves at most SOFT_PROGRESS_BUDGET packets per
+                 * ring: with more queued, go on at once */
+                burst = (dev->stats.rx_packets != served) &&
+                        soft_engine_rings_pending(dev);
+                busy  = soft_engine_busy(dev);
                 pthread_mutex_unlock(&dev->lock);
             }
         }
-        if (busy || ((now - last) < SOFT_DEEP_IDLE_NS)) {
+        if (burst) {
+            continue;
+        }
+        if (busy || (age < SOFT_DEEP_IDLE_NS)) {
             soft_futex_wait(&hdr->doorbell, seen, SOFT_NAP_NS);
             idle_ns = soft_helper_woken(hdr, &seen);
             continue;
@@ -137,5 +158,7 @@ void soft_helper_stop(soft_dev_t *dev)
 
 void soft_helper_wake_if_sleeping(soft_dev_t *dev)
 {
-    soft_port_kick_sleeping(dev->hdr);
+    if (soft_port_kick_sleeping(dev->hdr)) {
+        __atomic_fetch_add(&dev->futex_wakes, 1, __ATOMIC_RELAXED);
+    }
 }

@@ -130,6 +130,7 @@ static soft_swqe_t *soft_post_enqueue(soft_qp_t *qp, const dcx_send_wr_t *wr,
         memcpy(w->sge, wr->sg_list, wr->num_sge * sizeof(*w->sge));
     }
     qp->sq_head++;
+    soft_engine_activate(qp);
     return w;
 }
 
@@ -182,7 +183,9 @@ static int soft_dci_post_send(dcx_qp_t *qp_, const dcx_send_wr_t *wr)
     dev->now = soft_now_ns();
     soft_req_run(qp, dev->now);
     pthread_mutex_unlock(&dev->lock);
-    soft_port_kick_sleeping(dev->hdr);
+    if (soft_port_kick_sleeping(dev->hdr)) {
+        __atomic_fetch_add(&dev->futex_wakes, 1, __ATOMIC_RELAXED);
+    }
     return 0;
 }
 
@@ -454,6 +457,7 @@ int soft_qp_destroy(dcx_qp_t *qp_)
         for (idx = qp->sq_comp; idx != qp->sq_head; ++idx) {
             soft_wqe_release(qp, soft_wqe(qp, idx));
         }
+        soft_engine_deactivate(qp);
         for (pp = &dev->dcis; *pp != NULL; pp = &(*pp)->next_dci) {
             if (*pp == qp) {
                 *pp = qp->next_dci;

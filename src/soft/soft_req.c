@@ -457,8 +457,14 @@ static int soft_req_send_packets(soft_qp_t *qp, soft_swqe_t *w, uint64_t now)
                                     w->sent_off, chunk);
                 }
             }
-            pkt->csum = soft_pkt_csum(pkt) ^ (fate == SOFT_TX_CORRUPT);
-            soft_ring_publish(target, &target->req, pos, now);
+            if (dev->fault.rule.type != DCX_SOFT_FAULT_NONE) {
+                pkt->flags |= SOFT_PKT_CSUM;
+                pkt->csum   = soft_pkt_csum(pkt) ^ (fate == SOFT_TX_CORRUPT);
+            } else {
+                pkt->csum   = 0;
+            }
+            dev->stats.futex_wakes += soft_ring_publish(target, &target->req,
+                                                        pos);
             qp->tx_pos  = pos + 1;
             qp->tx_peer = w->peer;
             if (!w->peer->own) {
@@ -638,7 +644,7 @@ static void soft_req_timeout(soft_qp_t *qp, uint64_t now)
 static void soft_req_prod(soft_dev_t *dev, soft_peer_t *peer, uint64_t now)
 {
     soft_port_hdr_t *hdr;
-    uint64_t head, last;
+    uint64_t head;
 
     if ((peer == NULL) || (peer->watch_since == 0) ||
         ((int64_t)(now - peer->watch_since) < (int64_t)SOFT_PROD_NS) ||
@@ -655,8 +661,7 @@ static void soft_req_prod(soft_dev_t *dev, soft_peer_t *peer, uint64_t now)
         peer->watch_since = now;
         return;
     }
-    last = __atomic_load_n(&hdr->last_poll_ns, __ATOMIC_RELAXED);
-    if (((int64_t)(now - last) < (int64_t)SOFT_PROD_NS) ||
+    if ((soft_port_poll_age(hdr) < SOFT_PROD_NS) ||
         __atomic_load_n(&hdr->in_engine, __ATOMIC_RELAXED)) {
         /* its application polls, or an engine pass is under way there
          * (a long one when it answers READ bursts): it will get to ours */
@@ -664,17 +669,27 @@ static void soft_req_prod(soft_dev_t *dev, soft_peer_t *peer, uint64_t now)
         return;
     }
     dev->stats.prods++;
+    dev->stats.futex_wakes++;
     soft_port_ring(hdr);
     /* the next prod, if nothing moves meanwhile, after SOFT_REPROD_NS */
     peer->watch_since = now + SOFT_REPROD_NS - SOFT_PROD_NS;
 }
 
+/* Visits only the DCIs on the active list (soft_engine.c); those with
+ * nothing outstanding leave it. */
 void soft_req_timers(soft_dev_t *dev, uint64_t now)
 {
+    soft_qp_t **pp = &dev->active_dcis;
     soft_qp_t *qp;
 
-    for (qp = dev->dcis; qp != NULL; qp = qp->next_dci) {
-        if ((qp->super.state != DCX_QPS_RTS) || (qp->sq_comp == qp->sq_head)) {
+    while ((qp = *pp) != NULL) {
+        if (qp->sq_comp == qp->sq_head) {
+            *pp        = qp->next_active;
+            qp->active = 0;
+            continue;
+        }
+        pp = &qp->next_active;
+        if (qp->super.state != DCX_QPS_RTS) {
             continue;
         }
         /* also when the oldest WQE is only partly out (peer ring full) */

@@ -197,7 +197,7 @@ void soft_resp_send(soft_dev_t *dev, soft_rstate_t *rs,
     if (len > 0) {
         memcpy(payload, data, len);
     }
-    soft_ring_publish(hdr, &hdr->resp, pos, dev->now);
+    dev->stats.futex_wakes += soft_ring_publish(hdr, &hdr->resp, pos);
     dev->stats.tx_packets++;
     dev->stats.tx_bytes += len;
 }
@@ -266,6 +266,7 @@ int soft_resp_take_recv(soft_dev_t *dev, soft_qp_t *dct,
                                soft_rstate_t *rs, const soft_pkt_t *pkt)
 {
     soft_srq_t *srq = dct->srq;
+    const soft_rwqe_t *wqe;
 
     if (rs->have_recv) {
         return 1;
@@ -276,7 +277,12 @@ int soft_resp_take_recv(soft_dev_t *dev, soft_qp_t *dct,
                        NULL, 0, 0);
         return 0;
     }
-    rs->recv      = srq->q[srq->head % srq->size];
+    wqe = &srq->q[srq->head % srq->size];
+    /* the used part only: a whole WQE is ~500 bytes, most of them unused
+     * SGE slots */
+    rs->recv.wr_id   = wqe->wr_id;
+    rs->recv.num_sge = wqe->num_sge;
+    memcpy(rs->recv.sge, wqe->sge, wqe->num_sge * sizeof(wqe->sge[0]));
     rs->have_recv = 1;
     rs->dct       = dct;
     srq->head++;
@@ -443,7 +449,7 @@ static int soft_resp_read_resp(soft_dev_t *dev, soft_qp_t *dct,
     pkt->dst_qpn   = req->src_qpn;
     pkt->msn       = req->msn;
     pkt->total_len = req->total_len;
-    soft_ring_publish(hdr, &hdr->resp, pos, dev->now);
+    dev->stats.futex_wakes += soft_ring_publish(hdr, &hdr->resp, pos);
     dev->stats.tx_packets++;
     dev->stats.tx_bytes += len;
     return ret;
@@ -653,7 +659,7 @@ void soft_resp_packet(soft_dev_t *dev, const soft_pkt_t *pkt,
     soft_qp_t *dct;
     int32_t d;
 
-    if (soft_pkt_csum(pkt) != pkt->csum) {
+    if ((pkt->flags & SOFT_PKT_CSUM) && (soft_pkt_csum(pkt) != pkt->csum)) {
         dev->stats.corrupt_drops++;
         return;
     }

@@ -697,14 +697,13 @@ static void uct_dcx_dci_drained(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci)
     iface->policy->dci_idle(iface, dci);
 }
 
-unsigned uct_dcx_dci_poll_tx(uct_dcx_iface_t *iface)
+static UCS_F_NOINLINE void
+uct_dcx_dci_tx_wcs(uct_dcx_iface_t *iface, const dcx_wc_t *wc, int n)
 {
-    dcx_wc_t wc[UCT_DCX_TX_BATCH];
     uct_dcx_dci_t *dci;
     uint64_t sn;
-    int i, n;
+    int i;
 
-    n = dcx_cq_poll(iface->tx_cq, UCT_DCX_TX_BATCH, wc);
     for (i = 0; i < n; ++i) {
         dci = &iface->dcis[uct_dcx_wr_id_dci(wc[i].wr_id)];
         sn  = uct_dcx_wr_id_sn(wc[i].wr_id);
@@ -720,6 +719,19 @@ unsigned uct_dcx_dci_poll_tx(uct_dcx_iface_t *iface)
         } else {
             uct_dcx_dci_handle_error(iface, dci, sn, &wc[i]);
         }
+    }
+}
+
+/* The completions are handled out of line: a poll that finds none costs
+ * the device's look and little else. */
+unsigned uct_dcx_dci_poll_tx(uct_dcx_iface_t *iface)
+{
+    dcx_wc_t wc[UCT_DCX_TX_BATCH];
+    int n;
+
+    n = dcx_cq_poll(iface->tx_cq, UCT_DCX_TX_BATCH, wc);
+    if (n > 0) {
+        uct_dcx_dci_tx_wcs(iface, wc, n);
     }
     return n;
 }

@@ -312,13 +312,12 @@ void uct_dcx_iface_rx_am(uct_dcx_iface_t *iface, void *elem, uint8_t *wire,
     }
 }
 
-static unsigned uct_dcx_iface_poll_rx(uct_dcx_iface_t *iface)
+static UCS_F_NOINLINE void
+uct_dcx_iface_rx_wcs(uct_dcx_iface_t *iface, const dcx_wc_t *wc, int n)
 {
-    dcx_wc_t wc[UCT_DCX_RX_BATCH];
     void *elem;
-    int i, n;
+    int i;
 
-    n = dcx_cq_poll(iface->rx_cq, UCT_DCX_RX_BATCH, wc);
     for (i = 0; i < n; ++i) {
         if (ucs_unlikely(iface->rx_tmh_len != 0)) {
             /* a TM SRQ: list operations, tagged messages, and the NO_TAG
@@ -338,7 +337,20 @@ static unsigned uct_dcx_iface_poll_rx(uct_dcx_iface_t *iface)
         uct_dcx_iface_rx_am(iface, elem, uct_dcx_rx_wire(iface, elem),
                             wc[i].byte_len);
     }
+}
 
+/* The completions are handled out of line: a poll that finds none costs
+ * the device's look and little else. */
+static UCS_F_ALWAYS_INLINE unsigned
+uct_dcx_iface_poll_rx(uct_dcx_iface_t *iface)
+{
+    dcx_wc_t wc[UCT_DCX_RX_BATCH];
+    int n;
+
+    n = dcx_cq_poll(iface->rx_cq, UCT_DCX_RX_BATCH, wc);
+    if (n > 0) {
+        uct_dcx_iface_rx_wcs(iface, wc, n);
+    }
     if (iface->rx_posted < iface->rx_queue_len) {
         uct_dcx_iface_post_recv(iface);
     }

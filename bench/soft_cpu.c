@@ -1,0 +1,414 @@
+/*
+ * soft_cpu: one operation of a UCT transport (or of UCP over it) repeated
+ * N times, for instruction counting under callgrind.  bench/soft-cpu.sh runs
+ * it with --toggle-collect=bench_op so that only the measured calls count:
+ * everything else (setup, waiting for the other side to drain) runs with
+ * collection off.
+ *
+ *   soft_cpu TL DEV OP [N]
+ *
+ * TL/DEV as in ucx_perftest (-x dcx -d soft0:1, -x posix -d memory).  Two
+ * interfaces (or, for ucp_tag, two UCP workers with UCX_TLS=TL) in one
+ * process talk to each other; a single thread drives both.
+ *
+ * OP:
+ *   nop        nothing (the cost of the measuring call itself)
+ *   progress   uct_iface_progress() with nothing to do
+ *   am_short   uct_ep_am_short() with an 8-byte header (the receiver is
+ *              drained outside the measured region)
+ *   put_short  uct_ep_put_short() of 8 bytes
+ *   am_lat     one round trip as am_lat does it: A sends 8 bytes, B polls
+ *              until it has them and answers, A polls until it has the
+ *              answer; both sides' instructions, every poll included
+ *   tag_send   ucp_tag_send_nbx() of 8 bytes (receive posted beforehand and
+ *              completed outside the measured region)
+ *
+ * Prints "ops N" on success.
+ */
+#include <ucp/api/ucp.h>
+#include <uct/api/uct.h>
+#include <ucs/async/async_fwd.h>
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define BENCH_WARMUP 200
+
+typedef struct {
+    uct_component_h  comp;
+    uct_md_h         md;
+    uct_iface_h      iface;
+    uct_worker_h     worker;
+    uct_ep_h         ep;        /* to the other side */
+    uct_allocated_memory_t mem;
+    volatile unsigned rx;
+} bench_side_t;
+
+static ucs_async_context_t *async;
+static bench_side_t side[2];
+
+#define CHECK(_cond, _what) \
+    do { \
+        if (!(_cond)) { \
+            fprintf(stderr, "soft_cpu: %s failed (%s:%d)\n", _what, \
+                    __FILE__, __LINE__); \
+            exit(1); \
+        } \
+    } while (0)
+
+static ucs_status_t bench_am_cb(void *arg, void *data, size_t length,
+                                unsigned flags)
+{
+    ((bench_side_t*)arg)->rx++;
+    return UCS_OK;
+}
+
+static void bench_open(bench_side_t *s, const char *tl, const char *dev)
+{
+    uct_component_h *comps;
+    unsigned ncomps, c, m, i, nres;
+    uct_component_attr_t cattr;
+    uct_md_resource_desc_t *mds;
+    uct_tl_resource_desc_t *res;
+    uct_md_config_t *md_cfg;
+    uct_iface_config_t *if_cfg;
+    uct_iface_params_t params;
+    ucs_status_t st;
+    int found = 0;
+
+    st = uct_worker_create(async, UCS_THREAD_MODE_SINGLE, &s->worker);
+    CHECK(st == UCS_OK, "uct_worker_create");
+    st = uct_query_components(&comps, &ncomps);
+    CHECK(st == UCS_OK, "uct_query_components");
+    for (c = 0; (c < ncomps) && !found; ++c) {
+        memset(&cattr, 0, sizeof(cattr));
+        cattr.field_mask = UCT_COMPONENT_ATTR_FIELD_MD_RESOURCE_COUNT;
+        uct_component_query(comps[c], &cattr);
+        mds = calloc(cattr.md_resource_count + 1, sizeof(*mds));
+        cattr.field_mask   = UCT_COMPONENT_ATTR_FIELD_MD_RESOURCES;
+        cattr.md_resources = mds;
+        uct_component_query(comps[c], &cattr);
+        for (m = 0; (m < cattr.md_resource_count) && !found; ++m) {
+            if (uct_md_config_read(comps[c], NULL, NULL, &md_cfg) != UCS_OK) {
+                continue;
+            }
+            st = uct_md_open(comps[c], mds[m].md_name, md_cfg, &s->md);
+            uct_config_release(md_cfg);
+            if (st != UCS_OK) {
+                continue;
+            }
+            if (uct_md_query_tl_resources(s->md, &res, &nres) == UCS_OK) {
+                for (i = 0; i < nres; ++i) {
+                    if (!strcmp(res[i].tl_name, tl) &&
+                        !strcmp(res[i].dev_name, dev)) {
+                        found = 1;
+                    }
+                }
+                uct_release_tl_resource_list(res);
+            }
+            if (found) {
+                s->comp = comps[c];
+            } else {
+                uct_md_close(s->md);
+            }
+        }
+        free(mds);
+    }
+    CHECK(found, "finding the transport/device");
+
+    st = uct_md_iface_config_read(s->md, tl, NULL, NULL, &if_cfg);
+    CHECK(st == UCS_OK, "uct_md_iface_config_read");
+    memset(&params, 0, sizeof(params));
+    params.field_mask           = UCT_IFACE_PARAM_FIELD_OPEN_MODE |
+                                  UCT_IFACE_PARAM_FIELD_DEVICE;
+    params.open_mode            = UCT_IFACE_OPEN_MODE_DEVICE;
+    params.mode.device.tl_name  = tl;
+    params.mode.device.dev_name = dev;
+    st = uct_iface_open(s->md, s->worker, &params, if_cfg, &s->iface);
+    uct_config_release(if_cfg);
+    CHECK(st == UCS_OK, "uct_iface_open");
+    st = uct_iface_set_am_handler(s->iface, 1, bench_am_cb, s, 0);
+    CHECK(st == UCS_OK, "uct_iface_set_am_handler");
+    uct_iface_progress_enable(s->iface, UCT_PROGRESS_SEND | UCT_PROGRESS_RECV);
+    st = uct_iface_mem_alloc(s->iface, 4096, UCT_MD_MEM_ACCESS_ALL, "bench",
+                             &s->mem);
+    CHECK(st == UCS_OK, "uct_iface_mem_alloc");
+}
+
+static void bench_connect(bench_side_t *from, bench_side_t *to)
+{
+    uct_iface_attr_t attr;
+    uct_ep_params_t params;
+    void *dev_addr, *if_addr;
+    ucs_status_t st;
+
+    st = uct_iface_query(to->iface, &attr);
+    CHECK(st == UCS_OK, "uct_iface_query");
+    CHECK(attr.cap.flags & UCT_IFACE_FLAG_CONNECT_TO_IFACE,
+          "a transport that connects to interfaces");
+    dev_addr = calloc(1, attr.device_addr_len + 1);
+    if_addr  = calloc(1, attr.iface_addr_len + 1);
+    uct_iface_get_device_address(to->iface, dev_addr);
+    uct_iface_get_address(to->iface, if_addr);
+    memset(&params, 0, sizeof(params));
+    params.field_mask = UCT_EP_PARAM_FIELD_IFACE |
+                        UCT_EP_PARAM_FIELD_DEV_ADDR |
+                        UCT_EP_PARAM_FIELD_IFACE_ADDR;
+    params.iface      = from->iface;
+    params.dev_addr   = dev_addr;
+    params.iface_addr = if_addr;
+    st = uct_ep_create(&params, &from->ep);
+    CHECK(st == UCS_OK, "uct_ep_create");
+    free(dev_addr);
+    free(if_addr);
+}
+
+static void bench_wait_rx(bench_side_t *s, unsigned n)
+{
+    while (s->rx < n) {
+        uct_iface_progress(side[0].iface);
+        uct_iface_progress(side[1].iface);
+    }
+}
+
+static void bench_flush(bench_side_t *s)
+{
+    while (uct_ep_flush(s->ep, 0, NULL) == UCS_INPROGRESS) {
+        uct_iface_progress(side[0].iface);
+        uct_iface_progress(side[1].iface);
+    }
+}
+
+/* The measured region: callgrind --toggle-collect=bench_op. */
+typedef void (*bench_fn_t)(void *arg);
+
+static __attribute__((noinline)) void bench_op(bench_fn_t fn, void *arg)
+{
+    fn(arg);
+    __asm__ volatile("" ::: "memory");
+}
+
+static void op_nop(void *arg)
+{
+}
+
+static void op_progress(void *arg)
+{
+    uct_iface_progress(side[0].iface);
+}
+
+static void op_am_short(void *arg)
+{
+    ucs_status_t st = uct_ep_am_short(side[0].ep, 1, 0x1122334455667788ull,
+                                      NULL, 0);
+
+    CHECK(st == UCS_OK, "uct_ep_am_short");
+}
+
+static void op_put_short(void *arg)
+{
+    uint64_t value = 42;
+    ucs_status_t st;
+
+    st = uct_ep_put_short(side[0].ep, &value, sizeof(value),
+                          (uintptr_t)side[1].mem.address,
+                          *(uct_rkey_t*)arg);
+    CHECK(st == UCS_OK, "uct_ep_put_short");
+}
+
+static void op_am_lat(void *arg)
+{
+    unsigned target = side[0].rx + 1;
+    ucs_status_t st;
+
+    do {
+        st = uct_ep_am_short(side[0].ep, 1, 8, NULL, 0);
+        uct_iface_progress(side[0].iface);
+    } while (st == UCS_ERR_NO_RESOURCE);
+    while (side[1].rx < target) {
+        uct_iface_progress(side[1].iface);
+    }
+    do {
+        st = uct_ep_am_short(side[1].ep, 1, 8, NULL, 0);
+        uct_iface_progress(side[1].iface);
+    } while (st == UCS_ERR_NO_RESOURCE);
+    while (side[0].rx < target) {
+        uct_iface_progress(side[0].iface);
+    }
+}
+
+static void bench_rkey(uct_rkey_bundle_t *rkey)
+{
+    uct_md_attr_t attr;
+    void *buf;
+    ucs_status_t st;
+
+    st = uct_md_query(side[1].md, &attr);
+    CHECK(st == UCS_OK, "uct_md_query");
+    buf = calloc(1, attr.rkey_packed_size + 1);
+    st  = uct_md_mkey_pack(side[1].md, side[1].mem.memh, buf);
+    CHECK(st == UCS_OK, "uct_md_mkey_pack");
+    st = uct_rkey_unpack(side[1].comp, buf, rkey);
+    CHECK(st == UCS_OK, "uct_rkey_unpack");
+    free(buf);
+}
+
+static void run_uct(const char *tl, const char *dev, const char *op,
+                    unsigned n)
+{
+    uct_rkey_bundle_t rkey;
+    unsigned i;
+
+    CHECK(ucs_async_context_create(UCS_ASYNC_MODE_THREAD_SPINLOCK,
+                                   &async) == UCS_OK, "async context");
+    bench_open(&side[0], tl, dev);
+    bench_open(&side[1], tl, dev);
+    bench_connect(&side[0], &side[1]);
+    bench_connect(&side[1], &side[0]);
+
+    if (!strcmp(op, "nop")) {
+        for (i = 0; i < n; ++i) {
+            bench_op(op_nop, NULL);
+        }
+    } else if (!strcmp(op, "progress")) {
+        for (i = 0; i < BENCH_WARMUP; ++i) {
+            op_progress(NULL);
+        }
+        for (i = 0; i < n; ++i) {
+            bench_op(op_progress, NULL);
+        }
+    } else if (!strcmp(op, "am_short")) {
+        for (i = 0; i < BENCH_WARMUP + n; ++i) {
+            if (i < BENCH_WARMUP) {
+                op_am_short(NULL);
+            } else {
+                bench_op(op_am_short, NULL);
+            }
+            bench_wait_rx(&side[1], i + 1);
+            bench_flush(&side[0]);
+        }
+    } else if (!strcmp(op, "put_short")) {
+        bench_rkey(&rkey);
+        for (i = 0; i < BENCH_WARMUP + n; ++i) {
+            if (i < BENCH_WARMUP) {
+                op_put_short(&rkey.rkey);
+            } else {
+                bench_op(op_put_short, &rkey.rkey);
+            }
+            bench_flush(&side[0]);
+        }
+        CHECK(*(volatile uint64_t*)side[1].mem.address == 42, "put data");
+        uct_rkey_release(side[1].comp, &rkey);
+    } else if (!strcmp(op, "am_lat")) {
+        for (i = 0; i < BENCH_WARMUP; ++i) {
+            op_am_lat(NULL);
+        }
+        for (i = 0; i < n; ++i) {
+            bench_op(op_am_lat, NULL);
+        }
+    } else {
+        fprintf(stderr, "soft_cpu: unknown UCT operation '%s'\n", op);
+        exit(2);
+    }
+    printf("ops %u\n", n);
+    /* exit without teardown: nothing measured happens there */
+    fflush(stdout);
+}
+
+/* ------------------------------------------------------------------------
+ * UCP: ucp_tag_send_nbx between two workers of one process
+ * ------------------------------------------------------------------------ */
+static ucp_worker_h ucp_w[2];
+static ucp_ep_h ucp_ep01;
+static uint64_t tag_sbuf, tag_rbuf;
+
+static void tag_wait(void *req)
+{
+    if (req == NULL) {
+        return;
+    }
+    CHECK(!UCS_PTR_IS_ERR(req), "ucp request");
+    while (ucp_request_check_status(req) == UCS_INPROGRESS) {
+        ucp_worker_progress(ucp_w[0]);
+        ucp_worker_progress(ucp_w[1]);
+    }
+    ucp_request_free(req);
+}
+
+static void op_tag_send(void *arg)
+{
+    ucp_request_param_t param;
+
+    memset(&param, 0, sizeof(param));
+    *(void**)arg = ucp_tag_send_nbx(ucp_ep01, &tag_sbuf, sizeof(tag_sbuf),
+                                    7, &param);
+}
+
+static void run_ucp(unsigned n)
+{
+    ucp_params_t params;
+    ucp_worker_params_t wparams;
+    ucp_request_param_t rparam;
+    ucp_ep_params_t eparams;
+    ucp_address_t *addr;
+    ucp_context_h ctx;
+    size_t addr_len;
+    void *sreq, *rreq;
+    unsigned i;
+
+    memset(&params, 0, sizeof(params));
+    params.field_mask = UCP_PARAM_FIELD_FEATURES;
+    params.features   = UCP_FEATURE_TAG;
+    CHECK(ucp_init(&params, NULL, &ctx) == UCS_OK, "ucp_init");
+    memset(&wparams, 0, sizeof(wparams));
+    wparams.field_mask  = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
+    wparams.thread_mode = UCS_THREAD_MODE_SINGLE;
+    CHECK(ucp_worker_create(ctx, &wparams, &ucp_w[0]) == UCS_OK, "worker 0");
+    CHECK(ucp_worker_create(ctx, &wparams, &ucp_w[1]) == UCS_OK, "worker 1");
+    CHECK(ucp_worker_get_address(ucp_w[1], &addr, &addr_len) == UCS_OK,
+          "ucp_worker_get_address");
+    memset(&eparams, 0, sizeof(eparams));
+    eparams.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS;
+    eparams.address    = addr;
+    CHECK(ucp_ep_create(ucp_w[0], &eparams, &ucp_ep01) == UCS_OK,
+          "ucp_ep_create");
+    ucp_worker_release_address(ucp_w[1], addr);
+
+    memset(&rparam, 0, sizeof(rparam));
+    for (i = 0; i < BENCH_WARMUP + n; ++i) {
+        rreq = ucp_tag_recv_nbx(ucp_w[1], &tag_rbuf, sizeof(tag_rbuf), 7,
+                                UINT64_MAX, &rparam);
+        CHECK(!UCS_PTR_IS_ERR(rreq), "ucp_tag_recv_nbx");
+        tag_sbuf = i;
+        if (i < BENCH_WARMUP) {
+            op_tag_send(&sreq);
+        } else {
+            bench_op(op_tag_send, &sreq);
+        }
+        tag_wait(sreq);
+        tag_wait(rreq);
+        CHECK(tag_rbuf == i, "tag data");
+    }
+    printf("ops %u\n", n);
+    fflush(stdout);
+}
+
+int main(int argc, char **argv)
+{
+    unsigned n;
+
+    if (argc < 4) {
+        fprintf(stderr, "usage: soft_cpu TL DEV OP [N]\n");
+        return 2;
+    }
+    n = (argc > 4) ? (unsigned)strtoul(argv[4], NULL, 0) : 1000;
+    if (!strcmp(argv[3], "tag_send")) {
+        run_ucp(n);
+    } else {
+        run_uct(argv[1], argv[2], argv[3], n);
+    }
+    _exit(0);
+}
