@@ -143,13 +143,9 @@ step "gtest suites but gtest_ucp (gtest_uct, gtest_uct_md, ...)" \
 
 # gtest_ucp with the UCP protocols this UCX selects by default, and with
 # the older protocol selection (UCX_PROTO_ENABLE=n) where it has both.
-# Known gap (UCX 1.18.1): its default protocols find no protocol for a
-# fetching atomic over dcx ("cannot find remote protocol ... amo_fetch"),
-# so rma_and_atomics runs only with the older selection there.
 gtest_ucp="$bdir/test/gtest/uct/gtest_ucp"
 if ucx_info -c 2>/dev/null | grep -q '^UCX_PROTO_ENABLE='; then
-    step "gtest_ucp, default protocols (but fetching atomics)" \
-        "$gtest_ucp" --gtest_filter='-*rma_and_atomics*'
+    step "gtest_ucp, default protocols" "$gtest_ucp"
     step "gtest_ucp, UCX_PROTO_ENABLE=n" env UCX_PROTO_ENABLE=n "$gtest_ucp"
 else
     step "gtest_ucp" "$gtest_ucp"
