@@ -40,18 +40,10 @@
 
 set -eu
 
-prog=$(basename "$0")
-cached_only=no
-cache_dir=${DCX_CACHE_DIR:-${XDG_CACHE_HOME:-${HOME:-/root}/.cache}/dcx}
-tarball=
+. "$(dirname "$0")/ucx-src-opts.sh"
 src_in=
 jobs=2
 want=
-
-die() {
-    echo "$prog: $*" >&2
-    exit 1
-}
 
 # die_nosrc MESSAGE: the source cannot be had (exit status 3)
 die_nosrc() {
@@ -59,30 +51,16 @@ die_nosrc() {
     exit 3
 }
 
-note() {
-    echo "$prog: $*" >&2
-}
-
-usage() {
-    sed -n '2,/^$/s/^# \{0,1\}//p' "$0"
-}
-
 while [ $# -gt 0 ]; do
+    ucx_src_common_opt "$@"
+    [ "$ucx_src_opt_words" -eq 0 ] || { shift "$ucx_src_opt_words"; continue; }
     case "$1" in
-    --cached)       cached_only=yes ;;
-    --cache-dir)    [ $# -ge 2 ] || die "--cache-dir needs a directory"
-                    cache_dir=$2; shift ;;
-    --cache-dir=*)  cache_dir=${1#*=} ;;
-    --tarball)      [ $# -ge 2 ] || die "--tarball needs a file"
-                    tarball=$2; shift ;;
-    --tarball=*)    tarball=${1#*=} ;;
     --src)          [ $# -ge 2 ] || die "--src needs a directory"
                     src_in=$2; shift ;;
     --src=*)        src_in=${1#*=} ;;
     -j)             [ $# -ge 2 ] || die "-j needs a number"
                     jobs=$2; shift ;;
     -j*)            jobs=${1#-j} ;;
-    -h|--help)      usage; exit 0 ;;
     -*)             die "unknown option '$1' (see --help)" ;;
     *)              [ -z "$want" ] || die "one VERSION only (got '$want' and '$1')"
                     want=$1 ;;

@@ -23,37 +23,12 @@
 
 set -eu
 
-prog=$(basename "$0")
-cached_only=no
-cache_dir=${DCX_CACHE_DIR:-${XDG_CACHE_HOME:-${HOME:-/root}/.cache}/dcx}
-tarball=
-
-die() {
-    echo "$prog: $*" >&2
-    exit 1
-}
-
-note() {
-    echo "$prog: $*" >&2
-}
-
-usage() {
-    sed -n '2,/^$/s/^# \{0,1\}//p' "$0"
-}
+. "$(dirname "$0")/ucx-src-opts.sh"
 
 while [ $# -gt 0 ]; do
-    case "$1" in
-    --cached)       cached_only=yes ;;
-    --cache-dir)    [ $# -ge 2 ] || die "--cache-dir needs a directory"
-                    cache_dir=$2; shift ;;
-    --cache-dir=*)  cache_dir=${1#*=} ;;
-    --tarball)      [ $# -ge 2 ] || die "--tarball needs a file"
-                    tarball=$2; shift ;;
-    --tarball=*)    tarball=${1#*=} ;;
-    -h|--help)      usage; exit 0 ;;
-    *)              die "unknown argument '$1' (see --help)" ;;
-    esac
-    shift
+    ucx_src_common_opt "$@"
+    [ "$ucx_src_opt_words" -eq 0 ] || { shift "$ucx_src_opt_words"; continue; }
+    die "unknown argument '$1' (see --help)"
 done
 
 # --- the installed version ------------------------------------------------

@@ -266,6 +266,14 @@ uct_dcx_iface_unreachable_reason(uct_dcx_iface_t *iface,
         return buf;
     }
 
+    /* what endpoint creation checks (fabric, user, host, link layer): a
+     * peer that fails it must not be offered, so that UCP picks another
+     * transport for it */
+    if (dcx_dev_addr_check(iface->dev, daddr->port, daddr->len, buf,
+                           max) != 0) {
+        return buf;
+    }
+
     if (iaddr == NULL) {
         return NULL;    /* a device address alone: the port is usable */
     }
@@ -287,7 +295,7 @@ int uct_dcx_iface_is_reachable_v2(const uct_iface_h tl_iface,
     uct_dcx_iface_t *iface = ucs_derived_of(tl_iface, uct_dcx_iface_t);
     const uct_dcx_iface_addr_t *iaddr = NULL;
     const char *reason;
-    char buf[128];
+    char buf[192];
 
     if (!uct_iface_is_reachable_params_valid(
                 params, UCT_IFACE_IS_REACHABLE_FIELD_DEVICE_ADDR)) {

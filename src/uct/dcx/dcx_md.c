@@ -558,7 +558,11 @@ ucs_status_t uct_dcx_mem_reg(uct_md_h uct_md, void *address,
                                     uct_mem_h *memh_p)
 {
     uct_dcx_md_t *md = ucs_derived_of(uct_md, uct_dcx_md_t);
-    int writable     = !!(flags & UCT_DCX_UCT_WRITE_FLAGS);
+    /* Flags naming no access at all ask for every access, as with UCX's own
+     * memory domains: UCP 1.18 registers tag-offload receive buffers with
+     * UCT_MD_MEM_FLAG_HIDE_ERRORS alone, and the device writes them */
+    int writable     = !(flags & UCT_MD_MEM_ACCESS_ALL) ||
+                       (flags & UCT_DCX_UCT_WRITE_FLAGS);
     ucs_rcache_region_t *rregion;
     uct_dcx_memh_t *memh;
     ucs_status_t status;

@@ -108,7 +108,9 @@ protected:
         self->m_fail_status = status;
     }
 
-    ucp_ep_h connect_addr(ucp_peer *from, const void *addr)
+    ucp_ep_h connect_addr(ucp_peer *from, const void *addr,
+                          ucp_err_handling_mode_t err_mode =
+                          UCP_ERR_HANDLING_MODE_PEER)
     {
         ucp_ep_params_t params;
         ucp_ep_h ep = NULL;
@@ -118,7 +120,7 @@ protected:
                                  UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
                                  UCP_EP_PARAM_FIELD_ERR_HANDLER;
         params.address         = (const ucp_address_t*)addr;
-        params.err_mode        = UCP_ERR_HANDLING_MODE_PEER;
+        params.err_mode        = err_mode;
         params.err_handler.cb  = err_cb;
         params.err_handler.arg = this;
         EXPECT_EQ(UCS_OK, ucp_ep_create(from->worker, &params, &ep));
@@ -279,20 +281,119 @@ TEST_P(ucp_dcx, rma_and_atomics)
     EXPECT_EQ(std::string(size, 'R'), std::string(local.begin(),
                                                   local.end()));
 
+    /* The fetching atomic goes over an endpoint without peer error
+     * handling: from UCX 1.18 on, the default (v2) protocols have no atomic
+     * protocol for UCP_ERR_HANDLING_MODE_PEER on any transport (UCP logs
+     * "cannot find remote protocol ... amo_fetch"); see
+     * fetching_atomics_32_64 for every fetching operation. */
+    ucp_ep_h amo_ep = connect_addr(&m_a, &m_b.address[0],
+                                   UCP_ERR_HANDLING_MODE_NONE);
+    ucp_rkey_h amo_rkey;
+    ASSERT_EQ(UCS_OK, ucp_rkey_pack(m_b.context, memh, &rkey_buf,
+                                    &rkey_size));
+    ASSERT_EQ(UCS_OK, ucp_ep_rkey_unpack(amo_ep, rkey_buf, &amo_rkey));
+    ucp_rkey_buffer_release(rkey_buf);
+
     uint64_t value = 5, result = 0;
     *(uint64_t*)remote = 10;
     param.op_attr_mask = UCP_OP_ATTR_FIELD_DATATYPE | UCP_OP_ATTR_FIELD_REPLY_BUFFER;
     param.datatype     = ucp_dt_make_contig(8);
     param.reply_buffer = &result;
-    EXPECT_EQ(UCS_OK, wait_req(ucp_atomic_op_nbx(m_ab, UCP_ATOMIC_OP_ADD,
+    EXPECT_EQ(UCS_OK, wait_req(ucp_atomic_op_nbx(amo_ep, UCP_ATOMIC_OP_ADD,
                                                  &value, 1, (uintptr_t)remote,
-                                                 rkey, &param)));
+                                                 amo_rkey, &param)));
     EXPECT_EQ(10u, result);
     EXPECT_EQ(15u, *(uint64_t*)remote);
 
+    ucp_rkey_destroy(amo_rkey);
+    close_ep(&m_a, amo_ep);
     ucp_rkey_destroy(rkey);
     ucp_mem_unmap(m_b.context, memh);
     free(remote);
+}
+
+/* Every fetching atomic (add, and, or, xor, swap, compare-and-swap; 32 and
+ * 64 bits) over dcx on an endpoint without peer error handling, as one
+ * uses them with the default protocols of any UCX from 1.13 on. */
+TEST_P(ucp_dcx, fetching_atomics_32_64)
+{
+    static const ucp_atomic_op_t ops[] = {
+        UCP_ATOMIC_OP_ADD, UCP_ATOMIC_OP_AND, UCP_ATOMIC_OP_OR,
+        UCP_ATOMIC_OP_XOR, UCP_ATOMIC_OP_SWAP, UCP_ATOMIC_OP_CSWAP
+    };
+    std::vector<uint64_t> mem(2, 0);
+    ucp_mem_map_params_t mparams;
+    ucp_request_param_t param;
+    ucp_mem_h memh;
+    ucp_rkey_h rkey;
+    void *rkey_buf;
+    size_t rkey_size;
+
+    ucp_ep_h ep = connect_addr(&m_a, &m_b.address[0],
+                               UCP_ERR_HANDLING_MODE_NONE);
+    ASSERT_TRUE(ep != NULL);
+    memset(&mparams, 0, sizeof(mparams));
+    mparams.field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS |
+                         UCP_MEM_MAP_PARAM_FIELD_LENGTH;
+    mparams.address    = &mem[0];
+    mparams.length     = mem.size() * sizeof(uint64_t);
+    ASSERT_EQ(UCS_OK, ucp_mem_map(m_b.context, &mparams, &memh));
+    ASSERT_EQ(UCS_OK, ucp_rkey_pack(m_b.context, memh, &rkey_buf,
+                                    &rkey_size));
+    ASSERT_EQ(UCS_OK, ucp_ep_rkey_unpack(ep, rkey_buf, &rkey));
+    ucp_rkey_buffer_release(rkey_buf);
+
+    for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); ++i) {
+        for (int bits = 32; bits <= 64; bits += 32) {
+            const uint64_t old = 0xf0f0f0f0a5a5a5a5ull, arg = 0x0ff00ff03c3cull;
+            uint64_t expect, mask = (bits == 32) ? 0xffffffffull : ~0ull;
+            uint64_t value = arg & mask, result;
+            uint32_t value32 = (uint32_t)value, result32;
+            void *target = &mem[0];
+
+            mem[0] = old & mask;
+            switch (ops[i]) {
+            case UCP_ATOMIC_OP_ADD:  expect = old + arg; break;
+            case UCP_ATOMIC_OP_AND:  expect = old & arg; break;
+            case UCP_ATOMIC_OP_OR:   expect = old | arg; break;
+            case UCP_ATOMIC_OP_XOR:  expect = old ^ arg; break;
+            default:                 expect = arg;       break;
+            }
+            expect &= mask;
+            if (ops[i] == UCP_ATOMIC_OP_CSWAP) {
+                /* buffer: the compare value; reply buffer: the new value */
+                value   = old & mask;
+                value32 = (uint32_t)value;
+                result  = arg & mask;
+            } else {
+                result  = 0;
+            }
+            result32 = (uint32_t)result;
+
+            memset(&param, 0, sizeof(param));
+            param.op_attr_mask = UCP_OP_ATTR_FIELD_DATATYPE |
+                                 UCP_OP_ATTR_FIELD_REPLY_BUFFER;
+            param.datatype     = ucp_dt_make_contig(bits / 8);
+            param.reply_buffer = (bits == 32) ? (void*)&result32 :
+                                                (void*)&result;
+            EXPECT_EQ(UCS_OK,
+                      wait_req(ucp_atomic_op_nbx(ep, ops[i],
+                                                 (bits == 32) ?
+                                                 (void*)&value32 :
+                                                 (void*)&value, 1,
+                                                 (uintptr_t)target, rkey,
+                                                 &param)))
+                    << "op " << ops[i] << " bits " << bits;
+            EXPECT_EQ(old & mask, (bits == 32) ? (uint64_t)result32 : result)
+                    << "op " << ops[i] << " bits " << bits;
+            EXPECT_EQ(expect, mem[0] & mask)
+                    << "op " << ops[i] << " bits " << bits;
+        }
+    }
+
+    ucp_rkey_destroy(rkey);
+    close_ep(&m_a, ep);
+    ucp_mem_unmap(m_b.context, memh);
 }
 
 /* What osc ucx (Open MPI 4.1.4) does on a dynamic window when its region
@@ -316,6 +417,10 @@ TEST_P(ucp_dcx, sw_and_dcx_atomics_mix_without_error)
     size_t rkey_size;
     char *info     = NULL;
     size_t info_sz = 0;
+    /* as osc ucx opens them: no peer error handling (from UCX 1.18 on the
+     * default protocols have no atomics for UCP_ERR_HANDLING_MODE_PEER) */
+    ucp_ep_h amo_ep = connect_addr(&m_a, &m_b.address[0],
+                                   UCP_ERR_HANDLING_MODE_NONE);
 
     memset(&mparams, 0, sizeof(mparams));
     mparams.field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS |
@@ -325,7 +430,7 @@ TEST_P(ucp_dcx, sw_and_dcx_atomics_mix_without_error)
     ASSERT_EQ(UCS_OK, ucp_mem_map(m_b.context, &mparams, &memh));
     ASSERT_EQ(UCS_OK, ucp_rkey_pack(m_b.context, memh, &rkey_buf,
                                     &rkey_size));
-    ASSERT_EQ(UCS_OK, ucp_ep_rkey_unpack(m_ab, rkey_buf, &rkey));
+    ASSERT_EQ(UCS_OK, ucp_ep_rkey_unpack(amo_ep, rkey_buf, &rkey));
     ucp_rkey_buffer_release(rkey_buf);
 
     /* a key with no transport key at all */
@@ -333,13 +438,13 @@ TEST_P(ucp_dcx, sw_and_dcx_atomics_mix_without_error)
     ASSERT_EQ(UCS_OK, ucp_mem_map(m_b.context, &mparams, &memh0));
     ASSERT_EQ(UCS_OK, ucp_rkey_pack(m_b.context, memh0, &rkey_buf,
                                     &rkey_size));
-    ASSERT_EQ(UCS_OK, ucp_ep_rkey_unpack(m_ab, rkey_buf, &rkey0));
+    ASSERT_EQ(UCS_OK, ucp_ep_rkey_unpack(amo_ep, rkey_buf, &rkey0));
     ucp_rkey_buffer_release(rkey_buf);
 
     /* the proper key's atomics go through dcx */
     FILE *f = open_memstream(&info, &info_sz);
     ASSERT_TRUE(f != NULL);
-    ucp_ep_print_info(m_ab, f);
+    ucp_ep_print_info(amo_ep, f);
     fclose(f);
     std::string ep_info(info, info_sz);
     free(info);
@@ -358,7 +463,7 @@ TEST_P(ucp_dcx, sw_and_dcx_atomics_mix_without_error)
                              UCP_OP_ATTR_FIELD_REPLY_BUFFER;
         param.datatype     = ucp_dt_make_contig(8);
         param.reply_buffer = &old64;
-        ASSERT_EQ(UCS_OK, wait_req(ucp_atomic_op_nbx(m_ab, UCP_ATOMIC_OP_ADD,
+        ASSERT_EQ(UCS_OK, wait_req(ucp_atomic_op_nbx(amo_ep, UCP_ATOMIC_OP_ADD,
                                                      &add64, 1,
                                                      (uintptr_t)word64, k,
                                                      &param)));
@@ -366,7 +471,7 @@ TEST_P(ucp_dcx, sw_and_dcx_atomics_mix_without_error)
 
         param.datatype     = ucp_dt_make_contig(4);
         param.reply_buffer = &old32;
-        ASSERT_EQ(UCS_OK, wait_req(ucp_atomic_op_nbx(m_ab, UCP_ATOMIC_OP_ADD,
+        ASSERT_EQ(UCS_OK, wait_req(ucp_atomic_op_nbx(amo_ep, UCP_ATOMIC_OP_ADD,
                                                      &add32, 1,
                                                      (uintptr_t)word32, k,
                                                      &param)));
@@ -375,18 +480,18 @@ TEST_P(ucp_dcx, sw_and_dcx_atomics_mix_without_error)
         /* a non-fetching add, then a compare-and-swap that must see it */
         param.op_attr_mask = UCP_OP_ATTR_FIELD_DATATYPE;
         param.datatype     = ucp_dt_make_contig(8);
-        ASSERT_EQ(UCS_OK, wait_req(ucp_atomic_op_nbx(m_ab, UCP_ATOMIC_OP_ADD,
+        ASSERT_EQ(UCS_OK, wait_req(ucp_atomic_op_nbx(amo_ep, UCP_ATOMIC_OP_ADD,
                                                      &add64, 1,
                                                      (uintptr_t)&mem[4], k,
                                                      &param)));
-        ASSERT_EQ(UCS_OK, wait_req(ucp_ep_flush_nbx(m_ab, &param)));
+        ASSERT_EQ(UCS_OK, wait_req(ucp_ep_flush_nbx(amo_ep, &param)));
         /* UCP's cswap: buffer is the compare value, reply_buffer the swap
          * value in and the old value out */
         uint64_t compare = (uint64_t)i, swap_res = 1000 + i;
         param.op_attr_mask = UCP_OP_ATTR_FIELD_DATATYPE |
                              UCP_OP_ATTR_FIELD_REPLY_BUFFER;
         param.reply_buffer = &swap_res;
-        ASSERT_EQ(UCS_OK, wait_req(ucp_atomic_op_nbx(m_ab, UCP_ATOMIC_OP_CSWAP,
+        ASSERT_EQ(UCS_OK, wait_req(ucp_atomic_op_nbx(amo_ep, UCP_ATOMIC_OP_CSWAP,
                                                      &compare, 1,
                                                      (uintptr_t)&mem[6], k,
                                                      &param)));
@@ -406,6 +511,7 @@ TEST_P(ucp_dcx, sw_and_dcx_atomics_mix_without_error)
 
     ucp_rkey_destroy(rkey0);
     ucp_rkey_destroy(rkey);
+    close_ep(&m_a, amo_ep);
     ucp_mem_unmap(m_b.context, memh0);
     ucp_mem_unmap(m_b.context, memh);
 }

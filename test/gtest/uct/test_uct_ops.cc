@@ -3,6 +3,7 @@
  * policy; flush, fence, pending; flow control under a flood.
  */
 #include "uct_fixture.h"
+#include "dcx_ucx_features.h"   /* what differs between UCX versions */
 
 #include <cstring>
 #include <algorithm>
@@ -361,6 +362,44 @@ TEST_P(uct_dcx_ops, get_bcopy_zcopy)
     EXPECT_EQ(UCS_OK, c2.status);
     EXPECT_EQ(std::string((char*)rem.ptr + 100, 3000), ua.data);
     EXPECT_EQ(0, memcmp(loc.ptr, rem.ptr, 1 << 20));
+}
+
+/* A registration whose flags name no access at all gets every access, as
+ * with UCX's own memory domains: UCP 1.18 registers the receive buffers of
+ * tag-matching offload with UCT_MD_MEM_FLAG_HIDE_ERRORS alone, and the device
+ * writes them.  (Before: dcx registered them read-only, the device refused
+ * the write, and the sender's endpoint failed with a remote operation
+ * error.) */
+TEST_P(uct_dcx_ops, get_zcopy_into_reg_without_access_flags)
+{
+    const size_t len = 64 * 1024;
+    mem rem = alloc_mem(len);
+    std::vector<char> loc(len + 4096);
+    char *buf = (char*)(((uintptr_t)loc.data() + 4095) & ~(uintptr_t)4095);
+    uct_mem_h memh;
+    test_comp c;
+
+#if !DCX_UCX_HAVE_MEM_REG_PARAMS
+    /* UCX without uct_md_mem_reg_v2 (1.13) refuses flags without access
+     * bits in uct_md_mem_reg itself, before any memory domain sees them */
+    GTEST_SKIP() << "this UCX's uct_md_mem_reg refuses flags without "
+                    "access bits";
+#endif
+    for (size_t i = 0; i < len; ++i) {
+        ((char*)rem.ptr)[i] = (char)(i * 13 + 1);
+    }
+    ASSERT_EQ(UCS_OK, uct_md_mem_reg(m_md, buf, len,
+                                     UCT_MD_MEM_FLAG_HIDE_ERRORS, &memh));
+    uct_iov_t iov = {buf, len, memh, 0, 1};
+    ASSERT_EQ(UCS_INPROGRESS, retry([&] {
+        return uct_ep_get_zcopy(m_ab, &iov, 1, (uintptr_t)rem.ptr, rem.rkey,
+                                &c.uct);
+    }));
+    ASSERT_TRUE(wait_for([&] { return c.done > 0; }));
+    EXPECT_EQ(UCS_OK, c.status);
+    EXPECT_EQ(0, memcmp(buf, rem.ptr, len));
+    EXPECT_TRUE(m_errors.empty());
+    EXPECT_EQ(UCS_OK, uct_md_mem_dereg(m_md, memh));
 }
 
 TEST_P(uct_dcx_ops, atomics64)

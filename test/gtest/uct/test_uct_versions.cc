@@ -98,6 +98,31 @@ TEST_F(uct_dcx_test, reachable_v2_bad_flow_reasons)
     EXPECT_FALSE(is_reachable_v2(a->iface, dev_addr, NULL, reason));
 }
 
+/* A port of another soft fabric is unreachable through the v2 call too, so
+ * that UCP picks another transport for it (before: only the older call
+ * checked the port, UCP 1.18 chose dcx for a peer on another fabric and
+ * ucp_ep_create failed with "Destination is unreachable"). */
+TEST_F(uct_dcx_test, reachable_v2_other_fabric_bad_flow)
+{
+    /* the soft port address after the length byte: magic 2, instance 2,
+     * user 4, host 4, then the fabric's hash */
+    const size_t fabric_off = 1 + 2 + 2 + 4 + 4;
+    entity *a = create_entity();
+    entity *b = create_entity();
+    std::vector<char> dev_addr = b->dev_addr;
+    std::string reason;
+
+    ASSERT_GT(dev_addr.size(), fabric_off + 4);
+    dev_addr[fabric_off] ^= 0x5a;
+    EXPECT_FALSE(is_reachable_v2(a->iface, dev_addr, &b->iface_addr,
+                                 reason));
+    EXPECT_NE(std::string::npos, reason.find("another fabric")) << reason;
+    EXPECT_FALSE(is_reachable_v2(a->iface, dev_addr, NULL, reason));
+    EXPECT_FALSE(uct_iface_is_reachable(
+            a->iface, (const uct_device_addr_t*)&dev_addr[0],
+            (const uct_iface_addr_t*)&b->iface_addr[0]));
+}
+
 #endif /* DCX_UCX_HAVE_IFACE_IS_REACHABLE_V2 */
 
 #if DCX_UCX_HAVE_EP_IS_CONNECTED
