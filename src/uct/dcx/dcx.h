@@ -511,7 +511,8 @@ ucs_status_t uct_dcx_iface_srq_create(uct_dcx_iface_t *iface,
                                       const uct_dcx_iface_config_t *cfg,
                                       int tm);
 int uct_dcx_iface_tag_params(uct_dcx_iface_t *iface,
-                             const uct_iface_params_t *params);
+                             const uct_iface_params_t *params,
+                             const uct_dcx_iface_config_t *cfg);
 ucs_status_t uct_dcx_iface_tag_init(uct_dcx_iface_t *iface,
                                     const uct_dcx_iface_config_t *config);
 void uct_dcx_iface_tag_cleanup(uct_dcx_iface_t *iface);

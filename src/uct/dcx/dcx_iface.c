@@ -716,7 +716,8 @@ static UCS_CLASS_INIT_FUNC(uct_dcx_iface_t, uct_md_h tl_md,
 
     status = uct_dcx_iface_create_queues(self, cfg,
                                          uct_dcx_iface_tag_params(self,
-                                                                  params));
+                                                                  params,
+                                                                  cfg));
     if (status != UCS_OK) {
         goto err;
     }

@@ -650,8 +650,42 @@ void uct_dcx_iface_tag_rx(uct_dcx_iface_t *iface, const dcx_wc_t *wc)
  * Interface
  * ------------------------------------------------------------------------- */
 
+/*
+ * Handlers for an interface opened with UCX_DCX_TM_ENABLE=y but without
+ * unexpected-message callbacks (ucx_info -d, a UCT program that only posts
+ * receives): the tag list is offered, and a tagged message that finds no
+ * posted receive is dropped with a warning, as UCX drops an active message
+ * whose id has no handler.
+ */
+static ucs_status_t
+uct_dcx_tm_stub_eager(void *arg, void *data, size_t length, unsigned flags,
+                      uct_tag_t stag, uint64_t imm, void **context)
+{
+    uct_dcx_iface_t *iface = arg;
+
+    ucs_warn("dcx: %s: unexpected eager tagged message (tag 0x%" PRIx64
+             ", %zu bytes) dropped: the interface has no eager_cb",
+             dcx_dev_name(iface->dev), stag, length);
+    return UCS_OK;
+}
+
+static ucs_status_t
+uct_dcx_tm_stub_rndv(void *arg, unsigned flags, uint64_t stag,
+                     const void *header, unsigned header_length,
+                     uint64_t remote_addr, size_t length,
+                     const void *rkey_buf)
+{
+    uct_dcx_iface_t *iface = arg;
+
+    ucs_warn("dcx: %s: unexpected rendezvous request (tag 0x%" PRIx64
+             ", %zu bytes) dropped: the interface has no rndv_cb",
+             dcx_dev_name(iface->dev), stag, length);
+    return UCS_OK;
+}
+
 int uct_dcx_iface_tag_params(uct_dcx_iface_t *iface,
-                             const uct_iface_params_t *params)
+                             const uct_iface_params_t *params,
+                             const uct_dcx_iface_config_t *cfg)
 {
     uct_dcx_tm_t *tm = &iface->tm;
     uint64_t fm      = params->field_mask;
@@ -669,10 +703,20 @@ int uct_dcx_iface_tag_params(uct_dcx_iface_t *iface,
                     params->rndv_cb : NULL;
     tm->rndv_arg  = (fm & UCT_IFACE_PARAM_FIELD_HW_TM_RNDV_ARG) ?
                     params->rndv_arg : NULL;
-    /* the user asked for tag matching (UCP does with its tag feature) */
-    return (tm->eager_cb != NULL) && (tm->rndv_cb != NULL) &&
-           (!(fm & UCT_IFACE_PARAM_FIELD_FEATURES) ||
-            (params->features & UCT_IFACE_FEATURE_TAG));
+    if ((fm & UCT_IFACE_PARAM_FIELD_FEATURES) &&
+        !(params->features & UCT_IFACE_FEATURE_TAG)) {
+        return 0; /* the user said it will not use tags */
+    }
+    if ((tm->eager_cb == NULL) && (tm->rndv_cb == NULL) &&
+        (cfg->tm_enable == UCS_YES)) {
+        tm->eager_cb  = uct_dcx_tm_stub_eager;
+        tm->eager_arg = iface;
+        tm->rndv_cb   = uct_dcx_tm_stub_rndv;
+        tm->rndv_arg  = iface;
+    }
+    /* the user asked for tag matching (UCP does with its tag feature), or
+     * forced it with UCX_DCX_TM_ENABLE=y */
+    return (tm->eager_cb != NULL) && (tm->rndv_cb != NULL);
 }
 
 /* UCX_DCX_TM_ENABLE against the device: 1 to try a TM SRQ, 0 not to, -1

@@ -42,6 +42,40 @@ TEST_P(uct_dcx_tag, no_tag_params_no_tm)
     EXPECT_EQ(0u, e->attr.cap.flags & UCT_IFACE_FLAG_TAG_EAGER_BCOPY);
 }
 
+/* UCX_DCX_TM_ENABLE=y without unexpected-message callbacks (as ucx_info -d
+ * opens an interface): the tag capabilities are offered, a posted receive
+ * is filled, and an unexpected message is dropped with one warning */
+TEST_P(uct_dcx_tag, forced_without_callbacks)
+{
+    m_tag_params = false;
+    entity *b    = create_tm("y");
+    m_tag_params = true;
+    entity *a    = create_tm("y");
+    uct_ep_h ep  = connect(a, b);
+    std::vector<char> data = pattern(100, 7);
+    mem m        = alloc_mem(164);
+    recv_ctx ctx;
+
+    EXPECT_NE(0u, b->attr.cap.flags & UCT_IFACE_FLAG_TAG_EAGER_BCOPY);
+    EXPECT_NE(0u, b->attr.cap.flags & UCT_IFACE_FLAG_TAG_RNDV_ZCOPY);
+
+    post_recv(b, ctx, m, 164, 0x42);
+    send_eager(ep, 1, 0x42, 0, data);
+    ASSERT_TRUE(wait_for([&]() { return ctx.completed > 0; }));
+    EXPECT_EQ(UCS_OK, ctx.status);
+    EXPECT_EQ(data.size(), ctx.length);
+    EXPECT_EQ(0, memcmp(m.ptr, data.data(), data.size()));
+
+    log_counter::reset();
+    send_eager(ep, 1, 0x43, 0, data);
+    ASSERT_TRUE(wait_for([&]() { return log_counter::warnings() > 0; }))
+        << "no warning for an unexpected message without eager_cb";
+    EXPECT_TRUE(log_counter::contains("has no eager_cb"))
+        << log_counter::joined();
+    EXPECT_EQ(1, log_counter::warnings()) << log_counter::joined();
+    log_counter::reset();
+}
+
 TEST_P(uct_dcx_tag, expected_eager_short)
 {
     expected_eager(0);
