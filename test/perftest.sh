@@ -56,7 +56,16 @@ passed=0
 failed=0
 failed_names=""
 
-tm_env="UCX_DCX_TM_ENABLE=y UCX_TM_THRESH=1 UCX_TM_FORCE_THRESH=1"
+# tm_* runs also pass only if dcx's close-time counters ("tag matching:
+# posted N matched M ...", logged at info level) show device matches
+tm_env="UCX_DCX_TM_ENABLE=y UCX_TM_THRESH=1 UCX_TM_FORCE_THRESH=1 UCX_LOG_LEVEL=info"
+
+# tm_matched LOG... -> the sum of the "matched" counters of the logs
+tm_matched() {
+    cat "$@" 2>/dev/null |
+        sed -nE 's/.*tag matching: posted [0-9]+ matched ([0-9]+) .*/\1/p' |
+        awk '{ m += $1 } END { print m + 0 }'
+}
 
 # name | env | perftest arguments
 tests=(
@@ -156,7 +165,13 @@ run_one() {
     done
     wait $srv_pid
     srv_rc=$?
-    [ $cli_rc -eq 0 ] && [ $srv_rc -eq 0 ]
+    [ $cli_rc -eq 0 ] && [ $srv_rc -eq 0 ] || return 1
+    if [[ $name == tm_* ]] &&
+       [ "$(tm_matched "$logdir/$name.server" "$logdir/$name.client")" -eq 0 ]; then
+        echo "perftest.sh: $name: no device tag matches in dcx's counters" \
+            >>"$logdir/$name.client"
+        return 1
+    fi
 }
 
 for t in "${tests[@]}"; do
