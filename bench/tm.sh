@@ -12,8 +12,10 @@
 # polls to completion; median time from post to completion, offload off
 # and on, and their ratio (above 1: offload completes sooner).
 #
-#   bench/tm.sh [-n ITERS] [-l path/to/libuct_dcx.so] [-E] [-O]
+#   bench/tm.sh [-n ITERS] [-r REPS] [-l path/to/libuct_dcx.so] [-E] [-O]
 #     -E  only the eager/bandwidth table   -O  only the overlap table
+#     -r  runs per cell, off and on taking turns (off, on, off, ...); the
+#         median is shown (default 1; DCX_BENCH_REPS)
 #
 set -u
 
@@ -21,15 +23,26 @@ iters=${DCX_BENCH_ITERS:-500}
 lib="${DCX_LIB:-}"
 do_bw=1
 do_overlap=1
-while getopts "n:l:EOh" opt; do
+reps=${DCX_BENCH_REPS:-1}
+while getopts "n:r:l:EOh" opt; do
     case $opt in
     n) iters=$OPTARG ;;
+    r) reps=$OPTARG ;;
     l) lib=$OPTARG ;;
     E) do_overlap=0 ;;
     O) do_bw=0 ;;
-    *) sed -n '2,20p' "$0"; exit 2 ;;
+    *) sed -n '2,22p' "$0"; exit 2 ;;
     esac
 done
+[[ "$reps" =~ ^[1-9][0-9]*$ ]] || { echo "tm.sh: bad -r '$reps'" >&2; exit 2; }
+
+# median of the numbers on stdin ("-" if none)
+median() {
+    grep -E '^[0-9.]+$' | sort -n |
+        awk '{ v[NR] = $1 } END { if (NR == 0) print "-";
+             else if (NR % 2) print v[(NR + 1) / 2];
+             else printf "%.0f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
 
 top=$(cd "$(dirname "$0")/.." && pwd)
 if [ -z "$lib" ]; then
@@ -88,7 +101,7 @@ overlap() {
     fi
     env UCX_DCX_SOFT_DEVICES=1 "UCX_DCX_SOFT_FABRIC=tmo$$-$mode" \
         UCX_TLS=dcx,self LD_PRELOAD="$lib" $envs \
-        timeout 300 "$logdir/tm_overlap" -n 5 >"$logdir/overlap.$mode" 2>&1
+        timeout 300 "$logdir/tm_overlap" -n 5 >>"$logdir/overlap.$mode" 2>&1
 }
 
 if [ $do_overlap -eq 1 ]; then
@@ -98,12 +111,20 @@ if [ $do_overlap -eq 1 ]; then
     fi
 fi
 if [ $do_overlap -eq 1 ]; then
-    overlap off
-    overlap on
-    echo "rendezvous, receiver computing C us (50 us slices): median us from post to completion"
+    for r in $(seq 1 "$reps"); do
+        overlap off
+        overlap on
+    done
+    echo "rendezvous, receiver computing C us (50 us slices): median us from post to completion (median of $reps alternating runs of 5)"
     printf "%-10s %8s %10s %10s %8s\n" "size" "C us" "off us" "on us" "off/on"
-    join <(grep -v '^#' "$logdir/overlap.off" | awk '{print $1"-"$2, $3}' | sort) \
-         <(grep -v '^#' "$logdir/overlap.on" | awk '{print $1"-"$2, $3}' | sort) |
+    # one line "size-C median" per cell of a mode's runs
+    cells() {
+        local f=$logdir/overlap.$1 k
+        for k in $(grep -E '^[0-9]' "$f" | awk '{print $1"-"$2}' | sort -u); do
+            echo "$k $(grep -E "^${k%-*} ${k#*-} " "$f" | awk '{print $3}' | median)"
+        done
+    }
+    join <(cells off | sort) <(cells on | sort) |
         tr '-' ' ' | sort -n -k1 -k2 |
         awk '{ printf "%-10s %8s %10s %10s %8.2f\n", $1, $2, $3, $4, ($4 > 0) ? $3 / $4 : 0 }'
     grep -q '^[0-9]' "$logdir/overlap.on" || { echo "on:"; cat "$logdir/overlap.on"; }
@@ -112,12 +133,18 @@ if [ $do_overlap -eq 1 ]; then
 fi
 [ $do_bw -eq 1 ] || { rm -rf "$logdir"; exit 0; }
 
+echo "tag_bw over dcx, offload off and on: MB/s (median of $reps alternating runs)"
 printf "%-10s %12s %12s %8s\n" "size" "off MB/s" "on MB/s" "on/off"
 for size in 1024 4096 16384 65536 262144 1048576 4194304 16777216; do
     n=$iters
     [ "$size" -ge 1048576 ] && n=$(( iters / 5 > 20 ? iters / 5 : 20 ))
-    off=$(run off $size $n off$size)
-    on=$(run on $size $n on$size)
+    offs=() ons=()
+    for r in $(seq 1 "$reps"); do
+        offs+=("$(run off $size $n off$size)")
+        ons+=("$(run on $size $n on$size)")
+    done
+    off=$(printf '%s\n' "${offs[@]}" | median)
+    on=$(printf '%s\n' "${ons[@]}" | median)
     ratio=$(awk -v a="$on" -v b="$off" 'BEGIN { if (a == "-" || b == "-" || b == 0) print "-"; else printf "%.2f", a / b }')
     printf "%-10s %12s %12s %8s\n" "$size" "$off" "$on" "$ratio"
 done

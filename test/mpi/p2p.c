@@ -3,6 +3,10 @@
  * non-blocking (Isend/Irecv/Waitall), wildcard receives (MPI_ANY_SOURCE,
  * MPI_ANY_TAG) and message ordering, for sizes from 0 B to 16 MiB so both
  * the eager and the rendezvous protocols are exercised.
+ *
+ * Over dcx the runner requires device tag matching here (UCP offloads the
+ * specific-source receives of UCX_TM_THRESH and more):
+ * dcx-test-tm: matched
  */
 #include "mpitest.h"
 

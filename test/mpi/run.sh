@@ -49,6 +49,15 @@
 # per device at close) and the job must have sent bytes through dcx; the
 # PASS line shows the totals.
 #
+# Device tag matching over dcx: a program whose source has a line
+# "dcx-test-tm: matched" (mpi/p2p: specific-source receives of 8 KiB and
+# more) must show device matches: the processes' "tag matching: posted N
+# matched M ..." counters summed must have M > 0, else the run fails.  The
+# PASS line of every dcx run shows the counters ("tm: matched M of posted
+# P ..."); programs that post no receive UCP can offload (one-sided,
+# probes, wildcard sources, messages below UCX_TM_THRESH) show 0 of 0.
+# Not checked when UCX_DCX_TM_ENABLE=n is exported to the runner.
+#
 # Output: one line per run, then "N passed, N failed"; exit status 1 if any
 # run failed.
 
@@ -220,6 +229,11 @@ tm_summary() {   # tm_summary LOG
              END { if (n > 0) printf "tm: matched %d of posted %d, unexpected %d, rndv by device %d\n", m, p, u, r }'
 }
 
+# "tm_required" if the program's source asks for device tag matching
+prog_tm_required() {   # prog_tm_required SRC
+    grep -q 'dcx-test-tm:[[:space:]]*matched' "$1" && echo tm_required
+}
+
 # Process counts of one program: -n / DCX_TEST_NP if given, else the list
 # in the program's "dcx-test-np:" line, else the default.
 prog_nps() {   # prog_nps SRC
@@ -278,10 +292,17 @@ for p in "${progs[@]}"; do
             reason="transport check: $tcheck"
         fi
         traffic=
+        tm=
         if [ "$tls" = dcx ]; then
             traffic=$(check_dcx_traffic "$log" "$np")
             if [ $? -ne 0 ] && [ -z "$reason" ]; then
                 reason="dcx counters: $traffic"
+            fi
+            tm=$(tm_summary "$log")
+            if [ -z "$reason" ] && [ "${UCX_DCX_TM_ENABLE:-try}" != n ] &&
+               [ -n "$(prog_tm_required "${prog_src[$p]}")" ] &&
+               ! [[ $tm =~ ^tm:\ matched\ [1-9] ]]; then
+                reason="no device tag matching (${tm:-no tag matching counters}; UCX_DCX_TM_ENABLE=${UCX_DCX_TM_ENABLE:-try})"
             fi
         fi
         nerr=$(grep -cE 'UCX +ERROR' "$log")
@@ -298,7 +319,6 @@ for p in "${progs[@]}"; do
             line="PASS $label ${dt}s  lanes: $lanes"
             [ -z "$traffic" ] ||
                 line="$line  dcx: $(echo "$traffic" | awk '{printf "%d packets, %.1f MB", $1, $2 / 1e6}')"
-            tm=$(tm_summary "$log")
             [ -z "$tm" ] || line="$line  $tm"
             [ "$nerr" -eq 0 ] || line="$line  [note: $nerr 'UCX  ERROR' line(s), see $log]"
             [ -z "$notes" ] || line="$line  [note: $notes]"

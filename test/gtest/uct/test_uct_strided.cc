@@ -764,15 +764,15 @@ TEST_F(uct_dcx_strided_peer, DISABLED_serve)
     }
 }
 
-TEST_P(uct_dcx_strided, across_processes)
+/* Starts the peer (uct_dcx_strided_peer.DISABLED_serve) in a new process
+ * on our fabric; *child is its pid, info what it published */
+static void spawn_strided_peer(strided_peer_info &info, pid_t &child)
 {
-    entity *a = create();
-    strided_peer_info info;
     int fds[2];
     char fd_str[16];
 
     ASSERT_EQ(0, pipe(fds));
-    pid_t child = fork();
+    child = fork();
     ASSERT_GE(child, 0);
     if (child == 0) {
         close(fds[0]);
@@ -802,7 +802,18 @@ TEST_P(uct_dcx_strided, across_processes)
         waitpid(child, NULL, 0);
         FAIL() << "the peer did not start";
     }
+}
 
+TEST_P(uct_dcx_strided, across_processes)
+{
+    entity *a = create();
+    strided_peer_info info;
+    pid_t child = -1;
+
+    spawn_strided_peer(info, child);
+    if (HasFatalFailure()) {
+        return;
+    }
     uct_ep_params_t params;
     uct_rkey_bundle_t rkb;
     uct_ep_h ep;
@@ -838,6 +849,100 @@ TEST_P(uct_dcx_strided, across_processes)
             ASSERT_EQ(GAP, ((char*)back.ptr)[k * lg.stride + j])
                 << "gap after element " << k;
         }
+    }
+    uct_rkey_release(m_component, &rkb);
+    kill(child, SIGKILL);
+    waitpid(child, NULL, 0);
+}
+
+static size_t unpack_len;
+static void get_unpack(void *arg, const void *data, size_t length)
+{
+    memcpy(arg, data, length);
+    unpack_len = length;
+}
+
+/* What ucx_perftest -t get does, against a peer process (one-sided ops run
+ * at the initiator there): get_short of 8 B and of the maximum, get_bcopy
+ * and get_zcopy of 8 B and 4 KiB, each checked byte by byte */
+TEST_P(uct_dcx_strided, get_across_processes)
+{
+    entity *a = create();
+    strided_peer_info info;
+    pid_t child = -1;
+
+    spawn_strided_peer(info, child);
+    if (HasFatalFailure()) {
+        return;
+    }
+
+    uct_ep_params_t params;
+    uct_rkey_bundle_t rkb;
+    uct_ep_h ep;
+    memset(&params, 0, sizeof(params));
+    params.field_mask = UCT_EP_PARAM_FIELD_IFACE |
+                        UCT_EP_PARAM_FIELD_DEV_ADDR |
+                        UCT_EP_PARAM_FIELD_IFACE_ADDR;
+    params.iface      = a->iface;
+    params.dev_addr   = (uct_device_addr_t*)info.dev_addr;
+    params.iface_addr = (uct_iface_addr_t*)info.iface_addr;
+    ASSERT_EQ(UCS_OK, uct_ep_create(&params, &ep));
+    m_eps.push_back(ep);
+    ASSERT_EQ(UCS_OK, uct_rkey_unpack(m_component, info.rkey, &rkb));
+
+    const size_t len = 8192;
+    mem src = alloc_mem(len), dst = alloc_mem(len);
+    for (size_t i = 0; i < len; ++i) {
+        ((uint8_t*)src.ptr)[i] = (uint8_t)(i * 7 + 3);
+    }
+    uct_iov_t piov = {src.ptr, len, src.memh, 0, 1};
+    run_zcopy([&](uct_completion_t *c) {
+        return uct_ep_put_zcopy(ep, &piov, 1, info.buf, rkb.rkey, c);
+    });
+
+    size_t max_short = a->attr.cap.get.max_short;
+    ASSERT_TRUE(a->attr.cap.flags & UCT_IFACE_FLAG_GET_SHORT);
+    ASSERT_GE(max_short, 8u);
+    const size_t short_sizes[] = {8, max_short};
+    for (size_t k = 0; k < 2; ++k) {
+        size_t n = short_sizes[k], off = 8 * k + 1;
+        ucs_status_t status = UCS_OK;
+        memset(dst.ptr, 0xee, len);
+        ASSERT_TRUE(wait_for([&]() {
+            status = uct_ep_get_short(ep, dst.ptr, n, info.buf + off,
+                                      rkb.rkey);
+            return status != UCS_ERR_NO_RESOURCE;
+        }));
+        ASSERT_FALSE(UCS_STATUS_IS_ERR(status)) << ucs_status_string(status);
+        flush_ep(ep);
+        EXPECT_EQ(0, memcmp(dst.ptr, (char*)src.ptr + off, n))
+            << "get_short " << n;
+        EXPECT_EQ(0xee, ((uint8_t*)dst.ptr)[n]) << "get_short " << n;
+    }
+
+    const size_t sizes[] = {8, 4096};
+    for (size_t k = 0; k < 2; ++k) {
+        size_t n = sizes[k], off = 3 + k;
+        memset(dst.ptr, 0xee, len);
+        unpack_len = 0;
+        run_zcopy([&](uct_completion_t *c) {
+            return uct_ep_get_bcopy(ep, get_unpack, dst.ptr, n,
+                                    info.buf + off, rkb.rkey, c);
+        });
+        EXPECT_EQ(n, unpack_len);
+        EXPECT_EQ(0, memcmp(dst.ptr, (char*)src.ptr + off, n))
+            << "get_bcopy " << n;
+        EXPECT_EQ(0xee, ((uint8_t*)dst.ptr)[n]) << "get_bcopy " << n;
+
+        memset(dst.ptr, 0xee, len);
+        uct_iov_t giov = {dst.ptr, n, dst.memh, 0, 1};
+        run_zcopy([&](uct_completion_t *c) {
+            return uct_ep_get_zcopy(ep, &giov, 1, info.buf + off, rkb.rkey,
+                                    c);
+        });
+        EXPECT_EQ(0, memcmp(dst.ptr, (char*)src.ptr + off, n))
+            << "get_zcopy " << n;
+        EXPECT_EQ(0xee, ((uint8_t*)dst.ptr)[n]) << "get_zcopy " << n;
     }
     uct_rkey_release(m_component, &rkb);
     kill(child, SIGKILL);
