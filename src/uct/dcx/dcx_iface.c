@@ -701,12 +701,13 @@ static UCS_CLASS_INIT_FUNC(uct_dcx_iface_t, uct_md_h tl_md,
     self->fc_wnd              = cfg->fc_wnd;
     self->fc_thresh           = cfg->fc_wnd / 2;
     self->next_ep_id          = 0;
+    self->next_ep_seq         = 0;
+    self->num_eps             = 0;
     self->peers               = NULL;
     self->num_peers           = 0;
     self->max_peers           = 0;
     self->release_desc.cb     = uct_dcx_iface_release_desc;
     ucs_list_head_init(&self->chunks);
-    ucs_list_head_init(&self->ep_list);
     ucs_queue_head_init(&self->grant_q);
     uct_dcx_iface_fc_init(self, cfg);
     ucs_arbiter_init(&self->arbiter);
@@ -803,10 +804,9 @@ static UCS_CLASS_CLEANUP_FUNC(uct_dcx_iface_t)
     uct_base_iface_progress_disable(&self->super.super,
                                     UCT_PROGRESS_SEND | UCT_PROGRESS_RECV);
 
-    if (!ucs_list_is_empty(&self->ep_list)) {
-        ucs_warn("dcx: %s: closing iface %p with %zu endpoints still open",
-                 dcx_dev_name(self->dev), self,
-                 ucs_list_length(&self->ep_list));
+    if (self->num_eps != 0) {
+        ucs_warn("dcx: %s: closing iface %p with %u endpoints still open",
+                 dcx_dev_name(self->dev), self, self->num_eps);
     }
 
     uct_dcx_iface_fc_cleanup(self);
