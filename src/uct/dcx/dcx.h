@@ -48,6 +48,7 @@
 #define UCT_DCX_MAX_SGE          32        /* sges per WR: iovs, or strided
                                               elements expanded to sges */
 #define UCT_DCX_RX_BATCH         16        /* completions polled at once */
+#define UCT_DCX_RX_INIT_POSTED   64        /* receives posted at open */
 #define UCT_DCX_TX_BATCH         16
 #define UCT_DCX_ADDR_MAGIC       0xdc      /* first byte of an iface address */
 #define UCT_DCX_ADDR_VERSION     2
@@ -403,6 +404,8 @@ struct uct_dcx_iface {
 
     /* receive side */
     unsigned                     rx_posted;
+    unsigned                     rx_target;   /* posted goal: grows to
+                                                 rx_queue_len on demand */
     unsigned                     rx_tmh_len;  /* TM SRQ: TMH before wire */
     uct_dcx_tm_t                 tm;          /* when rx_tmh_len != 0 */
     unsigned                     rx_queue_len;

@@ -698,6 +698,8 @@ static UCS_CLASS_INIT_FUNC(uct_dcx_iface_t, uct_md_h tl_md,
     self->rx_tmh_len          = 0;
     self->rx_queue_len        = cfg->rx_queue_len;
     self->rx_posted           = 0;
+    self->rx_target           = ucs_min(cfg->rx_queue_len,
+                                        UCT_DCX_RX_INIT_POSTED);
     self->fc_wnd              = cfg->fc_wnd;
     self->fc_thresh           = cfg->fc_wnd / 2;
     self->next_ep_id          = 0;
@@ -759,10 +761,10 @@ static UCS_CLASS_INIT_FUNC(uct_dcx_iface_t, uct_md_h tl_md,
     }
 
     uct_dcx_iface_post_recv(self);
-    if (self->rx_posted < self->rx_queue_len) {
+    if (self->rx_posted < self->rx_target) {
         ucs_error("dcx: %s: posted only %u of %u receive buffers",
                   dcx_dev_name(self->dev), self->rx_posted,
-                  self->rx_queue_len);
+                  self->rx_target);
         status = UCS_ERR_NO_MEMORY;
         goto err_pool;
     }
