@@ -134,6 +134,59 @@ static soft_swqe_t *soft_post_enqueue(soft_qp_t *qp, const dcx_send_wr_t *wr,
     return w;
 }
 
+/* Gives the DCI its send-queue slots at its first WR, and their inline
+ * data buffers at its first inline WR: a DCI that is never used costs no
+ * more than its struct.  Called with the engine lock held (no WQE of the
+ * DCI exists before). */
+static int __attribute__((noinline))
+soft_qp_slots_alloc(soft_qp_t *qp, const dcx_send_wr_t *wr)
+{
+    size_t stride = (size_t)qp->super.max_inline + 1;
+    size_t sge    = qp->super.max_send_sge;
+    uint32_t i;
+
+    if (qp->sq == NULL) {
+        qp->sge_pool = calloc((size_t)qp->sq_size * sge, sizeof(dcx_sge_t));
+        qp->sq       = calloc(qp->sq_size, sizeof(*qp->sq));
+        if ((qp->sq == NULL) || (qp->sge_pool == NULL)) {
+            free(qp->sq);
+            free(qp->sge_pool);
+            qp->sq       = NULL;
+            qp->sge_pool = NULL;
+            goto err;
+        }
+        for (i = 0; i < qp->sq_size; ++i) {
+            qp->sq[i].sge = qp->sge_pool + (size_t)i * sge;
+            qp->sq[i].inl = NULL;
+        }
+    }
+    if ((wr->flags & DCX_SEND_INLINE) && (qp->inl_pool == NULL)) {
+        qp->inl_pool = calloc((size_t)qp->sq_size, stride);
+        if (qp->inl_pool == NULL) {
+            goto err;
+        }
+        for (i = 0; i < qp->sq_size; ++i) {
+            qp->sq[i].inl = qp->inl_pool + (size_t)i * stride;
+        }
+    }
+    return 0;
+
+err:
+    dcx_error("%s: dci 0x%x post: out of memory for the send queue of %u "
+              "WRs", soft_qp_dev_name(qp), qp->super.qp_num, qp->sq_size);
+    return ENOMEM;
+}
+
+static inline int soft_qp_slots_get(soft_qp_t *qp, const dcx_send_wr_t *wr)
+{
+    if (__builtin_expect((qp->sq == NULL) ||
+                         ((wr->flags & DCX_SEND_INLINE) &&
+                          (qp->inl_pool == NULL)), 0)) {
+        return soft_qp_slots_alloc(qp, wr);
+    }
+    return 0;
+}
+
 /* What soft_post_lock() returns when the WR may be queued. */
 #define SOFT_POST_READY (-1)
 
@@ -162,6 +215,11 @@ static inline int soft_post_lock(soft_qp_t *qp, const dcx_send_wr_t *wr,
     if (qp->super.post_send != self) {
         pthread_mutex_unlock(&qp->dev->lock);
         return qp->super.post_send(&qp->super, wr);
+    }
+    ret = soft_qp_slots_get(qp, wr);
+    if (ret != 0) {
+        pthread_mutex_unlock(&qp->dev->lock);
+        return ret;
     }
     return SOFT_POST_READY;
 }
@@ -227,6 +285,10 @@ int soft_qp_post_locked(soft_qp_t *qp, const dcx_send_wr_t *wr)
     if ((qp->super.state != DCX_QPS_RTS) ||
         (qp->sq_head - qp->sq_tail >= qp->sq_size)) {
         return EAGAIN;
+    }
+    ret = soft_qp_slots_get(qp, wr);
+    if (ret != 0) {
+        return ret;
     }
     w = soft_post_enqueue(qp, wr, total);
     soft_fault_post(qp->dev, wr->opcode, &w->forced);
@@ -296,7 +358,7 @@ static int soft_dci_init(soft_dev_t *dev, soft_qp_t *qp,
 {
     const dcx_soft_limits_t *l = &dev->limits;
     const char *name           = dev->super.caps.name;
-    uint32_t i, sge = attr->max_send_sge ? attr->max_send_sge : 1;
+    uint32_t sge = attr->max_send_sge ? attr->max_send_sge : 1;
     uint32_t rd     = attr->max_rd_atomic ? attr->max_rd_atomic :
                       l->max_rd_atomic;
 
@@ -319,20 +381,10 @@ static int soft_dci_init(soft_dev_t *dev, soft_qp_t *qp,
         return ENOMEM;
     }
     qp->sq_size  = attr->max_send_wr;
-    qp->sq       = calloc(qp->sq_size, sizeof(*qp->sq));
-    qp->sge_pool = calloc((size_t)qp->sq_size * sge, sizeof(dcx_sge_t));
-    qp->inl_pool = calloc((size_t)qp->sq_size, (size_t)attr->max_inline + 1);
-    if ((qp->sq == NULL) || (qp->sge_pool == NULL) ||
-        (qp->inl_pool == NULL)) {
-        dcx_error("%s: dci create: out of memory for %u WRs", name,
-                  qp->sq_size);
-        return ENOMEM;
-    }
-    for (i = 0; i < qp->sq_size; ++i) {
-        qp->sq[i].sge = qp->sge_pool + (size_t)i * sge;
-        qp->sq[i].inl = qp->inl_pool + (size_t)i *
-                        ((size_t)attr->max_inline + 1);
-    }
+    /* slots and inline buffers at the first post: soft_qp_slots_alloc() */
+    qp->sq       = NULL;
+    qp->sge_pool = NULL;
+    qp->inl_pool = NULL;
     qp->cq                    = (soft_cq_t *)attr->send_cq;
     qp->super.max_send_wr     = attr->max_send_wr;
     qp->super.max_send_sge    = sge;
