@@ -60,7 +60,8 @@ static ucs_status_t uct_dcx_ep_fc_post_req(uct_dcx_iface_t *iface,
     /* On the ep's own DCI, after the messages it asks credits for; if the
      * peer is gone, the failure is the ep's */
     uct_dcx_ep_dest(ep, &dest);
-    return uct_dcx_dci_post_ctl(iface, uct_dcx_ep_dci(iface, ep), ep, &dest, UCT_DCX_CTL_FC_REQ, &msg,
+    return uct_dcx_dci_post_ctl(iface, uct_dcx_ep_dci(iface, ep), ep, &dest,
+                                UCT_DCX_CTL_FC_REQ, &msg,
                                 ucs_offsetof(uct_dcx_ctl_msg_t, port) +
                                 iface->config.port_len, ep->tmh_len, NULL);
 }
