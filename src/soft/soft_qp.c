@@ -134,55 +134,38 @@ static soft_swqe_t *soft_post_enqueue(soft_qp_t *qp, const dcx_send_wr_t *wr,
     return w;
 }
 
-/* Gives the DCI its send-queue slots at its first WR, and their inline
- * data buffers at its first inline WR: a DCI that is never used costs no
- * more than its struct.  Called with the engine lock held (no WQE of the
- * DCI exists before). */
-static int __attribute__((noinline))
-soft_qp_slots_alloc(soft_qp_t *qp, const dcx_send_wr_t *wr)
+/* Gives the DCI its send-queue slots, sge lists and inline buffers at its
+ * first WR (soft_dci_post_first): a DCI that is never used costs no more
+ * than its struct.  Called with the engine lock held (no WQE of the DCI
+ * exists before). */
+static int __attribute__((noinline)) soft_qp_slots_alloc(soft_qp_t *qp)
 {
     size_t stride = (size_t)qp->super.max_inline + 1;
     size_t sge    = qp->super.max_send_sge;
     uint32_t i;
 
-    if (qp->sq == NULL) {
-        qp->sge_pool = calloc((size_t)qp->sq_size * sge, sizeof(dcx_sge_t));
-        qp->sq       = calloc(qp->sq_size, sizeof(*qp->sq));
-        if ((qp->sq == NULL) || (qp->sge_pool == NULL)) {
-            free(qp->sq);
-            free(qp->sge_pool);
-            qp->sq       = NULL;
-            qp->sge_pool = NULL;
-            goto err;
-        }
-        for (i = 0; i < qp->sq_size; ++i) {
-            qp->sq[i].sge = qp->sge_pool + (size_t)i * sge;
-            qp->sq[i].inl = NULL;
-        }
+    if (qp->sq != NULL) {
+        return 0;
     }
-    if ((wr->flags & DCX_SEND_INLINE) && (qp->inl_pool == NULL)) {
-        qp->inl_pool = calloc((size_t)qp->sq_size, stride);
-        if (qp->inl_pool == NULL) {
-            goto err;
-        }
-        for (i = 0; i < qp->sq_size; ++i) {
-            qp->sq[i].inl = qp->inl_pool + (size_t)i * stride;
-        }
+    qp->sge_pool = calloc((size_t)qp->sq_size * sge, sizeof(dcx_sge_t));
+    qp->inl_pool = calloc((size_t)qp->sq_size, stride);
+    qp->sq       = calloc(qp->sq_size, sizeof(*qp->sq));
+    if ((qp->sq == NULL) || (qp->sge_pool == NULL) ||
+        (qp->inl_pool == NULL)) {
+        free(qp->sq);
+        free(qp->sge_pool);
+        free(qp->inl_pool);
+        qp->sq       = NULL;
+        qp->sge_pool = NULL;
+        qp->inl_pool = NULL;
+        dcx_error("%s: dci 0x%x post: out of memory for the send queue of "
+                  "%u WRs", soft_qp_dev_name(qp), qp->super.qp_num,
+                  qp->sq_size);
+        return ENOMEM;
     }
-    return 0;
-
-err:
-    dcx_error("%s: dci 0x%x post: out of memory for the send queue of %u "
-              "WRs", soft_qp_dev_name(qp), qp->super.qp_num, qp->sq_size);
-    return ENOMEM;
-}
-
-static inline int soft_qp_slots_get(soft_qp_t *qp, const dcx_send_wr_t *wr)
-{
-    if (__builtin_expect((qp->sq == NULL) ||
-                         ((wr->flags & DCX_SEND_INLINE) &&
-                          (qp->inl_pool == NULL)), 0)) {
-        return soft_qp_slots_alloc(qp, wr);
+    for (i = 0; i < qp->sq_size; ++i) {
+        qp->sq[i].sge = qp->sge_pool + (size_t)i * sge;
+        qp->sq[i].inl = qp->inl_pool + (size_t)i * stride;
     }
     return 0;
 }
@@ -215,11 +198,6 @@ static inline int soft_post_lock(soft_qp_t *qp, const dcx_send_wr_t *wr,
     if (qp->super.post_send != self) {
         pthread_mutex_unlock(&qp->dev->lock);
         return qp->super.post_send(&qp->super, wr);
-    }
-    ret = soft_qp_slots_get(qp, wr);
-    if (ret != 0) {
-        pthread_mutex_unlock(&qp->dev->lock);
-        return ret;
     }
     return SOFT_POST_READY;
 }
@@ -260,6 +238,11 @@ static int soft_dci_post_flush(dcx_qp_t *qp_, const dcx_send_wr_t *wr)
     if (ret != SOFT_POST_READY) {
         return ret;
     }
+    ret = soft_qp_slots_alloc(qp);   /* flushed before its first post */
+    if (ret != 0) {
+        pthread_mutex_unlock(&qp->dev->lock);
+        return ret;
+    }
     w        = soft_post_enqueue(qp, wr, total);
     w->state = SOFT_WQE_DONE;
     soft_mkey_wr_free(w);
@@ -268,6 +251,26 @@ static int soft_dci_post_flush(dcx_qp_t *qp_, const dcx_send_wr_t *wr)
     qp->sq_send = qp->sq_head;
     pthread_mutex_unlock(&qp->dev->lock);
     return 0;
+}
+
+/* A DCI's post_send until its first WR: gives it its send queue, then posts
+ * through soft_dci_post_send from then on (the fast path checks nothing) */
+static int soft_dci_post_first(dcx_qp_t *qp_, const dcx_send_wr_t *wr)
+{
+    soft_qp_t *qp = (soft_qp_t *)qp_;
+    int ret;
+
+    pthread_mutex_lock(&qp->dev->lock);
+    ret = soft_qp_slots_alloc(qp);
+    if ((ret == 0) && (qp->super.post_send == soft_dci_post_first)) {
+        __atomic_store_n(&qp->super.post_send, soft_dci_post_send,
+                         __ATOMIC_RELEASE);
+    }
+    pthread_mutex_unlock(&qp->dev->lock);
+    if (ret != 0) {
+        return ret;
+    }
+    return qp->super.post_send(qp_, wr);
 }
 
 /* Posts on a DCI with the engine lock held: for the device's own DCIs
@@ -286,7 +289,7 @@ int soft_qp_post_locked(soft_qp_t *qp, const dcx_send_wr_t *wr)
         (qp->sq_head - qp->sq_tail >= qp->sq_size)) {
         return EAGAIN;
     }
-    ret = soft_qp_slots_get(qp, wr);
+    ret = soft_qp_slots_alloc(qp);
     if (ret != 0) {
         return ret;
     }
@@ -390,7 +393,7 @@ static int soft_dci_init(soft_dev_t *dev, soft_qp_t *qp,
     qp->super.max_send_sge    = sge;
     qp->super.max_inline      = attr->max_inline;
     qp->super.max_rd_atomic   = rd;
-    qp->super.post_send       = soft_dci_post_send;
+    qp->super.post_send       = soft_dci_post_first;
     if (attr->timeout != 0) {
         /* the caller gives the verbs transport parameters: use them as is */
         qp->ack_timeout_ns = 4096ull << attr->timeout;
@@ -578,6 +581,8 @@ void soft_qp_reset(soft_qp_t *qp)
     qp->deadline_ns     = 0;
     qp->rnr_until_ns    = 0;
     __atomic_store_n(&qp->super.state, DCX_QPS_RTS, __ATOMIC_RELAXED);
-    __atomic_store_n(&qp->super.post_send, soft_dci_post_send,
+    __atomic_store_n(&qp->super.post_send,
+                     (qp->sq != NULL) ? soft_dci_post_send :
+                                        soft_dci_post_first,
                      __ATOMIC_RELEASE);
 }
