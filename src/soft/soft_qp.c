@@ -134,6 +134,42 @@ static soft_swqe_t *soft_post_enqueue(soft_qp_t *qp, const dcx_send_wr_t *wr,
     return w;
 }
 
+/* Gives the DCI its send-queue slots, sge lists and inline buffers at its
+ * first WR (soft_dci_post_first): a DCI that is never used costs no more
+ * than its struct.  Called with the engine lock held (no WQE of the DCI
+ * exists before). */
+static int __attribute__((noinline)) soft_qp_slots_alloc(soft_qp_t *qp)
+{
+    size_t stride = (size_t)qp->super.max_inline + 1;
+    size_t sge    = qp->super.max_send_sge;
+    uint32_t i;
+
+    if (qp->sq != NULL) {
+        return 0;
+    }
+    qp->sge_pool = calloc((size_t)qp->sq_size * sge, sizeof(dcx_sge_t));
+    qp->inl_pool = calloc((size_t)qp->sq_size, stride);
+    qp->sq       = calloc(qp->sq_size, sizeof(*qp->sq));
+    if ((qp->sq == NULL) || (qp->sge_pool == NULL) ||
+        (qp->inl_pool == NULL)) {
+        free(qp->sq);
+        free(qp->sge_pool);
+        free(qp->inl_pool);
+        qp->sq       = NULL;
+        qp->sge_pool = NULL;
+        qp->inl_pool = NULL;
+        dcx_error("%s: dci 0x%x post: out of memory for the send queue of "
+                  "%u WRs", soft_qp_dev_name(qp), qp->super.qp_num,
+                  qp->sq_size);
+        return ENOMEM;
+    }
+    for (i = 0; i < qp->sq_size; ++i) {
+        qp->sq[i].sge = qp->sge_pool + (size_t)i * sge;
+        qp->sq[i].inl = qp->inl_pool + (size_t)i * stride;
+    }
+    return 0;
+}
+
 /* What soft_post_lock() returns when the WR may be queued. */
 #define SOFT_POST_READY (-1)
 
@@ -202,6 +238,11 @@ static int soft_dci_post_flush(dcx_qp_t *qp_, const dcx_send_wr_t *wr)
     if (ret != SOFT_POST_READY) {
         return ret;
     }
+    ret = soft_qp_slots_alloc(qp);   /* flushed before its first post */
+    if (ret != 0) {
+        pthread_mutex_unlock(&qp->dev->lock);
+        return ret;
+    }
     w        = soft_post_enqueue(qp, wr, total);
     w->state = SOFT_WQE_DONE;
     soft_mkey_wr_free(w);
@@ -210,6 +251,26 @@ static int soft_dci_post_flush(dcx_qp_t *qp_, const dcx_send_wr_t *wr)
     qp->sq_send = qp->sq_head;
     pthread_mutex_unlock(&qp->dev->lock);
     return 0;
+}
+
+/* A DCI's post_send until its first WR: gives it its send queue, then posts
+ * through soft_dci_post_send from then on (the fast path checks nothing) */
+static int soft_dci_post_first(dcx_qp_t *qp_, const dcx_send_wr_t *wr)
+{
+    soft_qp_t *qp = (soft_qp_t *)qp_;
+    int ret;
+
+    pthread_mutex_lock(&qp->dev->lock);
+    ret = soft_qp_slots_alloc(qp);
+    if ((ret == 0) && (qp->super.post_send == soft_dci_post_first)) {
+        __atomic_store_n(&qp->super.post_send, soft_dci_post_send,
+                         __ATOMIC_RELEASE);
+    }
+    pthread_mutex_unlock(&qp->dev->lock);
+    if (ret != 0) {
+        return ret;
+    }
+    return qp->super.post_send(qp_, wr);
 }
 
 /* Posts on a DCI with the engine lock held: for the device's own DCIs
@@ -227,6 +288,10 @@ int soft_qp_post_locked(soft_qp_t *qp, const dcx_send_wr_t *wr)
     if ((qp->super.state != DCX_QPS_RTS) ||
         (qp->sq_head - qp->sq_tail >= qp->sq_size)) {
         return EAGAIN;
+    }
+    ret = soft_qp_slots_alloc(qp);
+    if (ret != 0) {
+        return ret;
     }
     w = soft_post_enqueue(qp, wr, total);
     soft_fault_post(qp->dev, wr->opcode, &w->forced);
@@ -296,7 +361,7 @@ static int soft_dci_init(soft_dev_t *dev, soft_qp_t *qp,
 {
     const dcx_soft_limits_t *l = &dev->limits;
     const char *name           = dev->super.caps.name;
-    uint32_t i, sge = attr->max_send_sge ? attr->max_send_sge : 1;
+    uint32_t sge = attr->max_send_sge ? attr->max_send_sge : 1;
     uint32_t rd     = attr->max_rd_atomic ? attr->max_rd_atomic :
                       l->max_rd_atomic;
 
@@ -319,26 +384,16 @@ static int soft_dci_init(soft_dev_t *dev, soft_qp_t *qp,
         return ENOMEM;
     }
     qp->sq_size  = attr->max_send_wr;
-    qp->sq       = calloc(qp->sq_size, sizeof(*qp->sq));
-    qp->sge_pool = calloc((size_t)qp->sq_size * sge, sizeof(dcx_sge_t));
-    qp->inl_pool = calloc((size_t)qp->sq_size, (size_t)attr->max_inline + 1);
-    if ((qp->sq == NULL) || (qp->sge_pool == NULL) ||
-        (qp->inl_pool == NULL)) {
-        dcx_error("%s: dci create: out of memory for %u WRs", name,
-                  qp->sq_size);
-        return ENOMEM;
-    }
-    for (i = 0; i < qp->sq_size; ++i) {
-        qp->sq[i].sge = qp->sge_pool + (size_t)i * sge;
-        qp->sq[i].inl = qp->inl_pool + (size_t)i *
-                        ((size_t)attr->max_inline + 1);
-    }
+    /* slots and inline buffers at the first post: soft_qp_slots_alloc() */
+    qp->sq       = NULL;
+    qp->sge_pool = NULL;
+    qp->inl_pool = NULL;
     qp->cq                    = (soft_cq_t *)attr->send_cq;
     qp->super.max_send_wr     = attr->max_send_wr;
     qp->super.max_send_sge    = sge;
     qp->super.max_inline      = attr->max_inline;
     qp->super.max_rd_atomic   = rd;
-    qp->super.post_send       = soft_dci_post_send;
+    qp->super.post_send       = soft_dci_post_first;
     if (attr->timeout != 0) {
         /* the caller gives the verbs transport parameters: use them as is */
         qp->ack_timeout_ns = 4096ull << attr->timeout;
@@ -526,6 +581,8 @@ void soft_qp_reset(soft_qp_t *qp)
     qp->deadline_ns     = 0;
     qp->rnr_until_ns    = 0;
     __atomic_store_n(&qp->super.state, DCX_QPS_RTS, __ATOMIC_RELAXED);
-    __atomic_store_n(&qp->super.post_send, soft_dci_post_send,
+    __atomic_store_n(&qp->super.post_send,
+                     (qp->sq != NULL) ? soft_dci_post_send :
+                                        soft_dci_post_first,
                      __ATOMIC_RELEASE);
 }

@@ -48,6 +48,7 @@
 #define UCT_DCX_MAX_SGE          32        /* sges per WR: iovs, or strided
                                               elements expanded to sges */
 #define UCT_DCX_RX_BATCH         16        /* completions polled at once */
+#define UCT_DCX_RX_INIT_POSTED   64        /* receives posted at open */
 #define UCT_DCX_TX_BATCH         16
 #define UCT_DCX_ADDR_MAGIC       0xdc      /* first byte of an iface address */
 #define UCT_DCX_ADDR_VERSION     2
@@ -221,25 +222,37 @@ enum {
     UCT_DCX_EP_FLAG_DCI_WAIT    = UCS_BIT(2)  /* counted in dci_waiters */
 };
 
+/* What an endpoint needs only once it queues pending requests or asks for
+ * credits: allocated then (uct_dcx_ep_ext_get), freed with the ep */
+typedef struct uct_dcx_ep_ext {
+    uct_dcx_ep_t        *ep;
+    uint64_t             id;         /* key in iface->eps: FC grants */
+    ucs_queue_head_t     pending_q;  /* uct_pending_req_t, through priv */
+    ucs_arbiter_group_t  arb_group;  /* holds arb_elem while pending_q */
+    ucs_arbiter_elem_t   arb_elem;
+    /* flow control: while FC_REQ_SENT, on iface->fc_waiters */
+    uint8_t              fc_seq;     /* number of the last credit request */
+    ucs_time_t           fc_req_time;/* when it was sent */
+    ucs_list_link_t      fc_list;
+} uct_dcx_ep_ext_t;
+
+/* Kept within 56 bytes (one 64-byte malloc chunk): the fast path's fields
+ * only; the rest is in ext */
 struct uct_dcx_ep {
     uct_base_ep_t        super;
-    dcx_dc_dest_t        dest;
+    dcx_ah_t            *ah;         /* destination (dc_key: the iface's) */
+    uint32_t             dctn;
     uint16_t             dci;        /* UCT_DCX_DCI_NONE if none */
     uint16_t             flags;
     int32_t              fc_wnd;     /* AM credits left */
     int32_t              quota;      /* sends left before yielding */
     uint64_t             last_sn;    /* sn of this ep's last WR on dci */
+    uct_dcx_ep_ext_t    *ext;        /* NULL until needed */
+    uint32_t             seq;        /* creation number (DCI hashing) */
     uint8_t              tmh_len;    /* NO_TAG TMH bytes before AMs: 0/16 */
-    uint64_t             id;
-    ucs_queue_head_t     pending_q;  /* uct_pending_req_t, through priv */
-    ucs_arbiter_group_t  arb_group;  /* holds arb_elem while pending_q */
-    ucs_arbiter_elem_t   arb_elem;
-    ucs_list_link_t      list;
-    /* flow control: while FC_REQ_SENT, the ep is on iface->fc_waiters */
-    uint8_t              fc_seq;     /* number of the last credit request */
-    ucs_time_t           fc_req_time;/* when it was sent */
-    ucs_list_link_t      fc_list;
 };
+
+#define UCT_DCX_EP_MAX_SIZE  56
 
 
 /* Behaviour of the DCI pool, chosen once at interface creation */
@@ -391,6 +404,8 @@ struct uct_dcx_iface {
 
     /* receive side */
     unsigned                     rx_posted;
+    unsigned                     rx_target;   /* posted goal: grows to
+                                                 rx_queue_len on demand */
     unsigned                     rx_tmh_len;  /* TM SRQ: TMH before wire */
     uct_dcx_tm_t                 tm;          /* when rx_tmh_len != 0 */
     unsigned                     rx_queue_len;
@@ -409,8 +424,9 @@ struct uct_dcx_iface {
 
     /* endpoints */
     khash_t(uct_dcx_eps)         eps;
-    uint64_t                     next_ep_id;
-    ucs_list_link_t              ep_list;
+    uint64_t                     next_ep_id;  /* ext ids */
+    uint32_t                     next_ep_seq;
+    unsigned                     num_eps;
 
     /* peers (address handles), and this iface's own */
     uct_dcx_peer_t              *peers;
@@ -652,6 +668,8 @@ ucs_status_t uct_dcx_ep_check(uct_ep_h tl_ep, unsigned flags,
 
 /* dcx_pending.c */
 void uct_dcx_ep_pending_init(uct_dcx_ep_t *ep);
+ucs_status_t uct_dcx_ep_ext_get(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep);
+void uct_dcx_ep_ext_release(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep);
 void uct_dcx_ep_pending_cleanup(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep);
 ucs_status_t uct_dcx_ep_pending_add(uct_ep_h tl_ep, uct_pending_req_t *req,
                                     unsigned flags);

@@ -15,6 +15,15 @@ static UCS_F_ALWAYS_INLINE uct_dcx_iface_t *uct_dcx_ep_iface(uct_dcx_ep_t *ep)
     return ucs_derived_of(ep->super.super.iface, uct_dcx_iface_t);
 }
 
+/* The DC destination of ep's WRs */
+static UCS_F_ALWAYS_INLINE void
+uct_dcx_ep_dest(uct_dcx_ep_t *ep, dcx_dc_dest_t *dest)
+{
+    dest->ah     = ep->ah;
+    dest->dctn   = ep->dctn;
+    dest->dc_key = uct_dcx_ep_iface(ep)->config.dc_key;
+}
+
 static UCS_F_ALWAYS_INLINE uint64_t uct_dcx_wr_id(uint64_t sn, uint16_t dci)
 {
     return (sn << UCT_DCX_WR_SN_SHIFT) | dci;
@@ -116,7 +125,7 @@ uct_dcx_ep_tx_begin(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep, int is_am)
 
 static UCS_F_ALWAYS_INLINE int uct_dcx_ep_has_pending(const uct_dcx_ep_t *ep)
 {
-    return !ucs_queue_is_empty(&ep->pending_q);
+    return (ep->ext != NULL) && !ucs_queue_is_empty(&ep->ext->pending_q);
 }
 
 /* The ep asked for credits and has none left: waiting for the grant */
@@ -134,7 +143,7 @@ uct_dcx_wr_init(dcx_send_wr_t *wr, uct_dcx_ep_t *ep, uint8_t opcode,
     wr->num_sge     = num_sge;
     wr->atomic_size = 0;
     wr->imm         = 0;
-    wr->dest        = ep->dest;
+    uct_dcx_ep_dest(ep, &wr->dest);
     wr->sg_list     = sge;
     wr->remote_addr = 0;
     wr->rkey        = 0;

@@ -371,7 +371,7 @@ int uct_dcx_ep_is_connected(const uct_ep_h tl_ep,
 
     dctn = iaddr->dctn[0] | ((uint32_t)iaddr->dctn[1] << 8) |
            ((uint32_t)iaddr->dctn[2] << 16);
-    return (dctn == ep->dest.dctn) &&
-           (uct_dcx_iface_find_ah(iface, daddr) == ep->dest.ah);
+    return (dctn == ep->dctn) &&
+           (uct_dcx_iface_find_ah(iface, daddr) == ep->ah);
 }
 #endif

@@ -123,7 +123,7 @@ static void uct_dcx_dcs_ep_detach(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep)
 static uint16_t uct_dcx_rand_dci(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep)
 {
     /* Fibonacci hashing of the ep id spreads consecutive eps evenly */
-    return (uint16_t)(((ep->id * 0x9e3779b97f4a7c15ull) >> 32) %
+    return (uint16_t)((((uint64_t)ep->seq * 0x9e3779b97f4a7c15ull) >> 32) %
                       iface->num_dci);
 }
 
@@ -419,9 +419,9 @@ static const char *uct_dcx_ep_peer_str(uct_dcx_iface_t *iface,
         return buf;
     }
 
-    ucs_snprintf_zero(buf, max, "ep %p to DCT 0x%x", ep, ep->dest.dctn);
+    ucs_snprintf_zero(buf, max, "ep %p to DCT 0x%x", ep, ep->dctn);
     for (i = 0; i < iface->num_peers; ++i) {
-        if (iface->peers[i].ah != ep->dest.ah) {
+        if (iface->peers[i].ah != ep->ah) {
             continue;
         }
         len = strlen(buf);

@@ -654,6 +654,7 @@ ucs_status_t uct_dcx_ep_check(uct_ep_h tl_ep, unsigned flags,
 {
     uct_dcx_ep_t *ep        = ucs_derived_of(tl_ep, uct_dcx_ep_t);
     uct_dcx_iface_t *iface  = uct_dcx_ep_iface(ep);
+    dcx_dc_dest_t dest;
     ucs_status_t status;
 
     if ((flags != 0) || (comp != NULL)) {
@@ -667,8 +668,9 @@ ucs_status_t uct_dcx_ep_check(uct_ep_h tl_ep, unsigned flags,
 
     /* A no-op to the peer on the control DCI; if the peer is gone the
      * failure reaches the error handler like any other */
+    uct_dcx_ep_dest(ep, &dest);
     status = uct_dcx_dci_post_ctl(iface, &iface->dcis[iface->ctl_dci], ep,
-                                  &ep->dest, UCT_DCX_CTL_NOP, NULL, 0,
+                                  &dest, UCT_DCX_CTL_NOP, NULL, 0,
                                   ep->tmh_len, NULL);
     return (status == UCS_ERR_NO_RESOURCE) ? UCS_OK : status;
 }
@@ -701,7 +703,7 @@ void uct_dcx_ep_handle_failure(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep,
         ucs_log(uct_base_iface_failure_log_level(&iface->super, err, status),
                 "dcx: %s: endpoint %p to DCT 0x%x failed: %s (%s), and no "
                 "error handler took it", dcx_dev_name(iface->dev), ep,
-                ep->dest.dctn, ucs_status_string(status),
+                ep->dctn, ucs_status_string(status),
                 dcx_wc_status_str(wc_status));
     }
 }
@@ -749,8 +751,6 @@ UCS_CLASS_INIT_FUNC(uct_dcx_ep_t, const uct_ep_params_t *params)
 {
     uct_dcx_iface_t *iface;
     ucs_status_t status;
-    khiter_t it;
-    int ret;
 
     if (!(params->field_mask & UCT_EP_PARAM_FIELD_IFACE)) {
         ucs_error("dcx: ep_create needs an interface");
@@ -760,33 +760,23 @@ UCS_CLASS_INIT_FUNC(uct_dcx_ep_t, const uct_ep_params_t *params)
 
     UCS_CLASS_CALL_SUPER_INIT(uct_base_ep_t, &iface->super);
 
-    status = uct_dcx_ep_parse_addr(iface, params, &self->dest.ah,
-                                   &self->dest.dctn, &self->tmh_len);
+    UCS_STATIC_ASSERT(sizeof(uct_dcx_ep_t) <= UCT_DCX_EP_MAX_SIZE);
+    status = uct_dcx_ep_parse_addr(iface, params, &self->ah, &self->dctn,
+                                   &self->tmh_len);
     if (status != UCS_OK) {
         return status;
     }
 
-    self->dest.dc_key = iface->config.dc_key;
     self->flags       = 0;
     self->fc_wnd      = iface->fc_wnd;
-    self->fc_seq      = 0;
-    self->fc_req_time = 0;
     self->last_sn     = 0;
-    self->id          = ++iface->next_ep_id;
+    self->seq         = ++iface->next_ep_seq;
     uct_dcx_ep_pending_init(self);
-
-    it = kh_put(uct_dcx_eps, &iface->eps, self->id, &ret);
-    if (ret < 0) {
-        ucs_error("dcx: failed to index a new endpoint");
-        uct_dcx_ep_pending_cleanup(iface, self);
-        return UCS_ERR_NO_MEMORY;
-    }
-    kh_val(&iface->eps, it) = self;
-    ucs_list_add_tail(&iface->ep_list, &self->list);
+    iface->num_eps++;
 
     iface->policy->ep_init(iface, self);
     ucs_debug("dcx: %s: ep %p to DCT 0x%x (policy %s, dci %d)",
-              dcx_dev_name(iface->dev), self, self->dest.dctn,
+              dcx_dev_name(iface->dev), self, self->dctn,
               iface->policy->name,
               (self->dci == UCT_DCX_DCI_NONE) ? -1 : (int)self->dci);
     return UCS_OK;
@@ -795,7 +785,6 @@ UCS_CLASS_INIT_FUNC(uct_dcx_ep_t, const uct_ep_params_t *params)
 UCS_CLASS_CLEANUP_FUNC(uct_dcx_ep_t)
 {
     uct_dcx_iface_t *iface = uct_dcx_ep_iface(self);
-    khiter_t it;
 
     uct_dcx_ep_pending_cleanup(iface, self);
     /* its rendezvous in flight are forgotten: no FIN reaches them */
@@ -811,11 +800,8 @@ UCS_CLASS_CLEANUP_FUNC(uct_dcx_ep_t)
     /* ep_check probes may still be in flight on the control DCI */
     uct_dcx_dci_detach_ep(iface, &iface->dcis[iface->ctl_dci], self);
 
-    it = kh_get(uct_dcx_eps, &iface->eps, self->id);
-    if (it != kh_end(&iface->eps)) {
-        kh_del(uct_dcx_eps, &iface->eps, it);
-    }
-    ucs_list_del(&self->list);
+    uct_dcx_ep_ext_release(iface, self);
+    iface->num_eps--;
 }
 
 UCS_CLASS_DEFINE(uct_dcx_ep_t, uct_base_ep_t);

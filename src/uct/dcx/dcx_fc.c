@@ -46,20 +46,22 @@ static ucs_status_t uct_dcx_ep_fc_post_req(uct_dcx_iface_t *iface,
                                            uct_dcx_ep_t *ep, uint8_t seq)
 {
     uct_dcx_ctl_msg_t msg;
+    dcx_dc_dest_t dest;
 
     memset(&msg, 0, sizeof(msg));
     msg.credits  = iface->fc_wnd - iface->fc_thresh;
     msg.addr_len = iface->config.port_len;
     msg.seq      = seq;
     msg.dctn     = iface->config.dctn;
-    msg.ep_id    = ep->id;
+    msg.ep_id    = ep->ext->id;
     msg.flags    = iface->rx_tmh_len ? UCT_DCX_ADDR_FLAG_TM : 0;
     memcpy(msg.port, iface->config.port, iface->config.port_len);
 
     /* On the ep's own DCI, after the messages it asks credits for; if the
      * peer is gone, the failure is the ep's */
-    return uct_dcx_dci_post_ctl(iface, uct_dcx_ep_dci(iface, ep), ep,
-                                &ep->dest, UCT_DCX_CTL_FC_REQ, &msg,
+    uct_dcx_ep_dest(ep, &dest);
+    return uct_dcx_dci_post_ctl(iface, uct_dcx_ep_dci(iface, ep), ep, &dest,
+                                UCT_DCX_CTL_FC_REQ, &msg,
                                 ucs_offsetof(uct_dcx_ctl_msg_t, port) +
                                 iface->config.port_len, ep->tmh_len, NULL);
 }
@@ -68,19 +70,27 @@ ucs_status_t uct_dcx_ep_fc_request(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep)
 {
     ucs_status_t status;
 
+    uct_dcx_ep_ext_t *ext;
+
     ucs_assert(!(ep->flags & UCT_DCX_EP_FLAG_FC_REQ_SENT));
-    status = uct_dcx_ep_fc_post_req(iface, ep, (uint8_t)(ep->fc_seq + 1));
+    status = uct_dcx_ep_ext_get(iface, ep);
     if (status != UCS_OK) {
         return status;
     }
 
-    ep->fc_seq++;
-    ep->fc_req_time = ucs_get_time();
-    ep->flags      |= UCT_DCX_EP_FLAG_FC_REQ_SENT;
-    if (ucs_list_is_empty(&iface->fc_waiters)) {
-        iface->fc_next_check = ep->fc_req_time + iface->fc_req_timeout;
+    ext    = ep->ext;
+    status = uct_dcx_ep_fc_post_req(iface, ep, (uint8_t)(ext->fc_seq + 1));
+    if (status != UCS_OK) {
+        return status;
     }
-    ucs_list_add_tail(&iface->fc_waiters, &ep->fc_list);
+
+    ext->fc_seq++;
+    ext->fc_req_time = ucs_get_time();
+    ep->flags       |= UCT_DCX_EP_FLAG_FC_REQ_SENT;
+    if (ucs_list_is_empty(&iface->fc_waiters)) {
+        iface->fc_next_check = ext->fc_req_time + iface->fc_req_timeout;
+    }
+    ucs_list_add_tail(&iface->fc_waiters, &ext->fc_list);
     uct_worker_progress_register_safe(&iface->super.worker->super,
                                       uct_dcx_iface_fc_progress, iface,
                                       UCS_CALLBACKQ_FLAG_FAST,
@@ -94,7 +104,7 @@ void uct_dcx_ep_fc_forget(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep)
         return;
     }
     ep->flags &= ~UCT_DCX_EP_FLAG_FC_REQ_SENT;
-    ucs_list_del(&ep->fc_list);
+    ucs_list_del(&ep->ext->fc_list);
     if (ucs_list_is_empty(&iface->fc_waiters)) {
         uct_worker_progress_unregister_safe(&iface->super.worker->super,
                                             &iface->fc_cb_id);
@@ -114,11 +124,12 @@ void uct_dcx_ep_fc_grant(uct_dcx_iface_t *iface, uint64_t ep_id, uint8_t seq,
     }
 
     ep = kh_val(&iface->eps, it);
-    if (!(ep->flags & UCT_DCX_EP_FLAG_FC_REQ_SENT) || (seq != ep->fc_seq)) {
+    if (!(ep->flags & UCT_DCX_EP_FLAG_FC_REQ_SENT) ||
+        (seq != ep->ext->fc_seq)) {
         /* the answer to a request sent again since: the latest one's
          * grant brings the credits */
         ucs_debug("dcx: ep %p: ignored grant %u (waiting for %u: %d)", ep,
-                  seq, ep->fc_seq,
+                  seq, ep->ext->fc_seq,
                   !!(ep->flags & UCT_DCX_EP_FLAG_FC_REQ_SENT));
         return;
     }
@@ -144,15 +155,16 @@ static void uct_dcx_ep_fc_resend(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep,
         return;
     }
 
-    status = uct_dcx_ep_fc_post_req(iface, ep, (uint8_t)(ep->fc_seq + 1));
+    status = uct_dcx_ep_fc_post_req(iface, ep,
+                                    (uint8_t)(ep->ext->fc_seq + 1));
     if (status != UCS_OK) {
         uct_dcx_ep_put_idle_dci(iface, ep);
         return;
     }
     ucs_debug("dcx: ep %p to DCT 0x%x: no grant for request %u, asked "
-              "again", ep, ep->dest.dctn, ep->fc_seq);
-    ep->fc_seq++;
-    ep->fc_req_time = now;
+              "again", ep, ep->dctn, ep->ext->fc_seq);
+    ep->ext->fc_seq++;
+    ep->ext->fc_req_time = now;
 }
 
 /* Worker progress callback, registered while endpoints wait for grants */
@@ -161,7 +173,7 @@ static unsigned uct_dcx_iface_fc_progress(void *arg)
     uct_dcx_iface_t *iface = arg;
     ucs_time_t now         = ucs_get_time();
     ucs_time_t next;
-    uct_dcx_ep_t *ep;
+    uct_dcx_ep_ext_t *ext;
     unsigned count         = 0;
 
     if (ucs_likely(now < iface->fc_next_check)) {
@@ -169,16 +181,16 @@ static unsigned uct_dcx_iface_fc_progress(void *arg)
     }
 
     next = now + iface->fc_req_timeout;
-    ucs_list_for_each(ep, &iface->fc_waiters, fc_list) {
-        if ((now - ep->fc_req_time) >= iface->fc_req_timeout) {
-            uct_dcx_ep_fc_resend(iface, ep, now);
+    ucs_list_for_each(ext, &iface->fc_waiters, fc_list) {
+        if ((now - ext->fc_req_time) >= iface->fc_req_timeout) {
+            uct_dcx_ep_fc_resend(iface, ext->ep, now);
             count++;
         }
         /* not sent again (no DCI): tried at the next tick */
-        next = ucs_min(next, ((now - ep->fc_req_time) >=
+        next = ucs_min(next, ((now - ext->fc_req_time) >=
                               iface->fc_req_timeout) ?
                              now + ucs_time_from_msec(1) :
-                             ep->fc_req_time + iface->fc_req_timeout);
+                             ext->fc_req_time + iface->fc_req_timeout);
     }
     iface->fc_next_check = next;
     return count;

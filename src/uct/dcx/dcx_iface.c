@@ -698,15 +698,18 @@ static UCS_CLASS_INIT_FUNC(uct_dcx_iface_t, uct_md_h tl_md,
     self->rx_tmh_len          = 0;
     self->rx_queue_len        = cfg->rx_queue_len;
     self->rx_posted           = 0;
+    self->rx_target           = ucs_min(cfg->rx_queue_len,
+                                        UCT_DCX_RX_INIT_POSTED);
     self->fc_wnd              = cfg->fc_wnd;
     self->fc_thresh           = cfg->fc_wnd / 2;
     self->next_ep_id          = 0;
+    self->next_ep_seq         = 0;
+    self->num_eps             = 0;
     self->peers               = NULL;
     self->num_peers           = 0;
     self->max_peers           = 0;
     self->release_desc.cb     = uct_dcx_iface_release_desc;
     ucs_list_head_init(&self->chunks);
-    ucs_list_head_init(&self->ep_list);
     ucs_queue_head_init(&self->grant_q);
     uct_dcx_iface_fc_init(self, cfg);
     ucs_arbiter_init(&self->arbiter);
@@ -759,10 +762,10 @@ static UCS_CLASS_INIT_FUNC(uct_dcx_iface_t, uct_md_h tl_md,
     }
 
     uct_dcx_iface_post_recv(self);
-    if (self->rx_posted < self->rx_queue_len) {
+    if (self->rx_posted < self->rx_target) {
         ucs_error("dcx: %s: posted only %u of %u receive buffers",
                   dcx_dev_name(self->dev), self->rx_posted,
-                  self->rx_queue_len);
+                  self->rx_target);
         status = UCS_ERR_NO_MEMORY;
         goto err_pool;
     }
@@ -804,10 +807,9 @@ static UCS_CLASS_CLEANUP_FUNC(uct_dcx_iface_t)
     uct_base_iface_progress_disable(&self->super.super,
                                     UCT_PROGRESS_SEND | UCT_PROGRESS_RECV);
 
-    if (!ucs_list_is_empty(&self->ep_list)) {
-        ucs_warn("dcx: %s: closing iface %p with %zu endpoints still open",
-                 dcx_dev_name(self->dev), self,
-                 ucs_list_length(&self->ep_list));
+    if (self->num_eps != 0) {
+        ucs_warn("dcx: %s: closing iface %p with %u endpoints still open",
+                 dcx_dev_name(self->dev), self, self->num_eps);
     }
 
     uct_dcx_iface_fc_cleanup(self);

@@ -27,7 +27,7 @@ uct_dcx_pending_elem(uct_pending_req_t *req)
 static UCS_F_ALWAYS_INLINE uct_pending_req_t *
 uct_dcx_pending_head(uct_dcx_ep_t *ep)
 {
-    return ucs_container_of(ucs_queue_head_elem_non_empty(&ep->pending_q,
+    return ucs_container_of(ucs_queue_head_elem_non_empty(&ep->ext->pending_q,
                                                           ucs_queue_elem_t,
                                                           next),
                             uct_pending_req_t, priv);
@@ -35,9 +35,44 @@ uct_dcx_pending_head(uct_dcx_ep_t *ep)
 
 void uct_dcx_ep_pending_init(uct_dcx_ep_t *ep)
 {
-    ucs_queue_head_init(&ep->pending_q);
-    ucs_arbiter_group_init(&ep->arb_group);
-    ucs_arbiter_elem_init(&ep->arb_elem);
+    ep->ext = NULL;
+}
+
+/* Gives ep its side structure if it has none yet, and indexes it by a new
+ * id (the one credit grants name) */
+UCS_F_NOINLINE ucs_status_t
+uct_dcx_ep_ext_get(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep)
+{
+    uct_dcx_ep_ext_t *ext;
+    khiter_t it;
+    int ret;
+
+    if (ep->ext != NULL) {
+        return UCS_OK;
+    }
+
+    ext = ucs_calloc(1, sizeof(*ext), "dcx_ep_ext");
+    if (ext == NULL) {
+        ucs_error("dcx: %s: ep %p: failed to allocate its pending/flow "
+                  "control state", dcx_dev_name(iface->dev), ep);
+        return UCS_ERR_NO_MEMORY;
+    }
+    ext->ep = ep;
+    ext->id = ++iface->next_ep_id;
+    ucs_queue_head_init(&ext->pending_q);
+    ucs_arbiter_group_init(&ext->arb_group);
+    ucs_arbiter_elem_init(&ext->arb_elem);
+
+    it = kh_put(uct_dcx_eps, &iface->eps, ext->id, &ret);
+    if (ret < 0) {
+        ucs_error("dcx: %s: ep %p: failed to index its state",
+                  dcx_dev_name(iface->dev), ep);
+        ucs_free(ext);
+        return UCS_ERR_NO_MEMORY;
+    }
+    kh_val(&iface->eps, it) = ep;
+    ep->ext = ext;
+    return UCS_OK;
 }
 
 ucs_status_t uct_dcx_ep_pending_add(uct_ep_h tl_ep, uct_pending_req_t *req,
@@ -45,6 +80,8 @@ ucs_status_t uct_dcx_ep_pending_add(uct_ep_h tl_ep, uct_pending_req_t *req,
 {
     uct_dcx_ep_t *ep        = ucs_derived_of(tl_ep, uct_dcx_ep_t);
     uct_dcx_iface_t *iface  = uct_dcx_ep_iface(ep);
+    uct_dcx_ep_ext_t *ext;
+    ucs_status_t status;
 
     /* Busy if the ep could send right now (nobody ahead of it) */
     if (!(ep->flags & UCT_DCX_EP_FLAG_FAILED) &&
@@ -56,14 +93,20 @@ ucs_status_t uct_dcx_ep_pending_add(uct_ep_h tl_ep, uct_pending_req_t *req,
         return UCS_ERR_BUSY;
     }
 
-    ucs_queue_push(&ep->pending_q, uct_dcx_pending_elem(req));
+    status = uct_dcx_ep_ext_get(iface, ep);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    ext = ep->ext;
+    ucs_queue_push(&ext->pending_q, uct_dcx_pending_elem(req));
     if (iface->dispatch_ep != ep) {
         /* (while ep is being dispatched, its element stays scheduled as
          * long as requests remain) */
-        if (ucs_arbiter_group_is_empty(&ep->arb_group)) {
-            ucs_arbiter_group_push_elem(&ep->arb_group, &ep->arb_elem);
+        if (ucs_arbiter_group_is_empty(&ext->arb_group)) {
+            ucs_arbiter_group_push_elem(&ext->arb_group, &ext->arb_elem);
         }
-        ucs_arbiter_group_schedule(&iface->arbiter, &ep->arb_group);
+        ucs_arbiter_group_schedule(&iface->arbiter, &ext->arb_group);
     }
     UCT_TL_EP_STAT_PEND(&ep->super);
     return UCS_OK;
@@ -75,7 +118,8 @@ ucs_arbiter_cb_result_t uct_dcx_ep_dispatch_cb(ucs_arbiter_t *arbiter,
                                                void *arg)
 {
     uct_dcx_iface_t *iface  = arg;
-    uct_dcx_ep_t *ep        = ucs_container_of(elem, uct_dcx_ep_t, arb_elem);
+    uct_dcx_ep_t *ep        = ucs_container_of(elem, uct_dcx_ep_ext_t,
+                                               arb_elem)->ep;
     uct_pending_req_t *req;
     ucs_status_t status;
 
@@ -83,7 +127,7 @@ ucs_arbiter_cb_result_t uct_dcx_ep_dispatch_cb(ucs_arbiter_t *arbiter,
         /* the requests stay until the user purges them */
         return UCS_ARBITER_CB_RESULT_DESCHED_GROUP;
     }
-    if (ucs_queue_is_empty(&ep->pending_q)) {
+    if (ucs_queue_is_empty(&ep->ext->pending_q)) {
         return UCS_ARBITER_CB_RESULT_REMOVE_ELEM;
     }
 
@@ -108,12 +152,12 @@ ucs_arbiter_cb_result_t uct_dcx_ep_dispatch_cb(ucs_arbiter_t *arbiter,
     uct_dcx_ep_put_idle_dci(iface, ep);
 
     /* req is done unless it asked to stay; it may have purged the queue */
-    if ((status == UCS_OK) && !ucs_queue_is_empty(&ep->pending_q) &&
+    if ((status == UCS_OK) && !ucs_queue_is_empty(&ep->ext->pending_q) &&
         (uct_dcx_pending_head(ep) == req)) {
-        ucs_queue_pull_non_empty(&ep->pending_q);
+        ucs_queue_pull_non_empty(&ep->ext->pending_q);
     }
 
-    if (ucs_queue_is_empty(&ep->pending_q)) {
+    if (ucs_queue_is_empty(&ep->ext->pending_q)) {
         return UCS_ARBITER_CB_RESULT_REMOVE_ELEM;
     } else if ((status == UCS_OK) || (status == UCS_INPROGRESS)) {
         return UCS_ARBITER_CB_RESULT_NEXT_GROUP;
@@ -131,8 +175,9 @@ uct_dcx_ep_unschedule_cb(ucs_arbiter_t *arbiter, ucs_arbiter_group_t *group,
 /* Takes ep's own element out of the arbiter (touches no request) */
 static void uct_dcx_ep_unschedule(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep)
 {
-    if (!ucs_arbiter_group_is_empty(&ep->arb_group)) {
-        ucs_arbiter_group_purge(&iface->arbiter, &ep->arb_group,
+    if ((ep->ext != NULL) &&
+        !ucs_arbiter_group_is_empty(&ep->ext->arb_group)) {
+        ucs_arbiter_group_purge(&iface->arbiter, &ep->ext->arb_group,
                                 uct_dcx_ep_unschedule_cb, NULL);
     }
 }
@@ -147,9 +192,9 @@ void uct_dcx_ep_pending_purge(uct_ep_h tl_ep, uct_pending_purge_callback_t cb,
     /* Each request leaves the queue before the callback, which may free it
      * or add requests again (those are purged too: the user asked for an
      * empty queue) */
-    while (!ucs_queue_is_empty(&ep->pending_q)) {
+    while (uct_dcx_ep_has_pending(ep)) {
         req = uct_dcx_pending_head(ep);
-        ucs_queue_pull_non_empty(&ep->pending_q);
+        ucs_queue_pull_non_empty(&ep->ext->pending_q);
         if (cb != NULL) {
             cb(req, arg);
         } else {
@@ -165,14 +210,33 @@ void uct_dcx_ep_pending_purge(uct_ep_h tl_ep, uct_pending_purge_callback_t cb,
 
 void uct_dcx_ep_pending_cleanup(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep)
 {
-    if (!ucs_queue_is_empty(&ep->pending_q)) {
+    if (ep->ext == NULL) {
+        return;
+    }
+    if (!ucs_queue_is_empty(&ep->ext->pending_q)) {
         /* The user did not purge them and may have freed them since: the
          * queue is dropped unread */
         ucs_warn("dcx: %s: ep %p destroyed with pending requests it was not "
                  "asked to purge; they are dropped", dcx_dev_name(iface->dev),
                  ep);
-        ucs_queue_head_init(&ep->pending_q);
+        ucs_queue_head_init(&ep->ext->pending_q);
     }
     uct_dcx_ep_unschedule(iface, ep);
-    ucs_arbiter_group_cleanup(&ep->arb_group);
+    ucs_arbiter_group_cleanup(&ep->ext->arb_group);
+}
+
+/* ep goes away: its side structure, if any, with its index entry */
+void uct_dcx_ep_ext_release(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep)
+{
+    khiter_t it;
+
+    if (ep->ext == NULL) {
+        return;
+    }
+    it = kh_get(uct_dcx_eps, &iface->eps, ep->ext->id);
+    if (it != kh_end(&iface->eps)) {
+        kh_del(uct_dcx_eps, &iface->eps, it);
+    }
+    ucs_free(ep->ext);
+    ep->ext = NULL;
 }

@@ -11,6 +11,7 @@
 #include "dcx.inl"
 
 #include <ucs/debug/log.h>
+#include <ucs/sys/math.h>
 #include <string.h>
 
 /* ---------------------------------------------------------------------------
@@ -152,6 +153,18 @@ void uct_dcx_iface_release_desc(uct_recv_desc_t *self, void *desc)
                                              iface->rx_payload_offset));
 }
 
+/* Most of the posted buffers were used since the last refill: the receive
+ * load needs more of them, up to RX_QUEUE_LEN (the pool grows by a chunk
+ * when it runs dry) */
+static UCS_F_NOINLINE void uct_dcx_iface_rx_grow(uct_dcx_iface_t *iface)
+{
+    if (iface->rx_target < iface->rx_queue_len) {
+        iface->rx_target = ucs_min(iface->rx_target * 2, iface->rx_queue_len);
+        ucs_debug("dcx: %s: receive queue grows to %u buffers",
+                  dcx_dev_name(iface->dev), iface->rx_target);
+    }
+}
+
 unsigned uct_dcx_iface_post_recv(uct_dcx_iface_t *iface)
 {
     unsigned count = 0;
@@ -159,7 +172,7 @@ unsigned uct_dcx_iface_post_recv(uct_dcx_iface_t *iface)
     dcx_sge_t sge;
     int ret;
 
-    while (iface->rx_posted < iface->rx_queue_len) {
+    while (iface->rx_posted < iface->rx_target) {
         elem = ucs_mpool_get_inline(&iface->rx_mp);
         if (elem == NULL) {
             break;
@@ -351,7 +364,10 @@ uct_dcx_iface_poll_rx(uct_dcx_iface_t *iface)
     if (n > 0) {
         uct_dcx_iface_rx_wcs(iface, wc, n);
     }
-    if (iface->rx_posted < iface->rx_queue_len) {
+    if (iface->rx_posted < iface->rx_target) {
+        if (ucs_unlikely(iface->rx_posted < (iface->rx_target / 2))) {
+            uct_dcx_iface_rx_grow(iface);
+        }
         uct_dcx_iface_post_recv(iface);
     }
     return n;

@@ -243,7 +243,7 @@ uct_dcx_strided_post_cfg(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci,
 
     memset(&wr, 0, sizeof(wr));
     if (ep != NULL) {
-        wr.dest = ep->dest;
+        uct_dcx_ep_dest(ep, &wr.dest);
     }
     wr.opcode      = (key->layout.interleaved != NULL) ?
                      DCX_WR_MKEY_INTERLEAVED : DCX_WR_MKEY_LIST;

@@ -22,7 +22,7 @@ static UCS_F_NOINLINE ucs_status_t
 uct_dcx_tag_no_peer_tm(uct_dcx_ep_t *ep, const char *op)
 {
     ucs_error("dcx: %s: the peer (DCT 0x%x) has no tag matching", op,
-              ep->dest.dctn);
+              ep->dctn);
     return UCS_ERR_UNSUPPORTED;
 }
 
