@@ -19,9 +19,7 @@ extern "C" {
 #include "dcx_strided_stats.h"
 }
 
-#include <csignal>
 #include <cstring>
-#include <sys/wait.h>
 #include <unistd.h>
 #include <vector>
 
@@ -720,26 +718,18 @@ struct strided_peer_info {
 
 } /* namespace */
 
-/* Run in the child (exec'ed by across_processes): publishes an interface
- * and 64 KiB of registered memory on DCX_STRIDED_PEER_FD, then serves until
+/* Run in the child (exec'ed by across_processes, spawn_peer): publishes an
+ * interface and 64 KiB of registered memory on its pipe, then serves until
  * killed */
 class uct_dcx_strided_peer : public uct_dcx_test {
-protected:
-    virtual void init_env(scoped_env &env)
-    {
-        const char *fabric = getenv("DCX_STRIDED_PEER_FABRIC");
-        if (fabric != NULL) {
-            env.set("UCX_DCX_SOFT_FABRIC", fabric);
-        }
-    }
 };
 
 TEST_F(uct_dcx_strided_peer, DISABLED_serve)
 {
-    const char *fd_str = getenv("DCX_STRIDED_PEER_FD");
     strided_peer_info info;
+    int in_fd, out_fd;
 
-    if (fd_str == NULL) {
+    if (!peer_fds(&in_fd, &out_fd)) {
         GTEST_SKIP() << "run by uct_dcx_strided.across_processes only";
     }
     std::map<std::string, std::string> cfg;
@@ -757,8 +747,7 @@ TEST_F(uct_dcx_strided_peer, DISABLED_serve)
     memcpy(info.iface_addr, &e->iface_addr[0], e->iface_addr.size());
     info.buf = (uintptr_t)m.ptr;
     ASSERT_EQ(UCS_OK, uct_md_mkey_pack(m_md, m.memh, info.rkey));
-    ASSERT_EQ((ssize_t)sizeof(info), write(atoi(fd_str), &info,
-                                           sizeof(info)));
+    ASSERT_TRUE(write_full(out_fd, &info, sizeof(info)));
     for (;;) {
         progress();
     }
@@ -768,53 +757,20 @@ TEST_P(uct_dcx_strided, across_processes)
 {
     entity *a = create();
     strided_peer_info info;
-    int fds[2];
-    char fd_str[16];
-
-    ASSERT_EQ(0, pipe(fds));
-    pid_t child = fork();
-    ASSERT_GE(child, 0);
-    if (child == 0) {
-        close(fds[0]);
-        snprintf(fd_str, sizeof(fd_str), "%d", fds[1]);
-        setenv("DCX_STRIDED_PEER_FD", fd_str, 1);
-        setenv("DCX_STRIDED_PEER_FABRIC", getenv("UCX_DCX_SOFT_FABRIC"), 1);
-        if (freopen("/dev/null", "w", stdout) == NULL) {
-            _exit(126);
-        }
-        execl("/proc/self/exe", "gtest_uct_strided_peer",
-              "--gtest_filter=uct_dcx_strided_peer.DISABLED_serve",
-              "--gtest_also_run_disabled_tests", (char*)NULL);
-        _exit(127);
-    }
-    close(fds[1]);
-    size_t got = 0;
-    while (got < sizeof(info)) {
-        ssize_t n = read(fds[0], (char*)&info + got, sizeof(info) - got);
-        if (n <= 0) {
-            break;
-        }
-        got += n;
-    }
-    close(fds[0]);
-    if (got != sizeof(info)) {
-        kill(child, SIGKILL);
-        waitpid(child, NULL, 0);
-        FAIL() << "the peer did not start";
-    }
-
-    uct_ep_params_t params;
     uct_rkey_bundle_t rkb;
-    uct_ep_h ep;
-    memset(&params, 0, sizeof(params));
-    params.field_mask = UCT_EP_PARAM_FIELD_IFACE |
-                        UCT_EP_PARAM_FIELD_DEV_ADDR |
-                        UCT_EP_PARAM_FIELD_IFACE_ADDR;
-    params.iface      = a->iface;
-    params.dev_addr   = (uct_device_addr_t*)info.dev_addr;
-    params.iface_addr = (uct_iface_addr_t*)info.iface_addr;
-    ASSERT_EQ(UCS_OK, uct_ep_create(&params, &ep));
-    m_eps.push_back(ep);
+
+    /* killed however the test ends */
+    struct peer_guard {
+        peer_proc p;
+        ~peer_guard() { kill_peer(p); }
+    } peer;
+
+    peer.p = spawn_peer("uct_dcx_strided_peer.DISABLED_serve");
+    ASSERT_GT(peer.p.pid, 0);
+    ASSERT_TRUE(read_full(peer.p.from, &info, sizeof(info)))
+            << "the peer did not start";
+    uct_ep_h ep = connect_addr(a, info.dev_addr, info.iface_addr);
+    ASSERT_TRUE(ep != NULL);
     ASSERT_EQ(UCS_OK, uct_rkey_unpack(m_component, info.rkey, &rkb));
 
     /* 6000 bytes gathered into the peer, scattered back in another layout */
@@ -840,8 +796,6 @@ TEST_P(uct_dcx_strided, across_processes)
         }
     }
     uct_rkey_release(m_component, &rkb);
-    kill(child, SIGKILL);
-    waitpid(child, NULL, 0);
 }
 
 /*
