@@ -101,6 +101,15 @@ protected:
         return create_entity(cfg);
     }
 
+    /* create() with one more setting */
+    entity *create(const char *name, const std::string &value)
+    {
+        std::map<std::string, std::string> cfg;
+
+        cfg[name] = value;
+        return create(cfg);
+    }
+
     static size_t span(const layout &l)
     {
         return (l.count == 0) ? 0 : (l.count - 1) * l.stride + l.length;
@@ -471,9 +480,7 @@ TEST_P(uct_dcx_strided, repeated_layout_hits_the_cache)
 /* Two keys, five layouts over and over: evictions, and every send right */
 TEST_P(uct_dcx_strided, eviction_under_pressure)
 {
-    std::map<std::string, std::string> cfg;
-    cfg["STRIDED_KEYS"] = "2";
-    entity *a = create(cfg), *b = create();
+    entity *a = create("STRIDED_KEYS", "2"), *b = create();
     uct_ep_h ep = connect(a, b);
 
     for (int round = 0; round < 3; ++round) {
@@ -491,9 +498,7 @@ TEST_P(uct_dcx_strided, eviction_under_pressure)
 /* The least recently used layout goes first */
 TEST_P(uct_dcx_strided, eviction_is_lru)
 {
-    std::map<std::string, std::string> cfg;
-    cfg["STRIDED_KEYS"] = "2";
-    entity *a = create(cfg), *b = create();
+    entity *a = create("STRIDED_KEYS", "2"), *b = create();
     uct_ep_h ep = connect(a, b);
     const layout l[3] = { { 4, 10, 50 }, { 4, 11, 50 }, { 4, 12, 50 } };
     mem src[3] = { strided_mem(l[0], 1), strided_mem(l[1], 2),
@@ -519,9 +524,7 @@ TEST_P(uct_dcx_strided, eviction_is_lru)
  * once the operation holding the key completes */
 TEST_P(uct_dcx_strided, pool_exhausted_then_pending)
 {
-    std::map<std::string, std::string> cfg;
-    cfg["STRIDED_KEYS"] = "1";
-    entity *a = create(cfg), *b = create();
+    entity *a = create("STRIDED_KEYS", "1"), *b = create();
     uct_ep_h ep = connect(a, b);
     layout l1 = { 8, 20, 100 }, l2 = { 8, 30, 100 };
     mem s1 = strided_mem(l1, 1), s2 = strided_mem(l2, 2);
@@ -584,9 +587,7 @@ TEST_P(uct_dcx_strided, pool_exhausted_then_pending)
  * one more is refused with one error line */
 TEST_P(uct_dcx_strided, entry_limit_bad_flow)
 {
-    std::map<std::string, std::string> cfg;
-    cfg["STRIDED_KEY_ENTRIES"] = "8";
-    entity *a = create(cfg), *b = create();
+    entity *a = create("STRIDED_KEY_ENTRIES", "8"), *b = create();
     uct_ep_h ep = connect(a, b);
     layout at = { 7, 70000, 8 }, past = { 7, 70000, 9 };
 
@@ -815,9 +816,8 @@ TEST_P(uct_dcx_strided, DISABLED_measure_sge_vs_key)
     const char *env = getenv("DCX_MEASURE_COUNT");
     unsigned count  = (env != NULL) ? atoi(env) : 8;
     const char *sge = getenv("DCX_MEASURE_SGE_MAX");
-    std::map<std::string, std::string> cfg;
-    cfg["STRIDED_SGE_MAX"] = (sge != NULL) ? sge : "0";
-    entity *a = create(cfg), *b = create();
+    entity *a = create("STRIDED_SGE_MAX", (sge != NULL) ? sge : "0");
+    entity *b = create();
     uct_ep_h ep = connect(a, b);
     layout l = { 8, 24, count };
     mem src = strided_mem(l, 1), dst = alloc_mem(l.length * count + 64);
