@@ -18,19 +18,9 @@ while getopts "l:h" opt; do
     esac
 done
 
-top=$(cd "$(dirname "$0")/.." && pwd)
-if [ -z "$lib" ]; then
-    for cand in "$top"/build/.libs/libuct_dcx.so "$top"/.libs/libuct_dcx.so; do
-        if [ -f "$cand" ]; then
-            lib=$cand
-            break
-        fi
-    done
-fi
-if [ -z "$lib" ] || [ ! -f "$lib" ]; then
-    echo "mem.sh: libuct_dcx.so not found; build first or pass -l" >&2
-    exit 2
-fi
+. "$(dirname "$0")/lib.sh"
+top=$bench_top
+lib=$(bench_find_lib mem.sh "$lib") || exit 2
 
 work=$(mktemp -d /tmp/dcx-mem.XXXXXX)
 trap 'rm -rf "$work"' EXIT

@@ -24,19 +24,8 @@ while getopts "r:n:l:h" opt; do
     esac
 done
 
-top=$(cd "$(dirname "$0")/.." && pwd)
-if [ -z "$lib" ]; then
-    for cand in "$top"/build/.libs/libuct_dcx.so "$top"/.libs/libuct_dcx.so; do
-        if [ -f "$cand" ]; then
-            lib=$cand
-            break
-        fi
-    done
-fi
-if [ -z "$lib" ] || [ ! -f "$lib" ]; then
-    echo "onesided.sh: libuct_dcx.so not found; build first or pass -l" >&2
-    exit 2
-fi
+. "$(dirname "$0")/lib.sh"
+lib=$(bench_find_lib onesided.sh "$lib") || exit 2
 
 logdir=$(mktemp -d /tmp/dcx-onesided.XXXXXX)
 port=$(( 21000 + ($$ % 20000) ))

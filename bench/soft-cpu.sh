@@ -33,7 +33,7 @@ set -u
 set -o pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
-top=$(cd "$here/.." && pwd)
+. "$here/lib.sh"
 n=1000
 ops="progress am_short put_short am_lat tag_send"
 keep=""
@@ -51,17 +51,8 @@ shift $((OPTIND - 1))
 [[ "$n" =~ ^[1-9][0-9]*$ ]] || { echo "soft-cpu.sh: bad count '$n'" >&2; exit 2; }
 
 command -v valgrind >/dev/null || { echo "soft-cpu.sh: valgrind not found" >&2; exit 2; }
-build=${1:-}
-if [ -z "$build" ]; then
-    for d in "$top"/build*; do
-        if [ -x "$d/contrib/dcx-run" ] && ! grep -qs -- '--enable-asan' "$d/config.log"; then
-            build=$d
-            break
-        fi
-    done
-fi
+build=$(bench_find_build soft-cpu.sh "${1:-}") || exit 2
 run="$build/contrib/dcx-run"
-[ -x "$run" ] || { echo "soft-cpu.sh: no dcx-run in '$build'" >&2; exit 2; }
 
 work=$(mktemp -d /tmp/dcx-softcpu.XXXXXX) || exit 2
 trap 'rm -rf "$work"' EXIT

@@ -44,19 +44,9 @@ median() {
              else printf "%.0f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
 }
 
-top=$(cd "$(dirname "$0")/.." && pwd)
-if [ -z "$lib" ]; then
-    for cand in "$top"/build/.libs/libuct_dcx.so "$top"/build*/.libs/libuct_dcx.so; do
-        if [ -f "$cand" ] && ! ldd "$cand" 2>/dev/null | grep -q libasan; then
-            lib=$cand
-            break
-        fi
-    done
-fi
-if [ -z "$lib" ] || [ ! -f "$lib" ]; then
-    echo "tm.sh: libuct_dcx.so not found; build first or pass -l" >&2
-    exit 2
-fi
+. "$(dirname "$0")/lib.sh"
+top=$bench_top
+lib=$(bench_find_lib tm.sh "$lib") || exit 2
 
 port=$(( 30000 + ($$ % 20000) ))
 logdir=$(mktemp -d /tmp/dcx-tm-bench.XXXXXX)

@@ -147,6 +147,12 @@ void dcx_mlx5_cq_unschedule_flush(dcx_mlx5_cq_t *cq, dcx_mlx5_qp_t *qp);
 int  dcx_mlx5_qp_create(dcx_pd_t *pd, const dcx_qp_attr_t *attr,
                         dcx_qp_t **qp_p);
 int  dcx_mlx5_qp_destroy(dcx_qp_t *qp);
+/* After creation: gives qp its WR ring, enters it in the device's QP map
+ * and connects it; 0, or an errno with all of that undone and one error
+ * line naming the QP as 'what'. */
+int  dcx_mlx5_qp_start(dcx_mlx5_dev_t *dev, dcx_mlx5_qp_t *qp,
+                       const char *what, uint32_t max_wr,
+                       int (*connect)(dcx_mlx5_qp_t *qp));
 int  dcx_mlx5_qp_set_error(dcx_qp_t *qp);
 int  dcx_mlx5_qp_recover(dcx_qp_t *qp);
 /* Called by the CQ when it polls an error completion of this DCI. */

@@ -319,28 +319,13 @@ int dcx_mlx5_umr_qp_create(dcx_mlx5_qp_t *qp, dcx_mlx5_pd_t *pd)
     qp->super.max_inline    = cap.max_inline_data;
     qp->super.max_rd_atomic = 0;
 
-    ret = dcx_mlx5_ring_init(&qp->ring, cap.max_send_wr, dev->next_seq_base);
+    ret = dcx_mlx5_qp_start(dev, qp, "umr qp", cap.max_send_wr,
+                            dcx_mlx5_umr_qp_connect);
     if (ret != 0) {
-        dcx_error("%s: umr qp 0x%x: no memory for %u WR slots", name,
-                  qp->super.qp_num, cap.max_send_wr);
         goto err_destroy;
-    }
-    dev->next_seq_base += 1ull << 40;
-    ret = dcx_mlx5_qpmap_insert(&dev->qpmap, qp->super.qp_num, qp);
-    if (ret != 0) {
-        dcx_error("%s: umr qp 0x%x: QP map insert failed: %s", name,
-                  qp->super.qp_num, strerror(ret));
-        goto err_free_ring;
-    }
-    ret = dcx_mlx5_umr_qp_connect(qp);
-    if (ret != 0) {
-        dcx_mlx5_qpmap_remove(&dev->qpmap, qp->super.qp_num);
-        goto err_free_ring;
     }
     return 0;
 
-err_free_ring:
-    dcx_mlx5_ring_cleanup(&qp->ring);
 err_destroy:
     ibv_destroy_qp(qp->qp);
 err_free:

@@ -271,6 +271,38 @@ static int dcx_mlx5_dci_connect(dcx_mlx5_qp_t *qp)
     return 0;
 }
 
+int dcx_mlx5_qp_start(dcx_mlx5_dev_t *dev, dcx_mlx5_qp_t *qp,
+                      const char *what, uint32_t max_wr,
+                      int (*connect)(dcx_mlx5_qp_t *qp))
+{
+    int ret;
+
+    ret = dcx_mlx5_ring_init(&qp->ring, max_wr, dev->next_seq_base);
+    if (ret != 0) {
+        dcx_error("%s: %s 0x%x: no memory for %u WR slots",
+                  dev->super.caps.name, what, qp->super.qp_num, max_wr);
+        return ret;
+    }
+    dev->next_seq_base += 1ull << 40;
+    ret = dcx_mlx5_qpmap_insert(&dev->qpmap, qp->super.qp_num, qp);
+    if (ret != 0) {
+        dcx_error("%s: %s 0x%x: QP map insert failed: %s",
+                  dev->super.caps.name, what, qp->super.qp_num,
+                  strerror(ret));
+        goto err_free_ring;
+    }
+    ret = connect(qp);
+    if (ret != 0) {
+        dcx_mlx5_qpmap_remove(&dev->qpmap, qp->super.qp_num);
+        goto err_free_ring;
+    }
+    return 0;
+
+err_free_ring:
+    dcx_mlx5_ring_cleanup(&qp->ring);
+    return ret;
+}
+
 static int dcx_mlx5_dci_create(dcx_mlx5_qp_t *qp, dcx_mlx5_pd_t *pd)
 {
     dcx_mlx5_dev_t *dev         = dcx_mlx5_dev(pd->super.dev);
@@ -318,30 +350,13 @@ static int dcx_mlx5_dci_create(dcx_mlx5_qp_t *qp, dcx_mlx5_pd_t *pd)
         qp->super.max_send_sge = DCX_MLX5_MAX_SGE;
     }
 
-    ret = dcx_mlx5_ring_init(&qp->ring, attr.cap.max_send_wr,
-                             dev->next_seq_base);
+    ret = dcx_mlx5_qp_start(dev, qp, "dci", attr.cap.max_send_wr,
+                            dcx_mlx5_dci_connect);
     if (ret != 0) {
-        dcx_error("%s: dci 0x%x: no memory for %u WR slots",
-                  dev->super.caps.name, qp->super.qp_num,
-                  attr.cap.max_send_wr);
         goto err_destroy;
-    }
-    dev->next_seq_base += 1ull << 40;
-    ret = dcx_mlx5_qpmap_insert(&dev->qpmap, qp->super.qp_num, qp);
-    if (ret != 0) {
-        dcx_error("%s: dci 0x%x: QP map insert failed: %s",
-                  dev->super.caps.name, qp->super.qp_num, strerror(ret));
-        goto err_free_ring;
-    }
-    ret = dcx_mlx5_dci_connect(qp);
-    if (ret != 0) {
-        dcx_mlx5_qpmap_remove(&dev->qpmap, qp->super.qp_num);
-        goto err_free_ring;
     }
     return 0;
 
-err_free_ring:
-    dcx_mlx5_ring_cleanup(&qp->ring);
 err_destroy:
     ibv_destroy_qp(qp->qp);
     return ret;

@@ -330,6 +330,32 @@ uint16_t uct_dcx_strided_take(uct_dcx_iface_t *iface,
     return idx;
 }
 
+/* One contiguous run: a single element or elements without gaps */
+static UCS_F_ALWAYS_INLINE int uct_dcx_strided_iov_is_plain(const uct_iov_t *iov)
+{
+    return (iov->count == 1) || (iov->stride == iov->length);
+}
+
+static UCS_F_ALWAYS_INLINE void
+uct_dcx_strided_sge_set(dcx_sge_t *sge, uintptr_t addr, size_t length,
+                        uint32_t lkey)
+{
+    sge->addr   = addr;
+    sge->length = length;
+    sge->lkey   = lkey;
+}
+
+static UCS_F_ALWAYS_INLINE void
+uct_dcx_strided_lay_set(uct_dcx_skey_lay_t *lay, const uct_iov_t *iov,
+                        uint32_t lkey)
+{
+    lay->addr   = (uintptr_t)iov->buffer;
+    lay->length = iov->length;
+    lay->stride = iov->stride;
+    lay->count  = iov->count;
+    lay->lkey   = lkey;
+}
+
 /*
  * The iov list of a zero-copy operation with at least one strided entry,
  * as sges: see dcx_strided_iov.h.  ep NULL: a tag-list receive, whose keys must
@@ -385,7 +411,7 @@ ucs_status_t uct_dcx_strided_iov(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep,
                                              "is more than 4 GiB");
         }
         length += total;
-        if ((iov[i].count == 1) || (iov[i].stride == iov[i].length)) {
+        if (uct_dcx_strided_iov_is_plain(&iov[i])) {
             nplain++;
             continue;
         }
@@ -408,19 +434,17 @@ ucs_status_t uct_dcx_strided_iov(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep,
                 continue;
             }
             lkey = uct_dcx_memh_mr(iov[i].memh)->lkey;
-            if ((iov[i].count == 1) || (iov[i].stride == iov[i].length)) {
-                sge[num_sge].addr   = (uintptr_t)iov[i].buffer;
-                sge[num_sge].length = iov[i].length * iov[i].count;
-                sge[num_sge].lkey   = lkey;
-                num_sge++;
+            if (uct_dcx_strided_iov_is_plain(&iov[i])) {
+                uct_dcx_strided_sge_set(&sge[num_sge++],
+                                        (uintptr_t)iov[i].buffer,
+                                        iov[i].length * iov[i].count, lkey);
                 continue;
             }
             for (k = 0; k < iov[i].count; ++k) {
-                sge[num_sge].addr   = (uintptr_t)iov[i].buffer +
-                                      k * iov[i].stride;
-                sge[num_sge].length = iov[i].length;
-                sge[num_sge].lkey   = lkey;
-                num_sge++;
+                uct_dcx_strided_sge_set(&sge[num_sge++],
+                                        (uintptr_t)iov[i].buffer +
+                                        k * iov[i].stride, iov[i].length,
+                                        lkey);
             }
         }
         st->stats.sge_expanded++;
@@ -444,10 +468,7 @@ ucs_status_t uct_dcx_strided_iov(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep,
             (iov[i].stride == iov[i].length)) {
             continue;
         }
-        lay.addr   = (uintptr_t)iov[i].buffer;
-        lay.length = iov[i].length;
-        lay.stride = iov[i].stride;
-        lay.count  = iov[i].count;
+        uct_dcx_strided_lay_set(&lay, &iov[i], 0);
         if (!uct_dcx_strided_interleaved(st, &lay) &&
             (lay.count > st->key_entries)) {
             return uct_dcx_strided_too_large(iface, name, i, &iov[i],
@@ -483,19 +504,13 @@ ucs_status_t uct_dcx_strided_iov(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep,
             continue;
         }
         lkey = uct_dcx_memh_mr(iov[i].memh)->lkey;
-        if ((iov[i].count == 1) || (iov[i].stride == iov[i].length)) {
-            sge[num_sge].addr   = (uintptr_t)iov[i].buffer;
-            sge[num_sge].length = iov[i].length * iov[i].count;
-            sge[num_sge].lkey   = lkey;
-            num_sge++;
+        if (uct_dcx_strided_iov_is_plain(&iov[i])) {
+            uct_dcx_strided_sge_set(&sge[num_sge++], (uintptr_t)iov[i].buffer,
+                                    iov[i].length * iov[i].count, lkey);
             continue;
         }
 
-        lay.addr   = (uintptr_t)iov[i].buffer;
-        lay.length = iov[i].length;
-        lay.stride = iov[i].stride;
-        lay.count  = iov[i].count;
-        lay.lkey   = lkey;
+        uct_dcx_strided_lay_set(&lay, &iov[i], lkey);
         it         = kh_get(uct_dcx_skeys, &st->hash, lay);
         if (it != kh_end(&st->hash)) {
             idx = kh_val(&st->hash, it);
@@ -545,10 +560,10 @@ ucs_status_t uct_dcx_strided_iov(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep,
         }
         uct_dcx_skey_get(st, key);
         sop->keys[sop->num++] = idx;
-        sge[num_sge].addr     = 0;   /* the key's address space */
-        sge[num_sge].length   = iov[i].length * iov[i].count;
-        sge[num_sge].lkey     = key->mkey->lkey;
-        num_sge++;
+        /* address 0: the key's address space */
+        uct_dcx_strided_sge_set(&sge[num_sge++], 0,
+                                iov[i].length * iov[i].count,
+                                key->mkey->lkey);
     }
 
     if (pending_cfg) {

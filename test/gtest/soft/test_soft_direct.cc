@@ -170,6 +170,24 @@ protected:
         return wait_flag(&info->done, 1, timeout);
     }
 
+    /* Starts the target, waits for the initiator, stops both */
+    void run_target()
+    {
+        start_target();
+        ASSERT_TRUE(wait_done());
+        EXPECT_TRUE(stop_children());
+    }
+
+    /* The initiator moved its data by packets, after 'direct' direct
+     * writes, reads and fallbacks each */
+    void expect_by_packets(uint64_t direct)
+    {
+        EXPECT_EQ(direct, info->stats.direct_writes);
+        EXPECT_EQ(direct, info->stats.direct_reads);
+        EXPECT_EQ(direct, info->stats.direct_fallbacks);
+        EXPECT_GT(info->stats.tx_packets, 0u);
+    }
+
     uint8_t     *tmem = nullptr;
     direct_info *info = nullptr;
     int          wake[2];
@@ -640,13 +658,8 @@ TEST_F(soft_direct, refused_at_open_falls_back)
         __atomic_store_n(&in->done, 1, __ATOMIC_RELEASE);
         return rc;
     });
-    start_target();
-    ASSERT_TRUE(wait_done());
-    EXPECT_TRUE(stop_children());
-    EXPECT_EQ(0u, info->stats.direct_writes);
-    EXPECT_EQ(0u, info->stats.direct_reads);
-    EXPECT_EQ(0u, info->stats.direct_fallbacks);
-    EXPECT_GT(info->stats.tx_packets, 0u);
+    ASSERT_NO_FATAL_FAILURE(run_target());
+    expect_by_packets(0);
 }
 
 /* Refused towards this target after the device opened (EPERM at the first
@@ -668,13 +681,8 @@ TEST_F(soft_direct, refused_later_falls_back)
         rc = write_read_check(n, in, tm, 3);
         return rc ? rc : write_read_check(n, in, tm, 4);
     });
-    start_target();
-    ASSERT_TRUE(wait_done());
-    EXPECT_TRUE(stop_children());
-    EXPECT_EQ(1u, info->stats.direct_writes);
-    EXPECT_EQ(1u, info->stats.direct_reads);
-    EXPECT_EQ(1u, info->stats.direct_fallbacks);
-    EXPECT_GT(info->stats.tx_packets, 0u);
+    ASSERT_NO_FATAL_FAILURE(run_target());
+    expect_by_packets(1);
 }
 
 /* An atomic followed by a write to the same address on one DCI, both
@@ -721,9 +729,7 @@ TEST_F(soft_direct, atomic_then_write_same_address)
         }
         return rc;
     });
-    start_target();
-    ASSERT_TRUE(wait_done());
-    EXPECT_TRUE(stop_children());
+    ASSERT_NO_FATAL_FAILURE(run_target());
 }
 
 /* A write followed by a send on one DCI: when the target sees the receive

@@ -132,6 +132,38 @@ protected:
         return connect_addr(from, &to->address[0]);
     }
 
+    /* Maps length bytes at addr on m_b; NULL on failure */
+    ucp_mem_h map_b(void *addr, size_t length)
+    {
+        ucp_mem_map_params_t mparams;
+        ucp_mem_h memh = NULL;
+
+        memset(&mparams, 0, sizeof(mparams));
+        mparams.field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS |
+                             UCP_MEM_MAP_PARAM_FIELD_LENGTH;
+        mparams.address    = addr;
+        mparams.length     = length;
+        EXPECT_EQ(UCS_OK, ucp_mem_map(m_b.context, &mparams, &memh));
+        return memh;
+    }
+
+    /* The rkey of m_b's memh, for ep; NULL on failure */
+    ucp_rkey_h rkey_for(ucp_ep_h ep, ucp_mem_h memh)
+    {
+        ucp_rkey_h rkey = NULL;
+        size_t rkey_size;
+        void *rkey_buf  = NULL;
+
+        EXPECT_EQ(UCS_OK, ucp_rkey_pack(m_b.context, memh, &rkey_buf,
+                                        &rkey_size));
+        if (rkey_buf == NULL) {
+            return NULL;
+        }
+        EXPECT_EQ(UCS_OK, ucp_ep_rkey_unpack(ep, rkey_buf, &rkey));
+        ucp_rkey_buffer_release(rkey_buf);
+        return rkey;
+    }
+
     void progress()
     {
         ucp_worker_progress(m_a.worker);
@@ -248,26 +280,17 @@ TEST_P(ucp_dcx, rma_and_atomics)
 {
     size_t size = 1 << 20;
     std::vector<char> local(size, 'L');
-    ucp_mem_map_params_t mparams;
     ucp_mem_h memh;
-    void *rkey_buf;
-    size_t rkey_size;
     ucp_rkey_h rkey;
     ucp_request_param_t param;
 
     void *remote = NULL;
     ASSERT_EQ(0, posix_memalign(&remote, 4096, size));
     memset(remote, 0, size);
-    memset(&mparams, 0, sizeof(mparams));
-    mparams.field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS |
-                         UCP_MEM_MAP_PARAM_FIELD_LENGTH;
-    mparams.address    = remote;
-    mparams.length     = size;
-    ASSERT_EQ(UCS_OK, ucp_mem_map(m_b.context, &mparams, &memh));
-    ASSERT_EQ(UCS_OK, ucp_rkey_pack(m_b.context, memh, &rkey_buf,
-                                    &rkey_size));
-    ASSERT_EQ(UCS_OK, ucp_ep_rkey_unpack(m_ab, rkey_buf, &rkey));
-    ucp_rkey_buffer_release(rkey_buf);
+    memh = map_b(remote, size);
+    ASSERT_TRUE(memh != NULL);
+    rkey = rkey_for(m_ab, memh);
+    ASSERT_TRUE(rkey != NULL);
 
     memset(&param, 0, sizeof(param));
     EXPECT_EQ(UCS_OK, wait_req(ucp_put_nbx(m_ab, &local[0], size,
@@ -288,11 +311,8 @@ TEST_P(ucp_dcx, rma_and_atomics)
      * fetching_atomics_32_64 for every fetching operation. */
     ucp_ep_h amo_ep = connect_addr(&m_a, &m_b.address[0],
                                    UCP_ERR_HANDLING_MODE_NONE);
-    ucp_rkey_h amo_rkey;
-    ASSERT_EQ(UCS_OK, ucp_rkey_pack(m_b.context, memh, &rkey_buf,
-                                    &rkey_size));
-    ASSERT_EQ(UCS_OK, ucp_ep_rkey_unpack(amo_ep, rkey_buf, &amo_rkey));
-    ucp_rkey_buffer_release(rkey_buf);
+    ucp_rkey_h amo_rkey = rkey_for(amo_ep, memh);
+    ASSERT_TRUE(amo_rkey != NULL);
 
     uint64_t value = 5, result = 0;
     *(uint64_t*)remote = 10;
@@ -322,26 +342,17 @@ TEST_P(ucp_dcx, fetching_atomics_32_64)
         UCP_ATOMIC_OP_XOR, UCP_ATOMIC_OP_SWAP, UCP_ATOMIC_OP_CSWAP
     };
     std::vector<uint64_t> mem(2, 0);
-    ucp_mem_map_params_t mparams;
     ucp_request_param_t param;
     ucp_mem_h memh;
     ucp_rkey_h rkey;
-    void *rkey_buf;
-    size_t rkey_size;
 
     ucp_ep_h ep = connect_addr(&m_a, &m_b.address[0],
                                UCP_ERR_HANDLING_MODE_NONE);
     ASSERT_TRUE(ep != NULL);
-    memset(&mparams, 0, sizeof(mparams));
-    mparams.field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS |
-                         UCP_MEM_MAP_PARAM_FIELD_LENGTH;
-    mparams.address    = &mem[0];
-    mparams.length     = mem.size() * sizeof(uint64_t);
-    ASSERT_EQ(UCS_OK, ucp_mem_map(m_b.context, &mparams, &memh));
-    ASSERT_EQ(UCS_OK, ucp_rkey_pack(m_b.context, memh, &rkey_buf,
-                                    &rkey_size));
-    ASSERT_EQ(UCS_OK, ucp_ep_rkey_unpack(ep, rkey_buf, &rkey));
-    ucp_rkey_buffer_release(rkey_buf);
+    memh = map_b(&mem[0], mem.size() * sizeof(uint64_t));
+    ASSERT_TRUE(memh != NULL);
+    rkey = rkey_for(ep, memh);
+    ASSERT_TRUE(rkey != NULL);
 
     for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); ++i) {
         for (int bits = 32; bits <= 64; bits += 32) {
@@ -409,12 +420,9 @@ TEST_P(ucp_dcx, sw_and_dcx_atomics_mix_without_error)
 {
     const int rounds = 50;
     std::vector<uint64_t> mem(8, 0);
-    ucp_mem_map_params_t mparams;
     ucp_request_param_t param;
     ucp_mem_h memh, memh0;
     ucp_rkey_h rkey, rkey0;
-    void *rkey_buf;
-    size_t rkey_size;
     char *info     = NULL;
     size_t info_sz = 0;
     /* as osc ucx opens them: no peer error handling (from UCX 1.18 on the
@@ -422,24 +430,16 @@ TEST_P(ucp_dcx, sw_and_dcx_atomics_mix_without_error)
     ucp_ep_h amo_ep = connect_addr(&m_a, &m_b.address[0],
                                    UCP_ERR_HANDLING_MODE_NONE);
 
-    memset(&mparams, 0, sizeof(mparams));
-    mparams.field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS |
-                         UCP_MEM_MAP_PARAM_FIELD_LENGTH;
-    mparams.address    = &mem[0];
-    mparams.length     = mem.size() * sizeof(uint64_t);
-    ASSERT_EQ(UCS_OK, ucp_mem_map(m_b.context, &mparams, &memh));
-    ASSERT_EQ(UCS_OK, ucp_rkey_pack(m_b.context, memh, &rkey_buf,
-                                    &rkey_size));
-    ASSERT_EQ(UCS_OK, ucp_ep_rkey_unpack(amo_ep, rkey_buf, &rkey));
-    ucp_rkey_buffer_release(rkey_buf);
+    memh = map_b(&mem[0], mem.size() * sizeof(uint64_t));
+    ASSERT_TRUE(memh != NULL);
+    rkey = rkey_for(amo_ep, memh);
+    ASSERT_TRUE(rkey != NULL);
 
     /* a key with no transport key at all */
-    mparams.length = 0;
-    ASSERT_EQ(UCS_OK, ucp_mem_map(m_b.context, &mparams, &memh0));
-    ASSERT_EQ(UCS_OK, ucp_rkey_pack(m_b.context, memh0, &rkey_buf,
-                                    &rkey_size));
-    ASSERT_EQ(UCS_OK, ucp_ep_rkey_unpack(amo_ep, rkey_buf, &rkey0));
-    ucp_rkey_buffer_release(rkey_buf);
+    memh0 = map_b(&mem[0], 0);
+    ASSERT_TRUE(memh0 != NULL);
+    rkey0 = rkey_for(amo_ep, memh0);
+    ASSERT_TRUE(rkey0 != NULL);
 
     /* the proper key's atomics go through dcx */
     FILE *f = open_memstream(&info, &info_sz);

@@ -45,28 +45,6 @@ struct peer_info {
     uint64_t  sent;     /* AMs sent to DCX_PEER_SEND_TO */
 };
 
-std::string to_hex(const std::vector<char> &v)
-{
-    static const char digits[] = "0123456789abcdef";
-    std::string s;
-
-    for (size_t i = 0; i < v.size(); ++i) {
-        s += digits[(v[i] >> 4) & 0xf];
-        s += digits[v[i] & 0xf];
-    }
-    return s;
-}
-
-std::vector<char> from_hex(const std::string &s)
-{
-    std::vector<char> v;
-
-    for (size_t i = 0; i + 1 < s.size(); i += 2) {
-        v.push_back((char)strtoul(s.substr(i, 2).c_str(), NULL, 16));
-    }
-    return v;
-}
-
 } /* namespace */
 
 
@@ -369,22 +347,10 @@ TEST_F(uct_dcx_peer, DISABLED_serve)
 
     const char *target = getenv("DCX_PEER_SEND_TO");
     if (target != NULL) {
-        std::string t(target);
-        std::vector<char> dev  = from_hex(t.substr(0, t.find('/')));
-        std::vector<char> ifa  = from_hex(t.substr(t.find('/') + 1));
-        uct_ep_params_t params;
-        uct_ep_h ep;
-        int n = 0;
+        uct_ep_h ep = connect_str(e, target);
+        int n       = 0;
 
-        memset(&params, 0, sizeof(params));
-        params.field_mask = UCT_EP_PARAM_FIELD_IFACE |
-                            UCT_EP_PARAM_FIELD_DEV_ADDR |
-                            UCT_EP_PARAM_FIELD_IFACE_ADDR;
-        params.iface      = e->iface;
-        params.dev_addr   = (uct_device_addr_t*)&dev[0];
-        params.iface_addr = (uct_iface_addr_t*)&ifa[0];
-        ASSERT_EQ(UCS_OK, uct_ep_create(&params, &ep));
-        m_eps.push_back(ep);
+        ASSERT_TRUE(ep != NULL);
         n = atoi(getenv("DCX_PEER_SEND_COUNT"));
         for (int i = 0; i < n; ++i) {
             ASSERT_EQ(UCS_OK, uct_ep_am_short(ep, AM_ID, i, NULL, 0));
@@ -425,16 +391,9 @@ protected:
         ASSERT_GT(m_peer.pid, 0);
         ASSERT_TRUE(read_full(m_peer.from, &info, sizeof(info)));
 
-        uct_ep_params_t params;
-        memset(&params, 0, sizeof(params));
-        params.field_mask = UCT_EP_PARAM_FIELD_IFACE |
-                            UCT_EP_PARAM_FIELD_DEV_ADDR |
-                            UCT_EP_PARAM_FIELD_IFACE_ADDR;
-        params.iface      = (from != NULL) ? from->iface : m_a->iface;
-        params.dev_addr   = (uct_device_addr_t*)info.dev_addr;
-        params.iface_addr = (uct_iface_addr_t*)info.iface_addr;
-        ASSERT_EQ(UCS_OK, uct_ep_create(&params, &m_remote));
-        m_eps.push_back(m_remote);
+        m_remote = connect_addr((from != NULL) ? from : m_a, info.dev_addr,
+                                info.iface_addr);
+        ASSERT_TRUE(m_remote != NULL);
         ASSERT_EQ(UCS_OK, uct_rkey_unpack(m_component, info.rkey, &m_rkb));
         m_rkeys.push_back(m_rkb);
         m_remote_buf = info.buf;
@@ -683,8 +642,7 @@ TEST_P(uct_dcx_remote_fc, grant_to_dead_peer_keeps_live_grants)
 
     ASSERT_EQ(UCS_OK, uct_iface_set_am_handler(m_a->iface, AM_ID, count_am,
                                                &rx_a, 0));
-    m_env.set("DCX_PEER_SEND_TO", to_hex(m_a->dev_addr) + "/" +
-                                  to_hex(m_a->iface_addr));
+    m_env.set("DCX_PEER_SEND_TO", addr_str(m_a));
     m_env.set("DCX_PEER_SEND_COUNT", "3");   /* window 4: asks at the 3rd */
     m_env.set("DCX_PEER_IDLE", "1");
     start_peer();

@@ -19,9 +19,7 @@ extern "C" {
 #include "dcx_strided_stats.h"
 }
 
-#include <csignal>
 #include <cstring>
-#include <sys/wait.h>
 #include <unistd.h>
 #include <vector>
 
@@ -101,6 +99,15 @@ protected:
             cfg["STRIDED_SGE_MAX"] = "4";
         }
         return create_entity(cfg);
+    }
+
+    /* create() with one more setting */
+    entity *create(const char *name, const std::string &value)
+    {
+        std::map<std::string, std::string> cfg;
+
+        cfg[name] = value;
+        return create(cfg);
     }
 
     static size_t span(const layout &l)
@@ -473,9 +480,7 @@ TEST_P(uct_dcx_strided, repeated_layout_hits_the_cache)
 /* Two keys, five layouts over and over: evictions, and every send right */
 TEST_P(uct_dcx_strided, eviction_under_pressure)
 {
-    std::map<std::string, std::string> cfg;
-    cfg["STRIDED_KEYS"] = "2";
-    entity *a = create(cfg), *b = create();
+    entity *a = create("STRIDED_KEYS", "2"), *b = create();
     uct_ep_h ep = connect(a, b);
 
     for (int round = 0; round < 3; ++round) {
@@ -493,9 +498,7 @@ TEST_P(uct_dcx_strided, eviction_under_pressure)
 /* The least recently used layout goes first */
 TEST_P(uct_dcx_strided, eviction_is_lru)
 {
-    std::map<std::string, std::string> cfg;
-    cfg["STRIDED_KEYS"] = "2";
-    entity *a = create(cfg), *b = create();
+    entity *a = create("STRIDED_KEYS", "2"), *b = create();
     uct_ep_h ep = connect(a, b);
     const layout l[3] = { { 4, 10, 50 }, { 4, 11, 50 }, { 4, 12, 50 } };
     mem src[3] = { strided_mem(l[0], 1), strided_mem(l[1], 2),
@@ -521,9 +524,7 @@ TEST_P(uct_dcx_strided, eviction_is_lru)
  * once the operation holding the key completes */
 TEST_P(uct_dcx_strided, pool_exhausted_then_pending)
 {
-    std::map<std::string, std::string> cfg;
-    cfg["STRIDED_KEYS"] = "1";
-    entity *a = create(cfg), *b = create();
+    entity *a = create("STRIDED_KEYS", "1"), *b = create();
     uct_ep_h ep = connect(a, b);
     layout l1 = { 8, 20, 100 }, l2 = { 8, 30, 100 };
     mem s1 = strided_mem(l1, 1), s2 = strided_mem(l2, 2);
@@ -586,9 +587,7 @@ TEST_P(uct_dcx_strided, pool_exhausted_then_pending)
  * one more is refused with one error line */
 TEST_P(uct_dcx_strided, entry_limit_bad_flow)
 {
-    std::map<std::string, std::string> cfg;
-    cfg["STRIDED_KEY_ENTRIES"] = "8";
-    entity *a = create(cfg), *b = create();
+    entity *a = create("STRIDED_KEY_ENTRIES", "8"), *b = create();
     uct_ep_h ep = connect(a, b);
     layout at = { 7, 70000, 8 }, past = { 7, 70000, 9 };
 
@@ -720,26 +719,18 @@ struct strided_peer_info {
 
 } /* namespace */
 
-/* Run in the child (exec'ed by across_processes): publishes an interface
- * and 64 KiB of registered memory on DCX_STRIDED_PEER_FD, then serves until
+/* Run in the child (exec'ed by across_processes, spawn_peer): publishes an
+ * interface and 64 KiB of registered memory on its pipe, then serves until
  * killed */
 class uct_dcx_strided_peer : public uct_dcx_test {
-protected:
-    virtual void init_env(scoped_env &env)
-    {
-        const char *fabric = getenv("DCX_STRIDED_PEER_FABRIC");
-        if (fabric != NULL) {
-            env.set("UCX_DCX_SOFT_FABRIC", fabric);
-        }
-    }
 };
 
 TEST_F(uct_dcx_strided_peer, DISABLED_serve)
 {
-    const char *fd_str = getenv("DCX_STRIDED_PEER_FD");
     strided_peer_info info;
+    int in_fd, out_fd;
 
-    if (fd_str == NULL) {
+    if (!peer_fds(&in_fd, &out_fd)) {
         GTEST_SKIP() << "run by uct_dcx_strided.across_processes only";
     }
     std::map<std::string, std::string> cfg;
@@ -757,50 +748,9 @@ TEST_F(uct_dcx_strided_peer, DISABLED_serve)
     memcpy(info.iface_addr, &e->iface_addr[0], e->iface_addr.size());
     info.buf = (uintptr_t)m.ptr;
     ASSERT_EQ(UCS_OK, uct_md_mkey_pack(m_md, m.memh, info.rkey));
-    ASSERT_EQ((ssize_t)sizeof(info), write(atoi(fd_str), &info,
-                                           sizeof(info)));
+    ASSERT_TRUE(write_full(out_fd, &info, sizeof(info)));
     for (;;) {
         progress();
-    }
-}
-
-/* Starts the peer (uct_dcx_strided_peer.DISABLED_serve) in a new process
- * on our fabric; *child is its pid, info what it published */
-static void spawn_strided_peer(strided_peer_info &info, pid_t &child)
-{
-    int fds[2];
-    char fd_str[16];
-
-    ASSERT_EQ(0, pipe(fds));
-    child = fork();
-    ASSERT_GE(child, 0);
-    if (child == 0) {
-        close(fds[0]);
-        snprintf(fd_str, sizeof(fd_str), "%d", fds[1]);
-        setenv("DCX_STRIDED_PEER_FD", fd_str, 1);
-        setenv("DCX_STRIDED_PEER_FABRIC", getenv("UCX_DCX_SOFT_FABRIC"), 1);
-        if (freopen("/dev/null", "w", stdout) == NULL) {
-            _exit(126);
-        }
-        execl("/proc/self/exe", "gtest_uct_strided_peer",
-              "--gtest_filter=uct_dcx_strided_peer.DISABLED_serve",
-              "--gtest_also_run_disabled_tests", (char*)NULL);
-        _exit(127);
-    }
-    close(fds[1]);
-    size_t got = 0;
-    while (got < sizeof(info)) {
-        ssize_t n = read(fds[0], (char*)&info + got, sizeof(info) - got);
-        if (n <= 0) {
-            break;
-        }
-        got += n;
-    }
-    close(fds[0]);
-    if (got != sizeof(info)) {
-        kill(child, SIGKILL);
-        waitpid(child, NULL, 0);
-        FAIL() << "the peer did not start";
     }
 }
 
@@ -808,24 +758,20 @@ TEST_P(uct_dcx_strided, across_processes)
 {
     entity *a = create();
     strided_peer_info info;
-    pid_t child = -1;
-
-    spawn_strided_peer(info, child);
-    if (HasFatalFailure()) {
-        return;
-    }
-    uct_ep_params_t params;
     uct_rkey_bundle_t rkb;
-    uct_ep_h ep;
-    memset(&params, 0, sizeof(params));
-    params.field_mask = UCT_EP_PARAM_FIELD_IFACE |
-                        UCT_EP_PARAM_FIELD_DEV_ADDR |
-                        UCT_EP_PARAM_FIELD_IFACE_ADDR;
-    params.iface      = a->iface;
-    params.dev_addr   = (uct_device_addr_t*)info.dev_addr;
-    params.iface_addr = (uct_iface_addr_t*)info.iface_addr;
-    ASSERT_EQ(UCS_OK, uct_ep_create(&params, &ep));
-    m_eps.push_back(ep);
+
+    /* killed however the test ends */
+    struct peer_guard {
+        peer_proc p;
+        ~peer_guard() { kill_peer(p); }
+    } peer;
+
+    peer.p = spawn_peer("uct_dcx_strided_peer.DISABLED_serve");
+    ASSERT_GT(peer.p.pid, 0);
+    ASSERT_TRUE(read_full(peer.p.from, &info, sizeof(info)))
+            << "the peer did not start";
+    uct_ep_h ep = connect_addr(a, info.dev_addr, info.iface_addr);
+    ASSERT_TRUE(ep != NULL);
     ASSERT_EQ(UCS_OK, uct_rkey_unpack(m_component, info.rkey, &rkb));
 
     /* 6000 bytes gathered into the peer, scattered back in another layout */
@@ -851,8 +797,6 @@ TEST_P(uct_dcx_strided, across_processes)
         }
     }
     uct_rkey_release(m_component, &rkb);
-    kill(child, SIGKILL);
-    waitpid(child, NULL, 0);
 }
 
 static size_t unpack_len;
@@ -869,25 +813,20 @@ TEST_P(uct_dcx_strided, get_across_processes)
 {
     entity *a = create();
     strided_peer_info info;
-    pid_t child = -1;
-
-    spawn_strided_peer(info, child);
-    if (HasFatalFailure()) {
-        return;
-    }
-
-    uct_ep_params_t params;
     uct_rkey_bundle_t rkb;
-    uct_ep_h ep;
-    memset(&params, 0, sizeof(params));
-    params.field_mask = UCT_EP_PARAM_FIELD_IFACE |
-                        UCT_EP_PARAM_FIELD_DEV_ADDR |
-                        UCT_EP_PARAM_FIELD_IFACE_ADDR;
-    params.iface      = a->iface;
-    params.dev_addr   = (uct_device_addr_t*)info.dev_addr;
-    params.iface_addr = (uct_iface_addr_t*)info.iface_addr;
-    ASSERT_EQ(UCS_OK, uct_ep_create(&params, &ep));
-    m_eps.push_back(ep);
+
+    /* killed however the test ends */
+    struct peer_guard {
+        peer_proc p;
+        ~peer_guard() { kill_peer(p); }
+    } peer;
+
+    peer.p = spawn_peer("uct_dcx_strided_peer.DISABLED_serve");
+    ASSERT_GT(peer.p.pid, 0);
+    ASSERT_TRUE(read_full(peer.p.from, &info, sizeof(info)))
+            << "the peer did not start";
+    uct_ep_h ep = connect_addr(a, info.dev_addr, info.iface_addr);
+    ASSERT_TRUE(ep != NULL);
     ASSERT_EQ(UCS_OK, uct_rkey_unpack(m_component, info.rkey, &rkb));
 
     const size_t len = 8192;
@@ -945,8 +884,6 @@ TEST_P(uct_dcx_strided, get_across_processes)
         EXPECT_EQ(0xee, ((uint8_t*)dst.ptr)[n]) << "get_zcopy " << n;
     }
     uct_rkey_release(m_component, &rkb);
-    kill(child, SIGKILL);
-    waitpid(child, NULL, 0);
 }
 
 /*
@@ -966,9 +903,8 @@ TEST_P(uct_dcx_strided, DISABLED_measure_sge_vs_key)
     const char *env = getenv("DCX_MEASURE_COUNT");
     unsigned count  = (env != NULL) ? atoi(env) : 8;
     const char *sge = getenv("DCX_MEASURE_SGE_MAX");
-    std::map<std::string, std::string> cfg;
-    cfg["STRIDED_SGE_MAX"] = (sge != NULL) ? sge : "0";
-    entity *a = create(cfg), *b = create();
+    entity *a = create("STRIDED_SGE_MAX", (sge != NULL) ? sge : "0");
+    entity *b = create();
     uct_ep_h ep = connect(a, b);
     layout l = { 8, 24, count };
     mem src = strided_mem(l, 1), dst = alloc_mem(l.length * count + 64);

@@ -21,9 +21,7 @@ extern "C" {
 
 #include <dlfcn.h>
 #include <poll.h>
-#include <signal.h>
 #include <sys/wait.h>
-#include <unistd.h>
 
 using namespace dcx_test;
 
@@ -55,57 +53,12 @@ uint8_t pattern(uint32_t seed, size_t i)
     return (uint8_t)((i * 131 + seed * 17 + (i >> 8)) ^ 0x5a);
 }
 
-bool io_full(int fd, void *buf, size_t len, bool wr)
-{
-    char *p = (char*)buf;
-
-    while (len > 0) {
-        ssize_t n = wr ? write(fd, p, len) : read(fd, p, len);
-        if (n <= 0) {
-            return false;
-        }
-        p   += n;
-        len -= n;
-    }
-    return true;
-}
-
-std::string hex(const std::vector<char> &v)
-{
-    static const char d[] = "0123456789abcdef";
-    std::string s;
-
-    for (size_t i = 0; i < v.size(); ++i) {
-        s += d[(v[i] >> 4) & 0xf];
-        s += d[v[i] & 0xf];
-    }
-    return s;
-}
-
-std::vector<char> unhex(const std::string &s)
-{
-    std::vector<char> v;
-
-    for (size_t i = 0; i + 1 < s.size(); i += 2) {
-        v.push_back((char)strtoul(s.substr(i, 2).c_str(), NULL, 16));
-    }
-    return v;
-}
-
 } // namespace
 
 
 /* The agent, in the child process */
 class uct_dcx_strided_agent : public uct_dcx_test {
 protected:
-    virtual void init_env(scoped_env &env)
-    {
-        const char *fabric = getenv("DCX_SR_FABRIC");
-        if (fabric != NULL) {
-            env.set("UCX_DCX_SOFT_FABRIC", fabric);
-        }
-    }
-
     ucs_status_t wait_op(ucs_status_t status, test_comp &comp, uct_ep_h ep)
     {
         size_t errors = m_errors.size();
@@ -123,35 +76,21 @@ protected:
 
 TEST_F(uct_dcx_strided_agent, DISABLED_serve)
 {
-    const char *in_str = getenv("DCX_SR_IN"), *out_str = getenv("DCX_SR_OUT");
-    const char *peer   = getenv("DCX_SR_PEER");
+    const char *peer = getenv("DCX_SR_PEER");
     agent_cmd cmd;
     agent_reply rep;
+    int in, out;
 
-    if ((in_str == NULL) || (out_str == NULL) || (peer == NULL)) {
+    if (!peer_fds(&in, &out) || (peer == NULL)) {
         GTEST_SKIP() << "run by the strided registration tests only";
     }
-    int in = atoi(in_str), out = atoi(out_str);
     entity *e = create_entity();
     ASSERT_TRUE(e != NULL);
-    mem m = alloc_mem(AGENT_BUF);
-    std::string p(peer);
-    std::vector<char> dev = unhex(p.substr(0, p.find('/')));
-    std::vector<char> ifa = unhex(p.substr(p.find('/') + 1));
-    uct_ep_params_t params;
-    uct_ep_h ep;
+    mem m       = alloc_mem(AGENT_BUF);
+    uct_ep_h ep = connect_str(e, peer);
+    ASSERT_TRUE(ep != NULL);
 
-    memset(&params, 0, sizeof(params));
-    params.field_mask = UCT_EP_PARAM_FIELD_IFACE |
-                        UCT_EP_PARAM_FIELD_DEV_ADDR |
-                        UCT_EP_PARAM_FIELD_IFACE_ADDR;
-    params.iface      = e->iface;
-    params.dev_addr   = (uct_device_addr_t*)&dev[0];
-    params.iface_addr = (uct_iface_addr_t*)&ifa[0];
-    ASSERT_EQ(UCS_OK, uct_ep_create(&params, &ep));
-    m_eps.push_back(ep);
-
-    while (io_full(in, &cmd, sizeof(cmd), false) && (cmd.op != CMD_QUIT)) {
+    while (read_full(in, &cmd, sizeof(cmd)) && (cmd.op != CMD_QUIT)) {
         uct_rkey_bundle_t rkb;
         uint8_t *buf = (uint8_t*)m.ptr;
         uint64_t old = 0;
@@ -193,10 +132,10 @@ TEST_F(uct_dcx_strided_agent, DISABLED_serve)
             rep.length = (cmd.op == CMD_GET) ? cmd.length :
                          (cmd.op == CMD_FADD64) ? 8 : 0;
         }
-        ASSERT_TRUE(io_full(out, &rep, sizeof(rep), true));
+        ASSERT_TRUE(write_full(out, &rep, sizeof(rep)));
         if (rep.length > 0) {
-            ASSERT_TRUE(io_full(out, (cmd.op == CMD_GET) ? (void*)buf :
-                                (void*)&old, rep.length, true));
+            ASSERT_TRUE(write_full(out, (cmd.op == CMD_GET) ? (void*)buf :
+                                   (void*)&old, rep.length));
         }
     }
 }
@@ -211,7 +150,6 @@ protected:
 
     virtual void SetUp()
     {
-        m_child = -1;
         uct_dcx_test::SetUp();
         m_e = create_entity();
         ASSERT_TRUE(m_e != NULL);
@@ -249,55 +187,44 @@ protected:
 
     void start_agent()
     {
-        int to[2], from[2];
-        char in_str[16], out_str[16];
+        std::map<std::string, std::string> env;
 
-        ASSERT_EQ(0, pipe(to));
-        ASSERT_EQ(0, pipe(from));
-        std::string peer = hex(m_e->dev_addr) + "/" + hex(m_e->iface_addr);
-        m_child = fork();
-        ASSERT_GE(m_child, 0);
-        if (m_child == 0) {
-            close(to[1]);
-            close(from[0]);
-            snprintf(in_str, sizeof(in_str), "%d", to[0]);
-            snprintf(out_str, sizeof(out_str), "%d", from[1]);
-            setenv("DCX_SR_IN", in_str, 1);
-            setenv("DCX_SR_OUT", out_str, 1);
-            setenv("DCX_SR_PEER", peer.c_str(), 1);
-            setenv("DCX_SR_FABRIC", getenv("UCX_DCX_SOFT_FABRIC"), 1);
-            if (freopen("/dev/null", "w", stdout) == NULL) {
-                _exit(126);
-            }
-            execl("/proc/self/exe", "gtest_uct_strided_agent",
-                  "--gtest_filter=uct_dcx_strided_agent.DISABLED_serve",
-                  "--gtest_also_run_disabled_tests", (char*)NULL);
-            _exit(127);
-        }
-        close(to[0]);
-        close(from[1]);
-        m_to   = to[1];
-        m_from = from[0];
+        env["DCX_SR_PEER"] = addr_str(m_e);
+        m_agent = spawn_peer("uct_dcx_strided_agent.DISABLED_serve", env);
+        ASSERT_GT(m_agent.pid, 0);
     }
 
     void stop_agent()
     {
         agent_cmd cmd;
         int status;
+        pid_t pid;
 
-        if (m_child <= 0) {
+        if (m_agent.pid <= 0) {
             return;
         }
         memset(&cmd, 0, sizeof(cmd));
         cmd.op = CMD_QUIT;
-        io_full(m_to, &cmd, sizeof(cmd), true);
-        close(m_to);
-        close(m_from);
+        write_full(m_agent.to, &cmd, sizeof(cmd));
+        pid = m_agent.pid;
+        m_agent.pid = -1;
+        kill_peer(m_agent);   /* pid < 0: only closes the pipes */
         /* the agent's own test must pass */
-        EXPECT_EQ(m_child, waitpid(m_child, &status, 0));
+        EXPECT_EQ(pid, waitpid(pid, &status, 0));
         EXPECT_TRUE(WIFEXITED(status) && (WEXITSTATUS(status) == 0))
                 << "agent status 0x" << std::hex << status;
-        m_child = -1;
+    }
+
+    /* Sends cmd to the agent; waits (progressing) for its reply */
+    bool agent_call(const agent_cmd &cmd, agent_reply *rep)
+    {
+        struct pollfd pfd = {m_agent.from, POLLIN, 0};
+
+        if (!write_full(m_agent.to, &cmd, sizeof(cmd))) {
+            return false;
+        }
+        wait_for([&] { return poll(&pfd, 1, 0) != 0; }, 60.0);
+        return read_full(m_agent.from, rep, sizeof(*rep));
     }
 
     /* Runs one command at the agent; progresses while it waits */
@@ -305,11 +232,10 @@ protected:
                        uint64_t length, uint32_t seed,
                        std::vector<uint8_t> *data = NULL, uint64_t add = 0)
     {
-        struct pollfd pfd;
         agent_cmd cmd;
         agent_reply rep;
 
-        if (m_child <= 0) {
+        if (m_agent.pid <= 0) {
             start_agent();
         }
         memset(&cmd, 0, sizeof(cmd));
@@ -319,17 +245,13 @@ protected:
         cmd.length = length;
         cmd.add    = add;
         EXPECT_EQ(UCS_OK, uct_md_mkey_pack(m_md, memh, cmd.rkey));
-        EXPECT_TRUE(io_full(m_to, &cmd, sizeof(cmd), true));
-        pfd.fd     = m_from;
-        pfd.events = POLLIN;
-        wait_for([&] { return poll(&pfd, 1, 0) != 0; }, 60.0);
-        EXPECT_TRUE(io_full(m_from, &rep, sizeof(rep), false));
+        EXPECT_TRUE(agent_call(cmd, &rep));
         if (data != NULL) {
             data->resize(rep.length);
         }
         if (rep.length > 0) {
             std::vector<uint8_t> tmp(rep.length);
-            EXPECT_TRUE(io_full(m_from, &tmp[0], rep.length, false));
+            EXPECT_TRUE(read_full(m_agent.from, &tmp[0], rep.length));
             if (data != NULL) {
                 *data = tmp;
             }
@@ -474,8 +396,7 @@ protected:
     entity                 *m_e;
     mem                     m_mem;
     std::vector<uct_mem_h>  m_strided;
-    pid_t                   m_child;
-    int                     m_to, m_from;
+    peer_proc               m_agent;
 };
 
 /* A vector of doubles (a matrix column): scatter, gather, partial ranges */
@@ -661,10 +582,7 @@ TEST_F(uct_dcx_strided_reg, used_after_dereg_bad_flow)
     cmd.seed   = 14;
     cmd.length = layout(d).size();
     memcpy(cmd.rkey, keep.rkey, sizeof(cmd.rkey));
-    ASSERT_TRUE(io_full(m_to, &cmd, sizeof(cmd), true));
-    struct pollfd pfd = {m_from, POLLIN, 0};
-    wait_for([&] { return poll(&pfd, 1, 0) != 0; }, 60.0);
-    ASSERT_TRUE(io_full(m_from, &rep, sizeof(rep), false));
+    ASSERT_TRUE(agent_call(cmd, &rep));
     EXPECT_EQ(UCS_ERR_CONNECTION_RESET, (ucs_status_t)rep.status);
     EXPECT_EQ(0u, rep.length);
     EXPECT_TRUE(std::equal(before.begin(), before.end(), base()))

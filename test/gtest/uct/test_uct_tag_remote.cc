@@ -90,6 +90,20 @@ uint64_t count_bad(const void *got, size_t n, unsigned seed)
     return bad;
 }
 
+/* A tagged receive into buf completed: tag, len bytes of pattern 'seed',
+ * and the 64 bytes after them untouched */
+void check_recv(const recv_ctx &ctx, const void *buf, uct_tag_t tag,
+                size_t len, unsigned seed)
+{
+    EXPECT_EQ(UCS_OK, ctx.status);
+    EXPECT_EQ(tag, ctx.stag);
+    EXPECT_EQ(len, ctx.length);
+    EXPECT_EQ(0u, count_bad(buf, len, seed)) << "size " << len;
+    for (size_t j = len; j < len + 64; ++j) {
+        ASSERT_EQ(0, ((const char*)buf)[j]) << "byte " << j;
+    }
+}
+
 } /* namespace */
 
 
@@ -459,14 +473,9 @@ protected:
                                    imm).status);
             ASSERT_TRUE(wait_for([&]() { return ctx.completed > 0; }))
                 << "size " << len;
-            EXPECT_EQ(UCS_OK, ctx.status);
-            EXPECT_EQ(tag, ctx.stag);
             EXPECT_EQ(imm, ctx.imm);
-            EXPECT_EQ(len, ctx.length);
-            EXPECT_EQ(0u, count_bad(m.ptr, len, seed + 1)) << "size " << len;
-            for (size_t j = len; j < len + 64; ++j) {
-                ASSERT_EQ(0, ((char*)m.ptr)[j]) << "byte " << j;
-            }
+            ASSERT_NO_FATAL_FAILURE(check_recv(ctx, m.ptr, tag, len,
+                                               seed + 1));
         }
         EXPECT_TRUE(m_unexp.empty());
     }
@@ -576,13 +585,7 @@ TEST_P(uct_dcx_tag_remote, rndv_zcopy_device_completed)
         EXPECT_EQ(UCS_OK, r.status) << "the peer's FIN, size " << len;
         EXPECT_EQ(1, r.completed);
         ASSERT_TRUE(wait_for([&]() { return ctx.completed > 0; }));
-        EXPECT_EQ(UCS_OK, ctx.status);
-        EXPECT_EQ(tag, ctx.stag);
-        EXPECT_EQ(len, ctx.length);
-        EXPECT_EQ(0u, count_bad(m.ptr, len, i + 50)) << "size " << len;
-        for (size_t j = len; j < len + 64; ++j) {
-            ASSERT_EQ(0, ((char*)m.ptr)[j]) << "byte " << j;
-        }
+        ASSERT_NO_FATAL_FAILURE(check_recv(ctx, m.ptr, tag, len, i + 50));
     }
     EXPECT_TRUE(m_unexp.empty());
 }

@@ -237,6 +237,45 @@ uct_ep_h uct_dcx_test::connect_addr(entity *from, const void *dev_addr,
     return ep;
 }
 
+static std::vector<char> from_hex(const std::string &s)
+{
+    std::vector<char> v;
+
+    for (size_t i = 0; i + 1 < s.size(); i += 2) {
+        v.push_back((char)strtoul(s.substr(i, 2).c_str(), NULL, 16));
+    }
+    return v;
+}
+
+static std::string to_hex(const std::vector<char> &v)
+{
+    static const char digits[] = "0123456789abcdef";
+    std::string s;
+
+    for (size_t i = 0; i < v.size(); ++i) {
+        s += digits[(v[i] >> 4) & 0xf];
+        s += digits[v[i] & 0xf];
+    }
+    return s;
+}
+
+uct_ep_h uct_dcx_test::connect_str(entity *from, const std::string &addr)
+{
+    std::vector<char> dev = from_hex(addr.substr(0, addr.find('/')));
+    std::vector<char> ifa = from_hex(addr.substr(addr.find('/') + 1));
+
+    EXPECT_FALSE(dev.empty() || ifa.empty()) << "bad address '" << addr << "'";
+    if (dev.empty() || ifa.empty()) {
+        return NULL;
+    }
+    return connect_addr(from, &dev[0], &ifa[0]);
+}
+
+std::string addr_str(const entity *e)
+{
+    return to_hex(e->dev_addr) + "/" + to_hex(e->iface_addr);
+}
+
 void uct_dcx_test::destroy_ep(uct_ep_h ep)
 {
     for (size_t i = 0; i < m_eps.size(); ++i) {

@@ -70,6 +70,8 @@ protected:
     /* An ep to the interface of these (packed) addresses */
     uct_ep_h connect_addr(entity *from, const void *dev_addr,
                           const void *iface_addr);
+    /* An ep to the interface of addr_str() text (from a peer process) */
+    uct_ep_h connect_str(entity *from, const std::string &addr);
     void destroy_ep(uct_ep_h ep);
 
     unsigned progress();
@@ -143,6 +145,9 @@ bool peer_fds(int *in_fd, int *out_fd);
 /* Whole reads and writes on the pipes; timeout_ms < 0 waits forever */
 bool read_full(int fd, void *buf, size_t len, int timeout_ms = -1);
 bool write_full(int fd, const void *buf, size_t len);
+/* An interface's addresses as text, "<device hex>/<interface hex>", to pass
+ * to a peer process in its environment (uct_dcx_test::connect_str) */
+std::string addr_str(const entity *e);
 
 /* Every DCI pool policy, for INSTANTIATE_TEST_SUITE_P */
 #define UCT_DCX_POLICIES ::testing::Values("dcs", "dcs_quota", "rand")
