@@ -53,6 +53,23 @@ ucs_status_t am_cb(void *arg, void *data, size_t length, unsigned flags)
     return UCS_OK;
 }
 
+/* What the peer process of the cross-process tests publishes
+ * (uct_dcx_strided_peer.DISABLED_serve) */
+struct strided_peer_info {
+    uint8_t   dev_addr[64];
+    uint8_t   iface_addr[64];
+    size_t    dev_addr_len, iface_addr_len;
+    uint64_t  buf;
+    char      rkey[64];
+};
+
+/* That peer, killed however the test ends */
+struct strided_peer {
+    peer_proc          p;
+    strided_peer_info  info;
+    ~strided_peer() { kill_peer(p); }
+};
+
 } /* namespace */
 
 
@@ -253,6 +270,20 @@ protected:
             return status != UCS_ERR_NO_RESOURCE;
         }));
         ASSERT_EQ(UCS_OK, status);
+    }
+
+    /* Starts the peer process on our fabric and connects a to it: *ep and
+     * *rkb reach its registered buffer (peer.info.buf) */
+    void start_peer(entity *a, strided_peer &peer, uct_ep_h *ep,
+                    uct_rkey_bundle_t *rkb)
+    {
+        peer.p = spawn_peer("uct_dcx_strided_peer.DISABLED_serve");
+        ASSERT_GT(peer.p.pid, 0);
+        ASSERT_TRUE(read_full(peer.p.from, &peer.info, sizeof(peer.info)))
+                << "the peer did not start";
+        *ep = connect_addr(a, peer.info.dev_addr, peer.info.iface_addr);
+        ASSERT_TRUE(*ep != NULL);
+        ASSERT_EQ(UCS_OK, uct_rkey_unpack(m_component, peer.info.rkey, rkb));
     }
 };
 
@@ -707,17 +738,6 @@ TEST_P(uct_dcx_strided, config_bad_flow)
  * A peer in another process: strided put into its memory, strided get back
  * ------------------------------------------------------------------------- */
 
-namespace {
-
-struct strided_peer_info {
-    uint8_t   dev_addr[64];
-    uint8_t   iface_addr[64];
-    size_t    dev_addr_len, iface_addr_len;
-    uint64_t  buf;
-    char      rkey[64];
-};
-
-} /* namespace */
 
 /* Run in the child (exec'ed by across_processes, spawn_peer): publishes an
  * interface and 64 KiB of registered memory on its pipe, then serves until
@@ -757,22 +777,15 @@ TEST_F(uct_dcx_strided_peer, DISABLED_serve)
 TEST_P(uct_dcx_strided, across_processes)
 {
     entity *a = create();
-    strided_peer_info info;
+    strided_peer peer;
+    const strided_peer_info &info = peer.info;
     uct_rkey_bundle_t rkb;
+    uct_ep_h ep = NULL;
 
-    /* killed however the test ends */
-    struct peer_guard {
-        peer_proc p;
-        ~peer_guard() { kill_peer(p); }
-    } peer;
-
-    peer.p = spawn_peer("uct_dcx_strided_peer.DISABLED_serve");
-    ASSERT_GT(peer.p.pid, 0);
-    ASSERT_TRUE(read_full(peer.p.from, &info, sizeof(info)))
-            << "the peer did not start";
-    uct_ep_h ep = connect_addr(a, info.dev_addr, info.iface_addr);
-    ASSERT_TRUE(ep != NULL);
-    ASSERT_EQ(UCS_OK, uct_rkey_unpack(m_component, info.rkey, &rkb));
+    start_peer(a, peer, &ep, &rkb);
+    if (HasFatalFailure()) {
+        return;
+    }
 
     /* 6000 bytes gathered into the peer, scattered back in another layout */
     layout ls = { 12, 40, 500 }, lg = { 6, 9, 1000 };
@@ -812,22 +825,15 @@ static void get_unpack(void *arg, const void *data, size_t length)
 TEST_P(uct_dcx_strided, get_across_processes)
 {
     entity *a = create();
-    strided_peer_info info;
+    strided_peer peer;
+    const strided_peer_info &info = peer.info;
     uct_rkey_bundle_t rkb;
+    uct_ep_h ep = NULL;
 
-    /* killed however the test ends */
-    struct peer_guard {
-        peer_proc p;
-        ~peer_guard() { kill_peer(p); }
-    } peer;
-
-    peer.p = spawn_peer("uct_dcx_strided_peer.DISABLED_serve");
-    ASSERT_GT(peer.p.pid, 0);
-    ASSERT_TRUE(read_full(peer.p.from, &info, sizeof(info)))
-            << "the peer did not start";
-    uct_ep_h ep = connect_addr(a, info.dev_addr, info.iface_addr);
-    ASSERT_TRUE(ep != NULL);
-    ASSERT_EQ(UCS_OK, uct_rkey_unpack(m_component, info.rkey, &rkb));
+    start_peer(a, peer, &ep, &rkb);
+    if (HasFatalFailure()) {
+        return;
+    }
 
     const size_t len = 8192;
     mem src = alloc_mem(len), dst = alloc_mem(len);
