@@ -305,6 +305,27 @@ DCX_UCX_FEATURE([IFACE_QUERY_V2], [internal op iface_query_v2],
 DCX_UCX_FEATURE([EP_SGL_ZCOPY], [internal ops ep_put_sgl_zcopy/ep_get_sgl_zcopy],
     [[uct_iface_internal_ops_t o; o.ep_put_sgl_zcopy = NULL;
       o.ep_get_sgl_zcopy = NULL; (void)o;]])
+DCX_UCX_FEATURE([SGL_ZCOPY], [scatter-gather put/get with per-element counts and strides],
+    [[{ DCX_UCX_SAME_TYPE(uct_ep_put_sgl_zcopy_func_t,
+                         ucs_status_t (*)(uct_ep_h, void * const*,
+                                          const size_t*, uct_mem_h const*,
+                                          const uint64_t*, uct_rkey_t const*,
+                                          const size_t*, const size_t*,
+                                          size_t, uct_completion_t*)); }
+      { DCX_UCX_SAME_TYPE(uct_ep_get_sgl_zcopy_func_t,
+                         ucs_status_t (*)(uct_ep_h, void * const*,
+                                          const size_t*, uct_mem_h const*,
+                                          const uint64_t*, uct_rkey_t const*,
+                                          const size_t*, const size_t*,
+                                          size_t, uct_completion_t*)); }
+      uct_iface_attr_v2_t a;
+      a.field_mask = UCT_IFACE_ATTR_FIELD_CAP_FLAGS |
+                     UCT_IFACE_ATTR_FIELD_MAX_PUT_SGL_ZCOPY_COUNT |
+                     UCT_IFACE_ATTR_FIELD_MAX_GET_SGL_ZCOPY_COUNT;
+      a.cap.flags  = UCT_IFACE_FLAG_V2_PUT_SGL_ZCOPY |
+                     UCT_IFACE_FLAG_V2_GET_SGL_ZCOPY;
+      a.max_put_sgl_zcopy_count = a.max_get_sgl_zcopy_count = 0; (void)a;
+      (void)uct_iface_base_query_v2;]])
 DCX_UCX_FEATURE([EP_GET_DEVICE_EP], [internal op ep_get_device_ep],
     [[uct_iface_internal_ops_t o; o.ep_get_device_ep = NULL; (void)o;]])
 DCX_UCX_FEATURE([EP_OUTSTANDING_PURGE], [internal op ep_outstanding_purge],
@@ -418,6 +439,25 @@ AS_IF([test "x$dcx_ucx_ok" = xyes],
      # dcx's warnings they warn (e.g. -Wsign-compare in UCS_MASK)
      UCX_CPPFLAGS="-UHAVE_CONFIG_H -include \$(top_builddir)/$dcx_ucx_config_h -isystem $UCX_SRC_DIR/src"
      UCX_LIBS="-luct -lucs -lucm"])
+
+# --- loading by UCX_PLUGIN_PATH (UCX 1.23 and later) ----------------------
+# A UCX whose configuration has UCX_PLUGIN_PATH loads every
+# libuct_<name><ext> in those directories, <ext> being the extension of the
+# name its libucs was loaded by (the soname: ".so.0").  make install then
+# links the module there under that name (Makefile.am, dcx-run --plugin-dir).
+UCX_MODULE_EXT=
+dcx_ucx_plugin_path=no
+AS_IF([test "x$dcx_ucx_ok" = xyes],
+    [AC_MSG_CHECKING([whether UCX loads modules from UCX_PLUGIN_PATH])
+     AS_IF([$UCX_INFO -c 2>/dev/null | grep -q '^UCX_PLUGIN_PATH='],
+        [UCX_MODULE_EXT=`ldd $UCX_INFO 2>/dev/null | sed -n 's/^@<:@@<:@:space:@:>@@:>@*libucs\(\.@<:@^ @:>@*\) =>.*/\1/p' | head -n 1`
+         AS_IF([test -n "$UCX_MODULE_EXT"],
+            [dcx_ucx_plugin_path=yes
+             AC_MSG_RESULT([yes, as libuct_dcx$UCX_MODULE_EXT])],
+            [AC_MSG_RESULT([yes, but the name of its libucs is unknown (ldd $UCX_INFO): not linked])])],
+        [AC_MSG_RESULT([no (preload only)])])])
+AC_SUBST([UCX_MODULE_EXT])
+AM_CONDITIONAL([DCX_UCX_PLUGIN_PATH], [test "x$dcx_ucx_plugin_path" = xyes])
 
 AC_SUBST([UCX_CPPFLAGS])
 AC_SUBST([UCX_LIBS])

@@ -231,14 +231,37 @@ int uct_dcx_ep_is_connected(const uct_ep_h tl_ep,
 #  define UCT_DCX_IOPS_CONNECT_TO_EP_V2
 #endif
 
-/* The v2 query reports no scatter-gather put/get (dcx implements none) */
-#if DCX_UCX_HAVE_IFACE_QUERY_V2
+/* Scatter-gather put/get (dcx_sgl.c) where the UCX has them with
+ * per-element counts and strides; the v2 query then reports them.  Where
+ * it has the operations in another form, the v2 query reports none. */
+#if DCX_UCX_HAVE_SGL_ZCOPY
+ucs_status_t uct_dcx_iface_query_v2(uct_iface_h tl_iface,
+                                    uct_iface_attr_v2_t *attr);
+ucs_status_t
+uct_dcx_ep_put_sgl_zcopy(uct_ep_h tl_ep, void * const *buffers,
+                         const size_t *lengths, uct_mem_h const *memhs,
+                         const uint64_t *remote_addrs, uct_rkey_t const *rkeys,
+                         const size_t *counts, const size_t *strides,
+                         size_t count, uct_completion_t *comp);
+ucs_status_t
+uct_dcx_ep_get_sgl_zcopy(uct_ep_h tl_ep, void * const *buffers,
+                         const size_t *lengths, uct_mem_h const *memhs,
+                         const uint64_t *remote_addrs, uct_rkey_t const *rkeys,
+                         const size_t *counts, const size_t *strides,
+                         size_t count, uct_completion_t *comp);
+#  define UCT_DCX_IOPS_QUERY_V2 .iface_query_v2 = uct_dcx_iface_query_v2,
+#  define UCT_DCX_IOPS_SGL_ZCOPY \
+    .ep_put_sgl_zcopy = uct_dcx_ep_put_sgl_zcopy, \
+    .ep_get_sgl_zcopy = uct_dcx_ep_get_sgl_zcopy,
+#elif DCX_UCX_HAVE_IFACE_QUERY_V2
 #  define UCT_DCX_IOPS_QUERY_V2 .iface_query_v2 = uct_iface_base_query_v2,
 #else
 #  define UCT_DCX_IOPS_QUERY_V2
 #endif
 
-#if DCX_UCX_HAVE_EP_SGL_ZCOPY
+#if DCX_UCX_HAVE_SGL_ZCOPY
+/* UCT_DCX_IOPS_SGL_ZCOPY is defined above */
+#elif DCX_UCX_HAVE_EP_SGL_ZCOPY
 #  define UCT_DCX_IOPS_SGL_ZCOPY \
     .ep_put_sgl_zcopy = UCT_DCX_OP_UNSUPPORTED(uct_ep_put_sgl_zcopy_func_t), \
     .ep_get_sgl_zcopy = UCT_DCX_OP_UNSUPPORTED(uct_ep_get_sgl_zcopy_func_t),
