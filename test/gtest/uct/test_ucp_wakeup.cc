@@ -14,6 +14,8 @@
 
 #include <ucp/api/ucp.h>
 
+#include "ucp_rma_probe.h"
+
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -302,6 +304,9 @@ int server_main(int rfd, int wfd)
         return 3;
     }
 
+    /* the client writes our memory only where UCP does RMA at all */
+    const bool rma_ok = !dcx_test::ucp_rma_refused_by_ucp();
+
     t0 = now_sec();
     c0 = cpu_sec();
     for (int round = 0; round < ROUNDS; ++round) {
@@ -318,7 +323,7 @@ int server_main(int rfd, int wfd)
             }
         }
         /* the client wrote our memory before its last message */
-        for (size_t i = 0; i < RMA_SIZE; ++i) {
+        for (size_t i = 0; rma_ok && (i < RMA_SIZE); ++i) {
             if (mem[i] != pattern(round, i)) {
                 fprintf(stderr, "round %d: memory byte %zu differs\n", round,
                         i);
@@ -400,6 +405,13 @@ TEST_F(ucp_dcx_wakeup, tag_and_rma_with_idle_gaps)
     ASSERT_TRUE(ep != NULL);
     ASSERT_EQ(UCS_OK, ucp_ep_rkey_unpack(ep, rkey_buf.data(), &rkey));
 
+    /* the probe runs in this process, after the fork */
+    bool rma_ok = !dcx_test::ucp_rma_refused_by_ucp();
+    if (!rma_ok) {
+        printf("[     INFO ] put/get not tested: %s\n",
+               DCX_UCP_RMA_SKIP_REASON);
+    }
+
     for (int round = 0; round < ROUNDS; ++round) {
         unsigned arms_before = c.arms;
 
@@ -409,14 +421,16 @@ TEST_F(ucp_dcx_wakeup, tag_and_rma_with_idle_gaps)
         }
         ucp_request_param_t prm;
         memset(&prm, 0, sizeof(prm));
-        ASSERT_TRUE(c.wait_req(ucp_put_nbx(ep, rma.data(), RMA_SIZE, base,
-                                           rkey, &prm)));
-        ASSERT_TRUE(c.wait_req(ucp_ep_flush_nbx(ep, &prm)));
-        /* read it back while the server sleeps: served by its device */
-        ASSERT_TRUE(c.wait_req(ucp_get_nbx(ep, back.data(), RMA_SIZE, base,
-                                           rkey, &prm)));
-        ASSERT_EQ(0, memcmp(rma.data(), back.data(), RMA_SIZE))
-                << "round " << round;
+        if (rma_ok) {
+            ASSERT_TRUE(c.wait_req(ucp_put_nbx(ep, rma.data(), RMA_SIZE,
+                                               base, rkey, &prm)));
+            ASSERT_TRUE(c.wait_req(ucp_ep_flush_nbx(ep, &prm)));
+            /* read it back while the server sleeps: served by its device */
+            ASSERT_TRUE(c.wait_req(ucp_get_nbx(ep, back.data(), RMA_SIZE,
+                                               base, rkey, &prm)));
+            ASSERT_EQ(0, memcmp(rma.data(), back.data(), RMA_SIZE))
+                    << "round " << round;
+        }
 
         for (size_t k = 0; k < sizeof(SIZES) / sizeof(SIZES[0]); ++k) {
             for (size_t i = 0; i < SIZES[k]; ++i) {
