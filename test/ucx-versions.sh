@@ -140,6 +140,20 @@ if ucx_info -c 2>/dev/null | grep -q '^UCX_PLUGIN_PATH='; then
             UCX_PLUGIN_PATH=$dir UCX_DCX_SOFT_DEVICES=1 lists_dcx env
     }
     step "module loads into UCX $ucx_version by UCX_PLUGIN_PATH" load_plugin_path
+
+    # the links the build and make install provide (dcx-run --plugin-dir)
+    load_plugin_dir() {
+        local dest="$bdir/inst" link
+        UCX_PLUGIN_PATH=$("$dcx_run" --plugin-dir) UCX_DCX_SOFT_DEVICES=1 \
+            lists_dcx env || return 1
+        rm -rf "$dest" && make -C "$bdir" install DESTDIR="$dest" &&
+            link=$(find "$dest" -path '*/dcx/ucx/libuct_dcx*' -type l) &&
+            [ -n "$link" ] && ls -l "$link" &&
+            UCX_PLUGIN_PATH=$(dirname "$link") UCX_DCX_SOFT_DEVICES=1 \
+                lists_dcx env
+    }
+    step "module loads from the build's and make install's plugin dir" \
+        load_plugin_dir
 else
     echo "== (UCX $ucx_version has no UCX_PLUGIN_PATH: preload only)"
 fi
