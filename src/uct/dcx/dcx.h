@@ -26,6 +26,7 @@
 #include "dcx_md.h"
 #include "dcx_dev.h"
 #include "dcx_strided_iov.h"
+#include "dcx_dci_stats.h"
 
 #include <uct/base/uct_iface.h>
 #include <uct/base/uct_md.h>
@@ -178,7 +179,11 @@ enum {
     UCT_DCX_DCI_FLAG_CANCEL  = UCS_BIT(1),  /* put into error to cancel */
     UCT_DCX_DCI_FLAG_CTL     = UCS_BIT(2),  /* the control DCI */
     UCT_DCX_DCI_FLAG_BUSY    = UCS_BIT(3),  /* lent out (dcs policies) */
-    UCT_DCX_DCI_FLAG_BROKEN  = UCS_BIT(4)   /* recovery failed: unusable */
+    UCT_DCX_DCI_FLAG_BROKEN  = UCS_BIT(4),  /* recovery failed: unusable */
+    UCT_DCX_DCI_FLAG_KEPT    = UCS_BIT(5)   /* dcs policies: stayed with its
+                                               owner when it drained; counted
+                                               in dci_kept (may be busy again
+                                               since: the flag is a hint) */
 };
 
 /* Copy of a posted WR, kept by DCIs shared between endpoints so that the
@@ -385,6 +390,8 @@ struct uct_dcx_iface {
     uint16_t                    *dci_free;    /* stack of free DCIs (dcs) */
     uint16_t                     dci_free_top;
     unsigned                     dci_waiters; /* eps refused a DCI */
+    unsigned                     dci_kept;    /* DCIs flagged KEPT */
+    dcx_dci_stats_t              dci_stats;   /* slow-path counters */
     uint16_t                     sq_len;      /* WRs per DCI */
     uint16_t                     sig_period;
     uint32_t                     ring_mask;   /* wr_ep ring size - 1 */

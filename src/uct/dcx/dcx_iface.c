@@ -34,7 +34,9 @@ static ucs_config_field_t uct_dcx_iface_config_table[] = {
     {"DCI_POLICY", "dcs_quota",
      "How endpoints get a DCI:\n"
      " dcs       - an endpoint holds a DCI from the pool while it has work in\n"
-     "             flight, and gives it back when everything completed.\n"
+     "             flight. When everything completed it keeps the DCI for its\n"
+     "             next sends as long as no other endpoint needs one; a DCI\n"
+     "             kept idle is taken back as soon as one does.\n"
      " dcs_quota - like dcs, but an endpoint that sent QUOTA operations gives\n"
      "             its DCI up when other endpoints wait for one.\n"
      " rand      - every endpoint is hashed onto a fixed DCI that it shares\n"
