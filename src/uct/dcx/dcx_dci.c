@@ -450,22 +450,33 @@ void uct_dcx_dci_detach_ep(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci,
     }
 }
 
-/* Retires the WRs of dci up to sn and fires their operations. */
-static void uct_dcx_dci_retire(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci,
-                               uint64_t sn, ucs_status_t status)
+/* Fires the operations of dci numbered up to sn (rare path: most WRs of a
+ * short send carry none) */
+static UCS_F_NOINLINE void
+uct_dcx_dci_fire_ops(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci, uint64_t sn,
+                     ucs_status_t status)
 {
     uct_dcx_op_t *op;
 
-    dci->avail  += (uint16_t)(sn - dci->done_sn);
-    dci->done_sn = sn;
-
-    while (!ucs_queue_is_empty(&dci->ops)) {
+    do {
         op = ucs_queue_head_elem_non_empty(&dci->ops, uct_dcx_op_t, queue);
         if (op->sn > sn) {
             break;
         }
         ucs_queue_pull_non_empty(&dci->ops);
         uct_dcx_op_complete(iface, op, status);
+    } while (!ucs_queue_is_empty(&dci->ops));
+}
+
+/* Retires the WRs of dci up to sn and fires their operations. */
+static UCS_F_ALWAYS_INLINE void
+uct_dcx_dci_retire(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci, uint64_t sn,
+                   ucs_status_t status)
+{
+    dci->avail  += (uint16_t)(sn - dci->done_sn);
+    dci->done_sn = sn;
+    if (!ucs_queue_is_empty(&dci->ops)) {
+        uct_dcx_dci_fire_ops(iface, dci, sn, status);
     }
 }
 
@@ -750,8 +761,10 @@ uct_dcx_dci_handle_error(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci,
     }
 }
 
-/* All WRs of dci completed */
-static void uct_dcx_dci_drained(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci)
+/* All WRs of dci completed: a cancel to finish, or a lent DCI to give
+ * back or to keep */
+static UCS_F_NOINLINE void
+uct_dcx_dci_drained_slow(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci)
 {
     int ret;
 
@@ -773,8 +786,27 @@ static void uct_dcx_dci_drained(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci)
     iface->policy->dci_idle(iface, dci);
 }
 
-static UCS_F_NOINLINE void
-uct_dcx_dci_tx_wcs(uct_dcx_iface_t *iface, const dcx_wc_t *wc, int n)
+/* All WRs of dci completed.  Nothing to do for a DCI that is not lent
+ * (shared policy, control DCI), nor for one its owner keeps (flagged when
+ * it first drained) while nobody waits for a DCI: the common case of
+ * back-to-back sends costs a flag test. */
+static UCS_F_ALWAYS_INLINE void
+uct_dcx_dci_drained(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci)
+{
+    uint8_t flags = dci->flags & (UCT_DCX_DCI_FLAG_BUSY |
+                                  UCT_DCX_DCI_FLAG_KEPT |
+                                  UCT_DCX_DCI_FLAG_CANCEL);
+
+    if (ucs_likely(((flags == 0) ||
+                    (flags == (UCT_DCX_DCI_FLAG_BUSY |
+                               UCT_DCX_DCI_FLAG_KEPT))) &&
+                   (iface->dci_waiters == 0))) {
+        return;
+    }
+    uct_dcx_dci_drained_slow(iface, dci);
+}
+
+void uct_dcx_dci_tx_wcs(uct_dcx_iface_t *iface, const dcx_wc_t *wc, int n)
 {
     uct_dcx_dci_t *dci;
     uint64_t sn;
@@ -783,35 +815,21 @@ uct_dcx_dci_tx_wcs(uct_dcx_iface_t *iface, const dcx_wc_t *wc, int n)
     for (i = 0; i < n; ++i) {
         dci = &iface->dcis[uct_dcx_wr_id_dci(wc[i].wr_id)];
         sn  = uct_dcx_wr_id_sn(wc[i].wr_id);
-        if (ucs_unlikely(sn <= dci->done_sn)) {
-            continue; /* already retired, e.g. flushed before recovery */
-        }
-
-        if (ucs_likely(wc[i].status == DCX_WC_SUCCESS)) {
-            uct_dcx_dci_retire(iface, dci, sn, UCS_OK);
-            if (uct_dcx_dci_is_drained(dci)) {
-                uct_dcx_dci_drained(iface, dci);
+        if (ucs_unlikely((sn <= dci->done_sn) ||
+                         (wc[i].status != DCX_WC_SUCCESS))) {
+            if (sn > dci->done_sn) {
+                uct_dcx_dci_handle_error(iface, dci, sn, &wc[i]);
             }
-        } else {
-            uct_dcx_dci_handle_error(iface, dci, sn, &wc[i]);
+            /* else already retired, e.g. flushed before recovery */
+            continue;
+        }
+
+        uct_dcx_dci_retire(iface, dci, sn, UCS_OK);
+        if (uct_dcx_dci_is_drained(dci)) {
+            uct_dcx_dci_drained(iface, dci);
         }
     }
 }
-
-/* The completions are handled out of line: a poll that finds none costs
- * the device's look and little else. */
-unsigned uct_dcx_dci_poll_tx(uct_dcx_iface_t *iface)
-{
-    dcx_wc_t wc[UCT_DCX_TX_BATCH];
-    int n;
-
-    n = dcx_cq_poll(iface->tx_cq, UCT_DCX_TX_BATCH, wc);
-    if (n > 0) {
-        uct_dcx_dci_tx_wcs(iface, wc, n);
-    }
-    return n;
-}
-
 
 /* ---------------------------------------------------------------------------
  * Setting a DCI into error (cancellation)

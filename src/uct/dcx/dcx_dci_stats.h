@@ -1,6 +1,6 @@
 /*
- * dcx transport: state and counters of the DCI pool of one interface, and
- * the DCI an endpoint holds.  Plain C, no UCX internals, so that tests and
+ * dcx transport: state and counters of the DCI pool of one interface, the
+ * DCI an endpoint holds, and the interface's receive buffers.  Plain C, no UCX internals, so that tests and
  * diagnostics can read them through the loaded module.
  */
 #ifndef UCT_DCX_DCI_STATS_H_
@@ -27,6 +27,19 @@ typedef struct dcx_dci_stats {
 /* Fills *stats for a dcx interface.  Returns 0, or -1 if iface is not a dcx
  * interface. */
 int dcx_dci_iface_stats(uct_iface_h iface, dcx_dci_stats_t *stats);
+
+/* The receive side: buffers posted to the SRQ and their reposting */
+typedef struct dcx_rx_stats {
+    uint64_t  reposts;     /* calls that posted receive buffers */
+    uint64_t  reposted;    /* receive buffers they posted */
+    uint32_t  posted;      /* posted now */
+    uint32_t  target;      /* the goal (grows with the load) */
+    uint32_t  batch;       /* reposted once this many are missing */
+} dcx_rx_stats_t;
+
+/* Fills *stats for a dcx interface.  Returns 0, or -1 if iface is not a dcx
+ * interface. */
+int dcx_rx_iface_stats(uct_iface_h iface, dcx_rx_stats_t *stats);
 
 /* The index of the DCI ep holds now, -1 if none, -2 if ep is not a dcx
  * endpoint. */

@@ -700,8 +700,10 @@ static UCS_CLASS_INIT_FUNC(uct_dcx_iface_t, uct_md_h tl_md,
     self->rx_tmh_len          = 0;
     self->rx_queue_len        = cfg->rx_queue_len;
     self->rx_posted           = 0;
-    self->rx_target           = ucs_min(cfg->rx_queue_len,
-                                        UCT_DCX_RX_INIT_POSTED);
+    uct_dcx_iface_set_rx_target(self, ucs_min(cfg->rx_queue_len,
+                                              UCT_DCX_RX_INIT_POSTED));
+    self->rx_reposts          = 0;
+    self->rx_reposted         = 0;
     self->fc_wnd              = cfg->fc_wnd;
     self->fc_thresh           = cfg->fc_wnd / 2;
     self->next_ep_id          = 0;
