@@ -26,6 +26,7 @@
 #include "dcx_md.h"
 #include "dcx_dev.h"
 #include "dcx_strided_iov.h"
+#include "dcx_dci_stats.h"
 
 #include <uct/base/uct_iface.h>
 #include <uct/base/uct_md.h>
@@ -49,6 +50,8 @@
                                               elements expanded to sges */
 #define UCT_DCX_RX_BATCH         16        /* completions polled at once */
 #define UCT_DCX_RX_INIT_POSTED   64        /* receives posted at open */
+#define UCT_DCX_RX_REPOST_MAX    16        /* receives reposted at once, at
+                                              most (an eighth of the goal) */
 #define UCT_DCX_TX_BATCH         16
 #define UCT_DCX_ADDR_MAGIC       0xdc      /* first byte of an iface address */
 #define UCT_DCX_ADDR_VERSION     2
@@ -178,7 +181,11 @@ enum {
     UCT_DCX_DCI_FLAG_CANCEL  = UCS_BIT(1),  /* put into error to cancel */
     UCT_DCX_DCI_FLAG_CTL     = UCS_BIT(2),  /* the control DCI */
     UCT_DCX_DCI_FLAG_BUSY    = UCS_BIT(3),  /* lent out (dcs policies) */
-    UCT_DCX_DCI_FLAG_BROKEN  = UCS_BIT(4)   /* recovery failed: unusable */
+    UCT_DCX_DCI_FLAG_BROKEN  = UCS_BIT(4),  /* recovery failed: unusable */
+    UCT_DCX_DCI_FLAG_KEPT    = UCS_BIT(5)   /* dcs policies: stayed with its
+                                               owner when it drained; counted
+                                               in dci_kept (may be busy again
+                                               since: the flag is a hint) */
 };
 
 /* Copy of a posted WR, kept by DCIs shared between endpoints so that the
@@ -385,6 +392,8 @@ struct uct_dcx_iface {
     uint16_t                    *dci_free;    /* stack of free DCIs (dcs) */
     uint16_t                     dci_free_top;
     unsigned                     dci_waiters; /* eps refused a DCI */
+    unsigned                     dci_kept;    /* DCIs flagged KEPT */
+    dcx_dci_stats_t              dci_stats;   /* slow-path counters */
     uint16_t                     sq_len;      /* WRs per DCI */
     uint16_t                     sig_period;
     uint32_t                     ring_mask;   /* wr_ep ring size - 1 */
@@ -406,6 +415,10 @@ struct uct_dcx_iface {
     unsigned                     rx_posted;
     unsigned                     rx_target;   /* posted goal: grows to
                                                  rx_queue_len on demand */
+    unsigned                     rx_repost;   /* reposted once this many
+                                                 are missing (batches) */
+    uint64_t                     rx_reposts;  /* dcx_rx_stats_t */
+    uint64_t                     rx_reposted;
     unsigned                     rx_tmh_len;  /* TM SRQ: TMH before wire */
     uct_dcx_tm_t                 tm;          /* when rx_tmh_len != 0 */
     unsigned                     rx_queue_len;
@@ -585,7 +598,7 @@ uint16_t uct_dcx_strided_use_key(const uct_dcx_strided_use_t *use);
 ucs_status_t uct_dcx_dci_pool_init(uct_dcx_iface_t *iface,
                                    const uct_dcx_iface_config_t *config);
 void uct_dcx_dci_pool_cleanup(uct_dcx_iface_t *iface);
-unsigned uct_dcx_dci_poll_tx(uct_dcx_iface_t *iface);
+void uct_dcx_dci_tx_wcs(uct_dcx_iface_t *iface, const dcx_wc_t *wc, int n);
 void uct_dcx_dci_set_error(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci);
 void uct_dcx_dci_log_wr(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci,
                         uint64_t sn, const dcx_send_wr_t *wr);

@@ -8,6 +8,7 @@
 
 #include <ucs/debug/log.h>
 #include <ucs/datastruct/mpool.inl>
+#include <ucs/sys/math.h>
 
 
 static UCS_F_ALWAYS_INLINE uct_dcx_iface_t *uct_dcx_ep_iface(uct_dcx_ep_t *ep)
@@ -54,12 +55,15 @@ uct_dcx_op_complete(uct_dcx_iface_t *iface, uct_dcx_op_t *op,
 
 /*
  * Posts one WR on dci for ep.  op, if not NULL, fires when the WR completes;
- * signal forces a completion for this WR (the op needs one soon).  On
- * success the caller owns nothing any more; on failure op is untouched.
+ * signal forces a completion for this WR (the op needs one soon).  own says
+ * whether dci is ep's own DCI (a constant where the caller knows: the send
+ * operations of an ep post on its own DCI).  On success the caller owns
+ * nothing any more; on failure op is untouched.
  */
 static UCS_F_ALWAYS_INLINE ucs_status_t
-uct_dcx_dci_post(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci, uct_dcx_ep_t *ep,
-                 dcx_send_wr_t *wr, uct_dcx_op_t *op, int signal)
+uct_dcx_dci_post_own(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci,
+                     uct_dcx_ep_t *ep, dcx_send_wr_t *wr, uct_dcx_op_t *op,
+                     int signal, int own)
 {
     uint64_t sn = dci->sn + 1;
     int ret;
@@ -100,12 +104,21 @@ uct_dcx_dci_post(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci, uct_dcx_ep_t *ep,
         op->sn = sn;
         ucs_queue_push(&dci->ops, &op->queue);
     }
-    if ((ep != NULL) && (ep->dci == dci->index)) {
+    if (own) {
         /* not for the control DCI, which only carries ep_check probes */
         ep->last_sn = sn;
         ep->quota--;
     }
     return UCS_OK;
+}
+
+/* The same, for a dci that may or may not be ep's own (ep may be NULL) */
+static UCS_F_ALWAYS_INLINE ucs_status_t
+uct_dcx_dci_post(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci, uct_dcx_ep_t *ep,
+                 dcx_send_wr_t *wr, uct_dcx_op_t *op, int signal)
+{
+    return uct_dcx_dci_post_own(iface, dci, ep, wr, op, signal,
+                                (ep != NULL) && (ep->dci == dci->index));
 }
 
 ucs_status_t uct_dcx_ep_tx_slow(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep,
@@ -148,6 +161,17 @@ uct_dcx_wr_init(dcx_send_wr_t *wr, uct_dcx_ep_t *ep, uint8_t opcode,
     wr->remote_addr = 0;
     wr->rkey        = 0;
     wr->reserved    = 0;
+}
+
+/* Receive buffers are reposted in batches of an eighth of the posted goal
+ * (at most UCT_DCX_RX_REPOST_MAX, at least one): the progress call that
+ * finds fewer missing leaves them for a later one */
+static UCS_F_ALWAYS_INLINE void
+uct_dcx_iface_set_rx_target(uct_dcx_iface_t *iface, unsigned target)
+{
+    iface->rx_target = target;
+    iface->rx_repost = ucs_max(ucs_min(target / 8,
+                                       (unsigned)UCT_DCX_RX_REPOST_MAX), 1u);
 }
 
 /* Receive buffer elem -> the header byte of the message in it */

@@ -27,13 +27,37 @@ const char *uct_dcx_policy_names[] = {
  * Policies
  * ------------------------------------------------------------------------- */
 
+/*
+ * dcs policies: an endpoint takes a DCI from the pool when it has none and
+ * needs one.  When everything it posted there completed, it keeps the DCI
+ * while no endpoint waits for one, so that back-to-back sends do not pay a
+ * take and a give-back each: the DCI is "kept" (UCT_DCX_DCI_FLAG_KEPT,
+ * counted in dci_kept).  A kept DCI is taken back the moment another
+ * endpoint needs a DCI and the free stack is empty, and a DCI drains
+ * straight back to the pool while endpoints wait, so keeping never makes
+ * anybody wait longer than without it.
+ */
+
+/* The DCI is no longer kept (taken back, given back, or its owner left) */
+static UCS_F_ALWAYS_INLINE void
+uct_dcx_dci_unkeep(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci)
+{
+    if (dci->flags & UCT_DCX_DCI_FLAG_KEPT) {
+        ucs_assert(iface->dci_kept > 0);
+        dci->flags &= ~UCT_DCX_DCI_FLAG_KEPT;
+        iface->dci_kept--;
+    }
+}
+
 static void uct_dcx_dci_release(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci)
 {
     ucs_assert(dci->flags & UCT_DCX_DCI_FLAG_BUSY);
     ucs_assert(iface->dci_free_top < iface->num_dci);
+    uct_dcx_dci_unkeep(iface, dci);
     dci->flags &= ~UCT_DCX_DCI_FLAG_BUSY;
     dci->owner  = NULL;
     iface->dci_free[iface->dci_free_top++] = dci->index;
+    iface->dci_stats.releases++;
 }
 
 static void uct_dcx_dcs_ep_init(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep)
@@ -42,12 +66,52 @@ static void uct_dcx_dcs_ep_init(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep)
     ep->quota = INT32_MAX;
 }
 
+/*
+ * The free stack is empty: takes back, for ep, a DCI kept by an endpoint
+ * that has nothing in flight on it.  Clears the hint of DCIs kept once and
+ * busy again (when they drain, they are kept or given back anew), so that
+ * only newly kept DCIs cause another scan.  NULL if none is idle.
+ */
+static UCS_F_NOINLINE uct_dcx_dci_t *
+uct_dcx_dci_take_back(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep)
+{
+    uct_dcx_dci_t *dci;
+    unsigned i;
+
+    for (i = 0; (i < iface->num_dci) && (iface->dci_kept > 0); ++i) {
+        dci = &iface->dcis[i];
+        if (!(dci->flags & UCT_DCX_DCI_FLAG_KEPT)) {
+            continue;
+        }
+        uct_dcx_dci_unkeep(iface, dci);
+        if ((dci->owner == NULL) || (dci->owner == ep) ||
+            !uct_dcx_dci_is_drained(dci) ||
+            (dci->flags & (UCT_DCX_DCI_FLAG_ERR | UCT_DCX_DCI_FLAG_CANCEL |
+                           UCT_DCX_DCI_FLAG_BROKEN))) {
+            continue;
+        }
+        ucs_trace("dcx: DCI %u taken back from ep %p for ep %p", dci->index,
+                  dci->owner, ep);
+        dci->owner->dci = UCT_DCX_DCI_NONE;
+        dci->owner      = NULL;
+        iface->dci_stats.take_backs++;
+        return dci;
+    }
+    return NULL;
+}
+
 static ucs_status_t uct_dcx_dcs_dci_get(uct_dcx_iface_t *iface,
                                         uct_dcx_ep_t *ep)
 {
     uct_dcx_dci_t *dci;
 
-    if (iface->dci_free_top == 0) {
+    if (iface->dci_free_top > 0) {
+        dci = &iface->dcis[iface->dci_free[--iface->dci_free_top]];
+        dci->flags |= UCT_DCX_DCI_FLAG_BUSY;
+        iface->dci_stats.gets++;
+    } else if ((iface->dci_kept == 0) ||
+               ((dci = uct_dcx_dci_take_back(iface, ep)) == NULL)) {
+        iface->dci_stats.refusals++;
         if (!(ep->flags & UCT_DCX_EP_FLAG_DCI_WAIT)) {
             ep->flags |= UCT_DCX_EP_FLAG_DCI_WAIT;
             iface->dci_waiters++;
@@ -60,9 +124,7 @@ static ucs_status_t uct_dcx_dcs_dci_get(uct_dcx_iface_t *iface,
         iface->dci_waiters--;
     }
 
-    dci         = &iface->dcis[iface->dci_free[--iface->dci_free_top]];
     dci->owner  = ep;
-    dci->flags |= UCT_DCX_DCI_FLAG_BUSY;
     ep->dci     = dci->index;
     ep->last_sn = dci->sn;   /* nothing of this ep is in flight there */
     ep->quota   = (iface->policy == &uct_dcx_policy_ops[UCT_DCX_POLICY_DCS]) ?
@@ -88,9 +150,18 @@ static ucs_status_t uct_dcx_dcs_quota_quota_out(uct_dcx_iface_t *iface,
     return UCS_OK;
 }
 
+/* dci has nothing in flight: its owner keeps it while nobody waits for a
+ * DCI, else it goes back to the pool */
 static void uct_dcx_dcs_dci_idle(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci)
 {
     if (!(dci->flags & UCT_DCX_DCI_FLAG_BUSY)) {
+        return;
+    }
+    if ((dci->owner != NULL) && (iface->dci_waiters == 0)) {
+        if (!(dci->flags & UCT_DCX_DCI_FLAG_KEPT)) {
+            dci->flags |= UCT_DCX_DCI_FLAG_KEPT;
+            iface->dci_kept++;
+        }
         return;
     }
     if (dci->owner != NULL) {
@@ -114,8 +185,10 @@ static void uct_dcx_dcs_ep_detach(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep)
     dci        = &iface->dcis[ep->dci];
     dci->owner = NULL;
     ep->dci    = UCT_DCX_DCI_NONE;
+    uct_dcx_dci_unkeep(iface, dci);
     uct_dcx_dci_detach_ep(iface, dci, ep);
-    if (uct_dcx_dci_is_drained(dci)) {
+    if (uct_dcx_dci_is_drained(dci) &&
+        !(dci->flags & UCT_DCX_DCI_FLAG_BROKEN)) {
         uct_dcx_dci_release(iface, dci);
     }
 }
@@ -205,6 +278,8 @@ ucs_status_t uct_dcx_dci_pool_init(uct_dcx_iface_t *iface,
     iface->ctl_dci      = config->num_dci;
     iface->dci_free_top = 0;
     iface->dci_waiters  = 0;
+    iface->dci_kept     = 0;
+    memset(&iface->dci_stats, 0, sizeof(iface->dci_stats));
     iface->dcis         = ucs_calloc(total, sizeof(*iface->dcis), "dcx_dcis");
     iface->dci_free     = ucs_calloc(total, sizeof(*iface->dci_free),
                                      "dcx_dci_free");
@@ -375,22 +450,33 @@ void uct_dcx_dci_detach_ep(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci,
     }
 }
 
-/* Retires the WRs of dci up to sn and fires their operations. */
-static void uct_dcx_dci_retire(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci,
-                               uint64_t sn, ucs_status_t status)
+/* Fires the operations of dci numbered up to sn (rare path: most WRs of a
+ * short send carry none) */
+static UCS_F_NOINLINE void
+uct_dcx_dci_fire_ops(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci, uint64_t sn,
+                     ucs_status_t status)
 {
     uct_dcx_op_t *op;
 
-    dci->avail  += (uint16_t)(sn - dci->done_sn);
-    dci->done_sn = sn;
-
-    while (!ucs_queue_is_empty(&dci->ops)) {
+    do {
         op = ucs_queue_head_elem_non_empty(&dci->ops, uct_dcx_op_t, queue);
         if (op->sn > sn) {
             break;
         }
         ucs_queue_pull_non_empty(&dci->ops);
         uct_dcx_op_complete(iface, op, status);
+    } while (!ucs_queue_is_empty(&dci->ops));
+}
+
+/* Retires the WRs of dci up to sn and fires their operations. */
+static UCS_F_ALWAYS_INLINE void
+uct_dcx_dci_retire(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci, uint64_t sn,
+                   ucs_status_t status)
+{
+    dci->avail  += (uint16_t)(sn - dci->done_sn);
+    dci->done_sn = sn;
+    if (!ucs_queue_is_empty(&dci->ops)) {
+        uct_dcx_dci_fire_ops(iface, dci, sn, status);
     }
 }
 
@@ -661,6 +747,7 @@ uct_dcx_dci_handle_error(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci,
 
     /* A lent DCI goes back to the pool, unless it is broken */
     if (dci->flags & UCT_DCX_DCI_FLAG_BROKEN) {
+        uct_dcx_dci_unkeep(iface, dci);
         if (dci->owner != NULL) {
             dci->owner->dci = UCT_DCX_DCI_NONE;
             dci->owner      = NULL;
@@ -674,8 +761,10 @@ uct_dcx_dci_handle_error(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci,
     }
 }
 
-/* All WRs of dci completed */
-static void uct_dcx_dci_drained(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci)
+/* All WRs of dci completed: a cancel to finish, or a lent DCI to give
+ * back or to keep */
+static UCS_F_NOINLINE void
+uct_dcx_dci_drained_slow(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci)
 {
     int ret;
 
@@ -697,8 +786,27 @@ static void uct_dcx_dci_drained(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci)
     iface->policy->dci_idle(iface, dci);
 }
 
-static UCS_F_NOINLINE void
-uct_dcx_dci_tx_wcs(uct_dcx_iface_t *iface, const dcx_wc_t *wc, int n)
+/* All WRs of dci completed.  Nothing to do for a DCI that is not lent
+ * (shared policy, control DCI), nor for one its owner keeps (flagged when
+ * it first drained) while nobody waits for a DCI: the common case of
+ * back-to-back sends costs a flag test. */
+static UCS_F_ALWAYS_INLINE void
+uct_dcx_dci_drained(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci)
+{
+    uint8_t flags = dci->flags & (UCT_DCX_DCI_FLAG_BUSY |
+                                  UCT_DCX_DCI_FLAG_KEPT |
+                                  UCT_DCX_DCI_FLAG_CANCEL);
+
+    if (ucs_likely(((flags == 0) ||
+                    (flags == (UCT_DCX_DCI_FLAG_BUSY |
+                               UCT_DCX_DCI_FLAG_KEPT))) &&
+                   (iface->dci_waiters == 0))) {
+        return;
+    }
+    uct_dcx_dci_drained_slow(iface, dci);
+}
+
+void uct_dcx_dci_tx_wcs(uct_dcx_iface_t *iface, const dcx_wc_t *wc, int n)
 {
     uct_dcx_dci_t *dci;
     uint64_t sn;
@@ -707,35 +815,21 @@ uct_dcx_dci_tx_wcs(uct_dcx_iface_t *iface, const dcx_wc_t *wc, int n)
     for (i = 0; i < n; ++i) {
         dci = &iface->dcis[uct_dcx_wr_id_dci(wc[i].wr_id)];
         sn  = uct_dcx_wr_id_sn(wc[i].wr_id);
-        if (ucs_unlikely(sn <= dci->done_sn)) {
-            continue; /* already retired, e.g. flushed before recovery */
-        }
-
-        if (ucs_likely(wc[i].status == DCX_WC_SUCCESS)) {
-            uct_dcx_dci_retire(iface, dci, sn, UCS_OK);
-            if (uct_dcx_dci_is_drained(dci)) {
-                uct_dcx_dci_drained(iface, dci);
+        if (ucs_unlikely((sn <= dci->done_sn) ||
+                         (wc[i].status != DCX_WC_SUCCESS))) {
+            if (sn > dci->done_sn) {
+                uct_dcx_dci_handle_error(iface, dci, sn, &wc[i]);
             }
-        } else {
-            uct_dcx_dci_handle_error(iface, dci, sn, &wc[i]);
+            /* else already retired, e.g. flushed before recovery */
+            continue;
+        }
+
+        uct_dcx_dci_retire(iface, dci, sn, UCS_OK);
+        if (uct_dcx_dci_is_drained(dci)) {
+            uct_dcx_dci_drained(iface, dci);
         }
     }
 }
-
-/* The completions are handled out of line: a poll that finds none costs
- * the device's look and little else. */
-unsigned uct_dcx_dci_poll_tx(uct_dcx_iface_t *iface)
-{
-    dcx_wc_t wc[UCT_DCX_TX_BATCH];
-    int n;
-
-    n = dcx_cq_poll(iface->tx_cq, UCT_DCX_TX_BATCH, wc);
-    if (n > 0) {
-        uct_dcx_dci_tx_wcs(iface, wc, n);
-    }
-    return n;
-}
-
 
 /* ---------------------------------------------------------------------------
  * Setting a DCI into error (cancellation)
@@ -1008,4 +1102,41 @@ void uct_dcx_ep_put_idle_dci(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep)
     if ((dci->flags & UCT_DCX_DCI_FLAG_BUSY) && uct_dcx_dci_is_drained(dci)) {
         iface->policy->dci_idle(iface, dci);
     }
+}
+
+
+/* ---------------------------------------------------------------------------
+ * Introspection (dcx_dci_stats.h), exported (dcx_* names only) for tests and
+ * diagnostics
+ * ------------------------------------------------------------------------- */
+
+__attribute__((visibility("default")))
+int dcx_dci_iface_stats(uct_iface_h tl_iface, dcx_dci_stats_t *stats)
+{
+    uct_dcx_iface_t *iface;
+
+    if ((tl_iface == NULL) ||
+        (tl_iface->ops.ep_put_short != uct_dcx_ep_put_short)) {
+        return -1;
+    }
+    iface          = ucs_derived_of(tl_iface, uct_dcx_iface_t);
+    *stats         = iface->dci_stats;
+    stats->num_dci = iface->num_dci;
+    stats->free    = iface->dci_free_top;
+    stats->kept    = iface->dci_kept;
+    stats->waiters = iface->dci_waiters;
+    return 0;
+}
+
+__attribute__((visibility("default")))
+int dcx_dci_ep_index(uct_ep_h tl_ep)
+{
+    uct_dcx_ep_t *ep;
+
+    if ((tl_ep == NULL) ||
+        (tl_ep->iface->ops.ep_put_short != uct_dcx_ep_put_short)) {
+        return -2;
+    }
+    ep = ucs_derived_of(tl_ep, uct_dcx_ep_t);
+    return (ep->dci == UCT_DCX_DCI_NONE) ? -1 : (int)ep->dci;
 }

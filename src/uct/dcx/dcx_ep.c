@@ -85,22 +85,54 @@ uct_dcx_ep_am_inline(uct_dcx_ep_t *ep, const char *name, dcx_sge_t *sge,
     return status;
 }
 
+/* What an am_short sends before its payload, in one piece: the NO_TAG TMH
+ * (its last tmh_len bytes: all of it to a TM peer, none otherwise), the AM
+ * id and the 8-byte header */
+typedef struct UCS_S_PACKED uct_dcx_am_short_hdr {
+    uint8_t   tmh[DCX_TM_TMH_LEN];
+    uint8_t   am_id;
+    uint64_t  hdr;
+} uct_dcx_am_short_hdr_t;
+
 ucs_status_t uct_dcx_ep_am_short(uct_ep_h tl_ep, uint8_t id, uint64_t hdr,
                                  const void *buffer, unsigned length)
 {
-    uct_dcx_ep_t *ep = ucs_derived_of(tl_ep, uct_dcx_ep_t);
-    uint8_t am_id    = id;
-    dcx_sge_t sge[4];
+    uct_dcx_ep_t *ep       = ucs_derived_of(tl_ep, uct_dcx_ep_t);
+    uct_dcx_iface_t *iface = uct_dcx_ep_iface(ep);
+    uct_dcx_am_short_hdr_t am;
+    dcx_send_wr_t wr;
+    dcx_sge_t sge[2];
+    ucs_status_t status;
 
     if (ucs_unlikely(id >= UCT_AM_ID_MAX)) {
         return uct_dcx_bad_am_id(id);
     }
+    if (ucs_unlikely((size_t)length + sizeof(uct_dcx_am_short_hdr_t) >
+                     iface->config.max_inline)) {
+        return uct_dcx_bad_length("am_short", length + sizeof(hdr),
+                                  iface->config.max_inline -
+                                  UCT_DCX_AM_HDR_LEN - DCX_TM_TMH_LEN);
+    }
 
-    uct_dcx_sge_set(&sge[1], &am_id, UCT_DCX_AM_HDR_LEN, 0);
-    uct_dcx_sge_set(&sge[2], &hdr, sizeof(hdr), 0);
-    uct_dcx_sge_set(&sge[3], buffer, length, 0);
-    return uct_dcx_ep_am_inline(ep, "am_short", sge, (length > 0) ? 4 : 3,
-                                sizeof(hdr) + length);
+    status = uct_dcx_ep_tx_begin(iface, ep, 1);
+    if (ucs_unlikely(status != UCS_OK)) {
+        return status;
+    }
+
+    UCS_STATIC_ASSERT(sizeof(am) ==
+                      DCX_TM_TMH_LEN + UCT_DCX_AM_HDR_LEN + sizeof(hdr));
+    memset(am.tmh, 0, sizeof(am.tmh));
+    am.am_id = id;
+    am.hdr   = hdr;
+    uct_dcx_sge_set(&sge[0], &am.tmh[DCX_TM_TMH_LEN - ep->tmh_len],
+                    ep->tmh_len + UCT_DCX_AM_HDR_LEN + sizeof(hdr), 0);
+    uct_dcx_sge_set(&sge[1], buffer, length, 0);
+    uct_dcx_wr_init(&wr, ep, DCX_WR_SEND, DCX_SEND_INLINE, sge,
+                    1 + (length != 0));
+    status = uct_dcx_ep_post(iface, ep, &wr, NULL, 0, 1);
+    UCT_TL_EP_STAT_OP_IF_SUCCESS(status, &ep->super, AM, SHORT,
+                                 sizeof(hdr) + length);
+    return status;
 }
 
 ucs_status_t uct_dcx_ep_am_short_iov(uct_ep_h tl_ep, uint8_t id,

@@ -64,8 +64,8 @@ uct_dcx_ep_post(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep, dcx_send_wr_t *wr,
     /* the op of a descriptor is its first member: same pool object */
     UCS_STATIC_ASSERT(ucs_offsetof(uct_dcx_send_desc_t, op) == 0);
 
-    status = uct_dcx_dci_post(iface, uct_dcx_ep_dci(iface, ep), ep, wr, op,
-                              signal);
+    status = uct_dcx_dci_post_own(iface, uct_dcx_ep_dci(iface, ep), ep, wr,
+                                  op, signal, 1);
     if (ucs_unlikely(status != UCS_OK)) {
         if (op != NULL) {
             ucs_mpool_put_inline(op);

@@ -34,7 +34,9 @@ static ucs_config_field_t uct_dcx_iface_config_table[] = {
     {"DCI_POLICY", "dcs_quota",
      "How endpoints get a DCI:\n"
      " dcs       - an endpoint holds a DCI from the pool while it has work in\n"
-     "             flight, and gives it back when everything completed.\n"
+     "             flight. When everything completed it keeps the DCI for its\n"
+     "             next sends as long as no other endpoint needs one; a DCI\n"
+     "             kept idle is taken back as soon as one does.\n"
      " dcs_quota - like dcs, but an endpoint that sent QUOTA operations gives\n"
      "             its DCI up when other endpoints wait for one.\n"
      " rand      - every endpoint is hashed onto a fixed DCI that it shares\n"
@@ -698,8 +700,10 @@ static UCS_CLASS_INIT_FUNC(uct_dcx_iface_t, uct_md_h tl_md,
     self->rx_tmh_len          = 0;
     self->rx_queue_len        = cfg->rx_queue_len;
     self->rx_posted           = 0;
-    self->rx_target           = ucs_min(cfg->rx_queue_len,
-                                        UCT_DCX_RX_INIT_POSTED);
+    uct_dcx_iface_set_rx_target(self, ucs_min(cfg->rx_queue_len,
+                                              UCT_DCX_RX_INIT_POSTED));
+    self->rx_reposts          = 0;
+    self->rx_reposted         = 0;
     self->fc_wnd              = cfg->fc_wnd;
     self->fc_thresh           = cfg->fc_wnd / 2;
     self->next_ep_id          = 0;

@@ -159,7 +159,8 @@ void uct_dcx_iface_release_desc(uct_recv_desc_t *self, void *desc)
 static UCS_F_NOINLINE void uct_dcx_iface_rx_grow(uct_dcx_iface_t *iface)
 {
     if (iface->rx_target < iface->rx_queue_len) {
-        iface->rx_target = ucs_min(iface->rx_target * 2, iface->rx_queue_len);
+        uct_dcx_iface_set_rx_target(iface, ucs_min(iface->rx_target * 2,
+                                                   iface->rx_queue_len));
         ucs_debug("dcx: %s: receive queue grows to %u buffers",
                   dcx_dev_name(iface->dev), iface->rx_target);
     }
@@ -195,7 +196,28 @@ unsigned uct_dcx_iface_post_recv(uct_dcx_iface_t *iface)
         iface->rx_posted++;
         count++;
     }
+    iface->rx_reposts  += (count > 0);
+    iface->rx_reposted += count;
     return count;
+}
+
+/* exported (dcx_* names only) for tests and diagnostics */
+__attribute__((visibility("default")))
+int dcx_rx_iface_stats(uct_iface_h tl_iface, dcx_rx_stats_t *stats)
+{
+    uct_dcx_iface_t *iface;
+
+    if ((tl_iface == NULL) ||
+        (tl_iface->ops.ep_put_short != uct_dcx_ep_put_short)) {
+        return -1;
+    }
+    iface           = ucs_derived_of(tl_iface, uct_dcx_iface_t);
+    stats->reposts  = iface->rx_reposts;
+    stats->reposted = iface->rx_reposted;
+    stats->posted   = iface->rx_posted;
+    stats->target   = iface->rx_target;
+    stats->batch    = iface->rx_repost;
+    return 0;
 }
 
 void uct_dcx_iface_send_grants(uct_dcx_iface_t *iface)
@@ -294,21 +316,30 @@ uct_dcx_iface_rx_error(uct_dcx_iface_t *iface, const dcx_wc_t *wc)
     }
 }
 
+/* A message that is not an AM for the user: control message, or garbage */
+static UCS_F_NOINLINE void
+uct_dcx_iface_rx_not_am(uct_dcx_iface_t *iface, void *elem, uint8_t *wire,
+                        unsigned length)
+{
+    if (wire[0] & UCT_DCX_AM_CTL) {
+        uct_dcx_iface_handle_ctl(iface, wire[0] & ~UCT_DCX_AM_CTL, wire + 1,
+                                 length - 1);
+    } else {
+        ucs_error("dcx: %s: dropped a message with AM id %u",
+                  dcx_dev_name(iface->dev), wire[0]);
+    }
+    ucs_mpool_put_inline(elem);
+}
+
 /* A whole message in the receive buffer elem: AM or control message */
-void uct_dcx_iface_rx_am(uct_dcx_iface_t *iface, void *elem, uint8_t *wire,
-                         unsigned length)
+static UCS_F_ALWAYS_INLINE void
+uct_dcx_iface_rx_am_inline(uct_dcx_iface_t *iface, void *elem, uint8_t *wire,
+                           unsigned length)
 {
     ucs_status_t status;
 
     if (ucs_unlikely(wire[0] >= UCT_AM_ID_MAX)) {
-        if (wire[0] & UCT_DCX_AM_CTL) {
-            uct_dcx_iface_handle_ctl(iface, wire[0] & ~UCT_DCX_AM_CTL,
-                                     wire + 1, length - 1);
-        } else {
-            ucs_error("dcx: %s: dropped a message with AM id %u",
-                      dcx_dev_name(iface->dev), wire[0]);
-        }
-        ucs_mpool_put_inline(elem);
+        uct_dcx_iface_rx_not_am(iface, elem, wire, length);
         return;
     }
 
@@ -323,6 +354,12 @@ void uct_dcx_iface_rx_am(uct_dcx_iface_t *iface, void *elem, uint8_t *wire,
     } else {
         ucs_mpool_put_inline(elem);
     }
+}
+
+void uct_dcx_iface_rx_am(uct_dcx_iface_t *iface, void *elem, uint8_t *wire,
+                         unsigned length)
+{
+    uct_dcx_iface_rx_am_inline(iface, elem, wire, length);
 }
 
 static UCS_F_NOINLINE void
@@ -347,28 +384,40 @@ uct_dcx_iface_rx_wcs(uct_dcx_iface_t *iface, const dcx_wc_t *wc, int n)
             ucs_mpool_put_inline(elem);
             continue;
         }
-        uct_dcx_iface_rx_am(iface, elem, uct_dcx_rx_wire(iface, elem),
-                            wc[i].byte_len);
+        uct_dcx_iface_rx_am_inline(iface, elem, uct_dcx_rx_wire(iface, elem),
+                                   wc[i].byte_len);
     }
 }
 
 /* The completions are handled out of line: a poll that finds none costs
  * the device's look and little else. */
 static UCS_F_ALWAYS_INLINE unsigned
-uct_dcx_iface_poll_rx(uct_dcx_iface_t *iface)
+uct_dcx_iface_poll_rx(uct_dcx_iface_t *iface, dcx_wc_t *wc)
 {
-    dcx_wc_t wc[UCT_DCX_RX_BATCH];
     int n;
 
     n = dcx_cq_poll(iface->rx_cq, UCT_DCX_RX_BATCH, wc);
     if (n > 0) {
         uct_dcx_iface_rx_wcs(iface, wc, n);
     }
-    if (iface->rx_posted < iface->rx_target) {
+    if (ucs_unlikely(iface->rx_target - iface->rx_posted >=
+                     iface->rx_repost)) {
         if (ucs_unlikely(iface->rx_posted < (iface->rx_target / 2))) {
             uct_dcx_iface_rx_grow(iface);
         }
         uct_dcx_iface_post_recv(iface);
+    }
+    return n;
+}
+
+static UCS_F_ALWAYS_INLINE unsigned
+uct_dcx_iface_poll_tx(uct_dcx_iface_t *iface, dcx_wc_t *wc)
+{
+    int n;
+
+    n = dcx_cq_poll(iface->tx_cq, UCT_DCX_TX_BATCH, wc);
+    if (n > 0) {
+        uct_dcx_dci_tx_wcs(iface, wc, n);
     }
     return n;
 }
@@ -386,10 +435,12 @@ void uct_dcx_iface_dispatch(uct_dcx_iface_t *iface)
 unsigned uct_dcx_iface_progress(uct_iface_h tl_iface)
 {
     uct_dcx_iface_t *iface = ucs_derived_of(tl_iface, uct_dcx_iface_t);
+    dcx_wc_t wc[UCT_DCX_RX_BATCH];   /* for both polls, one after the other */
     unsigned count;
 
-    count  = uct_dcx_iface_poll_rx(iface);
-    count += uct_dcx_dci_poll_tx(iface);
+    UCS_STATIC_ASSERT(UCT_DCX_TX_BATCH <= UCT_DCX_RX_BATCH);
+    count  = uct_dcx_iface_poll_rx(iface, wc);
+    count += uct_dcx_iface_poll_tx(iface, wc);
 
     if (ucs_unlikely(!ucs_queue_is_empty(&iface->grant_q))) {
         uct_dcx_iface_send_grants(iface);

@@ -1,0 +1,52 @@
+/*
+ * dcx transport: state and counters of the DCI pool of one interface, the
+ * DCI an endpoint holds, and the interface's receive buffers.  Plain C, no UCX internals, so that tests and
+ * diagnostics can read them through the loaded module.
+ */
+#ifndef UCT_DCX_DCI_STATS_H_
+#define UCT_DCX_DCI_STATS_H_
+
+#include <uct/api/uct_def.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct dcx_dci_stats {
+    uint64_t  gets;        /* DCIs taken from the free stack by an ep */
+    uint64_t  take_backs;  /* idle DCIs kept by an ep, taken for another */
+    uint64_t  releases;    /* DCIs given back to the free stack */
+    uint64_t  refusals;    /* an ep asked for a DCI and none was free */
+    uint32_t  num_dci;     /* data DCIs in the pool */
+    uint32_t  free;        /* on the free stack now */
+    uint32_t  kept;        /* flagged as kept by their owner (dci_kept) */
+    uint32_t  waiters;     /* eps refused a DCI, still waiting */
+} dcx_dci_stats_t;
+
+/* Fills *stats for a dcx interface.  Returns 0, or -1 if iface is not a dcx
+ * interface. */
+int dcx_dci_iface_stats(uct_iface_h iface, dcx_dci_stats_t *stats);
+
+/* The receive side: buffers posted to the SRQ and their reposting */
+typedef struct dcx_rx_stats {
+    uint64_t  reposts;     /* calls that posted receive buffers */
+    uint64_t  reposted;    /* receive buffers they posted */
+    uint32_t  posted;      /* posted now */
+    uint32_t  target;      /* the goal (grows with the load) */
+    uint32_t  batch;       /* reposted once this many are missing */
+} dcx_rx_stats_t;
+
+/* Fills *stats for a dcx interface.  Returns 0, or -1 if iface is not a dcx
+ * interface. */
+int dcx_rx_iface_stats(uct_iface_h iface, dcx_rx_stats_t *stats);
+
+/* The index of the DCI ep holds now, -1 if none, -2 if ep is not a dcx
+ * endpoint. */
+int dcx_dci_ep_index(uct_ep_h ep);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* UCT_DCX_DCI_STATS_H_ */
