@@ -35,6 +35,20 @@
 #
 # Idempotent: a second run finds the complete prefix and prints it at once.
 #
+# Checksums: the source is identified by its tree checksum, the SHA-256 of
+# the sorted sha256sum lines of every file of the tree except those
+# UCX's autogen.sh generates (configure, Makefile.in, aclocal.m4,
+# config.h.in, libtool's files...), so a tree checksums the same before and
+# after autogen.sh.  When a source enters the cache, ucx-VERSION/.dcx-source
+# records where it came from (tarball and its SHA-256, source tree and its
+# git commit, or Debian source package) and its tree checksum; the prefix's
+# .dcx-build-ucx records the tree checksum it was built from.  Every run,
+# also with a cached prefix, checksums the tree again: a tree changed since
+# it was recorded or built (dcx compiles against its internal headers, so
+# it must be the source of the UCX installed) is an error.  The checksums
+# of the sources dcx was tested with are in contrib/ucx-sources.txt;
+# test/ucx-versions.sh says whether the one it builds is among them.
+#
 # Exit status: 0 and the prefix printed; 3 if no source of VERSION could be
 # had (the archive does not carry it); 1 for any other failure.
 
@@ -87,6 +101,56 @@ version_matches() {
     esac
 }
 
+# The tree checksum of source tree $1 (see the header)
+tree_checksum() {
+    (cd "$1" && find . -name autom4te.cache -prune -o -type f -print0 |
+        grep -zvE '(^|/)(Makefile\.in|configure|aclocal\.m4|config\.h\.in|config\.guess|config\.sub|install-sh|ltmain\.sh|missing|compile|depcomp|test-driver|ar-lib|libtool\.m4|ltoptions\.m4|ltsugar\.m4|ltversion\.m4|lt~obsolete\.m4|\.dcx-source)$' |
+        LC_ALL=C sort -z | xargs -0 sha256sum) | sha256sum | cut -d' ' -f1
+}
+
+# record_source TREE ORIGIN: writes TREE/.dcx-source
+record_source() {
+    {
+        echo "origin=$2"
+        echo "tree_sha256=$(tree_checksum "$1")"
+        echo "recorded=$(date -u +%Y-%m-%dT%H:%M:%SZ)"
+    } > "$1/.dcx-source" || die "cannot write $1/.dcx-source"
+}
+
+# check_source TREE: the tree's checksum, after checking it against what
+# TREE/.dcx-source recorded (recorded now, if the tree came into the cache
+# before sources were recorded)
+check_source() {
+    sum=$(tree_checksum "$1")
+    if [ ! -f "$1/.dcx-source" ]; then
+        note "$1 has no record of its origin (cached before dcx recorded sources): recording its tree checksum $sum now"
+        record_source "$1" "unknown (in the cache before dcx recorded sources)"
+    fi
+    rec=$(sed -n 's/^tree_sha256=//p' "$1/.dcx-source")
+    [ "$sum" = "$rec" ] ||
+        die "the UCX source in $1 changed since it was recorded (tree checksum $sum, recorded $rec): remove it and its prefix in $cache_dir/install to get and build it again"
+    echo "$sum"
+}
+
+# check_prefix PREFIX: its source tree is still the one it was built from;
+# adds the source's record to a prefix built before sources were recorded
+check_prefix() {
+    tree=$(sed -n 's/^source=//p' "$1/.dcx-build-ucx")
+    [ -d "$tree" ] ||
+        die "the source tree $tree of $1 is gone: remove $1 to build it again"
+    sum=$(check_source "$tree")
+    built=$(sed -n 's/^source_sha256=//p' "$1/.dcx-build-ucx")
+    if [ -z "$built" ]; then
+        note "$1 was built before dcx recorded sources: taking the tree checksum $sum of $tree as its source's"
+        {
+            echo "source_origin=$(sed -n 's/^origin=//p' "$tree/.dcx-source")"
+            echo "source_sha256=$sum"
+        } >> "$1/.dcx-build-ucx" || die "cannot write $1/.dcx-build-ucx"
+    elif [ "$built" != "$sum" ]; then
+        die "$1 was built from a UCX source of tree checksum $built, but $tree now has $sum: remove $1 to build it again"
+    fi
+}
+
 # A complete prefix for the requested version, if one is cached.
 find_prefix() {
     for p in "$cache_dir"/install/ucx-*; do
@@ -98,6 +162,7 @@ find_prefix() {
 }
 
 if prefix=$(find_prefix); then
+    check_prefix "$prefix"
     echo "$prefix"
     exit 0
 fi
@@ -151,7 +216,8 @@ add_newer_deb_src() {
         -o APT::Get::List-Cleanup=0 >&2 || die "apt-get update for $list failed"
 }
 
-# Unpacks tarball $1 (or copies tree $1) into the cache as ucx-<version>.
+# Unpacks tarball $1 (or copies tree $1) into the cache as ucx-<version>,
+# recording ORIGIN $2 and its tree checksum in it.
 install_tree() {
     scratch=$(mktemp -d "$cache_dir/.unpack.XXXXXX") || die "cannot create a scratch directory in $cache_dir"
     trap 'rm -rf "$scratch"' EXIT INT TERM
@@ -167,6 +233,7 @@ install_tree() {
     [ -n "$top" ] || die "$1 holds no UCX source tree (no src/uct/base/uct_iface.h)"
     got=$(src_version "$top")
     version_matches "$got" || die "$1 is UCX '$got', not $want"
+    record_source "$top" "$2"
     rm -rf "$cache_dir/ucx-$got"
     mv "$top" "$cache_dir/ucx-$got" || die "cannot move the tree to $cache_dir/ucx-$got"
     rm -rf "$scratch"
@@ -175,10 +242,14 @@ install_tree() {
 
 if [ -n "$src_in" ]; then
     [ -d "$src_in" ] || die "--src $src_in is not a directory"
-    install_tree "$src_in"
+    commit=$(git -C "$src_in" rev-parse HEAD 2>/dev/null) || commit=
+    dirty=
+    [ -z "$commit" ] || [ -z "$(git -C "$src_in" status --porcelain 2>/dev/null)" ] ||
+        dirty=", with uncommitted changes"
+    install_tree "$src_in" "source tree $(cd "$src_in" && pwd)${commit:+ at git commit $commit$dirty}"
 elif [ -n "$tarball" ]; then
     [ -f "$tarball" ] || die "no such tarball: $tarball"
-    install_tree "$tarball"
+    install_tree "$tarball" "tarball $(cd "$(dirname "$tarball")" && pwd)/$(basename "$tarball") (sha256 $(sha256sum "$tarball" | cut -d' ' -f1))"
 elif ! find_tree >/dev/null; then
     command -v apt-get >/dev/null 2>&1 ||
         die_nosrc "no apt-get: pass --tarball FILE (https://github.com/openucx/ucx/releases)"
@@ -199,10 +270,11 @@ elif ! find_tree >/dev/null; then
         [ -f "$f" ] && { orig=$f; break; }
     done
     [ -n "$orig" ] || die "apt-get source left no ucx_$up.orig.tar.* in $dl"
-    install_tree "$orig"
+    install_tree "$orig" "Debian source package ucx=$dv, $(basename "$orig") (sha256 $(sha256sum "$orig" | cut -d' ' -f1))"
 fi
 tree=$(find_tree) || die "no UCX $want source tree in $cache_dir"
 version=$(src_version "$tree")
+tree_sum=$(check_source "$tree")
 
 # --- configure, build, install ---------------------------------------------
 prefix="$cache_dir/install/ucx-$version"
@@ -242,6 +314,8 @@ ln -sfn "$tree" "$prefix/share/dcx-ucx-src"
 {
     echo "version=$version"
     echo "source=$tree"
+    echo "source_origin=$(sed -n 's/^origin=//p' "$tree/.dcx-source")"
+    echo "source_sha256=$tree_sum"
     echo "seconds=$(( $(date +%s) - start ))"
 } > "$prefix/.dcx-build-ucx"
 rm -rf "$build"

@@ -298,6 +298,10 @@ DCX_UCX_FEATURE([IFACE_IS_REACHABLE_V2], [internal op iface_is_reachable_v2],
 DCX_UCX_FEATURE([EP_IS_CONNECTED], [internal op ep_is_connected],
     [[uct_iface_internal_ops_t o; uct_ep_is_connected_params_t p;
       o.ep_is_connected = NULL; (void)o; (void)p;]])
+DCX_UCX_FEATURE([EP_INVALIDATE_PARAMS], [internal op ep_invalidate taking uct_ep_invalidate_params_t],
+    [[DCX_UCX_SAME_TYPE(uct_ep_invalidate_func_t,
+                       ucs_status_t (*)(uct_ep_h,
+                                        const uct_ep_invalidate_params_t*));]])
 DCX_UCX_FEATURE([EP_CONNECT_TO_EP_V2], [internal op ep_connect_to_ep_v2],
     [[uct_iface_internal_ops_t o; o.ep_connect_to_ep_v2 = NULL; (void)o;]])
 DCX_UCX_FEATURE([IFACE_QUERY_V2], [internal op iface_query_v2],

@@ -32,6 +32,12 @@
  *    for padded pair types (MPI_DOUBLE_INT, MPI_LONG_INT,
  *    MPI_LONG_DOUBLE_INT: true extent < extent) and count > 1 that overruns
  *    the heap.  Those types are therefore used one element per call.
+ *  - MPI_Get_accumulate with MPI_REPLACE issues ucp_get_nbi and then
+ *    ucp_put_nbi to the same bytes without a fence: the fetched value is
+ *    right only where UCP happens to keep them in order.  UCX 1.18's
+ *    default (v2) protocols do not over posix,self, so with a UCX that
+ *    defaults to them test/ucx-versions.sh runs this program with
+ *    UCX_PROTO_ENABLE=n (docs/mpi-rma.md, problem 4).
  *
  * dcx-test-np: 2 3 4
  */

@@ -26,6 +26,8 @@
 #                        "dcx-test-np: 2 3 4" of its source)
 #   -o, DCX_TEST_ONLY    run only programs whose name matches this
 #                        extended regex (e.g. 'mpi/p2p|shmem/atomics')
+#   DCX_TEST_SKIP        skip the programs whose name matches this extended
+#                        regex (after DCX_TEST_ONLY)
 #   DCX_TEST_TIMEOUT     seconds per run (default 120)
 #   DCX_TEST_STRICT      1 (default): a run whose output has a UCX error
 #                        line ("UCX  ERROR", any process) fails; 0: such
@@ -71,6 +73,7 @@ tls=${DCX_TEST_TLS:-posix}
 nps=${DCX_TEST_NP:-2 4}
 nps_forced=${DCX_TEST_NP:+1}
 only=${DCX_TEST_ONLY:-}
+skip=${DCX_TEST_SKIP:-}
 tmo=${DCX_TEST_TIMEOUT:-120}
 strict=${DCX_TEST_STRICT:-1}
 extra=${DCX_TEST_MPIRUN_ARGS:-}
@@ -148,9 +151,16 @@ failed=0
 progs=()   # entries "kind/name"
 declare -A prog_src   # "kind/name" -> source file
 
+selected() {    # selected KIND/NAME: DCX_TEST_ONLY and DCX_TEST_SKIP let it run
+    if [ -n "$only" ] && ! [[ $1 =~ $only ]]; then return 1; fi
+    if [ -n "$skip" ] && [[ $1 =~ $skip ]]; then return 1; fi
+    return 0
+}
+
 build_one() {   # build_one CC KIND SRC
     local cc=$1 kind=$2 src=$3 name
     name=$(basename "$src" .c)
+    selected "$kind/$name" || return 0
     if "$cc" -O2 -g -Wall -Wextra -o "$bdir/${kind}_$name" "$src" \
             >"$logdir/build_${kind}_$name.log" 2>&1; then
         progs+=("$kind/$name")
@@ -252,7 +262,7 @@ prog_nps() {   # prog_nps SRC
 t_all=$SECONDS
 run_no=0
 for p in "${progs[@]}"; do
-    if [ -n "$only" ] && ! [[ $p =~ $only ]]; then continue; fi
+    selected "$p" || continue
     kind=${p%%/*}
     name=${p#*/}
     exe=$bdir/${kind}_$name
@@ -336,5 +346,9 @@ done
 
 echo "# total run time $((SECONDS - t_all)) s"
 [ $keep -eq 1 ] || rm -rf "$bdir"
+if [ $((passed + failed)) -eq 0 ]; then
+    echo "no program selected (DCX_TEST_ONLY='$only' DCX_TEST_SKIP='$skip')"
+    failed=1
+fi
 echo "$passed passed, $failed failed"
 [ $failed -eq 0 ]

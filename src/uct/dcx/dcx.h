@@ -226,7 +226,10 @@ typedef struct uct_dcx_peer {
 enum {
     UCT_DCX_EP_FLAG_FAILED      = UCS_BIT(0),
     UCT_DCX_EP_FLAG_FC_REQ_SENT = UCS_BIT(1),
-    UCT_DCX_EP_FLAG_DCI_WAIT    = UCS_BIT(2)  /* counted in dci_waiters */
+    UCT_DCX_EP_FLAG_DCI_WAIT    = UCS_BIT(2), /* counted in dci_waiters */
+    /* uct_ep_invalidate()d, its failure not yet reported (a worker
+     * progress callback of ext->invalidate_cb_id will) */
+    UCT_DCX_EP_FLAG_INVALIDATED = UCS_BIT(3)
 };
 
 /* What an endpoint needs only once it queues pending requests or asks for
@@ -241,6 +244,10 @@ typedef struct uct_dcx_ep_ext {
     uint8_t              fc_seq;     /* number of the last credit request */
     ucs_time_t           fc_req_time;/* when it was sent */
     ucs_list_link_t      fc_list;
+    /* while INVALIDATED: the progress callback that fails the ep, and
+     * the completions of its operations, taken at the invalidation */
+    uct_worker_cb_id_t   invalidate_cb_id;
+    ucs_queue_head_t     invalidate_comps;
 } uct_dcx_ep_ext_t;
 
 /* Kept within 56 bytes (one 64-byte malloc chunk): the fast path's fields
@@ -605,6 +612,9 @@ void uct_dcx_dci_log_wr(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci,
 void uct_dcx_dci_detach_ep(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci,
                            uct_dcx_ep_t *ep);
 int uct_dcx_dci_is_drained(const uct_dcx_dci_t *dci);
+int uct_dcx_dci_take_ep_comps(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci,
+                              uct_dcx_ep_t *ep, ucs_queue_head_t *comps);
+void uct_dcx_comps_complete(ucs_queue_head_t *comps, ucs_status_t status);
 void uct_dcx_ep_complete_ops(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep,
                               ucs_status_t status);
 ucs_status_t uct_dcx_dci_add_comp(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci,
@@ -704,5 +714,9 @@ void uct_dcx_ep_fc_grant(uct_dcx_iface_t *iface, uint64_t ep_id, uint8_t seq,
 void uct_dcx_ep_fc_forget(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep);
 void uct_dcx_ep_handle_failure(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep,
                                ucs_status_t status, dcx_wc_status_t wc_status);
+
+/* dcx_ep_invalidate.c */
+ucs_status_t uct_dcx_ep_invalidate(uct_ep_h tl_ep, unsigned flags);
+void uct_dcx_ep_invalidate_cleanup(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep);
 
 #endif /* UCT_DCX_H_ */

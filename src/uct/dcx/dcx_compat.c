@@ -375,3 +375,22 @@ int uct_dcx_ep_is_connected(const uct_ep_h tl_ep,
            (uct_dcx_iface_find_ah(iface, daddr) == ep->ah);
 }
 #endif
+
+#if DCX_UCX_HAVE_EP_INVALIDATE_PARAMS
+ucs_status_t uct_dcx_ep_invalidate_v2(uct_ep_h tl_ep,
+                                      const uct_ep_invalidate_params_t *params)
+{
+    uct_dcx_iface_t *iface = ucs_derived_of(tl_ep->iface, uct_dcx_iface_t);
+
+    /* no field is defined: NULL (as UCX's own callers pass) or an empty
+     * mask */
+    if ((params != NULL) && (params->field_mask != 0)) {
+        ucs_error("dcx: %s: ep_invalidate: parameter fields 0x%" PRIx64
+                  " not supported (none is defined)",
+                  dcx_dev_name(iface->dev), params->field_mask);
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    return uct_dcx_ep_invalidate(tl_ep, 0);
+}
+#endif

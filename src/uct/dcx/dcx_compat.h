@@ -222,6 +222,17 @@ int uct_dcx_ep_is_connected(const uct_ep_h tl_ep,
 #  define UCT_DCX_IOPS_EP_IS_CONNECTED
 #endif
 
+/* Endpoint invalidation (dcx_ep_invalidate.c): the internal operation
+ * takes a flags word, or from UCX 1.23 on a parameter struct (public there
+ * as uct_ep_invalidate(), whose callers may pass NULL). */
+#if DCX_UCX_HAVE_EP_INVALIDATE_PARAMS
+ucs_status_t uct_dcx_ep_invalidate_v2(uct_ep_h tl_ep,
+                                      const uct_ep_invalidate_params_t *params);
+#  define UCT_DCX_EP_OP_INVALIDATE uct_dcx_ep_invalidate_v2
+#else
+#  define UCT_DCX_EP_OP_INVALIDATE uct_dcx_ep_invalidate
+#endif
+
 /* DC connects to interfaces, never endpoint to endpoint */
 #if DCX_UCX_HAVE_EP_CONNECT_TO_EP_V2
 #  define UCT_DCX_IOPS_CONNECT_TO_EP_V2 \

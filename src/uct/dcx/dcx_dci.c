@@ -905,21 +905,18 @@ ucs_status_t uct_dcx_dci_add_comp(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci,
 }
 
 /*
- * Completes now, with status, the operations of ep on dci that call the user
- * back or deliver data to the user (fetch results, get-bcopy), and leaves
- * them to release only their own buffers when their WRs complete.  Returns
- * whether a WR of ep in flight on dci accesses the user's memory.
+ * Takes from dci the operations of ep that call the user back or deliver
+ * data to the user (fetch results, get-bcopy): their completions go to
+ * comps (bare ops, for uct_dcx_comps_complete()), and they are left to
+ * release only their own buffers when their WRs complete.  Returns whether
+ * a WR of ep in flight on dci accesses the user's memory.
  */
-static int uct_dcx_dci_complete_ep_ops(uct_dcx_iface_t *iface,
-                                       uct_dcx_dci_t *dci, uct_dcx_ep_t *ep,
-                                       ucs_status_t status)
+int uct_dcx_dci_take_ep_comps(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci,
+                              uct_dcx_ep_t *ep, ucs_queue_head_t *comps)
 {
-    ucs_queue_head_t comps;
     uct_dcx_op_t *op, *cop;
-    int user_mem = 0;
     uint64_t sn;
 
-    ucs_queue_head_init(&comps);
     ucs_queue_for_each(op, &dci->ops, queue) {
         if ((op->comp == NULL) && (op->cb == uct_dcx_op_put)) {
             continue; /* nothing of the user's */
@@ -937,7 +934,7 @@ static int uct_dcx_dci_complete_ep_ops(uct_dcx_iface_t *iface,
                 continue;
             }
             cop->comp = op->comp;
-            ucs_queue_push(&comps, &cop->queue);
+            ucs_queue_push(comps, &cop->queue);
         }
         /* a descriptor's op is its first member: op_put frees either */
         op->comp = NULL;
@@ -947,16 +944,35 @@ static int uct_dcx_dci_complete_ep_ops(uct_dcx_iface_t *iface,
     for (sn = dci->done_sn + 1; sn <= dci->sn; ++sn) {
         if ((dci->wr_ep[sn & iface->ring_mask] == ep) &&
             (dci->wr_opcode[sn & iface->ring_mask] & UCT_DCX_WR_USER_MEM)) {
-            user_mem = 1;
-            break;
+            return 1;
         }
     }
+    return 0;
+}
 
-    while (!ucs_queue_is_empty(&comps)) {
-        cop = ucs_queue_pull_elem_non_empty(&comps, uct_dcx_op_t, queue);
+/* Calls, with status, the completions uct_dcx_dci_take_ep_comps() took */
+void uct_dcx_comps_complete(ucs_queue_head_t *comps, ucs_status_t status)
+{
+    uct_dcx_op_t *cop;
+
+    while (!ucs_queue_is_empty(comps)) {
+        cop = ucs_queue_pull_elem_non_empty(comps, uct_dcx_op_t, queue);
         uct_invoke_completion(cop->comp, status);
         ucs_mpool_put_inline(cop);
     }
+}
+
+/* Completes now, with status, what uct_dcx_dci_take_ep_comps() takes */
+static int uct_dcx_dci_complete_ep_ops(uct_dcx_iface_t *iface,
+                                       uct_dcx_dci_t *dci, uct_dcx_ep_t *ep,
+                                       ucs_status_t status)
+{
+    ucs_queue_head_t comps;
+    int user_mem;
+
+    ucs_queue_head_init(&comps);
+    user_mem = uct_dcx_dci_take_ep_comps(iface, dci, ep, &comps);
+    uct_dcx_comps_complete(&comps, status);
     return user_mem;
 }
 
@@ -1079,7 +1095,8 @@ uct_dcx_ep_tx_slow(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep, int is_am)
 {
     ucs_status_t status;
 
-    if (ucs_unlikely(ep->flags & UCT_DCX_EP_FLAG_FAILED)) {
+    if (ucs_unlikely(ep->flags & (UCT_DCX_EP_FLAG_FAILED |
+                                  UCT_DCX_EP_FLAG_INVALIDATED))) {
         return UCS_ERR_CONNECTION_RESET;
     }
 

@@ -832,6 +832,7 @@ UCS_CLASS_CLEANUP_FUNC(uct_dcx_ep_t)
     /* ep_check probes may still be in flight on the control DCI */
     uct_dcx_dci_detach_ep(iface, &iface->dcis[iface->ctl_dci], self);
 
+    uct_dcx_ep_invalidate_cleanup(iface, self);
     uct_dcx_ep_ext_release(iface, self);
     iface->num_eps--;
 }

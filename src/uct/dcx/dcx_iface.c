@@ -632,7 +632,7 @@ static uct_iface_internal_ops_t uct_dcx_iface_internal_ops = {
     .iface_estimate_perf = uct_base_iface_estimate_perf,
     .iface_vfs_refresh   = (uct_iface_vfs_refresh_func_t)ucs_empty_function,
     .ep_query            = UCT_DCX_OP_UNSUPPORTED(uct_ep_query_func_t),
-    .ep_invalidate       = UCT_DCX_OP_UNSUPPORTED(uct_ep_invalidate_func_t)
+    .ep_invalidate       = UCT_DCX_EP_OP_INVALIDATE
 };
 
 static UCS_CLASS_INIT_FUNC(uct_dcx_iface_t, uct_md_h tl_md,

@@ -123,7 +123,7 @@ ucs_arbiter_cb_result_t uct_dcx_ep_dispatch_cb(ucs_arbiter_t *arbiter,
     uct_pending_req_t *req;
     ucs_status_t status;
 
-    if (ep->flags & UCT_DCX_EP_FLAG_FAILED) {
+    if (ep->flags & (UCT_DCX_EP_FLAG_FAILED | UCT_DCX_EP_FLAG_INVALIDATED)) {
         /* the requests stay until the user purges them */
         return UCS_ARBITER_CB_RESULT_DESCHED_GROUP;
     }

@@ -1,0 +1,129 @@
+/*
+ * dcx transport: endpoint invalidation (uct_iface_internal_ops_t
+ * .ep_invalidate, reached through uct_ep_invalidate()).
+ *
+ * An invalidated endpoint behaves as if its peer had failed, as an error of
+ * the transport would make it, while the peer itself is untouched:
+ *  - in the call: every new operation on it fails from now on
+ *    (UCS_ERR_CONNECTION_RESET, as on a failed endpoint); its pending
+ *    requests are no longer dispatched; the completions of its outstanding
+ *    operations are taken from them (none of them completes successfully
+ *    later, nor writes a fetched value to the user's buffer), and the WRs
+ *    of a lent DCI that still access the user's memory are stopped by
+ *    putting that DCI into error (it is recovered and goes back to the
+ *    pool; a shared DCI is left alone, so the other endpoints on it lose
+ *    nothing);
+ *  - at the next progress of its worker: those completions are called
+ *    with UCS_ERR_ENDPOINT_TIMEOUT, and the endpoint fails through the
+ *    transport's own failure path (uct_dcx_ep_handle_failure): the
+ *    interface's error handler gets it with UCS_ERR_ENDPOINT_TIMEOUT.  Its
+ *    pending requests stay until the user purges them
+ *    (uct_ep_pending_purge), as for any failed endpoint.
+ * The user is called back from progress, as UCX's own transports report a
+ * failure (an error completion, a timer), never from inside the call.  An
+ * endpoint destroyed before that progress is simply gone: its completions
+ * are called with UCS_ERR_CANCELED, as for any endpoint destroyed with
+ * operations outstanding, and no error is reported for it.  Invalidating
+ * an endpoint that already failed, or was already invalidated, does
+ * nothing more.
+ */
+#ifdef HAVE_CONFIG_H
+#  include "config.h"
+#endif
+
+#include "dcx.inl"
+
+#include <ucs/debug/log.h>
+
+
+static uct_worker_h uct_dcx_ep_worker(uct_dcx_iface_t *iface)
+{
+    return &iface->super.worker->super;
+}
+
+/* Worker progress callback of an invalidated endpoint: it fails now */
+static unsigned uct_dcx_ep_invalidate_progress(void *arg)
+{
+    uct_dcx_ep_t *ep       = arg;
+    uct_dcx_iface_t *iface = uct_dcx_ep_iface(ep);
+
+    uct_worker_progress_unregister_safe(uct_dcx_ep_worker(iface),
+                                        &ep->ext->invalidate_cb_id);
+    ep->flags &= ~UCT_DCX_EP_FLAG_INVALIDATED;
+    /* the operations first, then the error handler, as for an error
+     * completion (uct_dcx_dci_handle_error) */
+    uct_dcx_comps_complete(&ep->ext->invalidate_comps,
+                           UCS_ERR_ENDPOINT_TIMEOUT);
+    if (ep->flags & UCT_DCX_EP_FLAG_FAILED) {
+        return 1; /* a real failure came first, and was reported */
+    }
+
+    ucs_debug("dcx: %s: ep %p to DCT 0x%x: failing it, as invalidated",
+              dcx_dev_name(iface->dev), ep, ep->dctn);
+    /* the error handler may destroy ep: not touched after this */
+    uct_dcx_ep_handle_failure(iface, ep, UCS_ERR_ENDPOINT_TIMEOUT,
+                              DCX_WC_WR_FLUSH_ERR);
+    return 1;
+}
+
+ucs_status_t uct_dcx_ep_invalidate(uct_ep_h tl_ep, unsigned flags)
+{
+    uct_dcx_ep_t *ep       = ucs_derived_of(tl_ep, uct_dcx_ep_t);
+    uct_dcx_iface_t *iface = uct_dcx_ep_iface(ep);
+    uct_dcx_ep_ext_t *ext;
+    ucs_status_t status;
+
+    if (flags != 0) {
+        ucs_error("dcx: %s: ep_invalidate: flags 0x%x not supported (none "
+                  "is defined)", dcx_dev_name(iface->dev), flags);
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    if (ep->flags &
+        (UCT_DCX_EP_FLAG_FAILED | UCT_DCX_EP_FLAG_INVALIDATED)) {
+        return UCS_OK; /* its failure is reported, or about to be */
+    }
+
+    /* what the progress callback needs lives with the ep's rarely used
+     * state */
+    status = uct_dcx_ep_ext_get(iface, ep);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    ucs_debug("dcx: %s: ep %p to DCT 0x%x invalidated",
+              dcx_dev_name(iface->dev), ep, ep->dctn);
+    ext        = ep->ext;
+    ep->flags |= UCT_DCX_EP_FLAG_INVALIDATED;
+    /* No quota: every send leaves the fast path for uct_dcx_ep_tx_slow(),
+     * which refuses it for the flag (nothing gives quota back before the
+     * flag is seen there) */
+    ep->quota  = 0;
+
+    ucs_queue_head_init(&ext->invalidate_comps);
+    if ((ep->dci != UCT_DCX_DCI_NONE) &&
+        uct_dcx_dci_take_ep_comps(iface, uct_dcx_ep_dci(iface, ep), ep,
+                                  &ext->invalidate_comps) &&
+        !iface->policy->shared) {
+        uct_dcx_dci_set_error(iface, uct_dcx_ep_dci(iface, ep));
+    }
+
+    ext->invalidate_cb_id = UCS_CALLBACKQ_ID_NULL;
+    uct_worker_progress_register_safe(uct_dcx_ep_worker(iface),
+                                      uct_dcx_ep_invalidate_progress, ep, 0,
+                                      &ext->invalidate_cb_id);
+    return UCS_OK;
+}
+
+void uct_dcx_ep_invalidate_cleanup(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep)
+{
+    if (!(ep->flags & UCT_DCX_EP_FLAG_INVALIDATED)) {
+        return;
+    }
+
+    /* destroyed before its failure was reported: never reported */
+    uct_worker_progress_unregister_safe(uct_dcx_ep_worker(iface),
+                                        &ep->ext->invalidate_cb_id);
+    ep->flags &= ~UCT_DCX_EP_FLAG_INVALIDATED;
+    uct_dcx_comps_complete(&ep->ext->invalidate_comps, UCS_ERR_CANCELED);
+}

@@ -1,0 +1,311 @@
+/*
+ * uct_ep_invalidate() on dcx endpoints (dcx_ep_invalidate.c), under every
+ * DCI policy, with one DCI so that the endpoints to the peer share it
+ * (rand) or take turns on it (dcs, dcs_quota):
+ *  - operations outstanding at the invalidation complete with
+ *    UCS_ERR_ENDPOINT_TIMEOUT (a fetched value is not delivered), new ones
+ *    fail at once, pending requests are not dispatched and are purged by
+ *    the user, the error handler gets the endpoint with
+ *    UCS_ERR_ENDPOINT_TIMEOUT, all from progress, not in the call;
+ *  - another endpoint to the same peer keeps working, and the invalidated
+ *    one is destroyed cleanly (also before its failure was reported);
+ *  - a second invalidation reports nothing more; unknown flags or
+ *    parameter fields are refused.
+ * The internal operation takes flags up to UCX 1.18 and a parameter struct
+ * from 1.23 on (DCX_UCX_HAVE_EP_INVALIDATE_PARAMS); both are tested through
+ * uct_ep_invalidate() of the UCX built against.
+ */
+#include "uct_fixture.h"
+
+extern "C" {
+#include <uct/base/uct_iface.h>
+#include <uct/api/v2/uct_v2.h>
+}
+
+#include <cstring>
+
+using namespace dcx_test;
+
+namespace {
+
+const uint8_t AM_ID = 9;
+
+ucs_status_t count_am(void *arg, void *data, size_t length, unsigned flags)
+{
+    (*static_cast<int*>(arg))++;
+    return UCS_OK;
+}
+
+/* uct_ep_invalidate() without flags or parameter fields */
+ucs_status_t invalidate(uct_ep_h ep)
+{
+#if DCX_UCX_HAVE_EP_INVALIDATE_PARAMS
+    uct_ep_invalidate_params_t params;
+
+    params.field_mask = 0;
+    return uct_ep_invalidate(ep, &params);
+#else
+    return uct_ep_invalidate(ep, 0);
+#endif
+}
+
+/* A pending request that counts its dispatches and purges */
+struct counting_req {
+    uct_pending_req_t uct;
+    int               dispatched;
+    int               purged;
+
+    counting_req() : dispatched(0), purged(0)
+    {
+        uct.func = dispatch;
+    }
+
+    static ucs_status_t dispatch(uct_pending_req_t *self)
+    {
+        reinterpret_cast<counting_req*>(self)->dispatched++;
+        return UCS_OK;
+    }
+
+    static void purge(uct_pending_req_t *self, void *arg)
+    {
+        reinterpret_cast<counting_req*>(self)->purged++;
+    }
+};
+
+} /* namespace */
+
+
+class uct_dcx_invalidate : public uct_dcx_policy_test {
+protected:
+    virtual void SetUp()
+    {
+        std::map<std::string, std::string> cfg;
+
+        uct_dcx_policy_test::SetUp();
+        cfg["NUM_DCI"] = "1";
+        m_a = create_entity(cfg);
+        m_b = create_entity();
+        ASSERT_TRUE(m_a && m_b);
+        m_rx = 0;
+        ASSERT_EQ(UCS_OK, uct_iface_set_am_handler(m_b->iface, AM_ID,
+                                                   count_am, &m_rx, 0));
+        m_mem = alloc_mem(65536);
+        log_counter::reset();
+    }
+
+    template <typename F> ucs_status_t retry(F op)
+    {
+        ucs_status_t status;
+
+        while ((status = op()) == UCS_ERR_NO_RESOURCE) {
+            progress();
+        }
+        return status;
+    }
+
+    /* AMs and a put from ep reach the peer */
+    void check_healthy(uct_ep_h ep, uint64_t value)
+    {
+        int before = m_rx;
+
+        for (int i = 0; i < 50; ++i) {
+            ASSERT_EQ(UCS_OK, retry([&] {
+                return uct_ep_am_short(ep, AM_ID, i, NULL, 0);
+            }));
+        }
+        ASSERT_TRUE(wait_for([&] { return m_rx == before + 50; }));
+        m_value = value;
+        ASSERT_EQ(UCS_OK, retry([&] {
+            return uct_ep_put_short(ep, &m_value, sizeof(m_value),
+                                    (uintptr_t)m_mem.ptr, m_mem.rkey);
+        }));
+        flush_ep(ep);
+        EXPECT_EQ(value, *(uint64_t*)m_mem.ptr);
+    }
+
+    /* The errors reported for ep */
+    std::vector<ucs_status_t> errors_of(uct_ep_h ep) const
+    {
+        std::vector<ucs_status_t> found;
+
+        for (size_t i = 0; i < m_errors.size(); ++i) {
+            if (m_errors[i].ep == ep) {
+                found.push_back(m_errors[i].status);
+            }
+        }
+        return found;
+    }
+
+    /* A few hundred progress calls: what is due from progress is done */
+    void progress_some()
+    {
+        for (int i = 0; i < 300; ++i) {
+            progress();
+        }
+    }
+
+    entity       *m_a, *m_b;
+    mem           m_mem;
+    int           m_rx;
+    uint64_t      m_value;
+    /* what operations outstanding on an endpoint refer to: members, so
+     * that they outlive a test body that stops early (the endpoints go in
+     * TearDown) */
+    test_comp     m_get_comp, m_put_comp, m_fadd_comp;
+    uint64_t      m_fetched;
+    counting_req  m_req;
+};
+
+TEST_P(uct_dcx_invalidate, outstanding_and_pending_fail)
+{
+    uct_ep_h bad        = connect(m_a, m_b);
+    uct_ep_h good       = connect(m_a, m_b);
+    mem loc             = alloc_mem(8192);
+    const uint64_t mark = 0x5a5a5a5a5a5a5a5aull;
+    uint64_t value      = 1;
+    test_comp &get_comp = m_get_comp, &put_comp = m_put_comp;
+    test_comp &fadd_comp = m_fadd_comp;
+    counting_req &req   = m_req;
+    ucs_status_t status;
+    int sent;
+
+    m_fetched = mark;
+
+    check_healthy(good, 11);
+
+    /* Operations outstanding on bad: no progress from here on */
+    uct_iov_t get_iov = {loc.ptr, 4096, loc.memh, 0, 1};
+    uct_iov_t put_iov = {(char*)loc.ptr + 4096, 4096, loc.memh, 0, 1};
+    ASSERT_EQ(UCS_INPROGRESS,
+              retry([&] {
+                  return uct_ep_get_zcopy(bad, &get_iov, 1,
+                                          (uintptr_t)m_mem.ptr + 4096,
+                                          m_mem.rkey, &get_comp.uct);
+              }));
+    ASSERT_EQ(UCS_INPROGRESS,
+              uct_ep_put_zcopy(bad, &put_iov, 1,
+                               (uintptr_t)m_mem.ptr + 8192, m_mem.rkey,
+                               &put_comp.uct));
+    ASSERT_EQ(UCS_INPROGRESS,
+              uct_ep_atomic64_fetch(bad, UCT_ATOMIC_OP_ADD, 1, &m_fetched,
+                                    (uintptr_t)m_mem.ptr + 16384, m_mem.rkey,
+                                    &fadd_comp.uct));
+    /* ... until bad has no resources (DCI slots or AM credits) left */
+    for (sent = 0; sent < 100000; ++sent) {
+        status = uct_ep_am_short(bad, AM_ID, sent, NULL, 0);
+        if (status != UCS_OK) {
+            break;
+        }
+    }
+    ASSERT_EQ(UCS_ERR_NO_RESOURCE, status) << "after " << sent << " AMs";
+    ASSERT_EQ(UCS_OK, uct_ep_pending_add(bad, &req.uct, 0));
+
+    ASSERT_EQ(UCS_OK, invalidate(bad));
+    /* new operations fail at once; nothing is reported in the call */
+    EXPECT_EQ(UCS_ERR_CONNECTION_RESET,
+              uct_ep_put_short(bad, &value, sizeof(value),
+                               (uintptr_t)m_mem.ptr, m_mem.rkey));
+    EXPECT_EQ(UCS_ERR_CONNECTION_RESET,
+              uct_ep_am_short(bad, AM_ID, 0, NULL, 0));
+    EXPECT_TRUE(m_errors.empty());
+    EXPECT_EQ(0, get_comp.done + put_comp.done + fadd_comp.done);
+
+    /* from progress: the error handler, the outstanding operations */
+    ASSERT_TRUE(wait_for([&] { return !errors_of(bad).empty(); }));
+    ASSERT_TRUE(wait_for([&] {
+        return get_comp.done && put_comp.done && fadd_comp.done;
+    }));
+    EXPECT_EQ(UCS_ERR_ENDPOINT_TIMEOUT, errors_of(bad)[0]);
+    EXPECT_EQ(UCS_ERR_ENDPOINT_TIMEOUT, get_comp.status);
+    EXPECT_EQ(UCS_ERR_ENDPOINT_TIMEOUT, put_comp.status);
+    EXPECT_EQ(UCS_ERR_ENDPOINT_TIMEOUT, fadd_comp.status);
+    EXPECT_EQ(mark, m_fetched) << "a fetched value was delivered";
+
+    /* the pending request waits for the purge, and is never dispatched */
+    progress_some();
+    EXPECT_EQ(0, req.dispatched);
+    uct_ep_pending_purge(bad, counting_req::purge, NULL);
+    EXPECT_EQ(1, req.purged);
+    EXPECT_EQ(0, req.dispatched);
+
+    /* one report, for bad alone; good to the same peer keeps working */
+    EXPECT_EQ(1u, errors_of(bad).size());
+    EXPECT_EQ(1u, m_errors.size());
+    check_healthy(good, 22);
+    destroy_ep(bad);
+    check_healthy(good, 33);
+    EXPECT_EQ(1u, m_errors.size());
+    EXPECT_EQ(0, log_counter::errors()) << log_counter::joined();
+}
+
+TEST_P(uct_dcx_invalidate, destroyed_before_reported)
+{
+    uct_ep_h bad  = connect(m_a, m_b);
+    uct_ep_h good = connect(m_a, m_b);
+    mem loc       = alloc_mem(4096);
+    test_comp &comp = m_get_comp;
+
+    uct_iov_t iov = {loc.ptr, 4096, loc.memh, 0, 1};
+    ASSERT_EQ(UCS_INPROGRESS,
+              retry([&] {
+                  return uct_ep_get_zcopy(bad, &iov, 1, (uintptr_t)m_mem.ptr,
+                                          m_mem.rkey, &comp.uct);
+              }));
+    ASSERT_EQ(UCS_OK, invalidate(bad));
+    destroy_ep(bad);
+    /* as any endpoint destroyed with operations outstanding */
+    EXPECT_EQ(1, comp.done);
+    EXPECT_EQ(UCS_ERR_CANCELED, comp.status);
+
+    progress_some();
+    EXPECT_TRUE(m_errors.empty());
+    EXPECT_EQ(1, comp.done);
+    check_healthy(good, 44);
+    EXPECT_EQ(0, log_counter::errors()) << log_counter::joined();
+}
+
+TEST_P(uct_dcx_invalidate, idle_ep_reported_once)
+{
+    uct_ep_h bad  = connect(m_a, m_b);
+    uct_ep_h good = connect(m_a, m_b);
+
+    /* nothing was ever posted on bad (under dcs it holds no DCI) */
+    ASSERT_EQ(UCS_OK, invalidate(bad));
+    ASSERT_EQ(UCS_OK, invalidate(bad));
+    ASSERT_TRUE(wait_for([&] { return !errors_of(bad).empty(); }));
+    EXPECT_EQ(UCS_ERR_ENDPOINT_TIMEOUT, errors_of(bad)[0]);
+
+    /* a failed endpoint: invalidating it again reports nothing more */
+    ASSERT_EQ(UCS_OK, invalidate(bad));
+    progress_some();
+    EXPECT_EQ(1u, m_errors.size());
+    EXPECT_EQ(UCS_ERR_CONNECTION_RESET,
+              uct_ep_am_short(bad, AM_ID, 0, NULL, 0));
+    check_healthy(good, 55);
+    EXPECT_EQ(0, log_counter::errors()) << log_counter::joined();
+}
+
+TEST_P(uct_dcx_invalidate, unknown_flags_bad_flow)
+{
+    uct_ep_h ep = connect(m_a, m_b);
+    ucs_status_t status;
+
+#if DCX_UCX_HAVE_EP_INVALIDATE_PARAMS
+    uct_ep_invalidate_params_t params;
+
+    params.field_mask = UCS_BIT(0);
+    status = uct_ep_invalidate(ep, &params);
+#else
+    status = uct_ep_invalidate(ep, 1);
+#endif
+    EXPECT_EQ(UCS_ERR_INVALID_PARAM, status);
+    EXPECT_EQ(1, log_counter::errors()) << log_counter::joined();
+
+    /* the endpoint was left as it was */
+    check_healthy(ep, 66);
+    progress_some();
+    EXPECT_TRUE(m_errors.empty());
+    log_counter::reset();
+}
+
+INSTANTIATE_TEST_SUITE_P(policy, uct_dcx_invalidate, UCT_DCX_POLICIES);
