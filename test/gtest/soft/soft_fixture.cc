@@ -448,6 +448,20 @@ void soft::kill_child(pid_t pid)
     killed.push_back(pid);
 }
 
+void soft::stop_child(pid_t pid)
+{
+    int status = 0;
+
+    ASSERT_EQ(0, kill(pid, SIGSTOP));
+    ASSERT_EQ(pid, waitpid(pid, &status, WUNTRACED));
+    ASSERT_TRUE(WIFSTOPPED(status));
+}
+
+void soft::continue_child(pid_t pid)
+{
+    ASSERT_EQ(0, kill(pid, SIGCONT));
+}
+
 bool soft::stop_children()
 {
     bool ok = true;

@@ -122,6 +122,10 @@ protected:
     /* asks children to stop and reaps them; returns false if one failed */
     bool stop_children();
     void kill_child(pid_t pid);
+    /* SIGSTOP a child and wait until it has stopped (kill() returns
+     * before); SIGCONT it */
+    void stop_child(pid_t pid);
+    void continue_child(pid_t pid);
     dcx_soft_limits_t default_limits();
     int open_initiator(node &n, const dcx_soft_limits_t *limits = nullptr);
 
@@ -144,7 +148,7 @@ class soft_xproc : public soft {
 protected:
     void start()
     {
-        start_target();
+        target = start_target();
         ASSERT_EQ(0, open_initiator(ini));
         ASSERT_EQ(0, ini.reg(lbuf.data(), lbuf.size(),
                              DCX_ACCESS_LOCAL_WRITE, &lmr));
@@ -186,6 +190,7 @@ protected:
     }
 
     node                 ini;
+    pid_t                target = -1;   /* start(): the target child */
     dcx_mr_t            *lmr = nullptr;
     std::vector<uint8_t> lbuf = std::vector<uint8_t>(8u << 20);
 };

@@ -100,14 +100,6 @@ struct loop {
     }
 };
 
-/* kill(SIGSTOP) returns before the process has stopped */
-void wait_stopped(pid_t pid)
-{
-    int status = 0;
-    ASSERT_EQ(pid, waitpid(pid, &status, WUNTRACED));
-    ASSERT_TRUE(WIFSTOPPED(status));
-}
-
 uint8_t *map_pages(size_t len, void *at = nullptr)
 {
     void *p = mmap(at, len, PROT_READ | PROT_WRITE,
@@ -560,8 +552,7 @@ TEST_F(soft_xproc, stopped_target_is_not_dead)
     ASSERT_EQ(0, open_initiator(ini));
     ASSERT_EQ(0, ini.reg(lbuf.data(), lbuf.size(), DCX_ACCESS_LOCAL_WRITE,
                          &lmr));
-    ASSERT_EQ(0, kill(target, SIGSTOP));
-    wait_stopped(target);
+    stop_child(target);
     memset(lbuf.data(), 0x3d, 4096);
     dcx_sge_t s = lsge(0, 4096);
     dcx_send_wr_t wr = make_wr(DCX_WR_RDMA_WRITE, 1, &s, 1, ini, sh);
@@ -573,7 +564,7 @@ TEST_F(soft_xproc, stopped_target_is_not_dead)
      * progressing the initiator all along */
     dcx_wc_t wc[2];
     EXPECT_EQ(0, ini.poll(wc, 1, 0.3)) << "status " << (int)wc[0].status;
-    ASSERT_EQ(0, kill(target, SIGCONT));
+    continue_child(target);
     ASSERT_EQ(2, ini.poll(wc, 2, 20.0));
     EXPECT_EQ(DCX_WC_SUCCESS, wc[0].status);
     EXPECT_EQ(DCX_WC_SUCCESS, wc[1].status);
@@ -591,8 +582,7 @@ TEST_F(soft_xproc, stopped_then_killed_target_is_dead_bad_flow)
     ASSERT_EQ(0, open_initiator(ini));
     ASSERT_EQ(0, ini.reg(lbuf.data(), lbuf.size(), DCX_ACCESS_LOCAL_WRITE,
                          &lmr));
-    ASSERT_EQ(0, kill(target, SIGSTOP));
-    wait_stopped(target);
+    stop_child(target);
     dcx_sge_t s = lsge(0, 64);
     dcx_send_wr_t wr = make_wr(DCX_WR_RDMA_WRITE, 1, &s, 1, ini, sh);
     ASSERT_EQ(0, dcx_qp_post_send(ini.dci, &wr));
