@@ -91,6 +91,17 @@ struct node {
                  uint32_t max_sge = 4);
     int reg(void *addr, size_t len, uint32_t access, dcx_mr_t **mr_p);
     int connect(const void *addr, size_t len);
+    /* A node that targets itself: a CQ, a DCT with this key and access, a
+     * DCI, and an address handle of its own port */
+    int make_loopback(uint64_t key, uint32_t access);
+    /* One signalled WR to its own DCT (make_loopback) from one sge; atomics
+     * add 1 */
+    dcx_send_wr_t loop_wr(dcx_wr_opcode_t op, uint64_t key,
+                          const dcx_sge_t *sge, uint32_t rkey,
+                          uint64_t raddr) const;
+    /* Posts w, waits for its completion and recovers the DCI from an error;
+     * returns the completion status */
+    uint8_t run(const dcx_send_wr_t &w);
     /* polls until n completions arrived or timeout; returns the count */
     int poll(dcx_wc_t *wc, int n, double timeout_s = 10.0);
     void close();
