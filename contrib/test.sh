@@ -22,21 +22,7 @@ failed=0
 failures=()
 skipped=()
 
-step() {   # step NAME COMMAND...: runs one step, logs to a file, counts it
-    local name=$1; shift
-    local log="$logdir/${name// /_}.log"
-    local t0=$SECONDS
-    printf '== %-44s ' "$name"
-    if "$@" >"$log" 2>&1; then
-        passed=$((passed + 1))
-        echo "ok ($((SECONDS - t0)) s)"
-    else
-        failed=$((failed + 1))
-        failures+=("$name")
-        echo "FAILED ($((SECONDS - t0)) s) — last lines of $log:"
-        tail -n 30 "$log" | sed 's/^/   | /'
-    fi
-}
+. "$top/contrib/step.sh"   # step NAME COMMAND...
 
 fatal() { echo "test.sh: $*" >&2; echo "0 passed, 1 failed"; exit 1; }
 

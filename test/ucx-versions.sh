@@ -61,21 +61,8 @@ passed=0
 failed=0
 failures=()
 
-step() {   # step NAME COMMAND...: runs one step, logs to a file, counts it
-    local name=$1; shift
-    local log="$logdir/${name//[ \/]/_}.log"
-    local t0=$SECONDS
-    printf '== %-52s ' "$name"
-    if "$@" >"$log" 2>&1; then
-        passed=$((passed + 1))
-        echo "ok ($((SECONDS - t0)) s)"
-    else
-        failed=$((failed + 1))
-        failures+=("$name")
-        echo "FAILED ($((SECONDS - t0)) s) — last lines of $log:"
-        tail -n 30 "$log" | sed 's/^/   | /'
-    fi
-}
+step_width=52
+. "$top/contrib/step.sh"   # step NAME COMMAND...
 
 finish() {
     echo

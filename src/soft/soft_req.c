@@ -581,8 +581,9 @@ void soft_req_run(soft_qp_t *qp, uint64_t now)
  * hardware the responder is the NIC, which answers whatever its host CPU
  * does; here the responder is the target's CPU, and a target starved of CPU
  * (or stopped) must not look like a lost packet.  A ring held by a packet
- * delayed on the wire (fault injection) is a slow link, not a busy target:
- * that one counts as a loss. */
+ * delayed on the wire (fault injection) past the expired ack deadline is a
+ * slow link, not a busy target: that one counts as a loss, whenever our CPU
+ * gets to look (a NIC's timer fires at the deadline). */
 static int soft_req_target_busy(soft_qp_t *qp, soft_swqe_t *w, uint64_t now)
 {
     soft_port_hdr_t *hdr = w->peer->hdr;
@@ -599,7 +600,7 @@ static int soft_req_target_busy(soft_qp_t *qp, soft_swqe_t *w, uint64_t now)
                                (head & (hdr->req.nslots - 1)) *
                                hdr->req.slot_size);
         if ((__atomic_load_n(&slot->seq, __ATOMIC_ACQUIRE) == head + 1) &&
-            (slot->pkt.deliver_ns > now)) {
+            (slot->pkt.deliver_ns > qp->deadline_ns)) {
             return 0;
         }
         return 1;

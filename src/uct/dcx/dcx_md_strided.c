@@ -242,9 +242,14 @@ static uint32_t uct_dcx_strided_access(unsigned flags)
     return access;
 }
 
+/* What every strided registration checks first: a dcx md, somewhere to put
+ * the handle, and a device with strided keys */
 static ucs_status_t uct_dcx_strided_check_md(uct_md_h uct_md, void *memh_p,
-                                             const char *func)
+                                             const char *func,
+                                             uct_dcx_md_t **md_p)
 {
+    uct_dcx_md_t *md;
+
     if ((uct_md == NULL) || (memh_p == NULL)) {
         ucs_error("dcx: %s: md %p, memh_p %p: neither may be NULL", func,
                   uct_md, memh_p);
@@ -257,6 +262,14 @@ static ucs_status_t uct_dcx_strided_check_md(uct_md_h uct_md, void *memh_p,
         return UCS_ERR_INVALID_PARAM;
     }
 
+    md = ucs_derived_of(uct_md, uct_dcx_md_t);
+    if (!(dcx_dev_caps(md->dev)->flags & DCX_CAP_MKEY_STRIDE)) {
+        ucs_error("dcx md %s: the device has no strided memory keys",
+                  md->name);
+        return UCS_ERR_UNSUPPORTED;
+    }
+
+    *md_p = md;
     return UCS_OK;
 }
 
@@ -684,16 +697,6 @@ out_unlock:
     return status;
 }
 
-static ucs_status_t uct_dcx_strided_check_caps(uct_dcx_md_t *md)
-{
-    if (!(dcx_dev_caps(md->dev)->flags & DCX_CAP_MKEY_STRIDE)) {
-        ucs_error("dcx md %s: the device has no strided memory keys",
-                  md->name);
-        return UCS_ERR_UNSUPPORTED;
-    }
-    return UCS_OK;
-}
-
 ucs_status_t
 uct_dcx_md_mem_reg_strided(uct_md_h uct_md, const uct_dcx_strided_desc_t *desc,
                            uct_mem_h memh, unsigned flags, uct_mem_h *memh_p)
@@ -706,21 +709,15 @@ uct_dcx_md_mem_reg_strided(uct_md_h uct_md, const uct_dcx_strided_desc_t *desc,
     ucs_status_t status;
     size_t blocks;
 
-    status = uct_dcx_strided_check_md(uct_md, memh_p, __func__);
+    status = uct_dcx_strided_check_md(uct_md, memh_p, __func__, &md);
     if (status != UCS_OK) {
         return status;
     }
 
-    md = ucs_derived_of(uct_md, uct_dcx_md_t);
     if (desc == NULL) {
         ucs_error("dcx md %s: strided registration without a description",
                   md->name);
         return UCS_ERR_INVALID_PARAM;
-    }
-
-    status = uct_dcx_strided_check_caps(md);
-    if (status != UCS_OK) {
-        return status;
     }
 
     status = uct_dcx_strided_check_desc(md, desc, &blocks, &start, &end);
@@ -787,13 +784,7 @@ uct_dcx_md_mem_reg_list(uct_md_h uct_md, const uct_dcx_strided_region_t *regions
     uct_mem_h base;
     size_t i;
 
-    status = uct_dcx_strided_check_md(uct_md, memh_p, __func__);
-    if (status != UCS_OK) {
-        return status;
-    }
-
-    md     = ucs_derived_of(uct_md, uct_dcx_md_t);
-    status = uct_dcx_strided_check_caps(md);
+    status = uct_dcx_strided_check_md(uct_md, memh_p, __func__, &md);
     if (status != UCS_OK) {
         return status;
     }

@@ -137,6 +137,54 @@ int node::connect(const void *addr, size_t len)
     return dcx_ah_create(pd, addr, len, &ah);
 }
 
+int node::make_loopback(uint64_t key, uint32_t access)
+{
+    uint8_t addr[DCX_DEV_ADDR_MAX];
+    size_t len = sizeof(addr);
+    int ret;
+
+    if (((ret = make_cq(256)) != 0) ||
+        ((ret = make_target(key, access)) != 0) ||
+        ((ret = make_dci()) != 0) ||
+        ((ret = dcx_dev_port_addr(dev, addr, &len)) != 0)) {
+        return ret;
+    }
+    return connect(addr, len);
+}
+
+dcx_send_wr_t node::loop_wr(dcx_wr_opcode_t op, uint64_t key,
+                            const dcx_sge_t *sge, uint32_t rkey,
+                            uint64_t raddr) const
+{
+    dcx_send_wr_t w;
+
+    memset(&w, 0, sizeof(w));
+    w.opcode      = op;
+    w.flags       = DCX_SEND_SIGNALED;
+    w.num_sge     = 1;
+    w.sg_list     = sge;
+    w.dest.ah     = ah;
+    w.dest.dctn   = dct->qp_num;
+    w.dest.dc_key = key;
+    w.rkey        = rkey;
+    w.remote_addr = raddr;
+    w.compare_add = 1;
+    return w;
+}
+
+uint8_t node::run(const dcx_send_wr_t &w)
+{
+    dcx_wc_t wc;
+
+    memset(&wc, 0xff, sizeof(wc));
+    EXPECT_EQ(0, dcx_qp_post_send(dci, &w));
+    EXPECT_EQ(1, poll(&wc, 1, 20.0));
+    if (wc.status != DCX_WC_SUCCESS) {
+        EXPECT_EQ(0, dcx_qp_recover(dci));
+    }
+    return wc.status;
+}
+
 int node::poll(dcx_wc_t *wc, int n, double timeout_s)
 {
     double end = now_s() + timeout_s;
@@ -446,6 +494,20 @@ void soft::kill_child(pid_t pid)
 {
     kill(pid, SIGKILL);
     killed.push_back(pid);
+}
+
+void soft::stop_child(pid_t pid)
+{
+    int status = 0;
+
+    ASSERT_EQ(0, kill(pid, SIGSTOP));
+    ASSERT_EQ(pid, waitpid(pid, &status, WUNTRACED));
+    ASSERT_TRUE(WIFSTOPPED(status));
+}
+
+void soft::continue_child(pid_t pid)
+{
+    ASSERT_EQ(0, kill(pid, SIGCONT));
 }
 
 bool soft::stop_children()

@@ -91,6 +91,17 @@ struct node {
                  uint32_t max_sge = 4);
     int reg(void *addr, size_t len, uint32_t access, dcx_mr_t **mr_p);
     int connect(const void *addr, size_t len);
+    /* A node that targets itself: a CQ, a DCT with this key and access, a
+     * DCI, and an address handle of its own port */
+    int make_loopback(uint64_t key, uint32_t access);
+    /* One signalled WR to its own DCT (make_loopback) from one sge; atomics
+     * add 1 */
+    dcx_send_wr_t loop_wr(dcx_wr_opcode_t op, uint64_t key,
+                          const dcx_sge_t *sge, uint32_t rkey,
+                          uint64_t raddr) const;
+    /* Posts w, waits for its completion and recovers the DCI from an error;
+     * returns the completion status */
+    uint8_t run(const dcx_send_wr_t &w);
     /* polls until n completions arrived or timeout; returns the count */
     int poll(dcx_wc_t *wc, int n, double timeout_s = 10.0);
     void close();
@@ -122,6 +133,10 @@ protected:
     /* asks children to stop and reaps them; returns false if one failed */
     bool stop_children();
     void kill_child(pid_t pid);
+    /* SIGSTOP a child and wait until it has stopped (kill() returns
+     * before); SIGCONT it */
+    void stop_child(pid_t pid);
+    void continue_child(pid_t pid);
     dcx_soft_limits_t default_limits();
     int open_initiator(node &n, const dcx_soft_limits_t *limits = nullptr);
 
@@ -144,7 +159,7 @@ class soft_xproc : public soft {
 protected:
     void start()
     {
-        start_target();
+        target = start_target();
         ASSERT_EQ(0, open_initiator(ini));
         ASSERT_EQ(0, ini.reg(lbuf.data(), lbuf.size(),
                              DCX_ACCESS_LOCAL_WRITE, &lmr));
@@ -186,6 +201,7 @@ protected:
     }
 
     node                 ini;
+    pid_t                target = -1;   /* start(): the target child */
     dcx_mr_t            *lmr = nullptr;
     std::vector<uint8_t> lbuf = std::vector<uint8_t>(8u << 20);
 };

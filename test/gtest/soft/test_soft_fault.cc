@@ -4,6 +4,10 @@
  */
 #include "soft_fixture.h"
 
+extern "C" {
+#include "soft/soft.h"
+}
+
 #include <algorithm>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -146,41 +150,103 @@ TEST_F(soft_xproc, corrupt_exhausted_bad_flow)
     EXPECT_EQ(sh->tp.limits.retry_cnt + 1, sh->stats.corrupt_drops);
 }
 
+namespace {
+
+/* Posts wr with its packet delayed on the wire by delay_us, more than the
+ * ack timeout, and holds the initiator's engine until the clock is past the
+ * packet's delivery time, as when the initiator's CPU was busy elsewhere;
+ * then polls until the initiator retransmits.  The caller has stopped the
+ * target, so that it cannot answer before the initiator decides.  The ack
+ * timer expired while the packet was still on the wire: a loss, however
+ * late the initiator looks.  Returns the number of retransmissions. */
+uint64_t retransmits_of_late(node &ini, dcx_send_wr_t wr, uint32_t delay_us)
+{
+    soft_dev_t *idev = soft_dev(ini.dev);
+    uint64_t before  = stats(ini).retransmits, after = before;
+    dcx_soft_fault_t f = fault(DCX_SOFT_FAULT_DELAY, wr.opcode, 0, 1);
+    uint64_t posted;
+    dcx_wc_t wc;
+
+    f.delay_us = delay_us;
+    EXPECT_EQ(0, dcx_soft_fault_inject(ini.dev, &f));
+    /* the post sends the packet: it is due at most delay_us after this */
+    EXPECT_EQ(0, dcx_qp_post_send(ini.dci, &wr));
+    posted = soft_now_ns();
+    pthread_mutex_lock(&idev->lock);
+    while (soft_now_ns() <= posted + delay_us * 1000ull) {
+        usleep(1000);
+    }
+    pthread_mutex_unlock(&idev->lock);
+
+    /* the polls run the initiator's timers; nothing completes while the
+     * target is stopped (the bound only keeps a defect from hanging) */
+    double end = now_s() + 20.0;
+    while ((after == before) && (now_s() < end)) {
+        EXPECT_EQ(0, dcx_cq_poll(ini.cq, 1, &wc));
+        after = stats(ini).retransmits;
+    }
+    return after - before;
+}
+
+} // namespace
+
 TEST_F(soft_xproc, delay)
 {
+    const uint32_t timeout_us = sh->tp.limits.ack_timeout_us;
+
     start();
-    /* shorter than the ack timeout: no retransmission */
+    /* shorter than the ack timeout: never retransmitted, however late the
+     * target answers (its packet still waits in the ring: a busy target) */
     dcx_soft_fault_t f = fault(DCX_SOFT_FAULT_DELAY, DCX_WR_SEND, 0, 1);
-    f.delay_us = 10000;
+    f.delay_us = timeout_us / 10;
     ASSERT_EQ(0, dcx_soft_fault_inject(ini.dev, &f));
     memcpy(lbuf.data(), "late", 4);
     dcx_sge_t s = lsge(0, 4);
     dcx_send_wr_t wr = make_wr(DCX_WR_SEND, 1, &s, 1, ini, sh);
     EXPECT_EQ(DCX_WC_SUCCESS, run(wr).status);
+    EXPECT_EQ(0u, stats(ini).retransmits);
+    /* the target took it out of its ring (it had answered already, but may
+     * not have moved past it): the late packet will be at the head */
+    ASSERT_TRUE(wait_recv(1));
 
-    /* longer than the ack timeout: the duplicate is recognised */
-    f = fault(DCX_SOFT_FAULT_DELAY, -1, 0, 1);
-    f.delay_us = 120000;
-    ASSERT_EQ(0, dcx_soft_fault_inject(ini.dev, &f));
+    /* longer than the ack timeout: retransmitted once (while the target is
+     * stopped its ring holds the packet, due by then: a busy target, no
+     * second retry), and the late duplicate is not delivered again */
+    stop_child(target);
     wr.wr_id = 2;
+    EXPECT_EQ(1u, retransmits_of_late(ini, wr, timeout_us * 6 / 5));
+    continue_child(target);
+    dcx_wc_t wc;
+    ASSERT_EQ(1, ini.poll(&wc, 1, 20.0));
+    EXPECT_EQ(DCX_WC_SUCCESS, wc.status);
+    EXPECT_EQ(2u, wc.wr_id);
+    /* the target serves its ring in order: once a third message arrived,
+     * both copies of the second were served */
+    wr.wr_id = 3;
     EXPECT_EQ(DCX_WC_SUCCESS, run(wr).status);
-    EXPECT_GE(stats(ini).retransmits, 1u);
+    ASSERT_TRUE(wait_recv(3));
+    EXPECT_EQ(1u, stats(ini).retransmits);
 
-    /* a late atomic is not executed twice */
+    /* a late atomic is not executed twice: the duplicate gets the saved
+     * result (the ring is empty: the third message was received) */
     *(uint64_t*)(sh->buf + 64) = 7;
-    f = fault(DCX_SOFT_FAULT_DELAY, DCX_WR_ATOMIC_FADD, 0, 1);
-    f.delay_us = 120000;
-    ASSERT_EQ(0, dcx_soft_fault_inject(ini.dev, &f));
+    stop_child(target);
     s  = lsge(0, 8);
-    wr = make_wr(DCX_WR_ATOMIC_FADD, 3, &s, 1, ini, sh);
+    wr = make_wr(DCX_WR_ATOMIC_FADD, 4, &s, 1, ini, sh);
     wr.remote_addr += 64;
     wr.compare_add  = 1;
-    EXPECT_EQ(DCX_WC_SUCCESS, run(wr).status);
+    EXPECT_EQ(1u, retransmits_of_late(ini, wr, timeout_us * 6 / 5));
+    continue_child(target);
+    ASSERT_EQ(1, ini.poll(&wc, 1, 20.0));
+    EXPECT_EQ(DCX_WC_SUCCESS, wc.status);
     EXPECT_EQ(7u, *(uint64_t*)lbuf.data());
-    usleep(200000);   /* let every copy arrive */
-    EXPECT_EQ(8u, *(uint64_t*)(sh->buf + 64));
+    /* behind both copies in the target's ring: sees one addition */
+    wr.wr_id = 5;
+    EXPECT_EQ(DCX_WC_SUCCESS, run(wr).status);
+    EXPECT_EQ(8u, *(uint64_t*)lbuf.data());
+    EXPECT_EQ(9u, *(uint64_t*)(sh->buf + 64));
     EXPECT_TRUE(stop_children());
-    EXPECT_EQ(2u, sh->n_wc);
+    EXPECT_EQ(3u, sh->n_wc);
 }
 
 TEST_F(soft_xproc, forced_error_cqe)

@@ -53,15 +53,9 @@ struct loop {
     void open(const std::string &fabric, const dcx_soft_limits_t *l = nullptr)
     {
         ASSERT_EQ(0, n.open(fabric.c_str(), l));
-        ASSERT_EQ(0, n.make_cq(256));
-        ASSERT_EQ(0, n.make_target(KEY, DCX_ACCESS_REMOTE_WRITE |
-                                        DCX_ACCESS_REMOTE_READ |
-                                        DCX_ACCESS_REMOTE_ATOMIC));
-        ASSERT_EQ(0, n.make_dci());
-        uint8_t addr[DCX_DEV_ADDR_MAX];
-        size_t len = sizeof(addr);
-        ASSERT_EQ(0, dcx_dev_port_addr(n.dev, addr, &len));
-        ASSERT_EQ(0, n.connect(addr, len));
+        ASSERT_EQ(0, n.make_loopback(KEY, DCX_ACCESS_REMOTE_WRITE |
+                                          DCX_ACCESS_REMOTE_READ |
+                                          DCX_ACCESS_REMOTE_ATOMIC));
         ASSERT_EQ(0, n.reg(lbuf.data(), lbuf.size(), DCX_ACCESS_LOCAL_WRITE,
                            &lmr));
     }
@@ -69,44 +63,17 @@ struct loop {
     dcx_send_wr_t wr(dcx_wr_opcode_t op, uint64_t raddr, uint32_t rkey,
                      dcx_sge_t *s, uint32_t len)
     {
-        dcx_send_wr_t w;
         s->addr   = (uint64_t)(uintptr_t)lbuf.data();
         s->length = len;
         s->lkey   = lmr->lkey;
-        memset(&w, 0, sizeof(w));
-        w.opcode      = op;
-        w.flags       = DCX_SEND_SIGNALED;
-        w.num_sge     = 1;
-        w.sg_list     = s;
-        w.dest.ah     = n.ah;
-        w.dest.dctn   = n.dct->qp_num;
-        w.dest.dc_key = KEY;
-        w.rkey        = rkey;
-        w.remote_addr = raddr;
-        w.compare_add = 1;
-        return w;
+        return n.loop_wr(op, KEY, s, rkey, raddr);
     }
 
     uint8_t run(const dcx_send_wr_t &w)
     {
-        dcx_wc_t wc;
-        memset(&wc, 0xff, sizeof(wc));
-        EXPECT_EQ(0, dcx_qp_post_send(n.dci, &w));
-        EXPECT_EQ(1, n.poll(&wc, 1, 20.0));
-        if (wc.status != DCX_WC_SUCCESS) {
-            EXPECT_EQ(0, dcx_qp_recover(n.dci));
-        }
-        return wc.status;
+        return n.run(w);
     }
 };
-
-/* kill(SIGSTOP) returns before the process has stopped */
-void wait_stopped(pid_t pid)
-{
-    int status = 0;
-    ASSERT_EQ(pid, waitpid(pid, &status, WUNTRACED));
-    ASSERT_TRUE(WIFSTOPPED(status));
-}
 
 uint8_t *map_pages(size_t len, void *at = nullptr)
 {
@@ -560,8 +527,7 @@ TEST_F(soft_xproc, stopped_target_is_not_dead)
     ASSERT_EQ(0, open_initiator(ini));
     ASSERT_EQ(0, ini.reg(lbuf.data(), lbuf.size(), DCX_ACCESS_LOCAL_WRITE,
                          &lmr));
-    ASSERT_EQ(0, kill(target, SIGSTOP));
-    wait_stopped(target);
+    stop_child(target);
     memset(lbuf.data(), 0x3d, 4096);
     dcx_sge_t s = lsge(0, 4096);
     dcx_send_wr_t wr = make_wr(DCX_WR_RDMA_WRITE, 1, &s, 1, ini, sh);
@@ -573,7 +539,7 @@ TEST_F(soft_xproc, stopped_target_is_not_dead)
      * progressing the initiator all along */
     dcx_wc_t wc[2];
     EXPECT_EQ(0, ini.poll(wc, 1, 0.3)) << "status " << (int)wc[0].status;
-    ASSERT_EQ(0, kill(target, SIGCONT));
+    continue_child(target);
     ASSERT_EQ(2, ini.poll(wc, 2, 20.0));
     EXPECT_EQ(DCX_WC_SUCCESS, wc[0].status);
     EXPECT_EQ(DCX_WC_SUCCESS, wc[1].status);
@@ -591,8 +557,7 @@ TEST_F(soft_xproc, stopped_then_killed_target_is_dead_bad_flow)
     ASSERT_EQ(0, open_initiator(ini));
     ASSERT_EQ(0, ini.reg(lbuf.data(), lbuf.size(), DCX_ACCESS_LOCAL_WRITE,
                          &lmr));
-    ASSERT_EQ(0, kill(target, SIGSTOP));
-    wait_stopped(target);
+    stop_child(target);
     dcx_sge_t s = lsge(0, 64);
     dcx_send_wr_t wr = make_wr(DCX_WR_RDMA_WRITE, 1, &s, 1, ini, sh);
     ASSERT_EQ(0, dcx_qp_post_send(ini.dci, &wr));

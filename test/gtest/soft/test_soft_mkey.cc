@@ -59,15 +59,9 @@ protected:
         dcx_soft_limits_t l = sh->tp.limits;
         l.mkey_max_entries  = LIMIT;
         ASSERT_EQ(0, n.open(fabric.c_str(), &l));
-        ASSERT_EQ(0, n.make_cq(256));
-        ASSERT_EQ(0, n.make_target(KEY, DCX_ACCESS_REMOTE_WRITE |
-                                        DCX_ACCESS_REMOTE_READ |
-                                        DCX_ACCESS_REMOTE_ATOMIC));
-        ASSERT_EQ(0, n.make_dci());
-        uint8_t addr[DCX_DEV_ADDR_MAX];
-        size_t len = sizeof(addr);
-        ASSERT_EQ(0, dcx_dev_port_addr(n.dev, addr, &len));
-        ASSERT_EQ(0, n.connect(addr, len));
+        ASSERT_EQ(0, n.make_loopback(KEY, DCX_ACCESS_REMOTE_WRITE |
+                                          DCX_ACCESS_REMOTE_READ |
+                                          DCX_ACCESS_REMOTE_ATOMIC));
         ASSERT_EQ(0, n.reg(mem.data(), mem.size(), RACC, &mr));
         ASSERT_EQ(0, n.reg(loc.data(), loc.size(), DCX_ACCESS_LOCAL_WRITE,
                            &lmr));
@@ -162,27 +156,10 @@ protected:
     uint8_t run(dcx_wr_opcode_t op, const dcx_sge_t *s, uint32_t rkey,
                 uint64_t raddr)
     {
-        dcx_send_wr_t w;
-        memset(&w, 0, sizeof(w));
-        w.wr_id       = 5;
-        w.opcode      = op;
-        w.flags       = DCX_SEND_SIGNALED;
-        w.num_sge     = 1;
-        w.sg_list     = s;
-        w.dest.ah     = n.ah;
-        w.dest.dctn   = n.dct->qp_num;
-        w.dest.dc_key = KEY;
-        w.rkey        = rkey;
-        w.remote_addr = raddr;
-        w.compare_add = 1;
-        dcx_wc_t wc;
-        memset(&wc, 0xff, sizeof(wc));
-        EXPECT_EQ(0, dcx_qp_post_send(n.dci, &w));
-        EXPECT_EQ(1, n.poll(&wc, 1, 20.0));
-        if (wc.status != DCX_WC_SUCCESS) {
-            EXPECT_EQ(0, dcx_qp_recover(n.dci));
-        }
-        return wc.status;
+        dcx_send_wr_t w = n.loop_wr(op, KEY, s, rkey, raddr);
+
+        w.wr_id = 5;
+        return n.run(w);
     }
 
     int post_bad(const dcx_send_wr_t &w)

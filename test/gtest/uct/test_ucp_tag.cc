@@ -8,9 +8,7 @@
  * matched.  The same traffic with offload off, and with one side on and the
  * other off (a mixed job: they must still reach each other).
  */
-#include <gtest/gtest.h>
-
-#include <ucp/api/ucp.h>
+#include "ucp_fixture.h"
 
 #include <cstdio>
 #include <cstdlib>
@@ -22,26 +20,19 @@
 #include <unistd.h>
 #include <vector>
 
+using namespace dcx_test;
+
 namespace {
-
-double now_sec()
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-struct peer {
-    ucp_context_h context;
-    ucp_worker_h  worker;
-    std::vector<char> address;
-};
 
 /* Parameter: "on", "off", "mixed" (b has UCX_DCX_TM_ENABLE=n) or
  * "mixed_dev" (b's soft device has no tag matching, UCX_DCX_SOFT_TM=n, and
  * b keeps the default UCX_DCX_TM_ENABLE=try) */
-class ucp_dcx_tm : public ::testing::TestWithParam<std::string> {
+class ucp_dcx_tm : public ucp_pair_test {
 protected:
+    ucp_dcx_tm() : ucp_pair_test(60)
+    {
+    }
+
     virtual void SetUp()
     {
         char fabric[32], dir[] = "/tmp/dcx-tm-test-XXXXXX";
@@ -56,14 +47,14 @@ protected:
         setenv("UCX_TM_FORCE_THRESH", "1", 1);
         setenv("UCX_DCX_TM_STATS_DIR", dir, 1);
         setenv("UCX_DCX_TM_ENABLE", (GetParam() == "off") ? "n" : "y", 1);
-        create_peer(&m_a);
+        create_peer(&m_a, UCP_FEATURE_TAG);
         if (GetParam() == "mixed") {
             setenv("UCX_DCX_TM_ENABLE", "n", 1);
         } else if (GetParam() == "mixed_dev") {
             setenv("UCX_DCX_TM_ENABLE", "try", 1);
             setenv("UCX_DCX_SOFT_TM", "n", 1);
         }
-        create_peer(&m_b);
+        create_peer(&m_b, UCP_FEATURE_TAG);
         m_ab = connect(&m_a, &m_b);
         m_ba = connect(&m_b, &m_a);
     }
@@ -72,10 +63,8 @@ protected:
     {
         close_ep(m_ab);
         close_ep(m_ba);
-        ucp_worker_destroy(m_a.worker);
-        ucp_cleanup(m_a.context);
-        ucp_worker_destroy(m_b.worker);
-        ucp_cleanup(m_b.context);
+        destroy_peer(&m_a);
+        destroy_peer(&m_b);
         unsetenv("UCX_TM_THRESH");
         unsetenv("UCX_TM_FORCE_THRESH");
         unsetenv("UCX_DCX_TM_STATS_DIR");
@@ -146,32 +135,7 @@ protected:
         return sum;
     }
 
-    static void create_peer(peer *p)
-    {
-        ucp_params_t params;
-        ucp_worker_params_t wparams;
-        ucp_config_t *config;
-        ucp_address_t *addr;
-        size_t len;
-
-        memset(&params, 0, sizeof(params));
-        params.field_mask = UCP_PARAM_FIELD_FEATURES;
-        params.features   = UCP_FEATURE_TAG;
-        ASSERT_EQ(UCS_OK, ucp_config_read(NULL, NULL, &config));
-        ASSERT_EQ(UCS_OK, ucp_init(&params, config, &p->context));
-        ucp_config_release(config);
-
-        memset(&wparams, 0, sizeof(wparams));
-        wparams.field_mask  = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
-        wparams.thread_mode = UCS_THREAD_MODE_SINGLE;
-        ASSERT_EQ(UCS_OK, ucp_worker_create(p->context, &wparams,
-                                            &p->worker));
-        ASSERT_EQ(UCS_OK, ucp_worker_get_address(p->worker, &addr, &len));
-        p->address.assign((char*)addr, (char*)addr + len);
-        ucp_worker_release_address(p->worker, addr);
-    }
-
-    ucp_ep_h connect(peer *from, peer *to)
+    ucp_ep_h connect(ucp_peer *from, ucp_peer *to)
     {
         ucp_ep_params_t params;
         ucp_ep_h ep = NULL;
@@ -181,41 +145,6 @@ protected:
         params.address    = (const ucp_address_t*)&to->address[0];
         EXPECT_EQ(UCS_OK, ucp_ep_create(from->worker, &params, &ep));
         return ep;
-    }
-
-    void progress()
-    {
-        ucp_worker_progress(m_a.worker);
-        ucp_worker_progress(m_b.worker);
-    }
-
-    bool wait_for(const std::function<bool()> &cond, double timeout = 60)
-    {
-        double deadline = now_sec() + timeout;
-        while (!cond()) {
-            if (now_sec() > deadline) {
-                return false;
-            }
-            progress();
-        }
-        return true;
-    }
-
-    ucs_status_t wait_req(void *req)
-    {
-        ucs_status_t status;
-
-        if (req == NULL) {
-            return UCS_OK;
-        }
-        if (UCS_PTR_IS_ERR(req)) {
-            return UCS_PTR_STATUS(req);
-        }
-        wait_for([&] { return ucp_request_check_status(req) !=
-                              UCS_INPROGRESS; });
-        status = ucp_request_check_status(req);
-        ucp_request_free(req);
-        return status;
     }
 
     /* a receive: its status and, when it was not done at once, its info */
@@ -293,7 +222,6 @@ protected:
     }
 
     static int  s_seq;
-    peer        m_a, m_b;
     ucp_ep_h    m_ab, m_ba;
     std::string m_dir;
 };
@@ -387,7 +315,7 @@ TEST_P(ucp_dcx_tm, many_in_flight_both_ways)
         size_t size = (i % 4 == 0) ? 200000 : 100 * i;
         sb[i] = pattern(size, i);
         rb[i].assign(size, 0);
-        peer *dst = (i & 1) ? &m_a : &m_b;
+        ucp_peer *dst = (i & 1) ? &m_a : &m_b;
         reqs.push_back(ucp_tag_recv_nbx(dst->worker, &rb[i][0], size,
                                         0x300 + i, (ucp_tag_t)-1, &param));
     }

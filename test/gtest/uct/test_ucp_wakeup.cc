@@ -15,6 +15,7 @@
 #include <ucp/api/ucp.h>
 
 #include "ucp_rma_probe.h"
+#include "ucp_fixture.h"
 
 #include <cerrno>
 #include <cstdio>
@@ -28,6 +29,8 @@
 #include <unistd.h>
 #include <vector>
 
+using dcx_test::now_sec;
+
 namespace {
 
 const int      ROUNDS      = 8;
@@ -38,13 +41,6 @@ const ucp_tag_t TAG_DATA   = 0x100;
 const ucp_tag_t TAG_REPLY  = 0x200;
 /* a spinning loop would arm far more often than this per round */
 const unsigned MAX_ARMS_PER_ROUND = 1000;
-
-double now_sec()
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 double cpu_sec()
 {

@@ -77,14 +77,7 @@ class uct_dcx_strided : public uct_dcx_policy_test {
 protected:
     virtual void iface_params(uct_iface_params_t &params)
     {
-        params.field_mask |= UCT_IFACE_PARAM_FIELD_HW_TM_EAGER_CB |
-                             UCT_IFACE_PARAM_FIELD_HW_TM_EAGER_ARG |
-                             UCT_IFACE_PARAM_FIELD_HW_TM_RNDV_CB |
-                             UCT_IFACE_PARAM_FIELD_HW_TM_RNDV_ARG;
-        params.eager_cb  = unexp_eager_cb;
-        params.eager_arg = this;
-        params.rndv_cb   = unexp_rndv_cb;
-        params.rndv_arg  = this;
+        set_tm_callbacks(params, unexp_eager_cb, unexp_rndv_cb, this);
     }
 
     static ucs_status_t unexp_eager_cb(void *arg, void *data, size_t length,

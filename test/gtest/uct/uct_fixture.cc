@@ -386,6 +386,20 @@ dcx_dev_t *uct_dcx_test::device() const
     return ((uct_dcx_md_t*)m_md)->dev;
 }
 
+void set_tm_callbacks(uct_iface_params_t &params,
+                      uct_tag_unexp_eager_cb_t eager_cb,
+                      uct_tag_unexp_rndv_cb_t rndv_cb, void *arg)
+{
+    params.field_mask |= UCT_IFACE_PARAM_FIELD_HW_TM_EAGER_CB |
+                         UCT_IFACE_PARAM_FIELD_HW_TM_EAGER_ARG |
+                         UCT_IFACE_PARAM_FIELD_HW_TM_RNDV_CB |
+                         UCT_IFACE_PARAM_FIELD_HW_TM_RNDV_ARG;
+    params.eager_cb  = eager_cb;
+    params.eager_arg = arg;
+    params.rndv_cb   = rndv_cb;
+    params.rndv_arg  = arg;
+}
+
 peer_proc spawn_peer(const std::string &gtest_filter,
                      const std::map<std::string, std::string> &env)
 {

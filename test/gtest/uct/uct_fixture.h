@@ -149,6 +149,12 @@ bool write_full(int fd, const void *buf, size_t len);
  * to a peer process in its environment (uct_dcx_test::connect_str) */
 std::string addr_str(const entity *e);
 
+/* Gives an interface its unexpected-tag callbacks (an interface with tag
+ * matching offload needs both), both with arg */
+void set_tm_callbacks(uct_iface_params_t &params,
+                      uct_tag_unexp_eager_cb_t eager_cb,
+                      uct_tag_unexp_rndv_cb_t rndv_cb, void *arg);
+
 /* Every DCI pool policy, for INSTANTIATE_TEST_SUITE_P */
 #define UCT_DCX_POLICIES ::testing::Values("dcs", "dcs_quota", "rand")
 

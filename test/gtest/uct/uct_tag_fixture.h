@@ -117,14 +117,7 @@ protected:
         if (!m_tag_params) {
             return;
         }
-        params.field_mask |= UCT_IFACE_PARAM_FIELD_HW_TM_EAGER_CB |
-                             UCT_IFACE_PARAM_FIELD_HW_TM_EAGER_ARG |
-                             UCT_IFACE_PARAM_FIELD_HW_TM_RNDV_CB |
-                             UCT_IFACE_PARAM_FIELD_HW_TM_RNDV_ARG;
-        params.eager_cb  = unexp_eager_cb;
-        params.eager_arg = this;
-        params.rndv_cb   = unexp_rndv_cb;
-        params.rndv_arg  = this;
+        set_tm_callbacks(params, unexp_eager_cb, unexp_rndv_cb, this);
     }
 
     virtual void SetUp()
