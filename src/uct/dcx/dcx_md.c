@@ -777,9 +777,11 @@ static void uct_dcx_md_report_traffic(uct_dcx_md_t *md)
     ucs_info("dcx md %s: traffic: tx %" PRIu64 " packets %" PRIu64
              " bytes, rx %" PRIu64 " packets %" PRIu64 " bytes, "
              "%" PRIu64 " retransmits, %" PRIu64 " rnr naks, "
-             "%" PRIu64 " remote access errors", md->name, st.tx_packets,
-             st.tx_bytes, st.rx_packets, st.rx_bytes, st.retransmits,
-             st.rnr_naks_sent, st.remote_access_errors);
+             "%" PRIu64 " remote access errors; direct %" PRIu64 " writes %"
+             PRIu64 " reads (%" PRIu64 " through mappings)", md->name,
+             st.tx_packets, st.tx_bytes, st.rx_packets, st.rx_bytes,
+             st.retransmits, st.rnr_naks_sent, st.remote_access_errors,
+             st.direct_writes, st.direct_reads, st.direct_mapped);
 }
 
 static void uct_dcx_md_close(uct_md_h uct_md)
