@@ -46,6 +46,18 @@
  *  warning (a stopped process has no copy in progress in the kernel: its
  *  pending copy ended before it stopped, so only its *next* chunk could
  *  still run, and that one re-checks the entry first).
+ *
+ * Copies through a mapping (soft_dmap.c: the target MR lies in a device
+ * allocation of the target) follow the same protocol, with a memcpy as
+ * step 3, and the entry check of step 2 also requires the allocation's
+ * serial to be the one the mapping was made of.  One difference: a
+ * memcpy is user-space work, so a writer stopped (SIGSTOP, a debugger)
+ * in the middle of one holds the owner for SOFT_DIRECT_WAIT_NS and, if
+ * it is resumed after the owner gave up, finishes that chunk (at most
+ * SOFT_DIRECT_CHUNK bytes) after mr_dereg returned.  Into the same
+ * pages: a freed allocation's pages are the writer's alone by then,
+ * never memory the target reuses.  A writer that dies mid-copy is
+ * reclaimed as above.
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
