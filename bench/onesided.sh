@@ -6,7 +6,10 @@
 # ratio dcx/posix of the medians and the spread (max/min) of each.
 #
 # Usage: bench/onesided.sh [-r REPEAT] [-n ITERS] [-l path/to/libuct_dcx.so]
-#   dcx:   -x dcx -d soft0:1, put_bw and get over zcopy (RDMA WRITE/READ)
+#   dcx:   -x dcx -d soft0:1, put_bw and get over zcopy (RDMA WRITE/READ);
+#          ucx_perftest's buffers come from uct_iface_mem_alloc, which the
+#          dcx md serves (memory peers map: one memcpy per operation, as
+#          posix's segments)
 #   posix: -x posix -d memory, put_bw and get over bcopy (what mm offers)
 #   UCX_DCX_SOFT_DIRECT=n in the environment measures the responder path.
 #
@@ -20,7 +23,7 @@ while getopts "r:n:l:h" opt; do
     r) repeat=$OPTARG ;;
     n) iters=$OPTARG ;;
     l) lib=$OPTARG ;;
-    *) sed -n '2,13p' "$0"; exit 2 ;;
+    *) sed -n '2,16p' "$0"; exit 2 ;;
     esac
 done
 
@@ -67,6 +70,7 @@ stats() {   # median min max of the numbers on stdin
 }
 
 figures=("put_bw 1048576" "put_bw 4194304" "get 1048576" "get 4194304")
+load0=$(cut -d' ' -f1-3 /proc/loadavg)
 declare -A res
 for r in $(seq 1 "$repeat"); do
     for f in "${figures[@]}"; do
@@ -91,3 +95,5 @@ for f in "${figures[@]}"; do
            "$dm" "$pm" "$ratio" "$dsp" "$psp"
 done
 echo "runs: $repeat alternating, $iters iterations each; logs in $logdir"
+echo "load average before: $load0, after: $(cut -d' ' -f1-3 /proc/loadavg)" \
+     "($(nproc) cores; other work on the machine skews the figures)"

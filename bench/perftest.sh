@@ -12,8 +12,10 @@
 #                        transports taking turns (dcx, posix, dcx, ...);
 #                        the median run is shown and a spread table gives
 #                        max/min of each cell's figure; no time budget
-#                        (e.g. -a -r 10 -t "dcx posix")
-#   -S, DCX_BENCH_SIZES  message sizes (default "8 4096 1048576"; e.g.
+#                        (e.g. -a -r 10 -t "dcx posix"); with -a the
+#                        sizes default to "8 4096 1048576 4194304", every
+#                        size issue 12 item 6b names
+#   -S, DCX_BENCH_SIZES  message sizes (default "8 4096 1048576", with -a
 #                        "8 4096 1048576 4194304")
 #   DCX_BENCH_BUDGET     seconds after which cells get a single run (default
 #                        120), to keep the whole run under 3 minutes
@@ -63,7 +65,7 @@ budget=${DCX_BENCH_BUDGET:-120}
 logdir=""
 verbose=0
 alt=0
-sizes=${DCX_BENCH_SIZES:-8 4096 1048576}
+sizes=${DCX_BENCH_SIZES:-}
 
 while getopts "t:s:r:l:S:avh" opt; do
     case $opt in
@@ -79,6 +81,10 @@ while getopts "t:s:r:l:S:avh" opt; do
     esac
 done
 shift $((OPTIND - 1))
+if [ -z "$sizes" ]; then
+    # the default run stays short; the alternating one covers 4 MiB too
+    if [ $alt = 1 ]; then sizes="8 4096 1048576 4194304"; else sizes="8 4096 1048576"; fi
+fi
 
 command -v ucx_perftest >/dev/null || { echo "perftest.sh: ucx_perftest not found" >&2; exit 2; }
 command -v ucx_info >/dev/null || { echo "perftest.sh: ucx_info not found" >&2; exit 2; }

@@ -107,8 +107,12 @@ enum {
     DCX_CAP_NO_PIN      = 1u << 5,  /* registration does not pin pages: the
                                      * device must hear of unmaps
                                      * (dcx_dev_mem_unmapped) */
-    DCX_CAP_CQ_EVENT    = 1u << 6   /* completion channels: CQ events on an
+    DCX_CAP_CQ_EVENT    = 1u << 6,  /* completion channels: CQ events on an
                                        fd (dcx_comp_channel_*) */
+    DCX_CAP_MEM_ALLOC   = 1u << 7   /* the device allocates memory
+                                       (dcx_mem_alloc) that peers' one-sided
+                                       operations reach faster than memory
+                                       from elsewhere */
 };
 
 /* Atomic capability flags (dcx_dev_caps_t.atomic_flags); each bit names an
@@ -756,6 +760,18 @@ int  dcx_mkey_destroy(dcx_mkey_t *mkey);
  * work in progress; never takes the device's engine lock. */
 void dcx_dev_mem_unmapped(dcx_dev_t *dev, const void *addr, size_t len);
 
+/* Memory allocated by the device (DCX_CAP_MEM_ALLOC; EOPNOTSUPP, logged,
+ * without it): at least *length_p bytes (rounded up to whole pages and
+ * written back), readable and writable, zeroed; it is registered with
+ * dcx_mr_reg() as any other memory.  On the soft device it is backed by a
+ * shareable object, so that peers' RDMA WRITE/READ into registrations
+ * within it are plain copies (soft_alloc.c).  dcx_mem_free() takes exactly
+ * what dcx_mem_alloc() returned (EINVAL, logged, otherwise); registrations
+ * still inside refuse every access from then on, as after
+ * dcx_dev_mem_unmapped(). */
+int  dcx_mem_alloc(dcx_dev_t *dev, size_t *length_p, void **addr_p);
+int  dcx_mem_free(dcx_dev_t *dev, void *addr, size_t length);
+
 int  dcx_cq_create(dcx_dev_t *dev, uint32_t cqe, dcx_cq_t **cq_p);
 int  dcx_cq_destroy(dcx_cq_t *cq);
 
@@ -837,6 +853,9 @@ struct dcx_dev_ops {
                          dcx_comp_channel_t *ch, dcx_cq_t **cq_p);
     int  (*cq_req_notify)(dcx_cq_t *cq);
     int  (*comp_channel_get_event)(dcx_comp_channel_t *ch, dcx_cq_t **cq_p);
+    /* device memory (DCX_CAP_MEM_ALLOC): NULL when the backend has none */
+    int  (*mem_alloc)(dcx_dev_t *dev, size_t *length_p, void **addr_p);
+    int  (*mem_free)(dcx_dev_t *dev, void *addr, size_t length);
 };
 
 /* Every backend's device object starts with this. */

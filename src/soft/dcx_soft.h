@@ -42,6 +42,15 @@
  *    same completions.  mr_dereg and dcx_dev_mem_unmapped() wait for
  *    initiators' copies in flight into the region (bounded; soft_direct.c).
  *    Counted in dcx_soft_stats_t.direct_*.
+ *  - dcx_mem_alloc() (DCX_CAP_MEM_ALLOC) gives memory backed by a sealed
+ *    memfd whose fd, inode and range the device publishes next to its MR
+ *    table (soft_alloc.c).  A direct WRITE/READ whose target MR lies in such
+ *    an allocation is a memcpy through the initiator's mapping of it (made
+ *    once through /proc/<pid>/fd/<fd>, cached per device, at most 16,
+ *    dropped when the allocation is freed or its process exits;
+ *    soft_dmap.c), after the same checks and under the same in-flight
+ *    markers as a cross-memory copy.  Where pidfd_open, that open or the
+ *    mmap is refused, the copy is a cross-memory one as for other memory.
  *  - qp->post_send, srq->post_recv and cq->poll take the device's engine
  *    lock and are thread-safe; a full send queue or SRQ returns ENOMEM with
  *    a debug-level log line only (it is flow control, not an error).
@@ -129,6 +138,11 @@ typedef struct dcx_soft_stats {
     uint64_t direct_bytes;
     uint64_t direct_fallbacks;    /* started direct, went by packets */
     uint64_t futex_wakes;         /* FUTEX_WAKE calls made (any helper) */
+    uint64_t direct_mapped;       /* direct WRITEs/READs that were a plain
+                                     copy through a mapping of the target's
+                                     allocation (also in direct_writes/
+                                     direct_reads) */
+    uint64_t direct_maps;         /* target allocations mapped */
 } dcx_soft_stats_t;
 
 int  dcx_soft_stats(dcx_dev_t *dev, dcx_soft_stats_t *stats);
@@ -162,6 +176,10 @@ void dcx_soft_test_set_tokens(const uint64_t *tokens, unsigned count);
  * into or out of this device's memory under way, or left by a process that
  * died in one) the device's published tables hold right now. */
 unsigned dcx_soft_direct_inflight(dcx_dev_t *dev);
+
+/* Tests only: how many peers' allocations (dcx_mem_alloc) this device
+ * holds mapped for its direct RDMA WRITE/READ right now. */
+unsigned dcx_soft_direct_mappings(dcx_dev_t *dev);
 
 /* True if dev is a soft device. */
 int  dcx_dev_is_soft(const dcx_dev_t *dev);

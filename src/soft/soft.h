@@ -212,6 +212,7 @@ typedef struct soft_peer {
     uint64_t          watch_head;  /* peer's ring head when last looked at */
     uint64_t          watch_since; /* no progress seen since; 0: none */
     int               direct_off;  /* cross-memory attach refused */
+    int               dmap_off;    /* mapping its allocations refused */
 } soft_peer_t;
 
 /* ------------------------------------------------------------------------
@@ -482,6 +483,11 @@ struct soft_dev {
     int               (*one_sided)(soft_qp_t *qp, soft_swqe_t *w);
     struct soft_direct_area *direct;   /* our published tables, or NULL */
     uint64_t            direct_start;  /* our start time (liveness) */
+    /* device allocations (soft_alloc.c), under mr_lock */
+    struct soft_alloc  *allocs;
+    uint64_t            alloc_serial;  /* last serial handed out */
+    /* peers' allocations we mapped (soft_dmap.c), under the engine lock */
+    struct soft_dmap   *dmap;
     /* helper thread */
     pthread_t           helper;
     int                 helper_started;

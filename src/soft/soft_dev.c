@@ -739,6 +739,8 @@ static void soft_close(dcx_dev_t *dev_)
                  dev->super.caps.name, dev->num_objs, dev->num_pds,
                  dev->num_mr_used);
     }
+    soft_dmap_cleanup(dev);   /* peers' allocations we mapped */
+    soft_alloc_cleanup(dev);
     soft_peers_free(dev);
     soft_port_destroy(dev);
     pthread_mutex_destroy(&dev->lock);
@@ -775,7 +777,9 @@ static const dcx_dev_ops_t soft_dev_ops = {
     .comp_channel_destroy   = soft_channel_destroy,
     .cq_create_ch           = soft_cq_create_ch,
     .cq_req_notify          = soft_cq_req_notify,
-    .comp_channel_get_event = soft_channel_get_event
+    .comp_channel_get_event = soft_channel_get_event,
+    .mem_alloc              = soft_alloc_mem,
+    .mem_free               = soft_alloc_free
 };
 
 static void soft_fill_caps(soft_dev_t *dev, const dcx_dev_info_t *info)
@@ -790,6 +794,7 @@ static void soft_fill_caps(soft_dev_t *dev, const dcx_dev_info_t *info)
     caps->flags            = DCX_CAP_DC | DCX_CAP_HELPER |
                              DCX_CAP_ATOMIC_HOST | DCX_CAP_NO_PIN |
                              DCX_CAP_CQ_EVENT | DCX_CAP_MKEY_STRIDE |
+                             DCX_CAP_MEM_ALLOC |
                              (l->tm_off ? 0 : DCX_CAP_TM);
     caps->atomic_flags     = DCX_ATOMIC_FADD64 | DCX_ATOMIC_CSWAP64 |
                              DCX_ATOMIC_MASKED_FADD32 |

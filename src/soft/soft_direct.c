@@ -46,6 +46,18 @@
  *  warning (a stopped process has no copy in progress in the kernel: its
  *  pending copy ended before it stopped, so only its *next* chunk could
  *  still run, and that one re-checks the entry first).
+ *
+ * Copies through a mapping (soft_dmap.c: the target MR lies in a device
+ * allocation of the target) follow the same protocol, with a memcpy as
+ * step 3, and the entry check of step 2 also requires the allocation's
+ * serial to be the one the mapping was made of.  One difference: a
+ * memcpy is user-space work, so a writer stopped (SIGSTOP, a debugger)
+ * in the middle of one holds the owner for SOFT_DIRECT_WAIT_NS and, if
+ * it is resumed after the owner gave up, finishes that chunk (at most
+ * SOFT_DIRECT_CHUNK bytes) after mr_dereg returned.  Into the same
+ * pages: a freed allocation's pages are the writer's alone by then,
+ * never memory the target reuses.  A writer that dies mid-copy is
+ * reclaimed as above.
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
@@ -94,17 +106,6 @@ static soft_direct_area_t *soft_direct_area_of(soft_port_hdr_t *hdr,
 /* ------------------------------------------------------------------------
  * Owner side: publishing
  * ------------------------------------------------------------------------ */
-static inline void soft_seq_begin(uint32_t *seq)
-{
-    __atomic_store_n(seq, *seq + 1, __ATOMIC_SEQ_CST);   /* odd */
-    __atomic_thread_fence(__ATOMIC_SEQ_CST);
-}
-
-static inline void soft_seq_end(uint32_t *seq)
-{
-    __atomic_store_n(seq, *seq + 1, __ATOMIC_SEQ_CST);   /* even */
-}
-
 static void soft_direct_mr_set(soft_dev_t *dev, soft_mr_t *mr, int publish)
 {
     uint32_t idx = mr->super.lkey >> 8;
@@ -116,9 +117,14 @@ static void soft_direct_mr_set(soft_dev_t *dev, soft_mr_t *mr, int publish)
     e = &dev->direct->mrs[idx];
     soft_seq_begin(&e->seq);
     if (publish && (mr->mkey == NULL) && !mr->invalid) {
+        uint64_t serial = 0;
+        uint32_t alloc  = soft_alloc_find(dev, mr->start, mr->end, &serial);
+
         __atomic_store_n(&e->access, mr->super.access, __ATOMIC_RELAXED);
         __atomic_store_n(&e->start, mr->start, __ATOMIC_RELAXED);
         __atomic_store_n(&e->end, mr->end, __ATOMIC_RELAXED);
+        __atomic_store_n(&e->alloc, alloc, __ATOMIC_RELAXED);
+        __atomic_store_n(&e->serial, serial, __ATOMIC_RELAXED);
         __atomic_store_n(&e->key, mr->super.lkey, __ATOMIC_RELAXED);
     } else {
         __atomic_store_n(&e->key, 0, __ATOMIC_RELAXED);
@@ -290,25 +296,44 @@ static int soft_direct_dct_ok(soft_direct_area_t *area, uint32_t dctn,
     return ok && (qpn == dctn) && (key == dc_key) && (acc & access);
 }
 
-/* The target's MR entry for rkey grants 'access' over [addr, addr + len).
- * Called after our intent is published (seq_cst loads). */
-static int soft_direct_mr_ok(soft_direct_area_t *area, uint32_t rkey,
-                             uint32_t access, uint64_t addr, uint64_t len)
+/* The target's MR entry for rkey, read consistently (seq_cst loads: called
+ * after our intent is published, see the protocol at the top). */
+typedef struct soft_dmr_view {
+    uint32_t key, access, alloc;
+    uint64_t start, end, serial;
+} soft_dmr_view_t;
+
+static void soft_direct_mr_read(soft_direct_area_t *area, uint32_t rkey,
+                                soft_dmr_view_t *v)
 {
     soft_dmr_t *e = &area->mrs[rkey >> 8];
-    uint32_t s1, key, acc;
-    uint64_t start, end;
+    uint32_t s1;
 
     do {
-        s1    = __atomic_load_n(&e->seq, __ATOMIC_SEQ_CST);
-        key   = __atomic_load_n(&e->key, __ATOMIC_SEQ_CST);
-        acc   = __atomic_load_n(&e->access, __ATOMIC_RELAXED);
-        start = __atomic_load_n(&e->start, __ATOMIC_RELAXED);
-        end   = __atomic_load_n(&e->end, __ATOMIC_RELAXED);
+        s1        = __atomic_load_n(&e->seq, __ATOMIC_SEQ_CST);
+        v->key    = __atomic_load_n(&e->key, __ATOMIC_SEQ_CST);
+        v->access = __atomic_load_n(&e->access, __ATOMIC_RELAXED);
+        v->alloc  = __atomic_load_n(&e->alloc, __ATOMIC_RELAXED);
+        v->start  = __atomic_load_n(&e->start, __ATOMIC_RELAXED);
+        v->end    = __atomic_load_n(&e->end, __ATOMIC_RELAXED);
+        v->serial = __atomic_load_n(&e->serial, __ATOMIC_RELAXED);
         __atomic_thread_fence(__ATOMIC_ACQUIRE);
     } while ((s1 & 1) || (__atomic_load_n(&e->seq, __ATOMIC_SEQ_CST) != s1));
-    return (key == rkey) && (acc & access) && (addr >= start) &&
-           (addr <= end) && (len <= end - addr);
+}
+
+/* The entry grants 'access' over [addr, addr + len) (and, for a copy
+ * through a mapping, still lies in the allocation the mapping is of). */
+static int soft_direct_mr_ok(soft_direct_area_t *area, uint32_t rkey,
+                             uint32_t access, uint64_t addr, uint64_t len,
+                             const soft_dmap_ent_t *map)
+{
+    soft_dmr_view_t v;
+
+    soft_direct_mr_read(area, rkey, &v);
+    return (v.key == rkey) && (v.access & access) && (addr >= v.start) &&
+           (addr <= v.end) && (len <= v.end - addr) &&
+           ((map == NULL) ||
+            ((v.alloc == map->slot + 1) && (v.serial == map->serial)));
 }
 
 /* iovecs of our side for bytes [off, off + len) of the WQE's data. */
@@ -391,6 +416,55 @@ __attribute__((noinline)) static void soft_direct_refused(soft_dev_t *dev,
               peer->pid, strerror(err));
 }
 
+/* The mapping to copy through for w, or NULL for cross-memory attach: the
+ * target MR lies in an allocation of the target (soft_alloc.c) that we have
+ * mapped or can map, the target is alive, and the whole range lies in the
+ * mapping.  The entry is only a hint here; every chunk checks it again. */
+static soft_dmap_ent_t *soft_direct_map_for(soft_dev_t *dev,
+                                            soft_peer_t *peer,
+                                            soft_direct_area_t *area,
+                                            const soft_swqe_t *w)
+{
+    uint64_t raddr = w->wr.remote_addr;
+    soft_dmap_ent_t *map;
+    soft_dmr_view_t v;
+
+    if (peer->dmap_off) {
+        return NULL;
+    }
+    soft_direct_mr_read(area, w->wr.rkey, &v);
+    if ((v.alloc == 0) || (v.key != w->wr.rkey)) {
+        return NULL;
+    }
+    map = soft_dmap_get(dev, peer, area, v.alloc - 1, v.serial);
+    if ((map == NULL) || !soft_dmap_alive(dev, map)) {
+        return NULL;
+    }
+    if ((raddr < map->rbase) || (raddr - map->rbase > map->len) ||
+        (w->total_len > map->len - (raddr - map->rbase))) {
+        return NULL;
+    }
+    return map;
+}
+
+/* Copies bytes [off, off + len) of w between our iovecs and the mapping. */
+static void soft_direct_map_copy(const soft_dmap_ent_t *map, soft_swqe_t *w,
+                                 int is_write, uint64_t off,
+                                 const struct iovec *liov, unsigned niov)
+{
+    uint8_t *r = map->local + (w->wr.remote_addr - map->rbase) + off;
+    unsigned i;
+
+    for (i = 0; i < niov; ++i) {
+        if (is_write) {
+            memcpy(r, liov[i].iov_base, liov[i].iov_len);
+        } else {
+            memcpy(liov[i].iov_base, r, liov[i].iov_len);
+        }
+        r += liov[i].iov_len;
+    }
+}
+
 /* Executes w (RDMA_WRITE or RDMA_READ) by copying directly; 1 if done
  * (the caller completes it successfully), 0 to use the packet path. */
 static int soft_direct_exec(soft_qp_t *qp, soft_swqe_t *w)
@@ -402,6 +476,7 @@ static int soft_direct_exec(soft_qp_t *qp, soft_swqe_t *w)
                                   DCX_ACCESS_REMOTE_READ;
     uint32_t rkey    = w->wr.rkey;
     struct iovec liov[SOFT_MAX_RECV_SGE + 1], riov;
+    soft_dmap_ent_t *map;
     soft_direct_area_t *area;
     soft_port_hdr_t *hdr;
     soft_dslot_t *slot;
@@ -410,7 +485,7 @@ static int soft_direct_exec(soft_qp_t *qp, soft_swqe_t *w)
     ssize_t ret;
     int err;
 
-    if ((w->total_len == 0) || peer->direct_off || dev->killed ||
+    if ((w->total_len == 0) || dev->killed ||
         (dev->fault.rule.type != DCX_SOFT_FAULT_NONE) ||
         (w->wr.num_sge > SOFT_MAX_RECV_SGE) ||
         ((rkey >> 8) >= SOFT_DIRECT_MRS) ||
@@ -419,7 +494,11 @@ static int soft_direct_exec(soft_qp_t *qp, soft_swqe_t *w)
         ((area = soft_direct_area_of(hdr, peer->map_size)) == NULL) ||
         !soft_direct_dct_ok(area, w->wr.dest.dctn, w->wr.dest.dc_key,
                             access) ||
-        !soft_direct_local_plain(dev, w) ||
+        !soft_direct_local_plain(dev, w)) {
+        goto fallback;
+    }
+    map = soft_direct_map_for(dev, peer, area, w);
+    if (((map == NULL) && peer->direct_off) ||
         ((slot = soft_direct_claim(dev, area)) == NULL)) {
         goto fallback;
     }
@@ -431,17 +510,23 @@ static int soft_direct_exec(soft_qp_t *qp, soft_swqe_t *w)
         }
         __atomic_store_n(&slot->key, rkey, __ATOMIC_SEQ_CST);   /* intent */
         if (!soft_direct_mr_ok(area, rkey, access, w->wr.remote_addr,
-                               w->total_len)) {
-            err = 0;
+                               w->total_len, map)) {
             goto release;
         }
-        niov             = soft_direct_local_iov(w, off, len, liov);
-        riov.iov_base    = (void *)(uintptr_t)(w->wr.remote_addr + off);
-        riov.iov_len     = len;
-        ret = is_write ?
-              process_vm_writev((pid_t)peer->pid, liov, niov, &riov, 1, 0) :
-              process_vm_readv((pid_t)peer->pid, liov, niov, &riov, 1, 0);
-        err = (ret < 0) ? errno : 0;
+        niov = soft_direct_local_iov(w, off, len, liov);
+        if (map != NULL) {
+            soft_direct_map_copy(map, w, is_write, off, liov, niov);
+            ret = (ssize_t)len;
+            err = 0;
+        } else {
+            riov.iov_base = (void *)(uintptr_t)(w->wr.remote_addr + off);
+            riov.iov_len  = len;
+            ret = is_write ?
+                  process_vm_writev((pid_t)peer->pid, liov, niov, &riov, 1,
+                                    0) :
+                  process_vm_readv((pid_t)peer->pid, liov, niov, &riov, 1, 0);
+            err = (ret < 0) ? errno : 0;
+        }
         __atomic_store_n(&slot->gen, slot->gen + 1, __ATOMIC_RELAXED);
         __atomic_store_n(&slot->key, 0, __ATOMIC_RELEASE);
         if (ret != (ssize_t)len) {
@@ -457,7 +542,8 @@ static int soft_direct_exec(soft_qp_t *qp, soft_swqe_t *w)
     } else {
         dev->stats.direct_reads++;
     }
-    dev->stats.direct_bytes += w->total_len;
+    dev->stats.direct_mapped += (map != NULL);
+    dev->stats.direct_bytes  += w->total_len;
     return 1;
 
 release:

@@ -8,22 +8,41 @@
 
 #include "soft.h"
 
-#define SOFT_DIRECT_VERSION  1u
+#define SOFT_DIRECT_VERSION  2u
 #define SOFT_DIRECT_MRS      4096u   /* keys with index below are published */
 #define SOFT_DIRECT_DCTS     256u    /* DCTs with qpn - base below */
 #define SOFT_DIRECT_SLOTS    64u     /* writers' in-flight markers */
 #define SOFT_DIRECT_CHUNK    (512u * 1024u)  /* bytes per marked copy */
+#define SOFT_DIRECT_ALLOCS   256u    /* device allocations peers may map */
 
 /* A published MR: seqlock-protected copy of what the responder checks.
- * key 0: nothing published (no key, a strided key, or invalidated). */
+ * key 0: nothing published (no key, a strided key, or invalidated).
+ * alloc: 1 + index in allocs[] of the device allocation (dcx_mem_alloc)
+ * holding the whole region, whose serial is 'serial'; 0: none (the
+ * region is reached by cross-memory attach only). */
 typedef struct soft_dmr {
     uint32_t  seq;      /* odd while being changed */
     uint32_t  key;
     uint32_t  access;
-    uint32_t  pad;
+    uint32_t  alloc;
     uint64_t  start;
     uint64_t  end;
+    uint64_t  serial;
 } soft_dmr_t;
+
+/* A published device allocation (soft_alloc.c): a peer maps it through
+ * /proc/<owner pid>/fd/<fd> after checking the object it opened is this
+ * one (inode and device numbers).  serial 0: slot free. */
+typedef struct soft_dalloc {
+    uint32_t  seq;
+    int32_t   fd;       /* in the owner's process */
+    uint64_t  serial;   /* unique per owning device, never reused */
+    uint64_t  base;     /* address in the owner's process */
+    uint64_t  len;
+    uint64_t  ino;
+    uint64_t  devno;
+    uint64_t  pad[2];
+} soft_dalloc_t;
 
 /* A published DCT; ok 0: absent or in error. */
 typedef struct soft_ddct {
@@ -48,10 +67,14 @@ typedef struct soft_dslot {
 typedef struct soft_direct_area {
     uint32_t      version;
     uint32_t      enabled;  /* the owner accepts initiator-side access */
-    uint8_t       pad[56];
+    /* allocations freed so far: a peer holding mappings of ours looks
+     * for stale ones when it changes */
+    uint64_t      frees;
+    uint8_t       pad[48];
     soft_ddct_t   dcts[SOFT_DIRECT_DCTS];
     soft_dmr_t    mrs[SOFT_DIRECT_MRS];
     soft_dslot_t  slots[SOFT_DIRECT_SLOTS];
+    soft_dalloc_t allocs[SOFT_DIRECT_ALLOCS];
 } soft_direct_area_t;
 
 /* Bytes the port segment reserves for the tables (0 when disabled). */
@@ -70,5 +93,49 @@ void     soft_direct_dct_publish(soft_dev_t *dev, soft_qp_t *dct, int ok);
 void     soft_direct_fault_changed(soft_dev_t *dev);
 /* Held in-flight markers in our tables (tests). */
 unsigned soft_direct_inflight(soft_dev_t *dev);
+
+/* Seqlock helpers of the published tables (owner writes, peers read) */
+static inline void soft_seq_begin(uint32_t *seq)
+{
+    __atomic_store_n(seq, *seq + 1, __ATOMIC_SEQ_CST);   /* odd */
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+}
+
+static inline void soft_seq_end(uint32_t *seq)
+{
+    __atomic_store_n(seq, *seq + 1, __ATOMIC_SEQ_CST);   /* even */
+}
+
+/* soft_alloc.c: the owner's allocations.  soft_alloc_find: the published
+ * allocation holding [start, end) (mr_lock held): 1 + its slot and its
+ * serial, or 0. */
+uint32_t soft_alloc_find(soft_dev_t *dev, uint64_t start, uint64_t end,
+                         uint64_t *serial_p);
+int      soft_alloc_mem(dcx_dev_t *dev, size_t *length_p, void **addr_p);
+int      soft_alloc_free(dcx_dev_t *dev, void *addr, size_t length);
+void     soft_alloc_cleanup(soft_dev_t *dev);
+
+/* soft_dmap.c: the initiator's cache of peers' allocations it mapped. */
+typedef struct soft_dmap_ent {
+    soft_peer_t *peer;     /* NULL: free entry */
+    uint64_t     serial;   /* the target's allocation */
+    uint32_t     slot;     /* its index in the target's allocs[] */
+    int          pidfd;    /* the target process; -1: our own port */
+    uint64_t     rbase;    /* its address in the target */
+    uint64_t     len;
+    uint8_t     *local;    /* our mapping of it */
+    uint64_t     frees;    /* target's area->frees when last validated */
+    uint64_t     used;     /* LRU stamp */
+} soft_dmap_ent_t;
+
+/* The mapping of the target allocation slot+serial, made if needed; NULL
+ * if it cannot be mapped now (the caller copies by cross-memory attach). */
+soft_dmap_ent_t *soft_dmap_get(soft_dev_t *dev, soft_peer_t *peer,
+                               soft_direct_area_t *area, uint32_t slot,
+                               uint64_t serial);
+/* 0 if the mapping's process has exited (its mappings are dropped). */
+int      soft_dmap_alive(soft_dev_t *dev, soft_dmap_ent_t *e);
+void     soft_dmap_cleanup(soft_dev_t *dev);
+unsigned soft_dmap_count(soft_dev_t *dev);
 
 #endif

@@ -21,7 +21,10 @@
 
 
 static ucs_config_field_t uct_dcx_iface_config_table[] = {
-    {"", "", NULL,
+    /* memory the md allocates first (uct_iface_mem_alloc): on the soft
+     * device peers map it, so one-sided operations into it are plain
+     * copies; an md that allocates nothing (mlx5) is skipped */
+    {"", "ALLOC=md,huge,thp,mmap,heap", NULL,
      ucs_offsetof(uct_dcx_iface_config_t, super),
      UCS_CONFIG_TYPE_TABLE(uct_iface_config_table)},
 

@@ -467,7 +467,16 @@ static uint32_t uct_dcx_md_access(int writable)
     return writable ? UCT_DCX_ACCESS_ALL : UCT_DCX_ACCESS_READ_ONLY;
 }
 
-static ucs_status_t uct_dcx_md_mr_reg(uct_dcx_md_t *md, void *address,
+uint32_t uct_dcx_md_access_of(unsigned flags)
+{
+    /* Flags naming no access at all ask for every access, as with UCX's own
+     * memory domains: UCP 1.18 registers tag-offload receive buffers with
+     * UCT_MD_MEM_FLAG_HIDE_ERRORS alone, and the device writes them */
+    return uct_dcx_md_access(!(flags & UCT_MD_MEM_ACCESS_ALL) ||
+                             (flags & UCT_DCX_UCT_WRITE_FLAGS));
+}
+
+ucs_status_t uct_dcx_md_mr_reg(uct_dcx_md_t *md, void *address,
                                       size_t length, uint32_t access,
                                       dcx_mr_t **mr_p)
 {
@@ -488,7 +497,7 @@ static ucs_status_t uct_dcx_md_mr_reg(uct_dcx_md_t *md, void *address,
     return UCS_OK;
 }
 
-static void uct_dcx_md_mr_dereg(uct_dcx_md_t *md, dcx_mr_t *mr)
+void uct_dcx_md_mr_dereg(uct_dcx_md_t *md, dcx_mr_t *mr)
 {
     uct_dcx_md_dereg_cb_t *dcb;
     int ret;
@@ -558,11 +567,8 @@ ucs_status_t uct_dcx_mem_reg(uct_md_h uct_md, void *address,
                                     uct_mem_h *memh_p)
 {
     uct_dcx_md_t *md = ucs_derived_of(uct_md, uct_dcx_md_t);
-    /* Flags naming no access at all ask for every access, as with UCX's own
-     * memory domains: UCP 1.18 registers tag-offload receive buffers with
-     * UCT_MD_MEM_FLAG_HIDE_ERRORS alone, and the device writes them */
-    int writable     = !(flags & UCT_MD_MEM_ACCESS_ALL) ||
-                       (flags & UCT_DCX_UCT_WRITE_FLAGS);
+    uint32_t access  = uct_dcx_md_access_of(flags);
+    int writable     = (access != UCT_DCX_ACCESS_READ_ONLY);
     ucs_rcache_region_t *rregion;
     uct_dcx_memh_t *memh;
     ucs_status_t status;
@@ -597,8 +603,7 @@ ucs_status_t uct_dcx_mem_reg(uct_md_h uct_md, void *address,
     }
 
     memh->flags = 0;
-    status      = uct_dcx_md_mr_reg(md, address, length,
-                                    uct_dcx_md_access(writable), &memh->mr);
+    status      = uct_dcx_md_mr_reg(md, address, length, access, &memh->mr);
     if (status != UCS_OK) {
         ucs_free(memh);
         return status;
@@ -637,6 +642,12 @@ uct_dcx_mem_dereg(uct_md_h uct_md, const uct_md_mem_dereg_params_t *params)
         return uct_dcx_md_strided_dereg(md, memh);
     }
 
+    if (memh->flags & UCT_DCX_MEMH_FLAG_ALLOC) {
+        ucs_error("dcx md %s: memh %p is of memory this md allocated: "
+                  "release it with uct_md_mem_free()", md->name, memh);
+        return UCS_ERR_INVALID_PARAM;
+    }
+
     if (memh->flags & UCT_DCX_MEMH_FLAG_RCACHE) {
         region = ucs_container_of(memh, uct_dcx_rcache_region_t, memh);
         ucs_rcache_region_put(md->rcache, &region->super);
@@ -667,6 +678,13 @@ ucs_status_t uct_dcx_md_query(uct_md_h uct_md, uct_md_attr_t *attr)
                                  SIZE_MAX : caps->max_mr_size;
     attr->cap.reg_mem_types    = UCS_BIT(UCS_MEMORY_TYPE_HOST);
     attr->cap.alloc_mem_types  = 0;
+    if (caps->flags & DCX_CAP_MEM_ALLOC) {
+        /* host memory the device can hand peers directly (dcx_md_alloc.c);
+         * one allocation is one registration */
+        attr->cap.flags          |= UCT_MD_FLAG_ALLOC;
+        attr->cap.max_alloc       = attr->cap.max_reg;
+        attr->cap.alloc_mem_types = UCS_BIT(UCS_MEMORY_TYPE_HOST);
+    }
     attr->cap.access_mem_types = UCS_BIT(UCS_MEMORY_TYPE_HOST);
     attr->cap.detect_mem_types = 0;
     attr->rkey_packed_size     = UCT_DCX_PACKED_RKEY_SIZE;
@@ -686,23 +704,6 @@ ucs_status_t uct_dcx_md_query(uct_md_h uct_md, uct_md_attr_t *attr)
 
 /* Operations the MD's flags do not promise.  UCX calls MD operations
  * without NULL checks, so each one answers. */
-ucs_status_t
-uct_dcx_mem_alloc(uct_md_h uct_md, size_t *length_p, void **address_p,
-                  ucs_memory_type_t mem_type, unsigned flags,
-                  const char *alloc_name, uct_mem_h *memh_p)
-{
-    ucs_debug("dcx md %s: allocation is not supported (%s)",
-              ucs_derived_of(uct_md, uct_dcx_md_t)->name, alloc_name);
-    return UCS_ERR_UNSUPPORTED;
-}
-
-static ucs_status_t uct_dcx_mem_free(uct_md_h uct_md, uct_mem_h memh)
-{
-    ucs_error("dcx md %s: memh %p was not allocated by this md",
-              ucs_derived_of(uct_md, uct_dcx_md_t)->name, memh);
-    return UCS_ERR_INVALID_PARAM;
-}
-
 static ucs_status_t uct_dcx_mem_advise(uct_md_h uct_md, uct_mem_h memh,
                                        void *addr, size_t length,
                                        unsigned advice)
@@ -776,9 +777,11 @@ static void uct_dcx_md_report_traffic(uct_dcx_md_t *md)
     ucs_info("dcx md %s: traffic: tx %" PRIu64 " packets %" PRIu64
              " bytes, rx %" PRIu64 " packets %" PRIu64 " bytes, "
              "%" PRIu64 " retransmits, %" PRIu64 " rnr naks, "
-             "%" PRIu64 " remote access errors", md->name, st.tx_packets,
-             st.tx_bytes, st.rx_packets, st.rx_bytes, st.retransmits,
-             st.rnr_naks_sent, st.remote_access_errors);
+             "%" PRIu64 " remote access errors; direct %" PRIu64 " writes %"
+             PRIu64 " reads (%" PRIu64 " through mappings)", md->name,
+             st.tx_packets, st.tx_bytes, st.rx_packets, st.rx_bytes,
+             st.retransmits, st.rnr_naks_sent, st.remote_access_errors,
+             st.direct_writes, st.direct_reads, st.direct_mapped);
 }
 
 static void uct_dcx_md_close(uct_md_h uct_md)

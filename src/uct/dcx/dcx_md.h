@@ -108,9 +108,11 @@ typedef struct uct_dcx_md {
 
 enum {
     UCT_DCX_MEMH_FLAG_RCACHE  = UCS_BIT(0), /* lives in an rcache region */
-    UCT_DCX_MEMH_FLAG_STRIDED = UCS_BIT(1)  /* a strided registration
+    UCT_DCX_MEMH_FLAG_STRIDED = UCS_BIT(1), /* a strided registration
                                                (uct_dcx_strided_memh_t):
                                                mr is a view of its mkey */
+    UCT_DCX_MEMH_FLAG_ALLOC   = UCS_BIT(2)  /* memory the md allocated
+                                               (uct_dcx_alloc_memh_t) */
 };
 
 /* What a uct_mem_h of the dcx MD points to. */
@@ -187,6 +189,18 @@ ucs_status_t uct_dcx_md_strided_dereg(uct_dcx_md_t *md, uct_dcx_memh_t *memh);
 
 /* dcx_md.c: a device layer errno as a UCX status */
 ucs_status_t uct_dcx_status_from_errno(int err);
+
+/* dcx_md.c: registration without the cache, for dcx_md_alloc.c; the
+ * device access a uct registration's flags ask for */
+ucs_status_t uct_dcx_md_mr_reg(uct_dcx_md_t *md, void *address,
+                               size_t length, uint32_t access,
+                               dcx_mr_t **mr_p);
+void uct_dcx_md_mr_dereg(uct_dcx_md_t *md, dcx_mr_t *mr);
+uint32_t uct_dcx_md_access_of(unsigned flags);
+
+/* dcx_md_alloc.c: memory the md allocates (UCT_MD_FLAG_ALLOC where the
+ * device has DCX_CAP_MEM_ALLOC) */
+ucs_status_t uct_dcx_mem_free(uct_md_h uct_md, uct_mem_h memh);
 
 
 /* The device MR (lkey, rkey, bounds) of a registered memory handle. */

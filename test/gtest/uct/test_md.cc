@@ -369,7 +369,11 @@ TEST_F(test_dcx_md, open_query_close)
     EXPECT_TRUE(attr.cap.flags & UCT_MD_FLAG_REG);
     EXPECT_TRUE(attr.cap.flags & UCT_MD_FLAG_NEED_MEMH);
     EXPECT_TRUE(attr.cap.flags & UCT_MD_FLAG_NEED_RKEY);
-    EXPECT_FALSE(attr.cap.flags & UCT_MD_FLAG_ALLOC);
+    /* the soft device allocates memory peers map (dcx_md_alloc.c) */
+    EXPECT_TRUE(attr.cap.flags & UCT_MD_FLAG_ALLOC);
+    EXPECT_FALSE(attr.cap.flags & UCT_MD_FLAG_FIXED);
+    EXPECT_EQ(UCS_BIT(UCS_MEMORY_TYPE_HOST), attr.cap.alloc_mem_types);
+    EXPECT_GT(attr.cap.max_alloc, 0u);
     EXPECT_EQ(UCS_BIT(UCS_MEMORY_TYPE_HOST), attr.cap.reg_mem_types);
     EXPECT_EQ(UCS_BIT(UCS_MEMORY_TYPE_HOST), attr.cap.access_mem_types);
     EXPECT_EQ(0u, attr.cap.detect_mem_types);
@@ -411,6 +415,36 @@ TEST_F(test_dcx_md, unsupported_ops_answer)
               uct_md_mem_query(md, buf, sizeof(buf), &mem_attr));
     EXPECT_EQ(UCS_ERR_UNSUPPORTED,
               uct_md_detect_memory_type(md, buf, sizeof(buf), &mem_type));
+}
+
+/* ------------------------------------------------------------------------
+ * Allocation (dcx_md_alloc.c)
+ * ------------------------------------------------------------------------ */
+
+/* uct_mem_alloc's "md" method takes the dcx md */
+TEST_F(test_dcx_md, uct_mem_alloc_md_method)
+{
+    uct_md_h md = open_soft0();
+    uct_alloc_method_t method = UCT_ALLOC_METHOD_MD;
+    uct_allocated_memory_t mem;
+    uct_mem_alloc_params_t params;
+
+    ASSERT_NE(nullptr, md);
+    memset(&params, 0, sizeof(params));
+    params.field_mask = UCT_MEM_ALLOC_PARAM_FIELD_FLAGS |
+                        UCT_MEM_ALLOC_PARAM_FIELD_MDS |
+                        UCT_MEM_ALLOC_PARAM_FIELD_NAME;
+    params.flags      = UCT_MD_MEM_ACCESS_ALL;
+    params.mds.mds    = &md;
+    params.mds.count  = 1;
+    params.name       = "test";
+    ASSERT_EQ(UCS_OK, uct_mem_alloc(1 << 20, &method, 1, &params, &mem));
+    EXPECT_EQ(UCT_ALLOC_METHOD_MD, mem.method);
+    EXPECT_EQ(md, mem.md);
+    EXPECT_NE(nullptr, (void*)mem.memh);
+    EXPECT_GE(mem.length, 1u << 20);
+    memset(mem.address, 1, mem.length);
+    EXPECT_EQ(UCS_OK, uct_mem_free(&mem));
 }
 
 /* ------------------------------------------------------------------------

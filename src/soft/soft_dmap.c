@@ -1,0 +1,321 @@
+/*
+ * Soft device: the initiator's cache of peers' allocations it mapped
+ * (soft_alloc.c describes what a target publishes).
+ *
+ * A direct RDMA WRITE/READ whose target MR lies in a published allocation
+ * copies through a mapping of that allocation instead of cross-memory
+ * attach (soft_direct_exec).  The cache only saves the open and mmap: it is
+ * never the authority on whether a copy may happen.  Every chunk is checked
+ * against the target's MR entry (key, access, bounds, and the allocation
+ * serial the mapping was made of) under the in-flight marker, exactly as a
+ * cross-memory copy is, so an allocation the target freed or replaced is
+ * never written through a stale mapping.
+ *
+ * Bounds: SOFT_DMAP_ENTRIES mappings per device, least recently used
+ * evicted.  A mapping keeps the target's pages alive, so stale ones are
+ * dropped as soon as they are noticed: an entry whose target freed
+ * allocations since it was last validated (area->frees moved) is checked
+ * against the target's allocs[] table at the next lookup for that target,
+ * and every mapping of a target whose process exited is dropped when an
+ * operation finds it dead.
+ *
+ * Liveness: a copy into a mapping would "succeed" after the target died
+ * (the pages outlive it), where cross-memory attach fails with ESRCH and a
+ * NIC's request times out.  So each mapping holds a pidfd of the target
+ * process, polled (one system call, no pid reuse race) before every
+ * operation; a dead target's operations take the cross-memory path, which
+ * refuses them, and then its responder, which never answers.
+ */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+
+#include "soft_direct.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#define SOFT_DMAP_ENTRIES  16u
+
+#ifndef SYS_pidfd_open
+#  if defined(__x86_64__) || defined(__aarch64__)
+#    define SYS_pidfd_open 434
+#  endif
+#endif
+
+struct soft_dmap {
+    soft_dmap_ent_t e[SOFT_DMAP_ENTRIES];
+    uint64_t        clock;
+    unsigned        count;
+};
+
+static void soft_dmap_drop(soft_dev_t *dev, soft_dmap_ent_t *e)
+{
+    if (!e->peer->own) {
+        munmap(e->local, e->len);
+    }
+    if (e->pidfd >= 0) {
+        close(e->pidfd);
+    }
+    dcx_debug("%s: dropped mapping of pid %u allocation %llu (%llu bytes)",
+              dev->super.caps.name, e->peer->pid,
+              (unsigned long long)e->serial, (unsigned long long)e->len);
+    memset(e, 0, sizeof(*e));
+    dev->dmap->count--;
+}
+
+__attribute__((noinline)) static void soft_dmap_refused(soft_dev_t *dev,
+                                                        soft_peer_t *peer,
+                                                        const char *what,
+                                                        int err)
+{
+    peer->dmap_off = 1;
+    dcx_debug("%s: mapping allocations of pid %u refused (%s: %s): one-sided "
+              "operations to them go by cross-memory attach",
+              dev->super.caps.name, peer->pid, what, strerror(err));
+}
+
+/* Reads allocs[slot] consistently; 0 if it does not hold serial. */
+static int soft_dmap_read_slot(soft_direct_area_t *area, uint32_t slot,
+                               uint64_t serial, soft_dalloc_t *out)
+{
+    soft_dalloc_t *e = &area->allocs[slot];
+    uint32_t s1;
+
+    do {
+        s1          = __atomic_load_n(&e->seq, __ATOMIC_ACQUIRE);
+        out->fd     = __atomic_load_n(&e->fd, __ATOMIC_RELAXED);
+        out->serial = __atomic_load_n(&e->serial, __ATOMIC_RELAXED);
+        out->base   = __atomic_load_n(&e->base, __ATOMIC_RELAXED);
+        out->len    = __atomic_load_n(&e->len, __ATOMIC_RELAXED);
+        out->ino    = __atomic_load_n(&e->ino, __ATOMIC_RELAXED);
+        out->devno  = __atomic_load_n(&e->devno, __ATOMIC_RELAXED);
+        __atomic_thread_fence(__ATOMIC_ACQUIRE);
+    } while ((s1 & 1) || (__atomic_load_n(&e->seq, __ATOMIC_RELAXED) != s1));
+    return (out->serial == serial) && (serial != 0);
+}
+
+static int soft_dmap_pidfd(soft_dev_t *dev, soft_peer_t *peer)
+{
+#ifdef SYS_pidfd_open
+    int fd = (int)syscall(SYS_pidfd_open, (pid_t)peer->pid, 0);
+
+    if (fd < 0) {
+        if ((errno == ENOSYS) || (errno == EPERM) || (errno == EINVAL)) {
+            soft_dmap_refused(dev, peer, "pidfd_open", errno);
+        }
+        return -1;
+    }
+    /* the pidfd is of the process that has the pid now: the port's
+     * owner, if that one is still alive */
+    if ((peer->hdr == NULL) ||
+        !soft_pid_alive(peer->pid, peer->hdr->owner_start)) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+#else
+    soft_dmap_refused(dev, peer, "pidfd_open", ENOSYS);
+    return -1;
+#endif
+}
+
+/* Opens and maps the target's allocation; 0 on success. */
+static int soft_dmap_map(soft_dev_t *dev, soft_peer_t *peer,
+                         const soft_dalloc_t *d, soft_dmap_ent_t *e)
+{
+    char path[64];
+    struct stat st;
+    void *p;
+    int fd;
+
+    e->pidfd = -1;
+    if (peer->own) {
+        /* our own allocation: its address is ours */
+        e->local = (uint8_t *)(uintptr_t)d->base;
+        return 0;
+    }
+    e->pidfd = soft_dmap_pidfd(dev, peer);
+    if (e->pidfd < 0) {
+        return -1;
+    }
+    snprintf(path, sizeof(path), "/proc/%u/fd/%d", peer->pid, d->fd);
+    fd = open(path, O_RDWR | O_CLOEXEC);
+    if (fd < 0) {
+        if ((errno == EACCES) || (errno == EPERM)) {
+            soft_dmap_refused(dev, peer, "open", errno);
+        }
+        goto err;
+    }
+    /* the fd may have been closed and its number reused meanwhile */
+    if ((fstat(fd, &st) != 0) || ((uint64_t)st.st_ino != d->ino) ||
+        ((uint64_t)st.st_dev != d->devno) || (st.st_size < 0) ||
+        ((uint64_t)st.st_size < d->len)) {
+        dcx_debug("%s: %s is not allocation %llu of pid %u any more",
+                  dev->super.caps.name, path, (unsigned long long)d->serial,
+                  peer->pid);
+        close(fd);
+        goto err;
+    }
+    p = mmap(NULL, d->len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);
+    if (p == MAP_FAILED) {
+        soft_dmap_refused(dev, peer, "mmap", errno);
+        goto err;
+    }
+    e->local = p;
+    return 0;
+
+err:
+    close(e->pidfd);
+    e->pidfd = -1;
+    return -1;
+}
+
+soft_dmap_ent_t *soft_dmap_get(soft_dev_t *dev, soft_peer_t *peer,
+                               soft_direct_area_t *area, uint32_t slot,
+                               uint64_t serial)
+{
+    soft_dmap_ent_t *e, *hit = NULL, *victim = NULL;
+    soft_dalloc_t d;
+    uint64_t frees;
+    unsigned i;
+
+    if (peer->dmap_off || (slot >= SOFT_DIRECT_ALLOCS)) {
+        return NULL;
+    }
+    if (dev->dmap == NULL) {
+        dev->dmap = calloc(1, sizeof(*dev->dmap));
+        if (dev->dmap == NULL) {
+            return NULL;
+        }
+    }
+    frees = __atomic_load_n(&area->frees, __ATOMIC_ACQUIRE);
+    for (i = 0; i < SOFT_DMAP_ENTRIES; ++i) {
+        e = &dev->dmap->e[i];
+        if (e->peer != peer) {
+            continue;
+        }
+        if (e->frees != frees) {
+            /* the target freed something: is this one still there? */
+            if (!soft_dmap_read_slot(area, e->slot, e->serial, &d)) {
+                soft_dmap_drop(dev, e);
+                continue;
+            }
+            e->frees = frees;
+        }
+        if (e->serial == serial) {
+            hit = e;
+        }
+    }
+    if (hit != NULL) {
+        hit->used = ++dev->dmap->clock;
+        return hit;
+    }
+
+    if (!soft_dmap_read_slot(area, slot, serial, &d) || (d.len == 0) ||
+        (d.base + d.len < d.base)) {
+        return NULL;
+    }
+    /* a free entry, else the least recently used one */
+    for (i = 0; i < SOFT_DMAP_ENTRIES; ++i) {
+        e = &dev->dmap->e[i];
+        if (e->peer == NULL) {
+            victim = e;
+            break;
+        }
+        if ((victim == NULL) || (e->used < victim->used)) {
+            victim = e;
+        }
+    }
+    if (victim->peer != NULL) {
+        soft_dmap_drop(dev, victim);
+    }
+    e = victim;
+    if (soft_dmap_map(dev, peer, &d, e) != 0) {
+        memset(e, 0, sizeof(*e));
+        return NULL;
+    }
+    e->peer   = peer;
+    e->serial = serial;
+    e->slot   = slot;
+    e->rbase  = d.base;
+    e->len    = d.len;
+    e->frees  = frees;
+    e->used   = ++dev->dmap->clock;
+    dev->dmap->count++;
+    dev->stats.direct_maps++;
+    dcx_debug("%s: mapped pid %u allocation %llu (%llu bytes at 0x%llx)",
+              dev->super.caps.name, peer->pid, (unsigned long long)serial,
+              (unsigned long long)d.len, (unsigned long long)d.base);
+    return e;
+}
+
+int soft_dmap_alive(soft_dev_t *dev, soft_dmap_ent_t *e)
+{
+    struct pollfd pfd;
+    soft_peer_t *peer;
+    unsigned i;
+
+    if (e->pidfd < 0) {
+        return 1;   /* our own port */
+    }
+    pfd.fd      = e->pidfd;
+    pfd.events  = POLLIN;
+    pfd.revents = 0;
+    if (poll(&pfd, 1, 0) == 0) {
+        return 1;
+    }
+    /* exited (or the pidfd is unusable): drop every mapping of it */
+    peer = e->peer;
+    for (i = 0; i < SOFT_DMAP_ENTRIES; ++i) {
+        if (dev->dmap->e[i].peer == peer) {
+            soft_dmap_drop(dev, &dev->dmap->e[i]);
+        }
+    }
+    return 0;
+}
+
+void soft_dmap_cleanup(soft_dev_t *dev)
+{
+    unsigned i;
+
+    if (dev->dmap == NULL) {
+        return;
+    }
+    for (i = 0; i < SOFT_DMAP_ENTRIES; ++i) {
+        if (dev->dmap->e[i].peer != NULL) {
+            soft_dmap_drop(dev, &dev->dmap->e[i]);
+        }
+    }
+    free(dev->dmap);
+    dev->dmap = NULL;
+}
+
+unsigned soft_dmap_count(soft_dev_t *dev)
+{
+    return (dev->dmap == NULL) ? 0 : dev->dmap->count;
+}
+
+unsigned dcx_soft_direct_mappings(dcx_dev_t *dev)
+{
+    unsigned n;
+
+    if (!dcx_dev_is_soft(dev)) {
+        dcx_error("%s: direct mappings: not a soft device",
+                  dcx_dev_name(dev));
+        return 0;
+    }
+    pthread_mutex_lock(&soft_dev(dev)->lock);
+    n = soft_dmap_count(soft_dev(dev));
+    pthread_mutex_unlock(&soft_dev(dev)->lock);
+    return n;
+}

@@ -1,0 +1,719 @@
+/*
+ * Direct RDMA WRITE and READ into memory the target's device allocated
+ * (dcx_mem_alloc): the initiator maps the allocation once (soft_dmap.c)
+ * and copies with memcpy, under the same checks and in-flight markers as
+ * cross-memory attach.  The test process is the target unless said
+ * otherwise; a forked child is the initiator, which reaches the target's
+ * allocation (made after the fork) only through the device.
+ */
+#include "soft_fixture.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+using namespace soft_test;
+
+namespace {
+
+const size_t PAGE = 4096;
+const size_t RLEN = 8u << 20;   /* the target MR; a page of guard each side */
+
+struct dmap_info {
+    uint8_t  addr[DCX_DEV_ADDR_MAX];
+    uint32_t addr_len;
+    uint32_t dctn;
+    uint64_t dc_key;
+    uint64_t raddr;
+    uint32_t rkey;
+    uint32_t rkey_ro;
+    uint32_t rkey_gone;
+    uint32_t rkey2;              /* free_then_realloc: the new MR */
+    uint64_t raddr2;
+    volatile uint32_t ready;
+    volatile uint32_t phase;
+    volatile uint32_t progress;
+    volatile uint32_t done;
+    volatile uint32_t status;
+    dcx_soft_stats_t  stats;     /* the initiator's counters at the end */
+};
+
+bool wait_at_least(volatile uint32_t *v, uint32_t n, double timeout_s)
+{
+    double end = now_s() + timeout_s;
+
+    while (__atomic_load_n(v, __ATOMIC_ACQUIRE) < n) {
+        if (now_s() > end) {
+            return false;
+        }
+        usleep(200);
+    }
+    return true;
+}
+
+dcx_soft_limits_t limits()
+{
+    dcx_soft_limits_t l;
+
+    memset(&l, 0, sizeof(l));
+    l.ack_timeout_us = 100000;
+    l.retry_cnt      = 7;
+    l.rnr_timer_us   = 1000;
+    l.direct         = 1;
+    return l;
+}
+
+uint8_t pattern(size_t i, unsigned seed)
+{
+    return (uint8_t)((i * 131u + seed * 7u + (i >> 9)) | 1u);
+}
+
+dcx_send_wr_t wr_to(const dmap_info *in, const node &n, dcx_wr_opcode_t op,
+                    const dcx_sge_t *sge, uint64_t raddr, uint32_t rkey)
+{
+    dcx_send_wr_t wr;
+
+    memset(&wr, 0, sizeof(wr));
+    wr.opcode      = op;
+    wr.flags       = DCX_SEND_SIGNALED;
+    wr.num_sge     = 1;
+    wr.sg_list     = sge;
+    wr.dest.ah     = n.ah;
+    wr.dest.dctn   = in->dctn;
+    wr.dest.dc_key = in->dc_key;
+    wr.rkey        = rkey;
+    wr.remote_addr = raddr;
+    return wr;
+}
+
+int run_one(node &n, const dcx_send_wr_t &wr)
+{
+    dcx_wc_t wc;
+
+    if ((dcx_qp_post_send(n.dci, &wr) != 0) || (n.poll(&wc, 1, 30.0) != 1)) {
+        fprintf(stderr, "post or poll failed\n");
+        return -1;
+    }
+    return (int)wc.status;
+}
+
+int renew_dci(node &n)
+{
+    dcx_qp_destroy(n.dci);
+    n.dci = nullptr;
+    return n.make_dci();
+}
+
+struct local_buf {
+    std::vector<uint8_t> v;
+    dcx_mr_t *mr = nullptr;
+    int reg(node &n, size_t size)
+    {
+        v.assign(size, 0);
+        return n.reg(v.data(), size, DCX_ACCESS_LOCAL_WRITE, &mr);
+    }
+    dcx_sge_t sge(size_t off, size_t len)
+    {
+        dcx_sge_t s = { (uint64_t)(uintptr_t)(v.data() + off), (uint32_t)len,
+                        mr->lkey };
+        return s;
+    }
+};
+
+/* makes pidfd_open fail with ENOSYS in this process (an older kernel or a
+ * sandbox): allocations cannot be mapped */
+bool refuse_pidfd()
+{
+#ifdef __NR_pidfd_open
+    const int nr = __NR_pidfd_open;
+#else
+    const int nr = 434;
+#endif
+    struct sock_filter f[] = {
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (uint32_t)nr, 1, 0),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (ENOSYS & 0xffff)),
+    };
+    struct sock_fprog prog = { (unsigned short)(sizeof(f) / sizeof(f[0])),
+                               f };
+
+    return (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0) &&
+           (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER,
+                    SECCOMP_FILTER_FLAG_TSYNC, &prog) == 0);
+}
+
+} // namespace
+
+class soft_dmap : public soft {
+protected:
+    void SetUp() override
+    {
+        soft::SetUp();
+        info = (dmap_info*)mmap(nullptr, sizeof(dmap_info),
+                                PROT_READ | PROT_WRITE,
+                                MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+        ASSERT_NE(MAP_FAILED, (void*)info);
+    }
+
+    void TearDown() override
+    {
+        for (dcx_mr_t *mr : t.mrs) {
+            dcx_mr_dereg(mr);
+        }
+        t.mrs.clear();
+        if (mem != nullptr) {
+            EXPECT_EQ(0, dcx_mem_free(t.dev, mem, mem_len));
+            mem = nullptr;
+        }
+        t.close();
+        soft::TearDown();
+        munmap(info, sizeof(*info));
+    }
+
+    /* the target: a device, an allocation of RLEN + 2 pages filled with
+     * 0x5a, an MR over [mem + PAGE, + RLEN), a read-only one, a
+     * deregistered one */
+    void start_target(bool fill = true)
+    {
+        dcx_soft_limits_t l = limits();
+        size_t len = sizeof(info->addr);
+        dcx_mr_t *ro, *gone;
+
+        ASSERT_EQ(0, t.open(fabric.c_str(), &l));
+        ASSERT_TRUE(dcx_dev_caps(t.dev)->flags & DCX_CAP_MEM_ALLOC);
+        mem_len = RLEN + 2 * PAGE - 100;   /* rounded up by the device */
+        ASSERT_EQ(0, dcx_mem_alloc(t.dev, &mem_len, (void**)&mem));
+        ASSERT_EQ(RLEN + 2 * PAGE, mem_len);
+        if (fill) {
+            memset(mem, 0x5a, mem_len);
+        }
+        ASSERT_EQ(0, t.reg(mem + PAGE, RLEN, DCX_ACCESS_LOCAL_WRITE |
+                           DCX_ACCESS_REMOTE_WRITE | DCX_ACCESS_REMOTE_READ,
+                           &tmr));
+        ASSERT_EQ(0, t.reg(mem + PAGE, RLEN, DCX_ACCESS_REMOTE_READ, &ro));
+        ASSERT_EQ(0, dcx_mr_reg(t.pd, mem + PAGE, RLEN,
+                                DCX_ACCESS_LOCAL_WRITE |
+                                DCX_ACCESS_REMOTE_WRITE, &gone));
+        info->rkey_gone = gone->rkey;
+        ASSERT_EQ(0, dcx_mr_dereg(gone));
+        ASSERT_EQ(0, t.make_target(0x5eedull, DCX_ACCESS_REMOTE_WRITE |
+                                   DCX_ACCESS_REMOTE_READ, 64));
+        ASSERT_EQ(0, dcx_dev_port_addr(t.dev, info->addr, &len));
+        info->addr_len = (uint32_t)len;
+        info->dctn     = t.dct->qp_num;
+        info->dc_key   = 0x5eedull;
+        info->raddr    = (uint64_t)(uintptr_t)(mem + PAGE);
+        info->rkey     = tmr->rkey;
+        info->rkey_ro  = ro->rkey;
+        __atomic_store_n(&info->ready, 1, __ATOMIC_RELEASE);
+    }
+
+    /* fn runs in the initiator child once the target is up */
+    pid_t start_initiator(std::function<int(node&)> fn,
+                          std::function<bool()> before = nullptr)
+    {
+        dmap_info *in = info;
+        std::string fab = fabric;
+
+        return spawn([in, fab, fn, before]() {
+            dcx_soft_limits_t l = limits();
+            node n;
+            int rc;
+
+            if ((before && !before()) || !wait_flag(&in->ready, 1, 20.0) ||
+                (n.open(fab.c_str(), &l) != 0) || (n.make_dci() != 0) ||
+                (n.connect(in->addr, in->addr_len) != 0)) {
+                fprintf(stderr, "initiator setup failed\n");
+                return 10;
+            }
+            rc = fn(n);
+            dcx_soft_stats(n.dev, &in->stats);
+            n.close();
+            __atomic_store_n(&in->done, 1, __ATOMIC_RELEASE);
+            return rc;
+        });
+    }
+
+    /* bytes [from, to) of the allocation all equal v */
+    void expect_untouched(size_t from, size_t to, uint8_t v = 0x5a)
+    {
+        for (size_t i = from; i < to; ++i) {
+            ASSERT_EQ(v, mem[i]) << "allocation byte " << i << " written";
+        }
+    }
+
+    dmap_info *info    = nullptr;
+    node       t;
+    dcx_mr_t  *tmr     = nullptr;
+    uint8_t   *mem     = nullptr;
+    size_t     mem_len = 0;
+};
+
+/* Writes and reads of 1 B .. 4 MiB into the allocation while the target
+ * only waits: every byte lands where it should and nowhere else, every
+ * one was a copy through one mapping, and the target saw no packet. */
+TEST_F(soft_dmap, write_read_mapped)
+{
+    static const size_t sizes[] = {1, 7, 64, 4095, 4096, 65537,
+                                   (1u << 20) + 3, 4u << 20};
+    const unsigned nsizes = sizeof(sizes) / sizeof(sizes[0]);
+    dmap_info *in = info;
+
+    start_initiator([in, nsizes](node &n) -> int {
+        local_buf lb;
+        uint64_t off = 0;
+
+        if (lb.reg(n, 4u << 20) != 0) {
+            return 11;
+        }
+        for (unsigned k = 0; k < nsizes; ++k) {
+            size_t sz = sizes[k];
+
+            for (size_t i = 0; i < sz; ++i) {
+                lb.v[i] = pattern(i, k);
+            }
+            dcx_sge_t s = lb.sge(0, sz);
+            if (run_one(n, wr_to(in, n, DCX_WR_RDMA_WRITE, &s,
+                                 in->raddr + off, in->rkey)) !=
+                DCX_WC_SUCCESS) {
+                return 12;
+            }
+            memset(lb.v.data(), 0, sz);
+            if (run_one(n, wr_to(in, n, DCX_WR_RDMA_READ, &s,
+                                 in->raddr + off, in->rkey)) !=
+                DCX_WC_SUCCESS) {
+                return 13;
+            }
+            for (size_t i = 0; i < sz; ++i) {
+                if (lb.v[i] != pattern(i, k)) {
+                    fprintf(stderr, "size %zu: byte %zu read back wrong\n",
+                            sz, i);
+                    return 14;
+                }
+            }
+            off += sz + 3;
+        }
+        return 0;
+    });
+    start_target();
+    ASSERT_TRUE(wait_flag(&info->done, 1, 60.0));
+    ASSERT_TRUE(stop_children());
+
+    size_t off = PAGE;
+    expect_untouched(0, PAGE);
+    for (unsigned k = 0; k < nsizes; ++k) {
+        for (size_t i = 0; i < sizes[k]; ++i) {
+            ASSERT_EQ(pattern(i, k), mem[off + i]) << "size " << sizes[k]
+                                                   << " byte " << i;
+        }
+        expect_untouched(off + sizes[k], off + sizes[k] + 3);
+        off += sizes[k] + 3;
+    }
+    expect_untouched(off, mem_len);
+
+    dcx_soft_stats_t ts;
+    ASSERT_EQ(0, dcx_soft_stats(t.dev, &ts));
+    EXPECT_EQ(nsizes, info->stats.direct_writes);
+    EXPECT_EQ(nsizes, info->stats.direct_reads);
+    EXPECT_EQ(2u * nsizes, info->stats.direct_mapped);
+    EXPECT_EQ(1u, info->stats.direct_maps);
+    EXPECT_EQ(0u, info->stats.tx_packets);
+    EXPECT_EQ(0u, ts.rx_packets);
+}
+
+/* Accesses the target's MR entry refuses, although the mapping covers the
+ * whole allocation: a bad rkey, beyond the MR (into the allocation's guard
+ * page), a read-only key, a deregistered key.  Each one gets
+ * REM_ACCESS_ERR from the target's responder and writes nothing. */
+TEST_F(soft_dmap, refused_accesses_bad_flow)
+{
+    dmap_info *in = info;
+
+    start_initiator([in](node &n) -> int {
+        local_buf lb;
+        struct {
+            const char *what;
+            dcx_wr_opcode_t op;
+            uint32_t rkey;
+            uint64_t off;
+            uint32_t len;
+        } cases[] = {
+            {"bad rkey", DCX_WR_RDMA_WRITE, in->rkey ^ 0x100u, 4096, 4096},
+            {"bad rkey read", DCX_WR_RDMA_READ, in->rkey ^ 0x100u, 4096,
+             4096},
+            {"beyond the MR", DCX_WR_RDMA_WRITE, in->rkey, RLEN - 8, 16},
+            {"after the MR", DCX_WR_RDMA_WRITE, in->rkey, RLEN, 8},
+            {"before the MR", DCX_WR_RDMA_WRITE, in->rkey, (uint64_t)-8, 16},
+            {"beyond the MR read", DCX_WR_RDMA_READ, in->rkey, RLEN - 8, 16},
+            {"read-only key", DCX_WR_RDMA_WRITE, in->rkey_ro, 4096, 4096},
+            {"deregistered key", DCX_WR_RDMA_WRITE, in->rkey_gone, 4096,
+             4096},
+        };
+        int rc = 0;
+
+        if (lb.reg(n, 8192) != 0) {
+            return 11;
+        }
+        /* a good write first: the allocation is mapped from here on */
+        memset(lb.v.data(), 0xc3, lb.v.size());
+        dcx_sge_t s0 = lb.sge(0, 64);
+        if (run_one(n, wr_to(in, n, DCX_WR_RDMA_WRITE, &s0, in->raddr,
+                             in->rkey)) != DCX_WC_SUCCESS) {
+            return 12;
+        }
+        for (auto &c : cases) {
+            dcx_sge_t s = lb.sge(0, c.len);
+            int st = run_one(n, wr_to(in, n, c.op, &s, in->raddr + c.off,
+                                      c.rkey));
+            if (st != DCX_WC_REM_ACCESS_ERR) {
+                fprintf(stderr, "%s: status %d\n", c.what, st);
+                rc = 13;
+            }
+            if ((c.op == DCX_WR_RDMA_READ) && (lb.v[0] != 0xc3)) {
+                fprintf(stderr, "%s: local buffer written\n", c.what);
+                rc = 14;
+            }
+            if (renew_dci(n) != 0) {
+                return 15;
+            }
+        }
+        return rc;
+    });
+    start_target();
+    ASSERT_TRUE(wait_flag(&info->done, 1, 120.0));
+    ASSERT_TRUE(stop_children());
+    expect_untouched(0, PAGE);
+    for (size_t i = PAGE; i < PAGE + 64; ++i) {
+        ASSERT_EQ(0xc3, mem[i]);
+    }
+    expect_untouched(PAGE + 64, mem_len);
+    EXPECT_EQ(1u, info->stats.direct_mapped);
+    EXPECT_EQ(1u, info->stats.direct_maps);
+}
+
+/* The MR is deregistered while the initiator writes into it through its
+ * mapping: once mr_dereg returns nothing more is written, and the writer
+ * gets REM_ACCESS_ERR. */
+TEST_F(soft_dmap, dereg_races_mapped_write)
+{
+    for (int round = 0; round < 5; ++round) {
+        dmap_info *in = info;
+
+        memset(info, 0, sizeof(*info));
+        start_initiator([in](node &n) -> int {
+            local_buf lb;
+
+            if (lb.reg(n, RLEN) != 0) {
+                return 11;
+            }
+            memset(lb.v.data(), 0xab, RLEN);
+            dcx_sge_t s = lb.sge(0, RLEN);
+            for (;;) {
+                int st = run_one(n, wr_to(in, n, DCX_WR_RDMA_WRITE, &s,
+                                          in->raddr, in->rkey));
+                if (st != DCX_WC_SUCCESS) {
+                    in->status = (uint32_t)st;
+                    return 0;
+                }
+                __atomic_add_fetch(&in->progress, 1, __ATOMIC_RELEASE);
+            }
+        });
+        start_target(false);
+        ASSERT_TRUE(wait_at_least(&info->progress, 2, 60.0));
+        ASSERT_EQ(0, dcx_mr_dereg(tmr));
+        t.mrs.erase(t.mrs.begin());
+        memset(mem, 0, mem_len);
+        ASSERT_TRUE(wait_flag(&info->done, 1, 60.0));
+        expect_untouched(0, mem_len, 0);
+        EXPECT_EQ((uint32_t)DCX_WC_REM_ACCESS_ERR, info->status);
+        EXPECT_GT(info->stats.direct_mapped, 1u) << "round " << round;
+        EXPECT_TRUE(stop_children());
+        children.clear();
+        for (dcx_mr_t *mr : t.mrs) {
+            dcx_mr_dereg(mr);
+        }
+        t.mrs.clear();
+        ASSERT_EQ(0, dcx_mem_free(t.dev, mem, mem_len));
+        mem = nullptr;
+        t.close();
+        __atomic_store_n(&sh->stop, 0, __ATOMIC_RELEASE);
+    }
+}
+
+/* The target frees its allocation and allocates again (typically at the
+ * same address, with the same fd number): a write with the old rkey is
+ * refused, and one with the new rkey lands in the new memory through a new
+ * mapping, never through the stale one. */
+TEST_F(soft_dmap, free_then_realloc_bad_flow)
+{
+    dmap_info *in = info;
+
+    start_initiator([in](node &n) -> int {
+        local_buf lb;
+
+        if (lb.reg(n, 65536) != 0) {
+            return 11;
+        }
+        memset(lb.v.data(), 0x11, 65536);
+        dcx_sge_t s = lb.sge(0, 65536);
+        if (run_one(n, wr_to(in, n, DCX_WR_RDMA_WRITE, &s, in->raddr,
+                             in->rkey)) != DCX_WC_SUCCESS) {
+            return 12;
+        }
+        __atomic_store_n(&in->phase, 1, __ATOMIC_RELEASE);
+        if (!wait_flag(&in->phase, 2, 30.0)) {
+            return 13;
+        }
+        /* old key, old address: refused */
+        memset(lb.v.data(), 0x22, 65536);
+        if (run_one(n, wr_to(in, n, DCX_WR_RDMA_WRITE, &s, in->raddr,
+                             in->rkey)) != DCX_WC_REM_ACCESS_ERR) {
+            return 14;
+        }
+        if (renew_dci(n) != 0) {
+            return 15;
+        }
+        /* the new key */
+        memset(lb.v.data(), 0x33, 65536);
+        if (run_one(n, wr_to(in, n, DCX_WR_RDMA_WRITE, &s, in->raddr2,
+                             in->rkey2)) != DCX_WC_SUCCESS) {
+            return 16;
+        }
+        return 0;
+    });
+    start_target();
+    ASSERT_TRUE(wait_flag(&info->phase, 1, 30.0));
+    for (size_t i = PAGE; i < PAGE + 65536; ++i) {
+        ASSERT_EQ(0x11, mem[i]);
+    }
+
+    /* free it all and allocate the same size again */
+    uint8_t *old = mem;
+    for (dcx_mr_t *mr : t.mrs) {
+        ASSERT_EQ(0, dcx_mr_dereg(mr));
+    }
+    t.mrs.clear();
+    ASSERT_EQ(0, dcx_mem_free(t.dev, mem, mem_len));
+    mem = nullptr;
+    ASSERT_EQ(0, dcx_mem_alloc(t.dev, &mem_len, (void**)&mem));
+    memset(mem, 0x5a, mem_len);
+    ASSERT_EQ(0, t.reg(mem + PAGE, RLEN, DCX_ACCESS_LOCAL_WRITE |
+                       DCX_ACCESS_REMOTE_WRITE, &tmr));
+    if (mem != old) {
+        printf("[   NOTE   ] the new allocation is at another address\n");
+    }
+    info->raddr2 = (uint64_t)(uintptr_t)(mem + PAGE);
+    info->rkey2  = tmr->rkey;
+    __atomic_store_n(&info->phase, 2, __ATOMIC_RELEASE);
+
+    ASSERT_TRUE(wait_flag(&info->done, 1, 60.0));
+    ASSERT_TRUE(stop_children());
+    expect_untouched(0, PAGE);
+    for (size_t i = PAGE; i < PAGE + 65536; ++i) {
+        ASSERT_EQ(0x33, mem[i]) << "byte " << i;
+    }
+    expect_untouched(PAGE + 65536, mem_len);
+    EXPECT_EQ(2u, info->stats.direct_mapped);
+    EXPECT_EQ(2u, info->stats.direct_maps);
+}
+
+/* Roles reversed: a child allocates and is the target, the test process
+ * writes into its allocation through a mapping; once the child is dead,
+ * a write fails as to any dead peer (RETRY_EXC_ERR) instead of landing in
+ * the orphaned pages, and the mapping is gone. */
+TEST_F(soft_dmap, dead_target_mapping_dropped)
+{
+    dmap_info *in = info;
+    std::string fab = fabric;
+
+    pid_t pid = spawn([in, fab]() -> int {
+        dcx_soft_limits_t l = limits();
+        size_t len = 1u << 20, alen = sizeof(in->addr);
+        dcx_mr_t *mr;
+        void *p;
+        node n;
+
+        if ((n.open(fab.c_str(), &l) != 0) ||
+            (dcx_mem_alloc(n.dev, &len, &p) != 0) ||
+            (n.reg(p, len, DCX_ACCESS_LOCAL_WRITE | DCX_ACCESS_REMOTE_WRITE |
+                   DCX_ACCESS_REMOTE_READ, &mr) != 0) ||
+            (n.make_target(0x5eedull, DCX_ACCESS_REMOTE_WRITE |
+                           DCX_ACCESS_REMOTE_READ, 64) != 0) ||
+            (dcx_dev_port_addr(n.dev, in->addr, &alen) != 0)) {
+            return 10;
+        }
+        in->addr_len = (uint32_t)alen;
+        in->dctn     = n.dct->qp_num;
+        in->dc_key   = 0x5eedull;
+        in->raddr    = (uint64_t)(uintptr_t)p;
+        in->rkey     = mr->rkey;
+        __atomic_store_n(&in->ready, 1, __ATOMIC_RELEASE);
+        for (;;) {
+            pause();   /* killed by the test */
+        }
+    });
+    ASSERT_TRUE(wait_flag(&info->ready, 1, 20.0));
+
+    dcx_soft_limits_t l = limits();
+    node n;
+    local_buf lb;
+    ASSERT_EQ(0, n.open(fabric.c_str(), &l));
+    ASSERT_EQ(0, n.make_dci());
+    ASSERT_EQ(0, n.connect(info->addr, info->addr_len));
+    ASSERT_EQ(0, lb.reg(n, 65536));
+    dcx_sge_t s = lb.sge(0, 65536);
+    ASSERT_EQ(DCX_WC_SUCCESS, run_one(n, wr_to(info, n, DCX_WR_RDMA_WRITE, &s,
+                                               info->raddr, info->rkey)));
+    EXPECT_EQ(1u, dcx_soft_direct_mappings(n.dev));
+
+    kill_child(pid);
+    int wst;
+    ASSERT_EQ(pid, waitpid(pid, &wst, 0));   /* dead, not dying */
+    EXPECT_EQ(DCX_WC_RETRY_EXC_ERR,
+              run_one(n, wr_to(info, n, DCX_WR_RDMA_WRITE, &s, info->raddr,
+                               info->rkey)));
+    EXPECT_EQ(0u, dcx_soft_direct_mappings(n.dev));
+    dcx_soft_stats_t st;
+    ASSERT_EQ(0, dcx_soft_stats(n.dev, &st));
+    EXPECT_EQ(1u, st.direct_mapped);
+    n.close();
+    stop_children();
+}
+
+/* With a fault rule set on the initiator every operation goes by packets
+ * (the rule must see them), into the allocation all the same. */
+TEST_F(soft_dmap, fault_rule_falls_back)
+{
+    dmap_info *in = info;
+
+    start_initiator([in](node &n) -> int {
+        dcx_soft_fault_t f;
+        local_buf lb;
+
+        memset(&f, 0, sizeof(f));
+        f.type     = DCX_SOFT_FAULT_DELAY;
+        f.opcode   = -1;
+        f.delay_us = 1;
+        if ((dcx_soft_fault_inject(n.dev, &f) != 0) ||
+            (lb.reg(n, 100000) != 0)) {
+            return 11;
+        }
+        for (size_t i = 0; i < 100000; ++i) {
+            lb.v[i] = pattern(i, 5);
+        }
+        dcx_sge_t s = lb.sge(0, 100000);
+        if (run_one(n, wr_to(in, n, DCX_WR_RDMA_WRITE, &s, in->raddr + 5,
+                             in->rkey)) != DCX_WC_SUCCESS) {
+            return 12;
+        }
+        memset(lb.v.data(), 0, 100000);
+        if (run_one(n, wr_to(in, n, DCX_WR_RDMA_READ, &s, in->raddr + 5,
+                             in->rkey)) != DCX_WC_SUCCESS) {
+            return 13;
+        }
+        for (size_t i = 0; i < 100000; ++i) {
+            if (lb.v[i] != pattern(i, 5)) {
+                return 14;
+            }
+        }
+        return 0;
+    });
+    start_target();
+    /* the target must serve the packets */
+    double end = now_s() + 60.0;
+    while (!__atomic_load_n(&info->done, __ATOMIC_ACQUIRE) && (now_s() < end)) {
+        dcx_dev_progress(t.dev);
+    }
+    ASSERT_TRUE(stop_children());
+    for (size_t i = 0; i < 100000; ++i) {
+        ASSERT_EQ(pattern(i, 5), mem[PAGE + 5 + i]) << "byte " << i;
+    }
+    expect_untouched(0, PAGE + 5);
+    expect_untouched(PAGE + 5 + 100000, mem_len);
+    EXPECT_EQ(0u, info->stats.direct_writes);
+    EXPECT_EQ(0u, info->stats.direct_mapped);
+    EXPECT_EQ(0u, info->stats.direct_maps);
+    EXPECT_GT(info->stats.tx_packets, 0u);
+}
+
+/* The initiator cannot map (pidfd_open refused): it says so once and
+ * copies by cross-memory attach, still without the target's CPU. */
+TEST_F(soft_dmap, mapping_refused_falls_back)
+{
+    dmap_info *in = info;
+
+    start_initiator([in](node &n) -> int {
+        local_buf lb;
+
+        if (lb.reg(n, 100000) != 0) {
+            return 11;
+        }
+        for (int k = 0; k < 3; ++k) {
+            for (size_t i = 0; i < 100000; ++i) {
+                lb.v[i] = pattern(i, 9 + k);
+            }
+            dcx_sge_t s = lb.sge(0, 100000);
+            if (run_one(n, wr_to(in, n, DCX_WR_RDMA_WRITE, &s,
+                                 in->raddr + k * 100000, in->rkey)) !=
+                DCX_WC_SUCCESS) {
+                return 12;
+            }
+        }
+        return 0;
+    }, refuse_pidfd);
+    start_target();
+    ASSERT_TRUE(wait_flag(&info->done, 1, 60.0));
+    ASSERT_TRUE(stop_children());
+    for (int k = 0; k < 3; ++k) {
+        for (size_t i = 0; i < 100000; ++i) {
+            ASSERT_EQ(pattern(i, 9 + k), mem[PAGE + k * 100000 + i]);
+        }
+    }
+    expect_untouched(PAGE + 300000, mem_len);
+    EXPECT_EQ(3u, info->stats.direct_writes);
+    EXPECT_EQ(0u, info->stats.direct_mapped);
+    EXPECT_EQ(0u, info->stats.direct_fallbacks);
+    EXPECT_EQ(0u, info->stats.tx_packets);
+}
+
+/* Device allocation bad flows: length 0, freeing what it did not
+ * allocate or with another length; registrations inside an allocation
+ * that is freed refuse access afterwards. */
+TEST_F(soft_dmap, alloc_free_bad_flow)
+{
+    dcx_soft_limits_t l = limits();
+    size_t len = 0;
+    void *p = nullptr;
+    uint8_t stack_buf[64];
+
+    ASSERT_EQ(0, t.open(fabric.c_str(), &l));
+    {
+        log_counter lc;
+        EXPECT_EQ(EINVAL, dcx_mem_alloc(t.dev, &len, &p));
+        EXPECT_EQ(1, lc.lines());
+    }
+    len = 10000;
+    ASSERT_EQ(0, dcx_mem_alloc(t.dev, &len, &p));
+    EXPECT_EQ(12288u, len);
+    for (size_t i = 0; i < len; ++i) {
+        ASSERT_EQ(0, ((uint8_t*)p)[i]) << "not zeroed";
+    }
+    {
+        log_counter lc;
+        EXPECT_EQ(EINVAL, dcx_mem_free(t.dev, stack_buf, sizeof(stack_buf)));
+        EXPECT_EQ(EINVAL, dcx_mem_free(t.dev, p, 4096));
+        EXPECT_EQ(2, lc.lines());
+    }
+    EXPECT_EQ(0, dcx_mem_free(t.dev, p, len));
+    EXPECT_EQ(EINVAL, dcx_mem_free(t.dev, p, len)) << "freed twice";
+}
