@@ -129,6 +129,11 @@ typedef struct dcx_soft_stats {
     uint64_t direct_bytes;
     uint64_t direct_fallbacks;    /* started direct, went by packets */
     uint64_t futex_wakes;         /* FUTEX_WAKE calls made (any helper) */
+    /* cumulative acknowledgements: responder side, messages acknowledged
+     * in the requester's ack table instead of by an ACK packet; requester
+     * side, WQEs completed from our table */
+    uint64_t acks_in_table;
+    uint64_t table_completions;
 } dcx_soft_stats_t;
 
 int  dcx_soft_stats(dcx_dev_t *dev, dcx_soft_stats_t *stats);
