@@ -42,8 +42,18 @@
  *    same completions.  mr_dereg and dcx_dev_mem_unmapped() wait for
  *    initiators' copies in flight into the region (bounded; soft_direct.c).
  *    Counted in dcx_soft_stats_t.direct_*.
+ *  - Small inline SENDs: one that fits a packet, posted on a DCI with
+ *    nothing waiting to be transmitted and no fault rule set, is written
+ *    straight into the target's request ring, and the target acknowledges
+ *    it in an ack table of the initiator's port segment (one cache line per
+ *    DCI, cumulative) instead of by an ACK packet; the initiator completes
+ *    every WQE up to there at its next engine pass.  Everything else, and
+ *    everything while a fault rule is set, goes the general way with ACK
+ *    packets.  Timeouts, retries, RNR, flush and dead-peer detection are
+ *    the same on both.  Counted in dcx_soft_stats_t.acks_in_table /
+ *    table_completions.
  *  - qp->post_send, srq->post_recv and cq->poll take the device's engine
- *    lock and are thread-safe; a full send queue or SRQ returns ENOMEM with
+ *    lock (a futex mutex) and are thread-safe; a full send queue or SRQ returns ENOMEM with
  *    a debug-level log line only (it is flow control, not an error).
  *  - Each device runs a helper thread that executes inbound operations when
  *    the application has not polled for 200 us, and sleeps on a futex when
