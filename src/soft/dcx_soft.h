@@ -51,8 +51,18 @@
  *    soft_dmap.c), after the same checks and under the same in-flight
  *    markers as a cross-memory copy.  Where pidfd_open, that open or the
  *    mmap is refused, the copy is a cross-memory one as for other memory.
+ *  - Small inline SENDs: one that fits a packet, posted on a DCI with
+ *    nothing waiting to be transmitted and no fault rule set, is written
+ *    straight into the target's request ring, and the target acknowledges
+ *    it in an ack table of the initiator's port segment (one cache line per
+ *    DCI, cumulative) instead of by an ACK packet; the initiator completes
+ *    every WQE up to there at its next engine pass.  Everything else, and
+ *    everything while a fault rule is set, goes the general way with ACK
+ *    packets.  Timeouts, retries, RNR, flush and dead-peer detection are
+ *    the same on both.  Counted in dcx_soft_stats_t.acks_in_table /
+ *    table_completions.
  *  - qp->post_send, srq->post_recv and cq->poll take the device's engine
- *    lock and are thread-safe; a full send queue or SRQ returns ENOMEM with
+ *    lock (a futex mutex) and are thread-safe; a full send queue or SRQ returns ENOMEM with
  *    a debug-level log line only (it is flow control, not an error).
  *  - Each device runs a helper thread that executes inbound operations when
  *    the application has not polled for 200 us, and sleeps on a futex when
@@ -143,6 +153,11 @@ typedef struct dcx_soft_stats {
                                      allocation (also in direct_writes/
                                      direct_reads) */
     uint64_t direct_maps;         /* target allocations mapped */
+    /* cumulative acknowledgements: responder side, messages acknowledged
+     * in the requester's ack table instead of by an ACK packet; requester
+     * side, WQEs completed from our table */
+    uint64_t acks_in_table;
+    uint64_t table_completions;
 } dcx_soft_stats_t;
 
 int  dcx_soft_stats(dcx_dev_t *dev, dcx_soft_stats_t *stats);

@@ -20,6 +20,9 @@
  *  - The responder handles a source (port, DCI) strictly in order, answers
  *    the last packet of a message (ACK/NAK), every READ packet (data) and
  *    every atomic (result); RNR and errors are NAKed at the first packet.
+ *    A request marked SOFT_PKT_WACK (the light path of small inline SENDs,
+ *    soft_req_post_inline) is acknowledged in the requester's ack table
+ *    (soft_ack_t) instead of by an ACK packet.
  *  - A READ request packet asks for a range of up to SOFT_READ_BURST
  *    response packets (args[0] bytes, args[1] bytes per response), so a
  *    large READ streams: the responder answers a whole burst at once and
@@ -43,6 +46,7 @@
 #include <pthread.h>
 #include <stdint.h>
 #include <stddef.h>
+#include <string.h>
 
 #define SOFT_MAGIC          0x53584344u  /* "DCXS" */
 #define SOFT_VERSION        2u
@@ -59,6 +63,10 @@
 #define SOFT_READ_BURST     16u          /* response packets per READ packet */
 
 #define SOFT_NO_STATUS      0xffu
+
+/* deadline_ns of a DCI whose ack timer starts at the next engine pass (a
+ * post on the light path reads no clock) */
+#define SOFT_DEADLINE_ARM   UINT64_MAX
 
 /* The application counts as busy elsewhere when it has not polled for this
  * long: its helper thread then executes inbound work. */
@@ -88,7 +96,12 @@ enum {
     SOFT_PKT_LAST  = 1u << 1,
     /* csum is set and checked: only a sender with a fault rule (which may
      * corrupt packets) pays for the checksum */
-    SOFT_PKT_CSUM  = 1u << 2
+    SOFT_PKT_CSUM  = 1u << 2,
+    /* the requester takes the successful completion of this message from
+     * its ack table (soft_ack_t) rather than from an ACK packet: set by a
+     * requester without a fault rule, honoured by a responder that finds
+     * the requester's table */
+    SOFT_PKT_WACK  = 1u << 3
 };
 
 typedef struct soft_pkt {
@@ -115,6 +128,18 @@ typedef struct soft_pkt {
     uint32_t  csum;
     uint32_t  gen;          /* request: DCI generation */
 } soft_pkt_t;
+
+/* One entry of a port's ack table, by DCI index (qp number -
+ * SOFT_QPN_BASE), on a cache line of its own: the responder serving the
+ * DCI's messages stores (DCI generation << 32 | msn + 1) once it has
+ * executed message msn and every one before it successfully; the
+ * requester reads it in its engine pass and completes every WQE up to
+ * there at once (cumulative acknowledgement).  Only moves forward
+ * (soft_ack_publish). */
+typedef struct soft_ack {
+    uint64_t  word;
+    uint8_t   pad[56];
+} soft_ack_t;
 
 typedef struct soft_slot {
     uint64_t    seq;
@@ -174,6 +199,10 @@ typedef struct soft_port_hdr {
     soft_ring_t  resp;
     /* initiator-side one-sided tables (soft_direct.h); 0: none */
     uint64_t     direct_off;
+    /* ack table (soft_ack_t, ack_count entries); 0: none */
+    uint64_t     ack_off;
+    uint32_t     ack_count;
+    uint32_t     ack_pad;
 } soft_port_hdr_t;
 
 /* A port address.  Every field but the token is checked by
@@ -394,13 +423,17 @@ typedef struct soft_rstate {
     uint8_t      msg_err;      /* rest of message e is discarded */
     uint8_t      have_recv;
     uint8_t      at_next;      /* next at_* entry to overwrite */
-    uint8_t      pad;
+    /* a message of the source was NAKed: its successes are acknowledged
+     * by packet (never through the ack table, which would also cover the
+     * failed one) until the requester completed hold_msn */
+    uint8_t      wack_hold;
     /* results of the last SOFT_ATOMIC_SAVED atomics (at most max_rd_atomic
      * are outstanding), returned again to a retransmitted atomic */
     uint32_t     at_msn[SOFT_ATOMIC_SAVED];
     uint64_t     at_res[SOFT_ATOMIC_SAVED];
     uint32_t     msg_status;
     uint32_t     gen;          /* DCI generation this state follows */
+    uint32_t     hold_msn;     /* see wack_hold */
     soft_qp_t   *dct;          /* owner of the held receive */
     soft_peer_t *peer;         /* reply path */
     soft_rwqe_t  recv;         /* receive held for message e */
@@ -420,9 +453,47 @@ typedef struct soft_fault_state {
     uint32_t          hits;
 } soft_fault_state_t;
 
+/* The engine lock: a futex mutex (0 free, 1 held, 2 held and someone may
+ * wait).  Taking and releasing it uncontended is one atomic each, against
+ * a few dozen instructions for a pthread mutex; the engine takes it on
+ * every post and on every poll that finds work. */
+typedef struct soft_lock {
+    uint32_t  v;
+} soft_lock_t;
+
+void soft_lock_wait(soft_lock_t *l);   /* soft_engine.c */
+void soft_lock_wake(soft_lock_t *l);
+
+static inline void soft_lock_init(soft_lock_t *l)
+{
+    l->v = 0;
+}
+
+static inline int soft_trylock(soft_lock_t *l)
+{
+    uint32_t c = 0;
+
+    return __atomic_compare_exchange_n(&l->v, &c, 1, 0, __ATOMIC_ACQUIRE,
+                                       __ATOMIC_RELAXED);
+}
+
+static inline void soft_lock(soft_lock_t *l)
+{
+    if (!soft_trylock(l)) {
+        soft_lock_wait(l);
+    }
+}
+
+static inline void soft_unlock(soft_lock_t *l)
+{
+    if (__atomic_exchange_n(&l->v, 0, __ATOMIC_RELEASE) == 2) {
+        soft_lock_wake(l);
+    }
+}
+
 struct soft_dev {
     dcx_dev_t           super;
-    pthread_mutex_t     lock;
+    soft_lock_t         lock;
     dcx_soft_limits_t   limits;
     char                fabric[40];
     char                seg_name[128];
@@ -434,6 +505,9 @@ struct soft_dev {
     uint64_t            token;      /* random part of seg_name */
     soft_port_hdr_t    *hdr;
     size_t              seg_size;
+    /* our ack table in the segment (soft_ack_t), by DCI index; NULL when
+     * acknowledgements go by packet only (limits.wack = 0) */
+    soft_ack_t         *acks;
     soft_peer_t        *peers;
     soft_peer_t        *self;
     soft_qp_t         **qps;        /* by qp number - SOFT_QPN_BASE */
@@ -571,8 +645,29 @@ static inline uint64_t soft_clock_now(void)
 }
 
 /* Nanoseconds since the port's owner last polled (0 if it stamped after
- * our look, or if its clock is not ours). */
-uint64_t soft_port_poll_age(const soft_port_hdr_t *hdr);
+ * our look, or if its clock is not ours).  Inline: every packet sent asks
+ * it (soft_port_kick). */
+static inline uint64_t soft_port_poll_age(const soft_port_hdr_t *hdr)
+{
+    uint64_t last = __atomic_load_n(&hdr->last_poll, __ATOMIC_RELAXED);
+    int64_t delta;
+
+    if (hdr->clock_kind != (uint32_t)soft_clock_kind) {
+        return 0;
+    }
+    delta = (int64_t)(soft_clock_now() - last);
+    if (delta <= 0) {
+        return 0;
+    }
+    if (soft_clock_kind == SOFT_CLOCK_NS) {
+        return (uint64_t)delta;
+    }
+    if ((uint64_t)delta >> 31) {
+        return UINT64_MAX >> 1;   /* a second or more: "long ago" */
+    }
+    return ((uint64_t)delta * soft_clock_mult) >> 32;
+}
+
 
 /* soft_fabric.c */
 uint64_t soft_proc_start_time(uint32_t pid);
@@ -662,6 +757,33 @@ static inline int soft_engine_poll_idle(soft_dev_t *dev, soft_cq_t *cq)
     return 1;
 }
 
+/* A copy of a few bytes without a call: the pieces of a small inline
+ * message (headers of 8 bytes and less) cost more in calls than in
+ * bytes. */
+static inline void soft_copy_small(uint8_t *d, const uint8_t *s, size_t len)
+{
+    uint64_t a, b;
+    uint32_t x, y;
+
+    if (len > 16) {
+        memcpy(d, s, len);
+    } else if (len >= 8) {
+        memcpy(&a, s, 8);
+        memcpy(&b, s + len - 8, 8);
+        memcpy(d, &a, 8);
+        memcpy(d + len - 8, &b, 8);
+    } else if (len >= 4) {
+        memcpy(&x, s, 4);
+        memcpy(&y, s + len - 4, 4);
+        memcpy(d, &x, 4);
+        memcpy(d + len - 4, &y, 4);
+    } else {
+        for (; len > 0; --len) {
+            *d++ = *s++;
+        }
+    }
+}
+
 /* Requester helpers shared by soft_req.c and soft_qp.c */
 static inline soft_swqe_t *soft_wqe(soft_qp_t *qp, uint32_t idx)
 {
@@ -703,6 +825,9 @@ void     soft_qp_retire(soft_qp_t *qp, uint32_t sq_idx);
 void     soft_qp_to_error(soft_qp_t *qp, const char *reason);
 
 void     soft_qp_reset(soft_qp_t *qp);
+void     soft_req_acked(soft_qp_t *qp, uint64_t now);
+int      soft_req_post_inline(soft_qp_t *qp, const dcx_send_wr_t *wr,
+                              uint64_t total);
 int      soft_qp_post_locked(soft_qp_t *qp, const dcx_send_wr_t *wr);
 
 /* soft_resp.c */
@@ -716,6 +841,8 @@ void     soft_resp_send(soft_dev_t *dev, soft_rstate_t *rs,
 void     soft_resp_nak(soft_dev_t *dev, soft_rstate_t *rs,
                        const soft_pkt_t *pkt, uint8_t status);
 void     soft_resp_finish(soft_rstate_t *rs);
+void     soft_resp_ack(soft_dev_t *dev, soft_rstate_t *rs,
+                       const soft_pkt_t *pkt);
 int      soft_resp_take_recv(soft_dev_t *dev, soft_qp_t *dct,
                              soft_rstate_t *rs, const soft_pkt_t *pkt);
 

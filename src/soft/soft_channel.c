@@ -75,9 +75,9 @@ int soft_channel_create(dcx_dev_t *dev_, dcx_comp_channel_t **ch_p)
     }
     ch->super.dev = dev_;
     ch->dev       = dev;
-    pthread_mutex_lock(&dev->lock);
+    soft_lock(&dev->lock);
     dev->num_objs++;
-    pthread_mutex_unlock(&dev->lock);
+    soft_unlock(&dev->lock);
     *ch_p = &ch->super;
     return 0;
 }
@@ -87,15 +87,15 @@ int soft_channel_destroy(dcx_comp_channel_t *ch_)
     soft_channel_t *ch = soft_channel(ch_);
     soft_dev_t *dev    = ch->dev;
 
-    pthread_mutex_lock(&dev->lock);
+    soft_lock(&dev->lock);
     if (ch->cqs != NULL) {
-        pthread_mutex_unlock(&dev->lock);
+        soft_unlock(&dev->lock);
         dcx_error("%s: comp channel %p destroy: CQs are still attached",
                   dev->super.caps.name, (void *)ch);
         return EBUSY;
     }
     dev->num_objs--;
-    pthread_mutex_unlock(&dev->lock);
+    soft_unlock(&dev->lock);
     close(ch->super.fd);
     free(ch);
     return 0;
@@ -115,11 +115,11 @@ int soft_cq_create_ch(dcx_dev_t *dev_, uint32_t cqe, dcx_comp_channel_t *ch_,
         return ret;
     }
     cq = (soft_cq_t *)super;
-    pthread_mutex_lock(&dev->lock);
+    soft_lock(&dev->lock);
     cq->ch      = ch;
     cq->ch_next = ch->cqs;
     ch->cqs     = cq;
-    pthread_mutex_unlock(&dev->lock);
+    soft_unlock(&dev->lock);
     *cq_p = super;
     return 0;
 }
@@ -150,13 +150,13 @@ int soft_cq_req_notify(dcx_cq_t *cq_)
                   dev->super.caps.name, (void *)cq);
         return EINVAL;
     }
-    pthread_mutex_lock(&dev->lock);
+    soft_lock(&dev->lock);
     if (cq->head != cq->tail) {
         soft_cq_fire(cq);
     } else {
         cq->armed = 1;
     }
-    pthread_mutex_unlock(&dev->lock);
+    soft_unlock(&dev->lock);
     return 0;
 }
 
@@ -167,7 +167,7 @@ int soft_channel_get_event(dcx_comp_channel_t *ch_, dcx_cq_t **cq_p)
     soft_cq_t *cq;
     int ret = EAGAIN;
 
-    pthread_mutex_lock(&dev->lock);
+    soft_lock(&dev->lock);
     for (cq = ch->cqs; cq != NULL; cq = cq->ch_next) {
         if (cq->events != 0) {
             cq->events--;
@@ -177,6 +177,6 @@ int soft_channel_get_event(dcx_comp_channel_t *ch_, dcx_cq_t **cq_p)
         }
     }
     soft_channel_drain(ch);
-    pthread_mutex_unlock(&dev->lock);
+    soft_unlock(&dev->lock);
     return ret;
 }

@@ -104,23 +104,3 @@ void soft_clock_init(void)
     pthread_once(&soft_clock_once, soft_clock_calibrate);
 }
 
-uint64_t soft_port_poll_age(const soft_port_hdr_t *hdr)
-{
-    uint64_t last = __atomic_load_n(&hdr->last_poll, __ATOMIC_RELAXED);
-    int64_t delta;
-
-    if (hdr->clock_kind != (uint32_t)soft_clock_kind) {
-        return 0;
-    }
-    delta = (int64_t)(soft_clock_now() - last);
-    if (delta <= 0) {
-        return 0;
-    }
-    if (soft_clock_kind == SOFT_CLOCK_NS) {
-        return (uint64_t)delta;
-    }
-    if ((uint64_t)delta >> 31) {
-        return UINT64_MAX >> 1;   /* a second or more: "long ago" */
-    }
-    return ((uint64_t)delta * soft_clock_mult) >> 32;
-}

@@ -198,7 +198,7 @@ soft_cq_poll_locked(soft_cq_t *cq, int max, dcx_wc_t *wc)
     soft_cqe_t *cqe;
     int n = 0;
 
-    pthread_mutex_lock(&dev->lock);
+    soft_lock(&dev->lock);
     soft_engine_poll_pass(dev, cq);
     while ((n < max) && (cq->head != cq->tail)) {
         cqe     = &cq->q[cq->head & (cq->size - 1)];
@@ -214,7 +214,7 @@ soft_cq_poll_locked(soft_cq_t *cq, int max, dcx_wc_t *wc)
     if (cq->overrun && (cq->head == cq->tail)) {
         cq->overrun = 0;   /* drained: a new overrun is logged again */
     }
-    pthread_mutex_unlock(&dev->lock);
+    soft_unlock(&dev->lock);
     return n;
 }
 
@@ -258,9 +258,9 @@ int soft_cq_create(dcx_dev_t *dev_, uint32_t cqe, dcx_cq_t **cq_p)
     cq->super.poll = soft_cq_poll;
     cq->dev        = dev;
     cq->size       = size;
-    pthread_mutex_lock(&dev->lock);
+    soft_lock(&dev->lock);
     dev->num_objs++;
-    pthread_mutex_unlock(&dev->lock);
+    soft_unlock(&dev->lock);
     *cq_p = &cq->super;
     return 0;
 }
@@ -270,9 +270,9 @@ static int soft_cq_destroy(dcx_cq_t *cq_)
     soft_cq_t *cq   = (soft_cq_t *)cq_;
     soft_dev_t *dev = cq->dev;
 
-    pthread_mutex_lock(&dev->lock);
+    soft_lock(&dev->lock);
     if (cq->refs != 0) {
-        pthread_mutex_unlock(&dev->lock);
+        soft_unlock(&dev->lock);
         dcx_error("%s: cq %p destroy: still used by %d QP/SRQ",
                   dev->super.caps.name, (void *)cq, cq->refs);
         return EBUSY;
@@ -281,7 +281,7 @@ static int soft_cq_destroy(dcx_cq_t *cq_)
         soft_cq_detach_channel(cq);
     }
     dev->num_objs--;
-    pthread_mutex_unlock(&dev->lock);
+    soft_unlock(&dev->lock);
     free(cq->q);
     free(cq);
     return 0;
@@ -300,9 +300,9 @@ static int soft_pd_alloc(dcx_dev_t *dev_, dcx_pd_t **pd_p)
         return ENOMEM;
     }
     pd->dev = dev_;
-    pthread_mutex_lock(&dev->lock);
+    soft_lock(&dev->lock);
     dev->num_pds++;
-    pthread_mutex_unlock(&dev->lock);
+    soft_unlock(&dev->lock);
     *pd_p = pd;
     return 0;
 }
@@ -311,9 +311,9 @@ static int soft_pd_free(dcx_pd_t *pd)
 {
     soft_dev_t *dev = soft_dev(pd->dev);
 
-    pthread_mutex_lock(&dev->lock);
+    soft_lock(&dev->lock);
     dev->num_pds--;
-    pthread_mutex_unlock(&dev->lock);
+    soft_unlock(&dev->lock);
     free(pd);
     return 0;
 }
@@ -400,7 +400,7 @@ int soft_key_insert(soft_dev_t *dev, soft_mr_t *mr, const char *what)
     const char *name = dev->super.caps.name;
     uint32_t idx;
 
-    pthread_mutex_lock(&dev->lock);
+    soft_lock(&dev->lock);
     for (idx = 1; idx < dev->num_mrs; ++idx) {
         if (dev->mrs[idx] == NULL) {
             break;
@@ -411,14 +411,14 @@ int soft_key_insert(soft_dev_t *dev, soft_mr_t *mr, const char *what)
         soft_mr_t **tbl, **old;
 
         if (nsize > (1u << 24)) {
-            pthread_mutex_unlock(&dev->lock);
+            soft_unlock(&dev->lock);
             dcx_error("%s: %s: too many keys", name, what);
             return ENOMEM;
         }
         /* no realloc: freeing may unmap, and the unmap hook takes mr_lock */
         tbl = calloc(nsize, sizeof(*tbl));
         if (tbl == NULL) {
-            pthread_mutex_unlock(&dev->lock);
+            soft_unlock(&dev->lock);
             dcx_error("%s: %s: out of memory", name, what);
             return ENOMEM;
         }
@@ -451,7 +451,7 @@ int soft_key_insert(soft_dev_t *dev, soft_mr_t *mr, const char *what)
     soft_direct_mr_publish(dev, mr);
     pthread_mutex_unlock(&dev->mr_lock);
     dev->num_mr_used++;
-    pthread_mutex_unlock(&dev->lock);
+    soft_unlock(&dev->lock);
     return 0;
 }
 
@@ -460,7 +460,7 @@ int soft_key_insert(soft_dev_t *dev, soft_mr_t *mr, const char *what)
  * returns, nothing reaches the key any more. */
 void soft_key_remove(soft_dev_t *dev, soft_mr_t *mr)
 {
-    pthread_mutex_lock(&dev->lock);
+    soft_lock(&dev->lock);
     pthread_mutex_lock(&dev->mr_lock);
     dev->mrs[mr->super.lkey >> 8] = NULL;
     if (mr->mkey != NULL) {
@@ -470,7 +470,7 @@ void soft_key_remove(soft_dev_t *dev, soft_mr_t *mr)
     soft_direct_mr_withdraw(dev, mr);
     pthread_mutex_unlock(&dev->mr_lock);
     dev->num_mr_used--;
-    pthread_mutex_unlock(&dev->lock);
+    soft_unlock(&dev->lock);
 }
 
 static int soft_mr_reg(dcx_pd_t *pd, void *addr, size_t length,
@@ -556,9 +556,9 @@ static int soft_srq_post_recv(dcx_srq_t *srq_, uint64_t wr_id,
                   srq->super.max_sge);
         return EINVAL;
     }
-    pthread_mutex_lock(&dev->lock);
+    soft_lock(&dev->lock);
     if (srq->tail - srq->head >= srq->super.max_wr) {
-        pthread_mutex_unlock(&dev->lock);
+        soft_unlock(&dev->lock);
         dcx_debug("%s: srq %p post recv: full (%u receives)",
                   dev->super.caps.name, (void *)srq, srq->super.max_wr);
         return ENOMEM;
@@ -568,7 +568,7 @@ static int soft_srq_post_recv(dcx_srq_t *srq_, uint64_t wr_id,
     wqe->num_sge = num_sge;
     memcpy(wqe->sge, sg_list, num_sge * sizeof(*sg_list));
     srq->tail++;
-    pthread_mutex_unlock(&dev->lock);
+    soft_unlock(&dev->lock);
     return 0;
 }
 
@@ -619,10 +619,10 @@ static int soft_srq_create(dcx_pd_t *pd, const dcx_srq_attr_t *attr,
             return ret;
         }
     }
-    pthread_mutex_lock(&dev->lock);
+    soft_lock(&dev->lock);
     srq->cq->refs++;
     dev->num_objs++;
-    pthread_mutex_unlock(&dev->lock);
+    soft_unlock(&dev->lock);
     *srq_p = &srq->super;
     return 0;
 }
@@ -632,16 +632,16 @@ static int soft_srq_destroy(dcx_srq_t *srq_)
     soft_srq_t *srq = (soft_srq_t *)srq_;
     soft_dev_t *dev = srq->dev;
 
-    pthread_mutex_lock(&dev->lock);
+    soft_lock(&dev->lock);
     if (srq->refs != 0) {
-        pthread_mutex_unlock(&dev->lock);
+        soft_unlock(&dev->lock);
         dcx_error("%s: srq %p destroy: still used by %d DCT",
                   dev->super.caps.name, (void *)srq, srq->refs);
         return EBUSY;
     }
     srq->cq->refs--;
     dev->num_objs--;
-    pthread_mutex_unlock(&dev->lock);
+    soft_unlock(&dev->lock);
     if (srq->tm != NULL) {
         soft_tm_destroy(srq);
     }
@@ -676,12 +676,12 @@ static int soft_ah_create(dcx_pd_t *pd, const void *addr, size_t len,
         dcx_error("%s: ah create: out of memory", dev->super.caps.name);
         return ENOMEM;
     }
-    pthread_mutex_lock(&dev->lock);
+    soft_lock(&dev->lock);
     ah->peer = soft_peer_get(dev, a.pid, a.inst, a.token);
     if (ah->peer != NULL) {
         dev->num_objs++;
     }
-    pthread_mutex_unlock(&dev->lock);
+    soft_unlock(&dev->lock);
     if (ah->peer == NULL) {
         free(ah);
         dcx_error("%s: ah create: out of memory", dev->super.caps.name);
@@ -696,9 +696,9 @@ static int soft_ah_destroy(dcx_ah_t *ah)
 {
     soft_dev_t *dev = soft_dev(ah->pd->dev);
 
-    pthread_mutex_lock(&dev->lock);
+    soft_lock(&dev->lock);
     dev->num_objs--;
-    pthread_mutex_unlock(&dev->lock);
+    soft_unlock(&dev->lock);
     free(ah);
     return 0;
 }
@@ -743,7 +743,6 @@ static void soft_close(dcx_dev_t *dev_)
     soft_alloc_cleanup(dev);
     soft_peers_free(dev);
     soft_port_destroy(dev);
-    pthread_mutex_destroy(&dev->lock);
     pthread_mutex_destroy(&dev->mr_lock);
     free(dev->qps);
     free(dev->mrs);
@@ -866,7 +865,7 @@ int dcx_soft_open(const dcx_dev_info_t *info, dcx_dev_t **dev_p)
                  0xffffu) + 1;
     dev->max_qps      = dev->limits.max_dci + 1024;
     dev->resp_credits = SOFT_RING_SLOTS - 1;
-    pthread_mutex_init(&dev->lock, NULL);
+    soft_lock_init(&dev->lock);
     pthread_mutex_init(&dev->mr_lock, NULL);
     soft_mem_init(dev);
     soft_clock_init();
@@ -901,7 +900,6 @@ err_port:
     soft_peers_free(dev);
     soft_port_destroy(dev);
 err_free:
-    pthread_mutex_destroy(&dev->lock);
     pthread_mutex_destroy(&dev->mr_lock);
     free(dev->qps);
     free(dev->rstate);
@@ -918,9 +916,9 @@ int dcx_soft_stats(dcx_dev_t *dev_, dcx_soft_stats_t *stats)
         return EINVAL;
     }
     dev = soft_dev(dev_);
-    pthread_mutex_lock(&dev->lock);
+    soft_lock(&dev->lock);
     *stats = dev->stats;
-    pthread_mutex_unlock(&dev->lock);
+    soft_unlock(&dev->lock);
     stats->helper_wakeups = __atomic_load_n(&dev->helper_wakeups,
                                             __ATOMIC_RELAXED);
     stats->futex_wakes   += __atomic_load_n(&dev->futex_wakes,

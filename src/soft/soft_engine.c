@@ -24,6 +24,10 @@
 
 #include "soft_tm.h"
 
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
 /* Device rendezvous still waiting for a DCI, or completions of its DCIs
  * not taken yet. */
 static int soft_engine_tm_pending(soft_dev_t *dev)
@@ -84,7 +88,9 @@ uint64_t soft_engine_progress(soft_dev_t *dev, int from_helper)
         for (n = 0; n < SOFT_PROGRESS_BUDGET; ++n) {
             pkt = soft_ring_peek(hdr, &hdr->resp, &payload);
             if (pkt == NULL) {
-                if (soft_ring_unstick(hdr, &hdr->resp, &dev->resp_stall,
+                if ((__atomic_load_n(&hdr->resp.tail, __ATOMIC_ACQUIRE) !=
+                     hdr->resp.head) &&
+                    soft_ring_unstick(hdr, &hdr->resp, &dev->resp_stall,
                                       now, dev->super.caps.name)) {
                     continue;
                 }
@@ -101,7 +107,9 @@ uint64_t soft_engine_progress(soft_dev_t *dev, int from_helper)
         for (n = 0; n < SOFT_PROGRESS_BUDGET; ++n) {
             pkt = soft_ring_peek(hdr, &hdr->req, &payload);
             if (pkt == NULL) {
-                if (soft_ring_unstick(hdr, &hdr->req, &dev->req_stall, now,
+                if ((__atomic_load_n(&hdr->req.tail, __ATOMIC_ACQUIRE) !=
+                     hdr->req.head) &&
+                    soft_ring_unstick(hdr, &hdr->req, &dev->req_stall, now,
                                       dev->super.caps.name)) {
                     continue;
                 }
@@ -185,7 +193,33 @@ void soft_dev_progress(dcx_dev_t *dev_)
     if (soft_engine_poll_idle(dev, NULL)) {
         return;
     }
-    pthread_mutex_lock(&dev->lock);
+    soft_lock(&dev->lock);
     soft_engine_progress_app(dev);
-    pthread_mutex_unlock(&dev->lock);
+    soft_unlock(&dev->lock);
+}
+
+/* The engine lock's contended side (soft.h): spin briefly, as the holder is
+ * usually an engine pass that ends within microseconds, then sleep on the
+ * word, marked 2 so that the holder's release wakes us. */
+void soft_lock_wait(soft_lock_t *l)
+{
+    unsigned spins;
+
+    for (spins = 0; spins < 100; ++spins) {
+#if defined(__x86_64__)
+        __builtin_ia32_pause();
+#endif
+        if ((__atomic_load_n(&l->v, __ATOMIC_RELAXED) == 0) &&
+            soft_trylock(l)) {
+            return;
+        }
+    }
+    while (__atomic_exchange_n(&l->v, 2, __ATOMIC_ACQUIRE) != 0) {
+        syscall(SYS_futex, &l->v, FUTEX_WAIT_PRIVATE, 2, NULL, NULL, 0);
+    }
+}
+
+void soft_lock_wake(soft_lock_t *l)
+{
+    syscall(SYS_futex, &l->v, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
 }

@@ -326,7 +326,7 @@ __attribute__((destructor)) static void soft_owned_cleanup(void)
 
 int soft_port_create(soft_dev_t *dev)
 {
-    uint64_t ring_bytes, size;
+    uint64_t ring_bytes, size, ack_off;
     uint32_t payload = dev->limits.mtu;
     soft_port_hdr_t *hdr;
     unsigned tries;
@@ -336,6 +336,10 @@ int soft_port_create(soft_dev_t *dev)
                  ((SOFT_SLOT_HDR + payload + 63u) & ~63u);
     size       = SOFT_SEG_HDR_SIZE + 2 * ring_bytes +
                  soft_direct_area_size(dev);
+    /* the ack table last, on a line boundary (pages are touched only for
+     * the DCIs that are used) */
+    ack_off    = (size + 63u) & ~(uint64_t)63u;
+    size       = ack_off + (uint64_t)dev->max_qps * sizeof(soft_ack_t);
 
     /* The name carries a random token: nobody can predict it, and a name
      * that exists already (a collision, or someone who guessed it) only
@@ -397,6 +401,9 @@ int soft_port_create(soft_dev_t *dev)
     soft_ring_init(&hdr->req, hdr, SOFT_SEG_HDR_SIZE, payload);
     soft_ring_init(&hdr->resp, hdr, SOFT_SEG_HDR_SIZE + ring_bytes, payload);
     soft_direct_init(dev, hdr, SOFT_SEG_HDR_SIZE + 2 * ring_bytes);
+    hdr->ack_off   = ack_off;
+    hdr->ack_count = dev->max_qps;
+    dev->acks      = (soft_ack_t *)((char *)hdr + ack_off);
     __atomic_store_n(&hdr->ready, 1, __ATOMIC_RELEASE);
     __atomic_store_n(&hdr->magic, SOFT_MAGIC, __ATOMIC_RELEASE);
 
@@ -411,7 +418,8 @@ void soft_port_destroy(soft_dev_t *dev)
     if (dev->hdr != NULL) {
         __atomic_store_n(&dev->hdr->killed, 1, __ATOMIC_RELEASE);
         munmap(dev->hdr, dev->seg_size);
-        dev->hdr = NULL;
+        dev->hdr  = NULL;
+        dev->acks = NULL;
     }
     shm_unlink(dev->seg_name);
     soft_owned_set(dev->seg_name, 0);
@@ -630,7 +638,9 @@ soft_pkt_t *soft_ring_reserve(soft_port_hdr_t *hdr, soft_ring_t *ring,
             pos = __atomic_load_n(&ring->tail, __ATOMIC_RELAXED);
         }
     }
-    /* first thing after the claim: who holds the slot (see unstick) */
+    /* first thing after the claim: who holds the slot (see unstick).  The
+     * packet is all zeros otherwise (cleared when last consumed, or new):
+     * a producer writes only the fields its packet has */
     __atomic_store_n(&slot->pkt.src_pid, owner, __ATOMIC_RELAXED);
     *pos_p     = pos;
     *payload_p = (char *)slot + SOFT_SLOT_HDR;

@@ -32,7 +32,7 @@ int dcx_soft_fault_inject(dcx_dev_t *dev_, const dcx_soft_fault_t *fault)
                   fault->opcode, (int)fault->status);
         return EINVAL;
     }
-    pthread_mutex_lock(&dev->lock);
+    soft_lock(&dev->lock);
     dev->fault.rule = *fault;
     dev->fault.seen = 0;
     dev->fault.hits = 0;
@@ -42,7 +42,7 @@ int dcx_soft_fault_inject(dcx_dev_t *dev_, const dcx_soft_fault_t *fault)
         dcx_info("%s: port killed by fault injection", dev->super.caps.name);
     }
     soft_direct_fault_changed(dev);
-    pthread_mutex_unlock(&dev->lock);
+    soft_unlock(&dev->lock);
     return 0;
 }
 
@@ -54,10 +54,10 @@ void dcx_soft_fault_clear(dcx_dev_t *dev_)
         return;
     }
     dev = soft_dev(dev_);
-    pthread_mutex_lock(&dev->lock);
+    soft_lock(&dev->lock);
     dev->fault.rule.type = DCX_SOFT_FAULT_NONE;
     soft_direct_fault_changed(dev);
-    pthread_mutex_unlock(&dev->lock);
+    soft_unlock(&dev->lock);
 }
 
 static int soft_fault_match(soft_dev_t *dev, int opcode)

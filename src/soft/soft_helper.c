@@ -49,9 +49,9 @@ static int soft_helper_has_work(soft_dev_t *dev)
 {
     int busy = 1;
 
-    if (pthread_mutex_trylock(&dev->lock) == 0) {
+    if (soft_trylock(&dev->lock)) {
         busy = soft_engine_busy(dev);
-        pthread_mutex_unlock(&dev->lock);
+        soft_unlock(&dev->lock);
     }
     return busy;
 }
@@ -91,7 +91,7 @@ static void *soft_helper_main(void *arg)
         busy  = 1;
         burst = 0;
         if (age > idle_ns) {
-            if (pthread_mutex_trylock(&dev->lock) == 0) {
+            if (soft_trylock(&dev->lock)) {
                 served = dev->stats.rx_packets;
                 soft_engine_progress(dev, 1);
                 /* a pass serves at most SOFT_PROGRESS_BUDGET packets per
@@ -99,7 +99,7 @@ static void *soft_helper_main(void *arg)
                 burst = (dev->stats.rx_packets != served) &&
                         soft_engine_rings_pending(dev);
                 busy  = soft_engine_busy(dev);
-                pthread_mutex_unlock(&dev->lock);
+                soft_unlock(&dev->lock);
             }
         }
         if (burst) {

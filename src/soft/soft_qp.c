@@ -188,15 +188,15 @@ static inline int soft_post_lock(soft_qp_t *qp, const dcx_send_wr_t *wr,
     if (ret != 0) {
         return ret;
     }
-    pthread_mutex_lock(&qp->dev->lock);
+    soft_lock(&qp->dev->lock);
     if (qp->sq_head - qp->sq_tail >= qp->sq_size) {
-        pthread_mutex_unlock(&qp->dev->lock);
+        soft_unlock(&qp->dev->lock);
         dcx_debug("%s: dci 0x%x post: send queue full (%u WRs not retired)",
                   soft_qp_dev_name(qp), qp->super.qp_num, qp->sq_size);
         return ENOMEM;
     }
     if (qp->super.post_send != self) {
-        pthread_mutex_unlock(&qp->dev->lock);
+        soft_unlock(&qp->dev->lock);
         return qp->super.post_send(&qp->super, wr);
     }
     return SOFT_POST_READY;
@@ -214,11 +214,15 @@ static int soft_dci_post_send(dcx_qp_t *qp_, const dcx_send_wr_t *wr)
     if (ret != SOFT_POST_READY) {
         return ret;
     }
+    if (soft_req_post_inline(qp, wr, total) == 0) {
+        goto out;
+    }
     w = soft_post_enqueue(qp, wr, total);
     soft_fault_post(dev, wr->opcode, &w->forced);
     dev->now = soft_now_ns();
     soft_req_run(qp, dev->now);
-    pthread_mutex_unlock(&dev->lock);
+out:
+    soft_unlock(&dev->lock);
     if (soft_port_kick_sleeping(dev->hdr)) {
         __atomic_fetch_add(&dev->futex_wakes, 1, __ATOMIC_RELAXED);
     }
@@ -240,7 +244,7 @@ static int soft_dci_post_flush(dcx_qp_t *qp_, const dcx_send_wr_t *wr)
     }
     ret = soft_qp_slots_alloc(qp);   /* flushed before its first post */
     if (ret != 0) {
-        pthread_mutex_unlock(&qp->dev->lock);
+        soft_unlock(&qp->dev->lock);
         return ret;
     }
     w        = soft_post_enqueue(qp, wr, total);
@@ -249,7 +253,7 @@ static int soft_dci_post_flush(dcx_qp_t *qp_, const dcx_send_wr_t *wr)
     soft_wqe_push_cqe(qp, w, qp->sq_head - 1, DCX_WC_WR_FLUSH_ERR, 0);
     qp->sq_comp = qp->sq_head;
     qp->sq_send = qp->sq_head;
-    pthread_mutex_unlock(&qp->dev->lock);
+    soft_unlock(&qp->dev->lock);
     return 0;
 }
 
@@ -260,13 +264,13 @@ static int soft_dci_post_first(dcx_qp_t *qp_, const dcx_send_wr_t *wr)
     soft_qp_t *qp = (soft_qp_t *)qp_;
     int ret;
 
-    pthread_mutex_lock(&qp->dev->lock);
+    soft_lock(&qp->dev->lock);
     ret = soft_qp_slots_alloc(qp);
     if ((ret == 0) && (qp->super.post_send == soft_dci_post_first)) {
         __atomic_store_n(&qp->super.post_send, soft_dci_post_send,
                          __ATOMIC_RELEASE);
     }
-    pthread_mutex_unlock(&qp->dev->lock);
+    soft_unlock(&qp->dev->lock);
     if (ret != 0) {
         return ret;
     }
@@ -465,7 +469,7 @@ int soft_qp_create(dcx_pd_t *pd, const dcx_qp_attr_t *attr, dcx_qp_t **qp_p)
     qp->super.pd  = pd;
     qp->super.type = attr->type;
 
-    pthread_mutex_lock(&dev->lock);
+    soft_lock(&dev->lock);
     ret = (attr->type == DCX_QPT_DCI) ? soft_dci_init(dev, qp, attr) :
                                         soft_dct_init(dev, qp, attr);
     if (ret == 0) {
@@ -476,7 +480,7 @@ int soft_qp_create(dcx_pd_t *pd, const dcx_qp_attr_t *attr, dcx_qp_t **qp_p)
         }
     }
     if (ret != 0) {
-        pthread_mutex_unlock(&dev->lock);
+        soft_unlock(&dev->lock);
         soft_qp_free(qp);
         return ret;
     }
@@ -493,7 +497,7 @@ int soft_qp_create(dcx_pd_t *pd, const dcx_qp_attr_t *attr, dcx_qp_t **qp_p)
     }
     qp->cq->refs++;
     dev->num_objs++;
-    pthread_mutex_unlock(&dev->lock);
+    soft_unlock(&dev->lock);
     *qp_p = &qp->super;
     return 0;
 }
@@ -504,7 +508,7 @@ int soft_qp_destroy(dcx_qp_t *qp_)
     soft_dev_t *dev = qp->dev;
     soft_qp_t **pp;
 
-    pthread_mutex_lock(&dev->lock);
+    soft_lock(&dev->lock);
     dev->qps[qp->super.qp_num - SOFT_QPN_BASE] = NULL;
     if (qp->super.type == DCX_QPT_DCI) {
         uint32_t idx;
@@ -528,7 +532,7 @@ int soft_qp_destroy(dcx_qp_t *qp_)
     }
     qp->cq->refs--;
     dev->num_objs--;
-    pthread_mutex_unlock(&dev->lock);
+    soft_unlock(&dev->lock);
     soft_qp_free(qp);
     return 0;
 }
@@ -543,9 +547,9 @@ int soft_qp_set_error(dcx_qp_t *qp_)
                   qp->super.qp_num);
         return EINVAL;
     }
-    pthread_mutex_lock(&dev->lock);
+    soft_lock(&dev->lock);
     soft_qp_to_error(qp, "requested by the user");
-    pthread_mutex_unlock(&dev->lock);
+    soft_unlock(&dev->lock);
     return 0;
 }
 
@@ -554,16 +558,16 @@ int soft_qp_recover(dcx_qp_t *qp_)
     soft_qp_t *qp   = (soft_qp_t *)qp_;
     soft_dev_t *dev = qp->dev;
 
-    pthread_mutex_lock(&dev->lock);
+    soft_lock(&dev->lock);
     if ((qp->super.type != DCX_QPT_DCI) || (qp->super.state != DCX_QPS_ERR)) {
-        pthread_mutex_unlock(&dev->lock);
+        soft_unlock(&dev->lock);
         dcx_error("%s: qp 0x%x recover: not a DCI in error (state %d)",
                   dev->super.caps.name, qp->super.qp_num,
                   (int)qp->super.state);
         return EINVAL;
     }
     soft_qp_reset(qp);
-    pthread_mutex_unlock(&dev->lock);
+    soft_unlock(&dev->lock);
     return 0;
 }
 

@@ -235,6 +235,40 @@ static void soft_req_rewind(soft_qp_t *qp)
     qp->sq_send = qp->sq_comp;
 }
 
+/* Completes, in order, the WQEs the responder acknowledged in our ack
+ * table (SOFT_PKT_WACK): every SEND/WRITE waiting for its response whose
+ * msn is below the published one.  READs and atomics complete only with
+ * their data, so the walk stops at one. */
+void soft_req_acked(soft_qp_t *qp, uint64_t now)
+{
+    soft_dev_t *dev = qp->dev;
+    soft_swqe_t *w;
+    uint64_t word;
+    uint32_t next;
+
+    if ((dev->acks == NULL) || (qp->sq_comp == qp->sq_send)) {
+        return;
+    }
+    word = __atomic_load_n(&dev->acks[qp->super.qp_num - SOFT_QPN_BASE].word,
+                           __ATOMIC_ACQUIRE);
+    if ((uint32_t)(word >> 32) != qp->gen) {
+        return;
+    }
+    next = (uint32_t)word;
+    while ((qp->sq_comp != qp->sq_send) &&
+           (qp->super.state == DCX_QPS_RTS)) {
+        w = soft_wqe(qp, qp->sq_comp);
+        if (((int32_t)(next - w->msn) <= 0) ||
+            (w->state != SOFT_WQE_WAIT_RESP) ||
+            (soft_opinfo[w->wr.opcode].flags &
+             (SOFT_OPF_READ | SOFT_OPF_ATOMIC))) {
+            break;
+        }
+        dev->stats.table_completions++;
+        soft_req_complete(qp, DCX_WC_SUCCESS, (uint32_t)w->total_len, now);
+    }
+}
+
 void soft_comp_packet(soft_dev_t *dev, const soft_pkt_t *pkt,
                       const void *payload)
 {
@@ -248,6 +282,13 @@ void soft_comp_packet(soft_dev_t *dev, const soft_pkt_t *pkt,
         (qp->super.type != DCX_QPT_DCI) ||
         (qp->super.state != DCX_QPS_RTS) || (qp->sq_comp == qp->sq_head)) {
         return;   /* stale response */
+    }
+    /* what the table acknowledged comes before this packet (the responder
+     * wrote it first) */
+    soft_req_acked(qp, dev->now);
+    if ((qp->super.state != DCX_QPS_RTS) || (qp->sq_comp == qp->sq_head)) {
+        soft_req_run(qp, dev->now);
+        return;
     }
     w = soft_wqe(qp, qp->sq_comp);
     if ((w->msn != pkt->msn) || (w->state == SOFT_WQE_POSTED)) {
@@ -488,6 +529,117 @@ static int soft_req_send_packets(soft_qp_t *qp, soft_swqe_t *w, uint64_t now)
     return 0;
 }
 
+/* The light path of a post (engine lock held): an inline SEND that fits
+ * one packet, on a DCI with nothing waiting to be transmitted (idle, or
+ * with earlier messages to the same destination on the wire), without a
+ * fault rule, goes straight into the target's request ring: the WQE is
+ * recorded for completion and retransmission with what those need, the
+ * packet is written with only the fields such a message has (a consumed
+ * slot is all zeros, soft_ring_pop), no clock is read (the ack timer
+ * starts at the next engine pass) and the responder acknowledges it in our
+ * ack table.  Returns 0 when posted; 1 when it does not apply, with
+ * nothing done: the caller takes the general path. */
+int soft_req_post_inline(soft_qp_t *qp, const dcx_send_wr_t *wr,
+                         uint64_t total)
+{
+    soft_dev_t *dev = qp->dev;
+    soft_port_hdr_t *target;
+    soft_peer_t *peer;
+    soft_swqe_t *w, *prev;
+    soft_pkt_t *pkt;
+    uint8_t *payload;
+    void *slot_payload;
+    uint64_t pos, off;
+    unsigned i;
+
+    if (((wr->opcode != DCX_WR_SEND) && (wr->opcode != DCX_WR_SEND_IMM)) ||
+        ((wr->flags & (DCX_SEND_INLINE | DCX_SEND_FENCE)) !=
+         DCX_SEND_INLINE)) {
+        return 1;
+    }
+    peer   = ((soft_ah_t *)wr->dest.ah)->peer;   /* checked by the post */
+    target = peer->hdr;
+    if (target == NULL) {
+        target = soft_peer_map(dev, peer);   /* the first message there */
+    }
+    if ((qp->sq_send != qp->sq_head) || (qp->rnr_until_ns != 0) ||
+        (dev->fault.rule.type != DCX_SOFT_FAULT_NONE) ||
+        (dev->resp_credits == 0) || (target == NULL) || dev->killed ||
+        (total > dev->limits.mtu) || (total > target->req.payload) ||
+        __atomic_load_n(&target->killed, __ATOMIC_RELAXED)) {
+        return 1;
+    }
+    if (qp->sq_comp != qp->sq_send) {
+        /* one destination at a time */
+        prev = soft_wqe(qp, qp->sq_send - 1);
+        if ((prev->peer != peer) || (prev->wr.dest.dctn != wr->dest.dctn)) {
+            return 1;
+        }
+    }
+    pkt = soft_ring_reserve(target, &target->req, dev->pid, &slot_payload,
+                            &pos);
+    if (pkt == NULL) {
+        return 1;   /* ring full: queued by the general path */
+    }
+    payload = slot_payload;
+
+    w             = soft_wqe(qp, qp->sq_head);
+    w->wr         = *wr;
+    w->wr.sg_list = NULL;
+    w->wr.mkey_layout = NULL;
+    w->mkw        = NULL;
+    w->peer       = peer;
+    w->total_len  = total;
+    w->sent_off   = total;
+    w->recv_off   = 0;
+    w->credits    = 1;
+    w->msn        = qp->next_msn++;
+    w->state      = SOFT_WQE_WAIT_RESP;
+    w->forced     = SOFT_NO_STATUS;
+    w->checked    = 1;
+    w->all_sent   = 1;
+    w->rd_counted = 0;
+    for (i = 0, off = 0; i < wr->num_sge; ++i) {
+        if (wr->sg_list[i].length == 0) {
+            continue;   /* zero bytes: the address is never read */
+        }
+        soft_copy_small(payload + off,
+                        (const uint8_t *)(uintptr_t)wr->sg_list[i].addr,
+                        wr->sg_list[i].length);
+        off += wr->sg_list[i].length;
+    }
+    soft_copy_small(w->inl, payload, total);   /* kept for a retransmission */
+
+    pkt->op        = wr->opcode;
+    pkt->flags     = SOFT_PKT_FIRST | SOFT_PKT_LAST | SOFT_PKT_WACK;
+    pkt->len       = (uint32_t)total;
+    pkt->src_inst  = dev->inst;
+    pkt->src_qpn   = qp->super.qp_num;
+    pkt->dst_qpn   = wr->dest.dctn;
+    pkt->msn       = w->msn;
+    pkt->ack_base  = soft_wqe(qp, qp->sq_comp)->msn;
+    pkt->gen       = qp->gen;
+    pkt->imm       = wr->imm;
+    pkt->dc_key    = wr->dest.dc_key;
+    pkt->src_token = dev->token;
+    pkt->total_len = total;
+    dev->stats.futex_wakes += soft_ring_publish(target, &target->req, pos);
+
+    dev->resp_credits--;
+    dev->stats.tx_packets++;
+    dev->stats.tx_bytes += total;
+    qp->sq_head++;
+    qp->sq_send     = qp->sq_head;
+    qp->deadline_ns = SOFT_DEADLINE_ARM;
+    qp->tx_pos      = pos + 1;
+    qp->tx_peer     = peer;
+    if (!peer->own) {
+        soft_req_watch(peer, target, pos, dev->now);
+    }
+    soft_engine_activate(qp);
+    return 0;
+}
+
 void soft_req_run(soft_qp_t *qp, uint64_t now)
 {
     soft_dev_t *dev = qp->dev;
@@ -510,6 +662,7 @@ void soft_req_run(soft_qp_t *qp, uint64_t now)
             if (now < qp->rnr_until_ns) {
                 return;
             }
+            qp->rnr_until_ns = 0;   /* over: the light path may post */
             status = w->forced;
             if ((status == SOFT_NO_STATUS) && !w->checked) {
                 status = soft_req_check_local(qp, w);
@@ -684,6 +837,9 @@ void soft_req_timers(soft_dev_t *dev, uint64_t now)
     soft_qp_t *qp;
 
     while ((qp = *pp) != NULL) {
+        if (qp->super.state == DCX_QPS_RTS) {
+            soft_req_acked(qp, now);
+        }
         if (qp->sq_comp == qp->sq_head) {
             *pp        = qp->next_active;
             qp->active = 0;
@@ -692,6 +848,9 @@ void soft_req_timers(soft_dev_t *dev, uint64_t now)
         pp = &qp->next_active;
         if (qp->super.state != DCX_QPS_RTS) {
             continue;
+        }
+        if (qp->deadline_ns == SOFT_DEADLINE_ARM) {
+            qp->deadline_ns = now + qp->ack_timeout_ns;
         }
         /* also when the oldest WQE is only partly out (peer ring full) */
         soft_req_prod(dev, soft_wqe(qp, qp->sq_comp)->peer, now);

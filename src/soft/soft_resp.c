@@ -104,6 +104,7 @@ static soft_rstate_t *soft_rstate_get(soft_dev_t *dev, const soft_pkt_t *pkt)
     free_rs->have_recv  = 0;
     free_rs->msg_status = SOFT_DONE_NONE;
     free_rs->atomic_valid = 0;
+    free_rs->wack_hold  = 0;
     return free_rs;
 }
 
@@ -180,7 +181,7 @@ void soft_resp_send(soft_dev_t *dev, soft_rstate_t *rs,
         dev->stats.resp_drops++;
         return;
     }
-    memset(pkt, 0, sizeof(*pkt));
+    /* the slot is all zeros but the claimer's pid (soft_ring_pop) */
     pkt->op        = op;
     pkt->flags     = flags;
     pkt->status    = status;
@@ -207,7 +208,66 @@ void soft_resp_nak(soft_dev_t *dev, soft_rstate_t *rs,
 {
     rs->msg_err    = 1;
     rs->msg_status = status;
+    rs->wack_hold  = 1;
+    rs->hold_msn   = pkt->msn;
     soft_resp_send(dev, rs, pkt, SOFT_OP_NAK, status, 0, 0, NULL, 0, 0);
+}
+
+/* Publishes "every message of the source DCI up to pkt->msn done" in the
+ * requester's ack table; 0 if that cannot be done (no table, a NAK the
+ * requester has not completed yet): then an ACK packet goes. */
+static int soft_resp_ack_word(soft_dev_t *dev, soft_rstate_t *rs,
+                              const soft_pkt_t *pkt)
+{
+    uint32_t idx = pkt->src_qpn - SOFT_QPN_BASE;
+    uint32_t msn = pkt->msn + 1;
+    soft_port_hdr_t *hdr;
+    uint64_t off, word, old;
+    uint32_t old_gen;
+    soft_ack_t *a;
+
+    if (rs->wack_hold) {
+        if ((int32_t)(pkt->ack_base - rs->hold_msn) <= 0) {
+            return 0;
+        }
+        rs->wack_hold = 0;
+    }
+    hdr = soft_peer_map(dev, rs->peer);
+    if ((hdr == NULL) || __atomic_load_n(&hdr->killed, __ATOMIC_RELAXED)) {
+        return 0;
+    }
+    /* the table's place comes from the requester's segment: bounded by
+     * what we mapped */
+    off = __atomic_load_n(&hdr->ack_off, __ATOMIC_RELAXED);
+    if ((off == 0) || (idx >= __atomic_load_n(&hdr->ack_count,
+                                              __ATOMIC_RELAXED)) ||
+        (off > rs->peer->map_size) ||
+        ((rs->peer->map_size - off) / sizeof(soft_ack_t) <= idx)) {
+        return 0;
+    }
+    a    = (soft_ack_t *)((char *)hdr + off) + idx;
+    word = ((uint64_t)pkt->gen << 32) | msn;
+    old  = __atomic_load_n(&a->word, __ATOMIC_RELAXED);
+    do {
+        old_gen = (uint32_t)(old >> 32);
+        if ((old != 0) &&
+            (((old_gen == pkt->gen) && ((int32_t)((uint32_t)old - msn) >= 0)) ||
+             ((old_gen != pkt->gen) && ((int32_t)(old_gen - pkt->gen) > 0)))) {
+            break;   /* a stale answer: the table is ahead already */
+        }
+    } while (!__atomic_compare_exchange_n(&a->word, &old, word, 0,
+                                          __ATOMIC_RELEASE, __ATOMIC_RELAXED));
+    dev->stats.acks_in_table++;
+    return 1;
+}
+
+/* Acknowledges message pkt->msn, finished successfully. */
+void soft_resp_ack(soft_dev_t *dev, soft_rstate_t *rs, const soft_pkt_t *pkt)
+{
+    if ((pkt->flags & SOFT_PKT_WACK) && soft_resp_ack_word(dev, rs, pkt)) {
+        return;
+    }
+    soft_resp_send(dev, rs, pkt, SOFT_OP_ACK, 0, 0, 0, NULL, 0, 0);
 }
 
 /* Message e is finished (answered): move on. */
@@ -344,7 +404,7 @@ skip:
             soft_resp_recv_cqe(dev, dct, rs, DCX_WC_SUCCESS, DCX_WC_RECV,
                                imm ? DCX_WC_FLAG_WITH_IMM : 0,
                                imm ? pkt->imm : 0, (uint32_t)pkt->total_len);
-            soft_resp_send(dev, rs, pkt, SOFT_OP_ACK, 0, 0, 0, NULL, 0, 0);
+            soft_resp_ack(dev, rs, pkt);
         }
         soft_resp_finish(rs);
     }
@@ -390,7 +450,7 @@ static void soft_resp_write_op(soft_dev_t *dev, soft_qp_t *dct,
                                    DCX_WC_FLAG_WITH_IMM, pkt->imm,
                                    (uint32_t)pkt->total_len);
             }
-            soft_resp_send(dev, rs, pkt, SOFT_OP_ACK, 0, 0, 0, NULL, 0, 0);
+            soft_resp_ack(dev, rs, pkt);
         }
         soft_resp_finish(rs);
     }
@@ -693,6 +753,7 @@ void soft_resp_packet(soft_dev_t *dev, const soft_pkt_t *pkt,
         rs->e            = pkt->ack_base;
         rs->msg_status   = SOFT_DONE_NONE;
         rs->atomic_valid = 0;
+        rs->wack_hold    = 0;
     }
     if ((int32_t)(pkt->ack_base - rs->e) > 0) {
         /* the requester completed everything before ack_base */

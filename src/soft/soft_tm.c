@@ -287,7 +287,7 @@ static int soft_tm_rndv_src(dcx_srq_t *srq_, uint64_t wr_id, void *addr,
                   soft_tm_name(tm), *len_p, SOFT_ADDR_LEN);
         return ENOSPC;
     }
-    pthread_mutex_lock(&dev->lock);
+    soft_lock(&dev->lock);
     for (i = 0; i < tm->max_tags; ++i) {
         k   = (tm->inc_pos + tm->max_tags - 1 - i) % tm->max_tags;
         inc = &tm->inc[k];
@@ -303,12 +303,12 @@ static int soft_tm_rndv_src(dcx_srq_t *srq_, uint64_t wr_id, void *addr,
         a.inst   = (uint16_t)inc->peer->inst;
         a.token  = inc->peer->token;
         inc->peer = NULL;
-        pthread_mutex_unlock(&dev->lock);
+        soft_unlock(&dev->lock);
         memcpy(addr, &a, sizeof(a));
         *len_p = SOFT_ADDR_LEN;
         return 0;
     }
-    pthread_mutex_unlock(&dev->lock);
+    soft_unlock(&dev->lock);
     return ENOENT;
 }
 
@@ -326,9 +326,9 @@ static int soft_tm_post(dcx_srq_t *srq_, dcx_tm_op_t *op)
                   op->flags, op->num_sge);
         return EINVAL;
     }
-    pthread_mutex_lock(&tm->dev->lock);
+    soft_lock(&tm->dev->lock);
     if (tm->op_posted - tm->op_retired >= tm->max_ops) {
-        pthread_mutex_unlock(&tm->dev->lock);
+        soft_unlock(&tm->dev->lock);
         dcx_debug("%s: tm srq %p: operation queue full (%u outstanding)",
                   soft_tm_name(tm), (void *)srq, tm->max_ops);
         return ENOMEM;
@@ -353,7 +353,7 @@ static int soft_tm_post(dcx_srq_t *srq_, dcx_tm_op_t *op)
         ret = 0;
         break;
     }
-    pthread_mutex_unlock(&tm->dev->lock);
+    soft_unlock(&tm->dev->lock);
     return ret;
 }
 
@@ -652,7 +652,7 @@ void soft_tm_send_op(soft_dev_t *dev, soft_qp_t *dct, soft_rstate_t *rs,
     }
     if (!rs->msg_err) {
         soft_tm_last(tm, dct, rs, pkt);
-        soft_resp_send(dev, rs, pkt, SOFT_OP_ACK, 0, 0, 0, NULL, 0, 0);
+        soft_resp_ack(dev, rs, pkt);
     }
     soft_tm_msg_done(rs);
     soft_resp_finish(rs);
@@ -734,10 +734,10 @@ int soft_tm_create(soft_srq_t *srq, const dcx_srq_attr_t *attr)
     srq->super.tm_rndv_src = soft_tm_rndv_src;
     srq->super.tm_max_tags = tm->max_tags;
     srq->super.tm_max_ops  = tm->max_ops;
-    pthread_mutex_lock(&dev->lock);
+    soft_lock(&dev->lock);
     tm->next = dev->tms;
     dev->tms = tm;
-    pthread_mutex_unlock(&dev->lock);
+    soft_unlock(&dev->lock);
     return 0;
 
 err_free:
@@ -758,7 +758,7 @@ void soft_tm_destroy(soft_srq_t *srq)
     soft_tm_t **pp;
     uint32_t i;
 
-    pthread_mutex_lock(&dev->lock);
+    soft_lock(&dev->lock);
     for (pp = &dev->tms; *pp != NULL; pp = &(*pp)->next) {
         if (*pp == tm) {
             *pp = tm->next;
@@ -771,7 +771,7 @@ void soft_tm_destroy(soft_srq_t *srq)
             cq->q[i & (cq->size - 1)].tm = NULL;
         }
     }
-    pthread_mutex_unlock(&dev->lock);
+    soft_unlock(&dev->lock);
     soft_tm_rndv_cleanup(tm);
     free(tm->e);
     free(tm->rndv);
@@ -789,8 +789,8 @@ int dcx_soft_tm_stats(dcx_srq_t *srq_, dcx_soft_tm_stats_t *stats)
                   srq_->dev->caps.name, (void *)srq_);
         return EINVAL;
     }
-    pthread_mutex_lock(&srq->dev->lock);
+    soft_lock(&srq->dev->lock);
     *stats = srq->tm->stats;
-    pthread_mutex_unlock(&srq->dev->lock);
+    soft_unlock(&srq->dev->lock);
     return 0;
 }
