@@ -314,8 +314,8 @@ unsigned dcx_soft_direct_mappings(dcx_dev_t *dev)
                   dcx_dev_name(dev));
         return 0;
     }
-    pthread_mutex_lock(&soft_dev(dev)->lock);
+    soft_lock(&soft_dev(dev)->lock);
     n = soft_dmap_count(soft_dev(dev));
-    pthread_mutex_unlock(&soft_dev(dev)->lock);
+    soft_unlock(&soft_dev(dev)->lock);
     return n;
 }
