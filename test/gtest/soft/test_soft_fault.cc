@@ -172,11 +172,11 @@ uint64_t retransmits_of_late(node &ini, dcx_send_wr_t wr, uint32_t delay_us)
     /* the post sends the packet: it is due at most delay_us after this */
     EXPECT_EQ(0, dcx_qp_post_send(ini.dci, &wr));
     posted = soft_now_ns();
-    pthread_mutex_lock(&idev->lock);
+    soft_lock(&idev->lock);
     while (soft_now_ns() <= posted + delay_us * 1000ull) {
         usleep(1000);
     }
-    pthread_mutex_unlock(&idev->lock);
+    soft_unlock(&idev->lock);
 
     /* the polls run the initiator's timers; nothing completes while the
      * target is stopped (the bound only keeps a defect from hanging) */
