@@ -306,20 +306,20 @@ uct_dcx_ep_sgl_zcopy(uct_dcx_ep_t *ep, uct_dcx_sgl_t *sgl,
     return (status == UCS_OK) ? UCS_INPROGRESS : status;
 }
 
-ucs_status_t
-uct_dcx_ep_put_sgl_zcopy(uct_ep_h tl_ep, void * const *buffers,
-                         const size_t *lengths, uct_mem_h const *memhs,
-                         const uint64_t *remote_addrs, uct_rkey_t const *rkeys,
-                         const size_t *counts, const size_t *strides,
-                         size_t count, uct_completion_t *comp)
+/* The two entry points differ only in the opcode, the name in log lines
+ * and the statistics counter */
+static UCS_F_ALWAYS_INLINE ucs_status_t
+uct_dcx_ep_sgl_op(uct_dcx_ep_t *ep, const char *name, uint8_t opcode,
+                  void * const *buffers, const size_t *lengths,
+                  uct_mem_h const *memhs, const uint64_t *remote_addrs,
+                  uct_rkey_t const *rkeys, const size_t *counts,
+                  const size_t *strides, size_t count,
+                  uct_completion_t *comp, size_t *length_p)
 {
-    uct_dcx_ep_t *ep = ucs_derived_of(tl_ep, uct_dcx_ep_t);
     uct_dcx_sgl_t sgl;
-    ucs_status_t status;
-    size_t length;
 
-    sgl.name         = "put_sgl_zcopy";
-    sgl.opcode       = DCX_WR_RDMA_WRITE;
+    sgl.name         = name;
+    sgl.opcode       = opcode;
     sgl.buffers      = buffers;
     sgl.lengths      = lengths;
     sgl.memhs        = memhs;
@@ -328,7 +328,23 @@ uct_dcx_ep_put_sgl_zcopy(uct_ep_h tl_ep, void * const *buffers,
     sgl.counts       = counts;
     sgl.strides      = strides;
     sgl.count        = count;
-    status = uct_dcx_ep_sgl_zcopy(ep, &sgl, comp, &length);
+    return uct_dcx_ep_sgl_zcopy(ep, &sgl, comp, length_p);
+}
+
+ucs_status_t
+uct_dcx_ep_put_sgl_zcopy(uct_ep_h tl_ep, void * const *buffers,
+                         const size_t *lengths, uct_mem_h const *memhs,
+                         const uint64_t *remote_addrs, uct_rkey_t const *rkeys,
+                         const size_t *counts, const size_t *strides,
+                         size_t count, uct_completion_t *comp)
+{
+    uct_dcx_ep_t *ep = ucs_derived_of(tl_ep, uct_dcx_ep_t);
+    ucs_status_t status;
+    size_t length;
+
+    status = uct_dcx_ep_sgl_op(ep, "put_sgl_zcopy", DCX_WR_RDMA_WRITE,
+                               buffers, lengths, memhs, remote_addrs, rkeys,
+                               counts, strides, count, comp, &length);
     UCT_TL_EP_STAT_OP_IF_SUCCESS(status, &ep->super, PUT, ZCOPY, length);
     return status;
 }
@@ -341,21 +357,12 @@ uct_dcx_ep_get_sgl_zcopy(uct_ep_h tl_ep, void * const *buffers,
                          size_t count, uct_completion_t *comp)
 {
     uct_dcx_ep_t *ep = ucs_derived_of(tl_ep, uct_dcx_ep_t);
-    uct_dcx_sgl_t sgl;
     ucs_status_t status;
     size_t length;
 
-    sgl.name         = "get_sgl_zcopy";
-    sgl.opcode       = DCX_WR_RDMA_READ;
-    sgl.buffers      = buffers;
-    sgl.lengths      = lengths;
-    sgl.memhs        = memhs;
-    sgl.remote_addrs = remote_addrs;
-    sgl.rkeys        = rkeys;
-    sgl.counts       = counts;
-    sgl.strides      = strides;
-    sgl.count        = count;
-    status = uct_dcx_ep_sgl_zcopy(ep, &sgl, comp, &length);
+    status = uct_dcx_ep_sgl_op(ep, "get_sgl_zcopy", DCX_WR_RDMA_READ,
+                               buffers, lengths, memhs, remote_addrs, rkeys,
+                               counts, strides, count, comp, &length);
     UCT_TL_EP_STAT_OP_IF_SUCCESS(status, &ep->super, GET, ZCOPY, length);
     return status;
 }
