@@ -9,11 +9,28 @@
 #include "dcx_soft.h"
 #include "log_counter.h"
 
+#include "dcx_ucx_features.h"   /* what differs between UCX versions */
+
 extern "C" {
 #include <uct/base/uct_md.h>   /* uct_md_mem_alloc, uct_md_mem_free */
 }
 
 using namespace dcx_test;
+
+/* uct_md_mem_alloc as of the UCX at hand: from 1.15 on it also takes the
+ * system device the memory should be near */
+static ucs_status_t md_mem_alloc(uct_md_h md, size_t *length_p,
+                                 void **address_p, ucs_memory_type_t mem_type,
+                                 unsigned flags, uct_mem_h *memh_p)
+{
+#if DCX_UCX_HAVE_MEM_ALLOC_SYS_DEV
+    return uct_md_mem_alloc(md, length_p, address_p, mem_type,
+                            UCS_SYS_DEVICE_ID_UNKNOWN, flags, "test", memh_p);
+#else
+    return uct_md_mem_alloc(md, length_p, address_p, mem_type, flags, "test",
+                            memh_p);
+#endif
+}
 
 class uct_dcx_alloc : public uct_dcx_test {
 protected:
@@ -116,9 +133,9 @@ TEST_F(uct_dcx_alloc, md_mem_alloc_free)
     uct_mem_h memh;
 
     EXPECT_TRUE(m_md_attr.cap.flags & UCT_MD_FLAG_ALLOC);
-    ASSERT_EQ(UCS_OK, uct_md_mem_alloc(m_md, &length, &address,
-                                       UCS_MEMORY_TYPE_HOST,
-                                       UCT_MD_MEM_ACCESS_ALL, "test", &memh));
+    ASSERT_EQ(UCS_OK, md_mem_alloc(m_md, &length, &address,
+                                   UCS_MEMORY_TYPE_HOST,
+                                   UCT_MD_MEM_ACCESS_ALL, &memh));
     EXPECT_GE(length, 10000u);
     ASSERT_NE(nullptr, address);
     for (size_t i = 0; i < length; ++i) {
@@ -138,9 +155,9 @@ TEST_F(uct_dcx_alloc, md_mem_alloc_bad_flow)
     void *address = nullptr;
     uct_mem_h memh, reg;
 
-    ASSERT_EQ(UCS_OK, uct_md_mem_alloc(m_md, &length, &address,
-                                       UCS_MEMORY_TYPE_HOST,
-                                       UCT_MD_MEM_ACCESS_ALL, "test", &memh));
+    ASSERT_EQ(UCS_OK, md_mem_alloc(m_md, &length, &address,
+                                   UCS_MEMORY_TYPE_HOST,
+                                   UCT_MD_MEM_ACCESS_ALL, &memh));
     ASSERT_EQ(UCS_OK, uct_md_mem_reg(m_md, buf.data(), buf.size(),
                                      UCT_MD_MEM_ACCESS_ALL, &reg));
     log_counter::reset();
@@ -153,18 +170,18 @@ TEST_F(uct_dcx_alloc, md_mem_alloc_bad_flow)
 
     length = 4096;
     EXPECT_EQ(UCS_ERR_UNSUPPORTED,
-              uct_md_mem_alloc(m_md, &length, &address, UCS_MEMORY_TYPE_CUDA,
-                               UCT_MD_MEM_ACCESS_ALL, "test", &memh));
+              md_mem_alloc(m_md, &length, &address, UCS_MEMORY_TYPE_CUDA,
+                           UCT_MD_MEM_ACCESS_ALL, &memh));
     address = buf.data();
     EXPECT_EQ(UCS_ERR_UNSUPPORTED,
-              uct_md_mem_alloc(m_md, &length, &address, UCS_MEMORY_TYPE_HOST,
-                               UCT_MD_MEM_ACCESS_ALL | UCT_MD_MEM_FLAG_FIXED,
-                               "test", &memh));
+              md_mem_alloc(m_md, &length, &address, UCS_MEMORY_TYPE_HOST,
+                           UCT_MD_MEM_ACCESS_ALL | UCT_MD_MEM_FLAG_FIXED,
+                           &memh));
     EXPECT_EQ(2, log_counter::errors());
     length = 0;
     EXPECT_EQ(UCS_ERR_INVALID_PARAM,
-              uct_md_mem_alloc(m_md, &length, &address, UCS_MEMORY_TYPE_HOST,
-                               UCT_MD_MEM_ACCESS_ALL, "test", &memh));
+              md_mem_alloc(m_md, &length, &address, UCS_MEMORY_TYPE_HOST,
+                           UCT_MD_MEM_ACCESS_ALL, &memh));
     EXPECT_EQ(3, log_counter::errors());
     log_counter::reset();
 }
