@@ -51,34 +51,6 @@ struct put_req {
     }
 };
 
-/* A flush that was refused, retried from the pending queue (as UCP's
- * ucp_ep_flush_progress_pending does) */
-struct flush_req {
-    uct_pending_req_t uct;
-    uct_ep_h          ep;
-    test_comp         comp;
-    ucs_status_t      status;
-
-    flush_req() : ep(NULL), status(UCS_ERR_NO_MESSAGE)
-    {
-        uct.func = cb;
-    }
-
-    bool done() const
-    {
-        return (status == UCS_OK) ||
-               ((status == UCS_INPROGRESS) && (comp.done > 0));
-    }
-
-    static ucs_status_t cb(uct_pending_req_t *self)
-    {
-        flush_req *r = ucs_container_of(self, flush_req, uct);
-
-        r->status = uct_ep_flush(r->ep, 0, &r->comp.uct);
-        return (r->status == UCS_ERR_NO_RESOURCE) ? r->status : UCS_OK;
-    }
-};
-
 } /* namespace */
 
 

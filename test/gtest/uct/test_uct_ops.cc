@@ -652,30 +652,14 @@ TEST_P(uct_dcx_ops, pending_add_dispatch_purge)
 
     /* a flush with requests still pending is refused (it must cover them
      * too); queued behind them, it goes through when its turn comes */
-    struct flush_req {
-        uct_pending_req_t uct;
-        uct_ep_h          ep;
-        test_comp         comp;
-        ucs_status_t      status;
-        static ucs_status_t cb(uct_pending_req_t *self)
-        {
-            flush_req *r = ucs_container_of(self, flush_req, uct);
-            r->status    = uct_ep_flush(r->ep, 0, &r->comp.uct);
-            return (r->status == UCS_ERR_NO_RESOURCE) ? r->status : UCS_OK;
-        }
-    } freq;
-    freq.uct.func = flush_req::cb;
-    freq.ep       = m_ab;
-    freq.status   = UCS_ERR_NO_MESSAGE;
+    flush_req freq;
+    freq.ep = m_ab;
     test_comp fcomp;
     EXPECT_EQ(UCS_ERR_NO_RESOURCE, uct_ep_flush(m_ab, 0, &fcomp.uct));
     ASSERT_EQ(UCS_OK, uct_ep_pending_add(m_ab, &freq.uct, 0));
 
     ASSERT_TRUE(wait_for([&] { return sent == n; }));
-    ASSERT_TRUE(wait_for([&] {
-        return (freq.status == UCS_OK) ||
-               ((freq.status == UCS_INPROGRESS) && freq.comp.done);
-    }));
+    ASSERT_TRUE(wait_for([&] { return freq.done(); }));
     for (int i = 0; i < n; ++i) {
         ASSERT_EQ(i, order[i]);   /* pending kept the order */
     }
