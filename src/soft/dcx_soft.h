@@ -158,6 +158,9 @@ typedef struct dcx_soft_stats {
      * side, WQEs completed from our table */
     uint64_t acks_in_table;
     uint64_t table_completions;
+    /* application polls (CQ poll, device progress) that took the engine
+     * lock; every other poll found nothing to do without it */
+    uint64_t locked_polls;
 } dcx_soft_stats_t;
 
 int  dcx_soft_stats(dcx_dev_t *dev, dcx_soft_stats_t *stats);

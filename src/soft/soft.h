@@ -447,6 +447,35 @@ typedef struct soft_stall {
     uint64_t next_check_ns;
 } soft_stall_t;
 
+/* engine_idle of a device (soft_engine.c) */
+enum {
+    SOFT_ENGINE_BUSY = 0,   /* a poll takes the lock and runs a pass */
+    SOFT_ENGINE_IDLE = 1,   /* nothing but packets or posts gives work */
+    SOFT_ENGINE_WAIT = 2    /* as IDLE, or an ack line moving, or 'due' */
+};
+
+#define SOFT_WAIT_LINES  8u         /* DCIs a waiting engine can watch */
+
+/* What a waiting engine waits for, published at the end of a pass in
+ * which every DCI with work had all its requests out: answers come by the
+ * response ring, by the ack table (the lines below, which held 'word' at
+ * the end of that pass) or not at all, and then the earliest timer
+ * (ack timeout, prod) is due at 'due' (soft_clock_now() units, a little
+ * early: the locked pass compares exactly).  'seq' is odd while the set is
+ * written (engine lock held): the unlocked reader retries nothing, it
+ * takes the lock when it sees a change. */
+typedef struct soft_wait_line {
+    const uint64_t *line;
+    uint64_t        word;
+} soft_wait_line_t;
+
+typedef struct soft_engine_wait {
+    uint32_t          seq;
+    uint32_t          n;
+    uint64_t          due;
+    soft_wait_line_t  lines[SOFT_WAIT_LINES];
+} soft_engine_wait_t;
+
 typedef struct soft_fault_state {
     dcx_soft_fault_t  rule;
     uint32_t          seen;
@@ -517,10 +546,11 @@ struct soft_dev {
     /* DCIs that had WQEs outstanding at their last look: the only ones
      * whose timers and transmission the engine visits (soft_engine.c) */
     soft_qp_t          *active_dcis;
-    /* the last engine pass left nothing to do: no DCI with work, no
-     * device rendezvous waiting; cleared by every post (read unlocked by
-     * the poll fast path) */
+    /* what the last engine pass left (SOFT_ENGINE_*): nothing to do, or
+     * DCIs that only wait (soft_engine_wait_t); set to SOFT_ENGINE_BUSY
+     * by every post (read unlocked by the poll fast path) */
     int                 engine_idle;
+    soft_engine_wait_t  wait;
     /* application engine passes, and the count each CQ saw at its last
      * poll: one pass serves every CQ polled in one progress call */
     uint64_t            app_passes;
@@ -630,6 +660,7 @@ extern int      soft_clock_kind;      /* set by soft_clock_init() */
 extern uint64_t soft_clock_mult;      /* TSC: ns per tick, 32.32 fixed */
 
 void     soft_clock_init(void);
+uint64_t soft_clock_after(uint64_t ns);
 
 static inline uint64_t soft_clock_now(void)
 {
@@ -735,22 +766,59 @@ static inline void soft_engine_stamp(soft_dev_t *dev)
                      __ATOMIC_RELAXED);
 }
 
+/* Without the lock: 1 if a waiting engine (SOFT_ENGINE_WAIT) still only
+ * waits: no watched ack line moved and no timer is due. */
+static inline int soft_engine_still_waiting(soft_dev_t *dev)
+{
+    const soft_engine_wait_t *w = &dev->wait;
+    uint32_t seq = __atomic_load_n(&w->seq, __ATOMIC_ACQUIRE);
+    uint32_t i, n;
+    int moved = 0;
+
+    n = __atomic_load_n(&w->n, __ATOMIC_RELAXED);
+    if ((seq & 1) || (n > SOFT_WAIT_LINES) ||
+        (__atomic_load_n(&dev->engine_idle, __ATOMIC_RELAXED) !=
+         SOFT_ENGINE_WAIT)) {
+        return 0;
+    }
+    for (i = 0; i < n; ++i) {
+        moved |= (__atomic_load_n(__atomic_load_n(&w->lines[i].line,
+                                                  __ATOMIC_RELAXED),
+                                  __ATOMIC_RELAXED) !=
+                  __atomic_load_n(&w->lines[i].word, __ATOMIC_RELAXED));
+    }
+    if (moved ||
+        ((int64_t)(soft_clock_now() -
+                   __atomic_load_n(&w->due, __ATOMIC_RELAXED)) >= 0)) {
+        return 0;
+    }
+    __atomic_thread_fence(__ATOMIC_ACQUIRE);
+    return __atomic_load_n(&w->seq, __ATOMIC_RELAXED) == seq;
+}
+
 /* Without the lock: 1 if a poll of cq (NULL: device progress) has nothing
- * to do; the port is stamped then.  A completion, packet or post racing
- * with the look is seen by the next poll, as if this one came a moment
- * earlier. */
+ * to do; the port is stamped then.  Nothing to do: no completion queued,
+ * both rings empty, and the engine idle or only waiting for answers that
+ * have not come (soft_engine_still_waiting).  A completion, packet, ack or
+ * post racing with the look is seen by the next poll, as if this one came
+ * a moment earlier. */
 static inline int soft_engine_poll_idle(soft_dev_t *dev, soft_cq_t *cq)
 {
     soft_port_hdr_t *hdr = dev->hdr;
+    int idle;
 
     if (((cq != NULL) &&
          (__atomic_load_n(&cq->tail, __ATOMIC_ACQUIRE) !=
           __atomic_load_n(&cq->head, __ATOMIC_RELAXED))) ||
-        !__atomic_load_n(&dev->engine_idle, __ATOMIC_ACQUIRE) ||
         (__atomic_load_n(&hdr->resp.tail, __ATOMIC_ACQUIRE) !=
          __atomic_load_n(&hdr->resp.head, __ATOMIC_RELAXED)) ||
         (__atomic_load_n(&hdr->req.tail, __ATOMIC_ACQUIRE) !=
          __atomic_load_n(&hdr->req.head, __ATOMIC_RELAXED))) {
+        return 0;
+    }
+    idle = __atomic_load_n(&dev->engine_idle, __ATOMIC_ACQUIRE);
+    if ((idle != SOFT_ENGINE_IDLE) &&
+        ((idle != SOFT_ENGINE_WAIT) || !soft_engine_still_waiting(dev))) {
         return 0;
     }
     soft_engine_stamp(dev);
@@ -853,7 +921,7 @@ void     soft_tm_send_op(soft_dev_t *dev, soft_qp_t *dct, soft_rstate_t *rs,
                          const soft_pkt_t *pkt, const void *payload);
 void     soft_tm_abandon(soft_dev_t *dev, soft_rstate_t *rs);
 void     soft_tm_polled(soft_cqe_t *cqe, dcx_wc_t *wc);
-void     soft_tm_progress(soft_dev_t *dev);
+int      soft_tm_progress(soft_dev_t *dev);
 
 /* soft_mem.c */
 void     soft_mem_init(soft_dev_t *dev);

@@ -199,6 +199,7 @@ soft_cq_poll_locked(soft_cq_t *cq, int max, dcx_wc_t *wc)
     int n = 0;
 
     soft_lock(&dev->lock);
+    dev->stats.locked_polls++;
     soft_engine_poll_pass(dev, cq);
     while ((n < max) && (cq->head != cq->tail)) {
         cqe     = &cq->q[cq->head & (cq->size - 1)];

@@ -5,14 +5,19 @@
  * An engine pass serves the response ring, then the request ring, then the
  * requester's timers and transmission of the DCIs with work outstanding
  * (the "active" list: a DCI joins it when a WQE is posted and leaves it
- * when a pass finds nothing outstanding), then device rendezvous.  At the
- * end of a pass 'engine_idle' records that nothing but new packets or new
- * posts can give the engine work.
+ * when a pass finds nothing outstanding), then device rendezvous.  A ring
+ * found empty is not peeked.  At the end of a pass 'engine_idle' records
+ * that nothing but new packets or new posts can give the engine work, or
+ * what else its DCIs wait for.
  *
  * A poll (CQ poll, device progress) first looks without the lock: an empty
- * CQ, an idle engine and both rings empty (tail == head) mean there is
+ * CQ, both rings empty (tail == head) and an idle engine mean there is
  * nothing to do; it stamps the port (the poll stamp peers and the helper
  * read) and returns.  No clock read, no lock, no shared write but the stamp.
+ * An engine whose DCIs have all their requests out and only wait for
+ * answers counts as idle too (SOFT_ENGINE_WAIT, soft_engine_publish) as
+ * long as none of their ack lines moved and no timer is due: that look
+ * reads the lines and the time-stamp counter, still without the lock.
  * Otherwise it takes the lock; the application's passes are counted, and a
  * CQ polled after a pass it did not see takes that pass's completions
  * without running another one, so the transport's progress (receive CQ,
@@ -28,27 +33,93 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-/* Device rendezvous still waiting for a DCI, or completions of its DCIs
- * not taken yet. */
-static int soft_engine_tm_pending(soft_dev_t *dev)
-{
-    soft_tm_t *tm;
-    soft_cq_t *cq;
+/* A timer due sooner than this after a pass keeps polls locked. */
+#define SOFT_WAIT_MIN_NS 4000ull
 
-    for (tm = dev->tms; tm != NULL; tm = tm->next) {
-        cq = (soft_cq_t *)tm->rcq;
-        if ((tm->wait_head != SOFT_TM_NONE) || (cq->head != cq->tail)) {
-            return 1;
+/* The earliest timer of the DCIs on the active list, in ns (UINT64_MAX:
+ * none), or 0 if one of them has more than answers to wait for: requests
+ * not all out (ring full, no credit, RNR wait, fence), a timer not started
+ * yet, more DCIs than the wait set holds.  Fills the wait set's lines. */
+static uint64_t soft_engine_wait_lines(soft_dev_t *dev, soft_wait_line_t *l,
+                                       uint32_t *n_p)
+{
+    uint64_t due = UINT64_MAX;
+    soft_peer_t *peer;
+    soft_qp_t *qp;
+    uint32_t n = 0;
+
+    for (qp = dev->active_dcis; qp != NULL; qp = qp->next_active) {
+        if ((qp->super.state != DCX_QPS_RTS) || (qp->sq_send != qp->sq_head) ||
+            (qp->deadline_ns == SOFT_DEADLINE_ARM) || (n == SOFT_WAIT_LINES)) {
+            return 0;
+        }
+        if ((qp->deadline_ns != 0) && (qp->deadline_ns < due)) {
+            due = qp->deadline_ns;
+        }
+        /* soft_req_prod's look at the oldest WQE's target */
+        peer = soft_wqe(qp, qp->sq_comp)->peer;
+        if ((peer != NULL) && (peer->watch_since != 0) &&
+            (peer->watch_since + SOFT_PROD_NS < due)) {
+            due = peer->watch_since + SOFT_PROD_NS;
+        }
+        if (dev->acks != NULL) {
+            l[n].line = &dev->acks[qp->super.qp_num - SOFT_QPN_BASE].word;
+            l[n].word = __atomic_load_n(l[n].line, __ATOMIC_ACQUIRE);
+            n++;
         }
     }
-    return 0;
+    *n_p = n;
+    return due;
+}
+
+/* End of a pass (engine lock held): what a poll must find before it needs
+ * the lock again (soft_engine_poll_idle).  A timer due within
+ * SOFT_WAIT_MIN_NS is left to locked passes, so that the early rounding of
+ * 'due' stays small against the time to it. */
+static void soft_engine_publish(soft_dev_t *dev, uint64_t now,
+                                int tm_pending)
+{
+    soft_engine_wait_t *w = &dev->wait;
+    soft_wait_line_t lines[SOFT_WAIT_LINES];
+    uint64_t due;
+    uint32_t i, n = 0;
+
+    if (tm_pending) {
+        __atomic_store_n(&dev->engine_idle, SOFT_ENGINE_BUSY,
+                         __ATOMIC_RELAXED);
+        return;
+    }
+    if (dev->active_dcis == NULL) {
+        __atomic_store_n(&dev->engine_idle, SOFT_ENGINE_IDLE,
+                         __ATOMIC_RELAXED);
+        return;
+    }
+    due = soft_engine_wait_lines(dev, lines, &n);
+    if ((due <= now) || (due - now < SOFT_WAIT_MIN_NS)) {
+        __atomic_store_n(&dev->engine_idle, SOFT_ENGINE_BUSY,
+                         __ATOMIC_RELAXED);
+        return;
+    }
+    __atomic_store_n(&w->seq, w->seq + 1, __ATOMIC_RELAXED);
+    __atomic_thread_fence(__ATOMIC_RELEASE);
+    for (i = 0; i < n; ++i) {
+        __atomic_store_n(&w->lines[i].line, lines[i].line, __ATOMIC_RELAXED);
+        __atomic_store_n(&w->lines[i].word, lines[i].word, __ATOMIC_RELAXED);
+    }
+    __atomic_store_n(&w->n, n, __ATOMIC_RELAXED);
+    /* no timer at all (UINT64_MAX): soft_clock_after() caps it at ~1 s */
+    __atomic_store_n(&w->due,
+                     soft_clock_after((due - now) - (due - now) / 16),
+                     __ATOMIC_RELAXED);
+    __atomic_store_n(&dev->engine_idle, SOFT_ENGINE_WAIT, __ATOMIC_RELAXED);
+    __atomic_store_n(&w->seq, w->seq + 1, __ATOMIC_RELEASE);
 }
 
 void soft_engine_activate(soft_qp_t *qp)
 {
     soft_dev_t *dev = qp->dev;
 
-    __atomic_store_n(&dev->engine_idle, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&dev->engine_idle, SOFT_ENGINE_BUSY, __ATOMIC_RELAXED);
     if (!qp->active) {
         qp->active      = 1;
         qp->next_active = dev->active_dcis;
@@ -78,13 +149,17 @@ uint64_t soft_engine_progress(soft_dev_t *dev, int from_helper)
     uint64_t now         = soft_now_ns();
     soft_pkt_t *pkt;
     void *payload;
+    int tm_pending;
     unsigned n;
 
     dev->now = now;
     /* a long pass (large READ bursts) must not look like an absent
      * application to requesters deciding whether to prod */
     __atomic_store_n(&hdr->in_engine, 1, __ATOMIC_RELAXED);
-    if (!dev->killed) {
+    /* a ring found empty (tail == head) is not peeked */
+    if (!dev->killed &&
+        (__atomic_load_n(&hdr->resp.tail, __ATOMIC_ACQUIRE) !=
+         hdr->resp.head)) {
         for (n = 0; n < SOFT_PROGRESS_BUDGET; ++n) {
             pkt = soft_ring_peek(hdr, &hdr->resp, &payload);
             if (pkt == NULL) {
@@ -104,6 +179,10 @@ uint64_t soft_engine_progress(soft_dev_t *dev, int from_helper)
             soft_comp_packet(dev, pkt, payload);
             soft_ring_pop(hdr, &hdr->resp);
         }
+    }
+    if (!dev->killed &&
+        (__atomic_load_n(&hdr->req.tail, __ATOMIC_ACQUIRE) !=
+         hdr->req.head)) {
         for (n = 0; n < SOFT_PROGRESS_BUDGET; ++n) {
             pkt = soft_ring_peek(hdr, &hdr->req, &payload);
             if (pkt == NULL) {
@@ -128,10 +207,9 @@ uint64_t soft_engine_progress(soft_dev_t *dev, int from_helper)
         }
     }
     soft_req_timers(dev, now);
-    soft_tm_progress(dev);
-    __atomic_store_n(&dev->engine_idle,
-                     (dev->active_dcis == NULL) &&
-                     !soft_engine_tm_pending(dev), __ATOMIC_RELAXED);
+    /* device rendezvous (TM SRQs only) */
+    tm_pending = (dev->tms != NULL) && soft_tm_progress(dev);
+    soft_engine_publish(dev, now, tm_pending);
     __atomic_store_n(&hdr->in_engine, 0, __ATOMIC_RELEASE);
     return now;
 }
@@ -194,6 +272,7 @@ void soft_dev_progress(dcx_dev_t *dev_)
         return;
     }
     soft_lock(&dev->lock);
+    dev->stats.locked_polls++;
     soft_engine_progress_app(dev);
     soft_unlock(&dev->lock);
 }

@@ -834,6 +834,7 @@ static void soft_req_prod(soft_dev_t *dev, soft_peer_t *peer, uint64_t now)
 void soft_req_timers(soft_dev_t *dev, uint64_t now)
 {
     soft_qp_t **pp = &dev->active_dcis;
+    soft_peer_t *peer;
     soft_qp_t *qp;
 
     while ((qp = *pp) != NULL) {
@@ -853,11 +854,17 @@ void soft_req_timers(soft_dev_t *dev, uint64_t now)
             qp->deadline_ns = now + qp->ack_timeout_ns;
         }
         /* also when the oldest WQE is only partly out (peer ring full) */
-        soft_req_prod(dev, soft_wqe(qp, qp->sq_comp)->peer, now);
+        peer = soft_wqe(qp, qp->sq_comp)->peer;
+        if ((peer != NULL) && (peer->watch_since != 0) &&
+            ((int64_t)(now - peer->watch_since) >= (int64_t)SOFT_PROD_NS)) {
+            soft_req_prod(dev, peer, now);
+        }
         if ((qp->deadline_ns != 0) && (now >= qp->deadline_ns) &&
-            (soft_wqe(qp, qp->sq_comp)->peer != NULL)) {
+            (peer != NULL)) {
             soft_req_timeout(qp, now);
         }
-        soft_req_run(qp, now);
+        if (qp->sq_send != qp->sq_head) {
+            soft_req_run(qp, now);
+        }
     }
 }

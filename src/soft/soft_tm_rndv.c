@@ -176,8 +176,13 @@ static void soft_tm_rndv_done(soft_tm_t *tm, const dcx_wc_t *wc)
     soft_tm_rndv_free(tm, d);
 }
 
-void soft_tm_progress(soft_dev_t *dev)
+/* The engine pass's hook (called only when the device has TM SRQs):
+ * takes the completions of the device's rendezvous DCIs and starts waiting
+ * rendezvous.  Returns 1 if some still wait for a DCI or completions are
+ * left (the engine then is not idle). */
+int soft_tm_progress(soft_dev_t *dev)
 {
+    int pending = 0;
     soft_tm_t *tm;
     soft_cqe_t *cqe;
     soft_cq_t *cq;
@@ -196,7 +201,9 @@ void soft_tm_progress(soft_dev_t *dev)
         }
         cq->overrun = 0;
         soft_tm_rndv_kick(tm);
+        pending |= (tm->wait_head != SOFT_TM_NONE) || (cq->head != cq->tail);
     }
+    return pending;
 }
 
 /* The device's initiators: SOFT_TM_DCIS DCIs on a CQ of their own. */

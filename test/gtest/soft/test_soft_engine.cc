@@ -5,6 +5,10 @@
  */
 #include "soft_fixture.h"
 
+extern "C" {
+#include "soft/soft.h"
+}
+
 #include <vector>
 
 using namespace soft_test;
@@ -21,13 +25,14 @@ struct pair {
     dcx_mr_t *rmr = nullptr;
     uint32_t dctn = 0;
 
-    int open(const std::string &fabric)
+    int open(const std::string &fabric,
+             const dcx_soft_limits_t *limits = nullptr)
     {
         uint8_t addr[DCX_DEV_ADDR_MAX];
         size_t len = sizeof(addr);
         int ret;
 
-        if (((ret = a.open(fabric.c_str())) != 0) ||
+        if (((ret = a.open(fabric.c_str(), limits)) != 0) ||
             ((ret = b.open(fabric.c_str())) != 0) ||
             ((ret = a.make_dci()) != 0) ||
             ((ret = b.make_target(KEY, DCX_ACCESS_REMOTE_WRITE)) != 0) ||
@@ -74,6 +79,15 @@ struct pair {
         wr.dest.dctn   = dctn;
         wr.dest.dc_key = KEY;
         return dcx_qp_post_send(a.dci, &wr);
+    }
+
+    dcx_soft_stats_t stats_a()
+    {
+        dcx_soft_stats_t st;
+
+        memset(&st, 0, sizeof(st));
+        EXPECT_EQ(0, dcx_soft_stats(a.dev, &st));
+        return st;
     }
 
     uint64_t futex_wakes()
@@ -199,4 +213,103 @@ TEST_F(soft, helper_serves_burst)
     ASSERT_EQ(0, dcx_soft_stats(p.b.dev, &st));
     /* every request arrived while b's application was not polling */
     EXPECT_GE(st.helper_packets - st0.helper_packets, 3u * n);
+}
+
+/* Inline SENDs on the light path wait for the target's ack line.  While
+ * the target serves nothing (its engine lock is held here: its helper only
+ * try-locks), the requester's polls look at the line without the lock;
+ * the first poll after the target served them completes all of them, in
+ * order, from the table, with no response packet. */
+TEST_F(soft, polls_wait_for_ack_line_without_lock)
+{
+    pair p;
+    const int n = 8, polls = 2000;
+    dcx_wc_t wc[n];
+
+    ASSERT_EQ(0, p.open(fabric));
+    /* only the application's polls run a's engine */
+    soft_helper_stop(soft_dev(p.a.dev));
+    dcx_soft_stats_t st0 = p.stats_a();
+    soft_dev_t *b = soft_dev(p.b.dev);
+    soft_lock(&b->lock);
+    for (int i = 0; i < n; ++i) {
+        ASSERT_EQ(0, p.send(i));
+    }
+    uint64_t locked = p.stats_a().locked_polls;
+    for (int k = 0; k < polls; ++k) {
+        if (dcx_cq_poll(p.a.cq, n, wc) != 0) {
+            soft_unlock(&b->lock);
+            FAIL() << "a completion before the target served: poll " << k;
+        }
+    }
+    uint64_t waited = p.stats_a().locked_polls - locked;
+    soft_unlock(&b->lock);
+    /* the lock is taken for the first pass (the ack timer starts) and when
+     * a timer (the prod of the target, which does not poll) is due */
+    EXPECT_LT(waited, (uint64_t)polls / 4);
+
+    ASSERT_EQ(n, p.b.poll(wc, n));
+    for (int i = 0; i < n; ++i) {
+        EXPECT_EQ(DCX_WC_SUCCESS, wc[i].status);
+        EXPECT_EQ((uint64_t)i, wc[i].wr_id);
+    }
+    uint64_t before = p.stats_a().locked_polls;
+    ASSERT_EQ(n, dcx_cq_poll(p.a.cq, n, wc));
+    EXPECT_EQ(before + 1, p.stats_a().locked_polls);
+    for (int i = 0; i < n; ++i) {
+        EXPECT_EQ(DCX_WC_SUCCESS, wc[i].status);
+        EXPECT_EQ(DCX_WC_SEND, wc[i].opcode);
+        EXPECT_EQ((uint64_t)i, wc[i].wr_id);
+    }
+    dcx_soft_stats_t st = p.stats_a();
+    EXPECT_EQ((uint64_t)n, st.table_completions - st0.table_completions);
+    EXPECT_EQ(st0.rx_packets, st.rx_packets) << "ACK packets came back";
+    EXPECT_EQ(st0.retransmits, st.retransmits);
+}
+
+/* A request is lost on the wire after the poll that started its ack timer;
+ * every later poll finds nothing in the rings and no ack line moving (the
+ * general path waits for an ACK packet).  The timer still fires at its
+ * deadline, from a poll (the requester's helper is stopped), and the
+ * retransmission completes the SEND. */
+TEST_F(soft, timer_fires_while_polls_wait)
+{
+    pair p;
+    dcx_soft_limits_t l;
+    dcx_wc_t wc, wcb;
+
+    dcx_soft_limits_default(&l);
+    l.ack_timeout_us = 2000;
+    l.retry_cnt      = 7;
+    ASSERT_EQ(0, p.open(fabric, &l));
+    dcx_soft_fault_t f;
+    memset(&f, 0, sizeof(f));
+    f.type   = DCX_SOFT_FAULT_DROP;
+    f.opcode = DCX_WR_SEND;
+    f.count  = 1;
+    ASSERT_EQ(0, dcx_soft_fault_inject(p.a.dev, &f));
+    /* only the application's polls may run a's engine */
+    soft_helper_stop(soft_dev(p.a.dev));
+    uint64_t rexmit = p.stats_a().retransmits;
+    ASSERT_EQ(0, p.send(5));
+    int got_a = 0, got_b = 0;
+    double end = now_s() + 20.0;
+    while (((got_a == 0) || (got_b == 0)) && (now_s() < end)) {
+        if (dcx_cq_poll(p.a.cq, 1, &wc) == 1) {
+            got_a++;
+        }
+        if (dcx_cq_poll(p.b.cq, 1, &wcb) == 1) {
+            got_b++;
+        }
+    }
+    ASSERT_EQ(1, got_a) << "the ack timer never fired";
+    ASSERT_EQ(1, got_b);
+    EXPECT_EQ(DCX_WC_SUCCESS, wc.status);
+    EXPECT_EQ(5u, wc.wr_id);
+    EXPECT_EQ(DCX_WC_SUCCESS, wcb.status);
+    uint64_t v = 0;
+    memcpy(&v, p.rbuf.data() + (wcb.wr_id % RECVS) * 64, sizeof(v));
+    EXPECT_EQ(5u, v);
+    EXPECT_EQ(rexmit + 1, p.stats_a().retransmits);
+    dcx_soft_fault_clear(p.a.dev);
 }

@@ -7,6 +7,10 @@
  */
 #include "soft_fixture.h"
 
+extern "C" {
+#include "soft/soft.h"
+}
+
 #include <signal.h>
 #include <stdio.h>
 #include <sys/wait.h>
@@ -140,6 +144,47 @@ TEST_F(soft_fast, peer_dies_with_unacked_inline_bad_flow)
     EXPECT_LT(now_s() - t0, 5.0);
     EXPECT_EQ(rexmit, stats(ini).retransmits);
     EXPECT_EQ(1u, stats(ini).table_completions);
+}
+
+/* The target stops with our inline SENDs unserved and our polls wait for
+ * its ack line without the engine lock (soft_engine_poll_idle); then it
+ * dies.  The ack timer still runs for those polls (our helper is stopped:
+ * only they run our engine): the first SEND ends with RETRY_EXC_ERR at a
+ * timeout (liveness, not retries), the rest are flushed, as when the
+ * requester polls with the lock. */
+TEST_F(soft_fast, peer_dies_while_polls_wait_bad_flow)
+{
+    const int polls = 2000;
+    pid_t target = start_target();
+    ASSERT_EQ(0, open_initiator(ini));
+    ASSERT_EQ(0, ini.reg(lbuf.data(), lbuf.size(), DCX_ACCESS_LOCAL_WRITE,
+                         &lmr));
+    /* only our polls run our engine */
+    soft_helper_stop(soft_dev(ini.dev));
+    stop_child(target);
+    uint64_t rexmit = stats(ini).retransmits;
+    post_inline(0, 3);
+    dcx_wc_t wc[3];
+    uint64_t locked = stats(ini).locked_polls;
+    for (int k = 0; k < polls; ++k) {
+        ASSERT_EQ(0, dcx_cq_poll(ini.cq, 3, wc)) << "poll " << k;
+    }
+    /* a poll takes the lock for the first pass (the ack timer starts) and
+     * when a timer (the prod of the stopped target) is due: a few, never
+     * most of them */
+    EXPECT_LT(stats(ini).locked_polls - locked, (uint64_t)polls / 4);
+
+    kill_child(target);
+    int status;
+    EXPECT_EQ(target, waitpid(target, &status, 0));
+    children.clear();
+    ASSERT_EQ(3, ini.poll(wc, 3, 20.0));
+    EXPECT_EQ(DCX_WC_RETRY_EXC_ERR, wc[0].status);
+    EXPECT_EQ(0u, wc[0].wr_id);
+    EXPECT_EQ(DCX_WC_WR_FLUSH_ERR, wc[1].status);
+    EXPECT_EQ(DCX_WC_WR_FLUSH_ERR, wc[2].status);
+    EXPECT_EQ(rexmit, stats(ini).retransmits);
+    EXPECT_EQ(0u, stats(ini).table_completions);
 }
 
 /* A fault rule set in the middle of a stream: the light path steps aside
