@@ -660,7 +660,6 @@ extern int      soft_clock_kind;      /* set by soft_clock_init() */
 extern uint64_t soft_clock_mult;      /* TSC: ns per tick, 32.32 fixed */
 
 void     soft_clock_init(void);
-uint64_t soft_clock_after(uint64_t ns);
 
 static inline uint64_t soft_clock_now(void)
 {
@@ -673,6 +672,25 @@ static inline uint64_t soft_clock_now(void)
     }
 #endif
     return soft_now_ns();
+}
+
+#define SOFT_CLOCK_AFTER_MAX (1ull << 30)   /* ~1 s: soft_clock_after() */
+
+/* The soft_clock_now() reading 'ns' nanoseconds from now (at most ~1 s:
+ * a farther time comes back as ~1 s, which is early, never late). */
+static inline uint64_t soft_clock_after(uint64_t ns)
+{
+    if (ns > SOFT_CLOCK_AFTER_MAX) {
+        ns = SOFT_CLOCK_AFTER_MAX;
+    }
+#if defined(__x86_64__)
+    if ((soft_clock_kind == SOFT_CLOCK_TSC) && (soft_clock_mult != 0)) {
+        /* (during calibration: the counter, which runs ahead of the
+         * nanosecond clock, makes the result early) */
+        return soft_clock_now() + (ns << 32) / soft_clock_mult;
+    }
+#endif
+    return soft_now_ns() + ns;
 }
 
 /* Nanoseconds since the port's owner last polled (0 if it stamped after
@@ -766,64 +784,33 @@ static inline void soft_engine_stamp(soft_dev_t *dev)
                      __ATOMIC_RELAXED);
 }
 
-/* Without the lock: 1 if a waiting engine (SOFT_ENGINE_WAIT) still only
- * waits: no watched ack line moved and no timer is due. */
-static inline int soft_engine_still_waiting(soft_dev_t *dev)
-{
-    const soft_engine_wait_t *w = &dev->wait;
-    uint32_t seq = __atomic_load_n(&w->seq, __ATOMIC_ACQUIRE);
-    uint32_t i, n;
-    int moved = 0;
-
-    n = __atomic_load_n(&w->n, __ATOMIC_RELAXED);
-    if ((seq & 1) || (n > SOFT_WAIT_LINES) ||
-        (__atomic_load_n(&dev->engine_idle, __ATOMIC_RELAXED) !=
-         SOFT_ENGINE_WAIT)) {
-        return 0;
-    }
-    for (i = 0; i < n; ++i) {
-        moved |= (__atomic_load_n(__atomic_load_n(&w->lines[i].line,
-                                                  __ATOMIC_RELAXED),
-                                  __ATOMIC_RELAXED) !=
-                  __atomic_load_n(&w->lines[i].word, __ATOMIC_RELAXED));
-    }
-    if (moved ||
-        ((int64_t)(soft_clock_now() -
-                   __atomic_load_n(&w->due, __ATOMIC_RELAXED)) >= 0)) {
-        return 0;
-    }
-    __atomic_thread_fence(__ATOMIC_ACQUIRE);
-    return __atomic_load_n(&w->seq, __ATOMIC_RELAXED) == seq;
-}
-
 /* Without the lock: 1 if a poll of cq (NULL: device progress) has nothing
- * to do; the port is stamped then.  Nothing to do: no completion queued,
- * both rings empty, and the engine idle or only waiting for answers that
- * have not come (soft_engine_still_waiting).  A completion, packet, ack or
- * post racing with the look is seen by the next poll, as if this one came
- * a moment earlier. */
+ * to do; the port is stamped then.  A completion, packet or post racing
+ * with the look is seen by the next poll, as if this one came a moment
+ * earlier.  Inline, it covers an idle engine; an engine that only waits
+ * for answers (SOFT_ENGINE_WAIT) is looked at by soft_engine_poll_wait(),
+ * out of line, before the caller takes the lock. */
 static inline int soft_engine_poll_idle(soft_dev_t *dev, soft_cq_t *cq)
 {
     soft_port_hdr_t *hdr = dev->hdr;
-    int idle;
 
     if (((cq != NULL) &&
          (__atomic_load_n(&cq->tail, __ATOMIC_ACQUIRE) !=
           __atomic_load_n(&cq->head, __ATOMIC_RELAXED))) ||
+        (__atomic_load_n(&dev->engine_idle, __ATOMIC_ACQUIRE) !=
+         SOFT_ENGINE_IDLE) ||
         (__atomic_load_n(&hdr->resp.tail, __ATOMIC_ACQUIRE) !=
          __atomic_load_n(&hdr->resp.head, __ATOMIC_RELAXED)) ||
         (__atomic_load_n(&hdr->req.tail, __ATOMIC_ACQUIRE) !=
          __atomic_load_n(&hdr->req.head, __ATOMIC_RELAXED))) {
         return 0;
     }
-    idle = __atomic_load_n(&dev->engine_idle, __ATOMIC_ACQUIRE);
-    if ((idle != SOFT_ENGINE_IDLE) &&
-        ((idle != SOFT_ENGINE_WAIT) || !soft_engine_still_waiting(dev))) {
-        return 0;
-    }
     soft_engine_stamp(dev);
     return 1;
 }
+
+/* soft_engine.c: as soft_engine_poll_idle, for an engine that waits */
+int soft_engine_poll_wait(soft_dev_t *dev, soft_cq_t *cq);
 
 /* A copy of a few bytes without a call: the pieces of a small inline
  * message (headers of 8 bytes and less) cost more in calls than in
@@ -894,6 +881,7 @@ void     soft_qp_to_error(soft_qp_t *qp, const char *reason);
 
 void     soft_qp_reset(soft_qp_t *qp);
 void     soft_req_acked(soft_qp_t *qp, uint64_t now);
+void     soft_req_prod(soft_dev_t *dev, soft_peer_t *peer, uint64_t now);
 int      soft_req_post_inline(soft_qp_t *qp, const dcx_send_wr_t *wr,
                               uint64_t total);
 int      soft_qp_post_locked(soft_qp_t *qp, const dcx_send_wr_t *wr);

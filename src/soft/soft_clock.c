@@ -17,7 +17,6 @@
 #include <string.h>
 
 #define SOFT_CLOCK_CALIB_NS 1000000ull   /* 1 ms of counting */
-#define SOFT_CLOCK_AFTER_MAX (1ull << 30)  /* ~1 s: soft_clock_after() */
 
 int      soft_clock_kind = SOFT_CLOCK_NS;
 uint64_t soft_clock_mult;
@@ -103,22 +102,4 @@ static void soft_clock_calibrate(void)
 void soft_clock_init(void)
 {
     pthread_once(&soft_clock_once, soft_clock_calibrate);
-}
-
-
-/* The soft_clock_now() reading 'ns' nanoseconds from now (at most ~1 s:
- * a farther time comes back as ~1 s, which is early, never late). */
-uint64_t soft_clock_after(uint64_t ns)
-{
-    if (ns > SOFT_CLOCK_AFTER_MAX) {
-        ns = SOFT_CLOCK_AFTER_MAX;
-    }
-#if defined(__x86_64__)
-    if ((soft_clock_kind == SOFT_CLOCK_TSC) && (soft_clock_mult != 0)) {
-        /* (during calibration: the counter, which runs ahead of the
-         * nanosecond clock, makes the result early) */
-        return soft_clock_now() + (ns << 32) / soft_clock_mult;
-    }
-#endif
-    return soft_now_ns() + ns;
 }

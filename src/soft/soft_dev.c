@@ -219,7 +219,20 @@ soft_cq_poll_locked(soft_cq_t *cq, int max, dcx_wc_t *wc)
     return n;
 }
 
-/* Nothing to do is found without the lock (soft_engine_poll_idle). */
+/* An engine that only waits is looked at without the lock too (out of
+ * line: soft_cq_poll stays a leaf). */
+static __attribute__((noinline)) int
+soft_cq_poll_busy(soft_cq_t *cq, int max, dcx_wc_t *wc)
+{
+    if ((__atomic_load_n(&cq->dev->engine_idle, __ATOMIC_RELAXED) ==
+         SOFT_ENGINE_WAIT) && soft_engine_poll_wait(cq->dev, cq)) {
+        return 0;
+    }
+    return soft_cq_poll_locked(cq, max, wc);
+}
+
+/* Nothing to do is found without the lock (soft_engine_poll_idle, then
+ * soft_engine_poll_wait). */
 static int soft_cq_poll(dcx_cq_t *cq_, int max, dcx_wc_t *wc)
 {
     soft_cq_t *cq = (soft_cq_t *)cq_;
@@ -227,7 +240,7 @@ static int soft_cq_poll(dcx_cq_t *cq_, int max, dcx_wc_t *wc)
     if (soft_engine_poll_idle(cq->dev, cq)) {
         return 0;
     }
-    return soft_cq_poll_locked(cq, max, wc);
+    return soft_cq_poll_busy(cq, max, wc);
 }
 
 int soft_cq_create(dcx_dev_t *dev_, uint32_t cqe, dcx_cq_t **cq_p)

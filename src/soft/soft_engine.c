@@ -115,15 +115,131 @@ static void soft_engine_publish(soft_dev_t *dev, uint64_t now,
     __atomic_store_n(&w->seq, w->seq + 1, __ATOMIC_RELEASE);
 }
 
+/* Without the lock: 1 (the port stamped) if a poll of cq (NULL: device
+ * progress) finds an engine that still only waits (SOFT_ENGINE_WAIT): no
+ * completion queued, both rings empty, no watched ack line moved and no
+ * timer due; 0 otherwise, or if the set changed meanwhile (the caller then
+ * takes the lock). */
+int soft_engine_poll_wait(soft_dev_t *dev, soft_cq_t *cq)
+{
+    soft_port_hdr_t *hdr = dev->hdr;
+    const soft_engine_wait_t *w = &dev->wait;
+    uint32_t seq = __atomic_load_n(&w->seq, __ATOMIC_ACQUIRE);
+    uint32_t i, n;
+    int moved = 0;
+    uint64_t clk;
+
+    n = __atomic_load_n(&w->n, __ATOMIC_RELAXED);
+    if ((seq & 1) || (n > SOFT_WAIT_LINES) ||
+        (__atomic_load_n(&dev->engine_idle, __ATOMIC_RELAXED) !=
+         SOFT_ENGINE_WAIT) ||
+        ((cq != NULL) &&
+         (__atomic_load_n(&cq->tail, __ATOMIC_ACQUIRE) !=
+          __atomic_load_n(&cq->head, __ATOMIC_RELAXED))) ||
+        (__atomic_load_n(&hdr->resp.tail, __ATOMIC_ACQUIRE) !=
+         __atomic_load_n(&hdr->resp.head, __ATOMIC_RELAXED)) ||
+        (__atomic_load_n(&hdr->req.tail, __ATOMIC_ACQUIRE) !=
+         __atomic_load_n(&hdr->req.head, __ATOMIC_RELAXED))) {
+        return 0;
+    }
+    for (i = 0; i < n; ++i) {
+        moved |= (__atomic_load_n(__atomic_load_n(&w->lines[i].line,
+                                                  __ATOMIC_RELAXED),
+                                  __ATOMIC_RELAXED) !=
+                  __atomic_load_n(&w->lines[i].word, __ATOMIC_RELAXED));
+    }
+    clk = soft_clock_now();
+    if (moved ||
+        ((int64_t)(clk - __atomic_load_n(&w->due, __ATOMIC_RELAXED)) >= 0)) {
+        return 0;
+    }
+    __atomic_thread_fence(__ATOMIC_ACQUIRE);
+    if (__atomic_load_n(&w->seq, __ATOMIC_RELAXED) != seq) {
+        return 0;
+    }
+    __atomic_store_n(&hdr->last_poll, clk, __ATOMIC_RELAXED);   /* stamp */
+    return 1;
+}
+
+/* A post on the light path (soft_req_post_inline: every request of the
+ * DCI is out, its ack timer to start) to an engine that was idle or only
+ * waiting: the engine still only waits, now for this DCI too.  Its ack
+ * timer starts here (a prod due is made here too), and the DCI's ack line
+ * and timers join the wait set, so that no pass is needed before its
+ * answer comes.  Returns 0 when that does not apply (the engine is then
+ * marked busy: the next poll runs a pass). */
+static int soft_engine_wait_add(soft_dev_t *dev, soft_qp_t *qp)
+{
+    soft_engine_wait_t *w = &dev->wait;
+    int idle              = dev->engine_idle;
+    const uint64_t *line;
+    uint64_t now, due, clk;
+    soft_peer_t *peer;
+    uint32_t i, n;
+
+    if ((idle == SOFT_ENGINE_BUSY) || (qp->sq_send != qp->sq_head) ||
+        (qp->deadline_ns != SOFT_DEADLINE_ARM) ||
+        (qp->super.state != DCX_QPS_RTS)) {
+        return 0;
+    }
+    now             = soft_now_ns();
+    qp->deadline_ns = now + qp->ack_timeout_ns;
+    due             = qp->deadline_ns;
+    peer            = soft_wqe(qp, qp->sq_comp)->peer;
+    if ((peer != NULL) && (peer->watch_since != 0)) {
+        if ((int64_t)(now - peer->watch_since) >= (int64_t)SOFT_PROD_NS) {
+            soft_req_prod(dev, peer, now);
+        }
+        if ((peer->watch_since != 0) &&
+            (peer->watch_since + SOFT_PROD_NS < due)) {
+            due = peer->watch_since + SOFT_PROD_NS;
+        }
+    }
+    if ((due <= now) || (due - now < SOFT_WAIT_MIN_NS)) {
+        return 0;
+    }
+    n    = (idle == SOFT_ENGINE_WAIT) ? w->n : 0;
+    line = (dev->acks != NULL) ?
+           &dev->acks[qp->super.qp_num - SOFT_QPN_BASE].word : NULL;
+    for (i = 0; (line != NULL) && (i < n); ++i) {
+        if (w->lines[i].line == line) {
+            break;
+        }
+    }
+    if ((line != NULL) && (i == n) && (n == SOFT_WAIT_LINES)) {
+        return 0;
+    }
+    clk = soft_clock_after((due - now) - (due - now) / 16);
+    __atomic_store_n(&w->seq, w->seq + 1, __ATOMIC_RELAXED);
+    __atomic_thread_fence(__ATOMIC_RELEASE);
+    if ((line != NULL) && (i == n)) {
+        __atomic_store_n(&w->lines[n].line, line, __ATOMIC_RELAXED);
+        __atomic_store_n(&w->lines[n].word,
+                         __atomic_load_n(line, __ATOMIC_ACQUIRE),
+                         __ATOMIC_RELAXED);
+        n++;
+    }
+    __atomic_store_n(&w->n, n, __ATOMIC_RELAXED);
+    if ((idle != SOFT_ENGINE_WAIT) || ((int64_t)(clk - w->due) < 0)) {
+        __atomic_store_n(&w->due, clk, __ATOMIC_RELAXED);
+    }
+    __atomic_store_n(&dev->engine_idle, SOFT_ENGINE_WAIT, __ATOMIC_RELAXED);
+    __atomic_store_n(&w->seq, w->seq + 1, __ATOMIC_RELEASE);
+    return 1;
+}
+
 void soft_engine_activate(soft_qp_t *qp)
 {
     soft_dev_t *dev = qp->dev;
 
-    __atomic_store_n(&dev->engine_idle, SOFT_ENGINE_BUSY, __ATOMIC_RELAXED);
     if (!qp->active) {
         qp->active      = 1;
         qp->next_active = dev->active_dcis;
         dev->active_dcis = qp;
+    }
+    if (!soft_engine_wait_add(dev, qp)) {
+        __atomic_store_n(&dev->engine_idle, SOFT_ENGINE_BUSY,
+                         __ATOMIC_RELAXED);
     }
 }
 
@@ -268,7 +384,8 @@ void soft_dev_progress(dcx_dev_t *dev_)
 {
     soft_dev_t *dev = soft_dev(dev_);
 
-    if (soft_engine_poll_idle(dev, NULL)) {
+    if (soft_engine_poll_idle(dev, NULL) ||
+        soft_engine_poll_wait(dev, NULL)) {
         return;
     }
     soft_lock(&dev->lock);

@@ -795,7 +795,7 @@ static void soft_req_timeout(soft_qp_t *qp, uint64_t now)
  * have made no progress in the peer's ring for SOFT_PROD_NS and its
  * application has not polled for as long, wake the peer's helper.  A peer
  * that polls never costs us a syscall. */
-static void soft_req_prod(soft_dev_t *dev, soft_peer_t *peer, uint64_t now)
+void soft_req_prod(soft_dev_t *dev, soft_peer_t *peer, uint64_t now)
 {
     soft_port_hdr_t *hdr;
     uint64_t head;
