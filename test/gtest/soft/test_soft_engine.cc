@@ -61,7 +61,7 @@ struct pair {
         return dcx_srq_post_recv(b.srq, i, &s, 1);
     }
 
-    int send(uint64_t value)
+    int send(uint64_t value, uint64_t key = KEY)
     {
         dcx_send_wr_t wr;
         dcx_sge_t s;
@@ -77,7 +77,7 @@ struct pair {
         wr.sg_list     = &s;
         wr.dest.ah     = a.ah;
         wr.dest.dctn   = dctn;
-        wr.dest.dc_key = KEY;
+        wr.dest.dc_key = key;
         return dcx_qp_post_send(a.dci, &wr);
     }
 
@@ -312,4 +312,47 @@ TEST_F(soft, timer_fires_while_polls_wait)
     EXPECT_EQ(5u, v);
     EXPECT_EQ(rexmit + 1, p.stats_a().retransmits);
     dcx_soft_fault_clear(p.a.dev);
+}
+
+/* A SEND on the light path to an idle engine starts its ack timer in the
+ * post and leaves the engine waiting without a pass (soft_engine_wait_add):
+ * the polls after it take no lock.  The target drops the message (wrong DC
+ * key), so only that timer can end it: it fires, the retransmission is
+ * dropped too, and the SEND ends with RETRY_EXC_ERR after retry_cnt
+ * retransmissions, as with a pass after the post. */
+TEST_F(soft, timer_started_by_light_post_fires_bad_flow)
+{
+    pair p;
+    dcx_soft_limits_t l;
+    dcx_wc_t wc, wcb;
+
+    dcx_soft_limits_default(&l);
+    l.ack_timeout_us = 2000;
+    l.retry_cnt      = 1;
+    ASSERT_EQ(0, p.open(fabric, &l));
+    /* only the application's polls may run a's engine */
+    soft_helper_stop(soft_dev(p.a.dev));
+    dcx_soft_stats_t st0 = p.stats_a();
+    ASSERT_EQ(0, p.send(9, KEY + 1));
+    EXPECT_EQ(st0.tx_packets + 1, p.stats_a().tx_packets);
+    EXPECT_EQ(SOFT_ENGINE_WAIT,
+              __atomic_load_n(&soft_dev(p.a.dev)->engine_idle,
+                              __ATOMIC_RELAXED))
+        << "the post left the engine busy";
+    int got_a   = 0;
+    double end  = now_s() + 20.0;
+    while ((got_a == 0) && (now_s() < end)) {
+        got_a += dcx_cq_poll(p.a.cq, 1, &wc);
+        EXPECT_EQ(0, dcx_cq_poll(p.b.cq, 1, &wcb)) << "dropped message "
+                                                      "received";
+    }
+    ASSERT_EQ(1, got_a) << "the ack timer never fired";
+    EXPECT_EQ(DCX_WC_RETRY_EXC_ERR, wc.status);
+    EXPECT_EQ(9u, wc.wr_id);
+    dcx_soft_stats_t st = p.stats_a();
+    EXPECT_EQ(st0.retransmits + 1, st.retransmits);
+    EXPECT_EQ(st0.table_completions, st.table_completions);
+    dcx_soft_stats_t sb;
+    ASSERT_EQ(0, dcx_soft_stats(p.b.dev, &sb));
+    EXPECT_EQ(2u, sb.dc_key_violations);
 }
