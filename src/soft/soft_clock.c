@@ -103,3 +103,4 @@ void soft_clock_init(void)
 {
     pthread_once(&soft_clock_once, soft_clock_calibrate);
 }
+
