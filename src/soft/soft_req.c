@@ -471,7 +471,7 @@ static int soft_req_send_packets(soft_qp_t *qp, soft_swqe_t *w, uint64_t now)
             pkt->len         = (flags & SOFT_OPF_PAYLOAD) ? (uint32_t)chunk :
                                0;
             pkt->src_pid     = dev->pid;
-            pkt->src_inst    = dev->inst;
+            pkt->src_inst    = (uint16_t)dev->inst;
             pkt->src_token   = dev->token;
             pkt->src_qpn     = qp->super.qp_num;
             pkt->dst_qpn     = w->wr.dest.dctn;
@@ -532,13 +532,14 @@ static int soft_req_send_packets(soft_qp_t *qp, soft_swqe_t *w, uint64_t now)
 /* The light path of a post (engine lock held): an inline SEND that fits
  * one packet, on a DCI with nothing waiting to be transmitted (idle, or
  * with earlier messages to the same destination on the wire), without a
- * fault rule, goes straight into the target's request ring: the WQE is
- * recorded for completion and retransmission with what those need, the
- * packet is written with only the fields such a message has (a consumed
- * slot is all zeros, soft_ring_pop), no clock is read (the ack timer
- * starts at the next engine pass) and the responder acknowledges it in our
- * ack table.  Returns 0 when posted; 1 when it does not apply, with
- * nothing done: the caller takes the general path. */
+ * fault rule, goes straight into the target's request ring as a light
+ * packet (soft_pkt_t: two cache lines for a small one): the WQE is recorded
+ * for completion and retransmission with what those need, the packet
+ * carries only the fields such a message has (a consumed slot is all
+ * zeros, soft_ring_pop), no clock is read (the ack timer starts at the
+ * next engine pass) and the responder acknowledges it in our ack table.
+ * Returns 0 when posted; 1 when it does not apply, with nothing done: the
+ * caller takes the general path. */
 int soft_req_post_inline(soft_qp_t *qp, const dcx_send_wr_t *wr,
                          uint64_t total)
 {
@@ -547,7 +548,6 @@ int soft_req_post_inline(soft_qp_t *qp, const dcx_send_wr_t *wr,
     soft_peer_t *peer;
     soft_swqe_t *w, *prev;
     soft_pkt_t *pkt;
-    uint8_t *payload;
     void *slot_payload;
     uint64_t pos, off;
     unsigned i;
@@ -576,12 +576,6 @@ int soft_req_post_inline(soft_qp_t *qp, const dcx_send_wr_t *wr,
             return 1;
         }
     }
-    pkt = soft_ring_reserve(target, &target->req, dev->pid, &slot_payload,
-                            &pos);
-    if (pkt == NULL) {
-        return 1;   /* ring full: queued by the general path */
-    }
-    payload = slot_payload;
 
     w             = soft_wqe(qp, qp->sq_head);
     w->wr         = *wr;
@@ -592,37 +586,44 @@ int soft_req_post_inline(soft_qp_t *qp, const dcx_send_wr_t *wr,
     w->total_len  = total;
     w->sent_off   = total;
     w->recv_off   = 0;
-    w->credits    = 1;
-    w->msn        = qp->next_msn++;
-    w->state      = SOFT_WQE_WAIT_RESP;
     w->forced     = SOFT_NO_STATUS;
     w->checked    = 1;
     w->all_sent   = 1;
     w->rd_counted = 0;
+    /* the data, kept for a retransmission */
     for (i = 0, off = 0; i < wr->num_sge; ++i) {
         if (wr->sg_list[i].length == 0) {
             continue;   /* zero bytes: the address is never read */
         }
-        soft_copy_small(payload + off,
+        soft_copy_small(w->inl + off,
                         (const uint8_t *)(uintptr_t)wr->sg_list[i].addr,
                         wr->sg_list[i].length);
         off += wr->sg_list[i].length;
     }
-    soft_copy_small(w->inl, payload, total);   /* kept for a retransmission */
+    pkt = soft_ring_reserve(target, &target->req, dev->pid, &slot_payload,
+                            &pos);
+    if (pkt == NULL) {
+        return 1;   /* ring full: queued by the general path */
+    }
+    w->credits = 1;
+    w->msn     = qp->next_msn++;
+    w->state   = SOFT_WQE_WAIT_RESP;
 
+    /* the light form: the payload right after imm (soft_pkt_t) */
+    soft_copy_small((uint8_t *)&pkt->offset, w->inl, total);
     pkt->op        = wr->opcode;
-    pkt->flags     = SOFT_PKT_FIRST | SOFT_PKT_LAST | SOFT_PKT_WACK;
+    pkt->flags     = SOFT_PKT_FIRST | SOFT_PKT_LAST | SOFT_PKT_WACK |
+                     SOFT_PKT_LIGHT;
+    pkt->src_inst  = (uint16_t)dev->inst;
     pkt->len       = (uint32_t)total;
-    pkt->src_inst  = dev->inst;
     pkt->src_qpn   = qp->super.qp_num;
     pkt->dst_qpn   = wr->dest.dctn;
     pkt->msn       = w->msn;
     pkt->ack_base  = soft_wqe(qp, qp->sq_comp)->msn;
     pkt->gen       = qp->gen;
-    pkt->imm       = wr->imm;
     pkt->dc_key    = wr->dest.dc_key;
     pkt->src_token = dev->token;
-    pkt->total_len = total;
+    pkt->imm       = wr->imm;
     dev->stats.futex_wakes += soft_ring_publish(target, &target->req, pos);
 
     dev->resp_credits--;
