@@ -529,15 +529,19 @@ static int soft_req_send_packets(soft_qp_t *qp, soft_swqe_t *w, uint64_t now)
     return 0;
 }
 
-/* The light path of a post (engine lock held): an inline SEND that fits
- * one packet, on a DCI with nothing waiting to be transmitted (idle, or
- * with earlier messages to the same destination on the wire), without a
- * fault rule, goes straight into the target's request ring as a light
- * packet (soft_pkt_t: two cache lines for a small one): the WQE is recorded
- * for completion and retransmission with what those need, the packet
- * carries only the fields such a message has (a consumed slot is all
- * zeros, soft_ring_pop), no clock is read (the ack timer starts at the
- * next engine pass) and the responder acknowledges it in our ack table.
+/* The light path of a post (engine lock held): an inline SEND or RDMA
+ * WRITE that fits one packet, on a DCI with nothing waiting to be
+ * transmitted (idle, or with earlier messages to the same destination on
+ * the wire), without a fault rule, goes straight into the target's request
+ * ring as a light packet (soft_pkt_t: two cache lines for a small one):
+ * the WQE is recorded for completion and retransmission with what those
+ * need, the packet carries only the fields such a message has (a consumed
+ * slot is all zeros, soft_ring_pop), no clock is read (the ack timer starts
+ * at the next engine pass) and the responder acknowledges it in our ack
+ * table.  The responder checks a WRITE's rkey, bounds, access and DC key
+ * as for any packet.  An RDMA WRITE on a DCI with nothing outstanding
+ * first tries the initiator's own copy (dev->one_sided, soft_direct.c),
+ * which needs no target CPU, and completes at once when that took it.
  * Returns 0 when posted; 1 when it does not apply, with nothing done: the
  * caller takes the general path. */
 int soft_req_post_inline(soft_qp_t *qp, const dcx_send_wr_t *wr,
@@ -552,7 +556,8 @@ int soft_req_post_inline(soft_qp_t *qp, const dcx_send_wr_t *wr,
     uint64_t pos, off;
     unsigned i;
 
-    if (((wr->opcode != DCX_WR_SEND) && (wr->opcode != DCX_WR_SEND_IMM)) ||
+    if (((wr->opcode != DCX_WR_SEND) && (wr->opcode != DCX_WR_SEND_IMM) &&
+         (wr->opcode != DCX_WR_RDMA_WRITE)) ||
         ((wr->flags & (DCX_SEND_INLINE | DCX_SEND_FENCE)) !=
          DCX_SEND_INLINE)) {
         return 1;
@@ -590,7 +595,7 @@ int soft_req_post_inline(soft_qp_t *qp, const dcx_send_wr_t *wr,
     w->checked    = 1;
     w->all_sent   = 1;
     w->rd_counted = 0;
-    /* the data, kept for a retransmission */
+    /* the data, kept for a retransmission (or the initiator's copy) */
     for (i = 0, off = 0; i < wr->num_sge; ++i) {
         if (wr->sg_list[i].length == 0) {
             continue;   /* zero bytes: the address is never read */
@@ -599,6 +604,19 @@ int soft_req_post_inline(soft_qp_t *qp, const dcx_send_wr_t *wr,
                         (const uint8_t *)(uintptr_t)wr->sg_list[i].addr,
                         wr->sg_list[i].length);
         off += wr->sg_list[i].length;
+    }
+    if ((wr->opcode == DCX_WR_RDMA_WRITE) && (qp->sq_comp == qp->sq_head)) {
+        /* nothing of the DCI outstanding: the initiator's own copy, which
+         * needs no target CPU, as the general path would try it */
+        w->credits = 0;
+        w->state   = SOFT_WQE_POSTED;
+        if (dev->one_sided(qp, w)) {
+            w->msn = qp->next_msn++;
+            qp->sq_head++;
+            qp->sq_send = qp->sq_head;
+            soft_req_complete(qp, DCX_WC_SUCCESS, (uint32_t)total, dev->now);
+            return 0;
+        }
     }
     pkt = soft_ring_reserve(target, &target->req, dev->pid, &slot_payload,
                             &pos);
@@ -623,7 +641,12 @@ int soft_req_post_inline(soft_qp_t *qp, const dcx_send_wr_t *wr,
     pkt->gen       = qp->gen;
     pkt->dc_key    = wr->dest.dc_key;
     pkt->src_token = dev->token;
-    pkt->imm       = wr->imm;
+    if (wr->opcode == DCX_WR_RDMA_WRITE) {
+        pkt->raddr = wr->remote_addr;
+        pkt->rkey  = wr->rkey;
+    } else {
+        pkt->imm   = wr->imm;
+    }
     dev->stats.futex_wakes += soft_ring_publish(target, &target->req, pos);
 
     dev->resp_credits--;

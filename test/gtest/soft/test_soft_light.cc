@@ -11,6 +11,7 @@ extern "C" {
 #include "soft/soft.h"
 }
 
+#include <deque>
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -262,4 +263,246 @@ TEST_F(soft, light_send_fills_two_cache_lines)
         EXPECT_EQ(DCX_WC_SUCCESS, wc[1].status);
     }
     EXPECT_EQ(2u, seen) << "the helper served every packet first";
+}
+
+/* ------------------------------------------------------------------------
+ * Light RDMA WRITEs
+ * ------------------------------------------------------------------------ */
+class soft_light_write : public soft_light {
+protected:
+    /* an inline WRITE of the 8-byte value v at byte 'off' of the target's
+     * buffer, with this rkey */
+    dcx_send_wr_t write_wr(uint64_t id, uint64_t v, size_t off, uint32_t rkey)
+    {
+        memcpy(lbuf.data() + 8 * id, &v, 8);
+        sges.push_back(lsge(8 * id, 8));
+        dcx_send_wr_t wr = make_wr(DCX_WR_RDMA_WRITE, id, nullptr, 1, ini, sh);
+        wr.sg_list     = &sges.back();
+        wr.flags      |= DCX_SEND_INLINE;
+        wr.remote_addr = sh->raddr + off;
+        wr.rkey        = rkey;
+        return wr;
+    }
+
+    void post_write(uint64_t id, uint64_t v, size_t off)
+    {
+        dcx_send_wr_t wr = write_wr(id, v, off, sh->rkey);
+        ASSERT_EQ(0, dcx_qp_post_send(ini.dci, &wr)) << "wr " << id;
+    }
+
+    uint64_t target_word(size_t off)
+    {
+        uint64_t v;
+        memcpy(&v, sh->buf + off, 8);
+        return v;
+    }
+
+    /* completions first..first+n-1, in order, successful (WRITEs unless
+     * 'mixed') */
+    void expect_done(uint64_t first, unsigned n, bool mixed = false)
+    {
+        std::vector<dcx_wc_t> wc(n);
+        ASSERT_EQ((int)n, ini.poll(wc.data(), n, 20.0));
+        for (unsigned i = 0; i < n; ++i) {
+            EXPECT_EQ(DCX_WC_SUCCESS, wc[i].status) << "wr " << first + i;
+            EXPECT_EQ(first + i, wc[i].wr_id);
+            if (!mixed) {
+                EXPECT_EQ((uint32_t)DCX_WC_RDMA_WRITE,
+                          (uint32_t)wc[i].opcode);
+            }
+        }
+    }
+
+    std::deque<dcx_sge_t> sges;   /* stable addresses for posted lists */
+};
+
+/* Back-to-back inline WRITEs, several to the same words: each is one
+ * light packet, they land in posting order (the last to a word wins) and
+ * complete in order through the ack table, with no ACK packet. */
+TEST_F(soft_light_write, writes_land_in_order_through_table)
+{
+    const unsigned n = 64;
+    start();
+    memset(sh->buf, 0xee, 256);
+    for (unsigned i = 0; i < n; ++i) {
+        post_write(i, 1000 + i, 8 * (i % 8));
+    }
+    expect_done(0, n);
+    for (unsigned k = 0; k < 8; ++k) {
+        EXPECT_EQ(1000u + n - 8 + k, target_word(8 * k)) << "word " << k;
+    }
+    EXPECT_EQ(0xeeeeeeeeeeeeeeeeull, target_word(64));
+    dcx_soft_stats_t st = stats(ini);
+    EXPECT_EQ(n, st.tx_packets);
+    EXPECT_EQ(n, st.table_completions);
+    EXPECT_EQ(0u, st.rx_packets) << "ACK packets came back";
+    EXPECT_TRUE(stop_children());
+    EXPECT_EQ(n, sh->stats.acks_in_table);
+}
+
+/* A light WRITE the target must refuse (unknown rkey, past the end of the
+ * region, a key without remote write) ends as on the general path:
+ * REM_ACCESS_ERR, counted once at the target, nothing written; after
+ * recovery the next WRITE goes the light way again. */
+TEST_F(soft_light_write, refused_write_bad_flow)
+{
+    start();
+    const size_t end = BUF_SIZE - 8;
+    struct {
+        const char *what;
+        uint32_t    rkey;
+        size_t      off;
+    } bad[] = {
+        { "unknown rkey", sh->rkey ^ 0x5500u, 0 },
+        { "out of bounds", sh->rkey, BUF_SIZE - 4 },
+        { "read-only key", sh->rkey_ro, 0 },
+    };
+    memset(sh->buf, 0x5a, 16);
+    memset(sh->buf + end, 0x5a, 8);
+    uint64_t id = 0, refused = 0;
+    for (auto &b : bad) {
+        uint64_t table = stats(ini).table_completions;
+        post_write(id, 7, 8);
+        expect_done(id++, 1);
+        EXPECT_EQ(table + 1, stats(ini).table_completions) << b.what;
+
+        dcx_send_wr_t wr = write_wr(id++, 0x0102030405060708ull, b.off,
+                                    b.rkey);
+        uint64_t tx = stats(ini).tx_packets;
+        dcx_wc_t wc = run(wr);
+        EXPECT_EQ(DCX_WC_REM_ACCESS_ERR, wc.status) << b.what;
+        EXPECT_EQ(tx + 1, stats(ini).tx_packets) << b.what;
+        EXPECT_EQ(0x5a5a5a5a5a5a5a5aull, target_word(0)) << b.what;
+        EXPECT_EQ(0x5a5a5a5a5a5a5a5aull, target_word(end)) << b.what;
+        ++refused;
+        ASSERT_EQ(0, dcx_qp_recover(ini.dci));
+    }
+    post_write(id, 9, 8);
+    expect_done(id, 1);
+    EXPECT_EQ(9u, target_word(8));
+    EXPECT_TRUE(stop_children());
+    EXPECT_EQ(refused, sh->stats.remote_access_errors);
+}
+
+/* A WRITE then a SEND on one DCI: when the SEND's receive completion is
+ * there, the WRITE's data is in place (the UCT put-then-AM rule). */
+TEST_F(soft_light_write, write_then_send_data_visible)
+{
+    const unsigned n = 32;
+    sh->tp.nrecv = n;
+    start();
+    for (unsigned i = 0; i < n; ++i) {
+        post_write(2 * i, 500 + i, 0);
+        uint64_t v = i;
+        memcpy(lbuf.data() + (1u << 20), &v, 8);
+        dcx_sge_t s = lsge(1u << 20, 8);
+        dcx_send_wr_t wr = make_wr(DCX_WR_SEND, 2 * i + 1, &s, 1, ini, sh);
+        wr.flags |= DCX_SEND_INLINE;
+        ASSERT_EQ(0, dcx_qp_post_send(ini.dci, &wr));
+        ASSERT_TRUE(wait_recv(i + 1)) << "message " << i;
+        EXPECT_EQ(500u + i, target_word(0)) << "message " << i;
+        expect_done(2 * i, 2, true);
+    }
+    EXPECT_EQ(2 * n, stats(ini).table_completions);
+    EXPECT_TRUE(stop_children());
+}
+
+/* An atomic still on the wire, then an inline WRITE to the same word: the
+ * WRITE follows it in the ring and the word ends with the WRITE's value. */
+TEST_F(soft_light_write, atomic_then_write_same_word)
+{
+    start();
+    for (unsigned i = 0; i < 8; ++i) {
+        memset(sh->buf + 64, 0, 8);
+        dcx_sge_t res = lsge(1u << 20, 8);
+        dcx_send_wr_t fadd = make_wr(DCX_WR_ATOMIC_FADD, 2 * i, &res, 1, ini,
+                                     sh);
+        fadd.remote_addr = sh->raddr + 64;
+        fadd.compare_add = 5;
+        ASSERT_EQ(0, dcx_qp_post_send(ini.dci, &fadd));
+        post_write(2 * i + 1, 77 + i, 64);
+        std::vector<dcx_wc_t> wc(2);
+        ASSERT_EQ(2, ini.poll(wc.data(), 2, 20.0));
+        EXPECT_EQ(DCX_WC_SUCCESS, wc[0].status);
+        EXPECT_EQ(DCX_WC_SUCCESS, wc[1].status);
+        EXPECT_EQ(77u + i, target_word(64)) << "round " << i;
+    }
+    EXPECT_GE(stats(ini).table_completions, 1u);
+    EXPECT_TRUE(stop_children());
+}
+
+/* A fault rule set in the middle of a stream of light WRITEs: the path
+ * steps aside (the dropped WRITE is retransmitted, acknowledged by packet),
+ * nothing is lost or reordered, and once the rule is cleared the light
+ * path and the table are used again. */
+TEST_F(soft_light_write, fault_rule_mid_stream)
+{
+    start();
+    memset(sh->buf, 0, 48 * 8);
+    for (unsigned i = 0; i < 16; ++i) {
+        post_write(i, 100 + i, 8 * i);
+    }
+    dcx_soft_fault_t f;
+    memset(&f, 0, sizeof(f));
+    f.type   = DCX_SOFT_FAULT_DROP;
+    f.opcode = DCX_WR_RDMA_WRITE;
+    f.count  = 1;
+    ASSERT_EQ(0, dcx_soft_fault_inject(ini.dev, &f));
+    for (unsigned i = 16; i < 32; ++i) {
+        post_write(i, 100 + i, 8 * i);
+    }
+    expect_done(0, 32);
+    dcx_soft_stats_t st = stats(ini);
+    EXPECT_GE(st.retransmits, 1u);
+    EXPECT_GE(st.rx_packets, 1u) << "no ACK packet under the rule";
+    EXPECT_LE(st.table_completions, 16u);
+
+    dcx_soft_fault_clear(ini.dev);
+    for (unsigned i = 32; i < 48; ++i) {
+        post_write(i, 100 + i, 8 * i);
+    }
+    expect_done(32, 16);
+    EXPECT_EQ(st.table_completions + 16, stats(ini).table_completions);
+    for (unsigned i = 0; i < 48; ++i) {
+        EXPECT_EQ(100u + i, target_word(8 * i)) << "word " << i;
+    }
+    EXPECT_TRUE(stop_children());
+}
+
+/* With initiator-side copies on (limits.direct), an inline WRITE on an
+ * idle DCI is copied by the initiator and completes at once, no packet;
+ * one posted while a SEND is on the wire goes behind it as a light packet
+ * and completes through the table. */
+TEST_F(soft_light_write, direct_when_idle_light_behind_a_send)
+{
+    sh->tp.limits.direct = 1;
+    start();
+    post_write(0, 41, 0);
+    expect_done(0, 1);
+    dcx_soft_stats_t st = stats(ini);
+    if (st.direct_writes == 0) {
+        EXPECT_TRUE(stop_children());
+        GTEST_SKIP() << "cross-memory attach refused here";
+    }
+    EXPECT_EQ(1u, st.direct_writes);
+    EXPECT_EQ(0u, st.tx_packets);
+    EXPECT_EQ(41u, target_word(0));
+
+    uint64_t v = 1;
+    memcpy(lbuf.data() + (1u << 20), &v, 8);
+    dcx_sge_t s = lsge(1u << 20, 8);
+    dcx_send_wr_t wr = make_wr(DCX_WR_SEND, 1, &s, 1, ini, sh);
+    wr.flags |= DCX_SEND_INLINE;
+    ASSERT_EQ(0, dcx_qp_post_send(ini.dci, &wr));
+    post_write(2, 42, 0);
+    std::vector<dcx_wc_t> wc(2);
+    ASSERT_EQ(2, ini.poll(wc.data(), 2, 20.0));
+    EXPECT_EQ(DCX_WC_SUCCESS, wc[0].status);
+    EXPECT_EQ(DCX_WC_SUCCESS, wc[1].status);
+    EXPECT_EQ(42u, target_word(0));
+    st = stats(ini);
+    EXPECT_EQ(1u, st.direct_writes);
+    EXPECT_EQ(2u, st.tx_packets);
+    EXPECT_EQ(2u, st.table_completions);
+    EXPECT_TRUE(stop_children());
 }
