@@ -542,6 +542,8 @@ static int soft_req_send_packets(soft_qp_t *qp, soft_swqe_t *w, uint64_t now)
  * as for any packet.  An RDMA WRITE on a DCI with nothing outstanding
  * first tries the initiator's own copy (dev->one_sided, soft_direct.c),
  * which needs no target CPU, and completes at once when that took it.
+ * The caller checked wr (an inline SEND, SEND_IMM or RDMA WRITE) and put
+ * its data in the buffer of the WQE at sq_head (soft_post_inline_data).
  * Returns 0 when posted; 1 when it does not apply, with nothing done: the
  * caller takes the general path. */
 int soft_req_post_inline(soft_qp_t *qp, const dcx_send_wr_t *wr,
@@ -553,21 +555,15 @@ int soft_req_post_inline(soft_qp_t *qp, const dcx_send_wr_t *wr,
     soft_swqe_t *w, *prev;
     soft_pkt_t *pkt;
     void *slot_payload;
-    uint64_t pos, off;
-    unsigned i;
+    uint64_t pos;
 
-    if (((wr->opcode != DCX_WR_SEND) && (wr->opcode != DCX_WR_SEND_IMM) &&
-         (wr->opcode != DCX_WR_RDMA_WRITE)) ||
-        ((wr->flags & (DCX_SEND_INLINE | DCX_SEND_FENCE)) !=
-         DCX_SEND_INLINE)) {
-        return 1;
-    }
     peer   = ((soft_ah_t *)wr->dest.ah)->peer;   /* checked by the post */
     target = peer->hdr;
     if (target == NULL) {
         target = soft_peer_map(dev, peer);   /* the first message there */
     }
-    if ((qp->sq_send != qp->sq_head) || (qp->rnr_until_ns != 0) ||
+    if ((wr->flags & DCX_SEND_FENCE) || (qp->sq_send != qp->sq_head) ||
+        (qp->rnr_until_ns != 0) ||
         (dev->fault.rule.type != DCX_SOFT_FAULT_NONE) ||
         (dev->resp_credits == 0) || (target == NULL) || dev->killed ||
         (total > dev->limits.mtu) || (total > target->req.payload) ||
@@ -595,16 +591,6 @@ int soft_req_post_inline(soft_qp_t *qp, const dcx_send_wr_t *wr,
     w->checked    = 1;
     w->all_sent   = 1;
     w->rd_counted = 0;
-    /* the data, kept for a retransmission (or the initiator's copy) */
-    for (i = 0, off = 0; i < wr->num_sge; ++i) {
-        if (wr->sg_list[i].length == 0) {
-            continue;   /* zero bytes: the address is never read */
-        }
-        soft_copy_small(w->inl + off,
-                        (const uint8_t *)(uintptr_t)wr->sg_list[i].addr,
-                        wr->sg_list[i].length);
-        off += wr->sg_list[i].length;
-    }
     if ((wr->opcode == DCX_WR_RDMA_WRITE) && (qp->sq_comp == qp->sq_head)) {
         /* nothing of the DCI outstanding: the initiator's own copy, which
          * needs no target CPU, as the general path would try it */

@@ -506,3 +506,26 @@ TEST_F(soft_light_write, direct_when_idle_light_behind_a_send)
     EXPECT_EQ(2u, st.table_completions);
     EXPECT_TRUE(stop_children());
 }
+
+/* An inline SEND the light path does not take (a fence) goes the general
+ * way with the data the post's single walk of its three sges copied. */
+TEST_F(soft_light, fenced_inline_send_general_path_keeps_its_data)
+{
+    sh->tp.nrecv = 4;
+    start();
+    for (unsigned i = 0; i < 64; ++i) {
+        lbuf[i] = pattern(0, i);
+    }
+    dcx_sge_t s[3] = { lsge(0, 10), lsge(10, 0), lsge(10, 54) };
+    s[1].addr = 0;   /* zero bytes: never read */
+    dcx_send_wr_t wr = make_wr(DCX_WR_SEND, 0, s, 3, ini, sh);
+    wr.flags |= DCX_SEND_INLINE | DCX_SEND_FENCE;
+    ASSERT_EQ(0, dcx_qp_post_send(ini.dci, &wr));
+    memset(lbuf.data(), 0, 64);   /* copied at post */
+    expect_completions(1);
+    expect_sends({ 64 });
+    dcx_soft_stats_t st = stats(ini);
+    EXPECT_EQ(0u, st.table_completions);
+    EXPECT_EQ(1u, st.rx_packets) << "its ACK packet";
+    EXPECT_TRUE(stop_children());
+}
