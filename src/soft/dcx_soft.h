@@ -51,16 +51,20 @@
  *    soft_dmap.c), after the same checks and under the same in-flight
  *    markers as a cross-memory copy.  Where pidfd_open, that open or the
  *    mmap is refused, the copy is a cross-memory one as for other memory.
- *  - Small inline SENDs: one that fits a packet, posted on a DCI with
- *    nothing waiting to be transmitted and no fault rule set, is written
- *    straight into the target's request ring, and the target acknowledges
- *    it in an ack table of the initiator's port segment (one cache line per
- *    DCI, cumulative) instead of by an ACK packet; the initiator completes
- *    every WQE up to there at its next engine pass.  Everything else, and
- *    everything while a fault rule is set, goes the general way with ACK
- *    packets.  Timeouts, retries, RNR, flush and dead-peer detection are
- *    the same on both.  Counted in dcx_soft_stats_t.acks_in_table /
- *    table_completions.
+ *  - Small inline SENDs and RDMA WRITEs: one that fits a packet, posted on
+ *    a DCI with nothing waiting to be transmitted and no fault rule set, is
+ *    written straight into the target's request ring in a compact form (a
+ *    small message takes the slot's first two cache lines), and the target
+ *    acknowledges it in an ack table of the initiator's port segment (one
+ *    cache line per DCI, cumulative) instead of by an ACK packet; the
+ *    initiator completes every WQE up to there at its next engine pass.  An
+ *    inline WRITE on a DCI with nothing outstanding goes the direct way
+ *    first where limits.direct allows it (above).  The target checks a
+ *    WRITE's rkey, bounds, access and DC key as for any packet.  Everything
+ *    else, and everything while a fault rule is set, goes the general way
+ *    with ACK packets.  Timeouts, retries, RNR, flush and dead-peer
+ *    detection are the same on both.  Counted in dcx_soft_stats_t.
+ *    acks_in_table / table_completions.
  *  - qp->post_send, srq->post_recv and cq->poll take the device's engine
  *    lock (a futex mutex) and are thread-safe; a full send queue or SRQ returns ENOMEM with
  *    a debug-level log line only (it is flow control, not an error).

@@ -20,9 +20,11 @@
  *  - The responder handles a source (port, DCI) strictly in order, answers
  *    the last packet of a message (ACK/NAK), every READ packet (data) and
  *    every atomic (result); RNR and errors are NAKed at the first packet.
- *    A request marked SOFT_PKT_WACK (the light path of small inline SENDs,
- *    soft_req_post_inline) is acknowledged in the requester's ack table
- *    (soft_ack_t) instead of by an ACK packet.
+ *    A request marked SOFT_PKT_WACK (the light path of small inline SENDs
+ *    and RDMA WRITEs, soft_req_post_inline, which sends them in the compact
+ *    form SOFT_PKT_LIGHT) is acknowledged in the requester's ack table
+ *    (soft_ack_t) instead of by an ACK packet; the responder handles such
+ *    single-packet messages in one pass (soft_resp_fast).
  *  - A READ request packet asks for a range of up to SOFT_READ_BURST
  *    response packets (args[0] bytes, args[1] bytes per response), so a
  *    large READ streams: the responder answers a whole burst at once and
@@ -49,7 +51,7 @@
 #include <string.h>
 
 #define SOFT_MAGIC          0x53584344u  /* "DCXS" */
-#define SOFT_VERSION        2u
+#define SOFT_VERSION        3u
 #define SOFT_ADDR_MAGIC     0xdc53u      /* soft port address, format 2 */
 #define SOFT_ADDR_LEN       28u
 #define SOFT_SLOT_HDR       192u         /* ring slot header incl. seq */
@@ -101,32 +103,48 @@ enum {
      * its ack table (soft_ack_t) rather than from an ACK packet: set by a
      * requester without a fault rule, honoured by a responder that finds
      * the requester's table */
-    SOFT_PKT_WACK  = 1u << 3
+    SOFT_PKT_WACK  = 1u << 3,
+    /* the compact form (soft_pkt_t): a single-packet SEND or RDMA WRITE
+     * of the light path (soft_req_post_inline) */
+    SOFT_PKT_LIGHT = 1u << 4
 };
 
+/* A packet header.  The first 56 bytes share the slot's first cache line
+ * with its sequence number: they hold everything the engine reads of every
+ * packet (len, deliver_ns, the claimer's src_pid) and every field of a
+ * light packet (SOFT_PKT_LIGHT) but raddr, rkey and imm, which open the
+ * second line.  A light packet ends there: its payload follows imm
+ * (SOFT_LIGHT_OFF), over the rest of the header, so that a small message
+ * touches two lines of the ring rather than four; it stands for a
+ * single-packet message (offset 0, total_len = len) without checksum.
+ * Every other packet has the whole header and its payload at
+ * SOFT_SLOT_HDR. */
 typedef struct soft_pkt {
     uint8_t   op;
     uint8_t   flags;        /* SOFT_PKT_* */
-    uint8_t   status;       /* NAK */
-    uint8_t   atomic_size;
+    uint16_t  src_inst;     /* source port (16 bits, as in its address) */
     uint32_t  len;          /* payload bytes carried by this packet */
     uint32_t  src_pid;      /* source port */
-    uint32_t  src_inst;
     uint32_t  src_qpn;      /* request: DCI; response: DCT */
     uint32_t  dst_qpn;      /* request: DCT; response: DCI */
     uint32_t  msn;          /* message number on the DCI */
     uint32_t  ack_base;     /* oldest unacknowledged msn of the DCI */
+    uint32_t  gen;          /* request: DCI generation */
     uint64_t  dc_key;
-    uint64_t  offset;       /* byte offset of this packet in the message */
-    uint64_t  total_len;    /* message length */
+    uint64_t  src_token;    /* source port's name token (reply path) */
+    uint64_t  deliver_ns;   /* not before (fault injection: delay) */
+    /* second line */
     uint64_t  raddr;
     uint32_t  rkey;
     uint32_t  imm;
+    /* full packets only */
+    uint64_t  offset;       /* byte offset of this packet in the message */
+    uint64_t  total_len;    /* message length */
     uint64_t  args[4];      /* atomics: compare_add, swap, cmask, smask */
-    uint64_t  src_token;    /* source port's name token (reply path) */
-    uint64_t  deliver_ns;   /* not before (fault injection: delay) */
-    uint32_t  csum;
-    uint32_t  gen;          /* request: DCI generation */
+    uint8_t   status;       /* NAK */
+    uint8_t   atomic_size;
+    uint16_t  pad;
+    uint32_t  csum;         /* of every byte before it */
 } soft_pkt_t;
 
 /* One entry of a port's ack table, by DCI index (qp number -
@@ -146,9 +164,19 @@ typedef struct soft_slot {
     soft_pkt_t  pkt;
 } soft_slot_t;
 
+/* where a light packet's payload starts in its slot */
+#define SOFT_LIGHT_OFF  (offsetof(soft_slot_t, pkt) + \
+                         offsetof(soft_pkt_t, offset))
+
 #ifndef __cplusplus
 _Static_assert(sizeof(soft_slot_t) <= SOFT_SLOT_HDR,
                "a ring slot header must hold the sequence and a packet");
+_Static_assert(offsetof(soft_slot_t, pkt.raddr) == 64,
+               "a light packet's common fields fill the slot's first line");
+_Static_assert(SOFT_LIGHT_OFF == 80,
+               "a light packet's payload follows raddr, rkey and imm");
+_Static_assert(offsetof(soft_pkt_t, csum) % 8 == 4,
+               "soft_pkt_csum hashes whole words and the 4 bytes before csum");
 #endif
 
 /* ------------------------------------------------------------------------
@@ -240,6 +268,10 @@ typedef struct soft_peer {
     uint64_t          watch_pos;   /* ring position after our newest one */
     uint64_t          watch_head;  /* peer's ring head when last looked at */
     uint64_t          watch_since; /* no progress seen since; 0: none */
+    /* its ack table once mapped (bounded by the mapping; NULL: none),
+     * where responders acknowledge its SOFT_PKT_WACK messages */
+    soft_ack_t       *acks;
+    uint32_t          ack_count;
     int               direct_off;  /* cross-memory attach refused */
     int               dmap_off;    /* mapping its allocations refused */
 } soft_peer_t;

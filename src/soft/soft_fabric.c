@@ -492,6 +492,24 @@ void soft_fabric_sweep(uint32_t uid)
     closedir(dir);
 }
 
+/* Notes where the peer's ack table is, from its header, bounded by what we
+ * mapped (the header is the peer's to write). */
+static void soft_peer_set_acks(soft_peer_t *peer)
+{
+    soft_port_hdr_t *hdr = peer->hdr;
+    uint64_t off         = __atomic_load_n(&hdr->ack_off, __ATOMIC_RELAXED);
+    uint64_t count       = __atomic_load_n(&hdr->ack_count, __ATOMIC_RELAXED);
+
+    if ((off == 0) || (off > peer->map_size) || (off % sizeof(soft_ack_t))) {
+        return;
+    }
+    if (count > (peer->map_size - off) / sizeof(soft_ack_t)) {
+        count = (peer->map_size - off) / sizeof(soft_ack_t);
+    }
+    peer->ack_count = (uint32_t)count;
+    peer->acks      = (soft_ack_t *)((char *)hdr + off);
+}
+
 soft_peer_t *soft_peer_get(soft_dev_t *dev, uint32_t pid, uint32_t inst,
                            uint64_t token)
 {
@@ -514,6 +532,7 @@ soft_peer_t *soft_peer_get(soft_dev_t *dev, uint32_t pid, uint32_t inst,
         peer->own      = 1;
         peer->hdr      = dev->hdr;
         peer->map_size = dev->seg_size;
+        soft_peer_set_acks(peer);
     }
     peer->next = dev->peers;
     dev->peers = peer;
@@ -570,6 +589,7 @@ soft_port_hdr_t *soft_peer_map(soft_dev_t *dev, soft_peer_t *peer)
     }
     peer->hdr      = hdr;
     peer->map_size = (size_t)st.st_size;
+    soft_peer_set_acks(peer);
     return hdr;
 }
 
@@ -664,7 +684,8 @@ soft_pkt_t *soft_ring_peek(soft_port_hdr_t *hdr, soft_ring_t *ring,
     if (__atomic_load_n(&slot->seq, __ATOMIC_ACQUIRE) != pos + 1) {
         return NULL;
     }
-    *payload_p = (char *)slot + SOFT_SLOT_HDR;
+    *payload_p = (char *)slot + ((slot->pkt.flags & SOFT_PKT_LIGHT) ?
+                                 SOFT_LIGHT_OFF : SOFT_SLOT_HDR);
     return &slot->pkt;
 }
 
@@ -673,10 +694,22 @@ void soft_ring_pop(soft_port_hdr_t *hdr, soft_ring_t *ring)
     uint64_t pos      = ring->head;
     soft_slot_t *slot = soft_ring_slot(hdr, ring, pos);
 
+    size_t clear = sizeof(slot->pkt);
+
     /* a consumed slot keeps nothing of its packet: no DC key, address or
      * rkey is left for whoever maps the segment later (payload bytes are
-     * data the sender gave away) */
-    memset(&slot->pkt, 0, sizeof(slot->pkt));
+     * data the sender gave away), and its header is all zeros for the next
+     * producer.  A light packet wrote only its first lines: the header up
+     * to its payload and the payload bytes over the rest of the header. */
+    if (slot->pkt.flags & SOFT_PKT_LIGHT) {
+        uint64_t used = (uint64_t)(SOFT_LIGHT_OFF -
+                                   offsetof(soft_slot_t, pkt)) + slot->pkt.len;
+
+        if (used < clear) {
+            clear = (size_t)used;
+        }
+    }
+    memset(&slot->pkt, 0, clear);
     __atomic_store_n(&slot->seq, pos + ring->nslots, __ATOMIC_RELEASE);
     /* producers watch the head to see that their packets are served */
     __atomic_store_n(&ring->head, pos + 1, __ATOMIC_RELAXED);
@@ -737,11 +770,16 @@ uint32_t soft_pkt_csum(const soft_pkt_t *pkt)
     const uint64_t *w = (const uint64_t *)pkt;
     size_t i, n = offsetof(soft_pkt_t, csum) / sizeof(uint64_t);
     uint64_t h = 0x9e3779b97f4a7c15ull;
+    uint32_t tail;
 
     for (i = 0; i < n; ++i) {
         h = (h ^ w[i]) * 0x100000001b3ull;
         h ^= h >> 29;
     }
+    /* the 4 bytes between the last whole word and csum (status, ...) */
+    memcpy(&tail, (const char *)pkt + n * sizeof(uint64_t), sizeof(tail));
+    h = (h ^ tail) * 0x100000001b3ull;
+    h ^= h >> 29;
     return (uint32_t)(h ^ (h >> 32));
 }
 

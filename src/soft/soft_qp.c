@@ -86,8 +86,10 @@ static int soft_post_check(soft_qp_t *qp, const dcx_send_wr_t *wr,
     return 0;
 }
 
+/* Queues wr as the DCI's next WQE.  'inl_ready': its inline data is in
+ * the WQE's buffer already (soft_post_inline_data). */
 static soft_swqe_t *soft_post_enqueue(soft_qp_t *qp, const dcx_send_wr_t *wr,
-                                      uint64_t total)
+                                      uint64_t total, int inl_ready)
 {
     soft_swqe_t *w = soft_wqe(qp, qp->sq_head);
     unsigned i;
@@ -113,7 +115,9 @@ static soft_swqe_t *soft_post_enqueue(soft_qp_t *qp, const dcx_send_wr_t *wr,
     w->checked   = 0;
     w->all_sent  = 0;
     w->rd_counted = 0;
-    if (wr->flags & DCX_SEND_INLINE) {
+    if (inl_ready) {
+        /* copied by soft_post_inline_data */
+    } else if (wr->flags & DCX_SEND_INLINE) {
         uint64_t off = 0;
 
         for (i = 0; i < wr->num_sge; ++i) {
@@ -202,6 +206,84 @@ static inline int soft_post_lock(soft_qp_t *qp, const dcx_send_wr_t *wr,
     return SOFT_POST_READY;
 }
 
+static int soft_dci_post_send(dcx_qp_t *qp_, const dcx_send_wr_t *wr);
+
+/* The WRs the light path may take (soft_req_post_inline), recognised with
+ * the few checks they need: an inline SEND, SEND_IMM or RDMA WRITE with a
+ * destination and an sg list within the DCI's limit.  Everything else, and
+ * every error (logged there), goes through soft_post_check. */
+static inline int soft_post_is_light(const soft_qp_t *qp,
+                                     const dcx_send_wr_t *wr)
+{
+    return ((wr->opcode == DCX_WR_SEND) || (wr->opcode == DCX_WR_SEND_IMM) ||
+            (wr->opcode == DCX_WR_RDMA_WRITE)) &&
+           (wr->flags & DCX_SEND_INLINE) &&
+           (wr->num_sge <= qp->super.max_send_sge) && (wr->dest.ah != NULL) &&
+           ((wr->num_sge == 0) || (wr->sg_list != NULL));
+}
+
+/* Copies an inline WR's data into the buffer of the WQE it will be (engine
+ * lock held), summing the lengths in the same walk of the sg list; returns
+ * the length, or UINT64_MAX, with nothing else done, when it is longer
+ * than the DCI's max_inline. */
+static inline uint64_t soft_post_inline_data(soft_qp_t *qp,
+                                             const dcx_send_wr_t *wr)
+{
+    uint8_t *inl   = soft_wqe(qp, qp->sq_head)->inl;
+    uint64_t total = 0;
+    uint32_t len;
+    unsigned i;
+
+    for (i = 0; i < wr->num_sge; ++i) {
+        len = wr->sg_list[i].length;
+        if (len == 0) {
+            continue;   /* zero bytes: the address is never read */
+        }
+        if (len > qp->super.max_inline - total) {
+            return UINT64_MAX;
+        }
+        soft_copy_small(inl + total,
+                        (const uint8_t *)(uintptr_t)wr->sg_list[i].addr, len);
+        total += len;
+    }
+    return total;
+}
+
+/* Posts a WR that soft_post_is_light() recognised: one walk of its sg list
+ * (soft_post_inline_data), then the light path, or the general one with
+ * the data already in the WQE. */
+static int soft_dci_post_light(soft_qp_t *qp, const dcx_send_wr_t *wr)
+{
+    soft_dev_t *dev = qp->dev;
+    soft_swqe_t *w;
+    uint64_t total;
+    int ret;
+
+    soft_lock(&dev->lock);
+    if ((qp->sq_head - qp->sq_tail >= qp->sq_size) ||
+        (qp->super.post_send != soft_dci_post_send)) {
+        soft_unlock(&dev->lock);
+        return SOFT_POST_READY;   /* the caller's general post says why */
+    }
+    total = soft_post_inline_data(qp, wr);
+    if (total == UINT64_MAX) {
+        soft_unlock(&dev->lock);
+        ret = soft_post_check(qp, wr, &total);   /* logs it */
+        return (ret != 0) ? ret : EINVAL;
+    }
+    if (soft_req_post_inline(qp, wr, total) != 0) {
+        w = soft_post_enqueue(qp, wr, total, 1);
+        soft_fault_post(dev, wr->opcode, &w->forced);
+        dev->now = soft_now_ns();
+        soft_req_run(qp, dev->now);
+    }
+    soft_unlock(&dev->lock);
+    if (soft_port_kick_sleeping(dev->hdr)) {
+        __atomic_fetch_add(&dev->futex_wakes, 1, __ATOMIC_RELAXED);
+    }
+    return 0;
+}
+
 static int soft_dci_post_send(dcx_qp_t *qp_, const dcx_send_wr_t *wr)
 {
     soft_qp_t *qp   = (soft_qp_t *)qp_;
@@ -210,18 +292,21 @@ static int soft_dci_post_send(dcx_qp_t *qp_, const dcx_send_wr_t *wr)
     uint64_t total;
     int ret;
 
+    if (soft_post_is_light(qp, wr)) {
+        ret = soft_dci_post_light(qp, wr);
+        if (ret != SOFT_POST_READY) {
+            return ret;
+        }
+        /* a full send queue or a change of mode: as any post */
+    }
     ret = soft_post_lock(qp, wr, soft_dci_post_send, &total);
     if (ret != SOFT_POST_READY) {
         return ret;
     }
-    if (soft_req_post_inline(qp, wr, total) == 0) {
-        goto out;
-    }
-    w = soft_post_enqueue(qp, wr, total);
+    w = soft_post_enqueue(qp, wr, total, 0);
     soft_fault_post(dev, wr->opcode, &w->forced);
     dev->now = soft_now_ns();
     soft_req_run(qp, dev->now);
-out:
     soft_unlock(&dev->lock);
     if (soft_port_kick_sleeping(dev->hdr)) {
         __atomic_fetch_add(&dev->futex_wakes, 1, __ATOMIC_RELAXED);
@@ -247,7 +332,7 @@ static int soft_dci_post_flush(dcx_qp_t *qp_, const dcx_send_wr_t *wr)
         soft_unlock(&qp->dev->lock);
         return ret;
     }
-    w        = soft_post_enqueue(qp, wr, total);
+    w        = soft_post_enqueue(qp, wr, total, 0);
     w->state = SOFT_WQE_DONE;
     soft_mkey_wr_free(w);
     soft_wqe_push_cqe(qp, w, qp->sq_head - 1, DCX_WC_WR_FLUSH_ERR, 0);
@@ -297,7 +382,7 @@ int soft_qp_post_locked(soft_qp_t *qp, const dcx_send_wr_t *wr)
     if (ret != 0) {
         return ret;
     }
-    w = soft_post_enqueue(qp, wr, total);
+    w = soft_post_enqueue(qp, wr, total, 0);
     soft_fault_post(qp->dev, wr->opcode, &w->forced);
     soft_req_run(qp, qp->dev->now);
     return 0;

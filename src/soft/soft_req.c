@@ -471,7 +471,7 @@ static int soft_req_send_packets(soft_qp_t *qp, soft_swqe_t *w, uint64_t now)
             pkt->len         = (flags & SOFT_OPF_PAYLOAD) ? (uint32_t)chunk :
                                0;
             pkt->src_pid     = dev->pid;
-            pkt->src_inst    = dev->inst;
+            pkt->src_inst    = (uint16_t)dev->inst;
             pkt->src_token   = dev->token;
             pkt->src_qpn     = qp->super.qp_num;
             pkt->dst_qpn     = w->wr.dest.dctn;
@@ -529,16 +529,23 @@ static int soft_req_send_packets(soft_qp_t *qp, soft_swqe_t *w, uint64_t now)
     return 0;
 }
 
-/* The light path of a post (engine lock held): an inline SEND that fits
- * one packet, on a DCI with nothing waiting to be transmitted (idle, or
- * with earlier messages to the same destination on the wire), without a
- * fault rule, goes straight into the target's request ring: the WQE is
- * recorded for completion and retransmission with what those need, the
- * packet is written with only the fields such a message has (a consumed
- * slot is all zeros, soft_ring_pop), no clock is read (the ack timer
- * starts at the next engine pass) and the responder acknowledges it in our
- * ack table.  Returns 0 when posted; 1 when it does not apply, with
- * nothing done: the caller takes the general path. */
+/* The light path of a post (engine lock held): an inline SEND or RDMA
+ * WRITE that fits one packet, on a DCI with nothing waiting to be
+ * transmitted (idle, or with earlier messages to the same destination on
+ * the wire), without a fault rule, goes straight into the target's request
+ * ring as a light packet (soft_pkt_t: two cache lines for a small one):
+ * the WQE is recorded for completion and retransmission with what those
+ * need, the packet carries only the fields such a message has (a consumed
+ * slot is all zeros, soft_ring_pop), no clock is read (the ack timer starts
+ * at the next engine pass) and the responder acknowledges it in our ack
+ * table.  The responder checks a WRITE's rkey, bounds, access and DC key
+ * as for any packet.  An RDMA WRITE on a DCI with nothing outstanding
+ * first tries the initiator's own copy (dev->one_sided, soft_direct.c),
+ * which needs no target CPU, and completes at once when that took it.
+ * The caller checked wr (an inline SEND, SEND_IMM or RDMA WRITE) and put
+ * its data in the buffer of the WQE at sq_head (soft_post_inline_data).
+ * Returns 0 when posted; 1 when it does not apply, with nothing done: the
+ * caller takes the general path. */
 int soft_req_post_inline(soft_qp_t *qp, const dcx_send_wr_t *wr,
                          uint64_t total)
 {
@@ -547,22 +554,16 @@ int soft_req_post_inline(soft_qp_t *qp, const dcx_send_wr_t *wr,
     soft_peer_t *peer;
     soft_swqe_t *w, *prev;
     soft_pkt_t *pkt;
-    uint8_t *payload;
     void *slot_payload;
-    uint64_t pos, off;
-    unsigned i;
+    uint64_t pos;
 
-    if (((wr->opcode != DCX_WR_SEND) && (wr->opcode != DCX_WR_SEND_IMM)) ||
-        ((wr->flags & (DCX_SEND_INLINE | DCX_SEND_FENCE)) !=
-         DCX_SEND_INLINE)) {
-        return 1;
-    }
     peer   = ((soft_ah_t *)wr->dest.ah)->peer;   /* checked by the post */
     target = peer->hdr;
     if (target == NULL) {
         target = soft_peer_map(dev, peer);   /* the first message there */
     }
-    if ((qp->sq_send != qp->sq_head) || (qp->rnr_until_ns != 0) ||
+    if ((wr->flags & DCX_SEND_FENCE) || (qp->sq_send != qp->sq_head) ||
+        (qp->rnr_until_ns != 0) ||
         (dev->fault.rule.type != DCX_SOFT_FAULT_NONE) ||
         (dev->resp_credits == 0) || (target == NULL) || dev->killed ||
         (total > dev->limits.mtu) || (total > target->req.payload) ||
@@ -576,12 +577,6 @@ int soft_req_post_inline(soft_qp_t *qp, const dcx_send_wr_t *wr,
             return 1;
         }
     }
-    pkt = soft_ring_reserve(target, &target->req, dev->pid, &slot_payload,
-                            &pos);
-    if (pkt == NULL) {
-        return 1;   /* ring full: queued by the general path */
-    }
-    payload = slot_payload;
 
     w             = soft_wqe(qp, qp->sq_head);
     w->wr         = *wr;
@@ -592,37 +587,52 @@ int soft_req_post_inline(soft_qp_t *qp, const dcx_send_wr_t *wr,
     w->total_len  = total;
     w->sent_off   = total;
     w->recv_off   = 0;
-    w->credits    = 1;
-    w->msn        = qp->next_msn++;
-    w->state      = SOFT_WQE_WAIT_RESP;
     w->forced     = SOFT_NO_STATUS;
     w->checked    = 1;
     w->all_sent   = 1;
     w->rd_counted = 0;
-    for (i = 0, off = 0; i < wr->num_sge; ++i) {
-        if (wr->sg_list[i].length == 0) {
-            continue;   /* zero bytes: the address is never read */
+    if ((wr->opcode == DCX_WR_RDMA_WRITE) && (qp->sq_comp == qp->sq_head)) {
+        /* nothing of the DCI outstanding: the initiator's own copy, which
+         * needs no target CPU, as the general path would try it */
+        w->credits = 0;
+        w->state   = SOFT_WQE_POSTED;
+        if (dev->one_sided(qp, w)) {
+            w->msn = qp->next_msn++;
+            qp->sq_head++;
+            qp->sq_send = qp->sq_head;
+            soft_req_complete(qp, DCX_WC_SUCCESS, (uint32_t)total, dev->now);
+            return 0;
         }
-        soft_copy_small(payload + off,
-                        (const uint8_t *)(uintptr_t)wr->sg_list[i].addr,
-                        wr->sg_list[i].length);
-        off += wr->sg_list[i].length;
     }
-    soft_copy_small(w->inl, payload, total);   /* kept for a retransmission */
+    pkt = soft_ring_reserve(target, &target->req, dev->pid, &slot_payload,
+                            &pos);
+    if (pkt == NULL) {
+        return 1;   /* ring full: queued by the general path */
+    }
+    w->credits = 1;
+    w->msn     = qp->next_msn++;
+    w->state   = SOFT_WQE_WAIT_RESP;
 
+    /* the light form: the payload right after imm (soft_pkt_t) */
+    soft_copy_small((uint8_t *)&pkt->offset, w->inl, total);
     pkt->op        = wr->opcode;
-    pkt->flags     = SOFT_PKT_FIRST | SOFT_PKT_LAST | SOFT_PKT_WACK;
+    pkt->flags     = SOFT_PKT_FIRST | SOFT_PKT_LAST | SOFT_PKT_WACK |
+                     SOFT_PKT_LIGHT;
+    pkt->src_inst  = (uint16_t)dev->inst;
     pkt->len       = (uint32_t)total;
-    pkt->src_inst  = dev->inst;
     pkt->src_qpn   = qp->super.qp_num;
     pkt->dst_qpn   = wr->dest.dctn;
     pkt->msn       = w->msn;
     pkt->ack_base  = soft_wqe(qp, qp->sq_comp)->msn;
     pkt->gen       = qp->gen;
-    pkt->imm       = wr->imm;
     pkt->dc_key    = wr->dest.dc_key;
     pkt->src_token = dev->token;
-    pkt->total_len = total;
+    if (wr->opcode == DCX_WR_RDMA_WRITE) {
+        pkt->raddr = wr->remote_addr;
+        pkt->rkey  = wr->rkey;
+    } else {
+        pkt->imm   = wr->imm;
+    }
     dev->stats.futex_wakes += soft_ring_publish(target, &target->req, pos);
 
     dev->resp_credits--;

@@ -65,6 +65,27 @@ static int soft_rstate_gc(soft_dev_t *dev)
     return kept < SOFT_RSTATE_SLOTS;
 }
 
+/* The state of the packet's source, if there is one. */
+static inline soft_rstate_t *soft_rstate_find(soft_dev_t *dev,
+                                              const soft_pkt_t *pkt)
+{
+    uint32_t h = soft_rstate_hash(pkt->src_pid, pkt->src_inst, pkt->src_qpn);
+    soft_rstate_t *rs;
+    uint32_t i;
+
+    for (i = 0; i < SOFT_RSTATE_SLOTS; ++i) {
+        rs = &dev->rstate[(h + i) % SOFT_RSTATE_SLOTS];
+        if (!rs->used) {
+            return NULL;
+        }
+        if ((rs->pid == pkt->src_pid) && (rs->inst == pkt->src_inst) &&
+            (rs->dci == pkt->src_qpn)) {
+            return rs;
+        }
+    }
+    return NULL;
+}
+
 static soft_rstate_t *soft_rstate_get(soft_dev_t *dev, const soft_pkt_t *pkt)
 {
     uint32_t h = soft_rstate_hash(pkt->src_pid, pkt->src_inst, pkt->src_qpn);
@@ -108,27 +129,37 @@ static soft_rstate_t *soft_rstate_get(soft_dev_t *dev, const soft_pkt_t *pkt)
     return free_rs;
 }
 
-static void soft_resp_recv_cqe(soft_dev_t *dev, soft_qp_t *dct,
-                               soft_rstate_t *rs, uint8_t status,
-                               uint8_t opcode, uint16_t flags, uint32_t imm,
-                               uint32_t byte_len)
+/* Completes receive wr_id of the DCT; a CQ overrun puts the DCT in
+ * error. */
+static void soft_resp_cqe(soft_dev_t *dev, soft_qp_t *dct, uint32_t src_qp,
+                          uint64_t wr_id, uint8_t status, uint8_t opcode,
+                          uint16_t flags, uint32_t imm, uint32_t byte_len)
 {
     dcx_wc_t wc;
 
     memset(&wc, 0, sizeof(wc));
-    wc.wr_id    = rs->recv.wr_id;
+    wc.wr_id    = wr_id;
     wc.status   = status;
     wc.opcode   = opcode;
     wc.flags    = flags;
     wc.imm      = imm;
     wc.byte_len = byte_len;
     wc.qp_num   = dct->super.qp_num;
-    wc.src_qp   = rs->dci;
-    rs->have_recv = 0;
+    wc.src_qp   = src_qp;
     if (soft_cq_push(dct->cq, &wc, NULL, 0) != 0) {
         __atomic_store_n(&dct->super.state, DCX_QPS_ERR, __ATOMIC_RELAXED);
         soft_direct_dct_publish(dev, dct, 0);
     }
+}
+
+static void soft_resp_recv_cqe(soft_dev_t *dev, soft_qp_t *dct,
+                               soft_rstate_t *rs, uint8_t status,
+                               uint8_t opcode, uint16_t flags, uint32_t imm,
+                               uint32_t byte_len)
+{
+    rs->have_recv = 0;
+    soft_resp_cqe(dev, dct, rs->dci, rs->recv.wr_id, status, opcode, flags,
+                  imm, byte_len);
 }
 
 /* Drops the receive held for an abandoned message. */
@@ -187,7 +218,7 @@ void soft_resp_send(soft_dev_t *dev, soft_rstate_t *rs,
     pkt->status    = status;
     pkt->len       = len;
     pkt->src_pid   = dev->pid;
-    pkt->src_inst  = dev->inst;
+    pkt->src_inst  = (uint16_t)dev->inst;
     pkt->src_token = dev->token;
     pkt->src_qpn   = req->dst_qpn;
     pkt->dst_qpn   = req->src_qpn;
@@ -219,10 +250,10 @@ void soft_resp_nak(soft_dev_t *dev, soft_rstate_t *rs,
 static int soft_resp_ack_word(soft_dev_t *dev, soft_rstate_t *rs,
                               const soft_pkt_t *pkt)
 {
-    uint32_t idx = pkt->src_qpn - SOFT_QPN_BASE;
-    uint32_t msn = pkt->msn + 1;
-    soft_port_hdr_t *hdr;
-    uint64_t off, word, old;
+    uint32_t idx      = pkt->src_qpn - SOFT_QPN_BASE;
+    uint32_t msn      = pkt->msn + 1;
+    soft_peer_t *peer = rs->peer;
+    uint64_t word, old;
     uint32_t old_gen;
     soft_ack_t *a;
 
@@ -232,20 +263,12 @@ static int soft_resp_ack_word(soft_dev_t *dev, soft_rstate_t *rs,
         }
         rs->wack_hold = 0;
     }
-    hdr = soft_peer_map(dev, rs->peer);
-    if ((hdr == NULL) || __atomic_load_n(&hdr->killed, __ATOMIC_RELAXED)) {
-        return 0;
+    if (((peer->hdr == NULL) && (soft_peer_map(dev, peer) == NULL)) ||
+        __atomic_load_n(&peer->hdr->killed, __ATOMIC_RELAXED) ||
+        (idx >= peer->ack_count)) {
+        return 0;   /* no table (peer->ack_count is 0 then) */
     }
-    /* the table's place comes from the requester's segment: bounded by
-     * what we mapped */
-    off = __atomic_load_n(&hdr->ack_off, __ATOMIC_RELAXED);
-    if ((off == 0) || (idx >= __atomic_load_n(&hdr->ack_count,
-                                              __ATOMIC_RELAXED)) ||
-        (off > rs->peer->map_size) ||
-        ((rs->peer->map_size - off) / sizeof(soft_ack_t) <= idx)) {
-        return 0;
-    }
-    a    = (soft_ack_t *)((char *)hdr + off) + idx;
+    a    = peer->acks + idx;
     word = ((uint64_t)pkt->gen << 32) | msn;
     old  = __atomic_load_n(&a->word, __ATOMIC_RELAXED);
     do {
@@ -282,13 +305,12 @@ void soft_resp_finish(soft_rstate_t *rs)
 }
 
 /* The region a request names, if it grants 'access' over [addr, addr +
- * len) and the DCT allows it; NULL (counted) otherwise.  Called for every
- * packet that touches memory, right before the copy: a region deregistered
- * or invalidated since the message began refuses the rest of it. */
-static soft_mr_t *soft_resp_check_remote(soft_dev_t *dev, soft_qp_t *dct,
-                                         const soft_pkt_t *pkt,
-                                         uint32_t access, uint64_t addr,
-                                         uint64_t len)
+ * len) and the DCT allows it; NULL otherwise.  Called for every packet
+ * that touches memory, right before the copy: a region deregistered or
+ * invalidated since the message began refuses the rest of it. */
+static inline soft_mr_t *soft_resp_remote(soft_dev_t *dev, soft_qp_t *dct,
+                                          uint32_t rkey, uint32_t access,
+                                          uint64_t addr, uint64_t len)
 {
     static soft_mr_t no_memory;   /* a zero-length access: never read */
     soft_mr_t *mr;
@@ -299,26 +321,36 @@ static soft_mr_t *soft_resp_check_remote(soft_dev_t *dev, soft_qp_t *dct,
         return &no_memory;
     }
 
-    mr = soft_key_lookup(dev, pkt->rkey);
+    mr = soft_key_lookup(dev, rkey);
     if ((mr == NULL) || !(dct->access & access)) {
-        goto err;
+        return NULL;
     }
     if (mr->mkey != NULL) {
         /* strided key: every entry under [addr, addr + len) */
         if (soft_mkey_check(dev, mr, addr, len, access) != 0) {
-            goto err;
+            return NULL;
         }
         return mr;
     }
     if (!(mr->super.access & access) || (addr < mr->start) ||
         (addr > mr->end) || (len > mr->end - addr)) {
-        goto err;
+        return NULL;
     }
     return mr;
+}
 
-err:
-    dev->stats.remote_access_errors++;
-    return NULL;
+/* soft_resp_remote, counting a refusal */
+static soft_mr_t *soft_resp_check_remote(soft_dev_t *dev, soft_qp_t *dct,
+                                         const soft_pkt_t *pkt,
+                                         uint32_t access, uint64_t addr,
+                                         uint64_t len)
+{
+    soft_mr_t *mr = soft_resp_remote(dev, dct, pkt->rkey, access, addr, len);
+
+    if (mr == NULL) {
+        dev->stats.remote_access_errors++;
+    }
+    return mr;
 }
 
 /* Takes a receive for the message; 0 if none (RNR NAK sent). */
@@ -503,7 +535,7 @@ static int soft_resp_read_resp(soft_dev_t *dev, soft_qp_t *dct,
     }
     pkt->len       = len;
     pkt->src_pid   = dev->pid;
-    pkt->src_inst  = dev->inst;
+    pkt->src_inst  = (uint16_t)dev->inst;
     pkt->src_token = dev->token;
     pkt->src_qpn   = req->dst_qpn;
     pkt->dst_qpn   = req->src_qpn;
@@ -710,21 +742,160 @@ static void soft_resp_duplicate(soft_dev_t *dev, soft_qp_t *dct,
     }
 }
 
+/* The whole header of a light packet (soft_pkt_t): a single packet at
+ * offset 0 without checksum. */
+static __attribute__((noinline)) void soft_pkt_expand(const soft_pkt_t *light,
+                                                soft_pkt_t *full)
+{
+    memset(full, 0, sizeof(*full));
+    memcpy(full, light, offsetof(soft_pkt_t, offset));
+    full->flags    &= (uint8_t)~(SOFT_PKT_LIGHT | SOFT_PKT_CSUM);
+    full->total_len = light->len;
+}
+
+/* The receive at the head of the SRQ takes 'len' bytes: every sge is
+ * registered for local write (checked right before the copy, as for every
+ * message) and they hold len bytes together; strided keys are left to the
+ * general path. */
+static inline int soft_resp_recv_fits(soft_dev_t *dev, const soft_rwqe_t *wqe,
+                                      uint32_t len)
+{
+    uint64_t room = 0;
+    soft_mr_t *mr;
+    unsigned i;
+
+    for (i = 0; i < wqe->num_sge; ++i) {
+        const dcx_sge_t *sge = &wqe->sge[i];
+
+        mr = soft_key_lookup(dev, sge->lkey);
+        if ((mr == NULL) || (mr->mkey != NULL) ||
+            !(mr->super.access & DCX_ACCESS_LOCAL_WRITE) ||
+            (sge->addr < mr->start) || (sge->addr > mr->end) ||
+            (sge->length > mr->end - sge->addr)) {
+            return 0;
+        }
+        room += sge->length;
+    }
+    return room >= len;
+}
+
+/* Copies a message into the receive's buffers (soft_resp_recv_fits). */
+static inline void soft_resp_recv_copy(const soft_rwqe_t *wqe,
+                                       const uint8_t *data, uint32_t len)
+{
+    uint32_t chunk;
+    unsigned i;
+
+    for (i = 0; len > 0; ++i) {
+        chunk = (wqe->sge[i].length < len) ? wqe->sge[i].length : len;
+        memcpy((void *)(uintptr_t)wqe->sge[i].addr, data, chunk);
+        data += chunk;
+        len  -= chunk;
+    }
+}
+
+/* The responder's common case in one pass: a single-packet SEND (plain
+ * SRQ, a receive posted that takes it) or RDMA WRITE (of at least one byte
+ * into a plain MR) that is the next message expected from a source already
+ * known, on a DCT that is up, with the right DC key.  The receive is used
+ * in place (no copy of it is held), the data copied, the CQE pushed and the
+ * message acknowledged (in the requester's ack table when it asks for
+ * that).  Returns 0 with nothing done for everything else: the general
+ * path then handles the packet (and produces the errors). */
+static int soft_resp_fast(soft_dev_t *dev, const soft_pkt_t *pkt,
+                          const void *payload)
+{
+    uint32_t idx = pkt->dst_qpn - SOFT_QPN_BASE;
+    uint32_t len = pkt->len;
+    const soft_rwqe_t *wqe;
+    soft_pkt_t full;
+    soft_rstate_t *rs;
+    soft_srq_t *srq;
+    soft_qp_t *dct;
+    soft_mr_t *mr;
+
+    if ((len > dev->limits.mtu) || (idx >= dev->max_qps) ||
+        ((dct = dev->qps[idx]) == NULL) ||
+        (dct->super.type != DCX_QPT_DCT) ||
+        (dct->super.state == DCX_QPS_ERR) || (pkt->dc_key != dct->dc_key) ||
+        ((rs = soft_rstate_find(dev, pkt)) == NULL) ||
+        (rs->gen != pkt->gen) || (rs->e != pkt->msn) ||
+        (rs->cur_off != 0) || rs->msg_err || rs->have_recv ||
+        ((int32_t)(pkt->ack_base - rs->e) > 0)) {
+        return 0;
+    }
+    if (pkt->op == DCX_WR_RDMA_WRITE) {
+        mr = soft_resp_remote(dev, dct, pkt->rkey, DCX_ACCESS_REMOTE_WRITE,
+                              pkt->raddr, len);
+        if ((len == 0) || (mr == NULL) || (mr->mkey != NULL) ||
+            (soft_key_write(dev, mr, pkt->raddr, payload, len) != 0)) {
+            return 0;   /* the general path writes again, or refuses */
+        }
+    } else if ((pkt->op == DCX_WR_SEND) || (pkt->op == DCX_WR_SEND_IMM)) {
+        srq = dct->srq;
+        if ((srq->tm != NULL) || (srq->head == srq->tail)) {
+            return 0;
+        }
+        wqe = &srq->q[srq->head % srq->size];
+        if (!soft_resp_recv_fits(dev, wqe, len)) {
+            return 0;
+        }
+        soft_resp_recv_copy(wqe, payload, len);
+        srq->head++;
+        if (pkt->op == DCX_WR_SEND) {
+            soft_resp_cqe(dev, dct, pkt->src_qpn, wqe->wr_id, DCX_WC_SUCCESS,
+                          DCX_WC_RECV, 0, 0, len);
+        } else {
+            soft_resp_cqe(dev, dct, pkt->src_qpn, wqe->wr_id, DCX_WC_SUCCESS,
+                          DCX_WC_RECV, DCX_WC_FLAG_WITH_IMM, pkt->imm, len);
+        }
+    } else {
+        return 0;
+    }
+    rs->msg_status = DCX_WC_SUCCESS;
+    rs->e++;
+    if (!(pkt->flags & SOFT_PKT_WACK) || !soft_resp_ack_word(dev, rs, pkt)) {
+        if (pkt->flags & SOFT_PKT_LIGHT) {
+            soft_pkt_expand(pkt, &full);
+            pkt = &full;
+        }
+        soft_resp_send(dev, rs, pkt, SOFT_OP_ACK, 0, 0, 0, NULL, 0, 0);
+    }
+    return 1;
+}
+
 void soft_resp_packet(soft_dev_t *dev, const soft_pkt_t *pkt,
                       const void *payload)
 {
     uint32_t idx = pkt->dst_qpn - SOFT_QPN_BASE;
     const soft_opinfo_t *op;
+    soft_pkt_t full;
     soft_rstate_t *rs;
     soft_qp_t *dct;
     int32_t d;
 
+    if (pkt->flags & SOFT_PKT_LIGHT) {
+        if (((pkt->flags & (SOFT_PKT_FIRST | SOFT_PKT_LAST | SOFT_PKT_CSUM)) ==
+             (SOFT_PKT_FIRST | SOFT_PKT_LAST)) &&
+            soft_resp_fast(dev, pkt, payload)) {
+            return;
+        }
+        soft_pkt_expand(pkt, &full);
+        pkt = &full;
+    } else if (((pkt->flags & (SOFT_PKT_FIRST | SOFT_PKT_LAST |
+                               SOFT_PKT_CSUM)) ==
+                (SOFT_PKT_FIRST | SOFT_PKT_LAST)) &&
+               (pkt->offset == 0) && (pkt->total_len == pkt->len) &&
+               soft_resp_fast(dev, pkt, payload)) {
+        return;
+    }
     if ((pkt->flags & SOFT_PKT_CSUM) && (soft_pkt_csum(pkt) != pkt->csum)) {
         dev->stats.corrupt_drops++;
         return;
     }
     op = soft_op(pkt->op);
-    if ((op == NULL) || (pkt->offset > pkt->total_len) ||
+    if ((op == NULL) || (pkt->len > dev->limits.mtu) ||
+        (pkt->offset > pkt->total_len) ||
         (pkt->len > pkt->total_len - pkt->offset) ||
         ((op->flags & SOFT_OPF_READ) &&
          (pkt->args[0] > pkt->total_len - pkt->offset))) {

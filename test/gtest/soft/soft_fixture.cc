@@ -1,5 +1,6 @@
 #include "soft_fixture.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <signal.h>
@@ -17,6 +18,24 @@ double now_s()
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+std::vector<std::string> seg_names(const std::string &fabric)
+{
+    std::vector<std::string> out;
+    std::string prefix = "dcx-soft." + std::to_string(getuid()) + "." +
+                         fabric + ".";
+    DIR *d = opendir("/dev/shm");
+    if (d == nullptr) {
+        return out;
+    }
+    while (struct dirent *de = readdir(d)) {
+        if (strncmp(de->d_name, prefix.c_str(), prefix.size()) == 0) {
+            out.push_back(std::string("/") + de->d_name);
+        }
+    }
+    closedir(d);
+    return out;
 }
 
 bool wait_flag(volatile uint32_t *flag, uint32_t value, double timeout_s)

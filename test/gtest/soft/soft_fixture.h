@@ -120,6 +120,9 @@ int target_main(shared_area *sh);
 uint8_t *recv_buf(shared_area *sh, uint64_t wr_id);
 
 double now_s();
+
+/* the shared-memory segments of a fabric of ours ("/dcx-soft.<uid>...") */
+std::vector<std::string> seg_names(const std::string &fabric);
 bool wait_flag(volatile uint32_t *flag, uint32_t value, double timeout_s);
 
 class soft : public ::testing::Test {

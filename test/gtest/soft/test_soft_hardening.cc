@@ -25,24 +25,6 @@ const uint64_t KEY = 0x5eC7e7D00dF00D11ull;
 const uint32_t RACC = DCX_ACCESS_LOCAL_WRITE | DCX_ACCESS_REMOTE_WRITE |
                       DCX_ACCESS_REMOTE_READ | DCX_ACCESS_REMOTE_ATOMIC;
 
-std::vector<std::string> seg_names(const std::string &fabric)
-{
-    std::vector<std::string> out;
-    std::string prefix = "dcx-soft." + std::to_string(getuid()) + "." +
-                         fabric + ".";
-    DIR *d = opendir("/dev/shm");
-    if (d == nullptr) {
-        return out;
-    }
-    while (struct dirent *de = readdir(d)) {
-        if (strncmp(de->d_name, prefix.c_str(), prefix.size()) == 0) {
-            out.push_back(std::string("/") + de->d_name);
-        }
-    }
-    closedir(d);
-    return out;
-}
-
 /* A node that targets itself (loopback): one device, memory in this
  * process, so that the test can unmap or remap the target's memory. */
 struct loop {
