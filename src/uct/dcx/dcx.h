@@ -511,6 +511,7 @@ ucs_status_t uct_dcx_iface_event_arm(uct_iface_h tl_iface, unsigned events);
 
 /* dcx_rx.c */
 unsigned uct_dcx_iface_progress(uct_iface_h tl_iface);
+unsigned uct_dcx_iface_progress_pair(uct_iface_h tl_iface);
 void uct_dcx_iface_dispatch(uct_dcx_iface_t *iface);
 unsigned uct_dcx_iface_post_recv(uct_dcx_iface_t *iface);
 void uct_dcx_iface_release_desc(uct_recv_desc_t *self, void *desc);
@@ -611,7 +612,6 @@ void uct_dcx_dci_log_wr(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci,
                         uint64_t sn, const dcx_send_wr_t *wr);
 void uct_dcx_dci_detach_ep(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci,
                            uct_dcx_ep_t *ep);
-int uct_dcx_dci_is_drained(const uct_dcx_dci_t *dci);
 int uct_dcx_dci_take_ep_comps(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci,
                               uct_dcx_ep_t *ep, ucs_queue_head_t *comps);
 void uct_dcx_comps_complete(ucs_queue_head_t *comps, ucs_status_t status);

@@ -46,6 +46,13 @@ uct_dcx_ep_dci(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep)
     return &iface->dcis[ep->dci];
 }
 
+/* Every WR dci posted has completed */
+static UCS_F_ALWAYS_INLINE int
+uct_dcx_dci_is_drained(const uct_dcx_dci_t *dci)
+{
+    return dci->done_sn == dci->sn;
+}
+
 /* The DCI is no longer kept (taken back, given back, or its owner left) */
 static UCS_F_ALWAYS_INLINE void
 uct_dcx_dci_unkeep(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci)

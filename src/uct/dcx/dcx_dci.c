@@ -422,11 +422,6 @@ void uct_dcx_op_release_desc(uct_dcx_iface_t *iface, uct_dcx_op_t *op,
     ucs_mpool_put_inline(op);
 }
 
-int uct_dcx_dci_is_drained(const uct_dcx_dci_t *dci)
-{
-    return dci->done_sn == dci->sn;
-}
-
 void uct_dcx_dci_detach_ep(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci,
                            uct_dcx_ep_t *ep)
 {
