@@ -20,13 +20,6 @@ namespace {
 
 const uint8_t AM_ID = 9;
 
-ucs_status_t am_count_cb(void *arg, void *data, size_t length,
-                         unsigned flags)
-{
-    (*static_cast<int*>(arg))++;
-    return UCS_OK;
-}
-
 /* An AM that waits in the pending queue */
 struct am_req {
     uct_pending_req_t uct;
