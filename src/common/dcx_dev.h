@@ -391,7 +391,7 @@ struct dcx_cq {
     /* Fills up to max completions; returns their number (0 = empty).  May
      * also make progress on the device's engine (soft device). */
     int      (*poll)(dcx_cq_t *cq, int max, dcx_wc_t *wc);
-    /* Optional (NULL when the backend has none; see dcx_cq_poll_pair). */
+    /* dcx_cq_poll_pair (every backend sets it) */
     int      (*poll_pair)(dcx_cq_t *cq, dcx_cq_t *other, int max,
                           dcx_wc_t *wc, int *n_other_p);
 };
@@ -406,8 +406,7 @@ static inline int dcx_cq_poll(dcx_cq_t *cq, int max, dcx_wc_t *wc)
  * dcx_cq_poll(other, max, wc + max), whose count goes to *n_other_p
  * (wc holds 2 * max entries); returns cq's count.  A device that runs an
  * engine when polled looks at both CQs and its engine once, and returns at
- * once when there is nothing to do.  Only where cq->poll_pair is not NULL
- * (the caller checks once, at creation). */
+ * once when there is nothing to do. */
 static inline int dcx_cq_poll_pair(dcx_cq_t *cq, dcx_cq_t *other, int max,
                                    dcx_wc_t *wc, int *n_other_p)
 {

@@ -731,11 +731,6 @@ static UCS_CLASS_INIT_FUNC(uct_dcx_iface_t, uct_md_h tl_md,
     if (status != UCS_OK) {
         goto err;
     }
-    /* A device that polls both CQs in one call: a progress call is one
-     * device call (the ops are the interface's own copy) */
-    if (self->rx_cq->poll_pair != NULL) {
-        self->super.super.ops.iface_progress = uct_dcx_iface_progress_pair;
-    }
 
     status = uct_dcx_iface_mpools_init(self, params, cfg);
     if (status != UCS_OK) {

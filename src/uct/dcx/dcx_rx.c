@@ -391,33 +391,6 @@ uct_dcx_iface_rx_wcs(uct_dcx_iface_t *iface, const dcx_wc_t *wc, int n)
     }
 }
 
-/* The completions are handled out of line: a poll that finds none costs
- * the device's look and little else. */
-static UCS_F_ALWAYS_INLINE unsigned
-uct_dcx_iface_poll_rx(uct_dcx_iface_t *iface, dcx_wc_t *wc)
-{
-    int n;
-
-    n = dcx_cq_poll(iface->rx_cq, UCT_DCX_RX_BATCH, wc);
-    if (n > 0) {
-        uct_dcx_iface_rx_wcs(iface, wc, n);
-    }
-    return n;
-}
-
-static UCS_F_ALWAYS_INLINE unsigned
-uct_dcx_iface_poll_tx(uct_dcx_iface_t *iface, dcx_wc_t *wc)
-{
-    int n;
-
-    n = dcx_cq_poll(iface->tx_cq, UCT_DCX_TX_BATCH, wc);
-    if (n > 0) {
-        uct_dcx_dci_tx_wcs(iface, wc, n);
-    }
-    return n;
-}
-
-
 /* ---------------------------------------------------------------------------
  * Progress
  * ------------------------------------------------------------------------- */
@@ -445,23 +418,9 @@ uct_dcx_iface_progress_tail(uct_dcx_iface_t *iface)
     uct_dcx_iface_dispatch(iface);
 }
 
-/* For CQs polled one by one */
+/* Both CQs polled in one device call (dcx_cq_poll_pair): a progress call
+ * with nothing to do costs one device call */
 unsigned uct_dcx_iface_progress(uct_iface_h tl_iface)
-{
-    uct_dcx_iface_t *iface = ucs_derived_of(tl_iface, uct_dcx_iface_t);
-    dcx_wc_t wc[UCT_DCX_RX_BATCH];   /* for both polls, one after the other */
-    unsigned count;
-
-    UCS_STATIC_ASSERT(UCT_DCX_TX_BATCH <= UCT_DCX_RX_BATCH);
-    count  = uct_dcx_iface_poll_rx(iface, wc);
-    count += uct_dcx_iface_poll_tx(iface, wc);
-    uct_dcx_iface_progress_tail(iface);
-    return count;
-}
-
-/* For CQs the device polls as a pair (dcx_cq_poll_pair; chosen at
- * interface creation): one device call per progress call */
-unsigned uct_dcx_iface_progress_pair(uct_iface_h tl_iface)
 {
     uct_dcx_iface_t *iface = ucs_derived_of(tl_iface, uct_dcx_iface_t);
     dcx_wc_t wc[2 * UCT_DCX_TX_BATCH];   /* receives, then sends */

@@ -1,10 +1,9 @@
 /*
  * dcx transport: a progress call polls the receive and the send CQ in one
- * device call (dcx_cq_poll_pair) where the device offers it, as the soft
- * device does.  What a progress call returns is the number of completions
- * it handled from both CQs: receives delivered and sends retired, each
- * alone and both in one call; an idle interface returns 0 and still finds
- * a message that arrives later.
+ * device call (dcx_cq_poll_pair).  What it returns is the number of
+ * completions it handled from both CQs: receives delivered and sends
+ * retired, each alone and both in one call; an idle interface returns 0
+ * and still finds a message that arrives later.
  */
 #include "uct_fixture.h"
 
