@@ -391,11 +391,26 @@ struct dcx_cq {
     /* Fills up to max completions; returns their number (0 = empty).  May
      * also make progress on the device's engine (soft device). */
     int      (*poll)(dcx_cq_t *cq, int max, dcx_wc_t *wc);
+    /* dcx_cq_poll_pair (every backend sets it) */
+    int      (*poll_pair)(dcx_cq_t *cq, dcx_cq_t *other, int max,
+                          dcx_wc_t *wc, int *n_other_p);
 };
 
 static inline int dcx_cq_poll(dcx_cq_t *cq, int max, dcx_wc_t *wc)
 {
     return cq->poll(cq, max, wc);
+}
+
+/* Two CQs of one device polled in one call, for a caller that polls both
+ * per progress call: the same as dcx_cq_poll(cq, max, wc) followed by
+ * dcx_cq_poll(other, max, wc + max), whose count goes to *n_other_p
+ * (wc holds 2 * max entries); returns cq's count.  A device that runs an
+ * engine when polled looks at both CQs and its engine once, and returns at
+ * once when there is nothing to do. */
+static inline int dcx_cq_poll_pair(dcx_cq_t *cq, dcx_cq_t *other, int max,
+                                   dcx_wc_t *wc, int *n_other_p)
+{
+    return cq->poll_pair(cq, other, max, wc, n_other_p);
 }
 
 /* ------------------------------------------------------------------------

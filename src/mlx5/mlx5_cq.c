@@ -187,6 +187,17 @@ static int dcx_mlx5_cq_poll(dcx_cq_t *super, int max, dcx_wc_t *wc)
     return n;
 }
 
+/* dcx_cq_poll_pair(): the hardware has no engine to run, so the pair is
+ * two polls in one call */
+static int dcx_mlx5_cq_poll_pair(dcx_cq_t *super, dcx_cq_t *other, int max,
+                                 dcx_wc_t *wc, int *n_other_p)
+{
+    int n = dcx_mlx5_cq_poll(super, max, wc);
+
+    *n_other_p = dcx_mlx5_cq_poll(other, max, wc + max);
+    return n;
+}
+
 int dcx_mlx5_cq_create(dcx_dev_t *super, uint32_t cqe, dcx_cq_t **cq_p)
 {
     dcx_mlx5_dev_t *dev = dcx_mlx5_dev(super);
@@ -215,9 +226,10 @@ int dcx_mlx5_cq_create(dcx_dev_t *super, uint32_t cqe, dcx_cq_t **cq_p)
         free(cq);
         return ret;
     }
-    cq->super.dev  = super;
-    cq->super.cqe  = (uint32_t)ibv_cq_ex_to_cq(cq->cq)->cqe;
-    cq->super.poll = dcx_mlx5_cq_poll;
+    cq->super.dev       = super;
+    cq->super.cqe       = (uint32_t)ibv_cq_ex_to_cq(cq->cq)->cqe;
+    cq->super.poll      = dcx_mlx5_cq_poll;
+    cq->super.poll_pair = dcx_mlx5_cq_poll_pair;
     *cq_p          = &cq->super;
     return 0;
 }

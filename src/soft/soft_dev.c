@@ -243,6 +243,35 @@ static int soft_cq_poll(dcx_cq_t *cq_, int max, dcx_wc_t *wc)
     return soft_cq_poll_busy(cq, max, wc);
 }
 
+/* dcx_cq_poll_pair(), when either CQ or the engine has something; cq_idle:
+ * soft_engine_poll_idle() found nothing for cq */
+static __attribute__((noinline)) int
+soft_cq_poll_pair_busy(soft_cq_t *cq, dcx_cq_t *other, int max, dcx_wc_t *wc,
+                       int *n_other_p, int cq_idle)
+{
+    int n = cq_idle ? 0 : soft_cq_poll_locked(cq, max, wc);
+
+    *n_other_p = soft_cq_poll(other, max, wc + max);
+    return n;
+}
+
+/* dcx_cq_poll_pair(): soft_cq_poll() of cq, then of other, with the
+ * lock-free look (soft_engine_poll_idle) taken once when both are idle */
+static int soft_cq_poll_pair(dcx_cq_t *cq_, dcx_cq_t *other_, int max,
+                             dcx_wc_t *wc, int *n_other_p)
+{
+    soft_cq_t *cq    = (soft_cq_t *)cq_;
+    soft_cq_t *other = (soft_cq_t *)other_;
+    int cq_idle      = soft_engine_poll_idle(cq->dev, cq);
+
+    if (cq_idle && (__atomic_load_n(&other->tail, __ATOMIC_ACQUIRE) ==
+                    __atomic_load_n(&other->head, __ATOMIC_RELAXED))) {
+        *n_other_p = 0;
+        return 0;
+    }
+    return soft_cq_poll_pair_busy(cq, other_, max, wc, n_other_p, cq_idle);
+}
+
 int soft_cq_create(dcx_dev_t *dev_, uint32_t cqe, dcx_cq_t **cq_p)
 {
     soft_dev_t *dev = soft_dev(dev_);
@@ -267,11 +296,12 @@ int soft_cq_create(dcx_dev_t *dev_, uint32_t cqe, dcx_cq_t **cq_p)
                   dev->super.caps.name, cqe);
         return ENOMEM;
     }
-    cq->super.dev  = dev_;
-    cq->super.cqe  = size;
-    cq->super.poll = soft_cq_poll;
-    cq->dev        = dev;
-    cq->size       = size;
+    cq->super.dev       = dev_;
+    cq->super.cqe       = size;
+    cq->super.poll      = soft_cq_poll;
+    cq->super.poll_pair = soft_cq_poll_pair;
+    cq->dev             = dev;
+    cq->size            = size;
     soft_lock(&dev->lock);
     dev->num_objs++;
     soft_unlock(&dev->lock);

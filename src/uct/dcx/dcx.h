@@ -601,17 +601,23 @@ void uct_dcx_strided_key_put(uct_dcx_iface_t *iface, uint16_t idx);
 uint32_t uct_dcx_strided_key_rkey(uct_dcx_iface_t *iface, uint16_t idx);
 uint16_t uct_dcx_strided_use_key(const uct_dcx_strided_use_t *use);
 
-/* dcx_dci.c */
+/* dcx_dci.c: the pool, its policies, send resources */
 ucs_status_t uct_dcx_dci_pool_init(uct_dcx_iface_t *iface,
                                    const uct_dcx_iface_config_t *config);
 void uct_dcx_dci_pool_cleanup(uct_dcx_iface_t *iface);
+void uct_dcx_dci_detach_ep(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci,
+                           uct_dcx_ep_t *ep);
+void uct_dcx_ep_put_idle_dci(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep);
+void uct_dcx_op_release_desc(uct_dcx_iface_t *iface, uct_dcx_op_t *op,
+                             ucs_status_t status);
+void uct_dcx_op_put(uct_dcx_iface_t *iface, uct_dcx_op_t *op,
+                    ucs_status_t status);
+
+/* dcx_dci_comp.c: send completions, DCI errors and recovery, cancel */
 void uct_dcx_dci_tx_wcs(uct_dcx_iface_t *iface, const dcx_wc_t *wc, int n);
 void uct_dcx_dci_set_error(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci);
 void uct_dcx_dci_log_wr(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci,
                         uint64_t sn, const dcx_send_wr_t *wr);
-void uct_dcx_dci_detach_ep(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci,
-                           uct_dcx_ep_t *ep);
-int uct_dcx_dci_is_drained(const uct_dcx_dci_t *dci);
 int uct_dcx_dci_take_ep_comps(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci,
                               uct_dcx_ep_t *ep, ucs_queue_head_t *comps);
 void uct_dcx_comps_complete(ucs_queue_head_t *comps, ucs_status_t status);
@@ -619,11 +625,6 @@ void uct_dcx_ep_complete_ops(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep,
                               ucs_status_t status);
 ucs_status_t uct_dcx_dci_add_comp(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci,
                                   uint64_t sn, uct_completion_t *comp);
-void uct_dcx_ep_put_idle_dci(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep);
-void uct_dcx_op_release_desc(uct_dcx_iface_t *iface, uct_dcx_op_t *op,
-                             ucs_status_t status);
-void uct_dcx_op_put(uct_dcx_iface_t *iface, uct_dcx_op_t *op,
-                    ucs_status_t status);
 
 /* dcx_ep.c */
 UCS_CLASS_DECLARE(uct_dcx_ep_t, const uct_ep_params_t*);

@@ -46,6 +46,24 @@ uct_dcx_ep_dci(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep)
     return &iface->dcis[ep->dci];
 }
 
+/* Every WR dci posted has completed */
+static UCS_F_ALWAYS_INLINE int
+uct_dcx_dci_is_drained(const uct_dcx_dci_t *dci)
+{
+    return dci->done_sn == dci->sn;
+}
+
+/* The DCI is no longer kept (taken back, given back, or its owner left) */
+static UCS_F_ALWAYS_INLINE void
+uct_dcx_dci_unkeep(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci)
+{
+    if (dci->flags & UCT_DCX_DCI_FLAG_KEPT) {
+        ucs_assert(iface->dci_kept > 0);
+        dci->flags &= ~UCT_DCX_DCI_FLAG_KEPT;
+        iface->dci_kept--;
+    }
+}
+
 static UCS_F_ALWAYS_INLINE void
 uct_dcx_op_complete(uct_dcx_iface_t *iface, uct_dcx_op_t *op,
                     ucs_status_t status)

@@ -368,14 +368,16 @@ uct_dcx_iface_rx_wcs(uct_dcx_iface_t *iface, const dcx_wc_t *wc, int n)
     void *elem;
     int i;
 
-    for (i = 0; i < n; ++i) {
-        if (ucs_unlikely(iface->rx_tmh_len != 0)) {
-            /* a TM SRQ: list operations, tagged messages, and the NO_TAG
-             * messages that carry AMs */
+    if (ucs_unlikely(iface->rx_tmh_len != 0)) {
+        /* a TM SRQ: list operations, tagged messages, and the NO_TAG
+         * messages that carry AMs */
+        for (i = 0; i < n; ++i) {
             uct_dcx_iface_tag_rx(iface, &wc[i]);
-            continue;
         }
+        return;
+    }
 
+    for (i = 0; i < n; ++i) {
         elem = (void*)(uintptr_t)wc[i].wr_id;
         iface->rx_posted--;
         if (ucs_unlikely((wc[i].status != DCX_WC_SUCCESS) ||
@@ -389,40 +391,6 @@ uct_dcx_iface_rx_wcs(uct_dcx_iface_t *iface, const dcx_wc_t *wc, int n)
     }
 }
 
-/* The completions are handled out of line: a poll that finds none costs
- * the device's look and little else. */
-static UCS_F_ALWAYS_INLINE unsigned
-uct_dcx_iface_poll_rx(uct_dcx_iface_t *iface, dcx_wc_t *wc)
-{
-    int n;
-
-    n = dcx_cq_poll(iface->rx_cq, UCT_DCX_RX_BATCH, wc);
-    if (n > 0) {
-        uct_dcx_iface_rx_wcs(iface, wc, n);
-    }
-    if (ucs_unlikely(iface->rx_target - iface->rx_posted >=
-                     iface->rx_repost)) {
-        if (ucs_unlikely(iface->rx_posted < (iface->rx_target / 2))) {
-            uct_dcx_iface_rx_grow(iface);
-        }
-        uct_dcx_iface_post_recv(iface);
-    }
-    return n;
-}
-
-static UCS_F_ALWAYS_INLINE unsigned
-uct_dcx_iface_poll_tx(uct_dcx_iface_t *iface, dcx_wc_t *wc)
-{
-    int n;
-
-    n = dcx_cq_poll(iface->tx_cq, UCT_DCX_TX_BATCH, wc);
-    if (n > 0) {
-        uct_dcx_dci_tx_wcs(iface, wc, n);
-    }
-    return n;
-}
-
-
 /* ---------------------------------------------------------------------------
  * Progress
  * ------------------------------------------------------------------------- */
@@ -432,19 +400,41 @@ void uct_dcx_iface_dispatch(uct_dcx_iface_t *iface)
     ucs_arbiter_dispatch(&iface->arbiter, 1, uct_dcx_ep_dispatch_cb, iface);
 }
 
-unsigned uct_dcx_iface_progress(uct_iface_h tl_iface)
+/* Receive buffers reposted in batches, credit grants sent again, pending
+ * requests dispatched: the end of every progress call */
+static UCS_F_ALWAYS_INLINE void
+uct_dcx_iface_progress_tail(uct_dcx_iface_t *iface)
 {
-    uct_dcx_iface_t *iface = ucs_derived_of(tl_iface, uct_dcx_iface_t);
-    dcx_wc_t wc[UCT_DCX_RX_BATCH];   /* for both polls, one after the other */
-    unsigned count;
-
-    UCS_STATIC_ASSERT(UCT_DCX_TX_BATCH <= UCT_DCX_RX_BATCH);
-    count  = uct_dcx_iface_poll_rx(iface, wc);
-    count += uct_dcx_iface_poll_tx(iface, wc);
-
+    if (ucs_unlikely(iface->rx_target - iface->rx_posted >=
+                     iface->rx_repost)) {
+        if (ucs_unlikely(iface->rx_posted < (iface->rx_target / 2))) {
+            uct_dcx_iface_rx_grow(iface);
+        }
+        uct_dcx_iface_post_recv(iface);
+    }
     if (ucs_unlikely(!ucs_queue_is_empty(&iface->grant_q))) {
         uct_dcx_iface_send_grants(iface);
     }
     uct_dcx_iface_dispatch(iface);
-    return count;
+}
+
+/* Both CQs polled in one device call (dcx_cq_poll_pair): a progress call
+ * with nothing to do costs one device call */
+unsigned uct_dcx_iface_progress(uct_iface_h tl_iface)
+{
+    uct_dcx_iface_t *iface = ucs_derived_of(tl_iface, uct_dcx_iface_t);
+    dcx_wc_t wc[2 * UCT_DCX_TX_BATCH];   /* receives, then sends */
+    int n_rx, n_tx;
+
+    UCS_STATIC_ASSERT(UCT_DCX_TX_BATCH == UCT_DCX_RX_BATCH);
+    n_rx = dcx_cq_poll_pair(iface->rx_cq, iface->tx_cq, UCT_DCX_TX_BATCH, wc,
+                            &n_tx);
+    if (ucs_unlikely(n_rx > 0)) {
+        uct_dcx_iface_rx_wcs(iface, wc, n_rx);
+    }
+    if (ucs_unlikely(n_tx > 0)) {
+        uct_dcx_dci_tx_wcs(iface, wc + UCT_DCX_TX_BATCH, n_tx);
+    }
+    uct_dcx_iface_progress_tail(iface);
+    return n_rx + n_tx;
 }

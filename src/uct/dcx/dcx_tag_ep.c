@@ -33,15 +33,15 @@ uct_dcx_tag_bad_length(const char *op, size_t length, size_t max)
     return UCS_ERR_INVALID_PARAM;
 }
 
-/* Posts a tagged send: like an AM, it uses a credit */
+/* Posts a tagged send on ep's own DCI: like an AM, it uses a credit */
 static UCS_F_ALWAYS_INLINE ucs_status_t
 uct_dcx_tag_post(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep, dcx_send_wr_t *wr,
                  uct_dcx_op_t *op, int signal)
 {
     ucs_status_t status;
 
-    status = uct_dcx_dci_post(iface, uct_dcx_ep_dci(iface, ep), ep, wr, op,
-                              signal);
+    status = uct_dcx_dci_post_own(iface, uct_dcx_ep_dci(iface, ep), ep, wr,
+                                  op, signal, 1);
     if (ucs_unlikely(status != UCS_OK)) {
         if (op != NULL) {
             ucs_mpool_put_inline(op);

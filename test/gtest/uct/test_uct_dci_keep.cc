@@ -19,13 +19,6 @@ namespace {
 
 const uint8_t AM_ID = 5;
 
-ucs_status_t am_count_cb(void *arg, void *data, size_t length,
-                         unsigned flags)
-{
-    (*static_cast<int*>(arg))++;
-    return UCS_OK;
-}
-
 /* A put that was refused, queued in the pending queue */
 struct put_req {
     uct_pending_req_t uct;
@@ -78,10 +71,30 @@ protected:
         m_mem = alloc_mem(4096);
     }
 
+    /* setup() with a pool of num_dci DCIs, and two eps from a to b */
+    void setup_two_eps(const char *num_dci, uct_ep_h *e1, uct_ep_h *e2)
+    {
+        std::map<std::string, std::string> cfg;
+
+        cfg["NUM_DCI"] = num_dci;
+        setup(cfg);
+        if (!HasFatalFailure()) {
+            *e1 = connect(m_a, m_b);
+            *e2 = connect(m_a, m_b);
+        }
+    }
+
     ucs_status_t put(uct_ep_h ep, uint64_t value, unsigned slot = 0)
     {
         return uct_ep_put_short(ep, &value, sizeof(value),
                                 (uintptr_t)m_mem.ptr + slot * 8, m_mem.rkey);
+    }
+
+    /* a put, then a flush of ep */
+    void put_flushed(uct_ep_h ep, uint64_t value, unsigned slot = 0)
+    {
+        ASSERT_EQ(UCS_OK, put(ep, value, slot));
+        flush_ep(ep);
     }
 
     uint64_t slot(unsigned i) const
@@ -138,23 +151,17 @@ TEST_P(uct_dcx_dci_keep, back_to_back_sends_use_one_dci)
  * empty: keeping never makes another ep wait */
 TEST_P(uct_dcx_dci_keep, idle_kept_dci_taken_back)
 {
-    std::map<std::string, std::string> cfg;
+    uct_ep_h e1, e2;
 
-    cfg["NUM_DCI"] = "1";
-    setup(cfg);
-    uct_ep_h e1 = connect(m_a, m_b);
-    uct_ep_h e2 = connect(m_a, m_b);
-
-    ASSERT_EQ(UCS_OK, put(e1, 1, 0));
-    flush_ep(e1);
+    ASSERT_NO_FATAL_FAILURE(setup_two_eps("1", &e1, &e2));
+    ASSERT_NO_FATAL_FAILURE(put_flushed(e1, 1, 0));
     EXPECT_EQ(0, dcx_dci_ep_index(e1));
 
     /* e2 gets the DCI at once, without a progress call in between */
     ASSERT_EQ(UCS_OK, put(e2, 2, 1));
     EXPECT_EQ(0, dcx_dci_ep_index(e2));
     flush_ep(e2);
-    ASSERT_EQ(UCS_OK, put(e1, 3, 2));
-    flush_ep(e1);
+    ASSERT_NO_FATAL_FAILURE(put_flushed(e1, 3, 2));
     EXPECT_EQ(1u, slot(0));
     EXPECT_EQ(2u, slot(1));
     EXPECT_EQ(3u, slot(2));
@@ -179,13 +186,9 @@ TEST_P(uct_dcx_dci_keep, idle_kept_dci_taken_back)
  * ep's pending request gets it */
 TEST_P(uct_dcx_dci_keep, busy_dci_goes_to_waiting_ep)
 {
-    std::map<std::string, std::string> cfg;
+    uct_ep_h e1, e2;
 
-    cfg["NUM_DCI"] = "1";
-    setup(cfg);
-    uct_ep_h e1 = connect(m_a, m_b);
-    uct_ep_h e2 = connect(m_a, m_b);
-
+    ASSERT_NO_FATAL_FAILURE(setup_two_eps("1", &e1, &e2));
     /* nothing is polled in between: e1's put stays in flight */
     ASSERT_EQ(UCS_OK, put(e1, 1, 0));
     ucs_status_t status = put(e2, 2, 1);
@@ -269,16 +272,11 @@ TEST_P(uct_dcx_dci_keep, many_eps_small_pool_no_starvation)
  * the DCI back */
 TEST_P(uct_dcx_dci_keep, flush_and_destroy_of_ep_holding_dci)
 {
-    std::map<std::string, std::string> cfg;
     test_comp comp;
+    uct_ep_h e1, e2;
 
-    cfg["NUM_DCI"] = "2";
-    setup(cfg);
-    uct_ep_h e1 = connect(m_a, m_b);
-    uct_ep_h e2 = connect(m_a, m_b);
-
-    ASSERT_EQ(UCS_OK, put(e1, 1, 0));
-    flush_ep(e1);
+    ASSERT_NO_FATAL_FAILURE(setup_two_eps("2", &e1, &e2));
+    ASSERT_NO_FATAL_FAILURE(put_flushed(e1, 1, 0));
     ASSERT_GE(dcx_dci_ep_index(e1), 0);
     EXPECT_EQ(UCS_OK, uct_ep_flush(e1, 0, &comp.uct));
     EXPECT_EQ(UCS_OK, uct_ep_flush(e1, 0, NULL));
@@ -301,8 +299,7 @@ TEST_P(uct_dcx_dci_keep, flush_and_destroy_of_ep_holding_dci)
 
     /* the DCIs work for a new ep */
     uct_ep_h e3 = connect(m_a, m_b);
-    ASSERT_EQ(UCS_OK, put(e3, 4, 2));
-    flush_ep(e3);
+    ASSERT_NO_FATAL_FAILURE(put_flushed(e3, 4, 2));
     EXPECT_EQ(4u, slot(2));
 }
 
@@ -310,17 +307,12 @@ TEST_P(uct_dcx_dci_keep, flush_and_destroy_of_ep_holding_dci)
  * recovered and goes back to the pool, and other eps use it */
 TEST_P(uct_dcx_dci_keep, failure_on_kept_dci)
 {
-    std::map<std::string, std::string> cfg;
     dcx_soft_fault_t fault;
     ucs_status_t status;
+    uct_ep_h bad, good;
 
-    cfg["NUM_DCI"] = "1";
-    setup(cfg);
-    uct_ep_h bad  = connect(m_a, m_b);
-    uct_ep_h good = connect(m_a, m_b);
-
-    ASSERT_EQ(UCS_OK, put(bad, 1, 0));
-    flush_ep(bad);
+    ASSERT_NO_FATAL_FAILURE(setup_two_eps("1", &bad, &good));
+    ASSERT_NO_FATAL_FAILURE(put_flushed(bad, 1, 0));
     ASSERT_EQ(0, dcx_dci_ep_index(bad));
 
     memset(&fault, 0, sizeof(fault));
@@ -348,8 +340,7 @@ TEST_P(uct_dcx_dci_keep, failure_on_kept_dci)
     EXPECT_EQ(0u, s.kept);
     EXPECT_EQ(1u, s.free);
 
-    ASSERT_EQ(UCS_OK, put(good, 4, 1));
-    flush_ep(good);
+    ASSERT_NO_FATAL_FAILURE(put_flushed(good, 4, 1));
     EXPECT_EQ(4u, slot(1));
     EXPECT_EQ(1u, slot(0));
     log_counter::reset();
@@ -360,20 +351,14 @@ TEST_P(uct_dcx_dci_keep, failure_on_kept_dci)
  * completes, and the other ep gets the DCI again at once */
 TEST_P(uct_dcx_dci_keep, pending_flush_on_ep_without_dci)
 {
-    std::map<std::string, std::string> cfg;
+    uct_ep_h e1, e2;
 
     if (!lends()) {
         GTEST_SKIP() << "under rand an ep always has its DCI";
     }
-    cfg["NUM_DCI"] = "1";
-    setup(cfg);
-    uct_ep_h e1 = connect(m_a, m_b);
-    uct_ep_h e2 = connect(m_a, m_b);
-
-    ASSERT_EQ(UCS_OK, put(e1, 1, 0));
-    flush_ep(e1);
-    ASSERT_EQ(UCS_OK, put(e2, 2, 1));
-    flush_ep(e2);
+    ASSERT_NO_FATAL_FAILURE(setup_two_eps("1", &e1, &e2));
+    ASSERT_NO_FATAL_FAILURE(put_flushed(e1, 1, 0));
+    ASSERT_NO_FATAL_FAILURE(put_flushed(e2, 2, 1));
     ASSERT_EQ(-1, dcx_dci_ep_index(e1));
 
     flush_req req;
@@ -382,8 +367,7 @@ TEST_P(uct_dcx_dci_keep, pending_flush_on_ep_without_dci)
     ASSERT_TRUE(wait_for([&] { return req.done(); }));
     EXPECT_EQ(0, dcx_dci_ep_index(e1));
 
-    ASSERT_EQ(UCS_OK, put(e2, 3, 1));
-    flush_ep(e2);
+    ASSERT_NO_FATAL_FAILURE(put_flushed(e2, 3, 1));
     EXPECT_EQ(3u, slot(1));
     EXPECT_EQ(-1, dcx_dci_ep_index(e1));
     EXPECT_EQ(0u, stats(m_a).waiters);

@@ -21,12 +21,6 @@ namespace {
 
 const uint8_t AM_ID = 7;
 
-ucs_status_t count_am(void *arg, void *data, size_t length, unsigned flags)
-{
-    (*static_cast<int*>(arg))++;
-    return UCS_OK;
-}
-
 ucs_status_t count_am_u64(void *arg, void *data, size_t length,
                           unsigned flags)
 {
@@ -48,11 +42,11 @@ struct peer_info {
 } /* namespace */
 
 
-class uct_dcx_errors : public uct_dcx_policy_test {
+class uct_dcx_errors : public uct_dcx_pair_test {
 protected:
     virtual void init_env(scoped_env &env)
     {
-        uct_dcx_policy_test::init_env(env);
+        uct_dcx_pair_test::init_env(env);
         /* fail fast: 4us * 2^11 = 8ms per try, 2 retries */
         env.set("UCX_DCX_TIMEOUT", "8ms");
         env.set("UCX_DCX_RETRY_COUNT", "2");
@@ -61,68 +55,18 @@ protected:
     virtual void SetUp()
     {
         uct_dcx_test::SetUp();
-        m_a = create_entity();
-        m_b = create_entity();
-        ASSERT_TRUE(m_a && m_b);
-        m_rx = 0;
-        ASSERT_EQ(UCS_OK, uct_iface_set_am_handler(m_b->iface, AM_ID,
-                                                   count_am, &m_rx, 0));
-        m_mem = alloc_mem(65536);
+        setup_pair(AM_ID);
     }
 
-    template <typename F> ucs_status_t retry(F op)
-    {
-        ucs_status_t status;
-
-        while ((status = op()) == UCS_ERR_NO_RESOURCE) {
-            progress();
-        }
-        return status;
-    }
-
-    ucs_status_t put(uct_ep_h ep, uct_rkey_t rkey, uint64_t value = 1)
-    {
-        m_value = value;
-        return retry([&] {
-            return uct_ep_put_short(ep, &m_value, 8, (uintptr_t)m_mem.ptr,
-                                    rkey);
-        });
-    }
-
-    /* The DCI pool still works: messages from a healthy ep go through */
-    void check_healthy(uct_ep_h ep)
-    {
-        int before = m_rx;
-
-        for (int i = 0; i < 50; ++i) {
-            ASSERT_EQ(UCS_OK, retry([&] {
-                return uct_ep_am_short(ep, AM_ID, i, NULL, 0);
-            }));
-        }
-        ASSERT_TRUE(wait_for([&] { return m_rx == before + 50; }));
-        ASSERT_EQ(UCS_OK, put(ep, m_mem.rkey, 99));
-        flush_ep(ep);
-        EXPECT_EQ(99u, *(uint64_t*)m_mem.ptr);
-    }
-
+    /* Waits for the first error reported for ep */
     bool wait_error(uct_ep_h ep, ucs_status_t *status_p)
     {
-        bool found = wait_for([&] {
-            for (size_t i = 0; i < m_errors.size(); ++i) {
-                if (m_errors[i].ep == ep) {
-                    *status_p = m_errors[i].status;
-                    return true;
-                }
-            }
+        if (!wait_for([&] { return !errors_of(ep).empty(); })) {
             return false;
-        });
-        return found;
+        }
+        *status_p = errors_of(ep)[0];
+        return true;
     }
-
-    entity   *m_a, *m_b;
-    mem       m_mem;
-    int       m_rx;
-    uint64_t  m_value;
 };
 
 TEST_P(uct_dcx_errors, remote_access_error)
@@ -640,7 +584,7 @@ TEST_P(uct_dcx_remote_fc, grant_to_dead_peer_keeps_live_grants)
     int rx_a        = 0;
     int sent        = 0;
 
-    ASSERT_EQ(UCS_OK, uct_iface_set_am_handler(m_a->iface, AM_ID, count_am,
+    ASSERT_EQ(UCS_OK, uct_iface_set_am_handler(m_a->iface, AM_ID, am_count_cb,
                                                &rx_a, 0));
     m_env.set("DCX_PEER_SEND_TO", addr_str(m_a));
     m_env.set("DCX_PEER_SEND_COUNT", "3");   /* window 4: asks at the 3rd */

@@ -20,13 +20,6 @@ namespace {
 
 const uint8_t AM_ID = 9;
 
-ucs_status_t am_count_cb(void *arg, void *data, size_t length,
-                         unsigned flags)
-{
-    (*static_cast<int*>(arg))++;
-    return UCS_OK;
-}
-
 /* An AM that waits in the pending queue */
 struct am_req {
     uct_pending_req_t uct;
@@ -97,25 +90,21 @@ void unpack_cb(void *arg, const void *data, size_t length)
 } /* namespace */
 
 
-class uct_dcx_fc : public uct_dcx_policy_test {
+class uct_dcx_fc : public uct_dcx_pair_test {
 protected:
     virtual void init_env(scoped_env &env)
     {
-        uct_dcx_policy_test::init_env(env);
+        uct_dcx_pair_test::init_env(env);
         env.set("UCX_DCX_FC_WND", "4");
     }
 
     virtual void SetUp()
     {
-        uct_dcx_test::SetUp();
         std::map<std::string, std::string> cfg;
+
+        uct_dcx_test::SetUp();
         cfg["FC_REQ_TIMEOUT"] = "20ms";
-        m_a = create_entity(cfg);
-        m_b = create_entity();
-        ASSERT_TRUE(m_a && m_b);
-        m_rx = 0;
-        ASSERT_EQ(UCS_OK, uct_iface_set_am_handler(m_b->iface, AM_ID,
-                                                   am_count_cb, &m_rx, 0));
+        setup_pair(AM_ID, cfg);
     }
 
     /* Sends AMs on ep without progress until it is out of credits */
@@ -146,9 +135,6 @@ protected:
             return sent == count;
         });
     }
-
-    entity *m_a, *m_b;
-    int     m_rx;
 };
 
 /* The grant answering a's request fails on b's control DCI (injected error

@@ -16,13 +16,6 @@ namespace {
 
 const uint8_t AM_ID = 7;
 
-ucs_status_t am_count_cb(void *arg, void *data, size_t length,
-                         unsigned flags)
-{
-    (*static_cast<int*>(arg))++;
-    return UCS_OK;
-}
-
 size_t pack_byte(void *dest, void *arg)
 {
     memset(dest, 'p', 16);

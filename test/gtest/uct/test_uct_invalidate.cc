@@ -30,12 +30,6 @@ namespace {
 
 const uint8_t AM_ID = 9;
 
-ucs_status_t count_am(void *arg, void *data, size_t length, unsigned flags)
-{
-    (*static_cast<int*>(arg))++;
-    return UCS_OK;
-}
-
 /* uct_ep_invalidate() without flags or parameter fields */
 ucs_status_t invalidate(uct_ep_h ep)
 {
@@ -75,65 +69,16 @@ struct counting_req {
 } /* namespace */
 
 
-class uct_dcx_invalidate : public uct_dcx_policy_test {
+class uct_dcx_invalidate : public uct_dcx_pair_test {
 protected:
     virtual void SetUp()
     {
         std::map<std::string, std::string> cfg;
 
-        uct_dcx_policy_test::SetUp();
+        uct_dcx_pair_test::SetUp();
         cfg["NUM_DCI"] = "1";
-        m_a = create_entity(cfg);
-        m_b = create_entity();
-        ASSERT_TRUE(m_a && m_b);
-        m_rx = 0;
-        ASSERT_EQ(UCS_OK, uct_iface_set_am_handler(m_b->iface, AM_ID,
-                                                   count_am, &m_rx, 0));
-        m_mem = alloc_mem(65536);
+        setup_pair(AM_ID, cfg);
         log_counter::reset();
-    }
-
-    template <typename F> ucs_status_t retry(F op)
-    {
-        ucs_status_t status;
-
-        while ((status = op()) == UCS_ERR_NO_RESOURCE) {
-            progress();
-        }
-        return status;
-    }
-
-    /* AMs and a put from ep reach the peer */
-    void check_healthy(uct_ep_h ep, uint64_t value)
-    {
-        int before = m_rx;
-
-        for (int i = 0; i < 50; ++i) {
-            ASSERT_EQ(UCS_OK, retry([&] {
-                return uct_ep_am_short(ep, AM_ID, i, NULL, 0);
-            }));
-        }
-        ASSERT_TRUE(wait_for([&] { return m_rx == before + 50; }));
-        m_value = value;
-        ASSERT_EQ(UCS_OK, retry([&] {
-            return uct_ep_put_short(ep, &m_value, sizeof(m_value),
-                                    (uintptr_t)m_mem.ptr, m_mem.rkey);
-        }));
-        flush_ep(ep);
-        EXPECT_EQ(value, *(uint64_t*)m_mem.ptr);
-    }
-
-    /* The errors reported for ep */
-    std::vector<ucs_status_t> errors_of(uct_ep_h ep) const
-    {
-        std::vector<ucs_status_t> found;
-
-        for (size_t i = 0; i < m_errors.size(); ++i) {
-            if (m_errors[i].ep == ep) {
-                found.push_back(m_errors[i].status);
-            }
-        }
-        return found;
     }
 
     /* A few hundred progress calls: what is due from progress is done */
@@ -144,10 +89,6 @@ protected:
         }
     }
 
-    entity       *m_a, *m_b;
-    mem           m_mem;
-    int           m_rx;
-    uint64_t      m_value;
     /* what operations outstanding on an endpoint refer to: members, so
      * that they outlive a test body that stops early (the endpoints go in
      * TearDown) */

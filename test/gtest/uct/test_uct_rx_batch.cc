@@ -17,13 +17,6 @@ namespace {
 
 const uint8_t AM_ID = 6;
 
-ucs_status_t am_count_cb(void *arg, void *data, size_t length,
-                         unsigned flags)
-{
-    (*static_cast<int*>(arg))++;
-    return UCS_OK;
-}
-
 } // namespace
 
 class uct_dcx_rx_batch : public uct_dcx_policy_test {

@@ -122,6 +122,91 @@ protected:
     }
 };
 
+/* An AM handler that counts the messages in the int at arg */
+inline ucs_status_t am_count_cb(void *arg, void *data, size_t length,
+                                unsigned flags)
+{
+    (*static_cast<int*>(arg))++;
+    return UCS_OK;
+}
+
+/*
+ * Two interfaces, a sending to b: b counts the AMs of one id in m_rx, and
+ * m_mem is registered memory to put into.  For the tests of endpoints that
+ * fail or are invalidated, which check that the others stay healthy.
+ */
+class uct_dcx_pair_test : public uct_dcx_policy_test {
+protected:
+    void setup_pair(uint8_t am_id, const std::map<std::string, std::string>
+                    &cfg_a = std::map<std::string, std::string>())
+    {
+        m_am_id = am_id;
+        m_a     = create_entity(cfg_a);
+        m_b     = create_entity();
+        ASSERT_TRUE(m_a && m_b);
+        m_rx    = 0;
+        ASSERT_EQ(UCS_OK, uct_iface_set_am_handler(m_b->iface, am_id,
+                                                   am_count_cb, &m_rx, 0));
+        m_mem   = alloc_mem(65536);
+    }
+
+    /* op() again while it is refused for lack of resources */
+    template <typename F> ucs_status_t retry(F op)
+    {
+        ucs_status_t status;
+
+        while ((status = op()) == UCS_ERR_NO_RESOURCE) {
+            progress();
+        }
+        return status;
+    }
+
+    /* value put at the start of m_mem with rkey, retried while refused */
+    ucs_status_t put(uct_ep_h ep, uct_rkey_t rkey, uint64_t value = 1)
+    {
+        m_value = value;
+        return retry([&] {
+            return uct_ep_put_short(ep, &m_value, sizeof(m_value),
+                                    (uintptr_t)m_mem.ptr, rkey);
+        });
+    }
+
+    /* 50 AMs and a put of value from ep reach the peer */
+    void check_healthy(uct_ep_h ep, uint64_t value = 99)
+    {
+        int before = m_rx;
+
+        for (int i = 0; i < 50; ++i) {
+            ASSERT_EQ(UCS_OK, retry([&] {
+                return uct_ep_am_short(ep, m_am_id, i, NULL, 0);
+            }));
+        }
+        ASSERT_TRUE(wait_for([&] { return m_rx == before + 50; }));
+        ASSERT_EQ(UCS_OK, put(ep, m_mem.rkey, value));
+        flush_ep(ep);
+        EXPECT_EQ(value, *(uint64_t*)m_mem.ptr);
+    }
+
+    /* The errors reported for ep so far */
+    std::vector<ucs_status_t> errors_of(uct_ep_h ep) const
+    {
+        std::vector<ucs_status_t> found;
+
+        for (size_t i = 0; i < m_errors.size(); ++i) {
+            if (m_errors[i].ep == ep) {
+                found.push_back(m_errors[i].status);
+            }
+        }
+        return found;
+    }
+
+    entity   *m_a, *m_b;
+    mem       m_mem;
+    int       m_rx;
+    uint64_t  m_value;
+    uint8_t   m_am_id;
+};
+
 /* A peer process: this test binary run again with one (DISABLED_) test, on
  * the parent's soft fabric, with a pipe each way.  In the child,
  * DCX_PEER_FABRIC names the fabric (uct_dcx_test::SetUp uses it) and

@@ -1,0 +1,611 @@
+/*
+ * dcx transport: what happens to the WRs a DCI posted: send completions
+ * (retiring WRs, firing their operations, a drained DCI going back to its
+ * policy), error completions and the recovery of a DCI (with the replay of
+ * a shared DCI's WRs that did not fail), the WR log, cancel, and the
+ * completion of an endpoint's operations when it goes away or fails.  The
+ * pool and its policies are in dcx_dci.c.
+ */
+#ifdef HAVE_CONFIG_H
+#  include "config.h"
+#endif
+
+#include "dcx.inl"
+
+#include <ucs/debug/log.h>
+#include <ucs/sys/math.h>
+#include <ucs/sys/string.h>
+#include <string.h>
+
+
+/* Fires the operations of dci numbered up to sn (rare path: most WRs of a
+ * short send carry none) */
+static UCS_F_NOINLINE void
+uct_dcx_dci_fire_ops(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci, uint64_t sn,
+                     ucs_status_t status)
+{
+    uct_dcx_op_t *op;
+
+    do {
+        op = ucs_queue_head_elem_non_empty(&dci->ops, uct_dcx_op_t, queue);
+        if (op->sn > sn) {
+            break;
+        }
+        ucs_queue_pull_non_empty(&dci->ops);
+        uct_dcx_op_complete(iface, op, status);
+    } while (!ucs_queue_is_empty(&dci->ops));
+}
+
+/* Retires the WRs of dci up to sn and fires their operations. */
+static UCS_F_ALWAYS_INLINE void
+uct_dcx_dci_retire(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci, uint64_t sn,
+                   ucs_status_t status)
+{
+    dci->avail  += (uint16_t)(sn - dci->done_sn);
+    dci->done_sn = sn;
+    if (!ucs_queue_is_empty(&dci->ops)) {
+        uct_dcx_dci_fire_ops(iface, dci, sn, status);
+    }
+}
+
+static const char *uct_dcx_wr_opcode_names[] = {
+    [DCX_WR_SEND]                = "send",
+    [DCX_WR_SEND_IMM]            = "send with immediate",
+    [DCX_WR_RDMA_WRITE]          = "RDMA write",
+    [DCX_WR_RDMA_WRITE_IMM]      = "RDMA write with immediate",
+    [DCX_WR_RDMA_READ]           = "RDMA read",
+    [DCX_WR_ATOMIC_FADD]         = "atomic fetch-add",
+    [DCX_WR_ATOMIC_CSWAP]        = "atomic compare-swap",
+    [DCX_WR_ATOMIC_MASKED_FADD]  = "masked atomic fetch-add",
+    [DCX_WR_ATOMIC_MASKED_CSWAP] = "masked atomic compare-swap"
+};
+
+/* "ep 0x.. to DCT 0x.. at port 01:02:..", for error messages */
+static const char *uct_dcx_ep_peer_str(uct_dcx_iface_t *iface,
+                                       uct_dcx_ep_t *ep, char *buf,
+                                       size_t max)
+{
+    size_t len;
+    unsigned i, j;
+
+    if (ep == NULL) {
+        ucs_snprintf_zero(buf, max, "a peer without endpoint");
+        return buf;
+    }
+
+    ucs_snprintf_zero(buf, max, "ep %p to DCT 0x%x", ep, ep->dctn);
+    for (i = 0; i < iface->num_peers; ++i) {
+        if (iface->peers[i].ah != ep->ah) {
+            continue;
+        }
+        len = strlen(buf);
+        ucs_snprintf_zero(buf + len, max - len, " at port ");
+        for (j = 0; (j < iface->peers[i].len) && (j < 8); ++j) {
+            len = strlen(buf);
+            ucs_snprintf_zero(buf + len, max - len, "%s%02x", j ? ":" : "",
+                              iface->peers[i].addr[j]);
+        }
+        break;
+    }
+    return buf;
+}
+
+void uct_dcx_dci_log_wr(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci,
+                        uint64_t sn, const dcx_send_wr_t *wr)
+{
+    uct_dcx_wr_log_t *entry = (uct_dcx_wr_log_t*)
+                              (dci->log + (sn & iface->ring_mask) *
+                                          iface->log_stride);
+    char *data              = (char*)(entry + 1);
+    size_t length           = 0;
+    unsigned i;
+
+    entry->wr = *wr;
+    if (wr->flags & DCX_SEND_INLINE) {
+        /* the caller's buffers are gone after the post: keep the bytes */
+        for (i = 0; i < wr->num_sge; ++i) {
+            if (wr->sg_list[i].length == 0) {
+                continue;   /* a zero-length buffer may be NULL */
+            }
+            memcpy(data + length, (void*)(uintptr_t)wr->sg_list[i].addr,
+                   wr->sg_list[i].length);
+            length += wr->sg_list[i].length;
+        }
+        entry->sge[0].addr   = 0;   /* set when posted again */
+        entry->sge[0].length = length;
+        entry->sge[0].lkey   = 0;
+        entry->wr.num_sge    = 1;
+    } else if (wr->num_sge > 0) {
+        /* (a strided-key configure has no sges: sg_list may be NULL) */
+        memcpy(entry->sge, wr->sg_list, wr->num_sge * sizeof(*wr->sg_list));
+    }
+}
+
+/* Moves the operations at the head of from numbered sn to the tail of to */
+static void uct_dcx_ops_move_sn(ucs_queue_head_t *from, ucs_queue_head_t *to,
+                                uint64_t sn)
+{
+    uct_dcx_op_t *op;
+
+    while (!ucs_queue_is_empty(from)) {
+        op = ucs_queue_head_elem_non_empty(from, uct_dcx_op_t, queue);
+        if (op->sn != sn) {
+            break;
+        }
+        ucs_queue_pull_non_empty(from);
+        ucs_queue_push(to, &op->queue);
+    }
+}
+
+static UCS_F_ALWAYS_INLINE uct_dcx_wr_log_t *
+uct_dcx_dci_log_entry(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci, uint64_t sn)
+{
+    return (uct_dcx_wr_log_t*)(dci->log + (sn & iface->ring_mask) *
+                                          iface->log_stride);
+}
+
+/*
+ * Whether WR x, flushed by the failure of WR first, shares its fate.  A WR
+ * of an endpoint fails with that endpoint (the failing one, or one already
+ * failed).  A WR without endpoint (a credit grant, the probe of a destroyed
+ * endpoint, an interface flush marker) names only its destination: it fails
+ * if it goes where the failed WR went, and is posted again otherwise.
+ */
+static int uct_dcx_dci_wr_failed(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci,
+                                 uint64_t x, uint64_t first,
+                                 uct_dcx_ep_t *fail_ep)
+{
+    uct_dcx_ep_t *ep = dci->wr_ep[x & iface->ring_mask];
+    const dcx_dc_dest_t *dest, *fail_dest;
+
+    if (x == first) {
+        return 1;
+    }
+    if (ep != NULL) {
+        return (ep == fail_ep) || (ep->flags & UCT_DCX_EP_FLAG_FAILED);
+    }
+    dest      = &uct_dcx_dci_log_entry(iface, dci, x)->wr.dest;
+    fail_dest = &uct_dcx_dci_log_entry(iface, dci, first)->wr.dest;
+    return (dest->ah == fail_dest->ah) && (dest->dctn == fail_dest->dctn);
+}
+
+/*
+ * After recovery of a shared DCI: posts again, in their order, the WRs in
+ * [first, last] that do not share the fate of the failed one (their
+ * operations follow them to their new numbers); the operations of the
+ * others move to failed, to be completed once the replay is over (no user
+ * callback runs while WRs are being posted again).
+ */
+static void uct_dcx_dci_replay(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci,
+                               uint64_t first, uint64_t last,
+                               uct_dcx_ep_t *fail_ep, ucs_queue_head_t *ops,
+                               ucs_queue_head_t *failed_ops)
+{
+    uct_dcx_wr_log_t *copy = iface->wr_replay;
+    uct_dcx_ep_t *ep;
+    uct_dcx_op_t *op;
+    uint64_t x;
+    int signal, failed;
+
+    for (x = first; x <= last; ++x) {
+        ep     = dci->wr_ep[x & iface->ring_mask];
+        failed = uct_dcx_dci_wr_failed(iface, dci, x, first, fail_ep);
+        if (!failed) {
+            memcpy(copy, uct_dcx_dci_log_entry(iface, dci, x),
+                   iface->log_stride);
+            copy->wr.sg_list = copy->sge;
+            if (copy->wr.flags & DCX_SEND_INLINE) {
+                copy->sge[0].addr = (uintptr_t)(copy + 1);
+            }
+            signal          = !!(copy->wr.flags & DCX_SEND_SIGNALED);
+            copy->wr.flags &= ~DCX_SEND_SIGNALED;
+            if (uct_dcx_dci_post(iface, dci, ep, &copy->wr, NULL, signal) !=
+                UCS_OK) {
+                failed = 1;
+            }
+        }
+
+        if (failed) {
+            uct_dcx_ops_move_sn(ops, failed_ops, x);
+            continue;
+        }
+
+        /* the operations of WR x now wait for WR dci->sn */
+        while (!ucs_queue_is_empty(ops)) {
+            op = ucs_queue_head_elem_non_empty(ops, uct_dcx_op_t, queue);
+            if (op->sn != x) {
+                break;
+            }
+            ucs_queue_pull_non_empty(ops);
+            op->sn = dci->sn;
+            ucs_queue_push(&dci->ops, &op->queue);
+        }
+    }
+}
+
+/* An error completion on dci: the WR numbered sn failed. */
+static UCS_F_NOINLINE void
+uct_dcx_dci_handle_error(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci,
+                         uint64_t sn, const dcx_wc_t *wc)
+{
+    int cancel            = !!(dci->flags & UCT_DCX_DCI_FLAG_CANCEL);
+    uct_dcx_ep_t *fail_ep = dci->wr_ep[sn & iface->ring_mask];
+    uint64_t last_sn;
+    uint8_t opcode;
+    ucs_queue_head_t flushed, failed_ops, cancelled_ops;
+    ucs_status_t status;
+    uct_dcx_op_t *op;
+    char peer[128];
+    int ret;
+
+    /* Everything before sn executed in order */
+    if (sn > dci->done_sn + 1) {
+        uct_dcx_dci_retire(iface, dci, sn - 1, UCS_OK);
+    }
+
+    if (cancel) {
+        status = UCS_ERR_CANCELED;
+    } else {
+        status = uct_dcx_status(wc->status);
+        opcode = dci->wr_opcode[sn & iface->ring_mask] &
+                 ~UCT_DCX_WR_USER_MEM;
+        ucs_log((status == UCS_ERR_ENDPOINT_TIMEOUT) ||
+                (status == UCS_ERR_CONNECTION_RESET) ?
+                iface->super.config.failure_level : UCS_LOG_LEVEL_ERROR,
+                "dcx: %s: %s%s on DCI 0x%x to %s failed: %s (vendor 0x%x)",
+                dcx_dev_name(iface->dev),
+                (opcode < DCX_WR_OPCODE_LAST) ?
+                uct_dcx_wr_opcode_names[opcode] : "operation",
+                (dci->flags & UCT_DCX_DCI_FLAG_CTL) ? " (control)" : "",
+                dci->qp->qp_num,
+                uct_dcx_ep_peer_str(iface, fail_ep, peer, sizeof(peer)),
+                dcx_wc_status_str(wc->status), wc->vendor_err);
+    }
+
+    /* The failed WR and every WR after it were flushed */
+    ucs_queue_head_init(&flushed);
+    ucs_queue_splice(&flushed, &dci->ops);
+    last_sn = dci->sn;
+
+    /* Bring the DCI back: completions not yet polled are discarded */
+    ret = dcx_qp_recover(dci->qp);
+    dci->done_sn    = dci->sn;
+    dci->sig_sn     = dci->sn;
+    dci->unsig      = 0;
+    dci->next_flags = 0;
+    dci->flags     &= ~(UCT_DCX_DCI_FLAG_ERR | UCT_DCX_DCI_FLAG_CANCEL);
+    if (ret != 0) {
+        ucs_error("dcx: %s: DCI 0x%x could not be recovered (%s); it is "
+                  "taken out of the pool", dcx_dev_name(iface->dev),
+                  dci->qp->qp_num, strerror(ret));
+        dci->flags |= UCT_DCX_DCI_FLAG_BROKEN;
+        dci->avail  = 0;
+    } else {
+        dci->avail  = iface->sq_len;
+    }
+
+    /* Sort the flushed operations first, complete them after: callbacks may
+     * post again, and must not disturb the bookkeeping being read */
+    ucs_queue_head_init(&failed_ops);
+    ucs_queue_head_init(&cancelled_ops);
+    if ((dci->log != NULL) && !cancel && (ret == 0)) {
+        /* shared DCI: healthy endpoints lose nothing */
+        uct_dcx_dci_replay(iface, dci, sn, last_sn, fail_ep, &flushed,
+                           &failed_ops);
+    }
+    while (!ucs_queue_is_empty(&flushed)) {
+        op = ucs_queue_pull_elem_non_empty(&flushed, uct_dcx_op_t, queue);
+        if ((op->sn == sn) ||
+            ((fail_ep != NULL) &&
+             (dci->wr_ep[op->sn & iface->ring_mask] == fail_ep))) {
+            ucs_queue_push(&failed_ops, &op->queue);
+        } else {
+            ucs_queue_push(&cancelled_ops, &op->queue);
+        }
+    }
+    while (!ucs_queue_is_empty(&failed_ops)) {
+        op = ucs_queue_pull_elem_non_empty(&failed_ops, uct_dcx_op_t, queue);
+        uct_dcx_op_complete(iface, op, status);
+    }
+    while (!ucs_queue_is_empty(&cancelled_ops)) {
+        op = ucs_queue_pull_elem_non_empty(&cancelled_ops, uct_dcx_op_t,
+                                           queue);
+        uct_dcx_op_complete(iface, op, UCS_ERR_CANCELED);
+    }
+
+    /* A lent DCI goes back to the pool, unless it is broken */
+    if (dci->flags & UCT_DCX_DCI_FLAG_BROKEN) {
+        uct_dcx_dci_unkeep(iface, dci);
+        if (dci->owner != NULL) {
+            dci->owner->dci = UCT_DCX_DCI_NONE;
+            dci->owner      = NULL;
+        }
+    } else if (uct_dcx_dci_is_drained(dci)) {
+        iface->policy->dci_idle(iface, dci);
+    }
+
+    if (!cancel && (fail_ep != NULL)) {
+        uct_dcx_ep_handle_failure(iface, fail_ep, status, wc->status);
+    }
+}
+
+/* All WRs of dci completed: a cancel to finish, or a lent DCI to give
+ * back or to keep */
+static UCS_F_NOINLINE void
+uct_dcx_dci_drained_slow(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci)
+{
+    int ret;
+
+    if (ucs_unlikely(dci->flags & UCT_DCX_DCI_FLAG_CANCEL)) {
+        /* everything completed before the cancel took effect: the DCI is in
+         * error with nothing to flush; bring it back now */
+        dci->flags &= ~UCT_DCX_DCI_FLAG_CANCEL;
+        ret = dcx_qp_recover(dci->qp);
+        if (ret != 0) {
+            ucs_error("dcx: %s: DCI 0x%x could not be recovered after a "
+                      "cancel (%s); it is taken out of the pool",
+                      dcx_dev_name(iface->dev), dci->qp->qp_num,
+                      strerror(ret));
+            dci->flags |= UCT_DCX_DCI_FLAG_BROKEN;
+            dci->avail  = 0;
+            return;
+        }
+    }
+    iface->policy->dci_idle(iface, dci);
+}
+
+/* All WRs of dci completed.  Nothing to do for a DCI that is not lent
+ * (shared policy, control DCI), nor for one its owner keeps (flagged when
+ * it first drained) while nobody waits for a DCI: the common case of
+ * back-to-back sends costs a flag test. */
+static UCS_F_ALWAYS_INLINE void
+uct_dcx_dci_drained(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci)
+{
+    uint8_t flags = dci->flags & (UCT_DCX_DCI_FLAG_BUSY |
+                                  UCT_DCX_DCI_FLAG_KEPT |
+                                  UCT_DCX_DCI_FLAG_CANCEL);
+
+    if (ucs_likely(((flags == 0) ||
+                    (flags == (UCT_DCX_DCI_FLAG_BUSY |
+                               UCT_DCX_DCI_FLAG_KEPT))) &&
+                   (iface->dci_waiters == 0))) {
+        return;
+    }
+    uct_dcx_dci_drained_slow(iface, dci);
+}
+
+void uct_dcx_dci_tx_wcs(uct_dcx_iface_t *iface, const dcx_wc_t *wc, int n)
+{
+    uct_dcx_dci_t *dci;
+    uint64_t sn;
+    int i;
+
+    for (i = 0; i < n; ++i) {
+        dci = &iface->dcis[uct_dcx_wr_id_dci(wc[i].wr_id)];
+        sn  = uct_dcx_wr_id_sn(wc[i].wr_id);
+        if (ucs_unlikely((sn <= dci->done_sn) ||
+                         (wc[i].status != DCX_WC_SUCCESS))) {
+            if (sn > dci->done_sn) {
+                uct_dcx_dci_handle_error(iface, dci, sn, &wc[i]);
+            }
+            /* else already retired, e.g. flushed before recovery */
+            continue;
+        }
+
+        uct_dcx_dci_retire(iface, dci, sn, UCS_OK);
+        if (uct_dcx_dci_is_drained(dci)) {
+            uct_dcx_dci_drained(iface, dci);
+        }
+    }
+}
+
+/* ---------------------------------------------------------------------------
+ * Setting a DCI into error (cancellation)
+ * ------------------------------------------------------------------------- */
+
+void uct_dcx_dci_set_error(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci)
+{
+    int ret;
+
+    if (dci->flags & (UCT_DCX_DCI_FLAG_ERR | UCT_DCX_DCI_FLAG_CANCEL)) {
+        return;
+    }
+
+    dci->flags |= UCT_DCX_DCI_FLAG_CANCEL;
+    ret = dcx_qp_set_error(dci->qp);
+    if (ret != 0) {
+        ucs_error("dcx: %s: failed to move DCI 0x%x to error for cancel: %s",
+                  dcx_dev_name(iface->dev), dci->qp->qp_num, strerror(ret));
+        dci->flags &= ~UCT_DCX_DCI_FLAG_CANCEL;
+    }
+}
+
+
+/* ---------------------------------------------------------------------------
+ * Cancel
+ * ------------------------------------------------------------------------- */
+
+/* Queues op among dci's operations, after those with the same or a lower
+ * number (the queue stays sorted; rare path) */
+static void uct_dcx_dci_insert_op(uct_dcx_dci_t *dci, uct_dcx_op_t *op)
+{
+    ucs_queue_head_t rest;
+    uct_dcx_op_t *cur;
+    int inserted = 0;
+
+    ucs_queue_head_init(&rest);
+    ucs_queue_splice(&rest, &dci->ops);
+    while (!ucs_queue_is_empty(&rest)) {
+        cur = ucs_queue_pull_elem_non_empty(&rest, uct_dcx_op_t, queue);
+        if (!inserted && (cur->sn > op->sn)) {
+            ucs_queue_push(&dci->ops, &op->queue);
+            inserted = 1;
+        }
+        ucs_queue_push(&dci->ops, &cur->queue);
+    }
+    if (!inserted) {
+        ucs_queue_push(&dci->ops, &op->queue);
+    }
+}
+
+/* Calls comp once WR sn of dci is done.  The op queue stays in sn order: on
+ * a shared DCI, ops of other eps for later WRs must not hold this one up. */
+ucs_status_t uct_dcx_dci_add_comp(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci,
+                                  uint64_t sn, uct_completion_t *comp)
+{
+    uct_dcx_op_t *op;
+
+    op = ucs_mpool_get_inline(&iface->op_mp);
+    if (op == NULL) {
+        return UCS_ERR_NO_RESOURCE;
+    }
+    op->cb   = uct_dcx_op_put;
+    op->comp = comp;
+    op->sn   = sn;
+    if (ucs_queue_is_empty(&dci->ops) ||
+        (ucs_queue_tail_elem_non_empty(&dci->ops, uct_dcx_op_t, queue)->sn <=
+         sn)) {
+        ucs_queue_push(&dci->ops, &op->queue);
+    } else {
+        uct_dcx_dci_insert_op(dci, op);
+    }
+    return UCS_OK;
+}
+
+/*
+ * Takes from dci the operations of ep that call the user back or deliver
+ * data to the user (fetch results, get-bcopy): their completions go to
+ * comps (bare ops, for uct_dcx_comps_complete()), and they are left to
+ * release only their own buffers when their WRs complete.  Returns whether
+ * a WR of ep in flight on dci accesses the user's memory.
+ */
+int uct_dcx_dci_take_ep_comps(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci,
+                              uct_dcx_ep_t *ep, ucs_queue_head_t *comps)
+{
+    uct_dcx_op_t *op, *cop;
+    uint64_t sn;
+
+    ucs_queue_for_each(op, &dci->ops, queue) {
+        if ((op->comp == NULL) && (op->cb == uct_dcx_op_put)) {
+            continue; /* nothing of the user's */
+        }
+        if (dci->wr_ep[op->sn & iface->ring_mask] != ep) {
+            continue;
+        }
+        if (op->comp != NULL) {
+            /* the user's completion is called once the scan is over, from
+             * a bare op of its own (it may post, and change dci->ops) */
+            cop = ucs_mpool_get_inline(&iface->op_mp);
+            if (cop == NULL) {
+                ucs_error("dcx: out of memory completing the operations of "
+                          "ep %p", ep);
+                continue;
+            }
+            cop->comp = op->comp;
+            ucs_queue_push(comps, &cop->queue);
+        }
+        /* a descriptor's op is its first member: op_put frees either */
+        op->comp = NULL;
+        op->cb   = uct_dcx_op_put;
+    }
+
+    for (sn = dci->done_sn + 1; sn <= dci->sn; ++sn) {
+        if ((dci->wr_ep[sn & iface->ring_mask] == ep) &&
+            (dci->wr_opcode[sn & iface->ring_mask] & UCT_DCX_WR_USER_MEM)) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* Calls, with status, the completions uct_dcx_dci_take_ep_comps() took */
+void uct_dcx_comps_complete(ucs_queue_head_t *comps, ucs_status_t status)
+{
+    uct_dcx_op_t *cop;
+
+    while (!ucs_queue_is_empty(comps)) {
+        cop = ucs_queue_pull_elem_non_empty(comps, uct_dcx_op_t, queue);
+        uct_invoke_completion(cop->comp, status);
+        ucs_mpool_put_inline(cop);
+    }
+}
+
+/* Completes now, with status, what uct_dcx_dci_take_ep_comps() takes */
+static int uct_dcx_dci_complete_ep_ops(uct_dcx_iface_t *iface,
+                                       uct_dcx_dci_t *dci, uct_dcx_ep_t *ep,
+                                       ucs_status_t status)
+{
+    ucs_queue_head_t comps;
+    int user_mem;
+
+    ucs_queue_head_init(&comps);
+    user_mem = uct_dcx_dci_take_ep_comps(iface, dci, ep, &comps);
+    uct_dcx_comps_complete(&comps, status);
+    return user_mem;
+}
+
+/*
+ * ep goes away, or failed: every operation of it that the user sees
+ * completes now with status; nothing completes later.  WRs still in flight
+ * that access the user's memory are stopped by putting a lent DCI into
+ * error (a shared DCI cannot be: the WRs of other endpoints on it, some
+ * perhaps executed, would be flushed too).
+ */
+void uct_dcx_ep_complete_ops(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep,
+                             ucs_status_t status)
+{
+    uct_dcx_dci_t *dci;
+
+    if (ep->dci == UCT_DCX_DCI_NONE) {
+        return;
+    }
+    dci = uct_dcx_ep_dci(iface, ep);
+    if (uct_dcx_dci_complete_ep_ops(iface, dci, ep, status) &&
+        !iface->policy->shared) {
+        uct_dcx_dci_set_error(iface, dci);
+    }
+}
+
+/*
+ * Cancel: only the operations that call the user back must finish before
+ * the ep may go (they are all signalled); WRs without a completion may
+ * complete after the ep is gone.  If there are such operations, a lent DCI
+ * is put into error so that they complete at once (as cancelled); a shared
+ * one is left alone, since erroring it would also flush the WRs of other
+ * endpoints, some of which may have executed already.
+ */
+ucs_status_t uct_dcx_ep_flush_cancel(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep,
+                                     uct_completion_t *comp)
+{
+    uct_dcx_dci_t *dci = uct_dcx_ep_dci(iface, ep);
+    uint64_t last_sn   = 0;
+    uct_dcx_op_t *op;
+    ucs_status_t status;
+
+    ucs_queue_for_each(op, &dci->ops, queue) {
+        if ((op->comp != NULL) &&
+            (dci->wr_ep[op->sn & iface->ring_mask] == ep)) {
+            last_sn = op->sn;
+        }
+    }
+    if (last_sn == 0) {
+        if (!iface->policy->shared) {
+            /* the DCI returns to the pool when its last WR completes */
+            iface->policy->ep_detach(iface, ep);
+        }
+        UCT_TL_EP_STAT_FLUSH(&ep->super);
+        return UCS_OK;
+    }
+
+    if (comp != NULL) {
+        status = uct_dcx_dci_add_comp(iface, dci, last_sn, comp);
+        if (status != UCS_OK) {
+            return status;
+        }
+    }
+    if (!iface->policy->shared) {
+        uct_dcx_dci_set_error(iface, dci);
+    }
+    UCT_TL_EP_STAT_FLUSH_WAIT(&ep->super);
+    return UCS_INPROGRESS;
+}
