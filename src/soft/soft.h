@@ -459,6 +459,7 @@ typedef struct soft_fault_state {
  * every post and on every poll that finds work. */
 typedef struct soft_lock {
     uint32_t  v;
+    uint32_t  waits;   /* atomic: takers that found it held */
 } soft_lock_t;
 
 void soft_lock_wait(soft_lock_t *l);   /* soft_engine.c */
@@ -466,7 +467,8 @@ void soft_lock_wake(soft_lock_t *l);
 
 static inline void soft_lock_init(soft_lock_t *l)
 {
-    l->v = 0;
+    l->v     = 0;
+    l->waits = 0;
 }
 
 static inline int soft_trylock(soft_lock_t *l)
@@ -566,6 +568,8 @@ struct soft_dev {
     pthread_t           helper;
     int                 helper_started;
     uint64_t            helper_wakeups;   /* atomic: counted unlocked */
+    uint64_t            helper_naps;      /* atomic: counted unlocked */
+    uint64_t            helper_passes;    /* atomic: counted unlocked */
     uint64_t            futex_wakes;      /* atomic: wakes made unlocked */
     volatile int        helper_stop;
 };

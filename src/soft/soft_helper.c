@@ -91,7 +91,10 @@ static void *soft_helper_main(void *arg)
         busy  = 1;
         burst = 0;
         if (age > idle_ns) {
-            if (soft_trylock(&dev->lock)) {
+            if (!soft_trylock(&dev->lock)) {
+                __atomic_fetch_add(&dev->lock.waits, 1, __ATOMIC_RELAXED);
+            } else {
+                __atomic_fetch_add(&dev->helper_passes, 1, __ATOMIC_RELAXED);
                 served = dev->stats.rx_packets;
                 soft_engine_progress(dev, 1);
                 /* a pass serves at most SOFT_PROGRESS_BUDGET packets per
@@ -107,6 +110,7 @@ static void *soft_helper_main(void *arg)
         }
         if (busy || (age < SOFT_DEEP_IDLE_NS)) {
             soft_futex_wait(&hdr->doorbell, seen, SOFT_NAP_NS);
+            __atomic_fetch_add(&dev->helper_naps, 1, __ATOMIC_RELAXED);
             idle_ns = soft_helper_woken(hdr, &seen);
             continue;
         }
