@@ -45,6 +45,7 @@
 #define SOFT_DEEP_IDLE_NS   5000000ull    /* 5 ms */
 #define SOFT_NAP_NS         1000000ull    /* 1 ms */
 
+
 static int soft_helper_has_work(soft_dev_t *dev)
 {
     int busy = 1;
@@ -74,6 +75,26 @@ static uint64_t soft_helper_woken(soft_port_hdr_t *hdr, uint32_t *seen)
     }
     *seen = bell;
     return SOFT_PROD_NS;
+}
+
+/* Publishes the helper's state for senders (soft_port_kick); a seq_cst
+ * fence after it, so that a sender that queued a packet before the store
+ * is seen by the look that follows, or sees the new state. */
+static void soft_helper_state(soft_port_hdr_t *hdr, uint32_t state)
+{
+    if (__atomic_load_n(&hdr->sleeping, __ATOMIC_RELAXED) != state) {
+        __atomic_store_n(&hdr->sleeping, state, __ATOMIC_RELAXED);
+    }
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+}
+
+/* A timed wait on the doorbell; counted. */
+static uint64_t soft_helper_nap(soft_dev_t *dev, uint32_t *seen,
+                                uint64_t timeout_ns)
+{
+    soft_futex_wait(&dev->hdr->doorbell, *seen, timeout_ns);
+    __atomic_fetch_add(&dev->helper_naps, 1, __ATOMIC_RELAXED);
+    return soft_helper_woken(dev->hdr, seen);
 }
 
 static void *soft_helper_main(void *arg)
@@ -108,22 +129,33 @@ static void *soft_helper_main(void *arg)
         if (burst) {
             continue;
         }
-        if (busy || (age < SOFT_DEEP_IDLE_NS)) {
-            soft_futex_wait(&hdr->doorbell, seen, SOFT_NAP_NS);
-            __atomic_fetch_add(&dev->helper_naps, 1, __ATOMIC_RELAXED);
-            idle_ns = soft_helper_woken(hdr, &seen);
+        if (age <= idle_ns) {
+            /* the application polls: it serves everything itself.  Park
+             * until rung (a prod, a completion channel armed) or for a
+             * long while, then look again; no sender rings meanwhile. */
+            soft_helper_state(hdr, SOFT_HELPER_PARKED);
+            if ((__atomic_load_n(&dev->armed_cqs, __ATOMIC_RELAXED) == 0) &&
+                (soft_port_poll_age(hdr) <= idle_ns)) {
+                idle_ns = soft_helper_nap(dev, &seen, SOFT_PARK_NS);
+                continue;
+            }
+            /* a CQ is armed: the application sleeps on its channel */
+        }
+        if (busy || (age < SOFT_DEEP_IDLE_NS) ||
+            (__atomic_load_n(&dev->armed_cqs, __ATOMIC_RELAXED) != 0)) {
+            soft_helper_state(hdr, SOFT_HELPER_NAP);
+            idle_ns = soft_helper_nap(dev, &seen, SOFT_NAP_NS);
             continue;
         }
 
         /* deep sleep, unless something arrived meanwhile */
-        __atomic_store_n(&hdr->sleeping, 1, __ATOMIC_RELAXED);
-        __atomic_thread_fence(__ATOMIC_SEQ_CST);
+        soft_helper_state(hdr, SOFT_HELPER_DEEP);
         if (!__atomic_load_n(&dev->helper_stop, __ATOMIC_ACQUIRE) &&
             !soft_helper_has_work(dev)) {
             soft_futex_wait(&hdr->doorbell, seen, 0);
             __atomic_fetch_add(&dev->helper_wakeups, 1, __ATOMIC_RELAXED);
         }
-        __atomic_store_n(&hdr->sleeping, 0, __ATOMIC_RELAXED);
+        soft_helper_state(hdr, SOFT_HELPER_NAP);
         idle_ns = soft_helper_woken(hdr, &seen);
     }
     return NULL;
