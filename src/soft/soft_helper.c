@@ -4,7 +4,13 @@
  * make progress while the application is busy elsewhere, without competing
  * with an application that polls:
  *  - while the application polled recently (< SOFT_APP_IDLE_NS) the helper
- *    only naps in short timed futex waits and touches nothing;
+ *    is PARKED (hdr->sleeping, soft.h): it waits on the doorbell for
+ *    SOFT_PARK_NS at a time and touches nothing, and senders neither ring
+ *    nor read the poll stamp, so two applications polling each other see
+ *    no helper activity and no futex call at all.  What wakes it: a prod
+ *    (below), the application arming a CQ on a completion channel (it is
+ *    about to sleep on the fd; the helper naps while a CQ is armed), or
+ *    the end of the park, after which it looks at the application again;
  *  - once the application is idle it runs the engine (try-lock) on every nap,
  *    and pass after pass without napping while a pass served packets and
  *    more are queued (a burst is served at once, not 64 packets a nap);
@@ -14,7 +20,7 @@
  *    'sleeping' flag and a seq_cst fence on both sides make the wake-up
  *    impossible to miss.
  *  - peers also ring the doorbell while the application is idle and the
- *    helper only naps, so that the helper answers at once instead of at the
+ *    helper NAPs, so that the helper answers at once instead of at the
  *    end of its nap; an application that polls costs its peers no syscall.
  *  - one ring per idle episode: the first sender to ring sets 'woken', and
  *    the senders after it make no syscall until the helper has run and
@@ -139,10 +145,10 @@ static void *soft_helper_main(void *arg)
                 idle_ns = soft_helper_nap(dev, &seen, SOFT_PARK_NS);
                 continue;
             }
-            /* a CQ is armed: the application sleeps on its channel */
+            /* a CQ is armed: the application sleeps on its channel, the
+             * helper naps (and sleeps deep once nothing is outstanding) */
         }
-        if (busy || (age < SOFT_DEEP_IDLE_NS) ||
-            (__atomic_load_n(&dev->armed_cqs, __ATOMIC_RELAXED) != 0)) {
+        if (busy || (age < SOFT_DEEP_IDLE_NS)) {
             soft_helper_state(hdr, SOFT_HELPER_NAP);
             idle_ns = soft_helper_nap(dev, &seen, SOFT_NAP_NS);
             continue;

@@ -420,3 +420,27 @@ TEST_F(soft, poll_stamp_coarse_but_fresh)
     EXPECT_LE(writes, elapsed / soft_clock_stamp_gran + 1)
         << polls << " polls in " << elapsed << " clock units";
 }
+
+/* An application asleep on a completion channel with nothing outstanding:
+ * its helper, rung by the arm, naps a few times and then sleeps deep (no
+ * timed wake-ups for as long as the application sleeps). */
+TEST_F(soft, armed_idle_device_sleeps_deep)
+{
+    node n;
+    dcx_comp_channel_t *ch = nullptr;
+    dcx_cq_t *cq = nullptr;
+    dcx_soft_stats_t s0, s1;
+
+    ASSERT_EQ(0, n.open(fabric.c_str()));
+    ASSERT_EQ(0, dcx_comp_channel_create(n.dev, &ch));
+    ASSERT_EQ(0, dcx_cq_create_ch(n.dev, 64, ch, &cq));
+    ASSERT_EQ(0, dcx_cq_req_notify(cq));
+    usleep(50000);
+    ASSERT_EQ(0, dcx_soft_stats(n.dev, &s0));
+    usleep(200000);
+    ASSERT_EQ(0, dcx_soft_stats(n.dev, &s1));
+    EXPECT_LE(s1.helper_naps - s0.helper_naps, 2u);
+    EXPECT_EQ(0u, s1.helper_passes - s0.helper_passes);
+    EXPECT_EQ(0, dcx_cq_destroy(cq));
+    EXPECT_EQ(0, dcx_comp_channel_destroy(ch));
+}
