@@ -11,7 +11,19 @@
  * while the target process computes without polling its device (only its
  * helper thread can answer), and READ median latency while it polls.
  * -R runs the READ table only.
+ *
+ * -T ROUNDS: the tail of the 8-byte ping-pong instead.  ROUNDS rounds of
+ * -n round trips, the soft device and plain shared memory taking turns;
+ * every round trip is timed on its own, and each side's involuntary
+ * context switches and device counters (helper wakes and passes, futex
+ * wakes, prods, retransmissions, engine lock waits) are read around each
+ * dcx round.  Prints per transport the distribution (median, p90, p99,
+ * p99.9, max, mean), how many round trips took more than 4x the median
+ * and their share of the time, then the counters per 10 000 round trips.
  */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE   /* RUSAGE_THREAD */
+#endif
 #include "dcx_dev.h"
 #include "soft/dcx_soft.h"
 
@@ -23,6 +35,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -43,6 +56,9 @@ typedef struct {
     atomic_int        phase;        /* barrier counter */
     atomic_int        busy_stop;    /* ends the target's compute loop */
     atomic_uint_fast64_t sink;
+    /* -T: rank 1's counters around a round, for rank 0 to print */
+    dcx_soft_stats_t  tail_stats[2];
+    long              tail_ivcsw[2];
     /* plain shared-memory channel: a slot ring each way */
     atomic_uint_fast64_t seq[2];    /* messages published towards rank i */
     atomic_uint_fast64_t ack[2];    /* messages consumed by rank i */
@@ -69,6 +85,7 @@ static unsigned        iters  = 2000;
 static unsigned        window = 32;
 static size_t          max_size = BENCH_MAX_SIZE;
 static int             reads_only;
+static unsigned        tail_rounds;
 
 static double now_us(void)
 {
@@ -378,6 +395,174 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+/* -T: one round trip of 8 bytes, timed on its own (ns) */
+static void tail_dev_rounds(bench_ctx_t *c, double *lat, unsigned n)
+{
+    dcx_wc_t wc;
+    double t;
+    unsigned i;
+
+    for (i = 0; i < n; ++i) {
+        int signaled = (i % 64) == 63;
+
+        t = now_us();
+        if (c->rank == 0) {
+            send_msg(c, 8, signaled);
+            wait_wc(c->rcq, &wc);
+            post_recv(c, wc.wr_id);
+        } else {
+            wait_wc(c->rcq, &wc);
+            post_recv(c, wc.wr_id);
+            send_msg(c, 8, signaled);
+        }
+        if (signaled) {
+            wait_wc(c->scq, &wc);
+        }
+        lat[i] = (now_us() - t) * 1e3;
+    }
+}
+
+static void tail_shm_rounds(bench_ctx_t *c, double *lat, unsigned n)
+{
+    double t;
+    unsigned i;
+
+    for (i = 0; i < n; ++i) {
+        t = now_us();
+        if (c->rank == 0) {
+            shm_send(c, 1, 8);
+            shm_recv(c, 8);
+        } else {
+            shm_recv(c, 8);
+            shm_send(c, 0, 8);
+        }
+        lat[i] = (now_us() - t) * 1e3;
+    }
+}
+
+static long tail_ivcsw(void)
+{
+    struct rusage ru;
+
+    getrusage(RUSAGE_THREAD, &ru);
+    return ru.ru_nivcsw;
+}
+
+typedef struct {
+    double  *lat;      /* every round trip of every round, ns */
+    unsigned count;
+    long     ivcsw[2]; /* involuntary context switches, rank 0 and 1 */
+} tail_result_t;
+
+static void tail_print(const char *name, tail_result_t *r)
+{
+    double sum = 0, slow_sum = 0, med;
+    unsigned i, slow = 0, n = r->count;
+
+    qsort(r->lat, n, sizeof(double), cmp_double);
+    med = r->lat[n / 2];
+    for (i = 0; i < n; ++i) {
+        sum += r->lat[i];
+        if (r->lat[i] > 4 * med) {
+            slow++;
+            slow_sum += r->lat[i];
+        }
+    }
+    printf("%-6s %8.0f %8.0f %8.0f %8.0f %9.0f %8.0f %7.2f %9.1f %7.1f%% "
+           "%7.1f %7.1f\n", name, med, r->lat[n * 9 / 10],
+           r->lat[n * 99 / 100], r->lat[n * 999 / 1000], r->lat[n - 1],
+           sum / n, sum / n / med, 1e4 * slow / n, 100 * slow_sum / sum,
+           1e4 * r->ivcsw[0] / n, 1e4 * r->ivcsw[1] / n);
+}
+
+#define TAIL_COUNTERS(_x) \
+    _x(futex_wakes) _x(helper_wakeups) _x(helper_naps) _x(helper_passes) \
+    _x(helper_packets) _x(prods) _x(retransmits) _x(rnr_naks_sent) \
+    _x(lock_waits) _x(tx_packets)
+
+static void tail_counters(const dcx_soft_stats_t *d, unsigned n)
+{
+#define TAIL_PRINT(_f) \
+    printf("  %-16s %10.1f %10.1f\n", #_f, 1e4 * d[0]._f / n, \
+           1e4 * d[1]._f / n);
+    printf("# device counters per 10 000 round trips     rank 0     rank 1\n");
+    TAIL_COUNTERS(TAIL_PRINT)
+#undef TAIL_PRINT
+}
+
+/* Both sides' counters (rank 1's through the shared page) into s */
+static void tail_stats(bench_ctx_t *c, dcx_soft_stats_t *s)
+{
+    barrier(c->rank);
+    CHECK(dcx_soft_stats(c->dev, &shm->tail_stats[c->rank]));
+    barrier(c->rank);
+    s[0] = shm->tail_stats[0];
+    s[1] = shm->tail_stats[1];
+    barrier(c->rank);
+}
+
+/* Per round: dcx then plain shared memory (alternating, so that load on the
+ * machine hits both alike). */
+static void tail_run(bench_ctx_t *c)
+{
+    unsigned total = tail_rounds * iters, round, r;
+    dcx_soft_stats_t before[2], after[2], delta[2];
+    tail_result_t dev = {0}, plain = {0};
+    long iv0, iv1;
+
+    dev.lat   = calloc(total, sizeof(double));
+    plain.lat = calloc(total, sizeof(double));
+    if ((dev.lat == NULL) || (plain.lat == NULL)) {
+        die("calloc", ENOMEM);
+    }
+    memset(delta, 0, sizeof(delta));
+    /* warm-up: both sides polling, every resource touched once */
+    barrier(c->rank);
+    tail_dev_rounds(c, dev.lat, iters < 1000 ? iters : 1000);
+    tail_shm_rounds(c, plain.lat, iters < 1000 ? iters : 1000);
+    for (round = 0; round < tail_rounds; ++round) {
+        tail_stats(c, before);
+        iv0 = tail_ivcsw();
+        tail_dev_rounds(c, dev.lat + dev.count, iters);
+        iv1 = tail_ivcsw();
+        shm->tail_ivcsw[c->rank] = iv1 - iv0;
+        tail_stats(c, after);
+        for (r = 0; r < 2; ++r) {
+#define TAIL_ADD(_f) delta[r]._f += after[r]._f - before[r]._f;
+            TAIL_COUNTERS(TAIL_ADD)
+#undef TAIL_ADD
+            dev.ivcsw[r] += shm->tail_ivcsw[r];
+        }
+        dev.count += iters;
+        barrier(c->rank);
+        iv0 = tail_ivcsw();
+        tail_shm_rounds(c, plain.lat + plain.count, iters);
+        iv1 = tail_ivcsw();
+        shm->tail_ivcsw[c->rank] = iv1 - iv0;
+        barrier(c->rank);
+        plain.ivcsw[0] += shm->tail_ivcsw[0];
+        plain.ivcsw[1] += shm->tail_ivcsw[1];
+        plain.count    += iters;
+        barrier(c->rank);
+    }
+    if (c->rank == 0) {
+        printf("# 8-byte ping-pong, %u rounds of %u round trips, alternating;"
+               " round trip in ns; slow: > 4x the median\n", tail_rounds,
+               iters);
+        printf("%-6s %8s %8s %8s %8s %9s %8s %7s %9s %8s %7s %7s\n", "tl",
+               "p50", "p90", "p99", "p99.9", "max", "mean", "mean/50",
+               "slow/10k", "slow%t", "ivcs0", "ivcs1");
+        tail_print("soft", &dev);
+        tail_print("shm", &plain);
+        printf("# ivcs0/1: involuntary context switches of each side's "
+               "polling thread per 10 000 round trips\n");
+        tail_counters(delta, dev.count);
+        fflush(stdout);
+    }
+    free(dev.lat);
+    free(plain.lat);
+}
+
 /* The target side of the READ tests until rank 0 is done: poll the device
  * (mode 1), compute without touching it (0), or compute and poll every
  * 150 us (2), as an application that calls progress now and then. */
@@ -533,6 +718,10 @@ static void run(int rank, const char *fabric)
     size_t size;
 
     setup(&c, fabric);
+    if (tail_rounds != 0) {
+        tail_run(&c);
+        goto out;
+    }
     if (rank == 0) {
         printf("# dcx device layer on the soft device vs plain shared memory"
                " (%u iterations)\n", iters);
@@ -577,6 +766,7 @@ static void run(int rank, const char *fabric)
                stats.rx_packets, stats.retransmits, stats.helper_wakeups,
                stats.resp_drops);
     }
+out:
     barrier(rank);
     dcx_qp_destroy(c.dci);
     dcx_qp_destroy(c.dct);
@@ -597,14 +787,16 @@ int main(int argc, char **argv)
     int opt, status;
     pid_t child;
 
-    while ((opt = getopt(argc, argv, "n:w:s:R")) != -1) {
+    while ((opt = getopt(argc, argv, "n:w:s:RT:")) != -1) {
         switch (opt) {
         case 'n': iters = strtoul(optarg, NULL, 0); break;
         case 'w': window = strtoul(optarg, NULL, 0); break;
         case 's': max_size = strtoul(optarg, NULL, 0); break;
         case 'R': reads_only = 1; break;
+        case 'T': tail_rounds = strtoul(optarg, NULL, 0); break;
         default:
-            fprintf(stderr, "usage: %s [-n iters] [-w window] [-s max_size] [-R]\n",
+            fprintf(stderr, "usage: %s [-n iters] [-w window] [-s max_size] [-R] "
+                    "[-T rounds]\n",
                     argv[0]);
             return 2;
         }

@@ -165,6 +165,13 @@ typedef struct dcx_soft_stats {
     /* application polls (CQ poll, device progress) that took the engine
      * lock; every other poll found nothing to do without it */
     uint64_t locked_polls;
+    /* the helper thread's activity: timed waits it woke from (a nap or a
+     * park, see soft_helper.c; helper_wakeups counts the wakes from an
+     * untimed deep sleep), engine passes it ran, and times a taker of the
+     * engine lock found it held (the application's or the helper's) */
+    uint64_t helper_naps;
+    uint64_t helper_passes;
+    uint64_t lock_waits;
 } dcx_soft_stats_t;
 
 int  dcx_soft_stats(dcx_dev_t *dev, dcx_soft_stats_t *stats);

@@ -81,6 +81,35 @@
 #define SOFT_PROD_NS        25000ull
 #define SOFT_REPROD_NS      500000ull
 
+/* The poll stamp is written when it is this much older than the clock,
+ * not on every poll: a peer reads it at most this much stale, far below
+ * SOFT_PROD_NS, and a polling owner's stamp line stays in its cache
+ * instead of being taken back from every reader per message. */
+#define SOFT_STAMP_NS       4000ull
+
+/* What the port's helper is doing (hdr->sleeping), which decides whether a
+ * sender rings the doorbell after queueing a packet (soft_port_kick):
+ *  PARKED: the application polls; the helper waits for a ring without a
+ *          short timeout.  Senders do not ring and do not read the poll
+ *          stamp: an application that stops polling with their requests
+ *          queued is found by the requester's prod (soft_req_prod).
+ *  DEEP:   nothing outstanding and the application idle for long: the
+ *          first sender of the episode rings.
+ *  NAP:    the application is idle (or waits on a completion channel)
+ *          and the helper naps between passes: a sender rings if the
+ *          owner has not polled for SOFT_APP_IDLE_NS. */
+/* A parked helper looks at its application again after this long even if
+ * nobody rings: the bound on serving the device's own timers (retries,
+ * prods) once an application that polled stops polling without arming a
+ * completion channel. */
+#define SOFT_PARK_NS        100000000ull  /* 100 ms */
+
+enum {
+    SOFT_HELPER_PARKED = 0,
+    SOFT_HELPER_DEEP   = 1,
+    SOFT_HELPER_NAP    = 2
+};
+
 /* ------------------------------------------------------------------------
  * Wire format
  * ------------------------------------------------------------------------ */
@@ -207,13 +236,14 @@ typedef struct soft_port_hdr {
     uint32_t     clock_kind;    /* soft_clock_kind of last_poll */
     uint8_t      pad0[20];
     uint32_t     doorbell;      /* futex word of the helper */
-    uint32_t     sleeping;      /* helper is in (or entering) deep sleep */
+    uint32_t     sleeping;      /* SOFT_HELPER_*: the helper's state */
     /* a sender rang for the current idle episode; the helper clears it
      * when it wakes: later senders of the episode make no syscall */
     uint32_t     woken;
     uint8_t      pad1[52];
-    /* written by the owner on every progress call (soft_clock_now()
-     * units), read by peers deciding whether to wake the helper: a line of
+    /* written by the owner's progress calls once it is SOFT_STAMP_NS old
+     * (soft_clock_now() units), read by the owner's helper, and by peers
+     * deciding whether to prod it or (helper in NAP) wake it: a line of
      * its own, shared with nothing the peers write */
     uint64_t     last_poll;
     uint32_t     in_engine;     /* an engine pass is running (no prods) */
@@ -520,6 +550,7 @@ typedef struct soft_fault_state {
  * every post and on every poll that finds work. */
 typedef struct soft_lock {
     uint32_t  v;
+    uint32_t  waits;   /* atomic: takers that found it held */
 } soft_lock_t;
 
 void soft_lock_wait(soft_lock_t *l);   /* soft_engine.c */
@@ -527,7 +558,8 @@ void soft_lock_wake(soft_lock_t *l);
 
 static inline void soft_lock_init(soft_lock_t *l)
 {
-    l->v = 0;
+    l->v     = 0;
+    l->waits = 0;
 }
 
 static inline int soft_trylock(soft_lock_t *l)
@@ -627,7 +659,11 @@ struct soft_dev {
     /* helper thread */
     pthread_t           helper;
     int                 helper_started;
+    uint64_t            stamp;            /* last poll stamp written */
+    uint32_t            armed_cqs;        /* CQs armed, under the lock */
     uint64_t            helper_wakeups;   /* atomic: counted unlocked */
+    uint64_t            helper_naps;      /* atomic: counted unlocked */
+    uint64_t            helper_passes;    /* atomic: counted unlocked */
     uint64_t            futex_wakes;      /* atomic: wakes made unlocked */
     volatile int        helper_stop;
 };
@@ -690,6 +726,7 @@ enum { SOFT_CLOCK_NS = 1, SOFT_CLOCK_TSC = 2 };
 
 extern int      soft_clock_kind;      /* set by soft_clock_init() */
 extern uint64_t soft_clock_mult;      /* TSC: ns per tick, 32.32 fixed */
+extern uint64_t soft_clock_stamp_gran; /* SOFT_STAMP_NS in clock units */
 
 void     soft_clock_init(void);
 
@@ -810,10 +847,17 @@ void     soft_engine_activate(soft_qp_t *qp);
 void     soft_engine_deactivate(soft_qp_t *qp);
 void     soft_dev_progress(dcx_dev_t *dev);
 
+/* The poll stamp, written only once the last one written is
+ * SOFT_STAMP_NS old (compared with a private copy: no shared line is read
+ * or written by a poll in between). */
 static inline void soft_engine_stamp(soft_dev_t *dev)
 {
-    __atomic_store_n(&dev->hdr->last_poll, soft_clock_now(),
-                     __ATOMIC_RELAXED);
+    uint64_t now = soft_clock_now();
+
+    if ((now - dev->stamp) >= soft_clock_stamp_gran) {
+        dev->stamp = now;
+        __atomic_store_n(&dev->hdr->last_poll, now, __ATOMIC_RELAXED);
+    }
 }
 
 /* Without the lock: 1 if a poll of cq (NULL: device progress) has nothing

@@ -32,6 +32,8 @@ void soft_cq_fire(soft_cq_t *cq)
     uint64_t one = 1;
 
     cq->armed = 0;
+    __atomic_store_n(&cq->dev->armed_cqs, cq->dev->armed_cqs - 1,
+                     __ATOMIC_RELAXED);
     cq->events++;
     /* the counter cannot overflow: it is reset whenever events run out */
     if (write(cq->ch->super.fd, &one, sizeof(one)) != sizeof(one)) {
@@ -135,9 +137,30 @@ void soft_cq_detach_channel(soft_cq_t *cq)
             break;
         }
     }
+    if (cq->armed) {
+        cq->armed = 0;
+        __atomic_store_n(&cq->dev->armed_cqs, cq->dev->armed_cqs - 1,
+                         __ATOMIC_RELAXED);
+    }
     cq->events = 0;
     soft_channel_drain(cq->ch);
     cq->ch = NULL;
+}
+
+/* The application is about to sleep on a channel: a helper parked behind
+ * its polls (soft_helper.c) must serve its CQs now, so it is rung; it naps
+ * while a CQ stays armed.  The fence pairs with the helper's, which
+ * publishes PARKED before it looks at armed_cqs: one of the two sees the
+ * other. */
+static void soft_channel_unpark(soft_dev_t *dev)
+{
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    if (dev->helper_started &&
+        (__atomic_load_n(&dev->hdr->sleeping, __ATOMIC_RELAXED) ==
+         SOFT_HELPER_PARKED)) {
+        soft_port_ring(dev->hdr);
+        __atomic_fetch_add(&dev->futex_wakes, 1, __ATOMIC_RELAXED);
+    }
 }
 
 int soft_cq_req_notify(dcx_cq_t *cq_)
@@ -151,12 +174,16 @@ int soft_cq_req_notify(dcx_cq_t *cq_)
         return EINVAL;
     }
     soft_lock(&dev->lock);
+    if (!cq->armed) {
+        cq->armed = 1;
+        __atomic_store_n(&dev->armed_cqs, dev->armed_cqs + 1,
+                         __ATOMIC_RELAXED);
+    }
     if (cq->head != cq->tail) {
         soft_cq_fire(cq);
-    } else {
-        cq->armed = 1;
     }
     soft_unlock(&dev->lock);
+    soft_channel_unpark(dev);
     return 0;
 }
 

@@ -967,6 +967,12 @@ int dcx_soft_stats(dcx_dev_t *dev_, dcx_soft_stats_t *stats)
                                             __ATOMIC_RELAXED);
     stats->futex_wakes   += __atomic_load_n(&dev->futex_wakes,
                                             __ATOMIC_RELAXED);
+    stats->helper_naps    = __atomic_load_n(&dev->helper_naps,
+                                            __ATOMIC_RELAXED);
+    stats->helper_passes  = __atomic_load_n(&dev->helper_passes,
+                                            __ATOMIC_RELAXED);
+    stats->lock_waits     = __atomic_load_n(&dev->lock.waits,
+                                            __ATOMIC_RELAXED);
     return 0;
 }
 

@@ -401,6 +401,7 @@ void soft_lock_wait(soft_lock_t *l)
 {
     unsigned spins;
 
+    __atomic_fetch_add(&l->waits, 1, __ATOMIC_RELAXED);
     for (spins = 0; spins < 100; ++spins) {
 #if defined(__x86_64__)
         __builtin_ia32_pause();

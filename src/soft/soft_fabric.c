@@ -816,7 +816,8 @@ static int soft_port_wake_once(soft_port_hdr_t *hdr)
 int soft_port_kick_sleeping(soft_port_hdr_t *hdr)
 {
     __atomic_thread_fence(__ATOMIC_SEQ_CST);
-    if (__atomic_load_n(&hdr->sleeping, __ATOMIC_RELAXED)) {
+    if (__atomic_load_n(&hdr->sleeping, __ATOMIC_RELAXED) ==
+        SOFT_HELPER_DEEP) {
         return soft_port_wake_once(hdr);
     }
     return 0;
@@ -831,12 +832,20 @@ void soft_port_ring(soft_port_hdr_t *hdr)
 }
 
 /* After queueing a packet: wakes the port's helper if it is in deep sleep,
- * or if the owner application is not polling (then the helper does the
- * work now rather than at the end of its nap).  1 if it rang. */
+ * or if it naps and the owner application is not polling (then the helper
+ * does the work now rather than at the end of its nap).  A helper parked
+ * behind a polling application costs a sender one read of a line the
+ * owner does not write per poll (SOFT_HELPER_PARKED).  1 if it rang. */
 int soft_port_kick(soft_port_hdr_t *hdr)
 {
+    uint32_t state;
+
     __atomic_thread_fence(__ATOMIC_SEQ_CST);
-    if (__atomic_load_n(&hdr->sleeping, __ATOMIC_RELAXED) ||
+    state = __atomic_load_n(&hdr->sleeping, __ATOMIC_RELAXED);
+    if (state == SOFT_HELPER_PARKED) {
+        return 0;
+    }
+    if ((state == SOFT_HELPER_DEEP) ||
         (soft_port_poll_age(hdr) > SOFT_APP_IDLE_NS)) {
         return soft_port_wake_once(hdr);
     }

@@ -4,7 +4,13 @@
  * make progress while the application is busy elsewhere, without competing
  * with an application that polls:
  *  - while the application polled recently (< SOFT_APP_IDLE_NS) the helper
- *    only naps in short timed futex waits and touches nothing;
+ *    is PARKED (hdr->sleeping, soft.h): it waits on the doorbell for
+ *    SOFT_PARK_NS at a time and touches nothing, and senders neither ring
+ *    nor read the poll stamp, so two applications polling each other see
+ *    no helper activity and no futex call at all.  What wakes it: a prod
+ *    (below), the application arming a CQ on a completion channel (it is
+ *    about to sleep on the fd; the helper naps while a CQ is armed), or
+ *    the end of the park, after which it looks at the application again;
  *  - once the application is idle it runs the engine (try-lock) on every nap,
  *    and pass after pass without napping while a pass served packets and
  *    more are queued (a burst is served at once, not 64 packets a nap);
@@ -14,7 +20,7 @@
  *    'sleeping' flag and a seq_cst fence on both sides make the wake-up
  *    impossible to miss.
  *  - peers also ring the doorbell while the application is idle and the
- *    helper only naps, so that the helper answers at once instead of at the
+ *    helper NAPs, so that the helper answers at once instead of at the
  *    end of its nap; an application that polls costs its peers no syscall.
  *  - one ring per idle episode: the first sender to ring sets 'woken', and
  *    the senders after it make no syscall until the helper has run and
@@ -44,6 +50,7 @@
 
 #define SOFT_DEEP_IDLE_NS   5000000ull    /* 5 ms */
 #define SOFT_NAP_NS         1000000ull    /* 1 ms */
+
 
 static int soft_helper_has_work(soft_dev_t *dev)
 {
@@ -76,6 +83,26 @@ static uint64_t soft_helper_woken(soft_port_hdr_t *hdr, uint32_t *seen)
     return SOFT_PROD_NS;
 }
 
+/* Publishes the helper's state for senders (soft_port_kick); a seq_cst
+ * fence after it, so that a sender that queued a packet before the store
+ * is seen by the look that follows, or sees the new state. */
+static void soft_helper_state(soft_port_hdr_t *hdr, uint32_t state)
+{
+    if (__atomic_load_n(&hdr->sleeping, __ATOMIC_RELAXED) != state) {
+        __atomic_store_n(&hdr->sleeping, state, __ATOMIC_RELAXED);
+    }
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+}
+
+/* A timed wait on the doorbell; counted. */
+static uint64_t soft_helper_nap(soft_dev_t *dev, uint32_t *seen,
+                                uint64_t timeout_ns)
+{
+    soft_futex_wait(&dev->hdr->doorbell, *seen, timeout_ns);
+    __atomic_fetch_add(&dev->helper_naps, 1, __ATOMIC_RELAXED);
+    return soft_helper_woken(dev->hdr, seen);
+}
+
 static void *soft_helper_main(void *arg)
 {
     soft_dev_t *dev      = arg;
@@ -91,7 +118,10 @@ static void *soft_helper_main(void *arg)
         busy  = 1;
         burst = 0;
         if (age > idle_ns) {
-            if (soft_trylock(&dev->lock)) {
+            if (!soft_trylock(&dev->lock)) {
+                __atomic_fetch_add(&dev->lock.waits, 1, __ATOMIC_RELAXED);
+            } else {
+                __atomic_fetch_add(&dev->helper_passes, 1, __ATOMIC_RELAXED);
                 served = dev->stats.rx_packets;
                 soft_engine_progress(dev, 1);
                 /* a pass serves at most SOFT_PROGRESS_BUDGET packets per
@@ -105,21 +135,33 @@ static void *soft_helper_main(void *arg)
         if (burst) {
             continue;
         }
+        if (age <= idle_ns) {
+            /* the application polls: it serves everything itself.  Park
+             * until rung (a prod, a completion channel armed) or for a
+             * long while, then look again; no sender rings meanwhile. */
+            soft_helper_state(hdr, SOFT_HELPER_PARKED);
+            if ((__atomic_load_n(&dev->armed_cqs, __ATOMIC_RELAXED) == 0) &&
+                (soft_port_poll_age(hdr) <= idle_ns)) {
+                idle_ns = soft_helper_nap(dev, &seen, SOFT_PARK_NS);
+                continue;
+            }
+            /* a CQ is armed: the application sleeps on its channel, the
+             * helper naps (and sleeps deep once nothing is outstanding) */
+        }
         if (busy || (age < SOFT_DEEP_IDLE_NS)) {
-            soft_futex_wait(&hdr->doorbell, seen, SOFT_NAP_NS);
-            idle_ns = soft_helper_woken(hdr, &seen);
+            soft_helper_state(hdr, SOFT_HELPER_NAP);
+            idle_ns = soft_helper_nap(dev, &seen, SOFT_NAP_NS);
             continue;
         }
 
         /* deep sleep, unless something arrived meanwhile */
-        __atomic_store_n(&hdr->sleeping, 1, __ATOMIC_RELAXED);
-        __atomic_thread_fence(__ATOMIC_SEQ_CST);
+        soft_helper_state(hdr, SOFT_HELPER_DEEP);
         if (!__atomic_load_n(&dev->helper_stop, __ATOMIC_ACQUIRE) &&
             !soft_helper_has_work(dev)) {
             soft_futex_wait(&hdr->doorbell, seen, 0);
             __atomic_fetch_add(&dev->helper_wakeups, 1, __ATOMIC_RELAXED);
         }
-        __atomic_store_n(&hdr->sleeping, 0, __ATOMIC_RELAXED);
+        soft_helper_state(hdr, SOFT_HELPER_NAP);
         idle_ns = soft_helper_woken(hdr, &seen);
     }
     return NULL;

@@ -126,6 +126,10 @@ std::vector<std::string> seg_names(const std::string &fabric);
 bool wait_flag(volatile uint32_t *flag, uint32_t value, double timeout_s);
 
 class soft : public ::testing::Test {
+public:
+    /* 8 x 100 ms ack timeouts, 1 ms RNR timer */
+    static dcx_soft_limits_t default_limits();
+
 protected:
     void SetUp() override;
     void TearDown() override;
@@ -140,7 +144,6 @@ protected:
      * before); SIGCONT it */
     void stop_child(pid_t pid);
     void continue_child(pid_t pid);
-    dcx_soft_limits_t default_limits();
     int open_initiator(node &n, const dcx_soft_limits_t *limits = nullptr);
 
     shared_area          *sh = nullptr;

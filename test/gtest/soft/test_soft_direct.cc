@@ -3,17 +3,13 @@
  * process is the initiator, the test process is the target, and the
  * target's memory is a shared mapping both can check byte by byte.
  */
-#include "soft_fixture.h"
+#include "soft_xfer.h"
 
 #include <errno.h>
 #include <signal.h>
-#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
-#include <linux/filter.h>
-#include <linux/seccomp.h>
 #include <sys/mman.h>
-#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -47,32 +43,7 @@ struct direct_info {
 /* the fixture's limits (short ack timeout), direct access on or off */
 dcx_soft_limits_t limits(bool direct)
 {
-    dcx_soft_limits_t l;
-
-    memset(&l, 0, sizeof(l));
-    l.ack_timeout_us = 100000;
-    l.retry_cnt      = 7;
-    l.rnr_timer_us   = 1000;
-    l.direct         = direct;
-    return l;
-}
-
-bool wait_at_least(volatile uint32_t *v, uint32_t n, double timeout_s)
-{
-    double end = now_s() + timeout_s;
-
-    while (__atomic_load_n(v, __ATOMIC_ACQUIRE) < n) {
-        if (now_s() > end) {
-            return false;
-        }
-        usleep(200);
-    }
-    return true;
-}
-
-uint8_t pattern(size_t i, unsigned seed)
-{
-    return (uint8_t)((i * 131u + seed * 7u + (i >> 9)) | 1u);
+    return xfer_limits(direct);
 }
 
 } // namespace
@@ -147,21 +118,7 @@ protected:
         std::string fab = fabric;
 
         return spawn([in, fab, fn, direct]() {
-            dcx_soft_limits_t l = limits(direct);
-            node n;
-            int rc;
-
-            if (!wait_flag(&in->ready, 1, 20.0) ||
-                (n.open(fab.c_str(), &l) != 0) || (n.make_dci() != 0) ||
-                (n.connect(in->addr, in->addr_len) != 0)) {
-                fprintf(stderr, "initiator setup failed\n");
-                return 10;
-            }
-            rc = fn(n);
-            dcx_soft_stats(n.dev, &in->stats);
-            n.close();
-            __atomic_store_n(&in->done, 1, __ATOMIC_RELEASE);
-            return rc;
+            return xfer_initiator(in, fab, limits(direct), fn);
         });
     }
 
@@ -200,61 +157,12 @@ namespace {
 dcx_send_wr_t wr_to(const direct_info *in, const node &n, dcx_wr_opcode_t op,
                     const dcx_sge_t *sge, uint64_t off, uint32_t rkey)
 {
-    dcx_send_wr_t wr;
+    dcx_send_wr_t wr = rdma_wr(n, in->dctn, in->dc_key, op, sge,
+                               in->raddr + off, rkey);
 
-    memset(&wr, 0, sizeof(wr));
-    wr.wr_id       = off;
-    wr.opcode      = op;
-    wr.flags       = DCX_SEND_SIGNALED;
-    wr.num_sge     = (sge != nullptr) ? 1 : 0;
-    wr.sg_list     = sge;
-    wr.dest.ah     = n.ah;
-    wr.dest.dctn   = in->dctn;
-    wr.dest.dc_key = in->dc_key;
-    wr.rkey        = rkey;
-    wr.remote_addr = in->raddr + off;
+    wr.wr_id = off;
     return wr;
 }
-
-/* posts one WR and waits for its completion; the status, or -1 */
-int run_one(node &n, const dcx_send_wr_t &wr)
-{
-    dcx_wc_t wc;
-
-    if (dcx_qp_post_send(n.dci, &wr) != 0) {
-        fprintf(stderr, "post failed\n");
-        return -1;
-    }
-    if (n.poll(&wc, 1, 30.0) != 1) {
-        fprintf(stderr, "no completion\n");
-        return -1;
-    }
-    return (int)wc.status;
-}
-
-/* a fresh DCI after an error completion */
-int renew_dci(node &n)
-{
-    dcx_qp_destroy(n.dci);
-    n.dci = nullptr;
-    return n.make_dci();
-}
-
-struct local_buf {
-    std::vector<uint8_t> v;
-    dcx_mr_t *mr = nullptr;
-    int reg(node &n, size_t size)
-    {
-        v.assign(size, 0);
-        return n.reg(v.data(), size, DCX_ACCESS_LOCAL_WRITE, &mr);
-    }
-    dcx_sge_t sge(size_t off, uint32_t len)
-    {
-        dcx_sge_t s = { (uint64_t)(uintptr_t)(v.data() + off), len,
-                        mr->lkey };
-        return s;
-    }
-};
 
 } // namespace
 
@@ -441,22 +349,10 @@ TEST_F(soft_direct, dereg_races_write)
 
         memset(info, 0, sizeof(*info));
         start_initiator([in, rlen](node &n) -> int {
-            local_buf lb;
-
-            if (lb.reg(n, rlen) != 0) {
-                return 11;
-            }
-            memset(lb.v.data(), 0xab, rlen);
-            dcx_sge_t s = lb.sge(0, (uint32_t)rlen);
-            for (;;) {
-                int st = run_one(n, wr_to(in, n, DCX_WR_RDMA_WRITE, &s, 0,
-                                          in->rkey));
-                if (st != DCX_WC_SUCCESS) {
-                    in->status = (uint32_t)st;
-                    return 0;
-                }
-                __atomic_add_fetch(&in->progress, 1, __ATOMIC_RELEASE);
-            }
+            return write_until_error(n, rlen,
+                                     wr_to(in, n, DCX_WR_RDMA_WRITE, nullptr,
+                                           0, in->rkey),
+                                     &in->progress, &in->status);
         });
         start_target(rlen);
         /* let it write a few times, then pull the region away */
@@ -578,19 +474,8 @@ namespace {
  * container's or a sandbox's policy does */
 bool refuse_cross_memory_attach()
 {
-    struct sock_filter f[] = {
-        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_process_vm_readv, 2, 0),
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_process_vm_writev, 1, 0),
-        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (EPERM & 0xffff)),
-    };
-    struct sock_fprog prog = { (unsigned short)(sizeof(f) / sizeof(f[0])),
-                               f };
-
-    return (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0) &&
-           (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER,
-                    SECCOMP_FILTER_FLAG_TSYNC, &prog) == 0);
+    return refuse_syscalls({__NR_process_vm_readv, __NR_process_vm_writev},
+                           EPERM);
 }
 
 int write_read_check(node &n, const direct_info *in, uint8_t *tm,

@@ -6,17 +6,13 @@
  * otherwise; a forked child is the initiator, which reaches the target's
  * allocation (made after the fork) only through the device.
  */
-#include "soft_fixture.h"
+#include "soft_xfer.h"
 
 #include <errno.h>
 #include <signal.h>
-#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
-#include <linux/filter.h>
-#include <linux/seccomp.h>
 #include <sys/mman.h>
-#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -47,109 +43,26 @@ struct dmap_info {
     dcx_soft_stats_t  stats;     /* the initiator's counters at the end */
 };
 
-bool wait_at_least(volatile uint32_t *v, uint32_t n, double timeout_s)
-{
-    double end = now_s() + timeout_s;
-
-    while (__atomic_load_n(v, __ATOMIC_ACQUIRE) < n) {
-        if (now_s() > end) {
-            return false;
-        }
-        usleep(200);
-    }
-    return true;
-}
-
 dcx_soft_limits_t limits()
 {
-    dcx_soft_limits_t l;
-
-    memset(&l, 0, sizeof(l));
-    l.ack_timeout_us = 100000;
-    l.retry_cnt      = 7;
-    l.rnr_timer_us   = 1000;
-    l.direct         = 1;
-    return l;
-}
-
-uint8_t pattern(size_t i, unsigned seed)
-{
-    return (uint8_t)((i * 131u + seed * 7u + (i >> 9)) | 1u);
+    return xfer_limits(true);
 }
 
 dcx_send_wr_t wr_to(const dmap_info *in, const node &n, dcx_wr_opcode_t op,
                     const dcx_sge_t *sge, uint64_t raddr, uint32_t rkey)
 {
-    dcx_send_wr_t wr;
-
-    memset(&wr, 0, sizeof(wr));
-    wr.opcode      = op;
-    wr.flags       = DCX_SEND_SIGNALED;
-    wr.num_sge     = 1;
-    wr.sg_list     = sge;
-    wr.dest.ah     = n.ah;
-    wr.dest.dctn   = in->dctn;
-    wr.dest.dc_key = in->dc_key;
-    wr.rkey        = rkey;
-    wr.remote_addr = raddr;
-    return wr;
+    return rdma_wr(n, in->dctn, in->dc_key, op, sge, raddr, rkey);
 }
-
-int run_one(node &n, const dcx_send_wr_t &wr)
-{
-    dcx_wc_t wc;
-
-    if ((dcx_qp_post_send(n.dci, &wr) != 0) || (n.poll(&wc, 1, 30.0) != 1)) {
-        fprintf(stderr, "post or poll failed\n");
-        return -1;
-    }
-    return (int)wc.status;
-}
-
-int renew_dci(node &n)
-{
-    dcx_qp_destroy(n.dci);
-    n.dci = nullptr;
-    return n.make_dci();
-}
-
-struct local_buf {
-    std::vector<uint8_t> v;
-    dcx_mr_t *mr = nullptr;
-    int reg(node &n, size_t size)
-    {
-        v.assign(size, 0);
-        return n.reg(v.data(), size, DCX_ACCESS_LOCAL_WRITE, &mr);
-    }
-    dcx_sge_t sge(size_t off, size_t len)
-    {
-        dcx_sge_t s = { (uint64_t)(uintptr_t)(v.data() + off), (uint32_t)len,
-                        mr->lkey };
-        return s;
-    }
-};
 
 /* makes pidfd_open fail with ENOSYS in this process (an older kernel or a
  * sandbox): allocations cannot be mapped */
 bool refuse_pidfd()
 {
 #ifdef __NR_pidfd_open
-    const int nr = __NR_pidfd_open;
+    return refuse_syscalls({__NR_pidfd_open}, ENOSYS);
 #else
-    const int nr = 434;
+    return refuse_syscalls({434}, ENOSYS);
 #endif
-    struct sock_filter f[] = {
-        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (uint32_t)nr, 1, 0),
-        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (ENOSYS & 0xffff)),
-    };
-    struct sock_fprog prog = { (unsigned short)(sizeof(f) / sizeof(f[0])),
-                               f };
-
-    return (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0) &&
-           (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER,
-                    SECCOMP_FILTER_FLAG_TSYNC, &prog) == 0);
 }
 
 } // namespace
@@ -226,21 +139,11 @@ protected:
         std::string fab = fabric;
 
         return spawn([in, fab, fn, before]() {
-            dcx_soft_limits_t l = limits();
-            node n;
-            int rc;
-
-            if ((before && !before()) || !wait_flag(&in->ready, 1, 20.0) ||
-                (n.open(fab.c_str(), &l) != 0) || (n.make_dci() != 0) ||
-                (n.connect(in->addr, in->addr_len) != 0)) {
+            if (before && !before()) {
                 fprintf(stderr, "initiator setup failed\n");
                 return 10;
             }
-            rc = fn(n);
-            dcx_soft_stats(n.dev, &in->stats);
-            n.close();
-            __atomic_store_n(&in->done, 1, __ATOMIC_RELEASE);
-            return rc;
+            return xfer_initiator(in, fab, limits(), fn);
         });
     }
 
@@ -411,22 +314,10 @@ TEST_F(soft_dmap, dereg_races_mapped_write)
 
         memset(info, 0, sizeof(*info));
         start_initiator([in](node &n) -> int {
-            local_buf lb;
-
-            if (lb.reg(n, RLEN) != 0) {
-                return 11;
-            }
-            memset(lb.v.data(), 0xab, RLEN);
-            dcx_sge_t s = lb.sge(0, RLEN);
-            for (;;) {
-                int st = run_one(n, wr_to(in, n, DCX_WR_RDMA_WRITE, &s,
-                                          in->raddr, in->rkey));
-                if (st != DCX_WC_SUCCESS) {
-                    in->status = (uint32_t)st;
-                    return 0;
-                }
-                __atomic_add_fetch(&in->progress, 1, __ATOMIC_RELEASE);
-            }
+            return write_until_error(n, RLEN,
+                                     wr_to(in, n, DCX_WR_RDMA_WRITE, nullptr,
+                                           in->raddr, in->rkey),
+                                     &in->progress, &in->status);
         });
         start_target(false);
         ASSERT_TRUE(wait_at_least(&info->progress, 2, 60.0));

@@ -1,7 +1,10 @@
 /*
  * Soft device engine: polls that find nothing to do (the lock-free look of
  * soft_engine_poll_idle) must never hide work that arrives afterwards, and
- * the futex wakes a device makes are counted (stats.futex_wakes).
+ * the futex wakes a device makes are counted (stats.futex_wakes).  The
+ * helper thread stays parked while its application polls, and still serves
+ * once it stops; the poll stamp is written coarsely but never stale by more
+ * than its granularity.
  */
 #include "soft_fixture.h"
 
@@ -9,6 +12,7 @@ extern "C" {
 #include "soft/soft.h"
 }
 
+#include <poll.h>
 #include <vector>
 
 using namespace soft_test;
@@ -88,6 +92,50 @@ struct pair {
         memset(&st, 0, sizeof(st));
         EXPECT_EQ(0, dcx_soft_stats(a.dev, &st));
         return st;
+    }
+
+    void stats(dcx_soft_stats_t *sa, dcx_soft_stats_t *sb)
+    {
+        EXPECT_EQ(0, dcx_soft_stats(a.dev, sa));
+        EXPECT_EQ(0, dcx_soft_stats(b.dev, sb));
+    }
+
+    /* one message a -> b, both applications polling (b first: its receive
+     * is taken before a's engine can find a's request unserved) */
+    void round_trip(uint64_t i)
+    {
+        dcx_wc_t wc;
+
+        ASSERT_EQ(0, send(i));
+        ASSERT_EQ(1, b.poll(&wc, 1)) << "message " << i;
+        ASSERT_EQ(DCX_WC_SUCCESS, wc.status);
+        ASSERT_EQ(0, post_recv(i + RECVS));
+        ASSERT_EQ(1, a.poll(&wc, 1)) << "message " << i;
+        ASSERT_EQ(DCX_WC_SUCCESS, wc.status);
+    }
+
+    /* round trips until both helpers are parked (i counts them); false if
+     * they never park */
+    bool wait_parked(uint64_t *i)
+    {
+        double end = now_s() + 20.0;
+
+        do {
+            round_trip((*i)++);
+            if (::testing::Test::HasFatalFailure()) {
+                return false;
+            }
+            if (parked(a) && parked(b)) {
+                return true;
+            }
+        } while (now_s() < end);
+        return false;
+    }
+
+    static bool parked(const node &n)
+    {
+        return __atomic_load_n(&soft_dev(n.dev)->hdr->sleeping,
+                               __ATOMIC_RELAXED) == SOFT_HELPER_PARKED;
     }
 
     uint64_t futex_wakes()
@@ -355,4 +403,196 @@ TEST_F(soft, timer_started_by_light_post_fires_bad_flow)
     dcx_soft_stats_t sb;
     ASSERT_EQ(0, dcx_soft_stats(p.b.dev, &sb));
     EXPECT_EQ(2u, sb.dc_key_violations);
+}
+
+/* Item 4 of issue 12: while both applications poll, neither helper does
+ * anything: no pass, no packet, no wake from deep sleep, no FUTEX_WAKE by
+ * anyone, and no timed look but one per SOFT_PARK_NS of a parked helper.
+ * Before the helpers parked, each napped in 1 ms timed waits all along. */
+TEST_F(soft, helpers_idle_while_both_poll)
+{
+    pair p;
+    dcx_soft_stats_t a0, b0, a1, b1;
+    const uint64_t n = 20000;
+    uint64_t i = 0;
+
+    ASSERT_EQ(0, p.open(fabric));
+    /* a helper that found the application idle during the setup naps
+     * until it sees it polling, then parks */
+    ASSERT_TRUE(p.wait_parked(&i));
+    p.stats(&a0, &b0);
+    uint64_t t0 = soft_now_ns();
+    for (uint64_t end = i + n; i < end; ++i) {
+        p.round_trip(i);
+        if (HasFatalFailure()) {
+            return;
+        }
+    }
+    uint64_t looks = (soft_now_ns() - t0) / SOFT_PARK_NS + 1;
+    p.stats(&a1, &b1);
+    EXPECT_EQ(0u, a1.futex_wakes - a0.futex_wakes);
+    EXPECT_EQ(0u, b1.futex_wakes - b0.futex_wakes);
+    EXPECT_EQ(0u, a1.prods - a0.prods);
+    EXPECT_EQ(0u, a1.helper_passes - a0.helper_passes);
+    EXPECT_EQ(0u, b1.helper_passes - b0.helper_passes);
+    EXPECT_EQ(0u, b1.helper_packets - b0.helper_packets);
+    EXPECT_EQ(0u, a1.helper_wakeups - a0.helper_wakeups);
+    EXPECT_EQ(0u, b1.helper_wakeups - b0.helper_wakeups);
+    EXPECT_LE(a1.helper_naps - a0.helper_naps, looks);
+    EXPECT_LE(b1.helper_naps - b0.helper_naps, looks);
+    EXPECT_EQ(0u, b1.lock_waits - b0.lock_waits);
+}
+
+/* A parked helper (its application polled) is still woken when the
+ * application stops polling: the requester's prod rings it, and it serves
+ * every queued message without the application. */
+TEST_F(soft, parked_helper_serves_once_app_stops)
+{
+    pair p;
+    dcx_soft_stats_t a0, b0, a1, b1;
+    dcx_wc_t wc;
+    const uint64_t n = 10;
+
+    ASSERT_EQ(0, p.open(fabric));
+    uint64_t i = 0;
+    ASSERT_TRUE(p.wait_parked(&i));
+    p.stats(&a0, &b0);
+    /* b's application stops polling from here on */
+    for (uint64_t i = 0; i < n; ++i) {
+        ASSERT_EQ(0, p.send(1000 + i));
+    }
+    for (uint64_t i = 0; i < n; ++i) {
+        ASSERT_EQ(1, p.a.poll(&wc, 1)) << "send " << i;
+        EXPECT_EQ(DCX_WC_SUCCESS, wc.status);
+        EXPECT_EQ(1000 + i, wc.wr_id);
+    }
+    p.stats(&a1, &b1);
+    EXPECT_GE(a1.prods - a0.prods, 1u);
+    EXPECT_GE(b1.helper_packets - b0.helper_packets, n);
+    for (uint64_t i = 0; i < n; ++i) {   /* all of them were received */
+        ASSERT_EQ(1, p.b.poll(&wc, 1));
+        EXPECT_EQ(DCX_WC_SUCCESS, wc.status);
+        uint64_t v = 1000 + i;
+        EXPECT_EQ(0, memcmp(&v, p.rbuf.data() + (wc.wr_id % RECVS) * 64,
+                            sizeof(v)));
+    }
+}
+
+/* An application that polled (its helper parked) posts, arms its send CQ on
+ * a completion channel and sleeps on the channel's fd without polling: the
+ * arm rings its helper, which completes the send and fires the event;
+ * the target's helper, parked too, is prodded by the initiator's. */
+TEST_F(soft, arm_unparks_helper)
+{
+    pair p;
+    dcx_comp_channel_t *ch = nullptr;
+    dcx_cq_t *cq = nullptr, *got = nullptr;
+    dcx_soft_stats_t a0, b0, a1, b1;
+    dcx_wc_t wc;
+
+    ASSERT_EQ(0, p.open(fabric));
+    ASSERT_EQ(0, dcx_comp_channel_create(p.a.dev, &ch));
+    ASSERT_EQ(0, dcx_cq_create_ch(p.a.dev, 64, ch, &cq));
+    /* a second DCI of a, whose send CQ is on the channel */
+    dcx_qp_attr_t attr;
+    memset(&attr, 0, sizeof(attr));
+    attr.type          = DCX_QPT_DCI;
+    attr.send_cq       = cq;
+    attr.max_send_wr   = 16;
+    attr.max_send_sge  = 1;
+    attr.max_inline    = 64;
+    attr.max_rd_atomic = 1;
+    dcx_qp_t *dci = nullptr;
+    ASSERT_EQ(0, dcx_qp_create(p.a.pd, &attr, &dci));
+    uint64_t i = 0;
+    ASSERT_TRUE(p.wait_parked(&i));
+    p.stats(&a0, &b0);
+
+    uint64_t value = 77;
+    dcx_sge_t s = { (uintptr_t)&value, sizeof(value), 0 };
+    dcx_send_wr_t wr;
+    memset(&wr, 0, sizeof(wr));
+    wr.wr_id       = 77;
+    wr.opcode      = DCX_WR_SEND;
+    wr.flags       = DCX_SEND_SIGNALED | DCX_SEND_INLINE;
+    wr.num_sge     = 1;
+    wr.sg_list     = &s;
+    wr.dest.ah     = p.a.ah;
+    wr.dest.dctn   = p.dctn;
+    wr.dest.dc_key = KEY;
+    ASSERT_EQ(0, dcx_qp_post_send(dci, &wr));
+    ASSERT_EQ(0, dcx_cq_req_notify(cq));
+    /* neither application polls from here on; the bound only keeps a
+     * defect from hanging the test */
+    struct pollfd pfd = { ch->fd, POLLIN, 0 };
+    ASSERT_EQ(1, poll(&pfd, 1, 20000)) << "no completion event";
+    ASSERT_EQ(0, dcx_comp_channel_get_event(ch, &got));
+    EXPECT_EQ(cq, got);
+    ASSERT_EQ(1, dcx_cq_poll(cq, 1, &wc));
+    EXPECT_EQ(DCX_WC_SUCCESS, wc.status);
+    EXPECT_EQ(77u, wc.wr_id);
+    p.stats(&a1, &b1);
+    EXPECT_GE(a1.futex_wakes - a0.futex_wakes, 1u);   /* the arm's ring */
+    EXPECT_GE(a1.helper_passes - a0.helper_passes, 1u);
+    EXPECT_GE(b1.helper_packets - b0.helper_packets, 1u);
+    ASSERT_EQ(1, p.b.poll(&wc, 1));
+    EXPECT_EQ(0, memcmp(&value, p.rbuf.data() + (wc.wr_id % RECVS) * 64,
+                        sizeof(value)));
+    EXPECT_EQ(0, dcx_qp_destroy(dci));
+    EXPECT_EQ(0, dcx_cq_destroy(cq));
+    EXPECT_EQ(0, dcx_comp_channel_destroy(ch));
+}
+
+/* The poll stamp: a poll leaves it at most SOFT_STAMP_NS older than the
+ * clock read before the poll (peers' prod and helper decisions rely on
+ * that), and it is written at most once per SOFT_STAMP_NS, not on every
+ * poll (a peer reading it does not take the line back per message). */
+TEST_F(soft, poll_stamp_coarse_but_fresh)
+{
+    node n;
+    dcx_wc_t wc;
+    const unsigned polls = 20000;
+
+    ASSERT_EQ(0, n.open(fabric.c_str()));
+    ASSERT_EQ(0, n.make_cq());
+    soft_port_hdr_t *hdr = soft_dev(n.dev)->hdr;
+    uint64_t last = __atomic_load_n(&hdr->last_poll, __ATOMIC_RELAXED);
+    uint64_t t0 = soft_clock_now(), writes = 0;
+    for (unsigned i = 0; i < polls; ++i) {
+        uint64_t before = soft_clock_now();
+        ASSERT_EQ(0, dcx_cq_poll(n.cq, 1, &wc));
+        uint64_t stamp = __atomic_load_n(&hdr->last_poll, __ATOMIC_RELAXED);
+        ASSERT_GE(stamp + soft_clock_stamp_gran, before) << "poll " << i;
+        if (stamp != last) {
+            writes++;
+            last = stamp;
+        }
+    }
+    uint64_t elapsed = soft_clock_now() - t0;
+    EXPECT_LE(writes, elapsed / soft_clock_stamp_gran + 1)
+        << polls << " polls in " << elapsed << " clock units";
+}
+
+/* An application asleep on a completion channel with nothing outstanding:
+ * its helper, rung by the arm, naps a few times and then sleeps deep (no
+ * timed wake-ups for as long as the application sleeps). */
+TEST_F(soft, armed_idle_device_sleeps_deep)
+{
+    node n;
+    dcx_comp_channel_t *ch = nullptr;
+    dcx_cq_t *cq = nullptr;
+    dcx_soft_stats_t s0, s1;
+
+    ASSERT_EQ(0, n.open(fabric.c_str()));
+    ASSERT_EQ(0, dcx_comp_channel_create(n.dev, &ch));
+    ASSERT_EQ(0, dcx_cq_create_ch(n.dev, 64, ch, &cq));
+    ASSERT_EQ(0, dcx_cq_req_notify(cq));
+    usleep(50000);
+    ASSERT_EQ(0, dcx_soft_stats(n.dev, &s0));
+    usleep(200000);
+    ASSERT_EQ(0, dcx_soft_stats(n.dev, &s1));
+    EXPECT_LE(s1.helper_naps - s0.helper_naps, 2u);
+    EXPECT_EQ(0u, s1.helper_passes - s0.helper_passes);
+    EXPECT_EQ(0, dcx_cq_destroy(cq));
+    EXPECT_EQ(0, dcx_comp_channel_destroy(ch));
 }
