@@ -243,13 +243,14 @@ static int soft_cq_poll(dcx_cq_t *cq_, int max, dcx_wc_t *wc)
     return soft_cq_poll_busy(cq, max, wc);
 }
 
-/* dcx_cq_poll_pair(), when either CQ or the engine has something; cq_idle:
+/* dcx_cq_poll_pair(), when either CQ or the engine has something (an engine
+ * that only waits is still looked at without the lock); cq_idle:
  * soft_engine_poll_idle() found nothing for cq */
 static __attribute__((noinline)) int
 soft_cq_poll_pair_busy(soft_cq_t *cq, dcx_cq_t *other, int max, dcx_wc_t *wc,
                        int *n_other_p, int cq_idle)
 {
-    int n = cq_idle ? 0 : soft_cq_poll_locked(cq, max, wc);
+    int n = cq_idle ? 0 : soft_cq_poll_busy(cq, max, wc);
 
     *n_other_p = soft_cq_poll(other, max, wc + max);
     return n;
