@@ -157,7 +157,10 @@ int soft_engine_poll_wait(soft_dev_t *dev, soft_cq_t *cq)
     if (__atomic_load_n(&w->seq, __ATOMIC_RELAXED) != seq) {
         return 0;
     }
-    __atomic_store_n(&hdr->last_poll, clk, __ATOMIC_RELAXED);   /* stamp */
+    if ((clk - dev->stamp) >= soft_clock_stamp_gran) {   /* coarse stamp */
+        dev->stamp = clk;
+        __atomic_store_n(&hdr->last_poll, clk, __ATOMIC_RELAXED);
+    }
     return 1;
 }
 
@@ -182,7 +185,7 @@ static int soft_engine_wait_add(soft_dev_t *dev, soft_qp_t *qp)
         (qp->super.state != DCX_QPS_RTS)) {
         return 0;
     }
-    now             = soft_now_ns();
+    now             = dev->now;   /* read by the light post just before */
     qp->deadline_ns = now + qp->ack_timeout_ns;
     due             = qp->deadline_ns;
     peer            = soft_wqe(qp, qp->sq_comp)->peer;

@@ -643,6 +643,9 @@ int soft_req_post_inline(soft_qp_t *qp, const dcx_send_wr_t *wr,
     qp->deadline_ns = SOFT_DEADLINE_ARM;
     qp->tx_pos      = pos + 1;
     qp->tx_peer     = peer;
+    /* the watch and the ack timer start now: dev->now is the last engine
+     * pass's time, and polls that only wait run no pass (soft_engine.c) */
+    dev->now = soft_now_ns();
     if (!peer->own) {
         soft_req_watch(peer, target, pos, dev->now);
     }
