@@ -20,6 +20,15 @@ double now_s()
     return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
+dcx_soft_stats_t dev_stats(node &n)
+{
+    dcx_soft_stats_t st;
+
+    memset(&st, 0, sizeof(st));
+    EXPECT_EQ(0, dcx_soft_stats(n.dev, &st));
+    return st;
+}
+
 std::vector<std::string> seg_names(const std::string &fabric)
 {
     std::vector<std::string> out;

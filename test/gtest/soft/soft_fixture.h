@@ -121,6 +121,9 @@ uint8_t *recv_buf(shared_area *sh, uint64_t wr_id);
 
 double now_s();
 
+/* the device's counters (dcx_soft_stats), zeroed if the call fails */
+dcx_soft_stats_t dev_stats(node &n);
+
 /* the shared-memory segments of a fabric of ours ("/dcx-soft.<uid>...") */
 std::vector<std::string> seg_names(const std::string &fabric);
 bool wait_flag(volatile uint32_t *flag, uint32_t value, double timeout_s);

@@ -18,21 +18,14 @@ using namespace soft_test;
 
 namespace {
 
+/* the fabric's segments as paths under /dev/shm */
 std::vector<std::string> segments(const std::string &fabric)
 {
     std::vector<std::string> out;
-    std::string prefix = "dcx-soft." + std::to_string(getuid()) + "." +
-                         fabric + ".";
-    DIR *d = opendir("/dev/shm");
-    if (d == nullptr) {
-        return out;
+
+    for (const std::string &n : seg_names(fabric)) {
+        out.push_back("/dev/shm" + n);
     }
-    while (struct dirent *de = readdir(d)) {
-        if (strncmp(de->d_name, prefix.c_str(), prefix.size()) == 0) {
-            out.push_back(std::string("/dev/shm/") + de->d_name);
-        }
-    }
-    closedir(d);
     return out;
 }
 

@@ -17,17 +17,6 @@ extern "C" {
 
 using namespace soft_test;
 
-namespace {
-
-dcx_soft_stats_t stats(node &n)
-{
-    dcx_soft_stats_t st;
-    memset(&st, 0, sizeof(st));
-    EXPECT_EQ(0, dcx_soft_stats(n.dev, &st));
-    return st;
-}
-
-} // namespace
 
 class soft_fast : public soft_xproc {
 protected:
@@ -80,7 +69,7 @@ TEST_F(soft_fast, table_acks_complete_in_order)
     post_inline(0, n);
     expect_in_order(0, n);
     expect_received(n);
-    dcx_soft_stats_t st = stats(ini);
+    dcx_soft_stats_t st = dev_stats(ini);
     EXPECT_EQ(n, st.table_completions);
     EXPECT_EQ(n, st.tx_packets);
     EXPECT_EQ(0u, st.rx_packets) << "ACK packets came back";
@@ -123,8 +112,8 @@ TEST_F(soft_fast, peer_dies_with_unacked_inline_bad_flow)
                          &lmr));
     post_inline(0, 1);
     expect_in_order(0, 1);
-    EXPECT_EQ(1u, stats(ini).table_completions);
-    uint64_t rexmit = stats(ini).retransmits;
+    EXPECT_EQ(1u, dev_stats(ini).table_completions);
+    uint64_t rexmit = dev_stats(ini).retransmits;
 
     kill_child(target);
     int status;
@@ -132,9 +121,9 @@ TEST_F(soft_fast, peer_dies_with_unacked_inline_bad_flow)
     children.clear();
 
     double t0 = now_s();
-    uint64_t tx = stats(ini).tx_packets;
+    uint64_t tx = dev_stats(ini).tx_packets;
     post_inline(1, 3);
-    EXPECT_EQ(tx + 3, stats(ini).tx_packets) << "not on the light path";
+    EXPECT_EQ(tx + 3, dev_stats(ini).tx_packets) << "not on the light path";
     dcx_wc_t wc[3];
     ASSERT_EQ(3, ini.poll(wc, 3, 20.0));
     EXPECT_EQ(DCX_WC_RETRY_EXC_ERR, wc[0].status);
@@ -142,8 +131,8 @@ TEST_F(soft_fast, peer_dies_with_unacked_inline_bad_flow)
     EXPECT_EQ(DCX_WC_WR_FLUSH_ERR, wc[1].status);
     EXPECT_EQ(DCX_WC_WR_FLUSH_ERR, wc[2].status);
     EXPECT_LT(now_s() - t0, 5.0);
-    EXPECT_EQ(rexmit, stats(ini).retransmits);
-    EXPECT_EQ(1u, stats(ini).table_completions);
+    EXPECT_EQ(rexmit, dev_stats(ini).retransmits);
+    EXPECT_EQ(1u, dev_stats(ini).table_completions);
 }
 
 /* The target stops with our inline SENDs unserved and our polls wait for
@@ -162,17 +151,17 @@ TEST_F(soft_fast, peer_dies_while_polls_wait_bad_flow)
     /* only our polls run our engine */
     soft_helper_stop(soft_dev(ini.dev));
     stop_child(target);
-    uint64_t rexmit = stats(ini).retransmits;
+    uint64_t rexmit = dev_stats(ini).retransmits;
     post_inline(0, 3);
     dcx_wc_t wc[3];
-    uint64_t locked = stats(ini).locked_polls;
+    uint64_t locked = dev_stats(ini).locked_polls;
     for (int k = 0; k < polls; ++k) {
         ASSERT_EQ(0, dcx_cq_poll(ini.cq, 3, wc)) << "poll " << k;
     }
     /* a poll takes the lock for the first pass (the ack timer starts) and
      * when a timer (the prod of the stopped target) is due: a few, never
      * most of them */
-    EXPECT_LT(stats(ini).locked_polls - locked, (uint64_t)polls / 4);
+    EXPECT_LT(dev_stats(ini).locked_polls - locked, (uint64_t)polls / 4);
 
     kill_child(target);
     int status;
@@ -183,8 +172,8 @@ TEST_F(soft_fast, peer_dies_while_polls_wait_bad_flow)
     EXPECT_EQ(0u, wc[0].wr_id);
     EXPECT_EQ(DCX_WC_WR_FLUSH_ERR, wc[1].status);
     EXPECT_EQ(DCX_WC_WR_FLUSH_ERR, wc[2].status);
-    EXPECT_EQ(rexmit, stats(ini).retransmits);
-    EXPECT_EQ(0u, stats(ini).table_completions);
+    EXPECT_EQ(rexmit, dev_stats(ini).retransmits);
+    EXPECT_EQ(0u, dev_stats(ini).table_completions);
 }
 
 /* A fault rule set in the middle of a stream: the light path steps aside
@@ -204,7 +193,7 @@ TEST_F(soft_fast, fault_rule_mid_stream)
     ASSERT_EQ(0, dcx_soft_fault_inject(ini.dev, &f));
     post_inline(16, 16);
     expect_in_order(0, 32);
-    dcx_soft_stats_t st = stats(ini);
+    dcx_soft_stats_t st = dev_stats(ini);
     EXPECT_GE(st.retransmits, 1u);
     EXPECT_GE(st.rx_packets, 1u) << "no ACK packet under the rule";
     EXPECT_LE(st.table_completions, 16u);
@@ -212,7 +201,7 @@ TEST_F(soft_fast, fault_rule_mid_stream)
     dcx_soft_fault_clear(ini.dev);
     post_inline(32, 16);
     expect_in_order(32, 16);
-    EXPECT_EQ(st.table_completions + 16, stats(ini).table_completions);
+    EXPECT_EQ(st.table_completions + 16, dev_stats(ini).table_completions);
     expect_received(48);
     EXPECT_TRUE(stop_children());
 }
@@ -228,13 +217,13 @@ TEST_F(soft_fast, rnr_then_table_acks)
     EXPECT_EQ(0, ini.poll(&wc, 1, 0.1));   /* RNR: retried, not done */
     __atomic_store_n(&sh->post_more, 8, __ATOMIC_RELEASE);
     expect_in_order(0, 4);
-    dcx_soft_stats_t st = stats(ini);
+    dcx_soft_stats_t st = dev_stats(ini);
     EXPECT_GE(st.rnr_retries, 1u);
     /* the retried ones went by the general path (ACK packets); once the
      * RNR wait is over, the light path is back */
     post_inline(4, 4);
     expect_in_order(4, 4);
     expect_received(8);
-    EXPECT_EQ(st.table_completions + 4, stats(ini).table_completions);
+    EXPECT_EQ(st.table_completions + 4, dev_stats(ini).table_completions);
     EXPECT_TRUE(stop_children());
 }

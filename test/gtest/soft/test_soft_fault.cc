@@ -30,14 +30,6 @@ dcx_soft_fault_t fault(dcx_soft_fault_type_t type, int opcode, uint32_t skip,
     return f;
 }
 
-dcx_soft_stats_t stats(node &n)
-{
-    dcx_soft_stats_t st;
-    memset(&st, 0, sizeof(st));
-    EXPECT_EQ(0, dcx_soft_stats(n.dev, &st));
-    return st;
-}
-
 } // namespace
 
 TEST_F(soft_xproc, fault_inject_bad_flow)
@@ -63,7 +55,7 @@ TEST_F(soft_xproc, drop_retransmit)
     dcx_send_wr_t wr = make_wr(DCX_WR_RDMA_WRITE, 1, &s, 1, ini, sh);
     EXPECT_EQ(DCX_WC_SUCCESS, run(wr).status);
     EXPECT_EQ(0, memcmp(sh->buf, lbuf.data(), 4096));
-    uint64_t rexmit = stats(ini).retransmits;
+    uint64_t rexmit = dev_stats(ini).retransmits;
     EXPECT_GE(rexmit, 1u);
 
     /* a lost middle packet of a multi-packet send */
@@ -82,7 +74,7 @@ TEST_F(soft_xproc, drop_retransmit)
     EXPECT_EQ(3 * mtu + 10, sh->wc[0].byte_len);
     EXPECT_EQ(0, memcmp(recv_buf(sh, sh->wc[0].wr_id), lbuf.data(),
                         3 * mtu + 10));
-    EXPECT_GE(stats(ini).retransmits, rexmit + 1);
+    EXPECT_GE(dev_stats(ini).retransmits, rexmit + 1);
 
     /* a lost atomic is executed once */
     *(uint64_t*)(sh->buf + 512) = 40;
@@ -108,7 +100,7 @@ TEST_F(soft_xproc, drop_exhausted_bad_flow)
     double t0 = now_s();
     EXPECT_EQ(DCX_WC_RETRY_EXC_ERR, run(wr).status);
     EXPECT_LT(now_s() - t0, 5.0);
-    EXPECT_EQ(sh->tp.limits.retry_cnt, stats(ini).retransmits);
+    EXPECT_EQ(sh->tp.limits.retry_cnt, dev_stats(ini).retransmits);
     /* cleared: works again after recovery */
     dcx_soft_fault_clear(ini.dev);
     ASSERT_EQ(0, dcx_qp_recover(ini.dci));
@@ -127,7 +119,7 @@ TEST_F(soft_xproc, corrupt_retransmit)
     EXPECT_EQ(DCX_WC_SUCCESS, run(wr).status);
     ASSERT_TRUE(wait_recv(1));
     EXPECT_EQ(0, memcmp(recv_buf(sh, sh->wc[0].wr_id), lbuf.data(), 256));
-    EXPECT_GE(stats(ini).retransmits, 2u);
+    EXPECT_GE(dev_stats(ini).retransmits, 2u);
     EXPECT_TRUE(stop_children());
     EXPECT_EQ(2u, sh->stats.corrupt_drops);
     EXPECT_EQ(1u, sh->n_wc);
@@ -162,7 +154,7 @@ namespace {
 uint64_t retransmits_of_late(node &ini, dcx_send_wr_t wr, uint32_t delay_us)
 {
     soft_dev_t *idev = soft_dev(ini.dev);
-    uint64_t before  = stats(ini).retransmits, after = before;
+    uint64_t before  = dev_stats(ini).retransmits, after = before;
     dcx_soft_fault_t f = fault(DCX_SOFT_FAULT_DELAY, wr.opcode, 0, 1);
     uint64_t posted;
     dcx_wc_t wc;
@@ -183,7 +175,7 @@ uint64_t retransmits_of_late(node &ini, dcx_send_wr_t wr, uint32_t delay_us)
     double end = now_s() + 20.0;
     while ((after == before) && (now_s() < end)) {
         EXPECT_EQ(0, dcx_cq_poll(ini.cq, 1, &wc));
-        after = stats(ini).retransmits;
+        after = dev_stats(ini).retransmits;
     }
     return after - before;
 }
@@ -204,7 +196,7 @@ TEST_F(soft_xproc, delay)
     dcx_sge_t s = lsge(0, 4);
     dcx_send_wr_t wr = make_wr(DCX_WR_SEND, 1, &s, 1, ini, sh);
     EXPECT_EQ(DCX_WC_SUCCESS, run(wr).status);
-    EXPECT_EQ(0u, stats(ini).retransmits);
+    EXPECT_EQ(0u, dev_stats(ini).retransmits);
     /* the target took it out of its ring (it had answered already, but may
      * not have moved past it): the late packet will be at the head */
     ASSERT_TRUE(wait_recv(1));
@@ -225,7 +217,7 @@ TEST_F(soft_xproc, delay)
     wr.wr_id = 3;
     EXPECT_EQ(DCX_WC_SUCCESS, run(wr).status);
     ASSERT_TRUE(wait_recv(3));
-    EXPECT_EQ(1u, stats(ini).retransmits);
+    EXPECT_EQ(1u, dev_stats(ini).retransmits);
 
     /* a late atomic is not executed twice: the duplicate gets the saved
      * result (the ring is empty: the third message was received) */
@@ -278,7 +270,7 @@ TEST_F(soft_xproc, killed_port_bad_flow)
     dcx_sge_t s = lsge(0, 8);
     dcx_send_wr_t wr = make_wr(DCX_WR_RDMA_WRITE, 1, &s, 1, ini, sh);
     EXPECT_EQ(DCX_WC_SUCCESS, run(wr).status);
-    uint64_t rexmit = stats(ini).retransmits;
+    uint64_t rexmit = dev_stats(ini).retransmits;
     __atomic_store_n(&sh->kill_port, 1, __ATOMIC_RELEASE);
     ASSERT_TRUE(wait_flag(&sh->port_killed, 1, 10.0));
     double t0 = now_s();
@@ -286,7 +278,7 @@ TEST_F(soft_xproc, killed_port_bad_flow)
     EXPECT_EQ(DCX_WC_RETRY_EXC_ERR, run(wr).status);
     /* detected at the first timeout, not after all retries */
     EXPECT_LT(now_s() - t0, 5.0);
-    EXPECT_EQ(rexmit, stats(ini).retransmits);
+    EXPECT_EQ(rexmit, dev_stats(ini).retransmits);
     EXPECT_TRUE(stop_children());
 }
 
@@ -299,7 +291,7 @@ TEST_F(soft_xproc, dead_peer_bad_flow)
     dcx_sge_t s = lsge(0, 64);
     dcx_send_wr_t wr = make_wr(DCX_WR_RDMA_READ, 1, &s, 1, ini, sh);
     EXPECT_EQ(DCX_WC_SUCCESS, run(wr).status);
-    uint64_t rexmit = stats(ini).retransmits;
+    uint64_t rexmit = dev_stats(ini).retransmits;
 
     /* not reaped yet: a zombie counts as dead too */
     kill_child(target);
@@ -330,7 +322,7 @@ TEST_F(soft_xproc, dead_peer_bad_flow)
     EXPECT_EQ(DCX_WC_WR_FLUSH_ERR, wc[1].status);
     EXPECT_EQ(DCX_WC_WR_FLUSH_ERR, wc[2].status);
     EXPECT_LT(now_s() - t0, 5.0);
-    EXPECT_EQ(rexmit, stats(ini).retransmits);   /* liveness, not retries */
+    EXPECT_EQ(rexmit, dev_stats(ini).retransmits);   /* liveness, not retries */
     int status;
     EXPECT_EQ(target, waitpid(target, &status, 0));
     children.clear();
@@ -477,7 +469,7 @@ TEST_F(soft_xproc, helper_stays_out_while_app_polls)
         dcx_send_wr_t wr = make_wr(DCX_WR_RDMA_WRITE, i, &s, 1, ini, sh);
         ASSERT_EQ(DCX_WC_SUCCESS, run(wr).status);
     }
-    dcx_soft_stats_t st = stats(ini);
+    dcx_soft_stats_t st = dev_stats(ini);
     EXPECT_GE(st.rx_packets, 500u);
     EXPECT_TRUE(stop_children());
     /* The helper steps in only when a polling thread is descheduled, which
@@ -544,7 +536,7 @@ TEST_F(soft_xproc, one_sided_latency_target_busy)
     __atomic_store_n(&sh->tp.compute_poll_us, 100u, __ATOMIC_RELAXED);
     usleep(2000);
     double rarely = read_median_us(this, ini, s, sh, 1000);
-    dcx_soft_stats_t st = stats(ini);
+    dcx_soft_stats_t st = dev_stats(ini);
     EXPECT_TRUE(stop_children());
     printf("READ median: target never polls %.1f us, polls every 100 us "
            "%.1f us; %lu prods, target helper %lu/%lu packets\n", never,
@@ -587,7 +579,7 @@ TEST_F(soft_xproc, large_reads_stream_without_retransmits)
         ASSERT_EQ(0, memcmp(lbuf.data(), sh->buf, 2 * sz));
     }
     double per_mb_ms = (now_s() - t0) * 1e3 / (rounds * 4.0);
-    dcx_soft_stats_t st = stats(ini);
+    dcx_soft_stats_t st = dev_stats(ini);
     EXPECT_TRUE(stop_children());
     printf("large READs: %.2f ms per MiB, %lu retransmits, target dropped "
            "%lu responses\n", per_mb_ms, (unsigned long)st.retransmits,

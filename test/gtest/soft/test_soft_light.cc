@@ -20,14 +20,6 @@ using namespace soft_test;
 
 namespace {
 
-dcx_soft_stats_t stats(node &n)
-{
-    dcx_soft_stats_t st;
-    memset(&st, 0, sizeof(st));
-    EXPECT_EQ(0, dcx_soft_stats(n.dev, &st));
-    return st;
-}
-
 /* byte i of message m */
 uint8_t pattern(unsigned m, size_t i)
 {
@@ -109,7 +101,7 @@ TEST_F(soft_light, sends_every_size_to_largest_inline)
     }
     expect_completions(sizes.size());
     expect_sends(sizes);
-    dcx_soft_stats_t st = stats(ini);
+    dcx_soft_stats_t st = dev_stats(ini);
     EXPECT_EQ(sizes.size(), st.table_completions);
     EXPECT_EQ(0u, st.rx_packets) << "ACK packets came back";
     EXPECT_TRUE(stop_children());
@@ -131,7 +123,7 @@ TEST_F(soft_light, sends_around_the_mtu)
     }
     expect_completions(sizes.size());
     expect_sends(sizes);
-    dcx_soft_stats_t st = stats(ini);
+    dcx_soft_stats_t st = dev_stats(ini);
     /* one packet each up to the MTU; 257 and 600 bytes in 2 and 3 */
     EXPECT_EQ(4u + 2u + 3u, st.tx_packets);
     /* the table acknowledges the light ones (and, cumulatively, may reach
@@ -171,7 +163,7 @@ TEST_F(soft, consumed_light_slots_all_zero)
         EXPECT_EQ(DCX_WC_SUCCESS, wc[0].status);
         EXPECT_EQ(DCX_WC_SUCCESS, wc[1].status);
     }
-    dcx_soft_stats_t st = stats(n);
+    dcx_soft_stats_t st = dev_stats(n);
     EXPECT_EQ(count, st.table_completions) << "not on the light path";
 
     std::vector<std::string> names = seg_names(fabric);
@@ -332,7 +324,7 @@ TEST_F(soft_light_write, writes_land_in_order_through_table)
         EXPECT_EQ(1000u + n - 8 + k, target_word(8 * k)) << "word " << k;
     }
     EXPECT_EQ(0xeeeeeeeeeeeeeeeeull, target_word(64));
-    dcx_soft_stats_t st = stats(ini);
+    dcx_soft_stats_t st = dev_stats(ini);
     EXPECT_EQ(n, st.tx_packets);
     EXPECT_EQ(n, st.table_completions);
     EXPECT_EQ(0u, st.rx_packets) << "ACK packets came back";
@@ -361,17 +353,17 @@ TEST_F(soft_light_write, refused_write_bad_flow)
     memset(sh->buf + end, 0x5a, 8);
     uint64_t id = 0, refused = 0;
     for (auto &b : bad) {
-        uint64_t table = stats(ini).table_completions;
+        uint64_t table = dev_stats(ini).table_completions;
         post_write(id, 7, 8);
         expect_done(id++, 1);
-        EXPECT_EQ(table + 1, stats(ini).table_completions) << b.what;
+        EXPECT_EQ(table + 1, dev_stats(ini).table_completions) << b.what;
 
         dcx_send_wr_t wr = write_wr(id++, 0x0102030405060708ull, b.off,
                                     b.rkey);
-        uint64_t tx = stats(ini).tx_packets;
+        uint64_t tx = dev_stats(ini).tx_packets;
         dcx_wc_t wc = run(wr);
         EXPECT_EQ(DCX_WC_REM_ACCESS_ERR, wc.status) << b.what;
-        EXPECT_EQ(tx + 1, stats(ini).tx_packets) << b.what;
+        EXPECT_EQ(tx + 1, dev_stats(ini).tx_packets) << b.what;
         EXPECT_EQ(0x5a5a5a5a5a5a5a5aull, target_word(0)) << b.what;
         EXPECT_EQ(0x5a5a5a5a5a5a5a5aull, target_word(end)) << b.what;
         ++refused;
@@ -403,7 +395,7 @@ TEST_F(soft_light_write, write_then_send_data_visible)
         EXPECT_EQ(500u + i, target_word(0)) << "message " << i;
         expect_done(2 * i, 2, true);
     }
-    EXPECT_EQ(2 * n, stats(ini).table_completions);
+    EXPECT_EQ(2 * n, dev_stats(ini).table_completions);
     EXPECT_TRUE(stop_children());
 }
 
@@ -427,7 +419,7 @@ TEST_F(soft_light_write, atomic_then_write_same_word)
         EXPECT_EQ(DCX_WC_SUCCESS, wc[1].status);
         EXPECT_EQ(77u + i, target_word(64)) << "round " << i;
     }
-    EXPECT_GE(stats(ini).table_completions, 1u);
+    EXPECT_GE(dev_stats(ini).table_completions, 1u);
     EXPECT_TRUE(stop_children());
 }
 
@@ -452,7 +444,7 @@ TEST_F(soft_light_write, fault_rule_mid_stream)
         post_write(i, 100 + i, 8 * i);
     }
     expect_done(0, 32);
-    dcx_soft_stats_t st = stats(ini);
+    dcx_soft_stats_t st = dev_stats(ini);
     EXPECT_GE(st.retransmits, 1u);
     EXPECT_GE(st.rx_packets, 1u) << "no ACK packet under the rule";
     EXPECT_LE(st.table_completions, 16u);
@@ -462,7 +454,7 @@ TEST_F(soft_light_write, fault_rule_mid_stream)
         post_write(i, 100 + i, 8 * i);
     }
     expect_done(32, 16);
-    EXPECT_EQ(st.table_completions + 16, stats(ini).table_completions);
+    EXPECT_EQ(st.table_completions + 16, dev_stats(ini).table_completions);
     for (unsigned i = 0; i < 48; ++i) {
         EXPECT_EQ(100u + i, target_word(8 * i)) << "word " << i;
     }
@@ -479,7 +471,7 @@ TEST_F(soft_light_write, direct_when_idle_light_behind_a_send)
     start();
     post_write(0, 41, 0);
     expect_done(0, 1);
-    dcx_soft_stats_t st = stats(ini);
+    dcx_soft_stats_t st = dev_stats(ini);
     if (st.direct_writes == 0) {
         EXPECT_TRUE(stop_children());
         GTEST_SKIP() << "cross-memory attach refused here";
@@ -500,7 +492,7 @@ TEST_F(soft_light_write, direct_when_idle_light_behind_a_send)
     EXPECT_EQ(DCX_WC_SUCCESS, wc[0].status);
     EXPECT_EQ(DCX_WC_SUCCESS, wc[1].status);
     EXPECT_EQ(42u, target_word(0));
-    st = stats(ini);
+    st = dev_stats(ini);
     EXPECT_EQ(1u, st.direct_writes);
     EXPECT_EQ(2u, st.tx_packets);
     EXPECT_EQ(2u, st.table_completions);
@@ -524,7 +516,7 @@ TEST_F(soft_light, fenced_inline_send_general_path_keeps_its_data)
     memset(lbuf.data(), 0, 64);   /* copied at post */
     expect_completions(1);
     expect_sends({ 64 });
-    dcx_soft_stats_t st = stats(ini);
+    dcx_soft_stats_t st = dev_stats(ini);
     EXPECT_EQ(0u, st.table_completions);
     EXPECT_EQ(1u, st.rx_packets) << "its ACK packet";
     EXPECT_TRUE(stop_children());
