@@ -249,13 +249,35 @@ static inline uint64_t soft_post_inline_data(soft_qp_t *qp,
     return total;
 }
 
+/* The general post of a WR checked under the engine lock: queued, then
+ * sent as far as the target takes it (data_in: the inline data is already
+ * in the WQE). */
+static void soft_post_general(soft_qp_t *qp, const dcx_send_wr_t *wr,
+                              uint64_t total, int data_in)
+{
+    soft_dev_t *dev = qp->dev;
+    soft_swqe_t *w  = soft_post_enqueue(qp, wr, total, data_in);
+
+    soft_fault_post(dev, wr->opcode, &w->forced);
+    dev->now = soft_now_ns();
+    soft_req_run(qp, dev->now);
+}
+
+/* Ends a post: the lock released, then our own helper rung if it sleeps. */
+static inline void soft_post_unlock_kick(soft_dev_t *dev)
+{
+    soft_unlock(&dev->lock);
+    if (soft_port_kick_sleeping(dev->hdr)) {
+        __atomic_fetch_add(&dev->futex_wakes, 1, __ATOMIC_RELAXED);
+    }
+}
+
 /* Posts a WR that soft_post_is_light() recognised: one walk of its sg list
  * (soft_post_inline_data), then the light path, or the general one with
  * the data already in the WQE. */
 static int soft_dci_post_light(soft_qp_t *qp, const dcx_send_wr_t *wr)
 {
     soft_dev_t *dev = qp->dev;
-    soft_swqe_t *w;
     uint64_t total;
     int ret;
 
@@ -272,15 +294,9 @@ static int soft_dci_post_light(soft_qp_t *qp, const dcx_send_wr_t *wr)
         return (ret != 0) ? ret : EINVAL;
     }
     if (soft_req_post_inline(qp, wr, total) != 0) {
-        w = soft_post_enqueue(qp, wr, total, 1);
-        soft_fault_post(dev, wr->opcode, &w->forced);
-        dev->now = soft_now_ns();
-        soft_req_run(qp, dev->now);
+        soft_post_general(qp, wr, total, 1);
     }
-    soft_unlock(&dev->lock);
-    if (soft_port_kick_sleeping(dev->hdr)) {
-        __atomic_fetch_add(&dev->futex_wakes, 1, __ATOMIC_RELAXED);
-    }
+    soft_post_unlock_kick(dev);
     return 0;
 }
 
@@ -288,7 +304,6 @@ static int soft_dci_post_send(dcx_qp_t *qp_, const dcx_send_wr_t *wr)
 {
     soft_qp_t *qp   = (soft_qp_t *)qp_;
     soft_dev_t *dev = qp->dev;
-    soft_swqe_t *w;
     uint64_t total;
     int ret;
 
@@ -303,14 +318,8 @@ static int soft_dci_post_send(dcx_qp_t *qp_, const dcx_send_wr_t *wr)
     if (ret != SOFT_POST_READY) {
         return ret;
     }
-    w = soft_post_enqueue(qp, wr, total, 0);
-    soft_fault_post(dev, wr->opcode, &w->forced);
-    dev->now = soft_now_ns();
-    soft_req_run(qp, dev->now);
-    soft_unlock(&dev->lock);
-    if (soft_port_kick_sleeping(dev->hdr)) {
-        __atomic_fetch_add(&dev->futex_wakes, 1, __ATOMIC_RELAXED);
-    }
+    soft_post_general(qp, wr, total, 0);
+    soft_post_unlock_kick(dev);
     return 0;
 }
 
