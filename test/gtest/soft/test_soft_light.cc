@@ -26,6 +26,29 @@ uint8_t pattern(unsigned m, size_t i)
     return (uint8_t)(m * 131u + i * 7u + 1u);
 }
 
+/* Loopback on n: receive wr_id posted at buf + 4096 (4 KiB), then an
+ * inline SEND of the first len bytes of buf; 0 or the failing call's error */
+int loop_inline_send(node &n, uint64_t key, dcx_mr_t *mr, uint8_t *buf,
+                     uint64_t wr_id, uint32_t len)
+{
+    dcx_sge_t r, s;
+    int ret;
+
+    r.addr   = (uint64_t)(uintptr_t)buf + 4096;
+    r.length = 4096;
+    r.lkey   = mr->lkey;
+    ret = dcx_srq_post_recv(n.srq, wr_id, &r, 1);
+    if (ret != 0) {
+        return ret;
+    }
+    s.addr   = (uint64_t)(uintptr_t)buf;
+    s.length = len;
+    s.lkey   = mr->lkey;
+    dcx_send_wr_t w = n.loop_wr(DCX_WR_SEND, key, &s, 0, 0);
+    w.flags |= DCX_SEND_INLINE;
+    return dcx_qp_post_send(n.dci, &w);
+}
+
 } // namespace
 
 class soft_light : public soft_xproc {
@@ -146,19 +169,10 @@ TEST_F(soft, consumed_light_slots_all_zero)
     ASSERT_EQ(0, n.reg(buf.data(), buf.size(), DCX_ACCESS_LOCAL_WRITE, &mr));
     const unsigned count = 2 * SOFT_RING_SLOTS + 7;
     for (unsigned m = 0; m < count; ++m) {
-        dcx_sge_t r;
-        r.addr   = (uint64_t)(uintptr_t)buf.data() + 4096;
-        r.length = 4096;
-        r.lkey   = mr->lkey;
-        ASSERT_EQ(0, dcx_srq_post_recv(n.srq, m, &r, 1));
-        dcx_sge_t s;
-        s.addr   = (uint64_t)(uintptr_t)buf.data();
-        s.length = (m * 37) % 257;   /* up to make_dci()'s max_inline */
-        s.lkey   = mr->lkey;
-        dcx_send_wr_t w = n.loop_wr(DCX_WR_SEND, key, &s, 0, 0);
-        w.flags |= DCX_SEND_INLINE;
         dcx_wc_t wc[2];
-        ASSERT_EQ(0, dcx_qp_post_send(n.dci, &w));
+        /* up to make_dci()'s max_inline */
+        ASSERT_EQ(0, loop_inline_send(n, key, mr, buf.data(), m,
+                                      (m * 37) % 257));
         ASSERT_EQ(2, n.poll(wc, 2, 20.0)) << "message " << m;
         EXPECT_EQ(DCX_WC_SUCCESS, wc[0].status);
         EXPECT_EQ(DCX_WC_SUCCESS, wc[1].status);
@@ -212,18 +226,7 @@ TEST_F(soft, light_send_fills_two_cache_lines)
         for (uint32_t i = 0; i < len; ++i) {
             buf[i] = pattern(m, i);
         }
-        dcx_sge_t r;
-        r.addr   = (uint64_t)(uintptr_t)buf.data() + 4096;
-        r.length = 4096;
-        r.lkey   = mr->lkey;
-        ASSERT_EQ(0, dcx_srq_post_recv(n.srq, m, &r, 1));
-        dcx_sge_t s;
-        s.addr   = (uint64_t)(uintptr_t)buf.data();
-        s.length = len;
-        s.lkey   = mr->lkey;
-        dcx_send_wr_t w = n.loop_wr(DCX_WR_SEND, key, &s, 0, 0);
-        w.flags |= DCX_SEND_INLINE;
-        ASSERT_EQ(0, dcx_qp_post_send(n.dci, &w));
+        ASSERT_EQ(0, loop_inline_send(n, key, mr, buf.data(), m, len));
 
         /* look at the slot before anyone serves it (the helper only
          * try-locks; if it was quicker, post again) */
