@@ -2,7 +2,7 @@
 #
 # ucx_perftest over dcx, posix and tcp in one run, side by side.
 #
-#   bench/perftest.sh [-t "dcx posix tcp"] [-s SCALE] [-r REPEAT] [-l LOGDIR] [-v]
+#   bench/perftest.sh [-t "dcx posix tcp"] [-s SCALE] [-r REPEAT] [-l LOGDIR] [-a] [-P] [-v]
 #
 #   -t, DCX_BENCH_TLS    transports to compare (default "dcx posix tcp")
 #   -s, DCX_BENCH_SCALE  multiplies the iteration counts (default 1; the
@@ -22,6 +22,11 @@
 #   -l LOGDIR            keep every server/client log there (default: a
 #                        temporary directory, removed unless something failed)
 #   -v                   print each run's command line and Final: line
+#   -P, DCX_BENCH_PIN    pin the server to CPU 0 and the client to CPU 1
+#                        (taskset), so the two never share a core and every
+#                        run sees the same placement (set to 1 to enable);
+#                        only on a quiet machine: a pinned process cannot
+#                        move away from a CPU that other work is using
 #   DCX_RUN              dcx-run wrapper (default: from PATH, else the first
 #                        <repo>/build*/contrib/dcx-run whose module is not a
 #                        sanitizer build)
@@ -64,10 +69,11 @@ reps=${DCX_BENCH_REPEAT:-2}
 budget=${DCX_BENCH_BUDGET:-120}
 logdir=""
 verbose=0
+pin=${DCX_BENCH_PIN:-0}
 alt=0
 sizes=${DCX_BENCH_SIZES:-}
 
-while getopts "t:s:r:l:S:avh" opt; do
+while getopts "t:s:r:l:S:aPvh" opt; do
     case $opt in
     a) alt=1 ;;
     S) sizes=$OPTARG ;;
@@ -76,6 +82,7 @@ while getopts "t:s:r:l:S:avh" opt; do
     r) reps=$OPTARG ;;
     l) logdir=$OPTARG ;;
     v) verbose=1 ;;
+    P) pin=1 ;;
     h) sed -n '2,/^$/s/^# \{0,1\}//p' "$0"; exit 0 ;;
     *) exit 2 ;;
     esac
@@ -87,6 +94,14 @@ if [ -z "$sizes" ]; then
 fi
 
 command -v ucx_perftest >/dev/null || { echo "perftest.sh: ucx_perftest not found" >&2; exit 2; }
+srv_pin=(); cli_pin=()
+if [ "$pin" = 1 ]; then
+    command -v taskset >/dev/null ||
+        { echo "perftest.sh: -P needs taskset (util-linux)" >&2; exit 2; }
+    [ "$(nproc)" -ge 2 ] ||
+        { echo "perftest.sh: -P needs two CPUs, this machine has $(nproc)" >&2; exit 2; }
+    srv_pin=(taskset -c 0); cli_pin=(taskset -c 1)
+fi
 command -v ucx_info >/dev/null || { echo "perftest.sh: ucx_info not found" >&2; exit 2; }
 awk -v s="$scale" 'BEGIN { exit !(s + 0 > 0) }' || { echo "perftest.sh: bad scale '$scale'" >&2; exit 2; }
 [[ "$reps" =~ ^[1-9][0-9]*$ ]] || { echo "perftest.sh: bad repeat count '$reps'" >&2; exit 2; }
@@ -222,13 +237,13 @@ run_pair() {
         fi
         : >"$cli"
         [ $verbose = 1 ] && echo "  # $name: ${pre[*]} ucx_perftest $* -p $port" >&2
-        "${pre[@]}" timeout "$tmo" ucx_perftest -p $port >"$srv" 2>&1 &
+        "${pre[@]}" timeout "$tmo" ${srv_pin[@]+"${srv_pin[@]}"} ucx_perftest -p $port >"$srv" 2>&1 &
         srv_pid=$!
         # the client retries while the server is not listening yet
         for i in $(seq 1 40); do
             sleep 0.1
             if ! kill -0 $srv_pid 2>/dev/null; then break; fi
-            "${pre[@]}" timeout "$tmo" ucx_perftest 127.0.0.1 -p $port "$@" >"$cli" 2>&1
+            "${pre[@]}" timeout "$tmo" ${cli_pin[@]+"${cli_pin[@]}"} ucx_perftest 127.0.0.1 -p $port "$@" >"$cli" 2>&1
             cli_rc=$?
             grep -qi "connection refused" "$cli" || break
         done
