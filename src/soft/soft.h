@@ -644,6 +644,9 @@ struct soft_dev {
     soft_fault_state_t  fault;
     int                 killed;
     uint64_t            now;        /* clock of the current engine pass */
+    /* soft_dev_now()'s base: a counter reading and its soft_now_ns() */
+    uint64_t            clk_tick;
+    uint64_t            clk_ns;
     soft_stall_t        req_stall;
     soft_stall_t        resp_stall;
     /* initiator-side RDMA WRITE/READ (soft_direct.c): executes w and
@@ -760,6 +763,37 @@ static inline uint64_t soft_clock_after(uint64_t ns)
     }
 #endif
     return soft_now_ns() + ns;
+}
+
+/* The clock of a post (soft_req_post_inline, the general post): the
+ * CLOCK_MONOTONIC nanoseconds of soft_now_ns(), derived from the
+ * time-stamp counter and a (counter, ns) pair the device took at most
+ * 2^SOFT_CLOCK_REBASE_SHIFT ticks ago (soft_clock_rebase), so that a post
+ * reads no vDSO clock: a kvm-clock read costs a post more than the rest of
+ * its bookkeeping.  It is off by the calibration's error over that span,
+ * well under a microsecond, against timers of tens of microseconds and
+ * more.  Without an invariant counter it is soft_now_ns().  Engine lock
+ * held (the pair is the device's). */
+#define SOFT_CLOCK_REBASE_SHIFT 22   /* ~1.6 ms at 2.6 GHz */
+
+uint64_t soft_clock_rebase(soft_dev_t *dev);   /* soft_clock.c */
+
+static inline uint64_t soft_dev_now(soft_dev_t *dev)
+{
+#if defined(__x86_64__)
+    uint32_t lo, hi;
+    uint64_t d;
+
+    if (soft_clock_kind == SOFT_CLOCK_TSC) {
+        __asm__ volatile("rdtsc" : "=a"(lo), "=d"(hi));
+        d = (((uint64_t)hi << 32) | lo) - dev->clk_tick;
+        if (!(d >> SOFT_CLOCK_REBASE_SHIFT)) {
+            return dev->clk_ns + ((d * soft_clock_mult) >> 32);
+        }
+        return soft_clock_rebase(dev);
+    }
+#endif
+    return soft_now_ns();
 }
 
 /* Nanoseconds since the port's owner last polled (0 if it stamped after

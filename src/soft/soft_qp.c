@@ -259,7 +259,7 @@ static void soft_post_general(soft_qp_t *qp, const dcx_send_wr_t *wr,
     soft_swqe_t *w  = soft_post_enqueue(qp, wr, total, data_in);
 
     soft_fault_post(dev, wr->opcode, &w->forced);
-    dev->now = soft_now_ns();
+    dev->now = soft_dev_now(dev);
     soft_req_run(qp, dev->now);
 }
 

@@ -644,8 +644,9 @@ int soft_req_post_inline(soft_qp_t *qp, const dcx_send_wr_t *wr,
     qp->tx_pos      = pos + 1;
     qp->tx_peer     = peer;
     /* the watch and the ack timer start now: dev->now is the last engine
-     * pass's time, and polls that only wait run no pass (soft_engine.c) */
-    dev->now = soft_now_ns();
+     * pass's time, and polls that only wait run no pass (soft_engine.c);
+     * the counter-based clock costs a few instructions, a vDSO read many */
+    dev->now = soft_dev_now(dev);
     if (!peer->own) {
         soft_req_watch(peer, target, pos, dev->now);
     }
