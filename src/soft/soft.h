@@ -294,10 +294,15 @@ typedef struct soft_peer {
     size_t            map_size;
     uint64_t          next_try_ns;
     int               own;        /* our own port (loopback) */
-    /* requests of ours not yet consumed by the peer (see soft_req_prod) */
+    /* requests of ours not yet consumed by the peer (see soft_req_prod):
+     * a post notes its own (soft_req_watch) without reading the peer's
+     * ring head, a line the peer writes at every packet it consumes; the
+     * prod check reads it, and the completion of our newest request ends
+     * the watch */
     uint64_t          watch_pos;   /* ring position after our newest one */
     uint64_t          watch_head;  /* peer's ring head when last looked at */
     uint64_t          watch_since; /* no progress seen since; 0: none */
+    uint64_t          head_reads;  /* reads of the peer's ring head */
     /* its ack table once mapped (bounded by the mapping; NULL: none),
      * where responders acknowledge its SOFT_PKT_WACK messages */
     soft_ack_t       *acks;
@@ -418,6 +423,10 @@ typedef struct soft_swqe {
     uint8_t        all_sent;    /* every request packet is out */
     uint8_t        rd_counted;  /* counted in qp->rd_atomic */
     uint8_t        pad[3];
+    /* the target's request ring position after the newest packet of this
+     * WQE (low 32 bits; 0: none queued): its completion ends the peer's
+     * watch if that is the peer's watch_pos */
+    uint32_t       tx_end;
     dcx_sge_t     *sge;         /* copy of the sg list */
     uint8_t       *inl;         /* inline data */
     soft_mkey_wr_t *mkw;        /* DCX_WR_MKEY_*: copy of the request */

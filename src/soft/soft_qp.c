@@ -115,6 +115,7 @@ static soft_swqe_t *soft_post_enqueue(soft_qp_t *qp, const dcx_send_wr_t *wr,
     w->checked   = 0;
     w->all_sent  = 0;
     w->rd_counted = 0;
+    w->tx_end    = 0;
     if (inl_ready) {
         /* copied by soft_post_inline_data */
     } else if (wr->flags & DCX_SEND_INLINE) {
