@@ -251,15 +251,21 @@ static void soft_req_rewind(soft_qp_t *qp)
 /* Completes, in order, the WQEs the responder acknowledged in our ack
  * table (SOFT_PKT_WACK): every SEND/WRITE waiting for its response whose
  * msn is below the published one.  READs and atomics complete only with
- * their data, so the walk stops at one. */
+ * their data, so the walk stops at one.  One pass over the batch, the
+ * successful completion of soft_req_complete unrolled: such a WQE holds
+ * no strided-key copy and no READ/atomic slot, only its response credit;
+ * the DCI's timer and retry counts are set once, after the last. */
 void soft_req_acked(soft_qp_t *qp, uint64_t now)
 {
     soft_dev_t *dev = qp->dev;
+    uint32_t comp   = qp->sq_comp;
+    int overrun     = 0;
     soft_swqe_t *w;
     uint64_t word;
     uint32_t next;
 
-    if ((dev->acks == NULL) || (qp->sq_comp == qp->sq_send)) {
+    if ((dev->acks == NULL) || (comp == qp->sq_send) ||
+        (qp->super.state != DCX_QPS_RTS)) {
         return;
     }
     word = __atomic_load_n(&dev->acks[qp->super.qp_num - SOFT_QPN_BASE].word,
@@ -268,17 +274,37 @@ void soft_req_acked(soft_qp_t *qp, uint64_t now)
         return;
     }
     next = (uint32_t)word;
-    while ((qp->sq_comp != qp->sq_send) &&
-           (qp->super.state == DCX_QPS_RTS)) {
-        w = soft_wqe(qp, qp->sq_comp);
+    while (comp != qp->sq_send) {
+        w = soft_wqe(qp, comp);
         if (((int32_t)(next - w->msn) <= 0) ||
             (w->state != SOFT_WQE_WAIT_RESP) ||
             (soft_opinfo[w->wr.opcode].flags &
              (SOFT_OPF_READ | SOFT_OPF_ATOMIC))) {
             break;
         }
+        dev->resp_credits += w->credits;
+        w->credits = 0;
+        soft_wqe_state(qp, w, SOFT_WQE_DONE);
+        soft_req_watch_done(w);
         dev->stats.table_completions++;
-        soft_req_complete(qp, DCX_WC_SUCCESS, (uint32_t)w->total_len, now);
+        if ((w->wr.flags & DCX_SEND_SIGNALED) &&
+            (soft_wqe_push_cqe(qp, w, comp, DCX_WC_SUCCESS,
+                               (uint32_t)w->total_len) != 0)) {
+            overrun = 1;
+            comp++;
+            break;
+        }
+        comp++;
+    }
+    if (comp == qp->sq_comp) {
+        return;
+    }
+    qp->sq_comp     = comp;
+    qp->retries     = 0;
+    qp->rnr_count   = 0;
+    qp->deadline_ns = (comp != qp->sq_head) ? now + qp->ack_timeout_ns : 0;
+    if (overrun) {
+        soft_qp_to_error(qp, "completion queue overrun");
     }
 }
 
