@@ -551,7 +551,7 @@ static int soft_req_send_packets(soft_qp_t *qp, soft_swqe_t *w, uint64_t now)
                                                         pos);
             qp->tx_pos  = pos + 1;
             qp->tx_peer = w->peer;
-            w->tx_end   = (uint32_t)(pos + 1) | !(uint32_t)(pos + 1);
+            w->tx_end   = (uint32_t)(pos + 1);   /* 0 at a wrap: no end */
             if (!w->peer->own) {
                 soft_req_watch(w->peer, pos, now);
             }
@@ -688,7 +688,7 @@ int soft_req_post_inline(soft_qp_t *qp, const dcx_send_wr_t *wr,
     qp->deadline_ns = SOFT_DEADLINE_ARM;
     qp->tx_pos      = pos + 1;
     qp->tx_peer     = peer;
-    w->tx_end       = (uint32_t)(pos + 1) | !(uint32_t)(pos + 1);
+    w->tx_end       = (uint32_t)(pos + 1);
     /* the watch and the ack timer start now: dev->now is the last engine
      * pass's time, and polls that only wait run no pass (soft_engine.c);
      * the counter-based clock costs a few instructions, a vDSO read many */
