@@ -124,7 +124,7 @@ struct post_pair {
 TEST_F(soft, post_reads_no_target_head)
 {
     post_pair p;
-    dcx_wc_t wc;
+    dcx_wc_t wc[2];
     const uint64_t n = 500;
 
     ASSERT_EQ(0, p.open(fabric));
@@ -143,7 +143,7 @@ TEST_F(soft, post_reads_no_target_head)
         ASSERT_EQ(reads, peer->head_reads) << "message " << i;
         ASSERT_TRUE(p.received(i)) << "message " << i;
         ASSERT_TRUE(p.received(i + 1)) << "message " << i + 1;
-        ASSERT_EQ(2, p.a.poll(&wc, 2)) << "message " << i;
+        ASSERT_EQ(2, p.a.poll(wc, 2)) << "message " << i;
     }
 }
 
