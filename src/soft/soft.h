@@ -294,10 +294,15 @@ typedef struct soft_peer {
     size_t            map_size;
     uint64_t          next_try_ns;
     int               own;        /* our own port (loopback) */
-    /* requests of ours not yet consumed by the peer (see soft_req_prod) */
+    /* requests of ours not yet consumed by the peer (see soft_req_prod):
+     * a post notes its own (soft_req_watch) without reading the peer's
+     * ring head, a line the peer writes at every packet it consumes; the
+     * prod check reads it, and the completion of our newest request ends
+     * the watch */
     uint64_t          watch_pos;   /* ring position after our newest one */
     uint64_t          watch_head;  /* peer's ring head when last looked at */
     uint64_t          watch_since; /* no progress seen since; 0: none */
+    uint64_t          head_reads;  /* reads of the peer's ring head */
     /* its ack table once mapped (bounded by the mapping; NULL: none),
      * where responders acknowledge its SOFT_PKT_WACK messages */
     soft_ack_t       *acks;
@@ -418,6 +423,10 @@ typedef struct soft_swqe {
     uint8_t        all_sent;    /* every request packet is out */
     uint8_t        rd_counted;  /* counted in qp->rd_atomic */
     uint8_t        pad[3];
+    /* the target's request ring position after the newest packet of this
+     * WQE (low 32 bits; 0: none queued): its completion ends the peer's
+     * watch if that is the peer's watch_pos */
+    uint32_t       tx_end;
     dcx_sge_t     *sge;         /* copy of the sg list */
     uint8_t       *inl;         /* inline data */
     soft_mkey_wr_t *mkw;        /* DCX_WR_MKEY_*: copy of the request */
@@ -644,6 +653,9 @@ struct soft_dev {
     soft_fault_state_t  fault;
     int                 killed;
     uint64_t            now;        /* clock of the current engine pass */
+    /* soft_dev_now()'s base: a counter reading and its soft_now_ns() */
+    uint64_t            clk_tick;
+    uint64_t            clk_ns;
     soft_stall_t        req_stall;
     soft_stall_t        resp_stall;
     /* initiator-side RDMA WRITE/READ (soft_direct.c): executes w and
@@ -726,6 +738,7 @@ enum { SOFT_CLOCK_NS = 1, SOFT_CLOCK_TSC = 2 };
 
 extern int      soft_clock_kind;      /* set by soft_clock_init() */
 extern uint64_t soft_clock_mult;      /* TSC: ns per tick, 32.32 fixed */
+extern uint64_t soft_clock_inv;       /* TSC: ticks per ns, 48.16, floor */
 extern uint64_t soft_clock_stamp_gran; /* SOFT_STAMP_NS in clock units */
 
 void     soft_clock_init(void);
@@ -753,13 +766,45 @@ static inline uint64_t soft_clock_after(uint64_t ns)
         ns = SOFT_CLOCK_AFTER_MAX;
     }
 #if defined(__x86_64__)
-    if ((soft_clock_kind == SOFT_CLOCK_TSC) && (soft_clock_mult != 0)) {
+    if ((soft_clock_kind == SOFT_CLOCK_TSC) && (soft_clock_inv != 0)) {
         /* (during calibration: the counter, which runs ahead of the
-         * nanosecond clock, makes the result early) */
-        return soft_clock_now() + (ns << 32) / soft_clock_mult;
+         * nanosecond clock, makes the result early).  A multiplication:
+         * a 64-bit division costs tens of cycles on every light post */
+        return soft_clock_now() + ((ns * soft_clock_inv) >> 16);
     }
 #endif
     return soft_now_ns() + ns;
+}
+
+/* The clock of a post (soft_req_post_inline, the general post): the
+ * CLOCK_MONOTONIC nanoseconds of soft_now_ns(), derived from the
+ * time-stamp counter and a (counter, ns) pair the device took at most
+ * 2^SOFT_CLOCK_REBASE_SHIFT ticks ago (soft_clock_rebase), so that a post
+ * reads no vDSO clock: a kvm-clock read costs a post more than the rest of
+ * its bookkeeping.  It is off by the calibration's error over that span,
+ * well under a microsecond, against timers of tens of microseconds and
+ * more.  Without an invariant counter it is soft_now_ns().  Engine lock
+ * held (the pair is the device's). */
+#define SOFT_CLOCK_REBASE_SHIFT 22   /* ~1.6 ms at 2.6 GHz */
+
+uint64_t soft_clock_rebase(soft_dev_t *dev);   /* soft_clock.c */
+
+static inline uint64_t soft_dev_now(soft_dev_t *dev)
+{
+#if defined(__x86_64__)
+    uint32_t lo, hi;
+    uint64_t d;
+
+    if (soft_clock_kind == SOFT_CLOCK_TSC) {
+        __asm__ volatile("rdtsc" : "=a"(lo), "=d"(hi));
+        d = (((uint64_t)hi << 32) | lo) - dev->clk_tick;
+        if (!(d >> SOFT_CLOCK_REBASE_SHIFT)) {
+            return dev->clk_ns + ((d * soft_clock_mult) >> 32);
+        }
+        return soft_clock_rebase(dev);
+    }
+#endif
+    return soft_now_ns();
 }
 
 /* Nanoseconds since the port's owner last polled (0 if it stamped after

@@ -20,6 +20,7 @@
 
 int      soft_clock_kind = SOFT_CLOCK_NS;
 uint64_t soft_clock_mult;
+uint64_t soft_clock_inv;
 uint64_t soft_clock_stamp_gran = SOFT_STAMP_NS;
 
 static pthread_once_t soft_clock_once = PTHREAD_ONCE_INIT;
@@ -96,8 +97,36 @@ static void soft_clock_calibrate(void)
     }
     soft_clock_mult = ((t1 - t0) << 32) / (c1 - c0);
     soft_clock_stamp_gran = (SOFT_STAMP_NS << 32) / soft_clock_mult;
+    /* rounded down: soft_clock_after() comes out early, never late */
+    soft_clock_inv  = ((c1 - c0) << 16) / (t1 - t0);
     dcx_debug("soft: poll stamps use the time-stamp counter (%llu ticks/us)",
               (unsigned long long)((c1 - c0) * 1000ull / (t1 - t0)));
+#endif
+}
+
+/* soft_dev_now()'s rare path (soft.h): a new (counter, ns) pair, taken
+ * when the last one is 2^SOFT_CLOCK_REBASE_SHIFT ticks old (or the counter
+ * went back: another core's), so that the calibration's error never adds
+ * up over more than that.  The counter reading is the middle of the two
+ * around the clock read.  During the calibration (no factor yet) it is
+ * the clock itself, and the pair is left for the next call. */
+uint64_t soft_clock_rebase(soft_dev_t *dev)
+{
+#if defined(__x86_64__)
+    uint64_t a, b, t;
+
+    if (__atomic_load_n(&soft_clock_mult, __ATOMIC_RELAXED) == 0) {
+        return soft_now_ns();
+    }
+    a = soft_clock_now();
+    t = soft_now_ns();
+    b = soft_clock_now();
+    dev->clk_tick = a + (b - a) / 2;
+    dev->clk_ns   = t;
+    return t;
+#else
+    (void)dev;
+    return soft_now_ns();
 #endif
 }
 

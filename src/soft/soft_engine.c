@@ -167,9 +167,9 @@ int soft_engine_poll_wait(soft_dev_t *dev, soft_cq_t *cq)
 /* A post on the light path (soft_req_post_inline: every request of the
  * DCI is out, its ack timer to start) to an engine that was idle or only
  * waiting: the engine still only waits, now for this DCI too.  Its ack
- * timer starts here (a prod due is made here too), and the DCI's ack line
- * and timers join the wait set, so that no pass is needed before its
- * answer comes.  Returns 0 when that does not apply (the engine is then
+ * timer starts here (a prod check due is left to a pass), and the DCI's
+ * ack line and timers join the wait set, so that no pass is needed before
+ * its answer comes.  Returns 0 when that does not apply (the engine is then
  * marked busy: the next poll runs a pass). */
 static int soft_engine_wait_add(soft_dev_t *dev, soft_qp_t *qp)
 {
@@ -189,14 +189,11 @@ static int soft_engine_wait_add(soft_dev_t *dev, soft_qp_t *qp)
     qp->deadline_ns = now + qp->ack_timeout_ns;
     due             = qp->deadline_ns;
     peer            = soft_wqe(qp, qp->sq_comp)->peer;
-    if ((peer != NULL) && (peer->watch_since != 0)) {
-        if ((int64_t)(now - peer->watch_since) >= (int64_t)SOFT_PROD_NS) {
-            soft_req_prod(dev, peer, now);
-        }
-        if ((peer->watch_since != 0) &&
-            (peer->watch_since + SOFT_PROD_NS < due)) {
-            due = peer->watch_since + SOFT_PROD_NS;
-        }
+    if ((peer != NULL) && (peer->watch_since != 0) &&
+        (peer->watch_since + SOFT_PROD_NS < due)) {
+        /* a prod check due now is left to the next pass (a post does not
+         * read the target's ring head) */
+        due = peer->watch_since + SOFT_PROD_NS;
     }
     if ((due <= now) || (due - now < SOFT_WAIT_MIN_NS)) {
         return 0;

@@ -115,6 +115,7 @@ static soft_swqe_t *soft_post_enqueue(soft_qp_t *qp, const dcx_send_wr_t *wr,
     w->checked   = 0;
     w->all_sent  = 0;
     w->rd_counted = 0;
+    w->tx_end    = 0;
     if (inl_ready) {
         /* copied by soft_post_inline_data */
     } else if (wr->flags & DCX_SEND_INLINE) {
@@ -259,7 +260,7 @@ static void soft_post_general(soft_qp_t *qp, const dcx_send_wr_t *wr,
     soft_swqe_t *w  = soft_post_enqueue(qp, wr, total, data_in);
 
     soft_fault_post(dev, wr->opcode, &w->forced);
-    dev->now = soft_now_ns();
+    dev->now = soft_dev_now(dev);
     soft_req_run(qp, dev->now);
 }
 

@@ -183,6 +183,18 @@ void soft_qp_to_error(soft_qp_t *qp, const char *reason)
     qp->deadline_ns = 0;
 }
 
+/* w completed: if it held the newest request we queued to its target,
+ * everything of ours there was consumed (the ring is served in order). */
+static inline void soft_req_watch_done(const soft_swqe_t *w)
+{
+    soft_peer_t *peer = w->peer;
+
+    if ((peer != NULL) && (w->tx_end != 0) &&
+        ((uint32_t)peer->watch_pos == w->tx_end)) {
+        peer->watch_since = 0;
+    }
+}
+
 /* Completes the oldest WQE of the DCI. */
 static void soft_req_complete(soft_qp_t *qp, uint8_t status,
                               uint32_t byte_len, uint64_t now)
@@ -193,6 +205,7 @@ static void soft_req_complete(soft_qp_t *qp, uint8_t status,
 
     soft_wqe_release(qp, w);
     soft_wqe_state(qp, w, SOFT_WQE_DONE);
+    soft_req_watch_done(w);
     if ((status != DCX_WC_SUCCESS) || (w->wr.flags & DCX_SEND_SIGNALED)) {
         overrun = (soft_wqe_push_cqe(qp, w, idx, status, byte_len) != 0);
     }
@@ -238,15 +251,21 @@ static void soft_req_rewind(soft_qp_t *qp)
 /* Completes, in order, the WQEs the responder acknowledged in our ack
  * table (SOFT_PKT_WACK): every SEND/WRITE waiting for its response whose
  * msn is below the published one.  READs and atomics complete only with
- * their data, so the walk stops at one. */
+ * their data, so the walk stops at one.  One pass over the batch, the
+ * successful completion of soft_req_complete unrolled: such a WQE holds
+ * no strided-key copy and no READ/atomic slot, only its response credit;
+ * the DCI's timer and retry counts are set once, after the last. */
 void soft_req_acked(soft_qp_t *qp, uint64_t now)
 {
     soft_dev_t *dev = qp->dev;
+    uint32_t comp   = qp->sq_comp;
+    int overrun     = 0;
     soft_swqe_t *w;
     uint64_t word;
     uint32_t next;
 
-    if ((dev->acks == NULL) || (qp->sq_comp == qp->sq_send)) {
+    if ((dev->acks == NULL) || (comp == qp->sq_send) ||
+        (qp->super.state != DCX_QPS_RTS)) {
         return;
     }
     word = __atomic_load_n(&dev->acks[qp->super.qp_num - SOFT_QPN_BASE].word,
@@ -255,17 +274,37 @@ void soft_req_acked(soft_qp_t *qp, uint64_t now)
         return;
     }
     next = (uint32_t)word;
-    while ((qp->sq_comp != qp->sq_send) &&
-           (qp->super.state == DCX_QPS_RTS)) {
-        w = soft_wqe(qp, qp->sq_comp);
+    while (comp != qp->sq_send) {
+        w = soft_wqe(qp, comp);
         if (((int32_t)(next - w->msn) <= 0) ||
             (w->state != SOFT_WQE_WAIT_RESP) ||
             (soft_opinfo[w->wr.opcode].flags &
              (SOFT_OPF_READ | SOFT_OPF_ATOMIC))) {
             break;
         }
+        dev->resp_credits += w->credits;
+        w->credits = 0;
+        soft_wqe_state(qp, w, SOFT_WQE_DONE);
+        soft_req_watch_done(w);
         dev->stats.table_completions++;
-        soft_req_complete(qp, DCX_WC_SUCCESS, (uint32_t)w->total_len, now);
+        if ((w->wr.flags & DCX_SEND_SIGNALED) &&
+            (soft_wqe_push_cqe(qp, w, comp, DCX_WC_SUCCESS,
+                               (uint32_t)w->total_len) != 0)) {
+            overrun = 1;
+            comp++;
+            break;
+        }
+        comp++;
+    }
+    if (comp == qp->sq_comp) {
+        return;
+    }
+    qp->sq_comp     = comp;
+    qp->retries     = 0;
+    qp->rnr_count   = 0;
+    qp->deadline_ns = (comp != qp->sq_head) ? now + qp->ack_timeout_ns : 0;
+    if (overrun) {
+        soft_qp_to_error(qp, "completion queue overrun");
     }
 }
 
@@ -384,16 +423,20 @@ static uint8_t soft_req_check_local(soft_qp_t *qp, soft_swqe_t *w)
 }
 
 /* Notes a request of ours queued at ring position 'pos' of the peer, for
- * soft_req_prod.  The watch restarts when everything before was consumed. */
-static inline void soft_req_watch(soft_peer_t *peer, soft_port_hdr_t *target,
-                                  uint64_t pos, uint64_t now)
+ * soft_req_prod, without reading the peer's ring head (a line the peer
+ * writes at every pop: a read per post would move it between the two
+ * cores twice per message).  A watch starts when none runs (the
+ * completion of our newest request ends it, soft_req_watch_done), with the
+ * head taken to be at our packet, where it is at most: the first prod
+ * check reads the real one, and finding it elsewhere, looks again later.
+ * A watch that runs keeps its start: a check that finds the head moved
+ * restarts it. */
+static inline void soft_req_watch(soft_peer_t *peer, uint64_t pos,
+                                  uint64_t now)
 {
-    uint64_t head = __atomic_load_n(&target->req.head, __ATOMIC_RELAXED);
-
-    if ((peer->watch_since == 0) ||
-        ((int64_t)(head - peer->watch_pos) >= 0)) {
+    if (peer->watch_since == 0) {
         peer->watch_since = now;
-        peer->watch_head  = head;
+        peer->watch_head  = pos;
     }
     peer->watch_pos = pos + 1;
 }
@@ -508,8 +551,9 @@ static int soft_req_send_packets(soft_qp_t *qp, soft_swqe_t *w, uint64_t now)
                                                         pos);
             qp->tx_pos  = pos + 1;
             qp->tx_peer = w->peer;
+            w->tx_end   = (uint32_t)(pos + 1);   /* 0 at a wrap: no end */
             if (!w->peer->own) {
-                soft_req_watch(w->peer, target, pos, now);
+                soft_req_watch(w->peer, pos, now);
             }
         }
         dev->stats.tx_packets++;
@@ -591,6 +635,7 @@ int soft_req_post_inline(soft_qp_t *qp, const dcx_send_wr_t *wr,
     w->checked    = 1;
     w->all_sent   = 1;
     w->rd_counted = 0;
+    w->tx_end     = 0;
     if ((wr->opcode == DCX_WR_RDMA_WRITE) && (qp->sq_comp == qp->sq_head)) {
         /* nothing of the DCI outstanding: the initiator's own copy, which
          * needs no target CPU, as the general path would try it */
@@ -643,11 +688,13 @@ int soft_req_post_inline(soft_qp_t *qp, const dcx_send_wr_t *wr,
     qp->deadline_ns = SOFT_DEADLINE_ARM;
     qp->tx_pos      = pos + 1;
     qp->tx_peer     = peer;
+    w->tx_end       = (uint32_t)(pos + 1);
     /* the watch and the ack timer start now: dev->now is the last engine
-     * pass's time, and polls that only wait run no pass (soft_engine.c) */
-    dev->now = soft_now_ns();
+     * pass's time, and polls that only wait run no pass (soft_engine.c);
+     * the counter-based clock costs a few instructions, a vDSO read many */
+    dev->now = soft_dev_now(dev);
     if (!peer->own) {
-        soft_req_watch(peer, target, pos, dev->now);
+        soft_req_watch(peer, pos, dev->now);
     }
     soft_engine_activate(qp);
     return 0;
@@ -761,6 +808,7 @@ static int soft_req_target_busy(soft_qp_t *qp, soft_swqe_t *w, uint64_t now)
     }
     head = __atomic_load_n(&hdr->req.head, __ATOMIC_ACQUIRE);
     tail = __atomic_load_n(&hdr->req.tail, __ATOMIC_RELAXED);
+    w->peer->head_reads++;
     if ((qp->tx_peer == w->peer) && ((int64_t)(head - qp->tx_pos) < 0)) {
         slot = (soft_slot_t *)((char *)hdr + hdr->req.offset +
                                (head & (hdr->req.nslots - 1)) *
@@ -819,6 +867,7 @@ void soft_req_prod(soft_dev_t *dev, soft_peer_t *peer, uint64_t now)
         return;
     }
     head = __atomic_load_n(&hdr->req.head, __ATOMIC_RELAXED);
+    peer->head_reads++;
     if ((int64_t)(head - peer->watch_pos) >= 0) {
         peer->watch_since = 0;   /* all consumed */
         return;
