@@ -53,6 +53,8 @@
 #define UCT_DCX_RX_REPOST_MAX    16        /* receives reposted at once, at
                                               most (an eighth of the goal) */
 #define UCT_DCX_TX_BATCH         16
+#define UCT_DCX_SIG_PERIOD_LENT  16        /* default SIGNAL_PERIOD of the
+                                              dcs policies */
 #define UCT_DCX_ADDR_MAGIC       0xdc      /* first byte of an iface address */
 #define UCT_DCX_ADDR_VERSION     2
 #define UCT_DCX_WR_USER_MEM      0x80      /* wr_opcode flag: zcopy WR */
@@ -89,7 +91,7 @@ typedef struct uct_dcx_iface_config {
     unsigned            retry_count;
     unsigned            rnr_retry;
     double              rnr_timer;      /* seconds */
-    unsigned            sig_period;     /* 0 = half the send queue */
+    unsigned            sig_period;     /* 0 = auto (policy's default) */
     unsigned            tx_max_bufs;
     int                 tm_enable;      /* ucs_ternary_auto_value_t */
     char               *tm_stats_dir;   /* "" = no live counters file */
@@ -402,7 +404,10 @@ struct uct_dcx_iface {
     unsigned                     dci_kept;    /* DCIs flagged KEPT */
     dcx_dci_stats_t              dci_stats;   /* slow-path counters */
     uint16_t                     sq_len;      /* WRs per DCI */
-    uint16_t                     sig_period;
+    uint16_t                     sig_period;  /* signal every this many
+                                                 WRs now: 1 while eps wait
+                                                 for a DCI (dcs policies) */
+    uint16_t                     sig_period_cfg; /* ... while none waits */
     uint32_t                     ring_mask;   /* wr_ep ring size - 1 */
     size_t                       log_stride;  /* bytes per WR log entry */
     void                        *wr_replay;   /* one log entry: replay copy */
@@ -608,6 +613,9 @@ void uct_dcx_dci_pool_cleanup(uct_dcx_iface_t *iface);
 void uct_dcx_dci_detach_ep(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci,
                            uct_dcx_ep_t *ep);
 void uct_dcx_ep_put_idle_dci(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep);
+void uct_dcx_dci_drain(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci);
+void uct_dcx_dci_tail_slow(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci);
+void uct_dcx_iface_tx_starved(uct_dcx_iface_t *iface);
 void uct_dcx_op_release_desc(uct_dcx_iface_t *iface, uct_dcx_op_t *op,
                              ucs_status_t status);
 void uct_dcx_op_put(uct_dcx_iface_t *iface, uct_dcx_op_t *op,

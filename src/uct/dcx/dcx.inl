@@ -199,10 +199,17 @@ uct_dcx_rx_wire(uct_dcx_iface_t *iface, void *elem)
     return UCS_PTR_BYTE_OFFSET(elem, iface->rx_payload_offset);
 }
 
+/* A send buffer; NULL if none is free (then unsignalled WRs holding some
+ * are made to report, so that the caller's retry after progress finds one) */
 static UCS_F_ALWAYS_INLINE uct_dcx_send_desc_t *
 uct_dcx_iface_get_desc(uct_dcx_iface_t *iface)
 {
-    return (uct_dcx_send_desc_t*)ucs_mpool_get_inline(&iface->tx_mp);
+    void *desc = ucs_mpool_get_inline(&iface->tx_mp);
+
+    if (ucs_unlikely(desc == NULL)) {
+        uct_dcx_iface_tx_starved(iface);
+    }
+    return (uct_dcx_send_desc_t*)desc;
 }
 
 static UCS_F_ALWAYS_INLINE void *uct_dcx_desc_data(uct_dcx_send_desc_t *desc)

@@ -49,6 +49,146 @@ static void uct_dcx_dci_release(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci)
     iface->dci_stats.releases++;
 }
 
+/*
+ * Unsignalled sends.  Most WRs go unsignalled (SIGNAL_PERIOD), so a DCI
+ * whose last WRs were not signalled does not see itself drain: nothing
+ * reports them.  That matters only when the DCI must go back to the pool
+ * (an endpoint waits for a DCI, or the owner left), or when the send
+ * buffers those WRs hold are needed (none is free).  Then a signalled
+ * no-op behind them (to this interface's own DCT) makes the device report
+ * them all; while endpoints wait, every WR is signalled, so that DCIs
+ * drain as soon as their work is done, as before.  (A flush does the same
+ * for the WRs it waits for.)
+ */
+
+/* A signalled no-op to ourselves on dci, inline (no buffer: it cannot fail
+ * for want of one); UCS_ERR_NO_RESOURCE if dci has no free slot */
+static ucs_status_t uct_dcx_dci_post_nop(uct_dcx_iface_t *iface,
+                                         uct_dcx_dci_t *dci)
+{
+    uint8_t nop[DCX_TM_TMH_LEN + UCT_DCX_AM_HDR_LEN] = {0};
+    dcx_dc_dest_t self;
+    dcx_send_wr_t wr;
+    dcx_sge_t sge;
+
+    self.ah     = iface->self_ah;
+    self.dctn   = iface->config.dctn;
+    self.dc_key = iface->config.dc_key;
+    if (iface->rx_tmh_len + UCT_DCX_AM_HDR_LEN > iface->config.max_inline) {
+        /* (a device with almost no inline room: through a buffer) */
+        return uct_dcx_dci_post_ctl(iface, dci, NULL, &self, UCT_DCX_CTL_NOP,
+                                    NULL, 0, iface->rx_tmh_len, NULL);
+    }
+    if (dci->avail == 0) {
+        return UCS_ERR_NO_RESOURCE;
+    }
+
+    /* NO_TAG TMH (our DCT is behind a TM SRQ) and the header byte */
+    nop[iface->rx_tmh_len] = UCT_DCX_AM_CTL | UCT_DCX_CTL_NOP;
+    sge.addr        = (uintptr_t)nop;
+    sge.length      = iface->rx_tmh_len + UCT_DCX_AM_HDR_LEN;
+    sge.lkey        = 0;
+    wr.opcode       = DCX_WR_SEND;
+    wr.flags        = DCX_SEND_INLINE;
+    wr.num_sge      = 1;
+    wr.atomic_size  = 0;
+    wr.imm          = 0;
+    wr.dest         = self;
+    wr.sg_list      = &sge;
+    wr.remote_addr  = 0;
+    wr.rkey         = 0;
+    wr.reserved     = 0;
+    return uct_dcx_dci_post(iface, dci, NULL, &wr, NULL, 1);
+}
+
+/* dci must drain (go back to the pool): if its last WRs went unsignalled
+ * and no signalled WR is in flight behind them, a signalled no-op.  A
+ * signalled WR in flight brings uct_dcx_dci_tail_slow() when it completes,
+ * which looks again. */
+void uct_dcx_dci_drain(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci)
+{
+    ucs_status_t status;
+
+    if ((dci->sig_sn == dci->sn) || (dci->sig_sn > dci->done_sn) ||
+        (dci->flags & (UCT_DCX_DCI_FLAG_ERR | UCT_DCX_DCI_FLAG_CANCEL |
+                       UCT_DCX_DCI_FLAG_BROKEN))) {
+        /* nothing unsignalled at the tail, a signalled WR still to come,
+         * or an error on its way (errors always report) */
+        return;
+    }
+
+    status = uct_dcx_dci_post_nop(iface, dci);
+    if (status == UCS_OK) {
+        iface->dci_stats.drains++;
+    } else {
+        /* no slot: impossible with nothing signalled in flight (a full
+         * queue holds a signalled WR); the device refused a no-op */
+        ucs_error("dcx: %s: DCI 0x%x: could not post the no-op that reports "
+                  "its last %u work requests: %s", dcx_dev_name(iface->dev),
+                  dci->qp->qp_num, (unsigned)(dci->sn - dci->done_sn),
+                  ucs_status_string(status));
+    }
+}
+
+/* The last signalled WR of dci completed and unsignalled ones follow it
+ * (from uct_dcx_dci_tx_wcs): if the DCI must go back to the pool, they
+ * need a signalled no-op to report */
+UCS_F_NOINLINE void
+uct_dcx_dci_tail_slow(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci)
+{
+    if ((iface->dci_waiters > 0) ||
+        ((dci->flags & UCT_DCX_DCI_FLAG_BUSY) && (dci->owner == NULL))) {
+        uct_dcx_dci_drain(iface, dci);
+    }
+}
+
+/* No send buffer is free: those held by unsignalled WRs (bcopy) come back
+ * only when a signalled WR after them completes, so every DCI whose last
+ * WRs went unsignalled reports them now */
+UCS_F_NOINLINE void uct_dcx_iface_tx_starved(uct_dcx_iface_t *iface)
+{
+    unsigned i;
+
+    for (i = 0; i < iface->num_dci; ++i) {
+        uct_dcx_dci_drain(iface, &iface->dcis[i]);
+    }
+}
+
+/* ep was refused a DCI: it waits.  The first waiter makes every lent DCI
+ * drain: their unsignalled tails get a no-op, and from now on every WR is
+ * signalled, until nobody waits. */
+static void uct_dcx_ep_dci_wait(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep)
+{
+    unsigned i;
+
+    if (ep->flags & UCT_DCX_EP_FLAG_DCI_WAIT) {
+        return;
+    }
+    ep->flags |= UCT_DCX_EP_FLAG_DCI_WAIT;
+    if (iface->dci_waiters++ > 0) {
+        return;
+    }
+    iface->sig_period = 1;
+    for (i = 0; i < iface->num_dci; ++i) {
+        if (iface->dcis[i].flags & UCT_DCX_DCI_FLAG_BUSY) {
+            uct_dcx_dci_drain(iface, &iface->dcis[i]);
+        }
+    }
+}
+
+/* ep does not wait for a DCI any more (it got one, or it leaves) */
+static void uct_dcx_ep_dci_wait_end(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep)
+{
+    if (!(ep->flags & UCT_DCX_EP_FLAG_DCI_WAIT)) {
+        return;
+    }
+    ep->flags &= ~UCT_DCX_EP_FLAG_DCI_WAIT;
+    ucs_assert(iface->dci_waiters > 0);
+    if (--iface->dci_waiters == 0) {
+        iface->sig_period = iface->sig_period_cfg;
+    }
+}
+
 static void uct_dcx_dcs_ep_init(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep)
 {
     ep->dci   = UCT_DCX_DCI_NONE;
@@ -101,17 +241,11 @@ static ucs_status_t uct_dcx_dcs_dci_get(uct_dcx_iface_t *iface,
     } else if ((iface->dci_kept == 0) ||
                ((dci = uct_dcx_dci_take_back(iface, ep)) == NULL)) {
         iface->dci_stats.refusals++;
-        if (!(ep->flags & UCT_DCX_EP_FLAG_DCI_WAIT)) {
-            ep->flags |= UCT_DCX_EP_FLAG_DCI_WAIT;
-            iface->dci_waiters++;
-        }
+        uct_dcx_ep_dci_wait(iface, ep);
         return UCS_ERR_NO_RESOURCE;
     }
 
-    if (ep->flags & UCT_DCX_EP_FLAG_DCI_WAIT) {
-        ep->flags &= ~UCT_DCX_EP_FLAG_DCI_WAIT;
-        iface->dci_waiters--;
-    }
+    uct_dcx_ep_dci_wait_end(iface, ep);
 
     dci->owner  = ep;
     ep->dci     = dci->index;
@@ -163,10 +297,7 @@ static void uct_dcx_dcs_ep_detach(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep)
 {
     uct_dcx_dci_t *dci;
 
-    if (ep->flags & UCT_DCX_EP_FLAG_DCI_WAIT) {
-        ep->flags &= ~UCT_DCX_EP_FLAG_DCI_WAIT;
-        iface->dci_waiters--;
-    }
+    uct_dcx_ep_dci_wait_end(iface, ep);
     if (ep->dci == UCT_DCX_DCI_NONE) {
         return;
     }
@@ -176,9 +307,15 @@ static void uct_dcx_dcs_ep_detach(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep)
     ep->dci    = UCT_DCX_DCI_NONE;
     uct_dcx_dci_unkeep(iface, dci);
     uct_dcx_dci_detach_ep(iface, dci, ep);
-    if (uct_dcx_dci_is_drained(dci) &&
-        !(dci->flags & UCT_DCX_DCI_FLAG_BROKEN)) {
+    if (dci->flags & UCT_DCX_DCI_FLAG_BROKEN) {
+        return;
+    }
+    if (uct_dcx_dci_is_drained(dci)) {
         uct_dcx_dci_release(iface, dci);
+    } else {
+        /* it returns to the pool when its last WR completes: make sure
+         * that one reports */
+        uct_dcx_dci_drain(iface, dci);
     }
 }
 
@@ -340,16 +477,20 @@ ucs_status_t uct_dcx_dci_pool_init(uct_dcx_iface_t *iface,
         }
     }
 
-    /* Shared DCIs cannot wait for their owner to drain them: signal only
-     * every half queue.  Lent DCIs return to the pool when drained, which
-     * needs a completion for every WR. */
-    if (iface->policy->shared) {
-        iface->sig_period = (config->sig_period != 0) ?
-                            ucs_min(config->sig_period, (unsigned)iface->sq_len) :
-                            ucs_max(iface->sq_len / 2u, 1u);
+    /* A completion every sig_period WRs at least: shared DCIs every half
+     * queue by default, lent ones every UCT_DCX_SIG_PERIOD_LENT (their
+     * unsignalled tails are reported on demand: uct_dcx_dci_drain).  At
+     * most a queue: a full queue then always holds a signalled WR. */
+    if (config->sig_period != 0) {
+        iface->sig_period_cfg = ucs_min(config->sig_period,
+                                        (unsigned)iface->sq_len);
+    } else if (iface->policy->shared) {
+        iface->sig_period_cfg = ucs_max(iface->sq_len / 2u, 1u);
     } else {
-        iface->sig_period = 1;
+        iface->sig_period_cfg = ucs_max(ucs_min(iface->sq_len / 2u,
+                                                UCT_DCX_SIG_PERIOD_LENT), 1u);
     }
+    iface->sig_period = iface->sig_period_cfg;
 
     iface->dcis[iface->ctl_dci].flags |= UCT_DCX_DCI_FLAG_CTL;
     for (i = 0; i < iface->num_dci; ++i) {
@@ -529,10 +670,11 @@ int dcx_dci_iface_stats(uct_iface_h tl_iface, dcx_dci_stats_t *stats)
     }
     iface          = ucs_derived_of(tl_iface, uct_dcx_iface_t);
     *stats         = iface->dci_stats;
-    stats->num_dci = iface->num_dci;
-    stats->free    = iface->dci_free_top;
-    stats->kept    = iface->dci_kept;
-    stats->waiters = iface->dci_waiters;
+    stats->num_dci    = iface->num_dci;
+    stats->free       = iface->dci_free_top;
+    stats->kept       = iface->dci_kept;
+    stats->waiters    = iface->dci_waiters;
+    stats->sig_period = iface->sig_period;
     return 0;
 }
 

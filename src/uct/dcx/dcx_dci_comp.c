@@ -395,6 +395,9 @@ void uct_dcx_dci_tx_wcs(uct_dcx_iface_t *iface, const dcx_wc_t *wc, int n)
         uct_dcx_dci_retire(iface, dci, sn, UCS_OK);
         if (uct_dcx_dci_is_drained(dci)) {
             uct_dcx_dci_drained(iface, dci);
+        } else if (ucs_unlikely(dci->sig_sn == sn)) {
+            /* unsignalled WRs after the last signalled one */
+            uct_dcx_dci_tail_slow(iface, dci);
         }
     }
 }

@@ -18,10 +18,16 @@ typedef struct dcx_dci_stats {
     uint64_t  take_backs;  /* idle DCIs kept by an ep, taken for another */
     uint64_t  releases;    /* DCIs given back to the free stack */
     uint64_t  refusals;    /* an ep asked for a DCI and none was free */
+    uint64_t  drains;      /* signalled no-ops posted so that a DCI's
+                              unsignalled last WRs report (it had to go
+                              back to the pool, or their send buffers
+                              were needed) */
     uint32_t  num_dci;     /* data DCIs in the pool */
     uint32_t  free;        /* on the free stack now */
     uint32_t  kept;        /* flagged as kept by their owner (dci_kept) */
     uint32_t  waiters;     /* eps refused a DCI, still waiting */
+    uint32_t  sig_period;  /* a completion requested every this many WRs
+                              now (1 while eps wait for a DCI) */
 } dcx_dci_stats_t;
 
 /* Fills *stats for a dcx interface.  Returns 0, or -1 if iface is not a dcx

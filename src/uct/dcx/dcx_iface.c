@@ -112,10 +112,13 @@ static ucs_config_field_t uct_dcx_iface_config_table[] = {
      ucs_offsetof(uct_dcx_iface_config_t, rnr_timer), UCS_CONFIG_TYPE_TIME},
 
     {"SIGNAL_PERIOD", "0",
-     "With DCI_POLICY=rand: request a completion every this many work\n"
-     "requests (0 = half the send queue). Lent DCIs (dcs policies) signal\n"
-     "every work request, to return to the pool as soon as they drain.\n"
-     "0 .. 65535 (values above the send queue length mean every TX_QUEUE_LEN).",
+     "Request a send completion every this many work requests of a DCI; the\n"
+     "others complete with the next one reported. 0 = half the send queue with\n"
+     "DCI_POLICY=rand, 16 (at most half the send queue) with the dcs policies,\n"
+     "whose DCIs then report their last work requests with a no-op when they\n"
+     "must go back to the pool, and signal every work request while endpoints\n"
+     "wait for a DCI. 0 .. 65535 (values above the send queue length mean every\n"
+     "TX_QUEUE_LEN; 1 signals every work request).",
      ucs_offsetof(uct_dcx_iface_config_t, sig_period), UCT_DCX_CONFIG_TYPE_COUNT},
 
     {"TX_MAX_BUFS", "inf",

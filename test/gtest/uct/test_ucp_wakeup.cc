@@ -457,7 +457,10 @@ TEST_F(ucp_dcx_wakeup, tag_and_rma_with_idle_gaps)
            "of %.3f s wall (%.0f%%); client: at most %u arms a round\n",
            rep.sleeps, rep.arms, ROUNDS, rep.cpu, rep.wall,
            100.0 * rep.cpu / rep.wall, max_client_arms);
-    EXPECT_GT(rep.sleeps, (unsigned)ROUNDS);
+    /* it slept in every idle gap at least (how often it also sleeps
+     * within a round depends on how its messages arrive, and on how many
+     * of its sends request a completion, which wakes it) */
+    EXPECT_GE(rep.sleeps, (unsigned)ROUNDS);
     EXPECT_LT(rep.arms, MAX_ARMS_PER_ROUND * ROUNDS);
     EXPECT_LT(max_client_arms, MAX_ARMS_PER_ROUND);
 

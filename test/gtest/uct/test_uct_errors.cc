@@ -439,6 +439,58 @@ TEST_P(uct_dcx_remote, ep_destroyed_with_work_in_flight)
     log_counter::reset();
 }
 
+/* Sends to a dead peer whose completions were not requested (most are
+ * unsignalled, SIGNAL_PERIOD), with one operation that has a completion:
+ * the ep fails once, that completion is called once, with an error, the
+ * bounce buffers of the bcopy sends come back (ASan: once), and the other
+ * eps keep working */
+TEST_P(uct_dcx_remote, unsignalled_sends_to_dead_peer_fail_once)
+{
+    uct_ep_h good  = connect(m_a, m_b);
+    mem loc        = alloc_mem(4096);
+    uint64_t value = 3;
+    char payload[32];
+    test_comp comp;
+    ucs_status_t status;
+
+    start_peer();
+    kill_peer(m_peer);
+
+    memset(payload, 'p', sizeof(payload));
+    for (int i = 0; i < 4; ++i) {
+        ASSERT_EQ(UCS_OK, retry([&] {
+            return uct_ep_put_short(m_remote, &value, 8,
+                                    m_remote_buf + 8 * i, m_rkb.rkey);
+        }));
+        ASSERT_EQ(UCS_OK, retry([&] {
+            return uct_ep_am_short(m_remote, AM_ID, i, NULL, 0);
+        }));
+        ssize_t len = uct_ep_am_bcopy(m_remote, AM_ID,
+                                      [](void *dest, void *arg) -> size_t {
+                                          memcpy(dest, arg, 32);
+                                          return 32;
+                                      }, payload, 0);
+        ASSERT_EQ(32, len);
+    }
+    uct_iov_t iov = {loc.ptr, 64, loc.memh, 0, 1};
+    ASSERT_EQ(UCS_INPROGRESS, retry([&] {
+        return uct_ep_put_zcopy(m_remote, &iov, 1, m_remote_buf, m_rkb.rkey,
+                                &comp.uct);
+    }));
+
+    ASSERT_TRUE(wait_error(m_remote, &status));
+    EXPECT_EQ(UCS_ERR_ENDPOINT_TIMEOUT, status);
+    ASSERT_TRUE(wait_for([&] { return comp.done > 0; }));
+    for (int i = 0; i < 200; ++i) {
+        progress();
+    }
+    EXPECT_EQ(1, comp.done);
+    EXPECT_NE(UCS_OK, comp.status);
+    EXPECT_EQ(1u, errors_of(m_remote).size());
+    check_healthy(good);
+    log_counter::reset();
+}
+
 /* One DCI for everybody: the WRs of a healthy ep queued behind those to a
  * dead peer are not lost (rand re-posts them after recovery, dcs lends the
  * recovered DCI to the waiting ep). */
