@@ -21,10 +21,17 @@
  *
  * Liveness: a copy into a mapping would "succeed" after the target died
  * (the pages outlive it), where cross-memory attach fails with ESRCH and a
- * NIC's request times out.  So each mapping holds a pidfd of the target
- * process, polled (one system call, no pid reuse race) before every
- * operation; a dead target's operations take the cross-memory path, which
- * refuses them, and then its responder, which never answers.
+ * NIC's request times out.  So before every operation the initiator reads
+ * the target's liveness lock (soft_dlife_t): held by the target's helper
+ * thread, the target is alive and the copy goes ahead with no system call;
+ * marked FUTEX_OWNER_DIED by the kernel, it is dead.  The kernel marks it
+ * while the dying process's threads exit, before the process can be
+ * reaped, so a target that anyone saw die is never taken for alive.  When
+ * the lock cannot tell (not held: the target's helper has not started or
+ * is stopping, or robust mutexes are not available), the mapping's pidfd
+ * of the target process is polled (one system call, no pid reuse race).
+ * A dead target's operations take the cross-memory path, which refuses
+ * them, and then its responder, which never answers.
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
@@ -259,20 +266,28 @@ soft_dmap_ent_t *soft_dmap_get(soft_dev_t *dev, soft_peer_t *peer,
     return e;
 }
 
-int soft_dmap_alive(soft_dev_t *dev, soft_dmap_ent_t *e)
+int soft_dmap_alive(soft_dev_t *dev, soft_dmap_ent_t *e,
+                    const soft_direct_area_t *area)
 {
     struct pollfd pfd;
     soft_peer_t *peer;
     unsigned i;
+    int life;
 
     if (e->pidfd < 0) {
         return 1;   /* our own port */
     }
-    pfd.fd      = e->pidfd;
-    pfd.events  = POLLIN;
-    pfd.revents = 0;
-    if (poll(&pfd, 1, 0) == 0) {
+    life = soft_direct_life(area);
+    if (life == SOFT_LIFE_ALIVE) {
         return 1;
+    }
+    if (life == SOFT_LIFE_UNKNOWN) {
+        pfd.fd      = e->pidfd;
+        pfd.events  = POLLIN;
+        pfd.revents = 0;
+        if (poll(&pfd, 1, 0) == 0) {
+            return 1;
+        }
     }
     /* exited (or the pidfd is unusable): drop every mapping of it */
     peer = e->peer;

@@ -65,6 +65,18 @@ bool refuse_pidfd()
 #endif
 }
 
+/* makes poll fail with err in this process, or, err 0, report "no event"
+ * without asking the kernel: the initiator's pidfd look then says the
+ * target lives (err 0) or is gone (an error) whatever it is */
+bool fake_poll(int err)
+{
+#ifdef __NR_poll
+    return refuse_syscalls({__NR_poll, __NR_ppoll}, err);
+#else
+    return refuse_syscalls({__NR_ppoll}, err);
+#endif
+}
+
 } // namespace
 
 class soft_dmap : public soft {
@@ -128,7 +140,22 @@ protected:
         info->raddr    = (uint64_t)(uintptr_t)(mem + PAGE);
         info->rkey     = tmr->rkey;
         info->rkey_ro  = ro->rkey;
+        /* peers see us alive without asking the kernel from here on */
+        ASSERT_TRUE(wait_alive_lock(t.dev));
         __atomic_store_n(&info->ready, 1, __ATOMIC_RELEASE);
+    }
+
+    static bool wait_alive_lock(dcx_dev_t *dev)
+    {
+        double end = now_s() + 20.0;
+
+        while (!dcx_soft_direct_alive_lock(dev)) {
+            if (now_s() > end) {
+                return false;
+            }
+            usleep(100);
+        }
+        return true;
     }
 
     /* fn runs in the initiator child once the target is up */
@@ -479,6 +506,128 @@ TEST_F(soft_dmap, dead_target_mapping_dropped)
     EXPECT_EQ(1u, st.direct_mapped);
     n.close();
     stop_children();
+}
+
+/* Copies into a live target's allocation ask the kernel nothing about its
+ * liveness: with poll() failing in the initiator (which made every one of
+ * them look dead before, so they went by cross-memory attach), 8-byte
+ * writes and reads are each a plain copy through the one mapping. */
+TEST_F(soft_dmap, mapped_copies_ask_kernel_nothing)
+{
+    const unsigned n = 200;
+    dmap_info *in = info;
+
+    start_initiator([in, n](node &nd) -> int {
+        local_buf lb;
+
+        if (lb.reg(nd, 16) != 0) {
+            return 11;
+        }
+        for (unsigned k = 0; k < n; ++k) {
+            for (unsigned i = 0; i < 8; ++i) {
+                lb.v[i] = pattern(i, k);
+            }
+            dcx_sge_t s = lb.sge(0, 8);
+            if (run_one(nd, wr_to(in, nd, DCX_WR_RDMA_WRITE, &s,
+                                  in->raddr + 8 * k, in->rkey)) !=
+                DCX_WC_SUCCESS) {
+                return 12;
+            }
+            memset(lb.v.data(), 0, 8);
+            if ((run_one(nd, wr_to(in, nd, DCX_WR_RDMA_READ, &s,
+                                   in->raddr + 8 * k, in->rkey)) !=
+                 DCX_WC_SUCCESS) || (lb.v[7] != pattern(7, k))) {
+                return 13;
+            }
+        }
+        return 0;
+    }, []() { return fake_poll(EPERM); });
+    start_target();
+    ASSERT_TRUE(wait_flag(&info->done, 1, 60.0));
+    ASSERT_TRUE(stop_children());
+    expect_untouched(0, PAGE);
+    for (unsigned k = 0; k < n; ++k) {
+        for (unsigned i = 0; i < 8; ++i) {
+            ASSERT_EQ(pattern(i, k), mem[PAGE + 8 * k + i]) << "write " << k;
+        }
+    }
+    expect_untouched(PAGE + 8 * n, mem_len);
+    EXPECT_EQ(n, info->stats.direct_writes);
+    EXPECT_EQ(n, info->stats.direct_reads);
+    EXPECT_EQ(2u * n, info->stats.direct_mapped);
+    EXPECT_EQ(1u, info->stats.direct_maps);
+    EXPECT_EQ(0u, info->stats.tx_packets);
+}
+
+/* The target dies while the initiator holds a mapping of its allocation,
+ * and the initiator's kernel look at it says "alive" (poll() faked): the
+ * liveness lock the kernel marked as the target died is enough, and the
+ * next write fails as to any dead peer (RETRY_EXC_ERR) instead of landing
+ * in the orphaned pages. */
+TEST_F(soft_dmap, dead_target_known_by_its_lock_bad_flow)
+{
+    dmap_info *in = info;
+    std::string fab = fabric;
+
+    pid_t tpid = spawn([in, fab]() -> int {
+        dcx_soft_limits_t l = limits();
+        size_t len = 1u << 20, alen = sizeof(in->addr);
+        dcx_mr_t *mr;
+        void *p;
+        node n;
+
+        if ((n.open(fab.c_str(), &l) != 0) ||
+            (dcx_mem_alloc(n.dev, &len, &p) != 0) ||
+            (n.reg(p, len, DCX_ACCESS_LOCAL_WRITE | DCX_ACCESS_REMOTE_WRITE |
+                   DCX_ACCESS_REMOTE_READ, &mr) != 0) ||
+            (n.make_target(0x5eedull, DCX_ACCESS_REMOTE_WRITE |
+                           DCX_ACCESS_REMOTE_READ, 64) != 0) ||
+            (dcx_dev_port_addr(n.dev, in->addr, &alen) != 0) ||
+            !wait_alive_lock(n.dev)) {
+            return 10;
+        }
+        in->addr_len = (uint32_t)alen;
+        in->dctn     = n.dct->qp_num;
+        in->dc_key   = 0x5eedull;
+        in->raddr    = (uint64_t)(uintptr_t)p;
+        in->rkey     = mr->rkey;
+        __atomic_store_n(&in->ready, 1, __ATOMIC_RELEASE);
+        for (;;) {
+            pause();   /* killed by the test */
+        }
+    });
+    start_initiator([in](node &n) -> int {
+        local_buf lb;
+
+        if (lb.reg(n, 4096) != 0) {
+            return 11;
+        }
+        dcx_sge_t s = lb.sge(0, 4096);
+        if (run_one(n, wr_to(in, n, DCX_WR_RDMA_WRITE, &s, in->raddr,
+                             in->rkey)) != DCX_WC_SUCCESS) {
+            return 12;
+        }
+        if (dcx_soft_direct_mappings(n.dev) != 1) {
+            return 13;
+        }
+        __atomic_store_n(&in->phase, 1, __ATOMIC_RELEASE);
+        if (!wait_flag(&in->phase, 2, 30.0)) {
+            return 14;
+        }
+        int st = run_one(n, wr_to(in, n, DCX_WR_RDMA_WRITE, &s, in->raddr,
+                                  in->rkey));
+        in->status = (uint32_t)st;
+        return (dcx_soft_direct_mappings(n.dev) == 0) ? 0 : 15;
+    }, []() { return fake_poll(0); });
+    ASSERT_TRUE(wait_flag(&info->phase, 1, 30.0));
+    kill_child(tpid);
+    int wst;
+    ASSERT_EQ(tpid, waitpid(tpid, &wst, 0));   /* dead, not dying */
+    __atomic_store_n(&info->phase, 2, __ATOMIC_RELEASE);
+    ASSERT_TRUE(wait_flag(&info->done, 1, 60.0));
+    EXPECT_EQ((uint32_t)DCX_WC_RETRY_EXC_ERR, info->status);
+    EXPECT_EQ(1u, info->stats.direct_mapped);
+    EXPECT_TRUE(stop_children());
 }
 
 /* With a fault rule set on the initiator every operation goes by packets
