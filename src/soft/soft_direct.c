@@ -420,7 +420,9 @@ __attribute__((noinline)) static void soft_direct_refused(soft_dev_t *dev,
 /* The mapping to copy through for w, or NULL for cross-memory attach: the
  * target MR lies in an allocation of the target (soft_alloc.c) that we have
  * mapped or can map, the target is alive, and the whole range lies in the
- * mapping.  The entry is only a hint here; every chunk checks it again. */
+ * mapping.  The entry is only a hint here; every chunk checks it again
+ * (so does the mapping used last for the same key, taken without looking
+ * at the entry). */
 static soft_dmap_ent_t *soft_direct_map_for(soft_dev_t *dev,
                                             soft_peer_t *peer,
                                             soft_direct_area_t *area,
@@ -430,15 +432,22 @@ static soft_dmap_ent_t *soft_direct_map_for(soft_dev_t *dev,
     soft_dmap_ent_t *map;
     soft_dmr_view_t v;
 
-    if (peer->dmap_off) {
-        return NULL;
+    map = soft_dmap_last(dev, peer, area, w->wr.rkey);
+    if (map == NULL) {
+        if (peer->dmap_off) {
+            return NULL;
+        }
+        soft_direct_mr_read(area, w->wr.rkey, &v);
+        if ((v.alloc == 0) || (v.key != w->wr.rkey)) {
+            return NULL;
+        }
+        map = soft_dmap_get(dev, peer, area, v.alloc - 1, v.serial);
+        if (map == NULL) {
+            return NULL;
+        }
+        map->rkey = w->wr.rkey;
     }
-    soft_direct_mr_read(area, w->wr.rkey, &v);
-    if ((v.alloc == 0) || (v.key != w->wr.rkey)) {
-        return NULL;
-    }
-    map = soft_dmap_get(dev, peer, area, v.alloc - 1, v.serial);
-    if ((map == NULL) || !soft_dmap_alive(dev, map, area)) {
+    if (!soft_dmap_alive(dev, map, area)) {
         return NULL;
     }
     if ((raddr < map->rbase) || (raddr - map->rbase > map->len) ||
@@ -458,9 +467,9 @@ static void soft_direct_map_copy(const soft_dmap_ent_t *map, soft_swqe_t *w,
 
     for (i = 0; i < niov; ++i) {
         if (is_write) {
-            memcpy(r, liov[i].iov_base, liov[i].iov_len);
+            soft_copy_small(r, liov[i].iov_base, liov[i].iov_len);
         } else {
-            memcpy(liov[i].iov_base, r, liov[i].iov_len);
+            soft_copy_small(liov[i].iov_base, r, liov[i].iov_len);
         }
         r += liov[i].iov_len;
     }

@@ -166,12 +166,13 @@ typedef struct soft_dmap_ent {
     soft_peer_t *peer;     /* NULL: free entry */
     uint64_t     serial;   /* the target's allocation */
     uint32_t     slot;     /* its index in the target's allocs[] */
-    int          pidfd;    /* the target process; -1: our own port */
+    int          pidfd;    /* the target process; -1: our own process */
     uint64_t     rbase;    /* its address in the target */
     uint64_t     len;
     uint8_t     *local;    /* our mapping of it */
     uint64_t     frees;    /* target's area->frees when last validated */
     uint64_t     used;     /* LRU stamp */
+    uint32_t     rkey;     /* the key last found in it (a hint) */
 } soft_dmap_ent_t;
 
 /* The mapping of the target allocation slot+serial, made if needed; NULL
@@ -179,6 +180,13 @@ typedef struct soft_dmap_ent {
 soft_dmap_ent_t *soft_dmap_get(soft_dev_t *dev, soft_peer_t *peer,
                                soft_direct_area_t *area, uint32_t slot,
                                uint64_t serial);
+/* The mapping used last, if it is of peer, was last found for rkey and
+ * nothing of the target was freed since: a hint the caller's entry check
+ * confirms (allocation slot and serial), found with a few loads.  NULL:
+ * look the entry up and call soft_dmap_get(). */
+soft_dmap_ent_t *soft_dmap_last(soft_dev_t *dev, const soft_peer_t *peer,
+                                const soft_direct_area_t *area,
+                                uint32_t rkey);
 /* 0 if the mapping's process (the owner of area) has exited (its mappings
  * are dropped then). */
 int      soft_dmap_alive(soft_dev_t *dev, soft_dmap_ent_t *e,

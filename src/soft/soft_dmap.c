@@ -60,16 +60,15 @@
 
 struct soft_dmap {
     soft_dmap_ent_t e[SOFT_DMAP_ENTRIES];
+    soft_dmap_ent_t *last;   /* returned last by soft_dmap_get() */
     uint64_t        clock;
     unsigned        count;
 };
 
 static void soft_dmap_drop(soft_dev_t *dev, soft_dmap_ent_t *e)
 {
-    if (!e->peer->own) {
+    if (e->pidfd >= 0) {   /* else our own process's memory, not mapped */
         munmap(e->local, e->len);
-    }
-    if (e->pidfd >= 0) {
         close(e->pidfd);
     }
     dcx_debug("%s: dropped mapping of pid %u allocation %llu (%llu bytes)",
@@ -145,8 +144,9 @@ static int soft_dmap_map(soft_dev_t *dev, soft_peer_t *peer,
     int fd;
 
     e->pidfd = -1;
-    if (peer->own) {
-        /* our own allocation: its address is ours */
+    if (peer->own || (peer->pid == dev->pid)) {
+        /* an allocation of our process (of this device or another one):
+         * its address is ours, and we are alive */
         e->local = (uint8_t *)(uintptr_t)d->base;
         return 0;
     }
@@ -224,7 +224,8 @@ soft_dmap_ent_t *soft_dmap_get(soft_dev_t *dev, soft_peer_t *peer,
         }
     }
     if (hit != NULL) {
-        hit->used = ++dev->dmap->clock;
+        hit->used       = ++dev->dmap->clock;
+        dev->dmap->last = hit;
         return hit;
     }
 
@@ -258,11 +259,26 @@ soft_dmap_ent_t *soft_dmap_get(soft_dev_t *dev, soft_peer_t *peer,
     e->len    = d.len;
     e->frees  = frees;
     e->used   = ++dev->dmap->clock;
+    dev->dmap->last = e;
     dev->dmap->count++;
     dev->stats.direct_maps++;
     dcx_debug("%s: mapped pid %u allocation %llu (%llu bytes at 0x%llx)",
               dev->super.caps.name, peer->pid, (unsigned long long)serial,
               (unsigned long long)d.len, (unsigned long long)d.base);
+    return e;
+}
+
+soft_dmap_ent_t *soft_dmap_last(soft_dev_t *dev, const soft_peer_t *peer,
+                                const soft_direct_area_t *area, uint32_t rkey)
+{
+    soft_dmap_ent_t *e;
+
+    if ((dev->dmap == NULL) || ((e = dev->dmap->last) == NULL) ||
+        (e->peer != peer) || (e->rkey != rkey) ||
+        (e->frees != __atomic_load_n(&area->frees, __ATOMIC_ACQUIRE))) {
+        return NULL;
+    }
+    e->used = ++dev->dmap->clock;
     return e;
 }
 
@@ -275,7 +291,7 @@ int soft_dmap_alive(soft_dev_t *dev, soft_dmap_ent_t *e,
     int life;
 
     if (e->pidfd < 0) {
-        return 1;   /* our own port */
+        return 1;   /* our own process */
     }
     life = soft_direct_life(area);
     if (life == SOFT_LIFE_ALIVE) {

@@ -8,6 +8,7 @@
  */
 #include "soft_xfer.h"
 
+#include <algorithm>
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -628,6 +629,137 @@ TEST_F(soft_dmap, dead_target_known_by_its_lock_bad_flow)
     EXPECT_EQ((uint32_t)DCX_WC_RETRY_EXC_ERR, info->status);
     EXPECT_EQ(1u, info->stats.direct_mapped);
     EXPECT_TRUE(stop_children());
+}
+
+namespace {
+
+/* how many mappings of device allocations (memfd "dcx-soft") this process
+ * has */
+unsigned alloc_mappings()
+{
+    FILE *f = fopen("/proc/self/maps", "r");
+    char line[512];
+    unsigned n = 0;
+
+    if (f == nullptr) {
+        return 0;
+    }
+    while (fgets(line, sizeof(line), f) != nullptr) {
+        n += (strstr(line, "memfd:dcx-soft") != nullptr);
+    }
+    fclose(f);
+    return n;
+}
+
+} // namespace
+
+/* Two devices of one process (two interfaces, two workers): an RDMA WRITE
+ * and READ between them copy through the allocation itself, which is in
+ * the process's own address space, and make no second mapping of it. */
+TEST_F(soft_dmap, same_process_copies_use_the_allocation_itself)
+{
+    dcx_soft_limits_t l = limits();
+    node ini;
+    local_buf lb;
+
+    ASSERT_NO_FATAL_FAILURE(start_target());
+    unsigned before = alloc_mappings();
+    EXPECT_GE(before, 1u);
+    ASSERT_EQ(0, ini.open(fabric.c_str(), &l));
+    ASSERT_EQ(0, ini.make_dci());
+    ASSERT_EQ(0, ini.connect(info->addr, info->addr_len));
+    ASSERT_EQ(0, lb.reg(ini, 4096));
+    for (unsigned k = 0; k < 4; ++k) {
+        for (size_t i = 0; i < 4096; ++i) {
+            lb.v[i] = pattern(i, k);
+        }
+        dcx_sge_t s = lb.sge(0, 4096);
+        ASSERT_EQ(DCX_WC_SUCCESS,
+                  run_one(ini, wr_to(info, ini, DCX_WR_RDMA_WRITE, &s,
+                                     info->raddr + 4096 * k, info->rkey)));
+        memset(lb.v.data(), 0, 4096);
+        ASSERT_EQ(DCX_WC_SUCCESS,
+                  run_one(ini, wr_to(info, ini, DCX_WR_RDMA_READ, &s,
+                                     info->raddr + 4096 * k, info->rkey)));
+        for (size_t i = 0; i < 4096; ++i) {
+            ASSERT_EQ(pattern(i, k), lb.v[i]) << "read " << k;
+            ASSERT_EQ(pattern(i, k), mem[PAGE + 4096 * k + i]) << "write " << k;
+        }
+    }
+    expect_untouched(0, PAGE);
+    expect_untouched(PAGE + 4 * 4096, mem_len);
+    EXPECT_EQ(1u, dcx_soft_direct_mappings(ini.dev));
+    EXPECT_EQ(before, alloc_mappings()) << "the allocation mapped again";
+    dcx_soft_stats_t st;
+    ASSERT_EQ(0, dcx_soft_stats(ini.dev, &st));
+    EXPECT_EQ(8u, st.direct_mapped);
+    EXPECT_EQ(0u, st.tx_packets);
+    ini.close();
+}
+
+/* Writes alternating between two allocations of the target, each under
+ * its own key, then a third key over the first one: every write lands in
+ * its own allocation through its own mapping (the mapping used last is
+ * only taken again for the key it was found for). */
+TEST_F(soft_dmap, alternating_allocations_each_their_mapping)
+{
+    dmap_info *in = info;
+    uint8_t *mem2 = nullptr;
+    size_t len2 = 1u << 20;
+    dcx_mr_t *mr2, *mr3;
+
+    start_initiator([in](node &n) -> int {
+        local_buf lb;
+
+        if (!wait_flag(&in->phase, 1, 30.0) || (lb.reg(n, 256) != 0)) {
+            return 11;
+        }
+        for (unsigned k = 0; k < 64; ++k) {
+            for (unsigned i = 0; i < 256; ++i) {
+                lb.v[i] = pattern(i, k);
+            }
+            dcx_sge_t s = lb.sge(0, 256);
+            uint32_t rkey  = (k % 3 == 0) ? in->rkey : (k % 3 == 1) ?
+                             in->rkey2 : in->rkey_ro;
+            uint64_t raddr = ((k % 3 == 1) ? in->raddr2 : in->raddr) +
+                             256 * k;
+            if (run_one(n, wr_to(in, n, DCX_WR_RDMA_WRITE, &s, raddr,
+                                 rkey)) != DCX_WC_SUCCESS) {
+                return 12;
+            }
+        }
+        return 0;
+    });
+    start_target();
+    ASSERT_EQ(0, dcx_mem_alloc(t.dev, &len2, (void**)&mem2));
+    memset(mem2, 0x5a, len2);
+    ASSERT_EQ(0, t.reg(mem2, len2, DCX_ACCESS_LOCAL_WRITE |
+                       DCX_ACCESS_REMOTE_WRITE, &mr2));
+    /* a second writable key over the first allocation (in rkey_ro's
+     * place: the initiator takes it from there) */
+    ASSERT_EQ(0, t.reg(mem + PAGE, RLEN, DCX_ACCESS_LOCAL_WRITE |
+                       DCX_ACCESS_REMOTE_WRITE, &mr3));
+    info->rkey2   = mr2->rkey;
+    info->raddr2  = (uint64_t)(uintptr_t)mem2;
+    info->rkey_ro = mr3->rkey;
+    __atomic_store_n(&info->phase, 1, __ATOMIC_RELEASE);
+    ASSERT_TRUE(wait_flag(&info->done, 1, 60.0));
+    ASSERT_TRUE(stop_children());
+    for (unsigned k = 0; k < 64; ++k) {
+        const uint8_t *p = ((k % 3 == 1) ? mem2 : mem + PAGE) + 256 * k;
+        const uint8_t *q = ((k % 3 == 1) ? mem + PAGE : mem2) + 256 * k;
+        for (unsigned i = 0; i < 256; ++i) {
+            ASSERT_EQ(pattern(i, k), p[i]) << "write " << k << " byte " << i;
+            ASSERT_EQ(0x5a, q[i]) << "write " << k << " in the wrong place";
+        }
+    }
+    EXPECT_EQ(64u, info->stats.direct_mapped);
+    EXPECT_EQ(2u, info->stats.direct_maps);
+    for (dcx_mr_t *mr : {mr2, mr3}) {
+        EXPECT_EQ(0, dcx_mr_dereg(mr));
+        t.mrs.erase(std::find(t.mrs.begin(), t.mrs.end(), mr));
+    }
+    EXPECT_EQ(0, dcx_mem_free(t.dev, mem2, len2));
 }
 
 /* With a fault rule set on the initiator every operation goes by packets
