@@ -51,8 +51,9 @@
  *    soft_dmap.c), after the same checks and under the same in-flight
  *    markers as a cross-memory copy, and with no system call: whether the
  *    target is alive is read from a robust lock its helper thread holds
- *    (the kernel marks it when the process dies).  Where pidfd_open, that open or the
- *    mmap is refused, the copy is a cross-memory one as for other memory.
+ *    (the kernel marks it when the process dies).  Where pidfd_open, that
+ *    open or the mmap is refused, the copy is a cross-memory one as for
+ *    other memory.
  *  - Small inline SENDs and RDMA WRITEs: one that fits a packet, posted on
  *    a DCI with nothing waiting to be transmitted and no fault rule set, is
  *    written straight into the target's request ring in a compact form (a
