@@ -515,6 +515,13 @@ static int soft_direct_exec(soft_qp_t *qp, soft_swqe_t *w)
         !soft_direct_local_plain(dev, w)) {
         goto fallback;
     }
+    if (soft_direct_life(area) == SOFT_LIFE_DEAD) {
+        /* its process died, or exec'd (then the pid lives on with other
+         * memory at our addresses): no copy, by any means; its responder
+         * never answers the packets */
+        soft_dmap_forget(dev, peer);
+        goto fallback;
+    }
     map = soft_direct_map_for(dev, peer, area, w);
     if (((map == NULL) && peer->direct_off) ||
         ((slot = soft_direct_claim(dev, area)) == NULL)) {

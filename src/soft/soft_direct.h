@@ -191,6 +191,8 @@ soft_dmap_ent_t *soft_dmap_last(soft_dev_t *dev, const soft_peer_t *peer,
  * are dropped then). */
 int      soft_dmap_alive(soft_dev_t *dev, soft_dmap_ent_t *e,
                          const soft_direct_area_t *area);
+/* Drops every mapping of peer (its process is gone). */
+void     soft_dmap_forget(soft_dev_t *dev, const soft_peer_t *peer);
 void     soft_dmap_cleanup(soft_dev_t *dev);
 unsigned soft_dmap_count(soft_dev_t *dev);
 

@@ -286,8 +286,6 @@ int soft_dmap_alive(soft_dev_t *dev, soft_dmap_ent_t *e,
                     const soft_direct_area_t *area)
 {
     struct pollfd pfd;
-    soft_peer_t *peer;
-    unsigned i;
     int life;
 
     if (e->pidfd < 0) {
@@ -306,13 +304,22 @@ int soft_dmap_alive(soft_dev_t *dev, soft_dmap_ent_t *e,
         }
     }
     /* exited (or the pidfd is unusable): drop every mapping of it */
-    peer = e->peer;
+    soft_dmap_forget(dev, e->peer);
+    return 0;
+}
+
+void soft_dmap_forget(soft_dev_t *dev, const soft_peer_t *peer)
+{
+    unsigned i;
+
+    if (dev->dmap == NULL) {
+        return;
+    }
     for (i = 0; i < SOFT_DMAP_ENTRIES; ++i) {
         if (dev->dmap->e[i].peer == peer) {
             soft_dmap_drop(dev, &dev->dmap->e[i]);
         }
     }
-    return 0;
 }
 
 void soft_dmap_cleanup(soft_dev_t *dev)

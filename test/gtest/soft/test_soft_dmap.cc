@@ -653,6 +653,98 @@ unsigned alloc_mappings()
 
 } // namespace
 
+/* The target execs another program: its pid lives on, with other memory
+ * at the addresses it registered.  The kernel marked its liveness lock as
+ * its helper thread went, so nothing more is copied into it by any means
+ * (not through the old mapping, not by cross-memory attach); the write
+ * waits on the wire like any to a target that does not answer, and fails
+ * once that process is gone too. */
+TEST_F(soft_dmap, exec_target_gets_no_copy_bad_flow)
+{
+    dmap_info *in = info;
+    std::string fab = fabric;
+
+    pid_t tpid = spawn([in, fab]() -> int {
+        dcx_soft_limits_t l = limits();
+        size_t len = 1u << 20, alen = sizeof(in->addr);
+        dcx_mr_t *mr;
+        void *p;
+        node n;
+
+        if ((n.open(fab.c_str(), &l) != 0) ||
+            (dcx_mem_alloc(n.dev, &len, &p) != 0) ||
+            (n.reg(p, len, DCX_ACCESS_LOCAL_WRITE | DCX_ACCESS_REMOTE_WRITE |
+                   DCX_ACCESS_REMOTE_READ, &mr) != 0) ||
+            (n.make_target(0x5eedull, DCX_ACCESS_REMOTE_WRITE |
+                           DCX_ACCESS_REMOTE_READ, 64) != 0) ||
+            (dcx_dev_port_addr(n.dev, in->addr, &alen) != 0) ||
+            !wait_alive_lock(n.dev)) {
+            return 10;
+        }
+        in->addr_len = (uint32_t)alen;
+        in->dctn     = n.dct->qp_num;
+        in->dc_key   = 0x5eedull;
+        in->raddr    = (uint64_t)(uintptr_t)p;
+        in->rkey     = mr->rkey;
+        __atomic_store_n(&in->ready, 1, __ATOMIC_RELEASE);
+        if (!wait_flag(&in->phase, 1, 30.0)) {
+            return 11;
+        }
+        execl("/bin/sleep", "sleep", "600", (char*)nullptr);
+        return 12;
+    });
+    ASSERT_TRUE(wait_flag(&info->ready, 1, 20.0));
+
+    dcx_soft_limits_t l = limits();
+    node n;
+    local_buf lb;
+    ASSERT_EQ(0, n.open(fabric.c_str(), &l));
+    ASSERT_EQ(0, n.make_dci());
+    ASSERT_EQ(0, n.connect(info->addr, info->addr_len));
+    ASSERT_EQ(0, lb.reg(n, 4096));
+    dcx_sge_t s = lb.sge(0, 4096);
+    ASSERT_EQ(DCX_WC_SUCCESS, run_one(n, wr_to(info, n, DCX_WR_RDMA_WRITE, &s,
+                                               info->raddr, info->rkey)));
+    EXPECT_EQ(1u, dcx_soft_direct_mappings(n.dev));
+
+    /* the new program runs once its name shows (the old threads are gone
+     * by then) */
+    __atomic_store_n(&info->phase, 1, __ATOMIC_RELEASE);
+    std::string comm_path = "/proc/" + std::to_string(tpid) + "/comm";
+    double end = now_s() + 30.0;
+    std::string comm;
+    while (comm != "sleep\n") {
+        ASSERT_LT(now_s(), end) << "the target did not exec";
+        usleep(1000);
+        FILE *f = fopen(comm_path.c_str(), "r");
+        char buf[64] = "";
+        if (f != nullptr) {
+            if (fgets(buf, sizeof(buf), f) == nullptr) {
+                buf[0] = 0;
+            }
+            fclose(f);
+        }
+        comm = buf;
+    }
+
+    dcx_send_wr_t w = wr_to(info, n, DCX_WR_RDMA_WRITE, &s, info->raddr,
+                            info->rkey);
+    ASSERT_EQ(0, dcx_qp_post_send(n.dci, &w));
+    EXPECT_EQ(0u, dcx_soft_direct_mappings(n.dev));
+    dcx_soft_stats_t st;
+    ASSERT_EQ(0, dcx_soft_stats(n.dev, &st));
+    EXPECT_EQ(1u, st.direct_writes) << "copied into the exec'd process";
+    EXPECT_EQ(1u, st.direct_mapped);
+
+    kill_child(tpid);
+    int wst;
+    ASSERT_EQ(tpid, waitpid(tpid, &wst, 0));
+    dcx_wc_t wc;
+    ASSERT_EQ(1, n.poll(&wc, 1, 30.0));
+    EXPECT_EQ(DCX_WC_RETRY_EXC_ERR, wc.status);
+    n.close();
+}
+
 /* Two devices of one process (two interfaces, two workers): an RDMA WRITE
  * and READ between them copy through the allocation itself, which is in
  * the process's own address space, and make no second mapping of it. */
