@@ -49,8 +49,11 @@
  *    once through /proc/<pid>/fd/<fd>, cached per device, at most 16,
  *    dropped when the allocation is freed or its process exits;
  *    soft_dmap.c), after the same checks and under the same in-flight
- *    markers as a cross-memory copy.  Where pidfd_open, that open or the
- *    mmap is refused, the copy is a cross-memory one as for other memory.
+ *    markers as a cross-memory copy, and with no system call: whether the
+ *    target is alive is read from a robust lock its helper thread holds
+ *    (the kernel marks it when the process dies).  Where pidfd_open, that
+ *    open or the mmap is refused, the copy is a cross-memory one as for
+ *    other memory.
  *  - Small inline SENDs and RDMA WRITEs: one that fits a packet, posted on
  *    a DCI with nothing waiting to be transmitted and no fault rule set, is
  *    written straight into the target's request ring in a compact form (a
@@ -209,6 +212,11 @@ unsigned dcx_soft_direct_inflight(dcx_dev_t *dev);
 /* Tests only: how many peers' allocations (dcx_mem_alloc) this device
  * holds mapped for its direct RDMA WRITE/READ right now. */
 unsigned dcx_soft_direct_mappings(dcx_dev_t *dev);
+
+/* Tests only: 1 once the device's helper thread holds the liveness lock
+ * that peers read before copying into its allocations without asking the
+ * kernel (soft_direct.h), else 0. */
+int  dcx_soft_direct_alive_lock(dcx_dev_t *dev);
 
 /* True if dev is a soft device. */
 int  dcx_dev_is_soft(const dcx_dev_t *dev);

@@ -8,7 +8,9 @@
 
 #include "soft.h"
 
-#define SOFT_DIRECT_VERSION  2u
+#include <linux/futex.h>
+
+#define SOFT_DIRECT_VERSION  3u
 #define SOFT_DIRECT_MRS      4096u   /* keys with index below are published */
 #define SOFT_DIRECT_DCTS     256u    /* DCTs with qpn - base below */
 #define SOFT_DIRECT_SLOTS    64u     /* writers' in-flight markers */
@@ -54,6 +56,23 @@ typedef struct soft_ddct {
     uint64_t  pad;
 } soft_ddct_t;
 
+/* The owner's liveness, readable with one load and no system call: a
+ * robust, process-shared mutex that the owner's helper thread holds for as
+ * long as it runs.  When that thread dies with its process (killed, exec),
+ * the kernel marks the lock's futex word FUTEX_OWNER_DIED before the
+ * process can be reaped or its pidfd reports it gone (the robust futex
+ * ABI): a peer that sees the word hold 'tid' knows the owner had not
+ * died when it looked, and one that sees FUTEX_OWNER_DIED knows it has.
+ * tid 0: not held (no helper yet, closing, or robust mutexes not available
+ * here): a peer asks the kernel instead (soft_dmap_alive).  A line of its
+ * own, written only when the helper starts and stops. */
+typedef struct soft_dlife {
+    pthread_mutex_t lock;
+    uint32_t        tid;     /* the holder, as the futex word names it */
+    uint32_t        robust;  /* owner only: lock set up as a robust one */
+    uint8_t         pad[64 - sizeof(pthread_mutex_t) - 2 * sizeof(uint32_t)];
+} soft_dlife_t;
+
 /* A writer's in-flight marker, one cache line. */
 typedef struct soft_dslot {
     uint64_t  owner;    /* claiming device's token; 0: free */
@@ -71,6 +90,7 @@ typedef struct soft_direct_area {
      * for stale ones when it changes */
     uint64_t      frees;
     uint8_t       pad[48];
+    soft_dlife_t  life;
     soft_ddct_t   dcts[SOFT_DIRECT_DCTS];
     soft_dmr_t    mrs[SOFT_DIRECT_MRS];
     soft_dslot_t  slots[SOFT_DIRECT_SLOTS];
@@ -91,8 +111,34 @@ void     soft_direct_mr_unpublish(soft_dev_t *dev, soft_mr_t *mr);
 void     soft_direct_quiesce(soft_dev_t *dev, uint32_t key);
 void     soft_direct_dct_publish(soft_dev_t *dev, soft_qp_t *dct, int ok);
 void     soft_direct_fault_changed(soft_dev_t *dev);
+/* The helper thread takes our liveness lock when it starts and gives it
+ * back before it returns (soft_helper.c). */
+void     soft_direct_life_begin(soft_dev_t *dev);
+void     soft_direct_life_end(soft_dev_t *dev);
+/* What the liveness lock of a target says, read without a system call */
+enum {
+    SOFT_LIFE_UNKNOWN = 0,  /* not held: ask the kernel */
+    SOFT_LIFE_ALIVE,        /* held by the owner's helper thread */
+    SOFT_LIFE_DEAD          /* its holder died without giving it back */
+};
 /* Held in-flight markers in our tables (tests). */
 unsigned soft_direct_inflight(soft_dev_t *dev);
+
+static inline int soft_direct_life(const soft_direct_area_t *area)
+{
+    uint32_t tid  = __atomic_load_n(&area->life.tid, __ATOMIC_ACQUIRE);
+    uint32_t word = __atomic_load_n((const uint32_t *)&area->life.lock,
+                                    __ATOMIC_ACQUIRE);
+
+    if (tid == 0) {
+        return SOFT_LIFE_UNKNOWN;
+    }
+    if (word & FUTEX_OWNER_DIED) {
+        return SOFT_LIFE_DEAD;
+    }
+    return ((word & FUTEX_TID_MASK) == tid) ? SOFT_LIFE_ALIVE :
+           SOFT_LIFE_UNKNOWN;
+}
 
 /* Seqlock helpers of the published tables (owner writes, peers read) */
 static inline void soft_seq_begin(uint32_t *seq)
@@ -120,12 +166,13 @@ typedef struct soft_dmap_ent {
     soft_peer_t *peer;     /* NULL: free entry */
     uint64_t     serial;   /* the target's allocation */
     uint32_t     slot;     /* its index in the target's allocs[] */
-    int          pidfd;    /* the target process; -1: our own port */
+    int          pidfd;    /* the target process; -1: our own process */
     uint64_t     rbase;    /* its address in the target */
     uint64_t     len;
     uint8_t     *local;    /* our mapping of it */
     uint64_t     frees;    /* target's area->frees when last validated */
     uint64_t     used;     /* LRU stamp */
+    uint32_t     rkey;     /* the key last found in it (a hint) */
 } soft_dmap_ent_t;
 
 /* The mapping of the target allocation slot+serial, made if needed; NULL
@@ -133,8 +180,19 @@ typedef struct soft_dmap_ent {
 soft_dmap_ent_t *soft_dmap_get(soft_dev_t *dev, soft_peer_t *peer,
                                soft_direct_area_t *area, uint32_t slot,
                                uint64_t serial);
-/* 0 if the mapping's process has exited (its mappings are dropped). */
-int      soft_dmap_alive(soft_dev_t *dev, soft_dmap_ent_t *e);
+/* The mapping used last, if it is of peer, was last found for rkey and
+ * nothing of the target was freed since: a hint the caller's entry check
+ * confirms (allocation slot and serial), found with a few loads.  NULL:
+ * look the entry up and call soft_dmap_get(). */
+soft_dmap_ent_t *soft_dmap_last(soft_dev_t *dev, const soft_peer_t *peer,
+                                const soft_direct_area_t *area,
+                                uint32_t rkey);
+/* 0 if the mapping's process (the owner of area) has exited (its mappings
+ * are dropped then). */
+int      soft_dmap_alive(soft_dev_t *dev, soft_dmap_ent_t *e,
+                         const soft_direct_area_t *area);
+/* Drops every mapping of peer (its process is gone). */
+void     soft_dmap_forget(soft_dev_t *dev, const soft_peer_t *peer);
 void     soft_dmap_cleanup(soft_dev_t *dev);
 unsigned soft_dmap_count(soft_dev_t *dev);
 

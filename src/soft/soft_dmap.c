@@ -21,10 +21,17 @@
  *
  * Liveness: a copy into a mapping would "succeed" after the target died
  * (the pages outlive it), where cross-memory attach fails with ESRCH and a
- * NIC's request times out.  So each mapping holds a pidfd of the target
- * process, polled (one system call, no pid reuse race) before every
- * operation; a dead target's operations take the cross-memory path, which
- * refuses them, and then its responder, which never answers.
+ * NIC's request times out.  So before every operation the initiator reads
+ * the target's liveness lock (soft_dlife_t): held by the target's helper
+ * thread, the target is alive and the copy goes ahead with no system call;
+ * marked FUTEX_OWNER_DIED by the kernel, it is dead.  The kernel marks it
+ * while the dying process's threads exit, before the process can be
+ * reaped, so a target that anyone saw die is never taken for alive.  When
+ * the lock cannot tell (not held: the target's helper has not started or
+ * is stopping, or robust mutexes are not available), the mapping's pidfd
+ * of the target process is polled (one system call, no pid reuse race).
+ * A dead target's operations take the cross-memory path, which refuses
+ * them, and then its responder, which never answers.
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
@@ -53,16 +60,15 @@
 
 struct soft_dmap {
     soft_dmap_ent_t e[SOFT_DMAP_ENTRIES];
+    soft_dmap_ent_t *last;   /* returned last by soft_dmap_get() */
     uint64_t        clock;
     unsigned        count;
 };
 
 static void soft_dmap_drop(soft_dev_t *dev, soft_dmap_ent_t *e)
 {
-    if (!e->peer->own) {
+    if (e->pidfd >= 0) {   /* else our own process's memory, not mapped */
         munmap(e->local, e->len);
-    }
-    if (e->pidfd >= 0) {
         close(e->pidfd);
     }
     dcx_debug("%s: dropped mapping of pid %u allocation %llu (%llu bytes)",
@@ -138,8 +144,9 @@ static int soft_dmap_map(soft_dev_t *dev, soft_peer_t *peer,
     int fd;
 
     e->pidfd = -1;
-    if (peer->own) {
-        /* our own allocation: its address is ours */
+    if (peer->own || (peer->pid == dev->pid)) {
+        /* an allocation of our process (of this device or another one):
+         * its address is ours, and we are alive */
         e->local = (uint8_t *)(uintptr_t)d->base;
         return 0;
     }
@@ -217,7 +224,8 @@ soft_dmap_ent_t *soft_dmap_get(soft_dev_t *dev, soft_peer_t *peer,
         }
     }
     if (hit != NULL) {
-        hit->used = ++dev->dmap->clock;
+        hit->used       = ++dev->dmap->clock;
+        dev->dmap->last = hit;
         return hit;
     }
 
@@ -251,6 +259,7 @@ soft_dmap_ent_t *soft_dmap_get(soft_dev_t *dev, soft_peer_t *peer,
     e->len    = d.len;
     e->frees  = frees;
     e->used   = ++dev->dmap->clock;
+    dev->dmap->last = e;
     dev->dmap->count++;
     dev->stats.direct_maps++;
     dcx_debug("%s: mapped pid %u allocation %llu (%llu bytes at 0x%llx)",
@@ -259,29 +268,58 @@ soft_dmap_ent_t *soft_dmap_get(soft_dev_t *dev, soft_peer_t *peer,
     return e;
 }
 
-int soft_dmap_alive(soft_dev_t *dev, soft_dmap_ent_t *e)
+soft_dmap_ent_t *soft_dmap_last(soft_dev_t *dev, const soft_peer_t *peer,
+                                const soft_direct_area_t *area, uint32_t rkey)
+{
+    soft_dmap_ent_t *e;
+
+    if ((dev->dmap == NULL) || ((e = dev->dmap->last) == NULL) ||
+        (e->peer != peer) || (e->rkey != rkey) ||
+        (e->frees != __atomic_load_n(&area->frees, __ATOMIC_ACQUIRE))) {
+        return NULL;
+    }
+    e->used = ++dev->dmap->clock;
+    return e;
+}
+
+int soft_dmap_alive(soft_dev_t *dev, soft_dmap_ent_t *e,
+                    const soft_direct_area_t *area)
 {
     struct pollfd pfd;
-    soft_peer_t *peer;
-    unsigned i;
+    int life;
 
     if (e->pidfd < 0) {
-        return 1;   /* our own port */
+        return 1;   /* our own process */
     }
-    pfd.fd      = e->pidfd;
-    pfd.events  = POLLIN;
-    pfd.revents = 0;
-    if (poll(&pfd, 1, 0) == 0) {
+    life = soft_direct_life(area);
+    if (life == SOFT_LIFE_ALIVE) {
         return 1;
     }
+    if (life == SOFT_LIFE_UNKNOWN) {
+        pfd.fd      = e->pidfd;
+        pfd.events  = POLLIN;
+        pfd.revents = 0;
+        if (poll(&pfd, 1, 0) == 0) {
+            return 1;
+        }
+    }
     /* exited (or the pidfd is unusable): drop every mapping of it */
-    peer = e->peer;
+    soft_dmap_forget(dev, e->peer);
+    return 0;
+}
+
+void soft_dmap_forget(soft_dev_t *dev, const soft_peer_t *peer)
+{
+    unsigned i;
+
+    if (dev->dmap == NULL) {
+        return;
+    }
     for (i = 0; i < SOFT_DMAP_ENTRIES; ++i) {
         if (dev->dmap->e[i].peer == peer) {
             soft_dmap_drop(dev, &dev->dmap->e[i]);
         }
     }
-    return 0;
 }
 
 void soft_dmap_cleanup(soft_dev_t *dev)

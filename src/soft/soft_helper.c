@@ -40,6 +40,7 @@
 #endif
 
 #include "soft.h"
+#include "soft_direct.h"
 
 #include <errno.h>
 #include <linux/futex.h>
@@ -112,6 +113,7 @@ static void *soft_helper_main(void *arg)
     uint32_t seen;
     int busy, burst;
 
+    soft_direct_life_begin(dev);   /* peers see us alive without a syscall */
     seen = __atomic_load_n(&hdr->doorbell, __ATOMIC_ACQUIRE);
     while (!__atomic_load_n(&dev->helper_stop, __ATOMIC_ACQUIRE)) {
         age   = soft_port_poll_age(hdr);   /* since the application polled */
@@ -164,6 +166,7 @@ static void *soft_helper_main(void *arg)
         soft_helper_state(hdr, SOFT_HELPER_NAP);
         idle_ns = soft_helper_woken(hdr, &seen);
     }
+    soft_direct_life_end(dev);
     return NULL;
 }
 

@@ -8,6 +8,7 @@
  */
 #include "soft_xfer.h"
 
+#include <algorithm>
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -62,6 +63,18 @@ bool refuse_pidfd()
     return refuse_syscalls({__NR_pidfd_open}, ENOSYS);
 #else
     return refuse_syscalls({434}, ENOSYS);
+#endif
+}
+
+/* makes poll fail with err in this process, or, err 0, report "no event"
+ * without asking the kernel: the initiator's pidfd look then says the
+ * target lives (err 0) or is gone (an error) whatever it is */
+bool fake_poll(int err)
+{
+#ifdef __NR_poll
+    return refuse_syscalls({__NR_poll, __NR_ppoll}, err);
+#else
+    return refuse_syscalls({__NR_ppoll}, err);
 #endif
 }
 
@@ -128,7 +141,22 @@ protected:
         info->raddr    = (uint64_t)(uintptr_t)(mem + PAGE);
         info->rkey     = tmr->rkey;
         info->rkey_ro  = ro->rkey;
+        /* peers see us alive without asking the kernel from here on */
+        ASSERT_TRUE(wait_alive_lock(t.dev));
         __atomic_store_n(&info->ready, 1, __ATOMIC_RELEASE);
+    }
+
+    static bool wait_alive_lock(dcx_dev_t *dev)
+    {
+        double end = now_s() + 20.0;
+
+        while (!dcx_soft_direct_alive_lock(dev)) {
+            if (now_s() > end) {
+                return false;
+            }
+            usleep(100);
+        }
+        return true;
     }
 
     /* fn runs in the initiator child once the target is up */
@@ -479,6 +507,351 @@ TEST_F(soft_dmap, dead_target_mapping_dropped)
     EXPECT_EQ(1u, st.direct_mapped);
     n.close();
     stop_children();
+}
+
+/* Copies into a live target's allocation ask the kernel nothing about its
+ * liveness: with poll() failing in the initiator (which made every one of
+ * them look dead before, so they went by cross-memory attach), 8-byte
+ * writes and reads are each a plain copy through the one mapping. */
+TEST_F(soft_dmap, mapped_copies_ask_kernel_nothing)
+{
+    const unsigned n = 200;
+    dmap_info *in = info;
+
+    start_initiator([in, n](node &nd) -> int {
+        local_buf lb;
+
+        if (lb.reg(nd, 16) != 0) {
+            return 11;
+        }
+        for (unsigned k = 0; k < n; ++k) {
+            for (unsigned i = 0; i < 8; ++i) {
+                lb.v[i] = pattern(i, k);
+            }
+            dcx_sge_t s = lb.sge(0, 8);
+            if (run_one(nd, wr_to(in, nd, DCX_WR_RDMA_WRITE, &s,
+                                  in->raddr + 8 * k, in->rkey)) !=
+                DCX_WC_SUCCESS) {
+                return 12;
+            }
+            memset(lb.v.data(), 0, 8);
+            if ((run_one(nd, wr_to(in, nd, DCX_WR_RDMA_READ, &s,
+                                   in->raddr + 8 * k, in->rkey)) !=
+                 DCX_WC_SUCCESS) || (lb.v[7] != pattern(7, k))) {
+                return 13;
+            }
+        }
+        return 0;
+    }, []() { return fake_poll(EPERM); });
+    start_target();
+    ASSERT_TRUE(wait_flag(&info->done, 1, 60.0));
+    ASSERT_TRUE(stop_children());
+    expect_untouched(0, PAGE);
+    for (unsigned k = 0; k < n; ++k) {
+        for (unsigned i = 0; i < 8; ++i) {
+            ASSERT_EQ(pattern(i, k), mem[PAGE + 8 * k + i]) << "write " << k;
+        }
+    }
+    expect_untouched(PAGE + 8 * n, mem_len);
+    EXPECT_EQ(n, info->stats.direct_writes);
+    EXPECT_EQ(n, info->stats.direct_reads);
+    EXPECT_EQ(2u * n, info->stats.direct_mapped);
+    EXPECT_EQ(1u, info->stats.direct_maps);
+    EXPECT_EQ(0u, info->stats.tx_packets);
+}
+
+/* The target dies while the initiator holds a mapping of its allocation,
+ * and the initiator's kernel look at it says "alive" (poll() faked): the
+ * liveness lock the kernel marked as the target died is enough, and the
+ * next write fails as to any dead peer (RETRY_EXC_ERR) instead of landing
+ * in the orphaned pages. */
+TEST_F(soft_dmap, dead_target_known_by_its_lock_bad_flow)
+{
+    dmap_info *in = info;
+    std::string fab = fabric;
+
+    pid_t tpid = spawn([in, fab]() -> int {
+        dcx_soft_limits_t l = limits();
+        size_t len = 1u << 20, alen = sizeof(in->addr);
+        dcx_mr_t *mr;
+        void *p;
+        node n;
+
+        if ((n.open(fab.c_str(), &l) != 0) ||
+            (dcx_mem_alloc(n.dev, &len, &p) != 0) ||
+            (n.reg(p, len, DCX_ACCESS_LOCAL_WRITE | DCX_ACCESS_REMOTE_WRITE |
+                   DCX_ACCESS_REMOTE_READ, &mr) != 0) ||
+            (n.make_target(0x5eedull, DCX_ACCESS_REMOTE_WRITE |
+                           DCX_ACCESS_REMOTE_READ, 64) != 0) ||
+            (dcx_dev_port_addr(n.dev, in->addr, &alen) != 0) ||
+            !wait_alive_lock(n.dev)) {
+            return 10;
+        }
+        in->addr_len = (uint32_t)alen;
+        in->dctn     = n.dct->qp_num;
+        in->dc_key   = 0x5eedull;
+        in->raddr    = (uint64_t)(uintptr_t)p;
+        in->rkey     = mr->rkey;
+        __atomic_store_n(&in->ready, 1, __ATOMIC_RELEASE);
+        for (;;) {
+            pause();   /* killed by the test */
+        }
+    });
+    start_initiator([in](node &n) -> int {
+        local_buf lb;
+
+        if (lb.reg(n, 4096) != 0) {
+            return 11;
+        }
+        dcx_sge_t s = lb.sge(0, 4096);
+        if (run_one(n, wr_to(in, n, DCX_WR_RDMA_WRITE, &s, in->raddr,
+                             in->rkey)) != DCX_WC_SUCCESS) {
+            return 12;
+        }
+        if (dcx_soft_direct_mappings(n.dev) != 1) {
+            return 13;
+        }
+        __atomic_store_n(&in->phase, 1, __ATOMIC_RELEASE);
+        if (!wait_flag(&in->phase, 2, 30.0)) {
+            return 14;
+        }
+        int st = run_one(n, wr_to(in, n, DCX_WR_RDMA_WRITE, &s, in->raddr,
+                                  in->rkey));
+        in->status = (uint32_t)st;
+        return (dcx_soft_direct_mappings(n.dev) == 0) ? 0 : 15;
+    }, []() { return fake_poll(0); });
+    ASSERT_TRUE(wait_flag(&info->phase, 1, 30.0));
+    kill_child(tpid);
+    int wst;
+    ASSERT_EQ(tpid, waitpid(tpid, &wst, 0));   /* dead, not dying */
+    __atomic_store_n(&info->phase, 2, __ATOMIC_RELEASE);
+    ASSERT_TRUE(wait_flag(&info->done, 1, 60.0));
+    EXPECT_EQ((uint32_t)DCX_WC_RETRY_EXC_ERR, info->status);
+    EXPECT_EQ(1u, info->stats.direct_mapped);
+    EXPECT_TRUE(stop_children());
+}
+
+namespace {
+
+/* how many mappings of device allocations (memfd "dcx-soft") this process
+ * has */
+unsigned alloc_mappings()
+{
+    FILE *f = fopen("/proc/self/maps", "r");
+    char line[512];
+    unsigned n = 0;
+
+    if (f == nullptr) {
+        return 0;
+    }
+    while (fgets(line, sizeof(line), f) != nullptr) {
+        n += (strstr(line, "memfd:dcx-soft") != nullptr);
+    }
+    fclose(f);
+    return n;
+}
+
+} // namespace
+
+/* The target execs another program: its pid lives on, with other memory
+ * at the addresses it registered.  The kernel marked its liveness lock as
+ * its helper thread went, so nothing more is copied into it by any means
+ * (not through the old mapping, not by cross-memory attach); the write
+ * waits on the wire like any to a target that does not answer, and fails
+ * once that process is gone too. */
+TEST_F(soft_dmap, exec_target_gets_no_copy_bad_flow)
+{
+    dmap_info *in = info;
+    std::string fab = fabric;
+
+    pid_t tpid = spawn([in, fab]() -> int {
+        dcx_soft_limits_t l = limits();
+        size_t len = 1u << 20, alen = sizeof(in->addr);
+        dcx_mr_t *mr;
+        void *p;
+        node n;
+
+        if ((n.open(fab.c_str(), &l) != 0) ||
+            (dcx_mem_alloc(n.dev, &len, &p) != 0) ||
+            (n.reg(p, len, DCX_ACCESS_LOCAL_WRITE | DCX_ACCESS_REMOTE_WRITE |
+                   DCX_ACCESS_REMOTE_READ, &mr) != 0) ||
+            (n.make_target(0x5eedull, DCX_ACCESS_REMOTE_WRITE |
+                           DCX_ACCESS_REMOTE_READ, 64) != 0) ||
+            (dcx_dev_port_addr(n.dev, in->addr, &alen) != 0) ||
+            !wait_alive_lock(n.dev)) {
+            return 10;
+        }
+        in->addr_len = (uint32_t)alen;
+        in->dctn     = n.dct->qp_num;
+        in->dc_key   = 0x5eedull;
+        in->raddr    = (uint64_t)(uintptr_t)p;
+        in->rkey     = mr->rkey;
+        __atomic_store_n(&in->ready, 1, __ATOMIC_RELEASE);
+        if (!wait_flag(&in->phase, 1, 30.0)) {
+            return 11;
+        }
+        execl("/bin/sleep", "sleep", "600", (char*)nullptr);
+        return 12;
+    });
+    ASSERT_TRUE(wait_flag(&info->ready, 1, 20.0));
+
+    dcx_soft_limits_t l = limits();
+    node n;
+    local_buf lb;
+    ASSERT_EQ(0, n.open(fabric.c_str(), &l));
+    ASSERT_EQ(0, n.make_dci());
+    ASSERT_EQ(0, n.connect(info->addr, info->addr_len));
+    ASSERT_EQ(0, lb.reg(n, 4096));
+    dcx_sge_t s = lb.sge(0, 4096);
+    ASSERT_EQ(DCX_WC_SUCCESS, run_one(n, wr_to(info, n, DCX_WR_RDMA_WRITE, &s,
+                                               info->raddr, info->rkey)));
+    EXPECT_EQ(1u, dcx_soft_direct_mappings(n.dev));
+
+    /* the new program runs once its name shows (the old threads are gone
+     * by then) */
+    __atomic_store_n(&info->phase, 1, __ATOMIC_RELEASE);
+    std::string comm_path = "/proc/" + std::to_string(tpid) + "/comm";
+    double end = now_s() + 30.0;
+    std::string comm;
+    while (comm != "sleep\n") {
+        ASSERT_LT(now_s(), end) << "the target did not exec";
+        usleep(1000);
+        FILE *f = fopen(comm_path.c_str(), "r");
+        char buf[64] = "";
+        if (f != nullptr) {
+            if (fgets(buf, sizeof(buf), f) == nullptr) {
+                buf[0] = 0;
+            }
+            fclose(f);
+        }
+        comm = buf;
+    }
+
+    dcx_send_wr_t w = wr_to(info, n, DCX_WR_RDMA_WRITE, &s, info->raddr,
+                            info->rkey);
+    ASSERT_EQ(0, dcx_qp_post_send(n.dci, &w));
+    EXPECT_EQ(0u, dcx_soft_direct_mappings(n.dev));
+    dcx_soft_stats_t st;
+    ASSERT_EQ(0, dcx_soft_stats(n.dev, &st));
+    EXPECT_EQ(1u, st.direct_writes) << "copied into the exec'd process";
+    EXPECT_EQ(1u, st.direct_mapped);
+
+    kill_child(tpid);
+    int wst;
+    ASSERT_EQ(tpid, waitpid(tpid, &wst, 0));
+    dcx_wc_t wc;
+    ASSERT_EQ(1, n.poll(&wc, 1, 30.0));
+    EXPECT_EQ(DCX_WC_RETRY_EXC_ERR, wc.status);
+    n.close();
+}
+
+/* Two devices of one process (two interfaces, two workers): an RDMA WRITE
+ * and READ between them copy through the allocation itself, which is in
+ * the process's own address space, and make no second mapping of it. */
+TEST_F(soft_dmap, same_process_copies_use_the_allocation_itself)
+{
+    dcx_soft_limits_t l = limits();
+    node ini;
+    local_buf lb;
+
+    ASSERT_NO_FATAL_FAILURE(start_target());
+    unsigned before = alloc_mappings();
+    EXPECT_GE(before, 1u);
+    ASSERT_EQ(0, ini.open(fabric.c_str(), &l));
+    ASSERT_EQ(0, ini.make_dci());
+    ASSERT_EQ(0, ini.connect(info->addr, info->addr_len));
+    ASSERT_EQ(0, lb.reg(ini, 4096));
+    for (unsigned k = 0; k < 4; ++k) {
+        for (size_t i = 0; i < 4096; ++i) {
+            lb.v[i] = pattern(i, k);
+        }
+        dcx_sge_t s = lb.sge(0, 4096);
+        ASSERT_EQ(DCX_WC_SUCCESS,
+                  run_one(ini, wr_to(info, ini, DCX_WR_RDMA_WRITE, &s,
+                                     info->raddr + 4096 * k, info->rkey)));
+        memset(lb.v.data(), 0, 4096);
+        ASSERT_EQ(DCX_WC_SUCCESS,
+                  run_one(ini, wr_to(info, ini, DCX_WR_RDMA_READ, &s,
+                                     info->raddr + 4096 * k, info->rkey)));
+        for (size_t i = 0; i < 4096; ++i) {
+            ASSERT_EQ(pattern(i, k), lb.v[i]) << "read " << k;
+            ASSERT_EQ(pattern(i, k), mem[PAGE + 4096 * k + i]) << "write " << k;
+        }
+    }
+    expect_untouched(0, PAGE);
+    expect_untouched(PAGE + 4 * 4096, mem_len);
+    EXPECT_EQ(1u, dcx_soft_direct_mappings(ini.dev));
+    EXPECT_EQ(before, alloc_mappings()) << "the allocation mapped again";
+    dcx_soft_stats_t st;
+    ASSERT_EQ(0, dcx_soft_stats(ini.dev, &st));
+    EXPECT_EQ(8u, st.direct_mapped);
+    EXPECT_EQ(0u, st.tx_packets);
+    ini.close();
+}
+
+/* Writes alternating between two allocations of the target, each under
+ * its own key, then a third key over the first one: every write lands in
+ * its own allocation through its own mapping (the mapping used last is
+ * only taken again for the key it was found for). */
+TEST_F(soft_dmap, alternating_allocations_each_their_mapping)
+{
+    dmap_info *in = info;
+    uint8_t *mem2 = nullptr;
+    size_t len2 = 1u << 20;
+    dcx_mr_t *mr2, *mr3;
+
+    start_initiator([in](node &n) -> int {
+        local_buf lb;
+
+        if (!wait_flag(&in->phase, 1, 30.0) || (lb.reg(n, 256) != 0)) {
+            return 11;
+        }
+        for (unsigned k = 0; k < 64; ++k) {
+            for (unsigned i = 0; i < 256; ++i) {
+                lb.v[i] = pattern(i, k);
+            }
+            dcx_sge_t s = lb.sge(0, 256);
+            uint32_t rkey  = (k % 3 == 0) ? in->rkey : (k % 3 == 1) ?
+                             in->rkey2 : in->rkey_ro;
+            uint64_t raddr = ((k % 3 == 1) ? in->raddr2 : in->raddr) +
+                             256 * k;
+            if (run_one(n, wr_to(in, n, DCX_WR_RDMA_WRITE, &s, raddr,
+                                 rkey)) != DCX_WC_SUCCESS) {
+                return 12;
+            }
+        }
+        return 0;
+    });
+    start_target();
+    ASSERT_EQ(0, dcx_mem_alloc(t.dev, &len2, (void**)&mem2));
+    memset(mem2, 0x5a, len2);
+    ASSERT_EQ(0, t.reg(mem2, len2, DCX_ACCESS_LOCAL_WRITE |
+                       DCX_ACCESS_REMOTE_WRITE, &mr2));
+    /* a second writable key over the first allocation (in rkey_ro's
+     * place: the initiator takes it from there) */
+    ASSERT_EQ(0, t.reg(mem + PAGE, RLEN, DCX_ACCESS_LOCAL_WRITE |
+                       DCX_ACCESS_REMOTE_WRITE, &mr3));
+    info->rkey2   = mr2->rkey;
+    info->raddr2  = (uint64_t)(uintptr_t)mem2;
+    info->rkey_ro = mr3->rkey;
+    __atomic_store_n(&info->phase, 1, __ATOMIC_RELEASE);
+    ASSERT_TRUE(wait_flag(&info->done, 1, 60.0));
+    ASSERT_TRUE(stop_children());
+    for (unsigned k = 0; k < 64; ++k) {
+        const uint8_t *p = ((k % 3 == 1) ? mem2 : mem + PAGE) + 256 * k;
+        const uint8_t *q = ((k % 3 == 1) ? mem + PAGE : mem2) + 256 * k;
+        for (unsigned i = 0; i < 256; ++i) {
+            ASSERT_EQ(pattern(i, k), p[i]) << "write " << k << " byte " << i;
+            ASSERT_EQ(0x5a, q[i]) << "write " << k << " in the wrong place";
+        }
+    }
+    EXPECT_EQ(64u, info->stats.direct_mapped);
+    EXPECT_EQ(2u, info->stats.direct_maps);
+    for (dcx_mr_t *mr : {mr2, mr3}) {
+        EXPECT_EQ(0, dcx_mr_dereg(mr));
+        t.mrs.erase(std::find(t.mrs.begin(), t.mrs.end(), mr));
+    }
+    EXPECT_EQ(0, dcx_mem_free(t.dev, mem2, len2));
 }
 
 /* With a fault rule set on the initiator every operation goes by packets
