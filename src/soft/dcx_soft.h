@@ -175,6 +175,14 @@ typedef struct dcx_soft_stats {
     uint64_t helper_naps;
     uint64_t helper_passes;
     uint64_t lock_waits;
+    /* locked polls that served only the request ring (no clock read, no
+     * timer walk): the look found packets there and an engine otherwise
+     * idle or only waiting */
+    uint64_t ring_passes;
+    /* responder side: stores into requesters' ack tables (acks_in_table
+     * counts the messages: several of one DCI served in one pass take one
+     * store) */
+    uint64_t table_stores;
 } dcx_soft_stats_t;
 
 int  dcx_soft_stats(dcx_dev_t *dev, dcx_soft_stats_t *stats);

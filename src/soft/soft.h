@@ -648,6 +648,10 @@ struct soft_dev {
     int                 num_pds;
     int                 num_objs;
     soft_rstate_t      *rstate;
+    /* a table acknowledgement the responder holds back until the end of
+     * its pass (soft_resp_ack_flush): the entry and the word; NULL: none */
+    soft_ack_t         *ack_line;
+    uint64_t            ack_word;
     uint64_t            resp_credits;
     dcx_soft_stats_t    stats;
     soft_fault_state_t  fault;
@@ -872,6 +876,30 @@ int      soft_key_insert(soft_dev_t *dev, soft_mr_t *mr, const char *what);
 void     soft_key_remove(soft_dev_t *dev, soft_mr_t *mr);
 int      soft_cq_push(soft_cq_t *cq, const dcx_wc_t *wc, soft_qp_t *qp,
                       uint32_t sq_idx);
+void     soft_cq_overrun(soft_cq_t *cq, uint32_t qp_num);
+
+/* The entry the next completion of cq is written into, in place (engine
+ * lock held), or NULL when the CQ is full (the caller then reports
+ * soft_cq_overrun()); soft_cq_commit() queues it. */
+static inline soft_cqe_t *soft_cq_slot(soft_cq_t *cq)
+{
+    if (cq->tail - cq->head >= cq->super.cqe) {
+        return NULL;
+    }
+    return &cq->q[cq->tail & (cq->size - 1)];
+}
+
+/* soft_channel.c */
+void     soft_cq_fire(soft_cq_t *cq);
+
+static inline void soft_cq_commit(soft_cq_t *cq)
+{
+    /* release: the unlocked look of soft_engine_poll_idle() */
+    __atomic_store_n(&cq->tail, cq->tail + 1, __ATOMIC_RELEASE);
+    if (cq->armed) {
+        soft_cq_fire(cq);
+    }
+}
 
 /* soft_channel.c */
 int      soft_channel_create(dcx_dev_t *dev, dcx_comp_channel_t **ch_p);
@@ -880,14 +908,14 @@ int      soft_cq_create_ch(dcx_dev_t *dev, uint32_t cqe,
                            dcx_comp_channel_t *ch, dcx_cq_t **cq_p);
 int      soft_cq_req_notify(dcx_cq_t *cq);
 int      soft_channel_get_event(dcx_comp_channel_t *ch, dcx_cq_t **cq_p);
-void     soft_cq_fire(soft_cq_t *cq);
 void     soft_cq_detach_channel(soft_cq_t *cq);
 /* soft_engine.c */
 uint64_t soft_engine_progress(soft_dev_t *dev, int from_helper);
 int      soft_engine_busy(soft_dev_t *dev);
 int      soft_engine_rings_pending(soft_dev_t *dev);
 void     soft_engine_progress_app(soft_dev_t *dev);
-void     soft_engine_poll_pass(soft_dev_t *dev, soft_cq_t *cq);
+void     soft_engine_poll_pass(soft_dev_t *dev, soft_cq_t *cq,
+                               soft_cq_t *other, int look);
 void     soft_engine_activate(soft_qp_t *qp);
 void     soft_engine_deactivate(soft_qp_t *qp);
 void     soft_dev_progress(dcx_dev_t *dev);
@@ -908,9 +936,9 @@ static inline void soft_engine_stamp(soft_dev_t *dev)
 /* Without the lock: 1 if a poll of cq (NULL: device progress) has nothing
  * to do; the port is stamped then.  A completion, packet or post racing
  * with the look is seen by the next poll, as if this one came a moment
- * earlier.  Inline, it covers an idle engine; an engine that only waits
- * for answers (SOFT_ENGINE_WAIT) is looked at by soft_engine_poll_wait(),
- * out of line, before the caller takes the lock. */
+ * earlier.  Inline, it covers an idle engine; the rest (an engine that
+ * only waits for answers, packets in a ring) is looked at by
+ * soft_engine_look(), out of line, before the caller takes the lock. */
 static inline int soft_engine_poll_idle(soft_dev_t *dev, soft_cq_t *cq)
 {
     soft_port_hdr_t *hdr = dev->hdr;
@@ -930,8 +958,15 @@ static inline int soft_engine_poll_idle(soft_dev_t *dev, soft_cq_t *cq)
     return 1;
 }
 
-/* soft_engine.c: as soft_engine_poll_idle, for an engine that waits */
-int soft_engine_poll_wait(soft_dev_t *dev, soft_cq_t *cq);
+/* What a poll that soft_engine_poll_idle() did not settle finds without
+ * the lock (soft_engine_look) */
+enum {
+    SOFT_LOOK_NONE = 0,   /* nothing for the engine: no pass */
+    SOFT_LOOK_RING = 1,   /* packets in the request ring only: ring pass */
+    SOFT_LOOK_PASS = 2    /* a whole engine pass */
+};
+
+int soft_engine_look(soft_dev_t *dev);
 
 /* A copy of a few bytes without a call: the pieces of a small inline
  * message (headers of 8 bytes and less) cost more in calls than in
@@ -1011,6 +1046,7 @@ int      soft_qp_post_locked(soft_qp_t *qp, const dcx_send_wr_t *wr);
 void     soft_resp_packet(soft_dev_t *dev, const soft_pkt_t *pkt,
                           const void *payload);
 void     soft_resp_forget_dct(soft_dev_t *dev, soft_qp_t *dct);
+void     soft_resp_ack_flush(soft_dev_t *dev);
 void     soft_resp_send(soft_dev_t *dev, soft_rstate_t *rs,
                         const soft_pkt_t *req, uint8_t op, uint8_t status,
                         uint64_t arg, uint64_t offset, const void *data,

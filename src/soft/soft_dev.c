@@ -164,43 +164,43 @@ int dcx_soft_list(const dcx_dev_list_params_t *params, dcx_dev_info_t *out,
 /* ------------------------------------------------------------------------
  * CQ
  * ------------------------------------------------------------------------ */
+/* A CQ is full: the completion is lost (logged once per overrun). */
+__attribute__((noinline)) void soft_cq_overrun(soft_cq_t *cq, uint32_t qp_num)
+{
+    if (!cq->overrun) {
+        dcx_error("%s: cq %p overrun (%u entries): completion of qp 0x%x "
+                  "lost, qp moved to error", cq->dev->super.caps.name,
+                  (void *)cq, cq->super.cqe, qp_num);
+    }
+    cq->overrun = 1;
+}
+
 int soft_cq_push(soft_cq_t *cq, const dcx_wc_t *wc, soft_qp_t *qp,
                  uint32_t sq_idx)
 {
-    soft_cqe_t *cqe;
+    soft_cqe_t *cqe = soft_cq_slot(cq);
 
-    if (cq->tail - cq->head >= cq->super.cqe) {
-        if (!cq->overrun) {
-            dcx_error("%s: cq %p overrun (%u entries): completion of qp 0x%x "
-                      "lost, qp moved to error", cq->dev->super.caps.name,
-                      (void *)cq, cq->super.cqe, wc->qp_num);
-        }
-        cq->overrun = 1;
+    if (cqe == NULL) {
+        soft_cq_overrun(cq, wc->qp_num);
         return ENOSPC;
     }
-    cqe         = &cq->q[cq->tail & (cq->size - 1)];
     cqe->wc     = *wc;
     cqe->qp     = qp;
     cqe->sq_idx = sq_idx;
     cqe->tm     = NULL;
-    /* release: the unlocked look of soft_engine_poll_idle() */
-    __atomic_store_n(&cq->tail, cq->tail + 1, __ATOMIC_RELEASE);
-    if (cq->armed) {
-        soft_cq_fire(cq);
-    }
+    soft_cq_commit(cq);
     return 0;
 }
 
-static __attribute__((noinline)) int
-soft_cq_poll_locked(soft_cq_t *cq, int max, dcx_wc_t *wc)
+/* Takes up to max completions of cq (engine lock held). */
+static inline int soft_cq_drain(soft_cq_t *cq, int max, dcx_wc_t *wc)
 {
-    soft_dev_t *dev = cq->dev;
     soft_cqe_t *cqe;
     int n = 0;
 
-    soft_lock(&dev->lock);
-    dev->stats.locked_polls++;
-    soft_engine_poll_pass(dev, cq);
+    if (cq->head == cq->tail) {
+        return 0;
+    }
     while ((n < max) && (cq->head != cq->tail)) {
         cqe     = &cq->q[cq->head & (cq->size - 1)];
         wc[n++] = cqe->wc;
@@ -215,24 +215,49 @@ soft_cq_poll_locked(soft_cq_t *cq, int max, dcx_wc_t *wc)
     if (cq->overrun && (cq->head == cq->tail)) {
         cq->overrun = 0;   /* drained: a new overrun is logged again */
     }
+    return n;
+}
+
+static inline int soft_cq_empty(soft_cq_t *cq)
+{
+    return __atomic_load_n(&cq->tail, __ATOMIC_ACQUIRE) ==
+           __atomic_load_n(&cq->head, __ATOMIC_RELAXED);
+}
+
+/* A poll of cq and, unless NULL, other (its completions at wc + max, their
+ * number in *n_other_p) that soft_engine_poll_idle() did not settle: the
+ * engine is looked at without the lock (soft_engine_look); with nothing
+ * for it and both CQs empty the poll ends there.  Otherwise one lock
+ * round: the pass the look asked for, then both CQs drained. */
+static __attribute__((noinline)) int
+soft_cq_poll_busy(soft_cq_t *cq, soft_cq_t *other, int max, dcx_wc_t *wc,
+                  int *n_other_p)
+{
+    soft_dev_t *dev = cq->dev;
+    int look        = soft_engine_look(dev);
+    int n;
+
+    if ((look == SOFT_LOOK_NONE) && soft_cq_empty(cq) &&
+        ((other == NULL) || soft_cq_empty(other))) {
+        soft_engine_stamp(dev);
+        if (other != NULL) {
+            *n_other_p = 0;
+        }
+        return 0;
+    }
+    soft_lock(&dev->lock);
+    dev->stats.locked_polls++;
+    soft_engine_poll_pass(dev, cq, other, look);
+    n = soft_cq_drain(cq, max, wc);
+    if (other != NULL) {
+        *n_other_p = soft_cq_drain(other, max, wc + max);
+    }
     soft_unlock(&dev->lock);
     return n;
 }
 
-/* An engine that only waits is looked at without the lock too (out of
- * line: soft_cq_poll stays a leaf). */
-static __attribute__((noinline)) int
-soft_cq_poll_busy(soft_cq_t *cq, int max, dcx_wc_t *wc)
-{
-    if ((__atomic_load_n(&cq->dev->engine_idle, __ATOMIC_RELAXED) ==
-         SOFT_ENGINE_WAIT) && soft_engine_poll_wait(cq->dev, cq)) {
-        return 0;
-    }
-    return soft_cq_poll_locked(cq, max, wc);
-}
-
 /* Nothing to do is found without the lock (soft_engine_poll_idle, then
- * soft_engine_poll_wait). */
+ * soft_engine_look). */
 static int soft_cq_poll(dcx_cq_t *cq_, int max, dcx_wc_t *wc)
 {
     soft_cq_t *cq = (soft_cq_t *)cq_;
@@ -240,37 +265,22 @@ static int soft_cq_poll(dcx_cq_t *cq_, int max, dcx_wc_t *wc)
     if (soft_engine_poll_idle(cq->dev, cq)) {
         return 0;
     }
-    return soft_cq_poll_busy(cq, max, wc);
+    return soft_cq_poll_busy(cq, NULL, max, wc, NULL);
 }
 
-/* dcx_cq_poll_pair(), when either CQ or the engine has something (an engine
- * that only waits is still looked at without the lock); cq_idle:
- * soft_engine_poll_idle() found nothing for cq */
-static __attribute__((noinline)) int
-soft_cq_poll_pair_busy(soft_cq_t *cq, dcx_cq_t *other, int max, dcx_wc_t *wc,
-                       int *n_other_p, int cq_idle)
-{
-    int n = cq_idle ? 0 : soft_cq_poll_busy(cq, max, wc);
-
-    *n_other_p = soft_cq_poll(other, max, wc + max);
-    return n;
-}
-
-/* dcx_cq_poll_pair(): soft_cq_poll() of cq, then of other, with the
- * lock-free look (soft_engine_poll_idle) taken once when both are idle */
+/* dcx_cq_poll_pair(): both CQs and the engine looked at once, and at most
+ * one lock round for both */
 static int soft_cq_poll_pair(dcx_cq_t *cq_, dcx_cq_t *other_, int max,
                              dcx_wc_t *wc, int *n_other_p)
 {
     soft_cq_t *cq    = (soft_cq_t *)cq_;
     soft_cq_t *other = (soft_cq_t *)other_;
-    int cq_idle      = soft_engine_poll_idle(cq->dev, cq);
 
-    if (cq_idle && (__atomic_load_n(&other->tail, __ATOMIC_ACQUIRE) ==
-                    __atomic_load_n(&other->head, __ATOMIC_RELAXED))) {
+    if (soft_engine_poll_idle(cq->dev, cq) && soft_cq_empty(other)) {
         *n_other_p = 0;
         return 0;
     }
-    return soft_cq_poll_pair_busy(cq, other_, max, wc, n_other_p, cq_idle);
+    return soft_cq_poll_busy(cq, other, max, wc, n_other_p);
 }
 
 int soft_cq_create(dcx_dev_t *dev_, uint32_t cqe, dcx_cq_t **cq_p)
@@ -611,7 +621,11 @@ static int soft_srq_post_recv(dcx_srq_t *srq_, uint64_t wr_id,
     wqe          = &srq->q[srq->tail % srq->size];
     wqe->wr_id   = wr_id;
     wqe->num_sge = num_sge;
-    memcpy(wqe->sge, sg_list, num_sge * sizeof(*sg_list));
+    if (num_sge == 1) {
+        wqe->sge[0] = sg_list[0];   /* the transport's one buffer: no call */
+    } else {
+        memcpy(wqe->sge, sg_list, num_sge * sizeof(*sg_list));
+    }
     srq->tail++;
     soft_unlock(&dev->lock);
     return 0;

@@ -115,53 +115,55 @@ static void soft_engine_publish(soft_dev_t *dev, uint64_t now,
     __atomic_store_n(&w->seq, w->seq + 1, __ATOMIC_RELEASE);
 }
 
-/* Without the lock: 1 (the port stamped) if a poll of cq (NULL: device
- * progress) finds an engine that still only waits (SOFT_ENGINE_WAIT): no
- * completion queued, both rings empty, no watched ack line moved and no
- * timer due; 0 otherwise, or if the set changed meanwhile (the caller then
- * takes the lock). */
-int soft_engine_poll_wait(soft_dev_t *dev, soft_cq_t *cq)
+/* Without the lock: 1 if an engine that only waits (SOFT_ENGINE_WAIT)
+ * still does: no watched ack line moved, no timer due, and the set did not
+ * change meanwhile; 0 otherwise (the caller then takes the lock). */
+static int soft_engine_wait_holds(soft_dev_t *dev)
 {
-    soft_port_hdr_t *hdr = dev->hdr;
     const soft_engine_wait_t *w = &dev->wait;
     uint32_t seq = __atomic_load_n(&w->seq, __ATOMIC_ACQUIRE);
-    uint32_t i, n;
-    int moved = 0;
-    uint64_t clk;
+    uint32_t i, n = __atomic_load_n(&w->n, __ATOMIC_RELAXED);
+    uint64_t moved = 0;
 
-    n = __atomic_load_n(&w->n, __ATOMIC_RELAXED);
-    if ((seq & 1) || (n > SOFT_WAIT_LINES) ||
-        (__atomic_load_n(&dev->engine_idle, __ATOMIC_RELAXED) !=
-         SOFT_ENGINE_WAIT) ||
-        ((cq != NULL) &&
-         (__atomic_load_n(&cq->tail, __ATOMIC_ACQUIRE) !=
-          __atomic_load_n(&cq->head, __ATOMIC_RELAXED))) ||
-        (__atomic_load_n(&hdr->resp.tail, __ATOMIC_ACQUIRE) !=
-         __atomic_load_n(&hdr->resp.head, __ATOMIC_RELAXED)) ||
-        (__atomic_load_n(&hdr->req.tail, __ATOMIC_ACQUIRE) !=
-         __atomic_load_n(&hdr->req.head, __ATOMIC_RELAXED))) {
+    if ((seq & 1) || (n > SOFT_WAIT_LINES)) {
         return 0;
     }
     for (i = 0; i < n; ++i) {
-        moved |= (__atomic_load_n(__atomic_load_n(&w->lines[i].line,
-                                                  __ATOMIC_RELAXED),
-                                  __ATOMIC_RELAXED) !=
-                  __atomic_load_n(&w->lines[i].word, __ATOMIC_RELAXED));
+        moved |= __atomic_load_n(__atomic_load_n(&w->lines[i].line,
+                                                 __ATOMIC_RELAXED),
+                                 __ATOMIC_RELAXED) ^
+                 __atomic_load_n(&w->lines[i].word, __ATOMIC_RELAXED);
     }
-    clk = soft_clock_now();
-    if (moved ||
-        ((int64_t)(clk - __atomic_load_n(&w->due, __ATOMIC_RELAXED)) >= 0)) {
+    if (moved || ((int64_t)(soft_clock_now() -
+                            __atomic_load_n(&w->due, __ATOMIC_RELAXED)) >= 0)) {
         return 0;
     }
     __atomic_thread_fence(__ATOMIC_ACQUIRE);
-    if (__atomic_load_n(&w->seq, __ATOMIC_RELAXED) != seq) {
-        return 0;
+    return __atomic_load_n(&w->seq, __ATOMIC_RELAXED) == seq;
+}
+
+/* Without the lock: what a poll must have done by the engine (SOFT_LOOK_*).
+ * A packet in the response ring, an engine left busy, or one that waits
+ * and whose ack line moved or timer is due needs a whole pass; an engine
+ * that is idle or still only waits needs none, or only its request ring
+ * served (soft_engine_ring_pass) when packets are there.  A packet or post
+ * racing with the look is seen by the next poll, as if this one came a
+ * moment earlier. */
+int soft_engine_look(soft_dev_t *dev)
+{
+    soft_port_hdr_t *hdr = dev->hdr;
+    int idle             = __atomic_load_n(&dev->engine_idle,
+                                           __ATOMIC_ACQUIRE);
+
+    if ((__atomic_load_n(&hdr->resp.tail, __ATOMIC_ACQUIRE) !=
+         __atomic_load_n(&hdr->resp.head, __ATOMIC_RELAXED)) ||
+        (idle == SOFT_ENGINE_BUSY) ||
+        ((idle == SOFT_ENGINE_WAIT) && !soft_engine_wait_holds(dev))) {
+        return SOFT_LOOK_PASS;
     }
-    if ((clk - dev->stamp) >= soft_clock_stamp_gran) {   /* coarse stamp */
-        dev->stamp = clk;
-        __atomic_store_n(&hdr->last_poll, clk, __ATOMIC_RELAXED);
-    }
-    return 1;
+    return (__atomic_load_n(&hdr->req.tail, __ATOMIC_ACQUIRE) !=
+            __atomic_load_n(&hdr->req.head, __ATOMIC_RELAXED)) ?
+           SOFT_LOOK_RING : SOFT_LOOK_NONE;
 }
 
 /* A post on the light path (soft_req_post_inline: every request of the
@@ -259,6 +261,64 @@ void soft_engine_deactivate(soft_qp_t *qp)
     qp->active = 0;
 }
 
+/* Serves the request ring (engine lock held), up to SOFT_PROGRESS_BUDGET
+ * packets.  'now' is the clock of a whole pass, or 0 for a ring pass,
+ * which reads no clock: that stops at a packet delayed on the wire (fault
+ * injection) or at a slot claimed but not published yet and returns 0 (a
+ * whole pass is needed: it compares the delay, and skips the slot of a
+ * dead claimer); 1 otherwise.  The tail is read once, and again only when
+ * the head reaches it: an empty ring is not peeked. */
+static int soft_engine_serve_req(soft_dev_t *dev, uint64_t now,
+                                 int from_helper)
+{
+    soft_port_hdr_t *hdr = dev->hdr;
+    uint64_t tail        = __atomic_load_n(&hdr->req.tail, __ATOMIC_ACQUIRE);
+    int done             = 1;
+    soft_pkt_t *pkt;
+    void *payload;
+    unsigned n;
+
+    for (n = 0; n < SOFT_PROGRESS_BUDGET; ++n) {
+        if ((hdr->req.head == tail) &&
+            ((tail = __atomic_load_n(&hdr->req.tail, __ATOMIC_ACQUIRE)) ==
+             hdr->req.head)) {
+            break;
+        }
+        pkt = soft_ring_peek(hdr, &hdr->req, &payload);
+        if (pkt == NULL) {
+            if (now == 0) {
+                done = 0;
+            } else if (soft_ring_unstick(hdr, &hdr->req, &dev->req_stall,
+                                         now, dev->super.caps.name)) {
+                continue;
+            }
+            break;
+        }
+        if ((pkt->deliver_ns != 0) && ((now == 0) || (pkt->deliver_ns > now))) {
+            done = (now != 0);   /* delayed link: head of line waits */
+            break;
+        }
+        dev->stats.rx_packets++;
+        dev->stats.rx_bytes += pkt->len;
+        if (from_helper) {
+            dev->stats.helper_packets++;
+        }
+        soft_resp_packet(dev, pkt, payload);
+        /* the held acknowledgement goes before the last slot is cleared:
+         * clearing a slot writes lines the sender holds, and a locked
+         * store after those waits for them (measured: ~0.1 us more per
+         * round trip in a slow placement) */
+        if ((dev->ack_line != NULL) && (hdr->req.head + 1 == tail)) {
+            soft_resp_ack_flush(dev);
+        }
+        soft_ring_pop(hdr, &hdr->req);
+    }
+    if (dev->ack_line != NULL) {
+        soft_resp_ack_flush(dev);
+    }
+    return done;
+}
+
 uint64_t soft_engine_progress(soft_dev_t *dev, int from_helper)
 {
     soft_port_hdr_t *hdr = dev->hdr;
@@ -296,31 +356,8 @@ uint64_t soft_engine_progress(soft_dev_t *dev, int from_helper)
             soft_ring_pop(hdr, &hdr->resp);
         }
     }
-    if (!dev->killed &&
-        (__atomic_load_n(&hdr->req.tail, __ATOMIC_ACQUIRE) !=
-         hdr->req.head)) {
-        for (n = 0; n < SOFT_PROGRESS_BUDGET; ++n) {
-            pkt = soft_ring_peek(hdr, &hdr->req, &payload);
-            if (pkt == NULL) {
-                if ((__atomic_load_n(&hdr->req.tail, __ATOMIC_ACQUIRE) !=
-                     hdr->req.head) &&
-                    soft_ring_unstick(hdr, &hdr->req, &dev->req_stall, now,
-                                      dev->super.caps.name)) {
-                    continue;
-                }
-                break;
-            }
-            if (pkt->deliver_ns > now) {
-                break;   /* delayed link: head of line waits */
-            }
-            dev->stats.rx_packets++;
-            dev->stats.rx_bytes += pkt->len;
-            if (from_helper) {
-                dev->stats.helper_packets++;
-            }
-            soft_resp_packet(dev, pkt, payload);
-            soft_ring_pop(hdr, &hdr->req);
-        }
+    if (!dev->killed) {
+        soft_engine_serve_req(dev, now, from_helper);
     }
     soft_req_timers(dev, now);
     /* device rendezvous (TM SRQs only) */
@@ -368,29 +405,74 @@ void soft_engine_progress_app(soft_dev_t *dev)
     soft_engine_stamp(dev);
 }
 
-/* A CQ poll under the engine lock: one application pass, unless one ran
- * since this CQ's last poll (then its completions are already queued). */
-void soft_engine_poll_pass(soft_dev_t *dev, soft_cq_t *cq)
+/* A ring pass (engine lock held): the request ring served and nothing
+ * else, for a poll whose look (soft_engine_look) found packets there and
+ * an engine otherwise idle or only waiting.  No clock read, no timer walk,
+ * nothing published: what the engine waits for is unchanged (a responder
+ * does not touch the DCIs; an answer it gives to our own DCI moves our ack
+ * line or fills our response ring, which the next look sees).  Returns 0
+ * when a whole pass is needed instead: the engine became busy since the
+ * look, rendezvous of TM SRQs may be under way, or a packet needs the
+ * clock (soft_engine_serve_req). */
+static int soft_engine_ring_pass(soft_dev_t *dev)
 {
-    if (cq->passes_seen == dev->app_passes) {
-        soft_engine_progress_app(dev);
-    } else {
+    int ret;
+
+    if ((__atomic_load_n(&dev->engine_idle, __ATOMIC_RELAXED) ==
+         SOFT_ENGINE_BUSY) || (dev->tms != NULL)) {
+        return 0;
+    }
+    if (dev->killed) {
+        return 1;
+    }
+    dev->stats.ring_passes++;
+    /* as in a whole pass: requesters deciding whether to prod us */
+    __atomic_store_n(&dev->hdr->in_engine, 1, __ATOMIC_RELAXED);
+    ret = soft_engine_serve_req(dev, 0, 0);
+    __atomic_store_n(&dev->hdr->in_engine, 0, __ATOMIC_RELEASE);
+    return ret;
+}
+
+/* A poll under the engine lock, of cq and (unless NULL) other: the pass
+ * its look asked for (SOFT_LOOK_*), then the stamp.  A whole pass is not
+ * run again for a CQ polled after one it did not see: its completions are
+ * queued already, so the transport's progress costs one pass, not two. */
+void soft_engine_poll_pass(soft_dev_t *dev, soft_cq_t *cq, soft_cq_t *other,
+                           int look)
+{
+    if ((look == SOFT_LOOK_NONE) ||
+        ((look == SOFT_LOOK_RING) && soft_engine_ring_pass(dev)) ||
+        (cq->passes_seen != dev->app_passes)) {
         soft_engine_stamp(dev);
+    } else {
+        soft_engine_progress_app(dev);
     }
     cq->passes_seen = dev->app_passes;
+    if (other != NULL) {
+        other->passes_seen = dev->app_passes;
+    }
 }
 
 void soft_dev_progress(dcx_dev_t *dev_)
 {
     soft_dev_t *dev = soft_dev(dev_);
+    int look;
 
-    if (soft_engine_poll_idle(dev, NULL) ||
-        soft_engine_poll_wait(dev, NULL)) {
+    if (soft_engine_poll_idle(dev, NULL)) {
+        return;
+    }
+    look = soft_engine_look(dev);
+    if (look == SOFT_LOOK_NONE) {
+        soft_engine_stamp(dev);
         return;
     }
     soft_lock(&dev->lock);
     dev->stats.locked_polls++;
-    soft_engine_progress_app(dev);
+    if ((look == SOFT_LOOK_PASS) || !soft_engine_ring_pass(dev)) {
+        soft_engine_progress_app(dev);
+    } else {
+        soft_engine_stamp(dev);
+    }
     soft_unlock(&dev->lock);
 }
 

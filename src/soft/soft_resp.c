@@ -129,6 +129,14 @@ static soft_rstate_t *soft_rstate_get(soft_dev_t *dev, const soft_pkt_t *pkt)
     return free_rs;
 }
 
+/* A receive completion of the DCT was lost (CQ overrun): the DCT goes to
+ * error. */
+static void soft_resp_dct_overrun(soft_dev_t *dev, soft_qp_t *dct)
+{
+    __atomic_store_n(&dct->super.state, DCX_QPS_ERR, __ATOMIC_RELAXED);
+    soft_direct_dct_publish(dev, dct, 0);
+}
+
 /* Completes receive wr_id of the DCT; a CQ overrun puts the DCT in
  * error. */
 static void soft_resp_cqe(soft_dev_t *dev, soft_qp_t *dct, uint32_t src_qp,
@@ -147,8 +155,7 @@ static void soft_resp_cqe(soft_dev_t *dev, soft_qp_t *dct, uint32_t src_qp,
     wc.qp_num   = dct->super.qp_num;
     wc.src_qp   = src_qp;
     if (soft_cq_push(dct->cq, &wc, NULL, 0) != 0) {
-        __atomic_store_n(&dct->super.state, DCX_QPS_ERR, __ATOMIC_RELAXED);
-        soft_direct_dct_publish(dev, dct, 0);
+        soft_resp_dct_overrun(dev, dct);
     }
 }
 
@@ -244,43 +251,79 @@ void soft_resp_nak(soft_dev_t *dev, soft_rstate_t *rs,
     soft_resp_send(dev, rs, pkt, SOFT_OP_NAK, status, 0, 0, NULL, 0, 0);
 }
 
-/* Publishes "every message of the source DCI up to pkt->msn done" in the
- * requester's ack table; 0 if that cannot be done (no table, a NAK the
+/* The requester's ack table entry where "every message of the source DCI
+ * up to pkt->msn done" is published for a message that asks for it
+ * (SOFT_PKT_WACK); NULL if that cannot be done (no table, a NAK the
  * requester has not completed yet): then an ACK packet goes. */
-static int soft_resp_ack_word(soft_dev_t *dev, soft_rstate_t *rs,
-                              const soft_pkt_t *pkt)
+static soft_ack_t *soft_resp_ack_entry(soft_dev_t *dev, soft_rstate_t *rs,
+                                       const soft_pkt_t *pkt)
 {
     uint32_t idx      = pkt->src_qpn - SOFT_QPN_BASE;
-    uint32_t msn      = pkt->msn + 1;
     soft_peer_t *peer = rs->peer;
-    uint64_t word, old;
-    uint32_t old_gen;
-    soft_ack_t *a;
 
     if (rs->wack_hold) {
         if ((int32_t)(pkt->ack_base - rs->hold_msn) <= 0) {
-            return 0;
+            return NULL;
         }
         rs->wack_hold = 0;
     }
     if (((peer->hdr == NULL) && (soft_peer_map(dev, peer) == NULL)) ||
         __atomic_load_n(&peer->hdr->killed, __ATOMIC_RELAXED) ||
         (idx >= peer->ack_count)) {
-        return 0;   /* no table (peer->ack_count is 0 then) */
+        return NULL;   /* no table (peer->ack_count is 0 then) */
     }
-    a    = peer->acks + idx;
-    word = ((uint64_t)pkt->gen << 32) | msn;
-    old  = __atomic_load_n(&a->word, __ATOMIC_RELAXED);
+    return peer->acks + idx;
+}
+
+/* Stores word (DCI generation << 32 | next msn) in an ack table entry
+ * unless the entry is ahead already: it only moves forward. */
+static void soft_ack_publish(soft_ack_t *a, uint64_t word)
+{
+    uint32_t gen = (uint32_t)(word >> 32);
+    uint64_t old = __atomic_load_n(&a->word, __ATOMIC_RELAXED);
+    uint32_t old_gen;
+
     do {
         old_gen = (uint32_t)(old >> 32);
         if ((old != 0) &&
-            (((old_gen == pkt->gen) && ((int32_t)((uint32_t)old - msn) >= 0)) ||
-             ((old_gen != pkt->gen) && ((int32_t)(old_gen - pkt->gen) > 0)))) {
-            break;   /* a stale answer: the table is ahead already */
+            (((old_gen == gen) &&
+              ((int32_t)((uint32_t)old - (uint32_t)word) >= 0)) ||
+             ((old_gen != gen) && ((int32_t)(old_gen - gen) > 0)))) {
+            return;   /* a stale answer: the table is ahead already */
         }
     } while (!__atomic_compare_exchange_n(&a->word, &old, word, 0,
                                           __ATOMIC_RELEASE, __ATOMIC_RELAXED));
+}
+
+static inline uint64_t soft_ack_word(const soft_pkt_t *pkt)
+{
+    return ((uint64_t)pkt->gen << 32) | (uint32_t)(pkt->msn + 1);
+}
+
+/* The table acknowledgement a fast-path pass holds back (dev->ack_line)
+ * goes out: at the end of the pass, before a packet is handled by the
+ * general path (whose answers must not overtake it), and before another
+ * DCI's is held. */
+void soft_resp_ack_flush(soft_dev_t *dev)
+{
+    dev->stats.table_stores++;
+    soft_ack_publish(dev->ack_line, dev->ack_word);
+    dev->ack_line = NULL;
+}
+
+/* Publishes message pkt->msn's acknowledgement in the requester's ack
+ * table at once; 0 if that cannot be done (soft_resp_ack_entry). */
+static int soft_resp_ack_word(soft_dev_t *dev, soft_rstate_t *rs,
+                              const soft_pkt_t *pkt)
+{
+    soft_ack_t *a = soft_resp_ack_entry(dev, rs, pkt);
+
+    if (a == NULL) {
+        return 0;
+    }
+    soft_ack_publish(a, soft_ack_word(pkt));
     dev->stats.acks_in_table++;
+    dev->stats.table_stores++;
     return 1;
 }
 
@@ -794,6 +837,37 @@ static inline void soft_resp_recv_copy(const soft_rwqe_t *wqe,
     }
 }
 
+/* The receive completion of a fast-path SEND (soft_resp_fast), written in
+ * the CQ in place: every field the transport reads, the rest zero. */
+static inline void soft_resp_fast_cqe(soft_dev_t *dev, soft_qp_t *dct,
+                                      const soft_pkt_t *pkt, uint64_t wr_id)
+{
+    soft_cqe_t *cqe = soft_cq_slot(dct->cq);
+    int imm         = (pkt->op == DCX_WR_SEND_IMM);
+
+    if (cqe == NULL) {
+        soft_cq_overrun(dct->cq, dct->super.qp_num);
+        soft_resp_dct_overrun(dev, dct);
+        return;
+    }
+    cqe->wc.wr_id      = wr_id;
+    cqe->wc.status     = DCX_WC_SUCCESS;
+    cqe->wc.opcode     = DCX_WC_RECV;
+    cqe->wc.flags      = imm ? DCX_WC_FLAG_WITH_IMM : 0;
+    cqe->wc.byte_len   = pkt->len;
+    cqe->wc.imm        = imm ? pkt->imm : 0;
+    cqe->wc.qp_num     = dct->super.qp_num;
+    cqe->wc.src_qp     = pkt->src_qpn;
+    cqe->wc.vendor_err = 0;
+    cqe->wc.tm_tag     = 0;
+    cqe->wc.tm_priv    = 0;
+    cqe->wc.reserved   = 0;
+    cqe->qp            = NULL;
+    cqe->sq_idx        = 0;
+    cqe->tm            = NULL;
+    soft_cq_commit(dct->cq);
+}
+
 /* The responder's common case in one pass: a single-packet SEND (plain
  * SRQ, a receive posted that takes it) or RDMA WRITE (of at least one byte
  * into a plain MR) that is the next message expected from a source already
@@ -813,6 +887,7 @@ static int soft_resp_fast(soft_dev_t *dev, const soft_pkt_t *pkt,
     soft_srq_t *srq;
     soft_qp_t *dct;
     soft_mr_t *mr;
+    soft_ack_t *a;
 
     if ((len > dev->limits.mtu) || (idx >= dev->max_qps) ||
         ((dct = dev->qps[idx]) == NULL) ||
@@ -842,25 +917,34 @@ static int soft_resp_fast(soft_dev_t *dev, const soft_pkt_t *pkt,
         }
         soft_resp_recv_copy(wqe, payload, len);
         srq->head++;
-        if (pkt->op == DCX_WR_SEND) {
-            soft_resp_cqe(dev, dct, pkt->src_qpn, wqe->wr_id, DCX_WC_SUCCESS,
-                          DCX_WC_RECV, 0, 0, len);
-        } else {
-            soft_resp_cqe(dev, dct, pkt->src_qpn, wqe->wr_id, DCX_WC_SUCCESS,
-                          DCX_WC_RECV, DCX_WC_FLAG_WITH_IMM, pkt->imm, len);
-        }
+        soft_resp_fast_cqe(dev, dct, pkt, wqe->wr_id);
     } else {
         return 0;
     }
     rs->msg_status = DCX_WC_SUCCESS;
     rs->e++;
-    if (!(pkt->flags & SOFT_PKT_WACK) || !soft_resp_ack_word(dev, rs, pkt)) {
-        if (pkt->flags & SOFT_PKT_LIGHT) {
-            soft_pkt_expand(pkt, &full);
-            pkt = &full;
+    /* the acknowledgement last, after everything local: held back until
+     * the end of the pass (soft_resp_ack_flush), so that several messages
+     * of one DCI served in a pass cost one store in the requester's table */
+    a = (pkt->flags & SOFT_PKT_WACK) ? soft_resp_ack_entry(dev, rs, pkt) :
+        NULL;
+    if (a != NULL) {
+        if ((dev->ack_line != NULL) && (dev->ack_line != a)) {
+            soft_resp_ack_flush(dev);
         }
-        soft_resp_send(dev, rs, pkt, SOFT_OP_ACK, 0, 0, 0, NULL, 0, 0);
+        dev->ack_line = a;
+        dev->ack_word = soft_ack_word(pkt);
+        dev->stats.acks_in_table++;
+        return 1;
     }
+    if (dev->ack_line != NULL) {
+        soft_resp_ack_flush(dev);
+    }
+    if (pkt->flags & SOFT_PKT_LIGHT) {
+        soft_pkt_expand(pkt, &full);
+        pkt = &full;
+    }
+    soft_resp_send(dev, rs, pkt, SOFT_OP_ACK, 0, 0, 0, NULL, 0, 0);
     return 1;
 }
 
@@ -888,6 +972,10 @@ void soft_resp_packet(soft_dev_t *dev, const soft_pkt_t *pkt,
                (pkt->offset == 0) && (pkt->total_len == pkt->len) &&
                soft_resp_fast(dev, pkt, payload)) {
         return;
+    }
+    /* the general path's answers never overtake a held acknowledgement */
+    if (dev->ack_line != NULL) {
+        soft_resp_ack_flush(dev);
     }
     if ((pkt->flags & SOFT_PKT_CSUM) && (soft_pkt_csum(pkt) != pkt->csum)) {
         dev->stats.corrupt_drops++;
