@@ -1,0 +1,118 @@
+/*
+ * Soft device: its clocks (soft_clock.c).  Included by soft.h only, after
+ * the device and port types it reads, which is why it has no includes of
+ * its own: the nanosecond clock, the time-stamp counter of poll stamps, the
+ * clock of a post and a port's poll age.
+ */
+#ifndef DCX_SOFT_CLOCK_H_
+#define DCX_SOFT_CLOCK_H_
+
+#ifndef DCX_SOFT_INT_H_
+#error "soft_clock.h is included by soft.h"
+#endif
+
+uint64_t soft_now_ns(void);   /* soft_fabric.c: CLOCK_MONOTONIC */
+
+/* soft_clock.c: the clock of the owner's poll stamps.  Where the CPU has
+ * an invariant time-stamp counter every process of the host reads the same
+ * counter, so a stamp costs one instruction; elsewhere it is
+ * CLOCK_MONOTONIC nanoseconds.  A port records its kind; a peer whose kind
+ * differs treats the owner as polling (its helper naps and looks by itself). */
+enum { SOFT_CLOCK_NS = 1, SOFT_CLOCK_TSC = 2 };
+
+extern int      soft_clock_kind;      /* set by soft_clock_init() */
+extern uint64_t soft_clock_mult;      /* TSC: ns per tick, 32.32 fixed */
+extern uint64_t soft_clock_inv;       /* TSC: ticks per ns, 48.16, floor */
+extern uint64_t soft_clock_stamp_gran; /* SOFT_STAMP_NS in clock units */
+
+void     soft_clock_init(void);
+
+static inline uint64_t soft_clock_now(void)
+{
+#if defined(__x86_64__)
+    if (soft_clock_kind == SOFT_CLOCK_TSC) {
+        uint32_t lo, hi;
+
+        __asm__ volatile("rdtsc" : "=a"(lo), "=d"(hi));
+        return ((uint64_t)hi << 32) | lo;
+    }
+#endif
+    return soft_now_ns();
+}
+
+#define SOFT_CLOCK_AFTER_MAX (1ull << 30)   /* ~1 s: soft_clock_after() */
+
+/* The soft_clock_now() reading 'ns' nanoseconds from now (at most ~1 s:
+ * a farther time comes back as ~1 s, which is early, never late). */
+static inline uint64_t soft_clock_after(uint64_t ns)
+{
+    if (ns > SOFT_CLOCK_AFTER_MAX) {
+        ns = SOFT_CLOCK_AFTER_MAX;
+    }
+#if defined(__x86_64__)
+    if ((soft_clock_kind == SOFT_CLOCK_TSC) && (soft_clock_inv != 0)) {
+        /* (during calibration: the counter, which runs ahead of the
+         * nanosecond clock, makes the result early).  A multiplication:
+         * a 64-bit division costs tens of cycles on every light post */
+        return soft_clock_now() + ((ns * soft_clock_inv) >> 16);
+    }
+#endif
+    return soft_now_ns() + ns;
+}
+
+/* The clock of a post (soft_req_post_inline, the general post): the
+ * CLOCK_MONOTONIC nanoseconds of soft_now_ns(), derived from the
+ * time-stamp counter and a (counter, ns) pair the device took at most
+ * 2^SOFT_CLOCK_REBASE_SHIFT ticks ago (soft_clock_rebase), so that a post
+ * reads no vDSO clock: a kvm-clock read costs a post more than the rest of
+ * its bookkeeping.  It is off by the calibration's error over that span,
+ * well under a microsecond, against timers of tens of microseconds and
+ * more.  Without an invariant counter it is soft_now_ns().  Engine lock
+ * held (the pair is the device's). */
+#define SOFT_CLOCK_REBASE_SHIFT 22   /* ~1.6 ms at 2.6 GHz */
+
+uint64_t soft_clock_rebase(soft_dev_t *dev);   /* soft_clock.c */
+
+static inline uint64_t soft_dev_now(soft_dev_t *dev)
+{
+#if defined(__x86_64__)
+    uint32_t lo, hi;
+    uint64_t d;
+
+    if (soft_clock_kind == SOFT_CLOCK_TSC) {
+        __asm__ volatile("rdtsc" : "=a"(lo), "=d"(hi));
+        d = (((uint64_t)hi << 32) | lo) - dev->clk_tick;
+        if (!(d >> SOFT_CLOCK_REBASE_SHIFT)) {
+            return dev->clk_ns + ((d * soft_clock_mult) >> 32);
+        }
+        return soft_clock_rebase(dev);
+    }
+#endif
+    return soft_now_ns();
+}
+
+/* Nanoseconds since the port's owner last polled (0 if it stamped after
+ * our look, or if its clock is not ours).  Inline: every packet sent asks
+ * it (soft_port_kick). */
+static inline uint64_t soft_port_poll_age(const soft_port_hdr_t *hdr)
+{
+    uint64_t last = __atomic_load_n(&hdr->last_poll, __ATOMIC_RELAXED);
+    int64_t delta;
+
+    if (hdr->clock_kind != (uint32_t)soft_clock_kind) {
+        return 0;
+    }
+    delta = (int64_t)(soft_clock_now() - last);
+    if (delta <= 0) {
+        return 0;
+    }
+    if (soft_clock_kind == SOFT_CLOCK_NS) {
+        return (uint64_t)delta;
+    }
+    if ((uint64_t)delta >> 31) {
+        return UINT64_MAX >> 1;   /* a second or more: "long ago" */
+    }
+    return ((uint64_t)delta * soft_clock_mult) >> 32;
+}
+
+#endif
