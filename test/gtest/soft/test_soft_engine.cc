@@ -414,22 +414,43 @@ TEST_F(soft, helpers_idle_while_both_poll)
     pair p;
     dcx_soft_stats_t a0, b0, a1, b1;
     const uint64_t n = 20000;
-    uint64_t i = 0;
+    uint64_t i = 0, looks = 0;
+    int window;
 
     ASSERT_EQ(0, p.open(fabric));
     /* a helper that found the application idle during the setup naps
      * until it sees it polling, then parks */
     ASSERT_TRUE(p.wait_parked(&i));
-    p.stats(&a0, &b0);
-    uint64_t t0 = soft_now_ns();
-    for (uint64_t end = i + n; i < end; ++i) {
-        p.round_trip(i);
-        if (HasFatalFailure()) {
-            return;
+    /* A window of n round trips; up to three of them, the first one
+     * without any helper activity counts.  A loaded machine can deschedule
+     * this thread for longer than a parked helper's timed look, and the
+     * helper then rightly serves: that is scheduling, not the mechanism,
+     * which (broken) shows in every window. */
+    for (window = 0; window < 3; ++window) {
+        p.stats(&a0, &b0);
+        uint64_t t0 = soft_now_ns();
+        for (uint64_t end = i + n; i < end; ++i) {
+            p.round_trip(i);
+            if (HasFatalFailure()) {
+                return;
+            }
+        }
+        looks = (soft_now_ns() - t0) / SOFT_PARK_NS + 1;
+        p.stats(&a1, &b1);
+        if ((a1.futex_wakes == a0.futex_wakes) &&
+            (b1.futex_wakes == b0.futex_wakes) && (a1.prods == a0.prods) &&
+            (a1.helper_passes == a0.helper_passes) &&
+            (b1.helper_passes == b0.helper_passes) &&
+            (b1.helper_packets == b0.helper_packets) &&
+            (a1.helper_wakeups == a0.helper_wakeups) &&
+            (b1.helper_wakeups == b0.helper_wakeups) &&
+            (a1.helper_naps - a0.helper_naps <= looks) &&
+            (b1.helper_naps - b0.helper_naps <= looks) &&
+            (b1.lock_waits == b0.lock_waits)) {
+            break;
         }
     }
-    uint64_t looks = (soft_now_ns() - t0) / SOFT_PARK_NS + 1;
-    p.stats(&a1, &b1);
+    /* the last window, each figure on its own line when it failed */
     EXPECT_EQ(0u, a1.futex_wakes - a0.futex_wakes);
     EXPECT_EQ(0u, b1.futex_wakes - b0.futex_wakes);
     EXPECT_EQ(0u, a1.prods - a0.prods);
