@@ -159,6 +159,37 @@ protected:
         return true;
     }
 
+    /* In a spawned target child: n opened, a 1 MiB allocation registered
+     * for remote writes and reads, a DC target, everything published in
+     * 'in' (ready set); with alive_lock, only once peers can see it alive
+     * without asking the kernel.  0, or 10 if any step failed. */
+    static int child_alloc_target(dmap_info *in, const std::string &fab,
+                                  node &n, bool alive_lock)
+    {
+        dcx_soft_limits_t l = limits();
+        size_t len = 1u << 20, alen = sizeof(in->addr);
+        dcx_mr_t *mr;
+        void *p;
+
+        if ((n.open(fab.c_str(), &l) != 0) ||
+            (dcx_mem_alloc(n.dev, &len, &p) != 0) ||
+            (n.reg(p, len, DCX_ACCESS_LOCAL_WRITE | DCX_ACCESS_REMOTE_WRITE |
+                   DCX_ACCESS_REMOTE_READ, &mr) != 0) ||
+            (n.make_target(0x5eedull, DCX_ACCESS_REMOTE_WRITE |
+                           DCX_ACCESS_REMOTE_READ, 64) != 0) ||
+            (dcx_dev_port_addr(n.dev, in->addr, &alen) != 0) ||
+            (alive_lock && !wait_alive_lock(n.dev))) {
+            return 10;
+        }
+        in->addr_len = (uint32_t)alen;
+        in->dctn     = n.dct->qp_num;
+        in->dc_key   = 0x5eedull;
+        in->raddr    = (uint64_t)(uintptr_t)p;
+        in->rkey     = mr->rkey;
+        __atomic_store_n(&in->ready, 1, __ATOMIC_RELEASE);
+        return 0;
+    }
+
     /* fn runs in the initiator child once the target is up */
     pid_t start_initiator(std::function<int(node&)> fn,
                           std::function<bool()> before = nullptr)
@@ -456,27 +487,11 @@ TEST_F(soft_dmap, dead_target_mapping_dropped)
     std::string fab = fabric;
 
     pid_t pid = spawn([in, fab]() -> int {
-        dcx_soft_limits_t l = limits();
-        size_t len = 1u << 20, alen = sizeof(in->addr);
-        dcx_mr_t *mr;
-        void *p;
         node n;
 
-        if ((n.open(fab.c_str(), &l) != 0) ||
-            (dcx_mem_alloc(n.dev, &len, &p) != 0) ||
-            (n.reg(p, len, DCX_ACCESS_LOCAL_WRITE | DCX_ACCESS_REMOTE_WRITE |
-                   DCX_ACCESS_REMOTE_READ, &mr) != 0) ||
-            (n.make_target(0x5eedull, DCX_ACCESS_REMOTE_WRITE |
-                           DCX_ACCESS_REMOTE_READ, 64) != 0) ||
-            (dcx_dev_port_addr(n.dev, in->addr, &alen) != 0)) {
+        if (child_alloc_target(in, fab, n, false) != 0) {
             return 10;
         }
-        in->addr_len = (uint32_t)alen;
-        in->dctn     = n.dct->qp_num;
-        in->dc_key   = 0x5eedull;
-        in->raddr    = (uint64_t)(uintptr_t)p;
-        in->rkey     = mr->rkey;
-        __atomic_store_n(&in->ready, 1, __ATOMIC_RELEASE);
         for (;;) {
             pause();   /* killed by the test */
         }
@@ -571,28 +586,11 @@ TEST_F(soft_dmap, dead_target_known_by_its_lock_bad_flow)
     std::string fab = fabric;
 
     pid_t tpid = spawn([in, fab]() -> int {
-        dcx_soft_limits_t l = limits();
-        size_t len = 1u << 20, alen = sizeof(in->addr);
-        dcx_mr_t *mr;
-        void *p;
         node n;
 
-        if ((n.open(fab.c_str(), &l) != 0) ||
-            (dcx_mem_alloc(n.dev, &len, &p) != 0) ||
-            (n.reg(p, len, DCX_ACCESS_LOCAL_WRITE | DCX_ACCESS_REMOTE_WRITE |
-                   DCX_ACCESS_REMOTE_READ, &mr) != 0) ||
-            (n.make_target(0x5eedull, DCX_ACCESS_REMOTE_WRITE |
-                           DCX_ACCESS_REMOTE_READ, 64) != 0) ||
-            (dcx_dev_port_addr(n.dev, in->addr, &alen) != 0) ||
-            !wait_alive_lock(n.dev)) {
+        if (child_alloc_target(in, fab, n, true) != 0) {
             return 10;
         }
-        in->addr_len = (uint32_t)alen;
-        in->dctn     = n.dct->qp_num;
-        in->dc_key   = 0x5eedull;
-        in->raddr    = (uint64_t)(uintptr_t)p;
-        in->rkey     = mr->rkey;
-        __atomic_store_n(&in->ready, 1, __ATOMIC_RELEASE);
         for (;;) {
             pause();   /* killed by the test */
         }
@@ -665,28 +663,11 @@ TEST_F(soft_dmap, exec_target_gets_no_copy_bad_flow)
     std::string fab = fabric;
 
     pid_t tpid = spawn([in, fab]() -> int {
-        dcx_soft_limits_t l = limits();
-        size_t len = 1u << 20, alen = sizeof(in->addr);
-        dcx_mr_t *mr;
-        void *p;
         node n;
 
-        if ((n.open(fab.c_str(), &l) != 0) ||
-            (dcx_mem_alloc(n.dev, &len, &p) != 0) ||
-            (n.reg(p, len, DCX_ACCESS_LOCAL_WRITE | DCX_ACCESS_REMOTE_WRITE |
-                   DCX_ACCESS_REMOTE_READ, &mr) != 0) ||
-            (n.make_target(0x5eedull, DCX_ACCESS_REMOTE_WRITE |
-                           DCX_ACCESS_REMOTE_READ, 64) != 0) ||
-            (dcx_dev_port_addr(n.dev, in->addr, &alen) != 0) ||
-            !wait_alive_lock(n.dev)) {
+        if (child_alloc_target(in, fab, n, true) != 0) {
             return 10;
         }
-        in->addr_len = (uint32_t)alen;
-        in->dctn     = n.dct->qp_num;
-        in->dc_key   = 0x5eedull;
-        in->raddr    = (uint64_t)(uintptr_t)p;
-        in->rkey     = mr->rkey;
-        __atomic_store_n(&in->ready, 1, __ATOMIC_RELEASE);
         if (!wait_flag(&in->phase, 1, 30.0)) {
             return 11;
         }
