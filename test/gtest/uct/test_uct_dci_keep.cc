@@ -8,8 +8,7 @@
  * while endpoints wait.  Under rand the DCI of an endpoint is fixed.  The
  * pool is observed through dcx_dci_stats.h.
  */
-#include "uct_fixture.h"
-#include "dcx_dci_stats.h"
+#include "uct_dci_pool.h"
 
 #include <cstring>
 
@@ -19,46 +18,10 @@ namespace {
 
 const uint8_t AM_ID = 5;
 
-/* A put that was refused, queued in the pending queue */
-struct put_req {
-    uct_pending_req_t uct;
-    uct_ep_h          ep;
-    uint64_t          value;
-    uint64_t          raddr;
-    uct_rkey_t        rkey;
-    int               done;
-
-    static ucs_status_t cb(uct_pending_req_t *self)
-    {
-        put_req *r          = ucs_container_of(self, put_req, uct);
-        ucs_status_t status = uct_ep_put_short(r->ep, &r->value,
-                                               sizeof(r->value), r->raddr,
-                                               r->rkey);
-        if (status == UCS_OK) {
-            r->done++;
-        }
-        return status;
-    }
-};
-
 } // namespace
 
-class uct_dcx_dci_keep : public uct_dcx_policy_test {
+class uct_dcx_dci_keep : public uct_dci_pool_test<uct_dcx_policy_test> {
 protected:
-    bool lends() const
-    {
-        return GetParam() != "rand";
-    }
-
-    dcx_dci_stats_t stats(entity *e)
-    {
-        dcx_dci_stats_t s;
-
-        memset(&s, 0, sizeof(s));
-        EXPECT_EQ(0, dcx_dci_iface_stats(e->iface, &s));
-        return s;
-    }
-
     void setup(const std::map<std::string, std::string> &cfg =
                std::map<std::string, std::string>())
     {
@@ -201,8 +164,8 @@ TEST_P(uct_dcx_dci_keep, busy_dci_goes_to_waiting_ep)
     ASSERT_EQ(UCS_ERR_NO_RESOURCE, status);
     EXPECT_EQ(1u, stats(m_a).waiters);
 
-    put_req req;
-    req.uct.func = put_req::cb;
+    pending_put_req req;
+    req.uct.func = pending_put_req::cb;
     req.ep       = e2;
     req.value    = 2;
     req.raddr    = (uintptr_t)m_mem.ptr + 8;

@@ -8,8 +8,7 @@
  * is signalled).  Flush covers the unsignalled WRs, and a failure fails
  * each of them once.  The pool is observed through dcx_dci_stats.h.
  */
-#include "uct_fixture.h"
-#include "dcx_dci_stats.h"
+#include "uct_dci_pool.h"
 
 #include <cstring>
 
@@ -19,46 +18,10 @@ namespace {
 
 const uint8_t AM_ID = 9;
 
-/* A put refused for want of a DCI, queued in the pending queue */
-struct unsig_put_req {
-    uct_pending_req_t uct;
-    uct_ep_h          ep;
-    uint64_t          value;
-    uint64_t          raddr;
-    uct_rkey_t        rkey;
-    int               done;
-
-    static ucs_status_t cb(uct_pending_req_t *self)
-    {
-        unsig_put_req *r    = ucs_container_of(self, unsig_put_req, uct);
-        ucs_status_t status = uct_ep_put_short(r->ep, &r->value,
-                                               sizeof(r->value), r->raddr,
-                                               r->rkey);
-        if (status == UCS_OK) {
-            r->done++;
-        }
-        return status;
-    }
-};
-
 } // namespace
 
-class uct_dcx_unsig : public uct_dcx_pair_test {
+class uct_dcx_unsig : public uct_dci_pool_test<uct_dcx_pair_test> {
 protected:
-    bool lends() const
-    {
-        return GetParam() != "rand";
-    }
-
-    dcx_dci_stats_t stats(entity *e)
-    {
-        dcx_dci_stats_t s;
-
-        memset(&s, 0, sizeof(s));
-        EXPECT_EQ(0, dcx_dci_iface_stats(e->iface, &s));
-        return s;
-    }
-
     /* a pair whose sender a has a pool of num_dci DCIs */
     void setup_dcis(const char *num_dci, const char *sig_period = NULL)
     {
@@ -235,8 +198,8 @@ TEST_P(uct_dcx_unsig, waiting_ep_gets_idle_unsignalled_dci)
     EXPECT_EQ(1u, s.sig_period);
     EXPECT_EQ(1u, s.drains);
 
-    unsig_put_req req;
-    req.uct.func = unsig_put_req::cb;
+    pending_put_req req;
+    req.uct.func = pending_put_req::cb;
     req.ep       = e2;
     req.value    = 7;
     req.raddr    = (uintptr_t)m_mem.ptr + 8;
