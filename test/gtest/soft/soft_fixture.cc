@@ -160,6 +160,27 @@ int node::reg(void *addr, size_t len, uint32_t access, dcx_mr_t **mr_p)
     return ret;
 }
 
+int post_inline_value(const node &from, dcx_qp_t *dci, uint32_t dctn,
+                      uint64_t key, dcx_wr_opcode_t op, uint64_t value,
+                      uint32_t rkey, uint64_t raddr)
+{
+    dcx_sge_t s = { (uint64_t)(uintptr_t)&value, sizeof(value), 0 };
+    dcx_send_wr_t wr;
+
+    memset(&wr, 0, sizeof(wr));
+    wr.wr_id       = value;
+    wr.opcode      = op;
+    wr.flags       = DCX_SEND_SIGNALED | DCX_SEND_INLINE;
+    wr.num_sge     = 1;
+    wr.sg_list     = &s;
+    wr.dest.ah     = from.ah;
+    wr.dest.dctn   = dctn;
+    wr.dest.dc_key = key;
+    wr.rkey        = rkey;
+    wr.remote_addr = raddr;
+    return dcx_qp_post_send(dci, &wr);   /* inline: s is copied here */
+}
+
 int node::connect(const void *addr, size_t len)
 {
     return dcx_ah_create(pd, addr, len, &ah);

@@ -108,6 +108,13 @@ struct node {
     ~node() { close(); }
 };
 
+/* Posts one signalled inline WR (op: SEND, SEND_IMM or RDMA_WRITE) of the
+ * 8 bytes of value, with wr_id value, on dci through from's address handle
+ * to DCT dctn under key (rkey/raddr for a WRITE); dcx_qp_post_send's result */
+int post_inline_value(const node &from, dcx_qp_t *dci, uint32_t dctn,
+                      uint64_t key, dcx_wr_opcode_t op, uint64_t value,
+                      uint32_t rkey = 0, uint64_t raddr = 0);
+
 /* Posts a single WR; helpers to build the common ones. */
 dcx_send_wr_t make_wr(dcx_wr_opcode_t op, uint64_t wr_id, const dcx_sge_t *sge,
                       unsigned num_sge, const node &n, const shared_area *sh);

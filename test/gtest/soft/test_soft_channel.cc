@@ -83,20 +83,10 @@ protected:
     /* an inline send to the target, completed at the initiator */
     void send(uint64_t id)
     {
-        dcx_send_wr_t wr;
-        dcx_sge_t s = {(uint64_t)(uintptr_t)&id, sizeof(id), 0};
         dcx_wc_t wc;
 
-        memset(&wr, 0, sizeof(wr));
-        wr.wr_id       = id;
-        wr.opcode      = DCX_WR_SEND;
-        wr.flags       = DCX_SEND_SIGNALED | DCX_SEND_INLINE;
-        wr.num_sge     = 1;
-        wr.sg_list     = &s;
-        wr.dest.ah     = ini.ah;
-        wr.dest.dctn   = tgt.dct->qp_num;
-        wr.dest.dc_key = KEY;
-        ASSERT_EQ(0, dcx_qp_post_send(ini.dci, &wr));
+        ASSERT_EQ(0, post_inline_value(ini, ini.dci, tgt.dct->qp_num, KEY,
+                                       DCX_WR_SEND, id));
         ASSERT_EQ(1, ini.poll(&wc, 1));
         ASSERT_EQ(DCX_WC_SUCCESS, wc.status);
     }

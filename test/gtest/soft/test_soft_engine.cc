@@ -67,22 +67,7 @@ struct pair {
 
     int send(uint64_t value, uint64_t key = KEY)
     {
-        dcx_send_wr_t wr;
-        dcx_sge_t s;
-
-        s.addr   = (uintptr_t)&value;
-        s.length = sizeof(value);
-        s.lkey   = 0;
-        memset(&wr, 0, sizeof(wr));
-        wr.wr_id       = value;
-        wr.opcode      = DCX_WR_SEND;
-        wr.flags       = DCX_SEND_SIGNALED | DCX_SEND_INLINE;
-        wr.num_sge     = 1;
-        wr.sg_list     = &s;
-        wr.dest.ah     = a.ah;
-        wr.dest.dctn   = dctn;
-        wr.dest.dc_key = key;
-        return dcx_qp_post_send(a.dci, &wr);
+        return post_inline_value(a, a.dci, dctn, key, DCX_WR_SEND, value);
     }
 
     dcx_soft_stats_t stats_a()
@@ -529,19 +514,8 @@ TEST_F(soft, arm_unparks_helper)
     ASSERT_TRUE(p.wait_parked(&i));
     p.stats(&a0, &b0);
 
-    uint64_t value = 77;
-    dcx_sge_t s = { (uintptr_t)&value, sizeof(value), 0 };
-    dcx_send_wr_t wr;
-    memset(&wr, 0, sizeof(wr));
-    wr.wr_id       = 77;
-    wr.opcode      = DCX_WR_SEND;
-    wr.flags       = DCX_SEND_SIGNALED | DCX_SEND_INLINE;
-    wr.num_sge     = 1;
-    wr.sg_list     = &s;
-    wr.dest.ah     = p.a.ah;
-    wr.dest.dctn   = p.dctn;
-    wr.dest.dc_key = KEY;
-    ASSERT_EQ(0, dcx_qp_post_send(dci, &wr));
+    const uint64_t value = 77;
+    ASSERT_EQ(0, post_inline_value(p.a, dci, p.dctn, KEY, DCX_WR_SEND, value));
     ASSERT_EQ(0, dcx_cq_req_notify(cq));
     /* neither application polls from here on; the bound only keeps a
      * defect from hanging the test */

@@ -62,22 +62,8 @@ struct post_pair {
 
     int send(uint64_t value)
     {
-        dcx_send_wr_t wr;
-        dcx_sge_t s;
-
-        s.addr   = (uintptr_t)&value;
-        s.length = sizeof(value);
-        s.lkey   = 0;
-        memset(&wr, 0, sizeof(wr));
-        wr.wr_id       = value;
-        wr.opcode      = DCX_WR_SEND;
-        wr.flags       = DCX_SEND_SIGNALED | DCX_SEND_INLINE;
-        wr.num_sge     = 1;
-        wr.sg_list     = &s;
-        wr.dest.ah     = a.ah;
-        wr.dest.dctn   = b.dct->qp_num;
-        wr.dest.dc_key = KEY;
-        return dcx_qp_post_send(a.dci, &wr);
+        return post_inline_value(a, a.dci, b.dct->qp_num, KEY, DCX_WR_SEND,
+                                 value);
     }
 
     /* b's port as a's peer */

@@ -95,24 +95,8 @@ struct recv_pair {
     static int post(node &from, const node &to, dcx_wr_opcode_t op,
                     uint64_t value, uint32_t rkey = 0, uint64_t raddr = 0)
     {
-        dcx_send_wr_t wr;
-        dcx_sge_t s;
-
-        s.addr   = (uintptr_t)&value;
-        s.length = sizeof(value);
-        s.lkey   = 0;
-        memset(&wr, 0, sizeof(wr));
-        wr.wr_id       = value;
-        wr.opcode      = op;
-        wr.flags       = DCX_SEND_SIGNALED | DCX_SEND_INLINE;
-        wr.num_sge     = 1;
-        wr.sg_list     = &s;
-        wr.dest.ah     = from.ah;
-        wr.dest.dctn   = to.dct->qp_num;
-        wr.dest.dc_key = KEY;
-        wr.rkey        = rkey;
-        wr.remote_addr = raddr;
-        return dcx_qp_post_send(from.dci, &wr);
+        return post_inline_value(from, from.dci, to.dct->qp_num, KEY, op,
+                                 value, rkey, raddr);
     }
 
     /* polls n's CQ once more: a device opened has its engine marked busy
