@@ -433,6 +433,16 @@ static int soft_engine_ring_pass(soft_dev_t *dev)
     return ret;
 }
 
+/* What a locked poll needs short of a whole pass, as its look
+ * (soft_engine_look) found: 1 if that was all (nothing found, or only
+ * packets in the request ring, which a ring pass served); 0 if a whole
+ * pass is needed. */
+static int soft_engine_looked_pass(soft_dev_t *dev, int look)
+{
+    return (look == SOFT_LOOK_NONE) ||
+           ((look == SOFT_LOOK_RING) && soft_engine_ring_pass(dev));
+}
+
 /* A poll under the engine lock, of cq and (unless NULL) other: the pass
  * its look asked for (SOFT_LOOK_*), then the stamp.  A whole pass is not
  * run again for a CQ polled after one it did not see: its completions are
@@ -440,8 +450,7 @@ static int soft_engine_ring_pass(soft_dev_t *dev)
 void soft_engine_poll_pass(soft_dev_t *dev, soft_cq_t *cq, soft_cq_t *other,
                            int look)
 {
-    if ((look == SOFT_LOOK_NONE) ||
-        ((look == SOFT_LOOK_RING) && soft_engine_ring_pass(dev)) ||
+    if (soft_engine_looked_pass(dev, look) ||
         (cq->passes_seen != dev->app_passes)) {
         soft_engine_stamp(dev);
     } else {
@@ -468,10 +477,10 @@ void soft_dev_progress(dcx_dev_t *dev_)
     }
     soft_lock(&dev->lock);
     dev->stats.locked_polls++;
-    if ((look == SOFT_LOOK_PASS) || !soft_engine_ring_pass(dev)) {
-        soft_engine_progress_app(dev);
-    } else {
+    if (soft_engine_looked_pass(dev, look)) {
         soft_engine_stamp(dev);
+    } else {
+        soft_engine_progress_app(dev);
     }
     soft_unlock(&dev->lock);
 }
