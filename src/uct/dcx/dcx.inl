@@ -25,6 +25,16 @@ uct_dcx_ep_dest(uct_dcx_ep_t *ep, dcx_dc_dest_t *dest)
     dest->dc_key = uct_dcx_ep_iface(ep)->config.dc_key;
 }
 
+/* The DC destination of our own DCT (no-ops that report a DCI's
+ * unsignalled WRs: flush, drain) */
+static UCS_F_ALWAYS_INLINE void
+uct_dcx_iface_self_dest(uct_dcx_iface_t *iface, dcx_dc_dest_t *dest)
+{
+    dest->ah     = iface->self_ah;
+    dest->dctn   = iface->config.dctn;
+    dest->dc_key = iface->config.dc_key;
+}
+
 static UCS_F_ALWAYS_INLINE uint64_t uct_dcx_wr_id(uint64_t sn, uint16_t dci)
 {
     return (sn << UCT_DCX_WR_SN_SHIFT) | dci;

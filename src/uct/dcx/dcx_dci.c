@@ -71,9 +71,7 @@ static ucs_status_t uct_dcx_dci_post_nop(uct_dcx_iface_t *iface,
     dcx_send_wr_t wr;
     dcx_sge_t sge;
 
-    self.ah     = iface->self_ah;
-    self.dctn   = iface->config.dctn;
-    self.dc_key = iface->config.dc_key;
+    uct_dcx_iface_self_dest(iface, &self);
     if (iface->rx_tmh_len + UCT_DCX_AM_HDR_LEN > iface->config.max_inline) {
         /* (a device with almost no inline room: through a buffer) */
         return uct_dcx_dci_post_ctl(iface, dci, NULL, &self, UCT_DCX_CTL_NOP,

@@ -647,9 +647,7 @@ ucs_status_t uct_dcx_ep_flush(uct_ep_h tl_ep, unsigned flags,
     if (dci->sig_sn < ep->last_sn) {
         /* Unsignalled WRs in flight: a signalled no-op to ourselves after
          * them tells when they are done */
-        self.ah     = iface->self_ah;
-        self.dctn   = iface->config.dctn;
-        self.dc_key = iface->config.dc_key;
+        uct_dcx_iface_self_dest(iface, &self);
         status = uct_dcx_dci_post_ctl(iface, dci, ep, &self, UCT_DCX_CTL_NOP,
                                       NULL, 0, iface->rx_tmh_len, NULL);
         if (status != UCS_OK) {

@@ -272,9 +272,7 @@ static ucs_status_t uct_dcx_iface_flush(uct_iface_h tl_iface, unsigned flags,
         return UCS_ERR_UNSUPPORTED;
     }
 
-    self.ah     = iface->self_ah;
-    self.dctn   = iface->config.dctn;
-    self.dc_key = iface->config.dc_key;
+    uct_dcx_iface_self_dest(iface, &self);
     for (i = 0; i <= iface->num_dci; ++i) {
         dci = &iface->dcis[i];
         if (uct_dcx_dci_is_drained(dci)) {
