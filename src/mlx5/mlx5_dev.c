@@ -714,6 +714,50 @@ static int dcx_mlx5_srq_post_recv(dcx_srq_t *super, uint64_t wr_id,
     return ret;
 }
 
+/* Single-buffer receives chained into one ibv_post_srq_recv per chunk, so
+ * that the provider writes the WQEs and rings the doorbell once. */
+static int dcx_mlx5_srq_post_recv_list(dcx_srq_t *super,
+                                       const dcx_recv_t *list, unsigned count,
+                                       unsigned *posted_p)
+{
+    enum { CHUNK = 32 };
+    dcx_mlx5_srq_t *srq = (dcx_mlx5_srq_t*)super;
+    struct ibv_recv_wr wr[CHUNK], *bad;
+    struct ibv_sge sge[CHUNK];
+    unsigned done, n, i;
+    int ret = 0;
+
+    for (done = 0; done < count; done += n) {
+        n = (count - done < CHUNK) ? (count - done) : CHUNK;
+        for (i = 0; i < n; ++i) {
+            sge[i].addr    = list[done + i].sge.addr;
+            sge[i].length  = list[done + i].sge.length;
+            sge[i].lkey    = list[done + i].sge.lkey;
+            wr[i].wr_id    = list[done + i].wr_id;
+            wr[i].sg_list  = &sge[i];
+            wr[i].num_sge  = 1;
+            wr[i].next     = (i + 1 < n) ? &wr[i + 1] : NULL;
+        }
+        bad = NULL;
+        ret = ibv_post_srq_recv(srq->srq, wr, &bad);
+        if (ret != 0) {
+            /* the provider posted the WRs before the one it returns */
+            done += (bad != NULL) ? (unsigned)(bad - wr) : 0;
+            break;
+        }
+    }
+    *posted_p = done;
+    if (ret == ENOMEM) {
+        dcx_trace("%s: srq %u: full", super->dev->caps.name,
+                  srq->srq->handle);
+    } else if (ret != 0) {
+        dcx_error("%s: srq %u: ibv_post_srq_recv failed at receive %u of %u: "
+                  "%s", super->dev->caps.name, srq->srq->handle, done, count,
+                  strerror(ret));
+    }
+    return ret;
+}
+
 static int dcx_mlx5_srq_create(dcx_pd_t *pd, const dcx_srq_attr_t *attr,
                                dcx_srq_t **srq_p)
 {
@@ -759,6 +803,7 @@ static int dcx_mlx5_srq_create(dcx_pd_t *pd, const dcx_srq_attr_t *attr,
     srq->super.max_wr    = init.attr.max_wr;
     srq->super.max_sge   = attr->max_sge;
     srq->super.post_recv = dcx_mlx5_srq_post_recv;
+    srq->super.post_recv_list = dcx_mlx5_srq_post_recv_list;
     srq->super.tm_post   = dcx_srq_tm_post_none;
     *srq_p               = &srq->super;
     return 0;

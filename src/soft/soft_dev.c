@@ -598,6 +598,18 @@ static int soft_mr_dereg(dcx_mr_t *mr_)
 /* ------------------------------------------------------------------------
  * SRQ
  * ------------------------------------------------------------------------ */
+/* Engine lock held: 1 if the queue has room for one more receive. */
+static inline int soft_srq_room(soft_srq_t *srq)
+{
+    return (srq->tail - srq->head) < srq->super.max_wr;
+}
+
+static void soft_srq_full(soft_srq_t *srq)
+{
+    dcx_debug("%s: srq %p post recv: full (%u receives)",
+              srq->dev->super.caps.name, (void *)srq, srq->super.max_wr);
+}
+
 static int soft_srq_post_recv(dcx_srq_t *srq_, uint64_t wr_id,
                               const dcx_sge_t *sg_list, unsigned num_sge)
 {
@@ -612,10 +624,9 @@ static int soft_srq_post_recv(dcx_srq_t *srq_, uint64_t wr_id,
         return EINVAL;
     }
     soft_lock(&dev->lock);
-    if (srq->tail - srq->head >= srq->super.max_wr) {
+    if (!soft_srq_room(srq)) {
         soft_unlock(&dev->lock);
-        dcx_debug("%s: srq %p post recv: full (%u receives)",
-                  dev->super.caps.name, (void *)srq, srq->super.max_wr);
+        soft_srq_full(srq);
         return ENOMEM;
     }
     wqe          = &srq->q[srq->tail % srq->size];
@@ -628,6 +639,32 @@ static int soft_srq_post_recv(dcx_srq_t *srq_, uint64_t wr_id,
     }
     srq->tail++;
     soft_unlock(&dev->lock);
+    return 0;
+}
+
+/* A batch of single-buffer receives in one lock round: a receive queue
+ * refilled after a burst costs one lock round, not one per buffer. */
+static int soft_srq_post_recv_list(dcx_srq_t *srq_, const dcx_recv_t *list,
+                                   unsigned count, unsigned *posted_p)
+{
+    soft_srq_t *srq = (soft_srq_t *)srq_;
+    soft_rwqe_t *wqe;
+    unsigned i;
+
+    soft_lock(&srq->dev->lock);
+    for (i = 0; (i < count) && soft_srq_room(srq); ++i) {
+        wqe          = &srq->q[srq->tail % srq->size];
+        wqe->wr_id   = list[i].wr_id;
+        wqe->num_sge = 1;
+        wqe->sge[0]  = list[i].sge;
+        srq->tail++;
+    }
+    soft_unlock(&srq->dev->lock);
+    *posted_p = i;
+    if (i < count) {
+        soft_srq_full(srq);
+        return ENOMEM;
+    }
     return 0;
 }
 
@@ -665,6 +702,7 @@ static int soft_srq_create(dcx_pd_t *pd, const dcx_srq_attr_t *attr,
     srq->super.max_wr    = attr->max_wr;
     srq->super.max_sge   = attr->max_sge ? attr->max_sge : 1;
     srq->super.post_recv = soft_srq_post_recv;
+    srq->super.post_recv_list = soft_srq_post_recv_list;
     srq->super.tm_post   = dcx_srq_tm_post_none;
     srq->dev             = dev;
     srq->cq              = (soft_cq_t *)attr->cq;

@@ -166,35 +166,60 @@ static UCS_F_NOINLINE void uct_dcx_iface_rx_grow(uct_dcx_iface_t *iface)
     }
 }
 
+/* Puts back the buffers of list[from..count) that the device did not take. */
+static UCS_F_NOINLINE void
+uct_dcx_iface_rx_unposted(uct_dcx_iface_t *iface, const dcx_recv_t *list,
+                          unsigned from, unsigned count, int ret)
+{
+    unsigned i;
+
+    for (i = from; i < count; ++i) {
+        ucs_mpool_put_inline((void*)(uintptr_t)list[i].wr_id);
+    }
+    if (ret != ENOMEM) {
+        ucs_error("dcx: %s: posting receives failed at %u of %u: %s",
+                  dcx_dev_name(iface->dev), from + 1, count, strerror(ret));
+    }
+}
+
 unsigned uct_dcx_iface_post_recv(uct_dcx_iface_t *iface)
 {
+    dcx_recv_t list[UCT_DCX_RX_REPOST_MAX];
     unsigned count = 0;
+    unsigned n, posted;
     void *elem;
-    dcx_sge_t sge;
     int ret;
 
+    /* in batches of at most UCT_DCX_RX_REPOST_MAX, one device call each */
     while (iface->rx_posted < iface->rx_target) {
-        elem = ucs_mpool_get_inline(&iface->rx_mp);
-        if (elem == NULL) {
-            break;
-        }
-        /* a TM SRQ places the TMH too: it lands in the headroom */
-        sge.addr   = (uintptr_t)uct_dcx_rx_wire(iface, elem) -
-                     iface->rx_tmh_len;
-        sge.length = iface->config.seg_size + iface->rx_tmh_len;
-        memcpy(&sge.lkey, UCS_PTR_BYTE_OFFSET(elem, UCT_DCX_RX_LKEY_OFFSET),
-               sizeof(sge.lkey));
-        ret = dcx_srq_post_recv(iface->srq, (uintptr_t)elem, &sge, 1);
-        if (ucs_unlikely(ret != 0)) {
-            ucs_mpool_put_inline(elem);
-            if (ret != ENOMEM) {
-                ucs_error("dcx: %s: posting a receive failed: %s",
-                          dcx_dev_name(iface->dev), strerror(ret));
+        for (n = 0; (n < UCT_DCX_RX_REPOST_MAX) &&
+                    (iface->rx_posted + n < iface->rx_target); ++n) {
+            elem = ucs_mpool_get_inline(&iface->rx_mp);
+            if (elem == NULL) {
+                break;
             }
+            /* a TM SRQ places the TMH too: it lands in the headroom */
+            list[n].wr_id      = (uintptr_t)elem;
+            list[n].sge.addr   = (uintptr_t)uct_dcx_rx_wire(iface, elem) -
+                                 iface->rx_tmh_len;
+            list[n].sge.length = iface->config.seg_size + iface->rx_tmh_len;
+            memcpy(&list[n].sge.lkey,
+                   UCS_PTR_BYTE_OFFSET(elem, UCT_DCX_RX_LKEY_OFFSET),
+                   sizeof(list[n].sge.lkey));
+        }
+        if (n == 0) {
             break;
         }
-        iface->rx_posted++;
-        count++;
+        ret = dcx_srq_post_recv_list(iface->srq, list, n, &posted);
+        iface->rx_posted += posted;
+        count            += posted;
+        if (ucs_unlikely(ret != 0)) {
+            uct_dcx_iface_rx_unposted(iface, list, posted, n, ret);
+            break;
+        }
+        if (n < UCT_DCX_RX_REPOST_MAX) {
+            break;   /* the pool ran dry, or the goal is reached */
+        }
     }
     iface->rx_reposts  += (count > 0);
     iface->rx_reposted += count;

@@ -1,0 +1,143 @@
+/*
+ * Soft device shared receive queue: a list post (dcx_srq_post_recv_list)
+ * takes receives in order, stops at the first that does not fit, says how
+ * many it took, and the messages that follow land in those buffers in the
+ * order they were posted.
+ */
+#include "soft_fixture.h"
+
+#include <vector>
+
+using namespace soft_test;
+
+namespace {
+
+const uint64_t KEY  = 0x5e9;
+const uint32_t CAP  = 8;    /* receives the SRQ holds */
+const unsigned SLOT = 64;   /* bytes per receive buffer */
+
+struct srq_pair {
+    node a, b;
+    std::vector<uint8_t> buf = std::vector<uint8_t>(4 * CAP * SLOT, 0xee);
+    dcx_mr_t *mr = nullptr;
+
+    int open(const std::string &fabric)
+    {
+        uint8_t addr[DCX_DEV_ADDR_MAX];
+        size_t len = sizeof(addr);
+        int ret;
+
+        if (((ret = a.open(fabric.c_str())) != 0) ||
+            ((ret = b.open(fabric.c_str())) != 0) ||
+            ((ret = a.make_dci()) != 0) ||
+            ((ret = b.make_target(KEY, DCX_ACCESS_REMOTE_WRITE, CAP)) != 0) ||
+            ((ret = b.reg(buf.data(), buf.size(), DCX_ACCESS_LOCAL_WRITE,
+                          &mr)) != 0) ||
+            ((ret = dcx_dev_port_addr(b.dev, addr, &len)) != 0)) {
+            return ret;
+        }
+        return a.connect(addr, len);
+    }
+
+    /* receives with wr_ids first.. into buffer slots first.. */
+    std::vector<dcx_recv_t> recvs(uint64_t first, unsigned count) const
+    {
+        std::vector<dcx_recv_t> list(count);
+
+        for (unsigned i = 0; i < count; ++i) {
+            list[i].wr_id      = first + i;
+            list[i].sge.addr   = (uintptr_t)buf.data() + (first + i) * SLOT;
+            list[i].sge.length = SLOT;
+            list[i].sge.lkey   = mr->lkey;
+        }
+        return list;
+    }
+
+    /* n SENDs of values first.., each received: checks the receive
+     * completions' wr_ids and where each value landed */
+    void exchange(uint64_t first, unsigned n)
+    {
+        std::vector<dcx_wc_t> wc(n);
+
+        for (unsigned i = 0; i < n; ++i) {
+            ASSERT_EQ(0, post_inline_value(a, a.dci, b.dct->qp_num, KEY,
+                                           DCX_WR_SEND, 1000 + first + i));
+        }
+        ASSERT_EQ((int)n, b.poll(wc.data(), n));
+        for (unsigned i = 0; i < n; ++i) {
+            uint64_t v = 0;
+
+            EXPECT_EQ(DCX_WC_SUCCESS, wc[i].status) << i;
+            EXPECT_EQ(DCX_WC_RECV, wc[i].opcode) << i;
+            EXPECT_EQ(first + i, wc[i].wr_id) << i;
+            memcpy(&v, buf.data() + (first + i) * SLOT, sizeof(v));
+            EXPECT_EQ(1000 + first + i, v) << i;
+        }
+        ASSERT_EQ((int)n, a.poll(wc.data(), n));
+        for (unsigned i = 0; i < n; ++i) {
+            EXPECT_EQ(DCX_WC_SUCCESS, wc[i].status) << i;
+        }
+    }
+};
+
+} // namespace
+
+/* A list longer than the room left: the SRQ takes what fits, in order, and
+ * refuses the rest with ENOMEM; the count it reports is exact, and the
+ * buffers it did not take are never written. */
+TEST_F(soft, srq_list_post_takes_what_fits_bad_flow)
+{
+    srq_pair p;
+    unsigned posted = ~0u;
+
+    ASSERT_EQ(0, p.open(fabric));
+    std::vector<dcx_recv_t> list = p.recvs(0, CAP + 3);
+    EXPECT_EQ(ENOMEM, dcx_srq_post_recv_list(p.b.srq, list.data(),
+                                             list.size(), &posted));
+    EXPECT_EQ(CAP, posted);
+    p.exchange(0, CAP);
+
+    /* consumed: room for CAP again; the refused ones were not written */
+    for (unsigned i = CAP; i < CAP + 3; ++i) {
+        EXPECT_EQ(0xee, p.buf[i * SLOT]) << i;
+    }
+    list = p.recvs(CAP, CAP);
+    posted = ~0u;
+    EXPECT_EQ(0, dcx_srq_post_recv_list(p.b.srq, list.data(), list.size(),
+                                        &posted));
+    EXPECT_EQ(CAP, posted);
+    p.exchange(CAP, CAP);
+
+    /* two lists that together overfill it: the second stops where the
+     * queue is full; a list posted to a full queue takes nothing */
+    list = p.recvs(2 * CAP, CAP);
+    list.resize(CAP / 2);
+    EXPECT_EQ(0, dcx_srq_post_recv_list(p.b.srq, list.data(), list.size(),
+                                        &posted));
+    EXPECT_EQ(CAP / 2, posted);
+    list = p.recvs(2 * CAP + CAP / 2, CAP);
+    EXPECT_EQ(ENOMEM, dcx_srq_post_recv_list(p.b.srq, list.data(),
+                                             list.size(), &posted));
+    EXPECT_EQ(CAP / 2, posted);
+    list = p.recvs(3 * CAP, 1);
+    EXPECT_EQ(ENOMEM, dcx_srq_post_recv_list(p.b.srq, list.data(), 1,
+                                             &posted));
+    EXPECT_EQ(0u, posted);
+    p.exchange(2 * CAP, CAP);
+}
+
+/* An empty list posts nothing and succeeds. */
+TEST_F(soft, srq_list_post_empty)
+{
+    srq_pair p;
+    unsigned posted = ~0u;
+    dcx_recv_t none;
+
+    ASSERT_EQ(0, p.open(fabric));
+    EXPECT_EQ(0, dcx_srq_post_recv_list(p.b.srq, &none, 0, &posted));
+    EXPECT_EQ(0u, posted);
+    std::vector<dcx_recv_t> list = p.recvs(0, 2);
+    EXPECT_EQ(0, dcx_srq_post_recv_list(p.b.srq, list.data(), 2, &posted));
+    EXPECT_EQ(2u, posted);
+    p.exchange(0, 2);
+}
