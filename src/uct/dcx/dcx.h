@@ -614,6 +614,9 @@ void uct_dcx_dci_detach_ep(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci,
                            uct_dcx_ep_t *ep);
 void uct_dcx_ep_put_idle_dci(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep);
 void uct_dcx_dci_drain(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci);
+/* A signalled no-op to ourselves on dci, inline (no buffer: it cannot fail
+ * for want of one); UCS_ERR_NO_RESOURCE if dci has no free slot */
+ucs_status_t uct_dcx_dci_post_nop(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci);
 void uct_dcx_dci_tail_slow(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci);
 void uct_dcx_iface_tx_starved(uct_dcx_iface_t *iface);
 void uct_dcx_op_release_desc(uct_dcx_iface_t *iface, uct_dcx_op_t *op,

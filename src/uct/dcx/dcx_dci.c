@@ -61,10 +61,7 @@ static void uct_dcx_dci_release(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci)
  * for the WRs it waits for.)
  */
 
-/* A signalled no-op to ourselves on dci, inline (no buffer: it cannot fail
- * for want of one); UCS_ERR_NO_RESOURCE if dci has no free slot */
-static ucs_status_t uct_dcx_dci_post_nop(uct_dcx_iface_t *iface,
-                                         uct_dcx_dci_t *dci)
+ucs_status_t uct_dcx_dci_post_nop(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci)
 {
     uint8_t nop[DCX_TM_TMH_LEN + UCT_DCX_AM_HDR_LEN] = {0};
     dcx_dc_dest_t self;

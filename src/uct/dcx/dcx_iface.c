@@ -263,7 +263,6 @@ static ucs_status_t uct_dcx_iface_flush(uct_iface_h tl_iface, unsigned flags,
 {
     uct_dcx_iface_t *iface = ucs_derived_of(tl_iface, uct_dcx_iface_t);
     int in_progress        = 0;
-    dcx_dc_dest_t self;
     uct_dcx_dci_t *dci;
     unsigned i;
 
@@ -272,7 +271,6 @@ static ucs_status_t uct_dcx_iface_flush(uct_iface_h tl_iface, unsigned flags,
         return UCS_ERR_UNSUPPORTED;
     }
 
-    uct_dcx_iface_self_dest(iface, &self);
     for (i = 0; i <= iface->num_dci; ++i) {
         dci = &iface->dcis[i];
         if (uct_dcx_dci_is_drained(dci)) {
@@ -280,9 +278,9 @@ static ucs_status_t uct_dcx_iface_flush(uct_iface_h tl_iface, unsigned flags,
         }
         in_progress = 1;
         if (dci->sig_sn < dci->sn) {
-            /* unsignalled tail: a signalled no-op behind it */
-            uct_dcx_dci_post_ctl(iface, dci, NULL, &self, UCT_DCX_CTL_NOP,
-                                 NULL, 0, iface->rx_tmh_len, NULL);
+            /* unsignalled tail: a signalled no-op behind it (none posted
+             * when the DCI is full: a full queue holds a signalled WR) */
+            uct_dcx_dci_post_nop(iface, dci);
         }
     }
 
