@@ -181,6 +181,26 @@ int post_inline_value(const node &from, dcx_qp_t *dci, uint32_t dctn,
     return dcx_qp_post_send(dci, &wr);   /* inline: s is copied here */
 }
 
+int open_sender_target(node &a, node &b, const std::string &fabric,
+                       uint64_t key, uint32_t access, uint32_t srq_wr,
+                       std::vector<uint8_t> &buf, dcx_mr_t **mr_p)
+{
+    uint8_t addr[DCX_DEV_ADDR_MAX];
+    size_t len = sizeof(addr);
+    int ret;
+
+    if (((ret = a.open(fabric.c_str())) != 0) ||
+        ((ret = b.open(fabric.c_str())) != 0) ||
+        ((ret = a.make_dci()) != 0) ||
+        ((ret = b.make_target(key, access, srq_wr)) != 0) ||
+        ((ret = b.reg(buf.data(), buf.size(), DCX_ACCESS_LOCAL_WRITE,
+                      mr_p)) != 0) ||
+        ((ret = dcx_dev_port_addr(b.dev, addr, &len)) != 0)) {
+        return ret;
+    }
+    return a.connect(addr, len);
+}
+
 int node::connect(const void *addr, size_t len)
 {
     return dcx_ah_create(pd, addr, len, &ah);

@@ -115,6 +115,13 @@ int post_inline_value(const node &from, dcx_qp_t *dci, uint32_t dctn,
                       uint64_t key, dcx_wr_opcode_t op, uint64_t value,
                       uint32_t rkey = 0, uint64_t raddr = 0);
 
+/* Opens a and b on fabric: a with a DCI and an address handle of b's port,
+ * b a target (DCT key and access, an SRQ of srq_wr receives) with buf
+ * registered for local write in *mr_p; 0 or the first error. */
+int open_sender_target(node &a, node &b, const std::string &fabric,
+                       uint64_t key, uint32_t access, uint32_t srq_wr,
+                       std::vector<uint8_t> &buf, dcx_mr_t **mr_p);
+
 /* Posts a single WR; helpers to build the common ones. */
 dcx_send_wr_t make_wr(dcx_wr_opcode_t op, uint64_t wr_id, const dcx_sge_t *sge,
                       unsigned num_sge, const node &n, const shared_area *sh);

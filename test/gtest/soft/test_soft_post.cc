@@ -28,18 +28,9 @@ struct post_pair {
 
     int open(const std::string &fabric)
     {
-        uint8_t addr[DCX_DEV_ADDR_MAX];
-        size_t len = sizeof(addr);
-        int ret;
+        int ret = open_sender_target(a, b, fabric, KEY, 0, 256, rbuf, &rmr);
 
-        if (((ret = a.open(fabric.c_str())) != 0) ||
-            ((ret = b.open(fabric.c_str())) != 0) ||
-            ((ret = a.make_dci()) != 0) ||
-            ((ret = b.make_target(KEY, 0)) != 0) ||
-            ((ret = b.reg(rbuf.data(), rbuf.size(), DCX_ACCESS_LOCAL_WRITE,
-                          &rmr)) != 0) ||
-            ((ret = dcx_dev_port_addr(b.dev, addr, &len)) != 0) ||
-            ((ret = a.connect(addr, len)) != 0)) {
+        if (ret != 0) {
             return ret;
         }
         for (uint64_t i = 0; i < RECVS; ++i) {

@@ -23,20 +23,8 @@ struct srq_pair {
 
     int open(const std::string &fabric)
     {
-        uint8_t addr[DCX_DEV_ADDR_MAX];
-        size_t len = sizeof(addr);
-        int ret;
-
-        if (((ret = a.open(fabric.c_str())) != 0) ||
-            ((ret = b.open(fabric.c_str())) != 0) ||
-            ((ret = a.make_dci()) != 0) ||
-            ((ret = b.make_target(KEY, DCX_ACCESS_REMOTE_WRITE, CAP)) != 0) ||
-            ((ret = b.reg(buf.data(), buf.size(), DCX_ACCESS_LOCAL_WRITE,
-                          &mr)) != 0) ||
-            ((ret = dcx_dev_port_addr(b.dev, addr, &len)) != 0)) {
-            return ret;
-        }
-        return a.connect(addr, len);
+        return open_sender_target(a, b, fabric, KEY, DCX_ACCESS_REMOTE_WRITE,
+                                  CAP, buf, &mr);
     }
 
     /* receives with wr_ids first.. into buffer slots first.. */
