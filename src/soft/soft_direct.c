@@ -24,6 +24,14 @@
  * written by then except when a deregistration raced a transfer in
  * progress, as it may with a NIC.
  *
+ * A WRITE or READ longer than one packet whose DCI still has earlier work
+ * on the wire does not go in packets when it could go direct
+ * (soft_direct_ready, asked by soft_req_run): it waits in the send queue
+ * until that work completed, then copies.  The earlier work needs the
+ * target's responder once for its acknowledgement; the packets would need
+ * it once per MTU.  UCP's software rendezvous posts exactly that: the ATS
+ * of one message and the READ of the next on one endpoint.
+ *
  * Memory that cannot be mapped (heap: what MPI passes) is copied by
  * process_vm_writev / readv even when the target polls and a small WRITE
  * could go as a light packet: measured with ucx_perftest at 8 B on the
@@ -483,6 +491,67 @@ static void soft_direct_map_copy(const soft_dmap_ent_t *map, soft_swqe_t *w,
     }
 }
 
+/* The checks made before a direct copy of w (RDMA_WRITE or RDMA_READ)
+ * claims a marker slot: 1 with the target's area and the mapping to copy
+ * through (NULL: cross-memory attach) if w can go direct, 0 if it takes
+ * the packet path. */
+static int soft_direct_plan(soft_qp_t *qp, soft_swqe_t *w,
+                            soft_direct_area_t **areap,
+                            soft_dmap_ent_t **mapp)
+{
+    soft_dev_t *dev   = qp->dev;
+    soft_peer_t *peer = w->peer;
+    uint32_t access   = (w->wr.opcode == DCX_WR_RDMA_WRITE) ?
+                        DCX_ACCESS_REMOTE_WRITE : DCX_ACCESS_REMOTE_READ;
+    uint32_t rkey     = w->wr.rkey;
+    soft_direct_area_t *area;
+    soft_port_hdr_t *hdr;
+    soft_dmap_ent_t *map;
+
+    if ((w->total_len == 0) || dev->killed ||
+        (dev->fault.rule.type != DCX_SOFT_FAULT_NONE) ||
+        (w->wr.num_sge > SOFT_MAX_RECV_SGE) ||
+        ((rkey >> 8) >= SOFT_DIRECT_MRS) ||
+        ((hdr = soft_peer_map(dev, peer)) == NULL) ||
+        __atomic_load_n(&hdr->killed, __ATOMIC_ACQUIRE) ||
+        ((area = soft_direct_area_of(hdr, peer->map_size)) == NULL) ||
+        !soft_direct_dct_ok(area, w->wr.dest.dctn, w->wr.dest.dc_key,
+                            access) ||
+        !soft_direct_local_plain(dev, w)) {
+        return 0;
+    }
+    if (soft_direct_life(area) == SOFT_LIFE_DEAD) {
+        /* its process died, or exec'd (then the pid lives on with other
+         * memory at our addresses): no copy, by any means; its responder
+         * never answers the packets */
+        soft_dmap_forget(dev, peer);
+        return 0;
+    }
+    map = soft_direct_map_for(dev, peer, area, w);
+    if ((map == NULL) && peer->direct_off) {
+        return 0;
+    }
+    *areap = area;
+    *mapp  = map;
+    return 1;
+}
+
+/* Whether w (RDMA_WRITE or RDMA_READ) would be copied directly if its DCI
+ * had nothing else outstanding: the checks of soft_direct_exec, and the
+ * target's MR entry read once without our intent (a hint: the copy checks
+ * it again). */
+static int soft_direct_ready(soft_qp_t *qp, soft_swqe_t *w)
+{
+    uint32_t access = (w->wr.opcode == DCX_WR_RDMA_WRITE) ?
+                      DCX_ACCESS_REMOTE_WRITE : DCX_ACCESS_REMOTE_READ;
+    soft_direct_area_t *area;
+    soft_dmap_ent_t *map;
+
+    return soft_direct_plan(qp, w, &area, &map) &&
+           soft_direct_mr_ok(area, w->wr.rkey, access, w->wr.remote_addr,
+                             w->total_len, map);
+}
+
 /* Executes w (RDMA_WRITE or RDMA_READ) by copying directly; 1 if done
  * (the caller completes it successfully), 0 to use the packet path. */
 static int soft_direct_exec(soft_qp_t *qp, soft_swqe_t *w)
@@ -496,34 +565,13 @@ static int soft_direct_exec(soft_qp_t *qp, soft_swqe_t *w)
     struct iovec liov[SOFT_MAX_RECV_SGE + 1], riov;
     soft_dmap_ent_t *map;
     soft_direct_area_t *area;
-    soft_port_hdr_t *hdr;
     soft_dslot_t *slot;
     uint64_t off, len;
     unsigned niov;
     ssize_t ret;
     int err;
 
-    if ((w->total_len == 0) || dev->killed ||
-        (dev->fault.rule.type != DCX_SOFT_FAULT_NONE) ||
-        (w->wr.num_sge > SOFT_MAX_RECV_SGE) ||
-        ((rkey >> 8) >= SOFT_DIRECT_MRS) ||
-        ((hdr = soft_peer_map(dev, peer)) == NULL) ||
-        __atomic_load_n(&hdr->killed, __ATOMIC_ACQUIRE) ||
-        ((area = soft_direct_area_of(hdr, peer->map_size)) == NULL) ||
-        !soft_direct_dct_ok(area, w->wr.dest.dctn, w->wr.dest.dc_key,
-                            access) ||
-        !soft_direct_local_plain(dev, w)) {
-        goto fallback;
-    }
-    if (soft_direct_life(area) == SOFT_LIFE_DEAD) {
-        /* its process died, or exec'd (then the pid lives on with other
-         * memory at our addresses): no copy, by any means; its responder
-         * never answers the packets */
-        soft_dmap_forget(dev, peer);
-        goto fallback;
-    }
-    map = soft_direct_map_for(dev, peer, area, w);
-    if (((map == NULL) && peer->direct_off) ||
+    if (!soft_direct_plan(qp, w, &area, &map) ||
         ((slot = soft_direct_claim(dev, area)) == NULL)) {
         goto fallback;
     }
@@ -682,8 +730,9 @@ void soft_direct_init(soft_dev_t *dev, soft_port_hdr_t *hdr, uint64_t offset)
 {
     soft_direct_area_t *area;
 
-    dev->one_sided = soft_direct_none;
-    dev->direct    = NULL;
+    dev->one_sided       = soft_direct_none;
+    dev->one_sided_ready = soft_direct_none;
+    dev->direct          = NULL;
     if (!dev->limits.direct) {
         return;
     }
@@ -695,7 +744,8 @@ void soft_direct_init(soft_dev_t *dev, soft_port_hdr_t *hdr, uint64_t offset)
     __atomic_store_n(&area->enabled, 1, __ATOMIC_RELEASE);
     __atomic_store_n(&hdr->direct_off, offset, __ATOMIC_RELEASE);
     if (soft_direct_probe(dev)) {
-        dev->one_sided = soft_direct_exec;
+        dev->one_sided       = soft_direct_exec;
+        dev->one_sided_ready = soft_direct_ready;
     }
 }
 

@@ -671,3 +671,65 @@ TEST_F(soft_direct, write_then_send_visible_at_arrival)
     EXPECT_TRUE(stop_children());
     EXPECT_EQ((uint64_t)rounds, info->stats.direct_writes);
 }
+
+/* A send and then a READ longer than a packet, posted at once on one DCI:
+ * the READ waits for the send's acknowledgement and then copies directly,
+ * rather than going in packets that the target's CPU must answer one MTU
+ * at a time (what UCP's software rendezvous does: the ATS of one message
+ * and the READ of the next on one endpoint). */
+TEST_F(soft_direct, long_read_behind_send_goes_direct)
+{
+    direct_info *in = info;
+    const int rounds = 16;
+    const size_t len = 1u << 20;
+
+    for (size_t k = 0; k < len; ++k) {
+        tmem[PAGE + 4096 + k] = pattern(k, 7);
+    }
+    start_initiator([in](node &n) -> int {
+        local_buf lb;
+
+        if (lb.reg(n, len + 64) != 0) {
+            return 11;
+        }
+        for (int i = 0; i < rounds; ++i) {
+            memset(lb.v.data(), 0, len + 64);
+            dcx_sge_t msg  = lb.sge(len, 16);
+            dcx_sge_t data = lb.sge(0, (uint32_t)len);
+            dcx_send_wr_t s = wr_to(in, n, DCX_WR_SEND, &msg, 0, 0);
+            dcx_send_wr_t r = wr_to(in, n, DCX_WR_RDMA_READ, &data, 4096,
+                                    in->rkey);
+            dcx_wc_t wc[2];
+
+            if ((dcx_qp_post_send(n.dci, &s) != 0) ||
+                (dcx_qp_post_send(n.dci, &r) != 0) ||
+                (n.poll(wc, 2, 30.0) != 2) ||
+                (wc[0].status != DCX_WC_SUCCESS) ||
+                (wc[1].status != DCX_WC_SUCCESS) ||
+                (wc[1].wr_id != 4096)) {
+                return 12;
+            }
+            for (size_t k = 0; k < len; ++k) {
+                if (lb.v[k] != pattern(k, 7)) {
+                    fprintf(stderr, "round %d: byte %zu wrong\n", i, k);
+                    return 13;
+                }
+            }
+        }
+        return 0;
+    });
+    start_target();
+    for (int i = 0; i < rounds; ++i) {
+        dcx_wc_t wc;
+        ASSERT_EQ(1, t.poll(&wc, 1, 30.0));
+        ASSERT_EQ(DCX_WC_SUCCESS, wc.status);
+    }
+    ASSERT_TRUE(wait_done());
+    dcx_soft_stats_t ts;
+    ASSERT_EQ(0, dcx_soft_stats(t.dev, &ts));
+    EXPECT_TRUE(stop_children());
+    EXPECT_EQ((uint64_t)rounds, info->stats.direct_reads);
+    EXPECT_EQ(0u, info->stats.direct_fallbacks);
+    /* the target answered the sends, no READ packet */
+    EXPECT_LT(ts.tx_bytes, (uint64_t)len) << "READ responses by packets";
+}
