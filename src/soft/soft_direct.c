@@ -552,6 +552,35 @@ static int soft_direct_ready(soft_qp_t *qp, soft_swqe_t *w)
                              w->total_len, map);
 }
 
+#define SOFT_DIRECT_NO_MARK UINT32_MAX
+
+/* A long copy (tens of us for a MiB) keeps our polls out like a long
+ * engine pass (both hold the engine lock): peers waiting for us to consume
+ * their packets must not take us for absent and prod our helper, which
+ * could only wait for the lock, on our CPU.  Marks our port as in an
+ * engine pass for a copy longer than a packet; returns what to restore. */
+static inline uint32_t soft_direct_mark(soft_dev_t *dev, const soft_swqe_t *w)
+{
+    uint32_t in_engine;
+
+    if (w->total_len <= dev->limits.mtu) {
+        return SOFT_DIRECT_NO_MARK;
+    }
+    in_engine = dev->hdr->in_engine;
+    __atomic_store_n(&dev->hdr->in_engine, 1, __ATOMIC_RELAXED);
+    return in_engine;
+}
+
+/* Ends what soft_direct_mark marked: our poll stamp is now (the copy kept
+ * us busy until here), in_engine as it was. */
+static inline void soft_direct_unmark(soft_dev_t *dev, uint32_t in_engine)
+{
+    if (in_engine != SOFT_DIRECT_NO_MARK) {
+        soft_engine_stamp(dev);
+        __atomic_store_n(&dev->hdr->in_engine, in_engine, __ATOMIC_RELEASE);
+    }
+}
+
 /* Executes w (RDMA_WRITE or RDMA_READ) by copying directly; 1 if done
  * (the caller completes it successfully), 0 to use the packet path. */
 static int soft_direct_exec(soft_qp_t *qp, soft_swqe_t *w)
@@ -567,15 +596,19 @@ static int soft_direct_exec(soft_qp_t *qp, soft_swqe_t *w)
     soft_direct_area_t *area;
     soft_dslot_t *slot;
     uint64_t off, len;
+    uint32_t in_engine;
     unsigned niov;
     ssize_t ret;
     int err;
 
-    if (!soft_direct_plan(qp, w, &area, &map) ||
-        ((slot = soft_direct_claim(dev, area)) == NULL)) {
+    if (!soft_direct_plan(qp, w, &area, &map)) {
         goto fallback;
     }
-
+    in_engine = soft_direct_mark(dev, w);   /* marked while a slot is ours */
+    if ((slot = soft_direct_claim(dev, area)) == NULL) {
+        soft_direct_unmark(dev, in_engine);
+        goto fallback;
+    }
     for (off = 0; off < w->total_len; off += len) {
         len = w->total_len - off;
         if (len > SOFT_DIRECT_CHUNK) {
@@ -610,6 +643,7 @@ static int soft_direct_exec(soft_qp_t *qp, soft_swqe_t *w)
         }
     }
     __atomic_store_n(&slot->owner, 0, __ATOMIC_RELEASE);
+    soft_direct_unmark(dev, in_engine);
     if (is_write) {
         dev->stats.direct_writes++;
     } else {
@@ -622,6 +656,7 @@ static int soft_direct_exec(soft_qp_t *qp, soft_swqe_t *w)
 release:
     __atomic_store_n(&slot->key, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&slot->owner, 0, __ATOMIC_RELEASE);
+    soft_direct_unmark(dev, in_engine);
     dev->stats.direct_fallbacks++;
 fallback:
     return 0;
