@@ -120,6 +120,17 @@ static soft_direct_area_t *soft_direct_area_of(soft_port_hdr_t *hdr,
     return area;
 }
 
+int soft_direct_peer_life(soft_peer_t *peer)
+{
+    soft_direct_area_t *area;
+
+    if ((peer->hdr == NULL) ||
+        ((area = soft_direct_area_of(peer->hdr, peer->map_size)) == NULL)) {
+        return SOFT_LIFE_UNKNOWN;
+    }
+    return soft_direct_life(area);
+}
+
 /* ------------------------------------------------------------------------
  * Owner side: publishing
  * ------------------------------------------------------------------------ */
