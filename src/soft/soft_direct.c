@@ -102,8 +102,8 @@ size_t soft_direct_area_size(const soft_dev_t *dev)
            ((sizeof(soft_direct_area_t) + 4095u) & ~(size_t)4095u) : 0;
 }
 
-static soft_direct_area_t *soft_direct_area_of(soft_port_hdr_t *hdr,
-                                               size_t map_size)
+static inline soft_direct_area_t *soft_direct_area_of(soft_port_hdr_t *hdr,
+                                                      size_t map_size)
 {
     uint64_t off = __atomic_load_n(&hdr->direct_off, __ATOMIC_ACQUIRE);
     soft_direct_area_t *area;
@@ -301,8 +301,8 @@ unsigned soft_direct_inflight(soft_dev_t *dev)
  * Initiator side
  * ------------------------------------------------------------------------ */
 /* The target's DCT entry allows 'access' with our DC key. */
-static int soft_direct_dct_ok(soft_direct_area_t *area, uint32_t dctn,
-                              uint64_t dc_key, uint32_t access)
+static inline int soft_direct_dct_ok(soft_direct_area_t *area, uint32_t dctn,
+                                     uint64_t dc_key, uint32_t access)
 {
     uint32_t idx = dctn - SOFT_QPN_BASE;
     soft_ddct_t *e;
@@ -351,7 +351,7 @@ static void soft_direct_mr_read(soft_direct_area_t *area, uint32_t rkey,
 
 /* The entry grants 'access' over [addr, addr + len) (and, for a copy
  * through a mapping, still lies in the allocation the mapping is of). */
-static int soft_direct_mr_ok(soft_direct_area_t *area, uint32_t rkey,
+static inline int soft_direct_mr_ok(soft_direct_area_t *area, uint32_t rkey,
                              uint32_t access, uint64_t addr, uint64_t len,
                              const soft_dmap_ent_t *map)
 {
@@ -450,10 +450,10 @@ __attribute__((noinline)) static void soft_direct_refused(soft_dev_t *dev,
  * mapping.  The entry is only a hint here; every chunk checks it again
  * (so does the mapping used last for the same key, taken without looking
  * at the entry). */
-static soft_dmap_ent_t *soft_direct_map_for(soft_dev_t *dev,
-                                            soft_peer_t *peer,
-                                            soft_direct_area_t *area,
-                                            const soft_swqe_t *w)
+static inline soft_dmap_ent_t *soft_direct_map_for(soft_dev_t *dev,
+                                                   soft_peer_t *peer,
+                                                   soft_direct_area_t *area,
+                                                   const soft_swqe_t *w)
 {
     uint64_t raddr = w->wr.remote_addr;
     soft_dmap_ent_t *map;
@@ -506,9 +506,9 @@ static void soft_direct_map_copy(const soft_dmap_ent_t *map, soft_swqe_t *w,
  * claims a marker slot: 1 with the target's area and the mapping to copy
  * through (NULL: cross-memory attach) if w can go direct, 0 if it takes
  * the packet path. */
-static int soft_direct_plan(soft_qp_t *qp, soft_swqe_t *w,
-                            soft_direct_area_t **areap,
-                            soft_dmap_ent_t **mapp)
+static inline __attribute__((always_inline)) int
+soft_direct_plan(soft_qp_t *qp, soft_swqe_t *w, soft_direct_area_t **areap,
+                 soft_dmap_ent_t **mapp)
 {
     soft_dev_t *dev   = qp->dev;
     soft_peer_t *peer = w->peer;
