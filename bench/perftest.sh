@@ -2,7 +2,8 @@
 #
 # ucx_perftest over dcx, posix and tcp in one run, side by side.
 #
-#   bench/perftest.sh [-t "dcx posix tcp"] [-s SCALE] [-r REPEAT] [-l LOGDIR] [-a] [-P] [-v]
+#   bench/perftest.sh [-t "dcx posix tcp"] [-s SCALE] [-r REPEAT] [-l LOGDIR]
+#                     [-S SIZES] [-T TESTS] [-a] [-P] [-v]
 #
 #   -t, DCX_BENCH_TLS    transports to compare (default "dcx posix tcp")
 #   -s, DCX_BENCH_SCALE  multiplies the iteration counts (default 1; the
@@ -17,6 +18,9 @@
 #                        size issue 12 item 6b names
 #   -S, DCX_BENCH_SIZES  message sizes (default "8 4096 1048576", with -a
 #                        "8 4096 1048576 4194304")
+#   -T, DCX_BENCH_TESTS  only these tests (default all: "am_lat am_bw
+#                        put_lat put_bw get tag_lat tag_bw"), e.g.
+#                        -a -r 10 -T tag_bw -S "1048576 4194304"
 #   DCX_BENCH_BUDGET     seconds after which cells get a single run (default
 #                        120), to keep the whole run under 3 minutes
 #   -l LOGDIR            keep every server/client log there (default: a
@@ -72,11 +76,13 @@ verbose=0
 pin=${DCX_BENCH_PIN:-0}
 alt=0
 sizes=${DCX_BENCH_SIZES:-}
+tests=${DCX_BENCH_TESTS:-am_lat am_bw put_lat put_bw get tag_lat tag_bw}
 
-while getopts "t:s:r:l:S:aPvh" opt; do
+while getopts "t:s:r:l:S:T:aPvh" opt; do
     case $opt in
     a) alt=1 ;;
     S) sizes=$OPTARG ;;
+    T) tests=$OPTARG ;;
     t) tls_list=$OPTARG ;;
     s) scale=$OPTARG ;;
     r) reps=$OPTARG ;;
@@ -383,6 +389,12 @@ for tl in $tls_list; do
         echo "perftest.sh: unknown transport '$tl' (known: dcx posix tcp)" >&2; exit 2
     fi
 done
+for t in $tests; do
+    case $t in
+    am_lat|am_bw|put_lat|put_bw|get|tag_lat|tag_bw) ;;
+    *) echo "perftest.sh: unknown test '$t' (known: am_lat am_bw put_lat put_bw get tag_lat tag_bw)" >&2; exit 2 ;;
+    esac
+done
 
 # Cells run one after the other with the transports interleaved, so that a
 # burst of other load on the machine hits all transports of a cell alike.
@@ -398,6 +410,8 @@ for size in $sizes; do
 done
 reps_cut=""
 for c in "${cells[@]}"; do
+    read -r _ c_test _ <<<"$c"
+    [[ " $tests " == *" $c_test "* ]] || continue
     if [ $alt = 1 ]; then
         echo "# $((SECONDS - t0))s: ${c#* } ($reps alternating runs)" >&2
         for alt_rep in $(seq 1 "$reps"); do

@@ -665,6 +665,8 @@ struct soft_dev {
     /* initiator-side RDMA WRITE/READ (soft_direct.c): executes w and
      * returns 1, or 0 for the packet path; chosen at open */
     int               (*one_sided)(soft_qp_t *qp, soft_swqe_t *w);
+    /* 1 if one_sided would take w were its DCI idle (a hint, no copy) */
+    int               (*one_sided_ready)(soft_qp_t *qp, soft_swqe_t *w);
     struct soft_direct_area *direct;   /* our published tables, or NULL */
     uint64_t            direct_start;  /* our start time (liveness) */
     /* device allocations (soft_alloc.c), under mr_lock */

@@ -24,6 +24,14 @@
  * written by then except when a deregistration raced a transfer in
  * progress, as it may with a NIC.
  *
+ * A WRITE or READ longer than one packet whose DCI still has earlier work
+ * on the wire does not go in packets when it could go direct
+ * (soft_direct_ready, asked by soft_req_run): it waits in the send queue
+ * until that work completed, then copies.  The earlier work needs the
+ * target's responder once for its acknowledgement; the packets would need
+ * it once per MTU.  UCP's software rendezvous posts exactly that: the ATS
+ * of one message and the READ of the next on one endpoint.
+ *
  * Memory that cannot be mapped (heap: what MPI passes) is copied by
  * process_vm_writev / readv even when the target polls and a small WRITE
  * could go as a light packet: measured with ucx_perftest at 8 B on the
@@ -94,8 +102,8 @@ size_t soft_direct_area_size(const soft_dev_t *dev)
            ((sizeof(soft_direct_area_t) + 4095u) & ~(size_t)4095u) : 0;
 }
 
-static soft_direct_area_t *soft_direct_area_of(soft_port_hdr_t *hdr,
-                                               size_t map_size)
+static inline soft_direct_area_t *soft_direct_area_of(soft_port_hdr_t *hdr,
+                                                      size_t map_size)
 {
     uint64_t off = __atomic_load_n(&hdr->direct_off, __ATOMIC_ACQUIRE);
     soft_direct_area_t *area;
@@ -110,6 +118,17 @@ static soft_direct_area_t *soft_direct_area_of(soft_port_hdr_t *hdr,
         return NULL;
     }
     return area;
+}
+
+int soft_direct_peer_life(soft_peer_t *peer)
+{
+    soft_direct_area_t *area;
+
+    if ((peer->hdr == NULL) ||
+        ((area = soft_direct_area_of(peer->hdr, peer->map_size)) == NULL)) {
+        return SOFT_LIFE_UNKNOWN;
+    }
+    return soft_direct_life(area);
 }
 
 /* ------------------------------------------------------------------------
@@ -282,8 +301,8 @@ unsigned soft_direct_inflight(soft_dev_t *dev)
  * Initiator side
  * ------------------------------------------------------------------------ */
 /* The target's DCT entry allows 'access' with our DC key. */
-static int soft_direct_dct_ok(soft_direct_area_t *area, uint32_t dctn,
-                              uint64_t dc_key, uint32_t access)
+static inline int soft_direct_dct_ok(soft_direct_area_t *area, uint32_t dctn,
+                                     uint64_t dc_key, uint32_t access)
 {
     uint32_t idx = dctn - SOFT_QPN_BASE;
     soft_ddct_t *e;
@@ -332,7 +351,7 @@ static void soft_direct_mr_read(soft_direct_area_t *area, uint32_t rkey,
 
 /* The entry grants 'access' over [addr, addr + len) (and, for a copy
  * through a mapping, still lies in the allocation the mapping is of). */
-static int soft_direct_mr_ok(soft_direct_area_t *area, uint32_t rkey,
+static inline int soft_direct_mr_ok(soft_direct_area_t *area, uint32_t rkey,
                              uint32_t access, uint64_t addr, uint64_t len,
                              const soft_dmap_ent_t *map)
 {
@@ -431,10 +450,10 @@ __attribute__((noinline)) static void soft_direct_refused(soft_dev_t *dev,
  * mapping.  The entry is only a hint here; every chunk checks it again
  * (so does the mapping used last for the same key, taken without looking
  * at the entry). */
-static soft_dmap_ent_t *soft_direct_map_for(soft_dev_t *dev,
-                                            soft_peer_t *peer,
-                                            soft_direct_area_t *area,
-                                            const soft_swqe_t *w)
+static inline soft_dmap_ent_t *soft_direct_map_for(soft_dev_t *dev,
+                                                   soft_peer_t *peer,
+                                                   soft_direct_area_t *area,
+                                                   const soft_swqe_t *w)
 {
     uint64_t raddr = w->wr.remote_addr;
     soft_dmap_ent_t *map;
@@ -483,6 +502,96 @@ static void soft_direct_map_copy(const soft_dmap_ent_t *map, soft_swqe_t *w,
     }
 }
 
+/* The checks made before a direct copy of w (RDMA_WRITE or RDMA_READ)
+ * claims a marker slot: 1 with the target's area and the mapping to copy
+ * through (NULL: cross-memory attach) if w can go direct, 0 if it takes
+ * the packet path. */
+static inline __attribute__((always_inline)) int
+soft_direct_plan(soft_qp_t *qp, soft_swqe_t *w, soft_direct_area_t **areap,
+                 soft_dmap_ent_t **mapp)
+{
+    soft_dev_t *dev   = qp->dev;
+    soft_peer_t *peer = w->peer;
+    uint32_t access   = (w->wr.opcode == DCX_WR_RDMA_WRITE) ?
+                        DCX_ACCESS_REMOTE_WRITE : DCX_ACCESS_REMOTE_READ;
+    uint32_t rkey     = w->wr.rkey;
+    soft_direct_area_t *area;
+    soft_port_hdr_t *hdr;
+    soft_dmap_ent_t *map;
+
+    if ((w->total_len == 0) || dev->killed ||
+        (dev->fault.rule.type != DCX_SOFT_FAULT_NONE) ||
+        (w->wr.num_sge > SOFT_MAX_RECV_SGE) ||
+        ((rkey >> 8) >= SOFT_DIRECT_MRS) ||
+        ((hdr = soft_peer_map(dev, peer)) == NULL) ||
+        __atomic_load_n(&hdr->killed, __ATOMIC_ACQUIRE) ||
+        ((area = soft_direct_area_of(hdr, peer->map_size)) == NULL) ||
+        !soft_direct_dct_ok(area, w->wr.dest.dctn, w->wr.dest.dc_key,
+                            access) ||
+        !soft_direct_local_plain(dev, w)) {
+        return 0;
+    }
+    if (soft_direct_life(area) == SOFT_LIFE_DEAD) {
+        /* its process died, or exec'd (then the pid lives on with other
+         * memory at our addresses): no copy, by any means; its responder
+         * never answers the packets */
+        soft_dmap_forget(dev, peer);
+        return 0;
+    }
+    map = soft_direct_map_for(dev, peer, area, w);
+    if ((map == NULL) && peer->direct_off) {
+        return 0;
+    }
+    *areap = area;
+    *mapp  = map;
+    return 1;
+}
+
+/* Whether w (RDMA_WRITE or RDMA_READ) would be copied directly if its DCI
+ * had nothing else outstanding: the checks of soft_direct_exec, and the
+ * target's MR entry read once without our intent (a hint: the copy checks
+ * it again). */
+static int soft_direct_ready(soft_qp_t *qp, soft_swqe_t *w)
+{
+    uint32_t access = (w->wr.opcode == DCX_WR_RDMA_WRITE) ?
+                      DCX_ACCESS_REMOTE_WRITE : DCX_ACCESS_REMOTE_READ;
+    soft_direct_area_t *area;
+    soft_dmap_ent_t *map;
+
+    return soft_direct_plan(qp, w, &area, &map) &&
+           soft_direct_mr_ok(area, w->wr.rkey, access, w->wr.remote_addr,
+                             w->total_len, map);
+}
+
+#define SOFT_DIRECT_NO_MARK UINT32_MAX
+
+/* A long copy (tens of us for a MiB) keeps our polls out like a long
+ * engine pass (both hold the engine lock): peers waiting for us to consume
+ * their packets must not take us for absent and prod our helper, which
+ * could only wait for the lock, on our CPU.  Marks our port as in an
+ * engine pass for a copy longer than a packet; returns what to restore. */
+static inline uint32_t soft_direct_mark(soft_dev_t *dev, const soft_swqe_t *w)
+{
+    uint32_t in_engine;
+
+    if (w->total_len <= dev->limits.mtu) {
+        return SOFT_DIRECT_NO_MARK;
+    }
+    in_engine = dev->hdr->in_engine;
+    __atomic_store_n(&dev->hdr->in_engine, 1, __ATOMIC_RELAXED);
+    return in_engine;
+}
+
+/* Ends what soft_direct_mark marked: our poll stamp is now (the copy kept
+ * us busy until here), in_engine as it was. */
+static inline void soft_direct_unmark(soft_dev_t *dev, uint32_t in_engine)
+{
+    if (in_engine != SOFT_DIRECT_NO_MARK) {
+        soft_engine_stamp(dev);
+        __atomic_store_n(&dev->hdr->in_engine, in_engine, __ATOMIC_RELEASE);
+    }
+}
+
 /* Executes w (RDMA_WRITE or RDMA_READ) by copying directly; 1 if done
  * (the caller completes it successfully), 0 to use the packet path. */
 static int soft_direct_exec(soft_qp_t *qp, soft_swqe_t *w)
@@ -496,38 +605,21 @@ static int soft_direct_exec(soft_qp_t *qp, soft_swqe_t *w)
     struct iovec liov[SOFT_MAX_RECV_SGE + 1], riov;
     soft_dmap_ent_t *map;
     soft_direct_area_t *area;
-    soft_port_hdr_t *hdr;
     soft_dslot_t *slot;
     uint64_t off, len;
+    uint32_t in_engine;
     unsigned niov;
     ssize_t ret;
     int err;
 
-    if ((w->total_len == 0) || dev->killed ||
-        (dev->fault.rule.type != DCX_SOFT_FAULT_NONE) ||
-        (w->wr.num_sge > SOFT_MAX_RECV_SGE) ||
-        ((rkey >> 8) >= SOFT_DIRECT_MRS) ||
-        ((hdr = soft_peer_map(dev, peer)) == NULL) ||
-        __atomic_load_n(&hdr->killed, __ATOMIC_ACQUIRE) ||
-        ((area = soft_direct_area_of(hdr, peer->map_size)) == NULL) ||
-        !soft_direct_dct_ok(area, w->wr.dest.dctn, w->wr.dest.dc_key,
-                            access) ||
-        !soft_direct_local_plain(dev, w)) {
+    if (!soft_direct_plan(qp, w, &area, &map)) {
         goto fallback;
     }
-    if (soft_direct_life(area) == SOFT_LIFE_DEAD) {
-        /* its process died, or exec'd (then the pid lives on with other
-         * memory at our addresses): no copy, by any means; its responder
-         * never answers the packets */
-        soft_dmap_forget(dev, peer);
+    in_engine = soft_direct_mark(dev, w);   /* marked while a slot is ours */
+    if ((slot = soft_direct_claim(dev, area)) == NULL) {
+        soft_direct_unmark(dev, in_engine);
         goto fallback;
     }
-    map = soft_direct_map_for(dev, peer, area, w);
-    if (((map == NULL) && peer->direct_off) ||
-        ((slot = soft_direct_claim(dev, area)) == NULL)) {
-        goto fallback;
-    }
-
     for (off = 0; off < w->total_len; off += len) {
         len = w->total_len - off;
         if (len > SOFT_DIRECT_CHUNK) {
@@ -562,6 +654,7 @@ static int soft_direct_exec(soft_qp_t *qp, soft_swqe_t *w)
         }
     }
     __atomic_store_n(&slot->owner, 0, __ATOMIC_RELEASE);
+    soft_direct_unmark(dev, in_engine);
     if (is_write) {
         dev->stats.direct_writes++;
     } else {
@@ -574,6 +667,7 @@ static int soft_direct_exec(soft_qp_t *qp, soft_swqe_t *w)
 release:
     __atomic_store_n(&slot->key, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&slot->owner, 0, __ATOMIC_RELEASE);
+    soft_direct_unmark(dev, in_engine);
     dev->stats.direct_fallbacks++;
 fallback:
     return 0;
@@ -682,8 +776,9 @@ void soft_direct_init(soft_dev_t *dev, soft_port_hdr_t *hdr, uint64_t offset)
 {
     soft_direct_area_t *area;
 
-    dev->one_sided = soft_direct_none;
-    dev->direct    = NULL;
+    dev->one_sided       = soft_direct_none;
+    dev->one_sided_ready = soft_direct_none;
+    dev->direct          = NULL;
     if (!dev->limits.direct) {
         return;
     }
@@ -695,7 +790,8 @@ void soft_direct_init(soft_dev_t *dev, soft_port_hdr_t *hdr, uint64_t offset)
     __atomic_store_n(&area->enabled, 1, __ATOMIC_RELEASE);
     __atomic_store_n(&hdr->direct_off, offset, __ATOMIC_RELEASE);
     if (soft_direct_probe(dev)) {
-        dev->one_sided = soft_direct_exec;
+        dev->one_sided       = soft_direct_exec;
+        dev->one_sided_ready = soft_direct_ready;
     }
 }
 

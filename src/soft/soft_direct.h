@@ -140,6 +140,10 @@ static inline int soft_direct_life(const soft_direct_area_t *area)
            SOFT_LIFE_UNKNOWN;
 }
 
+/* What the liveness lock of the area peer publishes says (SOFT_LIFE_*;
+ * UNKNOWN when it publishes none). */
+int soft_direct_peer_life(soft_peer_t *peer);
+
 /* Seqlock helpers of the published tables (owner writes, peers read) */
 static inline void soft_seq_begin(uint32_t *seq)
 {

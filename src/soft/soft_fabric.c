@@ -597,6 +597,7 @@ soft_port_hdr_t *soft_peer_map(soft_dev_t *dev, soft_peer_t *peer)
 int soft_peer_dead(soft_dev_t *dev, soft_peer_t *peer)
 {
     uint64_t start = 0;
+    int life;
 
     if (peer->own) {
         return dev->killed;
@@ -604,6 +605,13 @@ int soft_peer_dead(soft_dev_t *dev, soft_peer_t *peer)
     if (peer->hdr != NULL) {
         if (__atomic_load_n(&peer->hdr->killed, __ATOMIC_ACQUIRE)) {
             return 1;
+        }
+        /* its liveness lock, when it publishes one, tells without a
+         * system call, and also tells an exec (the pid lives on in
+         * another program that never serves this port) */
+        life = soft_direct_peer_life(peer);
+        if (life != SOFT_LIFE_UNKNOWN) {
+            return life == SOFT_LIFE_DEAD;
         }
         start = peer->hdr->owner_start;
     }

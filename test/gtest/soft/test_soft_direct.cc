@@ -5,6 +5,11 @@
  */
 #include "soft_xfer.h"
 
+extern "C" {
+#include "soft/soft.h"
+#include "soft/soft_direct.h"
+}
+
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -12,6 +17,7 @@
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <thread>
 #include <unistd.h>
 
 using namespace soft_test;
@@ -670,4 +676,175 @@ TEST_F(soft_direct, write_then_send_visible_at_arrival)
     ASSERT_TRUE(wait_done());
     EXPECT_TRUE(stop_children());
     EXPECT_EQ((uint64_t)rounds, info->stats.direct_writes);
+}
+
+/* A send and then a READ longer than a packet, posted at once on one DCI:
+ * the READ waits for the send's acknowledgement and then copies directly,
+ * rather than going in packets that the target's CPU must answer one MTU
+ * at a time (what UCP's software rendezvous does: the ATS of one message
+ * and the READ of the next on one endpoint). */
+TEST_F(soft_direct, long_read_behind_send_goes_direct)
+{
+    direct_info *in = info;
+    const int rounds = 16;
+    const size_t len = 1u << 20;
+
+    for (size_t k = 0; k < len; ++k) {
+        tmem[PAGE + 4096 + k] = pattern(k, 7);
+    }
+    start_initiator([in](node &n) -> int {
+        local_buf lb;
+
+        if (lb.reg(n, len + 64) != 0) {
+            return 11;
+        }
+        for (int i = 0; i < rounds; ++i) {
+            memset(lb.v.data(), 0, len + 64);
+            dcx_sge_t msg  = lb.sge(len, 16);
+            dcx_sge_t data = lb.sge(0, (uint32_t)len);
+            dcx_send_wr_t s = wr_to(in, n, DCX_WR_SEND, &msg, 0, 0);
+            dcx_send_wr_t r = wr_to(in, n, DCX_WR_RDMA_READ, &data, 4096,
+                                    in->rkey);
+            dcx_wc_t wc[2];
+
+            if ((dcx_qp_post_send(n.dci, &s) != 0) ||
+                (dcx_qp_post_send(n.dci, &r) != 0) ||
+                (n.poll(wc, 2, 30.0) != 2) ||
+                (wc[0].status != DCX_WC_SUCCESS) ||
+                (wc[1].status != DCX_WC_SUCCESS) ||
+                (wc[1].wr_id != 4096)) {
+                return 12;
+            }
+            for (size_t k = 0; k < len; ++k) {
+                if (lb.v[k] != pattern(k, 7)) {
+                    fprintf(stderr, "round %d: byte %zu wrong\n", i, k);
+                    return 13;
+                }
+            }
+        }
+        return 0;
+    });
+    start_target();
+    for (int i = 0; i < rounds; ++i) {
+        dcx_wc_t wc;
+        ASSERT_EQ(1, t.poll(&wc, 1, 30.0));
+        ASSERT_EQ(DCX_WC_SUCCESS, wc.status);
+    }
+    ASSERT_TRUE(wait_done());
+    dcx_soft_stats_t ts;
+    ASSERT_EQ(0, dcx_soft_stats(t.dev, &ts));
+    EXPECT_TRUE(stop_children());
+    EXPECT_EQ((uint64_t)rounds, info->stats.direct_reads);
+    EXPECT_EQ(0u, info->stats.direct_fallbacks);
+    /* the target answered the sends, no READ packet */
+    EXPECT_LT(ts.tx_bytes, (uint64_t)len) << "READ responses by packets";
+}
+
+/* A device busy with a long direct copy (the copy runs in the post, under
+ * the engine lock, where no poll can run) is not taken for absent by a
+ * requester whose packet waits in its ring: no prod of its helper while
+ * the copy lasts, however long that is; the copy ends with a fresh poll
+ * stamp.  Three devices of this process: a sends to b's DCT while b
+ * WRITEs 64 MiB into c by cross-memory attach; no helper runs. */
+TEST_F(soft, long_direct_copy_not_prodded)
+{
+    const size_t len = 64u << 20;
+    const uint64_t key = 0x10c0;
+    std::vector<uint8_t> src(len, 0x3c), dst(len, 0), rbuf(64 * 16);
+    uint8_t addr[DCX_DEV_ADDR_MAX];
+    size_t alen;
+    node a, b, c;
+    dcx_mr_t *smr, *dmr, *rmr;
+
+    dcx_soft_limits_t l = xfer_limits(true);
+    ASSERT_EQ(0, a.open(fabric.c_str(), &l));
+    ASSERT_EQ(0, b.open(fabric.c_str(), &l));
+    ASSERT_EQ(0, c.open(fabric.c_str(), &l));
+    ASSERT_EQ(0, b.make_target(key, 0));
+    ASSERT_EQ(0, b.reg(rbuf.data(), rbuf.size(), DCX_ACCESS_LOCAL_WRITE,
+                       &rmr));
+    for (uint64_t i = 0; i < 16; ++i) {
+        dcx_sge_t s = { (uintptr_t)rbuf.data() + i * 64, 64, rmr->lkey };
+        ASSERT_EQ(0, dcx_srq_post_recv(b.srq, i, &s, 1));
+    }
+    ASSERT_EQ(0, c.make_target(key, DCX_ACCESS_REMOTE_WRITE));
+    ASSERT_EQ(0, c.reg(dst.data(), len, DCX_ACCESS_LOCAL_WRITE |
+                       DCX_ACCESS_REMOTE_WRITE, &dmr));
+    ASSERT_EQ(0, b.make_dci());
+    ASSERT_EQ(0, b.reg(src.data(), len, 0, &smr));
+    alen = sizeof(addr);
+    ASSERT_EQ(0, dcx_dev_port_addr(c.dev, addr, &alen));
+    ASSERT_EQ(0, b.connect(addr, alen));
+    ASSERT_EQ(0, a.make_dci());
+    alen = sizeof(addr);
+    ASSERT_EQ(0, dcx_dev_port_addr(b.dev, addr, &alen));
+    ASSERT_EQ(0, a.connect(addr, alen));
+    soft_helper_stop(soft_dev(a.dev));
+    soft_helper_stop(soft_dev(b.dev));
+    soft_helper_stop(soft_dev(c.dev));
+    soft_direct_area_t *area = soft_dev(c.dev)->direct;
+    ASSERT_NE(nullptr, area);
+
+    auto copying = [area]() {
+        for (unsigned i = 0; i < SOFT_DIRECT_SLOTS; ++i) {
+            if (__atomic_load_n(&area->slots[i].owner, __ATOMIC_ACQUIRE)) {
+                return true;
+            }
+        }
+        return false;
+    };
+
+    uint64_t during = 0;   /* prods made by polls run while b copied */
+    int meaningful  = 0;   /* rounds where a's watch grew old meanwhile */
+    for (int round = 0; (round < 8) && (meaningful < 2); ++round) {
+        dcx_sge_t s = { (uintptr_t)src.data(), (uint32_t)len, smr->lkey };
+        dcx_send_wr_t w = rdma_wr(b, c.dct->qp_num, key, DCX_WR_RDMA_WRITE,
+                                  &s, (uintptr_t)dst.data(), dmr->rkey);
+        volatile uint32_t posted = 0;
+        int post_ret = -1;
+        std::thread t([&]() {
+            post_ret = dcx_qp_post_send(b.dci, &w);
+            __atomic_store_n(&posted, 1, __ATOMIC_RELEASE);
+        });
+        while (!copying() && !__atomic_load_n(&posted, __ATOMIC_ACQUIRE)) {
+        }
+        ASSERT_EQ(0, post_inline_value(a, a.dci, b.dct->qp_num, key,
+                                       DCX_WR_SEND, 100 + round));
+        uint64_t sent = soft_now_ns();
+        soft_peer_t *peer = nullptr;
+        for (soft_peer_t *p = soft_dev(a.dev)->peers; p != nullptr;
+             p = p->next) {
+            if (p->pid == soft_dev(b.dev)->pid &&
+                p->inst == soft_dev(b.dev)->inst) {
+                peer = p;
+            }
+        }
+        ASSERT_NE(nullptr, peer);
+        bool old = false;
+        while (copying()) {
+            uint64_t before = dev_stats(a).prods;
+            dcx_wc_t wc;
+            dcx_cq_poll(a.cq, 1, &wc);
+            uint64_t after = soft_now_ns();
+            if (!copying()) {
+                break;   /* the copy may have ended during the poll */
+            }
+            during += dev_stats(a).prods - before;
+            old    |= (peer->watch_since != 0) &&
+                      (after - sent > 4 * SOFT_PROD_NS);
+        }
+        t.join();
+        ASSERT_EQ(0, post_ret);
+        meaningful += old;
+        dcx_wc_t wc;
+        ASSERT_EQ(1, b.poll(&wc, 1));   /* the write, completed in its post */
+        EXPECT_EQ(DCX_WC_SUCCESS, wc.status);
+        ASSERT_EQ(1, b.poll(&wc, 1));   /* a's send */
+        EXPECT_EQ(DCX_WC_SUCCESS, wc.status);
+        ASSERT_EQ(1, a.poll(&wc, 1));
+        EXPECT_EQ(DCX_WC_SUCCESS, wc.status);
+    }
+    EXPECT_EQ(0x3c, dst[len - 1]);
+    EXPECT_EQ(0u, during) << "a prodded b while b copied";
+    EXPECT_GT(meaningful, 0) << "no copy outlasted the prod delay";
 }

@@ -206,6 +206,52 @@ protected:
         });
     }
 
+    /* A child target with an allocation that execs /bin/sleep when told
+     * (info->phase 1); returns its pid once it is ready */
+    pid_t spawn_exec_target()
+    {
+        dmap_info *in = info;
+        std::string fab = fabric;
+
+        pid_t tpid = spawn([in, fab]() -> int {
+            node n;
+
+            if (child_alloc_target(in, fab, n, true) != 0) {
+                return 10;
+            }
+            if (!wait_flag(&in->phase, 1, 30.0)) {
+                return 11;
+            }
+            execl("/bin/sleep", "sleep", "600", (char*)nullptr);
+            return 12;
+        });
+        EXPECT_TRUE(wait_flag(&info->ready, 1, 20.0));
+        return tpid;
+    }
+
+    /* Tells the child of spawn_exec_target to exec and waits until the new
+     * program runs: its name shows (the old threads are gone by then) */
+    void exec_target(pid_t tpid)
+    {
+        __atomic_store_n(&info->phase, 1, __ATOMIC_RELEASE);
+        std::string comm_path = "/proc/" + std::to_string(tpid) + "/comm";
+        double end = now_s() + 30.0;
+        std::string comm;
+        while (comm != "sleep\n") {
+            ASSERT_LT(now_s(), end) << "the target did not exec";
+            usleep(1000);
+            FILE *f = fopen(comm_path.c_str(), "r");
+            char buf[64] = "";
+            if (f != nullptr) {
+                if (fgets(buf, sizeof(buf), f) == nullptr) {
+                    buf[0] = 0;
+                }
+                fclose(f);
+            }
+            comm = buf;
+        }
+    }
+
     /* bytes [from, to) of the allocation all equal v */
     void expect_untouched(size_t from, size_t to, uint8_t v = 0x5a)
     {
@@ -659,22 +705,8 @@ unsigned alloc_mappings()
  * once that process is gone too. */
 TEST_F(soft_dmap, exec_target_gets_no_copy_bad_flow)
 {
-    dmap_info *in = info;
-    std::string fab = fabric;
-
-    pid_t tpid = spawn([in, fab]() -> int {
-        node n;
-
-        if (child_alloc_target(in, fab, n, true) != 0) {
-            return 10;
-        }
-        if (!wait_flag(&in->phase, 1, 30.0)) {
-            return 11;
-        }
-        execl("/bin/sleep", "sleep", "600", (char*)nullptr);
-        return 12;
-    });
-    ASSERT_TRUE(wait_flag(&info->ready, 1, 20.0));
+    pid_t tpid = spawn_exec_target();
+    ASSERT_FALSE(HasFailure());
 
     dcx_soft_limits_t l = limits();
     node n;
@@ -688,25 +720,7 @@ TEST_F(soft_dmap, exec_target_gets_no_copy_bad_flow)
                                                info->raddr, info->rkey)));
     EXPECT_EQ(1u, dcx_soft_direct_mappings(n.dev));
 
-    /* the new program runs once its name shows (the old threads are gone
-     * by then) */
-    __atomic_store_n(&info->phase, 1, __ATOMIC_RELEASE);
-    std::string comm_path = "/proc/" + std::to_string(tpid) + "/comm";
-    double end = now_s() + 30.0;
-    std::string comm;
-    while (comm != "sleep\n") {
-        ASSERT_LT(now_s(), end) << "the target did not exec";
-        usleep(1000);
-        FILE *f = fopen(comm_path.c_str(), "r");
-        char buf[64] = "";
-        if (f != nullptr) {
-            if (fgets(buf, sizeof(buf), f) == nullptr) {
-                buf[0] = 0;
-            }
-            fclose(f);
-        }
-        comm = buf;
-    }
+    ASSERT_NO_FATAL_FAILURE(exec_target(tpid));
 
     dcx_send_wr_t w = wr_to(info, n, DCX_WR_RDMA_WRITE, &s, info->raddr,
                             info->rkey);
@@ -723,6 +737,46 @@ TEST_F(soft_dmap, exec_target_gets_no_copy_bad_flow)
     dcx_wc_t wc;
     ASSERT_EQ(1, n.poll(&wc, 1, 30.0));
     EXPECT_EQ(DCX_WC_RETRY_EXC_ERR, wc.status);
+    n.close();
+}
+
+/* A requester whose target exec'd: the pid lives on in a program that
+ * never serves the port again, and the target's liveness lock (marked by
+ * the kernel as its helper thread went) says so.  A send and a write to
+ * it fail at their ack timeouts, while that program still runs, instead
+ * of waiting as for a live target that is busy until the program exits. */
+TEST_F(soft_dmap, exec_target_fails_requests_bad_flow)
+{
+    pid_t tpid = spawn_exec_target();
+    ASSERT_FALSE(HasFailure());
+
+    dcx_soft_limits_t l = limits();
+    node n;
+    local_buf lb;
+    ASSERT_EQ(0, n.open(fabric.c_str(), &l));
+    ASSERT_EQ(0, n.make_dci());
+    ASSERT_EQ(0, n.connect(info->addr, info->addr_len));
+    ASSERT_EQ(0, lb.reg(n, 4096));
+    dcx_sge_t s = lb.sge(0, 4096);
+    ASSERT_EQ(DCX_WC_SUCCESS, run_one(n, wr_to(info, n, DCX_WR_RDMA_WRITE, &s,
+                                               info->raddr, info->rkey)));
+    ASSERT_NO_FATAL_FAILURE(exec_target(tpid));
+
+    const dcx_wr_opcode_t ops[] = {DCX_WR_SEND, DCX_WR_RDMA_WRITE};
+    for (dcx_wr_opcode_t op : ops) {
+        dcx_send_wr_t w = wr_to(info, n, op, &s, info->raddr,
+                                (op == DCX_WR_SEND) ? 0 : info->rkey);
+        dcx_wc_t wc;
+        ASSERT_EQ(0, dcx_qp_post_send(n.dci, &w));
+        ASSERT_EQ(1, n.poll(&wc, 1, 20.0))
+            << "op " << op << ": no completion while the exec'd program runs";
+        EXPECT_EQ(DCX_WC_RETRY_EXC_ERR, wc.status);
+        ASSERT_EQ(0, kill(tpid, 0)) << "the exec'd program is still there";
+        ASSERT_EQ(0, dcx_qp_recover(n.dci));
+    }
+    kill_child(tpid);
+    int wst;
+    ASSERT_EQ(tpid, waitpid(tpid, &wst, 0));
     n.close();
 }
 
