@@ -51,7 +51,7 @@
 #include <string.h>
 
 #define SOFT_MAGIC          0x53584344u  /* "DCXS" */
-#define SOFT_VERSION        3u
+#define SOFT_VERSION        4u   /* 4: consumers free ring slots by head */
 #define SOFT_ADDR_MAGIC     0xdc53u      /* soft port address, format 2 */
 #define SOFT_ADDR_LEN       28u
 #define SOFT_SLOT_HDR       192u         /* ring slot header incl. seq */
@@ -188,10 +188,55 @@ typedef struct soft_ack {
     uint8_t   pad[56];
 } soft_ack_t;
 
+/* Ring slots.  seq is the slot's state for ring position pos (the slot's
+ * index plus a multiple of nslots): pos + 1 once the packet is published,
+ * SOFT_SEQ_CLAIMED(pos) from right after the producer's claim (its pid is
+ * in pkt.src_pid by then), anything else (the last lap's values) before.
+ * The consumer's pop only moves the ring's head (soft_ring_pop); it
+ * clears consumed slots later, off a message's critical path, and then
+ * frees them by moving 'freed' (soft_ring_clear), which producers read
+ * only when their copy of it says the ring is full.
+ *
+ * What one small message (a light packet, soft_req_post_inline) moves
+ * between the two processes, in order, A the requester, B the target:
+ *  1. A's CAS on B's req.tail: a line only producers write and the
+ *     consumer reads only to find a dead claimer (at most once per
+ *     SOFT_RING_TAIL_NS, soft_ring_unstick): with one producer, it stays
+ *     in A's cache; a locked instruction before any store to B's lines;
+ *  2. A's stores to the slot's line 0 (seq, header) and line 1 (raddr,
+ *     rkey, imm, payload up to 48 B), both last read by B (a lap ago, or
+ *     line 0 by B's polls: B's look reads the head slot's seq), so each
+ *     store takes the line from B's cache;
+ *  3. B's look (soft_engine_poll_idle, soft_engine_look) reads line 0
+ *     (seq): the first transfer back; the packet's read brings line 1;
+ *  4. B's responder stores the acknowledgement in A's ack table (a CAS:
+ *     locked, on a line A polls; soft_resp_ack_flush);
+ *  5. B's pop stores B's own req.head: a line A reads only to see whether
+ *     its packets wait (soft_req_target_busy);
+ *  6. B clears the slot later, after its own next post is out, or at the
+ *     end of a whole pass (soft_ring_clear): it then takes lines 0 and 1
+ *     back from A, while nothing waits on B, and moves req.freed, a line
+ *     A reads once per lap.
+ * The answer (B's reply) takes the same steps with the roles swapped.
+ * Before version 4, the consumer also cleared the header (lines 0 and 1)
+ * and stored seq = pos + nslots at every pop: two more lines taken from
+ * the producer per message, and a producer's reserve read line 0 before
+ * its claim (one more transfer on the post's path), and both sides read
+ * the tail line at every look.
+ *
+ * A consumed slot keeps its packet (DC key, rkey, address) only until the
+ * consumer's next post or whole pass, or SOFT_RING_CLEAR_LAG more packets
+ * (issue 8: no DC key is left in old slots for whoever maps the segment);
+ * a device's state at rest holds none.  Producers write every header field
+ * of their packet kind (zero where it has none) and rely on no zeroed
+ * header. */
 typedef struct soft_slot {
     uint64_t    seq;
     soft_pkt_t  pkt;
 } soft_slot_t;
+
+#define SOFT_SEQ_CLAIM_BIT   (1ull << 63)
+#define SOFT_SEQ_CLAIMED(_pos)  (((_pos) + 1) | SOFT_SEQ_CLAIM_BIT)
 
 /* where a light packet's payload starts in its slot */
 #define SOFT_LIGHT_OFF  (offsetof(soft_slot_t, pkt) + \
@@ -220,9 +265,16 @@ typedef struct soft_ring {
     uint8_t   pad0[40];
     uint64_t  tail;         /* producers (CAS) */
     uint8_t   pad1[56];
-    uint64_t  head;         /* consumer (owner) */
-    uint8_t   pad2[56];
+    uint64_t  head;         /* consumer (owner): next slot to read */
+    /* consumer: slots before it are cleared and free for producers
+     * (soft_ring_clear); head - freed consumed slots wait for that */
+    uint64_t  freed;
+    uint8_t   pad2[48];
 } soft_ring_t;
+
+/* Consumed slots a pass lets wait for their clear before it clears them
+ * itself (soft_engine_serve_req); room producers do not see meanwhile */
+#define SOFT_RING_CLEAR_LAG  16u
 
 typedef struct soft_port_hdr {
     uint32_t     magic;
@@ -303,6 +355,10 @@ typedef struct soft_peer {
     uint64_t          watch_head;  /* peer's ring head when last looked at */
     uint64_t          watch_since; /* no progress seen since; 0: none */
     uint64_t          head_reads;  /* reads of the peer's ring head */
+    /* its rings' 'freed' when we last read them (soft_ring_reserve_c): our
+     * producers read it only when these say the ring is full */
+    uint64_t          req_freed_seen;
+    uint64_t          resp_freed_seen;
     /* its ack table once mapped (bounded by the mapping; NULL: none),
      * where responders acknowledge its SOFT_PKT_WACK messages */
     soft_ack_t       *acks;
@@ -511,12 +567,23 @@ typedef struct soft_rstate {
     soft_tm_msg_t tm;          /* tag matching of message e */
 } soft_rstate_t;
 
-/* Consumer-side watch of a ring whose head slot is claimed but unpublished */
+/* The consumer's private state of one of its rings: its view of the head
+ * slot (the seq word a published packet there shows, and that value: read
+ * by polls without the lock, so that a look costs two loads and no
+ * arithmetic on the ring's geometry), and the watch of a head slot that is
+ * claimed but unpublished (soft_ring_unstick). */
 typedef struct soft_stall {
-    uint64_t pos;
-    uint64_t since_ns;
-    uint64_t next_check_ns;
+    const uint64_t *seq;     /* &head slot's seq (soft_ring_view) */
+    uint64_t        want;    /* head + 1 */
+    uint64_t        pos;
+    uint64_t        since_ns;
+    uint64_t        next_check_ns;
+    uint64_t        tail_look_ns;   /* the tail is not read before */
 } soft_stall_t;
+
+/* How often an engine pass may read a ring's tail (the producers' line) to
+ * find a claim without mark (soft_ring_unstick) */
+#define SOFT_RING_TAIL_NS  1000000ull
 
 /* engine_idle of a device (soft_engine.c) */
 enum {
@@ -623,6 +690,9 @@ struct soft_dev {
      * DCIs that only wait (soft_engine_wait_t); set to SOFT_ENGINE_BUSY
      * by every post (read unlocked by the poll fast path) */
     int                 engine_idle;
+    /* stamps since the last look at the rings' tails (soft_engine_stamp):
+     * a poll reads the head slots, not the producers' tail lines */
+    uint32_t            tail_stamps;
     soft_engine_wait_t  wait;
     /* application engine passes, and the count each CQ saw at its last
      * poll: one pass serves every CQ polled in one progress call */
@@ -748,6 +818,10 @@ soft_peer_t *soft_peer_get(soft_dev_t *dev, uint32_t pid, uint32_t inst,
 soft_port_hdr_t *soft_peer_map(soft_dev_t *dev, soft_peer_t *peer);
 int      soft_peer_dead(soft_dev_t *dev, soft_peer_t *peer);
 void     soft_peers_free(soft_dev_t *dev);
+soft_pkt_t *soft_ring_reserve_c(soft_port_hdr_t *hdr, soft_ring_t *ring,
+                                uint32_t owner, uint64_t *freed_seen,
+                                void **payload_p, uint64_t *pos_p);
+unsigned soft_ring_clear(soft_port_hdr_t *hdr, soft_ring_t *ring);
 soft_pkt_t *soft_ring_reserve(soft_port_hdr_t *hdr, soft_ring_t *ring,
                               uint32_t owner, void **payload_p,
                               uint64_t *pos_p);
@@ -755,8 +829,6 @@ int      soft_ring_unstick(soft_port_hdr_t *hdr, soft_ring_t *ring,
                            soft_stall_t *st, uint64_t now, const char *name);
 int      soft_ring_publish(soft_port_hdr_t *hdr, soft_ring_t *ring,
                            uint64_t pos);
-soft_pkt_t *soft_ring_peek(soft_port_hdr_t *hdr, soft_ring_t *ring,
-                           void **payload_p);
 void     soft_ring_pop(soft_port_hdr_t *hdr, soft_ring_t *ring);
 int      soft_ring_empty(soft_port_hdr_t *hdr, soft_ring_t *ring);
 uint32_t soft_pkt_csum(const soft_pkt_t *pkt);
@@ -820,6 +892,14 @@ void     soft_dev_progress(dcx_dev_t *dev);
 /* The poll stamp, written only once the last one written is
  * SOFT_STAMP_NS old (compared with a private copy: no shared line is read
  * or written by a poll in between). */
+/* Once in this many stamps, the rings' tails are looked at: a slot claimed
+ * by a producer that died before it marked its claim shows only there (a
+ * poll looks at the head slots); the next poll then runs a whole pass,
+ * which skips it (soft_ring_unstick). */
+#define SOFT_TAIL_STAMPS  16u
+
+int soft_engine_tail_look(soft_dev_t *dev);   /* soft_engine.c */
+
 static inline void soft_engine_stamp(soft_dev_t *dev)
 {
     uint64_t now = soft_clock_now();
@@ -827,7 +907,87 @@ static inline void soft_engine_stamp(soft_dev_t *dev)
     if ((now - dev->stamp) >= soft_clock_stamp_gran) {
         dev->stamp = now;
         __atomic_store_n(&dev->hdr->last_poll, now, __ATOMIC_RELAXED);
+        if ((++dev->tail_stamps % SOFT_TAIL_STAMPS) == 0) {
+            soft_engine_tail_look(dev);
+        }
     }
+}
+
+static inline soft_slot_t *soft_ring_slot(soft_port_hdr_t *hdr,
+                                          soft_ring_t *ring, uint64_t pos)
+{
+    return (soft_slot_t *)((char *)hdr + ring->offset +
+                           (pos & (ring->nslots - 1)) * ring->slot_size);
+}
+
+/* Consumer side: 1 if the ring's head slot holds a published packet.  It
+ * reads the slot's first line only, the one the packet comes in, not the
+ * producers' tail. */
+static inline int soft_ring_ready(soft_port_hdr_t *hdr, soft_ring_t *ring)
+{
+    uint64_t pos = ring->head;
+
+    return __atomic_load_n(&soft_ring_slot(hdr, ring, pos)->seq,
+                           __ATOMIC_ACQUIRE) == pos + 1;
+}
+
+/* Consumer side (engine lock held): the view of the head slot kept in st,
+ * after the head moved */
+static inline void soft_ring_view(soft_port_hdr_t *hdr, soft_ring_t *ring,
+                                  soft_stall_t *st)
+{
+    uint64_t pos = ring->head;
+
+    __atomic_store_n(&st->seq, &soft_ring_slot(hdr, ring, pos)->seq,
+                     __ATOMIC_RELAXED);
+    __atomic_store_n(&st->want, pos + 1, __ATOMIC_RELAXED);
+}
+
+/* Without the lock: 1 if the head slot seen by st holds a published
+ * packet.  A view read while a pass moves it (the pointer of one slot, the
+ * value of the other) says no: no slot's seq is the next slot's value. */
+static inline int soft_ring_view_ready(const soft_stall_t *st)
+{
+    const uint64_t *seq = __atomic_load_n(&st->seq, __ATOMIC_RELAXED);
+
+    return __atomic_load_n(seq, __ATOMIC_ACQUIRE) ==
+           __atomic_load_n(&st->want, __ATOMIC_RELAXED);
+}
+
+/* The head slot's packet and its payload, or NULL if none is published
+ * there (engine lock held). */
+static inline soft_pkt_t *soft_ring_peek(soft_port_hdr_t *hdr,
+                                         soft_ring_t *ring, void **payload_p)
+{
+    uint64_t pos      = ring->head;
+    soft_slot_t *slot = soft_ring_slot(hdr, ring, pos);
+
+    if (__atomic_load_n(&slot->seq, __ATOMIC_ACQUIRE) != pos + 1) {
+        return NULL;
+    }
+    *payload_p = (char *)slot + ((slot->pkt.flags & SOFT_PKT_LIGHT) ?
+                                 SOFT_LIGHT_OFF : SOFT_SLOT_HDR);
+    return &slot->pkt;
+}
+
+/* Consumer side: 1 if the ring's head slot is claimed and not published
+ * yet (its claimer's mark, SOFT_SEQ_CLAIMED) */
+static inline int soft_ring_marked(soft_port_hdr_t *hdr, soft_ring_t *ring)
+{
+    uint64_t pos = ring->head;
+
+    return __atomic_load_n(&soft_ring_slot(hdr, ring, pos)->seq,
+                           __ATOMIC_ACQUIRE) == SOFT_SEQ_CLAIMED(pos);
+}
+
+/* Whether soft_ring_unstick has anything to look at (engine lock held): a
+ * watch under way, a claim mark at the head, or the tail's look due */
+static inline int soft_ring_unstick_due(soft_port_hdr_t *hdr,
+                                        soft_ring_t *ring,
+                                        const soft_stall_t *st, uint64_t now)
+{
+    return (st->since_ns != 0) || (now >= st->tail_look_ns) ||
+           soft_ring_marked(hdr, ring);
 }
 
 /* Without the lock: 1 if a poll of cq (NULL: device progress) has nothing
@@ -838,17 +998,13 @@ static inline void soft_engine_stamp(soft_dev_t *dev)
  * soft_engine_look(), out of line, before the caller takes the lock. */
 static inline int soft_engine_poll_idle(soft_dev_t *dev, soft_cq_t *cq)
 {
-    soft_port_hdr_t *hdr = dev->hdr;
-
     if (((cq != NULL) &&
          (__atomic_load_n(&cq->tail, __ATOMIC_ACQUIRE) !=
           __atomic_load_n(&cq->head, __ATOMIC_RELAXED))) ||
         (__atomic_load_n(&dev->engine_idle, __ATOMIC_ACQUIRE) !=
          SOFT_ENGINE_IDLE) ||
-        (__atomic_load_n(&hdr->resp.tail, __ATOMIC_ACQUIRE) !=
-         __atomic_load_n(&hdr->resp.head, __ATOMIC_RELAXED)) ||
-        (__atomic_load_n(&hdr->req.tail, __ATOMIC_ACQUIRE) !=
-         __atomic_load_n(&hdr->req.head, __ATOMIC_RELAXED))) {
+        soft_ring_view_ready(&dev->resp_stall) ||
+        soft_ring_view_ready(&dev->req_stall)) {
         return 0;
     }
     soft_engine_stamp(dev);
