@@ -225,9 +225,9 @@ typedef struct soft_ack {
  * the tail line at every look.
  *
  * A consumed slot keeps its packet (DC key, rkey, address) only until the
- * consumer's next post or whole pass, or SOFT_RING_CLEAR_LAG more packets
- * (issue 8: no DC key is left in old slots for whoever maps the segment);
- * a device's state at rest holds none.  Producers write every header field
+ * consumer's next light post, SOFT_CLEAR_POLLS polls that find nothing
+ * else to do, or its next whole pass, or SOFT_RING_CLEAR_LAG more packets (issue 8: no DC key is
+ * left in old slots for whoever maps the segment).  Producers write every header field
  * of their packet kind (zero where it has none) and rely on no zeroed
  * header. */
 typedef struct soft_slot {
@@ -579,7 +579,16 @@ typedef struct soft_stall {
     uint64_t        since_ns;
     uint64_t        next_check_ns;
     uint64_t        tail_look_ns;   /* the tail is not read before */
+    /* polls that found consumed slots waiting for their clear since the
+     * head last moved (soft_ring_idle_clear) */
+    uint32_t        idle_polls;
+    uint32_t        pad;
 } soft_stall_t;
+
+/* Polls that find nothing to do but consumed slots to clear before one of
+ * them takes the lock to clear them: the consumer's own next post usually
+ * clears them first, off a message's critical path */
+#define SOFT_CLEAR_POLLS  32u
 
 /* How often an engine pass may read a ring's tail (the producers' line) to
  * find a claim without mark (soft_ring_unstick) */
@@ -898,18 +907,16 @@ void     soft_dev_progress(dcx_dev_t *dev);
  * which skips it (soft_ring_unstick). */
 #define SOFT_TAIL_STAMPS  16u
 
-int soft_engine_tail_look(soft_dev_t *dev);   /* soft_engine.c */
+/* soft_engine.c */
+void soft_engine_stamp_write(soft_dev_t *dev, uint64_t now);
+int  soft_engine_tail_look(soft_dev_t *dev);
 
 static inline void soft_engine_stamp(soft_dev_t *dev)
 {
     uint64_t now = soft_clock_now();
 
     if ((now - dev->stamp) >= soft_clock_stamp_gran) {
-        dev->stamp = now;
-        __atomic_store_n(&dev->hdr->last_poll, now, __ATOMIC_RELAXED);
-        if ((++dev->tail_stamps % SOFT_TAIL_STAMPS) == 0) {
-            soft_engine_tail_look(dev);
-        }
+        soft_engine_stamp_write(dev, now);
     }
 }
 
@@ -941,6 +948,7 @@ static inline void soft_ring_view(soft_port_hdr_t *hdr, soft_ring_t *ring,
     __atomic_store_n(&st->seq, &soft_ring_slot(hdr, ring, pos)->seq,
                      __ATOMIC_RELAXED);
     __atomic_store_n(&st->want, pos + 1, __ATOMIC_RELAXED);
+    __atomic_store_n(&st->idle_polls, 0, __ATOMIC_RELAXED);
 }
 
 /* Without the lock: 1 if the head slot seen by st holds a published
@@ -970,6 +978,24 @@ static inline soft_pkt_t *soft_ring_peek(soft_port_hdr_t *hdr,
     return &slot->pkt;
 }
 
+/* Consumer side: 1 if consumed slots wait for their clear */
+static inline int soft_ring_unfreed(const soft_ring_t *ring)
+{
+    return __atomic_load_n(&ring->freed, __ATOMIC_RELAXED) !=
+           __atomic_load_n(&ring->head, __ATOMIC_RELAXED);
+}
+
+/* Without the lock: 1 if a poll should take the lock to clear consumed
+ * slots (a ring pass that finds nothing clears them, soft_engine_serve_req):
+ * once they waited SOFT_CLEAR_POLLS polls without a post clearing them */
+int soft_ring_idle_count(soft_stall_t *st);   /* soft_fabric.c */
+
+static inline int soft_ring_idle_clear(const soft_ring_t *ring,
+                                       soft_stall_t *st)
+{
+    return soft_ring_unfreed(ring) && soft_ring_idle_count(st);
+}
+
 /* Consumer side: 1 if the ring's head slot is claimed and not published
  * yet (its claimer's mark, SOFT_SEQ_CLAIMED) */
 static inline int soft_ring_marked(soft_port_hdr_t *hdr, soft_ring_t *ring)
@@ -996,7 +1022,10 @@ static inline int soft_ring_unstick_due(soft_port_hdr_t *hdr,
  * earlier.  Inline, it covers an idle engine; the rest (an engine that
  * only waits for answers, packets in a ring) is looked at by
  * soft_engine_look(), out of line, before the caller takes the lock. */
-static inline int soft_engine_poll_idle(soft_dev_t *dev, soft_cq_t *cq)
+/* always inlined: a poll with nothing to do costs no call (the compiler
+ * otherwise keeps it out of line since the rings' views were added) */
+static inline __attribute__((always_inline))
+int soft_engine_poll_idle(soft_dev_t *dev, soft_cq_t *cq)
 {
     if (((cq != NULL) &&
          (__atomic_load_n(&cq->tail, __ATOMIC_ACQUIRE) !=
@@ -1004,7 +1033,8 @@ static inline int soft_engine_poll_idle(soft_dev_t *dev, soft_cq_t *cq)
         (__atomic_load_n(&dev->engine_idle, __ATOMIC_ACQUIRE) !=
          SOFT_ENGINE_IDLE) ||
         soft_ring_view_ready(&dev->resp_stall) ||
-        soft_ring_view_ready(&dev->req_stall)) {
+        soft_ring_view_ready(&dev->req_stall) ||
+        soft_ring_idle_clear(&dev->hdr->req, &dev->req_stall)) {
         return 0;
     }
     soft_engine_stamp(dev);

@@ -158,8 +158,21 @@ int soft_engine_look(soft_dev_t *dev)
         ((idle == SOFT_ENGINE_WAIT) && !soft_engine_wait_holds(dev))) {
         return SOFT_LOOK_PASS;
     }
-    return soft_ring_view_ready(&dev->req_stall) ? SOFT_LOOK_RING :
+    return (soft_ring_view_ready(&dev->req_stall) ||
+            soft_ring_idle_clear(&dev->hdr->req, &dev->req_stall)) ?
+           SOFT_LOOK_RING :
            SOFT_LOOK_NONE;
+}
+
+/* The poll stamp is due (soft_engine_stamp): written, and once in
+ * SOFT_TAIL_STAMPS, the rings' tails looked at (soft_engine_tail_look). */
+__attribute__((noinline)) void soft_engine_stamp_write(soft_dev_t *dev, uint64_t now)
+{
+    dev->stamp = now;
+    __atomic_store_n(&dev->hdr->last_poll, now, __ATOMIC_RELAXED);
+    if ((++dev->tail_stamps % SOFT_TAIL_STAMPS) == 0) {
+        soft_engine_tail_look(dev);
+    }
 }
 
 /* Without the lock, once in SOFT_TAIL_STAMPS poll stamps (soft_engine_stamp):
@@ -321,6 +334,11 @@ static int soft_engine_serve_req(soft_dev_t *dev, uint64_t now,
     }
     if (dev->ack_line != NULL) {
         soft_resp_ack_flush(dev);
+    }
+    /* a pass that found nothing clears what earlier ones consumed (one
+     * that served packets leaves that to later: soft.h, "Ring slots") */
+    if ((n == 0) && done && soft_ring_unfreed(&hdr->req)) {
+        soft_ring_clear(hdr, &hdr->req);
     }
     return done;
 }
