@@ -213,10 +213,14 @@ typedef struct soft_ack {
  *     locked, on a line A polls; soft_resp_ack_flush);
  *  5. B's pop stores B's own req.head: a line A reads only to see whether
  *     its packets wait (soft_req_target_busy);
- *  6. B clears the slot later, after its own next post is out, or at the
- *     end of a whole pass (soft_ring_clear): it then takes lines 0 and 1
- *     back from A, while nothing waits on B, and moves req.freed, a line
- *     A reads once per lap.
+ *  6. B's unlock (an xchg: it waits for B's pending stores) finds only
+ *     stores to lines of B's own by then (a plain release store measured
+ *     no faster: soft_lock);
+ *  7. B clears the slot later, after its own next post is out, at the
+ *     end of a whole pass, or after SOFT_CLEAR_POLLS idle polls
+ *     (soft_ring_clear): it then takes lines 0 and 1 back from A, while
+ *     nothing waits on B, and moves req.freed, a line A reads once per
+ *     lap.
  * The answer (B's reply) takes the same steps with the roles swapped.
  * Before version 4, the consumer also cleared the header (lines 0 and 1)
  * and stored seq = pos + nslots at every pop: two more lines taken from
@@ -226,10 +230,10 @@ typedef struct soft_ack {
  *
  * A consumed slot keeps its packet (DC key, rkey, address) only until the
  * consumer's next light post, SOFT_CLEAR_POLLS polls that find nothing
- * else to do, or its next whole pass, or SOFT_RING_CLEAR_LAG more packets (issue 8: no DC key is
- * left in old slots for whoever maps the segment).  Producers write every header field
- * of their packet kind (zero where it has none) and rely on no zeroed
- * header. */
+ * else to do, its next whole pass, or SOFT_RING_CLEAR_LAG more packets
+ * (issue 8: no DC key is left in old slots for whoever maps the
+ * segment).  Producers write every header field of their packet kind
+ * (zero where it has none) and rely on no zeroed header. */
 typedef struct soft_slot {
     uint64_t    seq;
     soft_pkt_t  pkt;
@@ -630,9 +634,14 @@ typedef struct soft_fault_state {
 } soft_fault_state_t;
 
 /* The engine lock: a futex mutex (0 free, 1 held, 2 held and someone may
- * wait).  Taking and releasing it uncontended is one atomic each, against
- * a few dozen instructions for a pthread mutex; the engine takes it on
- * every post and on every poll that finds work. */
+ * wait).  The unlock's xchg is a locked instruction that waits for the
+ * pass's pending stores; an unlock by a plain release store alone (a
+ * throw-away build, without the waiter check and bounded futex sleep that
+ * would have to come with it) measured no faster on the am_lat round trip
+ * in the VM's slow placement (0.85 against 0.82 us with the v3 rings,
+ * paired), so it stays.  Taking and releasing it uncontended is one
+ * atomic each, against a few dozen instructions for a pthread mutex; the
+ * engine takes it on every post and on every poll that finds work. */
 typedef struct soft_lock {
     uint32_t  v;
     uint32_t  waits;   /* atomic: takers that found it held */

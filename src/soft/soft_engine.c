@@ -166,7 +166,8 @@ int soft_engine_look(soft_dev_t *dev)
 
 /* The poll stamp is due (soft_engine_stamp): written, and once in
  * SOFT_TAIL_STAMPS, the rings' tails looked at (soft_engine_tail_look). */
-__attribute__((noinline)) void soft_engine_stamp_write(soft_dev_t *dev, uint64_t now)
+__attribute__((noinline)) void soft_engine_stamp_write(soft_dev_t *dev,
+                                                        uint64_t now)
 {
     dev->stamp = now;
     __atomic_store_n(&dev->hdr->last_poll, now, __ATOMIC_RELAXED);
