@@ -151,19 +151,43 @@ static int soft_engine_wait_holds(soft_dev_t *dev)
  * moment earlier. */
 int soft_engine_look(soft_dev_t *dev)
 {
-    soft_port_hdr_t *hdr = dev->hdr;
     int idle             = __atomic_load_n(&dev->engine_idle,
                                            __ATOMIC_ACQUIRE);
 
-    if ((__atomic_load_n(&hdr->resp.tail, __ATOMIC_ACQUIRE) !=
-         __atomic_load_n(&hdr->resp.head, __ATOMIC_RELAXED)) ||
-        (idle == SOFT_ENGINE_BUSY) ||
+    if (soft_ring_view_ready(&dev->resp_stall) || (idle == SOFT_ENGINE_BUSY) ||
         ((idle == SOFT_ENGINE_WAIT) && !soft_engine_wait_holds(dev))) {
         return SOFT_LOOK_PASS;
     }
-    return (__atomic_load_n(&hdr->req.tail, __ATOMIC_ACQUIRE) !=
-            __atomic_load_n(&hdr->req.head, __ATOMIC_RELAXED)) ?
-           SOFT_LOOK_RING : SOFT_LOOK_NONE;
+    return (soft_ring_view_ready(&dev->req_stall) ||
+            soft_ring_idle_clear(&dev->hdr->req, &dev->req_stall)) ?
+           SOFT_LOOK_RING :
+           SOFT_LOOK_NONE;
+}
+
+/* The poll stamp is due (soft_engine_stamp): written, and once in
+ * SOFT_TAIL_STAMPS, the rings' tails looked at (soft_engine_tail_look). */
+__attribute__((noinline)) void soft_engine_stamp_write(soft_dev_t *dev,
+                                                        uint64_t now)
+{
+    dev->stamp = now;
+    __atomic_store_n(&dev->hdr->last_poll, now, __ATOMIC_RELAXED);
+    if ((++dev->tail_stamps % SOFT_TAIL_STAMPS) == 0) {
+        soft_engine_tail_look(dev);
+    }
+}
+
+/* Without the lock, once in SOFT_TAIL_STAMPS poll stamps (soft_engine_stamp):
+ * 1 if a ring has a slot claimed and not published at its head, which the
+ * head slot does not show when the claimer died before marking it; the
+ * engine is then marked busy, so that the poll runs a whole pass, which
+ * skips the slot of a dead claimer (soft_ring_unstick). */
+int soft_engine_tail_look(soft_dev_t *dev)
+{
+    if (!soft_engine_rings_pending(dev)) {
+        return 0;
+    }
+    __atomic_store_n(&dev->engine_idle, SOFT_ENGINE_BUSY, __ATOMIC_RELAXED);
+    return 1;
 }
 
 /* A post on the light path (soft_req_post_inline: every request of the
@@ -266,29 +290,25 @@ void soft_engine_deactivate(soft_qp_t *qp)
  * which reads no clock: that stops at a packet delayed on the wire (fault
  * injection) or at a slot claimed but not published yet and returns 0 (a
  * whole pass is needed: it compares the delay, and skips the slot of a
- * dead claimer); 1 otherwise.  The tail is read once, and again only when
- * the head reaches it: an empty ring is not peeked. */
+ * dead claimer); 1 otherwise.  Only the head slots are read, not the
+ * producers' tail (soft_ring_unstick reads it rarely). */
 static int soft_engine_serve_req(soft_dev_t *dev, uint64_t now,
                                  int from_helper)
 {
     soft_port_hdr_t *hdr = dev->hdr;
-    uint64_t tail        = __atomic_load_n(&hdr->req.tail, __ATOMIC_ACQUIRE);
     int done             = 1;
     soft_pkt_t *pkt;
     void *payload;
     unsigned n;
 
     for (n = 0; n < SOFT_PROGRESS_BUDGET; ++n) {
-        if ((hdr->req.head == tail) &&
-            ((tail = __atomic_load_n(&hdr->req.tail, __ATOMIC_ACQUIRE)) ==
-             hdr->req.head)) {
-            break;
-        }
         pkt = soft_ring_peek(hdr, &hdr->req, &payload);
         if (pkt == NULL) {
             if (now == 0) {
-                done = 0;
-            } else if (soft_ring_unstick(hdr, &hdr->req, &dev->req_stall,
+                done = !soft_ring_marked(hdr, &hdr->req);
+            } else if (soft_ring_unstick_due(hdr, &hdr->req, &dev->req_stall,
+                                             now) &&
+                       soft_ring_unstick(hdr, &hdr->req, &dev->req_stall,
                                          now, dev->super.caps.name)) {
                 continue;
             }
@@ -304,17 +324,22 @@ static int soft_engine_serve_req(soft_dev_t *dev, uint64_t now,
             dev->stats.helper_packets++;
         }
         soft_resp_packet(dev, pkt, payload);
-        /* the held acknowledgement goes before the last slot is cleared:
-         * clearing a slot writes lines the sender holds, and a locked
-         * store after those waits for them (measured: ~0.1 us more per
-         * round trip in a slow placement) */
-        if ((dev->ack_line != NULL) && (hdr->req.head + 1 == tail)) {
-            soft_resp_ack_flush(dev);
-        }
+        /* the pop writes no line of the slot (only our head): the held
+         * acknowledgement goes out after the loop, and the slot is cleared
+         * later (soft_ring_clear), unless many wait for that */
         soft_ring_pop(hdr, &hdr->req);
+        soft_ring_view(hdr, &hdr->req, &dev->req_stall);
+        if (hdr->req.head - hdr->req.freed >= SOFT_RING_CLEAR_LAG) {
+            soft_ring_clear(hdr, &hdr->req);
+        }
     }
     if (dev->ack_line != NULL) {
         soft_resp_ack_flush(dev);
+    }
+    /* a pass that found nothing clears what earlier ones consumed (one
+     * that served packets leaves that to later: soft.h, "Ring slots") */
+    if ((n == 0) && done && soft_ring_unfreed(&hdr->req)) {
+        soft_ring_clear(hdr, &hdr->req);
     }
     return done;
 }
@@ -332,15 +357,12 @@ uint64_t soft_engine_progress(soft_dev_t *dev, int from_helper)
     /* a long pass (large READ bursts) must not look like an absent
      * application to requesters deciding whether to prod */
     __atomic_store_n(&hdr->in_engine, 1, __ATOMIC_RELAXED);
-    /* a ring found empty (tail == head) is not peeked */
-    if (!dev->killed &&
-        (__atomic_load_n(&hdr->resp.tail, __ATOMIC_ACQUIRE) !=
-         hdr->resp.head)) {
+    if (!dev->killed) {
         for (n = 0; n < SOFT_PROGRESS_BUDGET; ++n) {
             pkt = soft_ring_peek(hdr, &hdr->resp, &payload);
             if (pkt == NULL) {
-                if ((__atomic_load_n(&hdr->resp.tail, __ATOMIC_ACQUIRE) !=
-                     hdr->resp.head) &&
+                if (soft_ring_unstick_due(hdr, &hdr->resp, &dev->resp_stall,
+                                          now) &&
                     soft_ring_unstick(hdr, &hdr->resp, &dev->resp_stall,
                                       now, dev->super.caps.name)) {
                     continue;
@@ -354,12 +376,21 @@ uint64_t soft_engine_progress(soft_dev_t *dev, int from_helper)
             }
             soft_comp_packet(dev, pkt, payload);
             soft_ring_pop(hdr, &hdr->resp);
+            soft_ring_view(hdr, &hdr->resp, &dev->resp_stall);
+            /* freed at once: the slot's credit is back, and a request
+             * sent with it may be answered before this pass ends (the
+             * light path's acknowledgements do not come this way) */
+            soft_ring_clear(hdr, &hdr->resp);
         }
     }
     if (!dev->killed) {
         soft_engine_serve_req(dev, now, from_helper);
     }
     soft_req_timers(dev, now);
+    /* request slots consumed by this pass or by ring passes before it */
+    if (hdr->req.freed != hdr->req.head) {
+        soft_ring_clear(hdr, &hdr->req);
+    }
     /* device rendezvous (TM SRQs only) */
     tm_pending = (dev->tms != NULL) && soft_tm_progress(dev);
     soft_engine_publish(dev, now, tm_pending);

@@ -274,6 +274,7 @@ static void soft_ring_init(soft_ring_t *ring, void *base, uint64_t offset,
     ring->offset    = offset;
     ring->tail      = 0;
     ring->head      = 0;
+    ring->freed     = 0;
     for (i = 0; i < ring->nslots; ++i) {
         soft_slot_t *slot = (soft_slot_t *)((char *)base + offset +
                                             (uint64_t)i * ring->slot_size);
@@ -409,6 +410,8 @@ int soft_port_create(soft_dev_t *dev)
 
     dev->hdr      = hdr;
     dev->seg_size = size;
+    soft_ring_view(hdr, &hdr->req, &dev->req_stall);
+    soft_ring_view(hdr, &hdr->resp, &dev->resp_stall);
     soft_owned_set(dev->seg_name, 1);
     return 0;
 }
@@ -632,47 +635,63 @@ void soft_peers_free(soft_dev_t *dev)
 }
 
 /* ------------------------------------------------------------------------
- * Rings: bounded MPSC queues with a sequence number per slot.  A producer
- * claims a slot with a CAS on tail, fills it in place and publishes it by
- * storing seq = pos + 1; the consumer frees it with seq = pos + nslots.
+ * Rings: bounded MPSC queues (see soft.h, "Ring slots", for the lines a
+ * message moves between the two processes).  A producer finds room from
+ * the consumer's 'freed' (a copy it keeps, reread only when the ring looks
+ * full), claims a slot with a CAS on tail, marks the claim in the slot
+ * (its pid, then seq = SOFT_SEQ_CLAIMED(pos)), fills the header fields of
+ * its packet and publishes it with seq = pos + 1.  The consumer reads the
+ * head slot's seq (no line of the producers' but the slot), consumes a
+ * slot by moving its own head, writing nothing in the slot, and clears
+ * consumed slots later, when nothing waits on it (soft_ring_clear).
  * ------------------------------------------------------------------------ */
-static inline soft_slot_t *soft_ring_slot(soft_port_hdr_t *hdr,
-                                          soft_ring_t *ring, uint64_t pos)
+soft_pkt_t *soft_ring_reserve_c(soft_port_hdr_t *hdr, soft_ring_t *ring,
+                                uint32_t owner, uint64_t *freed_seen,
+                                void **payload_p, uint64_t *pos_p)
 {
-    return (soft_slot_t *)((char *)hdr + ring->offset +
-                           (pos & (ring->nslots - 1)) * ring->slot_size);
+    uint64_t pos = __atomic_load_n(&ring->tail, __ATOMIC_RELAXED);
+    uint64_t freed;
+    soft_slot_t *slot;
+
+    for (;;) {
+        /* room: our copy of 'freed' is never ahead of the real one */
+        if ((pos - *freed_seen) >= ring->nslots) {
+            freed = __atomic_load_n(&ring->freed, __ATOMIC_ACQUIRE);
+            *freed_seen = freed;
+            if ((pos - freed) >= ring->nslots) {
+                if ((int64_t)(pos - freed) >= 0) {
+                    return NULL;   /* full */
+                }
+                /* pos is older than 'freed': another producer's claims
+                 * were consumed meanwhile */
+                pos = __atomic_load_n(&ring->tail, __ATOMIC_RELAXED);
+                continue;
+            }
+        }
+        if (__atomic_compare_exchange_n(&ring->tail, &pos, pos + 1, 0,
+                                        __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
+            break;
+        }
+    }
+    slot = soft_ring_slot(hdr, ring, pos);
+    /* first thing after the claim: who holds the slot, for this lap (see
+     * soft_ring_unstick); the rest of the header is what the slot's last
+     * packet left there: a producer writes every field its packet has */
+    __atomic_store_n(&slot->pkt.src_pid, owner, __ATOMIC_RELAXED);
+    __atomic_store_n(&slot->seq, SOFT_SEQ_CLAIMED(pos), __ATOMIC_RELEASE);
+    *pos_p     = pos;
+    *payload_p = (char *)slot + SOFT_SLOT_HDR;
+    return &slot->pkt;
 }
 
 soft_pkt_t *soft_ring_reserve(soft_port_hdr_t *hdr, soft_ring_t *ring,
                               uint32_t owner, void **payload_p,
                               uint64_t *pos_p)
 {
-    uint64_t pos = __atomic_load_n(&ring->tail, __ATOMIC_RELAXED);
-    soft_slot_t *slot;
-    int64_t dif;
+    uint64_t freed_seen = 0;   /* no copy: 'freed' is read when it matters */
 
-    for (;;) {
-        slot = soft_ring_slot(hdr, ring, pos);
-        dif  = (int64_t)(__atomic_load_n(&slot->seq, __ATOMIC_ACQUIRE) - pos);
-        if (dif == 0) {
-            if (__atomic_compare_exchange_n(&ring->tail, &pos, pos + 1, 0,
-                                            __ATOMIC_RELAXED,
-                                            __ATOMIC_RELAXED)) {
-                break;
-            }
-        } else if (dif < 0) {
-            return NULL;   /* full */
-        } else {
-            pos = __atomic_load_n(&ring->tail, __ATOMIC_RELAXED);
-        }
-    }
-    /* first thing after the claim: who holds the slot (see unstick).  The
-     * packet is all zeros otherwise (cleared when last consumed, or new):
-     * a producer writes only the fields its packet has */
-    __atomic_store_n(&slot->pkt.src_pid, owner, __ATOMIC_RELAXED);
-    *pos_p     = pos;
-    *payload_p = (char *)slot + SOFT_SLOT_HDR;
-    return &slot->pkt;
+    return soft_ring_reserve_c(hdr, ring, owner, &freed_seen, payload_p,
+                               pos_p);
 }
 
 int soft_ring_publish(soft_port_hdr_t *hdr, soft_ring_t *ring, uint64_t pos)
@@ -683,61 +702,97 @@ int soft_ring_publish(soft_port_hdr_t *hdr, soft_ring_t *ring, uint64_t pos)
     return soft_port_kick(hdr);
 }
 
-soft_pkt_t *soft_ring_peek(soft_port_hdr_t *hdr, soft_ring_t *ring,
-                           void **payload_p)
-{
-    uint64_t pos      = ring->head;
-    soft_slot_t *slot = soft_ring_slot(hdr, ring, pos);
-
-    if (__atomic_load_n(&slot->seq, __ATOMIC_ACQUIRE) != pos + 1) {
-        return NULL;
-    }
-    *payload_p = (char *)slot + ((slot->pkt.flags & SOFT_PKT_LIGHT) ?
-                                 SOFT_LIGHT_OFF : SOFT_SLOT_HDR);
-    return &slot->pkt;
-}
-
+/* The consumer is done with the head slot: only its head moves.  The slot
+ * is not free yet: soft_ring_clear clears and frees it later, so that the
+ * pop writes no line the producer holds. */
 void soft_ring_pop(soft_port_hdr_t *hdr, soft_ring_t *ring)
 {
-    uint64_t pos      = ring->head;
-    soft_slot_t *slot = soft_ring_slot(hdr, ring, pos);
+    (void)hdr;
+    __atomic_store_n(&ring->head, ring->head + 1, __ATOMIC_RELAXED);
+}
 
-    size_t clear = sizeof(slot->pkt);
+/* Consumer side: clears the slots consumed since the last call and frees
+ * them for producers (release: every read and the clear of a slot come
+ * before a producer may claim it again).  A consumed slot keeps nothing
+ * of its packet: no DC key, address or rkey (payload bytes are data the
+ * sender gave away).  A light packet wrote only its first lines: the
+ * header up to its payload and the payload bytes over the rest of the
+ * header.  Returns the number of slots freed. */
+unsigned soft_ring_clear(soft_port_hdr_t *hdr, soft_ring_t *ring)
+{
+    uint64_t pos  = ring->freed;
+    uint64_t head = ring->head;
+    soft_slot_t *slot;
+    uint64_t used;
+    size_t clear;
 
-    /* a consumed slot keeps nothing of its packet: no DC key, address or
-     * rkey is left for whoever maps the segment later (payload bytes are
-     * data the sender gave away), and its header is all zeros for the next
-     * producer.  A light packet wrote only its first lines: the header up
-     * to its payload and the payload bytes over the rest of the header. */
-    if (slot->pkt.flags & SOFT_PKT_LIGHT) {
-        uint64_t used = (uint64_t)(SOFT_LIGHT_OFF -
-                                   offsetof(soft_slot_t, pkt)) + slot->pkt.len;
-
-        if (used < clear) {
-            clear = (size_t)used;
-        }
+    if (pos == head) {
+        return 0;
     }
-    memset(&slot->pkt, 0, clear);
-    __atomic_store_n(&slot->seq, pos + ring->nslots, __ATOMIC_RELEASE);
-    /* producers watch the head to see that their packets are served */
-    __atomic_store_n(&ring->head, pos + 1, __ATOMIC_RELAXED);
+    for (; pos != head; ++pos) {
+        slot  = soft_ring_slot(hdr, ring, pos);
+        clear = sizeof(slot->pkt);
+        if (slot->pkt.flags & SOFT_PKT_LIGHT) {
+            used = (uint64_t)(SOFT_LIGHT_OFF - offsetof(soft_slot_t, pkt)) +
+                   slot->pkt.len;
+            if (used < clear) {
+                clear = (size_t)used;
+            }
+        }
+        memset(&slot->pkt, 0, clear);
+    }
+    pos = ring->freed;
+    __atomic_store_n(&ring->freed, head, __ATOMIC_RELEASE);
+    return (unsigned)(head - pos);
+}
+
+/* Without the lock (soft_ring_idle_clear): one more poll found consumed
+ * slots waiting for their clear; 1 once SOFT_CLEAR_POLLS did. */
+__attribute__((noinline)) int soft_ring_idle_count(soft_stall_t *st)
+{
+    uint32_t n = __atomic_load_n(&st->idle_polls, __ATOMIC_RELAXED) + 1;
+
+    __atomic_store_n(&st->idle_polls, n, __ATOMIC_RELAXED);
+    return n >= SOFT_CLEAR_POLLS;
+}
+
+/* 1 if a slot of the ring is claimed at the head but not published: its
+ * claim mark, or the tail (read at most once per SOFT_RING_TAIL_NS of
+ * 'now' per stall watch: the tail is the producers' line, and a producer
+ * that died between its CAS and its mark leaves nothing else). */
+static int soft_ring_claimed(soft_ring_t *ring, soft_slot_t *slot,
+                             uint64_t pos, soft_stall_t *st, uint64_t now)
+{
+    if (__atomic_load_n(&slot->seq, __ATOMIC_ACQUIRE) ==
+        SOFT_SEQ_CLAIMED(pos)) {
+        return 1;
+    }
+    if ((st->since_ns != 0) && (st->pos == pos)) {
+        return 1;    /* seen claimed before: the watch goes on */
+    }
+    if (now < st->tail_look_ns) {
+        return 0;
+    }
+    st->tail_look_ns = now + SOFT_RING_TAIL_NS;
+    return __atomic_load_n(&ring->tail, __ATOMIC_ACQUIRE) != pos;
 }
 
 /* Called when the head slot is not ready.  A producer that died between
  * claiming a slot and publishing it would block the ring for good: once the
  * head has been stuck for 1 ms, look at the claimer (its pid is stored right
- * after the claim) and skip the slot if that process is gone, or if no
- * claimer pid appeared within 2 s.  Returns 1 if a slot was skipped. */
+ * after the claim, then the claim mark) and skip the slot if that process
+ * is gone, or if no claim mark appeared within 2 s.  Returns 1 if a slot was
+ * skipped. */
 int soft_ring_unstick(soft_port_hdr_t *hdr, soft_ring_t *ring,
                       soft_stall_t *st, uint64_t now, const char *name)
 {
-    uint64_t pos = ring->head;
-    soft_slot_t *slot;
+    uint64_t pos      = ring->head;
+    soft_slot_t *slot = soft_ring_slot(hdr, ring, pos);
     uint32_t owner;
 
-    if (__atomic_load_n(&ring->tail, __ATOMIC_ACQUIRE) == pos) {
+    if (!soft_ring_claimed(ring, slot, pos, st, now)) {
         st->since_ns = 0;
-        return 0;        /* empty, nothing claimed */
+        return 0;        /* empty, nothing claimed (that we know of) */
     }
     if ((st->since_ns == 0) || (st->pos != pos)) {
         st->pos           = pos;
@@ -749,16 +804,19 @@ int soft_ring_unstick(soft_port_hdr_t *hdr, soft_ring_t *ring,
         return 0;
     }
     st->next_check_ns = now + 1000000ull;
-    slot  = soft_ring_slot(hdr, ring, pos);
-    owner = __atomic_load_n(&slot->pkt.src_pid, __ATOMIC_RELAXED);
+    /* the pid is this lap's claimer's only once its mark is there: before,
+     * it is the last lap's */
+    owner = (__atomic_load_n(&slot->seq, __ATOMIC_ACQUIRE) ==
+             SOFT_SEQ_CLAIMED(pos)) ?
+            __atomic_load_n(&slot->pkt.src_pid, __ATOMIC_RELAXED) : 0;
     if (((owner != 0) && !soft_pid_alive(owner, 0)) ||
         ((owner == 0) && (now - st->since_ns > 2000000000ull))) {
         dcx_warn("%s: port %s ring: skipping a slot claimed by dead process "
                  "%u", name, (ring == &hdr->req) ? "request" : "response",
                  owner);
-        memset(&slot->pkt, 0, sizeof(slot->pkt));
-        __atomic_store_n(&slot->seq, pos + ring->nslots, __ATOMIC_RELEASE);
-        ring->head   = pos + 1;
+        /* cleared and freed with the consumed ones (soft_ring_clear) */
+        __atomic_store_n(&ring->head, pos + 1, __ATOMIC_RELAXED);
+        soft_ring_view(hdr, ring, st);
         st->since_ns = 0;
         return 1;
     }
@@ -767,10 +825,7 @@ int soft_ring_unstick(soft_port_hdr_t *hdr, soft_ring_t *ring,
 
 int soft_ring_empty(soft_port_hdr_t *hdr, soft_ring_t *ring)
 {
-    uint64_t pos      = ring->head;
-    soft_slot_t *slot = soft_ring_slot(hdr, ring, pos);
-
-    return __atomic_load_n(&slot->seq, __ATOMIC_ACQUIRE) != pos + 1;
+    return !soft_ring_ready(hdr, ring);
 }
 
 uint32_t soft_pkt_csum(const soft_pkt_t *pkt)

@@ -492,8 +492,9 @@ static int soft_req_send_packets(soft_qp_t *qp, soft_swqe_t *w, uint64_t now)
         pkt  = NULL;
         if ((target != NULL) && (fate != SOFT_TX_DROP) && !dev->killed &&
             !__atomic_load_n(&target->killed, __ATOMIC_RELAXED)) {
-            pkt = soft_ring_reserve(target, &target->req, dev->pid,
-                                    &payload, &pos);
+            pkt = soft_ring_reserve_c(target, &target->req, dev->pid,
+                                      &w->peer->req_freed_seen, &payload,
+                                      &pos);
             if (pkt == NULL) {
                 if (fate != SOFT_TX_PASS) {
                     /* the fault will apply to the retried packet again */
@@ -533,6 +534,7 @@ static int soft_req_send_packets(soft_qp_t *qp, soft_swqe_t *w, uint64_t now)
             pkt->args[3]     = w->wr.swap_mask;
             pkt->deliver_ns  = (fate == SOFT_TX_DELAY) ? now + delay : 0;
             pkt->gen         = qp->gen;
+            pkt->pad         = 0;
             if (flags & SOFT_OPF_PAYLOAD) {
                 if (w->wr.flags & DCX_SEND_INLINE) {
                     memcpy(payload, w->inl + w->sent_off, chunk);
@@ -579,8 +581,9 @@ static int soft_req_send_packets(soft_qp_t *qp, soft_swqe_t *w, uint64_t now)
  * the wire), without a fault rule, goes straight into the target's request
  * ring as a light packet (soft_pkt_t: two cache lines for a small one):
  * the WQE is recorded for completion and retransmission with what those
- * need, the packet carries only the fields such a message has (a consumed
- * slot is all zeros, soft_ring_pop), no clock is read (the ack timer starts
+ * need, the packet carries only the fields such a message has (all of
+ * them written: a slot keeps its last packet, soft.h "Ring slots"), no
+ * clock is read (the ack timer starts
  * at the next engine pass) and the responder acknowledges it in our ack
  * table.  The responder checks a WRITE's rkey, bounds, access and DC key
  * as for any packet.  An RDMA WRITE on a DCI with nothing outstanding
@@ -649,8 +652,8 @@ int soft_req_post_inline(soft_qp_t *qp, const dcx_send_wr_t *wr,
             return 0;
         }
     }
-    pkt = soft_ring_reserve(target, &target->req, dev->pid, &slot_payload,
-                            &pos);
+    pkt = soft_ring_reserve_c(target, &target->req, dev->pid,
+                              &peer->req_freed_seen, &slot_payload, &pos);
     if (pkt == NULL) {
         return 1;   /* ring full: queued by the general path */
     }
@@ -672,10 +675,15 @@ int soft_req_post_inline(soft_qp_t *qp, const dcx_send_wr_t *wr,
     pkt->gen       = qp->gen;
     pkt->dc_key    = wr->dest.dc_key;
     pkt->src_token = dev->token;
+    pkt->deliver_ns = 0;
+    /* on the line the payload starts in: no line more for the zeros */
     if (wr->opcode == DCX_WR_RDMA_WRITE) {
         pkt->raddr = wr->remote_addr;
         pkt->rkey  = wr->rkey;
+        pkt->imm   = 0;
     } else {
+        pkt->raddr = 0;
+        pkt->rkey  = 0;
         pkt->imm   = wr->imm;
     }
     dev->stats.futex_wakes += soft_ring_publish(target, &target->req, pos);
@@ -697,6 +705,11 @@ int soft_req_post_inline(soft_qp_t *qp, const dcx_send_wr_t *wr,
         soft_req_watch(peer, pos, dev->now);
     }
     soft_engine_activate(qp);
+    /* our packet is out: the time to clear the request slots we consumed
+     * (soft.h, "Ring slots"), which takes their lines back from producers */
+    if (dev->hdr->req.freed != dev->hdr->req.head) {
+        soft_ring_clear(dev->hdr, &dev->hdr->req);
+    }
     return 0;
 }
 

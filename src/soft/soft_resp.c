@@ -214,12 +214,15 @@ void soft_resp_send(soft_dev_t *dev, soft_rstate_t *rs,
         (len > hdr->resp.payload)) {
         return;
     }
-    pkt = soft_ring_reserve(hdr, &hdr->resp, dev->pid, &payload, &pos);
+    pkt = soft_ring_reserve_c(hdr, &hdr->resp, dev->pid,
+                              &rs->peer->resp_freed_seen, &payload, &pos);
     if (pkt == NULL) {
         dev->stats.resp_drops++;
         return;
     }
-    /* the slot is all zeros but the claimer's pid (soft_ring_pop) */
+    /* the slot holds its last packet (soft.h, "Ring slots"): the fields a
+     * response does not carry are zero */
+    memset(pkt, 0, sizeof(*pkt));
     pkt->op        = op;
     pkt->flags     = flags;
     pkt->status    = status;
@@ -562,7 +565,8 @@ static int soft_resp_read_resp(soft_dev_t *dev, soft_qp_t *dct,
         (len > hdr->resp.payload)) {
         return 0;
     }
-    pkt = soft_ring_reserve(hdr, &hdr->resp, dev->pid, &payload, &pos);
+    pkt = soft_ring_reserve_c(hdr, &hdr->resp, dev->pid,
+                              &rs->peer->resp_freed_seen, &payload, &pos);
     if (pkt == NULL) {
         dev->stats.resp_drops++;
         return 0;

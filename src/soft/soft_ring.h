@@ -1,0 +1,193 @@
+/*
+ * Soft device rings (soft_fabric.c): the slot states, the consumer's
+ * private state of a ring, and the ring functions.  Included by soft.h,
+ * after the wire format and the shared segment's layout.
+ */
+#ifndef DCX_SOFT_RING_H_
+#define DCX_SOFT_RING_H_
+
+/* Ring slots.  seq is the slot's state for ring position pos (the slot's
+ * index plus a multiple of nslots): pos + 1 once the packet is published,
+ * SOFT_SEQ_CLAIMED(pos) from right after the producer's claim (its pid is
+ * in pkt.src_pid by then), anything else (the last lap's values) before.
+ * The consumer's pop only moves the ring's head (soft_ring_pop); it
+ * clears consumed slots later, off a message's critical path, and then
+ * frees them by moving 'freed' (soft_ring_clear), which producers read
+ * only when their copy of it says the ring is full.
+ *
+ * What one small message (a light packet, soft_req_post_inline) moves
+ * between the two processes, in order, A the requester, B the target:
+ *  1. A's CAS on B's req.tail: a line only producers write and the
+ *     consumer reads only to find a dead claimer (at most once per
+ *     SOFT_RING_TAIL_NS, soft_ring_unstick): with one producer, it stays
+ *     in A's cache; a locked instruction before any store to B's lines;
+ *  2. A's stores to the slot's line 0 (seq, header) and line 1 (raddr,
+ *     rkey, imm, payload up to 48 B), both last read by B (a lap ago, or
+ *     line 0 by B's polls: B's look reads the head slot's seq), so each
+ *     store takes the line from B's cache;
+ *  3. B's look (soft_engine_poll_idle, soft_engine_look) reads line 0
+ *     (seq): the first transfer back; the packet's read brings line 1;
+ *  4. B's responder stores the acknowledgement in A's ack table (a CAS:
+ *     locked, on a line A polls; soft_resp_ack_flush);
+ *  5. B's pop stores B's own req.head: a line A reads only to see whether
+ *     its packets wait (soft_req_target_busy);
+ *  6. B's unlock (an xchg: it waits for B's pending stores) finds only
+ *     stores to lines of B's own by then (a plain release store measured
+ *     no faster: soft_lock);
+ *  7. B clears the slot later, after its own next post is out, at the
+ *     end of a whole pass, or after SOFT_CLEAR_POLLS idle polls
+ *     (soft_ring_clear): it then takes lines 0 and 1 back from A, while
+ *     nothing waits on B, and moves req.freed, a line A reads once per
+ *     lap.
+ * The answer (B's reply) takes the same steps with the roles swapped.
+ * Before version 4, the consumer also cleared the header (lines 0 and 1)
+ * and stored seq = pos + nslots at every pop: two more lines taken from
+ * the producer per message, and a producer's reserve read line 0 before
+ * its claim (one more transfer on the post's path), and both sides read
+ * the tail line at every look.
+ *
+ * A consumed slot keeps its packet (DC key, rkey, address) only until the
+ * consumer's next light post, SOFT_CLEAR_POLLS polls that find nothing
+ * else to do, its next whole pass, or SOFT_RING_CLEAR_LAG more packets
+ * (issue 8: no DC key is left in old slots for whoever maps the
+ * segment).  Producers write every header field of their packet kind
+ * (zero where it has none) and rely on no zeroed header. */
+
+/* The consumer's private state of one of its rings: its view of the head
+ * slot (the seq word a published packet there shows, and that value: read
+ * by polls without the lock, so that a look costs two loads and no
+ * arithmetic on the ring's geometry), and the watch of a head slot that is
+ * claimed but unpublished (soft_ring_unstick). */
+typedef struct soft_stall {
+    const uint64_t *seq;     /* &head slot's seq (soft_ring_view) */
+    uint64_t        want;    /* head + 1 */
+    uint64_t        pos;
+    uint64_t        since_ns;
+    uint64_t        next_check_ns;
+    uint64_t        tail_look_ns;   /* the tail is not read before */
+    /* polls that found consumed slots waiting for their clear since the
+     * head last moved (soft_ring_idle_clear) */
+    uint32_t        idle_polls;
+    uint32_t        pad;
+} soft_stall_t;
+
+/* Polls that find nothing to do but consumed slots to clear before one of
+ * them takes the lock to clear them: the consumer's own next post usually
+ * clears them first, off a message's critical path */
+#define SOFT_CLEAR_POLLS  32u
+
+/* How often an engine pass may read a ring's tail (the producers' line) to
+ * find a claim without mark (soft_ring_unstick) */
+#define SOFT_RING_TAIL_NS  1000000ull
+
+soft_pkt_t *soft_ring_reserve_c(soft_port_hdr_t *hdr, soft_ring_t *ring,
+                                uint32_t owner, uint64_t *freed_seen,
+                                void **payload_p, uint64_t *pos_p);
+unsigned soft_ring_clear(soft_port_hdr_t *hdr, soft_ring_t *ring);
+soft_pkt_t *soft_ring_reserve(soft_port_hdr_t *hdr, soft_ring_t *ring,
+                              uint32_t owner, void **payload_p,
+                              uint64_t *pos_p);
+int      soft_ring_unstick(soft_port_hdr_t *hdr, soft_ring_t *ring,
+                           soft_stall_t *st, uint64_t now, const char *name);
+int      soft_ring_publish(soft_port_hdr_t *hdr, soft_ring_t *ring,
+                           uint64_t pos);
+void     soft_ring_pop(soft_port_hdr_t *hdr, soft_ring_t *ring);
+int      soft_ring_empty(soft_port_hdr_t *hdr, soft_ring_t *ring);
+
+static inline soft_slot_t *soft_ring_slot(soft_port_hdr_t *hdr,
+                                          soft_ring_t *ring, uint64_t pos)
+{
+    return (soft_slot_t *)((char *)hdr + ring->offset +
+                           (pos & (ring->nslots - 1)) * ring->slot_size);
+}
+
+/* Consumer side: 1 if the ring's head slot holds a published packet.  It
+ * reads the slot's first line only, the one the packet comes in, not the
+ * producers' tail. */
+static inline int soft_ring_ready(soft_port_hdr_t *hdr, soft_ring_t *ring)
+{
+    uint64_t pos = ring->head;
+
+    return __atomic_load_n(&soft_ring_slot(hdr, ring, pos)->seq,
+                           __ATOMIC_ACQUIRE) == pos + 1;
+}
+
+/* Consumer side (engine lock held): the view of the head slot kept in st,
+ * after the head moved */
+static inline void soft_ring_view(soft_port_hdr_t *hdr, soft_ring_t *ring,
+                                  soft_stall_t *st)
+{
+    uint64_t pos = ring->head;
+
+    __atomic_store_n(&st->seq, &soft_ring_slot(hdr, ring, pos)->seq,
+                     __ATOMIC_RELAXED);
+    __atomic_store_n(&st->want, pos + 1, __ATOMIC_RELAXED);
+    __atomic_store_n(&st->idle_polls, 0, __ATOMIC_RELAXED);
+}
+
+/* Without the lock: 1 if the head slot seen by st holds a published
+ * packet.  A view read while a pass moves it (the pointer of one slot, the
+ * value of the other) says no: no slot's seq is the next slot's value. */
+static inline int soft_ring_view_ready(const soft_stall_t *st)
+{
+    const uint64_t *seq = __atomic_load_n(&st->seq, __ATOMIC_RELAXED);
+
+    return __atomic_load_n(seq, __ATOMIC_ACQUIRE) ==
+           __atomic_load_n(&st->want, __ATOMIC_RELAXED);
+}
+
+/* The head slot's packet and its payload, or NULL if none is published
+ * there (engine lock held). */
+static inline soft_pkt_t *soft_ring_peek(soft_port_hdr_t *hdr,
+                                         soft_ring_t *ring, void **payload_p)
+{
+    uint64_t pos      = ring->head;
+    soft_slot_t *slot = soft_ring_slot(hdr, ring, pos);
+
+    if (__atomic_load_n(&slot->seq, __ATOMIC_ACQUIRE) != pos + 1) {
+        return NULL;
+    }
+    *payload_p = (char *)slot + ((slot->pkt.flags & SOFT_PKT_LIGHT) ?
+                                 SOFT_LIGHT_OFF : SOFT_SLOT_HDR);
+    return &slot->pkt;
+}
+
+/* Consumer side: 1 if consumed slots wait for their clear */
+static inline int soft_ring_unfreed(const soft_ring_t *ring)
+{
+    return __atomic_load_n(&ring->freed, __ATOMIC_RELAXED) !=
+           __atomic_load_n(&ring->head, __ATOMIC_RELAXED);
+}
+
+/* Without the lock: 1 if a poll should take the lock to clear consumed
+ * slots (a ring pass that finds nothing clears them, soft_engine_serve_req):
+ * once they waited SOFT_CLEAR_POLLS polls without a post clearing them */
+int soft_ring_idle_count(soft_stall_t *st);   /* soft_fabric.c */
+
+static inline int soft_ring_idle_clear(const soft_ring_t *ring,
+                                       soft_stall_t *st)
+{
+    return soft_ring_unfreed(ring) && soft_ring_idle_count(st);
+}
+
+/* Consumer side: 1 if the ring's head slot is claimed and not published
+ * yet (its claimer's mark, SOFT_SEQ_CLAIMED) */
+static inline int soft_ring_marked(soft_port_hdr_t *hdr, soft_ring_t *ring)
+{
+    uint64_t pos = ring->head;
+
+    return __atomic_load_n(&soft_ring_slot(hdr, ring, pos)->seq,
+                           __ATOMIC_ACQUIRE) == SOFT_SEQ_CLAIMED(pos);
+}
+
+/* Whether soft_ring_unstick has anything to look at (engine lock held): a
+ * watch under way, a claim mark at the head, or the tail's look due */
+static inline int soft_ring_unstick_due(soft_port_hdr_t *hdr,
+                                        soft_ring_t *ring,
+                                        const soft_stall_t *st, uint64_t now)
+{
+    return (st->since_ns != 0) || (now >= st->tail_look_ns) ||
+           soft_ring_marked(hdr, ring);
+}
+
+#endif
