@@ -823,14 +823,13 @@ void soft_req_run(soft_qp_t *qp, uint64_t now)
 static int soft_req_target_busy(soft_qp_t *qp, soft_swqe_t *w, uint64_t now)
 {
     soft_port_hdr_t *hdr = w->peer->hdr;
-    uint64_t head, tail;
+    uint64_t head, tail, freed;
     soft_slot_t *slot;
 
     if ((hdr == NULL) || w->peer->own) {
         return 0;   /* never queued anything there / we serve ourselves */
     }
     head = __atomic_load_n(&hdr->req.head, __ATOMIC_ACQUIRE);
-    tail = __atomic_load_n(&hdr->req.tail, __ATOMIC_RELAXED);
     w->peer->head_reads++;
     if ((qp->tx_peer == w->peer) && ((int64_t)(head - qp->tx_pos) < 0)) {
         slot = (soft_slot_t *)((char *)hdr + hdr->req.offset +
@@ -842,7 +841,12 @@ static int soft_req_target_busy(soft_qp_t *qp, soft_swqe_t *w, uint64_t now)
         }
         return 1;
     }
-    return !w->all_sent && (tail - head >= hdr->req.nslots);
+    /* full as producers see it: the target gives consumed slots back
+     * only when it clears them (soft_ring_clear), so a full ring may hold
+     * packets it already consumed */
+    tail  = __atomic_load_n(&hdr->req.tail, __ATOMIC_RELAXED);
+    freed = __atomic_load_n(&hdr->req.freed, __ATOMIC_ACQUIRE);
+    return !w->all_sent && (tail - freed >= hdr->req.nslots);
 }
 
 static void soft_req_timeout(soft_qp_t *qp, uint64_t now)

@@ -112,8 +112,9 @@ TEST_F(soft, stale_segment_sweep)
     /* a live owner with the right start time stays */
     std::string live   = fake_segment(fabric + "l", getpid(),
                                       soft_proc_start_time(getpid()));
-    ASSERT_TRUE(shm_exists(stale));
-    ASSERT_TRUE(shm_exists(reused));
+    /* (fake_segment checked that it made them: whether they still exist
+     * here is not asserted, as any process of ours opening a device
+     * meanwhile, a concurrent test suite's, sweeps them too) */
     {
         node n;
         ASSERT_EQ(0, n.open(fabric.c_str()));

@@ -265,3 +265,94 @@ TEST_F(soft, light_packets_write_every_header_field)
     EXPECT_EQ(2 * SOFT_RING_SLOTS, dev_stats(n).table_completions)
         << "not on the light path";
 }
+
+/* b consumed a's packets but has not cleared their slots yet (a ring pass
+ * clears nothing); c's packets fill the rest of b's ring.  a's next SEND
+ * then finds the ring full, with none of its own packets left in it: a
+ * live target that has not got to it yet, so a's ack timeouts are not
+ * losses (with one retry allowed, they used to fail the SEND with
+ * RETRY_EXC_ERR).  Once b runs, the SEND goes through. */
+TEST_F(soft, ring_full_of_unfreed_slots_is_a_busy_target_bad_flow)
+{
+    const uint64_t KEY = 0xb5;
+    const unsigned own = 5;
+    node a, b, c;
+    std::vector<uint8_t> buf(256 * 64);
+    std::vector<dcx_wc_t> wc(256);
+    uint8_t addr[DCX_DEV_ADDR_MAX];
+    size_t len = sizeof(addr);
+    dcx_mr_t *mr;
+
+    ASSERT_EQ(0, a.open(fabric.c_str()));
+    ASSERT_EQ(0, b.open(fabric.c_str()));
+    ASSERT_EQ(0, c.open(fabric.c_str()));
+    /* timeout 15 (134 ms) and one retry */
+    ASSERT_EQ(0, a.make_dci(128, 256, 1, 0));
+    ASSERT_EQ(0, c.make_dci(SOFT_RING_SLOTS));
+    ASSERT_EQ(0, b.make_target(KEY, 0, 256));
+    ASSERT_EQ(0, b.reg(buf.data(), buf.size(), DCX_ACCESS_LOCAL_WRITE, &mr));
+    std::vector<dcx_recv_t> recvs(256);
+    for (unsigned i = 0; i < recvs.size(); ++i) {
+        recvs[i].wr_id      = i;
+        recvs[i].sge.addr   = (uintptr_t)buf.data() + i * 64;
+        recvs[i].sge.length = 64;
+        recvs[i].sge.lkey   = mr->lkey;
+    }
+    unsigned posted;
+    ASSERT_EQ(0, dcx_srq_post_recv_list(b.srq, recvs.data(), recvs.size(),
+                                        &posted));
+    ASSERT_EQ(0, dcx_dev_port_addr(b.dev, addr, &len));
+    ASSERT_EQ(0, a.connect(addr, len));
+    ASSERT_EQ(0, c.connect(addr, len));
+    soft_helper_stop(soft_dev(a.dev));
+    soft_helper_stop(soft_dev(b.dev));
+    soft_helper_stop(soft_dev(c.dev));
+
+    /* both sources known to b, their first slots cleared by whole passes */
+    ASSERT_EQ(0, post_inline_value(a, a.dci, b.dct->qp_num, KEY,
+                                   DCX_WR_SEND, 1));
+    ASSERT_EQ(0, post_inline_value(c, c.dci, b.dct->qp_num, KEY,
+                                   DCX_WR_SEND, 2));
+    ASSERT_EQ(2, b.poll(wc.data(), 2));
+    ASSERT_EQ(1, a.poll(wc.data(), 1));
+    ASSERT_EQ(1, c.poll(wc.data(), 1));
+    ASSERT_EQ(0, dcx_cq_poll(b.cq, 1, wc.data()));
+
+    /* a's packets consumed by a ring pass: slots not given back yet */
+    for (unsigned i = 0; i < own; ++i) {
+        ASSERT_EQ(0, post_inline_value(a, a.dci, b.dct->qp_num, KEY,
+                                       DCX_WR_SEND, 10 + i));
+    }
+    ASSERT_EQ((int)own, dcx_cq_poll(b.cq, 16, wc.data()));
+    soft_ring_t *ring = &soft_dev(b.dev)->hdr->req;
+    ASSERT_NE(ring->head, ring->freed) << "consumed slots were cleared";
+    ASSERT_EQ((int)own, a.poll(wc.data(), own));
+
+    /* c fills the ring as producers see it */
+    unsigned room = SOFT_RING_SLOTS - (unsigned)(ring->head - ring->freed);
+    for (unsigned i = 0; i < room; ++i) {
+        ASSERT_EQ(0, post_inline_value(c, c.dci, b.dct->qp_num, KEY,
+                                       DCX_WR_SEND, 100 + i));
+    }
+    ASSERT_EQ(ring->freed + SOFT_RING_SLOTS, ring->tail);
+
+    /* a's SEND waits for room past its ack timeout and its retry */
+    ASSERT_EQ(0, post_inline_value(a, a.dci, b.dct->qp_num, KEY,
+                                   DCX_WR_SEND, 99));
+    EXPECT_EQ(0, a.poll(wc.data(), 1, 0.8)) << "status " << (int)wc[0].status;
+
+    /* b runs: c's SENDs arrive, then a's, which its next progress posts */
+    ASSERT_EQ((int)room, b.poll(wc.data(), room));
+    ASSERT_EQ(0, dcx_cq_poll(a.cq, 1, wc.data()));
+    ASSERT_EQ(1, b.poll(wc.data(), 1));
+    uint64_t v = 0;
+    memcpy(&v, buf.data() + wc[0].wr_id * 64, sizeof(v));
+    EXPECT_EQ(99u, v);
+    ASSERT_EQ(1, a.poll(wc.data(), 1));
+    EXPECT_EQ(DCX_WC_SUCCESS, wc[0].status);
+    EXPECT_EQ(99u, wc[0].wr_id);
+    ASSERT_EQ((int)room, c.poll(wc.data(), room));
+    for (unsigned i = 0; i < room; ++i) {
+        EXPECT_EQ(DCX_WC_SUCCESS, wc[i].status) << i;
+    }
+}
