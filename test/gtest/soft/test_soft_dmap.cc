@@ -229,6 +229,20 @@ protected:
         return tpid;
     }
 
+    /* n opened with a DCI to the target and lb (4 KiB) registered; one
+     * RDMA WRITE of lb to the target's allocation done */
+    void open_writer(node &n, local_buf &lb, const dcx_soft_limits_t &l)
+    {
+        ASSERT_EQ(0, n.open(fabric.c_str(), &l));
+        ASSERT_EQ(0, n.make_dci());
+        ASSERT_EQ(0, n.connect(info->addr, info->addr_len));
+        ASSERT_EQ(0, lb.reg(n, 4096));
+        dcx_sge_t s = lb.sge(0, 4096);
+        ASSERT_EQ(DCX_WC_SUCCESS,
+                  run_one(n, wr_to(info, n, DCX_WR_RDMA_WRITE, &s,
+                                   info->raddr, info->rkey)));
+    }
+
     /* Tells the child of spawn_exec_target to exec and waits until the new
      * program runs: its name shows (the old threads are gone by then) */
     void exec_target(pid_t tpid)
@@ -701,8 +715,7 @@ unsigned alloc_mappings()
  * at the addresses it registered.  The kernel marked its liveness lock as
  * its helper thread went, so nothing more is copied into it by any means
  * (not through the old mapping, not by cross-memory attach); the write
- * waits on the wire like any to a target that does not answer, and fails
- * once that process is gone too. */
+ * goes on the wire and fails (exec_target_fails_requests_bad_flow). */
 TEST_F(soft_dmap, exec_target_gets_no_copy_bad_flow)
 {
     pid_t tpid = spawn_exec_target();
@@ -711,13 +724,8 @@ TEST_F(soft_dmap, exec_target_gets_no_copy_bad_flow)
     dcx_soft_limits_t l = limits();
     node n;
     local_buf lb;
-    ASSERT_EQ(0, n.open(fabric.c_str(), &l));
-    ASSERT_EQ(0, n.make_dci());
-    ASSERT_EQ(0, n.connect(info->addr, info->addr_len));
-    ASSERT_EQ(0, lb.reg(n, 4096));
+    ASSERT_NO_FATAL_FAILURE(open_writer(n, lb, l));
     dcx_sge_t s = lb.sge(0, 4096);
-    ASSERT_EQ(DCX_WC_SUCCESS, run_one(n, wr_to(info, n, DCX_WR_RDMA_WRITE, &s,
-                                               info->raddr, info->rkey)));
     EXPECT_EQ(1u, dcx_soft_direct_mappings(n.dev));
 
     ASSERT_NO_FATAL_FAILURE(exec_target(tpid));
@@ -753,13 +761,8 @@ TEST_F(soft_dmap, exec_target_fails_requests_bad_flow)
     dcx_soft_limits_t l = limits();
     node n;
     local_buf lb;
-    ASSERT_EQ(0, n.open(fabric.c_str(), &l));
-    ASSERT_EQ(0, n.make_dci());
-    ASSERT_EQ(0, n.connect(info->addr, info->addr_len));
-    ASSERT_EQ(0, lb.reg(n, 4096));
+    ASSERT_NO_FATAL_FAILURE(open_writer(n, lb, l));
     dcx_sge_t s = lb.sge(0, 4096);
-    ASSERT_EQ(DCX_WC_SUCCESS, run_one(n, wr_to(info, n, DCX_WR_RDMA_WRITE, &s,
-                                               info->raddr, info->rkey)));
     ASSERT_NO_FATAL_FAILURE(exec_target(tpid));
 
     const dcx_wr_opcode_t ops[] = {DCX_WR_SEND, DCX_WR_RDMA_WRITE};

@@ -156,8 +156,8 @@ TEST_F(soft_light, sends_around_the_mtu)
 }
 
 /* After light packets of every size went through every slot of a ring,
- * no slot header keeps a byte of them (the next producer relies on zeros,
- * and no DC key or payload is left over the header). */
+ * no slot header keeps a byte of them once the consumer cleared its
+ * consumed slots (no DC key or payload is left over the header). */
 TEST_F(soft, consumed_light_slots_all_zero)
 {
     const uint64_t key = 0x11c0ffee5eedull;
