@@ -356,3 +356,66 @@ TEST_F(soft, ring_full_of_unfreed_slots_is_a_busy_target_bad_flow)
         EXPECT_EQ(DCX_WC_SUCCESS, wc[i].status) << i;
     }
 }
+
+/* A consumer that only polls (no post of its own, no whole pass) still
+ * clears the slots it consumed: once SOFT_CLEAR_POLLS polls found nothing
+ * else to do, one takes the lock and clears them, so no DC key stays in
+ * the ring of an application that stopped sending. */
+TEST_F(soft, idle_polls_clear_consumed_slots)
+{
+    const uint64_t KEY = 0x1d1ec1ea5ull;
+    const unsigned n   = 3;
+    node a, b;
+    std::vector<uint8_t> buf(64 * 64);
+    std::vector<dcx_wc_t> wc(16);
+    dcx_mr_t *mr;
+
+    ASSERT_EQ(0, open_sender_target(a, b, fabric, KEY, 0, 64, buf, &mr));
+    std::vector<dcx_recv_t> recvs(64);
+    for (unsigned i = 0; i < recvs.size(); ++i) {
+        recvs[i].wr_id      = i;
+        recvs[i].sge.addr   = (uintptr_t)buf.data() + i * 64;
+        recvs[i].sge.length = 64;
+        recvs[i].sge.lkey   = mr->lkey;
+    }
+    unsigned posted;
+    ASSERT_EQ(0, dcx_srq_post_recv_list(b.srq, recvs.data(), recvs.size(),
+                                        &posted));
+    soft_helper_stop(soft_dev(a.dev));
+    soft_helper_stop(soft_dev(b.dev));
+
+    /* a known to b */
+    ASSERT_EQ(0, post_inline_value(a, a.dci, b.dct->qp_num, KEY,
+                                   DCX_WR_SEND, 1));
+    ASSERT_EQ(1, b.poll(wc.data(), 1));
+    ASSERT_EQ(1, a.poll(wc.data(), 1));
+    ASSERT_EQ(0, dcx_cq_poll(b.cq, 1, wc.data()));
+
+    /* consumed by a ring pass: not cleared yet, the DC keys still there */
+    for (unsigned i = 0; i < n; ++i) {
+        ASSERT_EQ(0, post_inline_value(a, a.dci, b.dct->qp_num, KEY,
+                                       DCX_WR_SEND, 10 + i));
+    }
+    ASSERT_EQ((int)n, dcx_cq_poll(b.cq, wc.size(), wc.data()));
+    ASSERT_EQ((int)n, a.poll(wc.data(), n));
+    soft_port_hdr_t *hdr = soft_dev(b.dev)->hdr;
+    soft_ring_t *ring    = &hdr->req;
+    uint64_t head        = ring->head;
+    uint64_t from        = ring->freed;
+    ASSERT_GE(head - from, (uint64_t)n) << "consumed slots were cleared";
+    for (uint64_t pos = head - n; pos != head; ++pos) {
+        ASSERT_EQ(KEY, soft_ring_slot(hdr, ring, pos)->pkt.dc_key) << pos;
+    }
+
+    /* polls that find nothing clear them, within SOFT_CLEAR_POLLS or so */
+    unsigned polls = 0;
+    while ((ring->freed != head) && (polls < 4 * SOFT_CLEAR_POLLS)) {
+        ASSERT_EQ(0, dcx_cq_poll(b.cq, 1, wc.data()));
+        ++polls;
+    }
+    EXPECT_EQ(head, ring->freed) << "after " << polls << " idle polls";
+    EXPECT_GE(polls, 1u);
+    for (uint64_t pos = from; pos != head; ++pos) {
+        EXPECT_EQ(0u, soft_ring_slot(hdr, ring, pos)->pkt.dc_key) << pos;
+    }
+}
