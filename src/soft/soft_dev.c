@@ -604,6 +604,22 @@ static inline int soft_srq_room(soft_srq_t *srq)
     return (srq->tail - srq->head) < srq->super.max_wr;
 }
 
+/* Engine lock held, room checked: queues one receive. */
+static inline void soft_srq_push(soft_srq_t *srq, uint64_t wr_id,
+                                 const dcx_sge_t *sg_list, unsigned num_sge)
+{
+    soft_rwqe_t *wqe = &srq->q[srq->tail % srq->size];
+
+    wqe->wr_id   = wr_id;
+    wqe->num_sge = num_sge;
+    if (num_sge == 1) {
+        wqe->sge[0] = sg_list[0];   /* the transport's one buffer: no call */
+    } else {
+        memcpy(wqe->sge, sg_list, num_sge * sizeof(*sg_list));
+    }
+    srq->tail++;
+}
+
 static void soft_srq_full(soft_srq_t *srq)
 {
     dcx_debug("%s: srq %p post recv: full (%u receives)",
@@ -615,7 +631,6 @@ static int soft_srq_post_recv(dcx_srq_t *srq_, uint64_t wr_id,
 {
     soft_srq_t *srq = (soft_srq_t *)srq_;
     soft_dev_t *dev = srq->dev;
-    soft_rwqe_t *wqe;
 
     if (num_sge > srq->super.max_sge) {
         dcx_error("%s: srq %p post recv: %u sge > max %u",
@@ -629,15 +644,7 @@ static int soft_srq_post_recv(dcx_srq_t *srq_, uint64_t wr_id,
         soft_srq_full(srq);
         return ENOMEM;
     }
-    wqe          = &srq->q[srq->tail % srq->size];
-    wqe->wr_id   = wr_id;
-    wqe->num_sge = num_sge;
-    if (num_sge == 1) {
-        wqe->sge[0] = sg_list[0];   /* the transport's one buffer: no call */
-    } else {
-        memcpy(wqe->sge, sg_list, num_sge * sizeof(*sg_list));
-    }
-    srq->tail++;
+    soft_srq_push(srq, wr_id, sg_list, num_sge);
     soft_unlock(&dev->lock);
     return 0;
 }
@@ -648,16 +655,11 @@ static int soft_srq_post_recv_list(dcx_srq_t *srq_, const dcx_recv_t *list,
                                    unsigned count, unsigned *posted_p)
 {
     soft_srq_t *srq = (soft_srq_t *)srq_;
-    soft_rwqe_t *wqe;
     unsigned i;
 
     soft_lock(&srq->dev->lock);
     for (i = 0; (i < count) && soft_srq_room(srq); ++i) {
-        wqe          = &srq->q[srq->tail % srq->size];
-        wqe->wr_id   = list[i].wr_id;
-        wqe->num_sge = 1;
-        wqe->sge[0]  = list[i].sge;
-        srq->tail++;
+        soft_srq_push(srq, list[i].wr_id, &list[i].sge, 1);
     }
     soft_unlock(&srq->dev->lock);
     *posted_p = i;
