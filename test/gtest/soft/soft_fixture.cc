@@ -201,6 +201,21 @@ int open_sender_target(node &a, node &b, const std::string &fabric,
     return a.connect(addr, len);
 }
 
+std::vector<dcx_recv_t> recv_list(const std::vector<uint8_t> &buf,
+                                  const dcx_mr_t *mr, uint64_t first,
+                                  unsigned count, uint32_t slot)
+{
+    std::vector<dcx_recv_t> list(count);
+
+    for (unsigned i = 0; i < count; ++i) {
+        list[i].wr_id      = first + i;
+        list[i].sge.addr   = (uintptr_t)buf.data() + (first + i) * slot;
+        list[i].sge.length = slot;
+        list[i].sge.lkey   = mr->lkey;
+    }
+    return list;
+}
+
 int node::connect(const void *addr, size_t len)
 {
     return dcx_ah_create(pd, addr, len, &ah);

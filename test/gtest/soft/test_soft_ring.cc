@@ -291,13 +291,7 @@ TEST_F(soft, ring_full_of_unfreed_slots_is_a_busy_target_bad_flow)
     ASSERT_EQ(0, c.make_dci(SOFT_RING_SLOTS));
     ASSERT_EQ(0, b.make_target(KEY, 0, 256));
     ASSERT_EQ(0, b.reg(buf.data(), buf.size(), DCX_ACCESS_LOCAL_WRITE, &mr));
-    std::vector<dcx_recv_t> recvs(256);
-    for (unsigned i = 0; i < recvs.size(); ++i) {
-        recvs[i].wr_id      = i;
-        recvs[i].sge.addr   = (uintptr_t)buf.data() + i * 64;
-        recvs[i].sge.length = 64;
-        recvs[i].sge.lkey   = mr->lkey;
-    }
+    std::vector<dcx_recv_t> recvs = recv_list(buf, mr, 0, 256);
     unsigned posted;
     ASSERT_EQ(0, dcx_srq_post_recv_list(b.srq, recvs.data(), recvs.size(),
                                         &posted));
@@ -371,13 +365,7 @@ TEST_F(soft, idle_polls_clear_consumed_slots)
     dcx_mr_t *mr;
 
     ASSERT_EQ(0, open_sender_target(a, b, fabric, KEY, 0, 64, buf, &mr));
-    std::vector<dcx_recv_t> recvs(64);
-    for (unsigned i = 0; i < recvs.size(); ++i) {
-        recvs[i].wr_id      = i;
-        recvs[i].sge.addr   = (uintptr_t)buf.data() + i * 64;
-        recvs[i].sge.length = 64;
-        recvs[i].sge.lkey   = mr->lkey;
-    }
+    std::vector<dcx_recv_t> recvs = recv_list(buf, mr, 0, 64);
     unsigned posted;
     ASSERT_EQ(0, dcx_srq_post_recv_list(b.srq, recvs.data(), recvs.size(),
                                         &posted));

@@ -30,15 +30,7 @@ struct srq_pair {
     /* receives with wr_ids first.. into buffer slots first.. */
     std::vector<dcx_recv_t> recvs(uint64_t first, unsigned count) const
     {
-        std::vector<dcx_recv_t> list(count);
-
-        for (unsigned i = 0; i < count; ++i) {
-            list[i].wr_id      = first + i;
-            list[i].sge.addr   = (uintptr_t)buf.data() + (first + i) * SLOT;
-            list[i].sge.length = SLOT;
-            list[i].sge.lkey   = mr->lkey;
-        }
-        return list;
+        return recv_list(buf, mr, first, count, SLOT);
     }
 
     /* n SENDs of values first.., each received: checks the receive
