@@ -684,16 +684,6 @@ soft_pkt_t *soft_ring_reserve_c(soft_port_hdr_t *hdr, soft_ring_t *ring,
     return &slot->pkt;
 }
 
-soft_pkt_t *soft_ring_reserve(soft_port_hdr_t *hdr, soft_ring_t *ring,
-                              uint32_t owner, void **payload_p,
-                              uint64_t *pos_p)
-{
-    uint64_t freed_seen = 0;   /* no copy: 'freed' is read when it matters */
-
-    return soft_ring_reserve_c(hdr, ring, owner, &freed_seen, payload_p,
-                               pos_p);
-}
-
 int soft_ring_publish(soft_port_hdr_t *hdr, soft_ring_t *ring, uint64_t pos)
 {
     soft_slot_t *slot = soft_ring_slot(hdr, ring, pos);
@@ -821,11 +811,6 @@ int soft_ring_unstick(soft_port_hdr_t *hdr, soft_ring_t *ring,
         return 1;
     }
     return 0;
-}
-
-int soft_ring_empty(soft_port_hdr_t *hdr, soft_ring_t *ring)
-{
-    return !soft_ring_ready(hdr, ring);
 }
 
 uint32_t soft_pkt_csum(const soft_pkt_t *pkt)

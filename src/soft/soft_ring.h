@@ -84,15 +84,11 @@ soft_pkt_t *soft_ring_reserve_c(soft_port_hdr_t *hdr, soft_ring_t *ring,
                                 uint32_t owner, uint64_t *freed_seen,
                                 void **payload_p, uint64_t *pos_p);
 unsigned soft_ring_clear(soft_port_hdr_t *hdr, soft_ring_t *ring);
-soft_pkt_t *soft_ring_reserve(soft_port_hdr_t *hdr, soft_ring_t *ring,
-                              uint32_t owner, void **payload_p,
-                              uint64_t *pos_p);
 int      soft_ring_unstick(soft_port_hdr_t *hdr, soft_ring_t *ring,
                            soft_stall_t *st, uint64_t now, const char *name);
 int      soft_ring_publish(soft_port_hdr_t *hdr, soft_ring_t *ring,
                            uint64_t pos);
 void     soft_ring_pop(soft_port_hdr_t *hdr, soft_ring_t *ring);
-int      soft_ring_empty(soft_port_hdr_t *hdr, soft_ring_t *ring);
 
 static inline soft_slot_t *soft_ring_slot(soft_port_hdr_t *hdr,
                                           soft_ring_t *ring, uint64_t pos)

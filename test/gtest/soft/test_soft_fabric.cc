@@ -166,10 +166,10 @@ TEST_F(soft_xproc, dead_producer_slot_skipped)
                                                       PROT_READ | PROT_WRITE,
                                                       MAP_SHARED, fd, 0);
         void *payload;
-        uint64_t pos;
+        uint64_t pos, freed_seen = 0;
         if ((hdr == MAP_FAILED) ||
-            (soft_ring_reserve(hdr, &hdr->req, getpid(), &payload, &pos) ==
-             nullptr)) {
+            (soft_ring_reserve_c(hdr, &hdr->req, getpid(), &freed_seen,
+                                 &payload, &pos) == nullptr)) {
             _exit(2);
         }
         _exit(0);   /* never publishes */
