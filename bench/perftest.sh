@@ -209,16 +209,19 @@ uct_dev() {
 port=$(( 20000 + ($$ * 13) % 30000 ))
 run_idx=0
 
-# iterations for a test kind and size, times the scale; warm-up is a tenth
+# iterations for a test kind and size, times the scale; warm-up is a tenth.
+# A large-message run lasts at least ~50 ms on either transport (4 MiB at
+# 25 GB/s is 170 us): with 60 or 30 messages a run was over in 5-20 ms, a
+# few scheduler ticks, and one preemption moved its figure by a quarter.
 iters_for() {   # iters_for lat|bw SIZE
     local n
     case $1:$2 in
-    lat:1048576) n=100 ;;
-    lat:4194304) n=30 ;;
+    lat:1048576) n=400 ;;
+    lat:4194304) n=150 ;;
     lat:*)       n=5000 ;;
     bw:8)        n=40000 ;;
-    bw:1048576)  n=200 ;;
-    bw:4194304)  n=60 ;;
+    bw:1048576)  n=1000 ;;
+    bw:4194304)  n=300 ;;
     bw:*)        n=10000 ;;
     esac
     awk -v n="$n" -v s="$scale" 'BEGIN { v = int(n * s); print (v < 10 ? 10 : v) }'
