@@ -864,6 +864,12 @@ static int soft_port_wake_once(soft_port_hdr_t *hdr)
 int soft_port_kick_sleeping(soft_port_hdr_t *hdr)
 {
     __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    return soft_port_kick_sleeping_seen(hdr);
+}
+
+/* The same after a full barrier (soft_fence_after_locked) */
+int soft_port_kick_sleeping_seen(soft_port_hdr_t *hdr)
+{
     if (__atomic_load_n(&hdr->sleeping, __ATOMIC_RELAXED) ==
         SOFT_HELPER_DEEP) {
         return soft_port_wake_once(hdr);
@@ -886,9 +892,17 @@ void soft_port_ring(soft_port_hdr_t *hdr)
  * owner does not write per poll (SOFT_HELPER_PARKED).  1 if it rang. */
 int soft_port_kick(soft_port_hdr_t *hdr)
 {
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    return soft_port_kick_seen(hdr);
+}
+
+/* The same after a full barrier between the packet's publish and this
+ * read of 'sleeping' (soft_fence_after_locked): the light post kicks after
+ * its unlock, whose xchg is that barrier on x86 */
+int soft_port_kick_seen(soft_port_hdr_t *hdr)
+{
     uint32_t state;
 
-    __atomic_thread_fence(__ATOMIC_SEQ_CST);
     state = __atomic_load_n(&hdr->sleeping, __ATOMIC_RELAXED);
     if (state == SOFT_HELPER_PARKED) {
         return 0;

@@ -591,10 +591,12 @@ static int soft_req_send_packets(soft_qp_t *qp, soft_swqe_t *w, uint64_t now)
  * which needs no target CPU, and completes at once when that took it.
  * The caller checked wr (an inline SEND, SEND_IMM or RDMA WRITE) and put
  * its data in the buffer of the WQE at sq_head (soft_post_inline_data).
- * Returns 0 when posted; 1 when it does not apply, with nothing done: the
- * caller takes the general path. */
+ * Returns 0 when posted, with *kick_p the port to kick after the unlock
+ * (soft_port_kick_seen) if a packet went there, else left as it is; 1 when
+ * it does not apply, with nothing done: the caller takes the general
+ * path. */
 int soft_req_post_inline(soft_qp_t *qp, const dcx_send_wr_t *wr,
-                         uint64_t total)
+                         uint64_t total, soft_port_hdr_t **kick_p)
 {
     soft_dev_t *dev = qp->dev;
     soft_port_hdr_t *target;
@@ -686,7 +688,8 @@ int soft_req_post_inline(soft_qp_t *qp, const dcx_send_wr_t *wr,
         pkt->rkey  = 0;
         pkt->imm   = wr->imm;
     }
-    dev->stats.futex_wakes += soft_ring_publish(target, &target->req, pos);
+    soft_ring_publish_quiet(target, &target->req, pos);
+    *kick_p = target;   /* after the unlock (soft_dci_post_light) */
 
     dev->resp_credits--;
     dev->stats.tx_packets++;

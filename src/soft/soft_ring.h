@@ -90,11 +90,24 @@ int      soft_ring_publish(soft_port_hdr_t *hdr, soft_ring_t *ring,
                            uint64_t pos);
 void     soft_ring_pop(soft_port_hdr_t *hdr, soft_ring_t *ring);
 
+/* Producer side: publishes the packet claimed at pos, as soft_ring_publish
+ * without its kick: the caller kicks the port after its unlock
+ * (soft_port_kick_seen after soft_fence_after_locked) */
+static inline void soft_ring_publish_quiet(soft_port_hdr_t *hdr,
+                                           soft_ring_t *ring, uint64_t pos);
+
 static inline soft_slot_t *soft_ring_slot(soft_port_hdr_t *hdr,
                                           soft_ring_t *ring, uint64_t pos)
 {
     return (soft_slot_t *)((char *)hdr + ring->offset +
                            (pos & (ring->nslots - 1)) * ring->slot_size);
+}
+
+static inline void soft_ring_publish_quiet(soft_port_hdr_t *hdr,
+                                           soft_ring_t *ring, uint64_t pos)
+{
+    __atomic_store_n(&soft_ring_slot(hdr, ring, pos)->seq, pos + 1,
+                     __ATOMIC_RELEASE);
 }
 
 /* Consumer side: 1 if the ring's head slot holds a published packet.  It
