@@ -690,6 +690,10 @@ struct soft_dev {
     dcx_soft_stats_t    stats;
     soft_fault_state_t  fault;
     int                 killed;
+    /* nonzero while the light post (soft_req_post_inline) may not be
+     * taken for a reason that changes rarely: a fault rule is set, or the
+     * port was killed (soft_dev_light_update, where those change) */
+    int                 light_off;
     uint64_t            now;        /* clock of the current engine pass */
     /* soft_dev_now()'s base: a counter reading and its soft_now_ns() */
     uint64_t            clk_tick;
@@ -841,6 +845,9 @@ void     soft_engine_progress_app(soft_dev_t *dev);
 void     soft_engine_poll_pass(soft_dev_t *dev, soft_cq_t *cq,
                                soft_cq_t *other, int look);
 void     soft_engine_activate(soft_qp_t *qp);
+void     soft_dev_light_update(soft_dev_t *dev);   /* soft_fault.c */
+void     soft_engine_activate_light(soft_qp_t *qp, const soft_peer_t *peer,
+                                    uint64_t now, uint64_t clk);
 void     soft_engine_deactivate(soft_qp_t *qp);
 void     soft_dev_progress(dcx_dev_t *dev);
 

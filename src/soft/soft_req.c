@@ -527,11 +527,21 @@ static int soft_req_send_packets(soft_qp_t *qp, soft_swqe_t *w, uint64_t now)
             pkt->raddr       = w->wr.remote_addr;
             pkt->rkey        = w->wr.rkey;
             pkt->imm         = w->wr.imm;
-            pkt->args[0]     = (flags & SOFT_OPF_READ) ? chunk :
-                               w->wr.compare_add;
-            pkt->args[1]     = (flags & SOFT_OPF_READ) ? mtu : w->wr.swap;
-            pkt->args[2]     = w->wr.compare_mask;
-            pkt->args[3]     = w->wr.swap_mask;
+            if (flags & SOFT_OPF_READ) {
+                pkt->args[0] = chunk;
+                pkt->args[1] = mtu;
+                pkt->args[2] = 0;
+                pkt->args[3] = 0;
+            } else if (flags & SOFT_OPF_ATOMIC) {
+                pkt->args[0] = w->wr.compare_add;
+                pkt->args[1] = w->wr.swap;
+                pkt->args[2] = w->wr.compare_mask;
+                pkt->args[3] = w->wr.swap_mask;
+            } else {
+                /* a light WQE records no atomic fields (its slot may hold
+                 * an older WQE's): a SEND or WRITE carries none */
+                memset(pkt->args, 0, sizeof(pkt->args));
+            }
             pkt->deliver_ns  = (fate == SOFT_TX_DELAY) ? now + delay : 0;
             pkt->gen         = qp->gen;
             pkt->pad         = 0;
@@ -604,18 +614,21 @@ int soft_req_post_inline(soft_qp_t *qp, const dcx_send_wr_t *wr,
     soft_swqe_t *w, *prev;
     soft_pkt_t *pkt;
     void *slot_payload;
-    uint64_t pos;
+    uint64_t pos, now, clk;
 
     peer   = ((soft_ah_t *)wr->dest.ah)->peer;   /* checked by the post */
     target = peer->hdr;
     if (target == NULL) {
         target = soft_peer_map(dev, peer);   /* the first message there */
+        if (target == NULL) {
+            return 1;
+        }
     }
-    if ((wr->flags & DCX_SEND_FENCE) || (qp->sq_send != qp->sq_head) ||
-        (qp->rnr_until_ns != 0) ||
-        (dev->fault.rule.type != DCX_SOFT_FAULT_NONE) ||
-        (dev->resp_credits == 0) || (target == NULL) || dev->killed ||
-        (total > dev->limits.mtu) || (total > target->req.payload) ||
+    /* dev->light_off: a fault rule or a killed port (soft_dev_light_update) */
+    if (dev->light_off | (wr->flags & DCX_SEND_FENCE) |
+        (qp->sq_send != qp->sq_head) | (qp->rnr_until_ns != 0) |
+        (dev->resp_credits == 0) | (total > dev->limits.mtu) |
+        (total > target->req.payload) ||
         __atomic_load_n(&target->killed, __ATOMIC_RELAXED)) {
         return 1;
     }
@@ -627,20 +640,31 @@ int soft_req_post_inline(soft_qp_t *qp, const dcx_send_wr_t *wr,
         }
     }
 
-    w             = soft_wqe(qp, qp->sq_head);
-    w->wr         = *wr;
-    w->wr.sg_list = NULL;
-    w->wr.mkey_layout = NULL;
-    w->mkw        = NULL;
-    w->peer       = peer;
-    w->total_len  = total;
-    w->sent_off   = total;
-    w->recv_off   = 0;
-    w->forced     = SOFT_NO_STATUS;
-    w->checked    = 1;
-    w->all_sent   = 1;
-    w->rd_counted = 0;
-    w->tx_end     = 0;
+    /* the WQE: what completion (wr_id, opcode, flags, imm), retransmission
+     * (the destination, remote address and key) and the direct copy read
+     * of a SEND, SEND_IMM or RDMA WRITE; not its sg list (the data is in
+     * w->inl) nor the atomic and memory-key fields, which no path reads
+     * for these opcodes (soft_req_send_packets sends zero arguments) */
+    w                 = soft_wqe(qp, qp->sq_head);
+    w->wr.wr_id       = wr->wr_id;
+    w->wr.opcode      = wr->opcode;
+    w->wr.flags       = wr->flags;
+    w->wr.num_sge     = wr->num_sge;
+    w->wr.atomic_size = 0;
+    w->wr.imm         = wr->imm;
+    w->wr.dest        = wr->dest;
+    w->wr.remote_addr = wr->remote_addr;
+    w->wr.rkey        = wr->rkey;
+    w->mkw            = NULL;
+    w->peer           = peer;
+    w->total_len      = total;
+    w->sent_off       = total;
+    w->recv_off       = 0;
+    w->forced         = SOFT_NO_STATUS;
+    w->checked        = 1;
+    w->all_sent       = 1;
+    w->rd_counted     = 0;
+    w->tx_end         = 0;
     if ((wr->opcode == DCX_WR_RDMA_WRITE) && (qp->sq_comp == qp->sq_head)) {
         /* nothing of the DCI outstanding: the initiator's own copy, which
          * needs no target CPU, as the general path would try it */
@@ -702,12 +726,13 @@ int soft_req_post_inline(soft_qp_t *qp, const dcx_send_wr_t *wr,
     w->tx_end       = (uint32_t)(pos + 1);
     /* the watch and the ack timer start now: dev->now is the last engine
      * pass's time, and polls that only wait run no pass (soft_engine.c);
-     * the counter-based clock costs a few instructions, a vDSO read many */
-    dev->now = soft_dev_now(dev);
+     * one counter read gives both the time and the wait's end (clk) */
+    now      = soft_dev_now_clk(dev, &clk);
+    dev->now = now;
     if (!peer->own) {
-        soft_req_watch(peer, pos, dev->now);
+        soft_req_watch(peer, pos, now);
     }
-    soft_engine_activate(qp);
+    soft_engine_activate_light(qp, peer, now, clk);
     /* our packet is out: the time to clear the request slots we consumed
      * (soft.h, "Ring slots"), which takes their lines back from producers */
     if (dev->hdr->req.freed != dev->hdr->req.head) {
