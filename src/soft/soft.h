@@ -846,8 +846,6 @@ void     soft_engine_poll_pass(soft_dev_t *dev, soft_cq_t *cq,
                                soft_cq_t *other, int look);
 void     soft_engine_activate(soft_qp_t *qp);
 void     soft_dev_light_update(soft_dev_t *dev);   /* soft_fault.c */
-void     soft_engine_activate_light(soft_qp_t *qp, const soft_peer_t *peer,
-                                    uint64_t now, uint64_t clk);
 void     soft_engine_deactivate(soft_qp_t *qp);
 void     soft_dev_progress(dcx_dev_t *dev);
 

@@ -13,6 +13,7 @@
 #endif
 
 #include "soft.h"
+#include "soft_wait.h"
 
 #include <errno.h>
 #include <stdlib.h>
