@@ -586,6 +586,37 @@ static int soft_req_send_packets(soft_qp_t *qp, soft_swqe_t *w, uint64_t now)
     return 0;
 }
 
+/* The WQE of a light post: what completion (wr_id, opcode, flags, imm),
+ * retransmission (the destination, remote address and key) and the direct
+ * copy (num_sge) read of a SEND, SEND_IMM or RDMA WRITE; not its sg list
+ * (the data is in w->inl) nor the atomic and memory-key fields, which no
+ * path reads for these opcodes (soft_req_send_packets sends zero
+ * arguments).  The caller sets credits, msn and state. */
+static inline void soft_light_wqe_record(soft_swqe_t *w,
+                                         const dcx_send_wr_t *wr,
+                                         soft_peer_t *peer, uint64_t total)
+{
+    w->wr.wr_id       = wr->wr_id;
+    w->wr.opcode      = wr->opcode;
+    w->wr.flags       = wr->flags;
+    w->wr.num_sge     = wr->num_sge;
+    w->wr.atomic_size = 0;
+    w->wr.imm         = wr->imm;
+    w->wr.dest        = wr->dest;
+    w->wr.remote_addr = wr->remote_addr;
+    w->wr.rkey        = wr->rkey;
+    w->mkw            = NULL;
+    w->peer           = peer;
+    w->total_len      = total;
+    w->sent_off       = total;
+    w->recv_off       = 0;
+    w->forced         = SOFT_NO_STATUS;
+    w->checked        = 1;
+    w->all_sent       = 1;
+    w->rd_counted     = 0;
+    w->tx_end         = 0;
+}
+
 /* The light path of a post (engine lock held): an inline SEND or RDMA
  * WRITE that fits one packet, on a DCI with nothing waiting to be
  * transmitted (idle, or with earlier messages to the same destination on
@@ -616,6 +647,7 @@ int soft_req_post_inline(soft_qp_t *qp, const dcx_send_wr_t *wr,
     soft_pkt_t *pkt;
     void *slot_payload;
     uint64_t pos, now, clk;
+    uint32_t msn;
 
     peer   = ((soft_ah_t *)wr->dest.ah)->peer;   /* checked by the post */
     target = peer->hdr;
@@ -641,34 +673,11 @@ int soft_req_post_inline(soft_qp_t *qp, const dcx_send_wr_t *wr,
         }
     }
 
-    /* the WQE: what completion (wr_id, opcode, flags, imm), retransmission
-     * (the destination, remote address and key) and the direct copy read
-     * of a SEND, SEND_IMM or RDMA WRITE; not its sg list (the data is in
-     * w->inl) nor the atomic and memory-key fields, which no path reads
-     * for these opcodes (soft_req_send_packets sends zero arguments) */
-    w                 = soft_wqe(qp, qp->sq_head);
-    w->wr.wr_id       = wr->wr_id;
-    w->wr.opcode      = wr->opcode;
-    w->wr.flags       = wr->flags;
-    w->wr.num_sge     = wr->num_sge;
-    w->wr.atomic_size = 0;
-    w->wr.imm         = wr->imm;
-    w->wr.dest        = wr->dest;
-    w->wr.remote_addr = wr->remote_addr;
-    w->wr.rkey        = wr->rkey;
-    w->mkw            = NULL;
-    w->peer           = peer;
-    w->total_len      = total;
-    w->sent_off       = total;
-    w->recv_off       = 0;
-    w->forced         = SOFT_NO_STATUS;
-    w->checked        = 1;
-    w->all_sent       = 1;
-    w->rd_counted     = 0;
-    w->tx_end         = 0;
+    w = soft_wqe(qp, qp->sq_head);
     if ((wr->opcode == DCX_WR_RDMA_WRITE) && (qp->sq_comp == qp->sq_head)) {
         /* nothing of the DCI outstanding: the initiator's own copy, which
          * needs no target CPU, as the general path would try it */
+        soft_light_wqe_record(w, wr, peer, total);
         w->credits = 0;
         w->state   = SOFT_WQE_POSTED;
         if (dev->one_sided(qp, w)) {
@@ -684,11 +693,12 @@ int soft_req_post_inline(soft_qp_t *qp, const dcx_send_wr_t *wr,
     if (pkt == NULL) {
         return 1;   /* ring full: queued by the general path */
     }
-    w->credits = 1;
-    w->msn     = qp->next_msn++;
-    w->state   = SOFT_WQE_WAIT_RESP;
 
-    /* the light form: the payload right after imm (soft_pkt_t) */
+    /* the light form: the payload right after imm (soft_pkt_t).  From the
+     * claim to the publish only the packet is written: the target's poll
+     * reads the slot's first line, and each store to it that finds the
+     * line taken back by a poll moves it again (slow placement) */
+    msn = qp->next_msn++;
     soft_copy_small((uint8_t *)&pkt->offset, w->inl, total);
     pkt->op        = wr->opcode;
     pkt->flags     = SOFT_PKT_FIRST | SOFT_PKT_LAST | SOFT_PKT_WACK |
@@ -697,8 +707,9 @@ int soft_req_post_inline(soft_qp_t *qp, const dcx_send_wr_t *wr,
     pkt->len       = (uint32_t)total;
     pkt->src_qpn   = qp->super.qp_num;
     pkt->dst_qpn   = wr->dest.dctn;
-    pkt->msn       = w->msn;
-    pkt->ack_base  = soft_wqe(qp, qp->sq_comp)->msn;
+    pkt->msn       = msn;
+    pkt->ack_base  = (qp->sq_comp == qp->sq_head) ? msn :
+                     soft_wqe(qp, qp->sq_comp)->msn;
     pkt->gen       = qp->gen;
     pkt->dc_key    = wr->dest.dc_key;
     pkt->src_token = dev->token;
@@ -716,6 +727,12 @@ int soft_req_post_inline(soft_qp_t *qp, const dcx_send_wr_t *wr,
     soft_ring_publish_quiet(target, &target->req, pos);
     *kick_p = target;   /* after the unlock (soft_dci_post_light) */
 
+    /* the WQE, now that the packet is out (nothing reads it before our
+     * next engine pass, and we hold the engine lock) */
+    soft_light_wqe_record(w, wr, peer, total);
+    w->credits = 1;
+    w->msn     = msn;
+    w->state   = SOFT_WQE_WAIT_RESP;
     dev->resp_credits--;
     dev->stats.tx_packets++;
     dev->stats.tx_bytes += total;

@@ -64,7 +64,7 @@ static ucs_status_t uct_dcx_ep_fc_post_req(uct_dcx_iface_t *iface,
 
     /* On the ep's own DCI, after the messages it asks credits for; if the
      * peer is gone, the failure is the ep's.  Inline when it fits (no send
-     * buffer, no completion of its own), else from a send buffer. */
+     * buffer), else from a send buffer. */
     uct_dcx_ep_dest(ep, &dest);
     len    = ucs_offsetof(uct_dcx_ctl_msg_t, port) + iface->config.port_len;
     status = uct_dcx_dci_post_ctl_inline(iface, uct_dcx_ep_dci(iface, ep), ep,
