@@ -24,7 +24,11 @@
  *  2. A's stores to the slot's line 0 (seq, header) and line 1 (raddr,
  *     rkey, imm, payload up to 48 B), both last read by B (a lap ago, or
  *     line 0 by B's polls: B's look reads the head slot's seq), so each
- *     store takes the line from B's cache;
+ *     store takes the line from B's cache; between its claim and its
+ *     publish A writes nothing but the packet (its WQE and bookkeeping
+ *     come after), so that a poll of B's has little time to take line 0
+ *     back in between, and A reads B's 'sleeping' (the kick) only after
+ *     its unlock;
  *  3. B's look (soft_engine_poll_idle, soft_engine_look) reads line 0
  *     (seq): the first transfer back; the packet's read brings line 1;
  *  4. B's responder stores the acknowledgement in A's ack table (a CAS:
