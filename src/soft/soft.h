@@ -464,7 +464,9 @@ struct soft_qp {
     soft_swqe_t  *sq;
     dcx_sge_t    *sge_pool;
     uint8_t      *inl_pool;
-    uint32_t      sq_size;
+    uint32_t      sq_size;      /* WRs the send queue holds (max_send_wr) */
+    uint32_t      sq_mask;      /* slots - 1: a power of two >= sq_size, so
+                                 * that soft_wqe() masks (no division) */
     uint32_t      sq_head;      /* next post */
     uint32_t      sq_tail;      /* oldest not retired by a polled CQE */
     uint32_t      sq_comp;      /* oldest not completed */
@@ -609,6 +611,19 @@ static inline void soft_unlock(soft_lock_t *l)
     }
 }
 
+/* Right after a locked instruction (the unlock's xchg): the seq_cst fence
+ * the wake-up handshake wants between a sender's publish and its read of
+ * the helper's 'sleeping' (soft_port_kick).  On x86 a locked instruction
+ * is a full barrier already, so the fence is only the compiler's. */
+static inline void soft_fence_after_locked(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+#else
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+#endif
+}
+
 struct soft_dev {
     dcx_dev_t           super;
     soft_lock_t         lock;
@@ -675,6 +690,10 @@ struct soft_dev {
     dcx_soft_stats_t    stats;
     soft_fault_state_t  fault;
     int                 killed;
+    /* nonzero while the light post (soft_req_post_inline) may not be
+     * taken for a reason that changes rarely: a fault rule is set, or the
+     * port was killed (soft_dev_light_update, where those change) */
+    int                 light_off;
     uint64_t            now;        /* clock of the current engine pass */
     /* soft_dev_now()'s base: a counter reading and its soft_now_ns() */
     uint64_t            clk_tick;
@@ -772,6 +791,8 @@ void     soft_peers_free(soft_dev_t *dev);
 uint32_t soft_pkt_csum(const soft_pkt_t *pkt);
 int      soft_port_kick(soft_port_hdr_t *hdr);
 int      soft_port_kick_sleeping(soft_port_hdr_t *hdr);
+int      soft_port_kick_seen(soft_port_hdr_t *hdr);
+int      soft_port_kick_sleeping_seen(soft_port_hdr_t *hdr);
 void     soft_port_ring(soft_port_hdr_t *hdr);
 int      soft_futex_wait(uint32_t *addr, uint32_t val, uint64_t timeout_ns);
 
@@ -824,6 +845,7 @@ void     soft_engine_progress_app(soft_dev_t *dev);
 void     soft_engine_poll_pass(soft_dev_t *dev, soft_cq_t *cq,
                                soft_cq_t *other, int look);
 void     soft_engine_activate(soft_qp_t *qp);
+void     soft_dev_light_update(soft_dev_t *dev);   /* soft_fault.c */
 void     soft_engine_deactivate(soft_qp_t *qp);
 void     soft_dev_progress(dcx_dev_t *dev);
 
@@ -914,7 +936,7 @@ static inline void soft_copy_small(uint8_t *d, const uint8_t *s, size_t len)
 /* Requester helpers shared by soft_req.c and soft_qp.c */
 static inline soft_swqe_t *soft_wqe(soft_qp_t *qp, uint32_t idx)
 {
-    return &qp->sq[idx % qp->sq_size];
+    return &qp->sq[idx & qp->sq_mask];
 }
 
 static inline const char *soft_qp_dev_name(soft_qp_t *qp)
@@ -955,7 +977,7 @@ void     soft_qp_reset(soft_qp_t *qp);
 void     soft_req_acked(soft_qp_t *qp, uint64_t now);
 void     soft_req_prod(soft_dev_t *dev, soft_peer_t *peer, uint64_t now);
 int      soft_req_post_inline(soft_qp_t *qp, const dcx_send_wr_t *wr,
-                              uint64_t total);
+                              uint64_t total, soft_port_hdr_t **kick_p);
 int      soft_qp_post_locked(soft_qp_t *qp, const dcx_send_wr_t *wr);
 
 /* soft_resp.c */

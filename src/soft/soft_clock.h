@@ -91,6 +91,48 @@ static inline uint64_t soft_dev_now(soft_dev_t *dev)
     return soft_now_ns();
 }
 
+/* soft_dev_now(), and in *clk_p the soft_clock_now() reading it came from
+ * (or one taken just before): the light post derives the time of its wait
+ * (soft_clock_after_at) from the same counter read */
+static inline uint64_t soft_dev_now_clk(soft_dev_t *dev, uint64_t *clk_p)
+{
+#if defined(__x86_64__)
+    uint32_t lo, hi;
+    uint64_t d, tsc;
+
+    if (soft_clock_kind == SOFT_CLOCK_TSC) {
+        __asm__ volatile("rdtsc" : "=a"(lo), "=d"(hi));
+        tsc    = ((uint64_t)hi << 32) | lo;
+        *clk_p = tsc;
+        d      = tsc - dev->clk_tick;
+        if (!(d >> SOFT_CLOCK_REBASE_SHIFT)) {
+            return dev->clk_ns + ((d * soft_clock_mult) >> 32);
+        }
+        return soft_clock_rebase(dev);
+    }
+#endif
+    *clk_p = soft_now_ns();
+    return *clk_p;
+}
+
+/* soft_clock_after(ns) for a soft_clock_now() reading 'clk' taken a moment
+ * ago (soft_dev_now_clk): no second counter read */
+static inline uint64_t soft_clock_after_at(uint64_t clk, uint64_t ns)
+{
+    if (ns > SOFT_CLOCK_AFTER_MAX) {
+        ns = SOFT_CLOCK_AFTER_MAX;
+    }
+#if defined(__x86_64__)
+    if (soft_clock_kind == SOFT_CLOCK_TSC) {
+        if (soft_clock_inv != 0) {
+            return clk + ((ns * soft_clock_inv) >> 16);
+        }
+        return soft_now_ns() + ns;   /* calibrating: as soft_clock_after */
+    }
+#endif
+    return clk + ns;
+}
+
 /* Nanoseconds since the port's owner last polled (0 if it stamped after
  * our look, or if its clock is not ours).  Inline: every packet sent asks
  * it (soft_port_kick). */

@@ -28,13 +28,11 @@
 #endif
 
 #include "soft_tm.h"
+#include "soft_wait.h"
 
 #include <linux/futex.h>
 #include <sys/syscall.h>
 #include <unistd.h>
-
-/* A timer due sooner than this after a pass keeps polls locked. */
-#define SOFT_WAIT_MIN_NS 4000ull
 
 /* The earliest timer of the DCIs on the active list, in ns (UINT64_MAX:
  * none), or 0 if one of them has more than answers to wait for: requests
@@ -190,83 +188,13 @@ int soft_engine_tail_look(soft_dev_t *dev)
     return 1;
 }
 
-/* A post on the light path (soft_req_post_inline: every request of the
- * DCI is out, its ack timer to start) to an engine that was idle or only
- * waiting: the engine still only waits, now for this DCI too.  Its ack
- * timer starts here (a prod check due is left to a pass), and the DCI's
- * ack line and timers join the wait set, so that no pass is needed before
- * its answer comes.  Returns 0 when that does not apply (the engine is then
- * marked busy: the next poll runs a pass). */
-static int soft_engine_wait_add(soft_dev_t *dev, soft_qp_t *qp)
-{
-    soft_engine_wait_t *w = &dev->wait;
-    int idle              = dev->engine_idle;
-    const uint64_t *line;
-    uint64_t now, due, clk;
-    soft_peer_t *peer;
-    uint32_t i, n;
-
-    if ((idle == SOFT_ENGINE_BUSY) || (qp->sq_send != qp->sq_head) ||
-        (qp->deadline_ns != SOFT_DEADLINE_ARM) ||
-        (qp->super.state != DCX_QPS_RTS)) {
-        return 0;
-    }
-    now             = dev->now;   /* read by the light post just before */
-    qp->deadline_ns = now + qp->ack_timeout_ns;
-    due             = qp->deadline_ns;
-    peer            = soft_wqe(qp, qp->sq_comp)->peer;
-    if ((peer != NULL) && (peer->watch_since != 0) &&
-        (peer->watch_since + SOFT_PROD_NS < due)) {
-        /* a prod check due now is left to the next pass (a post does not
-         * read the target's ring head) */
-        due = peer->watch_since + SOFT_PROD_NS;
-    }
-    if ((due <= now) || (due - now < SOFT_WAIT_MIN_NS)) {
-        return 0;
-    }
-    n    = (idle == SOFT_ENGINE_WAIT) ? w->n : 0;
-    line = (dev->acks != NULL) ?
-           &dev->acks[qp->super.qp_num - SOFT_QPN_BASE].word : NULL;
-    for (i = 0; (line != NULL) && (i < n); ++i) {
-        if (w->lines[i].line == line) {
-            break;
-        }
-    }
-    if ((line != NULL) && (i == n) && (n == SOFT_WAIT_LINES)) {
-        return 0;
-    }
-    clk = soft_clock_after((due - now) - (due - now) / 16);
-    __atomic_store_n(&w->seq, w->seq + 1, __ATOMIC_RELAXED);
-    __atomic_thread_fence(__ATOMIC_RELEASE);
-    if ((line != NULL) && (i == n)) {
-        __atomic_store_n(&w->lines[n].line, line, __ATOMIC_RELAXED);
-        __atomic_store_n(&w->lines[n].word,
-                         __atomic_load_n(line, __ATOMIC_ACQUIRE),
-                         __ATOMIC_RELAXED);
-        n++;
-    }
-    __atomic_store_n(&w->n, n, __ATOMIC_RELAXED);
-    if ((idle != SOFT_ENGINE_WAIT) || ((int64_t)(clk - w->due) < 0)) {
-        __atomic_store_n(&w->due, clk, __ATOMIC_RELAXED);
-    }
-    __atomic_store_n(&dev->engine_idle, SOFT_ENGINE_WAIT, __ATOMIC_RELAXED);
-    __atomic_store_n(&w->seq, w->seq + 1, __ATOMIC_RELEASE);
-    return 1;
-}
-
+/* A WR queued the general way (soft_post_enqueue): it waits for a pass */
 void soft_engine_activate(soft_qp_t *qp)
 {
     soft_dev_t *dev = qp->dev;
 
-    if (!qp->active) {
-        qp->active      = 1;
-        qp->next_active = dev->active_dcis;
-        dev->active_dcis = qp;
-    }
-    if (!soft_engine_wait_add(dev, qp)) {
-        __atomic_store_n(&dev->engine_idle, SOFT_ENGINE_BUSY,
-                         __ATOMIC_RELAXED);
-    }
+    soft_engine_active_add(dev, qp);
+    __atomic_store_n(&dev->engine_idle, SOFT_ENGINE_BUSY, __ATOMIC_RELAXED);
 }
 
 void soft_engine_deactivate(soft_qp_t *qp)

@@ -645,45 +645,6 @@ void soft_peers_free(soft_dev_t *dev)
  * slot by moving its own head, writing nothing in the slot, and clears
  * consumed slots later, when nothing waits on it (soft_ring_clear).
  * ------------------------------------------------------------------------ */
-soft_pkt_t *soft_ring_reserve_c(soft_port_hdr_t *hdr, soft_ring_t *ring,
-                                uint32_t owner, uint64_t *freed_seen,
-                                void **payload_p, uint64_t *pos_p)
-{
-    uint64_t pos = __atomic_load_n(&ring->tail, __ATOMIC_RELAXED);
-    uint64_t freed;
-    soft_slot_t *slot;
-
-    for (;;) {
-        /* room: our copy of 'freed' is never ahead of the real one */
-        if ((pos - *freed_seen) >= ring->nslots) {
-            freed = __atomic_load_n(&ring->freed, __ATOMIC_ACQUIRE);
-            *freed_seen = freed;
-            if ((pos - freed) >= ring->nslots) {
-                if ((int64_t)(pos - freed) >= 0) {
-                    return NULL;   /* full */
-                }
-                /* pos is older than 'freed': another producer's claims
-                 * were consumed meanwhile */
-                pos = __atomic_load_n(&ring->tail, __ATOMIC_RELAXED);
-                continue;
-            }
-        }
-        if (__atomic_compare_exchange_n(&ring->tail, &pos, pos + 1, 0,
-                                        __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
-            break;
-        }
-    }
-    slot = soft_ring_slot(hdr, ring, pos);
-    /* first thing after the claim: who holds the slot, for this lap (see
-     * soft_ring_unstick); the rest of the header is what the slot's last
-     * packet left there: a producer writes every field its packet has */
-    __atomic_store_n(&slot->pkt.src_pid, owner, __ATOMIC_RELAXED);
-    __atomic_store_n(&slot->seq, SOFT_SEQ_CLAIMED(pos), __ATOMIC_RELEASE);
-    *pos_p     = pos;
-    *payload_p = (char *)slot + SOFT_SLOT_HDR;
-    return &slot->pkt;
-}
-
 int soft_ring_publish(soft_port_hdr_t *hdr, soft_ring_t *ring, uint64_t pos)
 {
     soft_slot_t *slot = soft_ring_slot(hdr, ring, pos);
@@ -864,6 +825,12 @@ static int soft_port_wake_once(soft_port_hdr_t *hdr)
 int soft_port_kick_sleeping(soft_port_hdr_t *hdr)
 {
     __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    return soft_port_kick_sleeping_seen(hdr);
+}
+
+/* The same after a full barrier (soft_fence_after_locked) */
+int soft_port_kick_sleeping_seen(soft_port_hdr_t *hdr)
+{
     if (__atomic_load_n(&hdr->sleeping, __ATOMIC_RELAXED) ==
         SOFT_HELPER_DEEP) {
         return soft_port_wake_once(hdr);
@@ -886,9 +853,17 @@ void soft_port_ring(soft_port_hdr_t *hdr)
  * owner does not write per poll (SOFT_HELPER_PARKED).  1 if it rang. */
 int soft_port_kick(soft_port_hdr_t *hdr)
 {
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    return soft_port_kick_seen(hdr);
+}
+
+/* The same after a full barrier between the packet's publish and this
+ * read of 'sleeping' (soft_fence_after_locked): the light post kicks after
+ * its unlock, whose xchg is that barrier on x86 */
+int soft_port_kick_seen(soft_port_hdr_t *hdr)
+{
     uint32_t state;
 
-    __atomic_thread_fence(__ATOMIC_SEQ_CST);
     state = __atomic_load_n(&hdr->sleeping, __ATOMIC_RELAXED);
     if (state == SOFT_HELPER_PARKED) {
         return 0;

@@ -42,6 +42,7 @@ int dcx_soft_fault_inject(dcx_dev_t *dev_, const dcx_soft_fault_t *fault)
         dcx_info("%s: port killed by fault injection", dev->super.caps.name);
     }
     soft_direct_fault_changed(dev);
+    soft_dev_light_update(dev);
     soft_unlock(&dev->lock);
     return 0;
 }
@@ -57,7 +58,18 @@ void dcx_soft_fault_clear(dcx_dev_t *dev_)
     soft_lock(&dev->lock);
     dev->fault.rule.type = DCX_SOFT_FAULT_NONE;
     soft_direct_fault_changed(dev);
+    soft_dev_light_update(dev);
     soft_unlock(&dev->lock);
+}
+
+/* The light path's word (dev->light_off), after a change of the fault rule
+ * or of the port's life (engine lock held): a fault rule needs the general
+ * path (its drops, delays, corruption and checksums), and a killed port
+ * sends nothing */
+void soft_dev_light_update(soft_dev_t *dev)
+{
+    dev->light_off = (dev->fault.rule.type != DCX_SOFT_FAULT_NONE) ||
+                     dev->killed;
 }
 
 static int soft_fault_match(soft_dev_t *dev, int opcode)

@@ -21,6 +21,18 @@ static const uint32_t soft_rnr_table[32] = {
     32768, 49152
 };
 
+/* The smallest power of two >= n (n <= max_qp_wr, far below 2^31): a
+ * DCI's slot count, so that soft_wqe() indexes with a mask */
+static uint32_t soft_pow2_above(uint32_t n)
+{
+    uint32_t p = 1;
+
+    while (p < n) {
+        p <<= 1;
+    }
+    return p;
+}
+
 /* ------------------------------------------------------------------------
  * Posting
  * ------------------------------------------------------------------------ */
@@ -145,16 +157,17 @@ static soft_swqe_t *soft_post_enqueue(soft_qp_t *qp, const dcx_send_wr_t *wr,
  * exists before). */
 static int __attribute__((noinline)) soft_qp_slots_alloc(soft_qp_t *qp)
 {
-    size_t stride = (size_t)qp->super.max_inline + 1;
-    size_t sge    = qp->super.max_send_sge;
+    size_t stride  = (size_t)qp->super.max_inline + 1;
+    size_t sge     = qp->super.max_send_sge;
+    uint32_t slots = qp->sq_mask + 1;
     uint32_t i;
 
     if (qp->sq != NULL) {
         return 0;
     }
-    qp->sge_pool = calloc((size_t)qp->sq_size * sge, sizeof(dcx_sge_t));
-    qp->inl_pool = calloc((size_t)qp->sq_size, stride);
-    qp->sq       = calloc(qp->sq_size, sizeof(*qp->sq));
+    qp->sge_pool = calloc((size_t)slots * sge, sizeof(dcx_sge_t));
+    qp->inl_pool = calloc((size_t)slots, stride);
+    qp->sq       = calloc(slots, sizeof(*qp->sq));
     if ((qp->sq == NULL) || (qp->sge_pool == NULL) ||
         (qp->inl_pool == NULL)) {
         free(qp->sq);
@@ -168,7 +181,7 @@ static int __attribute__((noinline)) soft_qp_slots_alloc(soft_qp_t *qp)
                   qp->sq_size);
         return ENOMEM;
     }
-    for (i = 0; i < qp->sq_size; ++i) {
+    for (i = 0; i < slots; ++i) {
         qp->sq[i].sge = qp->sge_pool + (size_t)i * sge;
         qp->sq[i].inl = qp->inl_pool + (size_t)i * stride;
     }
@@ -264,12 +277,29 @@ static void soft_post_general(soft_qp_t *qp, const dcx_send_wr_t *wr,
     soft_req_run(qp, dev->now);
 }
 
-/* Ends a post: the lock released, then our own helper rung if it sleeps. */
-static inline void soft_post_unlock_kick(soft_dev_t *dev)
+/* Ends a post: the lock released, then the target port of a light packet
+ * (if any) kicked and our own helper rung if it sleeps.  The unlock's
+ * locked instruction orders the packet's publish before both reads of
+ * 'sleeping' (soft_fence_after_locked): one barrier where a kick inside
+ * the publish, the unlock and the own kick made three. */
+static inline void soft_post_unlock_kick(soft_dev_t *dev,
+                                         soft_port_hdr_t *target)
 {
+    int woke = 0;
+
     soft_unlock(&dev->lock);
-    if (soft_port_kick_sleeping(dev->hdr)) {
-        __atomic_fetch_add(&dev->futex_wakes, 1, __ATOMIC_RELAXED);
+    soft_fence_after_locked();
+    if ((target != NULL) &&
+        (__atomic_load_n(&target->sleeping, __ATOMIC_RELAXED) !=
+         SOFT_HELPER_PARKED)) {
+        woke = soft_port_kick_seen(target);
+    }
+    if (__atomic_load_n(&dev->hdr->sleeping, __ATOMIC_RELAXED) ==
+        SOFT_HELPER_DEEP) {
+        woke += soft_port_kick_sleeping_seen(dev->hdr);
+    }
+    if (woke) {
+        __atomic_fetch_add(&dev->futex_wakes, woke, __ATOMIC_RELAXED);
     }
 }
 
@@ -278,7 +308,8 @@ static inline void soft_post_unlock_kick(soft_dev_t *dev)
  * the data already in the WQE. */
 static int soft_dci_post_light(soft_qp_t *qp, const dcx_send_wr_t *wr)
 {
-    soft_dev_t *dev = qp->dev;
+    soft_dev_t *dev         = qp->dev;
+    soft_port_hdr_t *target = NULL;
     uint64_t total;
     int ret;
 
@@ -294,10 +325,10 @@ static int soft_dci_post_light(soft_qp_t *qp, const dcx_send_wr_t *wr)
         ret = soft_post_check(qp, wr, &total);   /* logs it */
         return (ret != 0) ? ret : EINVAL;
     }
-    if (soft_req_post_inline(qp, wr, total) != 0) {
+    if (soft_req_post_inline(qp, wr, total, &target) != 0) {
         soft_post_general(qp, wr, total, 1);
     }
-    soft_post_unlock_kick(dev);
+    soft_post_unlock_kick(dev, target);
     return 0;
 }
 
@@ -320,7 +351,7 @@ static int soft_dci_post_send(dcx_qp_t *qp_, const dcx_send_wr_t *wr)
         return ret;
     }
     soft_post_general(qp, wr, total, 0);
-    soft_post_unlock_kick(dev);
+    soft_post_unlock_kick(dev, NULL);
     return 0;
 }
 
@@ -483,6 +514,7 @@ static int soft_dci_init(soft_dev_t *dev, soft_qp_t *qp,
         return ENOMEM;
     }
     qp->sq_size  = attr->max_send_wr;
+    qp->sq_mask  = soft_pow2_above(attr->max_send_wr) - 1;
     /* slots and inline buffers at the first post: soft_qp_slots_alloc() */
     qp->sq       = NULL;
     qp->sge_pool = NULL;

@@ -13,6 +13,7 @@
 #endif
 
 #include "soft.h"
+#include "soft_wait.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -527,11 +528,21 @@ static int soft_req_send_packets(soft_qp_t *qp, soft_swqe_t *w, uint64_t now)
             pkt->raddr       = w->wr.remote_addr;
             pkt->rkey        = w->wr.rkey;
             pkt->imm         = w->wr.imm;
-            pkt->args[0]     = (flags & SOFT_OPF_READ) ? chunk :
-                               w->wr.compare_add;
-            pkt->args[1]     = (flags & SOFT_OPF_READ) ? mtu : w->wr.swap;
-            pkt->args[2]     = w->wr.compare_mask;
-            pkt->args[3]     = w->wr.swap_mask;
+            if (flags & SOFT_OPF_READ) {
+                pkt->args[0] = chunk;
+                pkt->args[1] = mtu;
+                pkt->args[2] = 0;
+                pkt->args[3] = 0;
+            } else if (flags & SOFT_OPF_ATOMIC) {
+                pkt->args[0] = w->wr.compare_add;
+                pkt->args[1] = w->wr.swap;
+                pkt->args[2] = w->wr.compare_mask;
+                pkt->args[3] = w->wr.swap_mask;
+            } else {
+                /* a light WQE records no atomic fields (its slot may hold
+                 * an older WQE's): a SEND or WRITE carries none */
+                memset(pkt->args, 0, sizeof(pkt->args));
+            }
             pkt->deliver_ns  = (fate == SOFT_TX_DELAY) ? now + delay : 0;
             pkt->gen         = qp->gen;
             pkt->pad         = 0;
@@ -575,6 +586,37 @@ static int soft_req_send_packets(soft_qp_t *qp, soft_swqe_t *w, uint64_t now)
     return 0;
 }
 
+/* The WQE of a light post: what completion (wr_id, opcode, flags, imm),
+ * retransmission (the destination, remote address and key) and the direct
+ * copy (num_sge) read of a SEND, SEND_IMM or RDMA WRITE; not its sg list
+ * (the data is in w->inl) nor the atomic and memory-key fields, which no
+ * path reads for these opcodes (soft_req_send_packets sends zero
+ * arguments).  The caller sets credits, msn and state. */
+static inline void soft_light_wqe_record(soft_swqe_t *w,
+                                         const dcx_send_wr_t *wr,
+                                         soft_peer_t *peer, uint64_t total)
+{
+    w->wr.wr_id       = wr->wr_id;
+    w->wr.opcode      = wr->opcode;
+    w->wr.flags       = wr->flags;
+    w->wr.num_sge     = wr->num_sge;
+    w->wr.atomic_size = 0;
+    w->wr.imm         = wr->imm;
+    w->wr.dest        = wr->dest;
+    w->wr.remote_addr = wr->remote_addr;
+    w->wr.rkey        = wr->rkey;
+    w->mkw            = NULL;
+    w->peer           = peer;
+    w->total_len      = total;
+    w->sent_off       = total;
+    w->recv_off       = 0;
+    w->forced         = SOFT_NO_STATUS;
+    w->checked        = 1;
+    w->all_sent       = 1;
+    w->rd_counted     = 0;
+    w->tx_end         = 0;
+}
+
 /* The light path of a post (engine lock held): an inline SEND or RDMA
  * WRITE that fits one packet, on a DCI with nothing waiting to be
  * transmitted (idle, or with earlier messages to the same destination on
@@ -591,10 +633,12 @@ static int soft_req_send_packets(soft_qp_t *qp, soft_swqe_t *w, uint64_t now)
  * which needs no target CPU, and completes at once when that took it.
  * The caller checked wr (an inline SEND, SEND_IMM or RDMA WRITE) and put
  * its data in the buffer of the WQE at sq_head (soft_post_inline_data).
- * Returns 0 when posted; 1 when it does not apply, with nothing done: the
- * caller takes the general path. */
+ * Returns 0 when posted, with *kick_p the port to kick after the unlock
+ * (soft_port_kick_seen) if a packet went there, else left as it is; 1 when
+ * it does not apply, with nothing done: the caller takes the general
+ * path. */
 int soft_req_post_inline(soft_qp_t *qp, const dcx_send_wr_t *wr,
-                         uint64_t total)
+                         uint64_t total, soft_port_hdr_t **kick_p)
 {
     soft_dev_t *dev = qp->dev;
     soft_port_hdr_t *target;
@@ -602,18 +646,22 @@ int soft_req_post_inline(soft_qp_t *qp, const dcx_send_wr_t *wr,
     soft_swqe_t *w, *prev;
     soft_pkt_t *pkt;
     void *slot_payload;
-    uint64_t pos;
+    uint64_t pos, now, clk;
+    uint32_t msn;
 
     peer   = ((soft_ah_t *)wr->dest.ah)->peer;   /* checked by the post */
     target = peer->hdr;
     if (target == NULL) {
         target = soft_peer_map(dev, peer);   /* the first message there */
+        if (target == NULL) {
+            return 1;
+        }
     }
-    if ((wr->flags & DCX_SEND_FENCE) || (qp->sq_send != qp->sq_head) ||
-        (qp->rnr_until_ns != 0) ||
-        (dev->fault.rule.type != DCX_SOFT_FAULT_NONE) ||
-        (dev->resp_credits == 0) || (target == NULL) || dev->killed ||
-        (total > dev->limits.mtu) || (total > target->req.payload) ||
+    /* dev->light_off: a fault rule or a killed port (soft_dev_light_update) */
+    if (dev->light_off | (wr->flags & DCX_SEND_FENCE) |
+        (qp->sq_send != qp->sq_head) | (qp->rnr_until_ns != 0) |
+        (dev->resp_credits == 0) | (total > dev->limits.mtu) |
+        (total > target->req.payload) ||
         __atomic_load_n(&target->killed, __ATOMIC_RELAXED)) {
         return 1;
     }
@@ -625,23 +673,11 @@ int soft_req_post_inline(soft_qp_t *qp, const dcx_send_wr_t *wr,
         }
     }
 
-    w             = soft_wqe(qp, qp->sq_head);
-    w->wr         = *wr;
-    w->wr.sg_list = NULL;
-    w->wr.mkey_layout = NULL;
-    w->mkw        = NULL;
-    w->peer       = peer;
-    w->total_len  = total;
-    w->sent_off   = total;
-    w->recv_off   = 0;
-    w->forced     = SOFT_NO_STATUS;
-    w->checked    = 1;
-    w->all_sent   = 1;
-    w->rd_counted = 0;
-    w->tx_end     = 0;
+    w = soft_wqe(qp, qp->sq_head);
     if ((wr->opcode == DCX_WR_RDMA_WRITE) && (qp->sq_comp == qp->sq_head)) {
         /* nothing of the DCI outstanding: the initiator's own copy, which
          * needs no target CPU, as the general path would try it */
+        soft_light_wqe_record(w, wr, peer, total);
         w->credits = 0;
         w->state   = SOFT_WQE_POSTED;
         if (dev->one_sided(qp, w)) {
@@ -657,11 +693,12 @@ int soft_req_post_inline(soft_qp_t *qp, const dcx_send_wr_t *wr,
     if (pkt == NULL) {
         return 1;   /* ring full: queued by the general path */
     }
-    w->credits = 1;
-    w->msn     = qp->next_msn++;
-    w->state   = SOFT_WQE_WAIT_RESP;
 
-    /* the light form: the payload right after imm (soft_pkt_t) */
+    /* the light form: the payload right after imm (soft_pkt_t).  From the
+     * claim to the publish only the packet is written: the target's poll
+     * reads the slot's first line, and each store to it that finds the
+     * line taken back by a poll moves it again (slow placement) */
+    msn = qp->next_msn++;
     soft_copy_small((uint8_t *)&pkt->offset, w->inl, total);
     pkt->op        = wr->opcode;
     pkt->flags     = SOFT_PKT_FIRST | SOFT_PKT_LAST | SOFT_PKT_WACK |
@@ -670,8 +707,9 @@ int soft_req_post_inline(soft_qp_t *qp, const dcx_send_wr_t *wr,
     pkt->len       = (uint32_t)total;
     pkt->src_qpn   = qp->super.qp_num;
     pkt->dst_qpn   = wr->dest.dctn;
-    pkt->msn       = w->msn;
-    pkt->ack_base  = soft_wqe(qp, qp->sq_comp)->msn;
+    pkt->msn       = msn;
+    pkt->ack_base  = (qp->sq_comp == qp->sq_head) ? msn :
+                     soft_wqe(qp, qp->sq_comp)->msn;
     pkt->gen       = qp->gen;
     pkt->dc_key    = wr->dest.dc_key;
     pkt->src_token = dev->token;
@@ -686,8 +724,15 @@ int soft_req_post_inline(soft_qp_t *qp, const dcx_send_wr_t *wr,
         pkt->rkey  = 0;
         pkt->imm   = wr->imm;
     }
-    dev->stats.futex_wakes += soft_ring_publish(target, &target->req, pos);
+    soft_ring_publish_quiet(target, &target->req, pos);
+    *kick_p = target;   /* after the unlock (soft_dci_post_light) */
 
+    /* the WQE, now that the packet is out (nothing reads it before our
+     * next engine pass, and we hold the engine lock) */
+    soft_light_wqe_record(w, wr, peer, total);
+    w->credits = 1;
+    w->msn     = msn;
+    w->state   = SOFT_WQE_WAIT_RESP;
     dev->resp_credits--;
     dev->stats.tx_packets++;
     dev->stats.tx_bytes += total;
@@ -699,12 +744,13 @@ int soft_req_post_inline(soft_qp_t *qp, const dcx_send_wr_t *wr,
     w->tx_end       = (uint32_t)(pos + 1);
     /* the watch and the ack timer start now: dev->now is the last engine
      * pass's time, and polls that only wait run no pass (soft_engine.c);
-     * the counter-based clock costs a few instructions, a vDSO read many */
-    dev->now = soft_dev_now(dev);
+     * one counter read gives both the time and the wait's end (clk) */
+    now      = soft_dev_now_clk(dev, &clk);
+    dev->now = now;
     if (!peer->own) {
-        soft_req_watch(peer, pos, dev->now);
+        soft_req_watch(peer, pos, now);
     }
-    soft_engine_activate(qp);
+    soft_engine_activate_light(qp, peer, now, clk);
     /* our packet is out: the time to clear the request slots we consumed
      * (soft.h, "Ring slots"), which takes their lines back from producers */
     if (dev->hdr->req.freed != dev->hdr->req.head) {

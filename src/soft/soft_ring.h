@@ -24,7 +24,11 @@
  *  2. A's stores to the slot's line 0 (seq, header) and line 1 (raddr,
  *     rkey, imm, payload up to 48 B), both last read by B (a lap ago, or
  *     line 0 by B's polls: B's look reads the head slot's seq), so each
- *     store takes the line from B's cache;
+ *     store takes the line from B's cache; between its claim and its
+ *     publish A writes nothing but the packet (its WQE and bookkeeping
+ *     come after), so that a poll of B's has little time to take line 0
+ *     back in between, and A reads B's 'sleeping' (the kick) only after
+ *     its unlock;
  *  3. B's look (soft_engine_poll_idle, soft_engine_look) reads line 0
  *     (seq): the first transfer back; the packet's read brings line 1;
  *  4. B's responder stores the acknowledgement in A's ack table (a CAS:
@@ -80,9 +84,6 @@ typedef struct soft_stall {
  * find a claim without mark (soft_ring_unstick) */
 #define SOFT_RING_TAIL_NS  1000000ull
 
-soft_pkt_t *soft_ring_reserve_c(soft_port_hdr_t *hdr, soft_ring_t *ring,
-                                uint32_t owner, uint64_t *freed_seen,
-                                void **payload_p, uint64_t *pos_p);
 unsigned soft_ring_clear(soft_port_hdr_t *hdr, soft_ring_t *ring);
 int      soft_ring_unstick(soft_port_hdr_t *hdr, soft_ring_t *ring,
                            soft_stall_t *st, uint64_t now, const char *name);
@@ -95,6 +96,58 @@ static inline soft_slot_t *soft_ring_slot(soft_port_hdr_t *hdr,
 {
     return (soft_slot_t *)((char *)hdr + ring->offset +
                            (pos & (ring->nslots - 1)) * ring->slot_size);
+}
+
+/* Producer side: publishes the packet claimed at pos, as soft_ring_publish
+ * without its kick: the caller kicks the port after its unlock
+ * (soft_port_kick_seen after soft_fence_after_locked) */
+static inline void soft_ring_publish_quiet(soft_port_hdr_t *hdr,
+                                           soft_ring_t *ring, uint64_t pos)
+{
+    __atomic_store_n(&soft_ring_slot(hdr, ring, pos)->seq, pos + 1,
+                     __ATOMIC_RELEASE);
+}
+
+/* Producer side (soft_fabric.c, "Rings", says how): claims the next slot,
+ * or NULL when the ring is full.  Inline: every packet sent takes one. */
+static inline soft_pkt_t *
+soft_ring_reserve_c(soft_port_hdr_t *hdr, soft_ring_t *ring, uint32_t owner,
+                    uint64_t *freed_seen, void **payload_p, uint64_t *pos_p)
+{
+    uint64_t pos = __atomic_load_n(&ring->tail, __ATOMIC_RELAXED);
+    uint64_t freed;
+    soft_slot_t *slot;
+
+    for (;;) {
+        /* room: our copy of 'freed' is never ahead of the real one */
+        if ((pos - *freed_seen) >= ring->nslots) {
+            freed = __atomic_load_n(&ring->freed, __ATOMIC_ACQUIRE);
+            *freed_seen = freed;
+            if ((pos - freed) >= ring->nslots) {
+                if ((int64_t)(pos - freed) >= 0) {
+                    *pos_p = pos;   /* defined for every caller */
+                    return NULL;    /* full */
+                }
+                /* pos is older than 'freed': another producer's claims
+                 * were consumed meanwhile */
+                pos = __atomic_load_n(&ring->tail, __ATOMIC_RELAXED);
+                continue;
+            }
+        }
+        if (__atomic_compare_exchange_n(&ring->tail, &pos, pos + 1, 0,
+                                        __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
+            break;
+        }
+    }
+    slot = soft_ring_slot(hdr, ring, pos);
+    /* first thing after the claim: who holds the slot, for this lap (see
+     * soft_ring_unstick); the rest of the header is what the slot's last
+     * packet left there: a producer writes every field its packet has */
+    __atomic_store_n(&slot->pkt.src_pid, owner, __ATOMIC_RELAXED);
+    __atomic_store_n(&slot->seq, SOFT_SEQ_CLAIMED(pos), __ATOMIC_RELEASE);
+    *pos_p     = pos;
+    *payload_p = (char *)slot + SOFT_SLOT_HDR;
+    return &slot->pkt;
 }
 
 /* Consumer side: 1 if the ring's head slot holds a published packet.  It

@@ -446,6 +446,11 @@ struct uct_dcx_iface {
     ucs_time_t                   fc_req_timeout; /* resend credit requests */
     ucs_time_t                   fc_next_check;
     uct_worker_cb_id_t           fc_cb_id;    /* resend timer, while waiters */
+    /* credit requests and grants sent, and how many of them went through
+     * a send buffer (too long to be inline): dcx_fc_iface_stats */
+    uint64_t                     fc_reqs_sent;
+    uint64_t                     fc_grants_sent;
+    uint64_t                     fc_bufs_sent;
 
     /* endpoints */
     khash_t(uct_dcx_eps)         eps;
@@ -486,6 +491,8 @@ struct uct_dcx_iface {
 /* A grant waiting to go out */
 typedef struct uct_dcx_grant {
     ucs_queue_elem_t  queue;
+    uct_dcx_op_t      op;         /* an inline grant in flight: its own op
+                                     (uct_dcx_iface_send_grants) */
     dcx_ah_t         *ah;
     uint32_t          dctn;
     uint16_t          credits;
@@ -527,6 +534,13 @@ ucs_status_t uct_dcx_dci_post_ctl_tmh(uct_dcx_iface_t *iface,
                                       const uint8_t *tmh,
                                       uct_completion_t *comp);
 void uct_dcx_iface_send_grants(uct_dcx_iface_t *iface);
+ucs_status_t uct_dcx_dci_post_ctl_inline(uct_dcx_iface_t *iface,
+                                         uct_dcx_dci_t *dci, uct_dcx_ep_t *ep,
+                                         const dcx_dc_dest_t *dest,
+                                         uint8_t type,
+                                         const uct_dcx_ctl_msg_t *msg,
+                                         size_t msg_len, unsigned tmh_len,
+                                         uct_dcx_op_t *op);
 ucs_status_t uct_dcx_tag_post_fin(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci,
                                   const dcx_dc_dest_t *dest,
                                   const uct_dcx_grant_t *fin);

@@ -47,6 +47,19 @@ typedef struct dcx_rx_stats {
  * interface. */
 int dcx_rx_iface_stats(uct_iface_h iface, dcx_rx_stats_t *stats);
 
+/* Flow control of a dcx interface: credit requests and grants it sent,
+ * and how many of those went through a send buffer (the rest were inline
+ * sends from the stack). */
+typedef struct dcx_fc_stats {
+    uint64_t  reqs_sent;
+    uint64_t  grants_sent;
+    uint64_t  bufs_sent;
+} dcx_fc_stats_t;
+
+/* Fills *stats for a dcx interface.  Returns 0, or -1 if iface is not a dcx
+ * interface. */
+int dcx_fc_iface_stats(uct_iface_h iface, dcx_fc_stats_t *stats);
+
 /* The index of the DCI ep holds now, -1 if none, -2 if ep is not a dcx
  * endpoint. */
 int dcx_dci_ep_index(uct_ep_h ep);

@@ -33,6 +33,9 @@ void uct_dcx_iface_fc_init(uct_dcx_iface_t *iface,
     iface->fc_req_timeout = ucs_time_from_sec(config->fc_req_timeout);
     iface->fc_next_check  = 0;
     iface->fc_cb_id       = UCS_CALLBACKQ_ID_NULL;
+    iface->fc_reqs_sent   = 0;
+    iface->fc_grants_sent = 0;
+    iface->fc_bufs_sent   = 0;
 }
 
 void uct_dcx_iface_fc_cleanup(uct_dcx_iface_t *iface)
@@ -47,6 +50,8 @@ static ucs_status_t uct_dcx_ep_fc_post_req(uct_dcx_iface_t *iface,
 {
     uct_dcx_ctl_msg_t msg;
     dcx_dc_dest_t dest;
+    ucs_status_t status;
+    size_t len;
 
     memset(&msg, 0, sizeof(msg));
     msg.credits  = iface->fc_wnd - iface->fc_thresh;
@@ -58,12 +63,38 @@ static ucs_status_t uct_dcx_ep_fc_post_req(uct_dcx_iface_t *iface,
     memcpy(msg.port, iface->config.port, iface->config.port_len);
 
     /* On the ep's own DCI, after the messages it asks credits for; if the
-     * peer is gone, the failure is the ep's */
+     * peer is gone, the failure is the ep's.  Inline when it fits (no send
+     * buffer), else from a send buffer. */
     uct_dcx_ep_dest(ep, &dest);
-    return uct_dcx_dci_post_ctl(iface, uct_dcx_ep_dci(iface, ep), ep, &dest,
-                                UCT_DCX_CTL_FC_REQ, &msg,
-                                ucs_offsetof(uct_dcx_ctl_msg_t, port) +
-                                iface->config.port_len, ep->tmh_len, NULL);
+    len    = ucs_offsetof(uct_dcx_ctl_msg_t, port) + iface->config.port_len;
+    status = uct_dcx_dci_post_ctl_inline(iface, uct_dcx_ep_dci(iface, ep), ep,
+                                         &dest, UCT_DCX_CTL_FC_REQ, &msg, len,
+                                         ep->tmh_len, NULL);
+    if (status == UCS_ERR_UNSUPPORTED) {
+        status = uct_dcx_dci_post_ctl(iface, uct_dcx_ep_dci(iface, ep), ep,
+                                      &dest, UCT_DCX_CTL_FC_REQ, &msg, len,
+                                      ep->tmh_len, NULL);
+        iface->fc_bufs_sent += (status == UCS_OK);
+    }
+    iface->fc_reqs_sent += (status == UCS_OK);
+    return status;
+}
+
+/* exported (dcx_* names only) for tests and diagnostics */
+__attribute__((visibility("default")))
+int dcx_fc_iface_stats(uct_iface_h tl_iface, dcx_fc_stats_t *stats)
+{
+    uct_dcx_iface_t *iface;
+
+    if ((tl_iface == NULL) ||
+        (tl_iface->ops.ep_put_short != uct_dcx_ep_put_short)) {
+        return -1;
+    }
+    iface                = ucs_derived_of(tl_iface, uct_dcx_iface_t);
+    stats->reqs_sent     = iface->fc_reqs_sent;
+    stats->grants_sent   = iface->fc_grants_sent;
+    stats->bufs_sent     = iface->fc_bufs_sent;
+    return 0;
 }
 
 ucs_status_t uct_dcx_ep_fc_request(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep)

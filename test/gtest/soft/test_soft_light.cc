@@ -204,6 +204,62 @@ TEST_F(soft, consumed_light_slots_all_zero)
     EXPECT_EQ(0u, dirty) << "bytes left in consumed slot headers";
 }
 
+/* The light path's word (dev->light_off) drops while a fault rule is set,
+ * even one for another opcode: the inline SENDs meanwhile take the general
+ * path (acknowledged by packet, not through the table) and still arrive;
+ * cleared, the word is up again and SENDs are light.  A port killed by a
+ * rule stays off the light path after the rule is cleared. */
+TEST_F(soft, light_word_follows_fault_rule_and_kill)
+{
+    const uint64_t key = 0x1195ea7ull;
+    node n;
+    ASSERT_EQ(0, n.open(fabric.c_str()));
+    ASSERT_EQ(0, n.make_loopback(key, DCX_ACCESS_REMOTE_WRITE));
+    std::vector<uint8_t> buf(1u << 16, 0x5a);
+    dcx_mr_t *mr;
+    ASSERT_EQ(0, n.reg(buf.data(), buf.size(), DCX_ACCESS_LOCAL_WRITE, &mr));
+    soft_dev_t *dev = (soft_dev_t*)n.dev;
+    unsigned m      = 0;
+    auto send_one = [&]() {
+        dcx_wc_t wc[2];
+        ASSERT_EQ(0, loop_inline_send(n, key, mr, buf.data(), m, 8));
+        ASSERT_EQ(2, n.poll(wc, 2, 20.0)) << "message " << m;
+        EXPECT_EQ(DCX_WC_SUCCESS, wc[0].status);
+        EXPECT_EQ(DCX_WC_SUCCESS, wc[1].status);
+        ++m;
+    };
+
+    EXPECT_EQ(0, dev->light_off);
+    send_one();
+    uint64_t table = dev_stats(n).table_completions;
+    EXPECT_EQ(1u, table) << "the first SEND was not light";
+
+    dcx_soft_fault_t f;
+    memset(&f, 0, sizeof(f));
+    f.type   = DCX_SOFT_FAULT_DROP;
+    f.opcode = DCX_WR_RDMA_READ;   /* never posted here */
+    f.count  = 1;
+    ASSERT_EQ(0, dcx_soft_fault_inject(n.dev, &f));
+    EXPECT_NE(0, dev->light_off);
+    for (unsigned i = 0; i < 4; ++i) {
+        send_one();
+    }
+    EXPECT_EQ(table, dev_stats(n).table_completions)
+        << "a SEND took the light path under a fault rule";
+
+    dcx_soft_fault_clear(n.dev);
+    EXPECT_EQ(0, dev->light_off);
+    send_one();
+    EXPECT_EQ(table + 1, dev_stats(n).table_completions);
+
+    memset(&f, 0, sizeof(f));
+    f.type   = DCX_SOFT_FAULT_KILL_PORT;
+    f.opcode = -1;
+    ASSERT_EQ(0, dcx_soft_fault_inject(n.dev, &f));
+    dcx_soft_fault_clear(n.dev);
+    EXPECT_NE(0, dev->light_off) << "a killed port back on the light path";
+}
+
 /* A light SEND of up to 48 bytes lies in the first two cache lines of its
  * slot: header, then the payload right after imm; nothing is written past
  * them (the full header and its payload would take four). */
@@ -467,7 +523,10 @@ TEST_F(soft_light_write, fault_rule_mid_stream)
 /* With initiator-side copies on (limits.direct), an inline WRITE on an
  * idle DCI is copied by the initiator and completes at once, no packet;
  * one posted while a SEND is on the wire goes behind it as a light packet
- * and completes through the table. */
+ * and completes through the table.  (Whether the SEND is still on the wire
+ * when the WRITE is posted is up to the target and our helper, which may
+ * complete it in between: then the WRITE is direct, and the pair is sent
+ * again.) */
 TEST_F(soft_light_write, direct_when_idle_light_behind_a_send)
 {
     sh->tp.limits.direct = 1;
@@ -486,19 +545,30 @@ TEST_F(soft_light_write, direct_when_idle_light_behind_a_send)
     uint64_t v = 1;
     memcpy(lbuf.data() + (1u << 20), &v, 8);
     dcx_sge_t s = lsge(1u << 20, 8);
-    dcx_send_wr_t wr = make_wr(DCX_WR_SEND, 1, &s, 1, ini, sh);
-    wr.flags |= DCX_SEND_INLINE;
-    ASSERT_EQ(0, dcx_qp_post_send(ini.dci, &wr));
-    post_write(2, 42, 0);
-    std::vector<dcx_wc_t> wc(2);
-    ASSERT_EQ(2, ini.poll(wc.data(), 2, 20.0));
-    EXPECT_EQ(DCX_WC_SUCCESS, wc[0].status);
-    EXPECT_EQ(DCX_WC_SUCCESS, wc[1].status);
-    EXPECT_EQ(42u, target_word(0));
-    st = dev_stats(ini);
-    EXPECT_EQ(1u, st.direct_writes);
-    EXPECT_EQ(2u, st.tx_packets);
-    EXPECT_EQ(2u, st.table_completions);
+    bool behind = false;
+    for (unsigned k = 0; (k < 20) && !behind; ++k) {
+        dcx_soft_stats_t before = dev_stats(ini);
+        dcx_send_wr_t wr = make_wr(DCX_WR_SEND, 1, &s, 1, ini, sh);
+        wr.flags |= DCX_SEND_INLINE;
+        ASSERT_EQ(0, dcx_qp_post_send(ini.dci, &wr));
+        post_write(2, 42 + k, 0);
+        std::vector<dcx_wc_t> wc(2);
+        ASSERT_EQ(2, ini.poll(wc.data(), 2, 20.0));
+        EXPECT_EQ(DCX_WC_SUCCESS, wc[0].status);
+        EXPECT_EQ(DCX_WC_SUCCESS, wc[1].status);
+        EXPECT_EQ(42u + k, target_word(0));
+        ASSERT_TRUE(wait_recv(k + 1)) << "SEND " << k;
+        st = dev_stats(ini);
+        if (st.direct_writes != before.direct_writes) {
+            /* the SEND completed before the WRITE was posted */
+            EXPECT_EQ(before.tx_packets + 1, st.tx_packets);
+            continue;
+        }
+        EXPECT_EQ(before.tx_packets + 2, st.tx_packets);
+        EXPECT_EQ(before.table_completions + 2, st.table_completions);
+        behind = true;
+    }
+    EXPECT_TRUE(behind) << "the SEND completed before every WRITE";
     EXPECT_TRUE(stop_children());
 }
 

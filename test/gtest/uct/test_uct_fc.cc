@@ -10,6 +10,7 @@
  * dies before granting) are in test_uct_errors.cc, with a peer process.
  */
 #include "uct_fixture.h"
+#include "dcx_dci_stats.h"
 
 #include <cstring>
 #include <cstdlib>
@@ -338,6 +339,46 @@ TEST_P(uct_dcx_fc, destroy_completes_outstanding_ops)
     uct_ep_h ep2 = connect(m_a, m_b);
     EXPECT_TRUE(send_all(ep2, 10));
     flush_ep(ep2);
+    EXPECT_TRUE(m_errors.empty());
+}
+
+/* A ping-pong of many more AMs than the window (FC_WND 4): both sides ask
+ * for credits and grant them many times, every request and grant an
+ * inline send from the stack (no send buffer), and nothing is lost. */
+TEST_P(uct_dcx_fc, ping_pong_credits_inline)
+{
+    const int n  = 64;
+    int rx_a     = 0;
+    uct_ep_h ab  = connect(m_a, m_b);
+    uct_ep_h ba  = connect(m_b, m_a);
+    dcx_fc_stats_t sa, sb;
+
+    ASSERT_EQ(UCS_OK, uct_iface_set_am_handler(m_a->iface, AM_ID,
+                                               am_count_cb, &rx_a, 0));
+    for (int i = 0; i < n; ++i) {
+        ASSERT_EQ(UCS_OK, retry([&] {
+            return uct_ep_am_short(ab, AM_ID, i, NULL, 0);
+        }));
+        ASSERT_TRUE(wait_for([&] { return m_rx == i + 1; })) << "ping " << i;
+        ASSERT_EQ(UCS_OK, retry([&] {
+            return uct_ep_am_short(ba, AM_ID, i, NULL, 0);
+        }));
+        ASSERT_TRUE(wait_for([&] { return rx_a == i + 1; })) << "pong " << i;
+    }
+    flush_ep(ab);
+    flush_ep(ba);
+
+    ASSERT_EQ(0, dcx_fc_iface_stats(m_a->iface, &sa));
+    ASSERT_EQ(0, dcx_fc_iface_stats(m_b->iface, &sb));
+    /* a window of 4 asks at every 2nd AM: n/2 requests per side, give or
+     * take the one in flight at the end */
+    EXPECT_GE(sa.reqs_sent, (uint64_t)(n / 4));
+    EXPECT_GE(sb.reqs_sent, (uint64_t)(n / 4));
+    EXPECT_GE(sa.grants_sent, (uint64_t)(n / 4));
+    EXPECT_GE(sb.grants_sent, (uint64_t)(n / 4));
+    EXPECT_EQ(0u, sa.bufs_sent) << "requests or grants through send buffers";
+    EXPECT_EQ(0u, sb.bufs_sent) << "requests or grants through send buffers";
+    EXPECT_EQ(-1, dcx_fc_iface_stats(NULL, &sa));
     EXPECT_TRUE(m_errors.empty());
 }
 

@@ -1,0 +1,101 @@
+/*
+ * Soft device: the engine's wait set joined by a light post
+ * (soft_req_post_inline), inline there: the light post's half of
+ * soft_engine.c, whose passes and looks read the set (soft_engine_wait_t).
+ */
+#ifndef SOFT_WAIT_H_
+#define SOFT_WAIT_H_
+
+#include "soft.h"
+
+/* A timer due sooner than this after a pass keeps polls locked. */
+#define SOFT_WAIT_MIN_NS 4000ull
+
+/* A post on the light path (soft_req_post_inline: every request of the
+ * DCI is out, to 'peer', its ack timer to start at 'now', which the post
+ * read from the counter reading 'clk') to an engine that was idle or only
+ * waiting: the engine still only waits, now for this DCI too.  Its ack
+ * timer starts here (a prod check due is left to a pass), and the DCI's
+ * ack line and timers join the wait set, so that no pass is needed before
+ * its answer comes.  Returns 0 when that does not apply (the engine is then
+ * marked busy: the next poll runs a pass, which arms the timer). */
+static inline int soft_engine_wait_add(soft_dev_t *dev, soft_qp_t *qp,
+                                       const soft_peer_t *peer, uint64_t now,
+                                       uint64_t clk)
+{
+    soft_engine_wait_t *w = &dev->wait;
+    int idle              = dev->engine_idle;
+    const uint64_t *line;
+    uint64_t due, since;
+    uint32_t i, n;
+
+    if ((idle == SOFT_ENGINE_BUSY) || (qp->super.state != DCX_QPS_RTS)) {
+        return 0;
+    }
+    due             = now + qp->ack_timeout_ns;
+    qp->deadline_ns = due;
+    /* every WQE outstanding goes to 'peer' (the light path's rule) */
+    since           = peer->watch_since;
+    if ((since != 0) && (since + SOFT_PROD_NS < due)) {
+        /* a prod check due now is left to the next pass (a post does not
+         * read the target's ring head) */
+        due = since + SOFT_PROD_NS;
+    }
+    if ((due <= now) || (due - now < SOFT_WAIT_MIN_NS)) {
+        return 0;
+    }
+    n    = (idle == SOFT_ENGINE_WAIT) ? w->n : 0;
+    line = (dev->acks != NULL) ?
+           &dev->acks[qp->super.qp_num - SOFT_QPN_BASE].word : NULL;
+    for (i = 0; (line != NULL) && (i < n); ++i) {
+        if (w->lines[i].line == line) {
+            break;
+        }
+    }
+    if ((line != NULL) && (i == n) && (n == SOFT_WAIT_LINES)) {
+        return 0;
+    }
+    clk = soft_clock_after_at(clk, (due - now) - (due - now) / 16);
+    __atomic_store_n(&w->seq, w->seq + 1, __ATOMIC_RELAXED);
+    __atomic_thread_fence(__ATOMIC_RELEASE);
+    if ((line != NULL) && (i == n)) {
+        __atomic_store_n(&w->lines[n].line, line, __ATOMIC_RELAXED);
+        __atomic_store_n(&w->lines[n].word,
+                         __atomic_load_n(line, __ATOMIC_ACQUIRE),
+                         __ATOMIC_RELAXED);
+        n++;
+    }
+    __atomic_store_n(&w->n, n, __ATOMIC_RELAXED);
+    if ((idle != SOFT_ENGINE_WAIT) || ((int64_t)(clk - w->due) < 0)) {
+        __atomic_store_n(&w->due, clk, __ATOMIC_RELAXED);
+    }
+    __atomic_store_n(&dev->engine_idle, SOFT_ENGINE_WAIT, __ATOMIC_RELAXED);
+    __atomic_store_n(&w->seq, w->seq + 1, __ATOMIC_RELEASE);
+    return 1;
+}
+
+static inline void soft_engine_active_add(soft_dev_t *dev, soft_qp_t *qp)
+{
+    if (!qp->active) {
+        qp->active       = 1;
+        qp->next_active  = dev->active_dcis;
+        dev->active_dcis = qp;
+    }
+}
+
+/* A light post (soft_req_post_inline) with its ack timer to arm
+ * (qp->deadline_ns == SOFT_DEADLINE_ARM): the wait set, or a pass */
+static inline void soft_engine_activate_light(soft_qp_t *qp,
+                                              const soft_peer_t *peer,
+                                              uint64_t now, uint64_t clk)
+{
+    soft_dev_t *dev = qp->dev;
+
+    soft_engine_active_add(dev, qp);
+    if (!soft_engine_wait_add(dev, qp, peer, now, clk)) {
+        __atomic_store_n(&dev->engine_idle, SOFT_ENGINE_BUSY,
+                         __ATOMIC_RELAXED);
+    }
+}
+
+#endif
