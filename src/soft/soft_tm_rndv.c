@@ -190,6 +190,9 @@ int soft_tm_progress(soft_dev_t *dev)
 
     for (tm = dev->tms; tm != NULL; tm = tm->next) {
         cq = (soft_cq_t *)tm->rcq;
+        if ((cq->head == cq->tail) && (tm->wait_head == SOFT_TM_NONE)) {
+            continue;   /* no device rendezvous: the common case */
+        }
         while (cq->head != cq->tail) {
             cqe = &cq->q[cq->head & (cq->size - 1)];
             wc  = cqe->wc;
