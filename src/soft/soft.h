@@ -981,10 +981,6 @@ void     soft_tm_destroy(soft_srq_t *srq);
 void     soft_tm_send_op(soft_dev_t *dev, soft_qp_t *dct, soft_rstate_t *rs,
                          const soft_pkt_t *pkt, const void *payload);
 void     soft_tm_abandon(soft_dev_t *dev, soft_rstate_t *rs);
-uint8_t  soft_tm_fast_opcode(const soft_tm_t *tm, const soft_pkt_t *pkt,
-                             const void *payload);
-void     soft_tm_fast_wc(soft_tm_t *tm, soft_qp_t *dct, const soft_pkt_t *pkt,
-                         uint8_t wc_opcode, uint64_t wr_id);
 void     soft_tm_polled(soft_cqe_t *cqe, dcx_wc_t *wc);
 int      soft_tm_progress(soft_dev_t *dev);
 

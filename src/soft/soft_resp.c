@@ -17,6 +17,7 @@
 
 #include "soft.h"
 #include "soft_direct.h"
+#include "soft_tm.h"
 
 #include <errno.h>
 #include <stdlib.h>
