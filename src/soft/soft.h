@@ -647,6 +647,10 @@ struct soft_dev {
      * poll: one pass serves every CQ polled in one progress call */
     uint64_t            app_passes;
     soft_tm_t          *tms;        /* TM SRQs (rendezvous progress) */
+    /* device rendezvous of all its TM SRQs started and not ended: only
+     * then has soft_tm_progress work, or may a ring pass start work that
+     * needs a whole pass (engine lock) */
+    uint32_t            tm_rndv_live;
     soft_mr_t         **mrs;        /* by key >> 8 */
     /* memory safety (soft_mem.c): the table is changed under both the
      * engine lock and mr_lock; invalidation takes mr_lock only */

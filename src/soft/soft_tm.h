@@ -110,6 +110,7 @@ struct soft_tm {
     soft_tm_dci_t     dci[SOFT_TM_DCIS];
     soft_tm_rndv_t   *rndv;          /* max_tags + 1 */
     uint32_t          rndv_free;
+    uint32_t          rndv_live;     /* started, not ended (dev's sum) */
     uint32_t          wait_head, wait_tail;
     soft_tm_inc_t    *inc;           /* max_tags, ring */
     uint32_t          inc_pos;

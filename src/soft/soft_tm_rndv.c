@@ -62,6 +62,8 @@ static void soft_tm_rndv_free(soft_tm_t *tm, soft_tm_dci_t *d)
     tm->rndv[d->rndv].next = tm->rndv_free;
     tm->rndv_free          = d->rndv;
     d->rndv                = SOFT_TM_NONE;
+    tm->rndv_live--;
+    tm->dev->tm_rndv_live--;
 }
 
 /* Hands waiting rendezvous to idle DCIs. */
@@ -93,6 +95,8 @@ void soft_tm_rndv_start(soft_tm_t *tm, soft_qp_t *dct, soft_rstate_t *rs,
     soft_tm_rndv_t *rv  = &tm->rndv[r];
 
     tm->rndv_free  = rv->next;
+    tm->rndv_live++;
+    tm->dev->tm_rndv_live++;
     rv->recv_wr_id = rs->recv.wr_id;
     rv->sge        = rs->recv.sge[0];
     rv->sge.length = len;
@@ -188,10 +192,15 @@ int soft_tm_progress(soft_dev_t *dev)
     soft_cq_t *cq;
     dcx_wc_t wc;
 
+    /* the rendezvous DCIs complete only work of live rendezvous, and a
+     * rendezvous stays live until its last completion is taken here */
+    if (dev->tm_rndv_live == 0) {
+        return 0;   /* the common case */
+    }
     for (tm = dev->tms; tm != NULL; tm = tm->next) {
         cq = (soft_cq_t *)tm->rcq;
-        if ((cq->head == cq->tail) && (tm->wait_head == SOFT_TM_NONE)) {
-            continue;   /* no device rendezvous: the common case */
+        if (tm->rndv_live == 0) {
+            continue;
         }
         while (cq->head != cq->tail) {
             cqe = &cq->q[cq->head & (cq->size - 1)];

@@ -1080,6 +1080,54 @@ TEST_F(soft_tm, unmatched_single_packet_one_pass)
     EXPECT_EQ(3u, tm_stats(rx).unexp_eager);
 }
 
+/* A TM SRQ with no device rendezvous under way does not keep its device
+ * from serving a poll with a ring pass: an unexpected eager waiting in rx's
+ * request ring is served by one locked poll of rx's CQ, in a ring pass, and
+ * completes in that poll.  A rendezvous request that starts a device
+ * rendezvous gets its whole passes (rndv_* tests). */
+TEST_F(soft_tm, ring_pass_without_rendezvous)
+{
+    open_pair();
+    send_msg(DCX_TMH_NO_TAG, 0, 0, 8, 1);                   /* source known */
+    rx.repost(pop(rx));
+    dcx_wc_t wc[4];
+    while (dcx_cq_poll(rx.n.cq, 4, wc) != 0) {              /* settled */
+        ADD_FAILURE() << "a completion left at rx";
+    }
+
+    uint8_t *m = tx.at(SEND_OFF);
+    dcx_tmh_pack(m, DCX_TMH_EAGER, 0, 0x51);
+    fill(m + DCX_TM_TMH_LEN, 8, 7);
+    dcx_sge_t s = { tx.va(SEND_OFF), DCX_TM_TMH_LEN + 8, tx.mr->lkey };
+    dcx_send_wr_t wr;
+    memset(&wr, 0, sizeof(wr));
+    wr.wr_id       = ++send_id;
+    wr.opcode      = DCX_WR_SEND;
+    wr.flags       = DCX_SEND_SIGNALED | DCX_SEND_INLINE;
+    wr.num_sge     = 1;
+    wr.sg_list     = &s;
+    wr.dest.ah     = tx.n.ah;
+    wr.dest.dctn   = rx.n.dct->qp_num;
+    wr.dest.dc_key = KEY;
+    ASSERT_EQ(0, dcx_qp_post_send(tx.n.dci, &wr));
+
+    dcx_soft_stats_t b0 = dev_stats(rx.n);
+    ASSERT_EQ(1, dcx_cq_poll(rx.n.cq, 4, wc));
+    dcx_soft_stats_t b1 = dev_stats(rx.n);
+    EXPECT_EQ(b0.ring_passes + 1, b1.ring_passes);
+    EXPECT_EQ(b0.locked_polls + 1, b1.locked_polls);
+    EXPECT_EQ(DCX_WC_SUCCESS, wc[0].status);
+    EXPECT_EQ(DCX_WC_TM_RECV, wc[0].opcode);
+    EXPECT_EQ(DCX_TM_TMH_LEN + 8, wc[0].byte_len);
+    rx.repost(wc[0]);
+    double end = now_s() + 20.0;
+    while (tx.sent.empty() && (now_s() < end)) {
+        poll_both();
+    }
+    ASSERT_EQ(1u, tx.sent.size());
+    EXPECT_EQ(DCX_WC_SUCCESS, tx.sent.front().status);
+}
+
 /* ------------------------------------------------------------------------
  * Rendezvous
  * ------------------------------------------------------------------------ */
