@@ -882,12 +882,12 @@ static inline void soft_resp_fast_cqe(soft_dev_t *dev, soft_qp_t *dct,
 
 /* The responder's common case in one pass: a single-packet SEND (plain
  * SRQ, a receive posted that takes it; on a TM SRQ, one that goes to an
- * SRQ buffer unmatched, soft_tm_fast_opcode) or RDMA WRITE (of at least one byte
- * into a plain MR) that is the next message expected from a source already
- * known, on a DCT that is up, with the right DC key.  The receive is used
- * in place (no copy of it is held), the data copied, the CQE pushed and the
- * message acknowledged (in the requester's ack table when it asks for
- * that).  Returns 0 with nothing done for everything else: the general
+ * SRQ buffer unmatched, soft_tm_fast_opcode) or RDMA WRITE (of at least
+ * one byte into a plain MR) that is the next message expected from a source
+ * already known, on a DCT that is up, with the right DC key.  The receive
+ * is used in place (no copy of it is held), the data copied, the CQE pushed
+ * and the message acknowledged (in the requester's ack table when it asks
+ * for that).  Returns 0 with nothing done for everything else: the general
  * path then handles the packet (and produces the errors). */
 static int soft_resp_fast(soft_dev_t *dev, const soft_pkt_t *pkt,
                           const void *payload)
