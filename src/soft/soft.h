@@ -986,7 +986,14 @@ void     soft_tm_send_op(soft_dev_t *dev, soft_qp_t *dct, soft_rstate_t *rs,
                          const soft_pkt_t *pkt, const void *payload);
 void     soft_tm_abandon(soft_dev_t *dev, soft_rstate_t *rs);
 void     soft_tm_polled(soft_cqe_t *cqe, dcx_wc_t *wc);
-int      soft_tm_progress(soft_dev_t *dev);
+int      soft_tm_progress_live(soft_dev_t *dev);
+
+/* The engine pass's rendezvous hook: nothing to do, not even a call, while
+ * no device rendezvous is live (soft_tm_progress_live) */
+static inline int soft_tm_progress(soft_dev_t *dev)
+{
+    return (dev->tm_rndv_live != 0) && soft_tm_progress_live(dev);
+}
 
 /* soft_mem.c */
 void     soft_mem_init(soft_dev_t *dev);

@@ -180,11 +180,11 @@ static void soft_tm_rndv_done(soft_tm_t *tm, const dcx_wc_t *wc)
     soft_tm_rndv_free(tm, d);
 }
 
-/* The engine pass's hook (called only when the device has TM SRQs):
+/* soft_tm_progress (soft.h) while device rendezvous are live:
  * takes the completions of the device's rendezvous DCIs and starts waiting
  * rendezvous.  Returns 1 if some still wait for a DCI or completions are
  * left (the engine then is not idle). */
-int soft_tm_progress(soft_dev_t *dev)
+int soft_tm_progress_live(soft_dev_t *dev)
 {
     int pending = 0;
     soft_tm_t *tm;
@@ -194,9 +194,6 @@ int soft_tm_progress(soft_dev_t *dev)
 
     /* the rendezvous DCIs complete only work of live rendezvous, and a
      * rendezvous stays live until its last completion is taken here */
-    if (dev->tm_rndv_live == 0) {
-        return 0;   /* the common case */
-    }
     for (tm = dev->tms; tm != NULL; tm = tm->next) {
         cq = (soft_cq_t *)tm->rcq;
         if (tm->rndv_live == 0) {
