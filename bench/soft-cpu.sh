@@ -7,7 +7,7 @@
 #
 #   -n N        measured operations per run (default 1000)
 #   -o OPS      operations (default "progress am_short put_short am_lat
-#               tag_send"; see bench/soft_cpu.c)
+#               tag_send tag_lat"; see bench/soft_cpu.c)
 #   -k DIR      keep the callgrind output files there
 #   BUILD_DIR   build tree whose contrib/dcx-run loads dcx (default: the
 #               first <repo>/build*/ with one that is not a sanitizer build)
@@ -28,6 +28,8 @@
 #   put_short  uct_ep_put_short(), 8 bytes
 #   am_lat     one am_lat round trip, both sides, all their polls
 #   tag_send   ucp_tag_send_nbx(), 8 bytes (UCX_TLS=<tl>)
+#   tag_lat    one UCP tag_lat round trip (both receives posted first), both
+#              workers, all their ucp_worker_progress calls (UCX_TLS=<tl>)
 
 set -u
 set -o pipefail
@@ -35,7 +37,7 @@ set -o pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
 n=1000
-ops="progress am_short put_short am_lat tag_send"
+ops="progress am_short put_short am_lat tag_send tag_lat"
 keep=""
 
 while getopts "n:o:k:h" opt; do

@@ -22,6 +22,11 @@
  *              answer; both sides' instructions, every poll included
  *   tag_send   ucp_tag_send_nbx() of 8 bytes (receive posted beforehand and
  *              completed outside the measured region)
+ *   tag_lat    one UCP tag round trip as ucx_perftest -t tag_lat does it:
+ *              both workers post their receive, worker 0 sends 8 bytes,
+ *              worker 1 progresses until it has them and answers, worker 0
+ *              progresses until it has the answer; both sides' calls, every
+ *              ucp_worker_progress included
  *
  * Prints "ops N" on success.
  */
@@ -322,8 +327,8 @@ static void run_uct(const char *tl, const char *dev, const char *op,
  * UCP: ucp_tag_send_nbx between two workers of one process
  * ------------------------------------------------------------------------ */
 static ucp_worker_h ucp_w[2];
-static ucp_ep_h ucp_ep01;
-static uint64_t tag_sbuf, tag_rbuf;
+static ucp_ep_h ucp_ep01, ucp_ep10;
+static uint64_t tag_sbuf, tag_rbuf, tag_rbuf0;
 
 static void tag_wait(void *req)
 {
@@ -347,15 +352,80 @@ static void op_tag_send(void *arg)
                                     7, &param);
 }
 
-static void run_ucp(unsigned n)
+/* Progresses worker w until req (from an _nbx call) completes, frees it */
+static void tag_wait_one(unsigned w, void *req)
+{
+    if (req == NULL) {
+        return;
+    }
+    CHECK(!UCS_PTR_IS_ERR(req), "ucp request");
+    while (ucp_request_check_status(req) == UCS_INPROGRESS) {
+        ucp_worker_progress(ucp_w[w]);
+    }
+    ucp_request_free(req);
+}
+
+static void op_tag_lat(void *arg)
+{
+    ucp_request_param_t param;
+    void *rreq0, *rreq1, *sreq0, *sreq1;
+
+    memset(&param, 0, sizeof(param));
+    rreq1 = ucp_tag_recv_nbx(ucp_w[1], &tag_rbuf, sizeof(tag_rbuf), 7,
+                             UINT64_MAX, &param);
+    rreq0 = ucp_tag_recv_nbx(ucp_w[0], &tag_rbuf0, sizeof(tag_rbuf0), 8,
+                             UINT64_MAX, &param);
+    sreq0 = ucp_tag_send_nbx(ucp_ep01, &tag_sbuf, sizeof(tag_sbuf), 7,
+                             &param);
+    ucp_worker_progress(ucp_w[0]);
+    tag_wait_one(1, rreq1);
+    sreq1 = ucp_tag_send_nbx(ucp_ep10, &tag_rbuf, sizeof(tag_rbuf), 8,
+                             &param);
+    ucp_worker_progress(ucp_w[1]);
+    tag_wait_one(0, rreq0);
+    tag_wait_one(0, sreq0);
+    tag_wait_one(1, sreq1);
+}
+
+static ucp_ep_h ucp_connect(unsigned from, unsigned to)
+{
+    ucp_ep_params_t eparams;
+    ucp_address_t *addr;
+    size_t addr_len;
+    ucp_ep_h ep;
+
+    CHECK(ucp_worker_get_address(ucp_w[to], &addr, &addr_len) == UCS_OK,
+          "ucp_worker_get_address");
+    memset(&eparams, 0, sizeof(eparams));
+    eparams.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS;
+    eparams.address    = addr;
+    CHECK(ucp_ep_create(ucp_w[from], &eparams, &ep) == UCS_OK,
+          "ucp_ep_create");
+    ucp_worker_release_address(ucp_w[to], addr);
+    return ep;
+}
+
+static void run_ucp_lat(unsigned n)
+{
+    unsigned i;
+
+    for (i = 0; i < BENCH_WARMUP + n; ++i) {
+        tag_sbuf = i;
+        if (i < BENCH_WARMUP) {
+            op_tag_lat(NULL);
+        } else {
+            bench_op(op_tag_lat, NULL);
+        }
+        CHECK((tag_rbuf == i) && (tag_rbuf0 == i), "tag data");
+    }
+}
+
+static void run_ucp(const char *op, unsigned n)
 {
     ucp_params_t params;
     ucp_worker_params_t wparams;
     ucp_request_param_t rparam;
-    ucp_ep_params_t eparams;
-    ucp_address_t *addr;
     ucp_context_h ctx;
-    size_t addr_len;
     void *sreq, *rreq;
     unsigned i;
 
@@ -368,14 +438,15 @@ static void run_ucp(unsigned n)
     wparams.thread_mode = UCS_THREAD_MODE_SINGLE;
     CHECK(ucp_worker_create(ctx, &wparams, &ucp_w[0]) == UCS_OK, "worker 0");
     CHECK(ucp_worker_create(ctx, &wparams, &ucp_w[1]) == UCS_OK, "worker 1");
-    CHECK(ucp_worker_get_address(ucp_w[1], &addr, &addr_len) == UCS_OK,
-          "ucp_worker_get_address");
-    memset(&eparams, 0, sizeof(eparams));
-    eparams.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS;
-    eparams.address    = addr;
-    CHECK(ucp_ep_create(ucp_w[0], &eparams, &ucp_ep01) == UCS_OK,
-          "ucp_ep_create");
-    ucp_worker_release_address(ucp_w[1], addr);
+    ucp_ep01 = ucp_connect(0, 1);
+
+    if (!strcmp(op, "tag_lat")) {
+        ucp_ep10 = ucp_connect(1, 0);
+        run_ucp_lat(n);
+        printf("ops %u\n", n);
+        fflush(stdout);
+        return;
+    }
 
     memset(&rparam, 0, sizeof(rparam));
     for (i = 0; i < BENCH_WARMUP + n; ++i) {
@@ -405,8 +476,8 @@ int main(int argc, char **argv)
         return 2;
     }
     n = (argc > 4) ? (unsigned)strtoul(argv[4], NULL, 0) : 1000;
-    if (!strcmp(argv[3], "tag_send")) {
-        run_ucp(n);
+    if (!strcmp(argv[3], "tag_send") || !strcmp(argv[3], "tag_lat")) {
+        run_ucp(argv[3], n);
     } else {
         run_uct(argv[1], argv[2], argv[3], n);
     }

@@ -202,6 +202,9 @@ typedef struct dcx_soft_tm_stats {
     uint64_t fins_sent;       /* FINs the sender's device acknowledged */
     uint64_t fin_errors;      /* FINs that could not be delivered */
     uint64_t fins_received;   /* FINs received (TM_NO_TAG) */
+    uint64_t fast;            /* NO_TAG and unexpected eager messages placed
+                                 by the responder's one-pass path (one
+                                 packet, no listed entry to match) */
 } dcx_soft_tm_stats_t;
 
 int  dcx_soft_tm_stats(dcx_srq_t *srq, dcx_soft_tm_stats_t *stats);

@@ -662,6 +662,10 @@ struct soft_dev {
      * poll: one pass serves every CQ polled in one progress call */
     uint64_t            app_passes;
     soft_tm_t          *tms;        /* TM SRQs (rendezvous progress) */
+    /* device rendezvous of all its TM SRQs started and not ended: only
+     * then has soft_tm_progress work, or may a ring pass start work that
+     * needs a whole pass (engine lock) */
+    uint32_t            tm_rndv_live;
     soft_mr_t         **mrs;        /* by key >> 8 */
     /* memory safety (soft_mem.c): the table is changed under both the
      * engine lock and mr_lock; invalidation takes mr_lock only */
@@ -1004,7 +1008,14 @@ void     soft_tm_send_op(soft_dev_t *dev, soft_qp_t *dct, soft_rstate_t *rs,
                          const soft_pkt_t *pkt, const void *payload);
 void     soft_tm_abandon(soft_dev_t *dev, soft_rstate_t *rs);
 void     soft_tm_polled(soft_cqe_t *cqe, dcx_wc_t *wc);
-int      soft_tm_progress(soft_dev_t *dev);
+int      soft_tm_progress_live(soft_dev_t *dev);
+
+/* The engine pass's rendezvous hook: nothing to do, not even a call, while
+ * no device rendezvous is live (soft_tm_progress_live) */
+static inline int soft_tm_progress(soft_dev_t *dev)
+{
+    return (dev->tm_rndv_live != 0) && soft_tm_progress_live(dev);
+}
 
 /* soft_mem.c */
 void     soft_mem_init(soft_dev_t *dev);

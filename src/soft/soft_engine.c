@@ -371,14 +371,14 @@ void soft_engine_progress_app(soft_dev_t *dev)
  * does not touch the DCIs; an answer it gives to our own DCI moves our ack
  * line or fills our response ring, which the next look sees).  Returns 0
  * when a whole pass is needed instead: the engine became busy since the
- * look, rendezvous of TM SRQs may be under way, or a packet needs the
- * clock (soft_engine_serve_req). */
+ * look, device rendezvous of TM SRQs are under way (before the pass or
+ * started by it), or a packet needs the clock (soft_engine_serve_req). */
 static int soft_engine_ring_pass(soft_dev_t *dev)
 {
     int ret;
 
     if ((__atomic_load_n(&dev->engine_idle, __ATOMIC_RELAXED) ==
-         SOFT_ENGINE_BUSY) || (dev->tms != NULL)) {
+         SOFT_ENGINE_BUSY) || (dev->tm_rndv_live != 0)) {
         return 0;
     }
     if (dev->killed) {
@@ -389,7 +389,8 @@ static int soft_engine_ring_pass(soft_dev_t *dev)
     __atomic_store_n(&dev->hdr->in_engine, 1, __ATOMIC_RELAXED);
     ret = soft_engine_serve_req(dev, 0, 0);
     __atomic_store_n(&dev->hdr->in_engine, 0, __ATOMIC_RELEASE);
-    return ret;
+    /* a rendezvous request started a device rendezvous: a whole pass */
+    return ret && (dev->tm_rndv_live == 0);
 }
 
 /* What a locked poll needs short of a whole pass, as its look

@@ -17,6 +17,7 @@
 
 #include "soft.h"
 #include "soft_direct.h"
+#include "soft_tm.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -880,12 +881,13 @@ static inline void soft_resp_fast_cqe(soft_dev_t *dev, soft_qp_t *dct,
 }
 
 /* The responder's common case in one pass: a single-packet SEND (plain
- * SRQ, a receive posted that takes it) or RDMA WRITE (of at least one byte
- * into a plain MR) that is the next message expected from a source already
- * known, on a DCT that is up, with the right DC key.  The receive is used
- * in place (no copy of it is held), the data copied, the CQE pushed and the
- * message acknowledged (in the requester's ack table when it asks for
- * that).  Returns 0 with nothing done for everything else: the general
+ * SRQ, a receive posted that takes it; on a TM SRQ, one that goes to an
+ * SRQ buffer unmatched, soft_tm_fast_opcode) or RDMA WRITE (of at least
+ * one byte into a plain MR) that is the next message expected from a source
+ * already known, on a DCT that is up, with the right DC key.  The receive
+ * is used in place (no copy of it is held), the data copied, the CQE pushed
+ * and the message acknowledged (in the requester's ack table when it asks
+ * for that).  Returns 0 with nothing done for everything else: the general
  * path then handles the packet (and produces the errors). */
 static int soft_resp_fast(soft_dev_t *dev, const soft_pkt_t *pkt,
                           const void *payload)
@@ -899,6 +901,7 @@ static int soft_resp_fast(soft_dev_t *dev, const soft_pkt_t *pkt,
     soft_qp_t *dct;
     soft_mr_t *mr;
     soft_ack_t *a;
+    uint8_t tm_opcode;
 
     if ((len > dev->limits.mtu) || (idx >= dev->max_qps) ||
         ((dct = dev->qps[idx]) == NULL) ||
@@ -919,7 +922,11 @@ static int soft_resp_fast(soft_dev_t *dev, const soft_pkt_t *pkt,
         }
     } else if ((pkt->op == DCX_WR_SEND) || (pkt->op == DCX_WR_SEND_IMM)) {
         srq = dct->srq;
-        if ((srq->tm != NULL) || (srq->head == srq->tail)) {
+        /* a TM SRQ: only what goes to an SRQ buffer unmatched */
+        tm_opcode = (srq->tm != NULL) ?
+                    soft_tm_fast_opcode(srq->tm, pkt, payload) : 0;
+        if (((srq->tm != NULL) && (tm_opcode == 0)) ||
+            (srq->head == srq->tail)) {
             return 0;
         }
         wqe = &srq->q[srq->head % srq->size];
@@ -928,7 +935,11 @@ static int soft_resp_fast(soft_dev_t *dev, const soft_pkt_t *pkt,
         }
         soft_resp_recv_copy(wqe, payload, len);
         srq->head++;
-        soft_resp_fast_cqe(dev, dct, pkt, wqe->wr_id);
+        if (srq->tm != NULL) {
+            soft_tm_fast_wc(srq->tm, dct, pkt, tm_opcode, wqe->wr_id);
+        } else {
+            soft_resp_fast_cqe(dev, dct, pkt, wqe->wr_id);
+        }
     } else {
         return 0;
     }

@@ -765,6 +765,7 @@ void soft_tm_destroy(soft_srq_t *srq)
             break;
         }
     }
+    dev->tm_rndv_live -= tm->rndv_live;   /* those never end now */
     /* completions not polled yet retire nothing any more */
     for (i = cq->head; i != cq->tail; ++i) {
         if (cq->q[i & (cq->size - 1)].tm == tm) {

@@ -110,6 +110,7 @@ struct soft_tm {
     soft_tm_dci_t     dci[SOFT_TM_DCIS];
     soft_tm_rndv_t   *rndv;          /* max_tags + 1 */
     uint32_t          rndv_free;
+    uint32_t          rndv_live;     /* started, not ended (dev's sum) */
     uint32_t          wait_head, wait_tail;
     soft_tm_inc_t    *inc;           /* max_tags, ring */
     uint32_t          inc_pos;
@@ -134,6 +135,80 @@ static inline void soft_tm_recv_wc(dcx_wc_t *wc, uint64_t wr_id,
     wc->byte_len = byte_len;
     wc->qp_num   = qp_num;
     wc->src_qp   = src_qp;
+}
+
+/* The responder's one-pass path (soft_resp_fast) on a TM SRQ: which SRQ
+ * completion a whole message in one packet gets without a list walk, or 0
+ * when the general path must see it.  That is a NO_TAG message (an active
+ * message: never matched), or an EAGER one while no entry is listed (it
+ * cannot match, and with nothing listed none is held either): both go to
+ * the SRQ buffer, headers included, exactly as soft_tm_start places them.
+ * FINs, rendezvous requests, eager messages that could match and malformed
+ * messages take the general path. */
+static inline uint8_t soft_tm_fast_opcode(const soft_tm_t *tm,
+                                          const soft_pkt_t *pkt,
+                                          const void *payload)
+{
+    uint8_t opcode;
+
+    if (pkt->len < DCX_TM_TMH_LEN) {
+        return 0;
+    }
+    opcode = *(const uint8_t *)payload;   /* dcx_tmh_t.opcode: first */
+    if (opcode == DCX_TMH_NO_TAG) {
+        return DCX_WC_TM_NO_TAG;
+    }
+    if ((opcode == DCX_TMH_EAGER) && (tm->list_head == SOFT_TM_NONE)) {
+        return DCX_WC_TM_RECV;
+    }
+    return 0;
+}
+
+/* The completion of a message soft_tm_fast_opcode() let through, placed in
+ * the SRQ buffer wr_id: the one soft_tm_last gives it (an unexpected eager
+ * counts in the phase, U and the library's count, as on the general path). */
+static inline void soft_tm_fast_wc(soft_tm_t *tm, soft_qp_t *dct,
+                                   const soft_pkt_t *pkt, uint8_t wc_opcode,
+                                   uint64_t wr_id)
+{
+    soft_cq_t *cq   = tm->srq->cq;
+    soft_cqe_t *cqe = soft_cq_slot(cq);
+    int imm         = (pkt->op == DCX_WR_SEND_IMM);
+
+    tm->stats.fast++;
+    if (wc_opcode == DCX_WC_TM_RECV) {
+        tm->hw_unexp++;
+        tm->stats.unexp_eager++;
+    }
+    if (cqe == NULL) {
+        soft_cq_overrun(cq, dct->super.qp_num);   /* as soft_tm_push */
+        return;
+    }
+    cqe->wc.wr_id      = wr_id;
+    cqe->wc.status     = DCX_WC_SUCCESS;
+    cqe->wc.opcode     = wc_opcode;
+    cqe->wc.flags      = imm ? DCX_WC_FLAG_WITH_IMM : 0;
+    cqe->wc.byte_len   = pkt->len;
+    cqe->wc.imm        = imm ? pkt->imm : 0;
+    cqe->wc.qp_num     = dct->super.qp_num;
+    cqe->wc.src_qp     = pkt->src_qpn;
+    cqe->wc.vendor_err = 0;
+    cqe->wc.tm_tag     = 0;
+    cqe->wc.tm_priv    = 0;
+    cqe->wc.reserved   = 0;
+    cqe->qp            = NULL;
+    cqe->sq_idx        = 0;
+    cqe->tm_entry      = SOFT_TM_NONE;
+    cqe->tm_gen        = 0;
+    cqe->tm_op         = 0;
+    if (wc_opcode == DCX_WC_TM_RECV) {
+        cqe->tm       = tm;
+        cqe->tm_flags = SOFT_TMC_UNEXP;
+    } else {
+        cqe->tm       = NULL;
+        cqe->tm_flags = 0;
+    }
+    soft_cq_commit(cq);
 }
 
 /* soft_tm.c */

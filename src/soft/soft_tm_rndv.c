@@ -62,6 +62,8 @@ static void soft_tm_rndv_free(soft_tm_t *tm, soft_tm_dci_t *d)
     tm->rndv[d->rndv].next = tm->rndv_free;
     tm->rndv_free          = d->rndv;
     d->rndv                = SOFT_TM_NONE;
+    tm->rndv_live--;
+    tm->dev->tm_rndv_live--;
 }
 
 /* Hands waiting rendezvous to idle DCIs. */
@@ -93,6 +95,8 @@ void soft_tm_rndv_start(soft_tm_t *tm, soft_qp_t *dct, soft_rstate_t *rs,
     soft_tm_rndv_t *rv  = &tm->rndv[r];
 
     tm->rndv_free  = rv->next;
+    tm->rndv_live++;
+    tm->dev->tm_rndv_live++;
     rv->recv_wr_id = rs->recv.wr_id;
     rv->sge        = rs->recv.sge[0];
     rv->sge.length = len;
@@ -176,11 +180,11 @@ static void soft_tm_rndv_done(soft_tm_t *tm, const dcx_wc_t *wc)
     soft_tm_rndv_free(tm, d);
 }
 
-/* The engine pass's hook (called only when the device has TM SRQs):
+/* soft_tm_progress (soft.h) while device rendezvous are live:
  * takes the completions of the device's rendezvous DCIs and starts waiting
  * rendezvous.  Returns 1 if some still wait for a DCI or completions are
  * left (the engine then is not idle). */
-int soft_tm_progress(soft_dev_t *dev)
+int soft_tm_progress_live(soft_dev_t *dev)
 {
     int pending = 0;
     soft_tm_t *tm;
@@ -188,8 +192,13 @@ int soft_tm_progress(soft_dev_t *dev)
     soft_cq_t *cq;
     dcx_wc_t wc;
 
+    /* the rendezvous DCIs complete only work of live rendezvous, and a
+     * rendezvous stays live until its last completion is taken here */
     for (tm = dev->tms; tm != NULL; tm = tm->next) {
         cq = (soft_cq_t *)tm->rcq;
+        if (tm->rndv_live == 0) {
+            continue;
+        }
         while (cq->head != cq->tail) {
             cqe = &cq->q[cq->head & (cq->size - 1)];
             wc  = cqe->wc;

@@ -554,7 +554,8 @@ void uct_dcx_iface_rx_am(uct_dcx_iface_t *iface, void *elem, uint8_t *wire,
 void uct_dcx_iface_rx_error(uct_dcx_iface_t *iface, const dcx_wc_t *wc);
 
 /* dcx_tag.c */
-void uct_dcx_iface_tag_rx(uct_dcx_iface_t *iface, const dcx_wc_t *wc);
+void uct_dcx_iface_tag_rx_wcs(uct_dcx_iface_t *iface, const dcx_wc_t *wc,
+                              int n);
 ucs_status_t uct_dcx_iface_mpools_init(uct_dcx_iface_t *iface,
                                        const uct_iface_params_t *params,
                                        const uct_dcx_iface_config_t *cfg);

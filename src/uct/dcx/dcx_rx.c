@@ -477,11 +477,7 @@ uct_dcx_iface_rx_wcs(uct_dcx_iface_t *iface, const dcx_wc_t *wc, int n)
     int i;
 
     if (ucs_unlikely(iface->rx_tmh_len != 0)) {
-        /* a TM SRQ: list operations, tagged messages, and the NO_TAG
-         * messages that carry AMs */
-        for (i = 0; i < n; ++i) {
-            uct_dcx_iface_tag_rx(iface, &wc[i]);
-        }
+        uct_dcx_iface_tag_rx_wcs(iface, wc, n);   /* a TM SRQ */
         return;
     }
 

@@ -42,6 +42,7 @@
 #include <ucs/debug/log.h>
 #include <ucs/debug/memtrack.h>
 #include <ucs/sys/string.h>
+#include <endian.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <string.h>
@@ -290,7 +291,7 @@ static void uct_dcx_tm_release_desc(uct_recv_desc_t *self, void *desc)
 }
 
 /* A NO_TAG message in an SRQ buffer: an AM or a control message */
-static void uct_dcx_tag_rx_no_tag(uct_dcx_iface_t *iface, const dcx_wc_t *wc)
+static UCS_F_ALWAYS_INLINE void uct_dcx_tag_rx_no_tag(uct_dcx_iface_t *iface, const dcx_wc_t *wc)
 {
     void *elem = (void*)(uintptr_t)wc->wr_id;
     uint8_t *wire;
@@ -349,8 +350,21 @@ static void uct_dcx_tag_rx_unexp_rndv(uct_dcx_iface_t *iface,
                       length - hdr_off + priv_len, va, len, rkey_buf);
 }
 
+/* dcx_tmh_unpack, inline for the receive path */
+static UCS_F_ALWAYS_INLINE void
+uct_dcx_tmh_read(const uint8_t *buf, uint8_t *opcode_p, uint32_t *app_ctx_p,
+                 uint64_t *tag_p)
+{
+    dcx_tmh_t h;
+
+    memcpy(&h, buf, sizeof(h));
+    *opcode_p  = h.opcode;
+    *app_ctx_p = be32toh(h.app_ctx);
+    *tag_p     = be64toh(h.tag);
+}
+
 /* An unexpected tagged message, whole, in an SRQ buffer */
-static void uct_dcx_tag_rx_unexp(uct_dcx_iface_t *iface, const dcx_wc_t *wc)
+static UCS_F_ALWAYS_INLINE void uct_dcx_tag_rx_unexp(uct_dcx_iface_t *iface, const dcx_wc_t *wc)
 {
     void *elem   = (void*)(uintptr_t)wc->wr_id;
     uint8_t *wire;
@@ -372,7 +386,7 @@ static void uct_dcx_tag_rx_unexp(uct_dcx_iface_t *iface, const dcx_wc_t *wc)
 
     wire   = uct_dcx_rx_wire(iface, elem);
     length = wc->byte_len - DCX_TM_TMH_LEN;
-    dcx_tmh_unpack(wire - DCX_TM_TMH_LEN, &opcode, &app_ctx, &tag);
+    uct_dcx_tmh_read(wire - DCX_TM_TMH_LEN, &opcode, &app_ctx, &tag);
     iface->tm.unexp_cnt++;
 
     if (opcode == DCX_TMH_RNDV) {
@@ -610,7 +624,8 @@ static void uct_dcx_tag_rx_list_op(uct_dcx_iface_t *iface, const dcx_wc_t *wc)
     uct_dcx_tm_slot_check(iface, idx);
 }
 
-void uct_dcx_iface_tag_rx(uct_dcx_iface_t *iface, const dcx_wc_t *wc)
+static UCS_F_ALWAYS_INLINE void
+uct_dcx_tag_rx_one(uct_dcx_iface_t *iface, const dcx_wc_t *wc)
 {
     switch (wc->opcode) {
     case DCX_WC_TM_NO_TAG:
@@ -642,6 +657,18 @@ void uct_dcx_iface_tag_rx(uct_dcx_iface_t *iface, const dcx_wc_t *wc)
             ucs_mpool_put_inline((void*)(uintptr_t)wc->wr_id);
         }
         break;
+    }
+}
+
+/* The completions of a TM SRQ's CQ: list operations, tagged messages, and
+ * the NO_TAG messages that carry AMs; one call per batch */
+void uct_dcx_iface_tag_rx_wcs(uct_dcx_iface_t *iface, const dcx_wc_t *wc,
+                              int n)
+{
+    int i;
+
+    for (i = 0; i < n; ++i) {
+        uct_dcx_tag_rx_one(iface, &wc[i]);
     }
 }
 

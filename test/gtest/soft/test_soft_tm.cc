@@ -1002,6 +1002,132 @@ TEST_F(soft_tm, sync_req_on_unexpected)
     EXPECT_EQ(0, wc.flags & DCX_WC_FLAG_TM_SYNC_REQ);
 }
 
+/* The responder's one-pass path takes a single-packet message on a TM SRQ
+ * only where no matching is needed: NO_TAG (never matched), and EAGER while
+ * no entry is listed.  Its completions are those of the general path; an
+ * eager that could match an entry, listed or held, still goes the general
+ * way.  (The first message from a source always takes the general path: it
+ * makes the responder state the one-pass path needs.) */
+TEST_F(soft_tm, unmatched_single_packet_one_pass)
+{
+    open_pair();
+    send_msg(DCX_TMH_NO_TAG, 0, 0, 8, 1);                   /* source known */
+    rx.repost(pop(rx));
+    uint64_t fast0 = tm_stats(rx).fast;
+
+    send_msg(DCX_TMH_EAGER, 0x41, 0x7, 8, 2, true);         /* empty list */
+    dcx_wc_t wc = pop(rx);
+    EXPECT_EQ(DCX_WC_SUCCESS, wc.status);
+    EXPECT_EQ(DCX_WC_TM_RECV, wc.opcode);
+    EXPECT_EQ(DCX_WC_FLAG_WITH_IMM, wc.flags);
+    EXPECT_EQ(0x1234beefu, wc.imm);
+    EXPECT_EQ(DCX_TM_TMH_LEN + 8, wc.byte_len);
+    EXPECT_EQ(0u, wc.tm_tag);
+    EXPECT_EQ(0u, wc.tm_priv);
+    uint8_t opc;
+    uint32_t ctx;
+    uint64_t tag;
+    dcx_tmh_unpack(rx.srq_buf(wc.wr_id), &opc, &ctx, &tag);
+    EXPECT_EQ(DCX_TMH_EAGER, opc);
+    EXPECT_EQ(0x7u, ctx);
+    EXPECT_EQ(0x41u, tag);
+    uint8_t want[8];
+    fill(want, 8, 2);
+    EXPECT_EQ(0, memcmp(rx.srq_buf(wc.wr_id) + DCX_TM_TMH_LEN, want, 8));
+    rx.repost(wc);
+    EXPECT_EQ(fast0 + 1, tm_stats(rx).fast);
+    EXPECT_EQ(1u, tm_stats(rx).unexp_eager);
+
+    /* a listed entry (software's count given: eligible at once): NO_TAG
+     * still one pass, EAGER not (even unmatched) */
+    ASSERT_EQ(0, add(rx, 0x42, ~0ull, 1, 0, 64,
+                     DCX_TM_OPF_SIGNALED | DCX_TM_OPF_SYNC, 1));
+    wc = pop(rx);
+    EXPECT_EQ(DCX_WC_TM_ADD, wc.opcode);
+    EXPECT_EQ(0, wc.flags & DCX_WC_FLAG_TM_SYNC_REQ);
+    send_msg(DCX_TMH_NO_TAG, 0x42, 0, 8, 3);
+    wc = pop(rx);
+    EXPECT_EQ(DCX_WC_TM_NO_TAG, wc.opcode);
+    EXPECT_EQ(0, wc.flags);
+    rx.repost(wc);
+    EXPECT_EQ(fast0 + 2, tm_stats(rx).fast);
+    send_msg(DCX_TMH_EAGER, 0x43, 0, 8, 4);
+    wc = pop(rx);
+    EXPECT_EQ(DCX_WC_TM_RECV, wc.opcode);
+    EXPECT_EQ(0, wc.flags & DCX_WC_FLAG_TM_MATCH);
+    rx.repost(wc);
+    send_msg(DCX_TMH_EAGER, 0x42, 0, 8, 5);
+    wc = pop(rx);
+    EXPECT_EQ(1u, wc.wr_id);
+    EXPECT_EQ(DCX_WC_FLAG_TM_MATCH | DCX_WC_FLAG_TM_DATA_VALID, wc.flags);
+    EXPECT_EQ(fast0 + 2, tm_stats(rx).fast);
+    EXPECT_EQ(2u, tm_stats(rx).unexp_eager);
+    EXPECT_EQ(1u, tm_stats(rx).matched);
+
+    /* the list is empty again: an entry added while software is behind
+     * the device's count is held (listed, not eligible), so an eager still
+     * goes the general way and does not match it */
+    ASSERT_EQ(0, add(rx, 0x44, ~0ull, 2, 0, 64,
+                     DCX_TM_OPF_SIGNALED | DCX_TM_OPF_SYNC, 0));
+    wc = pop(rx);
+    EXPECT_EQ(DCX_WC_TM_ADD, wc.opcode);
+    EXPECT_TRUE(wc.flags & DCX_WC_FLAG_TM_SYNC_REQ);
+    send_msg(DCX_TMH_EAGER, 0x44, 0, 8, 6);
+    wc = pop(rx);
+    EXPECT_EQ(DCX_WC_TM_RECV, wc.opcode);
+    EXPECT_EQ(0, wc.flags & DCX_WC_FLAG_TM_MATCH);
+    EXPECT_EQ(fast0 + 2, tm_stats(rx).fast);
+    EXPECT_EQ(3u, tm_stats(rx).unexp_eager);
+}
+
+/* A TM SRQ with no device rendezvous under way does not keep its device
+ * from serving a poll with a ring pass: an unexpected eager waiting in rx's
+ * request ring is served by one locked poll of rx's CQ, in a ring pass, and
+ * completes in that poll.  A rendezvous request that starts a device
+ * rendezvous gets its whole passes (rndv_* tests). */
+TEST_F(soft_tm, ring_pass_without_rendezvous)
+{
+    open_pair();
+    send_msg(DCX_TMH_NO_TAG, 0, 0, 8, 1);                   /* source known */
+    rx.repost(pop(rx));
+    dcx_wc_t wc[4];
+    while (dcx_cq_poll(rx.n.cq, 4, wc) != 0) {              /* settled */
+        ADD_FAILURE() << "a completion left at rx";
+    }
+
+    uint8_t *m = tx.at(SEND_OFF);
+    dcx_tmh_pack(m, DCX_TMH_EAGER, 0, 0x51);
+    fill(m + DCX_TM_TMH_LEN, 8, 7);
+    dcx_sge_t s = { tx.va(SEND_OFF), DCX_TM_TMH_LEN + 8, tx.mr->lkey };
+    dcx_send_wr_t wr;
+    memset(&wr, 0, sizeof(wr));
+    wr.wr_id       = ++send_id;
+    wr.opcode      = DCX_WR_SEND;
+    wr.flags       = DCX_SEND_SIGNALED | DCX_SEND_INLINE;
+    wr.num_sge     = 1;
+    wr.sg_list     = &s;
+    wr.dest.ah     = tx.n.ah;
+    wr.dest.dctn   = rx.n.dct->qp_num;
+    wr.dest.dc_key = KEY;
+    ASSERT_EQ(0, dcx_qp_post_send(tx.n.dci, &wr));
+
+    dcx_soft_stats_t b0 = dev_stats(rx.n);
+    ASSERT_EQ(1, dcx_cq_poll(rx.n.cq, 4, wc));
+    dcx_soft_stats_t b1 = dev_stats(rx.n);
+    EXPECT_EQ(b0.ring_passes + 1, b1.ring_passes);
+    EXPECT_EQ(b0.locked_polls + 1, b1.locked_polls);
+    EXPECT_EQ(DCX_WC_SUCCESS, wc[0].status);
+    EXPECT_EQ(DCX_WC_TM_RECV, wc[0].opcode);
+    EXPECT_EQ(DCX_TM_TMH_LEN + 8, wc[0].byte_len);
+    rx.repost(wc[0]);
+    double end = now_s() + 20.0;
+    while (tx.sent.empty() && (now_s() < end)) {
+        poll_both();
+    }
+    ASSERT_EQ(1u, tx.sent.size());
+    EXPECT_EQ(DCX_WC_SUCCESS, tx.sent.front().status);
+}
+
 /* ------------------------------------------------------------------------
  * Rendezvous
  * ------------------------------------------------------------------------ */
