@@ -403,11 +403,30 @@ struct soft_srq {
     soft_cq_t   *cq;
     soft_rwqe_t *q;
     uint32_t     size;
-    uint32_t     head;
-    uint32_t     tail;
+    uint32_t     head;   /* receives taken (counts on past 2^32) */
+    uint32_t     tail;   /* receives posted */
+    /* q's slots of head and tail, in [0, size): no division per receive
+     * (size is max_wr, any number), and a slot mapping that stays right
+     * when the counters wrap around 2^32 (head % size does not, unless
+     * size is a power of 2) */
+    uint32_t     hpos;
+    uint32_t     tpos;
     int          refs;
     soft_tm_t   *tm;     /* DCX_SRQ_TM: its tag list and engine */
 };
+
+/* Engine lock held: the receive at the head of a non-empty SRQ */
+static inline soft_rwqe_t *soft_srq_head(soft_srq_t *srq)
+{
+    return &srq->q[srq->hpos];
+}
+
+/* Engine lock held: the head receive is taken */
+static inline void soft_srq_pop(soft_srq_t *srq)
+{
+    srq->hpos = (srq->hpos + 1 == srq->size) ? 0 : srq->hpos + 1;
+    srq->head++;
+}
 
 typedef struct soft_ah {
     dcx_ah_t     super;
@@ -667,6 +686,11 @@ struct soft_dev {
     int                 num_pds;
     int                 num_objs;
     soft_rstate_t      *rstate;
+    /* the slot of the last source the fast path found (soft_rstate_find):
+     * a ping-pong's packets come from one source, whose look then costs
+     * no hash and no probe; any slot index is valid (the table's size is
+     * fixed), and a slot that no longer holds that source is not taken */
+    uint32_t            rs_hint;
     /* a table acknowledgement the responder holds back until the end of
      * its pass (soft_resp_ack_flush): the entry and the word; NULL: none */
     soft_ack_t         *ack_line;
@@ -849,12 +873,20 @@ static inline void soft_engine_stamp(soft_dev_t *dev)
     }
 }
 
+/* What a poll finds for the engine without the lock (soft_engine_look) */
+enum {
+    SOFT_LOOK_NONE = 0,   /* nothing for the engine: no pass */
+    SOFT_LOOK_RING = 1,   /* packets in the request ring only: ring pass */
+    SOFT_LOOK_PASS = 2    /* a whole engine pass */
+};
+
 /* Without the lock: 1 if a poll of cq (NULL: device progress) has nothing
  * to do; the port is stamped then.  A completion, packet or post racing
  * with the look is seen by the next poll, as if this one came a moment
  * earlier.  Inline, it covers an idle engine; the rest (an engine that
  * only waits for answers, packets in a ring) is looked at by
- * soft_engine_look(), out of line, before the caller takes the lock. */
+ * soft_engine_look(), inlined in the callers' out-of-line part (one call,
+ * no more, before they know whether they need the lock). */
 /* always inlined: a poll with nothing to do costs no call (the compiler
  * otherwise keeps it out of line since the rings' views were added) */
 static inline __attribute__((always_inline))
@@ -874,15 +906,61 @@ int soft_engine_poll_idle(soft_dev_t *dev, soft_cq_t *cq)
     return 1;
 }
 
-/* What a poll that soft_engine_poll_idle() did not settle finds without
- * the lock (soft_engine_look) */
-enum {
-    SOFT_LOOK_NONE = 0,   /* nothing for the engine: no pass */
-    SOFT_LOOK_RING = 1,   /* packets in the request ring only: ring pass */
-    SOFT_LOOK_PASS = 2    /* a whole engine pass */
-};
+/* Without the lock: 1 if an engine that only waits (SOFT_ENGINE_WAIT)
+ * still does: no watched ack line moved, no timer due, and the set did not
+ * change meanwhile; 0 otherwise (the caller then takes the lock). */
+static inline int soft_engine_wait_holds(soft_dev_t *dev)
+{
+    const soft_engine_wait_t *w = &dev->wait;
+    uint32_t seq = __atomic_load_n(&w->seq, __ATOMIC_ACQUIRE);
+    uint32_t i, n = __atomic_load_n(&w->n, __ATOMIC_RELAXED);
+    uint64_t moved = 0;
 
-int soft_engine_look(soft_dev_t *dev);
+    if ((seq & 1) || (n > SOFT_WAIT_LINES)) {
+        return 0;
+    }
+    for (i = 0; i < n; ++i) {
+        moved |= __atomic_load_n(__atomic_load_n(&w->lines[i].line,
+                                                 __ATOMIC_RELAXED),
+                                 __ATOMIC_RELAXED) ^
+                 __atomic_load_n(&w->lines[i].word, __ATOMIC_RELAXED);
+    }
+    if (moved || ((int64_t)(soft_clock_now() -
+                            __atomic_load_n(&w->due, __ATOMIC_RELAXED)) >= 0)) {
+        return 0;
+    }
+    __atomic_thread_fence(__ATOMIC_ACQUIRE);
+    return __atomic_load_n(&w->seq, __ATOMIC_RELAXED) == seq;
+}
+
+/* Without the lock: what a poll must have done by the engine (SOFT_LOOK_*).
+ * A packet in the response ring, an engine left busy, or one that waits
+ * and whose ack line moved or timer is due needs a whole pass; an engine
+ * that is idle or still only waits needs none, or only its request ring
+ * served (soft_engine_ring_pass) when packets are there.  A packet or post
+ * racing with the look is seen by the next poll, as if this one came a
+ * moment earlier. */
+static inline int soft_engine_look(soft_dev_t *dev)
+{
+    int idle             = __atomic_load_n(&dev->engine_idle,
+                                           __ATOMIC_ACQUIRE);
+
+    if (soft_ring_view_ready(&dev->resp_stall) || (idle == SOFT_ENGINE_BUSY) ||
+        ((idle == SOFT_ENGINE_WAIT) && !soft_engine_wait_holds(dev))) {
+        return SOFT_LOOK_PASS;
+    }
+    return (soft_ring_view_ready(&dev->req_stall) ||
+            soft_ring_idle_clear(&dev->hdr->req, &dev->req_stall)) ?
+           SOFT_LOOK_RING :
+           SOFT_LOOK_NONE;
+}
+
+/* Without the lock: 1 if no completion waits in cq */
+static inline int soft_cq_empty(const soft_cq_t *cq)
+{
+    return __atomic_load_n(&cq->tail, __ATOMIC_ACQUIRE) ==
+           __atomic_load_n(&cq->head, __ATOMIC_RELAXED);
+}
 
 /* A copy of a few bytes without a call: the pieces of a small inline
  * message (headers of 8 bytes and less) cost more in calls than in

@@ -218,17 +218,11 @@ static inline int soft_cq_drain(soft_cq_t *cq, int max, dcx_wc_t *wc)
     return n;
 }
 
-static inline int soft_cq_empty(soft_cq_t *cq)
-{
-    return __atomic_load_n(&cq->tail, __ATOMIC_ACQUIRE) ==
-           __atomic_load_n(&cq->head, __ATOMIC_RELAXED);
-}
-
 /* A poll of cq and, unless NULL, other (its completions at wc + max, their
  * number in *n_other_p) that soft_engine_poll_idle() did not settle: the
- * engine is looked at without the lock (soft_engine_look); with nothing
- * for it and both CQs empty the poll ends there.  Otherwise one lock
- * round: the pass the look asked for, then both CQs drained. */
+ * engine is looked at without the lock (soft_engine_look, inline here);
+ * with nothing for it and both CQs empty the poll ends there.  Otherwise
+ * one lock round: the pass the look asked for, then both CQs drained. */
 static __attribute__((noinline)) int
 soft_cq_poll_busy(soft_cq_t *cq, soft_cq_t *other, int max, dcx_wc_t *wc,
                   int *n_other_p)
@@ -608,7 +602,7 @@ static inline int soft_srq_room(soft_srq_t *srq)
 static inline void soft_srq_push(soft_srq_t *srq, uint64_t wr_id,
                                  const dcx_sge_t *sg_list, unsigned num_sge)
 {
-    soft_rwqe_t *wqe = &srq->q[srq->tail % srq->size];
+    soft_rwqe_t *wqe = &srq->q[srq->tpos];
 
     wqe->wr_id   = wr_id;
     wqe->num_sge = num_sge;
@@ -617,6 +611,7 @@ static inline void soft_srq_push(soft_srq_t *srq, uint64_t wr_id,
     } else {
         memcpy(wqe->sge, sg_list, num_sge * sizeof(*sg_list));
     }
+    srq->tpos = (srq->tpos + 1 == srq->size) ? 0 : srq->tpos + 1;
     srq->tail++;
 }
 

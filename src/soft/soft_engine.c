@@ -115,55 +115,6 @@ static void soft_engine_publish(soft_dev_t *dev, uint64_t now,
     __atomic_store_n(&w->seq, w->seq + 1, __ATOMIC_RELEASE);
 }
 
-/* Without the lock: 1 if an engine that only waits (SOFT_ENGINE_WAIT)
- * still does: no watched ack line moved, no timer due, and the set did not
- * change meanwhile; 0 otherwise (the caller then takes the lock). */
-static int soft_engine_wait_holds(soft_dev_t *dev)
-{
-    const soft_engine_wait_t *w = &dev->wait;
-    uint32_t seq = __atomic_load_n(&w->seq, __ATOMIC_ACQUIRE);
-    uint32_t i, n = __atomic_load_n(&w->n, __ATOMIC_RELAXED);
-    uint64_t moved = 0;
-
-    if ((seq & 1) || (n > SOFT_WAIT_LINES)) {
-        return 0;
-    }
-    for (i = 0; i < n; ++i) {
-        moved |= __atomic_load_n(__atomic_load_n(&w->lines[i].line,
-                                                 __ATOMIC_RELAXED),
-                                 __ATOMIC_RELAXED) ^
-                 __atomic_load_n(&w->lines[i].word, __ATOMIC_RELAXED);
-    }
-    if (moved || ((int64_t)(soft_clock_now() -
-                            __atomic_load_n(&w->due, __ATOMIC_RELAXED)) >= 0)) {
-        return 0;
-    }
-    __atomic_thread_fence(__ATOMIC_ACQUIRE);
-    return __atomic_load_n(&w->seq, __ATOMIC_RELAXED) == seq;
-}
-
-/* Without the lock: what a poll must have done by the engine (SOFT_LOOK_*).
- * A packet in the response ring, an engine left busy, or one that waits
- * and whose ack line moved or timer is due needs a whole pass; an engine
- * that is idle or still only waits needs none, or only its request ring
- * served (soft_engine_ring_pass) when packets are there.  A packet or post
- * racing with the look is seen by the next poll, as if this one came a
- * moment earlier. */
-int soft_engine_look(soft_dev_t *dev)
-{
-    int idle             = __atomic_load_n(&dev->engine_idle,
-                                           __ATOMIC_ACQUIRE);
-
-    if (soft_ring_view_ready(&dev->resp_stall) || (idle == SOFT_ENGINE_BUSY) ||
-        ((idle == SOFT_ENGINE_WAIT) && !soft_engine_wait_holds(dev))) {
-        return SOFT_LOOK_PASS;
-    }
-    return (soft_ring_view_ready(&dev->req_stall) ||
-            soft_ring_idle_clear(&dev->hdr->req, &dev->req_stall)) ?
-           SOFT_LOOK_RING :
-           SOFT_LOOK_NONE;
-}
-
 /* The poll stamp is due (soft_engine_stamp): written, and once in
  * SOFT_TAIL_STAMPS, the rings' tails looked at (soft_engine_tail_look). */
 __attribute__((noinline)) void soft_engine_stamp_write(soft_dev_t *dev,
@@ -347,7 +298,9 @@ static int soft_engine_serve_req(soft_dev_t *dev, uint64_t now,
 uint64_t soft_engine_progress(soft_dev_t *dev, int from_helper)
 {
     soft_port_hdr_t *hdr = dev->hdr;
-    uint64_t now         = soft_now_ns();
+    /* the counter-based clock of a post (soft_dev_now): a whole pass of a
+     * ping-pong reads no vDSO clock either */
+    uint64_t now         = soft_dev_now(dev);
     soft_pkt_t *pkt;
     void *payload;
     int tm_pending;

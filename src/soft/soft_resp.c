@@ -66,20 +66,32 @@ static int soft_rstate_gc(soft_dev_t *dev)
 }
 
 /* The state of the packet's source, if there is one. */
+static inline int soft_rstate_is(const soft_rstate_t *rs,
+                                  const soft_pkt_t *pkt)
+{
+    return (rs->pid == pkt->src_pid) && (rs->inst == pkt->src_inst) &&
+           (rs->dci == pkt->src_qpn);
+}
+
+/* The state of the packet's source, if there is one: the last one found
+ * first (dev->rs_hint), then the hash chain. */
 static inline soft_rstate_t *soft_rstate_find(soft_dev_t *dev,
                                               const soft_pkt_t *pkt)
 {
-    uint32_t h = soft_rstate_hash(pkt->src_pid, pkt->src_inst, pkt->src_qpn);
-    soft_rstate_t *rs;
-    uint32_t i;
+    soft_rstate_t *rs = &dev->rstate[dev->rs_hint];
+    uint32_t h, i;
 
+    if (rs->used && soft_rstate_is(rs, pkt)) {
+        return rs;
+    }
+    h = soft_rstate_hash(pkt->src_pid, pkt->src_inst, pkt->src_qpn);
     for (i = 0; i < SOFT_RSTATE_SLOTS; ++i) {
         rs = &dev->rstate[(h + i) % SOFT_RSTATE_SLOTS];
         if (!rs->used) {
             return NULL;
         }
-        if ((rs->pid == pkt->src_pid) && (rs->inst == pkt->src_inst) &&
-            (rs->dci == pkt->src_qpn)) {
+        if (soft_rstate_is(rs, pkt)) {
+            dev->rs_hint = (h + i) % SOFT_RSTATE_SLOTS;
             return rs;
         }
     }
@@ -290,7 +302,7 @@ static soft_ack_t *soft_resp_ack_entry(soft_dev_t *dev, soft_rstate_t *rs,
  * store of an earlier destination of the DCI moving the word back between
  * our look and our store, can only delay a completion (to the requester's
  * retransmission, answered by packet), never make one wrong. */
-static void soft_ack_publish(soft_ack_t *a, uint64_t word)
+static inline void soft_ack_publish(soft_ack_t *a, uint64_t word)
 {
     uint32_t gen     = (uint32_t)(word >> 32);
     uint64_t old     = __atomic_load_n(&a->word, __ATOMIC_RELAXED);
@@ -422,7 +434,7 @@ int soft_resp_take_recv(soft_dev_t *dev, soft_qp_t *dct,
                        NULL, 0, 0);
         return 0;
     }
-    wqe = &srq->q[srq->head % srq->size];
+    wqe = soft_srq_head(srq);
     /* the used part only: a whole WQE is ~500 bytes, most of them unused
      * SGE slots */
     rs->recv.wr_id   = wqe->wr_id;
@@ -430,7 +442,7 @@ int soft_resp_take_recv(soft_dev_t *dev, soft_qp_t *dct,
     memcpy(rs->recv.sge, wqe->sge, wqe->num_sge * sizeof(wqe->sge[0]));
     rs->have_recv = 1;
     rs->dct       = dct;
-    srq->head++;
+    soft_srq_pop(srq);
     return 1;
 }
 
@@ -887,8 +899,8 @@ static inline void soft_resp_fast_cqe(soft_dev_t *dev, soft_qp_t *dct,
  * message acknowledged (in the requester's ack table when it asks for
  * that).  Returns 0 with nothing done for everything else: the general
  * path then handles the packet (and produces the errors). */
-static int soft_resp_fast(soft_dev_t *dev, const soft_pkt_t *pkt,
-                          const void *payload)
+static inline int soft_resp_fast(soft_dev_t *dev, const soft_pkt_t *pkt,
+                                 const void *payload)
 {
     uint32_t idx = pkt->dst_qpn - SOFT_QPN_BASE;
     uint32_t len = pkt->len;
@@ -922,12 +934,12 @@ static int soft_resp_fast(soft_dev_t *dev, const soft_pkt_t *pkt,
         if ((srq->tm != NULL) || (srq->head == srq->tail)) {
             return 0;
         }
-        wqe = &srq->q[srq->head % srq->size];
+        wqe = soft_srq_head(srq);
         if (!soft_resp_recv_fits(dev, wqe, len)) {
             return 0;
         }
         soft_resp_recv_copy(wqe, payload, len);
-        srq->head++;
+        soft_srq_pop(srq);
         soft_resp_fast_cqe(dev, dct, pkt, wqe->wr_id);
     } else {
         return 0;
@@ -969,20 +981,19 @@ void soft_resp_packet(soft_dev_t *dev, const soft_pkt_t *pkt,
     soft_qp_t *dct;
     int32_t d;
 
+    /* the fast path's shape: a whole message in one packet without
+     * checksum (a light packet is one by construction; it has no offset
+     * and total_len fields); one call site, so that it is inlined */
+    if (((pkt->flags & (SOFT_PKT_FIRST | SOFT_PKT_LAST | SOFT_PKT_CSUM)) ==
+         (SOFT_PKT_FIRST | SOFT_PKT_LAST)) &&
+        ((pkt->flags & SOFT_PKT_LIGHT) ||
+         ((pkt->offset == 0) && (pkt->total_len == pkt->len))) &&
+        soft_resp_fast(dev, pkt, payload)) {
+        return;
+    }
     if (pkt->flags & SOFT_PKT_LIGHT) {
-        if (((pkt->flags & (SOFT_PKT_FIRST | SOFT_PKT_LAST | SOFT_PKT_CSUM)) ==
-             (SOFT_PKT_FIRST | SOFT_PKT_LAST)) &&
-            soft_resp_fast(dev, pkt, payload)) {
-            return;
-        }
         soft_pkt_expand(pkt, &full);
         pkt = &full;
-    } else if (((pkt->flags & (SOFT_PKT_FIRST | SOFT_PKT_LAST |
-                               SOFT_PKT_CSUM)) ==
-                (SOFT_PKT_FIRST | SOFT_PKT_LAST)) &&
-               (pkt->offset == 0) && (pkt->total_len == pkt->len) &&
-               soft_resp_fast(dev, pkt, payload)) {
-        return;
     }
     /* the general path's answers never overtake a held acknowledgement */
     if (dev->ack_line != NULL) {
