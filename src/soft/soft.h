@@ -880,30 +880,25 @@ enum {
     SOFT_LOOK_PASS = 2    /* a whole engine pass */
 };
 
-/* Without the lock: 1 if a poll of cq (NULL: device progress) has nothing
- * to do; the port is stamped then.  A completion, packet or post racing
- * with the look is seen by the next poll, as if this one came a moment
- * earlier.  Inline, it covers an idle engine; the rest (an engine that
- * only waits for answers, packets in a ring) is looked at by
+/* Without the lock: 1 if the engine has nothing to do for a poll (the
+ * caller then stamps the port, soft_engine_stamp, after its other looks:
+ * a call, with nothing of the caller's left to keep across it, so that a
+ * poll with nothing to do saves no register).  A completion, packet or
+ * post racing with the look is seen by the next poll, as if this one came
+ * a moment earlier.  Inline, it covers an idle engine; the rest (an engine
+ * that only waits for answers, packets in a ring) is looked at by
  * soft_engine_look(), inlined in the callers' out-of-line part (one call,
  * no more, before they know whether they need the lock). */
 /* always inlined: a poll with nothing to do costs no call (the compiler
  * otherwise keeps it out of line since the rings' views were added) */
 static inline __attribute__((always_inline))
-int soft_engine_poll_idle(soft_dev_t *dev, soft_cq_t *cq)
+int soft_engine_poll_idle(soft_dev_t *dev)
 {
-    if (((cq != NULL) &&
-         (__atomic_load_n(&cq->tail, __ATOMIC_ACQUIRE) !=
-          __atomic_load_n(&cq->head, __ATOMIC_RELAXED))) ||
-        (__atomic_load_n(&dev->engine_idle, __ATOMIC_ACQUIRE) !=
-         SOFT_ENGINE_IDLE) ||
-        soft_ring_view_ready(&dev->resp_stall) ||
-        soft_ring_view_ready(&dev->req_stall) ||
-        soft_ring_idle_clear(&dev->hdr->req, &dev->req_stall)) {
-        return 0;
-    }
-    soft_engine_stamp(dev);
-    return 1;
+    return (__atomic_load_n(&dev->engine_idle, __ATOMIC_ACQUIRE) ==
+            SOFT_ENGINE_IDLE) &&
+           !soft_ring_view_ready(&dev->resp_stall) &&
+           !soft_ring_view_ready(&dev->req_stall) &&
+           !soft_ring_idle_clear(&dev->hdr->req, &dev->req_stall);
 }
 
 /* Without the lock: 1 if an engine that only waits (SOFT_ENGINE_WAIT)

@@ -256,7 +256,8 @@ static int soft_cq_poll(dcx_cq_t *cq_, int max, dcx_wc_t *wc)
 {
     soft_cq_t *cq = (soft_cq_t *)cq_;
 
-    if (soft_engine_poll_idle(cq->dev, cq)) {
+    if (soft_cq_empty(cq) && soft_engine_poll_idle(cq->dev)) {
+        soft_engine_stamp(cq->dev);
         return 0;
     }
     return soft_cq_poll_busy(cq, NULL, max, wc, NULL);
@@ -270,8 +271,10 @@ static int soft_cq_poll_pair(dcx_cq_t *cq_, dcx_cq_t *other_, int max,
     soft_cq_t *cq    = (soft_cq_t *)cq_;
     soft_cq_t *other = (soft_cq_t *)other_;
 
-    if (soft_engine_poll_idle(cq->dev, cq) && soft_cq_empty(other)) {
+    if (soft_cq_empty(cq) && soft_cq_empty(other) &&
+        soft_engine_poll_idle(cq->dev)) {
         *n_other_p = 0;
+        soft_engine_stamp(cq->dev);
         return 0;
     }
     return soft_cq_poll_busy(cq, other, max, wc, n_other_p);

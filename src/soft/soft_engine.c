@@ -451,7 +451,8 @@ void soft_dev_progress(dcx_dev_t *dev_)
     soft_dev_t *dev = soft_dev(dev_);
     int look;
 
-    if (soft_engine_poll_idle(dev, NULL)) {
+    if (soft_engine_poll_idle(dev)) {
+        soft_engine_stamp(dev);
         return;
     }
     look = soft_engine_look(dev);

@@ -823,24 +823,31 @@ static __attribute__((noinline)) void soft_pkt_expand(const soft_pkt_t *light,
  * registered for local write (checked right before the copy, as for every
  * message) and they hold len bytes together; strided keys are left to the
  * general path. */
+static inline int soft_resp_sge_ok(soft_dev_t *dev, const dcx_sge_t *sge)
+{
+    soft_mr_t *mr = soft_key_lookup(dev, sge->lkey);
+
+    return (mr != NULL) && (mr->mkey == NULL) &&
+           (mr->super.access & DCX_ACCESS_LOCAL_WRITE) &&
+           (sge->addr >= mr->start) && (sge->addr <= mr->end) &&
+           (sge->length <= mr->end - sge->addr);
+}
+
 static inline int soft_resp_recv_fits(soft_dev_t *dev, const soft_rwqe_t *wqe,
                                       uint32_t len)
 {
     uint64_t room = 0;
-    soft_mr_t *mr;
     unsigned i;
 
+    if (wqe->num_sge == 1) {   /* the transport's receives: one buffer */
+        return (wqe->sge[0].length >= len) &&
+               soft_resp_sge_ok(dev, &wqe->sge[0]);
+    }
     for (i = 0; i < wqe->num_sge; ++i) {
-        const dcx_sge_t *sge = &wqe->sge[i];
-
-        mr = soft_key_lookup(dev, sge->lkey);
-        if ((mr == NULL) || (mr->mkey != NULL) ||
-            !(mr->super.access & DCX_ACCESS_LOCAL_WRITE) ||
-            (sge->addr < mr->start) || (sge->addr > mr->end) ||
-            (sge->length > mr->end - sge->addr)) {
+        if (!soft_resp_sge_ok(dev, &wqe->sge[i])) {
             return 0;
         }
-        room += sge->length;
+        room += wqe->sge[i].length;
     }
     return room >= len;
 }
@@ -852,6 +859,10 @@ static inline void soft_resp_recv_copy(const soft_rwqe_t *wqe,
     uint32_t chunk;
     unsigned i;
 
+    if (wqe->num_sge == 1) {   /* fits (checked): a small one, no call */
+        soft_copy_small((uint8_t *)(uintptr_t)wqe->sge[0].addr, data, len);
+        return;
+    }
     for (i = 0; len > 0; ++i) {
         chunk = (wqe->sge[i].length < len) ? wqe->sge[i].length : len;
         memcpy((void *)(uintptr_t)wqe->sge[i].addr, data, chunk);
