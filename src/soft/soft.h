@@ -799,6 +799,22 @@ int      soft_port_kick_sleeping(soft_port_hdr_t *hdr);
 void     soft_port_ring(soft_port_hdr_t *hdr);
 int      soft_futex_wait(uint32_t *addr, uint32_t val, uint64_t timeout_ns);
 
+/* The table entry of key (plain MR or strided key), or NULL: no such key,
+ * or its memory is unmapped (soft_key_lookup, inline for the responder's
+ * fast path) */
+static inline soft_mr_t *soft_key_find(soft_dev_t *dev, uint32_t key)
+{
+    uint32_t idx = key >> 8;
+    soft_mr_t *mr;
+
+    if (idx >= dev->num_mrs) {
+        return NULL;
+    }
+    mr = dev->mrs[idx];
+    return ((mr != NULL) && (mr->super.lkey == key) &&
+            !__atomic_load_n(&mr->invalid, __ATOMIC_RELAXED)) ? mr : NULL;
+}
+
 /* soft_dev.c */
 soft_mr_t *soft_mr_lookup(soft_dev_t *dev, uint32_t key);
 int      soft_cq_create(dcx_dev_t *dev, uint32_t cqe, dcx_cq_t **cq_p);

@@ -372,15 +372,7 @@ static int soft_pd_free(dcx_pd_t *pd)
 
 soft_mr_t *soft_key_lookup(soft_dev_t *dev, uint32_t key)
 {
-    uint32_t idx = key >> 8;
-    soft_mr_t *mr;
-
-    if (idx >= dev->num_mrs) {
-        return NULL;
-    }
-    mr = dev->mrs[idx];
-    return ((mr != NULL) && (mr->super.lkey == key) &&
-            !__atomic_load_n(&mr->invalid, __ATOMIC_RELAXED)) ? mr : NULL;
+    return soft_key_find(dev, key);
 }
 
 soft_mr_t *soft_mr_lookup(soft_dev_t *dev, uint32_t key)

@@ -253,10 +253,10 @@ static int soft_engine_serve_req(soft_dev_t *dev, uint64_t now,
     unsigned n;
 
     for (n = 0; n < SOFT_PROGRESS_BUDGET; ++n) {
-        pkt = soft_ring_peek(hdr, &hdr->req, &payload);
+        pkt = soft_ring_peek_view(&dev->req_stall, &payload);
         if (pkt == NULL) {
             if (now == 0) {
-                done = !soft_ring_marked(hdr, &hdr->req);
+                done = !soft_ring_view_marked(&dev->req_stall);
             } else if (soft_ring_unstick_due(hdr, &hdr->req, &dev->req_stall,
                                              now) &&
                        soft_ring_unstick(hdr, &hdr->req, &dev->req_stall,
@@ -312,7 +312,7 @@ uint64_t soft_engine_progress(soft_dev_t *dev, int from_helper)
     __atomic_store_n(&hdr->in_engine, 1, __ATOMIC_RELAXED);
     if (!dev->killed) {
         for (n = 0; n < SOFT_PROGRESS_BUDGET; ++n) {
-            pkt = soft_ring_peek(hdr, &hdr->resp, &payload);
+            pkt = soft_ring_peek_view(&dev->resp_stall, &payload);
             if (pkt == NULL) {
                 if (soft_ring_unstick_due(hdr, &hdr->resp, &dev->resp_stall,
                                           now) &&

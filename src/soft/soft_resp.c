@@ -270,8 +270,9 @@ void soft_resp_nak(soft_dev_t *dev, soft_rstate_t *rs,
  * up to pkt->msn done" is published for a message that asks for it
  * (SOFT_PKT_WACK); NULL if that cannot be done (no table, a NAK the
  * requester has not completed yet): then an ACK packet goes. */
-static soft_ack_t *soft_resp_ack_entry(soft_dev_t *dev, soft_rstate_t *rs,
-                                       const soft_pkt_t *pkt)
+static inline soft_ack_t *soft_resp_ack_entry(soft_dev_t *dev,
+                                              soft_rstate_t *rs,
+                                              const soft_pkt_t *pkt)
 {
     uint32_t idx      = pkt->src_qpn - SOFT_QPN_BASE;
     soft_peer_t *peer = rs->peer;
@@ -825,7 +826,7 @@ static __attribute__((noinline)) void soft_pkt_expand(const soft_pkt_t *light,
  * general path. */
 static inline int soft_resp_sge_ok(soft_dev_t *dev, const dcx_sge_t *sge)
 {
-    soft_mr_t *mr = soft_key_lookup(dev, sge->lkey);
+    soft_mr_t *mr = soft_key_find(dev, sge->lkey);
 
     return (mr != NULL) && (mr->mkey == NULL) &&
            (mr->super.access & DCX_ACCESS_LOCAL_WRITE) &&
