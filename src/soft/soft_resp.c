@@ -291,47 +291,9 @@ static inline soft_ack_t *soft_resp_ack_entry(soft_dev_t *dev,
     return peer->acks + idx;
 }
 
-/* Stores word (DCI generation << 32 | next msn) in an ack table entry
- * unless the entry is ahead already.  A plain store after the look, not a
- * compare-and-swap: the line is one the requester polls, and a locked
- * instruction on it waits for its transfer here, in the responder's pass,
- * where a store is buffered and its transfer overlaps the rest of the pass
- * (measured: a slow placement's am_lat p50 ~2% lower).  Only the responder
- * serving the DCI's messages stores there (a DCI has one destination at a
- * time), and every word stored is true for good (messages up to its msn of
- * its generation were executed): the one race the look leaves, a late
- * store of an earlier destination of the DCI moving the word back between
- * our look and our store, can only delay a completion (to the requester's
- * retransmission, answered by packet), never make one wrong. */
-static inline void soft_ack_publish(soft_ack_t *a, uint64_t word)
-{
-    uint32_t gen     = (uint32_t)(word >> 32);
-    uint64_t old     = __atomic_load_n(&a->word, __ATOMIC_RELAXED);
-    uint32_t old_gen = (uint32_t)(old >> 32);
-
-    if ((old != 0) &&
-        (((old_gen == gen) &&
-          ((int32_t)((uint32_t)old - (uint32_t)word) >= 0)) ||
-         ((old_gen != gen) && ((int32_t)(old_gen - gen) > 0)))) {
-        return;   /* a stale answer: the table is ahead already */
-    }
-    __atomic_store_n(&a->word, word, __ATOMIC_RELEASE);
-}
-
 static inline uint64_t soft_ack_word(const soft_pkt_t *pkt)
 {
     return ((uint64_t)pkt->gen << 32) | (uint32_t)(pkt->msn + 1);
-}
-
-/* The table acknowledgement a fast-path pass holds back (dev->ack_line)
- * goes out: at the end of the pass, before a packet is handled by the
- * general path (whose answers must not overtake it), and before another
- * DCI's is held. */
-void soft_resp_ack_flush(soft_dev_t *dev)
-{
-    dev->stats.table_stores++;
-    soft_ack_publish(dev->ack_line, dev->ack_word);
-    dev->ack_line = NULL;
 }
 
 /* Publishes message pkt->msn's acknowledgement in the requester's ack

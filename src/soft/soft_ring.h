@@ -88,7 +88,15 @@ int      soft_ring_unstick(soft_port_hdr_t *hdr, soft_ring_t *ring,
                            soft_stall_t *st, uint64_t now, const char *name);
 int      soft_ring_publish(soft_port_hdr_t *hdr, soft_ring_t *ring,
                            uint64_t pos);
-void     soft_ring_pop(soft_port_hdr_t *hdr, soft_ring_t *ring);
+
+/* The consumer is done with the head slot: only its head moves.  The slot
+ * is not free yet: soft_ring_clear clears and frees it later, so that the
+ * pop writes no line the producer holds. */
+static inline void soft_ring_pop(soft_port_hdr_t *hdr, soft_ring_t *ring)
+{
+    (void)hdr;
+    __atomic_store_n(&ring->head, ring->head + 1, __ATOMIC_RELAXED);
+}
 
 static inline soft_slot_t *soft_ring_slot(soft_port_hdr_t *hdr,
                                           soft_ring_t *ring, uint64_t pos)
