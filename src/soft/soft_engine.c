@@ -243,8 +243,8 @@ void soft_engine_deactivate(soft_qp_t *qp)
  * whole pass is needed: it compares the delay, and skips the slot of a
  * dead claimer); 1 otherwise.  Only the head slots are read, not the
  * producers' tail (soft_ring_unstick reads it rarely). */
-static int soft_engine_serve_req(soft_dev_t *dev, uint64_t now,
-                                 int from_helper)
+static inline __attribute__((always_inline))
+int soft_engine_serve_req(soft_dev_t *dev, uint64_t now, int from_helper)
 {
     soft_port_hdr_t *hdr = dev->hdr;
     int done             = 1;
@@ -295,7 +295,10 @@ static int soft_engine_serve_req(soft_dev_t *dev, uint64_t now,
     return done;
 }
 
-uint64_t soft_engine_progress(soft_dev_t *dev, int from_helper)
+/* A whole pass (engine lock held); inline in the application's pass
+ * (soft_engine_progress_app) and in the helper's (soft_engine_progress) */
+static inline __attribute__((always_inline))
+uint64_t soft_engine_pass(soft_dev_t *dev, int from_helper)
 {
     soft_port_hdr_t *hdr = dev->hdr;
     /* the counter-based clock of a post (soft_dev_now): a whole pass of a
@@ -351,6 +354,11 @@ uint64_t soft_engine_progress(soft_dev_t *dev, int from_helper)
     return now;
 }
 
+uint64_t soft_engine_progress(soft_dev_t *dev, int from_helper)
+{
+    return soft_engine_pass(dev, from_helper);
+}
+
 /* Packets queued in either ring (claimed slots count too). */
 int soft_engine_rings_pending(soft_dev_t *dev)
 {
@@ -384,7 +392,7 @@ int soft_engine_busy(soft_dev_t *dev)
 /* An engine pass of the application (engine lock held). */
 void soft_engine_progress_app(soft_dev_t *dev)
 {
-    soft_engine_progress(dev, 0);
+    soft_engine_pass(dev, 0);
     dev->app_passes++;
     soft_engine_stamp(dev);
 }
