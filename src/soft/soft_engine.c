@@ -349,7 +349,14 @@ uint64_t soft_engine_pass(soft_dev_t *dev, int from_helper)
     }
     /* device rendezvous (TM SRQs only) */
     tm_pending = (dev->tms != NULL) && soft_tm_progress(dev);
-    soft_engine_publish(dev, now, tm_pending);
+    if (!tm_pending && (dev->active_dcis == NULL)) {
+        /* soft_engine_publish's common case without its call: nothing
+         * outstanding, nothing to watch */
+        __atomic_store_n(&dev->engine_idle, SOFT_ENGINE_IDLE,
+                         __ATOMIC_RELAXED);
+    } else {
+        soft_engine_publish(dev, now, tm_pending);
+    }
     __atomic_store_n(&hdr->in_engine, 0, __ATOMIC_RELEASE);
     return now;
 }
