@@ -218,17 +218,11 @@ static inline int soft_cq_drain(soft_cq_t *cq, int max, dcx_wc_t *wc)
     return n;
 }
 
-static inline int soft_cq_empty(soft_cq_t *cq)
-{
-    return __atomic_load_n(&cq->tail, __ATOMIC_ACQUIRE) ==
-           __atomic_load_n(&cq->head, __ATOMIC_RELAXED);
-}
-
 /* A poll of cq and, unless NULL, other (its completions at wc + max, their
  * number in *n_other_p) that soft_engine_poll_idle() did not settle: the
- * engine is looked at without the lock (soft_engine_look); with nothing
- * for it and both CQs empty the poll ends there.  Otherwise one lock
- * round: the pass the look asked for, then both CQs drained. */
+ * engine is looked at without the lock (soft_engine_look, inline here);
+ * with nothing for it and both CQs empty the poll ends there.  Otherwise
+ * one lock round: the pass the look asked for, then both CQs drained. */
 static __attribute__((noinline)) int
 soft_cq_poll_busy(soft_cq_t *cq, soft_cq_t *other, int max, dcx_wc_t *wc,
                   int *n_other_p)
@@ -262,7 +256,8 @@ static int soft_cq_poll(dcx_cq_t *cq_, int max, dcx_wc_t *wc)
 {
     soft_cq_t *cq = (soft_cq_t *)cq_;
 
-    if (soft_engine_poll_idle(cq->dev, cq)) {
+    if (soft_cq_empty(cq) && soft_engine_poll_idle(cq->dev)) {
+        soft_engine_stamp(cq->dev);
         return 0;
     }
     return soft_cq_poll_busy(cq, NULL, max, wc, NULL);
@@ -276,8 +271,10 @@ static int soft_cq_poll_pair(dcx_cq_t *cq_, dcx_cq_t *other_, int max,
     soft_cq_t *cq    = (soft_cq_t *)cq_;
     soft_cq_t *other = (soft_cq_t *)other_;
 
-    if (soft_engine_poll_idle(cq->dev, cq) && soft_cq_empty(other)) {
+    if (soft_cq_empty(cq) && soft_cq_empty(other) &&
+        soft_engine_poll_idle(cq->dev)) {
         *n_other_p = 0;
+        soft_engine_stamp(cq->dev);
         return 0;
     }
     return soft_cq_poll_busy(cq, other, max, wc, n_other_p);
@@ -375,15 +372,7 @@ static int soft_pd_free(dcx_pd_t *pd)
 
 soft_mr_t *soft_key_lookup(soft_dev_t *dev, uint32_t key)
 {
-    uint32_t idx = key >> 8;
-    soft_mr_t *mr;
-
-    if (idx >= dev->num_mrs) {
-        return NULL;
-    }
-    mr = dev->mrs[idx];
-    return ((mr != NULL) && (mr->super.lkey == key) &&
-            !__atomic_load_n(&mr->invalid, __ATOMIC_RELAXED)) ? mr : NULL;
+    return soft_key_find(dev, key);
 }
 
 soft_mr_t *soft_mr_lookup(soft_dev_t *dev, uint32_t key)
@@ -608,7 +597,7 @@ static inline int soft_srq_room(soft_srq_t *srq)
 static inline void soft_srq_push(soft_srq_t *srq, uint64_t wr_id,
                                  const dcx_sge_t *sg_list, unsigned num_sge)
 {
-    soft_rwqe_t *wqe = &srq->q[srq->tail % srq->size];
+    soft_rwqe_t *wqe = &srq->q[srq->tpos];
 
     wqe->wr_id   = wr_id;
     wqe->num_sge = num_sge;
@@ -617,6 +606,7 @@ static inline void soft_srq_push(soft_srq_t *srq, uint64_t wr_id,
     } else {
         memcpy(wqe->sge, sg_list, num_sge * sizeof(*sg_list));
     }
+    srq->tpos = (srq->tpos + 1 == srq->size) ? 0 : srq->tpos + 1;
     srq->tail++;
 }
 

@@ -113,55 +113,6 @@ static void soft_engine_publish(soft_dev_t *dev, uint64_t now,
     __atomic_store_n(&w->seq, w->seq + 1, __ATOMIC_RELEASE);
 }
 
-/* Without the lock: 1 if an engine that only waits (SOFT_ENGINE_WAIT)
- * still does: no watched ack line moved, no timer due, and the set did not
- * change meanwhile; 0 otherwise (the caller then takes the lock). */
-static int soft_engine_wait_holds(soft_dev_t *dev)
-{
-    const soft_engine_wait_t *w = &dev->wait;
-    uint32_t seq = __atomic_load_n(&w->seq, __ATOMIC_ACQUIRE);
-    uint32_t i, n = __atomic_load_n(&w->n, __ATOMIC_RELAXED);
-    uint64_t moved = 0;
-
-    if ((seq & 1) || (n > SOFT_WAIT_LINES)) {
-        return 0;
-    }
-    for (i = 0; i < n; ++i) {
-        moved |= __atomic_load_n(__atomic_load_n(&w->lines[i].line,
-                                                 __ATOMIC_RELAXED),
-                                 __ATOMIC_RELAXED) ^
-                 __atomic_load_n(&w->lines[i].word, __ATOMIC_RELAXED);
-    }
-    if (moved || ((int64_t)(soft_clock_now() -
-                            __atomic_load_n(&w->due, __ATOMIC_RELAXED)) >= 0)) {
-        return 0;
-    }
-    __atomic_thread_fence(__ATOMIC_ACQUIRE);
-    return __atomic_load_n(&w->seq, __ATOMIC_RELAXED) == seq;
-}
-
-/* Without the lock: what a poll must have done by the engine (SOFT_LOOK_*).
- * A packet in the response ring, an engine left busy, or one that waits
- * and whose ack line moved or timer is due needs a whole pass; an engine
- * that is idle or still only waits needs none, or only its request ring
- * served (soft_engine_ring_pass) when packets are there.  A packet or post
- * racing with the look is seen by the next poll, as if this one came a
- * moment earlier. */
-int soft_engine_look(soft_dev_t *dev)
-{
-    int idle             = __atomic_load_n(&dev->engine_idle,
-                                           __ATOMIC_ACQUIRE);
-
-    if (soft_ring_view_ready(&dev->resp_stall) || (idle == SOFT_ENGINE_BUSY) ||
-        ((idle == SOFT_ENGINE_WAIT) && !soft_engine_wait_holds(dev))) {
-        return SOFT_LOOK_PASS;
-    }
-    return (soft_ring_view_ready(&dev->req_stall) ||
-            soft_ring_idle_clear(&dev->hdr->req, &dev->req_stall)) ?
-           SOFT_LOOK_RING :
-           SOFT_LOOK_NONE;
-}
-
 /* The poll stamp is due (soft_engine_stamp): written, and once in
  * SOFT_TAIL_STAMPS, the rings' tails looked at (soft_engine_tail_look). */
 __attribute__((noinline)) void soft_engine_stamp_write(soft_dev_t *dev,
@@ -220,8 +171,8 @@ void soft_engine_deactivate(soft_qp_t *qp)
  * whole pass is needed: it compares the delay, and skips the slot of a
  * dead claimer); 1 otherwise.  Only the head slots are read, not the
  * producers' tail (soft_ring_unstick reads it rarely). */
-static int soft_engine_serve_req(soft_dev_t *dev, uint64_t now,
-                                 int from_helper)
+static inline __attribute__((always_inline))
+int soft_engine_serve_req(soft_dev_t *dev, uint64_t now, int from_helper)
 {
     soft_port_hdr_t *hdr = dev->hdr;
     int done             = 1;
@@ -230,10 +181,10 @@ static int soft_engine_serve_req(soft_dev_t *dev, uint64_t now,
     unsigned n;
 
     for (n = 0; n < SOFT_PROGRESS_BUDGET; ++n) {
-        pkt = soft_ring_peek(hdr, &hdr->req, &payload);
+        pkt = soft_ring_peek_view(&dev->req_stall, &payload);
         if (pkt == NULL) {
             if (now == 0) {
-                done = !soft_ring_marked(hdr, &hdr->req);
+                done = !soft_ring_view_marked(&dev->req_stall);
             } else if (soft_ring_unstick_due(hdr, &hdr->req, &dev->req_stall,
                                              now) &&
                        soft_ring_unstick(hdr, &hdr->req, &dev->req_stall,
@@ -272,10 +223,15 @@ static int soft_engine_serve_req(soft_dev_t *dev, uint64_t now,
     return done;
 }
 
-uint64_t soft_engine_progress(soft_dev_t *dev, int from_helper)
+/* A whole pass (engine lock held); inline in the application's pass
+ * (soft_engine_progress_app) and in the helper's (soft_engine_progress) */
+static inline __attribute__((always_inline))
+uint64_t soft_engine_pass(soft_dev_t *dev, int from_helper)
 {
     soft_port_hdr_t *hdr = dev->hdr;
-    uint64_t now         = soft_now_ns();
+    /* the counter-based clock of a post (soft_dev_now): a whole pass of a
+     * ping-pong reads no vDSO clock either */
+    uint64_t now         = soft_dev_now(dev);
     soft_pkt_t *pkt;
     void *payload;
     int tm_pending;
@@ -287,7 +243,7 @@ uint64_t soft_engine_progress(soft_dev_t *dev, int from_helper)
     __atomic_store_n(&hdr->in_engine, 1, __ATOMIC_RELAXED);
     if (!dev->killed) {
         for (n = 0; n < SOFT_PROGRESS_BUDGET; ++n) {
-            pkt = soft_ring_peek(hdr, &hdr->resp, &payload);
+            pkt = soft_ring_peek_view(&dev->resp_stall, &payload);
             if (pkt == NULL) {
                 if (soft_ring_unstick_due(hdr, &hdr->resp, &dev->resp_stall,
                                           now) &&
@@ -321,9 +277,21 @@ uint64_t soft_engine_progress(soft_dev_t *dev, int from_helper)
     }
     /* device rendezvous (TM SRQs only) */
     tm_pending = (dev->tms != NULL) && soft_tm_progress(dev);
-    soft_engine_publish(dev, now, tm_pending);
+    if (!tm_pending && (dev->active_dcis == NULL)) {
+        /* soft_engine_publish's common case without its call: nothing
+         * outstanding, nothing to watch */
+        __atomic_store_n(&dev->engine_idle, SOFT_ENGINE_IDLE,
+                         __ATOMIC_RELAXED);
+    } else {
+        soft_engine_publish(dev, now, tm_pending);
+    }
     __atomic_store_n(&hdr->in_engine, 0, __ATOMIC_RELEASE);
     return now;
+}
+
+uint64_t soft_engine_progress(soft_dev_t *dev, int from_helper)
+{
+    return soft_engine_pass(dev, from_helper);
 }
 
 /* Packets queued in either ring (claimed slots count too). */
@@ -359,7 +327,7 @@ int soft_engine_busy(soft_dev_t *dev)
 /* An engine pass of the application (engine lock held). */
 void soft_engine_progress_app(soft_dev_t *dev)
 {
-    soft_engine_progress(dev, 0);
+    soft_engine_pass(dev, 0);
     dev->app_passes++;
     soft_engine_stamp(dev);
 }
@@ -427,7 +395,8 @@ void soft_dev_progress(dcx_dev_t *dev_)
     soft_dev_t *dev = soft_dev(dev_);
     int look;
 
-    if (soft_engine_poll_idle(dev, NULL)) {
+    if (soft_engine_poll_idle(dev)) {
+        soft_engine_stamp(dev);
         return;
     }
     look = soft_engine_look(dev);

@@ -653,14 +653,6 @@ int soft_ring_publish(soft_port_hdr_t *hdr, soft_ring_t *ring, uint64_t pos)
     return soft_port_kick(hdr);
 }
 
-/* The consumer is done with the head slot: only its head moves.  The slot
- * is not free yet: soft_ring_clear clears and frees it later, so that the
- * pop writes no line the producer holds. */
-void soft_ring_pop(soft_port_hdr_t *hdr, soft_ring_t *ring)
-{
-    (void)hdr;
-    __atomic_store_n(&ring->head, ring->head + 1, __ATOMIC_RELAXED);
-}
 
 /* Consumer side: clears the slots consumed since the last call and frees
  * them for producers (release: every read and the clear of a slot come

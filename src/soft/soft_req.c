@@ -256,7 +256,8 @@ static void soft_req_rewind(soft_qp_t *qp)
  * successful completion of soft_req_complete unrolled: such a WQE holds
  * no strided-key copy and no READ/atomic slot, only its response credit;
  * the DCI's timer and retry counts are set once, after the last. */
-void soft_req_acked(soft_qp_t *qp, uint64_t now)
+static inline __attribute__((always_inline))
+void soft_req_acked_in(soft_qp_t *qp, uint64_t now)
 {
     soft_dev_t *dev = qp->dev;
     uint32_t comp   = qp->sq_comp;
@@ -307,6 +308,11 @@ void soft_req_acked(soft_qp_t *qp, uint64_t now)
     if (overrun) {
         soft_qp_to_error(qp, "completion queue overrun");
     }
+}
+
+void soft_req_acked(soft_qp_t *qp, uint64_t now)
+{
+    soft_req_acked_in(qp, now);
 }
 
 void soft_comp_packet(soft_dev_t *dev, const soft_pkt_t *pkt,
@@ -974,7 +980,7 @@ void soft_req_timers(soft_dev_t *dev, uint64_t now)
 
     while ((qp = *pp) != NULL) {
         if (qp->super.state == DCX_QPS_RTS) {
-            soft_req_acked(qp, now);
+            soft_req_acked_in(qp, now);   /* inline: once per pass */
         }
         if (qp->sq_comp == qp->sq_head) {
             *pp        = qp->next_active;

@@ -67,20 +67,32 @@ static int soft_rstate_gc(soft_dev_t *dev)
 }
 
 /* The state of the packet's source, if there is one. */
+static inline int soft_rstate_is(const soft_rstate_t *rs,
+                                  const soft_pkt_t *pkt)
+{
+    return (rs->pid == pkt->src_pid) && (rs->inst == pkt->src_inst) &&
+           (rs->dci == pkt->src_qpn);
+}
+
+/* The state of the packet's source, if there is one: the last one found
+ * first (dev->rs_hint), then the hash chain. */
 static inline soft_rstate_t *soft_rstate_find(soft_dev_t *dev,
                                               const soft_pkt_t *pkt)
 {
-    uint32_t h = soft_rstate_hash(pkt->src_pid, pkt->src_inst, pkt->src_qpn);
-    soft_rstate_t *rs;
-    uint32_t i;
+    soft_rstate_t *rs = &dev->rstate[dev->rs_hint];
+    uint32_t h, i;
 
+    if (rs->used && soft_rstate_is(rs, pkt)) {
+        return rs;
+    }
+    h = soft_rstate_hash(pkt->src_pid, pkt->src_inst, pkt->src_qpn);
     for (i = 0; i < SOFT_RSTATE_SLOTS; ++i) {
         rs = &dev->rstate[(h + i) % SOFT_RSTATE_SLOTS];
         if (!rs->used) {
             return NULL;
         }
-        if ((rs->pid == pkt->src_pid) && (rs->inst == pkt->src_inst) &&
-            (rs->dci == pkt->src_qpn)) {
+        if (soft_rstate_is(rs, pkt)) {
+            dev->rs_hint = (h + i) % SOFT_RSTATE_SLOTS;
             return rs;
         }
     }
@@ -259,8 +271,9 @@ void soft_resp_nak(soft_dev_t *dev, soft_rstate_t *rs,
  * up to pkt->msn done" is published for a message that asks for it
  * (SOFT_PKT_WACK); NULL if that cannot be done (no table, a NAK the
  * requester has not completed yet): then an ACK packet goes. */
-static soft_ack_t *soft_resp_ack_entry(soft_dev_t *dev, soft_rstate_t *rs,
-                                       const soft_pkt_t *pkt)
+static inline soft_ack_t *soft_resp_ack_entry(soft_dev_t *dev,
+                                              soft_rstate_t *rs,
+                                              const soft_pkt_t *pkt)
 {
     uint32_t idx      = pkt->src_qpn - SOFT_QPN_BASE;
     soft_peer_t *peer = rs->peer;
@@ -279,47 +292,9 @@ static soft_ack_t *soft_resp_ack_entry(soft_dev_t *dev, soft_rstate_t *rs,
     return peer->acks + idx;
 }
 
-/* Stores word (DCI generation << 32 | next msn) in an ack table entry
- * unless the entry is ahead already.  A plain store after the look, not a
- * compare-and-swap: the line is one the requester polls, and a locked
- * instruction on it waits for its transfer here, in the responder's pass,
- * where a store is buffered and its transfer overlaps the rest of the pass
- * (measured: a slow placement's am_lat p50 ~2% lower).  Only the responder
- * serving the DCI's messages stores there (a DCI has one destination at a
- * time), and every word stored is true for good (messages up to its msn of
- * its generation were executed): the one race the look leaves, a late
- * store of an earlier destination of the DCI moving the word back between
- * our look and our store, can only delay a completion (to the requester's
- * retransmission, answered by packet), never make one wrong. */
-static void soft_ack_publish(soft_ack_t *a, uint64_t word)
-{
-    uint32_t gen     = (uint32_t)(word >> 32);
-    uint64_t old     = __atomic_load_n(&a->word, __ATOMIC_RELAXED);
-    uint32_t old_gen = (uint32_t)(old >> 32);
-
-    if ((old != 0) &&
-        (((old_gen == gen) &&
-          ((int32_t)((uint32_t)old - (uint32_t)word) >= 0)) ||
-         ((old_gen != gen) && ((int32_t)(old_gen - gen) > 0)))) {
-        return;   /* a stale answer: the table is ahead already */
-    }
-    __atomic_store_n(&a->word, word, __ATOMIC_RELEASE);
-}
-
 static inline uint64_t soft_ack_word(const soft_pkt_t *pkt)
 {
     return ((uint64_t)pkt->gen << 32) | (uint32_t)(pkt->msn + 1);
-}
-
-/* The table acknowledgement a fast-path pass holds back (dev->ack_line)
- * goes out: at the end of the pass, before a packet is handled by the
- * general path (whose answers must not overtake it), and before another
- * DCI's is held. */
-void soft_resp_ack_flush(soft_dev_t *dev)
-{
-    dev->stats.table_stores++;
-    soft_ack_publish(dev->ack_line, dev->ack_word);
-    dev->ack_line = NULL;
 }
 
 /* Publishes message pkt->msn's acknowledgement in the requester's ack
@@ -423,7 +398,7 @@ int soft_resp_take_recv(soft_dev_t *dev, soft_qp_t *dct,
                        NULL, 0, 0);
         return 0;
     }
-    wqe = &srq->q[srq->head % srq->size];
+    wqe = soft_srq_head(srq);
     /* the used part only: a whole WQE is ~500 bytes, most of them unused
      * SGE slots */
     rs->recv.wr_id   = wqe->wr_id;
@@ -431,7 +406,7 @@ int soft_resp_take_recv(soft_dev_t *dev, soft_qp_t *dct,
     memcpy(rs->recv.sge, wqe->sge, wqe->num_sge * sizeof(wqe->sge[0]));
     rs->have_recv = 1;
     rs->dct       = dct;
-    srq->head++;
+    soft_srq_pop(srq);
     return 1;
 }
 
@@ -812,24 +787,31 @@ static __attribute__((noinline)) void soft_pkt_expand(const soft_pkt_t *light,
  * registered for local write (checked right before the copy, as for every
  * message) and they hold len bytes together; strided keys are left to the
  * general path. */
+static inline int soft_resp_sge_ok(soft_dev_t *dev, const dcx_sge_t *sge)
+{
+    soft_mr_t *mr = soft_key_find(dev, sge->lkey);
+
+    return (mr != NULL) && (mr->mkey == NULL) &&
+           (mr->super.access & DCX_ACCESS_LOCAL_WRITE) &&
+           (sge->addr >= mr->start) && (sge->addr <= mr->end) &&
+           (sge->length <= mr->end - sge->addr);
+}
+
 static inline int soft_resp_recv_fits(soft_dev_t *dev, const soft_rwqe_t *wqe,
                                       uint32_t len)
 {
     uint64_t room = 0;
-    soft_mr_t *mr;
     unsigned i;
 
+    if (wqe->num_sge == 1) {   /* the transport's receives: one buffer */
+        return (wqe->sge[0].length >= len) &&
+               soft_resp_sge_ok(dev, &wqe->sge[0]);
+    }
     for (i = 0; i < wqe->num_sge; ++i) {
-        const dcx_sge_t *sge = &wqe->sge[i];
-
-        mr = soft_key_lookup(dev, sge->lkey);
-        if ((mr == NULL) || (mr->mkey != NULL) ||
-            !(mr->super.access & DCX_ACCESS_LOCAL_WRITE) ||
-            (sge->addr < mr->start) || (sge->addr > mr->end) ||
-            (sge->length > mr->end - sge->addr)) {
+        if (!soft_resp_sge_ok(dev, &wqe->sge[i])) {
             return 0;
         }
-        room += sge->length;
+        room += wqe->sge[i].length;
     }
     return room >= len;
 }
@@ -841,6 +823,10 @@ static inline void soft_resp_recv_copy(const soft_rwqe_t *wqe,
     uint32_t chunk;
     unsigned i;
 
+    if (wqe->num_sge == 1) {   /* fits (checked): a small one, no call */
+        soft_copy_small((uint8_t *)(uintptr_t)wqe->sge[0].addr, data, len);
+        return;
+    }
     for (i = 0; len > 0; ++i) {
         chunk = (wqe->sge[i].length < len) ? wqe->sge[i].length : len;
         memcpy((void *)(uintptr_t)wqe->sge[i].addr, data, chunk);
@@ -889,8 +875,8 @@ static inline void soft_resp_fast_cqe(soft_dev_t *dev, soft_qp_t *dct,
  * and the message acknowledged (in the requester's ack table when it asks
  * for that).  Returns 0 with nothing done for everything else: the general
  * path then handles the packet (and produces the errors). */
-static int soft_resp_fast(soft_dev_t *dev, const soft_pkt_t *pkt,
-                          const void *payload)
+static inline int soft_resp_fast(soft_dev_t *dev, const soft_pkt_t *pkt,
+                                 const void *payload)
 {
     uint32_t idx = pkt->dst_qpn - SOFT_QPN_BASE;
     uint32_t len = pkt->len;
@@ -929,12 +915,12 @@ static int soft_resp_fast(soft_dev_t *dev, const soft_pkt_t *pkt,
             (srq->head == srq->tail)) {
             return 0;
         }
-        wqe = &srq->q[srq->head % srq->size];
+        wqe = soft_srq_head(srq);
         if (!soft_resp_recv_fits(dev, wqe, len)) {
             return 0;
         }
         soft_resp_recv_copy(wqe, payload, len);
-        srq->head++;
+        soft_srq_pop(srq);
         if (srq->tm != NULL) {
             soft_tm_fast_wc(srq->tm, dct, pkt, tm_opcode, wqe->wr_id);
         } else {
@@ -980,20 +966,19 @@ void soft_resp_packet(soft_dev_t *dev, const soft_pkt_t *pkt,
     soft_qp_t *dct;
     int32_t d;
 
+    /* the fast path's shape: a whole message in one packet without
+     * checksum (a light packet is one by construction; it has no offset
+     * and total_len fields); one call site, so that it is inlined */
+    if (((pkt->flags & (SOFT_PKT_FIRST | SOFT_PKT_LAST | SOFT_PKT_CSUM)) ==
+         (SOFT_PKT_FIRST | SOFT_PKT_LAST)) &&
+        ((pkt->flags & SOFT_PKT_LIGHT) ||
+         ((pkt->offset == 0) && (pkt->total_len == pkt->len))) &&
+        soft_resp_fast(dev, pkt, payload)) {
+        return;
+    }
     if (pkt->flags & SOFT_PKT_LIGHT) {
-        if (((pkt->flags & (SOFT_PKT_FIRST | SOFT_PKT_LAST | SOFT_PKT_CSUM)) ==
-             (SOFT_PKT_FIRST | SOFT_PKT_LAST)) &&
-            soft_resp_fast(dev, pkt, payload)) {
-            return;
-        }
         soft_pkt_expand(pkt, &full);
         pkt = &full;
-    } else if (((pkt->flags & (SOFT_PKT_FIRST | SOFT_PKT_LAST |
-                               SOFT_PKT_CSUM)) ==
-                (SOFT_PKT_FIRST | SOFT_PKT_LAST)) &&
-               (pkt->offset == 0) && (pkt->total_len == pkt->len) &&
-               soft_resp_fast(dev, pkt, payload)) {
-        return;
     }
     /* the general path's answers never overtake a held acknowledgement */
     if (dev->ack_line != NULL) {

@@ -89,7 +89,15 @@ int      soft_ring_unstick(soft_port_hdr_t *hdr, soft_ring_t *ring,
                            soft_stall_t *st, uint64_t now, const char *name);
 int      soft_ring_publish(soft_port_hdr_t *hdr, soft_ring_t *ring,
                            uint64_t pos);
-void     soft_ring_pop(soft_port_hdr_t *hdr, soft_ring_t *ring);
+
+/* The consumer is done with the head slot: only its head moves.  The slot
+ * is not free yet: soft_ring_clear clears and frees it later, so that the
+ * pop writes no line the producer holds. */
+static inline void soft_ring_pop(soft_port_hdr_t *hdr, soft_ring_t *ring)
+{
+    (void)hdr;
+    __atomic_store_n(&ring->head, ring->head + 1, __ATOMIC_RELAXED);
+}
 
 static inline soft_slot_t *soft_ring_slot(soft_port_hdr_t *hdr,
                                           soft_ring_t *ring, uint64_t pos)
@@ -201,6 +209,32 @@ static inline soft_pkt_t *soft_ring_peek(soft_port_hdr_t *hdr,
     return &slot->pkt;
 }
 
+/* As soft_ring_peek, through the consumer's view of the head slot (engine
+ * lock held; the view follows every move of the head: soft_ring_pop is
+ * followed by soft_ring_view, and soft_ring_unstick calls it): the slot's
+ * address without the ring's geometry (a pass peeks each ring at least
+ * once). */
+static inline soft_pkt_t *soft_ring_peek_view(const soft_stall_t *st,
+                                              void **payload_p)
+{
+    soft_slot_t *slot = (soft_slot_t *)((char *)st->seq -
+                                        offsetof(soft_slot_t, seq));
+
+    if (__atomic_load_n(st->seq, __ATOMIC_ACQUIRE) != st->want) {
+        return NULL;
+    }
+    *payload_p = (char *)slot + ((slot->pkt.flags & SOFT_PKT_LIGHT) ?
+                                 SOFT_LIGHT_OFF : SOFT_SLOT_HDR);
+    return &slot->pkt;
+}
+
+/* As soft_ring_marked, through the consumer's view (engine lock held) */
+static inline int soft_ring_view_marked(const soft_stall_t *st)
+{
+    return __atomic_load_n(st->seq, __ATOMIC_ACQUIRE) ==
+           (st->want | SOFT_SEQ_CLAIM_BIT);
+}
+
 /* Consumer side: 1 if consumed slots wait for their clear */
 static inline int soft_ring_unfreed(const soft_ring_t *ring)
 {
@@ -235,8 +269,10 @@ static inline int soft_ring_unstick_due(soft_port_hdr_t *hdr,
                                         soft_ring_t *ring,
                                         const soft_stall_t *st, uint64_t now)
 {
+    (void)hdr;
+    (void)ring;
     return (st->since_ns != 0) || (now >= st->tail_look_ns) ||
-           soft_ring_marked(hdr, ring);
+           soft_ring_view_marked(st);
 }
 
 #endif

@@ -6,6 +6,9 @@
  */
 #include "soft_fixture.h"
 
+#include "soft/soft.h"
+
+#include <stdint.h>
 #include <vector>
 
 using namespace soft_test;
@@ -21,10 +24,10 @@ struct srq_pair {
     std::vector<uint8_t> buf = std::vector<uint8_t>(4 * CAP * SLOT, 0xee);
     dcx_mr_t *mr = nullptr;
 
-    int open(const std::string &fabric)
+    int open(const std::string &fabric, uint32_t cap = CAP)
     {
         return open_sender_target(a, b, fabric, KEY, DCX_ACCESS_REMOTE_WRITE,
-                                  CAP, buf, &mr);
+                                  cap, buf, &mr);
     }
 
     /* receives with wr_ids first.. into buffer slots first.. */
@@ -120,4 +123,29 @@ TEST_F(soft, srq_list_post_empty)
     EXPECT_EQ(0, dcx_srq_post_recv_list(p.b.srq, list.data(), 2, &posted));
     EXPECT_EQ(2u, posted);
     p.exchange(0, 2);
+}
+
+/* An SRQ whose size is not a power of 2, with its receive counters about
+ * to wrap around 2^32 (as after 4 billion receives): every receive is
+ * still taken once, in the order posted.  A slot chosen as counter % size
+ * maps counters 2^32 - 1 and 0 to one slot when 2^32 % size != 0, so a
+ * post there overwrote a queued receive (completions 0, 2, 2). */
+TEST_F(soft, srq_counters_wrap_keep_receive_order)
+{
+    const uint32_t cap = 3;
+    srq_pair p;
+    unsigned posted = ~0u;
+
+    ASSERT_EQ(0, p.open(fabric, cap));
+    soft_srq_t *srq = (soft_srq_t *)p.b.srq;
+    srq->head = UINT32_MAX - 1;   /* empty: nothing posted yet */
+    srq->tail = UINT32_MAX - 1;
+    for (uint64_t first = 0; first < 4 * cap; first += cap) {
+        std::vector<dcx_recv_t> list = p.recvs(first, cap);
+        ASSERT_EQ(0, dcx_srq_post_recv_list(p.b.srq, list.data(), cap,
+                                            &posted));
+        ASSERT_EQ(cap, posted);
+        p.exchange(first, cap);
+    }
+    EXPECT_EQ(4 * cap - 2, srq->head);   /* wrapped */
 }
