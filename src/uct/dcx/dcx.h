@@ -49,7 +49,8 @@
 #define UCT_DCX_MAX_SGE          32        /* sges per WR: iovs, or strided
                                               elements expanded to sges */
 #define UCT_DCX_RX_BATCH         16        /* completions polled at once */
-#define UCT_DCX_RX_INIT_POSTED   64        /* receives posted at open */
+#define UCT_DCX_RX_INIT_POSTED   64        /* receives posted at open, at
+                                              least (uct_dcx_rx_init_posted) */
 #define UCT_DCX_RX_REPOST_MAX    16        /* receives reposted at once, at
                                               most (an eighth of the goal) */
 #define UCT_DCX_TX_BATCH         16

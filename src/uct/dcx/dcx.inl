@@ -202,6 +202,21 @@ uct_dcx_iface_set_rx_target(uct_dcx_iface_t *iface, unsigned target)
                                        (unsigned)UCT_DCX_RX_REPOST_MAX), 1u);
 }
 
+/* The receives posted at open: UCT_DCX_RX_INIT_POSTED, or more when one
+ * peer's whole credit window needs more: the window, and a quarter of it
+ * for what the window does not count (its credit requests) and for the
+ * buffers used but not yet reposted (less than a repost batch, an eighth);
+ * never more than RX_QUEUE_LEN.  With fewer, a single peer's stream finds
+ * the queue empty before the first grant, and each RNR NAK costs it the
+ * RNR timer. */
+static UCS_F_ALWAYS_INLINE unsigned
+uct_dcx_rx_init_posted(unsigned rx_queue_len, unsigned fc_wnd)
+{
+    return ucs_min(rx_queue_len,
+                   ucs_max((unsigned)UCT_DCX_RX_INIT_POSTED,
+                           fc_wnd + fc_wnd / 4));
+}
+
 /* Receive buffer elem -> the header byte of the message in it */
 static UCS_F_ALWAYS_INLINE uint8_t *
 uct_dcx_rx_wire(uct_dcx_iface_t *iface, void *elem)

@@ -59,8 +59,10 @@ static ucs_config_field_t uct_dcx_iface_config_table[] = {
      ucs_offsetof(uct_dcx_iface_config_t, tx_queue_len), UCT_DCX_CONFIG_TYPE_COUNT},
 
     {"RX_QUEUE_LEN", "512",
-     "Receive buffers posted to the shared receive queue of the DCT. 2 .. the\n"
-     "device's receive queue and CQ sizes.",
+     "Receive buffers posted to the shared receive queue of the DCT, at most:\n"
+     "64 are posted at open (FC_WND and a quarter when that is more), and more\n"
+     "as the receive load needs them. 2 .. the device's receive queue and CQ\n"
+     "sizes.",
      ucs_offsetof(uct_dcx_iface_config_t, rx_queue_len), UCT_DCX_CONFIG_TYPE_COUNT},
 
     {"SEG_SIZE", "8k",
@@ -702,8 +704,9 @@ static UCS_CLASS_INIT_FUNC(uct_dcx_iface_t, uct_md_h tl_md,
     self->rx_tmh_len          = 0;
     self->rx_queue_len        = cfg->rx_queue_len;
     self->rx_posted           = 0;
-    uct_dcx_iface_set_rx_target(self, ucs_min(cfg->rx_queue_len,
-                                              UCT_DCX_RX_INIT_POSTED));
+    uct_dcx_iface_set_rx_target(self,
+                                uct_dcx_rx_init_posted(cfg->rx_queue_len,
+                                                       cfg->fc_wnd));
     self->rx_reposts          = 0;
     self->rx_reposted         = 0;
     self->fc_wnd              = cfg->fc_wnd;

@@ -165,7 +165,9 @@ ucs_status_t uct_dcx_iface_mpools_init(uct_dcx_iface_t *iface,
 
     status = uct_dcx_mpool_init(&iface->rx_mp, sizeof(iface),
                                 iface->rx_payload_offset + cfg->seg_size,
-                                align_offset, align, UCT_DCX_RX_INIT_POSTED,
+                                align_offset, align,
+                                uct_dcx_rx_init_posted(cfg->rx_queue_len,
+                                                       cfg->fc_wnd),
                                 UINT_MAX, &uct_dcx_rx_mp_ops, "dcx_rx_desc");
     if (status != UCS_OK) {
         goto err_op;

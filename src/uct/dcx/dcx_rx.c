@@ -217,9 +217,14 @@ void uct_dcx_iface_release_desc(uct_recv_desc_t *self, void *desc)
                                              iface->rx_payload_offset));
 }
 
-/* Most of the posted buffers were used since the last refill: the receive
- * load needs more of them, up to RX_QUEUE_LEN (the pool grows by a chunk
- * when it runs dry) */
+/* The receive load needs more posted buffers, up to RX_QUEUE_LEN (the pool
+ * grows by a chunk when it runs dry): most of them were used since the last
+ * refill, or a poll found a whole batch of receive completions.  The second
+ * is the one a stream from a single peer shows: its credit window (FC_WND)
+ * is as large as what is posted at open, the credit requests it sends take
+ * buffers too, and the completions not yet polled hide from rx_posted that
+ * the device's queue ran dry, so the sender got RNR NAKs (and waited
+ * RNR_TIMER each) while every refill still found most buffers posted. */
 static UCS_F_NOINLINE void uct_dcx_iface_rx_grow(uct_dcx_iface_t *iface)
 {
     if (iface->rx_target < iface->rx_queue_len) {
@@ -535,6 +540,9 @@ unsigned uct_dcx_iface_progress(uct_iface_h tl_iface)
                             &n_tx);
     if (ucs_unlikely(n_rx > 0)) {
         uct_dcx_iface_rx_wcs(iface, wc, n_rx);
+        if (ucs_unlikely(n_rx == UCT_DCX_RX_BATCH)) {
+            uct_dcx_iface_rx_grow(iface);   /* a stream: more may wait */
+        }
     }
     if (ucs_unlikely(n_tx > 0)) {
         uct_dcx_dci_tx_wcs(iface, wc + UCT_DCX_TX_BATCH, n_tx);

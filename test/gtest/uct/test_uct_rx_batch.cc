@@ -66,7 +66,8 @@ TEST_P(uct_dcx_rx_batch, small_messages_reposted_in_batches)
     if (HasFatalFailure()) {
         return;
     }
-    EXPECT_EQ(8u, after.batch) << "64 posted at first: an eighth";
+    EXPECT_EQ(10u, after.batch)
+        << "80 posted at first (FC_WND 64 and a quarter): an eighth";
     uint64_t reposted = after.reposted - before.reposted;
     uint64_t reposts  = after.reposts - before.reposts;
     /* every buffer used (messages and credit requests) was reposted, but
@@ -92,6 +93,42 @@ TEST_P(uct_dcx_rx_batch, tiny_receive_queue)
     EXPECT_EQ(1u, after.batch);
     EXPECT_EQ(2u, after.target);
     EXPECT_GE(after.reposted - before.reposted, 64u);
+}
+
+/* A stream from one peer with the default settings: its credit window
+ * (FC_WND 64) is what is posted at open, and its credit requests take
+ * buffers too, so the posted goal must grow before the device's queue runs
+ * dry (a poll that finds a whole batch of receives grows it).  The stream
+ * needs no receiver-not-ready NAK, each of which costs the sender RNR_TIMER
+ * (1 ms); before the fix a stream of this length got tens of them. */
+TEST_P(uct_dcx_rx_batch, stream_grows_receive_queue_before_rnr)
+{
+    const int n = 20000;
+    entity *a   = create_entity(std::map<std::string, std::string>());
+    entity *b   = create_entity(std::map<std::string, std::string>());
+    dcx_soft_stats_t before, after;
+    unsigned spins = 0;
+    int rx         = 0;
+
+    ASSERT_TRUE((a != NULL) && (b != NULL));
+    ASSERT_EQ(UCS_OK, uct_iface_set_am_handler(b->iface, AM_ID, am_count_cb,
+                                               &rx, 0));
+    uct_ep_h ep = connect(a, b);
+    ASSERT_EQ(0, dcx_soft_stats(device(), &before));
+    for (int i = 0; i < n; ++i) {
+        while (uct_ep_am_short(ep, AM_ID, i, NULL, 0) == UCS_ERR_NO_RESOURCE) {
+            /* out of credits or send slots: the receiver catches up */
+            uct_worker_progress(a->worker);
+            if ((++spins % 2) == 0) {
+                uct_worker_progress(b->worker);
+            }
+        }
+    }
+    ASSERT_TRUE(wait_for([&] { return rx == n; }, 30));
+    ASSERT_EQ(0, dcx_soft_stats(device(), &after));
+    EXPECT_EQ(before.rnr_naks_sent, after.rnr_naks_sent)
+        << "the receive queue ran dry under one peer's credit window";
+    EXPECT_GT(rx_stats(b).target, 64u) << "the posted goal did not grow";
 }
 
 INSTANTIATE_TEST_SUITE_P(policy, uct_dcx_rx_batch, UCT_DCX_POLICIES);
