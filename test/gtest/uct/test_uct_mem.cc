@@ -23,6 +23,10 @@ size_t heap_now()
 const size_t iface_heap_max = 2 * 1024 * 1024;
 const size_t ep_heap_max    = 64;
 const unsigned num_eps      = 10000;
+/* what malloc's own state (tcache, bins left by earlier tests) adds once to
+ * a count of 10 000 endpoints: 32 B when this suite runs alone, 0 in the
+ * whole gtest_uct; not a per-endpoint cost (0.1 B per endpoint at most) */
+const size_t heap_once      = 1024;
 
 } /* namespace */
 
@@ -68,7 +72,7 @@ TEST_F(uct_dcx_mem, heap_per_ep)
 {
     entity *e = create_entity();
     std::vector<uct_ep_h> eps;
-    size_t before;
+    size_t before, used;
     double per_ep;
 
     /* The first ep to a peer port also makes what every later ep to that
@@ -79,8 +83,10 @@ TEST_F(uct_dcx_mem, heap_per_ep)
     create_eps(e, 1, eps);
     before = heap_now();
     create_eps(e, num_eps, eps);
-    per_ep = (double)(heap_now() - before) / num_eps;
-    EXPECT_LE(per_ep, (double)ep_heap_max) << per_ep << " bytes per ep";
+    used   = heap_now() - before;
+    per_ep = (double)used / num_eps;
+    EXPECT_LE(used, num_eps * ep_heap_max + heap_once)
+        << per_ep << " bytes per ep";
 
     for (size_t i = 0; i < eps.size(); ++i) {
         uct_ep_destroy(eps[i]);
