@@ -285,14 +285,17 @@ TEST_F(soft, light_send_fills_two_cache_lines)
         ASSERT_EQ(0, loop_inline_send(n, key, mr, buf.data(), m, len));
 
         /* look at the slot before anyone serves it (the helper only
-         * try-locks; if it was quicker, post again) */
+         * try-locks; if it was quicker, post again).  A served slot keeps
+         * its seq until it is cleared (soft_ring.h), so the head tells:
+         * it moves only under the engine lock, which we hold. */
         soft_lock(&dev->lock);
         uint64_t pos = __atomic_load_n(&hdr->req.tail, __ATOMIC_ACQUIRE) - 1;
         const uint8_t *slot = (const uint8_t*)hdr + hdr->req.offset +
                               (pos & (hdr->req.nslots - 1)) *
                               hdr->req.slot_size;
         const soft_slot_t *ss = (const soft_slot_t*)slot;
-        if (__atomic_load_n(&ss->seq, __ATOMIC_ACQUIRE) == pos + 1) {
+        if ((__atomic_load_n(&hdr->req.head, __ATOMIC_ACQUIRE) <= pos) &&
+            (__atomic_load_n(&ss->seq, __ATOMIC_ACQUIRE) == pos + 1)) {
             EXPECT_TRUE(ss->pkt.flags & SOFT_PKT_LIGHT);
             EXPECT_EQ(len, ss->pkt.len);
             for (uint32_t i = 0; i < len; ++i) {
