@@ -861,6 +861,31 @@ static inline soft_cqe_t *soft_cq_slot(soft_cq_t *cq)
     return &cq->q[cq->tail & (cq->size - 1)];
 }
 
+/* The receive completion of a one-packet SEND (or SEND_IMM) taken by the
+ * responder's one-pass path into wr_id, written into cqe: every field the
+ * transport reads, the rest zero; the caller sets the TM fields. */
+static inline void soft_cqe_fast_recv(soft_cqe_t *cqe, uint8_t opcode,
+                                      uint64_t wr_id, uint32_t qp_num,
+                                      const soft_pkt_t *pkt)
+{
+    int imm = (pkt->op == DCX_WR_SEND_IMM);
+
+    cqe->wc.wr_id      = wr_id;
+    cqe->wc.status     = DCX_WC_SUCCESS;
+    cqe->wc.opcode     = opcode;
+    cqe->wc.flags      = imm ? DCX_WC_FLAG_WITH_IMM : 0;
+    cqe->wc.byte_len   = pkt->len;
+    cqe->wc.imm        = imm ? pkt->imm : 0;
+    cqe->wc.qp_num     = qp_num;
+    cqe->wc.src_qp     = pkt->src_qpn;
+    cqe->wc.vendor_err = 0;
+    cqe->wc.tm_tag     = 0;
+    cqe->wc.tm_priv    = 0;
+    cqe->wc.reserved   = 0;
+    cqe->qp            = NULL;
+    cqe->sq_idx        = 0;
+}
+
 /* soft_channel.c */
 void     soft_cq_fire(soft_cq_t *cq);
 

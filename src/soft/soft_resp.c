@@ -841,27 +841,13 @@ static inline void soft_resp_fast_cqe(soft_dev_t *dev, soft_qp_t *dct,
                                       const soft_pkt_t *pkt, uint64_t wr_id)
 {
     soft_cqe_t *cqe = soft_cq_slot(dct->cq);
-    int imm         = (pkt->op == DCX_WR_SEND_IMM);
 
     if (cqe == NULL) {
         soft_cq_overrun(dct->cq, dct->super.qp_num);
         soft_resp_dct_overrun(dev, dct);
         return;
     }
-    cqe->wc.wr_id      = wr_id;
-    cqe->wc.status     = DCX_WC_SUCCESS;
-    cqe->wc.opcode     = DCX_WC_RECV;
-    cqe->wc.flags      = imm ? DCX_WC_FLAG_WITH_IMM : 0;
-    cqe->wc.byte_len   = pkt->len;
-    cqe->wc.imm        = imm ? pkt->imm : 0;
-    cqe->wc.qp_num     = dct->super.qp_num;
-    cqe->wc.src_qp     = pkt->src_qpn;
-    cqe->wc.vendor_err = 0;
-    cqe->wc.tm_tag     = 0;
-    cqe->wc.tm_priv    = 0;
-    cqe->wc.reserved   = 0;
-    cqe->qp            = NULL;
-    cqe->sq_idx        = 0;
+    soft_cqe_fast_recv(cqe, DCX_WC_RECV, wr_id, dct->super.qp_num, pkt);
     cqe->tm            = NULL;
     soft_cq_commit(dct->cq);
 }

@@ -173,7 +173,6 @@ static inline void soft_tm_fast_wc(soft_tm_t *tm, soft_qp_t *dct,
 {
     soft_cq_t *cq   = tm->srq->cq;
     soft_cqe_t *cqe = soft_cq_slot(cq);
-    int imm         = (pkt->op == DCX_WR_SEND_IMM);
 
     tm->stats.fast++;
     if (wc_opcode == DCX_WC_TM_RECV) {
@@ -184,20 +183,7 @@ static inline void soft_tm_fast_wc(soft_tm_t *tm, soft_qp_t *dct,
         soft_cq_overrun(cq, dct->super.qp_num);   /* as soft_tm_push */
         return;
     }
-    cqe->wc.wr_id      = wr_id;
-    cqe->wc.status     = DCX_WC_SUCCESS;
-    cqe->wc.opcode     = wc_opcode;
-    cqe->wc.flags      = imm ? DCX_WC_FLAG_WITH_IMM : 0;
-    cqe->wc.byte_len   = pkt->len;
-    cqe->wc.imm        = imm ? pkt->imm : 0;
-    cqe->wc.qp_num     = dct->super.qp_num;
-    cqe->wc.src_qp     = pkt->src_qpn;
-    cqe->wc.vendor_err = 0;
-    cqe->wc.tm_tag     = 0;
-    cqe->wc.tm_priv    = 0;
-    cqe->wc.reserved   = 0;
-    cqe->qp            = NULL;
-    cqe->sq_idx        = 0;
+    soft_cqe_fast_recv(cqe, wc_opcode, wr_id, dct->super.qp_num, pkt);
     cqe->tm_entry      = SOFT_TM_NONE;
     cqe->tm_gen        = 0;
     cqe->tm_op         = 0;

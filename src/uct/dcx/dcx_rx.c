@@ -62,6 +62,26 @@ static void uct_dcx_ctl_done(uct_dcx_iface_t *iface, uct_dcx_op_t *op,
     ucs_mpool_put_inline(desc);
 }
 
+/* The SEND of a control message of len bytes at data (one sge), to dest */
+static void uct_dcx_ctl_wr(dcx_send_wr_t *wr, dcx_sge_t *sge,
+                           const dcx_dc_dest_t *dest, const uint8_t *data,
+                           size_t len, uint32_t lkey, unsigned flags)
+{
+    sge->addr       = (uintptr_t)data;
+    sge->length     = (uint32_t)len;
+    sge->lkey       = lkey;
+    wr->opcode      = DCX_WR_SEND;
+    wr->flags       = flags;
+    wr->num_sge     = 1;
+    wr->atomic_size = 0;
+    wr->imm         = 0;
+    wr->dest        = *dest;
+    wr->sg_list     = sge;
+    wr->remote_addr = 0;
+    wr->rkey        = 0;
+    wr->reserved    = 0;
+}
+
 ucs_status_t uct_dcx_dci_post_ctl(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci,
                                   uct_dcx_ep_t *ep, const dcx_dc_dest_t *dest,
                                   uint8_t type, const uct_dcx_ctl_msg_t *msg,
@@ -112,21 +132,8 @@ ucs_status_t uct_dcx_dci_post_ctl_tmh(uct_dcx_iface_t *iface,
     desc->u.ctl.dctn    = dest->dctn;
     desc->u.ctl.tmh_len = tmh_len;
 
-    sge.addr   = (uintptr_t)data;
-    sge.length = tmh_len + 1 + msg_len;
-    sge.lkey   = desc->lkey;
-
-    wr.opcode      = DCX_WR_SEND;
-    wr.flags       = 0;
-    wr.num_sge     = 1;
-    wr.atomic_size = 0;
-    wr.imm         = 0;
-    wr.dest        = *dest;
-    wr.sg_list     = &sge;
-    wr.remote_addr = 0;
-    wr.rkey        = 0;
-    wr.reserved    = 0;
-
+    uct_dcx_ctl_wr(&wr, &sge, dest, data, tmh_len + 1 + msg_len, desc->lkey,
+                   0);
     status = uct_dcx_dci_post(iface, dci, ep, &wr, &desc->op, 1);
     if (status != UCS_OK) {
         ucs_mpool_put_inline(desc);
@@ -167,19 +174,8 @@ ucs_status_t uct_dcx_dci_post_ctl_inline(uct_dcx_iface_t *iface,
     data[tmh_len] = UCT_DCX_AM_CTL | type;
     memcpy(data + tmh_len + 1, msg, msg_len);
 
-    sge.addr   = (uintptr_t)data;
-    sge.length = tmh_len + 1 + msg_len;
-    sge.lkey   = 0;
-    wr.opcode      = DCX_WR_SEND;
-    wr.flags       = DCX_SEND_INLINE;
-    wr.num_sge     = 1;
-    wr.atomic_size = 0;
-    wr.imm         = 0;
-    wr.dest        = *dest;
-    wr.sg_list     = &sge;
-    wr.remote_addr = 0;
-    wr.rkey        = 0;
-    wr.reserved    = 0;
+    uct_dcx_ctl_wr(&wr, &sge, dest, data, tmh_len + 1 + msg_len, 0,
+                   DCX_SEND_INLINE);
     return uct_dcx_dci_post(iface, dci, ep, &wr, op, 1);
 }
 
