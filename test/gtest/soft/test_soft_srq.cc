@@ -2,7 +2,8 @@
  * Soft device shared receive queue: a list post (dcx_srq_post_recv_list)
  * takes receives in order, stops at the first that does not fit, says how
  * many it took, and the messages that follow land in those buffers in the
- * order they were posted.
+ * order they were posted; the send and receive queues keep their order
+ * when their 32-bit counters wrap.
  */
 #include "soft_fixture.h"
 
@@ -148,4 +149,55 @@ TEST_F(soft, srq_counters_wrap_keep_receive_order)
         p.exchange(first, cap);
     }
     EXPECT_EQ(4 * cap - 2, srq->head);   /* wrapped */
+}
+
+/* The send queue's counters wrap too: a DCI of 3 WRs (not a power of two)
+ * whose counters are put just before 2^32, full at every round, sends every
+ * message in order with its own data across the wrap.  Slots taken as
+ * counter % depth (before soft_wqe masked) gave the WRs at 2^32 - 1 and 0
+ * the same slot. */
+TEST_F(soft, sq_counters_wrap_keep_send_order)
+{
+    const uint32_t depth = 3;
+    srq_pair p;
+    unsigned posted = ~0u;
+
+    ASSERT_EQ(0, p.open(fabric));
+    ASSERT_EQ(0, dcx_qp_destroy(p.a.dci));
+    p.a.dci = nullptr;
+    ASSERT_EQ(0, p.a.make_dci(depth));
+    std::vector<dcx_recv_t> list = p.recvs(0, 1);
+    ASSERT_EQ(0, dcx_srq_post_recv_list(p.b.srq, list.data(), 1, &posted));
+    p.exchange(0, 1);   /* the first post sets the queue up */
+    soft_qp_t *qp = (soft_qp_t *)p.a.dci;
+    ASSERT_EQ(qp->sq_head, qp->sq_tail) << "the queue is not empty";
+    qp->sq_head = qp->sq_tail = qp->sq_comp = qp->sq_send = UINT32_MAX - 1;
+    for (uint64_t first = 1; first < 1 + 4 * depth; first += depth) {
+        std::vector<dcx_wc_t> wc(depth);
+
+        list = p.recvs(first, depth);
+        ASSERT_EQ(0, dcx_srq_post_recv_list(p.b.srq, list.data(), depth,
+                                            &posted));
+        ASSERT_EQ(depth, posted);
+        for (unsigned i = 0; i < depth; ++i) {
+            ASSERT_EQ(0, post_inline_value(p.a, p.a.dci, p.b.dct->qp_num, KEY,
+                                           DCX_WR_SEND, 1000 + first + i));
+        }
+        ASSERT_EQ((int)depth, p.b.poll(wc.data(), depth));
+        for (unsigned i = 0; i < depth; ++i) {
+            uint64_t v = 0;
+
+            EXPECT_EQ(DCX_WC_SUCCESS, wc[i].status) << first + i;
+            EXPECT_EQ(first + i, wc[i].wr_id) << first + i;
+            memcpy(&v, p.buf.data() + (first + i) * SLOT, sizeof(v));
+            EXPECT_EQ(1000 + first + i, v) << first + i;
+        }
+        /* each send completes once, in order, with its own wr_id */
+        ASSERT_EQ((int)depth, p.a.poll(wc.data(), depth));
+        for (unsigned i = 0; i < depth; ++i) {
+            EXPECT_EQ(DCX_WC_SUCCESS, wc[i].status) << first + i;
+            EXPECT_EQ(1000 + first + i, wc[i].wr_id) << first + i;
+        }
+    }
+    EXPECT_EQ(4 * depth - 2, qp->sq_head);   /* wrapped */
 }
