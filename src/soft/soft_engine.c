@@ -185,8 +185,7 @@ int soft_engine_serve_req(soft_dev_t *dev, uint64_t now, int from_helper)
         if (pkt == NULL) {
             if (now == 0) {
                 done = !soft_ring_view_marked(&dev->req_stall);
-            } else if (soft_ring_unstick_due(hdr, &hdr->req, &dev->req_stall,
-                                             now) &&
+            } else if (soft_ring_unstick_due(&dev->req_stall, now) &&
                        soft_ring_unstick(hdr, &hdr->req, &dev->req_stall,
                                          now, dev->super.caps.name)) {
                 continue;
@@ -245,8 +244,7 @@ uint64_t soft_engine_pass(soft_dev_t *dev, int from_helper)
         for (n = 0; n < SOFT_PROGRESS_BUDGET; ++n) {
             pkt = soft_ring_peek_view(&dev->resp_stall, &payload);
             if (pkt == NULL) {
-                if (soft_ring_unstick_due(hdr, &hdr->resp, &dev->resp_stall,
-                                          now) &&
+                if (soft_ring_unstick_due(&dev->resp_stall, now) &&
                     soft_ring_unstick(hdr, &hdr->resp, &dev->resp_stall,
                                       now, dev->super.caps.name)) {
                     continue;

@@ -647,12 +647,9 @@ void soft_peers_free(soft_dev_t *dev)
  * ------------------------------------------------------------------------ */
 int soft_ring_publish(soft_port_hdr_t *hdr, soft_ring_t *ring, uint64_t pos)
 {
-    soft_slot_t *slot = soft_ring_slot(hdr, ring, pos);
-
-    __atomic_store_n(&slot->seq, pos + 1, __ATOMIC_RELEASE);
+    soft_ring_publish_quiet(hdr, ring, pos);
     return soft_port_kick(hdr);
 }
-
 
 /* Consumer side: clears the slots consumed since the last call and frees
  * them for producers (release: every read and the clear of a slot come

@@ -228,7 +228,9 @@ static inline soft_pkt_t *soft_ring_peek_view(const soft_stall_t *st,
     return &slot->pkt;
 }
 
-/* As soft_ring_marked, through the consumer's view (engine lock held) */
+/* Consumer side, through its view (engine lock held): 1 if the ring's head
+ * slot is claimed and not published yet (its claimer's mark,
+ * SOFT_SEQ_CLAIMED) */
 static inline int soft_ring_view_marked(const soft_stall_t *st)
 {
     return __atomic_load_n(st->seq, __ATOMIC_ACQUIRE) ==
@@ -253,24 +255,11 @@ static inline int soft_ring_idle_clear(const soft_ring_t *ring,
     return soft_ring_unfreed(ring) && soft_ring_idle_count(st);
 }
 
-/* Consumer side: 1 if the ring's head slot is claimed and not published
- * yet (its claimer's mark, SOFT_SEQ_CLAIMED) */
-static inline int soft_ring_marked(soft_port_hdr_t *hdr, soft_ring_t *ring)
-{
-    uint64_t pos = ring->head;
-
-    return __atomic_load_n(&soft_ring_slot(hdr, ring, pos)->seq,
-                           __ATOMIC_ACQUIRE) == SOFT_SEQ_CLAIMED(pos);
-}
-
 /* Whether soft_ring_unstick has anything to look at (engine lock held): a
  * watch under way, a claim mark at the head, or the tail's look due */
-static inline int soft_ring_unstick_due(soft_port_hdr_t *hdr,
-                                        soft_ring_t *ring,
-                                        const soft_stall_t *st, uint64_t now)
+static inline int soft_ring_unstick_due(const soft_stall_t *st,
+                                        uint64_t now)
 {
-    (void)hdr;
-    (void)ring;
     return (st->since_ns != 0) || (now >= st->tail_look_ns) ||
            soft_ring_view_marked(st);
 }
