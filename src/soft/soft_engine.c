@@ -70,28 +70,16 @@ static uint64_t soft_engine_wait_lines(soft_dev_t *dev, soft_wait_line_t *l,
     return due;
 }
 
-/* End of a pass (engine lock held): what a poll must find before it needs
- * the lock again (soft_engine_poll_idle).  A timer due within
- * SOFT_WAIT_MIN_NS is left to locked passes, so that the early rounding of
- * 'due' stays small against the time to it. */
-static void soft_engine_publish(soft_dev_t *dev, uint64_t now,
-                                int tm_pending)
+/* soft_engine_publish with DCIs active and no device rendezvous: the wait
+ * set, if their answers are all the engine waits for. */
+static __attribute__((noinline)) void
+soft_engine_publish_wait(soft_dev_t *dev, uint64_t now)
 {
     soft_engine_wait_t *w = &dev->wait;
     soft_wait_line_t lines[SOFT_WAIT_LINES];
     uint64_t due;
     uint32_t i, n = 0;
 
-    if (tm_pending) {
-        __atomic_store_n(&dev->engine_idle, SOFT_ENGINE_BUSY,
-                         __ATOMIC_RELAXED);
-        return;
-    }
-    if (dev->active_dcis == NULL) {
-        __atomic_store_n(&dev->engine_idle, SOFT_ENGINE_IDLE,
-                         __ATOMIC_RELAXED);
-        return;
-    }
     due = soft_engine_wait_lines(dev, lines, &n);
     if ((due <= now) || (due - now < SOFT_WAIT_MIN_NS)) {
         __atomic_store_n(&dev->engine_idle, SOFT_ENGINE_BUSY,
@@ -111,6 +99,25 @@ static void soft_engine_publish(soft_dev_t *dev, uint64_t now,
                      __ATOMIC_RELAXED);
     __atomic_store_n(&dev->engine_idle, SOFT_ENGINE_WAIT, __ATOMIC_RELAXED);
     __atomic_store_n(&w->seq, w->seq + 1, __ATOMIC_RELEASE);
+}
+
+/* End of a pass (engine lock held): what a poll must find before it needs
+ * the lock again (soft_engine_poll_idle).  A timer due within
+ * SOFT_WAIT_MIN_NS is left to locked passes, so that the early rounding of
+ * 'due' stays small against the time to it.  Inline: a pass that leaves
+ * nothing outstanding (a ping-pong's common case) costs a store. */
+static inline __attribute__((always_inline)) void
+soft_engine_publish(soft_dev_t *dev, uint64_t now, int tm_pending)
+{
+    if (tm_pending) {
+        __atomic_store_n(&dev->engine_idle, SOFT_ENGINE_BUSY,
+                         __ATOMIC_RELAXED);
+    } else if (dev->active_dcis == NULL) {
+        __atomic_store_n(&dev->engine_idle, SOFT_ENGINE_IDLE,
+                         __ATOMIC_RELAXED);
+    } else {
+        soft_engine_publish_wait(dev, now);
+    }
 }
 
 /* The poll stamp is due (soft_engine_stamp): written, and once in
@@ -275,14 +282,7 @@ uint64_t soft_engine_pass(soft_dev_t *dev, int from_helper)
     }
     /* device rendezvous (TM SRQs only) */
     tm_pending = (dev->tms != NULL) && soft_tm_progress(dev);
-    if (!tm_pending && (dev->active_dcis == NULL)) {
-        /* soft_engine_publish's common case without its call: nothing
-         * outstanding, nothing to watch */
-        __atomic_store_n(&dev->engine_idle, SOFT_ENGINE_IDLE,
-                         __ATOMIC_RELAXED);
-    } else {
-        soft_engine_publish(dev, now, tm_pending);
-    }
+    soft_engine_publish(dev, now, tm_pending);
     __atomic_store_n(&hdr->in_engine, 0, __ATOMIC_RELEASE);
     return now;
 }
