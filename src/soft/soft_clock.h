@@ -42,22 +42,32 @@ static inline uint64_t soft_clock_now(void)
 
 #define SOFT_CLOCK_AFTER_MAX (1ull << 30)   /* ~1 s: soft_clock_after() */
 
-/* The soft_clock_now() reading 'ns' nanoseconds from now (at most ~1 s:
- * a farther time comes back as ~1 s, which is early, never late). */
-static inline uint64_t soft_clock_after(uint64_t ns)
+/* The soft_clock_now() reading 'ns' nanoseconds after the reading 'clk'
+ * (at most ~1 s: a farther time comes back as ~1 s, which is early, never
+ * late).  A multiplication: a 64-bit division costs tens of cycles on
+ * every light post. */
+static inline uint64_t soft_clock_after_at(uint64_t clk, uint64_t ns)
 {
     if (ns > SOFT_CLOCK_AFTER_MAX) {
         ns = SOFT_CLOCK_AFTER_MAX;
     }
 #if defined(__x86_64__)
-    if ((soft_clock_kind == SOFT_CLOCK_TSC) && (soft_clock_inv != 0)) {
-        /* (during calibration: the counter, which runs ahead of the
-         * nanosecond clock, makes the result early).  A multiplication:
-         * a 64-bit division costs tens of cycles on every light post */
-        return soft_clock_now() + ((ns * soft_clock_inv) >> 16);
+    if (soft_clock_kind == SOFT_CLOCK_TSC) {
+        if (soft_clock_inv != 0) {
+            return clk + ((ns * soft_clock_inv) >> 16);
+        }
+        /* calibrating: in nanoseconds (the counter, which runs ahead of
+         * the nanosecond clock, makes the result early) */
+        return soft_now_ns() + ns;
     }
 #endif
-    return soft_now_ns() + ns;
+    return clk + ns;
+}
+
+/* The soft_clock_now() reading 'ns' nanoseconds from now */
+static inline uint64_t soft_clock_after(uint64_t ns)
+{
+    return soft_clock_after_at(soft_clock_now(), ns);
 }
 
 /* The clock of a post (soft_req_post_inline, the general post): the
@@ -73,27 +83,9 @@ static inline uint64_t soft_clock_after(uint64_t ns)
 
 uint64_t soft_clock_rebase(soft_dev_t *dev);   /* soft_clock.c */
 
-static inline uint64_t soft_dev_now(soft_dev_t *dev)
-{
-#if defined(__x86_64__)
-    uint32_t lo, hi;
-    uint64_t d;
-
-    if (soft_clock_kind == SOFT_CLOCK_TSC) {
-        __asm__ volatile("rdtsc" : "=a"(lo), "=d"(hi));
-        d = (((uint64_t)hi << 32) | lo) - dev->clk_tick;
-        if (!(d >> SOFT_CLOCK_REBASE_SHIFT)) {
-            return dev->clk_ns + ((d * soft_clock_mult) >> 32);
-        }
-        return soft_clock_rebase(dev);
-    }
-#endif
-    return soft_now_ns();
-}
-
-/* soft_dev_now(), and in *clk_p the soft_clock_now() reading it came from
- * (or one taken just before): the light post derives the time of its wait
- * (soft_clock_after_at) from the same counter read */
+/* The clock of a post, and in *clk_p the soft_clock_now() reading it came
+ * from (or one taken just before): the light post derives the time of its
+ * wait (soft_clock_after_at) from the same counter read */
 static inline uint64_t soft_dev_now_clk(soft_dev_t *dev, uint64_t *clk_p)
 {
 #if defined(__x86_64__)
@@ -115,22 +107,12 @@ static inline uint64_t soft_dev_now_clk(soft_dev_t *dev, uint64_t *clk_p)
     return *clk_p;
 }
 
-/* soft_clock_after(ns) for a soft_clock_now() reading 'clk' taken a moment
- * ago (soft_dev_now_clk): no second counter read */
-static inline uint64_t soft_clock_after_at(uint64_t clk, uint64_t ns)
+/* The clock of a post alone (the reading is not kept) */
+static inline uint64_t soft_dev_now(soft_dev_t *dev)
 {
-    if (ns > SOFT_CLOCK_AFTER_MAX) {
-        ns = SOFT_CLOCK_AFTER_MAX;
-    }
-#if defined(__x86_64__)
-    if (soft_clock_kind == SOFT_CLOCK_TSC) {
-        if (soft_clock_inv != 0) {
-            return clk + ((ns * soft_clock_inv) >> 16);
-        }
-        return soft_now_ns() + ns;   /* calibrating: as soft_clock_after */
-    }
-#endif
-    return clk + ns;
+    uint64_t clk;
+
+    return soft_dev_now_clk(dev, &clk);
 }
 
 /* Nanoseconds since the port's owner last polled (0 if it stamped after
