@@ -114,28 +114,6 @@ _Static_assert(offsetof(dcx_rvh_t, rkey) == 8, "RVH rkey at 8");
 _Static_assert(offsetof(dcx_rvh_t, len) == 12, "RVH len at 12");
 _Static_assert(offsetof(dcx_ravh_t, dc_key) == 8, "RAVH key at 8");
 
-void dcx_tmh_pack(void *buf, uint8_t opcode, uint32_t app_ctx, uint64_t tag)
-{
-    dcx_tmh_t h;
-
-    memset(&h, 0, sizeof(h));
-    h.opcode  = opcode;
-    h.app_ctx = htobe32(app_ctx);
-    h.tag     = htobe64(tag);
-    memcpy(buf, &h, sizeof(h));
-}
-
-void dcx_tmh_unpack(const void *buf, uint8_t *opcode_p, uint32_t *app_ctx_p,
-                    uint64_t *tag_p)
-{
-    dcx_tmh_t h;
-
-    memcpy(&h, buf, sizeof(h));
-    *opcode_p  = h.opcode;
-    *app_ctx_p = be32toh(h.app_ctx);
-    *tag_p     = be64toh(h.tag);
-}
-
 void dcx_rvh_pack(void *buf, uint64_t va, uint32_t rkey, uint32_t len)
 {
     dcx_rvh_t h;

@@ -31,9 +31,11 @@
 #ifndef DCX_DEV_H_
 #define DCX_DEV_H_
 
+#include <endian.h>
 #include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -602,9 +604,31 @@ typedef struct dcx_ravh {
 #define DCX_TM_TMH_LEN   16u
 #define DCX_TM_RNDV_LEN  48u   /* TMH + RVH + RAVH */
 
-void dcx_tmh_pack(void *buf, uint8_t opcode, uint32_t app_ctx, uint64_t tag);
-void dcx_tmh_unpack(const void *buf, uint8_t *opcode_p, uint32_t *app_ctx_p,
-                    uint64_t *tag_p);
+/* The TMH, at any alignment.  Inline: every tagged message and every
+ * receive of a tag-matching SRQ packs or reads one. */
+static inline void dcx_tmh_pack(void *buf, uint8_t opcode, uint32_t app_ctx,
+                                uint64_t tag)
+{
+    dcx_tmh_t h;
+
+    memset(&h, 0, sizeof(h));
+    h.opcode  = opcode;
+    h.app_ctx = htobe32(app_ctx);
+    h.tag     = htobe64(tag);
+    memcpy(buf, &h, sizeof(h));
+}
+
+static inline void dcx_tmh_unpack(const void *buf, uint8_t *opcode_p,
+                                  uint32_t *app_ctx_p, uint64_t *tag_p)
+{
+    dcx_tmh_t h;
+
+    memcpy(&h, buf, sizeof(h));
+    *opcode_p  = h.opcode;
+    *app_ctx_p = be32toh(h.app_ctx);
+    *tag_p     = be64toh(h.tag);
+}
+
 void dcx_rvh_pack(void *buf, uint64_t va, uint32_t rkey, uint32_t len);
 void dcx_rvh_unpack(const void *buf, uint64_t *va_p, uint32_t *rkey_p,
                     uint32_t *len_p);

@@ -42,7 +42,6 @@
 #include <ucs/debug/log.h>
 #include <ucs/debug/memtrack.h>
 #include <ucs/sys/string.h>
-#include <endian.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <string.h>
@@ -291,7 +290,8 @@ static void uct_dcx_tm_release_desc(uct_recv_desc_t *self, void *desc)
 }
 
 /* A NO_TAG message in an SRQ buffer: an AM or a control message */
-static UCS_F_ALWAYS_INLINE void uct_dcx_tag_rx_no_tag(uct_dcx_iface_t *iface, const dcx_wc_t *wc)
+static UCS_F_ALWAYS_INLINE void
+uct_dcx_tag_rx_no_tag(uct_dcx_iface_t *iface, const dcx_wc_t *wc)
 {
     void *elem = (void*)(uintptr_t)wc->wr_id;
     uint8_t *wire;
@@ -350,21 +350,9 @@ static void uct_dcx_tag_rx_unexp_rndv(uct_dcx_iface_t *iface,
                       length - hdr_off + priv_len, va, len, rkey_buf);
 }
 
-/* dcx_tmh_unpack, inline for the receive path */
-static UCS_F_ALWAYS_INLINE void
-uct_dcx_tmh_read(const uint8_t *buf, uint8_t *opcode_p, uint32_t *app_ctx_p,
-                 uint64_t *tag_p)
-{
-    dcx_tmh_t h;
-
-    memcpy(&h, buf, sizeof(h));
-    *opcode_p  = h.opcode;
-    *app_ctx_p = be32toh(h.app_ctx);
-    *tag_p     = be64toh(h.tag);
-}
-
 /* An unexpected tagged message, whole, in an SRQ buffer */
-static UCS_F_ALWAYS_INLINE void uct_dcx_tag_rx_unexp(uct_dcx_iface_t *iface, const dcx_wc_t *wc)
+static UCS_F_ALWAYS_INLINE void
+uct_dcx_tag_rx_unexp(uct_dcx_iface_t *iface, const dcx_wc_t *wc)
 {
     void *elem   = (void*)(uintptr_t)wc->wr_id;
     uint8_t *wire;
@@ -386,7 +374,7 @@ static UCS_F_ALWAYS_INLINE void uct_dcx_tag_rx_unexp(uct_dcx_iface_t *iface, con
 
     wire   = uct_dcx_rx_wire(iface, elem);
     length = wc->byte_len - DCX_TM_TMH_LEN;
-    uct_dcx_tmh_read(wire - DCX_TM_TMH_LEN, &opcode, &app_ctx, &tag);
+    dcx_tmh_unpack(wire - DCX_TM_TMH_LEN, &opcode, &app_ctx, &tag);
     iface->tm.unexp_cnt++;
 
     if (opcode == DCX_TMH_RNDV) {

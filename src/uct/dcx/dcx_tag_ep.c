@@ -12,7 +12,6 @@
 
 #include <uct/base/uct_iov.inl>
 #include <ucs/debug/log.h>
-#include <endian.h>
 #include <string.h>
 
 /* ---------------------------------------------------------------------------
@@ -64,30 +63,16 @@ uct_dcx_tag_imm(dcx_send_wr_t *wr, uint64_t imm, uint32_t *app_ctx_p)
     }
 }
 
-/* dcx_tmh_pack, inline for the short sends */
-static UCS_F_ALWAYS_INLINE void
-uct_dcx_tmh_write(dcx_tmh_t *tmh, uint8_t opcode, uint32_t app_ctx,
-                  uint64_t tag)
-{
-    tmh->opcode      = opcode;
-    tmh->reserved[0] = 0;
-    tmh->reserved[1] = 0;
-    tmh->reserved[2] = 0;
-    tmh->app_ctx     = htobe32(app_ctx);
-    tmh->tag         = htobe64(tag);
-}
-
 static UCS_F_ALWAYS_INLINE ucs_status_t
 uct_dcx_tag_inline(uct_dcx_ep_t *ep, const char *name, uct_tag_t tag,
                    const void *data, size_t length, int rndv_req)
 {
     uct_dcx_iface_t *iface = uct_dcx_ep_iface(ep);
-    dcx_tmh_t tmh;
+    dcx_tmh_t tmh;   /* aligned: packed with two stores */
     dcx_sge_t sge[2];
     dcx_send_wr_t wr;
     ucs_status_t status;
 
-    UCS_STATIC_ASSERT(sizeof(tmh) == DCX_TM_TMH_LEN);
     if (ucs_unlikely(ep->tmh_len == 0)) {
         return uct_dcx_tag_no_peer_tm(ep, name);
     }
@@ -102,7 +87,7 @@ uct_dcx_tag_inline(uct_dcx_ep_t *ep, const char *name, uct_tag_t tag,
         return status;
     }
 
-    uct_dcx_tmh_write(&tmh, DCX_TMH_EAGER, 0, tag);
+    dcx_tmh_pack(&tmh, DCX_TMH_EAGER, 0, tag);
     sge[0].addr   = (uintptr_t)&tmh;
     sge[0].length = DCX_TM_TMH_LEN;
     sge[0].lkey   = 0;
