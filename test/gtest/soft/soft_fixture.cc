@@ -201,6 +201,18 @@ int open_sender_target(node &a, node &b, const std::string &fabric,
     return a.connect(addr, len);
 }
 
+int open_loopback(node &n, const std::string &fabric, uint64_t key,
+                  std::vector<uint8_t> &buf, dcx_mr_t **mr_p)
+{
+    int ret;
+
+    if (((ret = n.open(fabric.c_str())) != 0) ||
+        ((ret = n.make_loopback(key, DCX_ACCESS_REMOTE_WRITE)) != 0)) {
+        return ret;
+    }
+    return n.reg(buf.data(), buf.size(), DCX_ACCESS_LOCAL_WRITE, mr_p);
+}
+
 std::vector<dcx_recv_t> recv_list(const std::vector<uint8_t> &buf,
                                   const dcx_mr_t *mr, uint64_t first,
                                   unsigned count, uint32_t slot)

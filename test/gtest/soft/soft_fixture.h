@@ -122,6 +122,12 @@ int open_sender_target(node &a, node &b, const std::string &fabric,
                        uint64_t key, uint32_t access, uint32_t srq_wr,
                        std::vector<uint8_t> &buf, dcx_mr_t **mr_p);
 
+/* Opens n on fabric as a node that targets itself (make_loopback: key,
+ * DCX_ACCESS_REMOTE_WRITE), with buf registered for local write in *mr_p;
+ * 0 or the first error. */
+int open_loopback(node &n, const std::string &fabric, uint64_t key,
+                  std::vector<uint8_t> &buf, dcx_mr_t **mr_p);
+
 /* count single-buffer receives with wr_ids first.., each over slot bytes of
  * buf at slot index wr_id, under mr's lkey (dcx_srq_post_recv_list). */
 std::vector<dcx_recv_t> recv_list(const std::vector<uint8_t> &buf,

@@ -162,11 +162,9 @@ TEST_F(soft, consumed_light_slots_all_zero)
 {
     const uint64_t key = 0x11c0ffee5eedull;
     node n;
-    ASSERT_EQ(0, n.open(fabric.c_str()));
-    ASSERT_EQ(0, n.make_loopback(key, DCX_ACCESS_REMOTE_WRITE));
     std::vector<uint8_t> buf(1u << 20, 0xa5);
     dcx_mr_t *mr;
-    ASSERT_EQ(0, n.reg(buf.data(), buf.size(), DCX_ACCESS_LOCAL_WRITE, &mr));
+    ASSERT_EQ(0, open_loopback(n, fabric, key, buf, &mr));
     const unsigned count = 2 * SOFT_RING_SLOTS + 7;
     for (unsigned m = 0; m < count; ++m) {
         dcx_wc_t wc[2];
@@ -213,11 +211,9 @@ TEST_F(soft, light_word_follows_fault_rule_and_kill)
 {
     const uint64_t key = 0x1195ea7ull;
     node n;
-    ASSERT_EQ(0, n.open(fabric.c_str()));
-    ASSERT_EQ(0, n.make_loopback(key, DCX_ACCESS_REMOTE_WRITE));
     std::vector<uint8_t> buf(1u << 16, 0x5a);
     dcx_mr_t *mr;
-    ASSERT_EQ(0, n.reg(buf.data(), buf.size(), DCX_ACCESS_LOCAL_WRITE, &mr));
+    ASSERT_EQ(0, open_loopback(n, fabric, key, buf, &mr));
     soft_dev_t *dev = (soft_dev_t*)n.dev;
     unsigned m      = 0;
     auto send_one = [&]() {
@@ -267,11 +263,9 @@ TEST_F(soft, light_send_fills_two_cache_lines)
 {
     const uint64_t key = 0x2c1e7e55ull;
     node n;
-    ASSERT_EQ(0, n.open(fabric.c_str()));
-    ASSERT_EQ(0, n.make_loopback(key, DCX_ACCESS_REMOTE_WRITE));
     std::vector<uint8_t> buf(1u << 16);
     dcx_mr_t *mr;
-    ASSERT_EQ(0, n.reg(buf.data(), buf.size(), DCX_ACCESS_LOCAL_WRITE, &mr));
+    ASSERT_EQ(0, open_loopback(n, fabric, key, buf, &mr));
     soft_dev_t *dev = (soft_dev_t*)n.dev;
     soft_port_hdr_t *hdr = dev->hdr;
     const uint32_t lens[] = { 8, 48 };

@@ -208,11 +208,9 @@ TEST_F(soft, light_packets_write_every_header_field)
 {
     const uint64_t key = 0x5107f1e1dull;
     node n;
-    ASSERT_EQ(0, n.open(fabric.c_str()));
-    ASSERT_EQ(0, n.make_loopback(key, DCX_ACCESS_REMOTE_WRITE));
     std::vector<uint8_t> buf(1u << 16, 0);
     dcx_mr_t *mr;
-    ASSERT_EQ(0, n.reg(buf.data(), buf.size(), DCX_ACCESS_LOCAL_WRITE, &mr));
+    ASSERT_EQ(0, open_loopback(n, fabric, key, buf, &mr));
     soft_dev_t *dev      = (soft_dev_t*)n.dev;
     soft_port_hdr_t *hdr = dev->hdr;
 
