@@ -1,7 +1,9 @@
 /*
  * dcx transport: flow control of the sender.  An endpoint may have fc_wnd
- * active messages unconsumed at its peer; half-way through the window it asks
- * the peer for more credits (FC_REQ) and waits for the grant (FC_GRANT).
+ * active messages unconsumed at its peer; with a quarter of the window left
+ * (fc_thresh) it asks the peer for the other three quarters (FC_REQ) and
+ * waits for the grant (FC_GRANT): one request and one grant per three
+ * quarters of a window, where asking half-way took one per half.
  *
  * A request or its grant can be lost without the sender ever seeing an
  * error: the peer may die after it took the request and before it granted,

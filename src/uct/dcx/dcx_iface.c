@@ -72,7 +72,8 @@ static ucs_config_field_t uct_dcx_iface_config_table[] = {
 
     {"FC_WND", "64",
      "Flow control window: active messages an endpoint may have unconsumed at\n"
-     "its peer. Half-way through it asks the peer for more credits. Should be\n"
+     "its peer. With a quarter of it left it asks the peer for the other three\n"
+     "quarters (one request and grant per three quarters of a window). Should be\n"
      "at most RX_QUEUE_LEN of the peer divided by the number of senders to\n"
      "rule out receiver-not-ready retries. 1 .. 32767.",
      ucs_offsetof(uct_dcx_iface_config_t, fc_wnd), UCT_DCX_CONFIG_TYPE_COUNT},
@@ -710,7 +711,7 @@ static UCS_CLASS_INIT_FUNC(uct_dcx_iface_t, uct_md_h tl_md,
     self->rx_reposts          = 0;
     self->rx_reposted         = 0;
     self->fc_wnd              = cfg->fc_wnd;
-    self->fc_thresh           = cfg->fc_wnd / 2;
+    self->fc_thresh           = cfg->fc_wnd / 4;
     self->next_ep_id          = 0;
     self->next_ep_seq         = 0;
     self->num_eps             = 0;

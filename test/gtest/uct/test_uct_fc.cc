@@ -382,4 +382,42 @@ TEST_P(uct_dcx_fc, ping_pong_credits_inline)
     EXPECT_TRUE(m_errors.empty());
 }
 
+/* The request goes out with a quarter of the window left and asks for the
+ * other three quarters (FC_WND 4: at 1 credit left, for 3): a ping-pong of
+ * n AMs per side sends about n/3 requests and grants per side, where
+ * asking half-way (at 2 left, for 2) sent n/2. */
+TEST_P(uct_dcx_fc, ping_pong_asks_with_a_quarter_left)
+{
+    const int n  = 60;
+    int rx_a     = 0;
+    uct_ep_h ab  = connect(m_a, m_b);
+    uct_ep_h ba  = connect(m_b, m_a);
+    dcx_fc_stats_t sa, sb;
+
+    ASSERT_EQ(UCS_OK, uct_iface_set_am_handler(m_a->iface, AM_ID,
+                                               am_count_cb, &rx_a, 0));
+    for (int i = 0; i < n; ++i) {
+        ASSERT_EQ(UCS_OK, retry([&] {
+            return uct_ep_am_short(ab, AM_ID, i, NULL, 0);
+        }));
+        ASSERT_TRUE(wait_for([&] { return m_rx == i + 1; })) << "ping " << i;
+        ASSERT_EQ(UCS_OK, retry([&] {
+            return uct_ep_am_short(ba, AM_ID, i, NULL, 0);
+        }));
+        ASSERT_TRUE(wait_for([&] { return rx_a == i + 1; })) << "pong " << i;
+    }
+    flush_ep(ab);
+    flush_ep(ba);
+
+    ASSERT_EQ(0, dcx_fc_iface_stats(m_a->iface, &sa));
+    ASSERT_EQ(0, dcx_fc_iface_stats(m_b->iface, &sb));
+    /* the first after 3 AMs, then one per 3: n/3, give or take one */
+    EXPECT_GE(sa.reqs_sent, (uint64_t)(n / 3 - 1));
+    EXPECT_LE(sa.reqs_sent, (uint64_t)(n / 3 + 1));
+    EXPECT_LE(sb.reqs_sent, (uint64_t)(n / 3 + 1));
+    EXPECT_LE(sa.grants_sent, (uint64_t)(n / 3 + 1));
+    EXPECT_LE(sb.grants_sent, (uint64_t)(n / 3 + 1));
+    EXPECT_TRUE(m_errors.empty());
+}
+
 INSTANTIATE_TEST_SUITE_P(policy, uct_dcx_fc, UCT_DCX_POLICIES);
