@@ -20,7 +20,8 @@
  * a FIN goes back to the same DCT.  The device's own DCIs carry one
  * rendezvous each (READ, then FIN), so an error on one never flushes
  * another's; requests wait in FIFO order for a free DCI, and an engine
- * pass starts one of them (soft_tm_progress_live).  The engine runs in the
+ * pass of a polling application starts one of them
+ * (soft_tm_progress_live).  The engine runs in the
  * application's polls or, when it does not poll, in the helper thread,
  * like any inbound work.
  * ------------------------------------------------------------------------ */
@@ -209,19 +210,22 @@ static void soft_tm_rndv_reap(soft_tm_t *tm)
 
 /* soft_tm_progress (soft.h) while device rendezvous are live, once at the
  * end of every engine pass: ends the rendezvous whose READ completed
- * (second completion, FIN) and starts at most one waiting rendezvous.
- * Its READ is usually copied at once by us (soft_direct.c, tens of us for
- * a MiB), so a pass makes at most one such copy: the application polls
- * the completions of that one (and reposts its receives) before the next
- * pass goes on, as it would while a NIC reads in parallel.  Matching is
- * not held back: a ring pass matches every request it serves, which only
- * queues the READs here.  A READ that went direct completed already, so
- * its second completion and FIN leave in this same pass.  Returns 1 if
- * some still wait for a DCI or completions are left (the engine then is
- * not idle). */
+ * (second completion, FIN) and starts waiting ones.  A READ is usually
+ * copied at once by us (soft_direct.c, tens of us for a MiB), so while the
+ * application polls a pass starts one: the application polls its
+ * completions (and reposts its receive) before the next pass goes on, as
+ * it would while a NIC reads.  Matching is not held back: a ring pass
+ * matches every request it serves, which only queues the READs here.
+ * While the application is away (no poll for SOFT_APP_IDLE_NS: the
+ * helper thread runs the passes, one per nap) nobody waits for those
+ * completions, and a pass starts up to SOFT_TM_DCIS, twice.  A READ that
+ * went direct completed already, so its second completion and FIN leave
+ * in this same pass.  Returns 1 if some still wait for a DCI or
+ * completions are left (the engine then is not idle). */
 int soft_tm_progress_live(soft_dev_t *dev)
 {
     int pending = 0;
+    unsigned budget, rounds;
     soft_tm_t *tm;
     soft_cq_t *cq;
 
@@ -230,15 +234,20 @@ int soft_tm_progress_live(soft_dev_t *dev)
             continue;
         }
         soft_tm_rndv_reap(tm);
-        if (soft_tm_rndv_kick(tm, 1) > 0) {
+        budget = (soft_port_poll_age(dev->hdr) > SOFT_APP_IDLE_NS) ?
+                 SOFT_TM_DCIS : 1;
+        for (rounds = (budget > 1) ? 2 : 1; rounds > 0; --rounds) {
+            if (soft_tm_rndv_kick(tm, budget) == 0) {
+                break;
+            }
             soft_tm_rndv_reap(tm);
         }
-        cq       = (soft_cq_t *)tm->rcq;
-        pending |= (tm->wait_head != SOFT_TM_NONE) || (cq->head != cq->tail);
-        if (tm->pass_reads > tm->stats.rndv_pass_max) {
+        if ((budget == 1) && (tm->pass_reads > tm->stats.rndv_pass_max)) {
             tm->stats.rndv_pass_max = tm->pass_reads;
         }
         tm->pass_reads = 0;
+        cq       = (soft_cq_t *)tm->rcq;
+        pending |= (tm->wait_head != SOFT_TM_NONE) || (cq->head != cq->tail);
     }
     return pending;
 }

@@ -101,12 +101,25 @@ TEST_F(soft_tm, rndv_one_read_per_pass)
     for (uint32_t i = 0; i < n; ++i) {
         add_ok(rx, 300 + i, ~0ull, i, (size_t)i * 262144, len);
     }
-    /* the three requests wait in rx's ring before rx polls */
+    for (uint32_t i = 0; i < n; ++i) {
+        fill(tx.at(RNDV_OFF + (size_t)i * 262144), len, (uint8_t)(40 + i));
+    }
+    /* a first rendezvous maps each side at the other (hundreds of us
+     * once), and the buffers are touched: no pass below is that long */
+    add_ok(rx, 299, ~0ull, 9, (size_t)n * 262144, 1000);
+    send_rndv(299, 2999, 1000, 1, 0, 0, 0, 16,
+              RNDV_OFF + (size_t)n * 262144);
+    EXPECT_EQ(DCX_WC_FLAG_TM_MATCH, pop(rx).flags);
+    EXPECT_EQ(DCX_WC_FLAG_TM_DATA_VALID, pop(rx).flags);
+    expect_fin(299, 2999);
+    memset(rx.at(0), 0, (size_t)n * 262144);
+    /* rx polls (a pass of an application that is not away), then the
+     * three requests wait in its ring before it polls again */
+    rx.poll();
     for (uint32_t i = 0; i < n; ++i) {
         size_t msg = SEND_OFF + (size_t)i * 128, src = RNDV_OFF +
                      (size_t)i * 262144;
         uint8_t *m = tx.at(msg);
-        fill(tx.at(src), len, (uint8_t)(40 + i));
         dcx_tmh_pack(m, DCX_TMH_RNDV, 3000 + i, 300 + i);
         dcx_rvh_pack(m + 16, tx.va(src), tx.mr->rkey, len);
         dcx_ravh_pack(m + 32, tx.n.dct->qp_num, KEY);
@@ -151,9 +164,11 @@ TEST_F(soft_tm, rndv_one_read_per_pass)
     }
     EXPECT_TRUE(wait(tx, n));   /* the FINs */
     dcx_soft_tm_stats_t st = tm_stats(rx);
-    EXPECT_EQ(n, st.rndv_hw);
-    /* whichever thread ran the passes (ours or rx's helper) */
-    EXPECT_EQ(1u, st.rndv_pass_max);
+    EXPECT_EQ(n + 1, st.rndv_hw);
+    /* passes of a polling application started one READ each (0 if this
+     * thread was away long enough for every pass to count as the
+     * helper's, which start more) */
+    EXPECT_LE(st.rndv_pass_max, 1u);
 }
 
 TEST_F(soft_tm, rndv_incomplete)
