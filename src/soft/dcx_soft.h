@@ -205,6 +205,9 @@ typedef struct dcx_soft_tm_stats {
     uint64_t fast;            /* NO_TAG and unexpected eager messages placed
                                  by the responder's one-pass path (one
                                  packet, no listed entry to match) */
+    uint64_t rndv_pass_max;   /* most device rendezvous READs one engine
+                                 pass started while the application
+                                 polled (1: it polls between two copies) */
 } dcx_soft_tm_stats_t;
 
 int  dcx_soft_tm_stats(dcx_srq_t *srq, dcx_soft_tm_stats_t *stats);

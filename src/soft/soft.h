@@ -910,9 +910,8 @@ void     soft_cq_detach_channel(soft_cq_t *cq);
 uint64_t soft_engine_progress(soft_dev_t *dev, int from_helper);
 int      soft_engine_busy(soft_dev_t *dev);
 int      soft_engine_rings_pending(soft_dev_t *dev);
-void     soft_engine_progress_app(soft_dev_t *dev);
 void     soft_engine_poll_pass(soft_dev_t *dev, soft_cq_t *cq,
-                               soft_cq_t *other, int look);
+                               soft_cq_t *other, int look, uint64_t clk);
 void     soft_engine_activate(soft_qp_t *qp);
 void     soft_dev_light_update(soft_dev_t *dev);   /* soft_fault.c */
 void     soft_engine_deactivate(soft_qp_t *qp);

@@ -218,36 +218,49 @@ static inline int soft_cq_drain(soft_cq_t *cq, int max, dcx_wc_t *wc)
     return n;
 }
 
-/* A poll of cq and, unless NULL, other (its completions at wc + max, their
- * number in *n_other_p) that soft_engine_poll_idle() did not settle: the
- * engine is looked at without the lock (soft_engine_look, inline here);
- * with nothing for it and both CQs empty the poll ends there.  Otherwise
- * one lock round: the pass the look asked for, then both CQs drained. */
+/* The locked side of a poll (soft_cq_poll_busy): one lock round, the pass
+ * the look asked for (SOFT_LOOK_*), then both CQs drained.  Out of line:
+ * a poll that ends at its look saves none of the registers this needs. */
 static __attribute__((noinline)) int
-soft_cq_poll_busy(soft_cq_t *cq, soft_cq_t *other, int max, dcx_wc_t *wc,
-                  int *n_other_p)
+soft_cq_poll_locked(soft_cq_t *cq, soft_cq_t *other, int max, dcx_wc_t *wc,
+                    int *n_other_p, int look, uint64_t clk)
 {
     soft_dev_t *dev = cq->dev;
-    int look        = soft_engine_look(dev);
     int n;
 
-    if ((look == SOFT_LOOK_NONE) && soft_cq_empty(cq) &&
-        ((other == NULL) || soft_cq_empty(other))) {
-        soft_engine_stamp(dev);
-        if (other != NULL) {
-            *n_other_p = 0;
-        }
-        return 0;
-    }
     soft_lock(&dev->lock);
     dev->stats.locked_polls++;
-    soft_engine_poll_pass(dev, cq, other, look);
+    soft_engine_poll_pass(dev, cq, other, look, clk);
     n = soft_cq_drain(cq, max, wc);
     if (other != NULL) {
         *n_other_p = soft_cq_drain(other, max, wc + max);
     }
     soft_unlock(&dev->lock);
     return n;
+}
+
+/* A poll of cq and, unless NULL, other (its completions at wc + max, their
+ * number in *n_other_p) that soft_engine_poll_idle() did not settle: the
+ * engine is looked at without the lock (soft_engine_look, inline here);
+ * with nothing for it and both CQs empty the poll ends there.  Otherwise
+ * one lock round (soft_cq_poll_locked). */
+static __attribute__((noinline)) int
+soft_cq_poll_busy(soft_cq_t *cq, soft_cq_t *other, int max, dcx_wc_t *wc,
+                  int *n_other_p)
+{
+    soft_dev_t *dev = cq->dev;
+    uint64_t clk    = 0;
+    int look        = soft_engine_look(dev, &clk);
+
+    if ((look == SOFT_LOOK_NONE) && soft_cq_empty(cq) &&
+        ((other == NULL) || soft_cq_empty(other))) {
+        soft_engine_stamp_clk(dev, clk);
+        if (other != NULL) {
+            *n_other_p = 0;
+        }
+        return 0;
+    }
+    return soft_cq_poll_locked(cq, other, max, wc, n_other_p, look, clk);
 }
 
 /* Nothing to do is found without the lock (soft_engine_poll_idle, then

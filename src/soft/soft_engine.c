@@ -230,14 +230,16 @@ int soft_engine_serve_req(soft_dev_t *dev, uint64_t now, int from_helper)
 }
 
 /* A whole pass (engine lock held); inline in the application's pass
- * (soft_engine_progress_app) and in the helper's (soft_engine_progress) */
+ * (soft_engine_progress_app) and in the helper's (soft_engine_progress).
+ * *clk_p: the soft_clock_now() reading the pass's clock came from (the
+ * application's pass stamps the port with it: one counter read per pass) */
 static inline __attribute__((always_inline))
-uint64_t soft_engine_pass(soft_dev_t *dev, int from_helper)
+uint64_t soft_engine_pass(soft_dev_t *dev, int from_helper, uint64_t *clk_p)
 {
     soft_port_hdr_t *hdr = dev->hdr;
-    /* the counter-based clock of a post (soft_dev_now): a whole pass of a
-     * ping-pong reads no vDSO clock either */
-    uint64_t now         = soft_dev_now(dev);
+    /* the counter-based clock of a post (soft_dev_now_clk): a whole pass
+     * of a ping-pong reads no vDSO clock either */
+    uint64_t now         = soft_dev_now_clk(dev, clk_p);
     soft_pkt_t *pkt;
     void *payload;
     int tm_pending;
@@ -289,7 +291,9 @@ uint64_t soft_engine_pass(soft_dev_t *dev, int from_helper)
 
 uint64_t soft_engine_progress(soft_dev_t *dev, int from_helper)
 {
-    return soft_engine_pass(dev, from_helper);
+    uint64_t clk;
+
+    return soft_engine_pass(dev, from_helper, &clk);
 }
 
 /* Packets queued in either ring (claimed slots count too). */
@@ -322,12 +326,18 @@ int soft_engine_busy(soft_dev_t *dev)
     return 0;
 }
 
-/* An engine pass of the application (engine lock held). */
+/* An engine pass of the application (engine lock held).  Inline in both
+ * of its callers (a locked poll, soft_engine_poll_pass, and the device's
+ * progress): no call, and no register saved twice, between a poll and its
+ * pass. */
+static inline __attribute__((always_inline))
 void soft_engine_progress_app(soft_dev_t *dev)
 {
-    soft_engine_pass(dev, 0);
+    uint64_t clk;
+
+    soft_engine_pass(dev, 0, &clk);
     dev->app_passes++;
-    soft_engine_stamp(dev);
+    soft_engine_stamp_at(dev, clk);
 }
 
 /* A ring pass (engine lock held): the request ring served and nothing
@@ -374,11 +384,11 @@ static int soft_engine_looked_pass(soft_dev_t *dev, int look)
  * run again for a CQ polled after one it did not see: its completions are
  * queued already, so the transport's progress costs one pass, not two. */
 void soft_engine_poll_pass(soft_dev_t *dev, soft_cq_t *cq, soft_cq_t *other,
-                           int look)
+                           int look, uint64_t clk)
 {
     if (soft_engine_looked_pass(dev, look) ||
         (cq->passes_seen != dev->app_passes)) {
-        soft_engine_stamp(dev);
+        soft_engine_stamp_clk(dev, clk);
     } else {
         soft_engine_progress_app(dev);
     }
@@ -391,21 +401,22 @@ void soft_engine_poll_pass(soft_dev_t *dev, soft_cq_t *cq, soft_cq_t *other,
 void soft_dev_progress(dcx_dev_t *dev_)
 {
     soft_dev_t *dev = soft_dev(dev_);
+    uint64_t clk    = 0;
     int look;
 
     if (soft_engine_poll_idle(dev)) {
         soft_engine_stamp(dev);
         return;
     }
-    look = soft_engine_look(dev);
+    look = soft_engine_look(dev, &clk);
     if (look == SOFT_LOOK_NONE) {
-        soft_engine_stamp(dev);
+        soft_engine_stamp_clk(dev, clk);
         return;
     }
     soft_lock(&dev->lock);
     dev->stats.locked_polls++;
     if (soft_engine_looked_pass(dev, look)) {
-        soft_engine_stamp(dev);
+        soft_engine_stamp_clk(dev, clk);
     } else {
         soft_engine_progress_app(dev);
     }

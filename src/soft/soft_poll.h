@@ -20,13 +20,30 @@
 void soft_engine_stamp_write(soft_dev_t *dev, uint64_t now);
 int  soft_engine_tail_look(soft_dev_t *dev);
 
-static inline void soft_engine_stamp(soft_dev_t *dev)
+/* The stamp with a soft_clock_now() reading the caller took (a whole
+ * pass's, soft_dev_now_clk: taken before the pass, so the stamp is at
+ * most the pass's length old, which a peer deciding whether to prod reads
+ * as a poll that came a moment earlier) */
+static inline void soft_engine_stamp_at(soft_dev_t *dev, uint64_t now)
 {
-    uint64_t now = soft_clock_now();
-
-    if ((now - dev->stamp) >= soft_clock_stamp_gran) {
+    /* signed: a reading older than the last stamp (another thread's
+     * poll stamped in between) writes nothing */
+    if ((int64_t)(now - dev->stamp) >= (int64_t)soft_clock_stamp_gran) {
         soft_engine_stamp_write(dev, now);
     }
+}
+
+static inline void soft_engine_stamp(soft_dev_t *dev)
+{
+    soft_engine_stamp_at(dev, soft_clock_now());
+}
+
+/* The stamp with the reading a look took (soft_engine_look's *clk_p), or
+ * a fresh one if it took none (0): a counter read costs ~10 ns here, more
+ * than the rest of a poll that finds nothing */
+static inline void soft_engine_stamp_clk(soft_dev_t *dev, uint64_t clk)
+{
+    soft_engine_stamp_at(dev, (clk != 0) ? clk : soft_clock_now());
 }
 
 /* What a poll finds for the engine without the lock (soft_engine_look) */
@@ -59,8 +76,10 @@ int soft_engine_poll_idle(soft_dev_t *dev)
 
 /* Without the lock: 1 if an engine that only waits (SOFT_ENGINE_WAIT)
  * still does: no watched ack line moved, no timer due, and the set did not
- * change meanwhile; 0 otherwise (the caller then takes the lock). */
-static inline int soft_engine_wait_holds(soft_dev_t *dev)
+ * change meanwhile; 0 otherwise (the caller then takes the lock).  The
+ * clock reading it compared with the timer, if it read one, in *clk_p (for
+ * the poll's stamp: one counter read per poll). */
+static inline int soft_engine_wait_holds(soft_dev_t *dev, uint64_t *clk_p)
 {
     const soft_engine_wait_t *w = &dev->wait;
     uint32_t seq = __atomic_load_n(&w->seq, __ATOMIC_ACQUIRE);
@@ -76,8 +95,11 @@ static inline int soft_engine_wait_holds(soft_dev_t *dev)
                                  __ATOMIC_RELAXED) ^
                  __atomic_load_n(&w->lines[i].word, __ATOMIC_RELAXED);
     }
-    if (moved || ((int64_t)(soft_clock_now() -
-                            __atomic_load_n(&w->due, __ATOMIC_RELAXED)) >= 0)) {
+    if (moved) {
+        return 0;
+    }
+    *clk_p = soft_clock_now();
+    if ((int64_t)(*clk_p - __atomic_load_n(&w->due, __ATOMIC_RELAXED)) >= 0) {
         return 0;
     }
     __atomic_thread_fence(__ATOMIC_ACQUIRE);
@@ -90,14 +112,15 @@ static inline int soft_engine_wait_holds(soft_dev_t *dev)
  * that is idle or still only waits needs none, or only its request ring
  * served (soft_engine_ring_pass) when packets are there.  A packet or post
  * racing with the look is seen by the next poll, as if this one came a
- * moment earlier. */
-static inline int soft_engine_look(soft_dev_t *dev)
+ * moment earlier.  *clk_p (0 from the caller): the clock reading the look
+ * took, if it took one (soft_engine_stamp_clk). */
+static inline int soft_engine_look(soft_dev_t *dev, uint64_t *clk_p)
 {
     int idle             = __atomic_load_n(&dev->engine_idle,
                                            __ATOMIC_ACQUIRE);
 
     if (soft_ring_view_ready(&dev->resp_stall) || (idle == SOFT_ENGINE_BUSY) ||
-        ((idle == SOFT_ENGINE_WAIT) && !soft_engine_wait_holds(dev))) {
+        ((idle == SOFT_ENGINE_WAIT) && !soft_engine_wait_holds(dev, clk_p))) {
         return SOFT_LOOK_PASS;
     }
     return (soft_ring_view_ready(&dev->req_stall) ||

@@ -19,9 +19,11 @@
  * (its port, the DCT and DC key of the RAVH) into the entry's buffer, and
  * a FIN goes back to the same DCT.  The device's own DCIs carry one
  * rendezvous each (READ, then FIN), so an error on one never flushes
- * another's; requests wait in FIFO order for a free DCI.  The engine runs
- * in the application's polls or, when it does not poll, in the helper
- * thread, like any inbound work.
+ * another's; requests wait in FIFO order for a free DCI, and an engine
+ * pass of a polling application starts one of them
+ * (soft_tm_progress_live).  The engine runs in the
+ * application's polls or, when it does not poll, in the helper thread,
+ * like any inbound work.
  * ------------------------------------------------------------------------ */
 #define SOFT_TM_WR_FIN (1ull << 32)
 
@@ -66,25 +68,30 @@ static void soft_tm_rndv_free(soft_tm_t *tm, soft_tm_dci_t *d)
     tm->dev->tm_rndv_live--;
 }
 
-/* Hands waiting rendezvous to idle DCIs. */
-static void soft_tm_rndv_kick(soft_tm_t *tm)
+/* Hands waiting rendezvous to idle DCIs, at most 'budget'; returns how
+ * many it started. */
+static unsigned soft_tm_rndv_kick(soft_tm_t *tm, unsigned budget)
 {
+    unsigned i, started = 0;
     soft_tm_dci_t *d;
-    unsigned i;
     uint32_t r;
 
-    for (i = 0; (i < SOFT_TM_DCIS) && (tm->wait_head != SOFT_TM_NONE); ++i) {
+    for (i = 0; (i < SOFT_TM_DCIS) && (started < budget) &&
+                (tm->wait_head != SOFT_TM_NONE); ++i) {
         d = &tm->dci[i];
         if (d->rndv != SOFT_TM_NONE) {
             continue;
         }
         r = tm->wait_head;
         if (soft_tm_rndv_post(tm, d, r, 0) != 0) {
-            return;   /* the DCI cannot take it now: try on next progress */
+            break;   /* the DCI cannot take it now: try on next progress */
         }
         tm->wait_head = tm->rndv[r].next;
         d->rndv       = r;
+        ++started;
     }
+    tm->pass_reads += started;
+    return started;
 }
 
 void soft_tm_rndv_start(soft_tm_t *tm, soft_qp_t *dct, soft_rstate_t *rs,
@@ -119,7 +126,7 @@ void soft_tm_rndv_start(soft_tm_t *tm, soft_qp_t *dct, soft_rstate_t *rs,
         tm->rndv[tm->wait_tail].next = r;
     }
     tm->wait_tail = r;
-    soft_tm_rndv_kick(tm);
+    /* started by soft_tm_progress_live at the end of the pass */
 }
 
 /* The second completion of a device rendezvous. */
@@ -180,36 +187,66 @@ static void soft_tm_rndv_done(soft_tm_t *tm, const dcx_wc_t *wc)
     soft_tm_rndv_free(tm, d);
 }
 
-/* soft_tm_progress (soft.h) while device rendezvous are live:
- * takes the completions of the device's rendezvous DCIs and starts waiting
- * rendezvous.  Returns 1 if some still wait for a DCI or completions are
- * left (the engine then is not idle). */
+/* Takes the completions of the rendezvous DCIs (their work is only that
+ * of live rendezvous, and a rendezvous stays live until its last
+ * completion is taken here). */
+static void soft_tm_rndv_reap(soft_tm_t *tm)
+{
+    soft_cq_t *cq = (soft_cq_t *)tm->rcq;
+    soft_cqe_t *cqe;
+    dcx_wc_t wc;
+
+    while (cq->head != cq->tail) {
+        cqe = &cq->q[cq->head & (cq->size - 1)];
+        wc  = cqe->wc;
+        if (cqe->qp != NULL) {
+            soft_qp_retire(cqe->qp, cqe->sq_idx);
+        }
+        cq->head++;
+        soft_tm_rndv_done(tm, &wc);
+    }
+    cq->overrun = 0;
+}
+
+/* soft_tm_progress (soft.h) while device rendezvous are live, once at the
+ * end of every engine pass: ends the rendezvous whose READ completed
+ * (second completion, FIN) and starts waiting ones.  A READ is usually
+ * copied at once by us (soft_direct.c, tens of us for a MiB), so while the
+ * application polls a pass starts one: the application polls its
+ * completions (and reposts its receive) before the next pass goes on, as
+ * it would while a NIC reads.  Matching is not held back: a ring pass
+ * matches every request it serves, which only queues the READs here.
+ * While the application is away (no poll for SOFT_APP_IDLE_NS: the
+ * helper thread runs the passes, one per nap) nobody waits for those
+ * completions, and a pass starts up to SOFT_TM_DCIS, twice.  A READ that
+ * went direct completed already, so its second completion and FIN leave
+ * in this same pass.  Returns 1 if some still wait for a DCI or
+ * completions are left (the engine then is not idle). */
 int soft_tm_progress_live(soft_dev_t *dev)
 {
     int pending = 0;
+    unsigned budget, rounds;
     soft_tm_t *tm;
-    soft_cqe_t *cqe;
     soft_cq_t *cq;
-    dcx_wc_t wc;
 
-    /* the rendezvous DCIs complete only work of live rendezvous, and a
-     * rendezvous stays live until its last completion is taken here */
     for (tm = dev->tms; tm != NULL; tm = tm->next) {
-        cq = (soft_cq_t *)tm->rcq;
         if (tm->rndv_live == 0) {
             continue;
         }
-        while (cq->head != cq->tail) {
-            cqe = &cq->q[cq->head & (cq->size - 1)];
-            wc  = cqe->wc;
-            if (cqe->qp != NULL) {
-                soft_qp_retire(cqe->qp, cqe->sq_idx);
+        soft_tm_rndv_reap(tm);
+        budget = (soft_port_poll_age(dev->hdr) > SOFT_APP_IDLE_NS) ?
+                 SOFT_TM_DCIS : 1;
+        for (rounds = (budget > 1) ? 2 : 1; rounds > 0; --rounds) {
+            if (soft_tm_rndv_kick(tm, budget) == 0) {
+                break;
             }
-            cq->head++;
-            soft_tm_rndv_done(tm, &wc);
+            soft_tm_rndv_reap(tm);
         }
-        cq->overrun = 0;
-        soft_tm_rndv_kick(tm);
+        if ((budget == 1) && (tm->pass_reads > tm->stats.rndv_pass_max)) {
+            tm->stats.rndv_pass_max = tm->pass_reads;
+        }
+        tm->pass_reads = 0;
+        cq       = (soft_cq_t *)tm->rcq;
         pending |= (tm->wait_head != SOFT_TM_NONE) || (cq->head != cq->tail);
     }
     return pending;

@@ -369,6 +369,8 @@ typedef struct uct_dcx_tm {
     uint32_t                    ops_out;     /* list operations in flight */
     uint32_t                    max_ops;
     uint16_t                    unexp_cnt;   /* unexpected handled, 16 bit */
+    uint16_t                    unexp_sent;  /* unexp_cnt the device last got */
+    uint8_t                     sync_due;    /* a completion asked for a SYNC */
     uct_tag_unexp_eager_cb_t    eager_cb;
     void                       *eager_arg;
     uct_tag_unexp_rndv_cb_t     rndv_cb;

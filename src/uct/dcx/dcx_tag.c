@@ -29,8 +29,15 @@
  * wr_id and the list operations' wr_id name the slot, so a receive cancelled
  * with force, whose context the user may free at once, is never touched
  * again.  Every list operation is signalled and carries the count of
- * unexpected messages handled (phase synchronisation, semantics 4.8); a
- * completion asking for a sync gets a SYNC operation.
+ * unexpected messages handled (phase synchronisation, semantics 4.8).  A
+ * completion asking for a sync gets a SYNC operation at the end of its
+ * batch, and only when it brings the device a count it has not had: after
+ * a list operation's request whenever the count moved since the last
+ * operation (entries the device holds become eligible), after an
+ * unexpected message's request only every UCT_DCX_TM_SYNC_GAP messages.
+ * The device asks on every unexpected message once 0x3fff came since the
+ * last ADD (libmlx5's rule), while all it needs is a count that does not
+ * lag by half the 16-bit range; UCX's rc_mlx5 syncs every 2^16.
  */
 #ifdef HAVE_CONFIG_H
 #  include "config.h"
@@ -49,6 +56,7 @@
 #include <unistd.h>
 
 #define UCT_DCX_TM_WR_SYNC   UINT64_MAX   /* wr_id of SYNC operations */
+#define UCT_DCX_TM_SYNC_GAP  0x1000u      /* unexpected messages per SYNC */
 
 
 static UCS_F_ALWAYS_INLINE uct_dcx_tm_ctx_priv_t *
@@ -83,13 +91,20 @@ static ucs_status_t uct_dcx_tm_post_op(uct_dcx_iface_t *iface, dcx_tm_op_t *op)
         return UCS_ERR_IO_ERROR;
     }
     iface->tm.ops_out++;
+    iface->tm.unexp_sent = op->unexpected_cnt;
     return UCS_OK;
 }
 
+/* End of a batch of completions, one of which asked for a SYNC: posted if
+ * the device has not had our count yet */
 static UCS_F_NOINLINE void uct_dcx_tm_sync(uct_dcx_iface_t *iface)
 {
     dcx_tm_op_t op;
 
+    iface->tm.sync_due = 0;
+    if (iface->tm.unexp_cnt == iface->tm.unexp_sent) {
+        return; /* the last operation carried it */
+    }
     memset(&op, 0, sizeof(op));
     op.wr_id  = UCT_DCX_TM_WR_SYNC;
     op.opcode = DCX_TM_OP_SYNC;
@@ -417,8 +432,10 @@ uct_dcx_tag_rx_unexp(uct_dcx_iface_t *iface, const dcx_wc_t *wc)
     }
 
 out:
-    if (wc->flags & DCX_WC_FLAG_TM_SYNC_REQ) {
-        uct_dcx_tm_sync(iface);
+    if (ucs_unlikely(wc->flags & DCX_WC_FLAG_TM_SYNC_REQ) &&
+        ((uint16_t)(iface->tm.unexp_cnt - iface->tm.unexp_sent) >=
+         UCT_DCX_TM_SYNC_GAP)) {
+        iface->tm.sync_due = 1;
     }
 }
 
@@ -607,7 +624,7 @@ static void uct_dcx_tag_rx_list_op(uct_dcx_iface_t *iface, const dcx_wc_t *wc)
     }
     /* TM_ERR: the DEL lost the race, the receive's completion reports it */
     if (wc->flags & DCX_WC_FLAG_TM_SYNC_REQ) {
-        uct_dcx_tm_sync(iface);
+        iface->tm.sync_due = 1;
     }
     uct_dcx_tm_slot_check(iface, idx);
 }
@@ -657,6 +674,9 @@ void uct_dcx_iface_tag_rx_wcs(uct_dcx_iface_t *iface, const dcx_wc_t *wc,
 
     for (i = 0; i < n; ++i) {
         uct_dcx_tag_rx_one(iface, &wc[i]);
+    }
+    if (ucs_unlikely(iface->tm.sync_due)) {
+        uct_dcx_tm_sync(iface);
     }
 }
 

@@ -571,6 +571,29 @@ TEST_F(soft, poll_stamp_coarse_but_fresh)
         << polls << " polls in " << elapsed << " clock units";
 }
 
+/* A poll stamps with the counter reading its look or its whole pass took
+ * (soft_engine_stamp_at: one counter read per poll), which can be older
+ * than a stamp another thread's poll wrote in between: that reading leaves
+ * the stamp as it is, it never moves back. */
+TEST_F(soft, poll_stamp_older_reading_never_moves_it_back)
+{
+    node n;
+
+    ASSERT_EQ(0, n.open(fabric.c_str()));
+    soft_dev_t *dev      = soft_dev(n.dev);
+    soft_port_hdr_t *hdr = dev->hdr;
+    uint64_t t           = soft_clock_now();
+
+    soft_engine_stamp_at(dev, t + soft_clock_stamp_gran);
+    ASSERT_EQ(t + soft_clock_stamp_gran,
+              __atomic_load_n(&hdr->last_poll, __ATOMIC_RELAXED));
+    soft_engine_stamp_at(dev, t);
+    EXPECT_EQ(t + soft_clock_stamp_gran,
+              __atomic_load_n(&hdr->last_poll, __ATOMIC_RELAXED))
+        << "an older reading moved the stamp back";
+    EXPECT_EQ(t + soft_clock_stamp_gran, dev->stamp);
+}
+
 /* An application asleep on a completion channel with nothing outstanding:
  * its helper, rung by the arm, naps a few times and then sleeps deep (no
  * timed wake-ups for as long as the application sleeps). */

@@ -88,6 +88,89 @@ TEST_F(soft_tm, rndv_many)
     EXPECT_EQ(n, tm_stats(rx).rndv_hw);
 }
 
+TEST_F(soft_tm, rndv_one_read_per_pass)
+{
+    /* requests that arrive together are all matched by the pass that
+     * serves them, but an engine pass starts the READ of one rendezvous
+     * only (the device usually copies it at once, tens of us a MiB): the
+     * application polls each one's completions, and may repost its
+     * receive, before the device reads the next, as it would while a NIC
+     * reads */
+    open_pair();
+    const uint32_t n = 3, len = 200000;
+    for (uint32_t i = 0; i < n; ++i) {
+        add_ok(rx, 300 + i, ~0ull, i, (size_t)i * 262144, len);
+    }
+    for (uint32_t i = 0; i < n; ++i) {
+        fill(tx.at(RNDV_OFF + (size_t)i * 262144), len, (uint8_t)(40 + i));
+    }
+    /* a first rendezvous maps each side at the other (hundreds of us
+     * once), and the buffers are touched: no pass below is that long */
+    add_ok(rx, 299, ~0ull, 9, (size_t)n * 262144, 1000);
+    send_rndv(299, 2999, 1000, 1, 0, 0, 0, 16,
+              RNDV_OFF + (size_t)n * 262144);
+    EXPECT_EQ(DCX_WC_FLAG_TM_MATCH, pop(rx).flags);
+    EXPECT_EQ(DCX_WC_FLAG_TM_DATA_VALID, pop(rx).flags);
+    expect_fin(299, 2999);
+    memset(rx.at(0), 0, (size_t)n * 262144);
+    /* rx polls (a pass of an application that is not away), then the
+     * three requests wait in its ring before it polls again */
+    rx.poll();
+    for (uint32_t i = 0; i < n; ++i) {
+        size_t msg = SEND_OFF + (size_t)i * 128, src = RNDV_OFF +
+                     (size_t)i * 262144;
+        uint8_t *m = tx.at(msg);
+        dcx_tmh_pack(m, DCX_TMH_RNDV, 3000 + i, 300 + i);
+        dcx_rvh_pack(m + 16, tx.va(src), tx.mr->rkey, len);
+        dcx_ravh_pack(m + 32, tx.n.dct->qp_num, KEY);
+        memset(m + 48, 0x5a, 16);
+        dcx_sge_t sge = { tx.va(msg), DCX_TM_RNDV_LEN + 16, tx.mr->lkey };
+        dcx_send_wr_t wr;
+        memset(&wr, 0, sizeof(wr));
+        wr.wr_id       = 77 + i;
+        wr.opcode      = DCX_WR_SEND;
+        wr.flags       = DCX_SEND_SIGNALED;
+        wr.num_sge     = 1;
+        wr.sg_list     = &sge;
+        wr.dest.ah     = tx.n.ah;
+        wr.dest.dctn   = rx.n.dct->qp_num;
+        wr.dest.dc_key = KEY;
+        ASSERT_EQ(0, dcx_qp_post_send(tx.n.dci, &wr));
+    }
+    for (int k = 0; k < 3; ++k) {
+        tx.poll();   /* what did not go at the post goes in tx's pass */
+    }
+
+    uint32_t matched = 0, valid = 0;
+    double end = now_s() + 20.0;
+    while ((valid < n) && (now_s() < end)) {
+        poll_both();
+        while (!rx.got.empty()) {
+            dcx_wc_t wc = rx.got.front();
+            rx.got.pop_front();
+            EXPECT_EQ(DCX_WC_SUCCESS, wc.status);
+            if (wc.flags & DCX_WC_FLAG_TM_MATCH) {
+                matched++;
+            } else {
+                EXPECT_EQ(len, wc.byte_len);
+                valid++;
+            }
+        }
+    }
+    EXPECT_EQ(n, matched);
+    EXPECT_EQ(n, valid);
+    for (uint32_t i = 0; i < n; ++i) {
+        expect_payload((size_t)i * 262144, len, (uint8_t)(40 + i));
+    }
+    EXPECT_TRUE(wait(tx, n));   /* the FINs */
+    dcx_soft_tm_stats_t st = tm_stats(rx);
+    EXPECT_EQ(n + 1, st.rndv_hw);
+    /* passes of a polling application started one READ each (0 if this
+     * thread was away long enough for every pass to count as the
+     * helper's, which start more) */
+    EXPECT_LE(st.rndv_pass_max, 1u);
+}
+
 TEST_F(soft_tm, rndv_incomplete)
 {
     open_pair();

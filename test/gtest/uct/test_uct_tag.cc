@@ -336,6 +336,55 @@ TEST_P(uct_dcx_tag, recv_cancel)
     EXPECT_EQ((uct_tag_t)0x2, m_unexp[0].tag);
 }
 
+/* A stream of unexpected messages: past 0x3fff since the last ADD the
+ * device asks for a SYNC on every one of them, but one SYNC per
+ * UCT_DCX_TM_SYNC_GAP (0x1000) messages keeps its count close enough */
+TEST_P(uct_dcx_tag, unexpected_stream_syncs_once_per_gap)
+{
+    entity *a = create_tm(), *b = create_tm_counted();
+    uct_ep_h ep = connect(a, b);
+    const unsigned count = 0x4000 + 0x800;
+    std::vector<char> data = pattern(8, 5);
+
+    for (unsigned i = 0; i < count; ++i) {
+        send_eager(ep, 0, 0x55, 0, data);
+        if ((i % 64) == 63) {
+            progress();
+        }
+    }
+    ASSERT_TRUE(wait_for([&]() { return m_unexp.size() == count; }));
+    /* the device asked from message 0x4000 on; one SYNC brought it the
+     * count, the next is due at 0x5000 (each used to get its own) */
+    EXPECT_EQ(1u, tm_counter(TM_SYNCS));
+}
+
+/* A DEL that carries the count the device asks for needs no SYNC after it:
+ * the entry was added before an unexpected message came, so the DEL's
+ * completion asks, but the DEL itself gave the device the new count */
+TEST_P(uct_dcx_tag, list_op_with_current_count_needs_no_sync)
+{
+    entity *a = create_tm(), *b = create_tm_counted();
+    uct_ep_h ep = connect(a, b);
+    mem m = alloc_mem(64);
+    recv_ctx c1, c2;
+
+    post_recv(b, c1, m, 64, 0x10);
+    send_eager(ep, 1, 0x20, 0, pattern(8, 2));   /* unexpected */
+    ASSERT_TRUE(wait_for([&]() { return m_unexp.size() == 1; }));
+    ASSERT_EQ(UCS_OK, uct_iface_tag_recv_cancel(b->iface, &c1.uct, 0));
+    ASSERT_TRUE(wait_for([&]() { return c1.completed > 0; }));
+    EXPECT_EQ(UCS_ERR_CANCELED, c1.status);
+    EXPECT_EQ(0u, tm_counter(TM_SYNCS));
+    EXPECT_EQ(1u, tm_counter(TM_CANCELS));
+
+    /* and a receive posted now still matches */
+    post_recv(b, c2, m, 64, 0x30);
+    send_eager(ep, 1, 0x30, 0, pattern(8, 3));
+    ASSERT_TRUE(wait_for([&]() { return c2.completed > 0; }));
+    EXPECT_EQ(UCS_OK, c2.status);
+    EXPECT_EQ(1u, m_unexp.size());
+}
+
 TEST_P(uct_dcx_tag, recv_cancel_bad_flow)
 {
     entity *b = create_tm();

@@ -10,7 +10,11 @@
 #include "uct_fixture.h"
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <dirent.h>
+#include <unistd.h>
 #include <vector>
 
 using namespace dcx_test;
@@ -131,6 +135,72 @@ protected:
         std::map<std::string, std::string> cfg;
         cfg["TM_ENABLE"] = enable;
         return create_entity(cfg);
+    }
+
+    /* A TM interface whose counters live in a fresh directory
+     * (UCX_DCX_TM_STATS_DIR), read by tm_counter() */
+    entity *create_tm_counted()
+    {
+        std::map<std::string, std::string> cfg;
+        char dir[] = "/tmp/dcx-tm-test.XXXXXX";
+
+        EXPECT_TRUE(mkdtemp(dir) != NULL);
+        m_stats_dir      = dir;
+        cfg["TM_ENABLE"] = "y";
+        cfg["TM_STATS_DIR"] = m_stats_dir;
+        return create_entity(cfg);
+    }
+
+    /* Counter idx of the interface create_tm_counted() opened, in the
+     * layout docs/tag-matching.md gives: magic[8], pid, dctn, dev[32],
+     * then posted matched unexp_eager unexp_rndv rndv_hw rndv_sw syncs
+     * cancels, 64-bit each */
+    enum { TM_SYNCS = 6, TM_CANCELS = 7 };
+    uint64_t tm_counter(unsigned idx)
+    {
+        DIR *d = opendir(m_stats_dir.c_str());
+        uint64_t value = 0, counters[8];
+        struct dirent *de;
+        FILE *f;
+
+        EXPECT_TRUE(d != NULL) << m_stats_dir;
+        while ((d != NULL) && ((de = readdir(d)) != NULL)) {
+            if (de->d_name[0] == '.') {
+                continue;
+            }
+            f = fopen((m_stats_dir + "/" + de->d_name).c_str(), "r");
+            EXPECT_TRUE(f != NULL);
+            if ((f != NULL) && (fseek(f, 48, SEEK_SET) == 0) &&
+                (fread(counters, sizeof(counters[0]), 8, f) == 8)) {
+                value = counters[idx];
+            }
+            if (f != NULL) {
+                fclose(f);
+            }
+        }
+        if (d != NULL) {
+            closedir(d);
+        }
+        return value;
+    }
+
+    virtual void TearDown()
+    {
+        DIR *d;
+        struct dirent *de;
+
+        uct_dcx_test::TearDown();
+        if (m_stats_dir.empty() || ((d = opendir(m_stats_dir.c_str())) ==
+                                    NULL)) {
+            return;
+        }
+        while ((de = readdir(d)) != NULL) {
+            if (de->d_name[0] != '.') {
+                unlink((m_stats_dir + "/" + de->d_name).c_str());
+            }
+        }
+        closedir(d);
+        rmdir(m_stats_dir.c_str());
     }
 
     static ucs_status_t unexp_eager_cb(void *arg, void *data, size_t length,
@@ -307,6 +377,7 @@ protected:
     }
 
     bool                   m_tag_params;
+    std::string            m_stats_dir;
     uint64_t               m_rndv_va;
     size_t                 m_rndv_len;
     std::vector<char>      m_rndv_rkey;
