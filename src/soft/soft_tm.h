@@ -112,7 +112,6 @@ struct soft_tm {
     uint32_t          rndv_free;
     uint32_t          rndv_live;     /* started, not ended (dev's sum) */
     uint32_t          wait_head, wait_tail;
-    uint32_t          pass_reads;    /* READs started in this pass */
     soft_tm_inc_t    *inc;           /* max_tags, ring */
     uint32_t          inc_pos;
     dcx_soft_tm_stats_t stats;

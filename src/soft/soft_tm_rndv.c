@@ -90,7 +90,6 @@ static unsigned soft_tm_rndv_kick(soft_tm_t *tm, unsigned budget)
         d->rndv       = r;
         ++started;
     }
-    tm->pass_reads += started;
     return started;
 }
 
@@ -225,7 +224,7 @@ static void soft_tm_rndv_reap(soft_tm_t *tm)
 int soft_tm_progress_live(soft_dev_t *dev)
 {
     int pending = 0;
-    unsigned budget, rounds;
+    unsigned budget, rounds, reads, started;
     soft_tm_t *tm;
     soft_cq_t *cq;
 
@@ -236,16 +235,18 @@ int soft_tm_progress_live(soft_dev_t *dev)
         soft_tm_rndv_reap(tm);
         budget = (soft_port_poll_age(dev->hdr) > SOFT_APP_IDLE_NS) ?
                  SOFT_TM_DCIS : 1;
+        reads  = 0;
         for (rounds = (budget > 1) ? 2 : 1; rounds > 0; --rounds) {
-            if (soft_tm_rndv_kick(tm, budget) == 0) {
+            started = soft_tm_rndv_kick(tm, budget);
+            if (started == 0) {
                 break;
             }
+            reads += started;
             soft_tm_rndv_reap(tm);
         }
-        if ((budget == 1) && (tm->pass_reads > tm->stats.rndv_pass_max)) {
-            tm->stats.rndv_pass_max = tm->pass_reads;
+        if ((budget == 1) && (reads > tm->stats.rndv_pass_max)) {
+            tm->stats.rndv_pass_max = reads;
         }
-        tm->pass_reads = 0;
         cq       = (soft_cq_t *)tm->rcq;
         pending |= (tm->wait_head != SOFT_TM_NONE) || (cq->head != cq->tail);
     }
