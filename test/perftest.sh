@@ -140,32 +140,45 @@ run_one() {
     local fabric="pt$$-$name"
     local env_list=(UCX_DCX_SOFT_DEVICES=1 "UCX_DCX_SOFT_FABRIC=${fabric:0:32}"
                     LD_PRELOAD="$lib${LD_PRELOAD:+:$LD_PRELOAD}")
-    local srv_pid srv_rc cli_rc i
+    local srv_pid srv_rc cli_rc i attempt
 
     if [ "$envs" != "-" ]; then
         env_list+=($envs)
     fi
-    port=$((port + 1))
 
-    env "${env_list[@]}" timeout "$timeout_s" ucx_perftest $args -n "$n" \
-        -w 100 -p $port >"$logdir/$name.server" 2>&1 &
-    srv_pid=$!
+    # the port is the machine's: a server that finds it taken (by another
+    # program, or a client's ephemeral port) moves to the next one
+    for attempt in 1 2 3 4 5; do
+        port=$((port + 1))
+        env "${env_list[@]}" timeout "$timeout_s" ucx_perftest $args -n "$n" \
+            -w 100 -p $port >"$logdir/$name.server" 2>&1 &
+        srv_pid=$!
 
-    # the client retries until the server listens
-    for i in $(seq 1 50); do
-        sleep 0.1
-        if env "${env_list[@]}" timeout "$timeout_s" ucx_perftest localhost \
-               $args -n "$n" -w 100 -p $port >"$logdir/$name.client" 2>&1; then
-            cli_rc=0
-            break
-        fi
-        cli_rc=$?
-        if ! grep -q "connect\|Connection refused" "$logdir/$name.client"; then
-            break
-        fi
+        # the client retries until the server listens (or is gone)
+        for i in $(seq 1 50); do
+            sleep 0.1
+            if ! kill -0 $srv_pid 2>/dev/null; then
+                cli_rc=1   # the server is gone: no client for its port
+                break
+            fi
+            if env "${env_list[@]}" timeout "$timeout_s" ucx_perftest \
+                   localhost $args -n "$n" -w 100 -p $port \
+                   >"$logdir/$name.client" 2>&1; then
+                cli_rc=0
+                break
+            fi
+            cli_rc=$?
+            if ! grep -q "connect\|Connection refused" "$logdir/$name.client"; then
+                break
+            fi
+        done
+        wait $srv_pid
+        srv_rc=$?
+        grep -q "bind() failed: Address already in use" \
+            "$logdir/$name.server" || break
+        echo "perftest.sh: $name: port $port in use, trying the next" \
+            >>"$logdir/$name.ports"
     done
-    wait $srv_pid
-    srv_rc=$?
     [ $cli_rc -eq 0 ] && [ $srv_rc -eq 0 ] || return 1
     if [[ $name == tm_* ]] &&
        [ "$(tm_matched "$logdir/$name.server" "$logdir/$name.client")" -eq 0 ]; then
