@@ -1003,8 +1003,8 @@ void     soft_qp_to_error(soft_qp_t *qp, const char *reason);
 void     soft_qp_reset(soft_qp_t *qp);
 void     soft_req_acked(soft_qp_t *qp, uint64_t now);
 void     soft_req_prod(soft_dev_t *dev, soft_peer_t *peer, uint64_t now);
-int      soft_req_post_inline(soft_qp_t *qp, const dcx_send_wr_t *wr,
-                              uint64_t total, soft_port_hdr_t **kick_p);
+int      soft_req_post_direct(soft_qp_t *qp, const dcx_send_wr_t *wr,
+                              soft_peer_t *peer, uint64_t total);
 int      soft_qp_post_locked(soft_qp_t *qp, const dcx_send_wr_t *wr);
 
 /* Stores word (DCI generation << 32 | next msn) in an ack table entry

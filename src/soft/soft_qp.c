@@ -9,6 +9,7 @@
 
 #include "soft.h"
 #include "soft_direct.h"
+#include "soft_light.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -1,0 +1,198 @@
+/*
+ * Soft device: the light post of a small inline WR (soft_req_post_inline),
+ * inline in the post (soft_qp.c, soft_dci_post_light), which is the whole
+ * send side of a small message: a call less, and the post's own locals
+ * (the target to kick) stay in registers.  The requester's other parts
+ * are in soft_req.c, which includes this header for the watch
+ * (soft_req_watch) and the WQE record (soft_light_wqe_record).
+ */
+#ifndef SOFT_LIGHT_H_
+#define SOFT_LIGHT_H_
+
+#include "soft.h"
+#include "soft_wait.h"
+
+/* Notes a request of ours queued at ring position 'pos' of the peer, for
+ * soft_req_prod, without reading the peer's ring head (a line the peer
+ * writes at every pop: a read per post would move it between the two
+ * cores twice per message).  A watch starts when none runs (the
+ * completion of our newest request ends it, soft_req_watch_done), with the
+ * head taken to be at our packet, where it is at most: the first prod
+ * check reads the real one, and finding it elsewhere, looks again later.
+ * A watch that runs keeps its start: a check that finds the head moved
+ * restarts it. */
+static inline void soft_req_watch(soft_peer_t *peer, uint64_t pos,
+                                  uint64_t now)
+{
+    if (peer->watch_since == 0) {
+        peer->watch_since = now;
+        peer->watch_head  = pos;
+    }
+    peer->watch_pos = pos + 1;
+}
+
+/* The WQE of a light post: what completion (wr_id, opcode, flags, imm),
+ * retransmission (the destination, remote address and key) and the direct
+ * copy (num_sge) read of a SEND, SEND_IMM or RDMA WRITE; not its sg list
+ * (the data is in w->inl) nor the atomic and memory-key fields, which no
+ * path reads for these opcodes (soft_req_send_packets sends zero
+ * arguments).  The caller sets credits, msn and state. */
+static inline void soft_light_wqe_record(soft_swqe_t *w,
+                                         const dcx_send_wr_t *wr,
+                                         soft_peer_t *peer, uint64_t total)
+{
+    w->wr.wr_id       = wr->wr_id;
+    w->wr.opcode      = wr->opcode;
+    w->wr.flags       = wr->flags;
+    w->wr.num_sge     = wr->num_sge;
+    w->wr.atomic_size = 0;
+    w->wr.imm         = wr->imm;
+    w->wr.dest        = wr->dest;
+    w->wr.remote_addr = wr->remote_addr;
+    w->wr.rkey        = wr->rkey;
+    w->mkw            = NULL;
+    w->peer           = peer;
+    w->total_len      = total;
+    w->sent_off       = total;
+    w->recv_off       = 0;
+    w->forced         = SOFT_NO_STATUS;
+    w->checked        = 1;
+    w->all_sent       = 1;
+    w->rd_counted     = 0;
+    w->tx_end         = 0;
+}
+
+/* The light path of a post (engine lock held): an inline SEND or RDMA
+ * WRITE that fits one packet, on a DCI with nothing waiting to be
+ * transmitted (idle, or with earlier messages to the same destination on
+ * the wire), without a fault rule, goes straight into the target's request
+ * ring as a light packet (soft_pkt_t: two cache lines for a small one):
+ * the WQE is recorded for completion and retransmission with what those
+ * need, the packet carries only the fields such a message has (all of
+ * them written: a slot keeps its last packet, soft.h "Ring slots"), no
+ * clock is read (the ack timer starts
+ * at the next engine pass) and the responder acknowledges it in our ack
+ * table.  The responder checks a WRITE's rkey, bounds, access and DC key
+ * as for any packet.  An RDMA WRITE on a DCI with nothing outstanding
+ * first tries the initiator's own copy (dev->one_sided, soft_direct.c),
+ * which needs no target CPU, and completes at once when that took it.
+ * The caller checked wr (an inline SEND, SEND_IMM or RDMA WRITE) and put
+ * its data in the buffer of the WQE at sq_head (soft_post_inline_data).
+ * Returns 0 when posted, with *kick_p the port to kick after the unlock
+ * (soft_port_kick_seen) if a packet went there, else left as it is; 1 when
+ * it does not apply, with nothing done: the caller takes the general
+ * path. */
+static inline int
+soft_req_post_inline(soft_qp_t *qp, const dcx_send_wr_t *wr, uint64_t total,
+                     soft_port_hdr_t **kick_p)
+{
+    soft_dev_t *dev = qp->dev;
+    soft_port_hdr_t *target;
+    soft_peer_t *peer;
+    soft_swqe_t *w, *prev;
+    soft_pkt_t *pkt;
+    void *slot_payload;
+    uint64_t pos, now, clk;
+    uint32_t msn;
+
+    peer   = ((soft_ah_t *)wr->dest.ah)->peer;   /* checked by the post */
+    target = peer->hdr;
+    if (target == NULL) {
+        target = soft_peer_map(dev, peer);   /* the first message there */
+        if (target == NULL) {
+            return 1;
+        }
+    }
+    /* dev->light_off: a fault rule or a killed port (soft_dev_light_update) */
+    if (dev->light_off | (wr->flags & DCX_SEND_FENCE) |
+        (qp->sq_send != qp->sq_head) | (qp->rnr_until_ns != 0) |
+        (dev->resp_credits == 0) | (total > dev->limits.mtu) |
+        (total > target->req.payload) ||
+        __atomic_load_n(&target->killed, __ATOMIC_RELAXED)) {
+        return 1;
+    }
+    if (qp->sq_comp != qp->sq_send) {
+        /* one destination at a time */
+        prev = soft_wqe(qp, qp->sq_send - 1);
+        if ((prev->peer != peer) || (prev->wr.dest.dctn != wr->dest.dctn)) {
+            return 1;
+        }
+    }
+
+    w = soft_wqe(qp, qp->sq_head);
+    if ((wr->opcode == DCX_WR_RDMA_WRITE) && (qp->sq_comp == qp->sq_head) &&
+        (soft_req_post_direct(qp, wr, peer, total) == 0)) {
+        return 0;
+    }
+    pkt = soft_ring_reserve_c(target, &target->req, dev->pid,
+                              &peer->req_freed_seen, &slot_payload, &pos);
+    if (pkt == NULL) {
+        return 1;   /* ring full: queued by the general path */
+    }
+
+    /* the light form: the payload right after imm (soft_pkt_t).  From the
+     * claim to the publish only the packet is written: the target's poll
+     * reads the slot's first line, and each store to it that finds the
+     * line taken back by a poll moves it again (slow placement) */
+    msn = qp->next_msn++;
+    soft_copy_small((uint8_t *)&pkt->offset, w->inl, total);
+    pkt->op        = wr->opcode;
+    pkt->flags     = SOFT_PKT_FIRST | SOFT_PKT_LAST | SOFT_PKT_WACK |
+                     SOFT_PKT_LIGHT;
+    pkt->src_inst  = (uint16_t)dev->inst;
+    pkt->len       = (uint32_t)total;
+    pkt->src_qpn   = qp->super.qp_num;
+    pkt->dst_qpn   = wr->dest.dctn;
+    pkt->msn       = msn;
+    pkt->ack_base  = (qp->sq_comp == qp->sq_head) ? msn :
+                     soft_wqe(qp, qp->sq_comp)->msn;
+    pkt->gen       = qp->gen;
+    pkt->dc_key    = wr->dest.dc_key;
+    pkt->src_token = dev->token;
+    pkt->deliver_ns = 0;
+    /* on the line the payload starts in: no line more for the zeros */
+    if (wr->opcode == DCX_WR_RDMA_WRITE) {
+        pkt->raddr = wr->remote_addr;
+        pkt->rkey  = wr->rkey;
+        pkt->imm   = 0;
+    } else {
+        pkt->raddr = 0;
+        pkt->rkey  = 0;
+        pkt->imm   = wr->imm;
+    }
+    soft_ring_publish_quiet(target, &target->req, pos);
+    *kick_p = target;   /* after the unlock (soft_dci_post_light) */
+
+    /* the WQE, now that the packet is out (nothing reads it before our
+     * next engine pass, and we hold the engine lock) */
+    soft_light_wqe_record(w, wr, peer, total);
+    w->credits = 1;
+    w->msn     = msn;
+    w->state   = SOFT_WQE_WAIT_RESP;
+    dev->resp_credits--;
+    dev->stats.tx_packets++;
+    dev->stats.tx_bytes += total;
+    qp->sq_head++;
+    qp->sq_send     = qp->sq_head;
+    qp->deadline_ns = SOFT_DEADLINE_ARM;
+    qp->tx_pos      = pos + 1;
+    qp->tx_peer     = peer;
+    w->tx_end       = (uint32_t)(pos + 1);
+    /* the watch and the ack timer start now: dev->now is the last engine
+     * pass's time, and polls that only wait run no pass (soft_engine.c);
+     * one counter read gives both the time and the wait's end (clk) */
+    now      = soft_dev_now_clk(dev, &clk);
+    dev->now = now;
+    if (!peer->own) {
+        soft_req_watch(peer, pos, now);
+    }
+    soft_engine_activate_light(qp, peer, now, clk);
+    /* our packet is out: the time to clear the request slots we consumed
+     * (soft.h, "Ring slots"), which takes their lines back from producers */
+    if (dev->hdr->req.freed != dev->hdr->req.head) {
+        soft_ring_clear(dev->hdr, &dev->hdr->req);
+    }
+    return 0;
+}
+
+#endif
