@@ -504,6 +504,9 @@ struct soft_qp {
      * after it, and the target (see soft_req_target_busy) */
     uint64_t      tx_pos;
     soft_peer_t  *tx_peer;
+    /* its entry in the device's ack table (NULL: the device has none),
+     * set with its number: the line a light post adds to the wait set */
+    const uint64_t *ack_line;
 };
 
 /* How the responder places the tag-matching message it is receiving

@@ -160,7 +160,7 @@ soft_req_post_inline(soft_qp_t *qp, const dcx_send_wr_t *wr, uint64_t total,
         pkt->rkey  = 0;
         pkt->imm   = wr->imm;
     }
-    soft_ring_publish_quiet(target, &target->req, pos);
+    soft_ring_publish_pkt(pkt, pos);
     *kick_p = target;   /* after the unlock (soft_dci_post_light) */
 
     /* the WQE, now that the packet is out (nothing reads it before our

@@ -286,14 +286,19 @@ static void soft_post_general(soft_qp_t *qp, const dcx_send_wr_t *wr,
 static inline void soft_post_unlock_kick(soft_dev_t *dev,
                                          soft_port_hdr_t *target)
 {
+    uint32_t state;
     int woke = 0;
 
     soft_unlock(&dev->lock);
     soft_fence_after_locked();
-    if ((target != NULL) &&
-        (__atomic_load_n(&target->sleeping, __ATOMIC_RELAXED) !=
-         SOFT_HELPER_PARKED)) {
-        woke = soft_port_kick_seen(target);
+    if (target != NULL) {
+        /* soft_port_kick_seen's test inline: the call only to wake */
+        state = __atomic_load_n(&target->sleeping, __ATOMIC_RELAXED);
+        if ((state != SOFT_HELPER_PARKED) &&
+            ((state == SOFT_HELPER_DEEP) ||
+             (soft_port_poll_age(target) > SOFT_APP_IDLE_NS))) {
+            woke = soft_port_kick_seen(target);
+        }
     }
     if (__atomic_load_n(&dev->hdr->sleeping, __ATOMIC_RELAXED) ==
         SOFT_HELPER_DEEP) {
@@ -481,6 +486,8 @@ static int soft_qp_alloc_num(soft_dev_t *dev, soft_qp_t *qp)
             dev->qps[idx]       = qp;
             dev->qp_cursor      = idx + 1;
             qp->super.qp_num    = SOFT_QPN_BASE + idx;
+            qp->ack_line        = (dev->acks != NULL) ?
+                                  &dev->acks[idx].word : NULL;
             return 0;
         }
     }

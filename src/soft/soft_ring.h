@@ -121,6 +121,16 @@ static inline void soft_ring_publish_quiet(soft_port_hdr_t *hdr,
                      __ATOMIC_RELEASE);
 }
 
+/* The same through the packet soft_ring_reserve_c returned for pos: the
+ * slot's address is not computed from the ring's geometry again */
+static inline void soft_ring_publish_pkt(soft_pkt_t *pkt, uint64_t pos)
+{
+    soft_slot_t *slot = (soft_slot_t *)((char *)pkt -
+                                        offsetof(soft_slot_t, pkt));
+
+    __atomic_store_n(&slot->seq, pos + 1, __ATOMIC_RELEASE);
+}
+
 /* Producer side (soft_fabric.c, "Rings", says how): claims the next slot,
  * or NULL when the ring is full.  Inline: every packet sent takes one. */
 static inline soft_pkt_t *

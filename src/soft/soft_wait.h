@@ -45,8 +45,7 @@ static inline int soft_engine_wait_add(soft_dev_t *dev, soft_qp_t *qp,
         return 0;
     }
     n    = (idle == SOFT_ENGINE_WAIT) ? w->n : 0;
-    line = (dev->acks != NULL) ?
-           &dev->acks[qp->super.qp_num - SOFT_QPN_BASE].word : NULL;
+    line = qp->ack_line;
     for (i = 0; (line != NULL) && (i < n); ++i) {
         if (w->lines[i].line == line) {
             break;
