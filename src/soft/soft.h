@@ -507,6 +507,7 @@ struct soft_qp {
     /* its entry in the device's ack table (NULL: the device has none),
      * set with its number: the line a light post adds to the wait set */
     const uint64_t *ack_line;
+    uint64_t      wait_clk;     /* soft_qp_wait_clk (soft_wait.h) */
 };
 
 /* How the responder places the tag-matching message it is receiving

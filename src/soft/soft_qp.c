@@ -544,6 +544,7 @@ static int soft_dci_init(soft_dev_t *dev, soft_qp_t *qp,
         qp->retry_cnt      = l->retry_cnt;
         qp->rnr_retry      = l->rnr_retry;
     }
+    qp->wait_clk = soft_qp_wait_clk(qp);
     return 0;
 }
 

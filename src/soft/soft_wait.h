@@ -36,13 +36,24 @@ static inline int soft_engine_wait_add(soft_dev_t *dev, soft_qp_t *qp,
     qp->deadline_ns = due;
     /* every WQE outstanding goes to 'peer' (the light path's rule) */
     since           = peer->watch_since;
-    if ((since != 0) && (since + SOFT_PROD_NS < due)) {
-        /* a prod check due now is left to the next pass (a post does not
-         * read the target's ring head) */
-        due = since + SOFT_PROD_NS;
-    }
-    if ((due <= now) || (due - now < SOFT_WAIT_MIN_NS)) {
-        return 0;
+    if (since == now) {
+        /* the post started the watch (its DCI's earlier requests there
+         * completed): the wait's length is the DCI's, set at its creation
+         * (soft_qp_wait_clk) */
+        if (qp->wait_clk == 0) {
+            return 0;
+        }
+        clk += qp->wait_clk;
+    } else {
+        if ((since != 0) && (since + SOFT_PROD_NS < due)) {
+            /* a prod check due now is left to the next pass (a post does
+             * not read the target's ring head) */
+            due = since + SOFT_PROD_NS;
+        }
+        if ((due <= now) || (due - now < SOFT_WAIT_MIN_NS)) {
+            return 0;
+        }
+        clk = soft_clock_after_at(clk, (due - now) - (due - now) / 16);
     }
     n    = (idle == SOFT_ENGINE_WAIT) ? w->n : 0;
     line = qp->ack_line;
@@ -54,7 +65,6 @@ static inline int soft_engine_wait_add(soft_dev_t *dev, soft_qp_t *qp,
     if ((line != NULL) && (i == n) && (n == SOFT_WAIT_LINES)) {
         return 0;
     }
-    clk = soft_clock_after_at(clk, (due - now) - (due - now) / 16);
     __atomic_store_n(&w->seq, w->seq + 1, __ATOMIC_RELAXED);
     __atomic_thread_fence(__ATOMIC_RELEASE);
     if ((line != NULL) && (i == n)) {
@@ -71,6 +81,24 @@ static inline int soft_engine_wait_add(soft_dev_t *dev, soft_qp_t *qp,
     __atomic_store_n(&dev->engine_idle, SOFT_ENGINE_WAIT, __ATOMIC_RELAXED);
     __atomic_store_n(&w->seq, w->seq + 1, __ATOMIC_RELEASE);
     return 1;
+}
+
+/* A DCI's wait in the wait set after a light post that starts its
+ * peer's watch (soft_engine_wait_add): until its ack timeout or the
+ * watch's prod check, the sooner, less a sixteenth, in soft_clock_now()
+ * units; 0 when shorter than SOFT_WAIT_MIN_NS (no wait).  Set once, with
+ * the ack timeout: the clock was calibrated at the device's open. */
+static inline uint64_t soft_qp_wait_clk(const soft_qp_t *qp)
+{
+    uint64_t span = qp->ack_timeout_ns;
+
+    if (span > SOFT_PROD_NS) {
+        span = SOFT_PROD_NS;
+    }
+    if (span < SOFT_WAIT_MIN_NS) {
+        return 0;
+    }
+    return soft_clock_after_at(0, span - span / 16);
 }
 
 static inline void soft_engine_active_add(soft_dev_t *dev, soft_qp_t *qp)
