@@ -12,6 +12,9 @@
 #include "soft.h"
 #include "soft_wait.h"
 
+#include <stddef.h>
+#include <string.h>
+
 /* Notes a request of ours queued at ring position 'pos' of the peer, for
  * soft_req_prod, without reading the peer's ring head (a line the peer
  * writes at every pop: a read per post would move it between the two
@@ -41,15 +44,12 @@ static inline void soft_light_wqe_record(soft_swqe_t *w,
                                          const dcx_send_wr_t *wr,
                                          soft_peer_t *peer, uint64_t total)
 {
-    w->wr.wr_id       = wr->wr_id;
-    w->wr.opcode      = wr->opcode;
-    w->wr.flags       = wr->flags;
-    w->wr.num_sge     = wr->num_sge;
+    /* the WR's first 64 bytes (wr_id to rkey) in one block copy: four
+     * vector moves where field by field took twice as many; the caller's
+     * sg list pointer is not kept */
+    memcpy(&w->wr, wr, offsetof(dcx_send_wr_t, compare_add));
+    w->wr.sg_list     = NULL;
     w->wr.atomic_size = 0;
-    w->wr.imm         = wr->imm;
-    w->wr.dest        = wr->dest;
-    w->wr.remote_addr = wr->remote_addr;
-    w->wr.rkey        = wr->rkey;
     w->mkw            = NULL;
     w->peer           = peer;
     w->total_len      = total;
