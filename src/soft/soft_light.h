@@ -69,17 +69,17 @@ static inline void soft_light_wqe_record(soft_swqe_t *w,
  * ring as a light packet (soft_pkt_t: two cache lines for a small one):
  * the WQE is recorded for completion and retransmission with what those
  * need, the packet carries only the fields such a message has (all of
- * them written: a slot keeps its last packet, soft.h "Ring slots"), no
- * clock is read (the ack timer starts
- * at the next engine pass) and the responder acknowledges it in our ack
- * table.  The responder checks a WRITE's rkey, bounds, access and DC key
+ * them written: a slot keeps its last packet, soft.h "Ring slots"), the
+ * clock is read once, after the publish (the ack timer and the wait set:
+ * soft_engine_activate_light), and the responder acknowledges it in our
+ * ack table.  The responder checks a WRITE's rkey, bounds, access and DC key
  * as for any packet.  An RDMA WRITE on a DCI with nothing outstanding
  * first tries the initiator's own copy (dev->one_sided, soft_direct.c),
  * which needs no target CPU, and completes at once when that took it.
  * The caller checked wr (an inline SEND, SEND_IMM or RDMA WRITE) and put
  * its data in the buffer of the WQE at sq_head (soft_post_inline_data).
  * Returns 0 when posted, with *kick_p the port to kick after the unlock
- * (soft_port_kick_seen) if a packet went there, else left as it is; 1 when
+ * (soft_post_unlock_kick) if a packet went there, else left as it is; 1 when
  * it does not apply, with nothing done: the caller takes the general
  * path. */
 static inline int
