@@ -93,7 +93,8 @@ uct_dcx_dci_post_own(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci,
                      uct_dcx_ep_t *ep, dcx_send_wr_t *wr, uct_dcx_op_t *op,
                      int signal, int own)
 {
-    uint64_t sn = dci->sn + 1;
+    uint64_t sn    = dci->sn + 1;
+    uint8_t opcode = wr->opcode;   /* not read back from wr after the call */
     int ret;
 
     wr->wr_id  = uct_dcx_wr_id(sn, dci->index);
@@ -109,7 +110,7 @@ uct_dcx_dci_post_own(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci,
             return UCS_ERR_NO_RESOURCE;
         }
         ucs_error("dcx: %s: DCI %u rejected WR opcode %u: %s",
-                  dcx_dev_name(iface->dev), dci->qp->qp_num, wr->opcode,
+                  dcx_dev_name(iface->dev), dci->qp->qp_num, opcode,
                   strerror(ret));
         return UCS_ERR_INVALID_PARAM;
     }
@@ -124,7 +125,7 @@ uct_dcx_dci_post_own(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci,
         dci->unsig++;
     }
     dci->wr_ep[sn & iface->ring_mask]     = ep;
-    dci->wr_opcode[sn & iface->ring_mask] = wr->opcode;
+    dci->wr_opcode[sn & iface->ring_mask] = opcode;
     if (dci->log != NULL) {
         uct_dcx_dci_log_wr(iface, dci, sn, wr);
     }

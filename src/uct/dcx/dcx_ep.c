@@ -100,6 +100,7 @@ ucs_status_t uct_dcx_ep_am_short(uct_ep_h tl_ep, uint8_t id, uint64_t hdr,
     uct_dcx_ep_t *ep       = ucs_derived_of(tl_ep, uct_dcx_ep_t);
     uct_dcx_iface_t *iface = uct_dcx_ep_iface(ep);
     uct_dcx_am_short_hdr_t am;
+    uct_dcx_dci_t *dci;
     dcx_send_wr_t wr;
     dcx_sge_t sge[2];
     ucs_status_t status;
@@ -118,6 +119,7 @@ ucs_status_t uct_dcx_ep_am_short(uct_ep_h tl_ep, uint8_t id, uint64_t hdr,
     if (ucs_unlikely(status != UCS_OK)) {
         return status;
     }
+    dci = uct_dcx_ep_dci(iface, ep);
 
     UCS_STATIC_ASSERT(sizeof(am) ==
                       DCX_TM_TMH_LEN + UCT_DCX_AM_HDR_LEN + sizeof(hdr));
@@ -129,7 +131,7 @@ ucs_status_t uct_dcx_ep_am_short(uct_ep_h tl_ep, uint8_t id, uint64_t hdr,
     uct_dcx_sge_set(&sge[1], buffer, length, 0);
     uct_dcx_wr_init(&wr, ep, DCX_WR_SEND, DCX_SEND_INLINE, sge,
                     1 + (length != 0));
-    status = uct_dcx_ep_post(iface, ep, &wr, NULL, 0, 1);
+    status = uct_dcx_ep_post_dci(iface, ep, dci, &wr, NULL, 0, 1);
     UCT_TL_EP_STAT_OP_IF_SUCCESS(status, &ep->super, AM, SHORT,
                                  sizeof(hdr) + length);
     return status;

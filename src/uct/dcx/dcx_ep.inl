@@ -56,16 +56,16 @@ uct_dcx_ep_mark_user_mem(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep)
  * tests on them vanish once this is inlined.
  */
 static UCS_F_ALWAYS_INLINE ucs_status_t
-uct_dcx_ep_post(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep, dcx_send_wr_t *wr,
-                uct_dcx_op_t *op, int signal, int is_am)
+uct_dcx_ep_post_dci(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep,
+                    uct_dcx_dci_t *dci, dcx_send_wr_t *wr, uct_dcx_op_t *op,
+                    int signal, int is_am)
 {
     ucs_status_t status;
 
     /* the op of a descriptor is its first member: same pool object */
     UCS_STATIC_ASSERT(ucs_offsetof(uct_dcx_send_desc_t, op) == 0);
 
-    status = uct_dcx_dci_post_own(iface, uct_dcx_ep_dci(iface, ep), ep, wr,
-                                  op, signal, 1);
+    status = uct_dcx_dci_post_own(iface, dci, ep, wr, op, signal, 1);
     if (ucs_unlikely(status != UCS_OK)) {
         if (op != NULL) {
             ucs_mpool_put_inline(op);
@@ -77,6 +77,17 @@ uct_dcx_ep_post(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep, dcx_send_wr_t *wr,
         ep->fc_wnd--;
     }
     return UCS_OK;
+}
+
+/* The same on ep's DCI, found here (callers that filled byte-sized fields
+ * since tx_begin pass the DCI they took before: a byte store may alias
+ * ep->dci, which the compiler then reads again) */
+static UCS_F_ALWAYS_INLINE ucs_status_t
+uct_dcx_ep_post(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep, dcx_send_wr_t *wr,
+                uct_dcx_op_t *op, int signal, int is_am)
+{
+    return uct_dcx_ep_post_dci(iface, ep, uct_dcx_ep_dci(iface, ep), wr, op,
+                               signal, is_am);
 }
 
 
