@@ -33,15 +33,15 @@ uct_dcx_tag_bad_length(const char *op, size_t length, size_t max)
     return UCS_ERR_INVALID_PARAM;
 }
 
-/* Posts a tagged send on ep's own DCI: like an AM, it uses a credit */
+/* Posts a tagged send on ep's own DCI, dci: like an AM, it uses a credit */
 static UCS_F_ALWAYS_INLINE ucs_status_t
-uct_dcx_tag_post(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep, dcx_send_wr_t *wr,
-                 uct_dcx_op_t *op, int signal)
+uct_dcx_tag_post_dci(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep,
+                     uct_dcx_dci_t *dci, dcx_send_wr_t *wr, uct_dcx_op_t *op,
+                     int signal)
 {
     ucs_status_t status;
 
-    status = uct_dcx_dci_post_own(iface, uct_dcx_ep_dci(iface, ep), ep, wr,
-                                  op, signal, 1);
+    status = uct_dcx_dci_post_own(iface, dci, ep, wr, op, signal, 1);
     if (ucs_unlikely(status != UCS_OK)) {
         if (op != NULL) {
             ucs_mpool_put_inline(op);
@@ -50,6 +50,16 @@ uct_dcx_tag_post(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep, dcx_send_wr_t *wr,
     }
     ep->fc_wnd--;
     return UCS_OK;
+}
+
+/* The same on ep's DCI, found here (uct_dcx_ep_post_dci says when a caller
+ * passes the DCI it took before) */
+static UCS_F_ALWAYS_INLINE ucs_status_t
+uct_dcx_tag_post(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep, dcx_send_wr_t *wr,
+                 uct_dcx_op_t *op, int signal)
+{
+    return uct_dcx_tag_post_dci(iface, ep, uct_dcx_ep_dci(iface, ep), wr, op,
+                                signal);
 }
 
 /* Splits a 64-bit immediate into the TMH app_ctx and the SEND_IMM data */
@@ -69,6 +79,7 @@ uct_dcx_tag_inline(uct_dcx_ep_t *ep, const char *name, uct_tag_t tag,
 {
     uct_dcx_iface_t *iface = uct_dcx_ep_iface(ep);
     dcx_tmh_t tmh;   /* aligned: packed with two stores */
+    uct_dcx_dci_t *dci;
     dcx_sge_t sge[2];
     dcx_send_wr_t wr;
     ucs_status_t status;
@@ -86,6 +97,7 @@ uct_dcx_tag_inline(uct_dcx_ep_t *ep, const char *name, uct_tag_t tag,
     if (ucs_unlikely(status != UCS_OK)) {
         return status;
     }
+    dci = uct_dcx_ep_dci(iface, ep);
 
     dcx_tmh_pack(&tmh, DCX_TMH_EAGER, 0, tag);
     sge[0].addr   = (uintptr_t)&tmh;
@@ -99,7 +111,7 @@ uct_dcx_tag_inline(uct_dcx_ep_t *ep, const char *name, uct_tag_t tag,
     if (rndv_req) {
         wr.opcode = DCX_WR_SEND_IMM; /* immediate 0, app_ctx 0 */
     }
-    return uct_dcx_tag_post(iface, ep, &wr, NULL, 0);
+    return uct_dcx_tag_post_dci(iface, ep, dci, &wr, NULL, 0);
 }
 
 ucs_status_t uct_dcx_ep_tag_eager_short(uct_ep_h tl_ep, uct_tag_t tag,
