@@ -939,14 +939,26 @@ void     soft_dev_progress(dcx_dev_t *dev);
 
 /* A copy of a few bytes without a call: the pieces of a small inline
  * message (headers of 8 bytes and less) cost more in calls than in
- * bytes. */
+ * bytes; up to 32 bytes (a TMH and 16 bytes of a tagged message) in two
+ * overlapping 16-byte halves. */
 static inline void soft_copy_small(uint8_t *d, const uint8_t *s, size_t len)
 {
-    uint64_t a, b;
+    uint64_t a, b, c, e;
     uint32_t x, y;
 
     if (len > 16) {
-        memcpy(d, s, len);
+        if (len > 32) {
+            memcpy(d, s, len);
+            return;
+        }
+        memcpy(&a, s, 8);
+        memcpy(&b, s + 8, 8);
+        memcpy(&c, s + len - 16, 8);
+        memcpy(&e, s + len - 8, 8);
+        memcpy(d, &a, 8);
+        memcpy(d + 8, &b, 8);
+        memcpy(d + len - 16, &c, 8);
+        memcpy(d + len - 8, &e, 8);
     } else if (len >= 8) {
         memcpy(&a, s, 8);
         memcpy(&b, s + len - 8, 8);
