@@ -658,15 +658,28 @@ static int soft_srq_post_recv_list(dcx_srq_t *srq_, const dcx_recv_t *list,
                                    unsigned count, unsigned *posted_p)
 {
     soft_srq_t *srq = (soft_srq_t *)srq_;
-    unsigned i;
+    soft_rwqe_t *wqe;
+    uint32_t tpos, room;
+    unsigned i, n;
 
     soft_lock(&srq->dev->lock);
-    for (i = 0; (i < count) && soft_srq_room(srq); ++i) {
-        soft_srq_push(srq, list[i].wr_id, &list[i].sge, 1);
+    /* the queue's position in locals: the stores into its entries do not
+     * make the compiler read it again per receive */
+    room = srq->super.max_wr - (srq->tail - srq->head);
+    n    = (count < room) ? count : room;
+    tpos = srq->tpos;
+    for (i = 0; i < n; ++i) {
+        wqe          = &srq->q[tpos];
+        wqe->wr_id   = list[i].wr_id;
+        wqe->num_sge = 1;
+        wqe->sge[0]  = list[i].sge;
+        tpos         = (tpos + 1 == srq->size) ? 0 : tpos + 1;
     }
+    srq->tpos  = tpos;
+    srq->tail += n;
     soft_unlock(&srq->dev->lock);
-    *posted_p = i;
-    if (i < count) {
+    *posted_p = n;
+    if (n < count) {
         soft_srq_full(srq);
         return ENOMEM;
     }

@@ -183,16 +183,18 @@ int soft_engine_serve_req(soft_dev_t *dev, uint64_t now, int from_helper)
 {
     soft_port_hdr_t *hdr = dev->hdr;
     int done             = 1;
+    unsigned served      = 0;
     soft_pkt_t *pkt;
     void *payload;
+    uint64_t seq;
     unsigned n;
 
     for (n = 0; n < SOFT_PROGRESS_BUDGET; ++n) {
-        pkt = soft_ring_peek_view(&dev->req_stall, &payload);
+        pkt = soft_ring_peek_view(&dev->req_stall, &payload, &seq);
         if (pkt == NULL) {
             if (now == 0) {
-                done = !soft_ring_view_marked(&dev->req_stall);
-            } else if (soft_ring_unstick_due(&dev->req_stall, now) &&
+                done = !soft_ring_seq_marked(&dev->req_stall, seq);
+            } else if (soft_ring_unstick_due(&dev->req_stall, now, seq) &&
                        soft_ring_unstick(hdr, &hdr->req, &dev->req_stall,
                                          now, dev->super.caps.name)) {
                 continue;
@@ -203,20 +205,21 @@ int soft_engine_serve_req(soft_dev_t *dev, uint64_t now, int from_helper)
             done = (now != 0);   /* delayed link: head of line waits */
             break;
         }
-        dev->stats.rx_packets++;
+        /* the packet count is added once, after the loop */
+        served++;
         dev->stats.rx_bytes += pkt->len;
-        if (from_helper) {
-            dev->stats.helper_packets++;
-        }
         soft_resp_packet(dev, pkt, payload);
         /* the pop writes no line of the slot (only our head): the held
          * acknowledgement goes out after the loop, and the slot is cleared
          * later (soft_ring_clear), unless many wait for that */
-        soft_ring_pop(hdr, &hdr->req);
-        soft_ring_view(hdr, &hdr->req, &dev->req_stall);
-        if (hdr->req.head - hdr->req.freed >= SOFT_RING_CLEAR_LAG) {
+        if (soft_ring_pop_view(hdr, &hdr->req, &dev->req_stall) >=
+            SOFT_RING_CLEAR_LAG) {
             soft_ring_clear(hdr, &hdr->req);
         }
+    }
+    dev->stats.rx_packets += served;
+    if (from_helper) {
+        dev->stats.helper_packets += served;
     }
     if (dev->ack_line != NULL) {
         soft_resp_ack_flush(dev);
@@ -242,6 +245,7 @@ uint64_t soft_engine_pass(soft_dev_t *dev, int from_helper, uint64_t *clk_p)
     uint64_t now         = soft_dev_now_clk(dev, clk_p);
     soft_pkt_t *pkt;
     void *payload;
+    uint64_t seq;
     int tm_pending;
     unsigned n;
 
@@ -251,9 +255,9 @@ uint64_t soft_engine_pass(soft_dev_t *dev, int from_helper, uint64_t *clk_p)
     __atomic_store_n(&hdr->in_engine, 1, __ATOMIC_RELAXED);
     if (!dev->killed) {
         for (n = 0; n < SOFT_PROGRESS_BUDGET; ++n) {
-            pkt = soft_ring_peek_view(&dev->resp_stall, &payload);
+            pkt = soft_ring_peek_view(&dev->resp_stall, &payload, &seq);
             if (pkt == NULL) {
-                if (soft_ring_unstick_due(&dev->resp_stall, now) &&
+                if (soft_ring_unstick_due(&dev->resp_stall, now, seq) &&
                     soft_ring_unstick(hdr, &hdr->resp, &dev->resp_stall,
                                       now, dev->super.caps.name)) {
                     continue;

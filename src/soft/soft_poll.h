@@ -63,7 +63,11 @@ enum {
  * soft_engine_look(), inlined in the callers' out-of-line part (one call,
  * no more, before they know whether they need the lock). */
 /* always inlined: a poll with nothing to do costs no call (the compiler
- * otherwise keeps it out of line since the rings' views were added) */
+ * otherwise keeps it out of line since the rings' views were added).
+ * Consumed slots waiting for their clear send the poll to the look, which
+ * counts it (soft_ring_idle_clear): no call here, so that a caller that
+ * goes on to its out-of-line part keeps its arguments in their registers
+ * (nothing saved by the poll that finds work). */
 static inline __attribute__((always_inline))
 int soft_engine_poll_idle(soft_dev_t *dev)
 {
@@ -71,7 +75,7 @@ int soft_engine_poll_idle(soft_dev_t *dev)
             SOFT_ENGINE_IDLE) &&
            !soft_ring_view_ready(&dev->resp_stall) &&
            !soft_ring_view_ready(&dev->req_stall) &&
-           !soft_ring_idle_clear(&dev->hdr->req, &dev->req_stall);
+           !soft_ring_unfreed(&dev->hdr->req);
 }
 
 /* Without the lock: 1 if an engine that only waits (SOFT_ENGINE_WAIT)

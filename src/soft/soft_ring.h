@@ -197,6 +197,22 @@ static inline void soft_ring_view(soft_port_hdr_t *hdr, soft_ring_t *ring,
     __atomic_store_n(&st->idle_polls, 0, __ATOMIC_RELAXED);
 }
 
+/* Consumer side (engine lock held): soft_ring_pop and soft_ring_view in
+ * one, the new head computed once.  Returns the number of consumed slots
+ * that wait for their clear (soft_ring_clear). */
+static inline uint64_t soft_ring_pop_view(soft_port_hdr_t *hdr,
+                                          soft_ring_t *ring, soft_stall_t *st)
+{
+    uint64_t pos = ring->head + 1;
+
+    __atomic_store_n(&ring->head, pos, __ATOMIC_RELAXED);
+    __atomic_store_n(&st->seq, &soft_ring_slot(hdr, ring, pos)->seq,
+                     __ATOMIC_RELAXED);
+    __atomic_store_n(&st->want, pos + 1, __ATOMIC_RELAXED);
+    __atomic_store_n(&st->idle_polls, 0, __ATOMIC_RELAXED);
+    return pos - ring->freed;
+}
+
 /* Without the lock: 1 if the head slot seen by st holds a published
  * packet.  A view read while a pass moves it (the pointer of one slot, the
  * value of the other) says no: no slot's seq is the next slot's value. */
@@ -230,16 +246,20 @@ static inline soft_pkt_t *soft_ring_peek(soft_port_hdr_t *hdr,
 
 /* As soft_ring_peek, through the consumer's view of the head slot (engine
  * lock held; the view follows every move of the head: soft_ring_pop is
- * followed by soft_ring_view, and soft_ring_unstick calls it): the slot's
- * address without the ring's geometry (a pass peeks each ring at least
- * once). */
+ * followed by soft_ring_view, or soft_ring_pop_view does both, and
+ * soft_ring_unstick calls it): the slot's address without the ring's
+ * geometry (a pass peeks each ring at least once).  *seq_p: the head
+ * slot's seq as read, for the looks that follow when it holds no packet
+ * (soft_ring_seq_marked, soft_ring_unstick_due: no second read). */
 static inline soft_pkt_t *soft_ring_peek_view(const soft_stall_t *st,
-                                              void **payload_p)
+                                              void **payload_p,
+                                              uint64_t *seq_p)
 {
     soft_slot_t *slot = (soft_slot_t *)((char *)st->seq -
                                         offsetof(soft_slot_t, seq));
 
-    if (__atomic_load_n(st->seq, __ATOMIC_ACQUIRE) != st->want) {
+    *seq_p = __atomic_load_n(st->seq, __ATOMIC_ACQUIRE);
+    if (*seq_p != st->want) {
         return NULL;
     }
     *payload_p = (char *)slot + ((slot->pkt.flags & SOFT_PKT_LIGHT) ?
@@ -247,13 +267,12 @@ static inline soft_pkt_t *soft_ring_peek_view(const soft_stall_t *st,
     return &slot->pkt;
 }
 
-/* Consumer side, through its view (engine lock held): 1 if the ring's head
- * slot is claimed and not published yet (its claimer's mark,
- * SOFT_SEQ_CLAIMED) */
-static inline int soft_ring_view_marked(const soft_stall_t *st)
+/* Consumer side, through its view (engine lock held): 1 if seq, the head
+ * slot's as soft_ring_peek_view read it, is its claimer's mark
+ * (SOFT_SEQ_CLAIMED): claimed and not published yet */
+static inline int soft_ring_seq_marked(const soft_stall_t *st, uint64_t seq)
 {
-    return __atomic_load_n(st->seq, __ATOMIC_ACQUIRE) ==
-           (st->want | SOFT_SEQ_CLAIM_BIT);
+    return seq == (st->want | SOFT_SEQ_CLAIM_BIT);
 }
 
 /* Consumer side: 1 if consumed slots wait for their clear */
@@ -275,12 +294,13 @@ static inline int soft_ring_idle_clear(const soft_ring_t *ring,
 }
 
 /* Whether soft_ring_unstick has anything to look at (engine lock held): a
- * watch under way, a claim mark at the head, or the tail's look due */
+ * watch under way, a claim mark at the head (seq: the head slot's, as
+ * soft_ring_peek_view read it), or the tail's look due */
 static inline int soft_ring_unstick_due(const soft_stall_t *st,
-                                        uint64_t now)
+                                        uint64_t now, uint64_t seq)
 {
     return (st->since_ns != 0) || (now >= st->tail_look_ns) ||
-           soft_ring_view_marked(st);
+           soft_ring_seq_marked(st, seq);
 }
 
 #endif
