@@ -225,7 +225,7 @@ int soft_engine_serve_req(soft_dev_t *dev, uint64_t now, int from_helper)
         soft_resp_ack_flush(dev);
     }
     /* a pass that found nothing clears what earlier ones consumed (one
-     * that served packets leaves that to later: soft.h, "Ring slots") */
+     * that served packets leaves that to later: soft_ring.h, "Ring slots") */
     if ((n == 0) && done && soft_ring_unfreed(&hdr->req)) {
         soft_ring_clear(hdr, &hdr->req);
     }

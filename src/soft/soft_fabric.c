@@ -635,7 +635,7 @@ void soft_peers_free(soft_dev_t *dev)
 }
 
 /* ------------------------------------------------------------------------
- * Rings: bounded MPSC queues (see soft.h, "Ring slots", for the lines a
+ * Rings: bounded MPSC queues (see soft_ring.h, "Ring slots", for the lines a
  * message moves between the two processes).  A producer finds room from
  * the consumer's 'freed' (a copy it keeps, reread only when the ring looks
  * full), claims a slot with a CAS on tail, marks the claim in the slot

@@ -190,7 +190,7 @@ soft_req_post_inline(soft_qp_t *qp, const dcx_send_wr_t *wr, uint64_t total,
     }
     soft_engine_activate_light(qp, peer, now, clk);
     /* our packet is out: the time to clear the request slots we consumed
-     * (soft.h, "Ring slots"), which takes their lines back from producers */
+     * (soft_ring.h, "Ring slots"), which takes their lines back from producers */
     if (dev->hdr->req.freed != dev->hdr->req.head) {
         soft_ring_clear(dev->hdr, &dev->hdr->req);
     }

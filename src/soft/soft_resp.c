@@ -233,7 +233,7 @@ void soft_resp_send(soft_dev_t *dev, soft_rstate_t *rs,
         dev->stats.resp_drops++;
         return;
     }
-    /* the slot holds its last packet (soft.h, "Ring slots"): the fields a
+    /* the slot holds its last packet (soft_ring.h, "Ring slots"): the fields a
      * response does not carry are zero */
     memset(pkt, 0, sizeof(*pkt));
     pkt->op        = op;
