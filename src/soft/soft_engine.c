@@ -27,6 +27,7 @@
 #include "config.h"
 #endif
 
+#include "soft_acked.h"
 #include "soft_tm.h"
 #include "soft_wait.h"
 
@@ -277,11 +278,14 @@ uint64_t soft_engine_pass(soft_dev_t *dev, int from_helper, uint64_t *clk_p)
              * light path's acknowledgements do not come this way) */
             soft_ring_clear(hdr, &hdr->resp);
         }
-    }
-    if (!dev->killed) {
+        /* 'killed' is set under the engine lock only */
         soft_engine_serve_req(dev, now, from_helper);
     }
-    soft_req_timers(dev, now);
+    /* a ping-pong's send completes inline; the requester's walk takes
+     * anything else */
+    if (!soft_req_timers_quick(dev, now)) {
+        soft_req_timers(dev, now);
+    }
     /* request slots consumed by this pass or by ring passes before it */
     if (hdr->req.freed != hdr->req.head) {
         soft_ring_clear(hdr, &hdr->req);

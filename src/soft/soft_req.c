@@ -14,6 +14,7 @@
 
 #include "soft.h"
 #include "soft_light.h"
+#include "soft_acked.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -182,18 +183,6 @@ void soft_qp_to_error(soft_qp_t *qp, const char *reason)
     qp->sq_comp     = qp->sq_head;
     qp->sq_send     = qp->sq_head;
     qp->deadline_ns = 0;
-}
-
-/* w completed: if it held the newest request we queued to its target,
- * everything of ours there was consumed (the ring is served in order). */
-static inline void soft_req_watch_done(const soft_swqe_t *w)
-{
-    soft_peer_t *peer = w->peer;
-
-    if ((peer != NULL) && (w->tx_end != 0) &&
-        ((uint32_t)peer->watch_pos == w->tx_end)) {
-        peer->watch_since = 0;
-    }
 }
 
 /* Completes the oldest WQE of the DCI. */
@@ -802,7 +791,8 @@ void soft_req_prod(soft_dev_t *dev, soft_peer_t *peer, uint64_t now)
 }
 
 /* Visits only the DCIs on the active list (soft_engine.c); those with
- * nothing outstanding leave it. */
+ * nothing outstanding leave it.  The engine's pass runs it when
+ * soft_req_timers_quick (soft_acked.h, inline there) did not take all. */
 void soft_req_timers(soft_dev_t *dev, uint64_t now)
 {
     soft_qp_t **pp = &dev->active_dcis;

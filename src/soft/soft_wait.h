@@ -27,7 +27,7 @@ static inline int soft_engine_wait_add(soft_dev_t *dev, soft_qp_t *qp,
     int idle              = dev->engine_idle;
     const uint64_t *line;
     uint64_t due, since;
-    uint32_t i, n;
+    uint32_t i, n, seq;
 
     if ((idle == SOFT_ENGINE_BUSY) || (qp->super.state != DCX_QPS_RTS)) {
         return 0;
@@ -55,8 +55,29 @@ static inline int soft_engine_wait_add(soft_dev_t *dev, soft_qp_t *qp,
         }
         clk = soft_clock_after_at(clk, (due - now) - (due - now) / 16);
     }
-    n    = (idle == SOFT_ENGINE_WAIT) ? w->n : 0;
     line = qp->ack_line;
+    seq  = w->seq;
+    if (idle == SOFT_ENGINE_IDLE) {
+        /* the set was empty (a ping-pong's post: the pass that completed
+         * the DCI's last send left the engine idle): it is this line */
+        __atomic_store_n(&w->seq, seq + 1, __ATOMIC_RELAXED);
+        __atomic_thread_fence(__ATOMIC_RELEASE);
+        n = 0;
+        if (line != NULL) {
+            __atomic_store_n(&w->lines[0].line, line, __ATOMIC_RELAXED);
+            __atomic_store_n(&w->lines[0].word,
+                             __atomic_load_n(line, __ATOMIC_ACQUIRE),
+                             __ATOMIC_RELAXED);
+            n = 1;
+        }
+        __atomic_store_n(&w->n, n, __ATOMIC_RELAXED);
+        __atomic_store_n(&w->due, clk, __ATOMIC_RELAXED);
+        __atomic_store_n(&dev->engine_idle, SOFT_ENGINE_WAIT,
+                         __ATOMIC_RELAXED);
+        __atomic_store_n(&w->seq, seq + 2, __ATOMIC_RELEASE);
+        return 1;
+    }
+    n    = w->n;
     for (i = 0; (line != NULL) && (i < n); ++i) {
         if (w->lines[i].line == line) {
             break;
@@ -65,7 +86,7 @@ static inline int soft_engine_wait_add(soft_dev_t *dev, soft_qp_t *qp,
     if ((line != NULL) && (i == n) && (n == SOFT_WAIT_LINES)) {
         return 0;
     }
-    __atomic_store_n(&w->seq, w->seq + 1, __ATOMIC_RELAXED);
+    __atomic_store_n(&w->seq, seq + 1, __ATOMIC_RELAXED);
     __atomic_thread_fence(__ATOMIC_RELEASE);
     if ((line != NULL) && (i == n)) {
         __atomic_store_n(&w->lines[n].line, line, __ATOMIC_RELAXED);
@@ -75,11 +96,12 @@ static inline int soft_engine_wait_add(soft_dev_t *dev, soft_qp_t *qp,
         n++;
     }
     __atomic_store_n(&w->n, n, __ATOMIC_RELAXED);
-    if ((idle != SOFT_ENGINE_WAIT) || ((int64_t)(clk - w->due) < 0)) {
+    if ((int64_t)(clk - w->due) < 0) {
         __atomic_store_n(&w->due, clk, __ATOMIC_RELAXED);
     }
-    __atomic_store_n(&dev->engine_idle, SOFT_ENGINE_WAIT, __ATOMIC_RELAXED);
-    __atomic_store_n(&w->seq, w->seq + 1, __ATOMIC_RELEASE);
+    /* the engine waits already: engine_idle is not written (a BUSY an
+     * unlocked look set meanwhile, soft_engine_tail_look, stays) */
+    __atomic_store_n(&w->seq, seq + 2, __ATOMIC_RELEASE);
     return 1;
 }
 
