@@ -193,17 +193,22 @@ static inline uint8_t soft_tm_fast_opcode(const soft_tm_t *tm,
 /* The completion of a message soft_tm_fast_opcode() let through, placed in
  * the SRQ buffer wr_id: the one soft_tm_last gives it (an unexpected eager
  * counts in the phase, U and the library's count, as on the general path). */
-static inline void soft_tm_fast_wc(soft_tm_t *tm, soft_qp_t *dct,
+static inline void soft_tm_fast_wc(soft_srq_t *srq, soft_qp_t *dct,
                                    const soft_pkt_t *pkt, uint8_t wc_opcode,
                                    uint64_t wr_id)
 {
-    soft_cq_t *cq   = tm->srq->cq;
+    soft_tm_t *tm   = srq->tm;
+    soft_cq_t *cq   = srq->cq;
     soft_cqe_t *cqe = soft_cq_slot(cq);
+    soft_tm_t *retire;   /* the CQE's tm: what polling it retires */
 
     tm->stats.fast++;
     if (wc_opcode == DCX_WC_TM_RECV) {
         tm->hw_unexp++;
         tm->stats.unexp_eager++;
+        retire = tm;
+    } else {
+        retire = NULL;
     }
     if (cqe == NULL) {
         soft_cq_overrun(cq, dct->super.qp_num);   /* as soft_tm_push */
@@ -212,12 +217,8 @@ static inline void soft_tm_fast_wc(soft_tm_t *tm, soft_qp_t *dct,
     soft_cqe_fast_recv(cqe, wc_opcode, wr_id, dct->super.qp_num, pkt);
     /* tm_entry, tm_gen and tm_op are read only under the flags that name
      * them (soft_tm_polled_rest), tm_flags only when tm is set */
-    if (wc_opcode == DCX_WC_TM_RECV) {
-        cqe->tm       = tm;
-        cqe->tm_flags = SOFT_TMC_UNEXP;
-    } else {
-        cqe->tm       = NULL;
-    }
+    cqe->tm       = retire;
+    cqe->tm_flags = SOFT_TMC_UNEXP;
     soft_cq_commit(cq);
 }
 
