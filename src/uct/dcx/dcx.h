@@ -526,7 +526,6 @@ ucs_status_t uct_dcx_iface_event_arm(uct_iface_h tl_iface, unsigned events);
 
 /* dcx_rx.c */
 unsigned uct_dcx_iface_progress(uct_iface_h tl_iface);
-void uct_dcx_iface_dispatch(uct_dcx_iface_t *iface);
 unsigned uct_dcx_iface_post_recv(uct_dcx_iface_t *iface);
 void uct_dcx_iface_rx_grow(uct_dcx_iface_t *iface);
 void uct_dcx_iface_release_desc(uct_recv_desc_t *self, void *desc);

@@ -288,7 +288,7 @@ uct_dcx_iface_progress_tail(uct_dcx_iface_t *iface)
     if (ucs_unlikely(!ucs_queue_is_empty(&iface->grant_q))) {
         uct_dcx_iface_send_grants(iface);
     }
-    uct_dcx_iface_dispatch(iface);
+    ucs_arbiter_dispatch(&iface->arbiter, 1, uct_dcx_ep_dispatch_cb, iface);
 }
 
 #endif /* UCT_DCX_INL_ */

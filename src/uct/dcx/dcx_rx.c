@@ -503,11 +503,6 @@ uct_dcx_iface_rx_wcs(uct_dcx_iface_t *iface, const dcx_wc_t *wc, int n)
  * Progress
  * ------------------------------------------------------------------------- */
 
-void uct_dcx_iface_dispatch(uct_dcx_iface_t *iface)
-{
-    ucs_arbiter_dispatch(&iface->arbiter, 1, uct_dcx_ep_dispatch_cb, iface);
-}
-
 /* Both CQs polled in one device call (dcx_cq_poll_pair): a progress call
  * with nothing to do costs one device call.  An interface on a TM SRQ has
  * uct_dcx_iface_tag_progress (dcx_tag.c) instead, set at its creation. */
