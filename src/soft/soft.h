@@ -141,7 +141,8 @@ typedef struct soft_cqe {
     uint32_t   sq_idx;
     uint32_t   pad;
     /* tag matching: list entry / operations this CQE retires when polled
-     * (soft_tm_polled), or tm == NULL */
+     * (soft_tm_polled, soft_tm.h), or tm == NULL; tm_entry, tm_gen and
+     * tm_op are read only when tm_flags name them */
     soft_tm_t *tm;
     uint32_t   tm_entry;
     uint32_t   tm_gen;
@@ -868,7 +869,6 @@ void     soft_tm_destroy(soft_srq_t *srq);
 void     soft_tm_send_op(soft_dev_t *dev, soft_qp_t *dct, soft_rstate_t *rs,
                          const soft_pkt_t *pkt, const void *payload);
 void     soft_tm_abandon(soft_dev_t *dev, soft_rstate_t *rs);
-void     soft_tm_polled(soft_cqe_t *cqe, dcx_wc_t *wc);
 int      soft_tm_progress_live(soft_dev_t *dev);
 
 /* The engine pass's rendezvous hook: nothing to do, not even a call, while

@@ -8,6 +8,7 @@
 
 #include "soft.h"
 #include "soft_direct.h"
+#include "soft_tm.h"
 
 #include <errno.h>
 #include <stdio.h>

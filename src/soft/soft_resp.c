@@ -904,11 +904,12 @@ static inline int soft_resp_fast(soft_dev_t *dev, const soft_pkt_t *pkt,
         }
     } else if ((pkt->op == DCX_WR_SEND) || (pkt->op == DCX_WR_SEND_IMM)) {
         srq = dct->srq;
-        /* a TM SRQ: only what goes to an SRQ buffer unmatched */
-        tm_opcode = (srq->tm != NULL) ?
-                    soft_tm_fast_opcode(srq->tm, pkt, payload) : 0;
-        if (((srq->tm != NULL) && (tm_opcode == 0)) ||
-            (srq->head == srq->tail)) {
+        /* a TM SRQ: only what goes to an SRQ buffer unmatched (tm_opcode
+         * is not 0 exactly when the SRQ has a tag list) */
+        tm_opcode = 0;
+        if ((srq->head == srq->tail) ||
+            ((srq->tm != NULL) &&
+             !(tm_opcode = soft_tm_fast_opcode(srq->tm, pkt, payload)))) {
             return 0;
         }
         wqe = soft_srq_head(srq);
@@ -917,8 +918,8 @@ static inline int soft_resp_fast(soft_dev_t *dev, const soft_pkt_t *pkt,
         }
         soft_resp_recv_copy(wqe, payload, len);
         soft_srq_pop(srq);
-        if (srq->tm != NULL) {
-            soft_tm_fast_wc(srq->tm, dct, pkt, tm_opcode, wqe->wr_id);
+        if (tm_opcode != 0) {
+            soft_tm_fast_wc(srq, dct, pkt, tm_opcode, wqe->wr_id);
         } else {
             soft_resp_fast_cqe(dev, dct, pkt, wqe->wr_id);
         }

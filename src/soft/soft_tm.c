@@ -107,7 +107,9 @@ static void soft_tm_release(soft_tm_t *tm, uint32_t idx, uint32_t gen)
     tm->free_tail = idx;
 }
 
-void soft_tm_polled(soft_cqe_t *cqe, dcx_wc_t *wc)
+/* soft_tm_polled's rest: list operations and entries retired, and an
+ * unexpected message counted when its completion retires more than that */
+void soft_tm_polled_rest(soft_cqe_t *cqe, dcx_wc_t *wc)
 {
     soft_tm_t *tm = cqe->tm;
 
@@ -123,11 +125,7 @@ void soft_tm_polled(soft_cqe_t *cqe, dcx_wc_t *wc)
         soft_tm_release(tm, cqe->tm_entry, cqe->tm_gen);
     }
     if (cqe->tm_flags & SOFT_TMC_UNEXP) {
-        tm->lib_unexp_in++;
-        if ((uint16_t)(tm->lib_unexp_in - tm->lib_unexp_out) >
-            SOFT_TM_SYNC_DIFF) {
-            wc->flags |= DCX_WC_FLAG_TM_SYNC_REQ;
-        }
+        soft_tm_polled_unexp(tm, wc);
     }
 }
 

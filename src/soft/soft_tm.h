@@ -137,6 +137,32 @@ static inline void soft_tm_recv_wc(dcx_wc_t *wc, uint64_t wr_id,
     wc->src_qp   = src_qp;
 }
 
+/* soft_tm.c */
+void soft_tm_polled_rest(soft_cqe_t *cqe, dcx_wc_t *wc);
+
+/* Library side: an unexpected message's completion was polled; it asks
+ * for a SYNC when software's count is more than SOFT_TM_SYNC_DIFF behind */
+static inline void soft_tm_polled_unexp(soft_tm_t *tm, dcx_wc_t *wc)
+{
+    tm->lib_unexp_in++;
+    if ((uint16_t)(tm->lib_unexp_in - tm->lib_unexp_out) > SOFT_TM_SYNC_DIFF) {
+        wc->flags |= DCX_WC_FLAG_TM_SYNC_REQ;
+    }
+}
+
+/* Polling a completion with cqe->tm set (engine lock held): what it
+ * retires.  An unexpected message alone (every unexpected eager, on the
+ * responder's fast path too) is counted here, inline in the drain; list
+ * operations and entries out of line. */
+static inline void soft_tm_polled(soft_cqe_t *cqe, dcx_wc_t *wc)
+{
+    if (cqe->tm_flags == SOFT_TMC_UNEXP) {
+        soft_tm_polled_unexp(cqe->tm, wc);
+    } else {
+        soft_tm_polled_rest(cqe, wc);
+    }
+}
+
 /* The responder's one-pass path (soft_resp_fast) on a TM SRQ: which SRQ
  * completion a whole message in one packet gets without a list walk, or 0
  * when the general path must see it.  That is a NO_TAG message (an active
@@ -167,33 +193,32 @@ static inline uint8_t soft_tm_fast_opcode(const soft_tm_t *tm,
 /* The completion of a message soft_tm_fast_opcode() let through, placed in
  * the SRQ buffer wr_id: the one soft_tm_last gives it (an unexpected eager
  * counts in the phase, U and the library's count, as on the general path). */
-static inline void soft_tm_fast_wc(soft_tm_t *tm, soft_qp_t *dct,
+static inline void soft_tm_fast_wc(soft_srq_t *srq, soft_qp_t *dct,
                                    const soft_pkt_t *pkt, uint8_t wc_opcode,
                                    uint64_t wr_id)
 {
-    soft_cq_t *cq   = tm->srq->cq;
+    soft_tm_t *tm   = srq->tm;
+    soft_cq_t *cq   = srq->cq;
     soft_cqe_t *cqe = soft_cq_slot(cq);
+    soft_tm_t *retire;   /* the CQE's tm: what polling it retires */
 
     tm->stats.fast++;
     if (wc_opcode == DCX_WC_TM_RECV) {
         tm->hw_unexp++;
         tm->stats.unexp_eager++;
+        retire = tm;
+    } else {
+        retire = NULL;
     }
     if (cqe == NULL) {
         soft_cq_overrun(cq, dct->super.qp_num);   /* as soft_tm_push */
         return;
     }
     soft_cqe_fast_recv(cqe, wc_opcode, wr_id, dct->super.qp_num, pkt);
-    cqe->tm_entry      = SOFT_TM_NONE;
-    cqe->tm_gen        = 0;
-    cqe->tm_op         = 0;
-    if (wc_opcode == DCX_WC_TM_RECV) {
-        cqe->tm       = tm;
-        cqe->tm_flags = SOFT_TMC_UNEXP;
-    } else {
-        cqe->tm       = NULL;
-        cqe->tm_flags = 0;
-    }
+    /* tm_entry, tm_gen and tm_op are read only under the flags that name
+     * them (soft_tm_polled_rest), tm_flags only when tm is set */
+    cqe->tm       = retire;
+    cqe->tm_flags = SOFT_TMC_UNEXP;
     soft_cq_commit(cq);
 }
 

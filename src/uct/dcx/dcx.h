@@ -526,8 +526,8 @@ ucs_status_t uct_dcx_iface_event_arm(uct_iface_h tl_iface, unsigned events);
 
 /* dcx_rx.c */
 unsigned uct_dcx_iface_progress(uct_iface_h tl_iface);
-void uct_dcx_iface_dispatch(uct_dcx_iface_t *iface);
 unsigned uct_dcx_iface_post_recv(uct_dcx_iface_t *iface);
+void uct_dcx_iface_rx_grow(uct_dcx_iface_t *iface);
 void uct_dcx_iface_release_desc(uct_recv_desc_t *self, void *desc);
 ucs_status_t uct_dcx_dci_post_ctl_tmh(uct_dcx_iface_t *iface,
                                       uct_dcx_dci_t *dci, uct_dcx_ep_t *ep,
@@ -557,8 +557,7 @@ void uct_dcx_iface_rx_am(uct_dcx_iface_t *iface, void *elem, uint8_t *wire,
 void uct_dcx_iface_rx_error(uct_dcx_iface_t *iface, const dcx_wc_t *wc);
 
 /* dcx_tag.c */
-void uct_dcx_iface_tag_rx_wcs(uct_dcx_iface_t *iface, const dcx_wc_t *wc,
-                              int n);
+unsigned uct_dcx_iface_tag_progress(uct_iface_h tl_iface);
 ucs_status_t uct_dcx_iface_mpools_init(uct_dcx_iface_t *iface,
                                        const uct_iface_params_t *params,
                                        const uct_dcx_iface_config_t *cfg);

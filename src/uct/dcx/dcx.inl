@@ -272,4 +272,23 @@ uct_dcx_ep_desc_begin(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep, int is_am,
     return UCS_OK;
 }
 
+/* Receive buffers reposted in batches, credit grants sent again, pending
+ * requests dispatched: the end of every progress call (uct_dcx_iface_progress,
+ * uct_dcx_iface_tag_progress) */
+static UCS_F_ALWAYS_INLINE void
+uct_dcx_iface_progress_tail(uct_dcx_iface_t *iface)
+{
+    if (ucs_unlikely(iface->rx_target - iface->rx_posted >=
+                     iface->rx_repost)) {
+        if (ucs_unlikely(iface->rx_posted < (iface->rx_target / 2))) {
+            uct_dcx_iface_rx_grow(iface);
+        }
+        uct_dcx_iface_post_recv(iface);
+    }
+    if (ucs_unlikely(!ucs_queue_is_empty(&iface->grant_q))) {
+        uct_dcx_iface_send_grants(iface);
+    }
+    ucs_arbiter_dispatch(&iface->arbiter, 1, uct_dcx_ep_dispatch_cb, iface);
+}
+
 #endif /* UCT_DCX_INL_ */

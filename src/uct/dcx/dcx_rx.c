@@ -221,7 +221,7 @@ void uct_dcx_iface_release_desc(uct_recv_desc_t *self, void *desc)
  * buffers too, and the completions not yet polled hide from rx_posted that
  * the device's queue ran dry, so the sender got RNR NAKs (and waited
  * RNR_TIMER each) while every refill still found most buffers posted. */
-static UCS_F_NOINLINE void uct_dcx_iface_rx_grow(uct_dcx_iface_t *iface)
+UCS_F_NOINLINE void uct_dcx_iface_rx_grow(uct_dcx_iface_t *iface)
 {
     if (iface->rx_target < iface->rx_queue_len) {
         uct_dcx_iface_set_rx_target(iface, ucs_min(iface->rx_target * 2,
@@ -485,11 +485,6 @@ uct_dcx_iface_rx_wcs(uct_dcx_iface_t *iface, const dcx_wc_t *wc, int n)
     void *elem;
     int i;
 
-    if (ucs_unlikely(iface->rx_tmh_len != 0)) {
-        uct_dcx_iface_tag_rx_wcs(iface, wc, n);   /* a TM SRQ */
-        return;
-    }
-
     for (i = 0; i < n; ++i) {
         elem = (void*)(uintptr_t)wc[i].wr_id;
         iface->rx_posted--;
@@ -508,31 +503,9 @@ uct_dcx_iface_rx_wcs(uct_dcx_iface_t *iface, const dcx_wc_t *wc, int n)
  * Progress
  * ------------------------------------------------------------------------- */
 
-void uct_dcx_iface_dispatch(uct_dcx_iface_t *iface)
-{
-    ucs_arbiter_dispatch(&iface->arbiter, 1, uct_dcx_ep_dispatch_cb, iface);
-}
-
-/* Receive buffers reposted in batches, credit grants sent again, pending
- * requests dispatched: the end of every progress call */
-static UCS_F_ALWAYS_INLINE void
-uct_dcx_iface_progress_tail(uct_dcx_iface_t *iface)
-{
-    if (ucs_unlikely(iface->rx_target - iface->rx_posted >=
-                     iface->rx_repost)) {
-        if (ucs_unlikely(iface->rx_posted < (iface->rx_target / 2))) {
-            uct_dcx_iface_rx_grow(iface);
-        }
-        uct_dcx_iface_post_recv(iface);
-    }
-    if (ucs_unlikely(!ucs_queue_is_empty(&iface->grant_q))) {
-        uct_dcx_iface_send_grants(iface);
-    }
-    uct_dcx_iface_dispatch(iface);
-}
-
 /* Both CQs polled in one device call (dcx_cq_poll_pair): a progress call
- * with nothing to do costs one device call */
+ * with nothing to do costs one device call.  An interface on a TM SRQ has
+ * uct_dcx_iface_tag_progress (dcx_tag.c) instead, set at its creation. */
 unsigned uct_dcx_iface_progress(uct_iface_h tl_iface)
 {
     uct_dcx_iface_t *iface = ucs_derived_of(tl_iface, uct_dcx_iface_t);

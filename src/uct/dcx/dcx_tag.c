@@ -665,21 +665,36 @@ uct_dcx_tag_rx_one(uct_dcx_iface_t *iface, const dcx_wc_t *wc)
     }
 }
 
-/* The completions of a TM SRQ's CQ: list operations, tagged messages, and
- * the NO_TAG messages that carry AMs; one call per batch */
-void uct_dcx_iface_tag_rx_wcs(uct_dcx_iface_t *iface, const dcx_wc_t *wc,
-                              int n)
+/* The progress of an interface on a TM SRQ, set at its creation in place
+ * of uct_dcx_iface_progress (uct_dcx_iface_srq_create): the same poll and
+ * tail, and the receive completions (list operations, tagged messages, the
+ * NO_TAG messages that carry AMs) taken here, inline, so that an
+ * unexpected eager message makes no call of its own before the eager_cb */
+unsigned uct_dcx_iface_tag_progress(uct_iface_h tl_iface)
 {
-    int i;
+    uct_dcx_iface_t *iface = ucs_derived_of(tl_iface, uct_dcx_iface_t);
+    dcx_wc_t wc[2 * UCT_DCX_TX_BATCH];   /* receives, then sends */
+    int i, n_rx, n_tx;
 
-    for (i = 0; i < n; ++i) {
-        uct_dcx_tag_rx_one(iface, &wc[i]);
+    n_rx = dcx_cq_poll_pair(iface->rx_cq, iface->tx_cq, UCT_DCX_TX_BATCH, wc,
+                            &n_tx);
+    if (ucs_unlikely(n_rx > 0)) {
+        for (i = 0; i < n_rx; ++i) {
+            uct_dcx_tag_rx_one(iface, &wc[i]);
+        }
+        if (ucs_unlikely(iface->tm.sync_due)) {
+            uct_dcx_tm_sync(iface);
+        }
+        if (ucs_unlikely(n_rx == UCT_DCX_RX_BATCH)) {
+            uct_dcx_iface_rx_grow(iface);   /* a stream: more may wait */
+        }
     }
-    if (ucs_unlikely(iface->tm.sync_due)) {
-        uct_dcx_tm_sync(iface);
+    if (ucs_unlikely(n_tx > 0)) {
+        uct_dcx_dci_tx_wcs(iface, wc + UCT_DCX_TX_BATCH, n_tx);
     }
+    uct_dcx_iface_progress_tail(iface);
+    return n_rx + n_tx;
 }
-
 
 /* ---------------------------------------------------------------------------
  * Interface
@@ -807,6 +822,8 @@ ucs_status_t uct_dcx_iface_srq_create(uct_dcx_iface_t *iface,
         ret = dcx_srq_create(iface->pd, &srq_attr, &iface->srq);
         if (ret == 0) {
             iface->rx_tmh_len = DCX_TM_TMH_LEN;
+            /* before uct_base_iface_progress_enable() reads it */
+            iface->super.super.ops.iface_progress = uct_dcx_iface_tag_progress;
             return UCS_OK;
         }
         if (cfg->tm_enable == UCS_YES) {
