@@ -23,6 +23,17 @@ static inline void soft_req_watch_done(const soft_swqe_t *w)
     }
 }
 
+/* 1 if w is acknowledged by the ack table's next msn 'next' and completes
+ * with it: a SEND/WRITE waiting for its response with an msn below it
+ * (READs and atomics complete only with their data) */
+static inline int soft_req_table_acks(const soft_swqe_t *w, uint32_t next)
+{
+    return ((int32_t)(next - w->msn) > 0) &&
+           (w->state == SOFT_WQE_WAIT_RESP) &&
+           !(soft_opinfo[w->wr.opcode].flags &
+             (SOFT_OPF_READ | SOFT_OPF_ATOMIC));
+}
+
 /* soft_req_timers' common case (a ping-pong's), with no call, so that no
  * register is saved: the active list holds one DCI in RTS, all its
  * requests out, and its ack table line acknowledges them all.  Each is
@@ -56,10 +67,7 @@ int soft_req_timers_quick(soft_dev_t *dev, uint64_t now)
     next = (uint32_t)word;
     for (comp = qp->sq_comp; comp != qp->sq_head; ++comp) {
         w = soft_wqe(qp, comp);
-        if (((int32_t)(next - w->msn) <= 0) ||
-            (w->state != SOFT_WQE_WAIT_RESP) ||
-            (soft_opinfo[w->wr.opcode].flags &
-             (SOFT_OPF_READ | SOFT_OPF_ATOMIC))) {
+        if (!soft_req_table_acks(w, next)) {
             break;
         }
         if (w->wr.flags & DCX_SEND_SIGNALED) {

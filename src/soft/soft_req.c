@@ -267,10 +267,7 @@ void soft_req_acked_in(soft_qp_t *qp, uint64_t now)
     next = (uint32_t)word;
     while (comp != qp->sq_send) {
         w = soft_wqe(qp, comp);
-        if (((int32_t)(next - w->msn) <= 0) ||
-            (w->state != SOFT_WQE_WAIT_RESP) ||
-            (soft_opinfo[w->wr.opcode].flags &
-             (SOFT_OPF_READ | SOFT_OPF_ATOMIC))) {
+        if (!soft_req_table_acks(w, next)) {
             break;
         }
         dev->resp_credits += w->credits;
