@@ -775,5 +775,31 @@ TEST_P(uct_dcx_tag_remote_fail, peer_killed_with_rndv_in_flight_bad_flow)
     log_counter::reset();
 }
 
+/* Our rendezvous reached the peer and its device acknowledged it (flushed),
+ * then the peer dies before reading it: nothing of ours is in flight to
+ * it, so the operation stays (as on any transport whose FIN never comes)
+ * until a check of the endpoint (UCP's keepalive) finds the peer gone: the
+ * endpoint fails, and the operation with it. */
+TEST_P(uct_dcx_tag_remote_fail, rndv_acked_then_peer_killed_bad_flow)
+{
+    std::map<std::string, std::string> cfg;
+
+    cfg["TIMEOUT"]     = "20ms";
+    cfg["RETRY_COUNT"] = "2";
+    start(cfg);
+    test_comp to_dead;
+    void *op = send_how(m_ep, HOW_RNDV, 0x7200, 0, 8192, 75, &to_dead);
+    ASSERT_FALSE(UCS_PTR_IS_ERR(op));
+    flush_ep(m_ep);
+    kill_peer(m_peer);
+
+    EXPECT_FALSE(wait_for([&]() { return to_dead.done > 0; }, 0.3))
+        << "nothing was in flight to the peer: what failed the operation?";
+    ASSERT_EQ(UCS_OK, uct_ep_check(m_ep, 0, NULL));
+    ASSERT_TRUE(wait_for([&]() { return to_dead.done > 0; }, 30));
+    EXPECT_EQ(UCS_ERR_ENDPOINT_TIMEOUT, to_dead.status);
+    log_counter::reset();
+}
+
 INSTANTIATE_TEST_SUITE_P(policy, uct_dcx_tag_remote, UCT_DCX_POLICIES);
 INSTANTIATE_TEST_SUITE_P(policy, uct_dcx_tag_remote_fail, UCT_DCX_POLICIES);
