@@ -693,6 +693,24 @@ static inline void soft_cqe_fast_recv(soft_cqe_t *cqe, uint8_t opcode,
 /* soft_channel.c */
 void     soft_cq_fire(soft_cq_t *cq);
 
+/* The completion of WQE w of qp, with status and byte_len, into *wc */
+static inline void soft_wqe_wc(const soft_qp_t *qp, const soft_swqe_t *w,
+                               uint8_t status, uint32_t byte_len,
+                               dcx_wc_t *wc)
+{
+    memset(wc, 0, sizeof(*wc));
+    wc->wr_id    = w->wr.wr_id;
+    wc->status   = status;
+    wc->opcode   = soft_opinfo[w->wr.opcode].wc_opcode;
+    wc->byte_len = byte_len;
+    wc->qp_num   = qp->super.qp_num;
+    if ((status == DCX_WC_SUCCESS) &&
+        (soft_opinfo[w->wr.opcode].flags & SOFT_OPF_IMM)) {
+        wc->flags = DCX_WC_FLAG_WITH_IMM;
+        wc->imm   = w->wr.imm;
+    }
+}
+
 static inline void soft_cq_commit(soft_cq_t *cq)
 {
     /* release: the unlocked look of soft_engine_poll_idle() */

@@ -38,7 +38,7 @@ static inline int soft_req_table_acks(const soft_swqe_t *w, uint32_t next)
  * register is saved: the active list holds one DCI in RTS, all its
  * requests out, and its ack table line acknowledges them all.  Each is
  * completed as soft_req_acked_in does, a signaled one's CQE written in
- * place (soft_wqe_push_cqe's fields); the DCI leaves the list, and 1 is
+ * place (soft_wqe_wc, as soft_wqe_push_cqe fills it); the DCI leaves the list, and 1 is
  * returned.  Otherwise 0, after completing, in order, what
  * soft_req_acked_in would have completed before the first WQE this does
  * not take (not acknowledged, a READ or atomic, its CQ full or armed:
@@ -75,16 +75,8 @@ int soft_req_timers_quick(soft_dev_t *dev, uint64_t now)
             if ((cqe == NULL) || qp->cq->armed) {
                 break;
             }
-            memset(&cqe->wc, 0, sizeof(cqe->wc));
-            cqe->wc.wr_id    = w->wr.wr_id;
-            cqe->wc.status   = DCX_WC_SUCCESS;
-            cqe->wc.opcode   = soft_opinfo[w->wr.opcode].wc_opcode;
-            cqe->wc.byte_len = (uint32_t)w->total_len;
-            cqe->wc.qp_num   = qp->super.qp_num;
-            if (soft_opinfo[w->wr.opcode].flags & SOFT_OPF_IMM) {
-                cqe->wc.flags = DCX_WC_FLAG_WITH_IMM;
-                cqe->wc.imm   = w->wr.imm;
-            }
+            soft_wqe_wc(qp, w, DCX_WC_SUCCESS, (uint32_t)w->total_len,
+                        &cqe->wc);
             cqe->qp     = qp;
             cqe->sq_idx = comp;
             cqe->tm     = NULL;

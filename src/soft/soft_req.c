@@ -148,17 +148,7 @@ int soft_wqe_push_cqe(soft_qp_t *qp, soft_swqe_t *w, uint32_t idx,
 {
     dcx_wc_t wc;
 
-    memset(&wc, 0, sizeof(wc));
-    wc.wr_id    = w->wr.wr_id;
-    wc.status   = status;
-    wc.opcode   = soft_opinfo[w->wr.opcode].wc_opcode;
-    wc.byte_len = byte_len;
-    wc.qp_num   = qp->super.qp_num;
-    if ((status == DCX_WC_SUCCESS) && (soft_opinfo[w->wr.opcode].flags &
-                                       SOFT_OPF_IMM)) {
-        wc.flags = DCX_WC_FLAG_WITH_IMM;
-        wc.imm   = w->wr.imm;
-    }
+    soft_wqe_wc(qp, w, status, byte_len, &wc);
     return soft_cq_push(qp->cq, &wc, qp, idx);
 }
 
