@@ -291,4 +291,35 @@ uct_dcx_iface_progress_tail(uct_dcx_iface_t *iface)
     ucs_arbiter_dispatch(&iface->arbiter, 1, uct_dcx_ep_dispatch_cb, iface);
 }
 
+/* A progress call: both CQs polled in one device call (dcx_cq_poll_pair:
+ * one with nothing to do costs that call), the receive completions handed
+ * to rx_wcs, the send completions taken, then the tail.  rx_wcs is a
+ * constant, always-inline function of the caller's file (the plain
+ * receive queue's, uct_dcx_iface_progress; a TM SRQ's,
+ * uct_dcx_iface_tag_progress): inlined through it, no call is made before
+ * the AM or eager handler. */
+static UCS_F_ALWAYS_INLINE unsigned
+uct_dcx_iface_progress_common(uct_dcx_iface_t *iface,
+                              void (*rx_wcs)(uct_dcx_iface_t *iface,
+                                             const dcx_wc_t *wc, int n))
+{
+    dcx_wc_t wc[2 * UCT_DCX_TX_BATCH];   /* receives, then sends */
+    int n_rx, n_tx;
+
+    UCS_STATIC_ASSERT(UCT_DCX_TX_BATCH == UCT_DCX_RX_BATCH);
+    n_rx = dcx_cq_poll_pair(iface->rx_cq, iface->tx_cq, UCT_DCX_TX_BATCH, wc,
+                            &n_tx);
+    if (ucs_unlikely(n_rx > 0)) {
+        rx_wcs(iface, wc, n_rx);
+        if (ucs_unlikely(n_rx == UCT_DCX_RX_BATCH)) {
+            uct_dcx_iface_rx_grow(iface);   /* a stream: more may wait */
+        }
+    }
+    if (ucs_unlikely(n_tx > 0)) {
+        uct_dcx_dci_tx_wcs(iface, wc + UCT_DCX_TX_BATCH, n_tx);
+    }
+    uct_dcx_iface_progress_tail(iface);
+    return n_rx + n_tx;
+}
+
 #endif /* UCT_DCX_INL_ */

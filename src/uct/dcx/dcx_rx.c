@@ -508,22 +508,7 @@ uct_dcx_iface_rx_wcs(uct_dcx_iface_t *iface, const dcx_wc_t *wc, int n)
  * uct_dcx_iface_tag_progress (dcx_tag.c) instead, set at its creation. */
 unsigned uct_dcx_iface_progress(uct_iface_h tl_iface)
 {
-    uct_dcx_iface_t *iface = ucs_derived_of(tl_iface, uct_dcx_iface_t);
-    dcx_wc_t wc[2 * UCT_DCX_TX_BATCH];   /* receives, then sends */
-    int n_rx, n_tx;
-
-    UCS_STATIC_ASSERT(UCT_DCX_TX_BATCH == UCT_DCX_RX_BATCH);
-    n_rx = dcx_cq_poll_pair(iface->rx_cq, iface->tx_cq, UCT_DCX_TX_BATCH, wc,
-                            &n_tx);
-    if (ucs_unlikely(n_rx > 0)) {
-        uct_dcx_iface_rx_wcs(iface, wc, n_rx);
-        if (ucs_unlikely(n_rx == UCT_DCX_RX_BATCH)) {
-            uct_dcx_iface_rx_grow(iface);   /* a stream: more may wait */
-        }
-    }
-    if (ucs_unlikely(n_tx > 0)) {
-        uct_dcx_dci_tx_wcs(iface, wc + UCT_DCX_TX_BATCH, n_tx);
-    }
-    uct_dcx_iface_progress_tail(iface);
-    return n_rx + n_tx;
+    return uct_dcx_iface_progress_common(ucs_derived_of(tl_iface,
+                                                        uct_dcx_iface_t),
+                                         uct_dcx_iface_rx_wcs);
 }

@@ -665,35 +665,31 @@ uct_dcx_tag_rx_one(uct_dcx_iface_t *iface, const dcx_wc_t *wc)
     }
 }
 
+/* The receive completions of a TM SRQ's poll: list operations, tagged
+ * messages, the NO_TAG messages that carry AMs */
+static UCS_F_ALWAYS_INLINE void
+uct_dcx_tag_rx_wcs(uct_dcx_iface_t *iface, const dcx_wc_t *wc, int n)
+{
+    int i;
+
+    for (i = 0; i < n; ++i) {
+        uct_dcx_tag_rx_one(iface, &wc[i]);
+    }
+    if (ucs_unlikely(iface->tm.sync_due)) {
+        uct_dcx_tm_sync(iface);
+    }
+}
+
 /* The progress of an interface on a TM SRQ, set at its creation in place
  * of uct_dcx_iface_progress (uct_dcx_iface_srq_create): the same poll and
- * tail, and the receive completions (list operations, tagged messages, the
- * NO_TAG messages that carry AMs) taken here, inline, so that an
- * unexpected eager message makes no call of its own before the eager_cb */
+ * tail (uct_dcx_iface_progress_common), its receive completions taken
+ * inline, so that an unexpected eager message makes no call of its own
+ * before the eager_cb */
 unsigned uct_dcx_iface_tag_progress(uct_iface_h tl_iface)
 {
-    uct_dcx_iface_t *iface = ucs_derived_of(tl_iface, uct_dcx_iface_t);
-    dcx_wc_t wc[2 * UCT_DCX_TX_BATCH];   /* receives, then sends */
-    int i, n_rx, n_tx;
-
-    n_rx = dcx_cq_poll_pair(iface->rx_cq, iface->tx_cq, UCT_DCX_TX_BATCH, wc,
-                            &n_tx);
-    if (ucs_unlikely(n_rx > 0)) {
-        for (i = 0; i < n_rx; ++i) {
-            uct_dcx_tag_rx_one(iface, &wc[i]);
-        }
-        if (ucs_unlikely(iface->tm.sync_due)) {
-            uct_dcx_tm_sync(iface);
-        }
-        if (ucs_unlikely(n_rx == UCT_DCX_RX_BATCH)) {
-            uct_dcx_iface_rx_grow(iface);   /* a stream: more may wait */
-        }
-    }
-    if (ucs_unlikely(n_tx > 0)) {
-        uct_dcx_dci_tx_wcs(iface, wc + UCT_DCX_TX_BATCH, n_tx);
-    }
-    uct_dcx_iface_progress_tail(iface);
-    return n_rx + n_tx;
+    return uct_dcx_iface_progress_common(ucs_derived_of(tl_iface,
+                                                        uct_dcx_iface_t),
+                                         uct_dcx_tag_rx_wcs);
 }
 
 /* ---------------------------------------------------------------------------
