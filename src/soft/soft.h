@@ -605,6 +605,20 @@ void soft_sge_scatter(soft_dev_t *dev, const void *buf, const dcx_sge_t *sge,
 
 #include "soft_clock.h"   /* the clocks: after the types they read */
 
+/* After a full barrier between a sender's publish and this read of
+ * 'sleeping': 1 if the port's helper must be woken for the packet, as it
+ * sleeps deep, or naps while its application is not polling
+ * (soft_port_kick_seen; the light post tests it inline and calls
+ * soft_port_wake_once only to wake) */
+static inline int soft_port_kick_due(const soft_port_hdr_t *hdr)
+{
+    uint32_t state = __atomic_load_n(&hdr->sleeping, __ATOMIC_RELAXED);
+
+    return (state != SOFT_HELPER_PARKED) &&
+           ((state == SOFT_HELPER_DEEP) ||
+            (soft_port_poll_age(hdr) > SOFT_APP_IDLE_NS));
+}
+
 /* soft_fabric.c */
 uint64_t soft_proc_start_time(uint32_t pid);
 int      soft_pid_alive(uint32_t pid, uint64_t start);
@@ -624,6 +638,7 @@ uint32_t soft_pkt_csum(const soft_pkt_t *pkt);
 int      soft_port_kick(soft_port_hdr_t *hdr);
 int      soft_port_kick_sleeping(soft_port_hdr_t *hdr);
 int      soft_port_kick_seen(soft_port_hdr_t *hdr);
+int      soft_port_wake_once(soft_port_hdr_t *hdr);
 int      soft_port_kick_sleeping_seen(soft_port_hdr_t *hdr);
 void     soft_port_ring(soft_port_hdr_t *hdr);
 int      soft_futex_wait(uint32_t *addr, uint32_t val, uint64_t timeout_ns);

@@ -830,7 +830,7 @@ int soft_futex_wait(uint32_t *addr, uint32_t val, uint64_t timeout_ns)
  * woke up (the helper has not run yet: one wake serves them all).  The
  * doorbell moved since the helper read it, so its wait cannot miss this.
  * 1 if it made the syscall. */
-static int soft_port_wake_once(soft_port_hdr_t *hdr)
+int soft_port_wake_once(soft_port_hdr_t *hdr)
 {
     if (__atomic_exchange_n(&hdr->woken, 1, __ATOMIC_SEQ_CST)) {
         return 0;
@@ -881,15 +881,5 @@ int soft_port_kick(soft_port_hdr_t *hdr)
  * its unlock, whose xchg is that barrier on x86 */
 int soft_port_kick_seen(soft_port_hdr_t *hdr)
 {
-    uint32_t state;
-
-    state = __atomic_load_n(&hdr->sleeping, __ATOMIC_RELAXED);
-    if (state == SOFT_HELPER_PARKED) {
-        return 0;
-    }
-    if ((state == SOFT_HELPER_DEEP) ||
-        (soft_port_poll_age(hdr) > SOFT_APP_IDLE_NS)) {
-        return soft_port_wake_once(hdr);
-    }
-    return 0;
+    return soft_port_kick_due(hdr) ? soft_port_wake_once(hdr) : 0;
 }

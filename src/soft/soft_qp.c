@@ -286,19 +286,13 @@ static void soft_post_general(soft_qp_t *qp, const dcx_send_wr_t *wr,
 static inline void soft_post_unlock_kick(soft_dev_t *dev,
                                          soft_port_hdr_t *target)
 {
-    uint32_t state;
     int woke = 0;
 
     soft_unlock(&dev->lock);
     soft_fence_after_locked();
-    if (target != NULL) {
-        /* soft_port_kick_seen's test inline: the call only to wake */
-        state = __atomic_load_n(&target->sleeping, __ATOMIC_RELAXED);
-        if ((state != SOFT_HELPER_PARKED) &&
-            ((state == SOFT_HELPER_DEEP) ||
-             (soft_port_poll_age(target) > SOFT_APP_IDLE_NS))) {
-            woke = soft_port_kick_seen(target);
-        }
+    /* soft_port_kick_seen's test inline: the call only to wake */
+    if ((target != NULL) && soft_port_kick_due(target)) {
+        woke = soft_port_wake_once(target);
     }
     if (__atomic_load_n(&dev->hdr->sleeping, __ATOMIC_RELAXED) ==
         SOFT_HELPER_DEEP) {
