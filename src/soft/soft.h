@@ -608,15 +608,28 @@ void soft_sge_scatter(soft_dev_t *dev, const void *buf, const dcx_sge_t *sge,
 /* After a full barrier between a sender's publish and this read of
  * 'sleeping': 1 if the port's helper must be woken for the packet, as it
  * sleeps deep, or naps while its application is not polling
- * (soft_port_kick_seen; the light post tests it inline and calls
- * soft_port_wake_once only to wake) */
+ * (soft_port_kick_seen) */
 static inline int soft_port_kick_due(const soft_port_hdr_t *hdr)
 {
     uint32_t state = __atomic_load_n(&hdr->sleeping, __ATOMIC_RELAXED);
 
     return (state != SOFT_HELPER_PARKED) &&
            ((state == SOFT_HELPER_DEEP) ||
-            (soft_port_poll_age(hdr) > SOFT_APP_IDLE_NS));
+            soft_port_idle_at(hdr, soft_clock_now()));
+}
+
+/* The same with the poll age taken at 'clk', a soft_clock_now() reading
+ * the sender took after its publish (the light post's own, from
+ * soft_dev_now_clk: no second counter read; a stamp later than it is a
+ * poll after the publish, which needs no wake).  The light post tests it
+ * inline and calls soft_port_wake_once only to wake. */
+static inline int soft_port_kick_due_at(const soft_port_hdr_t *hdr,
+                                        uint64_t clk)
+{
+    uint32_t state = __atomic_load_n(&hdr->sleeping, __ATOMIC_RELAXED);
+
+    return (state != SOFT_HELPER_PARKED) &&
+           ((state == SOFT_HELPER_DEEP) || soft_port_idle_at(hdr, clk));
 }
 
 /* soft_fabric.c */

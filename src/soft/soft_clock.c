@@ -22,6 +22,7 @@ int      soft_clock_kind = SOFT_CLOCK_NS;
 uint64_t soft_clock_mult;
 uint64_t soft_clock_inv;
 uint64_t soft_clock_stamp_gran = SOFT_STAMP_NS;
+uint64_t soft_clock_idle_gran  = SOFT_APP_IDLE_NS;
 
 static pthread_once_t soft_clock_once = PTHREAD_ONCE_INIT;
 
@@ -97,6 +98,7 @@ static void soft_clock_calibrate(void)
     }
     soft_clock_mult = ((t1 - t0) << 32) / (c1 - c0);
     soft_clock_stamp_gran = (SOFT_STAMP_NS << 32) / soft_clock_mult;
+    soft_clock_idle_gran  = (SOFT_APP_IDLE_NS << 32) / soft_clock_mult;
     /* rounded down: soft_clock_after() comes out early, never late */
     soft_clock_inv  = ((c1 - c0) << 16) / (t1 - t0);
     dcx_debug("soft: poll stamps use the time-stamp counter (%llu ticks/us)",

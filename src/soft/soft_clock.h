@@ -24,6 +24,7 @@ extern int      soft_clock_kind;      /* set by soft_clock_init() */
 extern uint64_t soft_clock_mult;      /* TSC: ns per tick, 32.32 fixed */
 extern uint64_t soft_clock_inv;       /* TSC: ticks per ns, 48.16, floor */
 extern uint64_t soft_clock_stamp_gran; /* SOFT_STAMP_NS in clock units */
+extern uint64_t soft_clock_idle_gran;  /* SOFT_APP_IDLE_NS in clock units */
 
 void     soft_clock_init(void);
 
@@ -139,4 +140,17 @@ static inline uint64_t soft_port_poll_age(const soft_port_hdr_t *hdr)
     return ((uint64_t)delta * soft_clock_mult) >> 32;
 }
 
+/* 1 if the port's owner last polled more than SOFT_APP_IDLE_NS before the
+ * soft_clock_now() reading 'clk' (0 if its clock is not ours): as
+ * soft_port_poll_age(hdr) > SOFT_APP_IDLE_NS, compared in clock units, so
+ * that a sender's kick (soft_port_kick_due_at) converts nothing */
+static inline int soft_port_idle_at(const soft_port_hdr_t *hdr, uint64_t clk)
+{
+    uint64_t last = __atomic_load_n(&hdr->last_poll, __ATOMIC_RELAXED);
+
+    return (hdr->clock_kind == (uint32_t)soft_clock_kind) &&
+           ((int64_t)(clk - last) > (int64_t)soft_clock_idle_gran);
+}
+
 #endif
+

@@ -79,12 +79,13 @@ static inline void soft_light_wqe_record(soft_swqe_t *w,
  * The caller checked wr (an inline SEND, SEND_IMM or RDMA WRITE) and put
  * its data in the buffer of the WQE at sq_head (soft_post_inline_data).
  * Returns 0 when posted, with *kick_p the port to kick after the unlock
- * (soft_post_unlock_kick) if a packet went there, else left as it is; 1 when
+ * (soft_post_unlock_kick) if a packet went there and *clk_p the counter
+ * reading taken after its publish, else both left as they are; 1 when
  * it does not apply, with nothing done: the caller takes the general
  * path. */
 static inline int
 soft_req_post_inline(soft_qp_t *qp, const dcx_send_wr_t *wr, uint64_t total,
-                     soft_port_hdr_t **kick_p)
+                     soft_port_hdr_t **kick_p, uint64_t *clk_p)
 {
     soft_dev_t *dev = qp->dev;
     soft_port_hdr_t *target;
@@ -185,6 +186,7 @@ soft_req_post_inline(soft_qp_t *qp, const dcx_send_wr_t *wr, uint64_t total,
      * one counter read gives both the time and the wait's end (clk) */
     now      = soft_dev_now_clk(dev, &clk);
     dev->now = now;
+    *clk_p   = clk;   /* the kick's poll age (soft_port_kick_due_at) */
     if (!peer->own) {
         soft_req_watch(peer, pos, now);
     }

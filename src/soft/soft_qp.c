@@ -244,11 +244,32 @@ static inline int soft_post_is_light(const soft_qp_t *qp,
 static inline uint64_t soft_post_inline_data(soft_qp_t *qp,
                                              const dcx_send_wr_t *wr)
 {
-    uint8_t *inl   = soft_wqe(qp, qp->sq_head)->inl;
-    uint64_t total = 0;
+    const dcx_sge_t *sg = wr->sg_list;
+    uint8_t *inl        = soft_wqe(qp, qp->sq_head)->inl;
+    uint64_t total      = 0;
+    uint64_t len0, len1;
     uint32_t len;
     unsigned i;
 
+    if (wr->num_sge <= 2) {
+        /* the transport's inline sends (a header, then the data): no loop,
+         * whose register moves cost more than the copies (two 32-bit
+         * lengths: their sum does not wrap) */
+        len0 = (wr->num_sge > 0) ? sg[0].length : 0;
+        len1 = (wr->num_sge > 1) ? sg[1].length : 0;
+        if (len0 + len1 > qp->super.max_inline) {
+            return UINT64_MAX;
+        }
+        if (len0 != 0) {   /* zero bytes: the address is never read */
+            soft_copy_small(inl, (const uint8_t *)(uintptr_t)sg[0].addr,
+                            len0);
+        }
+        if (len1 != 0) {
+            soft_copy_small(inl + len0,
+                            (const uint8_t *)(uintptr_t)sg[1].addr, len1);
+        }
+        return len0 + len1;
+    }
     for (i = 0; i < wr->num_sge; ++i) {
         len = wr->sg_list[i].length;
         if (len == 0) {
@@ -279,19 +300,21 @@ static void soft_post_general(soft_qp_t *qp, const dcx_send_wr_t *wr,
 }
 
 /* Ends a post: the lock released, then the target port of a light packet
- * (if any) kicked and our own helper rung if it sleeps.  The unlock's
- * locked instruction orders the packet's publish before both reads of
- * 'sleeping' (soft_fence_after_locked): one barrier where a kick inside
- * the publish, the unlock and the own kick made three. */
+ * (if any) kicked, its poll age taken at 'clk' (soft_port_kick_due_at),
+ * and our own helper rung if it sleeps.  The unlock's locked instruction
+ * orders the packet's publish before both reads of 'sleeping'
+ * (soft_fence_after_locked): one barrier where a kick inside the publish,
+ * the unlock and the own kick made three. */
 static inline void soft_post_unlock_kick(soft_dev_t *dev,
-                                         soft_port_hdr_t *target)
+                                         soft_port_hdr_t *target,
+                                         uint64_t clk)
 {
     int woke = 0;
 
     soft_unlock(&dev->lock);
     soft_fence_after_locked();
     /* soft_port_kick_seen's test inline: the call only to wake */
-    if ((target != NULL) && soft_port_kick_due(target)) {
+    if ((target != NULL) && soft_port_kick_due_at(target, clk)) {
         woke = soft_port_wake_once(target);
     }
     if (__atomic_load_n(&dev->hdr->sleeping, __ATOMIC_RELAXED) ==
@@ -310,7 +333,7 @@ static int soft_dci_post_light(soft_qp_t *qp, const dcx_send_wr_t *wr)
 {
     soft_dev_t *dev         = qp->dev;
     soft_port_hdr_t *target = NULL;
-    uint64_t total;
+    uint64_t total, clk = 0;
     int ret;
 
     soft_lock(&dev->lock);
@@ -325,10 +348,10 @@ static int soft_dci_post_light(soft_qp_t *qp, const dcx_send_wr_t *wr)
         ret = soft_post_check(qp, wr, &total);   /* logs it */
         return (ret != 0) ? ret : EINVAL;
     }
-    if (soft_req_post_inline(qp, wr, total, &target) != 0) {
+    if (soft_req_post_inline(qp, wr, total, &target, &clk) != 0) {
         soft_post_general(qp, wr, total, 1);
     }
-    soft_post_unlock_kick(dev, target);
+    soft_post_unlock_kick(dev, target, clk);
     return 0;
 }
 
@@ -351,7 +374,7 @@ static int soft_dci_post_send(dcx_qp_t *qp_, const dcx_send_wr_t *wr)
         return ret;
     }
     soft_post_general(qp, wr, total, 0);
-    soft_post_unlock_kick(dev, NULL);
+    soft_post_unlock_kick(dev, NULL, 0);
     return 0;
 }
 
