@@ -94,8 +94,12 @@ int soft_req_timers_quick(soft_dev_t *dev, uint64_t now)
         qp->sq_comp     = comp;
         qp->retries     = 0;
         qp->rnr_count   = 0;
-        qp->deadline_ns = (comp != qp->sq_head) ? now + qp->ack_timeout_ns :
-                                                  0;
+        /* without the pass's clock (now 0: soft_engine_acked_pass), the
+         * timer of what is left starts at the next pass, as after a light
+         * post (soft_req_timers arms it) */
+        qp->deadline_ns = (comp == qp->sq_head) ? 0 :
+                          (now != 0) ? now + qp->ack_timeout_ns :
+                          SOFT_DEADLINE_ARM;
     }
     if (comp != qp->sq_head) {
         return 0;

@@ -377,10 +377,43 @@ static int soft_engine_ring_pass(soft_dev_t *dev)
     return ret && (dev->tm_rndv_live == 0);
 }
 
+/* An acknowledgement pass (engine lock held): for a poll that needs a
+ * whole pass (its look found an ack line moved or a timer due) while the
+ * engine only waited (SOFT_ENGINE_WAIT) and its response ring is empty,
+ * which is the ping-pong's case: the ack line of its one DCI moved.  The DCI's requests complete
+ * from the ack table (soft_req_timers_quick, without the clock: a part
+ * left waits for the next pass to arm its timer), and if that took them
+ * all, nothing is left for the engine but its request ring, served as by
+ * a ring pass: no clock read, no timer walk, the engine idle after it.
+ * Returns 0 when a whole pass is needed instead (the engine was busy, a
+ * timer or something else than its answers woke it, device rendezvous
+ * are under way, or the ring pass needs one: soft_engine_serve_req). */
+static inline __attribute__((always_inline))
+int soft_engine_acked_pass(soft_dev_t *dev)
+{
+    int done;
+
+    if ((__atomic_load_n(&dev->engine_idle, __ATOMIC_RELAXED) !=
+         SOFT_ENGINE_WAIT) || (dev->tm_rndv_live != 0) || dev->killed ||
+        soft_ring_view_ready(&dev->resp_stall) ||
+        !soft_req_timers_quick(dev, 0)) {
+        return 0;
+    }
+    dev->stats.ring_passes++;
+    __atomic_store_n(&dev->hdr->in_engine, 1, __ATOMIC_RELAXED);
+    done = soft_engine_serve_req(dev, 0, 0) && (dev->tm_rndv_live == 0);
+    __atomic_store_n(&dev->hdr->in_engine, 0, __ATOMIC_RELEASE);
+    /* no DCI is active any more (soft_req_timers_quick took them all) */
+    __atomic_store_n(&dev->engine_idle,
+                     done ? SOFT_ENGINE_IDLE : SOFT_ENGINE_BUSY,
+                     __ATOMIC_RELAXED);
+    return done;
+}
+
 /* What a locked poll needs short of a whole pass, as its look
  * (soft_engine_look) found: 1 if that was all (nothing found, or only
  * packets in the request ring, which a ring pass served); 0 if a whole
- * pass is needed. */
+ * pass is needed (the caller may try an acknowledgement pass first). */
 static int soft_engine_looked_pass(soft_dev_t *dev, int look)
 {
     return (look == SOFT_LOOK_NONE) ||
@@ -390,12 +423,14 @@ static int soft_engine_looked_pass(soft_dev_t *dev, int look)
 /* A poll under the engine lock, of cq and (unless NULL) other: the pass
  * its look asked for (SOFT_LOOK_*), then the stamp.  A whole pass is not
  * run again for a CQ polled after one it did not see: its completions are
- * queued already, so the transport's progress costs one pass, not two. */
+ * queued already, so the transport's progress costs one pass, not two.
+ * Otherwise an acknowledgement pass, when it takes all, stands for it. */
 void soft_engine_poll_pass(soft_dev_t *dev, soft_cq_t *cq, soft_cq_t *other,
                            int look, uint64_t clk)
 {
     if (soft_engine_looked_pass(dev, look) ||
-        (cq->passes_seen != dev->app_passes)) {
+        (cq->passes_seen != dev->app_passes) ||
+        soft_engine_acked_pass(dev)) {
         soft_engine_stamp_clk(dev, clk);
     } else {
         soft_engine_progress_app(dev);
@@ -423,7 +458,7 @@ void soft_dev_progress(dcx_dev_t *dev_)
     }
     soft_lock(&dev->lock);
     dev->stats.locked_polls++;
-    if (soft_engine_looked_pass(dev, look)) {
+    if (soft_engine_looked_pass(dev, look) || soft_engine_acked_pass(dev)) {
         soft_engine_stamp_clk(dev, clk);
     } else {
         soft_engine_progress_app(dev);
