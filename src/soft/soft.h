@@ -67,7 +67,8 @@
 #define SOFT_NO_STATUS      0xffu
 
 /* deadline_ns of a DCI whose ack timer starts at the next engine pass (a
- * post on the light path reads no clock) */
+ * light post the wait set did not take, an acknowledgement pass that left
+ * requests outstanding: soft_engine_wait_add, soft_req_timers_quick) */
 #define SOFT_DEADLINE_ARM   UINT64_MAX
 
 /* The application counts as busy elsewhere when it has not polled for this

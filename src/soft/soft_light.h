@@ -23,15 +23,18 @@
  * head taken to be at our packet, where it is at most: the first prod
  * check reads the real one, and finding it elsewhere, looks again later.
  * A watch that runs keeps its start: a check that finds the head moved
- * restarts it. */
-static inline void soft_req_watch(soft_peer_t *peer, uint64_t pos,
-                                  uint64_t now)
+ * restarts it.  Returns 1 if this started the watch. */
+static inline int soft_req_watch(soft_peer_t *peer, uint64_t pos,
+                                 uint64_t now)
 {
-    if (peer->watch_since == 0) {
+    int start = (peer->watch_since == 0);
+
+    if (start) {
         peer->watch_since = now;
         peer->watch_head  = pos;
     }
     peer->watch_pos = pos + 1;
+    return start;
 }
 
 /* The WQE of a light post: what completion (wr_id, opcode, flags, imm),
@@ -77,24 +80,25 @@ static inline void soft_light_wqe_record(soft_swqe_t *w,
  * first tries the initiator's own copy (dev->one_sided, soft_direct.c),
  * which needs no target CPU, and completes at once when that took it.
  * The caller checked wr (an inline SEND, SEND_IMM or RDMA WRITE) and put
- * its data in the buffer of the WQE at sq_head (soft_post_inline_data).
+ * its data in the buffer of w, the WQE at sq_head (soft_post_inline_data).
  * Returns 0 when posted, with *kick_p the port to kick after the unlock
  * (soft_post_unlock_kick) if a packet went there and *clk_p the counter
  * reading taken after its publish, else both left as they are; 1 when
  * it does not apply, with nothing done: the caller takes the general
  * path. */
 static inline int
-soft_req_post_inline(soft_qp_t *qp, const dcx_send_wr_t *wr, uint64_t total,
-                     soft_port_hdr_t **kick_p, uint64_t *clk_p)
+soft_req_post_inline(soft_qp_t *qp, soft_swqe_t *w, const dcx_send_wr_t *wr,
+                     uint64_t total, soft_port_hdr_t **kick_p, uint64_t *clk_p)
 {
     soft_dev_t *dev = qp->dev;
     soft_port_hdr_t *target;
     soft_peer_t *peer;
-    soft_swqe_t *w, *prev;
+    soft_swqe_t *prev;
     soft_pkt_t *pkt;
     void *slot_payload;
     uint64_t pos, now, clk;
     uint32_t msn;
+    int started;
 
     peer   = ((soft_ah_t *)wr->dest.ah)->peer;   /* checked by the post */
     target = peer->hdr;
@@ -122,7 +126,6 @@ soft_req_post_inline(soft_qp_t *qp, const dcx_send_wr_t *wr, uint64_t total,
         }
     }
 
-    w = soft_wqe(qp, qp->sq_head);
     if ((wr->opcode == DCX_WR_RDMA_WRITE) && (qp->sq_comp == qp->sq_head) &&
         (soft_req_post_direct(qp, wr, peer, total) == 0)) {
         return 0;
@@ -147,8 +150,9 @@ soft_req_post_inline(soft_qp_t *qp, const dcx_send_wr_t *wr, uint64_t total,
     pkt->src_qpn   = qp->super.qp_num;
     pkt->dst_qpn   = wr->dest.dctn;
     pkt->msn       = msn;
-    pkt->ack_base  = (qp->sq_comp == qp->sq_head) ? msn :
-                     soft_wqe(qp, qp->sq_comp)->msn;
+    /* the msn of the WQE at sq_comp: every WQE takes the next msn as it
+     * moves sq_head (here, soft_post_enqueue, soft_req_post_direct) */
+    pkt->ack_base  = msn - (qp->sq_head - qp->sq_comp);
     pkt->gen       = qp->gen;
     pkt->dc_key    = wr->dest.dc_key;
     pkt->src_token = dev->token;
@@ -177,7 +181,6 @@ soft_req_post_inline(soft_qp_t *qp, const dcx_send_wr_t *wr, uint64_t total,
     dev->stats.tx_bytes += total;
     qp->sq_head++;
     qp->sq_send     = qp->sq_head;
-    qp->deadline_ns = SOFT_DEADLINE_ARM;
     qp->tx_pos      = pos + 1;
     qp->tx_peer     = peer;
     w->tx_end       = (uint32_t)(pos + 1);
@@ -187,10 +190,8 @@ soft_req_post_inline(soft_qp_t *qp, const dcx_send_wr_t *wr, uint64_t total,
     now      = soft_dev_now_clk(dev, &clk);
     dev->now = now;
     *clk_p   = clk;   /* the kick's poll age (soft_port_kick_due_at) */
-    if (!peer->own) {
-        soft_req_watch(peer, pos, now);
-    }
-    soft_engine_activate_light(qp, peer, now, clk);
+    started  = !peer->own && soft_req_watch(peer, pos, now);
+    soft_engine_activate_light(qp, peer, now, clk, started);
     /* our packet is out: the time to clear the request slots we consumed
      * (soft_ring.h, "Ring slots"), which takes their lines back from producers */
     if (dev->hdr->req.freed != dev->hdr->req.head) {

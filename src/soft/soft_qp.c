@@ -237,15 +237,16 @@ static inline int soft_post_is_light(const soft_qp_t *qp,
            ((wr->num_sge == 0) || (wr->sg_list != NULL));
 }
 
-/* Copies an inline WR's data into the buffer of the WQE it will be (engine
- * lock held), summing the lengths in the same walk of the sg list; returns
+/* Copies an inline WR's data into the buffer of w, the WQE it will be
+ * (engine lock held), summing the lengths in the same walk of the sg list; returns
  * the length, or UINT64_MAX, with nothing else done, when it is longer
  * than the DCI's max_inline. */
-static inline uint64_t soft_post_inline_data(soft_qp_t *qp,
+static inline uint64_t soft_post_inline_data(const soft_qp_t *qp,
+                                             soft_swqe_t *w,
                                              const dcx_send_wr_t *wr)
 {
     const dcx_sge_t *sg = wr->sg_list;
-    uint8_t *inl        = soft_wqe(qp, qp->sq_head)->inl;
+    uint8_t *inl        = w->inl;
     uint64_t total      = 0;
     uint64_t len0, len1;
     uint32_t len;
@@ -334,6 +335,7 @@ static int soft_dci_post_light(soft_qp_t *qp, const dcx_send_wr_t *wr)
     soft_dev_t *dev         = qp->dev;
     soft_port_hdr_t *target = NULL;
     uint64_t total, clk = 0;
+    soft_swqe_t *w;
     int ret;
 
     soft_lock(&dev->lock);
@@ -342,13 +344,16 @@ static int soft_dci_post_light(soft_qp_t *qp, const dcx_send_wr_t *wr)
         soft_unlock(&dev->lock);
         return SOFT_POST_READY;   /* the caller's general post says why */
     }
-    total = soft_post_inline_data(qp, wr);
+    /* the WQE at sq_head, found once: the data's byte stores may alias
+     * the DCI's fields, which the compiler would read again */
+    w     = soft_wqe(qp, qp->sq_head);
+    total = soft_post_inline_data(qp, w, wr);
     if (total == UINT64_MAX) {
         soft_unlock(&dev->lock);
         ret = soft_post_check(qp, wr, &total);   /* logs it */
         return (ret != 0) ? ret : EINVAL;
     }
-    if (soft_req_post_inline(qp, wr, total, &target, &clk) != 0) {
+    if (soft_req_post_inline(qp, w, wr, total, &target, &clk) != 0) {
         soft_post_general(qp, wr, total, 1);
     }
     soft_post_unlock_kick(dev, target, clk);

@@ -13,15 +13,17 @@
 
 /* A post on the light path (soft_req_post_inline: every request of the
  * DCI is out, to 'peer', its ack timer to start at 'now', which the post
- * read from the counter reading 'clk') to an engine that was idle or only
- * waiting: the engine still only waits, now for this DCI too.  Its ack
- * timer starts here (a prod check due is left to a pass), and the DCI's
- * ack line and timers join the wait set, so that no pass is needed before
- * its answer comes.  Returns 0 when that does not apply (the engine is then
- * marked busy: the next poll runs a pass, which arms the timer). */
+ * read from the counter reading 'clk'; 'started': the post started the
+ * peer's watch) to an engine that was idle or only waiting: the engine
+ * still only waits, now for this DCI too.  Its ack timer starts here (a
+ * prod check due is left to a pass), and the DCI's ack line and timers
+ * join the wait set, so that no pass is needed before its answer comes.
+ * Returns 0 when that does not apply (the engine is then marked busy: the
+ * next poll runs a pass, which arms the timer: SOFT_DEADLINE_ARM, or the
+ * ack timer set here). */
 static inline int soft_engine_wait_add(soft_dev_t *dev, soft_qp_t *qp,
                                        const soft_peer_t *peer, uint64_t now,
-                                       uint64_t clk)
+                                       uint64_t clk, int started)
 {
     soft_engine_wait_t *w = &dev->wait;
     int idle              = dev->engine_idle;
@@ -30,13 +32,13 @@ static inline int soft_engine_wait_add(soft_dev_t *dev, soft_qp_t *qp,
     uint32_t i, n, seq;
 
     if ((idle == SOFT_ENGINE_BUSY) || (qp->super.state != DCX_QPS_RTS)) {
+        qp->deadline_ns = SOFT_DEADLINE_ARM;
         return 0;
     }
     due             = now + qp->ack_timeout_ns;
     qp->deadline_ns = due;
     /* every WQE outstanding goes to 'peer' (the light path's rule) */
-    since           = peer->watch_since;
-    if (since == now) {
+    if (started) {
         /* the post started the watch (its DCI's earlier requests there
          * completed): the wait's length is the DCI's, set at its creation
          * (soft_qp_wait_clk) */
@@ -45,6 +47,7 @@ static inline int soft_engine_wait_add(soft_dev_t *dev, soft_qp_t *qp,
         }
         clk += qp->wait_clk;
     } else {
+        since = peer->watch_since;
         if ((since != 0) && (since + SOFT_PROD_NS < due)) {
             /* a prod check due now is left to the next pass (a post does
              * not read the target's ring head) */
@@ -132,16 +135,17 @@ static inline void soft_engine_active_add(soft_dev_t *dev, soft_qp_t *qp)
     }
 }
 
-/* A light post (soft_req_post_inline) with its ack timer to arm
- * (qp->deadline_ns == SOFT_DEADLINE_ARM): the wait set, or a pass */
+/* A light post (soft_req_post_inline) with its ack timer to arm: the
+ * wait set, or a pass */
 static inline void soft_engine_activate_light(soft_qp_t *qp,
                                               const soft_peer_t *peer,
-                                              uint64_t now, uint64_t clk)
+                                              uint64_t now, uint64_t clk,
+                                              int started)
 {
     soft_dev_t *dev = qp->dev;
 
     soft_engine_active_add(dev, qp);
-    if (!soft_engine_wait_add(dev, qp, peer, now, clk)) {
+    if (!soft_engine_wait_add(dev, qp, peer, now, clk, started)) {
         __atomic_store_n(&dev->engine_idle, SOFT_ENGINE_BUSY,
                          __ATOMIC_RELAXED);
     }
