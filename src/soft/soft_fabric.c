@@ -513,6 +513,16 @@ static void soft_peer_set_acks(soft_peer_t *peer)
     peer->acks      = (soft_ack_t *)((char *)hdr + off);
 }
 
+/* The longest light packet to the peer (peer->light_max), once mapped: a
+ * post compares its length once, not with our MTU and its slots' payload */
+static void soft_peer_set_light_max(soft_dev_t *dev, soft_peer_t *peer)
+{
+    uint32_t payload = __atomic_load_n(&peer->hdr->req.payload,
+                                       __ATOMIC_RELAXED);
+
+    peer->light_max = (payload < dev->limits.mtu) ? payload : dev->limits.mtu;
+}
+
 soft_peer_t *soft_peer_get(soft_dev_t *dev, uint32_t pid, uint32_t inst,
                            uint64_t token)
 {
@@ -536,6 +546,7 @@ soft_peer_t *soft_peer_get(soft_dev_t *dev, uint32_t pid, uint32_t inst,
         peer->hdr      = dev->hdr;
         peer->map_size = dev->seg_size;
         soft_peer_set_acks(peer);
+        soft_peer_set_light_max(dev, peer);
     }
     peer->next = dev->peers;
     dev->peers = peer;
@@ -593,6 +604,7 @@ soft_port_hdr_t *soft_peer_map(soft_dev_t *dev, soft_peer_t *peer)
     peer->hdr      = hdr;
     peer->map_size = (size_t)st.st_size;
     soft_peer_set_acks(peer);
+    soft_peer_set_light_max(dev, peer);
     return hdr;
 }
 

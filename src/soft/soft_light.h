@@ -113,8 +113,7 @@ soft_req_post_inline(soft_qp_t *qp, soft_swqe_t *w, const dcx_send_wr_t *wr,
      * instructions each, where or-ing their flags took four */
     if (dev->light_off || (wr->flags & DCX_SEND_FENCE) ||
         (qp->sq_send != qp->sq_head) || (qp->rnr_until_ns != 0) ||
-        (dev->resp_credits == 0) || (total > dev->limits.mtu) ||
-        (total > target->req.payload) ||
+        (dev->resp_credits == 0) || (total > peer->light_max) ||
         __atomic_load_n(&target->killed, __ATOMIC_RELAXED)) {
         return 1;
     }

@@ -252,12 +252,12 @@ static inline uint64_t soft_post_inline_data(const soft_qp_t *qp,
     uint32_t len;
     unsigned i;
 
-    if (wr->num_sge <= 2) {
-        /* the transport's inline sends (a header, then the data): no loop,
-         * whose register moves cost more than the copies (two 32-bit
-         * lengths: their sum does not wrap) */
-        len0 = (wr->num_sge > 0) ? sg[0].length : 0;
-        len1 = (wr->num_sge > 1) ? sg[1].length : 0;
+    if ((uint8_t)(wr->num_sge - 1) < 2) {
+        /* one or two sges, the transport's inline sends (a header, then
+         * the data): no loop, whose register moves cost more than the
+         * copies (two 32-bit lengths: their sum does not wrap) */
+        len0 = sg[0].length;
+        len1 = (wr->num_sge == 2) ? sg[1].length : 0;
         if (len0 + len1 > qp->super.max_inline) {
             return UINT64_MAX;
         }

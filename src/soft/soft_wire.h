@@ -220,6 +220,9 @@ typedef struct soft_peer {
      * where responders acknowledge its SOFT_PKT_WACK messages */
     soft_ack_t       *acks;
     uint32_t          ack_count;
+    /* the longest light packet to it (soft_req_post_inline), set when
+     * mapped: our MTU or its request slots' payload, the smaller */
+    uint32_t          light_max;
     int               direct_off;  /* cross-memory attach refused */
     int               dmap_off;    /* mapping its allocations refused */
 } soft_peer_t;

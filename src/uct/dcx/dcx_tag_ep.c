@@ -99,7 +99,11 @@ uct_dcx_tag_inline(uct_dcx_ep_t *ep, const char *name, uct_tag_t tag,
     }
     dci = uct_dcx_ep_dci(iface, ep);
 
-    dcx_tmh_pack(&tmh, DCX_TMH_EAGER, 0, tag);
+    /* dcx_tmh_pack's fields, app_ctx 0, stored in place (through the
+     * packing function it was built aside and copied: two stores more) */
+    memset(&tmh, 0, sizeof(tmh));
+    tmh.opcode    = DCX_TMH_EAGER;
+    tmh.tag       = htobe64(tag);
     sge[0].addr   = (uintptr_t)&tmh;
     sge[0].length = DCX_TM_TMH_LEN;
     sge[0].lkey   = 0;
