@@ -295,6 +295,7 @@ struct soft_qp {
      * set with its number: the line a light post adds to the wait set */
     const uint64_t *ack_line;
     uint64_t      wait_clk;     /* soft_qp_wait_clk (soft_wait.h) */
+    uint64_t      ack_clk;      /* soft_qp_ack_clk (soft_wait.h) */
 };
 
 /* How the responder places the tag-matching message it is receiving

@@ -567,6 +567,7 @@ static int soft_dci_init(soft_dev_t *dev, soft_qp_t *qp,
         qp->rnr_retry      = l->rnr_retry;
     }
     qp->wait_clk = soft_qp_wait_clk(qp);
+    qp->ack_clk  = soft_qp_ack_clk(qp);
     return 0;
 }
 

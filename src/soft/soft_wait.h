@@ -46,17 +46,23 @@ static inline int soft_engine_wait_add(soft_dev_t *dev, soft_qp_t *qp,
             return 0;
         }
         clk += qp->wait_clk;
-    } else {
-        since = peer->watch_since;
-        if ((since != 0) && (since + SOFT_PROD_NS < due)) {
-            /* a prod check due now is left to the next pass (a post does
-             * not read the target's ring head) */
-            due = since + SOFT_PROD_NS;
-        }
+    } else if (((since = peer->watch_since) != 0) &&
+               (since + SOFT_PROD_NS < due)) {
+        /* a prod check due now is left to the next pass (a post does not
+         * read the target's ring head) */
+        due = since + SOFT_PROD_NS;
         if ((due <= now) || (due - now < SOFT_WAIT_MIN_NS)) {
             return 0;
         }
         clk = soft_clock_after_at(clk, (due - now) - (due - now) / 16);
+    } else {
+        /* no watch (our own port), or one whose prod check comes after the
+         * ack timeout: the ack timeout's wait, set at the DCI's creation
+         * (soft_qp_ack_clk) */
+        if (qp->ack_clk == 0) {
+            return 0;
+        }
+        clk += qp->ack_clk;
     }
     line = qp->ack_line;
     seq  = w->seq;
@@ -120,6 +126,19 @@ static inline uint64_t soft_qp_wait_clk(const soft_qp_t *qp)
     if (span > SOFT_PROD_NS) {
         span = SOFT_PROD_NS;
     }
+    if (span < SOFT_WAIT_MIN_NS) {
+        return 0;
+    }
+    return soft_clock_after_at(0, span - span / 16);
+}
+
+/* The same for a DCI whose wait is its ack timeout alone (no watch runs
+ * or its prod check comes later): the timeout less a sixteenth, in
+ * soft_clock_now() units; 0 when shorter than SOFT_WAIT_MIN_NS. */
+static inline uint64_t soft_qp_ack_clk(const soft_qp_t *qp)
+{
+    uint64_t span = qp->ack_timeout_ns;
+
     if (span < SOFT_WAIT_MIN_NS) {
         return 0;
     }
