@@ -458,7 +458,10 @@ void soft_dev_progress(dcx_dev_t *dev_)
     }
     soft_lock(&dev->lock);
     dev->stats.locked_polls++;
-    if (soft_engine_looked_pass(dev, look) || soft_engine_acked_pass(dev)) {
+    /* no acknowledgement pass here (the CQ polls have it): one more copy
+     * of the ring's service inline made the compiler keep a piece of it
+     * (soft_resp_ack_flush) out of line for every pass */
+    if (soft_engine_looked_pass(dev, look)) {
         soft_engine_stamp_clk(dev, clk);
     } else {
         soft_engine_progress_app(dev);
