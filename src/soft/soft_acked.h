@@ -59,8 +59,9 @@ int soft_req_timers_quick(soft_dev_t *dev, uint64_t now)
         (DCX_LOG_TRACE <= dcx_log_max_level)) {
         return 0;
     }
-    word = __atomic_load_n(&dev->acks[qp->super.qp_num - SOFT_QPN_BASE].word,
-                           __ATOMIC_ACQUIRE);
+    /* the DCI's entry, found at its creation (qp->ack_line: set whenever
+     * dev->acks is) */
+    word = __atomic_load_n(qp->ack_line, __ATOMIC_ACQUIRE);
     if ((uint32_t)(word >> 32) != qp->gen) {
         return 0;
     }
