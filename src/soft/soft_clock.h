@@ -153,4 +153,3 @@ static inline int soft_port_idle_at(const soft_port_hdr_t *hdr, uint64_t clk)
 }
 
 #endif
-

@@ -380,14 +380,15 @@ static int soft_engine_ring_pass(soft_dev_t *dev)
 /* An acknowledgement pass (engine lock held): for a poll that needs a
  * whole pass (its look found an ack line moved or a timer due) while the
  * engine only waited (SOFT_ENGINE_WAIT) and its response ring is empty,
- * which is the ping-pong's case: the ack line of its one DCI moved.  The DCI's requests complete
- * from the ack table (soft_req_timers_quick, without the clock: a part
- * left waits for the next pass to arm its timer), and if that took them
- * all, nothing is left for the engine but its request ring, served as by
- * a ring pass: no clock read, no timer walk, the engine idle after it.
- * Returns 0 when a whole pass is needed instead (the engine was busy, a
- * timer or something else than its answers woke it, device rendezvous
- * are under way, or the ring pass needs one: soft_engine_serve_req). */
+ * which is the ping-pong's case: the ack line of its one DCI moved.  The
+ * DCI's requests complete from the ack table (soft_req_timers_quick,
+ * without the clock: a part left waits for the next pass to arm its
+ * timer), and if that took them all, nothing is left for the engine but
+ * its request ring, served as by a ring pass: no clock read, no timer
+ * walk, the engine idle after it.  Returns 0 when a whole pass is needed
+ * instead (the engine was busy, a timer or something else than its
+ * answers woke it, device rendezvous are under way, or the ring pass
+ * needs one: soft_engine_serve_req). */
 static inline __attribute__((always_inline))
 int soft_engine_acked_pass(soft_dev_t *dev)
 {

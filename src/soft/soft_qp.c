@@ -238,9 +238,9 @@ static inline int soft_post_is_light(const soft_qp_t *qp,
 }
 
 /* Copies an inline WR's data into the buffer of w, the WQE it will be
- * (engine lock held), summing the lengths in the same walk of the sg list; returns
- * the length, or UINT64_MAX, with nothing else done, when it is longer
- * than the DCI's max_inline. */
+ * (engine lock held), summing the lengths in the same walk of the sg
+ * list; returns the length, or UINT64_MAX, with nothing else done, when
+ * it is longer than the DCI's max_inline. */
 static inline uint64_t soft_post_inline_data(const soft_qp_t *qp,
                                              soft_swqe_t *w,
                                              const dcx_send_wr_t *wr)
