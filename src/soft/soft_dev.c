@@ -220,10 +220,8 @@ static inline int soft_cq_drain(soft_cq_t *cq, int max, dcx_wc_t *wc)
 }
 
 /* The locked side of a poll (soft_cq_poll_busy): one lock round, the pass
- * the look asked for (SOFT_LOOK_*), then both CQs drained.  Inline in the
- * poll: the look's part saves the same registers either way, and the poll
- * that finds work makes one call fewer, with no seventh argument passed on
- * the stack (the pass stays a call: inline too, it spills more). */
+ * the look asked for (SOFT_LOOK_*), then both CQs drained.  Inline: the poll
+ * saves the same registers either way (the pass stays a call: it spills). */
 static inline __attribute__((always_inline)) int
 soft_cq_poll_locked(soft_cq_t *cq, soft_cq_t *other, int max, dcx_wc_t *wc,
                     int *n_other_p, int look, uint64_t clk)
@@ -267,9 +265,7 @@ soft_cq_poll_busy(soft_cq_t *cq, soft_cq_t *other, int max, dcx_wc_t *wc,
 }
 
 /* Nothing to do is found without the lock (soft_engine_poll_idle, then
- * soft_engine_look).  The engine is looked at first: one that only waits
- * (SOFT_ENGINE_WAIT: a ping-pong's, at every poll) sends the poll on after
- * one load, and the look reads the CQs anyway. */
+ * soft_engine_look); the engine first: a waiting one costs one load here */
 static int soft_cq_poll(dcx_cq_t *cq_, int max, dcx_wc_t *wc)
 {
     soft_cq_t *cq = (soft_cq_t *)cq_;
