@@ -220,9 +220,9 @@ static inline int soft_cq_drain(soft_cq_t *cq, int max, dcx_wc_t *wc)
 }
 
 /* The locked side of a poll (soft_cq_poll_busy): one lock round, the pass
- * the look asked for (SOFT_LOOK_*), then both CQs drained.  Out of line:
- * a poll that ends at its look saves none of the registers this needs. */
-static __attribute__((noinline)) int
+ * the look asked for (SOFT_LOOK_*), then both CQs drained.  Inline: the poll
+ * saves the same registers either way (the pass stays a call: it spills). */
+static inline __attribute__((always_inline)) int
 soft_cq_poll_locked(soft_cq_t *cq, soft_cq_t *other, int max, dcx_wc_t *wc,
                     int *n_other_p, int look, uint64_t clk)
 {
@@ -265,28 +265,28 @@ soft_cq_poll_busy(soft_cq_t *cq, soft_cq_t *other, int max, dcx_wc_t *wc,
 }
 
 /* Nothing to do is found without the lock (soft_engine_poll_idle, then
- * soft_engine_look). */
+ * soft_engine_look); the engine first: a waiting one costs one load here */
 static int soft_cq_poll(dcx_cq_t *cq_, int max, dcx_wc_t *wc)
 {
     soft_cq_t *cq = (soft_cq_t *)cq_;
 
-    if (soft_cq_empty(cq) && soft_engine_poll_idle(cq->dev)) {
+    if (soft_engine_poll_idle(cq->dev) && soft_cq_empty(cq)) {
         soft_engine_stamp(cq->dev);
         return 0;
     }
     return soft_cq_poll_busy(cq, NULL, max, wc, NULL);
 }
 
-/* dcx_cq_poll_pair(): both CQs and the engine looked at once, and at most
- * one lock round for both */
+/* dcx_cq_poll_pair(): both CQs and the engine looked at once (the engine
+ * first, as in soft_cq_poll), and at most one lock round for both */
 static int soft_cq_poll_pair(dcx_cq_t *cq_, dcx_cq_t *other_, int max,
                              dcx_wc_t *wc, int *n_other_p)
 {
     soft_cq_t *cq    = (soft_cq_t *)cq_;
     soft_cq_t *other = (soft_cq_t *)other_;
 
-    if (soft_cq_empty(cq) && soft_cq_empty(other) &&
-        soft_engine_poll_idle(cq->dev)) {
+    if (soft_engine_poll_idle(cq->dev) && soft_cq_empty(cq) &&
+        soft_cq_empty(other)) {
         *n_other_p = 0;
         soft_engine_stamp(cq->dev);
         return 0;

@@ -286,9 +286,10 @@ uint64_t soft_engine_pass(soft_dev_t *dev, int from_helper, uint64_t *clk_p)
     if (!soft_req_timers_quick(dev, now)) {
         soft_req_timers(dev, now);
     }
-    /* request slots consumed by this pass or by ring passes before it */
+    /* request slots consumed by this pass or by ring passes before it
+     * (inline: the slot of a ping-pong's every message is cleared here) */
     if (hdr->req.freed != hdr->req.head) {
-        soft_ring_clear(hdr, &hdr->req);
+        soft_ring_clear_inline(hdr, &hdr->req);
     }
     /* device rendezvous (TM SRQs only) */
     tm_pending = (dev->tms != NULL) && soft_tm_progress(dev);

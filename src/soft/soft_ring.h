@@ -303,4 +303,75 @@ static inline int soft_ring_unstick_due(const soft_stall_t *st,
            soft_ring_seq_marked(st, seq);
 }
 
+/* The bytes of a slot's packet that lie in its first two lines: what a
+ * light packet of up to 48 payload bytes wrote */
+#define SOFT_CLEAR_LIGHT  (128u - offsetof(soft_slot_t, pkt))
+
+#ifndef __cplusplus
+_Static_assert(SOFT_CLEAR_LIGHT == 7 * 16 + 8, "7 vectors and a word");
+#endif
+
+/* Zeroes the SOFT_CLEAR_LIGHT bytes at p, 8-byte aligned */
+static inline __attribute__((always_inline)) void soft_zero_light(void *p)
+{
+    typedef uint64_t soft_v2_t __attribute__((vector_size(16)));
+    const soft_v2_t z = { 0, 0 };
+    const uint64_t z8 = 0;
+    char *c           = (char *)p;
+
+    memcpy(c, &z, 16);
+    memcpy(c + 16, &z, 16);
+    memcpy(c + 32, &z, 16);
+    memcpy(c + 48, &z, 16);
+    memcpy(c + 64, &z, 16);
+    memcpy(c + 80, &z, 16);
+    memcpy(c + 96, &z, 16);
+    memcpy(c + 112, &z8, 8);
+}
+
+/* Consumer side: clears the slots consumed since the last call and frees
+ * them for producers (release: every read and the clear of a slot come
+ * before a producer may claim it again).  A consumed slot keeps nothing
+ * of its packet: no DC key, address or rkey (payload bytes are data the
+ * sender gave away).  A light packet wrote only its first lines: the
+ * header up to its payload and the payload bytes over the rest of the
+ * header; the clear of a small one covers its two lines whole.  Returns
+ * the number of slots freed.  Inline at the end of an engine pass (a
+ * ping-pong's every receive clears its slot there: no call); every other
+ * caller calls soft_ring_clear (soft_fabric.c), which is this. */
+static inline __attribute__((always_inline)) unsigned
+soft_ring_clear_inline(soft_port_hdr_t *hdr, soft_ring_t *ring)
+{
+    uint64_t pos  = ring->freed;
+    uint64_t head = ring->head;
+    soft_slot_t *slot;
+    uint64_t used;
+    size_t clear;
+
+    if (pos == head) {
+        return 0;
+    }
+    for (; pos != head; ++pos) {
+        slot = soft_ring_slot(hdr, ring, pos);
+        if (!(slot->pkt.flags & SOFT_PKT_LIGHT)) {
+            memset(&slot->pkt, 0, sizeof(slot->pkt));
+            continue;
+        }
+        used = (uint64_t)(SOFT_LIGHT_OFF - offsetof(soft_slot_t, pkt)) +
+               slot->pkt.len;
+        if (used <= SOFT_CLEAR_LIGHT) {
+            /* a small one: the rest of its two lines too, in 16-byte
+             * stores (a string instruction counts a step per word) */
+            soft_zero_light(&slot->pkt);
+        } else {
+            clear = (used < sizeof(slot->pkt)) ? (size_t)used :
+                    sizeof(slot->pkt);
+            memset(&slot->pkt, 0, clear);
+        }
+    }
+    pos = ring->freed;
+    __atomic_store_n(&ring->freed, head, __ATOMIC_RELEASE);
+    return (unsigned)(head - pos);
+}
+
 #endif
