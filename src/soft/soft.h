@@ -676,10 +676,13 @@ static inline soft_mr_t *soft_key_find(soft_dev_t *dev, uint32_t key)
 
 /* soft_dev.c */
 soft_mr_t *soft_mr_lookup(soft_dev_t *dev, uint32_t key);
-int      soft_cq_create(dcx_dev_t *dev, uint32_t cqe, dcx_cq_t **cq_p);
 soft_mr_t *soft_key_lookup(soft_dev_t *dev, uint32_t key);
 int      soft_key_insert(soft_dev_t *dev, soft_mr_t *mr, const char *what);
 void     soft_key_remove(soft_dev_t *dev, soft_mr_t *mr);
+
+/* soft_cq.c */
+int      soft_cq_create(dcx_dev_t *dev, uint32_t cqe, dcx_cq_t **cq_p);
+int      soft_cq_destroy(dcx_cq_t *cq);
 int      soft_cq_push(soft_cq_t *cq, const dcx_wc_t *wc, soft_qp_t *qp,
                       uint32_t sq_idx);
 void     soft_cq_overrun(soft_cq_t *cq, uint32_t qp_num);

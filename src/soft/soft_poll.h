@@ -1,5 +1,5 @@
 /*
- * Soft device polls (soft_engine.c, soft_dev.c): the poll stamp and what a
+ * Soft device polls (soft_engine.c, soft_cq.c): the poll stamp and what a
  * poll looks at without the engine lock before it knows whether it needs
  * the lock.  Included by soft.h, after the device's types and the engine's
  * prototypes.

@@ -1,0 +1,205 @@
+/*
+ * Soft device: completion queues.  Completions are queued by the engine
+ * (under the engine lock) and drained by polls; a poll first looks at the
+ * engine and its CQs without the lock (soft_poll.h) and takes the lock
+ * only when there is work.  The completion channel of a CQ is in
+ * soft_channel.c.
+ */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+
+#include "soft.h"
+#include "soft_tm.h"
+
+#include <errno.h>
+#include <stdlib.h>
+
+/* A CQ is full: the completion is lost (logged once per overrun). */
+__attribute__((noinline)) void soft_cq_overrun(soft_cq_t *cq, uint32_t qp_num)
+{
+    if (!cq->overrun) {
+        dcx_error("%s: cq %p overrun (%u entries): completion of qp 0x%x "
+                  "lost, qp moved to error", cq->dev->super.caps.name,
+                  (void *)cq, cq->super.cqe, qp_num);
+    }
+    cq->overrun = 1;
+}
+
+int soft_cq_push(soft_cq_t *cq, const dcx_wc_t *wc, soft_qp_t *qp,
+                 uint32_t sq_idx)
+{
+    soft_cqe_t *cqe = soft_cq_slot(cq);
+
+    if (cqe == NULL) {
+        soft_cq_overrun(cq, wc->qp_num);
+        return ENOSPC;
+    }
+    cqe->wc     = *wc;
+    cqe->qp     = qp;
+    cqe->sq_idx = sq_idx;
+    cqe->tm     = NULL;
+    soft_cq_commit(cq);
+    return 0;
+}
+
+/* Takes up to max completions of cq (engine lock held). */
+static inline int soft_cq_drain(soft_cq_t *cq, int max, dcx_wc_t *wc)
+{
+    soft_cqe_t *cqe;
+    int n = 0;
+
+    if (cq->head == cq->tail) {
+        return 0;
+    }
+    while ((n < max) && (cq->head != cq->tail)) {
+        cqe     = &cq->q[cq->head & (cq->size - 1)];
+        wc[n++] = cqe->wc;
+        if (cqe->qp != NULL) {
+            soft_qp_retire(cqe->qp, cqe->sq_idx);
+        }
+        if (cqe->tm != NULL) {
+            soft_tm_polled(cqe, &wc[n - 1]);
+        }
+        cq->head++;
+    }
+    if (cq->overrun && (cq->head == cq->tail)) {
+        cq->overrun = 0;   /* drained: a new overrun is logged again */
+    }
+    return n;
+}
+
+/* The locked side of a poll (soft_cq_poll_busy): one lock round, the pass
+ * the look asked for (SOFT_LOOK_*), then both CQs drained.  Inline: the poll
+ * saves the same registers either way (the pass stays a call: it spills). */
+static inline __attribute__((always_inline)) int
+soft_cq_poll_locked(soft_cq_t *cq, soft_cq_t *other, int max, dcx_wc_t *wc,
+                    int *n_other_p, int look, uint64_t clk)
+{
+    soft_dev_t *dev = cq->dev;
+    int n;
+
+    soft_lock(&dev->lock);
+    dev->stats.locked_polls++;
+    soft_engine_poll_pass(dev, cq, other, look, clk);
+    n = soft_cq_drain(cq, max, wc);
+    if (other != NULL) {
+        *n_other_p = soft_cq_drain(other, max, wc + max);
+    }
+    soft_unlock(&dev->lock);
+    return n;
+}
+
+/* A poll of cq and, unless NULL, other (its completions at wc + max, their
+ * number in *n_other_p) that soft_engine_poll_idle() did not settle: the
+ * engine is looked at without the lock (soft_engine_look, inline here);
+ * with nothing for it and both CQs empty the poll ends there.  Otherwise
+ * one lock round (soft_cq_poll_locked). */
+static __attribute__((noinline)) int
+soft_cq_poll_busy(soft_cq_t *cq, soft_cq_t *other, int max, dcx_wc_t *wc,
+                  int *n_other_p)
+{
+    soft_dev_t *dev = cq->dev;
+    uint64_t clk    = 0;
+    int look        = soft_engine_look(dev, &clk);
+
+    if ((look == SOFT_LOOK_NONE) && soft_cq_empty(cq) &&
+        ((other == NULL) || soft_cq_empty(other))) {
+        soft_engine_stamp_clk(dev, clk);
+        if (other != NULL) {
+            *n_other_p = 0;
+        }
+        return 0;
+    }
+    return soft_cq_poll_locked(cq, other, max, wc, n_other_p, look, clk);
+}
+
+/* Nothing to do is found without the lock (soft_engine_poll_idle, then
+ * soft_engine_look); the engine first: a waiting one costs one load here */
+static int soft_cq_poll(dcx_cq_t *cq_, int max, dcx_wc_t *wc)
+{
+    soft_cq_t *cq = (soft_cq_t *)cq_;
+
+    if (soft_engine_poll_idle(cq->dev) && soft_cq_empty(cq)) {
+        soft_engine_stamp(cq->dev);
+        return 0;
+    }
+    return soft_cq_poll_busy(cq, NULL, max, wc, NULL);
+}
+
+/* dcx_cq_poll_pair(): both CQs and the engine looked at once (the engine
+ * first, as in soft_cq_poll), and at most one lock round for both */
+static int soft_cq_poll_pair(dcx_cq_t *cq_, dcx_cq_t *other_, int max,
+                             dcx_wc_t *wc, int *n_other_p)
+{
+    soft_cq_t *cq    = (soft_cq_t *)cq_;
+    soft_cq_t *other = (soft_cq_t *)other_;
+
+    if (soft_engine_poll_idle(cq->dev) && soft_cq_empty(cq) &&
+        soft_cq_empty(other)) {
+        *n_other_p = 0;
+        soft_engine_stamp(cq->dev);
+        return 0;
+    }
+    return soft_cq_poll_busy(cq, other, max, wc, n_other_p);
+}
+
+int soft_cq_create(dcx_dev_t *dev_, uint32_t cqe, dcx_cq_t **cq_p)
+{
+    soft_dev_t *dev = soft_dev(dev_);
+    soft_cq_t *cq;
+    uint32_t size = 1;
+
+    if ((cqe == 0) || (cqe > dev->limits.max_cqe)) {
+        dcx_error("%s: cq create: cqe %u not in [1, %u]",
+                  dev->super.caps.name, cqe, dev->limits.max_cqe);
+        return EINVAL;
+    }
+    while (size < cqe) {
+        size <<= 1;
+    }
+    cq = calloc(1, sizeof(*cq));
+    if (cq != NULL) {
+        cq->q = calloc(size, sizeof(*cq->q));
+    }
+    if ((cq == NULL) || (cq->q == NULL)) {
+        free(cq);
+        dcx_error("%s: cq create: out of memory for %u entries",
+                  dev->super.caps.name, cqe);
+        return ENOMEM;
+    }
+    cq->super.dev       = dev_;
+    cq->super.cqe       = size;
+    cq->super.poll      = soft_cq_poll;
+    cq->super.poll_pair = soft_cq_poll_pair;
+    cq->dev             = dev;
+    cq->size            = size;
+    soft_lock(&dev->lock);
+    dev->num_objs++;
+    soft_unlock(&dev->lock);
+    *cq_p = &cq->super;
+    return 0;
+}
+
+int soft_cq_destroy(dcx_cq_t *cq_)
+{
+    soft_cq_t *cq   = (soft_cq_t *)cq_;
+    soft_dev_t *dev = cq->dev;
+
+    soft_lock(&dev->lock);
+    if (cq->refs != 0) {
+        soft_unlock(&dev->lock);
+        dcx_error("%s: cq %p destroy: still used by %d QP/SRQ",
+                  dev->super.caps.name, (void *)cq, cq->refs);
+        return EBUSY;
+    }
+    if (cq->ch != NULL) {
+        soft_cq_detach_channel(cq);
+    }
+    dev->num_objs--;
+    soft_unlock(&dev->lock);
+    free(cq->q);
+    free(cq);
+    return 0;
+}
+
