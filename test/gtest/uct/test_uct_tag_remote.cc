@@ -725,12 +725,19 @@ TEST_P(uct_dcx_tag_remote_fail, peer_killed_with_rndv_in_flight_bad_flow)
     post_recv(m_a, r_rndv, m_rndv, len, 0x7001);
     post_recv(m_a, r_eager, m_eager, 4096, 0x7002);
 
-    /* our device's READs reach their target 2 s late: the peer is dead
-     * by the time the READ of its rendezvous to our first receive comes */
+    /* our device's requests reach their target 2 s late: the peer is
+     * dead by the time the READ of its rendezvous to our first receive
+     * comes, and our rendezvous request is still on the wire when it dies.
+     * Were only the READs late, the peer's device could acknowledge the
+     * request first (its helper answers for a peer that stopped polling,
+     * as a NIC does: at once after its park, or when our requester prods
+     * it): nothing of ours would then be in flight to the dead peer, and
+     * to_dead would wait for a check of the endpoint
+     * (rndv_acked_then_peer_killed_bad_flow) */
     dcx_soft_fault_t fault;
     memset(&fault, 0, sizeof(fault));
     fault.type     = DCX_SOFT_FAULT_DELAY;
-    fault.opcode   = DCX_WR_RDMA_READ;
+    fault.opcode   = -1;
     fault.delay_us = 2000000;
     ASSERT_EQ(0, dcx_soft_fault_inject(device(), &fault));
     EXPECT_EQ(UCS_OK, call(CMD_SEND, 0x7000, len, 70,
@@ -772,6 +779,47 @@ TEST_P(uct_dcx_tag_remote_fail, peer_killed_with_rndv_in_flight_bad_flow)
     ASSERT_TRUE(wait_for([&]() { return r_back.completed > 0; }));
     EXPECT_EQ(UCS_OK, r_back.status);
     EXPECT_EQ(0u, count_bad(m_back.ptr, 3000, 74));
+    log_counter::reset();
+}
+
+/* The timing peer_killed_with_rndv_in_flight_bad_flow lost about once in
+ * 3400 runs under load, forced: the peer stopped polling long ago (its
+ * helper has left its park, SOFT_PARK_NS, and answers a request at once)
+ * and is killed only after a while (a parked helper would have been
+ * prodded by then, SOFT_PROD_NS).  Its device would have acknowledged our
+ * request, as a NIC does; late on the wire, the request is still in flight
+ * when the peer dies, and our rendezvous fails with it.  (No receive here
+ * for the peer's rendezvous: our READ of it, queued ahead of the request,
+ * would hold the request back in the peer's ring whatever the rule.) */
+TEST_P(uct_dcx_tag_remote_fail, rndv_in_flight_to_idle_peer_killed_bad_flow)
+{
+    std::map<std::string, std::string> cfg;
+
+    cfg["TIMEOUT"]     = "20ms";
+    cfg["RETRY_COUNT"] = "2";
+    start(cfg);
+
+    dcx_soft_fault_t fault;
+    memset(&fault, 0, sizeof(fault));
+    fault.type     = DCX_SOFT_FAULT_DELAY;
+    fault.opcode   = -1;
+    fault.delay_us = 2000000;
+    ASSERT_EQ(0, dcx_soft_fault_inject(device(), &fault));
+    EXPECT_EQ(UCS_OK, call(CMD_SEND, 0x7300, 8192, 76,
+                           HOW_RNDV_FREEZE).status);
+    wait_for([]() { return false; }, 0.3);
+    test_comp to_dead;
+    void *op = send_how(m_ep, HOW_RNDV, 0x7301, 0, 8192, 77, &to_dead);
+    ASSERT_FALSE(UCS_PTR_IS_ERR(op));
+    /* long enough for an idle peer's device to answer a request that
+     * reached it; shorter than our retries (3 ack timeouts of ~20 ms) */
+    wait_for([]() { return false; }, 0.03);
+    kill_peer(m_peer);
+
+    ASSERT_TRUE(wait_for([&]() { return to_dead.done > 0; }, 30))
+        << "our rendezvous request was acknowledged before the peer died";
+    dcx_soft_fault_clear(device());
+    EXPECT_EQ(UCS_ERR_ENDPOINT_TIMEOUT, to_dead.status);
     log_counter::reset();
 }
 
