@@ -1,0 +1,257 @@
+/*
+ * dcx tag matching against the UCT contract at its corners: receives
+ * without a buffer (iovcnt 0), more entries than cap.tag.recv.max_iov,
+ * eager zcopy at cap.tag.eager.max_iov/max_zcopy and one past, rendezvous
+ * headers at cap.tag.rndv.max_hdr and one past, unexpected eager
+ * descriptors kept by the user past the receive queue.
+ */
+#include "uct_tag_fixture.h"
+
+class uct_dcx_tag_contract : public uct_dcx_tag {
+protected:
+    virtual void TearDown()
+    {
+        for (size_t i = 0; i < m_kept.size(); ++i) {
+            uct_iface_release_desc(m_kept[i]);
+        }
+        m_kept.clear();
+        uct_dcx_tag::TearDown();
+        EXPECT_EQ(0, log_counter::errors()) << log_counter::joined();
+    }
+
+    /* an unexpected eager callback that keeps one descriptor in 'keep' */
+    static ucs_status_t keep_eager_cb(void *arg, void *data, size_t length,
+                                      unsigned flags, uct_tag_t stag,
+                                      uint64_t imm, void **context)
+    {
+        uct_dcx_tag_contract *self = static_cast<uct_dcx_tag_contract*>(arg);
+
+        unexp_eager_cb(arg, data, length, flags, stag, imm, context);
+        if ((self->m_keep_every > 0) && (flags & UCT_CB_PARAM_FLAG_DESC) &&
+            ((self->m_unexp.size() % self->m_keep_every) == 0)) {
+            self->m_kept.push_back((char*)data - 16);
+            return UCS_INPROGRESS;
+        }
+        return UCS_OK;
+    }
+
+    virtual void iface_params(uct_iface_params_t &params)
+    {
+        uct_dcx_tag::iface_params(params);
+        if (m_tag_params) {
+            params.eager_cb = keep_eager_cb;
+        }
+    }
+
+    virtual void SetUp()
+    {
+        m_keep_every = 0;
+        uct_dcx_tag::SetUp();
+    }
+
+    unsigned           m_keep_every;
+    std::vector<void*> m_kept;
+};
+
+/* A receive posted with no buffer (iovcnt 0, iov NULL) takes a message of
+ * no data, in each of the three eager ways */
+TEST_P(uct_dcx_tag_contract, recv_without_buffer)
+{
+    entity *a = create_tm(), *b = create_tm();
+    uct_ep_h ep = connect(a, b);
+
+    for (int how = 0; how < 3; ++how) {
+        recv_ctx ctx;
+        ucs_status_t status;
+
+        ASSERT_TRUE(wait_for([&] {
+            status = uct_iface_tag_recv_zcopy(b->iface, 0x900 + how,
+                                              (uct_tag_t)-1, NULL, 0,
+                                              &ctx.uct);
+            return status != UCS_ERR_NO_RESOURCE;
+        }));
+        ASSERT_EQ(UCS_OK, status);
+        send_eager(ep, how, 0x900 + how, 0, std::vector<char>());
+        ASSERT_TRUE(wait_for([&] { return ctx.completed > 0; })) << how;
+        EXPECT_EQ(UCS_OK, ctx.status);
+        EXPECT_EQ(0u, ctx.length);
+        EXPECT_EQ(0x900u + how, ctx.stag);
+        EXPECT_TRUE(m_unexp.empty());
+    }
+}
+
+/* A receive of more entries than cap.tag.recv.max_iov is refused with one
+ * log line; one of max_iov entries is taken */
+TEST_P(uct_dcx_tag_contract, recv_iov_count_bad_flow)
+{
+    entity *b = create_tm();
+    size_t max_iov = b->attr.cap.tag.recv.max_iov;
+    mem m = alloc_mem(4096);
+    std::vector<uct_iov_t> iov(max_iov + 1);
+    recv_ctx ctx;
+
+    for (size_t i = 0; i <= max_iov; ++i) {
+        iov[i] = {(char*)m.ptr + i * 64, 64, m.memh, 0, 1};
+    }
+    log_counter::reset();
+    EXPECT_EQ(UCS_ERR_INVALID_PARAM,
+              uct_iface_tag_recv_zcopy(b->iface, 1, (uct_tag_t)-1, &iov[0],
+                                       max_iov + 1, &ctx.uct));
+    EXPECT_EQ(1, log_counter::errors());
+    log_counter::reset();
+    EXPECT_EQ(UCS_OK, uct_iface_tag_recv_zcopy(b->iface, 1, (uct_tag_t)-1,
+                                               &iov[0], max_iov, &ctx.uct));
+    EXPECT_EQ(UCS_OK, uct_iface_tag_recv_cancel(b->iface, &ctx.uct, 1));
+}
+
+/* eager zcopy: max_iov entries adding up to max_zcopy, expected and
+ * unexpected; one byte or one entry more refused */
+TEST_P(uct_dcx_tag_contract, eager_zcopy_limits)
+{
+    entity *a = create_tm(), *b = create_tm();
+    uct_ep_h ep = connect(a, b);
+    size_t max_iov   = a->attr.cap.tag.eager.max_iov;
+    size_t max_zcopy = a->attr.cap.tag.eager.max_zcopy;
+    mem src = alloc_mem(max_zcopy + 64), dst = alloc_mem(max_zcopy + 64);
+    std::vector<uct_iov_t> iov(max_iov + 1);
+    std::vector<char> data = pattern(max_zcopy, 9);
+    size_t per = max_zcopy / max_iov;
+
+    memcpy(src.ptr, data.data(), max_zcopy);
+    for (size_t i = 0; i < max_iov; ++i) {
+        iov[i] = {(char*)src.ptr + i * per,
+                  (i == max_iov - 1) ? max_zcopy - i * per : per, src.memh,
+                  0, 1};
+    }
+    for (int expected = 1; expected >= 0; --expected) {
+        recv_ctx ctx;
+        test_comp comp;
+        ucs_status_t status;
+
+        m_unexp.clear();
+        if (expected) {
+            post_recv(b, ctx, dst, max_zcopy + 64, 0x31);
+        }
+        ASSERT_TRUE(wait_for([&] {
+            status = uct_ep_tag_eager_zcopy(ep, 0x31, 5, &iov[0], max_iov, 0,
+                                            &comp.uct);
+            return status != UCS_ERR_NO_RESOURCE;
+        }));
+        ASSERT_FALSE(UCS_STATUS_IS_ERR(status)) << ucs_status_string(status);
+        if (status == UCS_INPROGRESS) {
+            ASSERT_TRUE(wait_for([&] { return comp.done > 0; }));
+            EXPECT_EQ(UCS_OK, comp.status);
+        }
+        if (expected) {
+            ASSERT_TRUE(wait_for([&] { return ctx.completed > 0; }));
+            EXPECT_EQ(UCS_OK, ctx.status);
+            EXPECT_EQ(max_zcopy, ctx.length);
+            EXPECT_EQ(0, memcmp(dst.ptr, data.data(), max_zcopy));
+        } else {
+            ASSERT_TRUE(wait_for([&] { return !m_unexp.empty(); }));
+            EXPECT_TRUE(m_unexp[0].data == data);
+        }
+    }
+
+    log_counter::reset();
+    iov[max_iov - 1].length++;
+    EXPECT_EQ(UCS_ERR_INVALID_PARAM,
+              uct_ep_tag_eager_zcopy(ep, 0x32, 0, &iov[0], max_iov, 0, NULL));
+    iov[max_iov - 1].length--;
+    iov[max_iov] = {src.ptr, 1, src.memh, 0, 1};
+    EXPECT_EQ(UCS_ERR_INVALID_PARAM,
+              uct_ep_tag_eager_zcopy(ep, 0x32, 0, &iov[0], max_iov + 1, 0,
+                                     NULL));
+    EXPECT_EQ(2, log_counter::errors()) << log_counter::joined();
+    log_counter::reset();
+}
+
+/* rendezvous: a header of cap.tag.rndv.max_hdr reaches the receiver whole,
+ * expected and unexpected; one byte more is refused */
+TEST_P(uct_dcx_tag_contract, rndv_header_limits)
+{
+    entity *a = create_tm(), *b = create_tm();
+    uct_ep_h ep = connect(a, b);
+    size_t max_hdr = a->attr.cap.tag.rndv.max_hdr;
+    size_t len     = 64 * 1024;
+    mem src = alloc_mem(len), dst = alloc_mem(len);
+    std::vector<char> hdr = pattern(max_hdr + 1, 4);
+    std::vector<char> data = pattern(len, 6);
+    void *op;
+
+    ASSERT_GT(max_hdr, 0u);
+    memcpy(src.ptr, data.data(), len);
+    uct_iov_t iov = {src.ptr, len, src.memh, 0, 1};
+    for (int expected = 1; expected >= 0; --expected) {
+        recv_ctx ctx;
+        test_comp comp;
+
+        m_unexp.clear();
+        if (expected) {
+            post_recv(b, ctx, dst, len, 0x41);
+        }
+        ASSERT_TRUE(wait_for([&] {
+            op = uct_ep_tag_rndv_zcopy(ep, 0x41, hdr.data(), max_hdr, &iov, 1,
+                                       0, &comp.uct);
+            return op != UCS_STATUS_PTR(UCS_ERR_NO_RESOURCE);
+        }));
+        ASSERT_FALSE(UCS_PTR_IS_ERR(op));
+        if (expected) {
+            ASSERT_TRUE(wait_for([&] {
+                return (ctx.completed > 0) && (comp.done > 0);
+            }));
+            EXPECT_EQ(UCS_OK, ctx.status);
+            EXPECT_EQ(0, memcmp(dst.ptr, data.data(), len));
+            /* the header went to the rndv callback of the context */
+            EXPECT_TRUE((ctx.rndv == 0) ||
+                        (ctx.header == std::vector<char>(hdr.begin(),
+                                                         hdr.begin() +
+                                                         max_hdr)));
+        } else {
+            ASSERT_TRUE(wait_for([&] { return !m_unexp.empty(); }));
+            ASSERT_TRUE(m_unexp[0].rndv);
+            EXPECT_TRUE(m_unexp[0].data ==
+                        std::vector<char>(hdr.begin(),
+                                          hdr.begin() + max_hdr));
+            EXPECT_EQ(len, m_rndv_len);
+            EXPECT_EQ(UCS_OK, uct_ep_tag_rndv_cancel(ep, op));
+        }
+    }
+
+    log_counter::reset();
+    op = uct_ep_tag_rndv_zcopy(ep, 0x42, hdr.data(), max_hdr + 1, &iov, 1, 0,
+                               NULL);
+    EXPECT_EQ(UCS_STATUS_PTR(UCS_ERR_INVALID_PARAM), op);
+    EXPECT_EQ(1, log_counter::errors()) << log_counter::joined();
+    log_counter::reset();
+}
+
+/* The user keeps every other unexpected eager descriptor (UCP keeps them
+ * until a receive matches), many more than the receive queue holds:
+ * receiving goes on and the kept data stay intact */
+TEST_P(uct_dcx_tag_contract, unexpected_descriptors_kept)
+{
+    std::map<std::string, std::string> cfg;
+    cfg["TM_ENABLE"]    = "y";
+    cfg["RX_QUEUE_LEN"] = "64";
+    entity *a = create_tm(), *b = create_entity(cfg);
+    uct_ep_h ep = connect(a, b);
+    const int n = 1000;
+
+    ASSERT_TRUE(b != NULL);
+    m_keep_every = 2;
+    for (int i = 0; i < n; ++i) {
+        send_eager(ep, i % 3, 0x5000 + i, (i % 3) ? 0x77 : 0,
+                   pattern(10 + (i % 200), i));
+    }
+    ASSERT_TRUE(wait_for([&] { return m_unexp.size() == (size_t)n; }, 30));
+    ASSERT_EQ((size_t)n / 2, m_kept.size());
+    for (size_t k = 0; k < m_kept.size(); ++k) {
+        size_t i = 2 * k + 1;
+        EXPECT_EQ(0, memcmp((char*)m_kept[k] + 16, m_unexp[i].data.data(),
+                            m_unexp[i].data.size())) << k;
+        EXPECT_TRUE(m_unexp[i].data == pattern(10 + (i % 200), i)) << i;
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(policy, uct_dcx_tag_contract, UCT_DCX_POLICIES);
