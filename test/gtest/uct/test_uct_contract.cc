@@ -7,8 +7,10 @@
  */
 #include "uct_fixture.h"
 
+#include <algorithm>
 #include <climits>
 #include <cstring>
+#include <thread>
 
 using namespace dcx_test;
 
@@ -761,6 +763,290 @@ TEST_P(uct_dcx_contract, iface_close_with_eps_and_ops_in_flight)
     EXPECT_EQ(fired, fired_after);
     check_ok();
     log_counter::reset();
+}
+
+/* Rights of a registration are enforced for every one-sided operation:
+ * memory registered for remote reads only is read, and a put or an atomic
+ * into it fails its endpoint through the error handler without writing */
+TEST_P(uct_dcx_contract, registration_rights_enforced)
+{
+    std::vector<char> packed(m_md_attr.rkey_packed_size);
+    std::vector<char> backing(8192);
+    char *buf = (char*)(((uintptr_t)backing.data() + 4095) & ~(uintptr_t)4095);
+    uct_rkey_bundle_t rkb;
+    uct_mem_h memh;
+    uint64_t v = 0x55, result = 0;
+    std::string got;
+    test_comp c;
+
+    memset(buf, 'r', 4096);
+    ASSERT_EQ(UCS_OK, uct_md_mem_reg(m_md, buf, 4096,
+                                     UCT_MD_MEM_ACCESS_REMOTE_GET, &memh));
+    ASSERT_EQ(UCS_OK, uct_md_mkey_pack(m_md, memh, &packed[0]));
+    ASSERT_EQ(UCS_OK, uct_rkey_unpack(m_component, &packed[0], &rkb));
+
+    ucs_status_t status = retry([&] {
+        return uct_ep_get_bcopy(m_ab, unpack_str, &got, 64, (uintptr_t)buf,
+                                rkb.rkey, &c.uct);
+    });
+    if (status == UCS_INPROGRESS) {
+        ASSERT_TRUE(wait_for([&] { return c.done > 0; }));
+    }
+    EXPECT_EQ(std::string(64, 'r'), got);
+    EXPECT_TRUE(m_errors.empty());
+
+    uct_ep_h eps[3] = {connect(m_a, m_b), connect(m_a, m_b),
+                       connect(m_a, m_b)};
+    ASSERT_EQ(UCS_OK, retry([&] {
+        return uct_ep_put_short(eps[0], &v, 8, (uintptr_t)buf, rkb.rkey);
+    }));
+    ASSERT_EQ(UCS_OK, retry([&] {
+        return uct_ep_atomic64_post(eps[1], UCT_ATOMIC_OP_ADD, 1,
+                                    (uintptr_t)buf + 8, rkb.rkey);
+    }));
+    test_comp fc;
+    status = retry([&] {
+        return uct_ep_atomic64_fetch(eps[2], UCT_ATOMIC_OP_SWAP, 7, &result,
+                                     (uintptr_t)buf + 16, rkb.rkey, &fc.uct);
+    });
+    ASSERT_TRUE(wait_for([&] { return m_errors.size() >= 3; }))
+            << m_errors.size() << " errors";
+    for (size_t i = 0; i < m_errors.size(); ++i) {
+        EXPECT_NE(m_ab, m_errors[i].ep);
+    }
+    for (int i = 0; i < 24; ++i) {
+        EXPECT_EQ('r', buf[i]) << i;
+    }
+    check_ok();
+    for (int i = 0; i < 3; ++i) {
+        uct_ep_flush(eps[i], UCT_FLUSH_FLAG_CANCEL, NULL);
+        destroy_ep(eps[i]);
+    }
+    uct_rkey_release(m_component, &rkb);
+    uct_md_mem_dereg(m_md, memh);
+    log_counter::reset();
+}
+
+/* The target interface is closed (in this process, not killed) while an
+ * endpoint to it stays: its sends fail through the error handler within a
+ * bounded time, a flush completes, and the interface keeps serving its
+ * other endpoints */
+TEST_P(uct_dcx_contract, peer_iface_closed)
+{
+    std::map<std::string, std::string> cfg;
+    cfg["TIMEOUT"]     = "10ms";
+    cfg["RETRY_COUNT"] = "2";
+    entity *a = create_entity(cfg), *c = create_entity();
+    ASSERT_TRUE(a && c);
+    uct_ep_h ac = connect(a, c), ab = connect(a, m_b);
+    mem m = alloc_mem(4096);
+
+    /* c goes away */
+    uct_iface_close(c->iface);
+    uct_worker_destroy(c->worker);
+    m_entities.erase(std::find(m_entities.begin(), m_entities.end(), c));
+    delete c;
+
+    uint64_t v = 1;
+    ASSERT_EQ(UCS_OK, retry([&] {
+        return uct_ep_am_short(ac, AM_ID, 1, NULL, 0);
+    }));
+    ucs_status_t status = retry([&] {
+        return uct_ep_put_short(ac, &v, 8, (uintptr_t)m.ptr, m.rkey);
+    });
+    EXPECT_TRUE((status == UCS_OK) || UCS_STATUS_IS_ERR(status));
+    ASSERT_TRUE(wait_for([&] { return !m_errors.empty(); }, 20));
+    EXPECT_EQ(ac, m_errors[0].ep);
+    EXPECT_EQ(UCS_ERR_ENDPOINT_TIMEOUT, m_errors[0].status)
+            << ucs_status_string(m_errors[0].status);
+    EXPECT_EQ(UCS_OK, uct_ep_flush(ac, UCT_FLUSH_FLAG_CANCEL, NULL));
+
+    int before = m_rx.count;
+    ASSERT_EQ(UCS_OK, retry([&] {
+        return uct_ep_am_short(ab, AM_ID, 2, NULL, 0);
+    }));
+    ASSERT_TRUE(wait_for([&] { return m_rx.count > before; }));
+    flush_ep(ab);
+    log_counter::reset();
+}
+
+/* Threads each driving their own workers and interfaces on one memory
+ * domain (one device), all at once, as UCP programs with a worker per
+ * thread do: AMs, puts, and atomics to one shared word */
+TEST_P(uct_dcx_contract, worker_per_thread)
+{
+    const int nthreads = 3, n = 3000;
+    mem shared = alloc_mem(4096);
+    struct lane {
+        entity  *a, *b;
+        uct_ep_h ep;
+        held_rx  rx;
+        mem      dst;
+        bool     ok;
+    };
+    std::vector<lane> lanes(nthreads);
+
+    for (int t = 0; t < nthreads; ++t) {
+        lanes[t].a   = create_entity();
+        lanes[t].b   = create_entity();
+        ASSERT_TRUE(lanes[t].a && lanes[t].b);
+        lanes[t].ep  = connect(lanes[t].a, lanes[t].b);
+        lanes[t].dst = alloc_mem(n * 8);
+        lanes[t].ok  = false;
+        ASSERT_EQ(UCS_OK, uct_iface_set_am_handler(lanes[t].b->iface, AM_ID,
+                                                   held_rx::cb,
+                                                   &lanes[t].rx, 0));
+    }
+
+    std::vector<std::thread> threads;
+    for (int t = 0; t < nthreads; ++t) {
+        threads.push_back(std::thread([&, t] {
+            lane &l = lanes[t];
+            auto prog = [&] {
+                uct_worker_progress(l.a->worker);
+                uct_worker_progress(l.b->worker);
+            };
+            auto again = [&](const std::function<ucs_status_t()> &op) {
+                ucs_status_t status;
+                while ((status = op()) == UCS_ERR_NO_RESOURCE) {
+                    prog();
+                }
+                return status;
+            };
+            for (uint64_t i = 0; i < (uint64_t)n; ++i) {
+                if (again([&] {
+                        return uct_ep_am_short(l.ep, AM_ID, i, NULL, 0);
+                    }) != UCS_OK) {
+                    return;
+                }
+                if (again([&] {
+                        return uct_ep_put_short(l.ep, &i, 8,
+                                                (uintptr_t)l.dst.ptr + i * 8,
+                                                l.dst.rkey);
+                    }) != UCS_OK) {
+                    return;
+                }
+                if (again([&] {
+                        return uct_ep_atomic64_post(l.ep, UCT_ATOMIC_OP_ADD,
+                                                    1, (uintptr_t)shared.ptr,
+                                                    shared.rkey);
+                    }) != UCS_OK) {
+                    return;
+                }
+            }
+            ucs_status_t status;
+            test_comp comp;
+            while ((status = uct_ep_flush(l.ep, 0, &comp.uct)) ==
+                   UCS_ERR_NO_RESOURCE) {
+                prog();
+            }
+            while ((status == UCS_INPROGRESS) && (comp.done == 0)) {
+                prog();
+            }
+            for (int k = 0; (k < 1000000) && (l.rx.count < n); ++k) {
+                prog();
+            }
+            l.ok = (l.rx.count == n);
+        }));
+    }
+    for (int t = 0; t < nthreads; ++t) {
+        threads[t].join();
+    }
+    for (int t = 0; t < nthreads; ++t) {
+        EXPECT_TRUE(lanes[t].ok) << t << ": " << lanes[t].rx.count;
+        for (int i = 0; i < n; ++i) {
+            ASSERT_EQ((uint64_t)i, ((uint64_t*)lanes[t].dst.ptr)[i])
+                    << t << " " << i;
+        }
+    }
+    EXPECT_EQ((uint64_t)(nthreads * n), *(uint64_t*)shared.ptr);
+    EXPECT_TRUE(m_errors.empty());
+}
+
+/* One-sided operations complete while the target interface is never
+ * progressed (its process busy elsewhere, as an MPI passive target): put,
+ * get, atomics, and a flush of them, progressing the initiator only */
+TEST_P(uct_dcx_contract, rma_to_target_never_progressed)
+{
+    entity *c = create_entity();
+    ASSERT_TRUE(c != NULL);
+    uct_ep_h ac = connect(m_a, c);
+    mem rem = alloc_mem(1 << 20), loc = alloc_mem(1 << 20);
+    uint64_t result = 0;
+    test_comp pc, gc, ac_comp, fc;
+    auto prog_a = [&] { uct_worker_progress(m_a->worker); };
+    auto wait_a = [&](const std::function<bool()> &cond) {
+        for (int i = 0; (i < 20000000) && !cond(); ++i) {
+            prog_a();
+        }
+        return cond();
+    };
+
+    memset(loc.ptr, 'L', loc.length);
+    for (size_t i = 0; i < 4096; ++i) {
+        ((char*)rem.ptr)[(1 << 19) + i] = (char)i;
+    }
+    uct_iov_t piov = {loc.ptr, 1 << 18, loc.memh, 0, 1};
+    uct_iov_t giov = {(char*)loc.ptr + (1 << 19), 4096, loc.memh, 0, 1};
+    ASSERT_EQ(UCS_INPROGRESS, uct_ep_put_zcopy(ac, &piov, 1,
+                                               (uintptr_t)rem.ptr, rem.rkey,
+                                               &pc.uct));
+    ASSERT_EQ(UCS_INPROGRESS, uct_ep_get_zcopy(ac, &giov, 1,
+                                               (uintptr_t)rem.ptr + (1 << 19),
+                                               rem.rkey, &gc.uct));
+    ((uint64_t*)rem.ptr)[(1 << 20) / 8 - 1] = 40;
+    ASSERT_EQ(UCS_INPROGRESS, uct_ep_atomic64_fetch(ac, UCT_ATOMIC_OP_ADD, 2,
+                                                    &result,
+                                                    (uintptr_t)rem.ptr +
+                                                    (1 << 20) - 8, rem.rkey,
+                                                    &ac_comp.uct));
+    ASSERT_TRUE(wait_a([&] {
+        return pc.done && gc.done && ac_comp.done;
+    })) << pc.done << gc.done << ac_comp.done;
+    EXPECT_EQ(40u, result);
+    EXPECT_EQ(42u, ((uint64_t*)rem.ptr)[(1 << 20) / 8 - 1]);
+    EXPECT_EQ(0, memcmp(rem.ptr, loc.ptr, 1 << 18));
+    EXPECT_EQ(0, memcmp((char*)loc.ptr + (1 << 19),
+                        (char*)rem.ptr + (1 << 19), 4096));
+    ucs_status_t status = uct_ep_flush(ac, 0, &fc.uct);
+    if (status == UCS_INPROGRESS) {
+        ASSERT_TRUE(wait_a([&] { return fc.done > 0; }));
+    } else {
+        EXPECT_EQ(UCS_OK, status);
+    }
+}
+
+/* Sends to a target that is never progressed complete at the sender (the
+ * device acknowledges them) */
+TEST_P(uct_dcx_contract, am_to_target_never_progressed)
+{
+    entity *c = create_entity();
+    ASSERT_TRUE(c != NULL);
+    uct_ep_h ac = connect(m_a, c);
+    held_rx rx;
+    test_comp fc;
+    int sent = 0;
+
+    ASSERT_EQ(UCS_OK, uct_iface_set_am_handler(c->iface, AM_ID, held_rx::cb,
+                                               &rx, 0));
+    /* fewer than the flow-control window (a flush waits for the grant
+     * of an ep out of credits, which the target sends when it progresses) */
+    while ((sent < 4) &&
+           (uct_ep_am_short(ac, AM_ID, sent, NULL, 0) == UCS_OK)) {
+        ++sent;
+    }
+    ASSERT_GT(sent, 0);
+    ucs_status_t status = uct_ep_flush(ac, 0, &fc.uct);
+    if (status == UCS_INPROGRESS) {
+        for (int i = 0; (i < 20000000) && !fc.done; ++i) {
+            uct_worker_progress(m_a->worker);
+        }
+        EXPECT_EQ(1, fc.done);
+    } else {
+        EXPECT_EQ(UCS_OK, status);
+    }
+    EXPECT_EQ(0, rx.count);
+    ASSERT_TRUE(wait_for([&] { return rx.count == sent; }));
 }
 
 /* UCX's uct_cancel_test: two interfaces fill their endpoints to each other
