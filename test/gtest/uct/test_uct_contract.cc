@@ -6,6 +6,12 @@
  * completions, ordering through fences.
  */
 #include "uct_fixture.h"
+#include "dcx_ucx_features.h"   /* what differs between UCX versions */
+
+extern "C" {
+#include <uct/base/uct_iface.h>
+#include <uct/api/v2/uct_v2.h>
+}
 
 #include <algorithm>
 #include <climits>
@@ -50,6 +56,19 @@ struct held_rx {
         kept.clear();
     }
 };
+
+/* uct_ep_invalidate() without flags or parameter fields */
+ucs_status_t invalidate(uct_ep_h ep)
+{
+#if DCX_UCX_HAVE_EP_INVALIDATE_PARAMS
+    uct_ep_invalidate_params_t params;
+
+    params.field_mask = 0;
+    return uct_ep_invalidate(ep, &params);
+#else
+    return uct_ep_invalidate(ep, 0);
+#endif
+}
 
 size_t pack_str(void *dest, void *arg)
 {
@@ -1049,6 +1068,178 @@ TEST_P(uct_dcx_contract, am_to_target_never_progressed)
     ASSERT_TRUE(wait_for([&] { return rx.count == sent; }));
 }
 
+/* UCX's test_uct_peer_failure sequences: an error handler that purges the
+ * ep's pending queue (each request queued must still be there), keep-alive (uct_ep_check) to a closed interface failing
+ * the ep exactly once, a second pair unaffected */
+class uct_dcx_contract_peer : public uct_dcx_contract {
+protected:
+    struct preq {
+        uct_pending_req_t uct;
+        uct_ep_h          ep;
+    };
+
+    virtual void iface_params(uct_iface_params_t &params)
+    {
+        params.err_handler     = err_cb;
+        params.err_handler_arg = this;
+    }
+
+    virtual void init_env(scoped_env &env)
+    {
+        uct_dcx_contract::init_env(env);
+        env.set("UCX_DCX_TIMEOUT", "10ms");
+        env.set("UCX_DCX_RETRY_COUNT", "3");
+    }
+
+    static ucs_status_t err_cb(void *arg, uct_ep_h ep, ucs_status_t status)
+    {
+        uct_dcx_contract_peer *self = static_cast<uct_dcx_contract_peer*>(arg);
+        ep_error err                = {ep, status};
+
+        self->m_errors.push_back(err);
+        uct_ep_pending_purge(ep, [](uct_pending_req_t *, void *arg) {
+            (*static_cast<int*>(arg))++;
+        }, &self->m_purged);
+        EXPECT_EQ(self->m_queued, self->m_purged);
+        EXPECT_TRUE((status == UCS_ERR_ENDPOINT_TIMEOUT) ||
+                    (status == UCS_ERR_CONNECTION_RESET) ||
+                    (status == UCS_ERR_CANCELED))
+                << ucs_status_string(status);
+        return UCS_OK;
+    }
+
+    static ucs_status_t pending_cb(uct_pending_req_t *self)
+    {
+        preq *r = ucs_container_of(self, preq, uct);
+        const uint64_t data = 0;
+        ucs_status_t status;
+
+        do {
+            status = uct_ep_am_short(r->ep, AM_ID, 0, &data, sizeof(data));
+        } while (status == UCS_OK);
+        return status;
+    }
+
+    /* uct_test::flush: every interface flushed, progressing all */
+    bool flush_all(double timeout = 30)
+    {
+        return wait_for([&] {
+            bool flushed = true;
+            for (size_t i = 0; i < m_entities.size(); ++i) {
+                ucs_status_t status = uct_iface_flush(m_entities[i]->iface,
+                                                      0, NULL);
+                if ((status == UCS_INPROGRESS) ||
+                    (status == UCS_ERR_NO_RESOURCE)) {
+                    flushed = false;
+                } else {
+                    EXPECT_EQ(UCS_OK, status);
+                }
+            }
+            return flushed;
+        }, timeout);
+    }
+
+    virtual void SetUp()
+    {
+        m_queued = m_purged = 0;
+        uct_dcx_contract::SetUp();
+    }
+
+    int m_queued, m_purged;
+};
+
+TEST_P(uct_dcx_contract_peer, purge_failed_peer)
+{
+    const uint64_t data = 0;
+    std::vector<preq> reqs(64);
+    ucs_status_t status;
+
+    do {
+        status = uct_ep_am_short(m_ab, AM_ID, 0, &data, sizeof(data));
+    } while (status == UCS_OK);
+    ASSERT_EQ(UCS_ERR_NO_RESOURCE, status);
+    ASSERT_EQ(UCS_OK, invalidate(m_ab));
+    for (size_t i = 0; i < reqs.size(); ++i) {
+        reqs[i].uct.func = pending_cb;
+        reqs[i].ep       = m_ab;
+        status = uct_ep_pending_add(m_ab, &reqs[i].uct, 0);
+        if (status == UCS_ERR_BUSY) {
+            break;
+        }
+        ASSERT_EQ(UCS_OK, status);
+        m_queued++;
+    }
+    EXPECT_GT(m_queued, 0);
+    ASSERT_TRUE(flush_all());
+    ASSERT_TRUE(wait_for([&] { return !m_errors.empty(); }));
+    EXPECT_EQ(1u, m_errors.size());
+    EXPECT_EQ(m_queued, m_purged);
+    log_counter::reset();
+}
+
+TEST_P(uct_dcx_contract_peer, keepalive_to_closed_iface)
+{
+    entity *c = create_entity();
+    ASSERT_TRUE(c != NULL);
+    uct_ep_h ac = connect(m_a, c);
+
+    ASSERT_EQ(UCS_OK, uct_ep_check(ac, 0, NULL));
+    ASSERT_TRUE(flush_all());
+    for (int i = 0; i < 1000; ++i) {
+        progress();
+    }
+    EXPECT_TRUE(m_errors.empty());
+
+    uct_iface_close(c->iface);
+    uct_worker_destroy(c->worker);
+    m_entities.erase(std::find(m_entities.begin(), m_entities.end(), c));
+    delete c;
+
+    ASSERT_EQ(UCS_OK, uct_ep_check(ac, 0, NULL));
+    ASSERT_TRUE(flush_all());
+    ASSERT_TRUE(wait_for([&] { return !m_errors.empty(); }));
+    for (int i = 0; i < 1000; ++i) {
+        progress();
+    }
+    EXPECT_EQ(1u, m_errors.size());
+    EXPECT_EQ(ac, m_errors[0].ep);
+    check_ok();
+    log_counter::reset();
+}
+
+TEST_P(uct_dcx_contract_peer, two_pairs_send)
+{
+    entity *c = create_entity();
+    ASSERT_TRUE(c != NULL);
+    uct_ep_h ac = connect(m_a, c);
+    held_rx rx_c;
+
+    ASSERT_EQ(UCS_OK, uct_iface_set_am_handler(c->iface, AM_ID, held_rx::cb,
+                                               &rx_c, 0));
+    for (int i = 0; i < 100; ++i) {
+        ASSERT_EQ(UCS_OK, retry([&] {
+            return uct_ep_am_short(m_ab, AM_ID, i, NULL, 0);
+        }));
+    }
+    /* the first pair's peer is killed: its ep invalidated */
+    ASSERT_EQ(UCS_OK, invalidate(m_ab));
+    (void)uct_ep_am_short(m_ab, AM_ID, 0, NULL, 0);
+    ASSERT_EQ(UCS_OK, retry([&] {
+        return uct_ep_am_short(ac, AM_ID, 0, NULL, 0);
+    }));
+    ASSERT_TRUE(wait_for([&] { return rx_c.count == 1; }));
+    ASSERT_TRUE(flush_all());
+    for (int i = 0; i < 1000; ++i) {
+        ASSERT_EQ(UCS_OK, retry([&] {
+            return uct_ep_am_short(ac, AM_ID, i, NULL, 0);
+        }));
+    }
+    ASSERT_TRUE(wait_for([&] { return rx_c.count == 1001; }));
+    ASSERT_TRUE(flush_all());
+    EXPECT_EQ(1u, m_errors.size());
+    log_counter::reset();
+}
+
 /* UCX's uct_cancel_test: two interfaces fill their endpoints to each other
  * until refused (AM zcopy/bcopy, get zcopy/bcopy, no completions), flush
  * both with UCT_FLUSH_FLAG_CANCEL under one shared completion, destroy the
@@ -1194,3 +1385,4 @@ TEST_P(uct_dcx_contract_cancel, flush_cancel_no_comp_until_ok)
 INSTANTIATE_TEST_SUITE_P(policy, uct_dcx_contract, UCT_DCX_POLICIES);
 INSTANTIATE_TEST_SUITE_P(policy, uct_dcx_contract_cb, UCT_DCX_POLICIES);
 INSTANTIATE_TEST_SUITE_P(policy, uct_dcx_contract_cancel, UCT_DCX_POLICIES);
+INSTANTIATE_TEST_SUITE_P(policy, uct_dcx_contract_peer, UCT_DCX_POLICIES);
