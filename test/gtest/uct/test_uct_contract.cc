@@ -16,6 +16,7 @@ extern "C" {
 #include <algorithm>
 #include <climits>
 #include <cstring>
+#include <poll.h>
 #include <thread>
 
 using namespace dcx_test;
@@ -1238,6 +1239,55 @@ TEST_P(uct_dcx_contract_peer, two_pairs_send)
     ASSERT_TRUE(flush_all());
     EXPECT_EQ(1u, m_errors.size());
     log_counter::reset();
+}
+
+/* UCX's test_uct_event loop: arm the receiver (progressing until arm
+ * answers UCS_OK with nothing progressed), the fd is then not readable;
+ * one AM bcopy sent without progressing the receiver makes it readable;
+ * the receiver progresses the AM in; many times.  Spurious wake-ups (fd
+ * readable right after a successful arm) stay under 1 in 100. */
+TEST_P(uct_dcx_contract, event_arm_recv_loop)
+{
+    const int count = 3000;
+    uct_ep_h ba     = connect(m_b, m_a);
+    int fd, spurious = 0;
+    uint64_t data   = 0xdeadbeef;
+
+    (void)ba;
+    ASSERT_EQ(UCS_OK, uct_iface_event_fd_get(m_b->iface, &fd));
+    flush_iface(m_a);
+    auto readable = [&](int timeout_ms) {
+        struct pollfd pfd = {fd, POLLIN, 0};
+        return poll(&pfd, 1, timeout_ms) == 1;
+    };
+    EXPECT_FALSE(readable(0));
+    for (int i = 0; i < count; ++i) {
+        ucs_status_t status;
+        unsigned progressed;
+        int tries = 0;
+        do {
+            progressed = uct_worker_progress(m_b->worker);
+            status     = uct_iface_event_arm(m_b->iface, UCT_EVENT_RECV);
+            ASSERT_LT(++tries, 1000000) << "never armed, " << i;
+        } while ((status == UCS_ERR_BUSY) || (progressed != 0));
+        ASSERT_EQ(UCS_OK, status);
+        spurious += readable(0);
+
+        int before = m_rx.count;
+        ssize_t len;
+        do {
+            len = uct_ep_am_bcopy(m_ab, AM_ID, [](void *dest, void *arg) {
+                memcpy(dest, arg, 8);
+                return (size_t)8;
+            }, &data, 0);
+            uct_worker_progress(m_a->worker);
+        } while (len == UCS_ERR_NO_RESOURCE);
+        ASSERT_EQ(8, len);
+        ASSERT_TRUE(readable(10000)) << "no event for AM " << i;
+        ASSERT_TRUE(wait_for([&] { return m_rx.count > before; }));
+    }
+    EXPECT_LT(spurious, count / 100) << spurious << " spurious wake-ups";
+    flush_ep(m_ab);
 }
 
 /* UCX's uct_cancel_test: two interfaces fill their endpoints to each other
