@@ -66,6 +66,20 @@ uct_dcx_tm_priv(uct_tag_context_t *ctx)
     return (uct_dcx_tm_ctx_priv_t*)ctx->priv;
 }
 
+/* ctx is posted and not cancelled with force: its priv names a listed slot
+ * that holds it (the priv of a context never posted is not trusted: a slot
+ * holds ctx only while ctx is posted there) */
+static UCS_F_ALWAYS_INLINE int
+uct_dcx_tm_ctx_posted(const uct_dcx_iface_t *iface, uct_tag_context_t *ctx)
+{
+    uint32_t idx = uct_dcx_tm_priv(ctx)->slot;
+
+    return (idx < iface->tm.num_slots) &&
+           (iface->tm.slots[idx].ctx == ctx) &&
+           (iface->tm.slots[idx].state == UCT_DCX_TM_SLOT_LIVE) &&
+           !iface->tm.slots[idx].forced;
+}
+
 
 /* ---------------------------------------------------------------------------
  * List operations
@@ -188,6 +202,11 @@ ucs_status_t uct_dcx_iface_tag_recv_zcopy(uct_iface_h tl_iface, uct_tag_t tag,
     if (ucs_unlikely(iface->tm.free_head == UINT32_MAX)) {
         /* as UCX: the list is full */
         return UCS_ERR_EXCEEDS_LIMIT;
+    }
+    if (ucs_unlikely(uct_dcx_tm_ctx_posted(iface, ctx))) {
+        /* as UCX: a second slot would leave the first listed, out of reach
+         * of cancel (priv names the second), matched after ctx is freed */
+        return UCS_ERR_ALREADY_EXISTS;
     }
 
     idx  = iface->tm.free_head;

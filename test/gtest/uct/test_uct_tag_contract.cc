@@ -254,4 +254,103 @@ TEST_P(uct_dcx_tag_contract, unexpected_descriptors_kept)
     }
 }
 
+/* UCX's sw_rndv_expected: a software rendezvous request with a header of
+ * cap.tag.rndv.max_hdr bytes to a posted receive of that length: consumed,
+ * then the context's rndv callback (not completed_cb) with the whole header
+ * in the receive buffer */
+TEST_P(uct_dcx_tag_contract, rndv_request_at_max_hdr)
+{
+    entity *a = create_tm(), *b = create_tm();
+    uct_ep_h ep = connect(a, b);
+    size_t len = a->attr.cap.tag.rndv.max_hdr;
+    mem m = alloc_mem(len);
+    std::vector<char> hdr = pattern(len, 21);
+    recv_ctx ctx;
+    ucs_status_t status;
+
+    post_recv(b, ctx, m, len, 11);
+    ASSERT_TRUE(wait_for([&]() {
+        status = uct_ep_tag_rndv_request(ep, 11, hdr.data(), len, 0);
+        return status != UCS_ERR_NO_RESOURCE;
+    }));
+    ASSERT_EQ(UCS_OK, status);
+    ASSERT_TRUE(wait_for([&]() { return ctx.rndv > 0; }));
+    EXPECT_EQ(1, ctx.consumed);
+    EXPECT_EQ(0, ctx.completed);
+    EXPECT_EQ(UCS_OK, ctx.status);
+    EXPECT_EQ(len, ctx.header.size());
+    EXPECT_EQ(0, memcmp(m.ptr, hdr.data(), len));
+    flush_ep(ep);
+}
+
+/* UCX's tag_post_same: a context already posted is refused with
+ * UCS_ERR_ALREADY_EXISTS until it is completed or cancelled (a forced
+ * cancel frees it at once, an unforced one at its completion) */
+TEST_P(uct_dcx_tag_contract, post_same_context)
+{
+    entity *a = create_tm(), *b = create_tm();
+    uct_ep_h ep = connect(a, b);
+    mem m = alloc_mem(128);
+    uct_iov_t iov = {m.ptr, 128, m.memh, 0, 1};
+    recv_ctx ctx;
+
+    ASSERT_EQ(UCS_OK, uct_iface_tag_recv_zcopy(b->iface, 1, (uct_tag_t)-1,
+                                               &iov, 1, &ctx.uct));
+    EXPECT_EQ(UCS_ERR_ALREADY_EXISTS,
+              uct_iface_tag_recv_zcopy(b->iface, 1, (uct_tag_t)-1, &iov, 1,
+                                       &ctx.uct));
+    ASSERT_EQ(UCS_OK, uct_iface_tag_recv_cancel(b->iface, &ctx.uct, 1));
+    ASSERT_EQ(UCS_OK, uct_iface_tag_recv_zcopy(b->iface, 1, (uct_tag_t)-1,
+                                               &iov, 1, &ctx.uct));
+    ASSERT_EQ(UCS_OK, uct_iface_tag_recv_cancel(b->iface, &ctx.uct, 0));
+    EXPECT_EQ(UCS_ERR_ALREADY_EXISTS,
+              uct_iface_tag_recv_zcopy(b->iface, 1, (uct_tag_t)-1, &iov, 1,
+                                       &ctx.uct));
+    ASSERT_TRUE(wait_for([&]() { return ctx.completed > 0; }));
+    EXPECT_EQ(UCS_ERR_CANCELED, ctx.status);
+    ASSERT_EQ(UCS_OK, uct_iface_tag_recv_zcopy(b->iface, 1, (uct_tag_t)-1,
+                                               &iov, 1, &ctx.uct));
+    ctx.completed = 0;
+    send_eager(ep, 1, 1, 0, pattern(64, 3));
+    ASSERT_TRUE(wait_for([&]() { return ctx.completed > 0; }));
+    EXPECT_EQ(UCS_OK, ctx.status);
+    ASSERT_EQ(UCS_OK, uct_iface_tag_recv_zcopy(b->iface, 1, (uct_tag_t)-1,
+                                               &iov, 1, &ctx.uct));
+    ASSERT_EQ(UCS_OK, uct_iface_tag_recv_cancel(b->iface, &ctx.uct, 1));
+    log_counter::reset();
+}
+
+/* UCX's rndv_limit: rendezvous sends with nobody progressing are refused
+ * with UCS_ERR_NO_RESOURCE at some point; all cancelled, the endpoint is
+ * destroyed */
+TEST_P(uct_dcx_tag_contract, rndv_limit)
+{
+    entity *a = create_tm(), *b = create_tm();
+    uct_ep_h ep = connect(a, b);
+    mem src = alloc_mem(8);
+    uct_iov_t iov = {src.ptr, 8, src.memh, 0, 1};
+    std::vector<void*> ops;
+    std::vector<test_comp> comps(100000);
+    void *op;
+
+    (void)b;
+    do {
+        op = uct_ep_tag_rndv_zcopy(ep, 0xffff, NULL, 0, &iov, 1, 0,
+                                   &comps[ops.size()].uct);
+        if (!UCS_PTR_IS_ERR(op)) {
+            ops.push_back(op);
+        }
+    } while (!UCS_PTR_IS_ERR(op) && (ops.size() < comps.size()));
+    EXPECT_EQ(UCS_STATUS_PTR(UCS_ERR_NO_RESOURCE), op);
+    EXPECT_GT(ops.size(), 0u);
+    for (size_t i = 0; i < ops.size(); ++i) {
+        EXPECT_EQ(UCS_OK, uct_ep_tag_rndv_cancel(ep, ops[i]));
+    }
+    destroy_ep(ep);
+    for (size_t i = 0; i < 1000; ++i) {
+        progress();
+    }
+    log_counter::reset();
+}
+
 INSTANTIATE_TEST_SUITE_P(policy, uct_dcx_tag_contract, UCT_DCX_POLICIES);
