@@ -66,9 +66,8 @@ uct_dcx_tm_priv(uct_tag_context_t *ctx)
     return (uct_dcx_tm_ctx_priv_t*)ctx->priv;
 }
 
-/* ctx is posted and not cancelled with force: its priv names a listed slot
- * that holds it (the priv of a context never posted is not trusted: a slot
- * holds ctx only while ctx is posted there) */
+/* ctx is posted, not cancelled with force: the slot its priv names holds it
+ * (true only while posted there, whatever the priv of a fresh context) */
 static UCS_F_ALWAYS_INLINE int
 uct_dcx_tm_ctx_posted(const uct_dcx_iface_t *iface, uct_tag_context_t *ctx)
 {
@@ -493,9 +492,9 @@ uct_dcx_tag_rndv_incomplete(uct_dcx_iface_t *iface, uint32_t idx,
     dcx_ah_t *ah;
     int ret;
 
-    uct_dcx_tm_priv(slot->ctx)->tag = wc->tm_tag;
     iface->tm.stats->matched++;
     if (!slot->forced) {
+        uct_dcx_tm_priv(slot->ctx)->tag = wc->tm_tag;
         slot->ctx->tag_consumed_cb(slot->ctx);
     }
     if ((req == NULL) || (wc->byte_len < DCX_TM_RNDV_LEN)) {
@@ -580,15 +579,21 @@ static void uct_dcx_tag_rx_expected(uct_dcx_iface_t *iface,
             iface->tm.stats->rndv_hw++;
         }
     } else {
-        priv->tag     = wc->tm_tag;
-        priv->app_ctx = wc->tm_priv;
         iface->tm.stats->matched++;
         if (!slot->forced) {
+            priv->tag     = wc->tm_tag;
+            priv->app_ctx = wc->tm_priv;
             ctx->tag_consumed_cb(ctx);
         }
     }
     if (!(wc->flags & DCX_WC_FLAG_TM_DATA_VALID)) {
         return; /* the data comes with the next completion */
+    }
+    if (ucs_unlikely(slot->forced)) {
+        /* ctx is the user's again (freed, reposted): not read, not written */
+        slot->state = UCT_DCX_TM_SLOT_DONE;
+        uct_dcx_tm_slot_check(iface, idx);
+        return;
     }
 
     imm = (wc->flags & DCX_WC_FLAG_WITH_IMM) ?
@@ -598,10 +603,7 @@ static void uct_dcx_tag_rx_expected(uct_dcx_iface_t *iface,
          * user's buffer */
         iface->tm.stats->rndv_sw++;
         slot->state = UCT_DCX_TM_SLOT_DONE;
-        if (!slot->forced) {
-            ctx->rndv_cb(ctx, priv->tag, slot->buffer, wc->byte_len,
-                         UCS_OK, 0);
-        }
+        ctx->rndv_cb(ctx, priv->tag, slot->buffer, wc->byte_len, UCS_OK, 0);
         uct_dcx_tm_slot_check(iface, idx);
         return;
     }

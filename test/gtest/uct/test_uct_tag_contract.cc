@@ -7,6 +7,8 @@
  */
 #include "uct_tag_fixture.h"
 
+#include <poll.h>
+
 class uct_dcx_tag_contract : public uct_dcx_tag {
 protected:
     virtual void TearDown()
@@ -351,6 +353,47 @@ TEST_P(uct_dcx_tag_contract, rndv_limit)
         progress();
     }
     log_counter::reset();
+}
+
+/* A receive cancelled with force is the user's again at once (uct.h: "the
+ * cancel is assumed to be successful"): a message the device matched to it
+ * before the cancel, polled after it, writes nothing into the context (the
+ * user may have freed or reused it) and calls nothing */
+TEST_P(uct_dcx_tag_contract, forced_cancel_after_match_leaves_ctx_alone)
+{
+    entity *a = create_tm(), *b = create_tm();
+    uct_ep_h ep = connect(a, b);
+    mem m = alloc_mem(64);
+    recv_ctx ctx;
+    std::vector<char> data = pattern(16, 8);
+    int fd;
+
+    ASSERT_EQ(UCS_OK, uct_iface_event_fd_get(b->iface, &fd));
+    post_recv(b, ctx, m, 64, 0x77);
+    /* b sleeps (armed, not progressed): the device matches the message
+     * and leaves its completion in b's queue */
+    ASSERT_TRUE(wait_for([&]() {
+        return uct_iface_event_arm(b->iface, UCT_EVENT_RECV) == UCS_OK;
+    }));
+    ASSERT_TRUE(wait_for([&]() {
+        return uct_ep_tag_eager_short(ep, 0x77, data.data(), data.size()) !=
+               UCS_ERR_NO_RESOURCE;
+    }, 5));
+    struct pollfd pfd = {fd, POLLIN, 0};
+    ASSERT_EQ(1, poll(&pfd, 1, 5000)) << "no event for the message";
+
+    ASSERT_EQ(UCS_OK, uct_iface_tag_recv_cancel(b->iface, &ctx.uct, 1));
+    uct_tag_context_t copy = ctx.uct;
+    memset(ctx.uct.priv, 0xab, sizeof(ctx.uct.priv));
+    memcpy(copy.priv, ctx.uct.priv, sizeof(copy.priv));
+    for (int i = 0; i < 1000; ++i) {
+        progress();
+    }
+    EXPECT_EQ(0, memcmp(copy.priv, ctx.uct.priv, sizeof(copy.priv)))
+            << "dcx wrote into a context cancelled with force";
+    EXPECT_EQ(0, ctx.consumed);
+    EXPECT_EQ(0, ctx.completed);
+    flush_ep(ep);
 }
 
 INSTANTIATE_TEST_SUITE_P(policy, uct_dcx_tag_contract, UCT_DCX_POLICIES);
