@@ -396,4 +396,63 @@ TEST_P(uct_dcx_tag_contract, forced_cancel_after_match_leaves_ctx_alone)
     flush_ep(ep);
 }
 
+/* The device matched a message to a receive while its process slept; the
+ * receive is then cancelled: without force, the cancel loses the race and
+ * the receive completes with the message (UCS_OK); with force, the context
+ * posted again at once takes the next message, whose tag and length it
+ * reports (the first one's late completion does not touch it) */
+TEST_P(uct_dcx_tag_contract, cancel_after_device_match)
+{
+    entity *a = create_tm(), *b = create_tm();
+    uct_ep_h ep = connect(a, b);
+    mem m = alloc_mem(64);
+    std::vector<char> d1 = pattern(16, 1), d2 = pattern(24, 2);
+    int fd;
+
+    ASSERT_EQ(UCS_OK, uct_iface_event_fd_get(b->iface, &fd));
+    auto match_asleep = [&](uct_tag_t tag, const std::vector<char> &d) {
+        ASSERT_TRUE(wait_for([&]() {
+            return uct_iface_event_arm(b->iface, UCT_EVENT_RECV) == UCS_OK;
+        }));
+        ASSERT_TRUE(wait_for([&]() {
+            return uct_ep_tag_eager_short(ep, tag, d.data(), d.size()) !=
+                   UCS_ERR_NO_RESOURCE;
+        }, 5));
+        struct pollfd pfd = {fd, POLLIN, 0};
+        ASSERT_EQ(1, poll(&pfd, 1, 5000)) << "no event for the message";
+    };
+
+    recv_ctx c1;
+    post_recv(b, c1, m, 64, 0x61);
+    match_asleep(0x61, d1);
+    ASSERT_EQ(UCS_OK, uct_iface_tag_recv_cancel(b->iface, &c1.uct, 0));
+    ASSERT_TRUE(wait_for([&]() { return c1.completed > 0; }));
+    EXPECT_EQ(1, c1.completed);
+    EXPECT_EQ(UCS_OK, c1.status);
+    EXPECT_EQ(d1.size(), c1.length);
+    EXPECT_EQ(0x61u, c1.stag);
+    EXPECT_EQ(0, memcmp(m.ptr, d1.data(), d1.size()));
+
+    recv_ctx c2;
+    post_recv(b, c2, m, 64, 0x62, (uct_tag_t)0xff);
+    match_asleep(0x162, d1);
+    ASSERT_EQ(UCS_OK, uct_iface_tag_recv_cancel(b->iface, &c2.uct, 1));
+    post_recv(b, c2, m, 64, 0x62, (uct_tag_t)0xff);
+    ASSERT_TRUE(wait_for([&]() {
+        return uct_ep_tag_eager_short(ep, 0x262, d2.data(), d2.size()) !=
+               UCS_ERR_NO_RESOURCE;
+    }));
+    ASSERT_TRUE(wait_for([&]() { return c2.completed > 0; }));
+    for (int i = 0; i < 300; ++i) {
+        progress();
+    }
+    EXPECT_EQ(1, c2.completed);
+    EXPECT_EQ(UCS_OK, c2.status);
+    EXPECT_EQ(0x262u, c2.stag);
+    EXPECT_EQ(d2.size(), c2.length);
+    EXPECT_EQ(0, memcmp(m.ptr, d2.data(), d2.size()));
+    EXPECT_TRUE(m_unexp.empty());
+    flush_ep(ep);
+}
+
 INSTANTIATE_TEST_SUITE_P(policy, uct_dcx_tag_contract, UCT_DCX_POLICIES);
