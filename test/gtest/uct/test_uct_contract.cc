@@ -1290,6 +1290,88 @@ TEST_P(uct_dcx_contract, event_arm_recv_loop)
     flush_ep(m_ab);
 }
 
+/* Without the registration cache, which keeps a registration the user
+ * released for reuse, its rkey valid: as UCX's IB memory domains do */
+class uct_dcx_contract_nocache : public uct_dcx_contract {
+protected:
+    virtual void init_env(scoped_env &env)
+    {
+        uct_dcx_contract::init_env(env);
+        env.set("UCX_DCX_RCACHE", "n");
+    }
+};
+
+/* A registration and its rkey: puts and atomics inside it land whole;
+ * one-sided operations one byte past either end of it, and any through
+ * its rkey once it is deregistered, fail their endpoint and write
+ * nothing */
+TEST_P(uct_dcx_contract_nocache, registration_bounds_and_dereg)
+{
+    std::vector<char> packed(m_md_attr.rkey_packed_size);
+    std::vector<char> backing(4 * 4096);
+    char *page = (char*)(((uintptr_t)backing.data() + 4095) &
+                         ~(uintptr_t)4095) + 4096;
+    char *reg  = page;
+    size_t len = 2048;
+    uct_rkey_bundle_t rkb;
+    uct_mem_h memh;
+
+    memset(page - 4096, '.', 3 * 4096);
+    ASSERT_EQ(UCS_OK, uct_md_mem_reg(m_md, reg, len, UCT_MD_MEM_ACCESS_ALL,
+                                     &memh));
+    ASSERT_EQ(UCS_OK, uct_md_mkey_pack(m_md, memh, &packed[0]));
+    ASSERT_EQ(UCS_OK, uct_rkey_unpack(m_component, &packed[0], &rkb));
+
+    /* whole range, with put_bcopy and an atomic at its last word */
+    std::string whole(ucs_min(len, (size_t)m_a->attr.cap.put.max_bcopy),
+                      'P');
+    ASSERT_EQ((ssize_t)whole.size(), retry_len([&] {
+        return uct_ep_put_bcopy(m_ab, pack_str, &whole, (uintptr_t)reg,
+                                rkb.rkey);
+    }));
+    uintptr_t last8 = ((uintptr_t)reg + len - 8) & ~(uintptr_t)7;
+    ASSERT_EQ(UCS_OK, retry([&] {
+        return uct_ep_atomic64_post(m_ab, UCT_ATOMIC_OP_XOR, 0, last8,
+                                    rkb.rkey);
+    }));
+    flush_ep(m_ab);
+    EXPECT_TRUE(m_errors.empty());
+    EXPECT_EQ('.', reg[-1]);
+    EXPECT_EQ('P', reg[0]);
+
+    /* one byte before, one byte past the end */
+    uct_ep_h before = connect(m_a, m_b), past = connect(m_a, m_b);
+    char v = 'X';
+    ASSERT_EQ(UCS_OK, retry([&] {
+        return uct_ep_put_short(before, &v, 1, (uintptr_t)reg - 1,
+                                rkb.rkey);
+    }));
+    ASSERT_EQ(UCS_OK, retry([&] {
+        return uct_ep_put_short(past, &v, 1, (uintptr_t)reg + len,
+                                rkb.rkey);
+    }));
+    EXPECT_TRUE(wait_for([&] { return m_errors.size() >= 2; }))
+            << m_errors.size() << " errors";
+    EXPECT_EQ('.', reg[-1]);
+    EXPECT_EQ('.', reg[len]);
+
+    /* deregistered: the rkey is stale */
+    EXPECT_EQ(UCS_OK, uct_md_mem_dereg(m_md, memh));
+    uct_ep_h stale = connect(m_a, m_b);
+    ASSERT_EQ(UCS_OK, retry([&] {
+        return uct_ep_put_short(stale, &v, 1, (uintptr_t)reg, rkb.rkey);
+    }));
+    EXPECT_TRUE(wait_for([&] { return m_errors.size() >= 3; }));
+    EXPECT_EQ('P', reg[0]);
+    uct_rkey_release(m_component, &rkb);
+    check_ok();
+    for (uct_ep_h ep : {before, past, stale}) {
+        uct_ep_flush(ep, UCT_FLUSH_FLAG_CANCEL, NULL);
+        destroy_ep(ep);
+    }
+    log_counter::reset();
+}
+
 /* UCX's uct_cancel_test: two interfaces fill their endpoints to each other
  * until refused (AM zcopy/bcopy, get zcopy/bcopy, no completions), flush
  * both with UCT_FLUSH_FLAG_CANCEL under one shared completion, destroy the
@@ -1436,3 +1518,4 @@ INSTANTIATE_TEST_SUITE_P(policy, uct_dcx_contract, UCT_DCX_POLICIES);
 INSTANTIATE_TEST_SUITE_P(policy, uct_dcx_contract_cb, UCT_DCX_POLICIES);
 INSTANTIATE_TEST_SUITE_P(policy, uct_dcx_contract_cancel, UCT_DCX_POLICIES);
 INSTANTIATE_TEST_SUITE_P(policy, uct_dcx_contract_peer, UCT_DCX_POLICIES);
+INSTANTIATE_TEST_SUITE_P(policy, uct_dcx_contract_nocache, UCT_DCX_POLICIES);
