@@ -455,4 +455,64 @@ TEST_P(uct_dcx_tag_contract, cancel_after_device_match)
     flush_ep(ep);
 }
 
+/* Active messages at their advertised limits between interfaces with and
+ * without tag matching, every direction: short at am.max_short, bcopy at
+ * am.max_bcopy, zcopy of am.max_hdr header and am.max_zcopy in all */
+TEST_P(uct_dcx_tag_contract, am_limits_between_tm_and_non_tm)
+{
+    entity *e[2] = {create_tm("y"), create_tm("n")};
+    std::vector<std::vector<char> > rx[2];
+
+    for (int i = 0; i < 2; ++i) {
+        ASSERT_EQ(UCS_OK, uct_iface_set_am_handler(e[i]->iface, AM_ID, am_cb,
+                                                   &rx[i], 0));
+    }
+    for (int from = 0; from < 2; ++from) {
+        for (int to = 0; to < 2; ++to) {
+            const uct_iface_attr_t &a = e[from]->attr;
+            uct_ep_h ep = connect(e[from], e[to]);
+            std::vector<char> sdata = pattern(a.cap.am.max_short, 1);
+            std::vector<char> bdata = pattern(a.cap.am.max_bcopy, 2);
+            std::vector<char> hdr   = pattern(a.cap.am.max_hdr, 3);
+            size_t zlen             = a.cap.am.max_zcopy - hdr.size();
+            mem m                   = alloc_mem(zlen);
+            pack_arg pa             = {bdata.data(), bdata.size()};
+            uct_iov_t iov           = {m.ptr, zlen, m.memh, 0, 1};
+            uint64_t h;
+            ssize_t len;
+            ucs_status_t status;
+            test_comp comp;
+
+            memcpy(&h, sdata.data(), 8);
+            memcpy(m.ptr, pattern(zlen, 4).data(), zlen);
+            rx[to].clear();
+            ASSERT_TRUE(wait_for([&]() {
+                status = uct_ep_am_short(ep, AM_ID, h, sdata.data() + 8,
+                                         sdata.size() - 8);
+                return status != UCS_ERR_NO_RESOURCE;
+            }));
+            ASSERT_EQ(UCS_OK, status) << from << "->" << to;
+            ASSERT_TRUE(wait_for([&]() {
+                len = uct_ep_am_bcopy(ep, AM_ID, pack_cb, &pa, 0);
+                return len != UCS_ERR_NO_RESOURCE;
+            }));
+            ASSERT_EQ((ssize_t)bdata.size(), len) << from << "->" << to;
+            ASSERT_TRUE(wait_for([&]() {
+                status = uct_ep_am_zcopy(ep, AM_ID, hdr.data(), hdr.size(),
+                                         &iov, 1, 0, &comp.uct);
+                return status != UCS_ERR_NO_RESOURCE;
+            }));
+            ASSERT_FALSE(UCS_STATUS_IS_ERR(status)) << from << "->" << to;
+            ASSERT_TRUE(wait_for([&]() { return rx[to].size() == 3; }))
+                    << from << "->" << to;
+            EXPECT_TRUE(rx[to][0] == sdata) << from << "->" << to;
+            EXPECT_TRUE(rx[to][1] == bdata) << from << "->" << to;
+            std::vector<char> z = hdr, p = pattern(zlen, 4);
+            z.insert(z.end(), p.begin(), p.end());
+            EXPECT_TRUE(rx[to][2] == z) << from << "->" << to;
+            flush_ep(ep);
+        }
+    }
+}
+
 INSTANTIATE_TEST_SUITE_P(policy, uct_dcx_tag_contract, UCT_DCX_POLICIES);
