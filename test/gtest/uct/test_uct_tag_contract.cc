@@ -7,6 +7,7 @@
  */
 #include "uct_tag_fixture.h"
 
+#include <algorithm>
 #include <poll.h>
 
 class uct_dcx_tag_contract : public uct_dcx_tag {
@@ -513,6 +514,61 @@ TEST_P(uct_dcx_tag_contract, am_limits_between_tm_and_non_tm)
             flush_ep(ep);
         }
     }
+}
+
+/* A TM interface closed with receives posted, a rendezvous of its own in
+ * flight and endpoints alive: nothing crashes, nothing of it is called
+ * after the close returned, its peer goes on */
+TEST_P(uct_dcx_tag_contract, close_with_tm_state_outstanding)
+{
+    entity *a = create_tm(), *b = create_tm();
+    uct_ep_h ab = connect(a, b), ba = connect(b, a);
+    mem m = alloc_mem(4096), src = alloc_mem(65536);
+    recv_ctx c1, c2;
+    test_comp comp;
+    uct_iov_t iov = {src.ptr, 65536, src.memh, 0, 1};
+    void *op;
+
+    post_recv(b, c1, m, 64, 0x1);
+    post_recv(b, c2, m, 64, 0x2);
+    ASSERT_TRUE(wait_for([&]() {
+        op = uct_ep_tag_rndv_zcopy(ba, 0x99, NULL, 0, &iov, 1, 0, &comp.uct);
+        return op != UCS_STATUS_PTR(UCS_ERR_NO_RESOURCE);
+    }));
+    ASSERT_FALSE(UCS_PTR_IS_ERR(op));
+    /* the rendezvous reaches a unexpected */
+    ASSERT_TRUE(wait_for([&]() { return !m_unexp.empty(); }));
+
+    int before = c1.completed + c1.consumed + c2.completed + c2.consumed +
+                 comp.done;
+    for (size_t i = 0; i < m_eps.size(); ++i) {
+        if (m_eps[i] == ba) {
+            m_eps[i] = NULL;
+        }
+    }
+    uct_iface_close(b->iface);
+    uct_worker_destroy(b->worker);
+    m_entities.erase(std::find(m_entities.begin(), m_entities.end(), b));
+    delete b;
+    int after_close = c1.completed + c1.consumed + c2.completed +
+                      c2.consumed + comp.done;
+    EXPECT_GE(after_close, before);
+    for (int i = 0; i < 300; ++i) {
+        progress();
+    }
+    EXPECT_EQ(after_close, c1.completed + c1.consumed + c2.completed +
+                           c2.consumed + comp.done);
+
+    /* a is fine: to a new interface */
+    entity *c = create_tm();
+    uct_ep_h ac = connect(a, c);
+    recv_ctx c3;
+    post_recv(c, c3, m, 64, 0x3);
+    send_eager(ac, 1, 0x3, 0, pattern(32, 5));
+    ASSERT_TRUE(wait_for([&]() { return c3.completed > 0; }));
+    EXPECT_EQ(UCS_OK, c3.status);
+    (void)ab;
+    log_counter::reset();
 }
 
 INSTANTIATE_TEST_SUITE_P(policy, uct_dcx_tag_contract, UCT_DCX_POLICIES);
