@@ -1372,6 +1372,150 @@ TEST_P(uct_dcx_contract_nocache, registration_bounds_and_dereg)
     log_counter::reset();
 }
 
+/* UCX's send_ooo_with_pending: once an endpoint has requests in its
+ * pending queue, a send it is asked for directly must not overtake them,
+ * even when a resource comes back outside progress (here: the DCI of an
+ * endpoint destroyed, one DCI in all) */
+struct seq_rx {
+    uint64_t next;
+    int      out_of_order;
+
+    static ucs_status_t cb(void *arg, void *data, size_t length,
+                           unsigned flags)
+    {
+        seq_rx *self = static_cast<seq_rx*>(arg);
+        uint64_t seq;
+
+        memcpy(&seq, data, sizeof(seq));
+        if (seq != self->next) {
+            self->out_of_order++;
+        }
+        self->next = seq + 1;
+        return UCS_OK;
+    }
+};
+
+struct seq_req {
+    uct_pending_req_t uct;
+    uct_ep_h          ep;
+    uint64_t          seq;
+    int               sent;
+
+    static ucs_status_t cb(uct_pending_req_t *self)
+    {
+        seq_req *r = ucs_container_of(self, seq_req, uct);
+        ucs_status_t status = uct_ep_am_short(r->ep, AM_ID + 2, r->seq, NULL,
+                                              0);
+        r->sent += (status == UCS_OK);
+        return status;
+    }
+};
+
+TEST_P(uct_dcx_contract, no_overtaking_of_pending)
+{
+    std::map<std::string, std::string> cfg;
+    cfg["NUM_DCI"] = "1";
+    entity *s = create_entity(cfg);
+    ASSERT_TRUE(s != NULL);
+    uct_ep_h e1 = connect(s, m_b), e2 = connect(s, m_b);
+    mem rem = alloc_mem(1 << 20), loc = alloc_mem(1 << 20);
+    seq_rx rx = {0, 0};
+    test_comp zc;
+    uint64_t seq = 0;
+    ucs_status_t status;
+
+    ASSERT_EQ(UCS_OK, uct_iface_set_am_handler(m_b->iface, AM_ID + 2,
+                                               seq_rx::cb, &rx, 0));
+    /* e1 holds the only DCI with work in flight (nobody progresses) */
+    uct_iov_t iov = {loc.ptr, 1 << 20, loc.memh, 0, 1};
+    ASSERT_EQ(UCS_INPROGRESS, uct_ep_put_zcopy(e1, &iov, 1,
+                                               (uintptr_t)rem.ptr, rem.rkey,
+                                               &zc.uct));
+    /* e2 sends until refused, then queues one */
+    while ((status = uct_ep_am_short(e2, AM_ID + 2, seq, NULL, 0)) ==
+           UCS_OK) {
+        ++seq;
+    }
+    ASSERT_EQ(UCS_ERR_NO_RESOURCE, status);
+    seq_req req;
+    req.uct.func = seq_req::cb;
+    req.ep       = e2;
+    req.seq      = seq++;
+    req.sent     = 0;
+    status = uct_ep_pending_add(e2, &req.uct, 0);
+    if (status == UCS_ERR_BUSY) {
+        GTEST_SKIP() << "e2 had resources";
+    }
+    ASSERT_EQ(UCS_OK, status);
+
+    /* the DCI comes back outside progress */
+    destroy_ep(e1);
+    EXPECT_EQ(1, zc.done);
+    status = uct_ep_am_short(e2, AM_ID + 2, seq, NULL, 0);
+    if (status == UCS_OK) {
+        ++seq;
+    } else {
+        EXPECT_EQ(UCS_ERR_NO_RESOURCE, status);
+    }
+    ASSERT_TRUE(wait_for([&] { return req.sent > 0; }));
+    ASSERT_TRUE(wait_for([&] { return rx.next == seq; }));
+    EXPECT_EQ(0, rx.out_of_order) << "a direct send overtook a pending one";
+    flush_ep(e2);
+    log_counter::reset();
+}
+
+/* Operations with a result and no completion (comp NULL: the caller
+ * flushes): get_bcopy unpacks, get_zcopy lands, fetching atomics write
+ * their result, all by the time the flush completes; am_short_iov of no
+ * entries is an AM of no data */
+TEST_P(uct_dcx_contract, results_without_completion)
+{
+    mem rem = alloc_mem(4096), loc = alloc_mem(4096);
+    std::string got;
+    uint64_t r64 = 0;
+    uint32_t r32 = 0;
+
+    for (int i = 0; i < 4096; ++i) {
+        ((char*)rem.ptr)[i] = (char)(i * 3);
+    }
+    ((uint64_t*)rem.ptr)[100] = 7;
+    ((uint32_t*)rem.ptr)[300] = 9;
+    ucs_status_t status = retry([&] {
+        return uct_ep_get_bcopy(m_ab, unpack_str, &got, 100,
+                                (uintptr_t)rem.ptr, rem.rkey, NULL);
+    });
+    EXPECT_TRUE((status == UCS_OK) || (status == UCS_INPROGRESS));
+    uct_iov_t iov = {loc.ptr, 200, loc.memh, 0, 1};
+    status = retry([&] {
+        return uct_ep_get_zcopy(m_ab, &iov, 1, (uintptr_t)rem.ptr + 200,
+                                rem.rkey, NULL);
+    });
+    EXPECT_TRUE((status == UCS_OK) || (status == UCS_INPROGRESS));
+    status = retry([&] {
+        return uct_ep_atomic64_fetch(m_ab, UCT_ATOMIC_OP_ADD, 1, &r64,
+                                     (uintptr_t)rem.ptr + 800, rem.rkey,
+                                     NULL);
+    });
+    EXPECT_TRUE((status == UCS_OK) || (status == UCS_INPROGRESS));
+    status = retry([&] {
+        return uct_ep_atomic_cswap32(m_ab, 9, 10, (uintptr_t)rem.ptr + 1200,
+                                     rem.rkey, &r32, NULL);
+    });
+    EXPECT_TRUE((status == UCS_OK) || (status == UCS_INPROGRESS));
+    ASSERT_EQ(UCS_OK, retry([&] {
+        return uct_ep_am_short_iov(m_ab, AM_ID, NULL, 0);
+    }));
+    flush_ep(m_ab);
+    EXPECT_EQ(std::string((char*)rem.ptr, 100), got);
+    EXPECT_EQ(0, memcmp(loc.ptr, (char*)rem.ptr + 200, 200));
+    EXPECT_EQ(7u, r64);
+    EXPECT_EQ(8u, ((uint64_t*)rem.ptr)[100]);
+    EXPECT_EQ(9u, r32);
+    EXPECT_EQ(10u, ((uint32_t*)rem.ptr)[300]);
+    ASSERT_TRUE(wait_for([&] { return m_rx.count == 1; }));
+    EXPECT_EQ("", m_rx.data[0]);
+}
+
 /* UCX's uct_cancel_test: two interfaces fill their endpoints to each other
  * until refused (AM zcopy/bcopy, get zcopy/bcopy, no completions), flush
  * both with UCT_FLUSH_FLAG_CANCEL under one shared completion, destroy the
