@@ -571,4 +571,53 @@ TEST_P(uct_dcx_tag_contract, close_with_tm_state_outstanding)
     log_counter::reset();
 }
 
+/* A rendezvous the device matched to a sleeping process's receive, that
+ * receive then cancelled with force: the sender's operation completes, the
+ * context is neither called nor written */
+TEST_P(uct_dcx_tag_contract, forced_cancel_during_device_rndv)
+{
+    entity *a = create_tm(), *b = create_tm();
+    uct_ep_h ep = connect(a, b);
+    const size_t len = 1 << 20;
+    mem src = alloc_mem(len), dst = alloc_mem(len);
+    recv_ctx ctx;
+    test_comp comp;
+    void *op;
+    int fd;
+
+    memcpy(src.ptr, pattern(len, 5).data(), len);
+    ASSERT_EQ(UCS_OK, uct_iface_event_fd_get(b->iface, &fd));
+    post_recv(b, ctx, dst, len, 0x88);
+    ASSERT_TRUE(wait_for([&]() {
+        return uct_iface_event_arm(b->iface, UCT_EVENT_RECV) == UCS_OK;
+    }));
+    uct_iov_t iov = {src.ptr, len, src.memh, 0, 1};
+    op = uct_ep_tag_rndv_zcopy(ep, 0x88, "h", 1, &iov, 1, 0, &comp.uct);
+    ASSERT_FALSE(UCS_PTR_IS_ERR(op));
+    struct pollfd pfd = {fd, POLLIN, 0};
+    ASSERT_EQ(1, poll(&pfd, 1, 5000)) << "no event for the rendezvous";
+
+    ASSERT_EQ(UCS_OK, uct_iface_tag_recv_cancel(b->iface, &ctx.uct, 1));
+    memset(ctx.uct.priv, 0xcd, sizeof(ctx.uct.priv));
+    std::vector<char> poison(ctx.uct.priv,
+                             ctx.uct.priv + sizeof(ctx.uct.priv));
+    ASSERT_TRUE(wait_for([&]() { return comp.done > 0; }));
+    for (int i = 0; i < 300; ++i) {
+        progress();
+    }
+    EXPECT_EQ(1, comp.done);
+    EXPECT_EQ(0, ctx.consumed + ctx.completed + ctx.rndv);
+    EXPECT_EQ(0, memcmp(poison.data(), ctx.uct.priv, poison.size()));
+    /* the slot came back: as many receives as the list holds go in */
+    std::vector<recv_ctx> more(b->attr.cap.tag.recv.max_outstanding);
+    for (size_t i = 0; i < more.size(); ++i) {
+        post_recv(b, more[i], dst, 64, 0x1000 + i);
+    }
+    for (size_t i = 0; i < more.size(); ++i) {
+        ASSERT_EQ(UCS_OK, uct_iface_tag_recv_cancel(b->iface, &more[i].uct,
+                                                    1));
+    }
+    flush_ep(ep);
+}
+
 INSTANTIATE_TEST_SUITE_P(policy, uct_dcx_tag_contract, UCT_DCX_POLICIES);
