@@ -8,6 +8,8 @@
 #include "uct_fixture.h"
 #include "dcx_ucx_features.h"   /* what differs between UCX versions */
 
+#include <ucs/time/time.h>
+
 extern "C" {
 #include <uct/base/uct_iface.h>
 #include <uct/api/v2/uct_v2.h>
@@ -17,6 +19,8 @@ extern "C" {
 #include <climits>
 #include <cstring>
 #include <poll.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <thread>
 
 using namespace dcx_test;
@@ -1514,6 +1518,116 @@ TEST_P(uct_dcx_contract, results_without_completion)
     EXPECT_EQ(10u, ((uint32_t*)rem.ptr)[300]);
     ASSERT_TRUE(wait_for([&] { return m_rx.count == 1; }));
     EXPECT_EQ("", m_rx.data[0]);
+}
+
+/* UCX's test_md.reg_multi_thread: registrations and deregistrations of
+ * malloc'ed buffers (UCT_MD_MEM_FLAG_NONBLOCK) while another thread
+ * mallocs and frees large blocks (mmap/munmap: the registration cache's
+ * memory events), for a quarter second; then a put through a registration
+ * made last still lands */
+TEST_P(uct_dcx_contract, reg_while_another_thread_maps_and_unmaps)
+{
+    volatile bool stop = false;
+    std::thread churn([&] {
+        unsigned seed = 1;
+        while (!stop) {
+            std::vector<void*> v;
+            int count = rand_r(&seed) % 100;
+            for (int i = 0; i < count; ++i) {
+                v.push_back(malloc(rand_r(&seed) % (256 * 1024)));
+            }
+            for (size_t i = 0; i < v.size(); ++i) {
+                free(v[i]);
+            }
+        }
+    });
+    unsigned seed = 2;
+    double end    = ucs_get_accurate_time() + 0.25;
+    int n         = 0;
+    while (ucs_get_accurate_time() < end) {
+        size_t size = (rand_r(&seed) % 65536) + 1;
+        void *buf   = malloc(size);
+        uct_mem_h memh;
+        ASSERT_TRUE(buf != NULL);
+        ucs_status_t status = uct_md_mem_reg(m_md, buf, size,
+                                             UCT_MD_MEM_FLAG_NONBLOCK |
+                                             UCT_MD_MEM_ACCESS_ALL, &memh);
+        EXPECT_EQ(UCS_OK, status) << size;
+        if (status == UCS_OK) {
+            EXPECT_EQ(UCS_OK, uct_md_mem_dereg(m_md, memh));
+        }
+        free(buf);
+        ++n;
+    }
+    stop = true;
+    churn.join();
+    EXPECT_GT(n, 0);
+
+    mem m = alloc_mem(4096);
+    uint64_t v = 0x77;
+    ASSERT_EQ(UCS_OK, retry([&] {
+        return uct_ep_put_short(m_ab, &v, 8, (uintptr_t)m.ptr, m.rkey);
+    }));
+    flush_ep(m_ab);
+    EXPECT_EQ(0x77u, *(uint64_t*)m.ptr);
+}
+
+/* UCX's test_md_fork, and more: a registration released, the process
+ * forks, the child reads the page and leaves with exit() (running the
+ * libraries' destructors); the parent registers the page again, and its
+ * interfaces, endpoints and registrations all keep working */
+TEST_P(uct_dcx_contract, fork_child_exits)
+{
+    mem m = alloc_mem(4096);
+    char *page = NULL;
+    uct_mem_h memh;
+    int child_status;
+
+    ASSERT_EQ(0, posix_memalign((void**)&page, 4096, 100));
+    memset(page, 42, 100);
+    ASSERT_EQ(UCS_OK, uct_md_mem_reg(m_md, page, 100, UCT_MD_MEM_ACCESS_ALL,
+                                     &memh));
+    ASSERT_EQ(UCS_OK, uct_md_mem_dereg(m_md, memh));
+    check_ok();
+
+    fflush(stdout);
+    fflush(stderr);
+    pid_t pid = fork();
+    if (pid == 0) {
+        char buf[100];
+        memset(buf, 42, sizeof(buf));
+        exit(memcmp(page, buf, sizeof(buf)) ? 3 : 0);
+    }
+    ASSERT_NE(-1, pid);
+    memset(page, 42, 100);
+    ASSERT_EQ(pid, waitpid(pid, &child_status, 0));
+    EXPECT_TRUE(WIFEXITED(child_status));
+    EXPECT_EQ(0, WEXITSTATUS(child_status));
+
+    ASSERT_EQ(UCS_OK, uct_md_mem_reg(m_md, page, 100, UCT_MD_MEM_ACCESS_ALL,
+                                     &memh));
+    ASSERT_EQ(UCS_OK, uct_md_mem_dereg(m_md, memh));
+    free(page);
+
+    check_ok();
+    uint64_t v = 0x99;
+    ASSERT_EQ(UCS_OK, retry([&] {
+        return uct_ep_put_short(m_ab, &v, 8, (uintptr_t)m.ptr, m.rkey);
+    }));
+    flush_ep(m_ab);
+    EXPECT_EQ(0x99u, *(uint64_t*)m.ptr);
+    /* a new interface on the same device, and traffic to it */
+    entity *c = create_entity();
+    ASSERT_TRUE(c != NULL);
+    uct_ep_h ac = connect(m_a, c);
+    held_rx rx;
+    ASSERT_EQ(UCS_OK, uct_iface_set_am_handler(c->iface, AM_ID, held_rx::cb,
+                                               &rx, 0));
+    ASSERT_EQ(UCS_OK, retry([&] {
+        return uct_ep_am_short(ac, AM_ID, 1, NULL, 0);
+    }));
+    ASSERT_TRUE(wait_for([&] { return rx.count == 1; }));
+    EXPECT_TRUE(m_errors.empty());
 }
 
 /* UCX's uct_cancel_test: two interfaces fill their endpoints to each other
