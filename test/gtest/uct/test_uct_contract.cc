@@ -1630,6 +1630,107 @@ TEST_P(uct_dcx_contract, fork_child_exits)
     EXPECT_TRUE(m_errors.empty());
 }
 
+/* UCX's send_ooo_with_comp: an AM sent from a send completion callback,
+ * while the endpoint has a request in its pending queue (added when its
+ * resources ran out), must not overtake that request: the pending AM
+ * arrives first (the one from the callback may be refused) */
+struct order_rx {
+    int pend_first;    /* the pending AM came before the callback's */
+    int comp_first;
+    bool pend, comp;
+
+    static ucs_status_t cb(void *arg, void *data, size_t length,
+                           unsigned flags)
+    {
+        order_rx *self = static_cast<order_rx*>(arg);
+        uint64_t hdr;
+
+        memcpy(&hdr, data, sizeof(hdr));
+        if (hdr == 0x9e9e) {
+            self->pend = true;
+            self->pend_first += !self->comp;
+        } else if (hdr == 0xc0c0) {
+            self->comp = true;
+            self->comp_first += !self->pend;
+        }
+        return UCS_OK;
+    }
+};
+
+struct comp_sender {
+    uct_completion_t uct;
+    uct_ep_h         ep;
+    ucs_status_t     status;
+
+    static void cb(uct_completion_t *self)
+    {
+        comp_sender *c = ucs_container_of(self, comp_sender, uct);
+        c->status = uct_ep_am_short(c->ep, AM_ID + 4, 0xc0c0, NULL, 0);
+    }
+};
+
+struct pend_sender {
+    uct_pending_req_t uct;
+    uct_ep_h          ep;
+
+    static ucs_status_t cb(uct_pending_req_t *self)
+    {
+        pend_sender *r = ucs_container_of(self, pend_sender, uct);
+        return uct_ep_am_short(r->ep, AM_ID + 4, 0x9e9e, NULL, 0);
+    }
+};
+
+TEST_P(uct_dcx_contract, completion_send_does_not_overtake_pending)
+{
+    mem m = alloc_mem(4096);
+    order_rx rx = {0, 0, false, false};
+    comp_sender cs;
+    pend_sender ps;
+    uint64_t hdr = 0x1234;
+    ucs_status_t status;
+
+    ASSERT_EQ(UCS_OK, uct_iface_set_am_handler(m_b->iface, AM_ID + 4,
+                                               order_rx::cb, &rx, 0));
+    for (int round = 0; round < 20; ++round) {
+        rx.pend = rx.comp = false;
+        cs.uct.func   = comp_sender::cb;
+        cs.uct.count  = 1;
+        cs.uct.status = UCS_OK;
+        cs.ep         = m_ab;
+        cs.status     = UCS_ERR_LAST;
+        uct_iov_t iov = {m.ptr, 32, m.memh, 0, 1};
+        status = retry([&] {
+            return uct_ep_am_zcopy(m_ab, AM_ID + 4, &hdr, sizeof(hdr), &iov,
+                                   1, 0, &cs.uct);
+        });
+        ASSERT_FALSE(UCS_STATUS_IS_ERR(status));
+        if (status == UCS_OK) {
+            continue;
+        }
+        /* fill, then one request into the pending queue */
+        while ((status = uct_ep_am_short(m_ab, AM_ID + 4, hdr, NULL, 0)) ==
+               UCS_OK) {
+        }
+        ASSERT_EQ(UCS_ERR_NO_RESOURCE, status);
+        ps.uct.func = pend_sender::cb;
+        ps.ep       = m_ab;
+        status      = uct_ep_pending_add(m_ab, &ps.uct, 0);
+        if (status == UCS_ERR_BUSY) {
+            ASSERT_EQ(UCS_OK, pend_sender::cb(&ps.uct));
+        } else {
+            ASSERT_EQ(UCS_OK, status);
+        }
+        ASSERT_TRUE(wait_for([&] { return rx.pend; }));
+        ASSERT_TRUE(wait_for([&] {
+            return (cs.status != UCS_ERR_LAST) &&
+                   ((cs.status != UCS_OK) || rx.comp);
+        }));
+        flush_ep(m_ab);
+    }
+    EXPECT_GT(rx.pend_first, 0);
+    EXPECT_EQ(0, rx.comp_first) << rx.pend_first << " in order";
+}
+
 /* UCX's uct_cancel_test: two interfaces fill their endpoints to each other
  * until refused (AM zcopy/bcopy, get zcopy/bcopy, no completions), flush
  * both with UCT_FLUSH_FLAG_CANCEL under one shared completion, destroy the
