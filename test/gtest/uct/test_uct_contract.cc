@@ -1731,6 +1731,82 @@ TEST_P(uct_dcx_contract, completion_send_does_not_overtake_pending)
     EXPECT_EQ(0, rx.comp_first) << rx.pend_first << " in order";
 }
 
+/* The receive headroom is the user's (UCP writes its receive descriptor
+ * there): a handler that fills all of it and keeps the descriptor, for
+ * headrooms of 0, 5 and 200 bytes; the kept data stay intact, the
+ * descriptors go back with uct_iface_release_desc, receiving goes on */
+class uct_dcx_contract_headroom : public uct_dcx_contract {
+protected:
+    virtual void iface_params(uct_iface_params_t &params)
+    {
+        params.rx_headroom = s_headroom;
+    }
+
+    static size_t s_headroom;
+};
+
+size_t uct_dcx_contract_headroom::s_headroom = 16;
+
+struct scribble_rx {
+    size_t                    headroom;
+    std::vector<void*>        kept;
+    std::vector<std::string>  data;
+    int                       count;
+
+    static ucs_status_t cb(void *arg, void *data, size_t length,
+                           unsigned flags)
+    {
+        scribble_rx *self = static_cast<scribble_rx*>(arg);
+
+        self->count++;
+        memset((char*)data - self->headroom, 0xee, self->headroom);
+        if ((self->count % 2) == 0) {
+            self->kept.push_back((char*)data - self->headroom);
+            self->data.push_back(std::string((char*)data, length));
+            return UCS_INPROGRESS;
+        }
+        return UCS_OK;
+    }
+};
+
+TEST_P(uct_dcx_contract_headroom, user_fills_headroom)
+{
+    const size_t headrooms[] = {0, 5, 200};
+
+    for (size_t h = 0; h < 3; ++h) {
+        s_headroom = headrooms[h];
+        entity *s = create_entity(), *r = create_entity();
+        ASSERT_TRUE(s && r);
+        uct_ep_h ep = connect(s, r);
+        scribble_rx rx;
+        rx.headroom = s_headroom;
+        rx.count    = 0;
+        ASSERT_EQ(UCS_OK, uct_iface_set_am_handler(r->iface, AM_ID,
+                                                   scribble_rx::cb, &rx, 0));
+        for (int i = 0; i < 600; ++i) {
+            std::string p(1 + (i % 300), (char)('A' + (i % 26)));
+            if (i % 2) {
+                ASSERT_EQ((ssize_t)p.size(), retry_len([&] {
+                    return uct_ep_am_bcopy(ep, AM_ID, pack_str, &p, 0);
+                }));
+            } else {
+                ASSERT_EQ(UCS_OK, retry([&] {
+                    return uct_ep_am_short(ep, AM_ID, i, p.data(),
+                                           ucs_min(p.size(), (size_t)40));
+                }));
+            }
+        }
+        ASSERT_TRUE(wait_for([&] { return rx.count == 600; }));
+        for (size_t k = 0; k < rx.kept.size(); ++k) {
+            EXPECT_EQ(0, memcmp((char*)rx.kept[k] + rx.headroom,
+                                rx.data[k].data(), rx.data[k].size())) << k;
+            uct_iface_release_desc(rx.kept[k]);
+        }
+        flush_ep(ep);
+    }
+    s_headroom = 16;
+}
+
 /* UCX's uct_cancel_test: two interfaces fill their endpoints to each other
  * until refused (AM zcopy/bcopy, get zcopy/bcopy, no completions), flush
  * both with UCT_FLUSH_FLAG_CANCEL under one shared completion, destroy the
@@ -1878,3 +1954,4 @@ INSTANTIATE_TEST_SUITE_P(policy, uct_dcx_contract_cb, UCT_DCX_POLICIES);
 INSTANTIATE_TEST_SUITE_P(policy, uct_dcx_contract_cancel, UCT_DCX_POLICIES);
 INSTANTIATE_TEST_SUITE_P(policy, uct_dcx_contract_peer, UCT_DCX_POLICIES);
 INSTANTIATE_TEST_SUITE_P(policy, uct_dcx_contract_nocache, UCT_DCX_POLICIES);
+INSTANTIATE_TEST_SUITE_P(policy, uct_dcx_contract_headroom, UCT_DCX_POLICIES);
