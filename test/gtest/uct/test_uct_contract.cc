@@ -1807,6 +1807,172 @@ TEST_P(uct_dcx_contract_headroom, user_fills_headroom)
     s_headroom = 16;
 }
 
+/* UCX's uct_p2p_mix_test: a random mix of every operation at random sizes
+ * up to its limit, on endpoints to two interfaces, with fences and flushes
+ * in between; every AM arrives whole, every get reads what is there, every
+ * put lands, every atomic counts */
+TEST_P(uct_dcx_contract, random_mix)
+{
+    const int n = 6000;
+    entity *c = create_entity();
+    ASSERT_TRUE(c != NULL);
+    uct_ep_h eps[3] = {m_ab, connect(m_a, c), connect(m_a, m_b)};
+    entity *tgt[3]  = {m_b, c, m_b};
+    held_rx rx_c;
+    const uct_iface_attr_t &a = m_a->attr;
+    size_t big   = ucs_max(a.cap.am.max_zcopy, (size_t)65536);
+    mem src      = alloc_mem(big), rem = alloc_mem(2 * big + 4096);
+    mem loc      = alloc_mem(big);
+    std::string payload(big, 0);
+    uint64_t *counter64 = (uint64_t*)((char*)rem.ptr + 2 * big);
+    uint32_t *counter32 = (uint32_t*)(counter64 + 1);
+    uint64_t expect64 = 0, fetched64 = 0;
+    uint32_t expect32 = 0, fetched32 = 0;
+    std::vector<test_comp> comps(n);
+    std::vector<std::string> gets(n);
+    size_t am_sent[2] = {0, 0};
+    unsigned seed = 12345;
+
+    ASSERT_EQ(UCS_OK, uct_iface_set_am_handler(c->iface, AM_ID, held_rx::cb,
+                                               &rx_c, 0));
+    for (size_t i = 0; i < big; ++i) {
+        payload[i] = (char)(i * 7 + 3);
+        ((char*)src.ptr)[i] = payload[i];
+        ((char*)rem.ptr)[big + i] = (char)(i * 5 + 1);  /* get area */
+    }
+    for (int i = 0; i < n; ++i) {
+        int e = rand_r(&seed) % 3, op = rand_r(&seed) % 12;
+        uct_ep_h ep = eps[e];
+        size_t len;
+        ucs_status_t status = UCS_OK;
+        uct_iov_t iov;
+        uint64_t hdr = i;
+
+        switch (op) {
+        case 0:
+            len = rand_r(&seed) % (a.cap.am.max_short - 7);
+            status = retry([&] {
+                return uct_ep_am_short(ep, AM_ID, hdr, payload.data(), len);
+            });
+            am_sent[tgt[e] == c]++;
+            break;
+        case 1: {
+            std::string p = payload.substr(0, rand_r(&seed) %
+                                              (a.cap.am.max_bcopy + 1));
+            ASSERT_EQ((ssize_t)p.size(), retry_len([&] {
+                return uct_ep_am_bcopy(ep, AM_ID, pack_str, &p, 0);
+            }));
+            am_sent[tgt[e] == c]++;
+            break;
+        }
+        case 2:
+            len = rand_r(&seed) % (a.cap.am.max_zcopy - 8 + 1);
+            iov = {src.ptr, len, src.memh, 0, 1};
+            status = retry([&] {
+                return uct_ep_am_zcopy(ep, AM_ID, &hdr, 8, &iov, 1, 0,
+                                       &comps[i].uct);
+            });
+            am_sent[tgt[e] == c]++;
+            break;
+        case 3:
+            len = rand_r(&seed) % (a.cap.put.max_short + 1);
+            status = retry([&] {
+                return uct_ep_put_short(ep, payload.data(), len,
+                                        (uintptr_t)rem.ptr, rem.rkey);
+            });
+            break;
+        case 4: {
+            std::string p = payload.substr(0, rand_r(&seed) %
+                                              (a.cap.put.max_bcopy + 1));
+            ASSERT_EQ((ssize_t)p.size(), retry_len([&] {
+                return uct_ep_put_bcopy(ep, pack_str, &p, (uintptr_t)rem.ptr,
+                                        rem.rkey);
+            }));
+            break;
+        }
+        case 5:
+            len = rand_r(&seed) % (big + 1);
+            iov = {src.ptr, len, src.memh, 0, 1};
+            status = retry([&] {
+                return uct_ep_put_zcopy(ep, &iov, 1, (uintptr_t)rem.ptr,
+                                        rem.rkey, &comps[i].uct);
+            });
+            break;
+        case 6:
+            len = rand_r(&seed) % (a.cap.get.max_bcopy + 1);
+            status = retry([&] {
+                return uct_ep_get_bcopy(ep, unpack_str, &gets[i], len,
+                                        (uintptr_t)rem.ptr + big, rem.rkey,
+                                        &comps[i].uct);
+            });
+            break;
+        case 7:
+            len = rand_r(&seed) % (big + 1);
+            iov = {loc.ptr, len, loc.memh, 0, 1};
+            status = retry([&] {
+                return uct_ep_get_zcopy(ep, &iov, 1, (uintptr_t)rem.ptr + big,
+                                        rem.rkey, &comps[i].uct);
+            });
+            break;
+        case 8:
+            expect64 += 3;
+            status = retry([&] {
+                return uct_ep_atomic64_post(ep, UCT_ATOMIC_OP_ADD, 3,
+                                            (uintptr_t)counter64, rem.rkey);
+            });
+            break;
+        case 9:
+            expect32 += 5;
+            status = retry([&] {
+                return uct_ep_atomic32_fetch(ep, UCT_ATOMIC_OP_ADD, 5,
+                                             &fetched32, (uintptr_t)counter32,
+                                             rem.rkey, &comps[i].uct);
+            });
+            break;
+        case 10:
+            expect64 += 1;
+            status = retry([&] {
+                return uct_ep_atomic64_fetch(ep, UCT_ATOMIC_OP_ADD, 1,
+                                             &fetched64, (uintptr_t)counter64,
+                                             rem.rkey, &comps[i].uct);
+            });
+            break;
+        default:
+            if (rand_r(&seed) % 2) {
+                EXPECT_EQ(UCS_OK, uct_ep_fence(ep, 0));
+            } else {
+                flush_ep(ep);
+            }
+            break;
+        }
+        ASSERT_FALSE(UCS_STATUS_IS_ERR(status))
+                << i << " op " << op << ": " << ucs_status_string(status);
+        if (status == UCS_OK) {
+            comps[i].done = 1;   /* completed at once, nothing to call */
+        }
+        if ((i % 50) == 0) {
+            progress();
+        }
+    }
+    for (int e = 0; e < 3; ++e) {
+        flush_ep(eps[e]);
+    }
+    for (int i = 0; i < n; ++i) {
+        ASSERT_TRUE(wait_for([&] { return comps[i].done > 0; })) << i;
+        EXPECT_EQ(UCS_OK, comps[i].status) << i;
+        EXPECT_EQ(0, memcmp(gets[i].data(), (char*)rem.ptr + big,
+                            gets[i].size())) << i;
+    }
+    ASSERT_TRUE(wait_for([&] {
+        return ((size_t)m_rx.count == am_sent[0]) &&
+               ((size_t)rx_c.count == am_sent[1]);
+    })) << m_rx.count << "/" << am_sent[0] << " " << rx_c.count << "/"
+        << am_sent[1];
+    EXPECT_EQ(expect64, *counter64);
+    EXPECT_EQ(expect32, *counter32);
+    EXPECT_TRUE(m_errors.empty());
+}
+
 /* UCX's uct_cancel_test: two interfaces fill their endpoints to each other
  * until refused (AM zcopy/bcopy, get zcopy/bcopy, no completions), flush
  * both with UCT_FLUSH_FLAG_CANCEL under one shared completion, destroy the
