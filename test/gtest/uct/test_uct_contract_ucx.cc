@@ -880,8 +880,8 @@ protected:
             return uct_ep_get_zcopy(ep, &iov, 1, (uintptr_t)rem.ptr,
                                     rem.rkey, NULL);
         default:
-            return uct_ep_get_bcopy(ep, unpack_raw, loc.ptr, 32, (uintptr_t)rem.ptr,
-                                    rem.rkey, NULL);
+            return uct_ep_get_bcopy(ep, unpack_raw, loc.ptr, 32,
+                                    (uintptr_t)rem.ptr, rem.rkey, NULL);
         }
     }
 
