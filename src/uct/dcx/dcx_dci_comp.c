@@ -36,16 +36,20 @@ uct_dcx_dci_fire_ops(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci, uint64_t sn,
     } while (!ucs_queue_is_empty(&dci->ops));
 }
 
-/* Retires the WRs of dci up to sn and fires their operations. */
+/* Fires the operations of the WRs of dci up to sn, then retires the WRs.
+ * In that order, as UCX's RC transports do: a completion callback that
+ * sends sees the slots of these WRs still taken, so that the endpoint's
+ * pending requests, dispatched at the end of the progress, are not
+ * overtaken by it (UCX's test_uct_pending.send_ooo_with_comp). */
 static UCS_F_ALWAYS_INLINE void
 uct_dcx_dci_retire(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci, uint64_t sn,
                    ucs_status_t status)
 {
-    dci->avail  += (uint16_t)(sn - dci->done_sn);
-    dci->done_sn = sn;
     if (!ucs_queue_is_empty(&dci->ops)) {
         uct_dcx_dci_fire_ops(iface, dci, sn, status);
     }
+    dci->avail  += (uint16_t)(sn - dci->done_sn);
+    dci->done_sn = sn;
 }
 
 static const char *uct_dcx_wr_opcode_names[] = {

@@ -66,6 +66,19 @@ uct_dcx_tm_priv(uct_tag_context_t *ctx)
     return (uct_dcx_tm_ctx_priv_t*)ctx->priv;
 }
 
+/* ctx is posted, not cancelled with force: the slot its priv names holds it
+ * (true only while posted there, whatever the priv of a fresh context) */
+static UCS_F_ALWAYS_INLINE int
+uct_dcx_tm_ctx_posted(const uct_dcx_iface_t *iface, uct_tag_context_t *ctx)
+{
+    uint32_t idx = uct_dcx_tm_priv(ctx)->slot;
+
+    return (idx < iface->tm.num_slots) &&
+           (iface->tm.slots[idx].ctx == ctx) &&
+           (iface->tm.slots[idx].state == UCT_DCX_TM_SLOT_LIVE) &&
+           !iface->tm.slots[idx].forced;
+}
+
 
 /* ---------------------------------------------------------------------------
  * List operations
@@ -188,6 +201,11 @@ ucs_status_t uct_dcx_iface_tag_recv_zcopy(uct_iface_h tl_iface, uct_tag_t tag,
     if (ucs_unlikely(iface->tm.free_head == UINT32_MAX)) {
         /* as UCX: the list is full */
         return UCS_ERR_EXCEEDS_LIMIT;
+    }
+    if (ucs_unlikely(uct_dcx_tm_ctx_posted(iface, ctx))) {
+        /* as UCX: a second slot would leave the first listed, out of reach
+         * of cancel (priv names the second), matched after ctx is freed */
+        return UCS_ERR_ALREADY_EXISTS;
     }
 
     idx  = iface->tm.free_head;
@@ -474,9 +492,9 @@ uct_dcx_tag_rndv_incomplete(uct_dcx_iface_t *iface, uint32_t idx,
     dcx_ah_t *ah;
     int ret;
 
-    uct_dcx_tm_priv(slot->ctx)->tag = wc->tm_tag;
     iface->tm.stats->matched++;
     if (!slot->forced) {
+        uct_dcx_tm_priv(slot->ctx)->tag = wc->tm_tag;
         slot->ctx->tag_consumed_cb(slot->ctx);
     }
     if ((req == NULL) || (wc->byte_len < DCX_TM_RNDV_LEN)) {
@@ -561,15 +579,21 @@ static void uct_dcx_tag_rx_expected(uct_dcx_iface_t *iface,
             iface->tm.stats->rndv_hw++;
         }
     } else {
-        priv->tag     = wc->tm_tag;
-        priv->app_ctx = wc->tm_priv;
         iface->tm.stats->matched++;
         if (!slot->forced) {
+            priv->tag     = wc->tm_tag;
+            priv->app_ctx = wc->tm_priv;
             ctx->tag_consumed_cb(ctx);
         }
     }
     if (!(wc->flags & DCX_WC_FLAG_TM_DATA_VALID)) {
         return; /* the data comes with the next completion */
+    }
+    if (ucs_unlikely(slot->forced)) {
+        /* ctx is the user's again (freed, reposted): not read, not written */
+        slot->state = UCT_DCX_TM_SLOT_DONE;
+        uct_dcx_tm_slot_check(iface, idx);
+        return;
     }
 
     imm = (wc->flags & DCX_WC_FLAG_WITH_IMM) ?
@@ -579,10 +603,7 @@ static void uct_dcx_tag_rx_expected(uct_dcx_iface_t *iface,
          * user's buffer */
         iface->tm.stats->rndv_sw++;
         slot->state = UCT_DCX_TM_SLOT_DONE;
-        if (!slot->forced) {
-            ctx->rndv_cb(ctx, priv->tag, slot->buffer, wc->byte_len,
-                         UCS_OK, 0);
-        }
+        ctx->rndv_cb(ctx, priv->tag, slot->buffer, wc->byte_len, UCS_OK, 0);
         uct_dcx_tm_slot_check(iface, idx);
         return;
     }
