@@ -247,6 +247,11 @@ typedef struct uct_dcx_ep_ext {
     uint8_t              fc_seq;     /* number of the last credit request */
     ucs_time_t           fc_req_time;/* when it was sent */
     ucs_list_link_t      fc_list;
+    /* credits a grant brought while requests were pending: the ep gets
+     * them when the dispatcher comes to it (uct_dcx_ep_fc_release_held),
+     * so that a send made before then (from a handler in the progress
+     * that took the grant) does not overtake the requests */
+    int32_t              fc_held;
     /* while INVALIDATED: the progress callback that fails the ep, and
      * the completions of its operations, taken at the invalidation */
     uct_worker_cb_id_t   invalidate_cb_id;
@@ -741,6 +746,7 @@ ucs_status_t uct_dcx_ep_fc_request(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep);
 void uct_dcx_ep_fc_grant(uct_dcx_iface_t *iface, uint64_t ep_id, uint8_t seq,
                          unsigned credits);
 void uct_dcx_ep_fc_forget(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep);
+void uct_dcx_ep_fc_release_held(uct_dcx_ep_t *ep);
 void uct_dcx_ep_handle_failure(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep,
                                ucs_status_t status, dcx_wc_status_t wc_status);
 

@@ -579,6 +579,12 @@ static ucs_status_t uct_dcx_ep_tx_resources(uct_dcx_iface_t *iface,
 {
     ucs_status_t status;
 
+    if (is_am && (ep->fc_wnd <= iface->fc_thresh) && (ep->ext != NULL) &&
+        (ep->ext->fc_held != 0)) {
+        /* granted, but held for the pending requests (uct_dcx_ep_fc_grant):
+         * no second request either */
+        return UCS_ERR_NO_RESOURCE;
+    }
     if (is_am && (ep->fc_wnd <= 0) &&
         (ep->flags & UCT_DCX_EP_FLAG_FC_REQ_SENT)) {
         return UCS_ERR_NO_RESOURCE; /* waiting for a grant */

@@ -167,8 +167,21 @@ void uct_dcx_ep_fc_grant(uct_dcx_iface_t *iface, uint64_t ep_id, uint8_t seq,
         return;
     }
 
-    ep->fc_wnd += credits;
+    if (uct_dcx_ep_has_pending(ep) && (iface->dispatch_ep != ep)) {
+        /* the requests queued while the ep had no credits go first */
+        ep->ext->fc_held += credits;
+    } else {
+        ep->fc_wnd += credits;
+    }
     uct_dcx_ep_fc_forget(iface, ep);
+}
+
+void uct_dcx_ep_fc_release_held(uct_dcx_ep_t *ep)
+{
+    if ((ep->ext != NULL) && (ep->ext->fc_held != 0)) {
+        ep->fc_wnd         += ep->ext->fc_held;
+        ep->ext->fc_held    = 0;
+    }
 }
 
 /* Sends the request of ep again, if it can get a slot on a DCI now */

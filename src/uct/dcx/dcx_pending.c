@@ -127,6 +127,8 @@ ucs_arbiter_cb_result_t uct_dcx_ep_dispatch_cb(ucs_arbiter_t *arbiter,
         /* the requests stay until the user purges them */
         return UCS_ARBITER_CB_RESULT_DESCHED_GROUP;
     }
+    /* the credits a grant brought are the ep's now: its requests go first */
+    uct_dcx_ep_fc_release_held(ep);
     if (ucs_queue_is_empty(&ep->ext->pending_q)) {
         return UCS_ARBITER_CB_RESULT_REMOVE_ELEM;
     }
@@ -206,6 +208,8 @@ void uct_dcx_ep_pending_purge(uct_ep_h tl_ep, uct_pending_purge_callback_t cb,
         /* (while dispatched, the dispatcher sees the queue empty) */
         uct_dcx_ep_unschedule(iface, ep);
     }
+    /* nothing is left to go first */
+    uct_dcx_ep_fc_release_held(ep);
 }
 
 void uct_dcx_ep_pending_cleanup(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep)

@@ -782,12 +782,11 @@ TEST_P(uct_dcx_contract, random_mix)
 /* The same from an AM handler, after a credit grant: an endpoint out of
  * credits queues a request; its peer grants credits and sends it an AM
  * whose handler sends on that endpoint; the handler's AM must not pass the
- * queued one.  DISABLED: a known defect, not fixed yet (it fails in 20 of
- * 20 rounds on every policy): the grant (uct_dcx_iface_rx_grant,
- * dcx_fc.c) gives the credits back at once, inside the progress, and the
- * handler's send takes them before the pending requests are dispatched at
- * the end of that progress.  A fix would hold the credits of an endpoint
- * with pending requests (FC_REQ_SENT kept) until its dispatch. */
+ * queued one.  (It failed in 20 of 20 rounds on every policy while the
+ * grant gave the credits back at once, inside the progress: the handler's
+ * send took them before the pending requests were dispatched at the end of
+ * that progress.  The credits of an endpoint with pending requests are now
+ * held until its dispatch: uct_dcx_ep_fc_grant, dcx_fc.c.) */
 struct reply_rx {
     uct_ep_h     ep;
     ucs_status_t status;
@@ -805,7 +804,7 @@ struct reply_rx {
 };
 
 TEST_P(uct_dcx_contract,
-       DISABLED_handler_send_after_grant_does_not_overtake_pending)
+       handler_send_after_grant_does_not_overtake_pending)
 {
     uct_ep_h ba  = connect(m_b, m_a);
     order_rx rx  = {0, 0, false, false};
