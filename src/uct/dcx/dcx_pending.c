@@ -83,11 +83,15 @@ ucs_status_t uct_dcx_ep_pending_add(uct_ep_h tl_ep, uct_pending_req_t *req,
     uct_dcx_ep_ext_t *ext;
     ucs_status_t status;
 
-    /* Busy if the ep could send right now (nobody ahead of it) */
+    /* Busy if the ep could send right now (nobody ahead of it): on its DCI,
+     * or, with none (dcs, dcs_quota), on one the pool gives it at once, as
+     * UCX's dc does (an ep that never sent is busy, not queued) */
     if (!(ep->flags & UCT_DCX_EP_FLAG_FAILED) &&
         ucs_arbiter_is_empty(&iface->arbiter) &&
-        (ep->dci != UCT_DCX_DCI_NONE) && (iface->dcis[ep->dci].avail > 0) &&
-        (ep->quota > 0) && (ep->fc_wnd > 0) &&
+        ((ep->dci != UCT_DCX_DCI_NONE) ?
+         ((iface->dcis[ep->dci].avail > 0) && (ep->quota > 0)) :
+         (iface->dci_free_top > 0)) &&
+        (ep->fc_wnd > 0) &&
         ((ep->fc_wnd > iface->fc_thresh) ||
          (ep->flags & UCT_DCX_EP_FLAG_FC_REQ_SENT))) {
         return UCS_ERR_BUSY;
