@@ -651,6 +651,10 @@ void uct_dcx_dci_tx_wcs(uct_dcx_iface_t *iface, const dcx_wc_t *wc, int n);
 void uct_dcx_dci_set_error(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci);
 void uct_dcx_dci_log_wr(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci,
                         uint64_t sn, const dcx_send_wr_t *wr);
+/* The last WR of ep in flight on dci that reads or writes the user's memory
+ * (zero-copy, get), 0 if none */
+uint64_t uct_dcx_dci_ep_user_mem_sn(uct_dcx_iface_t *iface,
+                                    uct_dcx_dci_t *dci, uct_dcx_ep_t *ep);
 int uct_dcx_dci_take_ep_comps(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci,
                               uct_dcx_ep_t *ep, ucs_queue_head_t *comps);
 void uct_dcx_comps_complete(ucs_queue_head_t *comps, ucs_status_t status);

@@ -486,11 +486,24 @@ ucs_status_t uct_dcx_dci_add_comp(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci,
  * release only their own buffers when their WRs complete.  Returns whether
  * a WR of ep in flight on dci accesses the user's memory.
  */
+uint64_t uct_dcx_dci_ep_user_mem_sn(uct_dcx_iface_t *iface,
+                                    uct_dcx_dci_t *dci, uct_dcx_ep_t *ep)
+{
+    uint64_t sn, last = 0;
+
+    for (sn = dci->done_sn + 1; sn <= dci->sn; ++sn) {
+        if ((dci->wr_ep[sn & iface->ring_mask] == ep) &&
+            (dci->wr_opcode[sn & iface->ring_mask] & UCT_DCX_WR_USER_MEM)) {
+            last = sn;
+        }
+    }
+    return last;
+}
+
 int uct_dcx_dci_take_ep_comps(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci,
                               uct_dcx_ep_t *ep, ucs_queue_head_t *comps)
 {
     uct_dcx_op_t *op, *cop;
-    uint64_t sn;
 
     ucs_queue_for_each(op, &dci->ops, queue) {
         if ((op->comp == NULL) && (op->cb == uct_dcx_op_put)) {
@@ -516,13 +529,7 @@ int uct_dcx_dci_take_ep_comps(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci,
         op->cb   = uct_dcx_op_put;
     }
 
-    for (sn = dci->done_sn + 1; sn <= dci->sn; ++sn) {
-        if ((dci->wr_ep[sn & iface->ring_mask] == ep) &&
-            (dci->wr_opcode[sn & iface->ring_mask] & UCT_DCX_WR_USER_MEM)) {
-            return 1;
-        }
-    }
-    return 0;
+    return uct_dcx_dci_ep_user_mem_sn(iface, dci, ep) != 0;
 }
 
 /* Calls, with status, the completions uct_dcx_dci_take_ep_comps() took */
@@ -574,12 +581,15 @@ void uct_dcx_ep_complete_ops(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep,
 }
 
 /*
- * Cancel: only the operations that call the user back must finish before
- * the ep may go (they are all signalled); WRs without a completion may
- * complete after the ep is gone.  If there are such operations, a lent DCI
- * is put into error so that they complete at once (as cancelled); a shared
- * one is left alone, since erroring it would also flush the WRs of other
- * endpoints, some of which may have executed already.
+ * Cancel on a lent DCI (a shared one takes the plain flush: erroring it
+ * would also flush the WRs of other endpoints, some of which may have
+ * executed already): the operations that call the user back, and the WRs
+ * that read or write the user's memory (zero-copy, get) even without a
+ * completion of their own, must be over before the flush is, since the
+ * user may free that memory then; other WRs (short, bcopy: their data are
+ * the transport's) may complete after the ep is gone.  If there are such
+ * operations or WRs, the DCI is put into error so that they all end at
+ * once (as cancelled) and the device touches none of them after that.
  */
 ucs_status_t uct_dcx_ep_flush_cancel(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep,
                                      uct_completion_t *comp)
@@ -595,11 +605,10 @@ ucs_status_t uct_dcx_ep_flush_cancel(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep,
             last_sn = op->sn;
         }
     }
+    last_sn = ucs_max(last_sn, uct_dcx_dci_ep_user_mem_sn(iface, dci, ep));
     if (last_sn == 0) {
-        if (!iface->policy->shared) {
-            /* the DCI returns to the pool when its last WR completes */
-            iface->policy->ep_detach(iface, ep);
-        }
+        /* the DCI returns to the pool when its last WR completes */
+        iface->policy->ep_detach(iface, ep);
         UCT_TL_EP_STAT_FLUSH(&ep->super);
         return UCS_OK;
     }
@@ -610,9 +619,7 @@ ucs_status_t uct_dcx_ep_flush_cancel(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep,
             return status;
         }
     }
-    if (!iface->policy->shared) {
-        uct_dcx_dci_set_error(iface, dci);
-    }
+    uct_dcx_dci_set_error(iface, dci);
     UCT_TL_EP_STAT_FLUSH_WAIT(&ep->super);
     return UCS_INPROGRESS;
 }

@@ -623,9 +623,12 @@ ucs_status_t uct_dcx_ep_flush(uct_ep_h tl_ep, unsigned flags,
 
     if (flags & UCT_FLUSH_FLAG_CANCEL) {
         uct_dcx_ep_pending_purge(tl_ep, NULL, NULL);
-        if (!uct_dcx_ep_is_flushed(iface, ep)) {
+        if (!uct_dcx_ep_is_flushed(iface, ep) && !iface->policy->shared) {
             return uct_dcx_ep_flush_cancel(iface, ep, comp);
         }
+        /* a shared DCI: nothing of ep's can be cancelled without flushing
+         * other endpoints' WRs; the flush waits for ep's WRs as a plain
+         * one (those that access the user's memory included) */
     } else if (ucs_unlikely(!(ep->flags & UCT_DCX_EP_FLAG_FAILED) &&
                             ((uct_dcx_ep_has_pending(ep) &&
                               (iface->dispatch_ep != ep)) ||
