@@ -108,7 +108,10 @@ ucs_status_t uct_dcx_ep_am_zcopy(uct_ep_h tl_ep, uint8_t id,
     data = uct_dcx_desc_data(desc);
     memset(data, 0, ep->tmh_len); /* TMH of opcode NO_TAG */
     data[ep->tmh_len] = id;
-    memcpy(data + ep->tmh_len + UCT_DCX_AM_HDR_LEN, header, header_length);
+    if (header_length > 0) { /* a header of 0 bytes may be NULL */
+        memcpy(data + ep->tmh_len + UCT_DCX_AM_HDR_LEN, header,
+               header_length);
+    }
     uct_dcx_sge_set(&sge[0], data,
                     ep->tmh_len + UCT_DCX_AM_HDR_LEN + header_length,
                     desc->lkey);

@@ -449,6 +449,7 @@ static UCS_F_ALWAYS_INLINE void
 uct_dcx_iface_rx_am_inline(uct_dcx_iface_t *iface, void *elem, uint8_t *wire,
                            unsigned length)
 {
+    uct_recv_desc_t *rdesc;
     ucs_status_t status;
 
     if (ucs_unlikely(wire[0] >= UCT_AM_ID_MAX)) {
@@ -462,8 +463,12 @@ uct_dcx_iface_rx_am_inline(uct_dcx_iface_t *iface, void *elem, uint8_t *wire,
                                  length - 1, UCT_CB_PARAM_FLAG_DESC);
     if (status == UCS_INPROGRESS) {
         /* the user keeps the buffer; it comes back through
-         * uct_iface_release_desc() */
-        uct_recv_desc(wire + 1 - iface->rx_headroom) = &iface->release_desc;
+         * uct_iface_release_desc(), which finds rdesc where uct_recv_desc()
+         * looks: a slot aligned only when the headroom is a multiple of 8
+         * (UCP's is; a headroom of 5 puts it at an odd address) */
+        rdesc = &iface->release_desc;
+        memcpy(wire + 1 - iface->rx_headroom - sizeof(rdesc), &rdesc,
+               sizeof(rdesc));
     } else {
         ucs_mpool_put_inline(elem);
     }
