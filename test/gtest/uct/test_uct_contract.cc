@@ -602,13 +602,14 @@ TEST_P(uct_dcx_contract, iface_close_with_eps_and_ops_in_flight)
                     (status == UCS_ERR_NO_RESOURCE));
     }
     (void)uct_ep_am_short(cb, AM_ID, 0, NULL, 0);
-    /* close c now, with its ep in m_eps: forget the ep (its iface destroys
-     * it) */
+    /* close c now, with its ep in m_eps: forget the ep (it cannot be
+     * destroyed after the close, and the close does not free it) */
     for (size_t i = 0; i < m_eps.size(); ++i) {
         if (m_eps[i] == cb) {
             m_eps[i] = NULL;
         }
     }
+    forget_ep(cb);
     uct_iface_close(c->iface);
     uct_worker_destroy(c->worker);
     for (size_t i = 0; i < m_entities.size(); ++i) {
