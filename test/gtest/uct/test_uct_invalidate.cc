@@ -16,6 +16,7 @@
  * uct_ep_invalidate() of the UCX built against.
  */
 #include "uct_fixture.h"
+#include "uct_invalidate.h"
 
 extern "C" {
 #include <uct/base/uct_iface.h>
@@ -29,19 +30,6 @@ using namespace dcx_test;
 namespace {
 
 const uint8_t AM_ID = 9;
-
-/* uct_ep_invalidate() without flags or parameter fields */
-ucs_status_t invalidate(uct_ep_h ep)
-{
-#if DCX_UCX_HAVE_EP_INVALIDATE_PARAMS
-    uct_ep_invalidate_params_t params;
-
-    params.field_mask = 0;
-    return uct_ep_invalidate(ep, &params);
-#else
-    return uct_ep_invalidate(ep, 0);
-#endif
-}
 
 /* A pending request that counts its dispatches and purges */
 struct counting_req {

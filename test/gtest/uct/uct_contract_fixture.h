@@ -8,6 +8,7 @@
 #define DCX_GTEST_UCT_CONTRACT_FIXTURE_H_
 
 #include "uct_fixture.h"
+#include "uct_invalidate.h"
 #include "dcx_ucx_features.h"   /* what differs between UCX versions */
 
 #include <ucs/time/time.h>
@@ -63,19 +64,6 @@ struct held_rx {
         kept.clear();
     }
 };
-
-/* uct_ep_invalidate() without flags or parameter fields */
-inline ucs_status_t invalidate(uct_ep_h ep)
-{
-#if DCX_UCX_HAVE_EP_INVALIDATE_PARAMS
-    uct_ep_invalidate_params_t params;
-
-    params.field_mask = 0;
-    return uct_ep_invalidate(ep, &params);
-#else
-    return uct_ep_invalidate(ep, 0);
-#endif
-}
 
 inline size_t pack_str(void *dest, void *arg)
 {
