@@ -358,10 +358,24 @@ void soft_engine_progress_app(soft_dev_t *dev)
  * when a whole pass is needed instead: the engine became busy since the
  * look, device rendezvous of TM SRQs are under way (before the pass or
  * started by it), or a packet needs the clock (soft_engine_serve_req). */
-static int soft_engine_ring_pass(soft_dev_t *dev)
+/* The request ring served, as by a whole pass but nothing else: 1 if that
+ * was all, 0 if a whole pass is needed (a packet needs the clock, or a
+ * rendezvous request started a device rendezvous) */
+static inline __attribute__((always_inline))
+int soft_engine_serve_ring(soft_dev_t *dev)
 {
     int ret;
 
+    dev->stats.ring_passes++;
+    /* as in a whole pass: requesters deciding whether to prod us */
+    __atomic_store_n(&dev->hdr->in_engine, 1, __ATOMIC_RELAXED);
+    ret = soft_engine_serve_req(dev, 0, 0);
+    __atomic_store_n(&dev->hdr->in_engine, 0, __ATOMIC_RELEASE);
+    return ret && (dev->tm_rndv_live == 0);
+}
+
+static int soft_engine_ring_pass(soft_dev_t *dev)
+{
     if ((__atomic_load_n(&dev->engine_idle, __ATOMIC_RELAXED) ==
          SOFT_ENGINE_BUSY) || (dev->tm_rndv_live != 0)) {
         return 0;
@@ -369,13 +383,7 @@ static int soft_engine_ring_pass(soft_dev_t *dev)
     if (dev->killed) {
         return 1;
     }
-    dev->stats.ring_passes++;
-    /* as in a whole pass: requesters deciding whether to prod us */
-    __atomic_store_n(&dev->hdr->in_engine, 1, __ATOMIC_RELAXED);
-    ret = soft_engine_serve_req(dev, 0, 0);
-    __atomic_store_n(&dev->hdr->in_engine, 0, __ATOMIC_RELEASE);
-    /* a rendezvous request started a device rendezvous: a whole pass */
-    return ret && (dev->tm_rndv_live == 0);
+    return soft_engine_serve_ring(dev);
 }
 
 /* An acknowledgement pass (engine lock held): for a poll that needs a
@@ -401,10 +409,7 @@ int soft_engine_acked_pass(soft_dev_t *dev)
         !soft_req_timers_quick(dev, 0)) {
         return 0;
     }
-    dev->stats.ring_passes++;
-    __atomic_store_n(&dev->hdr->in_engine, 1, __ATOMIC_RELAXED);
-    done = soft_engine_serve_req(dev, 0, 0) && (dev->tm_rndv_live == 0);
-    __atomic_store_n(&dev->hdr->in_engine, 0, __ATOMIC_RELEASE);
+    done = soft_engine_serve_ring(dev);
     /* no DCI is active any more (soft_req_timers_quick took them all) */
     __atomic_store_n(&dev->engine_idle,
                      done ? SOFT_ENGINE_IDLE : SOFT_ENGINE_BUSY,
