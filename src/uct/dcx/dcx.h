@@ -758,4 +758,17 @@ void uct_dcx_ep_handle_failure(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep,
 ucs_status_t uct_dcx_ep_invalidate(uct_ep_h tl_ep, unsigned flags);
 void uct_dcx_ep_invalidate_cleanup(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep);
 
+/* What uct_dcx_ep_tx_begin() answers for an endpoint invalidated and not yet
+ * reported: the operation is taken as a queue pair in error takes a WR
+ * (posted, never executed, flushed with an error), by
+ * uct_dcx_ep_tx_refused() and uct_dcx_ep_bcopy_refused().  Never returned
+ * to the user: every caller of uct_dcx_ep_tx_begin() hands its refusal to
+ * one of them. */
+#define UCT_DCX_TX_SINK  ((ucs_status_t)(UCS_ERR_LAST + 1))
+
+ucs_status_t uct_dcx_ep_tx_sink(uct_dcx_ep_t *ep, uct_completion_t *comp,
+                                ucs_status_t taken);
+ssize_t uct_dcx_ep_bcopy_sink(uct_dcx_iface_t *iface,
+                              uct_pack_callback_t pack_cb, void *arg);
+
 #endif /* UCT_DCX_H_ */

@@ -165,6 +165,36 @@ uct_dcx_ep_tx_begin(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep, int is_am)
     return uct_dcx_ep_tx_slow(iface, ep, is_am);
 }
 
+/*
+ * What an operation returns when uct_dcx_ep_tx_begin() (or a step that calls
+ * it) refused it with status: status itself, except UCT_DCX_TX_SINK (ep
+ * invalidated, not yet reported), for which the operation is taken and
+ * dropped, and 'taken' is returned: UCS_OK for operations without a
+ * completion, UCS_INPROGRESS for those with one (comp, when not NULL, is
+ * called with UCS_ERR_ENDPOINT_TIMEOUT when the failure is reported).
+ */
+static UCS_F_ALWAYS_INLINE ucs_status_t
+uct_dcx_ep_tx_refused(uct_dcx_ep_t *ep, ucs_status_t status,
+                      uct_completion_t *comp, ucs_status_t taken)
+{
+    if (ucs_likely(status != UCT_DCX_TX_SINK)) {
+        return status;
+    }
+    return uct_dcx_ep_tx_sink(ep, comp, taken);
+}
+
+/* The same for a bcopy send: a taken one packs its data (the caller's packer
+ * advances its state) and returns the packed length */
+static UCS_F_ALWAYS_INLINE ssize_t
+uct_dcx_ep_bcopy_refused(uct_dcx_iface_t *iface, ucs_status_t status,
+                         uct_pack_callback_t pack_cb, void *arg)
+{
+    if (ucs_likely(status != UCT_DCX_TX_SINK)) {
+        return status;
+    }
+    return uct_dcx_ep_bcopy_sink(iface, pack_cb, arg);
+}
+
 static UCS_F_ALWAYS_INLINE int uct_dcx_ep_has_pending(const uct_dcx_ep_t *ep)
 {
     return (ep->ext != NULL) && !ucs_queue_is_empty(&ep->ext->pending_q);

@@ -630,7 +630,10 @@ uct_dcx_ep_tx_slow(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep, int is_am)
 
     if (ucs_unlikely(ep->flags & (UCT_DCX_EP_FLAG_FAILED |
                                   UCT_DCX_EP_FLAG_INVALIDATED))) {
-        return UCS_ERR_CONNECTION_RESET;
+        /* failed and reported: refused; invalidated, not yet reported:
+         * taken and dropped, as by a queue pair in error */
+        return (ep->flags & UCT_DCX_EP_FLAG_FAILED) ?
+               UCS_ERR_CONNECTION_RESET : UCT_DCX_TX_SINK;
     }
 
     status = uct_dcx_ep_tx_resources(iface, ep, is_am);

@@ -76,7 +76,7 @@ uct_dcx_ep_am_inline(uct_dcx_ep_t *ep, const char *name, dcx_sge_t *sge,
 
     status = uct_dcx_ep_tx_begin(iface, ep, 1);
     if (ucs_unlikely(status != UCS_OK)) {
-        return status;
+        return uct_dcx_ep_tx_refused(ep, status, NULL, UCS_OK);
     }
 
     uct_dcx_wr_init(&wr, ep, DCX_WR_SEND, DCX_SEND_INLINE, sge, num_sge);
@@ -117,7 +117,7 @@ ucs_status_t uct_dcx_ep_am_short(uct_ep_h tl_ep, uint8_t id, uint64_t hdr,
 
     status = uct_dcx_ep_tx_begin(iface, ep, 1);
     if (ucs_unlikely(status != UCS_OK)) {
-        return status;
+        return uct_dcx_ep_tx_refused(ep, status, NULL, UCS_OK);
     }
     dci = uct_dcx_ep_dci(iface, ep);
 
@@ -205,7 +205,7 @@ ssize_t uct_dcx_ep_am_bcopy(uct_ep_h tl_ep, uint8_t id,
     status = uct_dcx_ep_desc_begin(iface, ep, 1, uct_dcx_op_release_desc,
                                    NULL, &desc);
     if (ucs_unlikely(status != UCS_OK)) {
-        return status;
+        return uct_dcx_ep_bcopy_refused(iface, status, pack_cb, arg);
     }
 
     data = uct_dcx_desc_data(desc);
@@ -252,7 +252,7 @@ ucs_status_t uct_dcx_ep_put_short(uct_ep_h tl_ep, const void *buffer,
 
     status = uct_dcx_ep_tx_begin(iface, ep, 0);
     if (ucs_unlikely(status != UCS_OK)) {
-        return status;
+        return uct_dcx_ep_tx_refused(ep, status, NULL, UCS_OK);
     }
 
     uct_dcx_sge_set(&sge, buffer, length, 0);
@@ -290,7 +290,7 @@ ssize_t uct_dcx_ep_put_bcopy(uct_ep_h tl_ep, uct_pack_callback_t pack_cb,
     status = uct_dcx_ep_desc_begin(iface, ep, 0, uct_dcx_op_release_desc,
                                    NULL, &desc);
     if (ucs_unlikely(status != UCS_OK)) {
-        return status;
+        return uct_dcx_ep_bcopy_refused(iface, status, pack_cb, arg);
     }
 
     length = pack_cb(uct_dcx_desc_data(desc), arg);
@@ -336,7 +336,7 @@ ucs_status_t uct_dcx_ep_get_short(uct_ep_h tl_ep, void *buffer,
     status = uct_dcx_ep_desc_begin(iface, ep, 0, uct_dcx_copy_result_done,
                                    NULL, &desc);
     if (ucs_unlikely(status != UCS_OK)) {
-        return status;
+        return uct_dcx_ep_tx_refused(ep, status, NULL, UCS_INPROGRESS);
     }
 
     desc->length   = length;
@@ -381,7 +381,7 @@ ucs_status_t uct_dcx_ep_get_bcopy(uct_ep_h tl_ep, uct_unpack_callback_t cb,
     status = uct_dcx_ep_desc_begin(iface, ep, 0, uct_dcx_get_bcopy_done, comp,
                                    &desc);
     if (ucs_unlikely(status != UCS_OK)) {
-        return status;
+        return uct_dcx_ep_tx_refused(ep, status, comp, UCS_INPROGRESS);
     }
 
     desc->length        = length;
@@ -514,7 +514,10 @@ uct_dcx_ep_atomic(uct_dcx_ep_t *ep, unsigned opcode, uint64_t value,
 
     status = uct_dcx_ep_tx_begin(iface, ep, 0);
     if (ucs_unlikely(status != UCS_OK)) {
-        return status;
+        /* a fetch taken by an invalidated ep writes nothing to result */
+        return uct_dcx_ep_tx_refused(ep, status, comp,
+                                     (result != NULL) ? UCS_INPROGRESS :
+                                                        UCS_OK);
     }
 
     if (result != NULL) {
@@ -620,6 +623,17 @@ ucs_status_t uct_dcx_ep_flush(uct_ep_h tl_ep, unsigned flags,
     uct_dcx_dci_t *dci;
     dcx_dc_dest_t self;
     ucs_status_t status;
+
+    if (ucs_unlikely((ep->flags & UCT_DCX_EP_FLAG_INVALIDATED) &&
+                     !ucs_queue_is_empty(&ep->ext->invalidate_comps))) {
+        /* invalidated: its operations (outstanding at the call, or taken
+         * since) end when the failure is reported; so does a flush after
+         * them, taken as they were */
+        if (flags & UCT_FLUSH_FLAG_CANCEL) {
+            uct_dcx_ep_pending_purge(tl_ep, NULL, NULL);
+        }
+        return uct_dcx_ep_tx_sink(ep, comp, UCS_INPROGRESS);
+    }
 
     if (flags & UCT_FLUSH_FLAG_CANCEL) {
         uct_dcx_ep_pending_purge(tl_ep, NULL, NULL);

@@ -4,21 +4,29 @@
  *
  * An invalidated endpoint behaves as if its peer had failed, as an error of
  * the transport would make it, while the peer itself is untouched:
- *  - in the call: every new operation on it fails from now on
- *    (UCS_ERR_CONNECTION_RESET, as on a failed endpoint); its pending
- *    requests are no longer dispatched; the completions of its outstanding
+ *  - in the call: its pending requests are no longer dispatched; the
+ *    completions of its outstanding
  *    operations are taken from them (none of them completes successfully
  *    later, nor writes a fetched value to the user's buffer), and the WRs
  *    of a lent DCI that still access the user's memory are stopped by
  *    putting that DCI into error (it is recovered and goes back to the
  *    pool; a shared DCI is left alone, so the other endpoints on it lose
  *    nothing);
+ *  - until then, as a queue pair in error takes WRs, every new operation
+ *    on it is taken and dropped: it returns what a posted one returns
+ *    (UCS_OK, the packed length of a bcopy, UCS_INPROGRESS), nothing of it
+ *    reaches the peer or touches the user's buffers (a bcopy's packer is
+ *    called, into a scratch buffer), and its completion joins those above
+ *    (UCX's own transports do the same: test_uct_peer_failure expects a
+ *    put_short right after uct_ep_invalidate() to return UCS_OK); a
+ *    pending request is queued, and never dispatched;
  *  - at the next progress of its worker: those completions are called
  *    with UCS_ERR_ENDPOINT_TIMEOUT, and the endpoint fails through the
  *    transport's own failure path (uct_dcx_ep_handle_failure): the
  *    interface's error handler gets it with UCS_ERR_ENDPOINT_TIMEOUT.  Its
  *    pending requests stay until the user purges them
- *    (uct_ep_pending_purge), as for any failed endpoint.
+ *    (uct_ep_pending_purge), as for any failed endpoint; new operations
+ *    fail from then on (UCS_ERR_CONNECTION_RESET).
  * The user is called back from progress, as UCX's own transports report a
  * failure (an error completion, a timer), never from inside the call.  An
  * endpoint destroyed before that progress is simply gone: its completions
@@ -49,11 +57,13 @@ static unsigned uct_dcx_ep_invalidate_progress(void *arg)
 
     uct_worker_progress_unregister_safe(uct_dcx_ep_worker(iface),
                                         &ep->ext->invalidate_cb_id);
-    ep->flags &= ~UCT_DCX_EP_FLAG_INVALIDATED;
     /* the operations first, then the error handler, as for an error
-     * completion (uct_dcx_dci_handle_error) */
+     * completion (uct_dcx_dci_handle_error); an operation a completion
+     * callback issues on ep is still taken into the queue, and completed
+     * by the same loop */
     uct_dcx_comps_complete(&ep->ext->invalidate_comps,
                            UCS_ERR_ENDPOINT_TIMEOUT);
+    ep->flags &= ~UCT_DCX_EP_FLAG_INVALIDATED;
     if (ep->flags & UCT_DCX_EP_FLAG_FAILED) {
         return 1; /* a real failure came first, and was reported */
     }
@@ -126,4 +136,45 @@ void uct_dcx_ep_invalidate_cleanup(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep)
                                         &ep->ext->invalidate_cb_id);
     ep->flags &= ~UCT_DCX_EP_FLAG_INVALIDATED;
     uct_dcx_comps_complete(&ep->ext->invalidate_comps, UCS_ERR_CANCELED);
+}
+
+/* uct_dcx_ep_tx_refused() for UCT_DCX_TX_SINK: the operation is taken */
+ucs_status_t uct_dcx_ep_tx_sink(uct_dcx_ep_t *ep, uct_completion_t *comp,
+                                ucs_status_t taken)
+{
+    uct_dcx_iface_t *iface = uct_dcx_ep_iface(ep);
+    uct_dcx_op_t *cop;
+
+    if (comp == NULL) {
+        return taken;
+    }
+
+    /* a bare op, as uct_dcx_dci_take_ep_comps() makes for the outstanding
+     * ones: completed with them when the failure is reported */
+    cop = ucs_mpool_get_inline(&iface->op_mp);
+    if (cop == NULL) {
+        ucs_error("dcx: %s: ep %p to DCT 0x%x (invalidated): out of memory "
+                  "taking an operation", dcx_dev_name(iface->dev), ep,
+                  ep->dctn);
+        return UCS_ERR_NO_MEMORY;
+    }
+    cop->comp = comp;
+    ucs_queue_push(&ep->ext->invalidate_comps, &cop->queue);
+    return UCS_INPROGRESS;
+}
+
+/* uct_dcx_ep_bcopy_refused() for UCT_DCX_TX_SINK: the data is packed into a
+ * send buffer given back at once */
+ssize_t uct_dcx_ep_bcopy_sink(uct_dcx_iface_t *iface,
+                              uct_pack_callback_t pack_cb, void *arg)
+{
+    uct_dcx_send_desc_t *desc = uct_dcx_iface_get_desc(iface);
+    size_t length;
+
+    if (desc == NULL) {
+        return UCS_ERR_NO_RESOURCE;
+    }
+    length = pack_cb(uct_dcx_desc_data(desc), arg);
+    ucs_mpool_put_inline(desc);
+    return length;
 }

@@ -87,7 +87,8 @@ ucs_status_t uct_dcx_ep_am_zcopy(uct_ep_h tl_ep, uint8_t id,
                                 sge + 1, iface->config.max_sge - 1, &num_sge,
                                 &length, &use);
     if (ucs_unlikely(status != UCS_OK)) {
-        return status;
+        /* (a strided iov's key is configured through ep's DCI) */
+        return uct_dcx_ep_tx_refused(ep, status, comp, UCS_INPROGRESS);
     }
     if (ucs_unlikely(UCT_DCX_AM_HDR_LEN + header_length + length >
                      iface->config.seg_size)) {
@@ -101,7 +102,7 @@ ucs_status_t uct_dcx_ep_am_zcopy(uct_ep_h tl_ep, uint8_t id,
                                    comp, &desc);
     if (ucs_unlikely(status != UCS_OK)) {
         uct_dcx_strided_abort(iface, &use);
-        return status;
+        return uct_dcx_ep_tx_refused(ep, status, comp, UCS_INPROGRESS);
     }
 
     /* The AM byte and the user header travel from a registered buffer */
@@ -153,7 +154,7 @@ uct_dcx_ep_rma_zcopy(uct_dcx_ep_t *ep, uint8_t opcode, const char *name,
                                 UCT_DCX_STRIDED_SCATTER : 0, sge,
                                 iface->config.max_sge, &num_sge, len_p, &use);
     if (ucs_unlikely(status != UCS_OK)) {
-        return status;
+        return uct_dcx_ep_tx_refused(ep, status, comp, UCS_INPROGRESS);
     }
     if (ucs_unlikely(*len_p > iface->caps->max_msg_size)) {
         uct_dcx_strided_abort(iface, &use);
@@ -188,7 +189,7 @@ uct_dcx_ep_rma_zcopy(uct_dcx_ep_t *ep, uint8_t opcode, const char *name,
 
 err:
     uct_dcx_strided_abort(iface, &use);
-    return status;
+    return uct_dcx_ep_tx_refused(ep, status, comp, UCS_INPROGRESS);
 }
 
 ucs_status_t uct_dcx_ep_put_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov,

@@ -287,7 +287,7 @@ uct_dcx_ep_sgl_zcopy(uct_dcx_ep_t *ep, uct_dcx_sgl_t *sgl,
 
     status = uct_dcx_ep_tx_begin(iface, ep, 0);
     if (ucs_unlikely(status != UCS_OK)) {
-        return status;
+        return uct_dcx_ep_tx_refused(ep, status, comp, UCS_INPROGRESS);
     }
     if (uct_dcx_ep_dci(iface, ep)->avail < num_wrs) {
         return UCS_ERR_NO_RESOURCE;

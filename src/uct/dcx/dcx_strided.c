@@ -482,6 +482,8 @@ ucs_status_t uct_dcx_strided_iov(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep,
     if (ep != NULL) {
         status = uct_dcx_ep_tx_begin(iface, ep, 0);
         if (status != UCS_OK) {
+            /* (UCT_DCX_TX_SINK: the caller takes the operation whole) */
+            *length_p = length;
             return status;
         }
         dci = uct_dcx_ep_dci(iface, ep);

@@ -95,7 +95,7 @@ uct_dcx_tag_inline(uct_dcx_ep_t *ep, const char *name, uct_tag_t tag,
 
     status = uct_dcx_ep_tx_begin(iface, ep, 1);
     if (ucs_unlikely(status != UCS_OK)) {
-        return status;
+        return uct_dcx_ep_tx_refused(ep, status, NULL, UCS_OK);
     }
     dci = uct_dcx_ep_dci(iface, ep);
 
@@ -161,7 +161,7 @@ ssize_t uct_dcx_ep_tag_eager_bcopy(uct_ep_h tl_ep, uct_tag_t tag, uint64_t imm,
     status = uct_dcx_ep_desc_begin(iface, ep, 1, uct_dcx_op_release_desc,
                                    NULL, &desc);
     if (ucs_unlikely(status != UCS_OK)) {
-        return status;
+        return uct_dcx_ep_bcopy_refused(iface, status, pack_cb, arg);
     }
 
     data   = uct_dcx_desc_data(desc);
@@ -221,7 +221,8 @@ ucs_status_t uct_dcx_ep_tag_eager_zcopy(uct_ep_h tl_ep, uct_tag_t tag,
                                          iface->config.max_sge - 1, &num_sge,
                                          &length, &use);
             if (status != UCS_OK) {
-                return status;
+                return uct_dcx_ep_tx_refused(ep, status, comp,
+                                             UCS_INPROGRESS);
             }
             break;
         }
@@ -248,7 +249,7 @@ ucs_status_t uct_dcx_ep_tag_eager_zcopy(uct_ep_h tl_ep, uct_tag_t tag,
     status = uct_dcx_ep_tx_begin(iface, ep, 1);
     if (ucs_unlikely(status != UCS_OK)) {
         uct_dcx_strided_abort(iface, &use);
-        return status;
+        return uct_dcx_ep_tx_refused(ep, status, comp, UCS_INPROGRESS);
     }
     desc = uct_dcx_iface_get_desc(iface);
     if (ucs_unlikely(desc == NULL)) {
@@ -296,6 +297,25 @@ static void uct_dcx_tm_rndv_put(uct_dcx_iface_t *iface, uct_dcx_tm_rndv_op_t *op
     op->gen++;
     op->next_free = iface->tm.rndv_free;
     iface->tm.rndv_free = op - iface->tm.rndv_ops;
+}
+
+/* A rendezvous refused with status: an invalidated ep (UCT_DCX_TX_SINK)
+ * takes it as any other operation, listed and never sent; the report of the
+ * ep's failure completes it (uct_dcx_tag_ep_gone) */
+static ucs_status_ptr_t
+uct_dcx_tm_rndv_refused(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep,
+                        ucs_status_t status, uct_completion_t *comp)
+{
+    uct_dcx_tm_rndv_op_t *op;
+
+    if (status != UCT_DCX_TX_SINK) {
+        return UCS_STATUS_PTR(status);
+    }
+    op                  = &iface->tm.rndv_ops[iface->tm.rndv_free];
+    iface->tm.rndv_free = op->next_free;
+    op->ep              = ep;
+    op->comp            = comp;
+    return op;
 }
 
 ucs_status_ptr_t uct_dcx_ep_tag_rndv_zcopy(uct_ep_h tl_ep, uct_tag_t tag,
@@ -358,7 +378,7 @@ ucs_status_ptr_t uct_dcx_ep_tag_rndv_zcopy(uct_ep_h tl_ep, uct_tag_t tag,
                                      UCT_DCX_STRIDED_KEY_ONLY, &data_sge, 1,
                                      &num_sge, &length, &use);
         if (status != UCS_OK) {
-            return UCS_STATUS_PTR(status);
+            return uct_dcx_tm_rndv_refused(iface, ep, status, comp);
         }
         addr = 0;   /* the key's address space */
         rkey = uct_dcx_strided_key_rkey(iface,
@@ -368,7 +388,7 @@ ucs_status_ptr_t uct_dcx_ep_tag_rndv_zcopy(uct_ep_h tl_ep, uct_tag_t tag,
     status = uct_dcx_ep_tx_begin(iface, ep, 1);
     if (ucs_unlikely(status != UCS_OK)) {
         uct_dcx_strided_abort(iface, &use);
-        return UCS_STATUS_PTR(status);
+        return uct_dcx_tm_rndv_refused(iface, ep, status, comp);
     }
     desc = uct_dcx_iface_get_desc(iface);
     if (ucs_unlikely(desc == NULL)) {

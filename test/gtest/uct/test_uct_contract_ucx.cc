@@ -117,6 +117,23 @@ TEST_P(uct_dcx_contract_peer, purge_failed_peer)
     log_counter::reset();
 }
 
+/* UCX's peer_failure: right after uct_ep_invalidate() an operation is still
+ * taken (UCS_OK), as a queue pair in error takes a WR; the interfaces flush
+ * and the error handler gets the endpoint once */
+TEST_P(uct_dcx_contract_peer, peer_failure)
+{
+    ASSERT_EQ(UCS_OK, invalidate(m_ab));
+    EXPECT_EQ(UCS_OK, uct_ep_put_short(m_ab, NULL, 0, 0, 0));
+    ASSERT_TRUE(flush_all());
+    ASSERT_TRUE(wait_for([&] { return !m_errors.empty(); }));
+    for (int i = 0; i < 1000; ++i) {
+        progress();
+    }
+    EXPECT_EQ(1u, m_errors.size());
+    EXPECT_EQ(m_ab, m_errors[0].ep);
+    log_counter::reset();
+}
+
 TEST_P(uct_dcx_contract_peer, keepalive_to_closed_iface)
 {
     entity *c = create_entity();

@@ -3,10 +3,13 @@
  * DCI policy, with one DCI so that the endpoints to the peer share it
  * (rand) or take turns on it (dcs, dcs_quota):
  *  - operations outstanding at the invalidation complete with
- *    UCS_ERR_ENDPOINT_TIMEOUT (a fetched value is not delivered), new ones
- *    fail at once, pending requests are not dispatched and are purged by
- *    the user, the error handler gets the endpoint with
- *    UCS_ERR_ENDPOINT_TIMEOUT, all from progress, not in the call;
+ *    UCS_ERR_ENDPOINT_TIMEOUT (a fetched value is not delivered); new ones,
+ *    until the failure is reported, are taken as by a queue pair in error
+ *    (what a posted one returns, nothing reaches the peer, their
+ *    completions fail with the others), and fail at once after it;
+ *    pending requests are not dispatched and are purged by the user; the
+ *    error handler gets the endpoint with UCS_ERR_ENDPOINT_TIMEOUT, all
+ *    from progress, not in the call;
  *  - another endpoint to the same peer keeps working, and the invalidated
  *    one is destroyed cleanly (also before its failure was reported);
  *  - a second invalidation reports nothing more; unknown flags or
@@ -24,6 +27,7 @@ extern "C" {
 }
 
 #include <cstring>
+#include <vector>
 
 using namespace dcx_test;
 
@@ -131,12 +135,13 @@ TEST_P(uct_dcx_invalidate, outstanding_and_pending_fail)
     ASSERT_EQ(UCS_OK, uct_ep_pending_add(bad, &req.uct, 0));
 
     ASSERT_EQ(UCS_OK, invalidate(bad));
-    /* new operations fail at once; nothing is reported in the call */
-    EXPECT_EQ(UCS_ERR_CONNECTION_RESET,
+    /* new operations are taken (and dropped: checked in
+     * new_operations_taken_until_reported); nothing is reported in the
+     * call */
+    EXPECT_EQ(UCS_OK,
               uct_ep_put_short(bad, &value, sizeof(value),
                                (uintptr_t)m_mem.ptr, m_mem.rkey));
-    EXPECT_EQ(UCS_ERR_CONNECTION_RESET,
-              uct_ep_am_short(bad, AM_ID, 0, NULL, 0));
+    EXPECT_EQ(UCS_OK, uct_ep_am_short(bad, AM_ID, 0, NULL, 0));
     EXPECT_TRUE(m_errors.empty());
     EXPECT_EQ(0, get_comp.done + put_comp.done + fadd_comp.done);
 
@@ -172,6 +177,126 @@ TEST_P(uct_dcx_invalidate, outstanding_and_pending_fail)
     destroy_ep(bad);
     check_healthy(good, 33);
     EXPECT_EQ(1u, m_errors.size());
+    EXPECT_EQ(0, log_counter::errors()) << log_counter::joined();
+}
+
+/* Packs 'fill' into 64 bytes and counts its calls */
+struct counting_pack {
+    int     calls;
+    uint8_t fill;
+
+    static size_t pack(void *dest, void *arg)
+    {
+        counting_pack *self = static_cast<counting_pack*>(arg);
+
+        self->calls++;
+        memset(dest, self->fill, 64);
+        return 64;
+    }
+
+    static void unpack(void *arg, const void *data, size_t length)
+    {
+        static_cast<counting_pack*>(arg)->calls++;
+    }
+};
+
+/* Between the invalidation and its report, every kind of operation is taken
+ * as a queue pair in error takes a WR: it returns what a posted one returns
+ * (UCX's test_uct_peer_failure puts right after uct_ep_invalidate() and
+ * expects UCS_OK), a bcopy's packer runs, nothing reaches the peer or the
+ * user's buffers, and the completions, a flush's included, are called with
+ * UCS_ERR_ENDPOINT_TIMEOUT by the progress that reports the failure; after
+ * the report new operations fail at once. */
+TEST_P(uct_dcx_invalidate, new_operations_taken_until_reported)
+{
+    uct_ep_h bad        = connect(m_a, m_b);
+    uct_ep_h good       = connect(m_a, m_b);
+    mem loc             = alloc_mem(8192);
+    const uint64_t mark = 0x5a5a5a5a5a5a5a5aull;
+    const uint64_t cmp  = 0x1111;
+    uint64_t value      = 0x77, fetched = mark, swapped = mark;
+    uint8_t got[8];
+    test_comp am_z, put_z, get_b, get_z, fadd, cswap, flush_c;
+    counting_pack packer = {0, 0xab}, unpacker = {0, 0};
+    uint8_t *remote      = static_cast<uint8_t*>(m_mem.ptr);
+    std::vector<uint8_t> before(remote, remote + 8192);
+    uint64_t hdr         = 3;
+
+    check_healthy(good, 11);
+    before.assign(remote, remote + 8192);
+    memset(loc.ptr, 0xcd, 8192);
+    memset(got, 0xee, sizeof(got));
+    int rx = m_rx;
+
+    ASSERT_EQ(UCS_OK, invalidate(bad));
+
+    uct_iov_t put_iov = {loc.ptr, 256, loc.memh, 0, 1};
+    uct_iov_t get_iov = {(char*)loc.ptr + 4096, 256, loc.memh, 0, 1};
+    EXPECT_EQ(UCS_OK, uct_ep_am_short(bad, AM_ID, 1, &value, sizeof(value)));
+    EXPECT_EQ(64, uct_ep_am_bcopy(bad, AM_ID, counting_pack::pack, &packer,
+                                  0));
+    EXPECT_EQ(UCS_INPROGRESS, uct_ep_am_zcopy(bad, AM_ID, &hdr, sizeof(hdr),
+                                              &put_iov, 1, 0, &am_z.uct));
+    EXPECT_EQ(UCS_OK, uct_ep_put_short(bad, &value, sizeof(value),
+                                       (uintptr_t)remote, m_mem.rkey));
+    EXPECT_EQ(64, uct_ep_put_bcopy(bad, counting_pack::pack, &packer,
+                                   (uintptr_t)remote + 64, m_mem.rkey));
+    EXPECT_EQ(UCS_INPROGRESS,
+              uct_ep_put_zcopy(bad, &put_iov, 1, (uintptr_t)remote + 256,
+                               m_mem.rkey, &put_z.uct));
+    EXPECT_EQ(UCS_INPROGRESS,
+              uct_ep_get_short(bad, got, sizeof(got), (uintptr_t)remote,
+                               m_mem.rkey));
+    EXPECT_EQ(UCS_INPROGRESS,
+              uct_ep_get_bcopy(bad, counting_pack::unpack, &unpacker, 64,
+                               (uintptr_t)remote, m_mem.rkey, &get_b.uct));
+    EXPECT_EQ(UCS_INPROGRESS,
+              uct_ep_get_zcopy(bad, &get_iov, 1, (uintptr_t)remote,
+                               m_mem.rkey, &get_z.uct));
+    EXPECT_EQ(UCS_OK, uct_ep_atomic64_post(bad, UCT_ATOMIC_OP_ADD, 5,
+                                           (uintptr_t)remote + 1024,
+                                           m_mem.rkey));
+    EXPECT_EQ(UCS_INPROGRESS,
+              uct_ep_atomic64_fetch(bad, UCT_ATOMIC_OP_ADD, 5, &fetched,
+                                    (uintptr_t)remote + 1024, m_mem.rkey,
+                                    &fadd.uct));
+    EXPECT_EQ(UCS_INPROGRESS,
+              uct_ep_atomic_cswap64(bad, cmp, 9, (uintptr_t)remote + 1032,
+                                    m_mem.rkey, &swapped, &cswap.uct));
+    EXPECT_EQ(UCS_INPROGRESS, uct_ep_flush(bad, 0, &flush_c.uct));
+    EXPECT_EQ(2, packer.calls);
+    EXPECT_TRUE(m_errors.empty());
+
+    /* reported from progress: every completion failed, once */
+    ASSERT_TRUE(wait_for([&] { return !errors_of(bad).empty(); }));
+    EXPECT_EQ(UCS_ERR_ENDPOINT_TIMEOUT, errors_of(bad)[0]);
+    for (test_comp *c : {&am_z, &put_z, &get_b, &get_z, &fadd, &cswap,
+                         &flush_c}) {
+        EXPECT_EQ(1, c->done);
+        EXPECT_EQ(UCS_ERR_ENDPOINT_TIMEOUT, c->status);
+    }
+
+    /* nothing reached the peer or the user's buffers */
+    progress_some();
+    EXPECT_EQ(rx, m_rx);
+    EXPECT_EQ(0, memcmp(before.data(), remote, before.size()));
+    EXPECT_EQ(0, unpacker.calls);
+    EXPECT_EQ(mark, fetched);
+    EXPECT_EQ(mark, swapped);
+    for (size_t i = 0; i < sizeof(got); ++i) {
+        EXPECT_EQ(0xee, got[i]);
+    }
+    for (size_t i = 4096; i < 4096 + 256; ++i) {
+        ASSERT_EQ(0xcd, static_cast<uint8_t*>(loc.ptr)[i]) << i;
+    }
+
+    /* after the report: refused at once */
+    EXPECT_EQ(UCS_ERR_CONNECTION_RESET,
+              uct_ep_put_short(bad, &value, sizeof(value),
+                               (uintptr_t)remote, m_mem.rkey));
+    EXPECT_EQ(1u, errors_of(bad).size());
+    EXPECT_EQ(1u, m_errors.size());
+    check_healthy(good, 22);
     EXPECT_EQ(0, log_counter::errors()) << log_counter::joined();
 }
 

@@ -6,6 +6,7 @@
  * descriptors kept by the user past the receive queue.
  */
 #include "uct_tag_fixture.h"
+#include "uct_invalidate.h"
 
 #include <algorithm>
 #include <poll.h>
@@ -625,3 +626,63 @@ TEST_P(uct_dcx_tag_contract, forced_cancel_during_device_rndv)
 }
 
 INSTANTIATE_TEST_SUITE_P(policy, uct_dcx_tag_contract, UCT_DCX_POLICIES);
+
+/* The tag operations of an endpoint invalidated and not yet reported are
+ * taken as any other (test_uct_invalidate.cc): eager short/bcopy and the
+ * rendezvous request return UCS_OK or the packed length, eager zcopy
+ * UCS_INPROGRESS, a rendezvous its handle; nothing reaches the receiver's
+ * list, and the completions fail with UCS_ERR_ENDPOINT_TIMEOUT when the
+ * failure is reported */
+TEST_P(uct_dcx_tag_contract, invalidated_ep_takes_tag_ops)
+{
+    entity *a = create_tm(), *b = create_tm();
+    uct_ep_h ep = connect(a, b);
+    mem src = alloc_mem(8192), dst = alloc_mem(8192);
+    uct_iov_t iov = {src.ptr, 4096, src.memh, 0, 1};
+    test_comp zc, rc;
+    recv_ctx ctx;
+    void *op;
+    int packs = 0;
+
+    memset(dst.ptr, 0x3c, 8192);
+    post_recv(b, ctx, dst, 8192, 0x10);
+    ASSERT_EQ(UCS_OK, dcx_test::invalidate(ep));
+
+    EXPECT_EQ(UCS_OK, uct_ep_tag_eager_short(ep, 0x10, "short", 5));
+    EXPECT_EQ(64, uct_ep_tag_eager_bcopy(ep, 0x10, 0,
+                                         [](void *dest, void *arg) -> size_t {
+                                             ++*static_cast<int*>(arg);
+                                             memset(dest, 1, 64);
+                                             return 64;
+                                         }, &packs, 0));
+    EXPECT_EQ(1, packs);
+    EXPECT_EQ(UCS_INPROGRESS,
+              uct_ep_tag_eager_zcopy(ep, 0x10, 0, &iov, 1, 0, &zc.uct));
+    op = uct_ep_tag_rndv_zcopy(ep, 0x10, NULL, 0, &iov, 1, 0, &rc.uct);
+    ASSERT_FALSE(UCS_PTR_IS_ERR(op));
+    EXPECT_EQ(UCS_OK, uct_ep_tag_rndv_request(ep, 0x10, NULL, 0, 0));
+    EXPECT_TRUE(m_errors.empty());
+
+    ASSERT_TRUE(wait_for([&] { return !m_errors.empty(); }));
+    EXPECT_EQ(ep, m_errors[0].ep);
+    EXPECT_EQ(UCS_ERR_ENDPOINT_TIMEOUT, m_errors[0].status);
+    EXPECT_EQ(1, zc.done);
+    EXPECT_EQ(UCS_ERR_ENDPOINT_TIMEOUT, zc.status);
+    EXPECT_EQ(1, rc.done);
+    EXPECT_EQ(UCS_ERR_ENDPOINT_TIMEOUT, rc.status);
+    /* the handle is gone with the failure: a cancel finds nothing */
+    log_counter::reset();
+    EXPECT_EQ(UCS_ERR_INVALID_PARAM, uct_ep_tag_rndv_cancel(ep, op));
+    EXPECT_EQ(1, log_counter::errors());
+    log_counter::reset();
+
+    for (int i = 0; i < 300; ++i) {
+        progress();
+    }
+    EXPECT_EQ(0, ctx.completed + ctx.consumed);
+    EXPECT_TRUE(m_unexp.empty());
+    for (size_t i = 0; i < 8192; ++i) {
+        ASSERT_EQ(0x3c, static_cast<uint8_t*>(dst.ptr)[i]) << i;
+    }
+    EXPECT_EQ(UCS_OK, uct_iface_tag_recv_cancel(b->iface, &ctx.uct, 1));
+}
