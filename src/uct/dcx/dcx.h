@@ -317,9 +317,13 @@ typedef struct uct_dcx_tm_slot {
     uint8_t             ops_due;    /* signalled list operations pending */
     uint8_t             forced;     /* cancelled with force: no callbacks */
     uint8_t             del_posted;
+    uint8_t             in_bufs;    /* buffer listed in tm.bufs for it */
     uint16_t            skey;       /* strided key of the buffer, or
                                        UCT_DCX_SKEY_NONE */
 } uct_dcx_tm_slot_t;
+
+/* Buffer address -> slot holding it for the user (dcx_tag_buf.inl) */
+KHASH_MAP_INIT_INT64(uct_dcx_tm_bufs, uint32_t);
 
 /* What uct_tag_context_t.priv holds */
 typedef struct uct_dcx_tm_ctx_priv {
@@ -376,6 +380,7 @@ typedef struct uct_dcx_tm {
     uint16_t                    unexp_cnt;   /* unexpected handled, 16 bit */
     uint16_t                    unexp_sent;  /* unexp_cnt the device last got */
     uint8_t                     sync_due;    /* a completion asked for a SYNC */
+    khash_t(uct_dcx_tm_bufs)    bufs;        /* buffers of posted receives */
     uct_tag_unexp_eager_cb_t    eager_cb;
     void                       *eager_arg;
     uct_tag_unexp_rndv_cb_t     rndv_cb;

@@ -44,6 +44,7 @@
 #endif
 
 #include "dcx.inl"
+#include "dcx_tag_buf.inl"
 
 #include <uct/base/uct_iov.inl>
 #include <ucs/debug/log.h>
@@ -131,6 +132,7 @@ static void uct_dcx_tm_slot_put(uct_dcx_iface_t *iface, uint32_t idx)
 {
     uct_dcx_tm_slot_t *slot = &iface->tm.slots[idx];
 
+    ucs_assert(!slot->in_bufs); /* released when reported or forced */
     if (slot->skey != UCT_DCX_SKEY_NONE) {
         uct_dcx_strided_key_put(iface, slot->skey);
         slot->skey = UCT_DCX_SKEY_NONE;
@@ -162,6 +164,7 @@ static void uct_dcx_tm_slot_finish(uct_dcx_iface_t *iface, uint32_t idx,
 
     slot->state = UCT_DCX_TM_SLOT_DONE;
     if (!slot->forced) {
+        uct_dcx_tm_buf_release(iface, idx);
         ctx->completed_cb(ctx, uct_dcx_tm_priv(ctx)->tag, imm, length, NULL,
                           status);
     }
@@ -182,6 +185,7 @@ ucs_status_t uct_dcx_iface_tag_recv_zcopy(uct_iface_h tl_iface, uct_tag_t tag,
     unsigned num_sge;
     size_t length;
     uint32_t idx;
+    khiter_t buf_it;
 
     if (ucs_unlikely(iface->rx_tmh_len == 0)) {
         ucs_error("dcx: %s: tag_recv_zcopy: tag matching is off on this "
@@ -208,8 +212,12 @@ ucs_status_t uct_dcx_iface_tag_recv_zcopy(uct_iface_h tl_iface, uct_tag_t tag,
         return UCS_ERR_ALREADY_EXISTS;
     }
 
-    idx  = iface->tm.free_head;
-    slot = &iface->tm.slots[idx];
+    idx    = iface->tm.free_head;
+    slot   = &iface->tm.slots[idx];
+    status = uct_dcx_tm_buf_claim(iface, iov, iovcnt, idx, &buf_it);
+    if (ucs_unlikely(status != UCS_OK)) {
+        return status;
+    }
 
     memset(&op, 0, sizeof(op));
     op.wr_id      = idx;
@@ -226,6 +234,7 @@ ucs_status_t uct_dcx_iface_tag_recv_zcopy(uct_iface_h tl_iface, uct_tag_t tag,
                                      UCT_DCX_STRIDED_KEY_ONLY, &op.sge, 1,
                                      &num_sge, &length, &use);
         if (status != UCS_OK) {
+            uct_dcx_tm_buf_unclaim(iface, buf_it);
             return status;
         }
         op.num_sge = 1;
@@ -238,6 +247,7 @@ ucs_status_t uct_dcx_iface_tag_recv_zcopy(uct_iface_h tl_iface, uct_tag_t tag,
     status = uct_dcx_tm_post_op(iface, &op);
     if (status != UCS_OK) {
         uct_dcx_strided_abort(iface, &use);
+        uct_dcx_tm_buf_unclaim(iface, buf_it);
         return status;
     }
     slot->skey       = uct_dcx_strided_take(iface, &use);
@@ -252,6 +262,7 @@ ucs_status_t uct_dcx_iface_tag_recv_zcopy(uct_iface_h tl_iface, uct_tag_t tag,
     slot->ops_due    = 1;
     slot->forced     = 0;
     slot->del_posted = 0;
+    slot->in_bufs    = (buf_it != kh_end(&iface->tm.bufs));
     priv             = uct_dcx_tm_priv(ctx);
     priv->slot       = idx;
     priv->tag        = 0;
@@ -293,8 +304,10 @@ ucs_status_t uct_dcx_iface_tag_recv_cancel(uct_iface_h tl_iface,
         iface->tm.stats->cancels++;
     }
     if (force) {
-        /* the context is the user's again: nothing will be reported */
+        /* the context and buffer are the user's again: nothing will be
+         * reported */
         slot->forced = 1;
+        uct_dcx_tm_buf_release(iface, idx);
     }
     return UCS_OK;
 }
@@ -603,6 +616,7 @@ static void uct_dcx_tag_rx_expected(uct_dcx_iface_t *iface,
          * user's buffer */
         iface->tm.stats->rndv_sw++;
         slot->state = UCT_DCX_TM_SLOT_DONE;
+        uct_dcx_tm_buf_release(iface, idx);
         ctx->rndv_cb(ctx, priv->tag, slot->buffer, wc->byte_len, UCS_OK, 0);
         uct_dcx_tm_slot_check(iface, idx);
         return;
@@ -926,6 +940,7 @@ ucs_status_t uct_dcx_iface_tag_init(uct_dcx_iface_t *iface,
         tm->slots[i].skey      = UCT_DCX_SKEY_NONE;
     }
     tm->free_head = 0;
+    kh_init_inplace(uct_dcx_tm_bufs, &tm->bufs);
 
     tm->rndv_ops = ucs_calloc(UCT_DCX_TM_RNDV_OPS, sizeof(*tm->rndv_ops),
                               "dcx_tm_rndv_ops");
@@ -964,6 +979,8 @@ void uct_dcx_iface_tag_cleanup(uct_dcx_iface_t *iface)
         iface->tm.stats_file = NULL;
     }
     iface->tm.stats = &iface->tm.own_stats;
+    kh_destroy_inplace(uct_dcx_tm_bufs, &iface->tm.bufs);
+    kh_init_inplace(uct_dcx_tm_bufs, &iface->tm.bufs);
     ucs_free(iface->tm.slots);
     ucs_free(iface->tm.rndv_ops);
     iface->tm.slots    = NULL;

@@ -331,6 +331,47 @@ TEST_P(ucp_dcx_tm, many_in_flight_both_ways)
     }
 }
 
+/* Two receives into one buffer under two tags: dcx refuses the second
+ * buffer (UCS_ERR_ALREADY_EXISTS, as UCX's rc/dc), which UCP then matches
+ * in software; each message lands whole, the first by the device, eager
+ * and rendezvous */
+TEST_P(ucp_dcx_tm, two_receives_one_buffer)
+{
+    const size_t sizes[] = { 4000, 200000 };
+
+    /* UCP offloads once a tagged message came through the interface */
+    transfer(100, false, 0x40ff);
+    for (size_t k = 0; k < 2; ++k) {
+        size_t size = sizes[k];
+        std::vector<char> s1 = pattern(size, 1), s2 = pattern(size, 2);
+        std::vector<char> rbuf(size);
+        ucp_request_param_t param;
+        ucp_tag_t t1 = 0x4100 + k, t2 = 0x4200 + k;
+        void *r1, *r2, *sreq;
+
+        memset(&param, 0, sizeof(param));
+        r1 = ucp_tag_recv_nbx(m_b.worker, &rbuf[0], size, t1, (ucp_tag_t)-1,
+                              &param);
+        r2 = ucp_tag_recv_nbx(m_b.worker, &rbuf[0], size, t2, (ucp_tag_t)-1,
+                              &param);
+        ASSERT_FALSE(UCS_PTR_IS_ERR(r1));
+        ASSERT_FALSE(UCS_PTR_IS_ERR(r2));
+        sreq = ucp_tag_send_nbx(m_ab, &s2[0], size, t2, &param);
+        EXPECT_EQ(UCS_OK, wait_req(sreq)) << size;
+        EXPECT_EQ(UCS_OK, wait_req(r2)) << size;
+        EXPECT_TRUE(rbuf == s2) << size;
+        sreq = ucp_tag_send_nbx(m_ab, &s1[0], size, t1, &param);
+        EXPECT_EQ(UCS_OK, wait_req(sreq)) << size;
+        EXPECT_EQ(UCS_OK, wait_req(r1)) << size;
+        EXPECT_TRUE(rbuf == s1) << size;
+    }
+    if (GetParam() == "on") {
+        /* only the first receive of each pair went to the device */
+        EXPECT_EQ(2u, tm_counter("posted"));
+        EXPECT_EQ(2u, tm_counter("matched"));
+    }
+}
+
 INSTANTIATE_TEST_SUITE_P(offload, ucp_dcx_tm,
                          ::testing::Values("on", "off", "mixed",
                                            "mixed_dev"));
