@@ -427,6 +427,8 @@ struct uct_dcx_iface {
 
     ucs_arbiter_t                arbiter;     /* eps with pending requests */
     uct_dcx_ep_t                *dispatch_ep; /* ep whose request runs now */
+    unsigned                     invalidated; /* eps invalidated, failure
+                                                 not yet reported */
 
     ucs_mpool_t                  tx_mp;       /* uct_dcx_send_desc_t */
     ucs_mpool_t                  op_mp;       /* bare uct_dcx_op_t */
@@ -762,6 +764,7 @@ void uct_dcx_ep_handle_failure(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep,
 /* dcx_ep_invalidate.c */
 ucs_status_t uct_dcx_ep_invalidate(uct_ep_h tl_ep, unsigned flags);
 void uct_dcx_ep_invalidate_cleanup(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep);
+void uct_dcx_ep_invalidate_fail_taken(uct_dcx_ep_t *ep, ucs_status_t status);
 
 /* What uct_dcx_ep_tx_begin() answers for an endpoint invalidated and not yet
  * reported: the operation is taken as a queue pair in error takes a WR

@@ -624,11 +624,13 @@ ucs_status_t uct_dcx_ep_flush(uct_ep_h tl_ep, unsigned flags,
     dcx_dc_dest_t self;
     ucs_status_t status;
 
-    if (ucs_unlikely((ep->flags & UCT_DCX_EP_FLAG_INVALIDATED) &&
-                     !ucs_queue_is_empty(&ep->ext->invalidate_comps))) {
-        /* invalidated: its operations (outstanding at the call, or taken
-         * since) end when the failure is reported; so does a flush after
-         * them, taken as they were */
+    if (ucs_unlikely((ep->flags & (UCT_DCX_EP_FLAG_INVALIDATED |
+                                   UCT_DCX_EP_FLAG_FAILED)) ==
+                     UCT_DCX_EP_FLAG_INVALIDATED)) {
+        /* invalidated, not yet reported: its operations (outstanding at
+         * the call, or taken since, with a completion or without) end when
+         * the failure is reported; so does a flush after them, taken as
+         * they were */
         if (flags & UCT_FLUSH_FLAG_CANCEL) {
             uct_dcx_ep_pending_purge(tl_ep, NULL, NULL);
         }
@@ -742,6 +744,7 @@ void uct_dcx_ep_handle_failure(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep,
     ep->flags |= UCT_DCX_EP_FLAG_FAILED;
     /* all its operations fail now (those on the failed DCI already did) */
     uct_dcx_ep_complete_ops(iface, ep, status);
+    uct_dcx_ep_invalidate_fail_taken(ep, status);
     uct_dcx_tag_ep_gone(iface, ep, status);
     iface->policy->ep_detach(iface, ep);
     ep->dci    = UCT_DCX_DCI_NONE;

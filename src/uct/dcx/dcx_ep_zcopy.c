@@ -86,9 +86,10 @@ ucs_status_t uct_dcx_ep_am_zcopy(uct_ep_h tl_ep, uint8_t id,
     status = uct_dcx_iov_to_sge(iface, ep, "am_zcopy", iov, iovcnt, 0,
                                 sge + 1, iface->config.max_sge - 1, &num_sge,
                                 &length, &use);
-    if (ucs_unlikely(status != UCS_OK)) {
-        /* (a strided iov's key is configured through ep's DCI) */
-        return uct_dcx_ep_tx_refused(ep, status, comp, UCS_INPROGRESS);
+    if (ucs_unlikely(status != UCS_OK) && (status != UCT_DCX_TX_SINK)) {
+        /* (UCT_DCX_TX_SINK, from a strided iov's key configured through
+         * ep's DCI: the length is checked, then tx_begin answers it again) */
+        return status;
     }
     if (ucs_unlikely(UCT_DCX_AM_HDR_LEN + header_length + length >
                      iface->config.seg_size)) {
@@ -153,8 +154,8 @@ uct_dcx_ep_rma_zcopy(uct_dcx_ep_t *ep, uint8_t opcode, const char *name,
                                 (opcode == DCX_WR_RDMA_READ) ?
                                 UCT_DCX_STRIDED_SCATTER : 0, sge,
                                 iface->config.max_sge, &num_sge, len_p, &use);
-    if (ucs_unlikely(status != UCS_OK)) {
-        return uct_dcx_ep_tx_refused(ep, status, comp, UCS_INPROGRESS);
+    if (ucs_unlikely(status != UCS_OK) && (status != UCT_DCX_TX_SINK)) {
+        return status; /* (UCT_DCX_TX_SINK: as in am_zcopy) */
     }
     if (ucs_unlikely(*len_p > iface->caps->max_msg_size)) {
         uct_dcx_strided_abort(iface, &use);

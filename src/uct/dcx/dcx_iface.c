@@ -288,9 +288,10 @@ static ucs_status_t uct_dcx_iface_flush(uct_iface_h tl_iface, unsigned flags,
     }
 
     /* grants still to send, and endpoints waiting for one (they may have
-     * requests pending that their flush must cover) */
+     * requests pending that their flush must cover); invalidated endpoints
+     * whose operations end when their failure is reported */
     if (!ucs_queue_is_empty(&iface->grant_q) ||
-        !ucs_list_is_empty(&iface->fc_waiters)) {
+        !ucs_list_is_empty(&iface->fc_waiters) || (iface->invalidated > 0)) {
         in_progress = 1;
     }
 
@@ -724,6 +725,7 @@ static UCS_CLASS_INIT_FUNC(uct_dcx_iface_t, uct_md_h tl_md,
     uct_dcx_iface_fc_init(self, cfg);
     ucs_arbiter_init(&self->arbiter);
     self->dispatch_ep = NULL;
+    self->invalidated = 0;
     kh_init_inplace(uct_dcx_eps, &self->eps);
     uct_dcx_iface_atomic_caps(self);
 

@@ -60,6 +60,7 @@ uct_dcx_ep_ext_get(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep)
     ext->ep = ep;
     ext->id = ++iface->next_ep_id;
     ucs_queue_head_init(&ext->pending_q);
+    ucs_queue_head_init(&ext->invalidate_comps);
     ucs_arbiter_group_init(&ext->arb_group);
     ucs_arbiter_elem_init(&ext->arb_elem);
 

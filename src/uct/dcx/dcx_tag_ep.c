@@ -220,9 +220,8 @@ ucs_status_t uct_dcx_ep_tag_eager_zcopy(uct_ep_h tl_ep, uct_tag_t tag,
                                          iovcnt, 0, sge + 1,
                                          iface->config.max_sge - 1, &num_sge,
                                          &length, &use);
-            if (status != UCS_OK) {
-                return uct_dcx_ep_tx_refused(ep, status, comp,
-                                             UCS_INPROGRESS);
+            if ((status != UCS_OK) && (status != UCT_DCX_TX_SINK)) {
+                return status; /* (UCT_DCX_TX_SINK: as in am_zcopy) */
             }
             break;
         }

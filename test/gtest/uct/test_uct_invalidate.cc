@@ -300,6 +300,85 @@ TEST_P(uct_dcx_invalidate, new_operations_taken_until_reported)
     EXPECT_EQ(0, log_counter::errors()) << log_counter::joined();
 }
 
+/* A completion whose callback issues the same operation again on its ep */
+struct reposting_comp {
+    uct_completion_t uct;
+    uct_ep_h         ep;
+    uct_iov_t        iov;
+    uint64_t         raddr;
+    uct_rkey_t       rkey;
+    int              calls;
+    ucs_status_t     status;     /* the completion's */
+    ucs_status_t     reposted;   /* what the repost returned */
+
+    static void callback(uct_completion_t *self)
+    {
+        reposting_comp *c = ucs_container_of(self, reposting_comp, uct);
+
+        c->calls++;
+        c->status   = self->status;
+        c->uct.count = 1;
+        c->reposted = uct_ep_get_zcopy(c->ep, &c->iov, 1, c->raddr, c->rkey,
+                                       &c->uct);
+    }
+};
+
+/* After an operation taken without a completion (a put_short), neither the
+ * endpoint's flush nor the interface's is done before the report: the
+ * former completes with UCS_ERR_ENDPOINT_TIMEOUT, the latter answers
+ * UCS_INPROGRESS until then.  A completion callback of the report that
+ * posts on the endpoint is refused (it failed first), and is not called
+ * again. */
+TEST_P(uct_dcx_invalidate, flush_and_reposting_callback)
+{
+    uct_ep_h bad   = connect(m_a, m_b);
+    uct_ep_h good  = connect(m_a, m_b);
+    mem loc        = alloc_mem(4096);
+    uint64_t value = 5;
+    test_comp &flush_c = m_put_comp;
+    reposting_comp rc;
+
+    check_healthy(good, 11);
+    ASSERT_TRUE(wait_for([&] {
+        return uct_iface_flush(m_a->iface, 0, NULL) == UCS_OK;
+    }));
+
+    ASSERT_EQ(UCS_OK, invalidate(bad));
+    EXPECT_EQ(UCS_OK, uct_ep_put_short(bad, &value, sizeof(value),
+                                       (uintptr_t)m_mem.ptr, m_mem.rkey));
+    EXPECT_EQ(UCS_INPROGRESS, uct_iface_flush(m_a->iface, 0, NULL));
+    EXPECT_EQ(UCS_INPROGRESS, uct_ep_flush(bad, 0, NULL));
+    EXPECT_EQ(UCS_INPROGRESS, uct_ep_flush(bad, 0, &flush_c.uct));
+
+    rc.uct.func   = reposting_comp::callback;
+    rc.uct.count  = 1;
+    rc.uct.status = UCS_OK;
+    rc.ep         = bad;
+    rc.iov        = {loc.ptr, 64, loc.memh, 0, 1};
+    rc.raddr      = (uintptr_t)m_mem.ptr;
+    rc.rkey       = m_mem.rkey;
+    rc.calls      = 0;
+    rc.status     = UCS_OK;
+    rc.reposted   = UCS_OK;
+    EXPECT_EQ(UCS_INPROGRESS,
+              uct_ep_get_zcopy(bad, &rc.iov, 1, rc.raddr, rc.rkey, &rc.uct));
+
+    ASSERT_TRUE(wait_for([&] { return !errors_of(bad).empty(); }));
+    EXPECT_EQ(1, flush_c.done);
+    EXPECT_EQ(UCS_ERR_ENDPOINT_TIMEOUT, flush_c.status);
+    EXPECT_EQ(1, rc.calls);
+    EXPECT_EQ(UCS_ERR_ENDPOINT_TIMEOUT, rc.status);
+    EXPECT_EQ(UCS_ERR_CONNECTION_RESET, rc.reposted);
+    ASSERT_TRUE(wait_for([&] {
+        return uct_iface_flush(m_a->iface, 0, NULL) == UCS_OK;
+    }));
+    progress_some();
+    EXPECT_EQ(1, rc.calls);
+    EXPECT_EQ(1u, m_errors.size());
+    check_healthy(good, 22);
+    EXPECT_EQ(0, log_counter::errors()) << log_counter::joined();
+}
+
 TEST_P(uct_dcx_invalidate, destroyed_before_reported)
 {
     uct_ep_h bad  = connect(m_a, m_b);

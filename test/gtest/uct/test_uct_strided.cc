@@ -17,6 +17,7 @@
 
 extern "C" {
 #include "dcx_strided_stats.h"
+#include "uct_invalidate.h"
 }
 
 #include <cstring>
@@ -366,6 +367,31 @@ TEST_P(uct_dcx_strided, get_zcopy_scatter)
         });
         check_strided(dst, l, 40 + i);
     }
+}
+
+/* A strided am_zcopy longer than cap.am.max_zcopy is refused with
+ * UCS_ERR_INVALID_PARAM on an endpoint invalidated and not yet reported too,
+ * whose operations are otherwise taken (dcx_ep_invalidate.c): its key's
+ * configure would go through the ep's DCI, and the refusal of the
+ * invalidated ep must not come before the length check */
+TEST_P(uct_dcx_strided, am_zcopy_too_long_on_invalidated_ep_bad_flow)
+{
+    entity *a = create(), *b = create();
+    uct_ep_h ep = connect(a, b);
+    layout l = { 64, 128, (unsigned)(a->attr.cap.am.max_zcopy / 64 + 8) };
+    mem src  = strided_mem(l, 3);
+    uct_iov_t iov = iov_of(src, l);
+    const char hdr[] = "hdr";
+    test_comp comp;
+
+    ASSERT_EQ(UCS_OK, dcx_test::invalidate(ep));
+    log_counter::reset();
+    EXPECT_EQ(UCS_ERR_INVALID_PARAM,
+              uct_ep_am_zcopy(ep, AM_ID, hdr, sizeof(hdr), &iov, 1, 0,
+                              &comp.uct));
+    EXPECT_EQ(1, log_counter::errors()) << log_counter::joined();
+    log_counter::reset();
+    EXPECT_EQ(0, comp.done);
 }
 
 TEST_P(uct_dcx_strided, am_zcopy_gather)
