@@ -349,15 +349,6 @@ void soft_engine_progress_app(soft_dev_t *dev)
     soft_engine_stamp_at(dev, clk);
 }
 
-/* A ring pass (engine lock held): the request ring served and nothing
- * else, for a poll whose look (soft_engine_look) found packets there and
- * an engine otherwise idle or only waiting.  No clock read, no timer walk,
- * nothing published: what the engine waits for is unchanged (a responder
- * does not touch the DCIs; an answer it gives to our own DCI moves our ack
- * line or fills our response ring, which the next look sees).  Returns 0
- * when a whole pass is needed instead: the engine became busy since the
- * look, device rendezvous of TM SRQs are under way (before the pass or
- * started by it), or a packet needs the clock (soft_engine_serve_req). */
 /* The request ring served, as by a whole pass but nothing else: 1 if that
  * was all, 0 if a whole pass is needed (a packet needs the clock, or a
  * rendezvous request started a device rendezvous) */
@@ -374,6 +365,26 @@ int soft_engine_serve_ring(soft_dev_t *dev)
     return ret && (dev->tm_rndv_live == 0);
 }
 
+/* A ring pass (engine lock held): the request ring served and nothing
+ * else, for a poll whose look (soft_engine_look) found packets there and
+ * an engine otherwise idle or only waiting.  No clock read, no timer walk,
+ * nothing published: a responder does not touch the DCIs; an answer it
+ * gives to a DCI of ours moves that DCI's ack line or fills our response
+ * ring, which the next look sees.  Except in one case, which that look
+ * would send to an acknowledgement pass (soft_engine_acked_pass) finding
+ * the request ring empty: the engine waits, its response ring is empty,
+ * and the ring pass acknowledged in our own table every request of our
+ * one active DCI (requester and responder on one device, as two UCP
+ * workers of one context are: the poll after a send serves it).  The ring
+ * pass then ends as that acknowledgement pass: the requests complete from
+ * the table, the engine is idle, the consumed slots are cleared, and the
+ * poll of the CQ the message went to has only that CQ to drain.  Anything
+ * less (a part acknowledged, its CQ armed or full) leaves the engine
+ * waiting on a moved line: the next look asks for a whole pass, which
+ * takes the rest and arms its timer.  Returns 0 when a whole pass is
+ * needed instead: the engine became busy since the look, device
+ * rendezvous of TM SRQs are under way (before the pass or started by it),
+ * or a packet needs the clock (soft_engine_serve_req). */
 static int soft_engine_ring_pass(soft_dev_t *dev)
 {
     if ((__atomic_load_n(&dev->engine_idle, __ATOMIC_RELAXED) ==
@@ -383,7 +394,18 @@ static int soft_engine_ring_pass(soft_dev_t *dev)
     if (dev->killed) {
         return 1;
     }
-    return soft_engine_serve_ring(dev);
+    if (!soft_engine_serve_ring(dev)) {
+        return 0;
+    }
+    if ((__atomic_load_n(&dev->engine_idle, __ATOMIC_RELAXED) ==
+         SOFT_ENGINE_WAIT) &&
+        !soft_ring_view_ready(&dev->resp_stall) &&
+        soft_req_timers_quick(dev, 0)) {
+        __atomic_store_n(&dev->engine_idle, SOFT_ENGINE_IDLE,
+                         __ATOMIC_RELAXED);
+        soft_ring_clear(dev->hdr, &dev->hdr->req);
+    }
+    return 1;
 }
 
 /* An acknowledgement pass (engine lock held): for a poll that needs a

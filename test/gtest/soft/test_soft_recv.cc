@@ -5,7 +5,10 @@
  * and no timer walk; the responder holds its table acknowledgement back to
  * the end of the pass, one store per pass and source DCI.  What both must
  * keep: every message in order, a timer due after a ring pass, and the
- * errors of the general path.
+ * errors of the general path.  With requester and responder on one device,
+ * a ring pass that acknowledges the device's own DCI in its table also
+ * completes that DCI, as the acknowledgement pass of the next poll did,
+ * unless its CQ is armed or a response waits.
  */
 #include "soft_fixture.h"
 
@@ -297,4 +300,270 @@ TEST_F(soft, held_ack_then_refused_light_write_bad_flow)
     EXPECT_EQ(1u, v);
     EXPECT_TRUE(std::equal(before.begin() + 128, before.end(),
                            p.bbuf.begin() + 128)) << "the refused WRITE wrote";
+}
+
+namespace {
+
+/* Requester and responder on one device (as two UCP workers of one
+ * context): a DCI whose send CQ is not the DCT's receive CQ, sending to
+ * the device's own DCT through an address handle of its own port; the
+ * helper stopped.  With a channel, the send CQ is created on it. */
+struct own_pair {
+    node n;                         /* n.cq: the DCI's send CQ */
+    dcx_cq_t *rx_cq          = nullptr;
+    dcx_comp_channel_t *ch   = nullptr;
+    std::vector<uint8_t> buf = std::vector<uint8_t>(RECVS * 64);
+    dcx_mr_t *mr             = nullptr;
+
+    int open(const std::string &fabric, bool with_channel = false)
+    {
+        uint8_t addr[DCX_DEV_ADDR_MAX];
+        size_t len = sizeof(addr);
+        dcx_srq_attr_t sattr;
+        dcx_qp_attr_t qattr;
+        int ret;
+
+        if (((ret = n.open(fabric.c_str())) != 0) ||
+            (with_channel &&
+             (((ret = dcx_comp_channel_create(n.dev, &ch)) != 0) ||
+              ((ret = dcx_cq_create_ch(n.dev, 256, ch, &n.cq)) != 0))) ||
+            ((ret = n.make_dci()) != 0) ||
+            ((ret = dcx_cq_create(n.dev, 256, &rx_cq)) != 0)) {
+            return ret;
+        }
+        memset(&sattr, 0, sizeof(sattr));
+        sattr.type    = DCX_SRQ_BASIC;
+        sattr.max_wr  = 256;
+        sattr.max_sge = 2;
+        sattr.cq      = rx_cq;
+        if ((ret = dcx_srq_create(n.pd, &sattr, &n.srq)) != 0) {
+            return ret;
+        }
+        memset(&qattr, 0, sizeof(qattr));
+        qattr.type    = DCX_QPT_DCT;
+        qattr.recv_cq = rx_cq;
+        qattr.srq     = n.srq;
+        qattr.dc_key  = KEY;
+        qattr.access  = DCX_ACCESS_REMOTE_WRITE;
+        if (((ret = dcx_qp_create(n.pd, &qattr, &n.dct)) != 0) ||
+            ((ret = n.reg(buf.data(), buf.size(),
+                          DCX_ACCESS_LOCAL_WRITE | DCX_ACCESS_REMOTE_WRITE,
+                          &mr)) != 0)) {
+            return ret;
+        }
+        for (unsigned i = 0; i < RECVS; ++i) {
+            dcx_sge_t s = {(uint64_t)(uintptr_t)buf.data() + i * 64, 64,
+                           mr->lkey};
+            if ((ret = dcx_srq_post_recv(n.srq, i, &s, 1)) != 0) {
+                return ret;
+            }
+        }
+        if (((ret = dcx_dev_port_addr(n.dev, addr, &len)) != 0) ||
+            ((ret = n.connect(addr, len)) != 0)) {
+            return ret;
+        }
+        soft_helper_stop(soft_dev(n.dev));
+        return 0;
+    }
+
+    /* the DCT, SRQ and receive CQ, then the node, then the channel (its
+     * CQ goes with the node) */
+    ~own_pair()
+    {
+        if (n.dct != nullptr) {
+            EXPECT_EQ(0, dcx_qp_destroy(n.dct));
+            n.dct = nullptr;
+        }
+        if (n.srq != nullptr) {
+            EXPECT_EQ(0, dcx_srq_destroy(n.srq));
+            n.srq = nullptr;
+        }
+        if (rx_cq != nullptr) {
+            EXPECT_EQ(0, dcx_cq_destroy(rx_cq));
+        }
+        if (ch != nullptr) {
+            if (n.dci != nullptr) {
+                EXPECT_EQ(0, dcx_qp_destroy(n.dci));
+                n.dci = nullptr;
+            }
+            if (n.cq != nullptr) {
+                EXPECT_EQ(0, dcx_cq_destroy(n.cq));
+                n.cq = nullptr;
+            }
+            EXPECT_EQ(0, dcx_comp_channel_destroy(ch));
+        }
+        n.close();
+    }
+
+    int post(dcx_wr_opcode_t op, uint64_t value, uint32_t rkey = 0,
+             uint64_t raddr = 0)
+    {
+        return post_inline_value(n, n.dci, n.dct->qp_num, KEY, op, value,
+                                 rkey, raddr);
+    }
+
+    /* the first SEND (the responder's general path: the source is new),
+     * received and completed, then one more poll of each CQ with nothing
+     * to take */
+    void introduce()
+    {
+        dcx_wc_t wc;
+
+        ASSERT_EQ(0, post(DCX_WR_SEND, 99));
+        ASSERT_EQ(1, poll_until(rx_cq, &wc));
+        ASSERT_EQ(1, poll_until(n.cq, &wc));
+        ASSERT_EQ(DCX_WC_SUCCESS, wc.status);
+        ASSERT_EQ(0, dcx_cq_poll(n.cq, 1, &wc));
+        ASSERT_EQ(0, dcx_cq_poll(rx_cq, 1, &wc));
+    }
+
+    static int poll_until(dcx_cq_t *cq, dcx_wc_t *wc)
+    {
+        double end = now_s() + 10.0;
+        int r;
+
+        while (((r = dcx_cq_poll(cq, 1, wc)) == 0) && (now_s() < end)) {
+        }
+        return r;
+    }
+
+    int idle() const
+    {
+        return __atomic_load_n(&soft_dev(n.dev)->engine_idle,
+                               __ATOMIC_RELAXED);
+    }
+
+    uint64_t passes() const
+    {
+        return soft_dev(n.dev)->app_passes;
+    }
+};
+
+} // namespace
+
+/* A ping-pong's half on one device: the poll of the sender's CQ after an
+ * inline SEND to its own DCT serves it in a ring pass, whose table
+ * acknowledgement is to the poller's own DCI: the SEND completes from the
+ * table in that poll (not at the next one, by an acknowledgement pass),
+ * the engine is idle and the consumed slot cleared; the poll of the
+ * receive CQ then runs no pass at all, only the drain.  Each round: two
+ * locked polls, one ring pass, no whole pass. */
+TEST_F(soft, ring_pass_completes_own_dci_from_table)
+{
+    own_pair p;
+    dcx_wc_t wc[4];
+
+    ASSERT_EQ(0, p.open(fabric));
+    p.introduce();
+    for (uint64_t i = 0; i < 8; ++i) {
+        SCOPED_TRACE(i);
+        ASSERT_EQ(0, p.post(DCX_WR_SEND, 100 + i));
+        ASSERT_EQ(SOFT_ENGINE_WAIT, p.idle()) << "not on the light path";
+        dcx_soft_stats_t s0 = dev_stats(p.n);
+        uint64_t passes     = p.passes();
+
+        ASSERT_EQ(1, dcx_cq_poll(p.n.cq, 4, wc));
+        EXPECT_EQ(DCX_WC_SUCCESS, wc[0].status);
+        EXPECT_EQ(DCX_WC_SEND, wc[0].opcode);
+        EXPECT_EQ(100 + i, wc[0].wr_id);
+        dcx_soft_stats_t s1 = dev_stats(p.n);
+        EXPECT_EQ(s0.ring_passes + 1, s1.ring_passes);
+        EXPECT_EQ(s0.locked_polls + 1, s1.locked_polls);
+        EXPECT_EQ(s0.acks_in_table + 1, s1.acks_in_table);
+        EXPECT_EQ(s0.table_completions + 1, s1.table_completions);
+        EXPECT_EQ(s0.rx_packets + 1, s1.rx_packets) << "an ACK packet came";
+        EXPECT_EQ(passes, p.passes()) << "a whole engine pass ran";
+        EXPECT_EQ(SOFT_ENGINE_IDLE, p.idle());
+        soft_port_hdr_t *hdr = soft_dev(p.n.dev)->hdr;
+        EXPECT_EQ(hdr->req.head, hdr->req.freed) << "slot not cleared";
+
+        ASSERT_EQ(1, dcx_cq_poll(p.rx_cq, 4, wc));
+        EXPECT_EQ(DCX_WC_SUCCESS, wc[0].status);
+        EXPECT_EQ(DCX_WC_RECV, wc[0].opcode);
+        EXPECT_EQ(8u, wc[0].byte_len);
+        EXPECT_EQ(p.n.dci->qp_num, wc[0].src_qp);
+        uint64_t v = 0;
+        memcpy(&v, p.buf.data() + wc[0].wr_id * 64, sizeof(v));
+        EXPECT_EQ(100 + i, v);
+        dcx_soft_stats_t s2 = dev_stats(p.n);
+        EXPECT_EQ(s1.ring_passes, s2.ring_passes);
+        EXPECT_EQ(s1.locked_polls + 1, s2.locked_polls);
+        EXPECT_EQ(passes, p.passes());
+        EXPECT_EQ(0, dcx_cq_poll(p.n.cq, 4, wc));
+        EXPECT_EQ(0, dcx_cq_poll(p.rx_cq, 4, wc));
+    }
+}
+
+/* The same with the send CQ armed: the ring pass leaves the SEND to the
+ * general walk, which fires the channel (a completion from the table
+ * stops before an armed CQ), and the moved ack line sends the next poll
+ * to a whole pass that completes it.  The event is not lost. */
+TEST_F(soft, ring_pass_own_dci_armed_cq_bad_flow)
+{
+    own_pair p;
+    dcx_cq_t *cq = nullptr;
+    dcx_wc_t wc[4];
+
+    ASSERT_EQ(0, p.open(fabric, true));
+    p.introduce();
+    ASSERT_EQ(0, dcx_cq_req_notify(p.n.cq));
+    ASSERT_EQ(0, p.post(DCX_WR_SEND, 7));
+    ASSERT_EQ(SOFT_ENGINE_WAIT, p.idle());
+    dcx_soft_stats_t s0 = dev_stats(p.n);
+    uint64_t passes     = p.passes();
+
+    ASSERT_EQ(0, dcx_cq_poll(p.n.cq, 4, wc));
+    dcx_soft_stats_t s1 = dev_stats(p.n);
+    EXPECT_EQ(s0.ring_passes + 1, s1.ring_passes);
+    EXPECT_EQ(s0.table_completions, s1.table_completions);
+    EXPECT_EQ(SOFT_ENGINE_WAIT, p.idle());
+    EXPECT_EQ(EAGAIN, dcx_comp_channel_get_event(p.ch, &cq));
+
+    ASSERT_EQ(1, dcx_cq_poll(p.n.cq, 4, wc));
+    EXPECT_EQ(DCX_WC_SUCCESS, wc[0].status);
+    EXPECT_EQ(7u, wc[0].wr_id);
+    EXPECT_EQ(passes + 1, p.passes()) << "no whole pass";
+    ASSERT_EQ(0, dcx_comp_channel_get_event(p.ch, &cq));
+    EXPECT_EQ(p.n.cq, cq);
+    ASSERT_EQ(1, dcx_cq_poll(p.rx_cq, 4, wc));
+    EXPECT_EQ(DCX_WC_RECV, wc[0].opcode);
+}
+
+/* A SEND and a refused RDMA WRITE to the device's own DCT, served in one
+ * ring pass: the SEND's table acknowledgement goes out before the WRITE's
+ * NAK, which lands in the device's own response ring; the ring pass then
+ * leaves both to a whole pass (the response ring first), and they
+ * complete in order: SEND successful, WRITE with REM_ACCESS_ERR. */
+TEST_F(soft, ring_pass_own_dci_nak_in_response_ring_bad_flow)
+{
+    own_pair p;
+    dcx_wc_t wc[4];
+
+    ASSERT_EQ(0, p.open(fabric));
+    p.introduce();
+    std::vector<uint8_t> before = p.buf;
+    ASSERT_EQ(0, p.post(DCX_WR_SEND, 1));
+    ASSERT_EQ(0, p.post(DCX_WR_RDMA_WRITE, 2, p.mr->rkey ^ 0x5500u,
+                        (uintptr_t)p.buf.data() + 32 * 64));
+    dcx_soft_stats_t s0 = dev_stats(p.n);
+
+    ASSERT_EQ(0, dcx_cq_poll(p.n.cq, 4, wc));
+    dcx_soft_stats_t s1 = dev_stats(p.n);
+    EXPECT_EQ(s0.ring_passes + 1, s1.ring_passes);
+    EXPECT_EQ(s0.remote_access_errors + 1, s1.remote_access_errors);
+    EXPECT_EQ(s0.table_completions, s1.table_completions);
+    EXPECT_NE(SOFT_ENGINE_IDLE, p.idle());
+
+    ASSERT_EQ(2, p.n.poll(wc, 2));
+    EXPECT_EQ(DCX_WC_SUCCESS, wc[0].status);
+    EXPECT_EQ(1u, wc[0].wr_id);
+    EXPECT_EQ(DCX_WC_REM_ACCESS_ERR, wc[1].status);
+    EXPECT_EQ(2u, wc[1].wr_id);
+    ASSERT_EQ(1, dcx_cq_poll(p.rx_cq, 4, wc));
+    EXPECT_EQ(DCX_WC_RECV, wc[0].opcode);
+    uint64_t v = 0;
+    memcpy(&v, p.buf.data() + wc[0].wr_id * 64, sizeof(v));
+    EXPECT_EQ(1u, v);
+    EXPECT_TRUE(std::equal(before.begin() + 128, before.end(),
+                           p.buf.begin() + 128)) << "the refused WRITE wrote";
 }
