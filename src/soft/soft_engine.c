@@ -450,14 +450,16 @@ static int soft_engine_looked_pass(soft_dev_t *dev, int look)
 }
 
 /* A poll under the engine lock, of cq and (unless NULL) other: the pass
- * its look asked for (SOFT_LOOK_*), then the stamp.  A whole pass is not
- * run again for a CQ polled after one it did not see: its completions are
- * queued already, so the transport's progress costs one pass, not two.
- * Otherwise an acknowledgement pass, when it takes all, stands for it. */
+ * its look asked for (SOFT_LOOK_RING or SOFT_LOOK_PASS: a look that found
+ * nothing needs none, soft_cq_poll_locked), then the stamp.  A whole pass
+ * is not run again for a CQ polled after one it did not see: its
+ * completions are queued already, so the transport's progress costs one
+ * pass, not two.  Otherwise an acknowledgement pass, when it takes all,
+ * stands for it. */
 void soft_engine_poll_pass(soft_dev_t *dev, soft_cq_t *cq, soft_cq_t *other,
                            int look, uint64_t clk)
 {
-    if (soft_engine_looked_pass(dev, look) ||
+    if (((look == SOFT_LOOK_RING) && soft_engine_ring_pass(dev)) ||
         (cq->passes_seen != dev->app_passes) ||
         soft_engine_acked_pass(dev)) {
         soft_engine_stamp_clk(dev, clk);
