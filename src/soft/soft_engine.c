@@ -365,6 +365,20 @@ int soft_engine_serve_ring(soft_dev_t *dev)
     return ret && (dev->tm_rndv_live == 0);
 }
 
+/* The engine only waits (SOFT_ENGINE_WAIT), its response ring is empty, and
+ * the requests of its one active DCI all completed from the ack table
+ * (soft_req_timers_quick, without the clock: a part left waits for the next
+ * pass to arm its timer): nothing is left for a whole pass but the request
+ * ring.  The test of both passes below that end as an acknowledgement. */
+static inline __attribute__((always_inline))
+int soft_engine_acks_took_all(soft_dev_t *dev)
+{
+    return (__atomic_load_n(&dev->engine_idle, __ATOMIC_RELAXED) ==
+            SOFT_ENGINE_WAIT) &&
+           !soft_ring_view_ready(&dev->resp_stall) &&
+           soft_req_timers_quick(dev, 0);
+}
+
 /* A ring pass (engine lock held): the request ring served and nothing
  * else, for a poll whose look (soft_engine_look) found packets there and
  * an engine otherwise idle or only waiting.  No clock read, no timer walk,
@@ -397,10 +411,7 @@ static int soft_engine_ring_pass(soft_dev_t *dev)
     if (!soft_engine_serve_ring(dev)) {
         return 0;
     }
-    if ((__atomic_load_n(&dev->engine_idle, __ATOMIC_RELAXED) ==
-         SOFT_ENGINE_WAIT) &&
-        !soft_ring_view_ready(&dev->resp_stall) &&
-        soft_req_timers_quick(dev, 0)) {
+    if (soft_engine_acks_took_all(dev)) {
         __atomic_store_n(&dev->engine_idle, SOFT_ENGINE_IDLE,
                          __ATOMIC_RELAXED);
         soft_ring_clear(dev->hdr, &dev->hdr->req);
@@ -412,11 +423,10 @@ static int soft_engine_ring_pass(soft_dev_t *dev)
  * whole pass (its look found an ack line moved or a timer due) while the
  * engine only waited (SOFT_ENGINE_WAIT) and its response ring is empty,
  * which is the ping-pong's case: the ack line of its one DCI moved.  The
- * DCI's requests complete from the ack table (soft_req_timers_quick,
- * without the clock: a part left waits for the next pass to arm its
- * timer), and if that took them all, nothing is left for the engine but
- * its request ring, served as by a ring pass: no clock read, no timer
- * walk, the engine idle after it.  Returns 0 when a whole pass is needed
+ * DCI's requests complete from the ack table, and if that took them all
+ * (soft_engine_acks_took_all), nothing is left for the engine but its
+ * request ring, served as by a ring pass: no clock read, no timer walk,
+ * the engine idle after it.  Returns 0 when a whole pass is needed
  * instead (the engine was busy, a timer or something else than its
  * answers woke it, device rendezvous are under way, or the ring pass
  * needs one: soft_engine_serve_req). */
@@ -425,10 +435,8 @@ int soft_engine_acked_pass(soft_dev_t *dev)
 {
     int done;
 
-    if ((__atomic_load_n(&dev->engine_idle, __ATOMIC_RELAXED) !=
-         SOFT_ENGINE_WAIT) || (dev->tm_rndv_live != 0) || dev->killed ||
-        soft_ring_view_ready(&dev->resp_stall) ||
-        !soft_req_timers_quick(dev, 0)) {
+    if ((dev->tm_rndv_live != 0) || dev->killed ||
+        !soft_engine_acks_took_all(dev)) {
         return 0;
     }
     done = soft_engine_serve_ring(dev);
