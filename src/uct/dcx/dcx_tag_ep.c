@@ -298,6 +298,20 @@ static void uct_dcx_tm_rndv_put(uct_dcx_iface_t *iface, uct_dcx_tm_rndv_op_t *op
     iface->tm.rndv_free = op - iface->tm.rndv_ops;
 }
 
+/* The free rendezvous op at the head of the list (the caller checked there
+ * is one) taken for ep and comp: uct_dcx_tm_rndv_put's twin */
+static uct_dcx_tm_rndv_op_t *
+uct_dcx_tm_rndv_take(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep,
+                     uct_completion_t *comp)
+{
+    uct_dcx_tm_rndv_op_t *op = &iface->tm.rndv_ops[iface->tm.rndv_free];
+
+    iface->tm.rndv_free = op->next_free;
+    op->ep              = ep;
+    op->comp            = comp;
+    return op;
+}
+
 /* A rendezvous refused with status: an invalidated ep (UCT_DCX_TX_SINK)
  * takes it as any other operation, listed and never sent; the report of the
  * ep's failure completes it (uct_dcx_tag_ep_gone) */
@@ -305,16 +319,10 @@ static ucs_status_ptr_t
 uct_dcx_tm_rndv_refused(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep,
                         ucs_status_t status, uct_completion_t *comp)
 {
-    uct_dcx_tm_rndv_op_t *op;
-
     if (status != UCT_DCX_TX_SINK) {
         return UCS_STATUS_PTR(status);
     }
-    op                  = &iface->tm.rndv_ops[iface->tm.rndv_free];
-    iface->tm.rndv_free = op->next_free;
-    op->ep              = ep;
-    op->comp            = comp;
-    return op;
+    return uct_dcx_tm_rndv_take(iface, ep, comp);
 }
 
 ucs_status_ptr_t uct_dcx_ep_tag_rndv_zcopy(uct_ep_h tl_ep, uct_tag_t tag,
@@ -422,11 +430,10 @@ ucs_status_ptr_t uct_dcx_ep_tag_rndv_zcopy(uct_ep_h tl_ep, uct_tag_t tag,
         return UCS_STATUS_PTR(status);
     }
 
-    iface->tm.rndv_free = op->next_free;
-    op->ep              = ep;
-    op->comp            = comp;
-    /* the key stays until the rendezvous ends (FIN, cancel, failure) */
-    op->skey            = uct_dcx_strided_take(iface, &use);
+    /* op is the list's head still: taken now that the request is posted;
+     * the key stays until the rendezvous ends (FIN, cancel, failure) */
+    op       = uct_dcx_tm_rndv_take(iface, ep, comp);
+    op->skey = uct_dcx_strided_take(iface, &use);
     UCT_TL_EP_STAT_OP(&ep->super, TAG, ZCOPY, length);
     return op;
 }
