@@ -664,6 +664,8 @@ uint64_t uct_dcx_dci_ep_user_mem_sn(uct_dcx_iface_t *iface,
                                     uct_dcx_dci_t *dci, uct_dcx_ep_t *ep);
 int uct_dcx_dci_take_ep_comps(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci,
                               uct_dcx_ep_t *ep, ucs_queue_head_t *comps);
+ucs_status_t uct_dcx_comps_push(uct_dcx_iface_t *iface, ucs_queue_head_t *comps,
+                                uct_completion_t *comp);
 void uct_dcx_comps_complete(ucs_queue_head_t *comps, ucs_status_t status);
 void uct_dcx_ep_complete_ops(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep,
                               ucs_status_t status);

@@ -503,7 +503,7 @@ uint64_t uct_dcx_dci_ep_user_mem_sn(uct_dcx_iface_t *iface,
 int uct_dcx_dci_take_ep_comps(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci,
                               uct_dcx_ep_t *ep, ucs_queue_head_t *comps)
 {
-    uct_dcx_op_t *op, *cop;
+    uct_dcx_op_t *op;
 
     ucs_queue_for_each(op, &dci->ops, queue) {
         if ((op->comp == NULL) && (op->cb == uct_dcx_op_put)) {
@@ -515,14 +515,11 @@ int uct_dcx_dci_take_ep_comps(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci,
         if (op->comp != NULL) {
             /* the user's completion is called once the scan is over, from
              * a bare op of its own (it may post, and change dci->ops) */
-            cop = ucs_mpool_get_inline(&iface->op_mp);
-            if (cop == NULL) {
+            if (uct_dcx_comps_push(iface, comps, op->comp) != UCS_OK) {
                 ucs_error("dcx: out of memory completing the operations of "
                           "ep %p", ep);
                 continue;
             }
-            cop->comp = op->comp;
-            ucs_queue_push(comps, &cop->queue);
         }
         /* a descriptor's op is its first member: op_put frees either */
         op->comp = NULL;
@@ -530,6 +527,20 @@ int uct_dcx_dci_take_ep_comps(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci,
     }
 
     return uct_dcx_dci_ep_user_mem_sn(iface, dci, ep) != 0;
+}
+
+/* comp queued on comps, from a bare op, for uct_dcx_comps_complete() */
+ucs_status_t uct_dcx_comps_push(uct_dcx_iface_t *iface, ucs_queue_head_t *comps,
+                                uct_completion_t *comp)
+{
+    uct_dcx_op_t *cop = ucs_mpool_get_inline(&iface->op_mp);
+
+    if (cop == NULL) {
+        return UCS_ERR_NO_MEMORY;
+    }
+    cop->comp = comp;
+    ucs_queue_push(comps, &cop->queue);
+    return UCS_OK;
 }
 
 /* Calls, with status, the completions uct_dcx_dci_take_ep_comps() took */

@@ -162,23 +162,20 @@ ucs_status_t uct_dcx_ep_tx_sink(uct_dcx_ep_t *ep, uct_completion_t *comp,
                                 ucs_status_t taken)
 {
     uct_dcx_iface_t *iface = uct_dcx_ep_iface(ep);
-    uct_dcx_op_t *cop;
 
     if (comp == NULL) {
         return taken;
     }
 
-    /* a bare op, as uct_dcx_dci_take_ep_comps() makes for the outstanding
-     * ones: completed with them when the failure is reported */
-    cop = ucs_mpool_get_inline(&iface->op_mp);
-    if (cop == NULL) {
+    /* queued with the outstanding ones uct_dcx_dci_take_ep_comps() took:
+     * completed with them when the failure is reported */
+    if (uct_dcx_comps_push(iface, &ep->ext->invalidate_comps, comp) !=
+        UCS_OK) {
         ucs_error("dcx: %s: ep %p to DCT 0x%x (invalidated): out of memory "
                   "taking an operation", dcx_dev_name(iface->dev), ep,
                   ep->dctn);
         return UCS_ERR_NO_MEMORY;
     }
-    cop->comp = comp;
-    ucs_queue_push(&ep->ext->invalidate_comps, &cop->queue);
     return UCS_INPROGRESS;
 }
 
