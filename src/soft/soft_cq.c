@@ -86,10 +86,7 @@ soft_cq_poll_locked(soft_cq_t *cq, soft_cq_t *other, int max, dcx_wc_t *wc,
     dev->stats.locked_polls++;
     if (look == SOFT_LOOK_NONE) {
         soft_engine_stamp_clk(dev, clk);
-        cq->passes_seen = dev->app_passes;
-        if (other != NULL) {
-            other->passes_seen = dev->app_passes;
-        }
+        soft_cq_pair_seen(dev, cq, other);
     } else {
         soft_engine_poll_pass(dev, cq, other, look, clk);
     }

@@ -474,10 +474,7 @@ void soft_engine_poll_pass(soft_dev_t *dev, soft_cq_t *cq, soft_cq_t *other,
     } else {
         soft_engine_progress_app(dev);
     }
-    cq->passes_seen = dev->app_passes;
-    if (other != NULL) {
-        other->passes_seen = dev->app_passes;
-    }
+    soft_cq_pair_seen(dev, cq, other);
 }
 
 void soft_dev_progress(dcx_dev_t *dev_)

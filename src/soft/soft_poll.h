@@ -46,6 +46,17 @@ static inline void soft_engine_stamp_clk(soft_dev_t *dev, uint64_t clk)
     soft_engine_stamp_at(dev, (clk != 0) ? clk : soft_clock_now());
 }
 
+/* After a locked poll's pass (or none): cq and, unless NULL, other have seen
+ * every pass of the application so far (soft_engine_poll_pass) */
+static inline void soft_cq_pair_seen(soft_dev_t *dev, soft_cq_t *cq,
+                                     soft_cq_t *other)
+{
+    cq->passes_seen = dev->app_passes;
+    if (other != NULL) {
+        other->passes_seen = dev->app_passes;
+    }
+}
+
 /* What a poll finds for the engine without the lock (soft_engine_look) */
 enum {
     SOFT_LOOK_NONE = 0,   /* nothing for the engine: no pass */
