@@ -698,6 +698,17 @@ protected:
         env.set("UCX_DCX_SOFT_ACK_TIMEOUT", "50ms");
         env.set("UCX_DCX_SOFT_RETRY_COUNT", "3");
     }
+
+    /* The transport's settings of these tests: an endpoint to a dead peer
+     * fails after ~3 ack timeouts of 20 ms */
+    static std::map<std::string, std::string> fail_fast_cfg()
+    {
+        std::map<std::string, std::string> cfg;
+
+        cfg["TIMEOUT"]     = "20ms";
+        cfg["RETRY_COUNT"] = "2";
+        return cfg;
+    }
 };
 
 /* The peer dies while one of our receives is matched by its rendezvous
@@ -707,11 +718,9 @@ protected:
  * (eager and rendezvous), and our traffic to that sender complete. */
 TEST_P(uct_dcx_tag_remote_fail, peer_killed_with_rndv_in_flight_bad_flow)
 {
-    std::map<std::string, std::string> cfg;
+    std::map<std::string, std::string> cfg = fail_fast_cfg();
     size_t len = 1024 * 1024;
 
-    cfg["TIMEOUT"]     = "20ms";
-    cfg["RETRY_COUNT"] = "2";
     start(cfg);
     cfg["TM_ENABLE"] = "y";
     entity *live = create_entity(cfg);
@@ -793,11 +802,7 @@ TEST_P(uct_dcx_tag_remote_fail, peer_killed_with_rndv_in_flight_bad_flow)
  * would hold the request back in the peer's ring whatever the rule.) */
 TEST_P(uct_dcx_tag_remote_fail, rndv_in_flight_to_idle_peer_killed_bad_flow)
 {
-    std::map<std::string, std::string> cfg;
-
-    cfg["TIMEOUT"]     = "20ms";
-    cfg["RETRY_COUNT"] = "2";
-    start(cfg);
+    start(fail_fast_cfg());
 
     dcx_soft_fault_t fault;
     memset(&fault, 0, sizeof(fault));
@@ -830,11 +835,7 @@ TEST_P(uct_dcx_tag_remote_fail, rndv_in_flight_to_idle_peer_killed_bad_flow)
  * endpoint fails, and the operation with it. */
 TEST_P(uct_dcx_tag_remote_fail, rndv_acked_then_peer_killed_bad_flow)
 {
-    std::map<std::string, std::string> cfg;
-
-    cfg["TIMEOUT"]     = "20ms";
-    cfg["RETRY_COUNT"] = "2";
-    start(cfg);
+    start(fail_fast_cfg());
     test_comp to_dead;
     void *op = send_how(m_ep, HOW_RNDV, 0x7200, 0, 8192, 75, &to_dead);
     ASSERT_FALSE(UCS_PTR_IS_ERR(op));
