@@ -232,6 +232,23 @@ unsigned dcx_soft_direct_mappings(dcx_dev_t *dev);
  * kernel (soft_direct.h), else 0. */
 int  dcx_soft_direct_alive_lock(dcx_dev_t *dev);
 
+/* A port address of dev's fabric (as dcx_dev_port_addr() writes it) that
+ * names no port: an AH built from it is accepted, and every request sent
+ * through it fails with RETRY_EXC_ERR at the first ack timeout, as a
+ * destination that does not exist on a real fabric.  For the mlx5
+ * emulation's address handles to LIDs no port holds.  0, or EINVAL if
+ * *len_p is too small. */
+int  dcx_soft_addr_nowhere(dcx_dev_t *dev, void *addr, size_t *len_p);
+
+/* Changes the transport timers of a DCI (the verbs encoding of
+ * dcx_qp_attr_t; timeout 0: the device's limits) and its max_rd_atomic
+ * (0: unchanged), as the RTR->RTS transition of verbs sets them on a QP
+ * that exists already; the mlx5 emulation calls it there.  Requests in
+ * flight keep the deadline they have.  0, or EINVAL (logged) for a value
+ * out of range or a QP that is not a DCI. */
+int  dcx_soft_qp_set_timers(dcx_qp_t *qp, uint8_t timeout, uint8_t retry_cnt,
+                            uint8_t rnr_retry, uint32_t max_rd_atomic);
+
 /* True if dev is a soft device. */
 int  dcx_dev_is_soft(const dcx_dev_t *dev);
 

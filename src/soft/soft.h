@@ -54,6 +54,8 @@
 #define SOFT_VERSION        4u   /* 4: consumers free ring slots by head */
 #define SOFT_ADDR_MAGIC     0xdc53u      /* soft port address, format 2 */
 #define SOFT_ADDR_LEN       28u
+#define SOFT_PID_NOWHERE    0x7fffffffu  /* dcx_soft_addr_nowhere(): above any
+                                            pid_max, so never alive */
 #define SOFT_SLOT_HDR       192u         /* ring slot header incl. seq */
 #define SOFT_NAME_TRIES     16u          /* random port names tried at open */
 #define SOFT_RING_SLOTS     128u         /* slots per ring (power of 2) */

@@ -654,6 +654,22 @@ static int soft_port_addr(dcx_dev_t *dev_, void *addr, size_t *len_p)
     return 0;
 }
 
+int dcx_soft_addr_nowhere(dcx_dev_t *dev_, void *addr, size_t *len_p)
+{
+    soft_addr_t a;
+    int ret;
+
+    ret = soft_port_addr(dev_, &a, len_p);
+    if (ret == 0) {
+        /* no process has this pid (above any pid_max), so the port is
+         * dead from the first look: no segment is ever searched for */
+        a.pid   = SOFT_PID_NOWHERE;
+        a.token = 1;
+        memcpy(addr, &a, sizeof(a));
+    }
+    return ret;
+}
+
 static void soft_close(dcx_dev_t *dev_)
 {
     soft_dev_t *dev = soft_dev(dev_);

@@ -749,3 +749,38 @@ void soft_qp_reset(soft_qp_t *qp)
                                         soft_dci_post_first,
                      __ATOMIC_RELEASE);
 }
+
+int dcx_soft_qp_set_timers(dcx_qp_t *qp_, uint8_t timeout, uint8_t retry_cnt,
+                           uint8_t rnr_retry, uint32_t max_rd_atomic)
+{
+    soft_qp_t *qp   = (soft_qp_t *)qp_;
+    soft_dev_t *dev = qp->dev;
+    const dcx_soft_limits_t *l = &dev->limits;
+
+    if ((qp->super.type != DCX_QPT_DCI) || (timeout > 31) ||
+        (retry_cnt > 7) || (rnr_retry > 7) ||
+        (max_rd_atomic > l->max_rd_atomic)) {
+        dcx_error("%s: qp 0x%x set timers: not a DCI, or timeout %u, "
+                  "retry_cnt %u, rnr_retry %u, max_rd_atomic %u/%u invalid",
+                  dev->super.caps.name, qp->super.qp_num, timeout,
+                  retry_cnt, rnr_retry, max_rd_atomic, l->max_rd_atomic);
+        return EINVAL;
+    }
+    soft_lock(&dev->lock);
+    if (timeout != 0) {
+        qp->ack_timeout_ns = 4096ull << timeout;
+        qp->retry_cnt      = retry_cnt;
+        qp->rnr_retry      = rnr_retry;
+    } else {
+        qp->ack_timeout_ns = (uint64_t)l->ack_timeout_us * 1000ull;
+        qp->retry_cnt      = l->retry_cnt;
+        qp->rnr_retry      = l->rnr_retry;
+    }
+    if (max_rd_atomic != 0) {
+        qp->super.max_rd_atomic = max_rd_atomic;
+    }
+    qp->wait_clk = soft_qp_wait_clk(qp);
+    qp->ack_clk  = soft_qp_ack_clk(qp);
+    soft_unlock(&dev->lock);
+    return 0;
+}
