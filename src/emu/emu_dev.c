@@ -1,0 +1,383 @@
+/*
+ * Emulated ConnectX: the device list, contexts (open and close) and the
+ * soft device behind each emulated device.
+ *
+ * DCX_EMU_DEVICES (default 1) devices mlx5_0.. are offered, each a soft
+ * device of the fabric DCX_EMU_FABRIC (default "mlx5emu").  A process opens
+ * a device's soft port once, at its first context, registers the port's
+ * address in the fabric's LID directory (emu_sm.c) and keeps it until its
+ * last context is closed.
+ */
+#include "emu/emu.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+pthread_mutex_t emu_dev_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static pthread_once_t emu_devs_once = PTHREAD_ONCE_INIT;
+static emu_dev_t *emu_devs;
+static unsigned emu_num_devs;
+static int emu_devs_err;            /* why the list could not be made */
+static char emu_fabric[40];
+
+/* Reads the environment and lists the soft devices once per process. */
+static void emu_devs_init(void)
+{
+    dcx_dev_list_params_t params;
+    const char *env = getenv(EMU_ENV_DEVICES);
+    dcx_dev_info_t *infos = NULL;
+    unsigned count = 0, i, n = 1;
+    char *end;
+    int ret;
+
+    if (env != NULL) {
+        unsigned long v = strtoul(env, &end, 10);
+
+        if ((*env == '\0') || (*end != '\0') || (v > EMU_MAX_DEVICES)) {
+            emu_error("%s=%s is not a number of devices in 0..%u", 
+                      EMU_ENV_DEVICES, env, EMU_MAX_DEVICES);
+            emu_devs_err = EINVAL;
+            return;
+        }
+        n = (unsigned)v;
+    }
+    env = getenv(EMU_ENV_FABRIC);
+    snprintf(emu_fabric, sizeof(emu_fabric), "%s",
+             ((env != NULL) && (*env != '\0')) ? env : EMU_DEFAULT_FABRIC);
+    if (n == 0) {
+        return;
+    }
+
+    memset(&params, 0, sizeof(params));
+    params.soft_count  = n;
+    params.soft_fabric = emu_fabric;
+    dcx_soft_limits_default(&params.soft_limits);
+    ret = dcx_dev_list(&params, &infos, &count);
+    if (ret != 0) {
+        emu_error("no devices: the soft fabric '%s' refused the list (%s)",
+                  emu_fabric, strerror(ret));
+        emu_devs_err = ret;
+        return;
+    }
+    emu_devs = calloc(count, sizeof(*emu_devs));
+    if (emu_devs == NULL) {
+        dcx_dev_list_free(infos);
+        emu_error("no devices: out of memory");
+        emu_devs_err = ENOMEM;
+        return;
+    }
+    for (i = 0; i < count; ++i) {
+        emu_dev_t *dev = &emu_devs[i];
+
+        dev->index = i;
+        dev->info  = infos[i];
+        pthread_mutex_init(&dev->qp_lock, NULL);
+        snprintf(dev->ibdev.name, sizeof(dev->ibdev.name), "mlx5_%u", i);
+        snprintf(dev->ibdev.dev_name, sizeof(dev->ibdev.dev_name),
+                 "uverbs%u", i);
+        snprintf(dev->ibdev.dev_path, sizeof(dev->ibdev.dev_path),
+                 "/sys/class/infiniband_verbs/uverbs%u", i);
+        snprintf(dev->ibdev.ibdev_path, sizeof(dev->ibdev.ibdev_path),
+                 "/sys/class/infiniband/mlx5_%u", i);
+        dev->ibdev.node_type      = IBV_NODE_CA;
+        dev->ibdev.transport_type = IBV_TRANSPORT_IB;
+    }
+    emu_num_devs = count;
+    dcx_dev_list_free(infos);
+}
+
+struct ibv_device **ibv_get_device_list(int *num_devices)
+{
+    struct ibv_device **list;
+    unsigned i;
+
+    pthread_once(&emu_devs_once, emu_devs_init);
+    if (num_devices != NULL) {
+        *num_devices = 0;
+    }
+    if (emu_devs_err != 0) {
+        errno = emu_devs_err;
+        return NULL;
+    }
+    list = calloc(emu_num_devs + 1, sizeof(*list));
+    if (list == NULL) {
+        emu_error("ibv_get_device_list: out of memory");
+        errno = ENOMEM;
+        return NULL;
+    }
+    for (i = 0; i < emu_num_devs; ++i) {
+        list[i] = &emu_devs[i].ibdev;
+    }
+    if (num_devices != NULL) {
+        *num_devices = (int)emu_num_devs;
+    }
+    return list;
+}
+
+/* Devices live as long as the process: a device pointer stays valid after
+ * the list is freed (rdma-core keeps opened ones; here all). */
+void ibv_free_device_list(struct ibv_device **list)
+{
+    free(list);
+}
+
+emu_dev_t *emu_dev_of(struct ibv_device *ibdev)
+{
+    uintptr_t p = (uintptr_t)ibdev;
+
+    if ((emu_devs == NULL) || (p < (uintptr_t)emu_devs) ||
+        (p >= (uintptr_t)(emu_devs + emu_num_devs)) ||
+        (((p - (uintptr_t)emu_devs) % sizeof(emu_dev_t)) != 0)) {
+        return NULL;
+    }
+    return (emu_dev_t*)ibdev;
+}
+
+const char *ibv_get_device_name(struct ibv_device *device)
+{
+    return device->name;
+}
+
+uint64_t emu_dev_guid(const emu_dev_t *dev)
+{
+    return EMU_GUID_BASE | ((uint64_t)dev->lid << 8) | dev->index;
+}
+
+__be64 ibv_get_device_guid(struct ibv_device *device)
+{
+    emu_dev_t *dev = emu_dev_of(device);
+
+    if (dev == NULL) {
+        emu_error("ibv_get_device_guid: %p is not a device of the "
+                  "emulation", (void*)device);
+        errno = EINVAL;
+        return 0;
+    }
+    /* the node GUID does not depend on the LID the port gets at open */
+    return htobe64(EMU_GUID_BASE | dev->index);
+}
+
+int ibv_get_device_index(struct ibv_device *device)
+{
+    emu_dev_t *dev = emu_dev_of(device);
+
+    return (dev != NULL) ? (int)dev->index : -1;
+}
+
+/* ------------------------------------------------------------------------
+ * The soft device of an emulated device
+ * ------------------------------------------------------------------------ */
+static void emu_dev_release_locked(emu_dev_t *dev)
+{
+    if (--dev->refs > 0) {
+        return;
+    }
+    if (dev->lid != 0) {
+        emu_sm_unregister(emu_fabric, dev->lid);
+        dev->lid = 0;
+    }
+    if (dev->srq_cq != NULL) {
+        dcx_cq_destroy(dev->srq_cq);
+        dev->srq_cq = NULL;
+    }
+    if (dev->pd != NULL) {
+        dcx_pd_free(dev->pd);
+        dev->pd = NULL;
+    }
+    if (dev->soft != NULL) {
+        dcx_dev_close(dev->soft);
+        dev->soft = NULL;
+    }
+}
+
+static int emu_dev_acquire_locked(emu_dev_t *dev)
+{
+    const char *name = dev->ibdev.name;
+    int ret;
+
+    if (dev->refs++ > 0) {
+        return 0;
+    }
+    ret = dcx_dev_open(&dev->info, &dev->soft);
+    if (ret != 0) {
+        emu_error("%s: open: the soft device %s refused (%s)", name,
+                  dev->info.name, strerror(ret));
+        goto err;
+    }
+    dev->addr_len = sizeof(dev->addr);
+    ret = dcx_dev_port_addr(dev->soft, dev->addr, &dev->addr_len);
+    if (ret == 0) {
+        ret = dcx_pd_alloc(dev->soft, &dev->pd);
+    }
+    if (ret == 0) {
+        ret = dcx_cq_create(dev->soft, 1, &dev->srq_cq);
+    }
+    if (ret != 0) {
+        emu_error("%s: open: setting up the soft device failed (%s)", name,
+                  strerror(ret));
+        goto err;
+    }
+    ret = emu_sm_register(emu_fabric, dev->addr, dev->addr_len, &dev->lid);
+    if (ret != 0) {
+        emu_error("%s: open: no LID on fabric '%s' (%s)", name, emu_fabric,
+                  strerror(ret));
+        goto err;
+    }
+    return 0;
+
+err:
+    emu_dev_release_locked(dev);
+    return ret;
+}
+
+/* ------------------------------------------------------------------------
+ * Contexts
+ * ------------------------------------------------------------------------ */
+emu_ctx_t *emu_ctx(struct ibv_context *ctx)
+{
+    return (emu_ctx_t*)verbs_get_ctx(ctx);
+}
+
+emu_ctx_t *emu_ctx_check(struct ibv_context *ctx, const char *what)
+{
+    if ((ctx == NULL) || (emu_dev_of(ctx->device) == NULL) ||
+        (ctx->abi_compat != __VERBS_ABI_IS_EXTENDED)) {
+        emu_error("%s: context %p is not one of the emulation", what,
+                  (void*)ctx);
+        errno = EINVAL;
+        return NULL;
+    }
+    return emu_ctx(ctx);
+}
+
+static int emu_qp_post_send_none(struct ibv_qp *qp, struct ibv_send_wr *wr,
+                                 struct ibv_send_wr **bad_wr)
+{
+    emu_error("%s: qp 0x%x: ibv_post_send is not modelled (use the "
+              "ibv_wr_* API)", qp->context->device->name, qp->qp_num);
+    *bad_wr = wr;
+    return EOPNOTSUPP;
+}
+
+static int emu_qp_post_recv_none(struct ibv_qp *qp, struct ibv_recv_wr *wr,
+                                 struct ibv_recv_wr **bad_wr)
+{
+    emu_error("%s: qp 0x%x: ibv_post_recv: QPs of the emulation have no "
+              "receive queue (use an SRQ)", qp->context->device->name,
+              qp->qp_num);
+    *bad_wr = wr;
+    return EOPNOTSUPP;
+}
+
+struct ibv_context *emu_open(struct ibv_device *ibdev, bool devx)
+{
+    emu_dev_t *dev = emu_dev_of(ibdev);
+    struct ibv_context *ctx;
+    emu_ctx_t *ectx;
+    int ret;
+
+    if (dev == NULL) {
+        emu_error("open: %p is not a device of the emulation", (void*)ibdev);
+        errno = EINVAL;
+        return NULL;
+    }
+    ectx = calloc(1, sizeof(*ectx));
+    if (ectx == NULL) {
+        emu_error("%s: open: out of memory", ibdev->name);
+        errno = ENOMEM;
+        return NULL;
+    }
+    ctx           = &ectx->vctx.context;
+    ctx->cmd_fd   = eventfd(0, EFD_CLOEXEC);
+    ctx->async_fd = eventfd(0, EFD_CLOEXEC);
+    if ((ctx->cmd_fd < 0) || (ctx->async_fd < 0)) {
+        ret = errno;
+        emu_error("%s: open: no file descriptors (%s)", ibdev->name,
+                  strerror(ret));
+        goto err_fds;
+    }
+
+    pthread_mutex_lock(&emu_dev_lock);
+    ret = emu_dev_acquire_locked(dev);
+    pthread_mutex_unlock(&emu_dev_lock);
+    if (ret != 0) {
+        goto err_fds;
+    }
+
+    ectx->dev                  = dev;
+    ectx->devx                 = devx;
+    ectx->vctx.sz              = sizeof(ectx->vctx);
+    ctx->device                = ibdev;
+    ctx->abi_compat            = __VERBS_ABI_IS_EXTENDED;
+    ctx->num_comp_vectors      = 1;
+    ctx->ops.post_send         = emu_qp_post_send_none;
+    ctx->ops.post_recv         = emu_qp_post_recv_none;
+    pthread_mutex_init(&ctx->mutex, NULL);
+    emu_ctx_set_query_ops(&ectx->vctx);
+    emu_ctx_set_cq_ops(&ectx->vctx);
+    emu_ctx_set_srq_ops(&ectx->vctx);
+    emu_ctx_set_qp_ops(&ectx->vctx);
+    return ctx;
+
+err_fds:
+    if (ctx->cmd_fd >= 0) {
+        close(ctx->cmd_fd);
+    }
+    if (ctx->async_fd >= 0) {
+        close(ctx->async_fd);
+    }
+    free(ectx);
+    errno = ret;
+    return NULL;
+}
+
+struct ibv_context *ibv_open_device(struct ibv_device *device)
+{
+    /* rdma-core 44's mlx5 asks for a DEVX context first; the emulation
+     * always grants one */
+    return emu_open(device, true);
+}
+
+int ibv_close_device(struct ibv_context *context)
+{
+    emu_ctx_t *ectx = emu_ctx_check(context, "ibv_close_device");
+
+    if (ectx == NULL) {
+        return 0;   /* rdma-core's close always returns 0 */
+    }
+    pthread_mutex_lock(&emu_dev_lock);
+    emu_dev_release_locked(ectx->dev);
+    pthread_mutex_unlock(&emu_dev_lock);
+    close(context->cmd_fd);
+    close(context->async_fd);
+    pthread_mutex_destroy(&context->mutex);
+    free(ectx);
+    return 0;
+}
+
+/* No asynchronous event is ever generated (no port changes, no QP or SRQ
+ * events): a blocking caller waits as on an idle HCA, a nonblocking one
+ * gets EAGAIN, as rdma-core reads its async fd. */
+int ibv_get_async_event(struct ibv_context *context,
+                        struct ibv_async_event *event)
+{
+    uint64_t v;
+
+    if (read(context->async_fd, &v, sizeof(v)) != (ssize_t)sizeof(v)) {
+        return -1;
+    }
+    errno = EIO;
+    emu_error("%s: async event fd written from outside the emulation",
+              context->device->name);
+    return -1;
+}
+
+void ibv_ack_async_event(struct ibv_async_event *event)
+{
+}

@@ -1,0 +1,27 @@
+/*
+ * The private interface between the emulated libmlx5.so.1 (emu_mlx5.c) and
+ * the emulated libibverbs.so.1, which holds every object: libibverbs
+ * exports these at version node DCX_EMU_PRIVATE_1, each the implementation
+ * of the mlx5dv entry point of the same name without the dcx_emu_ prefix.
+ */
+#ifndef DCX_EMU_DV_H_
+#define DCX_EMU_DV_H_
+
+#include <infiniband/verbs.h>
+#include <infiniband/mlx5dv.h>
+
+#include <stdbool.h>
+
+bool dcx_emu_mlx5dv_is_supported(struct ibv_device *device);
+struct ibv_context *dcx_emu_mlx5dv_open_device(struct ibv_device *device,
+                                               struct mlx5dv_context_attr *attr);
+int  dcx_emu_mlx5dv_query_device(struct ibv_context *ctx,
+                                 struct mlx5dv_context *attrs);
+
+struct ibv_qp *dcx_emu_mlx5dv_create_qp(struct ibv_context *context,
+                                        struct ibv_qp_init_attr_ex *qp_attr,
+                                        struct mlx5dv_qp_init_attr *mlx5_attr);
+struct mlx5dv_qp_ex *dcx_emu_mlx5dv_qp_ex_from_ibv_qp_ex(
+                                        struct ibv_qp_ex *qp);
+
+#endif /* DCX_EMU_DV_H_ */

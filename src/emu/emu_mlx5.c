@@ -1,0 +1,35 @@
+/*
+ * The emulated libmlx5.so.1: the mlx5dv entry points the emulation models,
+ * forwarded to the emulated libibverbs.so.1 that holds the objects
+ * (emu_dv.h).  The rest are in emu_unsup_mlx5.c.
+ */
+#include "emu/emu_dv.h"
+
+bool mlx5dv_is_supported(struct ibv_device *device)
+{
+    return dcx_emu_mlx5dv_is_supported(device);
+}
+
+struct ibv_context *mlx5dv_open_device(struct ibv_device *device,
+                                       struct mlx5dv_context_attr *attr)
+{
+    return dcx_emu_mlx5dv_open_device(device, attr);
+}
+
+int mlx5dv_query_device(struct ibv_context *ctx_in,
+                        struct mlx5dv_context *attrs_out)
+{
+    return dcx_emu_mlx5dv_query_device(ctx_in, attrs_out);
+}
+
+struct ibv_qp *mlx5dv_create_qp(struct ibv_context *context,
+                                struct ibv_qp_init_attr_ex *qp_attr,
+                                struct mlx5dv_qp_init_attr *mlx5_qp_attr)
+{
+    return dcx_emu_mlx5dv_create_qp(context, qp_attr, mlx5_qp_attr);
+}
+
+struct mlx5dv_qp_ex *mlx5dv_qp_ex_from_ibv_qp_ex(struct ibv_qp_ex *qp)
+{
+    return dcx_emu_mlx5dv_qp_ex_from_ibv_qp_ex(qp);
+}

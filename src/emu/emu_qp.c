@@ -1,0 +1,544 @@
+/*
+ * Emulated ConnectX: queue pairs.  DCIs and DCTs (mlx5dv_create_qp with
+ * MLX5DV_QP_INIT_ATTR_MASK_DC) and RC QPs connected to themselves (the
+ * only RC the emulation models: what UMR requests travel on).
+ *
+ * Creation applies libmlx5's and the kernel's checks (comp masks, send-op
+ * flags per type, SRQ and CQs present) and sizes the send queue as libmlx5
+ * does (emu_qp_size): the reported max_inline_data and max_send_wr are
+ * those a ConnectX-6 gives for the same request.  ibv_modify_qp enforces
+ * the kernel's exact masks per type and transition (emu_qp_trans) and
+ * takes the effects: a DCI's timers at RTS (dcx_soft_qp_set_timers), the
+ * soft DCT created at INIT->RTR (where the DCT gets its number), RESET
+ * discarding the QP's completions not yet polled and its outstanding WRs,
+ * ERR flushing them.  Posting (ibv_wr_complete) is allowed from the first
+ * RTS after a RESET until the next RESET, as libmlx5 swaps wr_complete.
+ */
+#include "emu/emu.h"
+#include "emu/emu_dv.h"
+#include "soft/dcx_soft.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* What libmlx5 accepts in the verbs and mlx5 comp masks */
+#define EMU_QP_COMP_MASK  (IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_XRCD | \
+                           IBV_QP_INIT_ATTR_CREATE_FLAGS | \
+                           IBV_QP_INIT_ATTR_MAX_TSO_HEADER | \
+                           IBV_QP_INIT_ATTR_IND_TABLE | \
+                           IBV_QP_INIT_ATTR_RX_HASH | \
+                           IBV_QP_INIT_ATTR_SEND_OPS_FLAGS)
+#define EMU_DV_COMP_MASK  (MLX5DV_QP_INIT_ATTR_MASK_QP_CREATE_FLAGS | \
+                           MLX5DV_QP_INIT_ATTR_MASK_DC | \
+                           MLX5DV_QP_INIT_ATTR_MASK_SEND_OPS_FLAGS | \
+                           MLX5DV_QP_INIT_ATTR_MASK_DCI_STREAMS)
+/* Send ops of a DCI (rdma-core-semantics: TSO and ATOMIC_WRITE are not) */
+#define EMU_DCI_OPS       (IBV_QP_EX_WITH_SEND | \
+                           IBV_QP_EX_WITH_SEND_WITH_INV | \
+                           IBV_QP_EX_WITH_SEND_WITH_IMM | \
+                           IBV_QP_EX_WITH_RDMA_WRITE | \
+                           IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM | \
+                           IBV_QP_EX_WITH_RDMA_READ | \
+                           IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP | \
+                           IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD | \
+                           IBV_QP_EX_WITH_LOCAL_INV | \
+                           IBV_QP_EX_WITH_BIND_MW)
+#define EMU_RDMA_OPS      (IBV_QP_EX_WITH_RDMA_WRITE | \
+                           IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM | \
+                           IBV_QP_EX_WITH_RDMA_READ)
+#define EMU_ATOMIC_OPS    (IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP | \
+                           IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD)
+#define EMU_UMR_DV_OPS    (MLX5DV_QP_EX_WITH_MR_INTERLEAVED | \
+                           MLX5DV_QP_EX_WITH_MR_LIST)
+
+/* Send WQE sizing of libmlx5 (bytes): segments and the device's largest
+ * send descriptor (max_desc_sz_sq of a ConnectX-6) */
+#define EMU_SEG_CTRL      16u
+#define EMU_SEG_RADDR     16u
+#define EMU_SEG_ATOMIC    16u
+#define EMU_SEG_DGRAM     48u
+#define EMU_SEG_UMR_CTRL  48u
+#define EMU_SEG_MKEY_CTX  64u
+#define EMU_SEG_KLM_MIN   64u
+#define EMU_SEG_DATA      16u
+#define EMU_SEG_INL_HDR   4u
+#define EMU_WQE_BB        64u
+#define EMU_MAX_DESC_SZ   512u
+
+static uint32_t emu_align(uint32_t v, uint32_t a)
+{
+    return (v + a - 1) & ~(a - 1);
+}
+
+static uint32_t emu_pow2(uint64_t v)
+{
+    uint64_t p = 1;
+
+    while (p < v) {
+        p <<= 1;
+    }
+    return (uint32_t)p;
+}
+
+/* The per-WQE bytes before data: the largest operation's segments, plus
+ * the datagram segment of a DCI. */
+static uint32_t emu_qp_overhead(emu_qp_kind_t kind, uint64_t ops,
+                                uint64_t dv_ops)
+{
+    uint32_t size = EMU_SEG_CTRL, op;
+
+    if (ops & EMU_RDMA_OPS) {
+        op   = EMU_SEG_CTRL + EMU_SEG_RADDR;
+        size = (op > size) ? op : size;
+    }
+    if (ops & EMU_ATOMIC_OPS) {
+        op   = EMU_SEG_CTRL + EMU_SEG_RADDR + EMU_SEG_ATOMIC;
+        size = (op > size) ? op : size;
+    }
+    if ((ops & (IBV_QP_EX_WITH_BIND_MW | IBV_QP_EX_WITH_LOCAL_INV)) ||
+        (dv_ops & EMU_UMR_DV_OPS)) {
+        op   = EMU_SEG_CTRL + EMU_SEG_UMR_CTRL + EMU_SEG_MKEY_CTX +
+               EMU_SEG_KLM_MIN;
+        size = (op > size) ? op : size;
+    }
+    return size + ((kind == EMU_QP_DCI) ? EMU_SEG_DGRAM : 0);
+}
+
+/* Sizes the send queue as libmlx5 does; EINVAL when the WQE would be
+ * larger than the device's descriptor or the queue deeper than it takes.
+ * cap is updated with what was granted. */
+static int emu_qp_size(emu_qp_t *qp, const dcx_dev_caps_t *caps,
+                       struct ibv_qp_cap *cap, const char *name)
+{
+    uint32_t ovh = emu_qp_overhead(qp->kind, qp->send_ops, qp->dv_ops);
+    uint32_t size, inl = 0, wqe, wq;
+
+    if ((cap->max_send_wr == 0) || (cap->max_send_wr > caps->max_qp_wr) ||
+        (cap->max_send_sge > caps->max_sge)) {
+        emu_error("%s: create_qp: max_send_wr %u (1..%u) or max_send_sge %u "
+                  "(<= %u) out of range", name, cap->max_send_wr,
+                  caps->max_qp_wr, cap->max_send_sge, caps->max_sge);
+        return EINVAL;
+    }
+    if (cap->max_inline_data != 0) {
+        inl = ovh + emu_align(EMU_SEG_INL_HDR + cap->max_inline_data, 16);
+    }
+    size = ovh + cap->max_send_sge * EMU_SEG_DATA;
+    size = (size > inl) ? size : inl;
+    if (size > EMU_MAX_DESC_SZ) {
+        emu_error("%s: create_qp: a WQE of %u bytes (%u sge, %u inline "
+                  "bytes) exceeds the device's %u", name, size,
+                  cap->max_send_sge, cap->max_inline_data, EMU_MAX_DESC_SZ);
+        return EINVAL;
+    }
+    wqe = emu_align(size, EMU_WQE_BB);
+    wq  = emu_pow2((uint64_t)cap->max_send_wr * wqe);
+    qp->max_send_wr  = wq / wqe;
+    qp->max_send_sge = cap->max_send_sge;
+    qp->max_inline   = wqe - ovh - EMU_SEG_INL_HDR;
+    if ((qp->max_send_wr > caps->max_qp_wr) ||
+        (qp->max_inline > caps->max_inline)) {
+        qp->max_send_wr = (qp->max_send_wr > caps->max_qp_wr) ?
+                          caps->max_qp_wr : qp->max_send_wr;
+        qp->max_inline  = (qp->max_inline > caps->max_inline) ?
+                          caps->max_inline : qp->max_inline;
+    }
+    cap->max_send_wr     = qp->max_send_wr;
+    cap->max_inline_data = qp->max_inline;
+    return 0;
+}
+
+/* ------------------------------------------------------------------------
+ * The device's QP map (completions name QPs by number)
+ * ------------------------------------------------------------------------ */
+static void emu_qp_map_add(emu_dev_t *dev, emu_qp_t *qp)
+{
+    unsigned b = qp->qpx.qp_base.qp_num % EMU_QP_MAP_SIZE;
+
+    pthread_mutex_lock(&dev->qp_lock);
+    qp->map_next    = dev->qp_map[b];
+    dev->qp_map[b]  = qp;
+    pthread_mutex_unlock(&dev->qp_lock);
+}
+
+static void emu_qp_map_del(emu_dev_t *dev, emu_qp_t *qp)
+{
+    unsigned b = qp->qpx.qp_base.qp_num % EMU_QP_MAP_SIZE;
+    emu_qp_t **pp;
+
+    pthread_mutex_lock(&dev->qp_lock);
+    for (pp = &dev->qp_map[b]; *pp != NULL; pp = &(*pp)->map_next) {
+        if (*pp == qp) {
+            *pp = qp->map_next;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&dev->qp_lock);
+}
+
+emu_qp_t *emu_qp_find(emu_dev_t *dev, uint32_t qp_num)
+{
+    emu_qp_t *qp;
+
+    pthread_mutex_lock(&dev->qp_lock);
+    for (qp = dev->qp_map[qp_num % EMU_QP_MAP_SIZE]; qp != NULL;
+         qp = qp->map_next) {
+        if (qp->qpx.qp_base.qp_num == qp_num) {
+            break;
+        }
+    }
+    pthread_mutex_unlock(&dev->qp_lock);
+    return qp;
+}
+
+uint64_t emu_qp_retire(emu_qp_t *qp, uint64_t seq)
+{
+    uint64_t wr_id;
+
+    pthread_mutex_lock(&qp->sq_lock);
+    if ((seq < qp->sq_retired) || (seq >= qp->sq_posted)) {
+        /* a completion from before a RESET: its WR is gone */
+        pthread_mutex_unlock(&qp->sq_lock);
+        return 0;
+    }
+    wr_id          = qp->sq[seq % qp->max_send_wr].wr_id;
+    qp->sq_retired = seq + 1;
+    pthread_mutex_unlock(&qp->sq_lock);
+    return wr_id;
+}
+
+/* ------------------------------------------------------------------------
+ * Creation
+ * ------------------------------------------------------------------------ */
+/* The checks of libmlx5 and the kernel; errno value or 0.  *silent_p:
+ * the failure libmlx5 reports without setting errno. */
+static int emu_qp_check(emu_qp_t *qp, struct ibv_qp_init_attr_ex *attr,
+                        struct mlx5dv_qp_init_attr *dv, const char *name,
+                        bool *silent_p)
+{
+    uint64_t dv_mask = (dv != NULL) ? dv->comp_mask : 0;
+
+    *silent_p = false;
+    if (attr->comp_mask & ~EMU_QP_COMP_MASK) {
+        emu_error("%s: create_qp: unknown comp_mask bits 0x%x (libmlx5 "
+                  "fails without setting errno)", name,
+                  attr->comp_mask & ~EMU_QP_COMP_MASK);
+        *silent_p = true;
+        return EINVAL;
+    }
+    if (!(attr->comp_mask & IBV_QP_INIT_ATTR_PD) || (attr->pd == NULL)) {
+        emu_error("%s: create_qp: IBV_QP_INIT_ATTR_PD and a PD are required",
+                  name);
+        return EINVAL;
+    }
+    if (dv_mask & ~(uint64_t)EMU_DV_COMP_MASK) {
+        emu_error("%s: create_qp: unknown mlx5 comp_mask bits 0x%llx", name,
+                  (unsigned long long)(dv_mask & ~(uint64_t)EMU_DV_COMP_MASK));
+        return EINVAL;
+    }
+    if ((attr->send_cq == NULL) || (attr->recv_cq == NULL)) {
+        emu_error("%s: create_qp: send_cq and recv_cq are both required",
+                  name);
+        return EINVAL;
+    }
+    if (attr->comp_mask & (IBV_QP_INIT_ATTR_XRCD |
+                           IBV_QP_INIT_ATTR_CREATE_FLAGS |
+                           IBV_QP_INIT_ATTR_MAX_TSO_HEADER |
+                           IBV_QP_INIT_ATTR_IND_TABLE |
+                           IBV_QP_INIT_ATTR_RX_HASH)) {
+        emu_error("%s: create_qp: comp_mask 0x%x asks for XRC, create "
+                  "flags, TSO or RSS, not modelled", name, attr->comp_mask);
+        return EOPNOTSUPP;
+    }
+    if (dv_mask & MLX5DV_QP_INIT_ATTR_MASK_DC) {
+        if (attr->qp_type != IBV_QPT_DRIVER) {
+            emu_error("%s: create_qp: DC attributes on QP type %d", name,
+                      (int)attr->qp_type);
+            return EINVAL;
+        }
+        switch (dv->dc_init_attr.dc_type) {
+        case MLX5DV_DCTYPE_DCI:
+            qp->kind = EMU_QP_DCI;
+            break;
+        case MLX5DV_DCTYPE_DCT:
+            qp->kind = EMU_QP_DCT;
+            break;
+        default:
+            emu_error("%s: create_qp: dc_type %d", name,
+                      (int)dv->dc_init_attr.dc_type);
+            return EINVAL;
+        }
+    } else if (attr->qp_type == IBV_QPT_RC) {
+        qp->kind = EMU_QP_RC;
+    } else if (attr->qp_type == IBV_QPT_DRIVER) {
+        emu_error("%s: create_qp: IBV_QPT_DRIVER without DC attributes",
+                  name);
+        return EINVAL;
+    } else {
+        emu_error("%s: create_qp: QP type %d is not modelled (DCI, DCT and "
+                  "loopback RC only)", name, (int)attr->qp_type);
+        return EOPNOTSUPP;
+    }
+    qp->send_ops = (attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) ?
+                   attr->send_ops_flags : 0;
+    qp->dv_ops   = (dv_mask & MLX5DV_QP_INIT_ATTR_MASK_SEND_OPS_FLAGS) ?
+                   dv->send_ops_flags : 0;
+    return 0;
+}
+
+static int emu_qp_check_kind(emu_qp_t *qp, struct ibv_qp_init_attr_ex *attr,
+                             struct mlx5dv_qp_init_attr *dv, const char *name)
+{
+    uint64_t dv_mask = (dv != NULL) ? dv->comp_mask : 0;
+
+    switch (qp->kind) {
+    case EMU_QP_DCT:
+        if ((attr->comp_mask & ~IBV_QP_INIT_ATTR_PD) ||
+            (dv_mask & ~(uint64_t)(MLX5DV_QP_INIT_ATTR_MASK_DC |
+                                   MLX5DV_QP_INIT_ATTR_MASK_QP_CREATE_FLAGS)) ||
+            ((dv_mask & MLX5DV_QP_INIT_ATTR_MASK_QP_CREATE_FLAGS) &&
+             (dv->create_flags & ~MLX5DV_QP_CREATE_DISABLE_SCATTER_TO_CQE))) {
+            emu_error("%s: create_qp: a DCT takes only a PD (comp_mask 0x%x), "
+                      "DC attributes and no create flag but disabling "
+                      "scatter-to-CQE", name, attr->comp_mask);
+            return EINVAL;
+        }
+        if (attr->srq == NULL) {
+            emu_error("%s: create_qp: a DCT needs an SRQ", name);
+            return EINVAL;
+        }
+        return 0;
+    case EMU_QP_DCI:
+        if (qp->send_ops & ~(uint64_t)EMU_DCI_OPS) {
+            emu_error("%s: create_qp: send ops 0x%llx are not offered on a "
+                      "DCI", name,
+                      (unsigned long long)(qp->send_ops & ~EMU_DCI_OPS));
+            return EOPNOTSUPP;
+        }
+        if (qp->dv_ops != 0) {
+            emu_error("%s: create_qp: mlx5 send ops 0x%llx on a DCI (raw WQE "
+                      "and memcpy are not modelled, UMR is RC only)", name,
+                      (unsigned long long)qp->dv_ops);
+            return EOPNOTSUPP;
+        }
+        if ((dv_mask & MLX5DV_QP_INIT_ATTR_MASK_DCI_STREAMS) &&
+            ((dv->dc_init_attr.dci_streams.log_num_concurent != 0) ||
+             (dv->dc_init_attr.dci_streams.log_num_errored != 0))) {
+            emu_error("%s: create_qp: DCI streams above the device's maximum "
+                      "(0, 0)", name);
+            return EINVAL;
+        }
+        return 0;
+    default: /* RC */
+        if (qp->send_ops & ~(uint64_t)(EMU_DCI_OPS)) {
+            emu_error("%s: create_qp: send ops 0x%llx are not offered on an "
+                      "RC QP", name,
+                      (unsigned long long)(qp->send_ops & ~EMU_DCI_OPS));
+            return EOPNOTSUPP;
+        }
+        if (qp->dv_ops & ~(uint64_t)(EMU_UMR_DV_OPS |
+                                     MLX5DV_QP_EX_WITH_MKEY_CONFIGURE)) {
+            emu_error("%s: create_qp: mlx5 send ops 0x%llx not modelled on "
+                      "RC (raw WQE, memcpy)", name,
+                      (unsigned long long)qp->dv_ops);
+            return EOPNOTSUPP;
+        }
+        return 0;
+    }
+}
+
+static int emu_qp_make_soft(emu_qp_t *qp, const char *name)
+{
+    dcx_qp_attr_t a;
+    int ret;
+
+    memset(&a, 0, sizeof(a));
+    a.type          = DCX_QPT_DCI;   /* the soft device's UMR QP too */
+    a.send_cq       = qp->send_cq->soft;
+    a.max_send_wr   = qp->max_send_wr;
+    a.max_send_sge  = (qp->max_send_sge > 0) ? qp->max_send_sge : 1;
+    a.max_inline    = qp->max_inline;
+    ret = dcx_qp_create(qp->pd->soft, &a, &qp->soft);
+    if (ret != 0) {
+        emu_error("%s: create_qp: the soft device refused the send queue "
+                  "(%s)", name, strerror(ret));
+        return ret;
+    }
+    qp->qpx.qp_base.qp_num = qp->soft->qp_num;
+    return 0;
+}
+
+static struct ibv_qp *emu_qp_create(struct ibv_context *context,
+                                    struct ibv_qp_init_attr_ex *attr,
+                                    struct mlx5dv_qp_init_attr *dv)
+{
+    emu_ctx_t *ectx = emu_ctx_check(context, "create_qp");
+    const char *name;
+    bool silent;
+    emu_qp_t *qp;
+    int ret;
+
+    if ((ectx == NULL) || (attr == NULL)) {
+        errno = EINVAL;
+        return NULL;
+    }
+    name = context->device->name;
+    qp   = calloc(1, sizeof(*qp));
+    if (qp == NULL) {
+        emu_error("%s: create_qp: out of memory", name);
+        errno = ENOMEM;
+        return NULL;
+    }
+    ret = emu_qp_check(qp, attr, dv, name, &silent);
+    if (ret == 0) {
+        ret = emu_qp_check_kind(qp, attr, dv, name);
+    }
+    if (ret != 0) {
+        free(qp);
+        if (!silent) {
+            errno = ret;
+        }
+        return NULL;
+    }
+    qp->ctx     = ectx;
+    qp->pd      = emu_pd(attr->pd);
+    qp->send_cq = emu_cq(attr->send_cq);
+    qp->recv_cq = emu_cq(attr->recv_cq);
+    qp->sig_all = attr->sq_sig_all;
+    qp->has_qpx = (qp->kind != EMU_QP_DCT) &&
+                  (attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS);
+    pthread_mutex_init(&qp->sq_lock, NULL);
+
+    if (qp->kind == EMU_QP_DCT) {
+        qp->srq     = (emu_srq_t*)attr->srq;
+        qp->dct_key = dv->dc_init_attr.dct_access_key;
+        __atomic_add_fetch(&qp->srq->refs, 1, __ATOMIC_RELEASE);
+        qp->qpx.qp_base.qp_num = 0;   /* the DCT's number comes at RTR */
+    } else {
+        ret = emu_qp_size(qp, dcx_dev_caps(ectx->dev->soft), &attr->cap,
+                          name);
+        if (ret == 0) {
+            qp->sq = calloc(qp->max_send_wr, sizeof(*qp->sq));
+            ret    = (qp->sq == NULL) ? ENOMEM : 0;
+        }
+        if (ret == 0) {
+            ret = emu_qp_make_soft(qp, name);
+        }
+        if (ret != 0) {
+            free(qp->sq);
+            pthread_mutex_destroy(&qp->sq_lock);
+            free(qp);
+            errno = ret;
+            return NULL;
+        }
+        attr->cap.max_recv_wr  = 0;
+        attr->cap.max_recv_sge = 0;
+        emu_qp_map_add(ectx->dev, qp);
+    }
+
+    qp->qpx.qp_base.context    = context;
+    qp->qpx.qp_base.qp_context = attr->qp_context;
+    qp->qpx.qp_base.pd         = attr->pd;
+    qp->qpx.qp_base.send_cq    = attr->send_cq;
+    qp->qpx.qp_base.recv_cq    = attr->recv_cq;
+    qp->qpx.qp_base.srq        = attr->srq;
+    qp->qpx.qp_base.qp_type    = attr->qp_type;
+    qp->qpx.qp_base.state      = IBV_QPS_RESET;
+    qp->qpx.qp_base.handle     = (uint32_t)(uintptr_t)qp;
+    pthread_mutex_init(&qp->qpx.qp_base.mutex, NULL);
+    pthread_cond_init(&qp->qpx.qp_base.cond, NULL);
+    if (qp->has_qpx) {
+        emu_wr_init(qp);
+    }
+    __atomic_add_fetch(&qp->pd->refs, 1, __ATOMIC_RELEASE);
+    __atomic_add_fetch(&qp->send_cq->refs, 1, __ATOMIC_RELEASE);
+    __atomic_add_fetch(&qp->recv_cq->refs, 1, __ATOMIC_RELEASE);
+    return &qp->qpx.qp_base;
+}
+
+struct ibv_qp *dcx_emu_mlx5dv_create_qp(struct ibv_context *context,
+                                        struct ibv_qp_init_attr_ex *qp_attr,
+                                        struct mlx5dv_qp_init_attr *mlx5_attr)
+{
+    if ((context == NULL) || (emu_dev_of(context->device) == NULL)) {
+        emu_error("mlx5dv_create_qp: context %p is not of the emulation",
+                  (void*)context);
+        errno = EOPNOTSUPP;
+        return NULL;
+    }
+    return emu_qp_create(context, qp_attr, mlx5_attr);
+}
+
+static struct ibv_qp *emu_create_qp_ex(struct ibv_context *context,
+                                       struct ibv_qp_init_attr_ex *attr)
+{
+    return emu_qp_create(context, attr, NULL);
+}
+
+struct ibv_qp *ibv_create_qp(struct ibv_pd *pd,
+                             struct ibv_qp_init_attr *qp_init_attr)
+{
+    struct ibv_qp_init_attr_ex attr;
+    struct ibv_qp *qp;
+
+    memset(&attr, 0, sizeof(attr));
+    memcpy(&attr, qp_init_attr, sizeof(*qp_init_attr));
+    attr.comp_mask = IBV_QP_INIT_ATTR_PD;
+    attr.pd        = pd;
+    qp = emu_qp_create(pd->context, &attr, NULL);
+    if (qp != NULL) {
+        qp_init_attr->cap = attr.cap;
+    }
+    return qp;
+}
+
+struct ibv_qp_ex *ibv_qp_to_qp_ex(struct ibv_qp *ibqp)
+{
+    emu_qp_t *qp = emu_qp(ibqp);
+
+    return qp->has_qpx ? &qp->qpx : NULL;
+}
+
+struct mlx5dv_qp_ex *dcx_emu_mlx5dv_qp_ex_from_ibv_qp_ex(struct ibv_qp_ex *qpx)
+{
+    /* a plain container_of, as libmlx5's */
+    return &((emu_qp_t*)qpx)->dv;
+}
+
+int ibv_destroy_qp(struct ibv_qp *ibqp)
+{
+    emu_qp_t *qp   = emu_qp(ibqp);
+    emu_dev_t *dev = qp->ctx->dev;
+    int ret;
+
+    if (qp->soft != NULL) {
+        ret = dcx_qp_destroy(qp->soft);
+        if (ret != 0) {
+            return ret;
+        }
+    }
+    if (qp->kind == EMU_QP_DCT) {
+        __atomic_sub_fetch(&qp->srq->refs, 1, __ATOMIC_RELEASE);
+    } else {
+        emu_qp_map_del(dev, qp);
+        emu_cq_purge(qp->send_cq, ibqp->qp_num);
+    }
+    if (qp->has_qpx) {
+        emu_wr_cleanup(qp);
+    }
+    __atomic_sub_fetch(&qp->pd->refs, 1, __ATOMIC_RELEASE);
+    __atomic_sub_fetch(&qp->send_cq->refs, 1, __ATOMIC_RELEASE);
+    __atomic_sub_fetch(&qp->recv_cq->refs, 1, __ATOMIC_RELEASE);
+    pthread_mutex_destroy(&ibqp->mutex);
+    pthread_cond_destroy(&ibqp->cond);
+    pthread_mutex_destroy(&qp->sq_lock);
+    free(qp->sq);
+    free(qp);
+    return 0;
+}
+
+void emu_ctx_set_qp_ops(struct verbs_context *vctx)
+{
+    vctx->create_qp_ex = emu_create_qp_ex;
+}

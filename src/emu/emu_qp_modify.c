@@ -1,0 +1,332 @@
+/*
+ * Emulated ConnectX: ibv_modify_qp and ibv_query_qp.
+ *
+ * The kernel checks a modify against a table per QP type: the transition
+ * must exist, every required attribute bit must be in the mask and no bit
+ * outside required and optional may be.  emu_trans below is that table for
+ * the types the emulation models (DCI and DCT as mlx5_ib's modify checks,
+ * RC as the IB core's); anything else is EINVAL with one log line naming
+ * the missing or extra bits.  The current state is the device's: a DCI
+ * that an error completion moved to ERR is in ERR whatever qp->state says.
+ */
+#include "emu/emu.h"
+#include "soft/dcx_soft.h"
+
+#include <errno.h>
+#include <string.h>
+
+#define EMU_ANY_STATE  ((enum ibv_qp_state)-1)
+#define EMU_NOT_RESET  ((enum ibv_qp_state)-2)
+#define EMU_ACCESS_QP  (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | \
+                        IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC)
+
+typedef struct emu_trans {
+    unsigned            kinds;   /* 1 << emu_qp_kind_t */
+    enum ibv_qp_state   from;
+    enum ibv_qp_state   to;
+    uint32_t            required;
+    uint32_t            optional;
+} emu_trans_t;
+
+#define K_DCI  (1u << EMU_QP_DCI)
+#define K_DCT  (1u << EMU_QP_DCT)
+#define K_RC   (1u << EMU_QP_RC)
+
+static const emu_trans_t emu_trans[] = {
+    /* DCI */
+    {K_DCI, IBV_QPS_RESET, IBV_QPS_INIT, IBV_QP_PKEY_INDEX | IBV_QP_PORT, 0},
+    {K_DCI, IBV_QPS_INIT, IBV_QPS_INIT, 0, IBV_QP_PKEY_INDEX | IBV_QP_PORT},
+    {K_DCI, IBV_QPS_INIT, IBV_QPS_RTR, IBV_QP_PATH_MTU,
+     IBV_QP_PKEY_INDEX | IBV_QP_AV},
+    {K_DCI, IBV_QPS_RTR, IBV_QPS_RTS,
+     IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+     IBV_QP_MAX_QP_RD_ATOMIC | IBV_QP_SQ_PSN, IBV_QP_MIN_RNR_TIMER},
+    {K_DCI, IBV_QPS_RTS, IBV_QPS_RTS, 0, IBV_QP_MIN_RNR_TIMER},
+    /* DCT: two transitions, exact masks */
+    {K_DCT, IBV_QPS_RESET, IBV_QPS_INIT,
+     IBV_QP_ACCESS_FLAGS | IBV_QP_PKEY_INDEX | IBV_QP_PORT, 0},
+    {K_DCT, IBV_QPS_INIT, IBV_QPS_RTR,
+     IBV_QP_MIN_RNR_TIMER | IBV_QP_AV | IBV_QP_PATH_MTU, 0},
+    /* RC */
+    {K_RC, IBV_QPS_RESET, IBV_QPS_INIT,
+     IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS, 0},
+    {K_RC, IBV_QPS_INIT, IBV_QPS_INIT, 0,
+     IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS},
+    {K_RC, IBV_QPS_INIT, IBV_QPS_RTR,
+     IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+     IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER,
+     IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS | IBV_QP_PKEY_INDEX},
+    {K_RC, IBV_QPS_RTR, IBV_QPS_RTS,
+     IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
+     IBV_QP_MAX_QP_RD_ATOMIC,
+     IBV_QP_CUR_STATE | IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS |
+     IBV_QP_MIN_RNR_TIMER | IBV_QP_PATH_MIG_STATE},
+    {K_RC, IBV_QPS_RTS, IBV_QPS_RTS, 0,
+     IBV_QP_CUR_STATE | IBV_QP_ACCESS_FLAGS | IBV_QP_ALT_PATH |
+     IBV_QP_PATH_MIG_STATE | IBV_QP_MIN_RNR_TIMER},
+    /* DCI and RC: to RESET from anywhere, to ERR from anywhere but RESET */
+    {K_DCI | K_RC, EMU_ANY_STATE, IBV_QPS_RESET, 0, 0},
+    {K_DCI | K_RC, EMU_NOT_RESET, IBV_QPS_ERR, 0, 0},
+};
+
+static const char *emu_kind_name(emu_qp_kind_t kind)
+{
+    return (kind == EMU_QP_DCI) ? "dci" : (kind == EMU_QP_DCT) ? "dct" :
+                                                                  "rc qp";
+}
+
+/* The state the device has the QP in. */
+static enum ibv_qp_state emu_qp_cur_state(emu_qp_t *qp)
+{
+    if ((qp->kind != EMU_QP_DCT) && (qp->soft != NULL) &&
+        (__atomic_load_n(&qp->soft->state, __ATOMIC_ACQUIRE) ==
+         DCX_QPS_ERR)) {
+        return IBV_QPS_ERR;
+    }
+    return qp->qpx.qp_base.state;
+}
+
+static const emu_trans_t *emu_trans_find(emu_qp_kind_t kind,
+                                         enum ibv_qp_state from,
+                                         enum ibv_qp_state to)
+{
+    unsigned i;
+
+    for (i = 0; i < sizeof(emu_trans) / sizeof(emu_trans[0]); ++i) {
+        const emu_trans_t *t = &emu_trans[i];
+
+        if (!(t->kinds & (1u << kind)) || (t->to != to)) {
+            continue;
+        }
+        if ((t->from == from) || (t->from == EMU_ANY_STATE) ||
+            ((t->from == EMU_NOT_RESET) && (from != IBV_QPS_RESET))) {
+            return t;
+        }
+    }
+    return NULL;
+}
+
+/* Values the kernel checks whatever the transition */
+static int emu_modify_values(emu_qp_t *qp, const struct ibv_qp_attr *a,
+                             int mask, const char **why_p)
+{
+    const dcx_dev_caps_t *caps = dcx_dev_caps(qp->ctx->dev->soft);
+
+    if ((mask & IBV_QP_PORT) && (a->port_num != 1)) {
+        *why_p = "port_num is not 1 (the device's only port)";
+    } else if ((mask & IBV_QP_PKEY_INDEX) && (a->pkey_index != 0)) {
+        *why_p = "pkey_index outside the P_Key table (1 entry)";
+    } else if ((mask & IBV_QP_PATH_MTU) &&
+               ((a->path_mtu < IBV_MTU_256) || (a->path_mtu > IBV_MTU_4096))) {
+        *why_p = "path_mtu is not an MTU";
+    } else if ((mask & IBV_QP_TIMEOUT) && (a->timeout > 31)) {
+        *why_p = "timeout above 31";
+    } else if ((mask & IBV_QP_RETRY_CNT) && (a->retry_cnt > 7)) {
+        *why_p = "retry_cnt above 7";
+    } else if ((mask & IBV_QP_RNR_RETRY) && (a->rnr_retry > 7)) {
+        *why_p = "rnr_retry above 7";
+    } else if ((mask & IBV_QP_MIN_RNR_TIMER) && (a->min_rnr_timer > 31)) {
+        *why_p = "min_rnr_timer above 31";
+    } else if ((mask & IBV_QP_MAX_QP_RD_ATOMIC) &&
+               (a->max_rd_atomic > caps->max_rd_atomic)) {
+        *why_p = "max_rd_atomic above the device's max_qp_init_rd_atom";
+    } else if ((mask & IBV_QP_MAX_DEST_RD_ATOMIC) &&
+               (a->max_dest_rd_atomic > caps->max_rd_atomic)) {
+        *why_p = "max_dest_rd_atomic above the device's max_qp_rd_atom";
+    } else if ((mask & IBV_QP_ACCESS_FLAGS) &&
+               (a->qp_access_flags & ~EMU_ACCESS_QP)) {
+        *why_p = "qp_access_flags has bits other than local/remote access";
+    } else if ((mask & IBV_QP_AV) && (a->ah_attr.port_num != 0) &&
+               (a->ah_attr.port_num != 1)) {
+        *why_p = "ah_attr.port_num is not 1";
+    } else {
+        return 0;
+    }
+    return EINVAL;
+}
+
+static uint32_t emu_dcx_access(unsigned ibv_access)
+{
+    return ((ibv_access & IBV_ACCESS_REMOTE_WRITE) ?
+            DCX_ACCESS_REMOTE_WRITE : 0) |
+           ((ibv_access & IBV_ACCESS_REMOTE_READ) ?
+            DCX_ACCESS_REMOTE_READ : 0) |
+           ((ibv_access & IBV_ACCESS_REMOTE_ATOMIC) ?
+            DCX_ACCESS_REMOTE_ATOMIC : 0);
+}
+
+/* A DCI or RC QP back to RESET: the device forgets its WRs and libmlx5
+ * discards its completions not yet polled. */
+static int emu_qp_to_reset(emu_qp_t *qp)
+{
+    int ret;
+
+    if (qp->soft->state != DCX_QPS_ERR) {
+        ret = dcx_qp_set_error(qp->soft);
+        if (ret != 0) {
+            return ret;
+        }
+    }
+    ret = dcx_qp_recover(qp->soft);   /* drops the soft CQ's entries too */
+    if (ret != 0) {
+        return ret;
+    }
+    emu_cq_purge(qp->send_cq, qp->qpx.qp_base.qp_num);
+    if (qp->recv_cq != qp->send_cq) {
+        emu_cq_purge(qp->recv_cq, qp->qpx.qp_base.qp_num);
+    }
+    pthread_mutex_lock(&qp->sq_lock);
+    qp->sq_retired = qp->sq_posted;
+    qp->post_ok    = false;
+    pthread_mutex_unlock(&qp->sq_lock);
+    return 0;
+}
+
+/* A DCT at INIT->RTR: the soft DCT is made here and gives the number */
+static int emu_dct_to_rtr(emu_qp_t *qp, const struct ibv_qp_attr *a)
+{
+    dcx_qp_attr_t sa;
+    int ret;
+
+    memset(&sa, 0, sizeof(sa));
+    sa.type          = DCX_QPT_DCT;
+    sa.send_cq       = qp->send_cq->soft;
+    sa.recv_cq       = qp->recv_cq->soft;
+    sa.srq           = qp->srq->soft;
+    sa.dc_key        = qp->dct_key;
+    sa.access        = qp->dct_access;
+    sa.min_rnr_timer = a->min_rnr_timer;
+    ret = dcx_qp_create(qp->pd->soft, &sa, &qp->soft);
+    if (ret != 0) {
+        return ret;
+    }
+    qp->qpx.qp_base.qp_num = qp->soft->qp_num;
+    return 0;
+}
+
+/* RC: only a QP connected to itself is modelled */
+static int emu_rc_to_rtr(emu_qp_t *qp, const struct ibv_qp_attr *a)
+{
+    const char *name = qp->qpx.qp_base.context->device->name;
+
+    if ((a->dest_qp_num != qp->qpx.qp_base.qp_num) ||
+        (a->ah_attr.is_global ? false :
+         (a->ah_attr.dlid != qp->ctx->dev->lid))) {
+        emu_error("%s: rc qp 0x%x: INIT->RTR to qp 0x%x at LID %u: RC "
+                  "connections other than to itself are not modelled", name,
+                  qp->qpx.qp_base.qp_num, a->dest_qp_num, a->ah_attr.dlid);
+        return EOPNOTSUPP;
+    }
+    qp->rc_dest_qpn = a->dest_qp_num;
+    return 0;
+}
+
+int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr,
+                  int attr_mask)
+{
+    emu_qp_t *qp     = emu_qp(ibqp);
+    const char *name = ibqp->context->device->name;
+    enum ibv_qp_state cur = emu_qp_cur_state(qp), to;
+    const emu_trans_t *t;
+    const char *why  = NULL;
+    uint32_t extra, missing, mask = (uint32_t)attr_mask;
+    int ret;
+
+    to = (mask & IBV_QP_STATE) ? attr->qp_state : cur;
+    if ((mask & IBV_QP_CUR_STATE) && (attr->cur_qp_state != cur)) {
+        emu_error("%s: %s 0x%x: modify: cur_qp_state %d, the QP is in %d",
+                  name, emu_kind_name(qp->kind), ibqp->qp_num,
+                  (int)attr->cur_qp_state, (int)cur);
+        return EINVAL;
+    }
+    t = emu_trans_find(qp->kind, cur, to);
+    if (t == NULL) {
+        emu_error("%s: %s 0x%x: modify: no transition %d -> %d for this QP "
+                  "type", name, emu_kind_name(qp->kind), ibqp->qp_num,
+                  (int)cur, (int)to);
+        return EINVAL;
+    }
+    missing = t->required & ~mask;
+    extra   = mask & ~(t->required | t->optional | IBV_QP_STATE);
+    if ((missing != 0) || (extra != 0)) {
+        emu_error("%s: %s 0x%x: modify %d -> %d: mask 0x%x lacks required "
+                  "0x%x or has bits 0x%x the transition does not take", name,
+                  emu_kind_name(qp->kind), ibqp->qp_num, (int)cur, (int)to,
+                  mask, missing, extra);
+        return EINVAL;
+    }
+    if (emu_modify_values(qp, attr, (int)mask, &why) != 0) {
+        emu_error("%s: %s 0x%x: modify %d -> %d: %s", name,
+                  emu_kind_name(qp->kind), ibqp->qp_num, (int)cur, (int)to,
+                  why);
+        return EINVAL;
+    }
+
+    ret = 0;
+    switch (qp->kind) {
+    case EMU_QP_DCT:
+        if (to == IBV_QPS_INIT) {
+            qp->dct_access = emu_dcx_access(attr->qp_access_flags);
+        } else {
+            ret = emu_dct_to_rtr(qp, attr);
+        }
+        break;
+    default:
+        if (to == IBV_QPS_RESET) {
+            ret = emu_qp_to_reset(qp);
+        } else if (to == IBV_QPS_ERR) {
+            ret = (qp->soft->state == DCX_QPS_ERR) ? 0 :
+                  dcx_qp_set_error(qp->soft);
+        } else if ((to == IBV_QPS_RTR) && (qp->kind == EMU_QP_RC)) {
+            ret = emu_rc_to_rtr(qp, attr);
+        } else if ((to == IBV_QPS_RTS) && (cur == IBV_QPS_RTR)) {
+            ret = dcx_soft_qp_set_timers(qp->soft, attr->timeout,
+                                         attr->retry_cnt, attr->rnr_retry,
+                                         attr->max_rd_atomic);
+            if (ret == 0) {
+                pthread_mutex_lock(&qp->sq_lock);
+                qp->post_ok = true;
+                pthread_mutex_unlock(&qp->sq_lock);
+            }
+        }
+        break;
+    }
+    if (ret != 0) {
+        return ret;
+    }
+    ibqp->state = to;
+    return 0;
+}
+
+int ibv_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr,
+                 int attr_mask, struct ibv_qp_init_attr *init_attr)
+{
+    emu_qp_t *qp = emu_qp(ibqp);
+
+    memset(attr, 0, sizeof(*attr));
+    attr->qp_state      = emu_qp_cur_state(qp);
+    attr->cur_qp_state  = attr->qp_state;
+    attr->path_mtu      = IBV_MTU_4096;
+    attr->port_num      = 1;
+    attr->cap.max_send_wr     = qp->max_send_wr;
+    attr->cap.max_send_sge    = qp->max_send_sge;
+    attr->cap.max_inline_data = qp->max_inline;
+    if (qp->soft != NULL) {
+        attr->max_rd_atomic = (uint8_t)qp->soft->max_rd_atomic;
+    }
+    if (qp->kind == EMU_QP_RC) {
+        attr->dest_qp_num = qp->rc_dest_qpn;
+    }
+    if (init_attr != NULL) {
+        memset(init_attr, 0, sizeof(*init_attr));
+        init_attr->qp_context = ibqp->qp_context;
+        init_attr->send_cq    = ibqp->send_cq;
+        init_attr->recv_cq    = ibqp->recv_cq;
+        init_attr->srq        = ibqp->srq;
+        init_attr->cap        = attr->cap;
+        init_attr->qp_type    = ibqp->qp_type;
+        init_attr->sq_sig_all = qp->sig_all;
+    }
+    ibqp->state = attr->qp_state;
+    return 0;
+}

@@ -1,0 +1,213 @@
+/*
+ * Emulated ConnectX: the LID directory of a soft fabric, the part of a
+ * subnet manager the emulation needs.  A port gets the LID of the first
+ * free entry of a table in /dev/shm/dcx-emu.<uid>.<fabric> (mode 0600) and
+ * publishes its soft port address there, so that an address handle built
+ * from a LID (ibv_create_ah) finds the soft port to send to.
+ *
+ * An entry is one 64-bit word (state in the low byte, owner pid above) plus
+ * the address.  It is claimed by a compare-and-swap on the word, filled,
+ * then marked valid with a release store; readers take the address only
+ * from a valid word and check the word again after copying.  An entry whose
+ * owner died (pid gone) is taken over by the next registration, so LIDs of
+ * crashed processes are reused, as a subnet manager reassigns them.
+ */
+#include "emu/emu.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define EMU_SM_MAGIC     0x44435845u   /* "DCXE" */
+#define EMU_SM_VERSION   1u
+#define EMU_SM_ENTRIES   4096u         /* LIDs 1..4096 */
+#define EMU_SM_FREE      0u
+#define EMU_SM_CLAIMED   1u
+#define EMU_SM_VALID     2u
+
+typedef struct emu_sm_entry {
+    uint64_t  word;                    /* pid << 8 | state */
+    uint32_t  addr_len;
+    uint8_t   addr[DCX_DEV_ADDR_MAX];
+    uint8_t   pad[20];
+} emu_sm_entry_t;
+
+typedef struct emu_sm_table {
+    uint32_t        magic;
+    uint32_t        version;
+    uint32_t        entries;
+    uint32_t        pad[13];
+    emu_sm_entry_t  e[EMU_SM_ENTRIES];
+} emu_sm_table_t;
+
+_Static_assert(sizeof(emu_sm_entry_t) == 64, "one cache line per entry");
+
+static pthread_mutex_t emu_sm_lock = PTHREAD_MUTEX_INITIALIZER;
+static emu_sm_table_t *emu_sm_map;
+static char emu_sm_fabric[40];
+
+static emu_sm_table_t *emu_sm_table(const char *fabric)
+{
+    char name[96];
+    struct stat st;
+    emu_sm_table_t *t;
+    int fd;
+
+    if (emu_sm_map != NULL) {
+        if (!strcmp(fabric, emu_sm_fabric)) {
+            return emu_sm_map;
+        }
+        emu_error("LID directory: fabric '%s' asked for while '%s' is in "
+                  "use", fabric, emu_sm_fabric);
+        return NULL;
+    }
+    snprintf(name, sizeof(name), "/dcx-emu.%u.%s", (unsigned)getuid(),
+             fabric);
+    fd = shm_open(name, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        emu_error("LID directory %s: shm_open failed: %s", name,
+                  strerror(errno));
+        return NULL;
+    }
+    if ((fstat(fd, &st) != 0) || (st.st_uid != getuid()) ||
+        (st.st_mode & 077)) {
+        emu_error("LID directory %s: not ours or not private", name);
+        close(fd);
+        return NULL;
+    }
+    /* every opener sets the same size; a new object reads as zeroes */
+    if (((size_t)st.st_size != sizeof(*t)) &&
+        (ftruncate(fd, sizeof(*t)) != 0)) {
+        emu_error("LID directory %s: ftruncate failed: %s", name,
+                  strerror(errno));
+        close(fd);
+        return NULL;
+    }
+    t = mmap(NULL, sizeof(*t), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);
+    if (t == MAP_FAILED) {
+        emu_error("LID directory %s: mmap failed: %s", name,
+                  strerror(errno));
+        return NULL;
+    }
+    if (__atomic_load_n(&t->magic, __ATOMIC_ACQUIRE) == 0) {
+        t->version = EMU_SM_VERSION;
+        t->entries = EMU_SM_ENTRIES;
+        __atomic_store_n(&t->magic, EMU_SM_MAGIC, __ATOMIC_RELEASE);
+    }
+    if ((t->version != EMU_SM_VERSION) || (t->entries != EMU_SM_ENTRIES)) {
+        emu_error("LID directory %s: version %u with %u entries, expected "
+                  "%u with %u", name, t->version, t->entries,
+                  EMU_SM_VERSION, EMU_SM_ENTRIES);
+        munmap(t, sizeof(*t));
+        return NULL;
+    }
+    snprintf(emu_sm_fabric, sizeof(emu_sm_fabric), "%s", fabric);
+    emu_sm_map = t;
+    return t;
+}
+
+static bool emu_sm_owner_dead(uint64_t word)
+{
+    pid_t pid = (pid_t)(word >> 8);
+
+    return (pid <= 0) || ((kill(pid, 0) != 0) && (errno == ESRCH));
+}
+
+int emu_sm_register(const char *fabric, const void *addr, size_t len,
+                    uint16_t *lid_p)
+{
+    uint64_t mine = ((uint64_t)getpid() << 8) | EMU_SM_CLAIMED;
+    emu_sm_table_t *t;
+    uint64_t word;
+    unsigned i;
+
+    if (len > DCX_DEV_ADDR_MAX) {
+        emu_error("LID directory: address of %zu bytes (max %u)", len,
+                  DCX_DEV_ADDR_MAX);
+        return EINVAL;
+    }
+    pthread_mutex_lock(&emu_sm_lock);
+    t = emu_sm_table(fabric);
+    pthread_mutex_unlock(&emu_sm_lock);
+    if (t == NULL) {
+        return ENODEV;
+    }
+    for (i = 0; i < EMU_SM_ENTRIES; ++i) {
+        emu_sm_entry_t *e = &t->e[i];
+
+        word = __atomic_load_n(&e->word, __ATOMIC_ACQUIRE);
+        if ((word != EMU_SM_FREE) && !emu_sm_owner_dead(word)) {
+            continue;
+        }
+        if (!__atomic_compare_exchange_n(&e->word, &word, mine, false,
+                                         __ATOMIC_ACQ_REL,
+                                         __ATOMIC_ACQUIRE)) {
+            continue;
+        }
+        e->addr_len = (uint32_t)len;
+        memcpy(e->addr, addr, len);
+        __atomic_store_n(&e->word, (mine & ~0xffull) | EMU_SM_VALID,
+                         __ATOMIC_RELEASE);
+        *lid_p = (uint16_t)(i + 1);
+        return 0;
+    }
+    emu_error("LID directory of fabric '%s': all %u LIDs in use", fabric,
+              EMU_SM_ENTRIES);
+    return ENOSPC;
+}
+
+void emu_sm_unregister(const char *fabric, uint16_t lid)
+{
+    uint64_t word = ((uint64_t)getpid() << 8) | EMU_SM_VALID;
+    emu_sm_table_t *t;
+
+    pthread_mutex_lock(&emu_sm_lock);
+    t = emu_sm_table(fabric);
+    pthread_mutex_unlock(&emu_sm_lock);
+    if ((t == NULL) || (lid == 0) || (lid > EMU_SM_ENTRIES)) {
+        return;
+    }
+    if (!__atomic_compare_exchange_n(&t->e[lid - 1].word, &word, EMU_SM_FREE,
+                                     false, __ATOMIC_ACQ_REL,
+                                     __ATOMIC_ACQUIRE)) {
+        emu_warn("LID directory of fabric '%s': LID %u was not ours any "
+                 "more", fabric, lid);
+    }
+}
+
+int emu_sm_lookup(const char *fabric, uint16_t lid, void *addr,
+                  size_t *len_p)
+{
+    emu_sm_table_t *t;
+    emu_sm_entry_t *e;
+    uint64_t word;
+    uint32_t len;
+
+    pthread_mutex_lock(&emu_sm_lock);
+    t = emu_sm_table(fabric);
+    pthread_mutex_unlock(&emu_sm_lock);
+    if ((t == NULL) || (lid == 0) || (lid > EMU_SM_ENTRIES)) {
+        return ENOENT;
+    }
+    e    = &t->e[lid - 1];
+    word = __atomic_load_n(&e->word, __ATOMIC_ACQUIRE);
+    if (((word & 0xff) != EMU_SM_VALID) || emu_sm_owner_dead(word)) {
+        return ENOENT;
+    }
+    len = e->addr_len;
+    if ((len > DCX_DEV_ADDR_MAX) || (len > *len_p)) {
+        return ENOENT;
+    }
+    memcpy(addr, e->addr, len);
+    if (__atomic_load_n(&e->word, __ATOMIC_ACQUIRE) != word) {
+        return ENOENT;   /* re-registered while we copied */
+    }
+    *len_p = len;
+    return 0;
+}
