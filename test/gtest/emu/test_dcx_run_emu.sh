@@ -1,0 +1,65 @@
+#!/bin/sh
+#
+# dcx-run --mlx5-emu: the environment it sets (--print-env) and, where UCX's
+# ucx_info is installed, that "dcx-run --mlx5-emu ucx_info -d" shows the
+# dcx transport on mlx5_0:1 (the mlx5 backend over the emulated ConnectX)
+# without an error line.
+#
+# Run by "make check" from the top build directory.
+
+set -u
+
+run=./contrib/dcx-run
+fails=0
+out=$(mktemp)
+trap 'rm -f "$out"' EXIT
+
+[ -x "$run" ] || { echo "FAIL: $run not built (run from the build directory)"; exit 1; }
+
+check() {   # check NAME CONDITION-STATUS
+    if [ "$2" = 0 ]; then
+        echo "PASS: $1"
+    else
+        echo "FAIL: $1"
+        sed 's/^/    /' "$out"
+        fails=$((fails + 1))
+    fi
+}
+
+has() {     # has LINE: OUTPUT holds exactly that line
+    grep -qx -- "$1" "$out"
+}
+
+"$run" --mlx5-emu --print-env > "$out" 2>&1
+st=$?
+has "LD_LIBRARY_PATH=$(pwd)/emu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" &&
+    has "DCX_EMU_DEVICES=1" && has "UCX_DCX_SOFT_DEVICES=0" &&
+    has "UCX_DCX_MLX5=y" && ! grep -q '^DCX_EMU_FABRIC=' "$out"
+check "--mlx5-emu --print-env" $(( st + $? ))
+
+"$run" --mlx5-emu=2 --fabric f1 --print-env > "$out" 2>&1
+st=$?
+has "DCX_EMU_DEVICES=2" && has "DCX_EMU_FABRIC=f1" &&
+    ! grep -q '^UCX_DCX_SOFT_FABRIC=' "$out"
+check "--mlx5-emu=2 --fabric f1 --print-env" $(( st + $? ))
+
+"$run" --mlx5-emu=x true > "$out" 2>&1
+[ $? -ne 0 ] && grep -q 'expected a number of devices' "$out"
+check "--mlx5-emu=x refused" $?
+
+"$run" --mlx5-emu --soft=1 true > "$out" 2>&1
+[ $? -ne 0 ] && grep -q 'exclude each other' "$out"
+check "--mlx5-emu with --soft refused" $?
+
+if command -v ucx_info > /dev/null 2>&1; then
+    DCX_EMU_FABRIC=dcxrun-check "$run" --mlx5-emu ucx_info -d > "$out" 2>&1
+    st=$?
+    grep -A1 '^#      Transport: dcx$' "$out" |
+        grep -q '^#         Device: mlx5_0:1$' &&
+        ! grep -q '\[dcx error\]' "$out"
+    check "dcx-run --mlx5-emu ucx_info -d: dcx on mlx5_0:1" $(( st + $? ))
+else
+    echo "SKIP: ucx_info not installed"
+fi
+
+[ "$fails" = 0 ]
