@@ -13,7 +13,8 @@
 #   lists/                       apt's lists of those entries alone
 #   cache/                       apt's package caches built from them
 #   apt.conf                     clears the system's apt-get update hooks
-#                                (they are for the system's lists)
+#                                (they are for the system's lists), keeps
+#                                the lists compressed
 # apt-get and apt-cache run with that apt.conf and Dir::Etc::SourceList,
 # Dir::Etc::SourceParts, Dir::State::Lists and Dir::Cache pointing there;
 # everything else (proxies, trusted keys, ...) is the system's
@@ -110,10 +111,12 @@ private_apt_setup() {
     } | private_apt_write "$private_apt_dir/sources.list.d/dcx.sources"
     {
         echo "// dcx's own apt configuration (contrib/apt-private.sh): the"
-        echo "// system's hooks on apt-get update are for its own lists, not these"
+        echo "// system's hooks on apt-get update are for its own lists, not these;"
+        echo "// the lists are kept compressed"
         echo "#clear APT::Update::Pre-Invoke;"
         echo "#clear APT::Update::Post-Invoke;"
         echo "#clear APT::Update::Post-Invoke-Success;"
+        echo "Acquire::GzipIndexes \"true\";"
     } | private_apt_write "$private_apt_dir/apt.conf"
 }
 
