@@ -74,12 +74,15 @@ release_codename() {
 
 # The URI of the Debian archive in the system's sources: the first "deb"
 # entry for release $1's main component whose Release file says Origin and
-# Label Debian, else (lists never fetched) the first such entry at all.
+# Label Debian, else (no Release file fetched yet: apt lists such entries
+# only with --no-release-info) the first such entry at all.
 private_apt_find_mirror() {
     # shellcheck disable=SC2016
-    apt-get indextargets --format \
-        '$(REPO_URI) $(TARGET_OF) $(RELEASE) $(COMPONENT) $(ORIGIN) $(LABEL) $(CODENAME)' \
-        2>/dev/null |
+    pa_fmt='$(REPO_URI) $(TARGET_OF) $(RELEASE) $(COMPONENT) $(ORIGIN) $(LABEL) $(CODENAME)'
+    {
+        apt-get indextargets --format "$pa_fmt" 2>/dev/null
+        apt-get indextargets --no-release-info --format "$pa_fmt" 2>/dev/null
+    } |
     awk -v rel="$1" '
         $2 == "deb" && $4 == "main" && ($3 == rel || $7 == rel) {
             if ($5 == "Debian" && $6 == "Debian") { print $1; found = 1; exit }
