@@ -17,11 +17,13 @@
 #   -j N              parallel make jobs (default 2)
 #
 # The source comes from Debian's source package (apt-get source
-# --download-only ucx=<the Debian version of VERSION>); if apt knows no such
-# version and the script runs as root, it adds deb-src entries for Debian 13
-# and unstable (/etc/apt/sources.list.d/dcx-ucx-newer.sources, source
-# packages only: no binary package ever comes from there) and updates apt's
-# lists of that file alone.
+# --download-only ucx=<the Debian version of VERSION>), fetched with dcx's
+# own apt configuration in <cache dir>/apt/newer: deb-src entries for
+# Debian 13 (trixie) and unstable (sid) on the mirror the system's sources
+# use, with their own lists, updated before each download (see
+# contrib/apt-private.sh).  It changes no package sources of the machine
+# and needs no root; deb-src files an earlier dcx version added to
+# /etc/apt/sources.list.d are removed (as root), with one line saying so.
 #
 # UCX is configured for what dcx and its tests use: libucs, libuct, libucp,
 # libucm, the shared-memory and TCP transports, ucx_info and ucx_perftest;
@@ -55,6 +57,7 @@
 set -eu
 
 . "$(dirname "$0")/ucx-src-opts.sh"
+. "$(dirname "$0")/apt-private.sh"
 src_in=
 jobs=2
 want=
@@ -86,6 +89,8 @@ done
 echo "$want" | grep -qE '^[0-9]+\.[0-9]+(\.[0-9]+)?$' ||
     die "VERSION '$want' is not of the form MAJOR.MINOR[.PATCH]"
 echo "$jobs" | grep -qE '^[1-9][0-9]*$' || die "-j '$jobs' is not a positive number"
+
+private_apt_forget_old
 
 # The version of a source tree, from its configure.ac.
 src_version() {
@@ -187,33 +192,14 @@ find_tree() {
     return 1
 }
 
-# The Debian source version whose upstream part matches VERSION, newest first.
+# The Debian source version whose upstream part matches VERSION, newest
+# first, in the lists of the private apt configuration
 deb_source_version() {
-    apt-cache showsrc ucx 2>/dev/null | sed -n 's/^Version: //p' |
+    private_apt apt-cache showsrc ucx 2>/dev/null | sed -n 's/^Version: //p' |
     while read -r dv; do
         up=$(echo "$dv" | sed -e 's/^[0-9]*://' -e 's/-[^-]*$//' -e 's/[+~].*$//')
         version_matches "$up" && echo "$dv"
     done | sort -rV | head -n 1
-}
-
-add_newer_deb_src() {
-    [ "$(id -u)" = 0 ] ||
-        die "apt knows no ucx source package for $want; add deb-src entries for Debian 13 (trixie) and unstable (sid) and run apt-get update, rerun as root, or pass --tarball/--src"
-    list=/etc/apt/sources.list.d/dcx-ucx-newer.sources
-    if [ ! -f "$list" ]; then
-        note "adding $list (deb-src for trixie and sid main)"
-        keyring=/usr/share/keyrings/debian-archive-keyring.gpg
-        {
-            echo "Types: deb-src"
-            echo "URIs: http://deb.debian.org/debian"
-            echo "Suites: trixie sid"
-            echo "Components: main"
-            [ ! -f "$keyring" ] || echo "Signed-By: $keyring"
-        } > "$list" || die "cannot write $list"
-    fi
-    note "updating apt's lists for $list"
-    apt-get update -o Dir::Etc::sourcelist="$list" -o Dir::Etc::sourceparts=- \
-        -o APT::Get::List-Cleanup=0 >&2 || die "apt-get update for $list failed"
 }
 
 # Unpacks tarball $1 (or copies tree $1) into the cache as ucx-<version>,
@@ -253,16 +239,14 @@ elif [ -n "$tarball" ]; then
 elif ! find_tree >/dev/null; then
     command -v apt-get >/dev/null 2>&1 ||
         die_nosrc "no apt-get: pass --tarball FILE (https://github.com/openucx/ucx/releases)"
+    private_apt_setup newer trixie sid
+    private_apt_update || die "apt-get update of $private_apt_dir failed"
     dv=$(deb_source_version)
-    if [ -z "$dv" ]; then
-        add_newer_deb_src
-        dv=$(deb_source_version)
-    fi
-    [ -n "$dv" ] || die_nosrc "Debian has no ucx source package of version $want (apt-cache showsrc ucx)"
+    [ -n "$dv" ] || die_nosrc "Debian 13 and unstable (trixie, sid on $private_apt_mirror) have no ucx source package of version $want"
     dl="$cache_dir/dl"
     mkdir -p "$dl"
     note "downloading the ucx=$dv source package into $dl"
-    (cd "$dl" && apt-get source --download-only "ucx=$dv" >&2) ||
+    (cd "$dl" && private_apt apt-get source --download-only "ucx=$dv" >&2) ||
         die_nosrc "apt-get source --download-only ucx=$dv failed (the archive may no longer carry it: pass --tarball FILE or --src DIR)"
     up=$(echo "$dv" | sed -e 's/^[0-9]*://' -e 's/-[^-]*$//')
     orig=

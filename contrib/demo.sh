@@ -25,6 +25,9 @@ say "Setting up (packages, UCX headers, build in ${build#$top/})"
 "$top/contrib/install-deps.sh" || die "could not install the packages"
 ucx_src=$("$top/contrib/get-ucx-src.sh" 2>"$work/get-ucx-src.log") ||
     die "could not fetch the UCX source (see $work/get-ucx-src.log)"
+# its line about deb-src files earlier versions left in /etc/apt, if any
+grep -E '^get-ucx-src.sh: (removed|cannot remove) .*earlier dcx version' \
+    "$work/get-ucx-src.log" | sed 's/^/    /'
 if [ ! -x "$top/configure" ]; then
     (cd "$top" && ./autogen.sh) >"$work/autogen.log" 2>&1 ||
         die "autogen failed (see $work/autogen.log)"

@@ -14,22 +14,28 @@
 #   --tarball FILE    unpack this ucx_<version>.orig.tar.* instead of
 #                     downloading one
 #
-# On Debian it runs "apt-get source --download-only ucx=<installed version>";
-# if apt knows no source package and the script runs as root, it adds a
-# deb-src entry for the release's main archive
-# (/etc/apt/sources.list.d/dcx-src.sources) and runs apt-get update first.
+# On Debian it runs "apt-get source --download-only ucx=<installed version>"
+# with dcx's own apt configuration in <cache dir>/apt/<release> (a deb-src
+# entry for the release's main component on the mirror the system's sources
+# use, and its own lists; see contrib/apt-private.sh): it changes no package
+# sources of the machine and needs no root.  deb-src files an earlier dcx
+# version added to /etc/apt/sources.list.d are removed (as root), with one
+# line saying so.
 #
 # Idempotent: a second run finds the tree and prints it at once.
 
 set -eu
 
 . "$(dirname "$0")/ucx-src-opts.sh"
+. "$(dirname "$0")/apt-private.sh"
 
 while [ $# -gt 0 ]; do
     ucx_src_common_opt "$@"
     [ "$ucx_src_opt_words" -eq 0 ] || { shift "$ucx_src_opt_words"; continue; }
     die "unknown argument '$1' (see --help)"
 done
+
+private_apt_forget_old
 
 # --- the installed version ------------------------------------------------
 # Debian version (with revision, for apt) and upstream version (for the tree).
@@ -72,41 +78,9 @@ find_orig() {
     return 1
 }
 
+# Does the private configuration's lists hold the source package?
 apt_has_source() {
-    apt-cache showsrc ucx 2>/dev/null | grep -q "^Version: $deb_version\$"
-}
-
-have_deb_src() {
-    grep -qsE '^[[:space:]]*(deb-src[[:space:]]|Types:.*deb-src)' \
-        /etc/apt/sources.list /etc/apt/sources.list.d/*.list \
-        /etc/apt/sources.list.d/*.sources
-}
-
-# Makes apt know the source package: a deb-src entry for the release's main
-# archive if there is none, then apt-get update.  Needs root.
-add_deb_src() {
-    [ "$(id -u)" = 0 ] ||
-        die "apt has no source package ucx=$deb_version; add a deb-src entry for your release and run apt-get update (or rerun as root, or pass --tarball FILE)"
-    if ! have_deb_src; then
-        [ -r /etc/os-release ] || die "no /etc/os-release: cannot tell the release"
-        # shellcheck disable=SC1091
-        codename=$(. /etc/os-release && echo "${VERSION_CODENAME:-}")
-        [ -n "$codename" ] || die "no VERSION_CODENAME in /etc/os-release"
-        list=/etc/apt/sources.list.d/dcx-src.sources
-        note "adding $list (deb-src for $codename main)"
-        keyring=/usr/share/keyrings/debian-archive-keyring.gpg
-        {
-            echo "Types: deb-src"
-            echo "URIs: http://deb.debian.org/debian"
-            echo "Suites: $codename"
-            echo "Components: main"
-            if [ -f "$keyring" ]; then
-                echo "Signed-By: $keyring"
-            fi
-        } > "$list" || die "cannot write $list"
-    fi
-    note "running apt-get update"
-    apt-get update >&2 || die "apt-get update failed"
+    private_apt apt-cache showsrc ucx 2>/dev/null | grep -q "^Version: $deb_version\$"
 }
 
 if [ -z "$tarball" ]; then
@@ -116,10 +90,15 @@ if [ -z "$tarball" ]; then
     command -v apt-get >/dev/null 2>&1 ||
         die "no apt-get: download ucx-$ucx_version.tar.gz from https://github.com/openucx/ucx/releases and pass --tarball FILE"
     [ -n "$deb_version" ] || die "UCX is not installed from a Debian package (libucx0); pass --tarball FILE"
-    apt_has_source || add_deb_src
-    apt_has_source || die "apt still has no source package ucx=$deb_version after adding deb-src"
+    release=$(release_codename) || exit 1
+    private_apt_setup "$release" "$release"
+    if ! apt_has_source; then
+        private_apt_update || die "apt-get update of $private_apt_dir failed"
+    fi
+    apt_has_source ||
+        die "$private_apt_mirror has no source package ucx=$deb_version for $release (pass --tarball FILE)"
     note "downloading the ucx=$deb_version source package into $cache_dir"
-    (cd "$cache_dir" && apt-get source --download-only "ucx=$deb_version" >&2) ||
+    (cd "$cache_dir" && private_apt apt-get source --download-only "ucx=$deb_version" >&2) ||
         die "apt-get source --download-only ucx=$deb_version failed"
     tarball=$(find_orig) || die "apt-get source left no ucx_$ucx_version.orig.tar.* in $cache_dir"
 fi

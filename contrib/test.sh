@@ -1,9 +1,11 @@
 #!/bin/bash
-# dcx test command: installs what is missing, builds dcx twice (plain with
-# -Werror, and with ASan/UBSan), runs every googletest suite in both builds,
-# then the integration runs over the soft device: ucx_perftest (UCT and UCP),
-# MPI and OpenSHMEM programs, and last dcx against UCX 1.18.1 built from
-# source (test/ucx-versions.sh; DCX_TEST_UCX_VERSIONS).  Ends with one line
+# dcx test command: installs what is missing, checks that fetching UCX
+# sources changes no package sources (test/apt-sources.sh), builds dcx twice
+# (plain with -Werror, and with ASan/UBSan), runs every googletest suite in
+# both builds, then the integration runs over the soft device: ucx_perftest
+# (UCT and UCP), MPI and OpenSHMEM programs, and last dcx against UCX 1.18.1
+# built from source (test/ucx-versions.sh; DCX_TEST_UCX_VERSIONS), and
+# checks that /etc/apt is as it was after the set-up.  Ends with one line
 # "N passed, N failed".
 #
 #   contrib/test.sh [--quick]     --quick: skip the ASan build
@@ -28,6 +30,9 @@ fatal() { echo "test.sh: $*" >&2; echo "0 passed, 1 failed"; exit 1; }
 
 ./contrib/install-deps.sh || fatal "could not install the build dependencies"
 ucx_src=$(./contrib/get-ucx-src.sh) || fatal "could not fetch the UCX source"
+# /etc/apt once the set-up is done, compared at the end of the run
+./test/apt-sources.sh --snapshot "$logdir/etc-apt.snapshot" ||
+    fatal "cannot take a snapshot of /etc/apt"
 ./autogen.sh >"$logdir/autogen.log" 2>&1 || fatal "autogen failed (see $logdir/autogen.log)"
 
 configure_build() {   # configure_build DIR ARGS...
@@ -37,6 +42,9 @@ configure_build() {   # configure_build DIR ARGS...
         make -j"$jobs" && make -j"$jobs" check TESTS=
 }
 
+# fetching UCX sources (get-ucx-src.sh, build-ucx.sh) changes no package
+# sources: against a scratch copy of /etc/apt, and /etc/apt itself
+step "package sources untouched (test/apt-sources.sh)" "$top/test/apt-sources.sh"
 step "build (-Werror)" configure_build "$top/build" --enable-werror
 step "gtest suites" make -C "$top/build" check
 if [ $quick -eq 0 ]; then
@@ -85,6 +93,9 @@ for v in ${DCX_TEST_UCX_VERSIONS-1.18.1}; do
         echo "   FAILED ($((SECONDS - t0)) s)"
     fi
 done
+
+step "/etc/apt as it was after the set-up" \
+    "$top/test/apt-sources.sh" --same-as "$logdir/etc-apt.snapshot"
 
 echo
 if [ ${#skipped[@]} -ne 0 ]; then
