@@ -24,8 +24,9 @@
 #             DESIGN.md, ANCHORS.md and STYLE.md; in docs/ contrib/
 #             examples/ and README.md the citing forms (rdma-core-semantics,
 #             "semantics file", "semantics section N", "semantics N.N", a
-#             section sign, an outside path).  Cite docs/device-semantics.md section N, or
-#             public rdma-core/UCX documentation by name.
+#             section sign, an outside path).  Cite
+#             docs/device-semantics.md section N, or public rdma-core/UCX
+#             documentation by name.
 #   length    no file in src/ longer than 1100 lines
 #
 # Needs clang-format and codespell (contrib/install-deps.sh installs both);
@@ -39,7 +40,7 @@ for arg in "$@"; do
     case "$arg" in
     -v|--verbose) verbose=1 ;;
     --fix)        fix=1 ;;
-    -h|--help)    sed -n '4,31p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help)    sed -n '4,32p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *)            echo "lint: unknown argument '$arg' (see --help)" >&2
                   exit 2 ;;
     esac
@@ -81,7 +82,8 @@ if [ $? -ne 0 ] && ! grep -q 'clang-format-violations' <<< "$out"; then
     echo "$out" >&2
     exit 2
 fi
-places=$(grep -E '^[^ ]+:[0-9]+:[0-9]+: (warning|error): code should be clang-formatted' <<< "$out" |
+re_place='^[^ ]+:[0-9]+:[0-9]+: (warning|error): code should be clang-formatted'
+places=$(grep -E "$re_place" <<< "$out" |
          cut -d: -f1-3)
 if [ -n "$places" ]; then
     if [ "$verbose" -eq 1 ]; then
@@ -113,7 +115,9 @@ done < <(contrib/spdx.sh --check)
 
 # cites of documents outside the repository
 code_pat='semantics|§|shared/docs|DESIGN\.md|ANCHORS\.md|STYLE\.md'
-doc_pat='rdma-core-semantics|semantics file|semantics section|semantics *§|semantics [0-9]|§ *[0-9]|/work/|shared/docs|DESIGN\.md|ANCHORS\.md|STYLE\.md'
+doc_pat='rdma-core-semantics|semantics (file|section|[0-9])|semantics *§'
+doc_pat+='|§ *[0-9]'
+doc_pat+='|/work/|shared/docs|DESIGN\.md|ANCHORS\.md|STYLE\.md'
 cite_scan() {
     local pat=$1
     shift
