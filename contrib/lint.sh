@@ -28,6 +28,8 @@
 #             docs/device-semantics.md section N, or public rdma-core/UCX
 #             documentation by name.
 #   length    no file in src/ longer than 1100 lines
+#   layout    README.md's Layout section names every file of src/uct/dcx/
+#             (in backquotes) and every top-level directory
 #
 # Needs clang-format and codespell (contrib/install-deps.sh installs both);
 # a missing tool is reported and fails the step (exit 2).
@@ -40,7 +42,7 @@ for arg in "$@"; do
     case "$arg" in
     -v|--verbose) verbose=1 ;;
     --fix)        fix=1 ;;
-    -h|--help)    sed -n '4,32p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help)    sed -n '4,34p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *)            echo "lint: unknown argument '$arg' (see --help)" >&2
                   exit 2 ;;
     esac
@@ -147,6 +149,21 @@ while IFS= read -r f; do
         violation "length: $f: $n lines (at most $MAX_LINES in src/)"
     fi
 done < <(git ls-files -- 'src/*')
+
+# README's layout: every transport file and top-level directory named
+layout=$(awk '/^## Layout/ { on = 1; next } /^## / { on = 0 } on' README.md)
+while IFS= read -r f; do
+    base=${f##*/}
+    [ "$base" = Makefile.inc ] && continue
+    if ! grep -q -F "\`$base\`" <<< "$layout"; then
+        violation "layout: README.md: the Layout section does not describe $f"
+    fi
+done < <(git ls-files -- 'src/uct/dcx/*')
+while IFS= read -r d; do
+    if ! grep -q -E "^\\.?$d/|^$d/" <<< "$layout"; then
+        violation "layout: README.md: the Layout section does not name $d/"
+    fi
+done < <(git ls-files | grep / | cut -d/ -f1 | sort -u)
 
 if [ "$fail" -ne 0 ]; then
     echo "lint: FAILED" >&2
