@@ -71,29 +71,33 @@ spdx_add_one() {
     mv -- "$tmp" "$f"
 }
 
+# Files without the line, one a line
+spdx_missing() {
+    local f
+    while IFS= read -r f; do
+        if [ -f "$f" ] && ! spdx_has "$f"; then
+            echo "$f"
+        fi
+    done < <(spdx_files)
+}
+
 [ $# -eq 1 ] || usage 2
 case "$1" in
---check)
-    missing=0
+--check|--add)
+    n=0
     while IFS= read -r f; do
-        [ -f "$f" ] || continue
-        if ! spdx_has "$f"; then
-            echo "$f: no '$ID' line in the first 3 lines"
-            missing=$((missing + 1))
-        fi
-    done < <(spdx_files)
-    [ "$missing" -eq 0 ] || exit 1
-    ;;
---add)
-    added=0
-    while IFS= read -r f; do
-        [ -f "$f" ] || continue
-        if ! spdx_has "$f"; then
+        if [ "$1" = --add ]; then
             spdx_add_one "$f"
-            added=$((added + 1))
+        else
+            echo "$f: no '$ID' line in the first 3 lines"
         fi
-    done < <(spdx_files)
-    echo "spdx: line added to $added file(s)"
+        n=$((n + 1))
+    done < <(spdx_missing)
+    if [ "$1" = --add ]; then
+        echo "spdx: line added to $n file(s)"
+    elif [ "$n" -ne 0 ]; then
+        exit 1
+    fi
     ;;
 --list)
     spdx_files
