@@ -12,6 +12,7 @@ pkgs=(
     googletest libgtest-dev              # test suites
     dpkg-dev xz-utils                    # apt-get source for the UCX headers
     procps psmisc                        # pgrep/pkill/killall used by test scripts
+    clang-format codespell               # contrib/lint.sh: formatting, spelling
 )
 
 missing=()
