@@ -323,9 +323,10 @@ for d in src/ucs src/ucs/vfs/sock src/uct src/ucm src/ucp src/tools/perf/lib \
 done
 
 # run_gtest ARGS...: the test binary with the module, the soft devices and
-# the settings of UCX's "make test"
+# the settings of UCX's "make test"; exec'd, so that a run in the background
+# has the test's own process id
 run_gtest() {
-    env LD_PRELOAD="$preload" \
+    exec env LD_PRELOAD="$preload" \
         LD_LIBRARY_PATH="$libpath${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
         UCX_DCX_SOFT_DEVICES="$devices" \
         UCX_LOG_LEVEL="${UCX_LOG_LEVEL:-warn}" \
@@ -335,7 +336,7 @@ run_gtest() {
 
 # The tests the filter selects: "Suite.test" lines
 list_tests() {
-    run_gtest "$gtest" --gtest_list_tests --gtest_filter="$filter" 2>&1 |
+    (run_gtest "$gtest" --gtest_list_tests --gtest_filter="$filter") 2>&1 |
     awk '
         /^[^ ]/ && /\.$/ { suite = $1; next }
         /^  [^ ]/ && suite != "" { print suite $1 }'
@@ -344,7 +345,8 @@ list_tests() {
 tests=$(list_tests) || true
 if [ -z "$tests" ]; then
     # the reason: the module refused to load, the filter selects nothing...
-    run_gtest "$gtest" --gtest_list_tests --gtest_filter="$filter" 2>&1 | tail -n 20 >&2
+    (run_gtest "$gtest" --gtest_list_tests --gtest_filter="$filter") 2>&1 |
+        tail -n 20 >&2
     die "no test matches '$filter' (is dcx loaded? see above)"
 fi
 if [ "$action" = list ]; then
@@ -369,8 +371,8 @@ run_one() {
     rm -f "$hung_mark"
     # a fabric of its own, so that a test killed while its peers held
     # shared state cannot disturb the next one
-    UCX_DCX_SOFT_FABRIC="ucxgtest$$.$n" run_gtest \
-        "$gtest" -t $((test_timeout * 2)) --gtest_filter="$1" > "$2" 2>&1 &
+    (UCX_DCX_SOFT_FABRIC="ucxgtest$$.$n" run_gtest \
+        "$gtest" -t $((test_timeout * 2)) --gtest_filter="$1" > "$2" 2>&1) &
     pid=$!
     (
         trap 'kill "$sp" 2>/dev/null; exit 0' TERM
@@ -387,7 +389,7 @@ run_one() {
     ) > /dev/null 2>&1 &
     wd=$!
     rc=0
-    wait "$pid" || rc=$?
+    wait "$pid" 2>/dev/null || rc=$?
     kill "$wd" 2>/dev/null || true
     wait "$wd" 2>/dev/null || true
     if [ -f "$hung_mark" ]; then
