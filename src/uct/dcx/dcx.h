@@ -327,7 +327,8 @@ KHASH_MAP_INIT_INT64(uct_dcx_tm_bufs, uint32_t);
 
 /* What uct_tag_context_t.priv holds */
 typedef struct uct_dcx_tm_ctx_priv {
-    uint64_t            tag;        /* sender's tag, from the first CQE */
+    uint64_t            tag;        /* as posted; the sender's from the
+                                       first CQE of a match */
     uint32_t            slot;
     uint32_t            app_ctx;
 } uct_dcx_tm_ctx_priv_t;
