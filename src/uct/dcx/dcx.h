@@ -43,7 +43,6 @@
 #define UCT_DCX_AM_HDR_LEN       1
 #define UCT_DCX_AM_CTL           0x80      /* header bit: control message */
 #define UCT_DCX_AM_MAX_HDR       128       /* am_zcopy user header bytes */
-#define UCT_DCX_GET_MAX_SHORT    1024      /* get_short: bounce-buffer READ */
 #define UCT_DCX_WR_SN_SHIFT      16
 #define UCT_DCX_MAX_IOV          8         /* sges per zcopy WR we advertise */
 #define UCT_DCX_MAX_SGE          32        /* sges per WR: iovs, or strided
@@ -486,7 +485,6 @@ struct uct_dcx_iface {
     struct {
         size_t                   seg_size;
         unsigned                 max_inline;
-        unsigned                 get_max_short;
         unsigned                 max_iov;
         unsigned                 max_sge;     /* per WR, of every DCI */
         unsigned                 quota;
