@@ -55,11 +55,14 @@ grep -E 'Transport: dcx' -A 40 "$work/ucx_info.log" |
     sed 's/^#/   /'
 
 # ---------------------------------------------------------------- perftest
-# perftest NAME KEY "SERVER/CLIENT ARGS" "CLIENT-ONLY ARGS" [ENV...]
+# perftest NAME KEY lat|bw "SERVER/CLIENT ARGS" "CLIENT-ONLY ARGS" [ENV...]
 # Runs a server and a client on loopback and records the "Final:" figures:
-# KEY_lat (overall latency, us) and KEY_bw (overall bandwidth, MB/s).
+# KEY_lat (overall latency, us) and KEY_bw (overall bandwidth, MB/s), and
+# prints the one the test measures: a latency test (one operation at a
+# time: am_lat, tag_lat, fadd) its latency, a bandwidth test (a stream) its
+# bandwidth; a stream's time per message is overhead, not latency.
 perftest() {
-    local name=$1 key=$2 args=$3 cargs=$4; shift 4
+    local name=$1 key=$2 kind=$3 args=$4 cargs=$5; shift 5
     local log="$work/perf-$key.log"
     next_port
     env "$@" "$dcx_run" --soft --fabric "$fabric" ucx_perftest $args -p $port \
@@ -74,16 +77,19 @@ perftest() {
     wait $srv 2>/dev/null
     fig[${key}_lat]=$(awk '/^Final:/ { print $5 }' "$log")
     fig[${key}_bw]=$(awk '/^Final:/ { print $7 }' "$log")
-    printf '    %-34s latency %9s us   bandwidth %9s MB/s\n' "$name" \
-        "${fig[${key}_lat]}" "${fig[${key}_bw]}"
+    if [ "$kind" = lat ]; then
+        printf '    %-34s latency   %9s us\n' "$name" "${fig[${key}_lat]}"
+    else
+        printf '    %-34s bandwidth %9s MB/s\n' "$name" "${fig[${key}_bw]}"
+    fi
 }
 
 say "ucx_perftest over dcx (UCT level: -x dcx -d $dev; UCP level: UCX_TLS=dcx,self)"
-perftest "UCT am_lat 8 B"            uct_am_lat  "-x dcx -d $dev -t am_lat" "-n 20000 -s 8"
-perftest "UCT put_bw 1 MiB (zcopy)"  uct_put_bw  "-x dcx -d $dev -t put_bw -D zcopy" "-n 500 -s 1048576"
-perftest "UCT fadd 64-bit (latency)" uct_fadd    "-x dcx -d $dev -t fadd" "-n 10000 -s 8"
-perftest "UCP tag_lat 8 B"           ucp_tag_lat "-t tag_lat" "-n 20000 -s 8" UCX_TLS=dcx,self
-perftest "UCP tag_bw 4 MiB"          ucp_tag_bw  "-t tag_bw" "-n 100 -s 4194304" UCX_TLS=dcx,self
+perftest "UCT am_lat 8 B"            uct_am_lat  lat "-x dcx -d $dev -t am_lat" "-n 20000 -s 8"
+perftest "UCT put_bw 1 MiB (zcopy)"  uct_put_bw  bw  "-x dcx -d $dev -t put_bw -D zcopy" "-n 500 -s 1048576"
+perftest "UCT fadd 64-bit"           uct_fadd    lat "-x dcx -d $dev -t fadd" "-n 10000 -s 8"
+perftest "UCP tag_lat 8 B"           ucp_tag_lat lat "-t tag_lat" "-n 20000 -s 8" UCX_TLS=dcx,self
+perftest "UCP tag_bw 4 MiB"          ucp_tag_bw  bw  "-t tag_bw" "-n 100 -s 4194304" UCX_TLS=dcx,self
 
 # ---------------------------------------------------------------- MPI
 mpi_flags=(--allow-run-as-root --oversubscribe
@@ -144,12 +150,17 @@ case " $shm_lanes" in
     *" dcx "*) ;;
     *) die "OpenSHMEM did not select dcx (lanes: $shm_lanes)" ;;
 esac
+fig[shm_pes]=$(awk '$2=="shmem_pes" { print $3 }' "$work/shmem.log")
 fig[shm_n]=$(awk '$2=="shmem_atomics" { print $3 }' "$work/shmem.log")
-fig[shm_lat]=$(awk '$2=="shmem_fadd_us" { print $3 }' "$work/shmem.log")
+fig[shm_lat]=$(awk '$2=="shmem_remote_fadd_median_us" { print $3 }' "$work/shmem.log")
+fig[shm_mean]=$(awk '$2=="shmem_remote_fadd_mean_us" { print $3 }' "$work/shmem.log")
 fig[shm_sum]=$(awk '$2=="shmem_sum" { print $3 }' "$work/shmem.log")
-printf '    %s remote fetch-adds onto PE 0 all counted; ring put and sum (=%s) checked\n' \
-    "${fig[shm_n]}" "${fig[shm_sum]}"
-printf '    remote fetch-add latency %s us; UCX lanes used: %s\n' "${fig[shm_lat]}" "$shm_lanes"
+printf '    %s fetch-adds from all %s PEs onto PE 0 all counted (PE 0'"'"'s own are local);\n' \
+    "${fig[shm_n]}" "${fig[shm_pes]}"
+printf '    ring put and sum (=%s) checked\n' "${fig[shm_sum]}"
+printf '    fetch-add latency PE 1 -> PE 0 (remote, PE 1 alone): median %s us, mean %s us\n' \
+    "${fig[shm_lat]}" "${fig[shm_mean]}"
+echo "    UCX lanes used: $shm_lanes"
 
 # ---------------------------------------------------------------- summary
 say "Summary ($((SECONDS - t_start)) s)"
@@ -166,7 +177,7 @@ cat <<EOF
     MPI ping-pong latency, 1 B (2 ranks)      ${fig[mpi_lat]} us
     MPI ping-pong bandwidth, 4 MiB            ${fig[mpi_bw]} MB/s
     MPI_Allreduce 8 B / 512 KiB (4 ranks)     ${fig[mpi_ar8]} / ${fig[mpi_ar1m]} us
-    OpenSHMEM fetch-add latency (4 PEs)       ${fig[shm_lat]} us
+    OpenSHMEM fetch-add PE 1 -> PE 0 (median) ${fig[shm_lat]} us
 
     Every MPI and OpenSHMEM result above was checked by the programs; UCX's
     lane report shows the traffic went over dcx, and dcx's own counters

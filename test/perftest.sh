@@ -84,8 +84,8 @@ tests=(
     "put_bw_zcopy|-|-x dcx -d $dev -t put_bw -D zcopy -s 1048576"
     # ucx_perftest's get test has no short variant (its default -D short
     # fails "Invalid parameter" in ucx_perftest itself, before any transport
-    # call); get_short is covered by gtest_uct uct_dcx_ops.get_short and
-    # uct_dcx_strided.get_across_processes (8 B and the maximum)
+    # call); dcx does not offer get_short anyway (docs/uct-contract.md,
+    # gtest_uct uct_dcx_ops.get_short_not_offered)
     "get_8_bcopy|-|-x dcx -d $dev -t get -D bcopy -s 8"
     "get_8_zcopy|-|-x dcx -d $dev -t get -D zcopy -s 8"
     "get_4k_bcopy|-|-x dcx -d $dev -t get -D bcopy -s 4096"

@@ -43,7 +43,6 @@
 #define UCT_DCX_AM_HDR_LEN       1
 #define UCT_DCX_AM_CTL           0x80      /* header bit: control message */
 #define UCT_DCX_AM_MAX_HDR       128       /* am_zcopy user header bytes */
-#define UCT_DCX_GET_MAX_SHORT    1024      /* get_short: bounce-buffer READ */
 #define UCT_DCX_WR_SN_SHIFT      16
 #define UCT_DCX_MAX_IOV          8         /* sges per zcopy WR we advertise */
 #define UCT_DCX_MAX_SGE          32        /* sges per WR: iovs, or strided
@@ -327,7 +326,8 @@ KHASH_MAP_INIT_INT64(uct_dcx_tm_bufs, uint32_t);
 
 /* What uct_tag_context_t.priv holds */
 typedef struct uct_dcx_tm_ctx_priv {
-    uint64_t            tag;        /* sender's tag, from the first CQE */
+    uint64_t            tag;        /* as posted; the sender's from the
+                                       first CQE of a match */
     uint32_t            slot;
     uint32_t            app_ctx;
 } uct_dcx_tm_ctx_priv_t;
@@ -485,7 +485,6 @@ struct uct_dcx_iface {
     struct {
         size_t                   seg_size;
         unsigned                 max_inline;
-        unsigned                 get_max_short;
         unsigned                 max_iov;
         unsigned                 max_sge;     /* per WR, of every DCI */
         unsigned                 quota;

@@ -317,38 +317,21 @@ static void uct_dcx_copy_result_done(uct_dcx_iface_t *iface, uct_dcx_op_t *op,
     uct_dcx_op_release_desc(iface, op, status);
 }
 
-/* A small READ through a bounce buffer: the buffer holds the data once the
- * operation completed (a flush tells when) */
+/* GET_SHORT is not offered (docs/uct-contract.md): get_short must return
+ * with the data in the buffer, which a READ from a peer can only do by
+ * waiting for the device inside the call.  A caller that asks anyway is
+ * refused, its buffer untouched. */
 ucs_status_t uct_dcx_ep_get_short(uct_ep_h tl_ep, void *buffer,
                                   unsigned length, uint64_t remote_addr,
                                   uct_rkey_t rkey)
 {
     uct_dcx_ep_t *ep        = ucs_derived_of(tl_ep, uct_dcx_ep_t);
     uct_dcx_iface_t *iface  = uct_dcx_ep_iface(ep);
-    uct_dcx_send_desc_t *desc;
-    ucs_status_t status;
 
-    if (ucs_unlikely(length > iface->config.get_max_short)) {
-        return uct_dcx_bad_length("get_short", length,
-                                  iface->config.get_max_short);
-    }
-
-    status = uct_dcx_ep_desc_begin(iface, ep, 0, uct_dcx_copy_result_done,
-                                   NULL, &desc);
-    if (ucs_unlikely(status != UCS_OK)) {
-        return uct_dcx_ep_tx_refused(ep, status, NULL, UCS_INPROGRESS);
-    }
-
-    desc->length   = length;
-    desc->u.result = buffer;
-    status = uct_dcx_ep_rma_bcopy(iface, ep, desc, DCX_WR_RDMA_READ, 1, length,
-                                  remote_addr, rkey);
-    if (ucs_unlikely(status != UCS_OK)) {
-        return status;
-    }
-
-    UCT_TL_EP_STAT_OP(&ep->super, GET, SHORT, length);
-    return UCS_INPROGRESS;
+    ucs_error("dcx: %s: get_short of %u bytes: not supported (the interface "
+              "does not advertise UCT_IFACE_FLAG_GET_SHORT; get_bcopy and "
+              "get_zcopy read)", dcx_dev_name(iface->dev), length);
+    return UCS_ERR_UNSUPPORTED;
 }
 
 static void uct_dcx_get_bcopy_done(uct_dcx_iface_t *iface, uct_dcx_op_t *op,

@@ -441,7 +441,6 @@ static ucs_status_t uct_dcx_iface_query(uct_iface_h tl_iface,
                       UCT_IFACE_FLAG_AM_ZCOPY |
                       UCT_IFACE_FLAG_PUT_BCOPY |
                       UCT_IFACE_FLAG_PUT_ZCOPY |
-                      UCT_IFACE_FLAG_GET_SHORT |
                       UCT_IFACE_FLAG_GET_BCOPY |
                       UCT_IFACE_FLAG_GET_ZCOPY |
                       UCT_IFACE_FLAG_PENDING |
@@ -489,7 +488,8 @@ static ucs_status_t uct_dcx_iface_query(uct_iface_h tl_iface,
     attr->cap.put.align_mtu       = caps->mtu;
     attr->cap.put.max_iov         = iface->config.max_iov;
 
-    attr->cap.get.max_short       = iface->config.get_max_short;
+    /* no GET_SHORT, as UCX's rc/dc: docs/uct-contract.md says why */
+    attr->cap.get.max_short       = 0;
     attr->cap.get.max_bcopy       = seg;
     attr->cap.get.min_zcopy       = 0;
     attr->cap.get.max_zcopy       = caps->max_msg_size;
@@ -698,8 +698,6 @@ static UCS_CLASS_INIT_FUNC(uct_dcx_iface_t, uct_md_h tl_md,
     self->config.retry_count  = cfg->retry_count;
     self->config.rnr_retry    = cfg->rnr_retry;
     self->config.rnr_timer    = uct_dcx_rnr_timer_of(cfg->rnr_timer);
-    self->config.get_max_short = ucs_min((size_t)UCT_DCX_GET_MAX_SHORT,
-                                         cfg->seg_size);
     /* am_short_iov: TMH, AM byte and the iovs */
     self->config.max_iov      = ucs_min((uint32_t)UCT_DCX_MAX_IOV,
                                         self->caps->max_sge - 2);

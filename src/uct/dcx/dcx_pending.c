@@ -147,22 +147,24 @@ ucs_arbiter_cb_result_t uct_dcx_ep_dispatch_cb(ucs_arbiter_t *arbiter,
         return UCS_ARBITER_CB_RESULT_RESCHED_GROUP;
     }
 
-    /* Everything queued before req was dispatched: a flush that req
-     * issues on ep is not refused for req itself being pending */
+    /* req leaves the queue before it runs: once func returns UCS_OK the
+     * request is the user's (freed, reused, added again to this or another
+     * queue inside func) and is not read again.  Any other answer keeps it
+     * first in line (a purge inside func does not see it).  The requests
+     * behind req came after it: a flush that req issues on ep is not
+     * refused for them (dispatch_ep). */
     req                = uct_dcx_pending_head(ep);
+    ucs_queue_pull_non_empty(&ep->ext->pending_q);
     iface->dispatch_ep = ep;
     status             = req->func(req);
     iface->dispatch_ep = NULL;
+    if (status != UCS_OK) {
+        ucs_queue_push_head(&ep->ext->pending_q, uct_dcx_pending_elem(req));
+    }
 
     /* The DCI was taken for the request; one that posted nothing (a flush,
      * or a refusal) must not keep it, since no completion would return it */
     uct_dcx_ep_put_idle_dci(iface, ep);
-
-    /* req is done unless it asked to stay; it may have purged the queue */
-    if ((status == UCS_OK) && !ucs_queue_is_empty(&ep->ext->pending_q) &&
-        (uct_dcx_pending_head(ep) == req)) {
-        ucs_queue_pull_non_empty(&ep->ext->pending_q);
-    }
 
     if (ucs_queue_is_empty(&ep->ext->pending_q)) {
         return UCS_ARBITER_CB_RESULT_REMOVE_ELEM;

@@ -265,7 +265,7 @@ ucs_status_t uct_dcx_iface_tag_recv_zcopy(uct_iface_h tl_iface, uct_tag_t tag,
     slot->in_bufs    = (buf_it != kh_end(&iface->tm.bufs));
     priv             = uct_dcx_tm_priv(ctx);
     priv->slot       = idx;
-    priv->tag        = 0;
+    priv->tag        = tag;     /* the sender's once a message matches */
     priv->app_ctx    = 0;
     iface->tm.stats->posted++;
     return UCS_OK;
@@ -645,8 +645,10 @@ static void uct_dcx_tag_rx_list_op(uct_dcx_iface_t *iface, const dcx_wc_t *wc)
 
     if ((wc->opcode == DCX_WC_TM_DEL) && (wc->status == DCX_WC_SUCCESS) &&
         (slot->state == UCT_DCX_TM_SLOT_LIVE)) {
-        /* removed before anything matched it */
-        uct_dcx_tm_slot_finish(iface, idx, 0, 0, UCS_ERR_CANCELED);
+        /* removed before anything matched it: reported as posted, with
+         * its tag and its buffer's length (as UCX's rc/dc report it) */
+        uct_dcx_tm_slot_finish(iface, idx, 0, slot->length,
+                               UCS_ERR_CANCELED);
     } else if ((wc->status != DCX_WC_SUCCESS) &&
                (wc->status != DCX_WC_TM_ERR)) {
         ucs_error("dcx: %s: tag list operation failed: %s",

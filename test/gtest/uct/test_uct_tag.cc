@@ -336,6 +336,45 @@ TEST_P(uct_dcx_tag, recv_cancel)
     EXPECT_EQ((uct_tag_t)0x2, m_unexp[0].tag);
 }
 
+/* UCX's test_tag.tag_cancel_noforce and tag_post_same: the completion of
+ * an unforced cancel reports the receive as posted (its tag and the length
+ * of its buffer, as UCX's rc/dc do), then the context may be posted again
+ * and a message completes it with the sender's tag and length */
+TEST_P(uct_dcx_tag, unforced_cancel_reports_posted_receive)
+{
+    entity *a = create_tm(), *b = create_tm();
+    uct_ep_h ep = connect(a, b);
+    mem m = alloc_mem(128);
+    recv_ctx c;
+
+    post_recv(b, c, m, 128, 0x5a5a);
+    ASSERT_EQ(UCS_OK, uct_iface_tag_recv_cancel(b->iface, &c.uct, 0));
+    ASSERT_TRUE(wait_for([&]() { return c.completed > 0; }));
+    EXPECT_EQ(UCS_ERR_CANCELED, c.status);
+    EXPECT_EQ((uct_tag_t)0x5a5a, c.stag);
+    EXPECT_EQ(128u, c.length);
+    EXPECT_EQ(0, c.consumed);
+
+    /* a partial mask, a shorter buffer: still the tag as posted */
+    c = recv_ctx();
+    post_recv(b, c, m, 40, 0x3300, 0xff00);
+    ASSERT_EQ(UCS_OK, uct_iface_tag_recv_cancel(b->iface, &c.uct, 0));
+    ASSERT_TRUE(wait_for([&]() { return c.completed > 0; }));
+    EXPECT_EQ(UCS_ERR_CANCELED, c.status);
+    EXPECT_EQ((uct_tag_t)0x3300, c.stag);
+    EXPECT_EQ(40u, c.length);
+
+    /* posted again after that completion: a message reports its own */
+    c = recv_ctx();
+    post_recv(b, c, m, 128, 0x3300, 0xff00);
+    send_eager(ep, 1, 0x33aa, 0, pattern(24, 9));
+    ASSERT_TRUE(wait_for([&]() { return c.completed > 0; }));
+    EXPECT_EQ(UCS_OK, c.status);
+    EXPECT_EQ((uct_tag_t)0x33aa, c.stag);
+    EXPECT_EQ(24u, c.length);
+    EXPECT_EQ(1, c.consumed);
+}
+
 /* A stream of unexpected messages: past 0x3fff since the last ADD the
  * device asks for a SYNC on every one of them, but one SYNC per
  * UCT_DCX_TM_SYNC_GAP (0x1000) messages keeps its count close enough */
