@@ -19,8 +19,8 @@
 #   -S, DCX_BENCH_SIZES  message sizes (default "8 4096 1048576", with -a
 #                        "8 4096 1048576 4194304")
 #   -T, DCX_BENCH_TESTS  only these tests (default all: "am_lat am_bw
-#                        put_lat put_bw get tag_lat tag_bw"), e.g.
-#                        -a -r 10 -T tag_bw -S "1048576 4194304"
+#                        put_lat put_bw get tag_lat tag_bw tag_lat_sleep"),
+#                        e.g. -a -r 10 -T tag_bw -S "1048576 4194304"
 #   DCX_BENCH_BUDGET     seconds after which cells get a single run (default
 #                        120), to keep the whole run under 3 minutes
 #   -l LOGDIR            keep every server/client log there (default: a
@@ -52,6 +52,11 @@
 # UCP level (what MPI sees): tag_lat and tag_bw at the same sizes with
 # UCX_TLS=<tl>,self (tcp also UCX_NET_DEVICES=lo); the client runs with
 # UCX_LOG_LEVEL=info and its ep_cfg line must name the transport.
+# tag_lat_sleep: tag_lat in wake-up mode (-E sleep: both sides sleep in
+# ucp_worker_wait whenever a progress found nothing) at 8 B and 4 KiB, the
+# latency of event-driven services and progress threads.  ucx_perftest
+# takes -E at the UCP level only (its UCT tests ignore it), so there is no
+# UCT am_lat counterpart.
 #
 # Tables have a column per transport and the ratios dcx/posix and dcx/tcp.
 # Latency: lower is better, ratio < 1 means dcx is faster. Bandwidth and
@@ -76,7 +81,7 @@ verbose=0
 pin=${DCX_BENCH_PIN:-0}
 alt=0
 sizes=${DCX_BENCH_SIZES:-}
-tests=${DCX_BENCH_TESTS:-am_lat am_bw put_lat put_bw get tag_lat tag_bw}
+tests=${DCX_BENCH_TESTS:-am_lat am_bw put_lat put_bw get tag_lat tag_bw tag_lat_sleep}
 
 while getopts "t:s:r:l:S:T:aPvh" opt; do
     case $opt in
@@ -366,7 +371,7 @@ uct_cell() {   # uct_cell TEST OP KIND SIZE TL
 }
 
 ucp_cell() {   # ucp_cell TEST KIND SIZE TL
-    local test=$1 kind=$2 size=$3 tl=$4 n key envs used
+    local test=$1 kind=$2 size=$3 tl=$4 n key envs used targs
     key="ucp:$test:$size:$tl"
     if [ "$tl" = dcx ] && [ $dcx_ok = 0 ]; then
         R[$key]="NA dcx: $dcx_why"; dcx_failed=1; return
@@ -374,8 +379,11 @@ ucp_cell() {   # ucp_cell TEST KIND SIZE TL
     envs="UCX_TLS=$tl,self UCX_LOG_LEVEL=info"
     [ "$tl" = tcp ] && envs="$envs UCX_NET_DEVICES=lo"
     n=$(iters_for "$kind" "$size")
+    targs=(-t "$test")
+    # wake-up mode: every side sleeps in ucp_worker_wait when idle
+    [ "$test" = tag_lat_sleep ] && targs=(-t tag_lat -E sleep)
     measure "$key" "ucp_${test}_${size}_$tl" "$tl" "$kind" "$envs" -- \
-            -t "$test" -s "$size" -n "$n" -w $((n / 10 > 0 ? n / 10 : 1)) || return
+            "${targs[@]}" -s "$size" -n "$n" -w $((n / 10 > 0 ? n / 10 : 1)) || return
     # the endpoint must really run over the transport asked for
     used=$(grep -oE 'ep_cfg\[[0-9]+\]: .*' "$logdir/${B[$key]}.client" | grep -oE '[a-z0-9_]+/' | tr -d / | sort -u | paste -sd' ')
     if [[ "${R[$key]}" != NA* ]] && ! grep -qw "$tl" <<<"$used"; then
@@ -394,8 +402,8 @@ for tl in $tls_list; do
 done
 for t in $tests; do
     case $t in
-    am_lat|am_bw|put_lat|put_bw|get|tag_lat|tag_bw) ;;
-    *) echo "perftest.sh: unknown test '$t' (known: am_lat am_bw put_lat put_bw get tag_lat tag_bw)" >&2; exit 2 ;;
+    am_lat|am_bw|put_lat|put_bw|get|tag_lat|tag_bw|tag_lat_sleep) ;;
+    *) echo "perftest.sh: unknown test '$t' (known: am_lat am_bw put_lat put_bw get tag_lat tag_bw tag_lat_sleep)" >&2; exit 2 ;;
     esac
 done
 
@@ -404,7 +412,8 @@ done
 # Past the time budget, repetitions stop (the table header says so).
 cells=()
 for size in 8 4096; do
-    cells+=("uct_cell am_lat am lat $size" "uct_cell am_bw am bw $size")
+    cells+=("uct_cell am_lat am lat $size" "uct_cell am_bw am bw $size"
+            "ucp_cell tag_lat_sleep lat $size")
 done
 for size in $sizes; do
     cells+=("uct_cell put_lat put lat $size" "uct_cell put_bw put bw $size"
@@ -544,6 +553,12 @@ header "UCP latency (UCX_TLS=<tl>,self), usec (lower is better; ratio < 1: dcx f
 for size in $sizes; do
     row "tag_lat $(size_name $size) p50" "ucp:tag_lat:$size" 2
     row "tag_lat $(size_name $size) overall" "ucp:tag_lat:$size" 4
+done
+
+header "UCP latency in wake-up mode (-E sleep), usec (lower is better; ratio < 1: dcx faster)"
+for size in 8 4096; do
+    row "tag_lat_sleep $(size_name $size) p50" "ucp:tag_lat_sleep:$size" 2
+    row "tag_lat_sleep $(size_name $size) overall" "ucp:tag_lat_sleep:$size" 4
 done
 
 header "UCP bandwidth (UCX_TLS=<tl>,self) (higher is better; ratio > 1: dcx faster)"

@@ -90,6 +90,12 @@
  * instead of being taken back from every reader per message. */
 #define SOFT_STAMP_NS       4000ull
 
+/* An idle application with nothing outstanding for this long lets its
+ * helper sleep without a timeout (soft_helper.c); an application that arms
+ * a CQ to sleep on its completion channel counts as idle for this long at
+ * once (soft_engine_app_sleeps). */
+#define SOFT_DEEP_IDLE_NS   5000000ull    /* 5 ms */
+
 /* What the port's helper is doing (hdr->sleeping), which decides whether a
  * sender rings the doorbell after queueing a packet (soft_port_kick):
  *  PARKED: the application polls; the helper waits for a ring without a
@@ -100,7 +106,10 @@
  *          first sender of the episode rings.
  *  NAP:    the application is idle (or waits on a completion channel)
  *          and the helper naps between passes: a sender rings if the
- *          owner has not polled for SOFT_APP_IDLE_NS. */
+ *          owner has not polled for SOFT_APP_IDLE_NS.
+ * An application that arms a CQ is about to sleep on its channel: its poll
+ * stamp is set back (soft_engine_app_sleeps), so that senders ring its
+ * helper from the first packet on and the helper serves at once. */
 /* A parked helper looks at its application again after this long even if
  * nobody rings: the bound on serving the device's own timers (retries,
  * prods) once an application that polled stops polling without arming a
@@ -558,6 +567,10 @@ struct soft_dev {
     uint64_t            helper_passes;    /* atomic: counted unlocked */
     uint64_t            futex_wakes;      /* atomic: wakes made unlocked */
     volatile int        helper_stop;
+    /* packets the helper served in a pass that followed a timed wait no
+     * doorbell ring ended (a nap's or a park's timeout): they waited for
+     * its timer, not for a sender's ring (under the engine lock) */
+    uint64_t            helper_timer_packets;
 };
 
 #define SOFT_QPN_BASE 0x100u
@@ -767,6 +780,7 @@ void     soft_cq_detach_channel(soft_cq_t *cq);
 uint64_t soft_engine_progress(soft_dev_t *dev, int from_helper);
 int      soft_engine_busy(soft_dev_t *dev);
 int      soft_engine_rings_pending(soft_dev_t *dev);
+void     soft_engine_app_sleeps(soft_dev_t *dev);
 void     soft_engine_poll_pass(soft_dev_t *dev, soft_cq_t *cq,
                                soft_cq_t *other, int look, uint64_t clk);
 void     soft_engine_activate(soft_qp_t *qp);

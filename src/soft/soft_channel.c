@@ -6,7 +6,11 @@
  * device lock, in whichever thread runs it: the application's, or the helper
  * thread's while the application sleeps on the fd), or at once when it is
  * armed while it still holds unpolled completions, as an mlx5 CQ armed
- * behind its producer does.  Each CQ counts its events not yet collected;
+ * behind its producer does.  Arming also serves the packets already queued
+ * for the device (a NIC would have turned them into completions by then),
+ * and marks the application idle for senders and the helper
+ * (soft_engine_app_sleeps), so that the first packet sent to a sleeper
+ * rings its helper.  Each CQ counts its events not yet collected;
  * the eventfd is non-zero exactly while some CQ of the channel has one.
  */
 #ifdef HAVE_CONFIG_H
@@ -179,7 +183,10 @@ int soft_cq_req_notify(dcx_cq_t *cq_)
         __atomic_store_n(&dev->armed_cqs, dev->armed_cqs + 1,
                          __ATOMIC_RELAXED);
     }
-    if (cq->head != cq->tail) {
+    /* packets already queued for us are served now: their completions
+     * fire the CQ here, not after the caller went to sleep */
+    soft_engine_app_sleeps(dev);
+    if (cq->armed && (cq->head != cq->tail)) {   /* (the pass may fire) */
         soft_cq_fire(cq);
     }
     soft_unlock(&dev->lock);

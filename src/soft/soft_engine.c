@@ -305,6 +305,32 @@ uint64_t soft_engine_progress(soft_dev_t *dev, int from_helper)
     return soft_engine_pass(dev, from_helper, &clk);
 }
 
+/* The application arms a CQ (engine lock held): it is about to sleep on
+ * the CQ's completion channel.  Its poll stamp is set back past
+ * SOFT_DEEP_IDLE_NS (dev->stamp too, so that its next poll writes a fresh
+ * one), so that it counts as idle at once: senders ring the helper for the
+ * first packet they queue (soft_port_kick_due), the helper serves it as
+ * soon as it is rung, and it sleeps without a timeout once nothing is
+ * outstanding.  A sender that read the stamp before this store did not
+ * ring: the fence orders the store before the look at the rings that
+ * follows, so either that sender saw the old-looking stamp or this look
+ * sees its packet, which a pass serves now (its completion is then found
+ * by the arm, soft_cq_req_notify). */
+void soft_engine_app_sleeps(soft_dev_t *dev)
+{
+    uint64_t back = soft_clock_idle_gran *
+                    (SOFT_DEEP_IDLE_NS / SOFT_APP_IDLE_NS + 1);
+    uint64_t clk  = soft_clock_now() - back;
+
+    dev->stamp = clk;
+    __atomic_store_n(&dev->hdr->last_poll, clk, __ATOMIC_RELAXED);
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    if (soft_engine_rings_pending(dev)) {
+        soft_engine_progress(dev, 0);
+        dev->app_passes++;
+    }
+}
+
 /* Packets queued in either ring (claimed slots count too). */
 int soft_engine_rings_pending(soft_dev_t *dev)
 {

@@ -22,6 +22,10 @@
  *  - peers also ring the doorbell while the application is idle and the
  *    helper NAPs, so that the helper answers at once instead of at the
  *    end of its nap; an application that polls costs its peers no syscall.
+ *    An application that arms a completion channel counts as idle at once
+ *    (soft_engine_app_sleeps): a message to a process asleep in
+ *    ucp_worker_wait is served when its sender rings, not at the end of a
+ *    nap (helper_timer_packets counts the packets that waited for one).
  *  - one ring per idle episode: the first sender to ring sets 'woken', and
  *    the senders after it make no syscall until the helper has run and
  *    cleared it (a helper that is slow to get a core is not rung once per
@@ -49,7 +53,6 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#define SOFT_DEEP_IDLE_NS   5000000ull    /* 5 ms */
 #define SOFT_NAP_NS         1000000ull    /* 1 ms */
 
 
@@ -111,14 +114,16 @@ static void *soft_helper_main(void *arg)
     uint64_t age, idle_ns = SOFT_APP_IDLE_NS;
     uint64_t served;
     uint32_t seen;
-    int busy, burst;
+    int busy, burst, passed, parked;
+    int timed = 0;   /* the last wait ended with no ring */
 
     soft_direct_life_begin(dev);   /* peers see us alive without a syscall */
     seen = __atomic_load_n(&hdr->doorbell, __ATOMIC_ACQUIRE);
     while (!__atomic_load_n(&dev->helper_stop, __ATOMIC_ACQUIRE)) {
         age   = soft_port_poll_age(hdr);   /* since the application polled */
-        busy  = 1;
-        burst = 0;
+        busy   = 1;
+        burst  = 0;
+        passed = 0;
         if (age > idle_ns) {
             if (!soft_trylock(&dev->lock)) {
                 __atomic_fetch_add(&dev->lock.waits, 1, __ATOMIC_RELAXED);
@@ -126,6 +131,13 @@ static void *soft_helper_main(void *arg)
                 __atomic_fetch_add(&dev->helper_passes, 1, __ATOMIC_RELAXED);
                 served = dev->stats.rx_packets;
                 soft_engine_progress(dev, 1);
+                /* packets that waited for the end of a nap or a park: no
+                 * ring announced them */
+                if (timed) {
+                    dev->helper_timer_packets += dev->stats.rx_packets -
+                                                 served;
+                }
+                passed = 1;
                 /* a pass serves at most SOFT_PROGRESS_BUDGET packets per
                  * ring: with more queued, go on at once */
                 burst = (dev->stats.rx_packets != served) &&
@@ -134,6 +146,7 @@ static void *soft_helper_main(void *arg)
                 soft_unlock(&dev->lock);
             }
         }
+        timed = 0;
         if (burst) {
             continue;
         }
@@ -145,14 +158,25 @@ static void *soft_helper_main(void *arg)
             if ((__atomic_load_n(&dev->armed_cqs, __ATOMIC_RELAXED) == 0) &&
                 (soft_port_poll_age(hdr) <= idle_ns)) {
                 idle_ns = soft_helper_nap(dev, &seen, SOFT_PARK_NS);
+                timed   = (idle_ns == SOFT_APP_IDLE_NS);
                 continue;
             }
             /* a CQ is armed: the application sleeps on its channel, the
              * helper naps (and sleeps deep once nothing is outstanding) */
         }
         if (busy || (age < SOFT_DEEP_IDLE_NS)) {
+            parked = (__atomic_load_n(&hdr->sleeping, __ATOMIC_RELAXED) ==
+                      SOFT_HELPER_PARKED);
             soft_helper_state(hdr, SOFT_HELPER_NAP);
+            /* out of a park into a nap (a completion channel armed): a
+             * sender that queued a packet after our pass saw PARKED and did
+             * not ring; its packet is seen here, after the fence, and
+             * served without a nap */
+            if (parked && passed && soft_engine_rings_pending(dev)) {
+                continue;
+            }
             idle_ns = soft_helper_nap(dev, &seen, SOFT_NAP_NS);
+            timed   = (idle_ns == SOFT_APP_IDLE_NS);
             continue;
         }
 

@@ -548,6 +548,7 @@ ucs_status_t uct_dcx_dci_post_ctl_tmh(uct_dcx_iface_t *iface,
                                       const uint8_t *tmh,
                                       uct_completion_t *comp);
 void uct_dcx_iface_send_grants(uct_dcx_iface_t *iface);
+int uct_dcx_iface_ctl_busy(uct_dcx_iface_t *iface);
 ucs_status_t uct_dcx_dci_post_ctl_inline(uct_dcx_iface_t *iface,
                                          uct_dcx_dci_t *dci, uct_dcx_ep_t *ep,
                                          const dcx_dc_dest_t *dest,

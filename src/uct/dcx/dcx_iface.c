@@ -279,7 +279,8 @@ static ucs_status_t uct_dcx_iface_flush(uct_iface_h tl_iface, unsigned flags,
         if (uct_dcx_dci_is_drained(dci)) {
             continue;
         }
-        in_progress = 1;
+        /* the control DCI: below */
+        in_progress |= (i != iface->ctl_dci);
         if (dci->sig_sn < dci->sn) {
             /* unsignalled tail: a signalled no-op behind it (none posted
              * when the DCI is full: a full queue holds a signalled WR) */
@@ -287,10 +288,12 @@ static ucs_status_t uct_dcx_iface_flush(uct_iface_h tl_iface, unsigned flags,
         }
     }
 
-    /* grants still to send, and endpoints waiting for one (they may have
-     * requests pending that their flush must cover); invalidated endpoints
-     * whose operations end when their failure is reported */
-    if (!ucs_queue_is_empty(&iface->grant_q) ||
+    /* the control DCI and the control messages still to post, but for
+     * credit grants; endpoints waiting for
+     * a grant (they may have requests pending that their flush must
+     * cover); invalidated endpoints whose operations end when their
+     * failure is reported */
+    if (uct_dcx_iface_ctl_busy(iface) ||
         !ucs_list_is_empty(&iface->fc_waiters) || (iface->invalidated > 0)) {
         in_progress = 1;
     }

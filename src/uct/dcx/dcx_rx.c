@@ -194,6 +194,59 @@ static void uct_dcx_grant_done(uct_dcx_iface_t *iface, uct_dcx_op_t *op,
     ucs_mpool_put_inline(grant);
 }
 
+/* op is that of a credit grant in flight (inline, or from a send buffer) */
+static int uct_dcx_op_is_grant(uct_dcx_op_t *op)
+{
+    uct_dcx_send_desc_t *desc;
+    const uint8_t *data;
+
+    if (op->cb == uct_dcx_grant_done) {
+        return 1;
+    }
+    if (op->cb != uct_dcx_ctl_done) {
+        return 0;
+    }
+    /* the header byte after the TMH (a FIN's says NOP) */
+    desc = ucs_container_of(op, uct_dcx_send_desc_t, op);
+    data = (const uint8_t*)uct_dcx_desc_data(desc) + desc->u.ctl.tmh_len;
+    return data[0] == (UCT_DCX_AM_CTL | UCT_DCX_CTL_FC_GRANT);
+}
+
+/* What a flush of the interface waits for on the control DCI and in the
+ * queue of control messages still to post: everything but credit grants.
+ * A grant is owed to a peer, not an operation of ours: one to a live peer
+ * arrives in a round trip, a lost one is asked for again by its requester
+ * (FC_REQ_TIMEOUT), and one to an interface closed after it asked (its
+ * DCT gone) ends only at the peer-failure timeout, which must not hold
+ * our flush (UCX's test_uct_ep.destroy_entity_after_send: a flush per
+ * round, each behind the grant to the sender closed the round before).
+ * Every grant in flight holds one op and one WR, so the outstanding WRs
+ * are all grants when they are as many as the grant ops.  1 if something
+ * else is outstanding. */
+int uct_dcx_iface_ctl_busy(uct_dcx_iface_t *iface)
+{
+    uct_dcx_dci_t *dci = &iface->dcis[iface->ctl_dci];
+    uint64_t grants    = 0;
+    uct_dcx_grant_t *grant;
+    uct_dcx_op_t *op;
+
+    ucs_queue_for_each(grant, &iface->grant_q, queue) {
+        if (grant->fin) {
+            return 1;
+        }
+    }
+    if (uct_dcx_dci_is_drained(dci)) {
+        return 0;
+    }
+    ucs_queue_for_each(op, &dci->ops, queue) {
+        if (!uct_dcx_op_is_grant(op)) {
+            return 1;
+        }
+        ++grants;
+    }
+    return grants != dci->sn - dci->done_sn;
+}
+
 
 /* ---------------------------------------------------------------------------
  * Receive path

@@ -8,6 +8,10 @@
  */
 #include "soft_fixture.h"
 
+extern "C" {
+#include "soft/soft.h"
+}
+
 #include <poll.h>
 
 using namespace soft_test;
@@ -150,6 +154,76 @@ TEST_F(soft_channel_test, arm_with_pending_completion_fires)
     ASSERT_TRUE(fd_readable(ch->fd, 10000));
     ASSERT_EQ(0, dcx_comp_channel_get_event(ch, &cq));
     ASSERT_EQ(1, tgt.poll(&wc, 1));
+}
+
+/* A message already in the target's request ring, not yet a completion
+ * (its helper is stopped, its application does not poll), when the CQ is
+ * armed: the arm serves it and fires, so that the caller does not go to
+ * sleep with a message waiting */
+TEST_F(soft_channel_test, arm_serves_queued_message)
+{
+    soft_dev_t *t = soft_dev(tgt.dev);
+    dcx_cq_t *cq  = nullptr;
+    dcx_wc_t wc;
+
+    soft_helper_stop(t);
+    ASSERT_EQ(0, post_inline_value(ini, ini.dci, tgt.dct->qp_num, KEY,
+                                   DCX_WR_SEND, 6));
+    ASSERT_TRUE(soft_engine_rings_pending(t));
+    ASSERT_EQ(0, dcx_cq_req_notify(tgt.cq));
+    EXPECT_TRUE(fd_readable(ch->fd, 0));
+    ASSERT_EQ(0, dcx_comp_channel_get_event(ch, &cq));
+    EXPECT_EQ(tgt.cq, cq);
+    ASSERT_EQ(1, dcx_cq_poll(tgt.cq, 1, &wc));
+    EXPECT_EQ(DCX_WC_RECV, wc.opcode);
+    EXPECT_EQ(6u, *(uint64_t*)(rbuf + 64 * wc.wr_id));
+    ASSERT_EQ(1, ini.poll(&wc, 1));
+    EXPECT_EQ(DCX_WC_SUCCESS, wc.status);
+    ASSERT_EQ(0, soft_helper_start(t));
+}
+
+/* A target that polled a moment ago, then armed its CQ and sleeps on the
+ * channel; the sender posts and does not poll (it sleeps too, as both
+ * sides of a ping-pong in wake-up mode do, so no prod reaches the target).
+ * The target's helper must serve the message because the sender rang it,
+ * not at the end of one of its naps (1 ms: the wake-up latency of UCP's
+ * tag_lat -E sleep was ~0.5 ms per message).  Checked by what woke it
+ * (the device's helper_timer_packets: packets served after a nap no ring
+ * ended), not by time. */
+TEST_F(soft_channel_test, armed_sleeper_woken_by_sender_ring)
+{
+    const int rounds = 20;
+    soft_dev_t *t    = soft_dev(tgt.dev);
+    dcx_soft_stats_t before, after;
+    dcx_cq_t *cq = nullptr;
+    dcx_wc_t wc;
+
+    ASSERT_EQ(0, dcx_soft_stats(tgt.dev, &before));
+    soft_lock(&t->lock);
+    uint64_t timer_before = t->helper_timer_packets;
+    soft_unlock(&t->lock);
+    for (int i = 0; i < rounds; ++i) {
+        EXPECT_EQ(0, dcx_cq_poll(tgt.cq, 1, &wc));   /* a fresh poll */
+        ASSERT_EQ(0, dcx_cq_req_notify(tgt.cq));
+        ASSERT_EQ(0, post_inline_value(ini, ini.dci, tgt.dct->qp_num, KEY,
+                                       DCX_WR_SEND, i));
+        ASSERT_TRUE(fd_readable(ch->fd, 10000)) << "round " << i;
+        ASSERT_EQ(0, dcx_comp_channel_get_event(ch, &cq));
+        ASSERT_EQ(1, tgt.poll(&wc, 1));
+        EXPECT_EQ((uint64_t)i, *(uint64_t*)(rbuf + 64 * wc.wr_id));
+        dcx_sge_t s = {(uint64_t)(uintptr_t)(rbuf + 64 * wc.wr_id), 64,
+                       rmr->lkey};
+        ASSERT_EQ(0, dcx_srq_post_recv(tgt.srq, wc.wr_id, &s, 1));
+        ASSERT_EQ(1, ini.poll(&wc, 1));
+        ASSERT_EQ(DCX_WC_SUCCESS, wc.status);
+    }
+    ASSERT_EQ(0, dcx_soft_stats(tgt.dev, &after));
+    soft_lock(&t->lock);
+    uint64_t timer_after = t->helper_timer_packets;
+    soft_unlock(&t->lock);
+    EXPECT_EQ(0u, timer_after - timer_before)
+        << "messages served only when a nap of the target's helper ended";
+    EXPECT_EQ((uint64_t)rounds, after.helper_packets - before.helper_packets);
 }
 
 TEST_F(soft_channel_test, channel_bad_flow)

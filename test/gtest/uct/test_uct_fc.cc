@@ -12,6 +12,7 @@
 #include "uct_fixture.h"
 #include "dcx_dci_stats.h"
 
+#include <algorithm>
 #include <cstring>
 #include <cstdlib>
 
@@ -408,6 +409,93 @@ TEST_P(uct_dcx_fc, ping_pong_asks_with_a_quarter_left)
     EXPECT_LE(sb.reqs_sent, (uint64_t)(n / 3 + 1));
     EXPECT_LE(sa.grants_sent, (uint64_t)(n / 3 + 1));
     EXPECT_LE(sb.grants_sent, (uint64_t)(n / 3 + 1));
+    EXPECT_TRUE(m_errors.empty());
+}
+
+/* UCX's test_uct_ep.destroy_entity_after_send, in rounds: a new sender
+ * interface connects to b (which lives on), every interface is flushed,
+ * the sender sends zero-copy AMs until refused (its credit request goes
+ * with the last quarter of its window) and is closed with them in flight,
+ * before b even saw the request.  b then grants each closed interface
+ * credits it can no longer take: such a grant ends only at the
+ * peer-failure timeout (made long here: TIMEOUT 10 s, 7 retries).  The
+ * flush of every round must not wait for it: the whole test is bounded
+ * far below one peer-failure timeout (with the flush waiting for grants
+ * it hung in the second round). */
+TEST_P(uct_dcx_fc, closed_senders_do_not_hold_flush)
+{
+    std::map<std::string, std::string> cfg;
+    const int rounds = 8;
+    dcx_fc_stats_t fc;
+
+    cfg["FC_REQ_TIMEOUT"] = "20ms";
+    cfg["TIMEOUT"]        = "10s";
+    entity *b = create_entity(cfg);
+    ASSERT_TRUE(b != NULL);
+    ASSERT_EQ(UCS_OK, uct_iface_set_am_handler(b->iface, AM_ID, am_count_cb,
+                                               &m_rx, 0));
+    /* as UCX's uct_test::flush: each pass progresses, then flushes */
+    auto flush_all = [&]() {
+        return wait_for([&] {
+            progress();
+            for (size_t i = 0; i < m_entities.size(); ++i) {
+                if (uct_iface_flush(m_entities[i]->iface, 0, NULL) !=
+                    UCS_OK) {
+                    return false;
+                }
+            }
+            return true;
+        }, 5.0);
+    };
+
+    for (int r = 0; r < rounds; ++r) {
+        entity *s = create_entity(cfg);
+        ASSERT_TRUE(s != NULL);
+        uct_ep_h ep = connect(s, b);
+        ASSERT_TRUE(flush_all()) << "round " << r << ": flush held";
+
+        mem buf = alloc_mem(4096);
+        uct_iov_t iov = {buf.ptr, 4096, buf.memh, 0, 1};
+        std::vector<test_comp> comps(64);
+        size_t posted = 0;
+        while (posted < comps.size()) {
+            ucs_status_t status = uct_ep_am_zcopy(ep, AM_ID, NULL, 0, &iov,
+                                                  1, 0, &comps[posted].uct);
+            if (status == UCS_ERR_NO_RESOURCE) {
+                break;
+            }
+            ASSERT_TRUE((status == UCS_OK) || (status == UCS_INPROGRESS))
+                << ucs_status_string(status);
+            ++posted;
+        }
+        ASSERT_GT(posted, 0u);
+        ASSERT_LT(posted, comps.size());   /* stopped by the window */
+        destroy_ep(ep);
+        free_mem(buf);
+        m_mems.pop_back();
+        uct_iface_close(s->iface);
+        uct_worker_destroy(s->worker);
+        m_entities.erase(std::find(m_entities.begin(), m_entities.end(), s));
+        delete s;
+    }
+    ASSERT_TRUE(flush_all()) << "flush held after the last round";
+    /* b did grant each closed sender */
+    EXPECT_TRUE(wait_for([&] {
+        EXPECT_EQ(0, dcx_fc_iface_stats(b->iface, &fc));
+        return fc.grants_sent >= (uint64_t)rounds;
+    }, 5.0)) << fc.grants_sent << " grants";
+    ASSERT_TRUE(flush_all()) << "flush held by the last grant";
+
+    /* b still takes messages from a live sender, within its window */
+    uct_ep_h ab = connect(m_a, b);
+    int before  = m_rx;
+    for (int i = 0; i < 2; ++i) {
+        ASSERT_EQ(UCS_OK, retry([&] {
+            return uct_ep_am_short(ab, AM_ID, i, NULL, 0);
+        }));
+    }
+    EXPECT_TRUE(wait_for([&] { return m_rx == before + 2; }));
+    flush_ep(ab);
     EXPECT_TRUE(m_errors.empty());
 }
 
