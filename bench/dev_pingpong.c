@@ -144,13 +144,13 @@ static void wait_wc(dcx_cq_t *cq, dcx_wc_t *wc)
 
 static void setup(bench_ctx_t *c, const char *fabric)
 {
-    dcx_dev_list_params_t params = { .soft_count = 1, .soft_fabric = fabric };
+    dcx_soft_params_t params = { .count = 1, .fabric = fabric };
     dcx_qp_attr_t dct_attr, dci_attr;
     dcx_srq_attr_t srq_attr;
     dcx_dev_info_t *list;
     unsigned count, i;
 
-    CHECK(dcx_dev_list(&params, &list, &count));
+    CHECK(dcx_soft_list(&params, &list, &count));
     if (count == 0) {
         die("finding a soft device", ENODEV);
     }

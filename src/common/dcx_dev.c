@@ -1,5 +1,6 @@
 /*
- * dcx device layer: device listing, backend dispatch and logging.
+ * dcx device layer: dispatch to the device's backend, logging, and the
+ * tag-matching wire headers (listing and opening: dcx_backend.c).
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
@@ -14,8 +15,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-
-#define DCX_DEV_LIST_MAX 64
 
 static const char *dcx_log_level_names[] = {
     [DCX_LOG_ERROR] = "error",
@@ -154,68 +153,6 @@ void dcx_ravh_unpack(const void *buf, uint32_t *dctn_p, uint64_t *dc_key_p)
     *dc_key_p = be64toh(h.dc_key);
 }
 
-int dcx_dev_list(const dcx_dev_list_params_t *params,
-                 dcx_dev_info_t **list_p, unsigned *count_p)
-{
-    dcx_dev_info_t *list;
-    unsigned count = 0, n;
-    int ret;
-
-    list = calloc(DCX_DEV_LIST_MAX, sizeof(*list));
-    if (list == NULL) {
-        dcx_error("device list: out of memory");
-        return ENOMEM;
-    }
-
-#ifdef HAVE_DCX_MLX5
-    if (params->mlx5_enable) {
-        n   = 0;
-        ret = dcx_mlx5_list(list, DCX_DEV_LIST_MAX, &n);
-        if (ret != 0) {
-            free(list);
-            return ret;
-        }
-        count += n;
-    }
-#endif
-
-    if (params->soft_count > 0) {
-        n   = 0;
-        ret = dcx_soft_list(params, list + count, DCX_DEV_LIST_MAX - count,
-                            &n);
-        if (ret != 0) {
-            free(list);
-            return ret;
-        }
-        count += n;
-    }
-
-    *list_p  = list;
-    *count_p = count;
-    return 0;
-}
-
-void dcx_dev_list_free(dcx_dev_info_t *list)
-{
-    free(list);
-}
-
-int dcx_dev_open(const dcx_dev_info_t *info, dcx_dev_t **dev_p)
-{
-    switch (info->backend) {
-    case DCX_BACKEND_SOFT:
-        return dcx_soft_open(info, dev_p);
-#ifdef HAVE_DCX_MLX5
-    case DCX_BACKEND_MLX5:
-        return dcx_mlx5_open(info, dev_p);
-#endif
-    default:
-        dcx_error("%s: backend %d is not built into this library",
-                  info->name, (int)info->backend);
-        return ENODEV;
-    }
-}
-
 void dcx_dev_close(dcx_dev_t *dev)
 {
     dev->ops->close(dev);
@@ -231,9 +168,15 @@ const char *dcx_dev_name(const dcx_dev_t *dev)
     return dev->caps.name;
 }
 
-dcx_backend_t dcx_dev_backend(const dcx_dev_t *dev)
+const dcx_backend_t *dcx_dev_backend(const dcx_dev_t *dev)
 {
     return dev->backend;
+}
+
+int dcx_dev_traffic(dcx_dev_t *dev, char *buf, size_t len)
+{
+    return (dev->ops->traffic != NULL) ? dev->ops->traffic(dev, buf, len) :
+           EOPNOTSUPP;
 }
 
 int dcx_dev_port_addr(dcx_dev_t *dev, void *addr, size_t *len_p)

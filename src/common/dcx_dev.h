@@ -1,6 +1,7 @@
 /*
  * dcx device layer: a narrow, verbs-shaped interface between the dcx UCX
- * transport and a NIC backend (rdma-core mlx5, or the soft device).
+ * transport and a NIC backend: a driver over rdma-core, or a model of the
+ * NIC in software (src/ names the backends; this layer names none).
  *
  * Objects mirror the verbs ones: device, PD, MR, CQ, SRQ, QP (DCI or DCT),
  * AH.  Control-path calls go through the device's ops table; fast-path calls
@@ -25,8 +26,9 @@
  *
  * Strided memory keys (DCX_CAP_MKEY_STRIDE, dcx_mkey_t): an mkey is
  * configured by a work request (opcode range DCX_WR_MKEY_*) posted on a QP
- * whose type the device names in its caps (caps.mkey_qp_type), so that the
- * mlx5 backend can route it to a loopback RC QP.
+ * whose type the device names in its caps (caps.mkey_qp_type), so that a
+ * backend whose NIC builds them on RC QPs only can route it to a loopback
+ * RC QP.
  */
 #ifndef DCX_DEV_H_
 #define DCX_DEV_H_
@@ -90,11 +92,6 @@ extern dcx_log_level_t dcx_log_max_level;
  * ------------------------------------------------------------------------ */
 #define DCX_DEV_NAME_MAX   64
 #define DCX_DEV_ADDR_MAX   32   /* bytes of a port address */
-
-typedef enum {
-    DCX_BACKEND_MLX5,
-    DCX_BACKEND_SOFT
-} dcx_backend_t;
 
 /* Capability flags (dcx_dev_caps_t.flags) */
 enum {
@@ -166,60 +163,141 @@ typedef struct dcx_dev_caps {
     double    latency_ns;       /* one-way small-message latency */
     double    bandwidth_Bps;    /* sustained one-direction bandwidth */
     double    overhead_ns;      /* CPU cost of posting one WR */
+    /* cost of one memory registration (dcx_mr_reg), for the transport's
+     * md_attr: a device model records a range in a table; a NIC pins the
+     * pages and writes translation entries */
+    double    reg_overhead_ns;  /* per registration */
+    double    reg_growth_ns;    /* per byte registered */
 } dcx_dev_caps_t;
 
-/* Limits of a soft device.  Zero means "use the default"; the defaults match
- * a ConnectX-6 as seen through rdma-core (see dcx_soft_limits_default()). */
-typedef struct dcx_soft_limits {
-    uint32_t  max_qp_wr;
-    uint32_t  max_srq_wr;
-    uint32_t  max_cqe;
-    uint32_t  max_sge;
-    uint32_t  max_inline;
-    uint32_t  max_rd_atomic;
-    uint32_t  max_dci;
-    uint64_t  max_msg_size;
-    uint32_t  mtu;
-    uint32_t  tm_max_tags;      /* 2^n - 1, at most 65535; 0 = 1023 */
-    uint32_t  tm_off;           /* 1: no tag matching (no DCX_CAP_TM) */
-    uint32_t  mkey_max_entries; /* 0 = 256 (at least 4, at most 65535) */
-    uint32_t  ack_timeout_us;   /* one transport retry interval */
-    uint32_t  retry_cnt;        /* retries before RETRY_EXC (0..7) */
-    uint32_t  rnr_timer_us;     /* delay before an RNR retry */
-    uint32_t  rnr_retry;        /* 0..6 retries; 7 = retry forever */
-    /* 1: RDMA WRITE/READ are executed by the initiator (cross-memory
-     * attach, no target CPU) where both ends allow it; 0 (default): by the
-     * target's responder */
-    uint32_t  direct;
-} dcx_soft_limits_t;
+/* ------------------------------------------------------------------------
+ * Backends and device listing
+ *
+ * A backend (a directory under src/, one per kind of NIC) is an
+ * ops table, dcx_backend_t, that registers itself from a constructor in its
+ * own file (DCX_BACKEND_REGISTER); the device layer lists and opens devices
+ * through whatever registered, in the backends' order, and names none of
+ * them.  A backend's knobs (dcx_param_t: how many devices, their limits)
+ * are described by the backend; the transport offers each to its user
+ * (UCX_DCX_<name>) and hands the values to dcx_dev_list() in a
+ * dcx_dev_config_t.
+ * ------------------------------------------------------------------------ */
+typedef struct dcx_backend  dcx_backend_t;
+typedef struct dcx_dev_info dcx_dev_info_t;
 
-/* What to look for when listing devices. */
-typedef struct dcx_dev_list_params {
-    /* Soft devices: how many to offer (named soft0..softN-1); 0 = none. */
-    unsigned           soft_count;
-    /* Soft fabric name: processes on the same fabric reach each other.
-     * NULL or "" means "default".  [A-Za-z0-9_.-], at most 32 chars. */
-    const char        *soft_fabric;
-    dcx_soft_limits_t  soft_limits;
-    /* Hardware devices through rdma-core mlx5 (ignored if not built). */
-    int                mlx5_enable;
-} dcx_dev_list_params_t;
+/* Value types of a knob, and how a backend's parameter block holds them
+ * (dcx_param_t.size bytes at dcx_param_t.offset). */
+typedef enum {
+    DCX_PARAM_UINT,     /* a count: uint32_t in [min, max] */
+    DCX_PARAM_LIMIT,    /* "auto" or a count in [min, max]: uint32_t or
+                           uint64_t, 0 = auto (the backend's default) */
+    DCX_PARAM_SIZE,     /* "auto" or bytes in [min, max]: uint64_t, 0 = auto */
+    DCX_PARAM_TIME,     /* "auto" or microseconds in [min, max]: uint32_t,
+                           0 = auto */
+    DCX_PARAM_BOOL,     /* y/n: uint32_t 1/0 */
+    DCX_PARAM_BOOL_NOT, /* y/n held negated: uint32_t 0/1, so that a zeroed
+                           block means "y" */
+    DCX_PARAM_STRING    /* const char *, owned by the dcx_dev_config_t */
+} dcx_param_type_t;
 
-typedef struct dcx_dev_info {
-    char               name[DCX_DEV_NAME_MAX];
-    dcx_backend_t      backend;
-    unsigned           index;        /* backend-private device index */
-    /* soft: copied from the list params */
-    char               soft_fabric[40];
-    dcx_soft_limits_t  soft_limits;
-} dcx_dev_info_t;
+typedef struct dcx_param {
+    const char        *name;    /* [A-Z0-9_]: UCX_DCX_<name> for UCX */
+    /* default as the transport's user writes it: "auto", decimal digits,
+     * "y"/"n", or any string for DCX_PARAM_STRING */
+    const char        *dflt;
+    const char        *doc;     /* help text, lines of at most 79 columns */
+    dcx_param_type_t   type;
+    size_t             offset;  /* in the backend's parameter block */
+    size_t             size;    /* bytes there (numbers: 4 or 8) */
+    uint64_t           min;     /* numbers other than "auto" */
+    uint64_t           max;
+    /* DCX_PARAM_STRING: NULL, or why the value is refused (NULL if not) */
+    const char      *(*check)(const char *value);
+} dcx_param_t;
 
-/* Lists the usable devices.  No device at all (no RDMA stack, no soft device
- * configured) is not an error: *count_p = 0.  Free with dcx_dev_list_free. */
-int  dcx_dev_list(const dcx_dev_list_params_t *params,
-                  dcx_dev_info_t **list_p, unsigned *count_p);
+struct dcx_backend {
+    const char        *name;         /* e.g. the prefix of its device names */
+    int                order;        /* listed before higher orders */
+    const dcx_param_t *params;       /* its knobs (num_params of them) */
+    unsigned           num_params;
+    size_t             params_size;  /* bytes of its parameter block */
+    /* Writes up to max devices to out (each zeroed first), with the knobs
+     * in params (a block of params_size bytes).  Finding no device is not an
+     * error; a bad parameter is (EINVAL, logged). */
+    int              (*list)(const void *params, dcx_dev_info_t *out,
+                             unsigned max, unsigned *count_p);
+    int              (*open)(const dcx_dev_info_t *info, dcx_dev_t **dev_p);
+};
+
+/* Registers a backend; called from the backend's constructor
+ * (DCX_BACKEND_REGISTER), before any listing.  A second backend of the same
+ * name, one past DCX_BACKENDS_MAX, or one whose knobs' defaults do not
+ * parse is refused with an error line. */
+#define DCX_BACKENDS_MAX  8
+void dcx_backend_register(const dcx_backend_t *backend);
+
+/* The constructor that registers _backend from its own file.  It runs before
+ * the constructors without a priority, so that a transport's constructor
+ * finds every backend's knobs (the priority does not order backends
+ * among themselves: dcx_backend_t.order does). */
+#define DCX_BACKEND_REGISTER(_backend) \
+    __attribute__((constructor(200))) static void \
+    dcx_backend_register_ctor(void) \
+    { \
+        dcx_backend_register(&(_backend)); \
+    }
+
+/* The registered backends in listing order: i = 0, 1, ... until NULL. */
+const dcx_backend_t *dcx_backend_at(unsigned i);
+/* The registered backend of that name, or NULL. */
+const dcx_backend_t *dcx_backend_find(const char *name);
+
+/* Values of every registered backend's knobs, for dcx_dev_list(). */
+typedef struct dcx_dev_config dcx_dev_config_t;
+
+/* A configuration with every knob at its default.  prefix (may be NULL) is
+ * put before a knob's name in log lines ("UCX_DCX_" for the UCX
+ * transport), so that a refused value names the variable the user set. */
+int  dcx_dev_config_create(const char *prefix, dcx_dev_config_t **config_p);
+void dcx_dev_config_destroy(dcx_dev_config_t *config);
+
+/* Sets a knob by name, checked against its description: numbers (booleans
+ * 0 or 1; "auto" is not set at all) with dcx_dev_config_set_num, strings
+ * (copied) with dcx_dev_config_set_str.  EINVAL with one error line for an
+ * unknown name, a value of the other kind, or one out of range; EINVAL for a
+ * refused string, or ENOMEM. */
+int  dcx_dev_config_set_num(dcx_dev_config_t *config, const char *name,
+                            uint64_t value);
+int  dcx_dev_config_set_str(dcx_dev_config_t *config, const char *name,
+                            const char *value);
+
+/* The parameter block of one backend within config (the layout its own
+ * header gives), for a caller that knows that backend; NULL if no backend of
+ * that name registered. */
+void *dcx_dev_config_params(dcx_dev_config_t *config, const char *backend);
+
+#define DCX_DEV_INFO_PRIV  192   /* bytes a backend keeps per listed device */
+
+struct dcx_dev_info {
+    char                  name[DCX_DEV_NAME_MAX];
+    const dcx_backend_t  *backend;   /* that listed it and opens it */
+    unsigned              index;     /* backend-private device index */
+    /* what the backend needs to open the device (its knobs' values) */
+    union {
+        uint64_t          align;
+        unsigned char     bytes[DCX_DEV_INFO_PRIV];
+    } priv;
+};
+
+/* Lists the usable devices of every backend, in the backends' order, with
+ * the knobs in config (NULL: every knob at its default).  No device at all
+ * (no RDMA stack, no device model configured) is not an error: *count_p = 0.
+ * Free with dcx_dev_list_free. */
+int  dcx_dev_list(const dcx_dev_config_t *config, dcx_dev_info_t **list_p,
+                  unsigned *count_p);
 void dcx_dev_list_free(dcx_dev_info_t *list);
 
+/* Opens a listed device through the backend that listed it. */
 int  dcx_dev_open(const dcx_dev_info_t *info, dcx_dev_t **dev_p);
 void dcx_dev_close(dcx_dev_t *dev);
 
@@ -263,9 +341,9 @@ struct dcx_mkey {
     uint32_t   max_entries;   /* actual (the request rounded up) */
 };
 
-/* One entry of an interleaved layout (mlx5dv_mr_interleaved): repetition r
- * of the pattern takes bytes_count bytes at addr + r * (bytes_count +
- * bytes_skip) through lkey (a plain MR's key). */
+/* One entry of an interleaved layout (as rdma-core's direct verbs describe
+ * one): repetition r of the pattern takes bytes_count bytes at
+ * addr + r * (bytes_count + bytes_skip) through lkey (a plain MR's key). */
 typedef struct dcx_mkey_interleaved {
     uint64_t  addr;
     uint32_t  bytes_count;
@@ -391,7 +469,7 @@ struct dcx_cq {
     dcx_dev_t *dev;
     uint32_t   cqe;   /* usable entries (>= requested) */
     /* Fills up to max completions; returns their number (0 = empty).  May
-     * also make progress on the device's engine (soft device). */
+     * also make progress on the device's engine (a device model). */
     int      (*poll)(dcx_cq_t *cq, int max, dcx_wc_t *wc);
     /* dcx_cq_poll_pair (every backend sets it) */
     int      (*poll_pair)(dcx_cq_t *cq, dcx_cq_t *other, int max,
@@ -423,10 +501,11 @@ static inline int dcx_cq_poll_pair(dcx_cq_t *cq, dcx_cq_t *other, int max,
  * one event when a completion is added to it; the channel's fd (nonblocking)
  * is readable while events wait to be collected by
  * dcx_comp_channel_get_event().  Arming is one-shot.  Arming a CQ that
- * already holds unpolled completions generates the event at once (as mlx5
- * does), so "arm, then sleep on the fd" never misses a completion.  The
- * events of a soft device are generated by whichever thread runs its engine
- * (the application, or the helper thread while the application sleeps).
+ * already holds unpolled completions generates the event at once (as a
+ * ConnectX does), so "arm, then sleep on the fd" never misses a completion.
+ * The events of a device model are generated by whichever thread runs its
+ * engine (the application, or its helper thread while the application
+ * sleeps).
  * ------------------------------------------------------------------------ */
 typedef struct dcx_comp_channel {
     dcx_dev_t *dev;
@@ -492,7 +571,7 @@ typedef struct dcx_tm_op {
     uint8_t    opcode;          /* dcx_tm_opcode_t */
     uint8_t    flags;           /* DCX_TM_OPF_* */
     /* unexpected tagged messages software has fully handled, mod 2^16
-     * (the device sees 16 bits, as on mlx5) */
+     * (the device sees 16 bits, as a ConnectX does) */
     uint16_t   unexpected_cnt;
     uint32_t   handle;          /* ADD: written on success; DEL: input */
     /* ADD */
@@ -514,8 +593,8 @@ struct dcx_srq {
     int      (*post_recv)(dcx_srq_t *srq, uint64_t wr_id,
                           const dcx_sge_t *sg_list, unsigned num_sge);
     /* Posts count single-buffer receives, in order, as one request (one
-     * chain and doorbell on hardware, one engine lock round on the soft
-     * device).  0 when all are posted; otherwise the error of the first
+     * chain and doorbell on hardware, one engine lock round on a device
+     * model).  0 when all are posted; otherwise the error of the first
      * one not posted (ENOMEM: full) and *posted_p, always set, says how
      * many before it were. */
     int      (*post_recv_list)(dcx_srq_t *srq, const dcx_recv_t *list,
@@ -650,10 +729,10 @@ typedef enum {
     DCX_QPT_DCI,
     DCX_QPT_DCT,
     /* A QP that carries only DCX_WR_MKEY_* requests: caps.mkey_qp_type of
-     * the mlx5 backend, where it is an RC QP connected to itself (libmlx5
-     * gives the UMR builders to RC QPs only).  Attributes: send_cq and
-     * max_send_wr; completions, send-queue accounting, errors (ERR, flush)
-     * and dcx_qp_recover are those of a DCI.  A backend whose
+     * a backend over rdma-core, where it is an RC QP connected to itself
+     * (rdma-core gives the UMR builders to RC QPs only).  Attributes:
+     * send_cq and max_send_wr; completions, send-queue accounting, errors
+     * (ERR, flush) and dcx_qp_recover are those of a DCI.  A backend whose
      * caps.mkey_qp_type is another type refuses it (EINVAL). */
     DCX_QPT_UMR
 } dcx_qp_type_t;
@@ -680,18 +759,13 @@ typedef struct dcx_qp_attr {
     /* DCI transport parameters (verbs encoding): timeout is
      * 4.096us * 2^timeout; retry_cnt 0..7; rnr_retry 0..7 (7 = forever).
      * timeout 0 never means "infinite" here: it asks for the backend's
-     * defaults for all three (the soft device's configured limits; on mlx5
-     * DCX_QP_DEFAULT_TIMEOUT/RETRY_CNT/RNR_RETRY). */
+     * defaults for all three (a device model's configured limits, a NIC
+     * backend's own choice). */
     uint8_t        timeout;
     uint8_t        retry_cnt;
     uint8_t        rnr_retry;
     uint8_t        min_rnr_timer;  /* DCT */
 } dcx_qp_attr_t;
-
-/* Backend defaults used when dcx_qp_attr_t.timeout is 0 (mlx5). */
-#define DCX_QP_DEFAULT_TIMEOUT    18   /* 4.096us * 2^18 = 1.07 s */
-#define DCX_QP_DEFAULT_RETRY_CNT  7
-#define DCX_QP_DEFAULT_RNR_RETRY  7
 
 typedef enum {
     DCX_WR_SEND,
@@ -725,7 +799,8 @@ enum {
     DCX_SEND_SOLICITED= 1u << 3
 };
 
-/* DC destination of one WR (mlx5dv_wr_set_dc_addr). */
+/* DC destination of one WR (as rdma-core's direct verbs set it: the AH, the
+ * DCT number and the DC key). */
 typedef struct dcx_dc_dest {
     dcx_ah_t  *ah;
     uint32_t   dctn;
@@ -790,7 +865,13 @@ static inline int dcx_qp_post_send(dcx_qp_t *qp, const dcx_send_wr_t *wr)
  * ------------------------------------------------------------------------ */
 const dcx_dev_caps_t *dcx_dev_caps(const dcx_dev_t *dev);
 const char *dcx_dev_name(const dcx_dev_t *dev);
-dcx_backend_t dcx_dev_backend(const dcx_dev_t *dev);
+const dcx_backend_t *dcx_dev_backend(const dcx_dev_t *dev);
+
+/* One line (NUL-terminated, at most len bytes) saying what the device
+ * carried so far (packets, bytes, retransmits, ...), for a diagnostic log
+ * line: 0, or EOPNOTSUPP (not logged) where the device keeps no such
+ * counters of its own (a NIC keeps them in its kernel driver). */
+int  dcx_dev_traffic(dcx_dev_t *dev, char *buf, size_t len);
 
 /* The address peers use to reach this device (caps.addr_len bytes). */
 int  dcx_dev_port_addr(dcx_dev_t *dev, void *addr, size_t *len_p);
@@ -811,20 +892,20 @@ int  dcx_mkey_destroy(dcx_mkey_t *mkey);
 
 /* The process is about to unmap, remap or discard [addr, addr + len) (the
  * transport calls this from UCX's memory hooks, before the change).  On a
- * device that cannot pin pages (the soft device), registrations that
+ * device that cannot pin pages (DCX_CAP_NO_PIN), registrations that
  * overlap the range refuse every access from now on (remote access error,
  * local protection error) until they are deregistered, and the call
  * returns once no access to them is in flight.  A no-op where the NIC pins
- * the pages (mlx5).  Callable from any thread, also with the device's own
+ * the pages.  Callable from any thread, also with the device's own
  * work in progress; never takes the device's engine lock. */
 void dcx_dev_mem_unmapped(dcx_dev_t *dev, const void *addr, size_t len);
 
 /* Memory allocated by the device (DCX_CAP_MEM_ALLOC; EOPNOTSUPP, logged,
  * without it): at least *length_p bytes (rounded up to whole pages and
  * written back), readable and writable, zeroed; it is registered with
- * dcx_mr_reg() as any other memory.  On the soft device it is backed by a
+ * dcx_mr_reg() as any other memory.  A device model backs it with a
  * shareable object, so that peers' RDMA WRITE/READ into registrations
- * within it are plain copies (soft_alloc.c).  dcx_mem_free() takes exactly
+ * within it are plain copies.  dcx_mem_free() takes exactly
  * what dcx_mem_alloc() returned (EINVAL, logged, otherwise); registrations
  * still inside refuse every access from then on, as after
  * dcx_dev_mem_unmapped(). */
@@ -840,10 +921,10 @@ int  dcx_srq_destroy(dcx_srq_t *srq);
 
 /* Whether a port address published by a peer's dcx_dev_port_addr() is one
  * this device can reach: exactly the checks dcx_ah_create() makes (format,
- * and what the backend can tell from the address alone: link layer on mlx5;
- * user, host and fabric on the soft device).  Returns 0, or EINVAL with the
- * reason written to why (why_len bytes, NUL-terminated); logs nothing, so
- * that it can answer "is this peer reachable" quietly. */
+ * and what the backend can tell from the address alone: the link layer on
+ * a NIC; user, host and fabric on a device model).  Returns 0, or EINVAL
+ * with the reason written to why (why_len bytes, NUL-terminated); logs
+ * nothing, so that it can answer "is this peer reachable" quietly. */
 int  dcx_dev_addr_check(dcx_dev_t *dev, const void *addr, size_t len,
                         char *why, size_t why_len);
 
@@ -867,12 +948,12 @@ int  dcx_qp_set_error(dcx_qp_t *qp);
  * the CQ first if it needs them.  EINVAL if the QP is not a DCI in ERR. */
 int  dcx_qp_recover(dcx_qp_t *qp);
 
-/* Makes progress on work the device executes in software (soft device
+/* Makes progress on work the device executes in software (a device model's
  * engine); a no-op on hardware.  Polling a CQ does the same. */
 void dcx_dev_progress(dcx_dev_t *dev);
 
 /* ------------------------------------------------------------------------
- * Backend interface (implemented by src/soft and src/mlx5)
+ * Backend interface: every device a backend opens carries these ops
  * ------------------------------------------------------------------------ */
 struct dcx_dev_ops {
     void (*close)(dcx_dev_t *dev);
@@ -915,24 +996,16 @@ struct dcx_dev_ops {
     /* device memory (DCX_CAP_MEM_ALLOC): NULL when the backend has none */
     int  (*mem_alloc)(dcx_dev_t *dev, size_t *length_p, void **addr_p);
     int  (*mem_free)(dcx_dev_t *dev, void *addr, size_t length);
+    /* dcx_dev_traffic: NULL when the device keeps no counters of its own */
+    int  (*traffic)(dcx_dev_t *dev, char *buf, size_t len);
 };
 
 /* Every backend's device object starts with this. */
 struct dcx_dev {
-    const dcx_dev_ops_t *ops;
-    dcx_dev_caps_t       caps;
-    dcx_backend_t        backend;
+    const dcx_dev_ops_t  *ops;
+    dcx_dev_caps_t        caps;
+    const dcx_backend_t  *backend;   /* that opened it */
 };
-
-/* Backend entry points used by dcx_dev_list()/dcx_dev_open(). */
-int  dcx_soft_list(const dcx_dev_list_params_t *params,
-                   dcx_dev_info_t *out, unsigned max, unsigned *count_p);
-int  dcx_soft_open(const dcx_dev_info_t *info, dcx_dev_t **dev_p);
-void dcx_soft_limits_default(dcx_soft_limits_t *limits);
-#ifdef HAVE_DCX_MLX5
-int  dcx_mlx5_list(dcx_dev_info_t *out, unsigned max, unsigned *count_p);
-int  dcx_mlx5_open(const dcx_dev_info_t *info, dcx_dev_t **dev_p);
-#endif
 
 #ifdef __cplusplus
 }

@@ -65,6 +65,7 @@ struct emu_dev {
     struct ibv_device  ibdev;
     unsigned           index;
     dcx_dev_info_t     info;       /* the soft device behind it */
+    const char        *fabric;     /* the soft fabric it is on */
     /* guarded by emu_dev_lock */
     unsigned           refs;       /* open contexts */
     dcx_dev_t         *soft;

@@ -73,13 +73,13 @@ struct ibv_ah *ibv_create_ah(struct ibv_pd *ibpd, struct ibv_ah_attr *attr)
         memcpy(addr, ectx->dev->addr, ectx->dev->addr_len);
         len          = ectx->dev->addr_len;
         ah->resolved = true;
-    } else if (emu_sm_lookup(ectx->dev->info.soft_fabric, ah->dlid, addr,
+    } else if (emu_sm_lookup(ectx->dev->fabric, ah->dlid, addr,
                              &len) == 0) {
         ah->resolved = true;
     } else {
         emu_debug("%s: create_ah: LID %u is held by no port of fabric "
                   "'%s'; sends through this AH will time out", name,
-                  ah->dlid, ectx->dev->info.soft_fabric);
+                  ah->dlid, ectx->dev->fabric);
         len = sizeof(addr);
         ret = dcx_soft_addr_nowhere(ectx->dev->soft, addr, &len);
         if (ret != 0) {

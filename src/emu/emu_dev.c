@@ -29,7 +29,7 @@ static char emu_fabric[40];
 /* Reads the environment and lists the soft devices once per process. */
 static void emu_devs_init(void)
 {
-    dcx_dev_list_params_t params;
+    dcx_dev_config_t *config;
     const char *env = getenv(EMU_ENV_DEVICES);
     dcx_dev_info_t *infos = NULL;
     unsigned count = 0, i, n = 1;
@@ -54,11 +54,19 @@ static void emu_devs_init(void)
         return;
     }
 
-    memset(&params, 0, sizeof(params));
-    params.soft_count  = n;
-    params.soft_fabric = emu_fabric;
-    dcx_soft_limits_default(&params.soft_limits);
-    ret = dcx_dev_list(&params, &infos, &count);
+    /* the soft backend's knobs: n devices on our fabric, limits at their
+     * defaults (a refused value is logged under its DCX_EMU_ name) */
+    ret = dcx_dev_config_create("DCX_EMU_", &config);
+    if (ret == 0) {
+        ret = dcx_dev_config_set_num(config, "SOFT_DEVICES", n);
+        if (ret == 0) {
+            ret = dcx_dev_config_set_str(config, "SOFT_FABRIC", emu_fabric);
+        }
+        if (ret == 0) {
+            ret = dcx_dev_list(config, &infos, &count);
+        }
+        dcx_dev_config_destroy(config);
+    }
     if (ret != 0) {
         emu_error("no devices: the soft fabric '%s' refused the list (%s)",
                   emu_fabric, strerror(ret));
@@ -76,7 +84,8 @@ static void emu_devs_init(void)
         emu_dev_t *dev = &emu_devs[i];
 
         dev->index = i;
-        dev->info  = infos[i];
+        dev->info   = infos[i];
+        dev->fabric = emu_fabric;
         pthread_mutex_init(&dev->qp_lock, NULL);
         snprintf(dev->ibdev.name, sizeof(dev->ibdev.name), "mlx5_%u", i);
         snprintf(dev->ibdev.dev_name, sizeof(dev->ibdev.dev_name),

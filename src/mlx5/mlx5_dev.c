@@ -64,7 +64,7 @@ int dcx_mlx5_list(dcx_dev_info_t *out, unsigned max, unsigned *count_p)
         memset(&out[count], 0, sizeof(out[count]));
         snprintf(out[count].name, sizeof(out[count].name), "%s",
                  ibv_get_device_name(list[i]));
-        out[count].backend = DCX_BACKEND_MLX5;
+        out[count].backend = &dcx_mlx5_backend;
         out[count].index   = (unsigned)i;
         ++count;
     }
@@ -558,7 +558,7 @@ int dcx_mlx5_open(const dcx_dev_info_t *info, dcx_dev_t **dev_p)
     snprintf(dev->super.caps.name, sizeof(dev->super.caps.name), "%s",
              info->name);
     dev->super.ops     = &dcx_mlx5_dev_ops;
-    dev->super.backend = DCX_BACKEND_MLX5;
+    dev->super.backend = &dcx_mlx5_backend;
     dcx_mlx5_qpmap_init(&dev->qpmap);
 
     dev->ctx = dcx_mlx5_open_context(ibdev, &dev->devx);

@@ -112,8 +112,18 @@ static inline dcx_mlx5_dev_t *dcx_mlx5_dev(dcx_dev_t *dev)
     return (dcx_mlx5_dev_t*)dev;
 }
 
+/* Defaults of a DCI whose dcx_qp_attr_t.timeout is 0 (mlx5_qp.c) */
+#define DCX_QP_DEFAULT_TIMEOUT    18   /* 4.096us * 2^18 = 1.07 s */
+#define DCX_QP_DEFAULT_RETRY_CNT  7
+#define DCX_QP_DEFAULT_RNR_RETRY  7
+
+/* mlx5_backend.c: the backend's registration */
+extern const dcx_backend_t dcx_mlx5_backend;
+
 /* mlx5_dev.c */
 extern const dcx_dev_ops_t dcx_mlx5_dev_ops;
+int  dcx_mlx5_list(dcx_dev_info_t *out, unsigned max, unsigned *count_p);
+int  dcx_mlx5_open(const dcx_dev_info_t *info, dcx_dev_t **dev_p);
 
 /* mlx5_mr.c */
 int  dcx_mlx5_pd_alloc(dcx_dev_t *dev, dcx_pd_t **pd_p);

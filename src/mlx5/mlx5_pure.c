@@ -622,6 +622,10 @@ double dcx_mlx5_link_bandwidth(uint8_t active_width, uint8_t active_speed)
 #define DCX_MLX5_LATENCY_IB_NS    800.0
 #define DCX_MLX5_LATENCY_ROCE_NS  1100.0
 #define DCX_MLX5_OVERHEAD_NS      40.0
+/* One registration: the NIC pins the pages and writes their translation
+ * entries (the defaults of UCX's ib md, UCX_IB_MEM_REG_OVERHEAD/GROWTH). */
+#define DCX_MLX5_REG_OVERHEAD_NS  16000.0
+#define DCX_MLX5_REG_GROWTH_NS    0.06
 #define DCX_MLX5_BW_UNKNOWN_BPS   (100e9 / 8.0)
 
 static void dcx_mlx5_strlcpy(char *dst, const char *src, size_t size)
@@ -708,6 +712,8 @@ void dcx_mlx5_caps_translate(const char *name,
                                                 pattr->active_speed);
     caps->bandwidth_Bps = (bw > 0) ? bw : DCX_MLX5_BW_UNKNOWN_BPS;
     caps->overhead_ns   = DCX_MLX5_OVERHEAD_NS;
+    caps->reg_overhead_ns = DCX_MLX5_REG_OVERHEAD_NS;
+    caps->reg_growth_ns   = DCX_MLX5_REG_GROWTH_NS;
 }
 
 int dcx_mlx5_port_check(const struct ibv_port_attr *pattr, const char **why_p)

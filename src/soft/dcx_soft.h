@@ -88,6 +88,59 @@
 extern "C" {
 #endif
 
+/* Limits of a soft device.  Zero means "use the default"; the defaults match
+ * a ConnectX-6 as seen through rdma-core (see dcx_soft_limits_default()). */
+typedef struct dcx_soft_limits {
+    uint32_t  max_qp_wr;
+    uint32_t  max_srq_wr;
+    uint32_t  max_cqe;
+    uint32_t  max_sge;
+    uint32_t  max_inline;
+    uint32_t  max_rd_atomic;
+    uint32_t  max_dci;
+    uint64_t  max_msg_size;
+    uint32_t  mtu;
+    uint32_t  tm_max_tags;      /* 2^n - 1, at most 65535; 0 = 1023 */
+    uint32_t  tm_off;           /* 1: no tag matching (no DCX_CAP_TM) */
+    uint32_t  mkey_max_entries; /* 0 = 256 (at least 4, at most 65535) */
+    uint32_t  ack_timeout_us;   /* one transport retry interval */
+    uint32_t  retry_cnt;        /* retries before RETRY_EXC (0..7) */
+    uint32_t  rnr_timer_us;     /* delay before an RNR retry */
+    uint32_t  rnr_retry;        /* 0..6 retries; 7 = retry forever */
+    /* 1: RDMA WRITE/READ are executed by the initiator (cross-memory
+     * attach, no target CPU) where both ends allow it; 0 (default): by the
+     * target's responder */
+    uint32_t  direct;
+} dcx_soft_limits_t;
+
+void dcx_soft_limits_default(dcx_soft_limits_t *limits);
+
+/* The soft backend ("soft", registered by soft_backend.c): its devices are
+ * named soft0, soft1, ...; dcx_dev_backend() of one of them, and
+ * dcx_dev_info_t.backend of its listing, is &dcx_soft_backend. */
+extern const dcx_backend_t dcx_soft_backend;
+
+/* The soft backend's knobs (UCX_DCX_SOFT_* in the UCX transport; their
+ * names, ranges and help are in soft_backend.c): its parameter block in a
+ * dcx_dev_config_t (dcx_dev_config_params(config, "soft")).  A zeroed
+ * block asks for no device; zeroed limits are the defaults, with direct
+ * off. */
+typedef struct dcx_soft_params {
+    uint32_t           count;   /* SOFT_DEVICES: soft0..soft<count-1> */
+    /* SOFT_FABRIC: processes on the same fabric reach each other.  NULL or
+     * "" means "default".  [A-Za-z0-9_.-], at most 32 characters. */
+    const char        *fabric;
+    /* SOFT_MAX_QP_WR ... SOFT_RNR_RETRY, SOFT_MKEY_MAX_ENTRIES,
+     * SOFT_TM (tm_off), SOFT_DIRECT (direct) */
+    dcx_soft_limits_t  limits;
+} dcx_soft_params_t;
+
+/* Lists the soft devices params asks for, as dcx_dev_list() lists those of
+ * the soft backend: no other backend is asked.  Free with
+ * dcx_dev_list_free(). */
+int  dcx_soft_list(const dcx_soft_params_t *params, dcx_dev_info_t **list_p,
+                   unsigned *count_p);
+
 /* The largest limits (dcx_soft_limits_t) a soft device accepts; a list
  * request asking for more fails with EINVAL.  The minimum of each count is
  * 1 (0 means "default"), of the MTU 256. */

@@ -689,7 +689,24 @@ static inline soft_mr_t *soft_key_find(soft_dev_t *dev, uint32_t key)
             !__atomic_load_n(&mr->invalid, __ATOMIC_RELAXED)) ? mr : NULL;
 }
 
+/* soft_backend.c: what a listed soft device carries to its open
+ * (dcx_dev_info_t.priv), and the checks both make */
+typedef struct soft_dev_info {
+    char               fabric[40];
+    dcx_soft_limits_t  limits;     /* merged with the defaults */
+} soft_dev_info_t;
+
+static inline const soft_dev_info_t *soft_dev_info(const dcx_dev_info_t *info)
+{
+    return (const soft_dev_info_t*)info->priv.bytes;
+}
+
+int      soft_fabric_name_ok(const char *name);
+int      soft_limits_ok(const dcx_soft_limits_t *l, const char *who);
+void     soft_limits_merge(dcx_soft_limits_t *out, const dcx_soft_limits_t *in);
+
 /* soft_dev.c */
+int      soft_dev_open(const dcx_dev_info_t *info, dcx_dev_t **dev_p);
 soft_mr_t *soft_mr_lookup(soft_dev_t *dev, uint32_t key);
 soft_mr_t *soft_key_lookup(soft_dev_t *dev, uint32_t key);
 int      soft_key_insert(soft_dev_t *dev, soft_mr_t *mr, const char *what);

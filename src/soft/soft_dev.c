@@ -1,6 +1,7 @@
 /*
- * Soft device: listing, open/close, capabilities, PD, MR, SRQ and AH
- * (CQs are in soft_cq.c, the engine's progress loop in soft_engine.c).
+ * Soft device: open/close, capabilities, PD, MR, SRQ and AH (the backend's
+ * knobs and listing are in soft_backend.c, CQs in soft_cq.c, the engine's
+ * progress loop in soft_engine.c).
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
@@ -11,156 +12,13 @@
 #include "soft_tm.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 static uint32_t soft_inst_counter;
-
-void dcx_soft_limits_default(dcx_soft_limits_t *limits)
-{
-    memset(limits, 0, sizeof(*limits));
-    limits->max_qp_wr        = 32768;
-    limits->max_srq_wr       = 32767;
-    limits->max_cqe          = 4194303;
-    limits->max_sge          = 30;
-    limits->max_inline       = 828;
-    limits->max_rd_atomic    = 16;
-    limits->max_dci          = 4096;
-    limits->max_msg_size     = 1ull << 30;
-    limits->mtu              = 16384;
-    limits->tm_max_tags      = 1023;
-    limits->mkey_max_entries = 256;
-    limits->ack_timeout_us   = 500000;
-    limits->retry_cnt        = 7;
-    limits->rnr_timer_us     = 1000;
-    limits->rnr_retry        = 7;
-}
-
-static void soft_limits_merge(dcx_soft_limits_t *out,
-                              const dcx_soft_limits_t *in)
-{
-    dcx_soft_limits_t def;
-
-    dcx_soft_limits_default(&def);
-    *out = *in;
-#define SOFT_DEF(_f) if (out->_f == 0) { out->_f = def._f; }
-    SOFT_DEF(max_qp_wr);
-    SOFT_DEF(max_srq_wr);
-    SOFT_DEF(max_cqe);
-    SOFT_DEF(max_sge);
-    SOFT_DEF(max_inline);
-    SOFT_DEF(max_rd_atomic);
-    SOFT_DEF(max_dci);
-    SOFT_DEF(max_msg_size);
-    SOFT_DEF(mtu);
-    SOFT_DEF(tm_max_tags);
-    SOFT_DEF(mkey_max_entries);
-    SOFT_DEF(ack_timeout_us);
-    SOFT_DEF(retry_cnt);
-    SOFT_DEF(rnr_timer_us);
-    SOFT_DEF(rnr_retry);
-#undef SOFT_DEF
-}
-
-static int soft_fabric_name_ok(const char *name)
-{
-    size_t len = strlen(name);
-    const char *c;
-
-    if ((len == 0) || (len > 32)) {
-        return 0;
-    }
-    for (c = name; *c != '\0'; ++c) {
-        if (!(((*c >= 'a') && (*c <= 'z')) || ((*c >= 'A') && (*c <= 'Z')) ||
-              ((*c >= '0') && (*c <= '9')) || (*c == '_') || (*c == '-') ||
-              (*c == '.'))) {
-            return 0;
-        }
-    }
-    return 1;
-}
-
-static int soft_limits_ok(const dcx_soft_limits_t *l, const char *who)
-{
-    const struct {
-        const char *name;
-        uint64_t    value, max;
-    } counts[] = {
-        {"max_qp_wr",     l->max_qp_wr,     DCX_SOFT_LIMIT_MAX_QP_WR},
-        {"max_srq_wr",    l->max_srq_wr,    DCX_SOFT_LIMIT_MAX_SRQ_WR},
-        {"max_cqe",       l->max_cqe,       DCX_SOFT_LIMIT_MAX_CQE},
-        {"max_sge",       l->max_sge,       DCX_SOFT_LIMIT_MAX_SGE},
-        {"max_inline",    l->max_inline,    DCX_SOFT_LIMIT_MAX_INLINE},
-        {"max_rd_atomic", l->max_rd_atomic, DCX_SOFT_LIMIT_MAX_RD_ATOMIC},
-        {"max_dci",       l->max_dci,       DCX_SOFT_LIMIT_MAX_DCI},
-        {"max_msg_size",  l->max_msg_size,  DCX_SOFT_LIMIT_MAX_MSG_SIZE},
-        {"mtu",           l->mtu,           DCX_SOFT_LIMIT_MAX_MTU},
-        {"retry_cnt",     l->retry_cnt,     7},
-        {"rnr_retry",     l->rnr_retry,     7},
-        {"direct",        l->direct,        1}
-    };
-    unsigned i;
-
-    /* 0 everywhere means "the default" */
-    for (i = 0; i < sizeof(counts) / sizeof(counts[0]); ++i) {
-        if (counts[i].value > counts[i].max) {
-            dcx_error("soft %s: %s %llu out of range [1, %llu]", who,
-                      counts[i].name, (unsigned long long)counts[i].value,
-                      (unsigned long long)counts[i].max);
-            return 0;
-        }
-    }
-    if ((l->mtu != 0) && (l->mtu < DCX_SOFT_LIMIT_MIN_MTU)) {
-        dcx_error("soft %s: mtu %u out of range [%u, %u]", who, l->mtu,
-                  DCX_SOFT_LIMIT_MIN_MTU, DCX_SOFT_LIMIT_MAX_MTU);
-        return 0;
-    }
-    if ((l->tm_max_tags > 0xffff) || (l->tm_max_tags & (l->tm_max_tags + 1))) {
-        dcx_error("soft %s: tm_max_tags %u is not 2^n - 1 (at most 65535)",
-                  who, l->tm_max_tags);
-        return 0;
-    }
-    if ((l->mkey_max_entries != 0) &&
-        ((l->mkey_max_entries < 4) || (l->mkey_max_entries > 0xffff))) {
-        dcx_error("soft %s: mkey_max_entries %u out of range [4, 65535]",
-                  who, l->mkey_max_entries);
-        return 0;
-    }
-    return 1;
-}
-
-int dcx_soft_list(const dcx_dev_list_params_t *params, dcx_dev_info_t *out,
-                  unsigned max, unsigned *count_p)
-{
-    const char *fabric = params->soft_fabric;
-    unsigned i, n;
-
-    if ((fabric == NULL) || (fabric[0] == '\0')) {
-        fabric = "default";
-    }
-    if (!soft_fabric_name_ok(fabric)) {
-        dcx_error("soft: fabric name '%s' invalid (1-32 of [A-Za-z0-9_.-])",
-                  fabric);
-        return EINVAL;
-    }
-    if (!soft_limits_ok(&params->soft_limits, fabric)) {
-        return EINVAL;
-    }
-    n = (params->soft_count < max) ? params->soft_count : max;
-    for (i = 0; i < n; ++i) {
-        memset(&out[i], 0, sizeof(out[i]));
-        snprintf(out[i].name, sizeof(out[i].name), "soft%u", i);
-        out[i].backend = DCX_BACKEND_SOFT;
-        out[i].index   = i;
-        snprintf(out[i].soft_fabric, sizeof(out[i].soft_fabric), "%s",
-                 fabric);
-        soft_limits_merge(&out[i].soft_limits, &params->soft_limits);
-    }
-    *count_p = n;
-    return 0;
-}
 
 /* ------------------------------------------------------------------------
  * PD and MR
@@ -691,6 +549,28 @@ static void soft_close(dcx_dev_t *dev_)
     free(dev);
 }
 
+/* dcx_dev_traffic: the counters a run with UCX_LOG_LEVEL=info shows per
+ * device, to tell that its traffic really crossed the device */
+static int soft_dev_traffic(dcx_dev_t *dev, char *buf, size_t len)
+{
+    dcx_soft_stats_t st;
+    int ret;
+
+    ret = dcx_soft_stats(dev, &st);
+    if (ret != 0) {
+        return ret;
+    }
+    snprintf(buf, len, "tx %" PRIu64 " packets %" PRIu64 " bytes, rx %"
+             PRIu64 " packets %" PRIu64 " bytes, %" PRIu64 " retransmits, %"
+             PRIu64 " rnr naks, %" PRIu64 " remote access errors; direct %"
+             PRIu64 " writes %" PRIu64 " reads (%" PRIu64 " through "
+             "mappings)", st.tx_packets, st.tx_bytes, st.rx_packets,
+             st.rx_bytes, st.retransmits, st.rnr_naks_sent,
+             st.remote_access_errors, st.direct_writes, st.direct_reads,
+             st.direct_mapped);
+    return 0;
+}
+
 static const dcx_dev_ops_t soft_dev_ops = {
     .close        = soft_close,
     .port_addr    = soft_port_addr,
@@ -719,7 +599,8 @@ static const dcx_dev_ops_t soft_dev_ops = {
     .cq_req_notify          = soft_cq_req_notify,
     .comp_channel_get_event = soft_channel_get_event,
     .mem_alloc              = soft_alloc_mem,
-    .mem_free               = soft_alloc_free
+    .mem_free               = soft_alloc_free,
+    .traffic                = soft_dev_traffic
 };
 
 static void soft_fill_caps(soft_dev_t *dev, const dcx_dev_info_t *info)
@@ -771,20 +652,24 @@ static void soft_fill_caps(soft_dev_t *dev, const dcx_dev_info_t *info)
     caps->latency_ns       = 1000.0;
     caps->bandwidth_Bps    = 6.0e9;
     caps->overhead_ns      = 150.0;
+    /* a registration records a range in the device's table */
+    caps->reg_overhead_ns  = 1000.0;
+    caps->reg_growth_ns    = 0.0;
 }
 
-int dcx_soft_open(const dcx_dev_info_t *info, dcx_dev_t **dev_p)
+int soft_dev_open(const dcx_dev_info_t *info, dcx_dev_t **dev_p)
 {
+    const soft_dev_info_t *si = soft_dev_info(info);
     soft_dev_t *dev;
     int ret;
 
-    if ((info->backend != DCX_BACKEND_SOFT) ||
-        !soft_fabric_name_ok(info->soft_fabric)) {
-        dcx_error("%s: open: not a soft device or bad fabric name '%s'",
-                  info->name, info->soft_fabric);
+    if ((info->backend != &dcx_soft_backend) ||
+        !soft_fabric_name_ok(si->fabric)) {
+        dcx_error("%s: open: not a soft device or bad fabric name '%.40s'",
+                  info->name, si->fabric);
         return EINVAL;
     }
-    if (!soft_limits_ok(&info->soft_limits, info->name)) {
+    if (!soft_limits_ok(&si->limits, info->name)) {
         return EINVAL;
     }
     dev = calloc(1, sizeof(*dev));
@@ -792,11 +677,11 @@ int dcx_soft_open(const dcx_dev_info_t *info, dcx_dev_t **dev_p)
         dcx_error("%s: open: out of memory", info->name);
         return ENOMEM;
     }
-    soft_limits_merge(&dev->limits, &info->soft_limits);
+    soft_limits_merge(&dev->limits, &si->limits);
     dev->super.ops     = &soft_dev_ops;
-    dev->super.backend = DCX_BACKEND_SOFT;
+    dev->super.backend = &dcx_soft_backend;
     soft_fill_caps(dev, info);
-    snprintf(dev->fabric, sizeof(dev->fabric), "%s", info->soft_fabric);
+    snprintf(dev->fabric, sizeof(dev->fabric), "%s", si->fabric);
     dev->pid  = (uint32_t)getpid();
     dev->uid  = (uint32_t)getuid();
     dev->host = soft_host_id();
@@ -873,7 +758,3 @@ int dcx_soft_stats(dcx_dev_t *dev_, dcx_soft_stats_t *stats)
     return 0;
 }
 
-int dcx_dev_is_soft(const dcx_dev_t *dev)
-{
-    return (dev != NULL) && (dev->backend == DCX_BACKEND_SOFT);
-}

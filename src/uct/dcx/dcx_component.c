@@ -207,6 +207,8 @@ static void UCS_F_CTOR uct_dcx_component_init(void)
     }
 
     uct_dcx_log_forward();
+    /* the backends registered from their constructors, which ran first */
+    uct_dcx_md_config_init();
     uct_component_register(&uct_dcx_component);
     uct_dcx_component_registered = 1;
     ucs_debug("dcx: component '%s' registered (UCX %s)",

@@ -4,7 +4,6 @@
  * registration cache unless it is disabled) and remote keys.
  */
 #include "dcx_md.h"
-#include "soft/dcx_soft.h"
 
 #include <ucm/api/ucm.h>
 #include <ucs/arch/cpu.h>
@@ -16,17 +15,9 @@
 #include <ucs/time/time.h>
 
 #include <errno.h>
-#include <inttypes.h>
-#include <ctype.h>
 #include <limits.h>
 #include <string.h>
 #include <sys/mman.h>
-
-/* The device layer lists at most this many devices in all. */
-#define UCT_DCX_MAX_SOFT_DEVICES  64
-
-/* Longest soft fabric name the device layer accepts. */
-#define UCT_DCX_FABRIC_NAME_MAX   32
 
 /* What a registration allows.  Write access (local or remote) needs
  * writable memory, as with a real NIC, so memory that only peers read may be
@@ -40,148 +31,11 @@
     (UCT_MD_MEM_ACCESS_LOCAL_WRITE | UCT_MD_MEM_ACCESS_REMOTE_PUT | \
      UCT_MD_MEM_ACCESS_REMOTE_ATOMIC)
 
-/* Cost of one uncached registration, per backend: the soft device records a
- * range in a table; hardware pins pages and writes translation entries. */
-static const struct {
-    double overhead;   /* seconds */
-    double growth;     /* seconds per byte */
-} uct_dcx_reg_cost[] = {
-    [DCX_BACKEND_SOFT] = { 1e-6,  0.0     },
-    [DCX_BACKEND_MLX5] = { 16e-6, 0.06e-9 }
-};
-
-
 /* An rcache region carries the memory handle the MD hands out. */
 typedef struct uct_dcx_rcache_region {
     ucs_rcache_region_t  super;
     uct_dcx_memh_t       memh;
 } uct_dcx_rcache_region_t;
-
-
-ucs_config_field_t uct_dcx_md_config_table[] = {
-    {"", "", NULL,
-     ucs_offsetof(uct_dcx_md_config_t, super),
-     UCS_CONFIG_TYPE_TABLE(uct_md_config_table)},
-
-    {"RCACHE", "try",
-     "Keep memory registrations in UCX's registration cache: yes, no, or try\n"
-     "(use the cache when UCX's memory event hooks are available).",
-     ucs_offsetof(uct_dcx_md_config_t, rcache_enable), UCS_CONFIG_TYPE_TERNARY},
-
-    {"", "", NULL,
-     ucs_offsetof(uct_dcx_md_config_t, rcache),
-     UCS_CONFIG_TYPE_TABLE(UCT_DCX_RCACHE_CONFIG_TABLE)},
-
-    {"SOFT_DEVICES", "0",
-     "Number of soft devices to offer (soft0, soft1, ...). A soft device is a\n"
-     "software model of a DC-capable NIC that connects the processes of one host\n"
-     "through shared memory. 0 offers none.",
-     ucs_offsetof(uct_dcx_md_config_t, soft_devices),
-     UCT_DCX_CONFIG_TYPE_COUNT},
-
-    {"SOFT_FABRIC", "default",
-     "Fabric the soft devices join. Processes reach each other only on the same\n"
-     "fabric. Letters, digits, '_', '.' and '-', at most 32 characters; empty\n"
-     "means \"default\".",
-     ucs_offsetof(uct_dcx_md_config_t, soft_fabric), UCS_CONFIG_TYPE_STRING},
-
-    {"MLX5", "y",
-     "Offer NVIDIA/Mellanox devices through rdma-core mlx5 (ConnectX-5 or newer).\n"
-     "Has no effect if dcx was built without the mlx5 backend.",
-     ucs_offsetof(uct_dcx_md_config_t, mlx5_enable), UCS_CONFIG_TYPE_BOOL},
-
-    {"SOFT_MAX_QP_WR", "auto",
-     "Soft device: send queue depth of one DCI, 1..65536 (auto: device\n"
-     "default).",
-     ucs_offsetof(uct_dcx_md_config_t, soft.max_qp_wr), UCT_DCX_CONFIG_TYPE_LIMIT},
-
-    {"SOFT_MAX_SRQ_WR", "auto",
-     "Soft device: receives a shared receive queue holds, 1..65536 (auto:\n"
-     "device default).",
-     ucs_offsetof(uct_dcx_md_config_t, soft.max_srq_wr), UCT_DCX_CONFIG_TYPE_LIMIT},
-
-    {"SOFT_MAX_CQE", "auto",
-     "Soft device: entries of one completion queue, 1..4194304 (auto: device\n"
-     "default).",
-     ucs_offsetof(uct_dcx_md_config_t, soft.max_cqe), UCT_DCX_CONFIG_TYPE_LIMIT},
-
-    {"SOFT_MAX_SGE", "auto",
-     "Soft device: scatter/gather entries of one send, 1..30 (auto: device\n"
-     "default).",
-     ucs_offsetof(uct_dcx_md_config_t, soft.max_sge), UCT_DCX_CONFIG_TYPE_LIMIT},
-
-    {"SOFT_MAX_INLINE", "auto",
-     "Soft device: bytes a send can carry inline, 1..65536 (auto: device\n"
-     "default).",
-     ucs_offsetof(uct_dcx_md_config_t, soft.max_inline), UCT_DCX_CONFIG_TYPE_LIMIT},
-
-    {"SOFT_MAX_RD_ATOMIC", "auto",
-     "Soft device: outstanding RDMA reads and atomics per DCI, 1..16 (auto:\n"
-     "device default).",
-     ucs_offsetof(uct_dcx_md_config_t, soft.max_rd_atomic),
-     UCT_DCX_CONFIG_TYPE_LIMIT},
-
-    {"SOFT_MAX_DCI", "auto",
-     "Soft device: DCIs the device provides, 1..65536 (auto: device default).",
-     ucs_offsetof(uct_dcx_md_config_t, soft.max_dci), UCT_DCX_CONFIG_TYPE_LIMIT},
-
-    {"SOFT_MAX_MSG_SIZE", "auto",
-     "Soft device: largest message (send, RDMA write or read), 1..2G (auto:\n"
-     "device default).",
-     ucs_offsetof(uct_dcx_md_config_t, soft.max_msg_size),
-     UCS_CONFIG_TYPE_MEMUNITS},
-
-    {"SOFT_MTU", "auto",
-     "Soft device: bytes per packet on the wire, 256..1M (auto: device default).",
-     ucs_offsetof(uct_dcx_md_config_t, soft.mtu), UCT_DCX_CONFIG_TYPE_LIMIT},
-
-    {"SOFT_ACK_TIMEOUT", "auto",
-     "Soft device: time a requester waits for an acknowledgement before it\n"
-     "retransmits (auto: device default).",
-     ucs_offsetof(uct_dcx_md_config_t, soft.ack_timeout),
-     UCS_CONFIG_TYPE_TIME_UNITS},
-
-    {"SOFT_RETRY_COUNT", "auto",
-     "Soft device: retransmissions before a send fails with 'retry count\n"
-     "exceeded', 1..7 (auto: device default).",
-     ucs_offsetof(uct_dcx_md_config_t, soft.retry_cnt),
-     UCT_DCX_CONFIG_TYPE_LIMIT},
-
-    {"SOFT_RNR_TIMER", "auto",
-     "Soft device: delay before a send refused for lack of a receive buffer is\n"
-     "retried (auto: device default).",
-     ucs_offsetof(uct_dcx_md_config_t, soft.rnr_timer),
-     UCS_CONFIG_TYPE_TIME_UNITS},
-
-    {"SOFT_RNR_RETRY", "auto",
-     "Soft device: retries of a send refused for lack of a receive buffer,\n"
-     "1..6, or 7 to retry forever (auto: device default).",
-     ucs_offsetof(uct_dcx_md_config_t, soft.rnr_retry),
-     UCT_DCX_CONFIG_TYPE_LIMIT},
-
-    {"SOFT_MKEY_MAX_ENTRIES", "auto",
-     "Soft device: translation entries of one strided memory key, 4..65535\n"
-     "(auto: device default, 256).",
-     ucs_offsetof(uct_dcx_md_config_t, soft.mkey_max_entries),
-     UCT_DCX_CONFIG_TYPE_LIMIT},
-
-    {"SOFT_TM", "y",
-     "Soft device: offer hardware tag matching. With n the device has none,\n"
-     "like a NIC without it: UCX_DCX_TM_ENABLE=try then gives a plain SRQ and\n"
-     "=y fails, so a job can mix processes with and without offload.",
-     ucs_offsetof(uct_dcx_md_config_t, soft.tm), UCS_CONFIG_TYPE_BOOL},
-
-    {"SOFT_DIRECT", "y",
-     "Soft device: RDMA writes and reads (put/get zcopy and bcopy) are\n"
-     "executed by the initiator, copying directly between the two processes'\n"
-     "registered memory with cross-memory attach, without the target's CPU, as\n"
-     "a NIC does by DMA.  Where cross-memory attach is refused (ptrace policy,\n"
-     "seccomp, containers), with fault injection, or when disabled here, the\n"
-     "target's responder executes them.",
-     ucs_offsetof(uct_dcx_md_config_t, soft.direct), UCS_CONFIG_TYPE_BOOL},
-
-    {NULL}
-};
 
 
 ucs_status_t uct_dcx_status_from_errno(int err)
@@ -214,193 +68,22 @@ ucs_status_t uct_dcx_status_from_errno(int err)
 }
 
 
-/* One soft limit: "auto" keeps the device default (0 in the device layer),
- * anything else must lie in [min, max]. */
-static ucs_status_t uct_dcx_soft_limit(const char *name, unsigned long value,
-                                       unsigned long auto_value,
-                                       unsigned long min, unsigned long max,
-                                       uint32_t *limit_p)
-{
-    if (value == auto_value) {
-        *limit_p = 0;
-        return UCS_OK;
-    }
-
-    if ((value < min) || (value > max)) {
-        ucs_error("dcx: UCX_DCX_%s=%lu is out of range [%lu, %lu]", name,
-                  value, min, max);
-        return UCS_ERR_INVALID_PARAM;
-    }
-
-    *limit_p = value;
-    return UCS_OK;
-}
-
-static ucs_status_t uct_dcx_soft_time_limit(const char *name, ucs_time_t value,
-                                            uint32_t *limit_us_p)
-{
-    double usec;
-
-    if (value == UCS_TIME_AUTO) {
-        *limit_us_p = 0;
-        return UCS_OK;
-    }
-
-    usec = ucs_time_to_usec(value);
-    if ((value == UCS_TIME_INFINITY) || (usec < 1.0) || (usec > UINT32_MAX)) {
-        ucs_error("dcx: UCX_DCX_%s must be between 1us and %uus", name,
-                  UINT32_MAX);
-        return UCS_ERR_INVALID_PARAM;
-    }
-
-    *limit_us_p = (uint32_t)(usec + 0.5);
-    return UCS_OK;
-}
-
-static int uct_dcx_fabric_name_is_valid(const char *name)
-{
-    size_t len = strlen(name);
-    size_t i;
-
-    if ((len == 0) || (len > UCT_DCX_FABRIC_NAME_MAX)) {
-        return 0;
-    }
-
-    for (i = 0; i < len; ++i) {
-        if (!isalnum((unsigned char)name[i]) && (strchr("_.-", name[i]) == NULL)) {
-            return 0;
-        }
-    }
-
-    return 1;
-}
-
-/* The soft limits that are counts: variable, where the value is in the
- * configuration and in dcx_soft_limits_t, allowed range. */
-typedef struct uct_dcx_soft_count_limit {
-    const char *var;
-    size_t      config_offset;
-    size_t      limit_offset;
-    uint32_t    min;
-    uint32_t    max;
-} uct_dcx_soft_count_limit_t;
-
-#define UCT_DCX_SOFT_COUNT_LIMIT(_var, _field, _min, _max) \
-    { _var, ucs_offsetof(uct_dcx_md_config_t, soft._field), \
-      ucs_offsetof(dcx_soft_limits_t, _field), _min, _max }
-
-static const uct_dcx_soft_count_limit_t uct_dcx_soft_count_limits[] = {
-    UCT_DCX_SOFT_COUNT_LIMIT("SOFT_MAX_QP_WR",     max_qp_wr,     1,
-                             DCX_SOFT_LIMIT_MAX_QP_WR),
-    UCT_DCX_SOFT_COUNT_LIMIT("SOFT_MAX_SRQ_WR",    max_srq_wr,    1,
-                             DCX_SOFT_LIMIT_MAX_SRQ_WR),
-    UCT_DCX_SOFT_COUNT_LIMIT("SOFT_MAX_CQE",       max_cqe,       1,
-                             DCX_SOFT_LIMIT_MAX_CQE),
-    UCT_DCX_SOFT_COUNT_LIMIT("SOFT_MAX_SGE",       max_sge,       1,
-                             DCX_SOFT_LIMIT_MAX_SGE),
-    UCT_DCX_SOFT_COUNT_LIMIT("SOFT_MAX_INLINE",    max_inline,    1,
-                             DCX_SOFT_LIMIT_MAX_INLINE),
-    UCT_DCX_SOFT_COUNT_LIMIT("SOFT_MAX_RD_ATOMIC", max_rd_atomic, 1,
-                             DCX_SOFT_LIMIT_MAX_RD_ATOMIC),
-    UCT_DCX_SOFT_COUNT_LIMIT("SOFT_MAX_DCI",       max_dci,       1,
-                             DCX_SOFT_LIMIT_MAX_DCI),
-    UCT_DCX_SOFT_COUNT_LIMIT("SOFT_MTU",           mtu,
-                             DCX_SOFT_LIMIT_MIN_MTU, DCX_SOFT_LIMIT_MAX_MTU),
-    /* 0 means "device default" in the device layer, so 0 retries cannot be
-     * asked for */
-    UCT_DCX_SOFT_COUNT_LIMIT("SOFT_RETRY_COUNT",   retry_cnt,     1, 7),
-    UCT_DCX_SOFT_COUNT_LIMIT("SOFT_RNR_RETRY",     rnr_retry,     1, 7),
-    UCT_DCX_SOFT_COUNT_LIMIT("SOFT_MKEY_MAX_ENTRIES", mkey_max_entries, 4,
-                             0xffff)
-};
-
-/* Turns the MD configuration into device listing parameters; rejects bad
- * values with one error line naming the variable. */
-static ucs_status_t
-uct_dcx_md_list_params(const uct_dcx_md_config_t *config,
-                       dcx_dev_list_params_t *params)
-{
-    const unsigned long auto_ul = UCS_ULUNITS_AUTO;
-    dcx_soft_limits_t *limits   = &params->soft_limits;
-    const uct_dcx_soft_count_limit_t *entry;
-    ucs_status_t status;
-    unsigned i;
-
-    memset(params, 0, sizeof(*params));
-    params->mlx5_enable = config->mlx5_enable;
-    params->soft_count  = config->soft_devices;
-    params->soft_fabric = config->soft_fabric;
-    limits->tm_off      = !config->soft.tm;
-    limits->direct      = !!config->soft.direct;
-
-    if (config->soft_devices > UCT_DCX_MAX_SOFT_DEVICES) {
-        ucs_error("dcx: UCX_DCX_SOFT_DEVICES=%u is more than %u",
-                  config->soft_devices, UCT_DCX_MAX_SOFT_DEVICES);
-        return UCS_ERR_INVALID_PARAM;
-    }
-
-    /* an empty name selects the default fabric */
-    if ((config->soft_fabric[0] != '\0') &&
-        !uct_dcx_fabric_name_is_valid(config->soft_fabric)) {
-        ucs_error("dcx: UCX_DCX_SOFT_FABRIC='%s' is not a fabric name (1..%d "
-                  "letters, digits, '_', '.', '-')", config->soft_fabric,
-                  UCT_DCX_FABRIC_NAME_MAX);
-        return UCS_ERR_INVALID_PARAM;
-    }
-
-    for (i = 0; i < ucs_static_array_size(uct_dcx_soft_count_limits); ++i) {
-        entry  = &uct_dcx_soft_count_limits[i];
-        status = uct_dcx_soft_limit(entry->var,
-                                    *(const unsigned long*)
-                                    UCS_PTR_BYTE_OFFSET(config,
-                                                        entry->config_offset),
-                                    auto_ul, entry->min, entry->max,
-                                    UCS_PTR_BYTE_OFFSET(limits,
-                                                        entry->limit_offset));
-        if (status != UCS_OK) {
-            return status;
-        }
-    }
-
-    if (config->soft.max_msg_size == UCS_MEMUNITS_AUTO) {
-        limits->max_msg_size = 0;
-    } else if ((config->soft.max_msg_size == 0) ||
-               (config->soft.max_msg_size > DCX_SOFT_LIMIT_MAX_MSG_SIZE)) {
-        ucs_error("dcx: UCX_DCX_SOFT_MAX_MSG_SIZE=%zu is out of range [1, "
-                  "%llu]", config->soft.max_msg_size,
-                  DCX_SOFT_LIMIT_MAX_MSG_SIZE);
-        return UCS_ERR_INVALID_PARAM;
-    } else {
-        limits->max_msg_size = config->soft.max_msg_size;
-    }
-
-    status = uct_dcx_soft_time_limit("SOFT_ACK_TIMEOUT",
-                                     config->soft.ack_timeout,
-                                     &limits->ack_timeout_us);
-    if (status != UCS_OK) {
-        return status;
-    }
-
-    return uct_dcx_soft_time_limit("SOFT_RNR_TIMER", config->soft.rnr_timer,
-                                   &limits->rnr_timer_us);
-}
-
 /* Lists the devices the configuration asks for.  Free with
  * dcx_dev_list_free(). */
 static ucs_status_t uct_dcx_md_dev_list(const uct_dcx_md_config_t *config,
                                         dcx_dev_info_t **list_p,
                                         unsigned *count_p)
 {
-    dcx_dev_list_params_t params;
-    ucs_status_t status;
+    dcx_dev_config_t *dev_config;
     int ret;
 
-    status = uct_dcx_md_list_params(config, &params);
-    if (status != UCS_OK) {
-        return status;
+    ret = uct_dcx_md_dev_config(config, &dev_config);
+    if (ret != 0) {
+        return uct_dcx_status_from_errno(ret);
     }
 
-    ret = dcx_dev_list(&params, list_p, count_p);
+    ret = dcx_dev_list(dev_config, list_p, count_p);
+    dcx_dev_config_destroy(dev_config);
     if (ret != 0) {
         /* the device layer has logged the reason */
         return uct_dcx_status_from_errno(ret);
@@ -696,7 +379,7 @@ ucs_status_t uct_dcx_md_query(uct_md_h uct_md, uct_md_attr_t *attr)
                                               md->reg_cost_growth);
     }
 
-    /* a soft device is equally near every CPU; hardware locality is not
+    /* a device model is equally near every CPU; hardware locality is not
      * known to the device layer */
     memset(&attr->local_cpus, 0xff, sizeof(attr->local_cpus));
     return UCS_OK;
@@ -765,23 +448,17 @@ static void uct_dcx_md_unmap_hook_init(uct_dcx_md_t *md)
 }
 
 /* One line per device with what went through it, so that a job run with
- * UCX_LOG_LEVEL=info shows its traffic really crossed dcx.  The soft device
- * counts packets itself; a ConnectX keeps its counters in the kernel. */
+ * UCX_LOG_LEVEL=info shows its traffic really crossed dcx (test/mpi/run.sh
+ * reads it).  A device that keeps no counters of its own (a NIC keeps them
+ * in its kernel driver) has no line. */
 static void uct_dcx_md_report_traffic(uct_dcx_md_t *md)
 {
-    dcx_soft_stats_t st;
+    char line[512];
 
-    if (!dcx_dev_is_soft(md->dev) || (dcx_soft_stats(md->dev, &st) != 0)) {
+    if (dcx_dev_traffic(md->dev, line, sizeof(line)) != 0) {
         return;
     }
-    ucs_info("dcx md %s: traffic: tx %" PRIu64 " packets %" PRIu64
-             " bytes, rx %" PRIu64 " packets %" PRIu64 " bytes, "
-             "%" PRIu64 " retransmits, %" PRIu64 " rnr naks, "
-             "%" PRIu64 " remote access errors; direct %" PRIu64 " writes %"
-             PRIu64 " reads (%" PRIu64 " through mappings)", md->name,
-             st.tx_packets, st.tx_bytes, st.rx_packets, st.rx_bytes,
-             st.retransmits, st.rnr_naks_sent, st.remote_access_errors,
-             st.direct_writes, st.direct_reads, st.direct_mapped);
+    ucs_info("dcx md %s: traffic: %s", md->name, line);
 }
 
 static void uct_dcx_md_close(uct_md_h uct_md)
@@ -886,8 +563,9 @@ ucs_status_t uct_dcx_md_open(uct_component_t *component, const char *md_name,
     }
 
     if (i == count) {
-        ucs_error("dcx: no device '%s' (%u device(s) configured; soft devices "
-                  "come from UCX_DCX_SOFT_DEVICES)", md_name, count);
+        ucs_error("dcx: no device '%s' (%u device(s) configured by the "
+                  "backends' UCX_DCX_ variables, see ucx_info -c)", md_name,
+                  count);
         status = UCS_ERR_NO_DEVICE;
         goto out_free_list;
     }
@@ -921,8 +599,8 @@ ucs_status_t uct_dcx_md_open(uct_component_t *component, const char *md_name,
         goto err_close_dev;
     }
 
-    md->reg_cost_overhead = uct_dcx_reg_cost[md->info.backend].overhead;
-    md->reg_cost_growth   = uct_dcx_reg_cost[md->info.backend].growth;
+    md->reg_cost_overhead = dcx_dev_caps(md->dev)->reg_overhead_ns / 1e9;
+    md->reg_cost_growth   = dcx_dev_caps(md->dev)->reg_growth_ns / 1e9;
 
     uct_dcx_md_unmap_hook_init(md);
     uct_dcx_md_strided_init(md);
@@ -933,7 +611,7 @@ ucs_status_t uct_dcx_md_open(uct_component_t *component, const char *md_name,
     }
 
     ucs_debug("dcx md %s: opened (%s backend, registration cache %s)",
-              md_name, (md->info.backend == DCX_BACKEND_SOFT) ? "soft" : "mlx5",
+              md_name, md->info.backend->name,
               (md->rcache != NULL) ? "on" : "off");
     *md_p = &md->super;
     dcx_dev_list_free(list);

@@ -1,7 +1,7 @@
 /*
  * dcx UCT component and memory domain.
  *
- * One MD per device of the device layer (soft0.., mlx5_0..).  Memory is
+ * One MD per device the device layer lists (whatever its backend).  Memory is
  * registered through the device layer, behind UCX's registration cache.
  *
  * Contract with the rest of the transport (dcx_iface.c, dcx_ep.c, ...):
@@ -46,35 +46,29 @@ typedef struct UCS_S_PACKED uct_dcx_packed_rkey {
 void uct_dcx_rkey_pack_raw(uint32_t rkey, void *rkey_buffer);
 
 
+/* The value of one of the device layer's knobs (dcx_param_t: the backends'
+ * UCX_DCX_<name> variables, dcx_md_config.c), as UCX's parser of its type
+ * writes it. */
+typedef union uct_dcx_md_knob {
+    unsigned                count;   /* DCX_PARAM_UINT */
+    unsigned long           limit;   /* DCX_PARAM_LIMIT, UCS_ULUNITS_AUTO */
+    size_t                  size;    /* DCX_PARAM_SIZE, UCS_MEMUNITS_AUTO */
+    ucs_time_t              time;    /* DCX_PARAM_TIME, UCS_TIME_AUTO */
+    int                     flag;    /* DCX_PARAM_BOOL, DCX_PARAM_BOOL_NOT */
+    char                   *str;     /* DCX_PARAM_STRING */
+} uct_dcx_md_knob_t;
+
+/* Knobs all backends together may have */
+#define UCT_DCX_MD_KNOBS_MAX     64
+
 typedef struct uct_dcx_md_config {
     uct_md_config_t         super;
     /* Registration cache */
     int                     rcache_enable;  /* UCS_YES / UCS_NO / UCS_TRY */
     uct_dcx_rcache_config_t rcache;
-    /* Devices */
-    unsigned                soft_devices;   /* number of soft devices, 0 = none */
-    char                   *soft_fabric;    /* fabric name of the soft devices */
-    int                     mlx5_enable;    /* list rdma-core mlx5 devices */
-    /* Soft device limits: UCS_ULUNITS_AUTO / UCS_MEMUNITS_AUTO /
-     * UCS_TIME_AUTO = the device default */
-    struct {
-        unsigned long       max_qp_wr;
-        unsigned long       max_srq_wr;
-        unsigned long       max_cqe;
-        unsigned long       max_sge;
-        unsigned long       max_inline;
-        unsigned long       max_rd_atomic;
-        unsigned long       max_dci;
-        size_t              max_msg_size;
-        unsigned long       mtu;
-        ucs_time_t          ack_timeout;
-        unsigned long       retry_cnt;
-        ucs_time_t          rnr_timer;
-        unsigned long       rnr_retry;
-        unsigned long       mkey_max_entries;
-        int                 tm;
-        int                 direct;
-    } soft;
+    /* Devices: the backends' knobs, in the order of dcx_backend_at() and of
+     * each backend's params */
+    uct_dcx_md_knob_t       knobs[UCT_DCX_MD_KNOBS_MAX];
 } uct_dcx_md_config_t;
 
 
@@ -165,8 +159,15 @@ int uct_dcx_config_sprintf_limit(char *buf, size_t max, const void *src,
      ucs_config_clone_ulong, ucs_config_release_nop, UCT_DCX_CONFIG_HELP, \
      "\"auto\" or an unsigned decimal integer"}
 
-/* Used by the component definition (dcx_component.c). */
+/* dcx_md_config.c: the MD's configuration table, used by the component
+ * definition (dcx_component.c), whose constructor first adds the knobs of
+ * every registered backend to it (uct_dcx_md_config_init); and the knobs'
+ * values of a parsed configuration, as the device layer takes them (0, or
+ * an errno, the refused value logged) */
 extern ucs_config_field_t uct_dcx_md_config_table[];
+void uct_dcx_md_config_init(void);
+int uct_dcx_md_dev_config(const uct_dcx_md_config_t *config,
+                          dcx_dev_config_t **dev_config_p);
 
 ucs_status_t uct_dcx_query_md_resources(uct_component_t *component,
                                         uct_md_resource_desc_t **resources_p,

@@ -72,18 +72,18 @@ protected:
 
 TEST_F(mlx5_list, no_devices_is_not_an_error_and_logs_only_debug)
 {
-    dcx_dev_list_params_t params;
+    dcx_dev_config_t *config;
     dcx_dev_info_t *list = NULL;
     unsigned count       = 1234;
 
     if (have_rdma()) {
         GTEST_SKIP() << "this machine has RDMA devices";
     }
-    memset(&params, 0, sizeof(params));
-    params.mlx5_enable = 1;
-    params.soft_count  = 0;
+    ASSERT_EQ(0, dcx_dev_config_create(NULL, &config));
+    ASSERT_EQ(0, dcx_dev_config_set_num(config, "MLX5", 1));
+    ASSERT_EQ(0, dcx_dev_config_set_num(config, "SOFT_DEVICES", 0));
 
-    ASSERT_EQ(0, dcx_dev_list(&params, &list, &count));
+    ASSERT_EQ(0, dcx_dev_list(config, &list, &count));
     EXPECT_EQ(0u, count);
     dcx_dev_list_free(list);
     EXPECT_EQ(0u, count_above(DCX_LOG_DEBUG));
@@ -95,29 +95,31 @@ TEST_F(mlx5_list, no_devices_is_not_an_error_and_logs_only_debug)
 
     /* a second listing succeeds the same way, and does not repeat it */
     g_log.clear();
-    ASSERT_EQ(0, dcx_dev_list(&params, &list, &count));
+    ASSERT_EQ(0, dcx_dev_list(config, &list, &count));
     EXPECT_EQ(0u, count);
     dcx_dev_list_free(list);
     EXPECT_EQ(0u, g_log.size());
+    dcx_dev_config_destroy(config);
 }
 
 TEST_F(mlx5_list, soft_devices_still_listed_when_mlx5_finds_none)
 {
-    dcx_dev_list_params_t params;
+    dcx_dev_config_t *config;
     dcx_dev_info_t *list = NULL;
     unsigned count       = 0;
 
     if (have_rdma()) {
         GTEST_SKIP() << "this machine has RDMA devices";
     }
-    memset(&params, 0, sizeof(params));
-    params.mlx5_enable = 1;
-    params.soft_count  = 2;
+    ASSERT_EQ(0, dcx_dev_config_create(NULL, &config));
+    ASSERT_EQ(0, dcx_dev_config_set_num(config, "MLX5", 1));
+    ASSERT_EQ(0, dcx_dev_config_set_num(config, "SOFT_DEVICES", 2));
 
-    ASSERT_EQ(0, dcx_dev_list(&params, &list, &count));
+    ASSERT_EQ(0, dcx_dev_list(config, &list, &count));
+    dcx_dev_config_destroy(config);
     ASSERT_EQ(2u, count);
-    EXPECT_EQ(DCX_BACKEND_SOFT, list[0].backend);
-    EXPECT_EQ(DCX_BACKEND_SOFT, list[1].backend);
+    EXPECT_STREQ("soft", list[0].backend->name);
+    EXPECT_STREQ("soft", list[1].backend->name);
     dcx_dev_list_free(list);
     EXPECT_EQ(0u, count_above(DCX_LOG_DEBUG));
 }
@@ -133,7 +135,8 @@ TEST_F(mlx5_list, open_of_absent_device_fails_with_one_error_line)
     }
     memset(&info, 0, sizeof(info));
     strcpy(info.name, "mlx5_0");
-    info.backend = DCX_BACKEND_MLX5;
+    info.backend = dcx_backend_find("mlx5");
+    ASSERT_TRUE(info.backend != nullptr);
 
     ret = dcx_dev_open(&info, &dev);
     EXPECT_NE(0, ret);
@@ -144,18 +147,18 @@ TEST_F(mlx5_list, open_of_absent_device_fails_with_one_error_line)
 
 TEST_F(mlx5_list, listed_devices_are_mlx5)
 {
-    dcx_dev_list_params_t params;
+    dcx_dev_config_t *config;
     dcx_dev_info_t *list = NULL;
     unsigned count       = 0;
 
     if (!have_rdma()) {
         GTEST_SKIP() << "no RDMA devices on this machine";
     }
-    memset(&params, 0, sizeof(params));
-    params.mlx5_enable = 1;
-    ASSERT_EQ(0, dcx_dev_list(&params, &list, &count));
+    ASSERT_EQ(0, dcx_dev_config_create(NULL, &config));
+    ASSERT_EQ(0, dcx_dev_list(config, &list, &count));
+    dcx_dev_config_destroy(config);
     for (unsigned i = 0; i < count; ++i) {
-        EXPECT_EQ(DCX_BACKEND_MLX5, list[i].backend);
+        EXPECT_STREQ("mlx5", list[i].backend->name);
         EXPECT_NE(0u, strlen(list[i].name));
     }
     dcx_dev_list_free(list);

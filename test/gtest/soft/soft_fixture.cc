@@ -62,18 +62,18 @@ bool wait_flag(volatile uint32_t *flag, uint32_t value, double timeout_s)
 
 int node::open(const char *fabric, const dcx_soft_limits_t *limits)
 {
-    dcx_dev_list_params_t params;
+    dcx_soft_params_t params;
     dcx_dev_info_t *list;
     unsigned count;
     int ret;
 
     memset(&params, 0, sizeof(params));
-    params.soft_count  = 1;
-    params.soft_fabric = fabric;
+    params.count  = 1;
+    params.fabric = fabric;
     if (limits != nullptr) {
-        params.soft_limits = *limits;
+        params.limits = *limits;
     }
-    ret = dcx_dev_list(&params, &list, &count);
+    ret = dcx_soft_list(&params, &list, &count);
     if (ret != 0) {
         return ret;
     }

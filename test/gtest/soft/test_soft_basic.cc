@@ -15,7 +15,7 @@ TEST_F(soft, caps)
     node n;
     ASSERT_EQ(0, n.open(fabric.c_str()));
     const dcx_dev_caps_t *caps = dcx_dev_caps(n.dev);
-    EXPECT_EQ(DCX_BACKEND_SOFT, dcx_dev_backend(n.dev));
+    EXPECT_EQ(&dcx_soft_backend, dcx_dev_backend(n.dev));
     EXPECT_TRUE(dcx_dev_is_soft(n.dev));
     EXPECT_TRUE(caps->flags & DCX_CAP_DC);
     EXPECT_TRUE(caps->flags & DCX_CAP_HELPER);
@@ -48,27 +48,27 @@ TEST_F(soft, limits_default)
 TEST_F(soft, list_bad_flow)
 {
     log_counter logs;
-    dcx_dev_list_params_t params;
+    dcx_soft_params_t params;
     dcx_dev_info_t *list;
     unsigned count;
 
     memset(&params, 0, sizeof(params));
-    params.soft_count  = 1;
-    params.soft_fabric = "bad/name";
-    EXPECT_EQ(EINVAL, dcx_dev_list(&params, &list, &count));
+    params.count  = 1;
+    params.fabric = "bad/name";
+    EXPECT_EQ(EINVAL, dcx_soft_list(&params, &list, &count));
     EXPECT_EQ(1, logs.lines());
 
-    params.soft_fabric     = "fine";
-    params.soft_limits.mtu = 100;
+    params.fabric     = "fine";
+    params.limits.mtu = 100;
     {
         log_counter logs2;
-        EXPECT_EQ(EINVAL, dcx_dev_list(&params, &list, &count));
-        params.soft_limits.mtu       = 0;
-        params.soft_limits.retry_cnt = 8;
-        EXPECT_EQ(EINVAL, dcx_dev_list(&params, &list, &count));
+        EXPECT_EQ(EINVAL, dcx_soft_list(&params, &list, &count));
+        params.limits.mtu       = 0;
+        params.limits.retry_cnt = 8;
+        EXPECT_EQ(EINVAL, dcx_soft_list(&params, &list, &count));
         EXPECT_EQ(2, logs2.lines());
     }
-    params.soft_limits.retry_cnt = 0;
+    params.limits.retry_cnt = 0;
 
     /* every limit has a ceiling; the largest values wrapped sizes before */
     {
@@ -85,23 +85,23 @@ TEST_F(soft, list_bad_flow)
         };
         for (size_t i = 0; i < sizeof(offsets) / sizeof(offsets[0]); ++i) {
             log_counter logs3;
-            dcx_soft_limits_t saved = params.soft_limits;
-            *(uint32_t*)((char*)&params.soft_limits + offsets[i]) =
+            dcx_soft_limits_t saved = params.limits;
+            *(uint32_t*)((char*)&params.limits + offsets[i]) =
                     UINT32_MAX;
-            EXPECT_EQ(EINVAL, dcx_dev_list(&params, &list, &count)) << i;
+            EXPECT_EQ(EINVAL, dcx_soft_list(&params, &list, &count)) << i;
             EXPECT_EQ(1, logs3.lines()) << i;
-            params.soft_limits = saved;
+            params.limits = saved;
         }
         log_counter logs4;
-        params.soft_limits.max_msg_size = UINT64_MAX;
-        EXPECT_EQ(EINVAL, dcx_dev_list(&params, &list, &count));
+        params.limits.max_msg_size = UINT64_MAX;
+        EXPECT_EQ(EINVAL, dcx_soft_list(&params, &list, &count));
         EXPECT_EQ(1, logs4.lines());
-        params.soft_limits.max_msg_size = 0;
+        params.limits.max_msg_size = 0;
     }
 
-    params.soft_count = 0;
-    params.soft_fabric = nullptr;
-    ASSERT_EQ(0, dcx_dev_list(&params, &list, &count));
+    params.count = 0;
+    params.fabric = nullptr;
+    ASSERT_EQ(0, dcx_soft_list(&params, &list, &count));
     EXPECT_EQ(0u, count);
     dcx_dev_list_free(list);
 }

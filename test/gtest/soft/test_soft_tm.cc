@@ -72,14 +72,14 @@ TEST_F(soft_tm, create_bad_flow)
     /* a list size that is not 2^n - 1 */
     {
         log_counter logs;
-        dcx_dev_list_params_t params;
+        dcx_soft_params_t params;
         dcx_dev_info_t *list;
         unsigned count;
         memset(&params, 0, sizeof(params));
-        params.soft_count              = 1;
-        params.soft_fabric             = fabric.c_str();
-        params.soft_limits.tm_max_tags = 100;
-        EXPECT_EQ(EINVAL, dcx_dev_list(&params, &list, &count));
+        params.count              = 1;
+        params.fabric             = fabric.c_str();
+        params.limits.tm_max_tags = 100;
+        EXPECT_EQ(EINVAL, dcx_soft_list(&params, &list, &count));
         EXPECT_EQ(1, logs.lines());
     }
 }

@@ -145,14 +145,14 @@ TEST_F(uct_dcx_hardening, reachability_bad_flow)
     EXPECT_TRUE(reachable(a, a->dev_addr, a->iface_addr));
 
     /* a port of another fabric (same user, same host) */
-    dcx_dev_list_params_t p;
+    dcx_soft_params_t p;
     memset(&p, 0, sizeof(p));
     std::string other_fabric = unique_fabric() + "o";
-    p.soft_count  = 1;
-    p.soft_fabric = other_fabric.c_str();
+    p.count  = 1;
+    p.fabric = other_fabric.c_str();
     dcx_dev_info_t *list;
     unsigned count;
-    ASSERT_EQ(0, dcx_dev_list(&p, &list, &count));
+    ASSERT_EQ(0, dcx_soft_list(&p, &list, &count));
     ASSERT_EQ(1u, count);
     dcx_dev_t *other;
     ASSERT_EQ(0, dcx_dev_open(&list[0], &other));

@@ -1,0 +1,50 @@
+/*
+ * The mlx5 backend's registration with the device layer: its one knob and
+ * its listing (discovery and opening are mlx5_dev.c's).  Built only where
+ * configure found rdma-core's mlx5 direct verbs (config/m4/mlx5.m4).
+ */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+
+#include "mlx5/mlx5_int.h"
+
+#include <stddef.h>
+
+typedef struct dcx_mlx5_params {
+    uint32_t  enable;   /* MLX5 */
+} dcx_mlx5_params_t;
+
+static int dcx_mlx5_backend_list(const void *block, dcx_dev_info_t *out,
+                                 unsigned max, unsigned *count_p)
+{
+    const dcx_mlx5_params_t *params = block;
+
+    if (!params->enable) {
+        *count_p = 0;
+        return 0;
+    }
+    return dcx_mlx5_list(out, max, count_p);
+}
+
+static const dcx_param_t dcx_mlx5_params[] = {
+    { .name = "MLX5", .dflt = "y",
+      .doc =
+     "Offer NVIDIA/Mellanox devices through rdma-core mlx5 (ConnectX-5 or newer).\n"
+     "Has no effect if dcx was built without the mlx5 backend.",
+      .type = DCX_PARAM_BOOL, .offset = offsetof(dcx_mlx5_params_t, enable),
+      .size = sizeof(uint32_t), .min = 0, .max = 1 }
+};
+
+/* Listed first: a NIC before any model of one. */
+const dcx_backend_t dcx_mlx5_backend = {
+    .name        = "mlx5",
+    .order       = 10,
+    .params      = dcx_mlx5_params,
+    .num_params  = sizeof(dcx_mlx5_params) / sizeof(dcx_mlx5_params[0]),
+    .params_size = sizeof(dcx_mlx5_params_t),
+    .list        = dcx_mlx5_backend_list,
+    .open        = dcx_mlx5_open
+};
+
+DCX_BACKEND_REGISTER(dcx_mlx5_backend)
