@@ -717,6 +717,7 @@ ucs_status_t uct_dcx_ep_check(uct_ep_h tl_ep, unsigned flags,
 void uct_dcx_ep_handle_failure(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep,
                                ucs_status_t status, dcx_wc_status_t wc_status)
 {
+    uint32_t dctn = ep->dctn; /* the handler may destroy ep */
     ucs_status_t err;
 
     if (ep->flags & UCT_DCX_EP_FLAG_FAILED) {
@@ -738,7 +739,7 @@ void uct_dcx_ep_handle_failure(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep,
         ucs_log(uct_base_iface_failure_log_level(&iface->super, err, status),
                 "dcx: %s: endpoint %p to DCT 0x%x failed: %s (%s), and no "
                 "error handler took it", dcx_dev_name(iface->dev), ep,
-                ep->dctn, ucs_status_string(status),
+                dctn, ucs_status_string(status),
                 dcx_wc_status_str(wc_status));
     }
 }

@@ -192,6 +192,35 @@ TEST_P(uct_dcx_errors, injected_error_completion)
     log_counter::reset();
 }
 
+/* An error handler may destroy the endpoint and still decline the error:
+ * the transport's own report of the unhandled failure must not read the
+ * freed endpoint (ASan: heap-use-after-free before the fix) */
+TEST_P(uct_dcx_errors, handler_destroys_ep_and_declines)
+{
+    uct_ep_h bad  = connect(m_a, m_b);
+    uct_ep_h good = connect(m_a, m_b);
+    dcx_soft_fault_t fault;
+
+    check_healthy(good);
+    memset(&fault, 0, sizeof(fault));
+    fault.type   = DCX_SOFT_FAULT_ERROR_CQE;
+    fault.opcode = DCX_WR_RDMA_WRITE;
+    fault.count  = 1;
+    fault.status = DCX_WC_REM_OP_ERR;
+    ASSERT_EQ(0, dcx_soft_fault_inject(device(), &fault));
+    m_err_destroys_ep = true;
+    ASSERT_EQ(UCS_OK, put(bad, m_mem.rkey));
+    ASSERT_TRUE(wait_for([&] { return !m_errors.empty(); }));
+    m_err_destroys_ep = false;
+    dcx_soft_fault_clear(device());
+    ASSERT_EQ(1u, m_errors.size());
+    EXPECT_EQ(UCS_ERR_CONNECTION_RESET, m_errors[0].status);
+    EXPECT_TRUE(log_counter::contains("no error handler took it"))
+        << log_counter::joined();
+    check_healthy(good);
+    log_counter::reset();
+}
+
 /* Lost and late packets are the device's business: retransmitted, nothing
  * reaches the error handler, nothing is lost or duplicated */
 TEST_P(uct_dcx_errors, dropped_and_delayed_packets)

@@ -378,6 +378,10 @@ ucs_status_t uct_dcx_test::err_handler(void *arg, uct_ep_h ep,
     ep_error err       = {ep, status};
 
     self->m_errors.push_back(err);
+    if (self->m_err_destroys_ep) {
+        self->destroy_ep(ep);
+        return status;
+    }
     return UCS_OK;
 }
 

@@ -130,6 +130,9 @@ protected:
     static ucs_status_t err_handler(void *arg, uct_ep_h ep,
                                     ucs_status_t status);
     std::vector<ep_error>       m_errors;
+    /* When set, the error handler destroys the endpoint and declines the
+     * error (returns it), as a user may */
+    bool                        m_err_destroys_ep = false;
 
     ucs_async_context_t        *m_async;
     uct_component_h             m_component;
