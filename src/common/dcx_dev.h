@@ -18,7 +18,7 @@
  *    parameter.
  *  - Numbers and keys are host order.
  *
- * Tag matching (rdma-core-semantics.md section 4): an SRQ of type
+ * Tag matching (docs/device-semantics.md section 9): an SRQ of type
  * DCX_SRQ_TM owns a tag list; list operations go through srq->tm_post
  * (dcx_srq_tm_post), completions carry the DCX_WC_TM_* opcodes and flags
  * and the tm_* fields of dcx_wc_t, and the wire headers are dcx_tmh_t,
@@ -324,7 +324,7 @@ struct dcx_mr {
     uint32_t   access;   /* DCX_ACCESS_* */
 };
 
-/* Strided (indirect) memory key, rdma-core-semantics.md section 5.  Created
+/* Strided (indirect) memory key, docs/device-semantics.md section 10.  Created
  * free (unusable) with room for max_entries translation entries; a
  * DCX_WR_MKEY_INTERLEAVED or DCX_WR_MKEY_LIST work request gives it a
  * layout, DCX_WR_MKEY_INVALIDATE makes it free again.  The key's address
@@ -426,7 +426,8 @@ enum {
  * receives completing with DCX_WC_TM_RNDV_INCOMPLETE, whose flags, tag,
  * app context and byte_len are valid as for a success.
  *
- * Tag-matching completions, all on the TM SRQ's CQ (semantics 4.6):
+ * Tag-matching completions, all on the TM SRQ's CQ
+ * (docs/device-semantics.md section 9.8):
  *  - TM_ADD / TM_DEL / TM_SYNC: only for DCX_TM_OPF_SIGNALED operations;
  *    wr_id of the operation; TM_DEL fails with DCX_WC_TM_ERR when the entry
  *    was consumed first (its receive completion arrives instead).  ADD and

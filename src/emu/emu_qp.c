@@ -33,7 +33,7 @@
                            MLX5DV_QP_INIT_ATTR_MASK_DC | \
                            MLX5DV_QP_INIT_ATTR_MASK_SEND_OPS_FLAGS | \
                            MLX5DV_QP_INIT_ATTR_MASK_DCI_STREAMS)
-/* Send ops of a DCI (rdma-core-semantics: TSO and ATOMIC_WRITE are not) */
+/* Send ops of a DCI (libmlx5 refuses TSO and ATOMIC_WRITE on one) */
 #define EMU_DCI_OPS       (IBV_QP_EX_WITH_SEND | \
                            IBV_QP_EX_WITH_SEND_WITH_INV | \
                            IBV_QP_EX_WITH_SEND_WITH_IMM | \

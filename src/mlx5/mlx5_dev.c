@@ -767,7 +767,8 @@ static int dcx_mlx5_srq_create(dcx_pd_t *pd, const dcx_srq_attr_t *attr,
     int ret;
 
     if (attr->type != DCX_SRQ_BASIC) {
-        /* DC tag matching needs DEVX XRQ/DCT objects (semantics 4.9);
+        /* DC tag matching needs DEVX XRQ/DCT objects
+         * (docs/device-semantics.md section 9.9);
          * caps carry no DCX_CAP_TM and tm_* limits of 0 */
         dcx_error("%s: srq: tag-matching SRQs are not supported by the mlx5 "
                   "backend (DC tag matching needs DEVX objects)", name);

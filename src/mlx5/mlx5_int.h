@@ -23,7 +23,8 @@ typedef struct dcx_mlx5_dev {
     dcx_dev_t             super;
     struct ibv_context   *ctx;
     /* DEVX context granted: needed later for mlx5dv_create_mkey (strided
-     * keys, rdma-core-semantics §5.1) and DEVX DC/TM objects (§4.9). */
+     * keys, docs/device-semantics.md section 10.1) and DEVX DC/TM objects
+     * (section 9.9). */
     bool                  devx;
     /* The open-time atomic self-test runs: a DCT refusing REMOTE_ATOMIC
      * (EOPNOTSUPP) is an answer, not an error, and is logged at debug. */

@@ -1,12 +1,14 @@
 /*
- * dcx mlx5 backend: strided memory keys (rdma-core-semantics.md section 5).
+ * dcx mlx5 backend: strided memory keys (docs/device-semantics.md
+ * section 10).
  *
  * A dcx_mkey_t is an indirect mkey (mlx5dv_create_mkey, INDIRECT), created
  * free.  Configure and invalidate requests travel on a QP of type
  * DCX_QPT_UMR: an RC QP connected to itself, because libmlx5 installs the
  * UMR builders (mlx5dv_wr_mr_interleaved, mlx5dv_wr_mr_list) on RC QPs
  * only.  Its WQEs are sized for caps.mkey_max_entries translation entries
- * inline (5.2); it completes, is accounted and recovers like a DCI (the
+ * inline (docs/device-semantics.md section 10.2); it completes, is
+ * accounted and recovers like a DCI (the
  * same outstanding-WR ring and CQ routing).  The pure rules (sizes, entry
  * limits, layout encoding, capability translation) are in mlx5_umr.c.
  *
@@ -245,7 +247,8 @@ static int dcx_mlx5_umr_post_send(dcx_qp_t *super, const dcx_send_wr_t *wr)
     qpx->wr_flags = dcx_mlx5_send_flags(wr->flags);
     switch (wr->opcode) {
     case DCX_WR_MKEY_INTERLEAVED:
-        /* the translation table travels inline in the WQE (5.2) */
+        /* the translation table travels inline in the WQE
+         * (docs/device-semantics.md section 10.2) */
         qpx->wr_flags |= IBV_SEND_INLINE;
         access         = dcx_mlx5_mkey_access(lay->access);
         mlx5dv_wr_mr_interleaved(qp->dvqp, mk->mkey, access,

@@ -20,6 +20,7 @@
                           IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC | \
                           IBV_QP_SQ_PSN)
 
+/* clang-format off */
 const dcx_mlx5_qp_transition_t dcx_mlx5_qp_transitions[] = {
     /* DCI: the destination comes with each WR, so no DEST_QPN, RQ_PSN,
      * MAX_DEST_RD_ATOMIC, and no ACCESS_FLAGS at RESET->INIT. */
@@ -71,6 +72,7 @@ const dcx_mlx5_qp_transition_t dcx_mlx5_qp_transitions[] = {
     {DCX_QPT_DCT, DCX_QPS_INIT,  DCX_QPS_RTR,
      IBV_QP_STATE | IBV_QP_MIN_RNR_TIMER | IBV_QP_AV | IBV_QP_PATH_MTU, 0},
 };
+/* clang-format on */
 
 const size_t dcx_mlx5_qp_transitions_count =
     sizeof(dcx_mlx5_qp_transitions) / sizeof(dcx_mlx5_qp_transitions[0]);
@@ -111,6 +113,7 @@ int dcx_mlx5_qp_mask_check(dcx_qp_type_t type, dcx_qp_state_t from,
 
 enum ibv_qp_state dcx_mlx5_qp_state_to_ibv(dcx_qp_state_t state)
 {
+    /* clang-format off */
     switch (state) {
     case DCX_QPS_RESET: return IBV_QPS_RESET;
     case DCX_QPS_INIT:  return IBV_QPS_INIT;
@@ -118,10 +121,12 @@ enum ibv_qp_state dcx_mlx5_qp_state_to_ibv(dcx_qp_state_t state)
     case DCX_QPS_RTS:   return IBV_QPS_RTS;
     default:            return IBV_QPS_ERR;
     }
+    /* clang-format on */
 }
 
 const char *dcx_mlx5_qp_state_str(dcx_qp_state_t state)
 {
+    /* clang-format off */
     switch (state) {
     case DCX_QPS_RESET: return "RESET";
     case DCX_QPS_INIT:  return "INIT";
@@ -130,6 +135,7 @@ const char *dcx_mlx5_qp_state_str(dcx_qp_state_t state)
     case DCX_QPS_ERR:   return "ERR";
     default:            return "?";
     }
+    /* clang-format on */
 }
 
 /* ------------------------------------------------------------------------
@@ -405,6 +411,7 @@ int dcx_mlx5_gid_select(const struct ibv_gid_entry *entries, unsigned count)
  * ------------------------------------------------------------------------ */
 dcx_wc_status_t dcx_mlx5_wc_status(enum ibv_wc_status status)
 {
+    /* clang-format off */
     switch (status) {
     case IBV_WC_SUCCESS:            return DCX_WC_SUCCESS;
     case IBV_WC_LOC_LEN_ERR:        return DCX_WC_LOC_LEN_ERR;
@@ -424,10 +431,12 @@ dcx_wc_status_t dcx_mlx5_wc_status(enum ibv_wc_status status)
     case IBV_WC_TM_RNDV_INCOMPLETE: return DCX_WC_TM_RNDV_INCOMPLETE;
     default:                        return DCX_WC_GENERAL_ERR;
     }
+    /* clang-format on */
 }
 
 int dcx_mlx5_wc_opcode(enum ibv_wc_opcode opcode, dcx_wc_opcode_t *out)
 {
+    /* clang-format off */
     switch (opcode) {
     case IBV_WC_SEND:               *out = DCX_WC_SEND;               break;
     case IBV_WC_RDMA_WRITE:         *out = DCX_WC_RDMA_WRITE;         break;
@@ -446,11 +455,13 @@ int dcx_mlx5_wc_opcode(enum ibv_wc_opcode opcode, dcx_wc_opcode_t *out)
     default:
         return EINVAL;
     }
+    /* clang-format on */
     return 0;
 }
 
 dcx_wc_opcode_t dcx_mlx5_wr_wc_opcode(dcx_wr_opcode_t opcode)
 {
+    /* clang-format off */
     switch (opcode) {
     case DCX_WR_RDMA_WRITE:
     case DCX_WR_RDMA_WRITE_IMM:      return DCX_WC_RDMA_WRITE;
@@ -464,10 +475,12 @@ dcx_wc_opcode_t dcx_mlx5_wr_wc_opcode(dcx_wr_opcode_t opcode)
     case DCX_WR_MKEY_INVALIDATE:     return DCX_WC_LOCAL_INV;
     default:                         return DCX_WC_SEND;
     }
+    /* clang-format on */
 }
 
 uint64_t dcx_mlx5_wr_send_op(dcx_wr_opcode_t opcode)
 {
+    /* clang-format off */
     switch (opcode) {
     case DCX_WR_SEND:           return IBV_QP_EX_WITH_SEND;
     case DCX_WR_SEND_IMM:       return IBV_QP_EX_WITH_SEND_WITH_IMM;
@@ -478,6 +491,7 @@ uint64_t dcx_mlx5_wr_send_op(dcx_wr_opcode_t opcode)
     case DCX_WR_ATOMIC_CSWAP:   return IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP;
     default:                    return 0;  /* masked atomics: raw WQEs */
     }
+    /* clang-format on */
 }
 
 unsigned dcx_mlx5_send_flags(unsigned dcx_flags)
@@ -577,6 +591,7 @@ uint32_t dcx_mlx5_mtu_bytes(enum ibv_mtu mtu)
 
 enum ibv_mtu dcx_mlx5_mtu_enum(uint32_t bytes)
 {
+    /* clang-format off */
     switch (bytes) {
     case 256:  return IBV_MTU_256;
     case 512:  return IBV_MTU_512;
@@ -585,12 +600,14 @@ enum ibv_mtu dcx_mlx5_mtu_enum(uint32_t bytes)
     case 4096: return IBV_MTU_4096;
     default:   return (enum ibv_mtu)0;
     }
+    /* clang-format on */
 }
 
 double dcx_mlx5_link_bandwidth(uint8_t active_width, uint8_t active_speed)
 {
     double lanes, gbps, coding;
 
+    /* clang-format off */
     switch (active_width) {
     case 1:  lanes = 1;  break;
     case 2:  lanes = 4;  break;
@@ -599,6 +616,8 @@ double dcx_mlx5_link_bandwidth(uint8_t active_width, uint8_t active_speed)
     case 16: lanes = 2;  break;
     default: return 0;
     }
+    /* clang-format on */
+    /* clang-format off */
     switch (active_speed) {
     case 1:   gbps = 2.5;      coding = 8.0 / 10.0; break;  /* SDR */
     case 2:   gbps = 5.0;      coding = 8.0 / 10.0; break;  /* DDR */
@@ -610,6 +629,7 @@ double dcx_mlx5_link_bandwidth(uint8_t active_width, uint8_t active_speed)
     case 128: gbps = 106.25;   coding = 64.0 / 66.0; break; /* NDR */
     default:  return 0;
     }
+    /* clang-format on */
     return lanes * gbps * coding * 1e9 / 8.0;
 }
 

@@ -28,7 +28,7 @@ extern "C" {
 #define DCX_MLX5_MAX_SGE  16
 
 /* ------------------------------------------------------------------------
- * Modify-QP masks (rdma-core-semantics.md §3.3 and §8).  One row per
+ * Modify-QP masks (docs/device-semantics.md section 3.3).  One row per
  * transition the backend may request; the kernel accepts a mask when it
  * holds every required bit and nothing outside required | optional.
  * IBV_QP_STATE is part of every required mask.
@@ -46,7 +46,8 @@ extern const size_t                   dcx_mlx5_qp_transitions_count;
 
 /* The table row for (type, from, to), or NULL when the transition does not
  * exist for that QP type (e.g. a DCT to ERR).  "from" of DCX_QPS_ERR rows
- * also stands for "any state but RESET" where §3.3 says "any". */
+ * also stands for "any state but RESET" (docs/device-semantics.md
+ * section 3.3: a DCI goes to ERR from any state but RESET). */
 const dcx_mlx5_qp_transition_t *
 dcx_mlx5_qp_transition_find(dcx_qp_type_t type, dcx_qp_state_t from,
                             dcx_qp_state_t to);

@@ -21,11 +21,13 @@
 
 static const char *dcx_mlx5_qp_kind(const dcx_mlx5_qp_t *qp)
 {
+    /* clang-format off */
     switch (qp->super.type) {
     case DCX_QPT_DCI: return "dci";
     case DCX_QPT_DCT: return "dct";
     default:          return "umr qp";
     }
+    /* clang-format on */
 }
 
 int dcx_mlx5_qp_modify(dcx_mlx5_qp_t *qp, dcx_qp_state_t to,

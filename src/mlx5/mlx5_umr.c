@@ -1,6 +1,6 @@
 /*
  * dcx mlx5 backend: strided keys (UMR), the pure computation.  See
- * mlx5_umr.h and rdma-core-semantics.md section 5.
+ * mlx5_umr.h and docs/device-semantics.md section 10.
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"

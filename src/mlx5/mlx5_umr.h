@@ -1,11 +1,12 @@
 /*
  * dcx mlx5 backend: strided keys (UMR), the pure computation
- * (rdma-core-semantics.md section 5).  Nothing here touches a device: the
- * rules are checked by test/gtest/mlx5/test_mlx5_umr.cc.
+ * (docs/device-semantics.md section 10).  Nothing here touches a device:
+ * the rules are checked by test/gtest/mlx5/test_mlx5_umr.cc.
  *
  * On hardware a strided key is an indirect mkey (mlx5dv_create_mkey,
  * INDIRECT) configured by mlx5dv_wr_mr_interleaved / mlx5dv_wr_mr_list on
- * an RC QP (libmlx5 installs the UMR builders on RC QPs only, 5.2), whose
+ * an RC QP (libmlx5 installs the UMR builders on RC QPs only,
+ * docs/device-semantics.md section 10.2), whose
  * WQEs carry the translation table inline: the QP's WQE size bounds the
  * entries one request can carry.
  */
@@ -36,14 +37,15 @@ uint32_t dcx_mlx5_umr_inline_needed(uint32_t num_entries, int interleaved);
  * into an mkey of mkey_entries (rounded) entries: libmlx5's software
  * limit, plus for interleaved layouts the repetition header's slot in the
  * mkey, which libmlx5 does not check and the hardware fails with an error
- * completion (5.3). */
+ * completion (docs/device-semantics.md section 10.3). */
 uint32_t dcx_mlx5_umr_entries_fit(uint32_t max_inline, uint32_t mkey_entries,
                                   int interleaved);
 
 /* Sizes the send queue of the loopback RC QP that carries UMR work
  * requests able to configure keys of up to max_entries entries (both
  * layouts), with max_wr requests outstanding: WQEs of align(192 + 16 *
- * max_entries, 64) bytes (5.2), requested max_inline_data 16 * max_entries
+ * max_entries, 64) bytes (docs/device-semantics.md section 10.2),
+ * requested max_inline_data 16 * max_entries
  * - 4.  EINVAL when a WQE would exceed max_desc_size or the queue
  * max_wqebb basic blocks.  out->max_inline is what the QP then reports. */
 int dcx_mlx5_umr_sq_size(uint32_t max_entries, uint32_t max_wr,

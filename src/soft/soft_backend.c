@@ -89,6 +89,7 @@ int soft_fabric_name_ok(const char *name)
 
 int soft_limits_ok(const dcx_soft_limits_t *l, const char *who)
 {
+    /* clang-format off */
     const struct {
         const char *name;
         uint64_t    value, max;
@@ -106,6 +107,7 @@ int soft_limits_ok(const dcx_soft_limits_t *l, const char *who)
         {"rnr_retry",     l->rnr_retry,     7},
         {"direct",        l->direct,        1}
     };
+    /* clang-format on */
     unsigned i;
 
     /* 0 everywhere means "the default" */

@@ -1,6 +1,6 @@
 /*
- * Soft device strided memory keys (dcx_mkey_t, rdma-core-semantics.md
- * section 5): indirect keys whose zero-based address space maps, entry by
+ * Soft device strided memory keys (dcx_mkey_t, docs/device-semantics.md
+ * section 10): indirect keys whose zero-based address space maps, entry by
  * entry, onto plain MRs.
  *
  * A key lives in the device's key table like an MR (its table entry is a
@@ -21,7 +21,8 @@
  * working the moment an MR under it is deregistered or its memory is
  * unmapped, and the moment it is invalidated or destroyed.
  *
- * What the post checks (the hardware's software checks, 5.3/5.6):
+ * What the post checks (the hardware's software checks,
+ * docs/device-semantics.md sections 10.3, 10.4 and 10.8):
  *  - access only the four DCX_ACCESS_* bits (EINVAL);
  *  - interleaved: num_entries + 1 <= max_entries (ENOMEM; the hardware
  *    needs the slot for the repetition header and would fail the WQE),

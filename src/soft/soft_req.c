@@ -28,6 +28,7 @@ const char *soft_wqe_state_names[SOFT_WQE_STATE_LAST] = {
 };
 
 #define V SOFT_OPF_VALID
+/* clang-format off */
 const soft_opinfo_t soft_opinfo[SOFT_OPCODE_MAX] = {
     [DCX_WR_SEND]           = { "SEND", V | SOFT_OPF_PAYLOAD | SOFT_OPF_RECV,
                                 DCX_WC_SEND, 0 },
@@ -62,6 +63,7 @@ const soft_opinfo_t soft_opinfo[SOFT_OPCODE_MAX] = {
     [DCX_WR_MKEY_INVALIDATE]     = { "MKEY_INVALIDATE", SOFT_OPF_MKEY,
                                      DCX_WC_LOCAL_INV, 0 }
 };
+/* clang-format on */
 #undef V
 
 /* Copies 'len' bytes at byte 'off' of an sg list: into 'gather' if it is

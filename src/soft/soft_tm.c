@@ -1,8 +1,8 @@
 /*
  * Soft device tag matching: the tag list of a DCX_SRQ_TM SRQ, its list
  * operations, the matching of inbound messages, and the device rendezvous
- * (READ from the sender, FIN back to it).  Reference: section 4 of
- * rdma-core-semantics.md.
+ * (READ from the sender, FIN back to it).  Reference: section 9 of
+ * docs/device-semantics.md.
  *
  * The soft device plays two parts that are separate on mlx5, and keeps
  * their views apart:
@@ -21,12 +21,13 @@
  * completes with TM_ERR while the receive's completion arrives as well:
  * the race a DEL loses on hardware.
  *
- * Phase synchronisation (semantics 4.8): U counts the unexpected tagged
- * messages delivered, S is the last count software gave (DCX_TM_OPF_SYNC on
- * any operation).  An entry added while S != U is held: it does not match
- * until an operation brings S == U.  Otherwise a message could match a
- * receive that software posted before seeing an earlier unexpected message
- * with the same tag, and the two would complete out of order.
+ * Phase synchronisation (docs/device-semantics.md section 9.5): U counts
+ * the unexpected tagged messages delivered, S is the last count software
+ * gave (DCX_TM_OPF_SYNC on any operation).  An entry added while S != U
+ * is held: it does not match until an operation brings S == U.  Otherwise
+ * a message could match a receive that software posted before seeing an
+ * earlier unexpected message with the same tag, and the two would
+ * complete out of order.
  *
  * Completion flags follow libmlx5 (cq.c handle_tag_matching): ADD and DEL
  * completions carry TM_SYNC_REQ when U at the operation differs from the

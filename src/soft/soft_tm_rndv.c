@@ -2,8 +2,9 @@
  * Soft device tag matching, the device rendezvous: the data of a matched
  * rendezvous request is READ from the sender (its port, and the DCT and DC
  * key of the request's RAVH) into the entry's buffer, then a FIN goes back
- * to the same DCT (semantics 4.7 and 4.9, UCX's DEVX DC offload).  How the
- * failures end is described at the top of soft_tm.c.
+ * to the same DCT (docs/device-semantics.md sections 9.7 and 9.9, UCX's
+ * DEVX DC offload).  How the failures end is described at the top of
+ * soft_tm.c.
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"

@@ -33,6 +33,7 @@ static const char *nm(const char *ty, const char *op)
  * One test body per type; TY is the C type, SFX the name used in
  * shmem_<SFX>_atomic_*. Symmetric storage is a static array per type.
  */
+/* clang-format off */
 #define DEFINE_ATOMIC_TEST(TY, SFX)                                              \
 static TY SFX##_ctr[4];          /* fetch_add, add, inc, fetch_inc counters */  \
 static TY SFX##_cas;             /* compare_swap election slot */              \
@@ -132,6 +133,7 @@ skip_cswap:                                                                    \
              shmem_##SFX##_atomic_fetch(&SFX##_val, (me + np - 1) % np));      \
     shmem_barrier_all();                                                       \
 }
+/* clang-format on */
 
 DEFINE_ATOMIC_TEST(int, int)
 DEFINE_ATOMIC_TEST(long, long)

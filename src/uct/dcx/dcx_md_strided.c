@@ -2,8 +2,8 @@
  * dcx memory domain: strided registration (include/uct/dcx/dcx_strided.h).
  *
  * A strided or list layout becomes an indirect mkey of the device
- * (rdma-core-semantics.md section 5), configured by a work request on a QP
- * of the type the device names (caps.mkey_qp_type: the soft device takes
+ * (docs/device-semantics.md section 10), configured by a work request on
+ * a QP of the type the device names (caps.mkey_qp_type: the soft device takes
  * it on a DCI, mlx5 routes it to its loopback RC QP) and invalidated the
  * same way before it is destroyed.  The MD creates that QP and a CQ for it
  * on the first strided registration; registration is control path, so the

@@ -3,7 +3,8 @@
  * the receive side, list operations and the interface (sends: dcx_tag_ep.c).
  *
  * With UCX_DCX_TM_ENABLE the DCT is fed by a tag-matching SRQ, which parses
- * the first 16 bytes of every inbound message as a TMH (semantics 4.5).
+ * the first 16 bytes of every inbound message as a TMH
+ * (docs/device-semantics.md section 9.4).
  * Peers know it from the interface address (UCT_DCX_ADDR_FLAG_TM) and send
  * their AMs and control messages behind a NO_TAG TMH; those complete as
  * DCX_WC_TM_NO_TAG with the TMH placed before the header byte (receive
@@ -29,7 +30,8 @@
  * wr_id and the list operations' wr_id name the slot, so a receive cancelled
  * with force, whose context the user may free at once, is never touched
  * again.  Every list operation is signalled and carries the count of
- * unexpected messages handled (phase synchronisation, semantics 4.8).  A
+ * unexpected messages handled (phase synchronisation,
+ * docs/device-semantics.md section 9.5).  A
  * completion asking for a sync gets a SYNC operation at the end of its
  * batch, and only when it brings the device a count it has not had: after
  * a list operation's request whenever the count moved since the last
@@ -484,8 +486,9 @@ ucs_status_t uct_dcx_tag_post_fin(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci,
                                     NULL, 0, DCX_TM_TMH_LEN, tmh, NULL);
 }
 
-/* TM_RNDV_INCOMPLETE (semantics 4.7 step 6): the device placed the request
- * (TMH, RVH, RAVH, header) in the buffer and left the rest to software.
+/* TM_RNDV_INCOMPLETE (docs/device-semantics.md section 9.7 step 5): the
+ * device placed the request (TMH, RVH, RAVH, header) in the buffer and
+ * left the rest to software.
  * The data does not fit: the receive completes with
  * UCS_ERR_MESSAGE_TRUNCATED, and we send the sender the FIN the device
  * would have sent, so that its operation completes (as UCP's protocol

@@ -322,6 +322,7 @@ struct bad_addr_case {
 
 TEST(mlx5_addr, malformed_addresses_are_rejected_with_a_reason)
 {
+    // clang-format off
     const bad_addr_case cases[] = {
         {"short",              false, DCX_MLX5_ADDR_LEN - 1, -1, 0},
         {"long",               false, DCX_MLX5_ADDR_LEN + 1, -1, 0},
@@ -343,6 +344,7 @@ TEST(mlx5_addr, malformed_addresses_are_rejected_with_a_reason)
         {"roce without gid",   true,  DCX_MLX5_ADDR_LEN, 3,
          DCX_MLX5_ADDR_F_ETH},
     };
+    // clang-format on
     uint8_t buf[DCX_MLX5_ADDR_LEN + 8];
 
     for (const bad_addr_case &c : cases) {

@@ -1,8 +1,8 @@
 /*
  * Unit tests of the mlx5 backend's strided-key (UMR) computation:
- * rdma-core-semantics.md 5.1-5.3 (entry rounding, WQE sizing, the entry
- * limits of one request, access flags, layout encoding and its refusals),
- * 5.5 (invalidation completions), the loopback RC QP's masks and
+ * docs/device-semantics.md sections 10.1-10.5 (entry rounding, WQE sizing,
+ * the entry limits of one request, access flags, layout encoding and its
+ * refusals), 10.7 (invalidation completions), the loopback RC QP's masks and
  * completion routing, and the capabilities read from the HCA (fed with
  * synthetic QUERY_HCA_CAP answers).
  */
@@ -259,7 +259,8 @@ TEST(mlx5_umr, completion_opcodes)
     EXPECT_EQ(DCX_WC_UMR, wc.opcode);
     EXPECT_EQ(DCX_WC_SUCCESS, wc.status);
     EXPECT_EQ(7u, wc.qp_num);
-    /* a bad lkey inside a layout: an error CQE on the UMR QP (5.6) */
+    /* a bad lkey inside a layout: an error CQE on the UMR QP
+     * (docs/device-semantics.md section 10.8) */
     ASSERT_EQ(DCX_MLX5_CQE_FAILED,
               dcx_mlx5_ring_cqe(&ring, s2, IBV_WC_LOC_PROT_ERR, 7, &wc));
     EXPECT_EQ(12u, wc.wr_id);

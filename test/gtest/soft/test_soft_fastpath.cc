@@ -1,7 +1,7 @@
 /*
  * Soft device: the light small-message path (inline SENDs written straight
  * into the target's ring) and cumulative acknowledgements through the
- * requester's ack table, next to the semantics they must keep: completion
+ * requester's ack table, next to the behaviour they must keep: completion
  * order, a dead peer, RNR, and fault rules (under which the path steps
  * aside for the packet ACKs).
  */

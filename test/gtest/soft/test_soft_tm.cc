@@ -1,6 +1,6 @@
 /*
- * Soft device tag matching (rdma-core-semantics.md section 4): the TM SRQ,
- * list operations, matching, phase synchronisation and eager flows, and
+ * Soft device tag matching (docs/device-semantics.md section 9): the TM
+ * SRQ, list operations, matching, phase synchronisation and eager flows, and
  * how each error ends.  Rendezvous is in test_soft_tm_rndv.cc, the fixture
  * in soft_tm_fixture.h.
  *
@@ -564,7 +564,7 @@ TEST_F(soft_tm, del_after_consume_bad_flow)
 }
 
 /* ------------------------------------------------------------------------
- * Phase synchronisation (semantics 4.8)
+ * Phase synchronisation (docs/device-semantics.md section 9.5)
  * ------------------------------------------------------------------------ */
 /* Software posts a receive for tag T after m1 (tag T) arrived unexpected
  * but before it saw m1.  Posted with its true count (0), the entry is held:

@@ -1,6 +1,7 @@
 /*
- * Soft device tag matching, rendezvous (rdma-core-semantics.md section 4):
- * the device's READ of a matched request, its FIN, unexpected requests,
+ * Soft device tag matching, rendezvous (docs/device-semantics.md section
+ * 9.7): the device's READ of a matched request, its FIN, unexpected
+ * requests,
  * bad rkeys, wrong and dead senders, a receiver that does not poll, and
  * eager data into a strided key.  The fixture is soft_tm_fixture.h.  The
  * tests that need a receiver's helper thread or a dead sender run that peer

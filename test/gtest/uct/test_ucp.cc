@@ -300,6 +300,7 @@ TEST_P(ucp_dcx, fetching_atomics_32_64)
             void *target = &mem[0];
 
             mem[0] = old & mask;
+            // clang-format off
             switch (ops[i]) {
             case UCP_ATOMIC_OP_ADD:  expect = old + arg; break;
             case UCP_ATOMIC_OP_AND:  expect = old & arg; break;
@@ -307,6 +308,7 @@ TEST_P(ucp_dcx, fetching_atomics_32_64)
             case UCP_ATOMIC_OP_XOR:  expect = old ^ arg; break;
             default:                 expect = arg;       break;
             }
+            // clang-format on
             expect &= mask;
             if (ops[i] == UCP_ATOMIC_OP_CSWAP) {
                 /* buffer: the compare value; reply buffer: the new value */

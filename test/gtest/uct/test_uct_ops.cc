@@ -489,6 +489,7 @@ TEST_P(uct_dcx_ops, atomics32)
 
     ((uint32_t*)m.ptr)[0] = 0xdeadbeef;
     *v = 0xfffffff0u;
+    // clang-format off
     post(UCT_ATOMIC_OP_ADD, 0x20);   EXPECT_EQ(0x10u, *v);  /* wraps */
     post(UCT_ATOMIC_OP_OR, 0x101);   EXPECT_EQ(0x111u, *v);
     post(UCT_ATOMIC_OP_AND, 0x0ff);  EXPECT_EQ(0x11u, *v);
@@ -498,6 +499,7 @@ TEST_P(uct_dcx_ops, atomics32)
     fetch(UCT_ATOMIC_OP_XOR, 1);     EXPECT_EQ(9u, result); EXPECT_EQ(8u, *v);
     fetch(UCT_ATOMIC_OP_OR, 1);      EXPECT_EQ(8u, result); EXPECT_EQ(9u, *v);
     fetch(UCT_ATOMIC_OP_AND, 1);     EXPECT_EQ(9u, result); EXPECT_EQ(1u, *v);
+    // clang-format on
 
     test_comp comp;
     ASSERT_EQ(UCS_INPROGRESS, retry([&] {

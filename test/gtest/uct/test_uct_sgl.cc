@@ -217,6 +217,7 @@ static std::vector<elem> contig_list()
 {
     std::vector<elem> e;
 
+    // clang-format off
     e.push_back({0,      1000,   100,  1, 100});  /* run of 3 */
     e.push_back({5000,   1100,   17,   1, 17});
     e.push_back({333,    1117,   1,    1, 1});
@@ -226,6 +227,7 @@ static std::vector<elem> contig_list()
     e.push_back({21001,  50001,  65535, 1, 65535});
     e.push_back({100,    200,    3,    1, 3});    /* remote before */
     return e;
+    // clang-format on
 }
 
 TEST_P(uct_dcx_sgl, put_every_byte)
@@ -244,6 +246,7 @@ static std::vector<elem> strided_list()
 {
     std::vector<elem> e;
 
+    // clang-format off
     e.push_back({0,      0,      8,    16, 24});  /* column of doubles */
     e.push_back({4000,   6000,   1,    9,  7});   /* single bytes */
     e.push_back({10000,  20000,  512,  8,  512}); /* touching: 4 KiB */
@@ -251,6 +254,7 @@ static std::vector<elem> strided_list()
     e.push_back({50000,  60000,  100,  0,  200});
     e.push_back({70000,  80000,  33,   5,  1000});
     return e;
+    // clang-format on
 }
 
 TEST_P(uct_dcx_sgl, put_strided_every_byte)

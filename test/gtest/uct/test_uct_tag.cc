@@ -488,8 +488,9 @@ TEST_P(uct_dcx_tag, truncated_bad_flow)
 }
 
 /* A rendezvous larger than the posted buffer: the device reports it
- * incomplete (semantics 4.7 step 6); the receive completes truncated and the
- * transport sends the FIN itself, so the sender's operation completes too */
+ * incomplete (docs/device-semantics.md section 9.7 step 5); the receive
+ * completes truncated and the transport sends the FIN itself, so the
+ * sender's operation completes too */
 TEST_P(uct_dcx_tag, rndv_truncated_bad_flow)
 {
     entity *a = create_tm(), *b = create_tm();
