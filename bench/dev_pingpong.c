@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Device-layer benchmark: round-trip latency (send/recv ping-pong) and
  * one-way bandwidth (RDMA write stream) between two processes over the soft
@@ -22,7 +23,7 @@
  * and their share of the time, then the counters per 10 000 round trips.
  */
 #ifndef _GNU_SOURCE
-#define _GNU_SOURCE   /* RUSAGE_THREAD */
+#define _GNU_SOURCE /* RUSAGE_THREAD */
 #endif
 #include "dcx_dev.h"
 #include "soft/dcx_soft.h"
@@ -40,52 +41,52 @@
 #include <time.h>
 #include <unistd.h>
 
-#define BENCH_MAX_SIZE   (4u << 20)
-#define BENCH_SHM_SLOTS  8
-#define BENCH_DC_KEY     0x1ee7
+#define BENCH_MAX_SIZE  (4u << 20)
+#define BENCH_SHM_SLOTS 8
+#define BENCH_DC_KEY    0x1ee7
 
 /* Exchanged between the two processes through an anonymous shared mapping
  * created before fork(). */
 typedef struct {
-    uint8_t           addr[2][DCX_DEV_ADDR_MAX];
-    size_t            addr_len[2];
-    uint32_t          dctn[2];
-    uint32_t          rkey[2];
-    uint64_t          buf[2];
-    atomic_int        ready[2];
-    atomic_int        phase;        /* barrier counter */
-    atomic_int        busy_stop;    /* ends the target's compute loop */
+    uint8_t addr[2][DCX_DEV_ADDR_MAX];
+    size_t addr_len[2];
+    uint32_t dctn[2];
+    uint32_t rkey[2];
+    uint64_t buf[2];
+    atomic_int ready[2];
+    atomic_int phase;     /* barrier counter */
+    atomic_int busy_stop; /* ends the target's compute loop */
     atomic_uint_fast64_t sink;
     /* -T: rank 1's counters around a round, for rank 0 to print */
-    dcx_soft_stats_t  tail_stats[2];
-    long              tail_ivcsw[2];
+    dcx_soft_stats_t tail_stats[2];
+    long tail_ivcsw[2];
     /* plain shared-memory channel: a slot ring each way */
-    atomic_uint_fast64_t seq[2];    /* messages published towards rank i */
-    atomic_uint_fast64_t ack[2];    /* messages consumed by rank i */
-    uint8_t           slots[2][BENCH_SHM_SLOTS][BENCH_MAX_SIZE];
+    atomic_uint_fast64_t seq[2]; /* messages published towards rank i */
+    atomic_uint_fast64_t ack[2]; /* messages consumed by rank i */
+    uint8_t slots[2][BENCH_SHM_SLOTS][BENCH_MAX_SIZE];
 } bench_shared_t;
 
 typedef struct {
-    int          rank;
-    dcx_dev_t   *dev;
-    dcx_pd_t    *pd;
-    dcx_cq_t    *scq, *rcq;
-    dcx_srq_t   *srq;
-    dcx_qp_t    *dci, *dct;
-    dcx_mr_t    *mr;
-    dcx_ah_t    *ah;
-    uint8_t     *buf;      /* send/recv/write buffer, BENCH_MAX_SIZE * 2 */
-    uint8_t     *priv;     /* private buffer for the plain channel */
-    uint32_t     peer_dctn, peer_rkey;
-    uint64_t     peer_buf;
+    int rank;
+    dcx_dev_t *dev;
+    dcx_pd_t *pd;
+    dcx_cq_t *scq, *rcq;
+    dcx_srq_t *srq;
+    dcx_qp_t *dci, *dct;
+    dcx_mr_t *mr;
+    dcx_ah_t *ah;
+    uint8_t *buf;  /* send/recv/write buffer, BENCH_MAX_SIZE * 2 */
+    uint8_t *priv; /* private buffer for the plain channel */
+    uint32_t peer_dctn, peer_rkey;
+    uint64_t peer_buf;
 } bench_ctx_t;
 
 static bench_shared_t *shm;
-static unsigned        iters  = 2000;
-static unsigned        window = 32;
-static size_t          max_size = BENCH_MAX_SIZE;
-static int             reads_only;
-static unsigned        tail_rounds;
+static unsigned iters  = 2000;
+static unsigned window = 32;
+static size_t max_size = BENCH_MAX_SIZE;
+static int reads_only;
+static unsigned tail_rounds;
 
 static double now_us(void)
 {
@@ -101,8 +102,12 @@ static void die(const char *what, int err)
     exit(1);
 }
 
-#define CHECK(_call) \
-    do { int _r = (_call); if (_r != 0) die(#_call, _r); } while (0)
+#define CHECK(_call)         \
+    do {                     \
+        int _r = (_call);    \
+        if (_r != 0)         \
+            die(#_call, _r); \
+    } while (0)
 
 static void barrier(int rank)
 {
@@ -118,11 +123,9 @@ static void barrier(int rank)
 
 static void post_recv(bench_ctx_t *c, unsigned slot)
 {
-    dcx_sge_t sge = {
-        .addr   = (uintptr_t)(c->buf + BENCH_MAX_SIZE),
-        .length = BENCH_MAX_SIZE,
-        .lkey   = c->mr->lkey
-    };
+    dcx_sge_t sge = {.addr   = (uintptr_t)(c->buf + BENCH_MAX_SIZE),
+                     .length = BENCH_MAX_SIZE,
+                     .lkey   = c->mr->lkey};
 
     CHECK(dcx_srq_post_recv(c->srq, slot, &sge, 1));
 }
@@ -137,14 +140,14 @@ static void wait_wc(dcx_cq_t *cq, dcx_wc_t *wc)
     if (n < 0 || wc->status != DCX_WC_SUCCESS) {
         fprintf(stderr, "dev_pingpong: completion error: %s\n",
                 n < 0 ? "poll failed" :
-                dcx_wc_status_str((dcx_wc_status_t)wc->status));
+                        dcx_wc_status_str((dcx_wc_status_t)wc->status));
         exit(1);
     }
 }
 
 static void setup(bench_ctx_t *c, const char *fabric)
 {
-    dcx_soft_params_t params = { .count = 1, .fabric = fabric };
+    dcx_soft_params_t params = {.count = 1, .fabric = fabric};
     dcx_qp_attr_t dct_attr, dci_attr;
     dcx_srq_attr_t srq_attr;
     dcx_dev_info_t *list;
@@ -160,13 +163,14 @@ static void setup(bench_ctx_t *c, const char *fabric)
     CHECK(dcx_pd_alloc(c->dev, &c->pd));
     CHECK(dcx_cq_create(c->dev, 4096, &c->scq));
     CHECK(dcx_cq_create(c->dev, 4096, &c->rcq));
-    c->buf = aligned_alloc(4096, 2 * BENCH_MAX_SIZE);
+    c->buf  = aligned_alloc(4096, 2 * BENCH_MAX_SIZE);
     c->priv = aligned_alloc(4096, BENCH_MAX_SIZE);
     memset(c->buf, c->rank + 1, 2 * BENCH_MAX_SIZE);
     memset(c->priv, 0, BENCH_MAX_SIZE);
     CHECK(dcx_mr_reg(c->pd, c->buf, 2 * BENCH_MAX_SIZE,
                      DCX_ACCESS_LOCAL_WRITE | DCX_ACCESS_REMOTE_WRITE |
-                     DCX_ACCESS_REMOTE_READ, &c->mr));
+                         DCX_ACCESS_REMOTE_READ,
+                     &c->mr));
 
     memset(&srq_attr, 0, sizeof(srq_attr));
     srq_attr.type    = DCX_SRQ_BASIC;
@@ -239,12 +243,13 @@ static void peer_wr(bench_ctx_t *c, dcx_send_wr_t *wr, uint8_t opcode,
 
 static void send_msg(bench_ctx_t *c, size_t size, int signaled)
 {
-    dcx_sge_t sge = { (uintptr_t)c->buf, (uint32_t)size, c->mr->lkey };
+    dcx_sge_t sge = {(uintptr_t)c->buf, (uint32_t)size, c->mr->lkey};
     dcx_send_wr_t wr;
 
     peer_wr(c, &wr, DCX_WR_SEND,
             (signaled ? DCX_SEND_SIGNALED : 0) |
-            ((size <= c->dci->max_inline) ? DCX_SEND_INLINE : 0), &sge);
+                ((size <= c->dci->max_inline) ? DCX_SEND_INLINE : 0),
+            &sge);
     CHECK(dcx_qp_post_send(c->dci, &wr));
 }
 
@@ -282,7 +287,7 @@ static double dev_latency(bench_ctx_t *c, size_t size)
  * then a send tells rank 1 the stream is over. */
 static double dev_bandwidth(bench_ctx_t *c, size_t size, unsigned count)
 {
-    dcx_sge_t sge = { (uintptr_t)c->buf, (uint32_t)size, c->mr->lkey };
+    dcx_sge_t sge   = {(uintptr_t)c->buf, (uint32_t)size, c->mr->lkey};
     unsigned posted = 0, completed = 0;
     dcx_send_wr_t wr;
     dcx_wc_t wc[16];
@@ -291,9 +296,9 @@ static double dev_bandwidth(bench_ctx_t *c, size_t size, unsigned count)
 
     t0 = now_us();
     if (c->rank == 1) {
-        wait_wc(c->rcq, wc);   /* end-of-stream marker */
+        wait_wc(c->rcq, wc); /* end-of-stream marker */
         post_recv(c, wc[0].wr_id);
-        send_msg(c, 0, 1);     /* ack, so rank 0 times the whole transfer */
+        send_msg(c, 0, 1); /* ack, so rank 0 times the whole transfer */
         wait_wc(c->scq, wc);
         return 0;
     }
@@ -317,7 +322,7 @@ static double dev_bandwidth(bench_ctx_t *c, size_t size, unsigned count)
     wait_wc(c->rcq, wc);
     post_recv(c, wc[0].wr_id);
     t = now_us() - t0;
-    return (double)size * count / t;   /* bytes per us = MB/s */
+    return (double)size * count / t; /* bytes per us = MB/s */
 }
 
 /* Plain shared memory: the sender copies into a slot and publishes it, the
@@ -336,7 +341,7 @@ static void shm_send(bench_ctx_t *c, int to, size_t size)
 
 static void shm_recv(bench_ctx_t *c, size_t size)
 {
-    int me = c->rank;
+    int me     = c->rank;
     uint64_t a = atomic_load_explicit(&shm->ack[me], memory_order_relaxed);
 
     while (atomic_load_explicit(&shm->seq[me], memory_order_acquire) == a) {
@@ -449,9 +454,9 @@ static long tail_ivcsw(void)
 }
 
 typedef struct {
-    double  *lat;      /* every round trip of every round, ns */
+    double *lat; /* every round trip of every round, ns */
     unsigned count;
-    long     ivcsw[2]; /* involuntary context switches, rank 0 and 1 */
+    long ivcsw[2]; /* involuntary context switches, rank 0 and 1 */
 } tail_result_t;
 
 static void tail_print(const char *name, tail_result_t *r)
@@ -469,20 +474,21 @@ static void tail_print(const char *name, tail_result_t *r)
         }
     }
     printf("%-6s %8.0f %8.0f %8.0f %8.0f %9.0f %8.0f %7.2f %9.1f %7.1f%% "
-           "%7.1f %7.1f\n", name, med, r->lat[n * 9 / 10],
-           r->lat[n * 99 / 100], r->lat[n * 999 / 1000], r->lat[n - 1],
-           sum / n, sum / n / med, 1e4 * slow / n, 100 * slow_sum / sum,
-           1e4 * r->ivcsw[0] / n, 1e4 * r->ivcsw[1] / n);
+           "%7.1f %7.1f\n",
+           name, med, r->lat[n * 9 / 10], r->lat[n * 99 / 100],
+           r->lat[n * 999 / 1000], r->lat[n - 1], sum / n, sum / n / med,
+           1e4 * slow / n, 100 * slow_sum / sum, 1e4 * r->ivcsw[0] / n,
+           1e4 * r->ivcsw[1] / n);
 }
 
-#define TAIL_COUNTERS(_x) \
+#define TAIL_COUNTERS(_x)                                                \
     _x(futex_wakes) _x(helper_wakeups) _x(helper_naps) _x(helper_passes) \
-    _x(helper_packets) _x(prods) _x(retransmits) _x(rnr_naks_sent) \
-    _x(lock_waits) _x(tx_packets)
+        _x(helper_packets) _x(prods) _x(retransmits) _x(rnr_naks_sent)   \
+            _x(lock_waits) _x(tx_packets)
 
 static void tail_counters(const dcx_soft_stats_t *d, unsigned n)
 {
-#define TAIL_PRINT(_f) \
+#define TAIL_PRINT(_f)                                        \
     printf("  %-16s %10.1f %10.1f\n", #_f, 1e4 * d[0]._f / n, \
            1e4 * d[1]._f / n);
     printf("# device counters per 10 000 round trips     rank 0     rank 1\n");
@@ -524,7 +530,7 @@ static void tail_run(bench_ctx_t *c)
         tail_stats(c, before);
         iv0 = tail_ivcsw();
         tail_dev_rounds(c, dev.lat + dev.count, iters);
-        iv1 = tail_ivcsw();
+        iv1                      = tail_ivcsw();
         shm->tail_ivcsw[c->rank] = iv1 - iv0;
         tail_stats(c, after);
         for (r = 0; r < 2; ++r) {
@@ -537,18 +543,18 @@ static void tail_run(bench_ctx_t *c)
         barrier(c->rank);
         iv0 = tail_ivcsw();
         tail_shm_rounds(c, plain.lat + plain.count, iters);
-        iv1 = tail_ivcsw();
+        iv1                      = tail_ivcsw();
         shm->tail_ivcsw[c->rank] = iv1 - iv0;
         barrier(c->rank);
         plain.ivcsw[0] += shm->tail_ivcsw[0];
         plain.ivcsw[1] += shm->tail_ivcsw[1];
-        plain.count    += iters;
+        plain.count += iters;
         barrier(c->rank);
     }
     if (c->rank == 0) {
         printf("# 8-byte ping-pong, %u rounds of %u round trips, alternating;"
-               " round trip in ns; slow: > 4x the median\n", tail_rounds,
-               iters);
+               " round trip in ns; slow: > 4x the median\n",
+               tail_rounds, iters);
         printf("%-6s %8s %8s %8s %8s %9s %8s %7s %9s %8s %7s %7s\n", "tl",
                "p50", "p90", "p99", "p99.9", "max", "mean", "mean/50",
                "slow/10k", "slow%t", "ivcs0", "ivcs1");
@@ -569,7 +575,7 @@ static void tail_run(bench_ctx_t *c)
 static void read_target(bench_ctx_t *c, int poll)
 {
     double next = now_us() + 150;
-    uint64_t x = 1;
+    uint64_t x  = 1;
     dcx_wc_t wc;
 
     while (!atomic_load_explicit(&shm->busy_stop, memory_order_acquire)) {
@@ -590,7 +596,7 @@ static void read_target(bench_ctx_t *c, int poll)
 
 static void post_read(bench_ctx_t *c, size_t size)
 {
-    dcx_sge_t sge = { (uintptr_t)c->buf, (uint32_t)size, c->mr->lkey };
+    dcx_sge_t sge = {(uintptr_t)c->buf, (uint32_t)size, c->mr->lkey};
     dcx_send_wr_t wr;
 
     peer_wr(c, &wr, DCX_WR_RDMA_READ, DCX_SEND_SIGNALED, &sge);
@@ -689,12 +695,11 @@ static void read_tests(bench_ctx_t *c)
         bw = read_bandwidth(c, size, bw_count(size) / 4 + 1);
         barrier(c->rank);
         if (c->rank == 0) {
-            printf("%10zu %14.2f %14.2f %14.2f %12.1f\n", size, bl, il, pl,
-                   bw);
+            printf("%10zu %14.2f %14.2f %14.2f %12.1f\n", size, bl, il, pl, bw);
             fflush(stdout);
         }
         if (size == 4096) {
-            size = 8192;   /* then 64 KiB, 512 KiB, 4 MiB */
+            size = 8192; /* then 64 KiB, 512 KiB, 4 MiB */
         }
     }
 }
@@ -713,7 +718,7 @@ static unsigned bw_count(size_t size)
 
 static void run(int rank, const char *fabric)
 {
-    bench_ctx_t c = { .rank = rank };
+    bench_ctx_t c = {.rank = rank};
     dcx_soft_stats_t stats;
     size_t size;
 
@@ -724,9 +729,11 @@ static void run(int rank, const char *fabric)
     }
     if (rank == 0) {
         printf("# dcx device layer on the soft device vs plain shared memory"
-               " (%u iterations)\n", iters);
+               " (%u iterations)\n",
+               iters);
         printf("# latency: one-way, half a send/recv round trip; bandwidth:"
-               " RDMA write stream, window %u\n", window);
+               " RDMA write stream, window %u\n",
+               window);
         printf("%10s %12s %12s %8s %12s %12s %8s\n", "size", "soft_lat_us",
                "shm_lat_us", "ratio", "soft_MB/s", "shm_MB/s", "ratio");
     }
@@ -734,17 +741,17 @@ static void run(int rank, const char *fabric)
         double dl, sl, dbw, sbw;
 
         barrier(rank);
-        dl  = dev_latency(&c, size);
+        dl = dev_latency(&c, size);
         barrier(rank);
-        sl  = shm_latency(&c, size);
+        sl = shm_latency(&c, size);
         barrier(rank);
         dbw = dev_bandwidth(&c, size, bw_count(size));
         barrier(rank);
         sbw = shm_bandwidth(&c, size, bw_count(size));
         barrier(rank);
         if (rank == 0) {
-            printf("%10zu %12.2f %12.2f %8.2f %12.1f %12.1f %8.2f\n", size,
-                   dl, sl, dl / sl, dbw, sbw, dbw / sbw);
+            printf("%10zu %12.2f %12.2f %8.2f %12.1f %12.1f %8.2f\n", size, dl,
+                   sl, dl / sl, dbw, sbw, dbw / sbw);
             fflush(stdout);
         }
     }
@@ -753,18 +760,18 @@ static void run(int rank, const char *fabric)
     if (rank == 1 && dcx_soft_stats(c.dev, &stats) == 0) {
         printf("# rank 1 soft device: %" PRIu64 " packets out, %" PRIu64
                " in, %" PRIu64 " retransmits, helper woke %" PRIu64
-               " times, %" PRIu64 " responses dropped\n", stats.tx_packets,
-               stats.rx_packets, stats.retransmits, stats.helper_wakeups,
-               stats.resp_drops);
+               " times, %" PRIu64 " responses dropped\n",
+               stats.tx_packets, stats.rx_packets, stats.retransmits,
+               stats.helper_wakeups, stats.resp_drops);
         fflush(stdout);
     }
     barrier(rank);
     if (rank == 0 && dcx_soft_stats(c.dev, &stats) == 0) {
         printf("# rank 0 soft device: %" PRIu64 " packets out, %" PRIu64
                " in, %" PRIu64 " retransmits, helper woke %" PRIu64
-               " times, %" PRIu64 " responses dropped\n", stats.tx_packets,
-               stats.rx_packets, stats.retransmits, stats.helper_wakeups,
-               stats.resp_drops);
+               " times, %" PRIu64 " responses dropped\n",
+               stats.tx_packets, stats.rx_packets, stats.retransmits,
+               stats.helper_wakeups, stats.resp_drops);
     }
 out:
     barrier(rank);
@@ -789,13 +796,24 @@ int main(int argc, char **argv)
 
     while ((opt = getopt(argc, argv, "n:w:s:RT:")) != -1) {
         switch (opt) {
-        case 'n': iters = strtoul(optarg, NULL, 0); break;
-        case 'w': window = strtoul(optarg, NULL, 0); break;
-        case 's': max_size = strtoul(optarg, NULL, 0); break;
-        case 'R': reads_only = 1; break;
-        case 'T': tail_rounds = strtoul(optarg, NULL, 0); break;
+        case 'n':
+            iters = strtoul(optarg, NULL, 0);
+            break;
+        case 'w':
+            window = strtoul(optarg, NULL, 0);
+            break;
+        case 's':
+            max_size = strtoul(optarg, NULL, 0);
+            break;
+        case 'R':
+            reads_only = 1;
+            break;
+        case 'T':
+            tail_rounds = strtoul(optarg, NULL, 0);
+            break;
         default:
-            fprintf(stderr, "usage: %s [-n iters] [-w window] [-s max_size] [-R] "
+            fprintf(stderr,
+                    "usage: %s [-n iters] [-w window] [-s max_size] [-R] "
                     "[-T rounds]\n",
                     argv[0]);
             return 2;
@@ -803,8 +821,10 @@ int main(int argc, char **argv)
     }
     if (iters == 0 || window == 0 || max_size < 8 ||
         max_size > BENCH_MAX_SIZE) {
-        fprintf(stderr, "dev_pingpong: need iters > 0, window > 0 and "
-                "8 <= max_size <= %u\n", BENCH_MAX_SIZE);
+        fprintf(stderr,
+                "dev_pingpong: need iters > 0, window > 0 and "
+                "8 <= max_size <= %u\n",
+                BENCH_MAX_SIZE);
         return 2;
     }
 

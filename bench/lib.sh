@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # Sourced by the bench scripts (bash): where the repository, the dcx module
 # and the build tree are.
 #

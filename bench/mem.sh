@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 #
 # Memory per endpoint and per interface, dcx (soft device) next to posix,
 # in one run: builds bench/mem_eps.c against the installed UCX, opens one

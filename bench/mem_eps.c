@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Heap cost of a UCT interface and of its endpoints (bench/mem.sh).
  *
@@ -62,7 +63,7 @@ int main(int argc, char **argv)
         memset(&cattr, 0, sizeof(cattr));
         cattr.field_mask = UCT_COMPONENT_ATTR_FIELD_MD_RESOURCE_COUNT;
         uct_component_query(comps[i], &cattr);
-        mds = calloc(cattr.md_resource_count + 1, sizeof(*mds));
+        mds                = calloc(cattr.md_resource_count + 1, sizeof(*mds));
         cattr.field_mask   = UCT_COMPONENT_ATTR_FIELD_MD_RESOURCES;
         cattr.md_resources = mds;
         uct_component_query(comps[i], &cattr);
@@ -91,12 +92,12 @@ int main(int argc, char **argv)
     memset(&ip, 0, sizeof(ip));
     ip.field_mask = UCT_IFACE_PARAM_FIELD_OPEN_MODE |
                     UCT_IFACE_PARAM_FIELD_DEVICE;
-    ip.open_mode  = UCT_IFACE_OPEN_MODE_DEVICE;
+    ip.open_mode            = UCT_IFACE_OPEN_MODE_DEVICE;
     ip.mode.device.tl_name  = argv[1];
     ip.mode.device.dev_name = argv[3];
 
     before = heap_now();
-    st = uct_iface_open(md, worker, &ip, icfg, &iface);
+    st     = uct_iface_open(md, worker, &ip, icfg, &iface);
     if (st != UCS_OK) {
         return die("iface open", st);
     }
@@ -112,7 +113,7 @@ int main(int argc, char **argv)
         ((st = uct_iface_get_device_address(iface, daddr)) != UCS_OK)) {
         return die("address", st);
     }
-    eps = calloc(100000, sizeof(*eps));   /* before measuring */
+    eps = calloc(100000, sizeof(*eps)); /* before measuring */
     for (i = 4; i < (unsigned)argc; ++i) {
         unsigned n = (unsigned)atoi(argv[i]);
         uct_ep_params_t ep;
@@ -130,7 +131,7 @@ int main(int argc, char **argv)
             ep.iface      = iface;
             ep.dev_addr   = daddr;
             ep.iface_addr = iaddr;
-            st = uct_ep_create(&ep, &eps[j]);
+            st            = uct_ep_create(&ep, &eps[j]);
             if (st != UCS_OK) {
                 return die("ep create", st);
             }

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 #
 # One-sided bandwidth, dcx (soft device) next to posix, in one run:
 # ucx_perftest put_bw and get at 1 MiB and 4 MiB, REPEAT runs alternating

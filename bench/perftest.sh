@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 #
 # ucx_perftest over dcx, posix and tcp in one run, side by side.
 #

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 #
 # Small one-sided operations, paired A/B: 8-byte ucx_perftest put_lat,
 # put_bw, get (bcopy and zcopy) over dcx for each build given, with posix

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Long soak of the dcx transport over the soft device: runs the multi-process
 # stress test of gtest_uct (uct_dcx_stress: every worker sends verified active
 # messages, puts read back by gets and fetch-and-adds to every other one, one

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 #
 # Instructions per operation under callgrind, dcx (soft device) next to posix
 # in one run.  Instruction counts do not depend on the machine's load.

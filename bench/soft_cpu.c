@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * soft_cpu: one operation of a UCT transport (or of UCP over it) repeated
  * N times, for instruction counting under callgrind.  bench/soft-cpu.sh runs
@@ -43,11 +44,11 @@
 #define BENCH_WARMUP 200
 
 typedef struct {
-    uct_component_h  comp;
-    uct_md_h         md;
-    uct_iface_h      iface;
-    uct_worker_h     worker;
-    uct_ep_h         ep;        /* to the other side */
+    uct_component_h comp;
+    uct_md_h md;
+    uct_iface_h iface;
+    uct_worker_h worker;
+    uct_ep_h ep; /* to the other side */
     uct_allocated_memory_t mem;
     volatile unsigned rx;
 } bench_side_t;
@@ -55,19 +56,19 @@ typedef struct {
 static ucs_async_context_t *async;
 static bench_side_t side[2];
 
-#define CHECK(_cond, _what) \
-    do { \
-        if (!(_cond)) { \
-            fprintf(stderr, "soft_cpu: %s failed (%s:%d)\n", _what, \
-                    __FILE__, __LINE__); \
-            exit(1); \
-        } \
+#define CHECK(_cond, _what)                                                   \
+    do {                                                                      \
+        if (!(_cond)) {                                                       \
+            fprintf(stderr, "soft_cpu: %s failed (%s:%d)\n", _what, __FILE__, \
+                    __LINE__);                                                \
+            exit(1);                                                          \
+        }                                                                     \
     } while (0)
 
 static ucs_status_t bench_am_cb(void *arg, void *data, size_t length,
                                 unsigned flags)
 {
-    ((bench_side_t*)arg)->rx++;
+    ((bench_side_t *)arg)->rx++;
     return UCS_OK;
 }
 
@@ -92,7 +93,7 @@ static void bench_open(bench_side_t *s, const char *tl, const char *dev)
         memset(&cattr, 0, sizeof(cattr));
         cattr.field_mask = UCT_COMPONENT_ATTR_FIELD_MD_RESOURCE_COUNT;
         uct_component_query(comps[c], &cattr);
-        mds = calloc(cattr.md_resource_count + 1, sizeof(*mds));
+        mds                = calloc(cattr.md_resource_count + 1, sizeof(*mds));
         cattr.field_mask   = UCT_COMPONENT_ATTR_FIELD_MD_RESOURCES;
         cattr.md_resources = mds;
         uct_component_query(comps[c], &cattr);
@@ -127,8 +128,8 @@ static void bench_open(bench_side_t *s, const char *tl, const char *dev)
     st = uct_md_iface_config_read(s->md, tl, NULL, NULL, &if_cfg);
     CHECK(st == UCS_OK, "uct_md_iface_config_read");
     memset(&params, 0, sizeof(params));
-    params.field_mask           = UCT_IFACE_PARAM_FIELD_OPEN_MODE |
-                                  UCT_IFACE_PARAM_FIELD_DEVICE;
+    params.field_mask = UCT_IFACE_PARAM_FIELD_OPEN_MODE |
+                        UCT_IFACE_PARAM_FIELD_DEVICE;
     params.open_mode            = UCT_IFACE_OPEN_MODE_DEVICE;
     params.mode.device.tl_name  = tl;
     params.mode.device.dev_name = dev;
@@ -159,13 +160,12 @@ static void bench_connect(bench_side_t *from, bench_side_t *to)
     uct_iface_get_device_address(to->iface, dev_addr);
     uct_iface_get_address(to->iface, if_addr);
     memset(&params, 0, sizeof(params));
-    params.field_mask = UCT_EP_PARAM_FIELD_IFACE |
-                        UCT_EP_PARAM_FIELD_DEV_ADDR |
+    params.field_mask = UCT_EP_PARAM_FIELD_IFACE | UCT_EP_PARAM_FIELD_DEV_ADDR |
                         UCT_EP_PARAM_FIELD_IFACE_ADDR;
     params.iface      = from->iface;
     params.dev_addr   = dev_addr;
     params.iface_addr = if_addr;
-    st = uct_ep_create(&params, &from->ep);
+    st                = uct_ep_create(&params, &from->ep);
     CHECK(st == UCS_OK, "uct_ep_create");
     free(dev_addr);
     free(if_addr);
@@ -219,8 +219,7 @@ static void op_put_short(void *arg)
     ucs_status_t st;
 
     st = uct_ep_put_short(side[0].ep, &value, sizeof(value),
-                          (uintptr_t)side[1].mem.address,
-                          *(uct_rkey_t*)arg);
+                          (uintptr_t)side[1].mem.address, *(uct_rkey_t *)arg);
     CHECK(st == UCS_OK, "uct_ep_put_short");
 }
 
@@ -261,14 +260,14 @@ static void bench_rkey(uct_rkey_bundle_t *rkey)
     free(buf);
 }
 
-static void run_uct(const char *tl, const char *dev, const char *op,
-                    unsigned n)
+static void run_uct(const char *tl, const char *dev, const char *op, unsigned n)
 {
     uct_rkey_bundle_t rkey;
     unsigned i;
 
-    CHECK(ucs_async_context_create(UCS_ASYNC_MODE_THREAD_SPINLOCK,
-                                   &async) == UCS_OK, "async context");
+    CHECK(ucs_async_context_create(UCS_ASYNC_MODE_THREAD_SPINLOCK, &async) ==
+              UCS_OK,
+          "async context");
     bench_open(&side[0], tl, dev);
     bench_open(&side[1], tl, dev);
     bench_connect(&side[0], &side[1]);
@@ -305,7 +304,7 @@ static void run_uct(const char *tl, const char *dev, const char *op,
             }
             bench_flush(&side[0]);
         }
-        CHECK(*(volatile uint64_t*)side[1].mem.address == 42, "put data");
+        CHECK(*(volatile uint64_t *)side[1].mem.address == 42, "put data");
         uct_rkey_release(side[1].comp, &rkey);
     } else if (!strcmp(op, "am_lat")) {
         for (i = 0; i < BENCH_WARMUP; ++i) {
@@ -348,8 +347,8 @@ static void op_tag_send(void *arg)
     ucp_request_param_t param;
 
     memset(&param, 0, sizeof(param));
-    *(void**)arg = ucp_tag_send_nbx(ucp_ep01, &tag_sbuf, sizeof(tag_sbuf),
-                                    7, &param);
+    *(void **)arg = ucp_tag_send_nbx(ucp_ep01, &tag_sbuf, sizeof(tag_sbuf), 7,
+                                     &param);
 }
 
 /* Progresses worker w until req (from an _nbx call) completes, frees it */
@@ -375,12 +374,10 @@ static void op_tag_lat(void *arg)
                              UINT64_MAX, &param);
     rreq0 = ucp_tag_recv_nbx(ucp_w[0], &tag_rbuf0, sizeof(tag_rbuf0), 8,
                              UINT64_MAX, &param);
-    sreq0 = ucp_tag_send_nbx(ucp_ep01, &tag_sbuf, sizeof(tag_sbuf), 7,
-                             &param);
+    sreq0 = ucp_tag_send_nbx(ucp_ep01, &tag_sbuf, sizeof(tag_sbuf), 7, &param);
     ucp_worker_progress(ucp_w[0]);
     tag_wait_one(1, rreq1);
-    sreq1 = ucp_tag_send_nbx(ucp_ep10, &tag_rbuf, sizeof(tag_rbuf), 8,
-                             &param);
+    sreq1 = ucp_tag_send_nbx(ucp_ep10, &tag_rbuf, sizeof(tag_rbuf), 8, &param);
     ucp_worker_progress(ucp_w[1]);
     tag_wait_one(0, rreq0);
     tag_wait_one(0, sreq0);
@@ -399,8 +396,7 @@ static ucp_ep_h ucp_connect(unsigned from, unsigned to)
     memset(&eparams, 0, sizeof(eparams));
     eparams.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS;
     eparams.address    = addr;
-    CHECK(ucp_ep_create(ucp_w[from], &eparams, &ep) == UCS_OK,
-          "ucp_ep_create");
+    CHECK(ucp_ep_create(ucp_w[from], &eparams, &ep) == UCS_OK, "ucp_ep_create");
     ucp_worker_release_address(ucp_w[to], addr);
     return ep;
 }

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * A preload for benchmarks (bench/small-onesided.sh): when a soft device
  * closes, appends its counters (dcx_soft_stats) to the file named by
@@ -16,7 +17,7 @@
 
 void dcx_dev_close(dcx_dev_t *dev)
 {
-    static void (*next)(dcx_dev_t *dev);
+    static void (*next)(dcx_dev_t * dev);
     const char *path = getenv("DCX_BENCH_STATS_FILE");
     dcx_soft_stats_t s;
     FILE *f;
@@ -26,18 +27,18 @@ void dcx_dev_close(dcx_dev_t *dev)
     }
     if ((path != NULL) && dcx_dev_is_soft(dev) &&
         (dcx_soft_stats(dev, &s) == 0) && ((f = fopen(path, "a")) != NULL)) {
-        fprintf(f, "%d tx_packets=%llu rx_packets=%llu direct_writes=%llu "
+        fprintf(f,
+                "%d tx_packets=%llu rx_packets=%llu direct_writes=%llu "
                 "direct_reads=%llu direct_mapped=%llu direct_fallbacks=%llu "
                 "futex_wakes=%llu prods=%llu locked_polls=%llu "
-                "helper_passes=%llu acks_in_table=%llu\n", (int)getpid(),
-                (unsigned long long)s.tx_packets,
+                "helper_passes=%llu acks_in_table=%llu\n",
+                (int)getpid(), (unsigned long long)s.tx_packets,
                 (unsigned long long)s.rx_packets,
                 (unsigned long long)s.direct_writes,
                 (unsigned long long)s.direct_reads,
                 (unsigned long long)s.direct_mapped,
                 (unsigned long long)s.direct_fallbacks,
-                (unsigned long long)s.futex_wakes,
-                (unsigned long long)s.prods,
+                (unsigned long long)s.futex_wakes, (unsigned long long)s.prods,
                 (unsigned long long)s.locked_polls,
                 (unsigned long long)s.helper_passes,
                 (unsigned long long)s.acks_in_table);

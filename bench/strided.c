@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * dcx benchmark: one column of an N x N matrix of doubles (N elements of 8
  * bytes at a stride of 8N) moved between two processes over dcx, three
@@ -49,44 +50,49 @@
 #include <time.h>
 #include <unistd.h>
 
-#define MAX_SIZES  16
-#define NMETHODS   4
+#define MAX_SIZES 16
+#define NMETHODS  4
 
-#define DIE(...) \
-    do { \
+#define DIE(...)                                  \
+    do {                                          \
         fprintf(stderr, "strided[%d]: ", g_rank); \
-        fprintf(stderr, __VA_ARGS__); \
-        fprintf(stderr, "\n"); \
-        exit(1); \
+        fprintf(stderr, __VA_ARGS__);             \
+        fprintf(stderr, "\n");                    \
+        exit(1);                                  \
     } while (0)
-#define CHECK_OK(_s, _what) \
-    do { \
-        ucs_status_t _st = (_s); \
-        if (_st != UCS_OK) { \
+#define CHECK_OK(_s, _what)                               \
+    do {                                                  \
+        ucs_status_t _st = (_s);                          \
+        if (_st != UCS_OK) {                              \
             DIE("%s: %s", _what, ucs_status_string(_st)); \
-        } \
+        }                                                 \
     } while (0)
 
-enum { M_KEY, M_PACK, M_IOV, M_STRIDE };
+enum {
+    M_KEY,
+    M_PACK,
+    M_IOV,
+    M_STRIDE
+};
 static const char *method_name[NMETHODS] = {"key", "pack", "iov", "stride"};
 
 static int g_rank, g_sock;
 
 typedef struct {
     ucs_async_context_t *async;
-    uct_component_h      comp;
-    uct_md_h             md;
-    uct_worker_h         worker;
-    uct_iface_h          iface;
-    uct_ep_h             ep;
-    size_t               max_iov;
+    uct_component_h comp;
+    uct_md_h md;
+    uct_worker_h worker;
+    uct_iface_h iface;
+    uct_ep_h ep;
+    size_t max_iov;
 } ctx_t;
 
 /* What the target publishes for one N */
 typedef struct {
-    char     key_rkey[64];   /* strided registration of its column */
-    char     buf_rkey[64];   /* contiguous buffer of N doubles */
-    uint64_t buf_addr;       /* its address */
+    char key_rkey[64]; /* strided registration of its column */
+    char buf_rkey[64]; /* contiguous buffer of N doubles */
+    uint64_t buf_addr; /* its address */
 } target_keys_t;
 
 static void xfer(void *buf, size_t len, int send)
@@ -99,7 +105,7 @@ static void xfer(void *buf, size_t len, int send)
         if (n <= 0) {
             DIE("socket: %s", (n == 0) ? "peer closed" : strerror(errno));
         }
-        p   += n;
+        p += n;
         len -= n;
     }
 }
@@ -131,22 +137,22 @@ static void open_dcx(ctx_t *c)
     CHECK_OK(uct_md_open(c->comp, "soft0", mcfg, &c->md), "md open");
     uct_config_release(mcfg);
     CHECK_OK(ucs_async_context_create(UCS_ASYNC_MODE_THREAD_SPINLOCK,
-                                      &c->async), "async");
+                                      &c->async),
+             "async");
     CHECK_OK(uct_worker_create(c->async, UCS_THREAD_MODE_SINGLE, &c->worker),
              "worker");
     CHECK_OK(uct_md_iface_config_read(c->md, "dcx", NULL, NULL, &icfg),
              "iface config");
     memset(&params, 0, sizeof(params));
-    params.field_mask           = UCT_IFACE_PARAM_FIELD_OPEN_MODE |
-                                  UCT_IFACE_PARAM_FIELD_DEVICE;
+    params.field_mask = UCT_IFACE_PARAM_FIELD_OPEN_MODE |
+                        UCT_IFACE_PARAM_FIELD_DEVICE;
     params.open_mode            = UCT_IFACE_OPEN_MODE_DEVICE;
     params.mode.device.tl_name  = "dcx";
     params.mode.device.dev_name = "soft0:1";
     CHECK_OK(uct_iface_open(c->md, c->worker, &params, icfg, &c->iface),
              "iface open");
     uct_config_release(icfg);
-    uct_iface_progress_enable(c->iface, UCT_PROGRESS_SEND |
-                                        UCT_PROGRESS_RECV);
+    uct_iface_progress_enable(c->iface, UCT_PROGRESS_SEND | UCT_PROGRESS_RECV);
     CHECK_OK(uct_iface_query(c->iface, &attr), "iface query");
     c->max_iov = attr.cap.put.max_iov;
 }
@@ -157,30 +163,29 @@ static void connect_peer(ctx_t *c)
     uct_ep_params_t params;
 
     CHECK_OK(uct_iface_get_device_address(c->iface,
-                                          (uct_device_addr_t*)mine[0]),
+                                          (uct_device_addr_t *)mine[0]),
              "dev addr");
-    CHECK_OK(uct_iface_get_address(c->iface, (uct_iface_addr_t*)mine[1]),
+    CHECK_OK(uct_iface_get_address(c->iface, (uct_iface_addr_t *)mine[1]),
              "iface addr");
     xfer(mine, sizeof(mine), 1);
     xfer(peer, sizeof(peer), 0);
     memset(&params, 0, sizeof(params));
-    params.field_mask = UCT_EP_PARAM_FIELD_IFACE |
-                        UCT_EP_PARAM_FIELD_DEV_ADDR |
+    params.field_mask = UCT_EP_PARAM_FIELD_IFACE | UCT_EP_PARAM_FIELD_DEV_ADDR |
                         UCT_EP_PARAM_FIELD_IFACE_ADDR;
     params.iface      = c->iface;
-    params.dev_addr   = (uct_device_addr_t*)peer[0];
-    params.iface_addr = (uct_iface_addr_t*)peer[1];
+    params.dev_addr   = (uct_device_addr_t *)peer[0];
+    params.iface_addr = (uct_iface_addr_t *)peer[1];
     CHECK_OK(uct_ep_create(&params, &c->ep), "ep create");
 }
 
 typedef struct {
     uct_completion_t uct;
-    ucs_status_t     status;
+    ucs_status_t status;
 } comp_t;
 
 static void comp_cb(uct_completion_t *self)
 {
-    ((comp_t*)self)->status = self->status;
+    ((comp_t *)self)->status = self->status;
 }
 
 static void post_one(ctx_t *c, const uct_iov_t *iov, size_t iovcnt,
@@ -200,19 +205,20 @@ static void post_one(ctx_t *c, const uct_iov_t *iov, size_t iovcnt,
 }
 
 /* The posting code of each method (what callgrind counts) */
-__attribute__((noinline)) void
-bench_post_key(ctx_t *c, double *vec, uct_mem_h memh, size_t n,
-               uct_rkey_t rkey, comp_t *comp)
+__attribute__((noinline)) void bench_post_key(ctx_t *c, double *vec,
+                                              uct_mem_h memh, size_t n,
+                                              uct_rkey_t rkey, comp_t *comp)
 {
     uct_iov_t iov = {vec, n * sizeof(double), memh, 0, 1};
 
     post_one(c, &iov, 1, 0, rkey, comp);
 }
 
-__attribute__((noinline)) void
-bench_post_pack(ctx_t *c, const double *mat, size_t col, double *buf,
-                uct_mem_h memh, size_t n, uint64_t raddr, uct_rkey_t rkey,
-                comp_t *comp)
+__attribute__((noinline)) void bench_post_pack(ctx_t *c, const double *mat,
+                                               size_t col, double *buf,
+                                               uct_mem_h memh, size_t n,
+                                               uint64_t raddr, uct_rkey_t rkey,
+                                               comp_t *comp)
 {
     uct_iov_t iov = {buf, n * sizeof(double), memh, 0, 1};
     size_t i;
@@ -223,9 +229,10 @@ bench_post_pack(ctx_t *c, const double *mat, size_t col, double *buf,
     post_one(c, &iov, 1, raddr, rkey, comp);
 }
 
-__attribute__((noinline)) void
-bench_post_iov(ctx_t *c, double *mat, size_t col, uct_mem_h memh, size_t n,
-               uint64_t raddr, uct_rkey_t rkey, uct_iov_t *iov, comp_t *comp)
+__attribute__((noinline)) void bench_post_iov(ctx_t *c, double *mat, size_t col,
+                                              uct_mem_h memh, size_t n,
+                                              uint64_t raddr, uct_rkey_t rkey,
+                                              uct_iov_t *iov, comp_t *comp)
 {
     size_t i, k, chunk;
 
@@ -242,9 +249,10 @@ bench_post_iov(ctx_t *c, double *mat, size_t col, uct_mem_h memh, size_t n,
     }
 }
 
-__attribute__((noinline)) void
-bench_post_stride(ctx_t *c, double *mat, size_t col, uct_mem_h memh,
-                  size_t n, uint64_t raddr, uct_rkey_t rkey, comp_t *comp)
+__attribute__((noinline)) void bench_post_stride(ctx_t *c, double *mat,
+                                                 size_t col, uct_mem_h memh,
+                                                 size_t n, uint64_t raddr,
+                                                 uct_rkey_t rkey, comp_t *comp)
 {
     uct_iov_t iov = {&mat[col], sizeof(double), memh, n * sizeof(double), n};
 
@@ -281,7 +289,7 @@ static double now_us(void)
 
 static int cmp_double(const void *a, const void *b)
 {
-    double x = *(const double*)a, y = *(const double*)b;
+    double x = *(const double *)a, y = *(const double *)b;
 
     return (x < y) ? -1 : (x > y);
 }
@@ -295,7 +303,7 @@ static void target(ctx_t *c, size_t n)
     uct_mem_h mat_memh, buf_memh, key;
     uct_dcx_strided_desc_t d;
     target_keys_t keys;
-    struct pollfd pfd = { .fd = g_sock, .events = POLLIN };
+    struct pollfd pfd = {.fd = g_sock, .events = POLLIN};
     char done;
     size_t i, col = n / 2;
 
@@ -303,9 +311,11 @@ static void target(ctx_t *c, size_t n)
         DIE("out of memory for N = %zu", n);
     }
     CHECK_OK(uct_md_mem_reg(c->md, mat, n * n * sizeof(double),
-                            UCT_MD_MEM_ACCESS_ALL, &mat_memh), "reg matrix");
+                            UCT_MD_MEM_ACCESS_ALL, &mat_memh),
+             "reg matrix");
     CHECK_OK(uct_md_mem_reg(c->md, buf, n * sizeof(double),
-                            UCT_MD_MEM_ACCESS_ALL, &buf_memh), "reg buffer");
+                            UCT_MD_MEM_ACCESS_ALL, &buf_memh),
+             "reg buffer");
     memset(&d, 0, sizeof(d));
     d.base      = &mat[col];
     d.elem_size = sizeof(double);
@@ -322,7 +332,7 @@ static void target(ctx_t *c, size_t n)
     while (poll(&pfd, 1, 0) == 0) {
         uct_worker_progress(c->worker);
     }
-    xfer(&done, 1, 0);   /* the methods that ran, a bit each */
+    xfer(&done, 1, 0); /* the methods that ran, a bit each */
     /* the last round wrote i + 1 through the key, i + 0.5 into the buffer */
     for (i = 0; i < n; ++i) {
         if (((done & (1u << M_KEY)) && (mat[i * n + col] != i + 1.0)) ||
@@ -343,9 +353,9 @@ static void target(ctx_t *c, size_t n)
 static void sender(ctx_t *c, size_t n, int rounds, int counting, int quiet,
                    int with_stride, unsigned mask)
 {
-    double *mat = malloc(n * n * sizeof(double));
-    double *vec = malloc(n * sizeof(double));
-    double *pk  = malloc(n * sizeof(double));
+    double *mat    = malloc(n * n * sizeof(double));
+    double *vec    = malloc(n * sizeof(double));
+    double *pk     = malloc(n * sizeof(double));
     uct_iov_t *iov = malloc(c->max_iov * sizeof(*iov));
     double *t[NMETHODS], med[NMETHODS], t0;
     uct_mem_h mat_memh, vec_memh, pk_memh;
@@ -363,15 +373,18 @@ static void sender(ctx_t *c, size_t n, int rounds, int counting, int quiet,
         mat[i] = -1.0;
     }
     for (i = 0; i < n; ++i) {
-        mat[i * n + col] = i + 0.5;   /* the column "pack"/"iov" move */
-        vec[i]           = i + 1.0;   /* the vector "key" moves */
+        mat[i * n + col] = i + 0.5; /* the column "pack"/"iov" move */
+        vec[i]           = i + 1.0; /* the vector "key" moves */
     }
     CHECK_OK(uct_md_mem_reg(c->md, mat, n * n * sizeof(double),
-                            UCT_MD_MEM_ACCESS_ALL, &mat_memh), "reg");
+                            UCT_MD_MEM_ACCESS_ALL, &mat_memh),
+             "reg");
     CHECK_OK(uct_md_mem_reg(c->md, vec, n * sizeof(double),
-                            UCT_MD_MEM_ACCESS_ALL, &vec_memh), "reg");
+                            UCT_MD_MEM_ACCESS_ALL, &vec_memh),
+             "reg");
     CHECK_OK(uct_md_mem_reg(c->md, pk, n * sizeof(double),
-                            UCT_MD_MEM_ACCESS_ALL, &pk_memh), "reg");
+                            UCT_MD_MEM_ACCESS_ALL, &pk_memh),
+             "reg");
     xfer(&keys, sizeof(keys), 0);
     CHECK_OK(uct_rkey_unpack(c->comp, keys.key_rkey, &key_rkb), "unpack");
     CHECK_OK(uct_rkey_unpack(c->comp, keys.buf_rkey, &buf_rkb), "unpack");
@@ -389,7 +402,7 @@ static void sender(ctx_t *c, size_t n, int rounds, int counting, int quiet,
             comp.uct.count  = 1;
             comp.uct.status = UCS_OK;
             comp.status     = UCS_OK;
-            t0 = now_us();
+            t0              = now_us();
             switch (m) {
             case M_KEY:
                 bench_post_key(c, vec, vec_memh, n, key_rkb.rkey, &comp);
@@ -416,7 +429,7 @@ static void sender(ctx_t *c, size_t n, int rounds, int counting, int quiet,
 
     done = (char)(mask & ((1u << nm) - 1));
     xfer(&done, 1, 1);
-    xfer(&done, 1, 0);   /* the target checked the data */
+    xfer(&done, 1, 0); /* the target checked the data */
 
     for (m = 0; m < nm; ++m) {
         qsort(t[m], rounds, sizeof(double), cmp_double);
@@ -432,8 +445,8 @@ static void sender(ctx_t *c, size_t n, int rounds, int counting, int quiet,
                    (m == M_IOV) ? (n + c->max_iov - 1) / c->max_iov : 1);
         }
     } else if (!counting) {
-        printf("%6zu  %10.2f  %10.2f  %10.2f  %4zu x %-3zu  %8.2f  %8.2f\n",
-               n, med[M_KEY], med[M_PACK], med[M_IOV],
+        printf("%6zu  %10.2f  %10.2f  %10.2f  %4zu x %-3zu  %8.2f  %8.2f\n", n,
+               med[M_KEY], med[M_PACK], med[M_IOV],
                (n + c->max_iov - 1) / c->max_iov, c->max_iov,
                med[M_PACK] / med[M_KEY], med[M_IOV] / med[M_KEY]);
     }
@@ -457,7 +470,7 @@ int main(int argc, char **argv)
 {
     size_t sizes[MAX_SIZES] = {256, 512, 1024, 2048, 4096, 8192};
     int nsizes = 6, rounds = 51, counting = 0, quiet = 0, opt, sv[2], st, s;
-    unsigned mask = ~0u;
+    unsigned mask   = ~0u;
     int with_stride = (getenv("DCX_BENCH_IOV_STRIDE") != NULL) &&
                       !strcmp(getenv("DCX_BENCH_IOV_STRIDE"), "1");
     char fabric[32], *tok, *save;
@@ -495,8 +508,10 @@ int main(int argc, char **argv)
             quiet = 1;
             break;
         default:
-            fprintf(stderr, "usage: %s [-n N[,N...]] [-r rounds] "
-                    "[-m key,pack,iov,stride] [-c] [-q]\n", argv[0]);
+            fprintf(stderr,
+                    "usage: %s [-n N[,N...]] [-r rounds] "
+                    "[-m key,pack,iov,stride] [-c] [-q]\n",
+                    argv[0]);
             return 2;
         }
     }
@@ -531,9 +546,10 @@ int main(int argc, char **argv)
 
     if ((g_rank == 0) && !counting && !quiet) {
         printf("one column of an N x N matrix of doubles, median of %d "
-               "transfers (us), methods alternating\n", rounds);
-        printf("%6s  %10s  %10s  %10s  %10s  %8s  %8s\n", "N", "key",
-               "pack", "iov", "iov puts", "pack/key", "iov/key");
+               "transfers (us), methods alternating\n",
+               rounds);
+        printf("%6s  %10s  %10s  %10s  %10s  %8s  %8s\n", "N", "key", "pack",
+               "iov", "iov puts", "pack/key", "iov/key");
     }
     for (s = 0; s < nsizes; ++s) {
         if (g_rank == 0) {

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Strided column benchmark (bench/strided.c): one column of an N x N matrix
 # of doubles, N = 256..8192, moved three ways side by side -- one put into
 # the peer's strided key ("key"), pack + one put ("pack"), one iov entry

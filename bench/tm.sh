@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 #
 # Tag-matching offload on versus off, side by side: UCP tag_bw over
 # UCX_TLS=dcx,self (ucx_perftest, receives pre-posted by the perftest loop),

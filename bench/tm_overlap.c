@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Rendezvous with a receiver that computes: UCP tagged messages of 256 KiB
  * to 16 MiB between two processes (this program forks the sender).  The
@@ -108,15 +109,15 @@ static void wait_req(ucp_worker_h w, void *req)
 
 static int cmp_double(const void *a, const void *b)
 {
-    double x = *(const double*)a, y = *(const double*)b;
+    double x = *(const double *)a, y = *(const double *)b;
 
     return (x > y) - (x < y);
 }
 
 int main(int argc, char **argv)
 {
-    size_t sizes[MAX_POINTS] = { 262144, 1048576, 4194304, 16777216 };
-    size_t comps[MAX_POINTS] = { 0, 1000, 5000, 20000 };
+    size_t sizes[MAX_POINTS] = {262144, 1048576, 4194304, 16777216};
+    size_t comps[MAX_POINTS] = {0, 1000, 5000, 20000};
     int nsizes = 4, ncomps = 4, iters = 5, slice = 50, opt;
     int to_child[2], to_parent[2];
     ucp_params_t params;
@@ -134,13 +135,21 @@ int main(int argc, char **argv)
 
     while ((opt = getopt(argc, argv, "n:S:c:s:h")) != -1) {
         switch (opt) {
-        case 'n': iters  = atoi(optarg); break;
-        case 'S': slice  = atoi(optarg); break;
-        case 'c': ncomps = parse_list(optarg, comps); break;
-        case 's': nsizes = parse_list(optarg, sizes); break;
+        case 'n':
+            iters = atoi(optarg);
+            break;
+        case 'S':
+            slice = atoi(optarg);
+            break;
+        case 'c':
+            ncomps = parse_list(optarg, comps);
+            break;
+        case 's':
+            nsizes = parse_list(optarg, sizes);
+            break;
         default:
             fprintf(stderr, "usage: tm_overlap [-n ITERS] [-S SLICE_US] "
-                    "[-c \"C_US ...\"] [-s \"SIZE ...\"]\n");
+                            "[-c \"C_US ...\"] [-s \"SIZE ...\"]\n");
             return 2;
         }
     }
@@ -181,8 +190,7 @@ int main(int argc, char **argv)
         int in  = is_sender ? to_child[0] : to_parent[0];
         size_t peer_len;
 
-        if (wr(out, &addr_len, sizeof(addr_len)) ||
-            wr(out, addr, addr_len) ||
+        if (wr(out, &addr_len, sizeof(addr_len)) || wr(out, addr, addr_len) ||
             rd(in, &peer_len, sizeof(peer_len))) {
             return 1;
         }
@@ -193,7 +201,7 @@ int main(int argc, char **argv)
     }
     memset(&ep_params, 0, sizeof(ep_params));
     ep_params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS;
-    ep_params.address    = (ucp_address_t*)peer_addr;
+    ep_params.address    = (ucp_address_t *)peer_addr;
     if (ucp_ep_create(worker, &ep_params, &ep) != UCS_OK) {
         fprintf(stderr, "tm_overlap: ep_create failed\n");
         return 1;
@@ -211,12 +219,12 @@ int main(int argc, char **argv)
                 for (int i = 0; i < iters + 1; ++i) {
                     /* serve while waiting for the receiver's go */
                     fd_set fds;
-                    struct timeval tv = { 0, 0 };
+                    struct timeval tv = {0, 0};
                     for (;;) {
                         FD_ZERO(&fds);
                         FD_SET(to_child[0], &fds);
-                        if (select(to_child[0] + 1, &fds, NULL, NULL,
-                                   &tv) > 0) {
+                        if (select(to_child[0] + 1, &fds, NULL, NULL, &tv) >
+                            0) {
                             break;
                         }
                         ucp_worker_progress(worker);
@@ -224,15 +232,15 @@ int main(int argc, char **argv)
                     if (rd(to_child[0], &go, 1)) {
                         return 1;
                     }
-                    wait_req(worker, ucp_tag_send_nbx(ep, buf, sizes[s], TAG,
-                                                      &rp));
+                    wait_req(worker,
+                             ucp_tag_send_nbx(ep, buf, sizes[s], TAG, &rp));
                 }
             }
         }
         /* serve until the receiver is done */
         for (;;) {
             fd_set fds;
-            struct timeval tv = { 0, 0 };
+            struct timeval tv = {0, 0};
             FD_ZERO(&fds);
             FD_SET(to_child[0], &fds);
             if (select(to_child[0] + 1, &fds, NULL, NULL, &tv) > 0) {
@@ -244,7 +252,8 @@ int main(int argc, char **argv)
     }
 
     printf("# size compute_us median_us (receiver computes in %d us slices, "
-           "%d iterations)\n", slice, iters);
+           "%d iterations)\n",
+           slice, iters);
     for (int s = 0; s < nsizes; ++s) {
         for (int c = 0; c < ncomps; ++c) {
             double t[1001];
@@ -255,8 +264,7 @@ int main(int argc, char **argv)
                 void *req;
 
                 buf[0] = buf[sizes[s] - 1] = 0;
-                req = ucp_tag_recv_nbx(worker, buf, sizes[s], TAG, ~0ull,
-                                       &rp);
+                req = ucp_tag_recv_nbx(worker, buf, sizes[s], TAG, ~0ull, &rp);
                 if (UCS_PTR_IS_ERR(req)) {
                     fprintf(stderr, "tm_overlap: recv failed\n");
                     return 1;
@@ -281,7 +289,7 @@ int main(int argc, char **argv)
                     return 1;
                 }
                 ucp_request_free(req);
-                if (i > 0) {   /* the first is a warm-up */
+                if (i > 0) { /* the first is a warm-up */
                     t[i - 1] = done - t0;
                 }
             }

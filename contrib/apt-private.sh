@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # shellcheck shell=sh
 # Sourced by contrib/get-ucx-src.sh and contrib/build-ucx.sh, after
 # contrib/ucx-src-opts.sh (its die, note and cache_dir): dcx's own apt

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 #
 # Builds a UCX other than the system one, for building and testing dcx
 # against it, and prints its install prefix (for configure --with-ucx=PREFIX;

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 #
 # Which file of a source directory calls a function defined in which other
 # file of it, as the compiler sees the calls.

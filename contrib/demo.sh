@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # The main job: set dcx up on this machine and show it working over the soft
 # device — ucx_perftest at UCT and UCP level, an MPI ping-pong and allreduce,
 # and an OpenSHMEM program, all over the dcx transport — then print a short

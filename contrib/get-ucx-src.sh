@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 #
 # Fetches the UCX source of exactly the installed UCX version and prints the
 # directory of the unpacked tree (for configure --with-ucx-src=DIR).

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Installs the Debian 12 packages dcx needs to build, test and run its demo.
 # Idempotent: installs nothing when everything is present.  Needs root (or
 # sudo) only when something is missing.

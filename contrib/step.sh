@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # Sourced by contrib/test.sh and test/ucx-versions.sh.
 #
 # step NAME COMMAND...: runs one step with its output in $logdir/NAME.log

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # dcx test command: installs what is missing, checks that fetching UCX
 # sources changes no package sources (test/apt-sources.sh), builds dcx twice
 # (plain with -Werror, and with ASan/UBSan), runs every googletest suite in
@@ -45,6 +46,9 @@ configure_build() {   # configure_build DIR ARGS...
 # fetching UCX sources (get-ucx-src.sh, build-ucx.sh) changes no package
 # sources: against a scratch copy of /etc/apt, and /etc/apt itself
 step "package sources untouched (test/apt-sources.sh)" "$top/test/apt-sources.sh"
+# formatting (.clang-format), spelling, SPDX lines, no outside cites, file
+# sizes, the README's layout (contrib/lint.sh; --fix writes what it can)
+step "lint (contrib/lint.sh)" "$top/contrib/lint.sh"
 step "build (-Werror)" configure_build "$top/build" --enable-werror
 step "gtest suites" make -C "$top/build" check
 if [ $quick -eq 0 ]; then

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 #
 # Runs UCX's own UCT test suite (test/gtest/uct of the UCX source) on the dcx
 # transport over the soft device.  Opt-in: slow, not part of contrib/test.sh.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # Sourced by contrib/get-ucx-src.sh and contrib/build-ucx.sh: their
 # messages and the options both take (--cached, --cache-dir, --tarball,
 # --help).  Not a command of its own.

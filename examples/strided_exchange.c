@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * dcx example: two processes exchange a matrix column and a 3-D halo face
  * through strided registrations (include/uct/dcx/dcx_strided.h), with the

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 #
 # Checks that fetching UCX sources leaves the machine's package sources as
 # they were: contrib/get-ucx-src.sh and contrib/build-ucx.sh fetch through

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 #
 # Runs ucx_perftest server/client pairs over the dcx transport on a soft
 # device, for every UCT and UCP test dcx is expected to pass, and prints one

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 #
 # Builds dcx against a UCX other than the system one and tests it there:
 # the UCX is built from Debian's source package by contrib/build-ucx.sh (or

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 #
 # MPI benchmark over several UCX transports in one run, side by side.
 #

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # googletest from Debian's libgtest-dev (prebuilt libgtest.a, libgtest_main.a)
 dcx_have_gtest=no
 AC_LANG_PUSH([C++])

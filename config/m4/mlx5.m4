@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # The rdma-core mlx5 backend: built when the verbs and mlx5dv headers and
 # libraries are present (Debian: libibverbs-dev), unless --without-mlx5.
 AC_ARG_WITH([mlx5],

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # The UCX transport module (libuct_dcx.so).
 #
 # A UCT transport is compiled against UCX's internal headers (uct/base/*.h),

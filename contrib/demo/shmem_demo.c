@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * OpenSHMEM demo for dcx: every PE adds to a counter on PE 0 with atomic
  * fetch-adds (PE 0's own are local, the others' remote), then PE 1 alone

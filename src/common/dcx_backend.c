@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * dcx device layer: the registry of backends, and the values of their knobs
  * (dcx_dev_config_t) that dcx_dev_list() hands each backend.
@@ -22,10 +23,10 @@ static const dcx_backend_t *dcx_backends[DCX_BACKENDS_MAX];
 static unsigned dcx_backend_count;
 
 struct dcx_dev_config {
-    char          *prefix;                    /* of knob names in log lines */
-    void          *params[DCX_BACKENDS_MAX];  /* a block per backend */
+    char *prefix;                   /* of knob names in log lines */
+    void *params[DCX_BACKENDS_MAX]; /* a block per backend */
     /* copies of the string knobs' values, per backend and knob */
-    char         **strings[DCX_BACKENDS_MAX];
+    char **strings[DCX_BACKENDS_MAX];
 };
 
 static int dcx_param_is_number(const dcx_param_t *param)
@@ -64,7 +65,7 @@ static int dcx_param_is_valid(const dcx_param_t *param)
     uint64_t value;
 
     if (param->type == DCX_PARAM_STRING) {
-        return param->size == sizeof(const char*);
+        return param->size == sizeof(const char *);
     }
     if ((param->size != sizeof(uint32_t)) &&
         ((param->size != sizeof(uint64_t)) ||
@@ -105,8 +106,9 @@ void dcx_backend_register(const dcx_backend_t *backend)
              backend->params_size) ||
             !dcx_param_is_valid(&backend->params[i])) {
             dcx_error("backend %s: not registered, knob %s is ill-described "
-                      "(type, size, range or default '%s')", backend->name,
-                      backend->params[i].name, backend->params[i].dflt);
+                      "(type, size, range or default '%s')",
+                      backend->name, backend->params[i].name,
+                      backend->params[i].dflt);
             return;
         }
     }
@@ -171,7 +173,7 @@ static const dcx_param_t *dcx_dev_config_find(const dcx_dev_config_t *config,
 static void dcx_param_store(void *block, const dcx_param_t *param,
                             uint64_t value)
 {
-    void *field = (char*)block + param->offset;
+    void *field = (char *)block + param->offset;
     uint32_t v32;
 
     if (param->type == DCX_PARAM_BOOL_NOT) {
@@ -217,14 +219,15 @@ int dcx_dev_config_set_num(dcx_dev_config_t *config, const char *name,
     }
     if ((value < min) || (value > max)) {
         if (value == UINT64_MAX) {
-            dcx_error("%s%s=inf is out of range [%" PRIu64 "%s, %" PRIu64
-                      "%s]", dcx_dev_config_prefix(config), name, min,
+            dcx_error("%s%s=inf is out of range [%" PRIu64 "%s, %" PRIu64 "%s]",
+                      dcx_dev_config_prefix(config), name, min,
                       dcx_param_unit(param), max, dcx_param_unit(param));
         } else {
-            dcx_error("%s%s=%" PRIu64 "%s is out of range [%" PRIu64 "%s, %"
-                      PRIu64 "%s]", dcx_dev_config_prefix(config), name,
-                      value, dcx_param_unit(param), min,
-                      dcx_param_unit(param), max, dcx_param_unit(param));
+            dcx_error("%s%s=%" PRIu64 "%s is out of range [%" PRIu64
+                      "%s, %" PRIu64 "%s]",
+                      dcx_dev_config_prefix(config), name, value,
+                      dcx_param_unit(param), min, dcx_param_unit(param), max,
+                      dcx_param_unit(param));
         }
         return EINVAL;
     }
@@ -266,7 +269,7 @@ int dcx_dev_config_set_str(dcx_dev_config_t *config, const char *name,
     free(config->strings[b][p]);
     config->strings[b][p] = copy;
     copy_ptr              = copy;
-    memcpy((char*)config->params[b] + param->offset, &copy_ptr,
+    memcpy((char *)config->params[b] + param->offset, &copy_ptr,
            sizeof(copy_ptr));
     return 0;
 }

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * dcx device layer: dispatch to the device's backend, logging, and the
  * tag-matching wire headers (listing and opening: dcx_backend.c).
@@ -16,13 +17,11 @@
 #include <string.h>
 #include <strings.h>
 
-static const char *dcx_log_level_names[] = {
-    [DCX_LOG_ERROR] = "error",
-    [DCX_LOG_WARN]  = "warn",
-    [DCX_LOG_INFO]  = "info",
-    [DCX_LOG_DEBUG] = "debug",
-    [DCX_LOG_TRACE] = "trace"
-};
+static const char *dcx_log_level_names[] = {[DCX_LOG_ERROR] = "error",
+                                            [DCX_LOG_WARN]  = "warn",
+                                            [DCX_LOG_INFO]  = "info",
+                                            [DCX_LOG_DEBUG] = "debug",
+                                            [DCX_LOG_TRACE] = "trace"};
 
 static void dcx_log_stderr(dcx_log_level_t level, const char *file, int line,
                            const char *msg)
@@ -50,8 +49,10 @@ __attribute__((constructor)) static void dcx_log_init(void)
             return;
         }
     }
-    fprintf(stderr, "[dcx warn] DCX_LOG_LEVEL=%s is not one of "
-            "error, warn, info, debug, trace; keeping warn\n", env);
+    fprintf(stderr,
+            "[dcx warn] DCX_LOG_LEVEL=%s is not one of "
+            "error, warn, info, debug, trace; keeping warn\n",
+            env);
 }
 
 void dcx_log_set_handler(dcx_log_handler_t handler, dcx_log_level_t max_level)
@@ -87,8 +88,7 @@ const char *dcx_wc_status_str(dcx_wc_status_t status)
         [DCX_WC_RNR_RETRY_EXC_ERR]  = "RNR retry count exceeded",
         [DCX_WC_GENERAL_ERR]        = "general error",
         [DCX_WC_TM_ERR]             = "tag matching error",
-        [DCX_WC_TM_RNDV_INCOMPLETE] = "rendezvous incomplete"
-    };
+        [DCX_WC_TM_RNDV_INCOMPLETE] = "rendezvous incomplete"};
 
     return (status < DCX_WC_STATUS_LAST) ? names[status] : "unknown status";
 }
@@ -96,8 +96,8 @@ const char *dcx_wc_status_str(dcx_wc_status_t status)
 int dcx_srq_tm_post_none(dcx_srq_t *srq, dcx_tm_op_t *op)
 {
     dcx_error("%s: srq %p: tag-list operation %u on an SRQ that is not a "
-              "tag-matching SRQ", srq->dev->caps.name, (void *)srq,
-              op->opcode);
+              "tag-matching SRQ",
+              srq->dev->caps.name, (void *)srq, op->opcode);
     return EINVAL;
 }
 
@@ -176,7 +176,7 @@ const dcx_backend_t *dcx_dev_backend(const dcx_dev_t *dev)
 int dcx_dev_traffic(dcx_dev_t *dev, char *buf, size_t len)
 {
     return (dev->ops->traffic != NULL) ? dev->ops->traffic(dev, buf, len) :
-           EOPNOTSUPP;
+                                         EOPNOTSUPP;
 }
 
 int dcx_dev_port_addr(dcx_dev_t *dev, void *addr, size_t *len_p)
@@ -184,8 +184,8 @@ int dcx_dev_port_addr(dcx_dev_t *dev, void *addr, size_t *len_p)
     return dev->ops->port_addr(dev, addr, len_p);
 }
 
-int dcx_dev_addr_check(dcx_dev_t *dev, const void *addr, size_t len,
-                       char *why, size_t why_len)
+int dcx_dev_addr_check(dcx_dev_t *dev, const void *addr, size_t len, char *why,
+                       size_t why_len)
 {
     return dev->ops->addr_check(dev, addr, len, why, why_len);
 }
@@ -318,8 +318,7 @@ int dcx_comp_channel_get_event(dcx_comp_channel_t *ch, dcx_cq_t **cq_p)
     return ch->dev->ops->comp_channel_get_event(ch, cq_p);
 }
 
-int dcx_srq_create(dcx_pd_t *pd, const dcx_srq_attr_t *attr,
-                   dcx_srq_t **srq_p)
+int dcx_srq_create(dcx_pd_t *pd, const dcx_srq_attr_t *attr, dcx_srq_t **srq_p)
 {
     return pd->dev->ops->srq_create(pd, attr, srq_p);
 }

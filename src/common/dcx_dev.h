@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * dcx device layer: a narrow, verbs-shaped interface between the dcx UCX
  * transport and a NIC backend: a driver over rdma-core, or a model of the
@@ -43,16 +44,16 @@
 extern "C" {
 #endif
 
-typedef struct dcx_dev      dcx_dev_t;
-typedef struct dcx_dev_ops  dcx_dev_ops_t;
-typedef struct dcx_pd       dcx_pd_t;
-typedef struct dcx_mr       dcx_mr_t;
-typedef struct dcx_cq       dcx_cq_t;
-typedef struct dcx_srq      dcx_srq_t;
-typedef struct dcx_qp       dcx_qp_t;
-typedef struct dcx_ah       dcx_ah_t;
-typedef struct dcx_mkey     dcx_mkey_t;
-typedef struct dcx_sge      dcx_sge_t;
+typedef struct dcx_dev dcx_dev_t;
+typedef struct dcx_dev_ops dcx_dev_ops_t;
+typedef struct dcx_pd dcx_pd_t;
+typedef struct dcx_mr dcx_mr_t;
+typedef struct dcx_cq dcx_cq_t;
+typedef struct dcx_srq dcx_srq_t;
+typedef struct dcx_qp dcx_qp_t;
+typedef struct dcx_ah dcx_ah_t;
+typedef struct dcx_mkey dcx_mkey_t;
+typedef struct dcx_sge dcx_sge_t;
 
 /* ------------------------------------------------------------------------
  * Logging: the device layer knows nothing of UCX.  The transport installs a
@@ -75,11 +76,11 @@ void dcx_log_impl(dcx_log_level_t level, const char *file, int line,
                   const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 extern dcx_log_level_t dcx_log_max_level;
 
-#define dcx_log(_level, ...) \
-    do { \
-        if ((_level) <= dcx_log_max_level) { \
+#define dcx_log(_level, ...)                                         \
+    do {                                                             \
+        if ((_level) <= dcx_log_max_level) {                         \
             dcx_log_impl((_level), __FILE__, __LINE__, __VA_ARGS__); \
-        } \
+        }                                                            \
     } while (0)
 #define dcx_error(...) dcx_log(DCX_LOG_ERROR, __VA_ARGS__)
 #define dcx_warn(...)  dcx_log(DCX_LOG_WARN, __VA_ARGS__)
@@ -90,25 +91,25 @@ extern dcx_log_level_t dcx_log_max_level;
 /* ------------------------------------------------------------------------
  * Devices and capabilities
  * ------------------------------------------------------------------------ */
-#define DCX_DEV_NAME_MAX   64
-#define DCX_DEV_ADDR_MAX   32   /* bytes of a port address */
+#define DCX_DEV_NAME_MAX 64
+#define DCX_DEV_ADDR_MAX 32 /* bytes of a port address */
 
 /* Capability flags (dcx_dev_caps_t.flags) */
 enum {
-    DCX_CAP_DC          = 1u << 0,  /* DCI/DCT */
-    DCX_CAP_TM          = 1u << 1,  /* tag-matching SRQ (DCX_SRQ_TM) */
-    DCX_CAP_MKEY_STRIDE = 1u << 2,  /* strided indirect mkeys (later issue) */
-    DCX_CAP_HELPER      = 1u << 3,  /* one-sided ops progress without app */
-    DCX_CAP_ATOMIC_HOST = 1u << 4,  /* atomics are executed by the target's
+    DCX_CAP_DC          = 1u << 0, /* DCI/DCT */
+    DCX_CAP_TM          = 1u << 1, /* tag-matching SRQ (DCX_SRQ_TM) */
+    DCX_CAP_MKEY_STRIDE = 1u << 2, /* strided indirect mkeys (later issue) */
+    DCX_CAP_HELPER      = 1u << 3, /* one-sided ops progress without app */
+    DCX_CAP_ATOMIC_HOST = 1u << 4, /* atomics are executed by the target's
                                        CPU with its atomic instructions, so
                                        they are consistent with the CPU's own
                                        atomics (a NIC's are not) */
-    DCX_CAP_NO_PIN      = 1u << 5,  /* registration does not pin pages: the
+    DCX_CAP_NO_PIN      = 1u << 5, /* registration does not pin pages: the
                                      * device must hear of unmaps
                                      * (dcx_dev_mem_unmapped) */
-    DCX_CAP_CQ_EVENT    = 1u << 6,  /* completion channels: CQ events on an
+    DCX_CAP_CQ_EVENT    = 1u << 6, /* completion channels: CQ events on an
                                        fd (dcx_comp_channel_*) */
-    DCX_CAP_MEM_ALLOC   = 1u << 7   /* the device allocates memory
+    DCX_CAP_MEM_ALLOC   = 1u << 7  /* the device allocates memory
                                        (dcx_mem_alloc) that peers' one-sided
                                        operations reach faster than memory
                                        from elsewhere */
@@ -126,48 +127,48 @@ enum {
 };
 
 typedef struct dcx_dev_caps {
-    char      name[DCX_DEV_NAME_MAX];
-    char      fw_ver[32];
-    uint32_t  flags;            /* DCX_CAP_* */
-    uint32_t  atomic_flags;     /* DCX_ATOMIC_* */
-    uint32_t  vendor_id;
-    uint32_t  vendor_part_id;
+    char name[DCX_DEV_NAME_MAX];
+    char fw_ver[32];
+    uint32_t flags;        /* DCX_CAP_* */
+    uint32_t atomic_flags; /* DCX_ATOMIC_* */
+    uint32_t vendor_id;
+    uint32_t vendor_part_id;
 
-    uint32_t  max_qp_wr;        /* send queue depth of one DCI */
-    uint32_t  max_srq_wr;
-    uint32_t  max_cqe;
-    uint32_t  max_sge;          /* per send WR */
-    uint32_t  max_recv_sge;     /* per SRQ receive */
-    uint32_t  max_inline;       /* inline bytes per send WR on a DCI */
-    uint32_t  max_rd_atomic;    /* outstanding READ/atomic per DCI */
-    uint32_t  max_dci;          /* DCIs per device */
-    uint32_t  max_mr;
-    uint64_t  max_mr_size;
-    uint64_t  max_msg_size;     /* one message (send, RDMA, read) */
-    uint32_t  mtu;              /* bytes per packet on the wire */
-    uint32_t  addr_len;         /* bytes of a port address */
+    uint32_t max_qp_wr; /* send queue depth of one DCI */
+    uint32_t max_srq_wr;
+    uint32_t max_cqe;
+    uint32_t max_sge;       /* per send WR */
+    uint32_t max_recv_sge;  /* per SRQ receive */
+    uint32_t max_inline;    /* inline bytes per send WR on a DCI */
+    uint32_t max_rd_atomic; /* outstanding READ/atomic per DCI */
+    uint32_t max_dci;       /* DCIs per device */
+    uint32_t max_mr;
+    uint64_t max_mr_size;
+    uint64_t max_msg_size; /* one message (send, RDMA, read) */
+    uint32_t mtu;          /* bytes per packet on the wire */
+    uint32_t addr_len;     /* bytes of a port address */
 
     /* tag matching (valid when flags & DCX_CAP_TM; 0 otherwise) */
-    uint32_t  tm_max_tags;      /* list entries of one TM SRQ: 2^n - 1 */
-    uint32_t  tm_max_ops;       /* outstanding list operations */
-    uint32_t  tm_max_rndv_hdr;  /* bytes of a whole rendezvous request */
-    uint32_t  tm_max_sge;       /* buffers per tagged receive (1) */
+    uint32_t tm_max_tags;     /* list entries of one TM SRQ: 2^n - 1 */
+    uint32_t tm_max_ops;      /* outstanding list operations */
+    uint32_t tm_max_rndv_hdr; /* bytes of a whole rendezvous request */
+    uint32_t tm_max_sge;      /* buffers per tagged receive (1) */
 
     /* strided mkeys (valid when flags & DCX_CAP_MKEY_STRIDE; 0 otherwise) */
-    uint32_t  mkey_max_entries;    /* translation entries of one mkey */
-    uint32_t  mkey_max_stride;     /* interleaved: bytes_count and
+    uint32_t mkey_max_entries; /* translation entries of one mkey */
+    uint32_t mkey_max_stride;  /* interleaved: bytes_count and
                                       bytes_count + bytes_skip, each */
-    uint32_t  mkey_qp_type;        /* dcx_qp_type_t taking DCX_WR_MKEY_* */
+    uint32_t mkey_qp_type;     /* dcx_qp_type_t taking DCX_WR_MKEY_* */
 
     /* performance model used by the transport's iface_attr */
-    double    latency_ns;       /* one-way small-message latency */
-    double    bandwidth_Bps;    /* sustained one-direction bandwidth */
-    double    overhead_ns;      /* CPU cost of posting one WR */
+    double latency_ns;    /* one-way small-message latency */
+    double bandwidth_Bps; /* sustained one-direction bandwidth */
+    double overhead_ns;   /* CPU cost of posting one WR */
     /* cost of one memory registration (dcx_mr_reg), for the transport's
      * md_attr: a device model records a range in a table; a NIC pins the
      * pages and writes translation entries */
-    double    reg_overhead_ns;  /* per registration */
-    double    reg_growth_ns;    /* per byte registered */
+    double reg_overhead_ns; /* per registration */
+    double reg_growth_ns;   /* per byte registered */
 } dcx_dev_caps_t;
 
 /* ------------------------------------------------------------------------
@@ -182,7 +183,7 @@ typedef struct dcx_dev_caps {
  * (UCX_DCX_<name>) and hands the values to dcx_dev_list() in a
  * dcx_dev_config_t.
  * ------------------------------------------------------------------------ */
-typedef struct dcx_backend  dcx_backend_t;
+typedef struct dcx_backend dcx_backend_t;
 typedef struct dcx_dev_info dcx_dev_info_t;
 
 /* Value types of a knob, and how a backend's parameter block holds them
@@ -201,50 +202,50 @@ typedef enum {
 } dcx_param_type_t;
 
 typedef struct dcx_param {
-    const char        *name;    /* [A-Z0-9_]: UCX_DCX_<name> for UCX */
+    const char *name; /* [A-Z0-9_]: UCX_DCX_<name> for UCX */
     /* default as the transport's user writes it: "auto", decimal digits,
      * "y"/"n", or any string for DCX_PARAM_STRING */
-    const char        *dflt;
-    const char        *doc;     /* help text, lines of at most 79 columns */
-    dcx_param_type_t   type;
-    size_t             offset;  /* in the backend's parameter block */
-    size_t             size;    /* bytes there (numbers: 4 or 8) */
-    uint64_t           min;     /* numbers other than "auto" */
-    uint64_t           max;
+    const char *dflt;
+    const char *doc; /* help text, lines of at most 79 columns */
+    dcx_param_type_t type;
+    size_t offset; /* in the backend's parameter block */
+    size_t size;   /* bytes there (numbers: 4 or 8) */
+    uint64_t min;  /* numbers other than "auto" */
+    uint64_t max;
     /* DCX_PARAM_STRING: NULL, or why the value is refused (NULL if not) */
-    const char      *(*check)(const char *value);
+    const char *(*check)(const char *value);
 } dcx_param_t;
 
 struct dcx_backend {
-    const char        *name;         /* e.g. the prefix of its device names */
-    int                order;        /* listed before higher orders */
-    const dcx_param_t *params;       /* its knobs (num_params of them) */
-    unsigned           num_params;
-    size_t             params_size;  /* bytes of its parameter block */
+    const char *name;          /* e.g. the prefix of its device names */
+    int order;                 /* listed before higher orders */
+    const dcx_param_t *params; /* its knobs (num_params of them) */
+    unsigned num_params;
+    size_t params_size; /* bytes of its parameter block */
     /* Writes up to max devices to out (each zeroed first), with the knobs
      * in params (a block of params_size bytes).  Finding no device is not an
      * error; a bad parameter is (EINVAL, logged). */
-    int              (*list)(const void *params, dcx_dev_info_t *out,
-                             unsigned max, unsigned *count_p);
-    int              (*open)(const dcx_dev_info_t *info, dcx_dev_t **dev_p);
+    int (*list)(const void *params, dcx_dev_info_t *out, unsigned max,
+                unsigned *count_p);
+    int (*open)(const dcx_dev_info_t *info, dcx_dev_t **dev_p);
 };
 
 /* Registers a backend; called from the backend's constructor
  * (DCX_BACKEND_REGISTER), before any listing.  A second backend of the same
  * name, one past DCX_BACKENDS_MAX, or one whose knobs' defaults do not
  * parse is refused with an error line. */
-#define DCX_BACKENDS_MAX  8
+#define DCX_BACKENDS_MAX 8
 void dcx_backend_register(const dcx_backend_t *backend);
 
 /* The constructor that registers _backend from its own file.  It runs before
  * the constructors without a priority, so that a transport's constructor
  * finds every backend's knobs (the priority does not order backends
  * among themselves: dcx_backend_t.order does). */
-#define DCX_BACKEND_REGISTER(_backend) \
+#define DCX_BACKEND_REGISTER(_backend)            \
     __attribute__((constructor(200))) static void \
-    dcx_backend_register_ctor(void) \
-    { \
-        dcx_backend_register(&(_backend)); \
+    dcx_backend_register_ctor(void)               \
+    {                                             \
+        dcx_backend_register(&(_backend));        \
     }
 
 /* The registered backends in listing order: i = 0, 1, ... until NULL. */
@@ -258,7 +259,7 @@ typedef struct dcx_dev_config dcx_dev_config_t;
 /* A configuration with every knob at its default.  prefix (may be NULL) is
  * put before a knob's name in log lines ("UCX_DCX_" for the UCX
  * transport), so that a refused value names the variable the user set. */
-int  dcx_dev_config_create(const char *prefix, dcx_dev_config_t **config_p);
+int dcx_dev_config_create(const char *prefix, dcx_dev_config_t **config_p);
 void dcx_dev_config_destroy(dcx_dev_config_t *config);
 
 /* Sets a knob by name, checked against its description: numbers (booleans
@@ -266,26 +267,26 @@ void dcx_dev_config_destroy(dcx_dev_config_t *config);
  * (copied) with dcx_dev_config_set_str.  EINVAL with one error line for an
  * unknown name, a value of the other kind, or one out of range; EINVAL for a
  * refused string, or ENOMEM. */
-int  dcx_dev_config_set_num(dcx_dev_config_t *config, const char *name,
-                            uint64_t value);
-int  dcx_dev_config_set_str(dcx_dev_config_t *config, const char *name,
-                            const char *value);
+int dcx_dev_config_set_num(dcx_dev_config_t *config, const char *name,
+                           uint64_t value);
+int dcx_dev_config_set_str(dcx_dev_config_t *config, const char *name,
+                           const char *value);
 
 /* The parameter block of one backend within config (the layout its own
  * header gives), for a caller that knows that backend; NULL if no backend of
  * that name registered. */
 void *dcx_dev_config_params(dcx_dev_config_t *config, const char *backend);
 
-#define DCX_DEV_INFO_PRIV  192   /* bytes a backend keeps per listed device */
+#define DCX_DEV_INFO_PRIV 192 /* bytes a backend keeps per listed device */
 
 struct dcx_dev_info {
-    char                  name[DCX_DEV_NAME_MAX];
-    const dcx_backend_t  *backend;   /* that listed it and opens it */
-    unsigned              index;     /* backend-private device index */
+    char name[DCX_DEV_NAME_MAX];
+    const dcx_backend_t *backend; /* that listed it and opens it */
+    unsigned index;               /* backend-private device index */
     /* what the backend needs to open the device (its knobs' values) */
     union {
-        uint64_t          align;
-        unsigned char     bytes[DCX_DEV_INFO_PRIV];
+        uint64_t align;
+        unsigned char bytes[DCX_DEV_INFO_PRIV];
     } priv;
 };
 
@@ -293,12 +294,12 @@ struct dcx_dev_info {
  * the knobs in config (NULL: every knob at its default).  No device at all
  * (no RDMA stack, no device model configured) is not an error: *count_p = 0.
  * Free with dcx_dev_list_free. */
-int  dcx_dev_list(const dcx_dev_config_t *config, dcx_dev_info_t **list_p,
-                  unsigned *count_p);
+int dcx_dev_list(const dcx_dev_config_t *config, dcx_dev_info_t **list_p,
+                 unsigned *count_p);
 void dcx_dev_list_free(dcx_dev_info_t *list);
 
 /* Opens a listed device through the backend that listed it. */
-int  dcx_dev_open(const dcx_dev_info_t *info, dcx_dev_t **dev_p);
+int dcx_dev_open(const dcx_dev_info_t *info, dcx_dev_t **dev_p);
 void dcx_dev_close(dcx_dev_t *dev);
 
 /* ------------------------------------------------------------------------
@@ -316,12 +317,12 @@ struct dcx_pd {
 };
 
 struct dcx_mr {
-    dcx_pd_t  *pd;
-    void      *addr;
-    size_t     length;
-    uint32_t   lkey;
-    uint32_t   rkey;
-    uint32_t   access;   /* DCX_ACCESS_* */
+    dcx_pd_t *pd;
+    void *addr;
+    size_t length;
+    uint32_t lkey;
+    uint32_t rkey;
+    uint32_t access; /* DCX_ACCESS_* */
 };
 
 /* Strided (indirect) memory key, docs/device-semantics.md section 10.  Created
@@ -335,21 +336,21 @@ struct dcx_mr {
  * layout was configured with: a failure is a local protection error at the
  * user of the lkey, a remote access error at the requester for an rkey. */
 struct dcx_mkey {
-    dcx_pd_t  *pd;
-    uint32_t   lkey;
-    uint32_t   rkey;
-    uint32_t   max_entries;   /* actual (the request rounded up) */
+    dcx_pd_t *pd;
+    uint32_t lkey;
+    uint32_t rkey;
+    uint32_t max_entries; /* actual (the request rounded up) */
 };
 
 /* One entry of an interleaved layout (as rdma-core's direct verbs describe
  * one): repetition r of the pattern takes bytes_count bytes at
  * addr + r * (bytes_count + bytes_skip) through lkey (a plain MR's key). */
 typedef struct dcx_mkey_interleaved {
-    uint64_t  addr;
-    uint32_t  bytes_count;
-    uint32_t  bytes_skip;
-    uint32_t  lkey;
-    uint32_t  reserved;
+    uint64_t addr;
+    uint32_t bytes_count;
+    uint32_t bytes_skip;
+    uint32_t lkey;
+    uint32_t reserved;
 } dcx_mkey_interleaved_t;
 
 /* The layout of a configure work request, read (copied) when the request
@@ -364,12 +365,12 @@ typedef struct dcx_mkey_interleaved {
  *    (num_entries <= max_entries).
  *  access: DCX_ACCESS_* the key grants (each entry's MR must grant it too). */
 typedef struct dcx_mkey_layout {
-    uint32_t                       access;
-    uint32_t                       repeat_count;
-    uint32_t                       num_entries;
-    uint32_t                       reserved;
-    const dcx_mkey_interleaved_t  *interleaved;
-    const dcx_sge_t               *list;
+    uint32_t access;
+    uint32_t repeat_count;
+    uint32_t num_entries;
+    uint32_t reserved;
+    const dcx_mkey_interleaved_t *interleaved;
+    const dcx_sge_t *list;
 } dcx_mkey_layout_t;
 
 /* ------------------------------------------------------------------------
@@ -404,8 +405,8 @@ typedef enum {
     DCX_WC_LOCAL_INV,
     DCX_WC_UMR,
     /* responder: all have DCX_WC_RECV_BIT set */
-    DCX_WC_RECV_BIT          = 0x80,
-    DCX_WC_RECV              = 0x80,
+    DCX_WC_RECV_BIT = 0x80,
+    DCX_WC_RECV     = 0x80,
     DCX_WC_RECV_RDMA_WITH_IMM,
     DCX_WC_TM_ADD,
     DCX_WC_TM_DEL,
@@ -450,31 +451,31 @@ enum {
  *    since the count software last gave with an ADD.
  *  - TM_NO_TAG: NO_TAG and FIN messages, whole, in an SRQ buffer. */
 typedef struct dcx_wc {
-    uint64_t  wr_id;
-    uint8_t   status;      /* dcx_wc_status_t */
-    uint8_t   opcode;      /* dcx_wc_opcode_t */
-    uint16_t  flags;       /* DCX_WC_FLAG_* */
-    uint32_t  byte_len;
-    uint32_t  imm;         /* host order */
-    uint32_t  qp_num;      /* local QP (DCI number, or DCT number) */
-    uint32_t  src_qp;      /* receive: sender's DCI number */
-    uint32_t  vendor_err;
-    uint64_t  tm_tag;      /* tag matching: tag (TM_MATCH) */
-    uint32_t  tm_priv;     /* tag matching: sender's app context */
-    uint32_t  reserved;
+    uint64_t wr_id;
+    uint8_t status; /* dcx_wc_status_t */
+    uint8_t opcode; /* dcx_wc_opcode_t */
+    uint16_t flags; /* DCX_WC_FLAG_* */
+    uint32_t byte_len;
+    uint32_t imm;    /* host order */
+    uint32_t qp_num; /* local QP (DCI number, or DCT number) */
+    uint32_t src_qp; /* receive: sender's DCI number */
+    uint32_t vendor_err;
+    uint64_t tm_tag;  /* tag matching: tag (TM_MATCH) */
+    uint32_t tm_priv; /* tag matching: sender's app context */
+    uint32_t reserved;
 } dcx_wc_t;
 
 const char *dcx_wc_status_str(dcx_wc_status_t status);
 
 struct dcx_cq {
     dcx_dev_t *dev;
-    uint32_t   cqe;   /* usable entries (>= requested) */
+    uint32_t cqe; /* usable entries (>= requested) */
     /* Fills up to max completions; returns their number (0 = empty).  May
      * also make progress on the device's engine (a device model). */
-    int      (*poll)(dcx_cq_t *cq, int max, dcx_wc_t *wc);
+    int (*poll)(dcx_cq_t *cq, int max, dcx_wc_t *wc);
     /* dcx_cq_poll_pair (every backend sets it) */
-    int      (*poll_pair)(dcx_cq_t *cq, dcx_cq_t *other, int max,
-                          dcx_wc_t *wc, int *n_other_p);
+    int (*poll_pair)(dcx_cq_t *cq, dcx_cq_t *other, int max, dcx_wc_t *wc,
+                     int *n_other_p);
 };
 
 static inline int dcx_cq_poll(dcx_cq_t *cq, int max, dcx_wc_t *wc)
@@ -510,48 +511,48 @@ static inline int dcx_cq_poll_pair(dcx_cq_t *cq, dcx_cq_t *other, int max,
  * ------------------------------------------------------------------------ */
 typedef struct dcx_comp_channel {
     dcx_dev_t *dev;
-    int        fd;     /* poll/epoll for POLLIN; never read it directly */
+    int fd; /* poll/epoll for POLLIN; never read it directly */
 } dcx_comp_channel_t;
 
-int  dcx_comp_channel_create(dcx_dev_t *dev, dcx_comp_channel_t **ch_p);
+int dcx_comp_channel_create(dcx_dev_t *dev, dcx_comp_channel_t **ch_p);
 /* EBUSY while CQs are attached */
-int  dcx_comp_channel_destroy(dcx_comp_channel_t *ch);
+int dcx_comp_channel_destroy(dcx_comp_channel_t *ch);
 /* dcx_cq_create() on a channel (ch may be NULL: same as dcx_cq_create) */
-int  dcx_cq_create_ch(dcx_dev_t *dev, uint32_t cqe, dcx_comp_channel_t *ch,
-                      dcx_cq_t **cq_p);
+int dcx_cq_create_ch(dcx_dev_t *dev, uint32_t cqe, dcx_comp_channel_t *ch,
+                     dcx_cq_t **cq_p);
 /* Arms cq for one event; EINVAL if it has no channel */
-int  dcx_cq_req_notify(dcx_cq_t *cq);
+int dcx_cq_req_notify(dcx_cq_t *cq);
 /* Collects one event (and acknowledges it): 0 and *cq_p, or EAGAIN when
  * none is pending.  Never blocks. */
-int  dcx_comp_channel_get_event(dcx_comp_channel_t *ch, dcx_cq_t **cq_p);
+int dcx_comp_channel_get_event(dcx_comp_channel_t *ch, dcx_cq_t **cq_p);
 
 /* ------------------------------------------------------------------------
  * Shared receive queue
  * ------------------------------------------------------------------------ */
 typedef enum {
     DCX_SRQ_BASIC,
-    DCX_SRQ_TM            /* tag matching; requires DCX_CAP_TM */
+    DCX_SRQ_TM /* tag matching; requires DCX_CAP_TM */
 } dcx_srq_type_t;
 
 struct dcx_sge {
-    uint64_t  addr;
-    uint32_t  length;
-    uint32_t  lkey;
+    uint64_t addr;
+    uint32_t length;
+    uint32_t lkey;
 };
 
 /* One receive of a list post: a single buffer (dcx_srq_post_recv_list). */
 typedef struct dcx_recv {
-    uint64_t   wr_id;
-    dcx_sge_t  sge;
+    uint64_t wr_id;
+    dcx_sge_t sge;
 } dcx_recv_t;
 
 typedef struct dcx_srq_attr {
-    dcx_srq_type_t  type;
-    uint32_t        max_wr;    /* TM: buffers for unexpected messages */
-    uint32_t        max_sge;
-    dcx_cq_t       *cq;        /* receive (and TM list) completions */
-    uint32_t        tm_max_tags;   /* DCX_SRQ_TM: 1..caps.tm_max_tags */
-    uint32_t        tm_max_ops;    /* DCX_SRQ_TM: 1..caps.tm_max_ops */
+    dcx_srq_type_t type;
+    uint32_t max_wr; /* TM: buffers for unexpected messages */
+    uint32_t max_sge;
+    dcx_cq_t *cq;         /* receive (and TM list) completions */
+    uint32_t tm_max_tags; /* DCX_SRQ_TM: 1..caps.tm_max_tags */
+    uint32_t tm_max_ops;  /* DCX_SRQ_TM: 1..caps.tm_max_ops */
 } dcx_srq_attr_t;
 
 /* Tag-list operations (ibv_post_srq_ops). */
@@ -563,57 +564,57 @@ typedef enum {
 } dcx_tm_opcode_t;
 
 enum {
-    DCX_TM_OPF_SIGNALED = 1u << 0,  /* completion on the SRQ's CQ */
-    DCX_TM_OPF_SYNC     = 1u << 1   /* carries unexpected_cnt */
+    DCX_TM_OPF_SIGNALED = 1u << 0, /* completion on the SRQ's CQ */
+    DCX_TM_OPF_SYNC     = 1u << 1  /* carries unexpected_cnt */
 };
 
 typedef struct dcx_tm_op {
-    uint64_t   wr_id;           /* of the operation's completion */
-    uint8_t    opcode;          /* dcx_tm_opcode_t */
-    uint8_t    flags;           /* DCX_TM_OPF_* */
+    uint64_t wr_id; /* of the operation's completion */
+    uint8_t opcode; /* dcx_tm_opcode_t */
+    uint8_t flags;  /* DCX_TM_OPF_* */
     /* unexpected tagged messages software has fully handled, mod 2^16
      * (the device sees 16 bits, as a ConnectX does) */
-    uint16_t   unexpected_cnt;
-    uint32_t   handle;          /* ADD: written on success; DEL: input */
+    uint16_t unexpected_cnt;
+    uint32_t handle; /* ADD: written on success; DEL: input */
     /* ADD */
-    uint32_t   num_sge;         /* 0 or 1 (0: empty receive) */
-    uint64_t   recv_wr_id;      /* wr_id of the receive's completions */
-    uint64_t   tag;             /* matches when (msg_tag & mask) == tag */
-    uint64_t   mask;
-    dcx_sge_t  sge;
+    uint32_t num_sge;    /* 0 or 1 (0: empty receive) */
+    uint64_t recv_wr_id; /* wr_id of the receive's completions */
+    uint64_t tag;        /* matches when (msg_tag & mask) == tag */
+    uint64_t mask;
+    dcx_sge_t sge;
 } dcx_tm_op_t;
 
 struct dcx_srq {
     dcx_dev_t *dev;
-    dcx_pd_t  *pd;
-    uint32_t   max_wr;        /* actual */
-    uint32_t   max_sge;
-    uint32_t   tm_max_tags;   /* actual list entries (TM), else 0 */
-    uint32_t   tm_max_ops;    /* actual outstanding operations (TM), else 0 */
+    dcx_pd_t *pd;
+    uint32_t max_wr; /* actual */
+    uint32_t max_sge;
+    uint32_t tm_max_tags; /* actual list entries (TM), else 0 */
+    uint32_t tm_max_ops;  /* actual outstanding operations (TM), else 0 */
     /* Posts one receive; ENOMEM when full, EINVAL on bad sge count. */
-    int      (*post_recv)(dcx_srq_t *srq, uint64_t wr_id,
-                          const dcx_sge_t *sg_list, unsigned num_sge);
+    int (*post_recv)(dcx_srq_t *srq, uint64_t wr_id, const dcx_sge_t *sg_list,
+                     unsigned num_sge);
     /* Posts count single-buffer receives, in order, as one request (one
      * chain and doorbell on hardware, one engine lock round on a device
      * model).  0 when all are posted; otherwise the error of the first
      * one not posted (ENOMEM: full) and *posted_p, always set, says how
      * many before it were. */
-    int      (*post_recv_list)(dcx_srq_t *srq, const dcx_recv_t *list,
-                               unsigned count, unsigned *posted_p);
+    int (*post_recv_list)(dcx_srq_t *srq, const dcx_recv_t *list,
+                          unsigned count, unsigned *posted_p);
     /* Posts one tag-list operation.  0, or ENOMEM (list full on ADD, or
      * tm_max_ops operations outstanding: an operation stays outstanding
      * until a later-or-equal signalled one's completion is polled),
      * EINVAL (not a TM SRQ, bad opcode or sge count, DEL of a handle the
      * device does not own). */
-    int      (*tm_post)(dcx_srq_t *srq, dcx_tm_op_t *op);
+    int (*tm_post)(dcx_srq_t *srq, dcx_tm_op_t *op);
     /* TM SRQ: the port address (as dcx_ah_create takes it) of the sender
      * of the rendezvous request that the TM_RNDV_INCOMPLETE completion of
      * receive wr_id reported, for software to answer it with the FIN (on
      * hardware, the completion's source address).  Valid until the entry
      * is reused.  0, ENOENT (no such completion), ENOSPC (addr too small);
      * NULL where the device has no tag matching. */
-    int      (*tm_rndv_src)(dcx_srq_t *srq, uint64_t wr_id, void *addr,
-                            size_t *len_p);
+    int (*tm_rndv_src)(dcx_srq_t *srq, uint64_t wr_id, void *addr,
+                       size_t *len_p);
 };
 
 static inline int dcx_srq_post_recv(dcx_srq_t *srq, uint64_t wr_id,
@@ -622,8 +623,7 @@ static inline int dcx_srq_post_recv(dcx_srq_t *srq, uint64_t wr_id,
     return srq->post_recv(srq, wr_id, sg_list, num_sge);
 }
 
-static inline int dcx_srq_post_recv_list(dcx_srq_t *srq,
-                                         const dcx_recv_t *list,
+static inline int dcx_srq_post_recv_list(dcx_srq_t *srq, const dcx_recv_t *list,
                                          unsigned count, unsigned *posted_p)
 {
     return srq->post_recv_list(srq, list, count, posted_p);
@@ -638,7 +638,8 @@ static inline int dcx_srq_tm_rndv_src(dcx_srq_t *srq, uint64_t wr_id,
                                       void *addr, size_t *len_p)
 {
     return (srq->tm_rndv_src != NULL) ?
-           srq->tm_rndv_src(srq, wr_id, addr, len_p) : EOPNOTSUPP;
+               srq->tm_rndv_src(srq, wr_id, addr, len_p) :
+               EOPNOTSUPP;
 }
 
 /* tm_post of an SRQ that is not a TM SRQ: logs and returns EINVAL. */
@@ -662,27 +663,27 @@ enum {
 };
 
 typedef struct dcx_tmh {
-    uint8_t   opcode;        /* DCX_TMH_* */
-    uint8_t   reserved[3];   /* 0 */
-    uint32_t  app_ctx;       /* big-endian */
-    uint64_t  tag;           /* big-endian */
+    uint8_t opcode;      /* DCX_TMH_* */
+    uint8_t reserved[3]; /* 0 */
+    uint32_t app_ctx;    /* big-endian */
+    uint64_t tag;        /* big-endian */
 } dcx_tmh_t;
 
 typedef struct dcx_rvh {
-    uint64_t  va;            /* big-endian: sender's data */
-    uint32_t  rkey;          /* big-endian */
-    uint32_t  len;           /* big-endian */
+    uint64_t va;   /* big-endian: sender's data */
+    uint32_t rkey; /* big-endian */
+    uint32_t len;  /* big-endian */
 } dcx_rvh_t;
 
 /* DC address of the sender, for the device's READ and FIN. */
 typedef struct dcx_ravh {
-    uint32_t  sl_dct;        /* big-endian: sender's DCT number */
-    uint32_t  reserved;      /* 0 */
-    uint64_t  dc_key;        /* big-endian: sender's DC key */
+    uint32_t sl_dct;   /* big-endian: sender's DCT number */
+    uint32_t reserved; /* 0 */
+    uint64_t dc_key;   /* big-endian: sender's DC key */
 } dcx_ravh_t;
 
-#define DCX_TM_TMH_LEN   16u
-#define DCX_TM_RNDV_LEN  48u   /* TMH + RVH + RAVH */
+#define DCX_TM_TMH_LEN  16u
+#define DCX_TM_RNDV_LEN 48u /* TMH + RVH + RAVH */
 
 /* The TMH, at any alignment.  Inline: every tagged message and every
  * receive of a tag-matching SRQ packs or reads one. */
@@ -720,7 +721,7 @@ void dcx_ravh_unpack(const void *buf, uint32_t *dctn_p, uint64_t *dc_key_p);
  * dcx_dev_port_addr() on its side.
  * ------------------------------------------------------------------------ */
 struct dcx_ah {
-    dcx_pd_t  *pd;
+    dcx_pd_t *pd;
 };
 
 /* ------------------------------------------------------------------------
@@ -747,25 +748,25 @@ typedef enum {
 } dcx_qp_state_t;
 
 typedef struct dcx_qp_attr {
-    dcx_qp_type_t  type;
-    dcx_cq_t      *send_cq;        /* DCI: requester completions */
-    dcx_cq_t      *recv_cq;        /* DCT: receive completions (= srq cq) */
-    dcx_srq_t     *srq;            /* DCT: mandatory */
-    uint32_t       max_send_wr;    /* DCI */
-    uint32_t       max_send_sge;   /* DCI */
-    uint32_t       max_inline;     /* DCI: requested inline bytes */
-    uint32_t       max_rd_atomic;  /* DCI */
-    uint64_t       dc_key;         /* DCT: access key checked per request */
-    uint32_t       access;         /* DCT: DCX_ACCESS_REMOTE_* it allows */
+    dcx_qp_type_t type;
+    dcx_cq_t *send_cq;      /* DCI: requester completions */
+    dcx_cq_t *recv_cq;      /* DCT: receive completions (= srq cq) */
+    dcx_srq_t *srq;         /* DCT: mandatory */
+    uint32_t max_send_wr;   /* DCI */
+    uint32_t max_send_sge;  /* DCI */
+    uint32_t max_inline;    /* DCI: requested inline bytes */
+    uint32_t max_rd_atomic; /* DCI */
+    uint64_t dc_key;        /* DCT: access key checked per request */
+    uint32_t access;        /* DCT: DCX_ACCESS_REMOTE_* it allows */
     /* DCI transport parameters (verbs encoding): timeout is
      * 4.096us * 2^timeout; retry_cnt 0..7; rnr_retry 0..7 (7 = forever).
      * timeout 0 never means "infinite" here: it asks for the backend's
      * defaults for all three (a device model's configured limits, a NIC
      * backend's own choice). */
-    uint8_t        timeout;
-    uint8_t        retry_cnt;
-    uint8_t        rnr_retry;
-    uint8_t        min_rnr_timer;  /* DCT */
+    uint8_t timeout;
+    uint8_t retry_cnt;
+    uint8_t rnr_retry;
+    uint8_t min_rnr_timer; /* DCT */
 } dcx_qp_attr_t;
 
 typedef enum {
@@ -774,10 +775,10 @@ typedef enum {
     DCX_WR_RDMA_WRITE,
     DCX_WR_RDMA_WRITE_IMM,
     DCX_WR_RDMA_READ,
-    DCX_WR_ATOMIC_FADD,          /* 64-bit */
-    DCX_WR_ATOMIC_CSWAP,         /* 64-bit */
-    DCX_WR_ATOMIC_MASKED_FADD,   /* 32/64: add per field; boundary mask */
-    DCX_WR_ATOMIC_MASKED_CSWAP,  /* 32/64: compare/swap under masks */
+    DCX_WR_ATOMIC_FADD,         /* 64-bit */
+    DCX_WR_ATOMIC_CSWAP,        /* 64-bit */
+    DCX_WR_ATOMIC_MASKED_FADD,  /* 32/64: add per field; boundary mask */
+    DCX_WR_ATOMIC_MASKED_CSWAP, /* 32/64: compare/swap under masks */
     DCX_WR_OPCODE_LAST,
     /* Strided mkeys (DCX_CAP_MKEY_STRIDE), posted on a QP of type
      * caps.mkey_qp_type; wr.mkey names the key, dest and sg_list are not
@@ -786,7 +787,7 @@ typedef enum {
      * completion (DCX_WC_UMR, DCX_WC_LOCAL_INV) of a signalled one.
      * post_send returns EINVAL (bad layout, access, key or QP), ENOMEM
      * (more entries than the key holds, or send queue full). */
-    DCX_WR_MKEY_FIRST = 0x40,
+    DCX_WR_MKEY_FIRST       = 0x40,
     DCX_WR_MKEY_INTERLEAVED = DCX_WR_MKEY_FIRST, /* wr.mkey_layout */
     DCX_WR_MKEY_LIST,                            /* wr.mkey_layout */
     DCX_WR_MKEY_INVALIDATE,                      /* LOCAL_INV */
@@ -794,34 +795,34 @@ typedef enum {
 } dcx_wr_opcode_t;
 
 enum {
-    DCX_SEND_SIGNALED = 1u << 0,  /* completion on success too */
-    DCX_SEND_INLINE   = 1u << 1,  /* copy sg_list data at post (no lkey) */
-    DCX_SEND_FENCE    = 1u << 2,  /* wait for prior READ/atomics to finish */
-    DCX_SEND_SOLICITED= 1u << 3
+    DCX_SEND_SIGNALED  = 1u << 0, /* completion on success too */
+    DCX_SEND_INLINE    = 1u << 1, /* copy sg_list data at post (no lkey) */
+    DCX_SEND_FENCE     = 1u << 2, /* wait for prior READ/atomics to finish */
+    DCX_SEND_SOLICITED = 1u << 3
 };
 
 /* DC destination of one WR (as rdma-core's direct verbs set it: the AH, the
  * DCT number and the DC key). */
 typedef struct dcx_dc_dest {
-    dcx_ah_t  *ah;
-    uint32_t   dctn;
-    uint64_t   dc_key;
+    dcx_ah_t *ah;
+    uint32_t dctn;
+    uint64_t dc_key;
 } dcx_dc_dest_t;
 
 /* One send work request.  Each WR names its destination and exactly one
  * data description (sg_list, inline or not). */
 typedef struct dcx_send_wr {
-    uint64_t          wr_id;
-    uint8_t           opcode;      /* dcx_wr_opcode_t */
-    uint8_t           flags;       /* DCX_SEND_* */
-    uint8_t           num_sge;
-    uint8_t           atomic_size; /* 4 or 8: masked atomics only */
-    uint32_t          imm;         /* _IMM opcodes, host order */
-    dcx_dc_dest_t     dest;
-    const dcx_sge_t  *sg_list;     /* atomics: one 4/8-byte result buffer */
-    uint64_t          remote_addr; /* RDMA and atomics */
-    uint32_t          rkey;
-    uint32_t          reserved;
+    uint64_t wr_id;
+    uint8_t opcode; /* dcx_wr_opcode_t */
+    uint8_t flags;  /* DCX_SEND_* */
+    uint8_t num_sge;
+    uint8_t atomic_size; /* 4 or 8: masked atomics only */
+    uint32_t imm;        /* _IMM opcodes, host order */
+    dcx_dc_dest_t dest;
+    const dcx_sge_t *sg_list; /* atomics: one 4/8-byte result buffer */
+    uint64_t remote_addr;     /* RDMA and atomics */
+    uint32_t rkey;
+    uint32_t reserved;
     /* atomics:
      *   FADD:         compare_add = add
      *   CSWAP:        compare_add = compare, swap = swap
@@ -829,31 +830,31 @@ typedef struct dcx_send_wr {
      *                 (a set bit ends a field: carries do not cross it)
      *   MASKED_CSWAP: compare_add = compare, compare_mask = bits compared,
      *                 swap = swap, swap_mask = bits swapped */
-    uint64_t          compare_add;
-    uint64_t          swap;
-    uint64_t          compare_mask;
-    uint64_t          swap_mask;
+    uint64_t compare_add;
+    uint64_t swap;
+    uint64_t compare_mask;
+    uint64_t swap_mask;
     /* DCX_WR_MKEY_*: the key, and the layout of a configure */
-    dcx_mkey_t               *mkey;
-    const dcx_mkey_layout_t  *mkey_layout;
+    dcx_mkey_t *mkey;
+    const dcx_mkey_layout_t *mkey_layout;
 } dcx_send_wr_t;
 
 struct dcx_qp {
-    dcx_dev_t      *dev;
-    dcx_pd_t       *pd;
-    dcx_qp_type_t   type;
-    dcx_qp_state_t  state;        /* updated by the backend */
-    uint32_t        qp_num;       /* DCI number / DCT number */
-    uint32_t        max_send_wr;  /* actual (DCI) */
-    uint32_t        max_send_sge;
-    uint32_t        max_inline;
-    uint32_t        max_rd_atomic;
+    dcx_dev_t *dev;
+    dcx_pd_t *pd;
+    dcx_qp_type_t type;
+    dcx_qp_state_t state; /* updated by the backend */
+    uint32_t qp_num;      /* DCI number / DCT number */
+    uint32_t max_send_wr; /* actual (DCI) */
+    uint32_t max_send_sge;
+    uint32_t max_inline;
+    uint32_t max_rd_atomic;
     /* DCI only.  Returns 0, or ENOMEM (send queue full: outstanding =
      * posted - retired-by-polled-completion reached max_send_wr), EINVAL
      * (too many sge, inline too long, opcode not supported, not in RTS).
      * A WR posted while the DCI is in ERR is accepted and completes with
      * DCX_WC_WR_FLUSH_ERR. */
-    int           (*post_send)(dcx_qp_t *qp, const dcx_send_wr_t *wr);
+    int (*post_send)(dcx_qp_t *qp, const dcx_send_wr_t *wr);
 };
 
 static inline int dcx_qp_post_send(dcx_qp_t *qp, const dcx_send_wr_t *wr)
@@ -872,24 +873,24 @@ const dcx_backend_t *dcx_dev_backend(const dcx_dev_t *dev);
  * carried so far (packets, bytes, retransmits, ...), for a diagnostic log
  * line: 0, or EOPNOTSUPP (not logged) where the device keeps no such
  * counters of its own (a NIC keeps them in its kernel driver). */
-int  dcx_dev_traffic(dcx_dev_t *dev, char *buf, size_t len);
+int dcx_dev_traffic(dcx_dev_t *dev, char *buf, size_t len);
 
 /* The address peers use to reach this device (caps.addr_len bytes). */
-int  dcx_dev_port_addr(dcx_dev_t *dev, void *addr, size_t *len_p);
+int dcx_dev_port_addr(dcx_dev_t *dev, void *addr, size_t *len_p);
 
-int  dcx_pd_alloc(dcx_dev_t *dev, dcx_pd_t **pd_p);
-int  dcx_pd_free(dcx_pd_t *pd);
+int dcx_pd_alloc(dcx_dev_t *dev, dcx_pd_t **pd_p);
+int dcx_pd_free(dcx_pd_t *pd);
 
 /* REMOTE_WRITE or REMOTE_ATOMIC without LOCAL_WRITE: EINVAL. */
-int  dcx_mr_reg(dcx_pd_t *pd, void *addr, size_t length, uint32_t access,
-                dcx_mr_t **mr_p);
-int  dcx_mr_dereg(dcx_mr_t *mr);
+int dcx_mr_reg(dcx_pd_t *pd, void *addr, size_t length, uint32_t access,
+               dcx_mr_t **mr_p);
+int dcx_mr_dereg(dcx_mr_t *mr);
 
 /* Strided mkeys: max_entries 1..caps.mkey_max_entries (EINVAL otherwise,
  * EOPNOTSUPP without DCX_CAP_MKEY_STRIDE).  Destroying a configured key is
  * allowed; accesses through it fail from then on. */
-int  dcx_mkey_create(dcx_pd_t *pd, uint32_t max_entries, dcx_mkey_t **mkey_p);
-int  dcx_mkey_destroy(dcx_mkey_t *mkey);
+int dcx_mkey_create(dcx_pd_t *pd, uint32_t max_entries, dcx_mkey_t **mkey_p);
+int dcx_mkey_destroy(dcx_mkey_t *mkey);
 
 /* The process is about to unmap, remap or discard [addr, addr + len) (the
  * transport calls this from UCX's memory hooks, before the change).  On a
@@ -910,15 +911,14 @@ void dcx_dev_mem_unmapped(dcx_dev_t *dev, const void *addr, size_t len);
  * what dcx_mem_alloc() returned (EINVAL, logged, otherwise); registrations
  * still inside refuse every access from then on, as after
  * dcx_dev_mem_unmapped(). */
-int  dcx_mem_alloc(dcx_dev_t *dev, size_t *length_p, void **addr_p);
-int  dcx_mem_free(dcx_dev_t *dev, void *addr, size_t length);
+int dcx_mem_alloc(dcx_dev_t *dev, size_t *length_p, void **addr_p);
+int dcx_mem_free(dcx_dev_t *dev, void *addr, size_t length);
 
-int  dcx_cq_create(dcx_dev_t *dev, uint32_t cqe, dcx_cq_t **cq_p);
-int  dcx_cq_destroy(dcx_cq_t *cq);
+int dcx_cq_create(dcx_dev_t *dev, uint32_t cqe, dcx_cq_t **cq_p);
+int dcx_cq_destroy(dcx_cq_t *cq);
 
-int  dcx_srq_create(dcx_pd_t *pd, const dcx_srq_attr_t *attr,
-                    dcx_srq_t **srq_p);
-int  dcx_srq_destroy(dcx_srq_t *srq);
+int dcx_srq_create(dcx_pd_t *pd, const dcx_srq_attr_t *attr, dcx_srq_t **srq_p);
+int dcx_srq_destroy(dcx_srq_t *srq);
 
 /* Whether a port address published by a peer's dcx_dev_port_addr() is one
  * this device can reach: exactly the checks dcx_ah_create() makes (format,
@@ -926,28 +926,27 @@ int  dcx_srq_destroy(dcx_srq_t *srq);
  * a NIC; user, host and fabric on a device model).  Returns 0, or EINVAL
  * with the reason written to why (why_len bytes, NUL-terminated); logs
  * nothing, so that it can answer "is this peer reachable" quietly. */
-int  dcx_dev_addr_check(dcx_dev_t *dev, const void *addr, size_t len,
-                        char *why, size_t why_len);
+int dcx_dev_addr_check(dcx_dev_t *dev, const void *addr, size_t len, char *why,
+                       size_t why_len);
 
 /* Validates the address as dcx_dev_addr_check() does (EINVAL, logged, if
  * it fails); whether the peer is alive is only learned by sending
  * (RETRY_EXC_ERR), as with a real fabric. */
-int  dcx_ah_create(dcx_pd_t *pd, const void *addr, size_t len,
-                   dcx_ah_t **ah_p);
-int  dcx_ah_destroy(dcx_ah_t *ah);
+int dcx_ah_create(dcx_pd_t *pd, const void *addr, size_t len, dcx_ah_t **ah_p);
+int dcx_ah_destroy(dcx_ah_t *ah);
 
 /* Creates a DCI or DCT and moves it to its operational state (DCI: RTS,
  * DCT: RTR, where it gets its number). */
-int  dcx_qp_create(dcx_pd_t *pd, const dcx_qp_attr_t *attr, dcx_qp_t **qp_p);
-int  dcx_qp_destroy(dcx_qp_t *qp);
+int dcx_qp_create(dcx_pd_t *pd, const dcx_qp_attr_t *attr, dcx_qp_t **qp_p);
+int dcx_qp_destroy(dcx_qp_t *qp);
 
 /* DCI: moves to ERR; outstanding WRs complete with WR_FLUSH_ERR. */
-int  dcx_qp_set_error(dcx_qp_t *qp);
+int dcx_qp_set_error(dcx_qp_t *qp);
 
 /* DCI recovery: ERR -> RESET -> INIT -> RTR -> RTS.  As with rdma-core, the
  * reset discards this QP's completions not yet polled; the caller drains
  * the CQ first if it needs them.  EINVAL if the QP is not a DCI in ERR. */
-int  dcx_qp_recover(dcx_qp_t *qp);
+int dcx_qp_recover(dcx_qp_t *qp);
 
 /* Makes progress on work the device executes in software (a device model's
  * engine); a no-op on hardware.  Polling a CQ does the same. */
@@ -958,54 +957,52 @@ void dcx_dev_progress(dcx_dev_t *dev);
  * ------------------------------------------------------------------------ */
 struct dcx_dev_ops {
     void (*close)(dcx_dev_t *dev);
-    int  (*port_addr)(dcx_dev_t *dev, void *addr, size_t *len_p);
-    int  (*addr_check)(dcx_dev_t *dev, const void *addr, size_t len,
-                       char *why, size_t why_len);
+    int (*port_addr)(dcx_dev_t *dev, void *addr, size_t *len_p);
+    int (*addr_check)(dcx_dev_t *dev, const void *addr, size_t len, char *why,
+                      size_t why_len);
     void (*progress)(dcx_dev_t *dev);
-    int  (*pd_alloc)(dcx_dev_t *dev, dcx_pd_t **pd_p);
-    int  (*pd_free)(dcx_pd_t *pd);
-    int  (*mr_reg)(dcx_pd_t *pd, void *addr, size_t length, uint32_t access,
-                   dcx_mr_t **mr_p);
-    int  (*mr_dereg)(dcx_mr_t *mr);
+    int (*pd_alloc)(dcx_dev_t *dev, dcx_pd_t **pd_p);
+    int (*pd_free)(dcx_pd_t *pd);
+    int (*mr_reg)(dcx_pd_t *pd, void *addr, size_t length, uint32_t access,
+                  dcx_mr_t **mr_p);
+    int (*mr_dereg)(dcx_mr_t *mr);
     /* NULL when the backend has no strided mkeys; without
      * DCX_CAP_MKEY_STRIDE, mkey_create returns EOPNOTSUPP and logs what
      * the device lacks */
-    int  (*mkey_create)(dcx_pd_t *pd, uint32_t max_entries,
-                        dcx_mkey_t **mkey_p);
-    int  (*mkey_destroy)(dcx_mkey_t *mkey);
+    int (*mkey_create)(dcx_pd_t *pd, uint32_t max_entries, dcx_mkey_t **mkey_p);
+    int (*mkey_destroy)(dcx_mkey_t *mkey);
     void (*mem_unmapped)(dcx_dev_t *dev, const void *addr, size_t len);
-    int  (*cq_create)(dcx_dev_t *dev, uint32_t cqe, dcx_cq_t **cq_p);
-    int  (*cq_destroy)(dcx_cq_t *cq);
-    int  (*srq_create)(dcx_pd_t *pd, const dcx_srq_attr_t *attr,
-                       dcx_srq_t **srq_p);
-    int  (*srq_destroy)(dcx_srq_t *srq);
-    int  (*ah_create)(dcx_pd_t *pd, const void *addr, size_t len,
-                      dcx_ah_t **ah_p);
-    int  (*ah_destroy)(dcx_ah_t *ah);
-    int  (*qp_create)(dcx_pd_t *pd, const dcx_qp_attr_t *attr,
-                      dcx_qp_t **qp_p);
-    int  (*qp_destroy)(dcx_qp_t *qp);
-    int  (*qp_set_error)(dcx_qp_t *qp);
-    int  (*qp_recover)(dcx_qp_t *qp);
+    int (*cq_create)(dcx_dev_t *dev, uint32_t cqe, dcx_cq_t **cq_p);
+    int (*cq_destroy)(dcx_cq_t *cq);
+    int (*srq_create)(dcx_pd_t *pd, const dcx_srq_attr_t *attr,
+                      dcx_srq_t **srq_p);
+    int (*srq_destroy)(dcx_srq_t *srq);
+    int (*ah_create)(dcx_pd_t *pd, const void *addr, size_t len,
+                     dcx_ah_t **ah_p);
+    int (*ah_destroy)(dcx_ah_t *ah);
+    int (*qp_create)(dcx_pd_t *pd, const dcx_qp_attr_t *attr, dcx_qp_t **qp_p);
+    int (*qp_destroy)(dcx_qp_t *qp);
+    int (*qp_set_error)(dcx_qp_t *qp);
+    int (*qp_recover)(dcx_qp_t *qp);
     /* completion channels: NULL when the backend has none */
-    int  (*comp_channel_create)(dcx_dev_t *dev, dcx_comp_channel_t **ch_p);
-    int  (*comp_channel_destroy)(dcx_comp_channel_t *ch);
-    int  (*cq_create_ch)(dcx_dev_t *dev, uint32_t cqe,
-                         dcx_comp_channel_t *ch, dcx_cq_t **cq_p);
-    int  (*cq_req_notify)(dcx_cq_t *cq);
-    int  (*comp_channel_get_event)(dcx_comp_channel_t *ch, dcx_cq_t **cq_p);
+    int (*comp_channel_create)(dcx_dev_t *dev, dcx_comp_channel_t **ch_p);
+    int (*comp_channel_destroy)(dcx_comp_channel_t *ch);
+    int (*cq_create_ch)(dcx_dev_t *dev, uint32_t cqe, dcx_comp_channel_t *ch,
+                        dcx_cq_t **cq_p);
+    int (*cq_req_notify)(dcx_cq_t *cq);
+    int (*comp_channel_get_event)(dcx_comp_channel_t *ch, dcx_cq_t **cq_p);
     /* device memory (DCX_CAP_MEM_ALLOC): NULL when the backend has none */
-    int  (*mem_alloc)(dcx_dev_t *dev, size_t *length_p, void **addr_p);
-    int  (*mem_free)(dcx_dev_t *dev, void *addr, size_t length);
+    int (*mem_alloc)(dcx_dev_t *dev, size_t *length_p, void **addr_p);
+    int (*mem_free)(dcx_dev_t *dev, void *addr, size_t length);
     /* dcx_dev_traffic: NULL when the device keeps no counters of its own */
-    int  (*traffic)(dcx_dev_t *dev, char *buf, size_t len);
+    int (*traffic)(dcx_dev_t *dev, char *buf, size_t len);
 };
 
 /* Every backend's device object starts with this. */
 struct dcx_dev {
-    const dcx_dev_ops_t  *ops;
-    dcx_dev_caps_t        caps;
-    const dcx_backend_t  *backend;   /* that opened it */
+    const dcx_dev_ops_t *ops;
+    dcx_dev_caps_t caps;
+    const dcx_backend_t *backend; /* that opened it */
 };
 
 #ifdef __cplusplus

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The emulated ConnectX: libibverbs.so.1 and libmlx5.so.1 replacements that
  * present soft devices (src/soft) as mlx5 devices, so that code written
@@ -26,179 +27,179 @@
 /* Every line the emulation logs starts with this, so that it is told apart
  * from the backend's own lines. */
 #define emu_log(_level, _fmt, ...) \
-    dcx_log(_level, "mlx5-emu: " _fmt, ## __VA_ARGS__)
-#define emu_error(_fmt, ...) emu_log(DCX_LOG_ERROR, _fmt, ## __VA_ARGS__)
-#define emu_warn(_fmt, ...)  emu_log(DCX_LOG_WARN, _fmt, ## __VA_ARGS__)
-#define emu_debug(_fmt, ...) emu_log(DCX_LOG_DEBUG, _fmt, ## __VA_ARGS__)
+    dcx_log(_level, "mlx5-emu: " _fmt, ##__VA_ARGS__)
+#define emu_error(_fmt, ...) emu_log(DCX_LOG_ERROR, _fmt, ##__VA_ARGS__)
+#define emu_warn(_fmt, ...)  emu_log(DCX_LOG_WARN, _fmt, ##__VA_ARGS__)
+#define emu_debug(_fmt, ...) emu_log(DCX_LOG_DEBUG, _fmt, ##__VA_ARGS__)
 
 /* Environment */
-#define EMU_ENV_DEVICES     "DCX_EMU_DEVICES"   /* number of devices, 0..16 */
-#define EMU_ENV_FABRIC      "DCX_EMU_FABRIC"    /* soft fabric name */
-#define EMU_DEFAULT_FABRIC  "mlx5emu"
-#define EMU_MAX_DEVICES     16
+#define EMU_ENV_DEVICES    "DCX_EMU_DEVICES" /* number of devices, 0..16 */
+#define EMU_ENV_FABRIC     "DCX_EMU_FABRIC"  /* soft fabric name */
+#define EMU_DEFAULT_FABRIC "mlx5emu"
+#define EMU_MAX_DEVICES    16
 
 /* What the devices report (a ConnectX-6 as rdma-core 44 shows it) */
-#define EMU_VENDOR_ID       0x02c9
-#define EMU_VENDOR_PART_ID  4123
-#define EMU_HW_VER          0
-#define EMU_FW_VER          "20.31.1014"
-#define EMU_GUID_BASE       0x0002c90300000000ull
-#define EMU_GID_PREFIX      0xfe80000000000000ull
-#define EMU_PKEY_DEFAULT    0xffff
-#define EMU_MAX_MSG_SZ      (1u << 30)
-#define EMU_MAX_PD          (1u << 24)
-#define EMU_MAX_AH          (1u << 24)
+#define EMU_VENDOR_ID      0x02c9
+#define EMU_VENDOR_PART_ID 4123
+#define EMU_HW_VER         0
+#define EMU_FW_VER         "20.31.1014"
+#define EMU_GUID_BASE      0x0002c90300000000ull
+#define EMU_GID_PREFIX     0xfe80000000000000ull
+#define EMU_PKEY_DEFAULT   0xffff
+#define EMU_MAX_MSG_SZ     (1u << 30)
+#define EMU_MAX_PD         (1u << 24)
+#define EMU_MAX_AH         (1u << 24)
 
 /* Buckets of a device's QP-number map */
-#define EMU_QP_MAP_SIZE     256
+#define EMU_QP_MAP_SIZE 256
 
 /* Completions taken from the soft CQ per refill of a CQ's buffer */
-#define EMU_CQ_BATCH        16
+#define EMU_CQ_BATCH 16
 
-typedef struct emu_dev  emu_dev_t;
-typedef struct emu_ctx  emu_ctx_t;
+typedef struct emu_dev emu_dev_t;
+typedef struct emu_ctx emu_ctx_t;
 
 /* One emulated device of this process: a soft device opened at the first
  * ibv_open_device and shared by every context on it (one port, one LID,
  * as all contexts of one HCA share its port). */
 struct emu_dev {
-    struct ibv_device  ibdev;
-    unsigned           index;
-    dcx_dev_info_t     info;       /* the soft device behind it */
-    const char        *fabric;     /* the soft fabric it is on */
+    struct ibv_device ibdev;
+    unsigned index;
+    dcx_dev_info_t info; /* the soft device behind it */
+    const char *fabric;  /* the soft fabric it is on */
     /* guarded by emu_dev_lock */
-    unsigned           refs;       /* open contexts */
-    dcx_dev_t         *soft;
-    dcx_pd_t          *pd;         /* the device's own (srq_cq) */
-    dcx_cq_t          *srq_cq;     /* the soft CQ basic SRQs name; their
+    unsigned refs; /* open contexts */
+    dcx_dev_t *soft;
+    dcx_pd_t *pd;     /* the device's own (srq_cq) */
+    dcx_cq_t *srq_cq; /* the soft CQ basic SRQs name; their
                                       receives complete on the DCT's CQ */
-    uint16_t           lid;
-    uint8_t            addr[DCX_DEV_ADDR_MAX];
-    size_t             addr_len;
+    uint16_t lid;
+    uint8_t addr[DCX_DEV_ADDR_MAX];
+    size_t addr_len;
     /* QPs by number, for completions (emu_qp.c) */
-    pthread_mutex_t    qp_lock;
-    struct emu_qp     *qp_map[EMU_QP_MAP_SIZE];
+    pthread_mutex_t qp_lock;
+    struct emu_qp *qp_map[EMU_QP_MAP_SIZE];
 };
 
 /* A context: rdma-core's verbs_context (whose ibv_context ends it, at the
  * offset applications compute), then ours. */
 struct emu_ctx {
-    struct verbs_context  vctx;
-    emu_dev_t            *dev;
-    bool                  devx;    /* opened with MLX5DV_CONTEXT_FLAGS_DEVX */
+    struct verbs_context vctx;
+    emu_dev_t *dev;
+    bool devx; /* opened with MLX5DV_CONTEXT_FLAGS_DEVX */
 };
 
 typedef struct emu_pd {
-    struct ibv_pd  pd;
-    dcx_pd_t      *soft;
-    unsigned       refs;           /* MRs, AHs, SRQs, QPs, mkeys on it */
+    struct ibv_pd pd;
+    dcx_pd_t *soft;
+    unsigned refs; /* MRs, AHs, SRQs, QPs, mkeys on it */
 } emu_pd_t;
 
 typedef struct emu_mr {
-    struct ibv_mr  mr;
-    dcx_mr_t      *soft;
+    struct ibv_mr mr;
+    dcx_mr_t *soft;
 } emu_mr_t;
 
 typedef struct emu_ah {
-    struct ibv_ah  ah;
-    dcx_ah_t      *soft;
-    uint16_t       dlid;
-    bool           resolved;       /* dlid named a port of the fabric */
+    struct ibv_ah ah;
+    dcx_ah_t *soft;
+    uint16_t dlid;
+    bool resolved; /* dlid named a port of the fabric */
 } emu_ah_t;
 
 typedef struct emu_cq {
-    struct ibv_cq_ex  cq;          /* also the ibv_cq of ibv_create_cq */
-    dcx_cq_t         *soft;
-    uint64_t          wc_flags;    /* IBV_WC_EX_WITH_* asked for */
-    unsigned          refs;        /* QPs and SRQs using it */
-    pthread_mutex_t   lock;        /* the buffer, held start..end_poll */
-    unsigned          head;        /* next buffered completion */
-    unsigned          count;       /* buffered completions */
-    bool              current;     /* buf[head] is the one being read */
-    dcx_wc_t          buf[EMU_CQ_BATCH];
+    struct ibv_cq_ex cq; /* also the ibv_cq of ibv_create_cq */
+    dcx_cq_t *soft;
+    uint64_t wc_flags;    /* IBV_WC_EX_WITH_* asked for */
+    unsigned refs;        /* QPs and SRQs using it */
+    pthread_mutex_t lock; /* the buffer, held start..end_poll */
+    unsigned head;        /* next buffered completion */
+    unsigned count;       /* buffered completions */
+    bool current;         /* buf[head] is the one being read */
+    dcx_wc_t buf[EMU_CQ_BATCH];
 } emu_cq_t;
 
 typedef struct emu_srq {
-    struct ibv_srq  srq;
-    dcx_srq_t      *soft;
-    emu_pd_t       *pd;
-    unsigned        refs;          /* DCTs on it */
-    uint32_t        max_wr;
-    uint32_t        max_sge;
-    uint32_t        srq_limit;
+    struct ibv_srq srq;
+    dcx_srq_t *soft;
+    emu_pd_t *pd;
+    unsigned refs; /* DCTs on it */
+    uint32_t max_wr;
+    uint32_t max_sge;
+    uint32_t srq_limit;
 } emu_srq_t;
 
 typedef enum {
     EMU_QP_DCI,
     EMU_QP_DCT,
-    EMU_QP_RC        /* loopback only, for UMR requests (emu_qp.c) */
+    EMU_QP_RC /* loopback only, for UMR requests (emu_qp.c) */
 } emu_qp_kind_t;
 
 /* One WR being built or waiting in a batch (emu_wr.c) */
 typedef struct emu_wr {
-    dcx_send_wr_t  wr;
-    uint32_t       sge_off;      /* first sge in the QP's batch sge array */
-    uint32_t       inl_off;      /* first inline byte in the batch buffer */
-    uint32_t       inl_len;
-    uint8_t        setters;      /* address and data setters called */
-    uint8_t        has_addr;
-    uint8_t        has_data;
+    dcx_send_wr_t wr;
+    uint32_t sge_off; /* first sge in the QP's batch sge array */
+    uint32_t inl_off; /* first inline byte in the batch buffer */
+    uint32_t inl_len;
+    uint8_t setters; /* address and data setters called */
+    uint8_t has_addr;
+    uint8_t has_data;
 } emu_wr_t;
 
 /* A WR posted to the soft QP and not yet retired by a polled completion:
  * the soft WR's wr_id is the post sequence number, which finds this. */
 typedef struct emu_wqe {
-    uint64_t  wr_id;             /* the application's */
+    uint64_t wr_id; /* the application's */
 } emu_wqe_t;
 
 typedef struct emu_qp {
-    struct ibv_qp_ex     qpx;    /* ibv_qp first: both cast */
-    struct mlx5dv_qp_ex  dv;
-    emu_ctx_t           *ctx;
-    emu_pd_t            *pd;
-    emu_qp_kind_t        kind;
-    bool                 has_qpx;     /* created with SEND_OPS_FLAGS */
-    bool                 post_ok;     /* RTS reached since the last RESET */
-    uint64_t             send_ops;    /* IBV_QP_EX_WITH_* */
-    uint64_t             dv_ops;      /* MLX5DV_QP_EX_WITH_* */
-    bool                 sig_all;
-    emu_cq_t            *send_cq;
-    emu_cq_t            *recv_cq;
-    struct emu_srq      *srq;         /* DCT */
-    dcx_qp_t            *soft;        /* DCI, RC: from creation; DCT: RTR */
-    struct emu_qp       *map_next;    /* device's QP map chain */
-    uint32_t             max_send_wr;
-    uint32_t             max_send_sge;
-    uint32_t             max_inline;
+    struct ibv_qp_ex qpx; /* ibv_qp first: both cast */
+    struct mlx5dv_qp_ex dv;
+    emu_ctx_t *ctx;
+    emu_pd_t *pd;
+    emu_qp_kind_t kind;
+    bool has_qpx;      /* created with SEND_OPS_FLAGS */
+    bool post_ok;      /* RTS reached since the last RESET */
+    uint64_t send_ops; /* IBV_QP_EX_WITH_* */
+    uint64_t dv_ops;   /* MLX5DV_QP_EX_WITH_* */
+    bool sig_all;
+    emu_cq_t *send_cq;
+    emu_cq_t *recv_cq;
+    struct emu_srq *srq;     /* DCT */
+    dcx_qp_t *soft;          /* DCI, RC: from creation; DCT: RTR */
+    struct emu_qp *map_next; /* device's QP map chain */
+    uint32_t max_send_wr;
+    uint32_t max_send_sge;
+    uint32_t max_inline;
     /* DCT, kept from RESET->INIT for the soft DCT made at INIT->RTR */
-    uint64_t             dct_key;
-    uint32_t             dct_access;  /* DCX_ACCESS_REMOTE_* */
+    uint64_t dct_key;
+    uint32_t dct_access; /* DCX_ACCESS_REMOTE_* */
     /* RC */
-    uint32_t             rc_dest_qpn;
+    uint32_t rc_dest_qpn;
     /* the send queue: posted - retired <= max_send_wr */
-    pthread_mutex_t      sq_lock;
-    uint64_t             sq_posted;   /* sequence of the next post */
-    uint64_t             sq_retired;  /* all below are retired */
-    emu_wqe_t           *sq;          /* max_send_wr entries */
+    pthread_mutex_t sq_lock;
+    uint64_t sq_posted;  /* sequence of the next post */
+    uint64_t sq_retired; /* all below are retired */
+    emu_wqe_t *sq;       /* max_send_wr entries */
     /* the batch between ibv_wr_start and ibv_wr_complete/abort, under
      * wr_lock (held from start to complete or abort, as libmlx5 holds
      * its SQ lock) */
-    pthread_mutex_t      wr_lock;
-    emu_wr_t            *batch;
-    uint32_t             batch_n;
-    uint32_t             batch_cap;
-    dcx_sge_t           *batch_sge;
-    uint32_t             batch_sge_n;
-    uint32_t             batch_sge_cap;
-    uint8_t             *batch_inl;
-    uint32_t             batch_inl_n;
-    uint32_t             batch_inl_cap;
-    int                  batch_err;   /* sticky errno of the batch */
+    pthread_mutex_t wr_lock;
+    emu_wr_t *batch;
+    uint32_t batch_n;
+    uint32_t batch_cap;
+    dcx_sge_t *batch_sge;
+    uint32_t batch_sge_n;
+    uint32_t batch_sge_cap;
+    uint8_t *batch_inl;
+    uint32_t batch_inl_n;
+    uint32_t batch_inl_cap;
+    int batch_err; /* sticky errno of the batch */
 } emu_qp_t;
 
 static inline emu_qp_t *emu_qp(struct ibv_qp *qp)
 {
-    return (emu_qp_t*)qp;
+    return (emu_qp_t *)qp;
 }
 
 /* emu_dev.c */
@@ -215,25 +216,24 @@ uint64_t emu_dev_guid(const emu_dev_t *dev);
 void emu_ctx_set_query_ops(struct verbs_context *vctx);
 
 /* emu_sm.c: the fabric's LID directory (a subnet manager of sorts) */
-int  emu_sm_register(const char *fabric, const void *addr, size_t len,
-                     uint16_t *lid_p);
+int emu_sm_register(const char *fabric, const void *addr, size_t len,
+                    uint16_t *lid_p);
 void emu_sm_unregister(const char *fabric, uint16_t lid);
 /* The port address published under lid; ENOENT if none (never assigned,
  * or its owner gone). */
-int  emu_sm_lookup(const char *fabric, uint16_t lid, void *addr,
-                   size_t *len_p);
+int emu_sm_lookup(const char *fabric, uint16_t lid, void *addr, size_t *len_p);
 
 /* emu_mr.c */
 static inline emu_pd_t *emu_pd(struct ibv_pd *pd)
 {
-    return (emu_pd_t*)pd;
+    return (emu_pd_t *)pd;
 }
 
 /* emu_cq.c */
 void emu_ctx_set_cq_ops(struct verbs_context *vctx);
 static inline emu_cq_t *emu_cq(struct ibv_cq *cq)
 {
-    return (emu_cq_t*)cq;
+    return (emu_cq_t *)cq;
 }
 /* Drops the completions of QP qp_num not yet polled (a move to RESET). */
 void emu_cq_purge(emu_cq_t *cq, uint32_t qp_num);

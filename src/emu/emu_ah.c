@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Emulated ConnectX: address handles.
  *
@@ -44,7 +45,7 @@ struct ibv_ah *ibv_create_ah(struct ibv_pd *ibpd, struct ibv_ah_attr *attr)
     int ret;
 
     ectx = (ibpd != NULL) ? emu_ctx_check(ibpd->context, "ibv_create_ah") :
-           NULL;
+                            NULL;
     if ((ectx == NULL) || (attr == NULL)) {
         errno = EINVAL;
         return NULL;
@@ -58,7 +59,8 @@ struct ibv_ah *ibv_create_ah(struct ibv_pd *ibpd, struct ibv_ah_attr *attr)
     }
     if (attr->is_global && (attr->grh.sgid_index != 0)) {
         emu_error("%s: create_ah: sgid_index %u outside the GID table (1 "
-                  "entry)", name, attr->grh.sgid_index);
+                  "entry)",
+                  name, attr->grh.sgid_index);
         errno = EINVAL;
         return NULL;
     }
@@ -73,13 +75,12 @@ struct ibv_ah *ibv_create_ah(struct ibv_pd *ibpd, struct ibv_ah_attr *attr)
         memcpy(addr, ectx->dev->addr, ectx->dev->addr_len);
         len          = ectx->dev->addr_len;
         ah->resolved = true;
-    } else if (emu_sm_lookup(ectx->dev->fabric, ah->dlid, addr,
-                             &len) == 0) {
+    } else if (emu_sm_lookup(ectx->dev->fabric, ah->dlid, addr, &len) == 0) {
         ah->resolved = true;
     } else {
         emu_debug("%s: create_ah: LID %u is held by no port of fabric "
-                  "'%s'; sends through this AH will time out", name,
-                  ah->dlid, ectx->dev->fabric);
+                  "'%s'; sends through this AH will time out",
+                  name, ah->dlid, ectx->dev->fabric);
         len = sizeof(addr);
         ret = dcx_soft_addr_nowhere(ectx->dev->soft, addr, &len);
         if (ret != 0) {
@@ -103,7 +104,7 @@ struct ibv_ah *ibv_create_ah(struct ibv_pd *ibpd, struct ibv_ah_attr *attr)
 
 int ibv_destroy_ah(struct ibv_ah *ibah)
 {
-    emu_ah_t *ah = (emu_ah_t*)ibah;
+    emu_ah_t *ah = (emu_ah_t *)ibah;
     emu_pd_t *pd = emu_pd(ibah->pd);
     int ret;
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Emulated ConnectX: completion queues.
  *
@@ -17,66 +18,81 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define EMU_CQ_WC_FLAGS    IBV_WC_STANDARD_FLAGS
-#define EMU_CQ_COMP_MASK   (IBV_CQ_INIT_ATTR_MASK_FLAGS | \
-                            IBV_CQ_INIT_ATTR_MASK_PD)
-#define EMU_CQ_FLAGS       (IBV_CREATE_CQ_ATTR_SINGLE_THREADED | \
-                            IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN)
+#define EMU_CQ_WC_FLAGS IBV_WC_STANDARD_FLAGS
+#define EMU_CQ_COMP_MASK \
+    (IBV_CQ_INIT_ATTR_MASK_FLAGS | IBV_CQ_INIT_ATTR_MASK_PD)
+#define EMU_CQ_FLAGS \
+    (IBV_CREATE_CQ_ATTR_SINGLE_THREADED | IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN)
 
 /* dcx_wc_status_t -> ibv_wc_status, and the mlx5 syndrome (vendor_err) */
 static const struct {
-    enum ibv_wc_status  status;
-    uint32_t            syndrome;
+    enum ibv_wc_status status;
+    uint32_t syndrome;
 } emu_wc_status[DCX_WC_STATUS_LAST] = {
-    [DCX_WC_SUCCESS]            = {IBV_WC_SUCCESS,            0x00},
-    [DCX_WC_LOC_LEN_ERR]        = {IBV_WC_LOC_LEN_ERR,        0x01},
-    [DCX_WC_LOC_QP_OP_ERR]      = {IBV_WC_LOC_QP_OP_ERR,      0x02},
-    [DCX_WC_LOC_PROT_ERR]       = {IBV_WC_LOC_PROT_ERR,       0x04},
-    [DCX_WC_WR_FLUSH_ERR]       = {IBV_WC_WR_FLUSH_ERR,       0x05},
-    [DCX_WC_REM_INV_REQ_ERR]    = {IBV_WC_REM_INV_REQ_ERR,    0x12},
-    [DCX_WC_REM_ACCESS_ERR]     = {IBV_WC_REM_ACCESS_ERR,     0x13},
-    [DCX_WC_REM_OP_ERR]         = {IBV_WC_REM_OP_ERR,         0x14},
-    [DCX_WC_RETRY_EXC_ERR]      = {IBV_WC_RETRY_EXC_ERR,      0x15},
-    [DCX_WC_RNR_RETRY_EXC_ERR]  = {IBV_WC_RNR_RETRY_EXC_ERR,  0x16},
-    [DCX_WC_GENERAL_ERR]        = {IBV_WC_GENERAL_ERR,        0xff},
-    [DCX_WC_TM_ERR]             = {IBV_WC_TM_ERR,             0xff},
-    [DCX_WC_TM_RNDV_INCOMPLETE] = {IBV_WC_TM_RNDV_INCOMPLETE, 0xff}
-};
+    [DCX_WC_SUCCESS]            = {IBV_WC_SUCCESS, 0x00},
+    [DCX_WC_LOC_LEN_ERR]        = {IBV_WC_LOC_LEN_ERR, 0x01},
+    [DCX_WC_LOC_QP_OP_ERR]      = {IBV_WC_LOC_QP_OP_ERR, 0x02},
+    [DCX_WC_LOC_PROT_ERR]       = {IBV_WC_LOC_PROT_ERR, 0x04},
+    [DCX_WC_WR_FLUSH_ERR]       = {IBV_WC_WR_FLUSH_ERR, 0x05},
+    [DCX_WC_REM_INV_REQ_ERR]    = {IBV_WC_REM_INV_REQ_ERR, 0x12},
+    [DCX_WC_REM_ACCESS_ERR]     = {IBV_WC_REM_ACCESS_ERR, 0x13},
+    [DCX_WC_REM_OP_ERR]         = {IBV_WC_REM_OP_ERR, 0x14},
+    [DCX_WC_RETRY_EXC_ERR]      = {IBV_WC_RETRY_EXC_ERR, 0x15},
+    [DCX_WC_RNR_RETRY_EXC_ERR]  = {IBV_WC_RNR_RETRY_EXC_ERR, 0x16},
+    [DCX_WC_GENERAL_ERR]        = {IBV_WC_GENERAL_ERR, 0xff},
+    [DCX_WC_TM_ERR]             = {IBV_WC_TM_ERR, 0xff},
+    [DCX_WC_TM_RNDV_INCOMPLETE] = {IBV_WC_TM_RNDV_INCOMPLETE, 0xff}};
 
 static enum ibv_wc_status emu_status(const dcx_wc_t *wc)
 {
     return (wc->status < DCX_WC_STATUS_LAST) ?
-           emu_wc_status[wc->status].status : IBV_WC_GENERAL_ERR;
+               emu_wc_status[wc->status].status :
+               IBV_WC_GENERAL_ERR;
 }
 
 static uint32_t emu_vendor_err(const dcx_wc_t *wc)
 {
     return (wc->status < DCX_WC_STATUS_LAST) ?
-           emu_wc_status[wc->status].syndrome : 0xff;
+               emu_wc_status[wc->status].syndrome :
+               0xff;
 }
 
 static enum ibv_wc_opcode emu_opcode(const dcx_wc_t *wc)
 {
     if (wc->status != DCX_WC_SUCCESS) {
-        return IBV_WC_SEND;   /* undefined on error; libmlx5 gives 0 */
+        return IBV_WC_SEND; /* undefined on error; libmlx5 gives 0 */
     }
     switch (wc->opcode) {
-    case DCX_WC_SEND:               return IBV_WC_SEND;
-    case DCX_WC_RDMA_WRITE:         return IBV_WC_RDMA_WRITE;
-    case DCX_WC_RDMA_READ:          return IBV_WC_RDMA_READ;
+    case DCX_WC_SEND:
+        return IBV_WC_SEND;
+    case DCX_WC_RDMA_WRITE:
+        return IBV_WC_RDMA_WRITE;
+    case DCX_WC_RDMA_READ:
+        return IBV_WC_RDMA_READ;
     case DCX_WC_COMP_SWAP:
-    case DCX_WC_MASKED_COMP_SWAP:   return IBV_WC_COMP_SWAP;
+    case DCX_WC_MASKED_COMP_SWAP:
+        return IBV_WC_COMP_SWAP;
     case DCX_WC_FETCH_ADD:
-    case DCX_WC_MASKED_FETCH_ADD:   return IBV_WC_FETCH_ADD;
-    case DCX_WC_LOCAL_INV:          return IBV_WC_LOCAL_INV;
-    case DCX_WC_UMR:                return (enum ibv_wc_opcode)MLX5DV_WC_UMR;
-    case DCX_WC_RECV_RDMA_WITH_IMM: return IBV_WC_RECV_RDMA_WITH_IMM;
-    case DCX_WC_TM_ADD:             return IBV_WC_TM_ADD;
-    case DCX_WC_TM_DEL:             return IBV_WC_TM_DEL;
-    case DCX_WC_TM_SYNC:            return IBV_WC_TM_SYNC;
-    case DCX_WC_TM_RECV:            return IBV_WC_TM_RECV;
-    case DCX_WC_TM_NO_TAG:          return IBV_WC_TM_NO_TAG;
-    default:                        return IBV_WC_RECV;
+    case DCX_WC_MASKED_FETCH_ADD:
+        return IBV_WC_FETCH_ADD;
+    case DCX_WC_LOCAL_INV:
+        return IBV_WC_LOCAL_INV;
+    case DCX_WC_UMR:
+        return (enum ibv_wc_opcode)MLX5DV_WC_UMR;
+    case DCX_WC_RECV_RDMA_WITH_IMM:
+        return IBV_WC_RECV_RDMA_WITH_IMM;
+    case DCX_WC_TM_ADD:
+        return IBV_WC_TM_ADD;
+    case DCX_WC_TM_DEL:
+        return IBV_WC_TM_DEL;
+    case DCX_WC_TM_SYNC:
+        return IBV_WC_TM_SYNC;
+    case DCX_WC_TM_RECV:
+        return IBV_WC_TM_RECV;
+    case DCX_WC_TM_NO_TAG:
+        return IBV_WC_TM_NO_TAG;
+    default:
+        return IBV_WC_RECV;
     }
 }
 
@@ -85,7 +101,9 @@ static enum ibv_wc_opcode emu_opcode(const dcx_wc_t *wc)
 static unsigned emu_wc_flags(const dcx_wc_t *wc)
 {
     return ((wc->opcode & DCX_WC_RECV_BIT) &&
-            (wc->flags & DCX_WC_FLAG_WITH_IMM)) ? IBV_WC_WITH_IMM : 0;
+            (wc->flags & DCX_WC_FLAG_WITH_IMM)) ?
+               IBV_WC_WITH_IMM :
+               0;
 }
 
 /* Refills the buffer from the soft CQ; lock held.  Returns the count. */
@@ -112,8 +130,7 @@ static unsigned emu_cq_fill(emu_cq_t *cq)
     return cq->count;
 }
 
-static int emu_poll_cq(struct ibv_cq *ibcq, int num_entries,
-                       struct ibv_wc *wc)
+static int emu_poll_cq(struct ibv_cq *ibcq, int num_entries, struct ibv_wc *wc)
 {
     emu_cq_t *cq = emu_cq(ibcq);
     const dcx_wc_t *e;
@@ -147,7 +164,7 @@ static int emu_poll_cq(struct ibv_cq *ibcq, int num_entries,
  * ------------------------------------------------------------------------ */
 static inline const dcx_wc_t *emu_cur(struct ibv_cq_ex *cqx)
 {
-    emu_cq_t *cq = (emu_cq_t*)cqx;
+    emu_cq_t *cq = (emu_cq_t *)cqx;
 
     return &cq->buf[cq->head];
 }
@@ -163,7 +180,7 @@ static void emu_cq_publish(emu_cq_t *cq)
 
 static int emu_start_poll(struct ibv_cq_ex *cqx, struct ibv_poll_cq_attr *attr)
 {
-    emu_cq_t *cq = (emu_cq_t*)cqx;
+    emu_cq_t *cq = (emu_cq_t *)cqx;
 
     if (attr->comp_mask != 0) {
         emu_error("%s: start_poll: comp_mask 0x%x (must be 0)",
@@ -172,7 +189,7 @@ static int emu_start_poll(struct ibv_cq_ex *cqx, struct ibv_poll_cq_attr *attr)
     }
     pthread_mutex_lock(&cq->lock);
     if (emu_cq_fill(cq) == 0) {
-        pthread_mutex_unlock(&cq->lock);   /* no end_poll follows ENOENT */
+        pthread_mutex_unlock(&cq->lock); /* no end_poll follows ENOENT */
         return ENOENT;
     }
     emu_cq_publish(cq);
@@ -181,7 +198,7 @@ static int emu_start_poll(struct ibv_cq_ex *cqx, struct ibv_poll_cq_attr *attr)
 
 static int emu_next_poll(struct ibv_cq_ex *cqx)
 {
-    emu_cq_t *cq = (emu_cq_t*)cqx;
+    emu_cq_t *cq = (emu_cq_t *)cqx;
 
     if (cq->current) {
         cq->head++;
@@ -196,7 +213,7 @@ static int emu_next_poll(struct ibv_cq_ex *cqx)
 
 static void emu_end_poll(struct ibv_cq_ex *cqx)
 {
-    emu_cq_t *cq = (emu_cq_t*)cqx;
+    emu_cq_t *cq = (emu_cq_t *)cqx;
 
     if (cq->current) {
         cq->head++;
@@ -295,8 +312,8 @@ static emu_cq_t *emu_cq_create(struct ibv_context *context,
     ret = EOPNOTSUPP;
     if (attr->wc_flags & ~(uint64_t)EMU_CQ_WC_FLAGS) {
         emu_error("%s: create_cq: wc_flags 0x%llx not modelled (the "
-                  "emulation offers 0x%x)", name,
-                  (unsigned long long)(attr->wc_flags & ~EMU_CQ_WC_FLAGS),
+                  "emulation offers 0x%x)",
+                  name, (unsigned long long)(attr->wc_flags & ~EMU_CQ_WC_FLAGS),
                   EMU_CQ_WC_FLAGS);
         goto err;
     }
@@ -305,8 +322,7 @@ static emu_cq_t *emu_cq_create(struct ibv_context *context,
         goto err;
     }
     if (attr->channel != NULL) {
-        emu_error("%s: create_cq: completion channels are not modelled",
-                  name);
+        emu_error("%s: create_cq: completion channels are not modelled", name);
         goto err;
     }
 
@@ -324,18 +340,20 @@ static emu_cq_t *emu_cq_create(struct ibv_context *context,
     pthread_mutex_init(&cq->lock, NULL);
     pthread_mutex_init(&cq->cq.mutex, NULL);
     pthread_cond_init(&cq->cq.cond, NULL);
-    cq->wc_flags        = attr->wc_flags;
-    cq->cq.context      = context;
-    cq->cq.cq_context   = attr->cq_context;
-    cq->cq.cqe          = (int)cq->soft->cqe;
-    cq->cq.start_poll   = emu_start_poll;
-    cq->cq.next_poll    = emu_next_poll;
-    cq->cq.end_poll     = emu_end_poll;
+    cq->wc_flags           = attr->wc_flags;
+    cq->cq.context         = context;
+    cq->cq.cq_context      = attr->cq_context;
+    cq->cq.cqe             = (int)cq->soft->cqe;
+    cq->cq.start_poll      = emu_start_poll;
+    cq->cq.next_poll       = emu_next_poll;
+    cq->cq.end_poll        = emu_end_poll;
     cq->cq.read_opcode     = emu_read_opcode;
     cq->cq.read_vendor_err = emu_read_vendor_err;
     cq->cq.read_wc_flags   = emu_read_wc_flags;
 #define EMU_CQ_READER(_flag, _field, _fn) \
-    if (attr->wc_flags & (_flag)) { cq->cq._field = _fn; }
+    if (attr->wc_flags & (_flag)) {       \
+        cq->cq._field = _fn;              \
+    }
     EMU_CQ_READER(IBV_WC_EX_WITH_BYTE_LEN, read_byte_len, emu_read_byte_len)
     EMU_CQ_READER(IBV_WC_EX_WITH_IMM, read_imm_data, emu_read_imm_data)
     EMU_CQ_READER(IBV_WC_EX_WITH_QP_NUM, read_qp_num, emu_read_qp_num)
@@ -353,8 +371,7 @@ err:
 }
 
 struct ibv_cq *ibv_create_cq(struct ibv_context *context, int cqe,
-                             void *cq_context,
-                             struct ibv_comp_channel *channel,
+                             void *cq_context, struct ibv_comp_channel *channel,
                              int comp_vector)
 {
     struct ibv_cq_init_attr_ex attr;
@@ -366,7 +383,7 @@ struct ibv_cq *ibv_create_cq(struct ibv_context *context, int cqe,
     attr.channel     = channel;
     attr.comp_vector = (comp_vector >= 0) ? (uint32_t)comp_vector : ~0u;
     attr.wc_flags    = IBV_WC_STANDARD_FLAGS;
-    cq = emu_cq_create(context, &attr);
+    cq               = emu_cq_create(context, &attr);
     return (cq != NULL) ? ibv_cq_ex_to_cq(&cq->cq) : NULL;
 }
 
@@ -424,7 +441,7 @@ void emu_cq_purge(emu_cq_t *cq, uint32_t qp_num)
 
 void emu_ctx_set_cq_ops(struct verbs_context *vctx)
 {
-    vctx->create_cq_ex          = emu_create_cq_ex;
-    vctx->context.ops.poll_cq   = emu_poll_cq;
+    vctx->create_cq_ex              = emu_create_cq_ex;
+    vctx->context.ops.poll_cq       = emu_poll_cq;
     vctx->context.ops.req_notify_cq = emu_req_notify_cq;
 }

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Emulated ConnectX: the device list, contexts (open and close) and the
  * soft device behind each emulated device.
@@ -23,14 +24,14 @@ pthread_mutex_t emu_dev_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_once_t emu_devs_once = PTHREAD_ONCE_INIT;
 static emu_dev_t *emu_devs;
 static unsigned emu_num_devs;
-static int emu_devs_err;            /* why the list could not be made */
+static int emu_devs_err; /* why the list could not be made */
 static char emu_fabric[40];
 
 /* Reads the environment and lists the soft devices once per process. */
 static void emu_devs_init(void)
 {
     dcx_dev_config_t *config;
-    const char *env = getenv(EMU_ENV_DEVICES);
+    const char *env       = getenv(EMU_ENV_DEVICES);
     dcx_dev_info_t *infos = NULL;
     unsigned count = 0, i, n = 1;
     char *end;
@@ -40,7 +41,7 @@ static void emu_devs_init(void)
         unsigned long v = strtoul(env, &end, 10);
 
         if ((*env == '\0') || (*end != '\0') || (v > EMU_MAX_DEVICES)) {
-            emu_error("%s=%s is not a number of devices in 0..%u", 
+            emu_error("%s=%s is not a number of devices in 0..%u",
                       EMU_ENV_DEVICES, env, EMU_MAX_DEVICES);
             emu_devs_err = EINVAL;
             return;
@@ -83,13 +84,13 @@ static void emu_devs_init(void)
     for (i = 0; i < count; ++i) {
         emu_dev_t *dev = &emu_devs[i];
 
-        dev->index = i;
+        dev->index  = i;
         dev->info   = infos[i];
         dev->fabric = emu_fabric;
         pthread_mutex_init(&dev->qp_lock, NULL);
         snprintf(dev->ibdev.name, sizeof(dev->ibdev.name), "mlx5_%u", i);
-        snprintf(dev->ibdev.dev_name, sizeof(dev->ibdev.dev_name),
-                 "uverbs%u", i);
+        snprintf(dev->ibdev.dev_name, sizeof(dev->ibdev.dev_name), "uverbs%u",
+                 i);
         snprintf(dev->ibdev.dev_path, sizeof(dev->ibdev.dev_path),
                  "/sys/class/infiniband_verbs/uverbs%u", i);
         snprintf(dev->ibdev.ibdev_path, sizeof(dev->ibdev.ibdev_path),
@@ -145,7 +146,7 @@ emu_dev_t *emu_dev_of(struct ibv_device *ibdev)
         (((p - (uintptr_t)emu_devs) % sizeof(emu_dev_t)) != 0)) {
         return NULL;
     }
-    return (emu_dev_t*)ibdev;
+    return (emu_dev_t *)ibdev;
 }
 
 const char *ibv_get_device_name(struct ibv_device *device)
@@ -164,7 +165,8 @@ __be64 ibv_get_device_guid(struct ibv_device *device)
 
     if (dev == NULL) {
         emu_error("ibv_get_device_guid: %p is not a device of the "
-                  "emulation", (void*)device);
+                  "emulation",
+                  (void *)device);
         errno = EINVAL;
         return 0;
     }
@@ -220,7 +222,7 @@ static int emu_dev_acquire_locked(emu_dev_t *dev)
         goto err;
     }
     dev->addr_len = sizeof(dev->addr);
-    ret = dcx_dev_port_addr(dev->soft, dev->addr, &dev->addr_len);
+    ret           = dcx_dev_port_addr(dev->soft, dev->addr, &dev->addr_len);
     if (ret == 0) {
         ret = dcx_pd_alloc(dev->soft, &dev->pd);
     }
@@ -250,7 +252,7 @@ err:
  * ------------------------------------------------------------------------ */
 emu_ctx_t *emu_ctx(struct ibv_context *ctx)
 {
-    return (emu_ctx_t*)verbs_get_ctx(ctx);
+    return (emu_ctx_t *)verbs_get_ctx(ctx);
 }
 
 emu_ctx_t *emu_ctx_check(struct ibv_context *ctx, const char *what)
@@ -258,7 +260,7 @@ emu_ctx_t *emu_ctx_check(struct ibv_context *ctx, const char *what)
     if ((ctx == NULL) || (emu_dev_of(ctx->device) == NULL) ||
         (ctx->abi_compat != __VERBS_ABI_IS_EXTENDED)) {
         emu_error("%s: context %p is not one of the emulation", what,
-                  (void*)ctx);
+                  (void *)ctx);
         errno = EINVAL;
         return NULL;
     }
@@ -269,7 +271,8 @@ static int emu_qp_post_send_none(struct ibv_qp *qp, struct ibv_send_wr *wr,
                                  struct ibv_send_wr **bad_wr)
 {
     emu_error("%s: qp 0x%x: ibv_post_send is not modelled (use the "
-              "ibv_wr_* API)", qp->context->device->name, qp->qp_num);
+              "ibv_wr_* API)",
+              qp->context->device->name, qp->qp_num);
     *bad_wr = wr;
     return EOPNOTSUPP;
 }
@@ -278,8 +281,8 @@ static int emu_qp_post_recv_none(struct ibv_qp *qp, struct ibv_recv_wr *wr,
                                  struct ibv_recv_wr **bad_wr)
 {
     emu_error("%s: qp 0x%x: ibv_post_recv: QPs of the emulation have no "
-              "receive queue (use an SRQ)", qp->context->device->name,
-              qp->qp_num);
+              "receive queue (use an SRQ)",
+              qp->context->device->name, qp->qp_num);
     *bad_wr = wr;
     return EOPNOTSUPP;
 }
@@ -292,7 +295,7 @@ struct ibv_context *emu_open(struct ibv_device *ibdev, bool devx)
     int ret;
 
     if (dev == NULL) {
-        emu_error("open: %p is not a device of the emulation", (void*)ibdev);
+        emu_error("open: %p is not a device of the emulation", (void *)ibdev);
         errno = EINVAL;
         return NULL;
     }
@@ -319,14 +322,14 @@ struct ibv_context *emu_open(struct ibv_device *ibdev, bool devx)
         goto err_fds;
     }
 
-    ectx->dev                  = dev;
-    ectx->devx                 = devx;
-    ectx->vctx.sz              = sizeof(ectx->vctx);
-    ctx->device                = ibdev;
-    ctx->abi_compat            = __VERBS_ABI_IS_EXTENDED;
-    ctx->num_comp_vectors      = 1;
-    ctx->ops.post_send         = emu_qp_post_send_none;
-    ctx->ops.post_recv         = emu_qp_post_recv_none;
+    ectx->dev             = dev;
+    ectx->devx            = devx;
+    ectx->vctx.sz         = sizeof(ectx->vctx);
+    ctx->device           = ibdev;
+    ctx->abi_compat       = __VERBS_ABI_IS_EXTENDED;
+    ctx->num_comp_vectors = 1;
+    ctx->ops.post_send    = emu_qp_post_send_none;
+    ctx->ops.post_recv    = emu_qp_post_recv_none;
     pthread_mutex_init(&ctx->mutex, NULL);
     emu_ctx_set_query_ops(&ectx->vctx);
     emu_ctx_set_cq_ops(&ectx->vctx);
@@ -358,7 +361,7 @@ int ibv_close_device(struct ibv_context *context)
     emu_ctx_t *ectx = emu_ctx_check(context, "ibv_close_device");
 
     if (ectx == NULL) {
-        return 0;   /* rdma-core's close always returns 0 */
+        return 0; /* rdma-core's close always returns 0 */
     }
     pthread_mutex_lock(&emu_dev_lock);
     emu_dev_release_locked(ectx->dev);

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Emulated ConnectX: the mlx5dv device entry points (libmlx5.so.1 forwards
  * them here, emu_mlx5.c).  Every one first checks that the device or
@@ -13,17 +14,13 @@
 /* The mlx5dv_query_device masks the emulation answers; the others (clock
  * page, core clock, LAG ports) are the ones libmlx5 leaves out when the
  * device has no such thing. */
-#define EMU_DV_MASKS (MLX5DV_CONTEXT_MASK_CQE_COMPRESION | \
-                      MLX5DV_CONTEXT_MASK_SWP | \
-                      MLX5DV_CONTEXT_MASK_STRIDING_RQ | \
-                      MLX5DV_CONTEXT_MASK_TUNNEL_OFFLOADS | \
-                      MLX5DV_CONTEXT_MASK_DYN_BFREGS | \
-                      MLX5DV_CONTEXT_MASK_FLOW_ACTION_FLAGS | \
-                      MLX5DV_CONTEXT_MASK_DC_ODP_CAPS | \
-                      MLX5DV_CONTEXT_MASK_SIGNATURE_OFFLOAD | \
-                      MLX5DV_CONTEXT_MASK_DCI_STREAMS | \
-                      MLX5DV_CONTEXT_MASK_WR_MEMCPY_LENGTH | \
-                      MLX5DV_CONTEXT_MASK_CRYPTO_OFFLOAD)
+#define EMU_DV_MASKS                                                           \
+    (MLX5DV_CONTEXT_MASK_CQE_COMPRESION | MLX5DV_CONTEXT_MASK_SWP |            \
+     MLX5DV_CONTEXT_MASK_STRIDING_RQ | MLX5DV_CONTEXT_MASK_TUNNEL_OFFLOADS |   \
+     MLX5DV_CONTEXT_MASK_DYN_BFREGS | MLX5DV_CONTEXT_MASK_FLOW_ACTION_FLAGS |  \
+     MLX5DV_CONTEXT_MASK_DC_ODP_CAPS | MLX5DV_CONTEXT_MASK_SIGNATURE_OFFLOAD | \
+     MLX5DV_CONTEXT_MASK_DCI_STREAMS | MLX5DV_CONTEXT_MASK_WR_MEMCPY_LENGTH |  \
+     MLX5DV_CONTEXT_MASK_CRYPTO_OFFLOAD)
 
 bool dcx_emu_mlx5dv_is_supported(struct ibv_device *device)
 {
@@ -35,21 +32,22 @@ struct ibv_context *dcx_emu_mlx5dv_open_device(struct ibv_device *device,
 {
     if (emu_dev_of(device) == NULL) {
         emu_error("mlx5dv_open_device: %p is not an mlx5 device of the "
-                  "emulation", (void*)device);
+                  "emulation",
+                  (void *)device);
         errno = EOPNOTSUPP;
         return NULL;
     }
     if ((attr != NULL) && ((attr->comp_mask != 0) ||
                            (attr->flags & ~MLX5DV_CONTEXT_FLAGS_DEVX))) {
         emu_error("%s: mlx5dv_open_device: comp_mask 0x%llx (must be 0) or "
-                  "unknown flags 0x%x", device->name,
-                  (unsigned long long)attr->comp_mask,
+                  "unknown flags 0x%x",
+                  device->name, (unsigned long long)attr->comp_mask,
                   attr->flags & ~MLX5DV_CONTEXT_FLAGS_DEVX);
         errno = EINVAL;
         return NULL;
     }
     return emu_open(device, (attr != NULL) &&
-                    (attr->flags & MLX5DV_CONTEXT_FLAGS_DEVX));
+                                (attr->flags & MLX5DV_CONTEXT_FLAGS_DEVX));
 }
 
 int dcx_emu_mlx5dv_query_device(struct ibv_context *ctx,
@@ -59,18 +57,18 @@ int dcx_emu_mlx5dv_query_device(struct ibv_context *ctx,
 
     if ((ctx == NULL) || (emu_dev_of(ctx->device) == NULL)) {
         emu_error("mlx5dv_query_device: context %p is not of the emulation",
-                  (void*)ctx);
+                  (void *)ctx);
         return EOPNOTSUPP;
     }
-    asked = attrs->comp_mask;
+    asked            = attrs->comp_mask;
     /* as libmlx5: version and flags always, a field only when asked for */
     attrs->version   = 0;
     attrs->flags     = MLX5DV_CONTEXT_FLAGS_CQE_V1;
     attrs->comp_mask = 0;
-#define EMU_DV_FIELD(_mask, _field) \
-    if (asked & (_mask)) { \
+#define EMU_DV_FIELD(_mask, _field)                       \
+    if (asked & (_mask)) {                                \
         memset(&attrs->_field, 0, sizeof(attrs->_field)); \
-        attrs->comp_mask |= (_mask); \
+        attrs->comp_mask |= (_mask);                      \
     }
     EMU_DV_FIELD(MLX5DV_CONTEXT_MASK_CQE_COMPRESION, cqe_comp_caps)
     EMU_DV_FIELD(MLX5DV_CONTEXT_MASK_SWP, sw_parsing_caps)

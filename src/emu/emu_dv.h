@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The private interface between the emulated libmlx5.so.1 (emu_mlx5.c) and
  * the emulated libibverbs.so.1, which holds every object: libibverbs
@@ -13,15 +14,15 @@
 #include <stdbool.h>
 
 bool dcx_emu_mlx5dv_is_supported(struct ibv_device *device);
-struct ibv_context *dcx_emu_mlx5dv_open_device(struct ibv_device *device,
-                                               struct mlx5dv_context_attr *attr);
-int  dcx_emu_mlx5dv_query_device(struct ibv_context *ctx,
-                                 struct mlx5dv_context *attrs);
+struct ibv_context *
+dcx_emu_mlx5dv_open_device(struct ibv_device *device,
+                           struct mlx5dv_context_attr *attr);
+int dcx_emu_mlx5dv_query_device(struct ibv_context *ctx,
+                                struct mlx5dv_context *attrs);
 
 struct ibv_qp *dcx_emu_mlx5dv_create_qp(struct ibv_context *context,
                                         struct ibv_qp_init_attr_ex *qp_attr,
                                         struct mlx5dv_qp_init_attr *mlx5_attr);
-struct mlx5dv_qp_ex *dcx_emu_mlx5dv_qp_ex_from_ibv_qp_ex(
-                                        struct ibv_qp_ex *qp);
+struct mlx5dv_qp_ex *dcx_emu_mlx5dv_qp_ex_from_ibv_qp_ex(struct ibv_qp_ex *qp);
 
 #endif /* DCX_EMU_DV_H_ */

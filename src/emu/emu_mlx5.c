@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The emulated libmlx5.so.1: the mlx5dv entry points the emulation models,
  * forwarded to the emulated libibverbs.so.1 that holds the objects

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Emulated ConnectX: protection domains and memory regions.
  *
@@ -16,10 +17,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define EMU_ACCESS_KNOWN (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | \
-                          IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC | \
-                          IBV_ACCESS_MW_BIND | IBV_ACCESS_ZERO_BASED | \
-                          IBV_ACCESS_ON_DEMAND | IBV_ACCESS_HUGETLB)
+#define EMU_ACCESS_KNOWN                                                      \
+    (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |                       \
+     IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_MW_BIND | \
+     IBV_ACCESS_ZERO_BASED | IBV_ACCESS_ON_DEMAND | IBV_ACCESS_HUGETLB)
 
 static uint32_t emu_pd_handles;
 
@@ -45,8 +46,7 @@ struct ibv_pd *ibv_alloc_pd(struct ibv_context *context)
         return NULL;
     }
     pd->pd.context = context;
-    pd->pd.handle  = __atomic_add_fetch(&emu_pd_handles, 1,
-                                        __ATOMIC_RELAXED);
+    pd->pd.handle  = __atomic_add_fetch(&emu_pd_handles, 1, __ATOMIC_RELAXED);
     return &pd->pd;
 }
 
@@ -72,9 +72,9 @@ int ibv_dealloc_pd(struct ibv_pd *ibpd)
  * emulation cannot model.  Returns the DCX_ACCESS_* mask or -errno. */
 static int emu_mr_access(struct ibv_pd *ibpd, unsigned access)
 {
-    const char *name = ibpd->context->device->name;
+    const char *name   = ibpd->context->device->name;
     unsigned mandatory = access & ~IBV_ACCESS_OPTIONAL_RANGE;
-    int out = 0;
+    int out            = 0;
 
     if (mandatory & ~EMU_ACCESS_KNOWN) {
         emu_error("%s: reg_mr: unknown access bits 0x%x", name,
@@ -84,28 +84,33 @@ static int emu_mr_access(struct ibv_pd *ibpd, unsigned access)
     if ((access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)) &&
         !(access & IBV_ACCESS_LOCAL_WRITE)) {
         emu_error("%s: reg_mr: access 0x%x asks for remote write or atomic "
-                  "without LOCAL_WRITE", name, access);
+                  "without LOCAL_WRITE",
+                  name, access);
         return -EINVAL;
     }
     if (access & IBV_ACCESS_ON_DEMAND) {
         emu_error("%s: reg_mr: on-demand paging is not offered (no ODP "
-                  "caps)", name);
+                  "caps)",
+                  name);
         return -EOPNOTSUPP;
     }
     if (access & IBV_ACCESS_ZERO_BASED) {
         emu_error("%s: reg_mr: zero-based regions are not modelled", name);
         return -EOPNOTSUPP;
     }
-    if (access & IBV_ACCESS_LOCAL_WRITE)   out |= DCX_ACCESS_LOCAL_WRITE;
-    if (access & IBV_ACCESS_REMOTE_WRITE)  out |= DCX_ACCESS_REMOTE_WRITE;
-    if (access & IBV_ACCESS_REMOTE_READ)   out |= DCX_ACCESS_REMOTE_READ;
-    if (access & IBV_ACCESS_REMOTE_ATOMIC) out |= DCX_ACCESS_REMOTE_ATOMIC;
+    if (access & IBV_ACCESS_LOCAL_WRITE)
+        out |= DCX_ACCESS_LOCAL_WRITE;
+    if (access & IBV_ACCESS_REMOTE_WRITE)
+        out |= DCX_ACCESS_REMOTE_WRITE;
+    if (access & IBV_ACCESS_REMOTE_READ)
+        out |= DCX_ACCESS_REMOTE_READ;
+    if (access & IBV_ACCESS_REMOTE_ATOMIC)
+        out |= DCX_ACCESS_REMOTE_ATOMIC;
     return out;
 }
 
-static struct ibv_mr *emu_reg_mr(struct ibv_pd *ibpd, void *addr,
-                                 size_t length, uint64_t iova,
-                                 unsigned access)
+static struct ibv_mr *emu_reg_mr(struct ibv_pd *ibpd, void *addr, size_t length,
+                                 uint64_t iova, unsigned access)
 {
     emu_pd_t *pd = emu_pd(ibpd);
     const char *name;
@@ -125,8 +130,8 @@ static struct ibv_mr *emu_reg_mr(struct ibv_pd *ibpd, void *addr,
     }
     if (iova != (uintptr_t)addr) {
         emu_error("%s: reg_mr %p+%zu: iova 0x%llx differs from the address, "
-                  "not modelled", name, addr, length,
-                  (unsigned long long)iova);
+                  "not modelled",
+                  name, addr, length, (unsigned long long)iova);
         errno = EOPNOTSUPP;
         return NULL;
     }
@@ -180,7 +185,7 @@ struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t length,
 
 int ibv_dereg_mr(struct ibv_mr *ibmr)
 {
-    emu_mr_t *mr = (emu_mr_t*)ibmr;
+    emu_mr_t *mr = (emu_mr_t *)ibmr;
     emu_pd_t *pd = emu_pd(ibmr->pd);
     int ret;
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Emulated ConnectX: queue pairs.  DCIs and DCTs (mlx5dv_create_qp with
  * MLX5DV_QP_INIT_ATTR_MASK_DC) and RC QPs connected to themselves (the
@@ -23,48 +24,43 @@
 #include <string.h>
 
 /* What libmlx5 accepts in the verbs and mlx5 comp masks */
-#define EMU_QP_COMP_MASK  (IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_XRCD | \
-                           IBV_QP_INIT_ATTR_CREATE_FLAGS | \
-                           IBV_QP_INIT_ATTR_MAX_TSO_HEADER | \
-                           IBV_QP_INIT_ATTR_IND_TABLE | \
-                           IBV_QP_INIT_ATTR_RX_HASH | \
-                           IBV_QP_INIT_ATTR_SEND_OPS_FLAGS)
-#define EMU_DV_COMP_MASK  (MLX5DV_QP_INIT_ATTR_MASK_QP_CREATE_FLAGS | \
-                           MLX5DV_QP_INIT_ATTR_MASK_DC | \
-                           MLX5DV_QP_INIT_ATTR_MASK_SEND_OPS_FLAGS | \
-                           MLX5DV_QP_INIT_ATTR_MASK_DCI_STREAMS)
+#define EMU_QP_COMP_MASK                                               \
+    (IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_XRCD |                     \
+     IBV_QP_INIT_ATTR_CREATE_FLAGS | IBV_QP_INIT_ATTR_MAX_TSO_HEADER | \
+     IBV_QP_INIT_ATTR_IND_TABLE | IBV_QP_INIT_ATTR_RX_HASH |           \
+     IBV_QP_INIT_ATTR_SEND_OPS_FLAGS)
+#define EMU_DV_COMP_MASK                                                      \
+    (MLX5DV_QP_INIT_ATTR_MASK_QP_CREATE_FLAGS | MLX5DV_QP_INIT_ATTR_MASK_DC | \
+     MLX5DV_QP_INIT_ATTR_MASK_SEND_OPS_FLAGS |                                \
+     MLX5DV_QP_INIT_ATTR_MASK_DCI_STREAMS)
 /* Send ops of a DCI (libmlx5 refuses TSO and ATOMIC_WRITE on one) */
-#define EMU_DCI_OPS       (IBV_QP_EX_WITH_SEND | \
-                           IBV_QP_EX_WITH_SEND_WITH_INV | \
-                           IBV_QP_EX_WITH_SEND_WITH_IMM | \
-                           IBV_QP_EX_WITH_RDMA_WRITE | \
-                           IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM | \
-                           IBV_QP_EX_WITH_RDMA_READ | \
-                           IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP | \
-                           IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD | \
-                           IBV_QP_EX_WITH_LOCAL_INV | \
-                           IBV_QP_EX_WITH_BIND_MW)
-#define EMU_RDMA_OPS      (IBV_QP_EX_WITH_RDMA_WRITE | \
-                           IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM | \
-                           IBV_QP_EX_WITH_RDMA_READ)
-#define EMU_ATOMIC_OPS    (IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP | \
-                           IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD)
-#define EMU_UMR_DV_OPS    (MLX5DV_QP_EX_WITH_MR_INTERLEAVED | \
-                           MLX5DV_QP_EX_WITH_MR_LIST)
+#define EMU_DCI_OPS                                                            \
+    (IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_INV |                      \
+     IBV_QP_EX_WITH_SEND_WITH_IMM | IBV_QP_EX_WITH_RDMA_WRITE |                \
+     IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM | IBV_QP_EX_WITH_RDMA_READ |           \
+     IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP | IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD | \
+     IBV_QP_EX_WITH_LOCAL_INV | IBV_QP_EX_WITH_BIND_MW)
+#define EMU_RDMA_OPS                                                  \
+    (IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM | \
+     IBV_QP_EX_WITH_RDMA_READ)
+#define EMU_ATOMIC_OPS \
+    (IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP | IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD)
+#define EMU_UMR_DV_OPS \
+    (MLX5DV_QP_EX_WITH_MR_INTERLEAVED | MLX5DV_QP_EX_WITH_MR_LIST)
 
 /* Send WQE sizing of libmlx5 (bytes): segments and the device's largest
  * send descriptor (max_desc_sz_sq of a ConnectX-6) */
-#define EMU_SEG_CTRL      16u
-#define EMU_SEG_RADDR     16u
-#define EMU_SEG_ATOMIC    16u
-#define EMU_SEG_DGRAM     48u
-#define EMU_SEG_UMR_CTRL  48u
-#define EMU_SEG_MKEY_CTX  64u
-#define EMU_SEG_KLM_MIN   64u
-#define EMU_SEG_DATA      16u
-#define EMU_SEG_INL_HDR   4u
-#define EMU_WQE_BB        64u
-#define EMU_MAX_DESC_SZ   512u
+#define EMU_SEG_CTRL     16u
+#define EMU_SEG_RADDR    16u
+#define EMU_SEG_ATOMIC   16u
+#define EMU_SEG_DGRAM    48u
+#define EMU_SEG_UMR_CTRL 48u
+#define EMU_SEG_MKEY_CTX 64u
+#define EMU_SEG_KLM_MIN  64u
+#define EMU_SEG_DATA     16u
+#define EMU_SEG_INL_HDR  4u
+#define EMU_WQE_BB       64u
+#define EMU_MAX_DESC_SZ  512u
 
 static uint32_t emu_align(uint32_t v, uint32_t a)
 {
@@ -98,8 +94,8 @@ static uint32_t emu_qp_overhead(emu_qp_kind_t kind, uint64_t ops,
     }
     if ((ops & (IBV_QP_EX_WITH_BIND_MW | IBV_QP_EX_WITH_LOCAL_INV)) ||
         (dv_ops & EMU_UMR_DV_OPS)) {
-        op   = EMU_SEG_CTRL + EMU_SEG_UMR_CTRL + EMU_SEG_MKEY_CTX +
-               EMU_SEG_KLM_MIN;
+        op = EMU_SEG_CTRL + EMU_SEG_UMR_CTRL + EMU_SEG_MKEY_CTX +
+             EMU_SEG_KLM_MIN;
         size = (op > size) ? op : size;
     }
     return size + ((kind == EMU_QP_DCI) ? EMU_SEG_DGRAM : 0);
@@ -117,8 +113,9 @@ static int emu_qp_size(emu_qp_t *qp, const dcx_dev_caps_t *caps,
     if ((cap->max_send_wr == 0) || (cap->max_send_wr > caps->max_qp_wr) ||
         (cap->max_send_sge > caps->max_sge)) {
         emu_error("%s: create_qp: max_send_wr %u (1..%u) or max_send_sge %u "
-                  "(<= %u) out of range", name, cap->max_send_wr,
-                  caps->max_qp_wr, cap->max_send_sge, caps->max_sge);
+                  "(<= %u) out of range",
+                  name, cap->max_send_wr, caps->max_qp_wr, cap->max_send_sge,
+                  caps->max_sge);
         return EINVAL;
     }
     if (cap->max_inline_data != 0) {
@@ -128,21 +125,24 @@ static int emu_qp_size(emu_qp_t *qp, const dcx_dev_caps_t *caps,
     size = (size > inl) ? size : inl;
     if (size > EMU_MAX_DESC_SZ) {
         emu_error("%s: create_qp: a WQE of %u bytes (%u sge, %u inline "
-                  "bytes) exceeds the device's %u", name, size,
-                  cap->max_send_sge, cap->max_inline_data, EMU_MAX_DESC_SZ);
+                  "bytes) exceeds the device's %u",
+                  name, size, cap->max_send_sge, cap->max_inline_data,
+                  EMU_MAX_DESC_SZ);
         return EINVAL;
     }
-    wqe = emu_align(size, EMU_WQE_BB);
-    wq  = emu_pow2((uint64_t)cap->max_send_wr * wqe);
+    wqe              = emu_align(size, EMU_WQE_BB);
+    wq               = emu_pow2((uint64_t)cap->max_send_wr * wqe);
     qp->max_send_wr  = wq / wqe;
     qp->max_send_sge = cap->max_send_sge;
     qp->max_inline   = wqe - ovh - EMU_SEG_INL_HDR;
     if ((qp->max_send_wr > caps->max_qp_wr) ||
         (qp->max_inline > caps->max_inline)) {
         qp->max_send_wr = (qp->max_send_wr > caps->max_qp_wr) ?
-                          caps->max_qp_wr : qp->max_send_wr;
+                              caps->max_qp_wr :
+                              qp->max_send_wr;
         qp->max_inline  = (qp->max_inline > caps->max_inline) ?
-                          caps->max_inline : qp->max_inline;
+                              caps->max_inline :
+                              qp->max_inline;
     }
     cap->max_send_wr     = qp->max_send_wr;
     cap->max_inline_data = qp->max_inline;
@@ -157,8 +157,8 @@ static void emu_qp_map_add(emu_dev_t *dev, emu_qp_t *qp)
     unsigned b = qp->qpx.qp_base.qp_num % EMU_QP_MAP_SIZE;
 
     pthread_mutex_lock(&dev->qp_lock);
-    qp->map_next    = dev->qp_map[b];
-    dev->qp_map[b]  = qp;
+    qp->map_next   = dev->qp_map[b];
+    dev->qp_map[b] = qp;
     pthread_mutex_unlock(&dev->qp_lock);
 }
 
@@ -222,8 +222,8 @@ static int emu_qp_check(emu_qp_t *qp, struct ibv_qp_init_attr_ex *attr,
     *silent_p = false;
     if (attr->comp_mask & ~EMU_QP_COMP_MASK) {
         emu_error("%s: create_qp: unknown comp_mask bits 0x%x (libmlx5 "
-                  "fails without setting errno)", name,
-                  attr->comp_mask & ~EMU_QP_COMP_MASK);
+                  "fails without setting errno)",
+                  name, attr->comp_mask & ~EMU_QP_COMP_MASK);
         *silent_p = true;
         return EINVAL;
     }
@@ -238,17 +238,16 @@ static int emu_qp_check(emu_qp_t *qp, struct ibv_qp_init_attr_ex *attr,
         return EINVAL;
     }
     if ((attr->send_cq == NULL) || (attr->recv_cq == NULL)) {
-        emu_error("%s: create_qp: send_cq and recv_cq are both required",
-                  name);
+        emu_error("%s: create_qp: send_cq and recv_cq are both required", name);
         return EINVAL;
     }
-    if (attr->comp_mask & (IBV_QP_INIT_ATTR_XRCD |
-                           IBV_QP_INIT_ATTR_CREATE_FLAGS |
-                           IBV_QP_INIT_ATTR_MAX_TSO_HEADER |
-                           IBV_QP_INIT_ATTR_IND_TABLE |
-                           IBV_QP_INIT_ATTR_RX_HASH)) {
+    if (attr->comp_mask &
+        (IBV_QP_INIT_ATTR_XRCD | IBV_QP_INIT_ATTR_CREATE_FLAGS |
+         IBV_QP_INIT_ATTR_MAX_TSO_HEADER | IBV_QP_INIT_ATTR_IND_TABLE |
+         IBV_QP_INIT_ATTR_RX_HASH)) {
         emu_error("%s: create_qp: comp_mask 0x%x asks for XRC, create "
-                  "flags, TSO or RSS, not modelled", name, attr->comp_mask);
+                  "flags, TSO or RSS, not modelled",
+                  name, attr->comp_mask);
         return EOPNOTSUPP;
     }
     if (dv_mask & MLX5DV_QP_INIT_ATTR_MASK_DC) {
@@ -272,18 +271,20 @@ static int emu_qp_check(emu_qp_t *qp, struct ibv_qp_init_attr_ex *attr,
     } else if (attr->qp_type == IBV_QPT_RC) {
         qp->kind = EMU_QP_RC;
     } else if (attr->qp_type == IBV_QPT_DRIVER) {
-        emu_error("%s: create_qp: IBV_QPT_DRIVER without DC attributes",
-                  name);
+        emu_error("%s: create_qp: IBV_QPT_DRIVER without DC attributes", name);
         return EINVAL;
     } else {
         emu_error("%s: create_qp: QP type %d is not modelled (DCI, DCT and "
-                  "loopback RC only)", name, (int)attr->qp_type);
+                  "loopback RC only)",
+                  name, (int)attr->qp_type);
         return EOPNOTSUPP;
     }
     qp->send_ops = (attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) ?
-                   attr->send_ops_flags : 0;
+                       attr->send_ops_flags :
+                       0;
     qp->dv_ops   = (dv_mask & MLX5DV_QP_INIT_ATTR_MASK_SEND_OPS_FLAGS) ?
-                   dv->send_ops_flags : 0;
+                       dv->send_ops_flags :
+                       0;
     return 0;
 }
 
@@ -301,7 +302,8 @@ static int emu_qp_check_kind(emu_qp_t *qp, struct ibv_qp_init_attr_ex *attr,
              (dv->create_flags & ~MLX5DV_QP_CREATE_DISABLE_SCATTER_TO_CQE))) {
             emu_error("%s: create_qp: a DCT takes only a PD (comp_mask 0x%x), "
                       "DC attributes and no create flag but disabling "
-                      "scatter-to-CQE", name, attr->comp_mask);
+                      "scatter-to-CQE",
+                      name, attr->comp_mask);
             return EINVAL;
         }
         if (attr->srq == NULL) {
@@ -312,36 +314,37 @@ static int emu_qp_check_kind(emu_qp_t *qp, struct ibv_qp_init_attr_ex *attr,
     case EMU_QP_DCI:
         if (qp->send_ops & ~(uint64_t)EMU_DCI_OPS) {
             emu_error("%s: create_qp: send ops 0x%llx are not offered on a "
-                      "DCI", name,
-                      (unsigned long long)(qp->send_ops & ~EMU_DCI_OPS));
+                      "DCI",
+                      name, (unsigned long long)(qp->send_ops & ~EMU_DCI_OPS));
             return EOPNOTSUPP;
         }
         if (qp->dv_ops != 0) {
             emu_error("%s: create_qp: mlx5 send ops 0x%llx on a DCI (raw WQE "
-                      "and memcpy are not modelled, UMR is RC only)", name,
-                      (unsigned long long)qp->dv_ops);
+                      "and memcpy are not modelled, UMR is RC only)",
+                      name, (unsigned long long)qp->dv_ops);
             return EOPNOTSUPP;
         }
         if ((dv_mask & MLX5DV_QP_INIT_ATTR_MASK_DCI_STREAMS) &&
             ((dv->dc_init_attr.dci_streams.log_num_concurent != 0) ||
              (dv->dc_init_attr.dci_streams.log_num_errored != 0))) {
             emu_error("%s: create_qp: DCI streams above the device's maximum "
-                      "(0, 0)", name);
+                      "(0, 0)",
+                      name);
             return EINVAL;
         }
         return 0;
     default: /* RC */
         if (qp->send_ops & ~(uint64_t)(EMU_DCI_OPS)) {
             emu_error("%s: create_qp: send ops 0x%llx are not offered on an "
-                      "RC QP", name,
-                      (unsigned long long)(qp->send_ops & ~EMU_DCI_OPS));
+                      "RC QP",
+                      name, (unsigned long long)(qp->send_ops & ~EMU_DCI_OPS));
             return EOPNOTSUPP;
         }
-        if (qp->dv_ops & ~(uint64_t)(EMU_UMR_DV_OPS |
-                                     MLX5DV_QP_EX_WITH_MKEY_CONFIGURE)) {
+        if (qp->dv_ops &
+            ~(uint64_t)(EMU_UMR_DV_OPS | MLX5DV_QP_EX_WITH_MKEY_CONFIGURE)) {
             emu_error("%s: create_qp: mlx5 send ops 0x%llx not modelled on "
-                      "RC (raw WQE, memcpy)", name,
-                      (unsigned long long)qp->dv_ops);
+                      "RC (raw WQE, memcpy)",
+                      name, (unsigned long long)qp->dv_ops);
             return EOPNOTSUPP;
         }
         return 0;
@@ -354,15 +357,16 @@ static int emu_qp_make_soft(emu_qp_t *qp, const char *name)
     int ret;
 
     memset(&a, 0, sizeof(a));
-    a.type          = DCX_QPT_DCI;   /* the soft device's UMR QP too */
-    a.send_cq       = qp->send_cq->soft;
-    a.max_send_wr   = qp->max_send_wr;
-    a.max_send_sge  = (qp->max_send_sge > 0) ? qp->max_send_sge : 1;
-    a.max_inline    = qp->max_inline;
-    ret = dcx_qp_create(qp->pd->soft, &a, &qp->soft);
+    a.type         = DCX_QPT_DCI; /* the soft device's UMR QP too */
+    a.send_cq      = qp->send_cq->soft;
+    a.max_send_wr  = qp->max_send_wr;
+    a.max_send_sge = (qp->max_send_sge > 0) ? qp->max_send_sge : 1;
+    a.max_inline   = qp->max_inline;
+    ret            = dcx_qp_create(qp->pd->soft, &a, &qp->soft);
     if (ret != 0) {
         emu_error("%s: create_qp: the soft device refused the send queue "
-                  "(%s)", name, strerror(ret));
+                  "(%s)",
+                  name, strerror(ret));
         return ret;
     }
     qp->qpx.qp_base.qp_num = qp->soft->qp_num;
@@ -411,13 +415,12 @@ static struct ibv_qp *emu_qp_create(struct ibv_context *context,
     pthread_mutex_init(&qp->sq_lock, NULL);
 
     if (qp->kind == EMU_QP_DCT) {
-        qp->srq     = (emu_srq_t*)attr->srq;
+        qp->srq     = (emu_srq_t *)attr->srq;
         qp->dct_key = dv->dc_init_attr.dct_access_key;
         __atomic_add_fetch(&qp->srq->refs, 1, __ATOMIC_RELEASE);
-        qp->qpx.qp_base.qp_num = 0;   /* the DCT's number comes at RTR */
+        qp->qpx.qp_base.qp_num = 0; /* the DCT's number comes at RTR */
     } else {
-        ret = emu_qp_size(qp, dcx_dev_caps(ectx->dev->soft), &attr->cap,
-                          name);
+        ret = emu_qp_size(qp, dcx_dev_caps(ectx->dev->soft), &attr->cap, name);
         if (ret == 0) {
             qp->sq = calloc(qp->max_send_wr, sizeof(*qp->sq));
             ret    = (qp->sq == NULL) ? ENOMEM : 0;
@@ -463,7 +466,7 @@ struct ibv_qp *dcx_emu_mlx5dv_create_qp(struct ibv_context *context,
 {
     if ((context == NULL) || (emu_dev_of(context->device) == NULL)) {
         emu_error("mlx5dv_create_qp: context %p is not of the emulation",
-                  (void*)context);
+                  (void *)context);
         errno = EOPNOTSUPP;
         return NULL;
     }
@@ -486,7 +489,7 @@ struct ibv_qp *ibv_create_qp(struct ibv_pd *pd,
     memcpy(&attr, qp_init_attr, sizeof(*qp_init_attr));
     attr.comp_mask = IBV_QP_INIT_ATTR_PD;
     attr.pd        = pd;
-    qp = emu_qp_create(pd->context, &attr, NULL);
+    qp             = emu_qp_create(pd->context, &attr, NULL);
     if (qp != NULL) {
         qp_init_attr->cap = attr.cap;
     }
@@ -503,7 +506,7 @@ struct ibv_qp_ex *ibv_qp_to_qp_ex(struct ibv_qp *ibqp)
 struct mlx5dv_qp_ex *dcx_emu_mlx5dv_qp_ex_from_ibv_qp_ex(struct ibv_qp_ex *qpx)
 {
     /* a plain container_of, as libmlx5's */
-    return &((emu_qp_t*)qpx)->dv;
+    return &((emu_qp_t *)qpx)->dv;
 }
 
 int ibv_destroy_qp(struct ibv_qp *ibqp)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Emulated ConnectX: ibv_modify_qp and ibv_query_qp.
  *
@@ -15,22 +16,23 @@
 #include <errno.h>
 #include <string.h>
 
-#define EMU_ANY_STATE  ((enum ibv_qp_state)-1)
-#define EMU_NOT_RESET  ((enum ibv_qp_state)-2)
-#define EMU_ACCESS_QP  (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | \
-                        IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC)
+#define EMU_ANY_STATE ((enum ibv_qp_state) - 1)
+#define EMU_NOT_RESET ((enum ibv_qp_state) - 2)
+#define EMU_ACCESS_QP                                   \
+    (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | \
+     IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC)
 
 typedef struct emu_trans {
-    unsigned            kinds;   /* 1 << emu_qp_kind_t */
-    enum ibv_qp_state   from;
-    enum ibv_qp_state   to;
-    uint32_t            required;
-    uint32_t            optional;
+    unsigned kinds; /* 1 << emu_qp_kind_t */
+    enum ibv_qp_state from;
+    enum ibv_qp_state to;
+    uint32_t required;
+    uint32_t optional;
 } emu_trans_t;
 
-#define K_DCI  (1u << EMU_QP_DCI)
-#define K_DCT  (1u << EMU_QP_DCT)
-#define K_RC   (1u << EMU_QP_RC)
+#define K_DCI (1u << EMU_QP_DCI)
+#define K_DCT (1u << EMU_QP_DCT)
+#define K_RC  (1u << EMU_QP_RC)
 
 static const emu_trans_t emu_trans[] = {
     /* DCI */
@@ -40,7 +42,8 @@ static const emu_trans_t emu_trans[] = {
      IBV_QP_PKEY_INDEX | IBV_QP_AV},
     {K_DCI, IBV_QPS_RTR, IBV_QPS_RTS,
      IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
-     IBV_QP_MAX_QP_RD_ATOMIC | IBV_QP_SQ_PSN, IBV_QP_MIN_RNR_TIMER},
+         IBV_QP_MAX_QP_RD_ATOMIC | IBV_QP_SQ_PSN,
+     IBV_QP_MIN_RNR_TIMER},
     {K_DCI, IBV_QPS_RTS, IBV_QPS_RTS, 0, IBV_QP_MIN_RNR_TIMER},
     /* DCT: two transitions, exact masks */
     {K_DCT, IBV_QPS_RESET, IBV_QPS_INIT,
@@ -54,16 +57,16 @@ static const emu_trans_t emu_trans[] = {
      IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS},
     {K_RC, IBV_QPS_INIT, IBV_QPS_RTR,
      IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-     IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER,
+         IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER,
      IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS | IBV_QP_PKEY_INDEX},
     {K_RC, IBV_QPS_RTR, IBV_QPS_RTS,
      IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
-     IBV_QP_MAX_QP_RD_ATOMIC,
+         IBV_QP_MAX_QP_RD_ATOMIC,
      IBV_QP_CUR_STATE | IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS |
-     IBV_QP_MIN_RNR_TIMER | IBV_QP_PATH_MIG_STATE},
+         IBV_QP_MIN_RNR_TIMER | IBV_QP_PATH_MIG_STATE},
     {K_RC, IBV_QPS_RTS, IBV_QPS_RTS, 0,
      IBV_QP_CUR_STATE | IBV_QP_ACCESS_FLAGS | IBV_QP_ALT_PATH |
-     IBV_QP_PATH_MIG_STATE | IBV_QP_MIN_RNR_TIMER},
+         IBV_QP_PATH_MIG_STATE | IBV_QP_MIN_RNR_TIMER},
     /* DCI and RC: to RESET from anywhere, to ERR from anywhere but RESET */
     {K_DCI | K_RC, EMU_ANY_STATE, IBV_QPS_RESET, 0, 0},
     {K_DCI | K_RC, EMU_NOT_RESET, IBV_QPS_ERR, 0, 0},
@@ -71,24 +74,23 @@ static const emu_trans_t emu_trans[] = {
 
 static const char *emu_kind_name(emu_qp_kind_t kind)
 {
-    return (kind == EMU_QP_DCI) ? "dci" : (kind == EMU_QP_DCT) ? "dct" :
-                                                                  "rc qp";
+    return (kind == EMU_QP_DCI) ? "dci" :
+           (kind == EMU_QP_DCT) ? "dct" :
+                                  "rc qp";
 }
 
 /* The state the device has the QP in. */
 static enum ibv_qp_state emu_qp_cur_state(emu_qp_t *qp)
 {
     if ((qp->kind != EMU_QP_DCT) && (qp->soft != NULL) &&
-        (__atomic_load_n(&qp->soft->state, __ATOMIC_ACQUIRE) ==
-         DCX_QPS_ERR)) {
+        (__atomic_load_n(&qp->soft->state, __ATOMIC_ACQUIRE) == DCX_QPS_ERR)) {
         return IBV_QPS_ERR;
     }
     return qp->qpx.qp_base.state;
 }
 
-static const emu_trans_t *emu_trans_find(emu_qp_kind_t kind,
-                                         enum ibv_qp_state from,
-                                         enum ibv_qp_state to)
+static const emu_trans_t *
+emu_trans_find(emu_qp_kind_t kind, enum ibv_qp_state from, enum ibv_qp_state to)
 {
     unsigned i;
 
@@ -147,12 +149,12 @@ static int emu_modify_values(emu_qp_t *qp, const struct ibv_qp_attr *a,
 
 static uint32_t emu_dcx_access(unsigned ibv_access)
 {
-    return ((ibv_access & IBV_ACCESS_REMOTE_WRITE) ?
-            DCX_ACCESS_REMOTE_WRITE : 0) |
-           ((ibv_access & IBV_ACCESS_REMOTE_READ) ?
-            DCX_ACCESS_REMOTE_READ : 0) |
-           ((ibv_access & IBV_ACCESS_REMOTE_ATOMIC) ?
-            DCX_ACCESS_REMOTE_ATOMIC : 0);
+    return ((ibv_access & IBV_ACCESS_REMOTE_WRITE) ? DCX_ACCESS_REMOTE_WRITE :
+                                                     0) |
+           ((ibv_access & IBV_ACCESS_REMOTE_READ) ? DCX_ACCESS_REMOTE_READ :
+                                                    0) |
+           ((ibv_access & IBV_ACCESS_REMOTE_ATOMIC) ? DCX_ACCESS_REMOTE_ATOMIC :
+                                                      0);
 }
 
 /* A DCI or RC QP back to RESET: the device forgets its WRs and libmlx5
@@ -167,7 +169,7 @@ static int emu_qp_to_reset(emu_qp_t *qp)
             return ret;
         }
     }
-    ret = dcx_qp_recover(qp->soft);   /* drops the soft CQ's entries too */
+    ret = dcx_qp_recover(qp->soft); /* drops the soft CQ's entries too */
     if (ret != 0) {
         return ret;
     }
@@ -196,7 +198,7 @@ static int emu_dct_to_rtr(emu_qp_t *qp, const struct ibv_qp_attr *a)
     sa.dc_key        = qp->dct_key;
     sa.access        = qp->dct_access;
     sa.min_rnr_timer = a->min_rnr_timer;
-    ret = dcx_qp_create(qp->pd->soft, &sa, &qp->soft);
+    ret              = dcx_qp_create(qp->pd->soft, &sa, &qp->soft);
     if (ret != 0) {
         return ret;
     }
@@ -211,48 +213,49 @@ static int emu_rc_to_rtr(emu_qp_t *qp, const struct ibv_qp_attr *a)
 
     if ((a->dest_qp_num != qp->qpx.qp_base.qp_num) ||
         (a->ah_attr.is_global ? false :
-         (a->ah_attr.dlid != qp->ctx->dev->lid))) {
+                                (a->ah_attr.dlid != qp->ctx->dev->lid))) {
         emu_error("%s: rc qp 0x%x: INIT->RTR to qp 0x%x at LID %u: RC "
-                  "connections other than to itself are not modelled", name,
-                  qp->qpx.qp_base.qp_num, a->dest_qp_num, a->ah_attr.dlid);
+                  "connections other than to itself are not modelled",
+                  name, qp->qpx.qp_base.qp_num, a->dest_qp_num,
+                  a->ah_attr.dlid);
         return EOPNOTSUPP;
     }
     qp->rc_dest_qpn = a->dest_qp_num;
     return 0;
 }
 
-int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr,
-                  int attr_mask)
+int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int attr_mask)
 {
-    emu_qp_t *qp     = emu_qp(ibqp);
-    const char *name = ibqp->context->device->name;
+    emu_qp_t *qp          = emu_qp(ibqp);
+    const char *name      = ibqp->context->device->name;
     enum ibv_qp_state cur = emu_qp_cur_state(qp), to;
     const emu_trans_t *t;
-    const char *why  = NULL;
+    const char *why = NULL;
     uint32_t extra, missing, mask = (uint32_t)attr_mask;
     int ret;
 
     to = (mask & IBV_QP_STATE) ? attr->qp_state : cur;
     if ((mask & IBV_QP_CUR_STATE) && (attr->cur_qp_state != cur)) {
-        emu_error("%s: %s 0x%x: modify: cur_qp_state %d, the QP is in %d",
-                  name, emu_kind_name(qp->kind), ibqp->qp_num,
+        emu_error("%s: %s 0x%x: modify: cur_qp_state %d, the QP is in %d", name,
+                  emu_kind_name(qp->kind), ibqp->qp_num,
                   (int)attr->cur_qp_state, (int)cur);
         return EINVAL;
     }
     t = emu_trans_find(qp->kind, cur, to);
     if (t == NULL) {
         emu_error("%s: %s 0x%x: modify: no transition %d -> %d for this QP "
-                  "type", name, emu_kind_name(qp->kind), ibqp->qp_num,
-                  (int)cur, (int)to);
+                  "type",
+                  name, emu_kind_name(qp->kind), ibqp->qp_num, (int)cur,
+                  (int)to);
         return EINVAL;
     }
     missing = t->required & ~mask;
     extra   = mask & ~(t->required | t->optional | IBV_QP_STATE);
     if ((missing != 0) || (extra != 0)) {
         emu_error("%s: %s 0x%x: modify %d -> %d: mask 0x%x lacks required "
-                  "0x%x or has bits 0x%x the transition does not take", name,
-                  emu_kind_name(qp->kind), ibqp->qp_num, (int)cur, (int)to,
-                  mask, missing, extra);
+                  "0x%x or has bits 0x%x the transition does not take",
+                  name, emu_kind_name(qp->kind), ibqp->qp_num, (int)cur,
+                  (int)to, mask, missing, extra);
         return EINVAL;
     }
     if (emu_modify_values(qp, attr, (int)mask, &why) != 0) {
@@ -276,7 +279,7 @@ int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr,
             ret = emu_qp_to_reset(qp);
         } else if (to == IBV_QPS_ERR) {
             ret = (qp->soft->state == DCX_QPS_ERR) ? 0 :
-                  dcx_qp_set_error(qp->soft);
+                                                     dcx_qp_set_error(qp->soft);
         } else if ((to == IBV_QPS_RTR) && (qp->kind == EMU_QP_RC)) {
             ret = emu_rc_to_rtr(qp, attr);
         } else if ((to == IBV_QPS_RTS) && (cur == IBV_QPS_RTR)) {
@@ -298,16 +301,16 @@ int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr,
     return 0;
 }
 
-int ibv_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr,
-                 int attr_mask, struct ibv_qp_init_attr *init_attr)
+int ibv_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int attr_mask,
+                 struct ibv_qp_init_attr *init_attr)
 {
     emu_qp_t *qp = emu_qp(ibqp);
 
     memset(attr, 0, sizeof(*attr));
-    attr->qp_state      = emu_qp_cur_state(qp);
-    attr->cur_qp_state  = attr->qp_state;
-    attr->path_mtu      = IBV_MTU_4096;
-    attr->port_num      = 1;
+    attr->qp_state            = emu_qp_cur_state(qp);
+    attr->cur_qp_state        = attr->qp_state;
+    attr->path_mtu            = IBV_MTU_4096;
+    attr->port_num            = 1;
     attr->cap.max_send_wr     = qp->max_send_wr;
     attr->cap.max_send_sge    = qp->max_send_sge;
     attr->cap.max_inline_data = qp->max_inline;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Emulated ConnectX: device, port, GID and P_Key queries.
  *
@@ -13,7 +14,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#define EMU_PORT_NUM  1
+#define EMU_PORT_NUM 1
 
 static void emu_fill_device_attr(emu_ctx_t *ectx, struct ibv_device_attr *a)
 {
@@ -21,22 +22,21 @@ static void emu_fill_device_attr(emu_ctx_t *ectx, struct ibv_device_attr *a)
 
     memset(a, 0, sizeof(*a));
     snprintf(a->fw_ver, sizeof(a->fw_ver), "%s", EMU_FW_VER);
-    a->node_guid           = htobe64(EMU_GUID_BASE | ectx->dev->index);
-    a->sys_image_guid      = a->node_guid;
-    a->max_mr_size         = caps->max_mr_size;
-    a->page_size_cap       = 0xfffffffffffff000ull;
-    a->vendor_id           = EMU_VENDOR_ID;
-    a->vendor_part_id      = EMU_VENDOR_PART_ID;
-    a->hw_ver              = EMU_HW_VER;
-    a->max_qp              = (int)caps->max_dci;
-    a->max_qp_wr           = (int)caps->max_qp_wr;
-    a->device_cap_flags    = IBV_DEVICE_BAD_PKEY_CNTR |
-                             IBV_DEVICE_BAD_QKEY_CNTR |
-                             IBV_DEVICE_CHANGE_PHY_PORT |
-                             IBV_DEVICE_PORT_ACTIVE_EVENT |
-                             IBV_DEVICE_SYS_IMAGE_GUID |
-                             IBV_DEVICE_RC_RNR_NAK_GEN |
-                             IBV_DEVICE_MEM_MGT_EXTENSIONS;
+    a->node_guid        = htobe64(EMU_GUID_BASE | ectx->dev->index);
+    a->sys_image_guid   = a->node_guid;
+    a->max_mr_size      = caps->max_mr_size;
+    a->page_size_cap    = 0xfffffffffffff000ull;
+    a->vendor_id        = EMU_VENDOR_ID;
+    a->vendor_part_id   = EMU_VENDOR_PART_ID;
+    a->hw_ver           = EMU_HW_VER;
+    a->max_qp           = (int)caps->max_dci;
+    a->max_qp_wr        = (int)caps->max_qp_wr;
+    a->device_cap_flags = IBV_DEVICE_BAD_PKEY_CNTR | IBV_DEVICE_BAD_QKEY_CNTR |
+                          IBV_DEVICE_CHANGE_PHY_PORT |
+                          IBV_DEVICE_PORT_ACTIVE_EVENT |
+                          IBV_DEVICE_SYS_IMAGE_GUID |
+                          IBV_DEVICE_RC_RNR_NAK_GEN |
+                          IBV_DEVICE_MEM_MGT_EXTENSIONS;
     a->max_sge             = (int)caps->max_sge;
     a->max_sge_rd          = (int)caps->max_sge;
     a->max_cq              = 1 << 24;
@@ -83,21 +83,21 @@ static int emu_query_device_ex(struct ibv_context *context,
     }
     if (attr_size < sizeof(attr->orig_attr)) {
         emu_error("%s: query_device_ex: attribute size %zu is below the "
-                  "basic attributes (%zu)", context->device->name,
-                  attr_size, sizeof(attr->orig_attr));
+                  "basic attributes (%zu)",
+                  context->device->name, attr_size, sizeof(attr->orig_attr));
         return EINVAL;
     }
     memset(&a, 0, sizeof(a));
     emu_fill_device_attr(ectx, &a.orig_attr);
     /* no ODP, no tag matching (not modelled), no device memory */
-    a.completion_timestamp_mask = 0;
-    a.hca_core_clock            = 0;
-    a.device_cap_flags_ex       = a.orig_attr.device_cap_flags;
+    a.completion_timestamp_mask    = 0;
+    a.hca_core_clock               = 0;
+    a.device_cap_flags_ex          = a.orig_attr.device_cap_flags;
     a.pci_atomic_caps.fetch_add    = IBV_PCI_ATOMIC_OPERATION_8_BYTE_SIZE_SUP;
     a.pci_atomic_caps.swap         = IBV_PCI_ATOMIC_OPERATION_8_BYTE_SIZE_SUP;
     a.pci_atomic_caps.compare_swap = IBV_PCI_ATOMIC_OPERATION_8_BYTE_SIZE_SUP;
-    a.max_dm_size               = 0;
-    a.phys_port_cnt_ex          = EMU_PORT_NUM;
+    a.max_dm_size                  = 0;
+    a.phys_port_cnt_ex             = EMU_PORT_NUM;
     memcpy(attr, &a, (attr_size < sizeof(a)) ? attr_size : sizeof(a));
     return 0;
 }
@@ -118,14 +118,15 @@ static void emu_fill_port_attr(emu_ctx_t *ectx, struct ibv_port_attr *a)
     const dcx_dev_caps_t *caps = dcx_dev_caps(ectx->dev->soft);
 
     memset(a, 0, sizeof(*a));
-    a->state           = IBV_PORT_ACTIVE;
-    a->max_mtu         = IBV_MTU_4096;
-    a->active_mtu      = IBV_MTU_4096;
-    a->gid_tbl_len     = 1;
-    a->port_cap_flags  = IBV_PORT_CM_SUP | IBV_PORT_SYS_IMAGE_GUID_SUP |
-                         IBV_PORT_PKEY_SW_EXT_PORT_TRAP_SUP;
+    a->state          = IBV_PORT_ACTIVE;
+    a->max_mtu        = IBV_MTU_4096;
+    a->active_mtu     = IBV_MTU_4096;
+    a->gid_tbl_len    = 1;
+    a->port_cap_flags = IBV_PORT_CM_SUP | IBV_PORT_SYS_IMAGE_GUID_SUP |
+                        IBV_PORT_PKEY_SW_EXT_PORT_TRAP_SUP;
     a->max_msg_sz      = (caps->max_msg_size < EMU_MAX_MSG_SZ) ?
-                         (uint32_t)caps->max_msg_size : EMU_MAX_MSG_SZ;
+                             (uint32_t)caps->max_msg_size :
+                             EMU_MAX_MSG_SZ;
     a->bad_pkey_cntr   = 0;
     a->qkey_viol_cntr  = 0;
     a->pkey_tbl_len    = 1;
@@ -136,9 +137,9 @@ static void emu_fill_port_attr(emu_ctx_t *ectx, struct ibv_port_attr *a)
     a->sm_sl           = 0;
     a->subnet_timeout  = 18;
     a->init_type_reply = 0;
-    a->active_width    = 2;    /* 4X */
-    a->active_speed    = 64;   /* HDR */
-    a->phys_state      = 5;    /* LinkUp */
+    a->active_width    = 2;  /* 4X */
+    a->active_speed    = 64; /* HDR */
+    a->phys_state      = 5;  /* LinkUp */
     a->link_layer      = IBV_LINK_LAYER_INFINIBAND;
     a->flags           = 0;
 }
@@ -157,7 +158,7 @@ int ibv_query_port(struct ibv_context *context, uint8_t port_num,
     }
     ret = emu_port_check(context, port_num, "query_port");
     if (ret == 0) {
-        emu_fill_port_attr(ectx, (struct ibv_port_attr*)port_attr);
+        emu_fill_port_attr(ectx, (struct ibv_port_attr *)port_attr);
     }
     return ret;
 }
@@ -216,8 +217,8 @@ int _ibv_query_gid_ex(struct ibv_context *context, uint32_t port_num,
     }
     if ((flags != 0) || (entry_size < sizeof(e))) {
         emu_error("%s: query_gid_ex: flags 0x%x (must be 0) or entry size "
-                  "%zu (< %zu)", context->device->name, flags, entry_size,
-                  sizeof(e));
+                  "%zu (< %zu)",
+                  context->device->name, flags, entry_size, sizeof(e));
         return EINVAL;
     }
     if (emu_port_check(context, port_num, "query_gid_ex") != 0) {
@@ -225,7 +226,8 @@ int _ibv_query_gid_ex(struct ibv_context *context, uint32_t port_num,
     }
     if (gid_index != 0) {
         emu_error("%s: query_gid_ex: index %u outside the GID table (1 "
-                  "entry)", context->device->name, gid_index);
+                  "entry)",
+                  context->device->name, gid_index);
         return EINVAL;
     }
     memset(&e, 0, sizeof(e));
@@ -238,16 +240,15 @@ int _ibv_query_gid_ex(struct ibv_context *context, uint32_t port_num,
 }
 
 ssize_t _ibv_query_gid_table(struct ibv_context *context,
-                             struct ibv_gid_entry *entries,
-                             size_t max_entries, uint32_t flags,
-                             size_t entry_size)
+                             struct ibv_gid_entry *entries, size_t max_entries,
+                             uint32_t flags, size_t entry_size)
 {
     int ret;
 
     if (max_entries < 1) {
         emu_error("%s: query_gid_table: room for %zu entries, the table has "
-                  "1", (context != NULL) ? context->device->name : "?",
-                  max_entries);
+                  "1",
+                  (context != NULL) ? context->device->name : "?", max_entries);
         return -EINVAL;
     }
     ret = _ibv_query_gid_ex(context, EMU_PORT_NUM, 0, entries, flags,
@@ -265,7 +266,8 @@ int ibv_query_pkey(struct ibv_context *context, uint8_t port_num, int index,
     }
     if (index != 0) {
         emu_error("%s: query_pkey: index %d outside the P_Key table (1 "
-                  "entry)", context->device->name, index);
+                  "entry)",
+                  context->device->name, index);
         return -1;
     }
     *pkey = htobe16(EMU_PKEY_DEFAULT);

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Emulated ConnectX: the LID directory of a soft fabric, the part of a
  * subnet manager the emulation needs.  A port gets the LID of the first
@@ -23,26 +24,26 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define EMU_SM_MAGIC     0x44435845u   /* "DCXE" */
-#define EMU_SM_VERSION   1u
-#define EMU_SM_ENTRIES   4096u         /* LIDs 1..4096 */
-#define EMU_SM_FREE      0u
-#define EMU_SM_CLAIMED   1u
-#define EMU_SM_VALID     2u
+#define EMU_SM_MAGIC   0x44435845u /* "DCXE" */
+#define EMU_SM_VERSION 1u
+#define EMU_SM_ENTRIES 4096u /* LIDs 1..4096 */
+#define EMU_SM_FREE    0u
+#define EMU_SM_CLAIMED 1u
+#define EMU_SM_VALID   2u
 
 typedef struct emu_sm_entry {
-    uint64_t  word;                    /* pid << 8 | state */
-    uint32_t  addr_len;
-    uint8_t   addr[DCX_DEV_ADDR_MAX];
-    uint8_t   pad[20];
+    uint64_t word; /* pid << 8 | state */
+    uint32_t addr_len;
+    uint8_t addr[DCX_DEV_ADDR_MAX];
+    uint8_t pad[20];
 } emu_sm_entry_t;
 
 typedef struct emu_sm_table {
-    uint32_t        magic;
-    uint32_t        version;
-    uint32_t        entries;
-    uint32_t        pad[13];
-    emu_sm_entry_t  e[EMU_SM_ENTRIES];
+    uint32_t magic;
+    uint32_t version;
+    uint32_t entries;
+    uint32_t pad[13];
+    emu_sm_entry_t e[EMU_SM_ENTRIES];
 } emu_sm_table_t;
 
 _Static_assert(sizeof(emu_sm_entry_t) == 64, "one cache line per entry");
@@ -63,11 +64,11 @@ static emu_sm_table_t *emu_sm_table(const char *fabric)
             return emu_sm_map;
         }
         emu_error("LID directory: fabric '%s' asked for while '%s' is in "
-                  "use", fabric, emu_sm_fabric);
+                  "use",
+                  fabric, emu_sm_fabric);
         return NULL;
     }
-    snprintf(name, sizeof(name), "/dcx-emu.%u.%s", (unsigned)getuid(),
-             fabric);
+    snprintf(name, sizeof(name), "/dcx-emu.%u.%s", (unsigned)getuid(), fabric);
     fd = shm_open(name, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
     if (fd < 0) {
         emu_error("LID directory %s: shm_open failed: %s", name,
@@ -91,8 +92,7 @@ static emu_sm_table_t *emu_sm_table(const char *fabric)
     t = mmap(NULL, sizeof(*t), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     close(fd);
     if (t == MAP_FAILED) {
-        emu_error("LID directory %s: mmap failed: %s", name,
-                  strerror(errno));
+        emu_error("LID directory %s: mmap failed: %s", name, strerror(errno));
         return NULL;
     }
     if (__atomic_load_n(&t->magic, __ATOMIC_ACQUIRE) == 0) {
@@ -102,8 +102,8 @@ static emu_sm_table_t *emu_sm_table(const char *fabric)
     }
     if ((t->version != EMU_SM_VERSION) || (t->entries != EMU_SM_ENTRIES)) {
         emu_error("LID directory %s: version %u with %u entries, expected "
-                  "%u with %u", name, t->version, t->entries,
-                  EMU_SM_VERSION, EMU_SM_ENTRIES);
+                  "%u with %u",
+                  name, t->version, t->entries, EMU_SM_VERSION, EMU_SM_ENTRIES);
         munmap(t, sizeof(*t));
         return NULL;
     }
@@ -146,8 +146,7 @@ int emu_sm_register(const char *fabric, const void *addr, size_t len,
             continue;
         }
         if (!__atomic_compare_exchange_n(&e->word, &word, mine, false,
-                                         __ATOMIC_ACQ_REL,
-                                         __ATOMIC_ACQUIRE)) {
+                                         __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
             continue;
         }
         e->addr_len = (uint32_t)len;
@@ -177,12 +176,12 @@ void emu_sm_unregister(const char *fabric, uint16_t lid)
                                      false, __ATOMIC_ACQ_REL,
                                      __ATOMIC_ACQUIRE)) {
         emu_warn("LID directory of fabric '%s': LID %u was not ours any "
-                 "more", fabric, lid);
+                 "more",
+                 fabric, lid);
     }
 }
 
-int emu_sm_lookup(const char *fabric, uint16_t lid, void *addr,
-                  size_t *len_p)
+int emu_sm_lookup(const char *fabric, uint16_t lid, void *addr, size_t *len_p)
 {
     emu_sm_table_t *t;
     emu_sm_entry_t *e;
@@ -206,7 +205,7 @@ int emu_sm_lookup(const char *fabric, uint16_t lid, void *addr,
     }
     memcpy(addr, e->addr, len);
     if (__atomic_load_n(&e->word, __ATOMIC_ACQUIRE) != word) {
-        return ENOENT;   /* re-registered while we copied */
+        return ENOENT; /* re-registered while we copied */
     }
     *len_p = len;
     return 0;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Emulated ConnectX: shared receive queues (basic type).
  *
@@ -13,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define EMU_SRQ_MAX_SGE  30
+#define EMU_SRQ_MAX_SGE 30
 
 static emu_srq_t *emu_srq_create(struct ibv_pd *ibpd,
                                  struct ibv_srq_init_attr *attr)
@@ -37,15 +38,14 @@ static emu_srq_t *emu_srq_create(struct ibv_pd *ibpd,
         (attr->attr.max_sge > EMU_SRQ_MAX_SGE) ||
         (attr->attr.srq_limit > attr->attr.max_wr)) {
         emu_error("%s: create_srq: max_wr %u (1..%u), max_sge %u (<= %u) or "
-                  "srq_limit %u invalid", name, attr->attr.max_wr,
-                  caps->max_srq_wr, attr->attr.max_sge, caps->max_recv_sge,
-                  attr->attr.srq_limit);
+                  "srq_limit %u invalid",
+                  name, attr->attr.max_wr, caps->max_srq_wr, attr->attr.max_sge,
+                  caps->max_recv_sge, attr->attr.srq_limit);
         errno = EINVAL;
         return NULL;
     }
     if (attr->attr.srq_limit != 0) {
-        emu_error("%s: create_srq: the SRQ limit event is not modelled",
-                  name);
+        emu_error("%s: create_srq: the SRQ limit event is not modelled", name);
         errno = EOPNOTSUPP;
         return NULL;
     }
@@ -60,7 +60,7 @@ static emu_srq_t *emu_srq_create(struct ibv_pd *ibpd,
     sattr.max_wr  = attr->attr.max_wr;
     sattr.max_sge = (attr->attr.max_sge > 0) ? attr->attr.max_sge : 1;
     sattr.cq      = ectx->dev->srq_cq;
-    ret = dcx_srq_create(pd->soft, &sattr, &srq->soft);
+    ret           = dcx_srq_create(pd->soft, &sattr, &srq->soft);
     if (ret != 0) {
         free(srq);
         errno = ret;
@@ -111,20 +111,21 @@ static struct ibv_srq *emu_create_srq_ex(struct ibv_context *context,
     if ((attr->comp_mask & IBV_SRQ_INIT_ATTR_TYPE) &&
         (attr->srq_type != IBV_SRQT_BASIC)) {
         emu_error("%s: create_srq_ex: SRQ type %d is not modelled (basic "
-                  "SRQs only)", context->device->name, (int)attr->srq_type);
+                  "SRQs only)",
+                  context->device->name, (int)attr->srq_type);
         errno = EOPNOTSUPP;
         return NULL;
     }
     if (attr->comp_mask & ~(IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_PD)) {
         emu_error("%s: create_srq_ex: comp_mask 0x%x has attributes of SRQ "
-                  "types that are not modelled", context->device->name,
-                  attr->comp_mask);
+                  "types that are not modelled",
+                  context->device->name, attr->comp_mask);
         errno = EOPNOTSUPP;
         return NULL;
     }
     basic.srq_context = attr->srq_context;
     basic.attr        = attr->attr;
-    srq = emu_srq_create(attr->pd, &basic);
+    srq               = emu_srq_create(attr->pd, &basic);
     if (srq == NULL) {
         return NULL;
     }
@@ -135,15 +136,14 @@ static struct ibv_srq *emu_create_srq_ex(struct ibv_context *context,
 static int emu_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr,
                              struct ibv_recv_wr **bad_wr)
 {
-    emu_srq_t *srq = (emu_srq_t*)ibsrq;
+    emu_srq_t *srq = (emu_srq_t *)ibsrq;
     dcx_sge_t sge[EMU_SRQ_MAX_SGE];
     int i, ret = 0;
 
     for (; wr != NULL; wr = wr->next) {
         if ((wr->num_sge < 0) || ((uint32_t)wr->num_sge > srq->max_sge)) {
             emu_error("%s: post_srq_recv: %d sge (max %u)",
-                      ibsrq->context->device->name, wr->num_sge,
-                      srq->max_sge);
+                      ibsrq->context->device->name, wr->num_sge, srq->max_sge);
             ret = EINVAL;
             break;
         }
@@ -155,7 +155,7 @@ static int emu_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr,
         ret = dcx_srq_post_recv(srq->soft, wr->wr_id, sge,
                                 (unsigned)wr->num_sge);
         if (ret != 0) {
-            break;   /* ENOMEM (full) is logged by the soft device */
+            break; /* ENOMEM (full) is logged by the soft device */
         }
     }
     if (ret != 0) {
@@ -166,7 +166,7 @@ static int emu_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr,
 
 int ibv_destroy_srq(struct ibv_srq *ibsrq)
 {
-    emu_srq_t *srq = (emu_srq_t*)ibsrq;
+    emu_srq_t *srq = (emu_srq_t *)ibsrq;
     int ret;
 
     if (__atomic_load_n(&srq->refs, __ATOMIC_ACQUIRE) != 0) {
@@ -187,7 +187,7 @@ int ibv_destroy_srq(struct ibv_srq *ibsrq)
 
 int ibv_query_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *srq_attr)
 {
-    emu_srq_t *srq = (emu_srq_t*)ibsrq;
+    emu_srq_t *srq = (emu_srq_t *)ibsrq;
 
     srq_attr->max_wr    = srq->max_wr;
     srq_attr->max_sge   = srq->max_sge;
@@ -199,8 +199,8 @@ int ibv_modify_srq(struct ibv_srq *srq, struct ibv_srq_attr *srq_attr,
                    int srq_attr_mask)
 {
     emu_error("%s: modify_srq (mask 0x%x): neither resizing nor the limit "
-              "event is modelled", srq->context->device->name,
-              srq_attr_mask);
+              "event is modelled",
+              srq->context->device->name, srq_attr_mask);
     return EOPNOTSUPP;
 }
 

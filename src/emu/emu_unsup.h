@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Entry points of the real libraries that the emulation does not model
  * (emu_unsup_verbs.c, emu_unsup_mlx5.c, both written by
@@ -22,54 +23,53 @@
 
 void dcx_emu_unsup(const char *name, const char *version);
 
-#define EMU_UNSUP_PTR(_name) \
-    void *_name(void); \
-    void *_name(void) \
-    { \
+#define EMU_UNSUP_PTR(_name)         \
+    void *_name(void);               \
+    void *_name(void)                \
+    {                                \
         dcx_emu_unsup(#_name, NULL); \
-        errno = EOPNOTSUPP; \
-        return NULL; \
+        errno = EOPNOTSUPP;          \
+        return NULL;                 \
     }
 
-#define EMU_UNSUP_INT(_name) \
-    int _name(void); \
-    int _name(void) \
-    { \
+#define EMU_UNSUP_INT(_name)         \
+    int _name(void);                 \
+    int _name(void)                  \
+    {                                \
         dcx_emu_unsup(#_name, NULL); \
-        errno = EOPNOTSUPP; \
-        return EOPNOTSUPP; \
+        errno = EOPNOTSUPP;          \
+        return EOPNOTSUPP;           \
     }
 
-#define EMU_UNSUP_NEG(_name) \
-    long _name(void); \
-    long _name(void) \
-    { \
+#define EMU_UNSUP_NEG(_name)         \
+    long _name(void);                \
+    long _name(void)                 \
+    {                                \
         dcx_emu_unsup(#_name, NULL); \
-        errno = EOPNOTSUPP; \
-        return -1; \
+        errno = EOPNOTSUPP;          \
+        return -1;                   \
     }
 
-#define EMU_UNSUP_ZERO(_name) \
-    long _name(void); \
-    long _name(void) \
-    { \
+#define EMU_UNSUP_ZERO(_name)        \
+    long _name(void);                \
+    long _name(void)                 \
+    {                                \
         dcx_emu_unsup(#_name, NULL); \
-        errno = EOPNOTSUPP; \
-        return 0; \
+        errno = EOPNOTSUPP;          \
+        return 0;                    \
     }
 
-#define EMU_UNSUP_VOID(_name) \
-    void _name(void); \
-    void _name(void) \
-    { \
+#define EMU_UNSUP_VOID(_name)        \
+    void _name(void);                \
+    void _name(void)                 \
+    {                                \
         dcx_emu_unsup(#_name, NULL); \
     }
 
 /* A non-default version (name@node): an internal name carries the body */
-#define EMU_UNSUP_COMPAT_(_kind, _name, _tag, _node) \
-    EMU_UNSUP_##_kind(emu_compat_##_name##_##_tag) \
-    __asm__(".symver emu_compat_" #_name "_" #_tag ", " #_name "@" \
-            #_node);
+#define EMU_UNSUP_COMPAT_(_kind, _name, _tag, _node)        \
+    EMU_UNSUP_##_kind(emu_compat_##_name##_##_tag) __asm__( \
+        ".symver emu_compat_" #_name "_" #_tag ", " #_name "@" #_node);
 
 #define EMU_UNSUP_COMPAT_PTR(_n, _t, _v)  EMU_UNSUP_COMPAT_(PTR, _n, _t, _v)
 #define EMU_UNSUP_COMPAT_INT(_n, _t, _v)  EMU_UNSUP_COMPAT_(INT, _n, _t, _v)

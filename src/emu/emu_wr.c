@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Emulated ConnectX: the work-request builders of struct ibv_qp_ex and
  * struct mlx5dv_qp_ex (ibv_wr_start ... ibv_wr_complete).
@@ -29,16 +30,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define EMU_WR_NONE  0xffu   /* opcode of a WR slot not in use */
+#define EMU_WR_NONE 0xffu /* opcode of a WR slot not in use */
 
 static inline emu_qp_t *emu_wr_qp(struct ibv_qp_ex *qpx)
 {
-    return (emu_qp_t*)qpx;
+    return (emu_qp_t *)qpx;
 }
 
 static inline emu_qp_t *emu_dv_qp(struct mlx5dv_qp_ex *dv)
 {
-    return (emu_qp_t*)((char*)dv - offsetof(emu_qp_t, dv));
+    return (emu_qp_t *)((char *)dv - offsetof(emu_qp_t, dv));
 }
 
 static void __attribute__((format(printf, 3, 4)))
@@ -48,14 +49,15 @@ emu_wr_fail(emu_qp_t *qp, int err, const char *fmt, ...)
     va_list ap;
 
     if (qp->batch_err != 0) {
-        return;   /* one line per batch: the first broken rule */
+        return; /* one line per batch: the first broken rule */
     }
     qp->batch_err = err;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
     emu_error("%s: %s 0x%x: WR %u of the batch: %s; ibv_wr_complete will "
-              "fail with %s", qp->qpx.qp_base.context->device->name,
+              "fail with %s",
+              qp->qpx.qp_base.context->device->name,
               (qp->kind == EMU_QP_DCI) ? "dci" : "rc qp",
               qp->qpx.qp_base.qp_num, qp->batch_n, msg, strerror(err));
 }
@@ -109,14 +111,22 @@ static int emu_grow(void **p, uint32_t *cap, uint32_t need, size_t elem)
 static uint64_t emu_op_flag(uint8_t opcode)
 {
     switch (opcode) {
-    case DCX_WR_SEND:           return IBV_QP_EX_WITH_SEND;
-    case DCX_WR_SEND_IMM:       return IBV_QP_EX_WITH_SEND_WITH_IMM;
-    case DCX_WR_RDMA_WRITE:     return IBV_QP_EX_WITH_RDMA_WRITE;
-    case DCX_WR_RDMA_WRITE_IMM: return IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM;
-    case DCX_WR_RDMA_READ:      return IBV_QP_EX_WITH_RDMA_READ;
-    case DCX_WR_ATOMIC_FADD:    return IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD;
-    case DCX_WR_ATOMIC_CSWAP:   return IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP;
-    default:                    return 0;
+    case DCX_WR_SEND:
+        return IBV_QP_EX_WITH_SEND;
+    case DCX_WR_SEND_IMM:
+        return IBV_QP_EX_WITH_SEND_WITH_IMM;
+    case DCX_WR_RDMA_WRITE:
+        return IBV_QP_EX_WITH_RDMA_WRITE;
+    case DCX_WR_RDMA_WRITE_IMM:
+        return IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM;
+    case DCX_WR_RDMA_READ:
+        return IBV_QP_EX_WITH_RDMA_READ;
+    case DCX_WR_ATOMIC_FADD:
+        return IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD;
+    case DCX_WR_ATOMIC_CSWAP:
+        return IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP;
+    default:
+        return 0;
     }
 }
 
@@ -135,36 +145,40 @@ static emu_wr_t *emu_wr_new(emu_qp_t *qp, uint8_t opcode, const char *name)
         return NULL;
     }
     if (qp->kind != EMU_QP_DCI) {
-        emu_wr_fail(qp, EOPNOTSUPP, "%s: RC QPs of the emulation carry "
-                    "memory-key requests only", name);
-        return NULL;
-    }
-    if (!(qp->send_ops & emu_op_flag(opcode))) {
-        emu_wr_fail(qp, EINVAL, "%s is not in the QP's send_ops_flags",
+        emu_wr_fail(qp, EOPNOTSUPP,
+                    "%s: RC QPs of the emulation carry "
+                    "memory-key requests only",
                     name);
         return NULL;
     }
-    if (qp->batch_n >= qp->max_send_wr) {
-        emu_wr_fail(qp, ENOMEM, "more WRs in one batch than the send queue "
-                    "holds (%u)", qp->max_send_wr);
+    if (!(qp->send_ops & emu_op_flag(opcode))) {
+        emu_wr_fail(qp, EINVAL, "%s is not in the QP's send_ops_flags", name);
         return NULL;
     }
-    if (emu_grow((void**)&qp->batch, &qp->batch_cap, qp->batch_n + 1,
+    if (qp->batch_n >= qp->max_send_wr) {
+        emu_wr_fail(qp, ENOMEM,
+                    "more WRs in one batch than the send queue "
+                    "holds (%u)",
+                    qp->max_send_wr);
+        return NULL;
+    }
+    if (emu_grow((void **)&qp->batch, &qp->batch_cap, qp->batch_n + 1,
                  sizeof(*qp->batch)) != 0) {
         emu_wr_fail(qp, ENOMEM, "out of memory");
         return NULL;
     }
     w = &qp->batch[qp->batch_n++];
     memset(w, 0, sizeof(*w));
-    flags          = qp->qpx.wr_flags;
-    w->wr.wr_id    = qp->qpx.wr_id;
-    w->wr.opcode   = opcode;
-    w->wr.flags    = (((flags & IBV_SEND_SIGNALED) || qp->sig_all) ?
-                      DCX_SEND_SIGNALED : 0) |
-                     ((flags & IBV_SEND_FENCE) ? DCX_SEND_FENCE : 0) |
-                     ((flags & IBV_SEND_SOLICITED) ? DCX_SEND_SOLICITED : 0);
-    w->sge_off     = qp->batch_sge_n;
-    w->inl_off     = qp->batch_inl_n;
+    flags        = qp->qpx.wr_flags;
+    w->wr.wr_id  = qp->qpx.wr_id;
+    w->wr.opcode = opcode;
+    w->wr.flags  = (((flags & IBV_SEND_SIGNALED) || qp->sig_all) ?
+                        DCX_SEND_SIGNALED :
+                        0) |
+                  ((flags & IBV_SEND_FENCE) ? DCX_SEND_FENCE : 0) |
+                  ((flags & IBV_SEND_SOLICITED) ? DCX_SEND_SOLICITED : 0);
+    w->sge_off = qp->batch_sge_n;
+    w->inl_off = qp->batch_inl_n;
     return w;
 }
 
@@ -185,9 +199,8 @@ static void emu_wr_send_imm(struct ibv_qp_ex *qpx, __be32 imm)
     }
 }
 
-static void emu_wr_rdma(struct ibv_qp_ex *qpx, uint8_t opcode,
-                        const char *name, uint32_t rkey, uint64_t raddr,
-                        uint32_t imm)
+static void emu_wr_rdma(struct ibv_qp_ex *qpx, uint8_t opcode, const char *name,
+                        uint32_t rkey, uint64_t raddr, uint32_t imm)
 {
     emu_wr_t *w = emu_wr_new(emu_wr_qp(qpx), opcode, name);
 
@@ -247,8 +260,7 @@ static void emu_wr_atomic_cmp_swp(struct ibv_qp_ex *qpx, uint32_t rkey,
 
 static void emu_wr_not_modelled(emu_qp_t *qp, const char *name)
 {
-    emu_wr_fail(qp, EOPNOTSUPP, "%s is not modelled by the emulation",
-                name);
+    emu_wr_fail(qp, EOPNOTSUPP, "%s is not modelled by the emulation", name);
 }
 
 static void emu_wr_send_inv(struct ibv_qp_ex *qpx, uint32_t rkey)
@@ -344,7 +356,7 @@ static void emu_wr_set_dc_addr(struct mlx5dv_qp_ex *dv, struct ibv_ah *ibah,
         emu_wr_fail(qp, EINVAL, "set_dc_addr with an AH of another device");
         return;
     }
-    w->wr.dest.ah     = ((emu_ah_t*)ibah)->soft;
+    w->wr.dest.ah     = ((emu_ah_t *)ibah)->soft;
     w->wr.dest.dctn   = dctn & 0xffffffu;
     w->wr.dest.dc_key = key;
     w->has_addr       = 1;
@@ -382,7 +394,8 @@ static emu_wr_t *emu_wr_data(emu_qp_t *qp, const char *setter, bool inl)
     op = w->wr.opcode;
     if (inl && (op != DCX_WR_SEND) && (op != DCX_WR_SEND_IMM) &&
         (op != DCX_WR_RDMA_WRITE) && (op != DCX_WR_RDMA_WRITE_IMM)) {
-        emu_wr_fail(qp, EINVAL, "inline data on an operation other than "
+        emu_wr_fail(qp, EINVAL,
+                    "inline data on an operation other than "
                     "send or RDMA write");
         return NULL;
     }
@@ -399,14 +412,14 @@ static void emu_wr_add_sges(emu_qp_t *qp, emu_wr_t *w, size_t n,
                     qp->max_send_sge);
         return;
     }
-    if (emu_grow((void**)&qp->batch_sge, &qp->batch_sge_cap,
+    if (emu_grow((void **)&qp->batch_sge, &qp->batch_sge_cap,
                  qp->batch_sge_n + (uint32_t)n, sizeof(dcx_sge_t)) != 0) {
         emu_wr_fail(qp, ENOMEM, "out of memory");
         return;
     }
     for (i = 0; i < n; ++i) {
         if (sg[i].length == 0) {
-            continue;   /* as libmlx5: no data segment for it */
+            continue; /* as libmlx5: no data segment for it */
         }
         qp->batch_sge[qp->batch_sge_n].addr   = sg[i].addr;
         qp->batch_sge[qp->batch_sge_n].length = sg[i].length;
@@ -416,9 +429,9 @@ static void emu_wr_add_sges(emu_qp_t *qp, emu_wr_t *w, size_t n,
     }
     if (((w->wr.opcode == DCX_WR_ATOMIC_FADD) ||
          (w->wr.opcode == DCX_WR_ATOMIC_CSWAP)) &&
-        ((w->wr.num_sge != 1) ||
-         (qp->batch_sge[w->sge_off].length < 8))) {
-        emu_wr_fail(qp, EINVAL, "an atomic takes one sge of 8 bytes for the "
+        ((w->wr.num_sge != 1) || (qp->batch_sge[w->sge_off].length < 8))) {
+        emu_wr_fail(qp, EINVAL,
+                    "an atomic takes one sge of 8 bytes for the "
                     "fetched value");
         return;
     }
@@ -426,11 +439,11 @@ static void emu_wr_add_sges(emu_qp_t *qp, emu_wr_t *w, size_t n,
     ++w->setters;
 }
 
-static void emu_wr_set_sge(struct ibv_qp_ex *qpx, uint32_t lkey,
-                           uint64_t addr, uint32_t length)
+static void emu_wr_set_sge(struct ibv_qp_ex *qpx, uint32_t lkey, uint64_t addr,
+                           uint32_t length)
 {
-    emu_qp_t *qp = emu_wr_qp(qpx);
-    emu_wr_t *w  = emu_wr_data(qp, "set_sge", false);
+    emu_qp_t *qp       = emu_wr_qp(qpx);
+    emu_wr_t *w        = emu_wr_data(qp, "set_sge", false);
     struct ibv_sge sge = {addr, length, lkey};
 
     if (w != NULL) {
@@ -462,7 +475,7 @@ static void emu_wr_add_inline(emu_qp_t *qp, emu_wr_t *w, size_t n,
                     total, qp->max_inline);
         return;
     }
-    if (emu_grow((void**)&qp->batch_inl, &qp->batch_inl_cap,
+    if (emu_grow((void **)&qp->batch_inl, &qp->batch_inl_cap,
                  qp->batch_inl_n + (uint32_t)total + 1, 1) != 0) {
         emu_wr_fail(qp, ENOMEM, "out of memory");
         return;
@@ -470,22 +483,21 @@ static void emu_wr_add_inline(emu_qp_t *qp, emu_wr_t *w, size_t n,
     /* copied now: the caller may reuse its buffers on return */
     for (i = 0; i < n; ++i) {
         if (buf[i].length > 0) {
-            memcpy(qp->batch_inl + qp->batch_inl_n, buf[i].addr,
-                   buf[i].length);
+            memcpy(qp->batch_inl + qp->batch_inl_n, buf[i].addr, buf[i].length);
             qp->batch_inl_n += (uint32_t)buf[i].length;
         }
     }
-    w->inl_len   = (uint32_t)total;
+    w->inl_len = (uint32_t)total;
     w->wr.flags |= DCX_SEND_INLINE;
-    w->has_data  = 1;
+    w->has_data = 1;
     ++w->setters;
 }
 
 static void emu_wr_set_inline_data(struct ibv_qp_ex *qpx, void *addr,
                                    size_t length)
 {
-    emu_qp_t *qp = emu_wr_qp(qpx);
-    emu_wr_t *w  = emu_wr_data(qp, "set_inline_data", true);
+    emu_qp_t *qp            = emu_wr_qp(qpx);
+    emu_wr_t *w             = emu_wr_data(qp, "set_inline_data", true);
     struct ibv_data_buf buf = {addr, length};
 
     if (w != NULL) {
@@ -539,25 +551,27 @@ static int emu_wr_check(emu_qp_t *qp)
     int ret          = 0;
 
     if (qp->batch_err != 0) {
-        return qp->batch_err;   /* logged when it happened */
+        return qp->batch_err; /* logged when it happened */
     }
     if ((w != NULL) && !emu_wr_done(qp, w)) {
-        emu_wr_fail(qp, EINVAL, "left without its %s setter at "
-                    "ibv_wr_complete", w->has_data ? "address" : "data");
+        emu_wr_fail(qp, EINVAL,
+                    "left without its %s setter at "
+                    "ibv_wr_complete",
+                    w->has_data ? "address" : "data");
         return EINVAL;
     }
     pthread_mutex_lock(&qp->sq_lock);
     if (!qp->post_ok) {
         emu_error("%s: qp 0x%x: ibv_wr_complete before the QP reached RTS "
-                  "(state %d): %u WRs discarded", name,
-                  qp->qpx.qp_base.qp_num, (int)qp->qpx.qp_base.state,
+                  "(state %d): %u WRs discarded",
+                  name, qp->qpx.qp_base.qp_num, (int)qp->qpx.qp_base.state,
                   qp->batch_n);
         ret = EINVAL;
-    } else if (qp->sq_posted - qp->sq_retired + qp->batch_n >
-               qp->max_send_wr) {
+    } else if (qp->sq_posted - qp->sq_retired + qp->batch_n > qp->max_send_wr) {
         /* flow control, not an error: said at debug level only */
         emu_debug("%s: qp 0x%x: send queue full (%llu outstanding, %u "
-                  "more, depth %u)", name, qp->qpx.qp_base.qp_num,
+                  "more, depth %u)",
+                  name, qp->qpx.qp_base.qp_num,
                   (unsigned long long)(qp->sq_posted - qp->sq_retired),
                   qp->batch_n, qp->max_send_wr);
         ret = ENOMEM;
@@ -579,13 +593,13 @@ static int emu_wr_complete(struct ibv_qp_ex *qpx)
         emu_wr_t *w = &qp->batch[i];
 
         if (w->wr.flags & DCX_SEND_INLINE) {
-            inl.addr       = (uintptr_t)(qp->batch_inl + w->inl_off);
-            inl.length     = w->inl_len;
-            inl.lkey       = 0;
-            w->wr.sg_list  = &inl;
-            w->wr.num_sge  = (w->inl_len > 0) ? 1 : 0;
+            inl.addr      = (uintptr_t)(qp->batch_inl + w->inl_off);
+            inl.length    = w->inl_len;
+            inl.lkey      = 0;
+            w->wr.sg_list = &inl;
+            w->wr.num_sge = (w->inl_len > 0) ? 1 : 0;
         } else {
-            w->wr.sg_list  = qp->batch_sge + w->sge_off;
+            w->wr.sg_list = qp->batch_sge + w->sge_off;
         }
         pthread_mutex_lock(&qp->sq_lock);
         seq                                 = qp->sq_posted;
@@ -607,25 +621,25 @@ void emu_wr_init(emu_qp_t *qp)
     struct ibv_qp_ex *x = &qp->qpx;
 
     pthread_mutex_init(&qp->wr_lock, NULL);
-    x->wr_start              = emu_wr_start;
-    x->wr_complete           = emu_wr_complete;
-    x->wr_abort              = emu_wr_abort;
-    x->wr_send               = emu_wr_send;
-    x->wr_send_imm           = emu_wr_send_imm;
-    x->wr_send_inv           = emu_wr_send_inv;
-    x->wr_send_tso           = emu_wr_send_tso;
-    x->wr_rdma_write         = emu_wr_rdma_write;
-    x->wr_rdma_write_imm     = emu_wr_rdma_write_imm;
-    x->wr_rdma_read          = emu_wr_rdma_read;
-    x->wr_atomic_fetch_add   = emu_wr_atomic_fetch_add;
-    x->wr_atomic_cmp_swp     = emu_wr_atomic_cmp_swp;
-    x->wr_bind_mw            = emu_wr_bind_mw;
-    x->wr_set_sge            = emu_wr_set_sge;
-    x->wr_set_sge_list       = emu_wr_set_sge_list;
-    x->wr_set_inline_data    = emu_wr_set_inline_data;
+    x->wr_start                = emu_wr_start;
+    x->wr_complete             = emu_wr_complete;
+    x->wr_abort                = emu_wr_abort;
+    x->wr_send                 = emu_wr_send;
+    x->wr_send_imm             = emu_wr_send_imm;
+    x->wr_send_inv             = emu_wr_send_inv;
+    x->wr_send_tso             = emu_wr_send_tso;
+    x->wr_rdma_write           = emu_wr_rdma_write;
+    x->wr_rdma_write_imm       = emu_wr_rdma_write_imm;
+    x->wr_rdma_read            = emu_wr_rdma_read;
+    x->wr_atomic_fetch_add     = emu_wr_atomic_fetch_add;
+    x->wr_atomic_cmp_swp       = emu_wr_atomic_cmp_swp;
+    x->wr_bind_mw              = emu_wr_bind_mw;
+    x->wr_set_sge              = emu_wr_set_sge;
+    x->wr_set_sge_list         = emu_wr_set_sge_list;
+    x->wr_set_inline_data      = emu_wr_set_inline_data;
     x->wr_set_inline_data_list = emu_wr_set_inline_data_list;
-    x->wr_set_ud_addr        = emu_wr_set_ud_addr;
-    x->wr_set_xrc_srqn       = emu_wr_set_xrc_srqn;
+    x->wr_set_ud_addr          = emu_wr_set_ud_addr;
+    x->wr_set_xrc_srqn         = emu_wr_set_xrc_srqn;
     /* wr_atomic_write stays NULL, as in libmlx5 */
     if (qp->kind == EMU_QP_DCI) {
         qp->dv.wr_set_dc_addr        = emu_wr_set_dc_addr;

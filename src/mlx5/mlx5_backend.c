@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The mlx5 backend's registration with the device layer: its one knob and
  * its listing (discovery and opening are mlx5_dev.c's).  Built only where
@@ -12,7 +13,7 @@
 #include <stddef.h>
 
 typedef struct dcx_mlx5_params {
-    uint32_t  enable;   /* MLX5 */
+    uint32_t enable; /* MLX5 */
 } dcx_mlx5_params_t;
 
 static int dcx_mlx5_backend_list(const void *block, dcx_dev_info_t *out,
@@ -28,13 +29,16 @@ static int dcx_mlx5_backend_list(const void *block, dcx_dev_info_t *out,
 }
 
 static const dcx_param_t dcx_mlx5_params[] = {
-    { .name = "MLX5", .dflt = "y",
-      .doc =
-     "Offer NVIDIA/Mellanox devices through rdma-core mlx5 (ConnectX-5 or newer).\n"
-     "Has no effect if dcx was built without the mlx5 backend.",
-      .type = DCX_PARAM_BOOL, .offset = offsetof(dcx_mlx5_params_t, enable),
-      .size = sizeof(uint32_t), .min = 0, .max = 1 }
-};
+    {.name = "MLX5",
+     .dflt = "y",
+     .doc =
+         "Offer NVIDIA/Mellanox devices through rdma-core mlx5 (ConnectX-5 or newer).\n"
+         "Has no effect if dcx was built without the mlx5 backend.",
+     .type   = DCX_PARAM_BOOL,
+     .offset = offsetof(dcx_mlx5_params_t, enable),
+     .size   = sizeof(uint32_t),
+     .min    = 0,
+     .max    = 1}};
 
 /* Listed first: a NIC before any model of one. */
 const dcx_backend_t dcx_mlx5_backend = {
@@ -44,7 +48,6 @@ const dcx_backend_t dcx_mlx5_backend = {
     .num_params  = sizeof(dcx_mlx5_params) / sizeof(dcx_mlx5_params[0]),
     .params_size = sizeof(dcx_mlx5_params_t),
     .list        = dcx_mlx5_backend_list,
-    .open        = dcx_mlx5_open
-};
+    .open        = dcx_mlx5_open};
 
 DCX_BACKEND_REGISTER(dcx_mlx5_backend)

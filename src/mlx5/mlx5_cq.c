@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * dcx mlx5 backend: completion queues.
  *
@@ -24,8 +25,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define DCX_MLX5_CQ_WC_FLAGS (IBV_WC_EX_WITH_BYTE_LEN | IBV_WC_EX_WITH_IMM | \
-                              IBV_WC_EX_WITH_QP_NUM | IBV_WC_EX_WITH_SRC_QP)
+#define DCX_MLX5_CQ_WC_FLAGS                                                \
+    (IBV_WC_EX_WITH_BYTE_LEN | IBV_WC_EX_WITH_IMM | IBV_WC_EX_WITH_QP_NUM | \
+     IBV_WC_EX_WITH_SRC_QP)
 
 void dcx_mlx5_cq_schedule_flush(dcx_mlx5_cq_t *cq, dcx_mlx5_qp_t *qp)
 {
@@ -104,16 +106,16 @@ static int dcx_mlx5_cq_recv_cqe(dcx_mlx5_cq_t *cq, uint32_t qpn,
     wc->src_qp   = ibv_wc_read_src_qp(cq->cq);
     if (ibv_wc_read_wc_flags(cq->cq) & IBV_WC_WITH_IMM) {
         wc->flags |= DCX_WC_FLAG_WITH_IMM;
-        wc->imm    = be32toh(ibv_wc_read_imm_data(cq->cq));
+        wc->imm = be32toh(ibv_wc_read_imm_data(cq->cq));
     }
     return 1;
 }
 
 static int dcx_mlx5_cq_one(dcx_mlx5_cq_t *cq, dcx_wc_t *wc)
 {
-    dcx_mlx5_dev_t *dev = dcx_mlx5_dev(cq->super.dev);
+    dcx_mlx5_dev_t *dev       = dcx_mlx5_dev(cq->super.dev);
     enum ibv_wc_status status = cq->cq->status;
-    uint32_t qpn = ibv_wc_read_qp_num(cq->cq);
+    uint32_t qpn              = ibv_wc_read_qp_num(cq->cq);
     dcx_mlx5_qp_t *qp;
 
     if (cq->num_dci == 0) {
@@ -122,7 +124,7 @@ static int dcx_mlx5_cq_one(dcx_mlx5_cq_t *cq, dcx_wc_t *wc)
          * its buffer back) */
         return dcx_mlx5_cq_recv_cqe(cq, qpn, status, wc);
     }
-    qp = (dcx_mlx5_qp_t*)dcx_mlx5_qpmap_find(&dev->qpmap, qpn);
+    qp = (dcx_mlx5_qp_t *)dcx_mlx5_qpmap_find(&dev->qpmap, qpn);
     switch (dcx_mlx5_cq_route(qp != NULL,
                               (qp != NULL) ? qp->super.type : DCX_QPT_DCT,
                               cq->num_dct)) {
@@ -157,9 +159,9 @@ static int dcx_mlx5_cq_drain_flush(dcx_mlx5_cq_t *cq, int max, dcx_wc_t *wc)
 
 static int dcx_mlx5_cq_poll(dcx_cq_t *super, int max, dcx_wc_t *wc)
 {
-    dcx_mlx5_cq_t *cq = (dcx_mlx5_cq_t*)super;
+    dcx_mlx5_cq_t *cq            = (dcx_mlx5_cq_t *)super;
     struct ibv_poll_cq_attr attr = {0};
-    int n = 0, ret;
+    int n                        = 0, ret;
 
     if (max <= 0) {
         return 0;
@@ -218,7 +220,7 @@ int dcx_mlx5_cq_create(dcx_dev_t *super, uint32_t cqe, dcx_cq_t **cq_p)
     memset(&attr, 0, sizeof(attr));
     attr.cqe      = cqe;
     attr.wc_flags = DCX_MLX5_CQ_WC_FLAGS;
-    cq->cq = ibv_create_cq_ex(dev->ctx, &attr);
+    cq->cq        = ibv_create_cq_ex(dev->ctx, &attr);
     if (cq->cq == NULL) {
         ret = errno ? errno : ENOMEM;
         dcx_error("%s: cq: ibv_create_cq_ex(%u entries) failed: %s",
@@ -230,13 +232,13 @@ int dcx_mlx5_cq_create(dcx_dev_t *super, uint32_t cqe, dcx_cq_t **cq_p)
     cq->super.cqe       = (uint32_t)ibv_cq_ex_to_cq(cq->cq)->cqe;
     cq->super.poll      = dcx_mlx5_cq_poll;
     cq->super.poll_pair = dcx_mlx5_cq_poll_pair;
-    *cq_p          = &cq->super;
+    *cq_p               = &cq->super;
     return 0;
 }
 
 int dcx_mlx5_cq_destroy(dcx_cq_t *super)
 {
-    dcx_mlx5_cq_t *cq = (dcx_mlx5_cq_t*)super;
+    dcx_mlx5_cq_t *cq = (dcx_mlx5_cq_t *)super;
     int ret;
 
     if ((cq->num_dci != 0) || (cq->num_dct != 0)) {

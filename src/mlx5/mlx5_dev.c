@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * dcx mlx5 backend: discovery, open/close, capabilities, shared receive
  * queues and address handles.
@@ -17,8 +18,8 @@
 
 /* Inline bytes asked for when probing a DCI at open; libmlx5 rounds the WQE
  * up to 64 bytes and reports what fits, which becomes caps.max_inline. */
-#define DCX_MLX5_PROBE_INLINE  256
-#define DCX_MLX5_PROBE_DEPTH   16
+#define DCX_MLX5_PROBE_INLINE 256
+#define DCX_MLX5_PROBE_DEPTH  16
 
 static int dcx_mlx5_quiet_reported;
 
@@ -96,8 +97,8 @@ static struct ibv_context *dcx_mlx5_open_context(struct ibv_device *ibdev,
     }
     err = errno;
     dcx_debug("%s: DEVX context refused (%s), opening without DEVX; strided "
-              "keys will not be available", ibv_get_device_name(ibdev),
-              strerror(err));
+              "keys will not be available",
+              ibv_get_device_name(ibdev), strerror(err));
     *devx_p = false;
     return ibv_open_device(ibdev);
 }
@@ -115,8 +116,8 @@ static int dcx_mlx5_select_gid(dcx_mlx5_dev_t *dev, int gid_tbl_len)
     }
     entries = calloc((size_t)gid_tbl_len, sizeof(*entries));
     if (entries == NULL) {
-        dcx_error("%s: port %u: no memory for the GID table", dev->super.caps.name,
-                  dev->port);
+        dcx_error("%s: port %u: no memory for the GID table",
+                  dev->super.caps.name, dev->port);
         return ENOMEM;
     }
     for (i = 0; i < gid_tbl_len; ++i) {
@@ -130,7 +131,8 @@ static int dcx_mlx5_select_gid(dcx_mlx5_dev_t *dev, int gid_tbl_len)
     if (sel < 0) {
         free(entries);
         dcx_error("%s: port %u: RoCE port has no usable GID (no IP address "
-                  "on its netdev?)", dev->super.caps.name, dev->port);
+                  "on its netdev?)",
+                  dev->super.caps.name, dev->port);
         return ENODEV;
     }
     dev->gid_index = (int)entries[sel].gid_index;
@@ -169,7 +171,8 @@ static int dcx_mlx5_setup_port(dcx_mlx5_dev_t *dev, unsigned num_ports,
 
     dev->port         = (uint8_t)p;
     dev->link_layer   = (pattr->link_layer == IBV_LINK_LAYER_ETHERNET) ?
-                        IBV_LINK_LAYER_ETHERNET : IBV_LINK_LAYER_INFINIBAND;
+                            IBV_LINK_LAYER_ETHERNET :
+                            IBV_LINK_LAYER_INFINIBAND;
     dev->path_mtu     = pattr->active_mtu;
     dev->grh_required = !!(pattr->flags & IBV_QPF_GRH_REQUIRED);
     dev->gid_index    = -1;
@@ -186,7 +189,7 @@ static int dcx_mlx5_setup_port(dcx_mlx5_dev_t *dev, unsigned num_ports,
         (gid.global.interface_id != 0)) {
         memcpy(dev->addr.gid, gid.raw, 16);
         dev->addr.flags |= DCX_MLX5_ADDR_F_GID;
-        dev->gid_index   = 0;
+        dev->gid_index = 0;
     } else if (dev->grh_required) {
         dcx_error("%s: port %u requires a GRH but GID 0 cannot be read",
                   dev->super.caps.name, dev->port);
@@ -211,8 +214,11 @@ static int dcx_mlx5_probe_connect(dcx_mlx5_dev_t *dev, struct ibv_qp *qp,
     attr.qp_state   = IBV_QPS_INIT;
     attr.pkey_index = 0;
     attr.port_num   = dev->port;
-    ret = ibv_modify_qp(qp, &attr, (int)dcx_mlx5_qp_transition_find(
-                            DCX_QPT_DCI, DCX_QPS_RESET, DCX_QPS_INIT)->required);
+    ret             = ibv_modify_qp(qp, &attr,
+                                    (int)dcx_mlx5_qp_transition_find(DCX_QPT_DCI,
+                                                                     DCX_QPS_RESET,
+                                                                     DCX_QPS_INIT)
+                                        ->required);
     if (ret != 0) {
         *why_p = "RESET->INIT";
         return ret;
@@ -220,8 +226,11 @@ static int dcx_mlx5_probe_connect(dcx_mlx5_dev_t *dev, struct ibv_qp *qp,
     memset(&attr, 0, sizeof(attr));
     attr.qp_state = IBV_QPS_RTR;
     attr.path_mtu = dev->path_mtu;
-    ret = ibv_modify_qp(qp, &attr, (int)dcx_mlx5_qp_transition_find(
-                            DCX_QPT_DCI, DCX_QPS_INIT, DCX_QPS_RTR)->required);
+    ret           = ibv_modify_qp(qp, &attr,
+                                  (int)dcx_mlx5_qp_transition_find(DCX_QPT_DCI,
+                                                                   DCX_QPS_INIT,
+                                                                   DCX_QPS_RTR)
+                                      ->required);
     if (ret != 0) {
         *why_p = "INIT->RTR";
         return ret;
@@ -235,9 +244,11 @@ static int dcx_mlx5_probe_connect(dcx_mlx5_dev_t *dev, struct ibv_qp *qp,
         attr.rnr_retry     = 7;
         attr.max_rd_atomic = (uint8_t)rd;
         attr.sq_psn        = 0;
-        ret = ibv_modify_qp(qp, &attr, (int)dcx_mlx5_qp_transition_find(
-                                DCX_QPT_DCI, DCX_QPS_RTR,
-                                DCX_QPS_RTS)->required);
+        ret                = ibv_modify_qp(qp, &attr,
+                                           (int)dcx_mlx5_qp_transition_find(DCX_QPT_DCI,
+                                                                            DCX_QPS_RTR,
+                                                                            DCX_QPS_RTS)
+                                               ->required);
         if (ret == 0) {
             *rd_p = rd;
             return 0;
@@ -256,8 +267,8 @@ static int dcx_mlx5_probe_connect(dcx_mlx5_dev_t *dev, struct ibv_qp *qp,
  * stays NULL if creation failed). */
 static int dcx_mlx5_probe_dci(dcx_mlx5_dev_t *dev, struct ibv_pd *pd,
                               struct ibv_cq *cq, uint32_t max_sge,
-                              int max_qp_init_rd_atom,
-                              dcx_mlx5_probe_t *probe, const char **why_p)
+                              int max_qp_init_rd_atom, dcx_mlx5_probe_t *probe,
+                              const char **why_p)
 {
     static const uint32_t inline_try[] = {DCX_MLX5_PROBE_INLINE, 0};
     struct mlx5dv_qp_init_attr dv_attr;
@@ -271,17 +282,17 @@ static int dcx_mlx5_probe_dci(dcx_mlx5_dev_t *dev, struct ibv_pd *pd,
         for (i = 0; i < sizeof(inline_try) / sizeof(inline_try[0]); ++i) {
             memset(&attr, 0, sizeof(attr));
             memset(&dv_attr, 0, sizeof(dv_attr));
-            attr.qp_type             = IBV_QPT_DRIVER;
-            attr.send_cq             = cq;
-            attr.recv_cq             = cq;
-            attr.pd                  = pd;
-            attr.comp_mask           = IBV_QP_INIT_ATTR_PD |
-                                       IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
-            attr.send_ops_flags      = dev->dci_send_ops;
-            attr.cap.max_send_wr     = DCX_MLX5_PROBE_DEPTH;
-            attr.cap.max_send_sge    = sge;
-            attr.cap.max_inline_data = inline_try[i];
-            dv_attr.comp_mask        = MLX5DV_QP_INIT_ATTR_MASK_DC;
+            attr.qp_type   = IBV_QPT_DRIVER;
+            attr.send_cq   = cq;
+            attr.recv_cq   = cq;
+            attr.pd        = pd;
+            attr.comp_mask = IBV_QP_INIT_ATTR_PD |
+                             IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+            attr.send_ops_flags          = dev->dci_send_ops;
+            attr.cap.max_send_wr         = DCX_MLX5_PROBE_DEPTH;
+            attr.cap.max_send_sge        = sge;
+            attr.cap.max_inline_data     = inline_try[i];
+            dv_attr.comp_mask            = MLX5DV_QP_INIT_ATTR_MASK_DC;
             dv_attr.dc_init_attr.dc_type = MLX5DV_DCTYPE_DCI;
 
             errno = 0;
@@ -291,11 +302,10 @@ static int dcx_mlx5_probe_dci(dcx_mlx5_dev_t *dev, struct ibv_pd *pd,
                 probe->dci_max_sge    = sge;
                 probe->dci_max_inline = attr.cap.max_inline_data;
                 probe->dci_wqe_size   = attr.cap.max_inline_data +
-                                        dcx_mlx5_dci_overhead(dev->dci_send_ops)
-                                        + DCX_MLX5_INL_HDR;
+                                      dcx_mlx5_dci_overhead(dev->dci_send_ops) +
+                                      DCX_MLX5_INL_HDR;
                 err = dcx_mlx5_probe_connect(dev, qp, max_qp_init_rd_atom,
-                                             &probe->dci_max_rd_atomic,
-                                             why_p);
+                                             &probe->dci_max_rd_atomic, why_p);
                 ibv_destroy_qp(qp);
                 return err;
             }
@@ -344,7 +354,8 @@ static int dcx_mlx5_probe(dcx_mlx5_dev_t *dev, const struct ibv_device_attr *a,
                              a->max_qp_init_rd_atom, probe, &why);
     if ((ret == EOPNOTSUPP) && (why == NULL)) {
         dcx_error("%s: device or kernel does not support DC (DCI creation "
-                  "refused); dcx needs DC", dev->super.caps.name);
+                  "refused); dcx needs DC",
+                  dev->super.caps.name);
     } else if (ret != 0) {
         dcx_error("%s: probe: dci %s failed: %s", dev->super.caps.name,
                   (why != NULL) ? why : "creation", strerror(ret));
@@ -361,8 +372,8 @@ static int dcx_mlx5_probe(dcx_mlx5_dev_t *dev, const struct ibv_device_attr *a,
  * device uses for atomic results: host order (what upstream mlx5_core
  * selects whenever the firmware offers it) keeps the atomics; big-endian
  * mode, an error or no answer drops them from the caps. */
-#define DCX_MLX5_ATOMIC_PATTERN  0x0102030405060708ull
-#define DCX_MLX5_SELFTEST_NS     2000000000ll   /* > 4 retries of ~67 ms */
+#define DCX_MLX5_ATOMIC_PATTERN 0x0102030405060708ull
+#define DCX_MLX5_SELFTEST_NS    2000000000ll /* > 4 retries of ~67 ms */
 
 static int64_t dcx_mlx5_now_ns(void)
 {
@@ -376,12 +387,12 @@ static bool dcx_mlx5_atomic_selftest(dcx_mlx5_dev_t *dev)
 {
     const char *name = dev->super.caps.name;
     uint64_t words[2] __attribute__((aligned(8)));
-    dcx_pd_t *pd     = NULL;
-    dcx_cq_t *cq     = NULL;
-    dcx_srq_t *srq   = NULL;
-    dcx_qp_t *dct    = NULL, *dci = NULL;
-    dcx_mr_t *mr     = NULL;
-    dcx_ah_t *ah     = NULL;
+    dcx_pd_t *pd   = NULL;
+    dcx_cq_t *cq   = NULL;
+    dcx_srq_t *srq = NULL;
+    dcx_qp_t *dct = NULL, *dci = NULL;
+    dcx_mr_t *mr = NULL;
+    dcx_ah_t *ah = NULL;
     dcx_srq_attr_t srq_attr;
     dcx_qp_attr_t qp_attr;
     dcx_send_wr_t wr;
@@ -389,17 +400,18 @@ static bool dcx_mlx5_atomic_selftest(dcx_mlx5_dev_t *dev)
     dcx_wc_t wc;
     uint8_t addr[DCX_MLX5_ADDR_LEN];
     size_t addr_len = sizeof(addr);
-    bool ok         = false, reported = false;
+    bool ok = false, reported = false;
     int64_t deadline;
     int n = 0, ret;
 
-    words[0] = DCX_MLX5_ATOMIC_PATTERN;   /* target */
-    words[1] = 0;                         /* fetched value */
+    words[0] = DCX_MLX5_ATOMIC_PATTERN; /* target */
+    words[1] = 0;                       /* fetched value */
 
     if ((dcx_pd_alloc(&dev->super, &pd) != 0) ||
         (dcx_cq_create(&dev->super, 4, &cq) != 0) ||
-        (dcx_mr_reg(pd, words, sizeof(words), DCX_ACCESS_LOCAL_WRITE |
-                    DCX_ACCESS_REMOTE_ATOMIC, &mr) != 0)) {
+        (dcx_mr_reg(pd, words, sizeof(words),
+                    DCX_ACCESS_LOCAL_WRITE | DCX_ACCESS_REMOTE_ATOMIC,
+                    &mr) != 0)) {
         goto out;
     }
     memset(&srq_attr, 0, sizeof(srq_attr));
@@ -424,7 +436,8 @@ static bool dcx_mlx5_atomic_selftest(dcx_mlx5_dev_t *dev)
     dev->selftest         = false;
     if (ret == EOPNOTSUPP) {
         dcx_info("%s: the device has no DC atomics (a DCT refuses "
-                 "REMOTE_ATOMIC); atomics disabled", name);
+                 "REMOTE_ATOMIC); atomics disabled",
+                 name);
         reported = true;
         goto out;
     } else if (ret != 0) {
@@ -436,7 +449,7 @@ static bool dcx_mlx5_atomic_selftest(dcx_mlx5_dev_t *dev)
     qp_attr.max_send_wr   = 2;
     qp_attr.max_send_sge  = 1;
     qp_attr.max_rd_atomic = 1;
-    qp_attr.timeout       = 14;    /* ~67 ms per retry */
+    qp_attr.timeout       = 14; /* ~67 ms per retry */
     qp_attr.retry_cnt     = 3;
     qp_attr.rnr_retry     = 3;
     if ((dcx_qp_create(pd, &qp_attr, &dci) != 0) ||
@@ -469,8 +482,7 @@ static bool dcx_mlx5_atomic_selftest(dcx_mlx5_dev_t *dev)
         n = dcx_cq_poll(cq, 1, &wc);
     } while ((n == 0) && (dcx_mlx5_now_ns() < deadline));
     if (n <= 0) {
-        dcx_warn("%s: atomic self-test: no completion; atomics disabled",
-                 name);
+        dcx_warn("%s: atomic self-test: no completion; atomics disabled", name);
     } else if (wc.status != DCX_WC_SUCCESS) {
         dcx_warn("%s: atomic self-test: %s; atomics disabled", name,
                  dcx_wc_status_str((dcx_wc_status_t)wc.status));
@@ -479,25 +491,35 @@ static bool dcx_mlx5_atomic_selftest(dcx_mlx5_dev_t *dev)
     } else if (words[1] == __builtin_bswap64(DCX_MLX5_ATOMIC_PATTERN)) {
         dcx_warn("%s: atomics run in big-endian mode on this device "
                  "(firmware without host-endian atomics); dcx needs host "
-                 "order, atomics disabled", name);
+                 "order, atomics disabled",
+                 name);
     } else {
         dcx_warn("%s: atomic self-test fetched 0x%llx, expected 0x%llx; "
-                 "atomics disabled", name, (unsigned long long)words[1],
+                 "atomics disabled",
+                 name, (unsigned long long)words[1],
                  (unsigned long long)DCX_MLX5_ATOMIC_PATTERN);
     }
 
 out:
     if (!reported) {
         dcx_info("%s: DC atomics disabled: the self-test could not be set "
-                 "up (reason logged above)", name);
+                 "up (reason logged above)",
+                 name);
     }
-    if (ah != NULL)  dcx_ah_destroy(ah);
-    if (dci != NULL) dcx_qp_destroy(dci);
-    if (dct != NULL) dcx_qp_destroy(dct);
-    if (srq != NULL) dcx_srq_destroy(srq);
-    if (mr != NULL)  dcx_mr_dereg(mr);
-    if (cq != NULL)  dcx_cq_destroy(cq);
-    if (pd != NULL)  dcx_pd_free(pd);
+    if (ah != NULL)
+        dcx_ah_destroy(ah);
+    if (dci != NULL)
+        dcx_qp_destroy(dci);
+    if (dct != NULL)
+        dcx_qp_destroy(dct);
+    if (srq != NULL)
+        dcx_srq_destroy(srq);
+    if (mr != NULL)
+        dcx_mr_dereg(mr);
+    if (cq != NULL)
+        dcx_cq_destroy(cq);
+    if (pd != NULL)
+        dcx_pd_free(pd);
     return ok;
 }
 
@@ -580,7 +602,7 @@ int dcx_mlx5_open(const dcx_dev_info_t *info, dcx_dev_t **dev_p)
     }
     memset(&dv, 0, sizeof(dv));
     dv.comp_mask = MLX5DV_CONTEXT_MASK_DCI_STREAMS;
-    ret = mlx5dv_query_device(dev->ctx, &dv);
+    ret          = mlx5dv_query_device(dev->ctx, &dv);
     if (ret != 0) {
         dcx_error("%s: open: mlx5dv_query_device failed: %s", info->name,
                   strerror(ret));
@@ -634,8 +656,8 @@ int dcx_mlx5_open(const dcx_dev_info_t *info, dcx_dev_t **dev_p)
     dcx_mlx5_umr_probe(dev, &dattr);
 
     dcx_debug("%s: port %u %s, DEVX %s, DCI depth %u, inline %u, sge %u, "
-              "rd_atomic %u, atomics 0x%x, gid index %d", info->name,
-              dev->port,
+              "rd_atomic %u, atomics 0x%x, gid index %d",
+              info->name, dev->port,
               (dev->link_layer == IBV_LINK_LAYER_ETHERNET) ? "RoCE" : "IB",
               dev->devx ? "yes" : "no", dev->super.caps.max_qp_wr,
               dev->super.caps.max_inline, dev->super.caps.max_sge,
@@ -666,8 +688,7 @@ static int dcx_mlx5_port_addr(dcx_dev_t *super, void *addr, size_t *len_p)
 
 /* The HCA pins registered pages: an rkey keeps naming them whatever the
  * process does to its mappings, so an unmap needs no action here. */
-static void dcx_mlx5_mem_unmapped(dcx_dev_t *dev, const void *addr,
-                                  size_t len)
+static void dcx_mlx5_mem_unmapped(dcx_dev_t *dev, const void *addr, size_t len)
 {
 }
 
@@ -682,7 +703,7 @@ static void dcx_mlx5_progress(dcx_dev_t *dev)
 static int dcx_mlx5_srq_post_recv(dcx_srq_t *super, uint64_t wr_id,
                                   const dcx_sge_t *sg_list, unsigned num_sge)
 {
-    dcx_mlx5_srq_t *srq = (dcx_mlx5_srq_t*)super;
+    dcx_mlx5_srq_t *srq = (dcx_mlx5_srq_t *)super;
     struct ibv_sge sge[DCX_MLX5_MAX_SGE];
     struct ibv_recv_wr wr, *bad;
     unsigned i;
@@ -702,11 +723,10 @@ static int dcx_mlx5_srq_post_recv(dcx_srq_t *super, uint64_t wr_id,
     wr.next    = NULL;
     wr.sg_list = sge;
     wr.num_sge = (int)num_sge;
-    ret = ibv_post_srq_recv(srq->srq, &wr, &bad);
+    ret        = ibv_post_srq_recv(srq->srq, &wr, &bad);
     if (ret == ENOMEM) {
         /* full: normal back-pressure, the caller retries later */
-        dcx_trace("%s: srq %u: full", super->dev->caps.name,
-                  srq->srq->handle);
+        dcx_trace("%s: srq %u: full", super->dev->caps.name, srq->srq->handle);
     } else if (ret != 0) {
         dcx_error("%s: srq %u: ibv_post_srq_recv failed: %s",
                   super->dev->caps.name, srq->srq->handle, strerror(ret));
@@ -716,12 +736,13 @@ static int dcx_mlx5_srq_post_recv(dcx_srq_t *super, uint64_t wr_id,
 
 /* Single-buffer receives chained into one ibv_post_srq_recv per chunk, so
  * that the provider writes the WQEs and rings the doorbell once. */
-static int dcx_mlx5_srq_post_recv_list(dcx_srq_t *super,
-                                       const dcx_recv_t *list, unsigned count,
-                                       unsigned *posted_p)
+static int dcx_mlx5_srq_post_recv_list(dcx_srq_t *super, const dcx_recv_t *list,
+                                       unsigned count, unsigned *posted_p)
 {
-    enum { CHUNK = 32 };
-    dcx_mlx5_srq_t *srq = (dcx_mlx5_srq_t*)super;
+    enum {
+        CHUNK = 32
+    };
+    dcx_mlx5_srq_t *srq = (dcx_mlx5_srq_t *)super;
     struct ibv_recv_wr wr[CHUNK], *bad;
     struct ibv_sge sge[CHUNK];
     unsigned done, n, i;
@@ -730,13 +751,13 @@ static int dcx_mlx5_srq_post_recv_list(dcx_srq_t *super,
     for (done = 0; done < count; done += n) {
         n = (count - done < CHUNK) ? (count - done) : CHUNK;
         for (i = 0; i < n; ++i) {
-            sge[i].addr    = list[done + i].sge.addr;
-            sge[i].length  = list[done + i].sge.length;
-            sge[i].lkey    = list[done + i].sge.lkey;
-            wr[i].wr_id    = list[done + i].wr_id;
-            wr[i].sg_list  = &sge[i];
-            wr[i].num_sge  = 1;
-            wr[i].next     = (i + 1 < n) ? &wr[i + 1] : NULL;
+            sge[i].addr   = list[done + i].sge.addr;
+            sge[i].length = list[done + i].sge.length;
+            sge[i].lkey   = list[done + i].sge.lkey;
+            wr[i].wr_id   = list[done + i].wr_id;
+            wr[i].sg_list = &sge[i];
+            wr[i].num_sge = 1;
+            wr[i].next    = (i + 1 < n) ? &wr[i + 1] : NULL;
         }
         bad = NULL;
         ret = ibv_post_srq_recv(srq->srq, wr, &bad);
@@ -748,11 +769,11 @@ static int dcx_mlx5_srq_post_recv_list(dcx_srq_t *super,
     }
     *posted_p = done;
     if (ret == ENOMEM) {
-        dcx_trace("%s: srq %u: full", super->dev->caps.name,
-                  srq->srq->handle);
+        dcx_trace("%s: srq %u: full", super->dev->caps.name, srq->srq->handle);
     } else if (ret != 0) {
         dcx_error("%s: srq %u: ibv_post_srq_recv failed at receive %u of %u: "
-                  "%s", super->dev->caps.name, srq->srq->handle, done, count,
+                  "%s",
+                  super->dev->caps.name, srq->srq->handle, done, count,
                   strerror(ret));
     }
     return ret;
@@ -771,15 +792,16 @@ static int dcx_mlx5_srq_create(dcx_pd_t *pd, const dcx_srq_attr_t *attr,
          * (docs/device-semantics.md section 9.9);
          * caps carry no DCX_CAP_TM and tm_* limits of 0 */
         dcx_error("%s: srq: tag-matching SRQs are not supported by the mlx5 "
-                  "backend (DC tag matching needs DEVX objects)", name);
+                  "backend (DC tag matching needs DEVX objects)",
+                  name);
         return EOPNOTSUPP;
     }
     if ((attr->max_sge == 0) || (attr->max_sge > DCX_MLX5_MAX_SGE) ||
         (attr->max_sge > pd->dev->caps.max_recv_sge) || (attr->max_wr == 0) ||
         (attr->max_wr > pd->dev->caps.max_srq_wr) || (attr->cq == NULL)) {
         dcx_error("%s: srq: invalid attributes (max_wr %u, max_sge %u, "
-                  "cq %p)", name, attr->max_wr, attr->max_sge,
-                  (void*)attr->cq);
+                  "cq %p)",
+                  name, attr->max_wr, attr->max_sge, (void *)attr->cq);
         return EINVAL;
     }
     srq = calloc(1, sizeof(*srq));
@@ -790,35 +812,36 @@ static int dcx_mlx5_srq_create(dcx_pd_t *pd, const dcx_srq_attr_t *attr,
     memset(&init, 0, sizeof(init));
     init.attr.max_wr  = attr->max_wr;
     init.attr.max_sge = attr->max_sge;
-    srq->srq = ibv_create_srq(((dcx_mlx5_pd_t*)pd)->pd, &init);
+    srq->srq          = ibv_create_srq(((dcx_mlx5_pd_t *)pd)->pd, &init);
     if (srq->srq == NULL) {
         ret = errno ? errno : ENOMEM;
         dcx_error("%s: srq: ibv_create_srq(max_wr %u, max_sge %u) failed: "
-                  "%s", name, attr->max_wr, attr->max_sge, strerror(ret));
+                  "%s",
+                  name, attr->max_wr, attr->max_sge, strerror(ret));
         free(srq);
         return ret;
     }
-    srq->cq              = (dcx_mlx5_cq_t*)attr->cq;
-    srq->super.dev       = pd->dev;
-    srq->super.pd        = pd;
-    srq->super.max_wr    = init.attr.max_wr;
-    srq->super.max_sge   = attr->max_sge;
-    srq->super.post_recv = dcx_mlx5_srq_post_recv;
+    srq->cq                   = (dcx_mlx5_cq_t *)attr->cq;
+    srq->super.dev            = pd->dev;
+    srq->super.pd             = pd;
+    srq->super.max_wr         = init.attr.max_wr;
+    srq->super.max_sge        = attr->max_sge;
+    srq->super.post_recv      = dcx_mlx5_srq_post_recv;
     srq->super.post_recv_list = dcx_mlx5_srq_post_recv_list;
-    srq->super.tm_post   = dcx_srq_tm_post_none;
-    *srq_p               = &srq->super;
+    srq->super.tm_post        = dcx_srq_tm_post_none;
+    *srq_p                    = &srq->super;
     return 0;
 }
 
 static int dcx_mlx5_srq_destroy(dcx_srq_t *super)
 {
-    dcx_mlx5_srq_t *srq = (dcx_mlx5_srq_t*)super;
+    dcx_mlx5_srq_t *srq = (dcx_mlx5_srq_t *)super;
     int ret;
 
     ret = ibv_destroy_srq(srq->srq);
     if (ret != 0) {
-        dcx_error("%s: srq: ibv_destroy_srq failed: %s",
-                  super->dev->caps.name, strerror(ret));
+        dcx_error("%s: srq: ibv_destroy_srq failed: %s", super->dev->caps.name,
+                  strerror(ret));
         return ret;
     }
     free(srq);
@@ -847,12 +870,14 @@ static int dcx_mlx5_addr_check_peer(dcx_mlx5_dev_t *dev, const void *addr,
         snprintf(why, why_len, "peer address is %s but port %u is %s",
                  eth ? "RoCE" : "InfiniBand", dev->port,
                  (dev->link_layer == IBV_LINK_LAYER_ETHERNET) ? "RoCE" :
-                 "InfiniBand");
+                                                                "InfiniBand");
         return EINVAL;
     }
     if (dev->grh_required && !(peer->flags & DCX_MLX5_ADDR_F_GID)) {
-        snprintf(why, why_len, "port %u requires a GRH and the peer address "
-                 "has no GID", dev->port);
+        snprintf(why, why_len,
+                 "port %u requires a GRH and the peer address "
+                 "has no GID",
+                 dev->port);
         return EINVAL;
     }
     return 0;
@@ -863,8 +888,8 @@ static int dcx_mlx5_addr_check(dcx_dev_t *super, const void *addr, size_t len,
 {
     dcx_mlx5_addr_t peer;
 
-    return dcx_mlx5_addr_check_peer(dcx_mlx5_dev(super), addr, len, &peer,
-                                    why, why_len);
+    return dcx_mlx5_addr_check_peer(dcx_mlx5_dev(super), addr, len, &peer, why,
+                                    why_len);
 }
 
 static int dcx_mlx5_ah_create(dcx_pd_t *pd, const void *addr, size_t len,
@@ -892,7 +917,8 @@ static int dcx_mlx5_ah_create(dcx_pd_t *pd, const void *addr, size_t len,
          * are dropped on the way and the WRs end in RETRY_EXC_ERR. */
         dcx_warn("%s: ah: a peer's port MTU is %u bytes, this port uses %u; "
                  "transfers to it may time out (set the same MTU on every "
-                 "port)", name, dcx_mlx5_mtu_bytes((enum ibv_mtu)peer.mtu),
+                 "port)",
+                 name, dcx_mlx5_mtu_bytes((enum ibv_mtu)peer.mtu),
                  dcx_mlx5_mtu_bytes(dev->path_mtu));
         dev->mtu_warned = true;
     }
@@ -900,8 +926,8 @@ static int dcx_mlx5_ah_create(dcx_pd_t *pd, const void *addr, size_t len,
         !dev->roce_warned) {
         /* packets take the version of the local source GID */
         dcx_warn("%s: ah: this port publishes a RoCE v%d GID, a peer a RoCE "
-                 "v%d one; traffic between them may be dropped", name,
-                 (dev->addr.flags & DCX_MLX5_ADDR_F_ROCEV2) ? 2 : 1,
+                 "v%d one; traffic between them may be dropped",
+                 name, (dev->addr.flags & DCX_MLX5_ADDR_F_ROCEV2) ? 2 : 1,
                  (peer.flags & DCX_MLX5_ADDR_F_ROCEV2) ? 2 : 1);
         dev->roce_warned = true;
     }
@@ -911,7 +937,8 @@ static int dcx_mlx5_ah_create(dcx_pd_t *pd, const void *addr, size_t len,
     if (eth || dev->grh_required) {
         ah_attr.is_global      = 1;
         ah_attr.grh.sgid_index = (uint8_t)((dev->gid_index >= 0) ?
-                                           dev->gid_index : 0);
+                                               dev->gid_index :
+                                               0);
         ah_attr.grh.hop_limit  = 64;
         memcpy(ah_attr.grh.dgid.raw, peer.gid, 16);
     }
@@ -925,7 +952,7 @@ static int dcx_mlx5_ah_create(dcx_pd_t *pd, const void *addr, size_t len,
         return ENOMEM;
     }
     errno  = 0;
-    ah->ah = ibv_create_ah(((dcx_mlx5_pd_t*)pd)->pd, &ah_attr);
+    ah->ah = ibv_create_ah(((dcx_mlx5_pd_t *)pd)->pd, &ah_attr);
     if (ah->ah == NULL) {
         /* mlx5 may fail without setting errno (e.g. bad port) */
         ret = errno ? errno : EINVAL;
@@ -935,8 +962,9 @@ static int dcx_mlx5_ah_create(dcx_pd_t *pd, const void *addr, size_t len,
             snprintf(gid_str, sizeof(gid_str), "-");
         }
         dcx_error("%s: ah: ibv_create_ah(port %u, lid 0x%x, gid %s, sgid "
-                  "index %u) failed: %s", name, dev->port, ah_attr.dlid,
-                  gid_str, ah_attr.grh.sgid_index, strerror(ret));
+                  "index %u) failed: %s",
+                  name, dev->port, ah_attr.dlid, gid_str,
+                  ah_attr.grh.sgid_index, strerror(ret));
         free(ah);
         return ret;
     }
@@ -947,7 +975,7 @@ static int dcx_mlx5_ah_create(dcx_pd_t *pd, const void *addr, size_t len,
 
 static int dcx_mlx5_ah_destroy(dcx_ah_t *super)
 {
-    dcx_mlx5_ah_t *ah = (dcx_mlx5_ah_t*)super;
+    dcx_mlx5_ah_t *ah = (dcx_mlx5_ah_t *)super;
     int ret;
 
     ret = ibv_destroy_ah(ah->ah);

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * dcx mlx5 backend: objects shared by the backend's files.
  *
@@ -20,157 +21,156 @@ typedef struct dcx_mlx5_cq dcx_mlx5_cq_t;
 typedef struct dcx_mlx5_qp dcx_mlx5_qp_t;
 
 typedef struct dcx_mlx5_dev {
-    dcx_dev_t             super;
-    struct ibv_context   *ctx;
+    dcx_dev_t super;
+    struct ibv_context *ctx;
     /* DEVX context granted: needed later for mlx5dv_create_mkey (strided
      * keys, docs/device-semantics.md section 10.1) and DEVX DC/TM objects
      * (section 9.9). */
-    bool                  devx;
+    bool devx;
     /* The open-time atomic self-test runs: a DCT refusing REMOTE_ATOMIC
      * (EOPNOTSUPP) is an answer, not an error, and is logged at debug. */
-    bool                  selftest;
-    uint8_t               port;
-    uint8_t               link_layer;   /* IBV_LINK_LAYER_* */
-    enum ibv_mtu          path_mtu;
-    int                   gid_index;    /* RoCE: published GID, else -1 */
-    bool                  grh_required; /* port reports IBV_QPF_GRH_REQUIRED */
-    bool                  mtu_warned;   /* a peer with a smaller MTU seen */
-    bool                  roce_warned;  /* a peer of the other RoCE version */
-    dcx_mlx5_addr_t       addr;         /* this port's published address */
-    uint64_t              dci_send_ops; /* IBV_QP_EX_WITH_* every DCI gets */
+    bool selftest;
+    uint8_t port;
+    uint8_t link_layer; /* IBV_LINK_LAYER_* */
+    enum ibv_mtu path_mtu;
+    int gid_index;         /* RoCE: published GID, else -1 */
+    bool grh_required;     /* port reports IBV_QPF_GRH_REQUIRED */
+    bool mtu_warned;       /* a peer with a smaller MTU seen */
+    bool roce_warned;      /* a peer of the other RoCE version */
+    dcx_mlx5_addr_t addr;  /* this port's published address */
+    uint64_t dci_send_ops; /* IBV_QP_EX_WITH_* every DCI gets */
     /* First sequence number of the next DCI: each DCI numbers its WRs in
      * its own 2^40 range, so a stale completion of a destroyed DCI whose
      * QP number was reused falls outside the new DCI's outstanding range. */
-    uint64_t              next_seq_base;
+    uint64_t next_seq_base;
     /* Completions carry only a QP number: this finds the dcx QP. */
-    dcx_mlx5_qpmap_t      qpmap;
+    dcx_mlx5_qpmap_t qpmap;
     /* Strided keys (mlx5_mkey.c): UMR work requests travel on QPs of type
      * DCX_QPT_UMR, RC QPs looped back to this port (libmlx5 installs the
      * UMR builders on RC QPs only), sized for caps.mkey_max_entries. */
-    uint32_t              umr_max_wr;    /* deepest UMR send queue */
-    uint32_t              umr_access_ok; /* DCX_ACCESS_* a key may grant */
-    const char           *umr_why;       /* why there are none, or NULL */
+    uint32_t umr_max_wr;    /* deepest UMR send queue */
+    uint32_t umr_access_ok; /* DCX_ACCESS_* a key may grant */
+    const char *umr_why;    /* why there are none, or NULL */
 } dcx_mlx5_dev_t;
 
 typedef struct dcx_mlx5_mkey {
-    dcx_mkey_t           super;
-    struct mlx5dv_mkey  *mkey;
+    dcx_mkey_t super;
+    struct mlx5dv_mkey *mkey;
 } dcx_mlx5_mkey_t;
 
 typedef struct dcx_mlx5_pd {
-    dcx_pd_t        super;
-    struct ibv_pd  *pd;
+    dcx_pd_t super;
+    struct ibv_pd *pd;
 } dcx_mlx5_pd_t;
 
 typedef struct dcx_mlx5_mr {
-    dcx_mr_t        super;
-    struct ibv_mr  *mr;
+    dcx_mr_t super;
+    struct ibv_mr *mr;
 } dcx_mlx5_mr_t;
 
 typedef struct dcx_mlx5_ah {
-    dcx_ah_t        super;
-    struct ibv_ah  *ah;
+    dcx_ah_t super;
+    struct ibv_ah *ah;
 } dcx_mlx5_ah_t;
 
 typedef struct dcx_mlx5_srq {
-    dcx_srq_t       super;
+    dcx_srq_t super;
     struct ibv_srq *srq;
-    dcx_mlx5_cq_t  *cq;
+    dcx_mlx5_cq_t *cq;
 } dcx_mlx5_srq_t;
 
 struct dcx_mlx5_cq {
-    dcx_cq_t           super;
-    struct ibv_cq_ex  *cq;
+    dcx_cq_t super;
+    struct ibv_cq_ex *cq;
     /* DCIs in ERR whose outstanding WRs still have to be reported as
      * flushed on this CQ (linked through dcx_mlx5_qp.flush_next). */
-    dcx_mlx5_qp_t     *flush_head;
+    dcx_mlx5_qp_t *flush_head;
     /* QPs using this CQ: DCIs (requester completions) and DCTs (receive
      * completions).  A CQ with no DCI routes every completion to the
      * receive path without looking up its QP number. */
-    unsigned           num_dci;
-    unsigned           num_dct;
+    unsigned num_dci;
+    unsigned num_dct;
 };
 
 struct dcx_mlx5_qp {
-    dcx_qp_t             super;
-    struct ibv_qp       *qp;
-    struct ibv_qp_ex    *qpx;        /* DCI, UMR */
-    struct mlx5dv_qp_ex *dvqp;       /* DCI, UMR */
-    dcx_mlx5_cq_t       *send_cq;    /* DCI, UMR */
-    dcx_mlx5_cq_t       *recv_cq;    /* DCT */
-    dcx_qp_attr_t        attr;       /* as created (for recovery) */
-    dcx_mlx5_ring_t      ring;       /* DCI, UMR: outstanding WRs */
+    dcx_qp_t super;
+    struct ibv_qp *qp;
+    struct ibv_qp_ex *qpx;     /* DCI, UMR */
+    struct mlx5dv_qp_ex *dvqp; /* DCI, UMR */
+    dcx_mlx5_cq_t *send_cq;    /* DCI, UMR */
+    dcx_mlx5_cq_t *recv_cq;    /* DCT */
+    dcx_qp_attr_t attr;        /* as created (for recovery) */
+    dcx_mlx5_ring_t ring;      /* DCI, UMR: outstanding WRs */
     /* UMR: a configure's translation table, built here at post */
     struct mlx5dv_mr_interleaved *umr_il;
-    struct ibv_sge       *umr_sge;
+    struct ibv_sge *umr_sge;
     /* Flush reporting while in ERR */
-    bool                 flush_listed;
-    dcx_mlx5_qp_t       *flush_next;
+    bool flush_listed;
+    dcx_mlx5_qp_t *flush_next;
 };
 
 static inline dcx_mlx5_dev_t *dcx_mlx5_dev(dcx_dev_t *dev)
 {
-    return (dcx_mlx5_dev_t*)dev;
+    return (dcx_mlx5_dev_t *)dev;
 }
 
 /* Defaults of a DCI whose dcx_qp_attr_t.timeout is 0 (mlx5_qp.c) */
-#define DCX_QP_DEFAULT_TIMEOUT    18   /* 4.096us * 2^18 = 1.07 s */
-#define DCX_QP_DEFAULT_RETRY_CNT  7
-#define DCX_QP_DEFAULT_RNR_RETRY  7
+#define DCX_QP_DEFAULT_TIMEOUT   18 /* 4.096us * 2^18 = 1.07 s */
+#define DCX_QP_DEFAULT_RETRY_CNT 7
+#define DCX_QP_DEFAULT_RNR_RETRY 7
 
 /* mlx5_backend.c: the backend's registration */
 extern const dcx_backend_t dcx_mlx5_backend;
 
 /* mlx5_dev.c */
 extern const dcx_dev_ops_t dcx_mlx5_dev_ops;
-int  dcx_mlx5_list(dcx_dev_info_t *out, unsigned max, unsigned *count_p);
-int  dcx_mlx5_open(const dcx_dev_info_t *info, dcx_dev_t **dev_p);
+int dcx_mlx5_list(dcx_dev_info_t *out, unsigned max, unsigned *count_p);
+int dcx_mlx5_open(const dcx_dev_info_t *info, dcx_dev_t **dev_p);
 
 /* mlx5_mr.c */
-int  dcx_mlx5_pd_alloc(dcx_dev_t *dev, dcx_pd_t **pd_p);
-int  dcx_mlx5_pd_free(dcx_pd_t *pd);
-int  dcx_mlx5_mr_reg(dcx_pd_t *pd, void *addr, size_t length,
-                     uint32_t access, dcx_mr_t **mr_p);
-int  dcx_mlx5_mr_dereg(dcx_mr_t *mr);
+int dcx_mlx5_pd_alloc(dcx_dev_t *dev, dcx_pd_t **pd_p);
+int dcx_mlx5_pd_free(dcx_pd_t *pd);
+int dcx_mlx5_mr_reg(dcx_pd_t *pd, void *addr, size_t length, uint32_t access,
+                    dcx_mr_t **mr_p);
+int dcx_mlx5_mr_dereg(dcx_mr_t *mr);
 
 /* mlx5_mkey.c */
-int  dcx_mlx5_mkey_create(dcx_pd_t *pd, uint32_t max_entries,
-                          dcx_mkey_t **mkey_p);
-int  dcx_mlx5_mkey_destroy(dcx_mkey_t *mkey);
+int dcx_mlx5_mkey_create(dcx_pd_t *pd, uint32_t max_entries,
+                         dcx_mkey_t **mkey_p);
+int dcx_mlx5_mkey_destroy(dcx_mkey_t *mkey);
 /* Open time: learns whether the device has strided keys and adds them to
  * dev->super.caps (or sets dev->umr_why). */
 void dcx_mlx5_umr_probe(dcx_mlx5_dev_t *dev,
                         const struct ibv_device_attr_ex *dattr);
 /* Creates the RC QP of a DCX_QPT_UMR dcx QP and takes it to RTS. */
-int  dcx_mlx5_umr_qp_create(dcx_mlx5_qp_t *qp, dcx_mlx5_pd_t *pd);
+int dcx_mlx5_umr_qp_create(dcx_mlx5_qp_t *qp, dcx_mlx5_pd_t *pd);
 /* RESET -> INIT -> RTR -> RTS, connected to itself (creation, recovery). */
-int  dcx_mlx5_umr_qp_connect(dcx_mlx5_qp_t *qp);
+int dcx_mlx5_umr_qp_connect(dcx_mlx5_qp_t *qp);
 void dcx_mlx5_umr_qp_cleanup(dcx_mlx5_qp_t *qp);
 
 /* mlx5_cq.c */
-int  dcx_mlx5_cq_create(dcx_dev_t *dev, uint32_t cqe, dcx_cq_t **cq_p);
-int  dcx_mlx5_cq_destroy(dcx_cq_t *cq);
+int dcx_mlx5_cq_create(dcx_dev_t *dev, uint32_t cqe, dcx_cq_t **cq_p);
+int dcx_mlx5_cq_destroy(dcx_cq_t *cq);
 /* Queues the DCI's remaining outstanding WRs for FLUSH reporting. */
 void dcx_mlx5_cq_schedule_flush(dcx_mlx5_cq_t *cq, dcx_mlx5_qp_t *qp);
 void dcx_mlx5_cq_unschedule_flush(dcx_mlx5_cq_t *cq, dcx_mlx5_qp_t *qp);
 
 /* mlx5_qp.c */
-int  dcx_mlx5_qp_create(dcx_pd_t *pd, const dcx_qp_attr_t *attr,
-                        dcx_qp_t **qp_p);
-int  dcx_mlx5_qp_destroy(dcx_qp_t *qp);
+int dcx_mlx5_qp_create(dcx_pd_t *pd, const dcx_qp_attr_t *attr,
+                       dcx_qp_t **qp_p);
+int dcx_mlx5_qp_destroy(dcx_qp_t *qp);
 /* After creation: gives qp its WR ring, enters it in the device's QP map
  * and connects it; 0, or an errno with all of that undone and one error
  * line naming the QP as 'what'. */
-int  dcx_mlx5_qp_start(dcx_mlx5_dev_t *dev, dcx_mlx5_qp_t *qp,
-                       const char *what, uint32_t max_wr,
-                       int (*connect)(dcx_mlx5_qp_t *qp));
-int  dcx_mlx5_qp_set_error(dcx_qp_t *qp);
-int  dcx_mlx5_qp_recover(dcx_qp_t *qp);
+int dcx_mlx5_qp_start(dcx_mlx5_dev_t *dev, dcx_mlx5_qp_t *qp, const char *what,
+                      uint32_t max_wr, int (*connect)(dcx_mlx5_qp_t *qp));
+int dcx_mlx5_qp_set_error(dcx_qp_t *qp);
+int dcx_mlx5_qp_recover(dcx_qp_t *qp);
 /* Called by the CQ when it polls an error completion of this DCI. */
 void dcx_mlx5_dci_enter_error(dcx_mlx5_qp_t *qp);
 /* Modifies a QP with the table's required mask plus "extra" (which must be
  * allowed by the table); logs and returns errno on failure. */
-int  dcx_mlx5_qp_modify(dcx_mlx5_qp_t *qp, dcx_qp_state_t to,
-                        struct ibv_qp_attr *attr, uint32_t extra);
+int dcx_mlx5_qp_modify(dcx_mlx5_qp_t *qp, dcx_qp_state_t to,
+                       struct ibv_qp_attr *attr, uint32_t extra);
 
 #endif /* DCX_MLX5_INT_H_ */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * dcx mlx5 backend: strided memory keys (docs/device-semantics.md
  * section 10).
@@ -29,7 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define DCX_MLX5_UMR_PROBE_DEPTH  4
+#define DCX_MLX5_UMR_PROBE_DEPTH 4
 
 static int dcx_mlx5_umr_post_send(dcx_qp_t *super, const dcx_send_wr_t *wr);
 
@@ -46,9 +47,8 @@ int dcx_mlx5_mkey_create(dcx_pd_t *pd, uint32_t max_entries,
     int ret;
 
     if (!(dev->super.caps.flags & DCX_CAP_MKEY_STRIDE)) {
-        dcx_error("%s: mkey create: the device has no strided keys: %s",
-                  name, (dev->umr_why != NULL) ? dev->umr_why :
-                  "not probed");
+        dcx_error("%s: mkey create: the device has no strided keys: %s", name,
+                  (dev->umr_why != NULL) ? dev->umr_why : "not probed");
         return EOPNOTSUPP;
     }
     if ((max_entries == 0) ||
@@ -63,7 +63,7 @@ int dcx_mlx5_mkey_create(dcx_pd_t *pd, uint32_t max_entries,
         return ENOMEM;
     }
     memset(&attr, 0, sizeof(attr));
-    attr.pd           = ((dcx_mlx5_pd_t*)pd)->pd;
+    attr.pd           = ((dcx_mlx5_pd_t *)pd)->pd;
     attr.create_flags = MLX5DV_MKEY_INIT_ATTR_FLAGS_INDIRECT;
     attr.max_entries  = (uint16_t)dcx_mlx5_mkey_round_entries(max_entries);
     errno             = 0;
@@ -71,7 +71,8 @@ int dcx_mlx5_mkey_create(dcx_pd_t *pd, uint32_t max_entries,
     if (mk->mkey == NULL) {
         ret = (errno != 0) ? errno : ENOMEM;
         dcx_error("%s: mkey create: mlx5dv_create_mkey(INDIRECT, %u "
-                  "entries) failed: %s", name, max_entries, strerror(ret));
+                  "entries) failed: %s",
+                  name, max_entries, strerror(ret));
         free(mk);
         return ret;
     }
@@ -90,7 +91,7 @@ int dcx_mlx5_mkey_create(dcx_pd_t *pd, uint32_t max_entries,
  * whatever its state, and accesses through it fail from then on. */
 int dcx_mlx5_mkey_destroy(dcx_mkey_t *super)
 {
-    dcx_mlx5_mkey_t *mk = (dcx_mlx5_mkey_t*)super;
+    dcx_mlx5_mkey_t *mk = (dcx_mlx5_mkey_t *)super;
     int ret;
 
     ret = mlx5dv_destroy_mkey(mk->mkey);
@@ -120,13 +121,12 @@ static struct ibv_qp *dcx_mlx5_umr_ibv_qp(dcx_mlx5_dev_t *dev,
 
     memset(&attr, 0, sizeof(attr));
     memset(&dv_attr, 0, sizeof(dv_attr));
-    attr.qp_type             = IBV_QPT_RC;
-    attr.send_cq             = cq;
-    attr.recv_cq             = cq;
-    attr.pd                  = pd;
-    attr.comp_mask           = IBV_QP_INIT_ATTR_PD |
-                               IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
-    attr.send_ops_flags      = IBV_QP_EX_WITH_LOCAL_INV;
+    attr.qp_type        = IBV_QPT_RC;
+    attr.send_cq        = cq;
+    attr.recv_cq        = cq;
+    attr.pd             = pd;
+    attr.comp_mask      = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+    attr.send_ops_flags = IBV_QP_EX_WITH_LOCAL_INV;
     attr.cap.max_send_wr     = max_wr;
     attr.cap.max_send_sge    = 1;
     attr.cap.max_recv_wr     = 0;
@@ -136,7 +136,7 @@ static struct ibv_qp *dcx_mlx5_umr_ibv_qp(dcx_mlx5_dev_t *dev,
     attr.cap.max_inline_data = dcx_mlx5_umr_inline_needed(entries, 0);
     dv_attr.comp_mask        = MLX5DV_QP_INIT_ATTR_MASK_SEND_OPS_FLAGS;
     dv_attr.send_ops_flags   = MLX5DV_QP_EX_WITH_MR_INTERLEAVED |
-                               MLX5DV_QP_EX_WITH_MR_LIST;
+                             MLX5DV_QP_EX_WITH_MR_LIST;
     errno = 0;
     qp    = mlx5dv_create_qp(dev->ctx, &attr, &dv_attr);
     if (qp != NULL) {
@@ -156,8 +156,8 @@ int dcx_mlx5_umr_qp_connect(dcx_mlx5_qp_t *qp)
     memset(&attr, 0, sizeof(attr));
     attr.pkey_index      = 0;
     attr.port_num        = dev->port;
-    attr.qp_access_flags = 0;   /* UMR requests are local */
-    ret = dcx_mlx5_qp_modify(qp, DCX_QPS_INIT, &attr, 0);
+    attr.qp_access_flags = 0; /* UMR requests are local */
+    ret                  = dcx_mlx5_qp_modify(qp, DCX_QPS_INIT, &attr, 0);
     if (ret != 0) {
         return ret;
     }
@@ -177,7 +177,8 @@ int dcx_mlx5_umr_qp_connect(dcx_mlx5_qp_t *qp)
     if ((dev->link_layer == IBV_LINK_LAYER_ETHERNET) || dev->grh_required) {
         attr.ah_attr.is_global      = 1;
         attr.ah_attr.grh.sgid_index = (uint8_t)((dev->gid_index >= 0) ?
-                                                dev->gid_index : 0);
+                                                    dev->gid_index :
+                                                    0);
         attr.ah_attr.grh.hop_limit  = 64;
         memcpy(attr.ah_attr.grh.dgid.raw, dev->addr.gid, 16);
     }
@@ -192,7 +193,7 @@ int dcx_mlx5_umr_qp_connect(dcx_mlx5_qp_t *qp)
     attr.rnr_retry     = 7;
     attr.sq_psn        = 0;
     attr.max_rd_atomic = 1;
-    ret = dcx_mlx5_qp_modify(qp, DCX_QPS_RTS, &attr, 0);
+    ret                = dcx_mlx5_qp_modify(qp, DCX_QPS_RTS, &attr, 0);
     if (ret != 0) {
         return ret;
     }
@@ -202,7 +203,7 @@ int dcx_mlx5_umr_qp_connect(dcx_mlx5_qp_t *qp)
 
 static int dcx_mlx5_umr_post_send(dcx_qp_t *super, const dcx_send_wr_t *wr)
 {
-    dcx_mlx5_qp_t *qp     = (dcx_mlx5_qp_t*)super;
+    dcx_mlx5_qp_t *qp     = (dcx_mlx5_qp_t *)super;
     dcx_mlx5_dev_t *dev   = dcx_mlx5_dev(super->dev);
     struct ibv_qp_ex *qpx = qp->qpx;
     const char *name      = dev->super.caps.name;
@@ -219,21 +220,21 @@ static int dcx_mlx5_umr_post_send(dcx_qp_t *super, const dcx_send_wr_t *wr)
     }
     if ((wr->mkey == NULL) || (wr->mkey->pd != super->pd)) {
         dcx_error("%s: umr qp 0x%x: no mkey, or an mkey of another "
-                  "protection domain", name, super->qp_num);
+                  "protection domain",
+                  name, super->qp_num);
         return EINVAL;
     }
     if (dcx_mlx5_ring_full(&qp->ring)) {
-        dcx_trace("%s: umr qp 0x%x: send queue full (%u)", name,
-                  super->qp_num, qp->ring.size);
+        dcx_trace("%s: umr qp 0x%x: send queue full (%u)", name, super->qp_num,
+                  qp->ring.size);
         return ENOMEM;
     }
-    mk = (dcx_mlx5_mkey_t*)wr->mkey;
+    mk = (dcx_mlx5_mkey_t *)wr->mkey;
     if (wr->opcode != DCX_WR_MKEY_INVALIDATE) {
-        ret = dcx_mlx5_umr_layout(wr, wr->mkey->max_entries,
-                                  super->max_inline,
+        ret = dcx_mlx5_umr_layout(wr, wr->mkey->max_entries, super->max_inline,
                                   dev->super.caps.mkey_max_stride,
-                                  dev->umr_access_ok, qp->umr_il,
-                                  qp->umr_sge, &why);
+                                  dev->umr_access_ok, qp->umr_il, qp->umr_sge,
+                                  &why);
         if (ret != 0) {
             dcx_error("%s: umr qp 0x%x: configure mkey 0x%x: %s", name,
                       super->qp_num, wr->mkey->lkey, why);
@@ -243,21 +244,20 @@ static int dcx_mlx5_umr_post_send(dcx_qp_t *super, const dcx_send_wr_t *wr)
 
     lay = wr->mkey_layout;
     ibv_wr_start(qpx);
-    qpx->wr_id    = qp->ring.head;   /* our sequence number, see mlx5_cq.c */
+    qpx->wr_id    = qp->ring.head; /* our sequence number, see mlx5_cq.c */
     qpx->wr_flags = dcx_mlx5_send_flags(wr->flags);
     switch (wr->opcode) {
     case DCX_WR_MKEY_INTERLEAVED:
         /* the translation table travels inline in the WQE
          * (docs/device-semantics.md section 10.2) */
         qpx->wr_flags |= IBV_SEND_INLINE;
-        access         = dcx_mlx5_mkey_access(lay->access);
-        mlx5dv_wr_mr_interleaved(qp->dvqp, mk->mkey, access,
-                                 lay->repeat_count,
+        access = dcx_mlx5_mkey_access(lay->access);
+        mlx5dv_wr_mr_interleaved(qp->dvqp, mk->mkey, access, lay->repeat_count,
                                  (uint16_t)lay->num_entries, qp->umr_il);
         break;
     case DCX_WR_MKEY_LIST:
         qpx->wr_flags |= IBV_SEND_INLINE;
-        access         = dcx_mlx5_mkey_access(lay->access);
+        access = dcx_mlx5_mkey_access(lay->access);
         mlx5dv_wr_mr_list(qp->dvqp, mk->mkey, access,
                           (uint16_t)lay->num_entries, qp->umr_sge);
         break;
@@ -267,10 +267,11 @@ static int dcx_mlx5_umr_post_send(dcx_qp_t *super, const dcx_send_wr_t *wr)
     }
     ret = ibv_wr_complete(qpx);
     if (ret != 0) {
-        dcx_error("%s: umr qp 0x%x: posting %s of mkey 0x%x failed: %s",
-                  name, super->qp_num,
+        dcx_error("%s: umr qp 0x%x: posting %s of mkey 0x%x failed: %s", name,
+                  super->qp_num,
                   (wr->opcode == DCX_WR_MKEY_INVALIDATE) ? "an invalidate" :
-                  "a configure", wr->mkey->lkey, strerror(ret));
+                                                           "a configure",
+                  wr->mkey->lkey, strerror(ret));
         /* the contract knows EINVAL and ENOMEM; libmlx5 says EOPNOTSUPP
          * for a malformed UMR WQE */
         return (ret == ENOMEM) ? ENOMEM : EINVAL;
@@ -303,14 +304,13 @@ int dcx_mlx5_umr_qp_create(dcx_mlx5_qp_t *qp, dcx_mlx5_pd_t *pd)
         ret = ENOMEM;
         goto err_free;
     }
-    qp->qp = dcx_mlx5_umr_ibv_qp(dev, pd->pd,
-                                 ibv_cq_ex_to_cq(qp->send_cq->cq), entries,
-                                 qp->attr.max_send_wr, &cap);
+    qp->qp = dcx_mlx5_umr_ibv_qp(dev, pd->pd, ibv_cq_ex_to_cq(qp->send_cq->cq),
+                                 entries, qp->attr.max_send_wr, &cap);
     if (qp->qp == NULL) {
         ret = errno;
         dcx_error("%s: umr qp: mlx5dv_create_qp(RC, depth %u, %u entries) "
-                  "failed: %s", name, qp->attr.max_send_wr, entries,
-                  strerror(ret));
+                  "failed: %s",
+                  name, qp->attr.max_send_wr, entries, strerror(ret));
         goto err_free;
     }
     qp->qpx  = ibv_qp_to_qp_ex(qp->qp);
@@ -374,8 +374,9 @@ static void dcx_mlx5_umr_probe_qp(dcx_mlx5_dev_t *dev, struct ibv_pd *pd,
                                   struct ibv_cq *cq,
                                   dcx_mlx5_umr_probe_t *probe)
 {
-    uint32_t klm = (probe->hca.log_max_klm >= 16) ? 0xffffu :
-                   (1u << probe->hca.log_max_klm);
+    uint32_t klm = (probe->hca.log_max_klm >= 16) ?
+                       0xffffu :
+                       (1u << probe->hca.log_max_klm);
     dcx_mlx5_qp_t tmp;
     struct ibv_qp_cap cap;
     struct ibv_qp *qp;
@@ -386,7 +387,7 @@ static void dcx_mlx5_umr_probe_qp(dcx_mlx5_dev_t *dev, struct ibv_pd *pd,
          wqe -= DCX_MLX5_WQE_BB) {
         n = dcx_mlx5_mkey_max_entries(wqe);
         if ((n == 0) || ((n > klm) && (wqe > DCX_MLX5_UMR_PROBE_WQE_MIN))) {
-            continue;   /* bigger than any key the HCA makes */
+            continue; /* bigger than any key the HCA makes */
         }
         qp = dcx_mlx5_umr_ibv_qp(dev, pd, cq, n, DCX_MLX5_UMR_PROBE_DEPTH,
                                  &cap);
@@ -396,19 +397,19 @@ static void dcx_mlx5_umr_probe_qp(dcx_mlx5_dev_t *dev, struct ibv_pd *pd,
             continue;
         }
         memset(&tmp, 0, sizeof(tmp));
-        tmp.super.dev   = &dev->super;
-        tmp.super.type  = DCX_QPT_UMR;
-        tmp.super.state = DCX_QPS_RESET;
+        tmp.super.dev    = &dev->super;
+        tmp.super.type   = DCX_QPT_UMR;
+        tmp.super.state  = DCX_QPS_RESET;
         tmp.super.qp_num = qp->qp_num;
-        tmp.qp          = qp;
-        ret = dcx_mlx5_umr_qp_connect(&tmp);
+        tmp.qp           = qp;
+        ret              = dcx_mlx5_umr_qp_connect(&tmp);
         ibv_destroy_qp(qp);
         if (ret == 0) {
             probe->qp_entries  = n;
             probe->qp_wqe_size = cap.max_inline_data + DCX_MLX5_UMR_OVERHEAD +
                                  DCX_MLX5_INL_HDR;
         }
-        return;   /* a connect failure is not a size problem */
+        return; /* a connect failure is not a size problem */
     }
 }
 
@@ -429,7 +430,7 @@ void dcx_mlx5_umr_probe(dcx_mlx5_dev_t *dev,
                            IBV_DEVICE_MEM_MGT_EXTENSIONS);
     probe.max_qp_wr   = (uint32_t)dattr->orig_attr.max_qp_wr;
     if (!probe.devx || !probe.mem_mgt_ext) {
-        goto out;   /* nothing else can be tried */
+        goto out; /* nothing else can be tried */
     }
     dcx_mlx5_umr_probe_hca(dev, &probe);
     if (!probe.hca_ok || probe.hca.indirect_disabled ||
@@ -459,18 +460,19 @@ void dcx_mlx5_umr_probe(dcx_mlx5_dev_t *dev,
     dev->selftest = false;
 
 out:
-    if (cq != NULL) ibv_destroy_cq(cq);
-    if (pd != NULL) ibv_dealloc_pd(pd);
-    if (dcx_mlx5_umr_caps_translate(&probe, &dev->super.caps,
-                                    &dev->umr_max_wr, &dev->umr_access_ok,
-                                    &why) != 0) {
+    if (cq != NULL)
+        ibv_destroy_cq(cq);
+    if (pd != NULL)
+        ibv_dealloc_pd(pd);
+    if (dcx_mlx5_umr_caps_translate(&probe, &dev->super.caps, &dev->umr_max_wr,
+                                    &dev->umr_access_ok, &why) != 0) {
         dev->umr_why = why;
         dcx_info("%s: strided keys not offered: %s", name, why);
         return;
     }
     dev->umr_why = NULL;
     dcx_debug("%s: strided keys: up to %u entries, UMR queue depth up to "
-              "%u, remote atomics through keys %s", name,
-              dev->super.caps.mkey_max_entries, dev->umr_max_wr,
+              "%u, remote atomics through keys %s",
+              name, dev->super.caps.mkey_max_entries, dev->umr_max_wr,
               (dev->umr_access_ok & DCX_ACCESS_REMOTE_ATOMIC) ? "yes" : "no");
 }

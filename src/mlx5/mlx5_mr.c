@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * dcx mlx5 backend: protection domains and memory regions.
  */
@@ -40,21 +41,21 @@ int dcx_mlx5_pd_alloc(dcx_dev_t *super, dcx_pd_t **pd_p)
 
 int dcx_mlx5_pd_free(dcx_pd_t *super)
 {
-    dcx_mlx5_pd_t *pd = (dcx_mlx5_pd_t*)super;
+    dcx_mlx5_pd_t *pd = (dcx_mlx5_pd_t *)super;
     int ret;
 
     ret = ibv_dealloc_pd(pd->pd);
     if (ret != 0) {
-        dcx_error("%s: pd: ibv_dealloc_pd failed: %s",
-                  super->dev->caps.name, strerror(ret));
+        dcx_error("%s: pd: ibv_dealloc_pd failed: %s", super->dev->caps.name,
+                  strerror(ret));
         return ret;
     }
     free(pd);
     return 0;
 }
 
-int dcx_mlx5_mr_reg(dcx_pd_t *pd, void *addr, size_t length,
-                           uint32_t access, dcx_mr_t **mr_p)
+int dcx_mlx5_mr_reg(dcx_pd_t *pd, void *addr, size_t length, uint32_t access,
+                    dcx_mr_t **mr_p)
 {
     const char *name = pd->dev->caps.name;
     dcx_mlx5_mr_t *mr;
@@ -63,7 +64,8 @@ int dcx_mlx5_mr_reg(dcx_pd_t *pd, void *addr, size_t length,
     if ((access & (DCX_ACCESS_REMOTE_WRITE | DCX_ACCESS_REMOTE_ATOMIC)) &&
         !(access & DCX_ACCESS_LOCAL_WRITE)) {
         dcx_error("%s: mr %p+%zu: remote write/atomic access needs local "
-                  "write", name, addr, length);
+                  "write",
+                  name, addr, length);
         return EINVAL;
     }
     mr = calloc(1, sizeof(*mr));
@@ -71,12 +73,12 @@ int dcx_mlx5_mr_reg(dcx_pd_t *pd, void *addr, size_t length,
         dcx_error("%s: mr %p+%zu: out of memory", name, addr, length);
         return ENOMEM;
     }
-    mr->mr = ibv_reg_mr(((dcx_mlx5_pd_t*)pd)->pd, addr, length,
+    mr->mr = ibv_reg_mr(((dcx_mlx5_pd_t *)pd)->pd, addr, length,
                         (int)dcx_mlx5_access_flags(access));
     if (mr->mr == NULL) {
         ret = errno ? errno : ENOMEM;
-        dcx_error("%s: mr %p+%zu: ibv_reg_mr failed: %s", name, addr,
-                  length, strerror(ret));
+        dcx_error("%s: mr %p+%zu: ibv_reg_mr failed: %s", name, addr, length,
+                  strerror(ret));
         free(mr);
         return ret;
     }
@@ -92,7 +94,7 @@ int dcx_mlx5_mr_reg(dcx_pd_t *pd, void *addr, size_t length,
 
 int dcx_mlx5_mr_dereg(dcx_mr_t *super)
 {
-    dcx_mlx5_mr_t *mr = (dcx_mlx5_mr_t*)super;
+    dcx_mlx5_mr_t *mr = (dcx_mlx5_mr_t *)super;
     int ret;
 
     ret = ibv_dereg_mr(mr->mr);

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * dcx mlx5 backend: pure translation rules (see mlx5_pure.h).
  */
@@ -11,14 +12,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define DCX_MLX5_ALIGN(_x, _a)  (((_x) + (_a) - 1) / (_a) * (_a))
+#define DCX_MLX5_ALIGN(_x, _a) (((_x) + (_a)-1) / (_a) * (_a))
 
 /* ------------------------------------------------------------------------
  * Modify-QP masks
  * ------------------------------------------------------------------------ */
-#define DCI_RTS_REQUIRED (IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | \
-                          IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC | \
-                          IBV_QP_SQ_PSN)
+#define DCI_RTS_REQUIRED                                                   \
+    (IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | \
+     IBV_QP_MAX_QP_RD_ATOMIC | IBV_QP_SQ_PSN)
 
 /* clang-format off */
 const dcx_mlx5_qp_transition_t dcx_mlx5_qp_transitions[] = {
@@ -74,12 +75,12 @@ const dcx_mlx5_qp_transition_t dcx_mlx5_qp_transitions[] = {
 };
 /* clang-format on */
 
-const size_t dcx_mlx5_qp_transitions_count =
-    sizeof(dcx_mlx5_qp_transitions) / sizeof(dcx_mlx5_qp_transitions[0]);
+const size_t dcx_mlx5_qp_transitions_count = sizeof(dcx_mlx5_qp_transitions) /
+                                             sizeof(dcx_mlx5_qp_transitions[0]);
 
-const dcx_mlx5_qp_transition_t *
-dcx_mlx5_qp_transition_find(dcx_qp_type_t type, dcx_qp_state_t from,
-                            dcx_qp_state_t to)
+const dcx_mlx5_qp_transition_t *dcx_mlx5_qp_transition_find(dcx_qp_type_t type,
+                                                            dcx_qp_state_t from,
+                                                            dcx_qp_state_t to)
 {
     size_t i;
 
@@ -153,10 +154,9 @@ uint32_t dcx_mlx5_dci_overhead(uint64_t ops)
     }
     if (ops & (IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
                IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD)) {
-        if (size < DCX_MLX5_CTRL_SEG + DCX_MLX5_RADDR_SEG +
-                   DCX_MLX5_ATOMIC_SEG) {
-            size = DCX_MLX5_CTRL_SEG + DCX_MLX5_RADDR_SEG +
-                   DCX_MLX5_ATOMIC_SEG;
+        if (size <
+            DCX_MLX5_CTRL_SEG + DCX_MLX5_RADDR_SEG + DCX_MLX5_ATOMIC_SEG) {
+            size = DCX_MLX5_CTRL_SEG + DCX_MLX5_RADDR_SEG + DCX_MLX5_ATOMIC_SEG;
         }
     }
     if (ops & (IBV_QP_EX_WITH_BIND_MW | IBV_QP_EX_WITH_LOCAL_INV)) {
@@ -293,7 +293,7 @@ static int dcx_mlx5_addr_check(const dcx_mlx5_addr_t *addr, const char **why)
 
 int dcx_mlx5_addr_pack(const dcx_mlx5_addr_t *addr, void *buf, size_t *len_p)
 {
-    uint8_t *p = (uint8_t*)buf;
+    uint8_t *p = (uint8_t *)buf;
     const char *why;
 
     if (*len_p < DCX_MLX5_ADDR_LEN) {
@@ -318,7 +318,7 @@ int dcx_mlx5_addr_pack(const dcx_mlx5_addr_t *addr, void *buf, size_t *len_p)
 int dcx_mlx5_addr_unpack(const void *buf, size_t len, dcx_mlx5_addr_t *addr,
                          const char **why_p)
 {
-    const uint8_t *p = (const uint8_t*)buf;
+    const uint8_t *p = (const uint8_t *)buf;
     const char *why  = NULL;
     dcx_mlx5_addr_t a;
 
@@ -358,8 +358,8 @@ bad:
 /* ::ffff:a.b.c.d, the form a RoCE GID takes for an IPv4 address */
 static bool dcx_mlx5_gid_is_ipv4(const uint8_t *gid)
 {
-    static const uint8_t prefix[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
-                                       0xff, 0xff};
+    static const uint8_t prefix[12] = {0, 0, 0, 0, 0,    0,
+                                       0, 0, 0, 0, 0xff, 0xff};
 
     return memcmp(gid, prefix, sizeof(prefix)) == 0;
 }
@@ -535,7 +535,7 @@ unsigned dcx_mlx5_access_flags(uint32_t dcx_access)
 uint64_t dcx_mlx5_timeout_to_ns(uint8_t timeout)
 {
     if ((timeout == 0) || (timeout > 31)) {
-        return 0;   /* 0: infinite */
+        return 0; /* 0: infinite */
     }
     return 4096ull << timeout;
 }
@@ -556,10 +556,9 @@ uint64_t dcx_mlx5_rnr_timer_to_ns(uint8_t code)
 {
     /* IB spec RNR NAK timer field, in units of 10 us */
     static const uint32_t units[32] = {
-        65536, 1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192,
-        256, 384, 512, 768, 1024, 1536, 2048, 3072, 4096, 6144, 8192,
-        12288, 16384, 24576, 32768, 49152
-    };
+        65536, 1,    2,    3,    4,    6,     8,     12,    16,    24,   32,
+        48,    64,   96,   128,  192,  256,   384,   512,   768,   1024, 1536,
+        2048,  3072, 4096, 6144, 8192, 12288, 16384, 24576, 32768, 49152};
 
     return (code < 32) ? (uint64_t)units[code] * 10000ull : 0;
 }
@@ -639,14 +638,14 @@ double dcx_mlx5_link_bandwidth(uint8_t active_width, uint8_t active_speed)
 /* Performance model: a ConnectX DC round trip costs a little more than RC
  * (the DCI connects per destination); RoCE adds switch/NIC Ethernet
  * latency.  Used only for UCX's transport selection, not for behaviour. */
-#define DCX_MLX5_LATENCY_IB_NS    800.0
-#define DCX_MLX5_LATENCY_ROCE_NS  1100.0
-#define DCX_MLX5_OVERHEAD_NS      40.0
+#define DCX_MLX5_LATENCY_IB_NS   800.0
+#define DCX_MLX5_LATENCY_ROCE_NS 1100.0
+#define DCX_MLX5_OVERHEAD_NS     40.0
 /* One registration: the NIC pins the pages and writes their translation
  * entries (the defaults of UCX's ib md, UCX_IB_MEM_REG_OVERHEAD/GROWTH). */
-#define DCX_MLX5_REG_OVERHEAD_NS  16000.0
-#define DCX_MLX5_REG_GROWTH_NS    0.06
-#define DCX_MLX5_BW_UNKNOWN_BPS   (100e9 / 8.0)
+#define DCX_MLX5_REG_OVERHEAD_NS 16000.0
+#define DCX_MLX5_REG_GROWTH_NS   0.06
+#define DCX_MLX5_BW_UNKNOWN_BPS  (100e9 / 8.0)
 
 static void dcx_mlx5_strlcpy(char *dst, const char *src, size_t size)
 {
@@ -710,7 +709,8 @@ void dcx_mlx5_caps_translate(const char *name,
     caps->max_sge       = probe->dci_max_sge;
     /* SRQ receives go through a stack array of DCX_MLX5_MAX_SGE entries */
     caps->max_recv_sge  = ((uint32_t)a->max_srq_sge < DCX_MLX5_MAX_SGE) ?
-                          (uint32_t)a->max_srq_sge : DCX_MLX5_MAX_SGE;
+                              (uint32_t)a->max_srq_sge :
+                              DCX_MLX5_MAX_SGE;
     caps->max_inline    = probe->dci_max_inline;
     /* The DC limit (2^log_max_ra_req_dc) is visible only through DEVX;
      * verbs reports the RC one.  The probe found what a DCI's RTS accepts. */
@@ -719,19 +719,19 @@ void dcx_mlx5_caps_translate(const char *name,
         (probe->dci_max_rd_atomic < caps->max_rd_atomic)) {
         caps->max_rd_atomic = probe->dci_max_rd_atomic;
     }
-    caps->max_dci       = (uint32_t)a->max_qp;
-    caps->max_mr        = (uint32_t)a->max_mr;
-    caps->max_mr_size   = a->max_mr_size;
-    caps->max_msg_size  = pattr->max_msg_sz;
-    caps->mtu           = dcx_mlx5_mtu_bytes(pattr->active_mtu);
-    caps->addr_len      = DCX_MLX5_ADDR_LEN;
+    caps->max_dci      = (uint32_t)a->max_qp;
+    caps->max_mr       = (uint32_t)a->max_mr;
+    caps->max_mr_size  = a->max_mr_size;
+    caps->max_msg_size = pattr->max_msg_sz;
+    caps->mtu          = dcx_mlx5_mtu_bytes(pattr->active_mtu);
+    caps->addr_len     = DCX_MLX5_ADDR_LEN;
 
-    caps->latency_ns  = (pattr->link_layer == IBV_LINK_LAYER_ETHERNET) ?
-                        DCX_MLX5_LATENCY_ROCE_NS : DCX_MLX5_LATENCY_IB_NS;
-    bw                = dcx_mlx5_link_bandwidth(pattr->active_width,
-                                                pattr->active_speed);
-    caps->bandwidth_Bps = (bw > 0) ? bw : DCX_MLX5_BW_UNKNOWN_BPS;
-    caps->overhead_ns   = DCX_MLX5_OVERHEAD_NS;
+    caps->latency_ns = (pattr->link_layer == IBV_LINK_LAYER_ETHERNET) ?
+                           DCX_MLX5_LATENCY_ROCE_NS :
+                           DCX_MLX5_LATENCY_IB_NS;
+    bw = dcx_mlx5_link_bandwidth(pattr->active_width, pattr->active_speed);
+    caps->bandwidth_Bps   = (bw > 0) ? bw : DCX_MLX5_BW_UNKNOWN_BPS;
+    caps->overhead_ns     = DCX_MLX5_OVERHEAD_NS;
     caps->reg_overhead_ns = DCX_MLX5_REG_OVERHEAD_NS;
     caps->reg_growth_ns   = DCX_MLX5_REG_GROWTH_NS;
 }
@@ -849,8 +849,7 @@ static uint32_t dcx_mlx5_qpmap_home(const dcx_mlx5_qpmap_t *map, uint32_t qpn)
     return (qpn * 2654435761u) & map->mask;
 }
 
-static void dcx_mlx5_qpmap_place(dcx_mlx5_qpmap_t *map, uint32_t qpn,
-                                 void *obj)
+static void dcx_mlx5_qpmap_place(dcx_mlx5_qpmap_t *map, uint32_t qpn, void *obj)
 {
     uint32_t i = dcx_mlx5_qpmap_home(map, qpn);
 
@@ -915,8 +914,9 @@ int dcx_mlx5_qpmap_remove(dcx_mlx5_qpmap_t *map, uint32_t qpn)
     if (map->slots == NULL) {
         return ENOENT;
     }
-    for (i = dcx_mlx5_qpmap_home(map, qpn); map->slots[i].qpn != qpn ||
-         map->slots[i].obj == NULL; i = (i + 1) & map->mask) {
+    for (i = dcx_mlx5_qpmap_home(map, qpn);
+         map->slots[i].qpn != qpn || map->slots[i].obj == NULL;
+         i = (i + 1) & map->mask) {
         if (map->slots[i].obj == NULL) {
             return ENOENT;
         }
@@ -924,7 +924,7 @@ int dcx_mlx5_qpmap_remove(dcx_mlx5_qpmap_t *map, uint32_t qpn)
     /* Backward-shift deletion: move later members of the probe run into
      * the hole when their home slot does not lie between hole and them. */
     map->slots[i].obj = NULL;
-    j = i;
+    j                 = i;
     for (;;) {
         j = (j + 1) & map->mask;
         if (map->slots[j].obj == NULL) {

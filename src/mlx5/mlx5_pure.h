@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * dcx mlx5 backend: the parts that are pure computation.
  *
@@ -25,7 +26,7 @@ extern "C" {
 
 /* Largest gather list a post takes (arrays on the stack of post_send and
  * post_recv); caps.max_sge and caps.max_recv_sge are clamped to it. */
-#define DCX_MLX5_MAX_SGE  16
+#define DCX_MLX5_MAX_SGE 16
 
 /* ------------------------------------------------------------------------
  * Modify-QP masks (docs/device-semantics.md section 3.3).  One row per
@@ -34,23 +35,23 @@ extern "C" {
  * IBV_QP_STATE is part of every required mask.
  * ------------------------------------------------------------------------ */
 typedef struct dcx_mlx5_qp_transition {
-    dcx_qp_type_t  type;
+    dcx_qp_type_t type;
     dcx_qp_state_t from;
     dcx_qp_state_t to;
-    uint32_t       required;   /* enum ibv_qp_attr_mask bits */
-    uint32_t       optional;
+    uint32_t required; /* enum ibv_qp_attr_mask bits */
+    uint32_t optional;
 } dcx_mlx5_qp_transition_t;
 
 extern const dcx_mlx5_qp_transition_t dcx_mlx5_qp_transitions[];
-extern const size_t                   dcx_mlx5_qp_transitions_count;
+extern const size_t dcx_mlx5_qp_transitions_count;
 
 /* The table row for (type, from, to), or NULL when the transition does not
  * exist for that QP type (e.g. a DCT to ERR).  "from" of DCX_QPS_ERR rows
  * also stands for "any state but RESET" (docs/device-semantics.md
  * section 3.3: a DCI goes to ERR from any state but RESET). */
-const dcx_mlx5_qp_transition_t *
-dcx_mlx5_qp_transition_find(dcx_qp_type_t type, dcx_qp_state_t from,
-                            dcx_qp_state_t to);
+const dcx_mlx5_qp_transition_t *dcx_mlx5_qp_transition_find(dcx_qp_type_t type,
+                                                            dcx_qp_state_t from,
+                                                            dcx_qp_state_t to);
 
 /* 0 when the kernel would accept "mask" for that transition, EINVAL when a
  * required bit is missing, a forbidden bit is present, or the transition
@@ -65,23 +66,23 @@ const char *dcx_mlx5_qp_state_str(dcx_qp_state_t state);
  * Send WQE sizing, as libmlx5 computes it for a DCI (verbs.c _sq_overhead,
  * mlx5_calc_send_wqe, mlx5_calc_sq_size), in bytes.
  * ------------------------------------------------------------------------ */
-#define DCX_MLX5_WQE_BB          64u  /* send WQE basic block */
-#define DCX_MLX5_CTRL_SEG        16u
-#define DCX_MLX5_DATAGRAM_SEG    48u  /* address vector incl. DC fields */
-#define DCX_MLX5_RADDR_SEG       16u
-#define DCX_MLX5_ATOMIC_SEG      16u
-#define DCX_MLX5_DATA_SEG        16u  /* one gather entry */
-#define DCX_MLX5_INL_HDR         4u   /* inline data segment header */
-#define DCX_MLX5_UMR_OVERHEAD    192u /* ctrl + UMR ctrl + mkey ctx + 64 */
+#define DCX_MLX5_WQE_BB       64u /* send WQE basic block */
+#define DCX_MLX5_CTRL_SEG     16u
+#define DCX_MLX5_DATAGRAM_SEG 48u /* address vector incl. DC fields */
+#define DCX_MLX5_RADDR_SEG    16u
+#define DCX_MLX5_ATOMIC_SEG   16u
+#define DCX_MLX5_DATA_SEG     16u  /* one gather entry */
+#define DCX_MLX5_INL_HDR      4u   /* inline data segment header */
+#define DCX_MLX5_UMR_OVERHEAD 192u /* ctrl + UMR ctrl + mkey ctx + 64 */
 
 /* Fixed part of every DCI WQE for the given IBV_QP_EX_WITH_* set. */
 uint32_t dcx_mlx5_dci_overhead(uint64_t send_ops_flags);
 
 typedef struct dcx_mlx5_sq_size {
-    uint32_t wqe_size;     /* bytes per WQE, multiple of 64 */
-    uint32_t max_inline;   /* inline bytes one WQE then carries */
-    uint32_t max_post;     /* WQEs the send queue holds */
-    uint32_t wqe_bbs;      /* basic blocks of the whole queue */
+    uint32_t wqe_size;   /* bytes per WQE, multiple of 64 */
+    uint32_t max_inline; /* inline bytes one WQE then carries */
+    uint32_t max_post;   /* WQEs the send queue holds */
+    uint32_t wqe_bbs;    /* basic blocks of the whole queue */
 } dcx_mlx5_sq_size_t;
 
 /* Sizes the send queue of a DCI the way libmlx5 will: EINVAL when the
@@ -112,22 +113,22 @@ uint32_t dcx_mlx5_sge_total(const dcx_sge_t *sg_list, unsigned num_sge);
  *   7  u8  reserved, 0
  *   8  16 bytes GID (all zero when DCX_MLX5_ADDR_F_GID is clear)
  * ------------------------------------------------------------------------ */
-#define DCX_MLX5_ADDR_MAGIC    0xdc55u
-#define DCX_MLX5_ADDR_VERSION  1u
-#define DCX_MLX5_ADDR_LEN      24u
+#define DCX_MLX5_ADDR_MAGIC   0xdc55u
+#define DCX_MLX5_ADDR_VERSION 1u
+#define DCX_MLX5_ADDR_LEN     24u
 
 enum {
-    DCX_MLX5_ADDR_F_ETH    = 1u << 0,  /* RoCE port: route by GID */
-    DCX_MLX5_ADDR_F_GID    = 1u << 1,  /* GID field is meaningful */
-    DCX_MLX5_ADDR_F_ROCEV2 = 1u << 2,  /* the GID is a RoCE v2 one */
+    DCX_MLX5_ADDR_F_ETH    = 1u << 0, /* RoCE port: route by GID */
+    DCX_MLX5_ADDR_F_GID    = 1u << 1, /* GID field is meaningful */
+    DCX_MLX5_ADDR_F_ROCEV2 = 1u << 2, /* the GID is a RoCE v2 one */
     DCX_MLX5_ADDR_F_ALL    = 0x7u
 };
 
 typedef struct dcx_mlx5_addr {
-    uint8_t   flags;
-    uint8_t   mtu;       /* enum ibv_mtu */
-    uint16_t  lid;
-    uint8_t   gid[16];
+    uint8_t flags;
+    uint8_t mtu; /* enum ibv_mtu */
+    uint16_t lid;
+    uint8_t gid[16];
 } dcx_mlx5_addr_t;
 
 /* Writes DCX_MLX5_ADDR_LEN bytes; EINVAL if *len_p is too small or the
@@ -176,7 +177,7 @@ unsigned dcx_mlx5_access_flags(uint32_t dcx_access);
 /* Local ACK timeout: 4.096 us * 2^t; t = 0 means "wait forever". */
 uint64_t dcx_mlx5_timeout_to_ns(uint8_t timeout);
 /* Smallest encoding whose timeout is at least ns (1..31). */
-uint8_t  dcx_mlx5_timeout_from_ns(uint64_t ns);
+uint8_t dcx_mlx5_timeout_from_ns(uint64_t ns);
 /* RNR NAK timer (IB spec table): code 0 = 655.36 ms, 1 = 0.01 ms ... 31 =
  * 491.52 ms; in nanoseconds.  Codes above 31 give 0. */
 uint64_t dcx_mlx5_rnr_timer_to_ns(uint8_t code);
@@ -186,7 +187,7 @@ int dcx_mlx5_transport_params_check(const dcx_qp_attr_t *attr,
                                     const char **why_p);
 
 /* enum ibv_mtu <-> bytes; 0 / (enum ibv_mtu)0 when out of range. */
-uint32_t     dcx_mlx5_mtu_bytes(enum ibv_mtu mtu);
+uint32_t dcx_mlx5_mtu_bytes(enum ibv_mtu mtu);
 enum ibv_mtu dcx_mlx5_mtu_enum(uint32_t bytes);
 
 /* Link bandwidth in bytes/s after line coding, from the port's
@@ -200,14 +201,14 @@ double dcx_mlx5_link_bandwidth(uint8_t active_width, uint8_t active_speed);
  * libmlx5 returned) and, if atomics were tried, whether a DCT accepted
  * REMOTE_ATOMIC. */
 typedef struct dcx_mlx5_probe {
-    bool      dc_ok;
-    bool      dct_atomic_ok;
-    uint32_t  dci_max_inline;   /* cap.max_inline_data returned */
-    uint32_t  dci_max_sge;      /* cap.max_send_sge granted */
-    uint32_t  dci_wqe_size;     /* bytes per DCI WQE */
+    bool dc_ok;
+    bool dct_atomic_ok;
+    uint32_t dci_max_inline; /* cap.max_inline_data returned */
+    uint32_t dci_max_sge;    /* cap.max_send_sge granted */
+    uint32_t dci_wqe_size;   /* bytes per DCI WQE */
     /* Largest max_rd_atomic the probe DCI reached RTS with (the DC limit,
      * 2^log_max_ra_req_dc, is not in verbs); 0 = not probed. */
-    uint32_t  dci_max_rd_atomic;
+    uint32_t dci_max_rd_atomic;
 } dcx_mlx5_probe_t;
 
 /* max_rd_atomic values the open-time probe tries at RTR->RTS, largest
@@ -241,23 +242,21 @@ int dcx_mlx5_port_check(const struct ibv_port_attr *pattr, const char **why_p);
  * up; this says what to do with the result.
  * ------------------------------------------------------------------------ */
 typedef enum {
-    DCX_MLX5_ROUTE_DCI,   /* requester completion of the DCI (or UMR QP)
+    DCX_MLX5_ROUTE_DCI,  /* requester completion of the DCI (or UMR QP)
                            * found */
-    DCX_MLX5_ROUTE_RECV,  /* receive on an SRQ (wr_id is the SRQ's) */
-    DCX_MLX5_ROUTE_DROP   /* nothing on this CQ can own it */
+    DCX_MLX5_ROUTE_RECV, /* receive on an SRQ (wr_id is the SRQ's) */
+    DCX_MLX5_ROUTE_DROP  /* nothing on this CQ can own it */
 } dcx_mlx5_route_t;
 
 /* found: whether the QP number is in the map, and then its type; num_dct:
  * DCTs completing on this CQ.  libmlx5 purges a destroyed DCI's CQEs, so an
  * unknown number on a CQ that also serves DCTs is taken as a receive. */
-static inline dcx_mlx5_route_t dcx_mlx5_cq_route(bool found,
-                                                 dcx_qp_type_t type,
+static inline dcx_mlx5_route_t dcx_mlx5_cq_route(bool found, dcx_qp_type_t type,
                                                  unsigned num_dct)
 {
     if (found) {
         /* DCIs and UMR QPs complete as requesters */
-        return (type == DCX_QPT_DCT) ? DCX_MLX5_ROUTE_RECV :
-                                       DCX_MLX5_ROUTE_DCI;
+        return (type == DCX_QPT_DCT) ? DCX_MLX5_ROUTE_RECV : DCX_MLX5_ROUTE_DCI;
     }
     return (num_dct != 0) ? DCX_MLX5_ROUTE_RECV : DCX_MLX5_ROUTE_DROP;
 }
@@ -270,30 +269,30 @@ static inline dcx_mlx5_route_t dcx_mlx5_cq_route(bool found,
  * outstanding), as libmlx5 bounds its own send queue.
  * ------------------------------------------------------------------------ */
 typedef struct dcx_mlx5_wr_slot {
-    uint64_t  wr_id;
-    uint8_t   opcode;     /* dcx_wr_opcode_t */
-    uint8_t   signaled;
+    uint64_t wr_id;
+    uint8_t opcode; /* dcx_wr_opcode_t */
+    uint8_t signaled;
 } dcx_mlx5_wr_slot_t;
 
 typedef struct dcx_mlx5_ring {
     dcx_mlx5_wr_slot_t *slots;
-    uint32_t            size;
-    uint64_t            head;
-    uint64_t            tail;
+    uint32_t size;
+    uint64_t head;
+    uint64_t tail;
 } dcx_mlx5_ring_t;
 
 /* What a polled DCI completion means for the ring. */
 typedef enum {
-    DCX_MLX5_CQE_DROP,    /* stale: already reported, or before a reset */
-    DCX_MLX5_CQE_REPORT,  /* report *wc; the DCI is fine */
-    DCX_MLX5_CQE_FAILED,  /* report *wc; the DCI is now in ERR */
-    DCX_MLX5_CQE_FLUSHED  /* the DCI is in ERR; report nothing now, the
+    DCX_MLX5_CQE_DROP,   /* stale: already reported, or before a reset */
+    DCX_MLX5_CQE_REPORT, /* report *wc; the DCI is fine */
+    DCX_MLX5_CQE_FAILED, /* report *wc; the DCI is now in ERR */
+    DCX_MLX5_CQE_FLUSHED /* the DCI is in ERR; report nothing now, the
                            * ring's remaining WRs are flushed in order */
 } dcx_mlx5_cqe_action_t;
 
 /* ENOMEM if the slots cannot be allocated, EINVAL for size 0.  Sequence
  * numbers start at base. */
-int  dcx_mlx5_ring_init(dcx_mlx5_ring_t *ring, uint32_t size, uint64_t base);
+int dcx_mlx5_ring_init(dcx_mlx5_ring_t *ring, uint32_t size, uint64_t base);
 void dcx_mlx5_ring_cleanup(dcx_mlx5_ring_t *ring);
 
 static inline uint32_t dcx_mlx5_ring_outstanding(const dcx_mlx5_ring_t *ring)
@@ -307,15 +306,14 @@ static inline int dcx_mlx5_ring_full(const dcx_mlx5_ring_t *ring)
 }
 
 /* Records a WR (the caller checked ring_full); returns its sequence. */
-static inline uint64_t dcx_mlx5_ring_push(dcx_mlx5_ring_t *ring,
-                                          uint64_t wr_id, uint8_t opcode,
-                                          int signaled)
+static inline uint64_t dcx_mlx5_ring_push(dcx_mlx5_ring_t *ring, uint64_t wr_id,
+                                          uint8_t opcode, int signaled)
 {
     dcx_mlx5_wr_slot_t *slot = &ring->slots[ring->head % ring->size];
 
     slot->wr_id    = wr_id;
     slot->opcode   = opcode;
-    slot->signaled = (uint8_t)!!signaled;
+    slot->signaled = (uint8_t) !!signaled;
     return ring->head++;
 }
 
@@ -329,8 +327,8 @@ dcx_mlx5_cqe_action_t dcx_mlx5_ring_cqe(dcx_mlx5_ring_t *ring, uint64_t seq,
 
 /* Retires the oldest outstanding WR as DCX_WC_WR_FLUSH_ERR into *wc;
  * 0 when the ring is empty. */
-int  dcx_mlx5_ring_flush_one(dcx_mlx5_ring_t *ring, uint32_t qp_num,
-                             dcx_wc_t *wc);
+int dcx_mlx5_ring_flush_one(dcx_mlx5_ring_t *ring, uint32_t qp_num,
+                            dcx_wc_t *wc);
 
 /* Forgets every outstanding WR (a reset purged their completions). */
 static inline void dcx_mlx5_ring_reset(dcx_mlx5_ring_t *ring)
@@ -343,22 +341,22 @@ static inline void dcx_mlx5_ring_reset(dcx_mlx5_ring_t *ring)
  * Open addressing with linear probing; grows on the control path only.
  * ------------------------------------------------------------------------ */
 typedef struct dcx_mlx5_qpmap_entry {
-    uint32_t  qpn;
-    void     *obj;        /* NULL = free slot */
+    uint32_t qpn;
+    void *obj; /* NULL = free slot */
 } dcx_mlx5_qpmap_entry_t;
 
 typedef struct dcx_mlx5_qpmap {
     dcx_mlx5_qpmap_entry_t *slots;
-    uint32_t                mask;    /* capacity - 1; capacity power of 2 */
-    uint32_t                count;
+    uint32_t mask; /* capacity - 1; capacity power of 2 */
+    uint32_t count;
 } dcx_mlx5_qpmap_t;
 
-void  dcx_mlx5_qpmap_init(dcx_mlx5_qpmap_t *map);
-void  dcx_mlx5_qpmap_cleanup(dcx_mlx5_qpmap_t *map);
+void dcx_mlx5_qpmap_init(dcx_mlx5_qpmap_t *map);
+void dcx_mlx5_qpmap_cleanup(dcx_mlx5_qpmap_t *map);
 /* ENOMEM if it cannot grow, EEXIST if qpn is present, EINVAL for obj NULL. */
-int   dcx_mlx5_qpmap_insert(dcx_mlx5_qpmap_t *map, uint32_t qpn, void *obj);
+int dcx_mlx5_qpmap_insert(dcx_mlx5_qpmap_t *map, uint32_t qpn, void *obj);
 /* ENOENT if absent. */
-int   dcx_mlx5_qpmap_remove(dcx_mlx5_qpmap_t *map, uint32_t qpn);
+int dcx_mlx5_qpmap_remove(dcx_mlx5_qpmap_t *map, uint32_t qpn);
 
 static inline void *dcx_mlx5_qpmap_find(const dcx_mlx5_qpmap_t *map,
                                         uint32_t qpn)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * dcx mlx5 backend: DC initiators (DCI) and targets (DCT), and the common
  * control path of the UMR QPs (mlx5_mkey.c).
@@ -41,21 +42,23 @@ int dcx_mlx5_qp_modify(dcx_mlx5_qp_t *qp, dcx_qp_state_t to,
     t = dcx_mlx5_qp_transition_find(qp->super.type, qp->super.state, to);
     if ((t == NULL) || (extra & ~t->optional)) {
         dcx_error("%s: %s 0x%x: transition %s->%s (extra mask 0x%x) is not "
-                  "allowed", name, dcx_mlx5_qp_kind(qp), qp->super.qp_num,
+                  "allowed",
+                  name, dcx_mlx5_qp_kind(qp), qp->super.qp_num,
                   dcx_mlx5_qp_state_str(qp->super.state),
                   dcx_mlx5_qp_state_str(to), extra);
         return EINVAL;
     }
     mask           = t->required | extra;
     attr->qp_state = dcx_mlx5_qp_state_to_ibv(to);
-    ret = ibv_modify_qp(qp->qp, attr, (int)mask);
+    ret            = ibv_modify_qp(qp->qp, attr, (int)mask);
     if (ret != 0) {
-        dcx_log((dcx_mlx5_dev(qp->super.dev)->selftest &&
-                 (ret == EOPNOTSUPP)) ? DCX_LOG_DEBUG : DCX_LOG_ERROR,
+        dcx_log((dcx_mlx5_dev(qp->super.dev)->selftest && (ret == EOPNOTSUPP)) ?
+                    DCX_LOG_DEBUG :
+                    DCX_LOG_ERROR,
                 "%s: %s 0x%x: modify %s->%s (mask 0x%x) failed: %s", name,
-                  dcx_mlx5_qp_kind(qp), qp->super.qp_num,
-                  dcx_mlx5_qp_state_str(qp->super.state),
-                  dcx_mlx5_qp_state_str(to), mask, strerror(ret));
+                dcx_mlx5_qp_kind(qp), qp->super.qp_num,
+                dcx_mlx5_qp_state_str(qp->super.state),
+                dcx_mlx5_qp_state_str(to), mask, strerror(ret));
         return ret;
     }
     qp->super.state = to;
@@ -65,15 +68,15 @@ int dcx_mlx5_qp_modify(dcx_mlx5_qp_t *qp, dcx_qp_state_t to,
 /* ------------------------------------------------------------------------
  * DCI fast path
  * ------------------------------------------------------------------------ */
-static inline int dcx_mlx5_dci_check(dcx_mlx5_qp_t *qp,
-                                     const dcx_send_wr_t *wr)
+static inline int dcx_mlx5_dci_check(dcx_mlx5_qp_t *qp, const dcx_send_wr_t *wr)
 {
     const char *name    = qp->super.dev->caps.name;
     dcx_mlx5_dev_t *dev = dcx_mlx5_dev(qp->super.dev);
     uint64_t op;
 
     op = (wr->opcode < DCX_WR_OPCODE_LAST) ?
-         dcx_mlx5_wr_send_op((dcx_wr_opcode_t)wr->opcode) : 0;
+             dcx_mlx5_wr_send_op((dcx_wr_opcode_t)wr->opcode) :
+             0;
     if ((op == 0) || !(dev->dci_send_ops & op)) {
         dcx_error("%s: dci 0x%x: opcode %u is not supported", name,
                   qp->super.qp_num, wr->opcode);
@@ -91,8 +94,8 @@ static inline int dcx_mlx5_dci_check(dcx_mlx5_qp_t *qp,
     }
     if (dcx_mlx5_ring_full(&qp->ring)) {
         /* send queue full: normal back-pressure */
-        dcx_trace("%s: dci 0x%x: send queue full (%u)", name,
-                  qp->super.qp_num, qp->ring.size);
+        dcx_trace("%s: dci 0x%x: send queue full (%u)", name, qp->super.qp_num,
+                  qp->ring.size);
         return ENOMEM;
     }
     return 0;
@@ -100,7 +103,7 @@ static inline int dcx_mlx5_dci_check(dcx_mlx5_qp_t *qp,
 
 static int dcx_mlx5_dci_post_send(dcx_qp_t *super, const dcx_send_wr_t *wr)
 {
-    dcx_mlx5_qp_t *qp     = (dcx_mlx5_qp_t*)super;
+    dcx_mlx5_qp_t *qp     = (dcx_mlx5_qp_t *)super;
     struct ibv_qp_ex *qpx = qp->qpx;
     const char *name      = super->dev->caps.name;
     struct ibv_sge sge[DCX_MLX5_MAX_SGE];
@@ -132,12 +135,13 @@ static int dcx_mlx5_dci_post_send(dcx_qp_t *super, const dcx_send_wr_t *wr)
          (wr->opcode == DCX_WR_ATOMIC_CSWAP)) &&
         ((wr->num_sge != 1) || (wr->sg_list[0].length != 8))) {
         dcx_error("%s: dci 0x%x: a 64-bit atomic needs one 8-byte result "
-                  "buffer", name, super->qp_num);
+                  "buffer",
+                  name, super->qp_num);
         return EINVAL;
     }
 
     ibv_wr_start(qpx);
-    qpx->wr_id    = qp->ring.head;   /* our sequence number, see mlx5_cq.c */
+    qpx->wr_id    = qp->ring.head; /* our sequence number, see mlx5_cq.c */
     qpx->wr_flags = dcx_mlx5_send_flags(wr->flags);
     switch (wr->opcode) {
     case DCX_WR_SEND:
@@ -150,8 +154,7 @@ static int dcx_mlx5_dci_post_send(dcx_qp_t *super, const dcx_send_wr_t *wr)
         ibv_wr_rdma_write(qpx, wr->rkey, wr->remote_addr);
         break;
     case DCX_WR_RDMA_WRITE_IMM:
-        ibv_wr_rdma_write_imm(qpx, wr->rkey, wr->remote_addr,
-                              htobe32(wr->imm));
+        ibv_wr_rdma_write_imm(qpx, wr->rkey, wr->remote_addr, htobe32(wr->imm));
         break;
     case DCX_WR_RDMA_READ:
         ibv_wr_rdma_read(qpx, wr->rkey, wr->remote_addr);
@@ -161,17 +164,17 @@ static int dcx_mlx5_dci_post_send(dcx_qp_t *super, const dcx_send_wr_t *wr)
                                 wr->compare_add);
         break;
     default: /* DCX_WR_ATOMIC_CSWAP: dcx_mlx5_dci_check let nothing else by */
-        ibv_wr_atomic_cmp_swp(qpx, wr->rkey, wr->remote_addr,
-                              wr->compare_add, wr->swap);
+        ibv_wr_atomic_cmp_swp(qpx, wr->rkey, wr->remote_addr, wr->compare_add,
+                              wr->swap);
         break;
     }
-    mlx5dv_wr_set_dc_addr(qp->dvqp, ((dcx_mlx5_ah_t*)wr->dest.ah)->ah,
+    mlx5dv_wr_set_dc_addr(qp->dvqp, ((dcx_mlx5_ah_t *)wr->dest.ah)->ah,
                           wr->dest.dctn, wr->dest.dc_key);
     if (total == 0) {
         ibv_wr_set_sge(qpx, 0, 0, 0);
     } else if (wr->flags & DCX_SEND_INLINE) {
         for (i = 0; i < wr->num_sge; ++i) {
-            buf[i].addr   = (void*)(uintptr_t)wr->sg_list[i].addr;
+            buf[i].addr   = (void *)(uintptr_t)wr->sg_list[i].addr;
             buf[i].length = wr->sg_list[i].length;
         }
         ibv_wr_set_inline_data_list(qpx, wr->num_sge, buf);
@@ -186,8 +189,7 @@ static int dcx_mlx5_dci_post_send(dcx_qp_t *super, const dcx_send_wr_t *wr)
     ret = ibv_wr_complete(qpx);
     if (ret != 0) {
         dcx_error("%s: dci 0x%x: posting wr_id 0x%llx failed: %s", name,
-                  super->qp_num, (unsigned long long)wr->wr_id,
-                  strerror(ret));
+                  super->qp_num, (unsigned long long)wr->wr_id, strerror(ret));
         return ret;
     }
     dcx_mlx5_ring_push(&qp->ring, wr->wr_id, wr->opcode,
@@ -199,7 +201,7 @@ static int dcx_mlx5_dci_post_send(dcx_qp_t *super, const dcx_send_wr_t *wr)
 static int dcx_mlx5_dci_post_send_flush(dcx_qp_t *super,
                                         const dcx_send_wr_t *wr)
 {
-    dcx_mlx5_qp_t *qp = (dcx_mlx5_qp_t*)super;
+    dcx_mlx5_qp_t *qp = (dcx_mlx5_qp_t *)super;
 
     if (dcx_mlx5_ring_full(&qp->ring)) {
         dcx_trace("%s: dci 0x%x: send queue full (%u)", super->dev->caps.name,
@@ -240,14 +242,14 @@ static int dcx_mlx5_dci_connect(dcx_mlx5_qp_t *qp)
     memset(&attr, 0, sizeof(attr));
     attr.pkey_index = 0;
     attr.port_num   = dev->port;
-    ret = dcx_mlx5_qp_modify(qp, DCX_QPS_INIT, &attr, 0);
+    ret             = dcx_mlx5_qp_modify(qp, DCX_QPS_INIT, &attr, 0);
     if (ret != 0) {
         return ret;
     }
 
     memset(&attr, 0, sizeof(attr));
     attr.path_mtu = dev->path_mtu;
-    ret = dcx_mlx5_qp_modify(qp, DCX_QPS_RTR, &attr, 0);
+    ret           = dcx_mlx5_qp_modify(qp, DCX_QPS_RTR, &attr, 0);
     if (ret != 0) {
         return ret;
     }
@@ -265,7 +267,7 @@ static int dcx_mlx5_dci_connect(dcx_mlx5_qp_t *qp)
     }
     attr.max_rd_atomic = (uint8_t)qp->attr.max_rd_atomic;
     attr.sq_psn        = 0;
-    ret = dcx_mlx5_qp_modify(qp, DCX_QPS_RTS, &attr, 0);
+    ret                = dcx_mlx5_qp_modify(qp, DCX_QPS_RTS, &attr, 0);
     if (ret != 0) {
         return ret;
     }
@@ -273,9 +275,8 @@ static int dcx_mlx5_dci_connect(dcx_mlx5_qp_t *qp)
     return 0;
 }
 
-int dcx_mlx5_qp_start(dcx_mlx5_dev_t *dev, dcx_mlx5_qp_t *qp,
-                      const char *what, uint32_t max_wr,
-                      int (*connect)(dcx_mlx5_qp_t *qp))
+int dcx_mlx5_qp_start(dcx_mlx5_dev_t *dev, dcx_mlx5_qp_t *qp, const char *what,
+                      uint32_t max_wr, int (*connect)(dcx_mlx5_qp_t *qp))
 {
     int ret;
 
@@ -288,9 +289,8 @@ int dcx_mlx5_qp_start(dcx_mlx5_dev_t *dev, dcx_mlx5_qp_t *qp,
     dev->next_seq_base += 1ull << 40;
     ret = dcx_mlx5_qpmap_insert(&dev->qpmap, qp->super.qp_num, qp);
     if (ret != 0) {
-        dcx_error("%s: %s 0x%x: QP map insert failed: %s",
-                  dev->super.caps.name, what, qp->super.qp_num,
-                  strerror(ret));
+        dcx_error("%s: %s 0x%x: QP map insert failed: %s", dev->super.caps.name,
+                  what, qp->super.qp_num, strerror(ret));
         goto err_free_ring;
     }
     ret = connect(qp);
@@ -307,37 +307,36 @@ err_free_ring:
 
 static int dcx_mlx5_dci_create(dcx_mlx5_qp_t *qp, dcx_mlx5_pd_t *pd)
 {
-    dcx_mlx5_dev_t *dev         = dcx_mlx5_dev(pd->super.dev);
-    const dcx_qp_attr_t *a      = &qp->attr;
-    struct ibv_cq *cq           = ibv_cq_ex_to_cq(qp->send_cq->cq);
+    dcx_mlx5_dev_t *dev    = dcx_mlx5_dev(pd->super.dev);
+    const dcx_qp_attr_t *a = &qp->attr;
+    struct ibv_cq *cq      = ibv_cq_ex_to_cq(qp->send_cq->cq);
     struct mlx5dv_qp_init_attr dv_attr;
     struct ibv_qp_init_attr_ex attr;
     int ret;
 
     memset(&attr, 0, sizeof(attr));
     memset(&dv_attr, 0, sizeof(dv_attr));
-    attr.qp_type             = IBV_QPT_DRIVER;
-    attr.send_cq             = cq;
-    attr.recv_cq             = cq;   /* must be valid even with no RQ */
-    attr.srq                 = (a->srq != NULL) ?
-                               ((dcx_mlx5_srq_t*)a->srq)->srq : NULL;
-    attr.pd                  = pd->pd;
-    attr.comp_mask           = IBV_QP_INIT_ATTR_PD |
-                               IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
-    attr.send_ops_flags      = dev->dci_send_ops;
-    attr.cap.max_send_wr     = a->max_send_wr;
-    attr.cap.max_send_sge    = (a->max_send_sge > 0) ? a->max_send_sge : 1;
-    attr.cap.max_inline_data = a->max_inline;
-    dv_attr.comp_mask             = MLX5DV_QP_INIT_ATTR_MASK_DC;
-    dv_attr.dc_init_attr.dc_type  = MLX5DV_DCTYPE_DCI;
+    attr.qp_type   = IBV_QPT_DRIVER;
+    attr.send_cq   = cq;
+    attr.recv_cq   = cq; /* must be valid even with no RQ */
+    attr.srq       = (a->srq != NULL) ? ((dcx_mlx5_srq_t *)a->srq)->srq : NULL;
+    attr.pd        = pd->pd;
+    attr.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+    attr.send_ops_flags          = dev->dci_send_ops;
+    attr.cap.max_send_wr         = a->max_send_wr;
+    attr.cap.max_send_sge        = (a->max_send_sge > 0) ? a->max_send_sge : 1;
+    attr.cap.max_inline_data     = a->max_inline;
+    dv_attr.comp_mask            = MLX5DV_QP_INIT_ATTR_MASK_DC;
+    dv_attr.dc_init_attr.dc_type = MLX5DV_DCTYPE_DCI;
 
     errno  = 0;
     qp->qp = mlx5dv_create_qp(dev->ctx, &attr, &dv_attr);
     if (qp->qp == NULL) {
         ret = errno ? errno : EINVAL;
         dcx_error("%s: dci: mlx5dv_create_qp(depth %u, sge %u, inline %u) "
-                  "failed: %s", dev->super.caps.name, a->max_send_wr,
-                  attr.cap.max_send_sge, a->max_inline, strerror(ret));
+                  "failed: %s",
+                  dev->super.caps.name, a->max_send_wr, attr.cap.max_send_sge,
+                  a->max_inline, strerror(ret));
         return ret;
     }
     qp->qpx  = ibv_qp_to_qp_ex(qp->qp);
@@ -379,13 +378,13 @@ static int dcx_mlx5_dct_create(dcx_mlx5_qp_t *qp, dcx_mlx5_pd_t *pd)
 
     memset(&attr, 0, sizeof(attr));
     memset(&dv_attr, 0, sizeof(dv_attr));
-    attr.qp_type   = IBV_QPT_DRIVER;
-    attr.send_cq   = cq;
-    attr.recv_cq   = cq;
-    attr.srq       = ((dcx_mlx5_srq_t*)a->srq)->srq;
-    attr.pd        = pd->pd;
-    attr.comp_mask = IBV_QP_INIT_ATTR_PD;   /* SEND_OPS_FLAGS: EINVAL */
-    dv_attr.comp_mask                   = MLX5DV_QP_INIT_ATTR_MASK_DC;
+    attr.qp_type      = IBV_QPT_DRIVER;
+    attr.send_cq      = cq;
+    attr.recv_cq      = cq;
+    attr.srq          = ((dcx_mlx5_srq_t *)a->srq)->srq;
+    attr.pd           = pd->pd;
+    attr.comp_mask    = IBV_QP_INIT_ATTR_PD; /* SEND_OPS_FLAGS: EINVAL */
+    dv_attr.comp_mask = MLX5DV_QP_INIT_ATTR_MASK_DC;
     dv_attr.dc_init_attr.dc_type        = MLX5DV_DCTYPE_DCT;
     dv_attr.dc_init_attr.dct_access_key = a->dc_key;
 
@@ -393,31 +392,32 @@ static int dcx_mlx5_dct_create(dcx_mlx5_qp_t *qp, dcx_mlx5_pd_t *pd)
     qp->qp = mlx5dv_create_qp(dev->ctx, &attr, &dv_attr);
     if (qp->qp == NULL) {
         ret = errno ? errno : EINVAL;
-        dcx_error("%s: dct: mlx5dv_create_qp failed: %s",
-                  dev->super.caps.name, strerror(ret));
+        dcx_error("%s: dct: mlx5dv_create_qp failed: %s", dev->super.caps.name,
+                  strerror(ret));
         return ret;
     }
 
     memset(&qattr, 0, sizeof(qattr));
-    qattr.qp_access_flags = (int)dcx_mlx5_access_flags(a->access &
-                                   (DCX_ACCESS_REMOTE_WRITE |
-                                    DCX_ACCESS_REMOTE_READ |
-                                    DCX_ACCESS_REMOTE_ATOMIC));
-    qattr.pkey_index      = 0;
-    qattr.port_num        = dev->port;
-    ret = dcx_mlx5_qp_modify(qp, DCX_QPS_INIT, &qattr, 0);
+    qattr.qp_access_flags = (int)
+        dcx_mlx5_access_flags(a->access & (DCX_ACCESS_REMOTE_WRITE |
+                                           DCX_ACCESS_REMOTE_READ |
+                                           DCX_ACCESS_REMOTE_ATOMIC));
+    qattr.pkey_index = 0;
+    qattr.port_num   = dev->port;
+    ret              = dcx_mlx5_qp_modify(qp, DCX_QPS_INIT, &qattr, 0);
     if (ret != 0) {
         goto err_destroy;
     }
 
     memset(&qattr, 0, sizeof(qattr));
-    qattr.min_rnr_timer      = a->min_rnr_timer;
-    qattr.path_mtu           = dev->path_mtu;
-    qattr.ah_attr.port_num   = dev->port;
+    qattr.min_rnr_timer    = a->min_rnr_timer;
+    qattr.path_mtu         = dev->path_mtu;
+    qattr.ah_attr.port_num = dev->port;
     if ((dev->link_layer == IBV_LINK_LAYER_ETHERNET) || dev->grh_required) {
         qattr.ah_attr.is_global      = 1;
         qattr.ah_attr.grh.sgid_index = (uint8_t)((dev->gid_index >= 0) ?
-                                                 dev->gid_index : 0);
+                                                     dev->gid_index :
+                                                     0);
         qattr.ah_attr.grh.hop_limit  = 64;
     }
     ret = dcx_mlx5_qp_modify(qp, DCX_QPS_RTR, &qattr, 0);
@@ -427,7 +427,7 @@ static int dcx_mlx5_dct_create(dcx_mlx5_qp_t *qp, dcx_mlx5_pd_t *pd)
 
     /* the hardware DCT exists, and has its number, only from RTR on */
     qp->super.qp_num = qp->qp->qp_num;
-    ret = dcx_mlx5_qpmap_insert(&dev->qpmap, qp->super.qp_num, qp);
+    ret              = dcx_mlx5_qpmap_insert(&dev->qpmap, qp->super.qp_num, qp);
     if (ret != 0) {
         dcx_error("%s: dct 0x%x: QP map insert failed: %s",
                   dev->super.caps.name, qp->super.qp_num, strerror(ret));
@@ -452,7 +452,8 @@ static int dcx_mlx5_qp_attr_check(dcx_pd_t *pd, const dcx_qp_attr_t *a)
     if (a->type == DCX_QPT_DCI) {
         if (a->send_cq == NULL) {
             why = "no send CQ";
-        } else if ((a->max_send_wr == 0) || (a->max_send_wr > caps->max_qp_wr)) {
+        } else if ((a->max_send_wr == 0) ||
+                   (a->max_send_wr > caps->max_qp_wr)) {
             why = "max_send_wr out of range";
         } else if (a->max_send_sge > caps->max_sge) {
             why = "max_send_sge above the device limit";
@@ -467,8 +468,8 @@ static int dcx_mlx5_qp_attr_check(dcx_pd_t *pd, const dcx_qp_attr_t *a)
         if ((a->srq == NULL) || (a->recv_cq == NULL)) {
             why = "a DCT needs an SRQ and a receive CQ";
         } else if (a->access & ~(uint32_t)(DCX_ACCESS_REMOTE_WRITE |
-                                          DCX_ACCESS_REMOTE_READ |
-                                          DCX_ACCESS_REMOTE_ATOMIC)) {
+                                           DCX_ACCESS_REMOTE_READ |
+                                           DCX_ACCESS_REMOTE_ATOMIC)) {
             why = "DCT access may only name remote rights";
         } else if ((a->access & DCX_ACCESS_REMOTE_ATOMIC) &&
                    (caps->atomic_flags == 0)) {
@@ -491,14 +492,15 @@ static int dcx_mlx5_qp_attr_check(dcx_pd_t *pd, const dcx_qp_attr_t *a)
     if (why != NULL) {
         dcx_error("%s: %s create: %s", caps->name,
                   (a->type == DCX_QPT_DCT) ? "dct" :
-                  (a->type == DCX_QPT_UMR) ? "umr qp" : "dci", why);
+                  (a->type == DCX_QPT_UMR) ? "umr qp" :
+                                             "dci",
+                  why);
         return EINVAL;
     }
     return 0;
 }
 
-int dcx_mlx5_qp_create(dcx_pd_t *pd, const dcx_qp_attr_t *attr,
-                       dcx_qp_t **qp_p)
+int dcx_mlx5_qp_create(dcx_pd_t *pd, const dcx_qp_attr_t *attr, dcx_qp_t **qp_p)
 {
     dcx_mlx5_qp_t *qp;
     int ret;
@@ -512,7 +514,7 @@ int dcx_mlx5_qp_create(dcx_pd_t *pd, const dcx_qp_attr_t *attr,
         dcx_error("%s: qp create: out of memory", pd->dev->caps.name);
         return ENOMEM;
     }
-    qp->attr        = *attr;
+    qp->attr = *attr;
     if ((attr->type == DCX_QPT_DCI) && (attr->max_rd_atomic == 0)) {
         /* as the soft device: 0 asks for the device limit (the kernel would
          * otherwise program one outstanding READ/atomic and report 0) */
@@ -524,16 +526,16 @@ int dcx_mlx5_qp_create(dcx_pd_t *pd, const dcx_qp_attr_t *attr,
     qp->super.state = DCX_QPS_RESET;
     if (attr->type != DCX_QPT_DCT) {
         /* requesters: a DCI, or a UMR QP (mlx5_mkey.c) */
-        qp->send_cq = (dcx_mlx5_cq_t*)attr->send_cq;
-        ret = (attr->type == DCX_QPT_DCI) ?
-              dcx_mlx5_dci_create(qp, (dcx_mlx5_pd_t*)pd) :
-              dcx_mlx5_umr_qp_create(qp, (dcx_mlx5_pd_t*)pd);
+        qp->send_cq = (dcx_mlx5_cq_t *)attr->send_cq;
+        ret         = (attr->type == DCX_QPT_DCI) ?
+                          dcx_mlx5_dci_create(qp, (dcx_mlx5_pd_t *)pd) :
+                          dcx_mlx5_umr_qp_create(qp, (dcx_mlx5_pd_t *)pd);
         if (ret == 0) {
             ++qp->send_cq->num_dci;
         }
     } else {
-        qp->recv_cq = (dcx_mlx5_cq_t*)attr->recv_cq;
-        ret = dcx_mlx5_dct_create(qp, (dcx_mlx5_pd_t*)pd);
+        qp->recv_cq = (dcx_mlx5_cq_t *)attr->recv_cq;
+        ret         = dcx_mlx5_dct_create(qp, (dcx_mlx5_pd_t *)pd);
         if (ret == 0) {
             ++qp->recv_cq->num_dct;
         }
@@ -548,7 +550,7 @@ int dcx_mlx5_qp_create(dcx_pd_t *pd, const dcx_qp_attr_t *attr,
 
 int dcx_mlx5_qp_destroy(dcx_qp_t *super)
 {
-    dcx_mlx5_qp_t *qp   = (dcx_mlx5_qp_t*)super;
+    dcx_mlx5_qp_t *qp   = (dcx_mlx5_qp_t *)super;
     dcx_mlx5_dev_t *dev = dcx_mlx5_dev(super->dev);
     int ret;
 
@@ -574,7 +576,7 @@ int dcx_mlx5_qp_destroy(dcx_qp_t *super)
 
 int dcx_mlx5_qp_set_error(dcx_qp_t *super)
 {
-    dcx_mlx5_qp_t *qp = (dcx_mlx5_qp_t*)super;
+    dcx_mlx5_qp_t *qp = (dcx_mlx5_qp_t *)super;
     struct ibv_qp_attr attr;
     int ret;
 
@@ -596,7 +598,7 @@ int dcx_mlx5_qp_set_error(dcx_qp_t *super)
 
 int dcx_mlx5_qp_recover(dcx_qp_t *super)
 {
-    dcx_mlx5_qp_t *qp = (dcx_mlx5_qp_t*)super;
+    dcx_mlx5_qp_t *qp = (dcx_mlx5_qp_t *)super;
     struct ibv_qp_attr attr;
     int ret;
 
@@ -626,7 +628,7 @@ int dcx_mlx5_qp_recover(dcx_qp_t *super)
             memset(&attr, 0, sizeof(attr));
             dcx_mlx5_qp_modify(qp, DCX_QPS_ERR, &attr, 0);
         }
-        super->state = DCX_QPS_ERR;  /* post_send is still the ERR one */
+        super->state = DCX_QPS_ERR; /* post_send is still the ERR one */
         dcx_mlx5_dci_enter_error(qp);
         return ret;
     }

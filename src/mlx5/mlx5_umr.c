@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * dcx mlx5 backend: strided keys (UMR), the pure computation.  See
  * mlx5_umr.h and docs/device-semantics.md section 10.
@@ -11,7 +12,7 @@
 #include <errno.h>
 #include <string.h>
 
-#define DCX_MLX5_UMR_ALIGN(_x, _a)  ((((_x) + (_a) - 1) / (_a)) * (_a))
+#define DCX_MLX5_UMR_ALIGN(_x, _a) ((((_x) + (_a)-1) / (_a)) * (_a))
 
 uint32_t dcx_mlx5_mkey_round_entries(uint32_t n)
 {
@@ -56,7 +57,7 @@ int dcx_mlx5_umr_sq_size(uint32_t max_entries, uint32_t max_wr,
     }
     /* overhead + align(inline header + 16 n - 4, 16) */
     wqe = DCX_MLX5_UMR_ALIGN((uint64_t)DCX_MLX5_UMR_OVERHEAD +
-                             (uint64_t)DCX_MLX5_UMR_ENTRY * max_entries,
+                                 (uint64_t)DCX_MLX5_UMR_ENTRY * max_entries,
                              DCX_MLX5_WQE_BB);
     if (wqe > max_desc_size) {
         return EINVAL;
@@ -83,7 +84,8 @@ uint32_t dcx_mlx5_mkey_max_entries(uint32_t max_desc_size)
         return 0;
     }
     n = (max_desc_size / DCX_MLX5_WQE_BB * DCX_MLX5_WQE_BB -
-         DCX_MLX5_UMR_OVERHEAD) / DCX_MLX5_UMR_ENTRY;
+         DCX_MLX5_UMR_OVERHEAD) /
+        DCX_MLX5_UMR_ENTRY;
     n -= n % DCX_MLX5_MKEY_ALIGN;
     return (n > DCX_MLX5_MKEY_MAX_ENTRIES) ? DCX_MLX5_MKEY_MAX_ENTRIES : n;
 }
@@ -109,15 +111,14 @@ uint32_t dcx_mlx5_mkey_access(uint32_t access)
 
 int dcx_mlx5_umr_layout(const dcx_send_wr_t *wr, uint32_t mkey_entries,
                         uint32_t max_inline, uint32_t max_stride,
-                        uint32_t access_ok,
-                        struct mlx5dv_mr_interleaved *il, struct ibv_sge *sge,
-                        const char **why_p)
+                        uint32_t access_ok, struct mlx5dv_mr_interleaved *il,
+                        struct ibv_sge *sge, const char **why_p)
 {
     const uint32_t all = DCX_ACCESS_LOCAL_WRITE | DCX_ACCESS_REMOTE_WRITE |
                          DCX_ACCESS_REMOTE_READ | DCX_ACCESS_REMOTE_ATOMIC;
     const dcx_mkey_layout_t *lay = wr->mkey_layout;
-    int interleaved = (wr->opcode == DCX_WR_MKEY_INTERLEAVED);
-    uint64_t rep_len = 0;
+    int interleaved              = (wr->opcode == DCX_WR_MKEY_INTERLEAVED);
+    uint64_t rep_len             = 0;
     uint32_t i;
 
     if ((!interleaved && (wr->opcode != DCX_WR_MKEY_LIST)) || (lay == NULL) ||
@@ -135,8 +136,8 @@ int dcx_mlx5_umr_layout(const dcx_send_wr_t *wr, uint32_t mkey_entries,
                  "(REMOTE_ATOMIC with umr_modify_atomic_disabled)";
         return EINVAL;
     }
-    if (lay->num_entries > dcx_mlx5_umr_entries_fit(max_inline, mkey_entries,
-                                                    interleaved)) {
+    if (lay->num_entries >
+        dcx_mlx5_umr_entries_fit(max_inline, mkey_entries, interleaved)) {
         *why_p = interleaved ? "more entries (+1 repetition header) than the "
                                "key or the UMR WQE holds" :
                                "more entries than the key or the UMR WQE "
@@ -167,7 +168,7 @@ int dcx_mlx5_umr_layout(const dcx_send_wr_t *wr, uint32_t mkey_entries,
         il[i].bytes_count = e->bytes_count;
         il[i].bytes_skip  = e->bytes_skip;
         il[i].lkey        = e->lkey;
-        rep_len          += e->bytes_count;
+        rep_len += e->bytes_count;
     }
     if ((rep_len == 0) || (rep_len > UINT32_MAX)) {
         *why_p = "0 or more than 2^32 - 1 bytes per repetition";
@@ -197,13 +198,13 @@ static uint32_t dcx_mlx5_prm_get(const uint8_t *buf, uint32_t bit,
 {
     const uint8_t *d = buf + (bit / 32) * 4;
     uint32_t dword   = ((uint32_t)d[0] << 24) | ((uint32_t)d[1] << 16) |
-                       ((uint32_t)d[2] << 8) | d[3];
+                     ((uint32_t)d[2] << 8) | d[3];
 
     return (dword >> (32 - (bit % 32) - width)) & ((1u << width) - 1);
 }
 
-int dcx_mlx5_umr_hca_parse(const void *out, size_t len,
-                           dcx_mlx5_umr_hca_t *hca, const char **why_p)
+int dcx_mlx5_umr_hca_parse(const void *out, size_t len, dcx_mlx5_umr_hca_t *hca,
+                           const char **why_p)
 {
     const uint8_t *b   = out;
     const uint8_t *cap = b + 16;
@@ -216,14 +217,16 @@ int dcx_mlx5_umr_hca_parse(const void *out, size_t len,
         *why_p = "QUERY_HCA_CAP failed in firmware (non-zero status)";
         return EPROTO;
     }
-    hca->log_max_klm             = (uint8_t)dcx_mlx5_prm_get(
-                                       cap, DCX_MLX5_CAP_LOG_MAX_KLM_BIT, 6);
-    hca->repeated_block_disabled = !!dcx_mlx5_prm_get(
-                                       cap, DCX_MLX5_CAP_REPEATED_BLOCK_DIS, 1);
-    hca->atomic_disabled         = !!dcx_mlx5_prm_get(
-                                       cap, DCX_MLX5_CAP_UMR_ATOMIC_DIS, 1);
-    hca->indirect_disabled       = !!dcx_mlx5_prm_get(
-                                       cap, DCX_MLX5_CAP_UMR_INDIRECT_DIS, 1);
+    hca->log_max_klm = (uint8_t)dcx_mlx5_prm_get(cap,
+                                                 DCX_MLX5_CAP_LOG_MAX_KLM_BIT,
+                                                 6);
+    hca->repeated_block_disabled =
+        !!dcx_mlx5_prm_get(cap, DCX_MLX5_CAP_REPEATED_BLOCK_DIS, 1);
+    hca->atomic_disabled = !!dcx_mlx5_prm_get(cap, DCX_MLX5_CAP_UMR_ATOMIC_DIS,
+                                              1);
+    hca->indirect_disabled = !!dcx_mlx5_prm_get(cap,
+                                                DCX_MLX5_CAP_UMR_INDIRECT_DIS,
+                                                1);
     return 0;
 }
 
@@ -275,13 +278,13 @@ int dcx_mlx5_umr_caps_translate(const dcx_mlx5_umr_probe_t *probe,
         *why_p = "the UMR WQE does not fit the device's send queue";
         return EOPNOTSUPP;
     }
-    caps->flags           |= DCX_CAP_MKEY_STRIDE;
+    caps->flags |= DCX_CAP_MKEY_STRIDE;
     caps->mkey_max_entries = n;
     caps->mkey_max_stride  = DCX_MLX5_MKEY_MAX_STRIDE;
     caps->mkey_qp_type     = DCX_QPT_UMR;
     *max_wr_p              = max_wr;
     *access_ok_p           = DCX_ACCESS_LOCAL_WRITE | DCX_ACCESS_REMOTE_WRITE |
-                             DCX_ACCESS_REMOTE_READ;
+                   DCX_ACCESS_REMOTE_READ;
     if (!probe->hca.atomic_disabled) {
         *access_ok_p |= DCX_ACCESS_REMOTE_ATOMIC;
     }

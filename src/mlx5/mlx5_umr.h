@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * dcx mlx5 backend: strided keys (UMR), the pure computation
  * (docs/device-semantics.md section 10).  Nothing here touches a device:
@@ -19,10 +20,10 @@
 extern "C" {
 #endif
 
-#define DCX_MLX5_UMR_ENTRY        16u      /* one translation entry inline */
-#define DCX_MLX5_MKEY_ALIGN       4u       /* mkey tables round to 4 */
-#define DCX_MLX5_MKEY_MAX_ENTRIES 0xfffcu  /* 16-bit max_entries, rounded */
-#define DCX_MLX5_MKEY_MAX_STRIDE  0xffffu  /* 16-bit byte count and stride */
+#define DCX_MLX5_UMR_ENTRY        16u     /* one translation entry inline */
+#define DCX_MLX5_MKEY_ALIGN       4u      /* mkey tables round to 4 */
+#define DCX_MLX5_MKEY_MAX_ENTRIES 0xfffcu /* 16-bit max_entries, rounded */
+#define DCX_MLX5_MKEY_MAX_STRIDE  0xffffu /* 16-bit byte count and stride */
 
 /* The translation entries mlx5dv_create_mkey gives for a request of n
  * (rounded up to 4); 0 when n is 0 or more than DCX_MLX5_MKEY_MAX_ENTRIES. */
@@ -71,9 +72,8 @@ uint32_t dcx_mlx5_mkey_access(uint32_t access);
  * hold at least as many).  *why_p gets a short reason on failure. */
 int dcx_mlx5_umr_layout(const dcx_send_wr_t *wr, uint32_t mkey_entries,
                         uint32_t max_inline, uint32_t max_stride,
-                        uint32_t access_ok,
-                        struct mlx5dv_mr_interleaved *il, struct ibv_sge *sge,
-                        const char **why_p);
+                        uint32_t access_ok, struct mlx5dv_mr_interleaved *il,
+                        struct ibv_sge *sge, const char **why_p);
 
 /* ------------------------------------------------------------------------
  * Capabilities.  Verbs and mlx5dv_query_device say nothing about UMR: the
@@ -82,26 +82,26 @@ int dcx_mlx5_umr_layout(const dcx_send_wr_t *wr, uint32_t mkey_entries,
  * objects (an indirect mkey; the loopback RC QP with the WQE size for the
  * largest key), as rdma-core's own tests do.
  * ------------------------------------------------------------------------ */
-#define DCX_MLX5_QUERY_HCA_CAP_OP    0x100u
-#define DCX_MLX5_HCA_CAP_IN_LEN      16u
-#define DCX_MLX5_HCA_CAP_OUT_LEN     (16u + 4096u)
+#define DCX_MLX5_QUERY_HCA_CAP_OP 0x100u
+#define DCX_MLX5_HCA_CAP_IN_LEN   16u
+#define DCX_MLX5_HCA_CAP_OUT_LEN  (16u + 4096u)
 /* Bit offsets in the general capability layout (PRM cmd_hca_cap), counted
  * from the most significant bit of its first big-endian dword. */
-#define DCX_MLX5_CAP_LOG_MAX_KLM_BIT     0x11au  /* 6 bits */
-#define DCX_MLX5_CAP_REPEATED_BLOCK_DIS  0x206u
-#define DCX_MLX5_CAP_UMR_ATOMIC_DIS      0x208u
-#define DCX_MLX5_CAP_UMR_INDIRECT_DIS    0x209u
+#define DCX_MLX5_CAP_LOG_MAX_KLM_BIT    0x11au /* 6 bits */
+#define DCX_MLX5_CAP_REPEATED_BLOCK_DIS 0x206u
+#define DCX_MLX5_CAP_UMR_ATOMIC_DIS     0x208u
+#define DCX_MLX5_CAP_UMR_INDIRECT_DIS   0x209u
 /* Largest WQE tried when probing the loopback RC QP (libmlx5 refuses a
  * larger one than the device's max_desc_sz_sq with EINVAL, in software). */
-#define DCX_MLX5_UMR_PROBE_WQE_MAX   4096u
-#define DCX_MLX5_UMR_PROBE_WQE_MIN   256u    /* 4 entries */
+#define DCX_MLX5_UMR_PROBE_WQE_MAX 4096u
+#define DCX_MLX5_UMR_PROBE_WQE_MIN 256u /* 4 entries */
 
 /* What QUERY_HCA_CAP says about UMR. */
 typedef struct dcx_mlx5_umr_hca {
-    bool      indirect_disabled;        /* umr_indirect_mkey_disabled */
-    bool      atomic_disabled;          /* umr_modify_atomic_disabled */
-    bool      repeated_block_disabled;  /* no interleaved layouts */
-    uint8_t   log_max_klm;              /* log_max_klm_list_size */
+    bool indirect_disabled;       /* umr_indirect_mkey_disabled */
+    bool atomic_disabled;         /* umr_modify_atomic_disabled */
+    bool repeated_block_disabled; /* no interleaved layouts */
+    uint8_t log_max_klm;          /* log_max_klm_list_size */
 } dcx_mlx5_umr_hca_t;
 
 /* Fills the DCX_MLX5_HCA_CAP_IN_LEN bytes of a QUERY_HCA_CAP command for
@@ -110,21 +110,21 @@ void dcx_mlx5_hca_cap_query_in(void *in);
 
 /* Decodes a QUERY_HCA_CAP answer: EPROTO with *why_p when it is shorter
  * than DCX_MLX5_HCA_CAP_OUT_LEN or its status byte is not 0. */
-int dcx_mlx5_umr_hca_parse(const void *out, size_t len,
-                           dcx_mlx5_umr_hca_t *hca, const char **why_p);
+int dcx_mlx5_umr_hca_parse(const void *out, size_t len, dcx_mlx5_umr_hca_t *hca,
+                           const char **why_p);
 
 /* Everything the open-time UMR probe learnt. */
 typedef struct dcx_mlx5_umr_probe {
-    bool                 devx;          /* DEVX context granted */
-    bool                 mem_mgt_ext;   /* IBV_DEVICE_MEM_MGT_EXTENSIONS */
-    bool                 hca_ok;        /* QUERY_HCA_CAP answered */
-    dcx_mlx5_umr_hca_t   hca;
-    bool                 mkey_ok;       /* an indirect mkey was created */
+    bool devx;        /* DEVX context granted */
+    bool mem_mgt_ext; /* IBV_DEVICE_MEM_MGT_EXTENSIONS */
+    bool hca_ok;      /* QUERY_HCA_CAP answered */
+    dcx_mlx5_umr_hca_t hca;
+    bool mkey_ok; /* an indirect mkey was created */
     /* Entries of the largest key whose configure WQE the loopback RC QP
      * carried (created and taken to RTS); 0 = no such QP. */
-    uint32_t             qp_entries;
-    uint32_t             qp_wqe_size;   /* bytes per WQE of that QP */
-    uint32_t             max_qp_wr;     /* device: basic blocks per SQ */
+    uint32_t qp_entries;
+    uint32_t qp_wqe_size; /* bytes per WQE of that QP */
+    uint32_t max_qp_wr;   /* device: basic blocks per SQ */
 } dcx_mlx5_umr_probe_t;
 
 /* The strided-key capabilities of a probed device.  0 with, in caps,

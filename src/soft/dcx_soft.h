@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Soft-device-only interface: fault injection and counters, for tests,
  * benchmarks and diagnostics.  Everything else goes through dcx_dev.h.
@@ -91,26 +92,26 @@ extern "C" {
 /* Limits of a soft device.  Zero means "use the default"; the defaults match
  * a ConnectX-6 as seen through rdma-core (see dcx_soft_limits_default()). */
 typedef struct dcx_soft_limits {
-    uint32_t  max_qp_wr;
-    uint32_t  max_srq_wr;
-    uint32_t  max_cqe;
-    uint32_t  max_sge;
-    uint32_t  max_inline;
-    uint32_t  max_rd_atomic;
-    uint32_t  max_dci;
-    uint64_t  max_msg_size;
-    uint32_t  mtu;
-    uint32_t  tm_max_tags;      /* 2^n - 1, at most 65535; 0 = 1023 */
-    uint32_t  tm_off;           /* 1: no tag matching (no DCX_CAP_TM) */
-    uint32_t  mkey_max_entries; /* 0 = 256 (at least 4, at most 65535) */
-    uint32_t  ack_timeout_us;   /* one transport retry interval */
-    uint32_t  retry_cnt;        /* retries before RETRY_EXC (0..7) */
-    uint32_t  rnr_timer_us;     /* delay before an RNR retry */
-    uint32_t  rnr_retry;        /* 0..6 retries; 7 = retry forever */
+    uint32_t max_qp_wr;
+    uint32_t max_srq_wr;
+    uint32_t max_cqe;
+    uint32_t max_sge;
+    uint32_t max_inline;
+    uint32_t max_rd_atomic;
+    uint32_t max_dci;
+    uint64_t max_msg_size;
+    uint32_t mtu;
+    uint32_t tm_max_tags;      /* 2^n - 1, at most 65535; 0 = 1023 */
+    uint32_t tm_off;           /* 1: no tag matching (no DCX_CAP_TM) */
+    uint32_t mkey_max_entries; /* 0 = 256 (at least 4, at most 65535) */
+    uint32_t ack_timeout_us;   /* one transport retry interval */
+    uint32_t retry_cnt;        /* retries before RETRY_EXC (0..7) */
+    uint32_t rnr_timer_us;     /* delay before an RNR retry */
+    uint32_t rnr_retry;        /* 0..6 retries; 7 = retry forever */
     /* 1: RDMA WRITE/READ are executed by the initiator (cross-memory
      * attach, no target CPU) where both ends allow it; 0 (default): by the
      * target's responder */
-    uint32_t  direct;
+    uint32_t direct;
 } dcx_soft_limits_t;
 
 void dcx_soft_limits_default(dcx_soft_limits_t *limits);
@@ -126,34 +127,34 @@ extern const dcx_backend_t dcx_soft_backend;
  * block asks for no device; zeroed limits are the defaults, with direct
  * off. */
 typedef struct dcx_soft_params {
-    uint32_t           count;   /* SOFT_DEVICES: soft0..soft<count-1> */
+    uint32_t count; /* SOFT_DEVICES: soft0..soft<count-1> */
     /* SOFT_FABRIC: processes on the same fabric reach each other.  NULL or
      * "" means "default".  [A-Za-z0-9_.-], at most 32 characters. */
-    const char        *fabric;
+    const char *fabric;
     /* SOFT_MAX_QP_WR ... SOFT_RNR_RETRY, SOFT_MKEY_MAX_ENTRIES,
      * SOFT_TM (tm_off), SOFT_DIRECT (direct) */
-    dcx_soft_limits_t  limits;
+    dcx_soft_limits_t limits;
 } dcx_soft_params_t;
 
 /* Lists the soft devices params asks for, as dcx_dev_list() lists those of
  * the soft backend: no other backend is asked.  Free with
  * dcx_dev_list_free(). */
-int  dcx_soft_list(const dcx_soft_params_t *params, dcx_dev_info_t **list_p,
-                   unsigned *count_p);
+int dcx_soft_list(const dcx_soft_params_t *params, dcx_dev_info_t **list_p,
+                  unsigned *count_p);
 
 /* The largest limits (dcx_soft_limits_t) a soft device accepts; a list
  * request asking for more fails with EINVAL.  The minimum of each count is
  * 1 (0 means "default"), of the MTU 256. */
-#define DCX_SOFT_LIMIT_MAX_QP_WR      65536u
-#define DCX_SOFT_LIMIT_MAX_SRQ_WR     65536u
-#define DCX_SOFT_LIMIT_MAX_CQE        (1u << 22)
-#define DCX_SOFT_LIMIT_MAX_SGE        30u
-#define DCX_SOFT_LIMIT_MAX_INLINE     65536u
-#define DCX_SOFT_LIMIT_MAX_RD_ATOMIC  16u
-#define DCX_SOFT_LIMIT_MAX_DCI        65536u
-#define DCX_SOFT_LIMIT_MIN_MTU        256u
-#define DCX_SOFT_LIMIT_MAX_MTU        (1u << 20)
-#define DCX_SOFT_LIMIT_MAX_MSG_SIZE   (1ull << 31)
+#define DCX_SOFT_LIMIT_MAX_QP_WR     65536u
+#define DCX_SOFT_LIMIT_MAX_SRQ_WR    65536u
+#define DCX_SOFT_LIMIT_MAX_CQE       (1u << 22)
+#define DCX_SOFT_LIMIT_MAX_SGE       30u
+#define DCX_SOFT_LIMIT_MAX_INLINE    65536u
+#define DCX_SOFT_LIMIT_MAX_RD_ATOMIC 16u
+#define DCX_SOFT_LIMIT_MAX_DCI       65536u
+#define DCX_SOFT_LIMIT_MIN_MTU       256u
+#define DCX_SOFT_LIMIT_MAX_MTU       (1u << 20)
+#define DCX_SOFT_LIMIT_MAX_MSG_SIZE  (1ull << 31)
 
 typedef enum {
     DCX_SOFT_FAULT_NONE,
@@ -176,15 +177,15 @@ typedef enum {
 
 typedef struct dcx_soft_fault {
     dcx_soft_fault_type_t type;
-    int                   opcode;    /* dcx_wr_opcode_t, or -1 for any */
-    uint32_t              skip;      /* let this many matches pass first */
-    uint32_t              count;     /* matches affected; 0 = until cleared */
-    uint32_t              delay_us;  /* DELAY */
-    dcx_wc_status_t       status;    /* ERROR_CQE */
+    int opcode;             /* dcx_wr_opcode_t, or -1 for any */
+    uint32_t skip;          /* let this many matches pass first */
+    uint32_t count;         /* matches affected; 0 = until cleared */
+    uint32_t delay_us;      /* DELAY */
+    dcx_wc_status_t status; /* ERROR_CQE */
 } dcx_soft_fault_t;
 
 /* One fault rule per device at a time; a new one replaces the old. */
-int  dcx_soft_fault_inject(dcx_dev_t *dev, const dcx_soft_fault_t *fault);
+int dcx_soft_fault_inject(dcx_dev_t *dev, const dcx_soft_fault_t *fault);
 void dcx_soft_fault_clear(dcx_dev_t *dev);
 
 typedef struct dcx_soft_stats {
@@ -195,24 +196,24 @@ typedef struct dcx_soft_stats {
     uint64_t retransmits;
     uint64_t rnr_naks_sent;
     uint64_t rnr_retries;
-    uint64_t dc_key_violations;   /* requests dropped for a wrong DC key */
-    uint64_t bad_dctn_drops;      /* requests for a DCT that does not exist */
+    uint64_t dc_key_violations; /* requests dropped for a wrong DC key */
+    uint64_t bad_dctn_drops;    /* requests for a DCT that does not exist */
     uint64_t corrupt_drops;
     uint64_t remote_access_errors;
-    uint64_t helper_wakeups;      /* helper thread woke up */
-    uint64_t helper_packets;      /* packets the helper thread processed */
-    uint64_t resp_drops;          /* responses dropped: requester ring full */
-    uint64_t prods;               /* peer helpers woken for unserved requests */
-    uint64_t direct_writes;       /* RDMA WRITEs executed by this initiator */
-    uint64_t direct_reads;        /* RDMA READs executed by this initiator */
+    uint64_t helper_wakeups; /* helper thread woke up */
+    uint64_t helper_packets; /* packets the helper thread processed */
+    uint64_t resp_drops;     /* responses dropped: requester ring full */
+    uint64_t prods;          /* peer helpers woken for unserved requests */
+    uint64_t direct_writes;  /* RDMA WRITEs executed by this initiator */
+    uint64_t direct_reads;   /* RDMA READs executed by this initiator */
     uint64_t direct_bytes;
-    uint64_t direct_fallbacks;    /* started direct, went by packets */
-    uint64_t futex_wakes;         /* FUTEX_WAKE calls made (any helper) */
-    uint64_t direct_mapped;       /* direct WRITEs/READs that were a plain
+    uint64_t direct_fallbacks; /* started direct, went by packets */
+    uint64_t futex_wakes;      /* FUTEX_WAKE calls made (any helper) */
+    uint64_t direct_mapped;    /* direct WRITEs/READs that were a plain
                                      copy through a mapping of the target's
                                      allocation (also in direct_writes/
                                      direct_reads) */
-    uint64_t direct_maps;         /* target allocations mapped */
+    uint64_t direct_maps;      /* target allocations mapped */
     /* cumulative acknowledgements: responder side, messages acknowledged
      * in the requester's ack table instead of by an ACK packet; requester
      * side, WQEs completed from our table */
@@ -238,32 +239,32 @@ typedef struct dcx_soft_stats {
     uint64_t table_stores;
 } dcx_soft_stats_t;
 
-int  dcx_soft_stats(dcx_dev_t *dev, dcx_soft_stats_t *stats);
+int dcx_soft_stats(dcx_dev_t *dev, dcx_soft_stats_t *stats);
 
 /* Counters of one tag-matching SRQ (DCX_SRQ_TM). */
 typedef struct dcx_soft_tm_stats {
-    uint64_t adds;            /* ADD operations */
-    uint64_t dels;            /* DELs that removed their entry */
-    uint64_t del_races;       /* DELs that found it consumed (TM_ERR) */
-    uint64_t syncs;           /* SYNC operations */
-    uint64_t matched;         /* messages matched to a listed entry */
-    uint64_t unexp_eager;     /* unexpected eager messages */
-    uint64_t unexp_rndv;      /* unexpected rendezvous requests */
-    uint64_t rndv_hw;         /* rendezvous read by the device */
-    uint64_t rndv_sw;         /* RNDV_INCOMPLETE: left to software */
-    uint64_t rndv_errors;     /* device reads that failed */
-    uint64_t fins_sent;       /* FINs the sender's device acknowledged */
-    uint64_t fin_errors;      /* FINs that could not be delivered */
-    uint64_t fins_received;   /* FINs received (TM_NO_TAG) */
-    uint64_t fast;            /* NO_TAG and unexpected eager messages placed
+    uint64_t adds;          /* ADD operations */
+    uint64_t dels;          /* DELs that removed their entry */
+    uint64_t del_races;     /* DELs that found it consumed (TM_ERR) */
+    uint64_t syncs;         /* SYNC operations */
+    uint64_t matched;       /* messages matched to a listed entry */
+    uint64_t unexp_eager;   /* unexpected eager messages */
+    uint64_t unexp_rndv;    /* unexpected rendezvous requests */
+    uint64_t rndv_hw;       /* rendezvous read by the device */
+    uint64_t rndv_sw;       /* RNDV_INCOMPLETE: left to software */
+    uint64_t rndv_errors;   /* device reads that failed */
+    uint64_t fins_sent;     /* FINs the sender's device acknowledged */
+    uint64_t fin_errors;    /* FINs that could not be delivered */
+    uint64_t fins_received; /* FINs received (TM_NO_TAG) */
+    uint64_t fast;          /* NO_TAG and unexpected eager messages placed
                                  by the responder's one-pass path (one
                                  packet, no listed entry to match) */
-    uint64_t rndv_pass_max;   /* most device rendezvous READs one engine
+    uint64_t rndv_pass_max; /* most device rendezvous READs one engine
                                  pass started while the application
                                  polled (1: it polls between two copies) */
 } dcx_soft_tm_stats_t;
 
-int  dcx_soft_tm_stats(dcx_srq_t *srq, dcx_soft_tm_stats_t *stats);
+int dcx_soft_tm_stats(dcx_srq_t *srq, dcx_soft_tm_stats_t *stats);
 
 /* Tests only: the next 'count' (at most 16, the number of names an open
  * tries) port name tokens drawn by
@@ -283,7 +284,7 @@ unsigned dcx_soft_direct_mappings(dcx_dev_t *dev);
 /* Tests only: 1 once the device's helper thread holds the liveness lock
  * that peers read before copying into its allocations without asking the
  * kernel (soft_direct.h), else 0. */
-int  dcx_soft_direct_alive_lock(dcx_dev_t *dev);
+int dcx_soft_direct_alive_lock(dcx_dev_t *dev);
 
 /* A port address of dev's fabric (as dcx_dev_port_addr() writes it) that
  * names no port: an AH built from it is accepted, and every request sent
@@ -291,7 +292,7 @@ int  dcx_soft_direct_alive_lock(dcx_dev_t *dev);
  * destination that does not exist on a real fabric.  For the mlx5
  * emulation's address handles to LIDs no port holds.  0, or EINVAL if
  * *len_p is too small. */
-int  dcx_soft_addr_nowhere(dcx_dev_t *dev, void *addr, size_t *len_p);
+int dcx_soft_addr_nowhere(dcx_dev_t *dev, void *addr, size_t *len_p);
 
 /* Changes the transport timers of a DCI (the verbs encoding of
  * dcx_qp_attr_t; timeout 0: the device's limits) and its max_rd_atomic
@@ -299,11 +300,11 @@ int  dcx_soft_addr_nowhere(dcx_dev_t *dev, void *addr, size_t *len_p);
  * that exists already; the mlx5 emulation calls it there.  Requests in
  * flight keep the deadline they have.  0, or EINVAL (logged) for a value
  * out of range or a QP that is not a DCI. */
-int  dcx_soft_qp_set_timers(dcx_qp_t *qp, uint8_t timeout, uint8_t retry_cnt,
-                            uint8_t rnr_retry, uint32_t max_rd_atomic);
+int dcx_soft_qp_set_timers(dcx_qp_t *qp, uint8_t timeout, uint8_t retry_cnt,
+                           uint8_t rnr_retry, uint32_t max_rd_atomic);
 
 /* True if dev is a soft device. */
-int  dcx_dev_is_soft(const dcx_dev_t *dev);
+int dcx_dev_is_soft(const dcx_dev_t *dev);
 
 #ifdef __cplusplus
 }

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Soft device internals, shared by the files of src/soft.
  *
@@ -50,51 +51,52 @@
 #include <stddef.h>
 #include <string.h>
 
-#define SOFT_MAGIC          0x53584344u  /* "DCXS" */
-#define SOFT_VERSION        4u   /* 4: consumers free ring slots by head */
-#define SOFT_ADDR_MAGIC     0xdc53u      /* soft port address, format 2 */
-#define SOFT_ADDR_LEN       28u
-#define SOFT_PID_NOWHERE    0x7fffffffu  /* dcx_soft_addr_nowhere(): above any
+#define SOFT_MAGIC      0x53584344u /* "DCXS" */
+#define SOFT_VERSION    4u          /* 4: consumers free ring slots by head */
+#define SOFT_ADDR_MAGIC 0xdc53u     /* soft port address, format 2 */
+#define SOFT_ADDR_LEN   28u
+#define SOFT_PID_NOWHERE \
+    0x7fffffffu                    /* dcx_soft_addr_nowhere(): above any
                                             pid_max, so never alive */
-#define SOFT_SLOT_HDR       192u         /* ring slot header incl. seq */
-#define SOFT_NAME_TRIES     16u          /* random port names tried at open */
-#define SOFT_RING_SLOTS     128u         /* slots per ring (power of 2) */
-#define SOFT_RSTATE_SLOTS   1024u        /* responder per-source states */
-#define SOFT_MAX_RECV_SGE   30u
-#define SOFT_ATOMIC_SAVED   16u          /* = max_rd_atomic limit */
-#define SOFT_SEG_HDR_SIZE   4096u
+#define SOFT_SLOT_HDR        192u  /* ring slot header incl. seq */
+#define SOFT_NAME_TRIES      16u   /* random port names tried at open */
+#define SOFT_RING_SLOTS      128u  /* slots per ring (power of 2) */
+#define SOFT_RSTATE_SLOTS    1024u /* responder per-source states */
+#define SOFT_MAX_RECV_SGE    30u
+#define SOFT_ATOMIC_SAVED    16u /* = max_rd_atomic limit */
+#define SOFT_SEG_HDR_SIZE    4096u
 #define SOFT_PROGRESS_BUDGET 64u
-#define SOFT_READ_BURST     16u          /* response packets per READ packet */
+#define SOFT_READ_BURST      16u /* response packets per READ packet */
 
-#define SOFT_NO_STATUS      0xffu
+#define SOFT_NO_STATUS 0xffu
 
 /* deadline_ns of a DCI whose ack timer starts at the next engine pass (a
  * light post the wait set did not take, an acknowledgement pass that left
  * requests outstanding: soft_engine_wait_add, soft_req_timers_quick) */
-#define SOFT_DEADLINE_ARM   UINT64_MAX
+#define SOFT_DEADLINE_ARM UINT64_MAX
 
 /* The application counts as busy elsewhere when it has not polled for this
  * long: its helper thread then executes inbound work. */
-#define SOFT_APP_IDLE_NS    200000ull
+#define SOFT_APP_IDLE_NS 200000ull
 
 /* A requester whose packets have sat unserved in a peer's request ring for
  * this long, while that peer's application has not polled either, wakes the
  * peer's helper ("prod"); at most once per SOFT_REPROD_NS while nothing
  * moves. */
-#define SOFT_PROD_NS        25000ull
-#define SOFT_REPROD_NS      500000ull
+#define SOFT_PROD_NS   25000ull
+#define SOFT_REPROD_NS 500000ull
 
 /* The poll stamp is written when it is this much older than the clock,
  * not on every poll: a peer reads it at most this much stale, far below
  * SOFT_PROD_NS, and a polling owner's stamp line stays in its cache
  * instead of being taken back from every reader per message. */
-#define SOFT_STAMP_NS       4000ull
+#define SOFT_STAMP_NS 4000ull
 
 /* An idle application with nothing outstanding for this long lets its
  * helper sleep without a timeout (soft_helper.c); an application that arms
  * a CQ to sleep on its completion channel counts as idle for this long at
  * once (soft_engine_app_sleeps). */
-#define SOFT_DEEP_IDLE_NS   5000000ull    /* 5 ms */
+#define SOFT_DEEP_IDLE_NS 5000000ull /* 5 ms */
 
 /* What the port's helper is doing (hdr->sleeping), which decides whether a
  * sender rings the doorbell after queueing a packet (soft_port_kick):
@@ -114,7 +116,7 @@
  * nobody rings: the bound on serving the device's own timers (retries,
  * prods) once an application that polled stops polling without arming a
  * completion channel. */
-#define SOFT_PARK_NS        100000000ull  /* 100 ms */
+#define SOFT_PARK_NS 100000000ull /* 100 ms */
 
 enum {
     SOFT_HELPER_PARKED = 0,
@@ -122,17 +124,17 @@ enum {
     SOFT_HELPER_NAP    = 2
 };
 
-#include "soft_wire.h"   /* packets, the segment's layout, peers */
+#include "soft_wire.h" /* packets, the segment's layout, peers */
 
 /* ------------------------------------------------------------------------
  * Process-local objects
  * ------------------------------------------------------------------------ */
-typedef struct soft_dev  soft_dev_t;
-typedef struct soft_qp   soft_qp_t;
-typedef struct soft_srq  soft_srq_t;
-typedef struct soft_tm   soft_tm_t;    /* tag list of a TM SRQ (soft_tm.c) */
+typedef struct soft_dev soft_dev_t;
+typedef struct soft_qp soft_qp_t;
+typedef struct soft_srq soft_srq_t;
+typedef struct soft_tm soft_tm_t; /* tag list of a TM SRQ (soft_tm.c) */
 
-typedef struct soft_mkey soft_mkey_t;  /* strided key (soft_mkey.c) */
+typedef struct soft_mkey soft_mkey_t; /* strided key (soft_mkey.c) */
 typedef struct soft_mkey_wr soft_mkey_wr_t;
 
 /* A key of the device's table: a plain MR (mkey == NULL), or the table
@@ -140,77 +142,77 @@ typedef struct soft_mkey_wr soft_mkey_wr_t;
  * users look keys up with soft_mr_lookup(), which never returns an mkey;
  * sites that also take strided keys use soft_key_lookup(). */
 typedef struct soft_mr {
-    dcx_mr_t     super;
-    uint64_t     start;
-    uint64_t     end;
-    int          invalid;   /* memory unmapped: no access (soft_mem.c) */
+    dcx_mr_t super;
+    uint64_t start;
+    uint64_t end;
+    int invalid; /* memory unmapped: no access (soft_mem.c) */
     soft_mkey_t *mkey;
 } soft_mr_t;
 
 typedef struct soft_cqe {
-    dcx_wc_t   wc;
-    soft_qp_t *qp;       /* DCI whose SQ this CQE retires, or NULL */
-    uint32_t   sq_idx;
-    uint32_t   pad;
+    dcx_wc_t wc;
+    soft_qp_t *qp; /* DCI whose SQ this CQE retires, or NULL */
+    uint32_t sq_idx;
+    uint32_t pad;
     /* tag matching: list entry / operations this CQE retires when polled
      * (soft_tm_polled, soft_tm.h), or tm == NULL; tm_entry, tm_gen and
      * tm_op are read only when tm_flags name them */
     soft_tm_t *tm;
-    uint32_t   tm_entry;
-    uint32_t   tm_gen;
-    uint32_t   tm_op;
-    uint8_t    tm_flags;
-    uint8_t    tm_pad[3];
+    uint32_t tm_entry;
+    uint32_t tm_gen;
+    uint32_t tm_op;
+    uint8_t tm_flags;
+    uint8_t tm_pad[3];
 } soft_cqe_t;
 
 typedef struct soft_channel soft_channel_t;
 
 typedef struct soft_cq {
-    dcx_cq_t        super;
-    soft_dev_t     *dev;
-    soft_cqe_t     *q;
-    uint32_t        size;   /* power of 2 */
-    uint32_t        head;
-    uint32_t        tail;
-    int             overrun;
-    int             refs;
+    dcx_cq_t super;
+    soft_dev_t *dev;
+    soft_cqe_t *q;
+    uint32_t size; /* power of 2 */
+    uint32_t head;
+    uint32_t tail;
+    int overrun;
+    int refs;
     /* completion channel (soft_channel.c); all under the device lock */
     soft_channel_t *ch;
-    struct soft_cq *ch_next;  /* the channel's CQ list */
-    int             armed;    /* the next push generates an event */
-    unsigned        events;   /* generated, not collected yet */
-    uint64_t        passes_seen;  /* dev->app_passes at the last poll */
+    struct soft_cq *ch_next; /* the channel's CQ list */
+    int armed;               /* the next push generates an event */
+    unsigned events;         /* generated, not collected yet */
+    uint64_t passes_seen;    /* dev->app_passes at the last poll */
 } soft_cq_t;
 
 struct soft_channel {
-    dcx_comp_channel_t  super;
-    soft_dev_t         *dev;
-    soft_cq_t          *cqs;  /* attached CQs */
+    dcx_comp_channel_t super;
+    soft_dev_t *dev;
+    soft_cq_t *cqs; /* attached CQs */
 };
 
 typedef struct soft_rwqe {
-    uint64_t   wr_id;
-    uint32_t   num_sge;
-    uint32_t   pad;
-    dcx_sge_t  sge[SOFT_MAX_RECV_SGE];
+    uint64_t wr_id;
+    uint32_t num_sge;
+    uint32_t pad;
+    dcx_sge_t sge[SOFT_MAX_RECV_SGE];
 } soft_rwqe_t;
 
 struct soft_srq {
-    dcx_srq_t    super;
-    soft_dev_t  *dev;
-    soft_cq_t   *cq;
+    dcx_srq_t super;
+    soft_dev_t *dev;
+    soft_cq_t *cq;
     soft_rwqe_t *q;
-    uint32_t     size;
-    uint32_t     head;   /* receives taken (counts on past 2^32) */
-    uint32_t     tail;   /* receives posted */
+    uint32_t size;
+    uint32_t head; /* receives taken (counts on past 2^32) */
+    uint32_t tail; /* receives posted */
     /* q's slots of head and tail, in [0, size): no division per receive
      * (size is max_wr, any number), and a slot mapping that stays right
      * when the counters wrap around 2^32 (head % size does not, unless
      * size is a power of 2) */
-    uint32_t     hpos;
-    uint32_t     tpos;
-    int          refs;
-    soft_tm_t   *tm;     /* DCX_SRQ_TM: its tag list and engine */
+    uint32_t hpos;
+    uint32_t tpos;
+    int refs;
+    soft_tm_t *tm; /* DCX_SRQ_TM: its tag list and engine */
 };
 
 /* Engine lock held: the receive at the head of a non-empty SRQ */
@@ -227,15 +229,15 @@ static inline void soft_srq_pop(soft_srq_t *srq)
 }
 
 typedef struct soft_ah {
-    dcx_ah_t     super;
+    dcx_ah_t super;
     soft_peer_t *peer;
 } soft_ah_t;
 
 /* Requester state of one send WQE. */
 typedef enum {
-    SOFT_WQE_POSTED,     /* not started */
-    SOFT_WQE_SENDING,    /* some packets out */
-    SOFT_WQE_WAIT_RESP,  /* all packets out, waiting for the response */
+    SOFT_WQE_POSTED,    /* not started */
+    SOFT_WQE_SENDING,   /* some packets out */
+    SOFT_WQE_WAIT_RESP, /* all packets out, waiting for the response */
     SOFT_WQE_DONE,
     SOFT_WQE_STATE_LAST
 } soft_wqe_state_t;
@@ -243,124 +245,124 @@ typedef enum {
 extern const char *soft_wqe_state_names[SOFT_WQE_STATE_LAST];
 
 typedef struct soft_swqe {
-    dcx_send_wr_t  wr;
-    soft_peer_t   *peer;
-    uint64_t       total_len;
-    uint64_t       sent_off;    /* bytes sent / requested (READ) */
-    uint64_t       recv_off;    /* READ: bytes received */
-    uint32_t       msn;
-    uint32_t       credits;     /* response slots held */
-    uint8_t        state;       /* soft_wqe_state_t */
-    uint8_t        forced;      /* status forced by fault injection */
-    uint8_t        checked;     /* local keys validated */
-    uint8_t        all_sent;    /* every request packet is out */
-    uint8_t        rd_counted;  /* counted in qp->rd_atomic */
-    uint8_t        pad[3];
+    dcx_send_wr_t wr;
+    soft_peer_t *peer;
+    uint64_t total_len;
+    uint64_t sent_off; /* bytes sent / requested (READ) */
+    uint64_t recv_off; /* READ: bytes received */
+    uint32_t msn;
+    uint32_t credits;   /* response slots held */
+    uint8_t state;      /* soft_wqe_state_t */
+    uint8_t forced;     /* status forced by fault injection */
+    uint8_t checked;    /* local keys validated */
+    uint8_t all_sent;   /* every request packet is out */
+    uint8_t rd_counted; /* counted in qp->rd_atomic */
+    uint8_t pad[3];
     /* the target's request ring position after the newest packet of this
      * WQE (low 32 bits; 0: none queued): its completion ends the peer's
      * watch if that is the peer's watch_pos */
-    uint32_t       tx_end;
-    dcx_sge_t     *sge;         /* copy of the sg list */
-    uint8_t       *inl;         /* inline data */
-    soft_mkey_wr_t *mkw;        /* DCX_WR_MKEY_*: copy of the request */
+    uint32_t tx_end;
+    dcx_sge_t *sge;      /* copy of the sg list */
+    uint8_t *inl;        /* inline data */
+    soft_mkey_wr_t *mkw; /* DCX_WR_MKEY_*: copy of the request */
 } soft_swqe_t;
 
 struct soft_qp {
-    dcx_qp_t      super;
-    soft_dev_t   *dev;
-    soft_qp_t    *next_dci;     /* device's DCI list */
-    soft_qp_t    *next_active;  /* device's list of DCIs with work */
-    int           active;       /* on that list */
-    soft_cq_t    *cq;
+    dcx_qp_t super;
+    soft_dev_t *dev;
+    soft_qp_t *next_dci;    /* device's DCI list */
+    soft_qp_t *next_active; /* device's list of DCIs with work */
+    int active;             /* on that list */
+    soft_cq_t *cq;
     /* DCT */
-    soft_srq_t   *srq;
-    uint64_t      dc_key;
-    uint32_t      access;
-    uint32_t      rnr_delay_us;
+    soft_srq_t *srq;
+    uint64_t dc_key;
+    uint32_t access;
+    uint32_t rnr_delay_us;
     /* DCI */
-    soft_swqe_t  *sq;
-    dcx_sge_t    *sge_pool;
-    uint8_t      *inl_pool;
-    uint32_t      sq_size;      /* WRs the send queue holds (max_send_wr) */
-    uint32_t      sq_mask;      /* slots - 1: a power of two >= sq_size, so
+    soft_swqe_t *sq;
+    dcx_sge_t *sge_pool;
+    uint8_t *inl_pool;
+    uint32_t sq_size; /* WRs the send queue holds (max_send_wr) */
+    uint32_t sq_mask; /* slots - 1: a power of two >= sq_size, so
                                  * that soft_wqe() masks (no division) */
-    uint32_t      sq_head;      /* next post */
-    uint32_t      sq_tail;      /* oldest not retired by a polled CQE */
-    uint32_t      sq_comp;      /* oldest not completed */
-    uint32_t      sq_send;      /* next to transmit */
-    uint32_t      next_msn;
-    uint32_t      gen;          /* DCI generation (fresh per create) */
-    uint32_t      rd_atomic;    /* READ/atomics in flight */
-    uint32_t      retries;
-    uint32_t      rnr_count;
-    uint32_t      retry_cnt;
-    uint32_t      rnr_retry;
-    uint64_t      ack_timeout_ns;
-    uint64_t      deadline_ns;
-    uint64_t      rnr_until_ns;
+    uint32_t sq_head; /* next post */
+    uint32_t sq_tail; /* oldest not retired by a polled CQE */
+    uint32_t sq_comp; /* oldest not completed */
+    uint32_t sq_send; /* next to transmit */
+    uint32_t next_msn;
+    uint32_t gen;       /* DCI generation (fresh per create) */
+    uint32_t rd_atomic; /* READ/atomics in flight */
+    uint32_t retries;
+    uint32_t rnr_count;
+    uint32_t retry_cnt;
+    uint32_t rnr_retry;
+    uint64_t ack_timeout_ns;
+    uint64_t deadline_ns;
+    uint64_t rnr_until_ns;
     /* newest request packet queued: the target's request ring position
      * after it, and the target (see soft_req_target_busy) */
-    uint64_t      tx_pos;
-    soft_peer_t  *tx_peer;
+    uint64_t tx_pos;
+    soft_peer_t *tx_peer;
     /* its entry in the device's ack table (NULL: the device has none),
      * set with its number: the line a light post adds to the wait set */
     const uint64_t *ack_line;
-    uint64_t      wait_clk;     /* soft_qp_wait_clk (soft_wait.h) */
-    uint64_t      ack_clk;      /* soft_qp_ack_clk (soft_wait.h) */
+    uint64_t wait_clk; /* soft_qp_wait_clk (soft_wait.h) */
+    uint64_t ack_clk;  /* soft_qp_ack_clk (soft_wait.h) */
 };
 
 /* How the responder places the tag-matching message it is receiving
  * (soft_tm.c); mode 0 when the message is not on a TM SRQ. */
 typedef struct soft_tm_msg {
-    soft_tm_t   *tm;
-    uint8_t      mode;
-    uint8_t      wc_opcode;    /* SRQ placement: TM_RECV or TM_NO_TAG */
-    uint8_t      pad[2];
-    uint32_t     entry;        /* matched entry, for its release at poll */
-    uint32_t     gen;
-    uint32_t     app_ctx;      /* TMH of the message (host order) */
-    uint64_t     tag;
+    soft_tm_t *tm;
+    uint8_t mode;
+    uint8_t wc_opcode; /* SRQ placement: TM_RECV or TM_NO_TAG */
+    uint8_t pad[2];
+    uint32_t entry; /* matched entry, for its release at poll */
+    uint32_t gen;
+    uint32_t app_ctx; /* TMH of the message (host order) */
+    uint64_t tag;
 } soft_tm_msg_t;
 
 /* Responder state per (source port, DCI). */
 typedef struct soft_rstate {
-    uint32_t     used;
-    uint32_t     pid;
-    uint32_t     inst;
-    uint32_t     dci;
-    uint32_t     e;            /* next expected msn */
-    uint32_t     atomic_valid; /* bitmap of at_msn/at_res entries */
-    uint64_t     cur_off;      /* bytes of message e handled */
-    uint8_t      msg_err;      /* rest of message e is discarded */
-    uint8_t      have_recv;
-    uint8_t      at_next;      /* next at_* entry to overwrite */
+    uint32_t used;
+    uint32_t pid;
+    uint32_t inst;
+    uint32_t dci;
+    uint32_t e;            /* next expected msn */
+    uint32_t atomic_valid; /* bitmap of at_msn/at_res entries */
+    uint64_t cur_off;      /* bytes of message e handled */
+    uint8_t msg_err;       /* rest of message e is discarded */
+    uint8_t have_recv;
+    uint8_t at_next; /* next at_* entry to overwrite */
     /* a message of the source was NAKed: its successes are acknowledged
      * by packet (never through the ack table, which would also cover the
      * failed one) until the requester completed hold_msn */
-    uint8_t      wack_hold;
+    uint8_t wack_hold;
     /* results of the last SOFT_ATOMIC_SAVED atomics (at most max_rd_atomic
      * are outstanding), returned again to a retransmitted atomic */
-    uint32_t     at_msn[SOFT_ATOMIC_SAVED];
-    uint64_t     at_res[SOFT_ATOMIC_SAVED];
-    uint32_t     msg_status;
-    uint32_t     gen;          /* DCI generation this state follows */
-    uint32_t     hold_msn;     /* see wack_hold */
-    soft_qp_t   *dct;          /* owner of the held receive */
-    soft_peer_t *peer;         /* reply path */
-    soft_rwqe_t  recv;         /* receive held for message e */
-    soft_tm_msg_t tm;          /* tag matching of message e */
+    uint32_t at_msn[SOFT_ATOMIC_SAVED];
+    uint64_t at_res[SOFT_ATOMIC_SAVED];
+    uint32_t msg_status;
+    uint32_t gen;      /* DCI generation this state follows */
+    uint32_t hold_msn; /* see wack_hold */
+    soft_qp_t *dct;    /* owner of the held receive */
+    soft_peer_t *peer; /* reply path */
+    soft_rwqe_t recv;  /* receive held for message e */
+    soft_tm_msg_t tm;  /* tag matching of message e */
 } soft_rstate_t;
 
-#include "soft_ring.h"   /* ring slots, their consumer state and functions */
+#include "soft_ring.h" /* ring slots, their consumer state and functions */
 
 /* engine_idle of a device (soft_engine.c) */
 enum {
-    SOFT_ENGINE_BUSY = 0,   /* a poll takes the lock and runs a pass */
-    SOFT_ENGINE_IDLE = 1,   /* nothing but packets or posts gives work */
-    SOFT_ENGINE_WAIT = 2    /* as IDLE, or an ack line moving, or 'due' */
+    SOFT_ENGINE_BUSY = 0, /* a poll takes the lock and runs a pass */
+    SOFT_ENGINE_IDLE = 1, /* nothing but packets or posts gives work */
+    SOFT_ENGINE_WAIT = 2  /* as IDLE, or an ack line moving, or 'due' */
 };
 
-#define SOFT_WAIT_LINES  8u         /* DCIs a waiting engine can watch */
+#define SOFT_WAIT_LINES 8u /* DCIs a waiting engine can watch */
 
 /* What a waiting engine waits for, published at the end of a pass in
  * which every DCI with work had all its requests out: answers come by the
@@ -372,20 +374,20 @@ enum {
  * takes the lock when it sees a change. */
 typedef struct soft_wait_line {
     const uint64_t *line;
-    uint64_t        word;
+    uint64_t word;
 } soft_wait_line_t;
 
 typedef struct soft_engine_wait {
-    uint32_t          seq;
-    uint32_t          n;
-    uint64_t          due;
-    soft_wait_line_t  lines[SOFT_WAIT_LINES];
+    uint32_t seq;
+    uint32_t n;
+    uint64_t due;
+    soft_wait_line_t lines[SOFT_WAIT_LINES];
 } soft_engine_wait_t;
 
 typedef struct soft_fault_state {
-    dcx_soft_fault_t  rule;
-    uint32_t          seen;
-    uint32_t          hits;
+    dcx_soft_fault_t rule;
+    uint32_t seen;
+    uint32_t hits;
 } soft_fault_state_t;
 
 /* The engine lock: a futex mutex (0 free, 1 held, 2 held and someone may
@@ -398,11 +400,11 @@ typedef struct soft_fault_state {
  * atomic each, against a few dozen instructions for a pthread mutex; the
  * engine takes it on every post and on every poll that finds work. */
 typedef struct soft_lock {
-    uint32_t  v;
-    uint32_t  waits;   /* atomic: takers that found it held */
+    uint32_t v;
+    uint32_t waits; /* atomic: takers that found it held */
 } soft_lock_t;
 
-void soft_lock_wait(soft_lock_t *l);   /* soft_engine.c */
+void soft_lock_wait(soft_lock_t *l); /* soft_engine.c */
 void soft_lock_wake(soft_lock_t *l);
 
 static inline void soft_lock_init(soft_lock_t *l)
@@ -461,116 +463,114 @@ static inline void soft_fence_after_locked(void)
 }
 
 struct soft_dev {
-    dcx_dev_t           super;
-    soft_lock_t         lock;
-    dcx_soft_limits_t   limits;
-    char                fabric[40];
-    char                seg_name[128];
-    uint32_t            pid;
-    uint32_t            inst;
-    uint32_t            uid;
-    uint32_t            host;       /* soft_host_id() */
-    uint32_t            fabric_hash;
-    uint64_t            token;      /* random part of seg_name */
-    soft_port_hdr_t    *hdr;
-    size_t              seg_size;
+    dcx_dev_t super;
+    soft_lock_t lock;
+    dcx_soft_limits_t limits;
+    char fabric[40];
+    char seg_name[128];
+    uint32_t pid;
+    uint32_t inst;
+    uint32_t uid;
+    uint32_t host; /* soft_host_id() */
+    uint32_t fabric_hash;
+    uint64_t token; /* random part of seg_name */
+    soft_port_hdr_t *hdr;
+    size_t seg_size;
     /* our ack table in the segment (soft_ack_t), by DCI index; NULL when
      * acknowledgements go by packet only (limits.wack = 0) */
-    soft_ack_t         *acks;
-    soft_peer_t        *peers;
-    soft_peer_t        *self;
-    soft_qp_t         **qps;        /* by qp number - SOFT_QPN_BASE */
-    uint32_t            max_qps;
-    uint32_t            num_dcis;
-    soft_qp_t          *dcis;
+    soft_ack_t *acks;
+    soft_peer_t *peers;
+    soft_peer_t *self;
+    soft_qp_t **qps; /* by qp number - SOFT_QPN_BASE */
+    uint32_t max_qps;
+    uint32_t num_dcis;
+    soft_qp_t *dcis;
     /* DCIs that had WQEs outstanding at their last look: the only ones
      * whose timers and transmission the engine visits (soft_engine.c) */
-    soft_qp_t          *active_dcis;
+    soft_qp_t *active_dcis;
     /* what the last engine pass left (SOFT_ENGINE_*): nothing to do, or
      * DCIs that only wait (soft_engine_wait_t); set to SOFT_ENGINE_BUSY
      * by every post (read unlocked by the poll fast path) */
-    int                 engine_idle;
+    int engine_idle;
     /* stamps since the last look at the rings' tails (soft_engine_stamp):
      * a poll reads the head slots, not the producers' tail lines */
-    uint32_t            tail_stamps;
-    soft_engine_wait_t  wait;
+    uint32_t tail_stamps;
+    soft_engine_wait_t wait;
     /* application engine passes, and the count each CQ saw at its last
      * poll: one pass serves every CQ polled in one progress call */
-    uint64_t            app_passes;
-    soft_tm_t          *tms;        /* TM SRQs (rendezvous progress) */
+    uint64_t app_passes;
+    soft_tm_t *tms; /* TM SRQs (rendezvous progress) */
     /* device rendezvous of all its TM SRQs started and not ended: only
      * then has soft_tm_progress work, or may a ring pass start work that
      * needs a whole pass (engine lock) */
-    uint32_t            tm_rndv_live;
-    soft_mr_t         **mrs;        /* by key >> 8 */
+    uint32_t tm_rndv_live;
+    soft_mr_t **mrs; /* by key >> 8 */
     /* memory safety (soft_mem.c): the table is changed under both the
      * engine lock and mr_lock; invalidation takes mr_lock only */
-    pthread_mutex_t     mr_lock;
-    uint64_t            mr_lo;      /* registered addresses are within */
-    uint64_t            mr_hi;      /* [mr_lo, mr_hi) */
-    int                 copying;    /* an engine copy is in flight */
-    int               (*copy_out)(soft_dev_t *dev, void *dst,
-                                  const void *src, size_t len);
-    int               (*copy_in)(soft_dev_t *dev, void *dst,
-                                 const void *src, size_t len);
-    uint32_t            num_mrs;    /* table size */
-    uint32_t            num_mkeys;  /* strided keys in the table */
-    uint32_t            mr_gen;
-    uint32_t            qp_gen;
-    uint32_t            qp_cursor;
-    int                 num_mr_used;
-    int                 num_pds;
-    int                 num_objs;
-    soft_rstate_t      *rstate;
+    pthread_mutex_t mr_lock;
+    uint64_t mr_lo; /* registered addresses are within */
+    uint64_t mr_hi; /* [mr_lo, mr_hi) */
+    int copying;    /* an engine copy is in flight */
+    int (*copy_out)(soft_dev_t *dev, void *dst, const void *src, size_t len);
+    int (*copy_in)(soft_dev_t *dev, void *dst, const void *src, size_t len);
+    uint32_t num_mrs;   /* table size */
+    uint32_t num_mkeys; /* strided keys in the table */
+    uint32_t mr_gen;
+    uint32_t qp_gen;
+    uint32_t qp_cursor;
+    int num_mr_used;
+    int num_pds;
+    int num_objs;
+    soft_rstate_t *rstate;
     /* the slot of the last source the fast path found (soft_rstate_find):
      * a ping-pong's packets come from one source, whose look then costs
      * no hash and no probe; any slot index is valid (the table's size is
      * fixed), and a slot that no longer holds that source is not taken */
-    uint32_t            rs_hint;
+    uint32_t rs_hint;
     /* a table acknowledgement the responder holds back until the end of
      * its pass (soft_resp_ack_flush): the entry and the word; NULL: none */
-    soft_ack_t         *ack_line;
-    uint64_t            ack_word;
-    uint64_t            resp_credits;
-    dcx_soft_stats_t    stats;
-    soft_fault_state_t  fault;
-    int                 killed;
+    soft_ack_t *ack_line;
+    uint64_t ack_word;
+    uint64_t resp_credits;
+    dcx_soft_stats_t stats;
+    soft_fault_state_t fault;
+    int killed;
     /* nonzero while the light post (soft_req_post_inline) may not be
      * taken for a reason that changes rarely: a fault rule is set, or the
      * port was killed (soft_dev_light_update, where those change) */
-    int                 light_off;
-    uint64_t            now;        /* clock of the current engine pass */
+    int light_off;
+    uint64_t now; /* clock of the current engine pass */
     /* soft_dev_now()'s base: a counter reading and its soft_now_ns() */
-    uint64_t            clk_tick;
-    uint64_t            clk_ns;
-    soft_stall_t        req_stall;
-    soft_stall_t        resp_stall;
+    uint64_t clk_tick;
+    uint64_t clk_ns;
+    soft_stall_t req_stall;
+    soft_stall_t resp_stall;
     /* initiator-side RDMA WRITE/READ (soft_direct.c): executes w and
      * returns 1, or 0 for the packet path; chosen at open */
-    int               (*one_sided)(soft_qp_t *qp, soft_swqe_t *w);
+    int (*one_sided)(soft_qp_t *qp, soft_swqe_t *w);
     /* 1 if one_sided would take w were its DCI idle (a hint, no copy) */
-    int               (*one_sided_ready)(soft_qp_t *qp, soft_swqe_t *w);
-    struct soft_direct_area *direct;   /* our published tables, or NULL */
-    uint64_t            direct_start;  /* our start time (liveness) */
+    int (*one_sided_ready)(soft_qp_t *qp, soft_swqe_t *w);
+    struct soft_direct_area *direct; /* our published tables, or NULL */
+    uint64_t direct_start;           /* our start time (liveness) */
     /* device allocations (soft_alloc.c), under mr_lock */
-    struct soft_alloc  *allocs;
-    uint64_t            alloc_serial;  /* last serial handed out */
+    struct soft_alloc *allocs;
+    uint64_t alloc_serial; /* last serial handed out */
     /* peers' allocations we mapped (soft_dmap.c), under the engine lock */
-    struct soft_dmap   *dmap;
+    struct soft_dmap *dmap;
     /* helper thread */
-    pthread_t           helper;
-    int                 helper_started;
-    uint64_t            stamp;            /* last poll stamp written */
-    uint32_t            armed_cqs;        /* CQs armed, under the lock */
-    uint64_t            helper_wakeups;   /* atomic: counted unlocked */
-    uint64_t            helper_naps;      /* atomic: counted unlocked */
-    uint64_t            helper_passes;    /* atomic: counted unlocked */
-    uint64_t            futex_wakes;      /* atomic: wakes made unlocked */
-    volatile int        helper_stop;
+    pthread_t helper;
+    int helper_started;
+    uint64_t stamp;          /* last poll stamp written */
+    uint32_t armed_cqs;      /* CQs armed, under the lock */
+    uint64_t helper_wakeups; /* atomic: counted unlocked */
+    uint64_t helper_naps;    /* atomic: counted unlocked */
+    uint64_t helper_passes;  /* atomic: counted unlocked */
+    uint64_t futex_wakes;    /* atomic: wakes made unlocked */
+    volatile int helper_stop;
     /* packets the helper served in a pass that followed a timed wait no
      * doorbell ring ended (a nap's or a park's timeout): they waited for
      * its timer, not for a sender's ring (under the engine lock) */
-    uint64_t            helper_timer_packets;
+    uint64_t helper_timer_packets;
 };
 
 #define SOFT_QPN_BASE 0x100u
@@ -583,23 +583,23 @@ static inline soft_dev_t *soft_dev(dcx_dev_t *dev)
 /* Opcode properties (indexed by dcx_wr_opcode_t) */
 enum {
     SOFT_OPF_VALID   = 1u << 0,
-    SOFT_OPF_PAYLOAD = 1u << 1,   /* request carries local data */
-    SOFT_OPF_RECV    = 1u << 2,   /* consumes a receive at the target */
+    SOFT_OPF_PAYLOAD = 1u << 1, /* request carries local data */
+    SOFT_OPF_RECV    = 1u << 2, /* consumes a receive at the target */
     SOFT_OPF_IMM     = 1u << 3,
-    SOFT_OPF_RDMA    = 1u << 4,   /* remote address + rkey */
+    SOFT_OPF_RDMA    = 1u << 4, /* remote address + rkey */
     SOFT_OPF_READ    = 1u << 5,
     SOFT_OPF_ATOMIC  = 1u << 6,
-    SOFT_OPF_MKEY    = 1u << 7    /* DCX_WR_MKEY_*: executed locally */
+    SOFT_OPF_MKEY    = 1u << 7 /* DCX_WR_MKEY_*: executed locally */
 };
 
 /* soft_opinfo is indexed by every opcode, the DCX_WR_MKEY_* range too */
-#define SOFT_OPCODE_MAX  DCX_WR_MKEY_LAST
+#define SOFT_OPCODE_MAX DCX_WR_MKEY_LAST
 
 typedef struct soft_opinfo {
     const char *name;
-    uint8_t     flags;       /* SOFT_OPF_* */
-    uint8_t     wc_opcode;   /* requester completion opcode */
-    uint8_t     access;      /* DCX_ACCESS_REMOTE_* needed at the target */
+    uint8_t flags;     /* SOFT_OPF_* */
+    uint8_t wc_opcode; /* requester completion opcode */
+    uint8_t access;    /* DCX_ACCESS_REMOTE_* needed at the target */
 } soft_opinfo_t;
 
 extern const soft_opinfo_t soft_opinfo[SOFT_OPCODE_MAX];
@@ -620,7 +620,7 @@ void soft_sge_gather(soft_dev_t *dev, void *buf, const dcx_sge_t *sge,
 void soft_sge_scatter(soft_dev_t *dev, const void *buf, const dcx_sge_t *sge,
                       unsigned num_sge, uint64_t off, uint64_t len);
 
-#include "soft_clock.h"   /* the clocks: after the types they read */
+#include "soft_clock.h" /* the clocks: after the types they read */
 
 /* After a full barrier between a sender's publish and this read of
  * 'sleeping': 1 if the port's helper must be woken for the packet, as it
@@ -651,27 +651,27 @@ static inline int soft_port_kick_due_at(const soft_port_hdr_t *hdr,
 
 /* soft_fabric.c */
 uint64_t soft_proc_start_time(uint32_t pid);
-int      soft_pid_alive(uint32_t pid, uint64_t start);
+int soft_pid_alive(uint32_t pid, uint64_t start);
 uint32_t soft_fabric_hash(const char *fabric);
 uint32_t soft_host_id(void);
-int      soft_addr_check(soft_dev_t *dev, const void *addr, size_t len,
-                         soft_addr_t *out, char *why, size_t why_len);
-int      soft_port_create(soft_dev_t *dev);
-void     soft_port_destroy(soft_dev_t *dev);
-void     soft_fabric_sweep(uint32_t uid);
+int soft_addr_check(soft_dev_t *dev, const void *addr, size_t len,
+                    soft_addr_t *out, char *why, size_t why_len);
+int soft_port_create(soft_dev_t *dev);
+void soft_port_destroy(soft_dev_t *dev);
+void soft_fabric_sweep(uint32_t uid);
 soft_peer_t *soft_peer_get(soft_dev_t *dev, uint32_t pid, uint32_t inst,
                            uint64_t token);
 soft_port_hdr_t *soft_peer_map(soft_dev_t *dev, soft_peer_t *peer);
-int      soft_peer_dead(soft_dev_t *dev, soft_peer_t *peer);
-void     soft_peers_free(soft_dev_t *dev);
+int soft_peer_dead(soft_dev_t *dev, soft_peer_t *peer);
+void soft_peers_free(soft_dev_t *dev);
 uint32_t soft_pkt_csum(const soft_pkt_t *pkt);
-int      soft_port_kick(soft_port_hdr_t *hdr);
-int      soft_port_kick_sleeping(soft_port_hdr_t *hdr);
-int      soft_port_kick_seen(soft_port_hdr_t *hdr);
-int      soft_port_wake_once(soft_port_hdr_t *hdr);
-int      soft_port_kick_sleeping_seen(soft_port_hdr_t *hdr);
-void     soft_port_ring(soft_port_hdr_t *hdr);
-int      soft_futex_wait(uint32_t *addr, uint32_t val, uint64_t timeout_ns);
+int soft_port_kick(soft_port_hdr_t *hdr);
+int soft_port_kick_sleeping(soft_port_hdr_t *hdr);
+int soft_port_kick_seen(soft_port_hdr_t *hdr);
+int soft_port_wake_once(soft_port_hdr_t *hdr);
+int soft_port_kick_sleeping_seen(soft_port_hdr_t *hdr);
+void soft_port_ring(soft_port_hdr_t *hdr);
+int soft_futex_wait(uint32_t *addr, uint32_t val, uint64_t timeout_ns);
 
 /* The table entry of key (plain MR or strided key), or NULL: no such key,
  * or its memory is unmapped (soft_key_lookup, inline for the responder's
@@ -686,38 +686,40 @@ static inline soft_mr_t *soft_key_find(soft_dev_t *dev, uint32_t key)
     }
     mr = dev->mrs[idx];
     return ((mr != NULL) && (mr->super.lkey == key) &&
-            !__atomic_load_n(&mr->invalid, __ATOMIC_RELAXED)) ? mr : NULL;
+            !__atomic_load_n(&mr->invalid, __ATOMIC_RELAXED)) ?
+               mr :
+               NULL;
 }
 
 /* soft_backend.c: what a listed soft device carries to its open
  * (dcx_dev_info_t.priv), and the checks both make */
 typedef struct soft_dev_info {
-    char               fabric[40];
-    dcx_soft_limits_t  limits;     /* merged with the defaults */
+    char fabric[40];
+    dcx_soft_limits_t limits; /* merged with the defaults */
 } soft_dev_info_t;
 
 static inline const soft_dev_info_t *soft_dev_info(const dcx_dev_info_t *info)
 {
-    return (const soft_dev_info_t*)info->priv.bytes;
+    return (const soft_dev_info_t *)info->priv.bytes;
 }
 
-int      soft_fabric_name_ok(const char *name);
-int      soft_limits_ok(const dcx_soft_limits_t *l, const char *who);
-void     soft_limits_merge(dcx_soft_limits_t *out, const dcx_soft_limits_t *in);
+int soft_fabric_name_ok(const char *name);
+int soft_limits_ok(const dcx_soft_limits_t *l, const char *who);
+void soft_limits_merge(dcx_soft_limits_t *out, const dcx_soft_limits_t *in);
 
 /* soft_dev.c */
-int      soft_dev_open(const dcx_dev_info_t *info, dcx_dev_t **dev_p);
+int soft_dev_open(const dcx_dev_info_t *info, dcx_dev_t **dev_p);
 soft_mr_t *soft_mr_lookup(soft_dev_t *dev, uint32_t key);
 soft_mr_t *soft_key_lookup(soft_dev_t *dev, uint32_t key);
-int      soft_key_insert(soft_dev_t *dev, soft_mr_t *mr, const char *what);
-void     soft_key_remove(soft_dev_t *dev, soft_mr_t *mr);
+int soft_key_insert(soft_dev_t *dev, soft_mr_t *mr, const char *what);
+void soft_key_remove(soft_dev_t *dev, soft_mr_t *mr);
 
 /* soft_cq.c */
-int      soft_cq_create(dcx_dev_t *dev, uint32_t cqe, dcx_cq_t **cq_p);
-int      soft_cq_destroy(dcx_cq_t *cq);
-int      soft_cq_push(soft_cq_t *cq, const dcx_wc_t *wc, soft_qp_t *qp,
-                      uint32_t sq_idx);
-void     soft_cq_overrun(soft_cq_t *cq, uint32_t qp_num);
+int soft_cq_create(dcx_dev_t *dev, uint32_t cqe, dcx_cq_t **cq_p);
+int soft_cq_destroy(dcx_cq_t *cq);
+int soft_cq_push(soft_cq_t *cq, const dcx_wc_t *wc, soft_qp_t *qp,
+                 uint32_t sq_idx);
+void soft_cq_overrun(soft_cq_t *cq, uint32_t qp_num);
 
 /* The entry the next completion of cq is written into, in place (engine
  * lock held), or NULL when the CQ is full (the caller then reports
@@ -756,12 +758,11 @@ static inline void soft_cqe_fast_recv(soft_cqe_t *cqe, uint8_t opcode,
 }
 
 /* soft_channel.c */
-void     soft_cq_fire(soft_cq_t *cq);
+void soft_cq_fire(soft_cq_t *cq);
 
 /* The completion of WQE w of qp, with status and byte_len, into *wc */
 static inline void soft_wqe_wc(const soft_qp_t *qp, const soft_swqe_t *w,
-                               uint8_t status, uint32_t byte_len,
-                               dcx_wc_t *wc)
+                               uint8_t status, uint32_t byte_len, dcx_wc_t *wc)
 {
     memset(wc, 0, sizeof(*wc));
     wc->wr_id    = w->wr.wr_id;
@@ -786,26 +787,26 @@ static inline void soft_cq_commit(soft_cq_t *cq)
 }
 
 /* soft_channel.c */
-int      soft_channel_create(dcx_dev_t *dev, dcx_comp_channel_t **ch_p);
-int      soft_channel_destroy(dcx_comp_channel_t *ch);
-int      soft_cq_create_ch(dcx_dev_t *dev, uint32_t cqe,
-                           dcx_comp_channel_t *ch, dcx_cq_t **cq_p);
-int      soft_cq_req_notify(dcx_cq_t *cq);
-int      soft_channel_get_event(dcx_comp_channel_t *ch, dcx_cq_t **cq_p);
-void     soft_cq_detach_channel(soft_cq_t *cq);
+int soft_channel_create(dcx_dev_t *dev, dcx_comp_channel_t **ch_p);
+int soft_channel_destroy(dcx_comp_channel_t *ch);
+int soft_cq_create_ch(dcx_dev_t *dev, uint32_t cqe, dcx_comp_channel_t *ch,
+                      dcx_cq_t **cq_p);
+int soft_cq_req_notify(dcx_cq_t *cq);
+int soft_channel_get_event(dcx_comp_channel_t *ch, dcx_cq_t **cq_p);
+void soft_cq_detach_channel(soft_cq_t *cq);
 /* soft_engine.c */
 uint64_t soft_engine_progress(soft_dev_t *dev, int from_helper);
-int      soft_engine_busy(soft_dev_t *dev);
-int      soft_engine_rings_pending(soft_dev_t *dev);
-void     soft_engine_app_sleeps(soft_dev_t *dev);
-void     soft_engine_poll_pass(soft_dev_t *dev, soft_cq_t *cq,
-                               soft_cq_t *other, int look, uint64_t clk);
-void     soft_engine_activate(soft_qp_t *qp);
-void     soft_dev_light_update(soft_dev_t *dev);   /* soft_fault.c */
-void     soft_engine_deactivate(soft_qp_t *qp);
-void     soft_dev_progress(dcx_dev_t *dev);
+int soft_engine_busy(soft_dev_t *dev);
+int soft_engine_rings_pending(soft_dev_t *dev);
+void soft_engine_app_sleeps(soft_dev_t *dev);
+void soft_engine_poll_pass(soft_dev_t *dev, soft_cq_t *cq, soft_cq_t *other,
+                           int look, uint64_t clk);
+void soft_engine_activate(soft_qp_t *qp);
+void soft_dev_light_update(soft_dev_t *dev); /* soft_fault.c */
+void soft_engine_deactivate(soft_qp_t *qp);
+void soft_dev_progress(dcx_dev_t *dev);
 
-#include "soft_poll.h"   /* the polls' unlocked looks: after the above */
+#include "soft_poll.h" /* the polls' unlocked looks: after the above */
 
 /* A copy of a few bytes without a call: the pieces of a small inline
  * message (headers of 8 bytes and less) cost more in calls than in
@@ -868,30 +869,29 @@ static inline void soft_wqe_state(soft_qp_t *qp, soft_swqe_t *w,
 }
 
 /* soft_req.c */
-void     soft_wqe_release(soft_qp_t *qp, soft_swqe_t *w);
-int      soft_wqe_push_cqe(soft_qp_t *qp, soft_swqe_t *w, uint32_t idx,
-                           uint8_t status, uint32_t byte_len);
+void soft_wqe_release(soft_qp_t *qp, soft_swqe_t *w);
+int soft_wqe_push_cqe(soft_qp_t *qp, soft_swqe_t *w, uint32_t idx,
+                      uint8_t status, uint32_t byte_len);
 
 /* soft_qp.c */
-void     soft_qp_flush_mode(soft_qp_t *qp);
-int      soft_qp_create(dcx_pd_t *pd, const dcx_qp_attr_t *attr,
-                        dcx_qp_t **qp_p);
-int      soft_qp_destroy(dcx_qp_t *qp);
-int      soft_qp_set_error(dcx_qp_t *qp);
-int      soft_qp_recover(dcx_qp_t *qp);
-void     soft_req_run(soft_qp_t *qp, uint64_t now);
-void     soft_req_timers(soft_dev_t *dev, uint64_t now);
-void     soft_comp_packet(soft_dev_t *dev, const soft_pkt_t *pkt,
-                          const void *payload);
-void     soft_qp_retire(soft_qp_t *qp, uint32_t sq_idx);
-void     soft_qp_to_error(soft_qp_t *qp, const char *reason);
+void soft_qp_flush_mode(soft_qp_t *qp);
+int soft_qp_create(dcx_pd_t *pd, const dcx_qp_attr_t *attr, dcx_qp_t **qp_p);
+int soft_qp_destroy(dcx_qp_t *qp);
+int soft_qp_set_error(dcx_qp_t *qp);
+int soft_qp_recover(dcx_qp_t *qp);
+void soft_req_run(soft_qp_t *qp, uint64_t now);
+void soft_req_timers(soft_dev_t *dev, uint64_t now);
+void soft_comp_packet(soft_dev_t *dev, const soft_pkt_t *pkt,
+                      const void *payload);
+void soft_qp_retire(soft_qp_t *qp, uint32_t sq_idx);
+void soft_qp_to_error(soft_qp_t *qp, const char *reason);
 
-void     soft_qp_reset(soft_qp_t *qp);
-void     soft_req_acked(soft_qp_t *qp, uint64_t now);
-void     soft_req_prod(soft_dev_t *dev, soft_peer_t *peer, uint64_t now);
-int      soft_req_post_direct(soft_qp_t *qp, const dcx_send_wr_t *wr,
-                              soft_peer_t *peer, uint64_t total);
-int      soft_qp_post_locked(soft_qp_t *qp, const dcx_send_wr_t *wr);
+void soft_qp_reset(soft_qp_t *qp);
+void soft_req_acked(soft_qp_t *qp, uint64_t now);
+void soft_req_prod(soft_dev_t *dev, soft_peer_t *peer, uint64_t now);
+int soft_req_post_direct(soft_qp_t *qp, const dcx_send_wr_t *wr,
+                         soft_peer_t *peer, uint64_t total);
+int soft_qp_post_locked(soft_qp_t *qp, const dcx_send_wr_t *wr);
 
 /* Stores word (DCI generation << 32 | next msn) in an ack table entry
  * unless the entry is ahead already.  A plain store after the look, not a
@@ -911,11 +911,10 @@ static inline void soft_ack_publish(soft_ack_t *a, uint64_t word)
     uint64_t old     = __atomic_load_n(&a->word, __ATOMIC_RELAXED);
     uint32_t old_gen = (uint32_t)(old >> 32);
 
-    if ((old != 0) &&
-        (((old_gen == gen) &&
-          ((int32_t)((uint32_t)old - (uint32_t)word) >= 0)) ||
-         ((old_gen != gen) && ((int32_t)(old_gen - gen) > 0)))) {
-        return;   /* a stale answer: the table is ahead already */
+    if ((old != 0) && (((old_gen == gen) &&
+                        ((int32_t)((uint32_t)old - (uint32_t)word) >= 0)) ||
+                       ((old_gen != gen) && ((int32_t)(old_gen - gen) > 0)))) {
+        return; /* a stale answer: the table is ahead already */
     }
     __atomic_store_n(&a->word, word, __ATOMIC_RELEASE);
 }
@@ -932,28 +931,26 @@ static inline void soft_resp_ack_flush(soft_dev_t *dev)
 }
 
 /* soft_resp.c */
-void     soft_resp_packet(soft_dev_t *dev, const soft_pkt_t *pkt,
-                          const void *payload);
-void     soft_resp_forget_dct(soft_dev_t *dev, soft_qp_t *dct);
-void     soft_resp_send(soft_dev_t *dev, soft_rstate_t *rs,
-                        const soft_pkt_t *req, uint8_t op, uint8_t status,
-                        uint64_t arg, uint64_t offset, const void *data,
-                        uint32_t len, uint8_t flags);
-void     soft_resp_nak(soft_dev_t *dev, soft_rstate_t *rs,
-                       const soft_pkt_t *pkt, uint8_t status);
-void     soft_resp_finish(soft_rstate_t *rs);
-void     soft_resp_ack(soft_dev_t *dev, soft_rstate_t *rs,
-                       const soft_pkt_t *pkt);
-int      soft_resp_take_recv(soft_dev_t *dev, soft_qp_t *dct,
-                             soft_rstate_t *rs, const soft_pkt_t *pkt);
+void soft_resp_packet(soft_dev_t *dev, const soft_pkt_t *pkt,
+                      const void *payload);
+void soft_resp_forget_dct(soft_dev_t *dev, soft_qp_t *dct);
+void soft_resp_send(soft_dev_t *dev, soft_rstate_t *rs, const soft_pkt_t *req,
+                    uint8_t op, uint8_t status, uint64_t arg, uint64_t offset,
+                    const void *data, uint32_t len, uint8_t flags);
+void soft_resp_nak(soft_dev_t *dev, soft_rstate_t *rs, const soft_pkt_t *pkt,
+                   uint8_t status);
+void soft_resp_finish(soft_rstate_t *rs);
+void soft_resp_ack(soft_dev_t *dev, soft_rstate_t *rs, const soft_pkt_t *pkt);
+int soft_resp_take_recv(soft_dev_t *dev, soft_qp_t *dct, soft_rstate_t *rs,
+                        const soft_pkt_t *pkt);
 
 /* soft_tm.c: the tag-matching engine of DCX_SRQ_TM SRQs */
-int      soft_tm_create(soft_srq_t *srq, const dcx_srq_attr_t *attr);
-void     soft_tm_destroy(soft_srq_t *srq);
-void     soft_tm_send_op(soft_dev_t *dev, soft_qp_t *dct, soft_rstate_t *rs,
-                         const soft_pkt_t *pkt, const void *payload);
-void     soft_tm_abandon(soft_dev_t *dev, soft_rstate_t *rs);
-int      soft_tm_progress_live(soft_dev_t *dev);
+int soft_tm_create(soft_srq_t *srq, const dcx_srq_attr_t *attr);
+void soft_tm_destroy(soft_srq_t *srq);
+void soft_tm_send_op(soft_dev_t *dev, soft_qp_t *dct, soft_rstate_t *rs,
+                     const soft_pkt_t *pkt, const void *payload);
+void soft_tm_abandon(soft_dev_t *dev, soft_rstate_t *rs);
+int soft_tm_progress_live(soft_dev_t *dev);
 
 /* The engine pass's rendezvous hook: nothing to do, not even a call, while
  * no device rendezvous is live (soft_tm_progress_live) */
@@ -963,46 +960,48 @@ static inline int soft_tm_progress(soft_dev_t *dev)
 }
 
 /* soft_mem.c */
-void     soft_mem_init(soft_dev_t *dev);
-int      soft_mem_write(soft_dev_t *dev, soft_mr_t *mr, uint64_t addr,
-                        const void *src, size_t len);
-int      soft_mem_read(soft_dev_t *dev, soft_mr_t *mr, void *dst,
-                       uint64_t addr, size_t len);
-int      soft_mem_atomic(soft_dev_t *dev, soft_mr_t *mr, uint64_t addr,
-                         unsigned size, uint64_t (*exec)(const soft_pkt_t *),
-                         const soft_pkt_t *pkt, uint64_t *result_p);
-void     soft_mem_unmapped(dcx_dev_t *dev, const void *addr, size_t len);
+void soft_mem_init(soft_dev_t *dev);
+int soft_mem_write(soft_dev_t *dev, soft_mr_t *mr, uint64_t addr,
+                   const void *src, size_t len);
+int soft_mem_read(soft_dev_t *dev, soft_mr_t *mr, void *dst, uint64_t addr,
+                  size_t len);
+int soft_mem_atomic(soft_dev_t *dev, soft_mr_t *mr, uint64_t addr,
+                    unsigned size, uint64_t (*exec)(const soft_pkt_t *),
+                    const soft_pkt_t *pkt, uint64_t *result_p);
+void soft_mem_unmapped(dcx_dev_t *dev, const void *addr, size_t len);
 
 /* soft_mkey.c: strided keys */
-int      soft_mkey_create(dcx_pd_t *pd, uint32_t max_entries,
-                          dcx_mkey_t **mkey_p);
-int      soft_mkey_destroy(dcx_mkey_t *mkey);
-int      soft_mkey_post_check(soft_qp_t *qp, const dcx_send_wr_t *wr);
-void     soft_mkey_wr_copy(soft_qp_t *qp, soft_swqe_t *w,
-                           const dcx_send_wr_t *wr);
-uint8_t  soft_mkey_wr_exec(soft_qp_t *qp, soft_swqe_t *w);
-void     soft_mkey_wr_free(soft_swqe_t *w);
-int      soft_sge_ok(soft_dev_t *dev, const dcx_sge_t *sge, uint32_t access);
-int      soft_mkey_check(soft_dev_t *dev, soft_mr_t *key, uint64_t off,
-                         uint64_t len, uint32_t access);
-int      soft_mkey_local_copy(soft_dev_t *dev, soft_mr_t *key, uint64_t off,
-                              void *buf, uint64_t len, int to_key);
-int      soft_key_write(soft_dev_t *dev, soft_mr_t *mr, uint64_t addr,
-                        const void *src, size_t len);
-int      soft_key_read(soft_dev_t *dev, soft_mr_t *mr, void *dst,
-                       uint64_t addr, size_t len);
-int      soft_key_atomic(soft_dev_t *dev, soft_mr_t *mr, const soft_pkt_t *pkt,
-                         uint64_t (*exec)(const soft_pkt_t *),
-                         uint64_t *result_p);
+int soft_mkey_create(dcx_pd_t *pd, uint32_t max_entries, dcx_mkey_t **mkey_p);
+int soft_mkey_destroy(dcx_mkey_t *mkey);
+int soft_mkey_post_check(soft_qp_t *qp, const dcx_send_wr_t *wr);
+void soft_mkey_wr_copy(soft_qp_t *qp, soft_swqe_t *w, const dcx_send_wr_t *wr);
+uint8_t soft_mkey_wr_exec(soft_qp_t *qp, soft_swqe_t *w);
+void soft_mkey_wr_free(soft_swqe_t *w);
+int soft_sge_ok(soft_dev_t *dev, const dcx_sge_t *sge, uint32_t access);
+int soft_mkey_check(soft_dev_t *dev, soft_mr_t *key, uint64_t off, uint64_t len,
+                    uint32_t access);
+int soft_mkey_local_copy(soft_dev_t *dev, soft_mr_t *key, uint64_t off,
+                         void *buf, uint64_t len, int to_key);
+int soft_key_write(soft_dev_t *dev, soft_mr_t *mr, uint64_t addr,
+                   const void *src, size_t len);
+int soft_key_read(soft_dev_t *dev, soft_mr_t *mr, void *dst, uint64_t addr,
+                  size_t len);
+int soft_key_atomic(soft_dev_t *dev, soft_mr_t *mr, const soft_pkt_t *pkt,
+                    uint64_t (*exec)(const soft_pkt_t *), uint64_t *result_p);
 
 /* soft_helper.c */
-int      soft_helper_start(soft_dev_t *dev);
-void     soft_helper_stop(soft_dev_t *dev);
-void     soft_helper_wake_if_sleeping(soft_dev_t *dev);
+int soft_helper_start(soft_dev_t *dev);
+void soft_helper_stop(soft_dev_t *dev);
+void soft_helper_wake_if_sleeping(soft_dev_t *dev);
 
 /* soft_fault.c */
-enum { SOFT_TX_PASS, SOFT_TX_DROP, SOFT_TX_DELAY, SOFT_TX_CORRUPT };
-int      soft_fault_tx(soft_dev_t *dev, int opcode, uint64_t *delay_ns);
-int      soft_fault_post(soft_dev_t *dev, int opcode, uint8_t *status);
+enum {
+    SOFT_TX_PASS,
+    SOFT_TX_DROP,
+    SOFT_TX_DELAY,
+    SOFT_TX_CORRUPT
+};
+int soft_fault_tx(soft_dev_t *dev, int opcode, uint64_t *delay_ns);
+int soft_fault_post(soft_dev_t *dev, int opcode, uint8_t *status);
 
 #endif

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Soft device: the completion of a DCI's requests acknowledged in its ack
  * table when nothing else is outstanding (a ping-pong's send), inline in
@@ -28,8 +29,7 @@ static inline void soft_req_watch_done(const soft_swqe_t *w)
  * (READs and atomics complete only with their data) */
 static inline int soft_req_table_acks(const soft_swqe_t *w, uint32_t next)
 {
-    return ((int32_t)(next - w->msn) > 0) &&
-           (w->state == SOFT_WQE_WAIT_RESP) &&
+    return ((int32_t)(next - w->msn) > 0) && (w->state == SOFT_WQE_WAIT_RESP) &&
            !(soft_opinfo[w->wr.opcode].flags &
              (SOFT_OPF_READ | SOFT_OPF_ATOMIC));
 }
@@ -45,8 +45,8 @@ static inline int soft_req_table_acks(const soft_swqe_t *w, uint32_t next)
  * soft_wqe_push_cqe reports the overrun, soft_cq_commit fires the
  * channel); the general walk goes on from there.  Not taken at all with
  * tracing on (soft_wqe_state logs every state change). */
-static inline __attribute__((always_inline))
-int soft_req_timers_quick(soft_dev_t *dev, uint64_t now)
+static inline __attribute__((always_inline)) int
+soft_req_timers_quick(soft_dev_t *dev, uint64_t now)
 {
     soft_qp_t *qp = dev->active_dcis;
     soft_cqe_t *cqe;
@@ -82,8 +82,7 @@ int soft_req_timers_quick(soft_dev_t *dev, uint64_t now)
             cqe->sq_idx = comp;
             cqe->tm     = NULL;
             /* release: the unlocked look of soft_engine_poll_idle() */
-            __atomic_store_n(&qp->cq->tail, qp->cq->tail + 1,
-                             __ATOMIC_RELEASE);
+            __atomic_store_n(&qp->cq->tail, qp->cq->tail + 1, __ATOMIC_RELEASE);
         }
         dev->resp_credits += w->credits;
         w->credits = 0;
@@ -99,8 +98,8 @@ int soft_req_timers_quick(soft_dev_t *dev, uint64_t now)
          * timer of what is left starts at the next pass, as after a light
          * post (soft_req_timers arms it) */
         qp->deadline_ns = (comp == qp->sq_head) ? 0 :
-                          (now != 0) ? now + qp->ack_timeout_ns :
-                          SOFT_DEADLINE_ARM;
+                          (now != 0)            ? now + qp->ack_timeout_ns :
+                                                  SOFT_DEADLINE_ARM;
     }
     if (comp != qp->sq_head) {
         return 0;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Soft device: memory the device allocates (dcx_mem_alloc, DCX_CAP_MEM_ALLOC).
  *
@@ -46,26 +47,26 @@
 #include <unistd.h>
 
 #ifndef MFD_CLOEXEC
-#define MFD_CLOEXEC        0x0001u
+#define MFD_CLOEXEC 0x0001u
 #endif
 #ifndef MFD_ALLOW_SEALING
-#define MFD_ALLOW_SEALING  0x0002u
+#define MFD_ALLOW_SEALING 0x0002u
 #endif
 #ifndef F_ADD_SEALS
-#define F_ADD_SEALS        1033
-#define F_SEAL_SEAL        0x0001
-#define F_SEAL_SHRINK      0x0002
-#define F_SEAL_GROW        0x0004
+#define F_ADD_SEALS   1033
+#define F_SEAL_SEAL   0x0001
+#define F_SEAL_SHRINK 0x0002
+#define F_SEAL_GROW   0x0004
 #endif
 
 /* One allocation of ours (process-local). */
 typedef struct soft_alloc {
     struct soft_alloc *next;
-    void              *addr;
-    size_t             len;
-    int                fd;      /* -1: anonymous memory */
-    int                slot;    /* published in allocs[slot]; -1: not */
-    uint64_t           serial;
+    void *addr;
+    size_t len;
+    int fd;   /* -1: anonymous memory */
+    int slot; /* published in allocs[slot]; -1: not */
+    uint64_t serial;
 } soft_alloc_t;
 
 static int soft_alloc_memfd(soft_dev_t *dev, size_t len)
@@ -111,8 +112,8 @@ static int soft_alloc_slot(soft_dev_t *dev)
         return -1;
     }
     for (i = 0; i < SOFT_DIRECT_ALLOCS; ++i) {
-        if (__atomic_load_n(&dev->direct->allocs[i].serial,
-                            __ATOMIC_RELAXED) == 0) {
+        if (__atomic_load_n(&dev->direct->allocs[i].serial, __ATOMIC_RELAXED) ==
+            0) {
             return (int)i;
         }
     }
@@ -132,8 +133,7 @@ static void soft_alloc_publish(soft_dev_t *dev, soft_alloc_t *a)
     }
     soft_seq_begin(&e->seq);
     __atomic_store_n(&e->fd, a->fd, __ATOMIC_RELAXED);
-    __atomic_store_n(&e->base, (uint64_t)(uintptr_t)a->addr,
-                     __ATOMIC_RELAXED);
+    __atomic_store_n(&e->base, (uint64_t)(uintptr_t)a->addr, __ATOMIC_RELAXED);
     __atomic_store_n(&e->len, (uint64_t)a->len, __ATOMIC_RELAXED);
     __atomic_store_n(&e->ino, (uint64_t)st.st_ino, __ATOMIC_RELAXED);
     __atomic_store_n(&e->devno, (uint64_t)st.st_dev, __ATOMIC_RELAXED);
@@ -167,8 +167,10 @@ int soft_alloc_mem(dcx_dev_t *dev_, size_t *length_p, void **addr_p)
     int fd;
 
     if ((length_p == NULL) || (addr_p == NULL) || (*length_p == 0)) {
-        dcx_error("%s: mem alloc: %s", name, ((length_p == NULL) ||
-                  (addr_p == NULL)) ? "no output pointers" : "length 0");
+        dcx_error("%s: mem alloc: %s", name,
+                  ((length_p == NULL) || (addr_p == NULL)) ?
+                      "no output pointers" :
+                      "length 0");
         return EINVAL;
     }
     if (*length_p > SIZE_MAX - page) {
@@ -183,8 +185,7 @@ int soft_alloc_mem(dcx_dev_t *dev_, size_t *length_p, void **addr_p)
     }
     fd   = soft_alloc_memfd(dev, len);
     addr = mmap(NULL, len, PROT_READ | PROT_WRITE,
-                (fd >= 0) ? MAP_SHARED : (MAP_PRIVATE | MAP_ANONYMOUS),
-                fd, 0);
+                (fd >= 0) ? MAP_SHARED : (MAP_PRIVATE | MAP_ANONYMOUS), fd, 0);
     if (addr == MAP_FAILED) {
         dcx_error("%s: mem alloc of %zu bytes: mmap failed: %s", name, len,
                   strerror(errno));
@@ -207,8 +208,8 @@ int soft_alloc_mem(dcx_dev_t *dev_, size_t *length_p, void **addr_p)
             soft_alloc_publish(dev, a);
         } else if (dev->direct != NULL) {
             dcx_debug("%s: %u allocations published already: %p/%zu is "
-                      "reached by cross-memory attach", name,
-                      SOFT_DIRECT_ALLOCS, addr, len);
+                      "reached by cross-memory attach",
+                      name, SOFT_DIRECT_ALLOCS, addr, len);
         }
     }
     a->next     = dev->allocs;
@@ -236,9 +237,9 @@ int soft_alloc_free(dcx_dev_t *dev_, void *addr, size_t length)
     }
     if ((a == NULL) || (a->len != length)) {
         pthread_mutex_unlock(&dev->mr_lock);
-        dcx_error("%s: mem free %p/%zu: %s", dev->super.caps.name, addr,
-                  length, (a == NULL) ? "not allocated by this device" :
-                  "length differs from the allocation's");
+        dcx_error("%s: mem free %p/%zu: %s", dev->super.caps.name, addr, length,
+                  (a == NULL) ? "not allocated by this device" :
+                                "length differs from the allocation's");
         return EINVAL;
     }
     *pp = a->next;

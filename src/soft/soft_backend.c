@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The soft backend: its knobs, the listing of soft devices, and its
  * registration with the device layer (opening a device is soft_dev.c's).
@@ -19,7 +20,7 @@
 #include <string.h>
 
 /* Soft devices one listing offers at most. */
-#define SOFT_DEVICES_MAX  64
+#define SOFT_DEVICES_MAX 64
 
 _Static_assert(sizeof(soft_dev_info_t) <= DCX_DEV_INFO_PRIV,
                "a soft device's listing fits dcx_dev_info_t.priv");
@@ -50,7 +51,10 @@ void soft_limits_merge(dcx_soft_limits_t *out, const dcx_soft_limits_t *in)
 
     dcx_soft_limits_default(&def);
     *out = *in;
-#define SOFT_DEF(_f) if (out->_f == 0) { out->_f = def._f; }
+#define SOFT_DEF(_f)      \
+    if (out->_f == 0) {   \
+        out->_f = def._f; \
+    }
     SOFT_DEF(max_qp_wr);
     SOFT_DEF(max_srq_wr);
     SOFT_DEF(max_cqe);
@@ -125,14 +129,14 @@ int soft_limits_ok(const dcx_soft_limits_t *l, const char *who)
         return 0;
     }
     if ((l->tm_max_tags > 0xffff) || (l->tm_max_tags & (l->tm_max_tags + 1))) {
-        dcx_error("soft %s: tm_max_tags %u is not 2^n - 1 (at most 65535)",
-                  who, l->tm_max_tags);
+        dcx_error("soft %s: tm_max_tags %u is not 2^n - 1 (at most 65535)", who,
+                  l->tm_max_tags);
         return 0;
     }
     if ((l->mkey_max_entries != 0) &&
         ((l->mkey_max_entries < 4) || (l->mkey_max_entries > 0xffff))) {
-        dcx_error("soft %s: mkey_max_entries %u out of range [4, 65535]",
-                  who, l->mkey_max_entries);
+        dcx_error("soft %s: mkey_max_entries %u out of range [4, 65535]", who,
+                  l->mkey_max_entries);
         return 0;
     }
     return 1;
@@ -173,7 +177,7 @@ static int soft_backend_list(const void *block, dcx_dev_info_t *out,
         snprintf(out[i].name, sizeof(out[i].name), "soft%u", i);
         out[i].backend = &dcx_soft_backend;
         out[i].index   = i;
-        si             = (soft_dev_info_t*)out[i].priv.bytes;
+        si             = (soft_dev_info_t *)out[i].priv.bytes;
         snprintf(si->fabric, sizeof(si->fabric), "%s", fabric);
         soft_limits_merge(&si->limits, &params->limits);
     }
@@ -188,8 +192,7 @@ int dcx_soft_list(const dcx_soft_params_t *params, dcx_dev_info_t **list_p,
     unsigned n;
     int ret;
 
-    n    = (params->count < SOFT_DEVICES_MAX) ? params->count :
-           SOFT_DEVICES_MAX;
+    n = (params->count < SOFT_DEVICES_MAX) ? params->count : SOFT_DEVICES_MAX;
     list = calloc((n > 0) ? n : 1, sizeof(*list));
     if (list == NULL) {
         dcx_error("soft: device list: out of memory");
@@ -213,113 +216,134 @@ int dcx_dev_is_soft(const dcx_dev_t *dev)
  * Knobs (UCX_DCX_<name>), in the order ucx_info -c shows them
  * ------------------------------------------------------------------------ */
 
-#define SOFT_PARAM(_name, _dflt, _doc, _type, _field, _min, _max) \
-    { .name = _name, .dflt = _dflt, .doc = _doc, .type = _type, \
-      .offset = offsetof(dcx_soft_params_t, _field), \
-      .size = sizeof(((dcx_soft_params_t*)NULL)->_field), \
-      .min = _min, .max = _max }
+#define SOFT_PARAM(_name, _dflt, _doc, _type, _field, _min, _max)         \
+    {                                                                     \
+        .name = _name, .dflt = _dflt, .doc = _doc, .type = _type,         \
+        .offset = offsetof(dcx_soft_params_t, _field),                    \
+        .size = sizeof(((dcx_soft_params_t *)NULL)->_field), .min = _min, \
+        .max = _max                                                       \
+    }
 
 static const dcx_param_t soft_params[] = {
-    SOFT_PARAM("SOFT_DEVICES", "0",
-     "Number of soft devices to offer (soft0, soft1, ...). A soft device is a\n"
-     "software model of a DC-capable NIC that connects the processes of one host\n"
-     "through shared memory. 0 offers none.",
-     DCX_PARAM_UINT, count, 0, SOFT_DEVICES_MAX),
+    SOFT_PARAM(
+        "SOFT_DEVICES", "0",
+        "Number of soft devices to offer (soft0, soft1, ...). A soft device is a\n"
+        "software model of a DC-capable NIC that connects the processes of one host\n"
+        "through shared memory. 0 offers none.",
+        DCX_PARAM_UINT, count, 0, SOFT_DEVICES_MAX),
 
-    { .name = "SOFT_FABRIC", .dflt = "default",
-      .doc =
-     "Fabric the soft devices join. Processes reach each other only on the same\n"
-     "fabric. Letters, digits, '_', '.' and '-', at most 32 characters; empty\n"
-     "means \"default\".",
-      .type = DCX_PARAM_STRING, .offset = offsetof(dcx_soft_params_t, fabric),
-      .size = sizeof(const char*), .check = soft_fabric_check },
+    {.name = "SOFT_FABRIC",
+     .dflt = "default",
+     .doc =
+         "Fabric the soft devices join. Processes reach each other only on the same\n"
+         "fabric. Letters, digits, '_', '.' and '-', at most 32 characters; empty\n"
+         "means \"default\".",
+     .type   = DCX_PARAM_STRING,
+     .offset = offsetof(dcx_soft_params_t, fabric),
+     .size   = sizeof(const char *),
+     .check  = soft_fabric_check},
 
-    SOFT_PARAM("SOFT_MAX_QP_WR", "auto",
-     "Soft device: send queue depth of one DCI, 1..65536 (auto: device\n"
-     "default).",
-     DCX_PARAM_LIMIT, limits.max_qp_wr, 1, DCX_SOFT_LIMIT_MAX_QP_WR),
+    SOFT_PARAM(
+        "SOFT_MAX_QP_WR", "auto",
+        "Soft device: send queue depth of one DCI, 1..65536 (auto: device\n"
+        "default).",
+        DCX_PARAM_LIMIT, limits.max_qp_wr, 1, DCX_SOFT_LIMIT_MAX_QP_WR),
 
-    SOFT_PARAM("SOFT_MAX_SRQ_WR", "auto",
-     "Soft device: receives a shared receive queue holds, 1..65536 (auto:\n"
-     "device default).",
-     DCX_PARAM_LIMIT, limits.max_srq_wr, 1, DCX_SOFT_LIMIT_MAX_SRQ_WR),
+    SOFT_PARAM(
+        "SOFT_MAX_SRQ_WR", "auto",
+        "Soft device: receives a shared receive queue holds, 1..65536 (auto:\n"
+        "device default).",
+        DCX_PARAM_LIMIT, limits.max_srq_wr, 1, DCX_SOFT_LIMIT_MAX_SRQ_WR),
 
-    SOFT_PARAM("SOFT_MAX_CQE", "auto",
-     "Soft device: entries of one completion queue, 1..4194304 (auto: device\n"
-     "default).",
-     DCX_PARAM_LIMIT, limits.max_cqe, 1, DCX_SOFT_LIMIT_MAX_CQE),
+    SOFT_PARAM(
+        "SOFT_MAX_CQE", "auto",
+        "Soft device: entries of one completion queue, 1..4194304 (auto: device\n"
+        "default).",
+        DCX_PARAM_LIMIT, limits.max_cqe, 1, DCX_SOFT_LIMIT_MAX_CQE),
 
-    SOFT_PARAM("SOFT_MAX_SGE", "auto",
-     "Soft device: scatter/gather entries of one send, 1..30 (auto: device\n"
-     "default).",
-     DCX_PARAM_LIMIT, limits.max_sge, 1, DCX_SOFT_LIMIT_MAX_SGE),
+    SOFT_PARAM(
+        "SOFT_MAX_SGE", "auto",
+        "Soft device: scatter/gather entries of one send, 1..30 (auto: device\n"
+        "default).",
+        DCX_PARAM_LIMIT, limits.max_sge, 1, DCX_SOFT_LIMIT_MAX_SGE),
 
-    SOFT_PARAM("SOFT_MAX_INLINE", "auto",
-     "Soft device: bytes a send can carry inline, 1..65536 (auto: device\n"
-     "default).",
-     DCX_PARAM_LIMIT, limits.max_inline, 1, DCX_SOFT_LIMIT_MAX_INLINE),
+    SOFT_PARAM(
+        "SOFT_MAX_INLINE", "auto",
+        "Soft device: bytes a send can carry inline, 1..65536 (auto: device\n"
+        "default).",
+        DCX_PARAM_LIMIT, limits.max_inline, 1, DCX_SOFT_LIMIT_MAX_INLINE),
 
-    SOFT_PARAM("SOFT_MAX_RD_ATOMIC", "auto",
-     "Soft device: outstanding RDMA reads and atomics per DCI, 1..16 (auto:\n"
-     "device default).",
-     DCX_PARAM_LIMIT, limits.max_rd_atomic, 1, DCX_SOFT_LIMIT_MAX_RD_ATOMIC),
+    SOFT_PARAM(
+        "SOFT_MAX_RD_ATOMIC", "auto",
+        "Soft device: outstanding RDMA reads and atomics per DCI, 1..16 (auto:\n"
+        "device default).",
+        DCX_PARAM_LIMIT, limits.max_rd_atomic, 1, DCX_SOFT_LIMIT_MAX_RD_ATOMIC),
 
-    SOFT_PARAM("SOFT_MAX_DCI", "auto",
-     "Soft device: DCIs the device provides, 1..65536 (auto: device default).",
-     DCX_PARAM_LIMIT, limits.max_dci, 1, DCX_SOFT_LIMIT_MAX_DCI),
+    SOFT_PARAM(
+        "SOFT_MAX_DCI", "auto",
+        "Soft device: DCIs the device provides, 1..65536 (auto: device default).",
+        DCX_PARAM_LIMIT, limits.max_dci, 1, DCX_SOFT_LIMIT_MAX_DCI),
 
-    SOFT_PARAM("SOFT_MAX_MSG_SIZE", "auto",
-     "Soft device: largest message (send, RDMA write or read), 1..2G (auto:\n"
-     "device default).",
-     DCX_PARAM_SIZE, limits.max_msg_size, 1, DCX_SOFT_LIMIT_MAX_MSG_SIZE),
+    SOFT_PARAM(
+        "SOFT_MAX_MSG_SIZE", "auto",
+        "Soft device: largest message (send, RDMA write or read), 1..2G (auto:\n"
+        "device default).",
+        DCX_PARAM_SIZE, limits.max_msg_size, 1, DCX_SOFT_LIMIT_MAX_MSG_SIZE),
 
-    SOFT_PARAM("SOFT_MTU", "auto",
-     "Soft device: bytes per packet on the wire, 256..1M (auto: device default).",
-     DCX_PARAM_LIMIT, limits.mtu, DCX_SOFT_LIMIT_MIN_MTU,
-     DCX_SOFT_LIMIT_MAX_MTU),
+    SOFT_PARAM(
+        "SOFT_MTU", "auto",
+        "Soft device: bytes per packet on the wire, 256..1M (auto: device default).",
+        DCX_PARAM_LIMIT, limits.mtu, DCX_SOFT_LIMIT_MIN_MTU,
+        DCX_SOFT_LIMIT_MAX_MTU),
 
-    SOFT_PARAM("SOFT_ACK_TIMEOUT", "auto",
-     "Soft device: time a requester waits for an acknowledgement before it\n"
-     "retransmits (auto: device default).",
-     DCX_PARAM_TIME, limits.ack_timeout_us, 1, UINT32_MAX),
+    SOFT_PARAM(
+        "SOFT_ACK_TIMEOUT", "auto",
+        "Soft device: time a requester waits for an acknowledgement before it\n"
+        "retransmits (auto: device default).",
+        DCX_PARAM_TIME, limits.ack_timeout_us, 1, UINT32_MAX),
 
     /* 0 means "device default" in a zeroed block, so 0 retries cannot be
      * asked for */
-    SOFT_PARAM("SOFT_RETRY_COUNT", "auto",
-     "Soft device: retransmissions before a send fails with 'retry count\n"
-     "exceeded', 1..7 (auto: device default).",
-     DCX_PARAM_LIMIT, limits.retry_cnt, 1, 7),
+    SOFT_PARAM(
+        "SOFT_RETRY_COUNT", "auto",
+        "Soft device: retransmissions before a send fails with 'retry count\n"
+        "exceeded', 1..7 (auto: device default).",
+        DCX_PARAM_LIMIT, limits.retry_cnt, 1, 7),
 
-    SOFT_PARAM("SOFT_RNR_TIMER", "auto",
-     "Soft device: delay before a send refused for lack of a receive buffer is\n"
-     "retried (auto: device default).",
-     DCX_PARAM_TIME, limits.rnr_timer_us, 1, UINT32_MAX),
+    SOFT_PARAM(
+        "SOFT_RNR_TIMER", "auto",
+        "Soft device: delay before a send refused for lack of a receive buffer is\n"
+        "retried (auto: device default).",
+        DCX_PARAM_TIME, limits.rnr_timer_us, 1, UINT32_MAX),
 
-    SOFT_PARAM("SOFT_RNR_RETRY", "auto",
-     "Soft device: retries of a send refused for lack of a receive buffer,\n"
-     "1..6, or 7 to retry forever (auto: device default).",
-     DCX_PARAM_LIMIT, limits.rnr_retry, 1, 7),
+    SOFT_PARAM(
+        "SOFT_RNR_RETRY", "auto",
+        "Soft device: retries of a send refused for lack of a receive buffer,\n"
+        "1..6, or 7 to retry forever (auto: device default).",
+        DCX_PARAM_LIMIT, limits.rnr_retry, 1, 7),
 
-    SOFT_PARAM("SOFT_MKEY_MAX_ENTRIES", "auto",
-     "Soft device: translation entries of one strided memory key, 4..65535\n"
-     "(auto: device default, 256).",
-     DCX_PARAM_LIMIT, limits.mkey_max_entries, 4, 0xffff),
+    SOFT_PARAM(
+        "SOFT_MKEY_MAX_ENTRIES", "auto",
+        "Soft device: translation entries of one strided memory key, 4..65535\n"
+        "(auto: device default, 256).",
+        DCX_PARAM_LIMIT, limits.mkey_max_entries, 4, 0xffff),
 
-    SOFT_PARAM("SOFT_TM", "y",
-     "Soft device: offer hardware tag matching. With n the device has none,\n"
-     "like a NIC without it: UCX_DCX_TM_ENABLE=try then gives a plain SRQ and\n"
-     "=y fails, so a job can mix processes with and without offload.",
-     DCX_PARAM_BOOL_NOT, limits.tm_off, 0, 1),
+    SOFT_PARAM(
+        "SOFT_TM", "y",
+        "Soft device: offer hardware tag matching. With n the device has none,\n"
+        "like a NIC without it: UCX_DCX_TM_ENABLE=try then gives a plain SRQ and\n"
+        "=y fails, so a job can mix processes with and without offload.",
+        DCX_PARAM_BOOL_NOT, limits.tm_off, 0, 1),
 
-    SOFT_PARAM("SOFT_DIRECT", "y",
-     "Soft device: RDMA writes and reads (put/get zcopy and bcopy) are\n"
-     "executed by the initiator, copying directly between the two processes'\n"
-     "registered memory with cross-memory attach, without the target's CPU, as\n"
-     "a NIC does by DMA.  Where cross-memory attach is refused (ptrace policy,\n"
-     "seccomp, containers), with fault injection, or when disabled here, the\n"
-     "target's responder executes them.",
-     DCX_PARAM_BOOL, limits.direct, 0, 1)
-};
+    SOFT_PARAM(
+        "SOFT_DIRECT", "y",
+        "Soft device: RDMA writes and reads (put/get zcopy and bcopy) are\n"
+        "executed by the initiator, copying directly between the two processes'\n"
+        "registered memory with cross-memory attach, without the target's CPU, as\n"
+        "a NIC does by DMA.  Where cross-memory attach is refused (ptrace policy,\n"
+        "seccomp, containers), with fault injection, or when disabled here, the\n"
+        "target's responder executes them.",
+        DCX_PARAM_BOOL, limits.direct, 0, 1)};
 
 /* Listed after the backends of NICs. */
 const dcx_backend_t dcx_soft_backend = {
@@ -329,7 +353,6 @@ const dcx_backend_t dcx_soft_backend = {
     .num_params  = sizeof(soft_params) / sizeof(soft_params[0]),
     .params_size = sizeof(dcx_soft_params_t),
     .list        = soft_backend_list,
-    .open        = soft_dev_open
-};
+    .open        = soft_dev_open};
 
 DCX_BACKEND_REGISTER(dcx_soft_backend)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Soft device completion channels: the model of ibv_comp_channel.
  *
@@ -74,8 +75,8 @@ int soft_channel_create(dcx_dev_t *dev_, dcx_comp_channel_t **ch_p)
     }
     ch->super.fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     if (ch->super.fd < 0) {
-        dcx_error("%s: comp channel create: eventfd: %s",
-                  dev->super.caps.name, strerror(errno));
+        dcx_error("%s: comp channel create: eventfd: %s", dev->super.caps.name,
+                  strerror(errno));
         free(ch);
         return (errno == EMFILE) || (errno == ENFILE) ? errno : ENOMEM;
     }
@@ -180,13 +181,12 @@ int soft_cq_req_notify(dcx_cq_t *cq_)
     soft_lock(&dev->lock);
     if (!cq->armed) {
         cq->armed = 1;
-        __atomic_store_n(&dev->armed_cqs, dev->armed_cqs + 1,
-                         __ATOMIC_RELAXED);
+        __atomic_store_n(&dev->armed_cqs, dev->armed_cqs + 1, __ATOMIC_RELAXED);
     }
     /* packets already queued for us are served now: their completions
      * fire the CQ here, not after the caller went to sleep */
     soft_engine_app_sleeps(dev);
-    if (cq->armed && (cq->head != cq->tail)) {   /* (the pass may fire) */
+    if (cq->armed && (cq->head != cq->tail)) { /* (the pass may fire) */
         soft_cq_fire(cq);
     }
     soft_unlock(&dev->lock);

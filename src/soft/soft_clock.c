@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Soft device: the clock of the owner's poll stamps (see soft.h).  An
  * application that polls stamps its port on every progress call, so the
@@ -16,9 +17,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#define SOFT_CLOCK_CALIB_NS 1000000ull   /* 1 ms of counting */
+#define SOFT_CLOCK_CALIB_NS 1000000ull /* 1 ms of counting */
 
-int      soft_clock_kind = SOFT_CLOCK_NS;
+int soft_clock_kind = SOFT_CLOCK_NS;
 uint64_t soft_clock_mult;
 uint64_t soft_clock_inv;
 uint64_t soft_clock_stamp_gran = SOFT_STAMP_NS;
@@ -96,11 +97,11 @@ static void soft_clock_calibrate(void)
                   "read CLOCK_MONOTONIC");
         return;
     }
-    soft_clock_mult = ((t1 - t0) << 32) / (c1 - c0);
+    soft_clock_mult       = ((t1 - t0) << 32) / (c1 - c0);
     soft_clock_stamp_gran = (SOFT_STAMP_NS << 32) / soft_clock_mult;
     soft_clock_idle_gran  = (SOFT_APP_IDLE_NS << 32) / soft_clock_mult;
     /* rounded down: soft_clock_after() comes out early, never late */
-    soft_clock_inv  = ((c1 - c0) << 16) / (t1 - t0);
+    soft_clock_inv        = ((c1 - c0) << 16) / (t1 - t0);
     dcx_debug("soft: poll stamps use the time-stamp counter (%llu ticks/us)",
               (unsigned long long)((c1 - c0) * 1000ull / (t1 - t0)));
 #endif
@@ -120,9 +121,9 @@ uint64_t soft_clock_rebase(soft_dev_t *dev)
     if (__atomic_load_n(&soft_clock_mult, __ATOMIC_RELAXED) == 0) {
         return soft_now_ns();
     }
-    a = soft_clock_now();
-    t = soft_now_ns();
-    b = soft_clock_now();
+    a             = soft_clock_now();
+    t             = soft_now_ns();
+    b             = soft_clock_now();
     dev->clk_tick = a + (b - a) / 2;
     dev->clk_ns   = t;
     return t;
@@ -136,4 +137,3 @@ void soft_clock_init(void)
 {
     pthread_once(&soft_clock_once, soft_clock_calibrate);
 }
-

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Soft device: its clocks (soft_clock.c).  Included by soft.h only, after
  * the device and port types it reads, which is why it has no includes of
@@ -11,22 +12,25 @@
 #error "soft_clock.h is included by soft.h"
 #endif
 
-uint64_t soft_now_ns(void);   /* soft_fabric.c: CLOCK_MONOTONIC */
+uint64_t soft_now_ns(void); /* soft_fabric.c: CLOCK_MONOTONIC */
 
 /* soft_clock.c: the clock of the owner's poll stamps.  Where the CPU has
  * an invariant time-stamp counter every process of the host reads the same
  * counter, so a stamp costs one instruction; elsewhere it is
  * CLOCK_MONOTONIC nanoseconds.  A port records its kind; a peer whose kind
  * differs treats the owner as polling (its helper naps and looks by itself). */
-enum { SOFT_CLOCK_NS = 1, SOFT_CLOCK_TSC = 2 };
+enum {
+    SOFT_CLOCK_NS  = 1,
+    SOFT_CLOCK_TSC = 2
+};
 
-extern int      soft_clock_kind;      /* set by soft_clock_init() */
-extern uint64_t soft_clock_mult;      /* TSC: ns per tick, 32.32 fixed */
-extern uint64_t soft_clock_inv;       /* TSC: ticks per ns, 48.16, floor */
+extern int soft_clock_kind;            /* set by soft_clock_init() */
+extern uint64_t soft_clock_mult;       /* TSC: ns per tick, 32.32 fixed */
+extern uint64_t soft_clock_inv;        /* TSC: ticks per ns, 48.16, floor */
 extern uint64_t soft_clock_stamp_gran; /* SOFT_STAMP_NS in clock units */
 extern uint64_t soft_clock_idle_gran;  /* SOFT_APP_IDLE_NS in clock units */
 
-void     soft_clock_init(void);
+void soft_clock_init(void);
 
 static inline uint64_t soft_clock_now(void)
 {
@@ -41,7 +45,7 @@ static inline uint64_t soft_clock_now(void)
     return soft_now_ns();
 }
 
-#define SOFT_CLOCK_AFTER_MAX (1ull << 30)   /* ~1 s: soft_clock_after() */
+#define SOFT_CLOCK_AFTER_MAX (1ull << 30) /* ~1 s: soft_clock_after() */
 
 /* The soft_clock_now() reading 'ns' nanoseconds after the reading 'clk'
  * (at most ~1 s: a farther time comes back as ~1 s, which is early, never
@@ -80,9 +84,9 @@ static inline uint64_t soft_clock_after(uint64_t ns)
  * well under a microsecond, against timers of tens of microseconds and
  * more.  Without an invariant counter it is soft_now_ns().  Engine lock
  * held (the pair is the device's). */
-#define SOFT_CLOCK_REBASE_SHIFT 22   /* ~1.6 ms at 2.6 GHz */
+#define SOFT_CLOCK_REBASE_SHIFT 22 /* ~1.6 ms at 2.6 GHz */
 
-uint64_t soft_clock_rebase(soft_dev_t *dev);   /* soft_clock.c */
+uint64_t soft_clock_rebase(soft_dev_t *dev); /* soft_clock.c */
 
 /* The clock of a post, and in *clk_p the soft_clock_now() reading it came
  * from (or one taken just before): the light post derives the time of its
@@ -135,7 +139,7 @@ static inline uint64_t soft_port_poll_age(const soft_port_hdr_t *hdr)
         return (uint64_t)delta;
     }
     if ((uint64_t)delta >> 31) {
-        return UINT64_MAX >> 1;   /* a second or more: "long ago" */
+        return UINT64_MAX >> 1; /* a second or more: "long ago" */
     }
     return ((uint64_t)delta * soft_clock_mult) >> 32;
 }

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Soft device: completion queues.  Completions are queued by the engine
  * (under the engine lock) and drained by polls; a poll first looks at the
@@ -20,8 +21,8 @@ __attribute__((noinline)) void soft_cq_overrun(soft_cq_t *cq, uint32_t qp_num)
 {
     if (!cq->overrun) {
         dcx_error("%s: cq %p overrun (%u entries): completion of qp 0x%x "
-                  "lost, qp moved to error", cq->dev->super.caps.name,
-                  (void *)cq, cq->super.cqe, qp_num);
+                  "lost, qp moved to error",
+                  cq->dev->super.caps.name, (void *)cq, cq->super.cqe, qp_num);
     }
     cq->overrun = 1;
 }
@@ -64,7 +65,7 @@ static inline int soft_cq_drain(soft_cq_t *cq, int max, dcx_wc_t *wc)
         cq->head++;
     }
     if (cq->overrun && (cq->head == cq->tail)) {
-        cq->overrun = 0;   /* drained: a new overrun is logged again */
+        cq->overrun = 0; /* drained: a new overrun is logged again */
     }
     return n;
 }
@@ -104,9 +105,10 @@ soft_cq_poll_locked(soft_cq_t *cq, soft_cq_t *other, int max, dcx_wc_t *wc,
  * with nothing for it and both CQs empty the poll ends there.  Otherwise
  * one lock round (soft_cq_poll_locked), with a pass only if the look asked
  * for one. */
-static __attribute__((noinline)) int
-soft_cq_poll_busy(soft_cq_t *cq, soft_cq_t *other, int max, dcx_wc_t *wc,
-                  int *n_other_p)
+static __attribute__((noinline)) int soft_cq_poll_busy(soft_cq_t *cq,
+                                                       soft_cq_t *other,
+                                                       int max, dcx_wc_t *wc,
+                                                       int *n_other_p)
 {
     soft_dev_t *dev = cq->dev;
     uint64_t clk    = 0;
@@ -167,8 +169,8 @@ int soft_cq_create(dcx_dev_t *dev_, uint32_t cqe, dcx_cq_t **cq_p)
     uint32_t size = 1;
 
     if ((cqe == 0) || (cqe > dev->limits.max_cqe)) {
-        dcx_error("%s: cq create: cqe %u not in [1, %u]",
-                  dev->super.caps.name, cqe, dev->limits.max_cqe);
+        dcx_error("%s: cq create: cqe %u not in [1, %u]", dev->super.caps.name,
+                  cqe, dev->limits.max_cqe);
         return EINVAL;
     }
     while (size < cqe) {
@@ -218,4 +220,3 @@ int soft_cq_destroy(dcx_cq_t *cq_)
     free(cq);
     return 0;
 }
-

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Soft device: open/close, capabilities, PD, MR, SRQ and AH (the backend's
  * knobs and listing are in soft_backend.c, CQs in soft_cq.c, the engine's
@@ -83,20 +84,21 @@ static int soft_mr_check_mapping(const char *name, uintptr_t start,
     f = fopen("/proc/self/maps", "re");
     if (f == NULL) {
         dcx_debug("%s: mr reg: cannot read /proc/self/maps (%s): mapping "
-                  "not checked", name, strerror(errno));
+                  "not checked",
+                  name, strerror(errno));
         return 0;
     }
     while ((cur < end) && (fgets(line, sizeof(line), f) != NULL)) {
         int start_of_line = eol;
 
-        eol = (strchr(line, '\n') != NULL);   /* long paths: many pieces */
+        eol = (strchr(line, '\n') != NULL); /* long paths: many pieces */
         if (!start_of_line ||
             (sscanf(line, "%lx-%lx %7s", &lo, &hi, perms) != 3) ||
             (hi <= cur)) {
             continue;
         }
         if (lo > cur) {
-            break;   /* a hole at cur */
+            break; /* a hole at cur */
         }
         if (perms[0] != 'r') {
             what = "is not readable";
@@ -158,11 +160,11 @@ int soft_key_insert(soft_dev_t *dev, soft_mr_t *mr, const char *what)
         pthread_mutex_unlock(&dev->mr_lock);
         free(old);
     }
-    dev->mr_gen       = (dev->mr_gen + 1) & 0xff;
-    mr->super.lkey    = (idx << 8) | dev->mr_gen;
-    mr->super.rkey    = mr->super.lkey;
+    dev->mr_gen    = (dev->mr_gen + 1) & 0xff;
+    mr->super.lkey = (idx << 8) | dev->mr_gen;
+    mr->super.rkey = mr->super.lkey;
     pthread_mutex_lock(&dev->mr_lock);
-    dev->mrs[idx]     = mr;
+    dev->mrs[idx] = mr;
     if (mr->mkey == NULL) {
         if ((dev->mr_hi == 0) || (mr->start < dev->mr_lo)) {
             __atomic_store_n(&dev->mr_lo, mr->start, __ATOMIC_RELEASE);
@@ -198,13 +200,13 @@ void soft_key_remove(soft_dev_t *dev, soft_mr_t *mr)
     soft_unlock(&dev->lock);
 }
 
-static int soft_mr_reg(dcx_pd_t *pd, void *addr, size_t length,
-                       uint32_t access, dcx_mr_t **mr_p)
+static int soft_mr_reg(dcx_pd_t *pd, void *addr, size_t length, uint32_t access,
+                       dcx_mr_t **mr_p)
 {
     const uint32_t all = DCX_ACCESS_LOCAL_WRITE | DCX_ACCESS_REMOTE_WRITE |
                          DCX_ACCESS_REMOTE_READ | DCX_ACCESS_REMOTE_ATOMIC;
-    soft_dev_t *dev    = soft_dev(pd->dev);
-    const char *name   = dev->super.caps.name;
+    soft_dev_t *dev  = soft_dev(pd->dev);
+    const char *name = dev->super.caps.name;
     soft_mr_t *mr;
 
     if (access & ~all) {
@@ -223,13 +225,11 @@ static int soft_mr_reg(dcx_pd_t *pd, void *addr, size_t length,
         return EINVAL;
     }
     if ((uintptr_t)addr + length < (uintptr_t)addr) {
-        dcx_error("%s: mr reg %p/%zu: range wraps around", name, addr,
-                  length);
+        dcx_error("%s: mr reg %p/%zu: range wraps around", name, addr, length);
         return EINVAL;
     }
     if ((length != 0) &&
-        (soft_mr_check_mapping(name, (uintptr_t)addr,
-                               (uintptr_t)addr + length,
+        (soft_mr_check_mapping(name, (uintptr_t)addr, (uintptr_t)addr + length,
                                !!(access & (DCX_ACCESS_LOCAL_WRITE |
                                             DCX_ACCESS_REMOTE_WRITE |
                                             DCX_ACCESS_REMOTE_ATOMIC))) != 0)) {
@@ -241,12 +241,12 @@ static int soft_mr_reg(dcx_pd_t *pd, void *addr, size_t length,
         return ENOMEM;
     }
 
-    mr->super.pd      = pd;
-    mr->super.addr    = addr;
-    mr->super.length  = length;
-    mr->super.access  = access;
-    mr->start         = (uint64_t)(uintptr_t)addr;
-    mr->end           = mr->start + length;
+    mr->super.pd     = pd;
+    mr->super.addr   = addr;
+    mr->super.length = length;
+    mr->super.access = access;
+    mr->start        = (uint64_t)(uintptr_t)addr;
+    mr->end          = mr->start + length;
     if (soft_key_insert(dev, mr, "mr reg") != 0) {
         free(mr);
         return ENOMEM;
@@ -283,7 +283,7 @@ static inline void soft_srq_push(soft_srq_t *srq, uint64_t wr_id,
     wqe->wr_id   = wr_id;
     wqe->num_sge = num_sge;
     if (num_sge == 1) {
-        wqe->sge[0] = sg_list[0];   /* the transport's one buffer: no call */
+        wqe->sge[0] = sg_list[0]; /* the transport's one buffer: no call */
     } else {
         memcpy(wqe->sge, sg_list, num_sge * sizeof(*sg_list));
     }
@@ -304,9 +304,8 @@ static int soft_srq_post_recv(dcx_srq_t *srq_, uint64_t wr_id,
     soft_dev_t *dev = srq->dev;
 
     if (num_sge > srq->super.max_sge) {
-        dcx_error("%s: srq %p post recv: %u sge > max %u",
-                  dev->super.caps.name, (void *)srq, num_sge,
-                  srq->super.max_sge);
+        dcx_error("%s: srq %p post recv: %u sge > max %u", dev->super.caps.name,
+                  (void *)srq, num_sge, srq->super.max_sge);
         return EINVAL;
     }
     soft_lock(&dev->lock);
@@ -343,7 +342,7 @@ static int soft_srq_post_recv_list(dcx_srq_t *srq_, const dcx_recv_t *list,
         wqe->sge[0]  = list[i].sge;
         tpos         = (tpos + 1 == srq->size) ? 0 : tpos + 1;
     }
-    srq->tpos  = tpos;
+    srq->tpos = tpos;
     srq->tail += n;
     soft_unlock(&srq->dev->lock);
     *posted_p = n;
@@ -369,9 +368,9 @@ static int soft_srq_create(dcx_pd_t *pd, const dcx_srq_attr_t *attr,
     if ((attr->max_wr == 0) || (attr->max_wr > dev->limits.max_srq_wr) ||
         (attr->max_sge > dev->limits.max_sge) || (attr->cq == NULL)) {
         dcx_error("%s: srq create: max_wr %u (1..%u), max_sge %u (<= %u), "
-                  "cq %p: invalid", name, attr->max_wr,
-                  dev->limits.max_srq_wr, attr->max_sge, dev->limits.max_sge,
-                  (void *)attr->cq);
+                  "cq %p: invalid",
+                  name, attr->max_wr, dev->limits.max_srq_wr, attr->max_sge,
+                  dev->limits.max_sge, (void *)attr->cq);
         return EINVAL;
     }
     srq = calloc(1, sizeof(*srq));
@@ -383,16 +382,16 @@ static int soft_srq_create(dcx_pd_t *pd, const dcx_srq_attr_t *attr,
         dcx_error("%s: srq create: out of memory", name);
         return ENOMEM;
     }
-    srq->super.dev       = pd->dev;
-    srq->super.pd        = pd;
-    srq->super.max_wr    = attr->max_wr;
-    srq->super.max_sge   = attr->max_sge ? attr->max_sge : 1;
-    srq->super.post_recv = soft_srq_post_recv;
+    srq->super.dev            = pd->dev;
+    srq->super.pd             = pd;
+    srq->super.max_wr         = attr->max_wr;
+    srq->super.max_sge        = attr->max_sge ? attr->max_sge : 1;
+    srq->super.post_recv      = soft_srq_post_recv;
     srq->super.post_recv_list = soft_srq_post_recv_list;
-    srq->super.tm_post   = dcx_srq_tm_post_none;
-    srq->dev             = dev;
-    srq->cq              = (soft_cq_t *)attr->cq;
-    srq->size            = attr->max_wr;
+    srq->super.tm_post        = dcx_srq_tm_post_none;
+    srq->dev                  = dev;
+    srq->cq                   = (soft_cq_t *)attr->cq;
+    srq->size                 = attr->max_wr;
     if (attr->type == DCX_SRQ_TM) {
         int ret = soft_tm_create(srq, attr);
 
@@ -538,7 +537,7 @@ static void soft_close(dcx_dev_t *dev_)
                  dev->super.caps.name, dev->num_objs, dev->num_pds,
                  dev->num_mr_used);
     }
-    soft_dmap_cleanup(dev);   /* peers' allocations we mapped */
+    soft_dmap_cleanup(dev); /* peers' allocations we mapped */
     soft_alloc_cleanup(dev);
     soft_peers_free(dev);
     soft_port_destroy(dev);
@@ -560,39 +559,40 @@ static int soft_dev_traffic(dcx_dev_t *dev, char *buf, size_t len)
     if (ret != 0) {
         return ret;
     }
-    snprintf(buf, len, "tx %" PRIu64 " packets %" PRIu64 " bytes, rx %"
-             PRIu64 " packets %" PRIu64 " bytes, %" PRIu64 " retransmits, %"
-             PRIu64 " rnr naks, %" PRIu64 " remote access errors; direct %"
-             PRIu64 " writes %" PRIu64 " reads (%" PRIu64 " through "
-             "mappings)", st.tx_packets, st.tx_bytes, st.rx_packets,
-             st.rx_bytes, st.retransmits, st.rnr_naks_sent,
-             st.remote_access_errors, st.direct_writes, st.direct_reads,
-             st.direct_mapped);
+    snprintf(buf, len,
+             "tx %" PRIu64 " packets %" PRIu64 " bytes, rx %" PRIu64
+             " packets %" PRIu64 " bytes, %" PRIu64 " retransmits, %" PRIu64
+             " rnr naks, %" PRIu64 " remote access errors; direct %" PRIu64
+             " writes %" PRIu64 " reads (%" PRIu64 " through "
+             "mappings)",
+             st.tx_packets, st.tx_bytes, st.rx_packets, st.rx_bytes,
+             st.retransmits, st.rnr_naks_sent, st.remote_access_errors,
+             st.direct_writes, st.direct_reads, st.direct_mapped);
     return 0;
 }
 
 static const dcx_dev_ops_t soft_dev_ops = {
-    .close        = soft_close,
-    .port_addr    = soft_port_addr,
-    .addr_check   = soft_addr_check_op,
-    .progress     = soft_dev_progress,
-    .pd_alloc     = soft_pd_alloc,
-    .pd_free      = soft_pd_free,
-    .mr_reg       = soft_mr_reg,
-    .mr_dereg     = soft_mr_dereg,
-    .mkey_create  = soft_mkey_create,
-    .mkey_destroy = soft_mkey_destroy,
-    .mem_unmapped = soft_mem_unmapped,
-    .cq_create    = soft_cq_create,
-    .cq_destroy   = soft_cq_destroy,
-    .srq_create   = soft_srq_create,
-    .srq_destroy  = soft_srq_destroy,
-    .ah_create    = soft_ah_create,
-    .ah_destroy   = soft_ah_destroy,
-    .qp_create    = soft_qp_create,
-    .qp_destroy   = soft_qp_destroy,
-    .qp_set_error = soft_qp_set_error,
-    .qp_recover   = soft_qp_recover,
+    .close                  = soft_close,
+    .port_addr              = soft_port_addr,
+    .addr_check             = soft_addr_check_op,
+    .progress               = soft_dev_progress,
+    .pd_alloc               = soft_pd_alloc,
+    .pd_free                = soft_pd_free,
+    .mr_reg                 = soft_mr_reg,
+    .mr_dereg               = soft_mr_dereg,
+    .mkey_create            = soft_mkey_create,
+    .mkey_destroy           = soft_mkey_destroy,
+    .mem_unmapped           = soft_mem_unmapped,
+    .cq_create              = soft_cq_create,
+    .cq_destroy             = soft_cq_destroy,
+    .srq_create             = soft_srq_create,
+    .srq_destroy            = soft_srq_destroy,
+    .ah_create              = soft_ah_create,
+    .ah_destroy             = soft_ah_destroy,
+    .qp_create              = soft_qp_create,
+    .qp_destroy             = soft_qp_destroy,
+    .qp_set_error           = soft_qp_set_error,
+    .qp_recover             = soft_qp_recover,
     .comp_channel_create    = soft_channel_create,
     .comp_channel_destroy   = soft_channel_destroy,
     .cq_create_ch           = soft_cq_create_ch,
@@ -600,30 +600,25 @@ static const dcx_dev_ops_t soft_dev_ops = {
     .comp_channel_get_event = soft_channel_get_event,
     .mem_alloc              = soft_alloc_mem,
     .mem_free               = soft_alloc_free,
-    .traffic                = soft_dev_traffic
-};
+    .traffic                = soft_dev_traffic};
 
 static void soft_fill_caps(soft_dev_t *dev, const dcx_dev_info_t *info)
 {
-    dcx_dev_caps_t *caps = &dev->super.caps;
+    dcx_dev_caps_t *caps       = &dev->super.caps;
     const dcx_soft_limits_t *l = &dev->limits;
 
     snprintf(caps->name, sizeof(caps->name), "%s", info->name);
     snprintf(caps->fw_ver, sizeof(caps->fw_ver), "soft-%u.0", SOFT_VERSION);
     /* the responder runs in the target process and executes atomics with
      * the CPU's atomic instructions on the target's memory */
-    caps->flags            = DCX_CAP_DC | DCX_CAP_HELPER |
-                             DCX_CAP_ATOMIC_HOST | DCX_CAP_NO_PIN |
-                             DCX_CAP_CQ_EVENT | DCX_CAP_MKEY_STRIDE |
-                             DCX_CAP_MEM_ALLOC |
-                             (l->tm_off ? 0 : DCX_CAP_TM);
-    caps->atomic_flags     = DCX_ATOMIC_FADD64 | DCX_ATOMIC_CSWAP64 |
-                             DCX_ATOMIC_MASKED_FADD32 |
-                             DCX_ATOMIC_MASKED_FADD64 |
-                             DCX_ATOMIC_MASKED_CSWAP32 |
-                             DCX_ATOMIC_MASKED_CSWAP64;
-    caps->vendor_id        = 0x02c9;     /* Mellanox */
-    caps->vendor_part_id   = 0xd5f0;     /* not a real part: "soft" */
+    caps->flags = DCX_CAP_DC | DCX_CAP_HELPER | DCX_CAP_ATOMIC_HOST |
+                  DCX_CAP_NO_PIN | DCX_CAP_CQ_EVENT | DCX_CAP_MKEY_STRIDE |
+                  DCX_CAP_MEM_ALLOC | (l->tm_off ? 0 : DCX_CAP_TM);
+    caps->atomic_flags = DCX_ATOMIC_FADD64 | DCX_ATOMIC_CSWAP64 |
+                         DCX_ATOMIC_MASKED_FADD32 | DCX_ATOMIC_MASKED_FADD64 |
+                         DCX_ATOMIC_MASKED_CSWAP32 | DCX_ATOMIC_MASKED_CSWAP64;
+    caps->vendor_id        = 0x02c9; /* Mellanox */
+    caps->vendor_part_id   = 0xd5f0; /* not a real part: "soft" */
     caps->max_qp_wr        = l->max_qp_wr;
     caps->max_srq_wr       = l->max_srq_wr;
     caps->max_cqe          = l->max_cqe;
@@ -682,13 +677,14 @@ int soft_dev_open(const dcx_dev_info_t *info, dcx_dev_t **dev_p)
     dev->super.backend = &dcx_soft_backend;
     soft_fill_caps(dev, info);
     snprintf(dev->fabric, sizeof(dev->fabric), "%s", si->fabric);
-    dev->pid  = (uint32_t)getpid();
-    dev->uid  = (uint32_t)getuid();
-    dev->host = soft_host_id();
+    dev->pid         = (uint32_t)getpid();
+    dev->uid         = (uint32_t)getuid();
+    dev->host        = soft_host_id();
     dev->fabric_hash = soft_fabric_hash(dev->fabric);
     /* 16 bits in the address; the token tells reused numbers apart */
     dev->inst = (__atomic_add_fetch(&soft_inst_counter, 1, __ATOMIC_RELAXED) %
-                 0xffffu) + 1;
+                 0xffffu) +
+                1;
     dev->max_qps      = dev->limits.max_dci + 1024;
     dev->resp_credits = SOFT_RING_SLOTS - 1;
     soft_lock_init(&dev->lock);
@@ -747,14 +743,10 @@ int dcx_soft_stats(dcx_dev_t *dev_, dcx_soft_stats_t *stats)
     soft_unlock(&dev->lock);
     stats->helper_wakeups = __atomic_load_n(&dev->helper_wakeups,
                                             __ATOMIC_RELAXED);
-    stats->futex_wakes   += __atomic_load_n(&dev->futex_wakes,
-                                            __ATOMIC_RELAXED);
-    stats->helper_naps    = __atomic_load_n(&dev->helper_naps,
-                                            __ATOMIC_RELAXED);
-    stats->helper_passes  = __atomic_load_n(&dev->helper_passes,
-                                            __ATOMIC_RELAXED);
-    stats->lock_waits     = __atomic_load_n(&dev->lock.waits,
-                                            __ATOMIC_RELAXED);
+    stats->futex_wakes += __atomic_load_n(&dev->futex_wakes, __ATOMIC_RELAXED);
+    stats->helper_naps   = __atomic_load_n(&dev->helper_naps, __ATOMIC_RELAXED);
+    stats->helper_passes = __atomic_load_n(&dev->helper_passes,
+                                           __ATOMIC_RELAXED);
+    stats->lock_waits    = __atomic_load_n(&dev->lock.waits, __ATOMIC_RELAXED);
     return 0;
 }
-

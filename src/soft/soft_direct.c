@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Soft device: RDMA WRITE and READ executed by the initiator, as a NIC
  * executes them by DMA: one copy between the two processes' registered
@@ -88,8 +89,8 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-#define SOFT_DIRECT_WAIT_NS      1000000000ull
-#define SOFT_DIRECT_LIVENESS_NS  1000000ull
+#define SOFT_DIRECT_WAIT_NS     1000000000ull
+#define SOFT_DIRECT_LIVENESS_NS 1000000ull
 
 static int soft_direct_none(soft_qp_t *qp, soft_swqe_t *w)
 {
@@ -99,7 +100,8 @@ static int soft_direct_none(soft_qp_t *qp, soft_swqe_t *w)
 size_t soft_direct_area_size(const soft_dev_t *dev)
 {
     return dev->limits.direct ?
-           ((sizeof(soft_direct_area_t) + 4095u) & ~(size_t)4095u) : 0;
+               ((sizeof(soft_direct_area_t) + 4095u) & ~(size_t)4095u) :
+               0;
 }
 
 static inline soft_direct_area_t *soft_direct_area_of(soft_port_hdr_t *hdr,
@@ -204,7 +206,8 @@ void soft_direct_fault_changed(soft_dev_t *dev)
     /* our responder must see the packets a fault rule is about */
     __atomic_store_n(&dev->direct->enabled,
                      (dev->fault.rule.type == DCX_SOFT_FAULT_NONE) &&
-                     !dev->killed, __ATOMIC_RELEASE);
+                         !dev->killed,
+                     __ATOMIC_RELEASE);
 }
 
 /* Waits until no initiator is copying under key (0: any key) in a chunk
@@ -215,7 +218,7 @@ void soft_direct_quiesce(soft_dev_t *dev, uint32_t key)
     uint64_t gen[SOFT_DIRECT_SLOTS];
     uint32_t busy[SOFT_DIRECT_SLOTS];
     uint64_t start_ns = 0, check_ns = 0, now;
-    unsigned i, pending = 0;
+    unsigned i, pending             = 0;
 
     if (area == NULL) {
         return;
@@ -249,18 +252,15 @@ void soft_direct_quiesce(soft_dev_t *dev, uint32_t key)
             }
             if ((now >= check_ns) &&
                 !soft_pid_alive(__atomic_load_n(&s->pid, __ATOMIC_RELAXED),
-                                __atomic_load_n(&s->start,
-                                                __ATOMIC_RELAXED))) {
-                uint64_t owner = __atomic_load_n(&s->owner,
-                                                 __ATOMIC_RELAXED);
+                                __atomic_load_n(&s->start, __ATOMIC_RELAXED))) {
+                uint64_t owner = __atomic_load_n(&s->owner, __ATOMIC_RELAXED);
 
                 dcx_debug("%s: initiator pid %u died copying under key 0x%x:"
-                          " marker reclaimed", dev->super.caps.name, s->pid,
-                          k);
+                          " marker reclaimed",
+                          dev->super.caps.name, s->pid, k);
                 __atomic_store_n(&s->key, 0, __ATOMIC_RELAXED);
                 __atomic_compare_exchange_n(&s->owner, &owner, 0, 0,
-                                            __ATOMIC_RELEASE,
-                                            __ATOMIC_RELAXED);
+                                            __ATOMIC_RELEASE, __ATOMIC_RELAXED);
                 busy[i] = 0;
                 continue;
             }
@@ -291,8 +291,8 @@ unsigned soft_direct_inflight(soft_dev_t *dev)
         return 0;
     }
     for (i = 0; i < SOFT_DIRECT_SLOTS; ++i) {
-        n += (__atomic_load_n(&dev->direct->slots[i].key,
-                              __ATOMIC_ACQUIRE) != 0);
+        n += (__atomic_load_n(&dev->direct->slots[i].key, __ATOMIC_ACQUIRE) !=
+              0);
     }
     return n;
 }
@@ -352,8 +352,8 @@ static void soft_direct_mr_read(soft_direct_area_t *area, uint32_t rkey,
 /* The entry grants 'access' over [addr, addr + len) (and, for a copy
  * through a mapping, still lies in the allocation the mapping is of). */
 static inline int soft_direct_mr_ok(soft_direct_area_t *area, uint32_t rkey,
-                             uint32_t access, uint64_t addr, uint64_t len,
-                             const soft_dmap_ent_t *map)
+                                    uint32_t access, uint64_t addr,
+                                    uint64_t len, const soft_dmap_ent_t *map)
 {
     soft_dmr_view_t v;
 
@@ -390,7 +390,7 @@ static unsigned soft_direct_local_iov(soft_swqe_t *w, uint64_t off,
         iov[n].iov_len  = chunk;
         ++n;
         len -= chunk;
-        off  = 0;
+        off = 0;
     }
     return n;
 }
@@ -435,13 +435,13 @@ static soft_dslot_t *soft_direct_claim(soft_dev_t *dev,
     return NULL;
 }
 
-__attribute__((noinline)) static void soft_direct_refused(soft_dev_t *dev,
-                                               soft_peer_t *peer, int err)
+__attribute__((noinline)) static void
+soft_direct_refused(soft_dev_t *dev, soft_peer_t *peer, int err)
 {
     peer->direct_off = 1;
     dcx_debug("%s: cross-memory attach to pid %u refused (%s): one-sided "
-              "operations to it go through its responder", dev->super.caps.name,
-              peer->pid, strerror(err));
+              "operations to it go through its responder",
+              dev->super.caps.name, peer->pid, strerror(err));
 }
 
 /* The mapping to copy through for w, or NULL for cross-memory attach: the
@@ -513,7 +513,8 @@ soft_direct_plan(soft_qp_t *qp, soft_swqe_t *w, soft_direct_area_t **areap,
     soft_dev_t *dev   = qp->dev;
     soft_peer_t *peer = w->peer;
     uint32_t access   = (w->wr.opcode == DCX_WR_RDMA_WRITE) ?
-                        DCX_ACCESS_REMOTE_WRITE : DCX_ACCESS_REMOTE_READ;
+                            DCX_ACCESS_REMOTE_WRITE :
+                            DCX_ACCESS_REMOTE_READ;
     uint32_t rkey     = w->wr.rkey;
     soft_direct_area_t *area;
     soft_port_hdr_t *hdr;
@@ -526,8 +527,7 @@ soft_direct_plan(soft_qp_t *qp, soft_swqe_t *w, soft_direct_area_t **areap,
         ((hdr = soft_peer_map(dev, peer)) == NULL) ||
         __atomic_load_n(&hdr->killed, __ATOMIC_ACQUIRE) ||
         ((area = soft_direct_area_of(hdr, peer->map_size)) == NULL) ||
-        !soft_direct_dct_ok(area, w->wr.dest.dctn, w->wr.dest.dc_key,
-                            access) ||
+        !soft_direct_dct_ok(area, w->wr.dest.dctn, w->wr.dest.dc_key, access) ||
         !soft_direct_local_plain(dev, w)) {
         return 0;
     }
@@ -554,7 +554,8 @@ soft_direct_plan(soft_qp_t *qp, soft_swqe_t *w, soft_direct_area_t **areap,
 static int soft_direct_ready(soft_qp_t *qp, soft_swqe_t *w)
 {
     uint32_t access = (w->wr.opcode == DCX_WR_RDMA_WRITE) ?
-                      DCX_ACCESS_REMOTE_WRITE : DCX_ACCESS_REMOTE_READ;
+                          DCX_ACCESS_REMOTE_WRITE :
+                          DCX_ACCESS_REMOTE_READ;
     soft_direct_area_t *area;
     soft_dmap_ent_t *map;
 
@@ -596,12 +597,12 @@ static inline void soft_direct_unmark(soft_dev_t *dev, uint32_t in_engine)
  * (the caller completes it successfully), 0 to use the packet path. */
 static int soft_direct_exec(soft_qp_t *qp, soft_swqe_t *w)
 {
-    soft_dev_t *dev  = qp->dev;
+    soft_dev_t *dev   = qp->dev;
     soft_peer_t *peer = w->peer;
-    int is_write     = (w->wr.opcode == DCX_WR_RDMA_WRITE);
-    uint32_t access  = is_write ? DCX_ACCESS_REMOTE_WRITE :
-                                  DCX_ACCESS_REMOTE_READ;
-    uint32_t rkey    = w->wr.rkey;
+    int is_write      = (w->wr.opcode == DCX_WR_RDMA_WRITE);
+    uint32_t access   = is_write ? DCX_ACCESS_REMOTE_WRITE :
+                                   DCX_ACCESS_REMOTE_READ;
+    uint32_t rkey     = w->wr.rkey;
     struct iovec liov[SOFT_MAX_RECV_SGE + 1], riov;
     soft_dmap_ent_t *map;
     soft_direct_area_t *area;
@@ -615,7 +616,7 @@ static int soft_direct_exec(soft_qp_t *qp, soft_swqe_t *w)
     if (!soft_direct_plan(qp, w, &area, &map)) {
         goto fallback;
     }
-    in_engine = soft_direct_mark(dev, w);   /* marked while a slot is ours */
+    in_engine = soft_direct_mark(dev, w); /* marked while a slot is ours */
     if ((slot = soft_direct_claim(dev, area)) == NULL) {
         soft_direct_unmark(dev, in_engine);
         goto fallback;
@@ -625,7 +626,7 @@ static int soft_direct_exec(soft_qp_t *qp, soft_swqe_t *w)
         if (len > SOFT_DIRECT_CHUNK) {
             len = SOFT_DIRECT_CHUNK;
         }
-        __atomic_store_n(&slot->key, rkey, __ATOMIC_SEQ_CST);   /* intent */
+        __atomic_store_n(&slot->key, rkey, __ATOMIC_SEQ_CST); /* intent */
         if (!soft_direct_mr_ok(area, rkey, access, w->wr.remote_addr,
                                w->total_len, map)) {
             goto release;
@@ -638,10 +639,10 @@ static int soft_direct_exec(soft_qp_t *qp, soft_swqe_t *w)
         } else {
             riov.iov_base = (void *)(uintptr_t)(w->wr.remote_addr + off);
             riov.iov_len  = len;
-            ret = is_write ?
-                  process_vm_writev((pid_t)peer->pid, liov, niov, &riov, 1,
-                                    0) :
-                  process_vm_readv((pid_t)peer->pid, liov, niov, &riov, 1, 0);
+            ret = is_write ? process_vm_writev((pid_t)peer->pid, liov, niov,
+                                               &riov, 1, 0) :
+                             process_vm_readv((pid_t)peer->pid, liov, niov,
+                                              &riov, 1, 0);
             err = (ret < 0) ? errno : 0;
         }
         __atomic_store_n(&slot->gen, slot->gen + 1, __ATOMIC_RELAXED);
@@ -661,7 +662,7 @@ static int soft_direct_exec(soft_qp_t *qp, soft_swqe_t *w)
         dev->stats.direct_reads++;
     }
     dev->stats.direct_mapped += (map != NULL);
-    dev->stats.direct_bytes  += w->total_len;
+    dev->stats.direct_bytes += w->total_len;
     return 1;
 
 release:
@@ -676,10 +677,11 @@ fallback:
 static int soft_direct_probe(soft_dev_t *dev)
 {
     uint64_t src = 0x6469726563740a00ull, dst = 0;
-    struct iovec l = { &dst, sizeof(dst) }, r = { &src, sizeof(src) };
+    struct iovec l = {&dst, sizeof(dst)}, r = {&src, sizeof(src)};
 
     if ((process_vm_readv((pid_t)dev->pid, &l, 1, &r, 1, 0) !=
-         (ssize_t)sizeof(dst)) || (dst != src)) {
+         (ssize_t)sizeof(dst)) ||
+        (dst != src)) {
         dcx_debug("%s: cross-memory attach is not available (%s): RDMA "
                   "WRITE/READ go through the target's responder",
                   dev->super.caps.name, strerror(errno));
@@ -689,7 +691,8 @@ static int soft_direct_probe(soft_dev_t *dev)
     r.iov_base = &dst;
     dst        = 0;
     if ((process_vm_writev((pid_t)dev->pid, &l, 1, &r, 1, 0) !=
-         (ssize_t)sizeof(dst)) || (dst != src)) {
+         (ssize_t)sizeof(dst)) ||
+        (dst != src)) {
         dcx_debug("%s: process_vm_writev is not available (%s): RDMA "
                   "WRITE/READ go through the target's responder",
                   dev->super.caps.name, strerror(errno));
@@ -707,7 +710,7 @@ static void soft_direct_life_init(soft_dev_t *dev, soft_dlife_t *l)
 
     l->tid    = 0;
     l->robust = 0;
-    ret = pthread_mutexattr_init(&attr);
+    ret       = pthread_mutexattr_init(&attr);
     if (ret == 0) {
         ret = pthread_mutexattr_setpshared(&attr, PTHREAD_PROCESS_SHARED);
         if (ret == 0) {
@@ -721,7 +724,8 @@ static void soft_direct_life_init(soft_dev_t *dev, soft_dlife_t *l)
     if (ret != 0) {
         dcx_debug("%s: no robust process-shared mutex (%s): peers copying "
                   "into our allocations ask the kernel whether we are alive "
-                  "on every operation", dev->super.caps.name, strerror(ret));
+                  "on every operation",
+                  dev->super.caps.name, strerror(ret));
         return;
     }
     l->robust = 1;
@@ -739,8 +743,7 @@ void soft_direct_life_begin(soft_dev_t *dev)
     l   = &dev->direct->life;
     ret = pthread_mutex_lock(&l->lock);
     if (ret != 0) {
-        dcx_debug("%s: liveness lock: %s", dev->super.caps.name,
-                  strerror(ret));
+        dcx_debug("%s: liveness lock: %s", dev->super.caps.name, strerror(ret));
         l->robust = 0;
         return;
     }
@@ -750,8 +753,8 @@ void soft_direct_life_begin(soft_dev_t *dev)
     word = __atomic_load_n((uint32_t *)&l->lock, __ATOMIC_RELAXED);
     if ((word & (FUTEX_TID_MASK | FUTEX_OWNER_DIED)) != tid) {
         dcx_debug("%s: liveness lock word 0x%x does not name thread %u: "
-                  "peers ask the kernel instead", dev->super.caps.name, word,
-                  tid);
+                  "peers ask the kernel instead",
+                  dev->super.caps.name, word, tid);
         pthread_mutex_unlock(&l->lock);
         l->robust = 0;
         return;
@@ -785,7 +788,7 @@ void soft_direct_init(soft_dev_t *dev, soft_port_hdr_t *hdr, uint64_t offset)
     area          = (soft_direct_area_t *)((char *)hdr + offset);
     area->version = SOFT_DIRECT_VERSION;
     soft_direct_life_init(dev, &area->life);
-    dev->direct   = area;
+    dev->direct       = area;
     dev->direct_start = soft_proc_start_time(dev->pid);
     __atomic_store_n(&area->enabled, 1, __ATOMIC_RELEASE);
     __atomic_store_n(&hdr->direct_off, offset, __ATOMIC_RELEASE);

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Soft device: one-sided operations executed by the initiator
  * (soft_direct.c).  The layout of the tables a port publishes at the end
@@ -10,12 +11,12 @@
 
 #include <linux/futex.h>
 
-#define SOFT_DIRECT_VERSION  3u
-#define SOFT_DIRECT_MRS      4096u   /* keys with index below are published */
-#define SOFT_DIRECT_DCTS     256u    /* DCTs with qpn - base below */
-#define SOFT_DIRECT_SLOTS    64u     /* writers' in-flight markers */
-#define SOFT_DIRECT_CHUNK    (512u * 1024u)  /* bytes per marked copy */
-#define SOFT_DIRECT_ALLOCS   256u    /* device allocations peers may map */
+#define SOFT_DIRECT_VERSION 3u
+#define SOFT_DIRECT_MRS     4096u /* keys with index below are published */
+#define SOFT_DIRECT_DCTS    256u  /* DCTs with qpn - base below */
+#define SOFT_DIRECT_SLOTS   64u   /* writers' in-flight markers */
+#define SOFT_DIRECT_CHUNK   (512u * 1024u) /* bytes per marked copy */
+#define SOFT_DIRECT_ALLOCS  256u /* device allocations peers may map */
 
 /* A published MR: seqlock-protected copy of what the responder checks.
  * key 0: nothing published (no key, a strided key, or invalidated).
@@ -23,37 +24,37 @@
  * holding the whole region, whose serial is 'serial'; 0: none (the
  * region is reached by cross-memory attach only). */
 typedef struct soft_dmr {
-    uint32_t  seq;      /* odd while being changed */
-    uint32_t  key;
-    uint32_t  access;
-    uint32_t  alloc;
-    uint64_t  start;
-    uint64_t  end;
-    uint64_t  serial;
+    uint32_t seq; /* odd while being changed */
+    uint32_t key;
+    uint32_t access;
+    uint32_t alloc;
+    uint64_t start;
+    uint64_t end;
+    uint64_t serial;
 } soft_dmr_t;
 
 /* A published device allocation (soft_alloc.c): a peer maps it through
  * /proc/<owner pid>/fd/<fd> after checking the object it opened is this
  * one (inode and device numbers).  serial 0: slot free. */
 typedef struct soft_dalloc {
-    uint32_t  seq;
-    int32_t   fd;       /* in the owner's process */
-    uint64_t  serial;   /* unique per owning device, never reused */
-    uint64_t  base;     /* address in the owner's process */
-    uint64_t  len;
-    uint64_t  ino;
-    uint64_t  devno;
-    uint64_t  pad[2];
+    uint32_t seq;
+    int32_t fd;      /* in the owner's process */
+    uint64_t serial; /* unique per owning device, never reused */
+    uint64_t base;   /* address in the owner's process */
+    uint64_t len;
+    uint64_t ino;
+    uint64_t devno;
+    uint64_t pad[2];
 } soft_dalloc_t;
 
 /* A published DCT; ok 0: absent or in error. */
 typedef struct soft_ddct {
-    uint32_t  seq;
-    uint32_t  qpn;
-    uint32_t  access;
-    uint32_t  ok;
-    uint64_t  dc_key;
-    uint64_t  pad;
+    uint32_t seq;
+    uint32_t qpn;
+    uint32_t access;
+    uint32_t ok;
+    uint64_t dc_key;
+    uint64_t pad;
 } soft_ddct_t;
 
 /* The owner's liveness, readable with one load and no system call: a
@@ -68,58 +69,57 @@ typedef struct soft_ddct {
  * own, written only when the helper starts and stops. */
 typedef struct soft_dlife {
     pthread_mutex_t lock;
-    uint32_t        tid;     /* the holder, as the futex word names it */
-    uint32_t        robust;  /* owner only: lock set up as a robust one */
-    uint8_t         pad[64 - sizeof(pthread_mutex_t) - 2 * sizeof(uint32_t)];
+    uint32_t tid;    /* the holder, as the futex word names it */
+    uint32_t robust; /* owner only: lock set up as a robust one */
+    uint8_t pad[64 - sizeof(pthread_mutex_t) - 2 * sizeof(uint32_t)];
 } soft_dlife_t;
 
 /* A writer's in-flight marker, one cache line. */
 typedef struct soft_dslot {
-    uint64_t  owner;    /* claiming device's token; 0: free */
-    uint32_t  pid;      /* claiming process */
-    uint32_t  key;      /* rkey being accessed right now; 0: between chunks */
-    uint64_t  start;    /* claiming process's start time (liveness) */
-    uint64_t  gen;      /* bumped at the end of every marked copy */
-    uint8_t   pad[32];
+    uint64_t owner; /* claiming device's token; 0: free */
+    uint32_t pid;   /* claiming process */
+    uint32_t key;   /* rkey being accessed right now; 0: between chunks */
+    uint64_t start; /* claiming process's start time (liveness) */
+    uint64_t gen;   /* bumped at the end of every marked copy */
+    uint8_t pad[32];
 } soft_dslot_t;
 
 typedef struct soft_direct_area {
-    uint32_t      version;
-    uint32_t      enabled;  /* the owner accepts initiator-side access */
+    uint32_t version;
+    uint32_t enabled; /* the owner accepts initiator-side access */
     /* allocations freed so far: a peer holding mappings of ours looks
      * for stale ones when it changes */
-    uint64_t      frees;
-    uint8_t       pad[48];
-    soft_dlife_t  life;
-    soft_ddct_t   dcts[SOFT_DIRECT_DCTS];
-    soft_dmr_t    mrs[SOFT_DIRECT_MRS];
-    soft_dslot_t  slots[SOFT_DIRECT_SLOTS];
+    uint64_t frees;
+    uint8_t pad[48];
+    soft_dlife_t life;
+    soft_ddct_t dcts[SOFT_DIRECT_DCTS];
+    soft_dmr_t mrs[SOFT_DIRECT_MRS];
+    soft_dslot_t slots[SOFT_DIRECT_SLOTS];
     soft_dalloc_t allocs[SOFT_DIRECT_ALLOCS];
 } soft_direct_area_t;
 
 /* Bytes the port segment reserves for the tables (0 when disabled). */
-size_t   soft_direct_area_size(const soft_dev_t *dev);
+size_t soft_direct_area_size(const soft_dev_t *dev);
 /* Sets up our tables at 'offset' of the fresh segment and chooses the
  * device's one-sided function (probe of cross-memory attach). */
-void     soft_direct_init(soft_dev_t *dev, soft_port_hdr_t *hdr,
-                          uint64_t offset);
-void     soft_direct_mr_publish(soft_dev_t *dev, soft_mr_t *mr);
+void soft_direct_init(soft_dev_t *dev, soft_port_hdr_t *hdr, uint64_t offset);
+void soft_direct_mr_publish(soft_dev_t *dev, soft_mr_t *mr);
 /* Unpublishes and waits (bounded) until no initiator copies into it. */
-void     soft_direct_mr_withdraw(soft_dev_t *dev, soft_mr_t *mr);
+void soft_direct_mr_withdraw(soft_dev_t *dev, soft_mr_t *mr);
 /* Unpublishes only (mr_lock held); soft_direct_quiesce() waits after. */
-void     soft_direct_mr_unpublish(soft_dev_t *dev, soft_mr_t *mr);
-void     soft_direct_quiesce(soft_dev_t *dev, uint32_t key);
-void     soft_direct_dct_publish(soft_dev_t *dev, soft_qp_t *dct, int ok);
-void     soft_direct_fault_changed(soft_dev_t *dev);
+void soft_direct_mr_unpublish(soft_dev_t *dev, soft_mr_t *mr);
+void soft_direct_quiesce(soft_dev_t *dev, uint32_t key);
+void soft_direct_dct_publish(soft_dev_t *dev, soft_qp_t *dct, int ok);
+void soft_direct_fault_changed(soft_dev_t *dev);
 /* The helper thread takes our liveness lock when it starts and gives it
  * back before it returns (soft_helper.c). */
-void     soft_direct_life_begin(soft_dev_t *dev);
-void     soft_direct_life_end(soft_dev_t *dev);
+void soft_direct_life_begin(soft_dev_t *dev);
+void soft_direct_life_end(soft_dev_t *dev);
 /* What the liveness lock of a target says, read without a system call */
 enum {
-    SOFT_LIFE_UNKNOWN = 0,  /* not held: ask the kernel */
-    SOFT_LIFE_ALIVE,        /* held by the owner's helper thread */
-    SOFT_LIFE_DEAD          /* its holder died without giving it back */
+    SOFT_LIFE_UNKNOWN = 0, /* not held: ask the kernel */
+    SOFT_LIFE_ALIVE,       /* held by the owner's helper thread */
+    SOFT_LIFE_DEAD         /* its holder died without giving it back */
 };
 /* Held in-flight markers in our tables (tests). */
 unsigned soft_direct_inflight(soft_dev_t *dev);
@@ -137,7 +137,7 @@ static inline int soft_direct_life(const soft_direct_area_t *area)
         return SOFT_LIFE_DEAD;
     }
     return ((word & FUTEX_TID_MASK) == tid) ? SOFT_LIFE_ALIVE :
-           SOFT_LIFE_UNKNOWN;
+                                              SOFT_LIFE_UNKNOWN;
 }
 
 /* What the liveness lock of the area peer publishes says (SOFT_LIFE_*;
@@ -147,13 +147,13 @@ int soft_direct_peer_life(soft_peer_t *peer);
 /* Seqlock helpers of the published tables (owner writes, peers read) */
 static inline void soft_seq_begin(uint32_t *seq)
 {
-    __atomic_store_n(seq, *seq + 1, __ATOMIC_SEQ_CST);   /* odd */
+    __atomic_store_n(seq, *seq + 1, __ATOMIC_SEQ_CST); /* odd */
     __atomic_thread_fence(__ATOMIC_SEQ_CST);
 }
 
 static inline void soft_seq_end(uint32_t *seq)
 {
-    __atomic_store_n(seq, *seq + 1, __ATOMIC_SEQ_CST);   /* even */
+    __atomic_store_n(seq, *seq + 1, __ATOMIC_SEQ_CST); /* even */
 }
 
 /* soft_alloc.c: the owner's allocations.  soft_alloc_find: the published
@@ -161,22 +161,22 @@ static inline void soft_seq_end(uint32_t *seq)
  * serial, or 0. */
 uint32_t soft_alloc_find(soft_dev_t *dev, uint64_t start, uint64_t end,
                          uint64_t *serial_p);
-int      soft_alloc_mem(dcx_dev_t *dev, size_t *length_p, void **addr_p);
-int      soft_alloc_free(dcx_dev_t *dev, void *addr, size_t length);
-void     soft_alloc_cleanup(soft_dev_t *dev);
+int soft_alloc_mem(dcx_dev_t *dev, size_t *length_p, void **addr_p);
+int soft_alloc_free(dcx_dev_t *dev, void *addr, size_t length);
+void soft_alloc_cleanup(soft_dev_t *dev);
 
 /* soft_dmap.c: the initiator's cache of peers' allocations it mapped. */
 typedef struct soft_dmap_ent {
-    soft_peer_t *peer;     /* NULL: free entry */
-    uint64_t     serial;   /* the target's allocation */
-    uint32_t     slot;     /* its index in the target's allocs[] */
-    int          pidfd;    /* the target process; -1: our own process */
-    uint64_t     rbase;    /* its address in the target */
-    uint64_t     len;
-    uint8_t     *local;    /* our mapping of it */
-    uint64_t     frees;    /* target's area->frees when last validated */
-    uint64_t     used;     /* LRU stamp */
-    uint32_t     rkey;     /* the key last found in it (a hint) */
+    soft_peer_t *peer; /* NULL: free entry */
+    uint64_t serial;   /* the target's allocation */
+    uint32_t slot;     /* its index in the target's allocs[] */
+    int pidfd;         /* the target process; -1: our own process */
+    uint64_t rbase;    /* its address in the target */
+    uint64_t len;
+    uint8_t *local; /* our mapping of it */
+    uint64_t frees; /* target's area->frees when last validated */
+    uint64_t used;  /* LRU stamp */
+    uint32_t rkey;  /* the key last found in it (a hint) */
 } soft_dmap_ent_t;
 
 /* The mapping of the target allocation slot+serial, made if needed; NULL
@@ -189,15 +189,14 @@ soft_dmap_ent_t *soft_dmap_get(soft_dev_t *dev, soft_peer_t *peer,
  * confirms (allocation slot and serial), found with a few loads.  NULL:
  * look the entry up and call soft_dmap_get(). */
 soft_dmap_ent_t *soft_dmap_last(soft_dev_t *dev, const soft_peer_t *peer,
-                                const soft_direct_area_t *area,
-                                uint32_t rkey);
+                                const soft_direct_area_t *area, uint32_t rkey);
 /* 0 if the mapping's process (the owner of area) has exited (its mappings
  * are dropped then). */
-int      soft_dmap_alive(soft_dev_t *dev, soft_dmap_ent_t *e,
-                         const soft_direct_area_t *area);
+int soft_dmap_alive(soft_dev_t *dev, soft_dmap_ent_t *e,
+                    const soft_direct_area_t *area);
 /* Drops every mapping of peer (its process is gone). */
-void     soft_dmap_forget(soft_dev_t *dev, const soft_peer_t *peer);
-void     soft_dmap_cleanup(soft_dev_t *dev);
+void soft_dmap_forget(soft_dev_t *dev, const soft_peer_t *peer);
+void soft_dmap_cleanup(soft_dev_t *dev);
 unsigned soft_dmap_count(soft_dev_t *dev);
 
 #endif

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Soft device: the initiator's cache of peers' allocations it mapped
  * (soft_alloc.c describes what a target publishes).
@@ -50,38 +51,36 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#define SOFT_DMAP_ENTRIES  16u
+#define SOFT_DMAP_ENTRIES 16u
 
 #ifndef SYS_pidfd_open
-#  if defined(__x86_64__) || defined(__aarch64__)
-#    define SYS_pidfd_open 434
-#  endif
+#if defined(__x86_64__) || defined(__aarch64__)
+#define SYS_pidfd_open 434
+#endif
 #endif
 
 struct soft_dmap {
     soft_dmap_ent_t e[SOFT_DMAP_ENTRIES];
-    soft_dmap_ent_t *last;   /* returned last by soft_dmap_get() */
-    uint64_t        clock;
-    unsigned        count;
+    soft_dmap_ent_t *last; /* returned last by soft_dmap_get() */
+    uint64_t clock;
+    unsigned count;
 };
 
 static void soft_dmap_drop(soft_dev_t *dev, soft_dmap_ent_t *e)
 {
-    if (e->pidfd >= 0) {   /* else our own process's memory, not mapped */
+    if (e->pidfd >= 0) { /* else our own process's memory, not mapped */
         munmap(e->local, e->len);
         close(e->pidfd);
     }
     dcx_debug("%s: dropped mapping of pid %u allocation %llu (%llu bytes)",
-              dev->super.caps.name, e->peer->pid,
-              (unsigned long long)e->serial, (unsigned long long)e->len);
+              dev->super.caps.name, e->peer->pid, (unsigned long long)e->serial,
+              (unsigned long long)e->len);
     memset(e, 0, sizeof(*e));
     dev->dmap->count--;
 }
 
-__attribute__((noinline)) static void soft_dmap_refused(soft_dev_t *dev,
-                                                        soft_peer_t *peer,
-                                                        const char *what,
-                                                        int err)
+__attribute__((noinline)) static void
+soft_dmap_refused(soft_dev_t *dev, soft_peer_t *peer, const char *what, int err)
 {
     peer->dmap_off = 1;
     dcx_debug("%s: mapping allocations of pid %u refused (%s: %s): one-sided "
@@ -252,13 +251,13 @@ soft_dmap_ent_t *soft_dmap_get(soft_dev_t *dev, soft_peer_t *peer,
         memset(e, 0, sizeof(*e));
         return NULL;
     }
-    e->peer   = peer;
-    e->serial = serial;
-    e->slot   = slot;
-    e->rbase  = d.base;
-    e->len    = d.len;
-    e->frees  = frees;
-    e->used   = ++dev->dmap->clock;
+    e->peer         = peer;
+    e->serial       = serial;
+    e->slot         = slot;
+    e->rbase        = d.base;
+    e->len          = d.len;
+    e->frees        = frees;
+    e->used         = ++dev->dmap->clock;
     dev->dmap->last = e;
     dev->dmap->count++;
     dev->stats.direct_maps++;
@@ -289,7 +288,7 @@ int soft_dmap_alive(soft_dev_t *dev, soft_dmap_ent_t *e,
     int life;
 
     if (e->pidfd < 0) {
-        return 1;   /* our own process */
+        return 1; /* our own process */
     }
     life = soft_direct_life(area);
     if (life == SOFT_LIFE_ALIVE) {
@@ -348,8 +347,7 @@ unsigned dcx_soft_direct_mappings(dcx_dev_t *dev)
     unsigned n;
 
     if (!dcx_dev_is_soft(dev)) {
-        dcx_error("%s: direct mappings: not a soft device",
-                  dcx_dev_name(dev));
+        dcx_error("%s: direct mappings: not a soft device", dcx_dev_name(dev));
         return 0;
     }
     soft_lock(&soft_dev(dev)->lock);

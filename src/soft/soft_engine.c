@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Soft device engine: the progress loop, and what lets a poll with nothing
  * to do skip it.
@@ -73,8 +74,8 @@ static uint64_t soft_engine_wait_lines(soft_dev_t *dev, soft_wait_line_t *l,
 
 /* soft_engine_publish with DCIs active and no device rendezvous: the wait
  * set, if their answers are all the engine waits for. */
-static __attribute__((noinline)) void
-soft_engine_publish_wait(soft_dev_t *dev, uint64_t now)
+static __attribute__((noinline)) void soft_engine_publish_wait(soft_dev_t *dev,
+                                                               uint64_t now)
 {
     soft_engine_wait_t *w = &dev->wait;
     soft_wait_line_t lines[SOFT_WAIT_LINES];
@@ -83,8 +84,7 @@ soft_engine_publish_wait(soft_dev_t *dev, uint64_t now)
 
     due = soft_engine_wait_lines(dev, lines, &n);
     if ((due <= now) || (due - now < SOFT_WAIT_MIN_NS)) {
-        __atomic_store_n(&dev->engine_idle, SOFT_ENGINE_BUSY,
-                         __ATOMIC_RELAXED);
+        __atomic_store_n(&dev->engine_idle, SOFT_ENGINE_BUSY, __ATOMIC_RELAXED);
         return;
     }
     __atomic_store_n(&w->seq, w->seq + 1, __ATOMIC_RELAXED);
@@ -95,8 +95,7 @@ soft_engine_publish_wait(soft_dev_t *dev, uint64_t now)
     }
     __atomic_store_n(&w->n, n, __ATOMIC_RELAXED);
     /* no timer at all (UINT64_MAX): soft_clock_after() caps it at ~1 s */
-    __atomic_store_n(&w->due,
-                     soft_clock_after((due - now) - (due - now) / 16),
+    __atomic_store_n(&w->due, soft_clock_after((due - now) - (due - now) / 16),
                      __ATOMIC_RELAXED);
     __atomic_store_n(&dev->engine_idle, SOFT_ENGINE_WAIT, __ATOMIC_RELAXED);
     __atomic_store_n(&w->seq, w->seq + 1, __ATOMIC_RELEASE);
@@ -111,11 +110,9 @@ static inline __attribute__((always_inline)) void
 soft_engine_publish(soft_dev_t *dev, uint64_t now, int tm_pending)
 {
     if (tm_pending) {
-        __atomic_store_n(&dev->engine_idle, SOFT_ENGINE_BUSY,
-                         __ATOMIC_RELAXED);
+        __atomic_store_n(&dev->engine_idle, SOFT_ENGINE_BUSY, __ATOMIC_RELAXED);
     } else if (dev->active_dcis == NULL) {
-        __atomic_store_n(&dev->engine_idle, SOFT_ENGINE_IDLE,
-                         __ATOMIC_RELAXED);
+        __atomic_store_n(&dev->engine_idle, SOFT_ENGINE_IDLE, __ATOMIC_RELAXED);
     } else {
         soft_engine_publish_wait(dev, now);
     }
@@ -124,7 +121,7 @@ soft_engine_publish(soft_dev_t *dev, uint64_t now, int tm_pending)
 /* The poll stamp is due (soft_engine_stamp): written, and once in
  * SOFT_TAIL_STAMPS, the rings' tails looked at (soft_engine_tail_look). */
 __attribute__((noinline)) void soft_engine_stamp_write(soft_dev_t *dev,
-                                                        uint64_t now)
+                                                       uint64_t now)
 {
     dev->stamp = now;
     __atomic_store_n(&dev->hdr->last_poll, now, __ATOMIC_RELAXED);
@@ -179,8 +176,8 @@ void soft_engine_deactivate(soft_qp_t *qp)
  * whole pass is needed: it compares the delay, and skips the slot of a
  * dead claimer); 1 otherwise.  Only the head slots are read, not the
  * producers' tail (soft_ring_unstick reads it rarely). */
-static inline __attribute__((always_inline))
-int soft_engine_serve_req(soft_dev_t *dev, uint64_t now, int from_helper)
+static inline __attribute__((always_inline)) int
+soft_engine_serve_req(soft_dev_t *dev, uint64_t now, int from_helper)
 {
     soft_port_hdr_t *hdr = dev->hdr;
     int done             = 1;
@@ -196,14 +193,14 @@ int soft_engine_serve_req(soft_dev_t *dev, uint64_t now, int from_helper)
             if (now == 0) {
                 done = !soft_ring_seq_marked(&dev->req_stall, seq);
             } else if (soft_ring_unstick_due(&dev->req_stall, now, seq) &&
-                       soft_ring_unstick(hdr, &hdr->req, &dev->req_stall,
-                                         now, dev->super.caps.name)) {
+                       soft_ring_unstick(hdr, &hdr->req, &dev->req_stall, now,
+                                         dev->super.caps.name)) {
                 continue;
             }
             break;
         }
         if ((pkt->deliver_ns != 0) && ((now == 0) || (pkt->deliver_ns > now))) {
-            done = (now != 0);   /* delayed link: head of line waits */
+            done = (now != 0); /* delayed link: head of line waits */
             break;
         }
         /* the packet count is added once, after the loop */
@@ -237,8 +234,8 @@ int soft_engine_serve_req(soft_dev_t *dev, uint64_t now, int from_helper)
  * (soft_engine_progress_app) and in the helper's (soft_engine_progress).
  * *clk_p: the soft_clock_now() reading the pass's clock came from (the
  * application's pass stamps the port with it: one counter read per pass) */
-static inline __attribute__((always_inline))
-uint64_t soft_engine_pass(soft_dev_t *dev, int from_helper, uint64_t *clk_p)
+static inline __attribute__((always_inline)) uint64_t
+soft_engine_pass(soft_dev_t *dev, int from_helper, uint64_t *clk_p)
 {
     soft_port_hdr_t *hdr = dev->hdr;
     /* the counter-based clock of a post (soft_dev_now_clk): a whole pass
@@ -259,8 +256,8 @@ uint64_t soft_engine_pass(soft_dev_t *dev, int from_helper, uint64_t *clk_p)
             pkt = soft_ring_peek_view(&dev->resp_stall, &payload, &seq);
             if (pkt == NULL) {
                 if (soft_ring_unstick_due(&dev->resp_stall, now, seq) &&
-                    soft_ring_unstick(hdr, &hdr->resp, &dev->resp_stall,
-                                      now, dev->super.caps.name)) {
+                    soft_ring_unstick(hdr, &hdr->resp, &dev->resp_stall, now,
+                                      dev->super.caps.name)) {
                     continue;
                 }
                 break;
@@ -320,7 +317,7 @@ void soft_engine_app_sleeps(soft_dev_t *dev)
 {
     uint64_t back = soft_clock_idle_gran *
                     (SOFT_DEEP_IDLE_NS / SOFT_APP_IDLE_NS + 1);
-    uint64_t clk  = soft_clock_now() - back;
+    uint64_t clk = soft_clock_now() - back;
 
     dev->stamp = clk;
     __atomic_store_n(&dev->hdr->last_poll, clk, __ATOMIC_RELAXED);
@@ -365,8 +362,8 @@ int soft_engine_busy(soft_dev_t *dev)
  * of its callers (a locked poll, soft_engine_poll_pass, and the device's
  * progress): no call, and no register saved twice, between a poll and its
  * pass. */
-static inline __attribute__((always_inline))
-void soft_engine_progress_app(soft_dev_t *dev)
+static inline __attribute__((always_inline)) void
+soft_engine_progress_app(soft_dev_t *dev)
 {
     uint64_t clk;
 
@@ -378,8 +375,8 @@ void soft_engine_progress_app(soft_dev_t *dev)
 /* The request ring served, as by a whole pass but nothing else: 1 if that
  * was all, 0 if a whole pass is needed (a packet needs the clock, or a
  * rendezvous request started a device rendezvous) */
-static inline __attribute__((always_inline))
-int soft_engine_serve_ring(soft_dev_t *dev)
+static inline __attribute__((always_inline)) int
+soft_engine_serve_ring(soft_dev_t *dev)
 {
     int ret;
 
@@ -396,8 +393,8 @@ int soft_engine_serve_ring(soft_dev_t *dev)
  * (soft_req_timers_quick, without the clock: a part left waits for the next
  * pass to arm its timer): nothing is left for a whole pass but the request
  * ring.  The test of both passes below that end as an acknowledgement. */
-static inline __attribute__((always_inline))
-int soft_engine_acks_took_all(soft_dev_t *dev)
+static inline __attribute__((always_inline)) int
+soft_engine_acks_took_all(soft_dev_t *dev)
 {
     return (__atomic_load_n(&dev->engine_idle, __ATOMIC_RELAXED) ==
             SOFT_ENGINE_WAIT) &&
@@ -428,7 +425,8 @@ int soft_engine_acks_took_all(soft_dev_t *dev)
 static int soft_engine_ring_pass(soft_dev_t *dev)
 {
     if ((__atomic_load_n(&dev->engine_idle, __ATOMIC_RELAXED) ==
-         SOFT_ENGINE_BUSY) || (dev->tm_rndv_live != 0)) {
+         SOFT_ENGINE_BUSY) ||
+        (dev->tm_rndv_live != 0)) {
         return 0;
     }
     if (dev->killed) {
@@ -438,8 +436,7 @@ static int soft_engine_ring_pass(soft_dev_t *dev)
         return 0;
     }
     if (soft_engine_acks_took_all(dev)) {
-        __atomic_store_n(&dev->engine_idle, SOFT_ENGINE_IDLE,
-                         __ATOMIC_RELAXED);
+        __atomic_store_n(&dev->engine_idle, SOFT_ENGINE_IDLE, __ATOMIC_RELAXED);
         soft_ring_clear(dev->hdr, &dev->hdr->req);
     }
     return 1;
@@ -456,8 +453,8 @@ static int soft_engine_ring_pass(soft_dev_t *dev)
  * instead (the engine was busy, a timer or something else than its
  * answers woke it, device rendezvous are under way, or the ring pass
  * needs one: soft_engine_serve_req). */
-static inline __attribute__((always_inline))
-int soft_engine_acked_pass(soft_dev_t *dev)
+static inline __attribute__((always_inline)) int
+soft_engine_acked_pass(soft_dev_t *dev)
 {
     int done;
 
@@ -494,8 +491,7 @@ void soft_engine_poll_pass(soft_dev_t *dev, soft_cq_t *cq, soft_cq_t *other,
                            int look, uint64_t clk)
 {
     if (((look == SOFT_LOOK_RING) && soft_engine_ring_pass(dev)) ||
-        (cq->passes_seen != dev->app_passes) ||
-        soft_engine_acked_pass(dev)) {
+        (cq->passes_seen != dev->app_passes) || soft_engine_acked_pass(dev)) {
         soft_engine_stamp_clk(dev, clk);
     } else {
         soft_engine_progress_app(dev);

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Soft device fabric: port segments in /dev/shm, their rings, peer mapping,
  * owner liveness and the helper doorbell.
@@ -62,11 +63,11 @@ static int soft_proc_stat(uint32_t pid, uint64_t *start_p, char *state_p)
     }
     buf[n] = '\0';
     /* the command name may hold spaces: count fields after the last ')' */
-    p = strrchr(buf, ')');
+    p      = strrchr(buf, ')');
     if ((p == NULL) || (p[1] == '\0')) {
         return 0;
     }
-    p += 2;                        /* field 3 starts here */
+    p += 2; /* field 3 starts here */
     *state_p = *p;
     for (field = 3; (field < 22) && (*p != '\0'); ++p) {
         if (*p == ' ') {
@@ -147,7 +148,7 @@ static void soft_host_id_init(void)
         }
     }
     if (stat("/dev/shm", &st) == 0) {
-        uint64_t ids[2] = { (uint64_t)st.st_dev, (uint64_t)st.st_ino };
+        uint64_t ids[2] = {(uint64_t)st.st_dev, (uint64_t)st.st_ino};
 
         h = soft_fnv(h, ids, sizeof(ids));
     }
@@ -169,8 +170,10 @@ int soft_addr_check(soft_dev_t *dev, const void *addr, size_t len,
     soft_addr_t a;
 
     if ((addr == NULL) || (len != SOFT_ADDR_LEN)) {
-        snprintf(why, why_len, "address of %zu bytes, a soft port address "
-                 "has %u", (addr == NULL) ? 0 : len, SOFT_ADDR_LEN);
+        snprintf(why, why_len,
+                 "address of %zu bytes, a soft port address "
+                 "has %u",
+                 (addr == NULL) ? 0 : len, SOFT_ADDR_LEN);
         return EINVAL;
     }
     memcpy(&a, addr, sizeof(a));
@@ -180,13 +183,17 @@ int soft_addr_check(soft_dev_t *dev, const void *addr, size_t len,
         return EINVAL;
     }
     if (a.uid != dev->uid) {
-        snprintf(why, why_len, "port of user %u, this device belongs to user "
-                 "%u", a.uid, dev->uid);
+        snprintf(why, why_len,
+                 "port of user %u, this device belongs to user "
+                 "%u",
+                 a.uid, dev->uid);
         return EINVAL;
     }
     if (a.host != dev->host) {
-        snprintf(why, why_len, "port on another host (host id 0x%x, this one "
-                 "0x%x)", a.host, dev->host);
+        snprintf(why, why_len,
+                 "port on another host (host id 0x%x, this one "
+                 "0x%x)",
+                 a.host, dev->host);
         return EINVAL;
     }
     if (a.fabric != dev->fabric_hash) {
@@ -248,7 +255,8 @@ static uint64_t soft_random_token(const char *name)
     }
     if (n != (ssize_t)sizeof(token)) {
         dcx_warn("%s: no kernel random source: port name derived from the "
-                 "clock (guessable)", name);
+                 "clock (guessable)",
+                 name);
         token = soft_now_ns() ^ ((uint64_t)getpid() << 32) ^
                 (__atomic_add_fetch(&fallback, 1, __ATOMIC_RELAXED) *
                  0x9e3779b97f4a7c15ull);
@@ -259,8 +267,8 @@ static uint64_t soft_random_token(const char *name)
 static void soft_seg_name(char *buf, size_t len, uint32_t uid,
                           const char *fabric, uint32_t pid, uint64_t token)
 {
-    snprintf(buf, len, "/" SOFT_SEG_PREFIX "%u.%s.%u.%016llx", uid, fabric,
-             pid, (unsigned long long)token);
+    snprintf(buf, len, "/" SOFT_SEG_PREFIX "%u.%s.%u.%016llx", uid, fabric, pid,
+             (unsigned long long)token);
 }
 
 static void soft_ring_init(soft_ring_t *ring, void *base, uint64_t offset,
@@ -278,7 +286,7 @@ static void soft_ring_init(soft_ring_t *ring, void *base, uint64_t offset,
     for (i = 0; i < ring->nslots; ++i) {
         soft_slot_t *slot = (soft_slot_t *)((char *)base + offset +
                                             (uint64_t)i * ring->slot_size);
-        slot->seq = i;
+        slot->seq         = i;
     }
 }
 
@@ -288,7 +296,7 @@ static void soft_ring_init(soft_ring_t *ring, void *base, uint64_t offset,
 static pthread_mutex_t soft_owned_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct {
     pid_t pid;
-    char  name[128];
+    char name[128];
 } soft_owned[SOFT_OWNED_MAX];
 
 static void soft_owned_set(const char *name, int add)
@@ -335,12 +343,11 @@ int soft_port_create(soft_dev_t *dev)
 
     ring_bytes = (uint64_t)SOFT_RING_SLOTS *
                  ((SOFT_SLOT_HDR + payload + 63u) & ~63u);
-    size       = SOFT_SEG_HDR_SIZE + 2 * ring_bytes +
-                 soft_direct_area_size(dev);
+    size    = SOFT_SEG_HDR_SIZE + 2 * ring_bytes + soft_direct_area_size(dev);
     /* the ack table last, on a line boundary (pages are touched only for
      * the DCIs that are used) */
-    ack_off    = (size + 63u) & ~(uint64_t)63u;
-    size       = ack_off + (uint64_t)dev->max_qps * sizeof(soft_ack_t);
+    ack_off = (size + 63u) & ~(uint64_t)63u;
+    size    = ack_off + (uint64_t)dev->max_qps * sizeof(soft_ack_t);
 
     /* The name carries a random token: nobody can predict it, and a name
      * that exists already (a collision, or someone who guessed it) only
@@ -362,8 +369,9 @@ int soft_port_create(soft_dev_t *dev)
         if (err == EEXIST) {
             dcx_error("%s: cannot create a port segment: %u random names "
                       "under /dev/shm/" SOFT_SEG_PREFIX "%u.%s.%u.* all exist "
-                      "(someone is creating them)", dev->super.caps.name,
-                      SOFT_NAME_TRIES, dev->uid, dev->fabric, dev->pid);
+                      "(someone is creating them)",
+                      dev->super.caps.name, SOFT_NAME_TRIES, dev->uid,
+                      dev->fabric, dev->pid);
         } else {
             dcx_error("%s: cannot create port segment %s: %s",
                       dev->super.caps.name, dev->seg_name, strerror(err));
@@ -372,8 +380,8 @@ int soft_port_create(soft_dev_t *dev)
     }
     if ((fchmod(fd, 0600) != 0) || (ftruncate(fd, (off_t)size) != 0)) {
         int err = errno;
-        dcx_error("%s: cannot size port segment %s: %s",
-                  dev->super.caps.name, dev->seg_name, strerror(err));
+        dcx_error("%s: cannot size port segment %s: %s", dev->super.caps.name,
+                  dev->seg_name, strerror(err));
         close(fd);
         shm_unlink(dev->seg_name);
         return err;
@@ -382,8 +390,8 @@ int soft_port_create(soft_dev_t *dev)
     close(fd);
     if (hdr == MAP_FAILED) {
         int err = errno;
-        dcx_error("%s: cannot map port segment %s: %s",
-                  dev->super.caps.name, dev->seg_name, strerror(err));
+        dcx_error("%s: cannot map port segment %s: %s", dev->super.caps.name,
+                  dev->seg_name, strerror(err));
         shm_unlink(dev->seg_name);
         return err;
     }
@@ -569,7 +577,7 @@ soft_port_hdr_t *soft_peer_map(soft_dev_t *dev, soft_peer_t *peer)
     if (now < peer->next_try_ns) {
         return NULL;
     }
-    peer->next_try_ns = now + 1000000ull;   /* at most one try per ms */
+    peer->next_try_ns = now + 1000000ull; /* at most one try per ms */
 
     soft_seg_name(name, sizeof(name), dev->uid, dev->fabric, peer->pid,
                   peer->token);
@@ -582,8 +590,8 @@ soft_port_hdr_t *soft_peer_map(soft_dev_t *dev, soft_peer_t *peer)
         close(fd);
         return NULL;
     }
-    hdr = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED,
-               fd, 0);
+    hdr = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
+               0);
     close(fd);
     if (hdr == MAP_FAILED) {
         return NULL;
@@ -685,15 +693,15 @@ __attribute__((noinline)) int soft_ring_idle_count(soft_stall_t *st)
  * claim mark, or the tail (read at most once per SOFT_RING_TAIL_NS of
  * 'now' per stall watch: the tail is the producers' line, and a producer
  * that died between its CAS and its mark leaves nothing else). */
-static int soft_ring_claimed(soft_ring_t *ring, soft_slot_t *slot,
-                             uint64_t pos, soft_stall_t *st, uint64_t now)
+static int soft_ring_claimed(soft_ring_t *ring, soft_slot_t *slot, uint64_t pos,
+                             soft_stall_t *st, uint64_t now)
 {
     if (__atomic_load_n(&slot->seq, __ATOMIC_ACQUIRE) ==
         SOFT_SEQ_CLAIMED(pos)) {
         return 1;
     }
     if ((st->since_ns != 0) && (st->pos == pos)) {
-        return 1;    /* seen claimed before: the watch goes on */
+        return 1; /* seen claimed before: the watch goes on */
     }
     if (now < st->tail_look_ns) {
         return 0;
@@ -708,8 +716,8 @@ static int soft_ring_claimed(soft_ring_t *ring, soft_slot_t *slot,
  * after the claim, then the claim mark) and skip the slot if that process
  * is gone, or if no claim mark appeared within 2 s.  Returns 1 if a slot was
  * skipped. */
-int soft_ring_unstick(soft_port_hdr_t *hdr, soft_ring_t *ring,
-                      soft_stall_t *st, uint64_t now, const char *name)
+int soft_ring_unstick(soft_port_hdr_t *hdr, soft_ring_t *ring, soft_stall_t *st,
+                      uint64_t now, const char *name)
 {
     uint64_t pos      = ring->head;
     soft_slot_t *slot = soft_ring_slot(hdr, ring, pos);
@@ -717,7 +725,7 @@ int soft_ring_unstick(soft_port_hdr_t *hdr, soft_ring_t *ring,
 
     if (!soft_ring_claimed(ring, slot, pos, st, now)) {
         st->since_ns = 0;
-        return 0;        /* empty, nothing claimed (that we know of) */
+        return 0; /* empty, nothing claimed (that we know of) */
     }
     if ((st->since_ns == 0) || (st->pos != pos)) {
         st->pos           = pos;
@@ -731,14 +739,15 @@ int soft_ring_unstick(soft_port_hdr_t *hdr, soft_ring_t *ring,
     st->next_check_ns = now + 1000000ull;
     /* the pid is this lap's claimer's only once its mark is there: before,
      * it is the last lap's */
-    owner = (__atomic_load_n(&slot->seq, __ATOMIC_ACQUIRE) ==
+    owner             = (__atomic_load_n(&slot->seq, __ATOMIC_ACQUIRE) ==
              SOFT_SEQ_CLAIMED(pos)) ?
-            __atomic_load_n(&slot->pkt.src_pid, __ATOMIC_RELAXED) : 0;
+                            __atomic_load_n(&slot->pkt.src_pid, __ATOMIC_RELAXED) :
+                            0;
     if (((owner != 0) && !soft_pid_alive(owner, 0)) ||
         ((owner == 0) && (now - st->since_ns > 2000000000ull))) {
         dcx_warn("%s: port %s ring: skipping a slot claimed by dead process "
-                 "%u", name, (ring == &hdr->req) ? "request" : "response",
-                 owner);
+                 "%u",
+                 name, (ring == &hdr->req) ? "request" : "response", owner);
         /* cleared and freed with the consumed ones (soft_ring_clear) */
         __atomic_store_n(&ring->head, pos + 1, __ATOMIC_RELAXED);
         soft_ring_view(hdr, ring, st);
@@ -805,8 +814,7 @@ int soft_port_kick_sleeping(soft_port_hdr_t *hdr)
 /* The same after a full barrier (soft_fence_after_locked) */
 int soft_port_kick_sleeping_seen(soft_port_hdr_t *hdr)
 {
-    if (__atomic_load_n(&hdr->sleeping, __ATOMIC_RELAXED) ==
-        SOFT_HELPER_DEEP) {
+    if (__atomic_load_n(&hdr->sleeping, __ATOMIC_RELAXED) == SOFT_HELPER_DEEP) {
         return soft_port_wake_once(hdr);
     }
     return 0;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Soft device fault injection (dcx_soft.h): one rule per device, matched
  * against outbound request packets (drop, delay, corrupt) or posted WRs
@@ -28,8 +29,9 @@ int dcx_soft_fault_inject(dcx_dev_t *dev_, const dcx_soft_fault_t *fault)
          ((fault->status == DCX_WC_SUCCESS) ||
           (fault->status >= DCX_WC_STATUS_LAST)))) {
         dcx_error("%s: fault inject: invalid rule (type %d, opcode %d, "
-                  "status %d)", dev->super.caps.name, (int)fault->type,
-                  fault->opcode, (int)fault->status);
+                  "status %d)",
+                  dev->super.caps.name, (int)fault->type, fault->opcode,
+                  (int)fault->status);
         return EINVAL;
     }
     soft_lock(&dev->lock);

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Soft device helper thread: one per device.  It guarantees that inbound
  * requests (one-sided operations, receives) and the requester's retry timers
@@ -53,7 +54,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#define SOFT_NAP_NS         1000000ull    /* 1 ms */
+#define SOFT_NAP_NS 1000000ull /* 1 ms */
 
 
 static int soft_helper_has_work(soft_dev_t *dev)
@@ -115,12 +116,12 @@ static void *soft_helper_main(void *arg)
     uint64_t served;
     uint32_t seen;
     int busy, burst, passed, parked;
-    int timed = 0;   /* the last wait ended with no ring */
+    int timed = 0; /* the last wait ended with no ring */
 
-    soft_direct_life_begin(dev);   /* peers see us alive without a syscall */
+    soft_direct_life_begin(dev); /* peers see us alive without a syscall */
     seen = __atomic_load_n(&hdr->doorbell, __ATOMIC_ACQUIRE);
     while (!__atomic_load_n(&dev->helper_stop, __ATOMIC_ACQUIRE)) {
-        age   = soft_port_poll_age(hdr);   /* since the application polled */
+        age    = soft_port_poll_age(hdr); /* since the application polled */
         busy   = 1;
         burst  = 0;
         passed = 0;
@@ -134,15 +135,14 @@ static void *soft_helper_main(void *arg)
                 /* packets that waited for the end of a nap or a park: no
                  * ring announced them */
                 if (timed) {
-                    dev->helper_timer_packets += dev->stats.rx_packets -
-                                                 served;
+                    dev->helper_timer_packets += dev->stats.rx_packets - served;
                 }
                 passed = 1;
                 /* a pass serves at most SOFT_PROGRESS_BUDGET packets per
                  * ring: with more queued, go on at once */
-                burst = (dev->stats.rx_packets != served) &&
+                burst  = (dev->stats.rx_packets != served) &&
                         soft_engine_rings_pending(dev);
-                busy  = soft_engine_busy(dev);
+                busy = soft_engine_busy(dev);
                 soft_unlock(&dev->lock);
             }
         }

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Soft device: the light post of a small inline WR (soft_req_post_inline),
  * inline in the post (soft_qp.c, soft_dci_post_light), which is the whole
@@ -24,8 +25,7 @@
  * check reads the real one, and finding it elsewhere, looks again later.
  * A watch that runs keeps its start: a check that finds the head moved
  * restarts it.  Returns 1 if this started the watch. */
-static inline int soft_req_watch(soft_peer_t *peer, uint64_t pos,
-                                 uint64_t now)
+static inline int soft_req_watch(soft_peer_t *peer, uint64_t pos, uint64_t now)
 {
     int start = (peer->watch_since == 0);
 
@@ -86,9 +86,10 @@ static inline void soft_light_wqe_record(soft_swqe_t *w,
  * reading taken after its publish, else both left as they are; 1 when
  * it does not apply, with nothing done: the caller takes the general
  * path. */
-static inline int
-soft_req_post_inline(soft_qp_t *qp, soft_swqe_t *w, const dcx_send_wr_t *wr,
-                     uint64_t total, soft_port_hdr_t **kick_p, uint64_t *clk_p)
+static inline int soft_req_post_inline(soft_qp_t *qp, soft_swqe_t *w,
+                                       const dcx_send_wr_t *wr, uint64_t total,
+                                       soft_port_hdr_t **kick_p,
+                                       uint64_t *clk_p)
 {
     soft_dev_t *dev = qp->dev;
     soft_port_hdr_t *target;
@@ -100,10 +101,10 @@ soft_req_post_inline(soft_qp_t *qp, soft_swqe_t *w, const dcx_send_wr_t *wr,
     uint32_t msn;
     int started;
 
-    peer   = ((soft_ah_t *)wr->dest.ah)->peer;   /* checked by the post */
+    peer   = ((soft_ah_t *)wr->dest.ah)->peer; /* checked by the post */
     target = peer->hdr;
     if (target == NULL) {
-        target = soft_peer_map(dev, peer);   /* the first message there */
+        target = soft_peer_map(dev, peer); /* the first message there */
         if (target == NULL) {
             return 1;
         }
@@ -132,7 +133,7 @@ soft_req_post_inline(soft_qp_t *qp, soft_swqe_t *w, const dcx_send_wr_t *wr,
     pkt = soft_ring_reserve_c(target, &target->req, dev->pid,
                               &peer->req_freed_seen, &slot_payload, &pos);
     if (pkt == NULL) {
-        return 1;   /* ring full: queued by the general path */
+        return 1; /* ring full: queued by the general path */
     }
 
     /* the light form: the payload right after imm (soft_pkt_t).  From the
@@ -141,20 +142,20 @@ soft_req_post_inline(soft_qp_t *qp, soft_swqe_t *w, const dcx_send_wr_t *wr,
      * line taken back by a poll moves it again (slow placement) */
     msn = qp->next_msn++;
     soft_copy_small((uint8_t *)&pkt->offset, w->inl, total);
-    pkt->op        = wr->opcode;
-    pkt->flags     = SOFT_PKT_FIRST | SOFT_PKT_LAST | SOFT_PKT_WACK |
-                     SOFT_PKT_LIGHT;
-    pkt->src_inst  = (uint16_t)dev->inst;
-    pkt->len       = (uint32_t)total;
-    pkt->src_qpn   = qp->super.qp_num;
-    pkt->dst_qpn   = wr->dest.dctn;
-    pkt->msn       = msn;
+    pkt->op    = wr->opcode;
+    pkt->flags = SOFT_PKT_FIRST | SOFT_PKT_LAST | SOFT_PKT_WACK |
+                 SOFT_PKT_LIGHT;
+    pkt->src_inst   = (uint16_t)dev->inst;
+    pkt->len        = (uint32_t)total;
+    pkt->src_qpn    = qp->super.qp_num;
+    pkt->dst_qpn    = wr->dest.dctn;
+    pkt->msn        = msn;
     /* the msn of the WQE at sq_comp: every WQE takes the next msn as it
      * moves sq_head (here, soft_post_enqueue, soft_req_post_direct) */
-    pkt->ack_base  = msn - (qp->sq_head - qp->sq_comp);
-    pkt->gen       = qp->gen;
-    pkt->dc_key    = wr->dest.dc_key;
-    pkt->src_token = dev->token;
+    pkt->ack_base   = msn - (qp->sq_head - qp->sq_comp);
+    pkt->gen        = qp->gen;
+    pkt->dc_key     = wr->dest.dc_key;
+    pkt->src_token  = dev->token;
     pkt->deliver_ns = 0;
     /* on the line the payload starts in: no line more for the zeros */
     if (wr->opcode == DCX_WR_RDMA_WRITE) {
@@ -167,7 +168,7 @@ soft_req_post_inline(soft_qp_t *qp, soft_swqe_t *w, const dcx_send_wr_t *wr,
         pkt->imm   = wr->imm;
     }
     soft_ring_publish_pkt(pkt, pos);
-    *kick_p = target;   /* after the unlock (soft_dci_post_light) */
+    *kick_p = target; /* after the unlock (soft_dci_post_light) */
 
     /* the WQE, now that the packet is out (nothing reads it before our
      * next engine pass, and we hold the engine lock) */
@@ -179,17 +180,17 @@ soft_req_post_inline(soft_qp_t *qp, soft_swqe_t *w, const dcx_send_wr_t *wr,
     dev->stats.tx_packets++;
     dev->stats.tx_bytes += total;
     qp->sq_head++;
-    qp->sq_send     = qp->sq_head;
-    qp->tx_pos      = pos + 1;
-    qp->tx_peer     = peer;
-    w->tx_end       = (uint32_t)(pos + 1);
+    qp->sq_send = qp->sq_head;
+    qp->tx_pos  = pos + 1;
+    qp->tx_peer = peer;
+    w->tx_end   = (uint32_t)(pos + 1);
     /* the watch and the ack timer start now: dev->now is the last engine
      * pass's time, and polls that only wait run no pass (soft_engine.c);
      * one counter read gives both the time and the wait's end (clk) */
-    now      = soft_dev_now_clk(dev, &clk);
-    dev->now = now;
-    *clk_p   = clk;   /* the kick's poll age (soft_port_kick_due_at) */
-    started  = !peer->own && soft_req_watch(peer, pos, now);
+    now         = soft_dev_now_clk(dev, &clk);
+    dev->now    = now;
+    *clk_p      = clk; /* the kick's poll age (soft_port_kick_due_at) */
+    started     = !peer->own && soft_req_watch(peer, pos, now);
     soft_engine_activate_light(qp, peer, now, clk, started);
     /* our packet is out: the time to clear the request slots we consumed
      * (soft_ring.h, "Ring slots"), which takes their lines back from producers */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Soft device memory safety: how the engine touches registered memory that
  * peers name by rkey, and how it learns that such memory went away.
@@ -53,24 +54,28 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-static int soft_mem_copy_kernel_out(soft_dev_t *dev, void *dst,
-                                    const void *src, size_t len)
+static int soft_mem_copy_kernel_out(soft_dev_t *dev, void *dst, const void *src,
+                                    size_t len)
 {
-    struct iovec local  = { (void *)src, len };
-    struct iovec remote = { dst, len };
+    struct iovec local  = {(void *)src, len};
+    struct iovec remote = {dst, len};
 
     return (process_vm_writev((pid_t)dev->pid, &local, 1, &remote, 1, 0) ==
-            (ssize_t)len) ? 0 : EFAULT;
+            (ssize_t)len) ?
+               0 :
+               EFAULT;
 }
 
-static int soft_mem_copy_kernel_in(soft_dev_t *dev, void *dst,
-                                   const void *src, size_t len)
+static int soft_mem_copy_kernel_in(soft_dev_t *dev, void *dst, const void *src,
+                                   size_t len)
 {
-    struct iovec local  = { dst, len };
-    struct iovec remote = { (void *)src, len };
+    struct iovec local  = {dst, len};
+    struct iovec remote = {(void *)src, len};
 
     return (process_vm_readv((pid_t)dev->pid, &local, 1, &remote, 1, 0) ==
-            (ssize_t)len) ? 0 : EFAULT;
+            (ssize_t)len) ?
+               0 :
+               EFAULT;
 }
 
 static int soft_mem_copy_plain(soft_dev_t *dev, void *dst, const void *src,
@@ -188,7 +193,8 @@ void soft_mem_unmapped(dcx_dev_t *dev_, const void *addr, size_t len)
         __atomic_store_n(&mr->invalid, 1, __ATOMIC_SEQ_CST);
         soft_direct_mr_unpublish(dev, mr);
         dcx_debug("%s: mr key 0x%x [0x%llx, 0x%llx) invalidated: memory "
-                  "unmapped", dev->super.caps.name, mr->super.lkey,
+                  "unmapped",
+                  dev->super.caps.name, mr->super.lkey,
                   (unsigned long long)mr->start, (unsigned long long)mr->end);
         ++hits;
     }
@@ -198,7 +204,7 @@ void soft_mem_unmapped(dcx_dev_t *dev_, const void *addr, size_t len)
     }
     __atomic_thread_fence(__ATOMIC_SEQ_CST);
     while (__atomic_load_n(&dev->copying, __ATOMIC_SEQ_CST)) {
-        sched_yield();   /* one packet's copy */
+        sched_yield(); /* one packet's copy */
     }
-    soft_direct_quiesce(dev, 0);   /* initiators' chunks in flight */
+    soft_direct_quiesce(dev, 0); /* initiators' chunks in flight */
 }

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Soft device strided memory keys (dcx_mkey_t, docs/device-semantics.md
  * section 10): indirect keys whose zero-based address space maps, entry by
@@ -44,42 +45,41 @@
 #include <string.h>
 
 typedef struct soft_mkey_ent {
-    uint64_t  addr;     /* of repetition 0 */
-    uint64_t  pre;      /* bytes of the entries before, in one repetition */
-    uint32_t  count;    /* bytes per repetition */
-    uint32_t  stride;   /* count + skip */
-    uint32_t  lkey;
-    uint32_t  pad;
+    uint64_t addr;   /* of repetition 0 */
+    uint64_t pre;    /* bytes of the entries before, in one repetition */
+    uint32_t count;  /* bytes per repetition */
+    uint32_t stride; /* count + skip */
+    uint32_t lkey;
+    uint32_t pad;
 } soft_mkey_ent_t;
 
 struct soft_mkey {
-    dcx_mkey_t        super;
-    soft_mr_t         key;          /* its entry in the device's table */
-    soft_dev_t       *dev;
-    int               configured;
-    uint32_t          access;
-    uint32_t          num;          /* entries of the layout */
-    uint64_t          repeat;
-    uint64_t          rep_len;      /* bytes of one repetition */
-    uint64_t          length;       /* of the whole layout */
-    soft_mkey_ent_t  *ent;          /* max_entries */
+    dcx_mkey_t super;
+    soft_mr_t key; /* its entry in the device's table */
+    soft_dev_t *dev;
+    int configured;
+    uint32_t access;
+    uint32_t num; /* entries of the layout */
+    uint64_t repeat;
+    uint64_t rep_len;     /* bytes of one repetition */
+    uint64_t length;      /* of the whole layout */
+    soft_mkey_ent_t *ent; /* max_entries */
 };
 
 /* A configure or invalidate request, copied at post. */
 struct soft_mkey_wr {
-    uint32_t          lkey;         /* of the key (looked up at execution) */
-    uint32_t          access;
-    uint32_t          num;
-    uint32_t          pad;
-    uint64_t          repeat;
-    uint64_t          rep_len;
-    soft_mkey_ent_t   ent[];
+    uint32_t lkey; /* of the key (looked up at execution) */
+    uint32_t access;
+    uint32_t num;
+    uint32_t pad;
+    uint64_t repeat;
+    uint64_t rep_len;
+    soft_mkey_ent_t ent[];
 };
 
-#define SOFT_MKEY_ACCESS_ALL (DCX_ACCESS_LOCAL_WRITE | \
-                              DCX_ACCESS_REMOTE_WRITE | \
-                              DCX_ACCESS_REMOTE_READ | \
-                              DCX_ACCESS_REMOTE_ATOMIC)
+#define SOFT_MKEY_ACCESS_ALL                            \
+    (DCX_ACCESS_LOCAL_WRITE | DCX_ACCESS_REMOTE_WRITE | \
+     DCX_ACCESS_REMOTE_READ | DCX_ACCESS_REMOTE_ATOMIC)
 
 int soft_mkey_create(dcx_pd_t *pd, uint32_t max_entries, dcx_mkey_t **mkey_p)
 {
@@ -107,9 +107,9 @@ int soft_mkey_create(dcx_pd_t *pd, uint32_t max_entries, dcx_mkey_t **mkey_p)
     if (mk->ent == NULL) {
         goto err_free_mk;
     }
-    mk->dev               = dev;
-    mk->key.super.pd      = pd;
-    mk->key.mkey          = mk;
+    mk->dev          = dev;
+    mk->key.super.pd = pd;
+    mk->key.mkey     = mk;
     if (soft_key_insert(dev, &mk->key, "mkey create") != 0) {
         free(mk->ent);
         free(mk);
@@ -132,7 +132,7 @@ err_nomem:
 
 int soft_mkey_destroy(dcx_mkey_t *mkey)
 {
-    soft_mkey_t *mk = (soft_mkey_t *)mkey;   /* super comes first */
+    soft_mkey_t *mk = (soft_mkey_t *)mkey; /* super comes first */
 
     soft_key_remove(mk->dev, &mk->key);
     free(mk->ent);
@@ -158,16 +158,17 @@ int soft_mkey_post_check(soft_qp_t *qp, const dcx_send_wr_t *wr)
 
     if ((wr->mkey == NULL) || (wr->mkey->pd->dev != qp->super.dev)) {
         dcx_error("%s: dci 0x%x post %s: no mkey, or an mkey of another "
-                  "device", name, qp->super.qp_num, opname);
+                  "device",
+                  name, qp->super.qp_num, opname);
         return EINVAL;
     }
     if (!soft_mkey_is_cfg(wr->opcode)) {
-        return 0;   /* invalidate: nothing more to check */
+        return 0; /* invalidate: nothing more to check */
     }
     max = wr->mkey->max_entries;
     if ((lay == NULL) || (lay->num_entries == 0) ||
-        ((wr->opcode == DCX_WR_MKEY_INTERLEAVED) ?
-         (lay->interleaved == NULL) : (lay->list == NULL))) {
+        ((wr->opcode == DCX_WR_MKEY_INTERLEAVED) ? (lay->interleaved == NULL) :
+                                                   (lay->list == NULL))) {
         dcx_error("%s: dci 0x%x post %s mkey 0x%x: no layout or no entries",
                   name, qp->super.qp_num, opname, wr->mkey->lkey);
         return EINVAL;
@@ -181,16 +182,18 @@ int soft_mkey_post_check(soft_qp_t *qp, const dcx_send_wr_t *wr)
     if (wr->opcode == DCX_WR_MKEY_LIST) {
         if (lay->num_entries > max) {
             dcx_error("%s: dci 0x%x post %s mkey 0x%x: %u entries > %u the "
-                      "key holds", name, qp->super.qp_num, opname,
-                      wr->mkey->lkey, lay->num_entries, max);
+                      "key holds",
+                      name, qp->super.qp_num, opname, wr->mkey->lkey,
+                      lay->num_entries, max);
             return ENOMEM;
         }
         return 0;
     }
     if (lay->num_entries + 1ull > max) {
         dcx_error("%s: dci 0x%x post %s mkey 0x%x: %u entries + 1 repetition "
-                  "header > %u the key holds", name, qp->super.qp_num, opname,
-                  wr->mkey->lkey, lay->num_entries, max);
+                  "header > %u the key holds",
+                  name, qp->super.qp_num, opname, wr->mkey->lkey,
+                  lay->num_entries, max);
         return ENOMEM;
     }
     if (lay->repeat_count == 0) {
@@ -205,8 +208,8 @@ int soft_mkey_post_check(soft_qp_t *qp, const dcx_send_wr_t *wr)
             ((uint64_t)e->bytes_count + e->bytes_skip >
              qp->dev->super.caps.mkey_max_stride)) {
             dcx_error("%s: dci 0x%x post %s mkey 0x%x: entry %u: byte count "
-                      "%u + skip %u over the limit %u", name,
-                      qp->super.qp_num, opname, wr->mkey->lkey, i,
+                      "%u + skip %u over the limit %u",
+                      name, qp->super.qp_num, opname, wr->mkey->lkey, i,
                       e->bytes_count, e->bytes_skip,
                       qp->dev->super.caps.mkey_max_stride);
             return EINVAL;
@@ -215,8 +218,9 @@ int soft_mkey_post_check(soft_qp_t *qp, const dcx_send_wr_t *wr)
     }
     if ((rep_len == 0) || (rep_len > UINT32_MAX)) {
         dcx_error("%s: dci 0x%x post %s mkey 0x%x: %llu bytes per repetition "
-                  "(1 .. 2^32 - 1)", name, qp->super.qp_num, opname,
-                  wr->mkey->lkey, (unsigned long long)rep_len);
+                  "(1 .. 2^32 - 1)",
+                  name, qp->super.qp_num, opname, wr->mkey->lkey,
+                  (unsigned long long)rep_len);
         return EINVAL;
     }
     return 0;
@@ -232,7 +236,7 @@ void soft_mkey_wr_copy(soft_qp_t *qp, soft_swqe_t *w, const dcx_send_wr_t *wr)
     uint64_t pre = 0;
     uint32_t i;
 
-    m = malloc(sizeof(*m) + num * sizeof(m->ent[0]));
+    m      = malloc(sizeof(*m) + num * sizeof(m->ent[0]));
     w->mkw = m;
     if (m == NULL) {
         dcx_error("%s: dci 0x%x post %s: out of memory for the layout",
@@ -244,8 +248,7 @@ void soft_mkey_wr_copy(soft_qp_t *qp, soft_swqe_t *w, const dcx_send_wr_t *wr)
     m->lkey   = wr->mkey->lkey;
     m->num    = num;
     m->access = (num != 0) ? lay->access : 0;
-    m->repeat = (wr->opcode == DCX_WR_MKEY_INTERLEAVED) ? lay->repeat_count :
-                1;
+    m->repeat = (wr->opcode == DCX_WR_MKEY_INTERLEAVED) ? lay->repeat_count : 1;
     for (i = 0; i < num; ++i) {
         soft_mkey_ent_t *e = &m->ent[i];
 
@@ -254,7 +257,7 @@ void soft_mkey_wr_copy(soft_qp_t *qp, soft_swqe_t *w, const dcx_send_wr_t *wr)
             e->count  = lay->interleaved[i].bytes_count;
             e->stride = lay->interleaved[i].bytes_count +
                         lay->interleaved[i].bytes_skip;
-            e->lkey   = lay->interleaved[i].lkey;
+            e->lkey = lay->interleaved[i].lkey;
         } else {
             e->addr   = lay->list[i].addr;
             e->count  = lay->list[i].length;
@@ -262,7 +265,7 @@ void soft_mkey_wr_copy(soft_qp_t *qp, soft_swqe_t *w, const dcx_send_wr_t *wr)
             e->lkey   = lay->list[i].lkey;
         }
         e->pre = pre;
-        pre   += e->count;
+        pre += e->count;
     }
     m->rep_len = pre;
 }
@@ -285,12 +288,13 @@ uint8_t soft_mkey_wr_exec(soft_qp_t *qp, soft_swqe_t *w)
         return w->forced;
     }
     if (m == NULL) {
-        return DCX_WC_GENERAL_ERR;   /* logged when the copy failed */
+        return DCX_WC_GENERAL_ERR; /* logged when the copy failed */
     }
     key = soft_key_lookup(qp->dev, m->lkey);
     if ((key == NULL) || (key->mkey == NULL)) {
         dcx_error("%s: dci 0x%x %s: mkey 0x%x was destroyed before the "
-                  "request executed", soft_qp_dev_name(qp), qp->super.qp_num,
+                  "request executed",
+                  soft_qp_dev_name(qp), qp->super.qp_num,
                   soft_opinfo[w->wr.opcode].name, m->lkey);
         return DCX_WC_LOC_PROT_ERR;
     }
@@ -317,8 +321,8 @@ uint8_t soft_mkey_wr_exec(soft_qp_t *qp, soft_swqe_t *w)
  * Translation
  * ------------------------------------------------------------------------ */
 typedef int (*soft_mkey_piece_cb_t)(soft_dev_t *dev, soft_mr_t *mr,
-                                    uint64_t addr, uint64_t len,
-                                    uint64_t done, void *arg);
+                                    uint64_t addr, uint64_t len, uint64_t done,
+                                    void *arg);
 
 /* Walks the pieces of [off, off + len) of the key's layout, checking each
  * against its MR for 'access' (and the key itself), and calls cb (if not
@@ -347,7 +351,7 @@ static int soft_mkey_walk(soft_dev_t *dev, soft_mkey_t *mk, uint64_t off,
     within = off % mk->rep_len;
     lo     = 0;
     hi     = mk->num - 1;
-    while (lo < hi) {   /* the last entry starting at or before 'within' */
+    while (lo < hi) { /* the last entry starting at or before 'within' */
         mid = (lo + hi + 1) / 2;
         if (mk->ent[mid].pre <= within) {
             lo = mid;
@@ -373,8 +377,8 @@ static int soft_mkey_walk(soft_dev_t *dev, soft_mkey_t *mk, uint64_t off,
                           "0x%llx/%llu) not registered for access 0x%x",
                           dev->super.caps.name, mk->super.lkey,
                           (unsigned long long)(off + done), i, e->lkey,
-                          (unsigned long long)addr,
-                          (unsigned long long)chunk, access);
+                          (unsigned long long)addr, (unsigned long long)chunk,
+                          access);
                 return EACCES;
             }
             if (cb != NULL) {
@@ -384,7 +388,7 @@ static int soft_mkey_walk(soft_dev_t *dev, soft_mkey_t *mk, uint64_t off,
                 }
             }
             done += chunk;
-            len  -= chunk;
+            len -= chunk;
         }
         inoff = 0;
         if (++i == mk->num) {
@@ -395,8 +399,8 @@ static int soft_mkey_walk(soft_dev_t *dev, soft_mkey_t *mk, uint64_t off,
     return 0;
 }
 
-int soft_mkey_check(soft_dev_t *dev, soft_mr_t *key, uint64_t off,
-                    uint64_t len, uint32_t access)
+int soft_mkey_check(soft_dev_t *dev, soft_mr_t *key, uint64_t off, uint64_t len,
+                    uint32_t access)
 {
     return soft_mkey_walk(dev, key->mkey, off, len, access, NULL, NULL);
 }
@@ -426,16 +430,14 @@ int soft_mkey_local_copy(soft_dev_t *dev, soft_mr_t *key, uint64_t off,
                           buf);
 }
 
-static int soft_mkey_remote_write(soft_dev_t *dev, soft_mr_t *mr,
-                                  uint64_t addr, uint64_t len, uint64_t done,
-                                  void *arg)
+static int soft_mkey_remote_write(soft_dev_t *dev, soft_mr_t *mr, uint64_t addr,
+                                  uint64_t len, uint64_t done, void *arg)
 {
     return soft_mem_write(dev, mr, addr, (const uint8_t *)arg + done, len);
 }
 
-static int soft_mkey_remote_read(soft_dev_t *dev, soft_mr_t *mr,
-                                 uint64_t addr, uint64_t len, uint64_t done,
-                                 void *arg)
+static int soft_mkey_remote_read(soft_dev_t *dev, soft_mr_t *mr, uint64_t addr,
+                                 uint64_t len, uint64_t done, void *arg)
 {
     return soft_mem_read(dev, mr, (uint8_t *)arg + done, addr, len);
 }
@@ -461,14 +463,13 @@ int soft_key_read(soft_dev_t *dev, soft_mr_t *mr, void *dst, uint64_t addr,
 }
 
 typedef struct soft_mkey_target {
-    soft_mr_t  *mr;
-    uint64_t    addr;
-    unsigned    pieces;
+    soft_mr_t *mr;
+    uint64_t addr;
+    unsigned pieces;
 } soft_mkey_target_t;
 
-static int soft_mkey_find_target(soft_dev_t *dev, soft_mr_t *mr,
-                                 uint64_t addr, uint64_t len, uint64_t done,
-                                 void *arg)
+static int soft_mkey_find_target(soft_dev_t *dev, soft_mr_t *mr, uint64_t addr,
+                                 uint64_t len, uint64_t done, void *arg)
 {
     soft_mkey_target_t *t = arg;
 
@@ -484,13 +485,13 @@ static int soft_mkey_find_target(soft_dev_t *dev, soft_mr_t *mr,
 int soft_key_atomic(soft_dev_t *dev, soft_mr_t *mr, const soft_pkt_t *pkt,
                     uint64_t (*exec)(const soft_pkt_t *), uint64_t *result_p)
 {
-    soft_mkey_target_t t = { NULL, 0, 0 };
+    soft_mkey_target_t t = {NULL, 0, 0};
     soft_pkt_t tpkt;
     int ret;
 
     if (mr->mkey == NULL) {
-        return soft_mem_atomic(dev, mr, pkt->raddr, pkt->atomic_size, exec,
-                               pkt, result_p);
+        return soft_mem_atomic(dev, mr, pkt->raddr, pkt->atomic_size, exec, pkt,
+                               result_p);
     }
     ret = soft_mkey_walk(dev, mr->mkey, pkt->raddr, pkt->atomic_size,
                          DCX_ACCESS_REMOTE_ATOMIC, soft_mkey_find_target, &t);
@@ -500,8 +501,9 @@ int soft_key_atomic(soft_dev_t *dev, soft_mr_t *mr, const soft_pkt_t *pkt,
     if ((t.pieces != 1) || (t.addr % pkt->atomic_size)) {
         dcx_debug("%s: atomic at offset %llu of mkey 0x%x: %s",
                   dev->super.caps.name, (unsigned long long)pkt->raddr,
-                  pkt->rkey, (t.pieces != 1) ? "spans two entries" :
-                  "translated address not aligned");
+                  pkt->rkey,
+                  (t.pieces != 1) ? "spans two entries" :
+                                    "translated address not aligned");
         return EINVAL;
     }
     tpkt       = *pkt;

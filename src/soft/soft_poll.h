@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Soft device polls (soft_engine.c, soft_cq.c): the poll stamp and what a
  * poll looks at without the engine lock before it knows whether it needs
@@ -14,11 +15,11 @@
  * by a producer that died before it marked its claim shows only there (a
  * poll looks at the head slots); the next poll then runs a whole pass,
  * which skips it (soft_ring_unstick). */
-#define SOFT_TAIL_STAMPS  16u
+#define SOFT_TAIL_STAMPS 16u
 
 /* soft_engine.c */
 void soft_engine_stamp_write(soft_dev_t *dev, uint64_t now);
-int  soft_engine_tail_look(soft_dev_t *dev);
+int soft_engine_tail_look(soft_dev_t *dev);
 
 /* The stamp with a soft_clock_now() reading the caller took (a whole
  * pass's, soft_dev_now_clk: taken before the pass, so the stamp is at
@@ -59,9 +60,9 @@ static inline void soft_cq_pair_seen(soft_dev_t *dev, soft_cq_t *cq,
 
 /* What a poll finds for the engine without the lock (soft_engine_look) */
 enum {
-    SOFT_LOOK_NONE = 0,   /* nothing for the engine: no pass */
-    SOFT_LOOK_RING = 1,   /* packets in the request ring only: ring pass */
-    SOFT_LOOK_PASS = 2    /* a whole engine pass */
+    SOFT_LOOK_NONE = 0, /* nothing for the engine: no pass */
+    SOFT_LOOK_RING = 1, /* packets in the request ring only: ring pass */
+    SOFT_LOOK_PASS = 2  /* a whole engine pass */
 };
 
 /* Without the lock: 1 if the engine has nothing to do for a poll (the
@@ -79,8 +80,8 @@ enum {
  * counts it (soft_ring_idle_clear): no call here, so that a caller that
  * goes on to its out-of-line part keeps its arguments in their registers
  * (nothing saved by the poll that finds work). */
-static inline __attribute__((always_inline))
-int soft_engine_poll_idle(soft_dev_t *dev)
+static inline __attribute__((always_inline)) int
+soft_engine_poll_idle(soft_dev_t *dev)
 {
     return (__atomic_load_n(&dev->engine_idle, __ATOMIC_ACQUIRE) ==
             SOFT_ENGINE_IDLE) &&
@@ -97,7 +98,7 @@ int soft_engine_poll_idle(soft_dev_t *dev)
 static inline int soft_engine_wait_holds(soft_dev_t *dev, uint64_t *clk_p)
 {
     const soft_engine_wait_t *w = &dev->wait;
-    uint32_t seq = __atomic_load_n(&w->seq, __ATOMIC_ACQUIRE);
+    uint32_t seq                = __atomic_load_n(&w->seq, __ATOMIC_ACQUIRE);
     uint32_t i, n = __atomic_load_n(&w->n, __ATOMIC_RELAXED);
     uint64_t moved = 0;
 
@@ -131,8 +132,7 @@ static inline int soft_engine_wait_holds(soft_dev_t *dev, uint64_t *clk_p)
  * took, if it took one (soft_engine_stamp_clk). */
 static inline int soft_engine_look(soft_dev_t *dev, uint64_t *clk_p)
 {
-    int idle             = __atomic_load_n(&dev->engine_idle,
-                                           __ATOMIC_ACQUIRE);
+    int idle = __atomic_load_n(&dev->engine_idle, __ATOMIC_ACQUIRE);
 
     if (soft_ring_view_ready(&dev->resp_stall) || (idle == SOFT_ENGINE_BUSY) ||
         ((idle == SOFT_ENGINE_WAIT) && !soft_engine_wait_holds(dev, clk_p))) {
@@ -140,8 +140,8 @@ static inline int soft_engine_look(soft_dev_t *dev, uint64_t *clk_p)
     }
     return (soft_ring_view_ready(&dev->req_stall) ||
             soft_ring_idle_clear(&dev->hdr->req, &dev->req_stall)) ?
-           SOFT_LOOK_RING :
-           SOFT_LOOK_NONE;
+               SOFT_LOOK_RING :
+               SOFT_LOOK_NONE;
 }
 
 /* Without the lock: 1 if no completion waits in cq */

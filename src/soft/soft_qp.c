@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Soft device queue pairs: DCI and DCT objects, posting (normal and flush
  * mode), error state and recovery.  The engine that executes a DCI's work
@@ -17,10 +18,9 @@
 
 /* min_rnr_timer encoding of verbs, in units of 10 us (index 0 = 655.36 ms) */
 static const uint32_t soft_rnr_table[32] = {
-    65536, 1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384,
-    512, 768, 1024, 1536, 2048, 3072, 4096, 6144, 8192, 12288, 16384, 24576,
-    32768, 49152
-};
+    65536, 1,    2,    3,    4,    6,     8,     12,    16,    24,   32,
+    48,    64,   96,   128,  192,  256,   384,   512,   768,   1024, 1536,
+    2048,  3072, 4096, 6144, 8192, 12288, 16384, 24576, 32768, 49152};
 
 /* The smallest power of two >= n (n <= max_qp_wr, far below 2^31): a
  * DCI's slot count, so that soft_wqe() indexes with a mask */
@@ -42,11 +42,10 @@ static int soft_post_check(soft_qp_t *qp, const dcx_send_wr_t *wr,
 {
     const soft_opinfo_t *op = soft_op(wr->opcode);
     const char *name        = soft_qp_dev_name(qp);
-    uint64_t total = 0;
+    uint64_t total          = 0;
     unsigned i;
 
-    if ((wr->opcode >= DCX_WR_MKEY_FIRST) &&
-        (wr->opcode < DCX_WR_MKEY_LAST)) {
+    if ((wr->opcode >= DCX_WR_MKEY_FIRST) && (wr->opcode < DCX_WR_MKEY_LAST)) {
         *total_p = 0;
         return soft_mkey_post_check(qp, wr);
     }
@@ -78,20 +77,19 @@ static int soft_post_check(soft_qp_t *qp, const dcx_send_wr_t *wr,
             size = wr->atomic_size;
         }
         if (((size != 4) && (size != 8)) || (wr->num_sge != 1) ||
-            (wr->sg_list[0].length < size) ||
-            (wr->flags & DCX_SEND_INLINE)) {
+            (wr->sg_list[0].length < size) || (wr->flags & DCX_SEND_INLINE)) {
             dcx_error("%s: dci 0x%x post %s: need one result sge of the "
-                      "atomic size (4/8), got size %llu, %u sge", name,
-                      qp->super.qp_num, op->name, (unsigned long long)size,
-                      wr->num_sge);
+                      "atomic size (4/8), got size %llu, %u sge",
+                      name, qp->super.qp_num, op->name,
+                      (unsigned long long)size, wr->num_sge);
             return EINVAL;
         }
         total = size;
     } else if (wr->flags & DCX_SEND_INLINE) {
         if ((op->flags & SOFT_OPF_READ) || (total > qp->super.max_inline)) {
-            dcx_error("%s: dci 0x%x post %s: inline %llu bytes > max %u",
-                      name, qp->super.qp_num, op->name,
-                      (unsigned long long)total, qp->super.max_inline);
+            dcx_error("%s: dci 0x%x post %s: inline %llu bytes > max %u", name,
+                      qp->super.qp_num, op->name, (unsigned long long)total,
+                      qp->super.max_inline);
             return EINVAL;
         }
     }
@@ -107,10 +105,10 @@ static soft_swqe_t *soft_post_enqueue(soft_qp_t *qp, const dcx_send_wr_t *wr,
     soft_swqe_t *w = soft_wqe(qp, qp->sq_head);
     unsigned i;
 
-    w->wr        = *wr;
-    w->wr.sg_list = NULL;
+    w->wr             = *wr;
+    w->wr.sg_list     = NULL;
     w->wr.mkey_layout = NULL;
-    w->mkw       = NULL;
+    w->mkw            = NULL;
     if (soft_opinfo[wr->opcode].flags & SOFT_OPF_MKEY) {
         /* executed locally: no destination, no data */
         w->wr.num_sge = 0;
@@ -118,17 +116,17 @@ static soft_swqe_t *soft_post_enqueue(soft_qp_t *qp, const dcx_send_wr_t *wr,
     } else {
         w->peer = ((soft_ah_t *)wr->dest.ah)->peer;
     }
-    w->total_len = total;
-    w->sent_off  = 0;
-    w->recv_off  = 0;
-    w->credits   = 0;
-    w->msn       = qp->next_msn++;
-    w->state     = SOFT_WQE_POSTED;
-    w->forced    = SOFT_NO_STATUS;
-    w->checked   = 0;
-    w->all_sent  = 0;
+    w->total_len  = total;
+    w->sent_off   = 0;
+    w->recv_off   = 0;
+    w->credits    = 0;
+    w->msn        = qp->next_msn++;
+    w->state      = SOFT_WQE_POSTED;
+    w->forced     = SOFT_NO_STATUS;
+    w->checked    = 0;
+    w->all_sent   = 0;
     w->rd_counted = 0;
-    w->tx_end    = 0;
+    w->tx_end     = 0;
     if (inl_ready) {
         /* copied by soft_post_inline_data */
     } else if (wr->flags & DCX_SEND_INLINE) {
@@ -136,7 +134,7 @@ static soft_swqe_t *soft_post_enqueue(soft_qp_t *qp, const dcx_send_wr_t *wr,
 
         for (i = 0; i < wr->num_sge; ++i) {
             if (wr->sg_list[i].length == 0) {
-                continue;   /* zero bytes: the address is never read */
+                continue; /* zero bytes: the address is never read */
             }
             memcpy(w->inl + off, (void *)(uintptr_t)wr->sg_list[i].addr,
                    wr->sg_list[i].length);
@@ -169,8 +167,7 @@ static int __attribute__((noinline)) soft_qp_slots_alloc(soft_qp_t *qp)
     qp->sge_pool = calloc((size_t)slots * sge, sizeof(dcx_sge_t));
     qp->inl_pool = calloc((size_t)slots, stride);
     qp->sq       = calloc(slots, sizeof(*qp->sq));
-    if ((qp->sq == NULL) || (qp->sge_pool == NULL) ||
-        (qp->inl_pool == NULL)) {
+    if ((qp->sq == NULL) || (qp->sge_pool == NULL) || (qp->inl_pool == NULL)) {
         free(qp->sq);
         free(qp->sge_pool);
         free(qp->inl_pool);
@@ -178,8 +175,8 @@ static int __attribute__((noinline)) soft_qp_slots_alloc(soft_qp_t *qp)
         qp->sge_pool = NULL;
         qp->inl_pool = NULL;
         dcx_error("%s: dci 0x%x post: out of memory for the send queue of "
-                  "%u WRs", soft_qp_dev_name(qp), qp->super.qp_num,
-                  qp->sq_size);
+                  "%u WRs",
+                  soft_qp_dev_name(qp), qp->super.qp_num, qp->sq_size);
         return ENOMEM;
     }
     for (i = 0; i < slots; ++i) {
@@ -197,8 +194,7 @@ static int __attribute__((noinline)) soft_qp_slots_alloc(soft_qp_t *qp)
  * the result of the post: an errno, or what the QP's current post function
  * did with wr if the QP changed mode (error, recovery) while we waited. */
 static inline int soft_post_lock(soft_qp_t *qp, const dcx_send_wr_t *wr,
-                                 int (*self)(dcx_qp_t *,
-                                             const dcx_send_wr_t *),
+                                 int (*self)(dcx_qp_t *, const dcx_send_wr_t *),
                                  uint64_t *total_p)
 {
     int ret;
@@ -261,20 +257,19 @@ static inline uint64_t soft_post_inline_data(const soft_qp_t *qp,
         if (len0 + len1 > qp->super.max_inline) {
             return UINT64_MAX;
         }
-        if (len0 != 0) {   /* zero bytes: the address is never read */
-            soft_copy_small(inl, (const uint8_t *)(uintptr_t)sg[0].addr,
-                            len0);
+        if (len0 != 0) { /* zero bytes: the address is never read */
+            soft_copy_small(inl, (const uint8_t *)(uintptr_t)sg[0].addr, len0);
         }
         if (len1 != 0) {
-            soft_copy_small(inl + len0,
-                            (const uint8_t *)(uintptr_t)sg[1].addr, len1);
+            soft_copy_small(inl + len0, (const uint8_t *)(uintptr_t)sg[1].addr,
+                            len1);
         }
         return len0 + len1;
     }
     for (i = 0; i < wr->num_sge; ++i) {
         len = wr->sg_list[i].length;
         if (len == 0) {
-            continue;   /* zero bytes: the address is never read */
+            continue; /* zero bytes: the address is never read */
         }
         if (len > qp->super.max_inline - total) {
             return UINT64_MAX;
@@ -307,8 +302,7 @@ static void soft_post_general(soft_qp_t *qp, const dcx_send_wr_t *wr,
  * (soft_fence_after_locked): one barrier where a kick inside the publish,
  * the unlock and the own kick made three. */
 static inline void soft_post_unlock_kick(soft_dev_t *dev,
-                                         soft_port_hdr_t *target,
-                                         uint64_t clk)
+                                         soft_port_hdr_t *target, uint64_t clk)
 {
     int woke = 0;
 
@@ -342,7 +336,7 @@ static int soft_dci_post_light(soft_qp_t *qp, const dcx_send_wr_t *wr)
     if ((qp->sq_head - qp->sq_tail >= qp->sq_size) ||
         (qp->super.post_send != soft_dci_post_send)) {
         soft_unlock(&dev->lock);
-        return SOFT_POST_READY;   /* the caller's general post says why */
+        return SOFT_POST_READY; /* the caller's general post says why */
     }
     /* the WQE at sq_head, found once: the data's byte stores may alias
      * the DCI's fields, which the compiler would read again */
@@ -350,7 +344,7 @@ static int soft_dci_post_light(soft_qp_t *qp, const dcx_send_wr_t *wr)
     total = soft_post_inline_data(qp, w, wr);
     if (total == UINT64_MAX) {
         soft_unlock(&dev->lock);
-        ret = soft_post_check(qp, wr, &total);   /* logs it */
+        ret = soft_post_check(qp, wr, &total); /* logs it */
         return (ret != 0) ? ret : EINVAL;
     }
     if (soft_req_post_inline(qp, w, wr, total, &target, &clk) != 0) {
@@ -396,7 +390,7 @@ static int soft_dci_post_flush(dcx_qp_t *qp_, const dcx_send_wr_t *wr)
     if (ret != SOFT_POST_READY) {
         return ret;
     }
-    ret = soft_qp_slots_alloc(qp);   /* flushed before its first post */
+    ret = soft_qp_slots_alloc(qp); /* flushed before its first post */
     if (ret != 0) {
         soft_unlock(&qp->dev->lock);
         return ret;
@@ -465,8 +459,8 @@ void soft_qp_flush_mode(soft_qp_t *qp)
 
 static int soft_dct_post_send(dcx_qp_t *qp_, const dcx_send_wr_t *wr)
 {
-    dcx_error("%s: qp 0x%x is a DCT: cannot post sends",
-              qp_->dev->caps.name, qp_->qp_num);
+    dcx_error("%s: qp 0x%x is a DCT: cannot post sends", qp_->dev->caps.name,
+              qp_->qp_num);
     return EINVAL;
 }
 
@@ -505,11 +499,10 @@ static int soft_qp_alloc_num(soft_dev_t *dev, soft_qp_t *qp)
     for (i = 0; i < dev->max_qps; ++i) {
         idx = (dev->qp_cursor + i) % dev->max_qps;
         if (dev->qps[idx] == NULL) {
-            dev->qps[idx]       = qp;
-            dev->qp_cursor      = idx + 1;
-            qp->super.qp_num    = SOFT_QPN_BASE + idx;
-            qp->ack_line        = (dev->acks != NULL) ?
-                                  &dev->acks[idx].word : NULL;
+            dev->qps[idx]    = qp;
+            dev->qp_cursor   = idx + 1;
+            qp->super.qp_num = SOFT_QPN_BASE + idx;
+            qp->ack_line = (dev->acks != NULL) ? &dev->acks[idx].word : NULL;
             return 0;
         }
     }
@@ -521,9 +514,8 @@ static int soft_dci_init(soft_dev_t *dev, soft_qp_t *qp,
 {
     const dcx_soft_limits_t *l = &dev->limits;
     const char *name           = dev->super.caps.name;
-    uint32_t sge = attr->max_send_sge ? attr->max_send_sge : 1;
-    uint32_t rd     = attr->max_rd_atomic ? attr->max_rd_atomic :
-                      l->max_rd_atomic;
+    uint32_t sge               = attr->max_send_sge ? attr->max_send_sge : 1;
+    uint32_t rd = attr->max_rd_atomic ? attr->max_rd_atomic : l->max_rd_atomic;
 
     if ((attr->send_cq == NULL) || (attr->max_send_wr == 0) ||
         (attr->max_send_wr > l->max_qp_wr) || (sge > l->max_sge) ||
@@ -532,9 +524,9 @@ static int soft_dci_init(soft_dev_t *dev, soft_qp_t *qp,
         (attr->timeout > 31)) {
         dcx_error("%s: dci create: invalid attributes (send_cq %p, "
                   "max_send_wr %u/%u, max_send_sge %u/%u, max_inline %u/%u, "
-                  "max_rd_atomic %u/%u, retry %u, rnr_retry %u)", name,
-                  (void *)attr->send_cq, attr->max_send_wr, l->max_qp_wr, sge,
-                  l->max_sge, attr->max_inline, l->max_inline, rd,
+                  "max_rd_atomic %u/%u, retry %u, rnr_retry %u)",
+                  name, (void *)attr->send_cq, attr->max_send_wr, l->max_qp_wr,
+                  sge, l->max_sge, attr->max_inline, l->max_inline, rd,
                   l->max_rd_atomic, attr->retry_cnt, attr->rnr_retry);
         return EINVAL;
     }
@@ -543,18 +535,18 @@ static int soft_dci_init(soft_dev_t *dev, soft_qp_t *qp,
                   dev->num_dcis);
         return ENOMEM;
     }
-    qp->sq_size  = attr->max_send_wr;
-    qp->sq_mask  = soft_pow2_above(attr->max_send_wr) - 1;
+    qp->sq_size             = attr->max_send_wr;
+    qp->sq_mask             = soft_pow2_above(attr->max_send_wr) - 1;
     /* slots and inline buffers at the first post: soft_qp_slots_alloc() */
-    qp->sq       = NULL;
-    qp->sge_pool = NULL;
-    qp->inl_pool = NULL;
-    qp->cq                    = (soft_cq_t *)attr->send_cq;
-    qp->super.max_send_wr     = attr->max_send_wr;
-    qp->super.max_send_sge    = sge;
-    qp->super.max_inline      = attr->max_inline;
-    qp->super.max_rd_atomic   = rd;
-    qp->super.post_send       = soft_dci_post_first;
+    qp->sq                  = NULL;
+    qp->sge_pool            = NULL;
+    qp->inl_pool            = NULL;
+    qp->cq                  = (soft_cq_t *)attr->send_cq;
+    qp->super.max_send_wr   = attr->max_send_wr;
+    qp->super.max_send_sge  = sge;
+    qp->super.max_inline    = attr->max_inline;
+    qp->super.max_rd_atomic = rd;
+    qp->super.post_send     = soft_dci_post_first;
     if (attr->timeout != 0) {
         /* the caller gives the verbs transport parameters: use them as is */
         qp->ack_timeout_ns = 4096ull << attr->timeout;
@@ -576,7 +568,7 @@ static int soft_dct_init(soft_dev_t *dev, soft_qp_t *qp,
 {
     const uint32_t remote = DCX_ACCESS_REMOTE_WRITE | DCX_ACCESS_REMOTE_READ |
                             DCX_ACCESS_REMOTE_ATOMIC;
-    const char *name      = dev->super.caps.name;
+    const char *name = dev->super.caps.name;
 
     if (attr->srq == NULL) {
         dcx_error("%s: dct create: an SRQ is mandatory", name);
@@ -584,17 +576,17 @@ static int soft_dct_init(soft_dev_t *dev, soft_qp_t *qp,
     }
     if ((attr->access & ~remote) || (attr->min_rnr_timer > 31)) {
         dcx_error("%s: dct create: access 0x%x (allowed 0x%x) or "
-                  "min_rnr_timer %u invalid", name, attr->access, remote,
-                  attr->min_rnr_timer);
+                  "min_rnr_timer %u invalid",
+                  name, attr->access, remote, attr->min_rnr_timer);
         return EINVAL;
     }
-    qp->srq    = (soft_srq_t *)attr->srq;
-    qp->cq     = attr->recv_cq ? (soft_cq_t *)attr->recv_cq : qp->srq->cq;
-    qp->dc_key = attr->dc_key;
-    qp->access = attr->access;
+    qp->srq          = (soft_srq_t *)attr->srq;
+    qp->cq           = attr->recv_cq ? (soft_cq_t *)attr->recv_cq : qp->srq->cq;
+    qp->dc_key       = attr->dc_key;
+    qp->access       = attr->access;
     qp->rnr_delay_us = attr->min_rnr_timer ?
-                       soft_rnr_table[attr->min_rnr_timer] * 10u :
-                       dev->limits.rnr_timer_us;
+                           soft_rnr_table[attr->min_rnr_timer] * 10u :
+                           dev->limits.rnr_timer_us;
     qp->super.post_send = soft_dct_post_send;
     return 0;
 }
@@ -614,8 +606,8 @@ int soft_qp_create(dcx_pd_t *pd, const dcx_qp_attr_t *attr, dcx_qp_t **qp_p)
     int ret;
 
     if ((attr->type != DCX_QPT_DCI) && (attr->type != DCX_QPT_DCT)) {
-        dcx_error("%s: qp create: type %d not supported",
-                  dev->super.caps.name, (int)attr->type);
+        dcx_error("%s: qp create: type %d not supported", dev->super.caps.name,
+                  (int)attr->type);
         return EINVAL;
     }
     qp = calloc(1, sizeof(*qp));
@@ -623,9 +615,9 @@ int soft_qp_create(dcx_pd_t *pd, const dcx_qp_attr_t *attr, dcx_qp_t **qp_p)
         dcx_error("%s: qp create: out of memory", dev->super.caps.name);
         return ENOMEM;
     }
-    qp->dev       = dev;
-    qp->super.dev = pd->dev;
-    qp->super.pd  = pd;
+    qp->dev        = dev;
+    qp->super.dev  = pd->dev;
+    qp->super.pd   = pd;
     qp->super.type = attr->type;
 
     soft_lock(&dev->lock);
@@ -634,8 +626,7 @@ int soft_qp_create(dcx_pd_t *pd, const dcx_qp_attr_t *attr, dcx_qp_t **qp_p)
     if (ret == 0) {
         ret = soft_qp_alloc_num(dev, qp);
         if (ret != 0) {
-            dcx_error("%s: qp create: out of QP numbers",
-                      dev->super.caps.name);
+            dcx_error("%s: qp create: out of QP numbers", dev->super.caps.name);
         }
     }
     if (ret != 0) {
@@ -646,8 +637,8 @@ int soft_qp_create(dcx_pd_t *pd, const dcx_qp_attr_t *attr, dcx_qp_t **qp_p)
     qp->gen = ++dev->qp_gen;
     if (attr->type == DCX_QPT_DCI) {
         __atomic_store_n(&qp->super.state, DCX_QPS_RTS, __ATOMIC_RELAXED);
-        qp->next_dci    = dev->dcis;
-        dev->dcis       = qp;
+        qp->next_dci = dev->dcis;
+        dev->dcis    = qp;
         dev->num_dcis++;
     } else {
         __atomic_store_n(&qp->super.state, DCX_QPS_RTR, __ATOMIC_RELAXED);
@@ -721,8 +712,7 @@ int soft_qp_recover(dcx_qp_t *qp_)
     if ((qp->super.type != DCX_QPT_DCI) || (qp->super.state != DCX_QPS_ERR)) {
         soft_unlock(&dev->lock);
         dcx_error("%s: qp 0x%x recover: not a DCI in error (state %d)",
-                  dev->super.caps.name, qp->super.qp_num,
-                  (int)qp->super.state);
+                  dev->super.caps.name, qp->super.qp_num, (int)qp->super.state);
         return EINVAL;
     }
     soft_qp_reset(qp);
@@ -735,14 +725,14 @@ void soft_qp_reset(soft_qp_t *qp)
 {
     /* RESET: forget every WR and the unpolled completions */
     soft_cq_purge(qp->cq, qp, 1);
-    qp->sq_tail         = qp->sq_head;
-    qp->sq_comp         = qp->sq_head;
-    qp->sq_send         = qp->sq_head;
-    qp->rd_atomic       = 0;
-    qp->retries         = 0;
-    qp->rnr_count       = 0;
-    qp->deadline_ns     = 0;
-    qp->rnr_until_ns    = 0;
+    qp->sq_tail      = qp->sq_head;
+    qp->sq_comp      = qp->sq_head;
+    qp->sq_send      = qp->sq_head;
+    qp->rd_atomic    = 0;
+    qp->retries      = 0;
+    qp->rnr_count    = 0;
+    qp->deadline_ns  = 0;
+    qp->rnr_until_ns = 0;
     __atomic_store_n(&qp->super.state, DCX_QPS_RTS, __ATOMIC_RELAXED);
     __atomic_store_n(&qp->super.post_send,
                      (qp->sq != NULL) ? soft_dci_post_send :
@@ -753,17 +743,16 @@ void soft_qp_reset(soft_qp_t *qp)
 int dcx_soft_qp_set_timers(dcx_qp_t *qp_, uint8_t timeout, uint8_t retry_cnt,
                            uint8_t rnr_retry, uint32_t max_rd_atomic)
 {
-    soft_qp_t *qp   = (soft_qp_t *)qp_;
-    soft_dev_t *dev = qp->dev;
+    soft_qp_t *qp              = (soft_qp_t *)qp_;
+    soft_dev_t *dev            = qp->dev;
     const dcx_soft_limits_t *l = &dev->limits;
 
-    if ((qp->super.type != DCX_QPT_DCI) || (timeout > 31) ||
-        (retry_cnt > 7) || (rnr_retry > 7) ||
-        (max_rd_atomic > l->max_rd_atomic)) {
+    if ((qp->super.type != DCX_QPT_DCI) || (timeout > 31) || (retry_cnt > 7) ||
+        (rnr_retry > 7) || (max_rd_atomic > l->max_rd_atomic)) {
         dcx_error("%s: qp 0x%x set timers: not a DCI, or timeout %u, "
                   "retry_cnt %u, rnr_retry %u, max_rd_atomic %u/%u invalid",
-                  dev->super.caps.name, qp->super.qp_num, timeout,
-                  retry_cnt, rnr_retry, max_rd_atomic, l->max_rd_atomic);
+                  dev->super.caps.name, qp->super.qp_num, timeout, retry_cnt,
+                  rnr_retry, max_rd_atomic, l->max_rd_atomic);
         return EINVAL;
     }
     soft_lock(&dev->lock);

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Soft device requester and completer: the engine side of a DCI.
  *
@@ -24,8 +25,7 @@ const char *soft_wqe_state_names[SOFT_WQE_STATE_LAST] = {
     [SOFT_WQE_POSTED]    = "posted",
     [SOFT_WQE_SENDING]   = "sending",
     [SOFT_WQE_WAIT_RESP] = "wait-response",
-    [SOFT_WQE_DONE]      = "done"
-};
+    [SOFT_WQE_DONE]      = "done"};
 
 #define V SOFT_OPF_VALID
 /* clang-format off */
@@ -92,8 +92,8 @@ static void soft_sge_walk(soft_dev_t *dev, const dcx_sge_t *sge,
             ((key = soft_key_lookup(dev, sge[i].lkey)) != NULL) &&
             (key->mkey != NULL)) {
             if (gather != NULL) {
-                soft_mkey_local_copy(dev, key, sge[i].addr + off, gather,
-                                     chunk, 0);
+                soft_mkey_local_copy(dev, key, sge[i].addr + off, gather, chunk,
+                                     0);
                 gather += chunk;
             } else {
                 soft_mkey_local_copy(dev, key, sge[i].addr + off,
@@ -101,7 +101,7 @@ static void soft_sge_walk(soft_dev_t *dev, const dcx_sge_t *sge,
                 scatter += chunk;
             }
             len -= chunk;
-            off  = 0;
+            off = 0;
             continue;
         }
         a = (uint8_t *)(uintptr_t)(sge[i].addr + off);
@@ -113,7 +113,7 @@ static void soft_sge_walk(soft_dev_t *dev, const dcx_sge_t *sge,
             scatter += chunk;
         }
         len -= chunk;
-        off  = 0;
+        off = 0;
     }
 }
 
@@ -178,8 +178,8 @@ void soft_qp_to_error(soft_qp_t *qp, const char *reason)
 }
 
 /* Completes the oldest WQE of the DCI. */
-static void soft_req_complete(soft_qp_t *qp, uint8_t status,
-                              uint32_t byte_len, uint64_t now)
+static void soft_req_complete(soft_qp_t *qp, uint8_t status, uint32_t byte_len,
+                              uint64_t now)
 {
     uint32_t idx   = qp->sq_comp;
     soft_swqe_t *w = soft_wqe(qp, idx);
@@ -197,8 +197,8 @@ static void soft_req_complete(soft_qp_t *qp, uint8_t status,
     }
     qp->retries     = 0;
     qp->rnr_count   = 0;
-    qp->deadline_ns = (qp->sq_comp != qp->sq_head) ?
-                      now + qp->ack_timeout_ns : 0;
+    qp->deadline_ns = (qp->sq_comp != qp->sq_head) ? now + qp->ack_timeout_ns :
+                                                     0;
     if (status != DCX_WC_SUCCESS) {
         dcx_debug("%s: dci 0x%x wr 0x%llx %s: %s", soft_qp_dev_name(qp),
                   qp->super.qp_num, (unsigned long long)w->wr.wr_id,
@@ -237,8 +237,8 @@ static void soft_req_rewind(soft_qp_t *qp)
  * successful completion of soft_req_complete unrolled: such a WQE holds
  * no strided-key copy and no READ/atomic slot, only its response credit;
  * the DCI's timer and retry counts are set once, after the last. */
-static inline __attribute__((always_inline))
-void soft_req_acked_in(soft_qp_t *qp, uint64_t now)
+static inline __attribute__((always_inline)) void
+soft_req_acked_in(soft_qp_t *qp, uint64_t now)
 {
     soft_dev_t *dev = qp->dev;
     uint32_t comp   = qp->sq_comp;
@@ -303,9 +303,9 @@ void soft_comp_packet(soft_dev_t *dev, const soft_pkt_t *pkt,
     unsigned flags;
 
     if ((idx >= dev->max_qps) || ((qp = dev->qps[idx]) == NULL) ||
-        (qp->super.type != DCX_QPT_DCI) ||
-        (qp->super.state != DCX_QPS_RTS) || (qp->sq_comp == qp->sq_head)) {
-        return;   /* stale response */
+        (qp->super.type != DCX_QPT_DCI) || (qp->super.state != DCX_QPS_RTS) ||
+        (qp->sq_comp == qp->sq_head)) {
+        return; /* stale response */
     }
     /* what the table acknowledged comes before this packet (the responder
      * wrote it first) */
@@ -316,7 +316,7 @@ void soft_comp_packet(soft_dev_t *dev, const soft_pkt_t *pkt,
     }
     w = soft_wqe(qp, qp->sq_comp);
     if ((w->msn != pkt->msn) || (w->state == SOFT_WQE_POSTED)) {
-        return;   /* not for the oldest WQE on the wire: stale/out of order */
+        return; /* not for the oldest WQE on the wire: stale/out of order */
     }
     flags = soft_opinfo[w->wr.opcode].flags;
     now   = dev->now;
@@ -339,7 +339,7 @@ void soft_comp_packet(soft_dev_t *dev, const soft_pkt_t *pkt,
             break;
         }
         dev->stats.rnr_retries++;
-        qp->retries = 0;   /* the target answered: not a transport loss */
+        qp->retries = 0; /* the target answered: not a transport loss */
         soft_req_rewind(qp);
         qp->rnr_until_ns = now + pkt->args[0] * 1000ull;
         qp->deadline_ns  = qp->rnr_until_ns + qp->ack_timeout_ns;
@@ -360,8 +360,7 @@ void soft_comp_packet(soft_dev_t *dev, const soft_pkt_t *pkt,
         qp->deadline_ns = now + qp->ack_timeout_ns;
         if ((pkt->flags & SOFT_PKT_LAST) && (w->recv_off == w->total_len) &&
             w->all_sent) {
-            soft_req_complete(qp, DCX_WC_SUCCESS, (uint32_t)w->total_len,
-                              now);
+            soft_req_complete(qp, DCX_WC_SUCCESS, (uint32_t)w->total_len, now);
         }
         break;
     case SOFT_OP_ATOMIC_RESP:
@@ -400,7 +399,8 @@ static uint8_t soft_req_check_local(soft_qp_t *qp, soft_swqe_t *w)
     for (i = 0; i < w->wr.num_sge; ++i) {
         if (!soft_sge_ok(qp->dev, &w->sge[i],
                          (flags & (SOFT_OPF_READ | SOFT_OPF_ATOMIC)) ?
-                         DCX_ACCESS_LOCAL_WRITE : 0)) {
+                             DCX_ACCESS_LOCAL_WRITE :
+                             0)) {
             return DCX_WC_LOC_PROT_ERR;
         }
     }
@@ -411,8 +411,8 @@ static uint8_t soft_req_check_local(soft_qp_t *qp, soft_swqe_t *w)
  * right now (ring full or no response credit). */
 static int soft_req_send_packets(soft_qp_t *qp, soft_swqe_t *w, uint64_t now)
 {
-    soft_dev_t *dev  = qp->dev;
-    unsigned flags   = soft_opinfo[w->wr.opcode].flags;
+    soft_dev_t *dev = qp->dev;
+    unsigned flags  = soft_opinfo[w->wr.opcode].flags;
     soft_port_hdr_t *target;
     uint64_t chunk, mtu, delay, burst, nresp;
     soft_pkt_t *pkt;
@@ -459,8 +459,7 @@ static int soft_req_send_packets(soft_qp_t *qp, soft_swqe_t *w, uint64_t now)
         if ((target != NULL) && (fate != SOFT_TX_DROP) && !dev->killed &&
             !__atomic_load_n(&target->killed, __ATOMIC_RELAXED)) {
             pkt = soft_ring_reserve_c(target, &target->req, dev->pid,
-                                      &w->peer->req_freed_seen, &payload,
-                                      &pos);
+                                      &w->peer->req_freed_seen, &payload, &pos);
             if (pkt == NULL) {
                 if (fate != SOFT_TX_PASS) {
                     /* the fault will apply to the retried packet again */
@@ -471,15 +470,16 @@ static int soft_req_send_packets(soft_qp_t *qp, soft_swqe_t *w, uint64_t now)
             }
         }
         if (pkt != NULL) {
-            pkt->op          = w->wr.opcode;
-            pkt->flags       = ((w->sent_off == 0) ? SOFT_PKT_FIRST : 0) |
-                               ((w->sent_off + chunk == w->total_len) ?
-                                SOFT_PKT_LAST : 0);
+            pkt->op    = w->wr.opcode;
+            pkt->flags = ((w->sent_off == 0) ? SOFT_PKT_FIRST : 0) |
+                         ((w->sent_off + chunk == w->total_len) ?
+                              SOFT_PKT_LAST :
+                              0);
             pkt->status      = 0;
             pkt->atomic_size = (uint8_t)((flags & SOFT_OPF_ATOMIC) ?
-                                         w->total_len : 0);
-            pkt->len         = (flags & SOFT_OPF_PAYLOAD) ? (uint32_t)chunk :
-                               0;
+                                             w->total_len :
+                                             0);
+            pkt->len         = (flags & SOFT_OPF_PAYLOAD) ? (uint32_t)chunk : 0;
             pkt->src_pid     = dev->pid;
             pkt->src_inst    = (uint16_t)dev->inst;
             pkt->src_token   = dev->token;
@@ -508,9 +508,9 @@ static int soft_req_send_packets(soft_qp_t *qp, soft_swqe_t *w, uint64_t now)
                  * an older WQE's): a SEND or WRITE carries none */
                 memset(pkt->args, 0, sizeof(pkt->args));
             }
-            pkt->deliver_ns  = (fate == SOFT_TX_DELAY) ? now + delay : 0;
-            pkt->gen         = qp->gen;
-            pkt->pad         = 0;
+            pkt->deliver_ns = (fate == SOFT_TX_DELAY) ? now + delay : 0;
+            pkt->gen        = qp->gen;
+            pkt->pad        = 0;
             if (flags & SOFT_OPF_PAYLOAD) {
                 if (w->wr.flags & DCX_SEND_INLINE) {
                     memcpy(payload, w->inl + w->sent_off, chunk);
@@ -521,15 +521,15 @@ static int soft_req_send_packets(soft_qp_t *qp, soft_swqe_t *w, uint64_t now)
             }
             if (dev->fault.rule.type != DCX_SOFT_FAULT_NONE) {
                 pkt->flags |= SOFT_PKT_CSUM;
-                pkt->csum   = soft_pkt_csum(pkt) ^ (fate == SOFT_TX_CORRUPT);
+                pkt->csum = soft_pkt_csum(pkt) ^ (fate == SOFT_TX_CORRUPT);
             } else {
-                pkt->csum   = 0;
+                pkt->csum = 0;
             }
             dev->stats.futex_wakes += soft_ring_publish(target, &target->req,
                                                         pos);
             qp->tx_pos  = pos + 1;
             qp->tx_peer = w->peer;
-            w->tx_end   = (uint32_t)(pos + 1);   /* 0 at a wrap: no end */
+            w->tx_end   = (uint32_t)(pos + 1); /* 0 at a wrap: no end */
             if (!w->peer->own) {
                 soft_req_watch(w->peer, pos, now);
             }
@@ -540,7 +540,7 @@ static int soft_req_send_packets(soft_qp_t *qp, soft_swqe_t *w, uint64_t now)
         }
         if (flags & SOFT_OPF_READ) {
             dev->resp_credits -= nresp;
-            w->credits        += nresp;
+            w->credits += nresp;
         }
         w->sent_off += chunk;
         if (w->sent_off == w->total_len) {
@@ -596,8 +596,8 @@ void soft_req_run(soft_qp_t *qp, uint64_t now)
             if (now < qp->rnr_until_ns) {
                 return;
             }
-            qp->rnr_until_ns = 0;   /* over: the light path may post */
-            status = w->forced;
+            qp->rnr_until_ns = 0; /* over: the light path may post */
+            status           = w->forced;
             if ((status == SOFT_NO_STATUS) && !w->checked) {
                 status = soft_req_check_local(qp, w);
                 if (status == DCX_WC_SUCCESS) {
@@ -688,14 +688,14 @@ static int soft_req_target_busy(soft_qp_t *qp, soft_swqe_t *w, uint64_t now)
     soft_slot_t *slot;
 
     if ((hdr == NULL) || w->peer->own) {
-        return 0;   /* never queued anything there / we serve ourselves */
+        return 0; /* never queued anything there / we serve ourselves */
     }
     head = __atomic_load_n(&hdr->req.head, __ATOMIC_ACQUIRE);
     w->peer->head_reads++;
     if ((qp->tx_peer == w->peer) && ((int64_t)(head - qp->tx_pos) < 0)) {
         slot = (soft_slot_t *)((char *)hdr + hdr->req.offset +
                                (head & (hdr->req.nslots - 1)) *
-                               hdr->req.slot_size);
+                                   hdr->req.slot_size);
         if ((__atomic_load_n(&slot->seq, __ATOMIC_ACQUIRE) == head + 1) &&
             (slot->pkt.deliver_ns > qp->deadline_ns)) {
             return 0;
@@ -725,8 +725,8 @@ static void soft_req_timeout(soft_qp_t *qp, uint64_t now)
         /* not a retry: wait another timeout (the prod logic keeps the
          * target's helper awake meanwhile) */
         dcx_trace("%s: dci 0x%x: peer pid %u has not consumed our requests "
-                  "yet", soft_qp_dev_name(qp), qp->super.qp_num,
-                  w->peer->pid);
+                  "yet",
+                  soft_qp_dev_name(qp), qp->super.qp_num, w->peer->pid);
         qp->deadline_ns = now + qp->ack_timeout_ns;
         return;
     }
@@ -757,11 +757,11 @@ void soft_req_prod(soft_dev_t *dev, soft_peer_t *peer, uint64_t now)
     head = __atomic_load_n(&hdr->req.head, __ATOMIC_RELAXED);
     peer->head_reads++;
     if ((int64_t)(head - peer->watch_pos) >= 0) {
-        peer->watch_since = 0;   /* all consumed */
+        peer->watch_since = 0; /* all consumed */
         return;
     }
     if (head != peer->watch_head) {
-        peer->watch_head  = head;   /* moving: look again later */
+        peer->watch_head  = head; /* moving: look again later */
         peer->watch_since = now;
         return;
     }
@@ -790,7 +790,7 @@ void soft_req_timers(soft_dev_t *dev, uint64_t now)
 
     while ((qp = *pp) != NULL) {
         if (qp->super.state == DCX_QPS_RTS) {
-            soft_req_acked_in(qp, now);   /* inline: once per pass */
+            soft_req_acked_in(qp, now); /* inline: once per pass */
         }
         if (qp->sq_comp == qp->sq_head) {
             *pp        = qp->next_active;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Soft device responder: executes inbound request packets against the
  * local DCTs, SRQs and MRs and answers through the requester's response
@@ -46,8 +47,8 @@ static int soft_rstate_gc(soft_dev_t *dev)
         return 0;
     }
     for (i = 0; i < SOFT_RSTATE_SLOTS; ++i) {
-        if (!old[i].used || (!old[i].have_recv && (old[i].cur_off == 0) &&
-                             !old[i].msg_err)) {
+        if (!old[i].used ||
+            (!old[i].have_recv && (old[i].cur_off == 0) && !old[i].msg_err)) {
             continue;
         }
         j = soft_rstate_hash(old[i].pid, old[i].inst, old[i].dci);
@@ -67,8 +68,7 @@ static int soft_rstate_gc(soft_dev_t *dev)
 }
 
 /* The state of the packet's source, if there is one. */
-static inline int soft_rstate_is(const soft_rstate_t *rs,
-                                  const soft_pkt_t *pkt)
+static inline int soft_rstate_is(const soft_rstate_t *rs, const soft_pkt_t *pkt)
 {
     return (rs->pid == pkt->src_pid) && (rs->inst == pkt->src_inst) &&
            (rs->dci == pkt->src_qpn);
@@ -127,18 +127,18 @@ static soft_rstate_t *soft_rstate_get(soft_dev_t *dev, const soft_pkt_t *pkt)
     if (free_rs->peer == NULL) {
         return NULL;
     }
-    free_rs->used       = 1;
-    free_rs->pid        = pkt->src_pid;
-    free_rs->inst       = pkt->src_inst;
-    free_rs->dci        = pkt->src_qpn;
-    free_rs->gen        = pkt->gen;
-    free_rs->e          = pkt->ack_base;
-    free_rs->cur_off    = 0;
-    free_rs->msg_err    = 0;
-    free_rs->have_recv  = 0;
-    free_rs->msg_status = SOFT_DONE_NONE;
+    free_rs->used         = 1;
+    free_rs->pid          = pkt->src_pid;
+    free_rs->inst         = pkt->src_inst;
+    free_rs->dci          = pkt->src_qpn;
+    free_rs->gen          = pkt->gen;
+    free_rs->e            = pkt->ack_base;
+    free_rs->cur_off      = 0;
+    free_rs->msg_err      = 0;
+    free_rs->have_recv    = 0;
+    free_rs->msg_status   = SOFT_DONE_NONE;
     free_rs->atomic_valid = 0;
-    free_rs->wack_hold  = 0;
+    free_rs->wack_hold    = 0;
     return free_rs;
 }
 
@@ -178,8 +178,8 @@ static void soft_resp_recv_cqe(soft_dev_t *dev, soft_qp_t *dct,
                                uint32_t byte_len)
 {
     rs->have_recv = 0;
-    soft_resp_cqe(dev, dct, rs->dci, rs->recv.wr_id, status, opcode, flags,
-                  imm, byte_len);
+    soft_resp_cqe(dev, dct, rs->dci, rs->recv.wr_id, status, opcode, flags, imm,
+                  byte_len);
 }
 
 /* Drops the receive held for an abandoned message. */
@@ -213,10 +213,9 @@ void soft_resp_forget_dct(soft_dev_t *dev, soft_qp_t *dct)
 }
 
 /* Pushes one response to the requester; dropped if it does not fit. */
-void soft_resp_send(soft_dev_t *dev, soft_rstate_t *rs,
-                           const soft_pkt_t *req, uint8_t op, uint8_t status,
-                           uint64_t arg, uint64_t offset, const void *data,
-                           uint32_t len, uint8_t flags)
+void soft_resp_send(soft_dev_t *dev, soft_rstate_t *rs, const soft_pkt_t *req,
+                    uint8_t op, uint8_t status, uint64_t arg, uint64_t offset,
+                    const void *data, uint32_t len, uint8_t flags)
 {
     soft_port_hdr_t *hdr = soft_peer_map(dev, rs->peer);
     soft_pkt_t *pkt;
@@ -257,8 +256,8 @@ void soft_resp_send(soft_dev_t *dev, soft_rstate_t *rs,
     dev->stats.tx_bytes += len;
 }
 
-void soft_resp_nak(soft_dev_t *dev, soft_rstate_t *rs,
-                          const soft_pkt_t *pkt, uint8_t status)
+void soft_resp_nak(soft_dev_t *dev, soft_rstate_t *rs, const soft_pkt_t *pkt,
+                   uint8_t status)
 {
     rs->msg_err    = 1;
     rs->msg_status = status;
@@ -271,9 +270,8 @@ void soft_resp_nak(soft_dev_t *dev, soft_rstate_t *rs,
  * up to pkt->msn done" is published for a message that asks for it
  * (SOFT_PKT_WACK); NULL if that cannot be done (no table, a NAK the
  * requester has not completed yet): then an ACK packet goes. */
-static inline soft_ack_t *soft_resp_ack_entry(soft_dev_t *dev,
-                                              soft_rstate_t *rs,
-                                              const soft_pkt_t *pkt)
+static inline soft_ack_t *
+soft_resp_ack_entry(soft_dev_t *dev, soft_rstate_t *rs, const soft_pkt_t *pkt)
 {
     uint32_t idx      = pkt->src_qpn - SOFT_QPN_BASE;
     soft_peer_t *peer = rs->peer;
@@ -287,7 +285,7 @@ static inline soft_ack_t *soft_resp_ack_entry(soft_dev_t *dev,
     if (((peer->hdr == NULL) && (soft_peer_map(dev, peer) == NULL)) ||
         __atomic_load_n(&peer->hdr->killed, __ATOMIC_RELAXED) ||
         (idx >= peer->ack_count)) {
-        return NULL;   /* no table (peer->ack_count is 0 then) */
+        return NULL; /* no table (peer->ack_count is 0 then) */
     }
     return peer->acks + idx;
 }
@@ -341,7 +339,7 @@ static inline soft_mr_t *soft_resp_remote(soft_dev_t *dev, soft_qp_t *dct,
                                           uint32_t rkey, uint32_t access,
                                           uint64_t addr, uint64_t len)
 {
-    static soft_mr_t no_memory;   /* a zero-length access: never read */
+    static soft_mr_t no_memory; /* a zero-length access: never read */
     soft_mr_t *mr;
 
     /* A zero-length RDMA accesses no memory: as on InfiniBand its R_Key and
@@ -370,9 +368,8 @@ static inline soft_mr_t *soft_resp_remote(soft_dev_t *dev, soft_qp_t *dct,
 
 /* soft_resp_remote, counting a refusal */
 static soft_mr_t *soft_resp_check_remote(soft_dev_t *dev, soft_qp_t *dct,
-                                         const soft_pkt_t *pkt,
-                                         uint32_t access, uint64_t addr,
-                                         uint64_t len)
+                                         const soft_pkt_t *pkt, uint32_t access,
+                                         uint64_t addr, uint64_t len)
 {
     soft_mr_t *mr = soft_resp_remote(dev, dct, pkt->rkey, access, addr, len);
 
@@ -383,8 +380,8 @@ static soft_mr_t *soft_resp_check_remote(soft_dev_t *dev, soft_qp_t *dct,
 }
 
 /* Takes a receive for the message; 0 if none (RNR NAK sent). */
-int soft_resp_take_recv(soft_dev_t *dev, soft_qp_t *dct,
-                               soft_rstate_t *rs, const soft_pkt_t *pkt)
+int soft_resp_take_recv(soft_dev_t *dev, soft_qp_t *dct, soft_rstate_t *rs,
+                        const soft_pkt_t *pkt)
 {
     soft_srq_t *srq = dct->srq;
     const soft_rwqe_t *wqe;
@@ -398,7 +395,7 @@ int soft_resp_take_recv(soft_dev_t *dev, soft_qp_t *dct,
                        NULL, 0, 0);
         return 0;
     }
-    wqe = soft_srq_head(srq);
+    wqe              = soft_srq_head(srq);
     /* the used part only: a whole WQE is ~500 bytes, most of them unused
      * SGE slots */
     rs->recv.wr_id   = wqe->wr_id;
@@ -444,14 +441,14 @@ static void soft_resp_send_op(soft_dev_t *dev, soft_qp_t *dct,
     }
     if (!rs->msg_err) {
         if (!soft_resp_recv_ok(dev, rs, &recv_len)) {
-            soft_resp_recv_cqe(dev, dct, rs, DCX_WC_LOC_PROT_ERR,
-                               DCX_WC_RECV, 0, 0, 0);
+            soft_resp_recv_cqe(dev, dct, rs, DCX_WC_LOC_PROT_ERR, DCX_WC_RECV,
+                               0, 0, 0);
             soft_resp_nak(dev, rs, pkt, DCX_WC_REM_OP_ERR);
             goto skip;
         }
         if (pkt->total_len > recv_len) {
-            soft_resp_recv_cqe(dev, dct, rs, DCX_WC_LOC_LEN_ERR, DCX_WC_RECV,
-                               0, 0, 0);
+            soft_resp_recv_cqe(dev, dct, rs, DCX_WC_LOC_LEN_ERR, DCX_WC_RECV, 0,
+                               0, 0);
             soft_resp_nak(dev, rs, pkt, DCX_WC_REM_INV_REQ_ERR);
             goto skip;
         }
@@ -488,9 +485,8 @@ static void soft_resp_write_op(soft_dev_t *dev, soft_qp_t *dct,
     if (!rs->msg_err && (pkt->len > 0)) {
         mr = soft_resp_check_remote(dev, dct, pkt, DCX_ACCESS_REMOTE_WRITE,
                                     pkt->raddr + pkt->offset, pkt->len);
-        if ((mr == NULL) ||
-            (soft_key_write(dev, mr, pkt->raddr + pkt->offset, payload,
-                            pkt->len) != 0)) {
+        if ((mr == NULL) || (soft_key_write(dev, mr, pkt->raddr + pkt->offset,
+                                            payload, pkt->len) != 0)) {
             if (mr != NULL) {
                 dev->stats.remote_access_errors++;
             }
@@ -552,8 +548,9 @@ static int soft_resp_read_resp(soft_dev_t *dev, soft_qp_t *dct,
         /* the slot is ours: it carries the NAK instead */
         dev->stats.remote_access_errors++;
         dcx_debug("%s: rdma read of %u bytes at 0x%llx (rkey 0x%x): region "
-                  "gone or memory not accessible", dev->super.caps.name, len,
-                  (unsigned long long)addr, req->rkey);
+                  "gone or memory not accessible",
+                  dev->super.caps.name, len, (unsigned long long)addr,
+                  req->rkey);
         pkt->op     = SOFT_OP_NAK;
         pkt->status = DCX_WC_REM_ACCESS_ERR;
         len         = 0;
@@ -601,8 +598,8 @@ static void soft_resp_read_data(soft_dev_t *dev, soft_qp_t *dct,
             if (pkt->msn == rs->e) {
                 soft_resp_nak(dev, rs, pkt, DCX_WC_REM_ACCESS_ERR);
             } else {
-                soft_resp_send(dev, rs, pkt, SOFT_OP_NAK,
-                               DCX_WC_REM_ACCESS_ERR, 0, 0, NULL, 0, 0);
+                soft_resp_send(dev, rs, pkt, SOFT_OP_NAK, DCX_WC_REM_ACCESS_ERR,
+                               0, 0, NULL, 0, 0);
             }
             return;
         }
@@ -640,7 +637,7 @@ static uint64_t soft_masked_add(uint64_t a, uint64_t b, uint64_t bounds,
     for (i = 0; i < bits; ++i) {
         uint64_t s = ((a >> i) & 1) + ((b >> i) & 1) + carry;
 
-        r    |= (s & 1) << i;
+        r |= (s & 1) << i;
         carry = s >> 1;
         if ((bounds >> i) & 1) {
             carry = 0;
@@ -677,8 +674,7 @@ static uint64_t soft_atomic_exec(const soft_pkt_t *pkt)
         old = __atomic_load_n(p, __ATOMIC_RELAXED);
         do {
             nv = (uint32_t)soft_atomic_new(pkt->op, old, pkt->args, 32);
-        } while (!__atomic_compare_exchange_n(p, &old, nv, 0,
-                                              __ATOMIC_SEQ_CST,
+        } while (!__atomic_compare_exchange_n(p, &old, nv, 0, __ATOMIC_SEQ_CST,
                                               __ATOMIC_RELAXED));
         return old;
     } else {
@@ -690,8 +686,7 @@ static uint64_t soft_atomic_exec(const soft_pkt_t *pkt)
         old = __atomic_load_n(p, __ATOMIC_RELAXED);
         do {
             nv = soft_atomic_new(pkt->op, old, pkt->args, 64);
-        } while (!__atomic_compare_exchange_n(p, &old, nv, 0,
-                                              __ATOMIC_SEQ_CST,
+        } while (!__atomic_compare_exchange_n(p, &old, nv, 0, __ATOMIC_SEQ_CST,
                                               __ATOMIC_RELAXED));
         return old;
     }
@@ -714,8 +709,8 @@ static void soft_resp_atomic_op(soft_dev_t *dev, soft_qp_t *dct,
                                 (pkt->op == DCX_WR_ATOMIC_CSWAP))) ||
                (pkt->raddr % size)) {
         soft_resp_nak(dev, rs, pkt, DCX_WC_REM_INV_REQ_ERR);
-    } else if ((ret = soft_key_atomic(dev, mr, pkt, soft_atomic_exec,
-                                      &res)) != 0) {
+    } else if ((ret = soft_key_atomic(dev, mr, pkt, soft_atomic_exec, &res)) !=
+               0) {
         if (ret == EINVAL) {
             soft_resp_nak(dev, rs, pkt, DCX_WC_REM_INV_REQ_ERR);
         } else {
@@ -725,10 +720,10 @@ static void soft_resp_atomic_op(soft_dev_t *dev, soft_qp_t *dct,
     } else {
         unsigned slot = rs->at_next;
 
-        rs->at_next        = (uint8_t)((slot + 1) % SOFT_ATOMIC_SAVED);
-        rs->at_msn[slot]   = pkt->msn;
-        rs->at_res[slot]   = res;
-        rs->atomic_valid  |= 1u << slot;
+        rs->at_next      = (uint8_t)((slot + 1) % SOFT_ATOMIC_SAVED);
+        rs->at_msn[slot] = pkt->msn;
+        rs->at_res[slot] = res;
+        rs->atomic_valid |= 1u << slot;
         soft_resp_send(dev, rs, pkt, SOFT_OP_ATOMIC_RESP, 0, res, 0, NULL, 0,
                        SOFT_PKT_LAST);
     }
@@ -764,7 +759,7 @@ static void soft_resp_duplicate(soft_dev_t *dev, soft_qp_t *dct,
         return;
     }
     if (opflags & SOFT_OPF_READ) {
-        soft_resp_read_data(dev, dct, rs, pkt);   /* reads are idempotent */
+        soft_resp_read_data(dev, dct, rs, pkt); /* reads are idempotent */
         return;
     }
     if (pkt->flags & SOFT_PKT_LAST) {
@@ -775,11 +770,11 @@ static void soft_resp_duplicate(soft_dev_t *dev, soft_qp_t *dct,
 /* The whole header of a light packet (soft_pkt_t): a single packet at
  * offset 0 without checksum. */
 static __attribute__((noinline)) void soft_pkt_expand(const soft_pkt_t *light,
-                                                soft_pkt_t *full)
+                                                      soft_pkt_t *full)
 {
     memset(full, 0, sizeof(*full));
     memcpy(full, light, offsetof(soft_pkt_t, offset));
-    full->flags    &= (uint8_t)~(SOFT_PKT_LIGHT | SOFT_PKT_CSUM);
+    full->flags &= (uint8_t) ~(SOFT_PKT_LIGHT | SOFT_PKT_CSUM);
     full->total_len = light->len;
 }
 
@@ -803,7 +798,7 @@ static inline int soft_resp_recv_fits(soft_dev_t *dev, const soft_rwqe_t *wqe,
     uint64_t room = 0;
     unsigned i;
 
-    if (wqe->num_sge == 1) {   /* the transport's receives: one buffer */
+    if (wqe->num_sge == 1) { /* the transport's receives: one buffer */
         return (wqe->sge[0].length >= len) &&
                soft_resp_sge_ok(dev, &wqe->sge[0]);
     }
@@ -823,7 +818,7 @@ static inline void soft_resp_recv_copy(const soft_rwqe_t *wqe,
     uint32_t chunk;
     unsigned i;
 
-    if (wqe->num_sge == 1) {   /* fits (checked): a small one, no call */
+    if (wqe->num_sge == 1) { /* fits (checked): a small one, no call */
         soft_copy_small((uint8_t *)(uintptr_t)wqe->sge[0].addr, data, len);
         return;
     }
@@ -831,7 +826,7 @@ static inline void soft_resp_recv_copy(const soft_rwqe_t *wqe,
         chunk = (wqe->sge[i].length < len) ? wqe->sge[i].length : len;
         memcpy((void *)(uintptr_t)wqe->sge[i].addr, data, chunk);
         data += chunk;
-        len  -= chunk;
+        len -= chunk;
     }
 }
 
@@ -848,7 +843,7 @@ static inline void soft_resp_fast_cqe(soft_dev_t *dev, soft_qp_t *dct,
         return;
     }
     soft_cqe_fast_recv(cqe, DCX_WC_RECV, wr_id, dct->super.qp_num, pkt);
-    cqe->tm            = NULL;
+    cqe->tm = NULL;
     soft_cq_commit(dct->cq);
 }
 
@@ -876,13 +871,11 @@ static inline int soft_resp_fast(soft_dev_t *dev, const soft_pkt_t *pkt,
     uint8_t tm_opcode;
 
     if ((len > dev->limits.mtu) || (idx >= dev->max_qps) ||
-        ((dct = dev->qps[idx]) == NULL) ||
-        (dct->super.type != DCX_QPT_DCT) ||
+        ((dct = dev->qps[idx]) == NULL) || (dct->super.type != DCX_QPT_DCT) ||
         (dct->super.state == DCX_QPS_ERR) || (pkt->dc_key != dct->dc_key) ||
-        ((rs = soft_rstate_find(dev, pkt)) == NULL) ||
-        (rs->gen != pkt->gen) || (rs->e != pkt->msn) ||
-        (rs->cur_off != 0) || rs->msg_err || rs->have_recv ||
-        ((int32_t)(pkt->ack_base - rs->e) > 0)) {
+        ((rs = soft_rstate_find(dev, pkt)) == NULL) || (rs->gen != pkt->gen) ||
+        (rs->e != pkt->msn) || (rs->cur_off != 0) || rs->msg_err ||
+        rs->have_recv || ((int32_t)(pkt->ack_base - rs->e) > 0)) {
         return 0;
     }
     /* the acknowledgement goes to a line the requester polls: its entry is
@@ -890,8 +883,7 @@ static inline int soft_resp_fast(soft_dev_t *dev, const soft_pkt_t *pkt,
      * that the store at the end of the pass finds the line here and the
      * unlock after it does not wait for the transfer (am_lat p50 ~12%
      * lower, soft_ring.h step 4) */
-    a = (pkt->flags & SOFT_PKT_WACK) ? soft_resp_ack_entry(dev, rs, pkt) :
-        NULL;
+    a = (pkt->flags & SOFT_PKT_WACK) ? soft_resp_ack_entry(dev, rs, pkt) : NULL;
     if (a != NULL) {
         soft_prefetchw(a);
     }
@@ -900,10 +892,10 @@ static inline int soft_resp_fast(soft_dev_t *dev, const soft_pkt_t *pkt,
                               pkt->raddr, len);
         if ((len == 0) || (mr == NULL) || (mr->mkey != NULL) ||
             (soft_key_write(dev, mr, pkt->raddr, payload, len) != 0)) {
-            return 0;   /* the general path writes again, or refuses */
+            return 0; /* the general path writes again, or refuses */
         }
     } else if ((pkt->op == DCX_WR_SEND) || (pkt->op == DCX_WR_SEND_IMM)) {
-        srq = dct->srq;
+        srq       = dct->srq;
         /* a TM SRQ: only what goes to an SRQ buffer unmatched (tm_opcode
          * is not 0 exactly when the SRQ has a tag list) */
         tm_opcode = 0;
@@ -994,8 +986,7 @@ void soft_resp_packet(soft_dev_t *dev, const soft_pkt_t *pkt,
         return;
     }
     if ((idx >= dev->max_qps) || ((dct = dev->qps[idx]) == NULL) ||
-        (dct->super.type != DCX_QPT_DCT) ||
-        (dct->super.state == DCX_QPS_ERR)) {
+        (dct->super.type != DCX_QPT_DCT) || (dct->super.state == DCX_QPS_ERR)) {
         dev->stats.bad_dctn_drops++;
         return;
     }
@@ -1005,7 +996,7 @@ void soft_resp_packet(soft_dev_t *dev, const soft_pkt_t *pkt,
     }
     rs = soft_rstate_get(dev, pkt);
     if (rs == NULL) {
-        return;   /* no room to track the source: as if lost */
+        return; /* no room to track the source: as if lost */
     }
     if (rs->gen != pkt->gen) {
         /* the DCI number was reused by a new DCI */
@@ -1028,7 +1019,7 @@ void soft_resp_packet(soft_dev_t *dev, const soft_pkt_t *pkt,
         return;
     }
     if (d > 0) {
-        return;   /* a message before this one was lost */
+        return; /* a message before this one was lost */
     }
     if (pkt->offset != rs->cur_off) {
         if ((pkt->offset < rs->cur_off) && (op->flags & SOFT_OPF_READ) &&

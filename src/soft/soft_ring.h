@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Soft device rings (soft_fabric.c): the slot states, the consumer's
  * private state of a ring, and the ring functions.  Included by soft.h,
@@ -68,32 +69,31 @@
  * arithmetic on the ring's geometry), and the watch of a head slot that is
  * claimed but unpublished (soft_ring_unstick). */
 typedef struct soft_stall {
-    const uint64_t *seq;     /* &head slot's seq (soft_ring_view) */
-    uint64_t        want;    /* head + 1 */
-    uint64_t        pos;
-    uint64_t        since_ns;
-    uint64_t        next_check_ns;
-    uint64_t        tail_look_ns;   /* the tail is not read before */
+    const uint64_t *seq; /* &head slot's seq (soft_ring_view) */
+    uint64_t want;       /* head + 1 */
+    uint64_t pos;
+    uint64_t since_ns;
+    uint64_t next_check_ns;
+    uint64_t tail_look_ns; /* the tail is not read before */
     /* polls that found consumed slots waiting for their clear since the
      * head last moved (soft_ring_idle_clear) */
-    uint32_t        idle_polls;
-    uint32_t        pad;
+    uint32_t idle_polls;
+    uint32_t pad;
 } soft_stall_t;
 
 /* Polls that find nothing to do but consumed slots to clear before one of
  * them takes the lock to clear them: the consumer's own next post usually
  * clears them first, off a message's critical path */
-#define SOFT_CLEAR_POLLS  32u
+#define SOFT_CLEAR_POLLS 32u
 
 /* How often an engine pass may read a ring's tail (the producers' line) to
  * find a claim without mark (soft_ring_unstick) */
-#define SOFT_RING_TAIL_NS  1000000ull
+#define SOFT_RING_TAIL_NS 1000000ull
 
 unsigned soft_ring_clear(soft_port_hdr_t *hdr, soft_ring_t *ring);
-int      soft_ring_unstick(soft_port_hdr_t *hdr, soft_ring_t *ring,
-                           soft_stall_t *st, uint64_t now, const char *name);
-int      soft_ring_publish(soft_port_hdr_t *hdr, soft_ring_t *ring,
-                           uint64_t pos);
+int soft_ring_unstick(soft_port_hdr_t *hdr, soft_ring_t *ring, soft_stall_t *st,
+                      uint64_t now, const char *name);
+int soft_ring_publish(soft_port_hdr_t *hdr, soft_ring_t *ring, uint64_t pos);
 
 /* The consumer is done with the head slot: only its head moves.  The slot
  * is not free yet: soft_ring_clear clears and frees it later, so that the
@@ -133,9 +133,10 @@ static inline void soft_ring_publish_pkt(soft_pkt_t *pkt, uint64_t pos)
 
 /* Producer side (soft_fabric.c, "Rings", says how): claims the next slot,
  * or NULL when the ring is full.  Inline: every packet sent takes one. */
-static inline soft_pkt_t *
-soft_ring_reserve_c(soft_port_hdr_t *hdr, soft_ring_t *ring, uint32_t owner,
-                    uint64_t *freed_seen, void **payload_p, uint64_t *pos_p)
+static inline soft_pkt_t *soft_ring_reserve_c(soft_port_hdr_t *hdr,
+                                              soft_ring_t *ring, uint32_t owner,
+                                              uint64_t *freed_seen,
+                                              void **payload_p, uint64_t *pos_p)
 {
     uint64_t pos = __atomic_load_n(&ring->tail, __ATOMIC_RELAXED);
     uint64_t freed;
@@ -144,12 +145,12 @@ soft_ring_reserve_c(soft_port_hdr_t *hdr, soft_ring_t *ring, uint32_t owner,
     for (;;) {
         /* room: our copy of 'freed' is never ahead of the real one */
         if ((pos - *freed_seen) >= ring->nslots) {
-            freed = __atomic_load_n(&ring->freed, __ATOMIC_ACQUIRE);
+            freed       = __atomic_load_n(&ring->freed, __ATOMIC_ACQUIRE);
             *freed_seen = freed;
             if ((pos - freed) >= ring->nslots) {
                 if ((int64_t)(pos - freed) >= 0) {
-                    *pos_p = pos;   /* defined for every caller */
-                    return NULL;    /* full */
+                    *pos_p = pos; /* defined for every caller */
+                    return NULL;  /* full */
                 }
                 /* pos is older than 'freed': another producer's claims
                  * were consumed meanwhile */
@@ -240,7 +241,8 @@ static inline soft_pkt_t *soft_ring_peek(soft_port_hdr_t *hdr,
         return NULL;
     }
     *payload_p = (char *)slot + ((slot->pkt.flags & SOFT_PKT_LIGHT) ?
-                                 SOFT_LIGHT_OFF : SOFT_SLOT_HDR);
+                                     SOFT_LIGHT_OFF :
+                                     SOFT_SLOT_HDR);
     return &slot->pkt;
 }
 
@@ -252,8 +254,7 @@ static inline soft_pkt_t *soft_ring_peek(soft_port_hdr_t *hdr,
  * slot's seq as read, for the looks that follow when it holds no packet
  * (soft_ring_seq_marked, soft_ring_unstick_due: no second read). */
 static inline soft_pkt_t *soft_ring_peek_view(const soft_stall_t *st,
-                                              void **payload_p,
-                                              uint64_t *seq_p)
+                                              void **payload_p, uint64_t *seq_p)
 {
     soft_slot_t *slot = (soft_slot_t *)((char *)st->seq -
                                         offsetof(soft_slot_t, seq));
@@ -263,7 +264,8 @@ static inline soft_pkt_t *soft_ring_peek_view(const soft_stall_t *st,
         return NULL;
     }
     *payload_p = (char *)slot + ((slot->pkt.flags & SOFT_PKT_LIGHT) ?
-                                 SOFT_LIGHT_OFF : SOFT_SLOT_HDR);
+                                     SOFT_LIGHT_OFF :
+                                     SOFT_SLOT_HDR);
     return &slot->pkt;
 }
 
@@ -285,7 +287,7 @@ static inline int soft_ring_unfreed(const soft_ring_t *ring)
 /* Without the lock: 1 if a poll should take the lock to clear consumed
  * slots (a ring pass that finds nothing clears them, soft_engine_serve_req):
  * once they waited SOFT_CLEAR_POLLS polls without a post clearing them */
-int soft_ring_idle_count(soft_stall_t *st);   /* soft_fabric.c */
+int soft_ring_idle_count(soft_stall_t *st); /* soft_fabric.c */
 
 static inline int soft_ring_idle_clear(const soft_ring_t *ring,
                                        soft_stall_t *st)
@@ -296,8 +298,8 @@ static inline int soft_ring_idle_clear(const soft_ring_t *ring,
 /* Whether soft_ring_unstick has anything to look at (engine lock held): a
  * watch under way, a claim mark at the head (seq: the head slot's, as
  * soft_ring_peek_view read it), or the tail's look due */
-static inline int soft_ring_unstick_due(const soft_stall_t *st,
-                                        uint64_t now, uint64_t seq)
+static inline int soft_ring_unstick_due(const soft_stall_t *st, uint64_t now,
+                                        uint64_t seq)
 {
     return (st->since_ns != 0) || (now >= st->tail_look_ns) ||
            soft_ring_seq_marked(st, seq);
@@ -305,7 +307,7 @@ static inline int soft_ring_unstick_due(const soft_stall_t *st,
 
 /* The bytes of a slot's packet that lie in its first two lines: what a
  * light packet of up to 48 payload bytes wrote */
-#define SOFT_CLEAR_LIGHT  (128u - offsetof(soft_slot_t, pkt))
+#define SOFT_CLEAR_LIGHT (128u - offsetof(soft_slot_t, pkt))
 
 #ifndef __cplusplus
 _Static_assert(SOFT_CLEAR_LIGHT == 7 * 16 + 8, "7 vectors and a word");
@@ -315,7 +317,7 @@ _Static_assert(SOFT_CLEAR_LIGHT == 7 * 16 + 8, "7 vectors and a word");
 static inline __attribute__((always_inline)) void soft_zero_light(void *p)
 {
     typedef uint64_t soft_v2_t __attribute__((vector_size(16)));
-    const soft_v2_t z = { 0, 0 };
+    const soft_v2_t z = {0, 0};
     const uint64_t z8 = 0;
     char *c           = (char *)p;
 
@@ -365,7 +367,7 @@ soft_ring_clear_inline(soft_port_hdr_t *hdr, soft_ring_t *ring)
             soft_zero_light(&slot->pkt);
         } else {
             clear = (used < sizeof(slot->pkt)) ? (size_t)used :
-                    sizeof(slot->pkt);
+                                                 sizeof(slot->pkt);
             memset(&slot->pkt, 0, clear);
         }
     }

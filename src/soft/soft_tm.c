@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Soft device tag matching: the tag list of a DCX_SRQ_TM SRQ, its list
  * operations, the matching of inbound messages, and the device rendezvous
@@ -94,7 +95,7 @@ static void soft_tm_release(soft_tm_t *tm, uint32_t idx, uint32_t gen)
     soft_tm_entry_t *e = &tm->e[idx];
 
     if ((e->gen != gen) || (e->expect_cqe == 0)) {
-        return;   /* already released (an unsignalled DEL lost the race) */
+        return; /* already released (an unsignalled DEL lost the race) */
     }
     if (--e->expect_cqe != 0) {
         return;
@@ -168,9 +169,9 @@ static void soft_tm_sw_count(soft_tm_t *tm, uint16_t cnt)
     tm->held = 0;
 }
 
-static void soft_tm_op_wc(soft_tm_t *tm, const dcx_tm_op_t *op,
-                          uint8_t opcode, uint8_t status, int sync_req,
-                          uint32_t entry, uint32_t gen, uint8_t flags)
+static void soft_tm_op_wc(soft_tm_t *tm, const dcx_tm_op_t *op, uint8_t opcode,
+                          uint8_t status, int sync_req, uint32_t entry,
+                          uint32_t gen, uint8_t flags)
 {
     dcx_wc_t wc;
 
@@ -212,9 +213,9 @@ static int soft_tm_add(soft_tm_t *tm, dcx_tm_op_t *op)
     e->expect_cqe = 1 + !!(op->flags & DCX_TM_OPF_SIGNALED);
     e->state      = SOFT_TME_LISTED;
     e->eligible   = (tm->hw_sw_cnt == tm->hw_unexp);
-    tm->held     += !e->eligible;
-    e->next       = SOFT_TM_NONE;
-    e->prev       = tm->list_tail;
+    tm->held += !e->eligible;
+    e->next = SOFT_TM_NONE;
+    e->prev = tm->list_tail;
     if (tm->list_tail != SOFT_TM_NONE) {
         tm->e[tm->list_tail].next = idx;
     } else {
@@ -236,8 +237,7 @@ static int soft_tm_del(soft_tm_t *tm, dcx_tm_op_t *op)
     soft_tm_entry_t *e;
     int removed;
 
-    if ((op->handle >= tm->max_tags) ||
-        (tm->e[op->handle].expect_cqe == 0)) {
+    if ((op->handle >= tm->max_tags) || (tm->e[op->handle].expect_cqe == 0)) {
         dcx_error("%s: tm srq %p del: handle %u is not a posted entry",
                   soft_tm_name(tm), (void *)tm->srq, op->handle);
         return EINVAL;
@@ -260,8 +260,7 @@ static int soft_tm_del(soft_tm_t *tm, dcx_tm_op_t *op)
         soft_tm_op_wc(tm, op, DCX_WC_TM_DEL,
                       removed ? DCX_WC_SUCCESS : DCX_WC_TM_ERR,
                       tm->hw_unexp != e->phase_cnt, op->handle, e->gen,
-                      SOFT_TMC_RELEASE |
-                      (removed ? SOFT_TMC_RELEASE2 : 0));
+                      SOFT_TMC_RELEASE | (removed ? SOFT_TMC_RELEASE2 : 0));
     } else {
         /* as libmlx5: the handle is software's again at once */
         soft_tm_release(tm, op->handle, e->gen);
@@ -294,13 +293,13 @@ static int soft_tm_rndv_src(dcx_srq_t *srq_, uint64_t wr_id, void *addr,
             continue;
         }
         memset(&a, 0, sizeof(a));
-        a.magic  = SOFT_ADDR_MAGIC;
-        a.uid    = dev->uid;
-        a.host   = dev->host;
-        a.fabric = dev->fabric_hash;
-        a.pid    = inc->peer->pid;
-        a.inst   = (uint16_t)inc->peer->inst;
-        a.token  = inc->peer->token;
+        a.magic   = SOFT_ADDR_MAGIC;
+        a.uid     = dev->uid;
+        a.host    = dev->host;
+        a.fabric  = dev->fabric_hash;
+        a.pid     = inc->peer->pid;
+        a.inst    = (uint16_t)inc->peer->inst;
+        a.token   = inc->peer->token;
         inc->peer = NULL;
         soft_unlock(&dev->lock);
         memcpy(addr, &a, sizeof(a));
@@ -321,8 +320,9 @@ static int soft_tm_post(dcx_srq_t *srq_, dcx_tm_op_t *op)
         (op->flags & ~(DCX_TM_OPF_SIGNALED | DCX_TM_OPF_SYNC)) ||
         ((op->opcode == DCX_TM_OP_ADD) && (op->num_sge > 1))) {
         dcx_error("%s: tm srq %p: bad list operation (opcode %u, flags 0x%x, "
-                  "num_sge %u)", soft_tm_name(tm), (void *)srq, op->opcode,
-                  op->flags, op->num_sge);
+                  "num_sge %u)",
+                  soft_tm_name(tm), (void *)srq, op->opcode, op->flags,
+                  op->num_sge);
         return EINVAL;
     }
     soft_lock(&tm->dev->lock);
@@ -414,14 +414,14 @@ static void soft_tm_msg_wc(soft_tm_t *tm, soft_qp_t *dct, soft_rstate_t *rs,
     if ((pkt != NULL) && (pkt->op == DCX_WR_SEND_IMM) &&
         (status == DCX_WC_SUCCESS)) {
         wc.flags |= DCX_WC_FLAG_WITH_IMM;
-        wc.imm    = pkt->imm;
+        wc.imm = pkt->imm;
     }
     soft_tm_push(tm, &wc, rs->tm.entry, rs->tm.gen, 0, release);
 }
 
 /* The matched entry's buffer becomes the message's receive. */
-static void soft_tm_hold_entry(soft_tm_t *tm, soft_rstate_t *rs,
-                               soft_qp_t *dct, uint32_t idx)
+static void soft_tm_hold_entry(soft_tm_t *tm, soft_rstate_t *rs, soft_qp_t *dct,
+                               uint32_t idx)
 {
     soft_tm_entry_t *e = &tm->e[idx];
 
@@ -437,8 +437,8 @@ static void soft_tm_hold_entry(soft_tm_t *tm, soft_rstate_t *rs,
 
 /* What the first packet of a message leads to. */
 enum {
-    SOFT_TMF_PLACE,   /* place it (or skip it: error NAK sent) */
-    SOFT_TMF_RNR      /* no SRQ buffer: RNR NAK sent, nothing consumed */
+    SOFT_TMF_PLACE, /* place it (or skip it: error NAK sent) */
+    SOFT_TMF_RNR    /* no SRQ buffer: RNR NAK sent, nothing consumed */
 };
 
 /* The message goes to an SRQ buffer, headers included.  A bad or short
@@ -455,13 +455,13 @@ static int soft_tm_to_srq(soft_dev_t *dev, soft_tm_t *tm, soft_qp_t *dct,
     rs->tm.tm    = tm;
     rs->tm.entry = SOFT_TM_NONE;
     if (!soft_tm_buf_ok(dev, rs->recv.sge, rs->recv.num_sge, &len)) {
-        soft_tm_msg_wc(tm, dct, rs, DCX_WC_LOC_PROT_ERR, wc_opcode, 0, 0, 0,
-                       0, NULL, 0);
+        soft_tm_msg_wc(tm, dct, rs, DCX_WC_LOC_PROT_ERR, wc_opcode, 0, 0, 0, 0,
+                       NULL, 0);
         rs->have_recv = 0;
         soft_resp_nak(dev, rs, pkt, DCX_WC_REM_OP_ERR);
     } else if (pkt->total_len > len) {
-        soft_tm_msg_wc(tm, dct, rs, DCX_WC_LOC_LEN_ERR, wc_opcode, 0, 0, 0,
-                       0, NULL, 0);
+        soft_tm_msg_wc(tm, dct, rs, DCX_WC_LOC_LEN_ERR, wc_opcode, 0, 0, 0, 0,
+                       NULL, 0);
         rs->have_recv = 0;
         soft_resp_nak(dev, rs, pkt, DCX_WC_REM_INV_REQ_ERR);
     } else {
@@ -476,7 +476,7 @@ static int soft_tm_first(soft_dev_t *dev, soft_tm_t *tm, soft_qp_t *dct,
                          soft_rstate_t *rs, const soft_pkt_t *pkt,
                          const uint8_t *payload, uint8_t opcode)
 {
-    uint64_t va = 0, buf_len;
+    uint64_t va   = 0, buf_len;
     uint32_t rkey = 0, rlen = 0, idx;
     int ret;
 
@@ -484,9 +484,9 @@ static int soft_tm_first(soft_dev_t *dev, soft_tm_t *tm, soft_qp_t *dct,
         if ((pkt->total_len < DCX_TM_RNDV_LEN) ||
             (pkt->total_len > dev->super.caps.tm_max_rndv_hdr)) {
             dcx_debug("%s: tm: rendezvous request of %llu bytes (%u..%u): "
-                      "invalid", dev->super.caps.name,
-                      (unsigned long long)pkt->total_len, DCX_TM_RNDV_LEN,
-                      dev->super.caps.tm_max_rndv_hdr);
+                      "invalid",
+                      dev->super.caps.name, (unsigned long long)pkt->total_len,
+                      DCX_TM_RNDV_LEN, dev->super.caps.tm_max_rndv_hdr);
             soft_resp_nak(dev, rs, pkt, DCX_WC_REM_INV_REQ_ERR);
             return SOFT_TMF_PLACE;
         }
@@ -517,8 +517,8 @@ static int soft_tm_first(soft_dev_t *dev, soft_tm_t *tm, soft_qp_t *dct,
         rs->tm.mode = SOFT_TMM_DISCARD;
         if ((rlen <= buf_len) && (tm->rndv_free != SOFT_TM_NONE)) {
             soft_tm_msg_wc(tm, dct, rs, DCX_WC_SUCCESS, DCX_WC_TM_RECV,
-                           DCX_WC_FLAG_TM_MATCH, 0, rs->tm.tag,
-                           rs->tm.app_ctx, pkt, 0);
+                           DCX_WC_FLAG_TM_MATCH, 0, rs->tm.tag, rs->tm.app_ctx,
+                           pkt, 0);
             soft_tm_rndv_start(tm, dct, rs, payload, rlen, va, rkey);
         } else if (pkt->total_len <= buf_len) {
             /* software reads and sends the FIN: give it the request */
@@ -527,12 +527,12 @@ static int soft_tm_first(soft_dev_t *dev, soft_tm_t *tm, soft_qp_t *dct,
             /* software answers with the FIN: it asks for the sender */
             tm->inc[tm->inc_pos].wr_id = rs->recv.wr_id;
             tm->inc[tm->inc_pos].peer  = rs->peer;
-            tm->inc_pos = (tm->inc_pos + 1) % tm->max_tags;
+            tm->inc_pos                = (tm->inc_pos + 1) % tm->max_tags;
             soft_tm_msg_wc(tm, dct, rs, DCX_WC_TM_RNDV_INCOMPLETE,
                            DCX_WC_TM_RECV,
                            DCX_WC_FLAG_TM_MATCH | DCX_WC_FLAG_TM_DATA_VALID,
-                           (uint32_t)pkt->total_len, rs->tm.tag,
-                           rs->tm.app_ctx, pkt, SOFT_TMC_RELEASE);
+                           (uint32_t)pkt->total_len, rs->tm.tag, rs->tm.app_ctx,
+                           pkt, SOFT_TMC_RELEASE);
             tm->stats.rndv_sw++;
         } else {
             soft_tm_msg_wc(tm, dct, rs, DCX_WC_LOC_LEN_ERR, DCX_WC_TM_RECV, 0,
@@ -541,8 +541,8 @@ static int soft_tm_first(soft_dev_t *dev, soft_tm_t *tm, soft_qp_t *dct,
         return SOFT_TMF_PLACE;
     }
     if (pkt->total_len - DCX_TM_TMH_LEN > buf_len) {
-        soft_tm_msg_wc(tm, dct, rs, DCX_WC_LOC_LEN_ERR, DCX_WC_TM_RECV, 0, 0,
-                       0, 0, NULL, SOFT_TMC_RELEASE);
+        soft_tm_msg_wc(tm, dct, rs, DCX_WC_LOC_LEN_ERR, DCX_WC_TM_RECV, 0, 0, 0,
+                       0, NULL, SOFT_TMC_RELEASE);
         rs->tm.mode = SOFT_TMM_DISCARD;
         return SOFT_TMF_PLACE;
     }
@@ -550,8 +550,8 @@ static int soft_tm_first(soft_dev_t *dev, soft_tm_t *tm, soft_qp_t *dct,
     if (!(pkt->flags & SOFT_PKT_LAST)) {
         /* several packets: the match is reported at once */
         soft_tm_msg_wc(tm, dct, rs, DCX_WC_SUCCESS, DCX_WC_TM_RECV,
-                       DCX_WC_FLAG_TM_MATCH, 0, rs->tm.tag, rs->tm.app_ctx,
-                       pkt, 0);
+                       DCX_WC_FLAG_TM_MATCH, 0, rs->tm.tag, rs->tm.app_ctx, pkt,
+                       0);
     }
     return SOFT_TMF_PLACE;
 }
@@ -602,8 +602,8 @@ static void soft_tm_last(soft_tm_t *tm, soft_qp_t *dct, soft_rstate_t *rs,
         /* unexpected tagged: no MATCH/DATA_VALID, tag info not valid */
         soft_tm_msg_wc(tm, dct, rs, DCX_WC_SUCCESS, rs->tm.wc_opcode, 0,
                        (uint32_t)pkt->total_len, 0, 0, pkt,
-                       (rs->tm.wc_opcode == DCX_WC_TM_RECV) ?
-                       SOFT_TMC_UNEXP : 0);
+                       (rs->tm.wc_opcode == DCX_WC_TM_RECV) ? SOFT_TMC_UNEXP :
+                                                              0);
         rs->have_recv = 0;
         break;
     case SOFT_TMM_EXPECTED:
@@ -665,8 +665,7 @@ void soft_tm_abandon(soft_dev_t *dev, soft_rstate_t *rs)
         (rs->dct != NULL)) {
         /* the sender gave up on a message half placed in the entry */
         soft_tm_recv_wc(&wc, rs->recv.wr_id, DCX_WC_WR_FLUSH_ERR,
-                        DCX_WC_TM_RECV, 0, 0, rs->dct->super.qp_num,
-                        rs->dci);
+                        DCX_WC_TM_RECV, 0, 0, rs->dct->super.qp_num, rs->dci);
         soft_tm_push(rs->tm.tm, &wc, rs->tm.entry, rs->tm.gen, 0,
                      SOFT_TMC_RELEASE);
         dcx_debug("%s: tm: message from dci 0x%x abandoned by its sender",
@@ -691,8 +690,9 @@ int soft_tm_create(soft_srq_t *srq, const dcx_srq_attr_t *attr)
     if ((attr->tm_max_tags == 0) || (attr->tm_max_tags > caps->tm_max_tags) ||
         (attr->tm_max_ops == 0) || (attr->tm_max_ops > caps->tm_max_ops)) {
         dcx_error("%s: tm srq create: tm_max_tags %u (1..%u) or tm_max_ops "
-                  "%u (1..%u) invalid", name, attr->tm_max_tags,
-                  caps->tm_max_tags, attr->tm_max_ops, caps->tm_max_ops);
+                  "%u (1..%u) invalid",
+                  name, attr->tm_max_tags, caps->tm_max_tags, attr->tm_max_ops,
+                  caps->tm_max_ops);
         return EINVAL;
     }
     tm = calloc(1, sizeof(*tm));
@@ -717,8 +717,8 @@ int soft_tm_create(soft_srq_t *srq, const dcx_srq_attr_t *attr)
     tm->wait_head = tm->wait_tail = SOFT_TM_NONE;
     for (i = 0; i < tm->max_tags; ++i) {
         tm->e[i].next_free = (i + 1 < tm->max_tags) ? i + 1 : SOFT_TM_NONE;
-        tm->e[i].prev      = tm->e[i].next = SOFT_TM_NONE;
-        tm->rndv[i].next   = (i + 1 < tm->max_tags) ? i + 1 : SOFT_TM_NONE;
+        tm->e[i].prev = tm->e[i].next = SOFT_TM_NONE;
+        tm->rndv[i].next = (i + 1 < tm->max_tags) ? i + 1 : SOFT_TM_NONE;
     }
     tm->free_head = 0;
     tm->free_tail = tm->max_tags - 1;
@@ -764,7 +764,7 @@ void soft_tm_destroy(soft_srq_t *srq)
             break;
         }
     }
-    dev->tm_rndv_live -= tm->rndv_live;   /* those never end now */
+    dev->tm_rndv_live -= tm->rndv_live; /* those never end now */
     /* completions not polled yet retire nothing any more */
     for (i = cq->head; i != cq->tail; ++i) {
         if (cq->q[i & (cq->size - 1)].tm == tm) {

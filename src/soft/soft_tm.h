@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Soft device tag matching: state shared by soft_tm.c (the tag list, its
  * operations and the matching of inbound messages) and soft_tm_rndv.c (the
@@ -10,17 +11,17 @@
 
 #include <string.h>
 
-#define SOFT_TM_NONE       UINT32_MAX
-#define SOFT_TM_DCIS       4u        /* device rendezvous in flight at once */
-#define SOFT_TM_SYNC_DIFF  0x3fffu
-#define SOFT_TM_DCI_WR     4u
+#define SOFT_TM_NONE      UINT32_MAX
+#define SOFT_TM_DCIS      4u /* device rendezvous in flight at once */
+#define SOFT_TM_SYNC_DIFF 0x3fffu
+#define SOFT_TM_DCI_WR    4u
 
 /* How the responder places the message (soft_tm_msg_t.mode) */
 enum {
     SOFT_TMM_NONE,
-    SOFT_TMM_EXPECTED,   /* matched eager: payload into the entry */
-    SOFT_TMM_SRQ,        /* into the held SRQ buffer, headers included */
-    SOFT_TMM_DISCARD     /* matched but does not fit: LOC_LEN_ERR done */
+    SOFT_TMM_EXPECTED, /* matched eager: payload into the entry */
+    SOFT_TMM_SRQ,      /* into the held SRQ buffer, headers included */
+    SOFT_TMM_DISCARD   /* matched but does not fit: LOC_LEN_ERR done */
 };
 
 /* Hardware state of a list entry */
@@ -33,87 +34,87 @@ enum {
 
 /* soft_cqe_t.tm_flags: what polling the completion retires */
 enum {
-    SOFT_TMC_RELEASE  = 1u << 0,  /* one expected completion of the entry */
-    SOFT_TMC_RELEASE2 = 1u << 1,  /* and another (DEL removed the entry) */
-    SOFT_TMC_OP       = 1u << 2,  /* list operations up to tm_op */
-    SOFT_TMC_UNEXP    = 1u << 3   /* an unexpected message (sync count) */
+    SOFT_TMC_RELEASE  = 1u << 0, /* one expected completion of the entry */
+    SOFT_TMC_RELEASE2 = 1u << 1, /* and another (DEL removed the entry) */
+    SOFT_TMC_OP       = 1u << 2, /* list operations up to tm_op */
+    SOFT_TMC_UNEXP    = 1u << 3  /* an unexpected message (sync count) */
 };
 
 typedef struct soft_tm_entry {
-    uint64_t   tag;
-    uint64_t   mask;
-    uint64_t   recv_wr_id;
-    dcx_sge_t  sge;
-    uint32_t   num_sge;
-    uint32_t   gen;          /* bumped by every ADD of this handle */
-    uint32_t   next_free;    /* library free list */
-    uint32_t   prev, next;   /* hardware list, ADD order */
-    uint16_t   expect_cqe;   /* library: completions still expected */
-    uint16_t   phase_cnt;    /* library: count given with the ADD */
-    uint8_t    state;        /* SOFT_TME_* */
-    uint8_t    eligible;     /* hardware: may match (phase) */
-    uint8_t    pad[2];
+    uint64_t tag;
+    uint64_t mask;
+    uint64_t recv_wr_id;
+    dcx_sge_t sge;
+    uint32_t num_sge;
+    uint32_t gen;        /* bumped by every ADD of this handle */
+    uint32_t next_free;  /* library free list */
+    uint32_t prev, next; /* hardware list, ADD order */
+    uint16_t expect_cqe; /* library: completions still expected */
+    uint16_t phase_cnt;  /* library: count given with the ADD */
+    uint8_t state;       /* SOFT_TME_* */
+    uint8_t eligible;    /* hardware: may match (phase) */
+    uint8_t pad[2];
 } soft_tm_entry_t;
 
 /* One device rendezvous: READ from the sender, then FIN to it. */
 typedef struct soft_tm_rndv {
-    uint64_t   recv_wr_id;
-    dcx_sge_t  sge;          /* entry buffer, trimmed to len */
-    uint32_t   entry, gen;
-    uint32_t   dct_qpn;      /* receiving DCT, for the completion */
-    uint32_t   src_qp;
-    soft_peer_t *peer;       /* sender's port */
-    uint32_t   dctn;         /* sender's DCT (RAVH) */
-    uint32_t   rkey;
-    uint64_t   dc_key;
-    uint64_t   va;
-    uint32_t   len;
-    uint32_t   next;         /* wait queue / free list */
-    uint8_t    tmh[DCX_TM_TMH_LEN];   /* copied into the FIN */
+    uint64_t recv_wr_id;
+    dcx_sge_t sge; /* entry buffer, trimmed to len */
+    uint32_t entry, gen;
+    uint32_t dct_qpn; /* receiving DCT, for the completion */
+    uint32_t src_qp;
+    soft_peer_t *peer; /* sender's port */
+    uint32_t dctn;     /* sender's DCT (RAVH) */
+    uint32_t rkey;
+    uint64_t dc_key;
+    uint64_t va;
+    uint32_t len;
+    uint32_t next;               /* wait queue / free list */
+    uint8_t tmh[DCX_TM_TMH_LEN]; /* copied into the FIN */
 } soft_tm_rndv_t;
 
 /* Sender of a rendezvous request reported TM_RNDV_INCOMPLETE, until
  * software asked (dcx_srq_tm_rndv_src) */
 typedef struct soft_tm_inc {
-    uint64_t     wr_id;
-    soft_peer_t *peer;       /* NULL: slot free */
+    uint64_t wr_id;
+    soft_peer_t *peer; /* NULL: slot free */
 } soft_tm_inc_t;
 
 typedef struct soft_tm_dci {
-    soft_qp_t   *qp;
-    soft_ah_t    ah;
-    uint32_t     rndv;       /* in flight on it, or SOFT_TM_NONE */
+    soft_qp_t *qp;
+    soft_ah_t ah;
+    uint32_t rndv; /* in flight on it, or SOFT_TM_NONE */
 } soft_tm_dci_t;
 
 struct soft_tm {
-    soft_srq_t       *srq;
-    soft_dev_t       *dev;
-    soft_tm_t        *next;          /* device's TM SRQs */
-    soft_tm_entry_t  *e;
-    uint32_t          max_tags;
-    uint32_t          free_head, free_tail;
-    uint32_t          list_head, list_tail;
-    uint32_t          held;          /* listed entries not eligible */
+    soft_srq_t *srq;
+    soft_dev_t *dev;
+    soft_tm_t *next; /* device's TM SRQs */
+    soft_tm_entry_t *e;
+    uint32_t max_tags;
+    uint32_t free_head, free_tail;
+    uint32_t list_head, list_tail;
+    uint32_t held; /* listed entries not eligible */
     /* operation queue */
-    uint32_t          max_ops;
-    uint32_t          op_posted;
-    uint32_t          op_retired;
+    uint32_t max_ops;
+    uint32_t op_posted;
+    uint32_t op_retired;
     /* phase: hardware U and S, library unexp_in / unexp_out */
-    uint16_t          hw_unexp;
-    uint16_t          hw_sw_cnt;
-    uint16_t          lib_unexp_out;
-    uint16_t          pad;
-    uint32_t          lib_unexp_in;
+    uint16_t hw_unexp;
+    uint16_t hw_sw_cnt;
+    uint16_t lib_unexp_out;
+    uint16_t pad;
+    uint32_t lib_unexp_in;
     /* rendezvous */
-    dcx_pd_t         *pd;
-    dcx_cq_t         *rcq;           /* completions of the DCIs below */
-    soft_tm_dci_t     dci[SOFT_TM_DCIS];
-    soft_tm_rndv_t   *rndv;          /* max_tags + 1 */
-    uint32_t          rndv_free;
-    uint32_t          rndv_live;     /* started, not ended (dev's sum) */
-    uint32_t          wait_head, wait_tail;
-    soft_tm_inc_t    *inc;           /* max_tags, ring */
-    uint32_t          inc_pos;
+    dcx_pd_t *pd;
+    dcx_cq_t *rcq; /* completions of the DCIs below */
+    soft_tm_dci_t dci[SOFT_TM_DCIS];
+    soft_tm_rndv_t *rndv; /* max_tags + 1 */
+    uint32_t rndv_free;
+    uint32_t rndv_live; /* started, not ended (dev's sum) */
+    uint32_t wait_head, wait_tail;
+    soft_tm_inc_t *inc; /* max_tags, ring */
+    uint32_t inc_pos;
     dcx_soft_tm_stats_t stats;
 };
 
@@ -122,10 +123,10 @@ static inline const char *soft_tm_name(soft_tm_t *tm)
     return tm->dev->super.caps.name;
 }
 
-static inline void soft_tm_recv_wc(dcx_wc_t *wc, uint64_t wr_id,
-                                   uint8_t status, uint8_t opcode,
-                                   uint16_t flags, uint32_t byte_len,
-                                   uint32_t qp_num, uint32_t src_qp)
+static inline void soft_tm_recv_wc(dcx_wc_t *wc, uint64_t wr_id, uint8_t status,
+                                   uint8_t opcode, uint16_t flags,
+                                   uint32_t byte_len, uint32_t qp_num,
+                                   uint32_t src_qp)
 {
     memset(wc, 0, sizeof(*wc));
     wc->wr_id    = wr_id;
@@ -180,7 +181,7 @@ static inline uint8_t soft_tm_fast_opcode(const soft_tm_t *tm,
     if (pkt->len < DCX_TM_TMH_LEN) {
         return 0;
     }
-    opcode = *(const uint8_t *)payload;   /* dcx_tmh_t.opcode: first */
+    opcode = *(const uint8_t *)payload; /* dcx_tmh_t.opcode: first */
     if (opcode == DCX_TMH_NO_TAG) {
         return DCX_WC_TM_NO_TAG;
     }
@@ -200,7 +201,7 @@ static inline void soft_tm_fast_wc(soft_srq_t *srq, soft_qp_t *dct,
     soft_tm_t *tm   = srq->tm;
     soft_cq_t *cq   = srq->cq;
     soft_cqe_t *cqe = soft_cq_slot(cq);
-    soft_tm_t *retire;   /* the CQE's tm: what polling it retires */
+    soft_tm_t *retire; /* the CQE's tm: what polling it retires */
 
     tm->stats.fast++;
     if (wc_opcode == DCX_WC_TM_RECV) {
@@ -211,7 +212,7 @@ static inline void soft_tm_fast_wc(soft_srq_t *srq, soft_qp_t *dct,
         retire = NULL;
     }
     if (cqe == NULL) {
-        soft_cq_overrun(cq, dct->super.qp_num);   /* as soft_tm_push */
+        soft_cq_overrun(cq, dct->super.qp_num); /* as soft_tm_push */
         return;
     }
     soft_cqe_fast_recv(cqe, wc_opcode, wr_id, dct->super.qp_num, pkt);
@@ -227,7 +228,7 @@ void soft_tm_push(soft_tm_t *tm, const dcx_wc_t *wc, uint32_t entry,
                   uint32_t gen, uint32_t op, uint8_t flags);
 
 /* soft_tm_rndv.c */
-int  soft_tm_rndv_init(soft_tm_t *tm);
+int soft_tm_rndv_init(soft_tm_t *tm);
 void soft_tm_rndv_cleanup(soft_tm_t *tm);
 void soft_tm_rndv_start(soft_tm_t *tm, soft_qp_t *dct, soft_rstate_t *rs,
                         const uint8_t *req, uint32_t len, uint64_t va,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Soft device tag matching, the device rendezvous: the data of a matched
  * rendezvous request is READ from the sender (its port, and the DCT and DC
@@ -43,13 +44,13 @@ static int soft_tm_rndv_post(soft_tm_t *tm, soft_tm_dci_t *d, uint32_t r,
     wr.dest.dctn   = rv->dctn;
     wr.dest.dc_key = rv->dc_key;
     if (fin) {
-        sge.addr     = (uint64_t)(uintptr_t)rv->tmh;
-        sge.length   = sizeof(rv->tmh);
-        sge.lkey     = 0;
-        wr.opcode    = DCX_WR_SEND;
-        wr.flags    |= DCX_SEND_INLINE;
-        wr.num_sge   = 1;
-        wr.sg_list   = &sge;
+        sge.addr   = (uint64_t)(uintptr_t)rv->tmh;
+        sge.length = sizeof(rv->tmh);
+        sge.lkey   = 0;
+        wr.opcode  = DCX_WR_SEND;
+        wr.flags |= DCX_SEND_INLINE;
+        wr.num_sge = 1;
+        wr.sg_list = &sge;
     } else {
         wr.opcode      = DCX_WR_RDMA_READ;
         wr.num_sge     = (rv->len > 0) ? 1 : 0;
@@ -78,14 +79,15 @@ static unsigned soft_tm_rndv_kick(soft_tm_t *tm, unsigned budget)
     uint32_t r;
 
     for (i = 0; (i < SOFT_TM_DCIS) && (started < budget) &&
-                (tm->wait_head != SOFT_TM_NONE); ++i) {
+                (tm->wait_head != SOFT_TM_NONE);
+         ++i) {
         d = &tm->dci[i];
         if (d->rndv != SOFT_TM_NONE) {
             continue;
         }
         r = tm->wait_head;
         if (soft_tm_rndv_post(tm, d, r, 0) != 0) {
-            break;   /* the DCI cannot take it now: try on next progress */
+            break; /* the DCI cannot take it now: try on next progress */
         }
         tm->wait_head = tm->rndv[r].next;
         d->rndv       = r;
@@ -98,10 +100,10 @@ void soft_tm_rndv_start(soft_tm_t *tm, soft_qp_t *dct, soft_rstate_t *rs,
                         const uint8_t *req, uint32_t len, uint64_t va,
                         uint32_t rkey)
 {
-    uint32_t r          = tm->rndv_free;
-    soft_tm_rndv_t *rv  = &tm->rndv[r];
+    uint32_t r         = tm->rndv_free;
+    soft_tm_rndv_t *rv = &tm->rndv[r];
 
-    tm->rndv_free  = rv->next;
+    tm->rndv_free = rv->next;
     tm->rndv_live++;
     tm->dev->tm_rndv_live++;
     rv->recv_wr_id = rs->recv.wr_id;
@@ -135,8 +137,8 @@ static void soft_tm_rndv_wc(soft_tm_t *tm, soft_tm_rndv_t *rv, uint8_t status)
     dcx_wc_t wc;
 
     soft_tm_recv_wc(&wc, rv->recv_wr_id, status, DCX_WC_TM_RECV,
-                    (status == DCX_WC_SUCCESS) ? DCX_WC_FLAG_TM_DATA_VALID :
-                    0, (status == DCX_WC_SUCCESS) ? rv->len : 0, rv->dct_qpn,
+                    (status == DCX_WC_SUCCESS) ? DCX_WC_FLAG_TM_DATA_VALID : 0,
+                    (status == DCX_WC_SUCCESS) ? rv->len : 0, rv->dct_qpn,
                     rv->src_qp);
     soft_tm_push(tm, &wc, rv->entry, rv->gen, 0, SOFT_TMC_RELEASE);
 }
@@ -161,16 +163,16 @@ static void soft_tm_rndv_done(soft_tm_t *tm, const dcx_wc_t *wc)
             soft_tm_rndv_wc(tm, rv, DCX_WC_SUCCESS);
             tm->stats.rndv_hw++;
             if (soft_tm_rndv_post(tm, d, d->rndv, 1) == 0) {
-                return;   /* the FIN is on its way */
+                return; /* the FIN is on its way */
             }
             tm->stats.fin_errors++;
             dcx_debug("%s: tm: cannot post the FIN to dct 0x%x",
                       soft_tm_name(tm), rv->dctn);
         } else {
             dcx_debug("%s: tm: rendezvous read from dct 0x%x (va 0x%llx "
-                      "rkey 0x%x len %u) failed: %s", soft_tm_name(tm),
-                      rv->dctn, (unsigned long long)rv->va, rv->rkey,
-                      rv->len, dcx_wc_status_str(wc->status));
+                      "rkey 0x%x len %u) failed: %s",
+                      soft_tm_name(tm), rv->dctn, (unsigned long long)rv->va,
+                      rv->rkey, rv->len, dcx_wc_status_str(wc->status));
             soft_tm_rndv_wc(tm, rv, wc->status);
             tm->stats.rndv_errors++;
         }
@@ -235,7 +237,8 @@ int soft_tm_progress_live(soft_dev_t *dev)
         }
         soft_tm_rndv_reap(tm);
         budget = (soft_port_poll_age(dev->hdr) > SOFT_APP_IDLE_NS) ?
-                 SOFT_TM_DCIS : 1;
+                     SOFT_TM_DCIS :
+                     1;
         reads  = 0;
         for (rounds = (budget > 1) ? 2 : 1; rounds > 0; --rounds) {
             started = soft_tm_rndv_kick(tm, budget);
@@ -248,7 +251,7 @@ int soft_tm_progress_live(soft_dev_t *dev)
         if ((budget == 1) && (reads > tm->stats.rndv_pass_max)) {
             tm->stats.rndv_pass_max = reads;
         }
-        cq       = (soft_cq_t *)tm->rcq;
+        cq = (soft_cq_t *)tm->rcq;
         pending |= (tm->wait_head != SOFT_TM_NONE) || (cq->head != cq->tail);
     }
     return pending;

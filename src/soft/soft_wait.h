@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Soft device: the engine's wait set joined by a light post
  * (soft_req_post_inline), inline there: the light post's half of
@@ -81,12 +82,11 @@ static inline int soft_engine_wait_add(soft_dev_t *dev, soft_qp_t *qp,
         }
         __atomic_store_n(&w->n, n, __ATOMIC_RELAXED);
         __atomic_store_n(&w->due, clk, __ATOMIC_RELAXED);
-        __atomic_store_n(&dev->engine_idle, SOFT_ENGINE_WAIT,
-                         __ATOMIC_RELAXED);
+        __atomic_store_n(&dev->engine_idle, SOFT_ENGINE_WAIT, __ATOMIC_RELAXED);
         __atomic_store_n(&w->seq, seq + 2, __ATOMIC_RELEASE);
         return 1;
     }
-    n    = w->n;
+    n = w->n;
     for (i = 0; (line != NULL) && (i < n); ++i) {
         if (w->lines[i].line == line) {
             break;
@@ -165,8 +165,7 @@ static inline void soft_engine_activate_light(soft_qp_t *qp,
 
     soft_engine_active_add(dev, qp);
     if (!soft_engine_wait_add(dev, qp, peer, now, clk, started)) {
-        __atomic_store_n(&dev->engine_idle, SOFT_ENGINE_BUSY,
-                         __ATOMIC_RELAXED);
+        __atomic_store_n(&dev->engine_idle, SOFT_ENGINE_BUSY, __ATOMIC_RELAXED);
     }
 }
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Soft device: the wire format (packets, ack table entries, ring slots)
  * and the layout of a port's shared segment (rings, header, address),
@@ -13,10 +14,10 @@
 /* Request opcodes share the values of dcx_wr_opcode_t. */
 enum {
     SOFT_OP_ACK = 0x40,
-    SOFT_OP_NAK,          /* status = dcx_wc_status_t of the requester */
-    SOFT_OP_RNR_NAK,      /* args[0] = delay in us */
-    SOFT_OP_READ_RESP,    /* offset/len of the data */
-    SOFT_OP_ATOMIC_RESP   /* args[0] = original value */
+    SOFT_OP_NAK,        /* status = dcx_wc_status_t of the requester */
+    SOFT_OP_RNR_NAK,    /* args[0] = delay in us */
+    SOFT_OP_READ_RESP,  /* offset/len of the data */
+    SOFT_OP_ATOMIC_RESP /* args[0] = original value */
 };
 
 enum {
@@ -46,31 +47,31 @@ enum {
  * Every other packet has the whole header and its payload at
  * SOFT_SLOT_HDR. */
 typedef struct soft_pkt {
-    uint8_t   op;
-    uint8_t   flags;        /* SOFT_PKT_* */
-    uint16_t  src_inst;     /* source port (16 bits, as in its address) */
-    uint32_t  len;          /* payload bytes carried by this packet */
-    uint32_t  src_pid;      /* source port */
-    uint32_t  src_qpn;      /* request: DCI; response: DCT */
-    uint32_t  dst_qpn;      /* request: DCT; response: DCI */
-    uint32_t  msn;          /* message number on the DCI */
-    uint32_t  ack_base;     /* oldest unacknowledged msn of the DCI */
-    uint32_t  gen;          /* request: DCI generation */
-    uint64_t  dc_key;
-    uint64_t  src_token;    /* source port's name token (reply path) */
-    uint64_t  deliver_ns;   /* not before (fault injection: delay) */
+    uint8_t op;
+    uint8_t flags;     /* SOFT_PKT_* */
+    uint16_t src_inst; /* source port (16 bits, as in its address) */
+    uint32_t len;      /* payload bytes carried by this packet */
+    uint32_t src_pid;  /* source port */
+    uint32_t src_qpn;  /* request: DCI; response: DCT */
+    uint32_t dst_qpn;  /* request: DCT; response: DCI */
+    uint32_t msn;      /* message number on the DCI */
+    uint32_t ack_base; /* oldest unacknowledged msn of the DCI */
+    uint32_t gen;      /* request: DCI generation */
+    uint64_t dc_key;
+    uint64_t src_token;  /* source port's name token (reply path) */
+    uint64_t deliver_ns; /* not before (fault injection: delay) */
     /* second line */
-    uint64_t  raddr;
-    uint32_t  rkey;
-    uint32_t  imm;
+    uint64_t raddr;
+    uint32_t rkey;
+    uint32_t imm;
     /* full packets only */
-    uint64_t  offset;       /* byte offset of this packet in the message */
-    uint64_t  total_len;    /* message length */
-    uint64_t  args[4];      /* atomics: compare_add, swap, cmask, smask */
-    uint8_t   status;       /* NAK */
-    uint8_t   atomic_size;
-    uint16_t  pad;
-    uint32_t  csum;         /* of every byte before it */
+    uint64_t offset;    /* byte offset of this packet in the message */
+    uint64_t total_len; /* message length */
+    uint64_t args[4];   /* atomics: compare_add, swap, cmask, smask */
+    uint8_t status;     /* NAK */
+    uint8_t atomic_size;
+    uint16_t pad;
+    uint32_t csum; /* of every byte before it */
 } soft_pkt_t;
 
 /* One entry of a port's ack table, by DCI index (qp number -
@@ -81,23 +82,23 @@ typedef struct soft_pkt {
  * there at once (cumulative acknowledgement).  Only moves forward
  * (soft_ack_publish). */
 typedef struct soft_ack {
-    uint64_t  word;
-    uint8_t   pad[56];
+    uint64_t word;
+    uint8_t pad[56];
 } soft_ack_t;
 
 /* Ring slots: see soft_ring.h (the slot states, the lines a message moves
  * between two processes, and when a consumed slot is cleared). */
 typedef struct soft_slot {
-    uint64_t    seq;
-    soft_pkt_t  pkt;
+    uint64_t seq;
+    soft_pkt_t pkt;
 } soft_slot_t;
 
-#define SOFT_SEQ_CLAIM_BIT   (1ull << 63)
-#define SOFT_SEQ_CLAIMED(_pos)  (((_pos) + 1) | SOFT_SEQ_CLAIM_BIT)
+#define SOFT_SEQ_CLAIM_BIT     (1ull << 63)
+#define SOFT_SEQ_CLAIMED(_pos) (((_pos) + 1) | SOFT_SEQ_CLAIM_BIT)
 
 /* where a light packet's payload starts in its slot */
-#define SOFT_LIGHT_OFF  (offsetof(soft_slot_t, pkt) + \
-                         offsetof(soft_pkt_t, offset))
+#define SOFT_LIGHT_OFF \
+    (offsetof(soft_slot_t, pkt) + offsetof(soft_pkt_t, offset))
 
 #ifndef __cplusplus
 _Static_assert(sizeof(soft_slot_t) <= SOFT_SLOT_HDR,
@@ -114,62 +115,62 @@ _Static_assert(offsetof(soft_pkt_t, csum) % 8 == 4,
  * Shared segment
  * ------------------------------------------------------------------------ */
 typedef struct soft_ring {
-    uint32_t  nslots;
-    uint32_t  slot_size;    /* header + payload, multiple of 64 */
-    uint32_t  payload;      /* max payload bytes of one slot */
-    uint32_t  pad;
-    uint64_t  offset;       /* of slot 0 from the segment base */
-    uint8_t   pad0[40];
-    uint64_t  tail;         /* producers (CAS) */
-    uint8_t   pad1[56];
-    uint64_t  head;         /* consumer (owner): next slot to read */
+    uint32_t nslots;
+    uint32_t slot_size; /* header + payload, multiple of 64 */
+    uint32_t payload;   /* max payload bytes of one slot */
+    uint32_t pad;
+    uint64_t offset; /* of slot 0 from the segment base */
+    uint8_t pad0[40];
+    uint64_t tail; /* producers (CAS) */
+    uint8_t pad1[56];
+    uint64_t head; /* consumer (owner): next slot to read */
     /* consumer: slots before it are cleared and free for producers
      * (soft_ring_clear); head - freed consumed slots wait for that */
-    uint64_t  freed;
-    uint8_t   pad2[48];
+    uint64_t freed;
+    uint8_t pad2[48];
 } soft_ring_t;
 
 /* Consumed slots a pass lets wait for their clear before it clears them
  * itself (soft_engine_serve_req); room producers do not see meanwhile */
-#define SOFT_RING_CLEAR_LAG  16u
+#define SOFT_RING_CLEAR_LAG 16u
 
 typedef struct soft_port_hdr {
-    uint32_t     magic;
-    uint32_t     version;
-    int32_t      owner_pid;
-    uint32_t     inst;
-    uint64_t     owner_start;   /* /proc/PID/stat start time */
-    uint64_t     seg_size;
-    uint32_t     killed;
-    uint32_t     ready;
-    uint32_t     clock_kind;    /* soft_clock_kind of last_poll */
-    uint8_t      pad0[20];
-    uint32_t     doorbell;      /* futex word of the helper */
-    uint32_t     sleeping;      /* SOFT_HELPER_*: the helper's state */
+    uint32_t magic;
+    uint32_t version;
+    int32_t owner_pid;
+    uint32_t inst;
+    uint64_t owner_start; /* /proc/PID/stat start time */
+    uint64_t seg_size;
+    uint32_t killed;
+    uint32_t ready;
+    uint32_t clock_kind; /* soft_clock_kind of last_poll */
+    uint8_t pad0[20];
+    uint32_t doorbell; /* futex word of the helper */
+    uint32_t sleeping; /* SOFT_HELPER_*: the helper's state */
     /* a sender rang for the current idle episode; the helper clears it
      * when it wakes: later senders of the episode make no syscall */
-    uint32_t     woken;
-    uint8_t      pad1[52];
+    uint32_t woken;
+    uint8_t pad1[52];
     /* written by the owner's progress calls once it is SOFT_STAMP_NS old
      * (soft_clock_now() units), read by the owner's helper, and by peers
      * deciding whether to prod it or (helper in NAP) wake it: a line of
      * its own, shared with nothing the peers write */
-    uint64_t     last_poll;
-    uint32_t     in_engine;     /* an engine pass is running (no prods) */
-    uint8_t      pad2[52];
+    uint64_t last_poll;
+    uint32_t in_engine; /* an engine pass is running (no prods) */
+    uint8_t pad2[52];
     /* identity, checked against the address by whoever maps the port */
-    uint32_t     uid;
-    uint32_t     host;
-    uint64_t     token;         /* random part of the segment name */
-    char         fabric[48];
-    soft_ring_t  req;
-    soft_ring_t  resp;
+    uint32_t uid;
+    uint32_t host;
+    uint64_t token; /* random part of the segment name */
+    char fabric[48];
+    soft_ring_t req;
+    soft_ring_t resp;
     /* initiator-side one-sided tables (soft_direct.h); 0: none */
-    uint64_t     direct_off;
+    uint64_t direct_off;
     /* ack table (soft_ack_t, ack_count entries); 0: none */
-    uint64_t     ack_off;
-    uint32_t     ack_count;
-    uint32_t     ack_pad;
+    uint64_t ack_off;
+    uint32_t ack_count;
+    uint32_t ack_pad;
 } soft_port_hdr_t;
 
 /* A port address.  Every field but the token is checked by
@@ -179,13 +180,13 @@ typedef struct soft_port_hdr {
  * packed worker address takes device addresses of at most 31 bytes, and
  * the transport adds a length byte. */
 typedef struct __attribute__((packed)) soft_addr {
-    uint16_t  magic;    /* SOFT_ADDR_MAGIC */
-    uint16_t  inst;     /* device number within the process (never 0) */
-    uint32_t  uid;      /* owner's user */
-    uint32_t  host;     /* soft_host_id(): same boot and /dev/shm */
-    uint32_t  fabric;   /* soft_fabric_hash() of the fabric name */
-    uint32_t  pid;
-    uint64_t  token;
+    uint16_t magic;  /* SOFT_ADDR_MAGIC */
+    uint16_t inst;   /* device number within the process (never 0) */
+    uint32_t uid;    /* owner's user */
+    uint32_t host;   /* soft_host_id(): same boot and /dev/shm */
+    uint32_t fabric; /* soft_fabric_hash() of the fabric name */
+    uint32_t pid;
+    uint64_t token;
 } soft_addr_t;
 
 #ifndef __cplusplus
@@ -196,35 +197,35 @@ _Static_assert(sizeof(soft_addr_t) == SOFT_ADDR_LEN,
 /* A remote (or our own) port, mapped lazily. */
 typedef struct soft_peer {
     struct soft_peer *next;
-    uint32_t          pid;
-    uint32_t          inst;
-    uint64_t          token;
-    soft_port_hdr_t  *hdr;        /* NULL until mapped */
-    size_t            map_size;
-    uint64_t          next_try_ns;
-    int               own;        /* our own port (loopback) */
+    uint32_t pid;
+    uint32_t inst;
+    uint64_t token;
+    soft_port_hdr_t *hdr; /* NULL until mapped */
+    size_t map_size;
+    uint64_t next_try_ns;
+    int own; /* our own port (loopback) */
     /* requests of ours not yet consumed by the peer (see soft_req_prod):
      * a post notes its own (soft_req_watch) without reading the peer's
      * ring head, a line the peer writes at every packet it consumes; the
      * prod check reads it, and the completion of our newest request ends
      * the watch */
-    uint64_t          watch_pos;   /* ring position after our newest one */
-    uint64_t          watch_head;  /* peer's ring head when last looked at */
-    uint64_t          watch_since; /* no progress seen since; 0: none */
-    uint64_t          head_reads;  /* reads of the peer's ring head */
+    uint64_t watch_pos;   /* ring position after our newest one */
+    uint64_t watch_head;  /* peer's ring head when last looked at */
+    uint64_t watch_since; /* no progress seen since; 0: none */
+    uint64_t head_reads;  /* reads of the peer's ring head */
     /* its rings' 'freed' when we last read them (soft_ring_reserve_c): our
      * producers read it only when these say the ring is full */
-    uint64_t          req_freed_seen;
-    uint64_t          resp_freed_seen;
+    uint64_t req_freed_seen;
+    uint64_t resp_freed_seen;
     /* its ack table once mapped (bounded by the mapping; NULL: none),
      * where responders acknowledge its SOFT_PKT_WACK messages */
-    soft_ack_t       *acks;
-    uint32_t          ack_count;
+    soft_ack_t *acks;
+    uint32_t ack_count;
     /* the longest light packet to it (soft_req_post_inline), set when
      * mapped: our MTU or its request slots' payload, the smaller */
-    uint32_t          light_max;
-    int               direct_off;  /* cross-memory attach refused */
-    int               dmap_off;    /* mapping its allocations refused */
+    uint32_t light_max;
+    int direct_off; /* cross-memory attach refused */
+    int dmap_off;   /* mapping its allocations refused */
 } soft_peer_t;
 
 #endif

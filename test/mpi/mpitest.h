@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Small helpers shared by the dcx MPI test programs.
  *
@@ -17,8 +18,8 @@
 static int t_rank = -1, t_size = 0;
 static const char *t_prog = "?";
 
-__attribute__((unused)) static void t_fail(const char *test, long long expected, long long got,
-                   const char *detail)
+__attribute__((unused)) static void t_fail(const char *test, long long expected,
+                                           long long got, const char *detail)
 {
     fprintf(stderr, "FAIL %s rank %d test %s: expected %lld got %lld%s%s\n",
             t_prog, t_rank, test, expected, got, detail ? " " : "",
@@ -29,20 +30,23 @@ __attribute__((unused)) static void t_fail(const char *test, long long expected,
 }
 
 /* Compare two integers; on mismatch report and abort. */
-#define CHECK_EQ(test, expected, got)                                       \
-    do {                                                                    \
-        long long e_ = (long long)(expected), g_ = (long long)(got);        \
-        if (e_ != g_) t_fail((test), e_, g_, NULL);                         \
+#define CHECK_EQ(test, expected, got)                                \
+    do {                                                             \
+        long long e_ = (long long)(expected), g_ = (long long)(got); \
+        if (e_ != g_)                                                \
+            t_fail((test), e_, g_, NULL);                            \
     } while (0)
 
 /* Check an MPI return code. */
-#define CHECK_MPI(test, call)                                               \
-    do {                                                                    \
-        int rc_ = (call);                                                   \
-        if (rc_ != MPI_SUCCESS) t_fail((test), MPI_SUCCESS, rc_, #call);    \
+#define CHECK_MPI(test, call)                        \
+    do {                                             \
+        int rc_ = (call);                            \
+        if (rc_ != MPI_SUCCESS)                      \
+            t_fail((test), MPI_SUCCESS, rc_, #call); \
     } while (0)
 
-__attribute__((unused)) static void t_init(int *argc, char ***argv, const char *prog)
+__attribute__((unused)) static void t_init(int *argc, char ***argv,
+                                           const char *prog)
 {
     t_prog = prog;
     MPI_Init(argc, argv);
@@ -69,20 +73,22 @@ static inline unsigned char t_pat(int src, int tag, size_t i)
                            ((unsigned)tag * 7u) ^ (i >> 8));
 }
 
-__attribute__((unused)) static void t_fill(unsigned char *buf, size_t n, int src, int tag)
+__attribute__((unused)) static void t_fill(unsigned char *buf, size_t n,
+                                           int src, int tag)
 {
-    for (size_t i = 0; i < n; i++) buf[i] = t_pat(src, tag, i);
+    for (size_t i = 0; i < n; i++)
+        buf[i] = t_pat(src, tag, i);
 }
 
 /* Verify a buffer filled by t_fill; report the first wrong byte. */
-__attribute__((unused)) static void t_verify(const char *test, const unsigned char *buf, size_t n,
-                     int src, int tag)
+__attribute__((unused)) static void
+t_verify(const char *test, const unsigned char *buf, size_t n, int src, int tag)
 {
     for (size_t i = 0; i < n; i++) {
         if (buf[i] != t_pat(src, tag, i)) {
             char d[96];
-            snprintf(d, sizeof(d), "(byte %zu of %zu from rank %d tag %d)",
-                     i, n, src, tag);
+            snprintf(d, sizeof(d), "(byte %zu of %zu from rank %d tag %d)", i,
+                     n, src, tag);
             t_fail(test, t_pat(src, tag, i), buf[i], d);
         }
     }

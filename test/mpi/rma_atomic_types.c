@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Accumulate-style one-sided operations on every predefined pair type
  * (MPI_FLOAT_INT, MPI_DOUBLE_INT, MPI_LONG_INT, MPI_2INT, MPI_SHORT_INT,
@@ -45,30 +46,57 @@
 
 #include <stddef.h>
 
-#define N 6   /* elements per slot */
+#define N 6 /* elements per slot */
 
-typedef struct { float v; int i; } p_float_int;
-typedef struct { double v; int i; } p_double_int;
-typedef struct { long v; int i; } p_long_int;
-typedef struct { int v; int i; } p_2int;
-typedef struct { short v; int i; } p_short_int;
-typedef struct { long double v; int i; } p_long_double_int;
+typedef struct {
+    float v;
+    int i;
+} p_float_int;
+typedef struct {
+    double v;
+    int i;
+} p_double_int;
+typedef struct {
+    long v;
+    int i;
+} p_long_int;
+typedef struct {
+    int v;
+    int i;
+} p_2int;
+typedef struct {
+    short v;
+    int i;
+} p_short_int;
+typedef struct {
+    long double v;
+    int i;
+} p_long_double_int;
 
 /* One pair type: values are small integers, exact in every value type. */
 typedef struct {
-    const char   *name;
-    MPI_Datatype  dt;
-    size_t        extent;     /* sizeof the C struct */
-    size_t        ioff;       /* offset of the int index */
-    int           padded;     /* extent != true extent */
-    int           size;       /* MPI_Type_size */
-    void        (*set)(void *p, long v);
-    long        (*get)(const void *p);
+    const char *name;
+    MPI_Datatype dt;
+    size_t extent; /* sizeof the C struct */
+    size_t ioff;   /* offset of the int index */
+    int padded;    /* extent != true extent */
+    int size;      /* MPI_Type_size */
+    void (*set)(void *p, long v);
+    long (*get)(const void *p);
 } pair_type_t;
 
-#define PAIR_ACCESSORS(_t, _vt) \
-    static void set_##_t(void *p, long v) { _vt x = (_vt)v; memcpy(p, &x, sizeof(x)); } \
-    static long get_##_t(const void *p) { _vt x; memcpy(&x, p, sizeof(x)); return (long)x; }
+#define PAIR_ACCESSORS(_t, _vt)           \
+    static void set_##_t(void *p, long v) \
+    {                                     \
+        _vt x = (_vt)v;                   \
+        memcpy(p, &x, sizeof(x));         \
+    }                                     \
+    static long get_##_t(const void *p)   \
+    {                                     \
+        _vt x;                            \
+        memcpy(&x, p, sizeof(x));         \
+        return (long)x;                   \
+    }
 
 PAIR_ACCESSORS(float_int, float)
 PAIR_ACCESSORS(double_int, double)
@@ -77,8 +105,10 @@ PAIR_ACCESSORS(2int, int)
 PAIR_ACCESSORS(short_int, short)
 PAIR_ACCESSORS(long_double_int, long double)
 
-#define PAIR(_n, _dt, _t) \
-    { _n, _dt, sizeof(p_##_t), offsetof(p_##_t, i), 0, 0, set_##_t, get_##_t }
+#define PAIR(_n, _dt, _t)                                                      \
+    {                                                                          \
+        _n, _dt, sizeof(p_##_t), offsetof(p_##_t, i), 0, 0, set_##_t, get_##_t \
+    }
 
 static pair_type_t pairs[] = {
     PAIR("MPI_FLOAT_INT", MPI_FLOAT_INT, float_int),
@@ -90,7 +120,7 @@ static pair_type_t pairs[] = {
 };
 #define NPAIRS (int)(sizeof(pairs) / sizeof(pairs[0]))
 
-#define SLOT_BYTES (N * 32)   /* N elements of the largest pair type */
+#define SLOT_BYTES (N * 32) /* N elements of the largest pair type */
 
 static char test_name[96];
 static const char *tn(const char *type, const char *what)
@@ -120,13 +150,15 @@ static int pidx(const pair_type_t *t, const void *p)
 
 /* MINLOC/MAXLOC as MPI defines them: the better value wins, ties keep the
  * smaller index. */
-static void model_loc(const pair_type_t *t, void *acc, const void *in, int is_max)
+static void model_loc(const pair_type_t *t, void *acc, const void *in,
+                      int is_max)
 {
     long a = t->get(acc), b = t->get(in);
     int ia = pidx(t, acc), ib = pidx(t, in);
     int take = is_max ? (b > a) : (b < a);
 
-    if (take || ((a == b) && (ib < ia))) pset(t, acc, b, ib);
+    if (take || ((a == b) && (ib < ia)))
+        pset(t, acc, b, ib);
 }
 
 static void check_pair(const char *type, const char *what, const pair_type_t *t,
@@ -135,28 +167,30 @@ static void check_pair(const char *type, const char *what, const pair_type_t *t,
     char d[96];
 
     if ((t->get(got) != v) || (pidx(t, got) != idx)) {
-        snprintf(d, sizeof(d), "(element %d: value %ld index %d, expected index %d)",
-                 e, t->get(got), pidx(t, got), idx);
+        snprintf(d, sizeof(d),
+                 "(element %d: value %ld index %d, expected index %d)", e,
+                 t->get(got), pidx(t, got), idx);
         t_fail(tn(type, what), v, t->get(got), d);
     }
 }
 
 /* Get_accumulate of elements [0, n) of my slot on target, one call for the
  * whole range if the type allows it, else one call per element. */
-static void getacc(const pair_type_t *t, void *orig, void *res, int n, int target,
-                   MPI_Aint disp, MPI_Op op, MPI_Win win, const char *what)
+static void getacc(const pair_type_t *t, void *orig, void *res, int n,
+                   int target, MPI_Aint disp, MPI_Op op, MPI_Win win,
+                   const char *what)
 {
     if (!t->padded) {
         CHECK_MPI(tn(t->name, what),
-                  MPI_Get_accumulate(orig, n, t->dt, res, n, t->dt, target, disp,
-                                     n, t->dt, op, win));
+                  MPI_Get_accumulate(orig, n, t->dt, res, n, t->dt, target,
+                                     disp, n, t->dt, op, win));
         return;
     }
     for (int e = 0; e < n; e++) {
         CHECK_MPI(tn(t->name, what),
-                  MPI_Get_accumulate(elem(orig, t, e), 1, t->dt, elem(res, t, e), 1,
-                                     t->dt, target, disp + e * t->extent, 1, t->dt,
-                                     op, win));
+                  MPI_Get_accumulate(elem(orig, t, e), 1, t->dt,
+                                     elem(res, t, e), 1, t->dt, target,
+                                     disp + e * t->extent, 1, t->dt, op, win));
     }
 }
 
@@ -167,14 +201,20 @@ static int fop_native(const pair_type_t *t)
     return (t->size == 8) && (t->extent == 8);
 }
 
-static long init_v(int origin, int e) { return 10 + 3 * e + origin; }
-static int  init_i(int origin, int e) { return 100 + e + origin; }
+static long init_v(int origin, int e)
+{
+    return 10 + 3 * e + origin;
+}
+static int init_i(int origin, int e)
+{
+    return 100 + e + origin;
+}
 
 /* Part 1: each origin works on its own slot of every target. */
 static void test_pair_slots(const pair_type_t *t, char *base, MPI_Win win)
 {
-    size_t ext  = t->extent;
-    char *orig  = calloc(N, ext), *res = calloc(N, ext);
+    size_t ext = t->extent;
+    char *orig = calloc(N, ext), *res = calloc(N, ext);
     /* model[target]: what my slot on target holds */
     char *model = calloc((size_t)t_size * N, ext);
 
@@ -182,36 +222,43 @@ static void test_pair_slots(const pair_type_t *t, char *base, MPI_Win win)
     MPI_Win_lock(MPI_LOCK_EXCLUSIVE, t_rank, 0, win);
     for (int o = 0; o < t_size; o++)
         for (int e = 0; e < N; e++)
-            pset(t, base + o * SLOT_BYTES + e * ext, init_v(o, e), init_i(o, e));
+            pset(t, base + o * SLOT_BYTES + e * ext, init_v(o, e),
+                 init_i(o, e));
     MPI_Win_unlock(t_rank, win);
     MPI_Barrier(MPI_COMM_WORLD);
 
     CHECK_MPI("lock_all", MPI_Win_lock_all(0, win));
     for (int k = 0; k < t_size; k++) {
-        int p = (t_rank + k) % t_size;
+        int p         = (t_rank + k) % t_size;
         MPI_Aint disp = (MPI_Aint)t_rank * SLOT_BYTES;
-        char *m = model + (size_t)p * N * ext;
+        char *m       = model + (size_t)p * N * ext;
 
-        for (int e = 0; e < N; e++) pset(t, m + e * ext, init_v(t_rank, e), init_i(t_rank, e));
+        for (int e = 0; e < N; e++)
+            pset(t, m + e * ext, init_v(t_rank, e), init_i(t_rank, e));
 
         /* MAXLOC: odd elements bigger, even ones equal (index decides) */
         for (int e = 0; e < N; e++)
             pset(t, orig + e * ext, init_v(t_rank, e) + ((e & 1) ? 7 : 0), e);
-        getacc(t, orig, res, N, p, disp, MPI_MAXLOC, win, "get_accumulate_maxloc");
+        getacc(t, orig, res, N, p, disp, MPI_MAXLOC, win,
+               "get_accumulate_maxloc");
         CHECK_MPI(tn(t->name, "flush"), MPI_Win_flush(p, win));
         for (int e = 0; e < N; e++) {
-            check_pair(t->name, "get_accumulate_maxloc_fetched", t, res + e * ext,
-                       t->get(m + e * ext), pidx(t, m + e * ext), e);
+            check_pair(t->name, "get_accumulate_maxloc_fetched", t,
+                       res + e * ext, t->get(m + e * ext), pidx(t, m + e * ext),
+                       e);
             model_loc(t, m + e * ext, orig + e * ext, 1);
         }
 
         /* MINLOC: element e gets e - 2 (wins for small e) */
-        for (int e = 0; e < N; e++) pset(t, orig + e * ext, 11 + e, 50 + e);
-        getacc(t, orig, res, N, p, disp, MPI_MINLOC, win, "get_accumulate_minloc");
+        for (int e = 0; e < N; e++)
+            pset(t, orig + e * ext, 11 + e, 50 + e);
+        getacc(t, orig, res, N, p, disp, MPI_MINLOC, win,
+               "get_accumulate_minloc");
         CHECK_MPI(tn(t->name, "flush"), MPI_Win_flush(p, win));
         for (int e = 0; e < N; e++) {
-            check_pair(t->name, "get_accumulate_minloc_fetched", t, res + e * ext,
-                       t->get(m + e * ext), pidx(t, m + e * ext), e);
+            check_pair(t->name, "get_accumulate_minloc_fetched", t,
+                       res + e * ext, t->get(m + e * ext), pidx(t, m + e * ext),
+                       e);
             model_loc(t, m + e * ext, orig + e * ext, 0);
         }
 
@@ -220,26 +267,30 @@ static void test_pair_slots(const pair_type_t *t, char *base, MPI_Win win)
         CHECK_MPI(tn(t->name, "fetch_and_op_minloc"),
                   MPI_Fetch_and_op(orig, res, t->dt, p, disp, MPI_MINLOC, win));
         CHECK_MPI(tn(t->name, "flush"), MPI_Win_flush(p, win));
-        check_pair(t->name, "fetch_and_op_minloc_fetched", t, res, t->get(m), pidx(t, m), 0);
+        check_pair(t->name, "fetch_and_op_minloc_fetched", t, res, t->get(m),
+                   pidx(t, m), 0);
         model_loc(t, m, orig, 0);
 
         pset(t, orig, 90, 8);
         CHECK_MPI(tn(t->name, "fetch_and_op_maxloc"),
-                  MPI_Fetch_and_op(orig, res, t->dt, p, disp + ext, MPI_MAXLOC, win));
+                  MPI_Fetch_and_op(orig, res, t->dt, p, disp + ext, MPI_MAXLOC,
+                                   win));
         CHECK_MPI(tn(t->name, "flush"), MPI_Win_flush(p, win));
-        check_pair(t->name, "fetch_and_op_maxloc_fetched", t, res, t->get(m + ext),
-                   pidx(t, m + ext), 1);
+        check_pair(t->name, "fetch_and_op_maxloc_fetched", t, res,
+                   t->get(m + ext), pidx(t, m + ext), 1);
         model_loc(t, m + ext, orig, 1);
 
         /* REPLACE through Get_accumulate on elements 2.., and through
          * Fetch_and_op on element 2 when osc ucx can (8-byte types) */
-        for (int e = 0; e < N; e++) pset(t, orig + e * ext, 200 + e + t_rank, 300 + e);
-        getacc(t, orig + 3 * ext, res + 3 * ext, N - 3, p, disp + 3 * ext, MPI_REPLACE,
-               win, "get_accumulate_replace");
+        for (int e = 0; e < N; e++)
+            pset(t, orig + e * ext, 200 + e + t_rank, 300 + e);
+        getacc(t, orig + 3 * ext, res + 3 * ext, N - 3, p, disp + 3 * ext,
+               MPI_REPLACE, win, "get_accumulate_replace");
         CHECK_MPI(tn(t->name, "flush"), MPI_Win_flush(p, win));
         for (int e = 3; e < N; e++) {
-            check_pair(t->name, "get_accumulate_replace_fetched", t, res + e * ext,
-                       t->get(m + e * ext), pidx(t, m + e * ext), e);
+            check_pair(t->name, "get_accumulate_replace_fetched", t,
+                       res + e * ext, t->get(m + e * ext), pidx(t, m + e * ext),
+                       e);
             memcpy(m + e * ext, orig + e * ext, ext);
         }
         if (fop_native(t)) {
@@ -247,12 +298,12 @@ static void test_pair_slots(const pair_type_t *t, char *base, MPI_Win win)
                       MPI_Fetch_and_op(orig + 2 * ext, res + 2 * ext, t->dt, p,
                                        disp + 2 * ext, MPI_REPLACE, win));
         } else {
-            getacc(t, orig + 2 * ext, res + 2 * ext, 1, p, disp + 2 * ext, MPI_REPLACE,
-                   win, "get_accumulate_replace");
+            getacc(t, orig + 2 * ext, res + 2 * ext, 1, p, disp + 2 * ext,
+                   MPI_REPLACE, win, "get_accumulate_replace");
         }
         CHECK_MPI(tn(t->name, "flush"), MPI_Win_flush(p, win));
-        check_pair(t->name, "replace_fetched", t, res + 2 * ext, t->get(m + 2 * ext),
-                   pidx(t, m + 2 * ext), 2);
+        check_pair(t->name, "replace_fetched", t, res + 2 * ext,
+                   t->get(m + 2 * ext), pidx(t, m + 2 * ext), 2);
         memcpy(m + 2 * ext, orig + 2 * ext, ext);
 
         /* NO_OP reads everything back */
@@ -265,18 +316,21 @@ static void test_pair_slots(const pair_type_t *t, char *base, MPI_Win win)
         if (fop_native(t)) {
             memset(res, 0xa5, ext);
             CHECK_MPI(tn(t->name, "fetch_and_op_noop"),
-                      MPI_Fetch_and_op(NULL, res, t->dt, p, disp + 4 * ext, MPI_NO_OP, win));
+                      MPI_Fetch_and_op(NULL, res, t->dt, p, disp + 4 * ext,
+                                       MPI_NO_OP, win));
             CHECK_MPI(tn(t->name, "flush"), MPI_Win_flush(p, win));
-            check_pair(t->name, "fetch_and_op_noop_fetched", t, res, t->get(m + 4 * ext),
-                       pidx(t, m + 4 * ext), 4);
+            check_pair(t->name, "fetch_and_op_noop_fetched", t, res,
+                       t->get(m + 4 * ext), pidx(t, m + 4 * ext), 4);
         }
 
         /* Accumulate (no result) MAXLOC on every element */
-        for (int e = 0; e < N; e++) pset(t, orig + e * ext, 250 - e, 1);
+        for (int e = 0; e < N; e++)
+            pset(t, orig + e * ext, 250 - e, 1);
         for (int e = 0; e < N; e++) {
             CHECK_MPI(tn(t->name, "accumulate_maxloc"),
-                      MPI_Accumulate(orig + e * ext, 1, t->dt, p, disp + e * ext, 1,
-                                     t->dt, MPI_MAXLOC, win));
+                      MPI_Accumulate(orig + e * ext, 1, t->dt, p,
+                                     disp + e * ext, 1, t->dt, MPI_MAXLOC,
+                                     win));
             model_loc(t, m + e * ext, orig + e * ext, 1);
         }
         CHECK_MPI(tn(t->name, "flush"), MPI_Win_flush(p, win));
@@ -285,18 +339,22 @@ static void test_pair_slots(const pair_type_t *t, char *base, MPI_Win win)
 
     /* every origin tells each target what its slot must hold */
     char *expect = calloc((size_t)t_size * N, ext);
-    MPI_Alltoall(model, (int)(N * ext), MPI_BYTE, expect, (int)(N * ext), MPI_BYTE,
-                 MPI_COMM_WORLD);
+    MPI_Alltoall(model, (int)(N * ext), MPI_BYTE, expect, (int)(N * ext),
+                 MPI_BYTE, MPI_COMM_WORLD);
     MPI_Win_lock(MPI_LOCK_SHARED, t_rank, 0, win);
     for (int o = 0; o < t_size; o++)
         for (int e = 0; e < N; e++) {
             char *x = expect + ((size_t)o * N + e) * ext;
-            check_pair(t->name, "target_memory", t, base + o * SLOT_BYTES + e * ext,
-                       t->get(x), pidx(t, x), e);
+            check_pair(t->name, "target_memory", t,
+                       base + o * SLOT_BYTES + e * ext, t->get(x), pidx(t, x),
+                       e);
         }
     MPI_Win_unlock(t_rank, win);
     MPI_Barrier(MPI_COMM_WORLD);
-    free(expect); free(model); free(orig); free(res);
+    free(expect);
+    free(model);
+    free(orig);
+    free(res);
 }
 
 /* Part 2: everyone MAXLOCs element 0 of slot 0 on every target; value
@@ -318,23 +376,27 @@ static void test_pair_contention(const pair_type_t *t, char *base, MPI_Win win)
     for (int k = 0; k < t_size; k++) {
         int p = (t_rank + k) % t_size;
         CHECK_MPI(tn(t->name, "contended_get_accumulate"),
-                  MPI_Get_accumulate(orig, 1, t->dt, res, 1, t->dt, p, 0, 1, t->dt,
-                                     MPI_MAXLOC, win));
+                  MPI_Get_accumulate(orig, 1, t->dt, res, 1, t->dt, p, 0, 1,
+                                     t->dt, MPI_MAXLOC, win));
         CHECK_MPI(tn(t->name, "flush"), MPI_Win_flush(p, win));
         /* what I fetched is the initial value or some other rank's */
         long v = t->get(res);
-        int i = pidx(t, res);
+        int i  = pidx(t, res);
         int ok = (v == 30 && i == 999) ||
-                 (i >= 0 && i < t_size && i != t_rank && v == 40 + ((i % 2) ? 0 : i));
-        if (!ok) check_pair(t->name, "contended_fetched", t, res, 30, 999, 0);
+                 (i >= 0 && i < t_size && i != t_rank &&
+                  v == 40 + ((i % 2) ? 0 : i));
+        if (!ok)
+            check_pair(t->name, "contended_fetched", t, res, 30, 999, 0);
     }
     CHECK_MPI("unlock_all", MPI_Win_unlock_all(win));
     MPI_Barrier(MPI_COMM_WORLD);
     int best = 0;
     for (int r = 0; r < t_size; r++)
-        if (40 + ((r % 2) ? 0 : r) > 40 + ((best % 2) ? 0 : best)) best = r;
+        if (40 + ((r % 2) ? 0 : r) > 40 + ((best % 2) ? 0 : best))
+            best = r;
     MPI_Win_lock(MPI_LOCK_SHARED, t_rank, 0, win);
-    check_pair(t->name, "contended_result", t, base, 40 + ((best % 2) ? 0 : best), best, 0);
+    check_pair(t->name, "contended_result", t, base,
+               40 + ((best % 2) ? 0 : best), best, 0);
     MPI_Win_unlock(t_rank, win);
     (void)ext;
     MPI_Barrier(MPI_COMM_WORLD);
@@ -343,70 +405,98 @@ static void test_pair_contention(const pair_type_t *t, char *base, MPI_Win win)
 /* ---- float and double ---------------------------------------------------- */
 
 typedef struct {
-    const char   *name;
-    MPI_Datatype  dt;
-    size_t        size;
-    void        (*set)(void *p, double v);
-    double      (*get)(const void *p);
+    const char *name;
+    MPI_Datatype dt;
+    size_t size;
+    void (*set)(void *p, double v);
+    double (*get)(const void *p);
 } real_type_t;
 
-static void set_f(void *p, double v) { float x = (float)v; memcpy(p, &x, sizeof(x)); }
-static double get_f(const void *p) { float x; memcpy(&x, p, sizeof(x)); return x; }
-static void set_d(void *p, double v) { memcpy(p, &v, sizeof(v)); }
-static double get_d(const void *p) { double x; memcpy(&x, p, sizeof(x)); return x; }
+static void set_f(void *p, double v)
+{
+    float x = (float)v;
+    memcpy(p, &x, sizeof(x));
+}
+static double get_f(const void *p)
+{
+    float x;
+    memcpy(&x, p, sizeof(x));
+    return x;
+}
+static void set_d(void *p, double v)
+{
+    memcpy(p, &v, sizeof(v));
+}
+static double get_d(const void *p)
+{
+    double x;
+    memcpy(&x, p, sizeof(x));
+    return x;
+}
 
 static real_type_t reals[] = {
-    { "MPI_FLOAT", MPI_FLOAT, sizeof(float), set_f, get_f },
-    { "MPI_DOUBLE", MPI_DOUBLE, sizeof(double), set_d, get_d },
+    {"MPI_FLOAT", MPI_FLOAT, sizeof(float), set_f, get_f},
+    {"MPI_DOUBLE", MPI_DOUBLE, sizeof(double), set_d, get_d},
 };
 
-static void check_real(const char *type, const char *what, double got, double exp, int e)
+static void check_real(const char *type, const char *what, double got,
+                       double exp, int e)
 {
     char d[96];
     if (got != exp) {
-        snprintf(d, sizeof(d), "(element %d: %.17g, expected %.17g)", e, got, exp);
+        snprintf(d, sizeof(d), "(element %d: %.17g, expected %.17g)", e, got,
+                 exp);
         t_fail(tn(type, what), (long long)exp, (long long)got, d);
     }
 }
 
 static double apply(MPI_Op op, double a, double b)
 {
-    if (op == MPI_SUM) return a + b;
-    if (op == MPI_PROD) return a * b;
-    if (op == MPI_MIN) return a < b ? a : b;
-    if (op == MPI_MAX) return a > b ? a : b;
-    if (op == MPI_REPLACE) return b;
-    return a;   /* MPI_NO_OP */
+    if (op == MPI_SUM)
+        return a + b;
+    if (op == MPI_PROD)
+        return a * b;
+    if (op == MPI_MIN)
+        return a < b ? a : b;
+    if (op == MPI_MAX)
+        return a > b ? a : b;
+    if (op == MPI_REPLACE)
+        return b;
+    return a; /* MPI_NO_OP */
 }
 
 static void test_real_slots(const real_type_t *t, char *base, MPI_Win win)
 {
-    static const MPI_Op ops[] = { MPI_SUM, MPI_PROD, MPI_MIN, MPI_MAX, MPI_REPLACE, MPI_NO_OP };
-    static const char *opn[] = { "sum", "prod", "min", "max", "replace", "noop" };
-    size_t sz = t->size;
+    static const MPI_Op ops[] = {MPI_SUM, MPI_PROD,    MPI_MIN,
+                                 MPI_MAX, MPI_REPLACE, MPI_NO_OP};
+    static const char *opn[] = {"sum", "prod", "min", "max", "replace", "noop"};
+    size_t sz                = t->size;
     char orig[N * 8], res[N * 8], name[64];
     double *model = calloc((size_t)t_size * N, sizeof(double));
 
     MPI_Win_lock(MPI_LOCK_EXCLUSIVE, t_rank, 0, win);
     for (int o = 0; o < t_size; o++)
-        for (int e = 0; e < N; e++) t->set(base + o * SLOT_BYTES + e * sz, 2 + e + o);
+        for (int e = 0; e < N; e++)
+            t->set(base + o * SLOT_BYTES + e * sz, 2 + e + o);
     MPI_Win_unlock(t_rank, win);
     MPI_Barrier(MPI_COMM_WORLD);
 
     CHECK_MPI("lock_all", MPI_Win_lock_all(0, win));
     for (int k = 0; k < t_size; k++) {
-        int p = (t_rank + k) % t_size;
+        int p         = (t_rank + k) % t_size;
         MPI_Aint disp = (MPI_Aint)t_rank * SLOT_BYTES;
-        double *m = model + (size_t)p * N;
+        double *m     = model + (size_t)p * N;
 
-        for (int e = 0; e < N; e++) m[e] = 2 + e + t_rank;
+        for (int e = 0; e < N; e++)
+            m[e] = 2 + e + t_rank;
         for (unsigned j = 0; j < sizeof(ops) / sizeof(ops[0]); j++) {
             /* operands: small integers or halves, so every result is exact */
-            for (int e = 0; e < N; e++) t->set(orig + e * sz, (e % 3) + 0.5 * (j % 2) + 1);
+            for (int e = 0; e < N; e++)
+                t->set(orig + e * sz, (e % 3) + 0.5 * (j % 2) + 1);
             snprintf(name, sizeof(name), "get_accumulate_%s", opn[j]);
             CHECK_MPI(tn(t->name, name),
-                      MPI_Get_accumulate(orig, N, t->dt, res, N, t->dt, p, disp, N,
-                                         t->dt, ops[j], win));
+                      MPI_Get_accumulate(orig, N, t->dt, res, N, t->dt, p, disp,
+                                         N, t->dt, ops[j], win));
             CHECK_MPI(tn(t->name, "flush"), MPI_Win_flush(p, win));
             for (int e = 0; e < N; e++) {
                 check_real(t->name, name, t->get(res + e * sz), m[e], e);
@@ -418,12 +508,13 @@ static void test_real_slots(const real_type_t *t, char *base, MPI_Win win)
             snprintf(name, sizeof(name), "fetch_and_op_%s", opn[j]);
             if (ops[j] == MPI_SUM)
                 CHECK_MPI(tn(t->name, name),
-                          MPI_Get_accumulate(orig + e * sz, 1, t->dt, res, 1, t->dt, p,
-                                             disp + e * sz, 1, t->dt, MPI_SUM, win));
+                          MPI_Get_accumulate(orig + e * sz, 1, t->dt, res, 1,
+                                             t->dt, p, disp + e * sz, 1, t->dt,
+                                             MPI_SUM, win));
             else
                 CHECK_MPI(tn(t->name, name),
-                          MPI_Fetch_and_op(orig + e * sz, res, t->dt, p, disp + e * sz,
-                                           ops[j], win));
+                          MPI_Fetch_and_op(orig + e * sz, res, t->dt, p,
+                                           disp + e * sz, ops[j], win));
             CHECK_MPI(tn(t->name, "flush"), MPI_Win_flush(p, win));
             check_real(t->name, name, t->get(res), m[e], e);
             m[e] = apply(ops[j], m[e], t->get(orig + e * sz));
@@ -436,11 +527,13 @@ static void test_real_slots(const real_type_t *t, char *base, MPI_Win win)
     MPI_Win_lock(MPI_LOCK_SHARED, t_rank, 0, win);
     for (int o = 0; o < t_size; o++)
         for (int e = 0; e < N; e++)
-            check_real(t->name, "target_memory", t->get(base + o * SLOT_BYTES + e * sz),
+            check_real(t->name, "target_memory",
+                       t->get(base + o * SLOT_BYTES + e * sz),
                        expect[o * N + e], e);
     MPI_Win_unlock(t_rank, win);
     MPI_Barrier(MPI_COMM_WORLD);
-    free(expect); free(model);
+    free(expect);
+    free(model);
 }
 
 /* Everyone adds 2^rank to element 0 of every target with Get_accumulate
@@ -459,18 +552,20 @@ static void test_real_contention(const real_type_t *t, char *base, MPI_Win win)
     for (int k = 0; k < t_size; k++) {
         int p = (t_rank + k) % t_size;
         CHECK_MPI(tn(t->name, "contended_sum"),
-                  MPI_Get_accumulate(orig, 1, t->dt, res, 1, t->dt, p, 0, 1, t->dt,
-                                     MPI_SUM, win));
+                  MPI_Get_accumulate(orig, 1, t->dt, res, 1, t->dt, p, 0, 1,
+                                     t->dt, MPI_SUM, win));
         CHECK_MPI(tn(t->name, "flush"), MPI_Win_flush(p, win));
-        double f = t->get(res) - 1;
+        double f  = t->get(res) - 1;
         long bits = (long)f;
-        if (f != (double)bits || bits < 0 || bits >= (1L << t_size) || (bits & (1L << t_rank)))
+        if (f != (double)bits || bits < 0 || bits >= (1L << t_size) ||
+            (bits & (1L << t_rank)))
             check_real(t->name, "contended_sum_fetched", t->get(res), 1, 0);
     }
     CHECK_MPI("unlock_all", MPI_Win_unlock_all(win));
     MPI_Barrier(MPI_COMM_WORLD);
     MPI_Win_lock(MPI_LOCK_SHARED, t_rank, 0, win);
-    check_real(t->name, "contended_sum_total", t->get(base), (double)(1L << t_size), 0);
+    check_real(t->name, "contended_sum_total", t->get(base),
+               (double)(1L << t_size), 0);
     MPI_Win_unlock(t_rank, win);
     MPI_Barrier(MPI_COMM_WORLD);
 }

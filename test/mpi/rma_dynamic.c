@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * One-sided communication on dynamic windows over osc ucx:
  * MPI_Win_create_dynamic, MPI_Win_attach of several regions per rank
@@ -28,17 +29,17 @@
  */
 #include "mpitest.h"
 
-#define NREG    3
-#define ROUNDS  3
-#define NFOP    20     /* fetch-and-op increments per rank and target */
+#define NREG   3
+#define ROUNDS 3
+#define NFOP   20 /* fetch-and-op increments per rank and target */
 
-static const int reg_ints[NREG] = { 64, 4096, 65536 };
+static const int reg_ints[NREG] = {64, 4096, 65536};
 
-#define REG_GAP   64              /* bytes between two regions of the pool */
+#define REG_GAP 64 /* bytes between two regions of the pool */
 
-static char *pool, *pool_top;     /* regions are carved downwards */
-static int *reg[NREG];            /* my attached regions */
-static MPI_Aint *addr;            /* [rank * NREG + r]: everyone's regions */
+static char *pool, *pool_top; /* regions are carved downwards */
+static int *reg[NREG];        /* my attached regions */
+static MPI_Aint *addr;        /* [rank * NREG + r]: everyone's regions */
 
 static char test_name[64];
 static const char *tn(const char *what, int r)
@@ -47,7 +48,10 @@ static const char *tn(const char *what, int r)
     return test_name;
 }
 
-static int pv(int origin, int i, int round) { return origin * 1000000 + i * 7 + round; }
+static int pv(int origin, int i, int round)
+{
+    return origin * 1000000 + i * 7 + round;
+}
 
 static MPI_Aint raddr(int rank, int r, size_t byte_off)
 {
@@ -60,9 +64,11 @@ static void attach(MPI_Win win, int r)
 
     /* below everything attached so far (see the header), 64-byte aligned */
     pool_top = (char *)(((uintptr_t)pool_top - len - REG_GAP) & ~(uintptr_t)63);
-    if (pool_top < pool) t_fail("pool_exhausted", 0, 1, NULL);
+    if (pool_top < pool)
+        t_fail("pool_exhausted", 0, 1, NULL);
     reg[r] = (int *)pool_top;
-    for (int i = 0; i < reg_ints[r]; i++) reg[r][i] = -1;
+    for (int i = 0; i < reg_ints[r]; i++)
+        reg[r][i] = -1;
     CHECK_MPI(tn("win_attach", r), MPI_Win_attach(win, reg[r], len));
 }
 
@@ -76,7 +82,8 @@ static void exchange_addresses(void)
 {
     MPI_Aint mine[NREG];
 
-    for (int r = 0; r < NREG; r++) MPI_Get_address(reg[r], &mine[r]);
+    for (int r = 0; r < NREG; r++)
+        MPI_Get_address(reg[r], &mine[r]);
     CHECK_MPI("allgather_addr", MPI_Allgather(mine, NREG, MPI_AINT, addr, NREG,
                                               MPI_AINT, MPI_COMM_WORLD));
 }
@@ -103,22 +110,26 @@ static void test_put(MPI_Win win, int round)
     int right = (t_rank + 1) % t_size, left = (t_rank + t_size - 1) % t_size;
 
     for (int r = 0; r < NREG; r++) {
-        int n = reg_ints[r];
+        int n    = reg_ints[r];
         int *buf = malloc(n * sizeof(int));
 
-        for (int i = 0; i < n; i++) reg[r][i] = -1;
+        for (int i = 0; i < n; i++)
+            reg[r][i] = -1;
         publish(win);
         /* first half: flush */
-        for (int i = 0; i < n; i++) buf[i] = pv(t_rank, i, round);
-        CHECK_MPI(tn("put", r), MPI_Put(buf, n / 2, MPI_INT, right, raddr(right, r, 0),
-                                        n / 2, MPI_INT, win));
+        for (int i = 0; i < n; i++)
+            buf[i] = pv(t_rank, i, round);
+        CHECK_MPI(tn("put", r),
+                  MPI_Put(buf, n / 2, MPI_INT, right, raddr(right, r, 0), n / 2,
+                          MPI_INT, win));
         CHECK_MPI(tn("flush", r), MPI_Win_flush(right, win));
         /* second half: flush_local, then reuse the buffer, then flush */
         CHECK_MPI(tn("put", r), MPI_Put(buf + n / 2, n - n / 2, MPI_INT, right,
                                         raddr(right, r, (n / 2) * sizeof(int)),
                                         n - n / 2, MPI_INT, win));
         CHECK_MPI(tn("flush_local", r), MPI_Win_flush_local(right, win));
-        for (int i = 0; i < n; i++) buf[i] = -7;
+        for (int i = 0; i < n; i++)
+            buf[i] = -7;
         CHECK_MPI(tn("flush", r), MPI_Win_flush(right, win));
         settle(win);
         for (int i = 0; i < n; i++)
@@ -135,27 +146,31 @@ static void test_get(MPI_Win win, int round)
     int right = (t_rank + 1) % t_size;
 
     for (int r = 0; r < NREG; r++) {
-        int n = reg_ints[r];
+        int n    = reg_ints[r];
         int *buf = malloc(n * sizeof(int));
 
-        for (int i = 0; i < n; i++) buf[i] = -2;
-        CHECK_MPI(tn("get", r), MPI_Get(buf, n, MPI_INT, right, raddr(right, r, 0),
-                                        n, MPI_INT, win));
+        for (int i = 0; i < n; i++)
+            buf[i] = -2;
+        CHECK_MPI(tn("get", r), MPI_Get(buf, n, MPI_INT, right,
+                                        raddr(right, r, 0), n, MPI_INT, win));
         CHECK_MPI(tn("flush_local", r), MPI_Win_flush_local(right, win));
         for (int i = 0; i < n; i++)
             if (buf[i] != pv(t_rank, i, round))
-                CHECK_EQ(tn("get_flush_local_data", r), pv(t_rank, i, round), buf[i]);
+                CHECK_EQ(tn("get_flush_local_data", r), pv(t_rank, i, round),
+                         buf[i]);
 
         /* a small Get from the middle, completed with flush */
         int off = n / 3, m = n / 4 + 1;
-        for (int i = 0; i < m; i++) buf[i] = -3;
-        CHECK_MPI(tn("get", r), MPI_Get(buf, m, MPI_INT, right,
-                                        raddr(right, r, off * sizeof(int)), m,
-                                        MPI_INT, win));
+        for (int i = 0; i < m; i++)
+            buf[i] = -3;
+        CHECK_MPI(tn("get", r),
+                  MPI_Get(buf, m, MPI_INT, right,
+                          raddr(right, r, off * sizeof(int)), m, MPI_INT, win));
         CHECK_MPI(tn("flush", r), MPI_Win_flush(right, win));
         for (int i = 0; i < m; i++)
             if (buf[i] != pv(t_rank, off + i, round))
-                CHECK_EQ(tn("get_flush_data", r), pv(t_rank, off + i, round), buf[i]);
+                CHECK_EQ(tn("get_flush_data", r), pv(t_rank, off + i, round),
+                         buf[i]);
         free(buf);
     }
     MPI_Barrier(MPI_COMM_WORLD);
@@ -165,24 +180,27 @@ static void test_get(MPI_Win win, int round)
 static void test_accumulate(MPI_Win win)
 {
     for (int r = 0; r < NREG; r++) {
-        int n = reg_ints[r];
+        int n    = reg_ints[r];
         int *buf = malloc(n * sizeof(int));
 
-        for (int i = 0; i < n; i++) reg[r][i] = 3;
+        for (int i = 0; i < n; i++)
+            reg[r][i] = 3;
         publish(win);
-        for (int i = 0; i < n; i++) buf[i] = (t_rank + 1) * (i % 100);
+        for (int i = 0; i < n; i++)
+            buf[i] = (t_rank + 1) * (i % 100);
         for (int k = 0; k < t_size; k++) {
             int p = (t_rank + k) % t_size;
             CHECK_MPI(tn("accumulate", r),
-                      MPI_Accumulate(buf, n, MPI_INT, p, raddr(p, r, 0), n, MPI_INT,
-                                     MPI_SUM, win));
+                      MPI_Accumulate(buf, n, MPI_INT, p, raddr(p, r, 0), n,
+                                     MPI_INT, MPI_SUM, win));
             CHECK_MPI(tn("flush", r), MPI_Win_flush(p, win));
         }
         settle(win);
         int f = t_size * (t_size + 1) / 2;
         for (int i = 0; i < n; i++)
             if (reg[r][i] != 3 + f * (i % 100))
-                CHECK_EQ(tn("accumulate_data", r), 3 + f * (i % 100), reg[r][i]);
+                CHECK_EQ(tn("accumulate_data", r), 3 + f * (i % 100),
+                         reg[r][i]);
         free(buf);
     }
 }
@@ -199,13 +217,15 @@ static void test_get_accumulate(MPI_Win win)
             int p = (t_rank + k) % t_size, old = -1;
             CHECK_MPI(tn("get_accumulate", r),
                       MPI_Get_accumulate(&bit, 1, MPI_INT, &old, 1, MPI_INT, p,
-                                         raddr(p, r, 0), 1, MPI_INT, MPI_SUM, win));
+                                         raddr(p, r, 0), 1, MPI_INT, MPI_SUM,
+                                         win));
             CHECK_MPI(tn("flush", r), MPI_Win_flush(p, win));
             if (old < 100 || old >= 100 + (1 << t_size) || ((old - 100) & bit))
                 CHECK_EQ(tn("get_accumulate_fetched", r), 100, old);
         }
         settle(win);
-        CHECK_EQ(tn("get_accumulate_total", r), 100 + (1 << t_size) - 1, reg[r][0]);
+        CHECK_EQ(tn("get_accumulate_total", r), 100 + (1 << t_size) - 1,
+                 reg[r][0]);
         MPI_Barrier(MPI_COMM_WORLD);
     }
 }
@@ -222,25 +242,30 @@ static void test_fetch_and_op(MPI_Win win)
         memset(&reg[r][6], 0, sizeof(int64_t));
         publish(win);
         for (int k = 0; k < t_size; k++) {
-            int p = (t_rank + k) % t_size;
+            int p   = (t_rank + k) % t_size;
             int one = 1, old = -1, seen = -1;
             int64_t one64 = 1, old64 = -1, seen64 = -1;
             for (int j = 0; j < NFOP; j++) {
                 CHECK_MPI(tn("fetch_and_op_int", r),
                           MPI_Fetch_and_op(&one, &old, MPI_INT, p,
-                                           raddr(p, r, 4 * sizeof(int)), MPI_SUM, win));
+                                           raddr(p, r, 4 * sizeof(int)),
+                                           MPI_SUM, win));
                 CHECK_MPI(tn("fetch_and_op_long", r),
                           MPI_Fetch_and_op(&one64, &old64, MPI_INT64_T, p,
-                                           raddr(p, r, 6 * sizeof(int)), MPI_SUM, win));
+                                           raddr(p, r, 6 * sizeof(int)),
+                                           MPI_SUM, win));
                 /* alternate the completion calls */
                 if (j & 1)
                     CHECK_MPI(tn("flush", r), MPI_Win_flush(p, win));
                 else
-                    CHECK_MPI(tn("flush_local", r), MPI_Win_flush_local(p, win));
+                    CHECK_MPI(tn("flush_local", r),
+                              MPI_Win_flush_local(p, win));
                 if (old <= seen || old >= NFOP * t_size)
-                    CHECK_EQ(tn("fetch_and_op_int_monotonic", r), seen + 1, old);
+                    CHECK_EQ(tn("fetch_and_op_int_monotonic", r), seen + 1,
+                             old);
                 if (old64 <= seen64 || old64 >= NFOP * t_size)
-                    CHECK_EQ(tn("fetch_and_op_long_monotonic", r), seen64 + 1, old64);
+                    CHECK_EQ(tn("fetch_and_op_long_monotonic", r), seen64 + 1,
+                             old64);
                 seen   = old;
                 seen64 = old64;
             }
@@ -256,15 +281,17 @@ static void test_fetch_and_op(MPI_Win win)
         int right = (t_rank + 1) % t_size, dummy = 0, got = -1;
         CHECK_MPI(tn("fetch_and_op_noop", r),
                   MPI_Fetch_and_op(&dummy, &got, MPI_INT, right,
-                                   raddr(right, r, 4 * sizeof(int)), MPI_NO_OP, win));
+                                   raddr(right, r, 4 * sizeof(int)), MPI_NO_OP,
+                                   win));
         CHECK_MPI(tn("flush", r), MPI_Win_flush(right, win));
         CHECK_EQ(tn("fetch_and_op_noop_value", r), NFOP * t_size, got);
         MPI_Barrier(MPI_COMM_WORLD);
         int me = t_rank + 1000;
-        got = -1;
+        got    = -1;
         CHECK_MPI(tn("fetch_and_op_replace", r),
                   MPI_Fetch_and_op(&me, &got, MPI_INT, right,
-                                   raddr(right, r, 4 * sizeof(int)), MPI_REPLACE, win));
+                                   raddr(right, r, 4 * sizeof(int)),
+                                   MPI_REPLACE, win));
         CHECK_MPI(tn("flush", r), MPI_Win_flush(right, win));
         CHECK_EQ(tn("fetch_and_op_replace_old", r), NFOP * t_size, got);
         settle(win);
@@ -278,8 +305,10 @@ static void test_fetch_and_op(MPI_Win win)
  * 64 bit: exactly one winner per target, whose rank the slot then holds. */
 static void test_compare_and_swap(MPI_Win win)
 {
-    int *wins32 = calloc(t_size, sizeof(int)), *tot32 = calloc(t_size, sizeof(int));
-    int *wins64 = calloc(t_size, sizeof(int)), *tot64 = calloc(t_size, sizeof(int));
+    int *wins32 = calloc(t_size, sizeof(int)),
+        *tot32  = calloc(t_size, sizeof(int));
+    int *wins64 = calloc(t_size, sizeof(int)),
+        *tot64  = calloc(t_size, sizeof(int));
 
     for (int r = 0; r < NREG; r++) {
         int64_t m1 = -1;
@@ -287,15 +316,16 @@ static void test_compare_and_swap(MPI_Win win)
         memcpy(&reg[r][12], &m1, sizeof(m1));
         publish(win);
         for (int k = 0; k < t_size; k++) {
-            int p = (t_rank + k) % t_size;
+            int p   = (t_rank + k) % t_size;
             int cmp = -1, me = t_rank, res = -5;
             int64_t cmp64 = -1, me64 = t_rank, res64 = -5;
             CHECK_MPI(tn("compare_and_swap_int", r),
                       MPI_Compare_and_swap(&me, &cmp, &res, MPI_INT, p,
                                            raddr(p, r, 10 * sizeof(int)), win));
             CHECK_MPI(tn("compare_and_swap_long", r),
-                      MPI_Compare_and_swap(&me64, &cmp64, &res64, MPI_INT64_T, p,
-                                           raddr(p, r, 12 * sizeof(int)), win));
+                      MPI_Compare_and_swap(&me64, &cmp64, &res64, MPI_INT64_T,
+                                           p, raddr(p, r, 12 * sizeof(int)),
+                                           win));
             CHECK_MPI(tn("flush", r), MPI_Win_flush(p, win));
             if (res != -1 && (res < 0 || res >= t_size))
                 CHECK_EQ(tn("compare_and_swap_int_old", r), -1, res);
@@ -317,7 +347,10 @@ static void test_compare_and_swap(MPI_Win win)
             CHECK_EQ(tn("compare_and_swap_long_value", r), 0, v64);
         MPI_Barrier(MPI_COMM_WORLD);
     }
-    free(wins32); free(tot32); free(wins64); free(tot64);
+    free(wins32);
+    free(tot32);
+    free(wins64);
+    free(tot64);
 }
 
 int main(int argc, char **argv)
@@ -325,17 +358,20 @@ int main(int argc, char **argv)
     MPI_Win win;
 
     t_init(&argc, &argv, "rma_dynamic");
-    addr = malloc(t_size * NREG * sizeof(MPI_Aint));
+    addr             = malloc(t_size * NREG * sizeof(MPI_Aint));
     size_t pool_size = 0;
-    for (int r = 0; r < NREG; r++) pool_size += 2 * (reg_ints[r] * sizeof(int) + REG_GAP + 64);
+    for (int r = 0; r < NREG; r++)
+        pool_size += 2 * (reg_ints[r] * sizeof(int) + REG_GAP + 64);
     pool     = malloc(pool_size);
     pool_top = pool + pool_size;
-    if (pool == NULL || addr == NULL) t_fail("malloc", 0, 1, NULL);
+    if (pool == NULL || addr == NULL)
+        t_fail("malloc", 0, 1, NULL);
 
     CHECK_MPI("win_create_dynamic",
               MPI_Win_create_dynamic(MPI_INFO_NULL, MPI_COMM_WORLD, &win));
     MPI_Win_set_errhandler(win, MPI_ERRORS_RETURN);
-    for (int r = 0; r < NREG; r++) attach(win, r);
+    for (int r = 0; r < NREG; r++)
+        attach(win, r);
 
     for (int round = 0; round < ROUNDS; round++) {
         exchange_addresses();
@@ -356,7 +392,8 @@ int main(int argc, char **argv)
         attach(win, r);
     }
 
-    for (int r = 0; r < NREG; r++) detach(win, r);
+    for (int r = 0; r < NREG; r++)
+        detach(win, r);
     CHECK_MPI("win_free", MPI_Win_free(&win));
     free(pool);
     free(addr);

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 #
 # Build and run the MPI (test/mpi) and OpenSHMEM (test/shmem) test programs
 # over one UCX transport, with 2 and 4 processes each (or the counts a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * OpenSHMEM atomics over spml ucx for 32-bit (int) and 64-bit (long,
  * long long) types: fetch_add, add, inc, fetch_inc, compare_swap, swap,
@@ -15,8 +16,9 @@
  * so shmem_int_atomic_compare_swap smashes the stack there. Skip the 32-bit
  * compare_swap checks on those versions and say so.
  */
-#if defined(OSHMEM_MAJOR_VERSION) && (OSHMEM_MAJOR_VERSION * 10000 + \
-    OSHMEM_MINOR_VERSION * 100 + OSHMEM_RELEASE_VERSION) < 40105
+#if defined(OSHMEM_MAJOR_VERSION) &&                             \
+    (OSHMEM_MAJOR_VERSION * 10000 + OSHMEM_MINOR_VERSION * 100 + \
+     OSHMEM_RELEASE_VERSION) < 40105
 #define CSWAP32_BROKEN 1
 #else
 #define CSWAP32_BROKEN 0
@@ -152,18 +154,25 @@ static int64_t bits64[3];
 static void test_bitwise(void)
 {
     int me = t_me, np = t_npes;
-    bits32[0] = 0; bits32[1] = -1; bits32[2] = 0;
-    bits64[0] = 0; bits64[1] = -1; bits64[2] = 0;
+    bits32[0] = 0;
+    bits32[1] = -1;
+    bits32[2] = 0;
+    bits64[0] = 0;
+    bits64[1] = -1;
+    bits64[2] = 0;
     shmem_barrier_all();
     for (int p = 0; p < np; p++) {
         int32_t b32 = (int32_t)1 << me;
         int64_t b64 = (int64_t)1 << (me + 32);
         if (p != me) {
             int32_t o = shmem_int32_atomic_fetch_or(&bits32[0], b32, p);
-            if (o & b32) CHECK_EQ("int32_fetch_or_return", 0, o & b32);
+            if (o & b32)
+                CHECK_EQ("int32_fetch_or_return", 0, o & b32);
             int64_t o2 = shmem_int64_atomic_fetch_and(&bits64[1], ~b64, p);
-            if (!(o2 & b64)) CHECK_EQ("int64_fetch_and_return", b64, o2 & b64);
-            shmem_int64_atomic_fetch_xor(&bits64[2], (int64_t)3 << (me + 32), p);
+            if (!(o2 & b64))
+                CHECK_EQ("int64_fetch_and_return", b64, o2 & b64);
+            shmem_int64_atomic_fetch_xor(&bits64[2], (int64_t)3 << (me + 32),
+                                         p);
         } else {
             shmem_int32_atomic_or(&bits32[0], b32, p);
             shmem_int64_atomic_and(&bits64[1], ~b64, p);
@@ -177,8 +186,10 @@ static void test_bitwise(void)
     int32_t m32 = 0, x32 = 0;
     int64_t m64 = 0, x64 = 0;
     for (int p = 0; p < np; p++) {
-        m32 |= (int32_t)1 << p; x32 ^= (int32_t)3 << p;
-        m64 |= (int64_t)1 << (p + 32); x64 ^= (int64_t)3 << (p + 32);
+        m32 |= (int32_t)1 << p;
+        x32 ^= (int32_t)3 << p;
+        m64 |= (int64_t)1 << (p + 32);
+        x64 ^= (int64_t)3 << (p + 32);
     }
     CHECK_EQ("int32_fetch_or", m32, bits32[0]);
     CHECK_EQ("int32_and", ~m32, bits32[1]);
@@ -192,7 +203,8 @@ static void test_bitwise(void)
 int main(void)
 {
     t_init("atomics");
-    if (t_npes > 16) CHECK_EQ("npes_supported", 16, t_npes);
+    if (t_npes > 16)
+        CHECK_EQ("npes_supported", 16, t_npes);
     test_int();
     test_long();
     test_longlong();

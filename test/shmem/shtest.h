@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Helpers shared by the dcx OpenSHMEM test programs. A failed check prints
  * one line, "FAIL <prog> pe P test T: expected E got G", and exits non-zero
@@ -15,33 +16,32 @@
 static int t_me = -1, t_npes = 0;
 static const char *t_prog = "?";
 
-__attribute__((unused))
-static void t_fail(const char *test, long long expected, long long got)
+__attribute__((unused)) static void t_fail(const char *test, long long expected,
+                                           long long got)
 {
-    fprintf(stderr, "FAIL %s pe %d test %s: expected %lld got %lld\n",
-            t_prog, t_me, test, expected, got);
+    fprintf(stderr, "FAIL %s pe %d test %s: expected %lld got %lld\n", t_prog,
+            t_me, test, expected, got);
     fflush(stderr);
     shmem_global_exit(1);
     exit(1);
 }
 
-#define CHECK_EQ(test, expected, got)                                       \
-    do {                                                                    \
-        long long e_ = (long long)(expected), g_ = (long long)(got);        \
-        if (e_ != g_) t_fail((test), e_, g_);                               \
+#define CHECK_EQ(test, expected, got)                                \
+    do {                                                             \
+        long long e_ = (long long)(expected), g_ = (long long)(got); \
+        if (e_ != g_)                                                \
+            t_fail((test), e_, g_);                                  \
     } while (0)
 
-__attribute__((unused))
-static void t_init(const char *prog)
+__attribute__((unused)) static void t_init(const char *prog)
 {
     t_prog = prog;
     shmem_init();
-    t_me = shmem_my_pe();
+    t_me   = shmem_my_pe();
     t_npes = shmem_n_pes();
 }
 
-__attribute__((unused))
-static void t_finish(void)
+__attribute__((unused)) static void t_finish(void)
 {
     shmem_barrier_all();
     if (t_me == 0) {

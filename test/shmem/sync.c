@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Point-to-point synchronisation and ordering over spml ucx:
  *  - shmem_wait_until (int, long, long long; EQ, NE, GE, GT, LT, LE)
@@ -8,7 +9,7 @@
  */
 #include "shtest.h"
 
-#define DATA_N (1 << 17)     /* longs, 1 MiB */
+#define DATA_N (1 << 17) /* longs, 1 MiB */
 #define ROUNDS 20
 
 static long data[DATA_N];
@@ -18,12 +19,18 @@ static long long flag_ll;
 static long counter;
 static long seen_round[64];
 
-static long dv(int pe, int round, long i) { return ((long)pe << 48) + ((long)round << 24) + i; }
+static long dv(int pe, int round, long i)
+{
+    return ((long)pe << 48) + ((long)round << 24) + i;
+}
 
 static void test_wait_until(void)
 {
-    int me = t_me, np = t_npes, right = (me + 1) % np, left = (me + np - 1) % np;
-    flag_i = 0; flag_l = 0; flag_ll = 0;
+    int me = t_me, np = t_npes, right = (me + 1) % np,
+        left = (me + np - 1) % np;
+    flag_i   = 0;
+    flag_l   = 0;
+    flag_ll  = 0;
     shmem_barrier_all();
     /* token ring: PE 0 starts, every PE waits for its left, passes right */
     for (int r = 1; r <= ROUNDS; r++) {
@@ -83,7 +90,8 @@ static void test_barrier(void)
         }
         shmem_barrier_all();
         CHECK_EQ("barrier_all_counter", (long)np * r, counter);
-        for (int p = 0; p < np; p++) CHECK_EQ("barrier_all_put_visible", r, seen_round[p]);
+        for (int p = 0; p < np; p++)
+            CHECK_EQ("barrier_all_put_visible", r, seen_round[p]);
         shmem_barrier_all();
     }
 }
@@ -91,14 +99,16 @@ static void test_barrier(void)
 /* fence: data put then flag put to the same PE arrive in that order */
 static void test_fence(void)
 {
-    int me = t_me, np = t_npes, right = (me + 1) % np, left = (me + np - 1) % np;
-    long *src = malloc(DATA_N * sizeof(long));
-    const long sizes[] = { 1, 100, 8193, DATA_N };
-    flag_l = 0;
+    int me = t_me, np = t_npes, right = (me + 1) % np,
+        left           = (me + np - 1) % np;
+    long *src          = malloc(DATA_N * sizeof(long));
+    const long sizes[] = {1, 100, 8193, DATA_N};
+    flag_l             = 0;
     shmem_barrier_all();
     for (int r = 1; r <= (int)(sizeof(sizes) / sizeof(sizes[0])) * 2; r++) {
         long n = sizes[(r - 1) / 2];
-        for (long i = 0; i < n; i++) src[i] = dv(me, r, i);
+        for (long i = 0; i < n; i++)
+            src[i] = dv(me, r, i);
         if (r % 2) {
             shmem_long_put(data, src, n, right);
         } else {
@@ -108,7 +118,8 @@ static void test_fence(void)
         shmem_long_p(&flag_l, r, right);
         shmem_long_wait_until(&flag_l, SHMEM_CMP_EQ, r);
         for (long i = 0; i < n; i++)
-            if (data[i] != dv(left, r, i)) CHECK_EQ("fence_order", dv(left, r, i), data[i]);
+            if (data[i] != dv(left, r, i))
+                CHECK_EQ("fence_order", dv(left, r, i), data[i]);
         /* don't overwrite data before the reader is done with it */
         shmem_barrier_all();
     }
@@ -123,14 +134,16 @@ static void test_fence(void)
 static void test_quiet(void)
 {
     int me = t_me, np = t_npes;
-    long *src = malloc(DATA_N * sizeof(long)), *chk = malloc(DATA_N * sizeof(long));
-    flag_l = 0;
+    long *src = malloc(DATA_N * sizeof(long)),
+         *chk = malloc(DATA_N * sizeof(long));
+    flag_l    = 0;
     shmem_barrier_all();
     for (int r = 1; r <= 6; r++) {
         int a = r % np, b = (a + 1) % np, c = (a + 2) % np;
         long n = (r % 2) ? DATA_N : 1000;
         if (me == a) {
-            for (long i = 0; i < n; i++) src[i] = dv(a, r, i);
+            for (long i = 0; i < n; i++)
+                src[i] = dv(a, r, i);
             /* mix of blocking and non-blocking puts, in pieces */
             long half = n / 2;
             shmem_long_put_nbi(data, src, half, b);
@@ -142,12 +155,14 @@ static void test_quiet(void)
             shmem_long_wait_until(&flag_l, SHMEM_CMP_EQ, r);
             shmem_long_get(chk, data, n, b);
             for (long i = 0; i < n; i++)
-                if (chk[i] != dv(a, r, i)) CHECK_EQ("quiet_visible", dv(a, r, i), chk[i]);
+                if (chk[i] != dv(a, r, i))
+                    CHECK_EQ("quiet_visible", dv(a, r, i), chk[i]);
         }
         shmem_barrier_all();
     }
     /* many nbi puts to all PEs; after quiet + barrier all are visible */
-    for (long i = 0; i < 256; i++) src[i] = dv(me, 99, i);
+    for (long i = 0; i < 256; i++)
+        src[i] = dv(me, 99, i);
     shmem_barrier_all();
     for (int p = 0; p < np; p++)
         for (long i = 0; i < 256; i++)
@@ -156,7 +171,8 @@ static void test_quiet(void)
     shmem_barrier_all();
     for (int p = 0; p < np; p++)
         for (long i = 0; i < 256; i++)
-            if (data[p * 256 + i] != dv(p, 99, i)) CHECK_EQ("quiet_nbi_all", dv(p, 99, i), data[p * 256 + i]);
+            if (data[p * 256 + i] != dv(p, 99, i))
+                CHECK_EQ("quiet_nbi_all", dv(p, 99, i), data[p * 256 + i]);
     free(src);
     free(chk);
 }
@@ -164,7 +180,8 @@ static void test_quiet(void)
 int main(void)
 {
     t_init("sync");
-    if (t_npes > 64) CHECK_EQ("npes_supported", 64, t_npes);
+    if (t_npes > 64)
+        CHECK_EQ("npes_supported", 64, t_npes);
     test_wait_until();
     test_barrier();
     test_fence();

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * dcx: strided memory registration (public API, installed as
  * <uct/dcx/dcx_strided.h>).
@@ -73,36 +74,35 @@
 extern "C" {
 #endif
 
-#define UCT_DCX_STRIDED_API_VERSION  1
+#define UCT_DCX_STRIDED_API_VERSION 1
 
 #if defined(__GNUC__)
-#  define UCT_DCX_STRIDED_API __attribute__((visibility("default")))
+#define UCT_DCX_STRIDED_API __attribute__((visibility("default")))
 #else
-#  define UCT_DCX_STRIDED_API
+#define UCT_DCX_STRIDED_API
 #endif
 
 /* A regular strided layout, optionally repeated in blocks. */
 typedef struct uct_dcx_strided_desc {
-    void    *base;          /* first byte of element (0, 0) */
-    size_t   elem_size;     /* bytes per element, >= 1 */
-    size_t   stride;        /* bytes from one element to the next of a
+    void *base;          /* first byte of element (0, 0) */
+    size_t elem_size;    /* bytes per element, >= 1 */
+    size_t stride;       /* bytes from one element to the next of a
                                block, >= elem_size (ignored if count == 1) */
-    size_t   count;         /* elements per block, >= 1 */
-    size_t   block_count;   /* blocks; 0 or 1: a single block */
-    size_t   block_stride;  /* bytes from one block to the next; the blocks
+    size_t count;        /* elements per block, >= 1 */
+    size_t block_count;  /* blocks; 0 or 1: a single block */
+    size_t block_stride; /* bytes from one block to the next; the blocks
                                must not overlap: >= (count - 1) * stride +
                                elem_size (ignored with a single block) */
 } uct_dcx_strided_desc_t;
 
 /* One region of a list layout. */
 typedef struct uct_dcx_strided_region {
-    void    *address;
-    size_t   length;        /* >= 1 */
+    void *address;
+    size_t length; /* >= 1 */
 } uct_dcx_strided_region_t;
 
 /* Bytes of the zero-based range a strided handle exposes. */
-static inline size_t
-uct_dcx_strided_length(const uct_dcx_strided_desc_t *desc)
+static inline size_t uct_dcx_strided_length(const uct_dcx_strided_desc_t *desc)
 {
     size_t blocks = (desc->block_count > 1) ? desc->block_count : 1;
 
@@ -136,18 +136,14 @@ uct_dcx_md_mem_reg_list(uct_md_h md, const uct_dcx_strided_region_t *regions,
                         unsigned flags, uct_mem_h *memh_p);
 
 /* For dlsym() */
-#define UCT_DCX_MD_MEM_REG_STRIDED_SYMBOL  "uct_dcx_md_mem_reg_strided"
-#define UCT_DCX_MD_MEM_REG_LIST_SYMBOL     "uct_dcx_md_mem_reg_list"
-typedef ucs_status_t
-(*uct_dcx_md_mem_reg_strided_func_t)(uct_md_h md,
-                                     const uct_dcx_strided_desc_t *desc,
-                                     uct_mem_h memh, unsigned flags,
-                                     uct_mem_h *memh_p);
-typedef ucs_status_t
-(*uct_dcx_md_mem_reg_list_func_t)(uct_md_h md,
-                                  const uct_dcx_strided_region_t *regions,
-                                  size_t num_regions, const uct_mem_h *memhs,
-                                  unsigned flags, uct_mem_h *memh_p);
+#define UCT_DCX_MD_MEM_REG_STRIDED_SYMBOL "uct_dcx_md_mem_reg_strided"
+#define UCT_DCX_MD_MEM_REG_LIST_SYMBOL    "uct_dcx_md_mem_reg_list"
+typedef ucs_status_t (*uct_dcx_md_mem_reg_strided_func_t)(
+    uct_md_h md, const uct_dcx_strided_desc_t *desc, uct_mem_h memh,
+    unsigned flags, uct_mem_h *memh_p);
+typedef ucs_status_t (*uct_dcx_md_mem_reg_list_func_t)(
+    uct_md_h md, const uct_dcx_strided_region_t *regions, size_t num_regions,
+    const uct_mem_h *memhs, unsigned flags, uct_mem_h *memh_p);
 
 #ifdef __cplusplus
 }

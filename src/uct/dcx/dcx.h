@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * dcx transport: interface, endpoints, DCI pool.
  *
@@ -37,34 +38,38 @@
 #include <ucs/type/class.h>
 #include <ucs/time/time_def.h>
 
-#define UCT_DCX_TL_NAME          "dcx"
-#define UCT_DCX_DCI_NONE         UINT16_MAX
-#define UCT_DCX_MAX_DCI          1024      /* pool size limit (16-bit index) */
-#define UCT_DCX_AM_HDR_LEN       1
-#define UCT_DCX_AM_CTL           0x80      /* header bit: control message */
-#define UCT_DCX_AM_MAX_HDR       128       /* am_zcopy user header bytes */
-#define UCT_DCX_WR_SN_SHIFT      16
-#define UCT_DCX_MAX_IOV          8         /* sges per zcopy WR we advertise */
-#define UCT_DCX_MAX_SGE          32        /* sges per WR: iovs, or strided
+#define UCT_DCX_TL_NAME     "dcx"
+#define UCT_DCX_DCI_NONE    UINT16_MAX
+#define UCT_DCX_MAX_DCI     1024 /* pool size limit (16-bit index) */
+#define UCT_DCX_AM_HDR_LEN  1
+#define UCT_DCX_AM_CTL      0x80 /* header bit: control message */
+#define UCT_DCX_AM_MAX_HDR  128  /* am_zcopy user header bytes */
+#define UCT_DCX_WR_SN_SHIFT 16
+#define UCT_DCX_MAX_IOV     8 /* sges per zcopy WR we advertise */
+#define UCT_DCX_MAX_SGE \
+    32                      /* sges per WR: iovs, or strided
                                               elements expanded to sges */
-#define UCT_DCX_RX_BATCH         16        /* completions polled at once */
-#define UCT_DCX_RX_INIT_POSTED   64        /* receives posted at open, at
+#define UCT_DCX_RX_BATCH 16 /* completions polled at once */
+#define UCT_DCX_RX_INIT_POSTED \
+    64 /* receives posted at open, at
                                               least (uct_dcx_rx_init_posted) */
-#define UCT_DCX_RX_REPOST_MAX    16        /* receives reposted at once, at
+#define UCT_DCX_RX_REPOST_MAX \
+    16 /* receives reposted at once, at
                                               most (an eighth of the goal) */
-#define UCT_DCX_TX_BATCH         16
-#define UCT_DCX_SIG_PERIOD_LENT  16        /* default SIGNAL_PERIOD of the
+#define UCT_DCX_TX_BATCH 16
+#define UCT_DCX_SIG_PERIOD_LENT \
+    16                            /* default SIGNAL_PERIOD of the
                                               dcs policies */
-#define UCT_DCX_ADDR_MAGIC       0xdc      /* first byte of an iface address */
-#define UCT_DCX_ADDR_VERSION     2
-#define UCT_DCX_WR_USER_MEM      0x80      /* wr_opcode flag: zcopy WR */
+#define UCT_DCX_ADDR_MAGIC   0xdc /* first byte of an iface address */
+#define UCT_DCX_ADDR_VERSION 2
+#define UCT_DCX_WR_USER_MEM  0x80 /* wr_opcode flag: zcopy WR */
 
 
 /* Control message types (header byte = UCT_DCX_AM_CTL | type) */
 typedef enum {
-    UCT_DCX_CTL_NOP      = 1,  /* flush marker / ep_check probe; dropped */
-    UCT_DCX_CTL_FC_REQ   = 2,  /* sender asks for credits */
-    UCT_DCX_CTL_FC_GRANT = 3   /* receiver grants credits */
+    UCT_DCX_CTL_NOP      = 1, /* flush marker / ep_check probe; dropped */
+    UCT_DCX_CTL_FC_REQ   = 2, /* sender asks for credits */
+    UCT_DCX_CTL_FC_GRANT = 3  /* receiver grants credits */
 } uct_dcx_ctl_type_t;
 
 
@@ -77,40 +82,40 @@ typedef enum {
 
 
 typedef struct uct_dcx_iface_config {
-    uct_iface_config_t  super;
-    unsigned            num_dci;
-    int                 policy;         /* uct_dcx_policy_t */
-    unsigned            quota;
-    unsigned            tx_queue_len;
-    unsigned            rx_queue_len;
-    size_t              seg_size;
-    unsigned            fc_wnd;
-    double              fc_req_timeout; /* seconds */
-    unsigned long       dc_key;
-    double              timeout;        /* seconds */
-    unsigned            retry_count;
-    unsigned            rnr_retry;
-    double              rnr_timer;      /* seconds */
-    unsigned            sig_period;     /* 0 = auto (policy's default) */
-    unsigned            tx_max_bufs;
-    int                 tm_enable;      /* ucs_ternary_auto_value_t */
-    char               *tm_stats_dir;   /* "" = no live counters file */
-    unsigned            strided_keys;   /* pool of strided keys, 0 = none */
-    unsigned            strided_key_entries; /* 0 = the device's maximum */
-    unsigned            strided_sge_max;/* elements expanded to sges */
+    uct_iface_config_t super;
+    unsigned num_dci;
+    int policy; /* uct_dcx_policy_t */
+    unsigned quota;
+    unsigned tx_queue_len;
+    unsigned rx_queue_len;
+    size_t seg_size;
+    unsigned fc_wnd;
+    double fc_req_timeout; /* seconds */
+    unsigned long dc_key;
+    double timeout; /* seconds */
+    unsigned retry_count;
+    unsigned rnr_retry;
+    double rnr_timer;    /* seconds */
+    unsigned sig_period; /* 0 = auto (policy's default) */
+    unsigned tx_max_bufs;
+    int tm_enable;                /* ucs_ternary_auto_value_t */
+    char *tm_stats_dir;           /* "" = no live counters file */
+    unsigned strided_keys;        /* pool of strided keys, 0 = none */
+    unsigned strided_key_entries; /* 0 = the device's maximum */
+    unsigned strided_sge_max;     /* elements expanded to sges */
 } uct_dcx_iface_config_t;
 
 
 /* Packed interface address: what a peer needs besides the device address */
 typedef struct UCS_S_PACKED uct_dcx_iface_addr {
-    uint8_t   magic;        /* UCT_DCX_ADDR_MAGIC */
-    uint8_t   version;      /* UCT_DCX_ADDR_VERSION */
-    uint8_t   dctn[3];      /* DCT number, 24 bits, little endian */
-    uint8_t   flags;        /* UCT_DCX_ADDR_FLAG_* */
+    uint8_t magic;   /* UCT_DCX_ADDR_MAGIC */
+    uint8_t version; /* UCT_DCX_ADDR_VERSION */
+    uint8_t dctn[3]; /* DCT number, 24 bits, little endian */
+    uint8_t flags;   /* UCT_DCX_ADDR_FLAG_* */
 } uct_dcx_iface_addr_t;
 
 enum {
-    UCT_DCX_ADDR_FLAG_TM = UCS_BIT(0)  /* DCT behind a tag-matching SRQ */
+    UCT_DCX_ADDR_FLAG_TM = UCS_BIT(0) /* DCT behind a tag-matching SRQ */
 };
 
 /* NO_TAG tag-matching header sent before the header byte to a TM peer */
@@ -118,41 +123,41 @@ extern const uint8_t uct_dcx_tmh_no_tag[DCX_TM_TMH_LEN];
 
 /* Packed device address: the port address of the device */
 typedef struct UCS_S_PACKED uct_dcx_dev_addr {
-    uint8_t   len;
-    uint8_t   port[];
+    uint8_t len;
+    uint8_t port[];
 } uct_dcx_dev_addr_t;
 
 
 typedef struct uct_dcx_iface uct_dcx_iface_t;
-typedef struct uct_dcx_ep    uct_dcx_ep_t;
-typedef struct uct_dcx_op    uct_dcx_op_t;
+typedef struct uct_dcx_ep uct_dcx_ep_t;
+typedef struct uct_dcx_op uct_dcx_op_t;
 
 typedef void (*uct_dcx_op_cb_t)(uct_dcx_iface_t *iface, uct_dcx_op_t *op,
                                 ucs_status_t status);
 
 /* Something to do when the WR numbered sn completes */
 struct uct_dcx_op {
-    ucs_queue_elem_t   queue;
-    uint64_t           sn;
-    uct_dcx_op_cb_t    cb;
-    uct_completion_t  *comp;
+    ucs_queue_elem_t queue;
+    uint64_t sn;
+    uct_dcx_op_cb_t cb;
+    uct_completion_t *comp;
 };
 
 /* Registered buffer for bcopy, get-bcopy, fetching atomics, control */
 typedef struct uct_dcx_send_desc {
-    uct_dcx_op_t           op;
-    uint32_t               lkey;
-    uint32_t               length;
+    uct_dcx_op_t op;
+    uint32_t lkey;
+    uint32_t length;
     union {
         struct {
-            uct_unpack_callback_t  cb;
-            void                  *arg;
+            uct_unpack_callback_t cb;
+            void *arg;
         } unpack;
-        void                      *result;  /* fetch result: user buffer */
+        void *result; /* fetch result: user buffer */
         struct {
-            dcx_ah_t              *ah;       /* control message target */
-            uint32_t               dctn;
-            uint8_t                tmh_len;  /* TMH bytes before the msg */
+            dcx_ah_t *ah; /* control message target */
+            uint32_t dctn;
+            uint8_t tmh_len; /* TMH bytes before the msg */
         } ctl;
     } u;
     /* data follows, 64-byte aligned */
@@ -163,28 +168,28 @@ typedef struct uct_dcx_send_desc {
  * element may not be: the lkey is read and written with memcpy.  When the
  * user keeps a buffer, the uct_recv_desc_t pointer is stored in the 8 bytes
  * before the headroom, where uct_recv_desc() looks for it. */
-#define UCT_DCX_RX_LKEY_OFFSET  0
+#define UCT_DCX_RX_LKEY_OFFSET 0
 
 
 /* Control message on the wire (after the header byte) */
 typedef struct UCS_S_PACKED uct_dcx_ctl_msg {
-    uint16_t  credits;      /* FC_GRANT */
-    uint8_t   addr_len;     /* FC_REQ: bytes of port */
-    uint8_t   seq;          /* FC_REQ/FC_GRANT: request number, echoed */
-    uint32_t  dctn;         /* FC_REQ: requester's DCT */
-    uint64_t  ep_id;        /* FC_REQ/FC_GRANT: requester's endpoint */
-    uint8_t   flags;        /* FC_REQ: requester's UCT_DCX_ADDR_FLAG_* */
-    uint8_t   port[DCX_DEV_ADDR_MAX];
+    uint16_t credits; /* FC_GRANT */
+    uint8_t addr_len; /* FC_REQ: bytes of port */
+    uint8_t seq;      /* FC_REQ/FC_GRANT: request number, echoed */
+    uint32_t dctn;    /* FC_REQ: requester's DCT */
+    uint64_t ep_id;   /* FC_REQ/FC_GRANT: requester's endpoint */
+    uint8_t flags;    /* FC_REQ: requester's UCT_DCX_ADDR_FLAG_* */
+    uint8_t port[DCX_DEV_ADDR_MAX];
 } uct_dcx_ctl_msg_t;
 
 
 enum {
-    UCT_DCX_DCI_FLAG_ERR     = UCS_BIT(0),  /* error seen, recovery due */
-    UCT_DCX_DCI_FLAG_CANCEL  = UCS_BIT(1),  /* put into error to cancel */
-    UCT_DCX_DCI_FLAG_CTL     = UCS_BIT(2),  /* the control DCI */
-    UCT_DCX_DCI_FLAG_BUSY    = UCS_BIT(3),  /* lent out (dcs policies) */
-    UCT_DCX_DCI_FLAG_BROKEN  = UCS_BIT(4),  /* recovery failed: unusable */
-    UCT_DCX_DCI_FLAG_KEPT    = UCS_BIT(5)   /* dcs policies: stayed with its
+    UCT_DCX_DCI_FLAG_ERR    = UCS_BIT(0), /* error seen, recovery due */
+    UCT_DCX_DCI_FLAG_CANCEL = UCS_BIT(1), /* put into error to cancel */
+    UCT_DCX_DCI_FLAG_CTL    = UCS_BIT(2), /* the control DCI */
+    UCT_DCX_DCI_FLAG_BUSY   = UCS_BIT(3), /* lent out (dcs policies) */
+    UCT_DCX_DCI_FLAG_BROKEN = UCS_BIT(4), /* recovery failed: unusable */
+    UCT_DCX_DCI_FLAG_KEPT   = UCS_BIT(5)  /* dcs policies: stayed with its
                                                owner when it drained; counted
                                                in dci_kept (may be busy again
                                                since: the flag is a hint) */
@@ -194,34 +199,34 @@ enum {
  * WRs of healthy endpoints, flushed by another endpoint's failure, can be
  * posted again after recovery.  Inline data is copied after the struct. */
 typedef struct uct_dcx_wr_log {
-    dcx_send_wr_t  wr;
-    dcx_sge_t      sge[UCT_DCX_MAX_SGE];
+    dcx_send_wr_t wr;
+    dcx_sge_t sge[UCT_DCX_MAX_SGE];
 } uct_dcx_wr_log_t;
 
 typedef struct uct_dcx_dci {
-    dcx_qp_t          *qp;
-    uct_dcx_ep_t      *owner;      /* dcs policies: ep holding this DCI */
-    uint16_t           index;
-    uint16_t           avail;      /* free send queue slots */
-    uint16_t           unsig;      /* WRs posted since the last signalled */
-    uint8_t            next_flags; /* DCX_SEND_FENCE for the next WR */
-    uint8_t            flags;      /* UCT_DCX_DCI_FLAG_* */
-    uint64_t           sn;         /* last posted */
-    uint64_t           done_sn;    /* last retired */
-    uint64_t           sig_sn;     /* last signalled */
-    ucs_queue_head_t   ops;        /* uct_dcx_op_t by increasing sn */
-    uct_dcx_ep_t     **wr_ep;      /* [sn & mask]: ep of each WR in flight */
-    uint8_t           *wr_opcode;  /* [sn & mask]: its opcode, for errors,
+    dcx_qp_t *qp;
+    uct_dcx_ep_t *owner; /* dcs policies: ep holding this DCI */
+    uint16_t index;
+    uint16_t avail;       /* free send queue slots */
+    uint16_t unsig;       /* WRs posted since the last signalled */
+    uint8_t next_flags;   /* DCX_SEND_FENCE for the next WR */
+    uint8_t flags;        /* UCT_DCX_DCI_FLAG_* */
+    uint64_t sn;          /* last posted */
+    uint64_t done_sn;     /* last retired */
+    uint64_t sig_sn;      /* last signalled */
+    ucs_queue_head_t ops; /* uct_dcx_op_t by increasing sn */
+    uct_dcx_ep_t **wr_ep; /* [sn & mask]: ep of each WR in flight */
+    uint8_t *wr_opcode;   /* [sn & mask]: its opcode, for errors,
                                       | UCT_DCX_WR_USER_MEM */
-    char              *log;        /* [sn & mask]: uct_dcx_wr_log_t, or NULL */
+    char *log;            /* [sn & mask]: uct_dcx_wr_log_t, or NULL */
 } uct_dcx_dci_t;
 
 
 /* A peer port we have an address handle for */
 typedef struct uct_dcx_peer {
-    dcx_ah_t   *ah;
-    uint8_t     len;
-    uint8_t     addr[DCX_DEV_ADDR_MAX];
+    dcx_ah_t *ah;
+    uint8_t len;
+    uint8_t addr[DCX_DEV_ADDR_MAX];
 } uct_dcx_peer_t;
 
 
@@ -237,87 +242,87 @@ enum {
 /* What an endpoint needs only once it queues pending requests or asks for
  * credits: allocated then (uct_dcx_ep_ext_get), freed with the ep */
 typedef struct uct_dcx_ep_ext {
-    uct_dcx_ep_t        *ep;
-    uint64_t             id;         /* key in iface->eps: FC grants */
-    ucs_queue_head_t     pending_q;  /* uct_pending_req_t, through priv */
-    ucs_arbiter_group_t  arb_group;  /* holds arb_elem while pending_q */
-    ucs_arbiter_elem_t   arb_elem;
+    uct_dcx_ep_t *ep;
+    uint64_t id;                   /* key in iface->eps: FC grants */
+    ucs_queue_head_t pending_q;    /* uct_pending_req_t, through priv */
+    ucs_arbiter_group_t arb_group; /* holds arb_elem while pending_q */
+    ucs_arbiter_elem_t arb_elem;
     /* flow control: while FC_REQ_SENT, on iface->fc_waiters */
-    uint8_t              fc_seq;     /* number of the last credit request */
-    ucs_time_t           fc_req_time;/* when it was sent */
-    ucs_list_link_t      fc_list;
+    uint8_t fc_seq;         /* number of the last credit request */
+    ucs_time_t fc_req_time; /* when it was sent */
+    ucs_list_link_t fc_list;
     /* credits a grant brought while requests were pending: the ep gets
      * them when the dispatcher comes to it (uct_dcx_ep_fc_release_held),
      * so that a send made before then (from a handler in the progress
      * that took the grant) does not overtake the requests */
-    int32_t              fc_held;
+    int32_t fc_held;
     /* while INVALIDATED: the progress callback that fails the ep, and
      * the completions of its operations, taken at the invalidation */
-    uct_worker_cb_id_t   invalidate_cb_id;
-    ucs_queue_head_t     invalidate_comps;
+    uct_worker_cb_id_t invalidate_cb_id;
+    ucs_queue_head_t invalidate_comps;
 } uct_dcx_ep_ext_t;
 
 /* Kept within 56 bytes (one 64-byte malloc chunk): the fast path's fields
  * only; the rest is in ext */
 struct uct_dcx_ep {
-    uct_base_ep_t        super;
-    dcx_ah_t            *ah;         /* destination (dc_key: the iface's) */
-    uint32_t             dctn;
-    uint16_t             dci;        /* UCT_DCX_DCI_NONE if none */
-    uint16_t             flags;
-    int32_t              fc_wnd;     /* AM credits left */
-    int32_t              quota;      /* sends left before yielding */
-    uint64_t             last_sn;    /* sn of this ep's last WR on dci */
-    uct_dcx_ep_ext_t    *ext;        /* NULL until needed */
-    uint32_t             seq;        /* creation number (DCI hashing) */
-    uint8_t              tmh_len;    /* NO_TAG TMH bytes before AMs: 0/16 */
+    uct_base_ep_t super;
+    dcx_ah_t *ah; /* destination (dc_key: the iface's) */
+    uint32_t dctn;
+    uint16_t dci; /* UCT_DCX_DCI_NONE if none */
+    uint16_t flags;
+    int32_t fc_wnd;        /* AM credits left */
+    int32_t quota;         /* sends left before yielding */
+    uint64_t last_sn;      /* sn of this ep's last WR on dci */
+    uct_dcx_ep_ext_t *ext; /* NULL until needed */
+    uint32_t seq;          /* creation number (DCI hashing) */
+    uint8_t tmh_len;       /* NO_TAG TMH bytes before AMs: 0/16 */
 };
 
-#define UCT_DCX_EP_MAX_SIZE  56
+#define UCT_DCX_EP_MAX_SIZE 56
 
 
 /* Behaviour of the DCI pool, chosen once at interface creation */
 typedef struct uct_dcx_policy_ops {
-    const char   *name;
+    const char *name;
     /* ep created: set its initial DCI */
-    void        (*ep_init)(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep);
+    void (*ep_init)(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep);
     /* ep needs a DCI it does not have: UCS_OK or UCS_ERR_NO_RESOURCE */
     ucs_status_t (*dci_get)(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep);
     /* quota of ep ran out: UCS_OK to go on, UCS_ERR_NO_RESOURCE to yield */
     ucs_status_t (*quota_out)(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep);
     /* DCI drained (no WR in flight): give it back if the policy lends */
-    void        (*dci_idle)(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci);
+    void (*dci_idle)(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci);
     /* ep goes away or fails: detach it from its DCI */
-    void        (*ep_detach)(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep);
-    int           shared;    /* DCIs are shared between eps */
+    void (*ep_detach)(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep);
+    int shared; /* DCIs are shared between eps */
 } uct_dcx_policy_ops_t;
 
 extern const uct_dcx_policy_ops_t uct_dcx_policy_ops[UCT_DCX_POLICY_LAST];
 extern const char *uct_dcx_policy_names[];
 
 
-KHASH_MAP_INIT_INT64(uct_dcx_eps, uct_dcx_ep_t*);
+KHASH_MAP_INIT_INT64(uct_dcx_eps, uct_dcx_ep_t *);
 
 
 /* Tag matching: one posted receive (uct_iface_tag_recv_zcopy) */
 enum {
     UCT_DCX_TM_SLOT_FREE,
-    UCT_DCX_TM_SLOT_LIVE,      /* listed, or matched and not finished */
-    UCT_DCX_TM_SLOT_DONE       /* reported, completions still due */
+    UCT_DCX_TM_SLOT_LIVE, /* listed, or matched and not finished */
+    UCT_DCX_TM_SLOT_DONE  /* reported, completions still due */
 };
 
 typedef struct uct_dcx_tm_slot {
-    uct_tag_context_t  *ctx;
-    void               *buffer;     /* the receive's buffer */
-    uint32_t            length;     /* and its length */
-    uint32_t            handle;     /* device list handle */
-    uint32_t            next_free;
-    uint8_t             state;      /* UCT_DCX_TM_SLOT_* */
-    uint8_t             ops_due;    /* signalled list operations pending */
-    uint8_t             forced;     /* cancelled with force: no callbacks */
-    uint8_t             del_posted;
-    uint8_t             in_bufs;    /* buffer listed in tm.bufs for it */
-    uint16_t            skey;       /* strided key of the buffer, or
+    uct_tag_context_t *ctx;
+    void *buffer;    /* the receive's buffer */
+    uint32_t length; /* and its length */
+    uint32_t handle; /* device list handle */
+    uint32_t next_free;
+    uint8_t state;   /* UCT_DCX_TM_SLOT_* */
+    uint8_t ops_due; /* signalled list operations pending */
+    uint8_t forced;  /* cancelled with force: no callbacks */
+    uint8_t del_posted;
+    uint8_t in_bufs; /* buffer listed in tm.bufs for it */
+    uint16_t skey;   /* strided key of the buffer, or
                                        UCT_DCX_SKEY_NONE */
 } uct_dcx_tm_slot_t;
 
@@ -326,195 +331,195 @@ KHASH_MAP_INIT_INT64(uct_dcx_tm_bufs, uint32_t);
 
 /* What uct_tag_context_t.priv holds */
 typedef struct uct_dcx_tm_ctx_priv {
-    uint64_t            tag;        /* as posted; the sender's from the
+    uint64_t tag; /* as posted; the sender's from the
                                        first CQE of a match */
-    uint32_t            slot;
-    uint32_t            app_ctx;
+    uint32_t slot;
+    uint32_t app_ctx;
 } uct_dcx_tm_ctx_priv_t;
 
 /* Per-interface tag-matching counters (docs/tag-matching.md); with
  * UCX_DCX_TM_STATS_DIR they live in a file mapped shared, which
  * contrib/dcx-tm-stats prints while the job runs */
-#define UCT_DCX_TM_STATS_MAGIC  "DCXTM01"
+#define UCT_DCX_TM_STATS_MAGIC "DCXTM01"
 
 typedef struct uct_dcx_tm_stats {
-    uint64_t  posted;           /* receives added to the device list */
-    uint64_t  matched;          /* matched by the device (expected) */
-    uint64_t  unexp_eager;      /* unexpected eager messages */
-    uint64_t  unexp_rndv;       /* unexpected rendezvous requests */
-    uint64_t  rndv_hw;          /* rendezvous completed by the device */
-    uint64_t  rndv_sw;          /* rendezvous completed by software */
-    uint64_t  syncs;            /* SYNC operations posted */
-    uint64_t  cancels;          /* receives cancelled */
+    uint64_t posted;      /* receives added to the device list */
+    uint64_t matched;     /* matched by the device (expected) */
+    uint64_t unexp_eager; /* unexpected eager messages */
+    uint64_t unexp_rndv;  /* unexpected rendezvous requests */
+    uint64_t rndv_hw;     /* rendezvous completed by the device */
+    uint64_t rndv_sw;     /* rendezvous completed by software */
+    uint64_t syncs;       /* SYNC operations posted */
+    uint64_t cancels;     /* receives cancelled */
 } uct_dcx_tm_stats_t;
 
 typedef struct uct_dcx_tm_stats_file {
-    char                magic[8];   /* UCT_DCX_TM_STATS_MAGIC */
-    uint32_t            pid;
-    uint32_t            dctn;
-    char                dev[32];
-    uct_dcx_tm_stats_t  stats;
+    char magic[8]; /* UCT_DCX_TM_STATS_MAGIC */
+    uint32_t pid;
+    uint32_t dctn;
+    char dev[32];
+    uct_dcx_tm_stats_t stats;
 } uct_dcx_tm_stats_file_t;
 
 /* Bytes of a rendezvous header carried in the TMH's reserved field */
-#define UCT_DCX_TM_TMH_PRIV  2u
+#define UCT_DCX_TM_TMH_PRIV 2u
 
 /* A rendezvous sent by uct_ep_tag_rndv_zcopy: done when its FIN comes */
-#define UCT_DCX_TM_RNDV_OPS  1024
+#define UCT_DCX_TM_RNDV_OPS 1024
 
 typedef struct uct_dcx_tm_rndv_op {
-    uct_completion_t   *comp;
-    uct_dcx_ep_t       *ep;        /* NULL: free */
-    uint16_t            gen;       /* app_ctx = gen << 16 | index */
-    uint16_t            next_free;
-    uint16_t            skey;      /* strided key the peer reads through */
+    uct_completion_t *comp;
+    uct_dcx_ep_t *ep; /* NULL: free */
+    uint16_t gen;     /* app_ctx = gen << 16 | index */
+    uint16_t next_free;
+    uint16_t skey; /* strided key the peer reads through */
 } uct_dcx_tm_rndv_op_t;
 
 typedef struct uct_dcx_tm {
-    uct_dcx_tm_slot_t          *slots;
-    uint32_t                    num_slots;   /* device list size */
-    uint32_t                    free_head;
-    uint32_t                    posted;      /* slots in use */
-    uint32_t                    ops_out;     /* list operations in flight */
-    uint32_t                    max_ops;
-    uint16_t                    unexp_cnt;   /* unexpected handled, 16 bit */
-    uint16_t                    unexp_sent;  /* unexp_cnt the device last got */
-    uint8_t                     sync_due;    /* a completion asked for a SYNC */
-    khash_t(uct_dcx_tm_bufs)    bufs;        /* buffers of posted receives */
-    uct_tag_unexp_eager_cb_t    eager_cb;
-    void                       *eager_arg;
-    uct_tag_unexp_rndv_cb_t     rndv_cb;
-    void                       *rndv_arg;
-    uct_recv_desc_t             release_desc;
-    uct_dcx_tm_rndv_op_t       *rndv_ops;    /* [UCT_DCX_TM_RNDV_OPS] */
-    uint16_t                    rndv_free;
-    unsigned                    rndv_max_hdr;
-    uct_dcx_tm_stats_t         *stats;       /* &own_stats or in the file */
-    uct_dcx_tm_stats_file_t    *stats_file;  /* mapped, or NULL */
-    uct_dcx_tm_stats_t          own_stats;
+    uct_dcx_tm_slot_t *slots;
+    uint32_t num_slots; /* device list size */
+    uint32_t free_head;
+    uint32_t posted;  /* slots in use */
+    uint32_t ops_out; /* list operations in flight */
+    uint32_t max_ops;
+    uint16_t unexp_cnt;            /* unexpected handled, 16 bit */
+    uint16_t unexp_sent;           /* unexp_cnt the device last got */
+    uint8_t sync_due;              /* a completion asked for a SYNC */
+    khash_t(uct_dcx_tm_bufs) bufs; /* buffers of posted receives */
+    uct_tag_unexp_eager_cb_t eager_cb;
+    void *eager_arg;
+    uct_tag_unexp_rndv_cb_t rndv_cb;
+    void *rndv_arg;
+    uct_recv_desc_t release_desc;
+    uct_dcx_tm_rndv_op_t *rndv_ops; /* [UCT_DCX_TM_RNDV_OPS] */
+    uint16_t rndv_free;
+    unsigned rndv_max_hdr;
+    uct_dcx_tm_stats_t *stats;           /* &own_stats or in the file */
+    uct_dcx_tm_stats_file_t *stats_file; /* mapped, or NULL */
+    uct_dcx_tm_stats_t own_stats;
 } uct_dcx_tm_t;
 
 
 struct uct_dcx_iface {
-    uct_base_iface_t             super;
-    dcx_dev_t                   *dev;
-    dcx_pd_t                    *pd;
-    const dcx_dev_caps_t        *caps;
-    dcx_comp_channel_t          *channel;     /* CQ events; NULL: none */
-    dcx_cq_t                    *tx_cq;
-    dcx_cq_t                    *rx_cq;
-    dcx_srq_t                   *srq;
-    dcx_qp_t                    *dct;
-    const uct_dcx_policy_ops_t  *policy;
+    uct_base_iface_t super;
+    dcx_dev_t *dev;
+    dcx_pd_t *pd;
+    const dcx_dev_caps_t *caps;
+    dcx_comp_channel_t *channel; /* CQ events; NULL: none */
+    dcx_cq_t *tx_cq;
+    dcx_cq_t *rx_cq;
+    dcx_srq_t *srq;
+    dcx_qp_t *dct;
+    const uct_dcx_policy_ops_t *policy;
 
     /* DCI pool: dcis[0..num_dci-1] for data, dcis[num_dci] for control */
-    uct_dcx_dci_t               *dcis;
-    uint16_t                     num_dci;
-    uint16_t                     ctl_dci;
-    uint16_t                    *dci_free;    /* stack of free DCIs (dcs) */
-    uint16_t                     dci_free_top;
-    unsigned                     dci_waiters; /* eps refused a DCI */
-    unsigned                     dci_kept;    /* DCIs flagged KEPT */
-    dcx_dci_stats_t              dci_stats;   /* slow-path counters */
-    uint16_t                     sq_len;      /* WRs per DCI */
-    uint16_t                     sig_period;  /* signal every this many
+    uct_dcx_dci_t *dcis;
+    uint16_t num_dci;
+    uint16_t ctl_dci;
+    uint16_t *dci_free; /* stack of free DCIs (dcs) */
+    uint16_t dci_free_top;
+    unsigned dci_waiters;      /* eps refused a DCI */
+    unsigned dci_kept;         /* DCIs flagged KEPT */
+    dcx_dci_stats_t dci_stats; /* slow-path counters */
+    uint16_t sq_len;           /* WRs per DCI */
+    uint16_t sig_period;       /* signal every this many
                                                  WRs now: 1 while eps wait
                                                  for a DCI (dcs policies) */
-    uint16_t                     sig_period_cfg; /* ... while none waits */
-    uint32_t                     ring_mask;   /* wr_ep ring size - 1 */
-    size_t                       log_stride;  /* bytes per WR log entry */
-    void                        *wr_replay;   /* one log entry: replay copy */
+    uint16_t sig_period_cfg;   /* ... while none waits */
+    uint32_t ring_mask;        /* wr_ep ring size - 1 */
+    size_t log_stride;         /* bytes per WR log entry */
+    void *wr_replay;           /* one log entry: replay copy */
 
-    ucs_arbiter_t                arbiter;     /* eps with pending requests */
-    uct_dcx_ep_t                *dispatch_ep; /* ep whose request runs now */
-    unsigned                     invalidated; /* eps invalidated, failure
+    ucs_arbiter_t arbiter;     /* eps with pending requests */
+    uct_dcx_ep_t *dispatch_ep; /* ep whose request runs now */
+    unsigned invalidated;      /* eps invalidated, failure
                                                  not yet reported */
 
-    ucs_mpool_t                  tx_mp;       /* uct_dcx_send_desc_t */
-    ucs_mpool_t                  op_mp;       /* bare uct_dcx_op_t */
-    ucs_mpool_t                  rx_mp;       /* receive buffers */
-    ucs_list_link_t              chunks;      /* registered mpool chunks */
+    ucs_mpool_t tx_mp;      /* uct_dcx_send_desc_t */
+    ucs_mpool_t op_mp;      /* bare uct_dcx_op_t */
+    ucs_mpool_t rx_mp;      /* receive buffers */
+    ucs_list_link_t chunks; /* registered mpool chunks */
 
-    dcx_mr_t                    *scratch_mr;  /* discarded atomic results */
-    uint64_t                    *scratch;
+    dcx_mr_t *scratch_mr; /* discarded atomic results */
+    uint64_t *scratch;
 
     /* receive side */
-    unsigned                     rx_posted;
-    unsigned                     rx_target;   /* posted goal: grows to
+    unsigned rx_posted;
+    unsigned rx_target;  /* posted goal: grows to
                                                  rx_queue_len on demand */
-    unsigned                     rx_repost;   /* reposted once this many
+    unsigned rx_repost;  /* reposted once this many
                                                  are missing (batches) */
-    uint64_t                     rx_reposts;  /* dcx_rx_stats_t */
-    uint64_t                     rx_reposted;
-    unsigned                     rx_tmh_len;  /* TM SRQ: TMH before wire */
-    uct_dcx_tm_t                 tm;          /* when rx_tmh_len != 0 */
-    unsigned                     rx_queue_len;
-    size_t                       rx_headroom;
-    size_t                       rx_payload_offset;  /* elem -> wire data */
-    uct_recv_desc_t              release_desc;
+    uint64_t rx_reposts; /* dcx_rx_stats_t */
+    uint64_t rx_reposted;
+    unsigned rx_tmh_len; /* TM SRQ: TMH before wire */
+    uct_dcx_tm_t tm;     /* when rx_tmh_len != 0 */
+    unsigned rx_queue_len;
+    size_t rx_headroom;
+    size_t rx_payload_offset; /* elem -> wire data */
+    uct_recv_desc_t release_desc;
 
     /* flow control */
-    int32_t                      fc_wnd;
-    int32_t                      fc_thresh;
-    ucs_queue_head_t             grant_q;     /* grants waiting for the ctl DCI */
-    ucs_list_link_t              fc_waiters;  /* eps waiting for a grant */
-    ucs_time_t                   fc_req_timeout; /* resend credit requests */
-    ucs_time_t                   fc_next_check;
-    uct_worker_cb_id_t           fc_cb_id;    /* resend timer, while waiters */
+    int32_t fc_wnd;
+    int32_t fc_thresh;
+    ucs_queue_head_t grant_q;   /* grants waiting for the ctl DCI */
+    ucs_list_link_t fc_waiters; /* eps waiting for a grant */
+    ucs_time_t fc_req_timeout;  /* resend credit requests */
+    ucs_time_t fc_next_check;
+    uct_worker_cb_id_t fc_cb_id; /* resend timer, while waiters */
     /* credit requests and grants sent, and how many of them went through
      * a send buffer (too long to be inline): dcx_fc_iface_stats */
-    uint64_t                     fc_reqs_sent;
-    uint64_t                     fc_grants_sent;
-    uint64_t                     fc_bufs_sent;
+    uint64_t fc_reqs_sent;
+    uint64_t fc_grants_sent;
+    uint64_t fc_bufs_sent;
 
     /* endpoints */
-    khash_t(uct_dcx_eps)         eps;
-    uint64_t                     next_ep_id;  /* ext ids */
-    uint32_t                     next_ep_seq;
-    unsigned                     num_eps;
+    khash_t(uct_dcx_eps) eps;
+    uint64_t next_ep_id; /* ext ids */
+    uint32_t next_ep_seq;
+    unsigned num_eps;
 
     /* peers (address handles), and this iface's own */
-    uct_dcx_peer_t              *peers;
-    unsigned                     num_peers;
-    unsigned                     max_peers;
-    dcx_ah_t                    *self_ah;
+    uct_dcx_peer_t *peers;
+    unsigned num_peers;
+    unsigned max_peers;
+    dcx_ah_t *self_ah;
 
     /* strided iov entries: key pool and layout cache (dcx_strided.c) */
-    uct_dcx_strided_t            strided;
+    uct_dcx_strided_t strided;
 
     struct {
-        size_t                   seg_size;
-        unsigned                 max_inline;
-        unsigned                 max_iov;
-        unsigned                 max_sge;     /* per WR, of every DCI */
-        unsigned                 quota;
-        uint64_t                 dc_key;
-        uint8_t                  timeout;
-        uint8_t                  retry_count;
-        uint8_t                  rnr_retry;
-        uint8_t                  rnr_timer;
-        uint8_t                  port_len;
-        uint8_t                  port[DCX_DEV_ADDR_MAX];
-        uint32_t                 dctn;
-        uint32_t                 atomic32_post, atomic32_fetch;
-        uint32_t                 atomic64_post, atomic64_fetch;
+        size_t seg_size;
+        unsigned max_inline;
+        unsigned max_iov;
+        unsigned max_sge; /* per WR, of every DCI */
+        unsigned quota;
+        uint64_t dc_key;
+        uint8_t timeout;
+        uint8_t retry_count;
+        uint8_t rnr_retry;
+        uint8_t rnr_timer;
+        uint8_t port_len;
+        uint8_t port[DCX_DEV_ADDR_MAX];
+        uint32_t dctn;
+        uint32_t atomic32_post, atomic32_fetch;
+        uint32_t atomic64_post, atomic64_fetch;
     } config;
 };
 
 
 /* A grant waiting to go out */
 typedef struct uct_dcx_grant {
-    ucs_queue_elem_t  queue;
-    uct_dcx_op_t      op;         /* an inline grant in flight: its own op
+    ucs_queue_elem_t queue;
+    uct_dcx_op_t op; /* an inline grant in flight: its own op
                                      (uct_dcx_iface_send_grants) */
-    dcx_ah_t         *ah;
-    uint32_t          dctn;
-    uint16_t          credits;
-    uint8_t           seq;
-    uint8_t           tmh_len;    /* the requester has a TM SRQ: 16 */
-    uint8_t           fin;        /* not a grant: a rendezvous FIN */
-    uint32_t          app_ctx;    /* FIN: the sender's operation */
-    uint64_t          ep_id;      /* FIN: the tag */
+    dcx_ah_t *ah;
+    uint32_t dctn;
+    uint16_t credits;
+    uint8_t seq;
+    uint8_t tmh_len;  /* the requester has a TM SRQ: 16 */
+    uint8_t fin;      /* not a grant: a rendezvous FIN */
+    uint32_t app_ctx; /* FIN: the sender's operation */
+    uint64_t ep_id;   /* FIN: the tag */
 } uct_dcx_grant_t;
 
 
@@ -549,13 +554,11 @@ ucs_status_t uct_dcx_dci_post_ctl_tmh(uct_dcx_iface_t *iface,
                                       uct_completion_t *comp);
 void uct_dcx_iface_send_grants(uct_dcx_iface_t *iface);
 int uct_dcx_iface_ctl_busy(uct_dcx_iface_t *iface);
-ucs_status_t uct_dcx_dci_post_ctl_inline(uct_dcx_iface_t *iface,
-                                         uct_dcx_dci_t *dci, uct_dcx_ep_t *ep,
-                                         const dcx_dc_dest_t *dest,
-                                         uint8_t type,
-                                         const uct_dcx_ctl_msg_t *msg,
-                                         size_t msg_len, unsigned tmh_len,
-                                         uct_dcx_op_t *op);
+ucs_status_t
+uct_dcx_dci_post_ctl_inline(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci,
+                            uct_dcx_ep_t *ep, const dcx_dc_dest_t *dest,
+                            uint8_t type, const uct_dcx_ctl_msg_t *msg,
+                            size_t msg_len, unsigned tmh_len, uct_dcx_op_t *op);
 ucs_status_t uct_dcx_tag_post_fin(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci,
                                   const dcx_dc_dest_t *dest,
                                   const uct_dcx_grant_t *fin);
@@ -597,11 +600,11 @@ ucs_status_t uct_dcx_ep_tag_eager_zcopy(uct_ep_h tl_ep, uct_tag_t tag,
                                         size_t iovcnt, unsigned flags,
                                         uct_completion_t *comp);
 ucs_status_ptr_t uct_dcx_ep_tag_rndv_zcopy(uct_ep_h tl_ep, uct_tag_t tag,
-                                          const void *header,
-                                          unsigned header_length,
-                                          const uct_iov_t *iov, size_t iovcnt,
-                                          unsigned flags,
-                                          uct_completion_t *comp);
+                                           const void *header,
+                                           unsigned header_length,
+                                           const uct_iov_t *iov, size_t iovcnt,
+                                           unsigned flags,
+                                           uct_completion_t *comp);
 ucs_status_t uct_dcx_ep_tag_rndv_cancel(uct_ep_h tl_ep, void *op);
 void uct_dcx_tag_ep_gone(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep,
                          ucs_status_t status);
@@ -656,25 +659,25 @@ void uct_dcx_op_put(uct_dcx_iface_t *iface, uct_dcx_op_t *op,
 /* dcx_dci_comp.c: send completions, DCI errors and recovery, cancel */
 void uct_dcx_dci_tx_wcs(uct_dcx_iface_t *iface, const dcx_wc_t *wc, int n);
 void uct_dcx_dci_set_error(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci);
-void uct_dcx_dci_log_wr(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci,
-                        uint64_t sn, const dcx_send_wr_t *wr);
+void uct_dcx_dci_log_wr(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci, uint64_t sn,
+                        const dcx_send_wr_t *wr);
 /* The last WR of ep in flight on dci that reads or writes the user's memory
  * (zero-copy, get), 0 if none */
-uint64_t uct_dcx_dci_ep_user_mem_sn(uct_dcx_iface_t *iface,
-                                    uct_dcx_dci_t *dci, uct_dcx_ep_t *ep);
+uint64_t uct_dcx_dci_ep_user_mem_sn(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci,
+                                    uct_dcx_ep_t *ep);
 int uct_dcx_dci_take_ep_comps(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci,
                               uct_dcx_ep_t *ep, ucs_queue_head_t *comps);
 ucs_status_t uct_dcx_comps_push(uct_dcx_iface_t *iface, ucs_queue_head_t *comps,
                                 uct_completion_t *comp);
 void uct_dcx_comps_complete(ucs_queue_head_t *comps, ucs_status_t status);
 void uct_dcx_ep_complete_ops(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep,
-                              ucs_status_t status);
+                             ucs_status_t status);
 ucs_status_t uct_dcx_dci_add_comp(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci,
                                   uint64_t sn, uct_completion_t *comp);
 
 /* dcx_ep.c */
-UCS_CLASS_DECLARE(uct_dcx_ep_t, const uct_ep_params_t*);
-UCS_CLASS_DECLARE_NEW_FUNC(uct_dcx_ep_t, uct_ep_t, const uct_ep_params_t*);
+UCS_CLASS_DECLARE(uct_dcx_ep_t, const uct_ep_params_t *);
+UCS_CLASS_DECLARE_NEW_FUNC(uct_dcx_ep_t, uct_ep_t, const uct_ep_params_t *);
 UCS_CLASS_DECLARE_DELETE_FUNC(uct_dcx_ep_t, uct_ep_t);
 
 ucs_status_t uct_dcx_ep_am_short(uct_ep_h tl_ep, uint8_t id, uint64_t hdr,
@@ -684,10 +687,10 @@ ucs_status_t uct_dcx_ep_am_short_iov(uct_ep_h tl_ep, uint8_t id,
 ssize_t uct_dcx_ep_am_bcopy(uct_ep_h tl_ep, uint8_t id,
                             uct_pack_callback_t pack_cb, void *arg,
                             unsigned flags);
-ucs_status_t uct_dcx_ep_am_zcopy(uct_ep_h tl_ep, uint8_t id,
-                                 const void *header, unsigned header_length,
-                                 const uct_iov_t *iov, size_t iovcnt,
-                                 unsigned flags, uct_completion_t *comp);
+ucs_status_t uct_dcx_ep_am_zcopy(uct_ep_h tl_ep, uint8_t id, const void *header,
+                                 unsigned header_length, const uct_iov_t *iov,
+                                 size_t iovcnt, unsigned flags,
+                                 uct_completion_t *comp);
 ucs_status_t uct_dcx_ep_put_short(uct_ep_h tl_ep, const void *buffer,
                                   unsigned length, uint64_t remote_addr,
                                   uct_rkey_t rkey);
@@ -696,9 +699,8 @@ ssize_t uct_dcx_ep_put_bcopy(uct_ep_h tl_ep, uct_pack_callback_t pack_cb,
 ucs_status_t uct_dcx_ep_put_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov,
                                   size_t iovcnt, uint64_t remote_addr,
                                   uct_rkey_t rkey, uct_completion_t *comp);
-ucs_status_t uct_dcx_ep_get_short(uct_ep_h tl_ep, void *buffer,
-                                  unsigned length, uint64_t remote_addr,
-                                  uct_rkey_t rkey);
+ucs_status_t uct_dcx_ep_get_short(uct_ep_h tl_ep, void *buffer, unsigned length,
+                                  uint64_t remote_addr, uct_rkey_t rkey);
 ucs_status_t uct_dcx_ep_get_bcopy(uct_ep_h tl_ep, uct_unpack_callback_t cb,
                                   void *arg, size_t length,
                                   uint64_t remote_addr, uct_rkey_t rkey,
@@ -774,7 +776,7 @@ void uct_dcx_ep_invalidate_fail_taken(uct_dcx_ep_t *ep, ucs_status_t status);
  * uct_dcx_ep_tx_refused() and uct_dcx_ep_bcopy_refused().  Never returned
  * to the user: every caller of uct_dcx_ep_tx_begin() hands its refusal to
  * one of them. */
-#define UCT_DCX_TX_SINK  ((ucs_status_t)(UCS_ERR_LAST + 1))
+#define UCT_DCX_TX_SINK ((ucs_status_t)(UCS_ERR_LAST + 1))
 
 ucs_status_t uct_dcx_ep_tx_sink(uct_dcx_ep_t *ep, uct_completion_t *comp,
                                 ucs_status_t taken);

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * dcx transport: fast-path helpers shared by the ep and the DCI pool.
  */
@@ -17,8 +18,8 @@ static UCS_F_ALWAYS_INLINE uct_dcx_iface_t *uct_dcx_ep_iface(uct_dcx_ep_t *ep)
 }
 
 /* The DC destination of ep's WRs */
-static UCS_F_ALWAYS_INLINE void
-uct_dcx_ep_dest(uct_dcx_ep_t *ep, dcx_dc_dest_t *dest)
+static UCS_F_ALWAYS_INLINE void uct_dcx_ep_dest(uct_dcx_ep_t *ep,
+                                                dcx_dc_dest_t *dest)
 {
     dest->ah     = ep->ah;
     dest->dctn   = ep->dctn;
@@ -27,8 +28,8 @@ uct_dcx_ep_dest(uct_dcx_ep_t *ep, dcx_dc_dest_t *dest)
 
 /* The DC destination of our own DCT (no-ops that report a DCI's
  * unsignalled WRs: flush, drain) */
-static UCS_F_ALWAYS_INLINE void
-uct_dcx_iface_self_dest(uct_dcx_iface_t *iface, dcx_dc_dest_t *dest)
+static UCS_F_ALWAYS_INLINE void uct_dcx_iface_self_dest(uct_dcx_iface_t *iface,
+                                                        dcx_dc_dest_t *dest)
 {
     dest->ah     = iface->self_ah;
     dest->dctn   = iface->config.dctn;
@@ -50,22 +51,21 @@ static UCS_F_ALWAYS_INLINE uint64_t uct_dcx_wr_id_sn(uint64_t wr_id)
     return wr_id >> UCT_DCX_WR_SN_SHIFT;
 }
 
-static UCS_F_ALWAYS_INLINE uct_dcx_dci_t *
-uct_dcx_ep_dci(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep)
+static UCS_F_ALWAYS_INLINE uct_dcx_dci_t *uct_dcx_ep_dci(uct_dcx_iface_t *iface,
+                                                         uct_dcx_ep_t *ep)
 {
     return &iface->dcis[ep->dci];
 }
 
 /* Every WR dci posted has completed */
-static UCS_F_ALWAYS_INLINE int
-uct_dcx_dci_is_drained(const uct_dcx_dci_t *dci)
+static UCS_F_ALWAYS_INLINE int uct_dcx_dci_is_drained(const uct_dcx_dci_t *dci)
 {
     return dci->done_sn == dci->sn;
 }
 
 /* The DCI is no longer kept (taken back, given back, or its owner left) */
-static UCS_F_ALWAYS_INLINE void
-uct_dcx_dci_unkeep(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci)
+static UCS_F_ALWAYS_INLINE void uct_dcx_dci_unkeep(uct_dcx_iface_t *iface,
+                                                   uct_dcx_dci_t *dci)
 {
     if (dci->flags & UCT_DCX_DCI_FLAG_KEPT) {
         ucs_assert(iface->dci_kept > 0);
@@ -74,9 +74,9 @@ uct_dcx_dci_unkeep(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci)
     }
 }
 
-static UCS_F_ALWAYS_INLINE void
-uct_dcx_op_complete(uct_dcx_iface_t *iface, uct_dcx_op_t *op,
-                    ucs_status_t status)
+static UCS_F_ALWAYS_INLINE void uct_dcx_op_complete(uct_dcx_iface_t *iface,
+                                                    uct_dcx_op_t *op,
+                                                    ucs_status_t status)
 {
     op->cb(iface, op, status);
 }
@@ -94,12 +94,12 @@ uct_dcx_dci_post_own(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci,
                      int signal, int own)
 {
     uint64_t sn    = dci->sn + 1;
-    uint8_t opcode = wr->opcode;   /* not read back from wr after the call */
+    uint8_t opcode = wr->opcode; /* not read back from wr after the call */
     int ret;
 
-    wr->wr_id  = uct_dcx_wr_id(sn, dci->index);
+    wr->wr_id = uct_dcx_wr_id(sn, dci->index);
     wr->flags |= dci->next_flags;
-    signal    |= (dci->unsig + 1 >= iface->sig_period);
+    signal |= (dci->unsig + 1 >= iface->sig_period);
     if (signal) {
         wr->flags |= DCX_SEND_SIGNALED;
     }
@@ -115,7 +115,7 @@ uct_dcx_dci_post_own(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci,
         return UCS_ERR_INVALID_PARAM;
     }
 
-    dci->sn         = sn;
+    dci->sn = sn;
     dci->avail--;
     dci->next_flags = 0;
     if (signal) {
@@ -230,7 +230,8 @@ uct_dcx_iface_set_rx_target(uct_dcx_iface_t *iface, unsigned target)
 {
     iface->rx_target = target;
     iface->rx_repost = ucs_max(ucs_min(target / 8,
-                                       (unsigned)UCT_DCX_RX_REPOST_MAX), 1u);
+                                       (unsigned)UCT_DCX_RX_REPOST_MAX),
+                               1u);
 }
 
 /* The receives posted at open: UCT_DCX_RX_INIT_POSTED, or more when one
@@ -243,14 +244,13 @@ uct_dcx_iface_set_rx_target(uct_dcx_iface_t *iface, unsigned target)
 static UCS_F_ALWAYS_INLINE unsigned
 uct_dcx_rx_init_posted(unsigned rx_queue_len, unsigned fc_wnd)
 {
-    return ucs_min(rx_queue_len,
-                   ucs_max((unsigned)UCT_DCX_RX_INIT_POSTED,
-                           fc_wnd + fc_wnd / 4));
+    return ucs_min(rx_queue_len, ucs_max((unsigned)UCT_DCX_RX_INIT_POSTED,
+                                         fc_wnd + fc_wnd / 4));
 }
 
 /* Receive buffer elem -> the header byte of the message in it */
-static UCS_F_ALWAYS_INLINE uint8_t *
-uct_dcx_rx_wire(uct_dcx_iface_t *iface, void *elem)
+static UCS_F_ALWAYS_INLINE uint8_t *uct_dcx_rx_wire(uct_dcx_iface_t *iface,
+                                                    void *elem)
 {
     return UCS_PTR_BYTE_OFFSET(elem, iface->rx_payload_offset);
 }
@@ -265,7 +265,7 @@ uct_dcx_iface_get_desc(uct_dcx_iface_t *iface)
     if (ucs_unlikely(desc == NULL)) {
         uct_dcx_iface_tx_starved(iface);
     }
-    return (uct_dcx_send_desc_t*)desc;
+    return (uct_dcx_send_desc_t *)desc;
 }
 
 static UCS_F_ALWAYS_INLINE void *uct_dcx_desc_data(uct_dcx_send_desc_t *desc)
@@ -308,8 +308,7 @@ uct_dcx_ep_desc_begin(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep, int is_am,
 static UCS_F_ALWAYS_INLINE void
 uct_dcx_iface_progress_tail(uct_dcx_iface_t *iface)
 {
-    if (ucs_unlikely(iface->rx_target - iface->rx_posted >=
-                     iface->rx_repost)) {
+    if (ucs_unlikely(iface->rx_target - iface->rx_posted >= iface->rx_repost)) {
         if (ucs_unlikely(iface->rx_posted < (iface->rx_target / 2))) {
             uct_dcx_iface_rx_grow(iface);
         }
@@ -333,7 +332,7 @@ uct_dcx_iface_progress_common(uct_dcx_iface_t *iface,
                               void (*rx_wcs)(uct_dcx_iface_t *iface,
                                              const dcx_wc_t *wc, int n))
 {
-    dcx_wc_t wc[2 * UCT_DCX_TX_BATCH];   /* receives, then sends */
+    dcx_wc_t wc[2 * UCT_DCX_TX_BATCH]; /* receives, then sends */
     int n_rx, n_tx;
 
     UCS_STATIC_ASSERT(UCT_DCX_TX_BATCH == UCT_DCX_RX_BATCH);
@@ -342,7 +341,7 @@ uct_dcx_iface_progress_common(uct_dcx_iface_t *iface,
     if (ucs_unlikely(n_rx > 0)) {
         rx_wcs(iface, wc, n_rx);
         if (ucs_unlikely(n_rx == UCT_DCX_RX_BATCH)) {
-            uct_dcx_iface_rx_grow(iface);   /* a stream: more may wait */
+            uct_dcx_iface_rx_grow(iface); /* a stream: more may wait */
         }
     }
     if (ucs_unlikely(n_tx > 0)) {

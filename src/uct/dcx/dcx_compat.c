@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Adapters between the operations dcx implements and the forms in which
  * each supported UCX calls them (see dcx_compat.h).  Every #if tests a
@@ -71,7 +72,8 @@ double uct_dcx_rcache_overhead(const uct_dcx_rcache_config_t *config)
 #if DCX_UCX_HAVE_UCS_RCACHE_CONFIG
     /* "auto": a hash-and-tree lookup in the page table, a few hundred ns */
     return (config->overhead == UCS_TIME_AUTO) ?
-           200e-9 : ucs_time_to_sec(config->overhead);
+               200e-9 :
+               ucs_time_to_sec(config->overhead);
 #else
     return uct_md_rcache_overhead(config);
 #endif
@@ -137,8 +139,8 @@ ucs_status_t uct_dcx_md_query_v2(uct_md_h uct_md, uct_md_attr_v2_t *attr)
 ucs_status_t uct_dcx_mem_alloc_sys_dev(uct_md_h uct_md, size_t *length_p,
                                        void **address_p,
                                        ucs_memory_type_t mem_type,
-                                       ucs_sys_device_t sys_dev,
-                                       unsigned flags, const char *alloc_name,
+                                       ucs_sys_device_t sys_dev, unsigned flags,
+                                       const char *alloc_name,
                                        uct_mem_h *memh_p)
 {
     return uct_dcx_mem_alloc(uct_md, length_p, address_p, mem_type, flags,
@@ -165,8 +167,7 @@ ucs_status_t uct_dcx_mem_reg_v2(uct_md_h uct_md, void *address, size_t length,
 
 #if DCX_UCX_HAVE_MEM_QUERY_V2
 ucs_status_t uct_dcx_mem_query_v2(uct_md_h uct_md, const void *address,
-                                  size_t length,
-                                  uct_md_mem_attr_v2_t *mem_attr)
+                                  size_t length, uct_md_mem_attr_v2_t *mem_attr)
 {
     static const uint64_t v1_fields = UCT_MD_MEM_ATTR_FIELD_MEM_TYPE |
                                       UCT_MD_MEM_ATTR_FIELD_SYS_DEV |
@@ -252,8 +253,8 @@ ucs_status_t uct_dcx_rkey_unpack_v2(uct_component_t *component,
 static const char *
 uct_dcx_iface_unreachable_reason(uct_dcx_iface_t *iface,
                                  const uct_dcx_dev_addr_t *daddr,
-                                 const uct_dcx_iface_addr_t *iaddr,
-                                 char *buf, size_t max)
+                                 const uct_dcx_iface_addr_t *iaddr, char *buf,
+                                 size_t max)
 {
     if (daddr == NULL) {
         return "no device address";
@@ -269,20 +270,21 @@ uct_dcx_iface_unreachable_reason(uct_dcx_iface_t *iface,
     /* what endpoint creation checks (fabric, user, host, link layer): a
      * peer that fails it must not be offered, so that UCP picks another
      * transport for it */
-    if (dcx_dev_addr_check(iface->dev, daddr->port, daddr->len, buf,
-                           max) != 0) {
+    if (dcx_dev_addr_check(iface->dev, daddr->port, daddr->len, buf, max) !=
+        0) {
         return buf;
     }
 
     if (iaddr == NULL) {
-        return NULL;    /* a device address alone: the port is usable */
+        return NULL; /* a device address alone: the port is usable */
     }
 
     if ((iaddr->magic != UCT_DCX_ADDR_MAGIC) ||
         (iaddr->version != UCT_DCX_ADDR_VERSION)) {
-        ucs_snprintf_zero(buf, max, "not a dcx v%u interface address "
-                          "(magic 0x%x version %u)", UCT_DCX_ADDR_VERSION,
-                          iaddr->magic, iaddr->version);
+        ucs_snprintf_zero(buf, max,
+                          "not a dcx v%u interface address "
+                          "(magic 0x%x version %u)",
+                          UCT_DCX_ADDR_VERSION, iaddr->magic, iaddr->version);
         return buf;
     }
 
@@ -298,24 +300,24 @@ int uct_dcx_iface_is_reachable_v2(const uct_iface_h tl_iface,
     char buf[192];
 
     if (!uct_iface_is_reachable_params_valid(
-                params, UCT_IFACE_IS_REACHABLE_FIELD_DEVICE_ADDR)) {
+            params, UCT_IFACE_IS_REACHABLE_FIELD_DEVICE_ADDR)) {
         return 0;
     }
 
     if (params->field_mask & UCT_IFACE_IS_REACHABLE_FIELD_IFACE_ADDR) {
-        iaddr = (const uct_dcx_iface_addr_t*)params->iface_addr;
+        iaddr = (const uct_dcx_iface_addr_t *)params->iface_addr;
         if (iaddr == NULL) {
             uct_iface_fill_info_str_buf(params, "no interface address");
             return 0;
         }
     }
 
-    reason = uct_dcx_iface_unreachable_reason(
-            iface, (const uct_dcx_dev_addr_t*)params->device_addr, iaddr,
-            buf, sizeof(buf));
+    reason = uct_dcx_iface_unreachable_reason(iface,
+                                              (const uct_dcx_dev_addr_t *)
+                                                  params->device_addr,
+                                              iaddr, buf, sizeof(buf));
     if (reason != NULL) {
-        ucs_debug("dcx: %s: unreachable: %s", dcx_dev_name(iface->dev),
-                  reason);
+        ucs_debug("dcx: %s: unreachable: %s", dcx_dev_name(iface->dev), reason);
         uct_iface_fill_info_str_buf(params, "%s", reason);
         return 0;
     }
@@ -353,7 +355,7 @@ int uct_dcx_ep_is_connected(const uct_ep_h tl_ep,
 
     if (!ucs_test_all_flags(params->field_mask,
                             UCT_EP_IS_CONNECTED_FIELD_DEVICE_ADDR |
-                            UCT_EP_IS_CONNECTED_FIELD_IFACE_ADDR) ||
+                                UCT_EP_IS_CONNECTED_FIELD_IFACE_ADDR) ||
         (params->device_addr == NULL) || (params->iface_addr == NULL)) {
         ucs_error("dcx: %s: ep_is_connected needs a device and an interface "
                   "address (field_mask 0x%" PRIx64 ")",
@@ -361,8 +363,8 @@ int uct_dcx_ep_is_connected(const uct_ep_h tl_ep,
         return 0;
     }
 
-    daddr = (const uct_dcx_dev_addr_t*)params->device_addr;
-    iaddr = (const uct_dcx_iface_addr_t*)params->iface_addr;
+    daddr = (const uct_dcx_dev_addr_t *)params->device_addr;
+    iaddr = (const uct_dcx_iface_addr_t *)params->iface_addr;
     if ((iaddr->magic != UCT_DCX_ADDR_MAGIC) ||
         (iaddr->version != UCT_DCX_ADDR_VERSION) ||
         (daddr->len != iface->config.port_len)) {

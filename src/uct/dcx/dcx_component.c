@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The "dcx" UCT component and its registration.
  *
@@ -30,18 +31,17 @@ uct_component_t uct_dcx_component = {
     .rkey_unpack        = UCT_DCX_COMPONENT_OP_RKEY_UNPACK,
     .rkey_ptr           = UCT_DCX_OP_UNSUPPORTED(uct_component_rkey_ptr_func_t),
     .rkey_release       = uct_dcx_rkey_release,
-    UCT_DCX_COMPONENT_OPS_VERSIONED
-    .md_config          = {
-        .name           = "dcx memory domain",
-        .prefix         = UCT_DCX_CONFIG_PREFIX,
-        .table          = uct_dcx_md_config_table,
-        .size           = sizeof(uct_dcx_md_config_t),
-    },
-    .cm_config          = UCS_CONFIG_EMPTY_GLOBAL_LIST_ENTRY,
-    .tl_list            = UCT_COMPONENT_TL_LIST_INITIALIZER(&uct_dcx_component),
-    .flags              = 0,
-    .md_vfs_init        = (uct_component_md_vfs_init_func_t)ucs_empty_function
-};
+    UCT_DCX_COMPONENT_OPS_VERSIONED.md_config =
+        {
+            .name   = "dcx memory domain",
+            .prefix = UCT_DCX_CONFIG_PREFIX,
+            .table  = uct_dcx_md_config_table,
+            .size   = sizeof(uct_dcx_md_config_t),
+        },
+    .cm_config   = UCS_CONFIG_EMPTY_GLOBAL_LIST_ENTRY,
+    .tl_list     = UCT_COMPONENT_TL_LIST_INITIALIZER(&uct_dcx_component),
+    .flags       = 0,
+    .md_vfs_init = (uct_component_md_vfs_init_func_t)ucs_empty_function};
 
 static int uct_dcx_component_registered;
 
@@ -82,9 +82,8 @@ static void uct_dcx_log_handler(dcx_log_level_t level, const char *file,
 /* The most verbose device-layer level that UCX's log level lets through. */
 static dcx_log_level_t uct_dcx_log_max_level(void)
 {
-    static const dcx_log_level_t levels[] = {
-        DCX_LOG_TRACE, DCX_LOG_DEBUG, DCX_LOG_INFO, DCX_LOG_WARN
-    };
+    static const dcx_log_level_t levels[] = {DCX_LOG_TRACE, DCX_LOG_DEBUG,
+                                             DCX_LOG_INFO, DCX_LOG_WARN};
     unsigned i;
 
     for (i = 0; i < ucs_static_array_size(levels); ++i) {
@@ -120,9 +119,9 @@ typedef void (*uct_dcx_get_version_func_t)(unsigned *major, unsigned *minor,
                                            unsigned *release);
 
 typedef struct uct_dcx_class_check {
-    const char        *name;
-    const ucs_class_t *cls;         /* exported by the running libuct/libucs */
-    size_t             compiled;    /* sizeof() as this module sees it */
+    const char *name;
+    const ucs_class_t *cls; /* exported by the running libuct/libucs */
+    size_t compiled;        /* sizeof() as this module sees it */
 } uct_dcx_class_check_t;
 
 /* Returns 1 if the running UCX is the one this module was built against;
@@ -130,17 +129,13 @@ typedef struct uct_dcx_class_check {
 static int uct_dcx_ucx_is_compatible(void)
 {
     const uct_dcx_class_check_t checks[] = {
-        {"uct_iface_t",      &UCS_CLASS_NAME(uct_iface_t),
-         sizeof(uct_iface_t)},
+        {"uct_iface_t", &UCS_CLASS_NAME(uct_iface_t), sizeof(uct_iface_t)},
         {"uct_base_iface_t", &UCS_CLASS_NAME(uct_base_iface_t),
          sizeof(uct_base_iface_t)},
-        {"uct_ep_t",         &UCS_CLASS_NAME(uct_ep_t),
-         sizeof(uct_ep_t)},
-        {"uct_base_ep_t",    &UCS_CLASS_NAME(uct_base_ep_t),
+        {"uct_ep_t", &UCS_CLASS_NAME(uct_ep_t), sizeof(uct_ep_t)},
+        {"uct_base_ep_t", &UCS_CLASS_NAME(uct_base_ep_t),
          sizeof(uct_base_ep_t)},
-        {"ucs_rcache_t",     &UCS_CLASS_NAME(ucs_rcache_t),
-         sizeof(ucs_rcache_t)}
-    };
+        {"ucs_rcache_t", &UCS_CLASS_NAME(ucs_rcache_t), sizeof(ucs_rcache_t)}};
     uct_dcx_get_version_func_t get_version;
     unsigned major, minor, release;
     char diff[512];
@@ -162,10 +157,11 @@ static int uct_dcx_ucx_is_compatible(void)
 
     if ((major != UCT_VERNO_MAJOR) || (minor != UCT_VERNO_MINOR) ||
         (release != UCT_VERNO_PATCH)) {
-        fprintf(stderr, "[dcx error] libuct_dcx.so was built for UCX %s but the "
+        fprintf(stderr,
+                "[dcx error] libuct_dcx.so was built for UCX %s but the "
                 "running UCX is %u.%u.%u: the dcx transport is not registered "
-                "(rebuild dcx against this UCX)\n", UCT_VERNO_STRING, major,
-                minor, release);
+                "(rebuild dcx against this UCX)\n",
+                UCT_VERNO_STRING, major, minor, release);
         return 0;
     }
 
@@ -181,10 +177,12 @@ static int uct_dcx_ucx_is_compatible(void)
     }
 
     if (diff[0] != '\0') {
-        fprintf(stderr, "[dcx error] libuct_dcx.so was built for a UCX %s "
+        fprintf(stderr,
+                "[dcx error] libuct_dcx.so was built for a UCX %s "
                 "configured differently from the running one (%s): the dcx "
                 "transport is not registered (rebuild dcx against the "
-                "installed UCX)\n", UCT_VERNO_STRING, diff);
+                "installed UCX)\n",
+                UCT_VERNO_STRING, diff);
         return 0;
     }
 
@@ -211,8 +209,8 @@ static void UCS_F_CTOR uct_dcx_component_init(void)
     uct_dcx_md_config_init();
     uct_component_register(&uct_dcx_component);
     uct_dcx_component_registered = 1;
-    ucs_debug("dcx: component '%s' registered (UCX %s)",
-              uct_dcx_component.name, UCT_VERNO_STRING);
+    ucs_debug("dcx: component '%s' registered (UCX %s)", uct_dcx_component.name,
+              UCT_VERNO_STRING);
 }
 
 static void UCS_F_DTOR uct_dcx_component_cleanup(void)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * dcx transport: the DCI pool and its policies, and send resources (DCI,
  * queue slots, credits).  What happens to posted WRs (send completions, DCI
@@ -5,7 +6,7 @@
  * dcx_pending.c, flow control in dcx_fc.c.
  */
 #ifdef HAVE_CONFIG_H
-#  include "config.h"
+#include "config.h"
 #endif
 
 #include "dcx.inl"
@@ -15,12 +16,10 @@
 #include <string.h>
 
 
-const char *uct_dcx_policy_names[] = {
-    [UCT_DCX_POLICY_DCS]       = "dcs",
-    [UCT_DCX_POLICY_DCS_QUOTA] = "dcs_quota",
-    [UCT_DCX_POLICY_RAND]      = "rand",
-    [UCT_DCX_POLICY_LAST]      = NULL
-};
+const char *uct_dcx_policy_names[] = {[UCT_DCX_POLICY_DCS]       = "dcs",
+                                      [UCT_DCX_POLICY_DCS_QUOTA] = "dcs_quota",
+                                      [UCT_DCX_POLICY_RAND]      = "rand",
+                                      [UCT_DCX_POLICY_LAST]      = NULL};
 
 
 /* ---------------------------------------------------------------------------
@@ -44,7 +43,7 @@ static void uct_dcx_dci_release(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci)
     ucs_assert(iface->dci_free_top < iface->num_dci);
     uct_dcx_dci_unkeep(iface, dci);
     dci->flags &= ~UCT_DCX_DCI_FLAG_BUSY;
-    dci->owner  = NULL;
+    dci->owner                             = NULL;
     iface->dci_free[iface->dci_free_top++] = dci->index;
     iface->dci_stats.releases++;
 }
@@ -80,19 +79,19 @@ ucs_status_t uct_dcx_dci_post_nop(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci)
 
     /* NO_TAG TMH (our DCT is behind a TM SRQ) and the header byte */
     nop[iface->rx_tmh_len] = UCT_DCX_AM_CTL | UCT_DCX_CTL_NOP;
-    sge.addr        = (uintptr_t)nop;
-    sge.length      = iface->rx_tmh_len + UCT_DCX_AM_HDR_LEN;
-    sge.lkey        = 0;
-    wr.opcode       = DCX_WR_SEND;
-    wr.flags        = DCX_SEND_INLINE;
-    wr.num_sge      = 1;
-    wr.atomic_size  = 0;
-    wr.imm          = 0;
-    wr.dest         = self;
-    wr.sg_list      = &sge;
-    wr.remote_addr  = 0;
-    wr.rkey         = 0;
-    wr.reserved     = 0;
+    sge.addr               = (uintptr_t)nop;
+    sge.length             = iface->rx_tmh_len + UCT_DCX_AM_HDR_LEN;
+    sge.lkey               = 0;
+    wr.opcode              = DCX_WR_SEND;
+    wr.flags               = DCX_SEND_INLINE;
+    wr.num_sge             = 1;
+    wr.atomic_size         = 0;
+    wr.imm                 = 0;
+    wr.dest                = self;
+    wr.sg_list             = &sge;
+    wr.remote_addr         = 0;
+    wr.rkey                = 0;
+    wr.reserved            = 0;
     return uct_dcx_dci_post(iface, dci, NULL, &wr, NULL, 1);
 }
 
@@ -119,8 +118,9 @@ void uct_dcx_dci_drain(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci)
         /* no slot: impossible with nothing signalled in flight (a full
          * queue holds a signalled WR); the device refused a no-op */
         ucs_error("dcx: %s: DCI 0x%x: could not post the no-op that reports "
-                  "its last %u work requests: %s", dcx_dev_name(iface->dev),
-                  dci->qp->qp_num, (unsigned)(dci->sn - dci->done_sn),
+                  "its last %u work requests: %s",
+                  dcx_dev_name(iface->dev), dci->qp->qp_num,
+                  (unsigned)(dci->sn - dci->done_sn),
                   ucs_status_string(status));
     }
 }
@@ -128,8 +128,8 @@ void uct_dcx_dci_drain(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci)
 /* The last signalled WR of dci completed and unsignalled ones follow it
  * (from uct_dcx_dci_tx_wcs): if the DCI must go back to the pool, they
  * need a signalled no-op to report */
-UCS_F_NOINLINE void
-uct_dcx_dci_tail_slow(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci)
+UCS_F_NOINLINE void uct_dcx_dci_tail_slow(uct_dcx_iface_t *iface,
+                                          uct_dcx_dci_t *dci)
 {
     if ((iface->dci_waiters > 0) ||
         ((dci->flags & UCT_DCX_DCI_FLAG_BUSY) && (dci->owner == NULL))) {
@@ -244,9 +244,10 @@ static ucs_status_t uct_dcx_dcs_dci_get(uct_dcx_iface_t *iface,
 
     dci->owner  = ep;
     ep->dci     = dci->index;
-    ep->last_sn = dci->sn;   /* nothing of this ep is in flight there */
+    ep->last_sn = dci->sn; /* nothing of this ep is in flight there */
     ep->quota   = (iface->policy == &uct_dcx_policy_ops[UCT_DCX_POLICY_DCS]) ?
-                  INT32_MAX : (int32_t)iface->config.quota;
+                      INT32_MAX :
+                      (int32_t)iface->config.quota;
     return UCS_OK;
 }
 
@@ -349,34 +350,27 @@ static void uct_dcx_rand_ep_detach(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep)
 }
 
 const uct_dcx_policy_ops_t uct_dcx_policy_ops[UCT_DCX_POLICY_LAST] = {
-    [UCT_DCX_POLICY_DCS] = {
-        .name      = "dcs",
-        .ep_init   = uct_dcx_dcs_ep_init,
-        .dci_get   = uct_dcx_dcs_dci_get,
-        .quota_out = uct_dcx_dcs_quota_out,
-        .dci_idle  = uct_dcx_dcs_dci_idle,
-        .ep_detach = uct_dcx_dcs_ep_detach,
-        .shared    = 0
-    },
-    [UCT_DCX_POLICY_DCS_QUOTA] = {
-        .name      = "dcs_quota",
-        .ep_init   = uct_dcx_dcs_ep_init,
-        .dci_get   = uct_dcx_dcs_dci_get,
-        .quota_out = uct_dcx_dcs_quota_quota_out,
-        .dci_idle  = uct_dcx_dcs_dci_idle,
-        .ep_detach = uct_dcx_dcs_ep_detach,
-        .shared    = 0
-    },
-    [UCT_DCX_POLICY_RAND] = {
-        .name      = "rand",
-        .ep_init   = uct_dcx_rand_ep_init,
-        .dci_get   = uct_dcx_rand_dci_get,
-        .quota_out = uct_dcx_dcs_quota_out,
-        .dci_idle  = uct_dcx_rand_dci_idle,
-        .ep_detach = uct_dcx_rand_ep_detach,
-        .shared    = 1
-    }
-};
+    [UCT_DCX_POLICY_DCS]       = {.name      = "dcs",
+                                  .ep_init   = uct_dcx_dcs_ep_init,
+                                  .dci_get   = uct_dcx_dcs_dci_get,
+                                  .quota_out = uct_dcx_dcs_quota_out,
+                                  .dci_idle  = uct_dcx_dcs_dci_idle,
+                                  .ep_detach = uct_dcx_dcs_ep_detach,
+                                  .shared    = 0},
+    [UCT_DCX_POLICY_DCS_QUOTA] = {.name      = "dcs_quota",
+                                  .ep_init   = uct_dcx_dcs_ep_init,
+                                  .dci_get   = uct_dcx_dcs_dci_get,
+                                  .quota_out = uct_dcx_dcs_quota_quota_out,
+                                  .dci_idle  = uct_dcx_dcs_dci_idle,
+                                  .ep_detach = uct_dcx_dcs_ep_detach,
+                                  .shared    = 0},
+    [UCT_DCX_POLICY_RAND]      = {.name      = "rand",
+                                  .ep_init   = uct_dcx_rand_ep_init,
+                                  .dci_get   = uct_dcx_rand_dci_get,
+                                  .quota_out = uct_dcx_dcs_quota_out,
+                                  .dci_idle  = uct_dcx_rand_dci_idle,
+                                  .ep_detach = uct_dcx_rand_ep_detach,
+                                  .shared    = 1}};
 
 
 /* ---------------------------------------------------------------------------
@@ -401,9 +395,9 @@ ucs_status_t uct_dcx_dci_pool_init(uct_dcx_iface_t *iface,
     iface->dci_waiters  = 0;
     iface->dci_kept     = 0;
     memset(&iface->dci_stats, 0, sizeof(iface->dci_stats));
-    iface->dcis         = ucs_calloc(total, sizeof(*iface->dcis), "dcx_dcis");
-    iface->dci_free     = ucs_calloc(total, sizeof(*iface->dci_free),
-                                     "dcx_dci_free");
+    iface->dcis     = ucs_calloc(total, sizeof(*iface->dcis), "dcx_dcis");
+    iface->dci_free = ucs_calloc(total, sizeof(*iface->dci_free),
+                                 "dcx_dci_free");
     if ((iface->dcis == NULL) || (iface->dci_free == NULL)) {
         ucs_error("dcx: %s: failed to allocate a pool of %u DCIs",
                   dcx_dev_name(iface->dev), total);
@@ -426,36 +420,37 @@ ucs_status_t uct_dcx_dci_pool_init(uct_dcx_iface_t *iface,
         dci = &iface->dcis[i];
         ucs_queue_head_init(&dci->ops);
         dci->index = i;
-        ret = dcx_qp_create(iface->pd, &attr, &dci->qp);
+        ret        = dcx_qp_create(iface->pd, &attr, &dci->qp);
         if (ret != 0) {
             ucs_error("dcx: %s: failed to create DCI %u of %u: %s",
                       dcx_dev_name(iface->dev), i, total, strerror(ret));
             goto err_destroy;
         }
-        iface->sq_len = ucs_min(iface->sq_len, dci->qp->max_send_wr);
-        iface->config.max_sge = (i == 0) ? dci->qp->max_send_sge :
-                                ucs_min(iface->config.max_sge,
-                                        dci->qp->max_send_sge);
+        iface->sq_len            = ucs_min(iface->sq_len, dci->qp->max_send_wr);
+        iface->config.max_sge    = (i == 0) ? dci->qp->max_send_sge :
+                                              ucs_min(iface->config.max_sge,
+                                                      dci->qp->max_send_sge);
         iface->config.max_inline = (i == 0) ? dci->qp->max_inline :
-                                   ucs_min(iface->config.max_inline,
-                                           dci->qp->max_inline);
+                                              ucs_min(iface->config.max_inline,
+                                                      dci->qp->max_inline);
     }
 
     ring              = ucs_roundup_pow2(iface->sq_len);
     iface->ring_mask  = ring - 1;
     iface->log_stride = ucs_align_up(sizeof(uct_dcx_wr_log_t) +
-                                     iface->config.max_inline, 8);
+                                         iface->config.max_inline,
+                                     8);
     /* a WR being posted again is copied here first (a log entry holds up
      * to UCT_DCX_MAX_SGE sges and the inline bytes: too big for alloca) */
-    iface->wr_replay = ucs_malloc(iface->log_stride, "dcx_wr_replay");
+    iface->wr_replay  = ucs_malloc(iface->log_stride, "dcx_wr_replay");
     if (iface->wr_replay == NULL) {
         ucs_error("dcx: failed to allocate the WR replay buffer");
         i = total;
         goto err_destroy;
     }
     for (i = 0; i < total; ++i) {
-        dci        = &iface->dcis[i];
-        dci->avail = iface->sq_len;
+        dci            = &iface->dcis[i];
+        dci->avail     = iface->sq_len;
         dci->wr_ep     = ucs_calloc(ring, sizeof(*dci->wr_ep), "dcx_wr_ep");
         dci->wr_opcode = ucs_calloc(ring, sizeof(*dci->wr_opcode),
                                     "dcx_wr_opcode");
@@ -483,7 +478,8 @@ ucs_status_t uct_dcx_dci_pool_init(uct_dcx_iface_t *iface,
         iface->sig_period_cfg = ucs_max(iface->sq_len / 2u, 1u);
     } else {
         iface->sig_period_cfg = ucs_max(ucs_min(iface->sq_len / 2u,
-                                                UCT_DCX_SIG_PERIOD_LENT), 1u);
+                                                UCT_DCX_SIG_PERIOD_LENT),
+                                        1u);
     }
     iface->sig_period = iface->sig_period_cfg;
 
@@ -623,17 +619,17 @@ static ucs_status_t uct_dcx_ep_tx_resources(uct_dcx_iface_t *iface,
     return UCS_OK;
 }
 
-UCS_F_NOINLINE ucs_status_t
-uct_dcx_ep_tx_slow(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep, int is_am)
+UCS_F_NOINLINE ucs_status_t uct_dcx_ep_tx_slow(uct_dcx_iface_t *iface,
+                                               uct_dcx_ep_t *ep, int is_am)
 {
     ucs_status_t status;
 
-    if (ucs_unlikely(ep->flags & (UCT_DCX_EP_FLAG_FAILED |
-                                  UCT_DCX_EP_FLAG_INVALIDATED))) {
+    if (ucs_unlikely(ep->flags &
+                     (UCT_DCX_EP_FLAG_FAILED | UCT_DCX_EP_FLAG_INVALIDATED))) {
         /* failed and reported: refused; invalidated, not yet reported:
          * taken and dropped, as by a queue pair in error */
-        return (ep->flags & UCT_DCX_EP_FLAG_FAILED) ?
-               UCS_ERR_CONNECTION_RESET : UCT_DCX_TX_SINK;
+        return (ep->flags & UCT_DCX_EP_FLAG_FAILED) ? UCS_ERR_CONNECTION_RESET :
+                                                      UCT_DCX_TX_SINK;
     }
 
     status = uct_dcx_ep_tx_resources(iface, ep, is_am);
@@ -663,8 +659,8 @@ void uct_dcx_ep_put_idle_dci(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep)
  * diagnostics
  * ------------------------------------------------------------------------- */
 
-__attribute__((visibility("default")))
-int dcx_dci_iface_stats(uct_iface_h tl_iface, dcx_dci_stats_t *stats)
+__attribute__((visibility("default"))) int
+dcx_dci_iface_stats(uct_iface_h tl_iface, dcx_dci_stats_t *stats)
 {
     uct_dcx_iface_t *iface;
 
@@ -672,8 +668,8 @@ int dcx_dci_iface_stats(uct_iface_h tl_iface, dcx_dci_stats_t *stats)
         (tl_iface->ops.ep_put_short != uct_dcx_ep_put_short)) {
         return -1;
     }
-    iface          = ucs_derived_of(tl_iface, uct_dcx_iface_t);
-    *stats         = iface->dci_stats;
+    iface             = ucs_derived_of(tl_iface, uct_dcx_iface_t);
+    *stats            = iface->dci_stats;
     stats->num_dci    = iface->num_dci;
     stats->free       = iface->dci_free_top;
     stats->kept       = iface->dci_kept;
@@ -682,8 +678,7 @@ int dcx_dci_iface_stats(uct_iface_h tl_iface, dcx_dci_stats_t *stats)
     return 0;
 }
 
-__attribute__((visibility("default")))
-int dcx_dci_ep_index(uct_ep_h tl_ep)
+__attribute__((visibility("default"))) int dcx_dci_ep_index(uct_ep_h tl_ep)
 {
     uct_dcx_ep_t *ep;
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * dcx transport: what happens to the WRs a DCI posted: send completions
  * (retiring WRs, firing their operations, a drained DCI going back to its
@@ -7,7 +8,7 @@
  * pool and its policies are in dcx_dci.c.
  */
 #ifdef HAVE_CONFIG_H
-#  include "config.h"
+#include "config.h"
 #endif
 
 #include "dcx.inl"
@@ -20,9 +21,9 @@
 
 /* Fires the operations of dci numbered up to sn (rare path: most WRs of a
  * short send carry none) */
-static UCS_F_NOINLINE void
-uct_dcx_dci_fire_ops(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci, uint64_t sn,
-                     ucs_status_t status)
+static UCS_F_NOINLINE void uct_dcx_dci_fire_ops(uct_dcx_iface_t *iface,
+                                                uct_dcx_dci_t *dci, uint64_t sn,
+                                                ucs_status_t status)
 {
     uct_dcx_op_t *op;
 
@@ -41,14 +42,15 @@ uct_dcx_dci_fire_ops(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci, uint64_t sn,
  * sends sees the slots of these WRs still taken, so that the endpoint's
  * pending requests, dispatched at the end of the progress, are not
  * overtaken by it (UCX's test_uct_pending.send_ooo_with_comp). */
-static UCS_F_ALWAYS_INLINE void
-uct_dcx_dci_retire(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci, uint64_t sn,
-                   ucs_status_t status)
+static UCS_F_ALWAYS_INLINE void uct_dcx_dci_retire(uct_dcx_iface_t *iface,
+                                                   uct_dcx_dci_t *dci,
+                                                   uint64_t sn,
+                                                   ucs_status_t status)
 {
     if (!ucs_queue_is_empty(&dci->ops)) {
         uct_dcx_dci_fire_ops(iface, dci, sn, status);
     }
-    dci->avail  += (uint16_t)(sn - dci->done_sn);
+    dci->avail += (uint16_t)(sn - dci->done_sn);
     dci->done_sn = sn;
 }
 
@@ -61,13 +63,11 @@ static const char *uct_dcx_wr_opcode_names[] = {
     [DCX_WR_ATOMIC_FADD]         = "atomic fetch-add",
     [DCX_WR_ATOMIC_CSWAP]        = "atomic compare-swap",
     [DCX_WR_ATOMIC_MASKED_FADD]  = "masked atomic fetch-add",
-    [DCX_WR_ATOMIC_MASKED_CSWAP] = "masked atomic compare-swap"
-};
+    [DCX_WR_ATOMIC_MASKED_CSWAP] = "masked atomic compare-swap"};
 
 /* "ep 0x.. to DCT 0x.. at port 01:02:..", for error messages */
-static const char *uct_dcx_ep_peer_str(uct_dcx_iface_t *iface,
-                                       uct_dcx_ep_t *ep, char *buf,
-                                       size_t max)
+static const char *uct_dcx_ep_peer_str(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep,
+                                       char *buf, size_t max)
 {
     size_t len;
     unsigned i, j;
@@ -94,13 +94,13 @@ static const char *uct_dcx_ep_peer_str(uct_dcx_iface_t *iface,
     return buf;
 }
 
-void uct_dcx_dci_log_wr(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci,
-                        uint64_t sn, const dcx_send_wr_t *wr)
+void uct_dcx_dci_log_wr(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci, uint64_t sn,
+                        const dcx_send_wr_t *wr)
 {
-    uct_dcx_wr_log_t *entry = (uct_dcx_wr_log_t*)
-                              (dci->log + (sn & iface->ring_mask) *
-                                          iface->log_stride);
-    char *data              = (char*)(entry + 1);
+    uct_dcx_wr_log_t *entry = (uct_dcx_wr_log_t *)(dci->log +
+                                                   (sn & iface->ring_mask) *
+                                                       iface->log_stride);
+    char *data              = (char *)(entry + 1);
     size_t length           = 0;
     unsigned i;
 
@@ -109,13 +109,13 @@ void uct_dcx_dci_log_wr(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci,
         /* the caller's buffers are gone after the post: keep the bytes */
         for (i = 0; i < wr->num_sge; ++i) {
             if (wr->sg_list[i].length == 0) {
-                continue;   /* a zero-length buffer may be NULL */
+                continue; /* a zero-length buffer may be NULL */
             }
-            memcpy(data + length, (void*)(uintptr_t)wr->sg_list[i].addr,
+            memcpy(data + length, (void *)(uintptr_t)wr->sg_list[i].addr,
                    wr->sg_list[i].length);
             length += wr->sg_list[i].length;
         }
-        entry->sge[0].addr   = 0;   /* set when posted again */
+        entry->sge[0].addr   = 0; /* set when posted again */
         entry->sge[0].length = length;
         entry->sge[0].lkey   = 0;
         entry->wr.num_sge    = 1;
@@ -144,8 +144,8 @@ static void uct_dcx_ops_move_sn(ucs_queue_head_t *from, ucs_queue_head_t *to,
 static UCS_F_ALWAYS_INLINE uct_dcx_wr_log_t *
 uct_dcx_dci_log_entry(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci, uint64_t sn)
 {
-    return (uct_dcx_wr_log_t*)(dci->log + (sn & iface->ring_mask) *
-                                          iface->log_stride);
+    return (uct_dcx_wr_log_t *)(dci->log +
+                                (sn & iface->ring_mask) * iface->log_stride);
 }
 
 /*
@@ -201,7 +201,7 @@ static void uct_dcx_dci_replay(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci,
             if (copy->wr.flags & DCX_SEND_INLINE) {
                 copy->sge[0].addr = (uintptr_t)(copy + 1);
             }
-            signal          = !!(copy->wr.flags & DCX_SEND_SIGNALED);
+            signal = !!(copy->wr.flags & DCX_SEND_SIGNALED);
             copy->wr.flags &= ~DCX_SEND_SIGNALED;
             if (uct_dcx_dci_post(iface, dci, ep, &copy->wr, NULL, signal) !=
                 UCS_OK) {
@@ -228,9 +228,10 @@ static void uct_dcx_dci_replay(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci,
 }
 
 /* An error completion on dci: the WR numbered sn failed. */
-static UCS_F_NOINLINE void
-uct_dcx_dci_handle_error(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci,
-                         uint64_t sn, const dcx_wc_t *wc)
+static UCS_F_NOINLINE void uct_dcx_dci_handle_error(uct_dcx_iface_t *iface,
+                                                    uct_dcx_dci_t *dci,
+                                                    uint64_t sn,
+                                                    const dcx_wc_t *wc)
 {
     int cancel            = !!(dci->flags & UCT_DCX_DCI_FLAG_CANCEL);
     uct_dcx_ep_t *fail_ep = dci->wr_ep[sn & iface->ring_mask];
@@ -251,15 +252,16 @@ uct_dcx_dci_handle_error(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci,
         status = UCS_ERR_CANCELED;
     } else {
         status = uct_dcx_status(wc->status);
-        opcode = dci->wr_opcode[sn & iface->ring_mask] &
-                 ~UCT_DCX_WR_USER_MEM;
+        opcode = dci->wr_opcode[sn & iface->ring_mask] & ~UCT_DCX_WR_USER_MEM;
         ucs_log((status == UCS_ERR_ENDPOINT_TIMEOUT) ||
-                (status == UCS_ERR_CONNECTION_RESET) ?
-                iface->super.config.failure_level : UCS_LOG_LEVEL_ERROR,
+                        (status == UCS_ERR_CONNECTION_RESET) ?
+                    iface->super.config.failure_level :
+                    UCS_LOG_LEVEL_ERROR,
                 "dcx: %s: %s%s on DCI 0x%x to %s failed: %s (vendor 0x%x)",
                 dcx_dev_name(iface->dev),
                 (opcode < DCX_WR_OPCODE_LAST) ?
-                uct_dcx_wr_opcode_names[opcode] : "operation",
+                    uct_dcx_wr_opcode_names[opcode] :
+                    "operation",
                 (dci->flags & UCT_DCX_DCI_FLAG_CTL) ? " (control)" : "",
                 dci->qp->qp_num,
                 uct_dcx_ep_peer_str(iface, fail_ep, peer, sizeof(peer)),
@@ -272,20 +274,20 @@ uct_dcx_dci_handle_error(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci,
     last_sn = dci->sn;
 
     /* Bring the DCI back: completions not yet polled are discarded */
-    ret = dcx_qp_recover(dci->qp);
+    ret             = dcx_qp_recover(dci->qp);
     dci->done_sn    = dci->sn;
     dci->sig_sn     = dci->sn;
     dci->unsig      = 0;
     dci->next_flags = 0;
-    dci->flags     &= ~(UCT_DCX_DCI_FLAG_ERR | UCT_DCX_DCI_FLAG_CANCEL);
+    dci->flags &= ~(UCT_DCX_DCI_FLAG_ERR | UCT_DCX_DCI_FLAG_CANCEL);
     if (ret != 0) {
         ucs_error("dcx: %s: DCI 0x%x could not be recovered (%s); it is "
-                  "taken out of the pool", dcx_dev_name(iface->dev),
-                  dci->qp->qp_num, strerror(ret));
+                  "taken out of the pool",
+                  dcx_dev_name(iface->dev), dci->qp->qp_num, strerror(ret));
         dci->flags |= UCT_DCX_DCI_FLAG_BROKEN;
-        dci->avail  = 0;
+        dci->avail = 0;
     } else {
-        dci->avail  = iface->sq_len;
+        dci->avail = iface->sq_len;
     }
 
     /* Sort the flushed operations first, complete them after: callbacks may
@@ -312,8 +314,7 @@ uct_dcx_dci_handle_error(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci,
         uct_dcx_op_complete(iface, op, status);
     }
     while (!ucs_queue_is_empty(&cancelled_ops)) {
-        op = ucs_queue_pull_elem_non_empty(&cancelled_ops, uct_dcx_op_t,
-                                           queue);
+        op = ucs_queue_pull_elem_non_empty(&cancelled_ops, uct_dcx_op_t, queue);
         uct_dcx_op_complete(iface, op, UCS_ERR_CANCELED);
     }
 
@@ -335,8 +336,8 @@ uct_dcx_dci_handle_error(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci,
 
 /* All WRs of dci completed: a cancel to finish, or a lent DCI to give
  * back or to keep */
-static UCS_F_NOINLINE void
-uct_dcx_dci_drained_slow(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci)
+static UCS_F_NOINLINE void uct_dcx_dci_drained_slow(uct_dcx_iface_t *iface,
+                                                    uct_dcx_dci_t *dci)
 {
     int ret;
 
@@ -348,10 +349,9 @@ uct_dcx_dci_drained_slow(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci)
         if (ret != 0) {
             ucs_error("dcx: %s: DCI 0x%x could not be recovered after a "
                       "cancel (%s); it is taken out of the pool",
-                      dcx_dev_name(iface->dev), dci->qp->qp_num,
-                      strerror(ret));
+                      dcx_dev_name(iface->dev), dci->qp->qp_num, strerror(ret));
             dci->flags |= UCT_DCX_DCI_FLAG_BROKEN;
-            dci->avail  = 0;
+            dci->avail = 0;
             return;
         }
     }
@@ -362,16 +362,15 @@ uct_dcx_dci_drained_slow(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci)
  * (shared policy, control DCI), nor for one its owner keeps (flagged when
  * it first drained) while nobody waits for a DCI: the common case of
  * back-to-back sends costs a flag test. */
-static UCS_F_ALWAYS_INLINE void
-uct_dcx_dci_drained(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci)
+static UCS_F_ALWAYS_INLINE void uct_dcx_dci_drained(uct_dcx_iface_t *iface,
+                                                    uct_dcx_dci_t *dci)
 {
-    uint8_t flags = dci->flags & (UCT_DCX_DCI_FLAG_BUSY |
-                                  UCT_DCX_DCI_FLAG_KEPT |
-                                  UCT_DCX_DCI_FLAG_CANCEL);
+    uint8_t flags = dci->flags &
+                    (UCT_DCX_DCI_FLAG_BUSY | UCT_DCX_DCI_FLAG_KEPT |
+                     UCT_DCX_DCI_FLAG_CANCEL);
 
-    if (ucs_likely(((flags == 0) ||
-                    (flags == (UCT_DCX_DCI_FLAG_BUSY |
-                               UCT_DCX_DCI_FLAG_KEPT))) &&
+    if (ucs_likely(((flags == 0) || (flags == (UCT_DCX_DCI_FLAG_BUSY |
+                                               UCT_DCX_DCI_FLAG_KEPT))) &&
                    (iface->dci_waiters == 0))) {
         return;
     }
@@ -486,8 +485,8 @@ ucs_status_t uct_dcx_dci_add_comp(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci,
  * release only their own buffers when their WRs complete.  Returns whether
  * a WR of ep in flight on dci accesses the user's memory.
  */
-uint64_t uct_dcx_dci_ep_user_mem_sn(uct_dcx_iface_t *iface,
-                                    uct_dcx_dci_t *dci, uct_dcx_ep_t *ep)
+uint64_t uct_dcx_dci_ep_user_mem_sn(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci,
+                                    uct_dcx_ep_t *ep)
 {
     uint64_t sn, last = 0;
 
@@ -517,7 +516,8 @@ int uct_dcx_dci_take_ep_comps(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci,
              * a bare op of its own (it may post, and change dci->ops) */
             if (uct_dcx_comps_push(iface, comps, op->comp) != UCS_OK) {
                 ucs_error("dcx: out of memory completing the operations of "
-                          "ep %p", ep);
+                          "ep %p",
+                          ep);
                 continue;
             }
         }

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * dcx transport: state and counters of the DCI pool of one interface, the
  * DCI an endpoint holds, and the interface's receive buffers.  Plain C, no UCX internals, so that tests and
@@ -14,19 +15,19 @@ extern "C" {
 #endif
 
 typedef struct dcx_dci_stats {
-    uint64_t  gets;        /* DCIs taken from the free stack by an ep */
-    uint64_t  take_backs;  /* idle DCIs kept by an ep, taken for another */
-    uint64_t  releases;    /* DCIs given back to the free stack */
-    uint64_t  refusals;    /* an ep asked for a DCI and none was free */
-    uint64_t  drains;      /* signalled no-ops posted so that a DCI's
+    uint64_t gets;       /* DCIs taken from the free stack by an ep */
+    uint64_t take_backs; /* idle DCIs kept by an ep, taken for another */
+    uint64_t releases;   /* DCIs given back to the free stack */
+    uint64_t refusals;   /* an ep asked for a DCI and none was free */
+    uint64_t drains;     /* signalled no-ops posted so that a DCI's
                               unsignalled last WRs report (it had to go
                               back to the pool, or their send buffers
                               were needed) */
-    uint32_t  num_dci;     /* data DCIs in the pool */
-    uint32_t  free;        /* on the free stack now */
-    uint32_t  kept;        /* flagged as kept by their owner (dci_kept) */
-    uint32_t  waiters;     /* eps refused a DCI, still waiting */
-    uint32_t  sig_period;  /* a completion requested every this many WRs
+    uint32_t num_dci;    /* data DCIs in the pool */
+    uint32_t free;       /* on the free stack now */
+    uint32_t kept;       /* flagged as kept by their owner (dci_kept) */
+    uint32_t waiters;    /* eps refused a DCI, still waiting */
+    uint32_t sig_period; /* a completion requested every this many WRs
                               now (1 while eps wait for a DCI) */
 } dcx_dci_stats_t;
 
@@ -36,11 +37,11 @@ int dcx_dci_iface_stats(uct_iface_h iface, dcx_dci_stats_t *stats);
 
 /* The receive side: buffers posted to the SRQ and their reposting */
 typedef struct dcx_rx_stats {
-    uint64_t  reposts;     /* calls that posted receive buffers */
-    uint64_t  reposted;    /* receive buffers they posted */
-    uint32_t  posted;      /* posted now */
-    uint32_t  target;      /* the goal (grows with the load) */
-    uint32_t  batch;       /* reposted once this many are missing */
+    uint64_t reposts;  /* calls that posted receive buffers */
+    uint64_t reposted; /* receive buffers they posted */
+    uint32_t posted;   /* posted now */
+    uint32_t target;   /* the goal (grows with the load) */
+    uint32_t batch;    /* reposted once this many are missing */
 } dcx_rx_stats_t;
 
 /* Fills *stats for a dcx interface.  Returns 0, or -1 if iface is not a dcx
@@ -51,9 +52,9 @@ int dcx_rx_iface_stats(uct_iface_h iface, dcx_rx_stats_t *stats);
  * and how many of those went through a send buffer (the rest were inline
  * sends from the stack). */
 typedef struct dcx_fc_stats {
-    uint64_t  reqs_sent;
-    uint64_t  grants_sent;
-    uint64_t  bufs_sent;
+    uint64_t reqs_sent;
+    uint64_t grants_sent;
+    uint64_t bufs_sent;
 } dcx_fc_stats_t;
 
 /* Fills *stats for a dcx interface.  Returns 0, or -1 if iface is not a dcx

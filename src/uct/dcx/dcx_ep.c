@@ -1,9 +1,10 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * dcx transport: endpoints and their operations (the zero-copy ones are in
  * dcx_ep_zcopy.c).
  */
 #ifdef HAVE_CONFIG_H
-#  include "config.h"
+#include "config.h"
 #endif
 
 #include "dcx_ep.inl"
@@ -17,8 +18,8 @@
  * Argument checks (each bad input: one log line and a status)
  * ------------------------------------------------------------------------- */
 
-UCS_F_NOINLINE ucs_status_t
-uct_dcx_bad_length(const char *op, size_t length, size_t max)
+UCS_F_NOINLINE ucs_status_t uct_dcx_bad_length(const char *op, size_t length,
+                                               size_t max)
 {
     ucs_error("dcx: %s: length %zu exceeds the maximum %zu", op, length, max);
     return UCS_ERR_INVALID_PARAM;
@@ -31,22 +32,21 @@ UCS_F_NOINLINE ucs_status_t uct_dcx_bad_am_id(unsigned id)
     return UCS_ERR_INVALID_PARAM;
 }
 
-UCS_F_NOINLINE ucs_status_t
-uct_dcx_bad_iovcnt(const char *op, size_t iovcnt, size_t max)
+UCS_F_NOINLINE ucs_status_t uct_dcx_bad_iovcnt(const char *op, size_t iovcnt,
+                                               size_t max)
 {
     ucs_error("dcx: %s: iov count %zu exceeds the maximum %zu", op, iovcnt,
               max);
     return UCS_ERR_INVALID_PARAM;
 }
 
-static UCS_F_NOINLINE ucs_status_t
-uct_dcx_bad_atomic(const char *op, unsigned opcode)
+static UCS_F_NOINLINE ucs_status_t uct_dcx_bad_atomic(const char *op,
+                                                      unsigned opcode)
 {
     ucs_error("dcx: %s: atomic operation %u is not supported by this device",
               op, opcode);
     return UCS_ERR_UNSUPPORTED;
 }
-
 
 
 /* ---------------------------------------------------------------------------
@@ -55,9 +55,11 @@ uct_dcx_bad_atomic(const char *op, unsigned opcode)
 
 /* An inline AM: sge[0] holds the NO_TAG TMH (sent to TM peers only),
  * sge[1] the AM id, the rest carry 'length' bytes */
-static UCS_F_ALWAYS_INLINE ucs_status_t
-uct_dcx_ep_am_inline(uct_dcx_ep_t *ep, const char *name, dcx_sge_t *sge,
-                     unsigned num_sge, size_t length)
+static UCS_F_ALWAYS_INLINE ucs_status_t uct_dcx_ep_am_inline(uct_dcx_ep_t *ep,
+                                                             const char *name,
+                                                             dcx_sge_t *sge,
+                                                             unsigned num_sge,
+                                                             size_t length)
 {
     uct_dcx_iface_t *iface = uct_dcx_ep_iface(ep);
     unsigned skip          = (ep->tmh_len == 0);
@@ -68,10 +70,10 @@ uct_dcx_ep_am_inline(uct_dcx_ep_t *ep, const char *name, dcx_sge_t *sge,
                      iface->config.max_inline)) {
         return uct_dcx_bad_length(name, length,
                                   iface->config.max_inline -
-                                  UCT_DCX_AM_HDR_LEN - DCX_TM_TMH_LEN);
+                                      UCT_DCX_AM_HDR_LEN - DCX_TM_TMH_LEN);
     }
     uct_dcx_sge_set(&sge[0], uct_dcx_tmh_no_tag, ep->tmh_len, 0);
-    sge     += skip;
+    sge += skip;
     num_sge -= skip;
 
     status = uct_dcx_ep_tx_begin(iface, ep, 1);
@@ -89,9 +91,9 @@ uct_dcx_ep_am_inline(uct_dcx_ep_t *ep, const char *name, dcx_sge_t *sge,
  * (its last tmh_len bytes: all of it to a TM peer, none otherwise), the AM
  * id and the 8-byte header */
 typedef struct UCS_S_PACKED uct_dcx_am_short_hdr {
-    uint8_t   tmh[DCX_TM_TMH_LEN];
-    uint8_t   am_id;
-    uint64_t  hdr;
+    uint8_t tmh[DCX_TM_TMH_LEN];
+    uint8_t am_id;
+    uint64_t hdr;
 } uct_dcx_am_short_hdr_t;
 
 ucs_status_t uct_dcx_ep_am_short(uct_ep_h tl_ep, uint8_t id, uint64_t hdr,
@@ -112,7 +114,7 @@ ucs_status_t uct_dcx_ep_am_short(uct_ep_h tl_ep, uint8_t id, uint64_t hdr,
                      iface->config.max_inline)) {
         return uct_dcx_bad_length("am_short", length + sizeof(hdr),
                                   iface->config.max_inline -
-                                  UCT_DCX_AM_HDR_LEN - DCX_TM_TMH_LEN);
+                                      UCT_DCX_AM_HDR_LEN - DCX_TM_TMH_LEN);
     }
 
     status = uct_dcx_ep_tx_begin(iface, ep, 1);
@@ -140,9 +142,9 @@ ucs_status_t uct_dcx_ep_am_short(uct_ep_h tl_ep, uint8_t id, uint64_t hdr,
 ucs_status_t uct_dcx_ep_am_short_iov(uct_ep_h tl_ep, uint8_t id,
                                      const uct_iov_t *iov, size_t iovcnt)
 {
-    uct_dcx_ep_t *ep        = ucs_derived_of(tl_ep, uct_dcx_ep_t);
-    uct_dcx_iface_t *iface  = uct_dcx_ep_iface(ep);
-    uint8_t am_id           = id;
+    uct_dcx_ep_t *ep       = ucs_derived_of(tl_ep, uct_dcx_ep_t);
+    uct_dcx_iface_t *iface = uct_dcx_ep_iface(ep);
+    uint8_t am_id          = id;
     dcx_sge_t sge[UCT_DCX_MAX_SGE];
     unsigned num_sge, k, count;
     size_t i, length;
@@ -161,11 +163,12 @@ ucs_status_t uct_dcx_ep_am_short_iov(uct_ep_h tl_ep, uint8_t id,
     for (i = 0; i < iovcnt; ++i) {
         /* a strided entry: one inline sge per element */
         count = ((iov[i].count > 1) && (iov[i].stride != iov[i].length)) ?
-                iov[i].count : 1;
+                    iov[i].count :
+                    1;
         if (ucs_unlikely(num_sge + count > iface->config.max_sge)) {
             ucs_error("dcx: am_short_iov: iov[%zu] of %u elements: more "
-                      "than the %u pieces of an inline send", i,
-                      iov[i].count, iface->config.max_sge - 2);
+                      "than the %u pieces of an inline send",
+                      i, iov[i].count, iface->config.max_sge - 2);
             return UCS_ERR_EXCEEDS_LIMIT;
         }
         if (count == 1) {
@@ -189,8 +192,8 @@ ssize_t uct_dcx_ep_am_bcopy(uct_ep_h tl_ep, uint8_t id,
                             uct_pack_callback_t pack_cb, void *arg,
                             unsigned flags)
 {
-    uct_dcx_ep_t *ep        = ucs_derived_of(tl_ep, uct_dcx_ep_t);
-    uct_dcx_iface_t *iface  = uct_dcx_ep_iface(ep);
+    uct_dcx_ep_t *ep       = ucs_derived_of(tl_ep, uct_dcx_ep_t);
+    uct_dcx_iface_t *iface = uct_dcx_ep_iface(ep);
     uct_dcx_send_desc_t *desc;
     dcx_send_wr_t wr;
     dcx_sge_t sge;
@@ -202,17 +205,17 @@ ssize_t uct_dcx_ep_am_bcopy(uct_ep_h tl_ep, uint8_t id,
         return uct_dcx_bad_am_id(id);
     }
 
-    status = uct_dcx_ep_desc_begin(iface, ep, 1, uct_dcx_op_release_desc,
-                                   NULL, &desc);
+    status = uct_dcx_ep_desc_begin(iface, ep, 1, uct_dcx_op_release_desc, NULL,
+                                   &desc);
     if (ucs_unlikely(status != UCS_OK)) {
         return uct_dcx_ep_bcopy_refused(iface, status, pack_cb, arg);
     }
 
     data = uct_dcx_desc_data(desc);
     memset(data, 0, ep->tmh_len); /* TMH of opcode NO_TAG */
-    data         += ep->tmh_len;
-    data[0]       = id;
-    length        = pack_cb(data + UCT_DCX_AM_HDR_LEN, arg);
+    data += ep->tmh_len;
+    data[0] = id;
+    length  = pack_cb(data + UCT_DCX_AM_HDR_LEN, arg);
     ucs_assertv(length <= iface->config.seg_size - UCT_DCX_AM_HDR_LEN,
                 "am_bcopy packed %zu bytes, max %zu", length,
                 iface->config.seg_size - UCT_DCX_AM_HDR_LEN);
@@ -230,7 +233,6 @@ ssize_t uct_dcx_ep_am_bcopy(uct_ep_h tl_ep, uint8_t id,
 }
 
 
-
 /* ---------------------------------------------------------------------------
  * RMA
  * ------------------------------------------------------------------------- */
@@ -239,8 +241,8 @@ ucs_status_t uct_dcx_ep_put_short(uct_ep_h tl_ep, const void *buffer,
                                   unsigned length, uint64_t remote_addr,
                                   uct_rkey_t rkey)
 {
-    uct_dcx_ep_t *ep        = ucs_derived_of(tl_ep, uct_dcx_ep_t);
-    uct_dcx_iface_t *iface  = uct_dcx_ep_iface(ep);
+    uct_dcx_ep_t *ep       = ucs_derived_of(tl_ep, uct_dcx_ep_t);
+    uct_dcx_iface_t *iface = uct_dcx_ep_iface(ep);
     dcx_send_wr_t wr;
     dcx_sge_t sge;
     ucs_status_t status;
@@ -281,21 +283,21 @@ uct_dcx_ep_rma_bcopy(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep,
 ssize_t uct_dcx_ep_put_bcopy(uct_ep_h tl_ep, uct_pack_callback_t pack_cb,
                              void *arg, uint64_t remote_addr, uct_rkey_t rkey)
 {
-    uct_dcx_ep_t *ep        = ucs_derived_of(tl_ep, uct_dcx_ep_t);
-    uct_dcx_iface_t *iface  = uct_dcx_ep_iface(ep);
+    uct_dcx_ep_t *ep       = ucs_derived_of(tl_ep, uct_dcx_ep_t);
+    uct_dcx_iface_t *iface = uct_dcx_ep_iface(ep);
     uct_dcx_send_desc_t *desc;
     ucs_status_t status;
     size_t length;
 
-    status = uct_dcx_ep_desc_begin(iface, ep, 0, uct_dcx_op_release_desc,
-                                   NULL, &desc);
+    status = uct_dcx_ep_desc_begin(iface, ep, 0, uct_dcx_op_release_desc, NULL,
+                                   &desc);
     if (ucs_unlikely(status != UCS_OK)) {
         return uct_dcx_ep_bcopy_refused(iface, status, pack_cb, arg);
     }
 
     length = pack_cb(uct_dcx_desc_data(desc), arg);
-    status = uct_dcx_ep_rma_bcopy(iface, ep, desc, DCX_WR_RDMA_WRITE, 0,
-                                  length, remote_addr, rkey);
+    status = uct_dcx_ep_rma_bcopy(iface, ep, desc, DCX_WR_RDMA_WRITE, 0, length,
+                                  remote_addr, rkey);
     if (ucs_unlikely(status != UCS_OK)) {
         return status;
     }
@@ -321,16 +323,16 @@ static void uct_dcx_copy_result_done(uct_dcx_iface_t *iface, uct_dcx_op_t *op,
  * with the data in the buffer, which a READ from a peer can only do by
  * waiting for the device inside the call.  A caller that asks anyway is
  * refused, its buffer untouched. */
-ucs_status_t uct_dcx_ep_get_short(uct_ep_h tl_ep, void *buffer,
-                                  unsigned length, uint64_t remote_addr,
-                                  uct_rkey_t rkey)
+ucs_status_t uct_dcx_ep_get_short(uct_ep_h tl_ep, void *buffer, unsigned length,
+                                  uint64_t remote_addr, uct_rkey_t rkey)
 {
-    uct_dcx_ep_t *ep        = ucs_derived_of(tl_ep, uct_dcx_ep_t);
-    uct_dcx_iface_t *iface  = uct_dcx_ep_iface(ep);
+    uct_dcx_ep_t *ep       = ucs_derived_of(tl_ep, uct_dcx_ep_t);
+    uct_dcx_iface_t *iface = uct_dcx_ep_iface(ep);
 
     ucs_error("dcx: %s: get_short of %u bytes: not supported (the interface "
               "does not advertise UCT_IFACE_FLAG_GET_SHORT; get_bcopy and "
-              "get_zcopy read)", dcx_dev_name(iface->dev), length);
+              "get_zcopy read)",
+              dcx_dev_name(iface->dev), length);
     return UCS_ERR_UNSUPPORTED;
 }
 
@@ -351,14 +353,13 @@ ucs_status_t uct_dcx_ep_get_bcopy(uct_ep_h tl_ep, uct_unpack_callback_t cb,
                                   uint64_t remote_addr, uct_rkey_t rkey,
                                   uct_completion_t *comp)
 {
-    uct_dcx_ep_t *ep        = ucs_derived_of(tl_ep, uct_dcx_ep_t);
-    uct_dcx_iface_t *iface  = uct_dcx_ep_iface(ep);
+    uct_dcx_ep_t *ep       = ucs_derived_of(tl_ep, uct_dcx_ep_t);
+    uct_dcx_iface_t *iface = uct_dcx_ep_iface(ep);
     uct_dcx_send_desc_t *desc;
     ucs_status_t status;
 
     if (ucs_unlikely(length > iface->config.seg_size)) {
-        return uct_dcx_bad_length("get_bcopy", length,
-                                  iface->config.seg_size);
+        return uct_dcx_bad_length("get_bcopy", length, iface->config.seg_size);
     }
 
     status = uct_dcx_ep_desc_begin(iface, ep, 0, uct_dcx_get_bcopy_done, comp,
@@ -367,9 +368,9 @@ ucs_status_t uct_dcx_ep_get_bcopy(uct_ep_h tl_ep, uct_unpack_callback_t cb,
         return uct_dcx_ep_tx_refused(ep, status, comp, UCS_INPROGRESS);
     }
 
-    desc->length        = length;
-    desc->u.unpack.cb   = cb;
-    desc->u.unpack.arg  = arg;
+    desc->length       = length;
+    desc->u.unpack.cb  = cb;
+    desc->u.unpack.arg = arg;
     status = uct_dcx_ep_rma_bcopy(iface, ep, desc, DCX_WR_RDMA_READ, 1, length,
                                   remote_addr, rkey);
     if (ucs_unlikely(status != UCS_OK)) {
@@ -391,8 +392,8 @@ static UCS_F_ALWAYS_INLINE ucs_status_t
 uct_dcx_atomic_wr(uct_dcx_iface_t *iface, dcx_send_wr_t *wr, unsigned opcode,
                   uint64_t value, uint64_t compare, unsigned size)
 {
-    uint32_t flags   = iface->caps->atomic_flags;
-    uint64_t all     = (size == 8) ? UINT64_MAX : UINT32_MAX;
+    uint32_t flags        = iface->caps->atomic_flags;
+    uint64_t all          = (size == 8) ? UINT64_MAX : UINT32_MAX;
     uint32_t masked_fadd  = (size == 8) ? DCX_ATOMIC_MASKED_FADD64 :
                                           DCX_ATOMIC_MASKED_FADD32;
     uint32_t masked_cswap = (size == 8) ? DCX_ATOMIC_MASKED_CSWAP64 :
@@ -479,8 +480,7 @@ uct_dcx_atomic_wr(uct_dcx_iface_t *iface, dcx_send_wr_t *wr, unsigned opcode,
 static UCS_F_ALWAYS_INLINE ucs_status_t
 uct_dcx_ep_atomic(uct_dcx_ep_t *ep, unsigned opcode, uint64_t value,
                   uint64_t compare, unsigned size, void *result,
-                  uint64_t remote_addr, uct_rkey_t rkey,
-                  uct_completion_t *comp)
+                  uint64_t remote_addr, uct_rkey_t rkey, uct_completion_t *comp)
 {
     uct_dcx_iface_t *iface    = uct_dcx_ep_iface(ep);
     uct_dcx_send_desc_t *desc = NULL;
@@ -531,18 +531,18 @@ ucs_status_t uct_dcx_ep_atomic32_post(uct_ep_h tl_ep, unsigned opcode,
                                       uint32_t value, uint64_t remote_addr,
                                       uct_rkey_t rkey)
 {
-    return uct_dcx_ep_atomic(ucs_derived_of(tl_ep, uct_dcx_ep_t), opcode,
-                             value, 0, sizeof(uint32_t), NULL, remote_addr,
-                             rkey, NULL);
+    return uct_dcx_ep_atomic(ucs_derived_of(tl_ep, uct_dcx_ep_t), opcode, value,
+                             0, sizeof(uint32_t), NULL, remote_addr, rkey,
+                             NULL);
 }
 
 ucs_status_t uct_dcx_ep_atomic64_post(uct_ep_h tl_ep, unsigned opcode,
                                       uint64_t value, uint64_t remote_addr,
                                       uct_rkey_t rkey)
 {
-    return uct_dcx_ep_atomic(ucs_derived_of(tl_ep, uct_dcx_ep_t), opcode,
-                             value, 0, sizeof(uint64_t), NULL, remote_addr,
-                             rkey, NULL);
+    return uct_dcx_ep_atomic(ucs_derived_of(tl_ep, uct_dcx_ep_t), opcode, value,
+                             0, sizeof(uint64_t), NULL, remote_addr, rkey,
+                             NULL);
 }
 
 ucs_status_t uct_dcx_ep_atomic32_fetch(uct_ep_h tl_ep, uct_atomic_op_t opcode,
@@ -550,9 +550,9 @@ ucs_status_t uct_dcx_ep_atomic32_fetch(uct_ep_h tl_ep, uct_atomic_op_t opcode,
                                        uint64_t remote_addr, uct_rkey_t rkey,
                                        uct_completion_t *comp)
 {
-    return uct_dcx_ep_atomic(ucs_derived_of(tl_ep, uct_dcx_ep_t), opcode,
-                             value, 0, sizeof(uint32_t), result, remote_addr,
-                             rkey, comp);
+    return uct_dcx_ep_atomic(ucs_derived_of(tl_ep, uct_dcx_ep_t), opcode, value,
+                             0, sizeof(uint32_t), result, remote_addr, rkey,
+                             comp);
 }
 
 ucs_status_t uct_dcx_ep_atomic64_fetch(uct_ep_h tl_ep, uct_atomic_op_t opcode,
@@ -560,9 +560,9 @@ ucs_status_t uct_dcx_ep_atomic64_fetch(uct_ep_h tl_ep, uct_atomic_op_t opcode,
                                        uint64_t remote_addr, uct_rkey_t rkey,
                                        uct_completion_t *comp)
 {
-    return uct_dcx_ep_atomic(ucs_derived_of(tl_ep, uct_dcx_ep_t), opcode,
-                             value, 0, sizeof(uint64_t), result, remote_addr,
-                             rkey, comp);
+    return uct_dcx_ep_atomic(ucs_derived_of(tl_ep, uct_dcx_ep_t), opcode, value,
+                             0, sizeof(uint64_t), result, remote_addr, rkey,
+                             comp);
 }
 
 ucs_status_t uct_dcx_ep_atomic_cswap32(uct_ep_h tl_ep, uint32_t compare,
@@ -572,8 +572,7 @@ ucs_status_t uct_dcx_ep_atomic_cswap32(uct_ep_h tl_ep, uint32_t compare,
 {
     return uct_dcx_ep_atomic(ucs_derived_of(tl_ep, uct_dcx_ep_t),
                              UCT_ATOMIC_OP_CSWAP, swap, compare,
-                             sizeof(uint32_t), result, remote_addr, rkey,
-                             comp);
+                             sizeof(uint32_t), result, remote_addr, rkey, comp);
 }
 
 ucs_status_t uct_dcx_ep_atomic_cswap64(uct_ep_h tl_ep, uint64_t compare,
@@ -583,8 +582,7 @@ ucs_status_t uct_dcx_ep_atomic_cswap64(uct_ep_h tl_ep, uint64_t compare,
 {
     return uct_dcx_ep_atomic(ucs_derived_of(tl_ep, uct_dcx_ep_t),
                              UCT_ATOMIC_OP_CSWAP, swap, compare,
-                             sizeof(uint64_t), result, remote_addr, rkey,
-                             comp);
+                             sizeof(uint64_t), result, remote_addr, rkey, comp);
 }
 
 
@@ -601,14 +599,14 @@ static int uct_dcx_ep_is_flushed(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep)
 ucs_status_t uct_dcx_ep_flush(uct_ep_h tl_ep, unsigned flags,
                               uct_completion_t *comp)
 {
-    uct_dcx_ep_t *ep        = ucs_derived_of(tl_ep, uct_dcx_ep_t);
-    uct_dcx_iface_t *iface  = uct_dcx_ep_iface(ep);
+    uct_dcx_ep_t *ep       = ucs_derived_of(tl_ep, uct_dcx_ep_t);
+    uct_dcx_iface_t *iface = uct_dcx_ep_iface(ep);
     uct_dcx_dci_t *dci;
     dcx_dc_dest_t self;
     ucs_status_t status;
 
-    if (ucs_unlikely((ep->flags & (UCT_DCX_EP_FLAG_INVALIDATED |
-                                   UCT_DCX_EP_FLAG_FAILED)) ==
+    if (ucs_unlikely((ep->flags &
+                      (UCT_DCX_EP_FLAG_INVALIDATED | UCT_DCX_EP_FLAG_FAILED)) ==
                      UCT_DCX_EP_FLAG_INVALIDATED)) {
         /* invalidated, not yet reported: its operations (outstanding at
          * the call, or taken since, with a completion or without) end when
@@ -672,8 +670,8 @@ ucs_status_t uct_dcx_ep_flush(uct_ep_h tl_ep, unsigned flags,
 
 ucs_status_t uct_dcx_ep_fence(uct_ep_h tl_ep, unsigned flags)
 {
-    uct_dcx_ep_t *ep        = ucs_derived_of(tl_ep, uct_dcx_ep_t);
-    uct_dcx_iface_t *iface  = uct_dcx_ep_iface(ep);
+    uct_dcx_ep_t *ep       = ucs_derived_of(tl_ep, uct_dcx_ep_t);
+    uct_dcx_iface_t *iface = uct_dcx_ep_iface(ep);
 
     /* Without a DCI nothing of this ep is in flight: nothing to order */
     if (ep->dci != UCT_DCX_DCI_NONE) {
@@ -686,8 +684,8 @@ ucs_status_t uct_dcx_ep_fence(uct_ep_h tl_ep, unsigned flags)
 ucs_status_t uct_dcx_ep_check(uct_ep_h tl_ep, unsigned flags,
                               uct_completion_t *comp)
 {
-    uct_dcx_ep_t *ep        = ucs_derived_of(tl_ep, uct_dcx_ep_t);
-    uct_dcx_iface_t *iface  = uct_dcx_ep_iface(ep);
+    uct_dcx_ep_t *ep       = ucs_derived_of(tl_ep, uct_dcx_ep_t);
+    uct_dcx_iface_t *iface = uct_dcx_ep_iface(ep);
     dcx_dc_dest_t dest;
     ucs_status_t status;
 
@@ -704,8 +702,8 @@ ucs_status_t uct_dcx_ep_check(uct_ep_h tl_ep, unsigned flags,
      * failure reaches the error handler like any other */
     uct_dcx_ep_dest(ep, &dest);
     status = uct_dcx_dci_post_ctl(iface, &iface->dcis[iface->ctl_dci], ep,
-                                  &dest, UCT_DCX_CTL_NOP, NULL, 0,
-                                  ep->tmh_len, NULL);
+                                  &dest, UCT_DCX_CTL_NOP, NULL, 0, ep->tmh_len,
+                                  NULL);
     return (status == UCS_ERR_NO_RESOURCE) ? UCS_OK : status;
 }
 
@@ -731,15 +729,15 @@ void uct_dcx_ep_handle_failure(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep,
     uct_dcx_ep_invalidate_fail_taken(ep, status);
     uct_dcx_tag_ep_gone(iface, ep, status);
     iface->policy->ep_detach(iface, ep);
-    ep->dci    = UCT_DCX_DCI_NONE;
+    ep->dci = UCT_DCX_DCI_NONE;
 
     err = uct_iface_handle_ep_err(&iface->super.super, &ep->super.super,
                                   status);
     if (err != UCS_OK) {
         ucs_log(uct_base_iface_failure_log_level(&iface->super, err, status),
                 "dcx: %s: endpoint %p to DCT 0x%x failed: %s (%s), and no "
-                "error handler took it", dcx_dev_name(iface->dev), ep,
-                dctn, ucs_status_string(status),
+                "error handler took it",
+                dcx_dev_name(iface->dev), ep, dctn, ucs_status_string(status),
                 dcx_wc_status_str(wc_status));
     }
 }
@@ -749,9 +747,10 @@ void uct_dcx_ep_handle_failure(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep,
  * Endpoint object
  * ------------------------------------------------------------------------- */
 
-static ucs_status_t
-uct_dcx_ep_parse_addr(uct_dcx_iface_t *iface, const uct_ep_params_t *params,
-                      dcx_ah_t **ah_p, uint32_t *dctn_p, uint8_t *tmh_len_p)
+static ucs_status_t uct_dcx_ep_parse_addr(uct_dcx_iface_t *iface,
+                                          const uct_ep_params_t *params,
+                                          dcx_ah_t **ah_p, uint32_t *dctn_p,
+                                          uint8_t *tmh_len_p)
 {
     const uct_dcx_dev_addr_t *dev_addr;
     const uct_dcx_iface_addr_t *iface_addr;
@@ -763,8 +762,8 @@ uct_dcx_ep_parse_addr(uct_dcx_iface_t *iface, const uct_ep_params_t *params,
         return UCS_ERR_INVALID_PARAM;
     }
 
-    dev_addr   = (const uct_dcx_dev_addr_t*)params->dev_addr;
-    iface_addr = (const uct_dcx_iface_addr_t*)params->iface_addr;
+    dev_addr   = (const uct_dcx_dev_addr_t *)params->dev_addr;
+    iface_addr = (const uct_dcx_iface_addr_t *)params->iface_addr;
     if ((iface_addr->magic != UCT_DCX_ADDR_MAGIC) ||
         (iface_addr->version != UCT_DCX_ADDR_VERSION) ||
         (dev_addr->len != iface->config.port_len)) {
@@ -778,8 +777,8 @@ uct_dcx_ep_parse_addr(uct_dcx_iface_t *iface, const uct_ep_params_t *params,
 
     *dctn_p = iface_addr->dctn[0] | ((uint32_t)iface_addr->dctn[1] << 8) |
               ((uint32_t)iface_addr->dctn[2] << 16);
-    *tmh_len_p = (iface_addr->flags & UCT_DCX_ADDR_FLAG_TM) ?
-                 DCX_TM_TMH_LEN : 0;
+    *tmh_len_p = (iface_addr->flags & UCT_DCX_ADDR_FLAG_TM) ? DCX_TM_TMH_LEN :
+                                                              0;
     return uct_dcx_iface_peer_ah(iface, dev_addr->port, dev_addr->len, ah_p);
 }
 
@@ -803,17 +802,16 @@ UCS_CLASS_INIT_FUNC(uct_dcx_ep_t, const uct_ep_params_t *params)
         return status;
     }
 
-    self->flags       = 0;
-    self->fc_wnd      = iface->fc_wnd;
-    self->last_sn     = 0;
-    self->seq         = ++iface->next_ep_seq;
+    self->flags   = 0;
+    self->fc_wnd  = iface->fc_wnd;
+    self->last_sn = 0;
+    self->seq     = ++iface->next_ep_seq;
     uct_dcx_ep_pending_init(self);
     iface->num_eps++;
 
     iface->policy->ep_init(iface, self);
     ucs_debug("dcx: %s: ep %p to DCT 0x%x (policy %s, dci %d)",
-              dcx_dev_name(iface->dev), self, self->dctn,
-              iface->policy->name,
+              dcx_dev_name(iface->dev), self, self->dctn, iface->policy->name,
               (self->dci == UCT_DCX_DCI_NONE) ? -1 : (int)self->dci);
     return UCS_OK;
 }
@@ -842,5 +840,5 @@ UCS_CLASS_CLEANUP_FUNC(uct_dcx_ep_t)
 }
 
 UCS_CLASS_DEFINE(uct_dcx_ep_t, uct_base_ep_t);
-UCS_CLASS_DEFINE_NEW_FUNC(uct_dcx_ep_t, uct_ep_t, const uct_ep_params_t*);
+UCS_CLASS_DEFINE_NEW_FUNC(uct_dcx_ep_t, uct_ep_t, const uct_ep_params_t *);
 UCS_CLASS_DEFINE_DELETE_FUNC(uct_dcx_ep_t, uct_ep_t);

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * dcx transport: pieces the endpoint operations are built from, shared by
  * dcx_ep.c and dcx_ep_zcopy.c.
@@ -41,8 +42,8 @@ uct_dcx_wr_init_rma(dcx_send_wr_t *wr, uct_dcx_ep_t *ep, uint8_t opcode,
 
 /* The WR just posted by ep reads or writes the user's memory (zcopy): if
  * the ep goes away with it in flight, its DCI is stopped */
-static UCS_F_ALWAYS_INLINE void
-uct_dcx_ep_mark_user_mem(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep)
+static UCS_F_ALWAYS_INLINE void uct_dcx_ep_mark_user_mem(uct_dcx_iface_t *iface,
+                                                         uct_dcx_ep_t *ep)
 {
     uct_dcx_dci_t *dci = uct_dcx_ep_dci(iface, ep);
 
@@ -82,9 +83,11 @@ uct_dcx_ep_post_dci(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep,
 /* The same on ep's DCI, found here (callers that filled byte-sized fields
  * since tx_begin pass the DCI they took before: a byte store may alias
  * ep->dci, which the compiler then reads again) */
-static UCS_F_ALWAYS_INLINE ucs_status_t
-uct_dcx_ep_post(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep, dcx_send_wr_t *wr,
-                uct_dcx_op_t *op, int signal, int is_am)
+static UCS_F_ALWAYS_INLINE ucs_status_t uct_dcx_ep_post(uct_dcx_iface_t *iface,
+                                                        uct_dcx_ep_t *ep,
+                                                        dcx_send_wr_t *wr,
+                                                        uct_dcx_op_t *op,
+                                                        int signal, int is_am)
 {
     return uct_dcx_ep_post_dci(iface, ep, uct_dcx_ep_dci(iface, ep), wr, op,
                                signal, is_am);

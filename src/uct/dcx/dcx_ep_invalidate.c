@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * dcx transport: endpoint invalidation (uct_iface_internal_ops_t
  * .ep_invalidate, reached through uct_ep_invalidate()).
@@ -40,7 +41,7 @@
  * nothing more.
  */
 #ifdef HAVE_CONFIG_H
-#  include "config.h"
+#include "config.h"
 #endif
 
 #include "dcx.inl"
@@ -88,12 +89,12 @@ ucs_status_t uct_dcx_ep_invalidate(uct_ep_h tl_ep, unsigned flags)
 
     if (flags != 0) {
         ucs_error("dcx: %s: ep_invalidate: flags 0x%x not supported (none "
-                  "is defined)", dcx_dev_name(iface->dev), flags);
+                  "is defined)",
+                  dcx_dev_name(iface->dev), flags);
         return UCS_ERR_INVALID_PARAM;
     }
 
-    if (ep->flags &
-        (UCT_DCX_EP_FLAG_FAILED | UCT_DCX_EP_FLAG_INVALIDATED)) {
+    if (ep->flags & (UCT_DCX_EP_FLAG_FAILED | UCT_DCX_EP_FLAG_INVALIDATED)) {
         return UCS_OK; /* its failure is reported, or about to be */
     }
 
@@ -106,13 +107,13 @@ ucs_status_t uct_dcx_ep_invalidate(uct_ep_h tl_ep, unsigned flags)
 
     ucs_debug("dcx: %s: ep %p to DCT 0x%x invalidated",
               dcx_dev_name(iface->dev), ep, ep->dctn);
-    ext        = ep->ext;
+    ext = ep->ext;
     ep->flags |= UCT_DCX_EP_FLAG_INVALIDATED;
     iface->invalidated++;
     /* No quota: every send leaves the fast path for uct_dcx_ep_tx_slow(),
      * which refuses it for the flag (nothing gives quota back before the
      * flag is seen there) */
-    ep->quota  = 0;
+    ep->quota = 0;
 
     if ((ep->dci != UCT_DCX_DCI_NONE) &&
         uct_dcx_dci_take_ep_comps(iface, uct_dcx_ep_dci(iface, ep), ep,
@@ -169,11 +170,10 @@ ucs_status_t uct_dcx_ep_tx_sink(uct_dcx_ep_t *ep, uct_completion_t *comp,
 
     /* queued with the outstanding ones uct_dcx_dci_take_ep_comps() took:
      * completed with them when the failure is reported */
-    if (uct_dcx_comps_push(iface, &ep->ext->invalidate_comps, comp) !=
-        UCS_OK) {
+    if (uct_dcx_comps_push(iface, &ep->ext->invalidate_comps, comp) != UCS_OK) {
         ucs_error("dcx: %s: ep %p to DCT 0x%x (invalidated): out of memory "
-                  "taking an operation", dcx_dev_name(iface->dev), ep,
-                  ep->dctn);
+                  "taking an operation",
+                  dcx_dev_name(iface->dev), ep, ep->dctn);
         return UCS_ERR_NO_MEMORY;
     }
     return UCS_INPROGRESS;

@@ -1,9 +1,10 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * dcx transport: zero-copy endpoint operations (am_zcopy, put_zcopy,
  * get_zcopy).  Strided iov entries go to dcx_strided.c.
  */
 #ifdef HAVE_CONFIG_H
-#  include "config.h"
+#include "config.h"
 #endif
 
 #include "dcx_ep.inl"
@@ -38,17 +39,16 @@ uct_dcx_iov_to_sge(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep, const char *op,
     for (i = 0; i < iovcnt; ++i) {
         iov_len = uct_iov_get_length(&iov[i]);
         if (iov_len == 0) {
-            continue;   /* no memory is accessed: no memory handle needed */
+            continue; /* no memory is accessed: no memory handle needed */
         }
         if (ucs_unlikely((iov[i].count > 1) &&
                          (iov[i].stride != iov[i].length))) {
-            return uct_dcx_strided_iov(iface, ep, op, iov, iovcnt, flags,
-                                       sge, max_sge, num_sge_p, length_p,
-                                       use);
+            return uct_dcx_strided_iov(iface, ep, op, iov, iovcnt, flags, sge,
+                                       max_sge, num_sge_p, length_p, use);
         }
         if (ucs_unlikely(iov[i].memh == UCT_MEM_HANDLE_NULL)) {
-            ucs_error("dcx: %s: iov[%zu] of %zu bytes has no memory handle",
-                      op, i, iov_len);
+            ucs_error("dcx: %s: iov[%zu] of %zu bytes has no memory handle", op,
+                      i, iov_len);
             return UCS_ERR_INVALID_PARAM;
         }
         uct_dcx_sge_set(&sge[num_sge++], iov[i].buffer, iov_len,
@@ -60,13 +60,13 @@ uct_dcx_iov_to_sge(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep, const char *op,
     return UCS_OK;
 }
 
-ucs_status_t uct_dcx_ep_am_zcopy(uct_ep_h tl_ep, uint8_t id,
-                                 const void *header, unsigned header_length,
-                                 const uct_iov_t *iov, size_t iovcnt,
-                                 unsigned flags, uct_completion_t *comp)
+ucs_status_t uct_dcx_ep_am_zcopy(uct_ep_h tl_ep, uint8_t id, const void *header,
+                                 unsigned header_length, const uct_iov_t *iov,
+                                 size_t iovcnt, unsigned flags,
+                                 uct_completion_t *comp)
 {
-    uct_dcx_ep_t *ep        = ucs_derived_of(tl_ep, uct_dcx_ep_t);
-    uct_dcx_iface_t *iface  = uct_dcx_ep_iface(ep);
+    uct_dcx_ep_t *ep       = ucs_derived_of(tl_ep, uct_dcx_ep_t);
+    uct_dcx_iface_t *iface = uct_dcx_ep_iface(ep);
     uct_dcx_send_desc_t *desc;
     dcx_sge_t sge[UCT_DCX_MAX_SGE];
     uct_dcx_strided_use_t use;
@@ -83,9 +83,9 @@ ucs_status_t uct_dcx_ep_am_zcopy(uct_ep_h tl_ep, uint8_t id,
         return uct_dcx_bad_length("am_zcopy header", header_length,
                                   UCT_DCX_AM_MAX_HDR);
     }
-    status = uct_dcx_iov_to_sge(iface, ep, "am_zcopy", iov, iovcnt, 0,
-                                sge + 1, iface->config.max_sge - 1, &num_sge,
-                                &length, &use);
+    status = uct_dcx_iov_to_sge(iface, ep, "am_zcopy", iov, iovcnt, 0, sge + 1,
+                                iface->config.max_sge - 1, &num_sge, &length,
+                                &use);
     if (ucs_unlikely(status != UCS_OK) && (status != UCT_DCX_TX_SINK)) {
         /* (UCT_DCX_TX_SINK, from a strided iov's key configured through
          * ep's DCI: the length is checked, then tx_begin answers it again) */
@@ -95,12 +95,11 @@ ucs_status_t uct_dcx_ep_am_zcopy(uct_ep_h tl_ep, uint8_t id,
                      iface->config.seg_size)) {
         uct_dcx_strided_abort(iface, &use);
         return uct_dcx_bad_length("am_zcopy", header_length + length,
-                                  iface->config.seg_size -
-                                  UCT_DCX_AM_HDR_LEN);
+                                  iface->config.seg_size - UCT_DCX_AM_HDR_LEN);
     }
 
-    status = uct_dcx_ep_desc_begin(iface, ep, 1, uct_dcx_op_release_desc,
-                                   comp, &desc);
+    status = uct_dcx_ep_desc_begin(iface, ep, 1, uct_dcx_op_release_desc, comp,
+                                   &desc);
     if (ucs_unlikely(status != UCS_OK)) {
         uct_dcx_strided_abort(iface, &use);
         return uct_dcx_ep_tx_refused(ep, status, comp, UCS_INPROGRESS);
@@ -111,8 +110,7 @@ ucs_status_t uct_dcx_ep_am_zcopy(uct_ep_h tl_ep, uint8_t id,
     memset(data, 0, ep->tmh_len); /* TMH of opcode NO_TAG */
     data[ep->tmh_len] = id;
     if (header_length > 0) { /* a header of 0 bytes may be NULL */
-        memcpy(data + ep->tmh_len + UCT_DCX_AM_HDR_LEN, header,
-               header_length);
+        memcpy(data + ep->tmh_len + UCT_DCX_AM_HDR_LEN, header, header_length);
     }
     uct_dcx_sge_set(&sge[0], data,
                     ep->tmh_len + UCT_DCX_AM_HDR_LEN + header_length,
@@ -142,9 +140,9 @@ uct_dcx_ep_rma_zcopy(uct_dcx_ep_t *ep, uint8_t opcode, const char *name,
                      const uct_iov_t *iov, size_t iovcnt, uint64_t remote_addr,
                      uct_rkey_t rkey, uct_completion_t *comp, size_t *len_p)
 {
-    uct_dcx_iface_t *iface  = uct_dcx_ep_iface(ep);
+    uct_dcx_iface_t *iface = uct_dcx_ep_iface(ep);
     dcx_sge_t sge[UCT_DCX_MAX_SGE];
-    uct_dcx_op_t *op        = NULL;
+    uct_dcx_op_t *op = NULL;
     uct_dcx_strided_use_t use;
     dcx_send_wr_t wr;
     ucs_status_t status;
@@ -152,8 +150,10 @@ uct_dcx_ep_rma_zcopy(uct_dcx_ep_t *ep, uint8_t opcode, const char *name,
 
     status = uct_dcx_iov_to_sge(iface, ep, name, iov, iovcnt,
                                 (opcode == DCX_WR_RDMA_READ) ?
-                                UCT_DCX_STRIDED_SCATTER : 0, sge,
-                                iface->config.max_sge, &num_sge, len_p, &use);
+                                    UCT_DCX_STRIDED_SCATTER :
+                                    0,
+                                sge, iface->config.max_sge, &num_sge, len_p,
+                                &use);
     if (ucs_unlikely(status != UCS_OK) && (status != UCT_DCX_TX_SINK)) {
         return status; /* (UCT_DCX_TX_SINK: as in am_zcopy) */
     }
@@ -177,8 +177,7 @@ uct_dcx_ep_rma_zcopy(uct_dcx_ep_t *ep, uint8_t opcode, const char *name,
         op->comp = comp;
     }
 
-    uct_dcx_wr_init_rma(&wr, ep, opcode, 0, sge, num_sge, remote_addr,
-                        rkey);
+    uct_dcx_wr_init_rma(&wr, ep, opcode, 0, sge, num_sge, remote_addr, rkey);
     status = uct_dcx_ep_post(iface, ep, &wr, op,
                              (op != NULL) || (use.op != NULL), 0);
     if (ucs_unlikely(status != UCS_OK)) {

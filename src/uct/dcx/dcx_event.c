@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * dcx transport: wake-up events.
  *
@@ -13,7 +14,7 @@
  * which let pending sends go, arrive as receives.
  */
 #ifdef HAVE_CONFIG_H
-#  include "config.h"
+#include "config.h"
 #endif
 
 #include "dcx.h"
@@ -26,7 +27,8 @@ static UCS_F_NOINLINE ucs_status_t
 uct_dcx_iface_no_events(uct_dcx_iface_t *iface, const char *what)
 {
     ucs_error("dcx: %s: %s: the device has no completion channels (no "
-              "UCT_IFACE_FLAG_EVENT_FD)", dcx_dev_name(iface->dev), what);
+              "UCT_IFACE_FLAG_EVENT_FD)",
+              dcx_dev_name(iface->dev), what);
     return UCS_ERR_UNSUPPORTED;
 }
 
@@ -53,8 +55,8 @@ static unsigned uct_dcx_iface_collect_events(uct_dcx_iface_t *iface)
     return count;
 }
 
-static ucs_status_t uct_dcx_iface_arm_cq(uct_dcx_iface_t *iface,
-                                         dcx_cq_t *cq, const char *name)
+static ucs_status_t uct_dcx_iface_arm_cq(uct_dcx_iface_t *iface, dcx_cq_t *cq,
+                                         const char *name)
 {
     int ret = dcx_cq_req_notify(cq);
 
@@ -77,7 +79,8 @@ ucs_status_t uct_dcx_iface_event_arm(uct_iface_h tl_iface, unsigned events)
     }
     if (events & ~known) {
         ucs_error("dcx: %s: event_arm: events 0x%x not supported (supported: "
-                  "0x%x)", dcx_dev_name(iface->dev), events & ~known, known);
+                  "0x%x)",
+                  dcx_dev_name(iface->dev), events & ~known, known);
         return UCS_ERR_INVALID_PARAM;
     }
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * dcx transport: flow control of the sender.  An endpoint may have fc_wnd
  * active messages unconsumed at its peer; with a quarter of the window left
@@ -15,7 +16,7 @@
  * request sent twice is never granted twice.
  */
 #ifdef HAVE_CONFIG_H
-#  include "config.h"
+#include "config.h"
 #endif
 
 #include "dcx.inl"
@@ -83,8 +84,8 @@ static ucs_status_t uct_dcx_ep_fc_post_req(uct_dcx_iface_t *iface,
 }
 
 /* exported (dcx_* names only) for tests and diagnostics */
-__attribute__((visibility("default")))
-int dcx_fc_iface_stats(uct_iface_h tl_iface, dcx_fc_stats_t *stats)
+__attribute__((visibility("default"))) int
+dcx_fc_iface_stats(uct_iface_h tl_iface, dcx_fc_stats_t *stats)
 {
     uct_dcx_iface_t *iface;
 
@@ -92,10 +93,10 @@ int dcx_fc_iface_stats(uct_iface_h tl_iface, dcx_fc_stats_t *stats)
         (tl_iface->ops.ep_put_short != uct_dcx_ep_put_short)) {
         return -1;
     }
-    iface                = ucs_derived_of(tl_iface, uct_dcx_iface_t);
-    stats->reqs_sent     = iface->fc_reqs_sent;
-    stats->grants_sent   = iface->fc_grants_sent;
-    stats->bufs_sent     = iface->fc_bufs_sent;
+    iface              = ucs_derived_of(tl_iface, uct_dcx_iface_t);
+    stats->reqs_sent   = iface->fc_reqs_sent;
+    stats->grants_sent = iface->fc_grants_sent;
+    stats->bufs_sent   = iface->fc_bufs_sent;
     return 0;
 }
 
@@ -119,7 +120,7 @@ ucs_status_t uct_dcx_ep_fc_request(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep)
 
     ext->fc_seq++;
     ext->fc_req_time = ucs_get_time();
-    ep->flags       |= UCT_DCX_EP_FLAG_FC_REQ_SENT;
+    ep->flags |= UCT_DCX_EP_FLAG_FC_REQ_SENT;
     if (ucs_list_is_empty(&iface->fc_waiters)) {
         iface->fc_next_check = ext->fc_req_time + iface->fc_req_timeout;
     }
@@ -152,7 +153,8 @@ void uct_dcx_ep_fc_grant(uct_dcx_iface_t *iface, uint64_t ep_id, uint8_t seq,
 
     if (it == kh_end(&iface->eps)) {
         ucs_debug("dcx: credit grant for endpoint id %" PRIu64 " which is "
-                  "gone", ep_id);
+                  "gone",
+                  ep_id);
         return;
     }
 
@@ -161,9 +163,8 @@ void uct_dcx_ep_fc_grant(uct_dcx_iface_t *iface, uint64_t ep_id, uint8_t seq,
         (seq != ep->ext->fc_seq)) {
         /* the answer to a request sent again since: the latest one's
          * grant brings the credits */
-        ucs_debug("dcx: ep %p: ignored grant %u (waiting for %u: %d)", ep,
-                  seq, ep->ext->fc_seq,
-                  !!(ep->flags & UCT_DCX_EP_FLAG_FC_REQ_SENT));
+        ucs_debug("dcx: ep %p: ignored grant %u (waiting for %u: %d)", ep, seq,
+                  ep->ext->fc_seq, !!(ep->flags & UCT_DCX_EP_FLAG_FC_REQ_SENT));
         return;
     }
 
@@ -179,8 +180,8 @@ void uct_dcx_ep_fc_grant(uct_dcx_iface_t *iface, uint64_t ep_id, uint8_t seq,
 void uct_dcx_ep_fc_release_held(uct_dcx_ep_t *ep)
 {
     if ((ep->ext != NULL) && (ep->ext->fc_held != 0)) {
-        ep->fc_wnd         += ep->ext->fc_held;
-        ep->ext->fc_held    = 0;
+        ep->fc_wnd += ep->ext->fc_held;
+        ep->ext->fc_held = 0;
     }
 }
 
@@ -201,14 +202,14 @@ static void uct_dcx_ep_fc_resend(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep,
         return;
     }
 
-    status = uct_dcx_ep_fc_post_req(iface, ep,
-                                    (uint8_t)(ep->ext->fc_seq + 1));
+    status = uct_dcx_ep_fc_post_req(iface, ep, (uint8_t)(ep->ext->fc_seq + 1));
     if (status != UCS_OK) {
         uct_dcx_ep_put_idle_dci(iface, ep);
         return;
     }
     ucs_debug("dcx: ep %p to DCT 0x%x: no grant for request %u, asked "
-              "again", ep, ep->dctn, ep->ext->fc_seq);
+              "again",
+              ep, ep->dctn, ep->ext->fc_seq);
     ep->ext->fc_seq++;
     ep->ext->fc_req_time = now;
 }
@@ -220,7 +221,7 @@ static unsigned uct_dcx_iface_fc_progress(void *arg)
     ucs_time_t now         = ucs_get_time();
     ucs_time_t next;
     uct_dcx_ep_ext_t *ext;
-    unsigned count         = 0;
+    unsigned count = 0;
 
     if (ucs_likely(now < iface->fc_next_check)) {
         return 0;
@@ -233,10 +234,10 @@ static unsigned uct_dcx_iface_fc_progress(void *arg)
             count++;
         }
         /* not sent again (no DCI): tried at the next tick */
-        next = ucs_min(next, ((now - ext->fc_req_time) >=
-                              iface->fc_req_timeout) ?
-                             now + ucs_time_from_msec(1) :
-                             ext->fc_req_time + iface->fc_req_timeout);
+        next = ucs_min(next,
+                       ((now - ext->fc_req_time) >= iface->fc_req_timeout) ?
+                           now + ucs_time_from_msec(1) :
+                           ext->fc_req_time + iface->fc_req_timeout);
     }
     iface->fc_next_check = next;
     return count;

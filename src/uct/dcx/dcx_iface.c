@@ -1,10 +1,11 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * dcx transport: the interface (DCT, SRQ, CQs, registered pools, flush,
  * attributes, configuration) and the registration of the "dcx" tl.  The
  * receive path and progress are in dcx_rx.c.
  */
 #ifdef HAVE_CONFIG_H
-#  include "config.h"
+#include "config.h"
 #endif
 
 #include "dcx.inl"
@@ -17,7 +18,6 @@
 #include <uct/base/uct_worker.h>
 #include <string.h>
 #include <stdlib.h>
-
 
 
 static ucs_config_field_t uct_dcx_iface_config_table[] = {
@@ -56,14 +56,16 @@ static ucs_config_field_t uct_dcx_iface_config_table[] = {
      "Send queue length of each DCI (work requests in flight). 2 .. 65535, at\n"
      "most what the device offers, and (NUM_DCI + 1) * TX_QUEUE_LEN at most the\n"
      "completions of one device CQ.",
-     ucs_offsetof(uct_dcx_iface_config_t, tx_queue_len), UCT_DCX_CONFIG_TYPE_COUNT},
+     ucs_offsetof(uct_dcx_iface_config_t, tx_queue_len),
+     UCT_DCX_CONFIG_TYPE_COUNT},
 
     {"RX_QUEUE_LEN", "512",
      "Receive buffers posted to the shared receive queue of the DCT, at most:\n"
      "64 are posted at open (FC_WND and a quarter when that is more), and more\n"
      "as the receive load needs them. 2 .. the device's receive queue and CQ\n"
      "sizes.",
-     ucs_offsetof(uct_dcx_iface_config_t, rx_queue_len), UCT_DCX_CONFIG_TYPE_COUNT},
+     ucs_offsetof(uct_dcx_iface_config_t, rx_queue_len),
+     UCT_DCX_CONFIG_TYPE_COUNT},
 
     {"SEG_SIZE", "8k",
      "Size of a send/receive buffer: the largest bcopy message, and the largest\n"
@@ -101,12 +103,14 @@ static ucs_config_field_t uct_dcx_iface_config_table[] = {
 
     {"RETRY_COUNT", "7",
      "Transport retries before a DCI reports the peer unreachable (0 .. 7).",
-     ucs_offsetof(uct_dcx_iface_config_t, retry_count), UCT_DCX_CONFIG_TYPE_COUNT},
+     ucs_offsetof(uct_dcx_iface_config_t, retry_count),
+     UCT_DCX_CONFIG_TYPE_COUNT},
 
     {"RNR_RETRY_COUNT", "7",
      "Retries when the peer has no receive buffer (0 .. 7; 7 = forever).\n"
      "Flow control normally keeps this from happening.",
-     ucs_offsetof(uct_dcx_iface_config_t, rnr_retry), UCT_DCX_CONFIG_TYPE_COUNT},
+     ucs_offsetof(uct_dcx_iface_config_t, rnr_retry),
+     UCT_DCX_CONFIG_TYPE_COUNT},
 
     {"RNR_TIMER", "1ms",
      "How long a sender waits before retrying a receiver-not-ready request\n"
@@ -122,7 +126,8 @@ static ucs_config_field_t uct_dcx_iface_config_table[] = {
      "must go back to the pool, and signal every work request while endpoints\n"
      "wait for a DCI. 0 .. 65535 (values above the send queue length mean every\n"
      "TX_QUEUE_LEN; 1 signals every work request).",
-     ucs_offsetof(uct_dcx_iface_config_t, sig_period), UCT_DCX_CONFIG_TYPE_COUNT},
+     ucs_offsetof(uct_dcx_iface_config_t, sig_period),
+     UCT_DCX_CONFIG_TYPE_COUNT},
 
     {"TX_MAX_BUFS", "inf",
      "Maximum number of registered send buffers (bcopy, fetch results, control\n"
@@ -136,8 +141,7 @@ static ucs_config_field_t uct_dcx_iface_config_table[] = {
      " try - where the device has it\n"
      " n   - never\n"
      "Interfaces with and without it talk to each other.",
-     ucs_offsetof(uct_dcx_iface_config_t, tm_enable),
-     UCS_CONFIG_TYPE_TERNARY},
+     ucs_offsetof(uct_dcx_iface_config_t, tm_enable), UCS_CONFIG_TYPE_TERNARY},
 
     {"TM_STATS_DIR", "",
      "Directory where each interface with tag matching keeps its counters\n"
@@ -172,8 +176,7 @@ static ucs_config_field_t uct_dcx_iface_config_table[] = {
      ucs_offsetof(uct_dcx_iface_config_t, strided_sge_max),
      UCT_DCX_CONFIG_TYPE_COUNT},
 
-    {NULL}
-};
+    {NULL}};
 
 
 /* ---------------------------------------------------------------------------
@@ -231,7 +234,8 @@ ucs_status_t uct_dcx_iface_peer_ah(uct_dcx_iface_t *iface, const uint8_t *addr,
     ret = dcx_ah_create(iface->pd, addr, len, &ah);
     if (ret != 0) {
         ucs_error("dcx: %s: cannot create an address handle for a peer "
-                  "port: %s", dcx_dev_name(iface->dev), strerror(ret));
+                  "port: %s",
+                  dcx_dev_name(iface->dev), strerror(ret));
         return UCS_ERR_INVALID_ADDR;
     }
 
@@ -327,7 +331,7 @@ static ucs_status_t uct_dcx_iface_get_device_address(uct_iface_h tl_iface,
                                                      uct_device_addr_t *addr)
 {
     uct_dcx_iface_t *iface    = ucs_derived_of(tl_iface, uct_dcx_iface_t);
-    uct_dcx_dev_addr_t *daddr = (uct_dcx_dev_addr_t*)addr;
+    uct_dcx_dev_addr_t *daddr = (uct_dcx_dev_addr_t *)addr;
 
     daddr->len = iface->config.port_len;
     memcpy(daddr->port, iface->config.port, iface->config.port_len);
@@ -338,7 +342,7 @@ static ucs_status_t uct_dcx_iface_get_address(uct_iface_h tl_iface,
                                               uct_iface_addr_t *addr)
 {
     uct_dcx_iface_t *iface      = ucs_derived_of(tl_iface, uct_dcx_iface_t);
-    uct_dcx_iface_addr_t *iaddr = (uct_dcx_iface_addr_t*)addr;
+    uct_dcx_iface_addr_t *iaddr = (uct_dcx_iface_addr_t *)addr;
 
     iaddr->magic   = UCT_DCX_ADDR_MAGIC;
     iaddr->version = UCT_DCX_ADDR_VERSION;
@@ -353,11 +357,9 @@ static int uct_dcx_iface_is_reachable(const uct_iface_h tl_iface,
                                       const uct_device_addr_t *dev_addr,
                                       const uct_iface_addr_t *iface_addr)
 {
-    uct_dcx_iface_t *iface             = ucs_derived_of(tl_iface,
-                                                        uct_dcx_iface_t);
-    const uct_dcx_dev_addr_t *daddr    = (const uct_dcx_dev_addr_t*)dev_addr;
-    const uct_dcx_iface_addr_t *iaddr  = (const uct_dcx_iface_addr_t*)
-                                         iface_addr;
+    uct_dcx_iface_t *iface          = ucs_derived_of(tl_iface, uct_dcx_iface_t);
+    const uct_dcx_dev_addr_t *daddr = (const uct_dcx_dev_addr_t *)dev_addr;
+    const uct_dcx_iface_addr_t *iaddr = (const uct_dcx_iface_addr_t *)iface_addr;
     char why[160];
 
     if ((daddr == NULL) || (iaddr == NULL)) {
@@ -367,14 +369,13 @@ static int uct_dcx_iface_is_reachable(const uct_iface_h tl_iface,
     if ((iaddr->magic != UCT_DCX_ADDR_MAGIC) ||
         (iaddr->version != UCT_DCX_ADDR_VERSION)) {
         ucs_debug("dcx: unreachable: not a dcx v%u interface address "
-                  "(magic 0x%x version %u)", UCT_DCX_ADDR_VERSION,
-                  iaddr->magic, iaddr->version);
+                  "(magic 0x%x version %u)",
+                  UCT_DCX_ADDR_VERSION, iaddr->magic, iaddr->version);
         return 0;
     }
     if (daddr->len != iface->config.port_len) {
         ucs_debug("dcx: unreachable: port address of %u bytes, %s uses %u",
-                  daddr->len, dcx_dev_name(iface->dev),
-                  iface->config.port_len);
+                  daddr->len, dcx_dev_name(iface->dev), iface->config.port_len);
         return 0;
     }
     /* what endpoint creation will check (fabric, user, host, link layer):
@@ -390,7 +391,7 @@ static int uct_dcx_iface_is_reachable(const uct_iface_h tl_iface,
 
 static void uct_dcx_iface_atomic_caps(uct_dcx_iface_t *iface)
 {
-    uint32_t f = iface->caps->atomic_flags;
+    uint32_t f   = iface->caps->atomic_flags;
     uint32_t a32 = 0, a64 = 0;
 
     if (f & DCX_ATOMIC_MASKED_FADD32) {
@@ -418,9 +419,9 @@ static void uct_dcx_iface_atomic_caps(uct_dcx_iface_t *iface)
     iface->config.atomic32_fetch = a32;
     iface->config.atomic64_fetch = a64;
     iface->config.atomic32_post  = a32 & ~(UCS_BIT(UCT_ATOMIC_OP_SWAP) |
-                                           UCS_BIT(UCT_ATOMIC_OP_CSWAP));
+                                          UCS_BIT(UCT_ATOMIC_OP_CSWAP));
     iface->config.atomic64_post  = a64 & ~(UCS_BIT(UCT_ATOMIC_OP_SWAP) |
-                                           UCS_BIT(UCT_ATOMIC_OP_CSWAP));
+                                          UCS_BIT(UCT_ATOMIC_OP_CSWAP));
 }
 
 static ucs_status_t uct_dcx_iface_query(uct_iface_h tl_iface,
@@ -433,21 +434,16 @@ static ucs_status_t uct_dcx_iface_query(uct_iface_h tl_iface,
 
     uct_base_iface_query(&iface->super, attr);
 
-    attr->device_addr_len = sizeof(uct_dcx_dev_addr_t) +
-                            iface->config.port_len;
+    attr->device_addr_len = sizeof(uct_dcx_dev_addr_t) + iface->config.port_len;
     attr->iface_addr_len  = sizeof(uct_dcx_iface_addr_t);
     attr->ep_addr_len     = 0;
     attr->max_conn_priv   = 0;
 
     attr->cap.flags = UCT_IFACE_FLAG_CONNECT_TO_IFACE |
-                      UCT_IFACE_FLAG_AM_BCOPY |
-                      UCT_IFACE_FLAG_AM_ZCOPY |
-                      UCT_IFACE_FLAG_PUT_BCOPY |
-                      UCT_IFACE_FLAG_PUT_ZCOPY |
-                      UCT_IFACE_FLAG_GET_BCOPY |
-                      UCT_IFACE_FLAG_GET_ZCOPY |
-                      UCT_IFACE_FLAG_PENDING |
-                      UCT_IFACE_FLAG_CB_SYNC |
+                      UCT_IFACE_FLAG_AM_BCOPY | UCT_IFACE_FLAG_AM_ZCOPY |
+                      UCT_IFACE_FLAG_PUT_BCOPY | UCT_IFACE_FLAG_PUT_ZCOPY |
+                      UCT_IFACE_FLAG_GET_BCOPY | UCT_IFACE_FLAG_GET_ZCOPY |
+                      UCT_IFACE_FLAG_PENDING | UCT_IFACE_FLAG_CB_SYNC |
                       UCT_IFACE_FLAG_EP_CHECK |
                       UCT_IFACE_FLAG_ERRHANDLE_PEER_FAILURE |
                       /* the device checks both sides of a zero-copy
@@ -459,8 +455,8 @@ static ucs_status_t uct_dcx_iface_query(uct_iface_h tl_iface,
      * UCP may mix with its software ones (docs/mpi-rma.md); a NIC's are not */
     if (iface->config.atomic64_fetch | iface->config.atomic32_fetch) {
         attr->cap.flags |= (caps->flags & DCX_CAP_ATOMIC_HOST) ?
-                           UCT_IFACE_FLAG_ATOMIC_CPU :
-                           UCT_IFACE_FLAG_ATOMIC_DEVICE;
+                               UCT_IFACE_FLAG_ATOMIC_CPU :
+                               UCT_IFACE_FLAG_ATOMIC_DEVICE;
     }
     /* wake-up: send completions (and flow control grants, which arrive as
      * receives) and receives make the channel's fd readable */
@@ -500,23 +496,21 @@ static ucs_status_t uct_dcx_iface_query(uct_iface_h tl_iface,
     attr->cap.get.align_mtu       = caps->mtu;
     attr->cap.get.max_iov         = iface->config.max_iov;
 
-    attr->cap.am.max_short        = (attr->cap.flags &
-                                     UCT_IFACE_FLAG_AM_SHORT) ?
-                                    ucs_min(max_inline -
-                                            DCX_TM_TMH_LEN, seg) -
-                                    UCT_DCX_AM_HDR_LEN : 0;
-    attr->cap.am.max_bcopy        = seg - UCT_DCX_AM_HDR_LEN;
-    attr->cap.am.min_zcopy        = 0;
-    attr->cap.am.max_zcopy        = seg - UCT_DCX_AM_HDR_LEN;
-    attr->cap.am.opt_zcopy_align  = UCS_SYS_PCI_MAX_PAYLOAD;
-    attr->cap.am.align_mtu        = caps->mtu;
-    attr->cap.am.max_hdr          = UCT_DCX_AM_MAX_HDR;
-    attr->cap.am.max_iov          = iface->config.max_iov;
+    attr->cap.am.max_short       = (attr->cap.flags & UCT_IFACE_FLAG_AM_SHORT) ?
+                                       ucs_min(max_inline - DCX_TM_TMH_LEN, seg) -
+                                     UCT_DCX_AM_HDR_LEN :
+                                       0;
+    attr->cap.am.max_bcopy       = seg - UCT_DCX_AM_HDR_LEN;
+    attr->cap.am.min_zcopy       = 0;
+    attr->cap.am.max_zcopy       = seg - UCT_DCX_AM_HDR_LEN;
+    attr->cap.am.opt_zcopy_align = UCS_SYS_PCI_MAX_PAYLOAD;
+    attr->cap.am.align_mtu       = caps->mtu;
+    attr->cap.am.max_hdr         = UCT_DCX_AM_MAX_HDR;
+    attr->cap.am.max_iov         = iface->config.max_iov;
 
     /* Model of the device in use: its one-way latency plus the cost of
      * looking up the DC destination, its bandwidth, and its posting cost */
-    attr->latency             = ucs_linear_func_make(caps->latency_ns * 1e-9,
-                                                     0);
+    attr->latency = ucs_linear_func_make(caps->latency_ns * 1e-9, 0);
     attr->bandwidth.dedicated = 0;
     attr->bandwidth.shared    = caps->bandwidth_Bps;
     attr->overhead            = caps->overhead_ns * 1e-9;
@@ -530,9 +524,9 @@ static ucs_status_t uct_dcx_iface_query(uct_iface_h tl_iface,
  * Interface object
  * ------------------------------------------------------------------------- */
 
-static ucs_status_t uct_dcx_iface_create_queues(uct_dcx_iface_t *iface,
-                                                const uct_dcx_iface_config_t
-                                                *cfg, int tag_used)
+static ucs_status_t
+uct_dcx_iface_create_queues(uct_dcx_iface_t *iface,
+                            const uct_dcx_iface_config_t *cfg, int tag_used)
 {
     const char *dev = dcx_dev_name(iface->dev);
     dcx_qp_attr_t dct_attr;
@@ -545,8 +539,8 @@ static ucs_status_t uct_dcx_iface_create_queues(uct_dcx_iface_t *iface,
     if (iface->caps->flags & DCX_CAP_CQ_EVENT) {
         ret = dcx_comp_channel_create(iface->dev, &iface->channel);
         if (ret != 0) {
-            ucs_error("dcx: %s: failed to create a completion channel: %s",
-                      dev, strerror(ret));
+            ucs_error("dcx: %s: failed to create a completion channel: %s", dev,
+                      strerror(ret));
             return UCS_ERR_IO_ERROR;
         }
     }
@@ -564,8 +558,7 @@ static ucs_status_t uct_dcx_iface_create_queues(uct_dcx_iface_t *iface,
         goto err_tx_cq;
     }
     rx_cqe = uct_dcx_iface_tm_rx_cqe(iface, tm, cfg->rx_queue_len);
-    ret = dcx_cq_create_ch(iface->dev, rx_cqe, iface->channel,
-                           &iface->rx_cq);
+    ret = dcx_cq_create_ch(iface->dev, rx_cqe, iface->channel, &iface->rx_cq);
     if (ret != 0) {
         ucs_error("dcx: %s: failed to create the receive CQ: %s", dev,
                   strerror(ret));
@@ -577,14 +570,14 @@ static ucs_status_t uct_dcx_iface_create_queues(uct_dcx_iface_t *iface,
     }
 
     memset(&dct_attr, 0, sizeof(dct_attr));
-    dct_attr.type          = DCX_QPT_DCT;
-    dct_attr.recv_cq       = iface->rx_cq;
-    dct_attr.srq           = iface->srq;
-    dct_attr.dc_key        = iface->config.dc_key;
-    dct_attr.access        = DCX_ACCESS_REMOTE_WRITE | DCX_ACCESS_REMOTE_READ |
-                             DCX_ACCESS_REMOTE_ATOMIC;
+    dct_attr.type    = DCX_QPT_DCT;
+    dct_attr.recv_cq = iface->rx_cq;
+    dct_attr.srq     = iface->srq;
+    dct_attr.dc_key  = iface->config.dc_key;
+    dct_attr.access  = DCX_ACCESS_REMOTE_WRITE | DCX_ACCESS_REMOTE_READ |
+                      DCX_ACCESS_REMOTE_ATOMIC;
     dct_attr.min_rnr_timer = iface->config.rnr_timer;
-    ret = dcx_qp_create(iface->pd, &dct_attr, &iface->dct);
+    ret                    = dcx_qp_create(iface->pd, &dct_attr, &iface->dct);
     if (ret != 0) {
         ucs_error("dcx: %s: failed to create the DCT: %s", dev, strerror(ret));
         goto err_srq;
@@ -637,21 +630,19 @@ static void uct_dcx_iface_destroy_queues(uct_dcx_iface_t *iface)
 }
 
 static uct_iface_internal_ops_t uct_dcx_iface_internal_ops = {
-    UCT_DCX_IFACE_INTERNAL_OPS_VERSIONED
-    .iface_estimate_perf = uct_base_iface_estimate_perf,
-    .iface_vfs_refresh   = (uct_iface_vfs_refresh_func_t)ucs_empty_function,
-    .ep_query            = UCT_DCX_OP_UNSUPPORTED(uct_ep_query_func_t),
-    .ep_invalidate       = UCT_DCX_EP_OP_INVALIDATE
-};
+    UCT_DCX_IFACE_INTERNAL_OPS_VERSIONED.iface_estimate_perf =
+        uct_base_iface_estimate_perf,
+    .iface_vfs_refresh = (uct_iface_vfs_refresh_func_t)ucs_empty_function,
+    .ep_query          = UCT_DCX_OP_UNSUPPORTED(uct_ep_query_func_t),
+    .ep_invalidate     = UCT_DCX_EP_OP_INVALIDATE};
 
-static UCS_CLASS_INIT_FUNC(uct_dcx_iface_t, uct_md_h tl_md,
-                           uct_worker_h worker,
+static UCS_CLASS_INIT_FUNC(uct_dcx_iface_t, uct_md_h tl_md, uct_worker_h worker,
                            const uct_iface_params_t *params,
                            const uct_iface_config_t *tl_config)
 {
-    uct_dcx_md_t *md                   = ucs_derived_of(tl_md, uct_dcx_md_t);
-    const uct_dcx_iface_config_t *cfg  = ucs_derived_of(tl_config,
-                                                        uct_dcx_iface_config_t);
+    uct_dcx_md_t *md                  = ucs_derived_of(tl_md, uct_dcx_md_t);
+    const uct_dcx_iface_config_t *cfg = ucs_derived_of(tl_config,
+                                                       uct_dcx_iface_config_t);
     char expected[UCT_DEVICE_NAME_MAX];
     ucs_status_t status;
     int ret;
@@ -675,13 +666,14 @@ static UCS_CLASS_INIT_FUNC(uct_dcx_iface_t, uct_md_h tl_md,
         return UCS_ERR_NO_DEVICE;
     }
 
-    UCS_CLASS_CALL_SUPER_INIT(uct_base_iface_t, &uct_dcx_iface_ops,
-                              &uct_dcx_iface_internal_ops, tl_md, worker,
-                              params, tl_config
-                              UCS_STATS_ARG((params->field_mask &
-                                             UCT_IFACE_PARAM_FIELD_STATS_ROOT) ?
-                                            params->stats_root : NULL)
-                              UCS_STATS_ARG(params->mode.device.dev_name));
+    UCS_CLASS_CALL_SUPER_INIT(
+        uct_base_iface_t, &uct_dcx_iface_ops, &uct_dcx_iface_internal_ops,
+        tl_md, worker, params,
+        tl_config UCS_STATS_ARG((params->field_mask &
+                                 UCT_IFACE_PARAM_FIELD_STATS_ROOT) ?
+                                    params->stats_root :
+                                    NULL)
+            UCS_STATS_ARG(params->mode.device.dev_name));
 
     self->dev  = md->dev;
     self->pd   = md->pd;
@@ -693,34 +685,33 @@ static UCS_CLASS_INIT_FUNC(uct_dcx_iface_t, uct_md_h tl_md,
         return status;
     }
 
-    self->policy              = &uct_dcx_policy_ops[cfg->policy];
-    self->config.seg_size     = cfg->seg_size;
-    self->config.quota        = cfg->quota;
-    self->config.dc_key       = cfg->dc_key;
-    self->config.timeout      = uct_dcx_timeout_exp_of(cfg->timeout);
-    self->config.retry_count  = cfg->retry_count;
-    self->config.rnr_retry    = cfg->rnr_retry;
-    self->config.rnr_timer    = uct_dcx_rnr_timer_of(cfg->rnr_timer);
+    self->policy             = &uct_dcx_policy_ops[cfg->policy];
+    self->config.seg_size    = cfg->seg_size;
+    self->config.quota       = cfg->quota;
+    self->config.dc_key      = cfg->dc_key;
+    self->config.timeout     = uct_dcx_timeout_exp_of(cfg->timeout);
+    self->config.retry_count = cfg->retry_count;
+    self->config.rnr_retry   = cfg->rnr_retry;
+    self->config.rnr_timer   = uct_dcx_rnr_timer_of(cfg->rnr_timer);
     /* am_short_iov: TMH, AM byte and the iovs */
-    self->config.max_iov      = ucs_min((uint32_t)UCT_DCX_MAX_IOV,
-                                        self->caps->max_sge - 2);
-    self->rx_tmh_len          = 0;
-    self->rx_queue_len        = cfg->rx_queue_len;
-    self->rx_posted           = 0;
-    uct_dcx_iface_set_rx_target(self,
-                                uct_dcx_rx_init_posted(cfg->rx_queue_len,
-                                                       cfg->fc_wnd));
-    self->rx_reposts          = 0;
-    self->rx_reposted         = 0;
-    self->fc_wnd              = cfg->fc_wnd;
-    self->fc_thresh           = cfg->fc_wnd / 4;
-    self->next_ep_id          = 0;
-    self->next_ep_seq         = 0;
-    self->num_eps             = 0;
-    self->peers               = NULL;
-    self->num_peers           = 0;
-    self->max_peers           = 0;
-    self->release_desc.cb     = uct_dcx_iface_release_desc;
+    self->config.max_iov     = ucs_min((uint32_t)UCT_DCX_MAX_IOV,
+                                       self->caps->max_sge - 2);
+    self->rx_tmh_len         = 0;
+    self->rx_queue_len       = cfg->rx_queue_len;
+    self->rx_posted          = 0;
+    uct_dcx_iface_set_rx_target(self, uct_dcx_rx_init_posted(cfg->rx_queue_len,
+                                                             cfg->fc_wnd));
+    self->rx_reposts      = 0;
+    self->rx_reposted     = 0;
+    self->fc_wnd          = cfg->fc_wnd;
+    self->fc_thresh       = cfg->fc_wnd / 4;
+    self->next_ep_id      = 0;
+    self->next_ep_seq     = 0;
+    self->num_eps         = 0;
+    self->peers           = NULL;
+    self->num_peers       = 0;
+    self->max_peers       = 0;
+    self->release_desc.cb = uct_dcx_iface_release_desc;
     ucs_list_head_init(&self->chunks);
     ucs_queue_head_init(&self->grant_q);
     uct_dcx_iface_fc_init(self, cfg);
@@ -731,8 +722,7 @@ static UCS_CLASS_INIT_FUNC(uct_dcx_iface_t, uct_md_h tl_md,
     uct_dcx_iface_atomic_caps(self);
 
     status = uct_dcx_iface_create_queues(self, cfg,
-                                         uct_dcx_iface_tag_params(self,
-                                                                  params,
+                                         uct_dcx_iface_tag_params(self, params,
                                                                   cfg));
     if (status != UCS_OK) {
         goto err;
@@ -743,7 +733,7 @@ static UCS_CLASS_INIT_FUNC(uct_dcx_iface_t, uct_md_h tl_md,
         goto err_queues;
     }
 
-    ret = posix_memalign((void**)&self->scratch, UCS_SYS_CACHE_LINE_SIZE,
+    ret = posix_memalign((void **)&self->scratch, UCS_SYS_CACHE_LINE_SIZE,
                          UCS_SYS_CACHE_LINE_SIZE);
     if (ret != 0) {
         ucs_error("dcx: failed to allocate the atomic scratch buffer");
@@ -777,17 +767,16 @@ static UCS_CLASS_INIT_FUNC(uct_dcx_iface_t, uct_md_h tl_md,
     uct_dcx_iface_post_recv(self);
     if (self->rx_posted < self->rx_target) {
         ucs_error("dcx: %s: posted only %u of %u receive buffers",
-                  dcx_dev_name(self->dev), self->rx_posted,
-                  self->rx_target);
+                  dcx_dev_name(self->dev), self->rx_posted, self->rx_target);
         status = UCS_ERR_NO_MEMORY;
         goto err_pool;
     }
 
     ucs_debug("dcx: %s: iface %p DCT 0x%x, %u DCIs x %u WRs, policy %s, "
-              "seg %zu, rx %u, fc window %d", dcx_dev_name(self->dev), self,
-              self->config.dctn, self->num_dci, self->sq_len,
-              self->policy->name, self->config.seg_size, self->rx_queue_len,
-              self->fc_wnd);
+              "seg %zu, rx %u, fc window %d",
+              dcx_dev_name(self->dev), self, self->config.dctn, self->num_dci,
+              self->sq_len, self->policy->name, self->config.seg_size,
+              self->rx_queue_len, self->fc_wnd);
     return UCS_OK;
 
 err_pool:
@@ -860,8 +849,8 @@ static UCS_CLASS_CLEANUP_FUNC(uct_dcx_iface_t)
 UCS_CLASS_DEFINE(uct_dcx_iface_t, uct_base_iface_t);
 static UCS_CLASS_DEFINE_DELETE_FUNC(uct_dcx_iface_t, uct_iface_t);
 static UCS_CLASS_DEFINE_NEW_FUNC(uct_dcx_iface_t, uct_iface_t, uct_md_h,
-                                 uct_worker_h, const uct_iface_params_t*,
-                                 const uct_iface_config_t*);
+                                 uct_worker_h, const uct_iface_params_t *,
+                                 const uct_iface_config_t *);
 
 
 uct_iface_ops_t uct_dcx_iface_ops = {
@@ -907,8 +896,7 @@ uct_iface_ops_t uct_dcx_iface_ops = {
     .iface_query              = uct_dcx_iface_query,
     .iface_get_device_address = uct_dcx_iface_get_device_address,
     .iface_get_address        = uct_dcx_iface_get_address,
-    .iface_is_reachable       = uct_dcx_iface_is_reachable
-};
+    .iface_is_reachable       = uct_dcx_iface_is_reachable};
 
 
 static ucs_status_t

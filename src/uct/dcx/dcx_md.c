@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * dcx memory domain: device listing from the MD configuration, device and
  * protection domain lifetime, memory registration (through UCX's
@@ -22,19 +23,19 @@
 /* What a registration allows.  Write access (local or remote) needs
  * writable memory, as with a real NIC, so memory that only peers read may be
  * read-only. */
-#define UCT_DCX_ACCESS_READ_ONLY  DCX_ACCESS_REMOTE_READ
-#define UCT_DCX_ACCESS_ALL \
+#define UCT_DCX_ACCESS_READ_ONLY DCX_ACCESS_REMOTE_READ
+#define UCT_DCX_ACCESS_ALL                              \
     (DCX_ACCESS_LOCAL_WRITE | DCX_ACCESS_REMOTE_WRITE | \
      DCX_ACCESS_REMOTE_READ | DCX_ACCESS_REMOTE_ATOMIC)
 
-#define UCT_DCX_UCT_WRITE_FLAGS \
+#define UCT_DCX_UCT_WRITE_FLAGS                                     \
     (UCT_MD_MEM_ACCESS_LOCAL_WRITE | UCT_MD_MEM_ACCESS_REMOTE_PUT | \
      UCT_MD_MEM_ACCESS_REMOTE_ATOMIC)
 
 /* An rcache region carries the memory handle the MD hands out. */
 typedef struct uct_dcx_rcache_region {
-    ucs_rcache_region_t  super;
-    uct_dcx_memh_t       memh;
+    ucs_rcache_region_t super;
+    uct_dcx_memh_t memh;
 } uct_dcx_rcache_region_t;
 
 
@@ -159,9 +160,8 @@ uint32_t uct_dcx_md_access_of(unsigned flags)
                              (flags & UCT_DCX_UCT_WRITE_FLAGS));
 }
 
-ucs_status_t uct_dcx_md_mr_reg(uct_dcx_md_t *md, void *address,
-                                      size_t length, uint32_t access,
-                                      dcx_mr_t **mr_p)
+ucs_status_t uct_dcx_md_mr_reg(uct_dcx_md_t *md, void *address, size_t length,
+                               uint32_t access, dcx_mr_t **mr_p)
 {
     int ret;
 
@@ -169,8 +169,7 @@ ucs_status_t uct_dcx_md_mr_reg(uct_dcx_md_t *md, void *address,
     if (ret != 0) {
         /* the device layer logged the failure as an error */
         ucs_debug("dcx md %s: registration of %p..%p failed: %s", md->name,
-                  address, UCS_PTR_BYTE_OFFSET(address, length),
-                  strerror(ret));
+                  address, UCS_PTR_BYTE_OFFSET(address, length), strerror(ret));
         return uct_dcx_status_from_errno(ret);
     }
 
@@ -192,14 +191,15 @@ void uct_dcx_md_mr_dereg(uct_dcx_md_t *md, dcx_mr_t *mr)
     ucs_trace("dcx md %s: deregistering lkey 0x%x", md->name, mr->lkey);
     ret = dcx_mr_dereg(mr);
     if (ret != 0) {
-        ucs_warn("dcx md %s: deregistration of lkey 0x%x failed: %s",
-                 md->name, mr->lkey, strerror(ret));
+        ucs_warn("dcx md %s: deregistration of lkey 0x%x failed: %s", md->name,
+                 mr->lkey, strerror(ret));
     }
 }
 
-static ucs_status_t
-uct_dcx_rcache_mem_reg_cb(void *context, ucs_rcache_t *rcache, void *arg,
-                          ucs_rcache_region_t *rregion, uint16_t rcache_flags)
+static ucs_status_t uct_dcx_rcache_mem_reg_cb(void *context,
+                                              ucs_rcache_t *rcache, void *arg,
+                                              ucs_rcache_region_t *rregion,
+                                              uint16_t rcache_flags)
 {
     uct_dcx_md_t *md                = context;
     uct_dcx_rcache_region_t *region = ucs_derived_of(rregion,
@@ -207,8 +207,9 @@ uct_dcx_rcache_mem_reg_cb(void *context, ucs_rcache_t *rcache, void *arg,
 
     /* the region's protection is the union of what its users asked for */
     region->memh.flags = UCT_DCX_MEMH_FLAG_RCACHE;
-    return uct_dcx_md_mr_reg(md, (void*)region->super.super.start,
-                             region->super.super.end - region->super.super.start,
+    return uct_dcx_md_mr_reg(md, (void *)region->super.super.start,
+                             region->super.super.end -
+                                 region->super.super.start,
                              uct_dcx_md_access(region->super.prot & PROT_WRITE),
                              &region->memh.mr);
 }
@@ -239,15 +240,12 @@ static void uct_dcx_rcache_dump_region_cb(void *context, ucs_rcache_t *rcache,
 }
 
 static ucs_rcache_ops_t uct_dcx_rcache_ops = {
-    UCT_DCX_RCACHE_OPS_VERSIONED
-    .mem_reg     = uct_dcx_rcache_mem_reg_cb,
-    .mem_dereg   = uct_dcx_rcache_mem_dereg_cb,
-    .dump_region = uct_dcx_rcache_dump_region_cb
-};
+    UCT_DCX_RCACHE_OPS_VERSIONED.mem_reg = uct_dcx_rcache_mem_reg_cb,
+    .mem_dereg                           = uct_dcx_rcache_mem_dereg_cb,
+    .dump_region                         = uct_dcx_rcache_dump_region_cb};
 
-ucs_status_t uct_dcx_mem_reg(uct_md_h uct_md, void *address,
-                                    size_t length, unsigned flags,
-                                    uct_mem_h *memh_p)
+ucs_status_t uct_dcx_mem_reg(uct_md_h uct_md, void *address, size_t length,
+                             unsigned flags, uct_mem_h *memh_p)
 {
     uct_dcx_md_t *md = ucs_derived_of(uct_md, uct_dcx_md_t);
     uint32_t access  = uct_dcx_md_access_of(flags);
@@ -257,18 +255,23 @@ ucs_status_t uct_dcx_mem_reg(uct_md_h uct_md, void *address,
     ucs_status_t status;
 
     if ((address == NULL) || (length == 0)) {
-        uct_md_log_mem_reg_error(flags, "dcx md %s: cannot register %p length "
-                                 "%zu", md->name, address, length);
+        uct_md_log_mem_reg_error(flags,
+                                 "dcx md %s: cannot register %p length "
+                                 "%zu",
+                                 md->name, address, length);
         return UCS_ERR_INVALID_PARAM;
     }
 
     if (md->rcache != NULL) {
         status = uct_dcx_rcache_get(md->rcache, address, length,
-                                writable ? (PROT_READ | PROT_WRITE) : PROT_READ,
-                                NULL, &rregion);
+                                    writable ? (PROT_READ | PROT_WRITE) :
+                                               PROT_READ,
+                                    NULL, &rregion);
         if (status != UCS_OK) {
-            uct_md_log_mem_reg_error(flags, "dcx md %s: registration of "
-                                     "%p..%p failed: %s", md->name, address,
+            uct_md_log_mem_reg_error(flags,
+                                     "dcx md %s: registration of "
+                                     "%p..%p failed: %s",
+                                     md->name, address,
                                      UCS_PTR_BYTE_OFFSET(address, length),
                                      ucs_status_string(status));
             return status;
@@ -280,8 +283,10 @@ ucs_status_t uct_dcx_mem_reg(uct_md_h uct_md, void *address,
 
     memh = ucs_malloc(sizeof(*memh), "dcx memh");
     if (memh == NULL) {
-        uct_md_log_mem_reg_error(flags, "dcx md %s: cannot allocate a memory "
-                                 "handle", md->name);
+        uct_md_log_mem_reg_error(flags,
+                                 "dcx md %s: cannot allocate a memory "
+                                 "handle",
+                                 md->name);
         return UCS_ERR_NO_MEMORY;
     }
 
@@ -296,8 +301,8 @@ ucs_status_t uct_dcx_mem_reg(uct_md_h uct_md, void *address,
     return UCS_OK;
 }
 
-static ucs_status_t
-uct_dcx_mem_dereg(uct_md_h uct_md, const uct_md_mem_dereg_params_t *params)
+static ucs_status_t uct_dcx_mem_dereg(uct_md_h uct_md,
+                                      const uct_md_mem_dereg_params_t *params)
 {
     uct_dcx_md_t *md = ucs_derived_of(uct_md, uct_dcx_md_t);
     uct_dcx_rcache_region_t *region;
@@ -317,7 +322,8 @@ uct_dcx_mem_dereg(uct_md_h uct_md, const uct_md_mem_dereg_params_t *params)
         /* a refusal of an unadvertised feature, not an error (as UCX's
          * memory domains do) */
         ucs_debug("dcx md %s: deregistration with invalidation is not "
-                  "supported (UCT_MD_FLAG_INVALIDATE is not set)", md->name);
+                  "supported (UCT_MD_FLAG_INVALIDATE is not set)",
+                  md->name);
         return UCS_ERR_UNSUPPORTED;
     }
 
@@ -327,7 +333,8 @@ uct_dcx_mem_dereg(uct_md_h uct_md, const uct_md_mem_dereg_params_t *params)
 
     if (memh->flags & UCT_DCX_MEMH_FLAG_ALLOC) {
         ucs_error("dcx md %s: memh %p is of memory this md allocated: "
-                  "release it with uct_md_mem_free()", md->name, memh);
+                  "release it with uct_md_mem_free()",
+                  md->name, memh);
         return UCS_ERR_INVALID_PARAM;
     }
 
@@ -349,22 +356,22 @@ uct_dcx_mem_dereg(uct_md_h uct_md, const uct_md_mem_dereg_params_t *params)
 
 ucs_status_t uct_dcx_md_query(uct_md_h uct_md, uct_md_attr_t *attr)
 {
-    uct_dcx_md_t *md            = ucs_derived_of(uct_md, uct_dcx_md_t);
-    const dcx_dev_caps_t *caps  = dcx_dev_caps(md->dev);
+    uct_dcx_md_t *md           = ucs_derived_of(uct_md, uct_dcx_md_t);
+    const dcx_dev_caps_t *caps = dcx_dev_caps(md->dev);
 
     /* zero-copy operations need the lkey of a registration, remote access
      * the rkey */
-    attr->cap.flags            = UCT_MD_FLAG_REG | UCT_MD_FLAG_NEED_MEMH |
-                                 UCT_MD_FLAG_NEED_RKEY;
-    attr->cap.max_alloc        = 0;
-    attr->cap.max_reg          = (caps->max_mr_size > SIZE_MAX) ?
-                                 SIZE_MAX : caps->max_mr_size;
-    attr->cap.reg_mem_types    = UCS_BIT(UCS_MEMORY_TYPE_HOST);
-    attr->cap.alloc_mem_types  = 0;
+    attr->cap.flags = UCT_MD_FLAG_REG | UCT_MD_FLAG_NEED_MEMH |
+                      UCT_MD_FLAG_NEED_RKEY;
+    attr->cap.max_alloc       = 0;
+    attr->cap.max_reg         = (caps->max_mr_size > SIZE_MAX) ? SIZE_MAX :
+                                                                 caps->max_mr_size;
+    attr->cap.reg_mem_types   = UCS_BIT(UCS_MEMORY_TYPE_HOST);
+    attr->cap.alloc_mem_types = 0;
     if (caps->flags & DCX_CAP_MEM_ALLOC) {
         /* host memory the device can hand peers directly (dcx_md_alloc.c);
          * one allocation is one registration */
-        attr->cap.flags          |= UCT_MD_FLAG_ALLOC;
+        attr->cap.flags |= UCT_MD_FLAG_ALLOC;
         attr->cap.max_alloc       = attr->cap.max_reg;
         attr->cap.alloc_mem_types = UCS_BIT(UCS_MEMORY_TYPE_HOST);
     }
@@ -397,17 +404,17 @@ static ucs_status_t uct_dcx_mem_advise(uct_md_h uct_md, uct_mem_h memh,
 }
 
 ucs_status_t uct_dcx_mem_query(uct_md_h uct_md, const void *address,
-                                      size_t length,
-                                      uct_md_mem_attr_t *mem_attr)
+                               size_t length, uct_md_mem_attr_t *mem_attr)
 {
     ucs_debug("dcx md %s: memory type detection is not supported",
               ucs_derived_of(uct_md, uct_dcx_md_t)->name);
     return UCS_ERR_UNSUPPORTED;
 }
 
-static ucs_status_t
-uct_dcx_detect_memory_type(uct_md_h uct_md, const void *address,
-                           size_t length, ucs_memory_type_t *mem_type_p)
+static ucs_status_t uct_dcx_detect_memory_type(uct_md_h uct_md,
+                                               const void *address,
+                                               size_t length,
+                                               ucs_memory_type_t *mem_type_p)
 {
     ucs_debug("dcx md %s: memory type detection is not supported",
               ucs_derived_of(uct_md, uct_dcx_md_t)->name);
@@ -474,14 +481,15 @@ static void uct_dcx_md_close(uct_md_h uct_md)
     }
 
     if (md->unmap_hook) {
-        ucm_unset_event_handler(UCM_EVENT_VM_UNMAPPED,
-                                uct_dcx_md_unmapped_cb, md);
+        ucm_unset_event_handler(UCM_EVENT_VM_UNMAPPED, uct_dcx_md_unmapped_cb,
+                                md);
     }
 
     ret = dcx_pd_free(md->pd);
     if (ret != 0) {
         ucs_warn("dcx md %s: freeing the protection domain failed: %s "
-                 "(memory still registered?)", md->name, strerror(ret));
+                 "(memory still registered?)",
+                 md->name, strerror(ret));
     }
 
     dcx_dev_close(md->dev);
@@ -490,18 +498,16 @@ static void uct_dcx_md_close(uct_md_h uct_md)
 }
 
 static uct_md_ops_t uct_dcx_md_ops = {
-    .close                  = uct_dcx_md_close,
-    .query                  = UCT_DCX_MD_OP_QUERY,
-    .mem_alloc              = UCT_DCX_MD_OP_MEM_ALLOC,
-    .mem_free               = uct_dcx_mem_free,
-    .mem_advise             = uct_dcx_mem_advise,
-    .mem_reg                = UCT_DCX_MD_OP_MEM_REG,
-    .mem_dereg              = uct_dcx_mem_dereg,
-    .mem_query              = UCT_DCX_MD_OP_MEM_QUERY,
-    .mkey_pack              = UCT_DCX_MD_OP_MKEY_PACK,
-    UCT_DCX_MD_OPS_VERSIONED
-    .detect_memory_type     = uct_dcx_detect_memory_type
-};
+    .close                                      = uct_dcx_md_close,
+    .query                                      = UCT_DCX_MD_OP_QUERY,
+    .mem_alloc                                  = UCT_DCX_MD_OP_MEM_ALLOC,
+    .mem_free                                   = uct_dcx_mem_free,
+    .mem_advise                                 = uct_dcx_mem_advise,
+    .mem_reg                                    = UCT_DCX_MD_OP_MEM_REG,
+    .mem_dereg                                  = uct_dcx_mem_dereg,
+    .mem_query                                  = UCT_DCX_MD_OP_MEM_QUERY,
+    .mkey_pack                                  = UCT_DCX_MD_OP_MKEY_PACK,
+    UCT_DCX_MD_OPS_VERSIONED.detect_memory_type = uct_dcx_detect_memory_type};
 
 static ucs_status_t uct_dcx_md_rcache_init(uct_dcx_md_t *md,
                                            const uct_dcx_md_config_t *config)
@@ -531,12 +537,14 @@ static ucs_status_t uct_dcx_md_rcache_init(uct_dcx_md_t *md,
     md->rcache = NULL;
     if (config->rcache_enable == UCS_YES) {
         ucs_error("dcx md %s: cannot create the registration cache: %s "
-                  "(UCX_DCX_RCACHE=yes)", md->name, ucs_status_string(status));
+                  "(UCX_DCX_RCACHE=yes)",
+                  md->name, ucs_status_string(status));
         return status;
     }
 
     ucs_debug("dcx md %s: registration cache unavailable (%s), registering "
-              "directly", md->name, ucs_status_string(status));
+              "directly",
+              md->name, ucs_status_string(status));
     return UCS_OK;
 }
 
@@ -564,8 +572,8 @@ ucs_status_t uct_dcx_md_open(uct_component_t *component, const char *md_name,
 
     if (i == count) {
         ucs_error("dcx: no device '%s' (%u device(s) configured by the "
-                  "backends' UCX_DCX_ variables, see ucx_info -c)", md_name,
-                  count);
+                  "backends' UCX_DCX_ variables, see ucx_info -c)",
+                  md_name, count);
         status = UCS_ERR_NO_DEVICE;
         goto out_free_list;
     }
@@ -594,8 +602,8 @@ ucs_status_t uct_dcx_md_open(uct_component_t *component, const char *md_name,
     ret = dcx_pd_alloc(md->dev, &md->pd);
     if (ret != 0) {
         status = uct_dcx_status_from_errno(ret);
-        ucs_debug("dcx md %s: cannot allocate a protection domain: %s",
-                  md_name, strerror(ret));
+        ucs_debug("dcx md %s: cannot allocate a protection domain: %s", md_name,
+                  strerror(ret));
         goto err_close_dev;
     }
 
@@ -610,9 +618,8 @@ ucs_status_t uct_dcx_md_open(uct_component_t *component, const char *md_name,
         goto err_unset_hook;
     }
 
-    ucs_debug("dcx md %s: opened (%s backend, registration cache %s)",
-              md_name, md->info.backend->name,
-              (md->rcache != NULL) ? "on" : "off");
+    ucs_debug("dcx md %s: opened (%s backend, registration cache %s)", md_name,
+              md->info.backend->name, (md->rcache != NULL) ? "on" : "off");
     *md_p = &md->super;
     dcx_dev_list_free(list);
     return UCS_OK;
@@ -620,8 +627,8 @@ ucs_status_t uct_dcx_md_open(uct_component_t *component, const char *md_name,
 err_unset_hook:
     uct_dcx_md_strided_cleanup(md);
     if (md->unmap_hook) {
-        ucm_unset_event_handler(UCM_EVENT_VM_UNMAPPED,
-                                uct_dcx_md_unmapped_cb, md);
+        ucm_unset_event_handler(UCM_EVENT_VM_UNMAPPED, uct_dcx_md_unmapped_cb,
+                                md);
     }
     dcx_pd_free(md->pd);
 err_close_dev:

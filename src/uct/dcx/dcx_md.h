@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * dcx UCT component and memory domain.
  *
@@ -24,19 +25,19 @@
 #include "dcx_dev.h"
 #include "dcx_compat.h"
 
-#define UCT_DCX_COMPONENT_NAME   "dcx"
-#define UCT_DCX_CONFIG_PREFIX    "DCX_"
+#define UCT_DCX_COMPONENT_NAME "dcx"
+#define UCT_DCX_CONFIG_PREFIX  "DCX_"
 
 /* Packed rkey: what uct_md_mkey_pack() writes and uct_rkey_unpack() reads. */
-#define UCT_DCX_RKEY_MAGIC       0x52584344u   /* "DCXR" little-endian */
-#define UCT_DCX_RKEY_VERSION     1
+#define UCT_DCX_RKEY_MAGIC   0x52584344u /* "DCXR" little-endian */
+#define UCT_DCX_RKEY_VERSION 1
 
 typedef struct UCS_S_PACKED uct_dcx_packed_rkey {
-    uint32_t  magic;     /* UCT_DCX_RKEY_MAGIC */
-    uint8_t   version;   /* UCT_DCX_RKEY_VERSION */
-    uint8_t   flags;     /* none defined yet; must be 0 */
-    uint16_t  check;     /* uct_dcx_rkey_check() of the fields above + rkey */
-    uint32_t  rkey;      /* device rkey, host order */
+    uint32_t magic;  /* UCT_DCX_RKEY_MAGIC */
+    uint8_t version; /* UCT_DCX_RKEY_VERSION */
+    uint8_t flags;   /* none defined yet; must be 0 */
+    uint16_t check;  /* uct_dcx_rkey_check() of the fields above + rkey */
+    uint32_t rkey;   /* device rkey, host order */
 } uct_dcx_packed_rkey_t;
 
 #define UCT_DCX_PACKED_RKEY_SIZE sizeof(uct_dcx_packed_rkey_t)
@@ -50,25 +51,25 @@ void uct_dcx_rkey_pack_raw(uint32_t rkey, void *rkey_buffer);
  * UCX_DCX_<name> variables, dcx_md_config.c), as UCX's parser of its type
  * writes it. */
 typedef union uct_dcx_md_knob {
-    unsigned                count;   /* DCX_PARAM_UINT */
-    unsigned long           limit;   /* DCX_PARAM_LIMIT, UCS_ULUNITS_AUTO */
-    size_t                  size;    /* DCX_PARAM_SIZE, UCS_MEMUNITS_AUTO */
-    ucs_time_t              time;    /* DCX_PARAM_TIME, UCS_TIME_AUTO */
-    int                     flag;    /* DCX_PARAM_BOOL, DCX_PARAM_BOOL_NOT */
-    char                   *str;     /* DCX_PARAM_STRING */
+    unsigned count;      /* DCX_PARAM_UINT */
+    unsigned long limit; /* DCX_PARAM_LIMIT, UCS_ULUNITS_AUTO */
+    size_t size;         /* DCX_PARAM_SIZE, UCS_MEMUNITS_AUTO */
+    ucs_time_t time;     /* DCX_PARAM_TIME, UCS_TIME_AUTO */
+    int flag;            /* DCX_PARAM_BOOL, DCX_PARAM_BOOL_NOT */
+    char *str;           /* DCX_PARAM_STRING */
 } uct_dcx_md_knob_t;
 
 /* Knobs all backends together may have */
-#define UCT_DCX_MD_KNOBS_MAX     64
+#define UCT_DCX_MD_KNOBS_MAX 64
 
 typedef struct uct_dcx_md_config {
-    uct_md_config_t         super;
+    uct_md_config_t super;
     /* Registration cache */
-    int                     rcache_enable;  /* UCS_YES / UCS_NO / UCS_TRY */
+    int rcache_enable; /* UCS_YES / UCS_NO / UCS_TRY */
     uct_dcx_rcache_config_t rcache;
     /* Devices: the backends' knobs, in the order of dcx_backend_at() and of
      * each backend's params */
-    uct_dcx_md_knob_t       knobs[UCT_DCX_MD_KNOBS_MAX];
+    uct_dcx_md_knob_t knobs[UCT_DCX_MD_KNOBS_MAX];
 } uct_dcx_md_config_t;
 
 
@@ -76,27 +77,27 @@ typedef struct uct_dcx_md_strided uct_dcx_md_strided_t;
 /* Told about each deregistration, before the device forgets the MR (the
  * strided-key cache of each interface: dcx_strided.c) */
 typedef struct uct_dcx_md_dereg_cb {
-    ucs_list_link_t    list;
-    void             (*cb)(void *arg, const dcx_mr_t *mr);
-    void              *arg;
+    ucs_list_link_t list;
+    void (*cb)(void *arg, const dcx_mr_t *mr);
+    void *arg;
 } uct_dcx_md_dereg_cb_t;
 
 
 typedef struct uct_dcx_md {
-    uct_md_t           super;
-    ucs_list_link_t    dereg_cbs;  /* uct_dcx_md_dereg_cb_t */
-    dcx_dev_t         *dev;        /* opened device */
-    dcx_pd_t          *pd;
-    ucs_rcache_t      *rcache;     /* NULL when the cache is disabled */
-    double             reg_cost_overhead;  /* seconds per registration */
-    double             reg_cost_growth;    /* seconds per byte */
-    double             rcache_overhead;    /* seconds per cache lookup */
-    dcx_dev_info_t     info;       /* what the device was opened from */
-    int                unmap_hook; /* a UCM VM_UNMAPPED handler is set */
+    uct_md_t super;
+    ucs_list_link_t dereg_cbs; /* uct_dcx_md_dereg_cb_t */
+    dcx_dev_t *dev;            /* opened device */
+    dcx_pd_t *pd;
+    ucs_rcache_t *rcache;     /* NULL when the cache is disabled */
+    double reg_cost_overhead; /* seconds per registration */
+    double reg_cost_growth;   /* seconds per byte */
+    double rcache_overhead;   /* seconds per cache lookup */
+    dcx_dev_info_t info;      /* what the device was opened from */
+    int unmap_hook;           /* a UCM VM_UNMAPPED handler is set */
     /* strided registration (dcx_md_strided.c): created on first use */
-    pthread_mutex_t       strided_lock;
+    pthread_mutex_t strided_lock;
     uct_dcx_md_strided_t *strided;
-    char               name[UCT_MD_NAME_MAX];
+    char name[UCT_MD_NAME_MAX];
 } uct_dcx_md_t;
 
 
@@ -111,8 +112,8 @@ enum {
 
 /* What a uct_mem_h of the dcx MD points to. */
 typedef struct uct_dcx_memh {
-    dcx_mr_t   *mr;
-    uint32_t    flags;     /* UCT_DCX_MEMH_FLAG_* */
+    dcx_mr_t *mr;
+    uint32_t flags; /* UCT_DCX_MEMH_FLAG_* */
 } uct_dcx_memh_t;
 
 
@@ -137,27 +138,37 @@ int uct_dcx_config_sprintf_limit(char *buf, size_t max, const void *src,
                                  const void *arg);
 /* UCX 1.18 and later give a parser a documentation writer too */
 #if DCX_UCX_HAVE_CONFIG_PARSER_DOC
-#  define UCT_DCX_CONFIG_HELP ucs_config_help_generic, ucs_config_doc_nop
+#define UCT_DCX_CONFIG_HELP ucs_config_help_generic, ucs_config_doc_nop
 #else
-#  define UCT_DCX_CONFIG_HELP ucs_config_help_generic
+#define UCT_DCX_CONFIG_HELP ucs_config_help_generic
 #endif
-#define UCT_DCX_CONFIG_TYPE_COUNT \
-    {uct_dcx_config_sscanf_count, uct_dcx_config_sprintf_count, \
-     ucs_config_clone_uint, ucs_config_release_nop, UCT_DCX_CONFIG_HELP, \
-     "unsigned decimal integer"}
-#define UCT_DCX_CONFIG_TYPE_COUNT_INF \
-    {uct_dcx_config_sscanf_count_inf, uct_dcx_config_sprintf_count_inf, \
-     ucs_config_clone_uint, ucs_config_release_nop, UCT_DCX_CONFIG_HELP, \
-     "unsigned decimal integer below 4294967295, or \"inf\""}
-#define UCT_DCX_CONFIG_TYPE_DC_KEY \
-    {uct_dcx_config_sscanf_dc_key, uct_dcx_config_sprintf_dc_key, \
-     ucs_config_clone_ulong, ucs_config_release_nop, UCT_DCX_CONFIG_HELP, \
-     "decimal number 0..18446744073709551615 (digits only, no leading " \
-     "zeros)"}
-#define UCT_DCX_CONFIG_TYPE_LIMIT \
-    {uct_dcx_config_sscanf_limit, uct_dcx_config_sprintf_limit, \
-     ucs_config_clone_ulong, ucs_config_release_nop, UCT_DCX_CONFIG_HELP, \
-     "\"auto\" or an unsigned decimal integer"}
+#define UCT_DCX_CONFIG_TYPE_COUNT                                  \
+    {                                                              \
+        uct_dcx_config_sscanf_count, uct_dcx_config_sprintf_count, \
+            ucs_config_clone_uint, ucs_config_release_nop,         \
+            UCT_DCX_CONFIG_HELP, "unsigned decimal integer"        \
+    }
+#define UCT_DCX_CONFIG_TYPE_COUNT_INF                                      \
+    {                                                                      \
+        uct_dcx_config_sscanf_count_inf, uct_dcx_config_sprintf_count_inf, \
+            ucs_config_clone_uint, ucs_config_release_nop,                 \
+            UCT_DCX_CONFIG_HELP,                                           \
+            "unsigned decimal integer below 4294967295, or \"inf\""        \
+    }
+#define UCT_DCX_CONFIG_TYPE_DC_KEY                                             \
+    {                                                                          \
+        uct_dcx_config_sscanf_dc_key, uct_dcx_config_sprintf_dc_key,           \
+            ucs_config_clone_ulong, ucs_config_release_nop,                    \
+            UCT_DCX_CONFIG_HELP,                                               \
+            "decimal number 0..18446744073709551615 (digits only, no leading " \
+            "zeros)"                                                           \
+    }
+#define UCT_DCX_CONFIG_TYPE_LIMIT                                          \
+    {                                                                      \
+        uct_dcx_config_sscanf_limit, uct_dcx_config_sprintf_limit,         \
+            ucs_config_clone_ulong, ucs_config_release_nop,                \
+            UCT_DCX_CONFIG_HELP, "\"auto\" or an unsigned decimal integer" \
+    }
 
 /* dcx_md_config.c: the MD's configuration table, used by the component
  * definition (dcx_component.c), whose constructor first adds the knobs of
@@ -193,9 +204,8 @@ ucs_status_t uct_dcx_status_from_errno(int err);
 
 /* dcx_md.c: registration without the cache, for dcx_md_alloc.c; the
  * device access a uct registration's flags ask for */
-ucs_status_t uct_dcx_md_mr_reg(uct_dcx_md_t *md, void *address,
-                               size_t length, uint32_t access,
-                               dcx_mr_t **mr_p);
+ucs_status_t uct_dcx_md_mr_reg(uct_dcx_md_t *md, void *address, size_t length,
+                               uint32_t access, dcx_mr_t **mr_p);
 void uct_dcx_md_mr_dereg(uct_dcx_md_t *md, dcx_mr_t *mr);
 uint32_t uct_dcx_md_access_of(unsigned flags);
 
@@ -207,7 +217,7 @@ ucs_status_t uct_dcx_mem_free(uct_md_h uct_md, uct_mem_h memh);
 /* The device MR (lkey, rkey, bounds) of a registered memory handle. */
 static inline dcx_mr_t *uct_dcx_memh_mr(uct_mem_h memh)
 {
-    return ((uct_dcx_memh_t*)memh)->mr;
+    return ((uct_dcx_memh_t *)memh)->mr;
 }
 
 /* The device rkey of an unpacked remote key. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * dcx memory domain: memory the MD allocates (uct_md_mem_alloc / mem_free,
  * and through them uct_iface_mem_alloc and uct_mem_alloc's "md" method).
@@ -25,16 +26,16 @@
 
 /* What a uct_mem_h of an allocation points to. */
 typedef struct uct_dcx_alloc_memh {
-    uct_dcx_memh_t  super;     /* flags: UCT_DCX_MEMH_FLAG_ALLOC */
-    void           *address;
-    size_t          length;
+    uct_dcx_memh_t super; /* flags: UCT_DCX_MEMH_FLAG_ALLOC */
+    void *address;
+    size_t length;
 } uct_dcx_alloc_memh_t;
 
 
-ucs_status_t
-uct_dcx_mem_alloc(uct_md_h uct_md, size_t *length_p, void **address_p,
-                  ucs_memory_type_t mem_type, unsigned flags,
-                  const char *alloc_name, uct_mem_h *memh_p)
+ucs_status_t uct_dcx_mem_alloc(uct_md_h uct_md, size_t *length_p,
+                               void **address_p, ucs_memory_type_t mem_type,
+                               unsigned flags, const char *alloc_name,
+                               uct_mem_h *memh_p)
 {
     uct_dcx_md_t *md = ucs_derived_of(uct_md, uct_dcx_md_t);
     uct_dcx_alloc_memh_t *memh;
@@ -45,13 +46,16 @@ uct_dcx_mem_alloc(uct_md_h uct_md, size_t *length_p, void **address_p,
 
     if (!(dcx_dev_caps(md->dev)->flags & DCX_CAP_MEM_ALLOC)) {
         ucs_debug("dcx md %s: allocation is not supported by the device "
-                  "(%s)", md->name, alloc_name);
+                  "(%s)",
+                  md->name, alloc_name);
         return UCS_ERR_UNSUPPORTED;
     }
     if (mem_type != UCS_MEMORY_TYPE_HOST) {
         ucs_debug("dcx md %s: cannot allocate %s memory (%s)", md->name,
                   (mem_type < UCS_MEMORY_TYPE_LAST) ?
-                  ucs_memory_type_names[mem_type] : "unknown", alloc_name);
+                      ucs_memory_type_names[mem_type] :
+                      "unknown",
+                  alloc_name);
         return UCS_ERR_UNSUPPORTED;
     }
     if (flags & UCT_MD_MEM_FLAG_FIXED) {
@@ -63,15 +67,15 @@ uct_dcx_mem_alloc(uct_md_h uct_md, size_t *length_p, void **address_p,
     if ((length_p == NULL) || (address_p == NULL) || (memh_p == NULL) ||
         (*length_p == 0)) {
         ucs_error("dcx md %s: allocation of %zu bytes for %s: invalid "
-                  "arguments", md->name, (length_p != NULL) ? *length_p : 0,
-                  alloc_name);
+                  "arguments",
+                  md->name, (length_p != NULL) ? *length_p : 0, alloc_name);
         return UCS_ERR_INVALID_PARAM;
     }
 
     memh = ucs_malloc(sizeof(*memh), "dcx alloc memh");
     if (memh == NULL) {
-        ucs_error("dcx md %s: cannot allocate a memory handle for %s",
-                  md->name, alloc_name);
+        ucs_error("dcx md %s: cannot allocate a memory handle for %s", md->name,
+                  alloc_name);
         return UCS_ERR_NO_MEMORY;
     }
 
@@ -83,8 +87,8 @@ uct_dcx_mem_alloc(uct_md_h uct_md, size_t *length_p, void **address_p,
         goto err_free_memh;
     }
 
-    status = uct_dcx_md_mr_reg(md, address, length,
-                               uct_dcx_md_access_of(flags), &memh->super.mr);
+    status = uct_dcx_md_mr_reg(md, address, length, uct_dcx_md_access_of(flags),
+                               &memh->super.mr);
     if (status != UCS_OK) {
         ucs_error("dcx md %s: cannot register %zu bytes allocated for %s: %s",
                   md->name, length, alloc_name, ucs_status_string(status));
@@ -111,14 +115,14 @@ err_free_memh:
 
 ucs_status_t uct_dcx_mem_free(uct_md_h uct_md, uct_mem_h uct_memh)
 {
-    uct_dcx_md_t *md = ucs_derived_of(uct_md, uct_dcx_md_t);
+    uct_dcx_md_t *md     = ucs_derived_of(uct_md, uct_dcx_md_t);
     uct_dcx_memh_t *base = uct_memh;
     uct_dcx_alloc_memh_t *memh;
     int ret;
 
     if ((base == NULL) || !(base->flags & UCT_DCX_MEMH_FLAG_ALLOC)) {
-        ucs_error("dcx md %s: memh %p was not allocated by this md",
-                  md->name, uct_memh);
+        ucs_error("dcx md %s: memh %p was not allocated by this md", md->name,
+                  uct_memh);
         return UCS_ERR_INVALID_PARAM;
     }
 

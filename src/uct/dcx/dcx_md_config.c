@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * dcx memory domain configuration: UCX_DCX_RCACHE and the registration
  * cache's variables, and one variable per knob of the device layer's
@@ -28,11 +29,10 @@ static const ucs_config_parser_t uct_dcx_md_knob_parsers[] = {
     [DCX_PARAM_TIME]     = UCS_CONFIG_TYPE_TIME_UNITS,
     [DCX_PARAM_BOOL]     = UCS_CONFIG_TYPE_BOOL,
     [DCX_PARAM_BOOL_NOT] = UCS_CONFIG_TYPE_BOOL,
-    [DCX_PARAM_STRING]   = UCS_CONFIG_TYPE_STRING
-};
+    [DCX_PARAM_STRING]   = UCS_CONFIG_TYPE_STRING};
 
 /* Entries of uct_dcx_md_config_table before the knobs */
-#define UCT_DCX_MD_CONFIG_FIXED  3
+#define UCT_DCX_MD_CONFIG_FIXED 3
 
 /* The knob each entry after the fixed ones is, by the same index */
 static const dcx_param_t *uct_dcx_md_knob_params[UCT_DCX_MD_KNOBS_MAX];
@@ -45,8 +45,7 @@ static unsigned uct_dcx_md_knob_count;
  * uct_dcx_md_config_init(). */
 ucs_config_field_t uct_dcx_md_config_table[UCT_DCX_MD_CONFIG_FIXED +
                                            UCT_DCX_MD_KNOBS_MAX + 1] = {
-    {"", "", NULL,
-     ucs_offsetof(uct_dcx_md_config_t, super),
+    {"", "", NULL, ucs_offsetof(uct_dcx_md_config_t, super),
      UCS_CONFIG_TYPE_TABLE(uct_md_config_table)},
 
     {"RCACHE", "try",
@@ -54,10 +53,8 @@ ucs_config_field_t uct_dcx_md_config_table[UCT_DCX_MD_CONFIG_FIXED +
      "(use the cache when UCX's memory event hooks are available).",
      ucs_offsetof(uct_dcx_md_config_t, rcache_enable), UCS_CONFIG_TYPE_TERNARY},
 
-    {"", "", NULL,
-     ucs_offsetof(uct_dcx_md_config_t, rcache),
-     UCS_CONFIG_TYPE_TABLE(UCT_DCX_RCACHE_CONFIG_TABLE)}
-};
+    {"", "", NULL, ucs_offsetof(uct_dcx_md_config_t, rcache),
+     UCS_CONFIG_TYPE_TABLE(UCT_DCX_RCACHE_CONFIG_TABLE)}};
 
 void uct_dcx_md_config_init(void)
 {
@@ -79,16 +76,14 @@ void uct_dcx_md_config_init(void)
                           UCT_DCX_MD_KNOBS_MAX, param->name);
                 return;
             }
-            field            = &uct_dcx_md_config_table[
-                                       UCT_DCX_MD_CONFIG_FIXED +
-                                       uct_dcx_md_knob_count];
-            field->name      = param->name;
+            field       = &uct_dcx_md_config_table[UCT_DCX_MD_CONFIG_FIXED +
+                                             uct_dcx_md_knob_count];
+            field->name = param->name;
             field->dfl_value = param->dflt;
             field->doc       = param->doc;
             field->offset    = ucs_offsetof(uct_dcx_md_config_t, knobs) +
-                               (uct_dcx_md_knob_count *
-                                sizeof(uct_dcx_md_knob_t));
-            field->parser    = uct_dcx_md_knob_parsers[param->type];
+                            (uct_dcx_md_knob_count * sizeof(uct_dcx_md_knob_t));
+            field->parser = uct_dcx_md_knob_parsers[param->type];
             uct_dcx_md_knob_params[uct_dcx_md_knob_count++] = param;
         }
     }
@@ -115,21 +110,24 @@ static int uct_dcx_md_knob_set(dcx_dev_config_t *dev_config,
     case DCX_PARAM_UINT:
         return dcx_dev_config_set_num(dev_config, param->name, knob->count);
     case DCX_PARAM_LIMIT:
-        return (knob->limit == UCS_ULUNITS_AUTO) ? 0 :
-               dcx_dev_config_set_num(dev_config, param->name, knob->limit);
+        return (knob->limit == UCS_ULUNITS_AUTO) ?
+                   0 :
+                   dcx_dev_config_set_num(dev_config, param->name, knob->limit);
     case DCX_PARAM_SIZE:
-        return (knob->size == UCS_MEMUNITS_AUTO) ? 0 :
-               dcx_dev_config_set_num(dev_config, param->name,
-                                      (knob->size == UCS_MEMUNITS_INF) ?
-                                      UINT64_MAX : knob->size);
+        return (knob->size == UCS_MEMUNITS_AUTO) ?
+                   0 :
+                   dcx_dev_config_set_num(dev_config, param->name,
+                                          (knob->size == UCS_MEMUNITS_INF) ?
+                                              UINT64_MAX :
+                                              knob->size);
     case DCX_PARAM_TIME:
-        return (knob->time == UCS_TIME_AUTO) ? 0 :
-               dcx_dev_config_set_num(dev_config, param->name,
-                                      uct_dcx_md_knob_usec(knob->time));
+        return (knob->time == UCS_TIME_AUTO) ?
+                   0 :
+                   dcx_dev_config_set_num(dev_config, param->name,
+                                          uct_dcx_md_knob_usec(knob->time));
     case DCX_PARAM_BOOL:
     case DCX_PARAM_BOOL_NOT:
-        return dcx_dev_config_set_num(dev_config, param->name,
-                                      knob->flag != 0);
+        return dcx_dev_config_set_num(dev_config, param->name, knob->flag != 0);
     default:
         return dcx_dev_config_set_str(dev_config, param->name, knob->str);
     }

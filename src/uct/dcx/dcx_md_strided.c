@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * dcx memory domain: strided registration (include/uct/dcx/dcx_strided.h).
  *
@@ -27,47 +28,47 @@
 #include <string.h>
 
 /* How long a configure or invalidate may take before the call gives up */
-#define UCT_DCX_STRIDED_TIMEOUT_SEC  10.0
+#define UCT_DCX_STRIDED_TIMEOUT_SEC 10.0
 
 /* Send queue of the MD's mkey QP: one request at a time is outstanding
  * (the lock serialises them); room for stale ones after a timeout */
-#define UCT_DCX_STRIDED_QP_DEPTH     16
+#define UCT_DCX_STRIDED_QP_DEPTH 16
 
 /* The accesses a strided key grants peers; none asked for means all */
-#define UCT_DCX_STRIDED_REMOTE \
+#define UCT_DCX_STRIDED_REMOTE                                     \
     (UCT_MD_MEM_ACCESS_REMOTE_PUT | UCT_MD_MEM_ACCESS_REMOTE_GET | \
      UCT_MD_MEM_ACCESS_REMOTE_ATOMIC)
 
 struct uct_dcx_md_strided {
-    dcx_cq_t  *cq;
-    dcx_qp_t  *qp;
-    uint64_t   wr_seq;     /* wr_id of the last request posted */
+    dcx_cq_t *cq;
+    dcx_qp_t *qp;
+    uint64_t wr_seq; /* wr_id of the last request posted */
 };
 
 typedef struct uct_dcx_strided_memh {
-    uct_dcx_memh_t  super;      /* flags STRIDED, mr = &view */
-    dcx_mr_t        view;       /* the mkey's keys, zero-based, length */
-    dcx_mkey_t     *mkey;
-    size_t          num_own;    /* registrations the call made itself */
-    uct_mem_h       own[];
+    uct_dcx_memh_t super; /* flags STRIDED, mr = &view */
+    dcx_mr_t view;        /* the mkey's keys, zero-based, length */
+    dcx_mkey_t *mkey;
+    size_t num_own; /* registrations the call made itself */
+    uct_mem_h own[];
 } uct_dcx_strided_memh_t;
 
 /* A layout ready to post */
 typedef struct uct_dcx_strided_layout {
-    uint8_t                  opcode;       /* DCX_WR_MKEY_INTERLEAVED/LIST */
-    uint32_t                 num_entries;
-    uint32_t                 repeat;
-    uint32_t                 key_entries;  /* mkey max_entries needed */
-    uint64_t                 length;       /* bytes of the key's range */
-    dcx_mkey_interleaved_t  *ient;
-    dcx_sge_t               *sge;
+    uint8_t opcode; /* DCX_WR_MKEY_INTERLEAVED/LIST */
+    uint32_t num_entries;
+    uint32_t repeat;
+    uint32_t key_entries; /* mkey max_entries needed */
+    uint64_t length;      /* bytes of the key's range */
+    dcx_mkey_interleaved_t *ient;
+    dcx_sge_t *sge;
 } uct_dcx_strided_layout_t;
 
 /* A list region during validation (sorted copy) */
 typedef struct uct_dcx_strided_span {
-    uintptr_t  start;
-    uintptr_t  end;
-    size_t     index;
+    uintptr_t start;
+    uintptr_t end;
+    size_t index;
 } uct_dcx_strided_span_t;
 
 
@@ -85,13 +86,13 @@ void uct_dcx_md_strided_cleanup(uct_dcx_md_t *md)
     if (ctx != NULL) {
         ret = dcx_qp_destroy(ctx->qp);
         if (ret != 0) {
-            ucs_warn("dcx md %s: destroying the mkey QP failed: %s",
-                     md->name, strerror(ret));
+            ucs_warn("dcx md %s: destroying the mkey QP failed: %s", md->name,
+                     strerror(ret));
         }
         ret = dcx_cq_destroy(ctx->cq);
         if (ret != 0) {
-            ucs_warn("dcx md %s: destroying the mkey CQ failed: %s",
-                     md->name, strerror(ret));
+            ucs_warn("dcx md %s: destroying the mkey CQ failed: %s", md->name,
+                     strerror(ret));
         }
         ucs_free(ctx);
         md->strided = NULL;
@@ -130,7 +131,7 @@ uct_dcx_md_strided_ctx_create(uct_dcx_md_t *md)
     attr.max_send_wr   = UCT_DCX_STRIDED_QP_DEPTH;
     attr.max_send_sge  = 1;
     attr.max_rd_atomic = 1;
-    ret = dcx_qp_create(md->pd, &attr, &ctx->qp);
+    ret                = dcx_qp_create(md->pd, &attr, &ctx->qp);
     if (ret != 0) {
         status = uct_dcx_status_from_errno(ret);
         ucs_error("dcx md %s: cannot create the QP of strided keys: %s",
@@ -150,9 +151,10 @@ err_free:
 
 /* Posts one mkey work request and waits for its completion; called with
  * the lock.  Completions of requests that timed out earlier are skipped. */
-static ucs_status_t
-uct_dcx_md_strided_exec(uct_dcx_md_t *md, uint8_t opcode, dcx_mkey_t *mkey,
-                        const dcx_mkey_layout_t *layout, const char *what)
+static ucs_status_t uct_dcx_md_strided_exec(uct_dcx_md_t *md, uint8_t opcode,
+                                            dcx_mkey_t *mkey,
+                                            const dcx_mkey_layout_t *layout,
+                                            const char *what)
 {
     uct_dcx_md_strided_t *ctx = md->strided;
     ucs_time_t deadline;
@@ -174,13 +176,13 @@ uct_dcx_md_strided_exec(uct_dcx_md_t *md, uint8_t opcode, dcx_mkey_t *mkey,
         return uct_dcx_status_from_errno(ret);
     }
 
-    deadline = ucs_get_time() +
-               ucs_time_from_sec(UCT_DCX_STRIDED_TIMEOUT_SEC);
+    deadline = ucs_get_time() + ucs_time_from_sec(UCT_DCX_STRIDED_TIMEOUT_SEC);
     for (;;) {
         ret = dcx_cq_poll(ctx->cq, 1, &wc);
         if (ret < 0) {
             ucs_error("dcx md %s: polling the CQ of strided keys failed "
-                      "(%d)", md->name, ret);
+                      "(%d)",
+                      md->name, ret);
             return UCS_ERR_IO_ERROR;
         }
         if ((ret == 1) && (wc.wr_id == wr.wr_id)) {
@@ -188,8 +190,8 @@ uct_dcx_md_strided_exec(uct_dcx_md_t *md, uint8_t opcode, dcx_mkey_t *mkey,
         }
         if ((ret == 0) && (ucs_get_time() > deadline)) {
             ucs_error("dcx md %s: the %s of strided key 0x%x did not "
-                      "complete within %.0f s", md->name, what, mkey->lkey,
-                      UCT_DCX_STRIDED_TIMEOUT_SEC);
+                      "complete within %.0f s",
+                      md->name, what, mkey->lkey, UCT_DCX_STRIDED_TIMEOUT_SEC);
             return UCS_ERR_TIMED_OUT;
         }
         if (ret == 0) {
@@ -199,11 +201,10 @@ uct_dcx_md_strided_exec(uct_dcx_md_t *md, uint8_t opcode, dcx_mkey_t *mkey,
 
     if (wc.status != DCX_WC_SUCCESS) {
         ucs_error("dcx md %s: the %s of strided key 0x%x failed: %s "
-                  "(vendor error 0x%x)", md->name, what, mkey->lkey,
-                  dcx_wc_status_str((dcx_wc_status_t)wc.status),
-                  wc.vendor_err);
-        if ((ctx->qp->state == DCX_QPS_ERR) &&
-            (dcx_qp_recover(ctx->qp) != 0)) {
+                  "(vendor error 0x%x)",
+                  md->name, what, mkey->lkey,
+                  dcx_wc_status_str((dcx_wc_status_t)wc.status), wc.vendor_err);
+        if ((ctx->qp->state == DCX_QPS_ERR) && (dcx_qp_recover(ctx->qp) != 0)) {
             ucs_warn("dcx md %s: the QP of strided keys did not recover",
                      md->name);
         }
@@ -226,8 +227,8 @@ static uint32_t uct_dcx_strided_access(unsigned flags)
     if (!(flags & UCT_DCX_STRIDED_REMOTE)) {
         flags |= UCT_DCX_STRIDED_REMOTE;
     }
-    if (flags & (UCT_MD_MEM_ACCESS_REMOTE_PUT |
-                 UCT_MD_MEM_ACCESS_LOCAL_WRITE)) {
+    if (flags &
+        (UCT_MD_MEM_ACCESS_REMOTE_PUT | UCT_MD_MEM_ACCESS_LOCAL_WRITE)) {
         access |= DCX_ACCESS_LOCAL_WRITE;
     }
     if (flags & UCT_MD_MEM_ACCESS_REMOTE_PUT) {
@@ -258,14 +259,14 @@ static ucs_status_t uct_dcx_strided_check_md(uct_md_h uct_md, void *memh_p,
 
     if (uct_md->component != &uct_dcx_component) {
         ucs_error("dcx: %s: md %p is not a dcx memory domain (component "
-                  "'%s')", func, uct_md, uct_md->component->name);
+                  "'%s')",
+                  func, uct_md, uct_md->component->name);
         return UCS_ERR_INVALID_PARAM;
     }
 
     md = ucs_derived_of(uct_md, uct_dcx_md_t);
     if (!(dcx_dev_caps(md->dev)->flags & DCX_CAP_MKEY_STRIDE)) {
-        ucs_error("dcx md %s: the device has no strided memory keys",
-                  md->name);
+        ucs_error("dcx md %s: the device has no strided memory keys", md->name);
         return UCS_ERR_UNSUPPORTED;
     }
 
@@ -274,10 +275,11 @@ static ucs_status_t uct_dcx_strided_check_md(uct_md_h uct_md, void *memh_p,
 }
 
 /* A base memh given by the caller covers [start, end) with the access */
-static ucs_status_t
-uct_dcx_strided_check_base(uct_dcx_md_t *md, uct_mem_h uct_memh,
-                           uintptr_t start, uintptr_t end, uint32_t access,
-                           const char *what, size_t index)
+static ucs_status_t uct_dcx_strided_check_base(uct_dcx_md_t *md,
+                                               uct_mem_h uct_memh,
+                                               uintptr_t start, uintptr_t end,
+                                               uint32_t access,
+                                               const char *what, size_t index)
 {
     uct_dcx_memh_t *memh = uct_memh;
     dcx_mr_t *mr         = memh->mr;
@@ -285,29 +287,31 @@ uct_dcx_strided_check_base(uct_dcx_md_t *md, uct_mem_h uct_memh,
 
     if (memh->flags & UCT_DCX_MEMH_FLAG_STRIDED) {
         ucs_error("dcx md %s: %s %zu: memh %p is a strided registration, "
-                  "not the registration of the memory", md->name, what,
-                  index, uct_memh);
+                  "not the registration of the memory",
+                  md->name, what, index, uct_memh);
         return UCS_ERR_INVALID_PARAM;
     }
 
     if ((mr == NULL) || (mr->pd != md->pd)) {
         ucs_error("dcx md %s: %s %zu: memh %p was not registered on this "
-                  "md", md->name, what, index, uct_memh);
+                  "md",
+                  md->name, what, index, uct_memh);
         return UCS_ERR_INVALID_PARAM;
     }
 
     mr_start = (uintptr_t)mr->addr;
     if ((start < mr_start) || (end > mr_start + mr->length)) {
         ucs_error("dcx md %s: %s %zu: memory 0x%lx..0x%lx is not covered by "
-                  "memh %p (0x%lx..0x%lx)", md->name, what, index, start,
-                  end, uct_memh, mr_start, mr_start + mr->length);
+                  "memh %p (0x%lx..0x%lx)",
+                  md->name, what, index, start, end, uct_memh, mr_start,
+                  mr_start + mr->length);
         return UCS_ERR_INVALID_ADDR;
     }
 
     if ((mr->access & access) != access) {
         ucs_error("dcx md %s: %s %zu: memh %p grants access 0x%x, the "
-                  "strided key needs 0x%x (register it writable)", md->name,
-                  what, index, uct_memh, mr->access, access);
+                  "strided key needs 0x%x (register it writable)",
+                  md->name, what, index, uct_memh, mr->access, access);
         return UCS_ERR_INVALID_ADDR;
     }
 
@@ -316,8 +320,7 @@ uct_dcx_strided_check_base(uct_dcx_md_t *md, uct_mem_h uct_memh,
 
 /* Checks a strided description; writes the span of memory it touches */
 static ucs_status_t
-uct_dcx_strided_check_desc(uct_dcx_md_t *md,
-                           const uct_dcx_strided_desc_t *desc,
+uct_dcx_strided_check_desc(uct_dcx_md_t *md, const uct_dcx_strided_desc_t *desc,
                            size_t *blocks_p, uintptr_t *start_p,
                            uintptr_t *end_p)
 {
@@ -326,16 +329,16 @@ uct_dcx_strided_check_desc(uct_dcx_md_t *md,
     uint64_t total;
 
     if ((desc->elem_size == 0) || (desc->count == 0)) {
-        ucs_error("dcx md %s: strided registration at %p: zero %s",
-                  md->name, desc->base,
+        ucs_error("dcx md %s: strided registration at %p: zero %s", md->name,
+                  desc->base,
                   (desc->elem_size == 0) ? "element size" : "elements");
         return UCS_ERR_INVALID_PARAM;
     }
 
     if ((desc->count > 1) && (desc->stride < desc->elem_size)) {
         ucs_error("dcx md %s: strided registration at %p: elements of %zu "
-                  "bytes overlap at stride %zu", md->name, desc->base,
-                  desc->elem_size, desc->stride);
+                  "bytes overlap at stride %zu",
+                  md->name, desc->base, desc->elem_size, desc->stride);
         return UCS_ERR_INVALID_PARAM;
     }
 
@@ -352,8 +355,8 @@ uct_dcx_strided_check_desc(uct_dcx_md_t *md,
         __builtin_mul_overflow(total, (uint64_t)desc->elem_size, &total)) {
         ucs_error("dcx md %s: strided registration at %p: %zu x %zu "
                   "elements of %zu bytes at strides %zu/%zu overflow",
-                  md->name, desc->base, blocks, desc->count,
-                  desc->elem_size, desc->stride, desc->block_stride);
+                  md->name, desc->base, blocks, desc->count, desc->elem_size,
+                  desc->stride, desc->block_stride);
         return UCS_ERR_INVALID_PARAM;
     }
     if (blocks == 1) {
@@ -362,15 +365,16 @@ uct_dcx_strided_check_desc(uct_dcx_md_t *md,
 
     if ((blocks > 1) && (desc->block_stride < block_extent)) {
         ucs_error("dcx md %s: strided registration at %p: blocks of %zu "
-                  "bytes overlap at block stride %zu", md->name, desc->base,
-                  block_extent, desc->block_stride);
+                  "bytes overlap at block stride %zu",
+                  md->name, desc->base, block_extent, desc->block_stride);
         return UCS_ERR_INVALID_PARAM;
     }
 
     if ((desc->base == NULL) ||
         ((uintptr_t)desc->base + span < (uintptr_t)desc->base)) {
         ucs_error("dcx md %s: strided registration at %p: %zu bytes do not "
-                  "fit the address space", md->name, desc->base, span);
+                  "fit the address space",
+                  md->name, desc->base, span);
         return UCS_ERR_INVALID_PARAM;
     }
 
@@ -386,18 +390,19 @@ static void uct_dcx_strided_layout_free(uct_dcx_strided_layout_t *layout)
     ucs_free(layout->sge);
 }
 
-static ucs_status_t
-uct_dcx_strided_layout_alloc(uct_dcx_md_t *md, uct_dcx_strided_layout_t *l,
-                             uint8_t opcode, uint32_t num_entries)
+static ucs_status_t uct_dcx_strided_layout_alloc(uct_dcx_md_t *md,
+                                                 uct_dcx_strided_layout_t *l,
+                                                 uint8_t opcode,
+                                                 uint32_t num_entries)
 {
     l->opcode      = opcode;
     l->num_entries = num_entries;
     l->key_entries = (opcode == DCX_WR_MKEY_INTERLEAVED) ? num_entries + 1 :
-                     num_entries;
+                                                           num_entries;
     if (opcode == DCX_WR_MKEY_INTERLEAVED) {
         l->ient = ucs_calloc(num_entries, sizeof(*l->ient), "dcx ient");
     } else {
-        l->sge  = ucs_calloc(num_entries, sizeof(*l->sge), "dcx sge");
+        l->sge = ucs_calloc(num_entries, sizeof(*l->sge), "dcx sge");
     }
     if ((l->ient == NULL) && (l->sge == NULL)) {
         ucs_error("dcx md %s: cannot allocate %u layout entries", md->name,
@@ -472,19 +477,18 @@ uct_dcx_strided_layout_desc(uct_dcx_md_t *md,
             l->ient[i].addr        = base + i * desc->stride;
             l->ient[i].bytes_count = (uint32_t)desc->elem_size;
             l->ient[i].bytes_skip  = (uint32_t)(desc->block_stride -
-                                                desc->elem_size);
+                                               desc->elem_size);
             l->ient[i].lkey        = lkey;
         }
         return UCS_OK;
     }
 
-    if ((elements > caps->mkey_max_entries) ||
-        (desc->elem_size > UINT32_MAX)) {
+    if ((elements > caps->mkey_max_entries) || (desc->elem_size > UINT32_MAX)) {
         ucs_error("dcx md %s: strided registration at %p: %" PRIu64
                   " element(s) of %zu bytes at strides %zu/%zu exceed the "
                   "device's strided keys (%u entries; element size and "
-                  "strides up to %u bytes for a regular pattern)", md->name,
-                  desc->base, elements, desc->elem_size, desc->stride,
+                  "strides up to %u bytes for a regular pattern)",
+                  md->name, desc->base, elements, desc->elem_size, desc->stride,
                   desc->block_stride, caps->mkey_max_entries,
                   caps->mkey_max_stride);
         return UCS_ERR_EXCEEDS_LIMIT;
@@ -498,8 +502,7 @@ uct_dcx_strided_layout_desc(uct_dcx_md_t *md,
     n = 0;
     for (b = 0; b < blocks; ++b) {
         for (i = 0; i < desc->count; ++i, ++n) {
-            l->sge[n].addr   = base + b * desc->block_stride +
-                               i * desc->stride;
+            l->sge[n].addr   = base + b * desc->block_stride + i * desc->stride;
             l->sge[n].length = (uint32_t)desc->elem_size;
             l->sge[n].lkey   = lkey;
         }
@@ -533,8 +536,8 @@ uct_dcx_strided_check_list(uct_dcx_md_t *md,
 
     if (num_regions > caps->mkey_max_entries) {
         ucs_error("dcx md %s: list registration of %zu regions exceeds the "
-                  "device's strided keys (%u entries)", md->name,
-                  num_regions, caps->mkey_max_entries);
+                  "device's strided keys (%u entries)",
+                  md->name, num_regions, caps->mkey_max_entries);
         return UCS_ERR_EXCEEDS_LIMIT;
     }
 
@@ -552,15 +555,15 @@ uct_dcx_strided_check_list(uct_dcx_md_t *md,
         if ((regions[i].address == NULL) || (regions[i].length == 0) ||
             (spans[i].end < spans[i].start)) {
             ucs_error("dcx md %s: list region %zu: %p length %zu is empty "
-                      "or wraps", md->name, i, regions[i].address,
-                      regions[i].length);
+                      "or wraps",
+                      md->name, i, regions[i].address, regions[i].length);
             status = UCS_ERR_INVALID_PARAM;
             goto out;
         }
         if (regions[i].length > UINT32_MAX) {
             ucs_error("dcx md %s: list region %zu: %zu bytes exceed the "
-                      "device's %u bytes per entry", md->name, i,
-                      regions[i].length, UINT32_MAX);
+                      "device's %u bytes per entry",
+                      md->name, i, regions[i].length, UINT32_MAX);
             status = UCS_ERR_EXCEEDS_LIMIT;
             goto out;
         }
@@ -569,8 +572,8 @@ uct_dcx_strided_check_list(uct_dcx_md_t *md,
     qsort(spans, num_regions, sizeof(*spans), uct_dcx_strided_span_cmp);
     for (i = 1; i < num_regions; ++i) {
         if (spans[i].start < spans[i - 1].end) {
-            ucs_error("dcx md %s: list regions %zu and %zu overlap",
-                      md->name, spans[i - 1].index, spans[i].index);
+            ucs_error("dcx md %s: list regions %zu and %zu overlap", md->name,
+                      spans[i - 1].index, spans[i].index);
             status = UCS_ERR_INVALID_PARAM;
             goto out;
         }
@@ -586,8 +589,8 @@ out:
  * Registration
  * ------------------------------------------------------------------------ */
 
-static uct_dcx_strided_memh_t *
-uct_dcx_strided_memh_alloc(uct_dcx_md_t *md, size_t num_own)
+static uct_dcx_strided_memh_t *uct_dcx_strided_memh_alloc(uct_dcx_md_t *md,
+                                                          size_t num_own)
 {
     uct_dcx_strided_memh_t *smemh;
 
@@ -610,29 +613,30 @@ static void uct_dcx_strided_release_own(uct_dcx_md_t *md,
         status = uct_md_mem_dereg(&md->super, smemh->own[i]);
         if (status != UCS_OK) {
             ucs_warn("dcx md %s: releasing the registration under a strided "
-                     "key failed: %s", md->name, ucs_status_string(status));
+                     "key failed: %s",
+                     md->name, ucs_status_string(status));
         }
     }
     smemh->num_own = 0;
 }
 
 /* Registers [start, end) for the call's own use, kept in smemh */
-static ucs_status_t
-uct_dcx_strided_reg_own(uct_dcx_md_t *md, uct_dcx_strided_memh_t *smemh,
-                        uintptr_t start, uintptr_t end, unsigned flags,
-                        uct_mem_h *memh_p)
+static ucs_status_t uct_dcx_strided_reg_own(uct_dcx_md_t *md,
+                                            uct_dcx_strided_memh_t *smemh,
+                                            uintptr_t start, uintptr_t end,
+                                            unsigned flags, uct_mem_h *memh_p)
 {
     ucs_status_t status;
 
     if (!(flags & UCT_DCX_STRIDED_REMOTE)) {
         flags |= UCT_DCX_STRIDED_REMOTE;
     }
-    status = uct_md_mem_reg(&md->super, (void*)start, end - start,
+    status = uct_md_mem_reg(&md->super, (void *)start, end - start,
                             flags & UCT_MD_MEM_ACCESS_ALL, memh_p);
     if (status != UCS_OK) {
         ucs_error("dcx md %s: cannot register 0x%lx..0x%lx under a strided "
-                  "key: %s", md->name, start, end,
-                  ucs_status_string(status));
+                  "key: %s",
+                  md->name, start, end, ucs_status_string(status));
         return status;
     }
     smemh->own[smemh->num_own++] = *memh_p;
@@ -681,13 +685,14 @@ uct_dcx_strided_key_create(uct_dcx_md_t *md, uct_dcx_strided_memh_t *smemh,
     smemh->super.flags = UCT_DCX_MEMH_FLAG_STRIDED;
     smemh->super.mr    = &smemh->view;
     smemh->view.pd     = md->pd;
-    smemh->view.addr   = NULL;   /* zero-based */
+    smemh->view.addr   = NULL; /* zero-based */
     smemh->view.length = l->length;
     smemh->view.lkey   = smemh->mkey->lkey;
     smemh->view.rkey   = smemh->mkey->rkey;
     smemh->view.access = access;
     ucs_debug("dcx md %s: strided key 0x%x: %s layout, %u entries x %u, "
-              "%" PRIu64 " bytes", md->name, smemh->mkey->rkey,
+              "%" PRIu64 " bytes",
+              md->name, smemh->mkey->rkey,
               (l->opcode == DCX_WR_MKEY_LIST) ? "list" : "interleaved",
               l->num_entries, (l->opcode == DCX_WR_MKEY_LIST) ? 1 : l->repeat,
               l->length);
@@ -697,9 +702,10 @@ out_unlock:
     return status;
 }
 
-ucs_status_t
-uct_dcx_md_mem_reg_strided(uct_md_h uct_md, const uct_dcx_strided_desc_t *desc,
-                           uct_mem_h memh, unsigned flags, uct_mem_h *memh_p)
+ucs_status_t uct_dcx_md_mem_reg_strided(uct_md_h uct_md,
+                                        const uct_dcx_strided_desc_t *desc,
+                                        uct_mem_h memh, unsigned flags,
+                                        uct_mem_h *memh_p)
 {
     uct_dcx_strided_layout_t layout = {0};
     uct_dcx_strided_memh_t *smemh;
@@ -747,8 +753,7 @@ uct_dcx_md_mem_reg_strided(uct_md_h uct_md, const uct_dcx_strided_desc_t *desc,
     }
 
     status = uct_dcx_strided_layout_desc(md, desc, blocks,
-                                         uct_dcx_memh_mr(memh)->lkey,
-                                         &layout);
+                                         uct_dcx_memh_mr(memh)->lkey, &layout);
     if (status != UCS_OK) {
         goto err_release;
     }
@@ -770,10 +775,10 @@ err_free:
     return status;
 }
 
-ucs_status_t
-uct_dcx_md_mem_reg_list(uct_md_h uct_md, const uct_dcx_strided_region_t *regions,
-                        size_t num_regions, const uct_mem_h *memhs,
-                        unsigned flags, uct_mem_h *memh_p)
+ucs_status_t uct_dcx_md_mem_reg_list(uct_md_h uct_md,
+                                     const uct_dcx_strided_region_t *regions,
+                                     size_t num_regions, const uct_mem_h *memhs,
+                                     unsigned flags, uct_mem_h *memh_p)
 {
     uct_dcx_strided_layout_t layout = {0};
     uct_dcx_strided_memh_t *smemh;
@@ -802,8 +807,8 @@ uct_dcx_md_mem_reg_list(uct_md_h uct_md, const uct_dcx_strided_region_t *regions
             return UCS_ERR_INVALID_PARAM;
         }
         status = uct_dcx_strided_check_base(md, memhs[i], start,
-                                            start + regions[i].length,
-                                            access, "list region", i);
+                                            start + regions[i].length, access,
+                                            "list region", i);
         if (status != UCS_OK) {
             return status;
         }
@@ -826,8 +831,8 @@ uct_dcx_md_mem_reg_list(uct_md_h uct_md, const uct_dcx_strided_region_t *regions
             base = memhs[i];
         } else {
             status = uct_dcx_strided_reg_own(md, smemh, start,
-                                             start + regions[i].length,
-                                             flags, &base);
+                                             start + regions[i].length, flags,
+                                             &base);
             if (status != UCS_OK) {
                 goto err_release;
             }
@@ -835,7 +840,7 @@ uct_dcx_md_mem_reg_list(uct_md_h uct_md, const uct_dcx_strided_region_t *regions
         layout.sge[i].addr   = start;
         layout.sge[i].length = (uint32_t)regions[i].length;
         layout.sge[i].lkey   = uct_dcx_memh_mr(base)->lkey;
-        layout.length       += regions[i].length;
+        layout.length += regions[i].length;
     }
 
     status = uct_dcx_strided_key_create(md, smemh, &layout, access);
@@ -868,11 +873,11 @@ ucs_status_t uct_dcx_md_strided_dereg(uct_dcx_md_t *md, uct_dcx_memh_t *memh)
     status = uct_dcx_md_strided_exec(md, DCX_WR_MKEY_INVALIDATE, smemh->mkey,
                                      NULL, "invalidation");
     /* destroying makes the key unusable even if invalidation failed */
-    ret = dcx_mkey_destroy(smemh->mkey);
+    ret    = dcx_mkey_destroy(smemh->mkey);
     pthread_mutex_unlock(&md->strided_lock);
     if (ret != 0) {
-        ucs_error("dcx md %s: destroying strided key 0x%x failed: %s",
-                  md->name, smemh->view.rkey, strerror(ret));
+        ucs_error("dcx md %s: destroying strided key 0x%x failed: %s", md->name,
+                  smemh->view.rkey, strerror(ret));
         if (status == UCS_OK) {
             status = uct_dcx_status_from_errno(ret);
         }

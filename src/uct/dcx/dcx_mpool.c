@@ -1,10 +1,11 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * dcx transport: the interface's registered memory pools (send bounce
  * buffers, receive buffers, operation records), whose chunks are registered
  * with the device as they are allocated.
  */
 #ifdef HAVE_CONFIG_H
-#  include "config.h"
+#include "config.h"
 #endif
 
 #include "dcx.inl"
@@ -17,18 +18,18 @@
 #include <stdlib.h>
 
 
-#define UCT_DCX_RX_HDR_SPACE  16   /* rx element bytes before the headroom */
+#define UCT_DCX_RX_HDR_SPACE 16 /* rx element bytes before the headroom */
 
 typedef struct uct_dcx_chunk {
-    ucs_list_link_t  list;
-    dcx_mr_t        *mr;
-    void            *base;
+    ucs_list_link_t list;
+    dcx_mr_t *mr;
+    void *base;
 } uct_dcx_chunk_t;
 
 static ucs_status_t uct_dcx_mp_chunk_alloc(ucs_mpool_t *mp, size_t *size_p,
                                            void **chunk_p)
 {
-    uct_dcx_iface_t *iface = *(uct_dcx_iface_t**)ucs_mpool_priv(mp);
+    uct_dcx_iface_t *iface = *(uct_dcx_iface_t **)ucs_mpool_priv(mp);
     size_t size            = ucs_align_up(sizeof(uct_dcx_chunk_t) + *size_p,
                                           ucs_get_page_size());
     uct_dcx_chunk_t *chunk;
@@ -56,14 +57,14 @@ static ucs_status_t uct_dcx_mp_chunk_alloc(ucs_mpool_t *mp, size_t *size_p,
     chunk->mr   = mr;
     chunk->base = base;
     ucs_list_add_tail(&iface->chunks, &chunk->list);
-    *chunk_p    = chunk + 1;
-    *size_p     = size - sizeof(*chunk);
+    *chunk_p = chunk + 1;
+    *size_p  = size - sizeof(*chunk);
     return UCS_OK;
 }
 
 static void uct_dcx_mp_chunk_release(ucs_mpool_t *mp, void *ptr)
 {
-    uct_dcx_chunk_t *chunk = (uct_dcx_chunk_t*)ptr - 1;
+    uct_dcx_chunk_t *chunk = (uct_dcx_chunk_t *)ptr - 1;
 
     ucs_list_del(&chunk->list);
     dcx_mr_dereg(chunk->mr);
@@ -72,7 +73,7 @@ static void uct_dcx_mp_chunk_release(ucs_mpool_t *mp, void *ptr)
 
 static void uct_dcx_tx_obj_init(ucs_mpool_t *mp, void *obj, void *ptr)
 {
-    uct_dcx_chunk_t *chunk    = (uct_dcx_chunk_t*)ptr - 1;
+    uct_dcx_chunk_t *chunk    = (uct_dcx_chunk_t *)ptr - 1;
     uct_dcx_send_desc_t *desc = obj;
 
     desc->lkey = chunk->mr->lkey;
@@ -80,7 +81,7 @@ static void uct_dcx_tx_obj_init(ucs_mpool_t *mp, void *obj, void *ptr)
 
 static void uct_dcx_rx_obj_init(ucs_mpool_t *mp, void *obj, void *ptr)
 {
-    uct_dcx_chunk_t *chunk = (uct_dcx_chunk_t*)ptr - 1;
+    uct_dcx_chunk_t *chunk = (uct_dcx_chunk_t *)ptr - 1;
 
     memcpy(UCS_PTR_BYTE_OFFSET(obj, UCT_DCX_RX_LKEY_OFFSET), &chunk->mr->lkey,
            sizeof(uint32_t));
@@ -91,25 +92,21 @@ static ucs_mpool_ops_t uct_dcx_tx_mp_ops = {
     .chunk_release = uct_dcx_mp_chunk_release,
     .obj_init      = uct_dcx_tx_obj_init,
     .obj_cleanup   = NULL,
-    .obj_str       = NULL
-};
+    .obj_str       = NULL};
 
 static ucs_mpool_ops_t uct_dcx_rx_mp_ops = {
     .chunk_alloc   = uct_dcx_mp_chunk_alloc,
     .chunk_release = uct_dcx_mp_chunk_release,
     .obj_init      = uct_dcx_rx_obj_init,
     .obj_cleanup   = NULL,
-    .obj_str       = NULL
-};
+    .obj_str       = NULL};
 
 static ucs_mpool_ops_t uct_dcx_op_mp_ops = {
     .chunk_alloc   = ucs_mpool_chunk_malloc,
     .chunk_release = ucs_mpool_chunk_free,
     .obj_init      = NULL,
     .obj_cleanup   = NULL,
-    .obj_str       = NULL
-};
-
+    .obj_str       = NULL};
 
 
 ucs_status_t uct_dcx_iface_mpools_init(uct_dcx_iface_t *iface,
@@ -121,17 +118,16 @@ ucs_status_t uct_dcx_iface_mpools_init(uct_dcx_iface_t *iface,
 
     status = uct_dcx_mpool_init(&iface->tx_mp, sizeof(iface),
                                 sizeof(uct_dcx_send_desc_t) + DCX_TM_TMH_LEN +
-                                cfg->seg_size,
+                                    cfg->seg_size,
                                 sizeof(uct_dcx_send_desc_t),
                                 UCS_SYS_CACHE_LINE_SIZE,
                                 ucs_min(128u, cfg->tx_max_bufs),
-                                cfg->tx_max_bufs,
-                                &uct_dcx_tx_mp_ops,
+                                cfg->tx_max_bufs, &uct_dcx_tx_mp_ops,
                                 "dcx_tx_desc");
     if (status != UCS_OK) {
         return status;
     }
-    *(uct_dcx_iface_t**)ucs_mpool_priv(&iface->tx_mp) = iface;
+    *(uct_dcx_iface_t **)ucs_mpool_priv(&iface->tx_mp) = iface;
 
     status = uct_dcx_mpool_init(&iface->op_mp, 0,
                                 ucs_max(sizeof(uct_dcx_op_t),
@@ -144,20 +140,21 @@ ucs_status_t uct_dcx_iface_mpools_init(uct_dcx_iface_t *iface,
 
     /* rx element: [lkey .. ][headroom][AM byte][payload], payload aligned */
     iface->rx_headroom       = (params->field_mask &
-                                UCT_IFACE_PARAM_FIELD_RX_HEADROOM) ?
-                               params->rx_headroom : 0;
+                          UCT_IFACE_PARAM_FIELD_RX_HEADROOM) ?
+                                   params->rx_headroom :
+                                   0;
     /* the element start stays 8-byte aligned when the payload (after the AM
      * byte) is aligned: pad the space before the headroom accordingly */
     /* a TM SRQ writes the TMH of each message before the header byte */
     iface->rx_payload_offset = UCT_DCX_RX_HDR_SPACE + iface->rx_tmh_len +
                                iface->rx_headroom;
-    iface->rx_payload_offset += (8 - ((iface->rx_payload_offset +
-                                       UCT_DCX_AM_HDR_LEN) % 8)) % 8;
+    iface->rx_payload_offset +=
+        (8 - ((iface->rx_payload_offset + UCT_DCX_AM_HDR_LEN) % 8)) % 8;
     status = uct_iface_param_am_alignment(params, cfg->seg_size,
                                           iface->rx_payload_offset +
-                                          UCT_DCX_AM_HDR_LEN,
+                                              UCT_DCX_AM_HDR_LEN,
                                           iface->rx_payload_offset +
-                                          UCT_DCX_AM_HDR_LEN,
+                                              UCT_DCX_AM_HDR_LEN,
                                           &align, &align_offset);
     if (status != UCS_OK) {
         goto err_op;
@@ -172,7 +169,7 @@ ucs_status_t uct_dcx_iface_mpools_init(uct_dcx_iface_t *iface,
     if (status != UCS_OK) {
         goto err_op;
     }
-    *(uct_dcx_iface_t**)ucs_mpool_priv(&iface->rx_mp) = iface;
+    *(uct_dcx_iface_t **)ucs_mpool_priv(&iface->rx_mp) = iface;
     return UCS_OK;
 
 err_op:

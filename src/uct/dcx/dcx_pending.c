@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * dcx transport: the pending queue of an endpoint.
  *
@@ -9,7 +10,7 @@
  * reading them, whatever the user did with that memory since.
  */
 #ifdef HAVE_CONFIG_H
-#  include "config.h"
+#include "config.h"
 #endif
 
 #include "dcx.inl"
@@ -21,7 +22,7 @@ static UCS_F_ALWAYS_INLINE ucs_queue_elem_t *
 uct_dcx_pending_elem(uct_pending_req_t *req)
 {
     UCS_STATIC_ASSERT(sizeof(ucs_queue_elem_t) <= UCT_PENDING_REQ_PRIV_LEN);
-    return (ucs_queue_elem_t*)req->priv;
+    return (ucs_queue_elem_t *)req->priv;
 }
 
 static UCS_F_ALWAYS_INLINE uct_pending_req_t *
@@ -40,8 +41,8 @@ void uct_dcx_ep_pending_init(uct_dcx_ep_t *ep)
 
 /* Gives ep its side structure if it has none yet, and indexes it by a new
  * id (the one credit grants name) */
-UCS_F_NOINLINE ucs_status_t
-uct_dcx_ep_ext_get(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep)
+UCS_F_NOINLINE ucs_status_t uct_dcx_ep_ext_get(uct_dcx_iface_t *iface,
+                                               uct_dcx_ep_t *ep)
 {
     uct_dcx_ep_ext_t *ext;
     khiter_t it;
@@ -54,7 +55,8 @@ uct_dcx_ep_ext_get(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep)
     ext = ucs_calloc(1, sizeof(*ext), "dcx_ep_ext");
     if (ext == NULL) {
         ucs_error("dcx: %s: ep %p: failed to allocate its pending/flow "
-                  "control state", dcx_dev_name(iface->dev), ep);
+                  "control state",
+                  dcx_dev_name(iface->dev), ep);
         return UCS_ERR_NO_MEMORY;
     }
     ext->ep = ep;
@@ -72,15 +74,15 @@ uct_dcx_ep_ext_get(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep)
         return UCS_ERR_NO_MEMORY;
     }
     kh_val(&iface->eps, it) = ep;
-    ep->ext = ext;
+    ep->ext                 = ext;
     return UCS_OK;
 }
 
 ucs_status_t uct_dcx_ep_pending_add(uct_ep_h tl_ep, uct_pending_req_t *req,
                                     unsigned flags)
 {
-    uct_dcx_ep_t *ep        = ucs_derived_of(tl_ep, uct_dcx_ep_t);
-    uct_dcx_iface_t *iface  = uct_dcx_ep_iface(ep);
+    uct_dcx_ep_t *ep       = ucs_derived_of(tl_ep, uct_dcx_ep_t);
+    uct_dcx_iface_t *iface = uct_dcx_ep_iface(ep);
     uct_dcx_ep_ext_t *ext;
     ucs_status_t status;
 
@@ -90,8 +92,8 @@ ucs_status_t uct_dcx_ep_pending_add(uct_ep_h tl_ep, uct_pending_req_t *req,
     if (!(ep->flags & UCT_DCX_EP_FLAG_FAILED) &&
         ucs_arbiter_is_empty(&iface->arbiter) &&
         ((ep->dci != UCT_DCX_DCI_NONE) ?
-         ((iface->dcis[ep->dci].avail > 0) && (ep->quota > 0)) :
-         (iface->dci_free_top > 0)) &&
+             ((iface->dcis[ep->dci].avail > 0) && (ep->quota > 0)) :
+             (iface->dci_free_top > 0)) &&
         (ep->fc_wnd > 0) &&
         ((ep->fc_wnd > iface->fc_thresh) ||
          (ep->flags & UCT_DCX_EP_FLAG_FC_REQ_SENT))) {
@@ -122,9 +124,8 @@ ucs_arbiter_cb_result_t uct_dcx_ep_dispatch_cb(ucs_arbiter_t *arbiter,
                                                ucs_arbiter_elem_t *elem,
                                                void *arg)
 {
-    uct_dcx_iface_t *iface  = arg;
-    uct_dcx_ep_t *ep        = ucs_container_of(elem, uct_dcx_ep_ext_t,
-                                               arb_elem)->ep;
+    uct_dcx_iface_t *iface = arg;
+    uct_dcx_ep_t *ep = ucs_container_of(elem, uct_dcx_ep_ext_t, arb_elem)->ep;
     uct_pending_req_t *req;
     ucs_status_t status;
 
@@ -153,7 +154,7 @@ ucs_arbiter_cb_result_t uct_dcx_ep_dispatch_cb(ucs_arbiter_t *arbiter,
      * first in line (a purge inside func does not see it).  The requests
      * behind req came after it: a flush that req issues on ep is not
      * refused for them (dispatch_ep). */
-    req                = uct_dcx_pending_head(ep);
+    req = uct_dcx_pending_head(ep);
     ucs_queue_pull_non_empty(&ep->ext->pending_q);
     iface->dispatch_ep = ep;
     status             = req->func(req);
@@ -184,8 +185,7 @@ uct_dcx_ep_unschedule_cb(ucs_arbiter_t *arbiter, ucs_arbiter_group_t *group,
 /* Takes ep's own element out of the arbiter (touches no request) */
 static void uct_dcx_ep_unschedule(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep)
 {
-    if ((ep->ext != NULL) &&
-        !ucs_arbiter_group_is_empty(&ep->ext->arb_group)) {
+    if ((ep->ext != NULL) && !ucs_arbiter_group_is_empty(&ep->ext->arb_group)) {
         ucs_arbiter_group_purge(&iface->arbiter, &ep->ext->arb_group,
                                 uct_dcx_ep_unschedule_cb, NULL);
     }
@@ -194,8 +194,8 @@ static void uct_dcx_ep_unschedule(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep)
 void uct_dcx_ep_pending_purge(uct_ep_h tl_ep, uct_pending_purge_callback_t cb,
                               void *arg)
 {
-    uct_dcx_ep_t *ep        = ucs_derived_of(tl_ep, uct_dcx_ep_t);
-    uct_dcx_iface_t *iface  = uct_dcx_ep_iface(ep);
+    uct_dcx_ep_t *ep       = ucs_derived_of(tl_ep, uct_dcx_ep_t);
+    uct_dcx_iface_t *iface = uct_dcx_ep_iface(ep);
     uct_pending_req_t *req;
 
     /* Each request leaves the queue before the callback, which may free it
@@ -228,8 +228,8 @@ void uct_dcx_ep_pending_cleanup(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep)
         /* The user did not purge them and may have freed them since: the
          * queue is dropped unread */
         ucs_warn("dcx: %s: ep %p destroyed with pending requests it was not "
-                 "asked to purge; they are dropped", dcx_dev_name(iface->dev),
-                 ep);
+                 "asked to purge; they are dropped",
+                 dcx_dev_name(iface->dev), ep);
         ucs_queue_head_init(&ep->ext->pending_q);
     }
     uct_dcx_ep_unschedule(iface, ep);

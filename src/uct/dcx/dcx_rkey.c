@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * dcx remote keys: what uct_md_mkey_pack() writes for a dcx memory handle
  * (plain or strided: both carry the device rkey in their MR view) and what
@@ -23,17 +24,17 @@ static uint16_t uct_dcx_rkey_check(const uct_dcx_packed_rkey_t *packed)
     return (uint16_t)(sum ^ (sum >> 16) ^ 0xdc58);
 }
 
-ucs_status_t
-uct_dcx_mkey_pack(uct_md_h uct_md, uct_mem_h uct_memh,
-                  const uct_md_mkey_pack_params_t *params, void *rkey_buffer)
+ucs_status_t uct_dcx_mkey_pack(uct_md_h uct_md, uct_mem_h uct_memh,
+                               const uct_md_mkey_pack_params_t *params,
+                               void *rkey_buffer)
 {
-    uct_dcx_md_t *md       = ucs_derived_of(uct_md, uct_dcx_md_t);
-    uct_dcx_memh_t *memh   = uct_memh;
+    uct_dcx_md_t *md     = ucs_derived_of(uct_md, uct_dcx_md_t);
+    uct_dcx_memh_t *memh = uct_memh;
     uct_dcx_packed_rkey_t packed;
 
     if ((memh == NULL) || (memh->mr == NULL) || (rkey_buffer == NULL)) {
-        ucs_error("dcx md %s: cannot pack an rkey of memh %p into %p",
-                  md->name, memh, rkey_buffer);
+        ucs_error("dcx md %s: cannot pack an rkey of memh %p into %p", md->name,
+                  memh, rkey_buffer);
         return UCS_ERR_INVALID_PARAM;
     }
 
@@ -41,7 +42,8 @@ uct_dcx_mkey_pack(uct_md_h uct_md, uct_mem_h uct_memh,
         (params->field_mask & UCT_MD_MKEY_PACK_FIELD_FLAGS) &&
         (params->flags & UCT_DCX_MKEY_PACK_FLAGS_INVALIDATE)) {
         ucs_debug("dcx md %s: rkeys for invalidation are not supported "
-                  "(UCT_MD_FLAG_INVALIDATE is not set)", md->name);
+                  "(UCT_MD_FLAG_INVALIDATE is not set)",
+                  md->name);
         return UCS_ERR_UNSUPPORTED;
     }
 
@@ -81,21 +83,23 @@ ucs_status_t uct_dcx_rkey_unpack(uct_component_t *component,
     memcpy(&packed, rkey_buffer, sizeof(packed));
     if (packed.magic != UCT_DCX_RKEY_MAGIC) {
         ucs_error("dcx: packed rkey at %p is not a dcx rkey (magic 0x%08x, "
-                  "expected 0x%08x)", rkey_buffer, packed.magic,
-                  UCT_DCX_RKEY_MAGIC);
+                  "expected 0x%08x)",
+                  rkey_buffer, packed.magic, UCT_DCX_RKEY_MAGIC);
         return UCS_ERR_INVALID_PARAM;
     }
 
     if ((packed.version != UCT_DCX_RKEY_VERSION) || (packed.flags != 0)) {
         ucs_error("dcx: packed rkey at %p has version %u flags 0x%x, this dcx "
-                  "reads version %u flags 0", rkey_buffer, packed.version,
-                  packed.flags, UCT_DCX_RKEY_VERSION);
+                  "reads version %u flags 0",
+                  rkey_buffer, packed.version, packed.flags,
+                  UCT_DCX_RKEY_VERSION);
         return UCS_ERR_INVALID_PARAM;
     }
 
     if (packed.check != uct_dcx_rkey_check(&packed)) {
         ucs_error("dcx: packed rkey at %p is corrupt (rkey 0x%x check 0x%04x, "
-                  "expected 0x%04x)", rkey_buffer, packed.rkey, packed.check,
+                  "expected 0x%04x)",
+                  rkey_buffer, packed.rkey, packed.check,
                   uct_dcx_rkey_check(&packed));
         return UCS_ERR_INVALID_PARAM;
     }

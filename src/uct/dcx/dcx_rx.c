@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * dcx transport: the transport's control messages (posting them, and what
  * happens when they complete), the receive path (receive buffers, active
@@ -5,7 +6,7 @@
  * progress of an interface.
  */
 #ifdef HAVE_CONFIG_H
-#  include "config.h"
+#include "config.h"
 #endif
 
 #include "dcx.inl"
@@ -22,9 +23,8 @@ static void uct_dcx_ctl_done(uct_dcx_iface_t *iface, uct_dcx_op_t *op,
                              ucs_status_t status)
 {
     uct_dcx_send_desc_t *desc = ucs_container_of(op, uct_dcx_send_desc_t, op);
-    uint8_t *data             = (uint8_t*)uct_dcx_desc_data(desc) +
-                                desc->u.ctl.tmh_len;
-    uct_dcx_ctl_msg_t *msg    = (uct_dcx_ctl_msg_t*)(data + 1);
+    uint8_t *data = (uint8_t *)uct_dcx_desc_data(desc) + desc->u.ctl.tmh_len;
+    uct_dcx_ctl_msg_t *msg = (uct_dcx_ctl_msg_t *)(data + 1);
     uct_dcx_grant_t *grant;
     uint8_t opcode;
     int is_fin;
@@ -132,8 +132,7 @@ ucs_status_t uct_dcx_dci_post_ctl_tmh(uct_dcx_iface_t *iface,
     desc->u.ctl.dctn    = dest->dctn;
     desc->u.ctl.tmh_len = tmh_len;
 
-    uct_dcx_ctl_wr(&wr, &sge, dest, data, tmh_len + 1 + msg_len, desc->lkey,
-                   0);
+    uct_dcx_ctl_wr(&wr, &sge, dest, data, tmh_len + 1 + msg_len, desc->lkey, 0);
     status = uct_dcx_dci_post(iface, dci, ep, &wr, &desc->op, 1);
     if (status != UCS_OK) {
         ucs_mpool_put_inline(desc);
@@ -150,13 +149,11 @@ ucs_status_t uct_dcx_dci_post_ctl_tmh(uct_dcx_iface_t *iface,
  * nothing posted, when it does not fit the DCI's inline size: the caller
  * sends it through uct_dcx_dci_post_ctl.  The bytes on the wire are those
  * uct_dcx_dci_post_ctl sends. */
-ucs_status_t uct_dcx_dci_post_ctl_inline(uct_dcx_iface_t *iface,
-                                         uct_dcx_dci_t *dci, uct_dcx_ep_t *ep,
-                                         const dcx_dc_dest_t *dest,
-                                         uint8_t type,
-                                         const uct_dcx_ctl_msg_t *msg,
-                                         size_t msg_len, unsigned tmh_len,
-                                         uct_dcx_op_t *op)
+ucs_status_t
+uct_dcx_dci_post_ctl_inline(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci,
+                            uct_dcx_ep_t *ep, const dcx_dc_dest_t *dest,
+                            uint8_t type, const uct_dcx_ctl_msg_t *msg,
+                            size_t msg_len, unsigned tmh_len, uct_dcx_op_t *op)
 {
     uint8_t data[DCX_TM_TMH_LEN + 1 + sizeof(uct_dcx_ctl_msg_t)];
     dcx_send_wr_t wr;
@@ -170,7 +167,7 @@ ucs_status_t uct_dcx_dci_post_ctl_inline(uct_dcx_iface_t *iface,
         return UCS_ERR_NO_RESOURCE;
     }
 
-    memset(data, 0, tmh_len);   /* TMH of opcode NO_TAG */
+    memset(data, 0, tmh_len); /* TMH of opcode NO_TAG */
     data[tmh_len] = UCT_DCX_AM_CTL | type;
     memcpy(data + tmh_len + 1, msg, msg_len);
 
@@ -208,7 +205,7 @@ static int uct_dcx_op_is_grant(uct_dcx_op_t *op)
     }
     /* the header byte after the TMH (a FIN's says NOP) */
     desc = ucs_container_of(op, uct_dcx_send_desc_t, op);
-    data = (const uint8_t*)uct_dcx_desc_data(desc) + desc->u.ctl.tmh_len;
+    data = (const uint8_t *)uct_dcx_desc_data(desc) + desc->u.ctl.tmh_len;
     return data[0] == (UCT_DCX_AM_CTL | UCT_DCX_CTL_FC_GRANT);
 }
 
@@ -261,9 +258,10 @@ void uct_dcx_iface_release_desc(uct_recv_desc_t *self, void *desc)
                                               release_desc);
 
     /* desc = wire + 1 - headroom */
-    ucs_mpool_put_inline(UCS_PTR_BYTE_OFFSET(desc, iface->rx_headroom -
-                                             UCT_DCX_AM_HDR_LEN -
-                                             iface->rx_payload_offset));
+    ucs_mpool_put_inline(UCS_PTR_BYTE_OFFSET(desc,
+                                             iface->rx_headroom -
+                                                 UCT_DCX_AM_HDR_LEN -
+                                                 iface->rx_payload_offset));
 }
 
 /* The receive load needs more posted buffers, up to RX_QUEUE_LEN (the pool
@@ -285,14 +283,15 @@ UCS_F_NOINLINE void uct_dcx_iface_rx_grow(uct_dcx_iface_t *iface)
 }
 
 /* Puts back the buffers of list[from..count) that the device did not take. */
-static UCS_F_NOINLINE void
-uct_dcx_iface_rx_unposted(uct_dcx_iface_t *iface, const dcx_recv_t *list,
-                          unsigned from, unsigned count, int ret)
+static UCS_F_NOINLINE void uct_dcx_iface_rx_unposted(uct_dcx_iface_t *iface,
+                                                     const dcx_recv_t *list,
+                                                     unsigned from,
+                                                     unsigned count, int ret)
 {
     unsigned i;
 
     for (i = from; i < count; ++i) {
-        ucs_mpool_put_inline((void*)(uintptr_t)list[i].wr_id);
+        ucs_mpool_put_inline((void *)(uintptr_t)list[i].wr_id);
     }
     if (ret != ENOMEM) {
         ucs_error("dcx: %s: posting receives failed at %u of %u: %s",
@@ -334,23 +333,23 @@ unsigned uct_dcx_iface_post_recv(uct_dcx_iface_t *iface)
         }
         ret = dcx_srq_post_recv_list(iface->srq, list, n, &posted);
         iface->rx_posted += posted;
-        count            += posted;
+        count += posted;
         if (ucs_unlikely(ret != 0)) {
             uct_dcx_iface_rx_unposted(iface, list, posted, n, ret);
             break;
         }
         if (n < UCT_DCX_RX_REPOST_MAX) {
-            break;   /* the pool ran dry, or the goal is reached */
+            break; /* the pool ran dry, or the goal is reached */
         }
     }
-    iface->rx_reposts  += (count > 0);
+    iface->rx_reposts += (count > 0);
     iface->rx_reposted += count;
     return count;
 }
 
 /* exported (dcx_* names only) for tests and diagnostics */
-__attribute__((visibility("default")))
-int dcx_rx_iface_stats(uct_iface_h tl_iface, dcx_rx_stats_t *stats)
+__attribute__((visibility("default"))) int
+dcx_rx_iface_stats(uct_iface_h tl_iface, dcx_rx_stats_t *stats)
 {
     uct_dcx_iface_t *iface;
 
@@ -377,29 +376,29 @@ void uct_dcx_iface_send_grants(uct_dcx_iface_t *iface)
 
     memset(&msg, 0, sizeof(msg));
     while (!ucs_queue_is_empty(&iface->grant_q)) {
-        grant = ucs_queue_head_elem_non_empty(&iface->grant_q,
-                                              uct_dcx_grant_t, queue);
+        grant = ucs_queue_head_elem_non_empty(&iface->grant_q, uct_dcx_grant_t,
+                                              queue);
         dest.ah     = grant->ah;
         dest.dctn   = grant->dctn;
         dest.dc_key = iface->config.dc_key;
         if (grant->fin) {
             status = uct_dcx_tag_post_fin(iface, dci, &dest, grant);
         } else {
-            msg.credits = grant->credits;
-            msg.seq     = grant->seq;
-            msg.ep_id   = grant->ep_id;
+            msg.credits    = grant->credits;
+            msg.seq        = grant->seq;
+            msg.ep_id      = grant->ep_id;
             /* inline, the grant its own op: no send buffer */
             grant->op.cb   = uct_dcx_grant_done;
             grant->op.comp = NULL;
             status = uct_dcx_dci_post_ctl_inline(iface, dci, NULL, &dest,
                                                  UCT_DCX_CTL_FC_GRANT, &msg,
-                                                 ucs_offsetof(
-                                                     uct_dcx_ctl_msg_t, port),
+                                                 ucs_offsetof(uct_dcx_ctl_msg_t,
+                                                              port),
                                                  grant->tmh_len, &grant->op);
             if (status == UCS_OK) {
                 ucs_queue_pull_non_empty(&iface->grant_q);
                 iface->fc_grants_sent++;
-                continue;   /* the op owns the grant now */
+                continue; /* the op owns the grant now */
             }
             if (status == UCS_ERR_UNSUPPORTED) {
                 status = uct_dcx_dci_post_ctl(iface, dci, NULL, &dest,
@@ -421,11 +420,12 @@ void uct_dcx_iface_send_grants(uct_dcx_iface_t *iface)
     }
 }
 
-static UCS_F_NOINLINE void
-uct_dcx_iface_handle_ctl(uct_dcx_iface_t *iface, uint8_t type,
-                         const uint8_t *data, unsigned length)
+static UCS_F_NOINLINE void uct_dcx_iface_handle_ctl(uct_dcx_iface_t *iface,
+                                                    uint8_t type,
+                                                    const uint8_t *data,
+                                                    unsigned length)
 {
-    const uct_dcx_ctl_msg_t *msg = (const uct_dcx_ctl_msg_t*)data;
+    const uct_dcx_ctl_msg_t *msg = (const uct_dcx_ctl_msg_t *)data;
     size_t min_len               = ucs_offsetof(uct_dcx_ctl_msg_t, port);
     uct_dcx_grant_t *grant;
     ucs_status_t status;
@@ -451,8 +451,8 @@ uct_dcx_iface_handle_ctl(uct_dcx_iface_t *iface, uint8_t type,
         grant->dctn    = msg->dctn;
         grant->credits = msg->credits;
         grant->seq     = msg->seq;
-        grant->tmh_len = (msg->flags & UCT_DCX_ADDR_FLAG_TM) ?
-                         DCX_TM_TMH_LEN : 0;
+        grant->tmh_len = (msg->flags & UCT_DCX_ADDR_FLAG_TM) ? DCX_TM_TMH_LEN :
+                                                               0;
         grant->fin     = 0;
         grant->ep_id   = msg->ep_id;
         ucs_queue_push(&iface->grant_q, &grant->queue);
@@ -469,11 +469,11 @@ uct_dcx_iface_handle_ctl(uct_dcx_iface_t *iface, uint8_t type,
     }
 
     ucs_error("dcx: %s: dropped a malformed control message (type %u, %u "
-              "bytes)", dcx_dev_name(iface->dev), type, length);
+              "bytes)",
+              dcx_dev_name(iface->dev), type, length);
 }
 
-void
-uct_dcx_iface_rx_error(uct_dcx_iface_t *iface, const dcx_wc_t *wc)
+void uct_dcx_iface_rx_error(uct_dcx_iface_t *iface, const dcx_wc_t *wc)
 {
     if (wc->status != DCX_WC_WR_FLUSH_ERR) {
         ucs_error("dcx: %s: receive completion error: %s (vendor 0x%x)",
@@ -483,9 +483,9 @@ uct_dcx_iface_rx_error(uct_dcx_iface_t *iface, const dcx_wc_t *wc)
 }
 
 /* A message that is not an AM for the user: control message, or garbage */
-static UCS_F_NOINLINE void
-uct_dcx_iface_rx_not_am(uct_dcx_iface_t *iface, void *elem, uint8_t *wire,
-                        unsigned length)
+static UCS_F_NOINLINE void uct_dcx_iface_rx_not_am(uct_dcx_iface_t *iface,
+                                                   void *elem, uint8_t *wire,
+                                                   unsigned length)
 {
     if (wire[0] & UCT_DCX_AM_CTL) {
         uct_dcx_iface_handle_ctl(iface, wire[0] & ~UCT_DCX_AM_CTL, wire + 1,
@@ -510,10 +510,10 @@ uct_dcx_iface_rx_am_inline(uct_dcx_iface_t *iface, void *elem, uint8_t *wire,
         return;
     }
 
-    uct_iface_trace_am(&iface->super, UCT_AM_TRACE_TYPE_RECV, wire[0],
-                       wire + 1, length - 1, "RX: AM");
-    status = uct_iface_invoke_am(&iface->super, wire[0], wire + 1,
-                                 length - 1, UCT_CB_PARAM_FLAG_DESC);
+    uct_iface_trace_am(&iface->super, UCT_AM_TRACE_TYPE_RECV, wire[0], wire + 1,
+                       length - 1, "RX: AM");
+    status = uct_iface_invoke_am(&iface->super, wire[0], wire + 1, length - 1,
+                                 UCT_CB_PARAM_FLAG_DESC);
     if (status == UCS_INPROGRESS) {
         /* the user keeps the buffer; it comes back through
          * uct_iface_release_desc(), which finds rdesc where uct_recv_desc()
@@ -537,14 +537,14 @@ void uct_dcx_iface_rx_am(uct_dcx_iface_t *iface, void *elem, uint8_t *wire,
  * that finds a message makes no second call (and saves no registers twice)
  * before the AM handler's; a progress with nothing to do pays the pushes
  * of the registers the loop needs (6 instructions). */
-static UCS_F_ALWAYS_INLINE void
-uct_dcx_iface_rx_wcs(uct_dcx_iface_t *iface, const dcx_wc_t *wc, int n)
+static UCS_F_ALWAYS_INLINE void uct_dcx_iface_rx_wcs(uct_dcx_iface_t *iface,
+                                                     const dcx_wc_t *wc, int n)
 {
     void *elem;
     int i;
 
     for (i = 0; i < n; ++i) {
-        elem = (void*)(uintptr_t)wc[i].wr_id;
+        elem = (void *)(uintptr_t)wc[i].wr_id;
         iface->rx_posted--;
         if (ucs_unlikely((wc[i].status != DCX_WC_SUCCESS) ||
                          (wc[i].byte_len < UCT_DCX_AM_HDR_LEN))) {

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * dcx transport: scatter-gather put and get (uct_ep_put_sgl_zcopy and
  * uct_ep_get_sgl_zcopy, internal operations of UCX 1.22 and later), built
@@ -18,7 +19,7 @@
  * fails everything after it on the DCI.
  */
 #ifdef HAVE_CONFIG_H
-#  include "config.h"
+#include "config.h"
 #endif
 
 #include "dcx_ep.inl"
@@ -29,24 +30,24 @@
 
 /* One list operation: its arguments, and the WR being built */
 typedef struct uct_dcx_sgl {
-    const char          *name;
-    uint8_t              opcode;      /* DCX_WR_RDMA_WRITE or _READ */
-    void * const        *buffers;
-    const size_t        *lengths;
-    uct_mem_h const     *memhs;
-    const uint64_t      *remote_addrs;
-    uct_rkey_t const    *rkeys;
-    const size_t        *counts;
-    const size_t        *strides;
-    size_t               count;
+    const char *name;
+    uint8_t opcode; /* DCX_WR_RDMA_WRITE or _READ */
+    void *const *buffers;
+    const size_t *lengths;
+    uct_mem_h const *memhs;
+    const uint64_t *remote_addrs;
+    uct_rkey_t const *rkeys;
+    const size_t *counts;
+    const size_t *strides;
+    size_t count;
 
     /* the WR being built: a run of pieces */
-    dcx_sge_t            sge[UCT_DCX_MAX_SGE];
-    unsigned             num_sge;
-    uint64_t             raddr;       /* remote address of the run */
-    uint64_t             rend;        /* remote address after it */
-    uct_rkey_t           rkey;
-    size_t               run_length;
+    dcx_sge_t sge[UCT_DCX_MAX_SGE];
+    unsigned num_sge;
+    uint64_t raddr; /* remote address of the run */
+    uint64_t rend;  /* remote address after it */
+    uct_rkey_t rkey;
+    size_t run_length;
 } uct_dcx_sgl_t;
 
 
@@ -61,8 +62,9 @@ static UCS_F_NOINLINE ucs_status_t
 uct_dcx_sgl_bad_elem(const uct_dcx_sgl_t *sgl, size_t i, const char *what)
 {
     ucs_error("dcx: %s: element %zu of %zu (%zu bytes at %p, remote 0x%" PRIx64
-              "): %s", sgl->name, i, sgl->count, sgl->lengths[i],
-              sgl->buffers[i], sgl->remote_addrs[i], what);
+              "): %s",
+              sgl->name, i, sgl->count, sgl->lengths[i], sgl->buffers[i],
+              sgl->remote_addrs[i], what);
     return UCS_ERR_INVALID_PARAM;
 }
 
@@ -71,9 +73,10 @@ uct_dcx_sgl_bad_elem(const uct_dcx_sgl_t *sgl, size_t i, const char *what)
  * *stride_p apart (touching blocks merged into one); *num_p is 0 for an
  * element that moves no byte.
  */
-static ucs_status_t
-uct_dcx_sgl_elem(uct_dcx_iface_t *iface, const uct_dcx_sgl_t *sgl, size_t i,
-                 size_t *length_p, size_t *num_p, size_t *stride_p)
+static ucs_status_t uct_dcx_sgl_elem(uct_dcx_iface_t *iface,
+                                     const uct_dcx_sgl_t *sgl, size_t i,
+                                     size_t *length_p, size_t *num_p,
+                                     size_t *stride_p)
 {
     size_t length = sgl->lengths[i];
     size_t num    = (sgl->counts != NULL) ? sgl->counts[i] : 1;
@@ -81,12 +84,13 @@ uct_dcx_sgl_elem(uct_dcx_iface_t *iface, const uct_dcx_sgl_t *sgl, size_t i,
 
     *num_p = 0;
     if ((length == 0) || (num == 0)) {
-        return UCS_OK;  /* no memory is accessed: nothing to check */
+        return UCS_OK; /* no memory is accessed: nothing to check */
     }
 
     if (num > 1) {
         if (stride < length) {
-            return uct_dcx_sgl_bad_elem(sgl, i, "blocks overlap (stride "
+            return uct_dcx_sgl_bad_elem(sgl, i,
+                                        "blocks overlap (stride "
                                         "smaller than the length)");
         }
         if (stride == length) {
@@ -95,13 +99,12 @@ uct_dcx_sgl_elem(uct_dcx_iface_t *iface, const uct_dcx_sgl_t *sgl, size_t i,
                                           iface->caps->max_msg_size);
             }
             length *= num;
-            num     = 1;
+            num = 1;
         }
     }
 
     if (length > iface->caps->max_msg_size) {
-        return uct_dcx_bad_length(sgl->name, length,
-                                  iface->caps->max_msg_size);
+        return uct_dcx_bad_length(sgl->name, length, iface->caps->max_msg_size);
     }
     if (sgl->memhs[i] == UCT_MEM_HANDLE_NULL) {
         return uct_dcx_sgl_bad_elem(sgl, i, "no memory handle");
@@ -149,15 +152,14 @@ uct_dcx_sgl_extend(uct_dcx_iface_t *iface, uct_dcx_sgl_t *sgl, uintptr_t laddr,
 
     last = &sgl->sge[sgl->num_sge - 1];
     if ((last->lkey == lkey) && (last->addr + last->length == laddr)) {
-        last->length += length;     /* local bytes that follow too */
+        last->length += length; /* local bytes that follow too */
     } else if (sgl->num_sge < iface->config.max_sge) {
-        uct_dcx_sge_set(&sgl->sge[sgl->num_sge++], (void*)laddr, length,
-                        lkey);
+        uct_dcx_sge_set(&sgl->sge[sgl->num_sge++], (void *)laddr, length, lkey);
     } else {
         return 0;
     }
 
-    sgl->rend       += length;
+    sgl->rend += length;
     sgl->run_length += length;
     return 1;
 }
@@ -167,10 +169,10 @@ uct_dcx_sgl_extend(uct_dcx_iface_t *iface, uct_dcx_sgl_t *sgl, uintptr_t laddr,
  * *num_wrs_p, stopping past max_wrs.  With post: posts its WRs, the last
  * one with op.  *length_p: the bytes moved.
  */
-static ucs_status_t
-uct_dcx_sgl_walk(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep, uct_dcx_sgl_t *sgl,
-                 int post, uct_dcx_op_t *op, size_t max_wrs,
-                 size_t *num_wrs_p, size_t *length_p)
+static ucs_status_t uct_dcx_sgl_walk(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep,
+                                     uct_dcx_sgl_t *sgl, int post,
+                                     uct_dcx_op_t *op, size_t max_wrs,
+                                     size_t *num_wrs_p, size_t *length_p)
 {
     size_t i, k, length, num, stride, num_wrs = 0, total = 0;
     uint64_t raddr;
@@ -208,11 +210,11 @@ uct_dcx_sgl_walk(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep, uct_dcx_sgl_t *sgl,
                     }
                 }
                 if (++num_wrs >= max_wrs) {
-                    *num_wrs_p = num_wrs + 1;   /* at least */
+                    *num_wrs_p = num_wrs + 1; /* at least */
                     return UCS_OK;
                 }
             }
-            uct_dcx_sge_set(&sgl->sge[0], (void*)laddr, length, lkey);
+            uct_dcx_sge_set(&sgl->sge[0], (void *)laddr, length, lkey);
             sgl->num_sge    = 1;
             sgl->raddr      = raddr;
             sgl->rend       = raddr + length;
@@ -259,14 +261,15 @@ uct_dcx_ep_sgl_zcopy(uct_dcx_ep_t *ep, uct_dcx_sgl_t *sgl,
     *length_p = 0;
     if (ucs_unlikely(sgl->count > max_wrs)) {
         ucs_error("dcx: %s: %zu elements exceed the maximum %zu "
-                  "(max_%s_sgl_zcopy_count)", sgl->name, sgl->count, max_wrs,
+                  "(max_%s_sgl_zcopy_count)",
+                  sgl->name, sgl->count, max_wrs,
                   (sgl->opcode == DCX_WR_RDMA_WRITE) ? "put" : "get");
         return UCS_ERR_EXCEEDS_LIMIT;
     }
     if (ucs_unlikely((sgl->counts == NULL) != (sgl->strides == NULL))) {
         ucs_error("dcx: %s: counts and strides must be given together "
-                  "(counts %p strides %p)", sgl->name, sgl->counts,
-                  sgl->strides);
+                  "(counts %p strides %p)",
+                  sgl->name, sgl->counts, sgl->strides);
         return UCS_ERR_INVALID_PARAM;
     }
 
@@ -282,7 +285,7 @@ uct_dcx_ep_sgl_zcopy(uct_dcx_ep_t *ep, uct_dcx_sgl_t *sgl,
         return UCS_ERR_EXCEEDS_LIMIT;
     }
     if (num_wrs == 0) {
-        return UCS_OK;  /* no byte to move */
+        return UCS_OK; /* no byte to move */
     }
 
     status = uct_dcx_ep_tx_begin(iface, ep, 0);
@@ -310,11 +313,11 @@ uct_dcx_ep_sgl_zcopy(uct_dcx_ep_t *ep, uct_dcx_sgl_t *sgl,
  * and the statistics counter */
 static UCS_F_ALWAYS_INLINE ucs_status_t
 uct_dcx_ep_sgl_op(uct_dcx_ep_t *ep, const char *name, uint8_t opcode,
-                  void * const *buffers, const size_t *lengths,
+                  void *const *buffers, const size_t *lengths,
                   uct_mem_h const *memhs, const uint64_t *remote_addrs,
                   uct_rkey_t const *rkeys, const size_t *counts,
-                  const size_t *strides, size_t count,
-                  uct_completion_t *comp, size_t *length_p)
+                  const size_t *strides, size_t count, uct_completion_t *comp,
+                  size_t *length_p)
 {
     uct_dcx_sgl_t sgl;
 
@@ -332,7 +335,7 @@ uct_dcx_ep_sgl_op(uct_dcx_ep_t *ep, const char *name, uint8_t opcode,
 }
 
 ucs_status_t
-uct_dcx_ep_put_sgl_zcopy(uct_ep_h tl_ep, void * const *buffers,
+uct_dcx_ep_put_sgl_zcopy(uct_ep_h tl_ep, void *const *buffers,
                          const size_t *lengths, uct_mem_h const *memhs,
                          const uint64_t *remote_addrs, uct_rkey_t const *rkeys,
                          const size_t *counts, const size_t *strides,
@@ -342,15 +345,15 @@ uct_dcx_ep_put_sgl_zcopy(uct_ep_h tl_ep, void * const *buffers,
     ucs_status_t status;
     size_t length;
 
-    status = uct_dcx_ep_sgl_op(ep, "put_sgl_zcopy", DCX_WR_RDMA_WRITE,
-                               buffers, lengths, memhs, remote_addrs, rkeys,
-                               counts, strides, count, comp, &length);
+    status = uct_dcx_ep_sgl_op(ep, "put_sgl_zcopy", DCX_WR_RDMA_WRITE, buffers,
+                               lengths, memhs, remote_addrs, rkeys, counts,
+                               strides, count, comp, &length);
     UCT_TL_EP_STAT_OP_IF_SUCCESS(status, &ep->super, PUT, ZCOPY, length);
     return status;
 }
 
 ucs_status_t
-uct_dcx_ep_get_sgl_zcopy(uct_ep_h tl_ep, void * const *buffers,
+uct_dcx_ep_get_sgl_zcopy(uct_ep_h tl_ep, void *const *buffers,
                          const size_t *lengths, uct_mem_h const *memhs,
                          const uint64_t *remote_addrs, uct_rkey_t const *rkeys,
                          const size_t *counts, const size_t *strides,
@@ -360,9 +363,9 @@ uct_dcx_ep_get_sgl_zcopy(uct_ep_h tl_ep, void * const *buffers,
     ucs_status_t status;
     size_t length;
 
-    status = uct_dcx_ep_sgl_op(ep, "get_sgl_zcopy", DCX_WR_RDMA_READ,
-                               buffers, lengths, memhs, remote_addrs, rkeys,
-                               counts, strides, count, comp, &length);
+    status = uct_dcx_ep_sgl_op(ep, "get_sgl_zcopy", DCX_WR_RDMA_READ, buffers,
+                               lengths, memhs, remote_addrs, rkeys, counts,
+                               strides, count, comp, &length);
     UCT_TL_EP_STAT_OP_IF_SUCCESS(status, &ep->super, GET, ZCOPY, length);
     return status;
 }

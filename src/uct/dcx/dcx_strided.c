@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * dcx transport: strided uct_iov_t entries in zero-copy operations
  * (dcx_strided_iov.h, docs/strided.md).
@@ -23,7 +24,7 @@
  * UCS_ERR_NO_RESOURCE, the retry finds the key ready.
  */
 #ifdef HAVE_CONFIG_H
-#  include "config.h"
+#include "config.h"
 #endif
 
 #include "dcx.inl"
@@ -33,16 +34,16 @@
 #include <ucs/sys/math.h>
 #include <string.h>
 
-#define UCT_DCX_SKEY_ACCESS \
+#define UCT_DCX_SKEY_ACCESS                             \
     (DCX_ACCESS_LOCAL_WRITE | DCX_ACCESS_REMOTE_WRITE | \
      DCX_ACCESS_REMOTE_READ | DCX_ACCESS_REMOTE_ATOMIC)
 
 /* What an operation (or a configure) holds until its WR completes */
 typedef struct uct_dcx_strided_op {
-    uct_dcx_op_t  super;
-    uint16_t      num;
-    uint16_t      cfg;       /* a configure: keys[0] becomes ready */
-    uint16_t      keys[UCT_DCX_MAX_IOV];
+    uct_dcx_op_t super;
+    uint16_t num;
+    uint16_t cfg; /* a configure: keys[0] becomes ready */
+    uint16_t keys[UCT_DCX_MAX_IOV];
 } uct_dcx_strided_op_t;
 
 static ucs_mpool_ops_t uct_dcx_strided_mp_ops = {
@@ -50,8 +51,7 @@ static ucs_mpool_ops_t uct_dcx_strided_mp_ops = {
     .chunk_release = ucs_mpool_chunk_free,
     .obj_init      = NULL,
     .obj_cleanup   = NULL,
-    .obj_str       = NULL
-};
+    .obj_str       = NULL};
 
 
 /* ---------------------------------------------------------------------------
@@ -147,9 +147,9 @@ uct_dcx_strided_key_alloc(uct_dcx_iface_t *iface)
         ret = dcx_mkey_create(iface->pd, st->key_entries, &key->mkey);
         if (ret != 0) {
             ucs_error("dcx: %s: cannot create strided key %u of %u (%u "
-                      "entries): %s", dcx_dev_name(iface->dev),
-                      st->keys_created + 1, st->keys_max, st->key_entries,
-                      strerror(ret));
+                      "entries): %s",
+                      dcx_dev_name(iface->dev), st->keys_created + 1,
+                      st->keys_max, st->key_entries, strerror(ret));
             return NULL;
         }
         key->list = ucs_calloc(st->key_entries, sizeof(*key->list),
@@ -186,20 +186,20 @@ static void uct_dcx_skey_set_layout(uct_dcx_strided_t *st, uct_dcx_skey_t *key,
 {
     uint32_t k;
 
-    key->lay                 = *lay;
-    key->layout.access       = UCT_DCX_SKEY_ACCESS;
-    key->layout.reserved     = 0;
-    key->layout.interleaved  = NULL;
-    key->layout.list         = NULL;
+    key->lay                = *lay;
+    key->layout.access      = UCT_DCX_SKEY_ACCESS;
+    key->layout.reserved    = 0;
+    key->layout.interleaved = NULL;
+    key->layout.list        = NULL;
     if (interleaved) {
-        key->ent.addr              = lay->addr;
-        key->ent.bytes_count       = lay->length;
-        key->ent.bytes_skip        = lay->stride - lay->length;
-        key->ent.lkey              = lay->lkey;
-        key->ent.reserved          = 0;
-        key->layout.repeat_count   = lay->count;
-        key->layout.num_entries    = 1;
-        key->layout.interleaved    = &key->ent;
+        key->ent.addr            = lay->addr;
+        key->ent.bytes_count     = lay->length;
+        key->ent.bytes_skip      = lay->stride - lay->length;
+        key->ent.lkey            = lay->lkey;
+        key->ent.reserved        = 0;
+        key->layout.repeat_count = lay->count;
+        key->layout.num_entries  = 1;
+        key->layout.interleaved  = &key->ent;
     } else {
         for (k = 0; k < lay->count; ++k) {
             key->list[k].addr   = lay->addr + k * lay->stride;
@@ -221,10 +221,10 @@ static int uct_dcx_strided_interleaved(const uct_dcx_strided_t *st,
 }
 
 /* Posts the configure of key on dci; the configure op holds a reference */
-static ucs_status_t
-uct_dcx_strided_post_cfg(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci,
-                         uct_dcx_ep_t *ep, uct_dcx_skey_t *key,
-                         uint16_t idx)
+static ucs_status_t uct_dcx_strided_post_cfg(uct_dcx_iface_t *iface,
+                                             uct_dcx_dci_t *dci,
+                                             uct_dcx_ep_t *ep,
+                                             uct_dcx_skey_t *key, uint16_t idx)
 {
     uct_dcx_strided_t *st = &iface->strided;
     uct_dcx_strided_op_t *sop;
@@ -245,11 +245,11 @@ uct_dcx_strided_post_cfg(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci,
     if (ep != NULL) {
         uct_dcx_ep_dest(ep, &wr.dest);
     }
-    wr.opcode      = (key->layout.interleaved != NULL) ?
-                     DCX_WR_MKEY_INTERLEAVED : DCX_WR_MKEY_LIST;
-    wr.mkey        = key->mkey;
+    wr.opcode = (key->layout.interleaved != NULL) ? DCX_WR_MKEY_INTERLEAVED :
+                                                    DCX_WR_MKEY_LIST;
+    wr.mkey   = key->mkey;
     wr.mkey_layout = &key->layout;
-    status = uct_dcx_dci_post(iface, dci, ep, &wr, &sop->super, 1);
+    status         = uct_dcx_dci_post(iface, dci, ep, &wr, &sop->super, 1);
     if (status != UCS_OK) {
         ucs_mpool_put(sop);
         return status;
@@ -271,8 +271,9 @@ uct_dcx_strided_too_large(uct_dcx_iface_t *iface, const char *name, size_t i,
                           const uct_iov_t *iov, const char *why)
 {
     ucs_error("dcx: %s: %s: iov[%zu] (%u elements of %zu bytes at stride "
-              "%zu) %s", dcx_dev_name(iface->dev), name, i, iov->count,
-              iov->length, iov->stride, why);
+              "%zu) %s",
+              dcx_dev_name(iface->dev), name, i, iov->count, iov->length,
+              iov->stride, why);
     return UCS_ERR_EXCEEDS_LIMIT;
 }
 
@@ -331,23 +332,25 @@ uint16_t uct_dcx_strided_take(uct_dcx_iface_t *iface,
 }
 
 /* One contiguous run: a single element or elements without gaps */
-static UCS_F_ALWAYS_INLINE int uct_dcx_strided_iov_is_plain(const uct_iov_t *iov)
+static UCS_F_ALWAYS_INLINE int
+uct_dcx_strided_iov_is_plain(const uct_iov_t *iov)
 {
     return (iov->count == 1) || (iov->stride == iov->length);
 }
 
-static UCS_F_ALWAYS_INLINE void
-uct_dcx_strided_sge_set(dcx_sge_t *sge, uintptr_t addr, size_t length,
-                        uint32_t lkey)
+static UCS_F_ALWAYS_INLINE void uct_dcx_strided_sge_set(dcx_sge_t *sge,
+                                                        uintptr_t addr,
+                                                        size_t length,
+                                                        uint32_t lkey)
 {
     sge->addr   = addr;
     sge->length = length;
     sge->lkey   = lkey;
 }
 
-static UCS_F_ALWAYS_INLINE void
-uct_dcx_strided_lay_set(uct_dcx_skey_lay_t *lay, const uct_iov_t *iov,
-                        uint32_t lkey)
+static UCS_F_ALWAYS_INLINE void uct_dcx_strided_lay_set(uct_dcx_skey_lay_t *lay,
+                                                        const uct_iov_t *iov,
+                                                        uint32_t lkey)
 {
     lay->addr   = (uintptr_t)iov->buffer;
     lay->length = iov->length;
@@ -385,19 +388,20 @@ ucs_status_t uct_dcx_strided_iov(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep,
     use->op       = NULL;
     use->num_keys = 0;
     if (ucs_unlikely(iovcnt > iface->config.max_iov)) {
-        ucs_error("dcx: %s: iov count %zu exceeds the maximum %u", name,
-                  iovcnt, iface->config.max_iov);
+        ucs_error("dcx: %s: iov count %zu exceeds the maximum %u", name, iovcnt,
+                  iface->config.max_iov);
         return UCS_ERR_INVALID_PARAM;
     }
 
     /* Check every entry first: nothing is taken on a bad one */
     for (i = 0; i < iovcnt; ++i) {
         if ((iov[i].length == 0) || (iov[i].count == 0)) {
-            continue;   /* no memory is accessed */
+            continue; /* no memory is accessed */
         }
         if (iov[i].memh == UCT_MEM_HANDLE_NULL) {
             ucs_error("dcx: %s: iov[%zu] of %zu x %u bytes has no memory "
-                      "handle", name, i, iov[i].length, iov[i].count);
+                      "handle",
+                      name, i, iov[i].length, iov[i].count);
             return UCS_ERR_INVALID_PARAM;
         }
         if (iov[i].length > SIZE_MAX / iov[i].count) {
@@ -418,8 +422,8 @@ ucs_status_t uct_dcx_strided_iov(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep,
         if ((flags & UCT_DCX_STRIDED_SCATTER) &&
             (iov[i].stride < iov[i].length)) {
             ucs_error("dcx: %s: iov[%zu]: elements of %zu bytes at stride "
-                      "%zu overlap: a receive buffer cannot hold them", name,
-                      i, iov[i].length, iov[i].stride);
+                      "%zu overlap: a receive buffer cannot hold them",
+                      name, i, iov[i].length, iov[i].stride);
             return UCS_ERR_INVALID_PARAM;
         }
         nelem += iov[i].count;
@@ -443,8 +447,8 @@ ucs_status_t uct_dcx_strided_iov(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep,
             for (k = 0; k < iov[i].count; ++k) {
                 uct_dcx_strided_sge_set(&sge[num_sge++],
                                         (uintptr_t)iov[i].buffer +
-                                        k * iov[i].stride, iov[i].length,
-                                        lkey);
+                                            k * iov[i].stride,
+                                        iov[i].length, lkey);
             }
         }
         st->stats.sge_expanded++;
@@ -459,8 +463,8 @@ ucs_status_t uct_dcx_strided_iov(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep,
                   dcx_dev_name(iface->dev), name, nelem,
                   ucs_min(st->sge_max, max_sge),
                   (iface->caps->flags & DCX_CAP_MKEY_STRIDE) ?
-                  "disabled (UCX_DCX_STRIDED_KEYS=0)" :
-                  "not available on this device");
+                      "disabled (UCX_DCX_STRIDED_KEYS=0)" :
+                      "not available on this device");
         return UCS_ERR_EXCEEDS_LIMIT;
     }
     for (i = 0; i < iovcnt; ++i) {
@@ -513,7 +517,7 @@ ucs_status_t uct_dcx_strided_iov(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep,
         }
 
         uct_dcx_strided_lay_set(&lay, &iov[i], lkey);
-        it         = kh_get(uct_dcx_skeys, &st->hash, lay);
+        it = kh_get(uct_dcx_skeys, &st->hash, lay);
         if (it != kh_end(&st->hash)) {
             idx = kh_val(&st->hash, it);
             key = &st->keys[idx];
@@ -533,7 +537,7 @@ ucs_status_t uct_dcx_strided_iov(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep,
                 goto err;
             }
             if ((dci->avail <= 1) || (dci->flags & (UCT_DCX_DCI_FLAG_BROKEN |
-                                                   UCT_DCX_DCI_FLAG_ERR))) {
+                                                    UCT_DCX_DCI_FLAG_ERR))) {
                 /* room for the configure and the data WR after it */
                 status = UCS_ERR_NO_RESOURCE;
                 goto err;
@@ -553,10 +557,10 @@ ucs_status_t uct_dcx_strided_iov(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep,
                 goto err;
             }
             kh_val(&st->hash, it) = idx;
-            key->cached = 1;
+            key->cached           = 1;
             st->stats.misses++;
             if (ep == NULL) {
-                pending_cfg = 1;   /* the tag list needs it configured */
+                pending_cfg = 1; /* the tag list needs it configured */
                 continue;
             }
         }
@@ -564,8 +568,7 @@ ucs_status_t uct_dcx_strided_iov(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep,
         sop->keys[sop->num++] = idx;
         /* address 0: the key's address space */
         uct_dcx_strided_sge_set(&sge[num_sge++], 0,
-                                iov[i].length * iov[i].count,
-                                key->mkey->lkey);
+                                iov[i].length * iov[i].count, key->mkey->lkey);
     }
 
     if (pending_cfg) {
@@ -608,8 +611,7 @@ ucs_status_t uct_dcx_strided_init(uct_dcx_iface_t *iface,
 {
     uct_dcx_strided_t *st      = &iface->strided;
     const dcx_dev_caps_t *caps = iface->caps;
-    uct_dcx_md_t *md           = ucs_derived_of(iface->super.md,
-                                                uct_dcx_md_t);
+    uct_dcx_md_t *md           = ucs_derived_of(iface->super.md, uct_dcx_md_t);
     ucs_status_t status;
 
     memset(st, 0, sizeof(*st));
@@ -622,8 +624,8 @@ ucs_status_t uct_dcx_strided_init(uct_dcx_iface_t *iface,
         (caps->mkey_qp_type == DCX_QPT_DCI)) {
         st->keys_max    = config->strided_keys;
         st->key_entries = (config->strided_key_entries == 0) ?
-                          caps->mkey_max_entries :
-                          config->strided_key_entries;
+                              caps->mkey_max_entries :
+                              config->strided_key_entries;
         st->max_stride  = caps->mkey_max_stride;
     } else if ((caps->flags & DCX_CAP_MKEY_STRIDE) &&
                (config->strided_keys != 0)) {
@@ -631,10 +633,10 @@ ucs_status_t uct_dcx_strided_init(uct_dcx_iface_t *iface,
                   "than the DCIs: only plain sge expansion is used",
                   dcx_dev_name(iface->dev));
     }
-    st->sge_max                = config->strided_sge_max;
-    st->stats.keys_max         = st->keys_max;
-    st->stats.key_entries      = st->key_entries;
-    st->stats.sge_max          = st->sge_max;
+    st->sge_max           = config->strided_sge_max;
+    st->stats.keys_max    = st->keys_max;
+    st->stats.key_entries = st->key_entries;
+    st->stats.sge_max     = st->sge_max;
 
     if (st->keys_max != 0) {
         st->keys = ucs_calloc(st->keys_max, sizeof(*st->keys),
@@ -647,8 +649,8 @@ ucs_status_t uct_dcx_strided_init(uct_dcx_iface_t *iface,
         }
     }
 
-    status = uct_dcx_mpool_init(&st->op_mp, 0, sizeof(uct_dcx_strided_op_t),
-                                0, UCS_SYS_CACHE_LINE_SIZE, 64, UINT_MAX,
+    status = uct_dcx_mpool_init(&st->op_mp, 0, sizeof(uct_dcx_strided_op_t), 0,
+                                UCS_SYS_CACHE_LINE_SIZE, 64, UINT_MAX,
                                 &uct_dcx_strided_mp_ops, "dcx_strided_ops");
     if (status != UCS_OK) {
         goto err_keys;
@@ -673,13 +675,13 @@ void uct_dcx_strided_cleanup(uct_dcx_iface_t *iface)
     unsigned i;
 
     ucs_list_del(&st->dereg_cb.list);
-    ucs_debug("dcx: %s: strided keys: %u created, %" PRIu64 " hits, %"
-              PRIu64 " misses, %" PRIu64 " evictions, %" PRIu64
+    ucs_debug("dcx: %s: strided keys: %u created, %" PRIu64 " hits, %" PRIu64
+              " misses, %" PRIu64 " evictions, %" PRIu64
               " invalidations, %" PRIu64 " exhausted, %" PRIu64
-              " expanded to sges", dcx_dev_name(iface->dev), st->keys_created,
-              st->stats.hits, st->stats.misses, st->stats.evictions,
-              st->stats.invalidations, st->stats.exhausted,
-              st->stats.sge_expanded);
+              " expanded to sges",
+              dcx_dev_name(iface->dev), st->keys_created, st->stats.hits,
+              st->stats.misses, st->stats.evictions, st->stats.invalidations,
+              st->stats.exhausted, st->stats.sge_expanded);
     for (i = 0; i < st->keys_created; ++i) {
         dcx_mkey_destroy(st->keys[i].mkey);
         ucs_free(st->keys[i].list);
@@ -690,8 +692,8 @@ void uct_dcx_strided_cleanup(uct_dcx_iface_t *iface)
 }
 
 /* exported (dcx_* names only) for tests and diagnostics */
-__attribute__((visibility("default")))
-int dcx_strided_iface_stats(uct_iface_h tl_iface, dcx_strided_stats_t *stats)
+__attribute__((visibility("default"))) int
+dcx_strided_iface_stats(uct_iface_h tl_iface, dcx_strided_stats_t *stats)
 {
     uct_dcx_iface_t *iface;
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * dcx transport: strided uct_iov_t entries (stride, count) in zero-copy
  * operations, through a per-interface pool of indirect memory keys and a
@@ -25,35 +26,35 @@
 #include <ucs/type/status.h>
 #include <ucs/sys/compiler_def.h>
 
-#define UCT_DCX_SKEY_NONE   UINT16_MAX
-#define UCT_DCX_SKEYS_MAX   4096      /* UCX_DCX_STRIDED_KEYS at most */
+#define UCT_DCX_SKEY_NONE UINT16_MAX
+#define UCT_DCX_SKEYS_MAX 4096 /* UCX_DCX_STRIDED_KEYS at most */
 
 /* What a cached key describes: one strided iov entry */
 typedef struct uct_dcx_skey_lay {
-    uint64_t  addr;
-    uint64_t  length;
-    uint64_t  stride;
-    uint32_t  count;
-    uint32_t  lkey;      /* of the registration under the elements */
+    uint64_t addr;
+    uint64_t length;
+    uint64_t stride;
+    uint32_t count;
+    uint32_t lkey; /* of the registration under the elements */
 } uct_dcx_skey_lay_t;
 
 enum {
-    UCT_DCX_SKEY_UNSET,  /* no layout (never configured, or dropped) */
-    UCT_DCX_SKEY_CFG,    /* configure posted on cfg_dci, not completed */
-    UCT_DCX_SKEY_READY   /* configured */
+    UCT_DCX_SKEY_UNSET, /* no layout (never configured, or dropped) */
+    UCT_DCX_SKEY_CFG,   /* configure posted on cfg_dci, not completed */
+    UCT_DCX_SKEY_READY  /* configured */
 };
 
 typedef struct uct_dcx_skey {
-    dcx_mkey_t              *mkey;     /* NULL: not created yet */
-    uct_dcx_skey_lay_t       lay;
-    dcx_mkey_layout_t        layout;   /* what the configure WR reads */
-    dcx_mkey_interleaved_t   ent;      /* interleaved: the one entry */
-    dcx_sge_t               *list;     /* list layout: key_entries sges */
-    uint32_t                 refs;     /* WRs, receives, rendezvous using it */
-    uint16_t                 cfg_dci;
-    uint8_t                  state;    /* UCT_DCX_SKEY_* */
-    uint8_t                  cached;   /* in the hash */
-    ucs_list_link_t          idle;     /* on free or lru while refs == 0 */
+    dcx_mkey_t *mkey; /* NULL: not created yet */
+    uct_dcx_skey_lay_t lay;
+    dcx_mkey_layout_t layout;   /* what the configure WR reads */
+    dcx_mkey_interleaved_t ent; /* interleaved: the one entry */
+    dcx_sge_t *list;            /* list layout: key_entries sges */
+    uint32_t refs;              /* WRs, receives, rendezvous using it */
+    uint16_t cfg_dci;
+    uint8_t state;        /* UCT_DCX_SKEY_* */
+    uint8_t cached;       /* in the hash */
+    ucs_list_link_t idle; /* on free or lru while refs == 0 */
 } uct_dcx_skey_t;
 
 static inline khint32_t uct_dcx_skey_lay_hash(uct_dcx_skey_lay_t lay)
@@ -66,8 +67,8 @@ static inline khint32_t uct_dcx_skey_lay_hash(uct_dcx_skey_lay_t lay)
     return (khint32_t)(h ^ (h >> 29) ^ (h >> 47));
 }
 
-#define uct_dcx_skey_lay_equal(_a, _b) \
-    (((_a).addr == (_b).addr) && ((_a).length == (_b).length) && \
+#define uct_dcx_skey_lay_equal(_a, _b)                             \
+    (((_a).addr == (_b).addr) && ((_a).length == (_b).length) &&   \
      ((_a).stride == (_b).stride) && ((_a).count == (_b).count) && \
      ((_a).lkey == (_b).lkey))
 
@@ -76,18 +77,18 @@ KHASH_INIT(uct_dcx_skeys, uct_dcx_skey_lay_t, uint16_t, 1,
 
 /* Per-interface state */
 typedef struct uct_dcx_strided {
-    uct_dcx_skey_t          *keys;       /* [keys_max] */
-    uint16_t                 keys_max;
-    uint16_t                 keys_created;
-    uint32_t                 key_entries;
-    uint32_t                 sge_max;    /* expand to sges up to this */
-    uint32_t                 max_stride; /* device: bytes_count + skip */
-    ucs_list_link_t          free;       /* refs 0, no layout */
-    ucs_list_link_t          lru;        /* refs 0, cached; oldest first */
-    khash_t(uct_dcx_skeys)   hash;
-    ucs_mpool_t              op_mp;      /* uct_dcx_strided_op_t */
-    uct_dcx_md_dereg_cb_t    dereg_cb;
-    dcx_strided_stats_t      stats;
+    uct_dcx_skey_t *keys; /* [keys_max] */
+    uint16_t keys_max;
+    uint16_t keys_created;
+    uint32_t key_entries;
+    uint32_t sge_max;     /* expand to sges up to this */
+    uint32_t max_stride;  /* device: bytes_count + skip */
+    ucs_list_link_t free; /* refs 0, no layout */
+    ucs_list_link_t lru;  /* refs 0, cached; oldest first */
+    khash_t(uct_dcx_skeys) hash;
+    ucs_mpool_t op_mp; /* uct_dcx_strided_op_t */
+    uct_dcx_md_dereg_cb_t dereg_cb;
+    dcx_strided_stats_t stats;
 } uct_dcx_strided_t;
 
 /* uct_dcx_strided_iov() flags */
@@ -99,8 +100,8 @@ enum {
 /* Keys one operation holds until its data WR (or receive, rendezvous)
  * completes; filled by uct_dcx_strided_iov() */
 typedef struct uct_dcx_strided_use {
-    void      *op;       /* uct_dcx_strided_op_t, NULL: no key */
-    unsigned   num_keys;
+    void *op; /* uct_dcx_strided_op_t, NULL: no key */
+    unsigned num_keys;
 } uct_dcx_strided_use_t;
 
 #endif /* UCT_DCX_STRIDED_IOV_H_ */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * dcx transport: tag-matching offload (UCT tag API) over a DCX_SRQ_TM SRQ:
  * the receive side, list operations and the interface (sends: dcx_tag_ep.c).
@@ -42,7 +43,7 @@
  * lag by half the 16-bit range; UCX's rc_mlx5 syncs every 2^16.
  */
 #ifdef HAVE_CONFIG_H
-#  include "config.h"
+#include "config.h"
 #endif
 
 #include "dcx.inl"
@@ -58,15 +59,15 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#define UCT_DCX_TM_WR_SYNC   UINT64_MAX   /* wr_id of SYNC operations */
-#define UCT_DCX_TM_SYNC_GAP  0x1000u      /* unexpected messages per SYNC */
+#define UCT_DCX_TM_WR_SYNC  UINT64_MAX /* wr_id of SYNC operations */
+#define UCT_DCX_TM_SYNC_GAP 0x1000u    /* unexpected messages per SYNC */
 
 
 static UCS_F_ALWAYS_INLINE uct_dcx_tm_ctx_priv_t *
 uct_dcx_tm_priv(uct_tag_context_t *ctx)
 {
     UCS_STATIC_ASSERT(sizeof(uct_dcx_tm_ctx_priv_t) <= UCT_TAG_PRIV_LEN);
-    return (uct_dcx_tm_ctx_priv_t*)ctx->priv;
+    return (uct_dcx_tm_ctx_priv_t *)ctx->priv;
 }
 
 /* ctx is posted, not cancelled with force: the slot its priv names holds it
@@ -76,8 +77,7 @@ uct_dcx_tm_ctx_posted(const uct_dcx_iface_t *iface, uct_tag_context_t *ctx)
 {
     uint32_t idx = uct_dcx_tm_priv(ctx)->slot;
 
-    return (idx < iface->tm.num_slots) &&
-           (iface->tm.slots[idx].ctx == ctx) &&
+    return (idx < iface->tm.num_slots) && (iface->tm.slots[idx].ctx == ctx) &&
            (iface->tm.slots[idx].state == UCT_DCX_TM_SLOT_LIVE) &&
            !iface->tm.slots[idx].forced;
 }
@@ -98,7 +98,7 @@ static ucs_status_t uct_dcx_tm_post_op(uct_dcx_iface_t *iface, dcx_tm_op_t *op)
 
     op->flags          = DCX_TM_OPF_SIGNALED | DCX_TM_OPF_SYNC;
     op->unexpected_cnt = iface->tm.unexp_cnt;
-    ret = dcx_srq_tm_post(iface->srq, op);
+    ret                = dcx_srq_tm_post(iface->srq, op);
     if (ret == ENOMEM) {
         return UCS_ERR_NO_RESOURCE;
     } else if (ret != 0) {
@@ -139,9 +139,9 @@ static void uct_dcx_tm_slot_put(uct_dcx_iface_t *iface, uint32_t idx)
         uct_dcx_strided_key_put(iface, slot->skey);
         slot->skey = UCT_DCX_SKEY_NONE;
     }
-    slot->state     = UCT_DCX_TM_SLOT_FREE;
-    slot->ctx       = NULL;
-    slot->next_free = iface->tm.free_head;
+    slot->state         = UCT_DCX_TM_SLOT_FREE;
+    slot->ctx           = NULL;
+    slot->next_free     = iface->tm.free_head;
     iface->tm.free_head = idx;
     iface->tm.posted--;
 }
@@ -191,7 +191,8 @@ ucs_status_t uct_dcx_iface_tag_recv_zcopy(uct_iface_h tl_iface, uct_tag_t tag,
 
     if (ucs_unlikely(iface->rx_tmh_len == 0)) {
         ucs_error("dcx: %s: tag_recv_zcopy: tag matching is off on this "
-                  "interface", dcx_dev_name(iface->dev));
+                  "interface",
+                  dcx_dev_name(iface->dev));
         return UCS_ERR_UNSUPPORTED;
     }
     if (ucs_unlikely(iovcnt > 1)) {
@@ -227,14 +228,14 @@ ucs_status_t uct_dcx_iface_tag_recv_zcopy(uct_iface_h tl_iface, uct_tag_t tag,
     op.recv_wr_id = idx;
     op.tag        = tag & tag_mask;
     op.mask       = tag_mask;
-    use.op = NULL;
+    use.op        = NULL;
     if ((iovcnt == 1) && (iov->count > 1) && (iov->stride != iov->length) &&
         (iov->length != 0)) {
         /* a strided buffer: one entry over a configured strided key */
         status = uct_dcx_strided_iov(iface, NULL, "tag_recv_zcopy", iov, 1,
                                      UCT_DCX_STRIDED_SCATTER |
-                                     UCT_DCX_STRIDED_KEY_ONLY, &op.sge, 1,
-                                     &num_sge, &length, &use);
+                                         UCT_DCX_STRIDED_KEY_ONLY,
+                                     &op.sge, 1, &num_sge, &length, &use);
         if (status != UCS_OK) {
             uct_dcx_tm_buf_unclaim(iface, buf_it);
             return status;
@@ -252,7 +253,7 @@ ucs_status_t uct_dcx_iface_tag_recv_zcopy(uct_iface_h tl_iface, uct_tag_t tag,
         uct_dcx_tm_buf_unclaim(iface, buf_it);
         return status;
     }
-    slot->skey       = uct_dcx_strided_take(iface, &use);
+    slot->skey = uct_dcx_strided_take(iface, &use);
 
     iface->tm.free_head = slot->next_free;
     iface->tm.posted++;
@@ -267,7 +268,7 @@ ucs_status_t uct_dcx_iface_tag_recv_zcopy(uct_iface_h tl_iface, uct_tag_t tag,
     slot->in_bufs    = (buf_it != kh_end(&iface->tm.bufs));
     priv             = uct_dcx_tm_priv(ctx);
     priv->slot       = idx;
-    priv->tag        = tag;     /* the sender's once a message matches */
+    priv->tag        = tag; /* the sender's once a message matches */
     priv->app_ctx    = 0;
     iface->tm.stats->posted++;
     return UCS_OK;
@@ -282,8 +283,7 @@ ucs_status_t uct_dcx_iface_tag_recv_cancel(uct_iface_h tl_iface,
     dcx_tm_op_t op;
     ucs_status_t status;
 
-    if (ucs_unlikely((iface->rx_tmh_len == 0) ||
-                     (idx >= iface->tm.num_slots) ||
+    if (ucs_unlikely((iface->rx_tmh_len == 0) || (idx >= iface->tm.num_slots) ||
                      (iface->tm.slots[idx].ctx != ctx) ||
                      (iface->tm.slots[idx].state != UCT_DCX_TM_SLOT_LIVE))) {
         ucs_error("dcx: tag_recv_cancel: context %p is not a posted receive",
@@ -319,11 +319,12 @@ ucs_status_t uct_dcx_iface_tag_recv_cancel(uct_iface_h tl_iface,
  * Completions of the TM SRQ
  * ------------------------------------------------------------------------- */
 
-static UCS_F_NOINLINE void
-uct_dcx_tag_rx_unknown(uct_dcx_iface_t *iface, const dcx_wc_t *wc)
+static UCS_F_NOINLINE void uct_dcx_tag_rx_unknown(uct_dcx_iface_t *iface,
+                                                  const dcx_wc_t *wc)
 {
     ucs_error("dcx: %s: unexpected receive completion (opcode %u, status "
-              "%s, %u bytes)", dcx_dev_name(iface->dev), wc->opcode,
+              "%s, %u bytes)",
+              dcx_dev_name(iface->dev), wc->opcode,
               dcx_wc_status_str(wc->status), wc->byte_len);
 }
 
@@ -333,15 +334,16 @@ static void uct_dcx_tm_release_desc(uct_recv_desc_t *self, void *desc)
                                               tm.release_desc);
 
     /* desc = wire - headroom */
-    ucs_mpool_put_inline(UCS_PTR_BYTE_OFFSET(desc, iface->rx_headroom -
-                                             iface->rx_payload_offset));
+    ucs_mpool_put_inline(UCS_PTR_BYTE_OFFSET(desc,
+                                             iface->rx_headroom -
+                                                 iface->rx_payload_offset));
 }
 
 /* A NO_TAG message in an SRQ buffer: an AM or a control message */
-static UCS_F_ALWAYS_INLINE void
-uct_dcx_tag_rx_no_tag(uct_dcx_iface_t *iface, const dcx_wc_t *wc)
+static UCS_F_ALWAYS_INLINE void uct_dcx_tag_rx_no_tag(uct_dcx_iface_t *iface,
+                                                      const dcx_wc_t *wc)
 {
-    void *elem = (void*)(uintptr_t)wc->wr_id;
+    void *elem = (void *)(uintptr_t)wc->wr_id;
     uint8_t *wire;
 
     iface->rx_posted--;
@@ -382,8 +384,8 @@ static void uct_dcx_tag_rx_unexp_rndv(uct_dcx_iface_t *iface,
     if (ucs_unlikely((length < hdr_off) || (priv_len > UCT_DCX_TM_TMH_PRIV) ||
                      (length - hdr_off + priv_len > sizeof(hdr)))) {
         ucs_error("dcx: %s: dropped a malformed rendezvous request (%u bytes, "
-                  "%u in the TMH)", dcx_dev_name(iface->dev), length,
-                  priv_len);
+                  "%u in the TMH)",
+                  dcx_dev_name(iface->dev), length, priv_len);
         return;
     }
     /* the user's header: its first bytes came in the TMH */
@@ -399,10 +401,10 @@ static void uct_dcx_tag_rx_unexp_rndv(uct_dcx_iface_t *iface,
 }
 
 /* An unexpected tagged message, whole, in an SRQ buffer */
-static UCS_F_ALWAYS_INLINE void
-uct_dcx_tag_rx_unexp(uct_dcx_iface_t *iface, const dcx_wc_t *wc)
+static UCS_F_ALWAYS_INLINE void uct_dcx_tag_rx_unexp(uct_dcx_iface_t *iface,
+                                                     const dcx_wc_t *wc)
 {
-    void *elem   = (void*)(uintptr_t)wc->wr_id;
+    void *elem = (void *)(uintptr_t)wc->wr_id;
     uint8_t *wire;
     uint8_t opcode;
     uint32_t app_ctx;
@@ -431,19 +433,20 @@ uct_dcx_tag_rx_unexp(uct_dcx_iface_t *iface, const dcx_wc_t *wc)
         goto out;
     } else if (ucs_unlikely(opcode != DCX_TMH_EAGER)) {
         ucs_error("dcx: %s: dropped an unexpected tagged message with TMH "
-                  "opcode %u (tag 0x%" PRIx64 ")", dcx_dev_name(iface->dev),
-                  opcode, tag);
+                  "opcode %u (tag 0x%" PRIx64 ")",
+                  dcx_dev_name(iface->dev), opcode, tag);
         ucs_mpool_put_inline(elem);
         goto out;
     }
 
     imm = (wc->flags & DCX_WC_FLAG_WITH_IMM) ?
-          (((uint64_t)wc->imm << 32) | app_ctx) : 0;
+              (((uint64_t)wc->imm << 32) | app_ctx) :
+              0;
     if ((wc->flags & DCX_WC_FLAG_WITH_IMM) && (imm == 0)) {
         /* software rendezvous request */
         iface->tm.stats->unexp_rndv++;
-        status = iface->tm.rndv_cb(iface->tm.rndv_arg, 0, tag, wire, length,
-                                   0, 0, NULL);
+        status = iface->tm.rndv_cb(iface->tm.rndv_arg, 0, tag, wire, length, 0,
+                                   0, NULL);
         ucs_mpool_put_inline(elem);
         (void)status;
         goto out;
@@ -453,7 +456,8 @@ uct_dcx_tag_rx_unexp(uct_dcx_iface_t *iface, const dcx_wc_t *wc)
     context = NULL;
     status  = iface->tm.eager_cb(iface->tm.eager_arg, wire, length,
                                  UCT_CB_PARAM_FLAG_DESC |
-                                 UCT_CB_PARAM_FLAG_FIRST, tag, imm, &context);
+                                     UCT_CB_PARAM_FLAG_FIRST,
+                                 tag, imm, &context);
     if (status == UCS_INPROGRESS) {
         /* where uct_recv_desc() looks; the payload after a TMH is not
          * aligned as an AM's is, so the slot may not be either */
@@ -493,15 +497,15 @@ ucs_status_t uct_dcx_tag_post_fin(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci,
  * UCS_ERR_MESSAGE_TRUNCATED, and we send the sender the FIN the device
  * would have sent, so that its operation completes (as UCP's protocol
  * completes the sender of a truncated software rendezvous). */
-static UCS_F_NOINLINE void
-uct_dcx_tag_rndv_incomplete(uct_dcx_iface_t *iface, uint32_t idx,
-                            const dcx_wc_t *wc)
+static UCS_F_NOINLINE void uct_dcx_tag_rndv_incomplete(uct_dcx_iface_t *iface,
+                                                       uint32_t idx,
+                                                       const dcx_wc_t *wc)
 {
     uct_dcx_tm_slot_t *slot = &iface->tm.slots[idx];
     const uint8_t *req      = slot->buffer;
     uint8_t port[DCX_DEV_ADDR_MAX];
-    size_t port_len         = sizeof(port);
-    ucs_status_t status     = UCS_ERR_MESSAGE_TRUNCATED;
+    size_t port_len     = sizeof(port);
+    ucs_status_t status = UCS_ERR_MESSAGE_TRUNCATED;
     uct_dcx_grant_t *fin;
     uint64_t va, dc_key;
     uint32_t rkey, len, dctn;
@@ -515,18 +519,17 @@ uct_dcx_tag_rndv_incomplete(uct_dcx_iface_t *iface, uint32_t idx,
     }
     if ((req == NULL) || (wc->byte_len < DCX_TM_RNDV_LEN)) {
         ucs_error("dcx: %s: incomplete rendezvous of %u bytes in a buffer of "
-                  "%u: no request to answer", dcx_dev_name(iface->dev),
-                  wc->byte_len, slot->length);
+                  "%u: no request to answer",
+                  dcx_dev_name(iface->dev), wc->byte_len, slot->length);
         goto out;
     }
     dcx_rvh_unpack(req + DCX_TM_TMH_LEN, &va, &rkey, &len);
-    dcx_ravh_unpack(req + DCX_TM_TMH_LEN + sizeof(dcx_rvh_t), &dctn,
-                    &dc_key);
+    dcx_ravh_unpack(req + DCX_TM_TMH_LEN + sizeof(dcx_rvh_t), &dctn, &dc_key);
     if (len <= slot->length) {
         /* the data fits: the device declined for its own reasons */
         ucs_error("dcx: %s: the device did not read a rendezvous of %u bytes "
-                  "into a receive of %u", dcx_dev_name(iface->dev), len,
-                  slot->length);
+                  "into a receive of %u",
+                  dcx_dev_name(iface->dev), len, slot->length);
         status = UCS_ERR_IO_ERROR;
     }
 
@@ -558,8 +561,7 @@ out:
 }
 
 /* A receive completion of a posted tag (expected) */
-static void uct_dcx_tag_rx_expected(uct_dcx_iface_t *iface,
-                                    const dcx_wc_t *wc)
+static void uct_dcx_tag_rx_expected(uct_dcx_iface_t *iface, const dcx_wc_t *wc)
 {
     uint32_t idx = (uint32_t)wc->wr_id;
     uct_dcx_tm_slot_t *slot;
@@ -583,8 +585,8 @@ static void uct_dcx_tag_rx_expected(uct_dcx_iface_t *iface,
         }
         uct_dcx_tm_slot_finish(iface, idx, 0, 0,
                                (wc->status == DCX_WC_LOC_LEN_ERR) ?
-                               UCS_ERR_MESSAGE_TRUNCATED :
-                               uct_dcx_status(wc->status));
+                                   UCS_ERR_MESSAGE_TRUNCATED :
+                                   uct_dcx_status(wc->status));
         return;
     }
 
@@ -613,7 +615,8 @@ static void uct_dcx_tag_rx_expected(uct_dcx_iface_t *iface,
     }
 
     imm = (wc->flags & DCX_WC_FLAG_WITH_IMM) ?
-          (((uint64_t)wc->imm << 32) | priv->app_ctx) : 0;
+              (((uint64_t)wc->imm << 32) | priv->app_ctx) :
+              0;
     if ((wc->flags & DCX_WC_FLAG_WITH_IMM) && (imm == 0)) {
         /* a software rendezvous request matched: its header is in the
          * user's buffer */
@@ -650,8 +653,7 @@ static void uct_dcx_tag_rx_list_op(uct_dcx_iface_t *iface, const dcx_wc_t *wc)
         (slot->state == UCT_DCX_TM_SLOT_LIVE)) {
         /* removed before anything matched it: reported as posted, with
          * its tag and its buffer's length (as UCX's rc/dc report it) */
-        uct_dcx_tm_slot_finish(iface, idx, 0, slot->length,
-                               UCS_ERR_CANCELED);
+        uct_dcx_tm_slot_finish(iface, idx, 0, slot->length, UCS_ERR_CANCELED);
     } else if ((wc->status != DCX_WC_SUCCESS) &&
                (wc->status != DCX_WC_TM_ERR)) {
         ucs_error("dcx: %s: tag list operation failed: %s",
@@ -669,8 +671,8 @@ static void uct_dcx_tag_rx_list_op(uct_dcx_iface_t *iface, const dcx_wc_t *wc)
     uct_dcx_tm_slot_check(iface, idx);
 }
 
-static UCS_F_ALWAYS_INLINE void
-uct_dcx_tag_rx_one(uct_dcx_iface_t *iface, const dcx_wc_t *wc)
+static UCS_F_ALWAYS_INLINE void uct_dcx_tag_rx_one(uct_dcx_iface_t *iface,
+                                                   const dcx_wc_t *wc)
 {
     switch (wc->opcode) {
     case DCX_WC_TM_NO_TAG:
@@ -699,7 +701,7 @@ uct_dcx_tag_rx_one(uct_dcx_iface_t *iface, const dcx_wc_t *wc)
             (wc->wr_id != UCT_DCX_TM_WR_SYNC)) {
             /* an SRQ buffer flushed with an error */
             iface->rx_posted--;
-            ucs_mpool_put_inline((void*)(uintptr_t)wc->wr_id);
+            ucs_mpool_put_inline((void *)(uintptr_t)wc->wr_id);
         }
         break;
     }
@@ -707,8 +709,8 @@ uct_dcx_tag_rx_one(uct_dcx_iface_t *iface, const dcx_wc_t *wc)
 
 /* The receive completions of a TM SRQ's poll: list operations, tagged
  * messages, the NO_TAG messages that carry AMs */
-static UCS_F_ALWAYS_INLINE void
-uct_dcx_tag_rx_wcs(uct_dcx_iface_t *iface, const dcx_wc_t *wc, int n)
+static UCS_F_ALWAYS_INLINE void uct_dcx_tag_rx_wcs(uct_dcx_iface_t *iface,
+                                                   const dcx_wc_t *wc, int n)
 {
     int i;
 
@@ -743,9 +745,9 @@ unsigned uct_dcx_iface_tag_progress(uct_iface_h tl_iface)
  * posted receive is dropped with a warning, as UCX drops an active message
  * whose id has no handler.
  */
-static ucs_status_t
-uct_dcx_tm_stub_eager(void *arg, void *data, size_t length, unsigned flags,
-                      uct_tag_t stag, uint64_t imm, void **context)
+static ucs_status_t uct_dcx_tm_stub_eager(void *arg, void *data, size_t length,
+                                          unsigned flags, uct_tag_t stag,
+                                          uint64_t imm, void **context)
 {
     uct_dcx_iface_t *iface = arg;
 
@@ -755,11 +757,11 @@ uct_dcx_tm_stub_eager(void *arg, void *data, size_t length, unsigned flags,
     return UCS_OK;
 }
 
-static ucs_status_t
-uct_dcx_tm_stub_rndv(void *arg, unsigned flags, uint64_t stag,
-                     const void *header, unsigned header_length,
-                     uint64_t remote_addr, size_t length,
-                     const void *rkey_buf)
+static ucs_status_t uct_dcx_tm_stub_rndv(void *arg, unsigned flags,
+                                         uint64_t stag, const void *header,
+                                         unsigned header_length,
+                                         uint64_t remote_addr, size_t length,
+                                         const void *rkey_buf)
 {
     uct_dcx_iface_t *iface = arg;
 
@@ -781,14 +783,17 @@ int uct_dcx_iface_tag_params(uct_dcx_iface_t *iface,
     tm->rndv_free       = UINT16_MAX;
     tm->stats           = &tm->own_stats;
     tm->release_desc.cb = uct_dcx_tm_release_desc;
-    tm->eager_cb  = (fm & UCT_IFACE_PARAM_FIELD_HW_TM_EAGER_CB) ?
-                    params->eager_cb : NULL;
-    tm->eager_arg = (fm & UCT_IFACE_PARAM_FIELD_HW_TM_EAGER_ARG) ?
-                    params->eager_arg : NULL;
-    tm->rndv_cb   = (fm & UCT_IFACE_PARAM_FIELD_HW_TM_RNDV_CB) ?
-                    params->rndv_cb : NULL;
-    tm->rndv_arg  = (fm & UCT_IFACE_PARAM_FIELD_HW_TM_RNDV_ARG) ?
-                    params->rndv_arg : NULL;
+    tm->eager_cb        = (fm & UCT_IFACE_PARAM_FIELD_HW_TM_EAGER_CB) ?
+                              params->eager_cb :
+                              NULL;
+    tm->eager_arg       = (fm & UCT_IFACE_PARAM_FIELD_HW_TM_EAGER_ARG) ?
+                              params->eager_arg :
+                              NULL;
+    tm->rndv_cb = (fm & UCT_IFACE_PARAM_FIELD_HW_TM_RNDV_CB) ? params->rndv_cb :
+                                                               NULL;
+    tm->rndv_arg = (fm & UCT_IFACE_PARAM_FIELD_HW_TM_RNDV_ARG) ?
+                       params->rndv_arg :
+                       NULL;
     if ((fm & UCT_IFACE_PARAM_FIELD_FEATURES) &&
         !(params->features & UCT_IFACE_FEATURE_TAG)) {
         return 0; /* the user said it will not use tags */
@@ -816,7 +821,8 @@ int uct_dcx_iface_tm_wanted(uct_dcx_iface_t *iface,
     if (!(iface->caps->flags & DCX_CAP_TM) || (iface->caps->tm_max_tags == 0)) {
         if (cfg->tm_enable == UCS_YES) {
             ucs_error("dcx: %s: UCX_DCX_TM_ENABLE=y but the device has no "
-                      "tag matching", dcx_dev_name(iface->dev));
+                      "tag matching",
+                      dcx_dev_name(iface->dev));
             return -1;
         }
         return 0;
@@ -833,14 +839,14 @@ unsigned uct_dcx_iface_tm_rx_cqe(uct_dcx_iface_t *iface, int tm,
         return rx_cqe;
     }
     return ucs_min(rx_cqe + iface->caps->tm_max_ops +
-                   2 * iface->caps->tm_max_tags, iface->caps->max_cqe);
+                       2 * iface->caps->tm_max_tags,
+                   iface->caps->max_cqe);
 }
 
 /* The SRQ behind the DCT: a tag-matching one when tm > 0 (rx_tmh_len set),
  * falling back to a plain one under "try" */
 ucs_status_t uct_dcx_iface_srq_create(uct_dcx_iface_t *iface,
-                                      const uct_dcx_iface_config_t *cfg,
-                                      int tm)
+                                      const uct_dcx_iface_config_t *cfg, int tm)
 {
     const char *dev = dcx_dev_name(iface->dev);
     dcx_srq_attr_t srq_attr;
@@ -857,14 +863,15 @@ ucs_status_t uct_dcx_iface_srq_create(uct_dcx_iface_t *iface,
         srq_attr.tm_max_ops  = iface->caps->tm_max_ops;
         ret = dcx_srq_create(iface->pd, &srq_attr, &iface->srq);
         if (ret == 0) {
-            iface->rx_tmh_len = DCX_TM_TMH_LEN;
+            iface->rx_tmh_len                     = DCX_TM_TMH_LEN;
             /* before uct_base_iface_progress_enable() reads it */
             iface->super.super.ops.iface_progress = uct_dcx_iface_tag_progress;
             return UCS_OK;
         }
         if (cfg->tm_enable == UCS_YES) {
             ucs_error("dcx: %s: failed to create a tag-matching SRQ "
-                      "(UCX_DCX_TM_ENABLE=y): %s", dev, strerror(ret));
+                      "(UCX_DCX_TM_ENABLE=y): %s",
+                      dev, strerror(ret));
             return UCS_ERR_IO_ERROR;
         }
         ucs_diag("dcx: %s: no tag-matching SRQ (%s), tag offload off", dev,
@@ -875,8 +882,7 @@ ucs_status_t uct_dcx_iface_srq_create(uct_dcx_iface_t *iface,
     }
     ret = dcx_srq_create(iface->pd, &srq_attr, &iface->srq);
     if (ret != 0) {
-        ucs_error("dcx: %s: failed to create the SRQ: %s", dev,
-                  strerror(ret));
+        ucs_error("dcx: %s: failed to create the SRQ: %s", dev, strerror(ret));
         return UCS_ERR_IO_ERROR;
     }
     return UCS_OK;
@@ -934,8 +940,7 @@ ucs_status_t uct_dcx_iface_tag_init(uct_dcx_iface_t *iface,
 
     tm->num_slots = iface->srq->tm_max_tags;
     tm->max_ops   = iface->srq->tm_max_ops;
-    tm->slots     = ucs_calloc(tm->num_slots, sizeof(*tm->slots),
-                               "dcx_tm_slots");
+    tm->slots = ucs_calloc(tm->num_slots, sizeof(*tm->slots), "dcx_tm_slots");
     if (tm->slots == NULL) {
         ucs_error("dcx: failed to allocate %u tag slots", tm->num_slots);
         return UCS_ERR_NO_MEMORY;
@@ -956,13 +961,14 @@ ucs_status_t uct_dcx_iface_tag_init(uct_dcx_iface_t *iface,
         return UCS_ERR_NO_MEMORY;
     }
     for (i = 0; i < UCT_DCX_TM_RNDV_OPS; ++i) {
-        tm->rndv_ops[i].next_free = (i + 1 < UCT_DCX_TM_RNDV_OPS) ?
-                                    i + 1 : UINT16_MAX;
+        tm->rndv_ops[i].next_free = (i + 1 < UCT_DCX_TM_RNDV_OPS) ? i + 1 :
+                                                                    UINT16_MAX;
         tm->rndv_ops[i].skey      = UCT_DCX_SKEY_NONE;
     }
     tm->rndv_free    = 0;
     tm->rndv_max_hdr = (iface->caps->tm_max_rndv_hdr > DCX_TM_RNDV_LEN) ?
-                       iface->caps->tm_max_rndv_hdr - DCX_TM_RNDV_LEN : 0;
+                           iface->caps->tm_max_rndv_hdr - DCX_TM_RNDV_LEN :
+                           0;
     return UCS_OK;
 }
 
@@ -972,11 +978,12 @@ void uct_dcx_iface_tag_cleanup(uct_dcx_iface_t *iface)
 
     if (iface->rx_tmh_len != 0) {
         ucs_info("dcx iface %s DCT 0x%x: tag matching: posted %" PRIu64
-                 " matched %" PRIu64 " unexp_eager %" PRIu64 " unexp_rndv %"
-                 PRIu64 " rndv_hw %" PRIu64 " rndv_sw %" PRIu64 " syncs %"
-                 PRIu64 " cancels %" PRIu64, dcx_dev_name(iface->dev),
-                 iface->config.dctn, s->posted, s->matched, s->unexp_eager,
-                 s->unexp_rndv, s->rndv_hw, s->rndv_sw, s->syncs, s->cancels);
+                 " matched %" PRIu64 " unexp_eager %" PRIu64
+                 " unexp_rndv %" PRIu64 " rndv_hw %" PRIu64 " rndv_sw %" PRIu64
+                 " syncs %" PRIu64 " cancels %" PRIu64,
+                 dcx_dev_name(iface->dev), iface->config.dctn, s->posted,
+                 s->matched, s->unexp_eager, s->unexp_rndv, s->rndv_hw,
+                 s->rndv_sw, s->syncs, s->cancels);
     }
     if (iface->tm.stats_file != NULL) {
         /* the file stays, with the final counts */
@@ -1003,21 +1010,20 @@ void uct_dcx_iface_tag_query(uct_dcx_iface_t *iface, uct_iface_attr_t *attr)
     attr->cap.flags |= UCT_IFACE_FLAG_TAG_EAGER_BCOPY |
                        UCT_IFACE_FLAG_TAG_EAGER_ZCOPY;
     if (max_inline > DCX_TM_TMH_LEN) {
-        attr->cap.flags             |= UCT_IFACE_FLAG_TAG_EAGER_SHORT;
+        attr->cap.flags |= UCT_IFACE_FLAG_TAG_EAGER_SHORT;
         attr->cap.tag.eager.max_short = max_inline - DCX_TM_TMH_LEN;
     }
-    attr->cap.tag.eager.max_bcopy   = iface->config.seg_size;
-    attr->cap.tag.eager.max_zcopy   = iface->config.seg_size;
-    attr->cap.tag.eager.max_iov     = iface->config.max_iov;
-    attr->cap.tag.recv.min_recv     = 0;
-    attr->cap.tag.recv.max_zcopy    = iface->caps->max_msg_size;
-    attr->cap.tag.recv.max_iov      = 1;
+    attr->cap.tag.eager.max_bcopy      = iface->config.seg_size;
+    attr->cap.tag.eager.max_zcopy      = iface->config.seg_size;
+    attr->cap.tag.eager.max_iov        = iface->config.max_iov;
+    attr->cap.tag.recv.min_recv        = 0;
+    attr->cap.tag.recv.max_zcopy       = iface->caps->max_msg_size;
+    attr->cap.tag.recv.max_iov         = 1;
     attr->cap.tag.recv.max_outstanding = iface->tm.num_slots;
 
-    attr->cap.flags                |= UCT_IFACE_FLAG_TAG_RNDV_ZCOPY;
-    attr->cap.tag.rndv.max_zcopy    = ucs_min(iface->caps->max_msg_size,
-                                              (uint64_t)UINT32_MAX);
-    attr->cap.tag.rndv.max_hdr      = iface->tm.rndv_max_hdr +
-                                      UCT_DCX_TM_TMH_PRIV;
-    attr->cap.tag.rndv.max_iov      = 1;
+    attr->cap.flags |= UCT_IFACE_FLAG_TAG_RNDV_ZCOPY;
+    attr->cap.tag.rndv.max_zcopy = ucs_min(iface->caps->max_msg_size,
+                                           (uint64_t)UINT32_MAX);
+    attr->cap.tag.rndv.max_hdr   = iface->tm.rndv_max_hdr + UCT_DCX_TM_TMH_PRIV;
+    attr->cap.tag.rndv.max_iov   = 1;
 }

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * dcx transport: the buffers of posted tag receives (dcx_tag.c).
  *
@@ -64,8 +65,8 @@ uct_dcx_tm_buf_claim(uct_dcx_iface_t *iface, const uct_iov_t *iov,
 }
 
 /* The post that claimed *it failed: the buffer is free again */
-static UCS_F_ALWAYS_INLINE void
-uct_dcx_tm_buf_unclaim(uct_dcx_iface_t *iface, khiter_t it)
+static UCS_F_ALWAYS_INLINE void uct_dcx_tm_buf_unclaim(uct_dcx_iface_t *iface,
+                                                       khiter_t it)
 {
     if (it != kh_end(&iface->tm.bufs)) {
         kh_del(uct_dcx_tm_bufs, &iface->tm.bufs, it);
@@ -74,8 +75,8 @@ uct_dcx_tm_buf_unclaim(uct_dcx_iface_t *iface, khiter_t it)
 
 /* The receive in slot idx gives its buffer back to the user (reported, or
  * cancelled with force); a second call does nothing */
-static UCS_F_ALWAYS_INLINE void
-uct_dcx_tm_buf_release(uct_dcx_iface_t *iface, uint32_t idx)
+static UCS_F_ALWAYS_INLINE void uct_dcx_tm_buf_release(uct_dcx_iface_t *iface,
+                                                       uint32_t idx)
 {
     uct_dcx_tm_slot_t *slot = &iface->tm.slots[idx];
     khiter_t it;
@@ -85,7 +86,7 @@ uct_dcx_tm_buf_release(uct_dcx_iface_t *iface, uint32_t idx)
     }
     it = kh_get(uct_dcx_tm_bufs, &iface->tm.bufs, (uintptr_t)slot->buffer);
     ucs_assertv((it != kh_end(&iface->tm.bufs)) &&
-                (kh_val(&iface->tm.bufs, it) == idx),
+                    (kh_val(&iface->tm.bufs, it) == idx),
                 "slot %u buffer %p not listed as its own", idx, slot->buffer);
     kh_del(uct_dcx_tm_bufs, &iface->tm.bufs, it);
     slot->in_bufs = 0;

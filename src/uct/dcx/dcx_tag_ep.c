@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * dcx transport: tagged sends of an endpoint (eager short/bcopy/zcopy,
  * software rendezvous request) and the sender's side of the device
@@ -5,7 +6,7 @@
  * Wire formats: dcx_tag.c.
  */
 #ifdef HAVE_CONFIG_H
-#  include "config.h"
+#include "config.h"
 #endif
 
 #include "dcx.inl"
@@ -18,16 +19,16 @@
  * Sends
  * ------------------------------------------------------------------------- */
 
-static UCS_F_NOINLINE ucs_status_t
-uct_dcx_tag_no_peer_tm(uct_dcx_ep_t *ep, const char *op)
+static UCS_F_NOINLINE ucs_status_t uct_dcx_tag_no_peer_tm(uct_dcx_ep_t *ep,
+                                                          const char *op)
 {
-    ucs_error("dcx: %s: the peer (DCT 0x%x) has no tag matching", op,
-              ep->dctn);
+    ucs_error("dcx: %s: the peer (DCT 0x%x) has no tag matching", op, ep->dctn);
     return UCS_ERR_UNSUPPORTED;
 }
 
-static UCS_F_NOINLINE ucs_status_t
-uct_dcx_tag_bad_length(const char *op, size_t length, size_t max)
+static UCS_F_NOINLINE ucs_status_t uct_dcx_tag_bad_length(const char *op,
+                                                          size_t length,
+                                                          size_t max)
 {
     ucs_error("dcx: %s: length %zu exceeds the maximum %zu", op, length, max);
     return UCS_ERR_INVALID_PARAM;
@@ -54,17 +55,19 @@ uct_dcx_tag_post_dci(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep,
 
 /* The same on ep's DCI, found here (uct_dcx_ep_post_dci says when a caller
  * passes the DCI it took before) */
-static UCS_F_ALWAYS_INLINE ucs_status_t
-uct_dcx_tag_post(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep, dcx_send_wr_t *wr,
-                 uct_dcx_op_t *op, int signal)
+static UCS_F_ALWAYS_INLINE ucs_status_t uct_dcx_tag_post(uct_dcx_iface_t *iface,
+                                                         uct_dcx_ep_t *ep,
+                                                         dcx_send_wr_t *wr,
+                                                         uct_dcx_op_t *op,
+                                                         int signal)
 {
     return uct_dcx_tag_post_dci(iface, ep, uct_dcx_ep_dci(iface, ep), wr, op,
                                 signal);
 }
 
 /* Splits a 64-bit immediate into the TMH app_ctx and the SEND_IMM data */
-static UCS_F_ALWAYS_INLINE void
-uct_dcx_tag_imm(dcx_send_wr_t *wr, uint64_t imm, uint32_t *app_ctx_p)
+static UCS_F_ALWAYS_INLINE void uct_dcx_tag_imm(dcx_send_wr_t *wr, uint64_t imm,
+                                                uint32_t *app_ctx_p)
 {
     *app_ctx_p = (uint32_t)imm;
     if (imm != 0) {
@@ -78,7 +81,7 @@ uct_dcx_tag_inline(uct_dcx_ep_t *ep, const char *name, uct_tag_t tag,
                    const void *data, size_t length, int rndv_req)
 {
     uct_dcx_iface_t *iface = uct_dcx_ep_iface(ep);
-    dcx_tmh_t tmh;   /* aligned: packed with two stores */
+    dcx_tmh_t tmh; /* aligned: packed with two stores */
     uct_dcx_dci_t *dci;
     dcx_sge_t sge[2];
     dcx_send_wr_t wr;
@@ -90,7 +93,7 @@ uct_dcx_tag_inline(uct_dcx_ep_t *ep, const char *name, uct_tag_t tag,
     if (ucs_unlikely(length + DCX_TM_TMH_LEN > iface->config.max_inline)) {
         return uct_dcx_tag_bad_length(name, length,
                                       iface->config.max_inline -
-                                      DCX_TM_TMH_LEN);
+                                          DCX_TM_TMH_LEN);
     }
 
     status = uct_dcx_ep_tx_begin(iface, ep, 1);
@@ -131,8 +134,7 @@ ucs_status_t uct_dcx_ep_tag_eager_short(uct_ep_h tl_ep, uct_tag_t tag,
 
 ucs_status_t uct_dcx_ep_tag_rndv_request(uct_ep_h tl_ep, uct_tag_t tag,
                                          const void *header,
-                                         unsigned header_length,
-                                         unsigned flags)
+                                         unsigned header_length, unsigned flags)
 {
     uct_dcx_ep_t *ep = ucs_derived_of(tl_ep, uct_dcx_ep_t);
 
@@ -158,8 +160,8 @@ ssize_t uct_dcx_ep_tag_eager_bcopy(uct_ep_h tl_ep, uct_tag_t tag, uint64_t imm,
         return uct_dcx_tag_no_peer_tm(ep, "tag_eager_bcopy");
     }
 
-    status = uct_dcx_ep_desc_begin(iface, ep, 1, uct_dcx_op_release_desc,
-                                   NULL, &desc);
+    status = uct_dcx_ep_desc_begin(iface, ep, 1, uct_dcx_op_release_desc, NULL,
+                                   &desc);
     if (ucs_unlikely(status != UCS_OK)) {
         return uct_dcx_ep_bcopy_refused(iface, status, pack_cb, arg);
     }
@@ -206,7 +208,8 @@ ucs_status_t uct_dcx_ep_tag_eager_zcopy(uct_ep_h tl_ep, uct_tag_t tag,
     }
     if (ucs_unlikely(iovcnt > iface->config.max_iov)) {
         ucs_error("dcx: tag_eager_zcopy: iov count %zu exceeds the maximum "
-                  "%u", iovcnt, iface->config.max_iov);
+                  "%u",
+                  iovcnt, iface->config.max_iov);
         return UCS_ERR_INVALID_PARAM;
     }
     use.op = NULL;
@@ -226,15 +229,14 @@ ucs_status_t uct_dcx_ep_tag_eager_zcopy(uct_ep_h tl_ep, uct_tag_t tag,
             break;
         }
         if (ucs_unlikely(iov[i].memh == UCT_MEM_HANDLE_NULL)) {
-            ucs_error("dcx: tag_eager_zcopy: iov[%zu] has no memory handle",
-                      i);
+            ucs_error("dcx: tag_eager_zcopy: iov[%zu] has no memory handle", i);
             return UCS_ERR_INVALID_PARAM;
         }
         sge[i + 1].addr   = (uintptr_t)iov[i].buffer;
         sge[i + 1].length = uct_iov_get_length(&iov[i]);
         sge[i + 1].lkey   = uct_dcx_memh_mr(iov[i].memh)->lkey;
-        length           += sge[i + 1].length;
-        num_sge           = i + 1;
+        length += sge[i + 1].length;
+        num_sge = i + 1;
     }
     if (iovcnt == 0) {
         num_sge = 0;
@@ -271,9 +273,9 @@ ucs_status_t uct_dcx_ep_tag_eager_zcopy(uct_ep_h tl_ep, uct_tag_t tag,
         return status;
     }
     /* the WR reads the user's memory: stop the DCI if the ep goes */
-    uct_dcx_ep_dci(iface, ep)->wr_opcode[uct_dcx_ep_dci(iface, ep)->sn &
-                                         iface->ring_mask] |=
-            UCT_DCX_WR_USER_MEM;
+    uct_dcx_ep_dci(iface, ep)
+        ->wr_opcode[uct_dcx_ep_dci(iface, ep)->sn & iface->ring_mask] |=
+        UCT_DCX_WR_USER_MEM;
     uct_dcx_strided_commit(iface, uct_dcx_ep_dci(iface, ep), &use);
 
     UCT_TL_EP_STAT_OP(&ep->super, TAG, ZCOPY, length);
@@ -285,24 +287,25 @@ ucs_status_t uct_dcx_ep_tag_eager_zcopy(uct_ep_h tl_ep, uct_tag_t tag,
  * Rendezvous (sender)
  * ------------------------------------------------------------------------- */
 
-static void uct_dcx_tm_rndv_put(uct_dcx_iface_t *iface, uct_dcx_tm_rndv_op_t *op)
+static void uct_dcx_tm_rndv_put(uct_dcx_iface_t *iface,
+                                uct_dcx_tm_rndv_op_t *op)
 {
     if (op->skey != UCT_DCX_SKEY_NONE) {
         uct_dcx_strided_key_put(iface, op->skey);
         op->skey = UCT_DCX_SKEY_NONE;
     }
-    op->ep        = NULL;
-    op->comp      = NULL;
+    op->ep   = NULL;
+    op->comp = NULL;
     op->gen++;
-    op->next_free = iface->tm.rndv_free;
+    op->next_free       = iface->tm.rndv_free;
     iface->tm.rndv_free = op - iface->tm.rndv_ops;
 }
 
 /* The free rendezvous op at the head of the list (the caller checked there
  * is one) taken for ep and comp: uct_dcx_tm_rndv_put's twin */
-static uct_dcx_tm_rndv_op_t *
-uct_dcx_tm_rndv_take(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep,
-                     uct_completion_t *comp)
+static uct_dcx_tm_rndv_op_t *uct_dcx_tm_rndv_take(uct_dcx_iface_t *iface,
+                                                  uct_dcx_ep_t *ep,
+                                                  uct_completion_t *comp)
 {
     uct_dcx_tm_rndv_op_t *op = &iface->tm.rndv_ops[iface->tm.rndv_free];
 
@@ -315,9 +318,10 @@ uct_dcx_tm_rndv_take(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep,
 /* A rendezvous refused with status: an invalidated ep (UCT_DCX_TX_SINK)
  * takes it as any other operation, listed and never sent; the report of the
  * ep's failure completes it (uct_dcx_tag_ep_gone) */
-static ucs_status_ptr_t
-uct_dcx_tm_rndv_refused(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep,
-                        ucs_status_t status, uct_completion_t *comp)
+static ucs_status_ptr_t uct_dcx_tm_rndv_refused(uct_dcx_iface_t *iface,
+                                                uct_dcx_ep_t *ep,
+                                                ucs_status_t status,
+                                                uct_completion_t *comp)
 {
     if (status != UCT_DCX_TX_SINK) {
         return UCS_STATUS_PTR(status);
@@ -325,12 +329,10 @@ uct_dcx_tm_rndv_refused(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep,
     return uct_dcx_tm_rndv_take(iface, ep, comp);
 }
 
-ucs_status_ptr_t uct_dcx_ep_tag_rndv_zcopy(uct_ep_h tl_ep, uct_tag_t tag,
-                                          const void *header,
-                                          unsigned header_length,
-                                          const uct_iov_t *iov, size_t iovcnt,
-                                          unsigned flags,
-                                          uct_completion_t *comp)
+ucs_status_ptr_t
+uct_dcx_ep_tag_rndv_zcopy(uct_ep_h tl_ep, uct_tag_t tag, const void *header,
+                          unsigned header_length, const uct_iov_t *iov,
+                          size_t iovcnt, unsigned flags, uct_completion_t *comp)
 {
     uct_dcx_ep_t *ep       = ucs_derived_of(tl_ep, uct_dcx_ep_t);
     uct_dcx_iface_t *iface = uct_dcx_ep_iface(ep);
@@ -353,20 +355,22 @@ ucs_status_ptr_t uct_dcx_ep_tag_rndv_zcopy(uct_ep_h tl_ep, uct_tag_t tag,
     if (ucs_unlikely(iface->rx_tmh_len == 0)) {
         /* the FIN comes back as a TM message: our SRQ must parse it */
         ucs_error("dcx: %s: tag_rndv_zcopy: tag matching is off on this "
-                  "interface", dcx_dev_name(iface->dev));
+                  "interface",
+                  dcx_dev_name(iface->dev));
         return UCS_STATUS_PTR(UCS_ERR_UNSUPPORTED);
     }
-    if (ucs_unlikely(header_length > iface->tm.rndv_max_hdr +
-                                     UCT_DCX_TM_TMH_PRIV)) {
+    if (ucs_unlikely(header_length >
+                     iface->tm.rndv_max_hdr + UCT_DCX_TM_TMH_PRIV)) {
         return UCS_STATUS_PTR(uct_dcx_tag_bad_length("tag_rndv_zcopy header",
                                                      header_length,
                                                      iface->tm.rndv_max_hdr +
-                                                     UCT_DCX_TM_TMH_PRIV));
+                                                         UCT_DCX_TM_TMH_PRIV));
     }
     if (ucs_unlikely((iovcnt != 1) || (iov->memh == UCT_MEM_HANDLE_NULL) ||
                      (uct_iov_get_length(iov) > UINT32_MAX))) {
         ucs_error("dcx: tag_rndv_zcopy: needs one registered buffer of at "
-                  "most 4 GiB (iov count %zu)", iovcnt);
+                  "most 4 GiB (iov count %zu)",
+                  iovcnt);
         return UCS_STATUS_PTR(UCS_ERR_INVALID_PARAM);
     }
     if (ucs_unlikely(iface->tm.rndv_free == UINT16_MAX)) {
@@ -387,9 +391,8 @@ ucs_status_ptr_t uct_dcx_ep_tag_rndv_zcopy(uct_ep_h tl_ep, uct_tag_t tag,
         if (status != UCS_OK) {
             return uct_dcx_tm_rndv_refused(iface, ep, status, comp);
         }
-        addr = 0;   /* the key's address space */
-        rkey = uct_dcx_strided_key_rkey(iface,
-                                        uct_dcx_strided_use_key(&use));
+        addr = 0; /* the key's address space */
+        rkey = uct_dcx_strided_key_rkey(iface, uct_dcx_strided_use_key(&use));
     }
 
     status = uct_dcx_ep_tx_begin(iface, ep, 1);
@@ -405,13 +408,13 @@ ucs_status_ptr_t uct_dcx_ep_tag_rndv_zcopy(uct_ep_h tl_ep, uct_tag_t tag,
     desc->op.cb   = uct_dcx_op_release_desc;
     desc->op.comp = NULL;
 
-    idx    = iface->tm.rndv_free;
-    op     = &iface->tm.rndv_ops[idx];
-    data   = uct_dcx_desc_data(desc);
+    idx  = iface->tm.rndv_free;
+    op   = &iface->tm.rndv_ops[idx];
+    data = uct_dcx_desc_data(desc);
     dcx_tmh_pack(data, DCX_TMH_RNDV, ((uint32_t)op->gen << 16) | idx, tag);
     dcx_rvh_pack(data + DCX_TM_TMH_LEN, addr, rkey, (uint32_t)length);
-    dcx_ravh_pack(data + DCX_TM_TMH_LEN + sizeof(dcx_rvh_t),
-                  iface->config.dctn, iface->config.dc_key);
+    dcx_ravh_pack(data + DCX_TM_TMH_LEN + sizeof(dcx_rvh_t), iface->config.dctn,
+                  iface->config.dc_key);
     priv_len = ucs_min(header_length, UCT_DCX_TM_TMH_PRIV);
     data[1]  = priv_len;
     if (header_length > 0) { /* a header of 0 bytes may be NULL */
@@ -438,14 +441,13 @@ ucs_status_ptr_t uct_dcx_ep_tag_rndv_zcopy(uct_ep_h tl_ep, uct_tag_t tag,
     return op;
 }
 
-static uct_dcx_tm_rndv_op_t *
-uct_dcx_tm_rndv_op(uct_dcx_iface_t *iface, void *handle)
+static uct_dcx_tm_rndv_op_t *uct_dcx_tm_rndv_op(uct_dcx_iface_t *iface,
+                                                void *handle)
 {
     uct_dcx_tm_rndv_op_t *op = handle;
 
     if ((iface->tm.rndv_ops == NULL) || (op < iface->tm.rndv_ops) ||
-        (op >= iface->tm.rndv_ops + UCT_DCX_TM_RNDV_OPS) ||
-        (op->ep == NULL)) {
+        (op >= iface->tm.rndv_ops + UCT_DCX_TM_RNDV_OPS) || (op->ep == NULL)) {
         return NULL;
     }
     return op;
@@ -510,5 +512,3 @@ void uct_dcx_tag_rx_fin(uct_dcx_iface_t *iface, const uint8_t *tmh)
         uct_invoke_completion(comp, UCS_OK);
     }
 }
-
-

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Common parts of the emulation's tests: environment, stderr capture and
  * the per-test context.

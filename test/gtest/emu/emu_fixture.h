@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Tests of the emulated ConnectX (src/emu): this binary is linked against
  * the emulated libibverbs.so.1 and libmlx5.so.1 of the build tree, never
@@ -20,8 +21,8 @@
 
 /* The fabric and device count every test process uses (set before the
  * first ibv_get_device_list, emu_fixture.cc). */
-#define EMU_TEST_FABRIC   "gtest-emu"
-#define EMU_TEST_DEVICES  2
+#define EMU_TEST_FABRIC  "gtest-emu"
+#define EMU_TEST_DEVICES 2
 
 /* Collects what is written to stderr between construction and lines(). */
 class log_capture {
@@ -35,8 +36,8 @@ public:
 
 private:
     void restore();
-    int  m_saved;
-    int  m_fd;
+    int m_saved;
+    int m_fd;
     bool m_restored;
     std::string m_text;
 };
@@ -48,9 +49,9 @@ protected:
     void TearDown() override;
 
     struct ibv_device **m_list = nullptr;
-    int                 m_num  = 0;
+    int m_num                  = 0;
     struct ibv_context *m_ctx  = nullptr;
-    struct ibv_pd      *m_pd   = nullptr;
+    struct ibv_pd *m_pd        = nullptr;
 };
 
 #endif

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * A program built against the system's rdma-core (linked with its
  * libibverbs and libmlx5), as any rdma-core application: lists the devices,

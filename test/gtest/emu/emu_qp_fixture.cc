@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * DC objects for the emulation's QP tests (emu_qp_fixture.h).
  */
@@ -10,7 +11,7 @@
 /* The bound of a wait for a completion: a safety net, not a timing
  * assertion (the slowest expected completion, a transport timeout with
  * retries, takes well under a second). */
-#define EMU_WAIT_NS  (20ll * 1000 * 1000 * 1000)
+#define EMU_WAIT_NS (20ll * 1000 * 1000 * 1000)
 
 static int64_t emu_now_ns()
 {
@@ -31,7 +32,7 @@ void emu_qp_test::SetUp()
     m_buf.assign(1 << 16, 0);
     m_mr = ibv_reg_mr(m_pd, m_buf.data(), m_buf.size(),
                       IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
-                      IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC);
+                          IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC);
     ASSERT_NE(nullptr, m_mr);
     m_tx_cq = make_cq();
     m_rx_cq = make_cq();
@@ -42,7 +43,7 @@ void emu_qp_test::SetUp()
     memset(&sattr, 0, sizeof(sattr));
     sattr.attr.max_wr  = 64;
     sattr.attr.max_sge = 1;
-    m_srq = ibv_create_srq(m_pd, &sattr);
+    m_srq              = ibv_create_srq(m_pd, &sattr);
     ASSERT_NE(nullptr, m_srq);
 
     ASSERT_EQ(0, ibv_query_port(m_ctx, 1, &port));
@@ -50,7 +51,8 @@ void emu_qp_test::SetUp()
     m_ah  = make_ah(m_lid);
     ASSERT_NE(nullptr, m_ah);
     m_dct = make_dct(EMU_DCT_KEY, IBV_ACCESS_REMOTE_WRITE |
-                     IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC);
+                                      IBV_ACCESS_REMOTE_READ |
+                                      IBV_ACCESS_REMOTE_ATOMIC);
     ASSERT_NE(nullptr, m_dct);
 }
 
@@ -95,16 +97,16 @@ struct ibv_qp *emu_qp_test::make_dct(uint64_t key, unsigned access)
 
     memset(&attr, 0, sizeof(attr));
     memset(&dv, 0, sizeof(dv));
-    attr.qp_type   = IBV_QPT_DRIVER;
-    attr.comp_mask = IBV_QP_INIT_ATTR_PD;
-    attr.pd        = m_pd;
-    attr.send_cq   = ibv_cq_ex_to_cq(m_rx_cq);
-    attr.recv_cq   = ibv_cq_ex_to_cq(m_rx_cq);
-    attr.srq       = m_srq;
-    dv.comp_mask   = MLX5DV_QP_INIT_ATTR_MASK_DC;
+    attr.qp_type                   = IBV_QPT_DRIVER;
+    attr.comp_mask                 = IBV_QP_INIT_ATTR_PD;
+    attr.pd                        = m_pd;
+    attr.send_cq                   = ibv_cq_ex_to_cq(m_rx_cq);
+    attr.recv_cq                   = ibv_cq_ex_to_cq(m_rx_cq);
+    attr.srq                       = m_srq;
+    dv.comp_mask                   = MLX5DV_QP_INIT_ATTR_MASK_DC;
     dv.dc_init_attr.dc_type        = MLX5DV_DCTYPE_DCT;
     dv.dc_init_attr.dct_access_key = key;
-    qp = mlx5dv_create_qp(m_ctx, &attr, &dv);
+    qp                             = mlx5dv_create_qp(m_ctx, &attr, &dv);
     if (qp == nullptr) {
         return nullptr;
     }
@@ -114,17 +116,19 @@ struct ibv_qp *emu_qp_test::make_dct(uint64_t key, unsigned access)
     qa.qp_state        = IBV_QPS_INIT;
     qa.port_num        = 1;
     qa.qp_access_flags = access;
-    if (ibv_modify_qp(qp, &qa, IBV_QP_STATE | IBV_QP_ACCESS_FLAGS |
-                      IBV_QP_PKEY_INDEX | IBV_QP_PORT) != 0) {
+    if (ibv_modify_qp(qp, &qa,
+                      IBV_QP_STATE | IBV_QP_ACCESS_FLAGS | IBV_QP_PKEY_INDEX |
+                          IBV_QP_PORT) != 0) {
         return nullptr;
     }
     memset(&qa, 0, sizeof(qa));
-    qa.qp_state          = IBV_QPS_RTR;
-    qa.path_mtu          = IBV_MTU_4096;
-    qa.min_rnr_timer     = 1;
-    qa.ah_attr.port_num  = 1;
-    if (ibv_modify_qp(qp, &qa, IBV_QP_STATE | IBV_QP_MIN_RNR_TIMER |
-                      IBV_QP_AV | IBV_QP_PATH_MTU) != 0) {
+    qa.qp_state         = IBV_QPS_RTR;
+    qa.path_mtu         = IBV_MTU_4096;
+    qa.min_rnr_timer    = 1;
+    qa.ah_attr.port_num = 1;
+    if (ibv_modify_qp(qp, &qa,
+                      IBV_QP_STATE | IBV_QP_MIN_RNR_TIMER | IBV_QP_AV |
+                          IBV_QP_PATH_MTU) != 0) {
         return nullptr;
     }
     return qp;
@@ -139,8 +143,7 @@ struct ibv_qp *emu_qp_test::create_dci(struct ibv_qp_cap *cap, uint64_t ops)
     memset(&attr, 0, sizeof(attr));
     memset(&dv, 0, sizeof(dv));
     attr.qp_type        = IBV_QPT_DRIVER;
-    attr.comp_mask      = IBV_QP_INIT_ATTR_PD |
-                          IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+    attr.comp_mask      = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
     attr.send_ops_flags = ops;
     attr.pd             = m_pd;
     attr.send_cq        = ibv_cq_ex_to_cq(m_tx_cq);
@@ -148,7 +151,7 @@ struct ibv_qp *emu_qp_test::create_dci(struct ibv_qp_cap *cap, uint64_t ops)
     attr.cap            = *cap;
     dv.comp_mask        = MLX5DV_QP_INIT_ATTR_MASK_DC;
     dv.dc_init_attr.dc_type = MLX5DV_DCTYPE_DCI;
-    qp = mlx5dv_create_qp(m_ctx, &attr, &dv);
+    qp                      = mlx5dv_create_qp(m_ctx, &attr, &dv);
     if (qp != nullptr) {
         *cap = attr.cap;
         m_qps.push_back(qp);
@@ -166,15 +169,15 @@ int emu_qp_test::connect_dci(struct ibv_qp *qp, uint8_t to_state,
     memset(&qa, 0, sizeof(qa));
     qa.qp_state = IBV_QPS_INIT;
     qa.port_num = 1;
-    ret = ibv_modify_qp(qp, &qa, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
-                        IBV_QP_PORT);
+    ret         = ibv_modify_qp(qp, &qa,
+                                IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT);
     if ((ret != 0) || (to_state == IBV_QPS_INIT)) {
         return ret;
     }
     memset(&qa, 0, sizeof(qa));
     qa.qp_state = IBV_QPS_RTR;
     qa.path_mtu = IBV_MTU_4096;
-    ret = ibv_modify_qp(qp, &qa, IBV_QP_STATE | IBV_QP_PATH_MTU);
+    ret         = ibv_modify_qp(qp, &qa, IBV_QP_STATE | IBV_QP_PATH_MTU);
     if ((ret != 0) || (to_state == IBV_QPS_RTR)) {
         return ret;
     }
@@ -184,9 +187,10 @@ int emu_qp_test::connect_dci(struct ibv_qp *qp, uint8_t to_state,
     qa.retry_cnt     = retry_cnt;
     qa.rnr_retry     = rnr_retry;
     qa.max_rd_atomic = 4;
-    return ibv_modify_qp(qp, &qa, IBV_QP_STATE | IBV_QP_TIMEOUT |
-                         IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
-                         IBV_QP_MAX_QP_RD_ATOMIC | IBV_QP_SQ_PSN);
+    return ibv_modify_qp(qp, &qa,
+                         IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+                             IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC |
+                             IBV_QP_SQ_PSN);
 }
 
 struct ibv_qp *emu_qp_test::make_dci(uint8_t timeout, uint8_t retry_cnt,
@@ -198,7 +202,7 @@ struct ibv_qp *emu_qp_test::make_dci(uint8_t timeout, uint8_t retry_cnt,
     cap.max_send_wr     = 16;
     cap.max_send_sge    = 2;
     cap.max_inline_data = 64;
-    qp = create_dci(&cap);
+    qp                  = create_dci(&cap);
     if ((qp == nullptr) ||
         (connect_dci(qp, IBV_QPS_RTS, timeout, retry_cnt, rnr_retry) != 0)) {
         return nullptr;
@@ -236,7 +240,7 @@ void emu_qp_test::post_recvs(unsigned count, uint32_t len)
 bool emu_qp_test::poll_one(struct ibv_cq_ex *cq, emu_wc *wc)
 {
     struct ibv_poll_cq_attr attr = {0};
-    int64_t deadline = emu_now_ns() + EMU_WAIT_NS;
+    int64_t deadline             = emu_now_ns() + EMU_WAIT_NS;
 
     while (ibv_start_poll(cq, &attr) == ENOENT) {
         if (emu_now_ns() > deadline) {
@@ -250,17 +254,18 @@ bool emu_qp_test::poll_one(struct ibv_cq_ex *cq, emu_wc *wc)
     wc->qp_num   = ibv_wc_read_qp_num(cq);
     wc->wc_flags = ibv_wc_read_wc_flags(cq);
     wc->imm      = (wc->wc_flags & IBV_WC_WITH_IMM) ?
-                   be32toh(ibv_wc_read_imm_data(cq)) : 0;
+                       be32toh(ibv_wc_read_imm_data(cq)) :
+                       0;
     ibv_end_poll(cq);
     return true;
 }
 
-int emu_qp_test::post(struct ibv_qp *dci, uint64_t wr_id, int opcode,
-                      void *buf, uint32_t len, uint32_t lkey, uint64_t raddr,
-                      uint32_t rkey, uint64_t key, bool inl,
-                      struct ibv_ah *ah, uint32_t dctn)
+int emu_qp_test::post(struct ibv_qp *dci, uint64_t wr_id, int opcode, void *buf,
+                      uint32_t len, uint32_t lkey, uint64_t raddr,
+                      uint32_t rkey, uint64_t key, bool inl, struct ibv_ah *ah,
+                      uint32_t dctn)
 {
-    struct ibv_qp_ex *qpx = ibv_qp_to_qp_ex(dci);
+    struct ibv_qp_ex *qpx   = ibv_qp_to_qp_ex(dci);
     struct mlx5dv_qp_ex *dv = mlx5dv_qp_ex_from_ibv_qp_ex(qpx);
 
     ibv_wr_start(qpx);

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * DC objects for the emulation's QP tests: a CQ for each side, an SRQ, a
  * DCT and DCIs taken through their states with the masks rdma-core's DC
@@ -10,23 +11,22 @@
 
 #include <vector>
 
-#define EMU_DCI_OPS  (IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM | \
-                      IBV_QP_EX_WITH_RDMA_WRITE | \
-                      IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM | \
-                      IBV_QP_EX_WITH_RDMA_READ | \
-                      IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP | \
-                      IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD)
-#define EMU_DCT_KEY  0x1234abcdull
+#define EMU_DCI_OPS                                                   \
+    (IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM |             \
+     IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM | \
+     IBV_QP_EX_WITH_RDMA_READ | IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |   \
+     IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD)
+#define EMU_DCT_KEY 0x1234abcdull
 
 /* One completion as read through the extended API */
 struct emu_wc {
-    uint64_t            wr_id;
-    enum ibv_wc_status  status;
-    enum ibv_wc_opcode  opcode;
-    uint32_t            byte_len;
-    uint32_t            qp_num;
-    unsigned            wc_flags;
-    uint32_t            imm;     /* host order */
+    uint64_t wr_id;
+    enum ibv_wc_status status;
+    enum ibv_wc_opcode opcode;
+    uint32_t byte_len;
+    uint32_t qp_num;
+    unsigned wc_flags;
+    uint32_t imm; /* host order */
 };
 
 class emu_qp_test : public emu_test {
@@ -56,15 +56,15 @@ protected:
              uint64_t key = EMU_DCT_KEY, bool inl = false,
              struct ibv_ah *ah = nullptr, uint32_t dctn = 0);
 
-    struct ibv_cq_ex   *m_tx_cq  = nullptr;
-    struct ibv_cq_ex   *m_rx_cq  = nullptr;
-    struct ibv_srq     *m_srq    = nullptr;
-    struct ibv_qp      *m_dct    = nullptr;
-    struct ibv_ah      *m_ah     = nullptr;
-    struct ibv_mr      *m_mr     = nullptr;
-    uint16_t            m_lid    = 0;
-    std::vector<char>   m_buf;
-    std::vector<struct ibv_qp*> m_qps;
+    struct ibv_cq_ex *m_tx_cq = nullptr;
+    struct ibv_cq_ex *m_rx_cq = nullptr;
+    struct ibv_srq *m_srq     = nullptr;
+    struct ibv_qp *m_dct      = nullptr;
+    struct ibv_ah *m_ah       = nullptr;
+    struct ibv_mr *m_mr       = nullptr;
+    uint16_t m_lid            = 0;
+    std::vector<char> m_buf;
+    std::vector<struct ibv_qp *> m_qps;
 };
 
 #endif

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 #
 # dcx-run --mlx5-emu: the environment it sets (--print-env) and, where UCX's
 # ucx_info is installed, that "dcx-run --mlx5-emu ucx_info -d" shows the

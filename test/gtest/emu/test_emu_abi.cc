@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The emulation as a drop-in for rdma-core's libraries: the same entry
  * points at the same version nodes, a program built against the system's
@@ -85,7 +86,7 @@ std::string run(const std::string &cmd)
 TEST(emu_abi, same_functions_same_versions)
 {
     for (const char *lib : {"libibverbs.so.1", "libmlx5.so.1"}) {
-        std::string real = std::string(k_sys_dir) + lib;
+        std::string real           = std::string(k_sys_dir) + lib;
         std::set<std::string> want = exported_functions(real);
         std::set<std::string> have = exported_functions(mapped_path(lib));
 
@@ -151,10 +152,9 @@ TEST_F(emu_test, not_modelled_bad_flow)
     handle = dlopen(mapped_path("libibverbs.so.1").c_str(),
                     RTLD_NOW | RTLD_NOLOAD);
     ASSERT_NE(nullptr, handle) << dlerror();
-    old_list = (list_fn_t)dlvsym(handle, "ibv_get_device_list",
-                                 "IBVERBS_1.0");
-    ASSERT_NE(nullptr, (void*)old_list);
-    EXPECT_NE((void*)old_list, (void*)&ibv_get_device_list);
+    old_list = (list_fn_t)dlvsym(handle, "ibv_get_device_list", "IBVERBS_1.0");
+    ASSERT_NE(nullptr, (void *)old_list);
+    EXPECT_NE((void *)old_list, (void *)&ibv_get_device_list);
     {
         log_capture log;
         int num = 7;

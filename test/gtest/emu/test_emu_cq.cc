@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The emulation's completion queues and shared receive queues (creation
  * and their own rules; completions flowing through them are exercised by
@@ -28,8 +29,9 @@ TEST_F(emu_test, cq_create)
     struct ibv_cq *cq;
     struct ibv_wc wc;
 
-    cqx = create_cq_ex(m_ctx, 100, IBV_WC_EX_WITH_BYTE_LEN |
-                       IBV_WC_EX_WITH_QP_NUM | IBV_WC_EX_WITH_IMM);
+    cqx = create_cq_ex(m_ctx, 100,
+                       IBV_WC_EX_WITH_BYTE_LEN | IBV_WC_EX_WITH_QP_NUM |
+                           IBV_WC_EX_WITH_IMM);
     ASSERT_NE(nullptr, cqx) << strerror(errno);
     cq = ibv_cq_ex_to_cq(cqx);
     EXPECT_GE(cq->cqe, 100);
@@ -61,22 +63,21 @@ TEST_F(emu_test, cq_create_bad_flow)
     struct ibv_poll_cq_attr pattr = {1};
     struct ibv_cq_ex *cqx;
     static const struct {
-        uint32_t    cqe;
-        uint64_t    wc_flags;
-        uint32_t    comp_mask;
-        uint32_t    flags;
-        uint32_t    vector;
-        int         err;
+        uint32_t cqe;
+        uint64_t wc_flags;
+        uint32_t comp_mask;
+        uint32_t flags;
+        uint32_t vector;
+        int err;
         const char *why;
     } cases[] = {
-        {0,  0, 0, 0, 0, EINVAL, "no entries"},
+        {0, 0, 0, 0, 0, EINVAL, "no entries"},
         {1u << 30, 0, 0, 0, 0, EINVAL, "more entries than max_cqe"},
         {16, 0, 1u << 5, 0, 0, EINVAL, "unknown comp_mask"},
         {16, 0, IBV_CQ_INIT_ATTR_MASK_FLAGS, 1u << 4, 0, EINVAL,
          "unknown flags"},
         {16, 0, 0, 0, 1, EINVAL, "completion vector beyond the device's"},
-        {16, IBV_WC_EX_WITH_TM_INFO, 0, 0, 0, EOPNOTSUPP,
-         "tag-matching info"},
+        {16, IBV_WC_EX_WITH_TM_INFO, 0, 0, 0, EOPNOTSUPP, "tag-matching info"},
         {16, IBV_WC_EX_WITH_COMPLETION_TIMESTAMP, 0, 0, 0, EOPNOTSUPP,
          "timestamps"},
     };
@@ -119,7 +120,7 @@ TEST_F(emu_test, srq)
     memset(&attr, 0, sizeof(attr));
     attr.attr.max_wr  = 8;
     attr.attr.max_sge = 1;
-    srq = ibv_create_srq(m_pd, &attr);
+    srq               = ibv_create_srq(m_pd, &attr);
     ASSERT_NE(nullptr, srq) << strerror(errno);
     EXPECT_GE(attr.attr.max_wr, 8u);
     EXPECT_GE(attr.attr.max_sge, 1u);
@@ -172,7 +173,7 @@ TEST_F(emu_test, srq_bad_flow)
         EXPECT_EQ(1u, log.count());
     }
     attr.attr.max_wr = 4;
-    srq = ibv_create_srq(m_pd, &attr);
+    srq              = ibv_create_srq(m_pd, &attr);
     ASSERT_NE(nullptr, srq);
 
     /* the second WR of a chain has too many sge: the first is posted */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The emulation's devices: listing, contexts, device/port/GID queries and
  * the mlx5dv device calls.
@@ -104,7 +105,7 @@ TEST_F(emu_test, query_device)
     ASSERT_EQ(0, ibv_query_device_ex(m_ctx, nullptr, &ex));
     EXPECT_EQ(0, memcmp(&a, &ex.orig_attr, sizeof(a)));
     EXPECT_EQ(1u, ex.phys_port_cnt_ex);
-    EXPECT_EQ(0u, ex.tm_caps.flags);   /* no tag matching modelled */
+    EXPECT_EQ(0u, ex.tm_caps.flags); /* no tag matching modelled */
     EXPECT_EQ(0u, ex.odp_caps.general_caps);
 }
 
@@ -209,7 +210,7 @@ TEST_F(emu_test, dv_open_device)
 
     memset(&attr, 0, sizeof(attr));
     attr.flags = MLX5DV_CONTEXT_FLAGS_DEVX;
-    ctx = mlx5dv_open_device(m_list[0], &attr);
+    ctx        = mlx5dv_open_device(m_list[0], &attr);
     ASSERT_NE(nullptr, ctx) << strerror(errno);
     EXPECT_EQ(m_list[0], ctx->device);
     EXPECT_EQ(0, ibv_close_device(ctx));

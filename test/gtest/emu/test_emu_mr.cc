@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The emulation's protection domains, memory regions and address handles.
  */
@@ -29,8 +30,7 @@ TEST_F(emu_test, reg_mr)
     EXPECT_NE(mr->lkey, mr2->lkey);
     /* an optional access bit the device lacks is dropped, not refused */
     mr3 = ibv_reg_mr_iova(m_pd, buf.data(), 64, (uintptr_t)buf.data(),
-                          IBV_ACCESS_LOCAL_WRITE |
-                          IBV_ACCESS_RELAXED_ORDERING);
+                          IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_RELAXED_ORDERING);
     ASSERT_NE(nullptr, mr3) << strerror(errno);
     EXPECT_EQ(0, ibv_dereg_mr(mr3));
     EXPECT_EQ(0, ibv_dereg_mr(mr2));
@@ -41,16 +41,15 @@ TEST_F(emu_test, reg_mr_bad_flow)
 {
     std::vector<char> buf(4096);
     static const struct {
-        int         access;
-        int         err;
+        int access;
+        int err;
         const char *why;
     } cases[] = {
         {IBV_ACCESS_REMOTE_WRITE, EINVAL, "remote write without local"},
         {IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_REMOTE_READ, EINVAL,
          "remote atomic without local write"},
         {IBV_ACCESS_LOCAL_WRITE | (1 << 12), EINVAL, "unknown bit"},
-        {IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_ON_DEMAND, EOPNOTSUPP,
-         "no ODP"},
+        {IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_ON_DEMAND, EOPNOTSUPP, "no ODP"},
         {IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_ZERO_BASED, EOPNOTSUPP,
          "zero-based"},
     };
@@ -59,8 +58,8 @@ TEST_F(emu_test, reg_mr_bad_flow)
         log_capture log;
 
         errno = 0;
-        EXPECT_EQ(nullptr, ibv_reg_mr(m_pd, buf.data(), buf.size(),
-                                      c.access)) << c.why;
+        EXPECT_EQ(nullptr, ibv_reg_mr(m_pd, buf.data(), buf.size(), c.access))
+            << c.why;
         EXPECT_EQ(c.err, errno) << c.why;
         EXPECT_EQ(1u, log.count()) << c.why;
     }
@@ -68,8 +67,8 @@ TEST_F(emu_test, reg_mr_bad_flow)
         log_capture log;
 
         errno = 0;
-        EXPECT_EQ(nullptr, ibv_reg_mr(m_pd, buf.data(), 0,
-                                      IBV_ACCESS_LOCAL_WRITE));
+        EXPECT_EQ(nullptr,
+                  ibv_reg_mr(m_pd, buf.data(), 0, IBV_ACCESS_LOCAL_WRITE));
         EXPECT_EQ(EINVAL, errno);
         EXPECT_EQ(1u, log.count());
     }
@@ -130,13 +129,13 @@ TEST_F(emu_test, create_ah)
     attr.is_global     = 1;
     attr.grh.dgid      = gid;
     attr.grh.hop_limit = 64;
-    ah = ibv_create_ah(m_pd, &attr);
+    ah                 = ibv_create_ah(m_pd, &attr);
     ASSERT_NE(nullptr, ah) << strerror(errno);
     EXPECT_EQ(0, ibv_destroy_ah(ah));
     /* a LID no port holds: accepted (sends through it time out) */
     attr.is_global = 0;
     attr.dlid      = 0xbfff;
-    ah = ibv_create_ah(m_pd, &attr);
+    ah             = ibv_create_ah(m_pd, &attr);
     ASSERT_NE(nullptr, ah) << strerror(errno);
     EXPECT_EQ(0, ibv_destroy_ah(ah));
     EXPECT_EQ(0, ibv_close_device(other));

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The emulation's DC queue pairs: creation rules, the modify state machine
  * with the kernel's exact masks, and traffic from DCIs to a DCT of the
@@ -12,8 +13,8 @@ TEST_F(emu_qp_test, traffic)
 {
     struct ibv_qp *dci = make_dci();
     char *buf          = m_buf.data();
-    uint64_t *word     = (uint64_t*)(buf + 8192);
-    uint64_t *fetched  = (uint64_t*)(buf + 8200);
+    uint64_t *word     = (uint64_t *)(buf + 8192);
+    uint64_t *fetched  = (uint64_t *)(buf + 8200);
     emu_wc wc;
 
     ASSERT_NE(nullptr, dci);
@@ -38,8 +39,7 @@ TEST_F(emu_qp_test, traffic)
 
     /* SEND inline, the buffer reused at once */
     char tmp[8] = "inline";
-    ASSERT_EQ(0, post(dci, 2, IBV_WR_SEND, tmp, 7, 0, 0, 0, EMU_DCT_KEY,
-                      true));
+    ASSERT_EQ(0, post(dci, 2, IBV_WR_SEND, tmp, 7, 0, 0, 0, EMU_DCT_KEY, true));
     memset(tmp, 'x', sizeof(tmp));
     ASSERT_TRUE(poll_one(m_tx_cq, &wc));
     EXPECT_EQ(2u, wc.wr_id);
@@ -48,8 +48,7 @@ TEST_F(emu_qp_test, traffic)
     EXPECT_STREQ("inline", buf + 32768 + 256);
 
     /* SEND with immediate: flagged on the responder */
-    ASSERT_EQ(0, post(dci, 3, IBV_WR_SEND_WITH_IMM, buf, 1, m_mr->lkey, 0,
-                      0));
+    ASSERT_EQ(0, post(dci, 3, IBV_WR_SEND_WITH_IMM, buf, 1, m_mr->lkey, 0, 0));
     ASSERT_TRUE(poll_one(m_tx_cq, &wc));
     ASSERT_TRUE(poll_one(m_rx_cq, &wc));
     EXPECT_TRUE(wc.wc_flags & IBV_WC_WITH_IMM);
@@ -78,8 +77,8 @@ TEST_F(emu_qp_test, traffic)
     EXPECT_EQ(IBV_WC_FETCH_ADD, wc.opcode);
     EXPECT_EQ(100u, *fetched);
     EXPECT_EQ(105u, *word);
-    ASSERT_EQ(0, post(dci, 7, IBV_WR_ATOMIC_CMP_AND_SWP, fetched, 8,
-                      m_mr->lkey, (uintptr_t)word, m_mr->rkey));
+    ASSERT_EQ(0, post(dci, 7, IBV_WR_ATOMIC_CMP_AND_SWP, fetched, 8, m_mr->lkey,
+                      (uintptr_t)word, m_mr->rkey));
     ASSERT_TRUE(poll_one(m_tx_cq, &wc));
     EXPECT_EQ(IBV_WC_COMP_SWAP, wc.opcode);
     EXPECT_EQ(105u, *fetched);
@@ -98,7 +97,7 @@ TEST_F(emu_qp_test, caps_as_libmlx5)
     cap.max_send_wr     = 16;
     cap.max_send_sge    = 1;
     cap.max_inline_data = 256;
-    dci = create_dci(&cap);
+    dci                 = create_dci(&cap);
     ASSERT_NE(nullptr, dci) << strerror(errno);
     EXPECT_EQ(284u, cap.max_inline_data);
     EXPECT_EQ(21u, cap.max_send_wr);
@@ -110,9 +109,9 @@ TEST_F(emu_qp_test, caps_as_libmlx5)
     /* sends only: no atomic segments, so more inline room */
     cap.max_send_wr     = 16;
     cap.max_inline_data = 256;
-    dci = create_dci(&cap, IBV_QP_EX_WITH_SEND);
+    dci                 = create_dci(&cap, IBV_QP_EX_WITH_SEND);
     ASSERT_NE(nullptr, dci) << strerror(errno);
-    EXPECT_EQ(316u, cap.max_inline_data);   /* 384 - 64 - 4 */
+    EXPECT_EQ(316u, cap.max_inline_data); /* 384 - 64 - 4 */
 }
 
 TEST_F(emu_qp_test, create_bad_flow)
@@ -124,16 +123,15 @@ TEST_F(emu_qp_test, create_bad_flow)
     auto dci_attr = [&]() {
         memset(&attr, 0, sizeof(attr));
         memset(&dv, 0, sizeof(dv));
-        attr.qp_type        = IBV_QPT_DRIVER;
-        attr.comp_mask      = IBV_QP_INIT_ATTR_PD |
-                              IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
-        attr.send_ops_flags = IBV_QP_EX_WITH_SEND;
-        attr.pd             = m_pd;
-        attr.send_cq        = ibv_cq_ex_to_cq(m_tx_cq);
-        attr.recv_cq        = ibv_cq_ex_to_cq(m_tx_cq);
-        attr.cap.max_send_wr  = 4;
-        attr.cap.max_send_sge = 1;
-        dv.comp_mask        = MLX5DV_QP_INIT_ATTR_MASK_DC;
+        attr.qp_type   = IBV_QPT_DRIVER;
+        attr.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+        attr.send_ops_flags     = IBV_QP_EX_WITH_SEND;
+        attr.pd                 = m_pd;
+        attr.send_cq            = ibv_cq_ex_to_cq(m_tx_cq);
+        attr.recv_cq            = ibv_cq_ex_to_cq(m_tx_cq);
+        attr.cap.max_send_wr    = 4;
+        attr.cap.max_send_sge   = 1;
+        dv.comp_mask            = MLX5DV_QP_INIT_ATTR_MASK_DC;
         dv.dc_init_attr.dc_type = MLX5DV_DCTYPE_DCI;
     };
     auto refused = [&](int err, const char *why) {
@@ -158,7 +156,7 @@ TEST_F(emu_qp_test, create_bad_flow)
     attr.send_ops_flags |= IBV_QP_EX_WITH_TSO;
     refused(EOPNOTSUPP, "TSO on a DCI");
     dci_attr();
-    dv.comp_mask     |= MLX5DV_QP_INIT_ATTR_MASK_SEND_OPS_FLAGS;
+    dv.comp_mask |= MLX5DV_QP_INIT_ATTR_MASK_SEND_OPS_FLAGS;
     dv.send_ops_flags = MLX5DV_QP_EX_WITH_MR_LIST;
     refused(EOPNOTSUPP, "UMR ops on a DCI");
     dci_attr();
@@ -184,7 +182,7 @@ TEST_F(emu_qp_test, create_bad_flow)
     /* DCT */
     dci_attr();
     dv.dc_init_attr.dc_type = MLX5DV_DCTYPE_DCT;
-    attr.srq = m_srq;
+    attr.srq                = m_srq;
     refused(EINVAL, "send ops on a DCT");
     attr.comp_mask = IBV_QP_INIT_ATTR_PD;
     attr.srq       = nullptr;
@@ -206,16 +204,16 @@ TEST_F(emu_qp_test, qp_ex_only_with_send_ops)
 
     memset(&attr, 0, sizeof(attr));
     memset(&dv, 0, sizeof(dv));
-    attr.qp_type        = IBV_QPT_DRIVER;
-    attr.comp_mask      = IBV_QP_INIT_ATTR_PD;
-    attr.pd             = m_pd;
-    attr.send_cq        = ibv_cq_ex_to_cq(m_tx_cq);
-    attr.recv_cq        = ibv_cq_ex_to_cq(m_tx_cq);
-    attr.cap.max_send_wr  = 4;
-    attr.cap.max_send_sge = 1;
-    dv.comp_mask        = MLX5DV_QP_INIT_ATTR_MASK_DC;
+    attr.qp_type            = IBV_QPT_DRIVER;
+    attr.comp_mask          = IBV_QP_INIT_ATTR_PD;
+    attr.pd                 = m_pd;
+    attr.send_cq            = ibv_cq_ex_to_cq(m_tx_cq);
+    attr.recv_cq            = ibv_cq_ex_to_cq(m_tx_cq);
+    attr.cap.max_send_wr    = 4;
+    attr.cap.max_send_sge   = 1;
+    dv.comp_mask            = MLX5DV_QP_INIT_ATTR_MASK_DC;
     dv.dc_init_attr.dc_type = MLX5DV_DCTYPE_DCI;
-    qp = mlx5dv_create_qp(m_ctx, &attr, &dv);
+    qp                      = mlx5dv_create_qp(m_ctx, &attr, &dv);
     ASSERT_NE(nullptr, qp);
     m_qps.push_back(qp);
     EXPECT_EQ(nullptr, ibv_qp_to_qp_ex(qp));
@@ -230,29 +228,31 @@ TEST_F(emu_qp_test, dct_number_from_rtr)
 
     memset(&attr, 0, sizeof(attr));
     memset(&dv, 0, sizeof(dv));
-    attr.qp_type   = IBV_QPT_DRIVER;
-    attr.comp_mask = IBV_QP_INIT_ATTR_PD;
-    attr.pd        = m_pd;
-    attr.send_cq   = ibv_cq_ex_to_cq(m_rx_cq);
-    attr.recv_cq   = ibv_cq_ex_to_cq(m_rx_cq);
-    attr.srq       = m_srq;
-    dv.comp_mask   = MLX5DV_QP_INIT_ATTR_MASK_DC;
+    attr.qp_type            = IBV_QPT_DRIVER;
+    attr.comp_mask          = IBV_QP_INIT_ATTR_PD;
+    attr.pd                 = m_pd;
+    attr.send_cq            = ibv_cq_ex_to_cq(m_rx_cq);
+    attr.recv_cq            = ibv_cq_ex_to_cq(m_rx_cq);
+    attr.srq                = m_srq;
+    dv.comp_mask            = MLX5DV_QP_INIT_ATTR_MASK_DC;
     dv.dc_init_attr.dc_type = MLX5DV_DCTYPE_DCT;
-    dct = mlx5dv_create_qp(m_ctx, &attr, &dv);
+    dct                     = mlx5dv_create_qp(m_ctx, &attr, &dv);
     ASSERT_NE(nullptr, dct);
     m_qps.push_back(dct);
     EXPECT_EQ(0u, dct->qp_num);
     memset(&qa, 0, sizeof(qa));
     qa.qp_state = IBV_QPS_INIT;
     qa.port_num = 1;
-    ASSERT_EQ(0, ibv_modify_qp(dct, &qa, IBV_QP_STATE | IBV_QP_ACCESS_FLAGS |
-                               IBV_QP_PKEY_INDEX | IBV_QP_PORT));
+    ASSERT_EQ(0, ibv_modify_qp(dct, &qa,
+                               IBV_QP_STATE | IBV_QP_ACCESS_FLAGS |
+                                   IBV_QP_PKEY_INDEX | IBV_QP_PORT));
     EXPECT_EQ(IBV_QPS_INIT, dct->state);
     EXPECT_EQ(0u, dct->qp_num);
     qa.qp_state = IBV_QPS_RTR;
     qa.path_mtu = IBV_MTU_1024;
-    ASSERT_EQ(0, ibv_modify_qp(dct, &qa, IBV_QP_STATE | IBV_QP_MIN_RNR_TIMER |
-                               IBV_QP_AV | IBV_QP_PATH_MTU));
+    ASSERT_EQ(0, ibv_modify_qp(dct, &qa,
+                               IBV_QP_STATE | IBV_QP_MIN_RNR_TIMER | IBV_QP_AV |
+                                   IBV_QP_PATH_MTU));
     EXPECT_EQ(IBV_QPS_RTR, dct->state);
     EXPECT_NE(0u, dct->qp_num);
     EXPECT_NE(m_dct->qp_num, dct->qp_num);
@@ -283,22 +283,25 @@ TEST_F(emu_qp_test, dci_modify_masks_bad_flow)
     memset(&qa, 0, sizeof(qa));
     qa.port_num = 1;
     qa.qp_state = IBV_QPS_INIT;
-    expect_modify_refused(dci, &qa, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
-                          IBV_QP_PORT | IBV_QP_ACCESS_FLAGS,
+    expect_modify_refused(dci, &qa,
+                          IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+                              IBV_QP_ACCESS_FLAGS,
                           "ACCESS_FLAGS on a DCI's RESET->INIT");
     expect_modify_refused(dci, &qa, IBV_QP_STATE | IBV_QP_PKEY_INDEX,
                           "RESET->INIT without PORT");
     qa.port_num = 2;
-    expect_modify_refused(dci, &qa, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
-                          IBV_QP_PORT, "port 2");
+    expect_modify_refused(dci, &qa,
+                          IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT,
+                          "port 2");
     qa.qp_state = IBV_QPS_RTR;
     qa.port_num = 1;
     expect_modify_refused(dci, &qa, IBV_QP_STATE | IBV_QP_PATH_MTU,
                           "RESET->RTR");
     ASSERT_EQ(0, connect_dci(dci, IBV_QPS_INIT));
     qa.path_mtu = IBV_MTU_4096;
-    expect_modify_refused(dci, &qa, IBV_QP_STATE | IBV_QP_PATH_MTU |
-                          IBV_QP_DEST_QPN, "DEST_QPN on a DCI");
+    expect_modify_refused(dci, &qa,
+                          IBV_QP_STATE | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN,
+                          "DEST_QPN on a DCI");
     ASSERT_EQ(0, ibv_modify_qp(dci, &qa, IBV_QP_STATE | IBV_QP_PATH_MTU));
     qa.qp_state = IBV_QPS_RTS;
     qa.timeout  = 14;
@@ -340,30 +343,33 @@ TEST_F(emu_qp_test, dct_modify_masks_bad_flow)
 
     memset(&attr, 0, sizeof(attr));
     memset(&dv, 0, sizeof(dv));
-    attr.qp_type   = IBV_QPT_DRIVER;
-    attr.comp_mask = IBV_QP_INIT_ATTR_PD;
-    attr.pd        = m_pd;
-    attr.send_cq   = ibv_cq_ex_to_cq(m_rx_cq);
-    attr.recv_cq   = ibv_cq_ex_to_cq(m_rx_cq);
-    attr.srq       = m_srq;
-    dv.comp_mask   = MLX5DV_QP_INIT_ATTR_MASK_DC;
+    attr.qp_type            = IBV_QPT_DRIVER;
+    attr.comp_mask          = IBV_QP_INIT_ATTR_PD;
+    attr.pd                 = m_pd;
+    attr.send_cq            = ibv_cq_ex_to_cq(m_rx_cq);
+    attr.recv_cq            = ibv_cq_ex_to_cq(m_rx_cq);
+    attr.srq                = m_srq;
+    dv.comp_mask            = MLX5DV_QP_INIT_ATTR_MASK_DC;
     dv.dc_init_attr.dc_type = MLX5DV_DCTYPE_DCT;
-    dct = mlx5dv_create_qp(m_ctx, &attr, &dv);
+    dct                     = mlx5dv_create_qp(m_ctx, &attr, &dv);
     ASSERT_NE(nullptr, dct);
     m_qps.push_back(dct);
     qa.qp_state = IBV_QPS_INIT;
     qa.port_num = 1;
-    expect_modify_refused(dct, &qa, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
-                          IBV_QP_PORT, "DCT INIT without ACCESS_FLAGS");
-    ASSERT_EQ(0, ibv_modify_qp(dct, &qa, IBV_QP_STATE | IBV_QP_ACCESS_FLAGS |
-                               IBV_QP_PKEY_INDEX | IBV_QP_PORT));
+    expect_modify_refused(dct, &qa,
+                          IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT,
+                          "DCT INIT without ACCESS_FLAGS");
+    ASSERT_EQ(0, ibv_modify_qp(dct, &qa,
+                               IBV_QP_STATE | IBV_QP_ACCESS_FLAGS |
+                                   IBV_QP_PKEY_INDEX | IBV_QP_PORT));
     qa.qp_state = IBV_QPS_RTR;
     qa.path_mtu = IBV_MTU_4096;
-    expect_modify_refused(dct, &qa, IBV_QP_STATE | IBV_QP_MIN_RNR_TIMER |
-                          IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_TIMEOUT,
+    expect_modify_refused(dct, &qa,
+                          IBV_QP_STATE | IBV_QP_MIN_RNR_TIMER | IBV_QP_AV |
+                              IBV_QP_PATH_MTU | IBV_QP_TIMEOUT,
                           "DCT RTR with TIMEOUT");
-    expect_modify_refused(dct, &qa, IBV_QP_STATE | IBV_QP_AV |
-                          IBV_QP_PATH_MTU, "DCT RTR without MIN_RNR_TIMER");
+    expect_modify_refused(dct, &qa, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU,
+                          "DCT RTR without MIN_RNR_TIMER");
     EXPECT_EQ(0u, dct->qp_num);
 }
 
@@ -378,8 +384,8 @@ TEST_F(emu_qp_test, post_outside_rts_bad_flow)
     ASSERT_EQ(0, connect_dci(dci, IBV_QPS_RTR));
     {
         log_capture log;
-        EXPECT_EQ(EINVAL, post(dci, 1, IBV_WR_SEND, m_buf.data(), 4,
-                               m_mr->lkey, 0, 0));
+        EXPECT_EQ(EINVAL,
+                  post(dci, 1, IBV_WR_SEND, m_buf.data(), 4, m_mr->lkey, 0, 0));
         EXPECT_EQ(1u, log.count());
     }
     /* the refused batch left nothing behind: the next WR is the first */
@@ -390,11 +396,11 @@ TEST_F(emu_qp_test, post_outside_rts_bad_flow)
     qa.retry_cnt     = 7;
     qa.rnr_retry     = 7;
     qa.max_rd_atomic = 1;
-    ASSERT_EQ(0, ibv_modify_qp(dci, &qa, IBV_QP_STATE | IBV_QP_TIMEOUT |
-                               IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
-                               IBV_QP_MAX_QP_RD_ATOMIC | IBV_QP_SQ_PSN));
-    EXPECT_EQ(0, post(dci, 2, IBV_WR_SEND, m_buf.data(), 4, m_mr->lkey, 0,
-                      0));
+    ASSERT_EQ(0, ibv_modify_qp(dci, &qa,
+                               IBV_QP_STATE | IBV_QP_TIMEOUT |
+                                   IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+                                   IBV_QP_MAX_QP_RD_ATOMIC | IBV_QP_SQ_PSN));
+    EXPECT_EQ(0, post(dci, 2, IBV_WR_SEND, m_buf.data(), 4, m_mr->lkey, 0, 0));
     ASSERT_TRUE(poll_one(m_tx_cq, &wc));
     EXPECT_EQ(2u, wc.wr_id);
     ASSERT_TRUE(poll_one(m_rx_cq, &wc));

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Discovery through the real rdma-core on the machine running the tests.
  * Without RDMA in the kernel (this project's CI), listing must find no
@@ -22,13 +23,12 @@ namespace {
 
 struct log_line {
     dcx_log_level_t level;
-    std::string     msg;
+    std::string msg;
 };
 
 std::vector<log_line> g_log;
 
-void capture(dcx_log_level_t level, const char *file, int line,
-             const char *msg)
+void capture(dcx_log_level_t level, const char *file, int line, const char *msg)
 {
     g_log.push_back({level, msg});
 }
@@ -41,10 +41,7 @@ protected:
         dcx_log_set_handler(capture, DCX_LOG_TRACE);
     }
 
-    void TearDown() override
-    {
-        dcx_log_set_handler(NULL, DCX_LOG_WARN);
-    }
+    void TearDown() override { dcx_log_set_handler(NULL, DCX_LOG_WARN); }
 
     static unsigned count_above(dcx_log_level_t level)
     {
@@ -59,7 +56,7 @@ protected:
     /* Whether this machine has an RDMA stack at all. */
     static bool have_rdma()
     {
-        int num = 0;
+        int num           = 0;
         ibv_device **list = ibv_get_device_list(&num);
 
         if (list == NULL) {

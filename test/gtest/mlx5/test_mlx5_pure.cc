@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Unit tests of the mlx5 backend's pure translation rules: fed with
  * synthetic rdma-core structs, no device needed.
@@ -38,12 +39,12 @@ TEST(mlx5_masks, dci_reset_to_init_refuses_access_flags)
 
     EXPECT_EQ(0, dcx_mlx5_qp_mask_check(DCX_QPT_DCI, DCX_QPS_RESET,
                                         DCX_QPS_INIT, base));
-    EXPECT_EQ(EINVAL, dcx_mlx5_qp_mask_check(DCX_QPT_DCI, DCX_QPS_RESET,
-                                             DCX_QPS_INIT,
-                                             base | IBV_QP_ACCESS_FLAGS));
-    EXPECT_EQ(EINVAL, dcx_mlx5_qp_mask_check(DCX_QPT_DCI, DCX_QPS_RESET,
-                                             DCX_QPS_INIT,
-                                             IBV_QP_STATE | IBV_QP_PORT));
+    EXPECT_EQ(EINVAL,
+              dcx_mlx5_qp_mask_check(DCX_QPT_DCI, DCX_QPS_RESET, DCX_QPS_INIT,
+                                     base | IBV_QP_ACCESS_FLAGS));
+    EXPECT_EQ(EINVAL,
+              dcx_mlx5_qp_mask_check(DCX_QPT_DCI, DCX_QPS_RESET, DCX_QPS_INIT,
+                                     IBV_QP_STATE | IBV_QP_PORT));
 }
 
 TEST(mlx5_masks, dci_rtr_and_rts)
@@ -52,30 +53,28 @@ TEST(mlx5_masks, dci_rtr_and_rts)
                          IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC |
                          IBV_QP_SQ_PSN;
 
-    EXPECT_EQ(0, dcx_mlx5_qp_mask_check(DCX_QPT_DCI, DCX_QPS_INIT,
-                                        DCX_QPS_RTR,
+    EXPECT_EQ(0, dcx_mlx5_qp_mask_check(DCX_QPT_DCI, DCX_QPS_INIT, DCX_QPS_RTR,
                                         IBV_QP_STATE | IBV_QP_PATH_MTU));
-    EXPECT_EQ(0, dcx_mlx5_qp_mask_check(DCX_QPT_DCI, DCX_QPS_INIT,
-                                        DCX_QPS_RTR, IBV_QP_STATE |
-                                        IBV_QP_PATH_MTU | IBV_QP_AV));
+    EXPECT_EQ(0, dcx_mlx5_qp_mask_check(DCX_QPT_DCI, DCX_QPS_INIT, DCX_QPS_RTR,
+                                        IBV_QP_STATE | IBV_QP_PATH_MTU |
+                                            IBV_QP_AV));
     EXPECT_EQ(EINVAL, dcx_mlx5_qp_mask_check(DCX_QPT_DCI, DCX_QPS_INIT,
                                              DCX_QPS_RTR, IBV_QP_STATE));
     /* RC-only bits have no place on a DCI */
-    EXPECT_EQ(EINVAL, dcx_mlx5_qp_mask_check(DCX_QPT_DCI, DCX_QPS_INIT,
-                                             DCX_QPS_RTR, IBV_QP_STATE |
-                                             IBV_QP_PATH_MTU |
-                                             IBV_QP_DEST_QPN));
-    EXPECT_EQ(0, dcx_mlx5_qp_mask_check(DCX_QPT_DCI, DCX_QPS_RTR,
-                                        DCX_QPS_RTS, rts));
-    EXPECT_EQ(0, dcx_mlx5_qp_mask_check(DCX_QPT_DCI, DCX_QPS_RTR,
-                                        DCX_QPS_RTS,
+    EXPECT_EQ(EINVAL,
+              dcx_mlx5_qp_mask_check(DCX_QPT_DCI, DCX_QPS_INIT, DCX_QPS_RTR,
+                                     IBV_QP_STATE | IBV_QP_PATH_MTU |
+                                         IBV_QP_DEST_QPN));
+    EXPECT_EQ(0, dcx_mlx5_qp_mask_check(DCX_QPT_DCI, DCX_QPS_RTR, DCX_QPS_RTS,
+                                        rts));
+    EXPECT_EQ(0, dcx_mlx5_qp_mask_check(DCX_QPT_DCI, DCX_QPS_RTR, DCX_QPS_RTS,
                                         rts | IBV_QP_MIN_RNR_TIMER));
-    EXPECT_EQ(EINVAL, dcx_mlx5_qp_mask_check(DCX_QPT_DCI, DCX_QPS_RTR,
-                                             DCX_QPS_RTS,
-                                             rts & ~IBV_QP_SQ_PSN));
-    EXPECT_EQ(EINVAL, dcx_mlx5_qp_mask_check(DCX_QPT_DCI, DCX_QPS_RTR,
-                                             DCX_QPS_RTS,
-                                             rts | IBV_QP_MAX_DEST_RD_ATOMIC));
+    EXPECT_EQ(EINVAL,
+              dcx_mlx5_qp_mask_check(DCX_QPT_DCI, DCX_QPS_RTR, DCX_QPS_RTS,
+                                     rts & ~IBV_QP_SQ_PSN));
+    EXPECT_EQ(EINVAL,
+              dcx_mlx5_qp_mask_check(DCX_QPT_DCI, DCX_QPS_RTR, DCX_QPS_RTS,
+                                     rts | IBV_QP_MAX_DEST_RD_ATOMIC));
 }
 
 TEST(mlx5_masks, dci_reset_and_error_are_state_only)
@@ -85,16 +84,18 @@ TEST(mlx5_masks, dci_reset_and_error_are_state_only)
 
     for (dcx_qp_state_t from : states) {
         EXPECT_EQ(0, dcx_mlx5_qp_mask_check(DCX_QPT_DCI, from, DCX_QPS_RESET,
-                                            IBV_QP_STATE)) << from;
-        EXPECT_EQ(EINVAL, dcx_mlx5_qp_mask_check(DCX_QPT_DCI, from,
-                                                 DCX_QPS_RESET, IBV_QP_STATE |
-                                                 IBV_QP_PORT)) << from;
+                                            IBV_QP_STATE))
+            << from;
+        EXPECT_EQ(EINVAL,
+                  dcx_mlx5_qp_mask_check(DCX_QPT_DCI, from, DCX_QPS_RESET,
+                                         IBV_QP_STATE | IBV_QP_PORT))
+            << from;
         if (from == DCX_QPS_RESET) {
             EXPECT_EQ(nullptr, dcx_mlx5_qp_transition_find(DCX_QPT_DCI, from,
                                                            DCX_QPS_ERR));
         } else {
-            EXPECT_EQ(0, dcx_mlx5_qp_mask_check(DCX_QPT_DCI, from,
-                                                DCX_QPS_ERR, IBV_QP_STATE))
+            EXPECT_EQ(0, dcx_mlx5_qp_mask_check(DCX_QPT_DCI, from, DCX_QPS_ERR,
+                                                IBV_QP_STATE))
                 << from;
         }
     }
@@ -107,22 +108,22 @@ TEST(mlx5_masks, dct_exact_masks_and_only_two_transitions)
 {
     const uint32_t init = IBV_QP_STATE | IBV_QP_ACCESS_FLAGS |
                           IBV_QP_PKEY_INDEX | IBV_QP_PORT;
-    const uint32_t rtr  = IBV_QP_STATE | IBV_QP_MIN_RNR_TIMER | IBV_QP_AV |
-                          IBV_QP_PATH_MTU;
+    const uint32_t rtr = IBV_QP_STATE | IBV_QP_MIN_RNR_TIMER | IBV_QP_AV |
+                         IBV_QP_PATH_MTU;
     size_t n = 0;
 
     EXPECT_EQ(0, dcx_mlx5_qp_mask_check(DCX_QPT_DCT, DCX_QPS_RESET,
                                         DCX_QPS_INIT, init));
-    EXPECT_EQ(EINVAL, dcx_mlx5_qp_mask_check(DCX_QPT_DCT, DCX_QPS_RESET,
-                                             DCX_QPS_INIT,
-                                             init & ~IBV_QP_ACCESS_FLAGS));
-    EXPECT_EQ(0, dcx_mlx5_qp_mask_check(DCX_QPT_DCT, DCX_QPS_INIT,
-                                        DCX_QPS_RTR, rtr));
+    EXPECT_EQ(EINVAL,
+              dcx_mlx5_qp_mask_check(DCX_QPT_DCT, DCX_QPS_RESET, DCX_QPS_INIT,
+                                     init & ~IBV_QP_ACCESS_FLAGS));
+    EXPECT_EQ(0, dcx_mlx5_qp_mask_check(DCX_QPT_DCT, DCX_QPS_INIT, DCX_QPS_RTR,
+                                        rtr));
     EXPECT_EQ(EINVAL, dcx_mlx5_qp_mask_check(DCX_QPT_DCT, DCX_QPS_INIT,
                                              DCX_QPS_RTR, rtr & ~IBV_QP_AV));
-    EXPECT_EQ(EINVAL, dcx_mlx5_qp_mask_check(DCX_QPT_DCT, DCX_QPS_INIT,
-                                             DCX_QPS_RTR,
-                                             rtr | IBV_QP_PKEY_INDEX));
+    EXPECT_EQ(EINVAL,
+              dcx_mlx5_qp_mask_check(DCX_QPT_DCT, DCX_QPS_INIT, DCX_QPS_RTR,
+                                     rtr | IBV_QP_PKEY_INDEX));
     EXPECT_EQ(EINVAL, dcx_mlx5_qp_mask_check(DCX_QPT_DCT, DCX_QPS_RTR,
                                              DCX_QPS_RTS, IBV_QP_STATE));
     EXPECT_EQ(EINVAL, dcx_mlx5_qp_mask_check(DCX_QPT_DCT, DCX_QPS_RTR,
@@ -163,8 +164,8 @@ TEST(mlx5_sizing, dci_overhead_by_operations)
                                                IBV_QP_EX_WITH_RDMA_READ));
     EXPECT_EQ(48u + 48u, dcx_mlx5_dci_overhead(kDciOps));
     /* LOCAL_INV makes every WQE UMR sized */
-    EXPECT_EQ(192u + 48u, dcx_mlx5_dci_overhead(kDciOps |
-                                                IBV_QP_EX_WITH_LOCAL_INV));
+    EXPECT_EQ(192u + 48u,
+              dcx_mlx5_dci_overhead(kDciOps | IBV_QP_EX_WITH_LOCAL_INV));
 }
 
 TEST(mlx5_sizing, dci_sq_size_matches_libmlx5_rules)
@@ -182,25 +183,24 @@ TEST(mlx5_sizing, dci_sq_size_matches_libmlx5_rules)
     ASSERT_EQ(0, dcx_mlx5_dci_sq_size(kDciOps, 64, 1, 256, 512, 32768, &sz));
     EXPECT_EQ(384u, sz.wqe_size);
     EXPECT_EQ(284u, sz.max_inline);
-    EXPECT_EQ(32768u / 384u, sz.max_post);   /* 64*384 rounds up to 32 KiB */
+    EXPECT_EQ(32768u / 384u, sz.max_post); /* 64*384 rounds up to 32 KiB */
     EXPECT_EQ(512u, sz.wqe_bbs);
 
     /* gather entries beyond the descriptor */
     EXPECT_EQ(0, dcx_mlx5_dci_sq_size(kDciOps, 8, 26, 0, 512, 32768, &sz));
-    EXPECT_EQ(EINVAL, dcx_mlx5_dci_sq_size(kDciOps, 8, 27, 0, 512, 32768,
-                                           &sz));
+    EXPECT_EQ(EINVAL, dcx_mlx5_dci_sq_size(kDciOps, 8, 27, 0, 512, 32768, &sz));
     /* inline beyond the descriptor */
-    EXPECT_EQ(EINVAL, dcx_mlx5_dci_sq_size(kDciOps, 8, 1, 500, 512, 32768,
-                                           &sz));
+    EXPECT_EQ(EINVAL,
+              dcx_mlx5_dci_sq_size(kDciOps, 8, 1, 500, 512, 32768, &sz));
     /* queue beyond max_wqebb; empty queue */
-    EXPECT_EQ(EINVAL, dcx_mlx5_dci_sq_size(kDciOps, 1024, 1, 0, 512, 1024,
-                                           &sz));
+    EXPECT_EQ(EINVAL,
+              dcx_mlx5_dci_sq_size(kDciOps, 1024, 1, 0, 512, 1024, &sz));
     EXPECT_EQ(EINVAL, dcx_mlx5_dci_sq_size(kDciOps, 0, 1, 0, 512, 1024, &sz));
 }
 
 TEST(mlx5_sizing, dci_max_wr_is_the_deepest_creatable_queue)
 {
-    const uint32_t wqe[]   = {128, 192, 384, 512};  /* DCI overhead is 96 */
+    const uint32_t wqe[]   = {128, 192, 384, 512}; /* DCI overhead is 96 */
     const uint32_t wqebb[] = {1000, 4096, 32768, 65535};
     dcx_mlx5_sq_size_t sz;
 
@@ -209,16 +209,16 @@ TEST(mlx5_sizing, dci_max_wr_is_the_deepest_creatable_queue)
     EXPECT_EQ(0u, dcx_mlx5_dci_max_wr(0, 1000));
     for (uint32_t bb : wqebb) {
         for (uint32_t w : wqe) {
-            uint32_t n = dcx_mlx5_dci_max_wr(w, bb);
+            uint32_t n   = dcx_mlx5_dci_max_wr(w, bb);
             /* inline chosen so that the WQE is exactly w bytes */
             uint32_t inl = w - 96 - 4;
 
             ASSERT_GT(n, 0u);
-            ASSERT_EQ(0, dcx_mlx5_dci_sq_size(kDciOps, n, 1, inl, 512, bb,
-                                              &sz)) << w << " " << bb;
+            ASSERT_EQ(0, dcx_mlx5_dci_sq_size(kDciOps, n, 1, inl, 512, bb, &sz))
+                << w << " " << bb;
             EXPECT_EQ(w, sz.wqe_size);
-            EXPECT_EQ(EINVAL, dcx_mlx5_dci_sq_size(kDciOps, n + 1, 1, inl,
-                                                   512, bb, &sz))
+            EXPECT_EQ(EINVAL, dcx_mlx5_dci_sq_size(kDciOps, n + 1, 1, inl, 512,
+                                                   bb, &sz))
                 << w << " " << bb;
         }
     }
@@ -253,7 +253,7 @@ static dcx_mlx5_addr_t roce_addr()
     memset(&a, 0, sizeof(a));
     a.flags = DCX_MLX5_ADDR_F_ETH | DCX_MLX5_ADDR_F_GID |
               DCX_MLX5_ADDR_F_ROCEV2;
-    a.mtu   = IBV_MTU_1024;
+    a.mtu     = IBV_MTU_1024;
     /* ::ffff:192.168.1.7 */
     a.gid[10] = 0xff;
     a.gid[11] = 0xff;
@@ -314,10 +314,10 @@ TEST(mlx5_addr, pack_refuses_small_buffer_and_bad_address)
 /* Each case corrupts a valid packed address in one way. */
 struct bad_addr_case {
     const char *what;
-    bool        roce;
-    size_t      len;
-    int         offset;   /* -1: no byte change */
-    uint8_t     value;
+    bool roce;
+    size_t len;
+    int offset; /* -1: no byte change */
+    uint8_t value;
 };
 
 TEST(mlx5_addr, malformed_addresses_are_rejected_with_a_reason)
@@ -355,7 +355,7 @@ TEST(mlx5_addr, malformed_addresses_are_rejected_with_a_reason)
         memset(buf, 0, sizeof(buf));
         ASSERT_EQ(0, dcx_mlx5_addr_pack(&a, buf, &len)) << c.what;
         if (c.what[0] == 'l' && c.what[1] == 'i') {
-            buf[5] = 0;   /* lid 0: clear both bytes */
+            buf[5] = 0; /* lid 0: clear both bytes */
         }
         if (c.offset >= 0) {
             buf[c.offset] = c.value;
@@ -364,8 +364,8 @@ TEST(mlx5_addr, malformed_addresses_are_rejected_with_a_reason)
             << c.what;
         EXPECT_NE(nullptr, why) << c.what;
     }
-    EXPECT_EQ(EINVAL, dcx_mlx5_addr_unpack(NULL, DCX_MLX5_ADDR_LEN, NULL,
-                                           NULL));
+    EXPECT_EQ(EINVAL,
+              dcx_mlx5_addr_unpack(NULL, DCX_MLX5_ADDR_LEN, NULL, NULL));
 }
 
 TEST(mlx5_addr, gid_selection_prefers_rocev2)
@@ -373,12 +373,12 @@ TEST(mlx5_addr, gid_selection_prefers_rocev2)
     struct ibv_gid_entry e[4];
 
     memset(e, 0, sizeof(e));
-    e[0].gid_type = IBV_GID_TYPE_ROCE_V2;       /* empty */
-    e[1].gid_type = IBV_GID_TYPE_ROCE_V1;
+    e[0].gid_type    = IBV_GID_TYPE_ROCE_V2; /* empty */
+    e[1].gid_type    = IBV_GID_TYPE_ROCE_V1;
     e[1].gid.raw[15] = 1;
-    e[2].gid_type = IBV_GID_TYPE_IB;
+    e[2].gid_type    = IBV_GID_TYPE_IB;
     e[2].gid.raw[15] = 2;
-    e[3].gid_type = IBV_GID_TYPE_ROCE_V2;
+    e[3].gid_type    = IBV_GID_TYPE_ROCE_V2;
     e[3].gid.raw[15] = 3;
     EXPECT_EQ(3, dcx_mlx5_gid_select(e, 4));
     EXPECT_EQ(1, dcx_mlx5_gid_select(e, 3));
@@ -400,12 +400,12 @@ static void set_gid(struct ibv_gid_entry *e, ibv_gid_type type,
  * address on its netdev: the link-local pair comes first. */
 TEST(mlx5_addr, gid_selection_skips_link_local_and_prefers_ipv4)
 {
-    const uint8_t ll[16]   = {0xfe, 0x80, 0, 0, 0, 0, 0, 0,
+    const uint8_t ll[16]   = {0xfe, 0x80, 0,    0,    0,    0,    0,    0,
                               0x02, 0x11, 0x22, 0xff, 0xfe, 0x33, 0x44, 0x55};
-    const uint8_t v4[16]   = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff,
-                              10, 0, 0, 7};
+    const uint8_t v4[16]   = {0, 0, 0,    0,    0,  0, 0, 0,
+                              0, 0, 0xff, 0xff, 10, 0, 0, 7};
     const uint8_t glob[16] = {0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 1,
-                              0, 0, 0, 0, 0, 0, 0, 7};
+                              0,    0,    0,    0,    0, 0, 0, 7};
     struct ibv_gid_entry e[6];
 
     set_gid(&e[0], IBV_GID_TYPE_ROCE_V1, ll, 0);
@@ -415,10 +415,10 @@ TEST(mlx5_addr, gid_selection_skips_link_local_and_prefers_ipv4)
     set_gid(&e[4], IBV_GID_TYPE_ROCE_V1, v4, 4);
     set_gid(&e[5], IBV_GID_TYPE_ROCE_V2, v4, 5);
 
-    EXPECT_EQ(5, dcx_mlx5_gid_select(e, 6));   /* v2 IPv4 */
-    EXPECT_EQ(3, dcx_mlx5_gid_select(e, 5));   /* v2 global IPv6 */
-    EXPECT_EQ(1, dcx_mlx5_gid_select(e, 3));   /* v2 link-local beats v1 */
-    EXPECT_EQ(0, dcx_mlx5_gid_select(e, 1));   /* v1 link-local, last resort */
+    EXPECT_EQ(5, dcx_mlx5_gid_select(e, 6)); /* v2 IPv4 */
+    EXPECT_EQ(3, dcx_mlx5_gid_select(e, 5)); /* v2 global IPv6 */
+    EXPECT_EQ(1, dcx_mlx5_gid_select(e, 3)); /* v2 link-local beats v1 */
+    EXPECT_EQ(0, dcx_mlx5_gid_select(e, 1)); /* v1 link-local, last resort */
 
     /* without v2, v1 follows the same order */
     struct ibv_gid_entry v1[3] = {e[0], e[2], e[4]};
@@ -434,7 +434,7 @@ TEST(mlx5_addr, gid_selection_skips_link_local_and_prefers_ipv4)
     set_gid(&two[0], IBV_GID_TYPE_ROCE_V2, febf, 0);
     set_gid(&two[1], IBV_GID_TYPE_ROCE_V2, glob, 1);
     EXPECT_EQ(1, dcx_mlx5_gid_select(two, 2));
-    febf[1] = 0xc0;   /* fec0::, site-local: not link-local */
+    febf[1] = 0xc0; /* fec0::, site-local: not link-local */
     set_gid(&two[0], IBV_GID_TYPE_ROCE_V2, febf, 0);
     EXPECT_EQ(0, dcx_mlx5_gid_select(two, 2));
 }
@@ -523,8 +523,7 @@ TEST(mlx5_wr, opcodes_flags_and_access)
     EXPECT_EQ(DCX_WC_FETCH_ADD, dcx_mlx5_wr_wc_opcode(DCX_WR_ATOMIC_FADD));
     EXPECT_EQ(DCX_WC_COMP_SWAP, dcx_mlx5_wr_wc_opcode(DCX_WR_ATOMIC_CSWAP));
 
-    EXPECT_EQ((uint64_t)IBV_QP_EX_WITH_SEND,
-              dcx_mlx5_wr_send_op(DCX_WR_SEND));
+    EXPECT_EQ((uint64_t)IBV_QP_EX_WITH_SEND, dcx_mlx5_wr_send_op(DCX_WR_SEND));
     EXPECT_EQ((uint64_t)IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM,
               dcx_mlx5_wr_send_op(DCX_WR_RDMA_WRITE_IMM));
     EXPECT_EQ((uint64_t)IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD,
@@ -557,16 +556,17 @@ TEST(mlx5_wr, opcodes_flags_and_access)
  * ------------------------------------------------------------------------ */
 TEST(mlx5_encoding, ack_timeout)
 {
-    EXPECT_EQ(0u, dcx_mlx5_timeout_to_ns(0));            /* infinite */
+    EXPECT_EQ(0u, dcx_mlx5_timeout_to_ns(0)); /* infinite */
     EXPECT_EQ(8192u, dcx_mlx5_timeout_to_ns(1));
-    EXPECT_EQ(67108864u, dcx_mlx5_timeout_to_ns(14));    /* ~67 ms */
+    EXPECT_EQ(67108864u, dcx_mlx5_timeout_to_ns(14)); /* ~67 ms */
     EXPECT_EQ(4096ull << 31, dcx_mlx5_timeout_to_ns(31));
     EXPECT_EQ(0u, dcx_mlx5_timeout_to_ns(32));
     for (uint8_t t = 1; t <= 31; ++t) {
         EXPECT_EQ(t, dcx_mlx5_timeout_from_ns(dcx_mlx5_timeout_to_ns(t)));
         if (t > 1) {
-            EXPECT_EQ(t, dcx_mlx5_timeout_from_ns(
-                             dcx_mlx5_timeout_to_ns(t - 1) + 1));
+            EXPECT_EQ(t,
+                      dcx_mlx5_timeout_from_ns(dcx_mlx5_timeout_to_ns(t - 1) +
+                                               1));
         }
     }
     EXPECT_EQ(1, dcx_mlx5_timeout_from_ns(0));
@@ -591,16 +591,22 @@ TEST(mlx5_encoding, transport_params_check)
     const char *why = NULL;
 
     memset(&a, 0, sizeof(a));
-    a.timeout = 31; a.retry_cnt = 7; a.rnr_retry = 7; a.min_rnr_timer = 31;
+    a.timeout       = 31;
+    a.retry_cnt     = 7;
+    a.rnr_retry     = 7;
+    a.min_rnr_timer = 31;
     EXPECT_EQ(0, dcx_mlx5_transport_params_check(&a, &why));
     a.timeout = 32;
     EXPECT_EQ(EINVAL, dcx_mlx5_transport_params_check(&a, &why));
     EXPECT_STREQ("timeout above 31", why);
-    a.timeout = 14; a.retry_cnt = 8;
+    a.timeout   = 14;
+    a.retry_cnt = 8;
     EXPECT_EQ(EINVAL, dcx_mlx5_transport_params_check(&a, &why));
-    a.retry_cnt = 7; a.rnr_retry = 8;
+    a.retry_cnt = 7;
+    a.rnr_retry = 8;
     EXPECT_EQ(EINVAL, dcx_mlx5_transport_params_check(&a, &why));
-    a.rnr_retry = 7; a.min_rnr_timer = 32;
+    a.rnr_retry     = 7;
+    a.min_rnr_timer = 32;
     EXPECT_EQ(EINVAL, dcx_mlx5_transport_params_check(&a, &why));
 }
 
@@ -675,9 +681,9 @@ protected:
     }
 
     ibv_device_attr_ex dattr;
-    ibv_port_attr      pattr;
-    dcx_mlx5_probe_t   probe;
-    dcx_dev_caps_t     caps;
+    ibv_port_attr pattr;
+    dcx_mlx5_probe_t probe;
+    dcx_dev_caps_t caps;
 };
 
 TEST_F(mlx5_caps, connectx5_infiniband)
@@ -717,8 +723,8 @@ TEST_F(mlx5_caps, never_advertises_what_is_not_implemented)
     dcx_mlx5_caps_translate("mlx5_0", &dattr, &pattr, &probe, &caps);
     EXPECT_EQ(0u, caps.flags & (DCX_CAP_TM | DCX_CAP_MKEY_STRIDE));
     EXPECT_EQ(0u, caps.atomic_flags &
-                  (DCX_ATOMIC_MASKED_FADD32 | DCX_ATOMIC_MASKED_FADD64 |
-                   DCX_ATOMIC_MASKED_CSWAP32 | DCX_ATOMIC_MASKED_CSWAP64));
+                      (DCX_ATOMIC_MASKED_FADD32 | DCX_ATOMIC_MASKED_FADD64 |
+                       DCX_ATOMIC_MASKED_CSWAP32 | DCX_ATOMIC_MASKED_CSWAP64));
 }
 
 TEST_F(mlx5_caps, atomics_need_device_and_dct_support)
@@ -764,7 +770,7 @@ TEST(mlx5_rd_atomic, probe_sequence_is_powers_of_two_down_to_one)
     std::vector<uint32_t> seq;
 
     for (uint32_t rd = dcx_mlx5_rd_atomic_first(16); rd != 0;
-         rd = dcx_mlx5_rd_atomic_next(rd)) {
+         rd          = dcx_mlx5_rd_atomic_next(rd)) {
         seq.push_back(rd);
     }
     EXPECT_EQ((std::vector<uint32_t>{16, 8, 4, 2, 1}), seq);
@@ -813,7 +819,7 @@ TEST_F(mlx5_caps, port_check)
     pattr.state = IBV_PORT_ACTIVE;
     pattr.lid   = 0;
     EXPECT_EQ(ENODEV, dcx_mlx5_port_check(&pattr, &why));
-    pattr.link_layer = IBV_LINK_LAYER_ETHERNET;   /* RoCE: no LID needed */
+    pattr.link_layer = IBV_LINK_LAYER_ETHERNET; /* RoCE: no LID needed */
     EXPECT_EQ(0, dcx_mlx5_port_check(&pattr, &why));
     pattr.link_layer = 7;
     EXPECT_EQ(ENODEV, dcx_mlx5_port_check(&pattr, &why));
@@ -889,15 +895,9 @@ class mlx5_ring : public ::testing::Test {
 protected:
     static constexpr uint64_t kBase = 5ull << 40;
 
-    void SetUp() override
-    {
-        ASSERT_EQ(0, dcx_mlx5_ring_init(&ring, 4, kBase));
-    }
+    void SetUp() override { ASSERT_EQ(0, dcx_mlx5_ring_init(&ring, 4, kBase)); }
 
-    void TearDown() override
-    {
-        dcx_mlx5_ring_cleanup(&ring);
-    }
+    void TearDown() override { dcx_mlx5_ring_cleanup(&ring); }
 
     uint64_t push(uint64_t wr_id, dcx_wr_opcode_t op, bool signaled)
     {
@@ -906,7 +906,7 @@ protected:
     }
 
     dcx_mlx5_ring_t ring;
-    dcx_wc_t        wc;
+    dcx_wc_t wc;
 };
 
 TEST_F(mlx5_ring, init_rejects_empty_ring)

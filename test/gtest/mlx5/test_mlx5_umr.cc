@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Unit tests of the mlx5 backend's strided-key (UMR) computation:
  * docs/device-semantics.md sections 10.1-10.5 (entry rounding, WQE sizing,
@@ -49,10 +50,12 @@ TEST(mlx5_umr, entries_fit_default_inline)
     EXPECT_EQ(0u, dcx_mlx5_umr_entries_fit(0, 8, 1));
     /* inline_needed and entries_fit agree for every size */
     for (uint32_t n = 1; n < 300; ++n) {
-        EXPECT_EQ(n, dcx_mlx5_umr_entries_fit(
-                         dcx_mlx5_umr_inline_needed(n, 1), 0xfffc, 1)) << n;
-        EXPECT_EQ(n, dcx_mlx5_umr_entries_fit(
-                         dcx_mlx5_umr_inline_needed(n, 0), 0xfffc, 0)) << n;
+        EXPECT_EQ(n, dcx_mlx5_umr_entries_fit(dcx_mlx5_umr_inline_needed(n, 1),
+                                              0xfffc, 1))
+            << n;
+        EXPECT_EQ(n, dcx_mlx5_umr_entries_fit(dcx_mlx5_umr_inline_needed(n, 0),
+                                              0xfffc, 0))
+            << n;
     }
 }
 
@@ -67,7 +70,7 @@ TEST(mlx5_umr, sq_size)
     EXPECT_GE(sz.max_inline, dcx_mlx5_umr_inline_needed(16, 0));
     EXPECT_GE(sz.max_inline, dcx_mlx5_umr_inline_needed(15, 1));
     EXPECT_GE(sz.max_post, 8u);
-    EXPECT_EQ(0u, sz.wqe_bbs & (sz.wqe_bbs - 1));   /* power of 2 */
+    EXPECT_EQ(0u, sz.wqe_bbs & (sz.wqe_bbs - 1)); /* power of 2 */
     /* 17 entries round the WQE up to 512 bytes */
     ASSERT_EQ(0, dcx_mlx5_umr_sq_size(17, 1, 1024, 32768, &sz));
     EXPECT_EQ(512u, sz.wqe_size);
@@ -111,9 +114,9 @@ namespace {
 
 struct umr_case {
     std::vector<dcx_mkey_interleaved_t> il;
-    std::vector<dcx_sge_t>              list;
-    dcx_mkey_layout_t                   lay;
-    dcx_send_wr_t                       wr;
+    std::vector<dcx_sge_t> list;
+    dcx_mkey_layout_t lay;
+    dcx_send_wr_t wr;
 
     umr_case(dcx_wr_opcode_t op, unsigned n)
     {
@@ -155,8 +158,7 @@ struct umr_case {
         }
         int ret = dcx_mlx5_umr_layout(&wr, mkey_entries, max_inline,
                                       DCX_MLX5_MKEY_MAX_STRIDE, access_ok,
-                                      oi.data(),
-                                      os.data(), &why);
+                                      oi.data(), os.data(), &why);
         if (ret != 0) {
             EXPECT_NE(nullptr, why);
             return ret;
@@ -199,37 +201,36 @@ TEST(mlx5_umr, layout_bad_flow)
     umr_case c(DCX_WR_MKEY_INTERLEAVED, 2);
     c.lay.access |= 0x40;
     EXPECT_EQ(EINVAL, c.run());
-    c = umr_case(DCX_WR_MKEY_INTERLEAVED, 2);
+    c                  = umr_case(DCX_WR_MKEY_INTERLEAVED, 2);
     c.lay.repeat_count = 0;
     EXPECT_EQ(EINVAL, c.run());
-    c = umr_case(DCX_WR_MKEY_INTERLEAVED, 2);
-    c.il[1].bytes_count = 0x10000;            /* would be truncated */
+    c                   = umr_case(DCX_WR_MKEY_INTERLEAVED, 2);
+    c.il[1].bytes_count = 0x10000; /* would be truncated */
     c.il[1].bytes_skip  = 0;
     EXPECT_EQ(EINVAL, c.run());
-    c = umr_case(DCX_WR_MKEY_INTERLEAVED, 2);
+    c                   = umr_case(DCX_WR_MKEY_INTERLEAVED, 2);
     c.il[1].bytes_count = 0x8000;
-    c.il[1].bytes_skip  = 0x8000;             /* stride 64 KiB */
+    c.il[1].bytes_skip  = 0x8000; /* stride 64 KiB */
     EXPECT_EQ(EINVAL, c.run());
-    c.il[1].bytes_skip  = 0x7fff;             /* stride 0xffff: fits */
+    c.il[1].bytes_skip = 0x7fff; /* stride 0xffff: fits */
     EXPECT_EQ(0, c.run());
-    c = umr_case(DCX_WR_MKEY_INTERLEAVED, 2);
+    c                   = umr_case(DCX_WR_MKEY_INTERLEAVED, 2);
     c.il[0].bytes_count = c.il[1].bytes_count = 0;
     EXPECT_EQ(EINVAL, c.run());
-    c = umr_case(DCX_WR_MKEY_LIST, 2);
+    c                 = umr_case(DCX_WR_MKEY_LIST, 2);
     c.lay.num_entries = 0;
     EXPECT_EQ(EINVAL, c.run());
-    c = umr_case(DCX_WR_MKEY_LIST, 2);
+    c                = umr_case(DCX_WR_MKEY_LIST, 2);
     c.wr.mkey_layout = nullptr;
     EXPECT_EQ(EINVAL, c.run());
     c = umr_case(DCX_WR_MKEY_INVALIDATE, 2);
-    EXPECT_EQ(EINVAL, c.run());               /* not a configure */
+    EXPECT_EQ(EINVAL, c.run()); /* not a configure */
 }
 
 TEST(mlx5_umr, layout_access_the_device_refuses_bad_flow)
 {
     const uint32_t no_atomic = DCX_ACCESS_LOCAL_WRITE |
-                               DCX_ACCESS_REMOTE_WRITE |
-                               DCX_ACCESS_REMOTE_READ;
+                               DCX_ACCESS_REMOTE_WRITE | DCX_ACCESS_REMOTE_READ;
     umr_case c(DCX_WR_MKEY_LIST, 2);
 
     /* umr_modify_atomic_disabled: a key may not grant REMOTE_ATOMIC */
@@ -286,31 +287,31 @@ TEST(mlx5_umr, loopback_rc_masks)
 {
     const uint32_t init = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
                           IBV_QP_ACCESS_FLAGS;
-    const uint32_t rtr  = IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
-                          IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-                          IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
-    const uint32_t rts  = IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-                          IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
-                          IBV_QP_MAX_QP_RD_ATOMIC;
+    const uint32_t rtr = IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
+                         IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+                         IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
+    const uint32_t rts = IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+                         IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
+                         IBV_QP_MAX_QP_RD_ATOMIC;
 
     /* RC, unlike a DCI: ACCESS_FLAGS at INIT, the destination at RTR */
     EXPECT_EQ(0, dcx_mlx5_qp_mask_check(DCX_QPT_UMR, DCX_QPS_RESET,
                                         DCX_QPS_INIT, init));
-    EXPECT_EQ(EINVAL, dcx_mlx5_qp_mask_check(DCX_QPT_UMR, DCX_QPS_RESET,
-                                             DCX_QPS_INIT,
-                                             init & ~IBV_QP_ACCESS_FLAGS));
-    EXPECT_EQ(0, dcx_mlx5_qp_mask_check(DCX_QPT_UMR, DCX_QPS_INIT,
-                                        DCX_QPS_RTR, rtr));
-    EXPECT_EQ(EINVAL, dcx_mlx5_qp_mask_check(DCX_QPT_UMR, DCX_QPS_INIT,
-                                             DCX_QPS_RTR,
-                                             rtr & ~IBV_QP_DEST_QPN));
+    EXPECT_EQ(EINVAL,
+              dcx_mlx5_qp_mask_check(DCX_QPT_UMR, DCX_QPS_RESET, DCX_QPS_INIT,
+                                     init & ~IBV_QP_ACCESS_FLAGS));
+    EXPECT_EQ(0, dcx_mlx5_qp_mask_check(DCX_QPT_UMR, DCX_QPS_INIT, DCX_QPS_RTR,
+                                        rtr));
+    EXPECT_EQ(EINVAL,
+              dcx_mlx5_qp_mask_check(DCX_QPT_UMR, DCX_QPS_INIT, DCX_QPS_RTR,
+                                     rtr & ~IBV_QP_DEST_QPN));
     EXPECT_EQ(EINVAL, dcx_mlx5_qp_mask_check(DCX_QPT_UMR, DCX_QPS_INIT,
                                              DCX_QPS_RTR, rtr & ~IBV_QP_AV));
-    EXPECT_EQ(0, dcx_mlx5_qp_mask_check(DCX_QPT_UMR, DCX_QPS_RTR,
-                                        DCX_QPS_RTS, rts));
-    EXPECT_EQ(EINVAL, dcx_mlx5_qp_mask_check(DCX_QPT_UMR, DCX_QPS_RTR,
-                                             DCX_QPS_RTS,
-                                             rts | IBV_QP_DEST_QPN));
+    EXPECT_EQ(0, dcx_mlx5_qp_mask_check(DCX_QPT_UMR, DCX_QPS_RTR, DCX_QPS_RTS,
+                                        rts));
+    EXPECT_EQ(EINVAL,
+              dcx_mlx5_qp_mask_check(DCX_QPT_UMR, DCX_QPS_RTR, DCX_QPS_RTS,
+                                     rts | IBV_QP_DEST_QPN));
     /* error and recovery: to ERR, then RESET -> INIT -> RTR -> RTS */
     EXPECT_NE(nullptr, dcx_mlx5_qp_transition_find(DCX_QPT_UMR, DCX_QPS_RTS,
                                                    DCX_QPS_ERR));
@@ -326,11 +327,11 @@ void prm_set(std::vector<uint8_t> &buf, size_t base, unsigned bit,
              unsigned width, uint32_t value)
 {
     for (unsigned i = 0; i < width; ++i) {
-        unsigned b   = bit + i;
-        bool     one = (value >> (width - 1 - i)) & 1;
+        unsigned b    = bit + i;
+        bool one      = (value >> (width - 1 - i)) & 1;
         uint8_t &byte = buf[base + b / 8];
         uint8_t mask  = (uint8_t)(0x80u >> (b % 8));
-        byte = one ? (byte | mask) : (byte & ~mask);
+        byte          = one ? (byte | mask) : (byte & ~mask);
     }
 }
 
@@ -341,7 +342,7 @@ struct hca_answer {
 
     void set(unsigned bit, unsigned width, uint32_t value)
     {
-        prm_set(out, 16, bit, width, value);   /* capability at byte 16 */
+        prm_set(out, 16, bit, width, value); /* capability at byte 16 */
     }
 };
 
@@ -355,7 +356,7 @@ dcx_mlx5_umr_probe_t good_probe()
     p.hca_ok          = true;
     p.hca.log_max_klm = 16;
     p.mkey_ok         = true;
-    p.qp_entries      = 52;      /* 1024-byte WQEs */
+    p.qp_entries      = 52; /* 1024-byte WQEs */
     p.qp_wqe_size     = 1024;
     p.max_qp_wr       = 32768;
     return p;
@@ -389,12 +390,12 @@ TEST(mlx5_umr, hca_cap_parse)
     hca_answer a;
 
     /* neighbours set, fields clear: nothing leaks into the fields */
-    a.set(DCX_MLX5_CAP_LOG_MAX_KLM_BIT - 2, 2, 3);   /* umr_ext, null_mkey */
+    a.set(DCX_MLX5_CAP_LOG_MAX_KLM_BIT - 2, 2, 3); /* umr_ext, null_mkey */
     a.set(DCX_MLX5_CAP_LOG_MAX_KLM_BIT + 6, 10, 0x3ff);
     a.set(DCX_MLX5_CAP_REPEATED_BLOCK_DIS - 1, 1, 1);
-    a.set(DCX_MLX5_CAP_UMR_INDIRECT_DIS + 1, 2, 3);   /* umr_fence */
-    ASSERT_EQ(0, dcx_mlx5_umr_hca_parse(a.out.data(), a.out.size(), &hca,
-                                        &why));
+    a.set(DCX_MLX5_CAP_UMR_INDIRECT_DIS + 1, 2, 3); /* umr_fence */
+    ASSERT_EQ(0,
+              dcx_mlx5_umr_hca_parse(a.out.data(), a.out.size(), &hca, &why));
     EXPECT_EQ(0u, hca.log_max_klm);
     EXPECT_FALSE(hca.repeated_block_disabled);
     EXPECT_FALSE(hca.atomic_disabled);
@@ -402,8 +403,8 @@ TEST(mlx5_umr, hca_cap_parse)
 
     a.set(DCX_MLX5_CAP_LOG_MAX_KLM_BIT, 6, 21);
     a.set(DCX_MLX5_CAP_UMR_ATOMIC_DIS, 1, 1);
-    ASSERT_EQ(0, dcx_mlx5_umr_hca_parse(a.out.data(), a.out.size(), &hca,
-                                        &why));
+    ASSERT_EQ(0,
+              dcx_mlx5_umr_hca_parse(a.out.data(), a.out.size(), &hca, &why));
     EXPECT_EQ(21u, hca.log_max_klm);
     EXPECT_TRUE(hca.atomic_disabled);
     EXPECT_FALSE(hca.indirect_disabled);
@@ -411,8 +412,8 @@ TEST(mlx5_umr, hca_cap_parse)
 
     a.set(DCX_MLX5_CAP_UMR_INDIRECT_DIS, 1, 1);
     a.set(DCX_MLX5_CAP_REPEATED_BLOCK_DIS, 1, 1);
-    ASSERT_EQ(0, dcx_mlx5_umr_hca_parse(a.out.data(), a.out.size(), &hca,
-                                        &why));
+    ASSERT_EQ(0,
+              dcx_mlx5_umr_hca_parse(a.out.data(), a.out.size(), &hca, &why));
     EXPECT_TRUE(hca.indirect_disabled);
     EXPECT_TRUE(hca.repeated_block_disabled);
 
@@ -431,13 +432,13 @@ TEST(mlx5_umr, hca_cap_parse_bad_flow)
     const char *why = nullptr;
     hca_answer a;
 
-    EXPECT_EQ(EPROTO, dcx_mlx5_umr_hca_parse(a.out.data(),
-                                             a.out.size() - 1, &hca, &why));
+    EXPECT_EQ(EPROTO, dcx_mlx5_umr_hca_parse(a.out.data(), a.out.size() - 1,
+                                             &hca, &why));
     EXPECT_NE(nullptr, why);
     why      = nullptr;
-    a.out[0] = 0x05;   /* firmware status: bad parameter */
-    EXPECT_EQ(EPROTO, dcx_mlx5_umr_hca_parse(a.out.data(), a.out.size(),
-                                             &hca, &why));
+    a.out[0] = 0x05; /* firmware status: bad parameter */
+    EXPECT_EQ(EPROTO,
+              dcx_mlx5_umr_hca_parse(a.out.data(), a.out.size(), &hca, &why));
     EXPECT_NE(nullptr, why);
 }
 
@@ -450,8 +451,8 @@ TEST(mlx5_umr, caps_from_probe)
 
     memset(&caps, 0, sizeof(caps));
     caps.flags = DCX_CAP_DC;
-    ASSERT_EQ(0, dcx_mlx5_umr_caps_translate(&p, &caps, &max_wr, &access,
-                                             &why));
+    ASSERT_EQ(0,
+              dcx_mlx5_umr_caps_translate(&p, &caps, &max_wr, &access, &why));
     EXPECT_EQ(nullptr, why);
     EXPECT_EQ((uint32_t)(DCX_CAP_DC | DCX_CAP_MKEY_STRIDE), caps.flags);
     EXPECT_EQ(52u, caps.mkey_max_entries);
@@ -465,36 +466,36 @@ TEST(mlx5_umr, caps_from_probe)
 
     /* the key size the HCA allows bounds it too, rounded down to 4 */
     p.hca.log_max_klm = 5;
-    ASSERT_EQ(0, dcx_mlx5_umr_caps_translate(&p, &caps, &max_wr, &access,
-                                             &why));
+    ASSERT_EQ(0,
+              dcx_mlx5_umr_caps_translate(&p, &caps, &max_wr, &access, &why));
     EXPECT_EQ(32u, caps.mkey_max_entries);
     p.qp_entries = 30;
-    ASSERT_EQ(0, dcx_mlx5_umr_caps_translate(&p, &caps, &max_wr, &access,
-                                             &why));
+    ASSERT_EQ(0,
+              dcx_mlx5_umr_caps_translate(&p, &caps, &max_wr, &access, &why));
     EXPECT_EQ(28u, caps.mkey_max_entries);
 
     /* umr_modify_atomic_disabled: keys, but no REMOTE_ATOMIC through them */
-    p = good_probe();
+    p                     = good_probe();
     p.hca.atomic_disabled = true;
-    ASSERT_EQ(0, dcx_mlx5_umr_caps_translate(&p, &caps, &max_wr, &access,
-                                             &why));
+    ASSERT_EQ(0,
+              dcx_mlx5_umr_caps_translate(&p, &caps, &max_wr, &access, &why));
     EXPECT_EQ(0u, access & DCX_ACCESS_REMOTE_ATOMIC);
     EXPECT_NE(0u, access & DCX_ACCESS_REMOTE_READ);
 
     /* a UMR QP sized for the advertised entries carries a whole key:
      * n list entries, or n - 1 interleaved ones plus the header */
     uint32_t n = caps.mkey_max_entries;
-    EXPECT_EQ(n, dcx_mlx5_umr_entries_fit(dcx_mlx5_umr_inline_needed(n, 0),
-                                          n, 0));
-    EXPECT_EQ(n - 1, dcx_mlx5_umr_entries_fit(
-                         dcx_mlx5_umr_inline_needed(n, 0), n, 1));
+    EXPECT_EQ(n,
+              dcx_mlx5_umr_entries_fit(dcx_mlx5_umr_inline_needed(n, 0), n, 0));
+    EXPECT_EQ(n - 1,
+              dcx_mlx5_umr_entries_fit(dcx_mlx5_umr_inline_needed(n, 0), n, 1));
 }
 
 TEST(mlx5_umr, caps_from_probe_bad_flow)
 {
     struct missing {
         const char *what;
-        void      (*apply)(dcx_mlx5_umr_probe_t *);
+        void (*apply)(dcx_mlx5_umr_probe_t *);
     };
     static const missing cases[] = {
         {"DEVX", [](dcx_mlx5_umr_probe_t *p) { p->devx = false; }},

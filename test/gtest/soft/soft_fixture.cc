@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 #include "soft_fixture.h"
 
 #include <dirent.h>
@@ -32,8 +33,8 @@ dcx_soft_stats_t dev_stats(node &n)
 std::vector<std::string> seg_names(const std::string &fabric)
 {
     std::vector<std::string> out;
-    std::string prefix = "dcx-soft." + std::to_string(getuid()) + "." +
-                         fabric + ".";
+    std::string prefix = "dcx-soft." + std::to_string(getuid()) + "." + fabric +
+                         ".";
     DIR *d = opendir("/dev/shm");
     if (d == nullptr) {
         return out;
@@ -109,7 +110,7 @@ int node::make_target(uint64_t key, uint32_t access, uint32_t srq_wr,
     sattr.max_wr  = srq_wr;
     sattr.max_sge = 2;
     sattr.cq      = cq;
-    ret = dcx_srq_create(pd, &sattr, &srq);
+    ret           = dcx_srq_create(pd, &sattr, &srq);
     if (ret != 0) {
         return ret;
     }
@@ -164,7 +165,7 @@ int post_inline_value(const node &from, dcx_qp_t *dci, uint32_t dctn,
                       uint64_t key, dcx_wr_opcode_t op, uint64_t value,
                       uint32_t rkey, uint64_t raddr)
 {
-    dcx_sge_t s = { (uint64_t)(uintptr_t)&value, sizeof(value), 0 };
+    dcx_sge_t s = {(uint64_t)(uintptr_t)&value, sizeof(value), 0};
     dcx_send_wr_t wr;
 
     memset(&wr, 0, sizeof(wr));
@@ -178,7 +179,7 @@ int post_inline_value(const node &from, dcx_qp_t *dci, uint32_t dctn,
     wr.dest.dc_key = key;
     wr.rkey        = rkey;
     wr.remote_addr = raddr;
-    return dcx_qp_post_send(dci, &wr);   /* inline: s is copied here */
+    return dcx_qp_post_send(dci, &wr); /* inline: s is copied here */
 }
 
 int open_sender_target(node &a, node &b, const std::string &fabric,
@@ -190,11 +191,10 @@ int open_sender_target(node &a, node &b, const std::string &fabric,
     int ret;
 
     if (((ret = a.open(fabric.c_str())) != 0) ||
-        ((ret = b.open(fabric.c_str())) != 0) ||
-        ((ret = a.make_dci()) != 0) ||
+        ((ret = b.open(fabric.c_str())) != 0) || ((ret = a.make_dci()) != 0) ||
         ((ret = b.make_target(key, access, srq_wr)) != 0) ||
-        ((ret = b.reg(buf.data(), buf.size(), DCX_ACCESS_LOCAL_WRITE,
-                      mr_p)) != 0) ||
+        ((ret = b.reg(buf.data(), buf.size(), DCX_ACCESS_LOCAL_WRITE, mr_p)) !=
+         0) ||
         ((ret = dcx_dev_port_addr(b.dev, addr, &len)) != 0)) {
         return ret;
     }
@@ -240,8 +240,7 @@ int node::make_loopback(uint64_t key, uint32_t access)
     int ret;
 
     if (((ret = make_cq(256)) != 0) ||
-        ((ret = make_target(key, access)) != 0) ||
-        ((ret = make_dci()) != 0) ||
+        ((ret = make_target(key, access)) != 0) || ((ret = make_dci()) != 0) ||
         ((ret = dcx_dev_port_addr(dev, addr, &len)) != 0)) {
         return ret;
     }
@@ -332,7 +331,7 @@ void node::close()
     cq  = nullptr;
     srq = nullptr;
     dct = dci = nullptr;
-    ah  = nullptr;
+    ah        = nullptr;
 }
 
 dcx_send_wr_t make_wr(dcx_wr_opcode_t op, uint64_t wr_id, const dcx_sge_t *sge,
@@ -370,7 +369,7 @@ static int target_post_recvs(node &n, shared_area *sh, uint32_t first,
         sge.addr   = (uint64_t)(uintptr_t)recv_buf(sh, i);
         sge.length = sh->tp.recv_size;
         sge.lkey   = n.mrs[0]->lkey ^ sh->tp.recv_lkey_xor;
-        int ret = dcx_srq_post_recv(n.srq, i, &sge, 1);
+        int ret    = dcx_srq_post_recv(n.srq, i, &sge, 1);
         if (ret != 0) {
             fprintf(stderr, "target: post recv %u: %d\n", i, ret);
             return ret;
@@ -455,8 +454,8 @@ int target_main(shared_area *sh)
             /* busy elsewhere: spin on arithmetic, poll now and then */
             uint32_t every = __atomic_load_n(&sh->tp.compute_poll_us,
                                              __ATOMIC_RELAXED);
-            double end = now_s() + (every ? every * 1e-6 : 1e-3);
-            uint64_t x = 1;
+            double end     = now_s() + (every ? every * 1e-6 : 1e-3);
+            uint64_t x     = 1;
             while (now_s() < end) {
                 for (int k = 0; k < 100; ++k) {
                     x = x * 6364136223846793005ull + 1442695040888963407ull;
@@ -468,7 +467,7 @@ int target_main(shared_area *sh)
                 target_poll(n, sh);
             }
         } else {
-            struct timespec ts = { 0, 2000000 };
+            struct timespec ts = {0, 2000000};
             nanosleep(&ts, nullptr);
         }
     }
@@ -510,23 +509,22 @@ void soft::SetUp()
 {
     char name[40];
 
-    sh = (shared_area*)mmap(nullptr, sizeof(shared_area),
-                            PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
-                            -1, 0);
-    ASSERT_NE(MAP_FAILED, (void*)sh);
-    snprintf(name, sizeof(name), "gt%u_%u", (unsigned)getpid(),
-             ++test_counter);
+    sh = (shared_area *)mmap(nullptr, sizeof(shared_area),
+                             PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
+                             -1, 0);
+    ASSERT_NE(MAP_FAILED, (void *)sh);
+    snprintf(name, sizeof(name), "gt%u_%u", (unsigned)getpid(), ++test_counter);
     fabric = name;
     snprintf(sh->fabric, sizeof(sh->fabric), "%s", name);
     sh->tp.dc_key     = 0x1234abcdull;
     sh->tp.dct_access = DCX_ACCESS_REMOTE_WRITE | DCX_ACCESS_REMOTE_READ |
                         DCX_ACCESS_REMOTE_ATOMIC;
-    sh->tp.mr_access  = DCX_ACCESS_LOCAL_WRITE | DCX_ACCESS_REMOTE_WRITE |
-                        DCX_ACCESS_REMOTE_READ | DCX_ACCESS_REMOTE_ATOMIC;
-    sh->tp.nrecv      = 32;
-    sh->tp.recv_size  = 65536;
-    sh->tp.mode       = TARGET_POLL;
-    sh->tp.limits     = default_limits();
+    sh->tp.mr_access = DCX_ACCESS_LOCAL_WRITE | DCX_ACCESS_REMOTE_WRITE |
+                       DCX_ACCESS_REMOTE_READ | DCX_ACCESS_REMOTE_ATOMIC;
+    sh->tp.nrecv     = 32;
+    sh->tp.recv_size = 65536;
+    sh->tp.mode      = TARGET_POLL;
+    sh->tp.limits    = default_limits();
 }
 
 dcx_soft_limits_t soft::default_limits()
@@ -545,7 +543,7 @@ dcx_soft_limits_t soft::default_limits()
 int soft::open_initiator(node &n, const dcx_soft_limits_t *limits)
 {
     dcx_soft_limits_t l = (limits != nullptr) ? *limits : sh->tp.limits;
-    int ret = n.open(fabric.c_str(), &l);
+    int ret             = n.open(fabric.c_str(), &l);
 
     if (ret == 0) {
         ret = n.make_dci();
@@ -622,7 +620,7 @@ bool soft::stop_children()
                 waitpid(pid, &status, 0);
                 ADD_FAILURE() << "child " << pid << " hung";
                 ok = false;
-                r = pid;
+                r  = pid;
                 break;
             }
             usleep(1000);
@@ -633,8 +631,8 @@ bool soft::stop_children()
         }
         if (!was_killed && (r == pid) &&
             !(WIFEXITED(status) && (WEXITSTATUS(status) == 0))) {
-            ADD_FAILURE() << "child " << pid << " failed, status 0x"
-                          << std::hex << status;
+            ADD_FAILURE() << "child " << pid << " failed, status 0x" << std::hex
+                          << status;
             ok = false;
         }
     }

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Soft device test fixture: a "node" wrapper (device + PD + CQ + SRQ + DCT +
  * DCI) usable in the test process and in forked children, a shared mapping
@@ -23,64 +24,68 @@ extern "C" {
 
 namespace soft_test {
 
-static const size_t BUF_SIZE  = 12u << 20;   /* target memory in the mapping */
-static const size_t RECV_OFF  = 6u << 20;    /* receives start here */
-static const unsigned MAX_WC  = 512;
+static const size_t BUF_SIZE = 12u << 20; /* target memory in the mapping */
+static const size_t RECV_OFF = 6u << 20;  /* receives start here */
+static const unsigned MAX_WC = 512;
 
-enum { TARGET_POLL = 0, TARGET_SLEEP = 1, TARGET_COMPUTE = 2 };
+enum {
+    TARGET_POLL    = 0,
+    TARGET_SLEEP   = 1,
+    TARGET_COMPUTE = 2
+};
 
 /* What a target child should set up. */
 struct target_params {
-    uint64_t  dc_key;
-    uint32_t  dct_access;
-    uint32_t  mr_access;
-    uint32_t  nrecv;
-    uint32_t  recv_size;
-    uint32_t  mode;          /* TARGET_POLL / TARGET_SLEEP / TARGET_COMPUTE */
+    uint64_t dc_key;
+    uint32_t dct_access;
+    uint32_t mr_access;
+    uint32_t nrecv;
+    uint32_t recv_size;
+    uint32_t mode; /* TARGET_POLL / TARGET_SLEEP / TARGET_COMPUTE */
     /* TARGET_COMPUTE: the target computes and polls its CQ every this many
      * us (0: never); the test may change it while the target runs */
     volatile uint32_t compute_poll_us;
-    uint8_t   min_rnr_timer;
-    uint32_t  recv_lkey_xor;   /* != 0: receives posted with a bad lkey */
+    uint8_t min_rnr_timer;
+    uint32_t recv_lkey_xor; /* != 0: receives posted with a bad lkey */
     dcx_soft_limits_t limits;
 };
 
 /* Shared between the test process and its children (MAP_SHARED). */
 struct shared_area {
-    volatile uint32_t ready;      /* target published its info */
-    volatile uint32_t stop;       /* test asks children to finish */
-    volatile uint32_t go;         /* generic start signal */
-    volatile uint32_t post_more;  /* ask the target to post receives */
+    volatile uint32_t ready;     /* target published its info */
+    volatile uint32_t stop;      /* test asks children to finish */
+    volatile uint32_t go;        /* generic start signal */
+    volatile uint32_t post_more; /* ask the target to post receives */
     volatile uint32_t posted_more;
-    volatile uint32_t kill_port;  /* target kills its port (fault) */
+    volatile uint32_t kill_port; /* target kills its port (fault) */
     volatile uint32_t port_killed;
     volatile uint32_t child_done[8];
-    uint8_t           addr[DCX_DEV_ADDR_MAX];
-    uint32_t          addr_len;
-    uint32_t          dctn;
-    uint32_t          rkey;
-    uint32_t          rkey_ro;    /* MR with remote read only */
-    uint8_t           addr2[DCX_DEV_ADDR_MAX];  /* test process's port */
-    uint32_t          dctn2;
+    uint8_t addr[DCX_DEV_ADDR_MAX];
+    uint32_t addr_len;
+    uint32_t dctn;
+    uint32_t rkey;
+    uint32_t rkey_ro;                /* MR with remote read only */
+    uint8_t addr2[DCX_DEV_ADDR_MAX]; /* test process's port */
+    uint32_t dctn2;
     volatile uint32_t ready2;
-    uint64_t          raddr;      /* base of buf in the target */
-    target_params     tp;
+    uint64_t raddr; /* base of buf in the target */
+    target_params tp;
     volatile uint32_t n_wc;
-    dcx_wc_t          wc[MAX_WC];
-    dcx_soft_stats_t  stats;      /* target's counters at exit */
-    char              fabric[40];
+    dcx_wc_t wc[MAX_WC];
+    dcx_soft_stats_t stats; /* target's counters at exit */
+    char fabric[40];
     alignas(4096) uint8_t buf[BUF_SIZE];
 };
 
 struct node {
-    dcx_dev_t *dev  = nullptr;
-    dcx_pd_t  *pd   = nullptr;
-    dcx_cq_t  *cq   = nullptr;
-    dcx_srq_t *srq  = nullptr;
-    dcx_qp_t  *dct  = nullptr;
-    dcx_qp_t  *dci  = nullptr;
-    dcx_ah_t  *ah   = nullptr;
-    std::vector<dcx_mr_t*> mrs;
+    dcx_dev_t *dev = nullptr;
+    dcx_pd_t *pd   = nullptr;
+    dcx_cq_t *cq   = nullptr;
+    dcx_srq_t *srq = nullptr;
+    dcx_qp_t *dct  = nullptr;
+    dcx_qp_t *dci  = nullptr;
+    dcx_ah_t *ah   = nullptr;
+    std::vector<dcx_mr_t *> mrs;
 
     int open(const char *fabric, const dcx_soft_limits_t *limits = nullptr);
     int make_cq(uint32_t cqe = 1024);
@@ -175,10 +180,10 @@ protected:
     void continue_child(pid_t pid);
     int open_initiator(node &n, const dcx_soft_limits_t *limits = nullptr);
 
-    shared_area          *sh = nullptr;
-    std::string           fabric;
-    std::vector<pid_t>    children;
-    std::vector<pid_t>    killed;
+    shared_area *sh = nullptr;
+    std::string fabric;
+    std::vector<pid_t> children;
+    std::vector<pid_t> killed;
 };
 
 
@@ -196,8 +201,8 @@ protected:
     {
         target = start_target();
         ASSERT_EQ(0, open_initiator(ini));
-        ASSERT_EQ(0, ini.reg(lbuf.data(), lbuf.size(),
-                             DCX_ACCESS_LOCAL_WRITE, &lmr));
+        ASSERT_EQ(0, ini.reg(lbuf.data(), lbuf.size(), DCX_ACCESS_LOCAL_WRITE,
+                             &lmr));
     }
 
     /* posts one WR and waits for its completion */
@@ -235,9 +240,9 @@ protected:
         return true;
     }
 
-    node                 ini;
-    pid_t                target = -1;   /* start(): the target child */
-    dcx_mr_t            *lmr = nullptr;
+    node ini;
+    pid_t target              = -1; /* start(): the target child */
+    dcx_mr_t *lmr             = nullptr;
     std::vector<uint8_t> lbuf = std::vector<uint8_t>(8u << 20);
 };
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The tag-matching fixture of the soft device tests (test_soft_tm.cc,
  * test_soft_tm_rndv.cc): a TM SRQ receiver and a sender in the test
@@ -16,11 +17,11 @@ using namespace soft_test;
 
 namespace soft_tm_test {
 
-const size_t   MEM_SIZE  = 4u << 20;
-const size_t   ENTRY_OFF = 0;          /* tagged receive buffers */
-const size_t   SEND_OFF  = 1u << 20;   /* messages being sent */
-const size_t   RNDV_OFF  = 2u << 20;   /* rendezvous source data */
-const size_t   SRQ_OFF   = 3u << 20;   /* unexpected-message buffers */
+const size_t MEM_SIZE    = 4u << 20;
+const size_t ENTRY_OFF   = 0;        /* tagged receive buffers */
+const size_t SEND_OFF    = 1u << 20; /* messages being sent */
+const size_t RNDV_OFF    = 2u << 20; /* rendezvous source data */
+const size_t SRQ_OFF     = 3u << 20; /* unexpected-message buffers */
 const uint32_t SRQ_SLOT  = 16384;
 const uint32_t SRQ_SLOTS = 64;
 const uint64_t SRQ_WRID  = 1ull << 40; /* SRQ wr_id = SRQ_WRID + slot */
@@ -34,13 +35,13 @@ inline void fill(uint8_t *p, size_t n, uint8_t seed)
 }
 
 struct tm_node {
-    node                  n;
-    dcx_mr_t             *mr = nullptr;
-    std::vector<uint8_t>  mem = std::vector<uint8_t>(MEM_SIZE);
-    std::deque<dcx_wc_t>  got;     /* completions other than our sends */
-    std::deque<dcx_wc_t>  sent;    /* our send completions */
-    uint8_t               addr[DCX_DEV_ADDR_MAX];
-    size_t                addr_len = sizeof(addr);
+    node n;
+    dcx_mr_t *mr             = nullptr;
+    std::vector<uint8_t> mem = std::vector<uint8_t>(MEM_SIZE);
+    std::deque<dcx_wc_t> got;  /* completions other than our sends */
+    std::deque<dcx_wc_t> sent; /* our send completions */
+    uint8_t addr[DCX_DEV_ADDR_MAX];
+    size_t addr_len = sizeof(addr);
 
     uint8_t *at(size_t off) { return mem.data() + off; }
     uint64_t va(size_t off) { return (uint64_t)(uintptr_t)at(off); }
@@ -50,8 +51,8 @@ struct tm_node {
     }
     int post_srq(uint32_t slot)
     {
-        dcx_sge_t s = { va(SRQ_OFF + (size_t)slot * SRQ_SLOT), SRQ_SLOT,
-                        mr->lkey };
+        dcx_sge_t s = {va(SRQ_OFF + (size_t)slot * SRQ_SLOT), SRQ_SLOT,
+                       mr->lkey};
         return dcx_srq_post_recv(n.srq, SRQ_WRID + slot, &s, 1);
     }
     /* gives an SRQ buffer back once its completion was checked */
@@ -92,7 +93,8 @@ protected:
         ASSERT_EQ(0, t.n.make_cq(8192));
         ASSERT_EQ(0, t.n.reg(t.mem.data(), t.mem.size(),
                              DCX_ACCESS_LOCAL_WRITE | DCX_ACCESS_REMOTE_READ |
-                             DCX_ACCESS_REMOTE_WRITE, &t.mr));
+                                 DCX_ACCESS_REMOTE_WRITE,
+                             &t.mr));
         dcx_srq_attr_t sa;
         memset(&sa, 0, sizeof(sa));
         sa.type        = tm ? DCX_SRQ_TM : DCX_SRQ_BASIC;
@@ -167,10 +169,9 @@ protected:
         EXPECT_EQ(0u, t.got.size());
     }
 
-    int add(tm_node &t, uint64_t tag, uint64_t mask, uint64_t wr_id,
-            size_t off, uint32_t len, uint8_t flags = DCX_TM_OPF_SIGNALED,
-            uint16_t cnt = 0, uint32_t *handle = nullptr,
-            uint32_t num_sge = 1)
+    int add(tm_node &t, uint64_t tag, uint64_t mask, uint64_t wr_id, size_t off,
+            uint32_t len, uint8_t flags = DCX_TM_OPF_SIGNALED, uint16_t cnt = 0,
+            uint32_t *handle = nullptr, uint32_t num_sge = 1)
     {
         dcx_tm_op_t op;
         memset(&op, 0, sizeof(op));
@@ -186,7 +187,7 @@ protected:
         op.sge.length     = len;
         op.sge.lkey       = t.mr->lkey;
         op.handle         = 0xdead;
-        int ret = dcx_srq_tm_post(t.n.srq, &op);
+        int ret           = dcx_srq_tm_post(t.n.srq, &op);
         if (handle != nullptr) {
             *handle = op.handle;
         }
@@ -198,8 +199,8 @@ protected:
                     size_t off, uint32_t len, uint16_t *sync_req = nullptr)
     {
         uint32_t h = 0;
-        EXPECT_EQ(0, add(t, tag, mask, wr_id, off, len, DCX_TM_OPF_SIGNALED,
-                         0, &h));
+        EXPECT_EQ(0, add(t, tag, mask, wr_id, off, len, DCX_TM_OPF_SIGNALED, 0,
+                         &h));
         dcx_wc_t wc = pop(t);
         EXPECT_EQ(DCX_WC_TM_ADD, wc.opcode);
         EXPECT_EQ(DCX_WC_SUCCESS, wc.status);
@@ -274,15 +275,15 @@ protected:
     dcx_soft_limits_t fast_limits()
     {
         dcx_soft_limits_t l = default_limits();
-        l.ack_timeout_us = 20000;
-        l.retry_cnt      = 2;
+        l.ack_timeout_us    = 20000;
+        l.retry_cnt         = 2;
         return l;
     }
 
     dcx_wc_t post_send(uint32_t len, bool with_imm = false, uint32_t dctn = 0,
                        uint64_t key = KEY)
     {
-        dcx_sge_t s = { tx.va(SEND_OFF), len, tx.mr->lkey };
+        dcx_sge_t s = {tx.va(SEND_OFF), len, tx.mr->lkey};
         dcx_send_wr_t wr;
         memset(&wr, 0, sizeof(wr));
         wr.wr_id       = ++send_id;
@@ -331,9 +332,9 @@ protected:
         return s;
     }
 
-    tm_node  rx, tx;
-    uint64_t send_id     = 0;
-    bool     rx_unpolled = false;
+    tm_node rx, tx;
+    uint64_t send_id = 0;
+    bool rx_unpolled = false;
 };
 
 #endif

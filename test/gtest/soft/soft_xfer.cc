@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Helpers shared by the soft device's one-sided transfer tests (soft_xfer.h).
  */
@@ -36,8 +37,8 @@ bool wait_at_least(volatile uint32_t *v, uint32_t n, double timeout_s)
 }
 
 dcx_send_wr_t rdma_wr(const node &n, uint32_t dctn, uint64_t dc_key,
-                      dcx_wr_opcode_t op, const dcx_sge_t *sge,
-                      uint64_t raddr, uint32_t rkey)
+                      dcx_wr_opcode_t op, const dcx_sge_t *sge, uint64_t raddr,
+                      uint32_t rkey)
 {
     dcx_send_wr_t wr;
 
@@ -118,8 +119,8 @@ bool refuse_syscalls(const std::vector<int> &nrs, int err)
                                              SECCOMP_RET_ALLOW));
     f.push_back((struct sock_filter)BPF_STMT(BPF_RET | BPF_K,
                                              SECCOMP_RET_ERRNO |
-                                             (err & 0xffff)));
-    struct sock_fprog prog = { (unsigned short)f.size(), f.data() };
+                                                 (err & 0xffff)));
+    struct sock_fprog prog = {(unsigned short)f.size(), f.data()};
 
     return (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0) &&
            (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER,
@@ -134,8 +135,8 @@ int local_buf::reg(node &n, size_t size)
 
 dcx_sge_t local_buf::sge(size_t off, size_t len)
 {
-    dcx_sge_t s = { (uint64_t)(uintptr_t)(v.data() + off), (uint32_t)len,
-                    mr->lkey };
+    dcx_sge_t s = {(uint64_t)(uintptr_t)(v.data() + off), (uint32_t)len,
+                   mr->lkey};
     return s;
 }
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Helpers shared by the soft device's one-sided transfer tests
  * (test_soft_direct.cc: cross-memory attach; test_soft_dmap.cc: mapped
@@ -33,8 +34,8 @@ static inline uint8_t pattern(size_t i, unsigned seed)
 /* A signalled one-sge (or, sge NULL, zero-sge) RDMA WR from n to the DCT
  * dctn/dc_key, at raddr under rkey */
 dcx_send_wr_t rdma_wr(const node &n, uint32_t dctn, uint64_t dc_key,
-                      dcx_wr_opcode_t op, const dcx_sge_t *sge,
-                      uint64_t raddr, uint32_t rkey);
+                      dcx_wr_opcode_t op, const dcx_sge_t *sge, uint64_t raddr,
+                      uint32_t rkey);
 
 /* Posts one WR and waits for its completion: its status, or -1 */
 int run_one(node &n, const dcx_send_wr_t &wr);
@@ -60,14 +61,13 @@ bool refuse_syscalls(const std::vector<int> &nrs, int err);
  * setup failed.  Info: the test's shared area (direct_info, dmap_info). */
 template <typename Info>
 int xfer_initiator(Info *in, const std::string &fab, dcx_soft_limits_t l,
-                   const std::function<int(node&)> &fn)
+                   const std::function<int(node &)> &fn)
 {
     node n;
     int rc;
 
-    if (!wait_flag(&in->ready, 1, 20.0) ||
-        (n.open(fab.c_str(), &l) != 0) || (n.make_dci() != 0) ||
-        (n.connect(in->addr, in->addr_len) != 0)) {
+    if (!wait_flag(&in->ready, 1, 20.0) || (n.open(fab.c_str(), &l) != 0) ||
+        (n.make_dci() != 0) || (n.connect(in->addr, in->addr_len) != 0)) {
         fprintf(stderr, "initiator setup failed\n");
         return 10;
     }

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The device layer's registry of backends and its knobs (dcx_backend.c):
  * the soft backend registered itself, its knobs carry their defaults and
@@ -32,22 +33,18 @@ struct log_capture {
         dcx_log_set_handler(handler, DCX_LOG_WARN);
     }
 
-    ~log_capture()
-    {
-        dcx_log_set_handler(nullptr, DCX_LOG_WARN);
-    }
+    ~log_capture() { dcx_log_set_handler(nullptr, DCX_LOG_WARN); }
 
     /* exactly one line, and it contains what */
     static ::testing::AssertionResult one_line_with(const std::string &what)
     {
         if (lines.size() != 1) {
-            return ::testing::AssertionFailure() << lines.size()
-                                                 << " log lines";
+            return ::testing::AssertionFailure()
+                   << lines.size() << " log lines";
         }
         if (lines[0].find(what) == std::string::npos) {
-            return ::testing::AssertionFailure() << "'" << lines[0]
-                                                 << "' lacks '" << what
-                                                 << "'";
+            return ::testing::AssertionFailure()
+                   << "'" << lines[0] << "' lacks '" << what << "'";
         }
         lines.clear();
         return ::testing::AssertionSuccess();
@@ -60,13 +57,13 @@ std::vector<std::string> log_capture::lines;
  * its TDEV_DEVICES knob says, named with its TDEV_TAG knob; opening one
  * records what its listing gave it and fails. */
 struct tdev_params {
-    uint32_t     count;
-    const char  *tag;
+    uint32_t count;
+    const char *tag;
 };
 
 struct tdev_info {
-    char      tag[16];
-    unsigned  index;
+    char tag[16];
+    unsigned index;
 };
 
 std::string tdev_opened;
@@ -75,18 +72,19 @@ extern const dcx_backend_t tdev_backend;
 
 const char *tdev_tag_check(const char *value)
 {
-    return (strlen(value) < sizeof(tdev_info::tag)) ? nullptr :
-           "is longer than 15 characters";
+    return (strlen(value) < sizeof(tdev_info::tag)) ?
+               nullptr :
+               "is longer than 15 characters";
 }
 
 int tdev_list(const void *block, dcx_dev_info_t *out, unsigned max,
               unsigned *count_p)
 {
-    const tdev_params *p = static_cast<const tdev_params*>(block);
+    const tdev_params *p = static_cast<const tdev_params *>(block);
     unsigned i;
 
     for (i = 0; (i < p->count) && (i < max); ++i) {
-        tdev_info *ti = reinterpret_cast<tdev_info*>(out[i].priv.bytes);
+        tdev_info *ti = reinterpret_cast<tdev_info *>(out[i].priv.bytes);
 
         memset(&out[i], 0, sizeof(out[i]));
         snprintf(out[i].name, sizeof(out[i].name), "tdev%u", i);
@@ -101,7 +99,7 @@ int tdev_list(const void *block, dcx_dev_info_t *out, unsigned max,
 
 int tdev_open(const dcx_dev_info_t *info, dcx_dev_t **dev_p)
 {
-    const tdev_info *ti = reinterpret_cast<const tdev_info*>(info->priv.bytes);
+    const tdev_info *ti = reinterpret_cast<const tdev_info *>(info->priv.bytes);
 
     tdev_opened = std::string(info->name) + "/" + ti->tag;
     *dev_p      = nullptr;
@@ -109,25 +107,21 @@ int tdev_open(const dcx_dev_info_t *info, dcx_dev_t **dev_p)
 }
 
 const dcx_param_t tdev_knobs[] = {
-    { "TDEV_DEVICES", "0", "Test devices to offer.", DCX_PARAM_UINT,
-      offsetof(tdev_params, count), sizeof(uint32_t), 0, 4, nullptr },
-    { "TDEV_TAG", "t", "Tag of the test devices.", DCX_PARAM_STRING,
-      offsetof(tdev_params, tag), sizeof(const char*), 0, 0, tdev_tag_check }
-};
+    {"TDEV_DEVICES", "0", "Test devices to offer.", DCX_PARAM_UINT,
+     offsetof(tdev_params, count), sizeof(uint32_t), 0, 4, nullptr},
+    {"TDEV_TAG", "t", "Tag of the test devices.", DCX_PARAM_STRING,
+     offsetof(tdev_params, tag), sizeof(const char *), 0, 0, tdev_tag_check}};
 
 const dcx_backend_t tdev_backend = {
-    "tdev", 50, tdev_knobs, 2, sizeof(tdev_params), tdev_list, tdev_open
-};
+    "tdev", 50, tdev_knobs, 2, sizeof(tdev_params), tdev_list, tdev_open};
 
 /* A backend whose knob's default is not a value of its type */
-const dcx_param_t bad_knobs[] = {
-    { "BAD_LIMIT", "lots", "Not a number.", DCX_PARAM_LIMIT, 0,
-      sizeof(uint32_t), 1, 10, nullptr }
-};
+const dcx_param_t bad_knobs[] = {{"BAD_LIMIT", "lots", "Not a number.",
+                                  DCX_PARAM_LIMIT, 0, sizeof(uint32_t), 1, 10,
+                                  nullptr}};
 
 const dcx_backend_t bad_backend = {
-    "bad", 60, bad_knobs, 1, sizeof(uint32_t), tdev_list, tdev_open
-};
+    "bad", 60, bad_knobs, 1, sizeof(uint32_t), tdev_list, tdev_open};
 
 int no_list(const void *, dcx_dev_info_t *, unsigned, unsigned *count_p)
 {
@@ -141,14 +135,14 @@ int no_list(const void *, dcx_dev_info_t *, unsigned, unsigned *count_p)
 TEST_F(soft, backend_soft_registered_itself)
 {
     const dcx_backend_t *b;
-    int prev = -1000000;
+    int prev       = -1000000;
     bool soft_seen = false;
 
     EXPECT_EQ(&dcx_soft_backend, dcx_backend_find("soft"));
     EXPECT_EQ(nullptr, dcx_backend_find("nosuch"));
     for (unsigned i = 0; (b = dcx_backend_at(i)) != nullptr; ++i) {
         EXPECT_LE(prev, b->order) << b->name;
-        prev       = b->order;
+        prev = b->order;
         soft_seen |= (b == &dcx_soft_backend);
     }
     EXPECT_TRUE(soft_seen);
@@ -163,24 +157,22 @@ TEST_F(soft, backend_config_defaults_and_values)
     dcx_dev_t *dev;
 
     ASSERT_EQ(0, dcx_dev_config_create("T_", &config));
-    p = static_cast<dcx_soft_params_t*>(dcx_dev_config_params(config,
-                                                              "soft"));
+    p = static_cast<dcx_soft_params_t *>(dcx_dev_config_params(config, "soft"));
     ASSERT_TRUE(p != nullptr);
     EXPECT_EQ(nullptr, dcx_dev_config_params(config, "nosuch"));
 
     /* the defaults the knobs' descriptions give */
     EXPECT_EQ(0u, p->count);
     EXPECT_STREQ("default", p->fabric);
-    EXPECT_EQ(0u, p->limits.max_qp_wr);       /* auto */
-    EXPECT_EQ(0u, p->limits.max_msg_size);    /* auto */
-    EXPECT_EQ(0u, p->limits.ack_timeout_us);  /* auto */
-    EXPECT_EQ(0u, p->limits.tm_off);          /* SOFT_TM=y */
-    EXPECT_EQ(1u, p->limits.direct);          /* SOFT_DIRECT=y */
+    EXPECT_EQ(0u, p->limits.max_qp_wr);      /* auto */
+    EXPECT_EQ(0u, p->limits.max_msg_size);   /* auto */
+    EXPECT_EQ(0u, p->limits.ack_timeout_us); /* auto */
+    EXPECT_EQ(0u, p->limits.tm_off);         /* SOFT_TM=y */
+    EXPECT_EQ(1u, p->limits.direct);         /* SOFT_DIRECT=y */
 
     /* every kind of value lands where the soft backend reads it */
     EXPECT_EQ(0, dcx_dev_config_set_num(config, "SOFT_DEVICES", 2));
-    EXPECT_EQ(0, dcx_dev_config_set_str(config, "SOFT_FABRIC",
-                                        fabric.c_str()));
+    EXPECT_EQ(0, dcx_dev_config_set_str(config, "SOFT_FABRIC", fabric.c_str()));
     EXPECT_EQ(0, dcx_dev_config_set_num(config, "SOFT_MAX_MSG_SIZE", 4096));
     EXPECT_EQ(0, dcx_dev_config_set_num(config, "SOFT_ACK_TIMEOUT", 50000));
     EXPECT_EQ(0, dcx_dev_config_set_num(config, "SOFT_MAX_INLINE", 64));
@@ -224,8 +216,7 @@ TEST_F(soft, backend_config_bad_flow)
     dcx_soft_params_t *p;
 
     ASSERT_EQ(0, dcx_dev_config_create("T_", &config));
-    p = static_cast<dcx_soft_params_t*>(dcx_dev_config_params(config,
-                                                              "soft"));
+    p = static_cast<dcx_soft_params_t *>(dcx_dev_config_params(config, "soft"));
     ASSERT_TRUE(p != nullptr);
     {
         log_capture logs;
@@ -234,8 +225,7 @@ TEST_F(soft, backend_config_bad_flow)
         EXPECT_TRUE(logs.one_line_with("T_SOFT_NOSUCH"));
         EXPECT_EQ(EINVAL, dcx_dev_config_set_num(config, "SOFT_FABRIC", 1));
         EXPECT_TRUE(logs.one_line_with("T_SOFT_FABRIC is a string"));
-        EXPECT_EQ(EINVAL, dcx_dev_config_set_str(config, "SOFT_DEVICES",
-                                                 "1"));
+        EXPECT_EQ(EINVAL, dcx_dev_config_set_str(config, "SOFT_DEVICES", "1"));
         EXPECT_TRUE(logs.one_line_with("T_SOFT_DEVICES is a number"));
         EXPECT_EQ(EINVAL, dcx_dev_config_set_num(config, "SOFT_MAX_SGE", 31));
         EXPECT_TRUE(logs.one_line_with("T_SOFT_MAX_SGE=31 is out of range "
@@ -252,11 +242,11 @@ TEST_F(soft, backend_config_bad_flow)
         EXPECT_EQ(EINVAL, dcx_dev_config_set_num(config, "SOFT_MAX_MSG_SIZE",
                                                  UINT64_MAX));
         EXPECT_TRUE(logs.one_line_with("T_SOFT_MAX_MSG_SIZE=inf"));
-        EXPECT_EQ(EINVAL, dcx_dev_config_set_num(config, "SOFT_RNR_TIMER",
-                                                 1ull << 32));
+        EXPECT_EQ(EINVAL,
+                  dcx_dev_config_set_num(config, "SOFT_RNR_TIMER", 1ull << 32));
         EXPECT_TRUE(logs.one_line_with("us]"));
-        EXPECT_EQ(EINVAL, dcx_dev_config_set_str(config, "SOFT_FABRIC",
-                                                 "no/slashes"));
+        EXPECT_EQ(EINVAL,
+                  dcx_dev_config_set_str(config, "SOFT_FABRIC", "no/slashes"));
         EXPECT_TRUE(logs.one_line_with("T_SOFT_FABRIC='no/slashes' is not "
                                        "a fabric name"));
     }
@@ -302,8 +292,7 @@ TEST_F(soft, backend_registered_elsewhere_is_listed_in_its_order)
     EXPECT_EQ(0, dcx_dev_config_set_num(config, "TDEV_DEVICES", 2));
     EXPECT_EQ(0, dcx_dev_config_set_str(config, "TDEV_TAG", "x7"));
     EXPECT_EQ(0, dcx_dev_config_set_num(config, "SOFT_DEVICES", 1));
-    EXPECT_EQ(0, dcx_dev_config_set_str(config, "SOFT_FABRIC",
-                                        fabric.c_str()));
+    EXPECT_EQ(0, dcx_dev_config_set_str(config, "SOFT_FABRIC", fabric.c_str()));
     {
         log_capture logs;
         EXPECT_EQ(EINVAL, dcx_dev_config_set_str(config, "TDEV_TAG",
@@ -362,16 +351,21 @@ TEST_F(soft, backend_registered_elsewhere_is_listed_in_its_order)
         filler_names.push_back("filler" + std::to_string(i));
     }
     for (i = before; i < DCX_BACKENDS_MAX; ++i) {
-        dcx_backend_t f = { filler_names[i - before].c_str(), 1000, nullptr,
-                            0, 0, no_list, tdev_open };
+        dcx_backend_t f = {filler_names[i - before].c_str(),
+                           1000,
+                           nullptr,
+                           0,
+                           0,
+                           no_list,
+                           tdev_open};
         fillers.push_back(f);
         dcx_backend_register(&fillers.back());
     }
     EXPECT_EQ(nullptr, dcx_backend_at(DCX_BACKENDS_MAX));
     {
         log_capture logs;
-        static const dcx_backend_t one_more = { "one_more", 0, nullptr, 0, 0,
-                                                no_list, tdev_open };
+        static const dcx_backend_t one_more = {"one_more", 0,       nullptr,  0,
+                                               0,          no_list, tdev_open};
 
         dcx_backend_register(&one_more);
         EXPECT_TRUE(logs.one_line_with("one_more"));
@@ -382,7 +376,7 @@ TEST_F(soft, backend_registered_elsewhere_is_listed_in_its_order)
     ASSERT_EQ(0, dcx_dev_list(nullptr, &list, &count));
     for (i = 0; i < count; ++i) {
         EXPECT_NE(std::string::npos, std::string(list[i].name).find("mlx5"))
-                << list[i].name;
+            << list[i].name;
     }
     dcx_dev_list_free(list);
 }

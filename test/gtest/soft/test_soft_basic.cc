@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Soft device: capabilities, control-path validation, and the two-process
  * data path (send/recv, RDMA write/read, atomics).
@@ -72,22 +73,19 @@ TEST_F(soft, list_bad_flow)
 
     /* every limit has a ceiling; the largest values wrapped sizes before */
     {
-        const size_t offsets[] = {
-            offsetof(dcx_soft_limits_t, max_qp_wr),
-            offsetof(dcx_soft_limits_t, max_srq_wr),
-            offsetof(dcx_soft_limits_t, max_cqe),
-            offsetof(dcx_soft_limits_t, max_sge),
-            offsetof(dcx_soft_limits_t, max_inline),
-            offsetof(dcx_soft_limits_t, max_rd_atomic),
-            offsetof(dcx_soft_limits_t, max_dci),
-            offsetof(dcx_soft_limits_t, mtu),
-            offsetof(dcx_soft_limits_t, rnr_retry)
-        };
+        const size_t offsets[] = {offsetof(dcx_soft_limits_t, max_qp_wr),
+                                  offsetof(dcx_soft_limits_t, max_srq_wr),
+                                  offsetof(dcx_soft_limits_t, max_cqe),
+                                  offsetof(dcx_soft_limits_t, max_sge),
+                                  offsetof(dcx_soft_limits_t, max_inline),
+                                  offsetof(dcx_soft_limits_t, max_rd_atomic),
+                                  offsetof(dcx_soft_limits_t, max_dci),
+                                  offsetof(dcx_soft_limits_t, mtu),
+                                  offsetof(dcx_soft_limits_t, rnr_retry)};
         for (size_t i = 0; i < sizeof(offsets) / sizeof(offsets[0]); ++i) {
             log_counter logs3;
-            dcx_soft_limits_t saved = params.limits;
-            *(uint32_t*)((char*)&params.limits + offsets[i]) =
-                    UINT32_MAX;
+            dcx_soft_limits_t saved                            = params.limits;
+            *(uint32_t *)((char *)&params.limits + offsets[i]) = UINT32_MAX;
             EXPECT_EQ(EINVAL, dcx_soft_list(&params, &list, &count)) << i;
             EXPECT_EQ(1, logs3.lines()) << i;
             params.limits = saved;
@@ -99,7 +97,7 @@ TEST_F(soft, list_bad_flow)
         params.limits.max_msg_size = 0;
     }
 
-    params.count = 0;
+    params.count  = 0;
     params.fabric = nullptr;
     ASSERT_EQ(0, dcx_soft_list(&params, &list, &count));
     EXPECT_EQ(0u, count);
@@ -126,9 +124,9 @@ TEST_F(soft, mr_reg_bad_flow)
                                      DCX_ACCESS_REMOTE_ATOMIC, &mr));
         EXPECT_EQ(2, logs.lines());
     }
-    ASSERT_EQ(0, dcx_mr_reg(n.pd, buf, sizeof(buf),
-                            DCX_ACCESS_LOCAL_WRITE | DCX_ACCESS_REMOTE_READ,
-                            &mr));
+    ASSERT_EQ(0,
+              dcx_mr_reg(n.pd, buf, sizeof(buf),
+                         DCX_ACCESS_LOCAL_WRITE | DCX_ACCESS_REMOTE_READ, &mr));
     EXPECT_EQ(buf, mr->addr);
     EXPECT_NE(0u, mr->lkey);
     EXPECT_EQ(0, dcx_mr_dereg(mr));
@@ -165,7 +163,7 @@ TEST_F(soft, cq_srq_qp_bad_flow)
     dcx_qp_t *qp;
     {
         log_counter logs;
-        EXPECT_EQ(EINVAL, dcx_qp_create(n.pd, &qattr, &qp));   /* no srq */
+        EXPECT_EQ(EINVAL, dcx_qp_create(n.pd, &qattr, &qp)); /* no srq */
         EXPECT_EQ(1, logs.lines());
     }
     memset(&qattr, 0, sizeof(qattr));
@@ -181,8 +179,11 @@ TEST_F(soft, cq_srq_qp_bad_flow)
     /* the transport parameters out of their verbs ranges */
     qattr.max_inline = 0;
     {
-        const uint8_t dci_bad[][3] = {{32, 7, 7}, {255, 7, 7}, {18, 8, 7},
-                                      {18, 255, 7}, {18, 7, 8}};
+        const uint8_t dci_bad[][3] = {{32, 7, 7},
+                                      {255, 7, 7},
+                                      {18, 8, 7},
+                                      {18, 255, 7},
+                                      {18, 7, 8}};
         for (size_t i = 0; i < sizeof(dci_bad) / sizeof(dci_bad[0]); ++i) {
             log_counter logs;
             qattr.timeout   = dci_bad[i][0];
@@ -247,17 +248,17 @@ TEST_F(soft_xproc, send_recv_sizes)
     sh->tp.recv_size = (4u << 20) + 64;
     sh->tp.nrecv     = 1;
     start();
-    const uint32_t mtu = dcx_dev_caps(ini.dev)->mtu;
-    const uint32_t inl = 200;
-    const uint32_t sizes[] = { 0, 1, inl, mtu - 1, mtu, mtu + 1, 4u << 20 };
-    uint32_t n = 0;
+    const uint32_t mtu     = dcx_dev_caps(ini.dev)->mtu;
+    const uint32_t inl     = 200;
+    const uint32_t sizes[] = {0, 1, inl, mtu - 1, mtu, mtu + 1, 4u << 20};
+    uint32_t n             = 0;
 
     for (uint32_t size : sizes) {
         __atomic_store_n(&sh->post_more, n + 1, __ATOMIC_RELEASE);
         for (uint32_t i = 0; i < size; ++i) {
             lbuf[i] = (uint8_t)(i * 7 + size);
         }
-        dcx_sge_t s = lsge(0, size);
+        dcx_sge_t s      = lsge(0, size);
         dcx_send_wr_t wr = make_wr(DCX_WR_SEND, size, &s, 1, ini, sh);
         if (size == inl) {
             wr.flags |= DCX_SEND_INLINE;
@@ -288,8 +289,8 @@ TEST_F(soft_xproc, send_imm)
     dcx_sge_t s = lsge(0, 10);
     memcpy(lbuf.data(), "0123456789", 10);
     dcx_send_wr_t wr = make_wr(DCX_WR_SEND_IMM, 1, &s, 1, ini, sh);
-    wr.imm = 0xdeadbeef;
-    dcx_wc_t wc = run(wr);
+    wr.imm           = 0xdeadbeef;
+    dcx_wc_t wc      = run(wr);
     EXPECT_EQ(DCX_WC_SUCCESS, wc.status);
     ASSERT_TRUE(wait_recv(1));
     EXPECT_EQ(DCX_WC_RECV, sh->wc[0].opcode);
@@ -307,7 +308,7 @@ TEST_F(soft_xproc, write_read)
     for (uint32_t i = 0; i < size; ++i) {
         lbuf[i] = (uint8_t)(i * 13);
     }
-    dcx_sge_t s = lsge(0, size);
+    dcx_sge_t s      = lsge(0, size);
     dcx_send_wr_t wr = make_wr(DCX_WR_RDMA_WRITE, 1, &s, 1, ini, sh);
     wr.remote_addr += 4096;
     dcx_wc_t wc = run(wr);
@@ -315,7 +316,7 @@ TEST_F(soft_xproc, write_read)
     EXPECT_EQ(DCX_WC_RDMA_WRITE, wc.opcode);
     EXPECT_EQ(0, memcmp(sh->buf + 4096, lbuf.data(), size));
 
-    s = lsge(1u << 20, size);
+    s  = lsge(1u << 20, size);
     wr = make_wr(DCX_WR_RDMA_READ, 2, &s, 1, ini, sh);
     wr.remote_addr += 4096;
     wc = run(wr);
@@ -332,15 +333,15 @@ TEST_F(soft_xproc, write_read)
 TEST_F(soft_xproc, atomics)
 {
     start();
-    uint64_t *target = (uint64_t*)(sh->buf + 64);
-    *target = 100;
-    uint64_t *res = (uint64_t*)lbuf.data();
+    uint64_t *target = (uint64_t *)(sh->buf + 64);
+    *target          = 100;
+    uint64_t *res    = (uint64_t *)lbuf.data();
 
-    dcx_sge_t s = lsge(0, 8);
+    dcx_sge_t s      = lsge(0, 8);
     dcx_send_wr_t wr = make_wr(DCX_WR_ATOMIC_FADD, 1, &s, 1, ini, sh);
     wr.remote_addr += 64;
-    wr.compare_add  = 5;
-    dcx_wc_t wc = run(wr);
+    wr.compare_add = 5;
+    dcx_wc_t wc    = run(wr);
     EXPECT_EQ(DCX_WC_SUCCESS, wc.status);
     EXPECT_EQ(DCX_WC_FETCH_ADD, wc.opcode);
     EXPECT_EQ(8u, wc.byte_len);
@@ -349,9 +350,9 @@ TEST_F(soft_xproc, atomics)
 
     wr = make_wr(DCX_WR_ATOMIC_CSWAP, 2, &s, 1, ini, sh);
     wr.remote_addr += 64;
-    wr.compare_add  = 105;
-    wr.swap         = 7;
-    wc = run(wr);
+    wr.compare_add = 105;
+    wr.swap        = 7;
+    wc             = run(wr);
     EXPECT_EQ(DCX_WC_SUCCESS, wc.status);
     EXPECT_EQ(DCX_WC_COMP_SWAP, wc.opcode);
     EXPECT_EQ(105u, *res);
@@ -360,7 +361,7 @@ TEST_F(soft_xproc, atomics)
     /* compare fails: value unchanged, old value returned */
     wr.compare_add = 1;
     wr.swap        = 9;
-    wc = run(wr);
+    wc             = run(wr);
     EXPECT_EQ(DCX_WC_SUCCESS, wc.status);
     EXPECT_EQ(7u, *res);
     EXPECT_EQ(7u, *target);

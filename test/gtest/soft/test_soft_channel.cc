@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Soft device completion channels (the model of ibv_comp_channel): an armed
  * CQ makes the channel's fd readable when a completion arrives, also when
@@ -39,11 +40,9 @@ protected:
         ASSERT_EQ(0, dcx_comp_channel_create(tgt.dev, &ch));
         ASSERT_EQ(0, dcx_cq_create_ch(tgt.dev, 256, ch, &tgt.cq));
         ASSERT_EQ(0, tgt.make_target(KEY, DCX_ACCESS_REMOTE_WRITE));
-        ASSERT_EQ(0, tgt.reg(rbuf, sizeof(rbuf), DCX_ACCESS_LOCAL_WRITE,
-                             &rmr));
+        ASSERT_EQ(0, tgt.reg(rbuf, sizeof(rbuf), DCX_ACCESS_LOCAL_WRITE, &rmr));
         for (uint64_t i = 0; i < 8; ++i) {
-            dcx_sge_t s = {(uint64_t)(uintptr_t)(rbuf + 64 * i), 64,
-                           rmr->lkey};
+            dcx_sge_t s = {(uint64_t)(uintptr_t)(rbuf + 64 * i), 64, rmr->lkey};
             ASSERT_EQ(0, dcx_srq_post_recv(tgt.srq, i, &s, 1));
         }
 
@@ -95,9 +94,9 @@ protected:
         ASSERT_EQ(DCX_WC_SUCCESS, wc.status);
     }
 
-    node                tgt, ini;
-    dcx_comp_channel_t *ch  = nullptr;
-    dcx_mr_t           *rmr = nullptr;
+    node tgt, ini;
+    dcx_comp_channel_t *ch = nullptr;
+    dcx_mr_t *rmr          = nullptr;
     alignas(64) uint8_t rbuf[64 * 8];
 };
 
@@ -120,7 +119,7 @@ TEST_F(soft_channel_test, armed_cq_wakes_sleeper)
     EXPECT_FALSE(fd_readable(ch->fd, 0));
     ASSERT_EQ(1, dcx_cq_poll(tgt.cq, 1, &wc));
     EXPECT_EQ(DCX_WC_RECV, wc.opcode);
-    EXPECT_EQ(1u, *(uint64_t*)(rbuf + 64 * wc.wr_id));
+    EXPECT_EQ(1u, *(uint64_t *)(rbuf + 64 * wc.wr_id));
 
     /* one-shot: not re-armed, a second message makes no event */
     send(2);
@@ -176,7 +175,7 @@ TEST_F(soft_channel_test, arm_serves_queued_message)
     EXPECT_EQ(tgt.cq, cq);
     ASSERT_EQ(1, dcx_cq_poll(tgt.cq, 1, &wc));
     EXPECT_EQ(DCX_WC_RECV, wc.opcode);
-    EXPECT_EQ(6u, *(uint64_t*)(rbuf + 64 * wc.wr_id));
+    EXPECT_EQ(6u, *(uint64_t *)(rbuf + 64 * wc.wr_id));
     ASSERT_EQ(1, ini.poll(&wc, 1));
     EXPECT_EQ(DCX_WC_SUCCESS, wc.status);
     ASSERT_EQ(0, soft_helper_start(t));
@@ -203,14 +202,14 @@ TEST_F(soft_channel_test, armed_sleeper_woken_by_sender_ring)
     uint64_t timer_before = t->helper_timer_packets;
     soft_unlock(&t->lock);
     for (int i = 0; i < rounds; ++i) {
-        EXPECT_EQ(0, dcx_cq_poll(tgt.cq, 1, &wc));   /* a fresh poll */
+        EXPECT_EQ(0, dcx_cq_poll(tgt.cq, 1, &wc)); /* a fresh poll */
         ASSERT_EQ(0, dcx_cq_req_notify(tgt.cq));
         ASSERT_EQ(0, post_inline_value(ini, ini.dci, tgt.dct->qp_num, KEY,
                                        DCX_WR_SEND, i));
         ASSERT_TRUE(fd_readable(ch->fd, 10000)) << "round " << i;
         ASSERT_EQ(0, dcx_comp_channel_get_event(ch, &cq));
         ASSERT_EQ(1, tgt.poll(&wc, 1));
-        EXPECT_EQ((uint64_t)i, *(uint64_t*)(rbuf + 64 * wc.wr_id));
+        EXPECT_EQ((uint64_t)i, *(uint64_t *)(rbuf + 64 * wc.wr_id));
         dcx_sge_t s = {(uint64_t)(uintptr_t)(rbuf + 64 * wc.wr_id), 64,
                        rmr->lkey};
         ASSERT_EQ(0, dcx_srq_post_recv(tgt.srq, wc.wr_id, &s, 1));
@@ -281,10 +280,10 @@ TEST_F(soft_channel_test, zero_length_rdma_rkey_not_checked)
     /* one byte with that key: remote access error */
     uint8_t byte = 1;
     dcx_sge_t s  = {(uint64_t)(uintptr_t)&byte, 1, 0};
-    wr.flags    |= DCX_SEND_INLINE;
-    wr.num_sge   = 1;
-    wr.sg_list   = &s;
-    wr.wr_id     = 2;
+    wr.flags |= DCX_SEND_INLINE;
+    wr.num_sge = 1;
+    wr.sg_list = &s;
+    wr.wr_id   = 2;
     ASSERT_EQ(0, dcx_qp_post_send(ini.dci, &wr));
     ASSERT_EQ(1, ini.poll(&wc, 1));
     EXPECT_EQ(DCX_WC_REM_ACCESS_ERR, wc.status);

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * RDMA WRITE and READ executed by the initiator (soft_direct.c): a child
  * process is the initiator, the test process is the target, and the
@@ -26,24 +27,24 @@ namespace {
 
 const size_t MAX_XFER  = 16u << 20;
 const size_t PAGE      = 4096;
-const size_t TMEM_SIZE = MAX_XFER + 4 * PAGE;   /* guard pages around */
+const size_t TMEM_SIZE = MAX_XFER + 4 * PAGE; /* guard pages around */
 
 /* what the target publishes to the initiator child (in the shared area) */
 struct direct_info {
-    uint8_t  addr[DCX_DEV_ADDR_MAX];
+    uint8_t addr[DCX_DEV_ADDR_MAX];
     uint32_t addr_len;
     uint32_t dctn;
     uint64_t dc_key;
-    uint64_t raddr;      /* target MR base (tmem + PAGE) */
+    uint64_t raddr; /* target MR base (tmem + PAGE) */
     uint64_t rlen;
-    uint32_t rkey;       /* read/write/atomic */
-    uint32_t rkey_ro;    /* remote read only */
-    uint32_t rkey_gone;  /* deregistered before the child starts */
+    uint32_t rkey;      /* read/write/atomic */
+    uint32_t rkey_ro;   /* remote read only */
+    uint32_t rkey_gone; /* deregistered before the child starts */
     volatile uint32_t ready;
-    volatile uint32_t progress;   /* child: operations done */
-    volatile uint32_t done;       /* child: finished */
-    volatile uint32_t status;     /* child: last completion status */
-    dcx_soft_stats_t stats;       /* child's counters at the end */
+    volatile uint32_t progress; /* child: operations done */
+    volatile uint32_t done;     /* child: finished */
+    volatile uint32_t status;   /* child: last completion status */
+    dcx_soft_stats_t stats;     /* child's counters at the end */
 };
 
 /* the fixture's limits (short ack timeout), direct access on or off */
@@ -59,13 +60,13 @@ protected:
     void SetUp() override
     {
         soft::SetUp();
-        tmem = (uint8_t*)mmap(nullptr, TMEM_SIZE, PROT_READ | PROT_WRITE,
-                              MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-        ASSERT_NE(MAP_FAILED, (void*)tmem);
-        info = (direct_info*)mmap(nullptr, sizeof(direct_info),
-                                  PROT_READ | PROT_WRITE,
-                                  MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-        ASSERT_NE(MAP_FAILED, (void*)info);
+        tmem = (uint8_t *)mmap(nullptr, TMEM_SIZE, PROT_READ | PROT_WRITE,
+                               MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+        ASSERT_NE(MAP_FAILED, (void *)tmem);
+        info = (direct_info *)mmap(nullptr, sizeof(direct_info),
+                                   PROT_READ | PROT_WRITE,
+                                   MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+        ASSERT_NE(MAP_FAILED, (void *)info);
         ASSERT_EQ(0, pipe(wake));
     }
 
@@ -81,28 +82,32 @@ protected:
 
     /* the test process as target: device with direct access, an MR over
      * [tmem + PAGE, + rlen), a read-only one, a deregistered one */
-    void start_target(size_t rlen = MAX_XFER, uint32_t dct_access =
-                      DCX_ACCESS_REMOTE_WRITE | DCX_ACCESS_REMOTE_READ |
-                      DCX_ACCESS_REMOTE_ATOMIC)
+    void start_target(size_t rlen         = MAX_XFER,
+                      uint32_t dct_access = DCX_ACCESS_REMOTE_WRITE |
+                                            DCX_ACCESS_REMOTE_READ |
+                                            DCX_ACCESS_REMOTE_ATOMIC)
     {
         dcx_soft_limits_t l = limits(true);
         dcx_mr_t *ro, *gone;
         size_t len = sizeof(info->addr);
 
         ASSERT_EQ(0, t.open(fabric.c_str(), &l));
-        ASSERT_EQ(0, t.reg(tmem + PAGE, rlen, DCX_ACCESS_LOCAL_WRITE |
-                           DCX_ACCESS_REMOTE_WRITE | DCX_ACCESS_REMOTE_READ |
-                           DCX_ACCESS_REMOTE_ATOMIC, &tmr));
+        ASSERT_EQ(0,
+                  t.reg(tmem + PAGE, rlen,
+                        DCX_ACCESS_LOCAL_WRITE | DCX_ACCESS_REMOTE_WRITE |
+                            DCX_ACCESS_REMOTE_READ | DCX_ACCESS_REMOTE_ATOMIC,
+                        &tmr));
         ASSERT_EQ(0, t.reg(tmem + PAGE, rlen, DCX_ACCESS_REMOTE_READ, &ro));
-        ASSERT_EQ(0, dcx_mr_reg(t.pd, tmem + PAGE, rlen,
-                                DCX_ACCESS_LOCAL_WRITE |
-                                DCX_ACCESS_REMOTE_WRITE, &gone));
+        ASSERT_EQ(0,
+                  dcx_mr_reg(t.pd, tmem + PAGE, rlen,
+                             DCX_ACCESS_LOCAL_WRITE | DCX_ACCESS_REMOTE_WRITE,
+                             &gone));
         info->rkey_gone = gone->rkey;
         ASSERT_EQ(0, dcx_mr_dereg(gone));
         ASSERT_EQ(0, t.make_target(0x5eedull, dct_access, 64));
         for (uint32_t i = 0; i < 16; ++i) {
-            dcx_sge_t sge = { (uint64_t)(uintptr_t)(tmem + PAGE + i * 64),
-                              64, tmr->lkey };
+            dcx_sge_t sge = {(uint64_t)(uintptr_t)(tmem + PAGE + i * 64), 64,
+                             tmr->lkey};
             ASSERT_EQ(0, dcx_srq_post_recv(t.srq, i, &sge, 1));
         }
         ASSERT_EQ(0, dcx_dev_port_addr(t.dev, info->addr, &len));
@@ -117,8 +122,7 @@ protected:
     }
 
     /* runs fn as the initiator child once the target is up */
-    pid_t start_initiator(std::function<int(node&)> fn,
-                          bool direct = true)
+    pid_t start_initiator(std::function<int(node &)> fn, bool direct = true)
     {
         direct_info *in = info;
         std::string fab = fabric;
@@ -151,11 +155,11 @@ protected:
         EXPECT_GT(info->stats.tx_packets, 0u);
     }
 
-    uint8_t     *tmem = nullptr;
+    uint8_t *tmem     = nullptr;
     direct_info *info = nullptr;
-    int          wake[2];
-    node         t;
-    dcx_mr_t    *tmr = nullptr;
+    int wake[2];
+    node t;
+    dcx_mr_t *tmr = nullptr;
 };
 
 namespace {
@@ -177,12 +181,20 @@ dcx_send_wr_t wr_to(const direct_info *in, const node &n, dcx_wr_opcode_t op,
  * target's device never saw a packet. */
 TEST_F(soft_direct, write_read_target_asleep)
 {
-    const size_t sizes[] = {1, 7, 64, 4095, 4096, 65537, (1u << 20) + 3,
-                            4u << 20, (8u << 20) - 1, MAX_XFER};
-    const size_t nsizes = sizeof(sizes) / sizeof(sizes[0]);
-    uint8_t *tm = tmem;
-    direct_info *in = info;
-    int wfd = wake[1];
+    const size_t sizes[] = {1,
+                            7,
+                            64,
+                            4095,
+                            4096,
+                            65537,
+                            (1u << 20) + 3,
+                            4u << 20,
+                            (8u << 20) - 1,
+                            MAX_XFER};
+    const size_t nsizes  = sizeof(sizes) / sizeof(sizes[0]);
+    uint8_t *tm          = tmem;
+    direct_info *in      = info;
+    int wfd              = wake[1];
 
     memset(tmem, 0x5a, TMEM_SIZE);
     start_initiator([&sizes, nsizes, tm, in, wfd](node &n) -> int {
@@ -193,8 +205,8 @@ TEST_F(soft_direct, write_read_target_asleep)
             return 11;
         }
         for (size_t k = 0; (k < nsizes) && (rc == 0); ++k) {
-            size_t sz  = sizes[k];
-            size_t off = (sz == MAX_XFER) ? 0 : (k * 3) % 64;
+            size_t sz    = sizes[k];
+            size_t off   = (sz == MAX_XFER) ? 0 : (k * 3) % 64;
             uint8_t *dst = tm + PAGE + off;
 
             for (size_t i = 0; i < sz; ++i) {
@@ -229,9 +241,8 @@ TEST_F(soft_direct, write_read_target_asleep)
             }
             /* read back into a cleared buffer */
             memset(lb.v.data(), 0, sz);
-            if ((rc == 0) &&
-                (run_one(n, wr_to(in, n, DCX_WR_RDMA_READ, &s, off,
-                                  in->rkey)) != DCX_WC_SUCCESS)) {
+            if ((rc == 0) && (run_one(n, wr_to(in, n, DCX_WR_RDMA_READ, &s, off,
+                                               in->rkey)) != DCX_WC_SUCCESS)) {
                 fprintf(stderr, "read of %zu failed\n", sz);
                 rc = 15;
             }
@@ -241,7 +252,7 @@ TEST_F(soft_direct, write_read_target_asleep)
                     rc = 16;
                 }
             }
-            memset(dst, 0x5a, sz);   /* restore for the next size */
+            memset(dst, 0x5a, sz); /* restore for the next size */
         }
         if (write(wfd, "x", 1) != 1) {
             rc = 17;
@@ -270,8 +281,8 @@ TEST_F(soft_direct, write_read_target_asleep)
  * a deregistered key, a timeout for a wrong DC key; nothing is written. */
 TEST_F(soft_direct, refused_accesses_bad_flow)
 {
-    uint8_t *tm = tmem;
-    direct_info *in = info;
+    uint8_t *tm       = tmem;
+    direct_info *in   = info;
     const size_t rlen = 1u << 20;
 
     memset(tmem, 0x5a, TMEM_SIZE);
@@ -308,10 +319,10 @@ TEST_F(soft_direct, refused_accesses_bad_flow)
         }
         for (auto &c : cases) {
             memset(lb.v.data(), 0xc3, lb.v.size());
-            dcx_sge_t s = lb.sge(0, c.len);
+            dcx_sge_t s      = lb.sge(0, c.len);
             dcx_send_wr_t wr = wr_to(in, n, c.op, &s, c.off, c.rkey);
-            wr.dest.dc_key = c.dc_key;
-            int st = run_one(n, wr);
+            wr.dest.dc_key   = c.dc_key;
+            int st           = run_one(n, wr);
             if (st != c.status) {
                 fprintf(stderr, "%s: status %d, expected %d\n", c.what, st,
                         c.status);
@@ -319,8 +330,7 @@ TEST_F(soft_direct, refused_accesses_bad_flow)
             }
             for (size_t i = 0; i < TMEM_SIZE; ++i) {
                 if (tm[i] != 0x5a) {
-                    fprintf(stderr, "%s: target byte %zu written\n", c.what,
-                            i);
+                    fprintf(stderr, "%s: target byte %zu written\n", c.what, i);
                     rc = 13;
                     break;
                 }
@@ -356,8 +366,8 @@ TEST_F(soft_direct, dereg_races_write)
         memset(info, 0, sizeof(*info));
         start_initiator([in, rlen](node &n) -> int {
             return write_until_error(n, rlen,
-                                     wr_to(in, n, DCX_WR_RDMA_WRITE, nullptr,
-                                           0, in->rkey),
+                                     wr_to(in, n, DCX_WR_RDMA_WRITE, nullptr, 0,
+                                           in->rkey),
                                      &in->progress, &in->status);
         });
         start_target(rlen);
@@ -385,7 +395,7 @@ TEST_F(soft_direct, dereg_races_write)
 TEST_F(soft_direct, unmapped_region_bad_flow)
 {
     direct_info *in = info;
-    uint8_t *tm = tmem;
+    uint8_t *tm     = tmem;
 
     memset(tmem, 0x5a, TMEM_SIZE);
     start_initiator([in, tm](node &n) -> int {
@@ -406,8 +416,8 @@ TEST_F(soft_direct, unmapped_region_bad_flow)
             return 13;
         }
         memset(lb.v.data(), 0x22, 4096);
-        int st = run_one(n, wr_to(in, n, DCX_WR_RDMA_WRITE, &s, 8192,
-                                  in->rkey));
+        int st     = run_one(n,
+                             wr_to(in, n, DCX_WR_RDMA_WRITE, &s, 8192, in->rkey));
         in->status = (uint32_t)st;
         return (tm[PAGE + 8192] == 0x5a) ? 0 : 14;
     });
@@ -429,7 +439,7 @@ TEST_F(soft_direct, unmapped_region_bad_flow)
  * without waiting for it (no "holds a copy" warning). */
 TEST_F(soft_direct, dead_writer_does_not_block_dereg)
 {
-    direct_info *in = info;
+    direct_info *in   = info;
     const size_t rlen = MAX_XFER;
 
     pid_t pid = start_initiator([in, rlen](node &n) -> int {
@@ -441,8 +451,8 @@ TEST_F(soft_direct, dead_writer_does_not_block_dereg)
         memset(lb.v.data(), 0x77, rlen);
         dcx_sge_t s = lb.sge(0, (uint32_t)rlen);
         for (;;) {
-            if (run_one(n, wr_to(in, n, DCX_WR_RDMA_WRITE, &s, 0,
-                                 in->rkey)) != DCX_WC_SUCCESS) {
+            if (run_one(n, wr_to(in, n, DCX_WR_RDMA_WRITE, &s, 0, in->rkey)) !=
+                DCX_WC_SUCCESS) {
                 return 12;
             }
             __atomic_add_fetch(&in->progress, 1, __ATOMIC_RELEASE);
@@ -484,8 +494,7 @@ bool refuse_cross_memory_attach()
                            EPERM);
 }
 
-int write_read_check(node &n, const direct_info *in, uint8_t *tm,
-                     unsigned seed)
+int write_read_check(node &n, const direct_info *in, uint8_t *tm, unsigned seed)
 {
     local_buf lb;
     const size_t sz = 100000;
@@ -526,7 +535,7 @@ int write_read_check(node &n, const direct_info *in, uint8_t *tm,
 TEST_F(soft_direct, refused_at_open_falls_back)
 {
     direct_info *in = info;
-    uint8_t *tm = tmem;
+    uint8_t *tm     = tmem;
     std::string fab = fabric;
 
     spawn([in, tm, fab]() -> int {
@@ -538,9 +547,8 @@ TEST_F(soft_direct, refused_at_open_falls_back)
             fprintf(stderr, "seccomp filter refused\n");
             return 30;
         }
-        if (!wait_flag(&in->ready, 1, 20.0) ||
-            (n.open(fab.c_str(), &l) != 0) || (n.make_dci() != 0) ||
-            (n.connect(in->addr, in->addr_len) != 0)) {
+        if (!wait_flag(&in->ready, 1, 20.0) || (n.open(fab.c_str(), &l) != 0) ||
+            (n.make_dci() != 0) || (n.connect(in->addr, in->addr_len) != 0)) {
             return 10;
         }
         rc = write_read_check(n, in, tm, 1);
@@ -558,7 +566,7 @@ TEST_F(soft_direct, refused_at_open_falls_back)
 TEST_F(soft_direct, refused_later_falls_back)
 {
     direct_info *in = info;
-    uint8_t *tm = tmem;
+    uint8_t *tm     = tmem;
 
     start_initiator([in, tm](node &n) -> int {
         int rc = write_read_check(n, in, tm, 2);
@@ -581,7 +589,7 @@ TEST_F(soft_direct, refused_later_falls_back)
 TEST_F(soft_direct, atomic_then_write_same_address)
 {
     direct_info *in = info;
-    uint8_t *tm = tmem;
+    uint8_t *tm     = tmem;
 
     memset(tmem, 0, TMEM_SIZE);
     start_initiator([in, tm](node &n) -> int {
@@ -592,13 +600,13 @@ TEST_F(soft_direct, atomic_then_write_same_address)
             return 11;
         }
         for (int i = 0; (i < 50) && (rc == 0); ++i) {
-            uint64_t v = 0x1000 + i;
-            dcx_sge_t res = lb.sge(0, 8);
+            uint64_t v      = 0x1000 + i;
+            dcx_sge_t res   = lb.sge(0, 8);
             dcx_send_wr_t a = wr_to(in, n, DCX_WR_ATOMIC_FADD, &res, 64,
                                     in->rkey);
-            a.compare_add = 1;
+            a.compare_add   = 1;
             memcpy(lb.v.data() + 8, &v, 8);
-            dcx_sge_t val = lb.sge(8, 8);
+            dcx_sge_t val   = lb.sge(8, 8);
             dcx_send_wr_t w = wr_to(in, n, DCX_WR_RDMA_WRITE, &val, 64,
                                     in->rkey);
             dcx_wc_t wc[2];
@@ -627,7 +635,7 @@ TEST_F(soft_direct, atomic_then_write_same_address)
  * completion, the written data is there. */
 TEST_F(soft_direct, write_then_send_visible_at_arrival)
 {
-    direct_info *in = info;
+    direct_info *in  = info;
     const int rounds = 16;
 
     memset(tmem, 0, TMEM_SIZE);
@@ -639,14 +647,14 @@ TEST_F(soft_direct, write_then_send_visible_at_arrival)
         }
         for (int i = 0; i < rounds; ++i) {
             memset(lb.v.data(), 0x30 + i, 1u << 20);
-            dcx_sge_t data = lb.sge(0, 1u << 20);
-            dcx_sge_t msg  = lb.sge(0, 16);
+            dcx_sge_t data  = lb.sge(0, 1u << 20);
+            dcx_sge_t msg   = lb.sge(0, 16);
             dcx_send_wr_t w = wr_to(in, n, DCX_WR_RDMA_WRITE, &data, 4096,
                                     in->rkey);
             dcx_send_wr_t s = wr_to(in, n, DCX_WR_SEND, &msg, 0, 0);
             dcx_wc_t wc[2];
 
-            w.flags = 0;   /* unsignaled: only the send completes */
+            w.flags = 0; /* unsignaled: only the send completes */
             if ((dcx_qp_post_send(n.dci, &w) != 0) ||
                 (dcx_qp_post_send(n.dci, &s) != 0) ||
                 (n.poll(wc, 1, 30.0) != 1) ||
@@ -685,7 +693,7 @@ TEST_F(soft_direct, write_then_send_visible_at_arrival)
  * and the READ of the next on one endpoint). */
 TEST_F(soft_direct, long_read_behind_send_goes_direct)
 {
-    direct_info *in = info;
+    direct_info *in  = info;
     const int rounds = 16;
     const size_t len = 1u << 20;
 
@@ -700,8 +708,8 @@ TEST_F(soft_direct, long_read_behind_send_goes_direct)
         }
         for (int i = 0; i < rounds; ++i) {
             memset(lb.v.data(), 0, len + 64);
-            dcx_sge_t msg  = lb.sge(len, 16);
-            dcx_sge_t data = lb.sge(0, (uint32_t)len);
+            dcx_sge_t msg   = lb.sge(len, 16);
+            dcx_sge_t data  = lb.sge(0, (uint32_t)len);
             dcx_send_wr_t s = wr_to(in, n, DCX_WR_SEND, &msg, 0, 0);
             dcx_send_wr_t r = wr_to(in, n, DCX_WR_RDMA_READ, &data, 4096,
                                     in->rkey);
@@ -711,8 +719,7 @@ TEST_F(soft_direct, long_read_behind_send_goes_direct)
                 (dcx_qp_post_send(n.dci, &r) != 0) ||
                 (n.poll(wc, 2, 30.0) != 2) ||
                 (wc[0].status != DCX_WC_SUCCESS) ||
-                (wc[1].status != DCX_WC_SUCCESS) ||
-                (wc[1].wr_id != 4096)) {
+                (wc[1].status != DCX_WC_SUCCESS) || (wc[1].wr_id != 4096)) {
                 return 12;
             }
             for (size_t k = 0; k < len; ++k) {
@@ -748,7 +755,7 @@ TEST_F(soft_direct, long_read_behind_send_goes_direct)
  * WRITEs 64 MiB into c by cross-memory attach; no helper runs. */
 TEST_F(soft, long_direct_copy_not_prodded)
 {
-    const size_t len = 64u << 20;
+    const size_t len   = 64u << 20;
     const uint64_t key = 0x10c0;
     std::vector<uint8_t> src(len, 0x3c), dst(len, 0), rbuf(64 * 16);
     uint8_t addr[DCX_DEV_ADDR_MAX];
@@ -761,15 +768,14 @@ TEST_F(soft, long_direct_copy_not_prodded)
     ASSERT_EQ(0, b.open(fabric.c_str(), &l));
     ASSERT_EQ(0, c.open(fabric.c_str(), &l));
     ASSERT_EQ(0, b.make_target(key, 0));
-    ASSERT_EQ(0, b.reg(rbuf.data(), rbuf.size(), DCX_ACCESS_LOCAL_WRITE,
-                       &rmr));
+    ASSERT_EQ(0, b.reg(rbuf.data(), rbuf.size(), DCX_ACCESS_LOCAL_WRITE, &rmr));
     for (uint64_t i = 0; i < 16; ++i) {
-        dcx_sge_t s = { (uintptr_t)rbuf.data() + i * 64, 64, rmr->lkey };
+        dcx_sge_t s = {(uintptr_t)rbuf.data() + i * 64, 64, rmr->lkey};
         ASSERT_EQ(0, dcx_srq_post_recv(b.srq, i, &s, 1));
     }
     ASSERT_EQ(0, c.make_target(key, DCX_ACCESS_REMOTE_WRITE));
-    ASSERT_EQ(0, c.reg(dst.data(), len, DCX_ACCESS_LOCAL_WRITE |
-                       DCX_ACCESS_REMOTE_WRITE, &dmr));
+    ASSERT_EQ(0, c.reg(dst.data(), len,
+                       DCX_ACCESS_LOCAL_WRITE | DCX_ACCESS_REMOTE_WRITE, &dmr));
     ASSERT_EQ(0, b.make_dci());
     ASSERT_EQ(0, b.reg(src.data(), len, 0, &smr));
     alen = sizeof(addr);
@@ -794,14 +800,14 @@ TEST_F(soft, long_direct_copy_not_prodded)
         return false;
     };
 
-    uint64_t during = 0;   /* prods made by polls run while b copied */
-    int meaningful  = 0;   /* rounds where a's watch grew old meanwhile */
+    uint64_t during = 0; /* prods made by polls run while b copied */
+    int meaningful  = 0; /* rounds where a's watch grew old meanwhile */
     for (int round = 0; (round < 8) && (meaningful < 2); ++round) {
-        dcx_sge_t s = { (uintptr_t)src.data(), (uint32_t)len, smr->lkey };
-        dcx_send_wr_t w = rdma_wr(b, c.dct->qp_num, key, DCX_WR_RDMA_WRITE,
-                                  &s, (uintptr_t)dst.data(), dmr->rkey);
+        dcx_sge_t s     = {(uintptr_t)src.data(), (uint32_t)len, smr->lkey};
+        dcx_send_wr_t w = rdma_wr(b, c.dct->qp_num, key, DCX_WR_RDMA_WRITE, &s,
+                                  (uintptr_t)dst.data(), dmr->rkey);
         volatile uint32_t posted = 0;
-        int post_ret = -1;
+        int post_ret             = -1;
         std::thread t([&]() {
             post_ret = dcx_qp_post_send(b.dci, &w);
             __atomic_store_n(&posted, 1, __ATOMIC_RELEASE);
@@ -810,10 +816,10 @@ TEST_F(soft, long_direct_copy_not_prodded)
         }
         ASSERT_EQ(0, post_inline_value(a, a.dci, b.dct->qp_num, key,
                                        DCX_WR_SEND, 100 + round));
-        uint64_t sent = soft_now_ns();
+        uint64_t sent     = soft_now_ns();
         soft_peer_t *peer = nullptr;
         for (soft_peer_t *p = soft_dev(a.dev)->peers; p != nullptr;
-             p = p->next) {
+             p              = p->next) {
             if (p->pid == soft_dev(b.dev)->pid &&
                 p->inst == soft_dev(b.dev)->inst) {
                 peer = p;
@@ -827,19 +833,19 @@ TEST_F(soft, long_direct_copy_not_prodded)
             dcx_cq_poll(a.cq, 1, &wc);
             uint64_t after = soft_now_ns();
             if (!copying()) {
-                break;   /* the copy may have ended during the poll */
+                break; /* the copy may have ended during the poll */
             }
             during += dev_stats(a).prods - before;
-            old    |= (peer->watch_since != 0) &&
-                      (after - sent > 4 * SOFT_PROD_NS);
+            old |= (peer->watch_since != 0) &&
+                   (after - sent > 4 * SOFT_PROD_NS);
         }
         t.join();
         ASSERT_EQ(0, post_ret);
         meaningful += old;
         dcx_wc_t wc;
-        ASSERT_EQ(1, b.poll(&wc, 1));   /* the write, completed in its post */
+        ASSERT_EQ(1, b.poll(&wc, 1)); /* the write, completed in its post */
         EXPECT_EQ(DCX_WC_SUCCESS, wc.status);
-        ASSERT_EQ(1, b.poll(&wc, 1));   /* a's send */
+        ASSERT_EQ(1, b.poll(&wc, 1)); /* a's send */
         EXPECT_EQ(DCX_WC_SUCCESS, wc.status);
         ASSERT_EQ(1, a.poll(&wc, 1));
         EXPECT_EQ(DCX_WC_SUCCESS, wc.status);

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Direct RDMA WRITE and READ into memory the target's device allocated
  * (dcx_mem_alloc): the initiator maps the allocation once (soft_dmap.c)
@@ -23,10 +24,10 @@ using namespace soft_test;
 namespace {
 
 const size_t PAGE = 4096;
-const size_t RLEN = 8u << 20;   /* the target MR; a page of guard each side */
+const size_t RLEN = 8u << 20; /* the target MR; a page of guard each side */
 
 struct dmap_info {
-    uint8_t  addr[DCX_DEV_ADDR_MAX];
+    uint8_t addr[DCX_DEV_ADDR_MAX];
     uint32_t addr_len;
     uint32_t dctn;
     uint64_t dc_key;
@@ -34,14 +35,14 @@ struct dmap_info {
     uint32_t rkey;
     uint32_t rkey_ro;
     uint32_t rkey_gone;
-    uint32_t rkey2;              /* free_then_realloc: the new MR */
+    uint32_t rkey2; /* free_then_realloc: the new MR */
     uint64_t raddr2;
     volatile uint32_t ready;
     volatile uint32_t phase;
     volatile uint32_t progress;
     volatile uint32_t done;
     volatile uint32_t status;
-    dcx_soft_stats_t  stats;     /* the initiator's counters at the end */
+    dcx_soft_stats_t stats; /* the initiator's counters at the end */
 };
 
 dcx_soft_limits_t limits()
@@ -85,10 +86,10 @@ protected:
     void SetUp() override
     {
         soft::SetUp();
-        info = (dmap_info*)mmap(nullptr, sizeof(dmap_info),
-                                PROT_READ | PROT_WRITE,
-                                MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-        ASSERT_NE(MAP_FAILED, (void*)info);
+        info = (dmap_info *)mmap(nullptr, sizeof(dmap_info),
+                                 PROT_READ | PROT_WRITE,
+                                 MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+        ASSERT_NE(MAP_FAILED, (void *)info);
     }
 
     void TearDown() override
@@ -112,28 +113,32 @@ protected:
     void start_target(bool fill = true)
     {
         dcx_soft_limits_t l = limits();
-        size_t len = sizeof(info->addr);
+        size_t len          = sizeof(info->addr);
         dcx_mr_t *ro, *gone;
 
         ASSERT_EQ(0, t.open(fabric.c_str(), &l));
         ASSERT_TRUE(dcx_dev_caps(t.dev)->flags & DCX_CAP_MEM_ALLOC);
-        mem_len = RLEN + 2 * PAGE - 100;   /* rounded up by the device */
-        ASSERT_EQ(0, dcx_mem_alloc(t.dev, &mem_len, (void**)&mem));
+        mem_len = RLEN + 2 * PAGE - 100; /* rounded up by the device */
+        ASSERT_EQ(0, dcx_mem_alloc(t.dev, &mem_len, (void **)&mem));
         ASSERT_EQ(RLEN + 2 * PAGE, mem_len);
         if (fill) {
             memset(mem, 0x5a, mem_len);
         }
-        ASSERT_EQ(0, t.reg(mem + PAGE, RLEN, DCX_ACCESS_LOCAL_WRITE |
-                           DCX_ACCESS_REMOTE_WRITE | DCX_ACCESS_REMOTE_READ,
+        ASSERT_EQ(0, t.reg(mem + PAGE, RLEN,
+                           DCX_ACCESS_LOCAL_WRITE | DCX_ACCESS_REMOTE_WRITE |
+                               DCX_ACCESS_REMOTE_READ,
                            &tmr));
         ASSERT_EQ(0, t.reg(mem + PAGE, RLEN, DCX_ACCESS_REMOTE_READ, &ro));
-        ASSERT_EQ(0, dcx_mr_reg(t.pd, mem + PAGE, RLEN,
-                                DCX_ACCESS_LOCAL_WRITE |
-                                DCX_ACCESS_REMOTE_WRITE, &gone));
+        ASSERT_EQ(0,
+                  dcx_mr_reg(t.pd, mem + PAGE, RLEN,
+                             DCX_ACCESS_LOCAL_WRITE | DCX_ACCESS_REMOTE_WRITE,
+                             &gone));
         info->rkey_gone = gone->rkey;
         ASSERT_EQ(0, dcx_mr_dereg(gone));
-        ASSERT_EQ(0, t.make_target(0x5eedull, DCX_ACCESS_REMOTE_WRITE |
-                                   DCX_ACCESS_REMOTE_READ, 64));
+        ASSERT_EQ(0, t.make_target(0x5eedull,
+                                   DCX_ACCESS_REMOTE_WRITE |
+                                       DCX_ACCESS_REMOTE_READ,
+                                   64));
         ASSERT_EQ(0, dcx_dev_port_addr(t.dev, info->addr, &len));
         info->addr_len = (uint32_t)len;
         info->dctn     = t.dct->qp_num;
@@ -173,10 +178,13 @@ protected:
 
         if ((n.open(fab.c_str(), &l) != 0) ||
             (dcx_mem_alloc(n.dev, &len, &p) != 0) ||
-            (n.reg(p, len, DCX_ACCESS_LOCAL_WRITE | DCX_ACCESS_REMOTE_WRITE |
-                   DCX_ACCESS_REMOTE_READ, &mr) != 0) ||
-            (n.make_target(0x5eedull, DCX_ACCESS_REMOTE_WRITE |
-                           DCX_ACCESS_REMOTE_READ, 64) != 0) ||
+            (n.reg(p, len,
+                   DCX_ACCESS_LOCAL_WRITE | DCX_ACCESS_REMOTE_WRITE |
+                       DCX_ACCESS_REMOTE_READ,
+                   &mr) != 0) ||
+            (n.make_target(0x5eedull,
+                           DCX_ACCESS_REMOTE_WRITE | DCX_ACCESS_REMOTE_READ,
+                           64) != 0) ||
             (dcx_dev_port_addr(n.dev, in->addr, &alen) != 0) ||
             (alive_lock && !wait_alive_lock(n.dev))) {
             return 10;
@@ -191,10 +199,10 @@ protected:
     }
 
     /* fn runs in the initiator child once the target is up */
-    pid_t start_initiator(std::function<int(node&)> fn,
+    pid_t start_initiator(std::function<int(node &)> fn,
                           std::function<bool()> before = nullptr)
     {
-        dmap_info *in = info;
+        dmap_info *in   = info;
         std::string fab = fabric;
 
         return spawn([in, fab, fn, before]() {
@@ -210,7 +218,7 @@ protected:
      * (info->phase 1); returns its pid once it is ready */
     pid_t spawn_exec_target()
     {
-        dmap_info *in = info;
+        dmap_info *in   = info;
         std::string fab = fabric;
 
         pid_t tpid = spawn([in, fab]() -> int {
@@ -222,7 +230,7 @@ protected:
             if (!wait_flag(&in->phase, 1, 30.0)) {
                 return 11;
             }
-            execl("/bin/sleep", "sleep", "600", (char*)nullptr);
+            execl("/bin/sleep", "sleep", "600", (char *)nullptr);
             return 12;
         });
         EXPECT_TRUE(wait_flag(&info->ready, 1, 20.0));
@@ -239,8 +247,8 @@ protected:
         ASSERT_EQ(0, lb.reg(n, 4096));
         dcx_sge_t s = lb.sge(0, 4096);
         ASSERT_EQ(DCX_WC_SUCCESS,
-                  run_one(n, wr_to(info, n, DCX_WR_RDMA_WRITE, &s,
-                                   info->raddr, info->rkey)));
+                  run_one(n, wr_to(info, n, DCX_WR_RDMA_WRITE, &s, info->raddr,
+                                   info->rkey)));
     }
 
     /* Tells the child of spawn_exec_target to exec and waits until the new
@@ -249,12 +257,12 @@ protected:
     {
         __atomic_store_n(&info->phase, 1, __ATOMIC_RELEASE);
         std::string comm_path = "/proc/" + std::to_string(tpid) + "/comm";
-        double end = now_s() + 30.0;
+        double end            = now_s() + 30.0;
         std::string comm;
         while (comm != "sleep\n") {
             ASSERT_LT(now_s(), end) << "the target did not exec";
             usleep(1000);
-            FILE *f = fopen(comm_path.c_str(), "r");
+            FILE *f      = fopen(comm_path.c_str(), "r");
             char buf[64] = "";
             if (f != nullptr) {
                 if (fgets(buf, sizeof(buf), f) == nullptr) {
@@ -274,11 +282,11 @@ protected:
         }
     }
 
-    dmap_info *info    = nullptr;
-    node       t;
-    dcx_mr_t  *tmr     = nullptr;
-    uint8_t   *mem     = nullptr;
-    size_t     mem_len = 0;
+    dmap_info *info = nullptr;
+    node t;
+    dcx_mr_t *tmr  = nullptr;
+    uint8_t *mem   = nullptr;
+    size_t mem_len = 0;
 };
 
 /* Writes and reads of 1 B .. 4 MiB into the allocation while the target
@@ -286,10 +294,10 @@ protected:
  * one was a copy through one mapping, and the target saw no packet. */
 TEST_F(soft_dmap, write_read_mapped)
 {
-    static const size_t sizes[] = {1, 7, 64, 4095, 4096, 65537,
-                                   (1u << 20) + 3, 4u << 20};
+    static const size_t sizes[] = {
+        1, 7, 64, 4095, 4096, 65537, (1u << 20) + 3, 4u << 20};
     const unsigned nsizes = sizeof(sizes) / sizeof(sizes[0]);
-    dmap_info *in = info;
+    dmap_info *in         = info;
 
     start_initiator([in, nsizes](node &n) -> int {
         local_buf lb;
@@ -305,21 +313,19 @@ TEST_F(soft_dmap, write_read_mapped)
                 lb.v[i] = pattern(i, k);
             }
             dcx_sge_t s = lb.sge(0, sz);
-            if (run_one(n, wr_to(in, n, DCX_WR_RDMA_WRITE, &s,
-                                 in->raddr + off, in->rkey)) !=
-                DCX_WC_SUCCESS) {
+            if (run_one(n, wr_to(in, n, DCX_WR_RDMA_WRITE, &s, in->raddr + off,
+                                 in->rkey)) != DCX_WC_SUCCESS) {
                 return 12;
             }
             memset(lb.v.data(), 0, sz);
-            if (run_one(n, wr_to(in, n, DCX_WR_RDMA_READ, &s,
-                                 in->raddr + off, in->rkey)) !=
-                DCX_WC_SUCCESS) {
+            if (run_one(n, wr_to(in, n, DCX_WR_RDMA_READ, &s, in->raddr + off,
+                                 in->rkey)) != DCX_WC_SUCCESS) {
                 return 13;
             }
             for (size_t i = 0; i < sz; ++i) {
                 if (lb.v[i] != pattern(i, k)) {
-                    fprintf(stderr, "size %zu: byte %zu read back wrong\n",
-                            sz, i);
+                    fprintf(stderr, "size %zu: byte %zu read back wrong\n", sz,
+                            i);
                     return 14;
                 }
             }
@@ -335,8 +341,8 @@ TEST_F(soft_dmap, write_read_mapped)
     expect_untouched(0, PAGE);
     for (unsigned k = 0; k < nsizes; ++k) {
         for (size_t i = 0; i < sizes[k]; ++i) {
-            ASSERT_EQ(pattern(i, k), mem[off + i]) << "size " << sizes[k]
-                                                   << " byte " << i;
+            ASSERT_EQ(pattern(i, k), mem[off + i])
+                << "size " << sizes[k] << " byte " << i;
         }
         expect_untouched(off + sizes[k], off + sizes[k] + 3);
         off += sizes[k] + 3;
@@ -371,15 +377,13 @@ TEST_F(soft_dmap, refused_accesses_bad_flow)
             uint32_t len;
         } cases[] = {
             {"bad rkey", DCX_WR_RDMA_WRITE, in->rkey ^ 0x100u, 4096, 4096},
-            {"bad rkey read", DCX_WR_RDMA_READ, in->rkey ^ 0x100u, 4096,
-             4096},
+            {"bad rkey read", DCX_WR_RDMA_READ, in->rkey ^ 0x100u, 4096, 4096},
             {"beyond the MR", DCX_WR_RDMA_WRITE, in->rkey, RLEN - 8, 16},
             {"after the MR", DCX_WR_RDMA_WRITE, in->rkey, RLEN, 8},
             {"before the MR", DCX_WR_RDMA_WRITE, in->rkey, (uint64_t)-8, 16},
             {"beyond the MR read", DCX_WR_RDMA_READ, in->rkey, RLEN - 8, 16},
             {"read-only key", DCX_WR_RDMA_WRITE, in->rkey_ro, 4096, 4096},
-            {"deregistered key", DCX_WR_RDMA_WRITE, in->rkey_gone, 4096,
-             4096},
+            {"deregistered key", DCX_WR_RDMA_WRITE, in->rkey_gone, 4096, 4096},
         };
         int rc = 0;
 
@@ -395,8 +399,8 @@ TEST_F(soft_dmap, refused_accesses_bad_flow)
         }
         for (auto &c : cases) {
             dcx_sge_t s = lb.sge(0, c.len);
-            int st = run_one(n, wr_to(in, n, c.op, &s, in->raddr + c.off,
-                                      c.rkey));
+            int st      = run_one(n,
+                                  wr_to(in, n, c.op, &s, in->raddr + c.off, c.rkey));
             if (st != DCX_WC_REM_ACCESS_ERR) {
                 fprintf(stderr, "%s: status %d\n", c.what, st);
                 rc = 13;
@@ -515,10 +519,10 @@ TEST_F(soft_dmap, free_then_realloc_bad_flow)
     t.mrs.clear();
     ASSERT_EQ(0, dcx_mem_free(t.dev, mem, mem_len));
     mem = nullptr;
-    ASSERT_EQ(0, dcx_mem_alloc(t.dev, &mem_len, (void**)&mem));
+    ASSERT_EQ(0, dcx_mem_alloc(t.dev, &mem_len, (void **)&mem));
     memset(mem, 0x5a, mem_len);
-    ASSERT_EQ(0, t.reg(mem + PAGE, RLEN, DCX_ACCESS_LOCAL_WRITE |
-                       DCX_ACCESS_REMOTE_WRITE, &tmr));
+    ASSERT_EQ(0, t.reg(mem + PAGE, RLEN,
+                       DCX_ACCESS_LOCAL_WRITE | DCX_ACCESS_REMOTE_WRITE, &tmr));
     if (mem != old) {
         printf("[   NOTE   ] the new allocation is at another address\n");
     }
@@ -543,7 +547,7 @@ TEST_F(soft_dmap, free_then_realloc_bad_flow)
  * the orphaned pages, and the mapping is gone. */
 TEST_F(soft_dmap, dead_target_mapping_dropped)
 {
-    dmap_info *in = info;
+    dmap_info *in   = info;
     std::string fab = fabric;
 
     pid_t pid = spawn([in, fab]() -> int {
@@ -553,7 +557,7 @@ TEST_F(soft_dmap, dead_target_mapping_dropped)
             return 10;
         }
         for (;;) {
-            pause();   /* killed by the test */
+            pause(); /* killed by the test */
         }
     });
     ASSERT_TRUE(wait_flag(&info->ready, 1, 20.0));
@@ -572,7 +576,7 @@ TEST_F(soft_dmap, dead_target_mapping_dropped)
 
     kill_child(pid);
     int wst;
-    ASSERT_EQ(pid, waitpid(pid, &wst, 0));   /* dead, not dying */
+    ASSERT_EQ(pid, waitpid(pid, &wst, 0)); /* dead, not dying */
     EXPECT_EQ(DCX_WC_RETRY_EXC_ERR,
               run_one(n, wr_to(info, n, DCX_WR_RDMA_WRITE, &s, info->raddr,
                                info->rkey)));
@@ -591,33 +595,36 @@ TEST_F(soft_dmap, dead_target_mapping_dropped)
 TEST_F(soft_dmap, mapped_copies_ask_kernel_nothing)
 {
     const unsigned n = 200;
-    dmap_info *in = info;
+    dmap_info *in    = info;
 
-    start_initiator([in, n](node &nd) -> int {
-        local_buf lb;
+    start_initiator(
+        [in, n](node &nd) -> int {
+            local_buf lb;
 
-        if (lb.reg(nd, 16) != 0) {
-            return 11;
-        }
-        for (unsigned k = 0; k < n; ++k) {
-            for (unsigned i = 0; i < 8; ++i) {
-                lb.v[i] = pattern(i, k);
+            if (lb.reg(nd, 16) != 0) {
+                return 11;
             }
-            dcx_sge_t s = lb.sge(0, 8);
-            if (run_one(nd, wr_to(in, nd, DCX_WR_RDMA_WRITE, &s,
-                                  in->raddr + 8 * k, in->rkey)) !=
-                DCX_WC_SUCCESS) {
-                return 12;
+            for (unsigned k = 0; k < n; ++k) {
+                for (unsigned i = 0; i < 8; ++i) {
+                    lb.v[i] = pattern(i, k);
+                }
+                dcx_sge_t s = lb.sge(0, 8);
+                if (run_one(nd, wr_to(in, nd, DCX_WR_RDMA_WRITE, &s,
+                                      in->raddr + 8 * k, in->rkey)) !=
+                    DCX_WC_SUCCESS) {
+                    return 12;
+                }
+                memset(lb.v.data(), 0, 8);
+                if ((run_one(nd, wr_to(in, nd, DCX_WR_RDMA_READ, &s,
+                                       in->raddr + 8 * k, in->rkey)) !=
+                     DCX_WC_SUCCESS) ||
+                    (lb.v[7] != pattern(7, k))) {
+                    return 13;
+                }
             }
-            memset(lb.v.data(), 0, 8);
-            if ((run_one(nd, wr_to(in, nd, DCX_WR_RDMA_READ, &s,
-                                   in->raddr + 8 * k, in->rkey)) !=
-                 DCX_WC_SUCCESS) || (lb.v[7] != pattern(7, k))) {
-                return 13;
-            }
-        }
-        return 0;
-    }, []() { return fake_poll(EPERM); });
+            return 0;
+        },
+        []() { return fake_poll(EPERM); });
     start_target();
     ASSERT_TRUE(wait_flag(&info->done, 1, 60.0));
     ASSERT_TRUE(stop_children());
@@ -642,7 +649,7 @@ TEST_F(soft_dmap, mapped_copies_ask_kernel_nothing)
  * in the orphaned pages. */
 TEST_F(soft_dmap, dead_target_known_by_its_lock_bad_flow)
 {
-    dmap_info *in = info;
+    dmap_info *in   = info;
     std::string fab = fabric;
 
     pid_t tpid = spawn([in, fab]() -> int {
@@ -652,36 +659,38 @@ TEST_F(soft_dmap, dead_target_known_by_its_lock_bad_flow)
             return 10;
         }
         for (;;) {
-            pause();   /* killed by the test */
+            pause(); /* killed by the test */
         }
     });
-    start_initiator([in](node &n) -> int {
-        local_buf lb;
+    start_initiator(
+        [in](node &n) -> int {
+            local_buf lb;
 
-        if (lb.reg(n, 4096) != 0) {
-            return 11;
-        }
-        dcx_sge_t s = lb.sge(0, 4096);
-        if (run_one(n, wr_to(in, n, DCX_WR_RDMA_WRITE, &s, in->raddr,
-                             in->rkey)) != DCX_WC_SUCCESS) {
-            return 12;
-        }
-        if (dcx_soft_direct_mappings(n.dev) != 1) {
-            return 13;
-        }
-        __atomic_store_n(&in->phase, 1, __ATOMIC_RELEASE);
-        if (!wait_flag(&in->phase, 2, 30.0)) {
-            return 14;
-        }
-        int st = run_one(n, wr_to(in, n, DCX_WR_RDMA_WRITE, &s, in->raddr,
-                                  in->rkey));
-        in->status = (uint32_t)st;
-        return (dcx_soft_direct_mappings(n.dev) == 0) ? 0 : 15;
-    }, []() { return fake_poll(0); });
+            if (lb.reg(n, 4096) != 0) {
+                return 11;
+            }
+            dcx_sge_t s = lb.sge(0, 4096);
+            if (run_one(n, wr_to(in, n, DCX_WR_RDMA_WRITE, &s, in->raddr,
+                                 in->rkey)) != DCX_WC_SUCCESS) {
+                return 12;
+            }
+            if (dcx_soft_direct_mappings(n.dev) != 1) {
+                return 13;
+            }
+            __atomic_store_n(&in->phase, 1, __ATOMIC_RELEASE);
+            if (!wait_flag(&in->phase, 2, 30.0)) {
+                return 14;
+            }
+            int st = run_one(n, wr_to(in, n, DCX_WR_RDMA_WRITE, &s, in->raddr,
+                                      in->rkey));
+            in->status = (uint32_t)st;
+            return (dcx_soft_direct_mappings(n.dev) == 0) ? 0 : 15;
+        },
+        []() { return fake_poll(0); });
     ASSERT_TRUE(wait_flag(&info->phase, 1, 30.0));
     kill_child(tpid);
     int wst;
-    ASSERT_EQ(tpid, waitpid(tpid, &wst, 0));   /* dead, not dying */
+    ASSERT_EQ(tpid, waitpid(tpid, &wst, 0)); /* dead, not dying */
     __atomic_store_n(&info->phase, 2, __ATOMIC_RELEASE);
     ASSERT_TRUE(wait_flag(&info->done, 1, 60.0));
     EXPECT_EQ((uint32_t)DCX_WC_RETRY_EXC_ERR, info->status);
@@ -835,7 +844,7 @@ TEST_F(soft_dmap, alternating_allocations_each_their_mapping)
 {
     dmap_info *in = info;
     uint8_t *mem2 = nullptr;
-    size_t len2 = 1u << 20;
+    size_t len2   = 1u << 20;
     dcx_mr_t *mr2, *mr3;
 
     start_initiator([in](node &n) -> int {
@@ -848,27 +857,27 @@ TEST_F(soft_dmap, alternating_allocations_each_their_mapping)
             for (unsigned i = 0; i < 256; ++i) {
                 lb.v[i] = pattern(i, k);
             }
-            dcx_sge_t s = lb.sge(0, 256);
-            uint32_t rkey  = (k % 3 == 0) ? in->rkey : (k % 3 == 1) ?
-                             in->rkey2 : in->rkey_ro;
-            uint64_t raddr = ((k % 3 == 1) ? in->raddr2 : in->raddr) +
-                             256 * k;
-            if (run_one(n, wr_to(in, n, DCX_WR_RDMA_WRITE, &s, raddr,
-                                 rkey)) != DCX_WC_SUCCESS) {
+            dcx_sge_t s    = lb.sge(0, 256);
+            uint32_t rkey  = (k % 3 == 0) ? in->rkey :
+                             (k % 3 == 1) ? in->rkey2 :
+                                            in->rkey_ro;
+            uint64_t raddr = ((k % 3 == 1) ? in->raddr2 : in->raddr) + 256 * k;
+            if (run_one(n, wr_to(in, n, DCX_WR_RDMA_WRITE, &s, raddr, rkey)) !=
+                DCX_WC_SUCCESS) {
                 return 12;
             }
         }
         return 0;
     });
     start_target();
-    ASSERT_EQ(0, dcx_mem_alloc(t.dev, &len2, (void**)&mem2));
+    ASSERT_EQ(0, dcx_mem_alloc(t.dev, &len2, (void **)&mem2));
     memset(mem2, 0x5a, len2);
-    ASSERT_EQ(0, t.reg(mem2, len2, DCX_ACCESS_LOCAL_WRITE |
-                       DCX_ACCESS_REMOTE_WRITE, &mr2));
+    ASSERT_EQ(0, t.reg(mem2, len2,
+                       DCX_ACCESS_LOCAL_WRITE | DCX_ACCESS_REMOTE_WRITE, &mr2));
     /* a second writable key over the first allocation (in rkey_ro's
      * place: the initiator takes it from there) */
-    ASSERT_EQ(0, t.reg(mem + PAGE, RLEN, DCX_ACCESS_LOCAL_WRITE |
-                       DCX_ACCESS_REMOTE_WRITE, &mr3));
+    ASSERT_EQ(0, t.reg(mem + PAGE, RLEN,
+                       DCX_ACCESS_LOCAL_WRITE | DCX_ACCESS_REMOTE_WRITE, &mr3));
     info->rkey2   = mr2->rkey;
     info->raddr2  = (uint64_t)(uintptr_t)mem2;
     info->rkey_ro = mr3->rkey;
@@ -954,25 +963,27 @@ TEST_F(soft_dmap, mapping_refused_falls_back)
 {
     dmap_info *in = info;
 
-    start_initiator([in](node &n) -> int {
-        local_buf lb;
+    start_initiator(
+        [in](node &n) -> int {
+            local_buf lb;
 
-        if (lb.reg(n, 100000) != 0) {
-            return 11;
-        }
-        for (int k = 0; k < 3; ++k) {
-            for (size_t i = 0; i < 100000; ++i) {
-                lb.v[i] = pattern(i, 9 + k);
+            if (lb.reg(n, 100000) != 0) {
+                return 11;
             }
-            dcx_sge_t s = lb.sge(0, 100000);
-            if (run_one(n, wr_to(in, n, DCX_WR_RDMA_WRITE, &s,
-                                 in->raddr + k * 100000, in->rkey)) !=
-                DCX_WC_SUCCESS) {
-                return 12;
+            for (int k = 0; k < 3; ++k) {
+                for (size_t i = 0; i < 100000; ++i) {
+                    lb.v[i] = pattern(i, 9 + k);
+                }
+                dcx_sge_t s = lb.sge(0, 100000);
+                if (run_one(n, wr_to(in, n, DCX_WR_RDMA_WRITE, &s,
+                                     in->raddr + k * 100000, in->rkey)) !=
+                    DCX_WC_SUCCESS) {
+                    return 12;
+                }
             }
-        }
-        return 0;
-    }, refuse_pidfd);
+            return 0;
+        },
+        refuse_pidfd);
     start_target();
     ASSERT_TRUE(wait_flag(&info->done, 1, 60.0));
     ASSERT_TRUE(stop_children());
@@ -994,8 +1005,8 @@ TEST_F(soft_dmap, mapping_refused_falls_back)
 TEST_F(soft_dmap, alloc_free_bad_flow)
 {
     dcx_soft_limits_t l = limits();
-    size_t len = 0;
-    void *p = nullptr;
+    size_t len          = 0;
+    void *p             = nullptr;
     uint8_t stack_buf[64];
 
     ASSERT_EQ(0, t.open(fabric.c_str(), &l));
@@ -1008,7 +1019,7 @@ TEST_F(soft_dmap, alloc_free_bad_flow)
     ASSERT_EQ(0, dcx_mem_alloc(t.dev, &len, &p));
     EXPECT_EQ(12288u, len);
     for (size_t i = 0; i < len; ++i) {
-        ASSERT_EQ(0, ((uint8_t*)p)[i]) << "not zeroed";
+        ASSERT_EQ(0, ((uint8_t *)p)[i]) << "not zeroed";
     }
     {
         log_counter lc;

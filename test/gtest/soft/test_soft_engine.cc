@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Soft device engine: polls that find nothing to do (the lock-free look of
  * soft_engine_poll_idle) must never hide work that arrives afterwards, and
@@ -19,15 +20,15 @@ using namespace soft_test;
 
 namespace {
 
-const uint64_t KEY = 0x5eed;
-const uint64_t RECVS = 256;   /* receives posted, 64-byte buffers */
+const uint64_t KEY   = 0x5eed;
+const uint64_t RECVS = 256; /* receives posted, 64-byte buffers */
 
 /* Two devices of this process: a sends to b's DCT. */
 struct pair {
     node a, b;
     std::vector<uint8_t> rbuf = std::vector<uint8_t>(RECVS * 64);
-    dcx_mr_t *rmr = nullptr;
-    uint32_t dctn = 0;
+    dcx_mr_t *rmr             = nullptr;
+    uint32_t dctn             = 0;
 
     int open(const std::string &fabric,
              const dcx_soft_limits_t *limits = nullptr)
@@ -186,8 +187,8 @@ TEST_F(soft, futex_wake_counted_for_idle_target)
     ASSERT_EQ(1, p.b.poll(&wc, 1));
     EXPECT_EQ(DCX_WC_SUCCESS, wc.status);
     uint64_t v = 7;
-    EXPECT_EQ(0, memcmp(&v, p.rbuf.data() + (wc.wr_id % RECVS) * 64,
-                        sizeof(v)));
+    EXPECT_EQ(0,
+              memcmp(&v, p.rbuf.data() + (wc.wr_id % RECVS) * 64, sizeof(v)));
 }
 
 /* While both applications poll, senders leave the helpers alone: a wake
@@ -218,7 +219,7 @@ TEST_F(soft, helper_serves_burst)
 {
     pair p;
     dcx_wc_t wc[1];
-    const int n = 120;   /* more than a pass serves; < the DCI's 128 WRs */
+    const int n = 120; /* more than a pass serves; < the DCI's 128 WRs */
 
     ASSERT_EQ(0, p.open(fabric));
     dcx_soft_stats_t st0;
@@ -240,7 +241,7 @@ TEST_F(soft, helper_serves_burst)
             EXPECT_EQ(DCX_WC_SUCCESS, wc[0].status);
             ASSERT_EQ(0, p.post_recv(wc[0].wr_id + RECVS));
         }
-        usleep(1000);   /* b's application is idle again */
+        usleep(1000); /* b's application is idle again */
     }
     dcx_soft_stats_t st;
     ASSERT_EQ(0, dcx_soft_stats(p.b.dev, &st));
@@ -263,7 +264,7 @@ TEST_F(soft, polls_wait_for_ack_line_without_lock)
     /* only the application's polls run a's engine */
     soft_helper_stop(soft_dev(p.a.dev));
     dcx_soft_stats_t st0 = p.stats_a();
-    soft_dev_t *b = soft_dev(p.b.dev);
+    soft_dev_t *b        = soft_dev(p.b.dev);
     soft_lock(&b->lock);
     for (int i = 0; i < n; ++i) {
         ASSERT_EQ(0, p.send(i));
@@ -371,12 +372,11 @@ TEST_F(soft, timer_started_by_light_post_fires_bad_flow)
     dcx_soft_stats_t st0 = p.stats_a();
     ASSERT_EQ(0, p.send(9, KEY + 1));
     EXPECT_EQ(st0.tx_packets + 1, p.stats_a().tx_packets);
-    EXPECT_EQ(SOFT_ENGINE_WAIT,
-              __atomic_load_n(&soft_dev(p.a.dev)->engine_idle,
-                              __ATOMIC_RELAXED))
+    EXPECT_EQ(SOFT_ENGINE_WAIT, __atomic_load_n(&soft_dev(p.a.dev)->engine_idle,
+                                                __ATOMIC_RELAXED))
         << "the post left the engine busy";
-    int got_a   = 0;
-    double end  = now_s() + 20.0;
+    int got_a  = 0;
+    double end = now_s() + 20.0;
     while ((got_a == 0) && (now_s() < end)) {
         got_a += dcx_cq_poll(p.a.cq, 1, &wc);
         EXPECT_EQ(0, dcx_cq_poll(p.b.cq, 1, &wcb)) << "dropped message "
@@ -478,7 +478,7 @@ TEST_F(soft, parked_helper_serves_once_app_stops)
     p.stats(&a1, &b1);
     EXPECT_GE(a1.prods - a0.prods, 1u);
     EXPECT_GE(b1.helper_packets - b0.helper_packets, n);
-    for (uint64_t i = 0; i < n; ++i) {   /* all of them were received */
+    for (uint64_t i = 0; i < n; ++i) { /* all of them were received */
         ASSERT_EQ(1, p.b.poll(&wc, 1));
         EXPECT_EQ(DCX_WC_SUCCESS, wc.status);
         uint64_t v = 1000 + i;
@@ -511,7 +511,7 @@ TEST_F(soft, arm_unparks_helper)
     attr.max_send_sge  = 1;
     attr.max_inline    = 64;
     attr.max_rd_atomic = 1;
-    dcx_qp_t *dci = nullptr;
+    dcx_qp_t *dci      = nullptr;
     ASSERT_EQ(0, dcx_qp_create(p.a.pd, &attr, &dci));
     uint64_t i = 0;
     ASSERT_TRUE(p.wait_parked(&i));
@@ -522,7 +522,7 @@ TEST_F(soft, arm_unparks_helper)
     ASSERT_EQ(0, dcx_cq_req_notify(cq));
     /* neither application polls from here on; the bound only keeps a
      * defect from hanging the test */
-    struct pollfd pfd = { ch->fd, POLLIN, 0 };
+    struct pollfd pfd = {ch->fd, POLLIN, 0};
     ASSERT_EQ(1, poll(&pfd, 1, 20000)) << "no completion event";
     ASSERT_EQ(0, dcx_comp_channel_get_event(ch, &got));
     EXPECT_EQ(cq, got);
@@ -530,7 +530,7 @@ TEST_F(soft, arm_unparks_helper)
     EXPECT_EQ(DCX_WC_SUCCESS, wc.status);
     EXPECT_EQ(77u, wc.wr_id);
     p.stats(&a1, &b1);
-    EXPECT_GE(a1.futex_wakes - a0.futex_wakes, 1u);   /* the arm's ring */
+    EXPECT_GE(a1.futex_wakes - a0.futex_wakes, 1u); /* the arm's ring */
     EXPECT_GE(a1.helper_passes - a0.helper_passes, 1u);
     EXPECT_GE(b1.helper_packets - b0.helper_packets, 1u);
     ASSERT_EQ(1, p.b.poll(&wc, 1));
@@ -554,7 +554,7 @@ TEST_F(soft, poll_stamp_coarse_but_fresh)
     ASSERT_EQ(0, n.open(fabric.c_str()));
     ASSERT_EQ(0, n.make_cq());
     soft_port_hdr_t *hdr = soft_dev(n.dev)->hdr;
-    uint64_t last = __atomic_load_n(&hdr->last_poll, __ATOMIC_RELAXED);
+    uint64_t last        = __atomic_load_n(&hdr->last_poll, __ATOMIC_RELAXED);
     uint64_t t0 = soft_clock_now(), writes = 0;
     for (unsigned i = 0; i < polls; ++i) {
         uint64_t before = soft_clock_now();
@@ -601,7 +601,7 @@ TEST_F(soft, armed_idle_device_sleeps_deep)
 {
     node n;
     dcx_comp_channel_t *ch = nullptr;
-    dcx_cq_t *cq = nullptr;
+    dcx_cq_t *cq           = nullptr;
     dcx_soft_stats_t s0, s1;
 
     ASSERT_EQ(0, n.open(fabric.c_str()));

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Soft device: remote and local errors, DCI error state and recovery, RNR,
  * send queue accounting, limits, ordering.
@@ -33,7 +34,7 @@ TEST_F(soft_xproc, write_bad_rkey_bad_flow)
 {
     start();
     fill(lbuf.data(), 4096, 1);
-    dcx_sge_t s = lsge(0, 4096);
+    dcx_sge_t s      = lsge(0, 4096);
     dcx_send_wr_t wr = make_wr(DCX_WR_RDMA_WRITE, 1, &s, 1, ini, sh);
     wr.rkey ^= 0x5500;
     dcx_wc_t wc = run(wr);
@@ -43,9 +44,9 @@ TEST_F(soft_xproc, write_bad_rkey_bad_flow)
     EXPECT_TRUE(all_zero(sh->buf, 4096));
 
     /* later posts are flushed, signalled or not */
-    wr = make_wr(DCX_WR_RDMA_WRITE, 2, &s, 1, ini, sh);
+    wr       = make_wr(DCX_WR_RDMA_WRITE, 2, &s, 1, ini, sh);
     wr.flags = 0;
-    wc = run(wr);
+    wc       = run(wr);
     EXPECT_EQ(DCX_WC_WR_FLUSH_ERR, wc.status);
     EXPECT_EQ(2u, wc.wr_id);
 
@@ -88,13 +89,13 @@ TEST_F(soft_xproc, access_flags_bad_flow)
     fill(lbuf.data(), 64, 3);
     /* MR registered for remote read only: write and atomic refused */
     dcx_send_wr_t wr = make_wr(DCX_WR_RDMA_WRITE, 1, &s, 1, ini, sh);
-    wr.rkey = sh->rkey_ro;
+    wr.rkey          = sh->rkey_ro;
     EXPECT_EQ(DCX_WC_REM_ACCESS_ERR, run(wr).status);
     EXPECT_TRUE(all_zero(sh->buf, 64));
     ASSERT_EQ(0, dcx_qp_recover(ini.dci));
 
-    dcx_sge_t s8 = lsge(0, 8);
-    wr = make_wr(DCX_WR_ATOMIC_FADD, 2, &s8, 1, ini, sh);
+    dcx_sge_t s8   = lsge(0, 8);
+    wr             = make_wr(DCX_WR_ATOMIC_FADD, 2, &s8, 1, ini, sh);
     wr.rkey        = sh->rkey_ro;
     wr.compare_add = 1;
     EXPECT_EQ(DCX_WC_REM_ACCESS_ERR, run(wr).status);
@@ -103,9 +104,9 @@ TEST_F(soft_xproc, access_flags_bad_flow)
 
     /* but reads through it work */
     memcpy(sh->buf + 256, "read-only", 9);
-    s  = lsge(1024, 9);
-    wr = make_wr(DCX_WR_RDMA_READ, 3, &s, 1, ini, sh);
-    wr.rkey         = sh->rkey_ro;
+    s       = lsge(1024, 9);
+    wr      = make_wr(DCX_WR_RDMA_READ, 3, &s, 1, ini, sh);
+    wr.rkey = sh->rkey_ro;
     wr.remote_addr += 256;
     EXPECT_EQ(DCX_WC_SUCCESS, run(wr).status);
     EXPECT_EQ(0, memcmp(lbuf.data() + 1024, "read-only", 9));
@@ -114,9 +115,9 @@ TEST_F(soft_xproc, access_flags_bad_flow)
 
 TEST_F(soft_xproc, dct_access_bad_flow)
 {
-    sh->tp.dct_access = DCX_ACCESS_REMOTE_READ;   /* no remote write */
+    sh->tp.dct_access = DCX_ACCESS_REMOTE_READ; /* no remote write */
     start();
-    dcx_sge_t s = lsge(0, 64);
+    dcx_sge_t s      = lsge(0, 64);
     dcx_send_wr_t wr = make_wr(DCX_WR_RDMA_WRITE, 1, &s, 1, ini, sh);
     EXPECT_EQ(DCX_WC_REM_ACCESS_ERR, run(wr).status);
     ASSERT_EQ(0, dcx_qp_recover(ini.dci));
@@ -139,7 +140,7 @@ TEST_F(soft_xproc, read_bad_rkey_bad_flow)
     }
     ASSERT_EQ(0, dcx_qp_recover(ini.dci));
     wr = make_wr(DCX_WR_RDMA_READ, 2, &s, 1, ini, sh);
-    wr.remote_addr += BUF_SIZE - 32;   /* crosses the end */
+    wr.remote_addr += BUF_SIZE - 32; /* crosses the end */
     EXPECT_EQ(DCX_WC_REM_ACCESS_ERR, run(wr).status);
     EXPECT_TRUE(stop_children());
 }
@@ -147,13 +148,13 @@ TEST_F(soft_xproc, read_bad_rkey_bad_flow)
 TEST_F(soft_xproc, atomic_misaligned_bad_flow)
 {
     start();
-    dcx_sge_t s = lsge(0, 8);
-    const dcx_wr_opcode_t ops[] = { DCX_WR_ATOMIC_FADD, DCX_WR_ATOMIC_CSWAP,
-                                    DCX_WR_ATOMIC_MASKED_FADD,
-                                    DCX_WR_ATOMIC_MASKED_CSWAP };
+    dcx_sge_t s                 = lsge(0, 8);
+    const dcx_wr_opcode_t ops[] = {DCX_WR_ATOMIC_FADD, DCX_WR_ATOMIC_CSWAP,
+                                   DCX_WR_ATOMIC_MASKED_FADD,
+                                   DCX_WR_ATOMIC_MASKED_CSWAP};
     for (dcx_wr_opcode_t op : ops) {
         dcx_send_wr_t wr = make_wr(op, op, &s, 1, ini, sh);
-        wr.remote_addr += 4;   /* 4-aligned, not 8-aligned */
+        wr.remote_addr += 4; /* 4-aligned, not 8-aligned */
         wr.atomic_size  = 8;
         wr.compare_add  = 1;
         wr.compare_mask = ~0ull;
@@ -164,7 +165,7 @@ TEST_F(soft_xproc, atomic_misaligned_bad_flow)
     /* masked 32-bit at a 2-byte offset */
     dcx_send_wr_t wr = make_wr(DCX_WR_ATOMIC_MASKED_FADD, 9, &s, 1, ini, sh);
     wr.remote_addr += 2;
-    wr.atomic_size  = 4;
+    wr.atomic_size = 4;
     EXPECT_EQ(DCX_WC_REM_INV_REQ_ERR, run(wr).status);
     EXPECT_TRUE(all_zero(sh->buf, 16));
     EXPECT_TRUE(stop_children());
@@ -173,41 +174,41 @@ TEST_F(soft_xproc, atomic_misaligned_bad_flow)
 TEST_F(soft_xproc, masked_atomics)
 {
     start();
-    dcx_sge_t s = lsge(0, 8);
-    uint64_t *t64 = (uint64_t*)(sh->buf + 128);
-    uint32_t *t32 = (uint32_t*)(sh->buf + 256);
+    dcx_sge_t s   = lsge(0, 8);
+    uint64_t *t64 = (uint64_t *)(sh->buf + 128);
+    uint32_t *t32 = (uint32_t *)(sh->buf + 256);
 
     /* masked FADD 64: two 32-bit fields, carry stops at bit 31 */
-    *t64 = 0x00000001ffffffffull;
+    *t64             = 0x00000001ffffffffull;
     dcx_send_wr_t wr = make_wr(DCX_WR_ATOMIC_MASKED_FADD, 1, &s, 1, ini, sh);
     wr.remote_addr += 128;
     wr.atomic_size  = 8;
     wr.compare_add  = 0x0000000100000001ull;
     wr.compare_mask = 0x8000000080000000ull;
-    dcx_wc_t wc = run(wr);
+    dcx_wc_t wc     = run(wr);
     EXPECT_EQ(DCX_WC_SUCCESS, wc.status);
     EXPECT_EQ(DCX_WC_MASKED_FETCH_ADD, wc.opcode);
-    EXPECT_EQ(0x00000001ffffffffull, *(uint64_t*)lbuf.data());
+    EXPECT_EQ(0x00000001ffffffffull, *(uint64_t *)lbuf.data());
     EXPECT_EQ(0x0000000200000000ull, *t64);
 
     /* masked CSWAP 64: compare low byte only, swap high half only */
     *t64 = 0x11223344556677aaull;
-    wr = make_wr(DCX_WR_ATOMIC_MASKED_CSWAP, 2, &s, 1, ini, sh);
+    wr   = make_wr(DCX_WR_ATOMIC_MASKED_CSWAP, 2, &s, 1, ini, sh);
     wr.remote_addr += 128;
     wr.atomic_size  = 8;
     wr.compare_add  = 0xaa;
     wr.compare_mask = 0xff;
     wr.swap         = 0xdeadbeef00000000ull;
     wr.swap_mask    = 0xffffffff00000000ull;
-    wc = run(wr);
+    wc              = run(wr);
     EXPECT_EQ(DCX_WC_SUCCESS, wc.status);
     EXPECT_EQ(DCX_WC_MASKED_COMP_SWAP, wc.opcode);
-    EXPECT_EQ(0x11223344556677aaull, *(uint64_t*)lbuf.data());
+    EXPECT_EQ(0x11223344556677aaull, *(uint64_t *)lbuf.data());
     EXPECT_EQ(0xdeadbeef556677aaull, *t64);
 
     /* compare mismatch: unchanged */
     wr.compare_add = 0xbb;
-    wc = run(wr);
+    wc             = run(wr);
     EXPECT_EQ(DCX_WC_SUCCESS, wc.status);
     EXPECT_EQ(0xdeadbeef556677aaull, *t64);
 
@@ -219,25 +220,25 @@ TEST_F(soft_xproc, masked_atomics)
     wr.atomic_size  = 4;
     wr.compare_add  = 0x01010101;
     wr.compare_mask = 0x80808080;
-    wc = run(wr);
+    wc              = run(wr);
     EXPECT_EQ(DCX_WC_SUCCESS, wc.status);
     EXPECT_EQ(4u, wc.byte_len);
-    EXPECT_EQ(0x01ff02ffu, *(uint32_t*)lbuf.data());
-    EXPECT_EQ(0xeeu, lbuf[4]);   /* only 4 bytes written */
+    EXPECT_EQ(0x01ff02ffu, *(uint32_t *)lbuf.data());
+    EXPECT_EQ(0xeeu, lbuf[4]); /* only 4 bytes written */
     EXPECT_EQ(0x02000300u, *t32);
 
     /* 32-bit masked CSWAP */
     *t32 = 0xcafe0001;
-    wr = make_wr(DCX_WR_ATOMIC_MASKED_CSWAP, 4, &s, 1, ini, sh);
+    wr   = make_wr(DCX_WR_ATOMIC_MASKED_CSWAP, 4, &s, 1, ini, sh);
     wr.remote_addr += 256;
     wr.atomic_size  = 4;
     wr.compare_add  = 0x0001;
     wr.compare_mask = 0xffff;
     wr.swap         = 0x0000beef;
     wr.swap_mask    = 0x0000ffff;
-    wc = run(wr);
+    wc              = run(wr);
     EXPECT_EQ(DCX_WC_SUCCESS, wc.status);
-    EXPECT_EQ(0xcafe0001u, *(uint32_t*)lbuf.data());
+    EXPECT_EQ(0xcafe0001u, *(uint32_t *)lbuf.data());
     EXPECT_EQ(0xcafebeefu, *t32);
     EXPECT_TRUE(stop_children());
 }
@@ -246,12 +247,12 @@ TEST_F(soft_xproc, atomic_size_bad_flow)
 {
     start();
     log_counter logs;
-    dcx_sge_t s = lsge(0, 8);
+    dcx_sge_t s      = lsge(0, 8);
     dcx_send_wr_t wr = make_wr(DCX_WR_ATOMIC_MASKED_FADD, 1, &s, 1, ini, sh);
-    wr.atomic_size = 2;
+    wr.atomic_size   = 2;
     EXPECT_EQ(EINVAL, dcx_qp_post_send(ini.dci, &wr));
     s.length = 4;
-    wr = make_wr(DCX_WR_ATOMIC_FADD, 1, &s, 1, ini, sh);
+    wr       = make_wr(DCX_WR_ATOMIC_FADD, 1, &s, 1, ini, sh);
     EXPECT_EQ(EINVAL, dcx_qp_post_send(ini.dci, &wr));
     EXPECT_EQ(2, logs.lines());
     EXPECT_TRUE(stop_children());
@@ -261,7 +262,7 @@ TEST_F(soft_xproc, send_too_long_bad_flow)
 {
     sh->tp.recv_size = 1000;
     start();
-    dcx_sge_t s = lsge(0, 1001);
+    dcx_sge_t s      = lsge(0, 1001);
     dcx_send_wr_t wr = make_wr(DCX_WR_SEND, 1, &s, 1, ini, sh);
     EXPECT_EQ(DCX_WC_REM_INV_REQ_ERR, run(wr).status);
     ASSERT_TRUE(wait_recv(1));
@@ -287,7 +288,7 @@ TEST_F(soft_xproc, bad_lkey_bad_flow)
     EXPECT_EQ(DCX_WC_LOC_PROT_ERR, run(wr).status);
     ASSERT_EQ(0, dcx_qp_recover(ini.dci));
     /* local range past the MR */
-    s = lsge(lbuf.size() - 8, 64);
+    s  = lsge(lbuf.size() - 8, 64);
     wr = make_wr(DCX_WR_RDMA_READ, 2, &s, 1, ini, sh);
     EXPECT_EQ(DCX_WC_LOC_PROT_ERR, run(wr).status);
     EXPECT_TRUE(stop_children());
@@ -296,7 +297,7 @@ TEST_F(soft_xproc, bad_lkey_bad_flow)
 TEST_F(soft_xproc, dc_key_mismatch_bad_flow)
 {
     start();
-    dcx_sge_t s = lsge(0, 64);
+    dcx_sge_t s      = lsge(0, 64);
     dcx_send_wr_t wr = make_wr(DCX_WR_RDMA_WRITE, 1, &s, 1, ini, sh);
     wr.dest.dc_key ^= 1;
     double t0 = now_s();
@@ -313,7 +314,7 @@ TEST_F(soft_xproc, dc_key_mismatch_bad_flow)
 TEST_F(soft_xproc, bad_dctn_bad_flow)
 {
     start();
-    dcx_sge_t s = lsge(0, 64);
+    dcx_sge_t s      = lsge(0, 64);
     dcx_send_wr_t wr = make_wr(DCX_WR_SEND, 1, &s, 1, ini, sh);
     wr.dest.dctn += 77;
     double t0 = now_s();
@@ -336,7 +337,7 @@ TEST_F(soft_xproc, rnr_then_success)
     dcx_send_wr_t wr = make_wr(DCX_WR_SEND, 1, &s, 1, ini, sh);
     ASSERT_EQ(0, dcx_qp_post_send(ini.dci, &wr));
     dcx_wc_t wc;
-    EXPECT_EQ(0, ini.poll(&wc, 1, 0.1));   /* RNR: retried, not done */
+    EXPECT_EQ(0, ini.poll(&wc, 1, 0.1)); /* RNR: retried, not done */
     __atomic_store_n(&sh->post_more, 1, __ATOMIC_RELEASE);
     ASSERT_EQ(1, ini.poll(&wc, 1, 20.0));
     EXPECT_EQ(DCX_WC_SUCCESS, wc.status);
@@ -358,7 +359,7 @@ TEST_F(soft_xproc, rnr_exceeded_bad_flow)
     ASSERT_EQ(0, ini.make_dci(16, 64, 0, 2 /* rnr_retry */));
     ASSERT_EQ(0, ini.connect(sh->addr, sh->addr_len));
     ASSERT_EQ(0, ini.reg(lbuf.data(), 4096, DCX_ACCESS_LOCAL_WRITE, &lmr));
-    dcx_sge_t s = lsge(0, 10);
+    dcx_sge_t s      = lsge(0, 10);
     dcx_send_wr_t wr = make_wr(DCX_WR_SEND, 1, &s, 1, ini, sh);
     EXPECT_EQ(DCX_WC_RNR_RETRY_EXC_ERR, run(wr).status);
     dcx_soft_stats_t st;
@@ -372,10 +373,10 @@ TEST_F(soft_xproc, write_imm)
 {
     start();
     fill(lbuf.data(), 3000, 4);
-    dcx_sge_t s = lsge(0, 3000);
+    dcx_sge_t s      = lsge(0, 3000);
     dcx_send_wr_t wr = make_wr(DCX_WR_RDMA_WRITE_IMM, 1, &s, 1, ini, sh);
     wr.remote_addr += 8192;
-    wr.imm          = 0x12345678;
+    wr.imm      = 0x12345678;
     dcx_wc_t wc = run(wr);
     EXPECT_EQ(DCX_WC_SUCCESS, wc.status);
     EXPECT_EQ(DCX_WC_RDMA_WRITE, wc.opcode);
@@ -397,9 +398,9 @@ TEST_F(soft_xproc, sq_full_enomem)
     ASSERT_EQ(0, ini.make_dci(4));
     ASSERT_EQ(0, ini.connect(sh->addr, sh->addr_len));
     ASSERT_EQ(0, ini.reg(lbuf.data(), 4096, DCX_ACCESS_LOCAL_WRITE, &lmr));
-    dcx_sge_t s = lsge(0, 8);
+    dcx_sge_t s      = lsge(0, 8);
     dcx_send_wr_t wr = make_wr(DCX_WR_RDMA_WRITE, 0, &s, 1, ini, sh);
-    wr.flags = 0;
+    wr.flags         = 0;
     for (int i = 0; i < 3; ++i) {
         ASSERT_EQ(0, dcx_qp_post_send(ini.dci, &wr));
     }
@@ -427,9 +428,9 @@ TEST_F(soft_xproc, sq_full_enomem)
 
 TEST_F(soft_xproc, set_error_flush_recover)
 {
-    sh->tp.nrecv = 0;   /* sends wait for receives (RNR) */
+    sh->tp.nrecv = 0; /* sends wait for receives (RNR) */
     start();
-    dcx_sge_t s = lsge(0, 8);
+    dcx_sge_t s      = lsge(0, 8);
     dcx_send_wr_t wr = make_wr(DCX_WR_SEND, 0, &s, 1, ini, sh);
     for (int i = 0; i < 4; ++i) {
         wr.wr_id = i;
@@ -441,7 +442,7 @@ TEST_F(soft_xproc, set_error_flush_recover)
     dcx_wc_t wc[8];
     ASSERT_EQ(4, ini.poll(wc, 4));
     for (int i = 0; i < 4; ++i) {
-        EXPECT_EQ((uint64_t)i, wc[i].wr_id);   /* in post order, all of them */
+        EXPECT_EQ((uint64_t)i, wc[i].wr_id); /* in post order, all of them */
         EXPECT_EQ(DCX_WC_WR_FLUSH_ERR, wc[i].status);
     }
     /* unpolled completions are discarded by the recovery */
@@ -452,7 +453,7 @@ TEST_F(soft_xproc, set_error_flush_recover)
 
     /* a flushed send may still have landed (as on hardware): spare receives */
     __atomic_store_n(&sh->post_more, 8, __ATOMIC_RELEASE);
-    wr.wr_id = 10;
+    wr.wr_id    = 10;
     dcx_wc_t w1 = run(wr);
     EXPECT_EQ(DCX_WC_SUCCESS, w1.status);
     EXPECT_EQ(10u, w1.wr_id);
@@ -481,13 +482,13 @@ TEST_F(soft_xproc, limits_inline_sge_bad_flow)
     ASSERT_EQ(0, ini.make_dci(16, 64, 0, 0, 2));
     ASSERT_EQ(0, ini.connect(sh->addr, sh->addr_len));
     ASSERT_EQ(0, ini.reg(lbuf.data(), 4096, DCX_ACCESS_LOCAL_WRITE, &lmr));
-    dcx_sge_t s[3] = { lsge(0, 40), lsge(100, 25), lsge(200, 1) };
+    dcx_sge_t s[3]   = {lsge(0, 40), lsge(100, 25), lsge(200, 1)};
     dcx_send_wr_t wr = make_wr(DCX_WR_RDMA_WRITE, 1, s, 2, ini, sh);
     wr.flags |= DCX_SEND_INLINE;
     {
         log_counter logs;
-        EXPECT_EQ(EINVAL, dcx_qp_post_send(ini.dci, &wr));   /* 65 > 64 */
-        wr.num_sge = 3;                                       /* > 2 sge */
+        EXPECT_EQ(EINVAL, dcx_qp_post_send(ini.dci, &wr)); /* 65 > 64 */
+        wr.num_sge = 3;                                    /* > 2 sge */
         EXPECT_EQ(EINVAL, dcx_qp_post_send(ini.dci, &wr));
         wr.opcode = DCX_WR_OPCODE_LAST;
         EXPECT_EQ(EINVAL, dcx_qp_post_send(ini.dci, &wr));
@@ -498,7 +499,7 @@ TEST_F(soft_xproc, limits_inline_sge_bad_flow)
     std::vector<uint8_t> expect(lbuf.begin(), lbuf.begin() + 40);
     expect.insert(expect.end(), lbuf.begin() + 100, lbuf.begin() + 124);
     s[1].length = 24;
-    wr = make_wr(DCX_WR_RDMA_WRITE, 2, s, 2, ini, sh);
+    wr          = make_wr(DCX_WR_RDMA_WRITE, 2, s, 2, ini, sh);
     wr.flags |= DCX_SEND_INLINE;
     ASSERT_EQ(0, dcx_qp_post_send(ini.dci, &wr));
     memset(lbuf.data(), 0, 300);
@@ -515,17 +516,17 @@ TEST_F(soft_xproc, small_mtu_multi_sge)
     start();
     EXPECT_EQ(1024u, dcx_dev_caps(ini.dev)->mtu);
     fill(lbuf.data(), 20000, 6);
-    dcx_sge_t s[3] = { lsge(0, 5000), lsge(5000, 1), lsge(5001, 4000) };
+    dcx_sge_t s[3]   = {lsge(0, 5000), lsge(5000, 1), lsge(5001, 4000)};
     dcx_send_wr_t wr = make_wr(DCX_WR_SEND, 1, s, 3, ini, sh);
     EXPECT_EQ(DCX_WC_SUCCESS, run(wr).status);
     ASSERT_TRUE(wait_recv(1));
     EXPECT_EQ(9001u, sh->wc[0].byte_len);
     EXPECT_EQ(0, memcmp(recv_buf(sh, sh->wc[0].wr_id), lbuf.data(), 9001));
     /* read into 3 sges */
-    s[0] = lsge(100000, 3000);
-    s[1] = lsge(200000, 3000);
-    s[2] = lsge(300000, 3001);
-    wr = make_wr(DCX_WR_RDMA_READ, 2, s, 3, ini, sh);
+    s[0]           = lsge(100000, 3000);
+    s[1]           = lsge(200000, 3000);
+    s[2]           = lsge(300000, 3001);
+    wr             = make_wr(DCX_WR_RDMA_READ, 2, s, 3, ini, sh);
     wr.remote_addr = (uint64_t)(uintptr_t)recv_buf(sh, sh->wc[0].wr_id);
     EXPECT_EQ(DCX_WC_SUCCESS, run(wr).status);
     EXPECT_EQ(0, memcmp(lbuf.data() + 100000, lbuf.data(), 3000));
@@ -550,8 +551,8 @@ TEST_F(soft_xproc, fence_and_rd_atomic)
     ASSERT_EQ(0, dcx_qp_create(ini.pd, &qattr, &ini.dci));
     EXPECT_EQ(1u, ini.dci->max_rd_atomic);
     ASSERT_EQ(0, ini.connect(sh->addr, sh->addr_len));
-    ASSERT_EQ(0, ini.reg(lbuf.data(), lbuf.size(), DCX_ACCESS_LOCAL_WRITE,
-                         &lmr));
+    ASSERT_EQ(0,
+              ini.reg(lbuf.data(), lbuf.size(), DCX_ACCESS_LOCAL_WRITE, &lmr));
     /* READ of the old value, then a FENCEd WRITE over it */
     memset(sh->buf, 0x11, 50000);
     memset(lbuf.data(), 0x22, 50000);
@@ -564,11 +565,11 @@ TEST_F(soft_xproc, fence_and_rd_atomic)
     /* several atomics beyond max_rd_atomic=1 all complete, in order */
     dcx_sge_t as[8];
     for (int i = 0; i < 8; ++i) {
-        as[i] = lsge(2u << 20 | (i * 8), 8);
+        as[i]           = lsge(2u << 20 | (i * 8), 8);
         dcx_send_wr_t a = make_wr(DCX_WR_ATOMIC_FADD, 10 + i, &as[i], 1, ini,
                                   sh);
         a.remote_addr += 100000;
-        a.compare_add  = 1;
+        a.compare_add = 1;
         ASSERT_EQ(0, dcx_qp_post_send(ini.dci, &a));
     }
     dcx_wc_t wc[10];
@@ -580,7 +581,7 @@ TEST_F(soft_xproc, fence_and_rd_atomic)
         if (i >= 2) {
             EXPECT_EQ((uint64_t)(8 + i), wc[i].wr_id);
             EXPECT_EQ((uint64_t)(i - 2),
-                      *(uint64_t*)(lbuf.data() + (2u << 20) + (i - 2) * 8));
+                      *(uint64_t *)(lbuf.data() + (2u << 20) + (i - 2) * 8));
         }
     }
     for (int i = 0; i < 50000; ++i) {
@@ -602,9 +603,9 @@ TEST_F(soft_xproc, two_destinations_in_order)
     ASSERT_EQ(0, dcx_ah_create(ini.pd, myaddr, len, &self_ah));
     std::vector<uint8_t> mine(1 << 16);
     dcx_mr_t *mymr;
-    ASSERT_EQ(0, ini.reg(mine.data(), mine.size(),
-                         DCX_ACCESS_LOCAL_WRITE | DCX_ACCESS_REMOTE_WRITE,
-                         &mymr));
+    ASSERT_EQ(0,
+              ini.reg(mine.data(), mine.size(),
+                      DCX_ACCESS_LOCAL_WRITE | DCX_ACCESS_REMOTE_WRITE, &mymr));
     fill(lbuf.data(), 1 << 16, 8);
     dcx_sge_t s = lsge(0, 1000);
     for (int i = 0; i < 20; ++i) {
@@ -649,8 +650,9 @@ TEST_F(soft_xproc, cq_overrun_bad_flow)
     }
     double end = now_s() + 10;
     while ((__atomic_load_n(&ini.dci->state, __ATOMIC_RELAXED) !=
-            DCX_QPS_ERR) && (now_s() < end)) {
-        usleep(1000);   /* the helper progresses while we do not poll */
+            DCX_QPS_ERR) &&
+           (now_s() < end)) {
+        usleep(1000); /* the helper progresses while we do not poll */
     }
     EXPECT_EQ(DCX_QPS_ERR, ini.dci->state);
     EXPECT_EQ(1, logs.lines());
@@ -664,12 +666,12 @@ TEST_F(soft_xproc, large_write_read)
     for (uint32_t i = 0; i < size; ++i) {
         lbuf[i] = (uint8_t)((i >> 12) ^ i);
     }
-    dcx_sge_t s = lsge(0, size);
+    dcx_sge_t s      = lsge(0, size);
     dcx_send_wr_t wr = make_wr(DCX_WR_RDMA_WRITE, 1, &s, 1, ini, sh);
     EXPECT_EQ(DCX_WC_SUCCESS, run(wr).status);
     EXPECT_EQ(0, memcmp(sh->buf, lbuf.data(), size));
-    s  = lsge(size, size);
-    wr = make_wr(DCX_WR_RDMA_READ, 2, &s, 1, ini, sh);
+    s           = lsge(size, size);
+    wr          = make_wr(DCX_WR_RDMA_READ, 2, &s, 1, ini, sh);
     dcx_wc_t wc = run(wr);
     EXPECT_EQ(DCX_WC_SUCCESS, wc.status);
     EXPECT_EQ(size, wc.byte_len);
@@ -679,10 +681,10 @@ TEST_F(soft_xproc, large_write_read)
     s  = lsge(0, size);
     wr = make_wr(DCX_WR_RDMA_WRITE, 3, &s, 1, ini, sh);
     wr.remote_addr += size;
-    wr.rkey         = sh->rkey_ro;
+    wr.rkey = sh->rkey_ro;
     EXPECT_EQ(DCX_WC_REM_ACCESS_ERR, run(wr).status);
     EXPECT_TRUE(all_zero(sh->buf + size, size));
-    wr = make_wr(DCX_WR_RDMA_READ, 4, &s, 1, ini, sh);
+    wr      = make_wr(DCX_WR_RDMA_READ, 4, &s, 1, ini, sh);
     wr.rkey = 0;
     ASSERT_EQ(0, dcx_qp_recover(ini.dci));
     EXPECT_EQ(DCX_WC_REM_ACCESS_ERR, run(wr).status);
@@ -700,7 +702,7 @@ TEST_F(soft_xproc, max_msg_size_bad_flow)
     sh->tp.limits.max_msg_size = 4096;
     start();
     EXPECT_EQ(4096u, dcx_dev_caps(ini.dev)->max_msg_size);
-    dcx_sge_t s = lsge(0, 4097);
+    dcx_sge_t s      = lsge(0, 4097);
     dcx_send_wr_t wr = make_wr(DCX_WR_RDMA_WRITE, 1, &s, 1, ini, sh);
     EXPECT_EQ(DCX_WC_LOC_LEN_ERR, run(wr).status);
     ASSERT_EQ(0, dcx_qp_recover(ini.dci));
@@ -720,19 +722,19 @@ TEST_F(soft, srq_post_bad_flow)
     ASSERT_EQ(0, n.make_target(1, 0, 2));
     dcx_sge_t s[3];
     for (auto &x : s) {
-        x = { (uint64_t)(uintptr_t)buf, 8, mr->lkey };
+        x = {(uint64_t)(uintptr_t)buf, 8, mr->lkey};
     }
     {
         log_counter logs;
-        EXPECT_EQ(EINVAL, dcx_srq_post_recv(n.srq, 1, s, 3));   /* max_sge 2 */
+        EXPECT_EQ(EINVAL, dcx_srq_post_recv(n.srq, 1, s, 3)); /* max_sge 2 */
         EXPECT_EQ(1, logs.lines());
     }
     EXPECT_EQ(0, dcx_srq_post_recv(n.srq, 1, s, 2));
     EXPECT_EQ(0, dcx_srq_post_recv(n.srq, 2, s, 1));
-    EXPECT_EQ(ENOMEM, dcx_srq_post_recv(n.srq, 3, s, 1));      /* full */
+    EXPECT_EQ(ENOMEM, dcx_srq_post_recv(n.srq, 3, s, 1)); /* full */
     {
         log_counter logs;
-        EXPECT_EQ(EBUSY, dcx_srq_destroy(n.srq));              /* DCT uses it */
+        EXPECT_EQ(EBUSY, dcx_srq_destroy(n.srq)); /* DCT uses it */
         EXPECT_EQ(1, logs.lines());
     }
 }
@@ -745,16 +747,17 @@ TEST_F(soft, many_sources_loopback)
     dcx_mr_t *mr;
     ASSERT_EQ(0, n.open(fabric.c_str()));
     ASSERT_EQ(0, n.make_cq(4096));
-    ASSERT_EQ(0, n.reg(mem.data(), mem.size() * 8, DCX_ACCESS_LOCAL_WRITE |
-                       DCX_ACCESS_REMOTE_WRITE | DCX_ACCESS_REMOTE_ATOMIC,
+    ASSERT_EQ(0, n.reg(mem.data(), mem.size() * 8,
+                       DCX_ACCESS_LOCAL_WRITE | DCX_ACCESS_REMOTE_WRITE |
+                           DCX_ACCESS_REMOTE_ATOMIC,
                        &mr));
     ASSERT_EQ(0, n.make_target(5, DCX_ACCESS_REMOTE_WRITE |
-                                  DCX_ACCESS_REMOTE_ATOMIC));
+                                      DCX_ACCESS_REMOTE_ATOMIC));
     uint8_t addr[DCX_DEV_ADDR_MAX];
     size_t len = sizeof(addr);
     ASSERT_EQ(0, dcx_dev_port_addr(n.dev, addr, &len));
     ASSERT_EQ(0, n.connect(addr, len));
-    std::vector<dcx_qp_t*> dcis(1100);
+    std::vector<dcx_qp_t *> dcis(1100);
     dcx_qp_attr_t qattr;
     memset(&qattr, 0, sizeof(qattr));
     qattr.type        = DCX_QPT_DCI;
@@ -765,8 +768,8 @@ TEST_F(soft, many_sources_loopback)
     }
     for (int round = 0; round < 2; ++round) {
         for (size_t i = 0; i < dcis.size(); ++i) {
-            dcx_sge_t s = { (uint64_t)(uintptr_t)&mem[1100 + (i % 900)], 8,
-                            mr->lkey };
+            dcx_sge_t s = {(uint64_t)(uintptr_t)&mem[1100 + (i % 900)], 8,
+                           mr->lkey};
             dcx_send_wr_t wr;
             memset(&wr, 0, sizeof(wr));
             wr.wr_id       = i;
@@ -807,12 +810,12 @@ TEST_F(soft_xproc, verbs_transport_params)
     qattr.type        = DCX_QPT_DCI;
     qattr.send_cq     = ini.cq;
     qattr.max_send_wr = 8;
-    qattr.timeout     = 14;   /* 67 ms */
+    qattr.timeout     = 14; /* 67 ms */
     qattr.retry_cnt   = 1;
     ASSERT_EQ(0, dcx_qp_create(ini.pd, &qattr, &ini.dci));
     ASSERT_EQ(0, ini.connect(sh->addr, sh->addr_len));
     ASSERT_EQ(0, ini.reg(lbuf.data(), 4096, DCX_ACCESS_LOCAL_WRITE, &lmr));
-    dcx_sge_t s = lsge(0, 8);
+    dcx_sge_t s      = lsge(0, 8);
     dcx_send_wr_t wr = make_wr(DCX_WR_RDMA_WRITE, 1, &s, 1, ini, sh);
     wr.dest.dctn ^= 0x40;
     double t0 = now_s();
@@ -820,7 +823,7 @@ TEST_F(soft_xproc, verbs_transport_params)
     EXPECT_LT(now_s() - t0, 5.0);
     dcx_soft_stats_t st;
     ASSERT_EQ(0, dcx_soft_stats(ini.dev, &st));
-    EXPECT_EQ(1u, st.retransmits);   /* retry_cnt from the QP, not limits */
+    EXPECT_EQ(1u, st.retransmits); /* retry_cnt from the QP, not limits */
     EXPECT_TRUE(stop_children());
 }
 
@@ -829,13 +832,13 @@ TEST_F(soft_xproc, write_imm_rnr)
     sh->tp.nrecv = 0;
     start();
     fill(lbuf.data(), 500, 11);
-    dcx_sge_t s = lsge(0, 500);
+    dcx_sge_t s      = lsge(0, 500);
     dcx_send_wr_t wr = make_wr(DCX_WR_RDMA_WRITE_IMM, 1, &s, 1, ini, sh);
-    wr.imm = 77;
+    wr.imm           = 77;
     ASSERT_EQ(0, dcx_qp_post_send(ini.dci, &wr));
     dcx_wc_t wc;
     EXPECT_EQ(0, ini.poll(&wc, 1, 0.1));
-    EXPECT_TRUE(all_zero(sh->buf, 500));   /* nothing written before RNR */
+    EXPECT_TRUE(all_zero(sh->buf, 500)); /* nothing written before RNR */
     __atomic_store_n(&sh->post_more, 1, __ATOMIC_RELEASE);
     ASSERT_EQ(1, ini.poll(&wc, 1, 20.0));
     EXPECT_EQ(DCX_WC_SUCCESS, wc.status);
@@ -851,7 +854,7 @@ TEST_F(soft_xproc, recv_bad_lkey_bad_flow)
     sh->tp.nrecv         = 1;
     sh->tp.recv_lkey_xor = 0x4400;
     start();
-    dcx_sge_t s = lsge(0, 16);
+    dcx_sge_t s      = lsge(0, 16);
     dcx_send_wr_t wr = make_wr(DCX_WR_SEND, 1, &s, 1, ini, sh);
     EXPECT_EQ(DCX_WC_REM_OP_ERR, run(wr).status);
     ASSERT_TRUE(wait_recv(1));
@@ -868,27 +871,27 @@ TEST_F(soft, mr_reg_checks_the_mapping_bad_flow)
     node n;
     ASSERT_EQ(0, n.open(fabric.c_str()));
     const size_t pg = (size_t)sysconf(_SC_PAGESIZE);
-    uint8_t *m = (uint8_t*)mmap(nullptr, 4 * pg, PROT_READ | PROT_WRITE,
-                                MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    ASSERT_NE(MAP_FAILED, (void*)m);
+    uint8_t *m      = (uint8_t *)mmap(nullptr, 4 * pg, PROT_READ | PROT_WRITE,
+                                      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    ASSERT_NE(MAP_FAILED, (void *)m);
     /* page 0 rw, page 1 read-only, page 2 PROT_NONE, page 3 unmapped */
     ASSERT_EQ(0, mprotect(m + pg, pg, PROT_READ));
     ASSERT_EQ(0, mprotect(m + 2 * pg, pg, PROT_NONE));
     ASSERT_EQ(0, munmap(m + 3 * pg, pg));
     const uint32_t lw = DCX_ACCESS_LOCAL_WRITE;
     struct {
-        size_t   off, len;
+        size_t off, len;
         uint32_t access;
     } bad[] = {
-        { 3 * pg, pg, DCX_ACCESS_REMOTE_READ },          /* unmapped */
-        { 3 * pg + 8, 8, 0 },                            /* unmapped */
-        { 2 * pg, pg, DCX_ACCESS_REMOTE_READ },          /* PROT_NONE */
-        { pg, pg, lw },                                  /* read-only */
-        { pg, 64, lw | DCX_ACCESS_REMOTE_WRITE },
-        { pg + 8, 8, lw | DCX_ACCESS_REMOTE_ATOMIC },
-        { 0, 2 * pg, lw },                               /* rw then ro */
-        { 0, 3 * pg, DCX_ACCESS_REMOTE_READ },           /* reaches none */
-        { pg, 3 * pg, DCX_ACCESS_REMOTE_READ },          /* reaches a hole */
+        {3 * pg, pg, DCX_ACCESS_REMOTE_READ}, /* unmapped */
+        {3 * pg + 8, 8, 0},                   /* unmapped */
+        {2 * pg, pg, DCX_ACCESS_REMOTE_READ}, /* PROT_NONE */
+        {pg, pg, lw},                         /* read-only */
+        {pg, 64, lw | DCX_ACCESS_REMOTE_WRITE},
+        {pg + 8, 8, lw | DCX_ACCESS_REMOTE_ATOMIC},
+        {0, 2 * pg, lw},                      /* rw then ro */
+        {0, 3 * pg, DCX_ACCESS_REMOTE_READ},  /* reaches none */
+        {pg, 3 * pg, DCX_ACCESS_REMOTE_READ}, /* reaches a hole */
     };
     for (const auto &b : bad) {
         log_counter logs;
@@ -901,15 +904,16 @@ TEST_F(soft, mr_reg_checks_the_mapping_bad_flow)
      * several mappings */
     dcx_mr_t *ro, *rw, *both;
     EXPECT_EQ(0, n.reg(m + pg, pg, DCX_ACCESS_REMOTE_READ, &ro));
-    EXPECT_EQ(0, n.reg(m, pg, lw | DCX_ACCESS_REMOTE_WRITE |
-                       DCX_ACCESS_REMOTE_ATOMIC, &rw));
+    EXPECT_EQ(0, n.reg(m, pg,
+                       lw | DCX_ACCESS_REMOTE_WRITE | DCX_ACCESS_REMOTE_ATOMIC,
+                       &rw));
     EXPECT_EQ(0, n.reg(m, 2 * pg, DCX_ACCESS_REMOTE_READ, &both));
     n.close();
     munmap(m, 3 * pg);
 
-    uint8_t *two = (uint8_t*)mmap(nullptr, 2 * pg, PROT_READ | PROT_WRITE,
-                                  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    ASSERT_NE(MAP_FAILED, (void*)two);
+    uint8_t *two = (uint8_t *)mmap(nullptr, 2 * pg, PROT_READ | PROT_WRITE,
+                                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    ASSERT_NE(MAP_FAILED, (void *)two);
     /* split into two mappings with the same rights */
     ASSERT_EQ(0, mprotect(two + pg, pg, PROT_READ | PROT_WRITE | PROT_EXEC));
     node k;
@@ -924,9 +928,9 @@ TEST_F(soft, mr_read_only_memory_serves_reads)
 {
     node n;
     const size_t pg = (size_t)sysconf(_SC_PAGESIZE);
-    uint8_t *m = (uint8_t*)mmap(nullptr, pg, PROT_READ | PROT_WRITE,
-                                MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    ASSERT_NE(MAP_FAILED, (void*)m);
+    uint8_t *m      = (uint8_t *)mmap(nullptr, pg, PROT_READ | PROT_WRITE,
+                                      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    ASSERT_NE(MAP_FAILED, (void *)m);
     for (size_t i = 0; i < pg; ++i) {
         m[i] = (uint8_t)(i * 7 + 1);
     }
@@ -943,8 +947,7 @@ TEST_F(soft, mr_read_only_memory_serves_reads)
     size_t len = sizeof(addr);
     ASSERT_EQ(0, dcx_dev_port_addr(n.dev, addr, &len));
     ASSERT_EQ(0, n.connect(addr, len));
-    dcx_sge_t s = { (uint64_t)(uintptr_t)dst.data(), (uint32_t)pg,
-                    lmr->lkey };
+    dcx_sge_t s = {(uint64_t)(uintptr_t)dst.data(), (uint32_t)pg, lmr->lkey};
     dcx_send_wr_t wr;
     memset(&wr, 0, sizeof(wr));
     wr.opcode      = DCX_WR_RDMA_READ;

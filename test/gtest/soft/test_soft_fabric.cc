@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Soft device fabric: segment naming, permissions, cleanup, stale segment
  * sweep (dead owner, recycled pid).
@@ -32,18 +33,18 @@ std::vector<std::string> segments(const std::string &fabric)
 /* Creates a segment that looks like one of owner pid's. */
 std::string fake_segment(const std::string &fabric, pid_t pid, uint64_t start)
 {
-    std::string name = "/dcx-soft." + std::to_string(getuid()) + "." +
-                       fabric + "." + std::to_string(pid) + ".7";
+    std::string name = "/dcx-soft." + std::to_string(getuid()) + "." + fabric +
+                       "." + std::to_string(pid) + ".7";
     int fd = shm_open(name.c_str(), O_RDWR | O_CREAT | O_EXCL, 0600);
     EXPECT_GE(fd, 0);
     if (fd < 0) {
         return name;
     }
     EXPECT_EQ(0, ftruncate(fd, SOFT_SEG_HDR_SIZE));
-    soft_port_hdr_t *hdr = (soft_port_hdr_t*)mmap(nullptr, SOFT_SEG_HDR_SIZE,
-                                                  PROT_READ | PROT_WRITE,
-                                                  MAP_SHARED, fd, 0);
-    EXPECT_NE(MAP_FAILED, (void*)hdr);
+    soft_port_hdr_t *hdr = (soft_port_hdr_t *)mmap(nullptr, SOFT_SEG_HDR_SIZE,
+                                                   PROT_READ | PROT_WRITE,
+                                                   MAP_SHARED, fd, 0);
+    EXPECT_NE(MAP_FAILED, (void *)hdr);
     hdr->magic       = SOFT_MAGIC;
     hdr->owner_pid   = pid;
     hdr->owner_start = start;
@@ -138,7 +139,7 @@ TEST_F(soft, dead_peer_segment_swept)
     EXPECT_LE(segments(fabric).size(), 1u);
     node n;
     ASSERT_EQ(0, n.open(fabric.c_str()));
-    EXPECT_EQ(1u, segments(fabric).size());   /* only ours */
+    EXPECT_EQ(1u, segments(fabric).size()); /* only ours */
     n.close();
     EXPECT_TRUE(segments(fabric).empty());
 }
@@ -162,9 +163,9 @@ TEST_F(soft_xproc, dead_producer_slot_skipped)
         if ((fd < 0) || (fstat(fd, &st) != 0)) {
             _exit(1);
         }
-        soft_port_hdr_t *hdr = (soft_port_hdr_t*)mmap(nullptr, st.st_size,
-                                                      PROT_READ | PROT_WRITE,
-                                                      MAP_SHARED, fd, 0);
+        soft_port_hdr_t *hdr = (soft_port_hdr_t *)mmap(nullptr, st.st_size,
+                                                       PROT_READ | PROT_WRITE,
+                                                       MAP_SHARED, fd, 0);
         void *payload;
         uint64_t pos, freed_seen = 0;
         if ((hdr == MAP_FAILED) ||
@@ -172,16 +173,16 @@ TEST_F(soft_xproc, dead_producer_slot_skipped)
                                  &payload, &pos) == nullptr)) {
             _exit(2);
         }
-        _exit(0);   /* never publishes */
+        _exit(0); /* never publishes */
     }
     int status;
     ASSERT_EQ(vandal, waitpid(vandal, &status, 0));
     ASSERT_TRUE(WIFEXITED(status) && (WEXITSTATUS(status) == 0));
 
     memcpy(lbuf.data(), "after the dead claimer", 22);
-    dcx_sge_t s = lsge(0, 22);
+    dcx_sge_t s      = lsge(0, 22);
     dcx_send_wr_t wr = make_wr(DCX_WR_RDMA_WRITE, 1, &s, 1, ini, sh);
-    log_counter logs;   /* the target logs the skip, in its own process */
+    log_counter logs; /* the target logs the skip, in its own process */
     EXPECT_EQ(DCX_WC_SUCCESS, run(wr).status);
     EXPECT_EQ(0, memcmp(sh->buf, "after the dead claimer", 22));
     EXPECT_TRUE(stop_children());
@@ -190,12 +191,12 @@ TEST_F(soft_xproc, dead_producer_slot_skipped)
 TEST_F(soft, exit_without_close_unlinks)
 {
     std::string fab = fabric;
-    pid_t pid = spawn([fab]() {
-        static node *n = new node;   /* never closed (still reachable) */
+    pid_t pid       = spawn([fab]() {
+        static node *n = new node; /* never closed (still reachable) */
         if (n->open(fab.c_str()) != 0) {
             return 1;
         }
-        exit(0);              /* normal exit runs the destructors */
+        exit(0); /* normal exit runs the destructors */
     });
     ASSERT_GT(pid, 0);
     EXPECT_TRUE(stop_children());

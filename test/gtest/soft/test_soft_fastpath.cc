@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Soft device: the light small-message path (inline SENDs written straight
  * into the target's ring) and cumulative acknowledgements through the
@@ -26,7 +27,7 @@ protected:
         for (unsigned i = 0; i < count; ++i) {
             uint64_t id = first + i;
             memcpy(lbuf.data() + id * 8, &id, 8);
-            dcx_sge_t s = lsge(id * 8, 8);
+            dcx_sge_t s      = lsge(id * 8, 8);
             dcx_send_wr_t wr = make_wr(DCX_WR_SEND, id, &s, 1, ini, sh);
             wr.flags |= DCX_SEND_INLINE;
             ASSERT_EQ(0, dcx_qp_post_send(ini.dci, &wr)) << "wr " << id;
@@ -64,7 +65,7 @@ protected:
 TEST_F(soft_fast, table_acks_complete_in_order)
 {
     const unsigned n = 64;
-    sh->tp.nrecv = n;
+    sh->tp.nrecv     = n;
     start();
     post_inline(0, n);
     expect_in_order(0, n);
@@ -86,7 +87,7 @@ TEST_F(soft_fast, table_acks_stop_at_read)
     post_inline(0, 4);
     memset(lbuf.data() + (1u << 20), 0, 64);
     memset(sh->buf, 0x3c, 64);
-    dcx_sge_t s = lsge(1u << 20, 64);
+    dcx_sge_t s      = lsge(1u << 20, 64);
     dcx_send_wr_t rd = make_wr(DCX_WR_RDMA_READ, 4, &s, 1, ini, sh);
     ASSERT_EQ(0, dcx_qp_post_send(ini.dci, &rd));
     post_inline(5, 4);
@@ -108,8 +109,8 @@ TEST_F(soft_fast, peer_dies_with_unacked_inline_bad_flow)
 {
     pid_t target = start_target();
     ASSERT_EQ(0, open_initiator(ini));
-    ASSERT_EQ(0, ini.reg(lbuf.data(), lbuf.size(), DCX_ACCESS_LOCAL_WRITE,
-                         &lmr));
+    ASSERT_EQ(0,
+              ini.reg(lbuf.data(), lbuf.size(), DCX_ACCESS_LOCAL_WRITE, &lmr));
     post_inline(0, 1);
     expect_in_order(0, 1);
     EXPECT_EQ(1u, dev_stats(ini).table_completions);
@@ -120,7 +121,7 @@ TEST_F(soft_fast, peer_dies_with_unacked_inline_bad_flow)
     EXPECT_EQ(target, waitpid(target, &status, 0));
     children.clear();
 
-    double t0 = now_s();
+    double t0   = now_s();
     uint64_t tx = dev_stats(ini).tx_packets;
     post_inline(1, 3);
     EXPECT_EQ(tx + 3, dev_stats(ini).tx_packets) << "not on the light path";
@@ -144,10 +145,10 @@ TEST_F(soft_fast, peer_dies_with_unacked_inline_bad_flow)
 TEST_F(soft_fast, peer_dies_while_polls_wait_bad_flow)
 {
     const int polls = 2000;
-    pid_t target = start_target();
+    pid_t target    = start_target();
     ASSERT_EQ(0, open_initiator(ini));
-    ASSERT_EQ(0, ini.reg(lbuf.data(), lbuf.size(), DCX_ACCESS_LOCAL_WRITE,
-                         &lmr));
+    ASSERT_EQ(0,
+              ini.reg(lbuf.data(), lbuf.size(), DCX_ACCESS_LOCAL_WRITE, &lmr));
     /* only our polls run our engine */
     soft_helper_stop(soft_dev(ini.dev));
     stop_child(target);
@@ -214,7 +215,7 @@ TEST_F(soft_fast, rnr_then_table_acks)
     start();
     post_inline(0, 4);
     dcx_wc_t wc;
-    EXPECT_EQ(0, ini.poll(&wc, 1, 0.1));   /* RNR: retried, not done */
+    EXPECT_EQ(0, ini.poll(&wc, 1, 0.1)); /* RNR: retried, not done */
     __atomic_store_n(&sh->post_more, 8, __ATOMIC_RELEASE);
     expect_in_order(0, 4);
     dcx_soft_stats_t st = dev_stats(ini);

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Soft device: fault injection (drop, corrupt, delay, forced error CQE,
  * killed port), dead peers, the helper thread, concurrent atomics.
@@ -38,7 +39,7 @@ TEST_F(soft_xproc, fault_inject_bad_flow)
     log_counter logs;
     dcx_soft_fault_t f = fault(DCX_SOFT_FAULT_DROP, 99, 0, 0);
     EXPECT_EQ(EINVAL, dcx_soft_fault_inject(ini.dev, &f));
-    f = fault(DCX_SOFT_FAULT_ERROR_CQE, -1, 0, 0);
+    f        = fault(DCX_SOFT_FAULT_ERROR_CQE, -1, 0, 0);
     f.status = DCX_WC_SUCCESS;
     EXPECT_EQ(EINVAL, dcx_soft_fault_inject(ini.dev, &f));
     EXPECT_EQ(2, logs.lines());
@@ -51,7 +52,7 @@ TEST_F(soft_xproc, drop_retransmit)
     memset(lbuf.data(), 0x5a, 4096);
     dcx_soft_fault_t f = fault(DCX_SOFT_FAULT_DROP, DCX_WR_RDMA_WRITE, 0, 1);
     ASSERT_EQ(0, dcx_soft_fault_inject(ini.dev, &f));
-    dcx_sge_t s = lsge(0, 4096);
+    dcx_sge_t s      = lsge(0, 4096);
     dcx_send_wr_t wr = make_wr(DCX_WR_RDMA_WRITE, 1, &s, 1, ini, sh);
     EXPECT_EQ(DCX_WC_SUCCESS, run(wr).status);
     EXPECT_EQ(0, memcmp(sh->buf, lbuf.data(), 4096));
@@ -70,23 +71,23 @@ TEST_F(soft_xproc, drop_retransmit)
     EXPECT_EQ(DCX_WC_SUCCESS, run(wr).status);
     ASSERT_TRUE(wait_recv(1));
     usleep(20000);
-    EXPECT_EQ(1u, sh->n_wc);   /* delivered exactly once */
+    EXPECT_EQ(1u, sh->n_wc); /* delivered exactly once */
     EXPECT_EQ(3 * mtu + 10, sh->wc[0].byte_len);
-    EXPECT_EQ(0, memcmp(recv_buf(sh, sh->wc[0].wr_id), lbuf.data(),
-                        3 * mtu + 10));
+    EXPECT_EQ(0,
+              memcmp(recv_buf(sh, sh->wc[0].wr_id), lbuf.data(), 3 * mtu + 10));
     EXPECT_GE(dev_stats(ini).retransmits, rexmit + 1);
 
     /* a lost atomic is executed once */
-    *(uint64_t*)(sh->buf + 512) = 40;
+    *(uint64_t *)(sh->buf + 512) = 40;
     f = fault(DCX_SOFT_FAULT_DROP, DCX_WR_ATOMIC_FADD, 0, 1);
     ASSERT_EQ(0, dcx_soft_fault_inject(ini.dev, &f));
     s  = lsge(0, 8);
     wr = make_wr(DCX_WR_ATOMIC_FADD, 3, &s, 1, ini, sh);
     wr.remote_addr += 512;
-    wr.compare_add  = 2;
+    wr.compare_add = 2;
     EXPECT_EQ(DCX_WC_SUCCESS, run(wr).status);
-    EXPECT_EQ(40u, *(uint64_t*)lbuf.data());
-    EXPECT_EQ(42u, *(uint64_t*)(sh->buf + 512));
+    EXPECT_EQ(40u, *(uint64_t *)lbuf.data());
+    EXPECT_EQ(42u, *(uint64_t *)(sh->buf + 512));
     EXPECT_TRUE(stop_children());
 }
 
@@ -95,9 +96,9 @@ TEST_F(soft_xproc, drop_exhausted_bad_flow)
     start();
     dcx_soft_fault_t f = fault(DCX_SOFT_FAULT_DROP, -1, 0, 0);
     ASSERT_EQ(0, dcx_soft_fault_inject(ini.dev, &f));
-    dcx_sge_t s = lsge(0, 64);
+    dcx_sge_t s      = lsge(0, 64);
     dcx_send_wr_t wr = make_wr(DCX_WR_RDMA_READ, 1, &s, 1, ini, sh);
-    double t0 = now_s();
+    double t0        = now_s();
     EXPECT_EQ(DCX_WC_RETRY_EXC_ERR, run(wr).status);
     EXPECT_LT(now_s() - t0, 5.0);
     EXPECT_EQ(sh->tp.limits.retry_cnt, dev_stats(ini).retransmits);
@@ -114,7 +115,7 @@ TEST_F(soft_xproc, corrupt_retransmit)
     memset(lbuf.data(), 0x3c, 256);
     dcx_soft_fault_t f = fault(DCX_SOFT_FAULT_CORRUPT, -1, 0, 2);
     ASSERT_EQ(0, dcx_soft_fault_inject(ini.dev, &f));
-    dcx_sge_t s = lsge(0, 256);
+    dcx_sge_t s      = lsge(0, 256);
     dcx_send_wr_t wr = make_wr(DCX_WR_SEND, 1, &s, 1, ini, sh);
     EXPECT_EQ(DCX_WC_SUCCESS, run(wr).status);
     ASSERT_TRUE(wait_recv(1));
@@ -128,11 +129,10 @@ TEST_F(soft_xproc, corrupt_retransmit)
 TEST_F(soft_xproc, corrupt_exhausted_bad_flow)
 {
     start();
-    dcx_soft_fault_t f = fault(DCX_SOFT_FAULT_CORRUPT, DCX_WR_RDMA_WRITE, 0,
-                               0);
+    dcx_soft_fault_t f = fault(DCX_SOFT_FAULT_CORRUPT, DCX_WR_RDMA_WRITE, 0, 0);
     ASSERT_EQ(0, dcx_soft_fault_inject(ini.dev, &f));
     memset(lbuf.data(), 1, 64);
-    dcx_sge_t s = lsge(0, 64);
+    dcx_sge_t s      = lsge(0, 64);
     dcx_send_wr_t wr = make_wr(DCX_WR_RDMA_WRITE, 1, &s, 1, ini, sh);
     EXPECT_EQ(DCX_WC_RETRY_EXC_ERR, run(wr).status);
     for (int i = 0; i < 64; ++i) {
@@ -154,7 +154,7 @@ namespace {
 uint64_t retransmits_of_late(node &ini, dcx_send_wr_t wr, uint32_t delay_us)
 {
     soft_dev_t *idev = soft_dev(ini.dev);
-    uint64_t before  = dev_stats(ini).retransmits, after = before;
+    uint64_t before = dev_stats(ini).retransmits, after = before;
     dcx_soft_fault_t f = fault(DCX_SOFT_FAULT_DELAY, wr.opcode, 0, 1);
     uint64_t posted;
     dcx_wc_t wc;
@@ -190,10 +190,10 @@ TEST_F(soft_xproc, delay)
     /* shorter than the ack timeout: never retransmitted, however late the
      * target answers (its packet still waits in the ring: a busy target) */
     dcx_soft_fault_t f = fault(DCX_SOFT_FAULT_DELAY, DCX_WR_SEND, 0, 1);
-    f.delay_us = timeout_us / 10;
+    f.delay_us         = timeout_us / 10;
     ASSERT_EQ(0, dcx_soft_fault_inject(ini.dev, &f));
     memcpy(lbuf.data(), "late", 4);
-    dcx_sge_t s = lsge(0, 4);
+    dcx_sge_t s      = lsge(0, 4);
     dcx_send_wr_t wr = make_wr(DCX_WR_SEND, 1, &s, 1, ini, sh);
     EXPECT_EQ(DCX_WC_SUCCESS, run(wr).status);
     EXPECT_EQ(0u, dev_stats(ini).retransmits);
@@ -221,22 +221,22 @@ TEST_F(soft_xproc, delay)
 
     /* a late atomic is not executed twice: the duplicate gets the saved
      * result (the ring is empty: the third message was received) */
-    *(uint64_t*)(sh->buf + 64) = 7;
+    *(uint64_t *)(sh->buf + 64) = 7;
     stop_child(target);
     s  = lsge(0, 8);
     wr = make_wr(DCX_WR_ATOMIC_FADD, 4, &s, 1, ini, sh);
     wr.remote_addr += 64;
-    wr.compare_add  = 1;
+    wr.compare_add = 1;
     EXPECT_EQ(1u, retransmits_of_late(ini, wr, timeout_us * 6 / 5));
     continue_child(target);
     ASSERT_EQ(1, ini.poll(&wc, 1, 20.0));
     EXPECT_EQ(DCX_WC_SUCCESS, wc.status);
-    EXPECT_EQ(7u, *(uint64_t*)lbuf.data());
+    EXPECT_EQ(7u, *(uint64_t *)lbuf.data());
     /* behind both copies in the target's ring: sees one addition */
     wr.wr_id = 5;
     EXPECT_EQ(DCX_WC_SUCCESS, run(wr).status);
-    EXPECT_EQ(8u, *(uint64_t*)lbuf.data());
-    EXPECT_EQ(9u, *(uint64_t*)(sh->buf + 64));
+    EXPECT_EQ(8u, *(uint64_t *)lbuf.data());
+    EXPECT_EQ(9u, *(uint64_t *)(sh->buf + 64));
     EXPECT_TRUE(stop_children());
     EXPECT_EQ(3u, sh->n_wc);
 }
@@ -246,13 +246,13 @@ TEST_F(soft_xproc, forced_error_cqe)
     start();
     dcx_soft_fault_t f = fault(DCX_SOFT_FAULT_ERROR_CQE, DCX_WR_RDMA_WRITE, 1,
                                1);
-    f.status = DCX_WC_REM_OP_ERR;
+    f.status           = DCX_WC_REM_OP_ERR;
     ASSERT_EQ(0, dcx_soft_fault_inject(ini.dev, &f));
-    dcx_sge_t s = lsge(0, 8);
+    dcx_sge_t s      = lsge(0, 8);
     dcx_send_wr_t wr = make_wr(DCX_WR_RDMA_WRITE, 1, &s, 1, ini, sh);
-    EXPECT_EQ(DCX_WC_SUCCESS, run(wr).status);     /* skipped */
-    wr.wr_id = 2;
-    wr.flags = 0;                                  /* error even unsignalled */
+    EXPECT_EQ(DCX_WC_SUCCESS, run(wr).status); /* skipped */
+    wr.wr_id    = 2;
+    wr.flags    = 0; /* error even unsignalled */
     dcx_wc_t wc = run(wr);
     EXPECT_EQ(DCX_WC_REM_OP_ERR, wc.status);
     EXPECT_EQ(2u, wc.wr_id);
@@ -260,21 +260,21 @@ TEST_F(soft_xproc, forced_error_cqe)
     ASSERT_EQ(0, dcx_qp_recover(ini.dci));
     wr.wr_id = 3;
     wr.flags = DCX_SEND_SIGNALED;
-    EXPECT_EQ(DCX_WC_SUCCESS, run(wr).status);     /* count exhausted */
+    EXPECT_EQ(DCX_WC_SUCCESS, run(wr).status); /* count exhausted */
     EXPECT_TRUE(stop_children());
 }
 
 TEST_F(soft_xproc, killed_port_bad_flow)
 {
     start();
-    dcx_sge_t s = lsge(0, 8);
+    dcx_sge_t s      = lsge(0, 8);
     dcx_send_wr_t wr = make_wr(DCX_WR_RDMA_WRITE, 1, &s, 1, ini, sh);
     EXPECT_EQ(DCX_WC_SUCCESS, run(wr).status);
     uint64_t rexmit = dev_stats(ini).retransmits;
     __atomic_store_n(&sh->kill_port, 1, __ATOMIC_RELEASE);
     ASSERT_TRUE(wait_flag(&sh->port_killed, 1, 10.0));
     double t0 = now_s();
-    wr.wr_id = 2;
+    wr.wr_id  = 2;
     EXPECT_EQ(DCX_WC_RETRY_EXC_ERR, run(wr).status);
     /* detected at the first timeout, not after all retries */
     EXPECT_LT(now_s() - t0, 5.0);
@@ -286,9 +286,9 @@ TEST_F(soft_xproc, dead_peer_bad_flow)
 {
     pid_t target = start_target();
     ASSERT_EQ(0, open_initiator(ini));
-    ASSERT_EQ(0, ini.reg(lbuf.data(), lbuf.size(), DCX_ACCESS_LOCAL_WRITE,
-                         &lmr));
-    dcx_sge_t s = lsge(0, 64);
+    ASSERT_EQ(0,
+              ini.reg(lbuf.data(), lbuf.size(), DCX_ACCESS_LOCAL_WRITE, &lmr));
+    dcx_sge_t s      = lsge(0, 64);
     dcx_send_wr_t wr = make_wr(DCX_WR_RDMA_READ, 1, &s, 1, ini, sh);
     EXPECT_EQ(DCX_WC_SUCCESS, run(wr).status);
     uint64_t rexmit = dev_stats(ini).retransmits;
@@ -301,7 +301,7 @@ TEST_F(soft_xproc, dead_peer_bad_flow)
         FILE *f = fopen(path, "r");
         if (f != nullptr) {
             size_t n = fread(buf, 1, sizeof(buf) - 1, f);
-            buf[n] = '\0';
+            buf[n]   = '\0';
             fclose(f);
         }
         const char *p = strrchr(buf, ')');
@@ -322,7 +322,7 @@ TEST_F(soft_xproc, dead_peer_bad_flow)
     EXPECT_EQ(DCX_WC_WR_FLUSH_ERR, wc[1].status);
     EXPECT_EQ(DCX_WC_WR_FLUSH_ERR, wc[2].status);
     EXPECT_LT(now_s() - t0, 5.0);
-    EXPECT_EQ(rexmit, dev_stats(ini).retransmits);   /* liveness, not retries */
+    EXPECT_EQ(rexmit, dev_stats(ini).retransmits); /* liveness, not retries */
     int status;
     EXPECT_EQ(target, waitpid(target, &status, 0));
     children.clear();
@@ -336,14 +336,14 @@ TEST_F(soft_xproc, helper_progress_target_asleep)
         lbuf[i] = (uint8_t)(i ^ 0x5a);
     }
     dcx_sge_t s = lsge(0, 4096);
-    double t0 = now_s();
+    double t0   = now_s();
     for (int it = 0; it < 20; ++it) {
         dcx_send_wr_t wr = make_wr(DCX_WR_RDMA_WRITE, it, &s, 1, ini, sh);
         wr.remote_addr += 4096 * it;
         ASSERT_EQ(DCX_WC_SUCCESS, run(wr).status);
         ASSERT_EQ(0, memcmp(sh->buf + 4096 * it, lbuf.data(), 4096));
     }
-    dcx_sge_t r = lsge(1 << 20, 4096);
+    dcx_sge_t r      = lsge(1 << 20, 4096);
     dcx_send_wr_t rd = make_wr(DCX_WR_RDMA_READ, 100, &r, 1, ini, sh);
     EXPECT_EQ(DCX_WC_SUCCESS, run(rd).status);
     EXPECT_EQ(0, memcmp(lbuf.data() + (1 << 20), lbuf.data(), 4096));
@@ -352,9 +352,9 @@ TEST_F(soft_xproc, helper_progress_target_asleep)
         dcx_send_wr_t at = make_wr(DCX_WR_ATOMIC_FADD, 200 + it, &a, 1, ini,
                                    sh);
         at.remote_addr += 1 << 20;
-        at.compare_add  = 1;
+        at.compare_add = 1;
         ASSERT_EQ(DCX_WC_SUCCESS, run(at).status);
-        EXPECT_EQ((uint64_t)it, *(uint64_t*)(lbuf.data() + (2 << 20)));
+        EXPECT_EQ((uint64_t)it, *(uint64_t *)(lbuf.data() + (2 << 20)));
     }
     /* a send completes on the receive side without the target polling */
     dcx_send_wr_t snd = make_wr(DCX_WR_SEND, 300, &s, 1, ini, sh);
@@ -392,7 +392,7 @@ TEST_F(soft, concurrent_atomics_two_children)
     sh->tp.mode = TARGET_SLEEP;
     start_target();
     const int iters = 1000;
-    shared_area *s = sh;
+    shared_area *s  = sh;
     std::string fab = fabric;
     for (int c = 0; c < 2; ++c) {
         spawn([s, fab, c, iters]() {
@@ -407,29 +407,29 @@ TEST_F(soft, concurrent_atomics_two_children)
             wait_flag(&s->go, 1, 20.0);
             uint64_t guess = 0;
             for (int i = 0; i < iters; ++i) {
-                dcx_sge_t sge = { (uint64_t)(uintptr_t)&res[0], 8, mr->lkey };
+                dcx_sge_t sge    = {(uint64_t)(uintptr_t)&res[0], 8, mr->lkey};
                 dcx_send_wr_t wr = make_wr(DCX_WR_ATOMIC_FADD, i, &sge, 1, n,
                                            s);
-                wr.compare_add = 1;
+                wr.compare_add   = 1;
                 if (dcx_qp_post_send(n.dci, &wr) != 0) {
                     return 3;
                 }
                 /* and a CSWAP-based increment of a second counter */
-                dcx_sge_t sge2 = { (uint64_t)(uintptr_t)&res[1], 8, mr->lkey };
-                bool first = true;
+                dcx_sge_t sge2 = {(uint64_t)(uintptr_t)&res[1], 8, mr->lkey};
+                bool first     = true;
                 for (;;) {
-                    dcx_send_wr_t cs = make_wr(DCX_WR_ATOMIC_CSWAP, i, &sge2,
-                                               1, n, s);
+                    dcx_send_wr_t cs = make_wr(DCX_WR_ATOMIC_CSWAP, i, &sge2, 1,
+                                               n, s);
                     cs.remote_addr += 8;
-                    cs.compare_add  = guess;
-                    cs.swap         = guess + 1;
+                    cs.compare_add = guess;
+                    cs.swap        = guess + 1;
                     if (dcx_qp_post_send(n.dci, &cs) != 0) {
                         return 4;
                     }
                     dcx_wc_t wc[2];
                     int need = first ? 2 : 1, got = 0;
                     first = false;
-                    got = n.poll(wc, need, 20.0);
+                    got   = n.poll(wc, need, 20.0);
                     if (got != need) {
                         return 5;
                     }
@@ -449,21 +449,21 @@ TEST_F(soft, concurrent_atomics_two_children)
             return 0;
         });
     }
-    *(uint64_t*)sh->buf       = 0;
-    *(uint64_t*)(sh->buf + 8) = 0;
+    *(uint64_t *)sh->buf       = 0;
+    *(uint64_t *)(sh->buf + 8) = 0;
     __atomic_store_n(&sh->go, 1, __ATOMIC_RELEASE);
     EXPECT_TRUE(wait_flag(&sh->child_done[0], 1, 40.0));
     EXPECT_TRUE(wait_flag(&sh->child_done[1], 1, 40.0));
-    EXPECT_EQ(2u * iters, __atomic_load_n((uint64_t*)sh->buf,
-                                          __ATOMIC_ACQUIRE));
-    EXPECT_EQ(2u * iters, __atomic_load_n((uint64_t*)(sh->buf + 8),
-                                          __ATOMIC_ACQUIRE));
+    EXPECT_EQ(2u * iters,
+              __atomic_load_n((uint64_t *)sh->buf, __ATOMIC_ACQUIRE));
+    EXPECT_EQ(2u * iters,
+              __atomic_load_n((uint64_t *)(sh->buf + 8), __ATOMIC_ACQUIRE));
     EXPECT_TRUE(stop_children());
 }
 
 TEST_F(soft_xproc, helper_stays_out_while_app_polls)
 {
-    start();   /* the target polls all the time */
+    start(); /* the target polls all the time */
     dcx_sge_t s = lsge(0, 64);
     for (int i = 0; i < 500; ++i) {
         dcx_send_wr_t wr = make_wr(DCX_WR_RDMA_WRITE, i, &s, 1, ini, sh);
@@ -476,7 +476,7 @@ TEST_F(soft_xproc, helper_stays_out_while_app_polls)
      * on an oversubscribed machine is most of the time: judge only when the
      * machine has CPUs to spare. */
     double load = 0;
-    FILE *f = fopen("/proc/loadavg", "r");
+    FILE *f     = fopen("/proc/loadavg", "r");
     if ((f == nullptr) || (fscanf(f, "%lf", &load) != 1)) {
         load = 1e9;
     }
@@ -485,7 +485,8 @@ TEST_F(soft_xproc, helper_stays_out_while_app_polls)
     }
     if (load + 2 > sysconf(_SC_NPROCESSORS_ONLN)) {
         printf("load %.1f: not judging helper shares (ini %lu/%lu, "
-               "target %lu/%lu)\n", load, (unsigned long)st.helper_packets,
+               "target %lu/%lu)\n",
+               load, (unsigned long)st.helper_packets,
                (unsigned long)st.rx_packets,
                (unsigned long)sh->stats.helper_packets,
                (unsigned long)sh->stats.rx_packets);
@@ -530,17 +531,17 @@ TEST_F(soft_xproc, one_sided_latency_target_busy)
     sh->tp.compute_poll_us = 0;
     start();
     memcpy(sh->buf, "busy-tgt", 8);
-    dcx_sge_t s = lsge(0, 8);
+    dcx_sge_t s  = lsge(0, 8);
     double never = read_median_us(this, ini, s, sh, 1000);
     EXPECT_EQ(0, memcmp(lbuf.data(), "busy-tgt", 8));
     __atomic_store_n(&sh->tp.compute_poll_us, 100u, __ATOMIC_RELAXED);
     usleep(2000);
-    double rarely = read_median_us(this, ini, s, sh, 1000);
+    double rarely       = read_median_us(this, ini, s, sh, 1000);
     dcx_soft_stats_t st = dev_stats(ini);
     EXPECT_TRUE(stop_children());
     printf("READ median: target never polls %.1f us, polls every 100 us "
-           "%.1f us; %lu prods, target helper %lu/%lu packets\n", never,
-           rarely, (unsigned long)st.prods,
+           "%.1f us; %lu prods, target helper %lu/%lu packets\n",
+           never, rarely, (unsigned long)st.prods,
            (unsigned long)sh->stats.helper_packets,
            (unsigned long)sh->stats.rx_packets);
     /* tests do not judge time (the figures above are printed for the
@@ -563,7 +564,7 @@ TEST_F(soft_xproc, large_reads_stream_without_retransmits)
         memcpy(sh->buf + i, &v, 8);
     }
     const int rounds = 8;
-    double t0 = now_s();
+    double t0        = now_s();
     for (int r = 0; r < rounds; ++r) {
         memset(lbuf.data(), 0, 2 * sz);
         dcx_sge_t s0 = lsge(0, sz), s1 = lsge(sz, sz);
@@ -578,11 +579,12 @@ TEST_F(soft_xproc, large_reads_stream_without_retransmits)
         ASSERT_EQ(DCX_WC_SUCCESS, wc[1].status);
         ASSERT_EQ(0, memcmp(lbuf.data(), sh->buf, 2 * sz));
     }
-    double per_mb_ms = (now_s() - t0) * 1e3 / (rounds * 4.0);
+    double per_mb_ms    = (now_s() - t0) * 1e3 / (rounds * 4.0);
     dcx_soft_stats_t st = dev_stats(ini);
     EXPECT_TRUE(stop_children());
     printf("large READs: %.2f ms per MiB, %lu retransmits, target dropped "
-           "%lu responses\n", per_mb_ms, (unsigned long)st.retransmits,
+           "%lu responses\n",
+           per_mb_ms, (unsigned long)st.retransmits,
            (unsigned long)sh->stats.resp_drops);
     EXPECT_EQ(0u, st.retransmits);
     EXPECT_EQ(0u, sh->stats.resp_drops);

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Soft device hardening (issue 8): memory that went away under a
  * registration, what is left in shared segments, names someone else
@@ -21,23 +22,23 @@ using namespace soft_test;
 
 namespace {
 
-const uint64_t KEY = 0x5eC7e7D00dF00D11ull;
+const uint64_t KEY  = 0x5eC7e7D00dF00D11ull;
 const uint32_t RACC = DCX_ACCESS_LOCAL_WRITE | DCX_ACCESS_REMOTE_WRITE |
                       DCX_ACCESS_REMOTE_READ | DCX_ACCESS_REMOTE_ATOMIC;
 
 /* A node that targets itself (loopback): one device, memory in this
  * process, so that the test can unmap or remap the target's memory. */
 struct loop {
-    node      n;
-    dcx_mr_t *lmr = nullptr;
+    node n;
+    dcx_mr_t *lmr             = nullptr;
     std::vector<uint8_t> lbuf = std::vector<uint8_t>(1u << 20);
 
     void open(const std::string &fabric, const dcx_soft_limits_t *l = nullptr)
     {
         ASSERT_EQ(0, n.open(fabric.c_str(), l));
         ASSERT_EQ(0, n.make_loopback(KEY, DCX_ACCESS_REMOTE_WRITE |
-                                          DCX_ACCESS_REMOTE_READ |
-                                          DCX_ACCESS_REMOTE_ATOMIC));
+                                              DCX_ACCESS_REMOTE_READ |
+                                              DCX_ACCESS_REMOTE_ATOMIC));
         ASSERT_EQ(0, n.reg(lbuf.data(), lbuf.size(), DCX_ACCESS_LOCAL_WRITE,
                            &lmr));
     }
@@ -51,17 +52,14 @@ struct loop {
         return n.loop_wr(op, KEY, s, rkey, raddr);
     }
 
-    uint8_t run(const dcx_send_wr_t &w)
-    {
-        return n.run(w);
-    }
+    uint8_t run(const dcx_send_wr_t &w) { return n.run(w); }
 };
 
 uint8_t *map_pages(size_t len, void *at = nullptr)
 {
     void *p = mmap(at, len, PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS | (at ? MAP_FIXED : 0), -1, 0);
-    return (p == MAP_FAILED) ? nullptr : (uint8_t*)p;
+    return (p == MAP_FAILED) ? nullptr : (uint8_t *)p;
 }
 
 } // namespace
@@ -149,8 +147,8 @@ TEST_F(soft, remapped_memory_not_written_bad_flow)
     }
     /* an lkey of the invalidated region is refused locally too */
     dcx_send_wr_t w = l.wr(DCX_WR_RDMA_WRITE, ra, mr->rkey, &s, 64);
-    s.addr = ra;
-    s.lkey = mr->lkey;
+    s.addr          = ra;
+    s.lkey          = mr->lkey;
     EXPECT_EQ(DCX_WC_LOC_PROT_ERR, l.run(w));
     l.n.close();
     munmap(m, len);
@@ -179,20 +177,19 @@ TEST_F(soft, dereg_mid_long_write_bad_flow)
     f.opcode   = DCX_WR_RDMA_WRITE;
     f.skip     = half;
     f.count    = 1;
-    f.delay_us = 100000;   /* shorter than the ack timeout */
+    f.delay_us = 100000; /* shorter than the ack timeout */
     ASSERT_EQ(0, dcx_soft_fault_inject(l.n.dev, &f));
 
     for (size_t i = 0; i < len; ++i) {
         l.lbuf[i] = (uint8_t)(i | 1);
     }
     dcx_sge_t s;
-    dcx_send_wr_t w = l.wr(DCX_WR_RDMA_WRITE, (uint64_t)(uintptr_t)m,
-                           mr->rkey, &s, (uint32_t)len);
+    dcx_send_wr_t w = l.wr(DCX_WR_RDMA_WRITE, (uint64_t)(uintptr_t)m, mr->rkey,
+                           &s, (uint32_t)len);
     ASSERT_EQ(0, dcx_qp_post_send(l.n.dci, &w));
     /* wait until the first half landed */
     double end = now_s() + 20.0;
-    while (__atomic_load_n(&m[(size_t)half * mtu - 1], __ATOMIC_RELAXED) ==
-           0) {
+    while (__atomic_load_n(&m[(size_t)half * mtu - 1], __ATOMIC_RELAXED) == 0) {
         dcx_dev_progress(l.n.dev);
         ASSERT_LT(now_s(), end);
     }
@@ -218,7 +215,7 @@ TEST_F(soft, send_into_invalidated_receive_bad_flow)
     ASSERT_NE(nullptr, m);
     dcx_mr_t *mr;
     ASSERT_EQ(0, l.n.reg(m, len, DCX_ACCESS_LOCAL_WRITE, &mr));
-    dcx_sge_t rs = { (uint64_t)(uintptr_t)m, (uint32_t)len, mr->lkey };
+    dcx_sge_t rs = {(uint64_t)(uintptr_t)m, (uint32_t)len, mr->lkey};
     ASSERT_EQ(0, dcx_srq_post_recv(l.n.srq, 77, &rs, 1));
 
     const uint32_t mtu  = dcx_dev_caps(l.n.dev)->mtu;
@@ -234,11 +231,10 @@ TEST_F(soft, send_into_invalidated_receive_bad_flow)
     memset(l.lbuf.data(), 0x42, len);
     dcx_sge_t s;
     dcx_send_wr_t w = l.wr(DCX_WR_SEND, 0, 0, &s, (uint32_t)len);
-    w.wr_id = 1;
+    w.wr_id         = 1;
     ASSERT_EQ(0, dcx_qp_post_send(l.n.dci, &w));
     double end = now_s() + 20.0;
-    while (__atomic_load_n(&m[(size_t)half * mtu - 1], __ATOMIC_RELAXED) ==
-           0) {
+    while (__atomic_load_n(&m[(size_t)half * mtu - 1], __ATOMIC_RELAXED) == 0) {
         dcx_dev_progress(l.n.dev);
         ASSERT_LT(now_s(), end);
     }
@@ -277,8 +273,8 @@ TEST_F(soft, read_of_invalidated_region_bad_flow)
     f.delay_us = 100000;
     ASSERT_EQ(0, dcx_soft_fault_inject(l.n.dev, &f));
     dcx_sge_t s;
-    dcx_send_wr_t w = l.wr(DCX_WR_RDMA_READ, (uint64_t)(uintptr_t)m,
-                           mr->rkey, &s, (uint32_t)len);
+    dcx_send_wr_t w = l.wr(DCX_WR_RDMA_READ, (uint64_t)(uintptr_t)m, mr->rkey,
+                           &s, (uint32_t)len);
     ASSERT_EQ(0, dcx_qp_post_send(l.n.dci, &w));
     dcx_dev_mem_unmapped(l.n.dev, m, len);
     ASSERT_EQ(0, munmap(m, len));
@@ -303,8 +299,8 @@ TEST_F(soft, consumed_slots_hold_no_dc_key)
     for (int i = 0; i < 300; ++i) {
         dcx_wr_opcode_t op = (i % 3 == 0) ? DCX_WR_RDMA_WRITE :
                              (i % 3 == 1) ? DCX_WR_RDMA_READ :
-                             DCX_WR_ATOMIC_FADD;
-        uint32_t len = (op == DCX_WR_ATOMIC_FADD) ? 8 : 100 + i * 97;
+                                            DCX_WR_ATOMIC_FADD;
+        uint32_t len       = (op == DCX_WR_ATOMIC_FADD) ? 8 : 100 + i * 97;
         ASSERT_EQ(DCX_WC_SUCCESS, l.run(l.wr(op, ra, mr->rkey, &s, len)));
     }
 
@@ -314,17 +310,17 @@ TEST_F(soft, consumed_slots_hold_no_dc_key)
     ASSERT_GE(fd, 0);
     struct stat st;
     ASSERT_EQ(0, fstat(fd, &st));
-    const uint8_t *seg = (const uint8_t*)mmap(nullptr, st.st_size, PROT_READ,
-                                              MAP_SHARED, fd, 0);
+    const uint8_t *seg = (const uint8_t *)mmap(nullptr, st.st_size, PROT_READ,
+                                               MAP_SHARED, fd, 0);
     close(fd);
-    ASSERT_NE(MAP_FAILED, (const void*)seg);
+    ASSERT_NE(MAP_FAILED, (const void *)seg);
     size_t found = 0;
     for (size_t off = 0; off + 8 <= (size_t)st.st_size; off += 8) {
         uint64_t v;
         memcpy(&v, seg + off, 8);
         found += (v == KEY);
     }
-    munmap((void*)seg, st.st_size);
+    munmap((void *)seg, st.st_size);
     EXPECT_EQ(0u, found) << "DC key left in " << found << " places";
 }
 
@@ -344,8 +340,8 @@ TEST_F(soft, predictable_names_taken_still_opens)
         ASSERT_EQ(1u, names.size());
         last = names[0].substr(names[0].rfind('.') + 1);
     }
-    std::string base = "/dcx-soft." + std::to_string(getuid()) + "." +
-                       fabric + "." + std::to_string(getpid()) + ".";
+    std::string base = "/dcx-soft." + std::to_string(getuid()) + "." + fabric +
+                       "." + std::to_string(getpid()) + ".";
     unsigned long long n = strtoull(last.c_str(), nullptr, 10);
     std::vector<std::string> taken;
     for (unsigned long long i = n + 1; i < n + 64; ++i) {
@@ -368,7 +364,7 @@ TEST_F(soft, predictable_names_taken_still_opens)
  * the segment name carry the token that worked. */
 TEST_F(soft, taken_names_are_skipped)
 {
-    const uint64_t tokens[3] = { 0x1111, 0x2222, 0x3333 };
+    const uint64_t tokens[3] = {0x1111, 0x2222, 0x3333};
     std::vector<std::string> taken;
     for (int i = 0; i < 2; ++i) {
         char name[256];
@@ -397,7 +393,7 @@ TEST_F(soft, taken_names_are_skipped)
     ASSERT_EQ(0, a.reg(mem.data(), 64, RACC, &mr));
     ASSERT_EQ(0, b.reg(mem.data(), 64, DCX_ACCESS_LOCAL_WRITE, &lmr));
     ASSERT_EQ(0, b.connect(&addr, len));
-    dcx_sge_t s = { (uint64_t)(uintptr_t)mem.data(), 8, lmr->lkey };
+    dcx_sge_t s = {(uint64_t)(uintptr_t)mem.data(), 8, lmr->lkey};
     dcx_send_wr_t w;
     memset(&w, 0, sizeof(w));
     w.opcode      = DCX_WR_RDMA_WRITE;
@@ -461,10 +457,10 @@ TEST_F(soft, addr_check_bad_flow)
     char why[160];
     EXPECT_EQ(0, dcx_dev_addr_check(a.dev, &good, len, why, sizeof(why)));
 
-    log_counter logs;   /* a check logs nothing */
+    log_counter logs; /* a check logs nothing */
     /* another fabric */
-    EXPECT_EQ(EINVAL, dcx_dev_addr_check(other.dev, &good, len, why,
-                                         sizeof(why)));
+    EXPECT_EQ(EINVAL,
+              dcx_dev_addr_check(other.dev, &good, len, why, sizeof(why)));
     EXPECT_NE(nullptr, strstr(why, "fabric")) << why;
     /* another user */
     bad = good;
@@ -477,7 +473,7 @@ TEST_F(soft, addr_check_bad_flow)
     EXPECT_EQ(EINVAL, dcx_dev_addr_check(a.dev, &bad, len, why, sizeof(why)));
     EXPECT_NE(nullptr, strstr(why, "host")) << why;
     /* no token */
-    bad = good;
+    bad       = good;
     bad.token = 0;
     EXPECT_EQ(EINVAL, dcx_dev_addr_check(a.dev, &bad, len, why, sizeof(why)));
     /* garbage, short, NULL */
@@ -485,12 +481,12 @@ TEST_F(soft, addr_check_bad_flow)
     for (unsigned i = 0; i < sizeof(junk); ++i) {
         junk[i] = (uint8_t)(i * 37 + 11);
     }
-    EXPECT_EQ(EINVAL, dcx_dev_addr_check(a.dev, junk, sizeof(junk), why,
-                                         sizeof(why)));
-    EXPECT_EQ(EINVAL, dcx_dev_addr_check(a.dev, &good, len - 1, why,
-                                         sizeof(why)));
-    EXPECT_EQ(EINVAL, dcx_dev_addr_check(a.dev, nullptr, len, why,
-                                         sizeof(why)));
+    EXPECT_EQ(EINVAL,
+              dcx_dev_addr_check(a.dev, junk, sizeof(junk), why, sizeof(why)));
+    EXPECT_EQ(EINVAL,
+              dcx_dev_addr_check(a.dev, &good, len - 1, why, sizeof(why)));
+    EXPECT_EQ(EINVAL,
+              dcx_dev_addr_check(a.dev, nullptr, len, why, sizeof(why)));
     EXPECT_EQ(0, logs.lines());
 }
 
@@ -505,16 +501,16 @@ TEST_F(soft_xproc, stopped_target_is_not_dead)
 {
     sh->tp.limits.ack_timeout_us = 2000;
     sh->tp.limits.retry_cnt      = 1;
-    pid_t target = start_target();
+    pid_t target                 = start_target();
     ASSERT_EQ(0, open_initiator(ini));
-    ASSERT_EQ(0, ini.reg(lbuf.data(), lbuf.size(), DCX_ACCESS_LOCAL_WRITE,
-                         &lmr));
+    ASSERT_EQ(0,
+              ini.reg(lbuf.data(), lbuf.size(), DCX_ACCESS_LOCAL_WRITE, &lmr));
     stop_child(target);
     memset(lbuf.data(), 0x3d, 4096);
-    dcx_sge_t s = lsge(0, 4096);
+    dcx_sge_t s      = lsge(0, 4096);
     dcx_send_wr_t wr = make_wr(DCX_WR_RDMA_WRITE, 1, &s, 1, ini, sh);
     ASSERT_EQ(0, dcx_qp_post_send(ini.dci, &wr));
-    dcx_sge_t r = lsge(8192, 64);
+    dcx_sge_t r      = lsge(8192, 64);
     dcx_send_wr_t rd = make_wr(DCX_WR_RDMA_READ, 2, &r, 1, ini, sh);
     ASSERT_EQ(0, dcx_qp_post_send(ini.dci, &rd));
     /* 2 ms x 2 attempts would declare it dead; keep it stopped far longer,
@@ -535,12 +531,12 @@ TEST_F(soft_xproc, stopped_then_killed_target_is_dead_bad_flow)
 {
     sh->tp.limits.ack_timeout_us = 2000;
     sh->tp.limits.retry_cnt      = 1;
-    pid_t target = start_target();
+    pid_t target                 = start_target();
     ASSERT_EQ(0, open_initiator(ini));
-    ASSERT_EQ(0, ini.reg(lbuf.data(), lbuf.size(), DCX_ACCESS_LOCAL_WRITE,
-                         &lmr));
+    ASSERT_EQ(0,
+              ini.reg(lbuf.data(), lbuf.size(), DCX_ACCESS_LOCAL_WRITE, &lmr));
     stop_child(target);
-    dcx_sge_t s = lsge(0, 64);
+    dcx_sge_t s      = lsge(0, 64);
     dcx_send_wr_t wr = make_wr(DCX_WR_RDMA_WRITE, 1, &s, 1, ini, sh);
     ASSERT_EQ(0, dcx_qp_post_send(ini.dci, &wr));
     dcx_wc_t wc;

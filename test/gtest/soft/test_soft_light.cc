@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Soft device: the light packet form (soft_pkt_t, SOFT_PKT_LIGHT) of small
  * inline SENDs and RDMA WRITEs, the responder's one-pass handling of
@@ -37,13 +38,13 @@ int loop_inline_send(node &n, uint64_t key, dcx_mr_t *mr, uint8_t *buf,
     r.addr   = (uint64_t)(uintptr_t)buf + 4096;
     r.length = 4096;
     r.lkey   = mr->lkey;
-    ret = dcx_srq_post_recv(n.srq, wr_id, &r, 1);
+    ret      = dcx_srq_post_recv(n.srq, wr_id, &r, 1);
     if (ret != 0) {
         return ret;
     }
-    s.addr   = (uint64_t)(uintptr_t)buf;
-    s.length = len;
-    s.lkey   = mr->lkey;
+    s.addr          = (uint64_t)(uintptr_t)buf;
+    s.length        = len;
+    s.lkey          = mr->lkey;
     dcx_send_wr_t w = n.loop_wr(DCX_WR_SEND, key, &s, 0, 0);
     w.flags |= DCX_SEND_INLINE;
     return dcx_qp_post_send(n.dci, &w);
@@ -61,8 +62,8 @@ protected:
         max_inline = dcx_dev_caps(ini.dev)->max_inline;
         ASSERT_EQ(0, ini.make_dci(128, max_inline));
         ASSERT_EQ(0, ini.connect(sh->addr, sh->addr_len));
-        ASSERT_EQ(0, ini.reg(lbuf.data(), lbuf.size(),
-                             DCX_ACCESS_LOCAL_WRITE, &lmr));
+        ASSERT_EQ(0, ini.reg(lbuf.data(), lbuf.size(), DCX_ACCESS_LOCAL_WRITE,
+                             &lmr));
     }
 
     /* posts inline SEND number m of 'len' bytes (pattern(m, .)) */
@@ -72,7 +73,7 @@ protected:
         for (uint32_t i = 0; i < len; ++i) {
             p[i] = pattern(m, i);
         }
-        dcx_sge_t s = lsge((size_t)m * 4096, len);
+        dcx_sge_t s      = lsge((size_t)m * 4096, len);
         dcx_send_wr_t wr = make_wr(DCX_WR_SEND, m, &s, 1, ini, sh);
         wr.flags |= DCX_SEND_INLINE;
         ASSERT_EQ(0, dcx_qp_post_send(ini.dci, &wr)) << "message " << m;
@@ -89,8 +90,8 @@ protected:
             ASSERT_EQ(sizes[m], wc.byte_len) << "message " << m;
             const uint8_t *r = recv_buf(sh, wc.wr_id);
             for (uint32_t i = 0; i < sizes[m]; ++i) {
-                ASSERT_EQ(pattern(m, i), r[i]) << "message " << m
-                                               << " byte " << i;
+                ASSERT_EQ(pattern(m, i), r[i])
+                    << "message " << m << " byte " << i;
             }
         }
     }
@@ -115,10 +116,20 @@ TEST_F(soft_light, sends_every_size_to_largest_inline)
 {
     sh->tp.nrecv = 64;
     start_max_inline();
-    std::vector<uint32_t> sizes = { 0, 1, 7, 8, 9, 47, 48, 49, 55, 56, 57,
-                                    63, 64, 65, 111, 112, 113, 127, 128,
-                                    129, 176, 177, 255, 256, 500,
-                                    max_inline - 1, max_inline };
+    std::vector<uint32_t> sizes = {0,         1,
+                                   7,         8,
+                                   9,         47,
+                                   48,        49,
+                                   55,        56,
+                                   57,        63,
+                                   64,        65,
+                                   111,       112,
+                                   113,       127,
+                                   128,       129,
+                                   176,       177,
+                                   255,       256,
+                                   500,       max_inline - 1,
+                                   max_inline};
     for (unsigned m = 0; m < sizes.size(); ++m) {
         post_send(m, sizes[m]);
     }
@@ -136,11 +147,11 @@ TEST_F(soft_light, sends_every_size_to_largest_inline)
  * intact and in order. */
 TEST_F(soft_light, sends_around_the_mtu)
 {
-    sh->tp.nrecv        = 16;
-    sh->tp.limits.mtu   = 256;
+    sh->tp.nrecv      = 16;
+    sh->tp.limits.mtu = 256;
     start_max_inline();
     ASSERT_GT(max_inline, 600u);
-    std::vector<uint32_t> sizes = { 255, 256, 257, 600, 256, 8 };
+    std::vector<uint32_t> sizes = {255, 256, 257, 600, 256, 8};
     for (unsigned m = 0; m < sizes.size(); ++m) {
         post_send(m, sizes[m]);
     }
@@ -169,8 +180,8 @@ TEST_F(soft, consumed_light_slots_all_zero)
     for (unsigned m = 0; m < count; ++m) {
         dcx_wc_t wc[2];
         /* up to make_dci()'s max_inline */
-        ASSERT_EQ(0, loop_inline_send(n, key, mr, buf.data(), m,
-                                      (m * 37) % 257));
+        ASSERT_EQ(0,
+                  loop_inline_send(n, key, mr, buf.data(), m, (m * 37) % 257));
         ASSERT_EQ(2, n.poll(wc, 2, 20.0)) << "message " << m;
         EXPECT_EQ(DCX_WC_SUCCESS, wc[0].status);
         EXPECT_EQ(DCX_WC_SUCCESS, wc[1].status);
@@ -184,12 +195,12 @@ TEST_F(soft, consumed_light_slots_all_zero)
     ASSERT_GE(fd, 0);
     struct stat sb;
     ASSERT_EQ(0, fstat(fd, &sb));
-    const uint8_t *seg = (const uint8_t*)mmap(nullptr, sb.st_size, PROT_READ,
-                                              MAP_SHARED, fd, 0);
+    const uint8_t *seg = (const uint8_t *)mmap(nullptr, sb.st_size, PROT_READ,
+                                               MAP_SHARED, fd, 0);
     close(fd);
-    ASSERT_NE(MAP_FAILED, (const void*)seg);
-    const soft_port_hdr_t *hdr = (const soft_port_hdr_t*)seg;
-    size_t dirty = 0;
+    ASSERT_NE(MAP_FAILED, (const void *)seg);
+    const soft_port_hdr_t *hdr = (const soft_port_hdr_t *)seg;
+    size_t dirty               = 0;
     for (uint32_t i = 0; i < hdr->req.nslots; ++i) {
         const uint8_t *slot = seg + hdr->req.offset +
                               (size_t)i * hdr->req.slot_size;
@@ -198,7 +209,7 @@ TEST_F(soft, consumed_light_slots_all_zero)
             dirty += (slot[b] != 0);
         }
     }
-    munmap((void*)seg, sb.st_size);
+    munmap((void *)seg, sb.st_size);
     EXPECT_EQ(0u, dirty) << "bytes left in consumed slot headers";
 }
 
@@ -214,9 +225,9 @@ TEST_F(soft, light_word_follows_fault_rule_and_kill)
     std::vector<uint8_t> buf(1u << 16, 0x5a);
     dcx_mr_t *mr;
     ASSERT_EQ(0, open_loopback(n, fabric, key, buf, &mr));
-    soft_dev_t *dev = (soft_dev_t*)n.dev;
+    soft_dev_t *dev = (soft_dev_t *)n.dev;
     unsigned m      = 0;
-    auto send_one = [&]() {
+    auto send_one   = [&]() {
         dcx_wc_t wc[2];
         ASSERT_EQ(0, loop_inline_send(n, key, mr, buf.data(), m, 8));
         ASSERT_EQ(2, n.poll(wc, 2, 20.0)) << "message " << m;
@@ -233,7 +244,7 @@ TEST_F(soft, light_word_follows_fault_rule_and_kill)
     dcx_soft_fault_t f;
     memset(&f, 0, sizeof(f));
     f.type   = DCX_SOFT_FAULT_DROP;
-    f.opcode = DCX_WR_RDMA_READ;   /* never posted here */
+    f.opcode = DCX_WR_RDMA_READ; /* never posted here */
     f.count  = 1;
     ASSERT_EQ(0, dcx_soft_fault_inject(n.dev, &f));
     EXPECT_NE(0, dev->light_off);
@@ -266,10 +277,10 @@ TEST_F(soft, light_send_fills_two_cache_lines)
     std::vector<uint8_t> buf(1u << 16);
     dcx_mr_t *mr;
     ASSERT_EQ(0, open_loopback(n, fabric, key, buf, &mr));
-    soft_dev_t *dev = (soft_dev_t*)n.dev;
-    soft_port_hdr_t *hdr = dev->hdr;
-    const uint32_t lens[] = { 8, 48 };
-    unsigned seen = 0;
+    soft_dev_t *dev       = (soft_dev_t *)n.dev;
+    soft_port_hdr_t *hdr  = dev->hdr;
+    const uint32_t lens[] = {8, 48};
+    unsigned seen         = 0;
 
     for (unsigned m = 0; (m < 200) && (seen < 2); ++m) {
         uint32_t len = lens[seen];
@@ -284,10 +295,10 @@ TEST_F(soft, light_send_fills_two_cache_lines)
          * it moves only under the engine lock, which we hold. */
         soft_lock(&dev->lock);
         uint64_t pos = __atomic_load_n(&hdr->req.tail, __ATOMIC_ACQUIRE) - 1;
-        const uint8_t *slot = (const uint8_t*)hdr + hdr->req.offset +
+        const uint8_t *slot = (const uint8_t *)hdr + hdr->req.offset +
                               (pos & (hdr->req.nslots - 1)) *
-                              hdr->req.slot_size;
-        const soft_slot_t *ss = (const soft_slot_t*)slot;
+                                  hdr->req.slot_size;
+        const soft_slot_t *ss = (const soft_slot_t *)slot;
         if ((__atomic_load_n(&hdr->req.head, __ATOMIC_ACQUIRE) <= pos) &&
             (__atomic_load_n(&ss->seq, __ATOMIC_ACQUIRE) == pos + 1)) {
             EXPECT_TRUE(ss->pkt.flags & SOFT_PKT_LIGHT);
@@ -325,8 +336,8 @@ protected:
         memcpy(lbuf.data() + 8 * id, &v, 8);
         sges.push_back(lsge(8 * id, 8));
         dcx_send_wr_t wr = make_wr(DCX_WR_RDMA_WRITE, id, nullptr, 1, ini, sh);
-        wr.sg_list     = &sges.back();
-        wr.flags      |= DCX_SEND_INLINE;
+        wr.sg_list       = &sges.back();
+        wr.flags |= DCX_SEND_INLINE;
         wr.remote_addr = sh->raddr + off;
         wr.rkey        = rkey;
         return wr;
@@ -355,13 +366,12 @@ protected:
             EXPECT_EQ(DCX_WC_SUCCESS, wc[i].status) << "wr " << first + i;
             EXPECT_EQ(first + i, wc[i].wr_id);
             if (!mixed) {
-                EXPECT_EQ((uint32_t)DCX_WC_RDMA_WRITE,
-                          (uint32_t)wc[i].opcode);
+                EXPECT_EQ((uint32_t)DCX_WC_RDMA_WRITE, (uint32_t)wc[i].opcode);
             }
         }
     }
 
-    std::deque<dcx_sge_t> sges;   /* stable addresses for posted lists */
+    std::deque<dcx_sge_t> sges; /* stable addresses for posted lists */
 };
 
 /* Back-to-back inline WRITEs, several to the same words: each is one
@@ -398,12 +408,12 @@ TEST_F(soft_light_write, refused_write_bad_flow)
     const size_t end = BUF_SIZE - 8;
     struct {
         const char *what;
-        uint32_t    rkey;
-        size_t      off;
+        uint32_t rkey;
+        size_t off;
     } bad[] = {
-        { "unknown rkey", sh->rkey ^ 0x5500u, 0 },
-        { "out of bounds", sh->rkey, BUF_SIZE - 4 },
-        { "read-only key", sh->rkey_ro, 0 },
+        {"unknown rkey", sh->rkey ^ 0x5500u, 0},
+        {"out of bounds", sh->rkey, BUF_SIZE - 4},
+        {"read-only key", sh->rkey_ro, 0},
     };
     memset(sh->buf, 0x5a, 16);
     memset(sh->buf + end, 0x5a, 8);
@@ -414,10 +424,9 @@ TEST_F(soft_light_write, refused_write_bad_flow)
         expect_done(id++, 1);
         EXPECT_EQ(table + 1, dev_stats(ini).table_completions) << b.what;
 
-        dcx_send_wr_t wr = write_wr(id++, 0x0102030405060708ull, b.off,
-                                    b.rkey);
-        uint64_t tx = dev_stats(ini).tx_packets;
-        dcx_wc_t wc = run(wr);
+        dcx_send_wr_t wr = write_wr(id++, 0x0102030405060708ull, b.off, b.rkey);
+        uint64_t tx      = dev_stats(ini).tx_packets;
+        dcx_wc_t wc      = run(wr);
         EXPECT_EQ(DCX_WC_REM_ACCESS_ERR, wc.status) << b.what;
         EXPECT_EQ(tx + 1, dev_stats(ini).tx_packets) << b.what;
         EXPECT_EQ(0x5a5a5a5a5a5a5a5aull, target_word(0)) << b.what;
@@ -437,13 +446,13 @@ TEST_F(soft_light_write, refused_write_bad_flow)
 TEST_F(soft_light_write, write_then_send_data_visible)
 {
     const unsigned n = 32;
-    sh->tp.nrecv = n;
+    sh->tp.nrecv     = n;
     start();
     for (unsigned i = 0; i < n; ++i) {
         post_write(2 * i, 500 + i, 0);
         uint64_t v = i;
         memcpy(lbuf.data() + (1u << 20), &v, 8);
-        dcx_sge_t s = lsge(1u << 20, 8);
+        dcx_sge_t s      = lsge(1u << 20, 8);
         dcx_send_wr_t wr = make_wr(DCX_WR_SEND, 2 * i + 1, &s, 1, ini, sh);
         wr.flags |= DCX_SEND_INLINE;
         ASSERT_EQ(0, dcx_qp_post_send(ini.dci, &wr));
@@ -462,11 +471,11 @@ TEST_F(soft_light_write, atomic_then_write_same_word)
     start();
     for (unsigned i = 0; i < 8; ++i) {
         memset(sh->buf + 64, 0, 8);
-        dcx_sge_t res = lsge(1u << 20, 8);
+        dcx_sge_t res      = lsge(1u << 20, 8);
         dcx_send_wr_t fadd = make_wr(DCX_WR_ATOMIC_FADD, 2 * i, &res, 1, ini,
                                      sh);
-        fadd.remote_addr = sh->raddr + 64;
-        fadd.compare_add = 5;
+        fadd.remote_addr   = sh->raddr + 64;
+        fadd.compare_add   = 5;
         ASSERT_EQ(0, dcx_qp_post_send(ini.dci, &fadd));
         post_write(2 * i + 1, 77 + i, 64);
         std::vector<dcx_wc_t> wc(2);
@@ -545,7 +554,7 @@ TEST_F(soft_light_write, direct_when_idle_light_behind_a_send)
     bool behind = false;
     for (unsigned k = 0; (k < 20) && !behind; ++k) {
         dcx_soft_stats_t before = dev_stats(ini);
-        dcx_send_wr_t wr = make_wr(DCX_WR_SEND, 1, &s, 1, ini, sh);
+        dcx_send_wr_t wr        = make_wr(DCX_WR_SEND, 1, &s, 1, ini, sh);
         wr.flags |= DCX_SEND_INLINE;
         ASSERT_EQ(0, dcx_qp_post_send(ini.dci, &wr));
         post_write(2, 42 + k, 0);
@@ -578,14 +587,14 @@ TEST_F(soft_light, fenced_inline_send_general_path_keeps_its_data)
     for (unsigned i = 0; i < 64; ++i) {
         lbuf[i] = pattern(0, i);
     }
-    dcx_sge_t s[3] = { lsge(0, 10), lsge(10, 0), lsge(10, 54) };
-    s[1].addr = 0;   /* zero bytes: never read */
+    dcx_sge_t s[3]   = {lsge(0, 10), lsge(10, 0), lsge(10, 54)};
+    s[1].addr        = 0; /* zero bytes: never read */
     dcx_send_wr_t wr = make_wr(DCX_WR_SEND, 0, s, 3, ini, sh);
     wr.flags |= DCX_SEND_INLINE | DCX_SEND_FENCE;
     ASSERT_EQ(0, dcx_qp_post_send(ini.dci, &wr));
-    memset(lbuf.data(), 0, 64);   /* copied at post */
+    memset(lbuf.data(), 0, 64); /* copied at post */
     expect_completions(1);
-    expect_sends({ 64 });
+    expect_sends({64});
     dcx_soft_stats_t st = dev_stats(ini);
     EXPECT_EQ(0u, st.table_completions);
     EXPECT_EQ(1u, st.rx_packets) << "its ACK packet";

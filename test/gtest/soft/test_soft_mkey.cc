@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Soft device strided memory keys (issue 11, docs/device-semantics.md
  * section 10): creation limits, interleaved and list layouts, zero-based
@@ -14,19 +15,19 @@ using namespace soft_test;
 
 namespace {
 
-const uint64_t KEY   = 0x11ee5eed0000cafeull;
-const uint32_t RACC  = DCX_ACCESS_LOCAL_WRITE | DCX_ACCESS_REMOTE_WRITE |
-                       DCX_ACCESS_REMOTE_READ | DCX_ACCESS_REMOTE_ATOMIC;
-const uint32_t LIMIT = 8;   /* mkey_max_entries of the tests' devices */
+const uint64_t KEY  = 0x11ee5eed0000cafeull;
+const uint32_t RACC = DCX_ACCESS_LOCAL_WRITE | DCX_ACCESS_REMOTE_WRITE |
+                      DCX_ACCESS_REMOTE_READ | DCX_ACCESS_REMOTE_ATOMIC;
+const uint32_t LIMIT = 8; /* mkey_max_entries of the tests' devices */
 
 /* The bytes a layout maps, in key order (reference for the checks). */
-std::vector<uint8_t*> layout_bytes(const std::vector<dcx_mkey_interleaved_t> &e,
-                                   uint32_t repeat)
+std::vector<uint8_t *>
+layout_bytes(const std::vector<dcx_mkey_interleaved_t> &e, uint32_t repeat)
 {
-    std::vector<uint8_t*> out;
+    std::vector<uint8_t *> out;
     for (uint32_t r = 0; r < repeat; ++r) {
         for (const auto &x : e) {
-            uint8_t *p = (uint8_t*)(uintptr_t)x.addr +
+            uint8_t *p = (uint8_t *)(uintptr_t)x.addr +
                          (size_t)r * (x.bytes_count + x.bytes_skip);
             for (uint32_t b = 0; b < x.bytes_count; ++b) {
                 out.push_back(p + b);
@@ -60,11 +61,11 @@ protected:
         l.mkey_max_entries  = LIMIT;
         ASSERT_EQ(0, n.open(fabric.c_str(), &l));
         ASSERT_EQ(0, n.make_loopback(KEY, DCX_ACCESS_REMOTE_WRITE |
-                                          DCX_ACCESS_REMOTE_READ |
-                                          DCX_ACCESS_REMOTE_ATOMIC));
+                                              DCX_ACCESS_REMOTE_READ |
+                                              DCX_ACCESS_REMOTE_ATOMIC));
         ASSERT_EQ(0, n.reg(mem.data(), mem.size(), RACC, &mr));
-        ASSERT_EQ(0, n.reg(loc.data(), loc.size(), DCX_ACCESS_LOCAL_WRITE,
-                           &lmr));
+        ASSERT_EQ(0,
+                  n.reg(loc.data(), loc.size(), DCX_ACCESS_LOCAL_WRITE, &lmr));
         for (size_t i = 0; i < mem.size(); ++i) {
             mem[i] = (uint8_t)(i * 7 + 3);
         }
@@ -114,7 +115,8 @@ protected:
         EXPECT_EQ(0x77u, wc.wr_id);
     }
 
-    void interleaved(dcx_mkey_t *k, const std::vector<dcx_mkey_interleaved_t> &e,
+    void interleaved(dcx_mkey_t *k,
+                     const std::vector<dcx_mkey_interleaved_t> &e,
                      uint32_t repeat, uint32_t access = RACC)
     {
         dcx_mkey_layout_t lay;
@@ -143,8 +145,8 @@ protected:
     }
 
     /* one RDMA/atomic WR from loc[loff..] against (rkey, raddr) */
-    uint8_t rdma(dcx_wr_opcode_t op, uint32_t rkey, uint64_t raddr,
-                 size_t loff, uint32_t len, uint32_t lkey = 0)
+    uint8_t rdma(dcx_wr_opcode_t op, uint32_t rkey, uint64_t raddr, size_t loff,
+                 uint32_t len, uint32_t lkey = 0)
     {
         dcx_sge_t s;
         s.addr   = (uint64_t)(uintptr_t)(loc.data() + loff);
@@ -173,16 +175,16 @@ protected:
     /* a column of a rows x cols matrix of 8-byte elements in mem */
     std::vector<dcx_mkey_interleaved_t> column(size_t col, size_t cols)
     {
-        return { ient(mem.data() + col * 8, 8, (uint32_t)(cols - 1) * 8,
-                      mr->lkey) };
+        return {
+            ient(mem.data() + col * 8, 8, (uint32_t)(cols - 1) * 8, mr->lkey)};
     }
 
-    node                    n;
-    dcx_mr_t               *mr  = nullptr;
-    dcx_mr_t               *lmr = nullptr;
-    std::vector<uint8_t>    mem = std::vector<uint8_t>(1u << 20);
-    std::vector<uint8_t>    loc = std::vector<uint8_t>(1u << 20);
-    std::vector<dcx_mkey_t*> keys;
+    node n;
+    dcx_mr_t *mr             = nullptr;
+    dcx_mr_t *lmr            = nullptr;
+    std::vector<uint8_t> mem = std::vector<uint8_t>(1u << 20);
+    std::vector<uint8_t> loc = std::vector<uint8_t>(1u << 20);
+    std::vector<dcx_mkey_t *> keys;
 };
 
 TEST_F(soft_mkey, caps)
@@ -204,7 +206,7 @@ TEST_F(soft_mkey, create_limits_bad_flow)
         EXPECT_EQ(2, logs.lines());
     }
     EXPECT_EQ(LIMIT, create(LIMIT)->max_entries);
-    EXPECT_EQ(4u, create(1)->max_entries);    /* rounded to 4 */
+    EXPECT_EQ(4u, create(1)->max_entries); /* rounded to 4 */
     EXPECT_EQ(8u, create(5)->max_entries);
     /* keys are distinct from each other and from MRs */
     EXPECT_NE(keys[0]->rkey, keys[1]->rkey);
@@ -229,8 +231,7 @@ TEST_F(soft_mkey, interleaved_column_read_write)
     for (size_t i = 0; i < rows * 8; ++i) {
         loc[i] = (uint8_t)(0xa0 ^ i);
     }
-    ASSERT_EQ(DCX_WC_SUCCESS, rdma(DCX_WR_RDMA_WRITE, k->rkey, 0, 0,
-                                   rows * 8));
+    ASSERT_EQ(DCX_WC_SUCCESS, rdma(DCX_WR_RDMA_WRITE, k->rkey, 0, 0, rows * 8));
     for (size_t i = 0; i < mem.size(); ++i) {
         size_t el = i / 8, r = el / cols;
         if ((el % cols == col) && (r < rows)) {
@@ -246,19 +247,23 @@ TEST_F(soft_mkey, interleaved_column_read_write)
 TEST_F(soft_mkey, unaligned_single_byte_entries)
 {
     std::vector<dcx_mkey_interleaved_t> e = {
-        ient(mem.data() + 1, 1, 2, mr->lkey),        /* 1 byte, stride 3 */
-        ient(mem.data() + 4097, 13, 4, mr->lkey),    /* 13 bytes, stride 17 */
-        ient(mem.data() + 65537, 5, 0, mr->lkey)     /* contiguous */
+        ient(mem.data() + 1, 1, 2, mr->lkey),     /* 1 byte, stride 3 */
+        ient(mem.data() + 4097, 13, 4, mr->lkey), /* 13 bytes, stride 17 */
+        ient(mem.data() + 65537, 5, 0, mr->lkey)  /* contiguous */
     };
     const uint32_t repeat = 37;
-    dcx_mkey_t *k = create();
+    dcx_mkey_t *k         = create();
     interleaved(k, e, repeat);
-    std::vector<uint8_t*> ref = layout_bytes(e, repeat);
+    std::vector<uint8_t *> ref = layout_bytes(e, repeat);
     ASSERT_EQ((size_t)repeat * 19, ref.size());
 
-    for (auto range : std::vector<std::pair<size_t, size_t>>{
-             {0, ref.size()}, {0, 1}, {1, 1}, {7, 30}, {ref.size() - 3, 3},
-             {19 * 5 + 2, 19 * 7 + 11}}) {
+    for (auto range :
+         std::vector<std::pair<size_t, size_t>>{{0, ref.size()},
+                                                {0, 1},
+                                                {1, 1},
+                                                {7, 30},
+                                                {ref.size() - 3, 3},
+                                                {19 * 5 + 2, 19 * 7 + 11}}) {
         memset(loc.data(), 0, range.second);
         ASSERT_EQ(DCX_WC_SUCCESS, rdma(DCX_WR_RDMA_READ, k->rkey, range.first,
                                        0, (uint32_t)range.second));
@@ -271,10 +276,10 @@ TEST_F(soft_mkey, unaligned_single_byte_entries)
     std::vector<uint8_t> before(mem);
     const size_t off = 19 * 3 + 4, len = 19 * 20 + 9;
     for (size_t i = 0; i < len; ++i) {
-        loc[i] = (uint8_t)~*ref[off + i];
+        loc[i] = (uint8_t) ~*ref[off + i];
     }
-    ASSERT_EQ(DCX_WC_SUCCESS, rdma(DCX_WR_RDMA_WRITE, k->rkey, off, 0,
-                                   (uint32_t)len));
+    ASSERT_EQ(DCX_WC_SUCCESS,
+              rdma(DCX_WR_RDMA_WRITE, k->rkey, off, 0, (uint32_t)len));
     size_t changed = 0;
     for (size_t i = 0; i < mem.size(); ++i) {
         changed += (mem[i] != before[i]);
@@ -288,11 +293,10 @@ TEST_F(soft_mkey, unaligned_single_byte_entries)
 /* The man page example: repeat 2, {512, skip 4}, {8, skip 0}. */
 TEST_F(soft_mkey, man_page_example)
 {
-    std::vector<dcx_mkey_interleaved_t> e = {
-        ient(mem.data(), 512, 4, mr->lkey),
-        ient(mem.data() + 8192, 8, 0, mr->lkey)
-    };
-    dcx_mkey_t *k = create();
+    std::vector<dcx_mkey_interleaved_t> e = {ient(mem.data(), 512, 4, mr->lkey),
+                                             ient(mem.data() + 8192, 8, 0,
+                                                  mr->lkey)};
+    dcx_mkey_t *k                         = create();
     interleaved(k, e, 2);
     ASSERT_EQ(DCX_WC_SUCCESS, rdma(DCX_WR_RDMA_READ, k->rkey, 0, 0, 1040));
     EXPECT_EQ(0, memcmp(&loc[0], &mem[0], 512));
@@ -300,8 +304,8 @@ TEST_F(soft_mkey, man_page_example)
     EXPECT_EQ(0, memcmp(&loc[520], &mem[516], 512));
     EXPECT_EQ(0, memcmp(&loc[1032], &mem[8200], 8));
     /* one past the end of the layout */
-    EXPECT_EQ(DCX_WC_REM_ACCESS_ERR, rdma(DCX_WR_RDMA_READ, k->rkey, 1, 0,
-                                          1040));
+    EXPECT_EQ(DCX_WC_REM_ACCESS_ERR,
+              rdma(DCX_WR_RDMA_READ, k->rkey, 1, 0, 1040));
 }
 
 TEST_F(soft_mkey, entry_limit_bad_flow)
@@ -322,9 +326,9 @@ TEST_F(soft_mkey, entry_limit_bad_flow)
     EXPECT_EQ(ENOMEM, post_bad(mkey_wr(DCX_WR_MKEY_INTERLEAVED, k, &lay)));
     e.pop_back();
     interleaved(k, e, 3);
-    ASSERT_EQ(DCX_WC_SUCCESS, rdma(DCX_WR_RDMA_READ, k->rkey, 0, 0,
-                                   (LIMIT - 1) * 10 * 3));
-    std::vector<uint8_t*> ref = layout_bytes(e, 3);
+    ASSERT_EQ(DCX_WC_SUCCESS,
+              rdma(DCX_WR_RDMA_READ, k->rkey, 0, 0, (LIMIT - 1) * 10 * 3));
+    std::vector<uint8_t *> ref = layout_bytes(e, 3);
     for (size_t i = 0; i < ref.size(); ++i) {
         ASSERT_EQ(*ref[i], loc[i]) << i;
     }
@@ -346,20 +350,19 @@ TEST_F(soft_mkey, entry_limit_bad_flow)
     for (auto &x : s) {
         total += x.length;
     }
-    ASSERT_EQ(DCX_WC_SUCCESS, rdma(DCX_WR_RDMA_READ, k->rkey, 0, 0,
-                                   (uint32_t)total));
+    ASSERT_EQ(DCX_WC_SUCCESS,
+              rdma(DCX_WR_RDMA_READ, k->rkey, 0, 0, (uint32_t)total));
     size_t off = 0;
     for (auto &x : s) {
-        ASSERT_EQ(0, memcmp(&loc[off], (void*)(uintptr_t)x.addr, x.length));
+        ASSERT_EQ(0, memcmp(&loc[off], (void *)(uintptr_t)x.addr, x.length));
         off += x.length;
     }
 }
 
 TEST_F(soft_mkey, post_checks_bad_flow)
 {
-    dcx_mkey_t *k = create(4);
-    std::vector<dcx_mkey_interleaved_t> e = {
-        ient(mem.data(), 8, 8, mr->lkey) };
+    dcx_mkey_t *k                         = create(4);
+    std::vector<dcx_mkey_interleaved_t> e = {ient(mem.data(), 8, 8, mr->lkey)};
     dcx_mkey_layout_t lay;
     memset(&lay, 0, sizeof(lay));
     lay.access       = RACC;
@@ -368,27 +371,27 @@ TEST_F(soft_mkey, post_checks_bad_flow)
     lay.interleaved  = e.data();
 
     dcx_send_wr_t w = mkey_wr(DCX_WR_MKEY_INTERLEAVED, nullptr, &lay);
-    EXPECT_EQ(EINVAL, post_bad(w));                       /* no key */
+    EXPECT_EQ(EINVAL, post_bad(w)); /* no key */
     w = mkey_wr(DCX_WR_MKEY_INTERLEAVED, k, nullptr);
-    EXPECT_EQ(EINVAL, post_bad(w));                       /* no layout */
+    EXPECT_EQ(EINVAL, post_bad(w)); /* no layout */
     lay.access = RACC | 0x100;
-    w = mkey_wr(DCX_WR_MKEY_INTERLEAVED, k, &lay);
-    EXPECT_EQ(EINVAL, post_bad(w));                       /* access */
+    w          = mkey_wr(DCX_WR_MKEY_INTERLEAVED, k, &lay);
+    EXPECT_EQ(EINVAL, post_bad(w)); /* access */
     lay.access       = RACC;
     lay.repeat_count = 0;
-    EXPECT_EQ(EINVAL, post_bad(w));                       /* repeat 0 */
+    EXPECT_EQ(EINVAL, post_bad(w)); /* repeat 0 */
     lay.repeat_count = 2;
-    e[0].bytes_count = 0x10000;                           /* 16-bit field */
+    e[0].bytes_count = 0x10000; /* 16-bit field */
     e[0].bytes_skip  = 0;
     EXPECT_EQ(EINVAL, post_bad(w));
     e[0].bytes_count = 0x8000;
-    e[0].bytes_skip  = 0x8000;                            /* stride 64 KiB */
+    e[0].bytes_skip  = 0x8000; /* stride 64 KiB */
     EXPECT_EQ(EINVAL, post_bad(w));
     e[0].bytes_count = 0;
     e[0].bytes_skip  = 8;
-    EXPECT_EQ(EINVAL, post_bad(w));                       /* 0 bytes */
+    EXPECT_EQ(EINVAL, post_bad(w)); /* 0 bytes */
     lay.num_entries = 0;
-    EXPECT_EQ(EINVAL, post_bad(w));                       /* no entries */
+    EXPECT_EQ(EINVAL, post_bad(w)); /* no entries */
     /* a key of another device */
     node other;
     ASSERT_EQ(0, other.open(fabric.c_str()));
@@ -396,7 +399,7 @@ TEST_F(soft_mkey, post_checks_bad_flow)
     ASSERT_EQ(0, dcx_mkey_create(other.pd, 4, &ok));
     lay.num_entries  = 1;
     e[0].bytes_count = 8;
-    w = mkey_wr(DCX_WR_MKEY_INTERLEAVED, ok, &lay);
+    w                = mkey_wr(DCX_WR_MKEY_INTERLEAVED, ok, &lay);
     EXPECT_EQ(EINVAL, post_bad(w));
     EXPECT_EQ(0, dcx_mkey_destroy(ok));
     /* after all that the DCI still works and the key configures */
@@ -413,8 +416,7 @@ TEST_F(soft_mkey, list_layout_over_two_mrs)
     std::vector<dcx_sge_t> s = {
         {(uint64_t)(uintptr_t)(mem.data() + 100), 33, mr->lkey},
         {(uint64_t)(uintptr_t)(other.data() + 7), 1, omr->lkey},
-        {(uint64_t)(uintptr_t)(mem.data() + 50000), 4000, mr->lkey}
-    };
+        {(uint64_t)(uintptr_t)(mem.data() + 50000), 4000, mr->lkey}};
     dcx_mkey_t *k = create(4);
     list(k, s);
     for (size_t i = 0; i < 4034; ++i) {
@@ -441,7 +443,7 @@ TEST_F(soft_mkey, local_gather_send_scatter_recv)
     dcx_mkey_t *src = create(4), *dst = create(4);
     interleaved(src, column(2, cols), rows);
     std::vector<dcx_mkey_interleaved_t> dcol = {
-        ient(mem.data() + 500000 + 3, 8, 24, mr->lkey) };
+        ient(mem.data() + 500000 + 3, 8, 24, mr->lkey)};
     interleaved(dst, dcol, rows);
     std::vector<uint8_t> before(mem);
 
@@ -470,7 +472,8 @@ TEST_F(soft_mkey, local_gather_send_scatter_recv)
     }
     for (size_t r = 0; r < rows; ++r) {
         ASSERT_EQ(0, memcmp(&mem[500000 + 3 + r * 32],
-                            &before[(r * cols + 2) * 8], 8)) << r;
+                            &before[(r * cols + 2) * 8], 8))
+            << r;
     }
     /* and nothing between the elements */
     for (size_t r = 0; r < rows; ++r) {
@@ -484,15 +487,15 @@ TEST_F(soft_mkey, local_gather_send_scatter_recv)
     ASSERT_EQ(DCX_WC_SUCCESS, run(DCX_WR_RDMA_READ, &ls, mr->rkey,
                                   (uint64_t)(uintptr_t)(mem.data() + 700000)));
     for (size_t r = 0; r < rows; ++r) {
-        ASSERT_EQ(0, memcmp(&mem[500000 + 3 + r * 32], &mem[700000 + r * 8],
-                            8)) << r;
+        ASSERT_EQ(0, memcmp(&mem[500000 + 3 + r * 32], &mem[700000 + r * 8], 8))
+            << r;
     }
 }
 
 TEST_F(soft_mkey, local_key_errors_bad_flow)
 {
     dcx_mkey_t *k = create(4);
-    dcx_sge_t s = {0, 8, k->lkey};
+    dcx_sge_t s   = {0, 8, k->lkey};
     /* before configure */
     EXPECT_EQ(DCX_WC_LOC_PROT_ERR, run(DCX_WR_RDMA_WRITE, &s, mr->rkey,
                                        (uint64_t)(uintptr_t)mem.data()));
@@ -519,26 +522,25 @@ TEST_F(soft_mkey, remote_key_states_bad_flow)
     dcx_mkey_t *k = create(4);
     std::vector<uint8_t> before(mem);
     /* before configure: nothing written */
-    EXPECT_EQ(DCX_WC_REM_ACCESS_ERR, rdma(DCX_WR_RDMA_WRITE, k->rkey, 0, 0,
-                                          64));
+    EXPECT_EQ(DCX_WC_REM_ACCESS_ERR,
+              rdma(DCX_WR_RDMA_WRITE, k->rkey, 0, 0, 64));
     EXPECT_EQ(before, mem);
     interleaved(k, column(1, cols), rows);
     /* past the end, and straddling it */
-    EXPECT_EQ(DCX_WC_REM_ACCESS_ERR, rdma(DCX_WR_RDMA_READ, k->rkey,
-                                          rows * 8, 0, 1));
-    EXPECT_EQ(DCX_WC_REM_ACCESS_ERR, rdma(DCX_WR_RDMA_WRITE, k->rkey,
-                                          rows * 8 - 4, 0, 8));
+    EXPECT_EQ(DCX_WC_REM_ACCESS_ERR,
+              rdma(DCX_WR_RDMA_READ, k->rkey, rows * 8, 0, 1));
+    EXPECT_EQ(DCX_WC_REM_ACCESS_ERR,
+              rdma(DCX_WR_RDMA_WRITE, k->rkey, rows * 8 - 4, 0, 8));
     EXPECT_EQ(before, mem);
-    EXPECT_EQ(DCX_WC_SUCCESS, rdma(DCX_WR_RDMA_WRITE, k->rkey, rows * 8 - 8,
-                                   0, 8));
+    EXPECT_EQ(DCX_WC_SUCCESS,
+              rdma(DCX_WR_RDMA_WRITE, k->rkey, rows * 8 - 8, 0, 8));
     before = mem;
     /* invalidated: error, 0 bytes written */
     invalidate(k);
     memset(loc.data(), 0xee, rows * 8);
-    EXPECT_EQ(DCX_WC_REM_ACCESS_ERR, rdma(DCX_WR_RDMA_WRITE, k->rkey, 0, 0,
-                                          rows * 8));
-    EXPECT_EQ(DCX_WC_REM_ACCESS_ERR, rdma(DCX_WR_RDMA_READ, k->rkey, 0, 0,
-                                          8));
+    EXPECT_EQ(DCX_WC_REM_ACCESS_ERR,
+              rdma(DCX_WR_RDMA_WRITE, k->rkey, 0, 0, rows * 8));
+    EXPECT_EQ(DCX_WC_REM_ACCESS_ERR, rdma(DCX_WR_RDMA_READ, k->rkey, 0, 0, 8));
     EXPECT_EQ(before, mem);
     /* configured again it works again (new layout) */
     interleaved(k, column(3, cols), rows);
@@ -555,32 +557,32 @@ TEST_F(soft_mkey, remote_access_rights_bad_flow)
     dcx_mkey_t *k = create(4);
     interleaved(k, {ient(ro.data(), 16, 16, romr->lkey)}, 8);
     EXPECT_EQ(DCX_WC_SUCCESS, rdma(DCX_WR_RDMA_READ, k->rkey, 0, 0, 128));
-    EXPECT_EQ(DCX_WC_REM_ACCESS_ERR, rdma(DCX_WR_RDMA_WRITE, k->rkey, 0, 0,
-                                          16));
+    EXPECT_EQ(DCX_WC_REM_ACCESS_ERR,
+              rdma(DCX_WR_RDMA_WRITE, k->rkey, 0, 0, 16));
     EXPECT_EQ(std::vector<uint8_t>(8192, 0x33), ro);
     /* the MR grants write, the key does not */
     dcx_mkey_t *k2 = create(4);
     interleaved(k2, column(0, 2), 8, DCX_ACCESS_REMOTE_READ);
     std::vector<uint8_t> before(mem);
-    EXPECT_EQ(DCX_WC_REM_ACCESS_ERR, rdma(DCX_WR_RDMA_WRITE, k2->rkey, 0, 0,
-                                          8));
-    EXPECT_EQ(DCX_WC_REM_ACCESS_ERR, rdma(DCX_WR_ATOMIC_FADD, k2->rkey, 0, 0,
-                                          8));
+    EXPECT_EQ(DCX_WC_REM_ACCESS_ERR,
+              rdma(DCX_WR_RDMA_WRITE, k2->rkey, 0, 0, 8));
+    EXPECT_EQ(DCX_WC_REM_ACCESS_ERR,
+              rdma(DCX_WR_ATOMIC_FADD, k2->rkey, 0, 0, 8));
     EXPECT_EQ(before, mem);
     /* an entry over memory no MR covers (its lkey's MR ends before) */
     dcx_mkey_t *k3 = create(4);
     interleaved(k3, {ient(ro.data() + 8192 - 64, 16, 16, romr->lkey)}, 4);
     EXPECT_EQ(DCX_WC_SUCCESS, rdma(DCX_WR_RDMA_READ, k3->rkey, 0, 0, 32));
-    EXPECT_EQ(DCX_WC_REM_ACCESS_ERR, rdma(DCX_WR_RDMA_READ, k3->rkey, 0, 0,
-                                          64));
+    EXPECT_EQ(DCX_WC_REM_ACCESS_ERR,
+              rdma(DCX_WR_RDMA_READ, k3->rkey, 0, 0, 64));
     /* an entry whose lkey names nothing (or another key) */
     dcx_mkey_t *k4 = create(4);
-    interleaved(k4, {ient(mem.data(), 8, 0, mr->lkey ^ 0x100),
-                     ient(mem.data(), 8, 0, k->lkey)}, 1);
-    EXPECT_EQ(DCX_WC_REM_ACCESS_ERR, rdma(DCX_WR_RDMA_READ, k4->rkey, 0, 0,
-                                          8));
-    EXPECT_EQ(DCX_WC_REM_ACCESS_ERR, rdma(DCX_WR_RDMA_READ, k4->rkey, 8, 0,
-                                          8));
+    interleaved(k4,
+                {ient(mem.data(), 8, 0, mr->lkey ^ 0x100),
+                 ient(mem.data(), 8, 0, k->lkey)},
+                1);
+    EXPECT_EQ(DCX_WC_REM_ACCESS_ERR, rdma(DCX_WR_RDMA_READ, k4->rkey, 0, 0, 8));
+    EXPECT_EQ(DCX_WC_REM_ACCESS_ERR, rdma(DCX_WR_RDMA_READ, k4->rkey, 8, 0, 8));
 }
 
 TEST_F(soft_mkey, mr_deregistered_under_key_bad_flow)
@@ -589,30 +591,30 @@ TEST_F(soft_mkey, mr_deregistered_under_key_bad_flow)
     dcx_mr_t *omr;
     ASSERT_EQ(0, dcx_mr_reg(n.pd, other.data(), other.size(), RACC, &omr));
     dcx_mkey_t *k = create(4);
-    interleaved(k, {ient(mem.data(), 8, 0, mr->lkey),
-                    ient(other.data(), 8, 24, omr->lkey)}, 100);
+    interleaved(k,
+                {ient(mem.data(), 8, 0, mr->lkey),
+                 ient(other.data(), 8, 24, omr->lkey)},
+                100);
     ASSERT_EQ(DCX_WC_SUCCESS, rdma(DCX_WR_RDMA_READ, k->rkey, 0, 0, 1600));
     ASSERT_EQ(0, dcx_mr_dereg(omr));
     /* the entries over the deregistered MR refuse; nothing is written */
     memset(loc.data(), 0x99, 1600);
-    EXPECT_EQ(DCX_WC_REM_ACCESS_ERR, rdma(DCX_WR_RDMA_WRITE, k->rkey, 0, 0,
-                                          1600));
-    EXPECT_EQ(DCX_WC_REM_ACCESS_ERR, rdma(DCX_WR_RDMA_READ, k->rkey, 8, 0,
-                                          8));
+    EXPECT_EQ(DCX_WC_REM_ACCESS_ERR,
+              rdma(DCX_WR_RDMA_WRITE, k->rkey, 0, 0, 1600));
+    EXPECT_EQ(DCX_WC_REM_ACCESS_ERR, rdma(DCX_WR_RDMA_READ, k->rkey, 8, 0, 8));
     EXPECT_EQ(std::vector<uint8_t>(65536, 0x21), other);
     /* a new MR over the same memory does not revive the old key's entry */
     dcx_mr_t *again;
     ASSERT_EQ(0, n.reg(other.data(), other.size(), RACC, &again));
-    EXPECT_EQ(DCX_WC_REM_ACCESS_ERR, rdma(DCX_WR_RDMA_READ, k->rkey, 8, 0,
-                                          8));
+    EXPECT_EQ(DCX_WC_REM_ACCESS_ERR, rdma(DCX_WR_RDMA_READ, k->rkey, 8, 0, 8));
 }
 
 TEST_F(soft_mkey, memory_unmapped_under_key_bad_flow)
 {
     size_t len = 2 * 4096;
-    uint8_t *p = (uint8_t*)mmap(nullptr, len, PROT_READ | PROT_WRITE,
-                                MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    ASSERT_NE(MAP_FAILED, (void*)p);
+    uint8_t *p = (uint8_t *)mmap(nullptr, len, PROT_READ | PROT_WRITE,
+                                 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    ASSERT_NE(MAP_FAILED, (void *)p);
     memset(p, 0x44, len);
     dcx_mr_t *pmr;
     ASSERT_EQ(0, dcx_mr_reg(n.pd, p, len, RACC, &pmr));
@@ -620,8 +622,8 @@ TEST_F(soft_mkey, memory_unmapped_under_key_bad_flow)
     interleaved(k, {ient(p, 16, 48, pmr->lkey)}, 64);
     ASSERT_EQ(DCX_WC_SUCCESS, rdma(DCX_WR_RDMA_READ, k->rkey, 0, 0, 1024));
     dcx_dev_mem_unmapped(n.dev, p, len);
-    EXPECT_EQ(DCX_WC_REM_ACCESS_ERR, rdma(DCX_WR_RDMA_WRITE, k->rkey, 0, 0,
-                                          16));
+    EXPECT_EQ(DCX_WC_REM_ACCESS_ERR,
+              rdma(DCX_WR_RDMA_WRITE, k->rkey, 0, 0, 16));
     for (size_t i = 0; i < len; ++i) {
         ASSERT_EQ(0x44, p[i]);
     }
@@ -634,8 +636,10 @@ TEST_F(soft_mkey, atomics_inside_one_entry)
     dcx_mkey_t *k = create(4);
     /* per repetition (20 bytes): 8 bytes at an aligned address, then 12
      * bytes at an address that is 4 mod 8 */
-    interleaved(k, {ient(mem.data() + 64, 8, 8, mr->lkey),
-                    ient(mem.data() + 4100, 12, 4, mr->lkey)}, 4);
+    interleaved(k,
+                {ient(mem.data() + 64, 8, 8, mr->lkey),
+                 ient(mem.data() + 4100, 12, 4, mr->lkey)},
+                4);
     /* offset 40 = repetition 2, entry 0: mem + 64 + 2 * 16 */
     uint64_t v, old, now;
     memcpy(&v, &mem[96], 8);
@@ -647,11 +651,11 @@ TEST_F(soft_mkey, atomics_inside_one_entry)
     std::vector<uint8_t> before(mem);
     /* a word split between two entries (offset 16: 4 bytes of entry 1,
      * 4 of the next repetition's entry 0) */
-    EXPECT_EQ(DCX_WC_REM_INV_REQ_ERR, rdma(DCX_WR_ATOMIC_FADD, k->rkey, 16,
-                                           0, 8));
+    EXPECT_EQ(DCX_WC_REM_INV_REQ_ERR,
+              rdma(DCX_WR_ATOMIC_FADD, k->rkey, 16, 0, 8));
     /* inside entry 1, aligned offset, unaligned translated address */
-    EXPECT_EQ(DCX_WC_REM_INV_REQ_ERR, rdma(DCX_WR_ATOMIC_FADD, k->rkey, 8,
-                                           0, 8));
+    EXPECT_EQ(DCX_WC_REM_INV_REQ_ERR,
+              rdma(DCX_WR_ATOMIC_FADD, k->rkey, 8, 0, 8));
     EXPECT_EQ(before, mem);
 }
 
@@ -669,7 +673,7 @@ uint8_t xpattern(size_t i)
     return (uint8_t)(i * 3 + 1);
 }
 
-uint8_t xcolumn_value(size_t i)   /* what the peer writes: byte i of col */
+uint8_t xcolumn_value(size_t i) /* what the peer writes: byte i of col */
 {
     return (uint8_t)(0xc0 ^ i);
 }
@@ -695,7 +699,7 @@ int mkey_owner_main(shared_area *sh)
 
     if ((t.open(sh->fabric, &l) != 0) || (t.make_cq(256) != 0) ||
         (t.make_target(sh->tp.dc_key, DCX_ACCESS_REMOTE_WRITE |
-                                      DCX_ACCESS_REMOTE_READ) != 0) ||
+                                          DCX_ACCESS_REMOTE_READ) != 0) ||
         (t.make_dci() != 0) ||
         (t.reg(sh->buf, XROWS * XCOLS * 8, RACC, &mr) != 0) ||
         (dcx_mkey_create(t.pd, 4, &k) != 0)) {
@@ -725,12 +729,12 @@ int mkey_owner_main(shared_area *sh)
     sh->addr_len = (uint32_t)len;
     sh->dctn     = t.dct->qp_num;
     sh->rkey     = k->rkey;
-    sh->raddr    = 0;   /* zero-based */
+    sh->raddr    = 0; /* zero-based */
     __atomic_store_n(&sh->ready, 1, __ATOMIC_RELEASE);
 
     dcx_wc_t wc;
     while (!__atomic_load_n(&sh->go, __ATOMIC_ACQUIRE)) {
-        dcx_cq_poll(t.cq, 1, &wc);   /* serves the peer */
+        dcx_cq_poll(t.cq, 1, &wc); /* serves the peer */
     }
     w.opcode      = DCX_WR_MKEY_INVALIDATE;
     w.mkey_layout = nullptr;
@@ -744,9 +748,10 @@ int mkey_owner_main(shared_area *sh)
     /* the column holds what the peer wrote through the key before the
      * invalidation, and nothing else changed */
     for (size_t i = 0; i < XROWS * XCOLS * 8; ++i) {
-        size_t el = i / 8;
+        size_t el    = i / 8;
         uint8_t want = ((el % XCOLS) == XCOL) ?
-                       xcolumn_value((el / XCOLS) * 8 + i % 8) : xpattern(i);
+                           xcolumn_value((el / XCOLS) * 8 + i % 8) :
+                           xpattern(i);
         if (sh->buf[i] != want) {
             return 20;
         }
@@ -768,15 +773,15 @@ TEST_F(soft, mkey_xproc_rkey_invalidated_bad_flow)
     ASSERT_EQ(0, open_initiator(ini));
     std::vector<uint8_t> lbuf(XROWS * 8 * 2);
     dcx_mr_t *lmr;
-    ASSERT_EQ(0, ini.reg(lbuf.data(), lbuf.size(), DCX_ACCESS_LOCAL_WRITE,
-                         &lmr));
+    ASSERT_EQ(0,
+              ini.reg(lbuf.data(), lbuf.size(), DCX_ACCESS_LOCAL_WRITE, &lmr));
     for (size_t i = 0; i < XROWS * 8; ++i) {
         lbuf[i] = xcolumn_value(i);
     }
     auto run = [&](dcx_wr_opcode_t op, size_t loff, uint64_t raddr,
                    uint32_t len) {
-        dcx_sge_t sge = {(uint64_t)(uintptr_t)(lbuf.data() + loff), len,
-                         lmr->lkey};
+        dcx_sge_t sge   = {(uint64_t)(uintptr_t)(lbuf.data() + loff), len,
+                           lmr->lkey};
         dcx_send_wr_t w = make_wr(op, 1, &sge, 1, ini, sh);
         w.remote_addr   = raddr;
         dcx_wc_t wc;
@@ -793,8 +798,8 @@ TEST_F(soft, mkey_xproc_rkey_invalidated_bad_flow)
     ASSERT_EQ(DCX_WC_SUCCESS, run(DCX_WR_RDMA_READ, XROWS * 8, 0, XROWS * 8));
     EXPECT_EQ(0, memcmp(&lbuf[0], &lbuf[XROWS * 8], XROWS * 8));
     /* past the layout's end */
-    EXPECT_EQ(DCX_WC_REM_ACCESS_ERR, run(DCX_WR_RDMA_READ, 0, XROWS * 8 - 4,
-                                         8));
+    EXPECT_EQ(DCX_WC_REM_ACCESS_ERR,
+              run(DCX_WR_RDMA_READ, 0, XROWS * 8 - 4, 8));
     /* the owner invalidates: error, 0 bytes written (checked by the owner) */
     __atomic_store_n(&sh->go, 1, __ATOMIC_RELEASE);
     ASSERT_TRUE(wait_flag(&sh->ready2, 1, 20.0));

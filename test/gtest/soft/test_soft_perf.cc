@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Rough performance of the soft device (disabled by default; run with
  * --gtest_also_run_disabled_tests).  Used to fill caps.latency_ns and
@@ -28,7 +29,7 @@ TEST_F(soft, DISABLED_perf_estimate)
         s->addr_len = len;
         s->dctn     = n.dct->qp_num;
         for (int i = 0; i < 64; ++i) {
-            dcx_sge_t sge = { (uint64_t)(uintptr_t)&buf[i], 8, mr->lkey };
+            dcx_sge_t sge = {(uint64_t)(uintptr_t)&buf[i], 8, mr->lkey};
             dcx_srq_post_recv(n.srq, i, &sge, 1);
         }
         __atomic_store_n(&s->ready, 1, __ATOMIC_RELEASE);
@@ -36,7 +37,7 @@ TEST_F(soft, DISABLED_perf_estimate)
             (n.connect(s->addr2, len) != 0)) {
             return 2;
         }
-        dcx_sge_t sge = { (uint64_t)(uintptr_t)&buf[0], 8, mr->lkey };
+        dcx_sge_t sge = {(uint64_t)(uintptr_t)&buf[0], 8, mr->lkey};
         for (int i = 0; i < iters; ++i) {
             dcx_wc_t wc;
             while (dcx_cq_poll(n.cq, 1, &wc) == 0) {
@@ -45,12 +46,13 @@ TEST_F(soft, DISABLED_perf_estimate)
                 --i;
                 continue;
             }
-            dcx_sge_t r = { (uint64_t)(uintptr_t)&buf[wc.wr_id], 8, mr->lkey };
+            dcx_sge_t r = {(uint64_t)(uintptr_t)&buf[wc.wr_id], 8, mr->lkey};
             dcx_srq_post_recv(n.srq, wc.wr_id, &r, 1);
             dcx_send_wr_t wr;
             memset(&wr, 0, sizeof(wr));
-            wr.opcode      = DCX_WR_SEND;
-            wr.flags       = DCX_SEND_INLINE | ((i % 64 == 63) ? DCX_SEND_SIGNALED : 0);
+            wr.opcode = DCX_WR_SEND;
+            wr.flags  = DCX_SEND_INLINE |
+                       ((i % 64 == 63) ? DCX_SEND_SIGNALED : 0);
             wr.num_sge     = 1;
             wr.sg_list     = &sge;
             wr.dest.ah     = n.ah;
@@ -71,36 +73,38 @@ TEST_F(soft, DISABLED_perf_estimate)
     size_t len = sizeof(sh->addr2);
     ASSERT_EQ(0, n.open(fabric.c_str(), &sh->tp.limits));
     ASSERT_EQ(0, n.reg(buf, sizeof(buf), DCX_ACCESS_LOCAL_WRITE, &mr));
-    ASSERT_EQ(0, n.reg(big.data(), big.size(), DCX_ACCESS_LOCAL_WRITE |
-                       DCX_ACCESS_REMOTE_WRITE, &bmr));
+    ASSERT_EQ(0, n.reg(big.data(), big.size(),
+                       DCX_ACCESS_LOCAL_WRITE | DCX_ACCESS_REMOTE_WRITE, &bmr));
     ASSERT_EQ(0, n.make_target(1, DCX_ACCESS_REMOTE_WRITE));
     ASSERT_EQ(0, n.make_dci(256, 64));
     ASSERT_EQ(0, n.connect(sh->addr, sh->addr_len));
     for (int i = 0; i < 64; ++i) {
-        dcx_sge_t sge = { (uint64_t)(uintptr_t)&buf[i], 8, mr->lkey };
+        dcx_sge_t sge = {(uint64_t)(uintptr_t)&buf[i], 8, mr->lkey};
         ASSERT_EQ(0, dcx_srq_post_recv(n.srq, i, &sge, 1));
     }
     ASSERT_EQ(0, dcx_dev_port_addr(n.dev, sh->addr2, &len));
     sh->dctn2 = n.dct->qp_num;
     __atomic_store_n(&sh->ready2, 1, __ATOMIC_RELEASE);
 
-    dcx_sge_t sge = { (uint64_t)(uintptr_t)&buf[0], 8, mr->lkey };
-    double t0 = now_s();
+    dcx_sge_t sge = {(uint64_t)(uintptr_t)&buf[0], 8, mr->lkey};
+    double t0     = now_s();
     for (int i = 0; i < iters; ++i) {
         dcx_send_wr_t wr;
         memset(&wr, 0, sizeof(wr));
-        wr.opcode      = DCX_WR_SEND;
-        wr.flags       = DCX_SEND_INLINE | ((i % 64 == 63) ? DCX_SEND_SIGNALED : 0);
-        wr.num_sge     = 1;
-        wr.sg_list     = &sge;
-        wr.dest.ah     = n.ah;
+        wr.opcode  = DCX_WR_SEND;
+        wr.flags   = DCX_SEND_INLINE | ((i % 64 == 63) ? DCX_SEND_SIGNALED : 0);
+        wr.num_sge = 1;
+        wr.sg_list = &sge;
+        wr.dest.ah = n.ah;
         wr.dest.dctn   = sh->dctn;
         wr.dest.dc_key = 1;
         ASSERT_EQ(0, dcx_qp_post_send(n.dci, &wr));
         for (;;) {
             dcx_wc_t wc;
-            if ((dcx_cq_poll(n.cq, 1, &wc) == 1) && (wc.opcode == DCX_WC_RECV)) {
-                dcx_sge_t r = { (uint64_t)(uintptr_t)&buf[wc.wr_id], 8, mr->lkey };
+            if ((dcx_cq_poll(n.cq, 1, &wc) == 1) &&
+                (wc.opcode == DCX_WC_RECV)) {
+                dcx_sge_t r = {(uint64_t)(uintptr_t)&buf[wc.wr_id], 8,
+                               mr->lkey};
                 ASSERT_EQ(0, dcx_srq_post_recv(n.srq, wc.wr_id, &r, 1));
                 break;
             }
@@ -116,9 +120,9 @@ TEST_F(soft, DISABLED_perf_estimate)
     ASSERT_EQ(0, dcx_dev_port_addr(n.dev, myaddr, &mylen));
     ASSERT_EQ(0, dcx_ah_create(n.pd, myaddr, mylen, &self));
     const int bw_iters = 400;
-    dcx_sge_t bs = { (uint64_t)(uintptr_t)big.data(), 512 * 1024, bmr->lkey };
-    t0 = now_s();
-    int done = 0;
+    dcx_sge_t bs = {(uint64_t)(uintptr_t)big.data(), 512 * 1024, bmr->lkey};
+    t0           = now_s();
+    int done     = 0;
     for (int i = 0; i < bw_iters; ++i) {
         dcx_send_wr_t wr;
         memset(&wr, 0, sizeof(wr));

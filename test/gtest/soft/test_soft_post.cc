@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Soft device post side: what a post reads of the target's segment (not
  * its ring head, a line the target writes at every packet it consumes),
@@ -18,13 +19,13 @@ using namespace soft_test;
 namespace {
 
 const uint64_t KEY   = 0x9057;
-const uint64_t RECVS = 64;   /* receives posted, 64-byte buffers */
+const uint64_t RECVS = 64; /* receives posted, 64-byte buffers */
 
 /* Two devices of this process: a sends inline SENDs to b's DCT. */
 struct post_pair {
     node a, b;
     std::vector<uint8_t> rbuf = std::vector<uint8_t>(RECVS * 64);
-    dcx_mr_t *rmr = nullptr;
+    dcx_mr_t *rmr             = nullptr;
 
     int open(const std::string &fabric)
     {
@@ -63,7 +64,7 @@ struct post_pair {
         soft_dev_t *db = soft_dev(b.dev);
 
         for (soft_peer_t *p = soft_dev(a.dev)->peers; p != nullptr;
-             p = p->next) {
+             p              = p->next) {
             if ((p->pid == db->pid) && (p->inst == db->inst)) {
                 return p;
             }
@@ -85,10 +86,7 @@ struct post_pair {
         return post_recv(wc.wr_id + RECVS) == 0;
     }
 
-    uint64_t prods()
-    {
-        return dev_stats(a).prods;
-    }
+    uint64_t prods() { return dev_stats(a).prods; }
 };
 
 } // namespace
@@ -157,13 +155,13 @@ TEST_F(soft, stopped_target_prodded_bad_flow)
             EXPECT_EQ(0u, peer->watch_since);
         }
         uint64_t prods = p.prods();
-        ASSERT_EQ(0, p.send(id));   /* b does not poll from here */
+        ASSERT_EQ(0, p.send(id)); /* b does not poll from here */
         double end = now_s() + 20.0;
         while ((p.prods() == prods) && (now_s() < end)) {
             got += dcx_cq_poll(p.a.cq, 1, &wc);
         }
-        EXPECT_GT(p.prods(), prods) << "round " << round
-                                    << ": the stopped target was not prodded";
+        EXPECT_GT(p.prods(), prods)
+            << "round " << round << ": the stopped target was not prodded";
         EXPECT_EQ(round, got) << "only the consumed request completed";
         ASSERT_TRUE(p.received(id));
         end = now_s() + 20.0;
@@ -184,7 +182,7 @@ TEST_F(soft, stopped_target_prodded_bad_flow)
  * long after it (a new pair then). */
 TEST_F(soft, post_clock_follows_monotonic)
 {
-    const uint64_t tolerance = 20000;   /* ns; timers are >= 25 us */
+    const uint64_t tolerance = 20000; /* ns; timers are >= 25 us */
     node a;
 
     ASSERT_EQ(0, a.open(fabric.c_str()));
@@ -197,6 +195,6 @@ TEST_F(soft, post_clock_follows_monotonic)
         soft_unlock(&dev->lock);
         EXPECT_LE(t0, x + tolerance) << "look " << k;
         EXPECT_LE(x, t1 + tolerance) << "look " << k;
-        usleep((k % 2) ? 20000 : 500);   /* past a rebase, or within */
+        usleep((k % 2) ? 20000 : 500); /* past a rebase, or within */
     }
 }

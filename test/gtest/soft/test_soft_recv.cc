@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Soft device receive side: a poll whose lock-free look finds packets in
  * the request ring only (the engine otherwise idle or only waiting) runs a
@@ -23,7 +24,7 @@ using namespace soft_test;
 namespace {
 
 const uint64_t KEY   = 0x7ec5;
-const unsigned RECVS = 64;   /* receives posted on each target, 64 B each */
+const unsigned RECVS = 64; /* receives posted on each target, 64 B each */
 
 /* Two devices of this process, both helpers stopped (only the polls below
  * run the engines): a sends to b's DCT; with both(), b also sends to a's. */
@@ -40,8 +41,7 @@ struct recv_pair {
         if (((ret = a.open(fabric.c_str(), la)) != 0) ||
             ((ret = b.open(fabric.c_str())) != 0) ||
             ((ret = a.make_dci()) != 0) ||
-            ((ret = target(b, bbuf, &bmr)) != 0) ||
-            ((ret = link(a, b)) != 0)) {
+            ((ret = target(b, bbuf, &bmr)) != 0) || ((ret = link(a, b)) != 0)) {
             return ret;
         }
         soft_helper_stop(soft_dev(a.dev));
@@ -88,7 +88,7 @@ struct recv_pair {
     {
         uint8_t addr[DCX_DEV_ADDR_MAX];
         size_t len = sizeof(addr);
-        int ret = dcx_dev_port_addr(to.dev, addr, &len);
+        int ret    = dcx_dev_port_addr(to.dev, addr, &len);
 
         return (ret != 0) ? ret : from.connect(addr, len);
     }
@@ -98,8 +98,8 @@ struct recv_pair {
     static int post(node &from, const node &to, dcx_wr_opcode_t op,
                     uint64_t value, uint32_t rkey = 0, uint64_t raddr = 0)
     {
-        return post_inline_value(from, from.dci, to.dct->qp_num, KEY, op,
-                                 value, rkey, raddr);
+        return post_inline_value(from, from.dci, to.dct->qp_num, KEY, op, value,
+                                 rkey, raddr);
     }
 
     /* polls n's CQ once more: a device opened has its engine marked busy
@@ -199,7 +199,7 @@ TEST_F(soft, ring_pass_then_timer_fires_on_later_poll)
     dcx_wc_t wc;
 
     dcx_soft_limits_default(&l);
-    l.ack_timeout_us = 200000;   /* far beyond the steps before it */
+    l.ack_timeout_us = 200000; /* far beyond the steps before it */
     l.retry_cnt      = 7;
     ASSERT_EQ(0, p.open(fabric, &l));
     ASSERT_EQ(0, p.both());
@@ -214,9 +214,8 @@ TEST_F(soft, ring_pass_then_timer_fires_on_later_poll)
     ASSERT_EQ(0, recv_pair::post(p.a, p.b, DCX_WR_SEND, 5));
     /* a's pass after the post leaves its engine waiting for the timer */
     ASSERT_EQ(0, dcx_cq_poll(p.a.cq, 1, &wc));
-    ASSERT_EQ(SOFT_ENGINE_WAIT,
-              __atomic_load_n(&soft_dev(p.a.dev)->engine_idle,
-                              __ATOMIC_RELAXED));
+    ASSERT_EQ(SOFT_ENGINE_WAIT, __atomic_load_n(&soft_dev(p.a.dev)->engine_idle,
+                                                __ATOMIC_RELAXED));
 
     ASSERT_EQ(0, recv_pair::post(p.b, p.a, DCX_WR_SEND, 7));
     dcx_soft_stats_t a0 = dev_stats(p.a);
@@ -226,9 +225,8 @@ TEST_F(soft, ring_pass_then_timer_fires_on_later_poll)
     dcx_soft_stats_t a1 = dev_stats(p.a);
     EXPECT_EQ(a0.ring_passes + 1, a1.ring_passes);
     EXPECT_EQ(rexmit, a1.retransmits) << "the timer fired too early";
-    EXPECT_EQ(SOFT_ENGINE_WAIT,
-              __atomic_load_n(&soft_dev(p.a.dev)->engine_idle,
-                              __ATOMIC_RELAXED))
+    EXPECT_EQ(SOFT_ENGINE_WAIT, __atomic_load_n(&soft_dev(p.a.dev)->engine_idle,
+                                                __ATOMIC_RELAXED))
         << "the ring pass lost what the engine waits for";
 
     /* the SEND to a was acknowledged in b's table: b completes it */
@@ -299,7 +297,8 @@ TEST_F(soft, held_ack_then_refused_light_write_bad_flow)
     memcpy(&v, p.bbuf.data() + 64, sizeof(v));
     EXPECT_EQ(1u, v);
     EXPECT_TRUE(std::equal(before.begin() + 128, before.end(),
-                           p.bbuf.begin() + 128)) << "the refused WRITE wrote";
+                           p.bbuf.begin() + 128))
+        << "the refused WRITE wrote";
 }
 
 namespace {
@@ -309,7 +308,7 @@ namespace {
  * the device's own DCT through an address handle of its own port; the
  * helper stopped.  With a channel, the send CQ is created on it. */
 struct own_pair {
-    node n;                         /* n.cq: the DCI's send CQ */
+    node n; /* n.cq: the DCI's send CQ */
     dcx_cq_t *rx_cq          = nullptr;
     dcx_comp_channel_t *ch   = nullptr;
     std::vector<uint8_t> buf = std::vector<uint8_t>(RECVS * 64);
@@ -398,8 +397,8 @@ struct own_pair {
     int post(dcx_wr_opcode_t op, uint64_t value, uint32_t rkey = 0,
              uint64_t raddr = 0)
     {
-        return post_inline_value(n, n.dci, n.dct->qp_num, KEY, op, value,
-                                 rkey, raddr);
+        return post_inline_value(n, n.dci, n.dct->qp_num, KEY, op, value, rkey,
+                                 raddr);
     }
 
     /* the first SEND (the responder's general path: the source is new),
@@ -429,14 +428,10 @@ struct own_pair {
 
     int idle() const
     {
-        return __atomic_load_n(&soft_dev(n.dev)->engine_idle,
-                               __ATOMIC_RELAXED);
+        return __atomic_load_n(&soft_dev(n.dev)->engine_idle, __ATOMIC_RELAXED);
     }
 
-    uint64_t passes() const
-    {
-        return soft_dev(n.dev)->app_passes;
-    }
+    uint64_t passes() const { return soft_dev(n.dev)->app_passes; }
 };
 
 } // namespace
@@ -565,5 +560,6 @@ TEST_F(soft, ring_pass_own_dci_nak_in_response_ring_bad_flow)
     memcpy(&v, p.buf.data() + wc[0].wr_id * 64, sizeof(v));
     EXPECT_EQ(1u, v);
     EXPECT_TRUE(std::equal(before.begin() + 128, before.end(),
-                           p.buf.begin() + 128)) << "the refused WRITE wrote";
+                           p.buf.begin() + 128))
+        << "the refused WRITE wrote";
 }

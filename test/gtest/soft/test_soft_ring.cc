@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Ring slots (soft.h, "Ring slots"): the consumer writes no line of a slot
  * it consumes, clears it later and only then gives it back to producers;
@@ -20,21 +21,22 @@ namespace {
  * lays it out, in private memory: the ring functions alone. */
 struct fake_ring {
     std::vector<uint64_t> mem;
-    soft_port_hdr_t      *hdr;
-    soft_ring_t          *ring;
+    soft_port_hdr_t *hdr;
+    soft_ring_t *ring;
 
     fake_ring()
     {
         const uint32_t payload   = 64;
         const uint32_t slot_size = SOFT_SLOT_HDR + payload;
-        mem.assign((SOFT_SEG_HDR_SIZE +
-                    (size_t)SOFT_RING_SLOTS * slot_size) / 8, 0);
-        hdr              = (soft_port_hdr_t*)mem.data();
-        ring             = &hdr->req;
-        ring->nslots     = SOFT_RING_SLOTS;
-        ring->payload    = payload;
-        ring->slot_size  = slot_size;
-        ring->offset     = SOFT_SEG_HDR_SIZE;
+        mem.assign((SOFT_SEG_HDR_SIZE + (size_t)SOFT_RING_SLOTS * slot_size) /
+                       8,
+                   0);
+        hdr             = (soft_port_hdr_t *)mem.data();
+        ring            = &hdr->req;
+        ring->nslots    = SOFT_RING_SLOTS;
+        ring->payload   = payload;
+        ring->slot_size = slot_size;
+        ring->offset    = SOFT_SEG_HDR_SIZE;
         for (uint32_t i = 0; i < SOFT_RING_SLOTS; ++i) {
             slot(i)->seq = i;
         }
@@ -42,8 +44,8 @@ struct fake_ring {
 
     soft_slot_t *slot(uint64_t pos)
     {
-        return (soft_slot_t*)((char*)hdr + ring->offset +
-                              (pos % ring->nslots) * ring->slot_size);
+        return (soft_slot_t *)((char *)hdr + ring->offset +
+                               (pos % ring->nslots) * ring->slot_size);
     }
 
     /* claims and publishes a full packet whose header bytes are 'fill' */
@@ -103,8 +105,8 @@ TEST(soft_ring, pop_writes_no_slot_line)
 
     EXPECT_EQ(1u, soft_ring_clear(r.hdr, r.ring));
     EXPECT_EQ(1u, r.ring->freed);
-    const uint8_t *pkt = (const uint8_t*)&r.slot(0)->pkt;
-    size_t dirty = 0;
+    const uint8_t *pkt = (const uint8_t *)&r.slot(0)->pkt;
+    size_t dirty       = 0;
     for (size_t b = 0; b < sizeof(soft_pkt_t); ++b) {
         dirty += (pkt[b] != 0);
     }
@@ -161,7 +163,7 @@ TEST(soft_ring, dead_claimer_skipped_marked_or_not_bad_flow)
     soft_stall_t st;
     memset(&st, 0, sizeof(st));
     const uint64_t t0 = 1000000000ull;
-    log_counter logs;   /* the skips are warnings */
+    log_counter logs; /* the skips are warnings */
 
     /* claimed and marked by a dead process, never published */
     void *payload;
@@ -177,24 +179,24 @@ TEST(soft_ring, dead_claimer_skipped_marked_or_not_bad_flow)
 
     /* claimed by a CAS on the tail only: no mark, no owner */
     uint64_t tail = r.ring->tail;
-    ASSERT_TRUE(__atomic_compare_exchange_n(&r.ring->tail, &tail, tail + 1,
-                                            0, __ATOMIC_RELAXED,
+    ASSERT_TRUE(__atomic_compare_exchange_n(&r.ring->tail, &tail, tail + 1, 0,
+                                            __ATOMIC_RELAXED,
                                             __ATOMIC_RELAXED));
     uint64_t t1 = t0 + 2 * SOFT_RING_TAIL_NS;
     EXPECT_EQ(0, soft_ring_unstick(r.hdr, r.ring, &st, t1, "t"));
     EXPECT_NE(0u, st.since_ns) << "the tail did not show the claim";
     EXPECT_EQ(0, soft_ring_unstick(r.hdr, r.ring, &st, t1 + 1100000, "t"));
-    EXPECT_EQ(0, soft_ring_unstick(r.hdr, r.ring, &st, t1 + 1500000000ull,
-                                   "t"));
+    EXPECT_EQ(0,
+              soft_ring_unstick(r.hdr, r.ring, &st, t1 + 1500000000ull, "t"));
     EXPECT_EQ(1u, r.ring->head) << "an unknown claimer skipped early";
-    EXPECT_EQ(1, soft_ring_unstick(r.hdr, r.ring, &st, t1 + 2100000000ull,
-                                   "t"));
+    EXPECT_EQ(1,
+              soft_ring_unstick(r.hdr, r.ring, &st, t1 + 2100000000ull, "t"));
     EXPECT_EQ(2u, r.ring->head);
     EXPECT_EQ(2, logs.lines());
 
     /* empty now: nothing claimed, nothing skipped */
-    EXPECT_EQ(0, soft_ring_unstick(r.hdr, r.ring, &st, t1 + 3000000000ull,
-                                   "t"));
+    EXPECT_EQ(0,
+              soft_ring_unstick(r.hdr, r.ring, &st, t1 + 3000000000ull, "t"));
     EXPECT_EQ(2u, soft_ring_clear(r.hdr, r.ring));
     EXPECT_TRUE(r.push(&seen, 3));
     EXPECT_NE(nullptr, soft_ring_peek(r.hdr, r.ring, &payload));
@@ -211,7 +213,7 @@ TEST_F(soft, light_packets_write_every_header_field)
     std::vector<uint8_t> buf(1u << 16, 0);
     dcx_mr_t *mr;
     ASSERT_EQ(0, open_loopback(n, fabric, key, buf, &mr));
-    soft_dev_t *dev      = (soft_dev_t*)n.dev;
+    soft_dev_t *dev      = (soft_dev_t *)n.dev;
     soft_port_hdr_t *hdr = dev->hdr;
 
     for (unsigned m = 0; m < 2 * SOFT_RING_SLOTS; ++m) {
@@ -239,7 +241,7 @@ TEST_F(soft, light_packets_write_every_header_field)
         ASSERT_EQ(0, dcx_srq_post_recv(n.srq, m, &r, 1));
         dcx_send_wr_t w = n.loop_wr((m % 2) ? DCX_WR_SEND_IMM : DCX_WR_SEND,
                                     key, &s, 0, 0);
-        w.imm    = 0x1000 + m;
+        w.imm = 0x1000 + m;
         w.flags |= DCX_SEND_INLINE;
         ASSERT_EQ(0, dcx_qp_post_send(n.dci, &w));
         dcx_wc_t wc[2];
@@ -301,10 +303,10 @@ TEST_F(soft, ring_full_of_unfreed_slots_is_a_busy_target_bad_flow)
     soft_helper_stop(soft_dev(c.dev));
 
     /* both sources known to b, their first slots cleared by whole passes */
-    ASSERT_EQ(0, post_inline_value(a, a.dci, b.dct->qp_num, KEY,
-                                   DCX_WR_SEND, 1));
-    ASSERT_EQ(0, post_inline_value(c, c.dci, b.dct->qp_num, KEY,
-                                   DCX_WR_SEND, 2));
+    ASSERT_EQ(0,
+              post_inline_value(a, a.dci, b.dct->qp_num, KEY, DCX_WR_SEND, 1));
+    ASSERT_EQ(0,
+              post_inline_value(c, c.dci, b.dct->qp_num, KEY, DCX_WR_SEND, 2));
     ASSERT_EQ(2, b.poll(wc.data(), 2));
     ASSERT_EQ(1, a.poll(wc.data(), 1));
     ASSERT_EQ(1, c.poll(wc.data(), 1));
@@ -329,8 +331,8 @@ TEST_F(soft, ring_full_of_unfreed_slots_is_a_busy_target_bad_flow)
     ASSERT_EQ(ring->freed + SOFT_RING_SLOTS, ring->tail);
 
     /* a's SEND waits for room past its ack timeout and its retry */
-    ASSERT_EQ(0, post_inline_value(a, a.dci, b.dct->qp_num, KEY,
-                                   DCX_WR_SEND, 99));
+    ASSERT_EQ(0,
+              post_inline_value(a, a.dci, b.dct->qp_num, KEY, DCX_WR_SEND, 99));
     EXPECT_EQ(0, a.poll(wc.data(), 1, 0.8)) << "status " << (int)wc[0].status;
 
     /* b runs: c's SENDs arrive, then a's, which its next progress posts */
@@ -371,8 +373,8 @@ TEST_F(soft, idle_polls_clear_consumed_slots)
     soft_helper_stop(soft_dev(b.dev));
 
     /* a known to b */
-    ASSERT_EQ(0, post_inline_value(a, a.dci, b.dct->qp_num, KEY,
-                                   DCX_WR_SEND, 1));
+    ASSERT_EQ(0,
+              post_inline_value(a, a.dci, b.dct->qp_num, KEY, DCX_WR_SEND, 1));
     ASSERT_EQ(1, b.poll(wc.data(), 1));
     ASSERT_EQ(1, a.poll(wc.data(), 1));
     ASSERT_EQ(0, dcx_cq_poll(b.cq, 1, wc.data()));

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Soft device shared receive queue: a list post (dcx_srq_post_recv_list)
  * takes receives in order, stops at the first that does not fit, says how
@@ -17,13 +18,13 @@ using namespace soft_test;
 namespace {
 
 const uint64_t KEY  = 0x5e9;
-const uint32_t CAP  = 8;    /* receives the SRQ holds */
-const unsigned SLOT = 64;   /* bytes per receive buffer */
+const uint32_t CAP  = 8;  /* receives the SRQ holds */
+const unsigned SLOT = 64; /* bytes per receive buffer */
 
 struct srq_pair {
     node a, b;
     std::vector<uint8_t> buf = std::vector<uint8_t>(4 * CAP * SLOT, 0xee);
-    dcx_mr_t *mr = nullptr;
+    dcx_mr_t *mr             = nullptr;
 
     int open(const std::string &fabric, uint32_t cap = CAP)
     {
@@ -76,8 +77,8 @@ TEST_F(soft, srq_list_post_takes_what_fits_bad_flow)
 
     ASSERT_EQ(0, p.open(fabric));
     std::vector<dcx_recv_t> list = p.recvs(0, CAP + 3);
-    EXPECT_EQ(ENOMEM, dcx_srq_post_recv_list(p.b.srq, list.data(),
-                                             list.size(), &posted));
+    EXPECT_EQ(ENOMEM, dcx_srq_post_recv_list(p.b.srq, list.data(), list.size(),
+                                             &posted));
     EXPECT_EQ(CAP, posted);
     p.exchange(0, CAP);
 
@@ -85,7 +86,7 @@ TEST_F(soft, srq_list_post_takes_what_fits_bad_flow)
     for (unsigned i = CAP; i < CAP + 3; ++i) {
         EXPECT_EQ(0xee, p.buf[i * SLOT]) << i;
     }
-    list = p.recvs(CAP, CAP);
+    list   = p.recvs(CAP, CAP);
     posted = ~0u;
     EXPECT_EQ(0, dcx_srq_post_recv_list(p.b.srq, list.data(), list.size(),
                                         &posted));
@@ -100,12 +101,11 @@ TEST_F(soft, srq_list_post_takes_what_fits_bad_flow)
                                         &posted));
     EXPECT_EQ(CAP / 2, posted);
     list = p.recvs(2 * CAP + CAP / 2, CAP);
-    EXPECT_EQ(ENOMEM, dcx_srq_post_recv_list(p.b.srq, list.data(),
-                                             list.size(), &posted));
+    EXPECT_EQ(ENOMEM, dcx_srq_post_recv_list(p.b.srq, list.data(), list.size(),
+                                             &posted));
     EXPECT_EQ(CAP / 2, posted);
     list = p.recvs(3 * CAP, 1);
-    EXPECT_EQ(ENOMEM, dcx_srq_post_recv_list(p.b.srq, list.data(), 1,
-                                             &posted));
+    EXPECT_EQ(ENOMEM, dcx_srq_post_recv_list(p.b.srq, list.data(), 1, &posted));
     EXPECT_EQ(0u, posted);
     p.exchange(2 * CAP, CAP);
 }
@@ -139,16 +139,16 @@ TEST_F(soft, srq_counters_wrap_keep_receive_order)
 
     ASSERT_EQ(0, p.open(fabric, cap));
     soft_srq_t *srq = (soft_srq_t *)p.b.srq;
-    srq->head = UINT32_MAX - 1;   /* empty: nothing posted yet */
-    srq->tail = UINT32_MAX - 1;
+    srq->head       = UINT32_MAX - 1; /* empty: nothing posted yet */
+    srq->tail       = UINT32_MAX - 1;
     for (uint64_t first = 0; first < 4 * cap; first += cap) {
         std::vector<dcx_recv_t> list = p.recvs(first, cap);
-        ASSERT_EQ(0, dcx_srq_post_recv_list(p.b.srq, list.data(), cap,
-                                            &posted));
+        ASSERT_EQ(0,
+                  dcx_srq_post_recv_list(p.b.srq, list.data(), cap, &posted));
         ASSERT_EQ(cap, posted);
         p.exchange(first, cap);
     }
-    EXPECT_EQ(4 * cap - 2, srq->head);   /* wrapped */
+    EXPECT_EQ(4 * cap - 2, srq->head); /* wrapped */
 }
 
 /* The send queue's counters wrap too: a DCI of 3 WRs (not a power of two)
@@ -168,7 +168,7 @@ TEST_F(soft, sq_counters_wrap_keep_send_order)
     ASSERT_EQ(0, p.a.make_dci(depth));
     std::vector<dcx_recv_t> list = p.recvs(0, 1);
     ASSERT_EQ(0, dcx_srq_post_recv_list(p.b.srq, list.data(), 1, &posted));
-    p.exchange(0, 1);   /* the first post sets the queue up */
+    p.exchange(0, 1); /* the first post sets the queue up */
     soft_qp_t *qp = (soft_qp_t *)p.a.dci;
     ASSERT_EQ(qp->sq_head, qp->sq_tail) << "the queue is not empty";
     qp->sq_head = qp->sq_tail = qp->sq_comp = qp->sq_send = UINT32_MAX - 1;
@@ -176,8 +176,8 @@ TEST_F(soft, sq_counters_wrap_keep_send_order)
         std::vector<dcx_wc_t> wc(depth);
 
         list = p.recvs(first, depth);
-        ASSERT_EQ(0, dcx_srq_post_recv_list(p.b.srq, list.data(), depth,
-                                            &posted));
+        ASSERT_EQ(0,
+                  dcx_srq_post_recv_list(p.b.srq, list.data(), depth, &posted));
         ASSERT_EQ(depth, posted);
         for (unsigned i = 0; i < depth; ++i) {
             ASSERT_EQ(0, post_inline_value(p.a, p.a.dci, p.b.dct->qp_num, KEY,
@@ -199,5 +199,5 @@ TEST_F(soft, sq_counters_wrap_keep_send_order)
             EXPECT_EQ(1000 + first + i, wc[i].wr_id) << first + i;
         }
     }
-    EXPECT_EQ(4 * depth - 2, qp->sq_head);   /* wrapped */
+    EXPECT_EQ(4 * depth - 2, qp->sq_head); /* wrapped */
 }

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Soft device tag matching (docs/device-semantics.md section 9): the TM
  * SRQ, list operations, matching, phase synchronisation and eager flows, and
@@ -19,13 +20,13 @@ TEST_F(soft_tm, caps)
     const dcx_dev_caps_t *caps = dcx_dev_caps(n.dev);
     EXPECT_TRUE(caps->flags & DCX_CAP_TM);
     EXPECT_EQ(1023u, caps->tm_max_tags);
-    EXPECT_EQ(0u, caps->tm_max_tags & (caps->tm_max_tags + 1));  /* 2^n-1 */
+    EXPECT_EQ(0u, caps->tm_max_tags & (caps->tm_max_tags + 1)); /* 2^n-1 */
     EXPECT_EQ(caps->max_qp_wr, caps->tm_max_ops);
     EXPECT_EQ(64u, caps->tm_max_rndv_hdr);
     EXPECT_EQ(1u, caps->tm_max_sge);
 
     dcx_soft_limits_t l = default_limits();
-    l.tm_max_tags = 31;
+    l.tm_max_tags       = 31;
     node m;
     ASSERT_EQ(0, m.open((fabric + "b").c_str(), &l));
     EXPECT_EQ(31u, dcx_dev_caps(m.dev)->tm_max_tags);
@@ -44,11 +45,10 @@ TEST_F(soft_tm, create_bad_flow)
     dcx_srq_attr_t sa;
     dcx_srq_t *srq;
     memset(&sa, 0, sizeof(sa));
-    sa.type   = DCX_SRQ_TM;
-    sa.max_wr = 16;
-    sa.cq     = t.n.cq;
-    const uint32_t bad[][2] = { { 0, 16 }, { 1024, 16 }, { 63, 0 },
-                                { 63, 32769 } };
+    sa.type                 = DCX_SRQ_TM;
+    sa.max_wr               = 16;
+    sa.cq                   = t.n.cq;
+    const uint32_t bad[][2] = {{0, 16}, {1024, 16}, {63, 0}, {63, 32769}};
     for (const auto &b : bad) {
         log_counter logs;
         sa.tm_max_tags = b[0];
@@ -99,8 +99,8 @@ TEST_F(soft_tm, op_bad_flow)
     {
         log_counter logs;
         EXPECT_EQ(EINVAL, op(rx, DCX_TM_OP_DEL, DCX_TM_OPF_SIGNALED, 5, 1));
-        EXPECT_EQ(EINVAL, op(rx, DCX_TM_OP_DEL, DCX_TM_OPF_SIGNALED, 1u << 20,
-                             1));
+        EXPECT_EQ(EINVAL,
+                  op(rx, DCX_TM_OP_DEL, DCX_TM_OPF_SIGNALED, 1u << 20, 1));
         EXPECT_EQ(2, logs.lines());
     }
     expect_quiet(rx);
@@ -112,13 +112,12 @@ TEST_F(soft_tm, wire_headers)
     dcx_tmh_pack(b, DCX_TMH_RNDV, 0x01020304, 0x1112131415161718ull);
     dcx_rvh_pack(b + 16, 0x2122232425262728ull, 0x31323334, 0x41424344);
     dcx_ravh_pack(b + 32, 0x00abcdef, 0x5152535455565758ull);
-    const uint8_t want[48] = {
-        1, 0, 0, 0, 1, 2, 3, 4,
-        0x11, 0x12, 0x13, 0x14, 0x15, 0x16, 0x17, 0x18,
-        0x21, 0x22, 0x23, 0x24, 0x25, 0x26, 0x27, 0x28,
-        0x31, 0x32, 0x33, 0x34, 0x41, 0x42, 0x43, 0x44,
-        0x00, 0xab, 0xcd, 0xef, 0, 0, 0, 0,
-        0x51, 0x52, 0x53, 0x54, 0x55, 0x56, 0x57, 0x58 };
+    const uint8_t want[48] = {1,    0,    0,    0,    1,    2,    3,    4,
+                              0x11, 0x12, 0x13, 0x14, 0x15, 0x16, 0x17, 0x18,
+                              0x21, 0x22, 0x23, 0x24, 0x25, 0x26, 0x27, 0x28,
+                              0x31, 0x32, 0x33, 0x34, 0x41, 0x42, 0x43, 0x44,
+                              0x00, 0xab, 0xcd, 0xef, 0,    0,    0,    0,
+                              0x51, 0x52, 0x53, 0x54, 0x55, 0x56, 0x57, 0x58};
     EXPECT_EQ(0, memcmp(b, want, sizeof(want)));
 
     uint8_t opc;
@@ -147,8 +146,8 @@ TEST_F(soft_tm, eager_expected)
 {
     open_pair();
     add_ok(rx, 0x77, ~0ull, 5, 4096, 1000);
-    EXPECT_EQ(DCX_WC_SUCCESS, send_msg(DCX_TMH_EAGER, 0x77, 0xc0ffee, 600,
-                                       3).status);
+    EXPECT_EQ(DCX_WC_SUCCESS,
+              send_msg(DCX_TMH_EAGER, 0x77, 0xc0ffee, 600, 3).status);
     dcx_wc_t wc = pop(rx);
     EXPECT_EQ(DCX_WC_SUCCESS, wc.status);
     EXPECT_EQ(DCX_WC_TM_RECV, wc.opcode);
@@ -159,7 +158,7 @@ TEST_F(soft_tm, eager_expected)
     EXPECT_EQ(0xc0ffeeu, wc.tm_priv);
     EXPECT_EQ(rx.n.dct->qp_num, wc.qp_num);
     EXPECT_EQ(tx.n.dci->qp_num, wc.src_qp);
-    expect_payload(4096, 600, 3);   /* without the TMH */
+    expect_payload(4096, 600, 3); /* without the TMH */
     EXPECT_EQ(0, rx.at(4096 + 600)[0]);
 
     /* with immediate data */
@@ -167,7 +166,8 @@ TEST_F(soft_tm, eager_expected)
     send_msg(DCX_TMH_EAGER, 0x78, 9, 8, 4, true);
     wc = pop(rx);
     EXPECT_EQ(DCX_WC_FLAG_TM_MATCH | DCX_WC_FLAG_TM_DATA_VALID |
-              DCX_WC_FLAG_WITH_IMM, wc.flags);
+                  DCX_WC_FLAG_WITH_IMM,
+              wc.flags);
     EXPECT_EQ(0x1234beefu, wc.imm);
     EXPECT_EQ(6u, wc.wr_id);
     dcx_soft_tm_stats_t s = tm_stats(rx);
@@ -200,10 +200,10 @@ TEST_F(soft_tm, eager_multi_packet)
 {
     open_pair();
     const uint32_t mtu = dcx_dev_caps(rx.n.dev)->mtu;
-    const uint32_t len = 2 * mtu + 100;   /* three packets */
+    const uint32_t len = 2 * mtu + 100; /* three packets */
     add_ok(rx, 0x55, ~0ull, 9, 0, len);
-    EXPECT_EQ(DCX_WC_SUCCESS, send_msg(DCX_TMH_EAGER, 0x55, 0xaa, len,
-                                       6).status);
+    EXPECT_EQ(DCX_WC_SUCCESS,
+              send_msg(DCX_TMH_EAGER, 0x55, 0xaa, len, 6).status);
     /* match first, with the tag; then the data */
     dcx_wc_t wc = pop(rx);
     EXPECT_EQ(DCX_WC_SUCCESS, wc.status);
@@ -217,7 +217,7 @@ TEST_F(soft_tm, eager_multi_packet)
     EXPECT_EQ(DCX_WC_FLAG_TM_DATA_VALID, wc.flags);
     EXPECT_EQ(9u, wc.wr_id);
     EXPECT_EQ(len, wc.byte_len);
-    EXPECT_EQ(0u, wc.tm_tag);   /* tag info only in the first */
+    EXPECT_EQ(0u, wc.tm_tag); /* tag info only in the first */
     expect_payload(0, len, 6);
 }
 
@@ -228,7 +228,7 @@ TEST_F(soft_tm, eager_unexpected)
     dcx_wc_t wc = pop(rx);
     EXPECT_EQ(DCX_WC_SUCCESS, wc.status);
     EXPECT_EQ(DCX_WC_TM_RECV, wc.opcode);
-    EXPECT_EQ(DCX_WC_FLAG_WITH_IMM, wc.flags);   /* no MATCH, DATA_VALID */
+    EXPECT_EQ(DCX_WC_FLAG_WITH_IMM, wc.flags); /* no MATCH, DATA_VALID */
     EXPECT_EQ(SRQ_WRID, wc.wr_id);
     EXPECT_EQ(DCX_TM_TMH_LEN + 300, wc.byte_len);
     EXPECT_EQ(0u, wc.tm_tag);
@@ -250,7 +250,7 @@ TEST_F(soft_tm, eager_unexpected)
 TEST_F(soft_tm, no_tag)
 {
     open_pair();
-    add_ok(rx, 0, 0, 1, 0, 4096);   /* a wildcard: NO_TAG never matches */
+    add_ok(rx, 0, 0, 1, 0, 4096); /* a wildcard: NO_TAG never matches */
     send_msg(DCX_TMH_NO_TAG, 0x5, 0x6, 100, 9);
     dcx_wc_t wc = pop(rx);
     EXPECT_EQ(DCX_WC_SUCCESS, wc.status);
@@ -272,13 +272,13 @@ TEST_F(soft_tm, wildcard_masks)
     /* source in the high half, user tag in the low half */
     add_ok(rx, 0x0000000500000000ull, 0xffffffff00000000ull, 1, 0, 256);
     add_ok(rx, 0x0000000000000007ull, 0x00000000ffffffffull, 2, 4096, 256);
-    add_ok(rx, 0, 0, 3, 8192, 256);   /* any tag */
+    add_ok(rx, 0, 0, 3, 8192, 256); /* any tag */
     send_msg(DCX_TMH_EAGER, 0x0000000900000007ull, 1, 16, 1);
     send_msg(DCX_TMH_EAGER, 0x0000000500000003ull, 2, 16, 2);
     send_msg(DCX_TMH_EAGER, 0xfeedull, 3, 16, 3);
-    const uint64_t want_id[]  = { 2, 1, 3 };
-    const uint64_t want_tag[] = { 0x0000000900000007ull,
-                                  0x0000000500000003ull, 0xfeedull };
+    const uint64_t want_id[]  = {2, 1, 3};
+    const uint64_t want_tag[] = {0x0000000900000007ull, 0x0000000500000003ull,
+                                 0xfeedull};
     for (int i = 0; i < 3; ++i) {
         dcx_wc_t wc = pop(rx);
         EXPECT_EQ(want_id[i], wc.wr_id);
@@ -293,11 +293,11 @@ TEST_F(soft_tm, wildcard_masks)
 TEST_F(soft_tm, oldest_first)
 {
     open_pair();
-    add_ok(rx, 8, ~0ull, 1, 0, 256);       /* does not match tag 7 */
+    add_ok(rx, 8, ~0ull, 1, 0, 256); /* does not match tag 7 */
     add_ok(rx, 7, ~0ull, 2, 4096, 256);
-    add_ok(rx, 0, 0, 3, 8192, 256);        /* matches too, but younger */
+    add_ok(rx, 0, 0, 3, 8192, 256); /* matches too, but younger */
     add_ok(rx, 7, ~0ull, 4, 12288, 256);
-    for (uint64_t want : { 2, 3, 4 }) {
+    for (uint64_t want : {2, 3, 4}) {
         send_msg(DCX_TMH_EAGER, 7, (uint32_t)want, 32, (uint8_t)want);
         dcx_wc_t wc = pop(rx);
         EXPECT_EQ(want, wc.wr_id);
@@ -321,8 +321,7 @@ TEST_F(soft_tm, truncation_bad_flow)
     /* the same for a message of several packets */
     const uint32_t mtu = dcx_dev_caps(rx.n.dev)->mtu;
     add_ok(rx, 3, ~0ull, 2, 0, mtu);
-    EXPECT_EQ(DCX_WC_SUCCESS, send_msg(DCX_TMH_EAGER, 3, 0, 2 * mtu,
-                                       1).status);
+    EXPECT_EQ(DCX_WC_SUCCESS, send_msg(DCX_TMH_EAGER, 3, 0, 2 * mtu, 1).status);
     wc = pop(rx);
     EXPECT_EQ(DCX_WC_LOC_LEN_ERR, wc.status);
     EXPECT_EQ(2u, wc.wr_id);
@@ -381,7 +380,7 @@ TEST_F(soft_tm, unexpected_rnr)
     }
     EXPECT_TRUE(wait(rx, SRQ_SLOTS));
     dcx_tmh_pack(tx.at(SEND_OFF), DCX_TMH_EAGER, 0xbeef, 1);
-    dcx_sge_t sg = { tx.va(SEND_OFF), 16, tx.mr->lkey };
+    dcx_sge_t sg = {tx.va(SEND_OFF), 16, tx.mr->lkey};
     dcx_send_wr_t wr;
     memset(&wr, 0, sizeof(wr));
     wr.wr_id       = 99;
@@ -422,12 +421,12 @@ TEST_F(soft_tm, eager_abandoned_bad_flow)
     dcx_soft_limits_t l = fast_limits();
     open_pair(63, 256, &l);
     const uint32_t mtu = dcx_dev_caps(rx.n.dev)->mtu;
-    uint32_t h = add_ok(rx, 2, ~0ull, 1, 0, 4 * mtu);
+    uint32_t h         = add_ok(rx, 2, ~0ull, 1, 0, 4 * mtu);
     dcx_soft_fault_t f;
     memset(&f, 0, sizeof(f));
     f.type   = DCX_SOFT_FAULT_DROP;
     f.opcode = DCX_WR_SEND;
-    f.skip   = 1;            /* the first packet arrives, no other */
+    f.skip   = 1; /* the first packet arrives, no other */
     ASSERT_EQ(0, dcx_soft_fault_inject(tx.n.dev, &f));
     EXPECT_EQ(DCX_WC_RETRY_EXC_ERR,
               send_msg(DCX_TMH_EAGER, 2, 0x21, 3 * mtu, 1).status);
@@ -441,9 +440,9 @@ TEST_F(soft_tm, eager_abandoned_bad_flow)
     wc = pop(rx);
     EXPECT_EQ(DCX_WC_WR_FLUSH_ERR, wc.status);
     EXPECT_EQ(1u, wc.wr_id);
-    EXPECT_EQ(SRQ_WRID, pop(rx).wr_id);   /* the next one: unexpected */
+    EXPECT_EQ(SRQ_WRID, pop(rx).wr_id); /* the next one: unexpected */
     {
-        log_counter logs;   /* the flushed entry is software's again */
+        log_counter logs; /* the flushed entry is software's again */
         EXPECT_EQ(EINVAL, op(rx, DCX_TM_OP_DEL, DCX_TM_OPF_SIGNALED, h, 1));
         EXPECT_EQ(1, logs.lines());
     }
@@ -463,7 +462,7 @@ TEST_F(soft_tm, list_full_bad_flow)
     {
         log_counter logs;
         EXPECT_EQ(ENOMEM, add(rx, 1, ~0ull, 9, 0, 64));
-        EXPECT_EQ(0, logs.lines());   /* flow control, logged at debug */
+        EXPECT_EQ(0, logs.lines()); /* flow control, logged at debug */
     }
     /* a handle is software's again only once its completions are polled */
     ASSERT_EQ(0, op(rx, DCX_TM_OP_DEL, DCX_TM_OPF_SIGNALED, h[3], 77));
@@ -517,7 +516,7 @@ TEST_F(soft_tm, cancel)
     EXPECT_EQ(DCX_WC_SUCCESS, wc.status);
     EXPECT_EQ(50u, wc.wr_id);
     send_msg(DCX_TMH_EAGER, 4, 0, 8, 0);
-    EXPECT_EQ(SRQ_WRID, pop(rx).wr_id);   /* unexpected now */
+    EXPECT_EQ(SRQ_WRID, pop(rx).wr_id); /* unexpected now */
     /* an unsignalled DEL frees the handle at once (software reports the
      * unexpected message it has handled) */
     ASSERT_EQ(0, add(rx, 5, ~0ull, 2, 0, 64,
@@ -536,7 +535,7 @@ TEST_F(soft_tm, cancel)
 TEST_F(soft_tm, del_after_consume_bad_flow)
 {
     open_pair();
-    uint32_t h = add_ok(rx, 6, ~0ull, 1, 0, 64);
+    uint32_t h  = add_ok(rx, 6, ~0ull, 1, 0, 64);
     /* the message is matched before software's DEL reaches the device,
      * and software has not polled the receive's completion yet */
     rx_unpolled = true;
@@ -544,13 +543,13 @@ TEST_F(soft_tm, del_after_consume_bad_flow)
     rx_unpolled = false;
     ASSERT_EQ(0, op(rx, DCX_TM_OP_DEL, DCX_TM_OPF_SIGNALED, h, 60));
     dcx_wc_t wc = pop(rx);
-    EXPECT_EQ(DCX_WC_TM_RECV, wc.opcode);   /* the consumption arrives */
+    EXPECT_EQ(DCX_WC_TM_RECV, wc.opcode); /* the consumption arrives */
     EXPECT_EQ(DCX_WC_SUCCESS, wc.status);
     EXPECT_EQ(1u, wc.wr_id);
     EXPECT_EQ(0x66u, wc.tm_priv);
     wc = pop(rx);
     EXPECT_EQ(DCX_WC_TM_DEL, wc.opcode);
-    EXPECT_EQ(DCX_WC_TM_ERR, wc.status);      /* and the DEL lost */
+    EXPECT_EQ(DCX_WC_TM_ERR, wc.status); /* and the DEL lost */
     EXPECT_EQ(60u, wc.wr_id);
     EXPECT_EQ(1u, tm_stats(rx).del_races);
     /* both polled: the handle is free and nothing is left in the list */
@@ -573,23 +572,23 @@ TEST_F(soft_tm, del_after_consume_bad_flow)
 TEST_F(soft_tm, sync_required)
 {
     open_pair();
-    send_msg(DCX_TMH_EAGER, 0x10, 1, 8, 1);                 /* m1 */
+    send_msg(DCX_TMH_EAGER, 0x10, 1, 8, 1); /* m1 */
     uint32_t h;
     ASSERT_EQ(0, add(rx, 0x10, ~0ull, 1, 0, 64,
                      DCX_TM_OPF_SIGNALED | DCX_TM_OPF_SYNC, 0, &h));
-    send_msg(DCX_TMH_EAGER, 0x10, 2, 8, 2);                 /* m2 */
+    send_msg(DCX_TMH_EAGER, 0x10, 2, 8, 2); /* m2 */
     dcx_wc_t wc = pop(rx);
-    EXPECT_EQ(DCX_WC_TM_RECV, wc.opcode);                   /* m1 */
+    EXPECT_EQ(DCX_WC_TM_RECV, wc.opcode); /* m1 */
     EXPECT_EQ(0, wc.flags & DCX_WC_FLAG_TM_MATCH);
     EXPECT_EQ(SRQ_WRID, wc.wr_id);
     wc = pop(rx);
     EXPECT_EQ(DCX_WC_TM_ADD, wc.opcode);
-    EXPECT_TRUE(wc.flags & DCX_WC_FLAG_TM_SYNC_REQ);         /* held */
+    EXPECT_TRUE(wc.flags & DCX_WC_FLAG_TM_SYNC_REQ); /* held */
     wc = pop(rx);
-    EXPECT_EQ(DCX_WC_TM_RECV, wc.opcode);                   /* m2: not */
-    EXPECT_EQ(0, wc.flags & DCX_WC_FLAG_TM_MATCH);          /* matched */
+    EXPECT_EQ(DCX_WC_TM_RECV, wc.opcode);          /* m2: not */
+    EXPECT_EQ(0, wc.flags & DCX_WC_FLAG_TM_MATCH); /* matched */
     EXPECT_EQ(SRQ_WRID + 1, wc.wr_id);
-    EXPECT_EQ(2u, rx.srq_buf(wc.wr_id)[7]);                 /* app_ctx 2 */
+    EXPECT_EQ(2u, rx.srq_buf(wc.wr_id)[7]); /* app_ctx 2 */
     EXPECT_EQ(2u, tm_stats(rx).unexp_eager);
 
     ASSERT_EQ(0, op(rx, DCX_TM_OP_SYNC, DCX_TM_OPF_SIGNALED | DCX_TM_OPF_SYNC,
@@ -597,7 +596,7 @@ TEST_F(soft_tm, sync_required)
     wc = pop(rx);
     EXPECT_EQ(DCX_WC_TM_SYNC, wc.opcode);
     EXPECT_EQ(0, wc.flags & DCX_WC_FLAG_TM_SYNC_REQ);
-    send_msg(DCX_TMH_EAGER, 0x10, 3, 8, 3);                 /* m3 */
+    send_msg(DCX_TMH_EAGER, 0x10, 3, 8, 3); /* m3 */
     wc = pop(rx);
     EXPECT_EQ(1u, wc.wr_id);
     EXPECT_EQ(3u, wc.tm_priv);
@@ -609,17 +608,17 @@ TEST_F(soft_tm, sync_required)
 TEST_F(soft_tm, sync_skipped_matches_out_of_order)
 {
     open_pair();
-    send_msg(DCX_TMH_EAGER, 0x10, 1, 8, 1);                 /* m1 */
+    send_msg(DCX_TMH_EAGER, 0x10, 1, 8, 1); /* m1 */
     ASSERT_EQ(0, add(rx, 0x10, ~0ull, 1, 0, 64,
                      DCX_TM_OPF_SIGNALED | DCX_TM_OPF_SYNC, 1));
-    send_msg(DCX_TMH_EAGER, 0x10, 2, 8, 2);                 /* m2 */
+    send_msg(DCX_TMH_EAGER, 0x10, 2, 8, 2); /* m2 */
     dcx_wc_t wc = pop(rx);
-    EXPECT_EQ(SRQ_WRID, wc.wr_id);                          /* m1 */
+    EXPECT_EQ(SRQ_WRID, wc.wr_id); /* m1 */
     wc = pop(rx);
     EXPECT_EQ(DCX_WC_TM_ADD, wc.opcode);
     EXPECT_EQ(0, wc.flags & DCX_WC_FLAG_TM_SYNC_REQ);
     wc = pop(rx);
-    EXPECT_EQ(1u, wc.wr_id);                                /* m2 took it */
+    EXPECT_EQ(1u, wc.wr_id); /* m2 took it */
     EXPECT_EQ(2u, wc.tm_priv);
 }
 
@@ -628,8 +627,8 @@ TEST_F(soft_tm, sync_skipped_matches_out_of_order)
 TEST_F(soft_tm, sync_req_on_list_ops)
 {
     open_pair();
-    uint32_t h = add_ok(rx, 0x20, ~0ull, 1, 0, 64);        /* U = 0 */
-    send_msg(DCX_TMH_EAGER, 0x21, 0, 8, 0);                 /* U = 1 */
+    uint32_t h = add_ok(rx, 0x20, ~0ull, 1, 0, 64); /* U = 0 */
+    send_msg(DCX_TMH_EAGER, 0x21, 0, 8, 0);         /* U = 1 */
     rx.repost(pop(rx));
     ASSERT_EQ(0, op(rx, DCX_TM_OP_DEL, DCX_TM_OPF_SIGNALED, h, 5));
     dcx_wc_t wc = pop(rx);
@@ -669,8 +668,7 @@ TEST_F(soft_tm, sync_req_on_unexpected)
     EXPECT_EQ(0x4000u, first_flagged);
     EXPECT_EQ(2u, flagged);
     /* software reports its count with an ADD: no more flags */
-    ASSERT_EQ(0, add(rx, 0x31, ~0ull, 1, 0, 64, DCX_TM_OPF_SYNC,
-                     (uint16_t)n));
+    ASSERT_EQ(0, add(rx, 0x31, ~0ull, 1, 0, 64, DCX_TM_OPF_SYNC, (uint16_t)n));
     send_msg(DCX_TMH_EAGER, 0x30, 0, 0, 0);
     dcx_wc_t wc = pop(rx);
     EXPECT_EQ(0, wc.flags & DCX_WC_FLAG_TM_SYNC_REQ);
@@ -685,11 +683,11 @@ TEST_F(soft_tm, sync_req_on_unexpected)
 TEST_F(soft_tm, unmatched_single_packet_one_pass)
 {
     open_pair();
-    send_msg(DCX_TMH_NO_TAG, 0, 0, 8, 1);                   /* source known */
+    send_msg(DCX_TMH_NO_TAG, 0, 0, 8, 1); /* source known */
     rx.repost(pop(rx));
     uint64_t fast0 = tm_stats(rx).fast;
 
-    send_msg(DCX_TMH_EAGER, 0x41, 0x7, 8, 2, true);         /* empty list */
+    send_msg(DCX_TMH_EAGER, 0x41, 0x7, 8, 2, true); /* empty list */
     dcx_wc_t wc = pop(rx);
     EXPECT_EQ(DCX_WC_SUCCESS, wc.status);
     EXPECT_EQ(DCX_WC_TM_RECV, wc.opcode);
@@ -762,17 +760,17 @@ TEST_F(soft_tm, unmatched_single_packet_one_pass)
 TEST_F(soft_tm, ring_pass_without_rendezvous)
 {
     open_pair();
-    send_msg(DCX_TMH_NO_TAG, 0, 0, 8, 1);                   /* source known */
+    send_msg(DCX_TMH_NO_TAG, 0, 0, 8, 1); /* source known */
     rx.repost(pop(rx));
     dcx_wc_t wc[4];
-    while (dcx_cq_poll(rx.n.cq, 4, wc) != 0) {              /* settled */
+    while (dcx_cq_poll(rx.n.cq, 4, wc) != 0) { /* settled */
         ADD_FAILURE() << "a completion left at rx";
     }
 
     uint8_t *m = tx.at(SEND_OFF);
     dcx_tmh_pack(m, DCX_TMH_EAGER, 0, 0x51);
     fill(m + DCX_TM_TMH_LEN, 8, 7);
-    dcx_sge_t s = { tx.va(SEND_OFF), DCX_TM_TMH_LEN + 8, tx.mr->lkey };
+    dcx_sge_t s = {tx.va(SEND_OFF), DCX_TM_TMH_LEN + 8, tx.mr->lkey};
     dcx_send_wr_t wr;
     memset(&wr, 0, sizeof(wr));
     wr.wr_id       = ++send_id;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Soft device tag matching, rendezvous (docs/device-semantics.md section
  * 9.7): the device's READ of a matched request, its FIN, unexpected
@@ -108,8 +109,7 @@ TEST_F(soft_tm, rndv_one_read_per_pass)
     /* a first rendezvous maps each side at the other (hundreds of us
      * once), and the buffers are touched: no pass below is that long */
     add_ok(rx, 299, ~0ull, 9, (size_t)n * 262144, 1000);
-    send_rndv(299, 2999, 1000, 1, 0, 0, 0, 16,
-              RNDV_OFF + (size_t)n * 262144);
+    send_rndv(299, 2999, 1000, 1, 0, 0, 0, 16, RNDV_OFF + (size_t)n * 262144);
     EXPECT_EQ(DCX_WC_FLAG_TM_MATCH, pop(rx).flags);
     EXPECT_EQ(DCX_WC_FLAG_TM_DATA_VALID, pop(rx).flags);
     expect_fin(299, 2999);
@@ -118,14 +118,14 @@ TEST_F(soft_tm, rndv_one_read_per_pass)
      * three requests wait in its ring before it polls again */
     rx.poll();
     for (uint32_t i = 0; i < n; ++i) {
-        size_t msg = SEND_OFF + (size_t)i * 128, src = RNDV_OFF +
-                     (size_t)i * 262144;
+        size_t msg = SEND_OFF + (size_t)i * 128,
+               src = RNDV_OFF + (size_t)i * 262144;
         uint8_t *m = tx.at(msg);
         dcx_tmh_pack(m, DCX_TMH_RNDV, 3000 + i, 300 + i);
         dcx_rvh_pack(m + 16, tx.va(src), tx.mr->rkey, len);
         dcx_ravh_pack(m + 32, tx.n.dct->qp_num, KEY);
         memset(m + 48, 0x5a, 16);
-        dcx_sge_t sge = { tx.va(msg), DCX_TM_RNDV_LEN + 16, tx.mr->lkey };
+        dcx_sge_t sge = {tx.va(msg), DCX_TM_RNDV_LEN + 16, tx.mr->lkey};
         dcx_send_wr_t wr;
         memset(&wr, 0, sizeof(wr));
         wr.wr_id       = 77 + i;
@@ -139,7 +139,7 @@ TEST_F(soft_tm, rndv_one_read_per_pass)
         ASSERT_EQ(0, dcx_qp_post_send(tx.n.dci, &wr));
     }
     for (int k = 0; k < 3; ++k) {
-        tx.poll();   /* what did not go at the post goes in tx's pass */
+        tx.poll(); /* what did not go at the post goes in tx's pass */
     }
 
     uint32_t matched = 0, valid = 0;
@@ -163,7 +163,7 @@ TEST_F(soft_tm, rndv_one_read_per_pass)
     for (uint32_t i = 0; i < n; ++i) {
         expect_payload((size_t)i * 262144, len, (uint8_t)(40 + i));
     }
-    EXPECT_TRUE(wait(tx, n));   /* the FINs */
+    EXPECT_TRUE(wait(tx, n)); /* the FINs */
     dcx_soft_tm_stats_t st = tm_stats(rx);
     EXPECT_EQ(n + 1, st.rndv_hw);
     /* passes of a polling application started one READ each (0 if this
@@ -186,13 +186,13 @@ TEST_F(soft_tm, rndv_incomplete)
     EXPECT_EQ(64u, wc.byte_len);
     EXPECT_EQ(9u, wc.tm_tag);
     EXPECT_EQ(0x3333u, wc.tm_priv);
-    EXPECT_EQ(0, memcmp(rx.at(0), tx.at(SEND_OFF), 64));   /* headers */
+    EXPECT_EQ(0, memcmp(rx.at(0), tx.at(SEND_OFF), 64)); /* headers */
     uint64_t va;
     uint32_t rkey, len;
     dcx_rvh_unpack(rx.at(16), &va, &rkey, &len);
     EXPECT_EQ(tx.va(RNDV_OFF), va);
     EXPECT_EQ(5000u, len);
-    expect_quiet(tx);   /* no device READ, no FIN */
+    expect_quiet(tx); /* no device READ, no FIN */
     EXPECT_EQ(1u, tm_stats(rx).rndv_sw);
 
     /* not even the request fits */
@@ -259,8 +259,8 @@ TEST_F(soft_tm, rndv_wrong_sender_bad_flow)
     open_pair(63, 256, &l);
     add_ok(rx, 1, ~0ull, 1, 0, 4096);
     add_ok(rx, 2, ~0ull, 2, 8192, 4096);
-    send_rndv(1, 0x7777, 4096, 4, 0, 0x40);         /* wrong DCT */
-    send_rndv(2, 0x8888, 4096, 4, 0, 0, 0x1);       /* wrong DC key */
+    send_rndv(1, 0x7777, 4096, 4, 0, 0x40);   /* wrong DCT */
+    send_rndv(2, 0x8888, 4096, 4, 0, 0, 0x1); /* wrong DC key */
     int retry_exc = 0;
     for (int i = 0; i < 4; ++i) {
         dcx_wc_t wc = pop(rx);
@@ -290,7 +290,7 @@ TEST_F(soft_tm, rndv_fin_to_dead_sender_bad_flow)
     dcx_soft_fault_t f;
     memset(&f, 0, sizeof(f));
     f.type   = DCX_SOFT_FAULT_DROP;
-    f.opcode = DCX_WR_SEND;     /* the receiver's FINs get lost */
+    f.opcode = DCX_WR_SEND; /* the receiver's FINs get lost */
     f.count  = 0;
     ASSERT_EQ(0, dcx_soft_fault_inject(rx.n.dev, &f));
     add_ok(rx, 1, ~0ull, 1, 0, 4096);
@@ -318,8 +318,8 @@ TEST_F(soft_tm, rndv_fin_to_dead_sender_bad_flow)
  * ------------------------------------------------------------------------ */
 namespace {
 
-const size_t   XP_ENTRY = 1u << 20;    /* entry i at i MiB of sh->buf */
-const uint32_t XP_SRQ   = 64;
+const size_t XP_ENTRY = 1u << 20; /* entry i at i MiB of sh->buf */
+const uint32_t XP_SRQ = 64;
 
 /* A receiver child: TM SRQ, entries for tags 1..nrecv posted, then it
  * computes without ever polling until told to stop; then it polls and
@@ -347,7 +347,7 @@ int tm_receiver_main(shared_area *sh)
         sa.cq          = n.cq;
         sa.tm_max_tags = 63;
         sa.tm_max_ops  = 64;
-        ret = dcx_srq_create(n.pd, &sa, &n.srq);
+        ret            = dcx_srq_create(n.pd, &sa, &n.srq);
     }
     if (ret == 0) {
         dcx_qp_attr_t qa;
@@ -357,13 +357,13 @@ int tm_receiver_main(shared_area *sh)
         qa.srq     = n.srq;
         qa.dc_key  = sh->tp.dc_key;
         qa.access  = sh->tp.dct_access;
-        ret = dcx_qp_create(n.pd, &qa, &n.dct);
+        ret        = dcx_qp_create(n.pd, &qa, &n.dct);
     }
     for (uint32_t i = 0; (ret == 0) && (i < XP_SRQ); ++i) {
-        dcx_sge_t s = { (uint64_t)(uintptr_t)(sh->buf + RECV_OFF +
-                                              (size_t)i * 4096), 4096,
-                        mr->lkey };
-        ret = dcx_srq_post_recv(n.srq, 1000 + i, &s, 1);
+        dcx_sge_t s = {(uint64_t)(uintptr_t)(sh->buf + RECV_OFF +
+                                             (size_t)i * 4096),
+                       4096, mr->lkey};
+        ret         = dcx_srq_post_recv(n.srq, 1000 + i, &s, 1);
     }
     for (uint32_t i = 1; (ret == 0) && (i <= sh->tp.nrecv); ++i) {
         dcx_tm_op_t op;
@@ -376,7 +376,7 @@ int tm_receiver_main(shared_area *sh)
         op.sge.addr   = (uint64_t)(uintptr_t)(sh->buf + i * XP_ENTRY);
         op.sge.length = XP_ENTRY;
         op.sge.lkey   = mr->lkey;
-        ret = dcx_srq_tm_post(n.srq, &op);
+        ret           = dcx_srq_tm_post(n.srq, &op);
     }
     if (ret == 0) {
         ret = dcx_dev_port_addr(n.dev, sh->addr, &len);
@@ -391,7 +391,7 @@ int tm_receiver_main(shared_area *sh)
 
     uint64_t x = 1;
     while (!__atomic_load_n(&sh->stop, __ATOMIC_ACQUIRE)) {
-        for (int k = 0; k < 1000; ++k) {    /* busy elsewhere */
+        for (int k = 0; k < 1000; ++k) { /* busy elsewhere */
             x = x * 6364136223846793005ull + 1442695040888963407ull;
         }
     }
@@ -418,7 +418,7 @@ TEST_F(soft_tm, rndv_receiver_not_polling)
 {
     const uint32_t n = 3, len = 300000;
     sh->tp.nrecv = n;
-    pid_t pid = spawn([this]() { return tm_receiver_main(sh); });
+    pid_t pid    = spawn([this]() { return tm_receiver_main(sh); });
     ASSERT_GT(pid, 0);
     ASSERT_TRUE(wait_flag(&sh->ready, 1, 20.0));
     open_node(tx);
@@ -426,8 +426,9 @@ TEST_F(soft_tm, rndv_receiver_not_polling)
     for (uint32_t i = 1; i <= n; ++i) {
         EXPECT_EQ(DCX_WC_SUCCESS,
                   send_rndv(i, 0x100 + i, len, (uint8_t)i, 0, 0, 0, 16,
-                            RNDV_OFF + (size_t)(i - 1) * len,
-                            sh->dctn, sh->tp.dc_key).status);
+                            RNDV_OFF + (size_t)(i - 1) * len, sh->dctn,
+                            sh->tp.dc_key)
+                      .status);
     }
     /* every FIN arrives while the receiver computes */
     ASSERT_TRUE(wait(tx, n));
@@ -464,9 +465,9 @@ TEST_F(soft_tm, rndv_dead_sender_bad_flow)
     open_node(rx);
     add_ok(rx, 3, ~0ull, 1, 0, 65536);
     memcpy(sh->addr2, rx.addr, rx.addr_len);
-    sh->dctn2 = rx.n.dct->qp_num;
+    sh->dctn2               = rx.n.dct->qp_num;
     const uint32_t addr_len = (uint32_t)rx.addr_len;
-    pid_t pid = spawn([this, addr_len]() {
+    pid_t pid               = spawn([this, addr_len]() {
         node s;
         dcx_mr_t *mr;
         if ((s.open(sh->fabric, &sh->tp.limits) != 0) ||
@@ -487,10 +488,10 @@ TEST_F(soft_tm, rndv_dead_sender_bad_flow)
         }
         uint8_t *m = sh->buf;
         dcx_tmh_pack(m, DCX_TMH_RNDV, 0xdead, 3);
-        dcx_rvh_pack(m + 16, (uint64_t)(uintptr_t)(sh->buf + 4096),
-                     mr->rkey, 65536);
+        dcx_rvh_pack(m + 16, (uint64_t)(uintptr_t)(sh->buf + 4096), mr->rkey,
+                                   65536);
         dcx_ravh_pack(m + 32, s.dct->qp_num, KEY);
-        dcx_sge_t sge = { (uint64_t)(uintptr_t)m, 48, mr->lkey };
+        dcx_sge_t sge = {(uint64_t)(uintptr_t)m, 48, mr->lkey};
         dcx_send_wr_t wr;
         memset(&wr, 0, sizeof(wr));
         wr.opcode      = DCX_WR_SEND;
@@ -502,7 +503,7 @@ TEST_F(soft_tm, rndv_dead_sender_bad_flow)
         if (dcx_qp_post_send(s.dci, &wr) != 0) {
             return 1;
         }
-        _exit(0);   /* without closing: the port stays, its owner dies */
+        _exit(0); /* without closing: the port stays, its owner dies */
     });
     ASSERT_GT(pid, 0);
     int status = 0;
@@ -564,20 +565,20 @@ TEST_F(soft_tm, eager_into_strided_key)
     op.recv_wr_id = 1;
     op.tag        = 0x99;
     op.mask       = ~0ull;
-    op.sge.addr   = 0;   /* zero-based */
+    op.sge.addr   = 0; /* zero-based */
     op.sge.length = (uint32_t)(n * el);
     op.sge.lkey   = k->lkey;
     ASSERT_EQ(0, dcx_srq_tm_post(rx.n.srq, &op));
     EXPECT_EQ(DCX_WC_TM_ADD, pop(rx).opcode);
     std::vector<uint8_t> before(rx.mem);
-    EXPECT_EQ(DCX_WC_SUCCESS, send_msg(DCX_TMH_EAGER, 0x99, 1,
-                                       (uint32_t)(n * el), 7).status);
+    EXPECT_EQ(DCX_WC_SUCCESS,
+              send_msg(DCX_TMH_EAGER, 0x99, 1, (uint32_t)(n * el), 7).status);
     dcx_wc_t wc = pop(rx);
     EXPECT_EQ(DCX_WC_SUCCESS, wc.status);
     EXPECT_EQ(DCX_WC_TM_RECV, wc.opcode);
     EXPECT_EQ(n * el, wc.byte_len);
     const uint8_t *payload = tx.at(SEND_OFF + DCX_TM_TMH_LEN);
-    size_t changed = 0;
+    size_t changed         = 0;
     for (size_t i = 0; i < n * el; ++i) {
         ASSERT_EQ(payload[i], rx.mem[base + (i / el) * (el + skip) + i % el])
             << i;

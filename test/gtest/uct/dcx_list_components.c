@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Lists the UCT components the process sees, and the memory domains of the
  * dcx component: "component <name>" and "md <name>" lines.  Used by
@@ -27,7 +28,7 @@ int main(void)
     for (i = 0; i < count; ++i) {
         attr.field_mask = UCT_COMPONENT_ATTR_FIELD_NAME |
                           UCT_COMPONENT_ATTR_FIELD_MD_RESOURCE_COUNT;
-        status          = uct_component_query(components[i], &attr);
+        status = uct_component_query(components[i], &attr);
         if (status != UCS_OK) {
             fprintf(stderr, "uct_component_query: %s\n",
                     ucs_status_string(status));

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Test shim for the load-time check: a UCP that reports another UCX
  * version than the one libuct_dcx.so was built for.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Counts UCX's warnings and errors during a test (see log_counter.h).
  */
@@ -7,10 +8,10 @@
 
 namespace dcx_test {
 
-int                      log_counter::s_errors    = 0;
-int                      log_counter::s_warnings  = 0;
+int log_counter::s_errors   = 0;
+int log_counter::s_warnings = 0;
 std::vector<std::string> log_counter::s_messages;
-bool                     log_counter::s_installed = false;
+bool log_counter::s_installed = false;
 
 void log_counter::install()
 {
@@ -47,11 +48,11 @@ bool log_counter::contains(const std::string &what)
     return false;
 }
 
-ucs_log_func_rc_t
-log_counter::handler(const char *file, unsigned line, const char *function,
-                     ucs_log_level_t level,
-                     const ucs_log_component_config_t *comp,
-                     const char *message, va_list ap)
+ucs_log_func_rc_t log_counter::handler(const char *file, unsigned line,
+                                       const char *function,
+                                       ucs_log_level_t level,
+                                       const ucs_log_component_config_t *comp,
+                                       const char *message, va_list ap)
 {
     char buf[1024];
     va_list aq;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Counts the warnings and errors UCX logs while a test runs, so that a test
  * can say how many it expects and fail on any other (as UCX's own gtest
@@ -35,10 +36,10 @@ private:
                                      ucs_log_level_t level,
                                      const ucs_log_component_config_t *comp,
                                      const char *message, va_list ap);
-    static int                      s_errors;
-    static int                      s_warnings;
+    static int s_errors;
+    static int s_warnings;
     static std::vector<std::string> s_messages;
-    static bool                     s_installed;
+    static bool s_installed;
 };
 
 } // namespace dcx_test

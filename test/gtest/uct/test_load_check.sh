@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 #
 # The load-time check of libuct_dcx.so: with the UCX it was built for, the
 # dcx component registers and lists its MD; with a UCX whose base class

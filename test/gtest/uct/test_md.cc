@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The dcx component and memory domain through the public UCT API: device
  * listing from UCX_DCX_* configuration, MD open/query, memory registration
@@ -17,7 +18,7 @@
 #include <uct/api/v2/uct_v2.h>
 #include <ucs/debug/log_def.h>
 
-#include "dcx_ucx_features.h"   /* what differs between UCX versions */
+#include "dcx_ucx_features.h" /* what differs between UCX versions */
 
 #include <cstdarg>
 #include <cstdio>
@@ -32,16 +33,17 @@
  * RMA and one for atomics in newer; newer uct_md_mkey_pack_v2() also takes
  * the address range to pack. */
 #if DCX_UCX_HAVE_MKEY_PACK_FLAG_INVALIDATE_RMA
-#  define DCX_TEST_MKEY_PACK_FLAGS_INVALIDATE \
-    (UCT_MD_MKEY_PACK_FLAG_INVALIDATE_RMA | UCT_MD_MKEY_PACK_FLAG_INVALIDATE_AMO)
+#define DCX_TEST_MKEY_PACK_FLAGS_INVALIDATE \
+    (UCT_MD_MKEY_PACK_FLAG_INVALIDATE_RMA | \
+     UCT_MD_MKEY_PACK_FLAG_INVALIDATE_AMO)
 #else
-#  define DCX_TEST_MKEY_PACK_FLAGS_INVALIDATE UCT_MD_MKEY_PACK_FLAG_INVALIDATE
+#define DCX_TEST_MKEY_PACK_FLAGS_INVALIDATE UCT_MD_MKEY_PACK_FLAG_INVALIDATE
 #endif
 #if DCX_UCX_HAVE_MKEY_PACK_V2_ADDRESS
-#  define DCX_TEST_MKEY_PACK_V2(_md, _memh, _addr, _len, _params, _buf) \
+#define DCX_TEST_MKEY_PACK_V2(_md, _memh, _addr, _len, _params, _buf) \
     uct_md_mkey_pack_v2(_md, _memh, _addr, _len, _params, _buf)
 #else
-#  define DCX_TEST_MKEY_PACK_V2(_md, _memh, _addr, _len, _params, _buf) \
+#define DCX_TEST_MKEY_PACK_V2(_md, _memh, _addr, _len, _params, _buf) \
     uct_md_mkey_pack_v2(_md, _memh, _params, _buf)
 #endif
 
@@ -64,7 +66,7 @@ protected:
 
         m_component = find_component("dcx");
         ASSERT_NE(nullptr, m_component)
-                << "the dcx component is not registered";
+            << "the dcx component is not registered";
 
         log_counter::install();
         m_expected_errors = 0;
@@ -76,16 +78,14 @@ protected:
             uct_md_close(md);
         }
         EXPECT_EQ((int)m_expected_errors, log_counter::errors())
-                << "error lines:\n" << log_counter::joined();
-        EXPECT_EQ(0, log_counter::warnings())
-                << "warning lines:\n" << log_counter::joined();
+            << "error lines:\n"
+            << log_counter::joined();
+        EXPECT_EQ(0, log_counter::warnings()) << "warning lines:\n"
+                                              << log_counter::joined();
     }
 
     /* The next bad flow must log exactly one error line. */
-    void expect_one_error()
-    {
-        ++m_expected_errors;
-    }
+    void expect_one_error() { ++m_expected_errors; }
 
     static uct_component_h find_component(const char *name)
     {
@@ -136,8 +136,8 @@ protected:
     /* Opens an MD; "settings" are NAME=VALUE pairs applied to its
      * configuration with uct_config_modify(). */
     ucs_status_t open_md(const char *name, uct_md_h *md_p,
-                         const std::vector<std::pair<std::string,
-                                                     std::string>> &settings = {})
+                         const std::vector<std::pair<std::string, std::string>>
+                             &settings = {})
     {
         uct_md_config_t *config;
         ucs_status_t status;
@@ -218,9 +218,9 @@ protected:
         ASSERT_EQ(UCS_OK, uct_md_mkey_pack(md, memh, buf.data()));
     }
 
-    uct_component_h       m_component = nullptr;
+    uct_component_h m_component = nullptr;
     std::vector<uct_md_h> m_mds;
-    unsigned              m_expected_errors = 0;
+    unsigned m_expected_errors = 0;
 };
 
 
@@ -291,18 +291,25 @@ TEST_F(test_dcx_md, bad_config_value_bad_flow)
 
     /* values that wrapped a size or meant something else: refused with one
      * line naming the variable */
-    const char *bad[][2] = {
-        {"SOFT_MAX_INLINE", "4294967295"}, {"SOFT_MAX_INLINE", "65537"},
-        {"SOFT_MAX_INLINE", "-2"}, {"SOFT_MAX_INLINE", "1x"},
-        {"SOFT_MAX_INLINE", "inf"}, {"SOFT_MAX_QP_WR", "4294967295"},
-        {"SOFT_MAX_CQE", "0"}, {"SOFT_MAX_SRQ_WR", "-1"},
-        {"SOFT_MAX_SGE", "31"}, {"SOFT_MAX_RD_ATOMIC", "17"},
-        {"SOFT_MAX_DCI", "99999999999"}, {"SOFT_MTU", "2000000"},
-        {"SOFT_MAX_MSG_SIZE", "4g"}, {"SOFT_MAX_MSG_SIZE", "inf"},
-        {"SOFT_RNR_RETRY", "8"}, {"SOFT_DEVICES", "-1"},
-        {"SOFT_DEVICES", "1x"}, {"SOFT_MKEY_MAX_ENTRIES", "3"},
-        {"SOFT_MKEY_MAX_ENTRIES", "65536"}
-    };
+    const char *bad[][2] = {{"SOFT_MAX_INLINE", "4294967295"},
+                            {"SOFT_MAX_INLINE", "65537"},
+                            {"SOFT_MAX_INLINE", "-2"},
+                            {"SOFT_MAX_INLINE", "1x"},
+                            {"SOFT_MAX_INLINE", "inf"},
+                            {"SOFT_MAX_QP_WR", "4294967295"},
+                            {"SOFT_MAX_CQE", "0"},
+                            {"SOFT_MAX_SRQ_WR", "-1"},
+                            {"SOFT_MAX_SGE", "31"},
+                            {"SOFT_MAX_RD_ATOMIC", "17"},
+                            {"SOFT_MAX_DCI", "99999999999"},
+                            {"SOFT_MTU", "2000000"},
+                            {"SOFT_MAX_MSG_SIZE", "4g"},
+                            {"SOFT_MAX_MSG_SIZE", "inf"},
+                            {"SOFT_RNR_RETRY", "8"},
+                            {"SOFT_DEVICES", "-1"},
+                            {"SOFT_DEVICES", "1x"},
+                            {"SOFT_MKEY_MAX_ENTRIES", "3"},
+                            {"SOFT_MKEY_MAX_ENTRIES", "65536"}};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); ++i) {
         std::string var = std::string("UCX_DCX_") + bad[i][0];
         setenv(var.c_str(), bad[i][1], 1);
@@ -310,10 +317,12 @@ TEST_F(test_dcx_md, bad_config_value_bad_flow)
         expect_one_error();
         EXPECT_NE(UCS_OK, md_resources(names)) << var << "=" << bad[i][1];
         EXPECT_EQ(before + 1, log_counter::errors())
-                << var << "=" << bad[i][1] << "\n" << log_counter::joined();
+            << var << "=" << bad[i][1] << "\n"
+            << log_counter::joined();
         EXPECT_NE(std::string::npos,
                   log_counter::messages().back().find(bad[i][0]))
-                << var << "=" << bad[i][1] << "\n" << log_counter::joined();
+            << var << "=" << bad[i][1] << "\n"
+            << log_counter::joined();
         unsetenv(var.c_str());
     }
     setenv("UCX_DCX_SOFT_DEVICES", "1", 1);
@@ -424,7 +433,7 @@ TEST_F(test_dcx_md, unsupported_ops_answer)
 /* uct_mem_alloc's "md" method takes the dcx md */
 TEST_F(test_dcx_md, uct_mem_alloc_md_method)
 {
-    uct_md_h md = open_soft0();
+    uct_md_h md               = open_soft0();
     uct_alloc_method_t method = UCT_ALLOC_METHOD_MD;
     uct_allocated_memory_t mem;
     uct_mem_alloc_params_t params;
@@ -434,14 +443,14 @@ TEST_F(test_dcx_md, uct_mem_alloc_md_method)
     params.field_mask = UCT_MEM_ALLOC_PARAM_FIELD_FLAGS |
                         UCT_MEM_ALLOC_PARAM_FIELD_MDS |
                         UCT_MEM_ALLOC_PARAM_FIELD_NAME;
-    params.flags      = UCT_MD_MEM_ACCESS_ALL;
-    params.mds.mds    = &md;
-    params.mds.count  = 1;
-    params.name       = "test";
+    params.flags     = UCT_MD_MEM_ACCESS_ALL;
+    params.mds.mds   = &md;
+    params.mds.count = 1;
+    params.name      = "test";
     ASSERT_EQ(UCS_OK, uct_mem_alloc(1 << 20, &method, 1, &params, &mem));
     EXPECT_EQ(UCT_ALLOC_METHOD_MD, mem.method);
     EXPECT_EQ(md, mem.md);
-    EXPECT_NE(nullptr, (void*)mem.memh);
+    EXPECT_NE(nullptr, (void *)mem.memh);
     EXPECT_GE(mem.length, 1u << 20);
     memset(mem.address, 1, mem.length);
     EXPECT_EQ(UCS_OK, uct_mem_free(&mem));
@@ -451,9 +460,9 @@ TEST_F(test_dcx_md, uct_mem_alloc_md_method)
  * Registration and rkeys
  * ------------------------------------------------------------------------ */
 
-class test_dcx_md_reg : public test_dcx_md,
-                        public testing::WithParamInterface<const char*> {
-};
+class test_dcx_md_reg :
+    public test_dcx_md,
+    public testing::WithParamInterface<const char *> {};
 
 TEST_P(test_dcx_md_reg, reg_pack_unpack_release)
 {
@@ -538,7 +547,8 @@ TEST_P(test_dcx_md_reg, read_only_memory_for_get)
     ASSERT_NE(MAP_FAILED, addr);
     ASSERT_EQ(UCS_OK, uct_md_mem_reg(md, addr, len,
                                      UCT_MD_MEM_ACCESS_REMOTE_GET |
-                                     UCT_MD_MEM_ACCESS_LOCAL_READ, &memh));
+                                         UCT_MD_MEM_ACCESS_LOCAL_READ,
+                                     &memh));
     pack(md, memh, packed);
     ASSERT_EQ(UCS_OK, uct_rkey_unpack(m_component, packed.data(), &rkey));
     EXPECT_EQ(UCS_OK, uct_rkey_release(m_component, &rkey));
@@ -546,8 +556,8 @@ TEST_P(test_dcx_md_reg, read_only_memory_for_get)
     /* a writable registration of the same range is a registration of its
      * own (not the read-only one) once the memory is writable */
     ASSERT_EQ(0, mprotect(addr, len, PROT_READ | PROT_WRITE));
-    ASSERT_EQ(UCS_OK, uct_md_mem_reg(md, addr, len, UCT_MD_MEM_ACCESS_ALL,
-                                     &memh_rw));
+    ASSERT_EQ(UCS_OK,
+              uct_md_mem_reg(md, addr, len, UCT_MD_MEM_ACCESS_ALL, &memh_rw));
     EXPECT_NE(memh, memh_rw);
     EXPECT_EQ(UCS_OK, uct_md_mem_dereg(md, memh_rw));
     EXPECT_EQ(UCS_OK, uct_md_mem_dereg(md, memh));
@@ -588,9 +598,9 @@ TEST_P(test_dcx_md_reg, dereg_bad_flow)
     params.field_mask = UCT_MD_MEM_DEREG_FIELD_MEMH |
                         UCT_MD_MEM_DEREG_FIELD_FLAGS |
                         UCT_MD_MEM_DEREG_FIELD_COMPLETION;
-    params.memh       = memh;
-    params.flags      = UCT_MD_MEM_DEREG_FLAG_INVALIDATE;
-    params.comp       = NULL;
+    params.memh  = memh;
+    params.flags = UCT_MD_MEM_DEREG_FLAG_INVALIDATE;
+    params.comp  = NULL;
     /* refused quietly, as UCX's memory domains refuse what they do not
      * advertise: no error line */
     EXPECT_EQ(UCS_ERR_UNSUPPORTED, uct_md_mem_dereg_v2(md, &params));
@@ -625,7 +635,7 @@ TEST_P(test_dcx_md_reg, malformed_rkey_bad_flow)
         expect_one_error();
         EXPECT_EQ(UCS_ERR_INVALID_PARAM,
                   uct_rkey_unpack(m_component, bad.data(), &rkey))
-                << "byte " << i << " flipped";
+            << "byte " << i << " flipped";
     }
 
     EXPECT_EQ(UCS_OK, uct_md_mem_dereg(md, memh));
@@ -672,8 +682,8 @@ TEST_F(test_dcx_md, rcache_shares_registrations)
     }
     ASSERT_EQ(UCS_OK, uct_md_mem_reg(md, buf.data(), buf.size(),
                                      UCT_MD_MEM_ACCESS_ALL, &m1));
-    ASSERT_EQ(UCS_OK, uct_md_mem_reg(md, &buf[100], 1000,
-                                     UCT_MD_MEM_ACCESS_ALL, &m2));
+    ASSERT_EQ(UCS_OK,
+              uct_md_mem_reg(md, &buf[100], 1000, UCT_MD_MEM_ACCESS_ALL, &m2));
     EXPECT_EQ(m1, m2);
     EXPECT_EQ(UCS_OK, uct_md_mem_dereg(md, m2));
     EXPECT_EQ(UCS_OK, uct_md_mem_dereg(md, m1));
@@ -702,11 +712,11 @@ TEST_F(test_dcx_md, rcache_forgets_unmapped_memory)
     if (md == nullptr) {
         GTEST_SKIP() << "no registration cache without UCX memory events";
     }
-    addr = mmap(NULL, len, PROT_READ | PROT_WRITE,
-                MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    addr = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                -1, 0);
     ASSERT_NE(MAP_FAILED, addr);
-    ASSERT_EQ(UCS_OK, uct_md_mem_reg(md, addr, len, UCT_MD_MEM_ACCESS_ALL,
-                                     &m1));
+    ASSERT_EQ(UCS_OK,
+              uct_md_mem_reg(md, addr, len, UCT_MD_MEM_ACCESS_ALL, &m1));
     ASSERT_EQ(0, munmap(addr, len));
 
     again = mmap(addr, len, PROT_READ | PROT_WRITE,
@@ -719,8 +729,8 @@ TEST_F(test_dcx_md, rcache_forgets_unmapped_memory)
         GTEST_SKIP() << "the address range was taken by someone else";
     }
 
-    ASSERT_EQ(UCS_OK, uct_md_mem_reg(md, addr, len, UCT_MD_MEM_ACCESS_ALL,
-                                     &m2));
+    ASSERT_EQ(UCS_OK,
+              uct_md_mem_reg(md, addr, len, UCT_MD_MEM_ACCESS_ALL, &m2));
     EXPECT_NE(m1, m2) << "the cache returned a registration of unmapped "
                          "memory";
     EXPECT_EQ(UCS_OK, uct_md_mem_dereg(md, m2));

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * UCP over UCX_TLS=dcx,self: tag (eager and rendezvous), stream, RMA, AM,
  * and peer failure with UCP_ERR_HANDLING_MODE_PEER.  Two workers in this
@@ -29,9 +30,7 @@ namespace {
 
 class ucp_dcx : public ucp_pair_test {
 protected:
-    ucp_dcx() : ucp_pair_test(20)
-    {
-    }
+    ucp_dcx() : ucp_pair_test(20) {}
 
     virtual void SetUp()
     {
@@ -65,23 +64,23 @@ protected:
 
     static void err_cb(void *arg, ucp_ep_h ep, ucs_status_t status)
     {
-        ucp_dcx *self = static_cast<ucp_dcx*>(arg);
+        ucp_dcx *self = static_cast<ucp_dcx *>(arg);
         self->m_failed++;
         self->m_fail_status = status;
     }
 
-    ucp_ep_h connect_addr(ucp_peer *from, const void *addr,
-                          ucp_err_handling_mode_t err_mode =
-                          UCP_ERR_HANDLING_MODE_PEER)
+    ucp_ep_h
+    connect_addr(ucp_peer *from, const void *addr,
+                 ucp_err_handling_mode_t err_mode = UCP_ERR_HANDLING_MODE_PEER)
     {
         ucp_ep_params_t params;
         ucp_ep_h ep = NULL;
 
         memset(&params, 0, sizeof(params));
-        params.field_mask      = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS |
-                                 UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
-                                 UCP_EP_PARAM_FIELD_ERR_HANDLER;
-        params.address         = (const ucp_address_t*)addr;
+        params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS |
+                            UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
+                            UCP_EP_PARAM_FIELD_ERR_HANDLER;
+        params.address         = (const ucp_address_t *)addr;
         params.err_mode        = err_mode;
         params.err_handler.cb  = err_cb;
         params.err_handler.arg = this;
@@ -103,8 +102,8 @@ protected:
         memset(&mparams, 0, sizeof(mparams));
         mparams.field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS |
                              UCP_MEM_MAP_PARAM_FIELD_LENGTH;
-        mparams.address    = addr;
-        mparams.length     = length;
+        mparams.address = addr;
+        mparams.length  = length;
         EXPECT_EQ(UCS_OK, ucp_mem_map(m_b.context, &mparams, &memh));
         return memh;
     }
@@ -114,10 +113,10 @@ protected:
     {
         ucp_rkey_h rkey = NULL;
         size_t rkey_size;
-        void *rkey_buf  = NULL;
+        void *rkey_buf = NULL;
 
-        EXPECT_EQ(UCS_OK, ucp_rkey_pack(m_b.context, memh, &rkey_buf,
-                                        &rkey_size));
+        EXPECT_EQ(UCS_OK,
+                  ucp_rkey_pack(m_b.context, memh, &rkey_buf, &rkey_size));
         if (rkey_buf == NULL) {
             return NULL;
         }
@@ -157,9 +156,9 @@ protected:
     static const uint64_t FEATURES = UCP_FEATURE_TAG | UCP_FEATURE_STREAM |
                                      UCP_FEATURE_RMA | UCP_FEATURE_AMO32 |
                                      UCP_FEATURE_AMO64 | UCP_FEATURE_AM;
-    static int   s_seq;
-    ucp_ep_h     m_ab, m_ba;
-    int          m_failed;
+    static int s_seq;
+    ucp_ep_h m_ab, m_ba;
+    int m_failed;
     ucs_status_t m_fail_status;
 };
 
@@ -187,15 +186,16 @@ TEST_P(ucp_dcx, stream)
     while (received < msg.size()) {
         param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
         param.flags        = 0;
-        void *rreq = ucp_stream_recv_nbx(m_ba, &rbuf[received],
-                                         msg.size() - received, &length,
-                                         &param);
+        void *rreq         = ucp_stream_recv_nbx(m_ba, &rbuf[received],
+                                                 msg.size() - received, &length,
+                                                 &param);
         if (rreq == NULL) {
             received += length;
         } else {
             ASSERT_FALSE(UCS_PTR_IS_ERR(rreq));
-            wait_for([&] { return ucp_request_check_status(rreq) !=
-                                  UCS_INPROGRESS; });
+            wait_for([&] {
+                return ucp_request_check_status(rreq) != UCS_INPROGRESS;
+            });
             ASSERT_EQ(UCS_OK, ucp_stream_recv_request_test(rreq, &length));
             ucp_request_free(rreq);
             received += length;
@@ -227,18 +227,18 @@ TEST_P(ucp_dcx, rma_and_atomics)
         printf("[     INFO ] put/get not tested: %s\n",
                DCX_UCP_RMA_SKIP_REASON);
     } else {
-        EXPECT_EQ(UCS_OK, wait_req(ucp_put_nbx(m_ab, &local[0], size,
-                                               (uintptr_t)remote, rkey,
-                                               &param)));
+        EXPECT_EQ(UCS_OK,
+                  wait_req(ucp_put_nbx(m_ab, &local[0], size, (uintptr_t)remote,
+                                       rkey, &param)));
         EXPECT_EQ(UCS_OK, wait_req(ucp_ep_flush_nbx(m_ab, &param)));
         EXPECT_EQ(0, memcmp(remote, &local[0], size));
 
         memset(remote, 'R', size);
-        EXPECT_EQ(UCS_OK, wait_req(ucp_get_nbx(m_ab, &local[0], size,
-                                               (uintptr_t)remote, rkey,
-                                               &param)));
-        EXPECT_EQ(std::string(size, 'R'), std::string(local.begin(),
-                                                      local.end()));
+        EXPECT_EQ(UCS_OK,
+                  wait_req(ucp_get_nbx(m_ab, &local[0], size, (uintptr_t)remote,
+                                       rkey, &param)));
+        EXPECT_EQ(std::string(size, 'R'),
+                  std::string(local.begin(), local.end()));
     }
 
     /* The fetching atomic goes over an endpoint without peer error
@@ -246,21 +246,22 @@ TEST_P(ucp_dcx, rma_and_atomics)
      * protocol for UCP_ERR_HANDLING_MODE_PEER on any transport (UCP logs
      * "cannot find remote protocol ... amo_fetch"); see
      * fetching_atomics_32_64 for every fetching operation. */
-    ucp_ep_h amo_ep = connect_addr(&m_a, &m_b.address[0],
-                                   UCP_ERR_HANDLING_MODE_NONE);
+    ucp_ep_h amo_ep     = connect_addr(&m_a, &m_b.address[0],
+                                       UCP_ERR_HANDLING_MODE_NONE);
     ucp_rkey_h amo_rkey = rkey_for(amo_ep, memh);
     ASSERT_TRUE(amo_rkey != NULL);
 
     uint64_t value = 5, result = 0;
-    *(uint64_t*)remote = 10;
-    param.op_attr_mask = UCP_OP_ATTR_FIELD_DATATYPE | UCP_OP_ATTR_FIELD_REPLY_BUFFER;
+    *(uint64_t *)remote = 10;
+    param.op_attr_mask  = UCP_OP_ATTR_FIELD_DATATYPE |
+                         UCP_OP_ATTR_FIELD_REPLY_BUFFER;
     param.datatype     = ucp_dt_make_contig(8);
     param.reply_buffer = &result;
-    EXPECT_EQ(UCS_OK, wait_req(ucp_atomic_op_nbx(amo_ep, UCP_ATOMIC_OP_ADD,
-                                                 &value, 1, (uintptr_t)remote,
-                                                 amo_rkey, &param)));
+    EXPECT_EQ(UCS_OK,
+              wait_req(ucp_atomic_op_nbx(amo_ep, UCP_ATOMIC_OP_ADD, &value, 1,
+                                         (uintptr_t)remote, amo_rkey, &param)));
     EXPECT_EQ(10u, result);
-    EXPECT_EQ(15u, *(uint64_t*)remote);
+    EXPECT_EQ(15u, *(uint64_t *)remote);
 
     ucp_rkey_destroy(amo_rkey);
     close_ep(&m_a, amo_ep);
@@ -275,9 +276,8 @@ TEST_P(ucp_dcx, rma_and_atomics)
 TEST_P(ucp_dcx, fetching_atomics_32_64)
 {
     static const ucp_atomic_op_t ops[] = {
-        UCP_ATOMIC_OP_ADD, UCP_ATOMIC_OP_AND, UCP_ATOMIC_OP_OR,
-        UCP_ATOMIC_OP_XOR, UCP_ATOMIC_OP_SWAP, UCP_ATOMIC_OP_CSWAP
-    };
+        UCP_ATOMIC_OP_ADD, UCP_ATOMIC_OP_AND,  UCP_ATOMIC_OP_OR,
+        UCP_ATOMIC_OP_XOR, UCP_ATOMIC_OP_SWAP, UCP_ATOMIC_OP_CSWAP};
     std::vector<uint64_t> mem(2, 0);
     ucp_request_param_t param;
     ucp_mem_h memh;
@@ -295,9 +295,9 @@ TEST_P(ucp_dcx, fetching_atomics_32_64)
         for (int bits = 32; bits <= 64; bits += 32) {
             const uint64_t old = 0xf0f0f0f0a5a5a5a5ull, arg = 0x0ff00ff03c3cull;
             uint64_t expect, mask = (bits == 32) ? 0xffffffffull : ~0ull;
-            uint64_t value = arg & mask, result;
+            uint64_t value   = arg & mask, result;
             uint32_t value32 = (uint32_t)value, result32;
-            void *target = &mem[0];
+            void *target     = &mem[0];
 
             mem[0] = old & mask;
             // clang-format off
@@ -316,7 +316,7 @@ TEST_P(ucp_dcx, fetching_atomics_32_64)
                 value32 = (uint32_t)value;
                 result  = arg & mask;
             } else {
-                result  = 0;
+                result = 0;
             }
             result32 = (uint32_t)result;
 
@@ -324,20 +324,19 @@ TEST_P(ucp_dcx, fetching_atomics_32_64)
             param.op_attr_mask = UCP_OP_ATTR_FIELD_DATATYPE |
                                  UCP_OP_ATTR_FIELD_REPLY_BUFFER;
             param.datatype     = ucp_dt_make_contig(bits / 8);
-            param.reply_buffer = (bits == 32) ? (void*)&result32 :
-                                                (void*)&result;
-            EXPECT_EQ(UCS_OK,
-                      wait_req(ucp_atomic_op_nbx(ep, ops[i],
-                                                 (bits == 32) ?
-                                                 (void*)&value32 :
-                                                 (void*)&value, 1,
-                                                 (uintptr_t)target, rkey,
-                                                 &param)))
-                    << "op " << ops[i] << " bits " << bits;
+            param.reply_buffer = (bits == 32) ? (void *)&result32 :
+                                                (void *)&result;
+            EXPECT_EQ(UCS_OK, wait_req(ucp_atomic_op_nbx(ep, ops[i],
+                                                         (bits == 32) ?
+                                                             (void *)&value32 :
+                                                             (void *)&value,
+                                                         1, (uintptr_t)target,
+                                                         rkey, &param)))
+                << "op " << ops[i] << " bits " << bits;
             EXPECT_EQ(old & mask, (bits == 32) ? (uint64_t)result32 : result)
-                    << "op " << ops[i] << " bits " << bits;
+                << "op " << ops[i] << " bits " << bits;
             EXPECT_EQ(expect, mem[0] & mask)
-                    << "op " << ops[i] << " bits " << bits;
+                << "op " << ops[i] << " bits " << bits;
         }
     }
 
@@ -362,8 +361,8 @@ TEST_P(ucp_dcx, sw_and_dcx_atomics_mix_without_error)
     ucp_request_param_t param;
     ucp_mem_h memh, memh0;
     ucp_rkey_h rkey, rkey0;
-    char *info     = NULL;
-    size_t info_sz = 0;
+    char *info      = NULL;
+    size_t info_sz  = 0;
     /* as osc ucx opens them: no peer error handling (from UCX 1.18 on the
      * default protocols have no atomics for UCP_ERR_HANDLING_MODE_PEER) */
     ucp_ep_h amo_ep = connect_addr(&m_a, &m_b.address[0],
@@ -391,38 +390,36 @@ TEST_P(ucp_dcx, sw_and_dcx_atomics_mix_without_error)
 
     dcx_test::log_counter::install();
     uint64_t *word64 = &mem[0];
-    uint32_t *word32 = (uint32_t*)&mem[2];
+    uint32_t *word32 = (uint32_t *)&mem[2];
     for (int i = 0; i < rounds; ++i) {
-        ucp_rkey_h k     = (i & 1) ? rkey0 : rkey;
-        uint64_t add64   = 1, old64 = ~0ull;
-        uint32_t add32   = 1, old32 = ~0u;
+        ucp_rkey_h k   = (i & 1) ? rkey0 : rkey;
+        uint64_t add64 = 1, old64 = ~0ull;
+        uint32_t add32 = 1, old32 = ~0u;
 
         memset(&param, 0, sizeof(param));
         param.op_attr_mask = UCP_OP_ATTR_FIELD_DATATYPE |
                              UCP_OP_ATTR_FIELD_REPLY_BUFFER;
         param.datatype     = ucp_dt_make_contig(8);
         param.reply_buffer = &old64;
-        ASSERT_EQ(UCS_OK, wait_req(ucp_atomic_op_nbx(amo_ep, UCP_ATOMIC_OP_ADD,
-                                                     &add64, 1,
-                                                     (uintptr_t)word64, k,
-                                                     &param)));
+        ASSERT_EQ(UCS_OK,
+                  wait_req(ucp_atomic_op_nbx(amo_ep, UCP_ATOMIC_OP_ADD, &add64,
+                                             1, (uintptr_t)word64, k, &param)));
         EXPECT_EQ((uint64_t)i, old64) << "round " << i;
 
         param.datatype     = ucp_dt_make_contig(4);
         param.reply_buffer = &old32;
-        ASSERT_EQ(UCS_OK, wait_req(ucp_atomic_op_nbx(amo_ep, UCP_ATOMIC_OP_ADD,
-                                                     &add32, 1,
-                                                     (uintptr_t)word32, k,
-                                                     &param)));
+        ASSERT_EQ(UCS_OK,
+                  wait_req(ucp_atomic_op_nbx(amo_ep, UCP_ATOMIC_OP_ADD, &add32,
+                                             1, (uintptr_t)word32, k, &param)));
         EXPECT_EQ((uint32_t)i, old32) << "round " << i;
 
         /* a non-fetching add, then a compare-and-swap that must see it */
         param.op_attr_mask = UCP_OP_ATTR_FIELD_DATATYPE;
         param.datatype     = ucp_dt_make_contig(8);
-        ASSERT_EQ(UCS_OK, wait_req(ucp_atomic_op_nbx(amo_ep, UCP_ATOMIC_OP_ADD,
-                                                     &add64, 1,
-                                                     (uintptr_t)&mem[4], k,
-                                                     &param)));
+        ASSERT_EQ(UCS_OK,
+                  wait_req(ucp_atomic_op_nbx(amo_ep, UCP_ATOMIC_OP_ADD, &add64,
+                                             1, (uintptr_t)&mem[4], k,
+                                             &param)));
         ASSERT_EQ(UCS_OK, wait_req(ucp_ep_flush_nbx(amo_ep, &param)));
         /* UCP's cswap: buffer is the compare value, reply_buffer the swap
          * value in and the old value out */
@@ -430,10 +427,10 @@ TEST_P(ucp_dcx, sw_and_dcx_atomics_mix_without_error)
         param.op_attr_mask = UCP_OP_ATTR_FIELD_DATATYPE |
                              UCP_OP_ATTR_FIELD_REPLY_BUFFER;
         param.reply_buffer = &swap_res;
-        ASSERT_EQ(UCS_OK, wait_req(ucp_atomic_op_nbx(amo_ep, UCP_ATOMIC_OP_CSWAP,
-                                                     &compare, 1,
-                                                     (uintptr_t)&mem[6], k,
-                                                     &param)));
+        ASSERT_EQ(UCS_OK,
+                  wait_req(ucp_atomic_op_nbx(amo_ep, UCP_ATOMIC_OP_CSWAP,
+                                             &compare, 1, (uintptr_t)&mem[6], k,
+                                             &param)));
         /* mem[6] holds i (set below) before this round's swap */
         EXPECT_EQ((uint64_t)i, swap_res) << "round " << i;
         EXPECT_EQ((uint64_t)(1000 + i), mem[6]) << "round " << i;
@@ -461,7 +458,7 @@ TEST_P(ucp_dcx, sw_and_dcx_atomics_mix_without_error)
  * through dcx's pending queue) and every value is in place. */
 TEST_P(ucp_dcx, put_nbi_flood_then_worker_flush)
 {
-    const int n = 256;
+    const int n       = 256;
     ucp_peer *peers[] = {&m_a, &m_b};
     std::vector<uint64_t> mem[2];
     std::vector<uint64_t> src[2];
@@ -490,14 +487,13 @@ TEST_P(ucp_dcx, put_nbi_flood_then_worker_flush)
         memset(&mparams, 0, sizeof(mparams));
         mparams.field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS |
                              UCP_MEM_MAP_PARAM_FIELD_LENGTH;
-        mparams.address    = &mem[p][0];
-        mparams.length     = mem[p].size() * sizeof(uint64_t);
-        ASSERT_EQ(UCS_OK, ucp_mem_map(peers[p]->context, &mparams,
-                                      &memh[p]));
+        mparams.address = &mem[p][0];
+        mparams.length  = mem[p].size() * sizeof(uint64_t);
+        ASSERT_EQ(UCS_OK, ucp_mem_map(peers[p]->context, &mparams, &memh[p]));
     }
     for (int p = 0; p < 2; ++p) {
-        ASSERT_EQ(UCS_OK, ucp_rkey_pack(peers[p]->context, memh[p],
-                                        &rkey_buf, &rkey_size));
+        ASSERT_EQ(UCS_OK, ucp_rkey_pack(peers[p]->context, memh[p], &rkey_buf,
+                                        &rkey_size));
         for (int from = 0; from < 2; ++from) {
             ASSERT_EQ(UCS_OK, ucp_ep_rkey_unpack(eps[from][p], rkey_buf,
                                                  &rkey[from][p]));
@@ -541,8 +537,7 @@ TEST_P(ucp_dcx, put_nbi_flood_then_worker_flush)
 
     /* a transport error on the way (the ep failed, its puts were dropped)
      * is not a flush that completed too early: say which it was */
-    EXPECT_EQ(0, m_failed) << "ep failed: "
-                           << ucs_status_string(m_fail_status);
+    EXPECT_EQ(0, m_failed) << "ep failed: " << ucs_status_string(m_fail_status);
     for (int to = 0; to < 2; ++to) {
         for (int from = 0; from < 2; ++from) {
             for (int i = 0; i < n; ++i) {
@@ -563,17 +558,17 @@ TEST_P(ucp_dcx, put_nbi_flood_then_worker_flush)
 }
 
 struct am_state {
-    int         count;
+    int count;
     std::string data;
 };
 
 ucs_status_t am_cb(void *arg, const void *header, size_t header_length,
                    void *data, size_t length, const ucp_am_recv_param_t *p)
 {
-    am_state *s = static_cast<am_state*>(arg);
+    am_state *s = static_cast<am_state *>(arg);
 
     if (!(p->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV)) {
-        s->data.assign((const char*)data, length);
+        s->data.assign((const char *)data, length);
     }
     s->count++;
     return UCS_OK;
@@ -590,16 +585,15 @@ TEST_P(ucp_dcx, active_messages)
     hparam.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID |
                         UCP_AM_HANDLER_PARAM_FIELD_CB |
                         UCP_AM_HANDLER_PARAM_FIELD_ARG;
-    hparam.id         = 3;
-    hparam.cb         = am_cb;
-    hparam.arg        = &state;
+    hparam.id  = 3;
+    hparam.cb  = am_cb;
+    hparam.arg = &state;
     ASSERT_EQ(UCS_OK, ucp_worker_set_am_recv_handler(m_b.worker, &hparam));
 
     memset(&param, 0, sizeof(param));
     for (int i = 0; i < 100; ++i) {
-        EXPECT_EQ(UCS_OK, wait_req(ucp_am_send_nbx(m_ab, 3, NULL, 0,
-                                                   msg.data(), msg.size(),
-                                                   &param)));
+        EXPECT_EQ(UCS_OK, wait_req(ucp_am_send_nbx(m_ab, 3, NULL, 0, msg.data(),
+                                                   msg.size(), &param)));
     }
     ASSERT_TRUE(wait_for([&] { return state.count == 100; }));
     EXPECT_EQ(msg, state.data);
@@ -671,7 +665,7 @@ TEST_P(ucp_dcx, other_fabric_falls_back_to_tcp)
         void *rreq = ucp_tag_recv_nbx(y.worker, &rbuf[0], size, 0x77,
                                       (ucp_tag_t)-1, &param);
         void *sreq = ucp_tag_send_nbx(xy, &sbuf[0], size, 0x77, &param);
-        auto done = [&](void *req) {
+        auto done  = [&](void *req) {
             if (!UCS_PTR_IS_PTR(req)) {
                 return UCS_PTR_STATUS(req);
             }
@@ -729,7 +723,7 @@ TEST_P(ucp_dcx, peer_failure)
         }
         execl("/proc/self/exe", "gtest_ucp_peer",
               "--gtest_filter=ucp_dcx_peer.DISABLED_serve",
-              "--gtest_also_run_disabled_tests", (char*)NULL);
+              "--gtest_also_run_disabled_tests", (char *)NULL);
         _exit(127);
     }
     close(to_parent[1]);
@@ -744,20 +738,22 @@ TEST_P(ucp_dcx, peer_failure)
     std::vector<char> buf(1000, 'p');
     ucp_request_param_t param;
     memset(&param, 0, sizeof(param));
-    EXPECT_EQ(UCS_OK, wait_req(ucp_tag_send_nbx(ep, &buf[0], buf.size(), 1,
-                                                &param)));
+    EXPECT_EQ(UCS_OK,
+              wait_req(ucp_tag_send_nbx(ep, &buf[0], buf.size(), 1, &param)));
 
     kill(pid, SIGKILL);
     waitpid(pid, NULL, 0);
 
     /* keep sending until the failure is detected */
-    ASSERT_TRUE(wait_for([&] {
-        void *req = ucp_tag_send_nbx(ep, &buf[0], buf.size(), 1, &param);
-        if (UCS_PTR_IS_PTR(req)) {
-            ucp_request_free(req);
-        }
-        return m_failed > 0;
-    }, 30));
+    ASSERT_TRUE(wait_for(
+        [&] {
+            void *req = ucp_tag_send_nbx(ep, &buf[0], buf.size(), 1, &param);
+            if (UCS_PTR_IS_PTR(req)) {
+                ucp_request_free(req);
+            }
+            return m_failed > 0;
+        },
+        30));
     EXPECT_TRUE((m_fail_status == UCS_ERR_ENDPOINT_TIMEOUT) ||
                 (m_fail_status == UCS_ERR_CONNECTION_RESET))
         << ucs_status_string(m_fail_status);
@@ -814,7 +810,7 @@ TEST_P(ucp_dcx_fc, grant_to_dead_peer_keeps_live_grants)
         }
         execl("/proc/self/exe", "gtest_ucp_peer",
               "--gtest_filter=ucp_dcx_peer.DISABLED_serve",
-              "--gtest_also_run_disabled_tests", (char*)NULL);
+              "--gtest_also_run_disabled_tests", (char *)NULL);
         _exit(127);
     }
     close(to_parent[1]);
@@ -835,18 +831,17 @@ TEST_P(ucp_dcx_fc, grant_to_dead_peer_keeps_live_grants)
 
     /* b sends to a; nothing progressed until all are posted */
     std::vector<uint64_t> sbuf(count), rbuf(count, 0);
-    std::vector<void*> sreqs, rreqs;
+    std::vector<void *> sreqs, rreqs;
     ucp_request_param_t param;
     memset(&param, 0, sizeof(param));
     for (int i = 0; i < count; ++i) {
         sbuf[i] = 1000 + i;
-        sreqs.push_back(ucp_tag_send_nbx(m_ba, &sbuf[i], sizeof(sbuf[i]),
-                                         0x77, &param));
+        sreqs.push_back(ucp_tag_send_nbx(m_ba, &sbuf[i], sizeof(sbuf[i]), 0x77,
+                                         &param));
     }
     for (int i = 0; i < count; ++i) {
-        rreqs.push_back(ucp_tag_recv_nbx(m_a.worker, &rbuf[i],
-                                         sizeof(rbuf[i]), 0x77,
-                                         (ucp_tag_t)-1, &param));
+        rreqs.push_back(ucp_tag_recv_nbx(m_a.worker, &rbuf[i], sizeof(rbuf[i]),
+                                         0x77, (ucp_tag_t)-1, &param));
     }
     for (int i = 0; i < count; ++i) {
         EXPECT_EQ(UCS_OK, wait_req(sreqs[i])) << "send " << i;
@@ -864,9 +859,9 @@ TEST_P(ucp_dcx_fc, grant_to_dead_peer_keeps_live_grants)
     int from_child = 0;
     while ((msg = ucp_tag_probe_nb(m_a.worker, 0x99, (ucp_tag_t)-1, 1,
                                    &info)) != NULL) {
-        EXPECT_EQ(UCS_OK, wait_req(ucp_tag_msg_recv_nbx(m_a.worker, &value,
-                                                        sizeof(value), msg,
-                                                        &param)));
+        EXPECT_EQ(UCS_OK,
+                  wait_req(ucp_tag_msg_recv_nbx(m_a.worker, &value,
+                                                sizeof(value), msg, &param)));
         EXPECT_EQ(7u, value);
         from_child++;
     }
@@ -924,7 +919,7 @@ TEST_F(ucp_dcx_peer, DISABLED_serve)
         ASSERT_EQ((ssize_t)len, read(atoi(in), &target[0], len));
         memset(&eparams, 0, sizeof(eparams));
         eparams.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS;
-        eparams.address    = (const ucp_address_t*)&target[0];
+        eparams.address    = (const ucp_address_t *)&target[0];
         ASSERT_EQ(UCS_OK, ucp_ep_create(worker, &eparams, &ep));
         ucp_request_param_t sparam;
         memset(&sparam, 0, sizeof(sparam));
@@ -944,8 +939,7 @@ TEST_F(ucp_dcx_peer, DISABLED_serve)
     ucp_request_param_t param;
     memset(&param, 0, sizeof(param));
     for (;;) {
-        void *req = ucp_tag_recv_nbx(worker, &buf[0], buf.size(), 0, 0,
-                                     &param);
+        void *req = ucp_tag_recv_nbx(worker, &buf[0], buf.size(), 0, 0, &param);
         while (ucp_request_check_status(req) == UCS_INPROGRESS) {
             ucp_worker_progress(worker);
         }

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * UCP tag matching over UCX_TLS=dcx,self with dcx's tag-matching offload
  * (UCX_DCX_TM_ENABLE) and UCP's offload thresholds lowered so that UCP
@@ -29,9 +30,7 @@ namespace {
  * b keeps the default UCX_DCX_TM_ENABLE=try) */
 class ucp_dcx_tm : public ucp_pair_test {
 protected:
-    ucp_dcx_tm() : ucp_pair_test(60)
-    {
-    }
+    ucp_dcx_tm() : ucp_pair_test(60) {}
 
     virtual void SetUp()
     {
@@ -96,10 +95,10 @@ protected:
      * 64-bit each */
     uint64_t tm_counter(const char *name)
     {
-        static const char *names[] = { "posted", "matched", "unexp_eager",
-                                       "unexp_rndv", "rndv_hw", "rndv_sw",
-                                       "syncs", "cancels" };
-        DIR *d = opendir(m_dir.c_str());
+        static const char *names[] = {"posted",     "matched", "unexp_eager",
+                                      "unexp_rndv", "rndv_hw", "rndv_sw",
+                                      "syncs",      "cancels"};
+        DIR *d                     = opendir(m_dir.c_str());
         struct dirent *de;
         uint64_t sum = 0, counters[8];
         char magic[8];
@@ -142,7 +141,7 @@ protected:
 
         memset(&params, 0, sizeof(params));
         params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS;
-        params.address    = (const ucp_address_t*)&to->address[0];
+        params.address    = (const ucp_address_t *)&to->address[0];
         EXPECT_EQ(UCS_OK, ucp_ep_create(from->worker, &params, &ep));
         return ep;
     }
@@ -155,8 +154,9 @@ protected:
         if ((req == NULL) || UCS_PTR_IS_ERR(req)) {
             return UCS_PTR_STATUS(req);
         }
-        wait_for([&] { return ucp_request_check_status(req) !=
-                              UCS_INPROGRESS; });
+        wait_for([&] {
+            return ucp_request_check_status(req) != UCS_INPROGRESS;
+        });
         status = ucp_tag_recv_request_test(req, info);
         ucp_request_free(req);
         return status;
@@ -190,7 +190,7 @@ protected:
         void *rreq = NULL, *sreq;
 
         memset(&param, 0, sizeof(param));
-        param.op_attr_mask = UCP_OP_ATTR_FIELD_RECV_INFO;
+        param.op_attr_mask       = UCP_OP_ATTR_FIELD_RECV_INFO;
         param.recv_info.tag_info = &info;
         if (expected) {
             rreq = ucp_tag_recv_nbx(m_b.worker, &rbuf[0], size, tag, mask,
@@ -221,15 +221,15 @@ protected:
         EXPECT_EQ(0, rbuf[size]) << "written past the message";
     }
 
-    static int  s_seq;
-    ucp_ep_h    m_ab, m_ba;
+    static int s_seq;
+    ucp_ep_h m_ab, m_ba;
     std::string m_dir;
 };
 
 int ucp_dcx_tm::s_seq = 0;
 
-const size_t SIZES[] = { 0, 1, 100, 1024, 4000, 16384, 65536, 300 * 1024,
-                         4 << 20, 16 << 20 };
+const size_t SIZES[] = {0,     1,     100,        1024,    4000,
+                        16384, 65536, 300 * 1024, 4 << 20, 16 << 20};
 
 } /* namespace */
 
@@ -306,18 +306,18 @@ TEST_P(ucp_dcx_tm, cancel_posted_receive)
 TEST_P(ucp_dcx_tm, many_in_flight_both_ways)
 {
     const int n = 64;
-    std::vector<std::vector<char> > sb(n), rb(n);
-    std::vector<void*> reqs;
+    std::vector<std::vector<char>> sb(n), rb(n);
+    std::vector<void *> reqs;
     ucp_request_param_t param;
 
     memset(&param, 0, sizeof(param));
     for (int i = 0; i < n; ++i) {
         size_t size = (i % 4 == 0) ? 200000 : 100 * i;
-        sb[i] = pattern(size, i);
+        sb[i]       = pattern(size, i);
         rb[i].assign(size, 0);
         ucp_peer *dst = (i & 1) ? &m_a : &m_b;
-        reqs.push_back(ucp_tag_recv_nbx(dst->worker, &rb[i][0], size,
-                                        0x300 + i, (ucp_tag_t)-1, &param));
+        reqs.push_back(ucp_tag_recv_nbx(dst->worker, &rb[i][0], size, 0x300 + i,
+                                        (ucp_tag_t)-1, &param));
     }
     for (int i = 0; i < n; ++i) {
         reqs.push_back(ucp_tag_send_nbx((i & 1) ? m_ba : m_ab, &sb[i][0],
@@ -337,12 +337,12 @@ TEST_P(ucp_dcx_tm, many_in_flight_both_ways)
  * and rendezvous */
 TEST_P(ucp_dcx_tm, two_receives_one_buffer)
 {
-    const size_t sizes[] = { 4000, 200000 };
+    const size_t sizes[] = {4000, 200000};
 
     /* UCP offloads once a tagged message came through the interface */
     transfer(100, false, 0x40ff);
     for (size_t k = 0; k < 2; ++k) {
-        size_t size = sizes[k];
+        size_t size          = sizes[k];
         std::vector<char> s1 = pattern(size, 1), s2 = pattern(size, 2);
         std::vector<char> rbuf(size);
         ucp_request_param_t param;
@@ -373,5 +373,4 @@ TEST_P(ucp_dcx_tm, two_receives_one_buffer)
 }
 
 INSTANTIATE_TEST_SUITE_P(offload, ucp_dcx_tm,
-                         ::testing::Values("on", "off", "mixed",
-                                           "mixed_dev"));
+                         ::testing::Values("on", "off", "mixed", "mixed_dev"));

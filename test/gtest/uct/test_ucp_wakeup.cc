@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * UCP in wake-up mode over UCX_TLS=dcx,self, across two processes: a server
  * that sleeps in ucp_worker_arm / ucp_worker_wait whenever it has nothing to
@@ -33,12 +34,12 @@ using dcx_test::now_sec;
 
 namespace {
 
-const int      ROUNDS      = 8;
-const unsigned GAP_US      = 150000;   /* idle gap before every round */
-const size_t   RMA_SIZE    = 256 * 1024;
-const size_t   SIZES[]     = {8, 4096, 1 << 20};   /* eager .. rendezvous */
-const ucp_tag_t TAG_DATA   = 0x100;
-const ucp_tag_t TAG_REPLY  = 0x200;
+const int ROUNDS          = 8;
+const unsigned GAP_US     = 150000; /* idle gap before every round */
+const size_t RMA_SIZE     = 256 * 1024;
+const size_t SIZES[]      = {8, 4096, 1 << 20}; /* eager .. rendezvous */
+const ucp_tag_t TAG_DATA  = 0x100;
+const ucp_tag_t TAG_REPLY = 0x200;
 /* a spinning loop would arm far more often than this per round */
 const unsigned MAX_ARMS_PER_ROUND = 1000;
 
@@ -52,26 +53,28 @@ double cpu_sec()
 
 bool write_all(int fd, const void *buf, size_t len)
 {
-    const char *p = (const char*)buf;
+    const char *p = (const char *)buf;
     while (len > 0) {
         ssize_t n = write(fd, p, len);
         if (n <= 0) {
             return false;
         }
-        p += n; len -= n;
+        p += n;
+        len -= n;
     }
     return true;
 }
 
 bool read_all(int fd, void *buf, size_t len)
 {
-    char *p = (char*)buf;
+    char *p = (char *)buf;
     while (len > 0) {
         ssize_t n = read(fd, p, len);
         if (n <= 0) {
             return false;
         }
-        p += n; len -= n;
+        p += n;
+        len -= n;
     }
     return true;
 }
@@ -100,10 +103,10 @@ char pattern(int round, size_t i)
 /* One side: context, worker, counters of its wake-up loop */
 struct peer {
     ucp_context_h context = NULL;
-    ucp_worker_h  worker  = NULL;
-    unsigned      arms    = 0;   /* ucp_worker_arm calls */
-    unsigned      sleeps  = 0;   /* times it went to sleep */
-    bool          use_wait;      /* ucp_worker_wait, else poll on the efd */
+    ucp_worker_h worker   = NULL;
+    unsigned arms         = 0; /* ucp_worker_arm calls */
+    unsigned sleeps       = 0; /* times it went to sleep */
+    bool use_wait;             /* ucp_worker_wait, else poll on the efd */
 
     ucs_status_t init()
     {
@@ -115,7 +118,7 @@ struct peer {
         memset(&params, 0, sizeof(params));
         params.field_mask = UCP_PARAM_FIELD_FEATURES;
         params.features   = UCP_FEATURE_TAG | UCP_FEATURE_RMA |
-                            UCP_FEATURE_WAKEUP;
+                          UCP_FEATURE_WAKEUP;
         status = ucp_config_read(NULL, NULL, &config);
         if (status != UCS_OK) {
             return status;
@@ -171,7 +174,7 @@ struct peer {
                     return false;
                 }
                 struct pollfd pfd = {efd, POLLIN, 0};
-                int ret = poll(&pfd, 1, 20000);
+                int ret           = poll(&pfd, 1, 20000);
                 if (ret == 0) {
                     fprintf(stderr, "no wake-up for 20 s\n");
                     return false;
@@ -195,7 +198,7 @@ struct peer {
                     ucs_status_string(UCS_PTR_STATUS(req)));
             return false;
         }
-        bool ok = wait_until([&] {
+        bool ok             = wait_until([&] {
             return ucp_request_check_status(req) != UCS_INPROGRESS;
         });
         ucs_status_t status = ucp_request_check_status(req);
@@ -229,7 +232,7 @@ struct peer {
 
         memset(&params, 0, sizeof(params));
         params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS;
-        params.address    = (const ucp_address_t*)addr.data();
+        params.address    = (const ucp_address_t *)addr.data();
         return (ucp_ep_create(worker, &params, &ep) == UCS_OK) ? ep : NULL;
     }
 
@@ -246,7 +249,7 @@ struct peer {
         size_t len;
         std::vector<char> v;
         if (ucp_worker_get_address(worker, &addr, &len) == UCS_OK) {
-            v.assign((char*)addr, (char*)addr + len);
+            v.assign((char *)addr, (char *)addr + len);
             ucp_worker_release_address(worker, addr);
         }
         return v;
@@ -255,9 +258,9 @@ struct peer {
 
 /* What the server reports at the end */
 struct server_report {
-    int      ok;
+    int ok;
     unsigned arms, sleeps;
-    double   cpu, wall;
+    double cpu, wall;
 };
 
 /* Server: publishes its address, memory and rkey; then per round waits for
@@ -277,7 +280,7 @@ int server_main(int rfd, int wfd)
     ucp_ep_h ep;
     double t0, c0;
 
-    alarm(120);   /* a lost wake-up must not hang the test */
+    alarm(120); /* a lost wake-up must not hang the test */
     s.use_wait = true;
     if (s.init() != UCS_OK) {
         return 1;
@@ -285,13 +288,13 @@ int server_main(int rfd, int wfd)
     memset(&mp, 0, sizeof(mp));
     mp.field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS |
                     UCP_MEM_MAP_PARAM_FIELD_LENGTH;
-    mp.address    = mem.data();
-    mp.length     = mem.size();
+    mp.address = mem.data();
+    mp.length  = mem.size();
     if ((ucp_mem_map(s.context, &mp, &memh) != UCS_OK) ||
         (ucp_rkey_pack(s.context, memh, &rkey_packed, &rkey_len) != UCS_OK)) {
         return 2;
     }
-    rkey_buf.assign((char*)rkey_packed, (char*)rkey_packed + rkey_len);
+    rkey_buf.assign((char *)rkey_packed, (char *)rkey_packed + rkey_len);
     ucp_rkey_buffer_release(rkey_packed);
     base = (uintptr_t)mem.data();
     if (!send_blob(wfd, s.address()) || !send_blob(wfd, rkey_buf) ||
@@ -385,9 +388,9 @@ TEST_F(ucp_dcx_wakeup, tag_and_rma_with_idle_gaps)
 
     peer c;
     std::vector<char> saddr, rkey_buf;
-    uint64_t base = 0;
+    uint64_t base   = 0;
     ucp_rkey_h rkey = NULL;
-    ucp_ep_h ep = NULL;
+    ucp_ep_h ep     = NULL;
     std::vector<char> buf(1 << 20), rma(RMA_SIZE), back(RMA_SIZE);
     unsigned max_client_arms = 0;
 
@@ -411,30 +414,29 @@ TEST_F(ucp_dcx_wakeup, tag_and_rma_with_idle_gaps)
     for (int round = 0; round < ROUNDS; ++round) {
         unsigned arms_before = c.arms;
 
-        usleep(GAP_US);   /* both sides idle: the server sleeps */
+        usleep(GAP_US); /* both sides idle: the server sleeps */
         for (size_t i = 0; i < RMA_SIZE; ++i) {
             rma[i] = pattern(round, i);
         }
         ucp_request_param_t prm;
         memset(&prm, 0, sizeof(prm));
         if (rma_ok) {
-            ASSERT_TRUE(c.wait_req(ucp_put_nbx(ep, rma.data(), RMA_SIZE,
-                                               base, rkey, &prm)));
+            ASSERT_TRUE(c.wait_req(ucp_put_nbx(ep, rma.data(), RMA_SIZE, base,
+                                               rkey, &prm)));
             ASSERT_TRUE(c.wait_req(ucp_ep_flush_nbx(ep, &prm)));
             /* read it back while the server sleeps: served by its device */
-            ASSERT_TRUE(c.wait_req(ucp_get_nbx(ep, back.data(), RMA_SIZE,
-                                               base, rkey, &prm)));
+            ASSERT_TRUE(c.wait_req(ucp_get_nbx(ep, back.data(), RMA_SIZE, base,
+                                               rkey, &prm)));
             ASSERT_EQ(0, memcmp(rma.data(), back.data(), RMA_SIZE))
-                    << "round " << round;
+                << "round " << round;
         }
 
         for (size_t k = 0; k < sizeof(SIZES) / sizeof(SIZES[0]); ++k) {
             for (size_t i = 0; i < SIZES[k]; ++i) {
                 buf[i] = pattern(round + (int)k, i);
             }
-            ASSERT_TRUE(c.tag_send(ep, buf.data(), SIZES[k],
-                                   TAG_DATA + round))
-                    << "round " << round << " size " << SIZES[k];
+            ASSERT_TRUE(c.tag_send(ep, buf.data(), SIZES[k], TAG_DATA + round))
+                << "round " << round << " size " << SIZES[k];
         }
         uint64_t reply = ~0ull;
         ASSERT_TRUE(c.tag_recv(&reply, sizeof(reply), TAG_REPLY + round));
@@ -446,11 +448,11 @@ TEST_F(ucp_dcx_wakeup, tag_and_rma_with_idle_gaps)
 
     server_report rep;
     memset(&rep, 0, sizeof(rep));
-    bool got = read_all(from_srv[0], &rep, sizeof(rep));
+    bool got    = read_all(from_srv[0], &rep, sizeof(rep));
     int wstatus = 0;
     ASSERT_EQ(pid, waitpid(pid, &wstatus, 0));
     EXPECT_TRUE(WIFEXITED(wstatus) && (WEXITSTATUS(wstatus) == 0))
-            << "server exit status " << wstatus;
+        << "server exit status " << wstatus;
     ASSERT_TRUE(got && rep.ok);
 
     printf("[ wakeup   ] server: %u sleeps, %u arms in %d rounds; cpu %.3f s "

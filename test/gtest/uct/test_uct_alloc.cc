@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Memory the dcx md allocates (dcx_md_alloc.c) used as UCX uses it:
  * uct_iface_mem_alloc picks the md method first, and puts and gets into
@@ -9,10 +10,10 @@
 #include "dcx_soft.h"
 #include "log_counter.h"
 
-#include "dcx_ucx_features.h"   /* what differs between UCX versions */
+#include "dcx_ucx_features.h" /* what differs between UCX versions */
 
 extern "C" {
-#include <uct/base/uct_md.h>   /* uct_md_mem_alloc, uct_md_mem_free */
+#include <uct/base/uct_md.h> /* uct_md_mem_alloc, uct_md_mem_free */
 }
 
 using namespace dcx_test;
@@ -72,12 +73,11 @@ TEST_F(uct_dcx_alloc, iface_mem_alloc_put_get)
     uct_rkey_bundle_t rkb;
     dcx_soft_stats_t st0, st1;
 
-    ASSERT_EQ(UCS_OK, uct_iface_mem_alloc(b->iface, len,
-                                          UCT_MD_MEM_ACCESS_ALL, "test",
-                                          &am));
+    ASSERT_EQ(UCS_OK, uct_iface_mem_alloc(b->iface, len, UCT_MD_MEM_ACCESS_ALL,
+                                          "test", &am));
     EXPECT_EQ(UCT_ALLOC_METHOD_MD, am.method);
     EXPECT_EQ(m_md, am.md);
-    ASSERT_NE(nullptr, (void*)am.memh);
+    ASSERT_NE(nullptr, (void *)am.memh);
     ASSERT_GE(am.length, len);
     memset(am.address, 0x5a, am.length);
     ASSERT_EQ(UCS_OK, uct_md_mkey_pack(m_md, am.memh, packed.data()));
@@ -85,18 +85,19 @@ TEST_F(uct_dcx_alloc, iface_mem_alloc_put_get)
 
     uct_dcx_test::mem src = alloc_mem(len);
     for (size_t i = 0; i < len; ++i) {
-        ((uint8_t*)src.ptr)[i] = pattern(i);
+        ((uint8_t *)src.ptr)[i] = pattern(i);
     }
     ASSERT_EQ(0, dcx_soft_stats(device(), &st0));
 
     test_comp put;
     uct_iov_t iov = {src.ptr, len - 3, src.memh, 0, 1};
-    ASSERT_NO_FATAL_FAILURE(wait_comp(put, retry([&] {
-        return uct_ep_put_zcopy(ep, &iov, 1, (uintptr_t)am.address + 3,
-                                rkb.rkey, &put.uct);
-    })));
+    ASSERT_NO_FATAL_FAILURE(wait_comp(
+        put, retry([&] {
+            return uct_ep_put_zcopy(ep, &iov, 1, (uintptr_t)am.address + 3,
+                                    rkb.rkey, &put.uct);
+        })));
     flush_ep(ep);
-    const uint8_t *m = (const uint8_t*)am.address;
+    const uint8_t *m = (const uint8_t *)am.address;
     for (size_t i = 0; i < 3; ++i) {
         ASSERT_EQ(0x5a, m[i]);
     }
@@ -109,12 +110,13 @@ TEST_F(uct_dcx_alloc, iface_mem_alloc_put_get)
 
     test_comp get;
     memset(src.ptr, 0, len);
-    ASSERT_NO_FATAL_FAILURE(wait_comp(get, retry([&] {
-        return uct_ep_get_zcopy(ep, &iov, 1, (uintptr_t)am.address + 3,
-                                rkb.rkey, &get.uct);
-    })));
+    ASSERT_NO_FATAL_FAILURE(wait_comp(
+        get, retry([&] {
+            return uct_ep_get_zcopy(ep, &iov, 1, (uintptr_t)am.address + 3,
+                                    rkb.rkey, &get.uct);
+        })));
     for (size_t i = 0; i < len - 3; ++i) {
-        ASSERT_EQ(pattern(i), ((uint8_t*)src.ptr)[i]) << "byte " << i;
+        ASSERT_EQ(pattern(i), ((uint8_t *)src.ptr)[i]) << "byte " << i;
     }
     ASSERT_EQ(0, dcx_soft_stats(device(), &st1));
     EXPECT_EQ(st0.direct_mapped + 2, st1.direct_mapped);
@@ -133,13 +135,13 @@ TEST_F(uct_dcx_alloc, md_mem_alloc_free)
     uct_mem_h memh;
 
     EXPECT_TRUE(m_md_attr.cap.flags & UCT_MD_FLAG_ALLOC);
-    ASSERT_EQ(UCS_OK, md_mem_alloc(m_md, &length, &address,
-                                   UCS_MEMORY_TYPE_HOST,
-                                   UCT_MD_MEM_ACCESS_ALL, &memh));
+    ASSERT_EQ(UCS_OK,
+              md_mem_alloc(m_md, &length, &address, UCS_MEMORY_TYPE_HOST,
+                           UCT_MD_MEM_ACCESS_ALL, &memh));
     EXPECT_GE(length, 10000u);
     ASSERT_NE(nullptr, address);
     for (size_t i = 0; i < length; ++i) {
-        ASSERT_EQ(0, ((char*)address)[i]);
+        ASSERT_EQ(0, ((char *)address)[i]);
     }
     memset(address, 0x7e, length);
     EXPECT_EQ(UCS_OK, uct_md_mkey_pack(m_md, memh, packed.data()));
@@ -155,9 +157,9 @@ TEST_F(uct_dcx_alloc, md_mem_alloc_bad_flow)
     void *address = nullptr;
     uct_mem_h memh, reg;
 
-    ASSERT_EQ(UCS_OK, md_mem_alloc(m_md, &length, &address,
-                                   UCS_MEMORY_TYPE_HOST,
-                                   UCT_MD_MEM_ACCESS_ALL, &memh));
+    ASSERT_EQ(UCS_OK,
+              md_mem_alloc(m_md, &length, &address, UCS_MEMORY_TYPE_HOST,
+                           UCT_MD_MEM_ACCESS_ALL, &memh));
     ASSERT_EQ(UCS_OK, uct_md_mem_reg(m_md, buf.data(), buf.size(),
                                      UCT_MD_MEM_ACCESS_ALL, &reg));
     log_counter::reset();

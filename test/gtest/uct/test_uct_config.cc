@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * UCX_DCX_* interface knobs: every bad value is refused when the value is
  * parsed or when the interface opens, with exactly one error line that names
@@ -33,7 +34,7 @@ protected:
 
         log_counter::reset();
         EXPECT_EQ(UCS_ERR_INVALID_PARAM, try_create_entity({{var, value}}, &e))
-                << var << "=" << value;
+            << var << "=" << value;
         expect_one_error_naming(var, value);
     }
 
@@ -44,7 +45,7 @@ protected:
 
         log_counter::reset();
         EXPECT_EQ(UCS_ERR_INVALID_PARAM, try_create_entity(cfg, &e))
-                << var << "=" << cfg.begin()->second;
+            << var << "=" << cfg.begin()->second;
         expect_one_error_naming("UCX_DCX_" + var, cfg.begin()->second);
     }
 
@@ -59,8 +60,8 @@ protected:
 
         log_counter::reset();
         EXPECT_EQ(UCS_OK, try_create_entity(cfg, &e))
-                << cfg.begin()->first << "=" << cfg.begin()->second << "\n"
-                << log_counter::joined();
+            << cfg.begin()->first << "=" << cfg.begin()->second << "\n"
+            << log_counter::joined();
         EXPECT_EQ(0, log_counter::errors()) << log_counter::joined();
     }
 
@@ -68,10 +69,10 @@ protected:
                                  const std::string &value)
     {
         /* uct_config_modify itself does not log; the parser's line is one */
-        EXPECT_EQ(1, log_counter::errors())
-                << var << "=" << value << ":\n" << log_counter::joined();
-        EXPECT_TRUE(log_counter::contains(var))
-                << var << "=" << value << ":\n" << log_counter::joined();
+        EXPECT_EQ(1, log_counter::errors()) << var << "=" << value << ":\n"
+                                            << log_counter::joined();
+        EXPECT_TRUE(log_counter::contains(var)) << var << "=" << value << ":\n"
+                                                << log_counter::joined();
         log_counter::reset();
     }
 };
@@ -79,8 +80,15 @@ protected:
 TEST_F(uct_dcx_knobs, dc_key_bad_flow)
 {
     /* sign, trailing characters, fraction, overflow, aliasing spellings */
-    const char *bad[] = {"-1", "1x", "0.5", "18446744073709551616",
-                         "99999999999999999999999", "0x10", "007", " 7", "",
+    const char *bad[] = {"-1",
+                         "1x",
+                         "0.5",
+                         "18446744073709551616",
+                         "99999999999999999999999",
+                         "0x10",
+                         "007",
+                         " 7",
+                         "",
                          "+7"};
 
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); ++i) {
@@ -104,9 +112,9 @@ TEST_F(uct_dcx_knobs, dc_key_values_are_distinct)
 
     ASSERT_TRUE(a && b);
     ASSERT_EQ(UCS_OK, uct_iface_query(a->iface, &attr));
-    uct_ep_h ep = connect(a, b);
+    uct_ep_h ep    = connect(a, b);
     uint64_t value = 5;
-    mem m = alloc_mem(64);
+    mem m          = alloc_mem(64);
     ucs_status_t status;
     while ((status = uct_ep_put_short(ep, &value, sizeof(value),
                                       (uintptr_t)m.ptr, m.rkey)) ==
@@ -115,7 +123,7 @@ TEST_F(uct_dcx_knobs, dc_key_values_are_distinct)
     }
     ASSERT_EQ(UCS_OK, status);
     flush_ep(ep);
-    EXPECT_EQ(5u, *(uint64_t*)m.ptr);
+    EXPECT_EQ(5u, *(uint64_t *)m.ptr);
 }
 
 TEST_F(uct_dcx_knobs, timeout_bad_flow)
@@ -155,9 +163,9 @@ TEST_F(uct_dcx_knobs, rnr_timer_bad_flow)
 
 TEST_F(uct_dcx_knobs, counts_bad_flow)
 {
-    const char *vars[] = {"NUM_DCI", "QUOTA", "TX_QUEUE_LEN", "RX_QUEUE_LEN",
-                          "FC_WND", "RETRY_COUNT", "RNR_RETRY_COUNT",
-                          "SIGNAL_PERIOD", "TX_MAX_BUFS"};
+    const char *vars[] = {"NUM_DCI",         "QUOTA",         "TX_QUEUE_LEN",
+                          "RX_QUEUE_LEN",    "FC_WND",        "RETRY_COUNT",
+                          "RNR_RETRY_COUNT", "SIGNAL_PERIOD", "TX_MAX_BUFS"};
     const char *bad[]  = {"-1", "1x", "0.5", "4294967296", ""};
 
     for (size_t v = 0; v < sizeof(vars) / sizeof(vars[0]); ++v) {
@@ -196,8 +204,8 @@ TEST_F(uct_dcx_knobs, send_cq_size_bad_flow)
 
     log_counter::reset();
     EXPECT_EQ(UCS_ERR_INVALID_PARAM,
-              try_create_entity({{"NUM_DCI", "200"},
-                                 {"TX_QUEUE_LEN", "32768"}}, &e));
+              try_create_entity({{"NUM_DCI", "200"}, {"TX_QUEUE_LEN", "32768"}},
+                                &e));
     EXPECT_EQ(1, log_counter::errors()) << log_counter::joined();
     EXPECT_TRUE(log_counter::contains("UCX_DCX_NUM_DCI"));
     EXPECT_TRUE(log_counter::contains("UCX_DCX_TX_QUEUE_LEN"));
@@ -215,22 +223,27 @@ TEST_F(uct_dcx_knobs, tx_max_bufs_small)
 
         log_counter::reset();
         ASSERT_EQ(UCS_OK, try_create_entity({{"TX_MAX_BUFS", values[v]}}, &a))
-                << values[v] << ": " << log_counter::joined();
+            << values[v] << ": " << log_counter::joined();
         ASSERT_EQ(UCS_OK, try_create_entity({}, &b));
         rx = 0;
-        ASSERT_EQ(UCS_OK, uct_iface_set_am_handler(b->iface, 3,
-                          [](void *arg, void *data, size_t len,
-                             unsigned flags) {
-                              ++rx;
-                              return UCS_OK;
-                          }, NULL, 0));
+        ASSERT_EQ(UCS_OK,
+                  uct_iface_set_am_handler(
+                      b->iface, 3,
+                      [](void *arg, void *data, size_t len, unsigned flags) {
+                          ++rx;
+                          return UCS_OK;
+                      },
+                      NULL, 0));
         uct_ep_h ep = connect(a, b);
         for (int i = 0; i < 20; ++i) {
             ssize_t len;
-            while ((len = uct_ep_am_bcopy(ep, 3, [](void *dest, void *arg) {
-                        memset(dest, 1, 100);
-                        return (size_t)100;
-                    }, NULL, 0)) == UCS_ERR_NO_RESOURCE) {
+            while ((len = uct_ep_am_bcopy(
+                        ep, 3,
+                        [](void *dest, void *arg) {
+                            memset(dest, 1, 100);
+                            return (size_t)100;
+                        },
+                        NULL, 0)) == UCS_ERR_NO_RESOURCE) {
                 progress();
             }
             ASSERT_EQ(100, len);

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * dcx against the UCT contract as uct.h documents it and UCX's own UCT
  * tests exercise it on every transport: each advertised limit at its value
@@ -20,20 +21,20 @@ TEST_P(uct_dcx_contract, put_limits)
 
     ASSERT_TRUE(a.cap.flags & UCT_IFACE_FLAG_PUT_SHORT);
     ASSERT_EQ(UCS_OK, retry([&] {
-        return uct_ep_put_short(m_ab, s.data(), max_short,
-                                (uintptr_t)dst.ptr, dst.rkey);
-    }));
+                  return uct_ep_put_short(m_ab, s.data(), max_short,
+                                          (uintptr_t)dst.ptr, dst.rkey);
+              }));
     expect_refused(uct_ep_put_short(m_ab, s.data(), max_short + 1,
                                     (uintptr_t)dst.ptr, dst.rkey));
     ASSERT_EQ((ssize_t)max_bcopy, retry_len([&] {
-        return uct_ep_put_bcopy(m_ab, pack_str, &b,
-                                (uintptr_t)dst.ptr + 4096, dst.rkey);
-    }));
+                  return uct_ep_put_bcopy(m_ab, pack_str, &b,
+                                          (uintptr_t)dst.ptr + 4096, dst.rkey);
+              }));
     flush_ep(m_ab);
     EXPECT_EQ(0, memcmp(dst.ptr, s.data(), max_short));
-    EXPECT_EQ(0, ((char*)dst.ptr)[max_short]);
-    EXPECT_EQ(0, memcmp((char*)dst.ptr + 4096, b.data(), max_bcopy));
-    EXPECT_EQ(0, ((char*)dst.ptr)[4096 + max_bcopy]);
+    EXPECT_EQ(0, ((char *)dst.ptr)[max_short]);
+    EXPECT_EQ(0, memcmp((char *)dst.ptr + 4096, b.data(), max_bcopy));
+    EXPECT_EQ(0, ((char *)dst.ptr)[4096 + max_bcopy]);
 }
 
 /* get_bcopy at cap.get.max_bcopy is unpacked whole; one past is refused */
@@ -45,7 +46,7 @@ TEST_P(uct_dcx_contract, get_bcopy_limits)
     test_comp comp;
 
     for (size_t i = 0; i < src.length; ++i) {
-        ((char*)src.ptr)[i] = (char)(i * 5 + 3);
+        ((char *)src.ptr)[i] = (char)(i * 5 + 3);
     }
     ucs_status_t status = retry([&] {
         return uct_ep_get_bcopy(m_ab, unpack_str, &got, max_bcopy,
@@ -56,7 +57,7 @@ TEST_P(uct_dcx_contract, get_bcopy_limits)
         ASSERT_TRUE(wait_for([&] { return comp.done > 0; }));
         EXPECT_EQ(UCS_OK, comp.status);
     }
-    EXPECT_EQ(std::string((char*)src.ptr, max_bcopy), got);
+    EXPECT_EQ(std::string((char *)src.ptr, max_bcopy), got);
     expect_refused(uct_ep_get_bcopy(m_ab, unpack_str, &got, max_bcopy + 1,
                                     (uintptr_t)src.ptr, src.rkey, &comp.uct));
 }
@@ -85,29 +86,30 @@ TEST_P(uct_dcx_contract, am_limits)
     iov[0] = {&s[0], 1, UCT_MEM_HANDLE_NULL, 0, 1};
     iov[1] = {&s[1], max_short - 1, UCT_MEM_HANDLE_NULL, 0, 1};
     ASSERT_EQ(UCS_OK, retry([&] {
-        return uct_ep_am_short_iov(m_ab, AM_ID, &iov[0], 2);
-    }));
+                  return uct_ep_am_short_iov(m_ab, AM_ID, &iov[0], 2);
+              }));
     iov[1].length = max_short;
     expect_refused(uct_ep_am_short_iov(m_ab, AM_ID, &iov[0], 2));
 
     /* bcopy of nothing */
     ASSERT_EQ(0, retry_len([&] {
-        return uct_ep_am_bcopy(m_ab, UCT_AM_ID_MAX - 1, pack_str, &empty, 0);
-    }));
+                  return uct_ep_am_bcopy(m_ab, UCT_AM_ID_MAX - 1, pack_str,
+                                         &empty, 0);
+              }));
 
     /* zcopy: max_iov entries, max_hdr header, max_zcopy in all */
     for (size_t i = 0; i < m.length; ++i) {
-        ((char*)m.ptr)[i] = (char)(i * 11 + 1);
+        ((char *)m.ptr)[i] = (char)(i * 11 + 1);
     }
     size_t payload = max_zcopy - max_hdr, per = payload / max_iov;
     for (size_t i = 0; i < max_iov; ++i) {
-        iov[i] = {(char*)m.ptr + i * per,
+        iov[i] = {(char *)m.ptr + i * per,
                   (i == max_iov - 1) ? payload - i * per : per, m.memh, 0, 1};
     }
     ASSERT_EQ(UCS_INPROGRESS, retry([&] {
-        return uct_ep_am_zcopy(m_ab, AM_ID, hdr.data(), max_hdr, &iov[0],
-                               max_iov, 0, &comp.uct);
-    }));
+                  return uct_ep_am_zcopy(m_ab, AM_ID, hdr.data(), max_hdr,
+                                         &iov[0], max_iov, 0, &comp.uct);
+              }));
     ASSERT_TRUE(wait_for([&] {
         return (m_rx.count == 2) && (last.count == 1) && comp.done;
     }));
@@ -124,8 +126,8 @@ TEST_P(uct_dcx_contract, am_limits)
                                    max_iov, 0, NULL));
     iov[max_iov - 1].length--;
     iov[max_iov] = {m.ptr, 1, m.memh, 0, 1};
-    expect_refused(uct_ep_am_zcopy(m_ab, AM_ID, NULL, 0, &iov[0],
-                                   max_iov + 1, 0, NULL));
+    expect_refused(uct_ep_am_zcopy(m_ab, AM_ID, NULL, 0, &iov[0], max_iov + 1,
+                                   0, NULL));
     expect_refused(uct_ep_am_short(m_ab, UCT_AM_ID_MAX, 0, NULL, 0));
     flush_ep(m_ab);
 }
@@ -141,37 +143,41 @@ TEST_P(uct_dcx_contract, rma_zcopy_max_iov)
 
     ASSERT_EQ(max_iov, m_a->attr.cap.get.max_iov);
     for (size_t i = 0; i < max_iov * 128; ++i) {
-        ((char*)loc.ptr)[i] = (char)(i * 3 + 7);
+        ((char *)loc.ptr)[i] = (char)(i * 3 + 7);
     }
     /* every other 64-byte block of loc, packed into rem */
     for (size_t i = 0; i <= max_iov; ++i) {
-        iov[i] = {(char*)loc.ptr + i * 128, 64, loc.memh, 0, 1};
+        iov[i] = {(char *)loc.ptr + i * 128, 64, loc.memh, 0, 1};
     }
     expect_refused(uct_ep_put_zcopy(m_ab, &iov[0], max_iov + 1,
                                     (uintptr_t)rem.ptr, rem.rkey, NULL));
     ASSERT_EQ(UCS_INPROGRESS, retry([&] {
-        return uct_ep_put_zcopy(m_ab, &iov[0], max_iov, (uintptr_t)rem.ptr,
-                                rem.rkey, &c1.uct);
-    }));
+                  return uct_ep_put_zcopy(m_ab, &iov[0], max_iov,
+                                          (uintptr_t)rem.ptr, rem.rkey,
+                                          &c1.uct);
+              }));
     ASSERT_TRUE(wait_for([&] { return c1.done > 0; }));
     for (size_t i = 0; i < max_iov; ++i) {
-        EXPECT_EQ(0, memcmp((char*)rem.ptr + i * 64,
-                            (char*)loc.ptr + i * 128, 64)) << i;
+        EXPECT_EQ(0, memcmp((char *)rem.ptr + i * 64, (char *)loc.ptr + i * 128,
+                            64))
+            << i;
     }
     /* and back, scattered to the other halves */
     for (size_t i = 0; i <= max_iov; ++i) {
-        iov[i].buffer = (char*)loc.ptr + i * 128 + 64;
+        iov[i].buffer = (char *)loc.ptr + i * 128 + 64;
     }
     expect_refused(uct_ep_get_zcopy(m_ab, &iov[0], max_iov + 1,
                                     (uintptr_t)rem.ptr, rem.rkey, NULL));
     ASSERT_EQ(UCS_INPROGRESS, retry([&] {
-        return uct_ep_get_zcopy(m_ab, &iov[0], max_iov, (uintptr_t)rem.ptr,
-                                rem.rkey, &c2.uct);
-    }));
+                  return uct_ep_get_zcopy(m_ab, &iov[0], max_iov,
+                                          (uintptr_t)rem.ptr, rem.rkey,
+                                          &c2.uct);
+              }));
     ASSERT_TRUE(wait_for([&] { return c2.done > 0; }));
     for (size_t i = 0; i < max_iov; ++i) {
-        EXPECT_EQ(0, memcmp((char*)loc.ptr + i * 128 + 64,
-                            (char*)loc.ptr + i * 128, 64)) << i;
+        EXPECT_EQ(0, memcmp((char *)loc.ptr + i * 128 + 64,
+                            (char *)loc.ptr + i * 128, 64))
+            << i;
     }
 }
 
@@ -181,38 +187,39 @@ TEST_P(uct_dcx_contract, loopback_ep)
 {
     uct_ep_h aa = connect(m_a, m_a);
     held_rx rx;
-    mem m = alloc_mem(4096);
+    mem m      = alloc_mem(4096);
     uint64_t v = 0x1234, result = 0;
     test_comp c1, c2;
 
-    ASSERT_EQ(UCS_OK, uct_iface_set_am_handler(m_a->iface, AM_ID,
-                                               held_rx::cb, &rx, 0));
+    ASSERT_EQ(UCS_OK,
+              uct_iface_set_am_handler(m_a->iface, AM_ID, held_rx::cb, &rx, 0));
     for (int i = 0; i < 200; ++i) {
         ASSERT_EQ(UCS_OK, retry([&] {
-            return uct_ep_am_short(aa, AM_ID, i, NULL, 0);
-        }));
+                      return uct_ep_am_short(aa, AM_ID, i, NULL, 0);
+                  }));
     }
     ASSERT_TRUE(wait_for([&] { return rx.count == 200; }));
     ASSERT_EQ(UCS_OK, retry([&] {
-        return uct_ep_put_short(aa, &v, 8, (uintptr_t)m.ptr, m.rkey);
-    }));
+                  return uct_ep_put_short(aa, &v, 8, (uintptr_t)m.ptr, m.rkey);
+              }));
     ASSERT_EQ(UCS_OK, retry([&] {
-        return uct_ep_atomic64_post(aa, UCT_ATOMIC_OP_ADD, 1,
-                                    (uintptr_t)m.ptr, m.rkey);
-    }));
+                  return uct_ep_atomic64_post(aa, UCT_ATOMIC_OP_ADD, 1,
+                                              (uintptr_t)m.ptr, m.rkey);
+              }));
     ASSERT_EQ(UCS_INPROGRESS, retry([&] {
-        return uct_ep_atomic64_fetch(aa, UCT_ATOMIC_OP_ADD, 0, &result,
-                                     (uintptr_t)m.ptr, m.rkey, &c1.uct);
-    }));
+                  return uct_ep_atomic64_fetch(aa, UCT_ATOMIC_OP_ADD, 0,
+                                               &result, (uintptr_t)m.ptr,
+                                               m.rkey, &c1.uct);
+              }));
     ASSERT_TRUE(wait_for([&] { return c1.done > 0; }));
     EXPECT_EQ(0x1235u, result);
-    uct_iov_t iov = {(char*)m.ptr + 64, 8, m.memh, 0, 1};
+    uct_iov_t iov = {(char *)m.ptr + 64, 8, m.memh, 0, 1};
     ASSERT_EQ(UCS_INPROGRESS, retry([&] {
-        return uct_ep_get_zcopy(aa, &iov, 1, (uintptr_t)m.ptr, m.rkey,
-                                &c2.uct);
-    }));
+                  return uct_ep_get_zcopy(aa, &iov, 1, (uintptr_t)m.ptr, m.rkey,
+                                          &c2.uct);
+              }));
     ASSERT_TRUE(wait_for([&] { return c2.done > 0; }));
-    EXPECT_EQ(0x1235u, ((uint64_t*)m.ptr)[8]);
+    EXPECT_EQ(0x1235u, ((uint64_t *)m.ptr)[8]);
     flush_ep(aa);
     flush_iface(m_a);
 }
@@ -226,36 +233,36 @@ TEST_P(uct_dcx_contract, held_descriptors_beyond_rx_queue)
     const int n = 3000;
 
     cfg["RX_QUEUE_LEN"] = "64";
-    entity *r = create_entity(cfg);
+    entity *r           = create_entity(cfg);
     ASSERT_TRUE(r != NULL);
     uct_ep_h ep = connect(m_a, r);
     held_rx rx;
     rx.keep_every = 3;
-    ASSERT_EQ(UCS_OK, uct_iface_set_am_handler(r->iface, AM_ID, held_rx::cb,
-                                               &rx, 0));
+    ASSERT_EQ(UCS_OK,
+              uct_iface_set_am_handler(r->iface, AM_ID, held_rx::cb, &rx, 0));
     for (int i = 0; i < n; ++i) {
         std::string s(100 + (i % 50), (char)('a' + (i % 26)));
         if (i % 2) {
             ASSERT_EQ((ssize_t)s.size(), retry_len([&] {
-                return uct_ep_am_bcopy(ep, AM_ID, pack_str, &s, 0);
-            }));
+                          return uct_ep_am_bcopy(ep, AM_ID, pack_str, &s, 0);
+                      }));
         } else {
             ASSERT_EQ(UCS_OK, retry([&] {
-                return uct_ep_am_short(ep, AM_ID, i, s.data(), 20);
-            }));
+                          return uct_ep_am_short(ep, AM_ID, i, s.data(), 20);
+                      }));
         }
     }
     ASSERT_TRUE(wait_for([&] { return rx.count == n; }, 30));
     EXPECT_EQ((size_t)(n / 3), rx.kept.size());
     for (size_t k = 0; k < rx.kept.size(); ++k) {
-        size_t idx = (k + 1) * 3 - 1;
+        size_t idx           = (k + 1) * 3 - 1;
         const std::string &d = rx.data[idx];
-        EXPECT_EQ(0, memcmp((char*)rx.kept[k] + rx.headroom, d.data(),
-                            d.size())) << k;
+        EXPECT_EQ(0,
+                  memcmp((char *)rx.kept[k] + rx.headroom, d.data(), d.size()))
+            << k;
     }
     /* the handler unset before the release, as UCX's test does */
-    ASSERT_EQ(UCS_OK, uct_iface_set_am_handler(r->iface, AM_ID, NULL, NULL,
-                                               0));
+    ASSERT_EQ(UCS_OK, uct_iface_set_am_handler(r->iface, AM_ID, NULL, NULL, 0));
     rx.release();
     flush_ep(ep);
 }
@@ -264,13 +271,12 @@ TEST_P(uct_dcx_contract, held_descriptors_beyond_rx_queue)
  * do), many at once */
 struct echo_rx {
     uct_ep_h ep;
-    int      count;
-    int      failed;
+    int count;
+    int failed;
 
-    static ucs_status_t cb(void *arg, void *data, size_t length,
-                           unsigned flags)
+    static ucs_status_t cb(void *arg, void *data, size_t length, unsigned flags)
     {
-        echo_rx *self = static_cast<echo_rx*>(arg);
+        echo_rx *self = static_cast<echo_rx *>(arg);
         ucs_status_t status;
 
         self->count++;
@@ -285,24 +291,22 @@ struct echo_rx {
 
 TEST_P(uct_dcx_contract, send_from_am_handler)
 {
-    uct_ep_h ba = connect(m_b, m_a);
+    uct_ep_h ba  = connect(m_b, m_a);
     echo_rx echo = {ba, 0, 0};
     held_rx back;
     const int n = 2000;
 
-    ASSERT_EQ(UCS_OK, uct_iface_set_am_handler(m_b->iface, AM_ID,
-                                               echo_rx::cb, &echo, 0));
+    ASSERT_EQ(UCS_OK, uct_iface_set_am_handler(m_b->iface, AM_ID, echo_rx::cb,
+                                               &echo, 0));
     ASSERT_EQ(UCS_OK, uct_iface_set_am_handler(m_a->iface, AM_ID + 1,
                                                held_rx::cb, &back, 0));
     for (int i = 0; i < n; ++i) {
         ASSERT_EQ(UCS_OK, retry([&] {
-            return uct_ep_am_short(m_ab, AM_ID, i, "x", 1);
-        }));
+                      return uct_ep_am_short(m_ab, AM_ID, i, "x", 1);
+                  }));
     }
     ASSERT_TRUE(wait_for([&] { return echo.count == n; }, 30));
-    ASSERT_TRUE(wait_for([&] {
-        return back.count == n - echo.failed;
-    }));
+    ASSERT_TRUE(wait_for([&] { return back.count == n - echo.failed; }));
     EXPECT_GT(back.count, 0);
     flush_ep(m_ab);
     flush_ep(ba);
@@ -312,9 +316,9 @@ TEST_P(uct_dcx_contract, send_from_am_handler)
  * closes endpoints this way) */
 struct destroy_comp {
     uct_completion_t uct;
-    uct_dcx_test    *test;
-    uct_ep_h         ep;
-    int              done;
+    uct_dcx_test *test;
+    uct_ep_h ep;
+    int done;
 };
 
 class uct_dcx_contract_cb : public uct_dcx_contract {
@@ -324,7 +328,7 @@ public:
         destroy_comp *c = ucs_container_of(self, destroy_comp, uct);
 
         c->done++;
-        static_cast<uct_dcx_contract_cb*>(c->test)->destroy_ep(c->ep);
+        static_cast<uct_dcx_contract_cb *>(c->test)->destroy_ep(c->ep);
     }
 };
 
@@ -345,13 +349,13 @@ TEST_P(uct_dcx_contract_cb, destroy_ep_in_flush_callback)
         dc.done       = 0;
         uct_iov_t iov = {loc.ptr, 1 << 16, loc.memh, 0, 1};
         ASSERT_EQ(UCS_INPROGRESS, retry([&] {
-            return uct_ep_put_zcopy(ep, &iov, 1, (uintptr_t)rem.ptr, rem.rkey,
-                                    &zc.uct);
-        }));
+                      return uct_ep_put_zcopy(ep, &iov, 1, (uintptr_t)rem.ptr,
+                                              rem.rkey, &zc.uct);
+                  }));
         for (int i = 0; i < 10; ++i) {
             ASSERT_EQ(UCS_OK, retry([&] {
-                return uct_ep_am_short(ep, AM_ID, i, NULL, 0);
-            }));
+                          return uct_ep_am_short(ep, AM_ID, i, NULL, 0);
+                      }));
         }
         ucs_status_t status = retry([&] {
             return uct_ep_flush(ep, 0, &dc.uct);
@@ -388,13 +392,12 @@ TEST_P(uct_dcx_contract_cb, destroy_ep_in_zcopy_callback)
         dc.done       = 0;
         uct_iov_t iov = {loc.ptr, 1 << 16, loc.memh, 0, 1};
         ASSERT_EQ(UCS_INPROGRESS, retry([&] {
-            return uct_ep_put_zcopy(ep, &iov, 1, (uintptr_t)rem.ptr, rem.rkey,
-                                    &dc.uct);
-        }));
+                      return uct_ep_put_zcopy(ep, &iov, 1, (uintptr_t)rem.ptr,
+                                              rem.rkey, &dc.uct);
+                  }));
         /* a second operation behind it, completed by the destroy */
-        ucs_status_t status = uct_ep_put_zcopy(ep, &iov, 1,
-                                               (uintptr_t)rem.ptr, rem.rkey,
-                                               &later.uct);
+        ucs_status_t status = uct_ep_put_zcopy(ep, &iov, 1, (uintptr_t)rem.ptr,
+                                               rem.rkey, &later.uct);
         ASSERT_TRUE((status == UCS_INPROGRESS) ||
                     (status == UCS_ERR_NO_RESOURCE));
         if (status == UCS_ERR_NO_RESOURCE) {
@@ -418,8 +421,8 @@ TEST_P(uct_dcx_contract_cb, destroy_ep_in_zcopy_callback)
  * that one's request, to be dispatched by the next progress.) */
 struct idle_req {
     uct_pending_req_t uct;
-    uct_ep_h          ep;
-    int               called;
+    uct_ep_h ep;
+    int called;
 
     static ucs_status_t cb(uct_pending_req_t *self)
     {
@@ -438,9 +441,9 @@ TEST_P(uct_dcx_contract, pending_add_on_idle_ep)
     flush_ep(m_ab);
     for (int k = 0; k < 2; ++k) {
         idle_req r;
-        r.uct.func = idle_req::cb;
-        r.ep       = eps[k];
-        r.called   = 0;
+        r.uct.func          = idle_req::cb;
+        r.ep                = eps[k];
+        r.called            = 0;
         ucs_status_t status = uct_ep_pending_add(eps[k], &r.uct, 0);
         EXPECT_EQ(UCS_ERR_BUSY, status) << k;
         if (status == UCS_OK) {
@@ -463,34 +466,35 @@ TEST_P(uct_dcx_contract, fence_orders_atomic_put_and_put_am)
 
     memset(src.ptr, 'q', src.length);
     for (int round = 0; round < 20; ++round) {
-        uint64_t v = 1000 + round;
-        *(uint64_t*)m.ptr = 0;
+        uint64_t v         = 1000 + round;
+        *(uint64_t *)m.ptr = 0;
         ASSERT_EQ(UCS_OK, retry([&] {
-            return uct_ep_atomic64_post(m_ab, UCT_ATOMIC_OP_ADD, 5,
-                                        (uintptr_t)m.ptr, m.rkey);
-        }));
+                      return uct_ep_atomic64_post(m_ab, UCT_ATOMIC_OP_ADD, 5,
+                                                  (uintptr_t)m.ptr, m.rkey);
+                  }));
         ASSERT_EQ(UCS_OK, uct_ep_fence(m_ab, 0));
         ASSERT_EQ(UCS_OK, retry([&] {
-            return uct_ep_put_short(m_ab, &v, 8, (uintptr_t)m.ptr, m.rkey);
-        }));
+                      return uct_ep_put_short(m_ab, &v, 8, (uintptr_t)m.ptr,
+                                              m.rkey);
+                  }));
         flush_ep(m_ab);
-        EXPECT_EQ(v, *(uint64_t*)m.ptr) << round;
+        EXPECT_EQ(v, *(uint64_t *)m.ptr) << round;
     }
 
     for (int round = 0; round < 20; ++round) {
         test_comp comp;
         int before = m_rx.count;
-        char *dst  = (char*)m.ptr + 64;
+        char *dst  = (char *)m.ptr + 64;
         memset(dst, 0, src.length - 64);
         uct_iov_t iov = {src.ptr, src.length - 64, src.memh, 0, 1};
         ASSERT_EQ(UCS_INPROGRESS, retry([&] {
-            return uct_ep_put_zcopy(m_ab, &iov, 1, (uintptr_t)dst, m.rkey,
-                                    &comp.uct);
-        }));
+                      return uct_ep_put_zcopy(m_ab, &iov, 1, (uintptr_t)dst,
+                                              m.rkey, &comp.uct);
+                  }));
         ASSERT_EQ(UCS_OK, uct_ep_fence(m_ab, 0));
         ASSERT_EQ(UCS_OK, retry([&] {
-            return uct_ep_am_short(m_ab, AM_ID, round, NULL, 0);
-        }));
+                      return uct_ep_am_short(m_ab, AM_ID, round, NULL, 0);
+                  }));
         ASSERT_TRUE(wait_for([&] { return m_rx.count > before; }));
         seen_ok += (dst[src.length - 65] == 'q') && (dst[0] == 'q');
         ASSERT_TRUE(wait_for([&] { return comp.done > 0; }));
@@ -507,7 +511,7 @@ TEST_P(uct_dcx_contract, shared_completion_counts)
     ASSERT_TRUE(c != NULL);
     uct_ep_h ac = connect(m_a, c);
     mem small = alloc_mem(4096), large = alloc_mem(1 << 16);
-    mem dsts  = alloc_mem(4096), dstl = alloc_mem(1 << 16);
+    mem dsts = alloc_mem(4096), dstl = alloc_mem(1 << 16);
     uct_completion_t dummy = {NULL, INT_MAX, UCS_OK};
     const int n_shared     = 100;
     test_comp shared(n_shared);
@@ -517,11 +521,10 @@ TEST_P(uct_dcx_contract, shared_completion_counts)
     uct_iov_t il = {large.ptr, 1 << 16, large.memh, 0, 1};
     /* (bounded: under dcs an ep that always has work in flight keeps its
      * DCI, and with a single DCI the other would wait for ever) */
-    for (int i = 0; ((i < 3000) || (posted < n_shared)) && (i < 100000);
-         ++i) {
+    for (int i = 0; ((i < 3000) || (posted < n_shared)) && (i < 100000); ++i) {
         ucs_status_t status = uct_ep_put_zcopy(m_ab, &is, 1,
-                                               (uintptr_t)dsts.ptr,
-                                               dsts.rkey, &dummy);
+                                               (uintptr_t)dsts.ptr, dsts.rkey,
+                                               &dummy);
         ASSERT_TRUE((status == UCS_OK) || (status == UCS_INPROGRESS) ||
                     (status == UCS_ERR_NO_RESOURCE));
         if (((i % 30) == 0) && (posted < n_shared)) {
@@ -550,13 +553,14 @@ TEST_P(uct_dcx_contract, shared_completion_counts)
  * place after a full flush */
 TEST_P(uct_dcx_contract, flush_local)
 {
-    mem m = alloc_mem(4096);
+    mem m      = alloc_mem(4096);
     uint64_t v = 77;
     test_comp comp;
 
     ASSERT_EQ(UCS_OK, retry([&] {
-        return uct_ep_put_short(m_ab, &v, 8, (uintptr_t)m.ptr, m.rkey);
-    }));
+                  return uct_ep_put_short(m_ab, &v, 8, (uintptr_t)m.ptr,
+                                          m.rkey);
+              }));
     ucs_status_t status = retry([&] {
         return uct_ep_flush(m_ab, UCT_FLUSH_FLAG_LOCAL, &comp.uct);
     });
@@ -566,7 +570,7 @@ TEST_P(uct_dcx_contract, flush_local)
         ASSERT_EQ(UCS_OK, status);
     }
     flush_ep(m_ab);
-    EXPECT_EQ(77u, *(uint64_t*)m.ptr);
+    EXPECT_EQ(77u, *(uint64_t *)m.ptr);
 }
 
 /* An AM to an id without a handler: dropped (with UCX's warning), the
@@ -574,8 +578,8 @@ TEST_P(uct_dcx_contract, flush_local)
 TEST_P(uct_dcx_contract, am_without_handler)
 {
     ASSERT_EQ(UCS_OK, retry([&] {
-        return uct_ep_am_short(m_ab, AM_ID + 3, 0, NULL, 0);
-    }));
+                  return uct_ep_am_short(m_ab, AM_ID + 3, 0, NULL, 0);
+              }));
     for (int i = 0; i < 50; ++i) {
         progress();
     }
@@ -595,9 +599,8 @@ TEST_P(uct_dcx_contract, iface_close_with_eps_and_ops_in_flight)
     std::vector<test_comp> comps(4);
     uct_iov_t iov = {loc.ptr, 1 << 16, loc.memh, 0, 1};
     for (size_t i = 0; i < comps.size(); ++i) {
-        ucs_status_t status = uct_ep_put_zcopy(cb, &iov, 1,
-                                               (uintptr_t)rem.ptr, rem.rkey,
-                                               &comps[i].uct);
+        ucs_status_t status = uct_ep_put_zcopy(cb, &iov, 1, (uintptr_t)rem.ptr,
+                                               rem.rkey, &comps[i].uct);
         ASSERT_TRUE((status == UCS_INPROGRESS) ||
                     (status == UCS_ERR_NO_RESOURCE));
     }
@@ -642,7 +645,7 @@ TEST_P(uct_dcx_contract, registration_rights_enforced)
 {
     std::vector<char> packed(m_md_attr.rkey_packed_size);
     std::vector<char> backing(8192);
-    char *buf = (char*)(((uintptr_t)backing.data() + 4095) & ~(uintptr_t)4095);
+    char *buf = (char *)(((uintptr_t)backing.data() + 4095) & ~(uintptr_t)4095);
     uct_rkey_bundle_t rkb;
     uct_mem_h memh;
     uint64_t v = 0x55, result = 0;
@@ -665,22 +668,22 @@ TEST_P(uct_dcx_contract, registration_rights_enforced)
     EXPECT_EQ(std::string(64, 'r'), got);
     EXPECT_TRUE(m_errors.empty());
 
-    uct_ep_h eps[3] = {connect(m_a, m_b), connect(m_a, m_b),
-                       connect(m_a, m_b)};
+    uct_ep_h eps[3] = {connect(m_a, m_b), connect(m_a, m_b), connect(m_a, m_b)};
     ASSERT_EQ(UCS_OK, retry([&] {
-        return uct_ep_put_short(eps[0], &v, 8, (uintptr_t)buf, rkb.rkey);
-    }));
+                  return uct_ep_put_short(eps[0], &v, 8, (uintptr_t)buf,
+                                          rkb.rkey);
+              }));
     ASSERT_EQ(UCS_OK, retry([&] {
-        return uct_ep_atomic64_post(eps[1], UCT_ATOMIC_OP_ADD, 1,
-                                    (uintptr_t)buf + 8, rkb.rkey);
-    }));
+                  return uct_ep_atomic64_post(eps[1], UCT_ATOMIC_OP_ADD, 1,
+                                              (uintptr_t)buf + 8, rkb.rkey);
+              }));
     test_comp fc;
     status = retry([&] {
         return uct_ep_atomic64_fetch(eps[2], UCT_ATOMIC_OP_SWAP, 7, &result,
                                      (uintptr_t)buf + 16, rkb.rkey, &fc.uct);
     });
     ASSERT_TRUE(wait_for([&] { return m_errors.size() >= 3; }))
-            << m_errors.size() << " errors";
+        << m_errors.size() << " errors";
     for (size_t i = 0; i < m_errors.size(); ++i) {
         EXPECT_NE(m_ab, m_errors[i].ep);
     }
@@ -718,9 +721,8 @@ TEST_P(uct_dcx_contract, peer_iface_closed)
     delete c;
 
     uint64_t v = 1;
-    ASSERT_EQ(UCS_OK, retry([&] {
-        return uct_ep_am_short(ac, AM_ID, 1, NULL, 0);
-    }));
+    ASSERT_EQ(UCS_OK,
+              retry([&] { return uct_ep_am_short(ac, AM_ID, 1, NULL, 0); }));
     ucs_status_t status = retry([&] {
         return uct_ep_put_short(ac, &v, 8, (uintptr_t)m.ptr, m.rkey);
     });
@@ -728,13 +730,12 @@ TEST_P(uct_dcx_contract, peer_iface_closed)
     ASSERT_TRUE(wait_for([&] { return !m_errors.empty(); }, 20));
     EXPECT_EQ(ac, m_errors[0].ep);
     EXPECT_EQ(UCS_ERR_ENDPOINT_TIMEOUT, m_errors[0].status)
-            << ucs_status_string(m_errors[0].status);
+        << ucs_status_string(m_errors[0].status);
     EXPECT_EQ(UCS_OK, uct_ep_flush(ac, UCT_FLUSH_FLAG_CANCEL, NULL));
 
     int before = m_rx.count;
-    ASSERT_EQ(UCS_OK, retry([&] {
-        return uct_ep_am_short(ab, AM_ID, 2, NULL, 0);
-    }));
+    ASSERT_EQ(UCS_OK,
+              retry([&] { return uct_ep_am_short(ab, AM_ID, 2, NULL, 0); }));
     ASSERT_TRUE(wait_for([&] { return m_rx.count > before; }));
     flush_ep(ab);
     log_counter::reset();
@@ -748,30 +749,30 @@ TEST_P(uct_dcx_contract, worker_per_thread)
     const int nthreads = 3, n = 3000;
     mem shared = alloc_mem(4096);
     struct lane {
-        entity  *a, *b;
+        entity *a, *b;
         uct_ep_h ep;
-        held_rx  rx;
-        mem      dst;
-        bool     ok;
+        held_rx rx;
+        mem dst;
+        bool ok;
     };
     std::vector<lane> lanes(nthreads);
 
     for (int t = 0; t < nthreads; ++t) {
-        lanes[t].a   = create_entity();
-        lanes[t].b   = create_entity();
+        lanes[t].a = create_entity();
+        lanes[t].b = create_entity();
         ASSERT_TRUE(lanes[t].a && lanes[t].b);
         lanes[t].ep  = connect(lanes[t].a, lanes[t].b);
         lanes[t].dst = alloc_mem(n * 8);
         lanes[t].ok  = false;
-        ASSERT_EQ(UCS_OK, uct_iface_set_am_handler(lanes[t].b->iface, AM_ID,
-                                                   held_rx::cb,
-                                                   &lanes[t].rx, 0));
+        ASSERT_EQ(UCS_OK,
+                  uct_iface_set_am_handler(lanes[t].b->iface, AM_ID,
+                                           held_rx::cb, &lanes[t].rx, 0));
     }
 
     std::vector<std::thread> threads;
     for (int t = 0; t < nthreads; ++t) {
         threads.push_back(std::thread([&, t] {
-            lane &l = lanes[t];
+            lane &l   = lanes[t];
             auto prog = [&] {
                 uct_worker_progress(l.a->worker);
                 uct_worker_progress(l.b->worker);
@@ -797,8 +798,8 @@ TEST_P(uct_dcx_contract, worker_per_thread)
                     return;
                 }
                 if (again([&] {
-                        return uct_ep_atomic64_post(l.ep, UCT_ATOMIC_OP_ADD,
-                                                    1, (uintptr_t)shared.ptr,
+                        return uct_ep_atomic64_post(l.ep, UCT_ATOMIC_OP_ADD, 1,
+                                                    (uintptr_t)shared.ptr,
                                                     shared.rkey);
                     }) != UCS_OK) {
                     return;
@@ -825,11 +826,11 @@ TEST_P(uct_dcx_contract, worker_per_thread)
     for (int t = 0; t < nthreads; ++t) {
         EXPECT_TRUE(lanes[t].ok) << t << ": " << lanes[t].rx.count;
         for (int i = 0; i < n; ++i) {
-            ASSERT_EQ((uint64_t)i, ((uint64_t*)lanes[t].dst.ptr)[i])
-                    << t << " " << i;
+            ASSERT_EQ((uint64_t)i, ((uint64_t *)lanes[t].dst.ptr)[i])
+                << t << " " << i;
         }
     }
-    EXPECT_EQ((uint64_t)(nthreads * n), *(uint64_t*)shared.ptr);
+    EXPECT_EQ((uint64_t)(nthreads * n), *(uint64_t *)shared.ptr);
     EXPECT_TRUE(m_errors.empty());
 }
 
@@ -854,30 +855,27 @@ TEST_P(uct_dcx_contract, rma_to_target_never_progressed)
 
     memset(loc.ptr, 'L', loc.length);
     for (size_t i = 0; i < 4096; ++i) {
-        ((char*)rem.ptr)[(1 << 19) + i] = (char)i;
+        ((char *)rem.ptr)[(1 << 19) + i] = (char)i;
     }
     uct_iov_t piov = {loc.ptr, 1 << 18, loc.memh, 0, 1};
-    uct_iov_t giov = {(char*)loc.ptr + (1 << 19), 4096, loc.memh, 0, 1};
-    ASSERT_EQ(UCS_INPROGRESS, uct_ep_put_zcopy(ac, &piov, 1,
-                                               (uintptr_t)rem.ptr, rem.rkey,
-                                               &pc.uct));
-    ASSERT_EQ(UCS_INPROGRESS, uct_ep_get_zcopy(ac, &giov, 1,
-                                               (uintptr_t)rem.ptr + (1 << 19),
-                                               rem.rkey, &gc.uct));
-    ((uint64_t*)rem.ptr)[(1 << 20) / 8 - 1] = 40;
-    ASSERT_EQ(UCS_INPROGRESS, uct_ep_atomic64_fetch(ac, UCT_ATOMIC_OP_ADD, 2,
-                                                    &result,
-                                                    (uintptr_t)rem.ptr +
-                                                    (1 << 20) - 8, rem.rkey,
-                                                    &ac_comp.uct));
-    ASSERT_TRUE(wait_a([&] {
-        return pc.done && gc.done && ac_comp.done;
-    })) << pc.done << gc.done << ac_comp.done;
+    uct_iov_t giov = {(char *)loc.ptr + (1 << 19), 4096, loc.memh, 0, 1};
+    ASSERT_EQ(UCS_INPROGRESS, uct_ep_put_zcopy(ac, &piov, 1, (uintptr_t)rem.ptr,
+                                               rem.rkey, &pc.uct));
+    ASSERT_EQ(UCS_INPROGRESS,
+              uct_ep_get_zcopy(ac, &giov, 1, (uintptr_t)rem.ptr + (1 << 19),
+                               rem.rkey, &gc.uct));
+    ((uint64_t *)rem.ptr)[(1 << 20) / 8 - 1] = 40;
+    ASSERT_EQ(UCS_INPROGRESS,
+              uct_ep_atomic64_fetch(ac, UCT_ATOMIC_OP_ADD, 2, &result,
+                                    (uintptr_t)rem.ptr + (1 << 20) - 8,
+                                    rem.rkey, &ac_comp.uct));
+    ASSERT_TRUE(wait_a([&] { return pc.done && gc.done && ac_comp.done; }))
+        << pc.done << gc.done << ac_comp.done;
     EXPECT_EQ(40u, result);
-    EXPECT_EQ(42u, ((uint64_t*)rem.ptr)[(1 << 20) / 8 - 1]);
+    EXPECT_EQ(42u, ((uint64_t *)rem.ptr)[(1 << 20) / 8 - 1]);
     EXPECT_EQ(0, memcmp(rem.ptr, loc.ptr, 1 << 18));
-    EXPECT_EQ(0, memcmp((char*)loc.ptr + (1 << 19),
-                        (char*)rem.ptr + (1 << 19), 4096));
+    EXPECT_EQ(0, memcmp((char *)loc.ptr + (1 << 19),
+                        (char *)rem.ptr + (1 << 19), 4096));
     ucs_status_t status = uct_ep_flush(ac, 0, &fc.uct);
     if (status == UCS_INPROGRESS) {
         ASSERT_TRUE(wait_a([&] { return fc.done > 0; }));
@@ -897,8 +895,8 @@ TEST_P(uct_dcx_contract, am_to_target_never_progressed)
     test_comp fc;
     int sent = 0;
 
-    ASSERT_EQ(UCS_OK, uct_iface_set_am_handler(c->iface, AM_ID, held_rx::cb,
-                                               &rx, 0));
+    ASSERT_EQ(UCS_OK,
+              uct_iface_set_am_handler(c->iface, AM_ID, held_rx::cb, &rx, 0));
     /* fewer than the flow-control window (a flush waits for the grant
      * of an ep out of credits, which the target sends when it progresses) */
     while ((sent < 4) &&
@@ -925,12 +923,11 @@ TEST_P(uct_dcx_contract, am_to_target_never_progressed)
  * endpoint destroyed, one DCI in all) */
 struct seq_rx {
     uint64_t next;
-    int      out_of_order;
+    int out_of_order;
 
-    static ucs_status_t cb(void *arg, void *data, size_t length,
-                           unsigned flags)
+    static ucs_status_t cb(void *arg, void *data, size_t length, unsigned flags)
     {
-        seq_rx *self = static_cast<seq_rx*>(arg);
+        seq_rx *self = static_cast<seq_rx *>(arg);
         uint64_t seq;
 
         memcpy(&seq, data, sizeof(seq));
@@ -944,13 +941,13 @@ struct seq_rx {
 
 struct seq_req {
     uct_pending_req_t uct;
-    uct_ep_h          ep;
-    uint64_t          seq;
-    int               sent;
+    uct_ep_h ep;
+    uint64_t seq;
+    int sent;
 
     static ucs_status_t cb(uct_pending_req_t *self)
     {
-        seq_req *r = ucs_container_of(self, seq_req, uct);
+        seq_req *r          = ucs_container_of(self, seq_req, uct);
         ucs_status_t status = uct_ep_am_short(r->ep, AM_ID + 2, r->seq, NULL,
                                               0);
         r->sent += (status == UCS_OK);
@@ -962,7 +959,7 @@ TEST_P(uct_dcx_contract, no_overtaking_of_pending)
 {
     std::map<std::string, std::string> cfg;
     cfg["NUM_DCI"] = "1";
-    entity *s = create_entity(cfg);
+    entity *s      = create_entity(cfg);
     ASSERT_TRUE(s != NULL);
     uct_ep_h e1 = connect(s, m_b), e2 = connect(s, m_b);
     mem rem = alloc_mem(1 << 20), loc = alloc_mem(1 << 20);
@@ -975,12 +972,10 @@ TEST_P(uct_dcx_contract, no_overtaking_of_pending)
                                                seq_rx::cb, &rx, 0));
     /* e1 holds the only DCI with work in flight (nobody progresses) */
     uct_iov_t iov = {loc.ptr, 1 << 20, loc.memh, 0, 1};
-    ASSERT_EQ(UCS_INPROGRESS, uct_ep_put_zcopy(e1, &iov, 1,
-                                               (uintptr_t)rem.ptr, rem.rkey,
-                                               &zc.uct));
+    ASSERT_EQ(UCS_INPROGRESS, uct_ep_put_zcopy(e1, &iov, 1, (uintptr_t)rem.ptr,
+                                               rem.rkey, &zc.uct));
     /* e2 sends until refused, then queues one */
-    while ((status = uct_ep_am_short(e2, AM_ID + 2, seq, NULL, 0)) ==
-           UCS_OK) {
+    while ((status = uct_ep_am_short(e2, AM_ID + 2, seq, NULL, 0)) == UCS_OK) {
         ++seq;
     }
     ASSERT_EQ(UCS_ERR_NO_RESOURCE, status);
@@ -989,7 +984,7 @@ TEST_P(uct_dcx_contract, no_overtaking_of_pending)
     req.ep       = e2;
     req.seq      = seq++;
     req.sent     = 0;
-    status = uct_ep_pending_add(e2, &req.uct, 0);
+    status       = uct_ep_pending_add(e2, &req.uct, 0);
     if (status == UCS_ERR_BUSY) {
         GTEST_SKIP() << "e2 had resources";
     }
@@ -1023,25 +1018,24 @@ TEST_P(uct_dcx_contract, results_without_completion)
     uint32_t r32 = 0;
 
     for (int i = 0; i < 4096; ++i) {
-        ((char*)rem.ptr)[i] = (char)(i * 3);
+        ((char *)rem.ptr)[i] = (char)(i * 3);
     }
-    ((uint64_t*)rem.ptr)[100] = 7;
-    ((uint32_t*)rem.ptr)[300] = 9;
-    ucs_status_t status = retry([&] {
-        return uct_ep_get_bcopy(m_ab, unpack_str, &got, 100,
-                                (uintptr_t)rem.ptr, rem.rkey, NULL);
+    ((uint64_t *)rem.ptr)[100] = 7;
+    ((uint32_t *)rem.ptr)[300] = 9;
+    ucs_status_t status        = retry([&] {
+        return uct_ep_get_bcopy(m_ab, unpack_str, &got, 100, (uintptr_t)rem.ptr,
+                                       rem.rkey, NULL);
     });
     EXPECT_TRUE((status == UCS_OK) || (status == UCS_INPROGRESS));
     uct_iov_t iov = {loc.ptr, 200, loc.memh, 0, 1};
-    status = retry([&] {
+    status        = retry([&] {
         return uct_ep_get_zcopy(m_ab, &iov, 1, (uintptr_t)rem.ptr + 200,
-                                rem.rkey, NULL);
+                                       rem.rkey, NULL);
     });
     EXPECT_TRUE((status == UCS_OK) || (status == UCS_INPROGRESS));
     status = retry([&] {
         return uct_ep_atomic64_fetch(m_ab, UCT_ATOMIC_OP_ADD, 1, &r64,
-                                     (uintptr_t)rem.ptr + 800, rem.rkey,
-                                     NULL);
+                                     (uintptr_t)rem.ptr + 800, rem.rkey, NULL);
     });
     EXPECT_TRUE((status == UCS_OK) || (status == UCS_INPROGRESS));
     status = retry([&] {
@@ -1049,16 +1043,15 @@ TEST_P(uct_dcx_contract, results_without_completion)
                                      rem.rkey, &r32, NULL);
     });
     EXPECT_TRUE((status == UCS_OK) || (status == UCS_INPROGRESS));
-    ASSERT_EQ(UCS_OK, retry([&] {
-        return uct_ep_am_short_iov(m_ab, AM_ID, NULL, 0);
-    }));
+    ASSERT_EQ(UCS_OK,
+              retry([&] { return uct_ep_am_short_iov(m_ab, AM_ID, NULL, 0); }));
     flush_ep(m_ab);
-    EXPECT_EQ(std::string((char*)rem.ptr, 100), got);
-    EXPECT_EQ(0, memcmp(loc.ptr, (char*)rem.ptr + 200, 200));
+    EXPECT_EQ(std::string((char *)rem.ptr, 100), got);
+    EXPECT_EQ(0, memcmp(loc.ptr, (char *)rem.ptr + 200, 200));
     EXPECT_EQ(7u, r64);
-    EXPECT_EQ(8u, ((uint64_t*)rem.ptr)[100]);
+    EXPECT_EQ(8u, ((uint64_t *)rem.ptr)[100]);
     EXPECT_EQ(9u, r32);
-    EXPECT_EQ(10u, ((uint32_t*)rem.ptr)[300]);
+    EXPECT_EQ(10u, ((uint32_t *)rem.ptr)[300]);
     ASSERT_TRUE(wait_for([&] { return m_rx.count == 1; }));
     EXPECT_EQ("", m_rx.data[0]);
 }

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * dcx through scenarios of UCX's own UCT tests (test/gtest/uct in UCX's
  * source), which an outside tester runs on every transport: peer failure,
@@ -15,7 +16,7 @@ class uct_dcx_contract_peer : public uct_dcx_contract {
 protected:
     struct preq {
         uct_pending_req_t uct;
-        uct_ep_h          ep;
+        uct_ep_h ep;
     };
 
     virtual void iface_params(uct_iface_params_t &params)
@@ -33,24 +34,27 @@ protected:
 
     static ucs_status_t err_cb(void *arg, uct_ep_h ep, ucs_status_t status)
     {
-        uct_dcx_contract_peer *self = static_cast<uct_dcx_contract_peer*>(arg);
+        uct_dcx_contract_peer *self = static_cast<uct_dcx_contract_peer *>(arg);
         ep_error err                = {ep, status};
 
         self->m_errors.push_back(err);
-        uct_ep_pending_purge(ep, [](uct_pending_req_t *, void *arg) {
-            (*static_cast<int*>(arg))++;
-        }, &self->m_purged);
+        uct_ep_pending_purge(
+            ep,
+            [](uct_pending_req_t *, void *arg) {
+                (*static_cast<int *>(arg))++;
+            },
+            &self->m_purged);
         EXPECT_EQ(self->m_queued, self->m_purged);
         EXPECT_TRUE((status == UCS_ERR_ENDPOINT_TIMEOUT) ||
                     (status == UCS_ERR_CONNECTION_RESET) ||
                     (status == UCS_ERR_CANCELED))
-                << ucs_status_string(status);
+            << ucs_status_string(status);
         return UCS_OK;
     }
 
     static ucs_status_t pending_cb(uct_pending_req_t *self)
     {
-        preq *r = ucs_container_of(self, preq, uct);
+        preq *r             = ucs_container_of(self, preq, uct);
         const uint64_t data = 0;
         ucs_status_t status;
 
@@ -63,20 +67,22 @@ protected:
     /* uct_test::flush: every interface flushed, progressing all */
     bool flush_all(double timeout = 30)
     {
-        return wait_for([&] {
-            bool flushed = true;
-            for (size_t i = 0; i < m_entities.size(); ++i) {
-                ucs_status_t status = uct_iface_flush(m_entities[i]->iface,
-                                                      0, NULL);
-                if ((status == UCS_INPROGRESS) ||
-                    (status == UCS_ERR_NO_RESOURCE)) {
-                    flushed = false;
-                } else {
-                    EXPECT_EQ(UCS_OK, status);
+        return wait_for(
+            [&] {
+                bool flushed = true;
+                for (size_t i = 0; i < m_entities.size(); ++i) {
+                    ucs_status_t status = uct_iface_flush(m_entities[i]->iface,
+                                                          0, NULL);
+                    if ((status == UCS_INPROGRESS) ||
+                        (status == UCS_ERR_NO_RESOURCE)) {
+                        flushed = false;
+                    } else {
+                        EXPECT_EQ(UCS_OK, status);
+                    }
                 }
-            }
-            return flushed;
-        }, timeout);
+                return flushed;
+            },
+            timeout);
     }
 
     virtual void SetUp()
@@ -102,7 +108,7 @@ TEST_P(uct_dcx_contract_peer, purge_failed_peer)
     for (size_t i = 0; i < reqs.size(); ++i) {
         reqs[i].uct.func = pending_cb;
         reqs[i].ep       = m_ab;
-        status = uct_ep_pending_add(m_ab, &reqs[i].uct, 0);
+        status           = uct_ep_pending_add(m_ab, &reqs[i].uct, 0);
         if (status == UCS_ERR_BUSY) {
             break;
         }
@@ -171,25 +177,24 @@ TEST_P(uct_dcx_contract_peer, two_pairs_send)
     uct_ep_h ac = connect(m_a, c);
     held_rx rx_c;
 
-    ASSERT_EQ(UCS_OK, uct_iface_set_am_handler(c->iface, AM_ID, held_rx::cb,
-                                               &rx_c, 0));
+    ASSERT_EQ(UCS_OK,
+              uct_iface_set_am_handler(c->iface, AM_ID, held_rx::cb, &rx_c, 0));
     for (int i = 0; i < 100; ++i) {
         ASSERT_EQ(UCS_OK, retry([&] {
-            return uct_ep_am_short(m_ab, AM_ID, i, NULL, 0);
-        }));
+                      return uct_ep_am_short(m_ab, AM_ID, i, NULL, 0);
+                  }));
     }
     /* the first pair's peer is killed: its ep invalidated */
     ASSERT_EQ(UCS_OK, invalidate(m_ab));
     (void)uct_ep_am_short(m_ab, AM_ID, 0, NULL, 0);
-    ASSERT_EQ(UCS_OK, retry([&] {
-        return uct_ep_am_short(ac, AM_ID, 0, NULL, 0);
-    }));
+    ASSERT_EQ(UCS_OK,
+              retry([&] { return uct_ep_am_short(ac, AM_ID, 0, NULL, 0); }));
     ASSERT_TRUE(wait_for([&] { return rx_c.count == 1; }));
     ASSERT_TRUE(flush_all());
     for (int i = 0; i < 1000; ++i) {
         ASSERT_EQ(UCS_OK, retry([&] {
-            return uct_ep_am_short(ac, AM_ID, i, NULL, 0);
-        }));
+                      return uct_ep_am_short(ac, AM_ID, i, NULL, 0);
+                  }));
     }
     ASSERT_TRUE(wait_for([&] { return rx_c.count == 1001; }));
     ASSERT_TRUE(flush_all());
@@ -207,7 +212,7 @@ TEST_P(uct_dcx_contract, event_arm_recv_loop)
     const int count = 3000;
     uct_ep_h ba     = connect(m_b, m_a);
     int fd, spurious = 0;
-    uint64_t data   = 0xdeadbeef;
+    uint64_t data = 0xdeadbeef;
 
     (void)ba;
     ASSERT_EQ(UCS_OK, uct_iface_event_fd_get(m_b->iface, &fd));
@@ -232,10 +237,13 @@ TEST_P(uct_dcx_contract, event_arm_recv_loop)
         int before = m_rx.count;
         ssize_t len;
         do {
-            len = uct_ep_am_bcopy(m_ab, AM_ID, [](void *dest, void *arg) {
-                memcpy(dest, arg, 8);
-                return (size_t)8;
-            }, &data, 0);
+            len = uct_ep_am_bcopy(
+                m_ab, AM_ID,
+                [](void *dest, void *arg) {
+                    memcpy(dest, arg, 8);
+                    return (size_t)8;
+                },
+                &data, 0);
             uct_worker_progress(m_a->worker);
         } while (len == UCS_ERR_NO_RESOURCE);
         ASSERT_EQ(8, len);
@@ -265,31 +273,31 @@ TEST_P(uct_dcx_contract_nocache, registration_bounds_and_dereg)
 {
     std::vector<char> packed(m_md_attr.rkey_packed_size);
     std::vector<char> backing(4 * 4096);
-    char *page = (char*)(((uintptr_t)backing.data() + 4095) &
-                         ~(uintptr_t)4095) + 4096;
+    char *page = (char *)(((uintptr_t)backing.data() + 4095) &
+                          ~(uintptr_t)4095) +
+                 4096;
     char *reg  = page;
     size_t len = 2048;
     uct_rkey_bundle_t rkb;
     uct_mem_h memh;
 
     memset(page - 4096, '.', 3 * 4096);
-    ASSERT_EQ(UCS_OK, uct_md_mem_reg(m_md, reg, len, UCT_MD_MEM_ACCESS_ALL,
-                                     &memh));
+    ASSERT_EQ(UCS_OK,
+              uct_md_mem_reg(m_md, reg, len, UCT_MD_MEM_ACCESS_ALL, &memh));
     ASSERT_EQ(UCS_OK, uct_md_mkey_pack(m_md, memh, &packed[0]));
     ASSERT_EQ(UCS_OK, uct_rkey_unpack(m_component, &packed[0], &rkb));
 
     /* whole range, with put_bcopy and an atomic at its last word */
-    std::string whole(ucs_min(len, (size_t)m_a->attr.cap.put.max_bcopy),
-                      'P');
+    std::string whole(ucs_min(len, (size_t)m_a->attr.cap.put.max_bcopy), 'P');
     ASSERT_EQ((ssize_t)whole.size(), retry_len([&] {
-        return uct_ep_put_bcopy(m_ab, pack_str, &whole, (uintptr_t)reg,
-                                rkb.rkey);
-    }));
+                  return uct_ep_put_bcopy(m_ab, pack_str, &whole,
+                                          (uintptr_t)reg, rkb.rkey);
+              }));
     uintptr_t last8 = ((uintptr_t)reg + len - 8) & ~(uintptr_t)7;
     ASSERT_EQ(UCS_OK, retry([&] {
-        return uct_ep_atomic64_post(m_ab, UCT_ATOMIC_OP_XOR, 0, last8,
-                                    rkb.rkey);
-    }));
+                  return uct_ep_atomic64_post(m_ab, UCT_ATOMIC_OP_XOR, 0, last8,
+                                              rkb.rkey);
+              }));
     flush_ep(m_ab);
     EXPECT_TRUE(m_errors.empty());
     EXPECT_EQ('.', reg[-1]);
@@ -299,15 +307,15 @@ TEST_P(uct_dcx_contract_nocache, registration_bounds_and_dereg)
     uct_ep_h before = connect(m_a, m_b), past = connect(m_a, m_b);
     char v = 'X';
     ASSERT_EQ(UCS_OK, retry([&] {
-        return uct_ep_put_short(before, &v, 1, (uintptr_t)reg - 1,
-                                rkb.rkey);
-    }));
+                  return uct_ep_put_short(before, &v, 1, (uintptr_t)reg - 1,
+                                          rkb.rkey);
+              }));
     ASSERT_EQ(UCS_OK, retry([&] {
-        return uct_ep_put_short(past, &v, 1, (uintptr_t)reg + len,
-                                rkb.rkey);
-    }));
+                  return uct_ep_put_short(past, &v, 1, (uintptr_t)reg + len,
+                                          rkb.rkey);
+              }));
     EXPECT_TRUE(wait_for([&] { return m_errors.size() >= 2; }))
-            << m_errors.size() << " errors";
+        << m_errors.size() << " errors";
     EXPECT_EQ('.', reg[-1]);
     EXPECT_EQ('.', reg[len]);
 
@@ -315,8 +323,9 @@ TEST_P(uct_dcx_contract_nocache, registration_bounds_and_dereg)
     EXPECT_EQ(UCS_OK, uct_md_mem_dereg(m_md, memh));
     uct_ep_h stale = connect(m_a, m_b);
     ASSERT_EQ(UCS_OK, retry([&] {
-        return uct_ep_put_short(stale, &v, 1, (uintptr_t)reg, rkb.rkey);
-    }));
+                  return uct_ep_put_short(stale, &v, 1, (uintptr_t)reg,
+                                          rkb.rkey);
+              }));
     EXPECT_TRUE(wait_for([&] { return m_errors.size() >= 3; }));
     EXPECT_EQ('P', reg[0]);
     uct_rkey_release(m_component, &rkb);
@@ -339,7 +348,7 @@ TEST_P(uct_dcx_contract, reg_while_another_thread_maps_and_unmaps)
     std::thread churn([&] {
         unsigned seed = 1;
         while (!stop) {
-            std::vector<void*> v;
+            std::vector<void *> v;
             int count = rand_r(&seed) % 100;
             for (int i = 0; i < count; ++i) {
                 v.push_back(malloc(rand_r(&seed) % (256 * 1024)));
@@ -359,7 +368,8 @@ TEST_P(uct_dcx_contract, reg_while_another_thread_maps_and_unmaps)
         ASSERT_TRUE(buf != NULL);
         ucs_status_t status = uct_md_mem_reg(m_md, buf, size,
                                              UCT_MD_MEM_FLAG_NONBLOCK |
-                                             UCT_MD_MEM_ACCESS_ALL, &memh);
+                                                 UCT_MD_MEM_ACCESS_ALL,
+                                             &memh);
         EXPECT_EQ(UCS_OK, status) << size;
         if (status == UCS_OK) {
             EXPECT_EQ(UCS_OK, uct_md_mem_dereg(m_md, memh));
@@ -371,13 +381,14 @@ TEST_P(uct_dcx_contract, reg_while_another_thread_maps_and_unmaps)
     churn.join();
     EXPECT_GT(n, 0);
 
-    mem m = alloc_mem(4096);
+    mem m      = alloc_mem(4096);
     uint64_t v = 0x77;
     ASSERT_EQ(UCS_OK, retry([&] {
-        return uct_ep_put_short(m_ab, &v, 8, (uintptr_t)m.ptr, m.rkey);
-    }));
+                  return uct_ep_put_short(m_ab, &v, 8, (uintptr_t)m.ptr,
+                                          m.rkey);
+              }));
     flush_ep(m_ab);
-    EXPECT_EQ(0x77u, *(uint64_t*)m.ptr);
+    EXPECT_EQ(0x77u, *(uint64_t *)m.ptr);
 }
 
 /* UCX's test_md_fork, and more: a registration released, the process
@@ -386,15 +397,15 @@ TEST_P(uct_dcx_contract, reg_while_another_thread_maps_and_unmaps)
  * interfaces, endpoints and registrations all keep working */
 TEST_P(uct_dcx_contract, fork_child_exits)
 {
-    mem m = alloc_mem(4096);
+    mem m      = alloc_mem(4096);
     char *page = NULL;
     uct_mem_h memh;
     int child_status;
 
-    ASSERT_EQ(0, posix_memalign((void**)&page, 4096, 100));
+    ASSERT_EQ(0, posix_memalign((void **)&page, 4096, 100));
     memset(page, 42, 100);
-    ASSERT_EQ(UCS_OK, uct_md_mem_reg(m_md, page, 100, UCT_MD_MEM_ACCESS_ALL,
-                                     &memh));
+    ASSERT_EQ(UCS_OK,
+              uct_md_mem_reg(m_md, page, 100, UCT_MD_MEM_ACCESS_ALL, &memh));
     ASSERT_EQ(UCS_OK, uct_md_mem_dereg(m_md, memh));
     check_ok();
 
@@ -414,28 +425,28 @@ TEST_P(uct_dcx_contract, fork_child_exits)
     EXPECT_TRUE(WIFEXITED(child_status));
     EXPECT_EQ(0, WEXITSTATUS(child_status));
 
-    ASSERT_EQ(UCS_OK, uct_md_mem_reg(m_md, page, 100, UCT_MD_MEM_ACCESS_ALL,
-                                     &memh));
+    ASSERT_EQ(UCS_OK,
+              uct_md_mem_reg(m_md, page, 100, UCT_MD_MEM_ACCESS_ALL, &memh));
     ASSERT_EQ(UCS_OK, uct_md_mem_dereg(m_md, memh));
     free(page);
 
     check_ok();
     uint64_t v = 0x99;
     ASSERT_EQ(UCS_OK, retry([&] {
-        return uct_ep_put_short(m_ab, &v, 8, (uintptr_t)m.ptr, m.rkey);
-    }));
+                  return uct_ep_put_short(m_ab, &v, 8, (uintptr_t)m.ptr,
+                                          m.rkey);
+              }));
     flush_ep(m_ab);
-    EXPECT_EQ(0x99u, *(uint64_t*)m.ptr);
+    EXPECT_EQ(0x99u, *(uint64_t *)m.ptr);
     /* a new interface on the same device, and traffic to it */
     entity *c = create_entity();
     ASSERT_TRUE(c != NULL);
     uct_ep_h ac = connect(m_a, c);
     held_rx rx;
-    ASSERT_EQ(UCS_OK, uct_iface_set_am_handler(c->iface, AM_ID, held_rx::cb,
-                                               &rx, 0));
-    ASSERT_EQ(UCS_OK, retry([&] {
-        return uct_ep_am_short(ac, AM_ID, 1, NULL, 0);
-    }));
+    ASSERT_EQ(UCS_OK,
+              uct_iface_set_am_handler(c->iface, AM_ID, held_rx::cb, &rx, 0));
+    ASSERT_EQ(UCS_OK,
+              retry([&] { return uct_ep_am_short(ac, AM_ID, 1, NULL, 0); }));
     ASSERT_TRUE(wait_for([&] { return rx.count == 1; }));
     EXPECT_TRUE(m_errors.empty());
 }
@@ -445,14 +456,13 @@ TEST_P(uct_dcx_contract, fork_child_exits)
  * resources ran out), must not overtake that request: the pending AM
  * arrives first (the one from the callback may be refused) */
 struct order_rx {
-    int pend_first;    /* the pending AM came before the callback's */
+    int pend_first; /* the pending AM came before the callback's */
     int comp_first;
     bool pend, comp;
 
-    static ucs_status_t cb(void *arg, void *data, size_t length,
-                           unsigned flags)
+    static ucs_status_t cb(void *arg, void *data, size_t length, unsigned flags)
     {
-        order_rx *self = static_cast<order_rx*>(arg);
+        order_rx *self = static_cast<order_rx *>(arg);
         uint64_t hdr;
 
         memcpy(&hdr, data, sizeof(hdr));
@@ -469,19 +479,19 @@ struct order_rx {
 
 struct comp_sender {
     uct_completion_t uct;
-    uct_ep_h         ep;
-    ucs_status_t     status;
+    uct_ep_h ep;
+    ucs_status_t status;
 
     static void cb(uct_completion_t *self)
     {
         comp_sender *c = ucs_container_of(self, comp_sender, uct);
-        c->status = uct_ep_am_short(c->ep, AM_ID + 4, 0xc0c0, NULL, 0);
+        c->status      = uct_ep_am_short(c->ep, AM_ID + 4, 0xc0c0, NULL, 0);
     }
 };
 
 struct pend_sender {
     uct_pending_req_t uct;
-    uct_ep_h          ep;
+    uct_ep_h ep;
 
     static ucs_status_t cb(uct_pending_req_t *self)
     {
@@ -493,7 +503,7 @@ struct pend_sender {
 TEST_P(uct_dcx_contract, completion_send_does_not_overtake_pending)
 {
     std::map<std::string, std::string> cfg;
-    mem m = alloc_mem(4096);
+    mem m        = alloc_mem(4096);
     uint64_t hdr = 0x1234;
 
     /* the endpoint runs out of credits (default), or of slots on its DCI
@@ -511,28 +521,27 @@ TEST_P(uct_dcx_contract, completion_send_does_not_overtake_pending)
         pend_sender ps;
         ucs_status_t status;
 
-        ASSERT_EQ(UCS_OK, uct_iface_set_am_handler(targets[k]->iface,
-                                                   AM_ID + 4, order_rx::cb,
-                                                   &rx, 0));
+        ASSERT_EQ(UCS_OK, uct_iface_set_am_handler(targets[k]->iface, AM_ID + 4,
+                                                   order_rx::cb, &rx, 0));
         for (int round = 0; round < 20; ++round) {
             rx.pend = rx.comp = false;
-            cs.uct.func   = comp_sender::cb;
-            cs.uct.count  = 1;
-            cs.uct.status = UCS_OK;
-            cs.ep         = ep;
-            cs.status     = UCS_ERR_LAST;
-            uct_iov_t iov = {m.ptr, 32, m.memh, 0, 1};
-            status = retry([&] {
-                return uct_ep_am_zcopy(ep, AM_ID + 4, &hdr, sizeof(hdr),
-                                       &iov, 1, 0, &cs.uct);
+            cs.uct.func       = comp_sender::cb;
+            cs.uct.count      = 1;
+            cs.uct.status     = UCS_OK;
+            cs.ep             = ep;
+            cs.status         = UCS_ERR_LAST;
+            uct_iov_t iov     = {m.ptr, 32, m.memh, 0, 1};
+            status            = retry([&] {
+                return uct_ep_am_zcopy(ep, AM_ID + 4, &hdr, sizeof(hdr), &iov,
+                                                  1, 0, &cs.uct);
             });
             ASSERT_FALSE(UCS_STATUS_IS_ERR(status));
             if (status == UCS_OK) {
                 continue;
             }
             /* fill, then one request into the pending queue */
-            while ((status = uct_ep_am_short(ep, AM_ID + 4, hdr, NULL,
-                                             0)) == UCS_OK) {
+            while ((status = uct_ep_am_short(ep, AM_ID + 4, hdr, NULL, 0)) ==
+                   UCS_OK) {
             }
             ASSERT_EQ(UCS_ERR_NO_RESOURCE, status);
             ps.uct.func = pend_sender::cb;
@@ -551,8 +560,8 @@ TEST_P(uct_dcx_contract, completion_send_does_not_overtake_pending)
             flush_ep(ep);
         }
         EXPECT_GT(rx.pend_first, 0) << k;
-        EXPECT_EQ(0, rx.comp_first) << k << ": " << rx.pend_first
-                                    << " in order";
+        EXPECT_EQ(0, rx.comp_first)
+            << k << ": " << rx.pend_first << " in order";
     }
 }
 
@@ -573,21 +582,20 @@ protected:
 size_t uct_dcx_contract_headroom::s_headroom = 16;
 
 struct scribble_rx {
-    size_t                    headroom;
-    std::vector<void*>        kept;
-    std::vector<std::string>  data;
-    int                       count;
+    size_t headroom;
+    std::vector<void *> kept;
+    std::vector<std::string> data;
+    int count;
 
-    static ucs_status_t cb(void *arg, void *data, size_t length,
-                           unsigned flags)
+    static ucs_status_t cb(void *arg, void *data, size_t length, unsigned flags)
     {
-        scribble_rx *self = static_cast<scribble_rx*>(arg);
+        scribble_rx *self = static_cast<scribble_rx *>(arg);
 
         self->count++;
-        memset((char*)data - self->headroom, 0xee, self->headroom);
+        memset((char *)data - self->headroom, 0xee, self->headroom);
         if ((self->count % 2) == 0) {
-            self->kept.push_back((char*)data - self->headroom);
-            self->data.push_back(std::string((char*)data, length));
+            self->kept.push_back((char *)data - self->headroom);
+            self->data.push_back(std::string((char *)data, length));
             return UCS_INPROGRESS;
         }
         return UCS_OK;
@@ -612,20 +620,23 @@ TEST_P(uct_dcx_contract_headroom, user_fills_headroom)
             std::string p(1 + (i % 300), (char)('A' + (i % 26)));
             if (i % 2) {
                 ASSERT_EQ((ssize_t)p.size(), retry_len([&] {
-                    return uct_ep_am_bcopy(ep, AM_ID, pack_str, &p, 0);
-                }));
+                              return uct_ep_am_bcopy(ep, AM_ID, pack_str, &p,
+                                                     0);
+                          }));
             } else {
                 ASSERT_EQ(UCS_OK, retry([&] {
-                    return uct_ep_am_short(ep, AM_ID, i, p.data(),
-                                           ucs_min(p.size(), (size_t)40));
-                }));
+                              return uct_ep_am_short(ep, AM_ID, i, p.data(),
+                                                     ucs_min(p.size(),
+                                                             (size_t)40));
+                          }));
             }
         }
         ASSERT_TRUE(wait_for([&] { return rx.count == 600; }));
         for (size_t k = 0; k < rx.kept.size(); ++k) {
-            EXPECT_EQ(0, memcmp((char*)rx.kept[k] + rx.headroom,
-                                rx.data[k].data(), rx.data[k].size())) << k;
-            release_desc(rx.kept[k]);   /* headroom 5: uct_fixture.h */
+            EXPECT_EQ(0, memcmp((char *)rx.kept[k] + rx.headroom,
+                                rx.data[k].data(), rx.data[k].size()))
+                << k;
+            release_desc(rx.kept[k]); /* headroom 5: uct_fixture.h */
         }
         flush_ep(ep);
     }
@@ -639,31 +650,31 @@ TEST_P(uct_dcx_contract_headroom, user_fills_headroom)
 TEST_P(uct_dcx_contract, random_mix)
 {
     const int n = 6000;
-    entity *c = create_entity();
+    entity *c   = create_entity();
     ASSERT_TRUE(c != NULL);
     uct_ep_h eps[3] = {m_ab, connect(m_a, c), connect(m_a, m_b)};
     entity *tgt[3]  = {m_b, c, m_b};
     held_rx rx_c;
     const uct_iface_attr_t &a = m_a->attr;
-    size_t big   = ucs_max(a.cap.am.max_zcopy, (size_t)65536);
-    mem src      = alloc_mem(big), rem = alloc_mem(2 * big + 4096);
-    mem loc      = alloc_mem(big);
+    size_t big                = ucs_max(a.cap.am.max_zcopy, (size_t)65536);
+    mem src = alloc_mem(big), rem = alloc_mem(2 * big + 4096);
+    mem loc = alloc_mem(big);
     std::string payload(big, 0);
-    uint64_t *counter64 = (uint64_t*)((char*)rem.ptr + 2 * big);
-    uint32_t *counter32 = (uint32_t*)(counter64 + 1);
+    uint64_t *counter64 = (uint64_t *)((char *)rem.ptr + 2 * big);
+    uint32_t *counter32 = (uint32_t *)(counter64 + 1);
     uint64_t expect64 = 0, fetched64 = 0;
     uint32_t expect32 = 0, fetched32 = 0;
     std::vector<test_comp> comps(n);
     std::vector<std::string> gets(n);
     size_t am_sent[2] = {0, 0};
-    unsigned seed = 12345;
+    unsigned seed     = 12345;
 
-    ASSERT_EQ(UCS_OK, uct_iface_set_am_handler(c->iface, AM_ID, held_rx::cb,
-                                               &rx_c, 0));
+    ASSERT_EQ(UCS_OK,
+              uct_iface_set_am_handler(c->iface, AM_ID, held_rx::cb, &rx_c, 0));
     for (size_t i = 0; i < big; ++i) {
-        payload[i] = (char)(i * 7 + 3);
-        ((char*)src.ptr)[i] = payload[i];
-        ((char*)rem.ptr)[big + i] = (char)(i * 5 + 1);  /* get area */
+        payload[i]                 = (char)(i * 7 + 3);
+        ((char *)src.ptr)[i]       = payload[i];
+        ((char *)rem.ptr)[big + i] = (char)(i * 5 + 1); /* get area */
     }
     for (int i = 0; i < n; ++i) {
         int e = rand_r(&seed) % 3, op = rand_r(&seed) % 12;
@@ -675,7 +686,7 @@ TEST_P(uct_dcx_contract, random_mix)
 
         switch (op) {
         case 0:
-            len = rand_r(&seed) % (a.cap.am.max_short - 7);
+            len    = rand_r(&seed) % (a.cap.am.max_short - 7);
             status = retry([&] {
                 return uct_ep_am_short(ep, AM_ID, hdr, payload.data(), len);
             });
@@ -683,16 +694,16 @@ TEST_P(uct_dcx_contract, random_mix)
             break;
         case 1: {
             std::string p = payload.substr(0, rand_r(&seed) %
-                                              (a.cap.am.max_bcopy + 1));
+                                                  (a.cap.am.max_bcopy + 1));
             ASSERT_EQ((ssize_t)p.size(), retry_len([&] {
-                return uct_ep_am_bcopy(ep, AM_ID, pack_str, &p, 0);
-            }));
+                          return uct_ep_am_bcopy(ep, AM_ID, pack_str, &p, 0);
+                      }));
             am_sent[tgt[e] == c]++;
             break;
         }
         case 2:
-            len = rand_r(&seed) % (a.cap.am.max_zcopy - 8 + 1);
-            iov = {src.ptr, len, src.memh, 0, 1};
+            len    = rand_r(&seed) % (a.cap.am.max_zcopy - 8 + 1);
+            iov    = {src.ptr, len, src.memh, 0, 1};
             status = retry([&] {
                 return uct_ep_am_zcopy(ep, AM_ID, &hdr, 8, &iov, 1, 0,
                                        &comps[i].uct);
@@ -700,7 +711,7 @@ TEST_P(uct_dcx_contract, random_mix)
             am_sent[tgt[e] == c]++;
             break;
         case 3:
-            len = rand_r(&seed) % (a.cap.put.max_short + 1);
+            len    = rand_r(&seed) % (a.cap.put.max_short + 1);
             status = retry([&] {
                 return uct_ep_put_short(ep, payload.data(), len,
                                         (uintptr_t)rem.ptr, rem.rkey);
@@ -708,23 +719,23 @@ TEST_P(uct_dcx_contract, random_mix)
             break;
         case 4: {
             std::string p = payload.substr(0, rand_r(&seed) %
-                                              (a.cap.put.max_bcopy + 1));
+                                                  (a.cap.put.max_bcopy + 1));
             ASSERT_EQ((ssize_t)p.size(), retry_len([&] {
-                return uct_ep_put_bcopy(ep, pack_str, &p, (uintptr_t)rem.ptr,
-                                        rem.rkey);
-            }));
+                          return uct_ep_put_bcopy(ep, pack_str, &p,
+                                                  (uintptr_t)rem.ptr, rem.rkey);
+                      }));
             break;
         }
         case 5:
-            len = rand_r(&seed) % (big + 1);
-            iov = {src.ptr, len, src.memh, 0, 1};
+            len    = rand_r(&seed) % (big + 1);
+            iov    = {src.ptr, len, src.memh, 0, 1};
             status = retry([&] {
                 return uct_ep_put_zcopy(ep, &iov, 1, (uintptr_t)rem.ptr,
                                         rem.rkey, &comps[i].uct);
             });
             break;
         case 6:
-            len = rand_r(&seed) % (a.cap.get.max_bcopy + 1);
+            len    = rand_r(&seed) % (a.cap.get.max_bcopy + 1);
             status = retry([&] {
                 return uct_ep_get_bcopy(ep, unpack_str, &gets[i], len,
                                         (uintptr_t)rem.ptr + big, rem.rkey,
@@ -732,8 +743,8 @@ TEST_P(uct_dcx_contract, random_mix)
             });
             break;
         case 7:
-            len = rand_r(&seed) % (big + 1);
-            iov = {loc.ptr, len, loc.memh, 0, 1};
+            len    = rand_r(&seed) % (big + 1);
+            iov    = {loc.ptr, len, loc.memh, 0, 1};
             status = retry([&] {
                 return uct_ep_get_zcopy(ep, &iov, 1, (uintptr_t)rem.ptr + big,
                                         rem.rkey, &comps[i].uct);
@@ -771,9 +782,9 @@ TEST_P(uct_dcx_contract, random_mix)
             break;
         }
         ASSERT_FALSE(UCS_STATUS_IS_ERR(status))
-                << i << " op " << op << ": " << ucs_status_string(status);
+            << i << " op " << op << ": " << ucs_status_string(status);
         if (status == UCS_OK) {
-            comps[i].done = 1;   /* completed at once, nothing to call */
+            comps[i].done = 1; /* completed at once, nothing to call */
         }
         if ((i % 50) == 0) {
             progress();
@@ -785,14 +796,15 @@ TEST_P(uct_dcx_contract, random_mix)
     for (int i = 0; i < n; ++i) {
         ASSERT_TRUE(wait_for([&] { return comps[i].done > 0; })) << i;
         EXPECT_EQ(UCS_OK, comps[i].status) << i;
-        EXPECT_EQ(0, memcmp(gets[i].data(), (char*)rem.ptr + big,
-                            gets[i].size())) << i;
+        EXPECT_EQ(0,
+                  memcmp(gets[i].data(), (char *)rem.ptr + big, gets[i].size()))
+            << i;
     }
     ASSERT_TRUE(wait_for([&] {
         return ((size_t)m_rx.count == am_sent[0]) &&
                ((size_t)rx_c.count == am_sent[1]);
-    })) << m_rx.count << "/" << am_sent[0] << " " << rx_c.count << "/"
-        << am_sent[1];
+    })) << m_rx.count
+        << "/" << am_sent[0] << " " << rx_c.count << "/" << am_sent[1];
     EXPECT_EQ(expect64, *counter64);
     EXPECT_EQ(expect32, *counter32);
     EXPECT_TRUE(m_errors.empty());
@@ -807,14 +819,13 @@ TEST_P(uct_dcx_contract, random_mix)
  * that progress.  The credits of an endpoint with pending requests are now
  * held until its dispatch: uct_dcx_ep_fc_grant, dcx_fc.c.) */
 struct reply_rx {
-    uct_ep_h     ep;
+    uct_ep_h ep;
     ucs_status_t status;
-    int          count;
+    int count;
 
-    static ucs_status_t cb(void *arg, void *data, size_t length,
-                           unsigned flags)
+    static ucs_status_t cb(void *arg, void *data, size_t length, unsigned flags)
     {
-        reply_rx *self = static_cast<reply_rx*>(arg);
+        reply_rx *self = static_cast<reply_rx *>(arg);
 
         self->count++;
         self->status = uct_ep_am_short(self->ep, AM_ID + 4, 0xc0c0, NULL, 0);
@@ -822,8 +833,7 @@ struct reply_rx {
     }
 };
 
-TEST_P(uct_dcx_contract,
-       handler_send_after_grant_does_not_overtake_pending)
+TEST_P(uct_dcx_contract, handler_send_after_grant_does_not_overtake_pending)
 {
     uct_ep_h ba  = connect(m_b, m_a);
     order_rx rx  = {0, 0, false, false};
@@ -838,7 +848,7 @@ TEST_P(uct_dcx_contract,
                                                reply_rx::cb, &rep, 0));
     for (int round = 0; round < 20; ++round) {
         rx.pend = rx.comp = false;
-        rep.status = UCS_ERR_LAST;
+        rep.status        = UCS_ERR_LAST;
         /* a out of credits (nobody progresses), one request queued */
         while ((status = uct_ep_am_short(m_ab, AM_ID + 4, 1, NULL, 0)) ==
                UCS_OK) {
@@ -857,8 +867,8 @@ TEST_P(uct_dcx_contract,
             uct_worker_progress(m_b->worker);
         }
         ASSERT_EQ(UCS_OK, retry([&] {
-            return uct_ep_am_short(ba, AM_ID + 5, 0, NULL, 0);
-        }));
+                      return uct_ep_am_short(ba, AM_ID + 5, 0, NULL, 0);
+                  }));
         ASSERT_TRUE(wait_for([&] {
             return rx.pend && (rep.status != UCS_ERR_LAST) &&
                    ((rep.status != UCS_OK) || rx.comp);
@@ -879,7 +889,12 @@ TEST_P(uct_dcx_contract,
  * one error reaches the handler, traffic goes on */
 class uct_dcx_contract_cancel : public uct_dcx_contract {
 protected:
-    enum op_t { AM_ZCOPY, AM_BCOPY, GET_ZCOPY, GET_BCOPY };
+    enum op_t {
+        AM_ZCOPY,
+        AM_BCOPY,
+        GET_ZCOPY,
+        GET_BCOPY
+    };
 
     ucs_status_t send(op_t op, uct_ep_h ep, mem &loc, mem &rem)
     {
@@ -891,12 +906,11 @@ protected:
         case AM_ZCOPY:
             return uct_ep_am_zcopy(ep, AM_ID, NULL, 0, &iov, 1, 0, NULL);
         case AM_BCOPY:
-            len = uct_ep_am_bcopy(ep, AM_ID, pack_str,
-                                  (void*)&payload, 0);
+            len = uct_ep_am_bcopy(ep, AM_ID, pack_str, (void *)&payload, 0);
             return (len >= 0) ? UCS_OK : (ucs_status_t)len;
         case GET_ZCOPY:
-            return uct_ep_get_zcopy(ep, &iov, 1, (uintptr_t)rem.ptr,
-                                    rem.rkey, NULL);
+            return uct_ep_get_zcopy(ep, &iov, 1, (uintptr_t)rem.ptr, rem.rkey,
+                                    NULL);
         default:
             return uct_ep_get_bcopy(ep, unpack_raw, loc.ptr, 32,
                                     (uintptr_t)rem.ptr, rem.rkey, NULL);
@@ -919,40 +933,43 @@ protected:
                     status = send(op, e0, l0, l1);
                     full0  = (status == UCS_ERR_NO_RESOURCE);
                     ASSERT_TRUE(full0 || !UCS_STATUS_IS_ERR(status))
-                            << ucs_status_string(status);
+                        << ucs_status_string(status);
                 }
                 if (!full1) {
                     status = send(op, e1, l1, l0);
                     full1  = (status == UCS_ERR_NO_RESOURCE);
                     ASSERT_TRUE(full1 || !UCS_STATUS_IS_ERR(status))
-                            << ucs_status_string(status);
+                        << ucs_status_string(status);
                 }
             }
 
-            uct_completion_t done = {NULL, 3, UCS_OK};
+            uct_completion_t done          = {NULL, 3, UCS_OK};
             std::vector<uct_ep_h> flushing = {e0, e1};
             m_errors.clear();
-            ASSERT_TRUE(wait_for([&] {
-                for (size_t i = 0; i < flushing.size();) {
-                    ucs_status_t status = uct_ep_flush(flushing[i],
-                                                       UCT_FLUSH_FLAG_CANCEL,
-                                                       &done);
-                    if (status == UCS_ERR_NO_RESOURCE) {
-                        ++i;
-                        continue;
-                    }
-                    EXPECT_TRUE((status == UCS_OK) ||
-                                (status == UCS_INPROGRESS))
+            ASSERT_TRUE(wait_for(
+                [&] {
+                    for (size_t i = 0; i < flushing.size();) {
+                        ucs_status_t status =
+                            uct_ep_flush(flushing[i], UCT_FLUSH_FLAG_CANCEL,
+                                         &done);
+                        if (status == UCS_ERR_NO_RESOURCE) {
+                            ++i;
+                            continue;
+                        }
+                        EXPECT_TRUE((status == UCS_OK) ||
+                                    (status == UCS_INPROGRESS))
                             << ucs_status_string(status);
-                    if (status == UCS_OK) {
-                        done.count--;
+                        if (status == UCS_OK) {
+                            done.count--;
+                        }
+                        flushing.erase(flushing.begin() + i);
                     }
-                    flushing.erase(flushing.begin() + i);
-                }
-                return flushing.empty();
-            }, 20)) << "round " << round;
+                    return flushing.empty();
+                },
+                20))
+                << "round " << round;
             ASSERT_TRUE(wait_for([&] { return done.count == 1; }, 20))
-                    << "round " << round;
+                << "round " << round;
             destroy_ep(e0);
             destroy_ep(e1);
             EXPECT_LE(m_errors.size(), 1u) << "round " << round;
@@ -965,10 +982,22 @@ protected:
     }
 };
 
-TEST_P(uct_dcx_contract_cancel, am_zcopy)  { run(AM_ZCOPY); }
-TEST_P(uct_dcx_contract_cancel, am_bcopy)  { run(AM_BCOPY); }
-TEST_P(uct_dcx_contract_cancel, get_zcopy) { run(GET_ZCOPY); }
-TEST_P(uct_dcx_contract_cancel, get_bcopy) { run(GET_BCOPY); }
+TEST_P(uct_dcx_contract_cancel, am_zcopy)
+{
+    run(AM_ZCOPY);
+}
+TEST_P(uct_dcx_contract_cancel, am_bcopy)
+{
+    run(AM_BCOPY);
+}
+TEST_P(uct_dcx_contract_cancel, get_zcopy)
+{
+    run(GET_ZCOPY);
+}
+TEST_P(uct_dcx_contract_cancel, get_bcopy)
+{
+    run(GET_BCOPY);
+}
 
 /* UCX's uct_flush_test with UCT_FLUSH_FLAG_CANCEL and no completion: the
  * flush is called again while it answers "in progress" or "no resource",
@@ -978,33 +1007,37 @@ TEST_P(uct_dcx_contract_cancel, flush_cancel_no_comp_until_ok)
     mem l = alloc_mem(8192), r = alloc_mem(8192);
 
     for (int round = 0; round < 20; ++round) {
-        uct_ep_h ep = connect(m_a, m_b);
+        uct_ep_h ep            = connect(m_a, m_b);
         uct_completion_t zcomp = {NULL, 2, UCS_OK};
-        uct_iov_t iov = {l.ptr, 8, l.memh, 0, 1};
+        uct_iov_t iov          = {l.ptr, 8, l.memh, 0, 1};
         ucs_status_t status;
 
         if (round % 2) {
             status = retry([&] {
-                return uct_ep_am_zcopy(ep, AM_ID, NULL, 0, &iov, 1, 0,
-                                       &zcomp);
+                return uct_ep_am_zcopy(ep, AM_ID, NULL, 0, &iov, 1, 0, &zcomp);
             });
         } else {
             status = retry([&] {
-                return uct_ep_put_zcopy(ep, &iov, 1, (uintptr_t)r.ptr,
-                                        r.rkey, &zcomp);
+                return uct_ep_put_zcopy(ep, &iov, 1, (uintptr_t)r.ptr, r.rkey,
+                                        &zcomp);
             });
         }
         ASSERT_TRUE((status == UCS_OK) || (status == UCS_INPROGRESS));
         if (status == UCS_OK) {
             zcomp.count--;
         }
-        ASSERT_TRUE(wait_for([&] {
-            progress();
-            status = uct_ep_flush(ep, UCT_FLUSH_FLAG_LOCAL |
-                                  UCT_FLUSH_FLAG_CANCEL, NULL);
-            return (status != UCS_ERR_NO_RESOURCE) &&
-                   (status != UCS_INPROGRESS);
-        }, 20)) << "round " << round;
+        ASSERT_TRUE(wait_for(
+            [&] {
+                progress();
+                status = uct_ep_flush(ep,
+                                      UCT_FLUSH_FLAG_LOCAL |
+                                          UCT_FLUSH_FLAG_CANCEL,
+                                      NULL);
+                return (status != UCS_ERR_NO_RESOURCE) &&
+                       (status != UCS_INPROGRESS);
+            },
+            20))
+            << "round " << round;
         EXPECT_EQ(UCS_OK, status);
         EXPECT_EQ(1, zcomp.count) << "round " << round;
         destroy_ep(ep);
@@ -1017,5 +1050,4 @@ TEST_P(uct_dcx_contract_cancel, flush_cancel_no_comp_until_ok)
 INSTANTIATE_TEST_SUITE_P(policy, uct_dcx_contract_cancel, UCT_DCX_POLICIES);
 INSTANTIATE_TEST_SUITE_P(policy, uct_dcx_contract_peer, UCT_DCX_POLICIES);
 INSTANTIATE_TEST_SUITE_P(policy, uct_dcx_contract_nocache, UCT_DCX_POLICIES);
-INSTANTIATE_TEST_SUITE_P(policy, uct_dcx_contract_headroom,
-                         UCT_DCX_POLICIES);
+INSTANTIATE_TEST_SUITE_P(policy, uct_dcx_contract_headroom, UCT_DCX_POLICIES);

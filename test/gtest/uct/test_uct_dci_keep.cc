@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * dcx transport: an endpoint keeps its DCI across back-to-back sends.
  *
@@ -23,7 +24,7 @@ const uint8_t AM_ID = 5;
 class uct_dcx_dci_keep : public uct_dci_pool_test<uct_dcx_policy_test> {
 protected:
     void setup(const std::map<std::string, std::string> &cfg =
-               std::map<std::string, std::string>())
+                   std::map<std::string, std::string>())
     {
         m_a = create_entity(cfg);
         m_b = create_entity(cfg);
@@ -62,12 +63,12 @@ protected:
 
     uint64_t slot(unsigned i) const
     {
-        return ((volatile uint64_t*)m_mem.ptr)[i];
+        return ((volatile uint64_t *)m_mem.ptr)[i];
     }
 
     entity *m_a, *m_b;
-    int     m_rx;
-    mem     m_mem;
+    int m_rx;
+    mem m_mem;
 };
 
 /* Sends each completed before the next: the ep takes a DCI once and keeps
@@ -204,12 +205,15 @@ TEST_P(uct_dcx_dci_keep, many_eps_small_pool_no_starvation)
 
     for (int r = 0; r < rounds; ++r) {
         for (int i = 0; i < num_eps; ++i) {
-            ASSERT_TRUE(wait_for([&] {
-                return put(eps[i], r * 100 + i, i) == UCS_OK;
-            }, 5)) << "ep " << i << " round " << r << " never got a DCI";
-            ASSERT_TRUE(wait_for([&] {
-                return uct_ep_am_short(eps[i], AM_ID, 0, NULL, 0) == UCS_OK;
-            }, 5)) << "ep " << i << " round " << r << ": AM refused";
+            ASSERT_TRUE(wait_for(
+                [&] { return put(eps[i], r * 100 + i, i) == UCS_OK; }, 5))
+                << "ep " << i << " round " << r << " never got a DCI";
+            ASSERT_TRUE(wait_for(
+                [&] {
+                    return uct_ep_am_short(eps[i], AM_ID, 0, NULL, 0) == UCS_OK;
+                },
+                5))
+                << "ep " << i << " round " << r << ": AM refused";
         }
         for (int i = 0; i < num_eps; ++i) {
             flush_ep(eps[i]);

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * dcx transport error paths through the UCT API, under every policy: an
  * access error, a DC key mismatch, an injected error completion, a peer
@@ -21,22 +22,21 @@ namespace {
 
 const uint8_t AM_ID = 7;
 
-ucs_status_t count_am_u64(void *arg, void *data, size_t length,
-                          unsigned flags)
+ucs_status_t count_am_u64(void *arg, void *data, size_t length, unsigned flags)
 {
-    (*static_cast<uint64_t*>(arg))++;
+    (*static_cast<uint64_t *>(arg))++;
     return UCS_OK;
 }
 
 /* What a peer process publishes: its addresses and a registered buffer */
 struct peer_info {
-    char      dev_addr[64];
-    char      iface_addr[64];
-    uint32_t  dev_addr_len;
-    uint32_t  iface_addr_len;
-    uint64_t  buf;
-    char      rkey[64];
-    uint64_t  sent;     /* AMs sent to DCX_PEER_SEND_TO */
+    char dev_addr[64];
+    char iface_addr[64];
+    uint32_t dev_addr_len;
+    uint32_t iface_addr_len;
+    uint64_t buf;
+    char rkey[64];
+    uint64_t sent; /* AMs sent to DCX_PEER_SEND_TO */
 };
 
 } /* namespace */
@@ -108,11 +108,10 @@ TEST_P(uct_dcx_errors, zcopy_bad_buffers_reach_error_handler)
     void *unmapped;
 
     EXPECT_EQ(caps, m_a->attr.cap.flags & caps);
-    EXPECT_FALSE(m_a->attr.cap.flags &
-                 (UCT_IFACE_FLAG_ERRHANDLE_SHORT_BUF |
-                  UCT_IFACE_FLAG_ERRHANDLE_BCOPY_BUF |
-                  UCT_IFACE_FLAG_ERRHANDLE_BCOPY_LEN |
-                  UCT_IFACE_FLAG_ERRHANDLE_AM_ID));
+    EXPECT_FALSE(m_a->attr.cap.flags & (UCT_IFACE_FLAG_ERRHANDLE_SHORT_BUF |
+                                        UCT_IFACE_FLAG_ERRHANDLE_BCOPY_BUF |
+                                        UCT_IFACE_FLAG_ERRHANDLE_BCOPY_LEN |
+                                        UCT_IFACE_FLAG_ERRHANDLE_AM_ID));
 
     unmapped = mmap(NULL, 4096, PROT_READ | PROT_WRITE,
                     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -122,26 +121,28 @@ TEST_P(uct_dcx_errors, zcopy_bad_buffers_reach_error_handler)
     memset(m_mem.ptr, 0, 256);
     uct_iov_t liov = {unmapped, len, src.memh, 0, 1};
     ASSERT_EQ(UCS_INPROGRESS, retry([&] {
-        return uct_ep_put_zcopy(bad_local, &liov, 1, (uintptr_t)m_mem.ptr,
-                                m_mem.rkey, &lcomp.uct);
-    }));
+                  return uct_ep_put_zcopy(bad_local, &liov, 1,
+                                          (uintptr_t)m_mem.ptr, m_mem.rkey,
+                                          &lcomp.uct);
+              }));
     ASSERT_TRUE(wait_error(bad_local, &status));
     ASSERT_TRUE(wait_for([&] { return lcomp.done == 1; }));
     EXPECT_NE(UCS_OK, lcomp.status);
 
     uct_iov_t riov = {src.ptr, len, src.memh, 0, 1};
     ASSERT_EQ(UCS_INPROGRESS, retry([&] {
-        return uct_ep_put_zcopy(bad_remote, &riov, 1,
-                                (uintptr_t)m_mem.ptr + m_mem.length - 8,
-                                m_mem.rkey, &rcomp.uct);
-    }));
+                  return uct_ep_put_zcopy(bad_remote, &riov, 1,
+                                          (uintptr_t)m_mem.ptr + m_mem.length -
+                                              8,
+                                          m_mem.rkey, &rcomp.uct);
+              }));
     ASSERT_TRUE(wait_error(bad_remote, &status));
     ASSERT_TRUE(wait_for([&] { return rcomp.done == 1; }));
     EXPECT_NE(UCS_OK, rcomp.status);
 
     EXPECT_EQ(2u, m_errors.size());
-    EXPECT_EQ(std::string(256, '\0'), std::string((char*)m_mem.ptr, 256));
-    EXPECT_EQ(0, ((char*)m_mem.ptr)[m_mem.length - 1]);
+    EXPECT_EQ(std::string(256, '\0'), std::string((char *)m_mem.ptr, 256));
+    EXPECT_EQ(0, ((char *)m_mem.ptr)[m_mem.length - 1]);
     check_healthy(good);
     log_counter::reset();
 }
@@ -159,9 +160,8 @@ TEST_P(uct_dcx_errors, dc_key_mismatch)
     uct_ep_h good = connect(m_a, m_b);
 
     ASSERT_EQ(0, dcx_soft_stats(device(), &before));
-    ASSERT_EQ(UCS_OK, retry([&] {
-        return uct_ep_am_short(bad, AM_ID, 0, NULL, 0);
-    }));
+    ASSERT_EQ(UCS_OK,
+              retry([&] { return uct_ep_am_short(bad, AM_ID, 0, NULL, 0); }));
     ASSERT_TRUE(wait_error(bad, &status));
     EXPECT_EQ(UCS_ERR_ENDPOINT_TIMEOUT, status);
     ASSERT_EQ(0, dcx_soft_stats(device(), &after));
@@ -242,8 +242,8 @@ TEST_P(uct_dcx_errors, dropped_and_delayed_packets)
         int start = m_rx;
         for (int i = 0; i < 20; ++i) {
             ASSERT_EQ(UCS_OK, retry([&] {
-                return uct_ep_am_short(ep, AM_ID, i, NULL, 0);
-            }));
+                          return uct_ep_am_short(ep, AM_ID, i, NULL, 0);
+                      }));
         }
         ASSERT_TRUE(wait_for([&] { return m_rx == start + 20; }));
         flush_ep(ep);
@@ -268,9 +268,9 @@ TEST_P(uct_dcx_errors, error_completes_outstanding_ops)
 
     uct_iov_t iov = {loc.ptr, 4096, loc.memh, 0, 1};
     ASSERT_EQ(UCS_INPROGRESS, retry([&] {
-        return uct_ep_get_zcopy(bad, &iov, 1, (uintptr_t)m_mem.ptr,
-                                m_mem.rkey ^ 0x777700, &comp.uct);
-    }));
+                  return uct_ep_get_zcopy(bad, &iov, 1, (uintptr_t)m_mem.ptr,
+                                          m_mem.rkey ^ 0x777700, &comp.uct);
+              }));
     ASSERT_TRUE(wait_error(bad, &status));
     ASSERT_TRUE(wait_for([&] { return comp.done > 0; }));
     EXPECT_NE(UCS_OK, comp.status);
@@ -278,8 +278,7 @@ TEST_P(uct_dcx_errors, error_completes_outstanding_ops)
     log_counter::reset();
 }
 
-INSTANTIATE_TEST_SUITE_P(policy, uct_dcx_errors,
-                         UCT_DCX_POLICIES);
+INSTANTIATE_TEST_SUITE_P(policy, uct_dcx_errors, UCT_DCX_POLICIES);
 
 
 /* ---------------------------------------------------------------------------
@@ -292,8 +291,7 @@ INSTANTIATE_TEST_SUITE_P(policy, uct_dcx_errors,
  * sends DCX_PEER_SEND_COUNT active messages there (enough for a credit
  * request to go out with them) and waits for their delivery; with DCX_PEER_IDLE it never progresses after
  * publishing (its device still acknowledges, it grants nothing). */
-class uct_dcx_peer : public uct_dcx_test {
-};
+class uct_dcx_peer : public uct_dcx_test {};
 
 TEST_F(uct_dcx_peer, DISABLED_serve)
 {
@@ -342,7 +340,7 @@ TEST_F(uct_dcx_peer, DISABLED_serve)
     for (;;) {
         progress();
         if (slow) {
-            usleep(20);   /* a receiver that cannot keep up */
+            usleep(20); /* a receiver that cannot keep up */
         }
     }
 }
@@ -373,10 +371,7 @@ protected:
         m_peer_sent  = info.sent;
     }
 
-    virtual void SetUp()
-    {
-        uct_dcx_errors::SetUp();
-    }
+    virtual void SetUp() { uct_dcx_errors::SetUp(); }
 
     ~uct_dcx_remote()
     {
@@ -385,17 +380,17 @@ protected:
         }
     }
 
-    peer_proc         m_peer;
-    uct_ep_h          m_remote;
+    peer_proc m_peer;
+    uct_ep_h m_remote;
     uct_rkey_bundle_t m_rkb;
-    uint64_t          m_remote_buf;
-    uint64_t          m_peer_sent;
+    uint64_t m_remote_buf;
+    uint64_t m_peer_sent;
     std::vector<uct_rkey_bundle_t> m_rkeys;
 };
 
 TEST_P(uct_dcx_remote, peer_killed)
 {
-    uct_ep_h good = connect(m_a, m_b);
+    uct_ep_h good  = connect(m_a, m_b);
     uint64_t value = 17, result = 0;
     test_comp comp;
     ucs_status_t status;
@@ -403,10 +398,10 @@ TEST_P(uct_dcx_remote, peer_killed)
     start_peer();
     /* the peer works */
     ASSERT_EQ(UCS_INPROGRESS, retry([&] {
-        return uct_ep_atomic64_fetch(m_remote, UCT_ATOMIC_OP_ADD, value,
-                                     &result, m_remote_buf, m_rkb.rkey,
-                                     &comp.uct);
-    }));
+                  return uct_ep_atomic64_fetch(m_remote, UCT_ATOMIC_OP_ADD,
+                                               value, &result, m_remote_buf,
+                                               m_rkb.rkey, &comp.uct);
+              }));
     ASSERT_TRUE(wait_for([&] { return comp.done > 0; }));
     EXPECT_EQ(UCS_OK, comp.status);
     EXPECT_EQ(0u, result);
@@ -414,9 +409,9 @@ TEST_P(uct_dcx_remote, peer_killed)
     kill_peer(m_peer);
 
     ASSERT_EQ(UCS_OK, retry([&] {
-        return uct_ep_put_short(m_remote, &value, 8, m_remote_buf,
-                                m_rkb.rkey);
-    }));
+                  return uct_ep_put_short(m_remote, &value, 8, m_remote_buf,
+                                          m_rkb.rkey);
+              }));
     ASSERT_TRUE(wait_error(m_remote, &status));
     EXPECT_EQ(UCS_ERR_ENDPOINT_TIMEOUT, status);
     check_healthy(good);
@@ -450,7 +445,7 @@ TEST_P(uct_dcx_remote, ep_check_dead_peer)
  * still in flight: the failure that comes later names no endpoint */
 TEST_P(uct_dcx_remote, ep_destroyed_with_work_in_flight)
 {
-    uct_ep_h good = connect(m_a, m_b);
+    uct_ep_h good  = connect(m_a, m_b);
     uint64_t value = 1;
 
     start_peer();
@@ -458,9 +453,9 @@ TEST_P(uct_dcx_remote, ep_destroyed_with_work_in_flight)
 
     ASSERT_EQ(UCS_OK, uct_ep_check(m_remote, 0, NULL));
     ASSERT_EQ(UCS_OK, retry([&] {
-        return uct_ep_put_short(m_remote, &value, 8, m_remote_buf,
-                                m_rkb.rkey);
-    }));
+                  return uct_ep_put_short(m_remote, &value, 8, m_remote_buf,
+                                          m_rkb.rkey);
+              }));
     destroy_ep(m_remote);
     flush_iface(m_a);
     EXPECT_TRUE(m_errors.empty());
@@ -488,24 +483,26 @@ TEST_P(uct_dcx_remote, unsignalled_sends_to_dead_peer_fail_once)
     memset(payload, 'p', sizeof(payload));
     for (int i = 0; i < 4; ++i) {
         ASSERT_EQ(UCS_OK, retry([&] {
-            return uct_ep_put_short(m_remote, &value, 8,
-                                    m_remote_buf + 8 * i, m_rkb.rkey);
-        }));
+                      return uct_ep_put_short(m_remote, &value, 8,
+                                              m_remote_buf + 8 * i, m_rkb.rkey);
+                  }));
         ASSERT_EQ(UCS_OK, retry([&] {
-            return uct_ep_am_short(m_remote, AM_ID, i, NULL, 0);
-        }));
-        ssize_t len = uct_ep_am_bcopy(m_remote, AM_ID,
-                                      [](void *dest, void *arg) -> size_t {
-                                          memcpy(dest, arg, 32);
-                                          return 32;
-                                      }, payload, 0);
+                      return uct_ep_am_short(m_remote, AM_ID, i, NULL, 0);
+                  }));
+        ssize_t len = uct_ep_am_bcopy(
+            m_remote, AM_ID,
+            [](void *dest, void *arg) -> size_t {
+                memcpy(dest, arg, 32);
+                return 32;
+            },
+            payload, 0);
         ASSERT_EQ(32, len);
     }
     uct_iov_t iov = {loc.ptr, 64, loc.memh, 0, 1};
     ASSERT_EQ(UCS_INPROGRESS, retry([&] {
-        return uct_ep_put_zcopy(m_remote, &iov, 1, m_remote_buf, m_rkb.rkey,
-                                &comp.uct);
-    }));
+                  return uct_ep_put_zcopy(m_remote, &iov, 1, m_remote_buf,
+                                          m_rkb.rkey, &comp.uct);
+              }));
 
     ASSERT_TRUE(wait_error(m_remote, &status));
     EXPECT_EQ(UCS_ERR_ENDPOINT_TIMEOUT, status);
@@ -527,10 +524,10 @@ TEST_P(uct_dcx_remote, shared_dci_survives_peer_death)
 {
     std::map<std::string, std::string> cfg;
     cfg["NUM_DCI"] = "1";
-    entity *c = create_entity(cfg);
+    entity *c      = create_entity(cfg);
     ASSERT_TRUE(c != NULL);
-    uct_ep_h good = connect(c, m_b);
-    mem loc       = alloc_mem(8192);
+    uct_ep_h good  = connect(c, m_b);
+    mem loc        = alloc_mem(8192);
     uint64_t value = 5;
     test_comp comp;
     ucs_status_t status;
@@ -539,20 +536,20 @@ TEST_P(uct_dcx_remote, shared_dci_survives_peer_death)
     kill_peer(m_peer);
 
     ASSERT_EQ(UCS_OK, retry([&] {
-        return uct_ep_put_short(m_remote, &value, 8, m_remote_buf,
-                                m_rkb.rkey);
-    }));
+                  return uct_ep_put_short(m_remote, &value, 8, m_remote_buf,
+                                          m_rkb.rkey);
+              }));
     for (int i = 0; i < 40; ++i) {
         ASSERT_EQ(UCS_OK, retry([&] {
-            return uct_ep_am_short(good, AM_ID, i, NULL, 0);
-        }));
+                      return uct_ep_am_short(good, AM_ID, i, NULL, 0);
+                  }));
     }
     memset(loc.ptr, 'q', 8192);
     uct_iov_t iov = {loc.ptr, 8192, loc.memh, 0, 1};
     ASSERT_EQ(UCS_INPROGRESS, retry([&] {
-        return uct_ep_put_zcopy(good, &iov, 1, (uintptr_t)m_mem.ptr,
-                                m_mem.rkey, &comp.uct);
-    }));
+                  return uct_ep_put_zcopy(good, &iov, 1, (uintptr_t)m_mem.ptr,
+                                          m_mem.rkey, &comp.uct);
+              }));
 
     ASSERT_TRUE(wait_error(m_remote, &status));
     EXPECT_EQ(UCS_ERR_ENDPOINT_TIMEOUT, status);
@@ -590,23 +587,26 @@ TEST_P(uct_dcx_remote_flood, slow_receiver)
     ASSERT_EQ(0, dcx_soft_stats(device(), &before));
     for (uint64_t i = 0; i < n; ++i) {
         ASSERT_EQ(UCS_OK, retry([&] {
-            return uct_ep_am_short(m_remote, AM_ID, i, payload.data(),
-                                   payload.size());
-        }));
+                      return uct_ep_am_short(m_remote, AM_ID, i, payload.data(),
+                                             payload.size());
+                  }));
     }
     /* read the peer's counter until it saw everything */
-    ASSERT_TRUE(wait_for([&] {
-        test_comp comp;
-        uct_iov_t iov = {m_mem.ptr, 8, m_mem.memh, 0, 1};
-        ucs_status_t status = retry([&] {
-            return uct_ep_get_zcopy(m_remote, &iov, 1, m_remote_buf,
-                                    m_rkb.rkey, &comp.uct);
-        });
-        EXPECT_EQ(UCS_INPROGRESS, status);
-        wait_for([&] { return comp.done > 0; });
-        count = *(uint64_t*)m_mem.ptr;
-        return count == n;
-    }, 60)) << "peer counted " << count << " of " << n;
+    ASSERT_TRUE(wait_for(
+        [&] {
+            test_comp comp;
+            uct_iov_t iov       = {m_mem.ptr, 8, m_mem.memh, 0, 1};
+            ucs_status_t status = retry([&] {
+                return uct_ep_get_zcopy(m_remote, &iov, 1, m_remote_buf,
+                                        m_rkb.rkey, &comp.uct);
+            });
+            EXPECT_EQ(UCS_INPROGRESS, status);
+            wait_for([&] { return comp.done > 0; });
+            count = *(uint64_t *)m_mem.ptr;
+            return count == n;
+        },
+        60))
+        << "peer counted " << count << " of " << n;
     ASSERT_EQ(0, dcx_soft_stats(device(), &after));
     EXPECT_EQ(before.rnr_retries, after.rnr_retries)
         << "flow control let the peer's receive queue overflow";
@@ -627,9 +627,9 @@ protected:
     /* An AM waiting in the pending queue */
     struct am_req {
         uct_pending_req_t uct;
-        uct_ep_h          ep;
-        int               sent;
-        int               purged;
+        uct_ep_h ep;
+        int sent;
+        int purged;
 
         static ucs_status_t cb(uct_pending_req_t *self)
         {
@@ -646,10 +646,7 @@ protected:
         }
     };
 
-    void kill_peer()
-    {
-        dcx_test::kill_peer(m_peer);
-    }
+    void kill_peer() { dcx_test::kill_peer(m_peer); }
 };
 
 /*
@@ -668,7 +665,7 @@ TEST_P(uct_dcx_remote_fc, grant_to_dead_peer_keeps_live_grants)
     ASSERT_EQ(UCS_OK, uct_iface_set_am_handler(m_a->iface, AM_ID, am_count_cb,
                                                &rx_a, 0));
     m_env.set("DCX_PEER_SEND_TO", addr_str(m_a));
-    m_env.set("DCX_PEER_SEND_COUNT", "3");   /* window 4: asks at the 3rd */
+    m_env.set("DCX_PEER_SEND_COUNT", "3"); /* window 4: asks at the 3rd */
     m_env.set("DCX_PEER_IDLE", "1");
     start_peer();
     ASSERT_EQ(3u, m_peer_sent);
@@ -688,7 +685,8 @@ TEST_P(uct_dcx_remote_fc, grant_to_dead_peer_keeps_live_grants)
             ++sent;
         }
         return sent == total;
-    })) << "the live sender stalled after " << sent << " messages";
+    })) << "the live sender stalled after "
+        << sent << " messages";
     EXPECT_TRUE(wait_for([&] { return rx_a == 3 + total; })) << rx_a;
     flush_ep(live);
     EXPECT_TRUE(m_errors.empty());
@@ -709,7 +707,7 @@ TEST_P(uct_dcx_remote_fc, peer_dies_before_grant)
     int n = 0;
 
     cfg["FC_REQ_TIMEOUT"] = "30ms";
-    entity *c = create_entity(cfg);
+    entity *c             = create_entity(cfg);
     ASSERT_TRUE(c != NULL);
     m_env.set("DCX_PEER_IDLE", "1");
     start_peer(c);
@@ -741,11 +739,8 @@ TEST_P(uct_dcx_remote_fc, peer_dies_before_grant)
     log_counter::reset();
 }
 
-INSTANTIATE_TEST_SUITE_P(policy, uct_dcx_remote_fc,
-                         UCT_DCX_POLICIES);
+INSTANTIATE_TEST_SUITE_P(policy, uct_dcx_remote_fc, UCT_DCX_POLICIES);
 
-INSTANTIATE_TEST_SUITE_P(policy, uct_dcx_remote_flood,
-                         UCT_DCX_POLICIES);
+INSTANTIATE_TEST_SUITE_P(policy, uct_dcx_remote_flood, UCT_DCX_POLICIES);
 
-INSTANTIATE_TEST_SUITE_P(policy, uct_dcx_remote,
-                         UCT_DCX_POLICIES);
+INSTANTIATE_TEST_SUITE_P(policy, uct_dcx_remote, UCT_DCX_POLICIES);

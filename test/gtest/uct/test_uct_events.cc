@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Wake-up events of the dcx transport through the UCT API: the interface's
  * event fd becomes readable when an armed interface receives an active
@@ -25,7 +26,7 @@ bool fd_readable(int fd, int timeout_ms)
 
 ucs_status_t count_am(void *arg, void *data, size_t length, unsigned flags)
 {
-    (*static_cast<int*>(arg))++;
+    (*static_cast<int *>(arg))++;
     return UCS_OK;
 }
 
@@ -41,8 +42,8 @@ protected:
         m_b = create_entity();
         ASSERT_TRUE(m_a && m_b);
         m_rx = 0;
-        ASSERT_EQ(UCS_OK, uct_iface_set_am_handler(m_b->iface, AM_ID,
-                                                   count_am, &m_rx, 0));
+        ASSERT_EQ(UCS_OK, uct_iface_set_am_handler(m_b->iface, AM_ID, count_am,
+                                                   &m_rx, 0));
         m_ab = connect(m_a, m_b);
         ASSERT_EQ(UCS_OK, uct_iface_event_fd_get(m_b->iface, &m_fd_b));
         ASSERT_EQ(UCS_OK, uct_iface_event_fd_get(m_a->iface, &m_fd_a));
@@ -73,19 +74,19 @@ protected:
         return status;
     }
 
-    entity   *m_a, *m_b;
-    uct_ep_h  m_ab;
-    int       m_rx;
-    int       m_fd_a, m_fd_b;
+    entity *m_a, *m_b;
+    uct_ep_h m_ab;
+    int m_rx;
+    int m_fd_a, m_fd_b;
 };
 
 TEST_P(uct_dcx_events, caps)
 {
     EXPECT_EQ(UCT_IFACE_FLAG_EVENT_SEND_COMP | UCT_IFACE_FLAG_EVENT_RECV |
-              UCT_IFACE_FLAG_EVENT_FD,
+                  UCT_IFACE_FLAG_EVENT_FD,
               m_a->attr.cap.event_flags &
-              (UCT_IFACE_FLAG_EVENT_SEND_COMP | UCT_IFACE_FLAG_EVENT_RECV |
-               UCT_IFACE_FLAG_EVENT_FD | UCT_IFACE_FLAG_EVENT_RECV_SIG));
+                  (UCT_IFACE_FLAG_EVENT_SEND_COMP | UCT_IFACE_FLAG_EVENT_RECV |
+                   UCT_IFACE_FLAG_EVENT_FD | UCT_IFACE_FLAG_EVENT_RECV_SIG));
     EXPECT_GE(m_fd_a, 0);
     EXPECT_NE(m_fd_a, m_fd_b);
 }
@@ -98,13 +99,12 @@ TEST_P(uct_dcx_events, recv_wakes_receiver)
     EXPECT_FALSE(fd_readable(m_fd_b, 0));
 
     ASSERT_EQ(UCS_OK, send_from_a([&] {
-        return uct_ep_am_short(m_ab, AM_ID, 42, NULL, 0);
-    }));
+                  return uct_ep_am_short(m_ab, AM_ID, 42, NULL, 0);
+              }));
     /* the sender completes on its own */
     test_comp comp;
     ucs_status_t status;
-    while ((status = uct_ep_flush(m_ab, 0, &comp.uct)) ==
-           UCS_ERR_NO_RESOURCE) {
+    while ((status = uct_ep_flush(m_ab, 0, &comp.uct)) == UCS_ERR_NO_RESOURCE) {
         uct_worker_progress(m_a->worker);
     }
     while ((status == UCS_INPROGRESS) && (comp.done == 0)) {
@@ -160,11 +160,10 @@ TEST_P(uct_dcx_events, send_completion_wakes_sender)
     memset(src.ptr, 's', src.length);
     uct_iov_t iov = {src.ptr, src.length, src.memh, 0, 1};
     ASSERT_EQ(UCS_INPROGRESS, send_from_a([&] {
-        return uct_ep_put_zcopy(m_ab, &iov, 1, (uintptr_t)dst.ptr, dst.rkey,
-                                &comp.uct);
-    }));
-    ucs_status_t status = uct_iface_event_arm(m_a->iface,
-                                              UCT_EVENT_SEND_COMP);
+                  return uct_ep_put_zcopy(m_ab, &iov, 1, (uintptr_t)dst.ptr,
+                                          dst.rkey, &comp.uct);
+              }));
+    ucs_status_t status = uct_iface_event_arm(m_a->iface, UCT_EVENT_SEND_COMP);
     if (status == UCS_OK) {
         /* the completion had not arrived yet: it wakes us */
         ASSERT_TRUE(fd_readable(m_fd_a, 10000));

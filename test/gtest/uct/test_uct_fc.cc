@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * dcx transport: flow control and endpoint lifetime, in one process.
  *  - a credit grant lost on the receiver's side: the sender asks again after
@@ -25,9 +26,9 @@ const uint8_t AM_ID = 9;
 /* An AM that waits in the pending queue */
 struct am_req {
     uct_pending_req_t uct;
-    uct_ep_h          ep;
-    int               sent;
-    int               purged;
+    uct_ep_h ep;
+    int sent;
+    int purged;
 
     static ucs_status_t cb(uct_pending_req_t *self)
     {
@@ -49,10 +50,10 @@ struct am_req {
 /* A completion that must fire exactly once, and never after 'closed' */
 struct tracked_comp {
     uct_completion_t uct;
-    int              calls;
-    int              late_calls;
-    bool             closed;
-    ucs_status_t     status;
+    int calls;
+    int late_calls;
+    bool closed;
+    ucs_status_t status;
 
     tracked_comp() : calls(0), late_calls(0), closed(false), status(UCS_OK)
     {
@@ -74,14 +75,14 @@ struct tracked_comp {
 };
 
 struct unpack_ctx {
-    int  calls;
+    int calls;
     bool closed;
-    int  late_calls;
+    int late_calls;
 };
 
 void unpack_cb(void *arg, const void *data, size_t length)
 {
-    unpack_ctx *ctx = static_cast<unpack_ctx*>(arg);
+    unpack_ctx *ctx = static_cast<unpack_ctx *>(arg);
 
     ctx->calls++;
     if (ctx->closed) {
@@ -142,21 +143,21 @@ protected:
      * flushed; then both interfaces' flow-control counters */
     void ping_pong(int n, dcx_fc_stats_t *sa, dcx_fc_stats_t *sb)
     {
-        int rx_a     = 0;
-        uct_ep_h ab  = connect(m_a, m_b);
-        uct_ep_h ba  = connect(m_b, m_a);
+        int rx_a    = 0;
+        uct_ep_h ab = connect(m_a, m_b);
+        uct_ep_h ba = connect(m_b, m_a);
 
         ASSERT_EQ(UCS_OK, uct_iface_set_am_handler(m_a->iface, AM_ID,
                                                    am_count_cb, &rx_a, 0));
         for (int i = 0; i < n; ++i) {
             ASSERT_EQ(UCS_OK, retry([&] {
-                return uct_ep_am_short(ab, AM_ID, i, NULL, 0);
-            }));
+                          return uct_ep_am_short(ab, AM_ID, i, NULL, 0);
+                      }));
             ASSERT_TRUE(wait_for([&] { return m_rx == i + 1; }))
                 << "ping " << i;
             ASSERT_EQ(UCS_OK, retry([&] {
-                return uct_ep_am_short(ba, AM_ID, i, NULL, 0);
-            }));
+                          return uct_ep_am_short(ba, AM_ID, i, NULL, 0);
+                      }));
             ASSERT_TRUE(wait_for([&] { return rx_a == i + 1; }))
                 << "pong " << i;
         }
@@ -245,7 +246,7 @@ TEST_P(uct_dcx_fc, flush_in_progress_while_waiting_for_grant)
  * purge them, and reused their memory): destroy does not read them. */
 TEST_P(uct_dcx_fc, destroy_ignores_unpurged_pending_bad_flow)
 {
-    uct_ep_h ep = connect(m_a, m_b);
+    uct_ep_h ep     = connect(m_a, m_b);
     const int count = 3;
     am_req *reqs    = new am_req[count];
 
@@ -262,7 +263,7 @@ TEST_P(uct_dcx_fc, destroy_ignores_unpurged_pending_bad_flow)
 
     log_counter::reset();
     destroy_ep(ep);
-    EXPECT_EQ(1, log_counter::warnings());  /* "not asked to purge" */
+    EXPECT_EQ(1, log_counter::warnings()); /* "not asked to purge" */
     log_counter::reset();
     delete[] reqs;
 
@@ -311,19 +312,21 @@ TEST_P(uct_dcx_fc, destroy_completes_outstanding_ops)
     mem local    = alloc_mem(65536);
     const int nz = 4;
     tracked_comp zc[nz], get_comp, fetch_comp, flush_comp;
-    unpack_ctx ctx = {0, false, 0};
+    unpack_ctx ctx   = {0, false, 0};
     uint64_t *result = new uint64_t(0x1111);
     ucs_status_t status;
 
     memset(local.ptr, 'z', local.length);
     for (int i = 0; i < nz; ++i) {
-        uct_iov_t iov = {(char*)local.ptr + i * 8192, 8192, local.memh, 0, 1};
+        uct_iov_t iov = {(char *)local.ptr + i * 8192, 8192, local.memh, 0, 1};
         if (i % 2) {
-            status = uct_ep_put_zcopy(ep, &iov, 1, (uintptr_t)remote.ptr +
-                                      i * 8192, remote.rkey, &zc[i].uct);
+            status = uct_ep_put_zcopy(ep, &iov, 1,
+                                      (uintptr_t)remote.ptr + i * 8192,
+                                      remote.rkey, &zc[i].uct);
         } else {
-            status = uct_ep_get_zcopy(ep, &iov, 1, (uintptr_t)remote.ptr +
-                                      i * 8192, remote.rkey, &zc[i].uct);
+            status = uct_ep_get_zcopy(ep, &iov, 1,
+                                      (uintptr_t)remote.ptr + i * 8192,
+                                      remote.rkey, &zc[i].uct);
         }
         ASSERT_EQ(UCS_INPROGRESS, status);
     }
@@ -348,8 +351,8 @@ TEST_P(uct_dcx_fc, destroy_completes_outstanding_ops)
     EXPECT_EQ(1, flush_comp.calls);
     EXPECT_EQ(UCS_ERR_CANCELED, flush_comp.status);
     get_comp.closed = fetch_comp.closed = flush_comp.closed = true;
-    ctx.closed      = true;
-    *result         = 0x2222;
+    ctx.closed                                              = true;
+    *result                                                 = 0x2222;
 
     /* whatever the device still completes goes nowhere */
     for (int i = 0; i < 200; ++i) {
@@ -360,7 +363,7 @@ TEST_P(uct_dcx_fc, destroy_completes_outstanding_ops)
         EXPECT_EQ(0, zc[i].late_calls);
     }
     EXPECT_EQ(0, get_comp.late_calls + fetch_comp.late_calls +
-                 flush_comp.late_calls);
+                     flush_comp.late_calls);
     EXPECT_EQ(0, ctx.late_calls);
     EXPECT_EQ(0x2222u, *result);
     delete result;
@@ -377,7 +380,7 @@ TEST_P(uct_dcx_fc, destroy_completes_outstanding_ops)
  * inline send from the stack (no send buffer), and nothing is lost. */
 TEST_P(uct_dcx_fc, ping_pong_credits_inline)
 {
-    const int n  = 64;
+    const int n = 64;
     dcx_fc_stats_t sa, sb;
 
     ASSERT_NO_FATAL_FAILURE(ping_pong(n, &sa, &sb));
@@ -399,7 +402,7 @@ TEST_P(uct_dcx_fc, ping_pong_credits_inline)
  * asking half-way (at 2 left, for 2) sent n/2. */
 TEST_P(uct_dcx_fc, ping_pong_asks_with_a_quarter_left)
 {
-    const int n  = 60;
+    const int n = 60;
     dcx_fc_stats_t sa, sb;
 
     ASSERT_NO_FATAL_FAILURE(ping_pong(n, &sa, &sb));
@@ -430,22 +433,24 @@ TEST_P(uct_dcx_fc, closed_senders_do_not_hold_flush)
 
     cfg["FC_REQ_TIMEOUT"] = "20ms";
     cfg["TIMEOUT"]        = "10s";
-    entity *b = create_entity(cfg);
+    entity *b             = create_entity(cfg);
     ASSERT_TRUE(b != NULL);
-    ASSERT_EQ(UCS_OK, uct_iface_set_am_handler(b->iface, AM_ID, am_count_cb,
-                                               &m_rx, 0));
+    ASSERT_EQ(UCS_OK,
+              uct_iface_set_am_handler(b->iface, AM_ID, am_count_cb, &m_rx, 0));
     /* as UCX's uct_test::flush: each pass progresses, then flushes */
     auto flush_all = [&]() {
-        return wait_for([&] {
-            progress();
-            for (size_t i = 0; i < m_entities.size(); ++i) {
-                if (uct_iface_flush(m_entities[i]->iface, 0, NULL) !=
-                    UCS_OK) {
-                    return false;
+        return wait_for(
+            [&] {
+                progress();
+                for (size_t i = 0; i < m_entities.size(); ++i) {
+                    if (uct_iface_flush(m_entities[i]->iface, 0, NULL) !=
+                        UCS_OK) {
+                        return false;
+                    }
                 }
-            }
-            return true;
-        }, 5.0);
+                return true;
+            },
+            5.0);
     };
 
     for (int r = 0; r < rounds; ++r) {
@@ -454,13 +459,13 @@ TEST_P(uct_dcx_fc, closed_senders_do_not_hold_flush)
         uct_ep_h ep = connect(s, b);
         ASSERT_TRUE(flush_all()) << "round " << r << ": flush held";
 
-        mem buf = alloc_mem(4096);
+        mem buf       = alloc_mem(4096);
         uct_iov_t iov = {buf.ptr, 4096, buf.memh, 0, 1};
         std::vector<test_comp> comps(64);
         size_t posted = 0;
         while (posted < comps.size()) {
-            ucs_status_t status = uct_ep_am_zcopy(ep, AM_ID, NULL, 0, &iov,
-                                                  1, 0, &comps[posted].uct);
+            ucs_status_t status = uct_ep_am_zcopy(ep, AM_ID, NULL, 0, &iov, 1,
+                                                  0, &comps[posted].uct);
             if (status == UCS_ERR_NO_RESOURCE) {
                 break;
             }
@@ -469,7 +474,7 @@ TEST_P(uct_dcx_fc, closed_senders_do_not_hold_flush)
             ++posted;
         }
         ASSERT_GT(posted, 0u);
-        ASSERT_LT(posted, comps.size());   /* stopped by the window */
+        ASSERT_LT(posted, comps.size()); /* stopped by the window */
         destroy_ep(ep);
         free_mem(buf);
         m_mems.pop_back();
@@ -480,10 +485,13 @@ TEST_P(uct_dcx_fc, closed_senders_do_not_hold_flush)
     }
     ASSERT_TRUE(flush_all()) << "flush held after the last round";
     /* b did grant each closed sender */
-    EXPECT_TRUE(wait_for([&] {
-        EXPECT_EQ(0, dcx_fc_iface_stats(b->iface, &fc));
-        return fc.grants_sent >= (uint64_t)rounds;
-    }, 5.0)) << fc.grants_sent << " grants";
+    EXPECT_TRUE(wait_for(
+        [&] {
+            EXPECT_EQ(0, dcx_fc_iface_stats(b->iface, &fc));
+            return fc.grants_sent >= (uint64_t)rounds;
+        },
+        5.0))
+        << fc.grants_sent << " grants";
     ASSERT_TRUE(flush_all()) << "flush held by the last grant";
 
     /* b still takes messages from a live sender, within its window */
@@ -491,8 +499,8 @@ TEST_P(uct_dcx_fc, closed_senders_do_not_hold_flush)
     int before  = m_rx;
     for (int i = 0; i < 2; ++i) {
         ASSERT_EQ(UCS_OK, retry([&] {
-            return uct_ep_am_short(ab, AM_ID, i, NULL, 0);
-        }));
+                      return uct_ep_am_short(ab, AM_ID, i, NULL, 0);
+                  }));
     }
     EXPECT_TRUE(wait_for([&] { return m_rx == before + 2; }));
     flush_ep(ab);

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * dcx transport: flush after floods of small puts, the way UCP drives it
  * (OpenSHMEM's put_nbi ... quiet): refused puts wait in the pending queue,
@@ -25,11 +26,11 @@ size_t pack_byte(void *dest, void *arg)
 /* A put that was refused, queued the way UCP queues it */
 struct put_req {
     uct_pending_req_t uct;
-    uct_ep_h          ep;
-    uint64_t          value;
-    uint64_t          raddr;
-    uct_rkey_t        rkey;
-    int              *done;
+    uct_ep_h ep;
+    uint64_t value;
+    uint64_t raddr;
+    uct_rkey_t rkey;
+    int *done;
 
     static ucs_status_t cb(uct_pending_req_t *self)
     {
@@ -78,8 +79,7 @@ protected:
     /* From one interface, n 8-byte puts to each of the targets (the peer
      * and itself), refused ones through the pending queue, then a flush of
      * every ep; all flushes complete and every value landed. */
-    void put_flood_flush(const std::map<std::string, std::string> &cfg,
-                         int n)
+    void put_flood_flush(const std::map<std::string, std::string> &cfg, int n)
     {
         entity *a = create_entity(cfg);
         entity *b = create_entity(cfg);
@@ -90,9 +90,9 @@ protected:
         memset(rb.ptr, 0, rb.length);
         memset(ra.ptr, 0, ra.length);
 
-        uct_ep_h eps[]  = {connect(a, b), connect(a, a)};
-        mem *targets[]  = {&rb, &ra};
-        const int neps  = 2;
+        uct_ep_h eps[] = {connect(a, b), connect(a, a)};
+        mem *targets[] = {&rb, &ra};
+        const int neps = 2;
         std::vector<put_req> reqs(neps * n);
         int done = 0, queued = 0;
         bool waiting[neps] = {false, false};
@@ -139,8 +139,8 @@ protected:
          * all were posted before, and all have landed */
         EXPECT_EQ(neps * n, done) << queued << " puts were queued";
         for (int i = 0; i < n; ++i) {
-            ASSERT_EQ(0x1000000ull + i + 1, ((uint64_t*)rb.ptr)[i]) << i;
-            ASSERT_EQ(0x2000000ull + i + 1, ((uint64_t*)ra.ptr)[i]) << i;
+            ASSERT_EQ(0x1000000ull + i + 1, ((uint64_t *)rb.ptr)[i]) << i;
+            ASSERT_EQ(0x2000000ull + i + 1, ((uint64_t *)ra.ptr)[i]) << i;
         }
     }
 };
@@ -190,19 +190,18 @@ TEST_P(uct_dcx_flush, pending_flush_gives_dci_back)
     uint64_t x = 11;
 
     cfg["NUM_DCI"] = "1";
-    entity *a = create_entity(cfg);
-    entity *b = create_entity(cfg);
+    entity *a      = create_entity(cfg);
+    entity *b      = create_entity(cfg);
     ASSERT_TRUE(a && b);
-    mem rb     = alloc_mem(4096);
+    mem rb      = alloc_mem(4096);
     uct_ep_h e1 = connect(a, b);
     uct_ep_h e2 = connect(a, b);
 
-    ASSERT_EQ(UCS_OK, uct_ep_put_short(e1, &x, 8, (uintptr_t)rb.ptr,
-                                       rb.rkey));
+    ASSERT_EQ(UCS_OK, uct_ep_put_short(e1, &x, 8, (uintptr_t)rb.ptr, rb.rkey));
     flush_ep(e1);
 
     flush_req req;
-    req.ep = e1;
+    req.ep              = e1;
     ucs_status_t status = uct_ep_pending_add(e1, &req.uct, 0);
     if (status == UCS_ERR_BUSY) {
         GTEST_SKIP() << "the ep keeps its DCI under this policy";
@@ -212,15 +211,14 @@ TEST_P(uct_dcx_flush, pending_flush_gives_dci_back)
 
     x = 12;
     ASSERT_TRUE(wait_for([&] {
-        return uct_ep_put_short(e2, &x, 8, (uintptr_t)rb.ptr + 8,
-                                rb.rkey) == UCS_OK;
+        return uct_ep_put_short(e2, &x, 8, (uintptr_t)rb.ptr + 8, rb.rkey) ==
+               UCS_OK;
     })) << "the other ep never got the DCI";
     flush_ep(e2);
-    EXPECT_EQ(12u, ((uint64_t*)rb.ptr)[1]);
+    EXPECT_EQ(12u, ((uint64_t *)rb.ptr)[1]);
 }
 
-INSTANTIATE_TEST_SUITE_P(policy, uct_dcx_flush,
-                         UCT_DCX_POLICIES);
+INSTANTIATE_TEST_SUITE_P(policy, uct_dcx_flush, UCT_DCX_POLICIES);
 
 
 /* Two endpoints on one shared DCI (rand): ep 1's last WR is signalled, then
@@ -237,8 +235,8 @@ TEST_F(uct_dcx_flush_shared, flush_not_held_by_later_op)
     cfg["DCI_POLICY"]    = "rand";
     cfg["NUM_DCI"]       = "1";
     cfg["SIGNAL_PERIOD"] = "2";
-    entity *a = create_entity(cfg);
-    entity *b = create_entity(cfg);
+    entity *a            = create_entity(cfg);
+    entity *b            = create_entity(cfg);
     ASSERT_TRUE(a && b);
     ASSERT_EQ(UCS_OK, uct_iface_set_am_handler(b->iface, AM_ID, am_count_cb,
                                                &received, 0));
@@ -247,10 +245,9 @@ TEST_F(uct_dcx_flush_shared, flush_not_held_by_later_op)
     uct_ep_h e2 = connect(a, b);
 
     /* WR 1 unsignalled, WR 2 signalled (period 2) */
-    ASSERT_EQ(UCS_OK, uct_ep_put_short(e1, &x, 8, (uintptr_t)rb.ptr,
-                                       rb.rkey));
-    ASSERT_EQ(UCS_OK, uct_ep_put_short(e1, &x, 8, (uintptr_t)rb.ptr + 8,
-                                       rb.rkey));
+    ASSERT_EQ(UCS_OK, uct_ep_put_short(e1, &x, 8, (uintptr_t)rb.ptr, rb.rkey));
+    ASSERT_EQ(UCS_OK,
+              uct_ep_put_short(e1, &x, 8, (uintptr_t)rb.ptr + 8, rb.rkey));
     /* WR 3, unsignalled, with an operation (its buffer goes back later) */
     ASSERT_EQ(16, uct_ep_am_bcopy(e2, AM_ID, pack_byte, NULL, 0));
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * dcx transport hardening (issue 8) through the UCT API: reachability
  * checks everything endpoint creation checks, and registered memory that
@@ -37,15 +38,15 @@ protected:
                    const std::vector<char> &iaddr)
     {
         return uct_iface_is_reachable(e->iface,
-                                      (const uct_device_addr_t*)&daddr[0],
-                                      (const uct_iface_addr_t*)&iaddr[0]);
+                                      (const uct_device_addr_t *)&daddr[0],
+                                      (const uct_iface_addr_t *)&iaddr[0]);
     }
 
     /* memory mapped here, registered through the MD, rkey unpacked */
     struct region {
-        uint8_t          *ptr;
-        size_t            len;
-        uct_mem_h         memh;
+        uint8_t *ptr;
+        size_t len;
+        uct_mem_h memh;
         uct_rkey_bundle_t rkb;
     };
 
@@ -54,9 +55,9 @@ protected:
         region r;
         std::vector<char> packed(m_md_attr.rkey_packed_size);
         r.len = len;
-        r.ptr = (uint8_t*)mmap(NULL, len, PROT_READ | PROT_WRITE,
-                               MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        EXPECT_NE(MAP_FAILED, (void*)r.ptr);
+        r.ptr = (uint8_t *)mmap(NULL, len, PROT_READ | PROT_WRITE,
+                                MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        EXPECT_NE(MAP_FAILED, (void *)r.ptr);
         memset(r.ptr, 0, len);
         EXPECT_EQ(UCS_OK, uct_md_mem_reg(m_md, r.ptr, len,
                                          UCT_MD_MEM_ACCESS_ALL, &r.memh));
@@ -115,8 +116,8 @@ protected:
         uct_ep_h ep = connect(a, b);
         test_comp c1;
         ucs_status_t st = retry([&] {
-            return uct_ep_put_zcopy(ep, &iov, 1, (uintptr_t)r.ptr,
-                                    r.rkb.rkey, &c1.uct);
+            return uct_ep_put_zcopy(ep, &iov, 1, (uintptr_t)r.ptr, r.rkb.rkey,
+                                    &c1.uct);
         });
         if (st == UCS_INPROGRESS) {
             st = UCS_OK;
@@ -127,8 +128,8 @@ protected:
         ep = connect(a, b);
         test_comp c2;
         st = retry([&] {
-            return uct_ep_get_zcopy(ep, &iov, 1, (uintptr_t)r.ptr,
-                                    r.rkb.rkey, &c2.uct);
+            return uct_ep_get_zcopy(ep, &iov, 1, (uintptr_t)r.ptr, r.rkb.rkey,
+                                    &c2.uct);
         });
         if (st == UCS_INPROGRESS) {
             st = UCS_OK;
@@ -148,8 +149,8 @@ TEST_F(uct_dcx_hardening, reachability_bad_flow)
     dcx_soft_params_t p;
     memset(&p, 0, sizeof(p));
     std::string other_fabric = unique_fabric() + "o";
-    p.count  = 1;
-    p.fabric = other_fabric.c_str();
+    p.count                  = 1;
+    p.fabric                 = other_fabric.c_str();
     dcx_dev_info_t *list;
     unsigned count;
     ASSERT_EQ(0, dcx_soft_list(&p, &list, &count));
@@ -216,7 +217,7 @@ TEST_F(uct_dcx_hardening, remapped_memory_not_written_bad_flow)
     ASSERT_EQ(0, munmap(r.ptr, r.len));
     void *again = mmap(r.ptr, r.len, PROT_READ | PROT_WRITE,
                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
-    ASSERT_EQ((void*)r.ptr, again);
+    ASSERT_EQ((void *)r.ptr, again);
 
     ucs_status_t put_st, get_st;
     put_get(r, 64 * 1024, &put_st, &get_st);

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * uct_ep_invalidate() on dcx endpoints (dcx_ep_invalidate.c), under every
  * DCI policy, with one DCI so that the endpoints to the peer share it
@@ -38,23 +39,20 @@ const uint8_t AM_ID = 9;
 /* A pending request that counts its dispatches and purges */
 struct counting_req {
     uct_pending_req_t uct;
-    int               dispatched;
-    int               purged;
+    int dispatched;
+    int purged;
 
-    counting_req() : dispatched(0), purged(0)
-    {
-        uct.func = dispatch;
-    }
+    counting_req() : dispatched(0), purged(0) { uct.func = dispatch; }
 
     static ucs_status_t dispatch(uct_pending_req_t *self)
     {
-        reinterpret_cast<counting_req*>(self)->dispatched++;
+        reinterpret_cast<counting_req *>(self)->dispatched++;
         return UCS_OK;
     }
 
     static void purge(uct_pending_req_t *self, void *arg)
     {
-        reinterpret_cast<counting_req*>(self)->purged++;
+        reinterpret_cast<counting_req *>(self)->purged++;
     }
 };
 
@@ -84,9 +82,9 @@ protected:
     /* what operations outstanding on an endpoint refer to: members, so
      * that they outlive a test body that stops early (the endpoints go in
      * TearDown) */
-    test_comp     m_get_comp, m_put_comp, m_fadd_comp;
-    uint64_t      m_fetched;
-    counting_req  m_req;
+    test_comp m_get_comp, m_put_comp, m_fadd_comp;
+    uint64_t m_fetched;
+    counting_req m_req;
 };
 
 TEST_P(uct_dcx_invalidate, outstanding_and_pending_fail)
@@ -98,7 +96,7 @@ TEST_P(uct_dcx_invalidate, outstanding_and_pending_fail)
     uint64_t value      = 1;
     test_comp &get_comp = m_get_comp, &put_comp = m_put_comp;
     test_comp &fadd_comp = m_fadd_comp;
-    counting_req &req   = m_req;
+    counting_req &req    = m_req;
     ucs_status_t status;
     int sent;
 
@@ -108,17 +106,15 @@ TEST_P(uct_dcx_invalidate, outstanding_and_pending_fail)
 
     /* Operations outstanding on bad: no progress from here on */
     uct_iov_t get_iov = {loc.ptr, 4096, loc.memh, 0, 1};
-    uct_iov_t put_iov = {(char*)loc.ptr + 4096, 4096, loc.memh, 0, 1};
-    ASSERT_EQ(UCS_INPROGRESS,
-              retry([&] {
+    uct_iov_t put_iov = {(char *)loc.ptr + 4096, 4096, loc.memh, 0, 1};
+    ASSERT_EQ(UCS_INPROGRESS, retry([&] {
                   return uct_ep_get_zcopy(bad, &get_iov, 1,
                                           (uintptr_t)m_mem.ptr + 4096,
                                           m_mem.rkey, &get_comp.uct);
               }));
     ASSERT_EQ(UCS_INPROGRESS,
-              uct_ep_put_zcopy(bad, &put_iov, 1,
-                               (uintptr_t)m_mem.ptr + 8192, m_mem.rkey,
-                               &put_comp.uct));
+              uct_ep_put_zcopy(bad, &put_iov, 1, (uintptr_t)m_mem.ptr + 8192,
+                               m_mem.rkey, &put_comp.uct));
     ASSERT_EQ(UCS_INPROGRESS,
               uct_ep_atomic64_fetch(bad, UCT_ATOMIC_OP_ADD, 1, &m_fetched,
                                     (uintptr_t)m_mem.ptr + 16384, m_mem.rkey,
@@ -138,9 +134,8 @@ TEST_P(uct_dcx_invalidate, outstanding_and_pending_fail)
     /* new operations are taken (and dropped: checked in
      * new_operations_taken_until_reported); nothing is reported in the
      * call */
-    EXPECT_EQ(UCS_OK,
-              uct_ep_put_short(bad, &value, sizeof(value),
-                               (uintptr_t)m_mem.ptr, m_mem.rkey));
+    EXPECT_EQ(UCS_OK, uct_ep_put_short(bad, &value, sizeof(value),
+                                       (uintptr_t)m_mem.ptr, m_mem.rkey));
     EXPECT_EQ(UCS_OK, uct_ep_am_short(bad, AM_ID, 0, NULL, 0));
     EXPECT_TRUE(m_errors.empty());
     EXPECT_EQ(0, get_comp.done + put_comp.done + fadd_comp.done);
@@ -182,12 +177,12 @@ TEST_P(uct_dcx_invalidate, outstanding_and_pending_fail)
 
 /* Packs 'fill' into 64 bytes and counts its calls */
 struct counting_pack {
-    int     calls;
+    int calls;
     uint8_t fill;
 
     static size_t pack(void *dest, void *arg)
     {
-        counting_pack *self = static_cast<counting_pack*>(arg);
+        counting_pack *self = static_cast<counting_pack *>(arg);
 
         self->calls++;
         memset(dest, self->fill, 64);
@@ -196,7 +191,7 @@ struct counting_pack {
 
     static void unpack(void *arg, const void *data, size_t length)
     {
-        static_cast<counting_pack*>(arg)->calls++;
+        static_cast<counting_pack *>(arg)->calls++;
     }
 };
 
@@ -214,12 +209,12 @@ TEST_P(uct_dcx_invalidate, new_operations_taken_until_reported)
     mem loc             = alloc_mem(8192);
     const uint64_t mark = 0x5a5a5a5a5a5a5a5aull;
     const uint64_t cmp  = 0x1111;
-    uint64_t value      = 0x77, fetched = mark, swapped = mark;
+    uint64_t value = 0x77, fetched = mark, swapped = mark;
     test_comp am_z, put_z, get_b, get_z, fadd, cswap, flush_c;
     counting_pack packer = {0, 0xab}, unpacker = {0, 0};
-    uint8_t *remote      = static_cast<uint8_t*>(m_mem.ptr);
+    uint8_t *remote = static_cast<uint8_t *>(m_mem.ptr);
     std::vector<uint8_t> before(remote, remote + 8192);
-    uint64_t hdr         = 3;
+    uint64_t hdr = 3;
 
     check_healthy(good, 11);
     before.assign(remote, remote + 8192);
@@ -229,10 +224,9 @@ TEST_P(uct_dcx_invalidate, new_operations_taken_until_reported)
     ASSERT_EQ(UCS_OK, invalidate(bad));
 
     uct_iov_t put_iov = {loc.ptr, 256, loc.memh, 0, 1};
-    uct_iov_t get_iov = {(char*)loc.ptr + 4096, 256, loc.memh, 0, 1};
+    uct_iov_t get_iov = {(char *)loc.ptr + 4096, 256, loc.memh, 0, 1};
     EXPECT_EQ(UCS_OK, uct_ep_am_short(bad, AM_ID, 1, &value, sizeof(value)));
-    EXPECT_EQ(64, uct_ep_am_bcopy(bad, AM_ID, counting_pack::pack, &packer,
-                                  0));
+    EXPECT_EQ(64, uct_ep_am_bcopy(bad, AM_ID, counting_pack::pack, &packer, 0));
     EXPECT_EQ(UCS_INPROGRESS, uct_ep_am_zcopy(bad, AM_ID, &hdr, sizeof(hdr),
                                               &put_iov, 1, 0, &am_z.uct));
     EXPECT_EQ(UCS_OK, uct_ep_put_short(bad, &value, sizeof(value),
@@ -246,11 +240,11 @@ TEST_P(uct_dcx_invalidate, new_operations_taken_until_reported)
               uct_ep_get_bcopy(bad, counting_pack::unpack, &unpacker, 64,
                                (uintptr_t)remote, m_mem.rkey, &get_b.uct));
     EXPECT_EQ(UCS_INPROGRESS,
-              uct_ep_get_zcopy(bad, &get_iov, 1, (uintptr_t)remote,
-                               m_mem.rkey, &get_z.uct));
-    EXPECT_EQ(UCS_OK, uct_ep_atomic64_post(bad, UCT_ATOMIC_OP_ADD, 5,
-                                           (uintptr_t)remote + 1024,
-                                           m_mem.rkey));
+              uct_ep_get_zcopy(bad, &get_iov, 1, (uintptr_t)remote, m_mem.rkey,
+                               &get_z.uct));
+    EXPECT_EQ(UCS_OK,
+              uct_ep_atomic64_post(bad, UCT_ATOMIC_OP_ADD, 5,
+                                   (uintptr_t)remote + 1024, m_mem.rkey));
     EXPECT_EQ(UCS_INPROGRESS,
               uct_ep_atomic64_fetch(bad, UCT_ATOMIC_OP_ADD, 5, &fetched,
                                     (uintptr_t)remote + 1024, m_mem.rkey,
@@ -265,8 +259,8 @@ TEST_P(uct_dcx_invalidate, new_operations_taken_until_reported)
     /* reported from progress: every completion failed, once */
     ASSERT_TRUE(wait_for([&] { return !errors_of(bad).empty(); }));
     EXPECT_EQ(UCS_ERR_ENDPOINT_TIMEOUT, errors_of(bad)[0]);
-    for (test_comp *c : {&am_z, &put_z, &get_b, &get_z, &fadd, &cswap,
-                         &flush_c}) {
+    for (test_comp *c :
+         {&am_z, &put_z, &get_b, &get_z, &fadd, &cswap, &flush_c}) {
         EXPECT_EQ(1, c->done);
         EXPECT_EQ(UCS_ERR_ENDPOINT_TIMEOUT, c->status);
     }
@@ -279,13 +273,13 @@ TEST_P(uct_dcx_invalidate, new_operations_taken_until_reported)
     EXPECT_EQ(mark, fetched);
     EXPECT_EQ(mark, swapped);
     for (size_t i = 4096; i < 4096 + 256; ++i) {
-        ASSERT_EQ(0xcd, static_cast<uint8_t*>(loc.ptr)[i]) << i;
+        ASSERT_EQ(0xcd, static_cast<uint8_t *>(loc.ptr)[i]) << i;
     }
 
     /* after the report: refused at once */
     EXPECT_EQ(UCS_ERR_CONNECTION_RESET,
-              uct_ep_put_short(bad, &value, sizeof(value),
-                               (uintptr_t)remote, m_mem.rkey));
+              uct_ep_put_short(bad, &value, sizeof(value), (uintptr_t)remote,
+                               m_mem.rkey));
     EXPECT_EQ(1u, errors_of(bad).size());
     EXPECT_EQ(1u, m_errors.size());
     check_healthy(good, 22);
@@ -295,23 +289,23 @@ TEST_P(uct_dcx_invalidate, new_operations_taken_until_reported)
 /* A completion whose callback issues the same operation again on its ep */
 struct reposting_comp {
     uct_completion_t uct;
-    uct_ep_h         ep;
-    uct_iov_t        iov;
-    uint64_t         raddr;
-    uct_rkey_t       rkey;
-    int              calls;
-    ucs_status_t     status;     /* the completion's */
-    ucs_status_t     reposted;   /* what the repost returned */
+    uct_ep_h ep;
+    uct_iov_t iov;
+    uint64_t raddr;
+    uct_rkey_t rkey;
+    int calls;
+    ucs_status_t status;   /* the completion's */
+    ucs_status_t reposted; /* what the repost returned */
 
     static void callback(uct_completion_t *self)
     {
         reposting_comp *c = ucs_container_of(self, reposting_comp, uct);
 
         c->calls++;
-        c->status   = self->status;
+        c->status    = self->status;
         c->uct.count = 1;
-        c->reposted = uct_ep_get_zcopy(c->ep, &c->iov, 1, c->raddr, c->rkey,
-                                       &c->uct);
+        c->reposted  = uct_ep_get_zcopy(c->ep, &c->iov, 1, c->raddr, c->rkey,
+                                        &c->uct);
     }
 };
 
@@ -323,10 +317,10 @@ struct reposting_comp {
  * again. */
 TEST_P(uct_dcx_invalidate, flush_and_reposting_callback)
 {
-    uct_ep_h bad   = connect(m_a, m_b);
-    uct_ep_h good  = connect(m_a, m_b);
-    mem loc        = alloc_mem(4096);
-    uint64_t value = 5;
+    uct_ep_h bad       = connect(m_a, m_b);
+    uct_ep_h good      = connect(m_a, m_b);
+    mem loc            = alloc_mem(4096);
+    uint64_t value     = 5;
     test_comp &flush_c = m_put_comp;
     reposting_comp rc;
 
@@ -373,14 +367,13 @@ TEST_P(uct_dcx_invalidate, flush_and_reposting_callback)
 
 TEST_P(uct_dcx_invalidate, destroyed_before_reported)
 {
-    uct_ep_h bad  = connect(m_a, m_b);
-    uct_ep_h good = connect(m_a, m_b);
-    mem loc       = alloc_mem(4096);
+    uct_ep_h bad    = connect(m_a, m_b);
+    uct_ep_h good   = connect(m_a, m_b);
+    mem loc         = alloc_mem(4096);
     test_comp &comp = m_get_comp;
 
     uct_iov_t iov = {loc.ptr, 4096, loc.memh, 0, 1};
-    ASSERT_EQ(UCS_INPROGRESS,
-              retry([&] {
+    ASSERT_EQ(UCS_INPROGRESS, retry([&] {
                   return uct_ep_get_zcopy(bad, &iov, 1, (uintptr_t)m_mem.ptr,
                                           m_mem.rkey, &comp.uct);
               }));
@@ -427,7 +420,7 @@ TEST_P(uct_dcx_invalidate, unknown_flags_bad_flow)
     uct_ep_invalidate_params_t params;
 
     params.field_mask = UCS_BIT(0);
-    status = uct_ep_invalidate(ep, &params);
+    status            = uct_ep_invalidate(ep, &params);
 #else
     status = uct_ep_invalidate(ep, 1);
 #endif

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Heap an interface open and an endpoint take (issue 12 item 5): malloc'd
  * bytes counted by mallinfo2, which is deterministic for a given sequence of
@@ -45,10 +46,9 @@ protected:
                                 UCT_EP_PARAM_FIELD_DEV_ADDR |
                                 UCT_EP_PARAM_FIELD_IFACE_ADDR;
             params.iface      = e->iface;
-            params.dev_addr   = (const uct_device_addr_t*)e->dev_addr.data();
-            params.iface_addr = (const uct_iface_addr_t*)
-                                e->iface_addr.data();
-            ep = NULL;
+            params.dev_addr   = (const uct_device_addr_t *)e->dev_addr.data();
+            params.iface_addr = (const uct_iface_addr_t *)e->iface_addr.data();
+            ep                = NULL;
             ASSERT_EQ(UCS_OK, uct_ep_create(&params, &ep));
             eps.push_back(ep);
         }
@@ -64,8 +64,8 @@ TEST_F(uct_dcx_mem, iface_open_heap)
     size_t used   = heap_now() - before;
 
     ASSERT_TRUE(e != NULL);
-    EXPECT_LE(used, iface_heap_max) << "interface open took " << used
-                                    << " bytes of heap";
+    EXPECT_LE(used, iface_heap_max)
+        << "interface open took " << used << " bytes of heap";
 }
 
 TEST_F(uct_dcx_mem, heap_per_ep)
@@ -104,10 +104,11 @@ TEST_F(uct_dcx_mem, pending_state_released)
     ucs_status_t status = UCS_OK;
     unsigned sent, purged = 0;
 
-    ASSERT_EQ(UCS_OK, uct_iface_set_am_handler(e->iface, 1,
-                      [](void*, void*, size_t, unsigned) {
-                          return UCS_OK;
-                      }, NULL, 0));
+    ASSERT_EQ(UCS_OK,
+              uct_iface_set_am_handler(
+                  e->iface, 1,
+                  [](void *, void *, size_t, unsigned) { return UCS_OK; }, NULL,
+                  0));
     eps.reserve(1);
     create_eps(e, 1, eps);
     for (sent = 0; sent < 100000; ++sent) {
@@ -119,11 +120,11 @@ TEST_F(uct_dcx_mem, pending_state_released)
     ASSERT_EQ(UCS_ERR_NO_RESOURCE, status) << "after " << sent << " sends";
 
     memset(&req, 0, sizeof(req));
-    req.func = [](uct_pending_req_t*) { return UCS_OK; };
+    req.func = [](uct_pending_req_t *) { return UCS_OK; };
     ASSERT_EQ(UCS_OK, uct_ep_pending_add(eps[0], &req, 0));
-    uct_ep_pending_purge(eps[0], [](uct_pending_req_t*, void *arg) {
-                             ++*(unsigned*)arg;
-                         }, &purged);
+    uct_ep_pending_purge(
+        eps[0], [](uct_pending_req_t *, void *arg) { ++*(unsigned *)arg; },
+        &purged);
     EXPECT_EQ(1u, purged);
     uct_ep_destroy(eps[0]);
     progress();

@@ -1,9 +1,10 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * dcx transport through the UCT API: every operation, under every DCI pool
  * policy; flush, fence, pending; flow control under a flood.
  */
 #include "uct_fixture.h"
-#include "dcx_ucx_features.h"   /* what differs between UCX versions */
+#include "dcx_ucx_features.h" /* what differs between UCX versions */
 
 #include <cstring>
 #include <algorithm>
@@ -17,24 +18,23 @@ namespace {
 const uint8_t AM_ID = 5;
 
 struct am_rx {
-    int                       count;
-    size_t                    bytes;
-    bool                      keep;        /* return UCS_INPROGRESS */
-    std::vector<void*>        kept;
-    std::vector<std::string>  payloads;
+    int count;
+    size_t bytes;
+    bool keep; /* return UCS_INPROGRESS */
+    std::vector<void *> kept;
+    std::vector<std::string> payloads;
 
     am_rx() : count(0), bytes(0), keep(false) {}
 
-    static ucs_status_t cb(void *arg, void *data, size_t length,
-                           unsigned flags)
+    static ucs_status_t cb(void *arg, void *data, size_t length, unsigned flags)
     {
-        am_rx *self = static_cast<am_rx*>(arg);
+        am_rx *self = static_cast<am_rx *>(arg);
 
         EXPECT_TRUE(flags & UCT_CB_PARAM_FLAG_DESC);
         self->count++;
         self->bytes += length;
         if (self->payloads.size() < 64) {
-            self->payloads.push_back(std::string((char*)data, length));
+            self->payloads.push_back(std::string((char *)data, length));
         }
         if (self->keep) {
             self->kept.push_back(data);
@@ -46,12 +46,12 @@ struct am_rx {
 
 struct pack_arg {
     const void *data;
-    size_t      length;
+    size_t length;
 };
 
 size_t pack_cb(void *dest, void *arg)
 {
-    pack_arg *a = static_cast<pack_arg*>(arg);
+    pack_arg *a = static_cast<pack_arg *>(arg);
 
     memcpy(dest, a->data, a->length);
     return a->length;
@@ -63,7 +63,7 @@ struct unpack_arg {
 
 void unpack_cb(void *arg, const void *data, size_t length)
 {
-    static_cast<unpack_arg*>(arg)->data.assign((const char*)data, length);
+    static_cast<unpack_arg *>(arg)->data.assign((const char *)data, length);
 }
 
 } /* namespace */
@@ -74,19 +74,19 @@ protected:
     virtual void SetUp()
     {
         uct_dcx_test::SetUp();
-        m_a  = create_entity();
-        m_b  = create_entity();
+        m_a = create_entity();
+        m_b = create_entity();
         ASSERT_TRUE((m_a != NULL) && (m_b != NULL));
         m_ab = connect(m_a, m_b);
         m_ba = connect(m_b, m_a);
-        ASSERT_EQ(UCS_OK, uct_iface_set_am_handler(m_b->iface, AM_ID,
-                                                   am_rx::cb, &m_rx, 0));
+        ASSERT_EQ(UCS_OK, uct_iface_set_am_handler(m_b->iface, AM_ID, am_rx::cb,
+                                                   &m_rx, 0));
     }
 
     virtual void TearDown()
     {
         for (size_t i = 0; i < m_rx.kept.size(); ++i) {
-            uct_iface_release_desc((char*)m_rx.kept[i] - 16);
+            uct_iface_release_desc((char *)m_rx.kept[i] - 16);
         }
         uct_dcx_test::TearDown();
         EXPECT_EQ(0, log_counter::errors()) << log_counter::messages()[0];
@@ -103,9 +103,9 @@ protected:
         return status;
     }
 
-    entity   *m_a, *m_b;
-    uct_ep_h  m_ab, m_ba;
-    am_rx     m_rx;
+    entity *m_a, *m_b;
+    uct_ep_h m_ab, m_ba;
+    am_rx m_rx;
 };
 
 TEST_P(uct_dcx_ops, iface_attr)
@@ -131,9 +131,9 @@ TEST_P(uct_dcx_ops, am_short)
 
     for (int i = 0; i < 100; ++i) {
         ASSERT_EQ(UCS_OK, retry([&] {
-            return uct_ep_am_short(m_ab, AM_ID, hdr, payload.data(),
-                                   payload.size());
-        }));
+                      return uct_ep_am_short(m_ab, AM_ID, hdr, payload.data(),
+                                             payload.size());
+                  }));
     }
     ASSERT_TRUE(wait_for([&] { return m_rx.count == 100; }));
     ASSERT_EQ(8 + payload.size(), m_rx.payloads[0].size());
@@ -162,9 +162,8 @@ TEST_P(uct_dcx_ops, am_short_iov)
     iov[0] = {a, 6, UCT_MEM_HANDLE_NULL, 0, 1};
     iov[1] = {b, 3, UCT_MEM_HANDLE_NULL, 0, 1};
     iov[2] = {c, 5, UCT_MEM_HANDLE_NULL, 0, 1};
-    ASSERT_EQ(UCS_OK, retry([&] {
-        return uct_ep_am_short_iov(m_ab, AM_ID, iov, 3);
-    }));
+    ASSERT_EQ(UCS_OK,
+              retry([&] { return uct_ep_am_short_iov(m_ab, AM_ID, iov, 3); }));
     ASSERT_TRUE(wait_for([&] { return m_rx.count == 1; }));
     EXPECT_EQ("hello dc world", m_rx.payloads[0]);
 }
@@ -190,7 +189,7 @@ TEST_P(uct_dcx_ops, am_bcopy_and_keep_desc)
     /* held descriptors still contain their data */
     EXPECT_EQ(0, memcmp(m_rx.kept[3], payload.data(), payload.size()));
     for (size_t i = 0; i < m_rx.kept.size(); ++i) {
-        uct_iface_release_desc((char*)m_rx.kept[i] - 16);
+        uct_iface_release_desc((char *)m_rx.kept[i] - 16);
     }
     m_rx.kept.clear();
     flush_ep(m_ab);
@@ -204,8 +203,8 @@ TEST_P(uct_dcx_ops, am_zcopy)
     uct_iov_t iov[2];
 
     memset(m.ptr, 'z', 4096);
-    iov[0] = {m.ptr, 1000, m.memh, 0, 1};
-    iov[1] = {(char*)m.ptr + 2000, 2000, m.memh, 0, 1};
+    iov[0]              = {m.ptr, 1000, m.memh, 0, 1};
+    iov[1]              = {(char *)m.ptr + 2000, 2000, m.memh, 0, 1};
     ucs_status_t status = retry([&] {
         return uct_ep_am_zcopy(m_ab, AM_ID, &hdr, sizeof(hdr), iov, 2, 0,
                                &comp.uct);
@@ -234,14 +233,14 @@ TEST_P(uct_dcx_ops, am_zcopy_header_length_bad_flow)
     size_t max_hdr = m_a->attr.cap.am.max_hdr;
     mem m          = alloc_mem(4096);
     std::vector<char> hdr(max_hdr + 1, 'h');
-    uct_iov_t iov  = {m.ptr, 1, m.memh, 0, 1};
+    uct_iov_t iov = {m.ptr, 1, m.memh, 0, 1};
     test_comp comp;
 
     ASSERT_LE(max_hdr + 2, m_a->attr.cap.am.max_zcopy);
     log_counter::reset();
     EXPECT_EQ(UCS_ERR_INVALID_PARAM,
-              uct_ep_am_zcopy(m_ab, AM_ID, hdr.data(), max_hdr + 1, &iov, 1,
-                              0, NULL));
+              uct_ep_am_zcopy(m_ab, AM_ID, hdr.data(), max_hdr + 1, &iov, 1, 0,
+                              NULL));
     EXPECT_EQ(1, log_counter::errors());
     EXPECT_TRUE(log_counter::contains("length")) << log_counter::joined();
     log_counter::reset();
@@ -249,9 +248,9 @@ TEST_P(uct_dcx_ops, am_zcopy_header_length_bad_flow)
     /* max_hdr itself goes through whole */
     memset(m.ptr, 'p', 1);
     ASSERT_EQ(UCS_INPROGRESS, retry([&] {
-        return uct_ep_am_zcopy(m_ab, AM_ID, hdr.data(), max_hdr, &iov, 1, 0,
-                               &comp.uct);
-    }));
+                  return uct_ep_am_zcopy(m_ab, AM_ID, hdr.data(), max_hdr, &iov,
+                                         1, 0, &comp.uct);
+              }));
     ASSERT_TRUE(wait_for([&] { return (m_rx.count == 1) && comp.done; }));
     EXPECT_EQ(std::string(max_hdr, 'h') + "p", m_rx.payloads[0]);
 }
@@ -271,7 +270,7 @@ TEST_P(uct_dcx_ops, get_short_not_offered)
 
     mem src = alloc_mem(64);
     for (size_t i = 0; i < 64; ++i) {
-        ((char*)src.ptr)[i] = (char)(i * 3 + 1);
+        ((char *)src.ptr)[i] = (char)(i * 3 + 1);
     }
     const unsigned sizes[] = {0, 8, 64};
     for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); ++k) {
@@ -281,7 +280,7 @@ TEST_P(uct_dcx_ops, get_short_not_offered)
         EXPECT_EQ(UCS_ERR_UNSUPPORTED,
                   uct_ep_get_short(m_ab, buf.data(), sizes[k],
                                    (uintptr_t)src.ptr, src.rkey))
-                << "size " << sizes[k];
+            << "size " << sizes[k];
         EXPECT_EQ(1, log_counter::errors()) << log_counter::joined();
         EXPECT_TRUE(log_counter::contains("get_short"));
         EXPECT_EQ(std::vector<char>(64, 'x'), buf) << "size " << sizes[k];
@@ -290,13 +289,13 @@ TEST_P(uct_dcx_ops, get_short_not_offered)
 
     unpack_arg got;
     ucs_status_t status = retry([&] {
-        return uct_ep_get_bcopy(m_ab, unpack_cb, &got, 64,
-                                (uintptr_t)src.ptr, src.rkey, NULL);
+        return uct_ep_get_bcopy(m_ab, unpack_cb, &got, 64, (uintptr_t)src.ptr,
+                                src.rkey, NULL);
     });
     EXPECT_TRUE((status == UCS_OK) || (status == UCS_INPROGRESS))
-            << ucs_status_string(status);
+        << ucs_status_string(status);
     flush_ep(m_ab);
-    EXPECT_EQ(std::string((char*)src.ptr, 64), got.data);
+    EXPECT_EQ(std::string((char *)src.ptr, 64), got.data);
 }
 
 TEST_P(uct_dcx_ops, put_short_bcopy_zcopy)
@@ -308,16 +307,16 @@ TEST_P(uct_dcx_ops, put_short_bcopy_zcopy)
 
     memset(small, 's', sizeof(small));
     ASSERT_EQ(UCS_OK, retry([&] {
-        return uct_ep_put_short(m_ab, small, sizeof(small),
-                                (uintptr_t)dst.ptr, dst.rkey);
-    }));
+                  return uct_ep_put_short(m_ab, small, sizeof(small),
+                                          (uintptr_t)dst.ptr, dst.rkey);
+              }));
 
     std::string bc(m_a->attr.cap.put.max_bcopy, 'c');
     pack_arg arg = {bc.data(), bc.size()};
     ssize_t len;
     do {
-        len = uct_ep_put_bcopy(m_ab, pack_cb, &arg,
-                               (uintptr_t)dst.ptr + 4096, dst.rkey);
+        len = uct_ep_put_bcopy(m_ab, pack_cb, &arg, (uintptr_t)dst.ptr + 4096,
+                               dst.rkey);
         if (len == UCS_ERR_NO_RESOURCE) {
             progress();
         }
@@ -327,16 +326,17 @@ TEST_P(uct_dcx_ops, put_short_bcopy_zcopy)
     memset(src.ptr, 'Z', src.length);
     uct_iov_t iov = {src.ptr, 512 * 1024, src.memh, 0, 1};
     ASSERT_EQ(UCS_INPROGRESS, retry([&] {
-        return uct_ep_put_zcopy(m_ab, &iov, 1, (uintptr_t)dst.ptr + 65536,
-                                dst.rkey, &comp.uct);
-    }));
+                  return uct_ep_put_zcopy(m_ab, &iov, 1,
+                                          (uintptr_t)dst.ptr + 65536, dst.rkey,
+                                          &comp.uct);
+              }));
     ASSERT_TRUE(wait_for([&] { return comp.done > 0; }));
     EXPECT_EQ(UCS_OK, comp.status);
     flush_ep(m_ab);
 
     EXPECT_EQ(0, memcmp(dst.ptr, small, sizeof(small)));
-    EXPECT_EQ(0, memcmp((char*)dst.ptr + 4096, bc.data(), bc.size()));
-    EXPECT_EQ(0, memcmp((char*)dst.ptr + 65536, src.ptr, 512 * 1024));
+    EXPECT_EQ(0, memcmp((char *)dst.ptr + 4096, bc.data(), bc.size()));
+    EXPECT_EQ(0, memcmp((char *)dst.ptr + 65536, src.ptr, 512 * 1024));
 }
 
 TEST_P(uct_dcx_ops, get_bcopy_zcopy)
@@ -347,22 +347,23 @@ TEST_P(uct_dcx_ops, get_bcopy_zcopy)
     test_comp c1, c2;
 
     for (size_t i = 0; i < rem.length; ++i) {
-        ((char*)rem.ptr)[i] = (char)(i * 7);
+        ((char *)rem.ptr)[i] = (char)(i * 7);
     }
 
     ASSERT_EQ(UCS_INPROGRESS, retry([&] {
-        return uct_ep_get_bcopy(m_ab, unpack_cb, &ua, 3000,
-                                (uintptr_t)rem.ptr + 100, rem.rkey, &c1.uct);
-    }));
+                  return uct_ep_get_bcopy(m_ab, unpack_cb, &ua, 3000,
+                                          (uintptr_t)rem.ptr + 100, rem.rkey,
+                                          &c1.uct);
+              }));
     uct_iov_t iov = {loc.ptr, 1 << 20, loc.memh, 0, 1};
     ASSERT_EQ(UCS_INPROGRESS, retry([&] {
-        return uct_ep_get_zcopy(m_ab, &iov, 1, (uintptr_t)rem.ptr, rem.rkey,
-                                &c2.uct);
-    }));
+                  return uct_ep_get_zcopy(m_ab, &iov, 1, (uintptr_t)rem.ptr,
+                                          rem.rkey, &c2.uct);
+              }));
     ASSERT_TRUE(wait_for([&] { return c1.done && c2.done; }));
     EXPECT_EQ(UCS_OK, c1.status);
     EXPECT_EQ(UCS_OK, c2.status);
-    EXPECT_EQ(std::string((char*)rem.ptr + 100, 3000), ua.data);
+    EXPECT_EQ(std::string((char *)rem.ptr + 100, 3000), ua.data);
     EXPECT_EQ(0, memcmp(loc.ptr, rem.ptr, 1 << 20));
 }
 
@@ -375,9 +376,9 @@ TEST_P(uct_dcx_ops, get_bcopy_zcopy)
 TEST_P(uct_dcx_ops, get_zcopy_into_reg_without_access_flags)
 {
     const size_t len = 64 * 1024;
-    mem rem = alloc_mem(len);
+    mem rem          = alloc_mem(len);
     std::vector<char> loc(len + 4096);
-    char *buf = (char*)(((uintptr_t)loc.data() + 4095) & ~(uintptr_t)4095);
+    char *buf = (char *)(((uintptr_t)loc.data() + 4095) & ~(uintptr_t)4095);
     uct_mem_h memh;
     test_comp c;
 
@@ -388,15 +389,15 @@ TEST_P(uct_dcx_ops, get_zcopy_into_reg_without_access_flags)
                     "access bits";
 #endif
     for (size_t i = 0; i < len; ++i) {
-        ((char*)rem.ptr)[i] = (char)(i * 13 + 1);
+        ((char *)rem.ptr)[i] = (char)(i * 13 + 1);
     }
     ASSERT_EQ(UCS_OK, uct_md_mem_reg(m_md, buf, len,
                                      UCT_MD_MEM_FLAG_HIDE_ERRORS, &memh));
     uct_iov_t iov = {buf, len, memh, 0, 1};
     ASSERT_EQ(UCS_INPROGRESS, retry([&] {
-        return uct_ep_get_zcopy(m_ab, &iov, 1, (uintptr_t)rem.ptr, rem.rkey,
-                                &c.uct);
-    }));
+                  return uct_ep_get_zcopy(m_ab, &iov, 1, (uintptr_t)rem.ptr,
+                                          rem.rkey, &c.uct);
+              }));
     ASSERT_TRUE(wait_for([&] { return c.done > 0; }));
     EXPECT_EQ(UCS_OK, c.status);
     EXPECT_EQ(0, memcmp(buf, rem.ptr, len));
@@ -406,56 +407,68 @@ TEST_P(uct_dcx_ops, get_zcopy_into_reg_without_access_flags)
 
 TEST_P(uct_dcx_ops, atomics64)
 {
-    mem m           = alloc_mem(64);
-    uint64_t *v     = (uint64_t*)m.ptr;
-    uint64_t result = 0;
-    uintptr_t addr  = (uintptr_t)m.ptr;
+    mem m                     = alloc_mem(64);
+    uint64_t *v               = (uint64_t *)m.ptr;
+    uint64_t result           = 0;
+    uintptr_t addr            = (uintptr_t)m.ptr;
     const uct_iface_attr_t &a = m_a->attr;
 
     auto post = [&](uct_atomic_op_t op, uint64_t value) {
         ASSERT_TRUE(a.cap.atomic64.op_flags & UCS_BIT(op));
         ASSERT_EQ(UCS_OK, retry([&] {
-            return uct_ep_atomic64_post(m_ab, op, value, addr, m.rkey);
-        }));
+                      return uct_ep_atomic64_post(m_ab, op, value, addr,
+                                                  m.rkey);
+                  }));
         flush_ep(m_ab);
     };
     auto fetch = [&](uct_atomic_op_t op, uint64_t value) {
         test_comp comp;
         ASSERT_TRUE(a.cap.atomic64.fop_flags & UCS_BIT(op));
         ASSERT_EQ(UCS_INPROGRESS, retry([&] {
-            return uct_ep_atomic64_fetch(m_ab, op, value, &result, addr,
-                                         m.rkey, &comp.uct);
-        }));
+                      return uct_ep_atomic64_fetch(m_ab, op, value, &result,
+                                                   addr, m.rkey, &comp.uct);
+                  }));
         ASSERT_TRUE(wait_for([&] { return comp.done > 0; }));
         ASSERT_EQ(UCS_OK, comp.status);
     };
 
     *v = 10;
-    post(UCT_ATOMIC_OP_ADD, 5);                EXPECT_EQ(15u, *v);
-    post(UCT_ATOMIC_OP_AND, 0x0c);             EXPECT_EQ(12u, *v);
+    post(UCT_ATOMIC_OP_ADD, 5);
+    EXPECT_EQ(15u, *v);
+    post(UCT_ATOMIC_OP_AND, 0x0c);
+    EXPECT_EQ(12u, *v);
     post(UCT_ATOMIC_OP_OR, 0xf000000000000000ull);
     EXPECT_EQ(0xf00000000000000cull, *v);
     post(UCT_ATOMIC_OP_XOR, 0xff0000000000000full);
     EXPECT_EQ(0x0f00000000000003ull, *v);
 
     *v = 100;
-    fetch(UCT_ATOMIC_OP_ADD, 1);   EXPECT_EQ(100u, result); EXPECT_EQ(101u, *v);
-    fetch(UCT_ATOMIC_OP_AND, 0xf); EXPECT_EQ(101u, result); EXPECT_EQ(5u, *v);
-    fetch(UCT_ATOMIC_OP_OR, 0x30); EXPECT_EQ(5u, result);   EXPECT_EQ(0x35u, *v);
-    fetch(UCT_ATOMIC_OP_XOR, 0x1); EXPECT_EQ(0x35u, result); EXPECT_EQ(0x34u, *v);
+    fetch(UCT_ATOMIC_OP_ADD, 1);
+    EXPECT_EQ(100u, result);
+    EXPECT_EQ(101u, *v);
+    fetch(UCT_ATOMIC_OP_AND, 0xf);
+    EXPECT_EQ(101u, result);
+    EXPECT_EQ(5u, *v);
+    fetch(UCT_ATOMIC_OP_OR, 0x30);
+    EXPECT_EQ(5u, result);
+    EXPECT_EQ(0x35u, *v);
+    fetch(UCT_ATOMIC_OP_XOR, 0x1);
+    EXPECT_EQ(0x35u, result);
+    EXPECT_EQ(0x34u, *v);
     fetch(UCT_ATOMIC_OP_SWAP, ~0ull);
-    EXPECT_EQ(0x34u, result); EXPECT_EQ(~0ull, *v);
+    EXPECT_EQ(0x34u, result);
+    EXPECT_EQ(~0ull, *v);
 
     test_comp c1, c2;
     ASSERT_EQ(UCS_INPROGRESS, uct_ep_atomic_cswap64(m_ab, 1, 2, addr, m.rkey,
                                                     &result, &c1.uct));
     ASSERT_TRUE(wait_for([&] { return c1.done > 0; }));
     EXPECT_EQ(~0ull, result);
-    EXPECT_EQ(~0ull, *v);      /* compare failed */
+    EXPECT_EQ(~0ull, *v); /* compare failed */
     ASSERT_EQ(UCS_INPROGRESS, retry([&] {
-        return uct_ep_atomic_cswap64(m_ab, ~0ull, 7, addr, m.rkey, &result,
-                                     &c2.uct);
-    }));
+                  return uct_ep_atomic_cswap64(m_ab, ~0ull, 7, addr, m.rkey,
+                                               &result, &c2.uct);
+              }));
     ASSERT_TRUE(wait_for([&] { return c2.done > 0; }));
     EXPECT_EQ(~0ull, result);
     EXPECT_EQ(7u, *v);
@@ -464,7 +477,7 @@ TEST_P(uct_dcx_ops, atomics64)
 TEST_P(uct_dcx_ops, atomics32)
 {
     mem m           = alloc_mem(64);
-    uint32_t *v     = (uint32_t*)m.ptr + 1;   /* neighbour must not change */
+    uint32_t *v     = (uint32_t *)m.ptr + 1; /* neighbour must not change */
     uint32_t result = 0;
     uintptr_t addr  = (uintptr_t)v;
     const uct_iface_attr_t &a = m_a->attr;
@@ -472,23 +485,24 @@ TEST_P(uct_dcx_ops, atomics32)
     auto post = [&](uct_atomic_op_t op, uint32_t value) {
         ASSERT_TRUE(a.cap.atomic32.op_flags & UCS_BIT(op));
         ASSERT_EQ(UCS_OK, retry([&] {
-            return uct_ep_atomic32_post(m_ab, op, value, addr, m.rkey);
-        }));
+                      return uct_ep_atomic32_post(m_ab, op, value, addr,
+                                                  m.rkey);
+                  }));
         flush_ep(m_ab);
     };
     auto fetch = [&](uct_atomic_op_t op, uint32_t value) {
         test_comp comp;
         ASSERT_TRUE(a.cap.atomic32.fop_flags & UCS_BIT(op));
         ASSERT_EQ(UCS_INPROGRESS, retry([&] {
-            return uct_ep_atomic32_fetch(m_ab, op, value, &result, addr,
-                                         m.rkey, &comp.uct);
-        }));
+                      return uct_ep_atomic32_fetch(m_ab, op, value, &result,
+                                                   addr, m.rkey, &comp.uct);
+                  }));
         ASSERT_TRUE(wait_for([&] { return comp.done > 0; }));
         ASSERT_EQ(UCS_OK, comp.status);
     };
 
-    ((uint32_t*)m.ptr)[0] = 0xdeadbeef;
-    *v = 0xfffffff0u;
+    ((uint32_t *)m.ptr)[0] = 0xdeadbeef;
+    *v                     = 0xfffffff0u;
     // clang-format off
     post(UCT_ATOMIC_OP_ADD, 0x20);   EXPECT_EQ(0x10u, *v);  /* wraps */
     post(UCT_ATOMIC_OP_OR, 0x101);   EXPECT_EQ(0x111u, *v);
@@ -503,13 +517,13 @@ TEST_P(uct_dcx_ops, atomics32)
 
     test_comp comp;
     ASSERT_EQ(UCS_INPROGRESS, retry([&] {
-        return uct_ep_atomic_cswap32(m_ab, 1, 77, addr, m.rkey, &result,
-                                     &comp.uct);
-    }));
+                  return uct_ep_atomic_cswap32(m_ab, 1, 77, addr, m.rkey,
+                                               &result, &comp.uct);
+              }));
     ASSERT_TRUE(wait_for([&] { return comp.done > 0; }));
     EXPECT_EQ(1u, result);
     EXPECT_EQ(77u, *v);
-    EXPECT_EQ(0xdeadbeefu, ((uint32_t*)m.ptr)[0]);
+    EXPECT_EQ(0xdeadbeefu, ((uint32_t *)m.ptr)[0]);
 }
 
 /* The soft device executes atomics with the CPU's atomic instructions in the
@@ -519,10 +533,10 @@ TEST_P(uct_dcx_ops, atomics32)
  * CPU atomics while dcx adds to them loses no update. */
 TEST_P(uct_dcx_ops, atomics_consistent_with_cpu_atomics)
 {
-    const int n     = 2000;
-    mem m           = alloc_mem(64);
-    uint64_t *v64   = (uint64_t*)m.ptr;
-    uint32_t *v32   = (uint32_t*)m.ptr + 2;
+    const int n               = 2000;
+    mem m                     = alloc_mem(64);
+    uint64_t *v64             = (uint64_t *)m.ptr;
+    uint32_t *v32             = (uint32_t *)m.ptr + 2;
     const uct_iface_attr_t &a = m_a->attr;
 
     EXPECT_TRUE(a.cap.flags & UCT_IFACE_FLAG_ATOMIC_CPU);
@@ -538,13 +552,13 @@ TEST_P(uct_dcx_ops, atomics_consistent_with_cpu_atomics)
     });
     for (int i = 0; i < n; ++i) {
         ASSERT_EQ(UCS_OK, retry([&] {
-            return uct_ep_atomic64_post(m_ab, UCT_ATOMIC_OP_ADD, 1,
-                                        (uintptr_t)v64, m.rkey);
-        }));
+                      return uct_ep_atomic64_post(m_ab, UCT_ATOMIC_OP_ADD, 1,
+                                                  (uintptr_t)v64, m.rkey);
+                  }));
         ASSERT_EQ(UCS_OK, retry([&] {
-            return uct_ep_atomic32_post(m_ab, UCT_ATOMIC_OP_ADD, 1,
-                                        (uintptr_t)v32, m.rkey);
-        }));
+                      return uct_ep_atomic32_post(m_ab, UCT_ATOMIC_OP_ADD, 1,
+                                                  (uintptr_t)v32, m.rkey);
+                  }));
     }
     flush_ep(m_ab);
     cpu.join();
@@ -554,57 +568,59 @@ TEST_P(uct_dcx_ops, atomics_consistent_with_cpu_atomics)
 
 TEST_P(uct_dcx_ops, fence_orders_put_after_get)
 {
-    mem rem = alloc_mem(4096);
-    mem loc = alloc_mem(4096);
+    mem rem      = alloc_mem(4096);
+    mem loc      = alloc_mem(4096);
     uint64_t one = 1;
     test_comp comp;
 
-    *(uint64_t*)rem.ptr = 42;
-    uct_iov_t iov = {loc.ptr, 8, loc.memh, 0, 1};
+    *(uint64_t *)rem.ptr = 42;
+    uct_iov_t iov        = {loc.ptr, 8, loc.memh, 0, 1};
     ASSERT_EQ(UCS_INPROGRESS, retry([&] {
-        return uct_ep_get_zcopy(m_ab, &iov, 1, (uintptr_t)rem.ptr, rem.rkey,
-                                &comp.uct);
-    }));
+                  return uct_ep_get_zcopy(m_ab, &iov, 1, (uintptr_t)rem.ptr,
+                                          rem.rkey, &comp.uct);
+              }));
     ASSERT_EQ(UCS_OK, uct_ep_fence(m_ab, 0));
     ASSERT_EQ(UCS_OK, retry([&] {
-        return uct_ep_put_short(m_ab, &one, 8, (uintptr_t)rem.ptr, rem.rkey);
-    }));
+                  return uct_ep_put_short(m_ab, &one, 8, (uintptr_t)rem.ptr,
+                                          rem.rkey);
+              }));
     ASSERT_EQ(UCS_OK, uct_iface_fence(m_a->iface, 0));
     flush_ep(m_ab);
     ASSERT_TRUE(comp.done);
-    EXPECT_EQ(42u, *(uint64_t*)loc.ptr);
-    EXPECT_EQ(1u, *(uint64_t*)rem.ptr);
+    EXPECT_EQ(42u, *(uint64_t *)loc.ptr);
+    EXPECT_EQ(1u, *(uint64_t *)rem.ptr);
 }
 
 TEST_P(uct_dcx_ops, flush_iface_and_ep)
 {
-    mem rem = alloc_mem(4096);
+    mem rem    = alloc_mem(4096);
     uint64_t x = 5;
 
-    flush_ep(m_ab);   /* nothing outstanding */
+    flush_ep(m_ab); /* nothing outstanding */
     for (int i = 0; i < 300; ++i) {
         ASSERT_EQ(UCS_OK, retry([&] {
-            return uct_ep_put_short(m_ab, &x, 8, (uintptr_t)rem.ptr, rem.rkey);
-        }));
+                      return uct_ep_put_short(m_ab, &x, 8, (uintptr_t)rem.ptr,
+                                              rem.rkey);
+                  }));
     }
     flush_iface(m_a);
     flush_ep(m_ab);
-    EXPECT_EQ(UCS_ERR_UNSUPPORTED, uct_iface_flush(m_a->iface, 0,
-                                                   (uct_completion_t*)&x));
+    EXPECT_EQ(UCS_ERR_UNSUPPORTED,
+              uct_iface_flush(m_a->iface, 0, (uct_completion_t *)&x));
     EXPECT_EQ(1, log_counter::errors());
     log_counter::reset();
 }
 
 struct pending_req {
     uct_pending_req_t uct;
-    uct_ep_h          ep;
-    int              *sent;
-    int               id;
+    uct_ep_h ep;
+    int *sent;
+    int id;
     std::vector<int> *order;
 
     static ucs_status_t cb(uct_pending_req_t *self)
     {
-        pending_req *r = ucs_container_of(self, pending_req, uct);
+        pending_req *r      = ucs_container_of(self, pending_req, uct);
         ucs_status_t status = uct_ep_am_short(r->ep, AM_ID, r->id, NULL, 0);
         if (status == UCS_OK) {
             (*r->sent)++;
@@ -615,7 +631,7 @@ struct pending_req {
 
     static void purge(uct_pending_req_t *self, void *arg)
     {
-        (*static_cast<int*>(arg))++;
+        (*static_cast<int *>(arg))++;
     }
 };
 
@@ -665,7 +681,7 @@ TEST_P(uct_dcx_ops, pending_add_dispatch_purge)
     ASSERT_TRUE(wait_for([&] { return sent == n; }));
     ASSERT_TRUE(wait_for([&] { return freq.done(); }));
     for (int i = 0; i < n; ++i) {
-        ASSERT_EQ(i, order[i]);   /* pending kept the order */
+        ASSERT_EQ(i, order[i]); /* pending kept the order */
     }
     ASSERT_TRUE(wait_for([&] { return m_rx.count == n; }));
 
@@ -685,9 +701,9 @@ TEST_P(uct_dcx_ops, flush_cancel)
     for (size_t i = 0; i < comps.size(); ++i) {
         uct_iov_t iov = {loc.ptr, 1 << 20, loc.memh, 0, 1};
         ASSERT_EQ(UCS_INPROGRESS, retry([&] {
-            return uct_ep_put_zcopy(m_ab, &iov, 1, (uintptr_t)rem.ptr,
-                                    rem.rkey, &comps[i].uct);
-        }));
+                      return uct_ep_put_zcopy(m_ab, &iov, 1, (uintptr_t)rem.ptr,
+                                              rem.rkey, &comps[i].uct);
+                  }));
     }
     status = uct_ep_flush(m_ab, UCT_FLUSH_FLAG_CANCEL, &fcomp.uct);
     if (status == UCS_INPROGRESS) {
@@ -703,14 +719,14 @@ TEST_P(uct_dcx_ops, flush_cancel)
     /* the ep and its DCI still work */
     uint64_t x = 3;
     ASSERT_EQ(UCS_OK, retry([&] {
-        return uct_ep_put_short(m_ab, &x, 8, (uintptr_t)rem.ptr, rem.rkey);
-    }));
+                  return uct_ep_put_short(m_ab, &x, 8, (uintptr_t)rem.ptr,
+                                          rem.rkey);
+              }));
     flush_ep(m_ab);
-    EXPECT_EQ(3u, *(uint64_t*)rem.ptr);
+    EXPECT_EQ(3u, *(uint64_t *)rem.ptr);
 }
 
-INSTANTIATE_TEST_SUITE_P(policy, uct_dcx_ops,
-                         UCT_DCX_POLICIES);
+INSTANTIATE_TEST_SUITE_P(policy, uct_dcx_ops, UCT_DCX_POLICIES);
 
 
 /* ---------------------------------------------------------------------------
@@ -739,17 +755,17 @@ TEST_P(uct_dcx_flood, one_dci_tiny_rx_queue)
     cfg["RX_QUEUE_LEN"] = "16";
     cfg["FC_WND"]       = "8";
     cfg["TX_QUEUE_LEN"] = "16";
-    entity *a = create_entity(cfg);
-    entity *b = create_entity(cfg);
+    entity *a           = create_entity(cfg);
+    entity *b           = create_entity(cfg);
     ASSERT_TRUE(a && b);
     uct_ep_h ab = connect(a, b);
     connect(b, a);
-    ASSERT_EQ(UCS_OK, uct_iface_set_am_handler(b->iface, AM_ID, am_rx::cb,
-                                               &rx, 0));
+    ASSERT_EQ(UCS_OK,
+              uct_iface_set_am_handler(b->iface, AM_ID, am_rx::cb, &rx, 0));
     ASSERT_EQ(0, dcx_soft_stats(device(), &before));
 
     std::string payload(200, 'f');
-    pack_arg arg = {payload.data(), payload.size()};
+    pack_arg arg   = {payload.data(), payload.size()};
     unsigned spins = 0;
     for (int i = 0; i < n; ++i) {
         ssize_t len;
@@ -775,7 +791,7 @@ TEST_P(uct_dcx_flood, many_eps_few_dcis)
 {
     std::map<std::string, std::string> cfg;
     const int num_eps = 12, per_ep = 300;
-    std::vector<entity*> senders;
+    std::vector<entity *> senders;
     std::vector<uct_ep_h> eps;
     std::vector<int> sent(num_eps, 0);
     am_rx rx;
@@ -784,8 +800,8 @@ TEST_P(uct_dcx_flood, many_eps_few_dcis)
     cfg["QUOTA"]   = "4";
     entity *target = create_entity(cfg);
     ASSERT_TRUE(target != NULL);
-    ASSERT_EQ(UCS_OK, uct_iface_set_am_handler(target->iface, AM_ID,
-                                               am_rx::cb, &rx, 0));
+    ASSERT_EQ(UCS_OK, uct_iface_set_am_handler(target->iface, AM_ID, am_rx::cb,
+                                               &rx, 0));
     entity *src = create_entity(cfg);
     for (int i = 0; i < num_eps; ++i) {
         eps.push_back(connect(src, target));
@@ -818,16 +834,16 @@ TEST_P(uct_dcx_flood, many_eps_few_dcis)
  * starvation); with dcs an ep may keep its DCI, but all finish. */
 struct fair_req {
     uct_pending_req_t uct;
-    uct_ep_h          ep;
-    int               ep_index;
+    uct_ep_h ep;
+    int ep_index;
     std::vector<int> *done;
     std::vector<int> *progress_when_first_done;
 
     static ucs_status_t cb(uct_pending_req_t *self)
     {
-        fair_req *r = ucs_container_of(self, fair_req, uct);
-        ucs_status_t status = uct_ep_am_short(r->ep, AM_ID, r->ep_index,
-                                              NULL, 0);
+        fair_req *r         = ucs_container_of(self, fair_req, uct);
+        ucs_status_t status = uct_ep_am_short(r->ep, AM_ID, r->ep_index, NULL,
+                                              0);
         if (status == UCS_OK) {
             (*r->done)[r->ep_index]++;
         }
@@ -847,11 +863,11 @@ TEST_P(uct_dcx_flood, pending_fairness)
     cfg["NUM_DCI"]      = "2";
     cfg["QUOTA"]        = "8";
     cfg["TX_QUEUE_LEN"] = "16";
-    entity *target = create_entity(cfg);
-    entity *src    = create_entity(cfg);
+    entity *target      = create_entity(cfg);
+    entity *src         = create_entity(cfg);
     ASSERT_TRUE(target && src);
-    ASSERT_EQ(UCS_OK, uct_iface_set_am_handler(target->iface, AM_ID,
-                                               am_rx::cb, &rx, 0));
+    ASSERT_EQ(UCS_OK, uct_iface_set_am_handler(target->iface, AM_ID, am_rx::cb,
+                                               &rx, 0));
     for (int i = 0; i < num_eps; ++i) {
         eps.push_back(connect(src, target));
     }
@@ -859,11 +875,11 @@ TEST_P(uct_dcx_flood, pending_fairness)
     /* everything goes through the pending queue, round robin */
     for (int k = 0; k < per_ep; ++k) {
         for (int i = 0; i < num_eps; ++i) {
-            fair_req &r = reqs[k * num_eps + i];
-            r.uct.func  = fair_req::cb;
-            r.ep        = eps[i];
-            r.ep_index  = i;
-            r.done      = &done;
+            fair_req &r         = reqs[k * num_eps + i];
+            r.uct.func          = fair_req::cb;
+            r.ep                = eps[i];
+            r.ep_index          = i;
+            r.done              = &done;
             ucs_status_t status = uct_ep_pending_add(eps[i], &r.uct, 0);
             if (status == UCS_ERR_BUSY) {
                 ASSERT_EQ(UCS_OK, fair_req::cb(&r.uct));
@@ -874,18 +890,20 @@ TEST_P(uct_dcx_flood, pending_fairness)
     }
 
     int min_when_first_done = -1;
-    ASSERT_TRUE(wait_for([&] {
-        int total = 0, lo = per_ep;
-        for (int i = 0; i < num_eps; ++i) {
-            total += done[i];
-            lo     = std::min(lo, done[i]);
-            if ((done[i] == per_ep) && (min_when_first_done < 0)) {
-                min_when_first_done = *std::min_element(done.begin(),
-                                                        done.end());
+    ASSERT_TRUE(wait_for(
+        [&] {
+            int total = 0, lo = per_ep;
+            for (int i = 0; i < num_eps; ++i) {
+                total += done[i];
+                lo = std::min(lo, done[i]);
+                if ((done[i] == per_ep) && (min_when_first_done < 0)) {
+                    min_when_first_done = *std::min_element(done.begin(),
+                                                            done.end());
+                }
             }
-        }
-        return total == num_eps * per_ep;
-    }, 30));
+            return total == num_eps * per_ep;
+        },
+        30));
     ASSERT_TRUE(wait_for([&] { return rx.count == num_eps * per_ep; }));
     if (GetParam() != "dcs") {
         /* when the fastest finished, the slowest had done a fair share */
@@ -896,8 +914,7 @@ TEST_P(uct_dcx_flood, pending_fairness)
     }
 }
 
-INSTANTIATE_TEST_SUITE_P(policy, uct_dcx_flood,
-                         UCT_DCX_POLICIES);
+INSTANTIATE_TEST_SUITE_P(policy, uct_dcx_flood, UCT_DCX_POLICIES);
 
 
 /* ---------------------------------------------------------------------------
@@ -908,11 +925,11 @@ class uct_dcx_config : public uct_dcx_test {};
 
 TEST_F(uct_dcx_config, bad_values_bad_flow)
 {
-    const char *bad[][2] = {
-        {"NUM_DCI", "0"}, {"NUM_DCI", "5000"}, {"QUOTA", "0"},
-        {"RX_QUEUE_LEN", "1"}, {"SEG_SIZE", "16"}, {"FC_WND", "0"},
-        {"RETRY_COUNT", "9"}, {"RNR_RETRY_COUNT", "8"}, {"TX_QUEUE_LEN", "1"}
-    };
+    const char *bad[][2] = {{"NUM_DCI", "0"},     {"NUM_DCI", "5000"},
+                            {"QUOTA", "0"},       {"RX_QUEUE_LEN", "1"},
+                            {"SEG_SIZE", "16"},   {"FC_WND", "0"},
+                            {"RETRY_COUNT", "9"}, {"RNR_RETRY_COUNT", "8"},
+                            {"TX_QUEUE_LEN", "1"}};
     entity *e;
 
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); ++i) {
@@ -953,8 +970,8 @@ TEST_F(uct_dcx_no_inline, no_short_ops)
 
     uct_ep_h ab = connect(a, b);
     am_rx rx;
-    ASSERT_EQ(UCS_OK, uct_iface_set_am_handler(b->iface, AM_ID, am_rx::cb,
-                                               &rx, 0));
+    ASSERT_EQ(UCS_OK,
+              uct_iface_set_am_handler(b->iface, AM_ID, am_rx::cb, &rx, 0));
     std::string payload(100, 'n');
     pack_arg arg = {payload.data(), payload.size()};
     ssize_t len;
@@ -977,13 +994,13 @@ TEST_F(uct_dcx_config, hundreds_of_dcis)
     std::map<std::string, std::string> cfg;
     cfg["NUM_DCI"]      = "300";
     cfg["TX_QUEUE_LEN"] = "8";
-    entity *a = create_entity(cfg);
-    entity *b = create_entity();
+    entity *a           = create_entity(cfg);
+    entity *b           = create_entity();
     ASSERT_TRUE(a && b);
     std::vector<uct_ep_h> eps;
     am_rx rx;
-    ASSERT_EQ(UCS_OK, uct_iface_set_am_handler(b->iface, AM_ID, am_rx::cb,
-                                               &rx, 0));
+    ASSERT_EQ(UCS_OK,
+              uct_iface_set_am_handler(b->iface, AM_ID, am_rx::cb, &rx, 0));
     /* 280 eps each hold a DCI of their own (dcs_quota) at once */
     for (int i = 0; i < 280; ++i) {
         eps.push_back(connect(a, b));
@@ -1002,30 +1019,28 @@ TEST_F(uct_dcx_config, malformed_address_bad_flow)
     uct_ep_params_t params;
     uct_ep_h ep;
 
-    EXPECT_TRUE(uct_iface_is_reachable(a->iface,
-                                       (uct_device_addr_t*)&daddr[0],
-                                       (uct_iface_addr_t*)&iaddr[0]));
+    EXPECT_TRUE(uct_iface_is_reachable(a->iface, (uct_device_addr_t *)&daddr[0],
+                                       (uct_iface_addr_t *)&iaddr[0]));
     iaddr[0] ^= 0xff;
     EXPECT_FALSE(uct_iface_is_reachable(a->iface,
-                                        (uct_device_addr_t*)&daddr[0],
-                                        (uct_iface_addr_t*)&iaddr[0]));
+                                        (uct_device_addr_t *)&daddr[0],
+                                        (uct_iface_addr_t *)&iaddr[0]));
 
     memset(&params, 0, sizeof(params));
-    params.field_mask = UCT_EP_PARAM_FIELD_IFACE |
-                        UCT_EP_PARAM_FIELD_DEV_ADDR |
+    params.field_mask = UCT_EP_PARAM_FIELD_IFACE | UCT_EP_PARAM_FIELD_DEV_ADDR |
                         UCT_EP_PARAM_FIELD_IFACE_ADDR;
     params.iface      = a->iface;
-    params.dev_addr   = (uct_device_addr_t*)&daddr[0];
-    params.iface_addr = (uct_iface_addr_t*)&iaddr[0];
+    params.dev_addr   = (uct_device_addr_t *)&daddr[0];
+    params.iface_addr = (uct_iface_addr_t *)&iaddr[0];
     log_counter::reset();
     EXPECT_EQ(UCS_ERR_INVALID_ADDR, uct_ep_create(&params, &ep));
     EXPECT_EQ(1, log_counter::errors());
 
-    iaddr      = b->iface_addr;
-    daddr[0]  += 1;   /* port length */
+    iaddr = b->iface_addr;
+    daddr[0] += 1; /* port length */
     EXPECT_FALSE(uct_iface_is_reachable(a->iface,
-                                        (uct_device_addr_t*)&daddr[0],
-                                        (uct_iface_addr_t*)&iaddr[0]));
+                                        (uct_device_addr_t *)&daddr[0],
+                                        (uct_iface_addr_t *)&iaddr[0]));
     log_counter::reset();
     EXPECT_EQ(UCS_ERR_INVALID_ADDR, uct_ep_create(&params, &ep));
     EXPECT_EQ(1, log_counter::errors());

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The pending queue as UCX's test_uct_pending drives it (test/gtest/uct in
  * UCX's source): the resources filled with am_short, requests queued with
@@ -18,10 +19,9 @@ struct seq_counter {
     unsigned count;
     unsigned out_of_order;
 
-    static ucs_status_t cb(void *arg, void *data, size_t length,
-                           unsigned flags)
+    static ucs_status_t cb(void *arg, void *data, size_t length, unsigned flags)
     {
-        seq_counter *self = static_cast<seq_counter*>(arg);
+        seq_counter *self = static_cast<seq_counter *>(arg);
         uint64_t value;
 
         memcpy(&value, data, sizeof(value));
@@ -40,12 +40,12 @@ struct seq_counter {
  * UCS_OK. */
 struct send_req {
     uct_pending_req_t uct;
-    uct_ep_h          ep;
-    uint8_t           am_id;
-    uint64_t          value;
-    int               countdown;
-    bool              requeue;
-    int              *live;       /* requests not yet sent */
+    uct_ep_h ep;
+    uint8_t am_id;
+    uint64_t value;
+    int countdown;
+    bool requeue;
+    int *live; /* requests not yet sent */
 
     static ucs_status_t cb(uct_pending_req_t *self)
     {
@@ -60,14 +60,14 @@ struct send_req {
             r->requeue = false;
             status     = uct_ep_pending_add(r->ep, &r->uct, 0);
             if (status == UCS_OK) {
-                return UCS_OK;       /* queued again: no longer this run's */
+                return UCS_OK; /* queued again: no longer this run's */
             }
             EXPECT_EQ(UCS_ERR_BUSY, status);
         }
         status = uct_ep_am_short(r->ep, r->am_id, r->value, NULL, 0);
         if (status == UCS_OK) {
             --*r->live;
-            delete r;                /* the user's memory from now on */
+            delete r; /* the user's memory from now on */
         }
         return status;
     }
@@ -82,9 +82,9 @@ protected:
         uct_dcx_contract::SetUp();
         m_live = 0;
         memset(&m_rx_seq, 0, sizeof(m_rx_seq));
-        ASSERT_EQ(UCS_OK, uct_iface_set_am_handler(m_b->iface, SEQ_AM_ID,
-                                                   seq_counter::cb, &m_rx_seq,
-                                                   0));
+        ASSERT_EQ(UCS_OK,
+                  uct_iface_set_am_handler(m_b->iface, SEQ_AM_ID,
+                                           seq_counter::cb, &m_rx_seq, 0));
     }
 
     /* One more value of the stream of AM id am_id on ep: sent at once or,
@@ -109,7 +109,7 @@ protected:
             r->countdown = countdown;
             r->requeue   = requeue;
             r->live      = &m_live;
-            status = uct_ep_pending_add(ep, &r->uct, 0);
+            status       = uct_ep_pending_add(ep, &r->uct, 0);
             if (status == UCS_OK) {
                 ++m_live;
                 return true;
@@ -120,8 +120,8 @@ protected:
         }
     }
 
-    int          m_live;
-    seq_counter  m_rx_seq;
+    int m_live;
+    seq_counter m_rx_seq;
 };
 
 /* UCX's pending_op: sends until refused, then every later value of the
@@ -139,11 +139,9 @@ TEST_P(uct_dcx_pending, requests_freed_by_their_callback)
     }
     EXPECT_EQ(max_queued, m_live);
 
-    ASSERT_TRUE(wait_for([&] { return m_live == 0; })) << m_live
-            << " requests never sent";
-    ASSERT_TRUE(wait_for([&] {
-        return m_rx_seq.count == value - SEQ_BASE;
-    }));
+    ASSERT_TRUE(wait_for([&] { return m_live == 0; }))
+        << m_live << " requests never sent";
+    ASSERT_TRUE(wait_for([&] { return m_rx_seq.count == value - SEQ_BASE; }));
     EXPECT_EQ(0u, m_rx_seq.out_of_order);
     flush_ep(m_ab);
 }
@@ -168,8 +166,8 @@ TEST_P(uct_dcx_pending, request_queued_again_by_its_callback)
     }
     EXPECT_EQ(2, m_live);
 
-    ASSERT_TRUE(wait_for([&] { return m_live == 0; })) << m_live
-            << " requests never sent";
+    ASSERT_TRUE(wait_for([&] { return m_live == 0; }))
+        << m_live << " requests never sent";
     ASSERT_TRUE(wait_for([&] {
         return (m_rx_seq.count == values[0] - SEQ_BASE) &&
                (rx2.count == values[1] - SEQ_BASE);

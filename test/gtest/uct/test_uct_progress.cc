@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * dcx transport: a progress call polls the receive and the send CQ in one
  * device call (dcx_cq_poll_pair).  What it returns is the number of
@@ -71,9 +72,9 @@ protected:
         return uct_ep_flush(ep, 0, NULL) == UCS_OK;
     }
 
-    entity   *m_a, *m_b;
-    uct_ep_h  m_ab, m_ba;
-    int       m_rx_a, m_rx_b;
+    entity *m_a, *m_b;
+    uct_ep_h m_ab, m_ba;
+    int m_rx_a, m_rx_b;
 };
 
 TEST_F(uct_dcx_progress, idle_progress_returns_nothing)
@@ -106,7 +107,7 @@ TEST_F(uct_dcx_progress, counts_receives_and_send_completions)
     ASSERT_EQ(UCS_OK, uct_ep_am_short(m_ba, AM_ID, 4, NULL, 0));
     ASSERT_GE(progress_until(m_b, [&] { return m_rx_b == 2; }), 1);
     EXPECT_EQ(2, progress_until(m_a, [&] {
-        return (m_rx_a == 2) && flushed(m_ab);
-    }));
+                  return (m_rx_a == 2) && flushed(m_ab);
+              }));
     EXPECT_GE(progress_until(m_b, [&] { return flushed(m_ba); }), 0);
 }

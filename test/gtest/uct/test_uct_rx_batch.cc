@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * dcx transport: receive buffers are reposted in batches.  A progress call
  * reposts once an eighth of the posted goal (at most 16, at least one) is
@@ -31,22 +32,23 @@ protected:
     }
 
     /* n AMs from a to b, each received before the next is sent */
-    void send_one_by_one(const std::map<std::string, std::string> &cfg,
-                         int n, dcx_rx_stats_t *before, dcx_rx_stats_t *after)
+    void send_one_by_one(const std::map<std::string, std::string> &cfg, int n,
+                         dcx_rx_stats_t *before, dcx_rx_stats_t *after)
     {
         entity *a = create_entity(cfg);
         entity *b = create_entity(cfg);
         int rx    = 0;
 
         ASSERT_TRUE((a != NULL) && (b != NULL));
-        ASSERT_EQ(UCS_OK, uct_iface_set_am_handler(b->iface, AM_ID,
-                                                   am_count_cb, &rx, 0));
+        ASSERT_EQ(UCS_OK, uct_iface_set_am_handler(b->iface, AM_ID, am_count_cb,
+                                                   &rx, 0));
         uct_ep_h ep = connect(a, b);
         *before     = rx_stats(b);
         for (int i = 0; i < n; ++i) {
             ASSERT_TRUE(wait_for([&] {
                 return uct_ep_am_short(ep, AM_ID, i, NULL, 0) == UCS_OK;
-            })) << "message " << i;
+            })) << "message "
+                << i;
             ASSERT_TRUE(wait_for([&] { return rx == i + 1; }))
                 << "message " << i;
             dcx_rx_stats_t s = rx_stats(b);
@@ -61,8 +63,7 @@ TEST_P(uct_dcx_rx_batch, small_messages_reposted_in_batches)
 {
     dcx_rx_stats_t before, after;
 
-    send_one_by_one(std::map<std::string, std::string>(), 256, &before,
-                    &after);
+    send_one_by_one(std::map<std::string, std::string>(), 256, &before, &after);
     if (HasFatalFailure()) {
         return;
     }
@@ -111,8 +112,8 @@ TEST_P(uct_dcx_rx_batch, stream_grows_receive_queue_before_rnr)
     int rx         = 0;
 
     ASSERT_TRUE((a != NULL) && (b != NULL));
-    ASSERT_EQ(UCS_OK, uct_iface_set_am_handler(b->iface, AM_ID, am_count_cb,
-                                               &rx, 0));
+    ASSERT_EQ(UCS_OK,
+              uct_iface_set_am_handler(b->iface, AM_ID, am_count_cb, &rx, 0));
     uct_ep_h ep = connect(a, b);
     ASSERT_EQ(0, dcx_soft_stats(device(), &before));
     for (int i = 0; i < n; ++i) {

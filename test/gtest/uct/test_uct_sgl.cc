@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Scatter-gather put and get (uct_ep_put_sgl_zcopy, uct_ep_get_sgl_zcopy;
  * src/uct/dcx/dcx_sgl.c), under every DCI pool policy: what the v2 query
@@ -37,13 +38,13 @@ struct elem {
 
 /* The arrays of an SGL call over two registered buffers */
 struct sgl_args {
-    std::vector<void*>      buffers;
-    std::vector<size_t>     lengths;
-    std::vector<uct_mem_h>  memhs;
-    std::vector<uint64_t>   remote_addrs;
+    std::vector<void *> buffers;
+    std::vector<size_t> lengths;
+    std::vector<uct_mem_h> memhs;
+    std::vector<uint64_t> remote_addrs;
     std::vector<uct_rkey_t> rkeys;
-    std::vector<size_t>     counts;
-    std::vector<size_t>     strides;
+    std::vector<size_t> counts;
+    std::vector<size_t> strides;
 };
 
 } /* namespace */
@@ -64,8 +65,8 @@ protected:
     virtual void SetUp()
     {
         uct_dcx_policy_test::SetUp();
-        m_a   = create_entity();
-        m_b   = create_entity();
+        m_a = create_entity();
+        m_b = create_entity();
         ASSERT_TRUE((m_a != NULL) && (m_b != NULL));
         m_ab  = connect(m_a, m_b);
         m_loc = alloc_mem(BUF_SIZE);
@@ -95,7 +96,7 @@ protected:
         sgl_args a;
 
         for (size_t i = 0; i < elems.size(); ++i) {
-            a.buffers.push_back((char*)m_loc.ptr + elems[i].loc);
+            a.buffers.push_back((char *)m_loc.ptr + elems[i].loc);
             a.lengths.push_back(elems[i].length);
             a.memhs.push_back(m_loc.memh);
             a.remote_addrs.push_back((uintptr_t)m_rem.ptr + elems[i].rem);
@@ -155,11 +156,11 @@ protected:
         sgl_args a = make_args(elems, m_rem.rkey);
 
         for (i = 0; i < BUF_SIZE; ++i) {
-            ((uint8_t*)m_loc.ptr)[i] = (uint8_t)(i * 7 + 1);
-            ((uint8_t*)m_rem.ptr)[i] = (uint8_t)(i * 13 + 5);
+            ((uint8_t *)m_loc.ptr)[i] = (uint8_t)(i * 7 + 1);
+            ((uint8_t *)m_rem.ptr)[i] = (uint8_t)(i * 13 + 5);
         }
-        src = (uint8_t*)(put ? m_loc.ptr : m_rem.ptr);
-        dst = (uint8_t*)(put ? m_rem.ptr : m_loc.ptr);
+        src = (uint8_t *)(put ? m_loc.ptr : m_rem.ptr);
+        dst = (uint8_t *)(put ? m_rem.ptr : m_loc.ptr);
         memcpy(&expect[0], dst, BUF_SIZE);
         for (i = 0; i < elems.size(); ++i) {
             size_t n = strided ? elems[i].count : 1;
@@ -184,9 +185,9 @@ protected:
         EXPECT_EQ(0u, mismatches);
     }
 
-    entity   *m_a, *m_b;
-    uct_ep_h  m_ab;
-    mem       m_loc, m_rem;
+    entity *m_a, *m_b;
+    uct_ep_h m_ab;
+    mem m_loc, m_rem;
 };
 
 TEST_P(uct_dcx_sgl, query_v2)
@@ -322,12 +323,13 @@ TEST_P(uct_dcx_sgl, no_resource_posts_nothing)
     ucs_status_t status = UCS_OK;
 
     for (i = 0; i < 8; ++i) {
-        e.push_back({i * 64, i * 128, 64, 1, 64});  /* 8 WRs */
+        e.push_back({i * 64, i * 128, 64, 1, 64}); /* 8 WRs */
     }
     sgl_args a = make_args(e, m_rem.rkey);
-    for (i = 0; (i < comps.size()) &&
-                ((status = post(true, a, false, &comps[i].uct)) ==
-                 UCS_INPROGRESS); ++i) {
+    for (i = 0;
+         (i < comps.size()) &&
+         ((status = post(true, a, false, &comps[i].uct)) == UCS_INPROGRESS);
+         ++i) {
         ++posted;
     }
     /* 128 slots: at most 16 lists of 8 fit before anything completes */
@@ -365,12 +367,12 @@ TEST_P(uct_dcx_sgl, too_many_elements_bad_flow)
     EXPECT_EQ(UCS_ERR_EXCEEDS_LIMIT, post(false, a, false, &comp.uct));
     EXPECT_EQ(2, log_counter::errors()) << log_counter::joined();
     EXPECT_TRUE(log_counter::contains("exceed the maximum"))
-            << log_counter::joined();
+        << log_counter::joined();
     log_counter::reset();
     flush_ep(m_ab);
     EXPECT_EQ(0, comp.done);
     for (i = 0; i < BUF_SIZE; ++i) {
-        ASSERT_EQ(0x11, ((uint8_t*)m_rem.ptr)[i]) << "byte " << i;
+        ASSERT_EQ(0x11, ((uint8_t *)m_rem.ptr)[i]) << "byte " << i;
     }
 }
 
@@ -395,8 +397,9 @@ TEST_P(uct_dcx_sgl, too_many_blocks_bad_flow)
     flush_ep(m_ab);
     EXPECT_EQ(0, comp.done);
     for (i = 0; i < max * 8; ++i) {
-        EXPECT_EQ((i % 8 < 4) ? ((uint8_t*)m_loc.ptr)[i] : 0x22,
-                  ((uint8_t*)m_rem.ptr)[i]) << "byte " << i;
+        EXPECT_EQ((i % 8 < 4) ? ((uint8_t *)m_loc.ptr)[i] : 0x22,
+                  ((uint8_t *)m_rem.ptr)[i])
+            << "byte " << i;
     }
 }
 
@@ -419,7 +422,7 @@ TEST_P(uct_dcx_sgl, bad_args_bad_flow)
         log_counter::reset();
         EXPECT_EQ(UCS_ERR_INVALID_PARAM, post(put, a, true, &comp.uct));
         EXPECT_TRUE(log_counter::contains("no memory handle"))
-                << log_counter::joined();
+            << log_counter::joined();
         a.memhs[1] = m_loc.memh;
 
         /* blocks overlapping */
@@ -439,7 +442,7 @@ TEST_P(uct_dcx_sgl, bad_args_bad_flow)
         a.rkeys[0] = UCT_INVALID_RKEY;
         EXPECT_EQ(UCS_ERR_INVALID_PARAM, post(put, a, true, &comp.uct));
         EXPECT_TRUE(log_counter::contains("invalid remote key"))
-                << log_counter::joined();
+            << log_counter::joined();
         EXPECT_EQ(4, log_counter::errors()) << log_counter::joined();
         log_counter::reset();
     }
@@ -447,7 +450,7 @@ TEST_P(uct_dcx_sgl, bad_args_bad_flow)
     flush_ep(m_ab);
     EXPECT_EQ(0, comp.done);
     for (i = 0; i < BUF_SIZE; ++i) {
-        ASSERT_EQ(0x33, ((uint8_t*)m_rem.ptr)[i]) << "byte " << i;
+        ASSERT_EQ(0x33, ((uint8_t *)m_rem.ptr)[i]) << "byte " << i;
     }
 }
 
@@ -467,8 +470,7 @@ TEST_P(uct_dcx_sgl, wrong_rkey_bad_flow)
     a.rkeys[1] = m_rem.rkey ^ 0x777700;
     memset(m_rem.ptr, 0x44, BUF_SIZE);
 
-    while ((status = post(true, a, false, &comp.uct)) ==
-           UCS_ERR_NO_RESOURCE) {
+    while ((status = post(true, a, false, &comp.uct)) == UCS_ERR_NO_RESOURCE) {
         progress();
     }
     ASSERT_EQ(UCS_INPROGRESS, status);
@@ -478,7 +480,7 @@ TEST_P(uct_dcx_sgl, wrong_rkey_bad_flow)
     ASSERT_TRUE(wait_for([&] { return !m_errors.empty(); }));
     EXPECT_EQ(m_ab, m_errors[0].ep);
     for (i = 4096; i < 4096 + 256; ++i) {
-        ASSERT_EQ(0x44, ((uint8_t*)m_rem.ptr)[i]) << "byte " << i;
+        ASSERT_EQ(0x44, ((uint8_t *)m_rem.ptr)[i]) << "byte " << i;
     }
     log_counter::reset();
 

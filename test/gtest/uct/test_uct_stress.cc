@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Bounded stress test over several processes: every worker sends verified
  * traffic to every other one (active messages short/bcopy/zcopy carrying a
@@ -27,12 +28,12 @@ using namespace dcx_test;
 
 namespace {
 
-const uint8_t  AM_ID       = 11;
-const size_t   SLOT        = 256;     /* window bytes per writer */
-const size_t   MAX_PROCS   = 16;
-const size_t   COUNTER_OFF = SLOT * MAX_PROCS;
-const size_t   WINDOW      = COUNTER_OFF + 8 * MAX_PROCS;
-const size_t   ZCOPY_LEN   = 4096;
+const uint8_t AM_ID      = 11;
+const size_t SLOT        = 256; /* window bytes per writer */
+const size_t MAX_PROCS   = 16;
+const size_t COUNTER_OFF = SLOT * MAX_PROCS;
+const size_t WINDOW      = COUNTER_OFF + 8 * MAX_PROCS;
+const size_t ZCOPY_LEN   = 4096;
 
 /* What travels in every active message: this header, then len bytes of
  * pattern(src, seq, i) */
@@ -47,24 +48,28 @@ inline uint8_t pattern(unsigned src, uint64_t seq, size_t i)
     return (uint8_t)(src * 131 + seq * 7 + i);
 }
 
-enum report_type { REPORT_INFO = 1, REPORT_MIDWAY, REPORT_DONE };
+enum report_type {
+    REPORT_INFO = 1,
+    REPORT_MIDWAY,
+    REPORT_DONE
+};
 
 struct report {
     uint32_t type;
     uint32_t rank;
     /* REPORT_INFO */
-    char     dev_addr[64];
-    char     iface_addr[64];
+    char dev_addr[64];
+    char iface_addr[64];
     uint32_t dev_addr_len;
     uint32_t iface_addr_len;
     uint64_t window;
-    char     rkey[64];
+    char rkey[64];
     /* REPORT_DONE */
     uint64_t ops;
     uint64_t losses;
     uint64_t corruptions;
     uint64_t false_failures;
-    uint64_t incomplete;     /* survivors whose messages did not all come */
+    uint64_t incomplete; /* survivors whose messages did not all come */
 };
 
 unsigned env_uint(const char *name, unsigned def)
@@ -83,23 +88,23 @@ unsigned env_uint(const char *name, unsigned def)
 class uct_dcx_stress_worker : public uct_dcx_test {
 protected:
     struct peer {
-        uct_ep_h          ep;
-        bool              alive;
-        bool              victim;
-        uint64_t          window;
+        uct_ep_h ep;
+        bool alive;
+        bool victim;
+        uint64_t window;
         uct_rkey_bundle_t rkb;
-        uint64_t          tx_seq;   /* next AM sequence to it */
-        uint64_t          adds;     /* fetch-adds that succeeded */
-        uint64_t          rx_seq;   /* next AM sequence expected from it */
-        uint64_t          rx_count;
+        uint64_t tx_seq; /* next AM sequence to it */
+        uint64_t adds;   /* fetch-adds that succeeded */
+        uint64_t rx_seq; /* next AM sequence expected from it */
+        uint64_t rx_count;
     };
 
     static ucs_status_t am_cb(void *arg, void *data, size_t length,
                               unsigned flags)
     {
-        uct_dcx_stress_worker *self = static_cast<uct_dcx_stress_worker*>(arg);
-        const msg_hdr *h            = static_cast<const msg_hdr*>(data);
-        const uint8_t *payload      = (const uint8_t*)(h + 1);
+        uct_dcx_stress_worker *self = static_cast<uct_dcx_stress_worker *>(arg);
+        const msg_hdr *h            = static_cast<const msg_hdr *>(data);
+        const uint8_t *payload      = (const uint8_t *)(h + 1);
 
         if ((length < sizeof(*h)) || (h->src >= self->m_peers.size()) ||
             (h->len != length - sizeof(*h))) {
@@ -114,9 +119,9 @@ protected:
             }
         }
         if (h->seq > p.rx_seq) {
-            self->m_losses += h->seq - p.rx_seq;   /* a gap */
+            self->m_losses += h->seq - p.rx_seq; /* a gap */
         } else if (h->seq < p.rx_seq) {
-            self->m_corruptions++;   /* a duplicate, or reordered */
+            self->m_corruptions++; /* a duplicate, or reordered */
             return UCS_OK;
         }
         p.rx_seq = h->seq + 1;
@@ -143,8 +148,8 @@ protected:
 
     static size_t pack_msg(void *dest, void *arg)
     {
-        const std::vector<uint8_t> *msg = static_cast<std::vector<uint8_t>*>
-                                          (arg);
+        const std::vector<uint8_t> *msg =
+            static_cast<std::vector<uint8_t> *>(arg);
         memcpy(dest, &(*msg)[0], msg->size());
         return msg->size();
     }
@@ -201,41 +206,50 @@ protected:
         ucs_status_t status;
         size_t len;
 
-        if (kind == 0) {        /* short */
+        if (kind == 0) { /* short */
             len = 8 + seq % (m_max_short - sizeof(msg_hdr) - 8 + 1);
             build_msg(msg, seq, len);
             uint64_t hdr;
             memcpy(&hdr, &msg[0], sizeof(hdr));
-            if (!post(p, [&] {
-                    return uct_ep_am_short(p.ep, AM_ID, hdr, &msg[8],
-                                           msg.size() - 8);
-                }, &status)) {
+            if (!post(
+                    p,
+                    [&] {
+                        return uct_ep_am_short(p.ep, AM_ID, hdr, &msg[8],
+                                               msg.size() - 8);
+                    },
+                    &status)) {
                 return;
             }
         } else if (kind == 1) { /* bcopy */
             len = 100 + (seq * 37) % 1900;
             build_msg(msg, seq, len);
             ssize_t ret = 0;
-            if (!post(p, [&] {
-                    ret = uct_ep_am_bcopy(p.ep, AM_ID, pack_msg, &msg, 0);
-                    return (ret < 0) ? (ucs_status_t)ret : UCS_OK;
-                }, &status)) {
+            if (!post(
+                    p,
+                    [&] {
+                        ret = uct_ep_am_bcopy(p.ep, AM_ID, pack_msg, &msg, 0);
+                        return (ret < 0) ? (ucs_status_t)ret : UCS_OK;
+                    },
+                    &status)) {
                 return;
             }
-        } else {                /* zcopy: the payload from registered memory */
+        } else { /* zcopy: the payload from registered memory */
             build_msg(msg, seq, ZCOPY_LEN);
             memcpy(m_zbuf.ptr, &msg[sizeof(msg_hdr)], ZCOPY_LEN);
             uct_iov_t iov = {m_zbuf.ptr, ZCOPY_LEN, m_zbuf.memh, 0, 1};
             test_comp comp;
-            if (!post(p, [&] {
-                    return uct_ep_am_zcopy(p.ep, AM_ID, &msg[0],
-                                           sizeof(msg_hdr), &iov, 1, 0,
-                                           &comp.uct);
-                }, &status)) {
+            if (!post(
+                    p,
+                    [&] {
+                        return uct_ep_am_zcopy(p.ep, AM_ID, &msg[0],
+                                               sizeof(msg_hdr), &iov, 1, 0,
+                                               &comp.uct);
+                    },
+                    &status)) {
                 return;
             }
             if ((status == UCS_INPROGRESS) && !wait_comp(p, comp)) {
-                p.tx_seq++;   /* posted: it may have arrived */
+                p.tx_seq++; /* posted: it may have arrived */
                 return;
             }
         }
@@ -253,11 +267,14 @@ protected:
         for (size_t i = 0; i < SLOT; ++i) {
             data[i] = pattern(m_rank, round, i);
         }
-        if (!post(p, [&] {
-                return uct_ep_put_short(p.ep, data, 64,
-                                        p.window + m_rank * SLOT,
-                                        p.rkb.rkey);
-            }, &status)) {
+        if (!post(
+                p,
+                [&] {
+                    return uct_ep_put_short(p.ep, data, 64,
+                                            p.window + m_rank * SLOT,
+                                            p.rkb.rkey);
+                },
+                &status)) {
             return;
         }
         m_ops++;
@@ -265,11 +282,15 @@ protected:
         /* read it back (same ep: after the put) */
         memset(m_gbuf.ptr, 0, SLOT);
         uct_iov_t iov = {m_gbuf.ptr, 64, m_gbuf.memh, 0, 1};
-        if (!post(p, [&] {
-                return uct_ep_get_zcopy(p.ep, &iov, 1,
-                                        p.window + m_rank * SLOT,
-                                        p.rkb.rkey, &get_comp.uct);
-            }, &status) || !wait_comp(p, get_comp)) {
+        if (!post(
+                p,
+                [&] {
+                    return uct_ep_get_zcopy(p.ep, &iov, 1,
+                                            p.window + m_rank * SLOT,
+                                            p.rkb.rkey, &get_comp.uct);
+                },
+                &status) ||
+            !wait_comp(p, get_comp)) {
             return;
         }
         m_ops++;
@@ -277,12 +298,16 @@ protected:
             m_corruptions++;
         }
 
-        if (!post(p, [&] {
-                return uct_ep_atomic64_fetch(p.ep, UCT_ATOMIC_OP_ADD, 1,
-                                             &old, p.window + COUNTER_OFF +
-                                             m_rank * 8, p.rkb.rkey,
-                                             &add_comp.uct);
-            }, &status)) {
+        if (!post(
+                p,
+                [&] {
+                    return uct_ep_atomic64_fetch(p.ep, UCT_ATOMIC_OP_ADD, 1,
+                                                 &old,
+                                                 p.window + COUNTER_OFF +
+                                                     m_rank * 8,
+                                                 p.rkb.rkey, &add_comp.uct);
+                },
+                &status)) {
             return;
         }
         if ((status == UCS_INPROGRESS) && !wait_comp(p, add_comp)) {
@@ -297,30 +322,30 @@ protected:
 
     void run();
 
-    unsigned           m_rank;
-    std::vector<peer>  m_peers;
-    size_t             m_max_short;
-    mem                m_zbuf, m_gbuf;
-    uint64_t           m_ops, m_losses, m_corruptions, m_false_failures;
-    bool               m_stuck;
-    size_t             m_errors_seen;
+    unsigned m_rank;
+    std::vector<peer> m_peers;
+    size_t m_max_short;
+    mem m_zbuf, m_gbuf;
+    uint64_t m_ops, m_losses, m_corruptions, m_false_failures;
+    bool m_stuck;
+    size_t m_errors_seen;
 };
 
 void uct_dcx_stress_worker::run()
 {
     int in_fd = -1, out_fd = -1;
-    bool is_peer      = peer_fds(&in_fd, &out_fd);
-    unsigned nprocs   = env_uint("DCX_STRESS_PROCS", 4);
-    unsigned rounds   = env_uint("DCX_STRESS_ROUNDS", 100);
-    unsigned victim   = nprocs - 1;
+    bool is_peer    = peer_fds(&in_fd, &out_fd);
+    unsigned nprocs = env_uint("DCX_STRESS_PROCS", 4);
+    unsigned rounds = env_uint("DCX_STRESS_ROUNDS", 100);
+    unsigned victim = nprocs - 1;
     std::vector<report> infos(nprocs);
     report rep;
 
     ASSERT_TRUE(is_peer);
     m_rank = env_uint("DCX_STRESS_RANK", 0);
     m_ops = m_losses = m_corruptions = m_false_failures = 0;
-    m_stuck = false;
-    m_errors_seen = 0;
+    m_stuck                                             = false;
+    m_errors_seen                                       = 0;
 
     entity *e = create_entity();
     ASSERT_TRUE(e != NULL);
@@ -328,8 +353,8 @@ void uct_dcx_stress_worker::run()
     ASSERT_GE(m_max_short, sizeof(msg_hdr) + 8);
 
     m_peers.resize(nprocs);
-    ASSERT_EQ(UCS_OK, uct_iface_set_am_handler(e->iface, AM_ID, am_cb, this,
-                                               0));
+    ASSERT_EQ(UCS_OK,
+              uct_iface_set_am_handler(e->iface, AM_ID, am_cb, this, 0));
     mem window = alloc_mem(WINDOW);
     m_zbuf     = alloc_mem(ZCOPY_LEN);
     m_gbuf     = alloc_mem(SLOT);
@@ -348,11 +373,11 @@ void uct_dcx_stress_worker::run()
     /* everybody's addresses */
     ASSERT_TRUE(read_full(in_fd, &infos[0], sizeof(report) * nprocs, 60000));
     for (unsigned i = 0; i < nprocs; ++i) {
-        peer &p   = m_peers[i];
-        p.alive   = (i != m_rank);
-        p.victim  = (i == victim);
-        p.tx_seq  = p.adds = p.rx_seq = p.rx_count = 0;
-        p.ep      = NULL;
+        peer &p  = m_peers[i];
+        p.alive  = (i != m_rank);
+        p.victim = (i == victim);
+        p.tx_seq = p.adds = p.rx_seq = p.rx_count = 0;
+        p.ep                                      = NULL;
         if (i == m_rank) {
             continue;
         }
@@ -362,8 +387,8 @@ void uct_dcx_stress_worker::run()
                             UCT_EP_PARAM_FIELD_DEV_ADDR |
                             UCT_EP_PARAM_FIELD_IFACE_ADDR;
         params.iface      = e->iface;
-        params.dev_addr   = (uct_device_addr_t*)infos[i].dev_addr;
-        params.iface_addr = (uct_iface_addr_t*)infos[i].iface_addr;
+        params.dev_addr   = (uct_device_addr_t *)infos[i].dev_addr;
+        params.iface_addr = (uct_iface_addr_t *)infos[i].iface_addr;
         ASSERT_EQ(UCS_OK, uct_ep_create(&params, &p.ep));
         m_eps.push_back(p.ep);
         ASSERT_EQ(UCS_OK, uct_rkey_unpack(m_component, infos[i].rkey, &p.rkb));
@@ -393,15 +418,17 @@ void uct_dcx_stress_worker::run()
     }
 
     /* every survivor's messages must all come: 2 per round */
-    bool all = wait_for([&] {
-        for (unsigned i = 0; i < nprocs; ++i) {
-            if ((i != m_rank) && (i != victim) &&
-                (m_peers[i].rx_count < 2ull * rounds)) {
-                return false;
+    bool all = wait_for(
+        [&] {
+            for (unsigned i = 0; i < nprocs; ++i) {
+                if ((i != m_rank) && (i != victim) &&
+                    (m_peers[i].rx_count < 2ull * rounds)) {
+                    return false;
+                }
             }
-        }
-        return true;
-    }, 120);
+            return true;
+        },
+        120);
 
     memset(&rep, 0, sizeof(rep));
     rep.type           = REPORT_DONE;
@@ -435,7 +462,7 @@ void uct_dcx_stress_worker::run()
         }
     }
     log_counter::reset();
-    _exit(0);   /* no teardown: peers may be gone */
+    _exit(0); /* no teardown: peers may be gone */
 }
 
 TEST_F(uct_dcx_stress_worker, DISABLED_run)
@@ -464,7 +491,7 @@ protected:
         env.set("UCX_DCX_RETRY_COUNT", "7");
         env.set("UCX_DCX_FC_WND", "16");
         env.set("UCX_DCX_FC_REQ_TIMEOUT", "200ms");
-        env.set("UCX_DCX_NUM_DCI", "2");  /* DCIs shared and lent often */
+        env.set("UCX_DCX_NUM_DCI", "2"); /* DCIs shared and lent often */
     }
 };
 
@@ -527,11 +554,11 @@ TEST_P(uct_dcx_stress, peer_killed_mid_run)
             continue;
         }
         done++;
-        ops            += rep.ops;
-        losses         += rep.losses;
-        corruptions    += rep.corruptions;
+        ops += rep.ops;
+        losses += rep.losses;
+        corruptions += rep.corruptions;
         false_failures += rep.false_failures;
-        incomplete     += rep.incomplete;
+        incomplete += rep.incomplete;
     }
     for (unsigned i = 0; i < nprocs; ++i) {
         if (pids[i] > 0) {
@@ -544,7 +571,7 @@ TEST_P(uct_dcx_stress, peer_killed_mid_run)
         if (pids[i] > 0) {
             int st;
             bool exited = false;
-            for (int t = 0; t < 1000; ++t) {   /* up to ~10 s */
+            for (int t = 0; t < 1000; ++t) { /* up to ~10 s */
                 if (waitpid(pids[i], &st, WNOHANG) == pids[i]) {
                     exited = true;
                     break;
@@ -564,9 +591,8 @@ TEST_P(uct_dcx_stress, peer_killed_mid_run)
     printf("stress: policy %s, %u processes (1 killed), %u rounds: %llu "
            "operations, %llu losses, %llu corruptions, %llu live peers "
            "declared dead, %u survivors finished\n",
-           policy ? policy : "default", nprocs, rounds,
-           (unsigned long long)ops, (unsigned long long)losses,
-           (unsigned long long)corruptions,
+           policy ? policy : "default", nprocs, rounds, (unsigned long long)ops,
+           (unsigned long long)losses, (unsigned long long)corruptions,
            (unsigned long long)false_failures, done);
     EXPECT_EQ(victim, done);
     EXPECT_EQ(0u, losses);

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * dcx transport: strided uct_iov_t entries (stride, count) in the zero-copy
  * operations, under every DCI policy (docs/strided.md):
@@ -28,14 +29,14 @@ using namespace dcx_test;
 
 namespace {
 
-const uint8_t  AM_ID = 7;
-const char     GAP   = (char)0xee;
+const uint8_t AM_ID = 7;
+const char GAP      = (char)0xee;
 
 /* One strided iov entry over registered memory */
 struct layout {
-    size_t    length;
-    size_t    stride;
-    unsigned  count;
+    size_t length;
+    size_t stride;
+    unsigned count;
 };
 
 char elem_byte(size_t k, size_t j, unsigned seed)
@@ -44,30 +45,31 @@ char elem_byte(size_t k, size_t j, unsigned seed)
 }
 
 struct am_rx {
-    std::vector<std::vector<char> > msgs;
+    std::vector<std::vector<char>> msgs;
 };
 
 ucs_status_t am_cb(void *arg, void *data, size_t length, unsigned flags)
 {
-    static_cast<am_rx*>(arg)->msgs.push_back(
-            std::vector<char>((char*)data, (char*)data + length));
+    static_cast<am_rx *>(arg)->msgs.push_back(std::vector<char>((char *)data,
+                                                                (char *)data +
+                                                                    length));
     return UCS_OK;
 }
 
 /* What the peer process of the cross-process tests publishes
  * (uct_dcx_strided_peer.DISABLED_serve) */
 struct strided_peer_info {
-    uint8_t   dev_addr[64];
-    uint8_t   iface_addr[64];
-    size_t    dev_addr_len, iface_addr_len;
-    uint64_t  buf;
-    char      rkey[64];
+    uint8_t dev_addr[64];
+    uint8_t iface_addr[64];
+    size_t dev_addr_len, iface_addr_len;
+    uint64_t buf;
+    char rkey[64];
 };
 
 /* That peer, killed however the test ends */
 struct strided_peer {
-    peer_proc          p;
-    strided_peer_info  info;
+    peer_proc p;
+    strided_peer_info info;
     ~strided_peer() { kill_peer(p); }
 };
 
@@ -100,10 +102,10 @@ protected:
     }
 
     entity *create(const std::map<std::string, std::string> &extra =
-                   std::map<std::string, std::string>())
+                       std::map<std::string, std::string>())
     {
         std::map<std::string, std::string> cfg = extra;
-        cfg["TM_ENABLE"] = "y";
+        cfg["TM_ENABLE"]                       = "y";
         if (cfg.find("STRIDED_SGE_MAX") == cfg.end()) {
             /* small layouts through keys too (the default expands all that
              * fit a work request to sges) */
@@ -134,7 +136,7 @@ protected:
         if (fill) {
             for (size_t k = 0; k < l.count; ++k) {
                 for (size_t j = 0; j < l.length; ++j) {
-                    ((char*)m.ptr)[k * l.stride + j] = elem_byte(k, j, seed);
+                    ((char *)m.ptr)[k * l.stride + j] = elem_byte(k, j, seed);
                 }
             }
         }
@@ -155,7 +157,7 @@ protected:
     /* Every element of m holds the seeded bytes, every gap is untouched */
     static void check_strided(const mem &m, const layout &l, unsigned seed)
     {
-        const char *p = (const char*)m.ptr;
+        const char *p = (const char *)m.ptr;
         size_t errors = 0;
 
         for (size_t off = 0; off < m.length; ++off) {
@@ -163,10 +165,10 @@ protected:
             bool in  = (k < l.count) && (j < l.length);
             char exp = in ? elem_byte(k, j, seed) : GAP;
             if ((p[off] != exp) && (errors++ < 5)) {
-                ADD_FAILURE() << "offset " << off << (in ? " (element " :
-                              " (gap after element ") << k << ") holds "
-                              << (int)(unsigned char)p[off] << ", expected "
-                              << (int)(unsigned char)exp;
+                ADD_FAILURE() << "offset " << off
+                              << (in ? " (element " : " (gap after element ")
+                              << k << ") holds " << (int)(unsigned char)p[off]
+                              << ", expected " << (int)(unsigned char)exp;
             }
         }
         EXPECT_EQ(0u, errors);
@@ -174,7 +176,7 @@ protected:
 
     static uct_iov_t iov_of(const mem &m, const layout &l)
     {
-        uct_iov_t iov = { m.ptr, l.length, m.memh, l.stride, l.count };
+        uct_iov_t iov = {m.ptr, l.length, m.memh, l.stride, l.count};
         return iov;
     }
 
@@ -186,7 +188,7 @@ protected:
     }
 
     /* Runs op until it is not NO_RESOURCE and waits for its completion */
-    void run_zcopy(const std::function<ucs_status_t(uct_completion_t*)> &op)
+    void run_zcopy(const std::function<ucs_status_t(uct_completion_t *)> &op)
     {
         test_comp comp;
         ucs_status_t status = UCS_OK;
@@ -224,16 +226,16 @@ protected:
             << "length " << l.length << " stride " << l.stride << " count "
             << l.count;
         for (size_t i = exp.size(); i < dst.length; ++i) {
-            ASSERT_EQ(GAP, ((char*)dst.ptr)[i]) << "written past the end";
+            ASSERT_EQ(GAP, ((char *)dst.ptr)[i]) << "written past the end";
         }
-        check_strided(src, l, seed);   /* the source is unchanged */
+        check_strided(src, l, seed); /* the source is unchanged */
     }
 
     struct recv_ctx {
         uct_tag_context_t uct;
-        int               completed;
-        size_t            length;
-        ucs_status_t      status;
+        int completed;
+        size_t length;
+        ucs_status_t status;
     };
 
     static void completed_cb(uct_tag_context_t *self, uct_tag_t stag,
@@ -274,7 +276,7 @@ protected:
         peer.p = spawn_peer("uct_dcx_strided_peer.DISABLED_serve");
         ASSERT_GT(peer.p.pid, 0);
         ASSERT_TRUE(read_full(peer.p.from, &peer.info, sizeof(peer.info)))
-                << "the peer did not start";
+            << "the peer did not start";
         *ep = connect_addr(a, peer.info.dev_addr, peer.info.iface_addr);
         ASSERT_TRUE(*ep != NULL);
         ASSERT_EQ(UCS_OK, uct_rkey_unpack(m_component, peer.info.rkey, rkb));
@@ -287,14 +289,14 @@ protected:
 TEST_P(uct_dcx_strided, put_zcopy_elements)
 {
     entity *a = create(), *b = create();
-    uct_ep_h ep = connect(a, b);
+    uct_ep_h ep            = connect(a, b);
     const layout layouts[] = {
-        { 8, 24, 3 },           /* sges */
-        { 8, 24, 1000 },        /* interleaved key */
-        { 1, 3, 777 },          /* single bytes */
-        { 13, 29, 101 },        /* unaligned */
-        { 5, 70001, 9 },        /* stride past the interleave limit: list */
-        { 4000, 4100, 40 }      /* large elements */
+        {8, 24, 3},      /* sges */
+        {8, 24, 1000},   /* interleaved key */
+        {1, 3, 777},     /* single bytes */
+        {13, 29, 101},   /* unaligned */
+        {5, 70001, 9},   /* stride past the interleave limit: list */
+        {4000, 4100, 40} /* large elements */
     };
 
     for (size_t i = 0; i < sizeof(layouts) / sizeof(layouts[0]); ++i) {
@@ -314,7 +316,7 @@ TEST_P(uct_dcx_strided, default_expands_what_fits)
     cfg["TM_ENABLE"] = "y";
     entity *a = create_entity(cfg), *b = create();
     uct_ep_h ep = connect(a, b);
-    layout fits = { 8, 24, 20 }, over = { 8, 24, 40 };
+    layout fits = {8, 24, 20}, over = {8, 24, 40};
 
     EXPECT_EQ(32u, stats(a).sge_max);
     put_check(a, ep, fits, 1);
@@ -330,12 +332,13 @@ TEST_P(uct_dcx_strided, put_zcopy_mixed_iov)
 {
     entity *a = create(), *b = create();
     uct_ep_h ep = connect(a, b);
-    layout l1 = { 3, 10, 50 }, l2 = { 7, 9, 2 };
+    layout l1 = {3, 10, 50}, l2 = {7, 9, 2};
     mem s1 = strided_mem(l1, 1), s2 = strided_mem(l2, 2);
-    mem c  = alloc_mem(100), dst = alloc_mem(4096);
+    mem c = alloc_mem(100), dst = alloc_mem(4096);
     memset(c.ptr, 'c', 100);
-    uct_iov_t iov[3] = { iov_of(s1, l1), { c.ptr, 100, c.memh, 0, 1 },
-                         iov_of(s2, l2) };
+    uct_iov_t iov[3] = {iov_of(s1, l1),
+                        {c.ptr, 100, c.memh, 0, 1},
+                        iov_of(s2, l2)};
 
     put(ep, iov, 3, dst);
     std::vector<char> exp = packed(l1, 1);
@@ -349,15 +352,17 @@ TEST_P(uct_dcx_strided, put_zcopy_mixed_iov)
 TEST_P(uct_dcx_strided, get_zcopy_scatter)
 {
     entity *a = create(), *b = create();
-    uct_ep_h ep = connect(a, b);
-    const layout layouts[] = { { 8, 24, 2 }, { 1, 2, 999 }, { 13, 31, 257 },
-                               { 6, 80000, 7 } };
+    uct_ep_h ep            = connect(a, b);
+    const layout layouts[] = {{8, 24, 2},
+                              {1, 2, 999},
+                              {13, 31, 257},
+                              {6, 80000, 7}};
 
     for (size_t i = 0; i < sizeof(layouts) / sizeof(layouts[0]); ++i) {
-        const layout &l = layouts[i];
+        const layout &l        = layouts[i];
         std::vector<char> data = packed(l, 40 + i);
-        mem src = alloc_mem(data.size());
-        mem dst = strided_mem(l, 0, false);
+        mem src                = alloc_mem(data.size());
+        mem dst                = strided_mem(l, 0, false);
         memcpy(src.ptr, data.data(), data.size());
         uct_iov_t iov = iov_of(dst, l);
 
@@ -377,10 +382,10 @@ TEST_P(uct_dcx_strided, get_zcopy_scatter)
 TEST_P(uct_dcx_strided, am_zcopy_too_long_on_invalidated_ep_bad_flow)
 {
     entity *a = create(), *b = create();
-    uct_ep_h ep = connect(a, b);
-    layout l = { 64, 128, (unsigned)(a->attr.cap.am.max_zcopy / 64 + 8) };
-    mem src  = strided_mem(l, 3);
-    uct_iov_t iov = iov_of(src, l);
+    uct_ep_h ep      = connect(a, b);
+    layout l         = {64, 128, (unsigned)(a->attr.cap.am.max_zcopy / 64 + 8)};
+    mem src          = strided_mem(l, 3);
+    uct_iov_t iov    = iov_of(src, l);
     const char hdr[] = "hdr";
     test_comp comp;
 
@@ -399,17 +404,15 @@ TEST_P(uct_dcx_strided, am_zcopy_gather)
     entity *a = create(), *b = create();
     uct_ep_h ep = connect(a, b);
     am_rx rx;
-    layout l = { 5, 11, 300 };
-    mem src  = strided_mem(l, 9);
-    uct_iov_t iov = iov_of(src, l);
+    layout l         = {5, 11, 300};
+    mem src          = strided_mem(l, 9);
+    uct_iov_t iov    = iov_of(src, l);
     const char hdr[] = "hdr";
 
-    ASSERT_EQ(UCS_OK, uct_iface_set_am_handler(b->iface, AM_ID, am_cb, &rx,
-                                               0));
+    ASSERT_EQ(UCS_OK, uct_iface_set_am_handler(b->iface, AM_ID, am_cb, &rx, 0));
     for (int n = 0; n < 3; ++n) {
         run_zcopy([&](uct_completion_t *c) {
-            return uct_ep_am_zcopy(ep, AM_ID, hdr, sizeof(hdr), &iov, 1, 0,
-                                   c);
+            return uct_ep_am_zcopy(ep, AM_ID, hdr, sizeof(hdr), &iov, 1, 0, c);
         });
     }
     ASSERT_TRUE(wait_for([&]() { return rx.msgs.size() == 3; }));
@@ -430,12 +433,12 @@ TEST_P(uct_dcx_strided, tag_eager_zcopy_both_ways)
 {
     entity *a = create(), *b = create();
     uct_ep_h ep = connect(a, b);
-    layout l = { 3, 7, 200 };
+    layout l    = {3, 7, 200};
     recv_ctx ctx;
 
     /* strided send */
     mem src = strided_mem(l, 3), dst = alloc_mem(1024);
-    uct_iov_t riov = { dst.ptr, 1024, dst.memh, 0, 1 };
+    uct_iov_t riov = {dst.ptr, 1024, dst.memh, 0, 1};
     uct_iov_t siov = iov_of(src, l);
     post_recv(b, ctx, riov, 0x10);
     run_zcopy([&](uct_completion_t *c) {
@@ -452,7 +455,7 @@ TEST_P(uct_dcx_strided, tag_eager_zcopy_both_ways)
     exp = packed(l, 4);
     memcpy(csrc.ptr, exp.data(), exp.size());
     uct_iov_t sriov = iov_of(rdst, l);
-    uct_iov_t csiov = { csrc.ptr, 600, csrc.memh, 0, 1 };
+    uct_iov_t csiov = {csrc.ptr, 600, csrc.memh, 0, 1};
     post_recv(b, ctx, sriov, 0x11);
     run_zcopy([&](uct_completion_t *c) {
         return uct_ep_tag_eager_zcopy(ep, 0x11, 0, &csiov, 1, 0, c);
@@ -469,7 +472,7 @@ TEST_P(uct_dcx_strided, tag_rndv_zcopy_strided)
 {
     entity *a = create(), *b = create();
     uct_ep_h ep = connect(a, b);
-    layout ls = { 64, 100, 2000 }, lr = { 32, 48, 4000 };
+    layout ls = {64, 100, 2000}, lr = {32, 48, 4000};
     mem src = strided_mem(ls, 5), dst = strided_mem(lr, 0, false);
     uct_iov_t siov = iov_of(src, ls), riov = iov_of(dst, lr);
     recv_ctx ctx;
@@ -492,13 +495,13 @@ TEST_P(uct_dcx_strided, tag_rndv_zcopy_strided)
     std::vector<char> sent = packed(ls, 5);
     for (size_t off = 0; off < sent.size(); ++off) {
         size_t k = off / lr.length, j = off % lr.length;
-        ASSERT_EQ(sent[off], ((char*)dst.ptr)[k * lr.stride + j])
+        ASSERT_EQ(sent[off], ((char *)dst.ptr)[k * lr.stride + j])
             << "byte " << off;
     }
     for (size_t k = 0; k < lr.count; ++k) {
-        for (size_t j = lr.length; (j < lr.stride) &&
-                                   (k * lr.stride + j < dst.length); ++j) {
-            ASSERT_EQ(GAP, ((char*)dst.ptr)[k * lr.stride + j])
+        for (size_t j = lr.length;
+             (j < lr.stride) && (k * lr.stride + j < dst.length); ++j) {
+            ASSERT_EQ(GAP, ((char *)dst.ptr)[k * lr.stride + j])
                 << "gap after element " << k;
         }
     }
@@ -510,7 +513,7 @@ TEST_P(uct_dcx_strided, repeated_layout_hits_the_cache)
 {
     entity *a = create(), *b = create();
     uct_ep_h ep = connect(a, b);
-    layout l = { 16, 40, 500 };
+    layout l    = {16, 40, 500};
     mem src = strided_mem(l, 6), dst = alloc_mem(8000 + 64);
     uct_iov_t iov = iov_of(src, l);
 
@@ -535,7 +538,7 @@ TEST_P(uct_dcx_strided, eviction_under_pressure)
 
     for (int round = 0; round < 3; ++round) {
         for (unsigned i = 0; i < 5; ++i) {
-            layout l = { 4 + i, 16 + 3 * i, 100 + 10 * i };
+            layout l = {4 + i, 16 + 3 * i, 100 + 10 * i};
             put_check(a, ep, l, round * 5 + i);
         }
     }
@@ -549,13 +552,13 @@ TEST_P(uct_dcx_strided, eviction_under_pressure)
 TEST_P(uct_dcx_strided, eviction_is_lru)
 {
     entity *a = create("STRIDED_KEYS", "2"), *b = create();
-    uct_ep_h ep = connect(a, b);
-    const layout l[3] = { { 4, 10, 50 }, { 4, 11, 50 }, { 4, 12, 50 } };
-    mem src[3] = { strided_mem(l[0], 1), strided_mem(l[1], 2),
-                   strided_mem(l[2], 3) };
-    mem dst    = alloc_mem(256);
-    const int seq[] = { 0, 1, 0, 2, 0, 1 };   /* A B A C A B */
-    const uint64_t hits[] = { 0, 0, 1, 1, 2, 2 };
+    uct_ep_h ep           = connect(a, b);
+    const layout l[3]     = {{4, 10, 50}, {4, 11, 50}, {4, 12, 50}};
+    mem src[3]            = {strided_mem(l[0], 1), strided_mem(l[1], 2),
+                             strided_mem(l[2], 3)};
+    mem dst               = alloc_mem(256);
+    const int seq[]       = {0, 1, 0, 2, 0, 1}; /* A B A C A B */
+    const uint64_t hits[] = {0, 0, 1, 1, 2, 2};
 
     for (size_t i = 0; i < 6; ++i) {
         const int x   = seq[i];
@@ -576,19 +579,17 @@ TEST_P(uct_dcx_strided, pool_exhausted_then_pending)
 {
     entity *a = create("STRIDED_KEYS", "1"), *b = create();
     uct_ep_h ep = connect(a, b);
-    layout l1 = { 8, 20, 100 }, l2 = { 8, 30, 100 };
+    layout l1 = {8, 20, 100}, l2 = {8, 30, 100};
     mem s1 = strided_mem(l1, 1), s2 = strided_mem(l2, 2);
     mem d1 = alloc_mem(1000), d2 = alloc_mem(1000);
     uct_iov_t i1 = iov_of(s1, l1), i2 = iov_of(s2, l2);
     test_comp c1, c2;
     ucs_status_t status;
 
-    status = uct_ep_put_zcopy(ep, &i1, 1, (uintptr_t)d1.ptr, d1.rkey,
-                              &c1.uct);
+    status = uct_ep_put_zcopy(ep, &i1, 1, (uintptr_t)d1.ptr, d1.rkey, &c1.uct);
     ASSERT_EQ(UCS_INPROGRESS, status);
     /* not progressed: the first still holds the only key */
-    status = uct_ep_put_zcopy(ep, &i2, 1, (uintptr_t)d2.ptr, d2.rkey,
-                              &c2.uct);
+    status = uct_ep_put_zcopy(ep, &i2, 1, (uintptr_t)d2.ptr, d2.rkey, &c2.uct);
     ASSERT_EQ(UCS_ERR_NO_RESOURCE, status);
     EXPECT_EQ(1u, stats(a).exhausted);
 
@@ -601,7 +602,7 @@ TEST_P(uct_dcx_strided, pool_exhausted_then_pending)
         int sent;
         static ucs_status_t cb(uct_pending_req_t *self)
         {
-            req_t *r = ucs_container_of(self, req_t, uct);
+            req_t *r        = ucs_container_of(self, req_t, uct);
             ucs_status_t st = uct_ep_put_zcopy(r->ep, r->iov, 1,
                                                (uintptr_t)r->dst->ptr,
                                                r->dst->rkey, &r->comp->uct);
@@ -618,11 +619,9 @@ TEST_P(uct_dcx_strided, pool_exhausted_then_pending)
     req.dst      = &d2;
     req.comp     = &c2;
     req.sent     = 0;
-    status = uct_ep_pending_add(ep, &req.uct, 0);
+    status       = uct_ep_pending_add(ep, &req.uct, 0);
     if (status == UCS_ERR_BUSY) {
-        ASSERT_TRUE(wait_for([&]() {
-            return req_t::cb(&req.uct) == UCS_OK;
-        }));
+        ASSERT_TRUE(wait_for([&]() { return req_t::cb(&req.uct) == UCS_OK; }));
     } else {
         ASSERT_EQ(UCS_OK, status);
         ASSERT_TRUE(wait_for([&]() { return req.sent != 0; }));
@@ -639,7 +638,7 @@ TEST_P(uct_dcx_strided, entry_limit_bad_flow)
 {
     entity *a = create("STRIDED_KEY_ENTRIES", "8"), *b = create();
     uct_ep_h ep = connect(a, b);
-    layout at = { 7, 70000, 8 }, past = { 7, 70000, 9 };
+    layout at = {7, 70000, 8}, past = {7, 70000, 9};
 
     put_check(a, ep, at, 1);
 
@@ -652,7 +651,7 @@ TEST_P(uct_dcx_strided, entry_limit_bad_flow)
     EXPECT_EQ(1, log_counter::errors()) << log_counter::joined();
     log_counter::reset();
     /* interleaved layouts have no such limit: many more elements */
-    layout many = { 7, 100, 5000 };
+    layout many = {7, 100, 5000};
     put_check(a, ep, many, 3);
 }
 
@@ -660,10 +659,10 @@ TEST_P(uct_dcx_strided, bad_iov_bad_flow)
 {
     entity *a = create(), *b = create();
     uct_ep_h ep = connect(a, b);
-    layout l = { 8, 4, 100 };   /* overlapping elements */
+    layout l    = {8, 4, 100}; /* overlapping elements */
     mem m = strided_mem(l, 1, false), dst = alloc_mem(1000);
     uct_iov_t overlap = iov_of(m, l);
-    uct_iov_t nomemh  = { m.ptr, 8, UCT_MEM_HANDLE_NULL, 16, 10 };
+    uct_iov_t nomemh  = {m.ptr, 8, UCT_MEM_HANDLE_NULL, 16, 10};
 
     log_counter::reset();
     EXPECT_EQ(UCS_ERR_INVALID_PARAM,
@@ -677,15 +676,15 @@ TEST_P(uct_dcx_strided, bad_iov_bad_flow)
     EXPECT_EQ(0u, stats(a).configures);
 
     /* overlapping elements are fine to gather: sent in order */
-    layout g = { 8, 4, 3 };
+    layout g = {8, 4, 3};
     mem gs = alloc_mem(64), gd = alloc_mem(64);
     for (int i = 0; i < 64; ++i) {
-        ((char*)gs.ptr)[i] = (char)i;
+        ((char *)gs.ptr)[i] = (char)i;
     }
-    uct_iov_t giov = { gs.ptr, g.length, gs.memh, g.stride, g.count };
+    uct_iov_t giov = {gs.ptr, g.length, gs.memh, g.stride, g.count};
     put(ep, &giov, 1, gd);
     for (size_t k = 0; k < 3; ++k) {
-        EXPECT_EQ(0, memcmp((char*)gd.ptr + 8 * k, (char*)gs.ptr + 4 * k, 8));
+        EXPECT_EQ(0, memcmp((char *)gd.ptr + 8 * k, (char *)gs.ptr + 4 * k, 8));
     }
 }
 
@@ -704,9 +703,9 @@ TEST_P(uct_dcx_strided_nocache, dereg_while_cached)
 {
     entity *a = create(), *b = create();
     uct_ep_h ep = connect(a, b);
-    layout l = { 12, 32, 300 };
-    size_t len = span(l);
-    void *buf = NULL;
+    layout l    = {12, 32, 300};
+    size_t len  = span(l);
+    void *buf   = NULL;
     uct_mem_h memh;
     mem dst = alloc_mem(l.length * l.count);
 
@@ -714,12 +713,12 @@ TEST_P(uct_dcx_strided_nocache, dereg_while_cached)
     for (unsigned round = 0; round < 2; ++round) {
         for (size_t k = 0; k < l.count; ++k) {
             for (size_t j = 0; j < l.length; ++j) {
-                ((char*)buf)[k * l.stride + j] = elem_byte(k, j, 20 + round);
+                ((char *)buf)[k * l.stride + j] = elem_byte(k, j, 20 + round);
             }
         }
-        ASSERT_EQ(UCS_OK, uct_md_mem_reg(m_md, buf, len,
-                                         UCT_MD_MEM_ACCESS_ALL, &memh));
-        uct_iov_t iov = { buf, l.length, memh, l.stride, l.count };
+        ASSERT_EQ(UCS_OK,
+                  uct_md_mem_reg(m_md, buf, len, UCT_MD_MEM_ACCESS_ALL, &memh));
+        uct_iov_t iov = {buf, l.length, memh, l.stride, l.count};
         put(ep, &iov, 1, dst);
         std::vector<char> exp = packed(l, 20 + round);
         EXPECT_EQ(0, memcmp(dst.ptr, exp.data(), exp.size()))
@@ -736,14 +735,13 @@ TEST_P(uct_dcx_strided_nocache, dereg_while_cached)
 TEST_P(uct_dcx_strided, config_bad_flow)
 {
     const char *bad[][2] = {
-        { "STRIDED_KEYS", "4097" }, { "STRIDED_KEYS", "-1" },
-        { "STRIDED_SGE_MAX", "33" }, { "STRIDED_KEY_ENTRIES", "1" },
-        { "STRIDED_KEY_ENTRIES", "1000000" }, { "STRIDED_KEYS", "2x" }
-    };
+        {"STRIDED_KEYS", "4097"},           {"STRIDED_KEYS", "-1"},
+        {"STRIDED_SGE_MAX", "33"},          {"STRIDED_KEY_ENTRIES", "1"},
+        {"STRIDED_KEY_ENTRIES", "1000000"}, {"STRIDED_KEYS", "2x"}};
 
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); ++i) {
         std::map<std::string, std::string> cfg;
-        entity *e = NULL;
+        entity *e      = NULL;
         cfg[bad[i][0]] = bad[i][1];
         log_counter::reset();
         EXPECT_NE(UCS_OK, try_create_entity(cfg, &e))
@@ -761,8 +759,7 @@ TEST_P(uct_dcx_strided, config_bad_flow)
 /* Run in the child (exec'ed by across_processes, spawn_peer): publishes an
  * interface and 64 KiB of registered memory on its pipe, then serves until
  * killed */
-class uct_dcx_strided_peer : public uct_dcx_test {
-};
+class uct_dcx_strided_peer : public uct_dcx_test {};
 
 TEST_F(uct_dcx_strided_peer, DISABLED_serve)
 {
@@ -774,8 +771,8 @@ TEST_F(uct_dcx_strided_peer, DISABLED_serve)
     }
     std::map<std::string, std::string> cfg;
     cfg["TM_ENABLE"] = "y";
-    entity *e = create_entity(cfg);
-    mem m     = alloc_mem(65536);
+    entity *e        = create_entity(cfg);
+    mem m            = alloc_mem(65536);
 
     memset(&info, 0, sizeof(info));
     ASSERT_LE(e->dev_addr.size(), sizeof(info.dev_addr));
@@ -807,7 +804,7 @@ TEST_P(uct_dcx_strided, across_processes)
     }
 
     /* 6000 bytes gathered into the peer, scattered back in another layout */
-    layout ls = { 12, 40, 500 }, lg = { 6, 9, 1000 };
+    layout ls = {12, 40, 500}, lg = {6, 9, 1000};
     mem src = strided_mem(ls, 8), back = strided_mem(lg, 0, false);
     uct_iov_t siov = iov_of(src, ls), giov = iov_of(back, lg);
     run_zcopy([&](uct_completion_t *c) {
@@ -819,12 +816,12 @@ TEST_P(uct_dcx_strided, across_processes)
     std::vector<char> sent = packed(ls, 8);
     for (size_t off = 0; off < sent.size(); ++off) {
         size_t k = off / lg.length, j = off % lg.length;
-        ASSERT_EQ(sent[off], ((char*)back.ptr)[k * lg.stride + j])
+        ASSERT_EQ(sent[off], ((char *)back.ptr)[k * lg.stride + j])
             << "byte " << off;
     }
     for (size_t k = 0; k + 1 < lg.count; ++k) {
         for (size_t j = lg.length; j < lg.stride; ++j) {
-            ASSERT_EQ(GAP, ((char*)back.ptr)[k * lg.stride + j])
+            ASSERT_EQ(GAP, ((char *)back.ptr)[k * lg.stride + j])
                 << "gap after element " << k;
         }
     }
@@ -857,7 +854,7 @@ TEST_P(uct_dcx_strided, get_across_processes)
     const size_t len = 8192;
     mem src = alloc_mem(len), dst = alloc_mem(len);
     for (size_t i = 0; i < len; ++i) {
-        ((uint8_t*)src.ptr)[i] = (uint8_t)(i * 7 + 3);
+        ((uint8_t *)src.ptr)[i] = (uint8_t)(i * 7 + 3);
     }
     uct_iov_t piov = {src.ptr, len, src.memh, 0, 1};
     run_zcopy([&](uct_completion_t *c) {
@@ -870,23 +867,22 @@ TEST_P(uct_dcx_strided, get_across_processes)
         memset(dst.ptr, 0xee, len);
         unpack_len = 0;
         run_zcopy([&](uct_completion_t *c) {
-            return uct_ep_get_bcopy(ep, get_unpack, dst.ptr, n,
-                                    info.buf + off, rkb.rkey, c);
+            return uct_ep_get_bcopy(ep, get_unpack, dst.ptr, n, info.buf + off,
+                                    rkb.rkey, c);
         });
         EXPECT_EQ(n, unpack_len);
-        EXPECT_EQ(0, memcmp(dst.ptr, (char*)src.ptr + off, n))
+        EXPECT_EQ(0, memcmp(dst.ptr, (char *)src.ptr + off, n))
             << "get_bcopy " << n;
-        EXPECT_EQ(0xee, ((uint8_t*)dst.ptr)[n]) << "get_bcopy " << n;
+        EXPECT_EQ(0xee, ((uint8_t *)dst.ptr)[n]) << "get_bcopy " << n;
 
         memset(dst.ptr, 0xee, len);
         uct_iov_t giov = {dst.ptr, n, dst.memh, 0, 1};
         run_zcopy([&](uct_completion_t *c) {
-            return uct_ep_get_zcopy(ep, &giov, 1, info.buf + off, rkb.rkey,
-                                    c);
+            return uct_ep_get_zcopy(ep, &giov, 1, info.buf + off, rkb.rkey, c);
         });
-        EXPECT_EQ(0, memcmp(dst.ptr, (char*)src.ptr + off, n))
+        EXPECT_EQ(0, memcmp(dst.ptr, (char *)src.ptr + off, n))
             << "get_zcopy " << n;
-        EXPECT_EQ(0xee, ((uint8_t*)dst.ptr)[n]) << "get_zcopy " << n;
+        EXPECT_EQ(0xee, ((uint8_t *)dst.ptr)[n]) << "get_zcopy " << n;
     }
     uct_rkey_release(m_component, &rkb);
 }
@@ -908,12 +904,12 @@ TEST_P(uct_dcx_strided, DISABLED_measure_sge_vs_key)
     const char *env = getenv("DCX_MEASURE_COUNT");
     unsigned count  = (env != NULL) ? atoi(env) : 8;
     const char *sge = getenv("DCX_MEASURE_SGE_MAX");
-    entity *a = create("STRIDED_SGE_MAX", (sge != NULL) ? sge : "0");
-    entity *b = create();
-    uct_ep_h ep = connect(a, b);
-    layout l = { 8, 24, count };
+    entity *a       = create("STRIDED_SGE_MAX", (sge != NULL) ? sge : "0");
+    entity *b       = create();
+    uct_ep_h ep     = connect(a, b);
+    layout l        = {8, 24, count};
     mem src = strided_mem(l, 1), dst = alloc_mem(l.length * count + 64);
-    uct_iov_t iov = iov_of(src, l);
+    uct_iov_t iov         = iov_of(src, l);
     std::vector<char> exp = packed(l, 1);
 
     for (int n = 0; n < 201; ++n) {

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Strided registration on the dcx MD (include/uct/dcx/dcx_strided.h):
  * a peer in another process puts into and gets from the packed rkey of a
@@ -27,24 +28,29 @@ using namespace dcx_test;
 
 namespace {
 
-const uint32_t LIMIT    = 8;        /* UCX_DCX_SOFT_MKEY_MAX_ENTRIES */
-const size_t   AGENT_BUF = 1 << 20;  /* the agent's registered buffer */
+const uint32_t LIMIT   = 8;       /* UCX_DCX_SOFT_MKEY_MAX_ENTRIES */
+const size_t AGENT_BUF = 1 << 20; /* the agent's registered buffer */
 
-enum { CMD_PUT = 1, CMD_GET, CMD_FADD64, CMD_QUIT };
+enum {
+    CMD_PUT = 1,
+    CMD_GET,
+    CMD_FADD64,
+    CMD_QUIT
+};
 
 struct agent_cmd {
-    uint32_t  op;
-    uint32_t  seed;
-    uint64_t  offset;     /* remote address: offset in the layout */
-    uint64_t  length;
-    uint64_t  add;        /* CMD_FADD64 */
-    char      rkey[64];
+    uint32_t op;
+    uint32_t seed;
+    uint64_t offset; /* remote address: offset in the layout */
+    uint64_t length;
+    uint64_t add; /* CMD_FADD64 */
+    char rkey[64];
 };
 
 struct agent_reply {
-    int32_t   status;
-    uint32_t  reserved;
-    uint64_t  length;     /* bytes following (GET data, FADD64 old value) */
+    int32_t status;
+    uint32_t reserved;
+    uint64_t length; /* bytes following (GET data, FADD64 old value) */
 };
 
 /* The byte a put writes at position i of its source buffer */
@@ -92,7 +98,7 @@ TEST_F(uct_dcx_strided_agent, DISABLED_serve)
 
     while (read_full(in, &cmd, sizeof(cmd)) && (cmd.op != CMD_QUIT)) {
         uct_rkey_bundle_t rkb;
-        uint8_t *buf = (uint8_t*)m.ptr;
+        uint8_t *buf = (uint8_t *)m.ptr;
         uint64_t old = 0;
         test_comp comp;
         ucs_status_t status;
@@ -110,11 +116,11 @@ TEST_F(uct_dcx_strided_agent, DISABLED_serve)
             }
             do {
                 if (cmd.op == CMD_PUT) {
-                    status = uct_ep_put_zcopy(ep, &iov, 1, cmd.offset,
-                                              rkb.rkey, &comp.uct);
+                    status = uct_ep_put_zcopy(ep, &iov, 1, cmd.offset, rkb.rkey,
+                                              &comp.uct);
                 } else if (cmd.op == CMD_GET) {
-                    status = uct_ep_get_zcopy(ep, &iov, 1, cmd.offset,
-                                              rkb.rkey, &comp.uct);
+                    status = uct_ep_get_zcopy(ep, &iov, 1, cmd.offset, rkb.rkey,
+                                              &comp.uct);
                 } else {
                     status = uct_ep_atomic64_fetch(ep, UCT_ATOMIC_OP_ADD,
                                                    cmd.add, &old, cmd.offset,
@@ -129,13 +135,16 @@ TEST_F(uct_dcx_strided_agent, DISABLED_serve)
         }
         rep.status = status;
         if (status == UCS_OK) {
-            rep.length = (cmd.op == CMD_GET) ? cmd.length :
-                         (cmd.op == CMD_FADD64) ? 8 : 0;
+            rep.length = (cmd.op == CMD_GET)    ? cmd.length :
+                         (cmd.op == CMD_FADD64) ? 8 :
+                                                  0;
         }
         ASSERT_TRUE(write_full(out, &rep, sizeof(rep)));
         if (rep.length > 0) {
-            ASSERT_TRUE(write_full(out, (cmd.op == CMD_GET) ? (void*)buf :
-                                   (void*)&old, rep.length));
+            ASSERT_TRUE(write_full(out,
+                                   (cmd.op == CMD_GET) ? (void *)buf :
+                                                         (void *)&old,
+                                   rep.length));
         }
     }
 }
@@ -168,10 +177,7 @@ protected:
         uct_dcx_test::TearDown();
     }
 
-    uint8_t original(size_t i) const
-    {
-        return (uint8_t)(i * 7 + 3);
-    }
+    uint8_t original(size_t i) const { return (uint8_t)(i * 7 + 3); }
 
     void fill_original()
     {
@@ -180,10 +186,7 @@ protected:
         }
     }
 
-    uint8_t *base() const
-    {
-        return (uint8_t*)m_mem.ptr;
-    }
+    uint8_t *base() const { return (uint8_t *)m_mem.ptr; }
 
     void start_agent()
     {
@@ -206,13 +209,13 @@ protected:
         memset(&cmd, 0, sizeof(cmd));
         cmd.op = CMD_QUIT;
         write_full(m_agent.to, &cmd, sizeof(cmd));
-        pid = m_agent.pid;
+        pid         = m_agent.pid;
         m_agent.pid = -1;
-        kill_peer(m_agent);   /* pid < 0: only closes the pipes */
+        kill_peer(m_agent); /* pid < 0: only closes the pipes */
         /* the agent's own test must pass */
         EXPECT_EQ(pid, waitpid(pid, &status, 0));
         EXPECT_TRUE(WIFEXITED(status) && (WEXITSTATUS(status) == 0))
-                << "agent status 0x" << std::hex << status;
+            << "agent status 0x" << std::hex << status;
     }
 
     /* Sends cmd to the agent; waits (progressing) for its reply */
@@ -260,14 +263,14 @@ protected:
     }
 
     /* Addresses of the layout's bytes in key order */
-    static std::vector<uint8_t*> layout(const uct_dcx_strided_desc_t &d)
+    static std::vector<uint8_t *> layout(const uct_dcx_strided_desc_t &d)
     {
         size_t blocks = (d.block_count > 1) ? d.block_count : 1;
-        std::vector<uint8_t*> out;
+        std::vector<uint8_t *> out;
 
         for (size_t b = 0; b < blocks; ++b) {
             for (size_t i = 0; i < d.count; ++i) {
-                uint8_t *p = (uint8_t*)d.base + b * d.block_stride +
+                uint8_t *p = (uint8_t *)d.base + b * d.block_stride +
                              i * d.stride;
                 for (size_t k = 0; k < d.elem_size; ++k) {
                     out.push_back(p + k);
@@ -277,14 +280,14 @@ protected:
         return out;
     }
 
-    static std::vector<uint8_t*>
+    static std::vector<uint8_t *>
     layout(const std::vector<uct_dcx_strided_region_t> &regions)
     {
-        std::vector<uint8_t*> out;
+        std::vector<uint8_t *> out;
 
         for (size_t r = 0; r < regions.size(); ++r) {
             for (size_t k = 0; k < regions[r].length; ++k) {
-                out.push_back((uint8_t*)regions[r].address + k);
+                out.push_back((uint8_t *)regions[r].address + k);
             }
         }
         return out;
@@ -295,8 +298,8 @@ protected:
     {
         uct_mem_h memh = NULL;
 
-        EXPECT_EQ(UCS_OK, uct_dcx_md_mem_reg_strided(m_md, &d, base_memh,
-                                                     flags, &memh));
+        EXPECT_EQ(UCS_OK, uct_dcx_md_mem_reg_strided(m_md, &d, base_memh, flags,
+                                                     &memh));
         if (memh != NULL) {
             m_strided.push_back(memh);
         }
@@ -317,7 +320,7 @@ protected:
     /* Puts [offset, offset + len) of the layout from the agent and checks
      * every byte of the registered memory: written where the layout maps
      * it, unchanged everywhere else */
-    void check_put(uct_mem_h memh, const std::vector<uint8_t*> &bytes,
+    void check_put(uct_mem_h memh, const std::vector<uint8_t *> &bytes,
                    size_t offset, size_t len, uint32_t seed)
     {
         std::vector<uint8_t> expect(m_mem.length);
@@ -333,9 +336,8 @@ protected:
         for (size_t i = 0; i < m_mem.length; ++i) {
             if (base()[i] != expect[i]) {
                 if (++bad < 5) {
-                    ADD_FAILURE() << "byte " << i << " is "
-                                  << (int)base()[i] << ", expected "
-                                  << (int)expect[i];
+                    ADD_FAILURE() << "byte " << i << " is " << (int)base()[i]
+                                  << ", expected " << (int)expect[i];
                 }
             }
         }
@@ -344,7 +346,7 @@ protected:
 
     /* Gets [offset, offset + len) of the layout at the agent: the layout's
      * bytes, gathered */
-    void check_get(uct_mem_h memh, const std::vector<uint8_t*> &bytes,
+    void check_get(uct_mem_h memh, const std::vector<uint8_t *> &bytes,
                    size_t offset, size_t len)
     {
         std::vector<uint8_t> data;
@@ -355,9 +357,9 @@ protected:
         for (size_t i = 0; i < len; ++i) {
             if (data[i] != *bytes[offset + i]) {
                 if (++bad < 5) {
-                    ADD_FAILURE() << "gathered byte " << i << " is "
-                                  << (int)data[i] << ", expected "
-                                  << (int)*bytes[offset + i];
+                    ADD_FAILURE()
+                        << "gathered byte " << i << " is " << (int)data[i]
+                        << ", expected " << (int)*bytes[offset + i];
                 }
             }
         }
@@ -365,8 +367,9 @@ protected:
     }
 
     /* One bad registration: the status and exactly one error line */
-    void expect_bad(ucs_status_t expected, const std::function<
-                    ucs_status_t(uct_mem_h*)> &call, const char *what)
+    void expect_bad(ucs_status_t expected,
+                    const std::function<ucs_status_t(uct_mem_h *)> &call,
+                    const char *what)
     {
         uct_mem_h memh = NULL;
 
@@ -393,10 +396,10 @@ protected:
         return d;
     }
 
-    entity                 *m_e;
-    mem                     m_mem;
-    std::vector<uct_mem_h>  m_strided;
-    peer_proc               m_agent;
+    entity *m_e;
+    mem m_mem;
+    std::vector<uct_mem_h> m_strided;
+    peer_proc m_agent;
 };
 
 /* A vector of doubles (a matrix column): scatter, gather, partial ranges */
@@ -406,7 +409,7 @@ TEST_F(uct_dcx_strided_reg, column_put_get)
     uct_dcx_strided_desc_t d = desc(base() + 5 * 8, 8, 64 * 8, 64);
     uct_mem_h memh           = reg(d, m_mem.memh);
     ASSERT_TRUE(memh != NULL);
-    std::vector<uint8_t*> bytes = layout(d);
+    std::vector<uint8_t *> bytes = layout(d);
 
     check_put(memh, bytes, 0, bytes.size(), 1);
     check_get(memh, bytes, 0, bytes.size());
@@ -439,8 +442,8 @@ TEST_F(uct_dcx_strided_reg, halo_face_blocks)
                                     nx * ny * 8);
     /* ny + 1 > LIMIT entries: one list entry per element would not fit
      * either, so the face is cut in two layouts of 6 rows */
-    d.count = LIMIT - 1;
-    uct_mem_h memh = reg(d, m_mem.memh);
+    d.count                  = LIMIT - 1;
+    uct_mem_h memh           = reg(d, m_mem.memh);
     ASSERT_TRUE(memh != NULL);
 
     check_put(memh, layout(d), 0, layout(d).size(), 6);
@@ -473,10 +476,10 @@ TEST_F(uct_dcx_strided_reg, list_put_get)
     }
     std::vector<uct_mem_h> memhs(r.size(), m_mem.memh);
     uct_mem_h memh = NULL;
-    ASSERT_EQ(UCS_OK, uct_dcx_md_mem_reg_list(m_md, &r[0], r.size(),
-                                              &memhs[0], 0, &memh));
+    ASSERT_EQ(UCS_OK, uct_dcx_md_mem_reg_list(m_md, &r[0], r.size(), &memhs[0],
+                                              0, &memh));
     m_strided.push_back(memh);
-    std::vector<uint8_t*> bytes = layout(r);
+    std::vector<uint8_t *> bytes = layout(r);
 
     check_put(memh, bytes, 0, bytes.size(), 9);
     check_get(memh, bytes, 0, bytes.size());
@@ -494,11 +497,11 @@ TEST_F(uct_dcx_strided_reg, self_registered)
     uct_dcx_strided_desc_t d = desc(&own[1], 24, 400, 90);
     uct_mem_h memh           = reg(d, NULL);
     ASSERT_TRUE(memh != NULL);
-    std::vector<uint8_t*> bytes = layout(d);
+    std::vector<uint8_t *> bytes = layout(d);
 
     ASSERT_EQ(UCS_OK, agent(CMD_PUT, memh, 0, bytes.size(), 11));
     for (size_t i = 0; i < own.size(); ++i) {
-        bool in = false;
+        bool in  = false;
         size_t k = 0;
         for (; k < bytes.size(); ++k) {
             if (bytes[k] == &own[i]) {
@@ -511,13 +514,12 @@ TEST_F(uct_dcx_strided_reg, self_registered)
     check_get(memh, bytes, 0, bytes.size());
 
     std::vector<uct_dcx_strided_region_t> r(2);
-    r[0].address = &own[30000];
-    r[0].length  = 10;
-    r[1].address = &own[100];
-    r[1].length  = 3;
+    r[0].address    = &own[30000];
+    r[0].length     = 10;
+    r[1].address    = &own[100];
+    r[1].length     = 3;
     uct_mem_h lmemh = NULL;
-    ASSERT_EQ(UCS_OK, uct_dcx_md_mem_reg_list(m_md, &r[0], 2, NULL, 0,
-                                              &lmemh));
+    ASSERT_EQ(UCS_OK, uct_dcx_md_mem_reg_list(m_md, &r[0], 2, NULL, 0, &lmemh));
     m_strided.push_back(lmemh);
     check_get(lmemh, layout(r), 0, 13);
     dereg(lmemh);
@@ -527,7 +529,7 @@ TEST_F(uct_dcx_strided_reg, self_registered)
 /* Atomics inside one element operate on that element */
 TEST_F(uct_dcx_strided_reg, atomic_in_element)
 {
-    uint64_t *vals = (uint64_t*)(base() + 8192);
+    uint64_t *vals = (uint64_t *)(base() + 8192);
     for (int i = 0; i < 10; ++i) {
         vals[i * 3] = 1000 + i;
     }
@@ -538,11 +540,11 @@ TEST_F(uct_dcx_strided_reg, atomic_in_element)
 
     ASSERT_EQ(UCS_OK, agent(CMD_FADD64, memh, 4 * 8, 8, 0, &old, 5));
     ASSERT_EQ(8u, old.size());
-    EXPECT_EQ(1004u, *(uint64_t*)&old[0]);
+    EXPECT_EQ(1004u, *(uint64_t *)&old[0]);
     for (int i = 0; i < 10; ++i) {
         EXPECT_EQ((uint64_t)(1000 + i + ((i == 4) ? 5 : 0)), vals[i * 3]);
-        EXPECT_EQ((uint64_t)(original((uint8_t*)&vals[i * 3 + 1] - base())),
-                  *(uint8_t*)&vals[i * 3 + 1]);
+        EXPECT_EQ((uint64_t)(original((uint8_t *)&vals[i * 3 + 1] - base())),
+                  *(uint8_t *)&vals[i * 3 + 1]);
     }
 }
 
@@ -586,15 +588,15 @@ TEST_F(uct_dcx_strided_reg, used_after_dereg_bad_flow)
     EXPECT_EQ(UCS_ERR_CONNECTION_RESET, (ucs_status_t)rep.status);
     EXPECT_EQ(0u, rep.length);
     EXPECT_TRUE(std::equal(before.begin(), before.end(), base()))
-            << "the stale key wrote into the owner's memory";
+        << "the stale key wrote into the owner's memory";
 }
 
 /* The symbols are exported from the module for dlsym */
 TEST_F(uct_dcx_strided_reg, symbols_exported)
 {
-    EXPECT_EQ((void*)uct_dcx_md_mem_reg_strided,
+    EXPECT_EQ((void *)uct_dcx_md_mem_reg_strided,
               dlsym(RTLD_DEFAULT, UCT_DCX_MD_MEM_REG_STRIDED_SYMBOL));
-    EXPECT_EQ((void*)uct_dcx_md_mem_reg_list,
+    EXPECT_EQ((void *)uct_dcx_md_mem_reg_list,
               dlsym(RTLD_DEFAULT, UCT_DCX_MD_MEM_REG_LIST_SYMBOL));
 }
 
@@ -607,38 +609,50 @@ TEST_F(uct_dcx_strided_reg, entry_limit_bad_flow)
         r.push_back(x);
     }
     uct_mem_h memh = NULL;
-    ASSERT_EQ(UCS_OK, uct_dcx_md_mem_reg_list(m_md, &r[0], LIMIT, NULL, 0,
-                                              &memh));
+    ASSERT_EQ(UCS_OK,
+              uct_dcx_md_mem_reg_list(m_md, &r[0], LIMIT, NULL, 0, &memh));
     dereg(memh);
-    expect_bad(UCS_ERR_EXCEEDS_LIMIT, [&](uct_mem_h *p) {
-        return uct_dcx_md_mem_reg_list(m_md, &r[0], LIMIT + 1, NULL, 0, p);
-    }, "list of LIMIT + 1 regions");
+    expect_bad(
+        UCS_ERR_EXCEEDS_LIMIT,
+        [&](uct_mem_h *p) {
+            return uct_dcx_md_mem_reg_list(m_md, &r[0], LIMIT + 1, NULL, 0, p);
+        },
+        "list of LIMIT + 1 regions");
 
     /* blocks of LIMIT - 1 elements: interleaved, LIMIT entries */
     uct_dcx_strided_desc_t d = desc(base(), 8, 16, LIMIT - 1, 4, 4096);
-    memh = reg(d, m_mem.memh);
+    memh                     = reg(d, m_mem.memh);
     ASSERT_TRUE(memh != NULL);
     dereg(memh);
     d.count = LIMIT;
-    expect_bad(UCS_ERR_EXCEEDS_LIMIT, [&](uct_mem_h *p) {
-        return uct_dcx_md_mem_reg_strided(m_md, &d, m_mem.memh, 0, p);
-    }, "blocks of LIMIT elements");
+    expect_bad(
+        UCS_ERR_EXCEEDS_LIMIT,
+        [&](uct_mem_h *p) {
+            return uct_dcx_md_mem_reg_strided(m_md, &d, m_mem.memh, 0, p);
+        },
+        "blocks of LIMIT elements");
 
     /* a stride past 16 bits: one entry per element */
-    d = desc(base(), 8, 70000, LIMIT);
+    d    = desc(base(), 8, 70000, LIMIT);
     memh = reg(d, m_mem.memh);
     ASSERT_TRUE(memh != NULL);
     dereg(memh);
     d.count = LIMIT + 1;
-    expect_bad(UCS_ERR_EXCEEDS_LIMIT, [&](uct_mem_h *p) {
-        return uct_dcx_md_mem_reg_strided(m_md, &d, m_mem.memh, 0, p);
-    }, "LIMIT + 1 elements at a 70000-byte stride");
+    expect_bad(
+        UCS_ERR_EXCEEDS_LIMIT,
+        [&](uct_mem_h *p) {
+            return uct_dcx_md_mem_reg_strided(m_md, &d, m_mem.memh, 0, p);
+        },
+        "LIMIT + 1 elements at a 70000-byte stride");
 
     /* an element past 16 bits with several elements */
     d = desc(base(), 70000, 70001, LIMIT + 1);
-    expect_bad(UCS_ERR_EXCEEDS_LIMIT, [&](uct_mem_h *p) {
-        return uct_dcx_md_mem_reg_strided(m_md, &d, m_mem.memh, 0, p);
-    }, "LIMIT + 1 elements of 70000 bytes");
+    expect_bad(
+        UCS_ERR_EXCEEDS_LIMIT,
+        [&](uct_mem_h *p) {
+            return uct_dcx_md_mem_reg_strided(m_md, &d, m_mem.memh, 0, p);
+        },
+        "LIMIT + 1 elements of 70000 bytes");
 }
 
 TEST_F(uct_dcx_strided_reg, bad_arguments_bad_flow)
@@ -647,62 +661,92 @@ TEST_F(uct_dcx_strided_reg, bad_arguments_bad_flow)
     uct_mem_h memh;
 
     d = desc(base(), 0, 8, 4);
-    expect_bad(UCS_ERR_INVALID_PARAM, [&](uct_mem_h *p) {
-        return uct_dcx_md_mem_reg_strided(m_md, &d, m_mem.memh, 0, p);
-    }, "zero element size");
+    expect_bad(
+        UCS_ERR_INVALID_PARAM,
+        [&](uct_mem_h *p) {
+            return uct_dcx_md_mem_reg_strided(m_md, &d, m_mem.memh, 0, p);
+        },
+        "zero element size");
     d = desc(base(), 8, 8, 0);
-    expect_bad(UCS_ERR_INVALID_PARAM, [&](uct_mem_h *p) {
-        return uct_dcx_md_mem_reg_strided(m_md, &d, m_mem.memh, 0, p);
-    }, "zero elements");
+    expect_bad(
+        UCS_ERR_INVALID_PARAM,
+        [&](uct_mem_h *p) {
+            return uct_dcx_md_mem_reg_strided(m_md, &d, m_mem.memh, 0, p);
+        },
+        "zero elements");
     d = desc(base(), 8, 7, 4);
-    expect_bad(UCS_ERR_INVALID_PARAM, [&](uct_mem_h *p) {
-        return uct_dcx_md_mem_reg_strided(m_md, &d, m_mem.memh, 0, p);
-    }, "stride < element size");
+    expect_bad(
+        UCS_ERR_INVALID_PARAM,
+        [&](uct_mem_h *p) {
+            return uct_dcx_md_mem_reg_strided(m_md, &d, m_mem.memh, 0, p);
+        },
+        "stride < element size");
     d = desc(base(), 8, 16, 4, 3, 50);
-    expect_bad(UCS_ERR_INVALID_PARAM, [&](uct_mem_h *p) {
-        return uct_dcx_md_mem_reg_strided(m_md, &d, m_mem.memh, 0, p);
-    }, "overlapping blocks");
+    expect_bad(
+        UCS_ERR_INVALID_PARAM,
+        [&](uct_mem_h *p) {
+            return uct_dcx_md_mem_reg_strided(m_md, &d, m_mem.memh, 0, p);
+        },
+        "overlapping blocks");
     d = desc(base(), 8, SIZE_MAX / 2, 4);
-    expect_bad(UCS_ERR_INVALID_PARAM, [&](uct_mem_h *p) {
-        return uct_dcx_md_mem_reg_strided(m_md, &d, m_mem.memh, 0, p);
-    }, "layout wrapping the address space");
-    expect_bad(UCS_ERR_INVALID_PARAM, [&](uct_mem_h *p) {
-        return uct_dcx_md_mem_reg_strided(m_md, NULL, m_mem.memh, 0, p);
-    }, "no description");
+    expect_bad(
+        UCS_ERR_INVALID_PARAM,
+        [&](uct_mem_h *p) {
+            return uct_dcx_md_mem_reg_strided(m_md, &d, m_mem.memh, 0, p);
+        },
+        "layout wrapping the address space");
+    expect_bad(
+        UCS_ERR_INVALID_PARAM,
+        [&](uct_mem_h *p) {
+            return uct_dcx_md_mem_reg_strided(m_md, NULL, m_mem.memh, 0, p);
+        },
+        "no description");
 
     /* memory the given memh does not cover */
     d = desc(base() + m_mem.length - 64, 8, 16, 5);
-    expect_bad(UCS_ERR_INVALID_ADDR, [&](uct_mem_h *p) {
-        return uct_dcx_md_mem_reg_strided(m_md, &d, m_mem.memh, 0, p);
-    }, "past the end of the memh");
+    expect_bad(
+        UCS_ERR_INVALID_ADDR,
+        [&](uct_mem_h *p) {
+            return uct_dcx_md_mem_reg_strided(m_md, &d, m_mem.memh, 0, p);
+        },
+        "past the end of the memh");
     std::vector<uint8_t> other(4096);
     d = desc(&other[0], 8, 16, 5);
-    expect_bad(UCS_ERR_INVALID_ADDR, [&](uct_mem_h *p) {
-        return uct_dcx_md_mem_reg_strided(m_md, &d, m_mem.memh, 0, p);
-    }, "memory not registered by the memh");
+    expect_bad(
+        UCS_ERR_INVALID_ADDR,
+        [&](uct_mem_h *p) {
+            return uct_dcx_md_mem_reg_strided(m_md, &d, m_mem.memh, 0, p);
+        },
+        "memory not registered by the memh");
 
     /* a read-only registration under a key that peers write */
     uct_mem_h ro;
     ASSERT_EQ(UCS_OK, uct_md_mem_reg(m_md, &other[0], other.size(),
                                      UCT_MD_MEM_ACCESS_REMOTE_GET, &ro));
-    expect_bad(UCS_ERR_INVALID_ADDR, [&](uct_mem_h *p) {
-        return uct_dcx_md_mem_reg_strided(m_md, &d, ro,
-                                          UCT_MD_MEM_ACCESS_REMOTE_PUT, p);
-    }, "read-only memh, writable key");
+    expect_bad(
+        UCS_ERR_INVALID_ADDR,
+        [&](uct_mem_h *p) {
+            return uct_dcx_md_mem_reg_strided(m_md, &d, ro,
+                                              UCT_MD_MEM_ACCESS_REMOTE_PUT, p);
+        },
+        "read-only memh, writable key");
     memh = NULL;
-    EXPECT_EQ(UCS_OK, uct_dcx_md_mem_reg_strided(m_md, &d, ro,
-                                                 UCT_MD_MEM_ACCESS_REMOTE_GET,
-                                                 &memh));
+    EXPECT_EQ(UCS_OK,
+              uct_dcx_md_mem_reg_strided(m_md, &d, ro,
+                                         UCT_MD_MEM_ACCESS_REMOTE_GET, &memh));
     EXPECT_EQ(UCS_OK, uct_md_mem_dereg(m_md, memh));
     EXPECT_EQ(UCS_OK, uct_md_mem_dereg(m_md, ro));
 
     /* a strided handle as the base */
-    d = desc(base(), 8, 16, 5);
+    d           = desc(base(), 8, 16, 5);
     uct_mem_h s = reg(d, m_mem.memh);
     ASSERT_TRUE(s != NULL);
-    expect_bad(UCS_ERR_INVALID_PARAM, [&](uct_mem_h *p) {
-        return uct_dcx_md_mem_reg_strided(m_md, &d, s, 0, p);
-    }, "strided memh as the base");
+    expect_bad(
+        UCS_ERR_INVALID_PARAM,
+        [&](uct_mem_h *p) {
+            return uct_dcx_md_mem_reg_strided(m_md, &d, s, 0, p);
+        },
+        "strided memh as the base");
 
     /* list: overlapping regions, an empty one, a missing memh */
     std::vector<uct_dcx_strided_region_t> r(2);
@@ -710,27 +754,42 @@ TEST_F(uct_dcx_strided_reg, bad_arguments_bad_flow)
     r[0].length  = 50;
     r[1].address = base() + 120;
     r[1].length  = 8;
-    expect_bad(UCS_ERR_INVALID_PARAM, [&](uct_mem_h *p) {
-        return uct_dcx_md_mem_reg_list(m_md, &r[0], 2, NULL, 0, p);
-    }, "overlapping regions");
+    expect_bad(
+        UCS_ERR_INVALID_PARAM,
+        [&](uct_mem_h *p) {
+            return uct_dcx_md_mem_reg_list(m_md, &r[0], 2, NULL, 0, p);
+        },
+        "overlapping regions");
     r[1].address = base() + 400;
     r[1].length  = 0;
-    expect_bad(UCS_ERR_INVALID_PARAM, [&](uct_mem_h *p) {
-        return uct_dcx_md_mem_reg_list(m_md, &r[0], 2, NULL, 0, p);
-    }, "empty region");
-    expect_bad(UCS_ERR_INVALID_PARAM, [&](uct_mem_h *p) {
-        return uct_dcx_md_mem_reg_list(m_md, &r[0], 0, NULL, 0, p);
-    }, "no regions");
-    r[1].length = 8;
+    expect_bad(
+        UCS_ERR_INVALID_PARAM,
+        [&](uct_mem_h *p) {
+            return uct_dcx_md_mem_reg_list(m_md, &r[0], 2, NULL, 0, p);
+        },
+        "empty region");
+    expect_bad(
+        UCS_ERR_INVALID_PARAM,
+        [&](uct_mem_h *p) {
+            return uct_dcx_md_mem_reg_list(m_md, &r[0], 0, NULL, 0, p);
+        },
+        "no regions");
+    r[1].length        = 8;
     uct_mem_h memhs[2] = {m_mem.memh, NULL};
-    expect_bad(UCS_ERR_INVALID_PARAM, [&](uct_mem_h *p) {
-        return uct_dcx_md_mem_reg_list(m_md, &r[0], 2, memhs, 0, p);
-    }, "region without memh");
-    memhs[1] = m_mem.memh;
+    expect_bad(
+        UCS_ERR_INVALID_PARAM,
+        [&](uct_mem_h *p) {
+            return uct_dcx_md_mem_reg_list(m_md, &r[0], 2, memhs, 0, p);
+        },
+        "region without memh");
+    memhs[1]     = m_mem.memh;
     r[1].address = &other[0];
-    expect_bad(UCS_ERR_INVALID_ADDR, [&](uct_mem_h *p) {
-        return uct_dcx_md_mem_reg_list(m_md, &r[0], 2, memhs, 0, p);
-    }, "region outside its memh");
+    expect_bad(
+        UCS_ERR_INVALID_ADDR,
+        [&](uct_mem_h *p) {
+            return uct_dcx_md_mem_reg_list(m_md, &r[0], 2, memhs, 0, p);
+        },
+        "region outside its memh");
 }
 
 /* The memh of another md, and an md that is not dcx */
@@ -745,9 +804,12 @@ TEST_F(uct_dcx_strided_reg, wrong_md_bad_flow)
     ASSERT_EQ(UCS_OK, status);
 
     uct_dcx_strided_desc_t d = desc(base(), 8, 16, 5);
-    expect_bad(UCS_ERR_INVALID_PARAM, [&](uct_mem_h *p) {
-        return uct_dcx_md_mem_reg_strided(md2, &d, m_mem.memh, 0, p);
-    }, "memh of another md");
+    expect_bad(
+        UCS_ERR_INVALID_PARAM,
+        [&](uct_mem_h *p) {
+            return uct_dcx_md_mem_reg_strided(md2, &d, m_mem.memh, 0, p);
+        },
+        "memh of another md");
     uct_md_close(md2);
 
     /* UCX's "self" component: an md of another transport */
@@ -760,21 +822,26 @@ TEST_F(uct_dcx_strided_reg, wrong_md_bad_flow)
         attr.field_mask = UCT_COMPONENT_ATTR_FIELD_NAME;
         ASSERT_EQ(UCS_OK, uct_component_query(comps[i], &attr));
         if (!strcmp(attr.name, "self")) {
-            ASSERT_EQ(UCS_OK, uct_md_config_read(comps[i], NULL, NULL,
-                                                 &config));
-            ASSERT_EQ(UCS_OK, uct_md_open(comps[i], "self", config,
-                                          &self_md));
+            ASSERT_EQ(UCS_OK,
+                      uct_md_config_read(comps[i], NULL, NULL, &config));
+            ASSERT_EQ(UCS_OK, uct_md_open(comps[i], "self", config, &self_md));
             uct_config_release(config);
         }
     }
     uct_release_component_list(comps);
     ASSERT_TRUE(self_md != NULL);
-    expect_bad(UCS_ERR_INVALID_PARAM, [&](uct_mem_h *p) {
-        return uct_dcx_md_mem_reg_strided(self_md, &d, NULL, 0, p);
-    }, "md of the self component");
+    expect_bad(
+        UCS_ERR_INVALID_PARAM,
+        [&](uct_mem_h *p) {
+            return uct_dcx_md_mem_reg_strided(self_md, &d, NULL, 0, p);
+        },
+        "md of the self component");
     uct_md_close(self_md);
 
-    expect_bad(UCS_ERR_INVALID_PARAM, [&](uct_mem_h *p) {
-        return uct_dcx_md_mem_reg_strided(m_md, &d, m_mem.memh, 0, NULL);
-    }, "no memh_p");
+    expect_bad(
+        UCS_ERR_INVALID_PARAM,
+        [&](uct_mem_h *p) {
+            return uct_dcx_md_mem_reg_strided(m_md, &d, m_mem.memh, 0, NULL);
+        },
+        "no memh_p");
 }

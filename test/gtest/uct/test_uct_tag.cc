@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * dcx transport: the UCT tag-matching API over a tag-matching SRQ
  * (UCX_DCX_TM_ENABLE), in one process, under every DCI policy:
@@ -47,13 +48,13 @@ TEST_P(uct_dcx_tag, no_tag_params_no_tm)
  * is filled, and an unexpected message is dropped with one warning */
 TEST_P(uct_dcx_tag, forced_without_callbacks)
 {
-    m_tag_params = false;
-    entity *b    = create_tm("y");
-    m_tag_params = true;
-    entity *a    = create_tm("y");
-    uct_ep_h ep  = connect(a, b);
+    m_tag_params           = false;
+    entity *b              = create_tm("y");
+    m_tag_params           = true;
+    entity *a              = create_tm("y");
+    uct_ep_h ep            = connect(a, b);
     std::vector<char> data = pattern(100, 7);
-    mem m        = alloc_mem(164);
+    mem m                  = alloc_mem(164);
     recv_ctx ctx;
 
     EXPECT_NE(0u, b->attr.cap.flags & UCT_IFACE_FLAG_TAG_EAGER_BCOPY);
@@ -129,7 +130,7 @@ TEST_P(uct_dcx_tag, rndv_request_expected_and_unexpected)
 {
     entity *a = create_tm(), *b = create_tm();
     uct_ep_h ep = connect(a, b);
-    mem m = alloc_mem(256);
+    mem m       = alloc_mem(256);
     recv_ctx ctx;
     std::vector<char> hdr = pattern(40, 9);
     ucs_status_t status;
@@ -146,8 +147,8 @@ TEST_P(uct_dcx_tag, rndv_request_expected_and_unexpected)
     EXPECT_EQ((uct_tag_t)0x42, ctx.stag);
     EXPECT_TRUE(ctx.header == hdr);
 
-    ASSERT_EQ(UCS_OK, uct_ep_tag_rndv_request(ep, 0x43, hdr.data(),
-                                              hdr.size(), 0));
+    ASSERT_EQ(UCS_OK,
+              uct_ep_tag_rndv_request(ep, 0x43, hdr.data(), hdr.size(), 0));
     ASSERT_TRUE(wait_for([&]() { return !m_unexp.empty(); }));
     EXPECT_TRUE(m_unexp[0].rndv);
     EXPECT_EQ((uct_tag_t)0x43, m_unexp[0].tag);
@@ -159,13 +160,13 @@ TEST_P(uct_dcx_tag, rndv_request_expected_and_unexpected)
 TEST_P(uct_dcx_tag, rndv_zcopy_device_completed)
 {
     entity *a = create_tm(), *b = create_tm();
-    uct_ep_h ep = connect(a, b);
-    size_t sizes[] = { 1, 9000, 256 * 1024, 4 * 1024 * 1024 };
-    char hdr[18] = "rndv-header-18-b";
+    uct_ep_h ep    = connect(a, b);
+    size_t sizes[] = {1, 9000, 256 * 1024, 4 * 1024 * 1024};
+    char hdr[18]   = "rndv-header-18-b";
 
     for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); ++i) {
         size_t len = sizes[i];
-        mem src    = alloc_mem(len), dst = alloc_mem(len);
+        mem src = alloc_mem(len), dst = alloc_mem(len);
         std::vector<char> data = pattern(len, i + 11);
         recv_ctx ctx;
         test_comp comp;
@@ -173,16 +174,17 @@ TEST_P(uct_dcx_tag, rndv_zcopy_device_completed)
 
         memcpy(src.ptr, data.data(), len);
         post_recv(b, ctx, dst, len, 0x500 + i);
-        uct_iov_t iov = { src.ptr, len, src.memh, 0, 1 };
+        uct_iov_t iov = {src.ptr, len, src.memh, 0, 1};
         ASSERT_TRUE(wait_for([&]() {
-            op = uct_ep_tag_rndv_zcopy(ep, 0x500 + i, hdr, sizeof(hdr), &iov,
-                                       1, 0, &comp.uct);
+            op = uct_ep_tag_rndv_zcopy(ep, 0x500 + i, hdr, sizeof(hdr), &iov, 1,
+                                       0, &comp.uct);
             return op != UCS_STATUS_PTR(UCS_ERR_NO_RESOURCE);
         }));
         ASSERT_FALSE(UCS_PTR_IS_ERR(op));
         ASSERT_TRUE(wait_for([&]() {
             return (ctx.completed > 0) && (comp.done > 0);
-        })) << "size " << len;
+        })) << "size "
+            << len;
         EXPECT_EQ(UCS_OK, comp.status);
         EXPECT_EQ(1, ctx.consumed);
         EXPECT_EQ(UCS_OK, ctx.status);
@@ -202,12 +204,12 @@ TEST_P(uct_dcx_tag, rndv_zcopy_unexpected_software_completed)
     size_t len = 300 * 1024;
     mem src = alloc_mem(len), dst = alloc_mem(len);
     std::vector<char> data = pattern(len, 77);
-    char hdr[18] = "sw-rndv-18-bytes";
+    char hdr[18]           = "sw-rndv-18-bytes";
     test_comp comp, get;
     void *op;
 
     memcpy(src.ptr, data.data(), len);
-    uct_iov_t iov = { src.ptr, len, src.memh, 0, 1 };
+    uct_iov_t iov = {src.ptr, len, src.memh, 0, 1};
     op = uct_ep_tag_rndv_zcopy(ep, 0x600, hdr, sizeof(hdr), &iov, 1, 0,
                                &comp.uct);
     ASSERT_FALSE(UCS_PTR_IS_ERR(op));
@@ -221,9 +223,9 @@ TEST_P(uct_dcx_tag, rndv_zcopy_unexpected_software_completed)
 
     uct_rkey_bundle_t rkb;
     ASSERT_EQ(UCS_OK, uct_rkey_unpack(m_component, m_rndv_rkey.data(), &rkb));
-    uct_iov_t diov = { dst.ptr, len, dst.memh, 0, 1 };
-    ucs_status_t status = uct_ep_get_zcopy(back, &diov, 1, m_rndv_va,
-                                           rkb.rkey, &get.uct);
+    uct_iov_t diov      = {dst.ptr, len, dst.memh, 0, 1};
+    ucs_status_t status = uct_ep_get_zcopy(back, &diov, 1, m_rndv_va, rkb.rkey,
+                                           &get.uct);
     ASSERT_TRUE((status == UCS_OK) || (status == UCS_INPROGRESS));
     if (status == UCS_INPROGRESS) {
         ASSERT_TRUE(wait_for([&]() { return get.done > 0; }));
@@ -242,11 +244,11 @@ TEST_P(uct_dcx_tag, rndv_cancel)
 {
     entity *a = create_tm(), *b = create_tm();
     uct_ep_h ep = connect(a, b);
-    mem src = alloc_mem(4096);
+    mem src     = alloc_mem(4096);
     test_comp comp;
     void *op;
 
-    uct_iov_t iov = { src.ptr, 4096, src.memh, 0, 1 };
+    uct_iov_t iov = {src.ptr, 4096, src.memh, 0, 1};
     op = uct_ep_tag_rndv_zcopy(ep, 0x700, NULL, 0, &iov, 1, 0, &comp.uct);
     ASSERT_FALSE(UCS_PTR_IS_ERR(op));
     ASSERT_EQ(UCS_OK, uct_ep_tag_rndv_cancel(ep, op));
@@ -265,18 +267,18 @@ TEST_P(uct_dcx_tag, rndv_cancel)
 TEST_P(uct_dcx_tag, rndv_zcopy_bad_flow)
 {
     entity *a = create_tm(), *b = create_tm();
-    uct_ep_h ep = connect(a, b);
-    mem src = alloc_mem(4096);
+    uct_ep_h ep  = connect(a, b);
+    mem src      = alloc_mem(4096);
     char hdr[19] = {0};
     test_comp comp;
 
     log_counter::reset();
-    uct_iov_t iov = { src.ptr, 4096, src.memh, 0, 1 };
+    uct_iov_t iov = {src.ptr, 4096, src.memh, 0, 1};
     /* header too large: 64 - 48 + 2 = 18 bytes at most */
     EXPECT_EQ(UCS_STATUS_PTR(UCS_ERR_INVALID_PARAM),
               uct_ep_tag_rndv_zcopy(ep, 1, hdr, sizeof(hdr), &iov, 1, 0,
                                     &comp.uct));
-    uct_iov_t bad = { src.ptr, 4096, UCT_MEM_HANDLE_NULL, 0, 1 };
+    uct_iov_t bad = {src.ptr, 4096, UCT_MEM_HANDLE_NULL, 0, 1};
     EXPECT_EQ(UCS_STATUS_PTR(UCS_ERR_INVALID_PARAM),
               uct_ep_tag_rndv_zcopy(ep, 1, hdr, 8, &bad, 1, 0, &comp.uct));
     EXPECT_EQ(2, log_counter::errors()) << log_counter::joined();
@@ -293,7 +295,7 @@ TEST_P(uct_dcx_tag, rndv_to_dead_peer_bad_flow)
     cfg["RETRY_COUNT"] = "1";
     entity *a = create_entity(cfg), *b = create_tm();
     uct_ep_h ep = connect(a, b);
-    mem src = alloc_mem(100000);
+    mem src     = alloc_mem(100000);
     test_comp comp;
     void *op;
 
@@ -303,7 +305,7 @@ TEST_P(uct_dcx_tag, rndv_to_dead_peer_bad_flow)
     m_entities.erase(std::find(m_entities.begin(), m_entities.end(), b));
     delete b;
 
-    uct_iov_t iov = { src.ptr, 100000, src.memh, 0, 1 };
+    uct_iov_t iov = {src.ptr, 100000, src.memh, 0, 1};
     op = uct_ep_tag_rndv_zcopy(ep, 0x800, NULL, 0, &iov, 1, 0, &comp.uct);
     ASSERT_FALSE(UCS_PTR_IS_ERR(op));
     ASSERT_TRUE(wait_for([&]() { return comp.done > 0; }));
@@ -316,7 +318,7 @@ TEST_P(uct_dcx_tag, recv_cancel)
 {
     entity *a = create_tm(), *b = create_tm();
     uct_ep_h ep = connect(a, b);
-    mem m = alloc_mem(64);
+    mem m       = alloc_mem(64);
     recv_ctx c1, c2;
 
     /* not forced: reported as cancelled */
@@ -344,7 +346,7 @@ TEST_P(uct_dcx_tag, unforced_cancel_reports_posted_receive)
 {
     entity *a = create_tm(), *b = create_tm();
     uct_ep_h ep = connect(a, b);
-    mem m = alloc_mem(128);
+    mem m       = alloc_mem(128);
     recv_ctx c;
 
     post_recv(b, c, m, 128, 0x5a5a);
@@ -381,8 +383,8 @@ TEST_P(uct_dcx_tag, unforced_cancel_reports_posted_receive)
 TEST_P(uct_dcx_tag, unexpected_stream_syncs_once_per_gap)
 {
     entity *a = create_tm(), *b = create_tm_counted();
-    uct_ep_h ep = connect(a, b);
-    const unsigned count = 0x4000 + 0x800;
+    uct_ep_h ep            = connect(a, b);
+    const unsigned count   = 0x4000 + 0x800;
     std::vector<char> data = pattern(8, 5);
 
     for (unsigned i = 0; i < count; ++i) {
@@ -404,11 +406,11 @@ TEST_P(uct_dcx_tag, list_op_with_current_count_needs_no_sync)
 {
     entity *a = create_tm(), *b = create_tm_counted();
     uct_ep_h ep = connect(a, b);
-    mem m = alloc_mem(64);
+    mem m       = alloc_mem(64);
     recv_ctx c1, c2;
 
     post_recv(b, c1, m, 64, 0x10);
-    send_eager(ep, 1, 0x20, 0, pattern(8, 2));   /* unexpected */
+    send_eager(ep, 1, 0x20, 0, pattern(8, 2)); /* unexpected */
     ASSERT_TRUE(wait_for([&]() { return m_unexp.size() == 1; }));
     ASSERT_EQ(UCS_OK, uct_iface_tag_recv_cancel(b->iface, &c1.uct, 0));
     ASSERT_TRUE(wait_for([&]() { return c1.completed > 0; }));
@@ -439,7 +441,7 @@ TEST_P(uct_dcx_tag, recv_cancel_bad_flow)
 
 TEST_P(uct_dcx_tag, list_full_bad_flow)
 {
-    entity *b = create_tm();
+    entity *b    = create_tm();
     unsigned max = b->attr.cap.tag.recv.max_outstanding;
     std::vector<recv_ctx> ctx(max + 1);
     ucs_status_t status;
@@ -447,8 +449,8 @@ TEST_P(uct_dcx_tag, list_full_bad_flow)
 
     for (i = 0; i < max; ++i) {
         do {
-            status = uct_iface_tag_recv_zcopy(b->iface, i, (uct_tag_t)-1,
-                                              NULL, 0, &ctx[i].uct);
+            status = uct_iface_tag_recv_zcopy(b->iface, i, (uct_tag_t)-1, NULL,
+                                              0, &ctx[i].uct);
             if (status == UCS_ERR_NO_RESOURCE) {
                 progress();
             }
@@ -462,10 +464,9 @@ TEST_P(uct_dcx_tag, list_full_bad_flow)
     ASSERT_EQ(UCS_OK, uct_iface_tag_recv_cancel(b->iface, &ctx[0].uct, 0));
     ASSERT_TRUE(wait_for([&]() { return ctx[0].completed > 0; }));
     ASSERT_TRUE(wait_for([&]() {
-        status = uct_iface_tag_recv_zcopy(b->iface, max, (uct_tag_t)-1, NULL,
-                                          0, &ctx[max].uct);
-        return status != UCS_ERR_EXCEEDS_LIMIT &&
-               status != UCS_ERR_NO_RESOURCE;
+        status = uct_iface_tag_recv_zcopy(b->iface, max, (uct_tag_t)-1, NULL, 0,
+                                          &ctx[max].uct);
+        return status != UCS_ERR_EXCEEDS_LIMIT && status != UCS_ERR_NO_RESOURCE;
     }));
     EXPECT_EQ(UCS_OK, status);
     for (i = 1; i <= max; ++i) {
@@ -478,7 +479,7 @@ TEST_P(uct_dcx_tag, truncated_bad_flow)
 {
     entity *a = create_tm(), *b = create_tm();
     uct_ep_h ep = connect(a, b);
-    mem m = alloc_mem(64);
+    mem m       = alloc_mem(64);
     recv_ctx ctx;
 
     post_recv(b, ctx, m, 16, 0x9);
@@ -495,7 +496,7 @@ TEST_P(uct_dcx_tag, rndv_truncated_bad_flow)
 {
     entity *a = create_tm(), *b = create_tm();
     uct_ep_h ep = connect(a, b);
-    size_t len = 5000;
+    size_t len  = 5000;
     mem src = alloc_mem(len), dst = alloc_mem(256);
     std::vector<char> data = pattern(len, 3);
     recv_ctx ctx, next;
@@ -504,7 +505,7 @@ TEST_P(uct_dcx_tag, rndv_truncated_bad_flow)
 
     memcpy(src.ptr, data.data(), len);
     post_recv(b, ctx, dst, 100, 0xa0);
-    uct_iov_t iov = { src.ptr, len, src.memh, 0, 1 };
+    uct_iov_t iov = {src.ptr, len, src.memh, 0, 1};
     op = uct_ep_tag_rndv_zcopy(ep, 0xa0, "trunc", 5, &iov, 1, 0, &comp.uct);
     ASSERT_FALSE(UCS_PTR_IS_ERR(op));
     ASSERT_TRUE(wait_for([&]() { return ctx.completed > 0; }));
@@ -519,7 +520,7 @@ TEST_P(uct_dcx_tag, rndv_truncated_bad_flow)
     /* both sides go on: the next rendezvous of the same pair fits */
     test_comp comp2;
     post_recv(b, next, dst, 256, 0xa1);
-    uct_iov_t iov2 = { src.ptr, 200, src.memh, 0, 1 };
+    uct_iov_t iov2 = {src.ptr, 200, src.memh, 0, 1};
     op = uct_ep_tag_rndv_zcopy(ep, 0xa1, NULL, 0, &iov2, 1, 0, &comp2.uct);
     ASSERT_FALSE(UCS_PTR_IS_ERR(op));
     ASSERT_TRUE(wait_for([&]() {
@@ -534,8 +535,8 @@ TEST_P(uct_dcx_tag, rndv_truncated_bad_flow)
 TEST_P(uct_dcx_tag, send_bad_flow)
 {
     entity *a = create_tm(), *b = create_tm(), *n = create_tm("n");
-    uct_ep_h ep    = connect(a, b);
-    uct_ep_h ep_n  = connect(a, n);
+    uct_ep_h ep   = connect(a, b);
+    uct_ep_h ep_n = connect(a, n);
     std::vector<char> big(a->attr.cap.tag.eager.max_short + 1);
 
     log_counter::reset();
@@ -543,7 +544,7 @@ TEST_P(uct_dcx_tag, send_bad_flow)
               uct_ep_tag_eager_short(ep_n, 1, big.data(), 1));
     EXPECT_EQ(UCS_ERR_INVALID_PARAM,
               uct_ep_tag_eager_short(ep, 1, big.data(), big.size()));
-    uct_iov_t iov = { big.data(), 1, UCT_MEM_HANDLE_NULL, 0, 1 };
+    uct_iov_t iov = {big.data(), 1, UCT_MEM_HANDLE_NULL, 0, 1};
     EXPECT_EQ(UCS_ERR_INVALID_PARAM,
               uct_ep_tag_eager_zcopy(ep, 1, 0, &iov, 1, 0, NULL));
     EXPECT_EQ(UCS_ERR_UNSUPPORTED,
@@ -557,16 +558,16 @@ TEST_P(uct_dcx_tag, send_bad_flow)
 TEST_P(uct_dcx_tag, am_between_tm_and_non_tm)
 {
     entity *t = create_tm("y"), *n = create_tm("n");
-    std::vector<std::vector<char> > at_t, at_n;
+    std::vector<std::vector<char>> at_t, at_n;
     uct_ep_h ep_tn = connect(t, n), ep_nt = connect(n, t);
     std::vector<char> data = pattern(3000, 5);
-    pack_arg pa = { data.data(), data.size() };
+    pack_arg pa            = {data.data(), data.size()};
     int i;
 
-    ASSERT_EQ(UCS_OK, uct_iface_set_am_handler(t->iface, AM_ID, am_cb, &at_t,
-                                               0));
-    ASSERT_EQ(UCS_OK, uct_iface_set_am_handler(n->iface, AM_ID, am_cb, &at_n,
-                                               0));
+    ASSERT_EQ(UCS_OK,
+              uct_iface_set_am_handler(t->iface, AM_ID, am_cb, &at_t, 0));
+    ASSERT_EQ(UCS_OK,
+              uct_iface_set_am_handler(n->iface, AM_ID, am_cb, &at_n, 0));
     /* more than the credit window, so grants flow both ways */
     for (i = 0; i < 200; ++i) {
         ASSERT_TRUE(wait_for([&]() {

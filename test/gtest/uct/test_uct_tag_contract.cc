@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * dcx tag matching against the UCT contract at its corners: receives
  * without a buffer (iovcnt 0), more entries than cap.tag.recv.max_iov,
@@ -17,7 +18,7 @@ protected:
     virtual void TearDown()
     {
         for (size_t i = 0; i < m_kept.size(); ++i) {
-            release_desc(m_kept[i]);   /* not aligned: uct_fixture.h */
+            release_desc(m_kept[i]); /* not aligned: uct_fixture.h */
         }
         m_kept.clear();
         uct_dcx_tag::TearDown();
@@ -29,14 +30,14 @@ protected:
                                       unsigned flags, uct_tag_t stag,
                                       uint64_t imm, void **context)
     {
-        uct_dcx_tag_contract *self = static_cast<uct_dcx_tag_contract*>(arg);
+        uct_dcx_tag_contract *self = static_cast<uct_dcx_tag_contract *>(arg);
 
         unexp_eager_cb(arg, data, length, flags, stag, imm, context);
         /* the headroom is the user's (UCP writes its descriptor there) */
-        memset((char*)data - 16, 0xee, 16);
+        memset((char *)data - 16, 0xee, 16);
         if ((self->m_keep_every > 0) && (flags & UCT_CB_PARAM_FLAG_DESC) &&
             ((self->m_unexp.size() % self->m_keep_every) == 0)) {
-            self->m_kept.push_back((char*)data - 16);
+            self->m_kept.push_back((char *)data - 16);
             return UCS_INPROGRESS;
         }
         return UCS_OK;
@@ -60,14 +61,13 @@ protected:
      * queue is full (and, with 'full_too', while the list is) */
     ucs_status_t post_iov(entity *e, recv_ctx &ctx, const uct_iov_t *iov,
                           size_t iovcnt, uct_tag_t tag,
-                          uct_tag_t mask = (uct_tag_t)-1,
-                          bool full_too = false)
+                          uct_tag_t mask = (uct_tag_t)-1, bool full_too = false)
     {
         ucs_status_t status;
 
         for (int i = 0; i < 100000; ++i) {
-            status = uct_iface_tag_recv_zcopy(e->iface, tag, mask, iov,
-                                              iovcnt, &ctx.uct);
+            status = uct_iface_tag_recv_zcopy(e->iface, tag, mask, iov, iovcnt,
+                                              &ctx.uct);
             if ((status != UCS_ERR_NO_RESOURCE) &&
                 (!full_too || (status != UCS_ERR_EXCEEDS_LIMIT))) {
                 break;
@@ -77,8 +77,8 @@ protected:
         return status;
     }
 
-    unsigned           m_keep_every;
-    std::vector<void*> m_kept;
+    unsigned m_keep_every;
+    std::vector<void *> m_kept;
 };
 
 /* A receive posted with no buffer (iovcnt 0, iov NULL) takes a message of
@@ -94,8 +94,7 @@ TEST_P(uct_dcx_tag_contract, recv_without_buffer)
 
         ASSERT_TRUE(wait_for([&] {
             status = uct_iface_tag_recv_zcopy(b->iface, 0x900 + how,
-                                              (uct_tag_t)-1, NULL, 0,
-                                              &ctx.uct);
+                                              (uct_tag_t)-1, NULL, 0, &ctx.uct);
             return status != UCS_ERR_NO_RESOURCE;
         }));
         ASSERT_EQ(UCS_OK, status);
@@ -112,14 +111,14 @@ TEST_P(uct_dcx_tag_contract, recv_without_buffer)
  * log line; one of max_iov entries is taken */
 TEST_P(uct_dcx_tag_contract, recv_iov_count_bad_flow)
 {
-    entity *b = create_tm();
+    entity *b      = create_tm();
     size_t max_iov = b->attr.cap.tag.recv.max_iov;
-    mem m = alloc_mem(4096);
+    mem m          = alloc_mem(4096);
     std::vector<uct_iov_t> iov(max_iov + 1);
     recv_ctx ctx;
 
     for (size_t i = 0; i <= max_iov; ++i) {
-        iov[i] = {(char*)m.ptr + i * 64, 64, m.memh, 0, 1};
+        iov[i] = {(char *)m.ptr + i * 64, 64, m.memh, 0, 1};
     }
     log_counter::reset();
     EXPECT_EQ(UCS_ERR_INVALID_PARAM,
@@ -137,19 +136,19 @@ TEST_P(uct_dcx_tag_contract, recv_iov_count_bad_flow)
 TEST_P(uct_dcx_tag_contract, eager_zcopy_limits)
 {
     entity *a = create_tm(), *b = create_tm();
-    uct_ep_h ep = connect(a, b);
+    uct_ep_h ep      = connect(a, b);
     size_t max_iov   = a->attr.cap.tag.eager.max_iov;
     size_t max_zcopy = a->attr.cap.tag.eager.max_zcopy;
     mem src = alloc_mem(max_zcopy + 64), dst = alloc_mem(max_zcopy + 64);
     std::vector<uct_iov_t> iov(max_iov + 1);
     std::vector<char> data = pattern(max_zcopy, 9);
-    size_t per = max_zcopy / max_iov;
+    size_t per             = max_zcopy / max_iov;
 
     memcpy(src.ptr, data.data(), max_zcopy);
     for (size_t i = 0; i < max_iov; ++i) {
-        iov[i] = {(char*)src.ptr + i * per,
-                  (i == max_iov - 1) ? max_zcopy - i * per : per, src.memh,
-                  0, 1};
+        iov[i] = {(char *)src.ptr + i * per,
+                  (i == max_iov - 1) ? max_zcopy - i * per : per, src.memh, 0,
+                  1};
     }
     for (int expected = 1; expected >= 0; --expected) {
         recv_ctx ctx;
@@ -199,11 +198,11 @@ TEST_P(uct_dcx_tag_contract, eager_zcopy_limits)
 TEST_P(uct_dcx_tag_contract, rndv_header_limits)
 {
     entity *a = create_tm(), *b = create_tm();
-    uct_ep_h ep = connect(a, b);
+    uct_ep_h ep    = connect(a, b);
     size_t max_hdr = a->attr.cap.tag.rndv.max_hdr;
     size_t len     = 64 * 1024;
     mem src = alloc_mem(len), dst = alloc_mem(len);
-    std::vector<char> hdr = pattern(max_hdr + 1, 4);
+    std::vector<char> hdr  = pattern(max_hdr + 1, 4);
     std::vector<char> data = pattern(len, 6);
     void *op;
 
@@ -232,15 +231,14 @@ TEST_P(uct_dcx_tag_contract, rndv_header_limits)
             EXPECT_EQ(0, memcmp(dst.ptr, data.data(), len));
             /* the header went to the rndv callback of the context */
             EXPECT_TRUE((ctx.rndv == 0) ||
-                        (ctx.header == std::vector<char>(hdr.begin(),
-                                                         hdr.begin() +
-                                                         max_hdr)));
+                        (ctx.header ==
+                         std::vector<char>(hdr.begin(),
+                                           hdr.begin() + max_hdr)));
         } else {
             ASSERT_TRUE(wait_for([&] { return !m_unexp.empty(); }));
             ASSERT_TRUE(m_unexp[0].rndv);
             EXPECT_TRUE(m_unexp[0].data ==
-                        std::vector<char>(hdr.begin(),
-                                          hdr.begin() + max_hdr));
+                        std::vector<char>(hdr.begin(), hdr.begin() + max_hdr));
             EXPECT_EQ(len, m_rndv_len);
             EXPECT_EQ(UCS_OK, uct_ep_tag_rndv_cancel(ep, op));
         }
@@ -277,8 +275,9 @@ TEST_P(uct_dcx_tag_contract, unexpected_descriptors_kept)
     ASSERT_EQ((size_t)n / 2, m_kept.size());
     for (size_t k = 0; k < m_kept.size(); ++k) {
         size_t i = 2 * k + 1;
-        EXPECT_EQ(0, memcmp((char*)m_kept[k] + 16, m_unexp[i].data.data(),
-                            m_unexp[i].data.size())) << k;
+        EXPECT_EQ(0, memcmp((char *)m_kept[k] + 16, m_unexp[i].data.data(),
+                            m_unexp[i].data.size()))
+            << k;
         EXPECT_TRUE(m_unexp[i].data == pattern(10 + (i % 200), i)) << i;
     }
 }
@@ -290,9 +289,9 @@ TEST_P(uct_dcx_tag_contract, unexpected_descriptors_kept)
 TEST_P(uct_dcx_tag_contract, rndv_request_at_max_hdr)
 {
     entity *a = create_tm(), *b = create_tm();
-    uct_ep_h ep = connect(a, b);
-    size_t len = a->attr.cap.tag.rndv.max_hdr;
-    mem m = alloc_mem(len);
+    uct_ep_h ep           = connect(a, b);
+    size_t len            = a->attr.cap.tag.rndv.max_hdr;
+    mem m                 = alloc_mem(len);
     std::vector<char> hdr = pattern(len, 21);
     recv_ctx ctx;
     ucs_status_t status;
@@ -318,33 +317,33 @@ TEST_P(uct_dcx_tag_contract, rndv_request_at_max_hdr)
 TEST_P(uct_dcx_tag_contract, post_same_context)
 {
     entity *a = create_tm(), *b = create_tm();
-    uct_ep_h ep = connect(a, b);
-    mem m = alloc_mem(128);
+    uct_ep_h ep   = connect(a, b);
+    mem m         = alloc_mem(128);
     uct_iov_t iov = {m.ptr, 128, m.memh, 0, 1};
     recv_ctx ctx;
 
-    ASSERT_EQ(UCS_OK, uct_iface_tag_recv_zcopy(b->iface, 1, (uct_tag_t)-1,
-                                               &iov, 1, &ctx.uct));
+    ASSERT_EQ(UCS_OK, uct_iface_tag_recv_zcopy(b->iface, 1, (uct_tag_t)-1, &iov,
+                                               1, &ctx.uct));
     EXPECT_EQ(UCS_ERR_ALREADY_EXISTS,
               uct_iface_tag_recv_zcopy(b->iface, 1, (uct_tag_t)-1, &iov, 1,
                                        &ctx.uct));
     ASSERT_EQ(UCS_OK, uct_iface_tag_recv_cancel(b->iface, &ctx.uct, 1));
-    ASSERT_EQ(UCS_OK, uct_iface_tag_recv_zcopy(b->iface, 1, (uct_tag_t)-1,
-                                               &iov, 1, &ctx.uct));
+    ASSERT_EQ(UCS_OK, uct_iface_tag_recv_zcopy(b->iface, 1, (uct_tag_t)-1, &iov,
+                                               1, &ctx.uct));
     ASSERT_EQ(UCS_OK, uct_iface_tag_recv_cancel(b->iface, &ctx.uct, 0));
     EXPECT_EQ(UCS_ERR_ALREADY_EXISTS,
               uct_iface_tag_recv_zcopy(b->iface, 1, (uct_tag_t)-1, &iov, 1,
                                        &ctx.uct));
     ASSERT_TRUE(wait_for([&]() { return ctx.completed > 0; }));
     EXPECT_EQ(UCS_ERR_CANCELED, ctx.status);
-    ASSERT_EQ(UCS_OK, uct_iface_tag_recv_zcopy(b->iface, 1, (uct_tag_t)-1,
-                                               &iov, 1, &ctx.uct));
+    ASSERT_EQ(UCS_OK, uct_iface_tag_recv_zcopy(b->iface, 1, (uct_tag_t)-1, &iov,
+                                               1, &ctx.uct));
     ctx.completed = 0;
     send_eager(ep, 1, 1, 0, pattern(64, 3));
     ASSERT_TRUE(wait_for([&]() { return ctx.completed > 0; }));
     EXPECT_EQ(UCS_OK, ctx.status);
-    ASSERT_EQ(UCS_OK, uct_iface_tag_recv_zcopy(b->iface, 1, (uct_tag_t)-1,
-                                               &iov, 1, &ctx.uct));
+    ASSERT_EQ(UCS_OK, uct_iface_tag_recv_zcopy(b->iface, 1, (uct_tag_t)-1, &iov,
+                                               1, &ctx.uct));
     ASSERT_EQ(UCS_OK, uct_iface_tag_recv_cancel(b->iface, &ctx.uct, 1));
     log_counter::reset();
 }
@@ -353,10 +352,10 @@ TEST_P(uct_dcx_tag_contract, post_same_context)
  * 'next' on the same buffer at once, as the user may: the buffer must be
  * free again by then */
 struct repost_ctx : public recv_ctx {
-    uct_iface_h   iface;
-    uct_iov_t     iov;
-    recv_ctx     *next;
-    ucs_status_t  repost_status;
+    uct_iface_h iface;
+    uct_iov_t iov;
+    recv_ctx *next;
+    ucs_status_t repost_status;
 
     repost_ctx(uct_iface_h i, const uct_iov_t &v, recv_ctx *n) :
         iface(i), iov(v), next(n), repost_status(UCS_ERR_LAST)
@@ -372,11 +371,11 @@ struct repost_ctx : public recv_ctx {
     }
 
     static void completed_repost(uct_tag_context_t *self, uct_tag_t stag,
-                                 uint64_t imm, size_t length,
-                                 void *inline_data, ucs_status_t status)
+                                 uint64_t imm, size_t length, void *inline_data,
+                                 ucs_status_t status)
     {
         recv_ctx::completed_cb(self, stag, imm, length, inline_data, status);
-        static_cast<repost_ctx*>(of(self))->repost();
+        static_cast<repost_ctx *>(of(self))->repost();
     }
 
     static void rndv_repost(uct_tag_context_t *self, uct_tag_t stag,
@@ -384,7 +383,7 @@ struct repost_ctx : public recv_ctx {
                             ucs_status_t status, unsigned flags)
     {
         recv_ctx::rndv_cb(self, stag, header, header_length, status, flags);
-        static_cast<repost_ctx*>(of(self))->repost();
+        static_cast<repost_ctx *>(of(self))->repost();
     }
 };
 
@@ -394,11 +393,11 @@ struct repost_ctx : public recv_ctx {
  * taken; a forced cancel gives the buffer back at once */
 TEST_P(uct_dcx_tag_contract, post_same_buffer_bad_flow)
 {
-    entity *b = create_tm();
-    mem m = alloc_mem(256);
-    uct_iov_t iov = {m.ptr, 128, m.memh, 0, 1};
+    entity *b         = create_tm();
+    mem m             = alloc_mem(256);
+    uct_iov_t iov     = {m.ptr, 128, m.memh, 0, 1};
     uct_iov_t shorter = {m.ptr, 16, m.memh, 0, 1};
-    uct_iov_t inside = {(char*)m.ptr + 8, 120, m.memh, 0, 1};
+    uct_iov_t inside  = {(char *)m.ptr + 8, 120, m.memh, 0, 1};
     recv_ctx c1, c2, c3, c4;
 
     ASSERT_EQ(UCS_OK, post_iov(b, c1, &iov, 1, 1));
@@ -425,8 +424,8 @@ TEST_P(uct_dcx_tag_contract, post_same_buffer_bad_flow)
  * reports nothing, leaves the buffer to its new holder */
 TEST_P(uct_dcx_tag_contract, post_same_buffer_unforced_then_forced_cancel)
 {
-    entity *b = create_tm();
-    mem m = alloc_mem(128);
+    entity *b     = create_tm();
+    mem m         = alloc_mem(128);
     uct_iov_t iov = {m.ptr, 128, m.memh, 0, 1};
     recv_ctx c1, c2, c3;
 
@@ -449,10 +448,10 @@ TEST_P(uct_dcx_tag_contract, post_same_buffer_unforced_then_forced_cancel)
  * a receive with data there beside them */
 TEST_P(uct_dcx_tag_contract, post_same_buffer_without_data)
 {
-    entity *b = create_tm();
-    mem m = alloc_mem(64);
+    entity *b       = create_tm();
+    mem m           = alloc_mem(64);
     uct_iov_t empty = {m.ptr, 0, m.memh, 0, 1};
-    uct_iov_t full = {m.ptr, 64, m.memh, 0, 1};
+    uct_iov_t full  = {m.ptr, 64, m.memh, 0, 1};
     recv_ctx c[5];
 
     ASSERT_EQ(UCS_OK, post_iov(b, c[0], &empty, 1, 1));
@@ -469,8 +468,8 @@ TEST_P(uct_dcx_tag_contract, post_same_buffer_without_data)
  * receive: refused until then, taken from that very callback */
 TEST_P(uct_dcx_tag_contract, post_same_buffer_unforced_cancel)
 {
-    entity *b = create_tm();
-    mem m = alloc_mem(128);
+    entity *b     = create_tm();
+    mem m         = alloc_mem(128);
     uct_iov_t iov = {m.ptr, 128, m.memh, 0, 1};
     recv_ctx next, other;
     repost_ctx first(b->iface, iov, &next);
@@ -493,11 +492,11 @@ TEST_P(uct_dcx_tag_contract, post_same_buffer_unforced_cancel)
 TEST_P(uct_dcx_tag_contract, post_same_buffer_after_message)
 {
     entity *a = create_tm(), *b = create_tm();
-    uct_ep_h ep = connect(a, b);
+    uct_ep_h ep      = connect(a, b);
     const size_t len = 64 * 1024;
     mem src = alloc_mem(len), dst = alloc_mem(len);
-    uct_iov_t iov = {dst.ptr, len, dst.memh, 0, 1};
-    uct_iov_t siov = {src.ptr, len, src.memh, 0, 1};
+    uct_iov_t iov         = {dst.ptr, len, dst.memh, 0, 1};
+    uct_iov_t siov        = {src.ptr, len, src.memh, 0, 1};
     std::vector<char> hdr = pattern(8, 4);
 
     memcpy(src.ptr, pattern(len, 6).data(), len);
@@ -538,7 +537,8 @@ TEST_P(uct_dcx_tag_contract, post_same_buffer_after_message)
         /* taken from the callback; held by 'next' now */
         EXPECT_EQ(UCS_OK, first.repost_status) << how;
         EXPECT_EQ(UCS_ERR_ALREADY_EXISTS,
-                  post_iov(b, other, &iov, 1, tag + 0x10)) << how;
+                  post_iov(b, other, &iov, 1, tag + 0x10))
+            << how;
         ASSERT_EQ(UCS_OK, uct_iface_tag_recv_cancel(b->iface, &next.uct, 1));
         ASSERT_EQ(UCS_OK, post_iov(b, other, &iov, 1, tag + 0x10));
         ASSERT_EQ(UCS_OK, uct_iface_tag_recv_cancel(b->iface, &other.uct, 1));
@@ -553,10 +553,10 @@ TEST_P(uct_dcx_tag_contract, post_same_buffer_after_message)
  * checks) */
 TEST_P(uct_dcx_tag_contract, post_distinct_buffers_cycles)
 {
-    entity *b = create_tm();
-    const size_t n = b->attr.cap.tag.recv.max_outstanding;
+    entity *b        = create_tm();
+    const size_t n   = b->attr.cap.tag.recv.max_outstanding;
     const int rounds = 4;
-    mem m = alloc_mem(n * rounds * 8);
+    mem m            = alloc_mem(n * rounds * 8);
     std::vector<recv_ctx> ctx(n);
     uct_iov_t iov = {NULL, 8, m.memh, 0, 1};
 
@@ -567,10 +567,10 @@ TEST_P(uct_dcx_tag_contract, post_distinct_buffers_cycles)
 
         for (size_t i = 0; i < n; ++i) {
             ctx[i]     = recv_ctx();
-            iov.buffer = (char*)m.ptr + (base + i) * 8;
-            ASSERT_EQ(UCS_OK, post_iov(b, ctx[i], &iov, 1, i,
-                                       (uct_tag_t)-1, true))
-                    << "round " << r << " receive " << i;
+            iov.buffer = (char *)m.ptr + (base + i) * 8;
+            ASSERT_EQ(UCS_OK,
+                      post_iov(b, ctx[i], &iov, 1, i, (uct_tag_t)-1, true))
+                << "round " << r << " receive " << i;
         }
         for (size_t i = 0; i < n; ++i) {
             ucs_status_t status;
@@ -589,7 +589,8 @@ TEST_P(uct_dcx_tag_contract, post_distinct_buffers_cycles)
                     }
                 }
                 return true;
-            })) << "round " << r;
+            })) << "round "
+                << r;
         }
     }
 }
@@ -600,10 +601,10 @@ TEST_P(uct_dcx_tag_contract, post_distinct_buffers_cycles)
 TEST_P(uct_dcx_tag_contract, rndv_limit)
 {
     entity *a = create_tm(), *b = create_tm();
-    uct_ep_h ep = connect(a, b);
-    mem src = alloc_mem(8);
+    uct_ep_h ep   = connect(a, b);
+    mem src       = alloc_mem(8);
     uct_iov_t iov = {src.ptr, 8, src.memh, 0, 1};
-    std::vector<void*> ops;
+    std::vector<void *> ops;
     std::vector<test_comp> comps(100000);
     void *op;
 
@@ -635,7 +636,7 @@ TEST_P(uct_dcx_tag_contract, forced_cancel_after_match_leaves_ctx_alone)
 {
     entity *a = create_tm(), *b = create_tm();
     uct_ep_h ep = connect(a, b);
-    mem m = alloc_mem(64);
+    mem m       = alloc_mem(64);
     recv_ctx ctx;
     std::vector<char> data = pattern(16, 8);
     int fd;
@@ -647,10 +648,12 @@ TEST_P(uct_dcx_tag_contract, forced_cancel_after_match_leaves_ctx_alone)
     ASSERT_TRUE(wait_for([&]() {
         return uct_iface_event_arm(b->iface, UCT_EVENT_RECV) == UCS_OK;
     }));
-    ASSERT_TRUE(wait_for([&]() {
-        return uct_ep_tag_eager_short(ep, 0x77, data.data(), data.size()) !=
-               UCS_ERR_NO_RESOURCE;
-    }, 5));
+    ASSERT_TRUE(wait_for(
+        [&]() {
+            return uct_ep_tag_eager_short(ep, 0x77, data.data(), data.size()) !=
+                   UCS_ERR_NO_RESOURCE;
+        },
+        5));
     struct pollfd pfd = {fd, POLLIN, 0};
     ASSERT_EQ(1, poll(&pfd, 1, 5000)) << "no event for the message";
 
@@ -662,7 +665,7 @@ TEST_P(uct_dcx_tag_contract, forced_cancel_after_match_leaves_ctx_alone)
         progress();
     }
     EXPECT_EQ(0, memcmp(copy.priv, ctx.uct.priv, sizeof(copy.priv)))
-            << "dcx wrote into a context cancelled with force";
+        << "dcx wrote into a context cancelled with force";
     EXPECT_EQ(0, ctx.consumed);
     EXPECT_EQ(0, ctx.completed);
     flush_ep(ep);
@@ -676,8 +679,8 @@ TEST_P(uct_dcx_tag_contract, forced_cancel_after_match_leaves_ctx_alone)
 TEST_P(uct_dcx_tag_contract, cancel_after_device_match)
 {
     entity *a = create_tm(), *b = create_tm();
-    uct_ep_h ep = connect(a, b);
-    mem m = alloc_mem(64);
+    uct_ep_h ep          = connect(a, b);
+    mem m                = alloc_mem(64);
     std::vector<char> d1 = pattern(16, 1), d2 = pattern(24, 2);
     int fd;
 
@@ -686,10 +689,12 @@ TEST_P(uct_dcx_tag_contract, cancel_after_device_match)
         ASSERT_TRUE(wait_for([&]() {
             return uct_iface_event_arm(b->iface, UCT_EVENT_RECV) == UCS_OK;
         }));
-        ASSERT_TRUE(wait_for([&]() {
-            return uct_ep_tag_eager_short(ep, tag, d.data(), d.size()) !=
-                   UCS_ERR_NO_RESOURCE;
-        }, 5));
+        ASSERT_TRUE(wait_for(
+            [&]() {
+                return uct_ep_tag_eager_short(ep, tag, d.data(), d.size()) !=
+                       UCS_ERR_NO_RESOURCE;
+            },
+            5));
         struct pollfd pfd = {fd, POLLIN, 0};
         ASSERT_EQ(1, poll(&pfd, 1, 5000)) << "no event for the message";
     };
@@ -733,7 +738,7 @@ TEST_P(uct_dcx_tag_contract, cancel_after_device_match)
 TEST_P(uct_dcx_tag_contract, am_limits_between_tm_and_non_tm)
 {
     entity *e[2] = {create_tm("y"), create_tm("n")};
-    std::vector<std::vector<char> > rx[2];
+    std::vector<std::vector<char>> rx[2];
 
     for (int i = 0; i < 2; ++i) {
         ASSERT_EQ(UCS_OK, uct_iface_set_am_handler(e[i]->iface, AM_ID, am_cb,
@@ -742,14 +747,14 @@ TEST_P(uct_dcx_tag_contract, am_limits_between_tm_and_non_tm)
     for (int from = 0; from < 2; ++from) {
         for (int to = 0; to < 2; ++to) {
             const uct_iface_attr_t &a = e[from]->attr;
-            uct_ep_h ep = connect(e[from], e[to]);
-            std::vector<char> sdata = pattern(a.cap.am.max_short, 1);
-            std::vector<char> bdata = pattern(a.cap.am.max_bcopy, 2);
-            std::vector<char> hdr   = pattern(a.cap.am.max_hdr, 3);
-            size_t zlen             = a.cap.am.max_zcopy - hdr.size();
-            mem m                   = alloc_mem(zlen);
-            pack_arg pa             = {bdata.data(), bdata.size()};
-            uct_iov_t iov           = {m.ptr, zlen, m.memh, 0, 1};
+            uct_ep_h ep               = connect(e[from], e[to]);
+            std::vector<char> sdata   = pattern(a.cap.am.max_short, 1);
+            std::vector<char> bdata   = pattern(a.cap.am.max_bcopy, 2);
+            std::vector<char> hdr     = pattern(a.cap.am.max_hdr, 3);
+            size_t zlen               = a.cap.am.max_zcopy - hdr.size();
+            mem m                     = alloc_mem(zlen);
+            pack_arg pa               = {bdata.data(), bdata.size()};
+            uct_iov_t iov             = {m.ptr, zlen, m.memh, 0, 1};
             uint64_t h;
             ssize_t len;
             ucs_status_t status;
@@ -776,7 +781,7 @@ TEST_P(uct_dcx_tag_contract, am_limits_between_tm_and_non_tm)
             }));
             ASSERT_FALSE(UCS_STATUS_IS_ERR(status)) << from << "->" << to;
             ASSERT_TRUE(wait_for([&]() { return rx[to].size() == 3; }))
-                    << from << "->" << to;
+                << from << "->" << to;
             EXPECT_TRUE(rx[to][0] == sdata) << from << "->" << to;
             EXPECT_TRUE(rx[to][1] == bdata) << from << "->" << to;
             std::vector<char> z = hdr, p = pattern(zlen, 4);
@@ -795,13 +800,13 @@ TEST_P(uct_dcx_tag_contract, close_with_tm_state_outstanding)
     entity *a = create_tm(), *b = create_tm();
     uct_ep_h ab = connect(a, b), ba = connect(b, a);
     mem m = alloc_mem(4096), src = alloc_mem(65536);
-    mem m2 = m;   /* a buffer of its own: one is posted once at a time */
+    mem m2 = m; /* a buffer of its own: one is posted once at a time */
     recv_ctx c1, c2;
     test_comp comp;
     uct_iov_t iov = {src.ptr, 65536, src.memh, 0, 1};
     void *op;
 
-    m2.ptr = (char*)m.ptr + 64;
+    m2.ptr = (char *)m.ptr + 64;
     post_recv(b, c1, m, 64, 0x1);
     post_recv(b, c2, m2, 64, 0x2);
     ASSERT_TRUE(wait_for([&]() {
@@ -819,22 +824,22 @@ TEST_P(uct_dcx_tag_contract, close_with_tm_state_outstanding)
             m_eps[i] = NULL;
         }
     }
-    forget_ep(ba);   /* not freed by the close: uct_fixture.h */
+    forget_ep(ba); /* not freed by the close: uct_fixture.h */
     uct_iface_close(b->iface);
     uct_worker_destroy(b->worker);
     m_entities.erase(std::find(m_entities.begin(), m_entities.end(), b));
     delete b;
-    int after_close = c1.completed + c1.consumed + c2.completed +
-                      c2.consumed + comp.done;
+    int after_close = c1.completed + c1.consumed + c2.completed + c2.consumed +
+                      comp.done;
     EXPECT_GE(after_close, before);
     for (int i = 0; i < 300; ++i) {
         progress();
     }
     EXPECT_EQ(after_close, c1.completed + c1.consumed + c2.completed +
-                           c2.consumed + comp.done);
+                               c2.consumed + comp.done);
 
     /* a is fine: to a new interface */
-    entity *c = create_tm();
+    entity *c   = create_tm();
     uct_ep_h ac = connect(a, c);
     recv_ctx c3;
     post_recv(c, c3, m, 64, 0x3);
@@ -851,7 +856,7 @@ TEST_P(uct_dcx_tag_contract, close_with_tm_state_outstanding)
 TEST_P(uct_dcx_tag_contract, forced_cancel_during_device_rndv)
 {
     entity *a = create_tm(), *b = create_tm();
-    uct_ep_h ep = connect(a, b);
+    uct_ep_h ep      = connect(a, b);
     const size_t len = 1 << 20;
     mem src = alloc_mem(len), dst = alloc_mem(len);
     recv_ctx ctx;
@@ -873,8 +878,7 @@ TEST_P(uct_dcx_tag_contract, forced_cancel_during_device_rndv)
 
     ASSERT_EQ(UCS_OK, uct_iface_tag_recv_cancel(b->iface, &ctx.uct, 1));
     memset(ctx.uct.priv, 0xcd, sizeof(ctx.uct.priv));
-    std::vector<char> poison(ctx.uct.priv,
-                             ctx.uct.priv + sizeof(ctx.uct.priv));
+    std::vector<char> poison(ctx.uct.priv, ctx.uct.priv + sizeof(ctx.uct.priv));
     ASSERT_TRUE(wait_for([&]() { return comp.done > 0; }));
     for (int i = 0; i < 300; ++i) {
         progress();
@@ -886,12 +890,11 @@ TEST_P(uct_dcx_tag_contract, forced_cancel_during_device_rndv)
     std::vector<recv_ctx> more(b->attr.cap.tag.recv.max_outstanding);
     mem at = dst;
     for (size_t i = 0; i < more.size(); ++i) {
-        at.ptr = (char*)dst.ptr + (i * 64) % len; /* one buffer each */
+        at.ptr = (char *)dst.ptr + (i * 64) % len; /* one buffer each */
         post_recv(b, more[i], at, 64, 0x1000 + i);
     }
     for (size_t i = 0; i < more.size(); ++i) {
-        ASSERT_EQ(UCS_OK, uct_iface_tag_recv_cancel(b->iface, &more[i].uct,
-                                                    1));
+        ASSERT_EQ(UCS_OK, uct_iface_tag_recv_cancel(b->iface, &more[i].uct, 1));
     }
     flush_ep(ep);
 }
@@ -920,12 +923,14 @@ TEST_P(uct_dcx_tag_contract, invalidated_ep_takes_tag_ops)
     ASSERT_EQ(UCS_OK, dcx_test::invalidate(ep));
 
     EXPECT_EQ(UCS_OK, uct_ep_tag_eager_short(ep, 0x10, "short", 5));
-    EXPECT_EQ(64, uct_ep_tag_eager_bcopy(ep, 0x10, 0,
-                                         [](void *dest, void *arg) -> size_t {
-                                             ++*static_cast<int*>(arg);
-                                             memset(dest, 1, 64);
-                                             return 64;
-                                         }, &packs, 0));
+    EXPECT_EQ(64, uct_ep_tag_eager_bcopy(
+                      ep, 0x10, 0,
+                      [](void *dest, void *arg) -> size_t {
+                          ++*static_cast<int *>(arg);
+                          memset(dest, 1, 64);
+                          return 64;
+                      },
+                      &packs, 0));
     EXPECT_EQ(1, packs);
     EXPECT_EQ(UCS_INPROGRESS,
               uct_ep_tag_eager_zcopy(ep, 0x10, 0, &iov, 1, 0, &zc.uct));
@@ -953,7 +958,7 @@ TEST_P(uct_dcx_tag_contract, invalidated_ep_takes_tag_ops)
     EXPECT_EQ(0, ctx.completed + ctx.consumed);
     EXPECT_TRUE(m_unexp.empty());
     for (size_t i = 0; i < 8192; ++i) {
-        ASSERT_EQ(0x3c, static_cast<uint8_t*>(dst.ptr)[i]) << i;
+        ASSERT_EQ(0x3c, static_cast<uint8_t *>(dst.ptr)[i]) << i;
     }
     EXPECT_EQ(UCS_OK, uct_iface_tag_recv_cancel(b->iface, &ctx.uct, 1));
 }

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * dcx transport: the UCT tag-matching API across processes, under every DCI
  * policy.  The peer is this binary run again (spawn_peer) as a tag server:
@@ -40,28 +41,28 @@ struct tag_cmd {
     uint32_t how;
     uint64_t tag;
     uint64_t imm;
-    uint64_t len;      /* message length */
-    uint64_t buflen;   /* CMD_POST: receive buffer length */
+    uint64_t len;    /* message length */
+    uint64_t buflen; /* CMD_POST: receive buffer length */
     uint64_t seed;
     uint64_t flags;
 };
 
 struct tag_reply {
-    int32_t  status;
-    int32_t  completed;
-    int32_t  consumed;
-    int32_t  rndv;      /* rndv_cb (expected) or an unexpected rendezvous */
+    int32_t status;
+    int32_t completed;
+    int32_t consumed;
+    int32_t rndv; /* rndv_cb (expected) or an unexpected rendezvous */
     uint64_t stag;
     uint64_t imm;
     uint64_t length;
-    uint64_t bad;       /* bytes that differ from what was sent */
+    uint64_t bad; /* bytes that differ from what was sent */
 };
 
 struct tag_hello {
     uint32_t dev_len;
     uint32_t iface_len;
-    char     dev[128];
-    char     iface[128];
+    char dev[128];
+    char iface[128];
 };
 
 const int WAIT_MS = 60000;
@@ -81,7 +82,7 @@ tag_hello hello_of(const entity *e)
 /* bytes of 'got' (n of them) that differ from pattern(n, seed) */
 uint64_t count_bad(const void *got, size_t n, unsigned seed)
 {
-    const char *p = (const char*)got;
+    const char *p = (const char *)got;
     uint64_t bad  = 0;
 
     for (size_t i = 0; i < n; ++i) {
@@ -92,15 +93,15 @@ uint64_t count_bad(const void *got, size_t n, unsigned seed)
 
 /* A tagged receive into buf completed: tag, len bytes of pattern 'seed',
  * and the 64 bytes after them untouched */
-void check_recv(const recv_ctx &ctx, const void *buf, uct_tag_t tag,
-                size_t len, unsigned seed)
+void check_recv(const recv_ctx &ctx, const void *buf, uct_tag_t tag, size_t len,
+                unsigned seed)
 {
     EXPECT_EQ(UCS_OK, ctx.status);
     EXPECT_EQ(tag, ctx.stag);
     EXPECT_EQ(len, ctx.length);
     EXPECT_EQ(0u, count_bad(buf, len, seed)) << "size " << len;
     for (size_t j = len; j < len + 64; ++j) {
-        ASSERT_EQ(0, ((const char*)buf)[j]) << "byte " << j;
+        ASSERT_EQ(0, ((const char *)buf)[j]) << "byte " << j;
     }
 }
 
@@ -129,8 +130,7 @@ protected:
         }
         if (how == HOW_RNDV_REQ) {
             EXPECT_TRUE(wait_for([&]() {
-                status = uct_ep_tag_rndv_request(ep, tag, data.data(), len,
-                                                 0);
+                status = uct_ep_tag_rndv_request(ep, tag, data.data(), len, 0);
                 return status != UCS_ERR_NO_RESOURCE;
             }));
             EXPECT_EQ(UCS_OK, status);
@@ -140,7 +140,7 @@ protected:
         if (len > 0) {
             memcpy(src.ptr, data.data(), len);
         }
-        uct_iov_t iov = { src.ptr, len, src.memh, 0, 1 };
+        uct_iov_t iov = {src.ptr, len, src.memh, 0, 1};
         char hdr[16];
         snprintf(hdr, sizeof(hdr), "rv%llu", (unsigned long long)tag);
         EXPECT_TRUE(wait_for([&]() {
@@ -162,17 +162,17 @@ class uct_dcx_tag_peer : public uct_dcx_tag_xp_base {
 protected:
     struct posted {
         recv_ctx ctx;
-        mem      m;
-        size_t   buflen;
+        mem m;
+        size_t buflen;
     };
 
     void serve(int in_fd, int out_fd);
     void run(const tag_cmd &c, tag_reply &r);
 
-    entity                     *m_e;
-    uct_ep_h                    m_ep;
-    int                         m_out_fd;
-    std::map<uint64_t, posted*> m_posted;
+    entity *m_e;
+    uct_ep_h m_ep;
+    int m_out_fd;
+    std::map<uint64_t, posted *> m_posted;
 };
 
 void uct_dcx_tag_peer::run(const tag_cmd &c, tag_reply &r)
@@ -181,18 +181,18 @@ void uct_dcx_tag_peer::run(const tag_cmd &c, tag_reply &r)
 
     switch (c.op) {
     case CMD_POST:
-        p         = new posted();
-        p->buflen = c.buflen;
-        p->m      = alloc_mem(c.buflen + 64);
+        p               = new posted();
+        p->buflen       = c.buflen;
+        p->m            = alloc_mem(c.buflen + 64);
         m_posted[c.tag] = p;
         post_recv(m_e, p->ctx, p->m, c.buflen, c.tag);
         break;
     case CMD_WAIT_RECV:
         ASSERT_TRUE(m_posted.count(c.tag));
         p = m_posted[c.tag];
-        ASSERT_TRUE(wait_for([&]() {
-            return (p->ctx.completed > 0) || (p->ctx.rndv > 0);
-        }, WAIT_MS / 1000));
+        ASSERT_TRUE(wait_for(
+            [&]() { return (p->ctx.completed > 0) || (p->ctx.rndv > 0); },
+            WAIT_MS / 1000));
         r.status    = p->ctx.status;
         r.completed = p->ctx.completed;
         r.consumed  = p->ctx.consumed;
@@ -206,13 +206,12 @@ void uct_dcx_tag_peer::run(const tag_cmd &c, tag_reply &r)
         } else {
             r.length = p->ctx.length;
             if (r.status == UCS_OK) {
-                r.bad = count_bad(p->m.ptr, ucs_min(c.len, p->buflen),
-                                  c.seed);
+                r.bad = count_bad(p->m.ptr, ucs_min(c.len, p->buflen), c.seed);
             }
         }
         /* nothing written past the posted length */
         for (size_t i = p->buflen; i < p->buflen + 64; ++i) {
-            r.bad += (((char*)p->m.ptr)[i] != 0);
+            r.bad += (((char *)p->m.ptr)[i] != 0);
         }
         m_posted.erase(c.tag);
         delete p;
@@ -241,9 +240,9 @@ void uct_dcx_tag_peer::run(const tag_cmd &c, tag_reply &r)
         /* software reads the data from the sender */
         mem dst = alloc_mem(ucs_max(m_rndv_len, (size_t)1));
         uct_rkey_bundle_t rkb;
-        ASSERT_EQ(UCS_OK, uct_rkey_unpack(m_component, m_rndv_rkey.data(),
-                                          &rkb));
-        uct_iov_t iov = { dst.ptr, m_rndv_len, dst.memh, 0, 1 };
+        ASSERT_EQ(UCS_OK,
+                  uct_rkey_unpack(m_component, m_rndv_rkey.data(), &rkb));
+        uct_iov_t iov = {dst.ptr, m_rndv_len, dst.memh, 0, 1};
         test_comp get;
         ucs_status_t status;
         ASSERT_TRUE(wait_for([&]() {
@@ -263,7 +262,7 @@ void uct_dcx_tag_peer::run(const tag_cmd &c, tag_reply &r)
     }
     case CMD_CANCEL:
         ASSERT_TRUE(m_posted.count(c.tag));
-        p = m_posted[c.tag];
+        p        = m_posted[c.tag];
         r.status = uct_iface_tag_recv_cancel(m_e->iface, &p->ctx.uct,
                                              (int)c.flags);
         if ((r.status == UCS_OK) && !c.flags) {
@@ -308,7 +307,7 @@ void uct_dcx_tag_peer::serve(int in_fd, int out_fd)
     tag_cmd c;
 
     m_out_fd = out_fd;
-    m_e = create_tm(getenv("DCX_PEER_TM") ? getenv("DCX_PEER_TM") : "y");
+    m_e      = create_tm(getenv("DCX_PEER_TM") ? getenv("DCX_PEER_TM") : "y");
     ASSERT_TRUE(m_e != NULL);
     mine = hello_of(m_e);
     ASSERT_TRUE(write_full(out_fd, &mine, sizeof(mine)));
@@ -316,7 +315,7 @@ void uct_dcx_tag_peer::serve(int in_fd, int out_fd)
     m_ep = connect_hello(m_e, theirs);
 
     for (;;) {
-        struct pollfd pfd = { in_fd, POLLIN, 0 };
+        struct pollfd pfd = {in_fd, POLLIN, 0};
         while (poll(&pfd, 1, 0) == 0) {
             progress();
         }
@@ -334,7 +333,7 @@ void uct_dcx_tag_peer::serve(int in_fd, int out_fd)
             break;
         }
     }
-    for (std::map<uint64_t, posted*>::iterator it = m_posted.begin();
+    for (std::map<uint64_t, posted *>::iterator it = m_posted.begin();
          it != m_posted.end(); ++it) {
         uct_iface_tag_recv_cancel(m_e->iface, &it->second->ctx.uct, 1);
         delete it->second;
@@ -358,8 +357,9 @@ TEST_F(uct_dcx_tag_peer, DISABLED_serve)
  * The tests (parent process)
  * ------------------------------------------------------------------------- */
 
-class uct_dcx_tag_remote : public uct_dcx_tag_xp_base,
-                           public ::testing::WithParamInterface<std::string> {
+class uct_dcx_tag_remote :
+    public uct_dcx_tag_xp_base,
+    public ::testing::WithParamInterface<std::string> {
 protected:
     virtual void init_env(scoped_env &env)
     {
@@ -374,7 +374,7 @@ protected:
 
     /* Starts the tag server; m_a is our TM interface, m_ep our ep to it */
     void start(const std::map<std::string, std::string> &cfg =
-               std::map<std::string, std::string>(),
+                   std::map<std::string, std::string>(),
                const char *peer_tm = "y")
     {
         std::map<std::string, std::string> env, c = cfg;
@@ -384,7 +384,7 @@ protected:
             c["TM_ENABLE"] = "y";
         }
         env["DCX_PEER_TM"] = peer_tm;
-        m_a = create_entity(c);
+        m_a                = create_entity(c);
         ASSERT_TRUE(m_a != NULL);
         m_peer = spawn_peer("uct_dcx_tag_peer.DISABLED_serve", env);
         ASSERT_GT(m_peer.pid, 0);
@@ -419,7 +419,8 @@ protected:
         pfd.fd     = m_peer.from;
         pfd.events = POLLIN;
         EXPECT_TRUE(wait_for([&]() { return poll(&pfd, 1, 0) != 0; },
-                             WAIT_MS / 1000)) << "peer silent, op " << op;
+                             WAIT_MS / 1000))
+            << "peer silent, op " << op;
         EXPECT_TRUE(read_full(m_peer.from, &r, sizeof(r), WAIT_MS))
             << "peer gone, op " << op;
         return r;
@@ -441,13 +442,12 @@ protected:
     void eager_expected(unsigned how)
     {
         start();
-        size_t sizes[] = { 0, 1, 100, 4000, max_how(how) };
+        size_t sizes[] = {0, 1, 100, 4000, max_how(how)};
 
         for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); ++i) {
             size_t len    = sizes[i];
             unsigned seed = 3 * i + how;
-            uint64_t imm  = (how == HOW_SHORT) ? 0 :
-                            (0x8765432100000000ull | i);
+            uint64_t imm = (how == HOW_SHORT) ? 0 : (0x8765432100000000ull | i);
             uct_tag_t tag = 0x1000 + i;
 
             if (len > max_how(how)) {
@@ -469,13 +469,12 @@ protected:
             mem m = alloc_mem(len + 64);
             recv_ctx ctx;
             post_recv(m_a, ctx, m, len + 32, tag);
-            EXPECT_EQ(UCS_OK, call(CMD_SEND, tag, len, seed + 1, how,
-                                   imm).status);
+            EXPECT_EQ(UCS_OK,
+                      call(CMD_SEND, tag, len, seed + 1, how, imm).status);
             ASSERT_TRUE(wait_for([&]() { return ctx.completed > 0; }))
                 << "size " << len;
             EXPECT_EQ(imm, ctx.imm);
-            ASSERT_NO_FATAL_FAILURE(check_recv(ctx, m.ptr, tag, len,
-                                               seed + 1));
+            ASSERT_NO_FATAL_FAILURE(check_recv(ctx, m.ptr, tag, len, seed + 1));
         }
         EXPECT_TRUE(m_unexp.empty());
     }
@@ -483,7 +482,7 @@ protected:
     void eager_unexpected(unsigned how)
     {
         start();
-        size_t sizes[] = { 0, 33, max_how(how) };
+        size_t sizes[] = {0, 33, max_how(how)};
 
         for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); ++i) {
             size_t len    = sizes[i];
@@ -501,8 +500,8 @@ protected:
             EXPECT_EQ(0u, r.bad) << "size " << len;
 
             m_unexp.clear();
-            EXPECT_EQ(UCS_OK, call(CMD_SEND, tag, len, seed + 1, how,
-                                   imm).status);
+            EXPECT_EQ(UCS_OK,
+                      call(CMD_SEND, tag, len, seed + 1, how, imm).status);
             ASSERT_TRUE(wait_for([&]() { return !m_unexp.empty(); }));
             EXPECT_FALSE(m_unexp[0].rndv);
             EXPECT_EQ(tag, m_unexp[0].tag);
@@ -519,9 +518,9 @@ protected:
         uct_dcx_tag_xp_base::SetUp();
     }
 
-    entity    *m_a;
-    uct_ep_h   m_ep;
-    peer_proc  m_peer;
+    entity *m_a;
+    uct_ep_h m_ep;
+    peer_proc m_peer;
 };
 
 TEST_P(uct_dcx_tag_remote, eager_short_expected)
@@ -557,7 +556,7 @@ TEST_P(uct_dcx_tag_remote, eager_zcopy_unexpected)
 /* The receiving device reads the data and sends the FIN, both ways */
 TEST_P(uct_dcx_tag_remote, rndv_zcopy_device_completed)
 {
-    size_t sizes[] = { 0, 1, 9000, 256 * 1024 + 3, 4 * 1024 * 1024 };
+    size_t sizes[] = {0, 1, 9000, 256 * 1024 + 3, 4 * 1024 * 1024};
 
     start();
     for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); ++i) {
@@ -594,7 +593,7 @@ TEST_P(uct_dcx_tag_remote, rndv_zcopy_device_completed)
  * address and rkey of its rndv callback; we then cancel the operation */
 TEST_P(uct_dcx_tag_remote, rndv_zcopy_software_completed)
 {
-    size_t sizes[] = { 1, 300 * 1024 + 7 };
+    size_t sizes[] = {1, 300 * 1024 + 7};
 
     start();
     for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); ++i) {
@@ -602,7 +601,7 @@ TEST_P(uct_dcx_tag_remote, rndv_zcopy_software_completed)
         uct_tag_t tag = 0x4000 + i;
         test_comp comp;
 
-        void *op = send_how(m_ep, HOW_RNDV, tag, 0, len, i + 60, &comp);
+        void *op    = send_how(m_ep, HOW_RNDV, tag, 0, len, i + 60, &comp);
         tag_reply r = call(CMD_SW_RNDV, tag, len, i + 60);
         EXPECT_EQ(UCS_OK, r.status);
         EXPECT_EQ(tag, r.stag);
@@ -683,7 +682,7 @@ TEST_P(uct_dcx_tag_remote, rndv_truncated_bad_flow)
     EXPECT_EQ(UCS_ERR_MESSAGE_TRUNCATED, r.status);
     EXPECT_EQ(1, r.completed);
     EXPECT_EQ(1, r.consumed);
-    EXPECT_EQ(0u, r.bad);   /* nothing written past the posted 1000 bytes */
+    EXPECT_EQ(0u, r.bad); /* nothing written past the posted 1000 bytes */
     ASSERT_TRUE(wait_for([&]() { return comp.done > 0; }))
         << "the sender's rendezvous never completed";
     EXPECT_EQ(UCS_OK, comp.status);
@@ -719,11 +718,11 @@ protected:
 TEST_P(uct_dcx_tag_remote_fail, peer_killed_with_rndv_in_flight_bad_flow)
 {
     std::map<std::string, std::string> cfg = fail_fast_cfg();
-    size_t len = 1024 * 1024;
+    size_t len                             = 1024 * 1024;
 
     start(cfg);
     cfg["TM_ENABLE"] = "y";
-    entity *live = create_entity(cfg);
+    entity *live     = create_entity(cfg);
     ASSERT_TRUE(live != NULL);
     uct_ep_h from_live = connect(live, m_a), to_live = connect(m_a, live);
 
@@ -749,8 +748,7 @@ TEST_P(uct_dcx_tag_remote_fail, peer_killed_with_rndv_in_flight_bad_flow)
     fault.opcode   = -1;
     fault.delay_us = 2000000;
     ASSERT_EQ(0, dcx_soft_fault_inject(device(), &fault));
-    EXPECT_EQ(UCS_OK, call(CMD_SEND, 0x7000, len, 70,
-                           HOW_RNDV_FREEZE).status);
+    EXPECT_EQ(UCS_OK, call(CMD_SEND, 0x7000, len, 70, HOW_RNDV_FREEZE).status);
     test_comp to_dead;
     void *op = send_how(m_ep, HOW_RNDV, 0x7100, 0, 8192, 71, &to_dead);
     ASSERT_FALSE(UCS_PTR_IS_ERR(op));
@@ -758,9 +756,8 @@ TEST_P(uct_dcx_tag_remote_fail, peer_killed_with_rndv_in_flight_bad_flow)
         << "the peer's rendezvous did not match";
     kill_peer(m_peer);
 
-    ASSERT_TRUE(wait_for([&]() {
-        return (r_dead.completed > 0) && (to_dead.done > 0);
-    }, 30));
+    ASSERT_TRUE(wait_for(
+        [&]() { return (r_dead.completed > 0) && (to_dead.done > 0); }, 30));
     dcx_soft_fault_clear(device());
     EXPECT_EQ(UCS_ERR_ENDPOINT_TIMEOUT, r_dead.status);
     EXPECT_EQ(UCS_ERR_ENDPOINT_TIMEOUT, to_dead.status);
@@ -810,8 +807,7 @@ TEST_P(uct_dcx_tag_remote_fail, rndv_in_flight_to_idle_peer_killed_bad_flow)
     fault.opcode   = -1;
     fault.delay_us = 2000000;
     ASSERT_EQ(0, dcx_soft_fault_inject(device(), &fault));
-    EXPECT_EQ(UCS_OK, call(CMD_SEND, 0x7300, 8192, 76,
-                           HOW_RNDV_FREEZE).status);
+    EXPECT_EQ(UCS_OK, call(CMD_SEND, 0x7300, 8192, 76, HOW_RNDV_FREEZE).status);
     wait_for([]() { return false; }, 0.3);
     test_comp to_dead;
     void *op = send_how(m_ep, HOW_RNDV, 0x7301, 0, 8192, 77, &to_dead);

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * dcx transport: unsignalled sends (SIGNAL_PERIOD) under every policy.
  *
@@ -42,15 +43,15 @@ protected:
 
         for (int i = 0; i < n; ++i) {
             ASSERT_EQ(UCS_OK, retry([&] {
-                return uct_ep_am_short(ep, m_am_id, i, NULL, 0);
-            }));
+                          return uct_ep_am_short(ep, m_am_id, i, NULL, 0);
+                      }));
         }
         ASSERT_TRUE(wait_for([&] { return m_rx == before + n; }));
     }
 
     uint64_t slot(unsigned i) const
     {
-        return ((volatile uint64_t*)m_mem.ptr)[i];
+        return ((volatile uint64_t *)m_mem.ptr)[i];
     }
 };
 
@@ -79,15 +80,13 @@ TEST_P(uct_dcx_unsig, flush_covers_unsignalled_sends)
     for (unsigned i = 0; i < n; ++i) {
         m_value = 100 + i;
         ASSERT_EQ(UCS_OK, retry([&] {
-            return uct_ep_put_short(ep, &m_value, sizeof(m_value),
-                                    (uintptr_t)m_mem.ptr + i * 8,
-                                    m_mem.rkey);
-        }));
+                      return uct_ep_put_short(ep, &m_value, sizeof(m_value),
+                                              (uintptr_t)m_mem.ptr + i * 8,
+                                              m_mem.rkey);
+                  }));
     }
 
-    ucs_status_t status = retry([&] {
-        return uct_ep_flush(ep, 0, &comp.uct);
-    });
+    ucs_status_t status = retry([&] { return uct_ep_flush(ep, 0, &comp.uct); });
     ASSERT_EQ(UCS_INPROGRESS, status);
     ASSERT_TRUE(wait_for([&] { return comp.done > 0; }));
     EXPECT_EQ(1, comp.done);
@@ -102,10 +101,10 @@ TEST_P(uct_dcx_unsig, flush_covers_unsignalled_sends)
     for (unsigned i = 0; i < n; ++i) {
         m_value = 200 + i;
         ASSERT_EQ(UCS_OK, retry([&] {
-            return uct_ep_put_short(ep, &m_value, sizeof(m_value),
-                                    (uintptr_t)m_mem.ptr + i * 8,
-                                    m_mem.rkey);
-        }));
+                      return uct_ep_put_short(ep, &m_value, sizeof(m_value),
+                                              (uintptr_t)m_mem.ptr + i * 8,
+                                              m_mem.rkey);
+                  }));
     }
     flush_iface(m_a);
     for (unsigned i = 0; i < n; ++i) {
@@ -163,7 +162,7 @@ TEST_P(uct_dcx_unsig, destroyed_ep_tail_behind_signalled_wr)
         ASSERT_EQ(UCS_OK, uct_ep_am_short(e1, m_am_id, i, NULL, 0));
     }
     destroy_ep(e1);
-    EXPECT_EQ(1, comp.done);   /* cancelled with the ep */
+    EXPECT_EQ(1, comp.done); /* cancelled with the ep */
     EXPECT_EQ(0u, stats(m_a).drains);
 
     ASSERT_TRUE(wait_for([&] { return stats(m_a).free == 1; }))
@@ -188,10 +187,9 @@ TEST_P(uct_dcx_unsig, waiting_ep_gets_idle_unsignalled_dci)
     ASSERT_NO_FATAL_FAILURE(send_ams(e1, 3));
     ASSERT_EQ(0, dcx_dci_ep_index(e1));
 
-    uint64_t value    = 7;
-    ucs_status_t st   = uct_ep_put_short(e2, &value, sizeof(value),
-                                         (uintptr_t)m_mem.ptr + 8,
-                                         m_mem.rkey);
+    uint64_t value  = 7;
+    ucs_status_t st = uct_ep_put_short(e2, &value, sizeof(value),
+                                       (uintptr_t)m_mem.ptr + 8, m_mem.rkey);
     ASSERT_EQ(UCS_ERR_NO_RESOURCE, st);
     dcx_dci_stats_t s = stats(m_a);
     EXPECT_EQ(1u, s.waiters);
@@ -241,11 +239,13 @@ TEST_P(uct_dcx_unsig, bcopy_buffers_come_back)
     for (int i = 0; i < n; ++i) {
         ssize_t len;
         do {
-            len = uct_ep_am_bcopy(ep, m_am_id,
-                                  [](void *dest, void *arg) -> size_t {
-                                      memcpy(dest, arg, 64);
-                                      return 64;
-                                  }, payload, 0);
+            len = uct_ep_am_bcopy(
+                ep, m_am_id,
+                [](void *dest, void *arg) -> size_t {
+                    memcpy(dest, arg, 64);
+                    return 64;
+                },
+                payload, 0);
             if (len == UCS_ERR_NO_RESOURCE) {
                 progress();
             }
@@ -268,15 +268,17 @@ TEST_P(uct_dcx_unsig, close_with_unsignalled_sends)
 
     memset(payload, 'c', sizeof(payload));
     for (int i = 0; i < 5; ++i) {
-        ASSERT_EQ(16, uct_ep_am_bcopy(ep, m_am_id,
-                                      [](void *dest, void *arg) -> size_t {
-                                          memcpy(dest, arg, 16);
-                                          return 16;
-                                      }, payload, 0));
+        ASSERT_EQ(16, uct_ep_am_bcopy(
+                          ep, m_am_id,
+                          [](void *dest, void *arg) -> size_t {
+                              memcpy(dest, arg, 16);
+                              return 16;
+                          },
+                          payload, 0));
         m_value = i;
-        ASSERT_EQ(UCS_OK, uct_ep_put_short(ep, &m_value, sizeof(m_value),
-                                           (uintptr_t)m_mem.ptr + i * 8,
-                                           m_mem.rkey));
+        ASSERT_EQ(UCS_OK,
+                  uct_ep_put_short(ep, &m_value, sizeof(m_value),
+                                   (uintptr_t)m_mem.ptr + i * 8, m_mem.rkey));
     }
     ASSERT_TRUE(wait_for([&] { return m_rx == 5; }));
     /* the fixture destroys the ep, then the interfaces */

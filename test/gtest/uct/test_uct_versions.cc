@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Operations that only newer UCX versions call, which dcx implements in
  * dcx_compat.c: the v2 reachability check, which says why a peer is
@@ -24,24 +25,24 @@ namespace {
 int is_reachable_v2(uct_iface_h iface, const std::vector<char> &dev_addr,
                     const std::vector<char> *iface_addr, std::string &reason,
                     uct_iface_reachability_scope_t scope =
-                    UCT_IFACE_REACHABILITY_SCOPE_NETWORK)
+                        UCT_IFACE_REACHABILITY_SCOPE_NETWORK)
 {
     uct_iface_is_reachable_params_t params;
     char info[256];
     int ret;
 
     memset(&params, 0, sizeof(params));
-    params.field_mask         = UCT_IFACE_IS_REACHABLE_FIELD_DEVICE_ADDR |
-                                UCT_IFACE_IS_REACHABLE_FIELD_INFO_STRING |
-                                UCT_IFACE_IS_REACHABLE_FIELD_INFO_STRING_LENGTH |
-                                UCT_IFACE_IS_REACHABLE_FIELD_SCOPE;
-    params.device_addr        = (const uct_device_addr_t*)&dev_addr[0];
+    params.field_mask = UCT_IFACE_IS_REACHABLE_FIELD_DEVICE_ADDR |
+                        UCT_IFACE_IS_REACHABLE_FIELD_INFO_STRING |
+                        UCT_IFACE_IS_REACHABLE_FIELD_INFO_STRING_LENGTH |
+                        UCT_IFACE_IS_REACHABLE_FIELD_SCOPE;
+    params.device_addr        = (const uct_device_addr_t *)&dev_addr[0];
     params.info_string        = info;
     params.info_string_length = sizeof(info);
     params.scope              = scope;
     if (iface_addr != NULL) {
         params.field_mask |= UCT_IFACE_IS_REACHABLE_FIELD_IFACE_ADDR;
-        params.iface_addr  = (const uct_iface_addr_t*)&(*iface_addr)[0];
+        params.iface_addr = (const uct_iface_addr_t *)&(*iface_addr)[0];
     }
 
     strcpy(info, "(not written)");
@@ -58,26 +59,25 @@ TEST_F(uct_dcx_test, reachable_v2_peer)
     entity *b = create_entity();
     std::string reason;
 
-    EXPECT_TRUE(is_reachable_v2(a->iface, b->dev_addr, &b->iface_addr,
-                                reason)) << reason;
+    EXPECT_TRUE(is_reachable_v2(a->iface, b->dev_addr, &b->iface_addr, reason))
+        << reason;
     EXPECT_EQ("", reason);
     /* the device address alone names a usable port */
-    EXPECT_TRUE(is_reachable_v2(a->iface, b->dev_addr, NULL, reason))
-            << reason;
+    EXPECT_TRUE(is_reachable_v2(a->iface, b->dev_addr, NULL, reason)) << reason;
     /* the same device, in the device scope */
-    EXPECT_TRUE(is_reachable_v2(a->iface, a->dev_addr, &a->iface_addr,
-                                reason, UCT_IFACE_REACHABILITY_SCOPE_DEVICE))
-            << reason;
+    EXPECT_TRUE(is_reachable_v2(a->iface, a->dev_addr, &a->iface_addr, reason,
+                                UCT_IFACE_REACHABILITY_SCOPE_DEVICE))
+        << reason;
     /* and the older call agrees */
     EXPECT_TRUE(uct_iface_is_reachable(
-            a->iface, (const uct_device_addr_t*)&b->dev_addr[0],
-            (const uct_iface_addr_t*)&b->iface_addr[0]));
+        a->iface, (const uct_device_addr_t *)&b->dev_addr[0],
+        (const uct_iface_addr_t *)&b->iface_addr[0]));
 }
 
 TEST_F(uct_dcx_test, reachable_v2_bad_flow_reasons)
 {
-    entity *a = create_entity();
-    entity *b = create_entity();
+    entity *a                    = create_entity();
+    entity *b                    = create_entity();
     std::vector<char> iface_addr = b->iface_addr;
     std::vector<char> dev_addr   = b->dev_addr;
     std::string reason;
@@ -87,13 +87,12 @@ TEST_F(uct_dcx_test, reachable_v2_bad_flow_reasons)
     EXPECT_FALSE(is_reachable_v2(a->iface, b->dev_addr, &iface_addr, reason));
     EXPECT_NE(std::string::npos, reason.find("not a dcx")) << reason;
     EXPECT_FALSE(uct_iface_is_reachable(
-            a->iface, (const uct_device_addr_t*)&b->dev_addr[0],
-            (const uct_iface_addr_t*)&iface_addr[0]));
+        a->iface, (const uct_device_addr_t *)&b->dev_addr[0],
+        (const uct_iface_addr_t *)&iface_addr[0]));
 
     /* a port address of another length than this device's */
     dev_addr[0] = (char)(dev_addr[0] + 1);
-    EXPECT_FALSE(is_reachable_v2(a->iface, dev_addr, &b->iface_addr,
-                                 reason));
+    EXPECT_FALSE(is_reachable_v2(a->iface, dev_addr, &b->iface_addr, reason));
     EXPECT_NE(std::string::npos, reason.find("port address of")) << reason;
     EXPECT_FALSE(is_reachable_v2(a->iface, dev_addr, NULL, reason));
 }
@@ -106,21 +105,20 @@ TEST_F(uct_dcx_test, reachable_v2_other_fabric_bad_flow)
 {
     /* the soft port address after the length byte: magic 2, instance 2,
      * user 4, host 4, then the fabric's hash */
-    const size_t fabric_off = 1 + 2 + 2 + 4 + 4;
-    entity *a = create_entity();
-    entity *b = create_entity();
+    const size_t fabric_off    = 1 + 2 + 2 + 4 + 4;
+    entity *a                  = create_entity();
+    entity *b                  = create_entity();
     std::vector<char> dev_addr = b->dev_addr;
     std::string reason;
 
     ASSERT_GT(dev_addr.size(), fabric_off + 4);
     dev_addr[fabric_off] ^= 0x5a;
-    EXPECT_FALSE(is_reachable_v2(a->iface, dev_addr, &b->iface_addr,
-                                 reason));
+    EXPECT_FALSE(is_reachable_v2(a->iface, dev_addr, &b->iface_addr, reason));
     EXPECT_NE(std::string::npos, reason.find("another fabric")) << reason;
     EXPECT_FALSE(is_reachable_v2(a->iface, dev_addr, NULL, reason));
     EXPECT_FALSE(uct_iface_is_reachable(
-            a->iface, (const uct_device_addr_t*)&dev_addr[0],
-            (const uct_iface_addr_t*)&b->iface_addr[0]));
+        a->iface, (const uct_device_addr_t *)&dev_addr[0],
+        (const uct_iface_addr_t *)&b->iface_addr[0]));
 }
 
 #endif /* DCX_UCX_HAVE_IFACE_IS_REACHABLE_V2 */
@@ -135,10 +133,10 @@ int ep_is_connected(uct_ep_h ep, const std::vector<char> &dev_addr,
     uct_ep_is_connected_params_t params;
 
     memset(&params, 0, sizeof(params));
-    params.field_mask  = UCT_EP_IS_CONNECTED_FIELD_DEVICE_ADDR |
-                         UCT_EP_IS_CONNECTED_FIELD_IFACE_ADDR;
-    params.device_addr = (const uct_device_addr_t*)&dev_addr[0];
-    params.iface_addr  = (const uct_iface_addr_t*)&iface_addr[0];
+    params.field_mask = UCT_EP_IS_CONNECTED_FIELD_DEVICE_ADDR |
+                        UCT_EP_IS_CONNECTED_FIELD_IFACE_ADDR;
+    params.device_addr = (const uct_device_addr_t *)&dev_addr[0];
+    params.iface_addr  = (const uct_iface_addr_t *)&iface_addr[0];
     return uct_ep_is_connected(ep, &params);
 }
 
@@ -146,11 +144,11 @@ int ep_is_connected(uct_ep_h ep, const std::vector<char> &dev_addr,
 
 TEST_F(uct_dcx_test, ep_is_connected)
 {
-    entity *a = create_entity();
-    entity *b = create_entity();
-    entity *c = create_entity();
-    uct_ep_h ab = connect(a, b);
-    uct_ep_h ac = connect(a, c);
+    entity *a             = create_entity();
+    entity *b             = create_entity();
+    entity *c             = create_entity();
+    uct_ep_h ab           = connect(a, b);
+    uct_ep_h ac           = connect(a, c);
     std::vector<char> bad = b->iface_addr;
 
     EXPECT_TRUE(ep_is_connected(ab, b->dev_addr, b->iface_addr));

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Zero-length operations: InfiniBand does not validate the R_Key (nor the
  * address) of a zero-length RDMA operation, and UCX's transports accept
@@ -13,7 +14,7 @@ using namespace dcx_test;
 
 namespace {
 
-const uint8_t    AM_ID    = 11;
+const uint8_t AM_ID       = 11;
 const uct_rkey_t BAD_RKEY = 0xdead0001;
 
 size_t pack_nothing(void *dest, void *arg)
@@ -23,12 +24,12 @@ size_t pack_nothing(void *dest, void *arg)
 
 void unpack_nothing(void *arg, const void *data, size_t length)
 {
-    (*static_cast<int*>(arg))++;
+    (*static_cast<int *>(arg))++;
 }
 
 ucs_status_t count_am(void *arg, void *data, size_t length, unsigned flags)
 {
-    static_cast<std::vector<size_t>*>(arg)->push_back(length);
+    static_cast<std::vector<size_t> *>(arg)->push_back(length);
     return UCS_OK;
 }
 
@@ -44,8 +45,8 @@ protected:
         m_b = create_entity();
         ASSERT_TRUE(m_a && m_b);
         m_ab = connect(m_a, m_b);
-        ASSERT_EQ(UCS_OK, uct_iface_set_am_handler(m_b->iface, AM_ID,
-                                                   count_am, &m_am_lens, 0));
+        ASSERT_EQ(UCS_OK, uct_iface_set_am_handler(m_b->iface, AM_ID, count_am,
+                                                   &m_am_lens, 0));
         log_counter::reset();
     }
 
@@ -66,9 +67,9 @@ protected:
         return status;
     }
 
-    entity              *m_a, *m_b;
-    uct_ep_h             m_ab;
-    std::vector<size_t>  m_am_lens;
+    entity *m_a, *m_b;
+    uct_ep_h m_ab;
+    std::vector<size_t> m_am_lens;
 };
 
 TEST_P(uct_dcx_zero_len, rma_with_invalid_rkey)
@@ -76,27 +77,28 @@ TEST_P(uct_dcx_zero_len, rma_with_invalid_rkey)
     uint64_t dummy = 0;
     int unpacked   = 0;
     test_comp get_comp, zget_comp, zput_comp;
-    uct_iov_t iov  = {&dummy, 0, UCT_MEM_HANDLE_NULL, 0, 1};
+    uct_iov_t iov = {&dummy, 0, UCT_MEM_HANDLE_NULL, 0, 1};
 
     EXPECT_EQ(UCS_OK, retry([&] {
-        return uct_ep_put_short(m_ab, NULL, 0, 0, BAD_RKEY);
-    }));
+                  return uct_ep_put_short(m_ab, NULL, 0, 0, BAD_RKEY);
+              }));
     EXPECT_EQ(0, retry([&] {
-        ssize_t len = uct_ep_put_bcopy(m_ab, pack_nothing, NULL, 0x1000,
-                                       BAD_RKEY);
-        return (len < 0) ? (ucs_status_t)len : UCS_OK;
-    }));
+                  ssize_t len = uct_ep_put_bcopy(m_ab, pack_nothing, NULL,
+                                                 0x1000, BAD_RKEY);
+                  return (len < 0) ? (ucs_status_t)len : UCS_OK;
+              }));
     EXPECT_EQ(UCS_INPROGRESS, retry([&] {
-        return uct_ep_get_bcopy(m_ab, unpack_nothing, &unpacked, 0, 0,
-                                BAD_RKEY, &get_comp.uct);
-    }));
+                  return uct_ep_get_bcopy(m_ab, unpack_nothing, &unpacked, 0, 0,
+                                          BAD_RKEY, &get_comp.uct);
+              }));
     EXPECT_EQ(UCS_INPROGRESS, retry([&] {
-        return uct_ep_put_zcopy(m_ab, &iov, 1, 0x2000, BAD_RKEY,
-                                &zput_comp.uct);
-    }));
+                  return uct_ep_put_zcopy(m_ab, &iov, 1, 0x2000, BAD_RKEY,
+                                          &zput_comp.uct);
+              }));
     EXPECT_EQ(UCS_INPROGRESS, retry([&] {
-        return uct_ep_get_zcopy(m_ab, &iov, 1, 0, BAD_RKEY, &zget_comp.uct);
-    }));
+                  return uct_ep_get_zcopy(m_ab, &iov, 1, 0, BAD_RKEY,
+                                          &zget_comp.uct);
+              }));
     flush_ep(m_ab);
     EXPECT_EQ(1, get_comp.done);
     EXPECT_EQ(UCS_OK, get_comp.status);
@@ -110,11 +112,11 @@ TEST_P(uct_dcx_zero_len, rma_with_invalid_rkey)
     mem m          = alloc_mem(64);
     uint64_t value = 77;
     EXPECT_EQ(UCS_OK, retry([&] {
-        return uct_ep_put_short(m_ab, &value, sizeof(value), (uintptr_t)m.ptr,
-                                m.rkey);
-    }));
+                  return uct_ep_put_short(m_ab, &value, sizeof(value),
+                                          (uintptr_t)m.ptr, m.rkey);
+              }));
     flush_ep(m_ab);
-    EXPECT_EQ(77u, *(uint64_t*)m.ptr);
+    EXPECT_EQ(77u, *(uint64_t *)m.ptr);
 }
 
 /* Zero-length iov entries without a memory handle, among real ones */
@@ -128,21 +130,21 @@ TEST_P(uct_dcx_zero_len, iov_entries_without_memh)
     memset(src.ptr, 'q', 100);
     uct_iov_t iov[3] = {{NULL, 0, UCT_MEM_HANDLE_NULL, 0, 1},
                         {src.ptr, 100, src.memh, 0, 1},
-                        {(char*)src.ptr + 200, 0, UCT_MEM_HANDLE_NULL, 0, 1}};
+                        {(char *)src.ptr + 200, 0, UCT_MEM_HANDLE_NULL, 0, 1}};
     EXPECT_EQ(UCS_INPROGRESS, retry([&] {
-        return uct_ep_put_zcopy(m_ab, iov, 3, (uintptr_t)dst.ptr, dst.rkey,
-                                &pcomp.uct);
-    }));
+                  return uct_ep_put_zcopy(m_ab, iov, 3, (uintptr_t)dst.ptr,
+                                          dst.rkey, &pcomp.uct);
+              }));
     EXPECT_EQ(UCS_INPROGRESS, retry([&] {
-        return uct_ep_am_zcopy(m_ab, AM_ID, &hdr, sizeof(hdr), iov, 3, 0,
-                               &acomp.uct);
-    }));
+                  return uct_ep_am_zcopy(m_ab, AM_ID, &hdr, sizeof(hdr), iov, 3,
+                                         0, &acomp.uct);
+              }));
     /* only zero-length entries: an AM with just its header */
     uct_iov_t empty = {NULL, 0, UCT_MEM_HANDLE_NULL, 0, 1};
     EXPECT_EQ(UCS_INPROGRESS, retry([&] {
-        return uct_ep_am_zcopy(m_ab, AM_ID, &hdr, sizeof(hdr), &empty, 1, 0,
-                               NULL);
-    }));
+                  return uct_ep_am_zcopy(m_ab, AM_ID, &hdr, sizeof(hdr), &empty,
+                                         1, 0, NULL);
+              }));
     ASSERT_TRUE(wait_for([&] { return m_am_lens.size() == 2; }));
     EXPECT_EQ(sizeof(hdr) + 100, m_am_lens[0]);
     EXPECT_EQ(sizeof(hdr), m_am_lens[1]);
@@ -150,16 +152,15 @@ TEST_P(uct_dcx_zero_len, iov_entries_without_memh)
     EXPECT_EQ(0, memcmp(src.ptr, dst.ptr, 100));
 
     memset(dst.ptr, 'g', 100);
-    uct_iov_t giov[2] = {{(char*)src.ptr + 1000, 100, src.memh, 0, 1},
+    uct_iov_t giov[2] = {{(char *)src.ptr + 1000, 100, src.memh, 0, 1},
                          {NULL, 0, UCT_MEM_HANDLE_NULL, 0, 1}};
     EXPECT_EQ(UCS_INPROGRESS, retry([&] {
-        return uct_ep_get_zcopy(m_ab, giov, 2, (uintptr_t)dst.ptr, dst.rkey,
-                                &gcomp.uct);
-    }));
+                  return uct_ep_get_zcopy(m_ab, giov, 2, (uintptr_t)dst.ptr,
+                                          dst.rkey, &gcomp.uct);
+              }));
     flush_ep(m_ab);
     EXPECT_EQ(UCS_OK, gcomp.status);
-    EXPECT_EQ(std::string(100, 'g'),
-              std::string((char*)src.ptr + 1000, 100));
+    EXPECT_EQ(std::string(100, 'g'), std::string((char *)src.ptr + 1000, 100));
 }
 
 /* A non-empty entry without a memory handle is still refused */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 #include "ucp_fixture.h"
 
 #include <cstring>
@@ -32,7 +33,7 @@ void ucp_pair_test::create_peer(ucp_peer *p, uint64_t features)
     wparams.thread_mode = UCS_THREAD_MODE_SINGLE;
     ASSERT_EQ(UCS_OK, ucp_worker_create(p->context, &wparams, &p->worker));
     ASSERT_EQ(UCS_OK, ucp_worker_get_address(p->worker, &addr, &len));
-    p->address.assign((char*)addr, (char*)addr + len);
+    p->address.assign((char *)addr, (char *)addr + len);
     ucp_worker_release_address(p->worker, addr);
 }
 
@@ -48,8 +49,7 @@ void ucp_pair_test::progress()
     ucp_worker_progress(m_b.worker);
 }
 
-bool ucp_pair_test::wait_for(const std::function<bool()> &cond,
-                             double timeout)
+bool ucp_pair_test::wait_for(const std::function<bool()> &cond, double timeout)
 {
     double deadline = now_sec() + ((timeout < 0) ? m_wait_timeout : timeout);
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * UCP test fixture: two UCP contexts and workers in this process (a and b),
  * each with its worker address, progressed together; waiting for a
@@ -21,8 +22,8 @@ namespace dcx_test {
 double now_sec();
 
 struct ucp_peer {
-    ucp_context_h     context;
-    ucp_worker_h      worker;
+    ucp_context_h context;
+    ucp_worker_h worker;
     std::vector<char> address;
 };
 
@@ -31,8 +32,7 @@ class ucp_pair_test : public ::testing::TestWithParam<std::string> {
 protected:
     /* wait_timeout: the default bound of wait_for() and wait_req(), which
      * only keeps a hang from blocking the run */
-    explicit ucp_pair_test(double wait_timeout) :
-        m_wait_timeout(wait_timeout)
+    explicit ucp_pair_test(double wait_timeout) : m_wait_timeout(wait_timeout)
     {
     }
 
@@ -51,7 +51,7 @@ protected:
     ucp_peer m_a, m_b;
 
 private:
-    double   m_wait_timeout;
+    double m_wait_timeout;
 };
 
 } /* namespace dcx_test */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Whether the UCP these tests run on does RMA at all in the configuration
  * they run with.  UCP 1.23 (rma/rma_send.c) refuses ucp_put_nbx() and
@@ -40,7 +41,7 @@ inline ucs_status_t ucp_rma_probe_self()
     memset(&params, 0, sizeof(params));
     params.field_mask = UCP_PARAM_FIELD_FEATURES;
     params.features   = UCP_FEATURE_RMA;
-    status = ucp_config_read(NULL, NULL, &config);
+    status            = ucp_config_read(NULL, NULL, &config);
     if (status != UCS_OK) {
         return status;
     }
@@ -65,7 +66,7 @@ inline ucs_status_t ucp_rma_probe_self()
     memset(&eparams, 0, sizeof(eparams));
     eparams.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS;
     eparams.address    = addr;
-    status = ucp_ep_create(worker, &eparams, &ep);
+    status             = ucp_ep_create(worker, &eparams, &ep);
     ucp_worker_release_address(worker, addr);
     if (status != UCS_OK) {
         goto out_worker;
@@ -74,9 +75,9 @@ inline ucs_status_t ucp_rma_probe_self()
     memset(&mparams, 0, sizeof(mparams));
     mparams.field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS |
                          UCP_MEM_MAP_PARAM_FIELD_LENGTH;
-    mparams.address    = &dst;
-    mparams.length     = sizeof(dst);
-    status = ucp_mem_map(context, &mparams, &memh);
+    mparams.address = &dst;
+    mparams.length  = sizeof(dst);
+    status          = ucp_mem_map(context, &mparams, &memh);
     if (status != UCS_OK) {
         goto out_ep;
     }
@@ -112,7 +113,7 @@ out_ep:
     memset(&rparam, 0, sizeof(rparam));
     rparam.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
     rparam.flags        = UCP_EP_CLOSE_FLAG_FORCE;
-    req = ucp_ep_close_nbx(ep, &rparam);
+    req                 = ucp_ep_close_nbx(ep, &rparam);
     while (UCS_PTR_IS_PTR(req) &&
            (ucp_request_check_status(req) == UCS_INPROGRESS)) {
         ucp_worker_progress(worker);
@@ -138,7 +139,7 @@ inline bool ucp_rma_refused_by_ucp()
     return result;
 }
 
-#define DCX_UCP_RMA_SKIP_REASON \
+#define DCX_UCP_RMA_SKIP_REASON                                          \
     "this UCP refuses ucp_put_nbx/ucp_get_nbx with UCS_ERR_UNSUPPORTED " \
     "over the self transport too (UCP 1.23 with UCX_PROTO_ENABLE=n)"
 

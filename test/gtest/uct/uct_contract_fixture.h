@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Fixture of the probes of dcx against the UCT contract
  * (test_uct_contract.cc, test_uct_contract_ucx.cc): two interfaces, a
@@ -9,7 +10,7 @@
 
 #include "uct_fixture.h"
 #include "uct_invalidate.h"
-#include "dcx_ucx_features.h"   /* what differs between UCX versions */
+#include "dcx_ucx_features.h" /* what differs between UCX versions */
 
 #include <ucs/time/time.h>
 
@@ -33,24 +34,23 @@ namespace dcx_contract_test {
 const uint8_t AM_ID = 7;
 
 struct held_rx {
-    int                 count;
-    int                 keep_every;   /* keep one in n (0: none) */
-    size_t              headroom;
-    std::vector<void*>  kept;
+    int count;
+    int keep_every; /* keep one in n (0: none) */
+    size_t headroom;
+    std::vector<void *> kept;
     std::vector<std::string> data;
 
     held_rx() : count(0), keep_every(0), headroom(16) {}
 
-    static ucs_status_t cb(void *arg, void *data, size_t length,
-                           unsigned flags)
+    static ucs_status_t cb(void *arg, void *data, size_t length, unsigned flags)
     {
-        held_rx *self = static_cast<held_rx*>(arg);
+        held_rx *self = static_cast<held_rx *>(arg);
 
         self->count++;
-        self->data.push_back(std::string((char*)data, length));
+        self->data.push_back(std::string((char *)data, length));
         if ((self->keep_every > 0) && (flags & UCT_CB_PARAM_FLAG_DESC) &&
             ((self->count % self->keep_every) == 0)) {
-            self->kept.push_back((char*)data - self->headroom);
+            self->kept.push_back((char *)data - self->headroom);
             return UCS_INPROGRESS;
         }
         return UCS_OK;
@@ -67,7 +67,7 @@ struct held_rx {
 
 inline size_t pack_str(void *dest, void *arg)
 {
-    const std::string *s = static_cast<const std::string*>(arg);
+    const std::string *s = static_cast<const std::string *>(arg);
 
     memcpy(dest, s->data(), s->size());
     return s->size();
@@ -80,7 +80,7 @@ inline void unpack_raw(void *arg, const void *data, size_t length)
 
 inline void unpack_str(void *arg, const void *data, size_t length)
 {
-    static_cast<std::string*>(arg)->assign((const char*)data, length);
+    static_cast<std::string *>(arg)->assign((const char *)data, length);
 }
 
 } /* namespace dcx_contract_test */
@@ -136,8 +136,8 @@ protected:
 
         for (int i = 0; i < 10; ++i) {
             ASSERT_EQ(UCS_OK, retry([&] {
-                return uct_ep_am_short(m_ab, AM_ID, i, NULL, 0);
-            }));
+                          return uct_ep_am_short(m_ab, AM_ID, i, NULL, 0);
+                      }));
         }
         /* (late messages of earlier tests may still come in) */
         ASSERT_TRUE(wait_for([&] { return m_rx.count >= before + 10; }));
@@ -152,9 +152,9 @@ protected:
         log_counter::reset();
     }
 
-    entity   *m_a, *m_b;
-    uct_ep_h  m_ab;
-    held_rx   m_rx;
+    entity *m_a, *m_b;
+    uct_ep_h m_ab;
+    held_rx m_rx;
 };
 
 #endif

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * dcx transport tests: what the tests of the DCI pool share (keeping a DCI
  * across sends, unsignalled sends): the pool's counters, whether the policy
@@ -16,11 +17,11 @@ namespace dcx_test {
 /* A put refused (no DCI, no resource), queued in the pending queue */
 struct pending_put_req {
     uct_pending_req_t uct;
-    uct_ep_h          ep;
-    uint64_t          value;
-    uint64_t          raddr;
-    uct_rkey_t        rkey;
-    int               done;
+    uct_ep_h ep;
+    uint64_t value;
+    uint64_t raddr;
+    uct_rkey_t rkey;
+    int done;
 
     static ucs_status_t cb(uct_pending_req_t *self)
     {
@@ -37,14 +38,10 @@ struct pending_put_req {
 
 /* Base: a policy-parameterised fixture (uct_dcx_policy_test or one derived
  * from it) */
-template <class Base>
-class uct_dci_pool_test : public Base {
+template <class Base> class uct_dci_pool_test : public Base {
 protected:
     /* the dcs policies lend DCIs to endpoints; rand fixes one per ep */
-    bool lends() const
-    {
-        return this->GetParam() != "rand";
-    }
+    bool lends() const { return this->GetParam() != "rand"; }
 
     dcx_dci_stats_t stats(entity *e)
     {

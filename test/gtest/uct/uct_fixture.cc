@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Test fixture for the dcx transport (see uct_fixture.h).
  */
@@ -21,7 +22,7 @@ namespace dcx_test {
 
 scoped_env::~scoped_env()
 {
-    std::map<std::string, std::pair<bool, std::string> >::iterator it;
+    std::map<std::string, std::pair<bool, std::string>>::iterator it;
 
     for (it = m_saved.begin(); it != m_saved.end(); ++it) {
         if (it->second.first) {
@@ -70,7 +71,7 @@ void uct_dcx_test::SetUp()
     init_env(m_env);
 
     m_component = NULL;
-    status = uct_query_components(&components, &num_components);
+    status      = uct_query_components(&components, &num_components);
     ASSERT_EQ(UCS_OK, status);
     for (i = 0; i < num_components; ++i) {
         cattr.field_mask = UCT_COMPONENT_ATTR_FIELD_NAME;
@@ -82,8 +83,7 @@ void uct_dcx_test::SetUp()
     uct_release_component_list(components);
     ASSERT_TRUE(m_component != NULL) << "dcx component not registered";
 
-    ASSERT_EQ(UCS_OK, uct_md_config_read(m_component, NULL, NULL,
-                                         &md_config));
+    ASSERT_EQ(UCS_OK, uct_md_config_read(m_component, NULL, NULL, &md_config));
     status = uct_md_open(m_component, "soft0", md_config, &m_md);
     uct_config_release(md_config);
     ASSERT_EQ(UCS_OK, status);
@@ -120,8 +120,9 @@ void uct_dcx_test::TearDown()
     ucs_async_context_destroy(m_async);
 }
 
-ucs_status_t uct_dcx_test::try_create_entity(
-        const std::map<std::string, std::string> &cfg, entity **e_p)
+ucs_status_t
+uct_dcx_test::try_create_entity(const std::map<std::string, std::string> &cfg,
+                                entity **e_p)
 {
     std::map<std::string, std::string>::const_iterator it;
     uct_iface_config_t *config;
@@ -158,12 +159,12 @@ ucs_status_t uct_dcx_test::try_create_entity(
     }
 
     memset(&params, 0, sizeof(params));
-    params.field_mask           = UCT_IFACE_PARAM_FIELD_OPEN_MODE |
-                                  UCT_IFACE_PARAM_FIELD_DEVICE |
-                                  UCT_IFACE_PARAM_FIELD_RX_HEADROOM |
-                                  UCT_IFACE_PARAM_FIELD_ERR_HANDLER |
-                                  UCT_IFACE_PARAM_FIELD_ERR_HANDLER_ARG |
-                                  UCT_IFACE_PARAM_FIELD_ERR_HANDLER_FLAGS;
+    params.field_mask = UCT_IFACE_PARAM_FIELD_OPEN_MODE |
+                        UCT_IFACE_PARAM_FIELD_DEVICE |
+                        UCT_IFACE_PARAM_FIELD_RX_HEADROOM |
+                        UCT_IFACE_PARAM_FIELD_ERR_HANDLER |
+                        UCT_IFACE_PARAM_FIELD_ERR_HANDLER_ARG |
+                        UCT_IFACE_PARAM_FIELD_ERR_HANDLER_FLAGS;
     params.err_handler          = err_handler;
     params.err_handler_arg      = this;
     params.err_handler_flags    = 0;
@@ -185,13 +186,13 @@ ucs_status_t uct_dcx_test::try_create_entity(
     if (status == UCS_OK) {
         e->dev_addr.resize(e->attr.device_addr_len);
         e->iface_addr.resize(e->attr.iface_addr_len);
-        status = uct_iface_get_device_address(e->iface,
-                                              (uct_device_addr_t*)
-                                              &e->dev_addr[0]);
+        status =
+            uct_iface_get_device_address(e->iface,
+                                         (uct_device_addr_t *)&e->dev_addr[0]);
     }
     if (status == UCS_OK) {
-        status = uct_iface_get_address(e->iface, (uct_iface_addr_t*)
-                                       &e->iface_addr[0]);
+        status = uct_iface_get_address(e->iface,
+                                       (uct_iface_addr_t *)&e->iface_addr[0]);
     }
     if (status != UCS_OK) {
         uct_iface_close(e->iface);
@@ -205,8 +206,8 @@ ucs_status_t uct_dcx_test::try_create_entity(
     return UCS_OK;
 }
 
-entity *uct_dcx_test::create_entity(const std::map<std::string, std::string>
-                                    &cfg)
+entity *
+uct_dcx_test::create_entity(const std::map<std::string, std::string> &cfg)
 {
     entity *e = NULL;
 
@@ -226,12 +227,11 @@ uct_ep_h uct_dcx_test::connect_addr(entity *from, const void *dev_addr,
     uct_ep_h ep = NULL;
 
     memset(&params, 0, sizeof(params));
-    params.field_mask = UCT_EP_PARAM_FIELD_IFACE |
-                        UCT_EP_PARAM_FIELD_DEV_ADDR |
+    params.field_mask = UCT_EP_PARAM_FIELD_IFACE | UCT_EP_PARAM_FIELD_DEV_ADDR |
                         UCT_EP_PARAM_FIELD_IFACE_ADDR;
     params.iface      = from->iface;
-    params.dev_addr   = (const uct_device_addr_t*)dev_addr;
-    params.iface_addr = (const uct_iface_addr_t*)iface_addr;
+    params.dev_addr   = (const uct_device_addr_t *)dev_addr;
+    params.iface_addr = (const uct_iface_addr_t *)iface_addr;
     EXPECT_EQ(UCS_OK, uct_ep_create(&params, &ep));
     m_eps.push_back(ep);
     return ep;
@@ -355,8 +355,8 @@ uct_dcx_test::mem uct_dcx_test::alloc_mem(size_t length)
     EXPECT_EQ(0, posix_memalign(&m.ptr, 4096, length));
     memset(m.ptr, 0, length);
     m.length = length;
-    EXPECT_EQ(UCS_OK, uct_md_mem_reg(m_md, m.ptr, length,
-                                     UCT_MD_MEM_ACCESS_ALL, &m.memh));
+    EXPECT_EQ(UCS_OK, uct_md_mem_reg(m_md, m.ptr, length, UCT_MD_MEM_ACCESS_ALL,
+                                     &m.memh));
     EXPECT_EQ(UCS_OK, uct_md_mkey_pack(m_md, m.memh, &packed[0]));
     EXPECT_EQ(UCS_OK, uct_rkey_unpack(m_component, &packed[0], &m.rkb));
     m.rkey = m.rkb.rkey;
@@ -374,7 +374,7 @@ void uct_dcx_test::free_mem(mem &m)
 ucs_status_t uct_dcx_test::err_handler(void *arg, uct_ep_h ep,
                                        ucs_status_t status)
 {
-    uct_dcx_test *self = static_cast<uct_dcx_test*>(arg);
+    uct_dcx_test *self = static_cast<uct_dcx_test *>(arg);
     ep_error err       = {ep, status};
 
     self->m_errors.push_back(err);
@@ -387,7 +387,7 @@ ucs_status_t uct_dcx_test::err_handler(void *arg, uct_ep_h ep,
 
 dcx_dev_t *uct_dcx_test::device() const
 {
-    return ((uct_dcx_md_t*)m_md)->dev;
+    return ((uct_dcx_md_t *)m_md)->dev;
 }
 
 void set_tm_callbacks(uct_iface_params_t &params,
@@ -438,7 +438,7 @@ peer_proc spawn_peer(const std::string &gtest_filter,
             _exit(126);
         }
         execl("/proc/self/exe", "gtest_peer", filter.c_str(),
-              "--gtest_also_run_disabled_tests", (char*)NULL);
+              "--gtest_also_run_disabled_tests", (char *)NULL);
         _exit(127);
     }
     close(down[0]);
@@ -484,7 +484,7 @@ bool peer_fds(int *in_fd, int *out_fd)
 
 bool read_full(int fd, void *buf, size_t len, int timeout_ms)
 {
-    char *p = (char*)buf;
+    char *p = (char *)buf;
     struct pollfd pfd;
     ssize_t n;
     int ret;
@@ -503,7 +503,7 @@ bool read_full(int fd, void *buf, size_t len, int timeout_ms)
         if (n <= 0) {
             return false;
         }
-        p   += n;
+        p += n;
         len -= n;
     }
     return true;
@@ -511,7 +511,7 @@ bool read_full(int fd, void *buf, size_t len, int timeout_ms)
 
 bool write_full(int fd, const void *buf, size_t len)
 {
-    const char *p = (const char*)buf;
+    const char *p = (const char *)buf;
     ssize_t n;
 
     while (len > 0) {
@@ -522,7 +522,7 @@ bool write_full(int fd, const void *buf, size_t len)
         if (n <= 0) {
             return false;
         }
-        p   += n;
+        p += n;
         len -= n;
     }
     return true;

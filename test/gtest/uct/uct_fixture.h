@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Test fixture for the dcx transport through the public UCT API: a soft
  * device on a fabric private to the test process, memory domain "soft0",
@@ -53,7 +54,7 @@ static inline void release_desc(void *desc)
 {
     uct_recv_desc_t *rdesc;
 
-    memcpy(&rdesc, (char*)desc - sizeof(rdesc), sizeof(rdesc));
+    memcpy(&rdesc, (char *)desc - sizeof(rdesc), sizeof(rdesc));
     rdesc->cb(rdesc, desc);
 }
 
@@ -65,13 +66,13 @@ public:
     void set(const std::string &name, const std::string &value);
 
 private:
-    std::map<std::string, std::pair<bool, std::string> > m_saved;
+    std::map<std::string, std::pair<bool, std::string>> m_saved;
 };
 
 /* One interface and what it needs */
 struct entity {
-    uct_worker_h  worker;
-    uct_iface_h   iface;
+    uct_worker_h worker;
+    uct_iface_h iface;
     uct_iface_attr_t attr;
     std::vector<char> dev_addr;
     std::vector<char> iface_addr;
@@ -92,9 +93,10 @@ protected:
     virtual void iface_params(uct_iface_params_t &params) {}
 
     entity *create_entity(const std::map<std::string, std::string> &cfg =
-                          std::map<std::string, std::string>());
-    ucs_status_t try_create_entity(const std::map<std::string, std::string>
-                                   &cfg, entity **e_p);
+                              std::map<std::string, std::string>());
+    ucs_status_t
+    try_create_entity(const std::map<std::string, std::string> &cfg,
+                      entity **e_p);
     uct_ep_h connect(entity *from, entity *to);
     /* An ep to the interface of these (packed) addresses */
     uct_ep_h connect_addr(entity *from, const void *dev_addr,
@@ -111,9 +113,9 @@ protected:
 
     /* Registered memory */
     struct mem {
-        void      *ptr;
-        size_t     length;
-        uct_mem_h  memh;
+        void *ptr;
+        size_t length;
+        uct_mem_h memh;
         uct_rkey_t rkey;
         uct_rkey_bundle_t rkb;
     };
@@ -124,29 +126,30 @@ protected:
 
     /* Errors reported through the interfaces' error handler */
     struct ep_error {
-        uct_ep_h     ep;
+        uct_ep_h ep;
         ucs_status_t status;
     };
     static ucs_status_t err_handler(void *arg, uct_ep_h ep,
                                     ucs_status_t status);
-    std::vector<ep_error>       m_errors;
+    std::vector<ep_error> m_errors;
     /* When set, the error handler destroys the endpoint and declines the
      * error (returns it), as a user may */
-    bool                        m_err_destroys_ep = false;
+    bool m_err_destroys_ep = false;
 
-    ucs_async_context_t        *m_async;
-    uct_component_h             m_component;
-    uct_md_h                    m_md;
-    uct_md_attr_t               m_md_attr;
-    std::vector<entity*>        m_entities;
-    std::vector<uct_ep_h>       m_eps;
-    std::vector<mem>            m_mems;
-    scoped_env                  m_env;
+    ucs_async_context_t *m_async;
+    uct_component_h m_component;
+    uct_md_h m_md;
+    uct_md_attr_t m_md_attr;
+    std::vector<entity *> m_entities;
+    std::vector<uct_ep_h> m_eps;
+    std::vector<mem> m_mems;
+    scoped_env m_env;
 };
 
 /* A test run once per DCI pool policy: the parameter names the policy. */
-class uct_dcx_policy_test : public uct_dcx_test,
-                            public ::testing::WithParamInterface<std::string> {
+class uct_dcx_policy_test :
+    public uct_dcx_test,
+    public ::testing::WithParamInterface<std::string> {
 protected:
     virtual void init_env(scoped_env &env)
     {
@@ -158,7 +161,7 @@ protected:
 inline ucs_status_t am_count_cb(void *arg, void *data, size_t length,
                                 unsigned flags)
 {
-    (*static_cast<int*>(arg))++;
+    (*static_cast<int *>(arg))++;
     return UCS_OK;
 }
 
@@ -169,17 +172,18 @@ inline ucs_status_t am_count_cb(void *arg, void *data, size_t length,
  */
 class uct_dcx_pair_test : public uct_dcx_policy_test {
 protected:
-    void setup_pair(uint8_t am_id, const std::map<std::string, std::string>
-                    &cfg_a = std::map<std::string, std::string>())
+    void setup_pair(uint8_t am_id,
+                    const std::map<std::string, std::string> &cfg_a =
+                        std::map<std::string, std::string>())
     {
         m_am_id = am_id;
         m_a     = create_entity(cfg_a);
         m_b     = create_entity();
         ASSERT_TRUE(m_a && m_b);
-        m_rx    = 0;
+        m_rx = 0;
         ASSERT_EQ(UCS_OK, uct_iface_set_am_handler(m_b->iface, am_id,
                                                    am_count_cb, &m_rx, 0));
-        m_mem   = alloc_mem(65536);
+        m_mem = alloc_mem(65536);
     }
 
     /* op() again while it is refused for lack of resources */
@@ -210,13 +214,13 @@ protected:
 
         for (int i = 0; i < 50; ++i) {
             ASSERT_EQ(UCS_OK, retry([&] {
-                return uct_ep_am_short(ep, m_am_id, i, NULL, 0);
-            }));
+                          return uct_ep_am_short(ep, m_am_id, i, NULL, 0);
+                      }));
         }
         ASSERT_TRUE(wait_for([&] { return m_rx == before + 50; }));
         ASSERT_EQ(UCS_OK, put(ep, m_mem.rkey, value));
         flush_ep(ep);
-        EXPECT_EQ(value, *(uint64_t*)m_mem.ptr);
+        EXPECT_EQ(value, *(uint64_t *)m_mem.ptr);
     }
 
     /* The errors reported for ep so far */
@@ -232,11 +236,11 @@ protected:
         return found;
     }
 
-    entity   *m_a, *m_b;
-    mem       m_mem;
-    int       m_rx;
-    uint64_t  m_value;
-    uint8_t   m_am_id;
+    entity *m_a, *m_b;
+    mem m_mem;
+    int m_rx;
+    uint64_t m_value;
+    uint8_t m_am_id;
 };
 
 /* A peer process: this test binary run again with one (DISABLED_) test, on
@@ -245,8 +249,8 @@ protected:
  * DCX_PEER_IN / DCX_PEER_OUT the child's ends of the pipes. */
 struct peer_proc {
     pid_t pid;
-    int   from;   /* parent reads what the child writes */
-    int   to;     /* parent writes what the child reads */
+    int from; /* parent reads what the child writes */
+    int to;   /* parent writes what the child reads */
 
     peer_proc() : pid(-1), from(-1), to(-1) {}
 };
@@ -254,7 +258,7 @@ struct peer_proc {
 /* Starts the peer; env is set in the child only.  pid < 0 on failure. */
 peer_proc spawn_peer(const std::string &gtest_filter,
                      const std::map<std::string, std::string> &env =
-                     std::map<std::string, std::string>());
+                         std::map<std::string, std::string>());
 /* SIGKILLs the peer (if alive) and closes its pipes */
 void kill_peer(peer_proc &p);
 /* The child's ends: false when not run as a peer */
@@ -278,8 +282,8 @@ void set_tm_callbacks(uct_iface_params_t &params,
 /* Completion that counts */
 struct test_comp {
     uct_completion_t uct;
-    int              done;
-    ucs_status_t     status;
+    int done;
+    ucs_status_t status;
 
     test_comp(int count = 1) : done(0), status(UCS_OK)
     {
@@ -290,7 +294,7 @@ struct test_comp {
 
     static void callback(uct_completion_t *self)
     {
-        test_comp *c = reinterpret_cast<test_comp*>(self);
+        test_comp *c = reinterpret_cast<test_comp *>(self);
         c->done++;
         c->status = self->status;
     }
@@ -300,14 +304,11 @@ struct test_comp {
  * there (as UCP's ucp_ep_flush_progress_pending does) */
 struct flush_req {
     uct_pending_req_t uct;
-    uct_ep_h          ep;
-    test_comp         comp;
-    ucs_status_t      status;
+    uct_ep_h ep;
+    test_comp comp;
+    ucs_status_t status;
 
-    flush_req() : ep(NULL), status(UCS_ERR_NO_MESSAGE)
-    {
-        uct.func = cb;
-    }
+    flush_req() : ep(NULL), status(UCS_ERR_NO_MESSAGE) { uct.func = cb; }
 
     bool done() const
     {

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * uct_ep_invalidate() (UCX's internal call that emulates a transport error)
  * for the tests, in the form the UCX version at hand takes.
@@ -5,7 +6,7 @@
 #ifndef DCX_TEST_UCT_INVALIDATE_H_
 #define DCX_TEST_UCT_INVALIDATE_H_
 
-#include "dcx_ucx_features.h"   /* what differs between UCX versions */
+#include "dcx_ucx_features.h" /* what differs between UCX versions */
 
 extern "C" {
 #include <uct/base/uct_iface.h>

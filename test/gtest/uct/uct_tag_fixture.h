@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Fixture of the dcx tag-matching tests (test_uct_tag.cc in one process,
  * test_uct_tag_remote.cc across processes): receive contexts that record
@@ -24,26 +25,27 @@ namespace dcx_tag_test {
 const uint8_t AM_ID = 5;
 
 struct unexp_msg {
-    uct_tag_t          tag;
-    uint64_t           imm;
-    unsigned           flags;
-    std::vector<char>  data;
-    bool               rndv;
+    uct_tag_t tag;
+    uint64_t imm;
+    unsigned flags;
+    std::vector<char> data;
+    bool rndv;
 };
 
 struct recv_ctx {
-    uct_tag_context_t  uct;
-    int                consumed;
-    int                completed;
-    int                rndv;
-    uct_tag_t          stag;
-    uint64_t           imm;
-    size_t             length;
-    ucs_status_t       status;
-    std::vector<char>  header;
+    uct_tag_context_t uct;
+    int consumed;
+    int completed;
+    int rndv;
+    uct_tag_t stag;
+    uint64_t imm;
+    size_t length;
+    ucs_status_t status;
+    std::vector<char> header;
 
-    recv_ctx() : consumed(0), completed(0), rndv(0), stag(0), imm(0),
-                 length(0), status(UCS_OK)
+    recv_ctx() :
+        consumed(0), completed(0), rndv(0), stag(0), imm(0), length(0),
+        status(UCS_OK)
     {
         memset(&uct, 0, sizeof(uct));
         uct.tag_consumed_cb = consumed_cb;
@@ -56,10 +58,7 @@ struct recv_ctx {
         return ucs_container_of(self, recv_ctx, uct);
     }
 
-    static void consumed_cb(uct_tag_context_t *self)
-    {
-        of(self)->consumed++;
-    }
+    static void consumed_cb(uct_tag_context_t *self) { of(self)->consumed++; }
 
     static void completed_cb(uct_tag_context_t *self, uct_tag_t stag,
                              uint64_t imm, size_t length, void *inline_data,
@@ -81,31 +80,30 @@ struct recv_ctx {
         c->rndv++;
         c->stag   = stag;
         c->status = status;
-        c->header.assign((const char*)header,
-                         (const char*)header + header_length);
+        c->header.assign((const char *)header,
+                         (const char *)header + header_length);
     }
 };
 
 struct pack_arg {
     const char *data;
-    size_t      length;
+    size_t length;
 };
 
 inline size_t pack_cb(void *dest, void *arg)
 {
-    pack_arg *a = static_cast<pack_arg*>(arg);
+    pack_arg *a = static_cast<pack_arg *>(arg);
     if (a->length > 0) {
         memcpy(dest, a->data, a->length);
     }
     return a->length;
 }
 
-inline ucs_status_t am_cb(void *arg, void *data, size_t length,
-                          unsigned flags)
+inline ucs_status_t am_cb(void *arg, void *data, size_t length, unsigned flags)
 {
-    std::vector<std::vector<char> > *v =
-            static_cast<std::vector<std::vector<char> >*>(arg);
-    v->push_back(std::vector<char>((char*)data, (char*)data + length));
+    std::vector<std::vector<char>> *v =
+        static_cast<std::vector<std::vector<char>> *>(arg);
+    v->push_back(std::vector<char>((char *)data, (char *)data + length));
     return UCS_OK;
 }
 
@@ -145,8 +143,8 @@ protected:
         char dir[] = "/tmp/dcx-tm-test.XXXXXX";
 
         EXPECT_TRUE(mkdtemp(dir) != NULL);
-        m_stats_dir      = dir;
-        cfg["TM_ENABLE"] = "y";
+        m_stats_dir         = dir;
+        cfg["TM_ENABLE"]    = "y";
         cfg["TM_STATS_DIR"] = m_stats_dir;
         return create_entity(cfg);
     }
@@ -155,10 +153,13 @@ protected:
      * layout docs/tag-matching.md gives: magic[8], pid, dctn, dev[32],
      * then posted matched unexp_eager unexp_rndv rndv_hw rndv_sw syncs
      * cancels, 64-bit each */
-    enum { TM_SYNCS = 6, TM_CANCELS = 7 };
+    enum {
+        TM_SYNCS   = 6,
+        TM_CANCELS = 7
+    };
     uint64_t tm_counter(unsigned idx)
     {
-        DIR *d = opendir(m_stats_dir.c_str());
+        DIR *d         = opendir(m_stats_dir.c_str());
         uint64_t value = 0, counters[8];
         struct dirent *de;
         FILE *f;
@@ -190,8 +191,8 @@ protected:
         struct dirent *de;
 
         uct_dcx_test::TearDown();
-        if (m_stats_dir.empty() || ((d = opendir(m_stats_dir.c_str())) ==
-                                    NULL)) {
+        if (m_stats_dir.empty() ||
+            ((d = opendir(m_stats_dir.c_str())) == NULL)) {
             return;
         }
         while ((de = readdir(d)) != NULL) {
@@ -207,14 +208,14 @@ protected:
                                        unsigned flags, uct_tag_t stag,
                                        uint64_t imm, void **context)
     {
-        uct_dcx_tag_base *self = static_cast<uct_dcx_tag_base*>(arg);
+        uct_dcx_tag_base *self = static_cast<uct_dcx_tag_base *>(arg);
         unexp_msg m;
 
         m.tag   = stag;
         m.imm   = imm;
         m.flags = flags;
         m.rndv  = false;
-        m.data.assign((char*)data, (char*)data + length);
+        m.data.assign((char *)data, (char *)data + length);
         self->m_unexp.push_back(m);
         return UCS_OK;
     }
@@ -225,21 +226,21 @@ protected:
                                       uint64_t remote_addr, size_t length,
                                       const void *rkey_buf)
     {
-        uct_dcx_tag_base *self = static_cast<uct_dcx_tag_base*>(arg);
+        uct_dcx_tag_base *self = static_cast<uct_dcx_tag_base *>(arg);
         unexp_msg m;
 
         m.tag   = stag;
         m.imm   = 0;
         m.flags = flags;
         m.rndv  = true;
-        m.data.assign((char*)header, (char*)header + header_length);
+        m.data.assign((char *)header, (char *)header + header_length);
         self->m_unexp.push_back(m);
         self->m_rndv_va  = remote_addr;
         self->m_rndv_len = length;
         if (rkey_buf != NULL) {
-            self->m_rndv_rkey.assign((const char*)rkey_buf,
-                                     (const char*)rkey_buf +
-                                     self->m_md_attr.rkey_packed_size);
+            self->m_rndv_rkey.assign((const char *)rkey_buf,
+                                     (const char *)rkey_buf +
+                                         self->m_md_attr.rkey_packed_size);
         }
         return UCS_OK;
     }
@@ -289,7 +290,7 @@ protected:
             }));
             ASSERT_EQ(UCS_OK, status);
         } else if (how == 1) {
-            pack_arg a = { data.data(), data.size() };
+            pack_arg a = {data.data(), data.size()};
             ASSERT_TRUE(wait_for([&]() {
                 packed = uct_ep_tag_eager_bcopy(ep, tag, imm, pack_cb, &a, 0);
                 return packed != UCS_ERR_NO_RESOURCE;
@@ -300,7 +301,7 @@ protected:
             if (!data.empty()) {
                 memcpy(m.ptr, data.data(), data.size());
             }
-            uct_iov_t iov = { m.ptr, data.size(), m.memh, 0, 1 };
+            uct_iov_t iov = {m.ptr, data.size(), m.memh, 0, 1};
             test_comp comp;
             ASSERT_TRUE(wait_for([&]() {
                 status = uct_ep_tag_eager_zcopy(ep, tag, imm, &iov, 1, 0,
@@ -325,15 +326,15 @@ protected:
     void expected_eager(int how)
     {
         entity *a = create_tm(), *b = create_tm();
-        uct_ep_h ep = connect(a, b);
-        size_t sizes[] = { 0, 1, 100, 4000, max_eager(a, how) };
+        uct_ep_h ep    = connect(a, b);
+        size_t sizes[] = {0, 1, 100, 4000, max_eager(a, how)};
 
         for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); ++i) {
             size_t len = sizes[i];
             if (len > max_eager(a, how)) {
                 continue;
             }
-            mem m      = alloc_mem(len + 64);
+            mem m = alloc_mem(len + 64);
             recv_ctx ctx;
             std::vector<char> data = pattern(len, i + how);
             uint64_t imm = (how == 0) ? 0 : (0x1234567800000000ull | i);
@@ -356,12 +357,12 @@ protected:
     void unexpected_eager(int how)
     {
         entity *a = create_tm(), *b = create_tm();
-        uct_ep_h ep = connect(a, b);
-        size_t sizes[] = { 0, 33, max_eager(a, how) };
+        uct_ep_h ep    = connect(a, b);
+        size_t sizes[] = {0, 33, max_eager(a, how)};
 
         for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); ++i) {
             std::vector<char> data = pattern(sizes[i], 3 * i + how);
-            uint64_t imm = (how == 0) ? 0 : (0xabcdull << 40) + i;
+            uint64_t imm           = (how == 0) ? 0 : (0xabcdull << 40) + i;
 
             m_unexp.clear();
             send_eager(ep, how, 0x77 + i, imm, data);
@@ -376,17 +377,18 @@ protected:
         }
     }
 
-    bool                   m_tag_params;
-    std::string            m_stats_dir;
-    uint64_t               m_rndv_va;
-    size_t                 m_rndv_len;
-    std::vector<char>      m_rndv_rkey;
+    bool m_tag_params;
+    std::string m_stats_dir;
+    uint64_t m_rndv_va;
+    size_t m_rndv_len;
+    std::vector<char> m_rndv_rkey;
     std::vector<unexp_msg> m_unexp;
 };
 
 /* The same, run once per DCI pool policy */
-class uct_dcx_tag : public uct_dcx_tag_base,
-                    public ::testing::WithParamInterface<std::string> {
+class uct_dcx_tag :
+    public uct_dcx_tag_base,
+    public ::testing::WithParamInterface<std::string> {
 protected:
     virtual void init_env(scoped_env &env)
     {
