@@ -15,7 +15,7 @@ lib="${DCX_LIB:-}"
 while getopts "l:h" opt; do
     case $opt in
     l) lib=$OPTARG ;;
-    *) sed -n '2,10p' "$0"; exit 2 ;;
+    *) sed -n '3,11p' "$0"; exit 2 ;;
     esac
 done
 

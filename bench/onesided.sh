@@ -24,7 +24,7 @@ while getopts "r:n:l:h" opt; do
     r) repeat=$OPTARG ;;
     n) iters=$OPTARG ;;
     l) lib=$OPTARG ;;
-    *) sed -n '2,16p' "$0"; exit 2 ;;
+    *) sed -n '3,17p' "$0"; exit 2 ;;
     esac
 done
 

@@ -95,7 +95,7 @@ while getopts "t:s:r:l:S:T:aPvh" opt; do
     l) logdir=$OPTARG ;;
     v) verbose=1 ;;
     P) pin=1 ;;
-    h) sed -n '2,/^$/s/^# \{0,1\}//p' "$0"; exit 0 ;;
+    h) sed -n '3,/^$/s/^# \{0,1\}//p' "$0"; exit 0 ;;
     *) exit 2 ;;
     esac
 done

@@ -43,7 +43,7 @@ while getopts "r:n:c:t:s:h" opt; do
     c) cpus=$OPTARG ;;
     t) tests=$OPTARG ;;
     s) size=$OPTARG ;;
-    h) sed -n '2,/^$/s/^# \{0,1\}//p' "$0"; exit 0 ;;
+    h) sed -n '3,/^$/s/^# \{0,1\}//p' "$0"; exit 0 ;;
     *) exit 2 ;;
     esac
 done

@@ -21,7 +21,7 @@ procs=4
 policies="dcs dcs_quota rand"
 limit=900
 
-usage() { sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit "$1"; }
+usage() { sed -n '3,14p' "$0" | sed 's/^# \{0,1\}//'; exit "$1"; }
 while getopts "b:n:r:p:P:t:h" opt; do
     case $opt in
     b) build=$OPTARG ;;

@@ -46,7 +46,7 @@ while getopts "n:o:k:h" opt; do
     n) n=$OPTARG ;;
     o) ops=$OPTARG ;;
     k) keep=$OPTARG ;;
-    h) sed -n '2,/^$/s/^# \{0,1\}//p' "$0"; exit 0 ;;
+    h) sed -n '3,/^$/s/^# \{0,1\}//p' "$0"; exit 0 ;;
     *) exit 2 ;;
     esac
 done

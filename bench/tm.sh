@@ -32,7 +32,7 @@ while getopts "n:r:l:EOh" opt; do
     l) lib=$OPTARG ;;
     E) do_overlap=0 ;;
     O) do_bw=0 ;;
-    *) sed -n '2,22p' "$0"; exit 2 ;;
+    *) sed -n '3,23p' "$0"; exit 2 ;;
     esac
 done
 [[ "$reps" =~ ^[1-9][0-9]*$ ]] || { echo "tm.sh: bad -r '$reps'" >&2; exit 2; }

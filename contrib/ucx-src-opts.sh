@@ -19,7 +19,7 @@ note() {
 
 # The script's leading comment, without its first line and the '# '
 usage() {
-    sed -n '2,/^$/s/^# \{0,1\}//p' "$0"
+    sed -n '3,/^$/s/^# \{0,1\}//p' "$0"
 }
 
 # ucx_src_common_opt "$@": takes the first word if it is an option both

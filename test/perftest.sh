@@ -26,7 +26,7 @@ while getopts "l:n:k:vh" opt; do
     n) iters=$OPTARG ;;
     k) filter=$OPTARG ;;
     v) verbose=1 ;;
-    *) sed -n '2,13p' "$0"; exit 2 ;;
+    *) sed -n '3,14p' "$0"; exit 2 ;;
     esac
 done
 

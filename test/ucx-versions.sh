@@ -40,7 +40,7 @@ mpi=1
 version=
 bdir=
 
-usage() { sed -n '2,/^set -uo/{/^set -uo/d;s/^# \{0,1\}//p}' "$0"; }
+usage() { sed -n '3,/^set -uo/{/^set -uo/d;s/^# \{0,1\}//p}' "$0"; }
 
 while [ $# -gt 0 ]; do
     case "$1" in

@@ -37,7 +37,7 @@ while getopts "t:s:h" opt; do
     case $opt in
     t) tls_list=$OPTARG ;;
     s) scale=$OPTARG ;;
-    h) sed -n '2,/^$/s/^# \{0,1\}//p' "$0"; exit 0 ;;
+    h) sed -n '3,/^$/s/^# \{0,1\}//p' "$0"; exit 0 ;;
     *) exit 2 ;;
     esac
 done

@@ -79,7 +79,7 @@ tmo=${DCX_TEST_TIMEOUT:-120}
 strict=${DCX_TEST_STRICT:-1}
 extra=${DCX_TEST_MPIRUN_ARGS:-}
 
-usage() { sed -n '2,/^$/s/^# \{0,1\}//p' "$0"; }
+usage() { sed -n '3,/^$/s/^# \{0,1\}//p' "$0"; }
 
 while getopts "t:n:o:h" opt; do
     case $opt in
