@@ -88,11 +88,10 @@ struct ibv_cq_ex *emu_qp_test::make_cq()
     return ibv_create_cq_ex(m_ctx, &attr);
 }
 
-struct ibv_qp *emu_qp_test::make_dct(uint64_t key, unsigned access)
+struct ibv_qp *emu_qp_test::create_dct(uint64_t key)
 {
     struct mlx5dv_qp_init_attr dv;
     struct ibv_qp_init_attr_ex attr;
-    struct ibv_qp_attr qa;
     struct ibv_qp *qp;
 
     memset(&attr, 0, sizeof(attr));
@@ -107,10 +106,20 @@ struct ibv_qp *emu_qp_test::make_dct(uint64_t key, unsigned access)
     dv.dc_init_attr.dc_type        = MLX5DV_DCTYPE_DCT;
     dv.dc_init_attr.dct_access_key = key;
     qp                             = mlx5dv_create_qp(m_ctx, &attr, &dv);
+    if (qp != nullptr) {
+        m_qps.push_back(qp);
+    }
+    return qp;
+}
+
+struct ibv_qp *emu_qp_test::make_dct(uint64_t key, unsigned access)
+{
+    struct ibv_qp *qp = create_dct(key);
+    struct ibv_qp_attr qa;
+
     if (qp == nullptr) {
         return nullptr;
     }
-    m_qps.push_back(qp);
 
     memset(&qa, 0, sizeof(qa));
     qa.qp_state        = IBV_QPS_INIT;

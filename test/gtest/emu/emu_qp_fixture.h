@@ -36,6 +36,8 @@ protected:
 
     struct ibv_cq_ex *make_cq();
     /* A DCT in RTR on m_srq / m_rx_cq; access IBV_ACCESS_REMOTE_* */
+    /* A DCT with that key, created and left in RESET (NULL if refused) */
+    struct ibv_qp *create_dct(uint64_t key);
     struct ibv_qp *make_dct(uint64_t key, unsigned access);
     /* A DCI created with the given caps (cap is updated), not modified */
     struct ibv_qp *create_dci(struct ibv_qp_cap *cap,

@@ -221,24 +221,11 @@ TEST_F(emu_qp_test, qp_ex_only_with_send_ops)
 
 TEST_F(emu_qp_test, dct_number_from_rtr)
 {
-    struct mlx5dv_qp_init_attr dv;
-    struct ibv_qp_init_attr_ex attr;
     struct ibv_qp_attr qa;
     struct ibv_qp *dct;
 
-    memset(&attr, 0, sizeof(attr));
-    memset(&dv, 0, sizeof(dv));
-    attr.qp_type            = IBV_QPT_DRIVER;
-    attr.comp_mask          = IBV_QP_INIT_ATTR_PD;
-    attr.pd                 = m_pd;
-    attr.send_cq            = ibv_cq_ex_to_cq(m_rx_cq);
-    attr.recv_cq            = ibv_cq_ex_to_cq(m_rx_cq);
-    attr.srq                = m_srq;
-    dv.comp_mask            = MLX5DV_QP_INIT_ATTR_MASK_DC;
-    dv.dc_init_attr.dc_type = MLX5DV_DCTYPE_DCT;
-    dct                     = mlx5dv_create_qp(m_ctx, &attr, &dv);
+    dct = create_dct(0);
     ASSERT_NE(nullptr, dct);
-    m_qps.push_back(dct);
     EXPECT_EQ(0u, dct->qp_num);
     memset(&qa, 0, sizeof(qa));
     qa.qp_state = IBV_QPS_INIT;
@@ -337,23 +324,10 @@ TEST_F(emu_qp_test, dct_modify_masks_bad_flow)
     expect_modify_refused(m_dct, &qa, IBV_QP_STATE, "DCT to RESET");
 
     /* a fresh DCT: INIT needs exactly its four bits, RTR its four */
-    struct mlx5dv_qp_init_attr dv;
-    struct ibv_qp_init_attr_ex attr;
     struct ibv_qp *dct;
 
-    memset(&attr, 0, sizeof(attr));
-    memset(&dv, 0, sizeof(dv));
-    attr.qp_type            = IBV_QPT_DRIVER;
-    attr.comp_mask          = IBV_QP_INIT_ATTR_PD;
-    attr.pd                 = m_pd;
-    attr.send_cq            = ibv_cq_ex_to_cq(m_rx_cq);
-    attr.recv_cq            = ibv_cq_ex_to_cq(m_rx_cq);
-    attr.srq                = m_srq;
-    dv.comp_mask            = MLX5DV_QP_INIT_ATTR_MASK_DC;
-    dv.dc_init_attr.dc_type = MLX5DV_DCTYPE_DCT;
-    dct                     = mlx5dv_create_qp(m_ctx, &attr, &dv);
+    dct = create_dct(0);
     ASSERT_NE(nullptr, dct);
-    m_qps.push_back(dct);
     qa.qp_state = IBV_QPS_INIT;
     qa.port_num = 1;
     expect_modify_refused(dct, &qa,
