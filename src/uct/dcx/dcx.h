@@ -38,14 +38,15 @@
 #include <ucs/type/class.h>
 #include <ucs/time/time_def.h>
 
-#define UCT_DCX_TL_NAME     "dcx"
-#define UCT_DCX_DCI_NONE    UINT16_MAX
-#define UCT_DCX_MAX_DCI     1024 /* pool size limit (16-bit index) */
-#define UCT_DCX_AM_HDR_LEN  1
-#define UCT_DCX_AM_CTL      0x80 /* header bit: control message */
-#define UCT_DCX_AM_MAX_HDR  128  /* am_zcopy user header bytes */
-#define UCT_DCX_WR_SN_SHIFT 16
-#define UCT_DCX_MAX_IOV     8 /* sges per zcopy WR we advertise */
+#define UCT_DCX_TL_NAME          "dcx"
+#define UCT_DCX_DCI_NONE         UINT16_MAX
+#define UCT_DCX_MAX_DCI          4096 /* pool size limit (16-bit index) */
+#define UCT_DCX_DCI_CHECK_PERIOD 1024 /* send completion batches */
+#define UCT_DCX_AM_HDR_LEN       1
+#define UCT_DCX_AM_CTL           0x80 /* header bit: control message */
+#define UCT_DCX_AM_MAX_HDR       128  /* am_zcopy user header bytes */
+#define UCT_DCX_WR_SN_SHIFT      16
+#define UCT_DCX_MAX_IOV          8 /* sges per zcopy WR we advertise */
 #define UCT_DCX_MAX_SGE \
     32                      /* sges per WR: iovs, or strided
                                               elements expanded to sges */
@@ -84,7 +85,8 @@ typedef enum {
 typedef struct uct_dcx_iface_config {
     uct_iface_config_t super;
     unsigned num_dci;
-    int policy; /* uct_dcx_policy_t */
+    ucs_time_t dci_idle_timeout; /* free this long: destroyed */
+    int policy;                  /* uct_dcx_policy_t */
     unsigned quota;
     unsigned tx_queue_len;
     unsigned rx_queue_len;
@@ -207,18 +209,20 @@ typedef struct uct_dcx_dci {
     dcx_qp_t *qp;
     uct_dcx_ep_t *owner; /* dcs policies: ep holding this DCI */
     uint16_t index;
-    uint16_t avail;       /* free send queue slots */
-    uint16_t unsig;       /* WRs posted since the last signalled */
-    uint8_t next_flags;   /* DCX_SEND_FENCE for the next WR */
-    uint8_t flags;        /* UCT_DCX_DCI_FLAG_* */
-    uint64_t sn;          /* last posted */
-    uint64_t done_sn;     /* last retired */
-    uint64_t sig_sn;      /* last signalled */
-    ucs_queue_head_t ops; /* uct_dcx_op_t by increasing sn */
-    uct_dcx_ep_t **wr_ep; /* [sn & mask]: ep of each WR in flight */
-    uint8_t *wr_opcode;   /* [sn & mask]: its opcode, for errors,
+    uint16_t avail;        /* free send queue slots */
+    uint16_t unsig;        /* WRs posted since the last signalled */
+    uint8_t next_flags;    /* DCX_SEND_FENCE for the next WR */
+    uint8_t flags;         /* UCT_DCX_DCI_FLAG_* */
+    uint64_t sn;           /* last posted */
+    uint64_t done_sn;      /* last retired */
+    uint64_t sig_sn;       /* last signalled */
+    ucs_queue_head_t ops;  /* uct_dcx_op_t by increasing sn */
+    uct_dcx_ep_t **wr_ep;  /* [sn & mask]: ep of each WR in flight */
+    uint8_t *wr_opcode;    /* [sn & mask]: its opcode, for errors,
                                       | UCT_DCX_WR_USER_MEM */
-    char *log;            /* [sn & mask]: uct_dcx_wr_log_t, or NULL */
+    char *log;             /* [sn & mask]: uct_dcx_wr_log_t, or NULL */
+    uint64_t check_sn;     /* sn at the pool's last look */
+    ucs_time_t idle_since; /* unused since (uct_dcx_dci_shrink) */
 } uct_dcx_dci_t;
 
 
@@ -412,11 +416,22 @@ struct uct_dcx_iface {
     dcx_qp_t *dct;
     const uct_dcx_policy_ops_t *policy;
 
-    /* DCI pool: dcis[0..num_dci-1] for data, dcis[num_dci] for control */
+    /* DCI pool: dcis[0..num_dci-1] for data, dcis[num_dci] for control.
+     * The control DCI is created at open, a data DCI when first needed
+     * (qp NULL until then), and destroyed again after dci_idle_timeout
+     * unused (dcs policies) */
     uct_dcx_dci_t *dcis;
     uint16_t num_dci;
     uint16_t ctl_dci;
-    uint16_t *dci_free; /* stack of free DCIs (dcs) */
+    uint16_t dci_created;         /* data DCIs that exist */
+    uint16_t dci_limit;           /* may grow to: num_dci, less once the
+                                    device refused one */
+    dcx_qp_attr_t dci_attr;       /* what every DCI is created with */
+    ucs_time_t dci_idle_timeout;  /* UCS_TIME_INFINITY: never shrinks */
+    ucs_time_t dci_shrink_next;   /* idle DCIs looked for again then */
+    unsigned dci_check_countdown; /* send completion batches before the
+                                     pool is looked at */
+    uint16_t *dci_free;           /* stack of free DCIs (dcs) */
     uint16_t dci_free_top;
     unsigned dci_waiters;      /* eps refused a DCI */
     unsigned dci_kept;         /* DCIs flagged KEPT */
@@ -646,6 +661,8 @@ void uct_dcx_dci_detach_ep(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci,
                            uct_dcx_ep_t *ep);
 void uct_dcx_ep_put_idle_dci(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep);
 void uct_dcx_dci_drain(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci);
+/* Destroys the DCIs unused for DCI_IDLE_TIMEOUT, if it is time to look */
+void uct_dcx_dci_pool_check(uct_dcx_iface_t *iface);
 /* A signalled no-op to ourselves on dci, inline (no buffer: it cannot fail
  * for want of one); UCS_ERR_NO_RESOURCE if dci has no free slot */
 ucs_status_t uct_dcx_dci_post_nop(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci);

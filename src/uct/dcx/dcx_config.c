@@ -18,6 +18,7 @@
 #include <ucs/sys/string.h>
 #include <ucs/debug/log.h>
 #include <ucs/sys/math.h>
+#include <ucs/time/time.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -290,6 +291,14 @@ ucs_status_t uct_dcx_iface_check_config(const uct_dcx_iface_config_t *config,
         ucs_error("dcx: %s: (UCX_DCX_NUM_DCI + 1) * UCX_DCX_TX_QUEUE_LEN = "
                   "(%u + 1) * %u is more than the %u completions of a CQ",
                   dev, config->num_dci, config->tx_queue_len, caps->max_cqe);
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    if ((config->dci_idle_timeout == 0) ||
+        (config->dci_idle_timeout == UCS_TIME_AUTO)) {
+        ucs_error("dcx: %s: UCX_DCX_DCI_IDLE_TIMEOUT must be a time above 0 "
+                  "or \"inf\"",
+                  dev);
         return UCS_ERR_INVALID_PARAM;
     }
 

@@ -13,6 +13,7 @@
 
 #include <ucs/debug/log.h>
 #include <ucs/sys/math.h>
+#include <ucs/time/time.h>
 #include <string.h>
 
 
@@ -224,6 +225,8 @@ uct_dcx_dci_take_back(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep)
     return NULL;
 }
 
+static uct_dcx_dci_t *uct_dcx_dci_grow(uct_dcx_iface_t *iface);
+
 static ucs_status_t uct_dcx_dcs_dci_get(uct_dcx_iface_t *iface,
                                         uct_dcx_ep_t *ep)
 {
@@ -233,8 +236,18 @@ static ucs_status_t uct_dcx_dcs_dci_get(uct_dcx_iface_t *iface,
         dci = &iface->dcis[iface->dci_free[--iface->dci_free_top]];
         dci->flags |= UCT_DCX_DCI_FLAG_BUSY;
         iface->dci_stats.gets++;
-    } else if ((iface->dci_kept == 0) ||
-               ((dci = uct_dcx_dci_take_back(iface, ep)) == NULL)) {
+    } else if ((uct_dcx_dci_pool_check(iface), iface->dci_kept > 0) &&
+               ((dci = uct_dcx_dci_take_back(iface, ep)) != NULL)) {
+        /* an idle DCI kept by another ep before a new one: the pool grows
+         * only as far as endpoints have work in flight at once */
+    } else if ((iface->dci_created < iface->dci_limit) &&
+               ((dci = uct_dcx_dci_grow(iface)) != NULL)) {
+        dci->flags |= UCT_DCX_DCI_FLAG_BUSY;
+        iface->dci_stats.gets++;
+    } else if (iface->dci_created == 0) {
+        /* the device refused the first DCI: nothing to wait for */
+        return UCS_ERR_IO_ERROR;
+    } else {
         iface->dci_stats.refusals++;
         uct_dcx_ep_dci_wait(iface, ep);
         return UCS_ERR_NO_RESOURCE;
@@ -276,6 +289,7 @@ static void uct_dcx_dcs_dci_idle(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci)
     if (!(dci->flags & UCT_DCX_DCI_FLAG_BUSY)) {
         return;
     }
+    uct_dcx_dci_pool_check(iface);
     if ((dci->owner != NULL) && (iface->dci_waiters == 0)) {
         if (!(dci->flags & UCT_DCX_DCI_FLAG_KEPT)) {
             dci->flags |= UCT_DCX_DCI_FLAG_KEPT;
@@ -322,19 +336,29 @@ static uint16_t uct_dcx_rand_dci(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep)
                       iface->num_dci);
 }
 
-static void uct_dcx_rand_ep_init(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep)
-{
-    ep->dci     = uct_dcx_rand_dci(iface, ep);
-    ep->last_sn = iface->dcis[ep->dci].sn;
-    ep->quota   = INT32_MAX;
-}
+static ucs_status_t uct_dcx_dci_create(uct_dcx_iface_t *iface,
+                                       uct_dcx_dci_t *dci);
 
 static ucs_status_t uct_dcx_rand_dci_get(uct_dcx_iface_t *iface,
                                          uct_dcx_ep_t *ep)
 {
-    ep->dci     = uct_dcx_rand_dci(iface, ep);
-    ep->last_sn = iface->dcis[ep->dci].sn;
+    uct_dcx_dci_t *dci = &iface->dcis[uct_dcx_rand_dci(iface, ep)];
+
+    /* the DCI an ep hashes onto is created when the first ep needs it */
+    if ((dci->qp == NULL) && (uct_dcx_dci_create(iface, dci) != UCS_OK)) {
+        return UCS_ERR_IO_ERROR;
+    }
+    ep->dci     = dci->index;
+    ep->last_sn = dci->sn;
     return UCS_OK;
+}
+
+static void uct_dcx_rand_ep_init(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep)
+{
+    ep->dci   = UCT_DCX_DCI_NONE;
+    ep->quota = INT32_MAX;
+    /* a DCI now if it can be had (refused: the first send reports it) */
+    (void)uct_dcx_rand_dci_get(iface, ep);
 }
 
 static void uct_dcx_rand_dci_idle(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci)
@@ -377,23 +401,228 @@ const uct_dcx_policy_ops_t uct_dcx_policy_ops[UCT_DCX_POLICY_LAST] = {
  * Pool creation
  * ------------------------------------------------------------------------- */
 
+/*
+ * A DCI's queue pair and WR rings.  The control DCI, created at open, fixes
+ * the queue length, inline size and sges every DCI of the interface works
+ * with; data DCIs come when first needed (uct_dcx_dci_grow, rand's
+ * dci_get) and, with the dcs policies, go again after idling on the free
+ * stack for DCI_IDLE_TIMEOUT (uct_dcx_dci_shrink).  Their sequence numbers
+ * run on across a destroy and a re-creation, so that nothing that
+ * remembered one can mistake the new DCI's WRs for the old one's.
+ */
+/* The WR rings of dci, whose queue pair was just created */
+static int uct_dcx_dci_setup(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci)
+{
+    const int logged = iface->policy->shared || (dci->index == iface->ctl_dci);
+    const unsigned ring = iface->ring_mask + 1;
+
+    if ((dci->qp->max_send_wr < iface->sq_len) ||
+        (dci->qp->max_send_sge < iface->config.max_sge) ||
+        (dci->qp->max_inline < iface->config.max_inline)) {
+        return ENOMEM; /* less than the control DCI got: not usable */
+    }
+
+    dci->wr_ep     = ucs_calloc(ring, sizeof(*dci->wr_ep), "dcx_wr_ep");
+    dci->wr_opcode = ucs_calloc(ring, sizeof(*dci->wr_opcode), "dcx_wr_opcode");
+    /* DCIs shared by endpoints keep copies of their WRs in flight */
+    dci->log = logged ? ucs_malloc(ring * iface->log_stride, "dcx_wr_log") :
+                        NULL;
+    if ((dci->wr_ep == NULL) || (dci->wr_opcode == NULL) ||
+        (logged && (dci->log == NULL))) {
+        ucs_free(dci->wr_ep);
+        ucs_free(dci->wr_opcode);
+        ucs_free(dci->log);
+        dci->wr_ep     = NULL;
+        dci->wr_opcode = NULL;
+        dci->log       = NULL;
+        return ENOMEM;
+    }
+
+    dci->avail      = iface->sq_len;
+    dci->unsig      = 0;
+    dci->next_flags = 0;
+    dci->owner      = NULL;
+    dci->flags &= UCT_DCX_DCI_FLAG_CTL;
+    dci->check_sn   = dci->sn;
+    dci->idle_since = ucs_get_time();
+    return 0;
+}
+
+/* A data DCI, on first need (from the dcs policies' growth or rand) */
+static ucs_status_t uct_dcx_dci_create(uct_dcx_iface_t *iface,
+                                       uct_dcx_dci_t *dci)
+{
+    int ret;
+
+    ucs_assert((dci->qp == NULL) && (dci->index != iface->ctl_dci));
+    if (iface->dci_created >= iface->dci_limit) {
+        return UCS_ERR_IO_ERROR; /* refused before: said then */
+    }
+
+    ret = dcx_qp_create(iface->pd, &iface->dci_attr, &dci->qp);
+    if (ret != 0) {
+        dci->qp = NULL;
+    } else if ((ret = uct_dcx_dci_setup(iface, dci)) != 0) {
+        dcx_qp_destroy(dci->qp);
+        dci->qp = NULL;
+    }
+    if (ret != 0) {
+        /* the pool stays as it is: no retry (and no log line) per send */
+        iface->dci_limit = iface->dci_created;
+        ucs_error("dcx: %s: failed to create DCI %u (%s); the pool keeps the "
+                  "%u data DCIs it has",
+                  dcx_dev_name(iface->dev), dci->index, strerror(ret),
+                  iface->dci_created);
+        return UCS_ERR_IO_ERROR;
+    }
+
+    iface->dci_created++;
+    iface->dci_stats.creates++;
+    iface->dci_stats.high_water = ucs_max(iface->dci_stats.high_water,
+                                          iface->dci_created);
+    ucs_debug("dcx: %s: DCI %u created (0x%x), %u of %u data DCIs exist",
+              dcx_dev_name(iface->dev), dci->index, dci->qp->qp_num,
+              iface->dci_created, iface->num_dci);
+    return UCS_OK;
+}
+
+/* dci holds nothing: its queue pair and rings go (operations still queued
+ * there never completed: cancelled) */
+static void uct_dcx_dci_destroy(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci)
+{
+    uct_dcx_op_t *op;
+
+    while (!ucs_queue_is_empty(&dci->ops)) {
+        op = ucs_queue_pull_elem_non_empty(&dci->ops, uct_dcx_op_t, queue);
+        uct_dcx_op_complete(iface, op, UCS_ERR_CANCELED);
+    }
+    if (dci->qp == NULL) {
+        return;
+    }
+    dcx_qp_destroy(dci->qp);
+    ucs_free(dci->wr_ep);
+    ucs_free(dci->wr_opcode);
+    ucs_free(dci->log);
+    dci->qp        = NULL;
+    dci->wr_ep     = NULL;
+    dci->wr_opcode = NULL;
+    dci->log       = NULL;
+    dci->avail     = 0;
+    if (dci->index != iface->ctl_dci) {
+        iface->dci_created--;
+    }
+}
+
+/* dcs policies, the free stack is empty: a new DCI, if the pool may still
+ * grow (the lowest index not in use); NULL if the device refused it */
+static UCS_F_NOINLINE uct_dcx_dci_t *uct_dcx_dci_grow(uct_dcx_iface_t *iface)
+{
+    uct_dcx_dci_t *dci;
+    unsigned i;
+
+    for (i = 0; i < iface->num_dci; ++i) {
+        dci = &iface->dcis[i];
+        if (dci->qp == NULL) {
+            return (uct_dcx_dci_create(iface, dci) == UCS_OK) ? dci : NULL;
+        }
+    }
+    ucs_assertv(0, "dcx: %u of %u DCIs exist and none is free",
+                iface->dci_created, iface->num_dci);
+    return NULL;
+}
+
+/*
+ * dcs policies: a DCI that had nothing to do for dci_idle_timeout -- on the
+ * free stack, or kept by an endpoint that did not send since -- is
+ * destroyed; a kept one's endpoint takes a DCI from the pool again when it
+ * sends.  Whether a DCI was used is seen from its sequence number, which
+ * each look compares with the one before (nothing on the send path).
+ * The pool is looked at, at most twice per timeout, when endpoints take
+ * or give back DCIs and every UCT_DCX_DCI_CHECK_PERIOD send completion
+ * batches: an interface whose traffic stopped altogether keeps its DCIs
+ * until it sends again.
+ */
+static void uct_dcx_dci_shrink(uct_dcx_iface_t *iface, ucs_time_t now)
+{
+    unsigned i, n;
+    uct_dcx_dci_t *dci;
+
+    iface->dci_shrink_next = now + iface->dci_idle_timeout / 2;
+    for (i = 0; i < iface->num_dci; ++i) {
+        dci = &iface->dcis[i];
+        if (dci->qp == NULL) {
+            continue;
+        }
+        if ((dci->check_sn != dci->sn) || !uct_dcx_dci_is_drained(dci) ||
+            ((dci->flags & UCT_DCX_DCI_FLAG_BUSY) &&
+             !(dci->flags & UCT_DCX_DCI_FLAG_KEPT)) ||
+            (dci->flags & (UCT_DCX_DCI_FLAG_ERR | UCT_DCX_DCI_FLAG_CANCEL))) {
+            /* used since the last look, or in use */
+            dci->check_sn   = dci->sn;
+            dci->idle_since = now;
+            continue;
+        }
+        if ((now - dci->idle_since) <= iface->dci_idle_timeout) {
+            continue;
+        }
+        if (dci->flags & UCT_DCX_DCI_FLAG_KEPT) {
+            uct_dcx_dci_unkeep(iface, dci);
+            dci->owner->dci = UCT_DCX_DCI_NONE;
+            dci->owner      = NULL;
+            dci->flags &= ~UCT_DCX_DCI_FLAG_BUSY;
+        }
+        ucs_debug("dcx: %s: DCI %u unused for %.3f s: destroyed",
+                  dcx_dev_name(iface->dev), dci->index,
+                  ucs_time_to_sec(now - dci->idle_since));
+        uct_dcx_dci_destroy(iface, dci);
+        iface->dci_stats.destroys++;
+    }
+
+    /* the free stack keeps the DCIs that are left, in their order */
+    for (i = n = 0; i < iface->dci_free_top; ++i) {
+        if (iface->dcis[iface->dci_free[i]].qp != NULL) {
+            iface->dci_free[n++] = iface->dci_free[i];
+        }
+    }
+    iface->dci_free_top = n;
+}
+
+UCS_F_NOINLINE void uct_dcx_dci_pool_check(uct_dcx_iface_t *iface)
+{
+    ucs_time_t now;
+
+    iface->dci_check_countdown = UCT_DCX_DCI_CHECK_PERIOD;
+    if ((iface->dci_idle_timeout == UCS_TIME_INFINITY) ||
+        iface->policy->shared) {
+        return;
+    }
+    now = ucs_get_time();
+    if (now >= iface->dci_shrink_next) {
+        uct_dcx_dci_shrink(iface, now);
+    }
+}
+
 ucs_status_t uct_dcx_dci_pool_init(uct_dcx_iface_t *iface,
                                    const uct_dcx_iface_config_t *config)
 {
     const dcx_dev_caps_t *caps = iface->caps;
-    unsigned total             = config->num_dci + 1;
-    unsigned ring;
-    dcx_qp_attr_t attr;
+    const unsigned total       = config->num_dci + 1;
+    dcx_qp_attr_t *attr        = &iface->dci_attr;
     uct_dcx_dci_t *dci;
     unsigned i;
     int ret;
 
-    iface->num_dci      = config->num_dci;
-    iface->wr_replay    = NULL;
-    iface->ctl_dci      = config->num_dci;
-    iface->dci_free_top = 0;
-    iface->dci_waiters  = 0;
-    iface->dci_kept     = 0;
+    iface->num_dci             = config->num_dci;
+    iface->wr_replay           = NULL;
+    iface->ctl_dci             = config->num_dci;
+    iface->dci_free_top        = 0;
+    iface->dci_waiters         = 0;
+    iface->dci_kept            = 0;
+    iface->dci_created         = 0;
+    iface->dci_limit           = config->num_dci;
+    iface->dci_idle_timeout    = config->dci_idle_timeout;
+    iface->dci_shrink_next     = 0;
+    iface->dci_check_countdown = UCT_DCX_DCI_CHECK_PERIOD;
     memset(&iface->dci_stats, 0, sizeof(iface->dci_stats));
     iface->dcis     = ucs_calloc(total, sizeof(*iface->dcis), "dcx_dcis");
     iface->dci_free = ucs_calloc(total, sizeof(*iface->dci_free),
@@ -403,68 +632,51 @@ ucs_status_t uct_dcx_dci_pool_init(uct_dcx_iface_t *iface,
                   dcx_dev_name(iface->dev), total);
         goto err_free;
     }
-
-    memset(&attr, 0, sizeof(attr));
-    attr.type          = DCX_QPT_DCI;
-    attr.send_cq       = iface->tx_cq;
-    attr.max_send_wr   = ucs_min(config->tx_queue_len, caps->max_qp_wr);
-    attr.max_send_sge  = ucs_min(caps->max_sge, (uint32_t)UCT_DCX_MAX_SGE);
-    attr.max_inline    = caps->max_inline;
-    attr.max_rd_atomic = caps->max_rd_atomic;
-    attr.timeout       = iface->config.timeout;
-    attr.retry_cnt     = iface->config.retry_count;
-    attr.rnr_retry     = iface->config.rnr_retry;
-
-    iface->sq_len = UINT16_MAX;
     for (i = 0; i < total; ++i) {
-        dci = &iface->dcis[i];
-        ucs_queue_head_init(&dci->ops);
-        dci->index = i;
-        ret        = dcx_qp_create(iface->pd, &attr, &dci->qp);
-        if (ret != 0) {
-            ucs_error("dcx: %s: failed to create DCI %u of %u: %s",
-                      dcx_dev_name(iface->dev), i, total, strerror(ret));
-            goto err_destroy;
-        }
-        iface->sq_len            = ucs_min(iface->sq_len, dci->qp->max_send_wr);
-        iface->config.max_sge    = (i == 0) ? dci->qp->max_send_sge :
-                                              ucs_min(iface->config.max_sge,
-                                                      dci->qp->max_send_sge);
-        iface->config.max_inline = (i == 0) ? dci->qp->max_inline :
-                                              ucs_min(iface->config.max_inline,
-                                                      dci->qp->max_inline);
+        ucs_queue_head_init(&iface->dcis[i].ops);
+        iface->dcis[i].index = i;
     }
 
-    ring              = ucs_roundup_pow2(iface->sq_len);
-    iface->ring_mask  = ring - 1;
-    iface->log_stride = ucs_align_up(sizeof(uct_dcx_wr_log_t) +
-                                         iface->config.max_inline,
-                                     8);
-    /* a WR being posted again is copied here first (a log entry holds up
-     * to UCT_DCX_MAX_SGE sges and the inline bytes: too big for alloca) */
-    iface->wr_replay  = ucs_malloc(iface->log_stride, "dcx_wr_replay");
-    if (iface->wr_replay == NULL) {
-        ucs_error("dcx: failed to allocate the WR replay buffer");
-        i = total;
+    memset(attr, 0, sizeof(*attr));
+    attr->type          = DCX_QPT_DCI;
+    attr->send_cq       = iface->tx_cq;
+    attr->max_send_wr   = ucs_min(config->tx_queue_len, caps->max_qp_wr);
+    attr->max_send_sge  = ucs_min(caps->max_sge, (uint32_t)UCT_DCX_MAX_SGE);
+    attr->max_inline    = caps->max_inline;
+    attr->max_rd_atomic = caps->max_rd_atomic;
+    attr->timeout       = iface->config.timeout;
+    attr->retry_cnt     = iface->config.retry_count;
+    attr->rnr_retry     = iface->config.rnr_retry;
+
+    /* the control DCI's queue pair sets the limits of all */
+    dci = &iface->dcis[iface->ctl_dci];
+    ret = dcx_qp_create(iface->pd, attr, &dci->qp);
+    if (ret != 0) {
+        ucs_error("dcx: %s: failed to create the control DCI: %s",
+                  dcx_dev_name(iface->dev), strerror(ret));
+        dci->qp = NULL;
+        goto err_free;
+    }
+    iface->sq_len            = dci->qp->max_send_wr;
+    iface->config.max_sge    = dci->qp->max_send_sge;
+    iface->config.max_inline = dci->qp->max_inline;
+    iface->ring_mask         = ucs_roundup_pow2(iface->sq_len) - 1;
+    iface->log_stride        = ucs_align_up(sizeof(uct_dcx_wr_log_t) +
+                                                iface->config.max_inline,
+                                            8);
+    ret                      = uct_dcx_dci_setup(iface, dci);
+    if (ret != 0) {
+        ucs_error("dcx: %s: failed to allocate the WR ring of the control DCI",
+                  dcx_dev_name(iface->dev));
         goto err_destroy;
     }
-    for (i = 0; i < total; ++i) {
-        dci            = &iface->dcis[i];
-        dci->avail     = iface->sq_len;
-        dci->wr_ep     = ucs_calloc(ring, sizeof(*dci->wr_ep), "dcx_wr_ep");
-        dci->wr_opcode = ucs_calloc(ring, sizeof(*dci->wr_opcode),
-                                    "dcx_wr_opcode");
-        /* DCIs shared by endpoints keep copies of their WRs in flight */
-        if (iface->policy->shared || (i == iface->ctl_dci)) {
-            dci->log = ucs_malloc(ring * iface->log_stride, "dcx_wr_log");
-        }
-        if ((dci->wr_ep == NULL) || (dci->wr_opcode == NULL) ||
-            ((iface->policy->shared || (i == iface->ctl_dci)) &&
-             (dci->log == NULL))) {
-            ucs_error("dcx: failed to allocate the WR ring of DCI %u", i);
-            i = total;
-            goto err_destroy;
-        }
+
+    /* a WR being posted again is copied here first (a log entry holds up
+     * to UCT_DCX_MAX_SGE sges and the inline bytes: too big for alloca) */
+    iface->wr_replay = ucs_malloc(iface->log_stride, "dcx_wr_replay");
+    if (iface->wr_replay == NULL) {
+        ucs_error("dcx: failed to allocate the WR replay buffer");
+        goto err_destroy;
     }
 
     /* A completion every sig_period WRs at least: shared DCIs every half
@@ -484,21 +696,10 @@ ucs_status_t uct_dcx_dci_pool_init(uct_dcx_iface_t *iface,
     iface->sig_period = iface->sig_period_cfg;
 
     iface->dcis[iface->ctl_dci].flags |= UCT_DCX_DCI_FLAG_CTL;
-    for (i = 0; i < iface->num_dci; ++i) {
-        /* lowest index on top */
-        iface->dci_free[iface->dci_free_top++] = iface->num_dci - 1 - i;
-    }
     return UCS_OK;
 
 err_destroy:
-    while (i-- > 0) {
-        ucs_free(iface->dcis[i].wr_ep);
-        ucs_free(iface->dcis[i].wr_opcode);
-        ucs_free(iface->dcis[i].log);
-        if (iface->dcis[i].qp != NULL) {
-            dcx_qp_destroy(iface->dcis[i].qp);
-        }
-    }
+    uct_dcx_dci_destroy(iface, dci);
 err_free:
     ucs_free(iface->wr_replay);
     iface->wr_replay = NULL;
@@ -510,21 +711,10 @@ err_free:
 
 void uct_dcx_dci_pool_cleanup(uct_dcx_iface_t *iface)
 {
-    uct_dcx_dci_t *dci;
-    uct_dcx_op_t *op;
     unsigned i;
 
     for (i = 0; i <= iface->num_dci; ++i) {
-        dci = &iface->dcis[i];
-        /* operations still queued never completed: cancel them */
-        while (!ucs_queue_is_empty(&dci->ops)) {
-            op = ucs_queue_pull_elem_non_empty(&dci->ops, uct_dcx_op_t, queue);
-            uct_dcx_op_complete(iface, op, UCS_ERR_CANCELED);
-        }
-        dcx_qp_destroy(dci->qp);
-        ucs_free(dci->wr_ep);
-        ucs_free(dci->wr_opcode);
-        ucs_free(dci->log);
+        uct_dcx_dci_destroy(iface, &iface->dcis[i]);
     }
     ucs_free(iface->dcis);
     ucs_free(iface->dci_free);
@@ -671,7 +861,12 @@ dcx_dci_iface_stats(uct_iface_h tl_iface, dcx_dci_stats_t *stats)
     iface             = ucs_derived_of(tl_iface, uct_dcx_iface_t);
     *stats            = iface->dci_stats;
     stats->num_dci    = iface->num_dci;
-    stats->free       = iface->dci_free_top;
+    stats->created    = iface->dci_created;
+    /* (under rand every DCI is shared: an ep never waits for one) */
+    stats->free       = iface->policy->shared ?
+                            iface->dci_limit :
+                            iface->dci_free_top + iface->dci_limit -
+                          iface->dci_created;
     stats->kept       = iface->dci_kept;
     stats->waiters    = iface->dci_waiters;
     stats->sig_period = iface->sig_period;

@@ -403,6 +403,9 @@ void uct_dcx_dci_tx_wcs(uct_dcx_iface_t *iface, const dcx_wc_t *wc, int n)
             uct_dcx_dci_tail_slow(iface, dci);
         }
     }
+    if (ucs_unlikely(--iface->dci_check_countdown == 0)) {
+        uct_dcx_dci_pool_check(iface);
+    }
 }
 
 /* ---------------------------------------------------------------------------

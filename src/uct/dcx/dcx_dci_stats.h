@@ -23,8 +23,13 @@ typedef struct dcx_dci_stats {
                               unsignalled last WRs report (it had to go
                               back to the pool, or their send buffers
                               were needed) */
-    uint32_t num_dci;    /* data DCIs in the pool */
-    uint32_t free;       /* on the free stack now */
+    uint64_t creates;    /* data DCIs created (on first need) */
+    uint64_t destroys;   /* ... destroyed after idling (the pool shrank) */
+    uint32_t num_dci;    /* data DCIs the pool may hold (NUM_DCI) */
+    uint32_t created;    /* data DCIs that exist now */
+    uint32_t high_water; /* most data DCIs that existed at once */
+    uint32_t free;       /* DCIs an ep may get now without waiting: on
+                              the free stack, or not created yet (dcs) */
     uint32_t kept;       /* flagged as kept by their owner (dci_kept) */
     uint32_t waiters;    /* eps refused a DCI, still waiting */
     uint32_t sig_period; /* a completion requested every this many WRs

@@ -28,11 +28,20 @@ static ucs_config_field_t uct_dcx_iface_config_table[] = {
      ucs_offsetof(uct_dcx_iface_config_t, super),
      UCS_CONFIG_TYPE_TABLE(uct_iface_config_table)},
 
-    {"NUM_DCI", "16",
-     "Number of DCIs (initiator queues) in the pool of each interface; one more\n"
-     "is created for control messages. 1 .. 1023, and at most what the device\n"
-     "offers.",
+    {"NUM_DCI", "32",
+     "Most DCIs (initiator queues) in the pool of each interface. They are\n"
+     "created when first needed, so a process that talks to few peers at once\n"
+     "has few; one more, created at open, carries control messages.\n"
+     "1 .. 4095, and less than what the device offers.",
      ucs_offsetof(uct_dcx_iface_config_t, num_dci), UCT_DCX_CONFIG_TYPE_COUNT},
+
+    {"DCI_IDLE_TIMEOUT", "5s",
+     "With DCI_POLICY=dcs or dcs_quota: a DCI that stayed this long in the pool\n"
+     "unused is destroyed, and created again when needed (looked at whenever a\n"
+     "DCI goes back to the pool). \"inf\": the pool never shrinks. rand keeps\n"
+     "every DCI it created.",
+     ucs_offsetof(uct_dcx_iface_config_t, dci_idle_timeout),
+     UCS_CONFIG_TYPE_TIME_UNITS},
 
     {"DCI_POLICY", "dcs_quota",
      "How endpoints get a DCI:\n"

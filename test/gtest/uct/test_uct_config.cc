@@ -178,7 +178,10 @@ TEST_F(uct_dcx_knobs, counts_bad_flow)
 TEST_F(uct_dcx_knobs, ranges_bad_flow)
 {
     expect_range_error("NUM_DCI", "0");
-    expect_range_error("NUM_DCI", "1024");
+    expect_range_error("NUM_DCI", "4096");
+    expect_range_error("DCI_IDLE_TIMEOUT", "0");
+    expect_range_error("DCI_IDLE_TIMEOUT", "auto");
+    expect_parse_error("DCI_IDLE_TIMEOUT", "soon");
     expect_range_error("QUOTA", "0");
     expect_range_error("QUOTA", "4294967295");
     expect_range_error("TX_QUEUE_LEN", "1");
@@ -195,6 +198,14 @@ TEST_F(uct_dcx_knobs, ranges_bad_flow)
     expect_range_error("TX_MAX_BUFS", "0");
     /* TX_MAX_BUFS=4294967295 would be "inf" in disguise */
     expect_parse_error("TX_MAX_BUFS", "4294967295");
+}
+
+/* The largest pool opens (its DCIs come when needed) */
+TEST_F(uct_dcx_knobs, num_dci_4095)
+{
+    expect_ok({{"NUM_DCI", "4095"}, {"TX_QUEUE_LEN", "8"}});
+    expect_ok({{"DCI_IDLE_TIMEOUT", "inf"}});
+    expect_ok({{"DCI_IDLE_TIMEOUT", "1ms"}});
 }
 
 /* The send CQ must hold every DCI's queue: both variables are named */
