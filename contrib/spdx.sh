@@ -17,7 +17,7 @@
 #
 # Source files are the tracked files of these kinds (git ls-files, so run it
 # in a git work tree): *.c *.cc *.cpp *.h *.hpp *.inl *.sh *.py *.m4 *.inc
-# Makefile.am configure.ac *.in, contrib/dcx-tm-stats and .ci/run.
+# Makefile.am configure.ac *.in, contrib/dcx-stat and .ci/run.
 # Documentation (*.md) and data files (*.txt, .gitignore) are not.
 set -euo pipefail
 
@@ -34,7 +34,7 @@ cd "$(git -C "$(dirname "$0")" rev-parse --show-toplevel)"
 spdx_files() {
     git ls-files -- '*.c' '*.cc' '*.cpp' '*.h' '*.hpp' '*.inl' '*.sh' \
         '*.py' '*.m4' '*.inc' '*.in' 'Makefile.am' '*/Makefile.am' \
-        'configure.ac' 'contrib/dcx-tm-stats' '.ci/run' | sort -u
+        'configure.ac' 'contrib/dcx-stat' '.ci/run' | sort -u
 }
 
 # How a file takes the line: c, hash (after a shebang if there is one), dnl

@@ -101,7 +101,8 @@ typedef struct uct_dcx_iface_config {
     unsigned sig_period; /* 0 = auto (policy's default) */
     unsigned tx_max_bufs;
     int tm_enable;                /* ucs_ternary_auto_value_t */
-    char *tm_stats_dir;           /* "" = no live counters file */
+    char *stats_dir;              /* "" = no live counters file */
+    char *tm_stats_dir;           /* its former name */
     unsigned strided_keys;        /* pool of strided keys, 0 = none */
     unsigned strided_key_entries; /* 0 = the device's maximum */
     unsigned strided_sge_max;     /* elements expanded to sges */
@@ -341,11 +342,8 @@ typedef struct uct_dcx_tm_ctx_priv {
     uint32_t app_ctx;
 } uct_dcx_tm_ctx_priv_t;
 
-/* Per-interface tag-matching counters (docs/tag-matching.md); with
- * UCX_DCX_TM_STATS_DIR they live in a file mapped shared, which
- * contrib/dcx-tm-stats prints while the job runs */
-#define UCT_DCX_TM_STATS_MAGIC "DCXTM01"
-
+/* Per-interface tag-matching counters (docs/tag-matching.md), part of
+ * uct_dcx_counters_t */
 typedef struct uct_dcx_tm_stats {
     uint64_t posted;      /* receives added to the device list */
     uint64_t matched;     /* matched by the device (expected) */
@@ -357,13 +355,14 @@ typedef struct uct_dcx_tm_stats {
     uint64_t cancels;     /* receives cancelled */
 } uct_dcx_tm_stats_t;
 
-typedef struct uct_dcx_tm_stats_file {
-    char magic[8]; /* UCT_DCX_TM_STATS_MAGIC */
-    uint32_t pid;
-    uint32_t dctn;
-    char dev[32];
-    uct_dcx_tm_stats_t stats;
-} uct_dcx_tm_stats_file_t;
+/* Every counter of an interface, 64-bit each (dcx_stats.c): in the
+ * interface, or, with UCX_DCX_STATS_DIR, in a file mapped shared that
+ * contrib/dcx-stat prints while the job runs */
+typedef struct uct_dcx_counters {
+    dcx_dci_stats_t dci;
+    dcx_fc_stats_t fc;
+    uct_dcx_tm_stats_t tm;
+} uct_dcx_counters_t;
 
 /* Bytes of a rendezvous header carried in the TMH's reserved field */
 #define UCT_DCX_TM_TMH_PRIV 2u
@@ -398,9 +397,6 @@ typedef struct uct_dcx_tm {
     uct_dcx_tm_rndv_op_t *rndv_ops; /* [UCT_DCX_TM_RNDV_OPS] */
     uint16_t rndv_free;
     unsigned rndv_max_hdr;
-    uct_dcx_tm_stats_t *stats;           /* &own_stats or in the file */
-    uct_dcx_tm_stats_file_t *stats_file; /* mapped, or NULL */
-    uct_dcx_tm_stats_t own_stats;
 } uct_dcx_tm_t;
 
 
@@ -415,6 +411,9 @@ struct uct_dcx_iface {
     dcx_srq_t *srq;
     dcx_qp_t *dct;
     const uct_dcx_policy_ops_t *policy;
+    uct_dcx_counters_t *cnt; /* &own_cnt, or in the counters file */
+    void *cnt_file;          /* the file mapped, or NULL (dcx_stats.c) */
+    uct_dcx_counters_t own_cnt;
 
     /* DCI pool: dcis[0..num_dci-1] for data, dcis[num_dci] for control.
      * The control DCI is created at open, a data DCI when first needed
@@ -433,17 +432,17 @@ struct uct_dcx_iface {
                                      pool is looked at */
     uint16_t *dci_free;           /* stack of free DCIs (dcs) */
     uint16_t dci_free_top;
-    unsigned dci_waiters;      /* eps refused a DCI */
-    unsigned dci_kept;         /* DCIs flagged KEPT */
-    dcx_dci_stats_t dci_stats; /* slow-path counters */
-    uint16_t sq_len;           /* WRs per DCI */
-    uint16_t sig_period;       /* signal every this many
+    unsigned dci_waiters;     /* eps refused a DCI */
+    unsigned dci_kept;        /* DCIs flagged KEPT */
+    ucs_time_t dci_wait_mark; /* dci_waiters last changed then */
+    uint16_t sq_len;          /* WRs per DCI */
+    uint16_t sig_period;      /* signal every this many
                                                  WRs now: 1 while eps wait
                                                  for a DCI (dcs policies) */
-    uint16_t sig_period_cfg;   /* ... while none waits */
-    uint32_t ring_mask;        /* wr_ep ring size - 1 */
-    size_t log_stride;         /* bytes per WR log entry */
-    void *wr_replay;           /* one log entry: replay copy */
+    uint16_t sig_period_cfg;  /* ... while none waits */
+    uint32_t ring_mask;       /* wr_ep ring size - 1 */
+    size_t log_stride;        /* bytes per WR log entry */
+    void *wr_replay;          /* one log entry: replay copy */
 
     ucs_arbiter_t arbiter;     /* eps with pending requests */
     uct_dcx_ep_t *dispatch_ep; /* ep whose request runs now */
@@ -481,11 +480,6 @@ struct uct_dcx_iface {
     ucs_time_t fc_req_timeout;  /* resend credit requests */
     ucs_time_t fc_next_check;
     uct_worker_cb_id_t fc_cb_id; /* resend timer, while waiters */
-    /* credit requests and grants sent, and how many of them went through
-     * a send buffer (too long to be inline): dcx_fc_iface_stats */
-    uint64_t fc_reqs_sent;
-    uint64_t fc_grants_sent;
-    uint64_t fc_bufs_sent;
 
     /* endpoints */
     khash_t(uct_dcx_eps) eps;
@@ -771,6 +765,12 @@ ucs_arbiter_cb_result_t uct_dcx_ep_dispatch_cb(ucs_arbiter_t *arbiter,
 
 
 /* dcx_fc.c */
+/* The counters (dcx_stats.c): in the interface, moved into a live file in
+ * dir (UCX_DCX_STATS_DIR) by open, back by close */
+void uct_dcx_stats_init(uct_dcx_iface_t *iface);
+void uct_dcx_stats_open(uct_dcx_iface_t *iface, const char *dir);
+void uct_dcx_stats_close(uct_dcx_iface_t *iface);
+
 void uct_dcx_iface_fc_init(uct_dcx_iface_t *iface,
                            const uct_dcx_iface_config_t *config);
 void uct_dcx_iface_fc_cleanup(uct_dcx_iface_t *iface);

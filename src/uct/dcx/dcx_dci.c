@@ -38,6 +38,25 @@ const char *uct_dcx_policy_names[] = {[UCT_DCX_POLICY_DCS]       = "dcs",
  * anybody wait longer than without it.
  */
 
+/* The pool's gauges into counters: at each change of the pool (so that a
+ * live counters file shows them), and for dcx_dci_iface_stats */
+static void uct_dcx_dci_gauges(uct_dcx_iface_t *iface, dcx_dci_stats_t *stats)
+{
+    stats->num_dci    = iface->num_dci;
+    stats->created    = iface->dci_created;
+    stats->kept       = iface->dci_kept;
+    stats->waiters    = iface->dci_waiters;
+    stats->sig_period = iface->sig_period;
+    /* (under rand every DCI is shared: an ep never waits for one) */
+    stats->free       = iface->policy->shared ?
+                            iface->dci_limit :
+                            iface->dci_free_top + iface->dci_limit -
+                          iface->dci_created;
+    stats->in_use     = iface->policy->shared ?
+                            iface->dci_created :
+                            iface->dci_created - iface->dci_free_top;
+}
+
 static void uct_dcx_dci_release(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci)
 {
     ucs_assert(dci->flags & UCT_DCX_DCI_FLAG_BUSY);
@@ -46,7 +65,8 @@ static void uct_dcx_dci_release(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci)
     dci->flags &= ~UCT_DCX_DCI_FLAG_BUSY;
     dci->owner                             = NULL;
     iface->dci_free[iface->dci_free_top++] = dci->index;
-    iface->dci_stats.releases++;
+    iface->cnt->dci.releases++;
+    uct_dcx_dci_gauges(iface, &iface->cnt->dci);
 }
 
 /*
@@ -114,7 +134,7 @@ void uct_dcx_dci_drain(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci)
 
     status = uct_dcx_dci_post_nop(iface, dci);
     if (status == UCS_OK) {
-        iface->dci_stats.drains++;
+        iface->cnt->dci.drains++;
     } else {
         /* no slot: impossible with nothing signalled in flight (a full
          * queue holds a signalled WR); the device refused a no-op */
@@ -153,6 +173,19 @@ UCS_F_NOINLINE void uct_dcx_iface_tx_starved(uct_dcx_iface_t *iface)
 /* ep was refused a DCI: it waits.  The first waiter makes every lent DCI
  * drain: their unsignalled tails get a no-op, and from now on every WR is
  * signalled, until nobody waits. */
+/* The time eps waited for a DCI since the number of waiters last changed
+ * goes into the counters (the sum of every ep's wait) */
+static void uct_dcx_dci_wait_account(uct_dcx_iface_t *iface)
+{
+    ucs_time_t now = ucs_get_time();
+
+    if (iface->dci_waiters > 0) {
+        iface->cnt->dci.wait_ns += iface->dci_waiters *
+                                   ucs_time_to_nsec(now - iface->dci_wait_mark);
+    }
+    iface->dci_wait_mark = now;
+}
+
 static void uct_dcx_ep_dci_wait(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep)
 {
     unsigned i;
@@ -160,6 +193,7 @@ static void uct_dcx_ep_dci_wait(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep)
     if (ep->flags & UCT_DCX_EP_FLAG_DCI_WAIT) {
         return;
     }
+    uct_dcx_dci_wait_account(iface);
     ep->flags |= UCT_DCX_EP_FLAG_DCI_WAIT;
     if (iface->dci_waiters++ > 0) {
         return;
@@ -178,6 +212,7 @@ static void uct_dcx_ep_dci_wait_end(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep)
     if (!(ep->flags & UCT_DCX_EP_FLAG_DCI_WAIT)) {
         return;
     }
+    uct_dcx_dci_wait_account(iface);
     ep->flags &= ~UCT_DCX_EP_FLAG_DCI_WAIT;
     ucs_assert(iface->dci_waiters > 0);
     if (--iface->dci_waiters == 0) {
@@ -219,7 +254,7 @@ uct_dcx_dci_take_back(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep)
                   dci->owner, ep);
         dci->owner->dci = UCT_DCX_DCI_NONE;
         dci->owner      = NULL;
-        iface->dci_stats.take_backs++;
+        iface->cnt->dci.take_backs++;
         return dci;
     }
     return NULL;
@@ -235,7 +270,7 @@ static ucs_status_t uct_dcx_dcs_dci_get(uct_dcx_iface_t *iface,
     if (iface->dci_free_top > 0) {
         dci = &iface->dcis[iface->dci_free[--iface->dci_free_top]];
         dci->flags |= UCT_DCX_DCI_FLAG_BUSY;
-        iface->dci_stats.gets++;
+        iface->cnt->dci.gets++;
     } else if ((uct_dcx_dci_pool_check(iface), iface->dci_kept > 0) &&
                ((dci = uct_dcx_dci_take_back(iface, ep)) != NULL)) {
         /* an idle DCI kept by another ep before a new one: the pool grows
@@ -243,13 +278,14 @@ static ucs_status_t uct_dcx_dcs_dci_get(uct_dcx_iface_t *iface,
     } else if ((iface->dci_created < iface->dci_limit) &&
                ((dci = uct_dcx_dci_grow(iface)) != NULL)) {
         dci->flags |= UCT_DCX_DCI_FLAG_BUSY;
-        iface->dci_stats.gets++;
+        iface->cnt->dci.gets++;
     } else if (iface->dci_created == 0) {
         /* the device refused the first DCI: nothing to wait for */
         return UCS_ERR_IO_ERROR;
     } else {
-        iface->dci_stats.refusals++;
+        iface->cnt->dci.refusals++;
         uct_dcx_ep_dci_wait(iface, ep);
+        uct_dcx_dci_gauges(iface, &iface->cnt->dci);
         return UCS_ERR_NO_RESOURCE;
     }
 
@@ -261,6 +297,7 @@ static ucs_status_t uct_dcx_dcs_dci_get(uct_dcx_iface_t *iface,
     ep->quota   = (iface->policy == &uct_dcx_policy_ops[UCT_DCX_POLICY_DCS]) ?
                       INT32_MAX :
                       (int32_t)iface->config.quota;
+    uct_dcx_dci_gauges(iface, &iface->cnt->dci);
     return UCS_OK;
 }
 
@@ -477,9 +514,10 @@ static ucs_status_t uct_dcx_dci_create(uct_dcx_iface_t *iface,
     }
 
     iface->dci_created++;
-    iface->dci_stats.creates++;
-    iface->dci_stats.high_water = ucs_max(iface->dci_stats.high_water,
-                                          iface->dci_created);
+    iface->cnt->dci.creates++;
+    iface->cnt->dci.high_water = ucs_max(iface->cnt->dci.high_water,
+                                         iface->dci_created);
+    uct_dcx_dci_gauges(iface, &iface->cnt->dci);
     ucs_debug("dcx: %s: DCI %u created (0x%x), %u of %u data DCIs exist",
               dcx_dev_name(iface->dev), dci->index, dci->qp->qp_num,
               iface->dci_created, iface->num_dci);
@@ -575,7 +613,7 @@ static void uct_dcx_dci_shrink(uct_dcx_iface_t *iface, ucs_time_t now)
                   dcx_dev_name(iface->dev), dci->index,
                   ucs_time_to_sec(now - dci->idle_since));
         uct_dcx_dci_destroy(iface, dci);
-        iface->dci_stats.destroys++;
+        iface->cnt->dci.destroys++;
     }
 
     /* the free stack keeps the DCIs that are left, in their order */
@@ -585,6 +623,7 @@ static void uct_dcx_dci_shrink(uct_dcx_iface_t *iface, ucs_time_t now)
         }
     }
     iface->dci_free_top = n;
+    uct_dcx_dci_gauges(iface, &iface->cnt->dci);
 }
 
 UCS_F_NOINLINE void uct_dcx_dci_pool_check(uct_dcx_iface_t *iface)
@@ -623,7 +662,7 @@ ucs_status_t uct_dcx_dci_pool_init(uct_dcx_iface_t *iface,
     iface->dci_idle_timeout    = config->dci_idle_timeout;
     iface->dci_shrink_next     = 0;
     iface->dci_check_countdown = UCT_DCX_DCI_CHECK_PERIOD;
-    memset(&iface->dci_stats, 0, sizeof(iface->dci_stats));
+    iface->dci_wait_mark       = 0;
     iface->dcis     = ucs_calloc(total, sizeof(*iface->dcis), "dcx_dcis");
     iface->dci_free = ucs_calloc(total, sizeof(*iface->dci_free),
                                  "dcx_dci_free");
@@ -696,6 +735,7 @@ ucs_status_t uct_dcx_dci_pool_init(uct_dcx_iface_t *iface,
     iface->sig_period = iface->sig_period_cfg;
 
     iface->dcis[iface->ctl_dci].flags |= UCT_DCX_DCI_FLAG_CTL;
+    uct_dcx_dci_gauges(iface, &iface->cnt->dci);
     return UCS_OK;
 
 err_destroy:
@@ -773,6 +813,7 @@ static ucs_status_t uct_dcx_ep_tx_resources(uct_dcx_iface_t *iface,
     }
     if (is_am && (ep->fc_wnd <= 0) &&
         (ep->flags & UCT_DCX_EP_FLAG_FC_REQ_SENT)) {
+        iface->cnt->fc.stalls++;
         return UCS_ERR_NO_RESOURCE; /* waiting for a grant */
     }
 
@@ -802,6 +843,7 @@ static ucs_status_t uct_dcx_ep_tx_resources(uct_dcx_iface_t *iface,
             }
         }
         if ((ep->fc_wnd <= 0) || (iface->dcis[ep->dci].avail == 0)) {
+            iface->cnt->fc.stalls += (ep->fc_wnd <= 0);
             return UCS_ERR_NO_RESOURCE;
         }
     }
@@ -858,18 +900,9 @@ dcx_dci_iface_stats(uct_iface_h tl_iface, dcx_dci_stats_t *stats)
         (tl_iface->ops.ep_put_short != uct_dcx_ep_put_short)) {
         return -1;
     }
-    iface             = ucs_derived_of(tl_iface, uct_dcx_iface_t);
-    *stats            = iface->dci_stats;
-    stats->num_dci    = iface->num_dci;
-    stats->created    = iface->dci_created;
-    /* (under rand every DCI is shared: an ep never waits for one) */
-    stats->free       = iface->policy->shared ?
-                            iface->dci_limit :
-                            iface->dci_free_top + iface->dci_limit -
-                          iface->dci_created;
-    stats->kept       = iface->dci_kept;
-    stats->waiters    = iface->dci_waiters;
-    stats->sig_period = iface->sig_period;
+    iface  = ucs_derived_of(tl_iface, uct_dcx_iface_t);
+    *stats = iface->cnt->dci;
+    uct_dcx_dci_gauges(iface, stats);
     return 0;
 }
 

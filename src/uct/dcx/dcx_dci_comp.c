@@ -241,6 +241,8 @@ static UCS_F_NOINLINE void uct_dcx_dci_handle_error(uct_dcx_iface_t *iface,
     ucs_status_t status;
     uct_dcx_op_t *op;
     char peer[128];
+
+    iface->cnt->dci.errors++;
     int ret;
 
     /* Everything before sn executed in order */

@@ -15,24 +15,31 @@ extern "C" {
 #endif
 
 typedef struct dcx_dci_stats {
-    uint64_t gets;       /* DCIs taken from the free stack by an ep */
-    uint64_t take_backs; /* idle DCIs kept by an ep, taken for another */
-    uint64_t releases;   /* DCIs given back to the free stack */
-    uint64_t refusals;   /* an ep asked for a DCI and none was free */
-    uint64_t drains;     /* signalled no-ops posted so that a DCI's
+    uint64_t gets;        /* DCIs taken from the free stack by an ep */
+    uint64_t take_backs;  /* idle DCIs kept by an ep, taken for another */
+    uint64_t releases;    /* DCIs given back to the free stack */
+    uint64_t refusals;    /* an ep asked for a DCI and none was free: it
+                            waits */
+    uint64_t wait_ns;     /* time eps spent waiting for a DCI, summed */
+    uint64_t drains;      /* signalled no-ops posted so that a DCI's
                               unsignalled last WRs report (it had to go
                               back to the pool, or their send buffers
                               were needed) */
-    uint64_t creates;    /* data DCIs created (on first need) */
-    uint64_t destroys;   /* ... destroyed after idling (the pool shrank) */
-    uint32_t num_dci;    /* data DCIs the pool may hold (NUM_DCI) */
-    uint32_t created;    /* data DCIs that exist now */
-    uint32_t high_water; /* most data DCIs that existed at once */
-    uint32_t free;       /* DCIs an ep may get now without waiting: on
+    uint64_t creates;     /* data DCIs created (on first need) */
+    uint64_t destroys;    /* ... destroyed after idling (the pool shrank) */
+    uint64_t errors;      /* error completions on DCIs (each recovered or
+                            retried, or the DCI taken out) */
+    uint64_t ep_failures; /* eps reported failed (peer unreachable, ...) */
+    /* gauges: now (live counters file: as of the pool's last change) */
+    uint64_t num_dci;    /* data DCIs the pool may hold (NUM_DCI) */
+    uint64_t created;    /* data DCIs that exist now */
+    uint64_t in_use;     /* ... lent to an ep, or shared (rand) */
+    uint64_t high_water; /* most data DCIs that existed at once */
+    uint64_t free;       /* DCIs an ep may get now without waiting: on
                               the free stack, or not created yet (dcs) */
-    uint32_t kept;       /* flagged as kept by their owner (dci_kept) */
-    uint32_t waiters;    /* eps refused a DCI, still waiting */
-    uint32_t sig_period; /* a completion requested every this many WRs
+    uint64_t kept;       /* flagged as kept by their owner (dci_kept) */
+    uint64_t waiters;    /* eps refused a DCI, still waiting */
+    uint64_t sig_period; /* a completion requested every this many WRs
                               now (1 while eps wait for a DCI) */
 } dcx_dci_stats_t;
 
@@ -54,12 +61,14 @@ typedef struct dcx_rx_stats {
 int dcx_rx_iface_stats(uct_iface_h iface, dcx_rx_stats_t *stats);
 
 /* Flow control of a dcx interface: credit requests and grants it sent,
- * and how many of those went through a send buffer (the rest were inline
- * sends from the stack). */
+ * how many of those went through a send buffer (the rest were inline
+ * sends from the stack), grants received and sends stalled for credits. */
 typedef struct dcx_fc_stats {
     uint64_t reqs_sent;
     uint64_t grants_sent;
     uint64_t bufs_sent;
+    uint64_t grants_recvd; /* grants that reached one of its eps */
+    uint64_t stalls;       /* AM sends refused: the ep was out of credits */
 } dcx_fc_stats_t;
 
 /* Fills *stats for a dcx interface.  Returns 0, or -1 if iface is not a dcx

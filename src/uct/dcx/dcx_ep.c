@@ -724,6 +724,7 @@ void uct_dcx_ep_handle_failure(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep,
 
     uct_dcx_ep_fc_forget(iface, ep);
     ep->flags |= UCT_DCX_EP_FLAG_FAILED;
+    iface->cnt->dci.ep_failures++;
     /* all its operations fail now (those on the failed DCI already did) */
     uct_dcx_ep_complete_ops(iface, ep, status);
     uct_dcx_ep_invalidate_fail_taken(ep, status);

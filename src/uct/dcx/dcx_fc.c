@@ -36,9 +36,6 @@ void uct_dcx_iface_fc_init(uct_dcx_iface_t *iface,
     iface->fc_req_timeout = ucs_time_from_sec(config->fc_req_timeout);
     iface->fc_next_check  = 0;
     iface->fc_cb_id       = UCS_CALLBACKQ_ID_NULL;
-    iface->fc_reqs_sent   = 0;
-    iface->fc_grants_sent = 0;
-    iface->fc_bufs_sent   = 0;
 }
 
 void uct_dcx_iface_fc_cleanup(uct_dcx_iface_t *iface)
@@ -77,9 +74,9 @@ static ucs_status_t uct_dcx_ep_fc_post_req(uct_dcx_iface_t *iface,
         status = uct_dcx_dci_post_ctl(iface, uct_dcx_ep_dci(iface, ep), ep,
                                       &dest, UCT_DCX_CTL_FC_REQ, &msg, len,
                                       ep->tmh_len, NULL);
-        iface->fc_bufs_sent += (status == UCS_OK);
+        iface->cnt->fc.bufs_sent += (status == UCS_OK);
     }
-    iface->fc_reqs_sent += (status == UCS_OK);
+    iface->cnt->fc.reqs_sent += (status == UCS_OK);
     return status;
 }
 
@@ -93,10 +90,8 @@ dcx_fc_iface_stats(uct_iface_h tl_iface, dcx_fc_stats_t *stats)
         (tl_iface->ops.ep_put_short != uct_dcx_ep_put_short)) {
         return -1;
     }
-    iface              = ucs_derived_of(tl_iface, uct_dcx_iface_t);
-    stats->reqs_sent   = iface->fc_reqs_sent;
-    stats->grants_sent = iface->fc_grants_sent;
-    stats->bufs_sent   = iface->fc_bufs_sent;
+    iface  = ucs_derived_of(tl_iface, uct_dcx_iface_t);
+    *stats = iface->cnt->fc;
     return 0;
 }
 
@@ -168,6 +163,7 @@ void uct_dcx_ep_fc_grant(uct_dcx_iface_t *iface, uint64_t ep_id, uint8_t seq,
         return;
     }
 
+    iface->cnt->fc.grants_recvd++;
     if (uct_dcx_ep_has_pending(ep) && (iface->dispatch_ep != ep)) {
         /* the requests queued while the ep had no credits go first */
         ep->ext->fc_held += credits;

@@ -152,11 +152,15 @@ static ucs_config_field_t uct_dcx_iface_config_table[] = {
      "Interfaces with and without it talk to each other.",
      ucs_offsetof(uct_dcx_iface_config_t, tm_enable), UCS_CONFIG_TYPE_TERNARY},
 
+    {"STATS_DIR", "",
+     "Directory where each interface keeps its counters (DCI pool, flow\n"
+     "control, failures, tag matching) in a file dcx.<pid>.<dct>, updated\n"
+     "live; contrib/dcx-stat prints them. Empty: no file (the tag-matching\n"
+     "counters are logged at close with UCX_LOG_LEVEL=info).",
+     ucs_offsetof(uct_dcx_iface_config_t, stats_dir), UCS_CONFIG_TYPE_STRING},
+
     {"TM_STATS_DIR", "",
-     "Directory where each interface with tag matching keeps its counters\n"
-     "(posted, matched, unexpected, rendezvous, syncs, cancels) in a file\n"
-     "dcx-tm.<pid>.<dct>, updated live; contrib/dcx-tm-stats prints them.\n"
-     "Empty: only the line logged at close (UCX_LOG_LEVEL=info).",
+     "The former name of STATS_DIR, used when STATS_DIR is empty.",
      ucs_offsetof(uct_dcx_iface_config_t, tm_stats_dir),
      UCS_CONFIG_TYPE_STRING},
 
@@ -723,6 +727,7 @@ static UCS_CLASS_INIT_FUNC(uct_dcx_iface_t, uct_md_h tl_md, uct_worker_h worker,
     self->release_desc.cb = uct_dcx_iface_release_desc;
     ucs_list_head_init(&self->chunks);
     ucs_queue_head_init(&self->grant_q);
+    uct_dcx_stats_init(self);
     uct_dcx_iface_fc_init(self, cfg);
     ucs_arbiter_init(&self->arbiter);
     self->dispatch_ep = NULL;
@@ -736,6 +741,10 @@ static UCS_CLASS_INIT_FUNC(uct_dcx_iface_t, uct_md_h tl_md, uct_worker_h worker,
     if (status != UCS_OK) {
         goto err;
     }
+
+    /* (the file is named after the DCT) */
+    uct_dcx_stats_open(self, (cfg->stats_dir[0] != '\0') ? cfg->stats_dir :
+                                                           cfg->tm_stats_dir);
 
     status = uct_dcx_iface_mpools_init(self, params, cfg);
     if (status != UCS_OK) {
@@ -803,6 +812,7 @@ err_mpools:
     ucs_mpool_cleanup(&self->op_mp, 0);
     ucs_mpool_cleanup(&self->tx_mp, 0);
 err_queues:
+    uct_dcx_stats_close(self);
     uct_dcx_iface_destroy_queues(self);
 err:
     kh_destroy_inplace(uct_dcx_eps, &self->eps);
@@ -846,6 +856,7 @@ static UCS_CLASS_CLEANUP_FUNC(uct_dcx_iface_t)
     }
 
     uct_dcx_iface_tag_cleanup(self);
+    uct_dcx_stats_close(self);
     dcx_mr_dereg(self->scratch_mr);
     free(self->scratch);
     ucs_mpool_cleanup(&self->rx_mp, 0);

@@ -397,7 +397,7 @@ void uct_dcx_iface_send_grants(uct_dcx_iface_t *iface)
                                                  grant->tmh_len, &grant->op);
             if (status == UCS_OK) {
                 ucs_queue_pull_non_empty(&iface->grant_q);
-                iface->fc_grants_sent++;
+                iface->cnt->fc.grants_sent++;
                 continue; /* the op owns the grant now */
             }
             if (status == UCS_ERR_UNSUPPORTED) {
@@ -407,8 +407,8 @@ void uct_dcx_iface_send_grants(uct_dcx_iface_t *iface)
                                                            port),
                                               grant->tmh_len, NULL);
                 if (status == UCS_OK) {
-                    iface->fc_grants_sent++;
-                    iface->fc_bufs_sent++;
+                    iface->cnt->fc.grants_sent++;
+                    iface->cnt->fc.bufs_sent++;
                 }
             }
         }

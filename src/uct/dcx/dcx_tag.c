@@ -125,7 +125,7 @@ static UCS_F_NOINLINE void uct_dcx_tm_sync(uct_dcx_iface_t *iface)
     op.wr_id  = UCT_DCX_TM_WR_SYNC;
     op.opcode = DCX_TM_OP_SYNC;
     if (uct_dcx_tm_post_op(iface, &op) == UCS_OK) {
-        iface->tm.stats->syncs++;
+        iface->cnt->tm.syncs++;
     }
     /* else: the next operation carries the count anyway */
 }
@@ -270,7 +270,7 @@ ucs_status_t uct_dcx_iface_tag_recv_zcopy(uct_iface_h tl_iface, uct_tag_t tag,
     priv->slot       = idx;
     priv->tag        = tag; /* the sender's once a message matches */
     priv->app_ctx    = 0;
-    iface->tm.stats->posted++;
+    iface->cnt->tm.posted++;
     return UCS_OK;
 }
 
@@ -303,7 +303,7 @@ ucs_status_t uct_dcx_iface_tag_recv_cancel(uct_iface_h tl_iface,
         }
         slot->del_posted = 1;
         slot->ops_due++;
-        iface->tm.stats->cancels++;
+        iface->cnt->tm.cancels++;
     }
     if (force) {
         /* the context and buffer are the user's again: nothing will be
@@ -393,8 +393,8 @@ static void uct_dcx_tag_rx_unexp_rndv(uct_dcx_iface_t *iface,
     memcpy(hdr + priv_len, wire + hdr_off, length - hdr_off);
     dcx_rvh_unpack(wire, &va, &rkey, &len);
     uct_dcx_rkey_pack_raw(rkey, rkey_buf);
-    iface->tm.stats->unexp_rndv++;
-    iface->tm.stats->rndv_sw++;
+    iface->cnt->tm.unexp_rndv++;
+    iface->cnt->tm.rndv_sw++;
     /* no DESC flag: the rkey buffer is on the stack, as on rc_mlx5 */
     iface->tm.rndv_cb(iface->tm.rndv_arg, 0, tag, hdr,
                       length - hdr_off + priv_len, va, len, rkey_buf);
@@ -444,7 +444,7 @@ static UCS_F_ALWAYS_INLINE void uct_dcx_tag_rx_unexp(uct_dcx_iface_t *iface,
               0;
     if ((wc->flags & DCX_WC_FLAG_WITH_IMM) && (imm == 0)) {
         /* software rendezvous request */
-        iface->tm.stats->unexp_rndv++;
+        iface->cnt->tm.unexp_rndv++;
         status = iface->tm.rndv_cb(iface->tm.rndv_arg, 0, tag, wire, length, 0,
                                    0, NULL);
         ucs_mpool_put_inline(elem);
@@ -452,7 +452,7 @@ static UCS_F_ALWAYS_INLINE void uct_dcx_tag_rx_unexp(uct_dcx_iface_t *iface,
         goto out;
     }
 
-    iface->tm.stats->unexp_eager++;
+    iface->cnt->tm.unexp_eager++;
     context = NULL;
     status  = iface->tm.eager_cb(iface->tm.eager_arg, wire, length,
                                  UCT_CB_PARAM_FLAG_DESC |
@@ -512,7 +512,7 @@ static UCS_F_NOINLINE void uct_dcx_tag_rndv_incomplete(uct_dcx_iface_t *iface,
     dcx_ah_t *ah;
     int ret;
 
-    iface->tm.stats->matched++;
+    iface->cnt->tm.matched++;
     if (!slot->forced) {
         uct_dcx_tm_priv(slot->ctx)->tag = wc->tm_tag;
         slot->ctx->tag_consumed_cb(slot->ctx);
@@ -594,10 +594,10 @@ static void uct_dcx_tag_rx_expected(uct_dcx_iface_t *iface, const dcx_wc_t *wc)
         /* second of two: eager of several packets or a device rendezvous;
          * only a rendezvous can be larger than an eager message */
         if (wc->byte_len > iface->config.seg_size) {
-            iface->tm.stats->rndv_hw++;
+            iface->cnt->tm.rndv_hw++;
         }
     } else {
-        iface->tm.stats->matched++;
+        iface->cnt->tm.matched++;
         if (!slot->forced) {
             priv->tag     = wc->tm_tag;
             priv->app_ctx = wc->tm_priv;
@@ -620,7 +620,7 @@ static void uct_dcx_tag_rx_expected(uct_dcx_iface_t *iface, const dcx_wc_t *wc)
     if ((wc->flags & DCX_WC_FLAG_WITH_IMM) && (imm == 0)) {
         /* a software rendezvous request matched: its header is in the
          * user's buffer */
-        iface->tm.stats->rndv_sw++;
+        iface->cnt->tm.rndv_sw++;
         slot->state = UCT_DCX_TM_SLOT_DONE;
         uct_dcx_tm_buf_release(iface, idx);
         ctx->rndv_cb(ctx, priv->tag, slot->buffer, wc->byte_len, UCS_OK, 0);
@@ -781,7 +781,6 @@ int uct_dcx_iface_tag_params(uct_dcx_iface_t *iface,
     memset(tm, 0, sizeof(*tm));
     tm->free_head       = UINT32_MAX;
     tm->rndv_free       = UINT16_MAX;
-    tm->stats           = &tm->own_stats;
     tm->release_desc.cb = uct_dcx_tm_release_desc;
     tm->eager_cb        = (fm & UCT_IFACE_PARAM_FIELD_HW_TM_EAGER_CB) ?
                               params->eager_cb :
@@ -888,43 +887,6 @@ ucs_status_t uct_dcx_iface_srq_create(uct_dcx_iface_t *iface,
     return UCS_OK;
 }
 
-/* UCX_DCX_TM_STATS_DIR: the counters in <dir>/dcx-tm.<pid>.<dct>, mapped
- * shared; failing to create it is logged and costs only the file */
-static void uct_dcx_tm_stats_open(uct_dcx_iface_t *iface, const char *dir)
-{
-    uct_dcx_tm_stats_file_t *f;
-    char path[PATH_MAX];
-    int fd;
-
-    snprintf(path, sizeof(path), "%s/dcx-tm.%d.%x", dir, (int)getpid(),
-             iface->config.dctn);
-    fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0644);
-    if (fd < 0) {
-        ucs_warn("dcx: %s: cannot create the counters file %s: %m",
-                 dcx_dev_name(iface->dev), path);
-        return;
-    }
-    if (ftruncate(fd, sizeof(*f)) != 0) {
-        ucs_warn("dcx: %s: cannot size the counters file %s: %m",
-                 dcx_dev_name(iface->dev), path);
-        close(fd);
-        return;
-    }
-    f = mmap(NULL, sizeof(*f), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    close(fd);
-    if (f == MAP_FAILED) {
-        ucs_warn("dcx: %s: cannot map the counters file %s: %m",
-                 dcx_dev_name(iface->dev), path);
-        return;
-    }
-    f->pid  = getpid();
-    f->dctn = iface->config.dctn;
-    ucs_strncpy_zero(f->dev, dcx_dev_name(iface->dev), sizeof(f->dev));
-    memcpy(f->magic, UCT_DCX_TM_STATS_MAGIC, sizeof(f->magic));
-    iface->tm.stats_file = f;
-    iface->tm.stats      = &f->stats;
-}
-
 ucs_status_t uct_dcx_iface_tag_init(uct_dcx_iface_t *iface,
                                     const uct_dcx_iface_config_t *config)
 {
@@ -933,9 +895,6 @@ ucs_status_t uct_dcx_iface_tag_init(uct_dcx_iface_t *iface,
 
     if (iface->rx_tmh_len == 0) {
         return UCS_OK;
-    }
-    if ((config->tm_stats_dir != NULL) && (config->tm_stats_dir[0] != '\0')) {
-        uct_dcx_tm_stats_open(iface, config->tm_stats_dir);
     }
 
     tm->num_slots = iface->srq->tm_max_tags;
@@ -974,7 +933,7 @@ ucs_status_t uct_dcx_iface_tag_init(uct_dcx_iface_t *iface,
 
 void uct_dcx_iface_tag_cleanup(uct_dcx_iface_t *iface)
 {
-    const uct_dcx_tm_stats_t *s = iface->tm.stats;
+    const uct_dcx_tm_stats_t *s = &iface->cnt->tm;
 
     if (iface->rx_tmh_len != 0) {
         ucs_info("dcx iface %s DCT 0x%x: tag matching: posted %" PRIu64
@@ -985,12 +944,6 @@ void uct_dcx_iface_tag_cleanup(uct_dcx_iface_t *iface)
                  s->matched, s->unexp_eager, s->unexp_rndv, s->rndv_hw,
                  s->rndv_sw, s->syncs, s->cancels);
     }
-    if (iface->tm.stats_file != NULL) {
-        /* the file stays, with the final counts */
-        munmap(iface->tm.stats_file, sizeof(*iface->tm.stats_file));
-        iface->tm.stats_file = NULL;
-    }
-    iface->tm.stats = &iface->tm.own_stats;
     kh_destroy_inplace(uct_dcx_tm_bufs, &iface->tm.bufs);
     kh_init_inplace(uct_dcx_tm_bufs, &iface->tm.bufs);
     ucs_free(iface->tm.slots);

@@ -5,11 +5,12 @@
  * posts its receives to the device (UCX_TM_THRESH, UCX_TM_FORCE_THRESH):
  * expected and unexpected eager, device and software rendezvous, wildcard
  * receives, probe, cancel, 0 B to 16 MiB with every byte checked; the
- * per-interface counters (UCX_DCX_TM_STATS_DIR) prove that the device
+ * per-interface counters (UCX_DCX_STATS_DIR) prove that the device
  * matched.  The same traffic with offload off, and with one side on and the
  * other off (a mixed job: they must still reach each other).
  */
 #include "ucp_fixture.h"
+#include "dcx_stat_file.h"
 
 #include <cstdio>
 #include <cstdlib>
@@ -44,7 +45,7 @@ protected:
         setenv("UCX_TLS", "dcx,self", 1);
         setenv("UCX_TM_THRESH", "1", 1);
         setenv("UCX_TM_FORCE_THRESH", "1", 1);
-        setenv("UCX_DCX_TM_STATS_DIR", dir, 1);
+        setenv("UCX_DCX_STATS_DIR", dir, 1);
         setenv("UCX_DCX_TM_ENABLE", (GetParam() == "off") ? "n" : "y", 1);
         create_peer(&m_a, UCP_FEATURE_TAG);
         if (GetParam() == "mixed") {
@@ -66,7 +67,7 @@ protected:
         destroy_peer(&m_b);
         unsetenv("UCX_TM_THRESH");
         unsetenv("UCX_TM_FORCE_THRESH");
-        unsetenv("UCX_DCX_TM_STATS_DIR");
+        unsetenv("UCX_DCX_STATS_DIR");
         unsetenv("UCX_DCX_TM_ENABLE");
         unsetenv("UCX_DCX_SOFT_TM");
         remove_dir();
@@ -89,49 +90,11 @@ protected:
         rmdir(m_dir.c_str());
     }
 
-    /* Sum of one counter over the interfaces' counters files, whose layout
-     * docs/tag-matching.md gives: magic[8], pid, dctn, dev[32], then
-     * posted matched unexp_eager unexp_rndv rndv_hw rndv_sw syncs cancels,
-     * 64-bit each */
+    /* Sum of one tag-matching counter over the interfaces' counters
+     * files */
     uint64_t tm_counter(const char *name)
     {
-        static const char *names[] = {"posted",     "matched", "unexp_eager",
-                                      "unexp_rndv", "rndv_hw", "rndv_sw",
-                                      "syncs",      "cancels"};
-        DIR *d                     = opendir(m_dir.c_str());
-        struct dirent *de;
-        uint64_t sum = 0, counters[8];
-        char magic[8];
-        unsigned idx;
-        FILE *f;
-
-        for (idx = 0; idx < 8; ++idx) {
-            if (!strcmp(names[idx], name)) {
-                break;
-            }
-        }
-        EXPECT_LT(idx, 8u) << name;
-
-        if (d == NULL) {
-            return 0;
-        }
-        while ((de = readdir(d)) != NULL) {
-            if (de->d_name[0] == '.') {
-                continue;
-            }
-            f = fopen((m_dir + "/" + de->d_name).c_str(), "r");
-            if (f == NULL) {
-                continue;
-            }
-            if ((fread(magic, 1, 8, f) == 8) && !memcmp(magic, "DCXTM01", 8) &&
-                (fseek(f, 48, SEEK_SET) == 0) &&
-                (fread(counters, sizeof(uint64_t), 8, f) == 8) && (idx < 8)) {
-                sum += counters[idx];
-            }
-            fclose(f);
-        }
-        closedir(d);
-        return sum;
+        return dcx_test::dcx_stat_sum(m_dir, std::string("tm.") + name);
     }
 
     ucp_ep_h connect(ucp_peer *from, ucp_peer *to)

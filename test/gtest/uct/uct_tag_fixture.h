@@ -9,6 +9,7 @@
 #define DCX_GTEST_UCT_TAG_FIXTURE_H_
 
 #include "uct_fixture.h"
+#include "dcx_stat_file.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -136,7 +137,8 @@ protected:
     }
 
     /* A TM interface whose counters live in a fresh directory
-     * (UCX_DCX_TM_STATS_DIR), read by tm_counter() */
+     * (UCX_DCX_TM_STATS_DIR, the former name of STATS_DIR), read by
+     * tm_counter() */
     entity *create_tm_counted()
     {
         std::map<std::string, std::string> cfg;
@@ -149,40 +151,21 @@ protected:
         return create_entity(cfg);
     }
 
-    /* Counter idx of the interface create_tm_counted() opened, in the
-     * layout docs/tag-matching.md gives: magic[8], pid, dctn, dev[32],
-     * then posted matched unexp_eager unexp_rndv rndv_hw rndv_sw syncs
-     * cancels, 64-bit each */
+    /* Counter idx of the interface create_tm_counted() opened, read from
+     * its counters file by name */
     enum {
-        TM_SYNCS   = 6,
-        TM_CANCELS = 7
+        TM_SYNCS,
+        TM_CANCELS
     };
     uint64_t tm_counter(unsigned idx)
     {
-        DIR *d         = opendir(m_stats_dir.c_str());
-        uint64_t value = 0, counters[8];
-        struct dirent *de;
-        FILE *f;
+        unsigned files;
+        uint64_t v = dcx_stat_sum(m_stats_dir,
+                                  (idx == TM_SYNCS) ? "tm.syncs" : "tm.cancels",
+                                  &files);
 
-        EXPECT_TRUE(d != NULL) << m_stats_dir;
-        while ((d != NULL) && ((de = readdir(d)) != NULL)) {
-            if (de->d_name[0] == '.') {
-                continue;
-            }
-            f = fopen((m_stats_dir + "/" + de->d_name).c_str(), "r");
-            EXPECT_TRUE(f != NULL);
-            if ((f != NULL) && (fseek(f, 48, SEEK_SET) == 0) &&
-                (fread(counters, sizeof(counters[0]), 8, f) == 8)) {
-                value = counters[idx];
-            }
-            if (f != NULL) {
-                fclose(f);
-            }
-        }
-        if (d != NULL) {
-            closedir(d);
-        }
-        return value;
+        EXPECT_EQ(1u, files) << m_stats_dir;
+        return v;
     }
 
     virtual void TearDown()

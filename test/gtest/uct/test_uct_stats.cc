@@ -1,0 +1,210 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * dcx transport: the counters an interface keeps (DCI pool, flow control,
+ * failures, tag matching) and their live file (UCX_DCX_STATS_DIR), read
+ * by name as contrib/dcx-stat reads them.  The file shows what the
+ * introspection calls of dcx_dci_stats.h show, while the interface runs
+ * and after it closed.
+ */
+#include "uct_dci_pool.h"
+#include "dcx_stat_file.h"
+
+#include <cstdlib>
+#include <dirent.h>
+#include <unistd.h>
+
+using namespace dcx_test;
+
+namespace {
+
+const uint8_t AM_ID = 7;
+
+} // namespace
+
+class uct_dcx_stats : public uct_dci_pool_test<uct_dcx_policy_test> {
+protected:
+    virtual void SetUp()
+    {
+        char dir[] = "/tmp/dcx-stat-test.XXXXXX";
+
+        ASSERT_TRUE(mkdtemp(dir) != NULL);
+        m_dir = dir;
+        uct_dci_pool_test<uct_dcx_policy_test>::SetUp();
+    }
+
+    virtual void TearDown()
+    {
+        DIR *d;
+        struct dirent *de;
+
+        uct_dci_pool_test<uct_dcx_policy_test>::TearDown();
+        if (m_creates_at_close != UINT64_MAX) {
+            /* the interfaces are closed: their files stay, final */
+            unsigned files;
+            EXPECT_EQ(m_creates_at_close, file("dci.creates", &files));
+            EXPECT_EQ(2u, files);
+        }
+        if ((d = opendir(m_dir.c_str())) != NULL) {
+            while ((de = readdir(d)) != NULL) {
+                if (de->d_name[0] != '.') {
+                    unlink((m_dir + "/" + de->d_name).c_str());
+                }
+            }
+            closedir(d);
+        }
+        rmdir(m_dir.c_str());
+    }
+
+    /* a sends to b; both keep their counters in m_dir; a has a pool of
+     * two DCIs and b grants credits four at a time */
+    void setup()
+    {
+        std::map<std::string, std::string> cfg;
+
+        cfg["STATS_DIR"] = m_dir;
+        cfg["NUM_DCI"]   = "2";
+        cfg["FC_WND"]    = "4";
+        m_a              = create_entity(cfg);
+        m_b              = create_entity(cfg);
+        ASSERT_TRUE((m_a != NULL) && (m_b != NULL));
+        m_rx = 0;
+        ASSERT_EQ(UCS_OK, uct_iface_set_am_handler(m_b->iface, AM_ID,
+                                                   am_count_cb, &m_rx, 0));
+    }
+
+    uint64_t file(const char *name, unsigned *files = NULL)
+    {
+        return dcx_stat_sum(m_dir, name, files);
+    }
+
+    std::string m_dir;
+    uint64_t m_creates_at_close = UINT64_MAX; /* checked after TearDown */
+    entity *m_a, *m_b;
+    int m_rx;
+};
+
+/* The pool's and flow control's counters, live, equal what the
+ * introspection calls report */
+TEST_P(uct_dcx_stats, file_shows_pool_and_flow_control)
+{
+    std::vector<uct_ep_h> eps;
+    unsigned files;
+
+    ASSERT_NO_FATAL_FAILURE(setup());
+    file("dci.num_dci", &files);
+    EXPECT_EQ(2u, files);
+    EXPECT_EQ(4u, file("dci.num_dci")); /* 2 + 2 */
+    EXPECT_EQ(0u, file("dci.created"));
+
+    /* four eps with work in flight at once: two DCIs; under dcs two eps
+     * wait */
+    for (int i = 0; i < 4; ++i) {
+        eps.push_back(connect(m_a, m_b));
+        uct_ep_am_short(eps.back(), AM_ID, 0, NULL, 0);
+    }
+    dcx_dci_stats_t s = stats(m_a);
+    EXPECT_EQ(2u, file("dci.created"));
+    EXPECT_EQ(2u, file("dci.creates"));
+    EXPECT_EQ(2u, file("dci.high_water"));
+    EXPECT_EQ(s.refusals, file("dci.waits"));
+    EXPECT_EQ(s.waiters, file("dci.waiters"));
+    if (lends()) {
+        EXPECT_EQ(2u, s.refusals);
+        EXPECT_EQ(2u, file("dci.in_use"));
+    }
+
+    /* one ep sends past its credits: requests and grants */
+    for (int i = 0; i < 40; ++i) {
+        ASSERT_TRUE(wait_for([&] {
+            return uct_ep_am_short(eps[0], AM_ID, i, NULL, 0) == UCS_OK;
+        }));
+    }
+    for (uct_ep_h ep : eps) {
+        ASSERT_TRUE(wait_for(
+            [&] { return uct_ep_am_short(ep, AM_ID, 0, NULL, 0) == UCS_OK; }));
+        flush_ep(ep);
+    }
+    ASSERT_TRUE(wait_for([&] { return m_rx >= 44 + 2; }));
+
+    dcx_fc_stats_t fa, fb;
+    ASSERT_EQ(0, dcx_fc_iface_stats(m_a->iface, &fa));
+    ASSERT_EQ(0, dcx_fc_iface_stats(m_b->iface, &fb));
+    EXPECT_GT(fa.reqs_sent, 0u);
+    EXPECT_GT(fa.grants_recvd, 0u);
+    EXPECT_GT(fb.grants_sent, 0u);
+    EXPECT_EQ(fa.reqs_sent + fb.reqs_sent, file("fc.reqs_sent"));
+    EXPECT_EQ(fa.grants_recvd + fb.grants_recvd, file("fc.grants_recvd"));
+    EXPECT_EQ(fa.grants_sent + fb.grants_sent, file("fc.grants_sent"));
+    EXPECT_EQ(fa.stalls + fb.stalls, file("fc.stalls"));
+
+    s = stats(m_a);
+    EXPECT_EQ(s.gets + stats(m_b).gets, file("dci.gets"));
+    if (lends()) {
+        EXPECT_GT(s.wait_ns, 0u);
+    }
+    EXPECT_EQ(0u, file("dci.errors"));
+    EXPECT_EQ(0u, file("dci.ep_failures"));
+    EXPECT_EQ(0, log_counter::errors());
+}
+
+/* An error completion and the failed ep are counted; the file keeps the
+ * final figures after the interfaces closed */
+TEST_P(uct_dcx_stats, failures_counted_file_stays)
+{
+    dcx_soft_fault_t fault;
+    mem m;
+
+    ASSERT_NO_FATAL_FAILURE(setup());
+    m          = alloc_mem(4096);
+    uct_ep_h e = connect(m_a, m_b);
+    uint64_t v = 1;
+    ASSERT_EQ(UCS_OK, uct_ep_put_short(e, &v, sizeof(v), (uintptr_t)m.ptr,
+                                       m.rkey));
+    flush_ep(e);
+
+    memset(&fault, 0, sizeof(fault));
+    fault.type   = DCX_SOFT_FAULT_ERROR_CQE;
+    fault.opcode = DCX_WR_RDMA_WRITE;
+    fault.count  = 1;
+    fault.status = DCX_WC_REM_OP_ERR;
+    ASSERT_EQ(0, dcx_soft_fault_inject(device(), &fault));
+    ASSERT_EQ(UCS_OK, uct_ep_put_short(e, &v, sizeof(v), (uintptr_t)m.ptr,
+                                       m.rkey));
+    ASSERT_TRUE(wait_for([&] { return !m_errors.empty(); }));
+    dcx_soft_fault_clear(device());
+    EXPECT_EQ(1u, file("dci.errors"));
+    EXPECT_EQ(1u, file("dci.ep_failures"));
+    EXPECT_EQ(1u, stats(m_a).ep_failures);
+    log_counter::reset();
+
+    m_creates_at_close = file("dci.creates");
+    EXPECT_GT(m_creates_at_close, 0u);
+}
+
+/* A directory that cannot take the file: the interface opens, one warning
+ * names the path, the counters are still kept */
+TEST_P(uct_dcx_stats, unwritable_dir_bad_flow)
+{
+    std::map<std::string, std::string> cfg;
+
+    cfg["STATS_DIR"] = m_dir + "/no/such/dir";
+    log_counter::reset();
+    entity *a = create_entity(cfg);
+    entity *b = create_entity();
+    ASSERT_TRUE((a != NULL) && (b != NULL));
+    EXPECT_EQ(0, log_counter::errors());
+    EXPECT_EQ(1, log_counter::warnings()) << log_counter::joined();
+    EXPECT_TRUE(log_counter::contains(m_dir + "/no/such/dir"));
+
+    int rx = 0;
+    ASSERT_EQ(UCS_OK,
+              uct_iface_set_am_handler(b->iface, AM_ID, am_count_cb, &rx, 0));
+    uct_ep_h ep = connect(a, b);
+    ASSERT_EQ(UCS_OK, uct_ep_am_short(ep, AM_ID, 0, NULL, 0));
+    flush_ep(ep);
+    ASSERT_TRUE(wait_for([&] { return rx == 1; }));
+    EXPECT_EQ(1u, stats(a).created);
+    log_counter::reset();
+}
+
+INSTANTIATE_TEST_SUITE_P(policy, uct_dcx_stats, UCT_DCX_POLICIES);
