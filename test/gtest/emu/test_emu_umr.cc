@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include <algorithm>
+#include <functional>
 #include <numeric>
 
 namespace {
@@ -232,6 +233,15 @@ protected:
             return IBV_WC_GENERAL_ERR;
         }
         return wc.status;
+    }
+
+    /* A request refused at ibv_wr_complete with err and one log line */
+    void refused(int err, const std::function<int()> &call, const char *why)
+    {
+        log_capture log;
+
+        EXPECT_EQ(err, call()) << why;
+        EXPECT_EQ(1u, log.count()) << why;
     }
 
     enum ibv_qp_state qp_state(struct ibv_qp *qp)
@@ -457,49 +467,33 @@ TEST_F(emu_umr_test, umr_rules_bad_flow)
     for (i = 0; i < 5; ++i) {
         sge[i] = {(uintptr_t)m_tgt[0].data() + 64 * i, 8, m_tgt_mr[0]->lkey};
     }
-    auto refused = [&](int err, int ret, const char *why) {
-        EXPECT_EQ(err, ret) << why;
-    };
-    {
-        log_capture log;
-        refused(EOPNOTSUPP,
-                umr_il(rc, mk, EMU_UMR_ACCESS, 1, 1, e, IBV_SEND_SIGNALED),
-                "no IBV_SEND_INLINE");
-        EXPECT_EQ(1u, log.count());
-    }
-    {
-        log_capture log;
-        refused(EINVAL, umr_list(rc, mk, IBV_ACCESS_MW_BIND, 1, sge),
-                "access flags outside the four");
-        EXPECT_EQ(1u, log.count());
-    }
-    {
-        /* 4 entries + header: 80 bytes, the WQE carries 4 slots */
-        log_capture log;
-        refused(ENOMEM, umr_il(rc, mk, EMU_UMR_ACCESS, 1, 4, e),
-                "interleaved over the WQE");
-        EXPECT_EQ(1u, log.count());
-    }
-    {
-        log_capture log;
-        refused(ENOMEM, umr_list(rc, mk, EMU_UMR_ACCESS, 5, sge),
-                "list over the WQE");
-        EXPECT_EQ(1u, log.count());
-    }
-    {
-        log_capture log;
-        refused(EINVAL, umr_list(rc, nullptr, EMU_UMR_ACCESS, 1, sge),
-                "no key");
-        EXPECT_EQ(1u, log.count());
-    }
+    refused(
+        EOPNOTSUPP,
+        [&] {
+            return umr_il(rc, mk, EMU_UMR_ACCESS, 1, 1, e, IBV_SEND_SIGNALED);
+        },
+        "no IBV_SEND_INLINE");
+    refused(
+        EINVAL, [&] { return umr_list(rc, mk, IBV_ACCESS_MW_BIND, 1, sge); },
+        "access flags outside the four");
+    /* 4 entries + header: 80 bytes, the WQE carries 4 slots */
+    refused(
+        ENOMEM, [&] { return umr_il(rc, mk, EMU_UMR_ACCESS, 1, 4, e); },
+        "interleaved over the WQE");
+    refused(
+        ENOMEM, [&] { return umr_list(rc, mk, EMU_UMR_ACCESS, 5, sge); },
+        "list over the WQE");
+    refused(
+        EINVAL, [&] { return umr_list(rc, nullptr, EMU_UMR_ACCESS, 1, sge); },
+        "no key");
     /* the good cases on the same QP: the refusals posted nothing */
     ASSERT_EQ(0, umr_il(rc, mk, EMU_UMR_ACCESS, 1, 3, e));
     expect_done(100, MLX5DV_WC_UMR);
     ASSERT_EQ(0, umr_list(rc, mk, EMU_UMR_ACCESS, 4, sge));
     expect_done(101, MLX5DV_WC_UMR);
 
-    /* more entries than the key's (4 > 4 - 1 for the list of a 4-key is
-     * fine; 5 entries do not fit a key of 4) */
+    /* more entries than the key holds: 5 list entries fit the WQE of
+     * rc8, not a key of 4 */
     struct ibv_qp *rc8      = make_rc(8);
     struct mlx5dv_mkey *mk4 = make_mkey(4);
     struct ibv_sge many[5];
@@ -508,12 +502,9 @@ TEST_F(emu_umr_test, umr_rules_bad_flow)
     for (i = 0; i < 5; ++i) {
         many[i] = sge[i];
     }
-    {
-        log_capture log;
-        refused(ENOMEM, umr_list(rc8, mk4, EMU_UMR_ACCESS, 5, many),
-                "list over the key");
-        EXPECT_EQ(1u, log.count());
-    }
+    refused(
+        ENOMEM, [&] { return umr_list(rc8, mk4, EMU_UMR_ACCESS, 5, many); },
+        "list over the key");
     ASSERT_EQ(0, umr_list(rc8, mk4, EMU_UMR_ACCESS, 4, many));
     expect_done(101, MLX5DV_WC_UMR);
 }
@@ -526,30 +517,23 @@ TEST_F(emu_umr_test, umr_qp_requirements_bad_flow)
     struct ibv_qp *qp;
 
     ASSERT_NE(nullptr, mk);
-    {
-        log_capture log;
-        EXPECT_EQ(EOPNOTSUPP, umr_list(m_dci, mk, EMU_UMR_ACCESS, 1, &sge));
-        EXPECT_EQ(1u, log.count());
-    }
+    refused(
+        EOPNOTSUPP,
+        [&] { return umr_list(m_dci, mk, EMU_UMR_ACCESS, 1, &sge); },
+        "a UMR builder on a DCI");
     qp = make_rc(4, MLX5DV_QP_EX_WITH_MR_INTERLEAVED, 0);
     ASSERT_NE(nullptr, qp);
-    {
-        log_capture log;
-        EXPECT_EQ(EOPNOTSUPP, umr_list(qp, mk, EMU_UMR_ACCESS, 1, &sge));
-        EXPECT_EQ(1u, log.count());
-    }
-    {
-        log_capture log;
-        EXPECT_EQ(EOPNOTSUPP, local_inv(qp, mk->lkey));
-        EXPECT_EQ(1u, log.count());
-    }
+    refused(
+        EOPNOTSUPP, [&] { return umr_list(qp, mk, EMU_UMR_ACCESS, 1, &sge); },
+        "mr_list not declared");
+    refused(
+        EOPNOTSUPP, [&] { return local_inv(qp, mk->lkey); },
+        "local_inv not declared");
     qp = make_rc(4, EMU_UMR_DV_OPS, IBV_QP_EX_WITH_LOCAL_INV, false);
     ASSERT_NE(nullptr, qp);
-    {
-        log_capture log;
-        EXPECT_EQ(EINVAL, umr_list(qp, mk, EMU_UMR_ACCESS, 1, &sge));
-        EXPECT_EQ(1u, log.count()) << "before RTS";
-    }
+    refused(
+        EINVAL, [&] { return umr_list(qp, mk, EMU_UMR_ACCESS, 1, &sge); },
+        "before RTS");
     /* good: the declared builder on an RC in RTS */
     qp = make_rc(4, MLX5DV_QP_EX_WITH_MR_LIST, 0);
     ASSERT_NE(nullptr, qp);
