@@ -71,9 +71,10 @@ static emu_wr_t *emu_umr_new(emu_qp_t *qp, uint8_t opcode, const char *name,
     }
     if (qp->kind != EMU_QP_RC) {
         emu_wr_fail(qp, EOPNOTSUPP,
-                    "%s on a QP that is not RC (libmlx5 gives the "
-                    "memory-key builders to RC QPs only)",
-                    name);
+                    "%s on a %s: the emulation models memory-key requests "
+                    "on RC QPs (libmlx5 gives the UMR builders to RC QPs "
+                    "only)",
+                    name, (qp->kind == EMU_QP_DCI) ? "DCI" : "DCT");
         return NULL;
     }
     if (!declared) {

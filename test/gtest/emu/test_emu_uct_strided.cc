@@ -333,3 +333,47 @@ TEST_F(emu_uct_strided, layout_over_probed_limit_bad_flow)
               uct_dcx_md_mem_reg_list(m_md, regions, 4, NULL, 0, &smemh));
     m_memhs.push_back(smemh);
 }
+
+/* A 64-bit fetch-and-add inside one element of a strided key (the probe
+ * found atomics allowed through indirect keys) */
+TEST_F(emu_uct_strided, atomic_in_element)
+{
+    std::vector<uint64_t> vals(30, 0);
+    uct_dcx_strided_desc_t desc;
+    uct_rkey_bundle_t rkb;
+    uct_mem_h smemh = nullptr;
+    uint64_t old    = 0;
+    size_t i;
+    comp c;
+
+    connect();
+    ASSERT_FALSE(HasFatalFailure());
+    for (i = 0; i < 10; ++i) {
+        vals[i * 3] = 1000 + i;
+    }
+    desc.base         = vals.data();
+    desc.elem_size    = 8;
+    desc.stride       = 24;
+    desc.count        = 10;
+    desc.block_count  = 1;
+    desc.block_stride = 0;
+    ASSERT_EQ(UCS_OK, uct_dcx_md_mem_reg_strided(m_md, &desc, NULL, 0, &smemh));
+    m_memhs.insert(m_memhs.begin(), smemh);
+    std::vector<char> packed(m_md_attr.rkey_packed_size);
+    ASSERT_EQ(UCS_OK, uct_md_mkey_pack(m_md, smemh, packed.data()));
+    ASSERT_EQ(UCS_OK, uct_rkey_unpack(m_comp, packed.data(), &rkb));
+
+    memset(&c, 0, sizeof(c));
+    c.super.func  = comp_cb;
+    c.super.count = 1;
+    EXPECT_EQ(UCS_OK,
+              wait(uct_ep_atomic64_fetch(m_ep, UCT_ATOMIC_OP_ADD, 5, &old,
+                                         4 * 8, rkb.rkey, &c.super),
+                   c));
+    EXPECT_EQ(1004u, old);
+    for (i = 0; i < 10; ++i) {
+        EXPECT_EQ(1000 + i + ((i == 4) ? 5 : 0), vals[i * 3]) << i;
+        EXPECT_EQ(0u, vals[i * 3 + 1]) << i;
+    }
+    uct_rkey_release(m_comp, &rkb);
+}
