@@ -187,6 +187,39 @@ protected:
         return memh;
     }
 
+    /* A strided registration of the layout (memh NULL: the call registers
+     * the memory) kept until TearDown, deregistered before the others */
+    uct_mem_h reg_strided(void *base, size_t elem, size_t stride, size_t count,
+                          size_t blocks, size_t block_stride,
+                          uct_mem_h memh = nullptr)
+    {
+        uct_dcx_strided_desc_t desc;
+        uct_mem_h smemh = nullptr;
+
+        desc.base         = base;
+        desc.elem_size    = elem;
+        desc.stride       = stride;
+        desc.count        = count;
+        desc.block_count  = blocks;
+        desc.block_stride = block_stride;
+        EXPECT_EQ(blocks * count * elem, uct_dcx_strided_length(&desc));
+        EXPECT_EQ(UCS_OK,
+                  uct_dcx_md_mem_reg_strided(m_md, &desc, memh, 0, &smemh));
+        if (smemh != nullptr) {
+            m_memhs.insert(m_memhs.begin(), smemh);
+        }
+        return smemh;
+    }
+
+    /* The rkey a peer unpacks from memh's packed key */
+    void unpack(uct_mem_h memh, uct_rkey_bundle_t *rkb)
+    {
+        std::vector<char> packed(m_md_attr.rkey_packed_size);
+
+        ASSERT_EQ(UCS_OK, uct_md_mkey_pack(m_md, memh, packed.data()));
+        ASSERT_EQ(UCS_OK, uct_rkey_unpack(m_comp, packed.data(), rkb));
+    }
+
     /* Waits for an operation that returned 'status' with completion c */
     ucs_status_t wait(ucs_status_t status, comp &c)
     {
@@ -234,9 +267,8 @@ protected:
 TEST_F(emu_uct_strided, put_get_through_strided_rkey)
 {
     std::vector<char> tgt(4096, 0), src(256), dst(256, 0);
-    uct_dcx_strided_desc_t desc;
     uct_rkey_bundle_t rkb;
-    uct_mem_h smemh = nullptr;
+    uct_mem_h smemh;
     size_t b, i;
 
     connect();
@@ -246,20 +278,10 @@ TEST_F(emu_uct_strided, put_get_through_strided_rkey)
     uct_mem_h dst_memh = reg(dst.data(), dst.size());
     ASSERT_NE(nullptr, tgt_memh);
 
-    desc.base         = tgt.data();
-    desc.elem_size    = 8;
-    desc.stride       = 24;
-    desc.count        = 16;
-    desc.block_count  = 2;
-    desc.block_stride = 1024;
-    ASSERT_EQ(256u, uct_dcx_strided_length(&desc));
-    ASSERT_EQ(UCS_OK,
-              uct_dcx_md_mem_reg_strided(m_md, &desc, tgt_memh, 0, &smemh));
-    m_memhs.insert(m_memhs.begin(), smemh); /* deregistered first */
-
-    std::vector<char> packed(m_md_attr.rkey_packed_size);
-    ASSERT_EQ(UCS_OK, uct_md_mkey_pack(m_md, smemh, packed.data()));
-    ASSERT_EQ(UCS_OK, uct_rkey_unpack(m_comp, packed.data(), &rkb));
+    smemh = reg_strided(tgt.data(), 8, 24, 16, 2, 1024, tgt_memh);
+    ASSERT_NE(nullptr, smemh);
+    unpack(smemh, &rkb);
+    ASSERT_FALSE(HasFatalFailure());
 
     std::iota(src.begin(), src.end(), 1);
     EXPECT_EQ(UCS_OK, rma(true, src.data(), src.size(), src_memh, 0, rkb.rkey));
@@ -299,9 +321,8 @@ TEST_F(emu_uct_strided, put_get_through_list_rkey)
     ASSERT_EQ(UCS_OK,
               uct_dcx_md_mem_reg_list(m_md, regions, 3, NULL, 0, &smemh));
     m_memhs.insert(m_memhs.begin(), smemh);
-    std::vector<char> packed(m_md_attr.rkey_packed_size);
-    ASSERT_EQ(UCS_OK, uct_md_mkey_pack(m_md, smemh, packed.data()));
-    ASSERT_EQ(UCS_OK, uct_rkey_unpack(m_comp, packed.data(), &rkb));
+    unpack(smemh, &rkb);
+    ASSERT_FALSE(HasFatalFailure());
 
     std::iota(src.begin(), src.end(), 7);
     EXPECT_EQ(UCS_OK, rma(true, src.data(), src.size(), src_memh, 0, rkb.rkey));
@@ -339,10 +360,9 @@ TEST_F(emu_uct_strided, layout_over_probed_limit_bad_flow)
 TEST_F(emu_uct_strided, atomic_in_element)
 {
     std::vector<uint64_t> vals(30, 0);
-    uct_dcx_strided_desc_t desc;
     uct_rkey_bundle_t rkb;
-    uct_mem_h smemh = nullptr;
-    uint64_t old    = 0;
+    uct_mem_h smemh;
+    uint64_t old = 0;
     size_t i;
     comp c;
 
@@ -351,17 +371,10 @@ TEST_F(emu_uct_strided, atomic_in_element)
     for (i = 0; i < 10; ++i) {
         vals[i * 3] = 1000 + i;
     }
-    desc.base         = vals.data();
-    desc.elem_size    = 8;
-    desc.stride       = 24;
-    desc.count        = 10;
-    desc.block_count  = 1;
-    desc.block_stride = 0;
-    ASSERT_EQ(UCS_OK, uct_dcx_md_mem_reg_strided(m_md, &desc, NULL, 0, &smemh));
-    m_memhs.insert(m_memhs.begin(), smemh);
-    std::vector<char> packed(m_md_attr.rkey_packed_size);
-    ASSERT_EQ(UCS_OK, uct_md_mkey_pack(m_md, smemh, packed.data()));
-    ASSERT_EQ(UCS_OK, uct_rkey_unpack(m_comp, packed.data(), &rkb));
+    smemh = reg_strided(vals.data(), 8, 24, 10, 1, 0);
+    ASSERT_NE(nullptr, smemh);
+    unpack(smemh, &rkb);
+    ASSERT_FALSE(HasFatalFailure());
 
     memset(&c, 0, sizeof(c));
     c.super.func  = comp_cb;
