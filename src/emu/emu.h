@@ -135,7 +135,16 @@ typedef enum {
     EMU_QP_RC /* loopback only, for UMR requests (emu_qp.c) */
 } emu_qp_kind_t;
 
-/* One WR being built or waiting in a batch (emu_wr.c) */
+/* An indirect mkey (mlx5dv_create_mkey, emu_mkey.c): the soft device's
+ * strided key executes its layouts. */
+typedef struct emu_mkey {
+    struct mlx5dv_mkey mkey; /* lkey == rkey, the soft key's */
+    emu_pd_t *pd;
+    dcx_mkey_t *soft;
+    uint32_t num_desc; /* translation entries: max_entries rounded to 4 */
+} emu_mkey_t;
+
+/* One WR being built or waiting in a batch (emu_wr.c, emu_umr.c) */
 typedef struct emu_wr {
     dcx_send_wr_t wr;
     uint32_t sge_off; /* first sge in the QP's batch sge array */
@@ -144,6 +153,14 @@ typedef struct emu_wr {
     uint8_t setters; /* address and data setters called */
     uint8_t has_addr;
     uint8_t has_data;
+    /* memory-key requests: the layout handed to the soft device (entries
+     * at il_off of the batch's interleaved array or sge_off of its sge
+     * array), the key a local invalidation names, and the error status
+     * of a request the HCA would accept and then fail (0: none) */
+    uint8_t fail_status;
+    uint32_t il_off;
+    dcx_mkey_layout_t lay;
+    dcx_mkey_t inv_key;
 } emu_wr_t;
 
 /* A WR posted to the soft QP and not yet retired by a polled completion:
@@ -194,6 +211,9 @@ typedef struct emu_qp {
     uint8_t *batch_inl;
     uint32_t batch_inl_n;
     uint32_t batch_inl_cap;
+    dcx_mkey_interleaved_t *batch_il; /* interleaved UMR entries */
+    uint32_t batch_il_n;
+    uint32_t batch_il_cap;
     int batch_err; /* sticky errno of the batch */
 } emu_qp_t;
 
@@ -250,6 +270,32 @@ uint64_t emu_qp_retire(emu_qp_t *qp, uint64_t seq);
 /* emu_wr.c: the ibv_qp_ex / mlx5dv_qp_ex builders */
 void emu_wr_init(emu_qp_t *qp);
 void emu_wr_cleanup(emu_qp_t *qp);
+/* Fails the batch being built with err (the first broken rule is logged,
+ * fmt saying which). */
+void emu_wr_fail(emu_qp_t *qp, int err, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Appends a WR of 'opcode' to the batch, taking wr_id and wr_flags of the
+ * QP; NULL (the batch failed) when the previous WR is incomplete or the
+ * batch is longer than the send queue. */
+emu_wr_t *emu_wr_push(emu_qp_t *qp, uint8_t opcode, const char *name);
+/* Grows *p (elements of elem bytes, capacity *cap) to hold need. */
+int emu_grow(void **p, uint32_t *cap, uint32_t need, size_t elem);
+
+/* emu_umr.c: the memory-key builders (RC QPs) */
+void emu_umr_init(emu_qp_t *qp);
+/* Posts a memory-key WR of the batch to the soft QP (sq_lock held). */
+int emu_umr_post(emu_qp_t *qp, emu_wr_t *w);
+static inline bool emu_wr_is_mkey(const emu_wr_t *w)
+{
+    return (w->wr.opcode >= DCX_WR_MKEY_FIRST) &&
+           (w->wr.opcode < DCX_WR_MKEY_LAST);
+}
+
+/* emu_mkey.c */
+static inline emu_mkey_t *emu_mkey(struct mlx5dv_mkey *mkey)
+{
+    return (emu_mkey_t *)mkey;
+}
 
 /* emu_srq.c */
 void emu_ctx_set_srq_ops(struct verbs_context *vctx);

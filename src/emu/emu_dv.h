@@ -25,4 +25,10 @@ struct ibv_qp *dcx_emu_mlx5dv_create_qp(struct ibv_context *context,
                                         struct mlx5dv_qp_init_attr *mlx5_attr);
 struct mlx5dv_qp_ex *dcx_emu_mlx5dv_qp_ex_from_ibv_qp_ex(struct ibv_qp_ex *qp);
 
+struct mlx5dv_mkey *
+dcx_emu_mlx5dv_create_mkey(struct mlx5dv_mkey_init_attr *attr);
+int dcx_emu_mlx5dv_destroy_mkey(struct mlx5dv_mkey *mkey);
+int dcx_emu_mlx5dv_devx_general_cmd(struct ibv_context *context, const void *in,
+                                    size_t inlen, void *out, size_t outlen);
+
 #endif /* DCX_EMU_DV_H_ */

@@ -34,3 +34,20 @@ struct mlx5dv_qp_ex *mlx5dv_qp_ex_from_ibv_qp_ex(struct ibv_qp_ex *qp)
 {
     return dcx_emu_mlx5dv_qp_ex_from_ibv_qp_ex(qp);
 }
+
+struct mlx5dv_mkey *
+mlx5dv_create_mkey(struct mlx5dv_mkey_init_attr *mkey_init_attr)
+{
+    return dcx_emu_mlx5dv_create_mkey(mkey_init_attr);
+}
+
+int mlx5dv_destroy_mkey(struct mlx5dv_mkey *mkey)
+{
+    return dcx_emu_mlx5dv_destroy_mkey(mkey);
+}
+
+int mlx5dv_devx_general_cmd(struct ibv_context *context, const void *in,
+                            size_t inlen, void *out, size_t outlen)
+{
+    return dcx_emu_mlx5dv_devx_general_cmd(context, in, inlen, out, outlen);
+}

@@ -42,8 +42,7 @@ static inline emu_qp_t *emu_dv_qp(struct mlx5dv_qp_ex *dv)
     return (emu_qp_t *)((char *)dv - offsetof(emu_qp_t, dv));
 }
 
-static void __attribute__((format(printf, 3, 4)))
-emu_wr_fail(emu_qp_t *qp, int err, const char *fmt, ...)
+void emu_wr_fail(emu_qp_t *qp, int err, const char *fmt, ...)
 {
     char msg[256];
     va_list ap;
@@ -88,7 +87,7 @@ static emu_wr_t *emu_wr_cur(emu_qp_t *qp, const char *setter)
     return w;
 }
 
-static int emu_grow(void **p, uint32_t *cap, uint32_t need, size_t elem)
+int emu_grow(void **p, uint32_t *cap, uint32_t need, size_t elem)
 {
     uint32_t n = (*cap > 0) ? *cap : 4;
     void *q;
@@ -130,8 +129,7 @@ static uint64_t emu_op_flag(uint8_t opcode)
     }
 }
 
-/* Starts a data WR (send, RDMA, atomic) of a DCI. */
-static emu_wr_t *emu_wr_new(emu_qp_t *qp, uint8_t opcode, const char *name)
+emu_wr_t *emu_wr_push(emu_qp_t *qp, uint8_t opcode, const char *name)
 {
     emu_wr_t *w = emu_wr_last(qp);
     unsigned flags;
@@ -142,17 +140,6 @@ static emu_wr_t *emu_wr_new(emu_qp_t *qp, uint8_t opcode, const char *name)
     if ((w != NULL) && !emu_wr_done(qp, w)) {
         emu_wr_fail(qp, EINVAL, "left without its %s setter before %s",
                     w->has_data ? "address" : "data", name);
-        return NULL;
-    }
-    if (qp->kind != EMU_QP_DCI) {
-        emu_wr_fail(qp, EOPNOTSUPP,
-                    "%s: RC QPs of the emulation carry "
-                    "memory-key requests only",
-                    name);
-        return NULL;
-    }
-    if (!(qp->send_ops & emu_op_flag(opcode))) {
-        emu_wr_fail(qp, EINVAL, "%s is not in the QP's send_ops_flags", name);
         return NULL;
     }
     if (qp->batch_n >= qp->max_send_wr) {
@@ -179,7 +166,28 @@ static emu_wr_t *emu_wr_new(emu_qp_t *qp, uint8_t opcode, const char *name)
                   ((flags & IBV_SEND_SOLICITED) ? DCX_SEND_SOLICITED : 0);
     w->sge_off = qp->batch_sge_n;
     w->inl_off = qp->batch_inl_n;
+    w->il_off  = qp->batch_il_n;
     return w;
+}
+
+/* Starts a data WR (send, RDMA, atomic) of a DCI. */
+static emu_wr_t *emu_wr_new(emu_qp_t *qp, uint8_t opcode, const char *name)
+{
+    if (qp->batch_err != 0) {
+        return NULL;
+    }
+    if (qp->kind != EMU_QP_DCI) {
+        emu_wr_fail(qp, EOPNOTSUPP,
+                    "%s: RC QPs of the emulation carry "
+                    "memory-key requests only",
+                    name);
+        return NULL;
+    }
+    if (!(qp->send_ops & emu_op_flag(opcode))) {
+        emu_wr_fail(qp, EINVAL, "%s is not in the QP's send_ops_flags", name);
+        return NULL;
+    }
+    return emu_wr_push(qp, opcode, name);
 }
 
 /* ------------------------------------------------------------------------
@@ -289,33 +297,6 @@ static void emu_wr_set_ud_addr(struct ibv_qp_ex *qpx, struct ibv_ah *ah,
 static void emu_wr_set_xrc_srqn(struct ibv_qp_ex *qpx, uint32_t srqn)
 {
     emu_wr_not_modelled(emu_wr_qp(qpx), "set_xrc_srqn (XRC)");
-}
-
-/* Memory-key requests (UMR, local invalidation): not modelled yet */
-static void emu_wr_local_inv(struct ibv_qp_ex *qpx, uint32_t rkey)
-{
-    emu_wr_not_modelled(emu_wr_qp(qpx), "local_inv");
-}
-
-static void emu_wr_mr_interleaved(struct mlx5dv_qp_ex *dv,
-                                  struct mlx5dv_mkey *mkey, uint32_t access,
-                                  uint32_t repeat, uint16_t n,
-                                  struct mlx5dv_mr_interleaved *data)
-{
-    emu_wr_not_modelled(emu_dv_qp(dv), "mr_interleaved (UMR)");
-}
-
-static void emu_wr_mr_list(struct mlx5dv_qp_ex *dv, struct mlx5dv_mkey *mkey,
-                           uint32_t access, uint16_t n, struct ibv_sge *sge)
-{
-    emu_wr_not_modelled(emu_dv_qp(dv), "mr_list (UMR)");
-}
-
-static void emu_wr_mkey_configure(struct mlx5dv_qp_ex *dv,
-                                  struct mlx5dv_mkey *mkey, uint8_t n,
-                                  struct mlx5dv_mkey_conf_attr *attr)
-{
-    emu_wr_not_modelled(emu_dv_qp(dv), "mkey_configure (UMR)");
 }
 
 static void emu_wr_raw_wqe(struct mlx5dv_qp_ex *dv, const void *wqe)
@@ -524,6 +505,7 @@ static void emu_wr_reset(emu_qp_t *qp)
     qp->batch_n     = 0;
     qp->batch_sge_n = 0;
     qp->batch_inl_n = 0;
+    qp->batch_il_n  = 0;
     qp->batch_err   = 0;
 }
 
@@ -592,7 +574,9 @@ static int emu_wr_complete(struct ibv_qp_ex *qpx)
     for (i = 0; (ret == 0) && (i < qp->batch_n); ++i) {
         emu_wr_t *w = &qp->batch[i];
 
-        if (w->wr.flags & DCX_SEND_INLINE) {
+        if (emu_wr_is_mkey(w)) {
+            /* sg_list and layout are set by emu_umr_post */
+        } else if (w->wr.flags & DCX_SEND_INLINE) {
             inl.addr      = (uintptr_t)(qp->batch_inl + w->inl_off);
             inl.length    = w->inl_len;
             inl.lkey      = 0;
@@ -605,7 +589,8 @@ static int emu_wr_complete(struct ibv_qp_ex *qpx)
         seq                                 = qp->sq_posted;
         qp->sq[seq % qp->max_send_wr].wr_id = w->wr.wr_id;
         w->wr.wr_id                         = seq;
-        ret = dcx_qp_post_send(qp->soft, &w->wr);
+        ret = emu_wr_is_mkey(w) ? emu_umr_post(qp, w) :
+                                  dcx_qp_post_send(qp->soft, &w->wr);
         if (ret == 0) {
             qp->sq_posted = seq + 1;
         }
@@ -645,12 +630,9 @@ void emu_wr_init(emu_qp_t *qp)
         qp->dv.wr_set_dc_addr        = emu_wr_set_dc_addr;
         qp->dv.wr_set_dc_addr_stream = emu_wr_set_dc_addr_stream;
     }
-    x->wr_local_inv          = emu_wr_local_inv;
-    qp->dv.wr_mr_interleaved = emu_wr_mr_interleaved;
-    qp->dv.wr_mr_list        = emu_wr_mr_list;
-    qp->dv.wr_mkey_configure = emu_wr_mkey_configure;
-    qp->dv.wr_raw_wqe        = emu_wr_raw_wqe;
-    qp->dv.wr_memcpy         = emu_wr_memcpy;
+    emu_umr_init(qp);
+    qp->dv.wr_raw_wqe = emu_wr_raw_wqe;
+    qp->dv.wr_memcpy  = emu_wr_memcpy;
 }
 
 void emu_wr_cleanup(emu_qp_t *qp)
@@ -658,5 +640,6 @@ void emu_wr_cleanup(emu_qp_t *qp)
     free(qp->batch);
     free(qp->batch_sge);
     free(qp->batch_inl);
+    free(qp->batch_il);
     pthread_mutex_destroy(&qp->wr_lock);
 }

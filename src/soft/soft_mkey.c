@@ -292,8 +292,8 @@ uint8_t soft_mkey_wr_exec(soft_qp_t *qp, soft_swqe_t *w)
     }
     key = soft_key_lookup(qp->dev, m->lkey);
     if ((key == NULL) || (key->mkey == NULL)) {
-        dcx_error("%s: dci 0x%x %s: mkey 0x%x was destroyed before the "
-                  "request executed",
+        dcx_error("%s: dci 0x%x %s: key 0x%x is not a strided key when "
+                  "the request executes (destroyed, or the key of an MR)",
                   soft_qp_dev_name(qp), qp->super.qp_num,
                   soft_opinfo[w->wr.opcode].name, m->lkey);
         return DCX_WC_LOC_PROT_ERR;

@@ -425,6 +425,61 @@ static int soft_dci_post_first(dcx_qp_t *qp_, const dcx_send_wr_t *wr)
     return qp->super.post_send(qp_, wr);
 }
 
+/* dcx_soft.h.  The WR goes through the checks of any post and is queued
+ * in order; when it reaches the head of the DCI it is not executed but
+ * completes with 'status', and the DCI goes to ERR as after any error
+ * completion. */
+int dcx_soft_qp_post_failing(dcx_qp_t *qp_, const dcx_send_wr_t *wr,
+                             dcx_wc_status_t status)
+{
+    soft_qp_t *qp = (soft_qp_t *)qp_;
+    soft_dev_t *dev;
+    soft_swqe_t *w;
+    uint64_t total;
+    int ret;
+
+    if (!dcx_dev_is_soft(qp_->dev) || (qp_->type != DCX_QPT_DCI) ||
+        (status == DCX_WC_SUCCESS) || (status >= DCX_WC_STATUS_LAST)) {
+        dcx_error("%s: qp 0x%x: failing post: not a soft DCI, or status %d "
+                  "is not an error",
+                  dcx_dev_name(qp_->dev), qp_->qp_num, (int)status);
+        return EINVAL;
+    }
+    dev = qp->dev;
+    ret = soft_post_check(qp, wr, &total);
+    if (ret != 0) {
+        return ret;
+    }
+    soft_lock(&dev->lock);
+    if (qp->super.post_send == soft_dci_post_first) {
+        ret = soft_qp_slots_alloc(qp);
+        if (ret != 0) {
+            soft_unlock(&dev->lock);
+            return ret;
+        }
+        __atomic_store_n(&qp->super.post_send, soft_dci_post_send,
+                         __ATOMIC_RELEASE);
+    }
+    if (qp->super.post_send != soft_dci_post_send) {
+        /* in ERR (flushed) or not ready: as any post there */
+        soft_unlock(&dev->lock);
+        return qp->super.post_send(qp_, wr);
+    }
+    if (qp->sq_head - qp->sq_tail >= qp->sq_size) {
+        soft_unlock(&dev->lock);
+        dcx_debug("%s: dci 0x%x failing post: send queue full (%u WRs not "
+                  "retired)",
+                  soft_qp_dev_name(qp), qp->super.qp_num, qp->sq_size);
+        return ENOMEM;
+    }
+    w         = soft_post_enqueue(qp, wr, total, 0);
+    w->forced = (uint8_t)status;
+    dev->now  = soft_dev_now(dev);
+    soft_req_run(qp, dev->now);
+    soft_post_unlock_kick(dev, NULL, 0);
+    return 0;
+}
+
 /* Posts on a DCI with the engine lock held: for the device's own DCIs
  * (rendezvous reads and FINs of a TM SRQ).  Same checks as a post. */
 int soft_qp_post_locked(soft_qp_t *qp, const dcx_send_wr_t *wr)

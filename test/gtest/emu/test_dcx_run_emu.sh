@@ -4,7 +4,7 @@
 # dcx-run --mlx5-emu: the environment it sets (--print-env) and, where UCX's
 # ucx_info is installed, that "dcx-run --mlx5-emu ucx_info -d" shows the
 # dcx transport on mlx5_0:1 (the mlx5 backend over the emulated ConnectX)
-# without an error line.
+# without an error line, with the strided keys its UMR probe derived.
 #
 # Run by "make check" from the top build directory.
 
@@ -59,6 +59,17 @@ if command -v ucx_info > /dev/null 2>&1; then
         grep -q '^#         Device: mlx5_0:1$' &&
         ! grep -q '\[dcx error\]' "$out"
     check "dcx-run --mlx5-emu ucx_info -d: dcx on mlx5_0:1" $(( st + $? ))
+
+    # the strided keys the backend derived from its UMR probe (said at
+    # debug level: ucx_info has no line for them)
+    DCX_EMU_FABRIC=dcxrun-check UCX_LOG_LEVEL=debug \
+        "$run" --mlx5-emu ucx_info -d > "$out" 2>&1
+    st=$?
+    grep -q 'mlx5_0: strided keys: up to 20 entries, UMR queue depth up to [0-9]*, remote atomics through keys yes' "$out" &&
+        ! grep -q 'strided keys not offered' "$out" &&
+        ! grep -q '\[dcx error\]' "$out"
+    check "dcx-run --mlx5-emu ucx_info -d: strided keys from the UMR probe" \
+        $(( st + $? ))
 else
     echo "SKIP: ucx_info not installed"
 fi

@@ -173,7 +173,16 @@ TEST_F(emu_qp_test, create_bad_flow)
     refused(EINVAL, "unknown mlx5 comp_mask");
     dci_attr();
     attr.cap.max_inline_data = 4096;
-    refused(EINVAL, "a WQE larger than the device's");
+    {
+        /* refused quietly: libmlx5 says it at debug verbosity only, and a
+         * program finds the device's largest WQE by trying */
+        log_capture log;
+
+        errno = 0;
+        EXPECT_EQ(nullptr, mlx5dv_create_qp(m_ctx, &attr, &dv));
+        EXPECT_EQ(EINVAL, errno);
+        EXPECT_EQ(0u, log.count());
+    }
     dci_attr();
     attr.qp_type = IBV_QPT_UD;
     dv.comp_mask = 0;

@@ -808,3 +808,48 @@ TEST_F(soft, mkey_xproc_rkey_invalidated_bad_flow)
     EXPECT_EQ(DCX_WC_REM_ACCESS_ERR, run(DCX_WR_RDMA_READ, 0, 0, 8));
     EXPECT_TRUE(stop_children());
 }
+
+/* dcx_soft_qp_post_failing (dcx_soft.h): the WR completes in order with
+ * the status given, unexecuted, and the DCI goes to ERR. */
+TEST_F(soft_mkey, post_failing)
+{
+    const size_t rows = 8, cols = 4;
+    dcx_mkey_t *k   = create(4);
+    dcx_send_wr_t w = mkey_wr(DCX_WR_MKEY_INVALIDATE, k, nullptr);
+    dcx_wc_t wc;
+
+    interleaved(k, column(1, cols), rows);
+    ASSERT_EQ(0, dcx_soft_qp_post_failing(n.dci, &w, DCX_WC_LOC_QP_OP_ERR));
+    ASSERT_EQ(1, n.poll(&wc, 1, 20.0));
+    EXPECT_EQ(0x77u, wc.wr_id);
+    EXPECT_EQ(DCX_WC_LOC_QP_OP_ERR, wc.status);
+    EXPECT_EQ(DCX_QPS_ERR, n.dci->state);
+    /* the invalidation did not execute: the key still works */
+    ASSERT_EQ(0, dcx_qp_recover(n.dci));
+    EXPECT_EQ(DCX_WC_SUCCESS, rdma(DCX_WR_RDMA_READ, k->rkey, 0, 0, 8));
+}
+
+TEST_F(soft_mkey, post_failing_bad_flow)
+{
+    dcx_mkey_t *k   = create(4);
+    dcx_send_wr_t w = mkey_wr(DCX_WR_MKEY_INVALIDATE, k, nullptr);
+    dcx_wc_t wc;
+
+    for (int st : {(int)DCX_WC_SUCCESS, (int)DCX_WC_STATUS_LAST}) {
+        log_counter logs;
+        EXPECT_EQ(EINVAL,
+                  dcx_soft_qp_post_failing(n.dci, &w, (dcx_wc_status_t)st));
+        EXPECT_EQ(1, logs.lines()) << st;
+    }
+    {
+        /* what any post refuses: a configure without a layout */
+        dcx_send_wr_t c = mkey_wr(DCX_WR_MKEY_LIST, k, nullptr);
+        log_counter logs;
+        EXPECT_EQ(EINVAL,
+                  dcx_soft_qp_post_failing(n.dci, &c, DCX_WC_LOC_QP_OP_ERR));
+        EXPECT_EQ(1, logs.lines());
+    }
+    /* nothing was posted: the DCI still works */
+    EXPECT_EQ(0, n.poll(&wc, 1, 0.0));
+    invalidate(k);
+}

@@ -1,0 +1,385 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Emulated ConnectX: the memory-key work requests of an RC QP
+ * (mlx5dv_wr_mr_interleaved, mlx5dv_wr_mr_list, ibv_wr_local_inv), executed
+ * by the soft device's strided keys (src/soft/soft_mkey.c) on the QP's soft
+ * send queue, in order with its other work.
+ *
+ * What libmlx5 refuses fails the batch at ibv_wr_complete (emu_wr.c):
+ *  - a builder on a QP that is not RC, or whose send_ops_flags (mlx5 ones
+ *    for the UMR builders, IBV_QP_EX_WITH_LOCAL_INV for the invalidation)
+ *    do not declare it: EOPNOTSUPP (libmlx5 leaves the pointer NULL);
+ *  - a configure request without IBV_SEND_INLINE in wr_flags: EOPNOTSUPP;
+ *  - access flags other than LOCAL_WRITE, REMOTE_WRITE, REMOTE_READ and
+ *    REMOTE_ATOMIC, no key or a key of another device: EINVAL;
+ *  - more entries than the WQE holds inline ((max_inline_data + 4) / 16,
+ *    one less for the repetition header of an interleaved layout) or than
+ *    the key's translation entries: ENOMEM.
+ * What the HCA does with a WQE libmlx5 let through:
+ *  - an interleaved layout that leaves no translation entry for its
+ *    repetition header (num_interleaved == the key's entries) fails in the
+ *    HCA: the request completes with IBV_WC_LOC_QP_OP_ERR and the QP goes
+ *    to ERR;
+ *  - an entry's byte count and stride (bytes_count + bytes_skip) travel in
+ *    16-bit fields: the HCA sees the low 16 bits, silently, and the key
+ *    maps repeat_count times the truncated counts at the truncated strides
+ *    (a stride below its count makes repetitions overlap, as on the HCA);
+ *  - a layout of no bytes (repeat count 0, every count 0, no entries) makes
+ *    a key of length 0, through which every access fails;
+ *  - the entries' keys are not checked at configure: an access through the
+ *    key fails where an entry's MR is missing or refuses the access
+ *    (local protection error, remote access error at the requester);
+ *  - ibv_wr_local_inv of a key that is not an indirect mkey completes with
+ *    IBV_WC_LOC_PROT_ERR.
+ * mlx5dv_wr_mkey_configure and its setters (signature, crypto) are not
+ * modelled: EOPNOTSUPP.
+ */
+#include "emu/emu.h"
+#include "soft/dcx_soft.h"
+
+#include <errno.h>
+#include <string.h>
+
+#define EMU_UMR_ENTRY   16u /* bytes of one translation entry in the WQE */
+#define EMU_UMR_INL_HDR 4u
+#define EMU_UMR_16BIT   0xffffu
+#define EMU_UMR_ACCESS                                  \
+    (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | \
+     IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC)
+
+static inline emu_qp_t *emu_umr_dv_qp(struct mlx5dv_qp_ex *dv)
+{
+    return (emu_qp_t *)((char *)dv - offsetof(emu_qp_t, dv));
+}
+
+static uint32_t emu_umr_access(uint32_t access)
+{
+    return ((access & IBV_ACCESS_LOCAL_WRITE) ? DCX_ACCESS_LOCAL_WRITE : 0) |
+           ((access & IBV_ACCESS_REMOTE_WRITE) ? DCX_ACCESS_REMOTE_WRITE : 0) |
+           ((access & IBV_ACCESS_REMOTE_READ) ? DCX_ACCESS_REMOTE_READ : 0) |
+           ((access & IBV_ACCESS_REMOTE_ATOMIC) ? DCX_ACCESS_REMOTE_ATOMIC : 0);
+}
+
+/* A memory-key WR appended to the batch; NULL if a rule refused it. */
+static emu_wr_t *emu_umr_new(emu_qp_t *qp, uint8_t opcode, const char *name,
+                             bool declared)
+{
+    emu_wr_t *w;
+
+    if (qp->batch_err != 0) {
+        return NULL;
+    }
+    if (qp->kind != EMU_QP_RC) {
+        emu_wr_fail(qp, EOPNOTSUPP,
+                    "%s on a %s: the emulation models memory-key requests "
+                    "on RC QPs (libmlx5 gives the UMR builders to RC QPs "
+                    "only)",
+                    name, (qp->kind == EMU_QP_DCI) ? "DCI" : "DCT");
+        return NULL;
+    }
+    if (!declared) {
+        emu_wr_fail(qp, EOPNOTSUPP,
+                    "%s is not in the QP's send_ops_flags (libmlx5 "
+                    "installs no builder for it)",
+                    name);
+        return NULL;
+    }
+    w = emu_wr_push(qp, opcode, name);
+    if (w != NULL) {
+        w->has_data = 1; /* nothing to set after the builder */
+        ++w->setters;
+    }
+    return w;
+}
+
+/* The checks of a configure request; the key, or NULL (batch failed). */
+static emu_mkey_t *emu_umr_check(emu_qp_t *qp, struct mlx5dv_mkey *mkey,
+                                 uint32_t access, uint32_t n, bool il,
+                                 const char *name)
+{
+    uint32_t fit = (qp->max_inline + EMU_UMR_INL_HDR) / EMU_UMR_ENTRY;
+    emu_mkey_t *mk;
+
+    if (!(qp->qpx.wr_flags & IBV_SEND_INLINE)) {
+        emu_wr_fail(qp, EOPNOTSUPP,
+                    "%s without IBV_SEND_INLINE in wr_flags (the "
+                    "translation table must travel inline)",
+                    name);
+        return NULL;
+    }
+    if (access & ~(uint32_t)EMU_UMR_ACCESS) {
+        emu_wr_fail(qp, EINVAL,
+                    "%s: access flags 0x%x outside LOCAL_WRITE, "
+                    "REMOTE_WRITE, REMOTE_READ, REMOTE_ATOMIC",
+                    name, access);
+        return NULL;
+    }
+    mk = (mkey != NULL) ? emu_mkey(mkey) : NULL;
+    if ((mk == NULL) ||
+        (mk->pd->pd.context->device != qp->qpx.qp_base.context->device)) {
+        emu_wr_fail(qp, EINVAL, "%s: no mkey, or an mkey of another device",
+                    name);
+        return NULL;
+    }
+    if (il) {
+        fit = (fit > 0) ? fit - 1 : 0;
+    }
+    if (fit > mk->num_desc) {
+        fit = mk->num_desc;
+    }
+    if (n > fit) {
+        emu_wr_fail(qp, ENOMEM,
+                    "%s: %u entries, the WQE (max_inline_data %u%s) and "
+                    "the key (%u entries) hold %u",
+                    name, n, qp->max_inline,
+                    il ? ", less the repetition header" : "", mk->num_desc,
+                    fit);
+        return NULL;
+    }
+    return mk;
+}
+
+/* Turns w into a list of one entry of no bytes: a key of length 0 (or the
+ * carrier of a request that fails in the HCA).  ENOMEM if out of memory. */
+static int emu_umr_empty(emu_qp_t *qp, emu_wr_t *w)
+{
+    dcx_sge_t *sge;
+
+    if (emu_grow((void **)&qp->batch_sge, &qp->batch_sge_cap,
+                 qp->batch_sge_n + 1, sizeof(*qp->batch_sge)) != 0) {
+        emu_wr_fail(qp, ENOMEM, "out of memory");
+        return ENOMEM;
+    }
+    w->wr.opcode        = DCX_WR_MKEY_LIST;
+    w->sge_off          = qp->batch_sge_n;
+    sge                 = &qp->batch_sge[qp->batch_sge_n++];
+    sge->addr           = 0;
+    sge->length         = 0;
+    sge->lkey           = 0;
+    w->lay.num_entries  = 1;
+    w->lay.repeat_count = 1;
+    return 0;
+}
+
+/* An interleaved layout whose truncated strides overlap: the same
+ * translation as a list of repeat x n pieces, if the soft key holds them.
+ * False if it does not (w then fails in the HCA). */
+static bool emu_umr_unroll(emu_qp_t *qp, emu_wr_t *w, emu_mkey_t *mk,
+                           uint32_t repeat, uint16_t n,
+                           const struct mlx5dv_mr_interleaved *data,
+                           const char *name)
+{
+    uint64_t pieces = (uint64_t)repeat * n;
+    uint32_t r, i, stride;
+    dcx_sge_t *sge;
+
+    if (pieces > mk->soft->max_entries) {
+        emu_error("%s: rc qp 0x%x: mr_interleaved: overlapping strides after "
+                  "the 16-bit truncation over %llu pieces are not modelled "
+                  "(at most %u): the request fails",
+                  qp->qpx.qp_base.context->device->name, qp->qpx.qp_base.qp_num,
+                  (unsigned long long)pieces, mk->soft->max_entries);
+        w->fail_status = DCX_WC_LOC_QP_OP_ERR;
+        return false;
+    }
+    if (emu_grow((void **)&qp->batch_sge, &qp->batch_sge_cap,
+                 qp->batch_sge_n + (uint32_t)pieces,
+                 sizeof(*qp->batch_sge)) != 0) {
+        emu_wr_fail(qp, ENOMEM, "%s: out of memory", name);
+        return true;
+    }
+    w->wr.opcode       = DCX_WR_MKEY_LIST;
+    w->sge_off         = qp->batch_sge_n;
+    w->lay.num_entries = (uint32_t)pieces;
+    for (r = 0; r < repeat; ++r) {
+        for (i = 0; i < n; ++i) {
+            stride = (data[i].bytes_count + data[i].bytes_skip) & EMU_UMR_16BIT;
+            sge    = &qp->batch_sge[qp->batch_sge_n++];
+            sge->addr   = data[i].addr + (uint64_t)r * stride;
+            sge->length = data[i].bytes_count & EMU_UMR_16BIT;
+            sge->lkey   = data[i].lkey;
+        }
+    }
+    qp->batch_il_n = w->il_off; /* the entries are in the list now */
+    return true;
+}
+
+static void emu_umr_mr_interleaved(struct mlx5dv_qp_ex *dv,
+                                   struct mlx5dv_mkey *mkey, uint32_t access,
+                                   uint32_t repeat, uint16_t n,
+                                   struct mlx5dv_mr_interleaved *data)
+{
+    static const char name[] = "mr_interleaved";
+    emu_qp_t *qp             = emu_umr_dv_qp(dv);
+    bool truncated = false, overlap = false;
+    dcx_mkey_interleaved_t *e;
+    uint32_t i, count, stride;
+    uint64_t rep_len = 0;
+    emu_mkey_t *mk;
+    emu_wr_t *w;
+
+    w = emu_umr_new(qp, DCX_WR_MKEY_INTERLEAVED, name,
+                    qp->dv_ops & MLX5DV_QP_EX_WITH_MR_INTERLEAVED);
+    if (w == NULL) {
+        return;
+    }
+    mk = emu_umr_check(qp, mkey, access, n, true, name);
+    if (mk == NULL) {
+        return;
+    }
+    if (emu_grow((void **)&qp->batch_il, &qp->batch_il_cap, qp->batch_il_n + n,
+                 sizeof(*qp->batch_il)) != 0) {
+        emu_wr_fail(qp, ENOMEM, "%s: out of memory", name);
+        return;
+    }
+    w->wr.mkey          = mk->soft;
+    w->lay.access       = emu_umr_access(access);
+    w->lay.repeat_count = repeat;
+    w->lay.num_entries  = n;
+    for (i = 0; i < n; ++i) {
+        /* what the WQE's 16-bit fields carry */
+        count  = data[i].bytes_count & EMU_UMR_16BIT;
+        stride = (data[i].bytes_count + data[i].bytes_skip) & EMU_UMR_16BIT;
+        truncated |= (count != data[i].bytes_count) ||
+                     (stride != data[i].bytes_count + data[i].bytes_skip) ||
+                     ((uint64_t)data[i].bytes_count + data[i].bytes_skip >
+                      UINT32_MAX);
+        overlap |= (stride < count);
+        e              = &qp->batch_il[qp->batch_il_n++];
+        e->addr        = data[i].addr;
+        e->bytes_count = count;
+        e->bytes_skip  = (stride >= count) ? stride - count : 0;
+        e->lkey        = data[i].lkey;
+        e->reserved    = 0;
+        rep_len += count;
+    }
+    if (truncated) {
+        /* silent on the HCA: said at debug level only */
+        emu_debug("%s: rc qp 0x%x: %s on mkey 0x%x: byte counts or strides "
+                  "of 64 KiB or more keep their low 16 bits, as in the WQE",
+                  qp->qpx.qp_base.context->device->name, qp->qpx.qp_base.qp_num,
+                  name, mk->mkey.lkey);
+    }
+    if (n + 1u > mk->num_desc) {
+        emu_error("%s: rc qp 0x%x: %s on mkey 0x%x: %u entries and the "
+                  "repetition header need %u translation entries, the key "
+                  "has %u: the HCA fails the request (IBV_WC_LOC_QP_OP_ERR)",
+                  qp->qpx.qp_base.context->device->name, qp->qpx.qp_base.qp_num,
+                  name, mk->mkey.lkey, n, n + 1, mk->num_desc);
+        w->fail_status = DCX_WC_LOC_QP_OP_ERR;
+    } else if ((repeat == 0) || (rep_len == 0)) {
+        emu_debug("%s: rc qp 0x%x: %s on mkey 0x%x maps no bytes (repeat "
+                  "count %u): every access through it will fail",
+                  qp->qpx.qp_base.context->device->name, qp->qpx.qp_base.qp_num,
+                  name, mk->mkey.lkey, repeat);
+    } else if (overlap) {
+        if (emu_umr_unroll(qp, w, mk, repeat, n, data, name)) {
+            return;
+        }
+    } else {
+        return;
+    }
+    qp->batch_il_n = w->il_off;
+    emu_umr_empty(qp, w);
+}
+
+static void emu_umr_mr_list(struct mlx5dv_qp_ex *dv, struct mlx5dv_mkey *mkey,
+                            uint32_t access, uint16_t n, struct ibv_sge *sge)
+{
+    static const char name[] = "mr_list";
+    emu_qp_t *qp             = emu_umr_dv_qp(dv);
+    uint64_t len             = 0;
+    emu_mkey_t *mk;
+    emu_wr_t *w;
+    uint32_t i;
+
+    w = emu_umr_new(qp, DCX_WR_MKEY_LIST, name,
+                    qp->dv_ops & MLX5DV_QP_EX_WITH_MR_LIST);
+    if (w == NULL) {
+        return;
+    }
+    mk = emu_umr_check(qp, mkey, access, n, false, name);
+    if (mk == NULL) {
+        return;
+    }
+    w->wr.mkey          = mk->soft;
+    w->lay.access       = emu_umr_access(access);
+    w->lay.repeat_count = 1;
+    w->lay.num_entries  = n;
+    for (i = 0; i < n; ++i) {
+        len += sge[i].length;
+    }
+    if (len == 0) {
+        emu_debug("%s: rc qp 0x%x: %s on mkey 0x%x maps no bytes: every "
+                  "access through it will fail",
+                  qp->qpx.qp_base.context->device->name, qp->qpx.qp_base.qp_num,
+                  name, mk->mkey.lkey);
+        emu_umr_empty(qp, w);
+        return;
+    }
+    if (emu_grow((void **)&qp->batch_sge, &qp->batch_sge_cap,
+                 qp->batch_sge_n + n, sizeof(*qp->batch_sge)) != 0) {
+        emu_wr_fail(qp, ENOMEM, "%s: out of memory", name);
+        return;
+    }
+    for (i = 0; i < n; ++i) {
+        qp->batch_sge[qp->batch_sge_n].addr   = sge[i].addr;
+        qp->batch_sge[qp->batch_sge_n].length = sge[i].length;
+        qp->batch_sge[qp->batch_sge_n].lkey   = sge[i].lkey;
+        ++qp->batch_sge_n;
+    }
+}
+
+static void emu_umr_local_inv(struct ibv_qp_ex *qpx, uint32_t rkey)
+{
+    emu_qp_t *qp = (emu_qp_t *)qpx;
+    emu_wr_t *w;
+
+    w = emu_umr_new(qp, DCX_WR_MKEY_INVALIDATE, "local_inv",
+                    qp->send_ops & IBV_QP_EX_WITH_LOCAL_INV);
+    if (w != NULL) {
+        /* the key is found by its number when the request executes */
+        w->inv_key.lkey = rkey;
+        w->inv_key.rkey = rkey;
+    }
+}
+
+static void emu_umr_mkey_configure(struct mlx5dv_qp_ex *dv,
+                                   struct mlx5dv_mkey *mkey, uint8_t n,
+                                   struct mlx5dv_mkey_conf_attr *attr)
+{
+    emu_wr_fail(emu_umr_dv_qp(dv), EOPNOTSUPP,
+                "mkey_configure is not modelled by the emulation (use "
+                "mr_interleaved or mr_list)");
+}
+
+int emu_umr_post(emu_qp_t *qp, emu_wr_t *w)
+{
+    w->wr.sg_list = NULL;
+    w->wr.num_sge = 0;
+    if (w->wr.opcode == DCX_WR_MKEY_INVALIDATE) {
+        w->inv_key.pd = qp->pd->soft;
+        w->wr.mkey    = &w->inv_key;
+    } else {
+        w->lay.interleaved = (w->wr.opcode == DCX_WR_MKEY_INTERLEAVED) ?
+                                 qp->batch_il + w->il_off :
+                                 NULL;
+        w->lay.list        = (w->wr.opcode == DCX_WR_MKEY_LIST) ?
+                                 qp->batch_sge + w->sge_off :
+                                 NULL;
+        w->wr.mkey_layout  = &w->lay;
+    }
+    if (w->fail_status != 0) {
+        return dcx_soft_qp_post_failing(qp->soft, &w->wr,
+                                        (dcx_wc_status_t)w->fail_status);
+    }
+    return dcx_qp_post_send(qp->soft, &w->wr);
+}
+
+void emu_umr_init(emu_qp_t *qp)
+{
+    qp->qpx.wr_local_inv     = emu_umr_local_inv;
+    qp->dv.wr_mr_interleaved = emu_umr_mr_interleaved;
+    qp->dv.wr_mr_list        = emu_umr_mr_list;
+    qp->dv.wr_mkey_configure = emu_umr_mkey_configure;
+}
