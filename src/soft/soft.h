@@ -134,9 +134,13 @@ enum {
  *          a receive sends a datagram to the port's wake socket, which the
  *          channel's fd reflects (one hop: no helper thread in between);
  *  POKED:  a sender did (its packet is served by the woken application);
- *          later senders kick the helper as for any other port.  The
- *          application's next collection of events takes the wake-up
- *          (NONE), its next arm sets ARMED again. */
+ *          later senders ring the helper (once per wake of it).  The
+ *          application's next collection of events, or its next poll
+ *          stamp (it is awake), sets NONE; its next arm ARMED again.
+ * While the word is not NONE, a packet that does not wake the application
+ * (a one-sided operation, a later message) rings its helper even if it is
+ * parked: an arm no longer unparks it unless the device has work of its
+ * own outstanding (soft_cq_req_notify). */
 enum {
     SOFT_WAKE_NONE  = 0,
     SOFT_WAKE_ARMED = 1,
@@ -210,6 +214,7 @@ struct soft_channel {
     soft_dev_t *dev;
     soft_cq_t *cqs; /* attached CQs */
     int efd;        /* eventfd: non-zero while a CQ has an event */
+    int signaled;   /* efd written since it was last read */
 };
 
 typedef struct soft_rwqe {
@@ -1025,16 +1030,18 @@ void soft_wake_close(soft_dev_t *dev);
 void soft_wake_arm(soft_dev_t *dev);
 void soft_wake_taken(soft_dev_t *dev);
 int soft_wake_poke(soft_dev_t *dev, soft_port_hdr_t *hdr);
+int soft_wake_sleeper(soft_dev_t *dev, soft_port_hdr_t *hdr, int recv);
 int soft_wake_kick(soft_dev_t *dev, soft_port_hdr_t *hdr, int recv);
 
-/* After a full barrier between a sender's publish of a packet that
- * consumes a receive and this read: 1 if the port's application sleeps on
- * a completion channel and nobody woke it yet (soft_wake_poke wakes it) */
-static inline int soft_wake_due(const soft_dev_t *dev,
-                                const soft_port_hdr_t *hdr)
+/* After a full barrier between a sender's publish and this read: 1 if the
+ * port's application (not ours) may sleep on a completion channel: the
+ * packet wakes it or its helper (soft_wake_sleeper), whatever the helper's
+ * state */
+static inline int soft_wake_sleeps(const soft_dev_t *dev,
+                                   const soft_port_hdr_t *hdr)
 {
-    return (__atomic_load_n(&hdr->app_wait, __ATOMIC_RELAXED) ==
-            SOFT_WAKE_ARMED) &&
+    return (__atomic_load_n(&hdr->app_wait, __ATOMIC_RELAXED) !=
+            SOFT_WAKE_NONE) &&
            (hdr != dev->hdr);
 }
 

@@ -48,6 +48,7 @@ void soft_cq_fire(soft_cq_t *cq)
     __atomic_store_n(&cq->dev->armed_cqs, cq->dev->armed_cqs - 1,
                      __ATOMIC_RELAXED);
     cq->events++;
+    cq->ch->signaled = 1;
     /* the counter cannot overflow: it is reset whenever events run out */
     if (write(cq->ch->efd, &one, sizeof(one)) != sizeof(one)) {
         dcx_error("%s: cq %p: cannot signal its completion channel: %s",
@@ -66,8 +67,11 @@ static void soft_channel_drain(soft_channel_t *ch)
             return;
         }
     }
-    /* EAGAIN: already zero */
-    (void)!read(ch->efd, &count, sizeof(count));
+    /* no syscall when nothing was written since the last read */
+    if (ch->signaled) {
+        ch->signaled = 0;
+        (void)!read(ch->efd, &count, sizeof(count));
+    }
 }
 
 /* An fd creation failed: its errno as the channel's error */
@@ -206,9 +210,9 @@ void soft_cq_detach_channel(soft_cq_t *cq)
     cq->ch = NULL;
 }
 
-/* The application is about to sleep on a channel: a helper parked behind
- * its polls (soft_helper.c) must serve its CQs now, so it is rung; it naps
- * while a CQ stays armed.  The fence pairs with the helper's, which
+/* The application is about to sleep on a channel with requests of its
+ * own outstanding: a helper parked behind its polls (soft_helper.c) must
+ * watch them now, so it is rung; it naps while a CQ stays armed.  The fence pairs with the helper's, which
  * publishes PARKED before it looks at armed_cqs: one of the two sees the
  * other. */
 static void soft_channel_unpark(soft_dev_t *dev)
@@ -226,6 +230,7 @@ int soft_cq_req_notify(dcx_cq_t *cq_)
 {
     soft_cq_t *cq   = (soft_cq_t *)cq_;
     soft_dev_t *dev = cq->dev;
+    int busy;
 
     if (cq->ch == NULL) {
         dcx_error("%s: cq %p arm: the CQ has no completion channel",
@@ -245,8 +250,13 @@ int soft_cq_req_notify(dcx_cq_t *cq_)
     if (cq->armed && (cq->head != cq->tail)) { /* (the pass may fire) */
         soft_cq_fire(cq);
     }
+    /* the helper is needed while we sleep for our own requests' timers
+     * and acknowledgements; peers ring it for what else it serves */
+    busy = (dev->engine_idle != SOFT_ENGINE_IDLE) || soft_engine_busy(dev);
     soft_unlock(&dev->lock);
-    soft_channel_unpark(dev);
+    if (busy) {
+        soft_channel_unpark(dev);
+    }
     return 0;
 }
 

@@ -125,6 +125,11 @@ __attribute__((noinline)) void soft_engine_stamp_write(soft_dev_t *dev,
 {
     dev->stamp = now;
     __atomic_store_n(&dev->hdr->last_poll, now, __ATOMIC_RELAXED);
+    if (__atomic_load_n(&dev->hdr->app_wait, __ATOMIC_RELAXED) !=
+        SOFT_WAKE_NONE) {
+        /* the application polls: awake, until its next arm (soft_wake.c) */
+        __atomic_store_n(&dev->hdr->app_wait, SOFT_WAKE_NONE, __ATOMIC_RELAXED);
+    }
     if ((++dev->tail_stamps % SOFT_TAIL_STAMPS) == 0) {
         soft_engine_tail_look(dev);
     }

@@ -313,8 +313,9 @@ static inline void soft_post_unlock_kick(soft_dev_t *dev,
     soft_fence_after_locked();
     /* soft_port_kick_seen's test inline: the call only to wake */
     if (target != NULL) {
-        if (recv && soft_wake_due(dev, target) && soft_wake_poke(dev, target)) {
+        if (soft_wake_sleeps(dev, target)) {
             /* one hop: the application serves the packet itself */
+            woke = soft_wake_sleeper(dev, target, recv);
         } else if (soft_port_kick_due_at(target, clk)) {
             woke = soft_port_wake_once(target);
         }

@@ -31,9 +31,13 @@
  * POKED to NONE, the datagram drained), and every drain, there or at the
  * arm, is followed by a look at the rings under the same lock.
  * A sender that finds POKED, or whose datagram cannot be sent (the owner
- * died or closed the socket), kicks the port's helper as before
- * (soft_port_kick_seen).  A port whose socket cannot be bound never stores
- * ARMED, so nobody pokes it.  The datagrams' contents are never read: a
+ * died or closed the socket), or whose packet is a one-sided operation,
+ * rings the port's helper instead, parked or not (soft_wake_sleeper): an
+ * arm no longer wakes a parked helper unless the device has work of its
+ * own outstanding.  An application that polls again (its poll stamp,
+ * soft_engine_stamp_write) or collects its events sets the word back to
+ * NONE: awake, it is kicked as before (soft_port_kick_seen).  A port whose
+ * socket cannot be bound never stores ARMED, so nobody pokes it.  The datagrams' contents are never read: a
  * stray one from another process costs the owner a wake-up, nothing more.
  */
 #ifdef HAVE_CONFIG_H
@@ -68,9 +72,9 @@ static socklen_t soft_wake_addr(const soft_port_hdr_t *hdr,
     memset(sun, 0, sizeof(*sun));
     sun->sun_family = AF_UNIX;
     /* sun_path[0] == 0: the abstract namespace, no file */
-    len = snprintf(sun->sun_path + 1, sizeof(sun->sun_path) - 1,
-                   "dcx-soft-wake.%u.%d.%u.%016llx", uid, pid, inst,
-                   (unsigned long long)token);
+    len             = snprintf(sun->sun_path + 1, sizeof(sun->sun_path) - 1,
+                               "dcx-soft-wake.%u.%d.%u.%016llx", uid, pid, inst,
+                               (unsigned long long)token);
     return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + len);
 }
 
@@ -104,8 +108,7 @@ void soft_wake_close(soft_dev_t *dev)
 {
     if (dev->wake_fd >= 0) {
         /* peers' pokes fail from now on and go to the helper */
-        __atomic_store_n(&dev->hdr->app_wait, SOFT_WAKE_NONE,
-                         __ATOMIC_RELAXED);
+        __atomic_store_n(&dev->hdr->app_wait, SOFT_WAKE_NONE, __ATOMIC_RELAXED);
         close(dev->wake_fd);
         dev->wake_fd = -1;
     }
@@ -156,14 +159,13 @@ void soft_wake_taken(soft_dev_t *dev)
     if ((dev->wake_fd >= 0) &&
         (__atomic_load_n(&dev->hdr->app_wait, __ATOMIC_RELAXED) ==
          SOFT_WAKE_POKED) &&
-        __atomic_compare_exchange_n(&dev->hdr->app_wait, &poked,
-                                    SOFT_WAKE_NONE, 0, __ATOMIC_SEQ_CST,
-                                    __ATOMIC_RELAXED)) {
+        __atomic_compare_exchange_n(&dev->hdr->app_wait, &poked, SOFT_WAKE_NONE,
+                                    0, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED)) {
         soft_wake_drain(dev);
     }
 }
 
-/* A sender found the port's application ARMED (soft_wake_due): wakes it
+/* A sender found the port's application ARMED (soft_wake_sleeper): wakes it
  * unless another sender did.  1 if this call woke it (its helper need not
  * be kicked), 0 otherwise. */
 int soft_wake_poke(soft_dev_t *dev, soft_port_hdr_t *hdr)
@@ -174,8 +176,8 @@ int soft_wake_poke(soft_dev_t *dev, soft_port_hdr_t *hdr)
     char byte = 1;
 
     if ((dev->wake_fd < 0) ||
-        !__atomic_compare_exchange_n(&hdr->app_wait, &armed, SOFT_WAKE_POKED,
-                                     0, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED)) {
+        !__atomic_compare_exchange_n(&hdr->app_wait, &armed, SOFT_WAKE_POKED, 0,
+                                     __ATOMIC_SEQ_CST, __ATOMIC_RELAXED)) {
         return 0;
     }
     len = soft_wake_addr(hdr, &sun);
@@ -190,14 +192,31 @@ int soft_wake_poke(soft_dev_t *dev, soft_port_hdr_t *hdr)
     return 1;
 }
 
+/* A packet published to a port whose application may sleep
+ * (soft_wake_sleeps; recv: the packet consumes a receive there): the
+ * application woken if it is ARMED, or else its helper rung, parked or
+ * not (a one-sided operation, a second message of one wake-up, a datagram
+ * that could not go).  Returns the FUTEX_WAKE calls made. */
+int soft_wake_sleeper(soft_dev_t *dev, soft_port_hdr_t *hdr, int recv)
+{
+    if (recv &&
+        (__atomic_load_n(&hdr->app_wait, __ATOMIC_RELAXED) ==
+         SOFT_WAKE_ARMED) &&
+        soft_wake_poke(dev, hdr)) {
+        return 0;
+    }
+    return soft_port_wake_once(hdr);
+}
+
 /* After a packet's publish to the port's request ring (recv: it consumes
- * a receive there): its application woken, or else its helper kicked as
- * soft_port_kick does.  Returns the FUTEX_WAKE calls made. */
+ * a receive there): a sleeping application or its helper woken
+ * (soft_wake_sleeper), or else its helper kicked as soft_port_kick does.
+ * Returns the FUTEX_WAKE calls made. */
 int soft_wake_kick(soft_dev_t *dev, soft_port_hdr_t *hdr, int recv)
 {
     __atomic_thread_fence(__ATOMIC_SEQ_CST);
-    if (recv && soft_wake_due(dev, hdr) && soft_wake_poke(dev, hdr)) {
-        return 0;
+    if (soft_wake_sleeps(dev, hdr)) {
+        return soft_wake_sleeper(dev, hdr, recv);
     }
     return soft_port_kick_seen(hdr);
 }
