@@ -237,6 +237,9 @@ typedef struct dcx_soft_stats {
      * counts the messages: several of one DCI served in one pass take one
      * store) */
     uint64_t table_stores;
+    /* applications asleep on a completion channel that this device's
+     * senders woke through their wake socket, without their helper */
+    uint64_t wake_pokes;
 } dcx_soft_stats_t;
 
 int dcx_soft_stats(dcx_dev_t *dev, dcx_soft_stats_t *stats);

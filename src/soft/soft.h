@@ -111,7 +111,9 @@
  *          owner has not polled for SOFT_APP_IDLE_NS.
  * An application that arms a CQ is about to sleep on its channel: its poll
  * stamp is set back (soft_engine_app_sleeps), so that senders ring its
- * helper from the first packet on and the helper serves at once. */
+ * helper from the first packet on and the helper serves at once; the first
+ * packet that consumes a receive wakes the application itself instead
+ * (SOFT_WAKE_*, soft_wake.c). */
 /* A parked helper looks at its application again after this long even if
  * nobody rings: the bound on serving the device's own timers (retries,
  * prods) once an application that polled stops polling without arming a
@@ -122,6 +124,27 @@ enum {
     SOFT_HELPER_PARKED = 0,
     SOFT_HELPER_DEEP   = 1,
     SOFT_HELPER_NAP    = 2
+};
+
+/* Whether the owner application of a port sleeps on a completion channel
+ * (hdr->app_wait, soft_wake.c):
+ *  NONE:   no arm since the device opened, or no wake socket;
+ *  ARMED:  a CQ was armed on a channel and no sender has woken the
+ *          application since: the first sender of a packet that consumes
+ *          a receive sends a datagram to the port's wake socket, which the
+ *          channel's fd reflects (one hop: no helper thread in between);
+ *  POKED:  a sender did (its packet is served by the woken application);
+ *          later senders ring the helper (once per wake of it).  The
+ *          application's next collection of events, or its next poll
+ *          stamp (it is awake), sets NONE; its next arm ARMED again.
+ * While the word is not NONE, a packet that does not wake the application
+ * (a one-sided operation, a later message) rings its helper even if it is
+ * parked: an arm no longer unparks it unless the device has work of its
+ * own outstanding (soft_cq_req_notify). */
+enum {
+    SOFT_WAKE_NONE  = 0,
+    SOFT_WAKE_ARMED = 1,
+    SOFT_WAKE_POKED = 2
 };
 
 #include "soft_wire.h" /* packets, the segment's layout, peers */
@@ -184,10 +207,14 @@ typedef struct soft_cq {
     uint64_t passes_seen;    /* dev->app_passes at the last poll */
 } soft_cq_t;
 
+/* super.fd, the fd an application sleeps on, is an epoll set over 'efd'
+ * (the CQs' events) and the device's wake socket (senders' datagrams) */
 struct soft_channel {
     dcx_comp_channel_t super;
     soft_dev_t *dev;
     soft_cq_t *cqs; /* attached CQs */
+    int efd;        /* eventfd: non-zero while a CQ has an event */
+    int signaled;   /* efd written since it was last read */
 };
 
 typedef struct soft_rwqe {
@@ -571,6 +598,9 @@ struct soft_dev {
      * doorbell ring ended (a nap's or a park's timeout): they waited for
      * its timer, not for a sender's ring (under the engine lock) */
     uint64_t helper_timer_packets;
+    /* the port's wake socket (soft_wake.c), or -1: none */
+    int wake_fd;
+    uint64_t wake_pokes; /* atomic: sleepers we woke through theirs */
 };
 
 #define SOFT_QPN_BASE 0x100u
@@ -993,6 +1023,27 @@ int soft_key_atomic(soft_dev_t *dev, soft_mr_t *mr, const soft_pkt_t *pkt,
 int soft_helper_start(soft_dev_t *dev);
 void soft_helper_stop(soft_dev_t *dev);
 void soft_helper_wake_if_sleeping(soft_dev_t *dev);
+
+/* soft_wake.c */
+void soft_wake_open(soft_dev_t *dev);
+void soft_wake_close(soft_dev_t *dev);
+void soft_wake_arm(soft_dev_t *dev);
+void soft_wake_taken(soft_dev_t *dev);
+int soft_wake_poke(soft_dev_t *dev, soft_port_hdr_t *hdr);
+int soft_wake_sleeper(soft_dev_t *dev, soft_port_hdr_t *hdr, int recv);
+int soft_wake_kick(soft_dev_t *dev, soft_port_hdr_t *hdr, int recv);
+
+/* After a full barrier between a sender's publish and this read: 1 if the
+ * port's application (not ours) may sleep on a completion channel: the
+ * packet wakes it or its helper (soft_wake_sleeper), whatever the helper's
+ * state */
+static inline int soft_wake_sleeps(const soft_dev_t *dev,
+                                   const soft_port_hdr_t *hdr)
+{
+    return (__atomic_load_n(&hdr->app_wait, __ATOMIC_RELAXED) !=
+            SOFT_WAKE_NONE) &&
+           (hdr != dev->hdr);
+}
 
 /* soft_fault.c */
 enum {

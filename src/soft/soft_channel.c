@@ -10,9 +10,16 @@
  * behind its producer does.  Arming also serves the packets already queued
  * for the device (a NIC would have turned them into completions by then),
  * and marks the application idle for senders and the helper
- * (soft_engine_app_sleeps), so that the first packet sent to a sleeper
- * rings its helper.  Each CQ counts its events not yet collected;
+ * (soft_engine_app_sleeps).  Each CQ counts its events not yet collected;
  * the eventfd is non-zero exactly while some CQ of the channel has one.
+ *
+ * The channel's fd, the one the application sleeps on, is an epoll set
+ * over that eventfd and the device's wake socket (soft_wake.c): arming
+ * also tells senders that the application sleeps, and the first packet
+ * for a receive sent to it afterwards wakes it directly, with a datagram,
+ * before any completion exists.  Its completion is then made by whoever
+ * runs the engine first: the woken application's progress, or its
+ * get_event, which serves queued packets when no CQ has an event yet.
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
@@ -23,6 +30,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
@@ -40,8 +48,9 @@ void soft_cq_fire(soft_cq_t *cq)
     __atomic_store_n(&cq->dev->armed_cqs, cq->dev->armed_cqs - 1,
                      __ATOMIC_RELAXED);
     cq->events++;
+    cq->ch->signaled = 1;
     /* the counter cannot overflow: it is reset whenever events run out */
-    if (write(cq->ch->super.fd, &one, sizeof(one)) != sizeof(one)) {
+    if (write(cq->ch->efd, &one, sizeof(one)) != sizeof(one)) {
         dcx_error("%s: cq %p: cannot signal its completion channel: %s",
                   cq->dev->super.caps.name, (void *)cq, strerror(errno));
     }
@@ -58,14 +67,52 @@ static void soft_channel_drain(soft_channel_t *ch)
             return;
         }
     }
-    /* EAGAIN: already zero */
-    (void)!read(ch->super.fd, &count, sizeof(count));
+    /* no syscall when nothing was written since the last read */
+    if (ch->signaled) {
+        ch->signaled = 0;
+        (void)!read(ch->efd, &count, sizeof(count));
+    }
+}
+
+/* An fd creation failed: its errno as the channel's error */
+static int soft_channel_fd_error(soft_dev_t *dev, const char *what)
+{
+    int err = errno;
+
+    dcx_error("%s: comp channel create: %s: %s", dev->super.caps.name, what,
+              strerror(err));
+    return (err == EMFILE) || (err == ENFILE) ? err : ENOMEM;
+}
+
+/* The fd to sleep on: an epoll set over the eventfd and the device's wake
+ * socket (if it has one); -1 (logged) on failure, *err_p set */
+static int soft_channel_epoll(soft_dev_t *dev, int efd, int *err_p)
+{
+    struct epoll_event ev;
+    int fd;
+
+    fd = epoll_create1(EPOLL_CLOEXEC);
+    if (fd < 0) {
+        *err_p = soft_channel_fd_error(dev, "epoll_create1");
+        return -1;
+    }
+    memset(&ev, 0, sizeof(ev));
+    ev.events = EPOLLIN;
+    if ((epoll_ctl(fd, EPOLL_CTL_ADD, efd, &ev) != 0) ||
+        ((dev->wake_fd >= 0) &&
+         (epoll_ctl(fd, EPOLL_CTL_ADD, dev->wake_fd, &ev) != 0))) {
+        *err_p = soft_channel_fd_error(dev, "epoll_ctl");
+        close(fd);
+        return -1;
+    }
+    return fd;
 }
 
 int soft_channel_create(dcx_dev_t *dev_, dcx_comp_channel_t **ch_p)
 {
     soft_dev_t *dev = soft_dev(dev_);
     soft_channel_t *ch;
+    int err;
 
     ch = calloc(1, sizeof(*ch));
     if (ch == NULL) {
@@ -73,12 +120,17 @@ int soft_channel_create(dcx_dev_t *dev_, dcx_comp_channel_t **ch_p)
                   dev->super.caps.name);
         return ENOMEM;
     }
-    ch->super.fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-    if (ch->super.fd < 0) {
-        dcx_error("%s: comp channel create: eventfd: %s", dev->super.caps.name,
-                  strerror(errno));
+    ch->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (ch->efd < 0) {
+        err = soft_channel_fd_error(dev, "eventfd");
         free(ch);
-        return (errno == EMFILE) || (errno == ENFILE) ? errno : ENOMEM;
+        return err;
+    }
+    ch->super.fd = soft_channel_epoll(dev, ch->efd, &err);
+    if (ch->super.fd < 0) {
+        close(ch->efd);
+        free(ch);
+        return err;
     }
     ch->super.dev = dev_;
     ch->dev       = dev;
@@ -104,6 +156,7 @@ int soft_channel_destroy(dcx_comp_channel_t *ch_)
     dev->num_objs--;
     soft_unlock(&dev->lock);
     close(ch->super.fd);
+    close(ch->efd);
     free(ch);
     return 0;
 }
@@ -149,12 +202,17 @@ void soft_cq_detach_channel(soft_cq_t *cq)
     }
     cq->events = 0;
     soft_channel_drain(cq->ch);
+    /* a sender's wake-up whose packets were all served goes too (one
+     * still queued keeps it: it announces that packet) */
+    if (!soft_engine_rings_pending(cq->dev)) {
+        soft_wake_taken(cq->dev);
+    }
     cq->ch = NULL;
 }
 
-/* The application is about to sleep on a channel: a helper parked behind
- * its polls (soft_helper.c) must serve its CQs now, so it is rung; it naps
- * while a CQ stays armed.  The fence pairs with the helper's, which
+/* The application is about to sleep on a channel with requests of its
+ * own outstanding: a helper parked behind its polls (soft_helper.c) must
+ * watch them now, so it is rung; it naps while a CQ stays armed.  The fence pairs with the helper's, which
  * publishes PARKED before it looks at armed_cqs: one of the two sees the
  * other. */
 static void soft_channel_unpark(soft_dev_t *dev)
@@ -172,6 +230,7 @@ int soft_cq_req_notify(dcx_cq_t *cq_)
 {
     soft_cq_t *cq   = (soft_cq_t *)cq_;
     soft_dev_t *dev = cq->dev;
+    int busy;
 
     if (cq->ch == NULL) {
         dcx_error("%s: cq %p arm: the CQ has no completion channel",
@@ -183,14 +242,47 @@ int soft_cq_req_notify(dcx_cq_t *cq_)
         cq->armed = 1;
         __atomic_store_n(&dev->armed_cqs, dev->armed_cqs + 1, __ATOMIC_RELAXED);
     }
-    /* packets already queued for us are served now: their completions
-     * fire the CQ here, not after the caller went to sleep */
+    /* senders wake us from now on (soft_wake.c); packets already queued
+     * for us are served now: their completions fire the CQ here, not
+     * after the caller went to sleep */
+    soft_wake_arm(dev);
     soft_engine_app_sleeps(dev);
     if (cq->armed && (cq->head != cq->tail)) { /* (the pass may fire) */
         soft_cq_fire(cq);
     }
+    /* the helper is needed while we sleep for our own requests' timers
+     * and acknowledgements; peers ring it for what else it serves */
+    busy = (dev->engine_idle != SOFT_ENGINE_IDLE) || soft_engine_busy(dev);
     soft_unlock(&dev->lock);
-    soft_channel_unpark(dev);
+    if (busy) {
+        soft_channel_unpark(dev);
+    }
+    return 0;
+}
+
+/* Under the device lock: a CQ of the channel with an event, or NULL */
+static soft_cq_t *soft_channel_event(soft_channel_t *ch)
+{
+    soft_cq_t *cq;
+
+    for (cq = ch->cqs; cq != NULL; cq = cq->ch_next) {
+        if (cq->events != 0) {
+            return cq;
+        }
+    }
+    return NULL;
+}
+
+/* Under the device lock: 1 if a CQ of the channel is armed */
+static int soft_channel_armed(soft_channel_t *ch)
+{
+    soft_cq_t *cq;
+
+    for (cq = ch->cqs; cq != NULL; cq = cq->ch_next) {
+        if (cq->armed) {
+            return 1;
+        }
+    }
     return 0;
 }
 
@@ -202,13 +294,20 @@ int soft_channel_get_event(dcx_comp_channel_t *ch_, dcx_cq_t **cq_p)
     int ret = EAGAIN;
 
     soft_lock(&dev->lock);
-    for (cq = ch->cqs; cq != NULL; cq = cq->ch_next) {
-        if (cq->events != 0) {
-            cq->events--;
-            *cq_p = &cq->super;
-            ret   = 0;
-            break;
-        }
+    soft_wake_taken(dev);
+    cq = soft_channel_event(ch);
+    if ((cq == NULL) && soft_channel_armed(ch) &&
+        soft_engine_rings_pending(dev)) {
+        /* a sender's datagram woke us before its packet was served: the
+         * packet is served here, and its completion fires the CQ */
+        soft_engine_progress(dev, 0);
+        dev->app_passes++;
+        cq = soft_channel_event(ch);
+    }
+    if (cq != NULL) {
+        cq->events--;
+        *cq_p = &cq->super;
+        ret   = 0;
     }
     soft_channel_drain(ch);
     soft_unlock(&dev->lock);

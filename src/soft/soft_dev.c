@@ -540,6 +540,7 @@ static void soft_close(dcx_dev_t *dev_)
     soft_dmap_cleanup(dev); /* peers' allocations we mapped */
     soft_alloc_cleanup(dev);
     soft_peers_free(dev);
+    soft_wake_close(dev);
     soft_port_destroy(dev);
     pthread_mutex_destroy(&dev->mr_lock);
     free(dev->qps);
@@ -687,6 +688,7 @@ int soft_dev_open(const dcx_dev_info_t *info, dcx_dev_t **dev_p)
                 1;
     dev->max_qps      = dev->limits.max_dci + 1024;
     dev->resp_credits = SOFT_RING_SLOTS - 1;
+    dev->wake_fd      = -1;
     soft_lock_init(&dev->lock);
     pthread_mutex_init(&dev->mr_lock, NULL);
     soft_mem_init(dev);
@@ -705,6 +707,7 @@ int soft_dev_open(const dcx_dev_info_t *info, dcx_dev_t **dev_p)
     if (ret != 0) {
         goto err_free;
     }
+    soft_wake_open(dev);
     dev->self = soft_peer_get(dev, dev->pid, dev->inst, dev->token);
     if (dev->self == NULL) {
         dcx_error("%s: open: out of memory", info->name);
@@ -720,6 +723,7 @@ int soft_dev_open(const dcx_dev_info_t *info, dcx_dev_t **dev_p)
 
 err_port:
     soft_peers_free(dev);
+    soft_wake_close(dev);
     soft_port_destroy(dev);
 err_free:
     pthread_mutex_destroy(&dev->mr_lock);
@@ -744,6 +748,7 @@ int dcx_soft_stats(dcx_dev_t *dev_, dcx_soft_stats_t *stats)
     stats->helper_wakeups = __atomic_load_n(&dev->helper_wakeups,
                                             __ATOMIC_RELAXED);
     stats->futex_wakes += __atomic_load_n(&dev->futex_wakes, __ATOMIC_RELAXED);
+    stats->wake_pokes    = __atomic_load_n(&dev->wake_pokes, __ATOMIC_RELAXED);
     stats->helper_naps   = __atomic_load_n(&dev->helper_naps, __ATOMIC_RELAXED);
     stats->helper_passes = __atomic_load_n(&dev->helper_passes,
                                            __ATOMIC_RELAXED);

@@ -125,6 +125,11 @@ __attribute__((noinline)) void soft_engine_stamp_write(soft_dev_t *dev,
 {
     dev->stamp = now;
     __atomic_store_n(&dev->hdr->last_poll, now, __ATOMIC_RELAXED);
+    if (__atomic_load_n(&dev->hdr->app_wait, __ATOMIC_RELAXED) !=
+        SOFT_WAKE_NONE) {
+        /* the application polls: awake, until its next arm (soft_wake.c) */
+        __atomic_store_n(&dev->hdr->app_wait, SOFT_WAKE_NONE, __ATOMIC_RELAXED);
+    }
     if ((++dev->tail_stamps % SOFT_TAIL_STAMPS) == 0) {
         soft_engine_tail_look(dev);
     }
@@ -312,7 +317,9 @@ uint64_t soft_engine_progress(soft_dev_t *dev, int from_helper)
  * ring: the fence orders the store before the look at the rings that
  * follows, so either that sender saw the old-looking stamp or this look
  * sees its packet, which a pass serves now (its completion is then found
- * by the arm, soft_cq_req_notify). */
+ * by the arm, soft_cq_req_notify).  The same fence orders the arm's store
+ * of the port's app_wait (soft_wake_arm, just before) before that look:
+ * a sender that did not find it ARMED published before the look. */
 void soft_engine_app_sleeps(soft_dev_t *dev)
 {
     uint64_t back = soft_clock_idle_gran *

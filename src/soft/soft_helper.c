@@ -24,9 +24,14 @@
  *    helper NAPs, so that the helper answers at once instead of at the
  *    end of its nap; an application that polls costs its peers no syscall.
  *    An application that arms a completion channel counts as idle at once
- *    (soft_engine_app_sleeps): a message to a process asleep in
- *    ucp_worker_wait is served when its sender rings, not at the end of a
- *    nap (helper_timer_packets counts the packets that waited for one).
+ *    (soft_engine_app_sleeps), and a message it receives wakes it without
+ *    the helper: the sender sends a datagram to the port's wake socket,
+ *    which the channel's fd reflects, and the application serves the
+ *    message itself (soft_wake.c).  The helper still serves what does not
+ *    wake the application (one-sided operations, later messages of the
+ *    same wake-up, a sender whose datagram failed), when rung, not at the
+ *    end of a nap (helper_timer_packets counts the packets that waited
+ *    for one).
  *  - one ring per idle episode: the first sender to ring sets 'woken', and
  *    the senders after it make no syscall until the helper has run and
  *    cleared it (a helper that is slow to get a core is not rung once per

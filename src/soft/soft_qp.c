@@ -296,21 +296,29 @@ static void soft_post_general(soft_qp_t *qp, const dcx_send_wr_t *wr,
 }
 
 /* Ends a post: the lock released, then the target port of a light packet
- * (if any) kicked, its poll age taken at 'clk' (soft_port_kick_due_at),
- * and our own helper rung if it sleeps.  The unlock's locked instruction
- * orders the packet's publish before both reads of 'sleeping'
+ * (if any) woken: its application if it sleeps on a completion channel
+ * and the packet consumes a receive ('recv', soft_wake.c), its helper
+ * otherwise, the poll age taken at 'clk' (soft_port_kick_due_at); and our
+ * own helper rung if it sleeps.  The unlock's locked instruction orders
+ * the packet's publish before the reads of app_wait and 'sleeping'
  * (soft_fence_after_locked): one barrier where a kick inside the publish,
  * the unlock and the own kick made three. */
 static inline void soft_post_unlock_kick(soft_dev_t *dev,
-                                         soft_port_hdr_t *target, uint64_t clk)
+                                         soft_port_hdr_t *target, uint64_t clk,
+                                         int recv)
 {
     int woke = 0;
 
     soft_unlock(&dev->lock);
     soft_fence_after_locked();
     /* soft_port_kick_seen's test inline: the call only to wake */
-    if ((target != NULL) && soft_port_kick_due_at(target, clk)) {
-        woke = soft_port_wake_once(target);
+    if (target != NULL) {
+        if (soft_wake_sleeps(dev, target)) {
+            /* one hop: the application serves the packet itself */
+            woke = soft_wake_sleeper(dev, target, recv);
+        } else if (soft_port_kick_due_at(target, clk)) {
+            woke = soft_port_wake_once(target);
+        }
     }
     if (__atomic_load_n(&dev->hdr->sleeping, __ATOMIC_RELAXED) ==
         SOFT_HELPER_DEEP) {
@@ -350,7 +358,8 @@ static int soft_dci_post_light(soft_qp_t *qp, const dcx_send_wr_t *wr)
     if (soft_req_post_inline(qp, w, wr, total, &target, &clk) != 0) {
         soft_post_general(qp, wr, total, 1);
     }
-    soft_post_unlock_kick(dev, target, clk);
+    soft_post_unlock_kick(dev, target, clk,
+                          soft_opinfo[wr->opcode].flags & SOFT_OPF_RECV);
     return 0;
 }
 
@@ -373,7 +382,7 @@ static int soft_dci_post_send(dcx_qp_t *qp_, const dcx_send_wr_t *wr)
         return ret;
     }
     soft_post_general(qp, wr, total, 0);
-    soft_post_unlock_kick(dev, NULL, 0);
+    soft_post_unlock_kick(dev, NULL, 0, 0);
     return 0;
 }
 

@@ -525,8 +525,11 @@ static int soft_req_send_packets(soft_qp_t *qp, soft_swqe_t *w, uint64_t now)
             } else {
                 pkt->csum = 0;
             }
-            dev->stats.futex_wakes += soft_ring_publish(target, &target->req,
-                                                        pos);
+            /* a sleeping target is woken by a message it receives, not
+             * by a one-sided operation (soft_wake.c) */
+            soft_ring_publish_quiet(target, &target->req, pos);
+            dev->stats.futex_wakes += soft_wake_kick(dev, target,
+                                                     flags & SOFT_OPF_RECV);
             qp->tx_pos  = pos + 1;
             qp->tx_peer = w->peer;
             w->tx_end   = (uint32_t)(pos + 1); /* 0 at a wrap: no end */

@@ -150,7 +150,12 @@ typedef struct soft_port_hdr {
     /* a sender rang for the current idle episode; the helper clears it
      * when it wakes: later senders of the episode make no syscall */
     uint32_t woken;
-    uint8_t pad1[52];
+    /* SOFT_WAKE_*: whether the owner application sleeps on a completion
+     * channel and waits for a sender's datagram on its wake socket
+     * (soft_wake.c); written by the owner at each arm and by the one
+     * sender that wakes it */
+    uint32_t app_wait;
+    uint8_t pad1[48];
     /* written by the owner's progress calls once it is SOFT_STAMP_NS old
      * (soft_clock_now() units), read by the owner's helper, and by peers
      * deciding whether to prod it or (helper in NAP) wake it: a line of

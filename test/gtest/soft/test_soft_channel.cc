@@ -98,6 +98,8 @@ protected:
     dcx_comp_channel_t *ch = nullptr;
     dcx_mr_t *rmr          = nullptr;
     alignas(64) uint8_t rbuf[64 * 8];
+    alignas(64) uint8_t wbuf[64] = {};
+    alignas(64) uint64_t sval    = 0;
 };
 
 /* The target application never polls: its helper thread receives, and an
@@ -184,11 +186,12 @@ TEST_F(soft_channel_test, arm_serves_queued_message)
 /* A target that polled a moment ago, then armed its CQ and sleeps on the
  * channel; the sender posts and does not poll (it sleeps too, as both
  * sides of a ping-pong in wake-up mode do, so no prod reaches the target).
- * The target's helper must serve the message because the sender rang it,
- * not at the end of one of its naps (1 ms: the wake-up latency of UCP's
- * tag_lat -E sleep was ~0.5 ms per message).  Checked by what woke it
- * (the device's helper_timer_packets: packets served after a nap no ring
- * ended), not by time. */
+ * No message may wait for the end of one of the target helper's naps
+ * (1 ms: the wake-up latency of UCP's tag_lat -E sleep was ~0.5 ms per
+ * message): the sender wakes the target itself, through its wake socket.
+ * Checked by what woke it (the device's helper_timer_packets: packets
+ * served after a nap no ring ended; the sender's wake_pokes), not by
+ * time. */
 TEST_F(soft_channel_test, armed_sleeper_woken_by_sender_ring)
 {
     const int rounds = 20;
@@ -197,7 +200,7 @@ TEST_F(soft_channel_test, armed_sleeper_woken_by_sender_ring)
     dcx_cq_t *cq = nullptr;
     dcx_wc_t wc;
 
-    ASSERT_EQ(0, dcx_soft_stats(tgt.dev, &before));
+    ASSERT_EQ(0, dcx_soft_stats(ini.dev, &before));
     soft_lock(&t->lock);
     uint64_t timer_before = t->helper_timer_packets;
     soft_unlock(&t->lock);
@@ -216,13 +219,157 @@ TEST_F(soft_channel_test, armed_sleeper_woken_by_sender_ring)
         ASSERT_EQ(1, ini.poll(&wc, 1));
         ASSERT_EQ(DCX_WC_SUCCESS, wc.status);
     }
-    ASSERT_EQ(0, dcx_soft_stats(tgt.dev, &after));
+    ASSERT_EQ(0, dcx_soft_stats(ini.dev, &after));
     soft_lock(&t->lock);
     uint64_t timer_after = t->helper_timer_packets;
     soft_unlock(&t->lock);
     EXPECT_EQ(0u, timer_after - timer_before)
         << "messages served only when a nap of the target's helper ended";
-    EXPECT_EQ((uint64_t)rounds, after.helper_packets - before.helper_packets);
+    EXPECT_EQ((uint64_t)rounds, after.wake_pokes - before.wake_pokes);
+}
+
+/* One hop: the target sleeps on its channel and its helper thread is
+ * stopped, so nothing but the sender's own post can make the channel's fd
+ * readable.  The sender's datagram is queued on the target's wake socket
+ * before its post returns, so the fd is readable at once (no waiting, no
+ * helper); collecting the event serves the message and yields its
+ * completion.  The general post path (a non-inline send) and the light
+ * one (inline) both wake it.  Before the wake socket the fd stayed
+ * unreadable until the target's helper served the message. */
+TEST_F(soft_channel_test, sender_wakes_sleeper_in_one_hop)
+{
+    soft_dev_t *t = soft_dev(tgt.dev);
+    dcx_soft_stats_t before, after;
+    dcx_cq_t *cq = nullptr;
+    dcx_mr_t *smr;
+    dcx_wc_t wc;
+
+    ASSERT_EQ(0, ini.reg(&sval, sizeof(sval), DCX_ACCESS_LOCAL_WRITE, &smr));
+    ASSERT_EQ(0, dcx_soft_stats(ini.dev, &before));
+    soft_helper_stop(t);
+    for (int i = 0; i < 4; ++i) {
+        ASSERT_EQ(0, dcx_cq_req_notify(tgt.cq));
+        EXPECT_FALSE(fd_readable(ch->fd, 0));
+        if (i % 2) {
+            ASSERT_EQ(0, post_inline_value(ini, ini.dci, tgt.dct->qp_num, KEY,
+                                           DCX_WR_SEND, i));
+        } else {
+            dcx_sge_t s = {(uint64_t)(uintptr_t)&sval, sizeof(sval), smr->lkey};
+            dcx_send_wr_t wr;
+
+            sval = i;
+            memset(&wr, 0, sizeof(wr));
+            wr.opcode      = DCX_WR_SEND;
+            wr.flags       = DCX_SEND_SIGNALED;
+            wr.sg_list     = &s;
+            wr.num_sge     = 1;
+            wr.dest.ah     = ini.ah;
+            wr.dest.dctn   = tgt.dct->qp_num;
+            wr.dest.dc_key = KEY;
+            ASSERT_EQ(0, dcx_qp_post_send(ini.dci, &wr));
+        }
+        ASSERT_TRUE(fd_readable(ch->fd, 0)) << "round " << i;
+        ASSERT_EQ(0, dcx_comp_channel_get_event(ch, &cq)) << "round " << i;
+        EXPECT_EQ(tgt.cq, cq);
+        /* the wake-up is taken with the event */
+        EXPECT_FALSE(fd_readable(ch->fd, 0));
+        ASSERT_EQ(1, dcx_cq_poll(tgt.cq, 1, &wc));
+        EXPECT_EQ(DCX_WC_RECV, wc.opcode);
+        EXPECT_EQ((uint64_t)i, *(uint64_t *)(rbuf + 64 * wc.wr_id));
+        dcx_sge_t s = {(uint64_t)(uintptr_t)(rbuf + 64 * wc.wr_id), 64,
+                       rmr->lkey};
+        ASSERT_EQ(0, dcx_srq_post_recv(tgt.srq, wc.wr_id, &s, 1));
+        ASSERT_EQ(1, ini.poll(&wc, 1));
+        ASSERT_EQ(DCX_WC_SUCCESS, wc.status);
+    }
+    ASSERT_EQ(0, dcx_soft_stats(ini.dev, &after));
+    EXPECT_EQ(4u, after.wake_pokes - before.wake_pokes);
+    ASSERT_EQ(0, soft_helper_start(t));
+}
+
+/* One-sided operations to a sleeper do not wake it (its helper executes
+ * them), and a second message to a sleeper already woken makes no second
+ * datagram: at most one wake-up per arm */
+TEST_F(soft_channel_test, sleeper_woken_once_not_by_rdma)
+{
+    soft_dev_t *t = soft_dev(tgt.dev);
+    dcx_soft_stats_t before, after;
+    dcx_cq_t *cq = nullptr;
+    dcx_send_wr_t wr;
+    dcx_mr_t *wmr;
+    dcx_wc_t wc;
+    uint8_t byte = 7;
+
+    ASSERT_EQ(0,
+              tgt.reg(wbuf, sizeof(wbuf),
+                      DCX_ACCESS_LOCAL_WRITE | DCX_ACCESS_REMOTE_WRITE, &wmr));
+    ASSERT_EQ(0, dcx_soft_stats(ini.dev, &before));
+    ASSERT_EQ(0, dcx_cq_req_notify(tgt.cq));
+    dcx_sge_t s = {(uint64_t)(uintptr_t)&byte, 1, 0};
+    memset(&wr, 0, sizeof(wr));
+    wr.opcode      = DCX_WR_RDMA_WRITE;
+    wr.flags       = DCX_SEND_SIGNALED | DCX_SEND_INLINE;
+    wr.sg_list     = &s;
+    wr.num_sge     = 1;
+    wr.dest.ah     = ini.ah;
+    wr.dest.dctn   = tgt.dct->qp_num;
+    wr.dest.dc_key = KEY;
+    wr.rkey        = wmr->rkey;
+    wr.remote_addr = (uint64_t)(uintptr_t)(wbuf + 63);
+    ASSERT_EQ(0, dcx_qp_post_send(ini.dci, &wr));
+    ASSERT_EQ(1, ini.poll(&wc, 1));
+    ASSERT_EQ(DCX_WC_SUCCESS, wc.status);
+    EXPECT_EQ(7, wbuf[63]);
+    EXPECT_FALSE(fd_readable(ch->fd, 0));
+    EXPECT_EQ(SOFT_WAKE_ARMED,
+              __atomic_load_n(&t->hdr->app_wait, __ATOMIC_RELAXED));
+
+    soft_helper_stop(t);
+    ASSERT_EQ(0, post_inline_value(ini, ini.dci, tgt.dct->qp_num, KEY,
+                                   DCX_WR_SEND, 1));
+    ASSERT_EQ(0, post_inline_value(ini, ini.dci, tgt.dct->qp_num, KEY,
+                                   DCX_WR_SEND, 2));
+    ASSERT_EQ(0, dcx_soft_stats(ini.dev, &after));
+    EXPECT_EQ(1u, after.wake_pokes - before.wake_pokes);
+    ASSERT_TRUE(fd_readable(ch->fd, 0));
+    ASSERT_EQ(0, dcx_comp_channel_get_event(ch, &cq));
+    EXPECT_FALSE(fd_readable(ch->fd, 0));
+    ASSERT_EQ(2, tgt.poll(&wc, 2));
+    ASSERT_EQ(2, ini.poll(&wc, 2));
+    ASSERT_EQ(0, soft_helper_start(t));
+}
+
+/* A header that says its application sleeps when no socket of that name
+ * exists (its owner died, or another process wrote the word): the
+ * sender's datagram fails, and it rings the helper instead; the message
+ * arrives, nothing crashes.  A word of any other value wakes nobody. */
+TEST_F(soft_channel_test, wake_socket_gone_falls_back_to_helper)
+{
+    soft_dev_t *t = soft_dev(tgt.dev);
+    dcx_soft_stats_t before, after;
+    dcx_cq_t *cq = nullptr;
+    dcx_wc_t wc;
+
+    ASSERT_EQ(0, dcx_soft_stats(ini.dev, &before));
+    soft_wake_close(t); /* as when the owner's socket went away */
+    ASSERT_EQ(0, dcx_cq_req_notify(tgt.cq));
+    __atomic_store_n(&t->hdr->app_wait, SOFT_WAKE_ARMED, __ATOMIC_RELAXED);
+    send(1);
+    ASSERT_TRUE(fd_readable(ch->fd, 10000));
+    /* the sender tried (and failed): the word says so until we poll */
+    EXPECT_EQ(SOFT_WAKE_POKED,
+              __atomic_load_n(&t->hdr->app_wait, __ATOMIC_RELAXED));
+    ASSERT_EQ(0, dcx_comp_channel_get_event(ch, &cq));
+    ASSERT_EQ(1, tgt.poll(&wc, 1));
+
+    ASSERT_EQ(0, dcx_cq_req_notify(tgt.cq));
+    __atomic_store_n(&t->hdr->app_wait, 0xdead, __ATOMIC_RELAXED);
+    send(2);
+    ASSERT_TRUE(fd_readable(ch->fd, 10000));
+    ASSERT_EQ(0, dcx_comp_channel_get_event(ch, &cq));
+    ASSERT_EQ(1, tgt.poll(&wc, 1));
+    ASSERT_EQ(0, dcx_soft_stats(ini.dev, &after));
+    EXPECT_EQ(0u, after.wake_pokes - before.wake_pokes);
 }
 
 TEST_F(soft_channel_test, channel_bad_flow)
