@@ -52,8 +52,8 @@ static const char *uct_dcx_stats_names[] = {
     "fc.reqs_sent", "fc.grants_sent", "fc.bufs_sent", "fc.grants_recvd",
     "fc.stalls",
     /* uct_dcx_tm_stats_t */
-    "tm.posted", "tm.matched", "tm.unexp_eager", "tm.unexp_rndv",
-    "tm.rndv_hw", "tm.rndv_sw", "tm.syncs", "tm.cancels"};
+    "tm.posted", "tm.matched", "tm.unexp_eager", "tm.unexp_rndv", "tm.rndv_hw",
+    "tm.rndv_sw", "tm.syncs", "tm.cancels"};
 
 typedef struct uct_dcx_stats_file {
     char magic[8];

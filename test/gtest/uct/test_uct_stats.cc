@@ -120,8 +120,9 @@ TEST_P(uct_dcx_stats, file_shows_pool_and_flow_control)
         }));
     }
     for (uct_ep_h ep : eps) {
-        ASSERT_TRUE(wait_for(
-            [&] { return uct_ep_am_short(ep, AM_ID, 0, NULL, 0) == UCS_OK; }));
+        ASSERT_TRUE(wait_for([&] {
+            return uct_ep_am_short(ep, AM_ID, 0, NULL, 0) == UCS_OK;
+        }));
         flush_ep(ep);
     }
     ASSERT_TRUE(wait_for([&] { return m_rx >= 44 + 2; }));
@@ -158,8 +159,8 @@ TEST_P(uct_dcx_stats, failures_counted_file_stays)
     m          = alloc_mem(4096);
     uct_ep_h e = connect(m_a, m_b);
     uint64_t v = 1;
-    ASSERT_EQ(UCS_OK, uct_ep_put_short(e, &v, sizeof(v), (uintptr_t)m.ptr,
-                                       m.rkey));
+    ASSERT_EQ(UCS_OK,
+              uct_ep_put_short(e, &v, sizeof(v), (uintptr_t)m.ptr, m.rkey));
     flush_ep(e);
 
     memset(&fault, 0, sizeof(fault));
@@ -168,8 +169,8 @@ TEST_P(uct_dcx_stats, failures_counted_file_stays)
     fault.count  = 1;
     fault.status = DCX_WC_REM_OP_ERR;
     ASSERT_EQ(0, dcx_soft_fault_inject(device(), &fault));
-    ASSERT_EQ(UCS_OK, uct_ep_put_short(e, &v, sizeof(v), (uintptr_t)m.ptr,
-                                       m.rkey));
+    ASSERT_EQ(UCS_OK,
+              uct_ep_put_short(e, &v, sizeof(v), (uintptr_t)m.ptr, m.rkey));
     ASSERT_TRUE(wait_for([&] { return !m_errors.empty(); }));
     dcx_soft_fault_clear(device());
     EXPECT_EQ(1u, file("dci.errors"));
