@@ -237,6 +237,11 @@ typedef struct dcx_soft_stats {
      * counts the messages: several of one DCI served in one pass take one
      * store) */
     uint64_t table_stores;
+    /* responder side, remote accesses through strided keys: batches
+     * copied (each one vectored system call, or memcpys where the memory
+     * is a device allocation) and the pieces they held */
+    uint64_t mkey_batches;
+    uint64_t mkey_pieces;
 } dcx_soft_stats_t;
 
 int dcx_soft_stats(dcx_dev_t *dev, dcx_soft_stats_t *stats);
