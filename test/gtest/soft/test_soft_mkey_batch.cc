@@ -221,3 +221,73 @@ TEST_F(soft_mkey, batch_region_unmapped_bad_flow)
     EXPECT_EQ(0, dcx_mr_dereg(pmr));
     munmap(p, len);
 }
+
+/* Time of one column of an N x N matrix of doubles written through a key
+ * against packing it and writing it contiguously, in one process and one
+ * thread (no scheduling between initiator and target, unlike
+ * bench/strided.sh), with the matrix on the heap and in device memory.
+ * Prints medians; asserts only the data.  Run with
+ * --gtest_also_run_disabled_tests --gtest_filter='*column_time*'. */
+TEST_F(soft_mkey, DISABLED_column_time)
+{
+    const int rounds = 31;
+    for (size_t nn : {256, 1024, 4096}) {
+        for (int dev_mem = 0; dev_mem < 2; ++dev_mem) {
+            size_t len = nn * nn * 8;
+            void *a    = nullptr;
+            std::vector<double> heap;
+            if (dev_mem) {
+                ASSERT_EQ(0, dcx_mem_alloc(n.dev, &len, &a));
+            } else {
+                heap.resize(nn * nn);
+                a = heap.data();
+            }
+            double *mat = (double *)a;
+            memset(mat, 0, nn * nn * 8);
+            dcx_mr_t *mmr;
+            ASSERT_EQ(0, dcx_mr_reg(n.pd, mat, nn * nn * 8, RACC, &mmr));
+            dcx_mkey_t *k = create(4);
+            interleaved(k,
+                        {ient(mat + nn / 2, 8, (uint32_t)(nn - 1) * 8,
+                              mmr->lkey)},
+                        (uint32_t)nn);
+            std::vector<double> tk, tp;
+            for (int r = 0; r < rounds; ++r) {
+                for (size_t i = 0; i < nn; ++i) {
+                    double v = r + i;
+                    memcpy(&loc[i * 8], &v, 8);
+                }
+                double t0 = now_s();
+                ASSERT_EQ(DCX_WC_SUCCESS, rdma(DCX_WR_RDMA_WRITE, k->rkey, 0, 0,
+                                               (uint32_t)nn * 8));
+                double t1 = now_s();
+                /* pack the column (from the matrix) and write it whole */
+                for (size_t i = 0; i < nn; ++i) {
+                    memcpy(&loc[i * 8], &mat[i * nn + nn / 2], 8);
+                }
+                ASSERT_EQ(DCX_WC_SUCCESS, rdma(DCX_WR_RDMA_WRITE, mr->rkey,
+                                               (uint64_t)(uintptr_t)mem.data(),
+                                               0, (uint32_t)nn * 8));
+                double t2 = now_s();
+                tk.push_back((t1 - t0) * 1e6);
+                tp.push_back((t2 - t1) * 1e6);
+                for (size_t i = 0; i < nn; ++i) {
+                    ASSERT_EQ(r + (double)i, mat[i * nn + nn / 2]);
+                }
+            }
+            std::sort(tk.begin(), tk.end());
+            std::sort(tp.begin(), tp.end());
+            printf("N=%zu %s key_us=%.1f pack_us=%.1f key/pack=%.2f "
+                   "key_ns_per_element=%.1f\n",
+                   nn, dev_mem ? "device-memory" : "heap", tk[rounds / 2],
+                   tp[rounds / 2], tk[rounds / 2] / tp[rounds / 2],
+                   tk[rounds / 2] * 1e3 / nn);
+            EXPECT_EQ(0, dcx_mkey_destroy(k));
+            keys.pop_back();
+            EXPECT_EQ(0, dcx_mr_dereg(mmr));
+            if (dev_mem) {
+                EXPECT_EQ(0, dcx_mem_free(n.dev, a, len));
+            }
+        }
+    }
+}
