@@ -29,8 +29,11 @@
  * --toggle-collect=bench_post_* counts the sender's instructions per
  * transfer (bench/strided.sh does that).
  *
- *   strided [-n N[,N...]] [-r rounds] [-m key,pack,iov] [-c] [-q]
+ *   strided [-n N[,N...]] [-r rounds] [-m key,pack,iov] [-c] [-q] [-a]
  *     -m  run only these methods (callgrind counts one method per run)
+ *     -a  the target's matrix is device memory (uct_iface_mem_alloc), not
+ *         the heap: the soft device's target then copies through it with
+ *         memcpy instead of cross-memory calls
  *     -c  counting mode for callgrind: no timing table
  *     -q  one line per N and method, machine readable
  */
@@ -77,6 +80,7 @@ enum {
 static const char *method_name[NMETHODS] = {"key", "pack", "iov", "stride"};
 
 static int g_rank, g_sock;
+static int g_dev_mem; /* -a: the target's matrix is device memory */
 
 typedef struct {
     ucs_async_context_t *async;
@@ -298,21 +302,40 @@ static int cmp_double(const void *a, const void *b)
  * sender's "done" and checks the last transfers landed */
 static void target(ctx_t *c, size_t n)
 {
-    double *mat = calloc(n * n, sizeof(double));
+    double *mat = NULL;
     double *buf = calloc(n, sizeof(double));
     uct_mem_h mat_memh, buf_memh, key;
+    uct_allocated_memory_t am;
     uct_dcx_strided_desc_t d;
     target_keys_t keys;
     struct pollfd pfd = {.fd = g_sock, .events = POLLIN};
     char done;
     size_t i, col = n / 2;
 
+    if (g_dev_mem) {
+        /* allocated and registered by the device: the soft device copies
+         * into it with memcpy, not with cross-memory calls */
+        CHECK_OK(uct_iface_mem_alloc(c->iface, n * n * sizeof(double),
+                                     UCT_MD_MEM_ACCESS_ALL, "strided matrix",
+                                     &am),
+                 "matrix alloc");
+        if (am.method != UCT_ALLOC_METHOD_MD) {
+            DIE("N = %zu: the matrix is not device memory", n);
+        }
+        mat      = am.address;
+        mat_memh = am.memh;
+        memset(mat, 0, n * n * sizeof(double));
+    } else {
+        mat = calloc(n * n, sizeof(double));
+    }
     if ((mat == NULL) || (buf == NULL)) {
         DIE("out of memory for N = %zu", n);
     }
-    CHECK_OK(uct_md_mem_reg(c->md, mat, n * n * sizeof(double),
-                            UCT_MD_MEM_ACCESS_ALL, &mat_memh),
-             "reg matrix");
+    if (!g_dev_mem) {
+        CHECK_OK(uct_md_mem_reg(c->md, mat, n * n * sizeof(double),
+                                UCT_MD_MEM_ACCESS_ALL, &mat_memh),
+                 "reg matrix");
+    }
     CHECK_OK(uct_md_mem_reg(c->md, buf, n * sizeof(double),
                             UCT_MD_MEM_ACCESS_ALL, &buf_memh),
              "reg buffer");
@@ -345,8 +368,12 @@ static void target(ctx_t *c, size_t n)
     xfer(&done, 1, 1);
     CHECK_OK(uct_md_mem_dereg(c->md, key), "dereg key");
     CHECK_OK(uct_md_mem_dereg(c->md, buf_memh), "dereg buffer");
-    CHECK_OK(uct_md_mem_dereg(c->md, mat_memh), "dereg matrix");
-    free(mat);
+    if (g_dev_mem) {
+        uct_iface_mem_free(&am);
+    } else {
+        CHECK_OK(uct_md_mem_dereg(c->md, mat_memh), "dereg matrix");
+        free(mat);
+    }
     free(buf);
 }
 
@@ -477,8 +504,11 @@ int main(int argc, char **argv)
     ctx_t c;
     pid_t pid;
 
-    while ((opt = getopt(argc, argv, "n:r:m:cq")) != -1) {
+    while ((opt = getopt(argc, argv, "n:r:m:cqa")) != -1) {
         switch (opt) {
+        case 'a':
+            g_dev_mem = 1;
+            break;
         case 'n':
             nsizes = 0;
             for (tok = strtok_r(optarg, ",", &save);
@@ -510,7 +540,7 @@ int main(int argc, char **argv)
         default:
             fprintf(stderr,
                     "usage: %s [-n N[,N...]] [-r rounds] "
-                    "[-m key,pack,iov,stride] [-c] [-q]\n",
+                    "[-m key,pack,iov,stride] [-c] [-q] [-a]\n",
                     argv[0]);
             return 2;
         }

@@ -40,7 +40,9 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
 echo "== time per transfer (median of $rounds, us)"
-"$bin" -q -r "$rounds" -n "$sizes" | tee "$tmp/time"
+# DCX_BENCH_STRIDED_ARGS=-a: the target's matrix is device memory
+# shellcheck disable=SC2086
+"$bin" -q -r "$rounds" -n "$sizes" ${DCX_BENCH_STRIDED_ARGS:-} | tee "$tmp/time"
 
 echo
 echo "== sender instructions per transfer (callgrind, posting code only)"

@@ -240,6 +240,11 @@ typedef struct dcx_soft_stats {
     /* applications asleep on a completion channel that this device's
      * senders woke through their wake socket, without their helper */
     uint64_t wake_pokes;
+    /* responder side, remote accesses through strided keys: batches
+     * copied (each one vectored system call, or memcpys where the memory
+     * is a device allocation) and the pieces they held */
+    uint64_t mkey_batches;
+    uint64_t mkey_pieces;
 } dcx_soft_stats_t;
 
 int dcx_soft_stats(dcx_dev_t *dev, dcx_soft_stats_t *stats);

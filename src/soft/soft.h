@@ -50,6 +50,7 @@
 #include <stdint.h>
 #include <stddef.h>
 #include <string.h>
+#include <sys/uio.h>
 
 #define SOFT_MAGIC      0x53584344u /* "DCXS" */
 #define SOFT_VERSION    4u          /* 4: consumers free ring slots by head */
@@ -169,8 +170,28 @@ typedef struct soft_mr {
     uint64_t start;
     uint64_t end;
     int invalid; /* memory unmapped: no access (soft_mem.c) */
+    /* inside one of our device allocations (soft_alloc.c), which go only
+     * through soft_alloc_free and its invalidation: the engine copies
+     * with memcpy (soft_mem_vec_write) */
+    int mapped;
     soft_mkey_t *mkey;
 } soft_mr_t;
+
+/* A batch of pieces of registered memory the engine copies to or from one
+ * contiguous buffer in one go (soft_mem.c): a vectored cross-memory call
+ * of up to SOFT_MEM_VEC_MAX pieces, or memcpys where every piece is in a
+ * mapped region.  Filled by a strided key's walk (soft_mkey.c). */
+#define SOFT_MEM_VEC_MAX 1024 /* IOV_MAX on Linux */
+
+typedef struct soft_mem_vec {
+    uint32_t n;   /* pieces */
+    uint32_t nmr; /* regions, one per run of pieces in the same region */
+    int mapped;   /* the pieces' regions are mapped (one mode a batch) */
+    uint64_t off; /* of the first piece in the buffer */
+    uint64_t len; /* bytes of all pieces */
+    struct iovec iov[SOFT_MEM_VEC_MAX];
+    soft_mr_t *mr[SOFT_MEM_VEC_MAX];
+} soft_mem_vec_t;
 
 typedef struct soft_cqe {
     dcx_wc_t wc;
@@ -542,6 +563,9 @@ struct soft_dev {
     int (*copy_in)(soft_dev_t *dev, void *dst, const void *src, size_t len);
     uint32_t num_mrs;   /* table size */
     uint32_t num_mkeys; /* strided keys in the table */
+    /* the batch remote accesses through strided keys fill, under the
+     * engine lock; allocated with the first key */
+    soft_mem_vec_t *mvec;
     uint32_t mr_gen;
     uint32_t qp_gen;
     uint32_t qp_cursor;
@@ -995,6 +1019,8 @@ int soft_mem_write(soft_dev_t *dev, soft_mr_t *mr, uint64_t addr,
                    const void *src, size_t len);
 int soft_mem_read(soft_dev_t *dev, soft_mr_t *mr, void *dst, uint64_t addr,
                   size_t len);
+int soft_mem_vec_write(soft_dev_t *dev, soft_mem_vec_t *v, const void *src);
+int soft_mem_vec_read(soft_dev_t *dev, soft_mem_vec_t *v, void *dst);
 int soft_mem_atomic(soft_dev_t *dev, soft_mr_t *mr, uint64_t addr,
                     unsigned size, uint64_t (*exec)(const soft_pkt_t *),
                     const soft_pkt_t *pkt, uint64_t *result_p);

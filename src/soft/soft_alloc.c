@@ -298,3 +298,17 @@ uint32_t soft_alloc_find(soft_dev_t *dev, uint64_t start, uint64_t end,
     }
     return 0;
 }
+
+int soft_alloc_holds(soft_dev_t *dev, uint64_t start, uint64_t end)
+{
+    soft_alloc_t *a;
+    uint64_t base;
+
+    for (a = dev->allocs; a != NULL; a = a->next) {
+        base = (uint64_t)(uintptr_t)a->addr;
+        if ((start >= base) && (end <= base + a->len) && (start < end)) {
+            return 1;
+        }
+    }
+    return 0;
+}

@@ -166,6 +166,7 @@ int soft_key_insert(soft_dev_t *dev, soft_mr_t *mr, const char *what)
     pthread_mutex_lock(&dev->mr_lock);
     dev->mrs[idx] = mr;
     if (mr->mkey == NULL) {
+        mr->mapped = soft_alloc_holds(dev, mr->start, mr->end);
         if ((dev->mr_hi == 0) || (mr->start < dev->mr_lo)) {
             __atomic_store_n(&dev->mr_lo, mr->start, __ATOMIC_RELEASE);
         }
@@ -539,6 +540,7 @@ static void soft_close(dcx_dev_t *dev_)
     }
     soft_dmap_cleanup(dev); /* peers' allocations we mapped */
     soft_alloc_cleanup(dev);
+    free(dev->mvec);
     soft_peers_free(dev);
     soft_wake_close(dev);
     soft_port_destroy(dev);

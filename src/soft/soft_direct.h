@@ -161,6 +161,9 @@ static inline void soft_seq_end(uint32_t *seq)
  * serial, or 0. */
 uint32_t soft_alloc_find(soft_dev_t *dev, uint64_t start, uint64_t end,
                          uint64_t *serial_p);
+/* Whether one of our allocations, published or not, holds [start, end)
+ * (mr_lock held). */
+int soft_alloc_holds(soft_dev_t *dev, uint64_t start, uint64_t end);
 int soft_alloc_mem(dcx_dev_t *dev, size_t *length_p, void **addr_p);
 int soft_alloc_free(dcx_dev_t *dev, void *addr, size_t length);
 void soft_alloc_cleanup(soft_dev_t *dev);

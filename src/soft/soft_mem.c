@@ -37,9 +37,12 @@
  *     safe to chain; and why not a /proc/self/maps check per access: it is
  *     far slower and still racy.  The cost is one system call per packet
  *     of up to the MTU (16 KiB by default) at the target, against a
- *     memcpy of the same packet; a process whose seccomp policy forbids
- *     process_vm_* (probed at open) falls back to memcpy, relying on layer
- *     2 alone, and says so at debug level.
+ *     memcpy of the same packet (a packet through a strided key: one per
+ *     batch of up to SOFT_MEM_VEC_MAX pieces, soft_mem_vec_write, and
+ *     none where the pieces lie in our own device allocations); a
+ *     process whose seccomp policy forbids process_vm_* (probed at open)
+ *     falls back to memcpy, relying on layer 2 alone, and says so at
+ *     debug level.
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
@@ -145,6 +148,68 @@ int soft_mem_read(soft_dev_t *dev, soft_mr_t *mr, void *dst, uint64_t addr,
     ret = dev->copy_in(dev, dst, (const void *)(uintptr_t)addr, len);
     soft_mem_end(dev);
     return ret;
+}
+
+/* A batch (soft_mem_vec_t): marked in flight once, every region of it
+ * checked after the mark, then one vectored cross-memory call for all its
+ * pieces, or a memcpy per piece where they are mapped (our own device
+ * allocations, which only soft_alloc_free unmaps, after invalidating
+ * them) or where cross-memory attach is not available.  A region found
+ * invalid refuses the whole batch: nothing of it is written, as when the
+ * unmap came just before.  A fault stops the kernel's copy at the piece it
+ * hit: the pieces before it are written, as a per-piece copy would have
+ * left them.  Empties the batch; 0 or EFAULT. */
+static int soft_mem_vec_copy(soft_dev_t *dev, soft_mem_vec_t *v, uint8_t *buf,
+                             int out)
+{
+    struct iovec local = {buf + v->off, v->len};
+    int ret            = 0;
+    ssize_t done;
+    uint32_t i;
+
+    buf += v->off;
+    dev->stats.mkey_batches++;
+    dev->stats.mkey_pieces += v->n;
+    __atomic_store_n(&dev->copying, 1, __ATOMIC_SEQ_CST);
+    for (i = 0; i < v->nmr; ++i) {
+        if (__atomic_load_n(&v->mr[i]->invalid, __ATOMIC_SEQ_CST)) {
+            ret = EFAULT;
+            goto out;
+        }
+    }
+    if (v->mapped || (dev->copy_out != soft_mem_copy_kernel_out)) {
+        for (i = 0; i < v->n; ++i) {
+            if (out) {
+                memcpy(v->iov[i].iov_base, buf, v->iov[i].iov_len);
+            } else {
+                memcpy(buf, v->iov[i].iov_base, v->iov[i].iov_len);
+            }
+            buf += v->iov[i].iov_len;
+        }
+        goto out;
+    }
+    done = out ?
+               process_vm_writev((pid_t)dev->pid, &local, 1, v->iov, v->n, 0) :
+               process_vm_readv((pid_t)dev->pid, &local, 1, v->iov, v->n, 0);
+    if (done != (ssize_t)v->len) {
+        ret = EFAULT;
+    }
+out:
+    __atomic_store_n(&dev->copying, 0, __ATOMIC_RELEASE);
+    v->n   = 0;
+    v->nmr = 0;
+    v->len = 0;
+    return ret;
+}
+
+int soft_mem_vec_write(soft_dev_t *dev, soft_mem_vec_t *v, const void *src)
+{
+    return soft_mem_vec_copy(dev, v, (uint8_t *)src, 1);
+}
+
+int soft_mem_vec_read(soft_dev_t *dev, soft_mem_vec_t *v, void *dst)
+{
+    return soft_mem_vec_copy(dev, v, dst, 0);
 }
 
 /* Atomics cannot go through the kernel copy: the target word is probed

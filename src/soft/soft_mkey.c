@@ -18,9 +18,16 @@
  * the entry's lkey names a live plain MR (not deregistered, not
  * invalidated by an unmap) that covers the piece and grants the access.
  * Remote accesses are checked and copied per packet under the engine lock,
- * with the fault-safe copies of soft_mem.c per piece, so a key stops
- * working the moment an MR under it is deregistered or its memory is
- * unmapped, and the moment it is invalidated or destroyed.
+ * so a key stops working the moment an MR under it is deregistered or its
+ * memory is unmapped, and the moment it is invalidated or destroyed.  The
+ * copy is not made piece by piece: the walk fills a batch of up to
+ * SOFT_MEM_VEC_MAX pieces (adjacent ones merged), copied by one vectored
+ * cross-memory call, or by memcpys where the pieces lie in our own device
+ * allocations (soft_mem_vec_write).  Every piece is checked by the walk
+ * before it joins the batch, and every region of the batch is checked for
+ * invalidation under the in-flight marker right before the copy.  A column
+ * of N doubles thus costs one system call per SOFT_MEM_VEC_MAX elements,
+ * not one per element (bench/strided.sh).
  *
  * What the post checks (the hardware's software checks,
  * docs/device-semantics.md sections 10.3, 10.4 and 10.8):
@@ -81,6 +88,33 @@ struct soft_mkey_wr {
     (DCX_ACCESS_LOCAL_WRITE | DCX_ACCESS_REMOTE_WRITE | \
      DCX_ACCESS_REMOTE_READ | DCX_ACCESS_REMOTE_ATOMIC)
 
+/* The device's batch for remote accesses through keys (dev->mvec), made
+ * with its first key and kept until it closes.  0 or ENOMEM. */
+static int soft_mkey_vec_alloc(soft_dev_t *dev)
+{
+    soft_mem_vec_t *v;
+    int have;
+
+    soft_lock(&dev->lock);
+    have = (dev->mvec != NULL);
+    soft_unlock(&dev->lock);
+    if (have) {
+        return 0;
+    }
+    v = calloc(1, sizeof(*v));
+    if (v == NULL) {
+        return ENOMEM;
+    }
+    soft_lock(&dev->lock);
+    if (dev->mvec == NULL) {
+        dev->mvec = v;
+        v         = NULL;
+    }
+    soft_unlock(&dev->lock);
+    free(v); /* another thread's key made it first */
+    return 0;
+}
+
 int soft_mkey_create(dcx_pd_t *pd, uint32_t max_entries, dcx_mkey_t **mkey_p)
 {
     soft_dev_t *dev  = soft_dev(pd->dev);
@@ -105,6 +139,10 @@ int soft_mkey_create(dcx_pd_t *pd, uint32_t max_entries, dcx_mkey_t **mkey_p)
     }
     mk->ent = calloc(n, sizeof(*mk->ent));
     if (mk->ent == NULL) {
+        goto err_free_mk;
+    }
+    if (soft_mkey_vec_alloc(dev) != 0) {
+        free(mk->ent);
         goto err_free_mk;
     }
     mk->dev          = dev;
@@ -333,9 +371,9 @@ static int soft_mkey_walk(soft_dev_t *dev, soft_mkey_t *mk, uint64_t off,
                           soft_mkey_piece_cb_t cb, void *arg)
 {
     uint64_t done = 0, r, within, inoff, chunk, addr;
-    uint32_t i, lo, hi, mid;
+    uint32_t i, lo, hi, mid, mr_lkey = 0;
+    soft_mr_t *mr = NULL;
     soft_mkey_ent_t *e;
-    soft_mr_t *mr;
     int ret;
 
     if (!mk->configured || (access & ~mk->access)) {
@@ -369,7 +407,12 @@ static int soft_mkey_walk(soft_dev_t *dev, soft_mkey_t *mk, uint64_t off,
         }
         if (chunk > 0) {
             addr = e->addr + r * e->stride + inoff;
-            mr   = soft_mr_lookup(dev, e->lkey);
+            if ((mr == NULL) || (e->lkey != mr_lkey)) {
+                /* the table does not change during a walk (engine lock
+                 * or the caller's own sges) */
+                mr      = soft_mr_lookup(dev, e->lkey);
+                mr_lkey = e->lkey;
+            }
             if ((mr == NULL) || (access & ~mr->super.access) ||
                 (addr < mr->start) || (addr > mr->end) ||
                 (chunk > mr->end - addr)) {
@@ -430,16 +473,73 @@ int soft_mkey_local_copy(soft_dev_t *dev, soft_mr_t *key, uint64_t off,
                           buf);
 }
 
-static int soft_mkey_remote_write(soft_dev_t *dev, soft_mr_t *mr, uint64_t addr,
-                                  uint64_t len, uint64_t done, void *arg)
+/* A remote access through a key: the walk appends its pieces to the
+ * device's batch, which is copied whenever it is full and at the end. */
+typedef struct soft_mkey_xfer {
+    soft_mem_vec_t *v;
+    uint8_t *buf;
+    int out; /* 1: buf to the key (WRITE), 0: the key to buf (READ) */
+} soft_mkey_xfer_t;
+
+static int soft_mkey_vec_flush(soft_dev_t *dev, soft_mkey_xfer_t *x)
 {
-    return soft_mem_write(dev, mr, addr, (const uint8_t *)arg + done, len);
+    if (x->v->n == 0) {
+        return 0;
+    }
+    return x->out ? soft_mem_vec_write(dev, x->v, x->buf) :
+                    soft_mem_vec_read(dev, x->v, x->buf);
 }
 
-static int soft_mkey_remote_read(soft_dev_t *dev, soft_mr_t *mr, uint64_t addr,
-                                 uint64_t len, uint64_t done, void *arg)
+static int soft_mkey_remote_piece(soft_dev_t *dev, soft_mr_t *mr, uint64_t addr,
+                                  uint64_t len, uint64_t done, void *arg)
 {
-    return soft_mem_read(dev, mr, (uint8_t *)arg + done, addr, len);
+    soft_mkey_xfer_t *x = arg;
+    soft_mem_vec_t *v   = x->v;
+    struct iovec *last;
+    int ret;
+
+    if (v->n != 0) {
+        last = &v->iov[v->n - 1];
+        if ((v->mr[v->nmr - 1] == mr) &&
+            ((uintptr_t)last->iov_base + last->iov_len == addr)) {
+            last->iov_len += len; /* adjacent: one piece */
+            v->len += len;
+            return 0;
+        }
+        if ((v->n == SOFT_MEM_VEC_MAX) || (v->mapped != mr->mapped)) {
+            ret = soft_mkey_vec_flush(dev, x);
+            if (ret != 0) {
+                return ret;
+            }
+        }
+    }
+    if (v->n == 0) {
+        v->off    = done;
+        v->mapped = mr->mapped;
+    }
+    if ((v->nmr == 0) || (v->mr[v->nmr - 1] != mr)) {
+        v->mr[v->nmr++] = mr;
+    }
+    v->iov[v->n].iov_base = (void *)(uintptr_t)addr;
+    v->iov[v->n].iov_len  = len;
+    v->n++;
+    v->len += len;
+    return 0;
+}
+
+/* The pieces before a refused one are copied, as they would have been one
+ * by one; then the refusal is returned. */
+static int soft_mkey_remote(soft_dev_t *dev, soft_mkey_t *mk, uint64_t off,
+                            uint8_t *buf, uint64_t len, int out)
+{
+    soft_mkey_xfer_t x = {dev->mvec, buf, out};
+    int ret, fret;
+
+    ret  = soft_mkey_walk(dev, mk, off, len,
+                         out ? DCX_ACCESS_REMOTE_WRITE : DCX_ACCESS_REMOTE_READ,
+                          soft_mkey_remote_piece, &x);
+    fret = soft_mkey_vec_flush(dev, &x);
+    return (ret != 0) ? ret : fret;
 }
 
 int soft_key_write(soft_dev_t *dev, soft_mr_t *mr, uint64_t addr,
@@ -448,8 +548,7 @@ int soft_key_write(soft_dev_t *dev, soft_mr_t *mr, uint64_t addr,
     if (mr->mkey == NULL) {
         return soft_mem_write(dev, mr, addr, src, len);
     }
-    return soft_mkey_walk(dev, mr->mkey, addr, len, DCX_ACCESS_REMOTE_WRITE,
-                          soft_mkey_remote_write, (void *)src);
+    return soft_mkey_remote(dev, mr->mkey, addr, (uint8_t *)src, len, 1);
 }
 
 int soft_key_read(soft_dev_t *dev, soft_mr_t *mr, void *dst, uint64_t addr,
@@ -458,8 +557,7 @@ int soft_key_read(soft_dev_t *dev, soft_mr_t *mr, void *dst, uint64_t addr,
     if (mr->mkey == NULL) {
         return soft_mem_read(dev, mr, dst, addr, len);
     }
-    return soft_mkey_walk(dev, mr->mkey, addr, len, DCX_ACCESS_REMOTE_READ,
-                          soft_mkey_remote_read, dst);
+    return soft_mkey_remote(dev, mr->mkey, addr, dst, len, 0);
 }
 
 typedef struct soft_mkey_target {
