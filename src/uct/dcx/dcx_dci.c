@@ -675,6 +675,7 @@ dcx_dci_iface_stats(uct_iface_h tl_iface, dcx_dci_stats_t *stats)
     stats->kept       = iface->dci_kept;
     stats->waiters    = iface->dci_waiters;
     stats->sig_period = iface->sig_period;
+    stats->sq_len     = iface->sq_len;
     return 0;
 }
 
