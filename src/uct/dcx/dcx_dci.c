@@ -47,6 +47,7 @@ static void uct_dcx_dci_gauges(uct_dcx_iface_t *iface, dcx_dci_stats_t *stats)
     stats->kept       = iface->dci_kept;
     stats->waiters    = iface->dci_waiters;
     stats->sig_period = iface->sig_period;
+    stats->sq_len     = iface->sq_len;
     /* (under rand every DCI is shared: an ep never waits for one) */
     stats->free       = iface->policy->shared ?
                             iface->dci_limit :

@@ -41,6 +41,9 @@ typedef struct dcx_dci_stats {
     uint64_t waiters;    /* eps refused a DCI, still waiting */
     uint64_t sig_period; /* a completion requested every this many WRs
                               now (1 while eps wait for a DCI) */
+    uint64_t sq_len;     /* WRs a DCI's send queue holds: what the device
+                              granted for UCX_DCX_TX_QUEUE_LEN (a ConnectX
+                              may grant more than asked) */
 } dcx_dci_stats_t;
 
 /* Fills *stats for a dcx interface.  Returns 0, or -1 if iface is not a dcx

@@ -6,6 +6,7 @@
  */
 #include "uct_fixture.h"
 
+#include <algorithm>
 #include <cstring>
 
 /* dcx_config.c is compiled into this test as well (the module exports
@@ -211,11 +212,19 @@ TEST_F(uct_dcx_knobs, num_dci_4095)
 /* The send CQ must hold every DCI's queue: both variables are named */
 TEST_F(uct_dcx_knobs, send_cq_size_bad_flow)
 {
-    entity *e = NULL;
+    const dcx_dev_caps_t &caps = device()->caps;
+    /* the longest send queue the device takes, and enough DCIs that their
+     * queues with the control DCI's overflow the largest CQ */
+    const unsigned txq         = std::min(caps.max_qp_wr, 32768u);
+    const unsigned dci         = caps.max_cqe / txq;
+    entity *e                  = NULL;
 
+    ASSERT_GE(dci, 1u);
+    ASSERT_LT(dci, std::min(caps.max_dci, 1024u));
     log_counter::reset();
     EXPECT_EQ(UCS_ERR_INVALID_PARAM,
-              try_create_entity({{"NUM_DCI", "200"}, {"TX_QUEUE_LEN", "32768"}},
+              try_create_entity({{"NUM_DCI", std::to_string(dci)},
+                                 {"TX_QUEUE_LEN", std::to_string(txq)}},
                                 &e));
     EXPECT_EQ(1, log_counter::errors()) << log_counter::joined();
     EXPECT_TRUE(log_counter::contains("UCX_DCX_NUM_DCI"));

@@ -159,13 +159,18 @@ TEST_P(uct_dcx_errors, dc_key_mismatch)
     uct_ep_h bad  = connect(m_a, other);
     uct_ep_h good = connect(m_a, m_b);
 
-    ASSERT_EQ(0, dcx_soft_stats(device(), &before));
+    /* the soft device counts the violations; a NIC drops them silently */
+    const bool counted = dcx_dev_is_soft(device());
+
+    ASSERT_TRUE(!counted || (dcx_soft_stats(device(), &before) == 0));
     ASSERT_EQ(UCS_OK,
               retry([&] { return uct_ep_am_short(bad, AM_ID, 0, NULL, 0); }));
     ASSERT_TRUE(wait_error(bad, &status));
     EXPECT_EQ(UCS_ERR_ENDPOINT_TIMEOUT, status);
-    ASSERT_EQ(0, dcx_soft_stats(device(), &after));
-    EXPECT_GT(after.dc_key_violations, before.dc_key_violations);
+    if (counted) {
+        ASSERT_EQ(0, dcx_soft_stats(device(), &after));
+        EXPECT_GT(after.dc_key_violations, before.dc_key_violations);
+    }
     check_healthy(good);
     log_counter::reset();
 }

@@ -78,6 +78,16 @@ struct strided_peer {
 
 class uct_dcx_strided : public uct_dcx_policy_test {
 protected:
+    /* Every test moves layouts through strided keys, and through the tag
+     * operations too (the interfaces are opened with TM_ENABLE=y) */
+    virtual void SetUp()
+    {
+        uct_dcx_policy_test::SetUp();
+        if (!IsSkipped() && !dev_has(DCX_CAP_MKEY_STRIDE | DCX_CAP_TM)) {
+            GTEST_SKIP() << "the device lacks strided keys or tag matching";
+        }
+    }
+
     virtual void iface_params(uct_iface_params_t &params)
     {
         set_tm_callbacks(params, unexp_eager_cb, unexp_rndv_cb, this);

@@ -160,6 +160,9 @@ protected:
     virtual void SetUp()
     {
         uct_dcx_test::SetUp();
+        if (!dev_has(DCX_CAP_MKEY_STRIDE)) {
+            GTEST_SKIP() << "the device has no strided memory keys";
+        }
         m_e = create_entity();
         ASSERT_TRUE(m_e != NULL);
         /* the memory layouts are cut from; filled with a known pattern */

@@ -600,6 +600,9 @@ protected:
         uct_dcx_tag::init_env(env);
         env.set("UCX_DCX_SOFT_TM", "n");
     }
+
+    /* on any device: the soft one is told to have none */
+    virtual bool needs_tm() const { return false; }
 };
 
 TEST_P(uct_dcx_tag_dev_off, device_without_tm_bad_flow)

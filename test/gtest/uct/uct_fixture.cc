@@ -43,6 +43,22 @@ void scoped_env::set(const std::string &name, const std::string &value)
     setenv(name.c_str(), value.c_str(), 1);
 }
 
+const std::string &test_md_name()
+{
+    static const std::string name = [] {
+        const char *env = getenv("DCX_TEST_DEVICE");
+
+        return std::string(((env != NULL) && (*env != '\0')) ? env : "soft0");
+    }();
+
+    return name;
+}
+
+bool test_on_soft()
+{
+    return test_md_name().compare(0, 4, "soft") == 0;
+}
+
 std::string uct_dcx_test::unique_fabric()
 {
     static int seq = 0;
@@ -61,7 +77,9 @@ void uct_dcx_test::SetUp()
     ucs_status_t status;
 
     log_counter::install();
-    m_env.set("UCX_DCX_SOFT_DEVICES", "1");
+    /* the soft devices only when the tests run on one: on another backend
+     * they would be listed next to its devices */
+    m_env.set("UCX_DCX_SOFT_DEVICES", test_on_soft() ? "1" : "0");
     if (getenv("DCX_PEER_FABRIC") != NULL) {
         /* a peer process joins its parent's fabric */
         m_env.set("UCX_DCX_SOFT_FABRIC", getenv("DCX_PEER_FABRIC"));
@@ -84,7 +102,7 @@ void uct_dcx_test::SetUp()
     ASSERT_TRUE(m_component != NULL) << "dcx component not registered";
 
     ASSERT_EQ(UCS_OK, uct_md_config_read(m_component, NULL, NULL, &md_config));
-    status = uct_md_open(m_component, "soft0", md_config, &m_md);
+    status = uct_md_open(m_component, test_md_name().c_str(), md_config, &m_md);
     uct_config_release(md_config);
     ASSERT_EQ(UCS_OK, status);
     ASSERT_EQ(UCS_OK, uct_md_query(m_md, &m_md_attr));
@@ -125,6 +143,7 @@ uct_dcx_test::try_create_entity(const std::map<std::string, std::string> &cfg,
                                 entity **e_p)
 {
     std::map<std::string, std::string>::const_iterator it;
+    const std::string dev_name = test_md_name() + ":1";
     uct_iface_config_t *config;
     uct_iface_params_t params;
     ucs_status_t status;
@@ -170,7 +189,7 @@ uct_dcx_test::try_create_entity(const std::map<std::string, std::string> &cfg,
     params.err_handler_flags    = 0;
     params.open_mode            = UCT_IFACE_OPEN_MODE_DEVICE;
     params.mode.device.tl_name  = "dcx";
-    params.mode.device.dev_name = "soft0:1";
+    params.mode.device.dev_name = dev_name.c_str();
     params.rx_headroom          = 16;
     iface_params(params);
     status = uct_iface_open(m_md, e->worker, &params, config, &e->iface);
@@ -388,6 +407,11 @@ ucs_status_t uct_dcx_test::err_handler(void *arg, uct_ep_h ep,
 dcx_dev_t *uct_dcx_test::device() const
 {
     return ((uct_dcx_md_t *)m_md)->dev;
+}
+
+bool uct_dcx_test::dev_has(uint32_t caps) const
+{
+    return (device()->caps.flags & caps) == caps;
 }
 
 void set_tm_callbacks(uct_iface_params_t &params,

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Test fixture for the dcx transport through the public UCT API: a soft
- * device on a fabric private to the test process, memory domain "soft0",
- * interfaces on "soft0:1", endpoints between them, and helpers to progress
- * and to wait.
+ * Test fixture for the dcx transport through the public UCT API: a memory
+ * domain on the device of test_md_name() (a soft device on a fabric
+ * private to the test process, "soft0", unless DCX_TEST_DEVICE names
+ * another), interfaces on its port 1, endpoints between them, and helpers
+ * to progress and to wait.
  */
 #ifndef DCX_GTEST_UCT_FIXTURE_H_
 #define DCX_GTEST_UCT_FIXTURE_H_
@@ -57,6 +58,19 @@ static inline void release_desc(void *desc)
     memcpy(&rdesc, (char *)desc - sizeof(rdesc), sizeof(rdesc));
     rdesc->cb(rdesc, desc);
 }
+
+/*
+ * The device every test of this binary runs on, from one place: the memory
+ * domain named by DCX_TEST_DEVICE, "soft0" when unset.  Another name (e.g.
+ * "mlx5_0": dcx's mlx5 backend on the emulated ConnectX) needs the
+ * environment that "dcx-run --mlx5-emu" gives (the emulated libraries in
+ * LD_LIBRARY_PATH, UCX_DCX_SOFT_DEVICES=0); test/gtest/emu/test_uct_emu.sh
+ * runs the suite so.
+ */
+const std::string &test_md_name();
+/* test_md_name() is a soft device (its fault injection, counters and
+ * UCX_DCX_SOFT_* settings apply) */
+bool test_on_soft();
 
 /* Sets environment variables for the life of the object. */
 class scoped_env {
@@ -123,6 +137,10 @@ protected:
     void free_mem(mem &m);
 
     dcx_dev_t *device() const;
+    /* The device has every capability of caps (DCX_CAP_*).  A test that
+     * needs one the device may lack (tag matching, strided keys, wake-up
+     * events: the mlx5 backend has none of them) skips by it. */
+    bool dev_has(uint32_t caps) const;
 
     /* Errors reported through the interfaces' error handler */
     struct ep_error {

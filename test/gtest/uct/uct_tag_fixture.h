@@ -127,7 +127,14 @@ protected:
     {
         m_tag_params = true;
         uct_dcx_test::SetUp();
+        if (!IsSkipped() && needs_tm() && !dev_has(DCX_CAP_TM)) {
+            GTEST_SKIP() << "the device has no tag matching offload";
+        }
     }
+
+    /* The tests need a device with tag matching (those of a device
+     * without it do not) */
+    virtual bool needs_tm() const { return true; }
 
     entity *create_tm(const char *enable = "y")
     {

@@ -1,0 +1,45 @@
+#!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
+#
+# dcx's UCT suite (gtest_uct) a second time, over dcx's mlx5 backend on the
+# emulated ConnectX: "dcx-run --mlx5-emu" gives the environment (the
+# emulated libibverbs/libmlx5 first in LD_LIBRARY_PATH, soft devices off)
+# and DCX_TEST_DEVICE=mlx5_0 makes the fixture open that device
+# (test/gtest/uct/uct_fixture.h).  Tests needing what the backend lacks
+# (tag matching, strided keys, wake-up events, CPU atomics, memory
+# allocation) skip themselves by capability.  The tests of the soft
+# device's own internals are left out here, in SOFT_ONLY, each with its
+# reason: this is the one place that chooses them.
+#
+# Run by "make check" from the top build directory.
+
+set -u
+
+run=./contrib/dcx-run
+gtest=test/gtest/uct/gtest_uct
+
+[ -x "$run" ] || { echo "FAIL: $run not built (run from the build directory)"; exit 1; }
+[ -x "$gtest" ] || { echo "FAIL: $gtest not built"; exit 1; }
+
+# gtest name pattern, then why it runs on the soft device only
+SOFT_ONLY='
+uct_dcx_hardening.reachability_bad_flow  makes soft port addresses (another fabric, host, user)
+uct_dcx_hardening.remapped_memory_not_written_bad_flow  the emulation does not pin pages: it writes through the new mapping (docs/mlx5-emulation.md)
+*uct_dcx_errors.injected_error_completion/*  soft fault injection (error completion)
+*uct_dcx_errors.handler_destroys_ep_and_declines/*  soft fault injection (error completion)
+*uct_dcx_errors.dropped_and_delayed_packets/*  soft fault injection (drops, delays)
+*uct_dcx_remote_flood.slow_receiver/*  soft device counters (RNR)
+*uct_dcx_flood.one_dci_tiny_rx_queue/*  soft device counters (RNR)
+*uct_dcx_rx_batch.stream_grows_receive_queue_before_rnr/*  soft device counters (RNR)
+*uct_dcx_flush.small_puts_late_on_the_wire_then_flush/*  soft fault injection (delays)
+*uct_dcx_dci_keep.failure_on_kept_dci/*  soft fault injection (error completion)
+*uct_dcx_fc.lost_grant_resent/*  soft fault injection (drops)
+*uct_dcx_stats.failures_counted_file_stays/*  soft fault injection (error completion)
+'
+
+filter=$(echo "$SOFT_ONLY" | awk 'NF { printf "%s%s", sep, $1; sep = ":" }')
+fabric=uctemu-$$
+trap 'rm -f "/dev/shm/dcx-emu.$(id -u).$fabric"' EXIT
+
+"$run" --mlx5-emu --fabric "$fabric" \
+    env DCX_TEST_DEVICE=mlx5_0 "$gtest" --gtest_filter="-$filter" "$@"
