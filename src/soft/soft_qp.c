@@ -485,7 +485,7 @@ int dcx_soft_qp_post_failing(dcx_qp_t *qp_, const dcx_send_wr_t *wr,
     w->forced = (uint8_t)status;
     dev->now  = soft_dev_now(dev);
     soft_req_run(qp, dev->now);
-    soft_post_unlock_kick(dev, NULL, 0);
+    soft_post_unlock_kick(dev, NULL, 0, 0);
     return 0;
 }
 

@@ -274,7 +274,6 @@ TEST_P(uct_dcx_dci_keep, flush_and_destroy_of_ep_holding_dci)
  * recovered and goes back to the pool, and other eps use it */
 TEST_P(uct_dcx_dci_keep, failure_on_kept_dci)
 {
-    dcx_soft_fault_t fault;
     ucs_status_t status;
     uct_ep_h bad, good;
 
@@ -282,12 +281,7 @@ TEST_P(uct_dcx_dci_keep, failure_on_kept_dci)
     ASSERT_NO_FATAL_FAILURE(put_flushed(bad, 1, 0));
     ASSERT_EQ(0, dcx_dci_ep_index(bad));
 
-    memset(&fault, 0, sizeof(fault));
-    fault.type   = DCX_SOFT_FAULT_ERROR_CQE;
-    fault.opcode = DCX_WR_RDMA_WRITE;
-    fault.count  = 1;
-    fault.status = DCX_WC_REM_OP_ERR;
-    ASSERT_EQ(0, dcx_soft_fault_inject(device(), &fault));
+    ASSERT_EQ(0, inject_error_completion(DCX_WR_RDMA_WRITE, DCX_WC_REM_OP_ERR));
     ASSERT_EQ(UCS_OK, put(bad, 2, 0));
     ASSERT_TRUE(wait_for([&] {
         for (size_t i = 0; i < m_errors.size(); ++i) {

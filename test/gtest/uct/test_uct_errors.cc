@@ -179,16 +179,10 @@ TEST_P(uct_dcx_errors, injected_error_completion)
 {
     uct_ep_h bad  = connect(m_a, m_b);
     uct_ep_h good = connect(m_a, m_b);
-    dcx_soft_fault_t fault;
     ucs_status_t status;
 
     check_healthy(good);
-    memset(&fault, 0, sizeof(fault));
-    fault.type   = DCX_SOFT_FAULT_ERROR_CQE;
-    fault.opcode = DCX_WR_RDMA_WRITE;
-    fault.count  = 1;
-    fault.status = DCX_WC_REM_OP_ERR;
-    ASSERT_EQ(0, dcx_soft_fault_inject(device(), &fault));
+    ASSERT_EQ(0, inject_error_completion(DCX_WR_RDMA_WRITE, DCX_WC_REM_OP_ERR));
     ASSERT_EQ(UCS_OK, put(bad, m_mem.rkey));
     ASSERT_TRUE(wait_error(bad, &status));
     dcx_soft_fault_clear(device());
@@ -204,15 +198,9 @@ TEST_P(uct_dcx_errors, handler_destroys_ep_and_declines)
 {
     uct_ep_h bad  = connect(m_a, m_b);
     uct_ep_h good = connect(m_a, m_b);
-    dcx_soft_fault_t fault;
 
     check_healthy(good);
-    memset(&fault, 0, sizeof(fault));
-    fault.type   = DCX_SOFT_FAULT_ERROR_CQE;
-    fault.opcode = DCX_WR_RDMA_WRITE;
-    fault.count  = 1;
-    fault.status = DCX_WC_REM_OP_ERR;
-    ASSERT_EQ(0, dcx_soft_fault_inject(device(), &fault));
+    ASSERT_EQ(0, inject_error_completion(DCX_WR_RDMA_WRITE, DCX_WC_REM_OP_ERR));
     m_err_destroys_ep = true;
     ASSERT_EQ(UCS_OK, put(bad, m_mem.rkey));
     ASSERT_TRUE(wait_for([&] { return !m_errors.empty(); }));

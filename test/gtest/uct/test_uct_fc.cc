@@ -175,19 +175,13 @@ protected:
 TEST_P(uct_dcx_fc, lost_grant_resent)
 {
     uct_ep_h ep = connect(m_a, m_b);
-    dcx_soft_fault_t fault;
     int n;
 
     n = drain_credits(ep);
     ASSERT_GT(n, 0);
 
     /* the next send posted on the device is b's grant */
-    memset(&fault, 0, sizeof(fault));
-    fault.type   = DCX_SOFT_FAULT_ERROR_CQE;
-    fault.opcode = DCX_WR_SEND;
-    fault.count  = 1;
-    fault.status = DCX_WC_REM_OP_ERR;
-    ASSERT_EQ(0, dcx_soft_fault_inject(device(), &fault));
+    ASSERT_EQ(0, inject_error_completion(DCX_WR_SEND, DCX_WC_REM_OP_ERR));
 
     /* only b progresses until the grant is out: a's timer cannot send its
      * request again (another send) before the fault hit the grant */

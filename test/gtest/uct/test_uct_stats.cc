@@ -152,7 +152,6 @@ TEST_P(uct_dcx_stats, file_shows_pool_and_flow_control)
  * final figures after the interfaces closed */
 TEST_P(uct_dcx_stats, failures_counted_file_stays)
 {
-    dcx_soft_fault_t fault;
     mem m;
 
     ASSERT_NO_FATAL_FAILURE(setup());
@@ -163,12 +162,7 @@ TEST_P(uct_dcx_stats, failures_counted_file_stays)
               uct_ep_put_short(e, &v, sizeof(v), (uintptr_t)m.ptr, m.rkey));
     flush_ep(e);
 
-    memset(&fault, 0, sizeof(fault));
-    fault.type   = DCX_SOFT_FAULT_ERROR_CQE;
-    fault.opcode = DCX_WR_RDMA_WRITE;
-    fault.count  = 1;
-    fault.status = DCX_WC_REM_OP_ERR;
-    ASSERT_EQ(0, dcx_soft_fault_inject(device(), &fault));
+    ASSERT_EQ(0, inject_error_completion(DCX_WR_RDMA_WRITE, DCX_WC_REM_OP_ERR));
     ASSERT_EQ(UCS_OK,
               uct_ep_put_short(e, &v, sizeof(v), (uintptr_t)m.ptr, m.rkey));
     ASSERT_TRUE(wait_for([&] { return !m_errors.empty(); }));

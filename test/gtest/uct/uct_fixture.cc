@@ -409,6 +409,19 @@ dcx_dev_t *uct_dcx_test::device() const
     return ((uct_dcx_md_t *)m_md)->dev;
 }
 
+int uct_dcx_test::inject_error_completion(int opcode, dcx_wc_status_t status,
+                                          unsigned count)
+{
+    dcx_soft_fault_t fault;
+
+    memset(&fault, 0, sizeof(fault));
+    fault.type   = DCX_SOFT_FAULT_ERROR_CQE;
+    fault.opcode = opcode;
+    fault.count  = count;
+    fault.status = status;
+    return dcx_soft_fault_inject(device(), &fault);
+}
+
 bool uct_dcx_test::dev_has(uint32_t caps) const
 {
     return (device()->caps.flags & caps) == caps;

@@ -137,6 +137,11 @@ protected:
     void free_mem(mem &m);
 
     dcx_dev_t *device() const;
+    /* The next count WRs of this opcode posted on the (soft) device
+     * complete with status, unexecuted: returns dcx_soft_fault_inject()'s
+     * result (0: armed) */
+    int inject_error_completion(int opcode, dcx_wc_status_t status,
+                                unsigned count = 1);
     /* The device has every capability of caps (DCX_CAP_*).  A test that
      * needs one the device may lack (tag matching, strided keys, wake-up
      * events: the mlx5 backend has none of them) skips by it. */
