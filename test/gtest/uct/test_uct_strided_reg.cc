@@ -18,6 +18,7 @@
 
 extern "C" {
 #include <uct/dcx/dcx_strided.h>
+#include <ucs/sys/math.h>
 }
 
 #include <dlfcn.h>
@@ -165,8 +166,15 @@ protected:
         }
         m_e = create_entity();
         ASSERT_TRUE(m_e != NULL);
-        /* the memory layouts are cut from; filled with a known pattern */
-        m_mem = alloc_mem(1 << 20);
+        /* the memory layouts are cut from; filled with a known pattern
+         * (room for entry_limit_bad_flow's largest layout: the device's
+         * entry limit + 1 elements 70001 bytes apart), whole MiBs: an
+         * rcache registration ends at a page boundary, and the bad flows
+         * that reach past the end of m_mem must reach past it too */
+        m_limit = device()->caps.mkey_max_entries;
+        m_mem = alloc_mem(ucs_align_up(std::max<size_t>(1 << 20, (m_limit + 2) *
+                                                                     70001ul),
+                                       1 << 20));
         fill_original();
     }
 
@@ -401,6 +409,7 @@ protected:
 
     entity *m_e;
     mem m_mem;
+    size_t m_limit; /* entries of one strided key on this device */
     std::vector<uct_mem_h> m_strided;
     peer_proc m_agent;
 };
@@ -606,6 +615,9 @@ TEST_F(uct_dcx_strided_reg, symbols_exported)
 /* At the entry limit and one past it */
 TEST_F(uct_dcx_strided_reg, entry_limit_bad_flow)
 {
+    /* the device's limit: LIMIT on the soft device, what the backend
+     * derived elsewhere */
+    const size_t LIMIT = m_limit;
     std::vector<uct_dcx_strided_region_t> r;
     for (size_t i = 0; i <= LIMIT; ++i) {
         uct_dcx_strided_region_t x = {base() + i * 100, 10};
@@ -802,7 +814,8 @@ TEST_F(uct_dcx_strided_reg, wrong_md_bad_flow)
     uct_md_h md2;
 
     ASSERT_EQ(UCS_OK, uct_md_config_read(m_component, NULL, NULL, &config));
-    ucs_status_t status = uct_md_open(m_component, "soft0", config, &md2);
+    ucs_status_t status = uct_md_open(m_component, test_md_name().c_str(),
+                                      config, &md2);
     uct_config_release(config);
     ASSERT_EQ(UCS_OK, status);
 
