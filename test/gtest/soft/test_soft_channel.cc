@@ -297,7 +297,7 @@ TEST_F(soft_channel_test, sleeper_woken_once_not_by_rdma)
     dcx_cq_t *cq = nullptr;
     dcx_send_wr_t wr;
     dcx_mr_t *wmr;
-    dcx_wc_t wc;
+    dcx_wc_t wc[2];
     uint8_t byte = 7;
 
     ASSERT_EQ(0,
@@ -317,8 +317,8 @@ TEST_F(soft_channel_test, sleeper_woken_once_not_by_rdma)
     wr.rkey        = wmr->rkey;
     wr.remote_addr = (uint64_t)(uintptr_t)(wbuf + 63);
     ASSERT_EQ(0, dcx_qp_post_send(ini.dci, &wr));
-    ASSERT_EQ(1, ini.poll(&wc, 1));
-    ASSERT_EQ(DCX_WC_SUCCESS, wc.status);
+    ASSERT_EQ(1, ini.poll(wc, 1));
+    ASSERT_EQ(DCX_WC_SUCCESS, wc[0].status);
     EXPECT_EQ(7, wbuf[63]);
     EXPECT_FALSE(fd_readable(ch->fd, 0));
     EXPECT_EQ(SOFT_WAKE_ARMED,
@@ -334,8 +334,8 @@ TEST_F(soft_channel_test, sleeper_woken_once_not_by_rdma)
     ASSERT_TRUE(fd_readable(ch->fd, 0));
     ASSERT_EQ(0, dcx_comp_channel_get_event(ch, &cq));
     EXPECT_FALSE(fd_readable(ch->fd, 0));
-    ASSERT_EQ(2, tgt.poll(&wc, 2));
-    ASSERT_EQ(2, ini.poll(&wc, 2));
+    ASSERT_EQ(2, tgt.poll(wc, 2));
+    ASSERT_EQ(2, ini.poll(wc, 2));
     ASSERT_EQ(0, soft_helper_start(t));
 }
 
