@@ -263,27 +263,49 @@ uct_dcx_dci_take_back(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep)
 
 static uct_dcx_dci_t *uct_dcx_dci_grow(uct_dcx_iface_t *iface);
 
+/* dci, free or new, goes to an ep */
+static uct_dcx_dci_t *uct_dcx_dci_lend(uct_dcx_iface_t *iface,
+                                       uct_dcx_dci_t *dci)
+{
+    dci->flags |= UCT_DCX_DCI_FLAG_BUSY;
+    iface->cnt->dci.gets++;
+    return dci;
+}
+
+/* The free stack is empty (dcs policies): a DCI kept idle by another ep,
+ * before a new one, so that the pool grows only as far as endpoints have
+ * work in flight at once; NULL if neither.  A take is when the pool also
+ * looks for DCIs left unused (uct_dcx_dci_pool_check). */
+static UCS_F_NOINLINE uct_dcx_dci_t *
+uct_dcx_dcs_dci_find(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep)
+{
+    uct_dcx_dci_t *dci;
+
+    uct_dcx_dci_pool_check(iface);
+    if ((iface->dci_kept > 0) &&
+        ((dci = uct_dcx_dci_take_back(iface, ep)) != NULL)) {
+        return dci;
+    }
+    if ((iface->dci_created < iface->dci_limit) &&
+        ((dci = uct_dcx_dci_grow(iface)) != NULL)) {
+        return uct_dcx_dci_lend(iface, dci);
+    }
+    return NULL;
+}
+
 static ucs_status_t uct_dcx_dcs_dci_get(uct_dcx_iface_t *iface,
                                         uct_dcx_ep_t *ep)
 {
     uct_dcx_dci_t *dci;
 
     if (iface->dci_free_top > 0) {
-        dci = &iface->dcis[iface->dci_free[--iface->dci_free_top]];
-        dci->flags |= UCT_DCX_DCI_FLAG_BUSY;
-        iface->cnt->dci.gets++;
-    } else if ((uct_dcx_dci_pool_check(iface), iface->dci_kept > 0) &&
-               ((dci = uct_dcx_dci_take_back(iface, ep)) != NULL)) {
-        /* an idle DCI kept by another ep before a new one: the pool grows
-         * only as far as endpoints have work in flight at once */
-    } else if ((iface->dci_created < iface->dci_limit) &&
-               ((dci = uct_dcx_dci_grow(iface)) != NULL)) {
-        dci->flags |= UCT_DCX_DCI_FLAG_BUSY;
-        iface->cnt->dci.gets++;
-    } else if (iface->dci_created == 0) {
-        /* the device refused the first DCI: nothing to wait for */
-        return UCS_ERR_IO_ERROR;
-    } else {
+        dci = uct_dcx_dci_lend(
+            iface, &iface->dcis[iface->dci_free[--iface->dci_free_top]]);
+    } else if ((dci = uct_dcx_dcs_dci_find(iface, ep)) == NULL) {
+        if (iface->dci_created == 0) {
+            /* the device refused the first DCI: nothing to wait for */
+            return UCS_ERR_IO_ERROR;
+        }
         iface->cnt->dci.refusals++;
         uct_dcx_ep_dci_wait(iface, ep);
         uct_dcx_dci_gauges(iface, &iface->cnt->dci);
