@@ -37,8 +37,7 @@ protected:
         char fabric[32];
 
         snprintf(fabric, sizeof(fabric), "gtp%d-%d", (int)getpid(), ++s_seq);
-        setenv("UCX_DCX_SOFT_DEVICES", "1", 1);
-        setenv("UCX_DCX_SOFT_FABRIC", fabric, 1);
+        use_test_device(fabric);
         setenv("UCX_TLS", "dcx,self", 1);
         setenv("UCX_DCX_TIMEOUT", "8ms", 1);
         setenv("UCX_DCX_RETRY_COUNT", "2", 1);

@@ -364,9 +364,11 @@ protected:
         char fabric[32];
 
         snprintf(fabric, sizeof(fabric), "gtw%d", (int)getpid());
-        setenv("UCX_DCX_SOFT_DEVICES", "1", 1);
-        setenv("UCX_DCX_SOFT_FABRIC", fabric, 1);
+        dcx_test::use_test_device(fabric);
         setenv("UCX_TLS", "dcx,self", 1);
+        if (!dcx_test::test_device_query().wakeup) {
+            GTEST_SKIP() << "the device has no wake-up events";
+        }
     }
 };
 

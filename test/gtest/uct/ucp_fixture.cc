@@ -1,6 +1,13 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #include "ucp_fixture.h"
+#include "test_device.h"
 
+extern "C" {
+#include <uct/api/uct.h>
+#include <ucs/async/async_fwd.h>
+}
+
+#include <cstdlib>
 #include <cstring>
 #include <time.h>
 
@@ -11,6 +18,122 @@ double now_sec()
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+void use_test_device(const char *fabric)
+{
+    if (test_on_soft()) {
+        setenv("UCX_DCX_SOFT_DEVICES", "1", 1);
+        setenv("UCX_DCX_SOFT_FABRIC", fabric, 1);
+    } else {
+        setenv("UCX_NET_DEVICES", (test_md_name() + ":1").c_str(), 1);
+    }
+}
+
+namespace {
+
+/* the probe interface receives nothing: its tag callbacks only make it
+ * ask for tag matching as UCP's does */
+ucs_status_t probe_unexp_eager(void *, void *, size_t, unsigned, uct_tag_t,
+                               uint64_t, void **)
+{
+    return UCS_OK;
+}
+
+ucs_status_t probe_unexp_rndv(void *, unsigned, uint64_t, const void *,
+                              unsigned, uint64_t, size_t, const void *)
+{
+    return UCS_OK;
+}
+
+/* The dcx interface's attributes on the test device; false when it cannot
+ * be opened */
+bool query_dcx_iface(uct_iface_attr_t *attr)
+{
+    uct_component_h *comps, comp = NULL;
+    unsigned num_comps, i;
+    uct_component_attr_t cattr;
+    uct_md_config_t *md_config;
+    uct_iface_config_t *if_config;
+    uct_iface_params_t params;
+    ucs_async_context_t *async = NULL;
+    uct_worker_h worker        = NULL;
+    uct_iface_h iface          = NULL;
+    uct_md_h md                = NULL;
+    std::string dev            = test_md_name() + ":1";
+    bool ok                    = false;
+
+    if (uct_query_components(&comps, &num_comps) != UCS_OK) {
+        return false;
+    }
+    for (i = 0; i < num_comps; ++i) {
+        cattr.field_mask = UCT_COMPONENT_ATTR_FIELD_NAME;
+        if ((uct_component_query(comps[i], &cattr) == UCS_OK) &&
+            (strcmp(cattr.name, "dcx") == 0)) {
+            comp = comps[i];
+        }
+    }
+    if ((comp != NULL) &&
+        (uct_md_config_read(comp, NULL, NULL, &md_config) == UCS_OK)) {
+        if (uct_md_open(comp, test_md_name().c_str(), md_config, &md) !=
+            UCS_OK) {
+            md = NULL;
+        }
+        uct_config_release(md_config);
+    }
+    if ((md != NULL) &&
+        (ucs_async_context_create(UCS_ASYNC_MODE_THREAD_SPINLOCK, &async) ==
+         UCS_OK) &&
+        (uct_worker_create(async, UCS_THREAD_MODE_SINGLE, &worker) == UCS_OK) &&
+        (uct_md_iface_config_read(md, "dcx", NULL, NULL, &if_config) ==
+         UCS_OK)) {
+        memset(&params, 0, sizeof(params));
+        params.field_mask = UCT_IFACE_PARAM_FIELD_OPEN_MODE |
+                            UCT_IFACE_PARAM_FIELD_DEVICE |
+                            UCT_IFACE_PARAM_FIELD_HW_TM_EAGER_CB |
+                            UCT_IFACE_PARAM_FIELD_HW_TM_RNDV_CB;
+        params.open_mode            = UCT_IFACE_OPEN_MODE_DEVICE;
+        params.mode.device.tl_name  = "dcx";
+        params.mode.device.dev_name = dev.c_str();
+        params.eager_cb             = probe_unexp_eager;
+        params.rndv_cb              = probe_unexp_rndv;
+        if (uct_iface_open(md, worker, &params, if_config, &iface) != UCS_OK) {
+            iface = NULL;
+        }
+        uct_config_release(if_config);
+    }
+    if (iface != NULL) {
+        ok = (uct_iface_query(iface, attr) == UCS_OK);
+        uct_iface_close(iface);
+    }
+    if (worker != NULL) {
+        uct_worker_destroy(worker);
+    }
+    if (async != NULL) {
+        ucs_async_context_destroy(async);
+    }
+    if (md != NULL) {
+        uct_md_close(md);
+    }
+    uct_release_component_list(comps);
+    return ok;
+}
+
+} /* namespace */
+
+const test_device_caps &test_device_query()
+{
+    static uct_iface_attr_t attr;
+    static const bool queried          = query_dcx_iface(&attr);
+    static const test_device_caps caps = {
+        queried && (attr.cap.flags & UCT_IFACE_FLAG_TAG_EAGER_BCOPY),
+        queried && (attr.cap.event_flags & UCT_IFACE_FLAG_EVENT_RECV) &&
+            (attr.cap.event_flags & UCT_IFACE_FLAG_EVENT_FD)};
+
+    /* every test asking fails while the device cannot be queried */
+    EXPECT_TRUE(queried) << "cannot open and query the dcx interface on "
+                         << test_md_name() << ":1";
+    return caps;
 }
 
 void ucp_pair_test::create_peer(ucp_peer *p, uint64_t features)
@@ -39,8 +162,15 @@ void ucp_pair_test::create_peer(ucp_peer *p, uint64_t features)
 
 void ucp_pair_test::destroy_peer(ucp_peer *p)
 {
-    ucp_worker_destroy(p->worker);
-    ucp_cleanup(p->context);
+    /* a peer a skipped test never created has none */
+    if (p->worker != NULL) {
+        ucp_worker_destroy(p->worker);
+        p->worker = NULL;
+    }
+    if (p->context != NULL) {
+        ucp_cleanup(p->context);
+        p->context = NULL;
+    }
 }
 
 void ucp_pair_test::progress()

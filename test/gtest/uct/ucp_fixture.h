@@ -21,6 +21,23 @@ namespace dcx_test {
 /* CLOCK_MONOTONIC in seconds */
 double now_sec();
 
+/*
+ * The device of the UCP tests: test_md_name() (test_device.h).  On a soft
+ * device, sets UCX_DCX_SOFT_DEVICES=1 and UCX_DCX_SOFT_FABRIC=fabric (the
+ * test's own); on another, keeps the environment the test command gave
+ * (dcx-run --mlx5-emu: soft devices off, the emulated devices' fabric,
+ * which is the process's) and sets UCX_NET_DEVICES to its port 1.
+ */
+void use_test_device(const char *fabric);
+
+/* What the dcx interface on the test device offers, from uct_iface_query
+ * (asked once, the interface opened as UCP opens it for tags) */
+struct test_device_caps {
+    bool tag_offload; /* UCT_IFACE_FLAG_TAG_EAGER_BCOPY */
+    bool wakeup;      /* UCT_IFACE_FLAG_EVENT_RECV and EVENT_FD */
+};
+const test_device_caps &test_device_query();
+
 struct ucp_peer {
     ucp_context_h context;
     ucp_worker_h worker;
@@ -34,6 +51,8 @@ protected:
      * only keeps a hang from blocking the run */
     explicit ucp_pair_test(double wait_timeout) : m_wait_timeout(wait_timeout)
     {
+        m_a.context = m_b.context = NULL;
+        m_a.worker = m_b.worker = NULL;
     }
 
     /* A context with these UCP_FEATURE_* bits and a single-threaded worker */

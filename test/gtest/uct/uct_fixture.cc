@@ -43,22 +43,6 @@ void scoped_env::set(const std::string &name, const std::string &value)
     setenv(name.c_str(), value.c_str(), 1);
 }
 
-const std::string &test_md_name()
-{
-    static const std::string name = [] {
-        const char *env = getenv("DCX_TEST_DEVICE");
-
-        return std::string(((env != NULL) && (*env != '\0')) ? env : "soft0");
-    }();
-
-    return name;
-}
-
-bool test_on_soft()
-{
-    return test_md_name().compare(0, 4, "soft") == 0;
-}
-
 std::string uct_dcx_test::unique_fabric()
 {
     static int seq = 0;

@@ -20,6 +20,7 @@ extern "C" {
 }
 
 #include "log_counter.h"
+#include "test_device.h"
 
 #include <cstring>
 #include <sys/types.h>
@@ -59,18 +60,8 @@ static inline void release_desc(void *desc)
     rdesc->cb(rdesc, desc);
 }
 
-/*
- * The device every test of this binary runs on, from one place: the memory
- * domain named by DCX_TEST_DEVICE, "soft0" when unset.  Another name (e.g.
- * "mlx5_0": dcx's mlx5 backend on the emulated ConnectX) needs the
- * environment that "dcx-run --mlx5-emu" gives (the emulated libraries in
- * LD_LIBRARY_PATH, UCX_DCX_SOFT_DEVICES=0); test/gtest/emu/test_uct_emu.sh
- * runs the suite so.
- */
-const std::string &test_md_name();
-/* test_md_name() is a soft device (its fault injection, counters and
- * UCX_DCX_SOFT_* settings apply) */
-bool test_on_soft();
+/* The device every test of this binary runs on: test_md_name(),
+ * test_on_soft() (test_device.h) */
 
 /* Sets environment variables for the life of the object. */
 class scoped_env {
