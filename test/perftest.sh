@@ -7,10 +7,16 @@
 # all passed.
 #
 # Usage: test/perftest.sh [-l path/to/libuct_dcx.so] [-n iterations]
-#                         [-k name-filter] [-v]
+#                         [-k name-filter] [-e] [-v]
 #   default module: $DCX_LIB, else the libuct_dcx.so of the source tree's
 #   own build, of build/, or of another build*/ directory (sanitizer builds
 #   are skipped: they cannot be preloaded into an uninstrumented program).
+#   -e: over dcx's mlx5 backend on the emulated ConnectX (mlx5_0:1, the
+#   environment of "dcx-run --mlx5-emu --print-env") instead of the soft
+#   device.  A test needing a capability the device does not offer (an
+#   atomic operation, tag matching: "ucx_info -d -t dcx" under that
+#   environment) is reported SKIP there; on the soft device, which offers
+#   them all, a missing one fails the test.
 #
 set -u
 
@@ -20,13 +26,16 @@ verbose=0
 lib="${DCX_LIB:-}"
 timeout_s=${DCX_PERFTEST_TIMEOUT:-60}
 
-while getopts "l:n:k:vh" opt; do
+emu=0
+
+while getopts "l:n:k:evh" opt; do
     case $opt in
     l) lib=$OPTARG ;;
     n) iters=$OPTARG ;;
     k) filter=$OPTARG ;;
+    e) emu=1 ;;
     v) verbose=1 ;;
-    *) sed -n '3,14p' "$0"; exit 2 ;;
+    *) sed -n '3,20p' "$0"; exit 2 ;;
     esac
 done
 
@@ -50,12 +59,60 @@ if ! command -v ucx_perftest >/dev/null; then
     exit 2
 fi
 
-dev=soft0:1
+# the dcx-run wrapper next to the module (the build tree's), else DCX_RUN
+wrapper=$(dirname "$lib")/../contrib/dcx-run
+[ -x "$wrapper" ] || wrapper=${DCX_RUN:-}
+
+# dev_env FABRIC: the device's variables, one NAME=value a line
+dev_env() {
+    if [ $emu -eq 1 ]; then
+        DCX_LIB=$lib "$wrapper" --mlx5-emu --fabric "$1" --print-env |
+            grep -v '^LD_PRELOAD='
+    else
+        echo UCX_DCX_SOFT_DEVICES=1
+        echo "UCX_DCX_SOFT_FABRIC=$1"
+    fi
+}
+
+if [ $emu -eq 1 ]; then
+    dev=mlx5_0:1
+    if [ -z "$wrapper" ] || ! dev_env probe >/dev/null; then
+        echo "perftest.sh: -e needs dcx-run --mlx5-emu (set DCX_RUN)" >&2
+        exit 2
+    fi
+else
+    dev=soft0:1
+fi
 logdir=$(mktemp -d /tmp/dcx-perftest.XXXXXX)
 port=$(( 20000 + ($$ % 20000) ))
 passed=0
 failed=0
+skipped=0
 failed_names=""
+skipped_names=""
+
+# The device's capabilities, as ucx_info prints them ("atomic_add: 64 bit",
+# "tag_eager_short: ..."; tag matching asked for with UCX_DCX_TM_ENABLE=y,
+# which a device without it refuses): one word a line, e.g. atomic_add
+mapfile -t probe_env < <(dev_env "ptcap$$")
+caps=$(for tm in try y; do
+           env "${probe_env[@]}" LD_PRELOAD="$lib${LD_PRELOAD:+:$LD_PRELOAD}" \
+               UCX_DCX_TM_ENABLE=$tm ucx_info -d -t dcx 2>/dev/null
+       done | sed -nE 's/^# +(atomic_[a-z]+|tag_eager_short): .*/\1/p' | sort -u)
+[ $emu -eq 0 ] || rm -f "/dev/shm/dcx-emu.$(id -u).ptcap$$"
+
+# needed_cap NAME ARGS: the capability a test needs of the device, if any
+needed_cap() {
+    case "$1" in
+    tm_*) echo tag_eager_short; return ;;
+    esac
+    case " $2 " in
+    *" -x dcx "*" -t add_lat "*|*" -x dcx "*" -t add_mr "*) echo atomic_add ;;
+    *" -x dcx "*" -t fadd "*) echo atomic_fadd ;;
+    *" -x dcx "*" -t swap "*) echo atomic_swap ;;
+    *" -x dcx "*" -t cswap "*) echo atomic_cswap ;;
+    esac
+}
 
 # tm_* runs also pass only if dcx's close-time counters ("tag matching:
 # posted N matched M ...", logged at info level) show device matches
@@ -128,9 +185,7 @@ tests=(
 # bench/perftest.sh over dcx at 8 B, one short run per cell; it exits 1 if
 # any dcx run failed
 run_bench() {
-    local name=$1 wrapper
-    wrapper=$(dirname "$lib")/../contrib/dcx-run
-    [ -x "$wrapper" ] || wrapper=${DCX_RUN:-}
+    local name=$1
     env ${wrapper:+DCX_RUN=$wrapper} DCX_BENCH_TIMEOUT="$timeout_s" \
         "$top/bench/perftest.sh" -t dcx -S 8 -r 1 -s 0.1 \
         >"$logdir/$name.client" 2>&1
@@ -139,9 +194,10 @@ run_bench() {
 run_one() {
     local name=$1 envs=$2 args=$3 n=$4
     local fabric="pt$$-$name"
-    local env_list=(UCX_DCX_SOFT_DEVICES=1 "UCX_DCX_SOFT_FABRIC=${fabric:0:32}"
-                    LD_PRELOAD="$lib${LD_PRELOAD:+:$LD_PRELOAD}")
-    local srv_pid srv_rc cli_rc i attempt
+    local env_list srv_pid srv_rc cli_rc i attempt
+
+    mapfile -t env_list < <(dev_env "${fabric:0:32}")
+    env_list+=(LD_PRELOAD="$lib${LD_PRELOAD:+:$LD_PRELOAD}")
 
     if [ "$envs" != "-" ]; then
         env_list+=($envs)
@@ -180,6 +236,8 @@ run_one() {
         echo "perftest.sh: $name: port $port in use, trying the next" \
             >>"$logdir/$name.ports"
     done
+    # the emulation's table of the fabric outlives its processes
+    [ $emu -eq 0 ] || rm -f "/dev/shm/dcx-emu.$(id -u).${fabric:0:32}"
     [ $cli_rc -eq 0 ] && [ $srv_rc -eq 0 ] || return 1
     if [[ $name == tm_* ]] &&
        [ "$(tm_matched "$logdir/$name.server" "$logdir/$name.client")" -eq 0 ]; then
@@ -192,6 +250,23 @@ run_one() {
 for t in "${tests[@]}"; do
     IFS='|' read -r name envs args <<<"$t"
     if [ -n "$filter" ] && [[ "$name" != *$filter* ]]; then
+        continue
+    fi
+    cap=$(needed_cap "$name" "$args")
+    if [ -n "$cap" ] && ! grep -qx "$cap" <<<"$caps"; then
+        if [ $emu -eq 1 ]; then
+            skipped=$((skipped + 1))
+            skipped_names="$skipped_names $name"
+            printf "%-16s SKIP  (%s has no %s)\n" "$name" "$dev" "$cap"
+            continue
+        fi
+        failed=$((failed + 1))
+        failed_names="$failed_names $name"
+        printf "%-16s FAIL  (%s does not offer %s)\n" "$name" "$dev" "$cap"
+        continue
+    fi
+    # bench/perftest.sh runs on the soft device only
+    if [ "$args" = bench ] && [ $emu -eq 1 ]; then
         continue
     fi
     n=$iters
@@ -220,6 +295,8 @@ for t in "${tests[@]}"; do
     fi
 done
 
+[ $skipped -eq 0 ] ||
+    echo "skipped by capability ($dev):$skipped_names"
 echo "$passed passed, $failed failed${failed_names:+ (failed:$failed_names; logs in $logdir)}"
 [ $failed -eq 0 ] && [ -z "$failed_names" ] && rm -rf "$logdir"
 [ $failed -eq 0 ]
