@@ -5,7 +5,7 @@
 # over one UCX transport, with 2 and 4 processes each (or the counts a
 # program asks for, e.g. 2, 3 and 4 for the one-sided programs).
 #
-#   test/mpi/run.sh [-t TLS] [-n "2 4"] [-o PATTERN] [BUILD_DIR]
+#   test/mpi/run.sh [-t TLS] [-e] [-n "2 4"] [-o PATTERN] [BUILD_DIR]
 #
 # BUILD_DIR receives the binaries and one log per run (default: a new
 # temporary directory, kept when something fails).
@@ -17,6 +17,11 @@
 #                        dcx additionally exports LD_PRELOAD from
 #                        "$DCX_RUN --print-preload" and the soft device
 #                        (UCX_DCX_SOFT_DEVICES=1, UCX_DCX_SOFT_FABRIC=<name>).
+#   -e, DCX_TEST_EMU=1   with dcx: dcx's mlx5 backend on the emulated
+#                        ConnectX instead of the soft device: every variable
+#                        of "$DCX_RUN --mlx5-emu --print-env" is passed with
+#                        -x, the fabric as DCX_EMU_FABRIC=<name>
+#                        (docs/mlx5-emulation.md)
 #   DCX_RUN              path of the dcx-run wrapper (default: dcx-run from
 #                        PATH, else <repo>/build/contrib/dcx-run)
 #   DCX_TEST_FABRIC      soft fabric name prefix (default mt<pid>); each run
@@ -50,7 +55,9 @@
 # Over dcx there is one more check: every process must print dcx's own
 # counters ("dcx md soft0: traffic: tx N packets B bytes ...", one info line
 # per device at close) and the job must have sent bytes through dcx; the
-# PASS line shows the totals.
+# PASS line shows the totals.  With -e the mlx5 backend keeps no counters
+# of its own (a ConnectX counts in the NIC): every dcx lane of the ep_cfg
+# lines must be on an emulated mlx5_* device instead.
 #
 # Device tag matching over dcx: a program whose source has a line
 # "dcx-test-tm: matched" (mpi/p2p: specific-source receives of 8 KiB and
@@ -59,7 +66,9 @@
 # PASS line of every dcx run shows the counters ("tm: matched M of posted
 # P ..."); programs that post no receive UCP can offload (one-sided,
 # probes, wildcard sources, messages below UCX_TM_THRESH) show 0 of 0.
-# Not checked when UCX_DCX_TM_ENABLE=n is exported to the runner.
+# Not checked when UCX_DCX_TM_ENABLE=n is exported to the runner, nor with
+# -e on a device without tag matching (ucx_info shows none there with
+# UCX_DCX_TM_ENABLE=y): a skip by capability.
 #
 # Output: one line per run, then "N passed, N failed"; exit status 1 if any
 # run failed.
@@ -81,9 +90,12 @@ extra=${DCX_TEST_MPIRUN_ARGS:-}
 
 usage() { sed -n '3,/^$/s/^# \{0,1\}//p' "$0"; }
 
-while getopts "t:n:o:h" opt; do
+emu=${DCX_TEST_EMU:-0}
+
+while getopts "t:en:o:h" opt; do
     case $opt in
     t) tls=$OPTARG ;;
+    e) emu=1 ;;
     n) nps=$OPTARG; nps_forced=1 ;;
     o) only=$OPTARG ;;
     h) usage; exit 0 ;;
@@ -129,8 +141,26 @@ dcx)
     preload=$("$dcx_run" --print-preload) ||
         fatal "'$dcx_run --print-preload' failed (is libuct_dcx.so built?)"
     [ -n "$preload" ] || fatal "'$dcx_run --print-preload' printed nothing"
-    xargs_tl+=(-x "LD_PRELOAD=$preload" -x UCX_DCX_SOFT_DEVICES=1)
     fabric_prefix=${DCX_TEST_FABRIC:-mt$$}
+    if [ "$emu" = 1 ]; then
+        # the variables dcx-run gives (the fabric: one per run, below)
+        emu_env=$("$dcx_run" --mlx5-emu --print-env) ||
+            fatal "'$dcx_run --mlx5-emu --print-env' failed (is emu/ built?)"
+        while read -r v; do
+            xargs_tl+=(-x "$v")
+        done <<<"$emu_env"
+        # tag matching offload, where the device has it: what ucx_info
+        # shows with UCX_DCX_TM_ENABLE=y (a device without refuses it)
+        emu_tm=$(env $emu_env DCX_EMU_FABRIC="$fabric_prefix-caps" \
+                     UCX_DCX_TM_ENABLE=y ucx_info -d -t dcx 2>/dev/null |
+                 grep -c '^# *tag_eager_short:')
+        rm -f "/dev/shm/dcx-emu.$(id -u).$fabric_prefix-caps"
+    else
+        xargs_tl+=(-x "LD_PRELOAD=$preload" -x UCX_DCX_SOFT_DEVICES=1)
+    fi
+    ;;
+*)
+    [ "$emu" = 0 ] || fatal "-e (DCX_TEST_EMU) goes with -t dcx"
     ;;
 esac
 
@@ -144,6 +174,7 @@ common=(--allow-run-as-root --oversubscribe
 shmem_extra=(--mca spml ucx)
 
 echo "# transport: UCX_TLS=$tls,self${preload:+  LD_PRELOAD=$preload}"
+[ "$emu" = 0 ] || echo "# device: dcx's mlx5 backend on the emulated ConnectX ($(echo $emu_env))"
 echo "# build and logs: $bdir"
 
 # ---- build ----------------------------------------------------------------
@@ -276,7 +307,9 @@ for p in "${progs[@]}"; do
             launcher=oshrun
             args+=("${shmem_extra[@]}")
         fi
-        if [ "$tls" = dcx ]; then
+        if [ "$tls" = dcx ] && [ "$emu" = 1 ]; then
+            args+=(-x "DCX_EMU_FABRIC=$fabric_prefix-$run_no")
+        elif [ "$tls" = dcx ]; then
             args+=(-x "UCX_DCX_SOFT_FABRIC=$fabric_prefix-$run_no")
         fi
         # shellcheck disable=SC2086
@@ -285,6 +318,8 @@ for p in "${progs[@]}"; do
         t0=$(date +%s.%N)
         "${cmd[@]}" >>"$log" 2>&1 </dev/null
         rc=$?
+        # the emulation's table of the fabric outlives its processes
+        [ "$emu" = 0 ] || rm -f "/dev/shm/dcx-emu.$(id -u).$fabric_prefix-$run_no"
         dt=$(echo "$(date +%s.%N) $t0" | awk '{printf "%.1f", $1 - $2}')
 
         reason=
@@ -304,7 +339,21 @@ for p in "${progs[@]}"; do
         fi
         traffic=
         tm=
-        if [ "$tls" = dcx ]; then
+        if [ "$tls" = dcx ] && [ "$emu" = 1 ]; then
+            # the backend keeps no traffic counters (a ConnectX counts in
+            # the NIC): every dcx lane must be on an emulated device
+            if [ -z "$reason" ] && lane_desc "$log" | tr ' ' '\n' |
+                   grep -o 'dcx/[^ )]*' | grep -qv '^dcx/mlx5_'; then
+                reason="dcx lanes not on the emulated mlx5 devices: $(lane_desc "$log")"
+            fi
+            tm=$(tm_summary "$log")
+            if [ -z "$reason" ] && [ "$emu_tm" != 0 ] &&
+               [ "${UCX_DCX_TM_ENABLE:-try}" != n ] &&
+               [ -n "$(prog_tm_required "${prog_src[$p]}")" ] &&
+               ! [[ $tm =~ ^tm:\ matched\ [1-9] ]]; then
+                reason="no device tag matching (${tm:-no tag matching counters})"
+            fi
+        elif [ "$tls" = dcx ]; then
             traffic=$(check_dcx_traffic "$log" "$np")
             if [ $? -ne 0 ] && [ -z "$reason" ]; then
                 reason="dcx counters: $traffic"
