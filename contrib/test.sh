@@ -4,7 +4,9 @@
 # sources changes no package sources (test/apt-sources.sh), builds dcx twice
 # (plain with -Werror, and with ASan/UBSan), runs every googletest suite in
 # both builds, then the integration runs over the soft device: ucx_perftest
-# (UCT and UCP), MPI and OpenSHMEM programs, and last dcx against UCX 1.18.1
+# (UCT and UCP), MPI and OpenSHMEM programs, the strided example -- each a
+# second time over dcx's mlx5 backend on the emulated ConnectX (dcx-run
+# --mlx5-emu, docs/mlx5-emulation.md) -- and last dcx against UCX 1.18.1
 # built from source (test/ucx-versions.sh; DCX_TEST_UCX_VERSIONS), and
 # checks that /etc/apt is as it was after the set-up.  Ends with one line
 # "N passed, N failed".
@@ -66,6 +68,24 @@ step "example: strided exchange" \
 step "ucx_perftest over dcx (UCT and UCP)" \
     "$top/test/perftest.sh" -l "$top/build/.libs/libuct_dcx.so"
 step "MPI and OpenSHMEM over dcx" env DCX_TEST_TLS=dcx "$top/test/mpi/run.sh" "$top/build/test-mpi"
+
+# the same over dcx's mlx5 backend on the emulated ConnectX (the UCT and
+# UCP gtest suites run so in "make check": test/gtest/emu/test_u*_emu.sh).
+# The example at 8191, the largest N whose column stride fits the
+# hardware's 16-bit stride field; the MPI suite once (this build only)
+emu_example() {
+    local fabric=ex-emu-$$ rc
+    "$DCX_RUN" --mlx5-emu --fabric "$fabric" sh -c \
+        "'$top/build/examples/strided_exchange' 64 && '$top/build/examples/strided_exchange' 8191"
+    rc=$?
+    rm -f "/dev/shm/dcx-emu.$(id -u).$fabric"
+    return $rc
+}
+step "example: strided exchange over mlx5 emulation" emu_example
+step "ucx_perftest over mlx5 emulation (UCT, UCP)" \
+    "$top/test/perftest.sh" -e -l "$top/build/.libs/libuct_dcx.so"
+step "MPI and OpenSHMEM over mlx5 emulation" \
+    env DCX_TEST_TLS=dcx DCX_TEST_EMU=1 "$top/test/mpi/run.sh" "$top/build/test-mpi-emu"
 
 # dcx against a newer UCX: Debian 13's 1.18.1 by default, built from source
 # by contrib/build-ucx.sh and cached in ~/.cache/dcx (a rerun takes the

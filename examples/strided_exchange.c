@@ -2,7 +2,10 @@
 /*
  * dcx example: two processes exchange a matrix column and a 3-D halo face
  * through strided registrations (include/uct/dcx/dcx_strided.h), with the
- * UCT API over dcx's soft device.
+ * UCT API over dcx, on the first device its component lists: the soft
+ * device soft0 by default, mlx5_0 under "dcx-run --mlx5-emu" (dcx's mlx5
+ * backend on the emulated ConnectX, docs/mlx5-emulation.md) or on a host
+ * with a ConnectX and UCX_DCX_SOFT_DEVICES=0.
  *
  * Each process owns an N x N matrix of doubles (row-major: a column is N
  * elements of 8 bytes at a stride of 8N) and an NX x NY x NZ array (x
@@ -24,6 +27,11 @@
  * one does that too, to show that it works.
  *
  *   strided_exchange [N]      (default 64; NX = NY = NZ = 16)
+ *
+ * On a ConnectX (and its emulation) a regular pattern's stride is a 16-bit
+ * field: N up to 8191 (a column at a stride of 8N < 64 KiB) there; beyond,
+ * one entry per element exceeds the device's entries and the registration
+ * is refused.
  */
 #define _GNU_SOURCE
 #include <uct/api/uct.h>
@@ -115,6 +123,7 @@ static void open_dcx(ctx_t *c)
     uct_iface_params_t params;
     uct_md_attr_t md_attr;
     ucs_status_t status;
+    char md_name[UCT_MD_NAME_MAX], dev_name[UCT_DEVICE_NAME_MAX];
 
     CHECK_OK(uct_query_components(&comps, &n), "uct_query_components");
     c->comp = NULL;
@@ -128,11 +137,25 @@ static void open_dcx(ctx_t *c)
     uct_release_component_list(comps);
     CHECK(c->comp != NULL, "the dcx component is not registered");
 
+    /* the first memory domain (device) the component offers */
+    cattr.field_mask = UCT_COMPONENT_ATTR_FIELD_MD_RESOURCE_COUNT;
+    CHECK_OK(uct_component_query(c->comp, &cattr), "component query");
+    CHECK(cattr.md_resource_count > 0, "dcx offers no device");
+    cattr.md_resources = calloc(cattr.md_resource_count,
+                                sizeof(*cattr.md_resources));
+    CHECK(cattr.md_resources != NULL, "out of memory");
+    cattr.field_mask = UCT_COMPONENT_ATTR_FIELD_MD_RESOURCES;
+    CHECK_OK(uct_component_query(c->comp, &cattr), "component query");
+    snprintf(md_name, sizeof(md_name), "%s", cattr.md_resources[0].md_name);
+    free(cattr.md_resources);
+    snprintf(dev_name, sizeof(dev_name), "%s:1", md_name);
+
     CHECK_OK(uct_md_config_read(c->comp, NULL, NULL, &md_config),
              "md config");
-    status = uct_md_open(c->comp, "soft0", md_config, &c->md);
+    status = uct_md_open(c->comp, md_name, md_config, &c->md);
     uct_config_release(md_config);
-    CHECK_OK(status, "uct_md_open soft0");
+    CHECK(status == UCS_OK, "uct_md_open %s: %s", md_name,
+          ucs_status_string(status));
     CHECK_OK(uct_md_query(c->md, &md_attr), "uct_md_query");
     c->rkey_size = md_attr.rkey_packed_size;
     CHECK(c->rkey_size <= 64, "rkey of %zu bytes", c->rkey_size);
@@ -148,7 +171,7 @@ static void open_dcx(ctx_t *c)
                                   UCT_IFACE_PARAM_FIELD_DEVICE;
     params.open_mode            = UCT_IFACE_OPEN_MODE_DEVICE;
     params.mode.device.tl_name  = "dcx";
-    params.mode.device.dev_name = "soft0:1";
+    params.mode.device.dev_name = dev_name;
     status = uct_iface_open(c->md, c->worker, &params, if_config, &c->iface);
     uct_config_release(if_config);
     CHECK_OK(status, "uct_iface_open");
@@ -261,7 +284,10 @@ int main(int argc, char **argv)
 
     CHECK((N >= 4) && (N <= 8192), "N must be in 4..8192");
     snprintf(fabric, sizeof(fabric), "ex%d", (int)getpid());
-    setenv("UCX_DCX_SOFT_DEVICES", "1", 1);
+    /* a soft device on a fabric of this run's own, unless the environment
+     * chose another device (dcx-run --mlx5-emu sets UCX_DCX_SOFT_DEVICES=0
+     * and the emulated devices' fabric) */
+    setenv("UCX_DCX_SOFT_DEVICES", "1", 0);
     setenv("UCX_DCX_SOFT_FABRIC", fabric, 1);
     /* a column of N elements at a stride of 8N: up to N = 8191 one
      * interleaved entry; beyond, one list entry per element */
