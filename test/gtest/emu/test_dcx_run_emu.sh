@@ -5,6 +5,10 @@
 # ucx_info is installed, that "dcx-run --mlx5-emu ucx_info -d" shows the
 # dcx transport on mlx5_0:1 (the mlx5 backend over the emulated ConnectX)
 # without an error line, with the strided keys its UMR probe derived.
+# UCX's own ib module links the same two libraries: with UCX_TLS unset, with
+# ib transports on UCX_TLS in a UCP run (ucx_info -e), and with its memory
+# domain opened on the emulated device next to dcx's (emu_ib_open), no
+# error line and no crash.
 #
 # Run by "make check" from the top build directory.
 
@@ -70,8 +74,44 @@ if command -v ucx_info > /dev/null 2>&1; then
         ! grep -q '\[dcx error\]' "$out"
     check "dcx-run --mlx5-emu ucx_info -d: strided keys from the UMR probe" \
         $(( st + $? ))
+
+    # no error line from UCX or the emulation
+    no_error() {
+        ! grep -q -e 'UCX  ERROR' -e '\[dcx error\]' "$out"
+    }
+
+    env -u UCX_TLS DCX_EMU_FABRIC=dcxrun-check "$run" --mlx5-emu \
+        ucx_info -d > "$out" 2>&1
+    st=$?
+    grep -A1 '^#      Transport: dcx$' "$out" |
+        grep -q '^#         Device: mlx5_0:1$' && no_error
+    check "ucx_info -d with UCX_TLS unset: every module, no error line" \
+        $(( st + $? ))
+
+    # a UCP context, worker and endpoint with ib's transports on the list
+    # (they find no device the ib module can use: UCX's usual warning)
+    UCX_TLS=rc,ud,dc,dcx,self DCX_EMU_FABRIC=dcxrun-check \
+        "$run" --mlx5-emu ucx_info -e -u t > "$out" 2>&1
+    st=$?
+    grep -q 'lane\[[0-9]*\]: *[0-9]*:dcx/mlx5_0:1' "$out" && no_error
+    check "UCP with UCX_TLS=rc,ud,dc,dcx,self: a dcx lane on mlx5_0:1, no error line" \
+        $(( st + $? ))
 else
     echo "SKIP: ucx_info not installed"
 fi
+
+# the ib module's memory domain and dcx's on one emulated device
+DCX_EMU_FABRIC=dcxrun-check "$run" --mlx5-emu \
+    test/gtest/emu/emu_ib_open > "$out" 2>&1
+st=$?
+if [ $st = 77 ]; then
+    echo "SKIP: this UCX has no ib module"
+else
+    [ "$(grep -c 'md mlx5_0: open Success$' "$out")" = 4 ] &&
+        grep -q '^round 1: closed$' "$out" &&
+        ! grep -q -e 'UCX  ERROR' -e '\[dcx error\]' "$out"
+    check "ib and dcx memory domains on mlx5_0 in one process" $(( st + $? ))
+fi
+rm -f "/dev/shm/dcx-emu.$(id -u).dcxrun-check"
 
 [ "$fails" = 0 ]
