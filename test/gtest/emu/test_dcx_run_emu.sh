@@ -89,8 +89,11 @@ if command -v ucx_info > /dev/null 2>&1; then
         $(( st + $? ))
 
     # a UCP context, worker and endpoint with ib's transports on the list
-    # (they find no device the ib module can use: UCX's usual warning)
+    # (they find no device the ib module can use: UCX's usual warning).
+    # ucx_info 1.13 -e never frees the worker address it queries: no leak
+    # check for it in a sanitizer build
     UCX_TLS=rc,ud,dc,dcx,self DCX_EMU_FABRIC=dcxrun-check \
+        ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" \
         "$run" --mlx5-emu ucx_info -e -u t > "$out" 2>&1
     st=$?
     grep -q 'lane\[[0-9]*\]: *[0-9]*:dcx/mlx5_0:1' "$out" && no_error
