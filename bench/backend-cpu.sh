@@ -149,7 +149,11 @@ declare -A row
 for mode in soft mlx5 posix; do
     read -r _ base _ <<<"$(cg_run "$mode" nop)"
     for op in $ops; do
-        r=$(cg_run "$mode" "$op")
+        r=fail
+        # posix has no send completions to poll
+        if [ "$mode.$op" != posix.tx_poll ]; then
+            r=$(cg_run "$mode" "$op")
+        fi
         if [ "$r" = fail ]; then
             row[$mode.$op]="n/a n/a n/a n/a n/a n/a n/a"
             continue
