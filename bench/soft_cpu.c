@@ -28,8 +28,18 @@
  *              worker 1 progresses until it has them and answers, worker 0
  *              progresses until it has the answer; both sides' calls, every
  *              ucp_worker_progress included
+ *   rx_poll    the receiver's uct_iface_progress() calls, from the first
+ *              after an 8-byte am_short was posted (unmeasured) to the one
+ *              that delivers it: one receive completion polled, handler
+ *              and receive buffer repost included
+ *   tx_poll    the sender's uct_iface_progress() calls, from the first
+ *              after a put_short was posted (unmeasured) to the one that
+ *              reports a send completion; run it with the transport told
+ *              to signal every work request (dcx: UCX_DCX_SIGNAL_PERIOD=1).
+ *              A transport without send completions (posix) fails it.
  *
- * Prints "ops N" on success.
+ * Prints "ops N" on success, and for rx_poll/tx_poll "calls C": the number
+ * of measured progress calls (C - N of them found nothing).
  */
 #include <ucp/api/ucp.h>
 #include <uct/api/uct.h>
@@ -244,6 +254,47 @@ static void op_am_lat(void *arg)
     }
 }
 
+/* progress calls until something completes, each one measured */
+#define BENCH_POLL_LIMIT 10000000ul
+
+static unsigned long poll_calls;
+static unsigned poll_done;
+
+static void op_poll(void *arg)
+{
+    poll_done = uct_iface_progress(((bench_side_t *)arg)->iface);
+}
+
+static void bench_poll(bench_side_t *s, int measure, unsigned target_rx)
+{
+    unsigned long i;
+
+    for (i = 0; i < BENCH_POLL_LIMIT; ++i) {
+        if (measure) {
+            bench_op(op_poll, s);
+            ++poll_calls;
+        } else {
+            op_poll(s);
+        }
+        if ((target_rx != 0) ? (s->rx >= target_rx) : (poll_done > 0)) {
+            return;
+        }
+    }
+    fprintf(stderr, "soft_cpu: nothing completed in %lu progress calls\n", i);
+    exit(1);
+}
+
+static void bench_send_am(void)
+{
+    ucs_status_t st;
+
+    while ((st = uct_ep_am_short(side[0].ep, 1, 8, NULL, 0)) ==
+           UCS_ERR_NO_RESOURCE) {
+        uct_iface_progress(side[0].iface);
+    }
+    CHECK(st == UCS_OK, "uct_ep_am_short");
+}
+
 static void bench_rkey(uct_rkey_bundle_t *rkey)
 {
     uct_md_attr_t attr;
@@ -305,6 +356,22 @@ static void run_uct(const char *tl, const char *dev, const char *op, unsigned n)
             bench_flush(&side[0]);
         }
         CHECK(*(volatile uint64_t *)side[1].mem.address == 42, "put data");
+        uct_rkey_release(side[1].comp, &rkey);
+    } else if (!strcmp(op, "rx_poll")) {
+        for (i = 0; i < BENCH_WARMUP + n; ++i) {
+            bench_send_am();
+            bench_poll(&side[1], i >= BENCH_WARMUP, side[1].rx + 1);
+            bench_flush(&side[0]);
+        }
+        printf("calls %lu\n", poll_calls);
+    } else if (!strcmp(op, "tx_poll")) {
+        bench_rkey(&rkey);
+        for (i = 0; i < BENCH_WARMUP + n; ++i) {
+            op_put_short(&rkey.rkey);
+            bench_poll(&side[0], i >= BENCH_WARMUP, 0);
+            bench_flush(&side[0]);
+        }
+        printf("calls %lu\n", poll_calls);
         uct_rkey_release(side[1].comp, &rkey);
     } else if (!strcmp(op, "am_lat")) {
         for (i = 0; i < BENCH_WARMUP; ++i) {

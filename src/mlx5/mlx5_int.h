@@ -127,6 +127,22 @@ extern const dcx_dev_ops_t dcx_mlx5_dev_ops;
 int dcx_mlx5_list(dcx_dev_info_t *out, unsigned max, unsigned *count_p);
 int dcx_mlx5_open(const dcx_dev_info_t *info, dcx_dev_t **dev_p);
 
+/* mlx5_atomic_probe.c: true when a DC FETCH_ADD to the device's own DCT
+ * returns host-order results (atomics kept in the caps) */
+bool dcx_mlx5_atomic_selftest(dcx_mlx5_dev_t *dev);
+
+/* mlx5_srq.c */
+int dcx_mlx5_srq_create(dcx_pd_t *pd, const dcx_srq_attr_t *attr,
+                        dcx_srq_t **srq_p);
+int dcx_mlx5_srq_destroy(dcx_srq_t *srq);
+
+/* mlx5_ah.c */
+int dcx_mlx5_addr_check(dcx_dev_t *dev, const void *addr, size_t len, char *why,
+                        size_t why_len);
+int dcx_mlx5_ah_create(dcx_pd_t *pd, const void *addr, size_t len,
+                       dcx_ah_t **ah_p);
+int dcx_mlx5_ah_destroy(dcx_ah_t *ah);
+
 /* mlx5_mr.c */
 int dcx_mlx5_pd_alloc(dcx_dev_t *dev, dcx_pd_t **pd_p);
 int dcx_mlx5_pd_free(dcx_pd_t *pd);

@@ -765,14 +765,17 @@ int dcx_mlx5_port_check(const struct ibv_port_attr *pattr, const char **why_p)
  * ------------------------------------------------------------------------ */
 int dcx_mlx5_ring_init(dcx_mlx5_ring_t *ring, uint32_t size, uint64_t base)
 {
+    uint64_t slots = dcx_mlx5_roundup_pow2(size);
+
     if (size == 0) {
         return EINVAL;
     }
-    ring->slots = calloc(size, sizeof(*ring->slots));
+    ring->slots = calloc(slots, sizeof(*ring->slots));
     if (ring->slots == NULL) {
         return ENOMEM;
     }
     ring->size = size;
+    ring->mask = (uint32_t)(slots - 1);
     ring->head = base;
     ring->tail = base;
     return 0;
@@ -783,6 +786,7 @@ void dcx_mlx5_ring_cleanup(dcx_mlx5_ring_t *ring)
     free(ring->slots);
     ring->slots = NULL;
     ring->size  = 0;
+    ring->mask  = 0;
 }
 
 dcx_mlx5_cqe_action_t dcx_mlx5_ring_cqe(dcx_mlx5_ring_t *ring, uint64_t seq,
@@ -799,7 +803,7 @@ dcx_mlx5_cqe_action_t dcx_mlx5_ring_cqe(dcx_mlx5_ring_t *ring, uint64_t seq,
          * WQE range); the ring reports all of them, in order. */
         return DCX_MLX5_CQE_FLUSHED;
     }
-    slot       = &ring->slots[seq % ring->size];
+    slot       = &ring->slots[seq & ring->mask];
     ring->tail = seq + 1;
     memset(wc, 0, sizeof(*wc));
     wc->wr_id  = slot->wr_id;
@@ -818,7 +822,7 @@ int dcx_mlx5_ring_flush_one(dcx_mlx5_ring_t *ring, uint32_t qp_num,
     if (ring->tail == ring->head) {
         return 0;
     }
-    slot = &ring->slots[ring->tail % ring->size];
+    slot = &ring->slots[ring->tail & ring->mask];
     memset(wc, 0, sizeof(*wc));
     wc->wr_id  = slot->wr_id;
     wc->status = DCX_WC_WR_FLUSH_ERR;

@@ -263,7 +263,8 @@ static inline dcx_mlx5_route_t dcx_mlx5_cq_route(bool found, dcx_qp_type_t type,
 
 /* ------------------------------------------------------------------------
  * Outstanding-WR ring of a DCI.  The hardware wr_id of a WR is its post
- * sequence number; its record sits in slot seq % size.  WRs with seq in
+ * sequence number; its record sits in slot seq & mask, among size rounded
+ * up to a power of two slots (no division on the fast path).  WRs with seq in
  * [tail, head) are outstanding: posted and not yet retired by a polled
  * completion, which is what bounds post_send (ENOMEM when size are
  * outstanding), as libmlx5 bounds its own send queue.
@@ -276,7 +277,8 @@ typedef struct dcx_mlx5_wr_slot {
 
 typedef struct dcx_mlx5_ring {
     dcx_mlx5_wr_slot_t *slots;
-    uint32_t size;
+    uint32_t size; /* at most this many outstanding */
+    uint32_t mask; /* slots - 1, slots a power of two >= size */
     uint64_t head;
     uint64_t tail;
 } dcx_mlx5_ring_t;
@@ -309,7 +311,7 @@ static inline int dcx_mlx5_ring_full(const dcx_mlx5_ring_t *ring)
 static inline uint64_t dcx_mlx5_ring_push(dcx_mlx5_ring_t *ring, uint64_t wr_id,
                                           uint8_t opcode, int signaled)
 {
-    dcx_mlx5_wr_slot_t *slot = &ring->slots[ring->head % ring->size];
+    dcx_mlx5_wr_slot_t *slot = &ring->slots[ring->head & ring->mask];
 
     slot->wr_id    = wr_id;
     slot->opcode   = opcode;

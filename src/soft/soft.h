@@ -761,12 +761,25 @@ int soft_fabric_name_ok(const char *name);
 int soft_limits_ok(const dcx_soft_limits_t *l, const char *who);
 void soft_limits_merge(dcx_soft_limits_t *out, const dcx_soft_limits_t *in);
 
-/* soft_dev.c */
+/* The device (soft_dev.c) and its objects: soft_pd.c, soft_mr.c (with the
+ * key table), soft_srq.c, soft_ah.c */
 int soft_dev_open(const dcx_dev_info_t *info, dcx_dev_t **dev_p);
+int soft_pd_alloc(dcx_dev_t *dev, dcx_pd_t **pd_p);
+int soft_pd_free(dcx_pd_t *pd);
+int soft_mr_reg(dcx_pd_t *pd, void *addr, size_t length, uint32_t access,
+                dcx_mr_t **mr_p);
+int soft_mr_dereg(dcx_mr_t *mr);
 soft_mr_t *soft_mr_lookup(soft_dev_t *dev, uint32_t key);
 soft_mr_t *soft_key_lookup(soft_dev_t *dev, uint32_t key);
 int soft_key_insert(soft_dev_t *dev, soft_mr_t *mr, const char *what);
 void soft_key_remove(soft_dev_t *dev, soft_mr_t *mr);
+int soft_srq_create(dcx_pd_t *pd, const dcx_srq_attr_t *attr,
+                    dcx_srq_t **srq_p);
+int soft_srq_destroy(dcx_srq_t *srq);
+int soft_addr_check_op(dcx_dev_t *dev, const void *addr, size_t len, char *why,
+                       size_t why_len);
+int soft_ah_create(dcx_pd_t *pd, const void *addr, size_t len, dcx_ah_t **ah_p);
+int soft_ah_destroy(dcx_ah_t *ah);
 
 /* soft_cq.c */
 int soft_cq_create(dcx_dev_t *dev, uint32_t cqe, dcx_cq_t **cq_p);

@@ -141,7 +141,9 @@ static inline int soft_req_post_inline(soft_qp_t *qp, soft_swqe_t *w,
      * reads the slot's first line, and each store to it that finds the
      * line taken back by a poll moves it again (slow placement) */
     msn = qp->next_msn++;
-    soft_copy_small((uint8_t *)&pkt->offset, w->inl, total);
+    /* the payload takes the slot from offset on, not only that field */
+    soft_copy_small((uint8_t *)pkt + offsetof(soft_pkt_t, offset), w->inl,
+                    total);
     pkt->op    = wr->opcode;
     pkt->flags = SOFT_PKT_FIRST | SOFT_PKT_LAST | SOFT_PKT_WACK |
                  SOFT_PKT_LIGHT;

@@ -958,6 +958,36 @@ TEST_F(mlx5_ring, slots_wrap_around)
     EXPECT_EQ(0u, dcx_mlx5_ring_outstanding(&ring));
 }
 
+/* A depth that is not a power of two: full at the depth, and the records of
+ * the outstanding WRs stay distinct while sequences wrap the slots */
+TEST_F(mlx5_ring, depth_not_power_of_two_wraps)
+{
+    dcx_mlx5_ring_t r;
+    uint64_t seq[3];
+
+    ASSERT_EQ(0, dcx_mlx5_ring_init(&r, 3, (1ull << 32) - 5));
+    for (uint64_t i = 0; i < 30; ++i) {
+        seq[i % 3] = dcx_mlx5_ring_push(&r, 200 + i, DCX_WR_SEND, true);
+        if (i < 2) {
+            continue;
+        }
+        EXPECT_TRUE(dcx_mlx5_ring_full(&r));
+        /* the oldest of the three outstanding completes */
+        ASSERT_EQ(DCX_MLX5_CQE_REPORT,
+                  dcx_mlx5_ring_cqe(&r, seq[(i - 2) % 3], IBV_WC_SUCCESS, 1,
+                                    &wc));
+        EXPECT_EQ(200 + i - 2, wc.wr_id);
+        EXPECT_FALSE(dcx_mlx5_ring_full(&r));
+    }
+    /* the last two are flushed in order */
+    ASSERT_EQ(1, dcx_mlx5_ring_flush_one(&r, 1, &wc));
+    EXPECT_EQ(228u, wc.wr_id);
+    ASSERT_EQ(1, dcx_mlx5_ring_flush_one(&r, 1, &wc));
+    EXPECT_EQ(229u, wc.wr_id);
+    EXPECT_EQ(0, dcx_mlx5_ring_flush_one(&r, 1, &wc));
+    dcx_mlx5_ring_cleanup(&r);
+}
+
 TEST_F(mlx5_ring, error_then_remaining_wrs_flush_in_order)
 {
     push(1, DCX_WR_SEND, false);

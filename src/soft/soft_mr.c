@@ -1,0 +1,232 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Soft device: memory regions and the key table their keys (and strided
+ * keys' table entries, soft_mkey.c) live in.
+ */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+
+#include "soft.h"
+
+#include "soft_direct.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+soft_mr_t *soft_key_lookup(soft_dev_t *dev, uint32_t key)
+{
+    return soft_key_find(dev, key);
+}
+
+soft_mr_t *soft_mr_lookup(soft_dev_t *dev, uint32_t key)
+{
+    soft_mr_t *mr = soft_key_lookup(dev, key);
+
+    return ((mr != NULL) && (mr->mkey == NULL)) ? mr : NULL;
+}
+
+/* The kernel pins the pages of a registration (write-faulting them in when
+ * any write access is asked for) and fails with EFAULT if it cannot.  The
+ * same verdict without touching the memory: walk /proc/self/maps over
+ * [start, end) and require every byte mapped, readable, and writable if
+ * 'write'.  Returns 0, or EFAULT after logging one line.  Control path only:
+ * one pass over the maps file (a few microseconds per hundred mappings). */
+static int soft_mr_check_mapping(const char *name, uintptr_t start,
+                                 uintptr_t end, int write)
+{
+    const char *what = NULL;
+    uintptr_t cur    = start;
+    char line[256];
+    unsigned long lo, hi;
+    char perms[8];
+    FILE *f;
+    int eol = 1;
+
+    f = fopen("/proc/self/maps", "re");
+    if (f == NULL) {
+        dcx_debug("%s: mr reg: cannot read /proc/self/maps (%s): mapping "
+                  "not checked",
+                  name, strerror(errno));
+        return 0;
+    }
+    while ((cur < end) && (fgets(line, sizeof(line), f) != NULL)) {
+        int start_of_line = eol;
+
+        eol = (strchr(line, '\n') != NULL); /* long paths: many pieces */
+        if (!start_of_line ||
+            (sscanf(line, "%lx-%lx %7s", &lo, &hi, perms) != 3) ||
+            (hi <= cur)) {
+            continue;
+        }
+        if (lo > cur) {
+            break; /* a hole at cur */
+        }
+        if (perms[0] != 'r') {
+            what = "is not readable";
+            break;
+        }
+        if (write && (perms[1] != 'w')) {
+            what = "is read-only and write or atomic access was asked for";
+            break;
+        }
+        cur = hi;
+    }
+    fclose(f);
+    if (cur >= end) {
+        return 0;
+    }
+    dcx_error("%s: mr reg 0x%lx/%lu: memory at 0x%lx %s", name,
+              (unsigned long)start, (unsigned long)(end - start),
+              (unsigned long)cur, (what != NULL) ? what : "is not mapped");
+    return EFAULT;
+}
+
+/* Gives mr (a plain MR, or the table entry of a strided key) a key in the
+ * device's table; sets super.lkey/rkey.  0 or ENOMEM (logged). */
+int soft_key_insert(soft_dev_t *dev, soft_mr_t *mr, const char *what)
+{
+    const char *name = dev->super.caps.name;
+    uint32_t idx;
+
+    soft_lock(&dev->lock);
+    for (idx = 1; idx < dev->num_mrs; ++idx) {
+        if (dev->mrs[idx] == NULL) {
+            break;
+        }
+    }
+    if (idx >= dev->num_mrs) {
+        uint32_t nsize = dev->num_mrs ? dev->num_mrs * 2 : 64;
+        soft_mr_t **tbl, **old;
+
+        if (nsize > (1u << 24)) {
+            soft_unlock(&dev->lock);
+            dcx_error("%s: %s: too many keys", name, what);
+            return ENOMEM;
+        }
+        /* no realloc: freeing may unmap, and the unmap hook takes mr_lock */
+        tbl = calloc(nsize, sizeof(*tbl));
+        if (tbl == NULL) {
+            soft_unlock(&dev->lock);
+            dcx_error("%s: %s: out of memory", name, what);
+            return ENOMEM;
+        }
+        if (dev->num_mrs != 0) {
+            memcpy(tbl, dev->mrs, dev->num_mrs * sizeof(*tbl));
+        }
+        idx = (dev->num_mrs == 0) ? 1 : dev->num_mrs;
+        pthread_mutex_lock(&dev->mr_lock);
+        old          = dev->mrs;
+        dev->mrs     = tbl;
+        dev->num_mrs = nsize;
+        pthread_mutex_unlock(&dev->mr_lock);
+        free(old);
+    }
+    dev->mr_gen    = (dev->mr_gen + 1) & 0xff;
+    mr->super.lkey = (idx << 8) | dev->mr_gen;
+    mr->super.rkey = mr->super.lkey;
+    pthread_mutex_lock(&dev->mr_lock);
+    dev->mrs[idx] = mr;
+    if (mr->mkey == NULL) {
+        mr->mapped = soft_alloc_holds(dev, mr->start, mr->end);
+        if ((dev->mr_hi == 0) || (mr->start < dev->mr_lo)) {
+            __atomic_store_n(&dev->mr_lo, mr->start, __ATOMIC_RELEASE);
+        }
+        if (mr->end > dev->mr_hi) {
+            __atomic_store_n(&dev->mr_hi, mr->end, __ATOMIC_RELEASE);
+        }
+    } else {
+        dev->num_mkeys++;
+    }
+    soft_direct_mr_publish(dev, mr);
+    pthread_mutex_unlock(&dev->mr_lock);
+    dev->num_mr_used++;
+    soft_unlock(&dev->lock);
+    return 0;
+}
+
+/* Takes mr's key out of the table.  Holding the engine lock, no engine
+ * pass (and so no access on behalf of a peer) is in flight: once it
+ * returns, nothing reaches the key any more. */
+void soft_key_remove(soft_dev_t *dev, soft_mr_t *mr)
+{
+    soft_lock(&dev->lock);
+    pthread_mutex_lock(&dev->mr_lock);
+    dev->mrs[mr->super.lkey >> 8] = NULL;
+    if (mr->mkey != NULL) {
+        dev->num_mkeys--;
+    }
+    /* initiators copying into it directly finish their chunk first */
+    soft_direct_mr_withdraw(dev, mr);
+    pthread_mutex_unlock(&dev->mr_lock);
+    dev->num_mr_used--;
+    soft_unlock(&dev->lock);
+}
+
+int soft_mr_reg(dcx_pd_t *pd, void *addr, size_t length, uint32_t access,
+                dcx_mr_t **mr_p)
+{
+    const uint32_t all = DCX_ACCESS_LOCAL_WRITE | DCX_ACCESS_REMOTE_WRITE |
+                         DCX_ACCESS_REMOTE_READ | DCX_ACCESS_REMOTE_ATOMIC;
+    soft_dev_t *dev  = soft_dev(pd->dev);
+    const char *name = dev->super.caps.name;
+    soft_mr_t *mr;
+
+    if (access & ~all) {
+        dcx_error("%s: mr reg %p/%zu: unknown access bits 0x%x", name, addr,
+                  length, access & ~all);
+        return EINVAL;
+    }
+    if ((access & (DCX_ACCESS_REMOTE_WRITE | DCX_ACCESS_REMOTE_ATOMIC)) &&
+        !(access & DCX_ACCESS_LOCAL_WRITE)) {
+        dcx_error("%s: mr reg %p/%zu: remote write/atomic needs local write",
+                  name, addr, length);
+        return EINVAL;
+    }
+    if ((addr == NULL) && (length != 0)) {
+        dcx_error("%s: mr reg: NULL address with length %zu", name, length);
+        return EINVAL;
+    }
+    if ((uintptr_t)addr + length < (uintptr_t)addr) {
+        dcx_error("%s: mr reg %p/%zu: range wraps around", name, addr, length);
+        return EINVAL;
+    }
+    if ((length != 0) &&
+        (soft_mr_check_mapping(name, (uintptr_t)addr, (uintptr_t)addr + length,
+                               !!(access & (DCX_ACCESS_LOCAL_WRITE |
+                                            DCX_ACCESS_REMOTE_WRITE |
+                                            DCX_ACCESS_REMOTE_ATOMIC))) != 0)) {
+        return EFAULT;
+    }
+    mr = calloc(1, sizeof(*mr));
+    if (mr == NULL) {
+        dcx_error("%s: mr reg %p/%zu: out of memory", name, addr, length);
+        return ENOMEM;
+    }
+
+    mr->super.pd     = pd;
+    mr->super.addr   = addr;
+    mr->super.length = length;
+    mr->super.access = access;
+    mr->start        = (uint64_t)(uintptr_t)addr;
+    mr->end          = mr->start + length;
+    if (soft_key_insert(dev, mr, "mr reg") != 0) {
+        free(mr);
+        return ENOMEM;
+    }
+    *mr_p = &mr->super;
+    return 0;
+}
+
+int soft_mr_dereg(dcx_mr_t *mr_)
+{
+    soft_mr_t *mr   = (soft_mr_t *)mr_;
+    soft_dev_t *dev = soft_dev(mr_->pd->dev);
+
+    soft_key_remove(dev, mr);
+    free(mr);
+    return 0;
+}

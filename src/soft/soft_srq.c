@@ -1,0 +1,177 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Soft device: shared receive queues (basic and tag-matching): the receive
+ * queue the responder takes buffers from.
+ */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+
+#include "soft.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Engine lock held: 1 if the queue has room for one more receive. */
+static inline int soft_srq_room(soft_srq_t *srq)
+{
+    return (srq->tail - srq->head) < srq->super.max_wr;
+}
+
+/* Engine lock held, room checked: queues one receive. */
+static inline void soft_srq_push(soft_srq_t *srq, uint64_t wr_id,
+                                 const dcx_sge_t *sg_list, unsigned num_sge)
+{
+    soft_rwqe_t *wqe = &srq->q[srq->tpos];
+
+    wqe->wr_id   = wr_id;
+    wqe->num_sge = num_sge;
+    if (num_sge == 1) {
+        wqe->sge[0] = sg_list[0]; /* the transport's one buffer: no call */
+    } else {
+        memcpy(wqe->sge, sg_list, num_sge * sizeof(*sg_list));
+    }
+    srq->tpos = (srq->tpos + 1 == srq->size) ? 0 : srq->tpos + 1;
+    srq->tail++;
+}
+
+static void soft_srq_full(soft_srq_t *srq)
+{
+    dcx_debug("%s: srq %p post recv: full (%u receives)",
+              srq->dev->super.caps.name, (void *)srq, srq->super.max_wr);
+}
+
+static int soft_srq_post_recv(dcx_srq_t *srq_, uint64_t wr_id,
+                              const dcx_sge_t *sg_list, unsigned num_sge)
+{
+    soft_srq_t *srq = (soft_srq_t *)srq_;
+    soft_dev_t *dev = srq->dev;
+
+    if (num_sge > srq->super.max_sge) {
+        dcx_error("%s: srq %p post recv: %u sge > max %u", dev->super.caps.name,
+                  (void *)srq, num_sge, srq->super.max_sge);
+        return EINVAL;
+    }
+    soft_lock(&dev->lock);
+    if (!soft_srq_room(srq)) {
+        soft_unlock(&dev->lock);
+        soft_srq_full(srq);
+        return ENOMEM;
+    }
+    soft_srq_push(srq, wr_id, sg_list, num_sge);
+    soft_unlock(&dev->lock);
+    return 0;
+}
+
+/* A batch of single-buffer receives in one lock round: a receive queue
+ * refilled after a burst costs one lock round, not one per buffer. */
+static int soft_srq_post_recv_list(dcx_srq_t *srq_, const dcx_recv_t *list,
+                                   unsigned count, unsigned *posted_p)
+{
+    soft_srq_t *srq = (soft_srq_t *)srq_;
+    soft_rwqe_t *wqe;
+    uint32_t tpos, room;
+    unsigned i, n;
+
+    soft_lock(&srq->dev->lock);
+    /* the queue's position in locals: the stores into its entries do not
+     * make the compiler read it again per receive */
+    room = srq->super.max_wr - (srq->tail - srq->head);
+    n    = (count < room) ? count : room;
+    tpos = srq->tpos;
+    for (i = 0; i < n; ++i) {
+        wqe          = &srq->q[tpos];
+        wqe->wr_id   = list[i].wr_id;
+        wqe->num_sge = 1;
+        wqe->sge[0]  = list[i].sge;
+        tpos         = (tpos + 1 == srq->size) ? 0 : tpos + 1;
+    }
+    srq->tpos = tpos;
+    srq->tail += n;
+    soft_unlock(&srq->dev->lock);
+    *posted_p = n;
+    if (n < count) {
+        soft_srq_full(srq);
+        return ENOMEM;
+    }
+    return 0;
+}
+
+int soft_srq_create(dcx_pd_t *pd, const dcx_srq_attr_t *attr, dcx_srq_t **srq_p)
+{
+    soft_dev_t *dev  = soft_dev(pd->dev);
+    const char *name = dev->super.caps.name;
+    soft_srq_t *srq;
+
+    if ((attr->type != DCX_SRQ_BASIC) && (attr->type != DCX_SRQ_TM)) {
+        dcx_error("%s: srq create: type %d not supported", name,
+                  (int)attr->type);
+        return EINVAL;
+    }
+    if ((attr->max_wr == 0) || (attr->max_wr > dev->limits.max_srq_wr) ||
+        (attr->max_sge > dev->limits.max_sge) || (attr->cq == NULL)) {
+        dcx_error("%s: srq create: max_wr %u (1..%u), max_sge %u (<= %u), "
+                  "cq %p: invalid",
+                  name, attr->max_wr, dev->limits.max_srq_wr, attr->max_sge,
+                  dev->limits.max_sge, (void *)attr->cq);
+        return EINVAL;
+    }
+    srq = calloc(1, sizeof(*srq));
+    if (srq != NULL) {
+        srq->q = calloc(attr->max_wr, sizeof(*srq->q));
+    }
+    if ((srq == NULL) || (srq->q == NULL)) {
+        free(srq);
+        dcx_error("%s: srq create: out of memory", name);
+        return ENOMEM;
+    }
+    srq->super.dev            = pd->dev;
+    srq->super.pd             = pd;
+    srq->super.max_wr         = attr->max_wr;
+    srq->super.max_sge        = attr->max_sge ? attr->max_sge : 1;
+    srq->super.post_recv      = soft_srq_post_recv;
+    srq->super.post_recv_list = soft_srq_post_recv_list;
+    srq->super.tm_post        = dcx_srq_tm_post_none;
+    srq->dev                  = dev;
+    srq->cq                   = (soft_cq_t *)attr->cq;
+    srq->size                 = attr->max_wr;
+    if (attr->type == DCX_SRQ_TM) {
+        int ret = soft_tm_create(srq, attr);
+
+        if (ret != 0) {
+            free(srq->q);
+            free(srq);
+            return ret;
+        }
+    }
+    soft_lock(&dev->lock);
+    srq->cq->refs++;
+    dev->num_objs++;
+    soft_unlock(&dev->lock);
+    *srq_p = &srq->super;
+    return 0;
+}
+
+int soft_srq_destroy(dcx_srq_t *srq_)
+{
+    soft_srq_t *srq = (soft_srq_t *)srq_;
+    soft_dev_t *dev = srq->dev;
+
+    soft_lock(&dev->lock);
+    if (srq->refs != 0) {
+        soft_unlock(&dev->lock);
+        dcx_error("%s: srq %p destroy: still used by %d DCT",
+                  dev->super.caps.name, (void *)srq, srq->refs);
+        return EBUSY;
+    }
+    srq->cq->refs--;
+    dev->num_objs--;
+    soft_unlock(&dev->lock);
+    if (srq->tm != NULL) {
+        soft_tm_destroy(srq);
+    }
+    free(srq->q);
+    free(srq);
+    return 0;
+}
