@@ -23,9 +23,12 @@
  *    every atomic (result); RNR and errors are NAKed at the first packet.
  *    A request marked SOFT_PKT_WACK (the light path of small inline SENDs
  *    and RDMA WRITEs, soft_req_post_inline, which sends them in the compact
- *    form SOFT_PKT_LIGHT) is acknowledged in the requester's ack table
- *    (soft_ack_t) instead of by an ACK packet; the responder handles such
- *    single-packet messages in one pass (soft_resp_fast).
+ *    form SOFT_PKT_LIGHT; the last packet of an unsignaled SEND or WRITE
+ *    of the general path, soft_req_quiet_ack) is acknowledged in the
+ *    requester's ack table (soft_ack_t) instead of by an ACK packet, which
+ *    would ring the helper of a requester asleep on a completion channel;
+ *    the responder handles single-packet messages in one pass
+ *    (soft_resp_fast).
  *  - A READ request packet asks for a range of up to SOFT_READ_BURST
  *    response packets (args[0] bytes, args[1] bytes per response), so a
  *    large READ streams: the responder answers a whole burst at once and

@@ -407,6 +407,26 @@ static uint8_t soft_req_check_local(soft_qp_t *qp, soft_swqe_t *w)
     return DCX_WC_SUCCESS;
 }
 
+/* 1 if the last packet of w asks to be acknowledged in our ack table
+ * (SOFT_PKT_WACK) rather than by an ACK packet: an unsignaled SEND or
+ * WRITE, whose acknowledgement makes no completion.  An ACK packet rings
+ * our helper when our application sleeps on a completion channel (a
+ * second wake-up, beside the one of the answer it sleeps for); a table
+ * store rings nobody, and the ack is taken by the next pass, the
+ * application's or the helper's (a nap's end at the latest).  A signaled
+ * request's ACK still comes by packet, so that its completion, which an
+ * armed CQ turns into an event, is made as soon as it arrives.  As on the
+ * light path, not with a fault rule set (the responder checks what it
+ * acknowledges packet by packet then). */
+static inline int soft_req_quiet_ack(const soft_dev_t *dev,
+                                     const soft_swqe_t *w)
+{
+    return !(w->wr.flags & DCX_SEND_SIGNALED) &&
+           !(soft_opinfo[w->wr.opcode].flags &
+             (SOFT_OPF_READ | SOFT_OPF_ATOMIC)) &&
+           (dev->acks != NULL) && (dev->fault.rule.type == DCX_SOFT_FAULT_NONE);
+}
+
 /* Sends the remaining packets of w; EAGAIN if the target cannot take more
  * right now (ring full or no response credit). */
 static int soft_req_send_packets(soft_qp_t *qp, soft_swqe_t *w, uint64_t now)
@@ -475,6 +495,9 @@ static int soft_req_send_packets(soft_qp_t *qp, soft_swqe_t *w, uint64_t now)
                          ((w->sent_off + chunk == w->total_len) ?
                               SOFT_PKT_LAST :
                               0);
+            if ((pkt->flags & SOFT_PKT_LAST) && soft_req_quiet_ack(dev, w)) {
+                pkt->flags |= SOFT_PKT_WACK;
+            }
             pkt->status      = 0;
             pkt->atomic_size = (uint8_t)((flags & SOFT_OPF_ATOMIC) ?
                                              w->total_len :

@@ -27,6 +27,11 @@
  *    so at most one spurious wake-up, per arm.
  * The woken application serves the packet itself (its progress, or the
  * channel's get_event: soft_channel.c); its helper thread is not involved.
+ * Nor is it for the acknowledgement of what a sleeper sent before its arm,
+ * unless that makes a completion: an unsignaled SEND or WRITE is
+ * acknowledged in the sleeper's ack table (soft_req_quiet_ack), which
+ * rings nobody; an ACK packet, for a signaled one, rings its helper, whose
+ * pass makes the completion that fires the armed CQ.
  * Collecting the channel's events takes the wake-up (soft_wake_taken:
  * POKED to NONE, the datagram drained), and every drain, there or at the
  * arm, is followed by a look at the rings under the same lock.

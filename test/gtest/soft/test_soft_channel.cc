@@ -372,6 +372,112 @@ TEST_F(soft_channel_test, wake_socket_gone_falls_back_to_helper)
     EXPECT_EQ(0u, after.wake_pokes - before.wake_pokes);
 }
 
+/* A requester asleep on a completion channel (its send CQ armed, as UCP's
+ * worker arms it in wake-up mode) with an unsignaled non-inline SEND
+ * outstanding: the target acknowledges it in the requester's ack table, so
+ * no ACK packet lands in the requester's response ring and its helper is
+ * not rung for it (a second wake-up on the requester's side per message:
+ * UCP's tag_lat -E sleep at 4 KiB was 3x posix).  A signaled SEND's ACK
+ * still comes by packet, and its completion fires the armed CQ.  Checked
+ * by the response ring's tail and the table counters, not by time. */
+TEST_F(soft_channel_test, sleeping_requester_acked_in_table)
+{
+    struct requester {
+        node n;
+        dcx_comp_channel_t *ch = nullptr;
+        ~requester()
+        {
+            if (n.dci != nullptr) {
+                EXPECT_EQ(0, dcx_qp_destroy(n.dci));
+                n.dci = nullptr;
+            }
+            if (n.cq != nullptr) {
+                EXPECT_EQ(0, dcx_cq_destroy(n.cq));
+                n.cq = nullptr;
+            }
+            if (ch != nullptr) {
+                EXPECT_EQ(0, dcx_comp_channel_destroy(ch));
+            }
+            n.close();
+        }
+    } req;
+    soft_dev_t *t = soft_dev(tgt.dev);
+    uint8_t addr[DCX_DEV_ADDR_MAX];
+    size_t len = sizeof(addr);
+    dcx_soft_stats_t tb, ta, rb, ra;
+    dcx_cq_t *cq = nullptr;
+    dcx_send_wr_t wr;
+    dcx_mr_t *smr;
+    dcx_wc_t wc;
+
+    ASSERT_EQ(0, req.n.open(fabric.c_str()));
+    ASSERT_EQ(0, dcx_comp_channel_create(req.n.dev, &req.ch));
+    ASSERT_EQ(0, dcx_cq_create_ch(req.n.dev, 256, req.ch, &req.n.cq));
+    ASSERT_EQ(0, req.n.make_dci());
+    ASSERT_EQ(0, dcx_dev_port_addr(tgt.dev, addr, &len));
+    ASSERT_EQ(0, req.n.connect(addr, len));
+    ASSERT_EQ(0, req.n.reg(&sval, sizeof(sval), DCX_ACCESS_LOCAL_WRITE, &smr));
+    soft_dev_t *r       = soft_dev(req.n.dev);
+    soft_port_hdr_t *rh = r->hdr;
+    dcx_sge_t s         = {(uint64_t)(uintptr_t)&sval, sizeof(sval), smr->lkey};
+    memset(&wr, 0, sizeof(wr));
+    wr.opcode      = DCX_WR_SEND;
+    wr.sg_list     = &s;
+    wr.num_sge     = 1;
+    wr.dest.ah     = req.n.ah;
+    wr.dest.dctn   = tgt.dct->qp_num;
+    wr.dest.dc_key = KEY;
+
+    /* the target serves what it receives in its own polls only */
+    soft_helper_stop(t);
+    for (int signaled = 0; signaled < 2; ++signaled) {
+        ASSERT_EQ(0, dcx_soft_stats(tgt.dev, &tb));
+        ASSERT_EQ(0, dcx_soft_stats(req.n.dev, &rb));
+        sval     = 10 + signaled;
+        wr.wr_id = sval;
+        wr.flags = signaled ? DCX_SEND_SIGNALED : 0;
+        ASSERT_EQ(0, dcx_qp_post_send(req.n.dci, &wr));
+        /* posted, then asleep on the channel */
+        ASSERT_EQ(0, dcx_cq_req_notify(req.n.cq));
+        uint64_t resp_tail = __atomic_load_n(&rh->resp.tail, __ATOMIC_ACQUIRE);
+        ASSERT_EQ(1, tgt.poll(&wc, 1));
+        EXPECT_EQ(DCX_WC_RECV, wc.opcode);
+        EXPECT_EQ(sval, *(uint64_t *)(rbuf + 64 * wc.wr_id));
+        dcx_sge_t rs = {(uint64_t)(uintptr_t)(rbuf + 64 * wc.wr_id), 64,
+                        rmr->lkey};
+        ASSERT_EQ(0, dcx_srq_post_recv(tgt.srq, wc.wr_id, &rs, 1));
+        ASSERT_EQ(0, dcx_soft_stats(tgt.dev, &ta));
+        uint64_t acks = __atomic_load_n(&rh->resp.tail, __ATOMIC_ACQUIRE) -
+                        resp_tail;
+        if (!signaled) {
+            EXPECT_EQ(0u, acks) << "an ACK packet for an unsignaled send";
+            EXPECT_EQ(1u, ta.acks_in_table - tb.acks_in_table);
+            /* no completion, so no event: the channel stays quiet */
+            EXPECT_FALSE(fd_readable(req.ch->fd, 0));
+        } else {
+            EXPECT_EQ(1u, acks);
+            EXPECT_EQ(0u, ta.acks_in_table - tb.acks_in_table);
+            /* its completion wakes the sleeper (its helper takes it) */
+            ASSERT_TRUE(fd_readable(req.ch->fd, 10000));
+            ASSERT_EQ(0, dcx_comp_channel_get_event(req.ch, &cq));
+            EXPECT_EQ(req.n.cq, cq);
+        }
+        /* awake: the unsignaled send completes from the table, silently;
+         * the signaled one gives its completion */
+        if (signaled) {
+            ASSERT_EQ(1, req.n.poll(&wc, 1));
+            EXPECT_EQ(DCX_WC_SUCCESS, wc.status);
+            EXPECT_EQ(11u, wc.wr_id);
+        } else {
+            EXPECT_EQ(0, dcx_cq_poll(req.n.cq, 1, &wc));
+        }
+        ASSERT_EQ(0, dcx_soft_stats(req.n.dev, &ra));
+        EXPECT_EQ(signaled ? 0u : 1u,
+                  ra.table_completions - rb.table_completions);
+    }
+    ASSERT_EQ(0, soft_helper_start(t));
+}
+
 TEST_F(soft_channel_test, channel_bad_flow)
 {
     {
