@@ -14,6 +14,7 @@
  *   same traffic takes no more heap (memory stays flat).
  */
 #include "uct_fixture.h"
+#include "dcx_dci_stats.h"
 
 #include <malloc.h>
 #include <sys/time.h>
@@ -344,11 +345,21 @@ TEST_P(uct_dcx_peer_failure, killed_mid_traffic)
         }
     }
     EXPECT_EQ(eps_per_peer, m_errors.size());
+    /* the pool's counters agree: the dead peer's work failed on DCIs
+     * (recovered), its eps and no other reported, never more than 2 DCIs */
+    dcx_dci_stats_t st;
+    memset(&st, 0, sizeof(st));
+    ASSERT_EQ(0, dcx_dci_iface_stats(a->iface, &st));
+    EXPECT_GE(st.errors, 1u);
+    EXPECT_EQ(eps_per_peer, st.ep_failures);
+    EXPECT_LE(st.high_water, 2u);
     /* a peer failure is a diagnostic, not an error */
     EXPECT_EQ(0, log_counter::errors()) << log_counter::joined();
     printf("peer killed: policy %s: %llu messages to live peers checked, "
-           "the dead peer's %u eps failed %.3f s after the kill at most\n",
-           GetParam().c_str(), (unsigned long long)sent, eps_per_peer, latest);
+           "the dead peer's %u eps failed %.3f s after the kill at most "
+           "(%llu DCI errors recovered)\n",
+           GetParam().c_str(), (unsigned long long)sent, eps_per_peer, latest,
+           (unsigned long long)st.errors);
     log_counter::reset();
 }
 
