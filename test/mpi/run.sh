@@ -70,6 +70,15 @@
 # -e on a device without tag matching (ucx_info shows none there with
 # UCX_DCX_TM_ENABLE=y): a skip by capability.
 #
+# DCI pool policies over dcx: a program whose source has a line
+# "dcx-test-policies: dcs dcs_quota rand" runs once per policy named there
+# (UCX_DCX_DCI_POLICY), for every process count, and with a line
+# "dcx-test-num-dci: 2" with that pool size (UCX_DCX_NUM_DCI); each such
+# run keeps its interfaces' counters (UCX_DCX_STATS_DIR, read with
+# contrib/dcx-stat) and passes only if every process's interface ran that
+# policy with that pool and never held more DCIs than it. Over another
+# transport the program runs once per process count.
+#
 # Output: one line per run, then "N passed, N failed"; exit status 1 if any
 # run failed.
 
@@ -290,6 +299,39 @@ prog_nps() {   # prog_nps SRC
     echo "$nps"
 }
 
+# The DCI policies a program asks to run under ("dcx-test-policies:"), over
+# dcx only; else one empty entry (the default policy)
+prog_policies() {   # prog_policies SRC
+    local own=
+    if [ "$tls" = dcx ]; then
+        own=$(sed -n 's/.*dcx-test-policies:[[:space:]]*\([a-z_ ]*[a-z_]\).*/\1/p' "$1" | head -n 1)
+    fi
+    echo "${own:--}"
+}
+
+prog_num_dci() {   # prog_num_dci SRC -> the "dcx-test-num-dci:" count or ""
+    sed -n 's/.*dcx-test-num-dci:[[:space:]]*\([0-9][0-9]*\).*/\1/p' "$1" | head -n 1
+}
+
+# The pool every process's interface ran with, from its counters file:
+# prints "policy P, N DCIs, peak H, waits W" or a reason
+check_pool() {   # check_pool STATS_DIR NP POLICY NUM_DCI
+    local dir=$1 np=$2 pol=$3 ndci=$4
+    python3 "$top/contrib/dcx-stat" -a "$dir" 2>&1 | awk -v np="$np" \
+        -v pol="$pol" -v ndci="$ndci" '
+        function odd(what) { if (!(what in seen)) { seen[what] = 1; bad = bad " " what } }
+        /^pid / { n++; if ($8 != pol) odd("policy " $8) }
+        $1 == "dci.num_dci" { if (ndci != "" && $2 != ndci) odd("num_dci " $2) }
+        $1 == "dci.high_water" { if ($2 > peak) peak = $2 }
+        $1 == "dci.waits" { waits += $2 }
+        END {
+            if (n < np) { printf "counters of %d interfaces for %d processes\n", n, np; exit 1 }
+            if (bad != "") { printf "pool not as asked (%s, %s DCIs):%s\n", pol, ndci, bad; exit 1 }
+            if (ndci != "" && peak > ndci) { printf "%d DCIs at once in a pool of %s\n", peak, ndci; exit 1 }
+            printf "policy %s, %s DCIs, peak %d, waits %d\n", pol, ndci, peak, waits
+        }'
+}
+
 # ---- run ------------------------------------------------------------------
 t_all=$SECONDS
 run_no=0
@@ -298,10 +340,21 @@ for p in "${progs[@]}"; do
     kind=${p%%/*}
     name=${p#*/}
     exe=$bdir/${kind}_$name
+    ndci=$(prog_num_dci "${prog_src[$p]}")
     for np in $(prog_nps "${prog_src[$p]}"); do
+      for pol in $(prog_policies "${prog_src[$p]}"); do
         run_no=$((run_no + 1))
         log=$logdir/${kind}_$name.np$np.log
         args=("${common[@]}")
+        stats=
+        if [ "$pol" != - ]; then
+            log=$logdir/${kind}_$name.np$np.$pol.log
+            stats=$logdir/stats.$run_no
+            rm -rf "$stats"
+            mkdir -p "$stats"
+            args+=(-x "UCX_DCX_DCI_POLICY=$pol" -x "UCX_DCX_STATS_DIR=$stats")
+            [ -z "$ndci" ] || args+=(-x "UCX_DCX_NUM_DCI=$ndci")
+        fi
         launcher=mpirun
         if [ "$kind" = shmem ]; then
             launcher=oshrun
@@ -365,6 +418,13 @@ for p in "${progs[@]}"; do
                 reason="no device tag matching (${tm:-no tag matching counters}; UCX_DCX_TM_ENABLE=${UCX_DCX_TM_ENABLE:-try})"
             fi
         fi
+        pool=
+        if [ -n "$stats" ]; then
+            pool=$(check_pool "$stats" "$np" "$pol" "$ndci")
+            if [ $? -ne 0 ] && [ -z "$reason" ]; then
+                reason="DCI pool: $pool"
+            fi
+        fi
         nerr=$(grep -cE 'UCX +ERROR' "$log")
         if [ -z "$reason" ] && [ "$strict" = 1 ] && [ "$nerr" -gt 0 ]; then
             reason="$nerr UCX error line(s): $(grep -m1 -E 'UCX +ERROR' "$log" |
@@ -374,12 +434,14 @@ for p in "${progs[@]}"; do
 
         lanes=$(lane_desc "$log")
         label=$(printf '%-20s np=%s tls=%s' "$kind/$name" "$np" "$tls")
+        [ "$pol" = - ] || label="$label policy=$pol"
         if [ -z "$reason" ]; then
             passed=$((passed + 1))
             line="PASS $label ${dt}s  lanes: $lanes"
             [ -z "$traffic" ] ||
                 line="$line  dcx: $(echo "$traffic" | awk '{printf "%d packets, %.1f MB", $1, $2 / 1e6}')"
             [ -z "$tm" ] || line="$line  $tm"
+            [ -z "$pool" ] || line="$line  pool: $pool"
             [ "$nerr" -eq 0 ] || line="$line  [note: $nerr 'UCX  ERROR' line(s), see $log]"
             [ -z "$notes" ] || line="$line  [note: $notes]"
             echo "$line"
@@ -391,6 +453,7 @@ for p in "${progs[@]}"; do
             grep -E 'UCX +(WARN|ERROR)' "$log" | head -n 4 | sed 's/^/   | /'
             grep -v -E 'UCX +(INFO|DIAG|WARN|ERROR)' "$log" | tail -n 8 | sed 's/^/   | /'
         fi
+      done
     done
 done
 
