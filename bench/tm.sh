@@ -14,7 +14,10 @@
 # and on, and their ratio (above 1: offload completes sooner).
 #
 #   bench/tm.sh [-n ITERS] [-r REPS] [-l path/to/libuct_dcx.so] [-E] [-O]
+#               [-S "SIZES"]
 #     -E  only the eager/bandwidth table   -O  only the overlap table
+#     -S  the bandwidth table's sizes (default 1024 4096 16384 65536 262144
+#         1048576 4194304 16777216)
 #     -r  runs per cell, off and on taking turns (off, on, off, ...); the
 #         median is shown (default 1; DCX_BENCH_REPS)
 #
@@ -25,14 +28,16 @@ lib="${DCX_LIB:-}"
 do_bw=1
 do_overlap=1
 reps=${DCX_BENCH_REPS:-1}
-while getopts "n:r:l:EOh" opt; do
+sizes="1024 4096 16384 65536 262144 1048576 4194304 16777216"
+while getopts "n:r:l:S:EOh" opt; do
     case $opt in
     n) iters=$OPTARG ;;
     r) reps=$OPTARG ;;
     l) lib=$OPTARG ;;
+    S) sizes=$OPTARG ;;
     E) do_overlap=0 ;;
     O) do_bw=0 ;;
-    *) sed -n '3,23p' "$0"; exit 2 ;;
+    *) sed -n '3,26p' "$0"; exit 2 ;;
     esac
 done
 [[ "$reps" =~ ^[1-9][0-9]*$ ]] || { echo "tm.sh: bad -r '$reps'" >&2; exit 2; }
@@ -126,7 +131,8 @@ fi
 
 echo "tag_bw over dcx, offload off and on: MB/s (median of $reps alternating runs)"
 printf "%-10s %12s %12s %8s\n" "size" "off MB/s" "on MB/s" "on/off"
-for size in 1024 4096 16384 65536 262144 1048576 4194304 16777216; do
+for size in $sizes; do
+    [[ "$size" =~ ^[1-9][0-9]*$ ]] || { echo "tm.sh: bad size '$size'" >&2; exit 2; }
     n=$iters
     [ "$size" -ge 1048576 ] && n=$(( iters / 5 > 20 ? iters / 5 : 20 ))
     offs=() ons=()

@@ -101,6 +101,7 @@ typedef struct uct_dcx_iface_config {
     unsigned sig_period; /* 0 = auto (policy's default) */
     unsigned tx_max_bufs;
     int tm_enable;                /* ucs_ternary_auto_value_t */
+    size_t tm_seg_size;           /* receive buffers of a TM SRQ, at least */
     char *stats_dir;              /* "" = no live counters file */
     char *tm_stats_dir;           /* its former name */
     unsigned strided_keys;        /* pool of strided keys, 0 = none */
@@ -452,6 +453,8 @@ struct uct_dcx_iface {
     ucs_mpool_t tx_mp;      /* uct_dcx_send_desc_t */
     ucs_mpool_t op_mp;      /* bare uct_dcx_op_t */
     ucs_mpool_t rx_mp;      /* receive buffers */
+    ucs_mpool_t tag_tx_mp;  /* TM: tag_eager_bcopy's, rx_seg_size each */
+    ucs_mpool_t *tag_bcopy_mp; /* tag_tx_mp, or tx_mp without TM */
     ucs_list_link_t chunks; /* registered mpool chunks */
 
     dcx_mr_t *scratch_mr; /* discarded atomic results */
@@ -498,6 +501,8 @@ struct uct_dcx_iface {
 
     struct {
         size_t seg_size;
+        size_t rx_seg_size; /* receive buffer payload: seg_size, or more
+                               on a TM SRQ (the largest eager message) */
         unsigned max_inline;
         unsigned max_iov;
         unsigned max_sge; /* per WR, of every DCI */

@@ -255,17 +255,24 @@ static UCS_F_ALWAYS_INLINE uint8_t *uct_dcx_rx_wire(uct_dcx_iface_t *iface,
     return UCS_PTR_BYTE_OFFSET(elem, iface->rx_payload_offset);
 }
 
-/* A send buffer; NULL if none is free (then unsignalled WRs holding some
- * are made to report, so that the caller's retry after progress finds one) */
+/* A send buffer of mp; NULL if none is free (then unsignalled WRs holding
+ * some are made to report, so that the caller's retry after progress finds
+ * one) */
 static UCS_F_ALWAYS_INLINE uct_dcx_send_desc_t *
-uct_dcx_iface_get_desc(uct_dcx_iface_t *iface)
+uct_dcx_iface_get_desc_mp(uct_dcx_iface_t *iface, ucs_mpool_t *mp)
 {
-    void *desc = ucs_mpool_get_inline(&iface->tx_mp);
+    void *desc = ucs_mpool_get_inline(mp);
 
     if (ucs_unlikely(desc == NULL)) {
         uct_dcx_iface_tx_starved(iface);
     }
     return (uct_dcx_send_desc_t *)desc;
+}
+
+static UCS_F_ALWAYS_INLINE uct_dcx_send_desc_t *
+uct_dcx_iface_get_desc(uct_dcx_iface_t *iface)
+{
+    return uct_dcx_iface_get_desc_mp(iface, &iface->tx_mp);
 }
 
 static UCS_F_ALWAYS_INLINE void *uct_dcx_desc_data(uct_dcx_send_desc_t *desc)
@@ -279,9 +286,9 @@ static UCS_F_ALWAYS_INLINE void *uct_dcx_desc_data(uct_dcx_send_desc_t *desc)
  * whose op runs cb when the WR completes, and cb calls comp.
  */
 static UCS_F_ALWAYS_INLINE ucs_status_t
-uct_dcx_ep_desc_begin(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep, int is_am,
-                      uct_dcx_op_cb_t cb, uct_completion_t *comp,
-                      uct_dcx_send_desc_t **desc_p)
+uct_dcx_ep_desc_begin_mp(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep, int is_am,
+                         uct_dcx_op_cb_t cb, uct_completion_t *comp,
+                         ucs_mpool_t *mp, uct_dcx_send_desc_t **desc_p)
 {
     uct_dcx_send_desc_t *desc;
     ucs_status_t status;
@@ -291,7 +298,7 @@ uct_dcx_ep_desc_begin(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep, int is_am,
         return status;
     }
 
-    desc = uct_dcx_iface_get_desc(iface);
+    desc = uct_dcx_iface_get_desc_mp(iface, mp);
     if (ucs_unlikely(desc == NULL)) {
         return UCS_ERR_NO_RESOURCE;
     }
@@ -300,6 +307,15 @@ uct_dcx_ep_desc_begin(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep, int is_am,
     desc->op.comp = comp;
     *desc_p       = desc;
     return UCS_OK;
+}
+
+static UCS_F_ALWAYS_INLINE ucs_status_t
+uct_dcx_ep_desc_begin(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep, int is_am,
+                      uct_dcx_op_cb_t cb, uct_completion_t *comp,
+                      uct_dcx_send_desc_t **desc_p)
+{
+    return uct_dcx_ep_desc_begin_mp(iface, ep, is_am, cb, comp, &iface->tx_mp,
+                                    desc_p);
 }
 
 /* Receive buffers reposted in batches, credit grants sent again, pending

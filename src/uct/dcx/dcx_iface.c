@@ -152,6 +152,17 @@ static ucs_config_field_t uct_dcx_iface_config_table[] = {
      "Interfaces with and without it talk to each other.",
      ucs_offsetof(uct_dcx_iface_config_t, tm_enable), UCS_CONFIG_TYPE_TERNARY},
 
+    {"TM_SEG_SIZE", "65k",
+     "With tag-matching offload: size of the receive buffers (the larger of\n"
+     "this and SEG_SIZE). It is the largest eager tagged message, since an\n"
+     "unexpected one lands whole in one buffer; UCP sends larger ones by\n"
+     "rendezvous (from this size on: the default sends 64 KiB eager). Each\n"
+     "posted receive holds this much registered memory (see RX_QUEUE_LEN).\n"
+     "Every process of a job needs the same value. 256 .. the device's\n"
+     "largest message.",
+     ucs_offsetof(uct_dcx_iface_config_t, tm_seg_size),
+     UCS_CONFIG_TYPE_MEMUNITS},
+
     {"STATS_DIR", "",
      "Directory where each interface keeps its counters (DCI pool, flow\n"
      "control, failures, tag matching) in a file dcx.<pid>.<dct>, updated\n"
@@ -700,6 +711,7 @@ static UCS_CLASS_INIT_FUNC(uct_dcx_iface_t, uct_md_h tl_md, uct_worker_h worker,
 
     self->policy             = &uct_dcx_policy_ops[cfg->policy];
     self->config.seg_size    = cfg->seg_size;
+    self->config.rx_seg_size = cfg->seg_size;
     self->config.quota       = cfg->quota;
     self->config.dc_key      = cfg->dc_key;
     self->config.timeout     = uct_dcx_timeout_exp_of(cfg->timeout);
@@ -740,6 +752,10 @@ static UCS_CLASS_INIT_FUNC(uct_dcx_iface_t, uct_md_h tl_md, uct_worker_h worker,
                                                                   cfg));
     if (status != UCS_OK) {
         goto err;
+    }
+    if (self->rx_tmh_len != 0) {
+        /* an unexpected eager message lands whole in one receive buffer */
+        self->config.rx_seg_size = ucs_max(cfg->seg_size, cfg->tm_seg_size);
     }
 
     /* (the file is named after the DCT) */
@@ -791,10 +807,10 @@ static UCS_CLASS_INIT_FUNC(uct_dcx_iface_t, uct_md_h tl_md, uct_worker_h worker,
     }
 
     ucs_debug("dcx: %s: iface %p DCT 0x%x, %u DCIs x %u WRs, policy %s, "
-              "seg %zu, rx %u, fc window %d",
+              "seg %zu, rx %u x %zu, fc window %d",
               dcx_dev_name(self->dev), self, self->config.dctn, self->num_dci,
               self->sq_len, self->policy->name, self->config.seg_size,
-              self->rx_queue_len, self->fc_wnd);
+              self->rx_queue_len, self->config.rx_seg_size, self->fc_wnd);
     return UCS_OK;
 
 err_pool:
@@ -808,6 +824,9 @@ err_scratch_mr:
 err_scratch:
     free(self->scratch);
 err_mpools:
+    if (self->rx_tmh_len != 0) {
+        ucs_mpool_cleanup(&self->tag_tx_mp, 0);
+    }
     ucs_mpool_cleanup(&self->rx_mp, 0);
     ucs_mpool_cleanup(&self->op_mp, 0);
     ucs_mpool_cleanup(&self->tx_mp, 0);
@@ -859,6 +878,9 @@ static UCS_CLASS_CLEANUP_FUNC(uct_dcx_iface_t)
     uct_dcx_stats_close(self);
     dcx_mr_dereg(self->scratch_mr);
     free(self->scratch);
+    if (self->rx_tmh_len != 0) {
+        ucs_mpool_cleanup(&self->tag_tx_mp, 1);
+    }
     ucs_mpool_cleanup(&self->rx_mp, 0);
     ucs_mpool_cleanup(&self->op_mp, 1);
     ucs_mpool_cleanup(&self->tx_mp, 1);

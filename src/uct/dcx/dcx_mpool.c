@@ -161,7 +161,8 @@ ucs_status_t uct_dcx_iface_mpools_init(uct_dcx_iface_t *iface,
     }
 
     status = uct_dcx_mpool_init(&iface->rx_mp, sizeof(iface),
-                                iface->rx_payload_offset + cfg->seg_size,
+                                iface->rx_payload_offset +
+                                    iface->config.rx_seg_size,
                                 align_offset, align,
                                 uct_dcx_rx_init_posted(cfg->rx_queue_len,
                                                        cfg->fc_wnd),
@@ -170,8 +171,30 @@ ucs_status_t uct_dcx_iface_mpools_init(uct_dcx_iface_t *iface,
         goto err_op;
     }
     *(uct_dcx_iface_t **)ucs_mpool_priv(&iface->rx_mp) = iface;
+
+    iface->tag_bcopy_mp = &iface->tx_mp; /* rx_seg_size is seg_size */
+    if (iface->rx_tmh_len != 0) {
+        /* an eager tagged message may be as large as a receive buffer: its
+         * bcopy buffers too (few at first: most tagged sends are zcopy) */
+        status = uct_dcx_mpool_init(&iface->tag_tx_mp, sizeof(iface),
+                                    sizeof(uct_dcx_send_desc_t) +
+                                        DCX_TM_TMH_LEN +
+                                        iface->config.rx_seg_size,
+                                    sizeof(uct_dcx_send_desc_t),
+                                    UCS_SYS_CACHE_LINE_SIZE,
+                                    ucs_min(8u, cfg->tx_max_bufs),
+                                    cfg->tx_max_bufs, &uct_dcx_tx_mp_ops,
+                                    "dcx_tag_tx_desc");
+        if (status != UCS_OK) {
+            goto err_rx;
+        }
+        *(uct_dcx_iface_t **)ucs_mpool_priv(&iface->tag_tx_mp) = iface;
+        iface->tag_bcopy_mp = &iface->tag_tx_mp;
+    }
     return UCS_OK;
 
+err_rx:
+    ucs_mpool_cleanup(&iface->rx_mp, 0);
 err_op:
     ucs_mpool_cleanup(&iface->op_mp, 0);
 err_tx:

@@ -304,7 +304,7 @@ unsigned uct_dcx_iface_post_recv(uct_dcx_iface_t *iface)
     dcx_recv_t list[UCT_DCX_RX_REPOST_MAX];
     /* a TM SRQ places the TMH too: it lands in the headroom */
     size_t offset   = iface->rx_payload_offset - iface->rx_tmh_len;
-    uint32_t length = iface->config.seg_size + iface->rx_tmh_len;
+    uint32_t length = iface->config.rx_seg_size + iface->rx_tmh_len;
     unsigned count  = 0;
     unsigned n, max, posted;
     void *elem;

@@ -593,7 +593,7 @@ static void uct_dcx_tag_rx_expected(uct_dcx_iface_t *iface, const dcx_wc_t *wc)
     if (!(wc->flags & DCX_WC_FLAG_TM_MATCH)) {
         /* second of two: eager of several packets or a device rendezvous;
          * only a rendezvous can be larger than an eager message */
-        if (wc->byte_len > iface->config.seg_size) {
+        if (wc->byte_len > iface->config.rx_seg_size) {
             iface->cnt->tm.rndv_hw++;
         }
     } else {
@@ -966,8 +966,8 @@ void uct_dcx_iface_tag_query(uct_dcx_iface_t *iface, uct_iface_attr_t *attr)
         attr->cap.flags |= UCT_IFACE_FLAG_TAG_EAGER_SHORT;
         attr->cap.tag.eager.max_short = max_inline - DCX_TM_TMH_LEN;
     }
-    attr->cap.tag.eager.max_bcopy      = iface->config.seg_size;
-    attr->cap.tag.eager.max_zcopy      = iface->config.seg_size;
+    attr->cap.tag.eager.max_bcopy      = iface->config.rx_seg_size;
+    attr->cap.tag.eager.max_zcopy      = iface->config.rx_seg_size;
     attr->cap.tag.eager.max_iov        = iface->config.max_iov;
     attr->cap.tag.recv.min_recv        = 0;
     attr->cap.tag.recv.max_zcopy       = iface->caps->max_msg_size;

@@ -160,17 +160,17 @@ ssize_t uct_dcx_ep_tag_eager_bcopy(uct_ep_h tl_ep, uct_tag_t tag, uint64_t imm,
         return uct_dcx_tag_no_peer_tm(ep, "tag_eager_bcopy");
     }
 
-    status = uct_dcx_ep_desc_begin(iface, ep, 1, uct_dcx_op_release_desc, NULL,
-                                   &desc);
+    status = uct_dcx_ep_desc_begin_mp(iface, ep, 1, uct_dcx_op_release_desc,
+                                      NULL, iface->tag_bcopy_mp, &desc);
     if (ucs_unlikely(status != UCS_OK)) {
         return uct_dcx_ep_bcopy_refused(iface, status, pack_cb, arg);
     }
 
     data   = uct_dcx_desc_data(desc);
     length = pack_cb(data + DCX_TM_TMH_LEN, arg);
-    ucs_assertv(length <= iface->config.seg_size,
+    ucs_assertv(length <= iface->config.rx_seg_size,
                 "tag_eager_bcopy packed %zu bytes, max %zu", length,
-                iface->config.seg_size);
+                iface->config.rx_seg_size);
 
     sge.addr   = (uintptr_t)data;
     sge.length = DCX_TM_TMH_LEN + length;
@@ -241,10 +241,10 @@ ucs_status_t uct_dcx_ep_tag_eager_zcopy(uct_ep_h tl_ep, uct_tag_t tag,
     if (iovcnt == 0) {
         num_sge = 0;
     }
-    if (ucs_unlikely(length > iface->config.seg_size)) {
+    if (ucs_unlikely(length > iface->config.rx_seg_size)) {
         uct_dcx_strided_abort(iface, &use);
         return uct_dcx_tag_bad_length("tag_eager_zcopy", length,
-                                      iface->config.seg_size);
+                                      iface->config.rx_seg_size);
     }
 
     status = uct_dcx_ep_tx_begin(iface, ep, 1);
