@@ -78,6 +78,7 @@ typedef enum {
     UCT_DCX_POLICY_DCS,
     UCT_DCX_POLICY_DCS_QUOTA,
     UCT_DCX_POLICY_RAND,
+    UCT_DCX_POLICY_HYBRID,
     UCT_DCX_POLICY_LAST
 } uct_dcx_policy_t;
 
@@ -423,6 +424,14 @@ struct uct_dcx_iface {
     uct_dcx_dci_t *dcis;
     uint16_t num_dci;
     uint16_t ctl_dci;
+    uint16_t shared_dci;          /* hybrid: dcis[num_dci + 1], shared by
+                                     the eps the pool has no DCI for;
+                                     UCT_DCX_DCI_NONE under other
+                                     policies (dcx_dci_hybrid.c) */
+    uint16_t dci_total;           /* entries of dcis[]: data, control and
+                                     the shared DCI if any */
+    uint8_t dci_spill;            /* hybrid: eps send on the shared DCI,
+                                     counted as one in dci_waiters */
     uint16_t dci_created;         /* data DCIs that exist */
     uint16_t dci_limit;           /* may grow to: num_dci, less once the
                                     device refused one */
@@ -433,7 +442,7 @@ struct uct_dcx_iface {
                                      pool is looked at */
     uint16_t *dci_free;           /* stack of free DCIs (dcs) */
     uint16_t dci_free_top;
-    unsigned dci_waiters;     /* eps refused a DCI */
+    unsigned dci_waiters;     /* eps refused a DCI (+ dci_spill) */
     unsigned dci_kept;        /* DCIs flagged KEPT */
     ucs_time_t dci_wait_mark; /* dci_waiters last changed then */
     uint16_t sq_len;          /* WRs per DCI */
@@ -542,6 +551,8 @@ ucs_status_t uct_dcx_iface_check_config(const uct_dcx_iface_config_t *config,
                                         const dcx_dev_caps_t *caps,
                                         const char *dev);
 uint8_t uct_dcx_timeout_exp_of(double seconds);
+/* DCIs an interface may have: data, control, and hybrid's shared one */
+unsigned uct_dcx_config_dci_total(const uct_dcx_iface_config_t *config);
 uint8_t uct_dcx_rnr_timer_of(double seconds);
 
 /* dcx_iface.c */
@@ -652,10 +663,32 @@ void uct_dcx_strided_key_put(uct_dcx_iface_t *iface, uint16_t idx);
 uint32_t uct_dcx_strided_key_rkey(uct_dcx_iface_t *iface, uint16_t idx);
 uint16_t uct_dcx_strided_use_key(const uct_dcx_strided_use_t *use);
 
+/* dcx_dci_hybrid.c: the hybrid policy (the policy table names them) */
+void uct_dcx_hybrid_ep_init(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep);
+ucs_status_t uct_dcx_hybrid_dci_get(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep);
+ucs_status_t uct_dcx_hybrid_quota_out(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep);
+void uct_dcx_hybrid_dci_idle(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci);
+void uct_dcx_hybrid_ep_detach(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep);
+
 /* dcx_dci.c: the pool, its policies, send resources */
 ucs_status_t uct_dcx_dci_pool_init(uct_dcx_iface_t *iface,
                                    const uct_dcx_iface_config_t *config);
 void uct_dcx_dci_pool_cleanup(uct_dcx_iface_t *iface);
+/* dcs policies, for hybrid (dcx_dci_hybrid.c): a DCI ep may be lent now
+ * without waiting (free, kept idle by another ep, or new), NULL if none;
+ * lending it to ep; ep refused, waiting (UCS_ERR_NO_RESOURCE) */
+uct_dcx_dci_t *uct_dcx_dcs_dci_take(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep);
+void uct_dcx_dcs_dci_assign(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep,
+                            uct_dcx_dci_t *dci);
+ucs_status_t uct_dcx_dcs_dci_refuse(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep);
+void uct_dcx_dcs_ep_detach(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep);
+void uct_dcx_dcs_dci_idle(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci);
+/* hybrid: whether eps send on the shared DCI.  While they do, the pool
+ * behaves as when eps wait for a DCI (lent DCIs signal every WR and go
+ * back to the pool when drained), without counting it as waiting. */
+void uct_dcx_dci_set_spill(uct_dcx_iface_t *iface, int spill);
+/* hybrid: the shared DCI's queue pair and rings, on first need */
+ucs_status_t uct_dcx_dci_create_shared(uct_dcx_iface_t *iface);
 void uct_dcx_dci_detach_ep(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci,
                            uct_dcx_ep_t *ep);
 void uct_dcx_ep_put_idle_dci(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep);

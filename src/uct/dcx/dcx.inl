@@ -63,6 +63,15 @@ static UCS_F_ALWAYS_INLINE int uct_dcx_dci_is_drained(const uct_dcx_dci_t *dci)
     return dci->done_sn == dci->sn;
 }
 
+/* dci carries the WRs of several endpoints (every DCI under rand, the
+ * shared DCI of hybrid): it is not put into error for one of them, whose
+ * failure would flush the others' WRs too */
+static UCS_F_ALWAYS_INLINE int uct_dcx_dci_is_shared(uct_dcx_iface_t *iface,
+                                                     const uct_dcx_dci_t *dci)
+{
+    return iface->policy->shared || (dci->index == iface->shared_dci);
+}
+
 /* The DCI is no longer kept (taken back, given back, or its owner left) */
 static UCS_F_ALWAYS_INLINE void uct_dcx_dci_unkeep(uct_dcx_iface_t *iface,
                                                    uct_dcx_dci_t *dci)

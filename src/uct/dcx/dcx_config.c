@@ -228,12 +228,20 @@ static ucs_status_t uct_dcx_config_check_time(const char *dev, const char *var,
     return UCS_OK;
 }
 
+unsigned uct_dcx_config_dci_total(const uct_dcx_iface_config_t *config)
+{
+    /* the data DCIs, the control DCI, and hybrid's shared DCI */
+    return config->num_dci + 1 + (config->policy == UCT_DCX_POLICY_HYBRID);
+}
+
 ucs_status_t uct_dcx_iface_check_config(const uct_dcx_iface_config_t *config,
                                         const dcx_dev_caps_t *caps,
                                         const char *dev)
 {
-    const unsigned long max_dci = ucs_min(UCT_DCX_MAX_DCI - 1ul,
-                                          caps->max_dci - 1ul);
+    const unsigned long extra = uct_dcx_config_dci_total(config) -
+                                config->num_dci;
+    const unsigned long max_dci = ucs_min(UCT_DCX_MAX_DCI - extra,
+                                          caps->max_dci - extra);
     const unsigned long max_sq  = ucs_min((unsigned long)UINT16_MAX,
                                           caps->max_qp_wr);
     const unsigned long max_seg = ucs_min((uint64_t)UINT32_MAX,
@@ -288,10 +296,12 @@ ucs_status_t uct_dcx_iface_check_config(const uct_dcx_iface_config_t *config,
     }
 
     /* one send CQ serves every DCI's whole send queue */
-    if ((config->num_dci + 1ul) * config->tx_queue_len > caps->max_cqe) {
-        ucs_error("dcx: %s: (UCX_DCX_NUM_DCI + 1) * UCX_DCX_TX_QUEUE_LEN = "
-                  "(%u + 1) * %u is more than the %u completions of a CQ",
-                  dev, config->num_dci, config->tx_queue_len, caps->max_cqe);
+    if ((unsigned long)uct_dcx_config_dci_total(config) * config->tx_queue_len >
+        caps->max_cqe) {
+        ucs_error("dcx: %s: (UCX_DCX_NUM_DCI + %lu) * UCX_DCX_TX_QUEUE_LEN = "
+                  "(%u + %lu) * %u is more than the %u completions of a CQ",
+                  dev, extra, config->num_dci, extra, config->tx_queue_len,
+                  caps->max_cqe);
         return UCS_ERR_INVALID_PARAM;
     }
 

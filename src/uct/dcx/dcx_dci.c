@@ -20,6 +20,7 @@
 const char *uct_dcx_policy_names[] = {[UCT_DCX_POLICY_DCS]       = "dcs",
                                       [UCT_DCX_POLICY_DCS_QUOTA] = "dcs_quota",
                                       [UCT_DCX_POLICY_RAND]      = "rand",
+                                      [UCT_DCX_POLICY_HYBRID]    = "hybrid",
                                       [UCT_DCX_POLICY_LAST]      = NULL};
 
 
@@ -45,7 +46,7 @@ static void uct_dcx_dci_gauges(uct_dcx_iface_t *iface, dcx_dci_stats_t *stats)
     stats->num_dci    = iface->num_dci;
     stats->created    = iface->dci_created;
     stats->kept       = iface->dci_kept;
-    stats->waiters    = iface->dci_waiters;
+    stats->waiters    = iface->dci_waiters - iface->dci_spill;
     stats->sig_period = iface->sig_period;
     stats->sq_len     = iface->sq_len;
     /* (under rand every DCI is shared: an ep never waits for one) */
@@ -166,8 +167,10 @@ UCS_F_NOINLINE void uct_dcx_iface_tx_starved(uct_dcx_iface_t *iface)
 {
     unsigned i;
 
-    for (i = 0; i < iface->num_dci; ++i) {
-        uct_dcx_dci_drain(iface, &iface->dcis[i]);
+    for (i = 0; i < iface->dci_total; ++i) {
+        if (iface->dcis[i].qp != NULL) {
+            uct_dcx_dci_drain(iface, &iface->dcis[i]);
+        }
     }
 }
 
@@ -180,22 +183,19 @@ static void uct_dcx_dci_wait_account(uct_dcx_iface_t *iface)
 {
     ucs_time_t now = ucs_get_time();
 
-    if (iface->dci_waiters > 0) {
-        iface->cnt->dci.wait_ns += iface->dci_waiters *
+    /* (hybrid's eps on the shared DCI send: they do not wait) */
+    if (iface->dci_waiters > iface->dci_spill) {
+        iface->cnt->dci.wait_ns += (iface->dci_waiters - iface->dci_spill) *
                                    ucs_time_to_nsec(now - iface->dci_wait_mark);
     }
     iface->dci_wait_mark = now;
 }
 
-static void uct_dcx_ep_dci_wait(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep)
+/* One more waiter (accounted before) */
+static void uct_dcx_dci_waiters_inc(uct_dcx_iface_t *iface)
 {
     unsigned i;
 
-    if (ep->flags & UCT_DCX_EP_FLAG_DCI_WAIT) {
-        return;
-    }
-    uct_dcx_dci_wait_account(iface);
-    ep->flags |= UCT_DCX_EP_FLAG_DCI_WAIT;
     if (iface->dci_waiters++ > 0) {
         return;
     }
@@ -207,6 +207,24 @@ static void uct_dcx_ep_dci_wait(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep)
     }
 }
 
+static void uct_dcx_dci_waiters_dec(uct_dcx_iface_t *iface)
+{
+    ucs_assert(iface->dci_waiters > 0);
+    if (--iface->dci_waiters == 0) {
+        iface->sig_period = iface->sig_period_cfg;
+    }
+}
+
+static void uct_dcx_ep_dci_wait(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep)
+{
+    if (ep->flags & UCT_DCX_EP_FLAG_DCI_WAIT) {
+        return;
+    }
+    uct_dcx_dci_wait_account(iface);
+    ep->flags |= UCT_DCX_EP_FLAG_DCI_WAIT;
+    uct_dcx_dci_waiters_inc(iface);
+}
+
 /* ep does not wait for a DCI any more (it got one, or it leaves) */
 static void uct_dcx_ep_dci_wait_end(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep)
 {
@@ -215,10 +233,22 @@ static void uct_dcx_ep_dci_wait_end(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep)
     }
     uct_dcx_dci_wait_account(iface);
     ep->flags &= ~UCT_DCX_EP_FLAG_DCI_WAIT;
-    ucs_assert(iface->dci_waiters > 0);
-    if (--iface->dci_waiters == 0) {
-        iface->sig_period = iface->sig_period_cfg;
+    uct_dcx_dci_waiters_dec(iface);
+}
+
+void uct_dcx_dci_set_spill(uct_dcx_iface_t *iface, int spill)
+{
+    if (iface->dci_spill == !!spill) {
+        return;
     }
+    uct_dcx_dci_wait_account(iface);
+    iface->dci_spill = !!spill;
+    if (spill) {
+        uct_dcx_dci_waiters_inc(iface);
+    } else {
+        uct_dcx_dci_waiters_dec(iface);
+    }
+    uct_dcx_dci_gauges(iface, &iface->cnt->dci);
 }
 
 static void uct_dcx_dcs_ep_init(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep)
@@ -293,25 +323,42 @@ uct_dcx_dcs_dci_find(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep)
     return NULL;
 }
 
+uct_dcx_dci_t *uct_dcx_dcs_dci_take(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep)
+{
+    if (iface->dci_free_top > 0) {
+        return uct_dcx_dci_lend(
+            iface, &iface->dcis[iface->dci_free[--iface->dci_free_top]]);
+    }
+    return uct_dcx_dcs_dci_find(iface, ep);
+}
+
+ucs_status_t uct_dcx_dcs_dci_refuse(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep)
+{
+    if (iface->dci_created == 0) {
+        /* the device refused the first DCI: nothing to wait for */
+        return UCS_ERR_IO_ERROR;
+    }
+    iface->cnt->dci.refusals++;
+    uct_dcx_ep_dci_wait(iface, ep);
+    uct_dcx_dci_gauges(iface, &iface->cnt->dci);
+    return UCS_ERR_NO_RESOURCE;
+}
+
 static ucs_status_t uct_dcx_dcs_dci_get(uct_dcx_iface_t *iface,
                                         uct_dcx_ep_t *ep)
 {
-    uct_dcx_dci_t *dci;
+    uct_dcx_dci_t *dci = uct_dcx_dcs_dci_take(iface, ep);
 
-    if (iface->dci_free_top > 0) {
-        dci = uct_dcx_dci_lend(
-            iface, &iface->dcis[iface->dci_free[--iface->dci_free_top]]);
-    } else if ((dci = uct_dcx_dcs_dci_find(iface, ep)) == NULL) {
-        if (iface->dci_created == 0) {
-            /* the device refused the first DCI: nothing to wait for */
-            return UCS_ERR_IO_ERROR;
-        }
-        iface->cnt->dci.refusals++;
-        uct_dcx_ep_dci_wait(iface, ep);
-        uct_dcx_dci_gauges(iface, &iface->cnt->dci);
-        return UCS_ERR_NO_RESOURCE;
+    if (dci == NULL) {
+        return uct_dcx_dcs_dci_refuse(iface, ep);
     }
+    uct_dcx_dcs_dci_assign(iface, ep, dci);
+    return UCS_OK;
+}
 
+void uct_dcx_dcs_dci_assign(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep,
+                            uct_dcx_dci_t *dci)
+{
     uct_dcx_ep_dci_wait_end(iface, ep);
 
     dci->owner  = ep;
@@ -321,7 +368,6 @@ static ucs_status_t uct_dcx_dcs_dci_get(uct_dcx_iface_t *iface,
                       INT32_MAX :
                       (int32_t)iface->config.quota;
     uct_dcx_dci_gauges(iface, &iface->cnt->dci);
-    return UCS_OK;
 }
 
 static ucs_status_t uct_dcx_dcs_quota_out(uct_dcx_iface_t *iface,
@@ -344,7 +390,7 @@ static ucs_status_t uct_dcx_dcs_quota_quota_out(uct_dcx_iface_t *iface,
 
 /* dci has nothing in flight: its owner keeps it while nobody waits for a
  * DCI, else it goes back to the pool */
-static void uct_dcx_dcs_dci_idle(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci)
+void uct_dcx_dcs_dci_idle(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci)
 {
     if (!(dci->flags & UCT_DCX_DCI_FLAG_BUSY)) {
         return;
@@ -363,7 +409,7 @@ static void uct_dcx_dcs_dci_idle(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci)
     uct_dcx_dci_release(iface, dci);
 }
 
-static void uct_dcx_dcs_ep_detach(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep)
+void uct_dcx_dcs_ep_detach(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep)
 {
     uct_dcx_dci_t *dci;
 
@@ -454,7 +500,14 @@ const uct_dcx_policy_ops_t uct_dcx_policy_ops[UCT_DCX_POLICY_LAST] = {
                                   .quota_out = uct_dcx_dcs_quota_out,
                                   .dci_idle  = uct_dcx_rand_dci_idle,
                                   .ep_detach = uct_dcx_rand_ep_detach,
-                                  .shared    = 1}};
+                                  .shared    = 1},
+    [UCT_DCX_POLICY_HYBRID]    = {.name      = "hybrid",
+                                  .ep_init   = uct_dcx_hybrid_ep_init,
+                                  .dci_get   = uct_dcx_hybrid_dci_get,
+                                  .quota_out = uct_dcx_hybrid_quota_out,
+                                  .dci_idle  = uct_dcx_hybrid_dci_idle,
+                                  .ep_detach = uct_dcx_hybrid_ep_detach,
+                                  .shared    = 0}};
 
 
 /* ---------------------------------------------------------------------------
@@ -473,7 +526,8 @@ const uct_dcx_policy_ops_t uct_dcx_policy_ops[UCT_DCX_POLICY_LAST] = {
 /* The WR rings of dci, whose queue pair was just created */
 static int uct_dcx_dci_setup(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci)
 {
-    const int logged = iface->policy->shared || (dci->index == iface->ctl_dci);
+    const int logged = uct_dcx_dci_is_shared(iface, dci) ||
+                       (dci->index == iface->ctl_dci);
     const unsigned ring = iface->ring_mask + 1;
 
     if ((dci->qp->max_send_wr < iface->sq_len) ||
@@ -547,6 +601,37 @@ static ucs_status_t uct_dcx_dci_create(uct_dcx_iface_t *iface,
     return UCS_OK;
 }
 
+/* hybrid's shared DCI, when the pool first runs dry: not one of the pool's
+ * NUM_DCI (dci_created, dci_limit), never destroyed before the interface */
+ucs_status_t uct_dcx_dci_create_shared(uct_dcx_iface_t *iface)
+{
+    uct_dcx_dci_t *dci = &iface->dcis[iface->shared_dci];
+    int ret;
+
+    ucs_assert((iface->shared_dci != UCT_DCX_DCI_NONE) && (dci->qp == NULL));
+    if (dci->flags & UCT_DCX_DCI_FLAG_BROKEN) {
+        return UCS_ERR_IO_ERROR; /* refused before: said then */
+    }
+    ret = dcx_qp_create(iface->pd, &iface->dci_attr, &dci->qp);
+    if (ret != 0) {
+        dci->qp = NULL;
+    } else if ((ret = uct_dcx_dci_setup(iface, dci)) != 0) {
+        dcx_qp_destroy(dci->qp);
+        dci->qp = NULL;
+    }
+    if (ret != 0) {
+        dci->flags |= UCT_DCX_DCI_FLAG_BROKEN;
+        ucs_error("dcx: %s: failed to create the shared DCI (%s); endpoints "
+                  "wait for a DCI of the pool instead",
+                  dcx_dev_name(iface->dev), strerror(ret));
+        return UCS_ERR_IO_ERROR;
+    }
+    iface->cnt->dci.creates++;
+    ucs_debug("dcx: %s: shared DCI %u created (0x%x)", dcx_dev_name(iface->dev),
+              dci->index, dci->qp->qp_num);
+    return UCS_OK;
+}
+
 /* dci holds nothing: its queue pair and rings go (operations still queued
  * there never completed: cancelled) */
 static void uct_dcx_dci_destroy(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci)
@@ -569,7 +654,7 @@ static void uct_dcx_dci_destroy(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci)
     dci->wr_opcode = NULL;
     dci->log       = NULL;
     dci->avail     = 0;
-    if (dci->index != iface->ctl_dci) {
+    if ((dci->index != iface->ctl_dci) && (dci->index != iface->shared_dci)) {
         iface->dci_created--;
     }
 }
@@ -668,22 +753,26 @@ ucs_status_t uct_dcx_dci_pool_init(uct_dcx_iface_t *iface,
                                    const uct_dcx_iface_config_t *config)
 {
     const dcx_dev_caps_t *caps = iface->caps;
-    const unsigned total       = config->num_dci + 1;
+    const int hybrid           = config->policy == UCT_DCX_POLICY_HYBRID;
+    const unsigned total       = config->num_dci + 1 + hybrid;
     dcx_qp_attr_t *attr        = &iface->dci_attr;
     uct_dcx_dci_t *dci;
     unsigned i;
     int ret;
 
-    iface->num_dci             = config->num_dci;
-    iface->wr_replay           = NULL;
-    iface->ctl_dci             = config->num_dci;
-    iface->dci_free_top        = 0;
-    iface->dci_waiters         = 0;
-    iface->dci_kept            = 0;
-    iface->dci_created         = 0;
-    iface->dci_limit           = config->num_dci;
-    iface->dci_idle_timeout    = config->dci_idle_timeout;
-    iface->dci_shrink_next     = 0;
+    iface->num_dci          = config->num_dci;
+    iface->wr_replay        = NULL;
+    iface->ctl_dci          = config->num_dci;
+    iface->shared_dci       = hybrid ? config->num_dci + 1 : UCT_DCX_DCI_NONE;
+    iface->dci_total        = total;
+    iface->dci_spill        = 0;
+    iface->dci_free_top     = 0;
+    iface->dci_waiters      = 0;
+    iface->dci_kept         = 0;
+    iface->dci_created      = 0;
+    iface->dci_limit        = config->num_dci;
+    iface->dci_idle_timeout = config->dci_idle_timeout;
+    iface->dci_shrink_next  = 0;
     iface->dci_check_countdown = UCT_DCX_DCI_CHECK_PERIOD;
     iface->dci_wait_mark       = 0;
     iface->dcis     = ucs_calloc(total, sizeof(*iface->dcis), "dcx_dcis");
@@ -776,7 +865,7 @@ void uct_dcx_dci_pool_cleanup(uct_dcx_iface_t *iface)
 {
     unsigned i;
 
-    for (i = 0; i <= iface->num_dci; ++i) {
+    for (i = 0; i < iface->dci_total; ++i) {
         uct_dcx_dci_destroy(iface, &iface->dcis[i]);
     }
     ucs_free(iface->dcis);

@@ -105,6 +105,12 @@ void uct_dcx_dci_log_wr(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci, uint64_t sn,
     unsigned i;
 
     entry->wr = *wr;
+    /* (hybrid's shared DCI: counted here, where the WRs of shared DCIs pass
+     * anyway, with nothing on the send path of lent DCIs) */
+    if ((dci->index == iface->shared_dci) &&
+        (dci->wr_ep[sn & iface->ring_mask] != NULL)) {
+        iface->cnt->dci.shared_wrs++;
+    }
     if (wr->flags & DCX_SEND_INLINE) {
         /* the caller's buffers are gone after the post: keep the bytes */
         for (i = 0; i < wr->num_sge; ++i) {
@@ -591,7 +597,7 @@ void uct_dcx_ep_complete_ops(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep,
     }
     dci = uct_dcx_ep_dci(iface, ep);
     if (uct_dcx_dci_complete_ep_ops(iface, dci, ep, status) &&
-        !iface->policy->shared) {
+        !uct_dcx_dci_is_shared(iface, dci)) {
         uct_dcx_dci_set_error(iface, dci);
     }
 }

@@ -30,6 +30,8 @@ typedef struct dcx_dci_stats {
     uint64_t errors;      /* error completions on DCIs (each recovered or
                             retried, or the DCI taken out) */
     uint64_t ep_failures; /* eps reported failed (peer unreachable, ...) */
+    uint64_t shared_wrs;  /* hybrid: WRs endpoints posted on the shared
+                             DCI (the pool had no DCI to lend them) */
     /* gauges: now (live counters file: as of the pool's last change) */
     uint64_t num_dci;    /* data DCIs the pool may hold (NUM_DCI) */
     uint64_t created;    /* data DCIs that exist now */
@@ -79,7 +81,8 @@ typedef struct dcx_fc_stats {
 int dcx_fc_iface_stats(uct_iface_h iface, dcx_fc_stats_t *stats);
 
 /* The index of the DCI ep holds now, -1 if none, -2 if ep is not a dcx
- * endpoint. */
+ * endpoint.  Data DCIs are 0 .. NUM_DCI - 1, the control DCI NUM_DCI, and
+ * the shared DCI of the hybrid policy NUM_DCI + 1. */
 int dcx_dci_ep_index(uct_ep_h ep);
 
 #ifdef __cplusplus

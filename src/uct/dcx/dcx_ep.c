@@ -620,7 +620,8 @@ ucs_status_t uct_dcx_ep_flush(uct_ep_h tl_ep, unsigned flags,
 
     if (flags & UCT_FLUSH_FLAG_CANCEL) {
         uct_dcx_ep_pending_purge(tl_ep, NULL, NULL);
-        if (!uct_dcx_ep_is_flushed(iface, ep) && !iface->policy->shared) {
+        if (!uct_dcx_ep_is_flushed(iface, ep) &&
+            !uct_dcx_dci_is_shared(iface, uct_dcx_ep_dci(iface, ep))) {
             return uct_dcx_ep_flush_cancel(iface, ep, comp);
         }
         /* a shared DCI: nothing of ep's can be cancelled without flushing

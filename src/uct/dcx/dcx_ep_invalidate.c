@@ -118,7 +118,7 @@ ucs_status_t uct_dcx_ep_invalidate(uct_ep_h tl_ep, unsigned flags)
     if ((ep->dci != UCT_DCX_DCI_NONE) &&
         uct_dcx_dci_take_ep_comps(iface, uct_dcx_ep_dci(iface, ep), ep,
                                   &ext->invalidate_comps) &&
-        !iface->policy->shared) {
+        !uct_dcx_dci_is_shared(iface, uct_dcx_ep_dci(iface, ep))) {
         uct_dcx_dci_set_error(iface, uct_dcx_ep_dci(iface, ep));
     }
 

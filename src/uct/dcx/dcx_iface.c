@@ -302,7 +302,7 @@ static ucs_status_t uct_dcx_iface_flush(uct_iface_h tl_iface, unsigned flags,
         return UCS_ERR_UNSUPPORTED;
     }
 
-    for (i = 0; i <= iface->num_dci; ++i) {
+    for (i = 0; i < iface->dci_total; ++i) {
         dci = &iface->dcis[i];
         if (uct_dcx_dci_is_drained(dci)) {
             continue;
@@ -339,8 +339,10 @@ static ucs_status_t uct_dcx_iface_fence(uct_iface_h tl_iface, unsigned flags)
     uct_dcx_iface_t *iface = ucs_derived_of(tl_iface, uct_dcx_iface_t);
     unsigned i;
 
-    for (i = 0; i < iface->num_dci; ++i) {
-        iface->dcis[i].next_flags |= DCX_SEND_FENCE;
+    for (i = 0; i < iface->dci_total; ++i) {
+        if (i != iface->ctl_dci) {
+            iface->dcis[i].next_flags |= DCX_SEND_FENCE;
+        }
     }
     UCT_TL_IFACE_STAT_FENCE(&iface->super);
     return UCS_OK;
@@ -569,7 +571,8 @@ uct_dcx_iface_create_queues(uct_dcx_iface_t *iface,
         }
     }
 
-    ret = dcx_cq_create_ch(iface->dev, (cfg->num_dci + 1) * cfg->tx_queue_len,
+    ret = dcx_cq_create_ch(iface->dev,
+                           uct_dcx_config_dci_total(cfg) * cfg->tx_queue_len,
                            iface->channel, &iface->tx_cq);
     if (ret != 0) {
         ucs_error("dcx: %s: failed to create the send CQ: %s", dev,

@@ -46,9 +46,9 @@ static const char *uct_dcx_stats_names[] = {
     /* dcx_dci_stats_t */
     "dci.gets", "dci.take_backs", "dci.releases", "dci.waits", "dci.wait_ns",
     "dci.drains", "dci.creates", "dci.destroys", "dci.errors",
-    "dci.ep_failures", "dci.num_dci", "dci.created", "dci.in_use",
-    "dci.high_water", "dci.free", "dci.kept", "dci.waiters", "dci.sig_period",
-    "dci.sq_len",
+    "dci.ep_failures", "dci.shared_wrs", "dci.num_dci", "dci.created",
+    "dci.in_use", "dci.high_water", "dci.free", "dci.kept", "dci.waiters",
+    "dci.sig_period", "dci.sq_len",
     /* dcx_fc_stats_t */
     "fc.reqs_sent", "fc.grants_sent", "fc.bufs_sent", "fc.grants_recvd",
     "fc.stalls",
