@@ -340,6 +340,25 @@ int dcx_ah_destroy(dcx_ah_t *ah)
 
 int dcx_qp_create(dcx_pd_t *pd, const dcx_qp_attr_t *attr, dcx_qp_t **qp_p)
 {
+    const dcx_dev_caps_t *caps = &pd->dev->caps;
+
+    if ((attr->type == DCX_QPT_DCI) && attr->dci_streams) {
+        if (!(caps->flags & DCX_CAP_DCI_STREAMS) ||
+            (pd->dev->ops->qp_stream_reset == NULL)) {
+            dcx_error("%s: dci create: the device has no DCI streams",
+                      caps->name);
+            return EOPNOTSUPP;
+        }
+        if ((attr->log_num_concurrent > caps->dci_streams_log_max) ||
+            (attr->log_num_errored > caps->dci_errored_log_max)) {
+            dcx_error("%s: dci create: 2^%u streams, 2^%u errored asked, "
+                      "the device has at most 2^%u and 2^%u",
+                      caps->name, attr->log_num_concurrent,
+                      attr->log_num_errored, caps->dci_streams_log_max,
+                      caps->dci_errored_log_max);
+            return EINVAL;
+        }
+    }
     return pd->dev->ops->qp_create(pd, attr, qp_p);
 }
 
@@ -356,4 +375,15 @@ int dcx_qp_set_error(dcx_qp_t *qp)
 int dcx_qp_recover(dcx_qp_t *qp)
 {
     return qp->dev->ops->qp_recover(qp);
+}
+
+int dcx_qp_stream_reset(dcx_qp_t *qp, uint16_t stream_id)
+{
+    if (qp->dev->ops->qp_stream_reset == NULL) {
+        dcx_error("%s: qp 0x%x stream %u reset: the device has no DCI "
+                  "streams",
+                  qp->dev->caps.name, qp->qp_num, stream_id);
+        return EOPNOTSUPP;
+    }
+    return qp->dev->ops->qp_stream_reset(qp, stream_id);
 }

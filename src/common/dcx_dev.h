@@ -109,10 +109,13 @@ enum {
                                      * (dcx_dev_mem_unmapped) */
     DCX_CAP_CQ_EVENT    = 1u << 6, /* completion channels: CQ events on an
                                        fd (dcx_comp_channel_*) */
-    DCX_CAP_MEM_ALLOC   = 1u << 7  /* the device allocates memory
+    DCX_CAP_MEM_ALLOC   = 1u << 7, /* the device allocates memory
                                        (dcx_mem_alloc) that peers' one-sided
                                        operations reach faster than memory
                                        from elsewhere */
+    DCX_CAP_DCI_STREAMS = 1u << 8  /* DCIs with stream channels
+                                       (dcx_qp_attr_t.dci_streams,
+                                       dcx_qp_stream_reset) */
 };
 
 /* Atomic capability flags (dcx_dev_caps_t.atomic_flags); each bit names an
@@ -142,6 +145,11 @@ typedef struct dcx_dev_caps {
     uint32_t max_inline;    /* inline bytes per send WR on a DCI */
     uint32_t max_rd_atomic; /* outstanding READ/atomic per DCI */
     uint32_t max_dci;       /* DCIs per device */
+    /* DCI streams (valid when flags & DCX_CAP_DCI_STREAMS; 0 otherwise):
+     * the largest log2 of the streams of one DCI, and of the errored
+     * streams it tolerates */
+    uint32_t dci_streams_log_max;
+    uint32_t dci_errored_log_max;
     uint32_t max_mr;
     uint64_t max_mr_size;
     uint64_t max_msg_size; /* one message (send, RDMA, read) */
@@ -767,6 +775,26 @@ typedef struct dcx_qp_attr {
     uint8_t retry_cnt;
     uint8_t rnr_retry;
     uint8_t min_rnr_timer; /* DCT */
+    /* DCI streams (DCX_CAP_DCI_STREAMS; EOPNOTSUPP, logged, without it):
+     * dci_streams nonzero creates a DCI with 2^log_num_concurrent stream
+     * channels (log_num_concurrent <= caps.dci_streams_log_max), numbered
+     * 0 .. 2^log_num_concurrent - 1 and named by each WR's stream_id.
+     *  - WRs of one stream execute and complete in posting order; WRs of
+     *    different streams are independent (neither waits for the other,
+     *    completions interleave in any order).
+     *  - Each stream holds max_send_wr outstanding WRs of its own (post
+     *    returns ENOMEM per stream).
+     *  - An error completion stops only its stream: the stream's other
+     *    outstanding WRs, and those posted to it later, complete with
+     *    WR_FLUSH_ERR, the DCI stays in RTS and the other streams go on.
+     *    Once 2^log_num_errored streams are in error at once
+     *    (log_num_errored <= caps.dci_errored_log_max), the whole DCI goes
+     *    to ERR, every stream flushes, and dcx_qp_recover brings it back.
+     *  - dcx_qp_stream_reset returns an errored stream to service.
+     * Other QP types ignore these fields. */
+    uint8_t dci_streams;
+    uint8_t log_num_concurrent;
+    uint8_t log_num_errored;
 } dcx_qp_attr_t;
 
 typedef enum {
@@ -822,7 +850,8 @@ typedef struct dcx_send_wr {
     const dcx_sge_t *sg_list; /* atomics: one 4/8-byte result buffer */
     uint64_t remote_addr;     /* RDMA and atomics */
     uint32_t rkey;
-    uint32_t reserved;
+    uint16_t stream_id; /* DCI with streams: its stream; ignored otherwise */
+    uint16_t reserved;
     /* atomics:
      *   FADD:         compare_add = add
      *   CSWAP:        compare_add = compare, swap = swap
@@ -849,6 +878,7 @@ struct dcx_qp {
     uint32_t max_send_sge;
     uint32_t max_inline;
     uint32_t max_rd_atomic;
+    uint32_t num_streams; /* DCI with streams: how many; 0 otherwise */
     /* DCI only.  Returns 0, or ENOMEM (send queue full: outstanding =
      * posted - retired-by-polled-completion reached max_send_wr), EINVAL
      * (too many sge, inline too long, opcode not supported, not in RTS).
@@ -948,6 +978,14 @@ int dcx_qp_set_error(dcx_qp_t *qp);
  * the CQ first if it needs them.  EINVAL if the QP is not a DCI in ERR. */
 int dcx_qp_recover(dcx_qp_t *qp);
 
+/* DCI with streams: returns stream stream_id, in error, to service (as
+ * rdma-core's mlx5dv_dci_stream_id_reset): its WRs were all flushed when
+ * it failed; completions not yet polled stay in the CQ.  0 (also for a
+ * stream that is not in error), EINVAL (not a DCI with streams, or no
+ * such stream), EOPNOTSUPP (the DCI is not in RTS, or the device has no
+ * streams); logged. */
+int dcx_qp_stream_reset(dcx_qp_t *qp, uint16_t stream_id);
+
 /* Makes progress on work the device executes in software (a device model's
  * engine); a no-op on hardware.  Polling a CQ does the same. */
 void dcx_dev_progress(dcx_dev_t *dev);
@@ -984,6 +1022,8 @@ struct dcx_dev_ops {
     int (*qp_destroy)(dcx_qp_t *qp);
     int (*qp_set_error)(dcx_qp_t *qp);
     int (*qp_recover)(dcx_qp_t *qp);
+    /* DCI streams: NULL when the backend has none */
+    int (*qp_stream_reset)(dcx_qp_t *qp, uint16_t stream_id);
     /* completion channels: NULL when the backend has none */
     int (*comp_channel_create)(dcx_dev_t *dev, dcx_comp_channel_t **ch_p);
     int (*comp_channel_destroy)(dcx_comp_channel_t *ch);

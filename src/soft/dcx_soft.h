@@ -314,8 +314,9 @@ int dcx_soft_qp_set_timers(dcx_qp_t *qp, uint8_t timeout, uint8_t retry_cnt,
 /* Posts wr on a DCI as a WQE the device accepts and then fails: it is
  * checked and queued as by dcx_qp_post_send, and when it reaches the head
  * of the send queue it completes with 'status' (an error) without being
- * executed, the DCI going to ERR.  The mlx5 emulation models with it what
- * the HCA refuses in a WQE that rdma-core let through.  0, or what the
+ * executed, the DCI going to ERR (on a DCI with streams: the WR's stream,
+ * as after any error completion there).  The mlx5 emulation models with
+ * it what the HCA refuses in a WQE that rdma-core let through.  0, or what the
  * post returns; EINVAL (logged) for a QP that is not a soft DCI or a
  * status that is not an error. */
 int dcx_soft_qp_post_failing(dcx_qp_t *qp, const dcx_send_wr_t *wr,

@@ -358,8 +358,10 @@ struct soft_qp {
     /* its entry in the device's ack table (NULL: the device has none),
      * set with its number: the line a light post adds to the wait set */
     const uint64_t *ack_line;
-    uint64_t wait_clk; /* soft_qp_wait_clk (soft_wait.h) */
-    uint64_t ack_clk;  /* soft_qp_ack_clk (soft_wait.h) */
+    uint64_t wait_clk;             /* soft_qp_wait_clk (soft_wait.h) */
+    uint64_t ack_clk;              /* soft_qp_ack_clk (soft_wait.h) */
+    struct soft_stream *stream_of; /* a DCI's stream (soft_stream.c) */
+    uint32_t wc_qpn;               /* the QP number its completions carry */
 };
 
 /* How the responder places the tag-matching message it is receiving
@@ -631,7 +633,6 @@ struct soft_dev {
 };
 
 #define SOFT_QPN_BASE 0x100u
-
 static inline soft_dev_t *soft_dev(dcx_dev_t *dev)
 {
     return (soft_dev_t *)dev;
@@ -839,7 +840,7 @@ static inline void soft_wqe_wc(const soft_qp_t *qp, const soft_swqe_t *w,
     wc->status   = status;
     wc->opcode   = soft_opinfo[w->wr.opcode].wc_opcode;
     wc->byte_len = byte_len;
-    wc->qp_num   = qp->super.qp_num;
+    wc->qp_num   = qp->wc_qpn;
     if ((status == DCX_WC_SUCCESS) &&
         (soft_opinfo[w->wr.opcode].flags & SOFT_OPF_IMM)) {
         wc->flags = DCX_WC_FLAG_WITH_IMM;
@@ -955,7 +956,6 @@ void soft_comp_packet(soft_dev_t *dev, const soft_pkt_t *pkt,
                       const void *payload);
 void soft_qp_retire(soft_qp_t *qp, uint32_t sq_idx);
 void soft_qp_to_error(soft_qp_t *qp, const char *reason);
-
 void soft_qp_reset(soft_qp_t *qp);
 void soft_req_acked(soft_qp_t *qp, uint64_t now);
 void soft_req_prod(soft_dev_t *dev, soft_peer_t *peer, uint64_t now);

@@ -11,6 +11,7 @@
 #endif
 
 #include "soft.h"
+#include "soft_stream.h"
 #include "soft_direct.h"
 
 #include <errno.h>
@@ -132,6 +133,7 @@ static const dcx_dev_ops_t soft_dev_ops = {
     .qp_destroy             = soft_qp_destroy,
     .qp_set_error           = soft_qp_set_error,
     .qp_recover             = soft_qp_recover,
+    .qp_stream_reset        = soft_stream_reset,
     .comp_channel_create    = soft_channel_create,
     .comp_channel_destroy   = soft_channel_destroy,
     .cq_create_ch           = soft_cq_create_ch,
@@ -152,7 +154,8 @@ static void soft_fill_caps(soft_dev_t *dev, const dcx_dev_info_t *info)
      * the CPU's atomic instructions on the target's memory */
     caps->flags = DCX_CAP_DC | DCX_CAP_HELPER | DCX_CAP_ATOMIC_HOST |
                   DCX_CAP_NO_PIN | DCX_CAP_CQ_EVENT | DCX_CAP_MKEY_STRIDE |
-                  DCX_CAP_MEM_ALLOC | (l->tm_off ? 0 : DCX_CAP_TM);
+                  DCX_CAP_MEM_ALLOC | DCX_CAP_DCI_STREAMS |
+                  (l->tm_off ? 0 : DCX_CAP_TM);
     caps->atomic_flags = DCX_ATOMIC_FADD64 | DCX_ATOMIC_CSWAP64 |
                          DCX_ATOMIC_MASKED_FADD32 | DCX_ATOMIC_MASKED_FADD64 |
                          DCX_ATOMIC_MASKED_CSWAP32 | DCX_ATOMIC_MASKED_CSWAP64;
@@ -178,17 +181,22 @@ static void soft_fill_caps(soft_dev_t *dev, const dcx_dev_info_t *info)
     caps->mkey_max_entries = l->mkey_max_entries;
     caps->mkey_max_stride  = 0xffff;
     caps->mkey_qp_type     = DCX_QPT_DCI;
+
+    /* DCI streams: channel DCIs (soft_stream.c) */
+    caps->dci_streams_log_max = SOFT_STREAMS_LOG_MAX;
+    caps->dci_errored_log_max = SOFT_STREAMS_LOG_MAX;
+
     /* Measured with gtest_soft --gtest_also_run_disabled_tests
      * --gtest_filter='*perf*' on a 2-core VM: ~1 us one way (8-byte send
      * ping-pong, both sides polling, idle machine), 16 GB/s cache-hot
      * loopback writes; cross-process cache-cold copies are slower, hence the
      * lower bandwidth figure. */
-    caps->latency_ns       = 1000.0;
-    caps->bandwidth_Bps    = 6.0e9;
-    caps->overhead_ns      = 150.0;
+    caps->latency_ns      = 1000.0;
+    caps->bandwidth_Bps   = 6.0e9;
+    caps->overhead_ns     = 150.0;
     /* a registration records a range in the device's table */
-    caps->reg_overhead_ns  = 1000.0;
-    caps->reg_growth_ns    = 0.0;
+    caps->reg_overhead_ns = 1000.0;
+    caps->reg_growth_ns   = 0.0;
 }
 
 int soft_dev_open(const dcx_dev_info_t *info, dcx_dev_t **dev_p)

@@ -9,6 +9,7 @@
 #endif
 
 #include "soft.h"
+#include "soft_stream.h"
 #include "soft_direct.h"
 #include "soft_light.h"
 
@@ -454,6 +455,14 @@ int dcx_soft_qp_post_failing(dcx_qp_t *qp_, const dcx_send_wr_t *wr,
                   dcx_dev_name(qp_->dev), qp_->qp_num, (int)status);
         return EINVAL;
     }
+    if (soft_qp_has_streams(qp)) {
+        /* a DCI with streams: the WR goes to its stream's channel */
+        qp = soft_stream_channel(qp, wr->stream_id);
+        if (qp == NULL) {
+            return EINVAL;
+        }
+        qp_ = &qp->super;
+    }
     dev = qp->dev;
     ret = soft_post_check(qp, wr, &total);
     if (ret != 0) {
@@ -674,6 +683,9 @@ int soft_qp_create(dcx_pd_t *pd, const dcx_qp_attr_t *attr, dcx_qp_t **qp_p)
                   (int)attr->type);
         return EINVAL;
     }
+    if ((attr->type == DCX_QPT_DCI) && attr->dci_streams) {
+        return soft_stream_create(pd, attr, qp_p);
+    }
     qp = calloc(1, sizeof(*qp));
     if (qp == NULL) {
         dcx_error("%s: qp create: out of memory", dev->super.caps.name);
@@ -698,7 +710,8 @@ int soft_qp_create(dcx_pd_t *pd, const dcx_qp_attr_t *attr, dcx_qp_t **qp_p)
         soft_qp_free(qp);
         return ret;
     }
-    qp->gen = ++dev->qp_gen;
+    qp->gen    = ++dev->qp_gen;
+    qp->wc_qpn = qp->super.qp_num;
     if (attr->type == DCX_QPT_DCI) {
         __atomic_store_n(&qp->super.state, DCX_QPS_RTS, __ATOMIC_RELAXED);
         qp->next_dci = dev->dcis;
@@ -722,6 +735,9 @@ int soft_qp_destroy(dcx_qp_t *qp_)
     soft_dev_t *dev = qp->dev;
     soft_qp_t **pp;
 
+    if (soft_qp_has_streams(qp)) {
+        return soft_stream_destroy(qp);
+    }
     soft_lock(&dev->lock);
     dev->qps[qp->super.qp_num - SOFT_QPN_BASE] = NULL;
     if (qp->super.type == DCX_QPT_DCI) {
@@ -761,6 +777,9 @@ int soft_qp_set_error(dcx_qp_t *qp_)
                   qp->super.qp_num);
         return EINVAL;
     }
+    if (soft_qp_has_streams(qp)) {
+        return soft_stream_set_error(qp);
+    }
     soft_lock(&dev->lock);
     soft_qp_to_error(qp, "requested by the user");
     soft_unlock(&dev->lock);
@@ -772,6 +791,9 @@ int soft_qp_recover(dcx_qp_t *qp_)
     soft_qp_t *qp   = (soft_qp_t *)qp_;
     soft_dev_t *dev = qp->dev;
 
+    if (soft_qp_has_streams(qp)) {
+        return soft_stream_recover(qp);
+    }
     soft_lock(&dev->lock);
     if ((qp->super.type != DCX_QPT_DCI) || (qp->super.state != DCX_QPS_ERR)) {
         soft_unlock(&dev->lock);
@@ -789,6 +811,15 @@ void soft_qp_reset(soft_qp_t *qp)
 {
     /* RESET: forget every WR and the unpolled completions */
     soft_cq_purge(qp->cq, qp, 1);
+    soft_qp_rearm(qp);
+}
+
+/* A DCI in ERR, all of its WRs flushed, back to RTS without touching its
+ * completions not yet polled (they retire nothing any more): the reset of
+ * a stream channel (soft_stream.c), and the end of soft_qp_reset.  Engine
+ * lock held. */
+void soft_qp_rearm(soft_qp_t *qp)
+{
     qp->sq_tail      = qp->sq_head;
     qp->sq_comp      = qp->sq_head;
     qp->sq_send      = qp->sq_head;
@@ -811,6 +842,10 @@ int dcx_soft_qp_set_timers(dcx_qp_t *qp_, uint8_t timeout, uint8_t retry_cnt,
     soft_dev_t *dev            = qp->dev;
     const dcx_soft_limits_t *l = &dev->limits;
 
+    if (soft_qp_has_streams(qp)) {
+        return soft_stream_set_timers(qp, timeout, retry_cnt, rnr_retry,
+                                      max_rd_atomic);
+    }
     if ((qp->super.type != DCX_QPT_DCI) || (timeout > 31) || (retry_cnt > 7) ||
         (rnr_retry > 7) || (max_rd_atomic > l->max_rd_atomic)) {
         dcx_error("%s: qp 0x%x set timers: not a DCI, or timeout %u, "

@@ -14,6 +14,7 @@
 #endif
 
 #include "soft.h"
+#include "soft_stream.h"
 #include "soft_light.h"
 #include "soft_acked.h"
 
@@ -175,6 +176,9 @@ void soft_qp_to_error(soft_qp_t *qp, const char *reason)
     qp->sq_comp     = qp->sq_head;
     qp->sq_send     = qp->sq_head;
     qp->deadline_ns = 0;
+    if (qp->stream_of != NULL) {
+        soft_stream_errored(qp); /* a stream channel: its DCI counts it */
+    }
 }
 
 /* Completes the oldest WQE of the DCI. */
