@@ -107,6 +107,8 @@ typedef struct emu_ah {
     bool resolved; /* dlid named a port of the fabric */
 } emu_ah_t;
 
+typedef struct emu_channel emu_channel_t;
+
 typedef struct emu_cq {
     struct ibv_cq_ex cq; /* also the ibv_cq of ibv_create_cq */
     dcx_cq_t *soft;
@@ -117,6 +119,13 @@ typedef struct emu_cq {
     unsigned count;       /* buffered completions */
     bool current;         /* buf[head] is the one being read */
     dcx_wc_t buf[EMU_CQ_BATCH];
+    /* completion events (emu_comp_channel.c) */
+    emu_channel_t *channel;   /* NULL: created without one */
+    struct emu_cq *ch_next;   /* the channel's CQs (its lock) */
+    unsigned own_events;      /* fired by arms over buffered completions,
+                                 not collected (the channel's lock) */
+    uint32_t events_reported; /* handed out by ibv_get_cq_event
+                                 (cq.mutex, as comp_events_completed) */
 } emu_cq_t;
 
 typedef struct emu_srq {
@@ -257,6 +266,22 @@ static inline emu_cq_t *emu_cq(struct ibv_cq *cq)
 }
 /* Drops the completions of QP qp_num not yet polled (a move to RESET). */
 void emu_cq_purge(emu_cq_t *cq, uint32_t qp_num);
+
+/* emu_comp_channel.c */
+void emu_ctx_set_channel_ops(struct verbs_context *vctx);
+/* 0, or EBADF (logged) when channel is not one of context */
+int emu_channel_check(struct ibv_comp_channel *channel,
+                      struct ibv_context *context);
+dcx_comp_channel_t *emu_channel_soft(struct ibv_comp_channel *channel);
+/* A CQ created on the channel joins it (new_cq: its refcnt counts the CQ;
+ * false: the CQ comes back after a failed destroy) */
+void emu_channel_attach(emu_cq_t *cq, struct ibv_comp_channel *channel,
+                        bool new_cq);
+/* ibv_destroy_cq: the CQ leaves the channel with its events not collected;
+ * after its soft CQ is gone, emu_channel_cq_wait_acks waits for the
+ * acknowledgement of those handed out and releases the channel. */
+void emu_channel_detach(emu_cq_t *cq);
+void emu_channel_cq_wait_acks(emu_cq_t *cq);
 
 /* emu_qp.c */
 void emu_ctx_set_qp_ops(struct verbs_context *vctx);

@@ -8,9 +8,9 @@
  * buffer's lock is held from a start_poll that found a completion to its
  * end_poll, as libmlx5 holds its CQ lock.  Only the readers of the wc_flags
  * asked for at creation are installed (the others stay NULL, as in
- * libmlx5).  Not modelled, refused at creation with EOPNOTSUPP: completion
- * channels, timestamps, CVLAN, flow tags, tag-matching information and
- * parent domains.
+ * libmlx5).  Completion channels and events are emu_comp_channel.c's.  Not
+ * modelled, refused at creation with EOPNOTSUPP: timestamps, CVLAN, flow
+ * tags, tag-matching information and parent domains.
  */
 #include "emu/emu.h"
 
@@ -322,8 +322,10 @@ static emu_cq_t *emu_cq_create(struct ibv_context *context,
         goto err;
     }
     if (attr->channel != NULL) {
-        emu_error("%s: create_cq: completion channels are not modelled", name);
-        goto err;
+        ret = emu_channel_check(attr->channel, context);
+        if (ret != 0) {
+            goto err;
+        }
     }
 
     cq = calloc(1, sizeof(*cq));
@@ -332,7 +334,11 @@ static emu_cq_t *emu_cq_create(struct ibv_context *context,
         ret = ENOMEM;
         goto err;
     }
-    ret = dcx_cq_create(ectx->dev->soft, attr->cqe, &cq->soft);
+    ret = dcx_cq_create_ch(ectx->dev->soft, attr->cqe,
+                           (attr->channel != NULL) ?
+                               emu_channel_soft(attr->channel) :
+                               NULL,
+                           &cq->soft);
     if (ret != 0) {
         free(cq);
         goto err;
@@ -363,6 +369,9 @@ static emu_cq_t *emu_cq_create(struct ibv_context *context,
     EMU_CQ_READER(IBV_WC_EX_WITH_DLID_PATH_BITS, read_dlid_path_bits,
                   emu_read_dlid_path_bits)
 #undef EMU_CQ_READER
+    if (attr->channel != NULL) {
+        emu_channel_attach(cq, attr->channel, true);
+    }
     return cq;
 
 err:
@@ -405,22 +414,24 @@ int ibv_destroy_cq(struct ibv_cq *ibcq)
                   ibcq->context->device->name, cq->refs);
         return EBUSY;
     }
+    if (cq->channel != NULL) {
+        emu_channel_detach(cq);
+    }
     ret = dcx_cq_destroy(cq->soft);
     if (ret != 0) {
+        if (ibcq->channel != NULL) {
+            emu_channel_attach(cq, ibcq->channel, false);
+        }
         return ret;
+    }
+    if (cq->channel != NULL) {
+        emu_channel_cq_wait_acks(cq);
     }
     pthread_mutex_destroy(&cq->lock);
     pthread_mutex_destroy(&cq->cq.mutex);
     pthread_cond_destroy(&cq->cq.cond);
     free(cq);
     return 0;
-}
-
-static int emu_req_notify_cq(struct ibv_cq *cq, int solicited_only)
-{
-    emu_error("%s: req_notify_cq: completion events are not modelled",
-              cq->context->device->name);
-    return EOPNOTSUPP;
 }
 
 /* Drops the buffered completions of one QP (its move to RESET); the soft
@@ -441,7 +452,7 @@ void emu_cq_purge(emu_cq_t *cq, uint32_t qp_num)
 
 void emu_ctx_set_cq_ops(struct verbs_context *vctx)
 {
-    vctx->create_cq_ex              = emu_create_cq_ex;
-    vctx->context.ops.poll_cq       = emu_poll_cq;
-    vctx->context.ops.req_notify_cq = emu_req_notify_cq;
+    vctx->create_cq_ex        = emu_create_cq_ex;
+    vctx->context.ops.poll_cq = emu_poll_cq;
+    emu_ctx_set_channel_ops(vctx);
 }

@@ -29,6 +29,10 @@ void emu_qp_test::SetUp()
     if (HasFatalFailure()) {
         return;
     }
+    if (m_with_channel) {
+        m_channel = ibv_create_comp_channel(m_ctx);
+        ASSERT_NE(nullptr, m_channel) << strerror(errno);
+    }
     m_buf.assign(1 << 16, 0);
     m_mr = ibv_reg_mr(m_pd, m_buf.data(), m_buf.size(),
                       IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
@@ -72,6 +76,9 @@ void emu_qp_test::TearDown()
             EXPECT_EQ(0, ibv_destroy_cq(ibv_cq_ex_to_cq(cq)));
         }
     }
+    if (m_channel != nullptr) {
+        EXPECT_EQ(0, ibv_destroy_comp_channel(m_channel));
+    }
     if (m_mr != nullptr) {
         EXPECT_EQ(0, ibv_dereg_mr(m_mr));
     }
@@ -83,8 +90,10 @@ struct ibv_cq_ex *emu_qp_test::make_cq()
     struct ibv_cq_init_attr_ex attr;
 
     memset(&attr, 0, sizeof(attr));
-    attr.cqe      = 256;
-    attr.wc_flags = IBV_WC_STANDARD_FLAGS;
+    attr.cqe        = 256;
+    attr.wc_flags   = IBV_WC_STANDARD_FLAGS;
+    attr.channel    = m_channel;
+    attr.cq_context = this;
     return ibv_create_cq_ex(m_ctx, &attr);
 }
 

@@ -58,13 +58,16 @@ protected:
              uint64_t key = EMU_DCT_KEY, bool inl = false,
              struct ibv_ah *ah = nullptr, uint32_t dctn = 0);
 
-    struct ibv_cq_ex *m_tx_cq = nullptr;
-    struct ibv_cq_ex *m_rx_cq = nullptr;
-    struct ibv_srq *m_srq     = nullptr;
-    struct ibv_qp *m_dct      = nullptr;
-    struct ibv_ah *m_ah       = nullptr;
-    struct ibv_mr *m_mr       = nullptr;
-    uint16_t m_lid            = 0;
+    /* set by a derived fixture's constructor: both CQs on m_channel */
+    bool m_with_channel                = false;
+    struct ibv_comp_channel *m_channel = nullptr;
+    struct ibv_cq_ex *m_tx_cq          = nullptr;
+    struct ibv_cq_ex *m_rx_cq          = nullptr;
+    struct ibv_srq *m_srq              = nullptr;
+    struct ibv_qp *m_dct               = nullptr;
+    struct ibv_ah *m_ah                = nullptr;
+    struct ibv_mr *m_mr                = nullptr;
+    uint16_t m_lid                     = 0;
     std::vector<char> m_buf;
     std::vector<struct ibv_qp *> m_qps;
 };

@@ -136,7 +136,7 @@ TEST_F(emu_test, not_modelled_bad_flow)
     {
         log_capture log;
         errno = 0;
-        EXPECT_EQ(nullptr, ibv_create_comp_channel(m_ctx));
+        EXPECT_EQ(nullptr, ibv_import_pd(m_ctx, 1));
         EXPECT_EQ(EOPNOTSUPP, errno);
         EXPECT_EQ(1u, log.count());
     }
