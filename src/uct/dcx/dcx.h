@@ -454,6 +454,12 @@ struct uct_dcx_iface {
     size_t log_stride;        /* bytes per WR log entry */
     void *wr_replay;          /* one log entry: replay copy */
 
+    /* An endpoint failed: uct_dcx_ep_handle_failure (dcx_ep.c), through
+     * which the objects the endpoints use (DCI completions, invalidation)
+     * report it to them without calling up into their file */
+    void (*ep_failed)(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep,
+                      ucs_status_t status, dcx_wc_status_t wc_status);
+
     ucs_arbiter_t arbiter;     /* eps with pending requests */
     uct_dcx_ep_t *dispatch_ep; /* ep whose request runs now */
     unsigned invalidated;      /* eps invalidated, failure
@@ -557,41 +563,41 @@ uint8_t uct_dcx_rnr_timer_of(double seconds);
 
 /* dcx_iface.c */
 extern uct_iface_ops_t uct_dcx_iface_ops;
+
+/* dcx_peer.c: peer ports, side structures of endpoints, failure status */
+void uct_dcx_iface_peers_init(uct_dcx_iface_t *iface);
+void uct_dcx_iface_peers_cleanup(uct_dcx_iface_t *iface);
 ucs_status_t uct_dcx_iface_peer_ah(uct_dcx_iface_t *iface, const uint8_t *addr,
                                    size_t len, dcx_ah_t **ah_p);
+ucs_status_t uct_dcx_ep_ext_get(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep);
+void uct_dcx_ep_ext_release(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep);
+/* The status an operation (and its endpoint) fails with for a work
+ * completion status */
 ucs_status_t uct_dcx_status(dcx_wc_status_t status);
 
 /* dcx_event.c */
 ucs_status_t uct_dcx_iface_event_fd_get(uct_iface_h tl_iface, int *fd_p);
 ucs_status_t uct_dcx_iface_event_arm(uct_iface_h tl_iface, unsigned events);
 
-/* dcx_rx.c */
-unsigned uct_dcx_iface_progress(uct_iface_h tl_iface);
-unsigned uct_dcx_iface_post_recv(uct_dcx_iface_t *iface);
-void uct_dcx_iface_rx_grow(uct_dcx_iface_t *iface);
-void uct_dcx_iface_release_desc(uct_recv_desc_t *self, void *desc);
-ucs_status_t uct_dcx_dci_post_ctl_tmh(uct_dcx_iface_t *iface,
-                                      uct_dcx_dci_t *dci, uct_dcx_ep_t *ep,
-                                      const dcx_dc_dest_t *dest, uint8_t type,
-                                      const uct_dcx_ctl_msg_t *msg,
-                                      size_t msg_len, unsigned tmh_len,
-                                      const uint8_t *tmh,
-                                      uct_completion_t *comp);
-void uct_dcx_iface_send_grants(uct_dcx_iface_t *iface);
-int uct_dcx_iface_ctl_busy(uct_dcx_iface_t *iface);
-ucs_status_t
-uct_dcx_dci_post_ctl_inline(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci,
-                            uct_dcx_ep_t *ep, const dcx_dc_dest_t *dest,
-                            uint8_t type, const uct_dcx_ctl_msg_t *msg,
-                            size_t msg_len, unsigned tmh_len, uct_dcx_op_t *op);
-ucs_status_t uct_dcx_tag_post_fin(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci,
-                                  const dcx_dc_dest_t *dest,
-                                  const uct_dcx_grant_t *fin);
+/* dcx_ctl.c: control messages (send side) */
 ucs_status_t uct_dcx_dci_post_ctl(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci,
                                   uct_dcx_ep_t *ep, const dcx_dc_dest_t *dest,
                                   uint8_t type, const uct_dcx_ctl_msg_t *msg,
                                   size_t msg_len, unsigned tmh_len,
                                   uct_completion_t *comp);
+/* Posts a credit request of ep on its DCI, which has a free slot */
+ucs_status_t uct_dcx_ep_fc_post_req(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep,
+                                    uint8_t seq);
+void uct_dcx_iface_queue_grant(uct_dcx_iface_t *iface, dcx_ah_t *ah,
+                               const uct_dcx_ctl_msg_t *msg);
+void uct_dcx_iface_send_grants(uct_dcx_iface_t *iface);
+int uct_dcx_iface_ctl_busy(uct_dcx_iface_t *iface);
+
+/* dcx_rx.c */
+unsigned uct_dcx_iface_progress(uct_iface_h tl_iface);
+unsigned uct_dcx_iface_post_recv(uct_dcx_iface_t *iface);
+void uct_dcx_iface_rx_grow(uct_dcx_iface_t *iface);
+void uct_dcx_iface_release_desc(uct_recv_desc_t *self, void *desc);
 void uct_dcx_iface_rx_am(uct_dcx_iface_t *iface, void *elem, uint8_t *wire,
                          unsigned length);
 void uct_dcx_iface_rx_error(uct_dcx_iface_t *iface, const dcx_wc_t *wc);
@@ -670,7 +676,7 @@ ucs_status_t uct_dcx_hybrid_quota_out(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep);
 void uct_dcx_hybrid_dci_idle(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci);
 void uct_dcx_hybrid_ep_detach(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep);
 
-/* dcx_dci.c: the pool, its policies, send resources */
+/* dcx_dci.c: the pool, its policies, the WR log */
 ucs_status_t uct_dcx_dci_pool_init(uct_dcx_iface_t *iface,
                                    const uct_dcx_iface_config_t *config);
 void uct_dcx_dci_pool_cleanup(uct_dcx_iface_t *iface);
@@ -702,14 +708,14 @@ void uct_dcx_dci_tail_slow(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci);
 void uct_dcx_iface_tx_starved(uct_dcx_iface_t *iface);
 void uct_dcx_op_release_desc(uct_dcx_iface_t *iface, uct_dcx_op_t *op,
                              ucs_status_t status);
+void uct_dcx_dci_log_wr(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci, uint64_t sn,
+                        const dcx_send_wr_t *wr);
 void uct_dcx_op_put(uct_dcx_iface_t *iface, uct_dcx_op_t *op,
                     ucs_status_t status);
 
 /* dcx_dci_comp.c: send completions, DCI errors and recovery, cancel */
 void uct_dcx_dci_tx_wcs(uct_dcx_iface_t *iface, const dcx_wc_t *wc, int n);
 void uct_dcx_dci_set_error(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci);
-void uct_dcx_dci_log_wr(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci, uint64_t sn,
-                        const dcx_send_wr_t *wr);
 /* The last WR of ep in flight on dci that reads or writes the user's memory
  * (zero-copy, get), 0 if none */
 uint64_t uct_dcx_dci_ep_user_mem_sn(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci,
@@ -786,11 +792,13 @@ ucs_status_t uct_dcx_ep_flush_cancel(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep,
 ucs_status_t uct_dcx_ep_fence(uct_ep_h tl_ep, unsigned flags);
 ucs_status_t uct_dcx_ep_check(uct_ep_h tl_ep, unsigned flags,
                               uct_completion_t *comp);
+/* iface->ep_failed: ep failed with status (the work completion's
+ * wc_status); reported to the error handler, which may destroy ep */
+void uct_dcx_ep_handle_failure(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep,
+                               ucs_status_t status, dcx_wc_status_t wc_status);
 
 /* dcx_pending.c */
 void uct_dcx_ep_pending_init(uct_dcx_ep_t *ep);
-ucs_status_t uct_dcx_ep_ext_get(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep);
-void uct_dcx_ep_ext_release(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep);
 void uct_dcx_ep_pending_cleanup(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep);
 ucs_status_t uct_dcx_ep_pending_add(uct_ep_h tl_ep, uct_pending_req_t *req,
                                     unsigned flags);
@@ -802,13 +810,14 @@ ucs_arbiter_cb_result_t uct_dcx_ep_dispatch_cb(ucs_arbiter_t *arbiter,
                                                void *arg);
 
 
-/* dcx_fc.c */
-/* The counters (dcx_stats.c): in the interface, moved into a live file in
+/* dcx_stats.c */
+/* The counters: in the interface, moved into a live file in
  * dir (UCX_DCX_STATS_DIR) by open, back by close */
 void uct_dcx_stats_init(uct_dcx_iface_t *iface);
 void uct_dcx_stats_open(uct_dcx_iface_t *iface, const char *dir);
 void uct_dcx_stats_close(uct_dcx_iface_t *iface);
 
+/* dcx_fc.c: flow control, send resources (uct_dcx_ep_tx_slow, dcx.inl) */
 void uct_dcx_iface_fc_init(uct_dcx_iface_t *iface,
                            const uct_dcx_iface_config_t *config);
 void uct_dcx_iface_fc_cleanup(uct_dcx_iface_t *iface);
@@ -817,8 +826,6 @@ void uct_dcx_ep_fc_grant(uct_dcx_iface_t *iface, uint64_t ep_id, uint8_t seq,
                          unsigned credits);
 void uct_dcx_ep_fc_forget(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep);
 void uct_dcx_ep_fc_release_held(uct_dcx_ep_t *ep);
-void uct_dcx_ep_handle_failure(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep,
-                               ucs_status_t status, dcx_wc_status_t wc_status);
 
 /* dcx_ep_invalidate.c */
 ucs_status_t uct_dcx_ep_invalidate(uct_ep_h tl_ep, unsigned flags);

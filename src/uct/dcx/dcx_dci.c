@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * dcx transport: the DCI pool and its policies, and send resources (DCI,
- * queue slots, credits).  What happens to posted WRs (send completions, DCI
- * errors and recovery, cancel) is in dcx_dci_comp.c, the pending queue in
- * dcx_pending.c, flow control in dcx_fc.c.
+ * dcx transport: the DCI pool and its policies, the no-op that makes a DCI
+ * report its unsignalled WRs, and the WR log of shared DCIs.  What happens
+ * to posted WRs (send completions, DCI errors and recovery, cancel) is in
+ * dcx_dci_comp.c, the pending queue in dcx_pending.c, flow control and the
+ * rare path of a send that lacks something (credits, a DCI, a slot) in
+ * dcx_fc.c.
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
@@ -86,16 +88,11 @@ static void uct_dcx_dci_release(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci)
 ucs_status_t uct_dcx_dci_post_nop(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci)
 {
     uint8_t nop[DCX_TM_TMH_LEN + UCT_DCX_AM_HDR_LEN] = {0};
-    dcx_dc_dest_t self;
+    uct_dcx_send_desc_t *desc                        = NULL;
     dcx_send_wr_t wr;
     dcx_sge_t sge;
+    ucs_status_t status;
 
-    uct_dcx_iface_self_dest(iface, &self);
-    if (iface->rx_tmh_len + UCT_DCX_AM_HDR_LEN > iface->config.max_inline) {
-        /* (a device with almost no inline room: through a buffer) */
-        return uct_dcx_dci_post_ctl(iface, dci, NULL, &self, UCT_DCX_CTL_NOP,
-                                    NULL, 0, iface->rx_tmh_len, NULL);
-    }
     if (dci->avail == 0) {
         return UCS_ERR_NO_RESOURCE;
     }
@@ -105,17 +102,38 @@ ucs_status_t uct_dcx_dci_post_nop(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci)
     sge.addr               = (uintptr_t)nop;
     sge.length             = iface->rx_tmh_len + UCT_DCX_AM_HDR_LEN;
     sge.lkey               = 0;
-    wr.opcode              = DCX_WR_SEND;
     wr.flags               = DCX_SEND_INLINE;
-    wr.num_sge             = 1;
-    wr.atomic_size         = 0;
-    wr.imm                 = 0;
-    wr.dest                = self;
-    wr.sg_list             = &sge;
-    wr.remote_addr         = 0;
-    wr.rkey                = 0;
-    wr.reserved            = 0;
-    return uct_dcx_dci_post(iface, dci, NULL, &wr, NULL, 1);
+    if (sge.length > iface->config.max_inline) {
+        /* a device with almost no inline room: from a send buffer, taken
+         * from the pool itself (uct_dcx_iface_get_desc would drain the
+         * DCIs when there is none, which may be what brought us here) */
+        desc = ucs_mpool_get_inline(&iface->tx_mp);
+        if (desc == NULL) {
+            return UCS_ERR_NO_RESOURCE;
+        }
+        memcpy(uct_dcx_desc_data(desc), nop, sge.length);
+        desc->op.cb   = uct_dcx_op_release_desc;
+        desc->op.comp = NULL;
+        sge.addr      = (uintptr_t)uct_dcx_desc_data(desc);
+        sge.lkey      = desc->lkey;
+        wr.flags      = 0;
+    }
+
+    uct_dcx_iface_self_dest(iface, &wr.dest);
+    wr.opcode      = DCX_WR_SEND;
+    wr.num_sge     = 1;
+    wr.atomic_size = 0;
+    wr.imm         = 0;
+    wr.sg_list     = &sge;
+    wr.remote_addr = 0;
+    wr.rkey        = 0;
+    wr.reserved    = 0;
+    status         = uct_dcx_dci_post(iface, dci, NULL, &wr,
+                              (desc != NULL) ? &desc->op : NULL, 1);
+    if ((status != UCS_OK) && (desc != NULL)) {
+        ucs_mpool_put_inline(desc);
+    }
+    return status;
 }
 
 /* dci must drain (go back to the pool): if its last WRs went unsignalled
@@ -878,6 +896,45 @@ void uct_dcx_dci_pool_cleanup(uct_dcx_iface_t *iface)
  * Operations and completions
  * ------------------------------------------------------------------------- */
 
+/* Copies a WR posted on a DCI that keeps a log (shared between endpoints)
+ * into the log entry of its sn (uct_dcx_dci_replay, dcx_dci_comp.c) */
+void uct_dcx_dci_log_wr(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci, uint64_t sn,
+                        const dcx_send_wr_t *wr)
+{
+    uct_dcx_wr_log_t *entry = (uct_dcx_wr_log_t *)(dci->log +
+                                                   (sn & iface->ring_mask) *
+                                                       iface->log_stride);
+    char *data              = (char *)(entry + 1);
+    size_t length           = 0;
+    unsigned i;
+
+    entry->wr = *wr;
+    /* (hybrid's shared DCI: counted here, where the WRs of shared DCIs pass
+     * anyway, with nothing on the send path of lent DCIs) */
+    if ((dci->index == iface->shared_dci) &&
+        (dci->wr_ep[sn & iface->ring_mask] != NULL)) {
+        iface->cnt->dci.shared_wrs++;
+    }
+    if (wr->flags & DCX_SEND_INLINE) {
+        /* the caller's buffers are gone after the post: keep the bytes */
+        for (i = 0; i < wr->num_sge; ++i) {
+            if (wr->sg_list[i].length == 0) {
+                continue; /* a zero-length buffer may be NULL */
+            }
+            memcpy(data + length, (void *)(uintptr_t)wr->sg_list[i].addr,
+                   wr->sg_list[i].length);
+            length += wr->sg_list[i].length;
+        }
+        entry->sge[0].addr   = 0; /* set when posted again */
+        entry->sge[0].length = length;
+        entry->sge[0].lkey   = 0;
+        entry->wr.num_sge    = 1;
+    } else if (wr->num_sge > 0) {
+        /* (a strided-key configure has no sges: sg_list may be NULL) */
+        memcpy(entry->sge, wr->sg_list, wr->num_sge * sizeof(*wr->sg_list));
+    }
+}
+
 void uct_dcx_op_put(uct_dcx_iface_t *iface, uct_dcx_op_t *op,
                     ucs_status_t status)
 {
@@ -909,80 +966,8 @@ void uct_dcx_dci_detach_ep(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci,
 }
 
 /* ---------------------------------------------------------------------------
- * Resources: the rare path of uct_dcx_ep_tx_begin()
+ * An endpoint's idle DCI back to the pool
  * ------------------------------------------------------------------------- */
-
-static ucs_status_t uct_dcx_ep_tx_resources(uct_dcx_iface_t *iface,
-                                            uct_dcx_ep_t *ep, int is_am)
-{
-    ucs_status_t status;
-
-    if (is_am && (ep->fc_wnd <= iface->fc_thresh) && (ep->ext != NULL) &&
-        (ep->ext->fc_held != 0)) {
-        /* granted, but held for the pending requests (uct_dcx_ep_fc_grant):
-         * no second request either */
-        return UCS_ERR_NO_RESOURCE;
-    }
-    if (is_am && (ep->fc_wnd <= 0) &&
-        (ep->flags & UCT_DCX_EP_FLAG_FC_REQ_SENT)) {
-        iface->cnt->fc.stalls++;
-        return UCS_ERR_NO_RESOURCE; /* waiting for a grant */
-    }
-
-    if (ep->dci == UCT_DCX_DCI_NONE) {
-        status = iface->policy->dci_get(iface, ep);
-        if (status != UCS_OK) {
-            return status;
-        }
-    }
-
-    if (iface->dcis[ep->dci].avail == 0) {
-        return UCS_ERR_NO_RESOURCE;
-    }
-
-    if (ep->quota <= 0) {
-        status = iface->policy->quota_out(iface, ep);
-        if (status != UCS_OK) {
-            return status;
-        }
-    }
-
-    if (is_am && (ep->fc_wnd <= iface->fc_thresh)) {
-        if (!(ep->flags & UCT_DCX_EP_FLAG_FC_REQ_SENT)) {
-            status = uct_dcx_ep_fc_request(iface, ep);
-            if (status != UCS_OK) {
-                return status;
-            }
-        }
-        if ((ep->fc_wnd <= 0) || (iface->dcis[ep->dci].avail == 0)) {
-            iface->cnt->fc.stalls += (ep->fc_wnd <= 0);
-            return UCS_ERR_NO_RESOURCE;
-        }
-    }
-
-    return UCS_OK;
-}
-
-UCS_F_NOINLINE ucs_status_t uct_dcx_ep_tx_slow(uct_dcx_iface_t *iface,
-                                               uct_dcx_ep_t *ep, int is_am)
-{
-    ucs_status_t status;
-
-    if (ucs_unlikely(ep->flags &
-                     (UCT_DCX_EP_FLAG_FAILED | UCT_DCX_EP_FLAG_INVALIDATED))) {
-        /* failed and reported: refused; invalidated, not yet reported:
-         * taken and dropped, as by a queue pair in error */
-        return (ep->flags & UCT_DCX_EP_FLAG_FAILED) ? UCS_ERR_CONNECTION_RESET :
-                                                      UCT_DCX_TX_SINK;
-    }
-
-    status = uct_dcx_ep_tx_resources(iface, ep, is_am);
-    if (status != UCS_OK) {
-        /* Do not sit on an idle lent DCI while waiting for something else */
-        uct_dcx_ep_put_idle_dci(iface, ep);
-    }
-    return status;
-}
 
 void uct_dcx_ep_put_idle_dci(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep)
 {

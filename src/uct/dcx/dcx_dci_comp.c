@@ -94,43 +94,6 @@ static const char *uct_dcx_ep_peer_str(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep,
     return buf;
 }
 
-void uct_dcx_dci_log_wr(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci, uint64_t sn,
-                        const dcx_send_wr_t *wr)
-{
-    uct_dcx_wr_log_t *entry = (uct_dcx_wr_log_t *)(dci->log +
-                                                   (sn & iface->ring_mask) *
-                                                       iface->log_stride);
-    char *data              = (char *)(entry + 1);
-    size_t length           = 0;
-    unsigned i;
-
-    entry->wr = *wr;
-    /* (hybrid's shared DCI: counted here, where the WRs of shared DCIs pass
-     * anyway, with nothing on the send path of lent DCIs) */
-    if ((dci->index == iface->shared_dci) &&
-        (dci->wr_ep[sn & iface->ring_mask] != NULL)) {
-        iface->cnt->dci.shared_wrs++;
-    }
-    if (wr->flags & DCX_SEND_INLINE) {
-        /* the caller's buffers are gone after the post: keep the bytes */
-        for (i = 0; i < wr->num_sge; ++i) {
-            if (wr->sg_list[i].length == 0) {
-                continue; /* a zero-length buffer may be NULL */
-            }
-            memcpy(data + length, (void *)(uintptr_t)wr->sg_list[i].addr,
-                   wr->sg_list[i].length);
-            length += wr->sg_list[i].length;
-        }
-        entry->sge[0].addr   = 0; /* set when posted again */
-        entry->sge[0].length = length;
-        entry->sge[0].lkey   = 0;
-        entry->wr.num_sge    = 1;
-    } else if (wr->num_sge > 0) {
-        /* (a strided-key configure has no sges: sg_list may be NULL) */
-        memcpy(entry->sge, wr->sg_list, wr->num_sge * sizeof(*wr->sg_list));
-    }
-}
-
 /* Moves the operations at the head of from numbered sn to the tail of to */
 static void uct_dcx_ops_move_sn(ucs_queue_head_t *from, ucs_queue_head_t *to,
                                 uint64_t sn)
@@ -338,7 +301,7 @@ static UCS_F_NOINLINE void uct_dcx_dci_handle_error(uct_dcx_iface_t *iface,
     }
 
     if (!cancel && (fail_ep != NULL)) {
-        uct_dcx_ep_handle_failure(iface, fail_ep, status, wc->status);
+        iface->ep_failed(iface, fail_ep, status, wc->status);
     }
 }
 

@@ -75,8 +75,7 @@ static unsigned uct_dcx_ep_invalidate_progress(void *arg)
      * taken since the invalidation with the others:
      * uct_dcx_ep_invalidate_fail_taken), then the error handler, which may
      * destroy ep: not touched after this */
-    uct_dcx_ep_handle_failure(iface, ep, UCS_ERR_ENDPOINT_TIMEOUT,
-                              DCX_WC_WR_FLUSH_ERR);
+    iface->ep_failed(iface, ep, UCS_ERR_ENDPOINT_TIMEOUT, DCX_WC_WR_FLUSH_ERR);
     return 1;
 }
 

@@ -14,6 +14,12 @@
  * fails like any other send and reaches the error handler.  Requests are
  * numbered; a grant counts only if it answers the latest request, so a
  * request sent twice is never granted twice.
+ *
+ * Here too is the rare path of every send (uct_dcx_ep_tx_slow, from
+ * uct_dcx_ep_tx_begin): what the endpoint lacks, credits first, then a
+ * DCI from the pool's policy, a free slot, its quota, and the credit
+ * request when the window runs low.  The messages themselves are posted by
+ * dcx_ctl.c.
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
@@ -42,42 +48,6 @@ void uct_dcx_iface_fc_cleanup(uct_dcx_iface_t *iface)
 {
     uct_worker_progress_unregister_safe(&iface->super.worker->super,
                                         &iface->fc_cb_id);
-}
-
-/* Posts a credit request of ep on its DCI, which has a free slot */
-static ucs_status_t uct_dcx_ep_fc_post_req(uct_dcx_iface_t *iface,
-                                           uct_dcx_ep_t *ep, uint8_t seq)
-{
-    uct_dcx_ctl_msg_t msg;
-    dcx_dc_dest_t dest;
-    ucs_status_t status;
-    size_t len;
-
-    memset(&msg, 0, sizeof(msg));
-    msg.credits  = iface->fc_wnd - iface->fc_thresh;
-    msg.addr_len = iface->config.port_len;
-    msg.seq      = seq;
-    msg.dctn     = iface->config.dctn;
-    msg.ep_id    = ep->ext->id;
-    msg.flags    = iface->rx_tmh_len ? UCT_DCX_ADDR_FLAG_TM : 0;
-    memcpy(msg.port, iface->config.port, iface->config.port_len);
-
-    /* On the ep's own DCI, after the messages it asks credits for; if the
-     * peer is gone, the failure is the ep's.  Inline when it fits (no send
-     * buffer), else from a send buffer. */
-    uct_dcx_ep_dest(ep, &dest);
-    len    = ucs_offsetof(uct_dcx_ctl_msg_t, port) + iface->config.port_len;
-    status = uct_dcx_dci_post_ctl_inline(iface, uct_dcx_ep_dci(iface, ep), ep,
-                                         &dest, UCT_DCX_CTL_FC_REQ, &msg, len,
-                                         ep->tmh_len, NULL);
-    if (status == UCS_ERR_UNSUPPORTED) {
-        status = uct_dcx_dci_post_ctl(iface, uct_dcx_ep_dci(iface, ep), ep,
-                                      &dest, UCT_DCX_CTL_FC_REQ, &msg, len,
-                                      ep->tmh_len, NULL);
-        iface->cnt->fc.bufs_sent += (status == UCS_OK);
-    }
-    iface->cnt->fc.reqs_sent += (status == UCS_OK);
-    return status;
 }
 
 /* exported (dcx_* names only) for tests and diagnostics */
@@ -237,4 +207,81 @@ static unsigned uct_dcx_iface_fc_progress(void *arg)
     }
     iface->fc_next_check = next;
     return count;
+}
+
+
+/* ---------------------------------------------------------------------------
+ * Send resources: the rare path of uct_dcx_ep_tx_begin()
+ * ------------------------------------------------------------------------- */
+
+static ucs_status_t uct_dcx_ep_tx_resources(uct_dcx_iface_t *iface,
+                                            uct_dcx_ep_t *ep, int is_am)
+{
+    ucs_status_t status;
+
+    if (is_am && (ep->fc_wnd <= iface->fc_thresh) && (ep->ext != NULL) &&
+        (ep->ext->fc_held != 0)) {
+        /* granted, but held for the pending requests (uct_dcx_ep_fc_grant):
+         * no second request either */
+        return UCS_ERR_NO_RESOURCE;
+    }
+    if (is_am && (ep->fc_wnd <= 0) &&
+        (ep->flags & UCT_DCX_EP_FLAG_FC_REQ_SENT)) {
+        iface->cnt->fc.stalls++;
+        return UCS_ERR_NO_RESOURCE; /* waiting for a grant */
+    }
+
+    if (ep->dci == UCT_DCX_DCI_NONE) {
+        status = iface->policy->dci_get(iface, ep);
+        if (status != UCS_OK) {
+            return status;
+        }
+    }
+
+    if (iface->dcis[ep->dci].avail == 0) {
+        return UCS_ERR_NO_RESOURCE;
+    }
+
+    if (ep->quota <= 0) {
+        status = iface->policy->quota_out(iface, ep);
+        if (status != UCS_OK) {
+            return status;
+        }
+    }
+
+    if (is_am && (ep->fc_wnd <= iface->fc_thresh)) {
+        if (!(ep->flags & UCT_DCX_EP_FLAG_FC_REQ_SENT)) {
+            status = uct_dcx_ep_fc_request(iface, ep);
+            if (status != UCS_OK) {
+                return status;
+            }
+        }
+        if ((ep->fc_wnd <= 0) || (iface->dcis[ep->dci].avail == 0)) {
+            iface->cnt->fc.stalls += (ep->fc_wnd <= 0);
+            return UCS_ERR_NO_RESOURCE;
+        }
+    }
+
+    return UCS_OK;
+}
+
+UCS_F_NOINLINE ucs_status_t uct_dcx_ep_tx_slow(uct_dcx_iface_t *iface,
+                                               uct_dcx_ep_t *ep, int is_am)
+{
+    ucs_status_t status;
+
+    if (ucs_unlikely(ep->flags &
+                     (UCT_DCX_EP_FLAG_FAILED | UCT_DCX_EP_FLAG_INVALIDATED))) {
+        /* failed and reported: refused; invalidated, not yet reported:
+         * taken and dropped, as by a queue pair in error */
+        return (ep->flags & UCT_DCX_EP_FLAG_FAILED) ? UCS_ERR_CONNECTION_RESET :
+                                                      UCT_DCX_TX_SINK;
+    }
+
+    status = uct_dcx_ep_tx_resources(iface, ep, is_am);
+    if (status != UCS_OK) {
+        /* Do not sit on an idle lent DCI while waiting for something else */
+        uct_dcx_ep_put_idle_dci(iface, ep);
+    }
+    return status;
 }

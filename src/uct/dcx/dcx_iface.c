@@ -204,88 +204,6 @@ static ucs_config_field_t uct_dcx_iface_config_table[] = {
 
 
 /* ---------------------------------------------------------------------------
- * Status mapping
- * ------------------------------------------------------------------------- */
-
-ucs_status_t uct_dcx_status(dcx_wc_status_t status)
-{
-    switch (status) {
-    case DCX_WC_SUCCESS:
-        return UCS_OK;
-    case DCX_WC_RETRY_EXC_ERR:
-    case DCX_WC_RNR_RETRY_EXC_ERR:
-        /* peer dead, unknown DCT or DC key mismatch */
-        return UCS_ERR_ENDPOINT_TIMEOUT;
-    case DCX_WC_REM_ACCESS_ERR:
-    case DCX_WC_REM_INV_REQ_ERR:
-    case DCX_WC_REM_OP_ERR:
-        /* the peer refused: UCP treats it as a failure of that peer */
-        return UCS_ERR_CONNECTION_RESET;
-    case DCX_WC_WR_FLUSH_ERR:
-        return UCS_ERR_CANCELED;
-    default:
-        return UCS_ERR_IO_ERROR;
-    }
-}
-
-
-/* ---------------------------------------------------------------------------
- * Peers
- * ------------------------------------------------------------------------- */
-
-ucs_status_t uct_dcx_iface_peer_ah(uct_dcx_iface_t *iface, const uint8_t *addr,
-                                   size_t len, dcx_ah_t **ah_p)
-{
-    uct_dcx_peer_t *peers;
-    dcx_ah_t *ah;
-    unsigned i;
-    int ret;
-
-    for (i = 0; i < iface->num_peers; ++i) {
-        if ((iface->peers[i].len == len) &&
-            !memcmp(iface->peers[i].addr, addr, len)) {
-            *ah_p = iface->peers[i].ah;
-            return UCS_OK;
-        }
-    }
-
-    if (len > DCX_DEV_ADDR_MAX) {
-        ucs_error("dcx: %s: peer port address of %zu bytes is too long",
-                  dcx_dev_name(iface->dev), len);
-        return UCS_ERR_INVALID_ADDR;
-    }
-
-    ret = dcx_ah_create(iface->pd, addr, len, &ah);
-    if (ret != 0) {
-        ucs_error("dcx: %s: cannot create an address handle for a peer "
-                  "port: %s",
-                  dcx_dev_name(iface->dev), strerror(ret));
-        return UCS_ERR_INVALID_ADDR;
-    }
-
-    if (iface->num_peers == iface->max_peers) {
-        peers = ucs_realloc(iface->peers,
-                            sizeof(*peers) * ucs_max(8u, iface->max_peers * 2),
-                            "dcx_peers");
-        if (peers == NULL) {
-            ucs_error("dcx: failed to grow the peer table");
-            dcx_ah_destroy(ah);
-            return UCS_ERR_NO_MEMORY;
-        }
-        iface->peers     = peers;
-        iface->max_peers = ucs_max(8u, iface->max_peers * 2);
-    }
-
-    iface->peers[iface->num_peers].ah  = ah;
-    iface->peers[iface->num_peers].len = len;
-    memcpy(iface->peers[iface->num_peers].addr, addr, len);
-    iface->num_peers++;
-    *ah_p = ah;
-    return UCS_OK;
-}
-
-
-/* ---------------------------------------------------------------------------
  * Flush, fence
  * ------------------------------------------------------------------------- */
 
@@ -729,22 +647,21 @@ static UCS_CLASS_INIT_FUNC(uct_dcx_iface_t, uct_md_h tl_md, uct_worker_h worker,
     self->rx_posted          = 0;
     uct_dcx_iface_set_rx_target(self, uct_dcx_rx_init_posted(cfg->rx_queue_len,
                                                              cfg->fc_wnd));
-    self->rx_reposts      = 0;
-    self->rx_reposted     = 0;
-    self->fc_wnd          = cfg->fc_wnd;
-    self->fc_thresh       = cfg->fc_wnd / 4;
-    self->next_ep_id      = 0;
-    self->next_ep_seq     = 0;
-    self->num_eps         = 0;
-    self->peers           = NULL;
-    self->num_peers       = 0;
-    self->max_peers       = 0;
+    self->rx_reposts  = 0;
+    self->rx_reposted = 0;
+    self->fc_wnd      = cfg->fc_wnd;
+    self->fc_thresh   = cfg->fc_wnd / 4;
+    self->next_ep_id  = 0;
+    self->next_ep_seq = 0;
+    self->num_eps     = 0;
+    uct_dcx_iface_peers_init(self);
     self->release_desc.cb = uct_dcx_iface_release_desc;
     ucs_list_head_init(&self->chunks);
     ucs_queue_head_init(&self->grant_q);
     uct_dcx_stats_init(self);
     uct_dcx_iface_fc_init(self, cfg);
     ucs_arbiter_init(&self->arbiter);
+    self->ep_failed   = uct_dcx_ep_handle_failure;
     self->dispatch_ep = NULL;
     self->invalidated = 0;
     kh_init_inplace(uct_dcx_eps, &self->eps);
@@ -845,7 +762,6 @@ err:
 static UCS_CLASS_CLEANUP_FUNC(uct_dcx_iface_t)
 {
     uct_dcx_grant_t *grant;
-    unsigned i;
 
     uct_base_iface_progress_disable(&self->super.super,
                                     UCT_PROGRESS_SEND | UCT_PROGRESS_RECV);
@@ -866,10 +782,7 @@ static UCS_CLASS_CLEANUP_FUNC(uct_dcx_iface_t)
     }
     dcx_qp_destroy(self->dct);
     dcx_srq_destroy(self->srq);
-    for (i = 0; i < self->num_peers; ++i) {
-        dcx_ah_destroy(self->peers[i].ah);
-    }
-    ucs_free(self->peers);
+    uct_dcx_iface_peers_cleanup(self);
     dcx_ah_destroy(self->self_ah);
     dcx_cq_destroy(self->rx_cq);
     dcx_cq_destroy(self->tx_cq);

@@ -39,36 +39,6 @@ typedef struct uct_dcx_rcache_region {
 } uct_dcx_rcache_region_t;
 
 
-ucs_status_t uct_dcx_status_from_errno(int err)
-{
-    switch (err) {
-    case 0:
-        return UCS_OK;
-    case ENOMEM:
-    case ENOSPC:
-        return UCS_ERR_NO_MEMORY;
-    case EINVAL:
-        return UCS_ERR_INVALID_PARAM;
-    case EFAULT:
-        return UCS_ERR_INVALID_ADDR;
-    case ENODEV:
-    case ENOENT:
-    case ENXIO:
-        return UCS_ERR_NO_DEVICE;
-    case EPERM:
-    case EACCES:
-        return UCS_ERR_REJECTED;
-    case EBUSY:
-    case EAGAIN:
-        return UCS_ERR_BUSY;
-    case EOPNOTSUPP:
-        return UCS_ERR_UNSUPPORTED;
-    default:
-        return UCS_ERR_IO_ERROR;
-    }
-}
-
-
 /* Lists the devices the configuration asks for.  Free with
  * dcx_dev_list_free(). */
 static ucs_status_t uct_dcx_md_dev_list(const uct_dcx_md_config_t *config,

@@ -20,6 +20,7 @@
 #include <ucs/datastruct/list.h>
 #include <ucs/type/status.h>
 
+#include <errno.h>
 #include <pthread.h>
 
 #include "dcx_dev.h"
@@ -199,8 +200,35 @@ void uct_dcx_md_strided_init(uct_dcx_md_t *md);
 void uct_dcx_md_strided_cleanup(uct_dcx_md_t *md);
 ucs_status_t uct_dcx_md_strided_dereg(uct_dcx_md_t *md, uct_dcx_memh_t *memh);
 
-/* dcx_md.c: a device layer errno as a UCX status */
-ucs_status_t uct_dcx_status_from_errno(int err);
+/* A device layer errno as a UCX status */
+static inline ucs_status_t uct_dcx_status_from_errno(int err)
+{
+    switch (err) {
+    case 0:
+        return UCS_OK;
+    case ENOMEM:
+    case ENOSPC:
+        return UCS_ERR_NO_MEMORY;
+    case EINVAL:
+        return UCS_ERR_INVALID_PARAM;
+    case EFAULT:
+        return UCS_ERR_INVALID_ADDR;
+    case ENODEV:
+    case ENOENT:
+    case ENXIO:
+        return UCS_ERR_NO_DEVICE;
+    case EPERM:
+    case EACCES:
+        return UCS_ERR_REJECTED;
+    case EBUSY:
+    case EAGAIN:
+        return UCS_ERR_BUSY;
+    case EOPNOTSUPP:
+        return UCS_ERR_UNSUPPORTED;
+    default:
+        return UCS_ERR_IO_ERROR;
+    }
+}
 
 /* dcx_md.c: registration without the cache, for dcx_md_alloc.c; the
  * device access a uct registration's flags ask for */

@@ -39,45 +39,6 @@ void uct_dcx_ep_pending_init(uct_dcx_ep_t *ep)
     ep->ext = NULL;
 }
 
-/* Gives ep its side structure if it has none yet, and indexes it by a new
- * id (the one credit grants name) */
-UCS_F_NOINLINE ucs_status_t uct_dcx_ep_ext_get(uct_dcx_iface_t *iface,
-                                               uct_dcx_ep_t *ep)
-{
-    uct_dcx_ep_ext_t *ext;
-    khiter_t it;
-    int ret;
-
-    if (ep->ext != NULL) {
-        return UCS_OK;
-    }
-
-    ext = ucs_calloc(1, sizeof(*ext), "dcx_ep_ext");
-    if (ext == NULL) {
-        ucs_error("dcx: %s: ep %p: failed to allocate its pending/flow "
-                  "control state",
-                  dcx_dev_name(iface->dev), ep);
-        return UCS_ERR_NO_MEMORY;
-    }
-    ext->ep = ep;
-    ext->id = ++iface->next_ep_id;
-    ucs_queue_head_init(&ext->pending_q);
-    ucs_queue_head_init(&ext->invalidate_comps);
-    ucs_arbiter_group_init(&ext->arb_group);
-    ucs_arbiter_elem_init(&ext->arb_elem);
-
-    it = kh_put(uct_dcx_eps, &iface->eps, ext->id, &ret);
-    if (ret < 0) {
-        ucs_error("dcx: %s: ep %p: failed to index its state",
-                  dcx_dev_name(iface->dev), ep);
-        ucs_free(ext);
-        return UCS_ERR_NO_MEMORY;
-    }
-    kh_val(&iface->eps, it) = ep;
-    ep->ext                 = ext;
-    return UCS_OK;
-}
-
 ucs_status_t uct_dcx_ep_pending_add(uct_ep_h tl_ep, uct_pending_req_t *req,
                                     unsigned flags)
 {
@@ -235,20 +196,4 @@ void uct_dcx_ep_pending_cleanup(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep)
     }
     uct_dcx_ep_unschedule(iface, ep);
     ucs_arbiter_group_cleanup(&ep->ext->arb_group);
-}
-
-/* ep goes away: its side structure, if any, with its index entry */
-void uct_dcx_ep_ext_release(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep)
-{
-    khiter_t it;
-
-    if (ep->ext == NULL) {
-        return;
-    }
-    it = kh_get(uct_dcx_eps, &iface->eps, ep->ext->id);
-    if (it != kh_end(&iface->eps)) {
-        kh_del(uct_dcx_eps, &iface->eps, it);
-    }
-    ucs_free(ep->ext);
-    ep->ext = NULL;
 }

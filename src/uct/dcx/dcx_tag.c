@@ -476,20 +476,6 @@ out:
     }
 }
 
-/* The FIN of a rendezvous whose request our device matched but did not
- * complete: to the sender's DCT, TMH opcode FIN with its operation's
- * app_ctx, then one control byte (a no-op) */
-ucs_status_t uct_dcx_tag_post_fin(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci,
-                                  const dcx_dc_dest_t *dest,
-                                  const uct_dcx_grant_t *fin)
-{
-    uint8_t tmh[DCX_TM_TMH_LEN];
-
-    dcx_tmh_pack(tmh, DCX_TMH_FIN, fin->app_ctx, fin->ep_id);
-    return uct_dcx_dci_post_ctl_tmh(iface, dci, NULL, dest, UCT_DCX_CTL_NOP,
-                                    NULL, 0, DCX_TM_TMH_LEN, tmh, NULL);
-}
-
 /* TM_RNDV_INCOMPLETE (docs/device-semantics.md section 9.7 step 5): the
  * device placed the request (TMH, RVH, RAVH, header) in the buffer and
  * left the rest to software.
