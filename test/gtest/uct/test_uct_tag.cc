@@ -636,6 +636,44 @@ TEST_P(uct_dcx_tag, eager_above_seg_size)
     log_counter::reset();
 }
 
+/* A job with two TM_SEG_SIZE values: an unexpected eager message larger
+ * than the receiver's buffers is a receive error there, the sending
+ * endpoint fails (its operation completes with an error), and the receiver
+ * goes on taking messages that fit */
+TEST_P(uct_dcx_tag, tm_seg_size_mismatch_bad_flow)
+{
+    entity *a = create_entity({{"TM_ENABLE", "y"}, {"TM_SEG_SIZE", "32k"}});
+    entity *b = create_entity({{"TM_ENABLE", "y"}, {"TM_SEG_SIZE", "8k"}});
+    entity *c = create_entity({{"TM_ENABLE", "y"}, {"TM_SEG_SIZE", "8k"}});
+    uct_ep_h ep = connect(a, b), ep_cb = connect(c, b);
+    mem src     = alloc_mem(20000);
+    uct_iov_t iov = {src.ptr, 20000, src.memh, 0, 1};
+    test_comp comp;
+    ucs_status_t status;
+
+    ASSERT_EQ(8192u, b->attr.cap.tag.eager.max_zcopy);
+    log_counter::reset();
+    ASSERT_TRUE(wait_for([&]() {
+        status = uct_ep_tag_eager_zcopy(ep, 0x70, 0, &iov, 1, 0, &comp.uct);
+        return status != UCS_ERR_NO_RESOURCE;
+    }));
+    ASSERT_EQ(UCS_INPROGRESS, status);
+    ASSERT_TRUE(wait_for([&]() { return comp.done > 0; }));
+    EXPECT_TRUE(UCS_STATUS_IS_ERR(comp.status));
+    ASSERT_TRUE(wait_for([&]() { return !m_errors.empty(); }));
+    EXPECT_EQ(ep, m_errors[0].ep);
+    EXPECT_TRUE(m_unexp.empty());
+    EXPECT_GE(log_counter::errors(), 1) << log_counter::joined();
+    log_counter::reset();
+
+    std::vector<char> data = pattern(8000, 3);
+    send_eager(ep_cb, 2, 0x71, 0, data);
+    ASSERT_TRUE(wait_for([&]() { return !m_unexp.empty(); }));
+    ASSERT_EQ(1u, m_unexp.size());
+    EXPECT_EQ(0x71u, m_unexp[0].tag);
+    EXPECT_TRUE(m_unexp[0].data == data);
+}
+
 /* AMs (and the credit grants behind them) between TM and non-TM
  * interfaces, both ways: the mixed job */
 TEST_P(uct_dcx_tag, am_between_tm_and_non_tm)
