@@ -642,11 +642,11 @@ TEST_P(uct_dcx_tag, eager_above_seg_size)
  * goes on taking messages that fit */
 TEST_P(uct_dcx_tag, tm_seg_size_mismatch_bad_flow)
 {
-    entity *a = create_entity({{"TM_ENABLE", "y"}, {"TM_SEG_SIZE", "32k"}});
-    entity *b = create_entity({{"TM_ENABLE", "y"}, {"TM_SEG_SIZE", "8k"}});
-    entity *c = create_entity({{"TM_ENABLE", "y"}, {"TM_SEG_SIZE", "8k"}});
+    entity *a   = create_entity({{"TM_ENABLE", "y"}, {"TM_SEG_SIZE", "32k"}});
+    entity *b   = create_entity({{"TM_ENABLE", "y"}, {"TM_SEG_SIZE", "8k"}});
+    entity *c   = create_entity({{"TM_ENABLE", "y"}, {"TM_SEG_SIZE", "8k"}});
     uct_ep_h ep = connect(a, b), ep_cb = connect(c, b);
-    mem src     = alloc_mem(20000);
+    mem src       = alloc_mem(20000);
     uct_iov_t iov = {src.ptr, 20000, src.memh, 0, 1};
     test_comp comp;
     ucs_status_t status;
