@@ -465,12 +465,12 @@ struct uct_dcx_iface {
     unsigned invalidated;      /* eps invalidated, failure
                                                  not yet reported */
 
-    ucs_mpool_t tx_mp;      /* uct_dcx_send_desc_t */
-    ucs_mpool_t op_mp;      /* bare uct_dcx_op_t */
-    ucs_mpool_t rx_mp;      /* receive buffers */
-    ucs_mpool_t tag_tx_mp;  /* TM: tag_eager_bcopy's, rx_seg_size each */
+    ucs_mpool_t tx_mp;         /* uct_dcx_send_desc_t */
+    ucs_mpool_t op_mp;         /* bare uct_dcx_op_t */
+    ucs_mpool_t rx_mp;         /* receive buffers */
+    ucs_mpool_t tag_tx_mp;     /* TM: tag_eager_bcopy's, rx_seg_size each */
     ucs_mpool_t *tag_bcopy_mp; /* tag_tx_mp, or tx_mp without TM */
-    ucs_list_link_t chunks; /* registered mpool chunks */
+    ucs_list_link_t chunks;    /* registered mpool chunks */
 
     dcx_mr_t *scratch_mr; /* discarded atomic results */
     uint64_t *scratch;

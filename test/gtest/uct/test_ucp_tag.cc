@@ -228,6 +228,26 @@ TEST_P(ucp_dcx_tm, unexpected_all_sizes)
     }
 }
 
+/* Offload eager reaches 64 KiB (UCX_DCX_TM_SEG_SIZE's default): UCP
+ * sends a 64 KiB message eager, expected and unexpected, not by rendezvous
+ * (before the knob the receive buffers, and so the eager maximum, were
+ * SEG_SIZE, 8 KiB, and both went by rendezvous) */
+TEST_P(ucp_dcx_tm, eager_up_to_64k)
+{
+    /* the first tagged message activates the offload in UCP: later
+     * receives are posted to the device */
+    transfer(65536, false, 0x3001);
+    transfer(65536, true, 0x3002);
+    transfer(40000, false, 0x3003);
+    if (GetParam() == "on") {
+        EXPECT_EQ(0u, tm_counter("unexp_rndv"));
+        EXPECT_EQ(0u, tm_counter("rndv_hw"));
+        EXPECT_EQ(0u, tm_counter("rndv_sw"));
+        EXPECT_GT(tm_counter("matched"), 0u);
+        EXPECT_GE(tm_counter("unexp_eager"), 2u);
+    }
+}
+
 TEST_P(ucp_dcx_tm, wildcard_receives)
 {
     transfer(2000, true, 0xabcd0001, 0xffff0000);

@@ -191,6 +191,9 @@ TEST_F(uct_dcx_knobs, ranges_bad_flow)
     expect_range_error("RX_QUEUE_LEN", "4000000000");
     expect_range_error("SEG_SIZE", "255");
     expect_range_error("SEG_SIZE", "inf");
+    expect_range_error("TM_SEG_SIZE", "255");
+    expect_range_error("TM_SEG_SIZE", "inf");
+    expect_parse_error("TM_SEG_SIZE", "64q");
     expect_range_error("FC_WND", "0");
     expect_range_error("FC_WND", "32768");
     expect_range_error("RETRY_COUNT", "8");
@@ -199,6 +202,22 @@ TEST_F(uct_dcx_knobs, ranges_bad_flow)
     expect_range_error("TX_MAX_BUFS", "0");
     /* TX_MAX_BUFS=4294967295 would be "inf" in disguise */
     expect_parse_error("TX_MAX_BUFS", "4294967295");
+}
+
+/* TM_SEG_SIZE at its edges, on a TM interface (where the device has tag
+ * matching) and a plain one */
+TEST_F(uct_dcx_knobs, tm_seg_size_edges)
+{
+    const char *tm = dev_has(DCX_CAP_TM) ? "y" : "n";
+
+    expect_ok({{"TM_SEG_SIZE", "256"}, {"TM_ENABLE", tm}});
+    expect_ok({{"TM_SEG_SIZE", "256"}, {"TM_ENABLE", "n"}});
+    expect_ok({{"TM_SEG_SIZE", "1m"},
+               {"TM_ENABLE", tm},
+               {"RX_QUEUE_LEN", "16"},
+               {"FC_WND", "8"}});
+    expect_range_error({{"TM_SEG_SIZE", "100"}, {"TM_ENABLE", "n"}},
+                       "TM_SEG_SIZE");
 }
 
 /* The largest pool opens (its DCIs come when needed) */

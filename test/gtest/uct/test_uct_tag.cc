@@ -553,6 +553,127 @@ TEST_P(uct_dcx_tag, send_bad_flow)
     log_counter::reset();
 }
 
+/* UCX_DCX_TM_SEG_SIZE sizes the receive buffers of a TM SRQ: the largest
+ * eager tagged message (the larger of it and SEG_SIZE); the AM limits and a
+ * non-TM interface do not change */
+TEST_P(uct_dcx_tag, tm_seg_size_sets_the_eager_maximum)
+{
+    entity *def = create_tm("y");
+    entity *off = create_tm("n");
+    entity *big = create_entity({{"TM_ENABLE", "y"}, {"TM_SEG_SIZE", "32k"}});
+    entity *seg = create_entity({{"TM_ENABLE", "y"},
+                                 {"SEG_SIZE", "16k"},
+                                 {"TM_SEG_SIZE", "4k"}});
+
+    ASSERT_TRUE(def && off && big && seg);
+    /* the default takes a 64 KiB message eager (UCP sends by rendezvous
+     * from the maximum on) */
+    EXPECT_EQ(65u * 1024, def->attr.cap.tag.eager.max_bcopy);
+    EXPECT_EQ(65u * 1024, def->attr.cap.tag.eager.max_zcopy);
+    EXPECT_EQ(32768u, big->attr.cap.tag.eager.max_bcopy);
+    EXPECT_EQ(32768u, big->attr.cap.tag.eager.max_zcopy);
+    EXPECT_EQ(16384u, seg->attr.cap.tag.eager.max_bcopy);
+    EXPECT_EQ(16384u, seg->attr.cap.tag.eager.max_zcopy);
+    EXPECT_EQ(off->attr.cap.am.max_bcopy, def->attr.cap.am.max_bcopy);
+    EXPECT_EQ(off->attr.cap.am.max_bcopy, big->attr.cap.am.max_bcopy);
+    EXPECT_EQ(off->attr.cap.am.max_zcopy, big->attr.cap.am.max_zcopy);
+    EXPECT_EQ(0u, off->attr.cap.tag.eager.max_bcopy);
+}
+
+/* Eager messages between SEG_SIZE (8 KiB) and TM_SEG_SIZE: an expected one
+ * lands in the posted buffer, an unexpected one reaches the eager callback
+ * whole, bcopy and zcopy; one byte more is refused with one error line */
+TEST_P(uct_dcx_tag, eager_above_seg_size)
+{
+    std::map<std::string, std::string> cfg = {{"TM_ENABLE", "y"},
+                                              {"TM_SEG_SIZE", "40k"}};
+    entity *a = create_entity(cfg), *b = create_entity(cfg);
+    uct_ep_h ep    = connect(a, b);
+    size_t sizes[] = {8193, 20000, 40 * 1024};
+
+    ASSERT_EQ(40u * 1024, a->attr.cap.tag.eager.max_zcopy);
+    for (int how = 1; how <= 2; ++how) {
+        for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); ++i) {
+            size_t len             = sizes[i];
+            std::vector<char> data = pattern(len, 5 * i + how);
+            uint64_t imm           = 0x4400000000000000ull | i;
+            mem m                  = alloc_mem(len + 64);
+            recv_ctx ctx;
+
+            memset(m.ptr, 0, len + 64);
+            post_recv(b, ctx, m, len + 64, 0x500 + i);
+            send_eager(ep, how, 0x500 + i, imm, data);
+            ASSERT_TRUE(wait_for([&]() { return ctx.completed > 0; }))
+                << "size " << len;
+            EXPECT_EQ(1, ctx.consumed);
+            EXPECT_EQ(UCS_OK, ctx.status);
+            EXPECT_EQ(imm, ctx.imm);
+            EXPECT_EQ(len, ctx.length);
+            EXPECT_EQ(0, memcmp(m.ptr, data.data(), len)) << "size " << len;
+            EXPECT_TRUE(m_unexp.empty());
+
+            m_unexp.clear();
+            send_eager(ep, how, 0x600 + i, imm, data);
+            ASSERT_TRUE(wait_for([&]() { return !m_unexp.empty(); }))
+                << "size " << len;
+            ASSERT_EQ(1u, m_unexp.size());
+            EXPECT_FALSE(m_unexp[0].rndv);
+            EXPECT_EQ(0x600 + i, m_unexp[0].tag);
+            EXPECT_EQ(imm, m_unexp[0].imm);
+            EXPECT_TRUE(m_unexp[0].data == data) << "size " << len;
+            m_unexp.clear();
+        }
+    }
+
+    mem src       = alloc_mem(40 * 1024 + 1);
+    uct_iov_t iov = {src.ptr, 40 * 1024 + 1, src.memh, 0, 1};
+    log_counter::reset();
+    EXPECT_EQ(UCS_ERR_INVALID_PARAM,
+              uct_ep_tag_eager_zcopy(ep, 1, 0, &iov, 1, 0, NULL));
+    EXPECT_EQ(1, log_counter::errors()) << log_counter::joined();
+    EXPECT_TRUE(log_counter::contains("exceeds the maximum 40960"))
+        << log_counter::joined();
+    log_counter::reset();
+}
+
+/* A job with two TM_SEG_SIZE values: an unexpected eager message larger
+ * than the receiver's buffers is a receive error there, the sending
+ * endpoint fails (its operation completes with an error), and the receiver
+ * goes on taking messages that fit */
+TEST_P(uct_dcx_tag, tm_seg_size_mismatch_bad_flow)
+{
+    entity *a   = create_entity({{"TM_ENABLE", "y"}, {"TM_SEG_SIZE", "32k"}});
+    entity *b   = create_entity({{"TM_ENABLE", "y"}, {"TM_SEG_SIZE", "8k"}});
+    entity *c   = create_entity({{"TM_ENABLE", "y"}, {"TM_SEG_SIZE", "8k"}});
+    uct_ep_h ep = connect(a, b), ep_cb = connect(c, b);
+    mem src       = alloc_mem(20000);
+    uct_iov_t iov = {src.ptr, 20000, src.memh, 0, 1};
+    test_comp comp;
+    ucs_status_t status;
+
+    ASSERT_EQ(8192u, b->attr.cap.tag.eager.max_zcopy);
+    log_counter::reset();
+    ASSERT_TRUE(wait_for([&]() {
+        status = uct_ep_tag_eager_zcopy(ep, 0x70, 0, &iov, 1, 0, &comp.uct);
+        return status != UCS_ERR_NO_RESOURCE;
+    }));
+    ASSERT_EQ(UCS_INPROGRESS, status);
+    ASSERT_TRUE(wait_for([&]() { return comp.done > 0; }));
+    EXPECT_TRUE(UCS_STATUS_IS_ERR(comp.status));
+    ASSERT_TRUE(wait_for([&]() { return !m_errors.empty(); }));
+    EXPECT_EQ(ep, m_errors[0].ep);
+    EXPECT_TRUE(m_unexp.empty());
+    EXPECT_GE(log_counter::errors(), 1) << log_counter::joined();
+    log_counter::reset();
+
+    std::vector<char> data = pattern(8000, 3);
+    send_eager(ep_cb, 2, 0x71, 0, data);
+    ASSERT_TRUE(wait_for([&]() { return !m_unexp.empty(); }));
+    ASSERT_EQ(1u, m_unexp.size());
+    EXPECT_EQ(0x71u, m_unexp[0].tag);
+    EXPECT_TRUE(m_unexp[0].data == data);
+}
+
 /* AMs (and the credit grants behind them) between TM and non-TM
  * interfaces, both ways: the mixed job */
 TEST_P(uct_dcx_tag, am_between_tm_and_non_tm)
