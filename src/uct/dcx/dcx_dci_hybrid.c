@@ -106,11 +106,13 @@ ucs_status_t uct_dcx_hybrid_quota_out(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep)
 
     if (ep->dci != iface->shared_dci) {
         /* A DCI of its own: as under dcs_quota, it yields it when others
-         * want one (they send on the shared DCI meanwhile) and none is
-         * free; it has one again (or goes to the shared DCI) once the DCI
-         * drained and went back to the pool */
+         * want one -- here, while eps send on the shared DCI, even if a
+         * DCI is free: those eps take one only once their WRs on the
+         * shared DCI completed, and an ep that never yields would outrun
+         * them.  It refuses sends until the DCI drained and went back to
+         * the pool, then sends on the shared DCI (uct_dcx_hybrid_dci_get) */
         uct_dcx_hybrid_spill_check(iface);
-        if (iface->dci_spill && (iface->dci_free_top == 0)) {
+        if (iface->dci_spill) {
             return UCS_ERR_NO_RESOURCE;
         }
         ep->quota = iface->config.quota;
