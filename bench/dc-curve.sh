@@ -11,14 +11,14 @@
 # figure with its spread (min-max) as three tables.
 #
 # Usage: bench/dc-curve.sh [-l LIB] [-r REPEATS] [-n "1 16 256 4096"]
-#                          [-p "dcs dcs_quota rand"] [-d "2 8 32"]
+#                          [-p "dcs dcs_quota rand hybrid"] [-d "2 8 32"]
 #
 set -u
 
 lib="${DCX_LIB:-}"
 reps=3
 counts="1 16 256 4096"
-policies="dcs dcs_quota rand"
+policies="dcs dcs_quota rand hybrid"
 pools="2 8 32"
 while getopts "l:r:n:p:d:h" opt; do
     case $opt in

@@ -8,7 +8,7 @@
 # total the operations, losses, corruptions and live peers declared dead.
 #
 #   bench/soak.sh [-b BUILD_DIR] [-n RUNS] [-r ROUNDS] [-p PROCS]
-#                 [-P "dcs dcs_quota rand"] [-t TIME_LIMIT_S]
+#                 [-P "dcs dcs_quota rand hybrid"] [-t TIME_LIMIT_S]
 #
 # Exit status 0 when every run finished with nothing lost or corrupted.
 # Not part of `make check`: it takes minutes and keeps both cores busy.
@@ -18,7 +18,7 @@ build=$(cd "$(dirname "$0")/.." && pwd)/build
 runs=3
 rounds=2000
 procs=4
-policies="dcs dcs_quota rand"
+policies="dcs dcs_quota rand hybrid"
 limit=900
 
 usage() { sed -n '3,14p' "$0" | sed 's/^# \{0,1\}//'; exit "$1"; }

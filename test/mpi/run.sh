@@ -71,7 +71,7 @@
 # UCX_DCX_TM_ENABLE=y): a skip by capability.
 #
 # DCI pool policies over dcx: a program whose source has a line
-# "dcx-test-policies: dcs dcs_quota rand" runs once per policy named there
+# "dcx-test-policies: dcs dcs_quota rand hybrid" runs once per policy named there
 # (UCX_DCX_DCI_POLICY), for every process count, and with a line
 # "dcx-test-num-dci: 2" with that pool size (UCX_DCX_NUM_DCI); each such
 # run keeps its interfaces' counters (UCX_DCX_STATS_DIR, read with
@@ -324,11 +324,13 @@ check_pool() {   # check_pool STATS_DIR NP POLICY NUM_DCI
         $1 == "dci.num_dci" { if (ndci != "" && $2 != ndci) odd("num_dci " $2) }
         $1 == "dci.high_water" { if ($2 > peak) peak = $2 }
         $1 == "dci.waits" { waits += $2 }
+        $1 == "dci.shared_wrs" { shared += $2 }
         END {
             if (n < np) { printf "counters of %d interfaces for %d processes\n", n, np; exit 1 }
             if (bad != "") { printf "pool not as asked (%s, %s DCIs):%s\n", pol, ndci, bad; exit 1 }
             if (ndci != "" && peak > ndci) { printf "%d DCIs at once in a pool of %s\n", peak, ndci; exit 1 }
-            printf "policy %s, %s DCIs, peak %d, waits %d\n", pol, ndci, peak, waits
+            if (pol == "hybrid" && waits > 0) { printf "%d waits for a DCI under hybrid\n", waits; exit 1 }
+            printf "policy %s, %s DCIs, peak %d, waits %d, shared-DCI sends %d\n", pol, ndci, peak, waits, shared
         }'
 }
 

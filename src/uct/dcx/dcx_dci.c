@@ -186,7 +186,7 @@ UCS_F_NOINLINE void uct_dcx_iface_tx_starved(uct_dcx_iface_t *iface)
     unsigned i;
 
     for (i = 0; i < iface->dci_total; ++i) {
-        if (iface->dcis[i].qp != NULL) {
+        if ((i != iface->ctl_dci) && (iface->dcis[i].qp != NULL)) {
             uct_dcx_dci_drain(iface, &iface->dcis[i]);
         }
     }

@@ -73,8 +73,15 @@ static ucs_status_t uct_dcx_hybrid_join(uct_dcx_iface_t *iface,
 
 ucs_status_t uct_dcx_hybrid_dci_get(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep)
 {
-    uct_dcx_dci_t *dci = uct_dcx_dcs_dci_take(iface, ep);
+    uct_dcx_dci_t *dci;
 
+    if (iface->dci_spill && (ep->quota <= 0)) {
+        /* it used up its quota on the DCI it gave back for the eps on the
+         * shared DCI: it joins them rather than taking that DCI again */
+        return uct_dcx_hybrid_join(iface, ep);
+    }
+
+    dci = uct_dcx_dcs_dci_take(iface, ep);
     if (dci != NULL) {
         uct_dcx_dcs_dci_assign(iface, ep, dci);
         return UCS_OK;
@@ -98,8 +105,16 @@ ucs_status_t uct_dcx_hybrid_quota_out(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep)
     uct_dcx_dci_t *dci;
 
     if (ep->dci != iface->shared_dci) {
-        /* a DCI of its own: nobody waits for one under hybrid */
+        /* A DCI of its own: as under dcs_quota, it yields it when others
+         * want one -- here, while eps send on the shared DCI, even if a
+         * DCI is free: those eps take one only once their WRs on the
+         * shared DCI completed, and an ep that never yields would outrun
+         * them.  It refuses sends until the DCI drained and went back to
+         * the pool, then sends on the shared DCI (uct_dcx_hybrid_dci_get) */
         uct_dcx_hybrid_spill_check(iface);
+        if (iface->dci_spill) {
+            return UCS_ERR_NO_RESOURCE;
+        }
         ep->quota = iface->config.quota;
         return UCS_OK;
     }

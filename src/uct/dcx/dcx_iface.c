@@ -31,15 +31,16 @@ static ucs_config_field_t uct_dcx_iface_config_table[] = {
     {"NUM_DCI", "32",
      "Most DCIs (initiator queues) in the pool of each interface. They are\n"
      "created when first needed, so a process that talks to few peers at once\n"
-     "has few; one more, created at open, carries control messages.\n"
-     "1 .. 4095, and less than what the device offers.",
+     "has few; one more, created at open, carries control messages (and\n"
+     "with DCI_POLICY=hybrid one more, the shared DCI, when first needed).\n"
+     "1 .. 4095 (4094 with hybrid), and less than what the device offers.",
      ucs_offsetof(uct_dcx_iface_config_t, num_dci), UCT_DCX_CONFIG_TYPE_COUNT},
 
     {"DCI_IDLE_TIMEOUT", "5s",
-     "With DCI_POLICY=dcs or dcs_quota: a DCI that stayed this long in the pool\n"
-     "unused is destroyed, and created again when needed (looked at whenever a\n"
-     "DCI goes back to the pool). \"inf\": the pool never shrinks. rand keeps\n"
-     "every DCI it created.",
+     "With DCI_POLICY=dcs, dcs_quota or hybrid: a DCI that stayed this long in\n"
+     "the pool unused is destroyed, and created again when needed (looked at\n"
+     "whenever a DCI goes back to the pool). \"inf\": the pool never shrinks.\n"
+     "rand keeps every DCI it created, hybrid its shared DCI.",
      ucs_offsetof(uct_dcx_iface_config_t, dci_idle_timeout),
      UCS_CONFIG_TYPE_TIME_UNITS},
 
@@ -52,19 +53,25 @@ static ucs_config_field_t uct_dcx_iface_config_table[] = {
      " dcs_quota - like dcs, but an endpoint that sent QUOTA operations gives\n"
      "             its DCI up when other endpoints wait for one.\n"
      " rand      - every endpoint is hashed onto a fixed DCI that it shares\n"
-     "             with others.",
+     "             with others.\n"
+     " hybrid    - like dcs_quota, but an endpoint for which the pool has no\n"
+     "             DCI sends on one more DCI, shared, instead of waiting, and\n"
+     "             takes a DCI of the pool again once its work on the shared\n"
+     "             one completed (its operations stay in order); a peer's\n"
+     "             failure there fails that peer's endpoints only.",
      ucs_offsetof(uct_dcx_iface_config_t, policy),
      UCS_CONFIG_TYPE_ENUM(uct_dcx_policy_names)},
 
     {"QUOTA", "32",
-     "With DCI_POLICY=dcs_quota: operations an endpoint may post on its DCI\n"
-     "before yielding it to a waiting endpoint. 1 .. 32767.",
+     "With DCI_POLICY=dcs_quota or hybrid: operations an endpoint may post on\n"
+     "its DCI before yielding it to a waiting endpoint (hybrid: to the\n"
+     "endpoints on the shared DCI). 1 .. 32767.",
      ucs_offsetof(uct_dcx_iface_config_t, quota), UCT_DCX_CONFIG_TYPE_COUNT},
 
     {"TX_QUEUE_LEN", "128",
      "Send queue length of each DCI (work requests in flight). 2 .. 65535, at\n"
-     "most what the device offers, and (NUM_DCI + 1) * TX_QUEUE_LEN at most the\n"
-     "completions of one device CQ.",
+     "most what the device offers, and (NUM_DCI + 1) * TX_QUEUE_LEN (NUM_DCI +\n"
+     "2 with hybrid) at most the completions of one device CQ.",
      ucs_offsetof(uct_dcx_iface_config_t, tx_queue_len),
      UCT_DCX_CONFIG_TYPE_COUNT},
 

@@ -250,6 +250,42 @@ TEST_F(uct_dcx_knobs, send_cq_size_bad_flow)
     EXPECT_TRUE(log_counter::contains("UCX_DCX_TX_QUEUE_LEN"));
 }
 
+/* hybrid has one DCI more (the shared one): the largest pool is 4094, and
+ * the send CQ holds NUM_DCI + 2 queues; a size the other policies take is
+ * refused with one error naming both variables */
+TEST_F(uct_dcx_knobs, hybrid_one_dci_more_bad_flow)
+{
+    const dcx_dev_caps_t &caps = device()->caps;
+    const unsigned txq         = std::min(caps.max_qp_wr, 32768u);
+    const unsigned dci         = caps.max_cqe / txq - 1; /* fits + 1 */
+    entity *e                  = NULL;
+
+    log_counter::reset();
+    EXPECT_EQ(UCS_ERR_INVALID_PARAM,
+              try_create_entity({{"DCI_POLICY", "hybrid"},
+                                 {"NUM_DCI", "4095"},
+                                 {"TX_QUEUE_LEN", "8"}},
+                                &e));
+    EXPECT_EQ(1, log_counter::errors()) << log_counter::joined();
+    EXPECT_TRUE(log_counter::contains("UCX_DCX_NUM_DCI"));
+    expect_ok({{"DCI_POLICY", "hybrid"},
+               {"NUM_DCI", "4094"},
+               {"TX_QUEUE_LEN", "8"}});
+
+    ASSERT_GE(dci, 1u);
+    expect_ok({{"NUM_DCI", std::to_string(dci)},
+               {"TX_QUEUE_LEN", std::to_string(txq)}});
+    log_counter::reset();
+    EXPECT_EQ(UCS_ERR_INVALID_PARAM,
+              try_create_entity({{"DCI_POLICY", "hybrid"},
+                                 {"NUM_DCI", std::to_string(dci)},
+                                 {"TX_QUEUE_LEN", std::to_string(txq)}},
+                                &e));
+    EXPECT_EQ(1, log_counter::errors()) << log_counter::joined();
+    EXPECT_TRUE(log_counter::contains("UCX_DCX_TX_QUEUE_LEN"));
+    log_counter::reset();
+}
+
 /* Any TX_MAX_BUFS >= 1 opens an interface, and the interface works with
  * that few send buffers: bcopy messages and fetching atomics go through */
 TEST_F(uct_dcx_knobs, tx_max_bufs_small)

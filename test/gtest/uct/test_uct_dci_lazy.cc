@@ -135,8 +135,11 @@ TEST_P(uct_dcx_dci_lazy, pool_of_1024)
     for (unsigned i = 0; i < n; ++i) {
         eps.push_back(connect(m_a, m_b));
         ucs_status_t status = uct_ep_am_short(eps.back(), AM_ID, i, NULL, 0);
-        if (i < 1024) {
+        if ((i < 1024) || spills()) {
             ASSERT_EQ(UCS_OK, status) << "ep " << i;
+            if (i >= 1024) { /* hybrid: on the shared DCI, 1024 + 1 */
+                EXPECT_EQ(1025, dcx_dci_ep_index(eps.back())) << "ep " << i;
+            }
         } else if (lends()) {
             ASSERT_EQ(UCS_ERR_NO_RESOURCE, status) << "ep " << i;
         } else {
@@ -149,10 +152,14 @@ TEST_P(uct_dcx_dci_lazy, pool_of_1024)
         EXPECT_EQ(1024u, s.created);
         EXPECT_EQ(0u, s.free);
     }
+    if (spills()) {
+        EXPECT_EQ(n - 1024u, s.shared_wrs);
+        EXPECT_EQ(0u, s.refusals);
+    }
     /* the eps refused send once their turn comes */
-    int expect = lends() ? 1024 : (int)n;
+    int expect = (lends() && !spills()) ? 1024 : (int)n;
     ASSERT_TRUE(wait_for([&] { return m_rx == expect; }));
-    for (unsigned i = 1024; lends() && (i < n); ++i) {
+    for (unsigned i = 1024; lends() && !spills() && (i < n); ++i) {
         ASSERT_TRUE(wait_for([&] {
             return uct_ep_am_short(eps[i], AM_ID, i, NULL, 0) == UCS_OK;
         })) << "ep "

@@ -42,6 +42,9 @@ template <class Base> class uct_dci_pool_test : public Base {
 protected:
     /* the dcs policies lend DCIs to endpoints; rand fixes one per ep */
     bool lends() const { return this->GetParam() != "rand"; }
+    /* hybrid: an ep the pool has no DCI for sends on the shared DCI
+     * (index NUM_DCI + 1) instead of waiting */
+    bool spills() const { return this->GetParam() == "hybrid"; }
 
     dcx_dci_stats_t stats(entity *e)
     {
