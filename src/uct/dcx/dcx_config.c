@@ -241,20 +241,21 @@ ucs_status_t uct_dcx_iface_check_config(const uct_dcx_iface_config_t *config,
     const struct {
         const char *var;
         unsigned long value, min, max;
-    } counts[] = {{"NUM_DCI", config->num_dci, 1, max_dci},
-                  {"QUOTA", config->quota, 1, INT16_MAX},
-                  {"TX_QUEUE_LEN", config->tx_queue_len, 2, max_sq},
-                  {"RX_QUEUE_LEN", config->rx_queue_len, 2,
-                   ucs_min(caps->max_srq_wr, caps->max_cqe)},
-                  {"SEG_SIZE", config->seg_size, 256, max_seg},
-                  {"FC_WND", config->fc_wnd, 1, INT16_MAX},
-                  {"RETRY_COUNT", config->retry_count, 0, 7},
-                  {"RNR_RETRY_COUNT", config->rnr_retry, 0, 7},
-                  {"SIGNAL_PERIOD", config->sig_period, 0, UINT16_MAX},
-                  {"TX_MAX_BUFS", config->tx_max_bufs, 1, UINT_MAX},
-                  {"STRIDED_KEYS", config->strided_keys, 0, UCT_DCX_SKEYS_MAX},
-                  {"STRIDED_SGE_MAX", config->strided_sge_max, 0,
-                   UCT_DCX_MAX_SGE}};
+    } counts[] = {
+        {"NUM_DCI", config->num_dci, 1, max_dci},
+        {"NUM_DCI_STREAMS", config->num_dci_streams, 1, UCT_DCX_MAX_DCI - 1ul},
+        {"QUOTA", config->quota, 1, INT16_MAX},
+        {"TX_QUEUE_LEN", config->tx_queue_len, 2, max_sq},
+        {"RX_QUEUE_LEN", config->rx_queue_len, 2,
+         ucs_min(caps->max_srq_wr, caps->max_cqe)},
+        {"SEG_SIZE", config->seg_size, 256, max_seg},
+        {"FC_WND", config->fc_wnd, 1, INT16_MAX},
+        {"RETRY_COUNT", config->retry_count, 0, 7},
+        {"RNR_RETRY_COUNT", config->rnr_retry, 0, 7},
+        {"SIGNAL_PERIOD", config->sig_period, 0, UINT16_MAX},
+        {"TX_MAX_BUFS", config->tx_max_bufs, 1, UINT_MAX},
+        {"STRIDED_KEYS", config->strided_keys, 0, UCT_DCX_SKEYS_MAX},
+        {"STRIDED_SGE_MAX", config->strided_sge_max, 0, UCT_DCX_MAX_SGE}};
     ucs_status_t status;
     unsigned i;
 
@@ -287,10 +288,14 @@ ucs_status_t uct_dcx_iface_check_config(const uct_dcx_iface_config_t *config,
     }
 
     /* one send CQ serves every DCI's whole send queue */
-    if ((config->num_dci + 1ul) * config->tx_queue_len > caps->max_cqe) {
-        ucs_error("dcx: %s: (UCX_DCX_NUM_DCI + 1) * UCX_DCX_TX_QUEUE_LEN = "
+    if ((uct_dcx_pool_size(config) + 1ul) * config->tx_queue_len >
+        caps->max_cqe) {
+        ucs_error("dcx: %s: (UCX_DCX_NUM_DCI%s + 1) * UCX_DCX_TX_QUEUE_LEN = "
                   "(%u + 1) * %u is more than the %u completions of a CQ",
-                  dev, config->num_dci, config->tx_queue_len, caps->max_cqe);
+                  dev,
+                  (config->policy == UCT_DCX_POLICY_STREAMS) ? "_STREAMS" : "",
+                  uct_dcx_pool_size(config), config->tx_queue_len,
+                  caps->max_cqe);
         return UCS_ERR_INVALID_PARAM;
     }
 

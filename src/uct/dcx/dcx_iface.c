@@ -35,6 +35,13 @@ static ucs_config_field_t uct_dcx_iface_config_table[] = {
      "1 .. 4095, and less than what the device offers.",
      ucs_offsetof(uct_dcx_iface_config_t, num_dci), UCT_DCX_CONFIG_TYPE_COUNT},
 
+    {"NUM_DCI_STREAMS", "32",
+     "With DCI_POLICY=streams: stream channels of the one DCI that carries the\n"
+     "work of every endpoint (endpoints are hashed onto them). 1 .. what the\n"
+     "device offers (rounded up to a power of 2 there).",
+     ucs_offsetof(uct_dcx_iface_config_t, num_dci_streams),
+     UCT_DCX_CONFIG_TYPE_COUNT},
+
     {"DCI_IDLE_TIMEOUT", "5s",
      "With DCI_POLICY=dcs or dcs_quota: a DCI that stayed this long in the pool\n"
      "unused is destroyed, and created again when needed (looked at whenever a\n"
@@ -52,7 +59,11 @@ static ucs_config_field_t uct_dcx_iface_config_table[] = {
      " dcs_quota - like dcs, but an endpoint that sent QUOTA operations gives\n"
      "             its DCI up when other endpoints wait for one.\n"
      " rand      - every endpoint is hashed onto a fixed DCI that it shares\n"
-     "             with others.",
+     "             with others.\n"
+     " streams   - one DCI with NUM_DCI_STREAMS stream channels (a device with\n"
+     "             DCI streams); every endpoint is hashed onto a stream. Order\n"
+     "             is kept within a stream only, and an error stops only its\n"
+     "             stream, which is reset while the others go on.",
      ucs_offsetof(uct_dcx_iface_config_t, policy),
      UCS_CONFIG_TYPE_ENUM(uct_dcx_policy_names)},
 
@@ -558,7 +569,8 @@ uct_dcx_iface_create_queues(uct_dcx_iface_t *iface,
         }
     }
 
-    ret = dcx_cq_create_ch(iface->dev, (cfg->num_dci + 1) * cfg->tx_queue_len,
+    ret = dcx_cq_create_ch(iface->dev,
+                           (uct_dcx_pool_size(cfg) + 1) * cfg->tx_queue_len,
                            iface->channel, &iface->tx_cq);
     if (ret != 0) {
         ucs_error("dcx: %s: failed to create the send CQ: %s", dev,

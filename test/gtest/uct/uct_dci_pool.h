@@ -40,8 +40,13 @@ struct pending_put_req {
  * from it) */
 template <class Base> class uct_dci_pool_test : public Base {
 protected:
-    /* the dcs policies lend DCIs to endpoints; rand fixes one per ep */
-    bool lends() const { return this->GetParam() != "rand"; }
+    /* the dcs policies lend DCIs to endpoints; rand and streams fix one per
+     * ep (streams: a stream of the one DCI, which the pool counts as its
+     * DCIs) */
+    bool lends() const
+    {
+        return (this->GetParam() != "rand") && (this->GetParam() != "streams");
+    }
 
     dcx_dci_stats_t stats(entity *e)
     {
