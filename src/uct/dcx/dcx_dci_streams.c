@@ -46,11 +46,14 @@ ucs_status_t uct_dcx_streams_attr(uct_dcx_iface_t *iface,
                   1u << caps->dci_streams_log_max);
         return UCS_ERR_INVALID_PARAM;
     }
-    /* every stream may be in error at once without taking the DCI down
-     * (each is reset as soon as its error is seen) */
+    /* Every stream may be in error at once without taking the DCI down
+     * (each is reset as soon as its error is seen): a limit above the
+     * streams where the device allows it.  A dead peer whose endpoints
+     * are on every stream would otherwise fail the whole DCI, and the
+     * work in flight on the other streams with it. */
     attr->dci_streams        = 1;
     attr->log_num_concurrent = (uint8_t)log;
-    attr->log_num_errored    = (uint8_t)ucs_min(log,
+    attr->log_num_errored    = (uint8_t)ucs_min(log + 1,
                                                 caps->dci_errored_log_max);
     return UCS_OK;
 }
