@@ -287,6 +287,22 @@ ucs_status_t uct_dcx_iface_check_config(const uct_dcx_iface_config_t *config,
         return UCS_ERR_INVALID_PARAM;
     }
 
+    if (config->policy == UCT_DCX_POLICY_STREAMS) {
+        if (!(caps->flags & DCX_CAP_DCI_STREAMS)) {
+            ucs_error("dcx: %s: UCX_DCX_DCI_POLICY=streams: the device has no "
+                      "DCI streams",
+                      dev);
+            return UCS_ERR_UNSUPPORTED;
+        }
+        if (config->num_dci_streams > (1ul << caps->dci_streams_log_max)) {
+            ucs_error("dcx: %s: UCX_DCX_NUM_DCI_STREAMS=%u: the device has at "
+                      "most %lu streams per DCI",
+                      dev, config->num_dci_streams,
+                      1ul << caps->dci_streams_log_max);
+            return UCS_ERR_INVALID_PARAM;
+        }
+    }
+
     /* one send CQ serves every DCI's whole send queue */
     if ((uct_dcx_pool_size(config) + 1ul) * config->tx_queue_len >
         caps->max_cqe) {
