@@ -143,10 +143,10 @@ uct_dcx_test::try_create_entity(const std::map<std::string, std::string> &cfg,
      * so that every policy runs the test against the same pool, where the
      * device has that many streams (the soft device: 64) */
     std::map<std::string, std::string> sized = cfg;
-    const char *env_policy = getenv("UCX_DCX_DCI_POLICY");
-    const std::string policy = (cfg.count("DCI_POLICY") != 0) ?
-                                   cfg.at("DCI_POLICY") :
-                                   (env_policy ? env_policy : "");
+    const char *env_policy                   = getenv("UCX_DCX_DCI_POLICY");
+    const std::string policy                 = (cfg.count("DCI_POLICY") != 0) ?
+                                                   cfg.at("DCI_POLICY") :
+                                                   (env_policy ? env_policy : "");
     if ((policy == "streams") && (cfg.count("NUM_DCI") != 0) &&
         (cfg.count("NUM_DCI_STREAMS") == 0) &&
         (strtoul(cfg.at("NUM_DCI").c_str(), NULL, 0) <= 64)) {
