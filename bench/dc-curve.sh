@@ -12,6 +12,7 @@
 #
 # Usage: bench/dc-curve.sh [-l LIB] [-r REPEATS] [-n "1 16 256 4096"]
 #                          [-p "dcs dcs_quota rand hybrid"] [-d "2 8 32"]
+# (-p streams: the pool size is the streams of its one DCI)
 #
 set -u
 
@@ -27,7 +28,7 @@ while getopts "l:r:n:p:d:h" opt; do
     n) counts=$OPTARG ;;
     p) policies=$OPTARG ;;
     d) pools=$OPTARG ;;
-    *) sed -n '3,16p' "$0"; exit 2 ;;
+    *) sed -n '3,17p' "$0"; exit 2 ;;
     esac
 done
 
@@ -56,6 +57,7 @@ run_config() {   # run_config CONFIG OUT
     else
         UCX_DCX_SOFT_DEVICES=1 UCX_DCX_SOFT_FABRIC=dcc$$ LD_PRELOAD="$lib" \
             UCX_DCX_DCI_POLICY=${cfg%/*} UCX_DCX_NUM_DCI=${cfg#*/} \
+            UCX_DCX_NUM_DCI_STREAMS=${cfg#*/} \
             "$work/dc_curve" dcx soft0 soft0:1 $counts >"$out"
     fi
 }

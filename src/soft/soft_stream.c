@@ -63,8 +63,7 @@ static void soft_stream_free(soft_stream_t *st)
     free(st);
 }
 
-int soft_stream_create(dcx_pd_t *pd, const dcx_qp_attr_t *attr,
-                       dcx_qp_t **qp_p)
+int soft_stream_create(dcx_pd_t *pd, const dcx_qp_attr_t *attr, dcx_qp_t **qp_p)
 {
     soft_dev_t *dev  = soft_dev(pd->dev);
     const char *name = dev->super.caps.name;

@@ -73,7 +73,8 @@
 # DCI pool policies over dcx: a program whose source has a line
 # "dcx-test-policies: dcs dcs_quota rand hybrid" runs once per policy named there
 # (UCX_DCX_DCI_POLICY), for every process count, and with a line
-# "dcx-test-num-dci: 2" with that pool size (UCX_DCX_NUM_DCI); each such
+# "dcx-test-num-dci: 2" with that pool size (UCX_DCX_NUM_DCI, and
+# UCX_DCX_NUM_DCI_STREAMS: the pool of the streams policy); each such
 # run keeps its interfaces' counters (UCX_DCX_STATS_DIR, read with
 # contrib/dcx-stat) and passes only if every process's interface ran that
 # policy with that pool and never held more DCIs than it. Over another
@@ -355,7 +356,8 @@ for p in "${progs[@]}"; do
             rm -rf "$stats"
             mkdir -p "$stats"
             args+=(-x "UCX_DCX_DCI_POLICY=$pol" -x "UCX_DCX_STATS_DIR=$stats")
-            [ -z "$ndci" ] || args+=(-x "UCX_DCX_NUM_DCI=$ndci")
+            [ -z "$ndci" ] || args+=(-x "UCX_DCX_NUM_DCI=$ndci"
+                                     -x "UCX_DCX_NUM_DCI_STREAMS=$ndci")
         fi
         launcher=mpirun
         if [ "$kind" = shmem ]; then

@@ -13,7 +13,7 @@
  * Every byte of every message is checked.
  *
  * dcx-test-np: 16 32
- * dcx-test-policies: dcs dcs_quota rand hybrid
+ * dcx-test-policies: dcs dcs_quota rand hybrid streams
  * dcx-test-num-dci: 2
  */
 #include "mpitest.h"

@@ -79,6 +79,7 @@ typedef enum {
     UCT_DCX_POLICY_DCS_QUOTA,
     UCT_DCX_POLICY_RAND,
     UCT_DCX_POLICY_HYBRID,
+    UCT_DCX_POLICY_STREAMS,
     UCT_DCX_POLICY_LAST
 } uct_dcx_policy_t;
 
@@ -86,6 +87,7 @@ typedef enum {
 typedef struct uct_dcx_iface_config {
     uct_iface_config_t super;
     unsigned num_dci;
+    unsigned num_dci_streams;    /* streams policy: streams of its DCI */
     ucs_time_t dci_idle_timeout; /* free this long: destroyed */
     int policy;                  /* uct_dcx_policy_t */
     unsigned quota;
@@ -109,6 +111,14 @@ typedef struct uct_dcx_iface_config {
     unsigned strided_key_entries; /* 0 = the device's maximum */
     unsigned strided_sge_max;     /* elements expanded to sges */
 } uct_dcx_iface_config_t;
+
+/* The pool's size: data DCIs, or the streams of the one DCI */
+static inline unsigned uct_dcx_pool_size(const uct_dcx_iface_config_t *config)
+{
+    return (config->policy == UCT_DCX_POLICY_STREAMS) ?
+               config->num_dci_streams :
+               config->num_dci;
+}
 
 
 /* Packed interface address: what a peer needs besides the device address */
@@ -424,18 +434,22 @@ struct uct_dcx_iface {
     uct_dcx_dci_t *dcis;
     uint16_t num_dci;
     uint16_t ctl_dci;
-    uint16_t shared_dci;          /* hybrid: dcis[num_dci + 1], shared by
+    uint16_t shared_dci;    /* hybrid: dcis[num_dci + 1], shared by
                                      the eps the pool has no DCI for;
                                      UCT_DCX_DCI_NONE under other
                                      policies (dcx_dci_hybrid.c) */
-    uint16_t dci_total;           /* entries of dcis[]: data, control and
+    uint16_t dci_total;     /* entries of dcis[]: data, control and
                                      the shared DCI if any */
-    uint8_t dci_spill;            /* hybrid: eps send on the shared DCI,
+    uint8_t dci_spill;      /* hybrid: eps send on the shared DCI,
                                      counted as one in dci_waiters */
-    uint16_t dci_created;         /* data DCIs that exist */
-    uint16_t dci_limit;           /* may grow to: num_dci, less once the
+    uint16_t dci_created;   /* data DCIs that exist */
+    uint16_t dci_limit;     /* may grow to: num_dci, less once the
                                     device refused one */
-    dcx_qp_attr_t dci_attr;       /* what every DCI is created with */
+    dcx_qp_attr_t dci_attr; /* what every DCI is created with */
+    /* streams policy: dcis[i] is stream i of this one DCI, which exists
+     * while stream_refs of them are set up (dcx_dci_streams.c) */
+    dcx_qp_t *stream_qp;
+    unsigned stream_refs;
     ucs_time_t dci_idle_timeout;  /* UCS_TIME_INFINITY: never shrinks */
     ucs_time_t dci_shrink_next;   /* idle DCIs looked for again then */
     unsigned dci_check_countdown; /* send completion batches before the
@@ -712,6 +726,26 @@ void uct_dcx_dci_log_wr(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci, uint64_t sn,
                         const dcx_send_wr_t *wr);
 void uct_dcx_op_put(uct_dcx_iface_t *iface, uct_dcx_op_t *op,
                     ucs_status_t status);
+
+/* A data DCI, on first need */
+ucs_status_t uct_dcx_dci_create(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci);
+
+/* dcx_dci_streams.c: the streams policy */
+void uct_dcx_streams_ep_init(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep);
+ucs_status_t uct_dcx_streams_dci_get(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep);
+void uct_dcx_streams_dci_idle(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci);
+void uct_dcx_streams_ep_detach(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep);
+/* What a data DCI of the pool is created with (after the control DCI) */
+ucs_status_t uct_dcx_streams_attr(uct_dcx_iface_t *iface,
+                                  const uct_dcx_iface_config_t *config);
+/* The queue pair of data DCI dci: its own, or the streams' one (shared) */
+int uct_dcx_dci_qp_create(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci);
+void uct_dcx_dci_qp_destroy(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci);
+/* After an error completion on dci: recovers it (its stream only, when it
+ * is a stream whose DCI is still up; operations of other streams that a
+ * whole-DCI recovery ends go to cancelled); 0 or an errno */
+int uct_dcx_dci_restart(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci,
+                        ucs_queue_head_t *cancelled);
 
 /* dcx_dci_comp.c: send completions, DCI errors and recovery, cancel */
 void uct_dcx_dci_tx_wcs(uct_dcx_iface_t *iface, const dcx_wc_t *wc, int n);

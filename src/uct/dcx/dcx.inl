@@ -106,7 +106,8 @@ uct_dcx_dci_post_own(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci,
     uint8_t opcode = wr->opcode; /* not read back from wr after the call */
     int ret;
 
-    wr->wr_id = uct_dcx_wr_id(sn, dci->index);
+    wr->wr_id     = uct_dcx_wr_id(sn, dci->index);
+    wr->stream_id = dci->index; /* (streams policy; ignored otherwise) */
     wr->flags |= dci->next_flags;
     signal |= (dci->unsig + 1 >= iface->sig_period);
     if (signal) {

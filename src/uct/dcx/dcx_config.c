@@ -231,7 +231,8 @@ static ucs_status_t uct_dcx_config_check_time(const char *dev, const char *var,
 unsigned uct_dcx_config_dci_total(const uct_dcx_iface_config_t *config)
 {
     /* the data DCIs, the control DCI, and hybrid's shared DCI */
-    return config->num_dci + 1 + (config->policy == UCT_DCX_POLICY_HYBRID);
+    return uct_dcx_pool_size(config) + 1 +
+           (config->policy == UCT_DCX_POLICY_HYBRID);
 }
 
 ucs_status_t uct_dcx_iface_check_config(const uct_dcx_iface_config_t *config,
@@ -239,7 +240,7 @@ ucs_status_t uct_dcx_iface_check_config(const uct_dcx_iface_config_t *config,
                                         const char *dev)
 {
     const unsigned long extra = uct_dcx_config_dci_total(config) -
-                                config->num_dci;
+                                uct_dcx_pool_size(config);
     const unsigned long max_dci = ucs_min(UCT_DCX_MAX_DCI - extra,
                                           caps->max_dci - extra);
     const unsigned long max_sq  = ucs_min((unsigned long)UINT16_MAX,
@@ -249,21 +250,22 @@ ucs_status_t uct_dcx_iface_check_config(const uct_dcx_iface_config_t *config,
     const struct {
         const char *var;
         unsigned long value, min, max;
-    } counts[] = {{"NUM_DCI", config->num_dci, 1, max_dci},
-                  {"QUOTA", config->quota, 1, INT16_MAX},
-                  {"TX_QUEUE_LEN", config->tx_queue_len, 2, max_sq},
-                  {"RX_QUEUE_LEN", config->rx_queue_len, 2,
-                   ucs_min(caps->max_srq_wr, caps->max_cqe)},
-                  {"SEG_SIZE", config->seg_size, 256, max_seg},
-                  {"TM_SEG_SIZE", config->tm_seg_size, 256, max_seg},
-                  {"FC_WND", config->fc_wnd, 1, INT16_MAX},
-                  {"RETRY_COUNT", config->retry_count, 0, 7},
-                  {"RNR_RETRY_COUNT", config->rnr_retry, 0, 7},
-                  {"SIGNAL_PERIOD", config->sig_period, 0, UINT16_MAX},
-                  {"TX_MAX_BUFS", config->tx_max_bufs, 1, UINT_MAX},
-                  {"STRIDED_KEYS", config->strided_keys, 0, UCT_DCX_SKEYS_MAX},
-                  {"STRIDED_SGE_MAX", config->strided_sge_max, 0,
-                   UCT_DCX_MAX_SGE}};
+    } counts[] = {
+        {"NUM_DCI", config->num_dci, 1, max_dci},
+        {"NUM_DCI_STREAMS", config->num_dci_streams, 1, UCT_DCX_MAX_DCI - 1ul},
+        {"QUOTA", config->quota, 1, INT16_MAX},
+        {"TX_QUEUE_LEN", config->tx_queue_len, 2, max_sq},
+        {"RX_QUEUE_LEN", config->rx_queue_len, 2,
+         ucs_min(caps->max_srq_wr, caps->max_cqe)},
+        {"SEG_SIZE", config->seg_size, 256, max_seg},
+        {"TM_SEG_SIZE", config->tm_seg_size, 256, max_seg},
+        {"FC_WND", config->fc_wnd, 1, INT16_MAX},
+        {"RETRY_COUNT", config->retry_count, 0, 7},
+        {"RNR_RETRY_COUNT", config->rnr_retry, 0, 7},
+        {"SIGNAL_PERIOD", config->sig_period, 0, UINT16_MAX},
+        {"TX_MAX_BUFS", config->tx_max_bufs, 1, UINT_MAX},
+        {"STRIDED_KEYS", config->strided_keys, 0, UCT_DCX_SKEYS_MAX},
+        {"STRIDED_SGE_MAX", config->strided_sge_max, 0, UCT_DCX_MAX_SGE}};
     ucs_status_t status;
     unsigned i;
 
@@ -295,12 +297,30 @@ ucs_status_t uct_dcx_iface_check_config(const uct_dcx_iface_config_t *config,
         return UCS_ERR_INVALID_PARAM;
     }
 
+    if (config->policy == UCT_DCX_POLICY_STREAMS) {
+        if (!(caps->flags & DCX_CAP_DCI_STREAMS)) {
+            ucs_error("dcx: %s: UCX_DCX_DCI_POLICY=streams: the device has no "
+                      "DCI streams",
+                      dev);
+            return UCS_ERR_UNSUPPORTED;
+        }
+        if (config->num_dci_streams > (1ul << caps->dci_streams_log_max)) {
+            ucs_error("dcx: %s: UCX_DCX_NUM_DCI_STREAMS=%u: the device has at "
+                      "most %lu streams per DCI",
+                      dev, config->num_dci_streams,
+                      1ul << caps->dci_streams_log_max);
+            return UCS_ERR_INVALID_PARAM;
+        }
+    }
+
     /* one send CQ serves every DCI's whole send queue */
     if ((unsigned long)uct_dcx_config_dci_total(config) * config->tx_queue_len >
         caps->max_cqe) {
-        ucs_error("dcx: %s: (UCX_DCX_NUM_DCI + %lu) * UCX_DCX_TX_QUEUE_LEN = "
+        ucs_error("dcx: %s: (UCX_DCX_NUM_DCI%s + %lu) * UCX_DCX_TX_QUEUE_LEN = "
                   "(%u + %lu) * %u is more than the %u completions of a CQ",
-                  dev, extra, config->num_dci, extra, config->tx_queue_len,
+                  dev,
+                  (config->policy == UCT_DCX_POLICY_STREAMS) ? "_STREAMS" : "",
+                  extra, uct_dcx_pool_size(config), extra, config->tx_queue_len,
                   caps->max_cqe);
         return UCS_ERR_INVALID_PARAM;
     }

@@ -23,6 +23,7 @@ const char *uct_dcx_policy_names[] = {[UCT_DCX_POLICY_DCS]       = "dcs",
                                       [UCT_DCX_POLICY_DCS_QUOTA] = "dcs_quota",
                                       [UCT_DCX_POLICY_RAND]      = "rand",
                                       [UCT_DCX_POLICY_HYBRID]    = "hybrid",
+                                      [UCT_DCX_POLICY_STREAMS]   = "streams",
                                       [UCT_DCX_POLICY_LAST]      = NULL};
 
 
@@ -460,9 +461,6 @@ static uint16_t uct_dcx_rand_dci(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep)
                       iface->num_dci);
 }
 
-static ucs_status_t uct_dcx_dci_create(uct_dcx_iface_t *iface,
-                                       uct_dcx_dci_t *dci);
-
 static ucs_status_t uct_dcx_rand_dci_get(uct_dcx_iface_t *iface,
                                          uct_dcx_ep_t *ep)
 {
@@ -525,7 +523,14 @@ const uct_dcx_policy_ops_t uct_dcx_policy_ops[UCT_DCX_POLICY_LAST] = {
                                   .quota_out = uct_dcx_hybrid_quota_out,
                                   .dci_idle  = uct_dcx_hybrid_dci_idle,
                                   .ep_detach = uct_dcx_hybrid_ep_detach,
-                                  .shared    = 0}};
+                                  .shared    = 0},
+    [UCT_DCX_POLICY_STREAMS]   = {.name      = "streams",
+                                  .ep_init   = uct_dcx_streams_ep_init,
+                                  .dci_get   = uct_dcx_streams_dci_get,
+                                  .quota_out = uct_dcx_dcs_quota_out,
+                                  .dci_idle  = uct_dcx_streams_dci_idle,
+                                  .ep_detach = uct_dcx_streams_ep_detach,
+                                  .shared    = 1}};
 
 
 /* ---------------------------------------------------------------------------
@@ -580,9 +585,9 @@ static int uct_dcx_dci_setup(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci)
     return 0;
 }
 
-/* A data DCI, on first need (from the dcs policies' growth or rand) */
-static ucs_status_t uct_dcx_dci_create(uct_dcx_iface_t *iface,
-                                       uct_dcx_dci_t *dci)
+/* A data DCI, on first need (from the dcs policies' growth, rand or
+ * streams) */
+ucs_status_t uct_dcx_dci_create(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci)
 {
     int ret;
 
@@ -591,11 +596,11 @@ static ucs_status_t uct_dcx_dci_create(uct_dcx_iface_t *iface,
         return UCS_ERR_IO_ERROR; /* refused before: said then */
     }
 
-    ret = dcx_qp_create(iface->pd, &iface->dci_attr, &dci->qp);
+    ret = uct_dcx_dci_qp_create(iface, dci);
     if (ret != 0) {
         dci->qp = NULL;
     } else if ((ret = uct_dcx_dci_setup(iface, dci)) != 0) {
-        dcx_qp_destroy(dci->qp);
+        uct_dcx_dci_qp_destroy(iface, dci);
         dci->qp = NULL;
     }
     if (ret != 0) {
@@ -663,7 +668,11 @@ static void uct_dcx_dci_destroy(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci)
     if (dci->qp == NULL) {
         return;
     }
-    dcx_qp_destroy(dci->qp);
+    if (dci->index == iface->ctl_dci) {
+        dcx_qp_destroy(dci->qp);
+    } else {
+        uct_dcx_dci_qp_destroy(iface, dci);
+    }
     ucs_free(dci->wr_ep);
     ucs_free(dci->wr_opcode);
     ucs_free(dci->log);
@@ -772,25 +781,28 @@ ucs_status_t uct_dcx_dci_pool_init(uct_dcx_iface_t *iface,
 {
     const dcx_dev_caps_t *caps = iface->caps;
     const int hybrid           = config->policy == UCT_DCX_POLICY_HYBRID;
-    const unsigned total       = config->num_dci + 1 + hybrid;
+    const unsigned pool        = uct_dcx_pool_size(config);
+    const unsigned total       = uct_dcx_config_dci_total(config);
     dcx_qp_attr_t *attr        = &iface->dci_attr;
     uct_dcx_dci_t *dci;
     unsigned i;
     int ret;
 
-    iface->num_dci          = config->num_dci;
-    iface->wr_replay        = NULL;
-    iface->ctl_dci          = config->num_dci;
-    iface->shared_dci       = hybrid ? config->num_dci + 1 : UCT_DCX_DCI_NONE;
-    iface->dci_total        = total;
-    iface->dci_spill        = 0;
-    iface->dci_free_top     = 0;
-    iface->dci_waiters      = 0;
-    iface->dci_kept         = 0;
-    iface->dci_created      = 0;
-    iface->dci_limit        = config->num_dci;
-    iface->dci_idle_timeout = config->dci_idle_timeout;
-    iface->dci_shrink_next  = 0;
+    iface->num_dci             = pool;
+    iface->wr_replay           = NULL;
+    iface->ctl_dci             = pool;
+    iface->shared_dci          = hybrid ? pool + 1 : UCT_DCX_DCI_NONE;
+    iface->dci_total           = total;
+    iface->dci_spill           = 0;
+    iface->stream_qp           = NULL;
+    iface->stream_refs         = 0;
+    iface->dci_free_top        = 0;
+    iface->dci_waiters         = 0;
+    iface->dci_kept            = 0;
+    iface->dci_created         = 0;
+    iface->dci_limit           = pool;
+    iface->dci_idle_timeout    = config->dci_idle_timeout;
+    iface->dci_shrink_next     = 0;
     iface->dci_check_countdown = UCT_DCX_DCI_CHECK_PERIOD;
     iface->dci_wait_mark       = 0;
     iface->dcis     = ucs_calloc(total, sizeof(*iface->dcis), "dcx_dcis");
@@ -837,6 +849,10 @@ ucs_status_t uct_dcx_dci_pool_init(uct_dcx_iface_t *iface,
     if (ret != 0) {
         ucs_error("dcx: %s: failed to allocate the WR ring of the control DCI",
                   dcx_dev_name(iface->dev));
+        goto err_destroy;
+    }
+
+    if (uct_dcx_streams_attr(iface, config) != UCS_OK) {
         goto err_destroy;
     }
 

@@ -244,8 +244,10 @@ static UCS_F_NOINLINE void uct_dcx_dci_handle_error(uct_dcx_iface_t *iface,
     ucs_queue_splice(&flushed, &dci->ops);
     last_sn = dci->sn;
 
-    /* Bring the DCI back: completions not yet polled are discarded */
-    ret             = dcx_qp_recover(dci->qp);
+    /* Bring the DCI back: completions not yet polled are discarded (a
+     * stream's reset keeps them: they retire nothing any more) */
+    ucs_queue_head_init(&cancelled_ops);
+    ret             = uct_dcx_dci_restart(iface, dci, &cancelled_ops);
     dci->done_sn    = dci->sn;
     dci->sig_sn     = dci->sn;
     dci->unsig      = 0;
@@ -264,7 +266,6 @@ static UCS_F_NOINLINE void uct_dcx_dci_handle_error(uct_dcx_iface_t *iface,
     /* Sort the flushed operations first, complete them after: callbacks may
      * post again, and must not disturb the bookkeeping being read */
     ucs_queue_head_init(&failed_ops);
-    ucs_queue_head_init(&cancelled_ops);
     if ((dci->log != NULL) && !cancel && (ret == 0)) {
         /* shared DCI: healthy endpoints lose nothing */
         uct_dcx_dci_replay(iface, dci, sn, last_sn, fail_ep, &flushed,

@@ -33,19 +33,22 @@ typedef struct dcx_dci_stats {
     uint64_t shared_wrs;  /* hybrid: WRs endpoints posted on the shared
                              DCI (the pool had no DCI to lend them) */
     /* gauges: now (live counters file: as of the pool's last change) */
-    uint64_t num_dci;    /* data DCIs the pool may hold (NUM_DCI) */
-    uint64_t created;    /* data DCIs that exist now */
-    uint64_t in_use;     /* ... lent to an ep, or shared (rand) */
-    uint64_t high_water; /* most data DCIs that existed at once */
-    uint64_t free;       /* DCIs an ep may get now without waiting: on
+    uint64_t num_dci;       /* data DCIs the pool may hold (NUM_DCI) */
+    uint64_t created;       /* data DCIs that exist now */
+    uint64_t in_use;        /* ... lent to an ep, or shared (rand) */
+    uint64_t high_water;    /* most data DCIs that existed at once */
+    uint64_t free;          /* DCIs an ep may get now without waiting: on
                               the free stack, or not created yet (dcs) */
-    uint64_t kept;       /* flagged as kept by their owner (dci_kept) */
-    uint64_t waiters;    /* eps refused a DCI, still waiting */
-    uint64_t sig_period; /* a completion requested every this many WRs
+    uint64_t kept;          /* flagged as kept by their owner (dci_kept) */
+    uint64_t waiters;       /* eps refused a DCI, still waiting */
+    uint64_t sig_period;    /* a completion requested every this many WRs
                               now (1 while eps wait for a DCI) */
-    uint64_t sq_len;     /* WRs a DCI's send queue holds: what the device
+    uint64_t sq_len;        /* WRs a DCI's send queue holds: what the device
                               granted for UCX_DCX_TX_QUEUE_LEN (a ConnectX
                               may grant more than asked) */
+    uint64_t stream_resets; /* streams policy: streams of the DCI reset
+                                after an error on them (the others went
+                                on) */
 } dcx_dci_stats_t;
 
 /* Fills *stats for a dcx interface.  Returns 0, or -1 if iface is not a dcx

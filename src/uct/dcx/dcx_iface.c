@@ -36,6 +36,13 @@ static ucs_config_field_t uct_dcx_iface_config_table[] = {
      "1 .. 4095 (4094 with hybrid), and less than what the device offers.",
      ucs_offsetof(uct_dcx_iface_config_t, num_dci), UCT_DCX_CONFIG_TYPE_COUNT},
 
+    {"NUM_DCI_STREAMS", "32",
+     "With DCI_POLICY=streams: stream channels of the one DCI that carries the\n"
+     "work of every endpoint (endpoints are hashed onto them). 1 .. what the\n"
+     "device offers (rounded up to a power of 2 there).",
+     ucs_offsetof(uct_dcx_iface_config_t, num_dci_streams),
+     UCT_DCX_CONFIG_TYPE_COUNT},
+
     {"DCI_IDLE_TIMEOUT", "5s",
      "With DCI_POLICY=dcs, dcs_quota or hybrid: a DCI that stayed this long in\n"
      "the pool unused is destroyed, and created again when needed (looked at\n"
@@ -58,7 +65,11 @@ static ucs_config_field_t uct_dcx_iface_config_table[] = {
      "             DCI sends on one more DCI, shared, instead of waiting, and\n"
      "             takes a DCI of the pool again once its work on the shared\n"
      "             one completed (its operations stay in order); a peer's\n"
-     "             failure there fails that peer's endpoints only.",
+     "             failure there fails that peer's endpoints only.\n"
+     " streams   - one DCI with NUM_DCI_STREAMS stream channels (a device with\n"
+     "             DCI streams); every endpoint is hashed onto a stream. Order\n"
+     "             is kept within a stream only, and an error stops only its\n"
+     "             stream, which is reset while the others go on.",
      ucs_offsetof(uct_dcx_iface_config_t, policy),
      UCS_CONFIG_TYPE_ENUM(uct_dcx_policy_names)},
 

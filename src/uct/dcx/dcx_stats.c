@@ -48,7 +48,7 @@ static const char *uct_dcx_stats_names[] = {
     "dci.drains", "dci.creates", "dci.destroys", "dci.errors",
     "dci.ep_failures", "dci.shared_wrs", "dci.num_dci", "dci.created",
     "dci.in_use", "dci.high_water", "dci.free", "dci.kept", "dci.waiters",
-    "dci.sig_period", "dci.sq_len",
+    "dci.sig_period", "dci.sq_len", "dci.stream_resets",
     /* dcx_fc_stats_t */
     "fc.reqs_sent", "fc.grants_sent", "fc.bufs_sent", "fc.grants_recvd",
     "fc.stalls",

@@ -72,14 +72,14 @@ struct stream_node {
     dcx_send_wr_t write_wr(uint16_t stream, uint64_t wr_id, unsigned slot,
                            dcx_sge_t *s, bool bad_rkey = false)
     {
-        s->addr   = (uintptr_t)buf.data() + slot * 64;
-        s->length = 64;
-        s->lkey   = lmr->lkey;
+        s->addr         = (uintptr_t)buf.data() + slot * 64;
+        s->length       = 64;
+        s->lkey         = lmr->lkey;
         dcx_send_wr_t w = n.loop_wr(DCX_WR_RDMA_WRITE, KEY, s,
                                     rmr->rkey ^ (bad_rkey ? 0x7700u : 0u),
                                     (uintptr_t)dst.data() + slot * 64);
-        w.wr_id     = wr_id;
-        w.stream_id = stream;
+        w.wr_id         = wr_id;
+        w.stream_id     = stream;
         return w;
     }
 
@@ -116,8 +116,7 @@ struct stream_node {
         }
         dcx_wc_t wc;
         while (n.poll(&wc, 1, timeout_s) == 1) {
-            if ((wc.opcode == DCX_WC_RECV) ||
-                (wc.qp_num != sdci->qp_num)) {
+            if ((wc.opcode == DCX_WC_RECV) || (wc.qp_num != sdci->qp_num)) {
                 recvs.push_back(wc);
                 continue;
             }
@@ -204,9 +203,9 @@ TEST_F(soft, dci_streams_blocked_stream_does_not_block_others)
     ASSERT_EQ(0, s.make_streams(1, 1, 7 /* RNR retries forever */));
 
     dcx_sge_t sg;
-    sg.addr   = (uintptr_t)s.buf.data();
-    sg.length = 16;
-    sg.lkey   = s.lmr->lkey;
+    sg.addr            = (uintptr_t)s.buf.data();
+    sg.length          = 16;
+    sg.lkey            = s.lmr->lkey;
     dcx_send_wr_t send = s.n.loop_wr(DCX_WR_SEND, KEY, &sg, 0, 0);
     send.wr_id         = 1;
     send.stream_id     = 0;

@@ -868,12 +868,12 @@ TEST_P(ucp_dcx_fc, grant_to_dead_peer_keeps_live_grants)
 }
 
 INSTANTIATE_TEST_SUITE_P(policy, ucp_dcx,
-                         ::testing::Values("dcs", "dcs_quota", "rand",
-                                           "hybrid"));
+                         ::testing::Values("dcs", "dcs_quota", "rand", "hybrid",
+                                           "streams"));
 
 INSTANTIATE_TEST_SUITE_P(policy, ucp_dcx_fc,
-                         ::testing::Values("dcs", "dcs_quota", "rand",
-                                           "hybrid"));
+                         ::testing::Values("dcs", "dcs_quota", "rand", "hybrid",
+                                           "streams"));
 
 } /* namespace */
 

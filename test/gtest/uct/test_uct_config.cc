@@ -166,7 +166,8 @@ TEST_F(uct_dcx_knobs, counts_bad_flow)
 {
     const char *vars[] = {"NUM_DCI",         "QUOTA",         "TX_QUEUE_LEN",
                           "RX_QUEUE_LEN",    "FC_WND",        "RETRY_COUNT",
-                          "RNR_RETRY_COUNT", "SIGNAL_PERIOD", "TX_MAX_BUFS"};
+                          "RNR_RETRY_COUNT", "SIGNAL_PERIOD", "TX_MAX_BUFS",
+                          "NUM_DCI_STREAMS"};
     const char *bad[]  = {"-1", "1x", "0.5", "4294967296", ""};
 
     for (size_t v = 0; v < sizeof(vars) / sizeof(vars[0]); ++v) {
@@ -218,6 +219,28 @@ TEST_F(uct_dcx_knobs, tm_seg_size_edges)
                {"FC_WND", "8"}});
     expect_range_error({{"TM_SEG_SIZE", "100"}, {"TM_ENABLE", "n"}},
                        "TM_SEG_SIZE");
+}
+
+/* The streams policy: NUM_DCI_STREAMS 1 .. the device's streams (the soft
+ * device: 64); more is refused at open, naming the variable */
+TEST_F(uct_dcx_knobs, num_dci_streams_bad_flow)
+{
+    const dcx_dev_caps_t &caps = device()->caps;
+    const unsigned max         = 1u << caps.dci_streams_log_max;
+
+    ASSERT_TRUE(caps.flags & DCX_CAP_DCI_STREAMS);
+    expect_range_error("NUM_DCI_STREAMS", "0");
+    expect_range_error("NUM_DCI_STREAMS", "4096");
+    expect_range_error({{"NUM_DCI_STREAMS", std::to_string(max + 1)},
+                        {"DCI_POLICY", "streams"}},
+                       "NUM_DCI_STREAMS");
+    /* another policy does not look at it */
+    expect_ok({{"NUM_DCI_STREAMS", std::to_string(max + 1)},
+               {"DCI_POLICY", "rand"}});
+    expect_ok({{"NUM_DCI_STREAMS", "1"}, {"DCI_POLICY", "streams"}});
+    expect_ok({{"NUM_DCI_STREAMS", "3"}, {"DCI_POLICY", "streams"}});
+    expect_ok({{"NUM_DCI_STREAMS", std::to_string(max)},
+               {"DCI_POLICY", "streams"}});
 }
 
 /* The largest pool opens (its DCIs come when needed) */

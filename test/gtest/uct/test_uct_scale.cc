@@ -353,6 +353,13 @@ TEST_P(uct_dcx_peer_failure, killed_mid_traffic)
     EXPECT_GE(st.errors, 1u);
     EXPECT_EQ(eps_per_peer, st.ep_failures);
     EXPECT_LE(st.high_water, 2u);
+    /* streams: each error stopped one stream, which was reset (the DCI
+     * never failed as a whole); other policies have no streams */
+    if (GetParam() == "streams") {
+        EXPECT_EQ(st.errors, st.stream_resets);
+    } else {
+        EXPECT_EQ(0u, st.stream_resets);
+    }
     /* a peer failure is a diagnostic, not an error */
     EXPECT_EQ(0, log_counter::errors()) << log_counter::joined();
     printf("peer killed: policy %s: %llu messages to live peers checked, "

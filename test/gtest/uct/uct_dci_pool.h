@@ -40,8 +40,13 @@ struct pending_put_req {
  * from it) */
 template <class Base> class uct_dci_pool_test : public Base {
 protected:
-    /* the dcs policies lend DCIs to endpoints; rand fixes one per ep */
-    bool lends() const { return this->GetParam() != "rand"; }
+    /* the dcs policies lend DCIs to endpoints; rand and streams fix one per
+     * ep (streams: a stream of the one DCI, which the pool counts as its
+     * DCIs) */
+    bool lends() const
+    {
+        return (this->GetParam() != "rand") && (this->GetParam() != "streams");
+    }
     /* hybrid: an ep the pool has no DCI for sends on the shared DCI
      * (index NUM_DCI + 1) instead of waiting */
     bool spills() const { return this->GetParam() == "hybrid"; }

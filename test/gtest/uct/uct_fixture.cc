@@ -138,7 +138,21 @@ uct_dcx_test::try_create_entity(const std::map<std::string, std::string> &cfg,
         delete e;
         return status;
     }
-    for (it = cfg.begin(); it != cfg.end(); ++it) {
+    /* A test sizes "the pool" with NUM_DCI; under the streams policy the
+     * pool is the streams of its one DCI (NUM_DCI_STREAMS): the same size,
+     * so that every policy runs the test against the same pool, where the
+     * device has that many streams (the soft device: 64) */
+    std::map<std::string, std::string> sized = cfg;
+    const char *env_policy                   = getenv("UCX_DCX_DCI_POLICY");
+    const std::string policy                 = (cfg.count("DCI_POLICY") != 0) ?
+                                                   cfg.at("DCI_POLICY") :
+                                                   (env_policy ? env_policy : "");
+    if ((policy == "streams") && (cfg.count("NUM_DCI") != 0) &&
+        (cfg.count("NUM_DCI_STREAMS") == 0) &&
+        (strtoul(cfg.at("NUM_DCI").c_str(), NULL, 0) <= 64)) {
+        sized["NUM_DCI_STREAMS"] = cfg.at("NUM_DCI");
+    }
+    for (it = sized.begin(); it != sized.end(); ++it) {
         status = uct_config_modify(config, it->first.c_str(),
                                    it->second.c_str());
         if (status == UCS_ERR_NO_ELEM) {

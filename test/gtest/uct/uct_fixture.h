@@ -291,7 +291,8 @@ void set_tm_callbacks(uct_iface_params_t &params,
                       uct_tag_unexp_rndv_cb_t rndv_cb, void *arg);
 
 /* Every DCI pool policy, for INSTANTIATE_TEST_SUITE_P */
-#define UCT_DCX_POLICIES ::testing::Values("dcs", "dcs_quota", "rand", "hybrid")
+#define UCT_DCX_POLICIES \
+    ::testing::Values("dcs", "dcs_quota", "rand", "hybrid", "streams")
 
 /* Completion that counts */
 struct test_comp {
