@@ -80,8 +80,7 @@ protected:
 
     int send(struct ibv_qp *dci, uint64_t wr_id)
     {
-        return post(dci, wr_id, IBV_WR_SEND, m_buf.data(), 8, m_mr->lkey, 0,
-                    0);
+        return post(dci, wr_id, IBV_WR_SEND, m_buf.data(), 8, m_mr->lkey, 0, 0);
     }
 };
 
