@@ -198,7 +198,7 @@ void emu_channel_detach(emu_cq_t *cq)
         }
     }
     /* its events not collected go with it */
-    ch->own       -= cq->own_events;
+    ch->own -= cq->own_events;
     cq->own_events = 0;
     emu_channel_own_drain(ch);
     pthread_mutex_unlock(&ch->lock);
@@ -240,7 +240,7 @@ void emu_channel_cq_wait_acks(emu_cq_t *cq)
  * ------------------------------------------------------------------------ */
 static int emu_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
 {
-    emu_cq_t *cq = emu_cq(ibcq);
+    emu_cq_t *cq      = emu_cq(ibcq);
     emu_channel_t *ch = cq->channel;
     uint64_t one      = 1;
     int ret           = 0;

@@ -190,7 +190,7 @@ void dcx_mlx5_channel_detach(dcx_mlx5_cq_t *cq)
             break;
         }
     }
-    ch->own       -= cq->own_events;
+    ch->own -= cq->own_events;
     cq->own_events = 0;
     dcx_mlx5_channel_own_drain(ch);
     cq->channel = NULL;
@@ -198,7 +198,7 @@ void dcx_mlx5_channel_detach(dcx_mlx5_cq_t *cq)
 
 int dcx_mlx5_cq_req_notify(dcx_cq_t *super)
 {
-    dcx_mlx5_cq_t *cq = (dcx_mlx5_cq_t *)super;
+    dcx_mlx5_cq_t *cq      = (dcx_mlx5_cq_t *)super;
     dcx_mlx5_channel_t *ch = cq->channel;
     uint64_t one           = 1;
     int ret;
