@@ -120,7 +120,7 @@ else
         grep -qx 'ib iface rc_verbs on mlx5_0:1: open Success' "$out" &&
         grep -qx 'ib iface ud_verbs on mlx5_0:1: open Input/output error' "$out" &&
         ! grep -q 'ibv_create_comp_channel() failed' "$out" &&
-        [ "$(grep -c -e 'UCX  ERROR' -e '\[dcx error\]' "$out")" = 2 ] &&
+        [ "$(grep -c -e 'UCX  ERROR' -e 'DCX  ERROR' -e '\[dcx error\]' "$out")" = 2 ] &&
         grep -q '\[dcx error\] .*create_qp: QP type 4 is not modelled' "$out" &&
         grep -q 'UCX  ERROR .*failed to create UD QP.*Operation not supported' "$out"
     check "ib and dcx memory domains on mlx5_0 in one process; rc_verbs opens, ud_verbs refused at its UD QP" $(( st + $? ))
