@@ -173,6 +173,9 @@ tests=(
     "ucp_swap|UCX_TLS=dcx,self|-t ucp_swap"
     "ucp_cswap|UCX_TLS=dcx,self|-t ucp_cswap"
     "tag_lat_rand|UCX_TLS=dcx,self UCX_DCX_DCI_POLICY=rand|-t tag_lat -s 8"
+    # wake-up mode: both sides sleep on the worker's fd between messages
+    # (dcx's event fd: the soft device's channel, or the mlx5 backend's)
+    "tag_lat_sleep|UCX_TLS=dcx,self|-t tag_lat -s 8 -E sleep"
     "tag_bw_dcs|UCX_TLS=dcx,self UCX_DCX_DCI_POLICY=dcs|-t tag_bw -s 65536"
     # tag-matching offload forced: every receive goes to the device's list
     "tm_tag_lat|UCX_TLS=dcx,self $tm_env|-t tag_lat -s 8"

@@ -220,7 +220,9 @@ static int dcx_mlx5_cq_poll_pair(dcx_cq_t *super, dcx_cq_t *other, int max,
     return n;
 }
 
-int dcx_mlx5_cq_create(dcx_dev_t *super, uint32_t cqe, dcx_cq_t **cq_p)
+int dcx_mlx5_cq_create_on(dcx_dev_t *super, uint32_t cqe,
+                          struct ibv_comp_channel *channel,
+                          dcx_mlx5_cq_t **cq_p)
 {
     dcx_mlx5_dev_t *dev = dcx_mlx5_dev(super);
     struct ibv_cq_init_attr_ex attr;
@@ -238,9 +240,11 @@ int dcx_mlx5_cq_create(dcx_dev_t *super, uint32_t cqe, dcx_cq_t **cq_p)
         return ENOMEM;
     }
     memset(&attr, 0, sizeof(attr));
-    attr.cqe      = cqe;
-    attr.wc_flags = DCX_MLX5_CQ_WC_FLAGS;
-    cq->cq        = ibv_create_cq_ex(dev->ctx, &attr);
+    attr.cqe        = cqe;
+    attr.wc_flags   = DCX_MLX5_CQ_WC_FLAGS;
+    attr.channel    = channel;
+    attr.cq_context = cq; /* found again by ibv_get_cq_event */
+    cq->cq          = ibv_create_cq_ex(dev->ctx, &attr);
     if (cq->cq == NULL) {
         ret = errno ? errno : ENOMEM;
         dcx_error("%s: cq: ibv_create_cq_ex(%u entries) failed: %s",
@@ -252,8 +256,20 @@ int dcx_mlx5_cq_create(dcx_dev_t *super, uint32_t cqe, dcx_cq_t **cq_p)
     cq->super.cqe       = (uint32_t)ibv_cq_ex_to_cq(cq->cq)->cqe;
     cq->super.poll      = dcx_mlx5_cq_poll;
     cq->super.poll_pair = dcx_mlx5_cq_poll_pair;
-    *cq_p               = &cq->super;
+    *cq_p               = cq;
     return 0;
+}
+
+int dcx_mlx5_cq_create(dcx_dev_t *super, uint32_t cqe, dcx_cq_t **cq_p)
+{
+    dcx_mlx5_cq_t *cq;
+    int ret;
+
+    ret = dcx_mlx5_cq_create_on(super, cqe, NULL, &cq);
+    if (ret == 0) {
+        *cq_p = &cq->super;
+    }
+    return ret;
 }
 
 int dcx_mlx5_cq_destroy(dcx_cq_t *super)
@@ -271,6 +287,9 @@ int dcx_mlx5_cq_destroy(dcx_cq_t *super)
         dcx_error("%s: cq: ibv_destroy_cq failed: %s", super->dev->caps.name,
                   strerror(ret));
         return ret;
+    }
+    if (cq->channel != NULL) {
+        dcx_mlx5_channel_detach(cq);
     }
     free(cq);
     return 0;

@@ -496,6 +496,10 @@ int dcx_mlx5_open(const dcx_dev_info_t *info, dcx_dev_t **dev_p)
     }
     /* strided keys: added to the final caps */
     dcx_mlx5_umr_probe(dev, &dattr);
+    /* wake-up events where the context gives completion channels */
+    if (dcx_mlx5_channel_probe(dev)) {
+        dev->super.caps.flags |= DCX_CAP_CQ_EVENT;
+    }
 
     dcx_debug("%s: port %u %s, DEVX %s, DCI depth %u, inline %u, sge %u, "
               "rd_atomic %u, atomics 0x%x, gid index %d",
@@ -540,25 +544,31 @@ static void dcx_mlx5_progress(dcx_dev_t *dev)
 }
 
 const dcx_dev_ops_t dcx_mlx5_dev_ops = {
-    .close        = dcx_mlx5_close,
-    .port_addr    = dcx_mlx5_port_addr,
-    .mem_unmapped = dcx_mlx5_mem_unmapped,
-    .addr_check   = dcx_mlx5_addr_check,
-    .progress     = dcx_mlx5_progress,
-    .pd_alloc     = dcx_mlx5_pd_alloc,
-    .pd_free      = dcx_mlx5_pd_free,
-    .mr_reg       = dcx_mlx5_mr_reg,
-    .mr_dereg     = dcx_mlx5_mr_dereg,
-    .mkey_create  = dcx_mlx5_mkey_create,
-    .mkey_destroy = dcx_mlx5_mkey_destroy,
-    .cq_create    = dcx_mlx5_cq_create,
-    .cq_destroy   = dcx_mlx5_cq_destroy,
-    .srq_create   = dcx_mlx5_srq_create,
-    .srq_destroy  = dcx_mlx5_srq_destroy,
-    .ah_create    = dcx_mlx5_ah_create,
-    .ah_destroy   = dcx_mlx5_ah_destroy,
-    .qp_create    = dcx_mlx5_qp_create,
-    .qp_destroy   = dcx_mlx5_qp_destroy,
-    .qp_set_error = dcx_mlx5_qp_set_error,
-    .qp_recover   = dcx_mlx5_qp_recover,
+    .close                  = dcx_mlx5_close,
+    .port_addr              = dcx_mlx5_port_addr,
+    .mem_unmapped           = dcx_mlx5_mem_unmapped,
+    .addr_check             = dcx_mlx5_addr_check,
+    .progress               = dcx_mlx5_progress,
+    .pd_alloc               = dcx_mlx5_pd_alloc,
+    .pd_free                = dcx_mlx5_pd_free,
+    .mr_reg                 = dcx_mlx5_mr_reg,
+    .mr_dereg               = dcx_mlx5_mr_dereg,
+    .mkey_create            = dcx_mlx5_mkey_create,
+    .mkey_destroy           = dcx_mlx5_mkey_destroy,
+    .cq_create              = dcx_mlx5_cq_create,
+    .cq_destroy             = dcx_mlx5_cq_destroy,
+    .srq_create             = dcx_mlx5_srq_create,
+    .srq_destroy            = dcx_mlx5_srq_destroy,
+    .ah_create              = dcx_mlx5_ah_create,
+    .ah_destroy             = dcx_mlx5_ah_destroy,
+    .qp_create              = dcx_mlx5_qp_create,
+    .qp_destroy             = dcx_mlx5_qp_destroy,
+    .qp_set_error           = dcx_mlx5_qp_set_error,
+    .qp_recover             = dcx_mlx5_qp_recover,
+    /* completion channels (mlx5_channel.c) */
+    .comp_channel_create    = dcx_mlx5_channel_create,
+    .comp_channel_destroy   = dcx_mlx5_channel_destroy,
+    .cq_create_ch           = dcx_mlx5_cq_create_ch,
+    .cq_req_notify          = dcx_mlx5_cq_req_notify,
+    .comp_channel_get_event = dcx_mlx5_channel_get_event,
 };

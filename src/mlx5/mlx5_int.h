@@ -19,6 +19,7 @@
 
 typedef struct dcx_mlx5_cq dcx_mlx5_cq_t;
 typedef struct dcx_mlx5_qp dcx_mlx5_qp_t;
+typedef struct dcx_mlx5_channel dcx_mlx5_channel_t;
 
 typedef struct dcx_mlx5_dev {
     dcx_dev_t super;
@@ -90,6 +91,20 @@ struct dcx_mlx5_cq {
      * receive path without looking up its QP number. */
     unsigned num_dci;
     unsigned num_dct;
+    /* wake-up events (mlx5_channel.c) */
+    dcx_mlx5_channel_t *channel; /* NULL: created without one */
+    dcx_mlx5_cq_t *ch_next;      /* the channel's CQs */
+    unsigned own_events;         /* fired by arms over flush reports */
+};
+
+/* A completion channel: the context's, and an eventfd for the events the
+ * backend raises itself; the dcx fd is an epoll set over both */
+struct dcx_mlx5_channel {
+    dcx_comp_channel_t super;
+    struct ibv_comp_channel *ch;
+    int efd;
+    dcx_mlx5_cq_t *cqs; /* CQs on the channel */
+    unsigned own;       /* own events not collected, all CQs */
 };
 
 struct dcx_mlx5_qp {
@@ -164,8 +179,25 @@ int dcx_mlx5_umr_qp_create(dcx_mlx5_qp_t *qp, dcx_mlx5_pd_t *pd);
 int dcx_mlx5_umr_qp_connect(dcx_mlx5_qp_t *qp);
 void dcx_mlx5_umr_qp_cleanup(dcx_mlx5_qp_t *qp);
 
+/* mlx5_channel.c */
+/* Open time: true when the context gives completion channels */
+bool dcx_mlx5_channel_probe(dcx_mlx5_dev_t *dev);
+int dcx_mlx5_channel_create(dcx_dev_t *dev, dcx_comp_channel_t **ch_p);
+int dcx_mlx5_channel_destroy(dcx_comp_channel_t *ch);
+int dcx_mlx5_cq_create_ch(dcx_dev_t *dev, uint32_t cqe, dcx_comp_channel_t *ch,
+                          dcx_cq_t **cq_p);
+int dcx_mlx5_cq_req_notify(dcx_cq_t *cq);
+int dcx_mlx5_channel_get_event(dcx_comp_channel_t *ch, dcx_cq_t **cq_p);
+/* The CQ leaves its channel (destruction), its own events with it */
+void dcx_mlx5_channel_detach(dcx_mlx5_cq_t *cq);
+
 /* mlx5_cq.c */
 int dcx_mlx5_cq_create(dcx_dev_t *dev, uint32_t cqe, dcx_cq_t **cq_p);
+/* The CQ on an ibv completion channel (NULL: none); its cq_context is the
+ * backend's CQ */
+int dcx_mlx5_cq_create_on(dcx_dev_t *dev, uint32_t cqe,
+                          struct ibv_comp_channel *channel,
+                          dcx_mlx5_cq_t **cq_p);
 int dcx_mlx5_cq_destroy(dcx_cq_t *cq);
 /* Queues the DCI's remaining outstanding WRs for FLUSH reporting. */
 void dcx_mlx5_cq_schedule_flush(dcx_mlx5_cq_t *cq, dcx_mlx5_qp_t *qp);

@@ -8,7 +8,8 @@
 # UCX's own ib module links the same two libraries: with UCX_TLS unset, with
 # ib transports on UCX_TLS in a UCP run (ucx_info -e), and with its memory
 # domain opened on the emulated device next to dcx's (emu_ib_open), no
-# error line and no crash.
+# error line and no crash; its rc_verbs interface opens there, its ud_verbs
+# interface is refused at its UD QP (emu_ib_open).
 #
 # Run by "make check" from the top build directory.
 
@@ -103,7 +104,11 @@ else
     echo "SKIP: ucx_info not installed"
 fi
 
-# the ib module's memory domain and dcx's on one emulated device
+# the ib module's memory domain and dcx's on one emulated device, and an
+# interface of each of its transports: rc_verbs opens (its completion
+# channel and CQs on the emulation); ud_verbs is refused at its UD QP, which
+# the emulation does not model: one line from the emulation, one from UCX,
+# and nothing else
 DCX_EMU_FABRIC=dcxrun-check "$run" --mlx5-emu \
     test/gtest/emu/emu_ib_open > "$out" 2>&1
 st=$?
@@ -112,8 +117,13 @@ if [ $st = 77 ]; then
 else
     [ "$(grep -c 'md mlx5_0: open Success$' "$out")" = 4 ] &&
         grep -q '^round 1: closed$' "$out" &&
-        ! grep -q -e 'UCX  ERROR' -e '\[dcx error\]' "$out"
-    check "ib and dcx memory domains on mlx5_0 in one process" $(( st + $? ))
+        grep -qx 'ib iface rc_verbs on mlx5_0:1: open Success' "$out" &&
+        grep -qx 'ib iface ud_verbs on mlx5_0:1: open Input/output error' "$out" &&
+        ! grep -q 'ibv_create_comp_channel() failed' "$out" &&
+        [ "$(grep -c -e 'UCX  ERROR' -e 'DCX  ERROR' -e '\[dcx error\]' "$out")" = 2 ] &&
+        grep -q '\[dcx error\] .*create_qp: QP type 4 is not modelled' "$out" &&
+        grep -q 'UCX  ERROR .*failed to create UD QP.*Operation not supported' "$out"
+    check "ib and dcx memory domains on mlx5_0 in one process; rc_verbs opens, ud_verbs refused at its UD QP" $(( st + $? ))
 fi
 rm -f "/dev/shm/dcx-emu.$(id -u).dcxrun-check"
 

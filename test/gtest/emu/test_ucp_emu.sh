@@ -6,8 +6,8 @@
 # emulated libibverbs/libmlx5 first in LD_LIBRARY_PATH, soft devices off,
 # a fabric of this run's own) and DCX_TEST_DEVICE=mlx5_0 makes the fixture
 # put UCP on that device (test/gtest/uct/ucp_fixture.h, use_test_device).
-# Tests needing what the backend lacks (tag matching offload, wake-up
-# events) skip themselves by capability (test_device_query).  The tests
+# Tests needing what the backend lacks (tag matching offload) skip
+# themselves by capability (test_device_query); the wake-up test runs.  The tests
 # that only make sense on the soft device are left out here, in SOFT_ONLY,
 # each with its reason: this is the one place that chooses them.
 #
