@@ -50,21 +50,6 @@ void uct_dcx_iface_fc_cleanup(uct_dcx_iface_t *iface)
                                         &iface->fc_cb_id);
 }
 
-/* exported (dcx_* names only) for tests and diagnostics */
-__attribute__((visibility("default"))) int
-dcx_fc_iface_stats(uct_iface_h tl_iface, dcx_fc_stats_t *stats)
-{
-    uct_dcx_iface_t *iface;
-
-    if ((tl_iface == NULL) ||
-        (tl_iface->ops.ep_put_short != uct_dcx_ep_put_short)) {
-        return -1;
-    }
-    iface  = ucs_derived_of(tl_iface, uct_dcx_iface_t);
-    *stats = iface->cnt->fc;
-    return 0;
-}
-
 ucs_status_t uct_dcx_ep_fc_request(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep)
 {
     ucs_status_t status;

@@ -117,25 +117,6 @@ unsigned uct_dcx_iface_post_recv(uct_dcx_iface_t *iface)
     return count;
 }
 
-/* exported (dcx_* names only) for tests and diagnostics */
-__attribute__((visibility("default"))) int
-dcx_rx_iface_stats(uct_iface_h tl_iface, dcx_rx_stats_t *stats)
-{
-    uct_dcx_iface_t *iface;
-
-    if ((tl_iface == NULL) ||
-        (tl_iface->ops.ep_put_short != uct_dcx_ep_put_short)) {
-        return -1;
-    }
-    iface           = ucs_derived_of(tl_iface, uct_dcx_iface_t);
-    stats->reposts  = iface->rx_reposts;
-    stats->reposted = iface->rx_reposted;
-    stats->posted   = iface->rx_posted;
-    stats->target   = iface->rx_target;
-    stats->batch    = iface->rx_repost;
-    return 0;
-}
-
 static UCS_F_NOINLINE void uct_dcx_iface_handle_ctl(uct_dcx_iface_t *iface,
                                                     uint8_t type,
                                                     const uint8_t *data,

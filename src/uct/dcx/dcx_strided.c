@@ -690,18 +690,3 @@ void uct_dcx_strided_cleanup(uct_dcx_iface_t *iface)
     ucs_mpool_cleanup(&st->op_mp, 0);
     kh_destroy_inplace(uct_dcx_skeys, &st->hash);
 }
-
-/* exported (dcx_* names only) for tests and diagnostics */
-__attribute__((visibility("default"))) int
-dcx_strided_iface_stats(uct_iface_h tl_iface, dcx_strided_stats_t *stats)
-{
-    uct_dcx_iface_t *iface;
-
-    if ((tl_iface == NULL) ||
-        (tl_iface->ops.ep_put_zcopy != uct_dcx_ep_put_zcopy)) {
-        return -1;
-    }
-    iface  = ucs_derived_of(tl_iface, uct_dcx_iface_t);
-    *stats = iface->strided.stats;
-    return 0;
-}
