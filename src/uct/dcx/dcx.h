@@ -252,7 +252,7 @@ typedef struct uct_dcx_ep_ext {
     ucs_queue_head_t pending_q;    /* uct_pending_req_t, through priv */
     ucs_arbiter_group_t arb_group; /* holds arb_elem while pending_q */
     ucs_arbiter_elem_t arb_elem;
-    /* flow control: while FC_REQ_SENT, on iface->fc_waiters */
+    /* flow control: while FC_REQ_SENT, on iface->fc.waiters */
     uint8_t fc_seq;         /* number of the last credit request */
     ucs_time_t fc_req_time; /* when it was sent */
     ucs_list_link_t fc_list;
@@ -400,6 +400,17 @@ typedef struct uct_dcx_tm {
 } uct_dcx_tm_t;
 
 
+/* Flow control of an interface's endpoints (dcx_fc.c) */
+typedef struct uct_dcx_fc {
+    int32_t wnd;              /* credits of a new ep (FC_WND) */
+    int32_t thresh;           /* credits left when an ep asks for more */
+    ucs_list_link_t waiters;  /* eps waiting for a grant */
+    ucs_time_t req_timeout;   /* resend credit requests */
+    ucs_time_t next_check;    /* when the resend timer looks again */
+    uct_worker_cb_id_t cb_id; /* resend timer, while waiters */
+} uct_dcx_fc_t;
+
+
 struct uct_dcx_iface {
     uct_base_iface_t super;
     dcx_dev_t *dev;
@@ -478,14 +489,9 @@ struct uct_dcx_iface {
     size_t rx_payload_offset; /* elem -> wire data */
     uct_recv_desc_t release_desc;
 
-    /* flow control */
-    int32_t fc_wnd;
-    int32_t fc_thresh;
-    ucs_queue_head_t grant_q;   /* grants waiting for the ctl DCI */
-    ucs_list_link_t fc_waiters; /* eps waiting for a grant */
-    ucs_time_t fc_req_timeout;  /* resend credit requests */
-    ucs_time_t fc_next_check;
-    uct_worker_cb_id_t fc_cb_id; /* resend timer, while waiters */
+    uct_dcx_fc_t fc;          /* flow control (dcx_fc.c) */
+    ucs_queue_head_t grant_q; /* grants waiting for the ctl DCI
+                                 (dcx_ctl.c) */
 
     /* endpoints */
     khash_t(uct_dcx_eps) eps;

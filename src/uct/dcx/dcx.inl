@@ -159,7 +159,7 @@ uct_dcx_ep_tx_begin(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep, int is_am)
 {
     if (ucs_likely((ep->dci != UCT_DCX_DCI_NONE) &&
                    (iface->dcis[ep->dci].avail > 0) && (ep->quota > 0) &&
-                   (!is_am || (ep->fc_wnd > iface->fc_thresh)))) {
+                   (!is_am || (ep->fc_wnd > iface->fc.thresh)))) {
         return UCS_OK;
     }
     return uct_dcx_ep_tx_slow(iface, ep, is_am);

@@ -200,7 +200,7 @@ ucs_status_t uct_dcx_ep_fc_post_req(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep,
     size_t len;
 
     memset(&msg, 0, sizeof(msg));
-    msg.credits  = iface->fc_wnd - iface->fc_thresh;
+    msg.credits  = iface->fc.wnd - iface->fc.thresh;
     msg.addr_len = iface->config.port_len;
     msg.seq      = seq;
     msg.dctn     = iface->config.dctn;

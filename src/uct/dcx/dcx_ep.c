@@ -804,7 +804,7 @@ UCS_CLASS_INIT_FUNC(uct_dcx_ep_t, const uct_ep_params_t *params)
     }
 
     self->flags   = 0;
-    self->fc_wnd  = iface->fc_wnd;
+    self->fc_wnd  = iface->fc.wnd;
     self->last_sn = 0;
     self->seq     = ++iface->next_ep_seq;
     uct_dcx_ep_pending_init(self);

@@ -229,7 +229,7 @@ static ucs_status_t uct_dcx_iface_flush(uct_iface_h tl_iface, unsigned flags,
      * cover); invalidated endpoints whose operations end when their
      * failure is reported */
     if (uct_dcx_iface_ctl_busy(iface) ||
-        !ucs_list_is_empty(&iface->fc_waiters) || (iface->invalidated > 0)) {
+        !ucs_list_is_empty(&iface->fc.waiters) || (iface->invalidated > 0)) {
         in_progress = 1;
     }
 
@@ -634,8 +634,6 @@ static UCS_CLASS_INIT_FUNC(uct_dcx_iface_t, uct_md_h tl_md, uct_worker_h worker,
                                                              cfg->fc_wnd));
     self->rx_reposts  = 0;
     self->rx_reposted = 0;
-    self->fc_wnd      = cfg->fc_wnd;
-    self->fc_thresh   = cfg->fc_wnd / 4;
     self->next_ep_id  = 0;
     self->next_ep_seq = 0;
     self->num_eps     = 0;
@@ -711,7 +709,7 @@ static UCS_CLASS_INIT_FUNC(uct_dcx_iface_t, uct_md_h tl_md, uct_worker_h worker,
               "seg %zu, rx %u, fc window %d",
               dcx_dev_name(self->dev), self, self->config.dctn, self->num_dci,
               self->sq_len, self->policy->name, self->config.seg_size,
-              self->rx_queue_len, self->fc_wnd);
+              self->rx_queue_len, self->fc.wnd);
     return UCS_OK;
 
 err_pool:
