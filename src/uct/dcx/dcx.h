@@ -400,6 +400,20 @@ typedef struct uct_dcx_tm {
 } uct_dcx_tm_t;
 
 
+/* The receive side of an interface (dcx_rx.c) */
+typedef struct uct_dcx_rx {
+    unsigned posted;
+    unsigned target;  /* posted goal: grows to queue_len on demand */
+    unsigned repost;  /* reposted once this many are missing
+                                (batches) */
+    uint64_t reposts; /* dcx_rx_stats_t */
+    uint64_t reposted;
+    unsigned tmh_len;      /* TM SRQ: TMH before wire */
+    unsigned queue_len;    /* RX_QUEUE_LEN */
+    size_t headroom;       /* the user's, before the AM byte */
+    size_t payload_offset; /* elem -> wire data */
+} uct_dcx_rx_t;
+
 /* Flow control of an interface's endpoints (dcx_fc.c) */
 typedef struct uct_dcx_fc {
     int32_t wnd;              /* credits of a new ep (FC_WND) */
@@ -474,19 +488,8 @@ struct uct_dcx_iface {
     dcx_mr_t *scratch_mr; /* discarded atomic results */
     uint64_t *scratch;
 
-    /* receive side */
-    unsigned rx_posted;
-    unsigned rx_target;  /* posted goal: grows to
-                                                 rx_queue_len on demand */
-    unsigned rx_repost;  /* reposted once this many
-                                                 are missing (batches) */
-    uint64_t rx_reposts; /* dcx_rx_stats_t */
-    uint64_t rx_reposted;
-    unsigned rx_tmh_len; /* TM SRQ: TMH before wire */
-    uct_dcx_tm_t tm;     /* when rx_tmh_len != 0 */
-    unsigned rx_queue_len;
-    size_t rx_headroom;
-    size_t rx_payload_offset; /* elem -> wire data */
+    uct_dcx_rx_t rx; /* receive side (dcx_rx.c) */
+    uct_dcx_tm_t tm; /* tag matching (dcx_tag.c), when rx.tmh_len != 0 */
     uct_recv_desc_t release_desc;
 
     uct_dcx_fc_t fc;          /* flow control (dcx_fc.c) */
@@ -584,6 +587,8 @@ void uct_dcx_iface_send_grants(uct_dcx_iface_t *iface);
 int uct_dcx_iface_ctl_busy(uct_dcx_iface_t *iface);
 
 /* dcx_rx.c */
+void uct_dcx_iface_rx_init(uct_dcx_iface_t *iface,
+                           const uct_dcx_iface_config_t *cfg);
 unsigned uct_dcx_iface_progress(uct_iface_h tl_iface);
 unsigned uct_dcx_iface_post_recv(uct_dcx_iface_t *iface);
 void uct_dcx_iface_rx_grow(uct_dcx_iface_t *iface);

@@ -97,9 +97,9 @@ ucs_status_t uct_dcx_dci_post_nop(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci)
     }
 
     /* NO_TAG TMH (our DCT is behind a TM SRQ) and the header byte */
-    nop[iface->rx_tmh_len] = UCT_DCX_AM_CTL | UCT_DCX_CTL_NOP;
+    nop[iface->rx.tmh_len] = UCT_DCX_AM_CTL | UCT_DCX_CTL_NOP;
     sge.addr               = (uintptr_t)nop;
-    sge.length             = iface->rx_tmh_len + UCT_DCX_AM_HDR_LEN;
+    sge.length             = iface->rx.tmh_len + UCT_DCX_AM_HDR_LEN;
     sge.lkey               = 0;
     wr.flags               = DCX_SEND_INLINE;
     if (sge.length > iface->config.max_inline) {

@@ -69,11 +69,11 @@ dcx_rx_iface_stats(uct_iface_h tl_iface, dcx_rx_stats_t *stats)
     if (iface == NULL) {
         return -1;
     }
-    stats->reposts  = iface->rx_reposts;
-    stats->reposted = iface->rx_reposted;
-    stats->posted   = iface->rx_posted;
-    stats->target   = iface->rx_target;
-    stats->batch    = iface->rx_repost;
+    stats->reposts  = iface->rx.reposts;
+    stats->reposted = iface->rx.reposted;
+    stats->posted   = iface->rx.posted;
+    stats->target   = iface->rx.target;
+    stats->batch    = iface->rx.repost;
     return 0;
 }
 

@@ -651,7 +651,7 @@ ucs_status_t uct_dcx_ep_flush(uct_ep_h tl_ep, unsigned flags,
          * them tells when they are done */
         uct_dcx_iface_self_dest(iface, &self);
         status = uct_dcx_dci_post_ctl(iface, dci, ep, &self, UCT_DCX_CTL_NOP,
-                                      NULL, 0, iface->rx_tmh_len, NULL);
+                                      NULL, 0, iface->rx.tmh_len, NULL);
         if (status != UCS_OK) {
             return status;
         }

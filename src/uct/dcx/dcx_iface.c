@@ -280,7 +280,7 @@ static ucs_status_t uct_dcx_iface_get_address(uct_iface_h tl_iface,
     iaddr->dctn[0] = iface->config.dctn & 0xff;
     iaddr->dctn[1] = (iface->config.dctn >> 8) & 0xff;
     iaddr->dctn[2] = (iface->config.dctn >> 16) & 0xff;
-    iaddr->flags   = iface->rx_tmh_len ? UCT_DCX_ADDR_FLAG_TM : 0;
+    iaddr->flags   = iface->rx.tmh_len ? UCT_DCX_ADDR_FLAG_TM : 0;
     return UCS_OK;
 }
 
@@ -627,13 +627,7 @@ static UCS_CLASS_INIT_FUNC(uct_dcx_iface_t, uct_md_h tl_md, uct_worker_h worker,
     /* am_short_iov: TMH, AM byte and the iovs */
     self->config.max_iov     = ucs_min((uint32_t)UCT_DCX_MAX_IOV,
                                        self->caps->max_sge - 2);
-    self->rx_tmh_len         = 0;
-    self->rx_queue_len       = cfg->rx_queue_len;
-    self->rx_posted          = 0;
-    uct_dcx_iface_set_rx_target(self, uct_dcx_rx_init_posted(cfg->rx_queue_len,
-                                                             cfg->fc_wnd));
-    self->rx_reposts  = 0;
-    self->rx_reposted = 0;
+    uct_dcx_iface_rx_init(self, cfg);
     self->next_ep_id  = 0;
     self->next_ep_seq = 0;
     self->num_eps     = 0;
@@ -698,9 +692,9 @@ static UCS_CLASS_INIT_FUNC(uct_dcx_iface_t, uct_md_h tl_md, uct_worker_h worker,
     }
 
     uct_dcx_iface_post_recv(self);
-    if (self->rx_posted < self->rx_target) {
+    if (self->rx.posted < self->rx.target) {
         ucs_error("dcx: %s: posted only %u of %u receive buffers",
-                  dcx_dev_name(self->dev), self->rx_posted, self->rx_target);
+                  dcx_dev_name(self->dev), self->rx.posted, self->rx.target);
         status = UCS_ERR_NO_MEMORY;
         goto err_pool;
     }
@@ -709,7 +703,7 @@ static UCS_CLASS_INIT_FUNC(uct_dcx_iface_t, uct_md_h tl_md, uct_worker_h worker,
               "seg %zu, rx %u, fc window %d",
               dcx_dev_name(self->dev), self, self->config.dctn, self->num_dci,
               self->sq_len, self->policy->name, self->config.seg_size,
-              self->rx_queue_len, self->fc.wnd);
+              self->rx.queue_len, self->fc.wnd);
     return UCS_OK;
 
 err_pool:
