@@ -567,16 +567,13 @@ static uct_iface_internal_ops_t uct_dcx_iface_internal_ops = {
     .ep_query          = UCT_DCX_OP_UNSUPPORTED(uct_ep_query_func_t),
     .ep_invalidate     = UCT_DCX_EP_OP_INVALIDATE};
 
-static UCS_CLASS_INIT_FUNC(uct_dcx_iface_t, uct_md_h tl_md, uct_worker_h worker,
-                           const uct_iface_params_t *params,
-                           const uct_iface_config_t *tl_config)
+/* What the interface is asked to open on: a device of this memory domain,
+ * opened as a device, by a worker that is not multi-threaded */
+static ucs_status_t uct_dcx_iface_check_params(uct_dcx_md_t *md,
+                                               uct_worker_h worker,
+                                               const uct_iface_params_t *params)
 {
-    uct_dcx_md_t *md                  = ucs_derived_of(tl_md, uct_dcx_md_t);
-    const uct_dcx_iface_config_t *cfg = ucs_derived_of(tl_config,
-                                                       uct_dcx_iface_config_t);
     char expected[UCT_DEVICE_NAME_MAX];
-    ucs_status_t status;
-    int ret;
 
     if (!(params->field_mask & UCT_IFACE_PARAM_FIELD_OPEN_MODE) ||
         !(params->open_mode & UCT_IFACE_OPEN_MODE_DEVICE)) {
@@ -596,26 +593,15 @@ static UCS_CLASS_INIT_FUNC(uct_dcx_iface_t, uct_md_h tl_md, uct_worker_h worker,
                   params->mode.device.dev_name, md->name, expected);
         return UCS_ERR_NO_DEVICE;
     }
+    return UCS_OK;
+}
 
-    UCS_CLASS_CALL_SUPER_INIT(
-        uct_base_iface_t, &uct_dcx_iface_ops, &uct_dcx_iface_internal_ops,
-        tl_md, worker, params,
-        tl_config UCS_STATS_ARG((params->field_mask &
-                                 UCT_IFACE_PARAM_FIELD_STATS_ROOT) ?
-                                    params->stats_root :
-                                    NULL)
-            UCS_STATS_ARG(params->mode.device.dev_name));
-
-    self->dev  = md->dev;
-    self->pd   = md->pd;
-    self->caps = dcx_dev_caps(md->dev);
-
-    status = uct_dcx_iface_check_config(cfg, self->caps,
-                                        dcx_dev_name(self->dev));
-    if (status != UCS_OK) {
-        return status;
-    }
-
+/* The settings of a checked configuration, and the state of every object
+ * of the interface before any device resource exists (nothing to undo but
+ * the endpoint index and the arbiter) */
+static void uct_dcx_iface_init_state(uct_dcx_iface_t *self,
+                                     const uct_dcx_iface_config_t *cfg)
+{
     self->policy             = &uct_dcx_policy_ops[cfg->policy];
     self->config.seg_size    = cfg->seg_size;
     self->config.quota       = cfg->quota;
@@ -643,6 +629,71 @@ static UCS_CLASS_INIT_FUNC(uct_dcx_iface_t, uct_md_h tl_md, uct_worker_h worker,
     self->invalidated = 0;
     kh_init_inplace(uct_dcx_eps, &self->eps);
     uct_dcx_iface_atomic_caps(self);
+}
+
+/* The registered cache line where the results of atomics the user does not
+ * want land */
+static ucs_status_t uct_dcx_iface_scratch_init(uct_dcx_iface_t *self)
+{
+    int ret;
+
+    ret = posix_memalign((void **)&self->scratch, UCS_SYS_CACHE_LINE_SIZE,
+                         UCS_SYS_CACHE_LINE_SIZE);
+    if (ret != 0) {
+        ucs_error("dcx: failed to allocate the atomic scratch buffer");
+        return UCS_ERR_NO_MEMORY;
+    }
+    ret = dcx_mr_reg(self->pd, self->scratch, UCS_SYS_CACHE_LINE_SIZE,
+                     DCX_ACCESS_LOCAL_WRITE, &self->scratch_mr);
+    if (ret != 0) {
+        ucs_error("dcx: %s: failed to register the atomic scratch buffer: %s",
+                  dcx_dev_name(self->dev), strerror(ret));
+        free(self->scratch);
+        return UCS_ERR_IO_ERROR;
+    }
+    return UCS_OK;
+}
+
+static void uct_dcx_iface_scratch_cleanup(uct_dcx_iface_t *self)
+{
+    dcx_mr_dereg(self->scratch_mr);
+    free(self->scratch);
+}
+
+static UCS_CLASS_INIT_FUNC(uct_dcx_iface_t, uct_md_h tl_md, uct_worker_h worker,
+                           const uct_iface_params_t *params,
+                           const uct_iface_config_t *tl_config)
+{
+    uct_dcx_md_t *md                  = ucs_derived_of(tl_md, uct_dcx_md_t);
+    const uct_dcx_iface_config_t *cfg = ucs_derived_of(tl_config,
+                                                       uct_dcx_iface_config_t);
+    ucs_status_t status;
+
+    status = uct_dcx_iface_check_params(md, worker, params);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    UCS_CLASS_CALL_SUPER_INIT(
+        uct_base_iface_t, &uct_dcx_iface_ops, &uct_dcx_iface_internal_ops,
+        tl_md, worker, params,
+        tl_config UCS_STATS_ARG((params->field_mask &
+                                 UCT_IFACE_PARAM_FIELD_STATS_ROOT) ?
+                                    params->stats_root :
+                                    NULL)
+            UCS_STATS_ARG(params->mode.device.dev_name));
+
+    self->dev  = md->dev;
+    self->pd   = md->pd;
+    self->caps = dcx_dev_caps(md->dev);
+
+    status = uct_dcx_iface_check_config(cfg, self->caps,
+                                        dcx_dev_name(self->dev));
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    uct_dcx_iface_init_state(self, cfg);
 
     status = uct_dcx_iface_create_queues(self, cfg,
                                          uct_dcx_iface_tag_params(self, params,
@@ -660,25 +711,14 @@ static UCS_CLASS_INIT_FUNC(uct_dcx_iface_t, uct_md_h tl_md, uct_worker_h worker,
         goto err_queues;
     }
 
-    ret = posix_memalign((void **)&self->scratch, UCS_SYS_CACHE_LINE_SIZE,
-                         UCS_SYS_CACHE_LINE_SIZE);
-    if (ret != 0) {
-        ucs_error("dcx: failed to allocate the atomic scratch buffer");
-        status = UCS_ERR_NO_MEMORY;
+    status = uct_dcx_iface_scratch_init(self);
+    if (status != UCS_OK) {
         goto err_mpools;
-    }
-    ret = dcx_mr_reg(self->pd, self->scratch, UCS_SYS_CACHE_LINE_SIZE,
-                     DCX_ACCESS_LOCAL_WRITE, &self->scratch_mr);
-    if (ret != 0) {
-        ucs_error("dcx: %s: failed to register the atomic scratch buffer: %s",
-                  dcx_dev_name(self->dev), strerror(ret));
-        status = UCS_ERR_IO_ERROR;
-        goto err_scratch;
     }
 
     status = uct_dcx_iface_tag_init(self, cfg);
     if (status != UCS_OK) {
-        goto err_scratch_mr;
+        goto err_scratch;
     }
 
     status = uct_dcx_strided_init(self, cfg);
@@ -712,10 +752,8 @@ err_strided:
     uct_dcx_strided_cleanup(self);
 err_tag:
     uct_dcx_iface_tag_cleanup(self);
-err_scratch_mr:
-    dcx_mr_dereg(self->scratch_mr);
 err_scratch:
-    free(self->scratch);
+    uct_dcx_iface_scratch_cleanup(self);
 err_mpools:
     ucs_mpool_cleanup(&self->rx_mp, 0);
     ucs_mpool_cleanup(&self->op_mp, 0);
@@ -762,8 +800,7 @@ static UCS_CLASS_CLEANUP_FUNC(uct_dcx_iface_t)
 
     uct_dcx_iface_tag_cleanup(self);
     uct_dcx_stats_close(self);
-    dcx_mr_dereg(self->scratch_mr);
-    free(self->scratch);
+    uct_dcx_iface_scratch_cleanup(self);
     ucs_mpool_cleanup(&self->rx_mp, 0);
     ucs_mpool_cleanup(&self->op_mp, 1);
     ucs_mpool_cleanup(&self->tx_mp, 1);
