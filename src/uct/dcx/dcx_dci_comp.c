@@ -3,9 +3,10 @@
  * dcx transport: what happens to the WRs a DCI posted: send completions
  * (retiring WRs, firing their operations, a drained DCI going back to its
  * policy), error completions and the recovery of a DCI (with the replay of
- * a shared DCI's WRs that did not fail), the WR log, cancel, and the
- * completion of an endpoint's operations when it goes away or fails.  The
- * pool and its policies are in dcx_dci.c.
+ * a shared DCI's WRs that did not fail, from the WR log dcx_dci.c keeps),
+ * cancel, and the completion of an endpoint's operations when it goes away
+ * or fails.  The pool and its policies are in dcx_dci.c; a failed
+ * endpoint is reported through iface->ep_failed.
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
