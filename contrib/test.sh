@@ -52,6 +52,11 @@ step "package sources untouched (test/apt-sources.sh)" "$top/test/apt-sources.sh
 # sizes, the README's layout (contrib/lint.sh; --fix writes what it can)
 step "lint (contrib/lint.sh)" "$top/contrib/lint.sh"
 step "build (-Werror)" configure_build "$top/build" --enable-werror
+# the transport cut along its objects: no two files call each other, no
+# cycle of calls through more than two files (README "Layout")
+step "transport call pairs (contrib/call-pairs.py --check)" \
+    python3 "$top/contrib/call-pairs.py" --check -b "$top/build" \
+    "$top/src/uct/dcx"
 step "gtest suites" make -C "$top/build" check
 if [ $quick -eq 0 ]; then
     step "build (ASan+UBSan)" configure_build "$top/build-asan" --enable-asan

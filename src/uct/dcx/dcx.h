@@ -264,7 +264,7 @@ typedef struct uct_dcx_ep_ext {
     ucs_queue_head_t pending_q;    /* uct_pending_req_t, through priv */
     ucs_arbiter_group_t arb_group; /* holds arb_elem while pending_q */
     ucs_arbiter_elem_t arb_elem;
-    /* flow control: while FC_REQ_SENT, on iface->fc_waiters */
+    /* flow control: while FC_REQ_SENT, on iface->fc.waiters */
     uint8_t fc_seq;         /* number of the last credit request */
     ucs_time_t fc_req_time; /* when it was sent */
     ucs_list_link_t fc_list;
@@ -412,6 +412,31 @@ typedef struct uct_dcx_tm {
 } uct_dcx_tm_t;
 
 
+/* The receive side of an interface (dcx_rx.c) */
+typedef struct uct_dcx_rx {
+    unsigned posted;
+    unsigned target;  /* posted goal: grows to queue_len on demand */
+    unsigned repost;  /* reposted once this many are missing
+                                (batches) */
+    uint64_t reposts; /* dcx_rx_stats_t */
+    uint64_t reposted;
+    unsigned tmh_len;      /* TM SRQ: TMH before wire */
+    unsigned queue_len;    /* RX_QUEUE_LEN */
+    size_t headroom;       /* the user's, before the AM byte */
+    size_t payload_offset; /* elem -> wire data */
+} uct_dcx_rx_t;
+
+/* Flow control of an interface's endpoints (dcx_fc.c) */
+typedef struct uct_dcx_fc {
+    int32_t wnd;              /* credits of a new ep (FC_WND) */
+    int32_t thresh;           /* credits left when an ep asks for more */
+    ucs_list_link_t waiters;  /* eps waiting for a grant */
+    ucs_time_t req_timeout;   /* resend credit requests */
+    ucs_time_t next_check;    /* when the resend timer looks again */
+    uct_worker_cb_id_t cb_id; /* resend timer, while waiters */
+} uct_dcx_fc_t;
+
+
 struct uct_dcx_iface {
     uct_base_iface_t super;
     dcx_dev_t *dev;
@@ -489,29 +514,13 @@ struct uct_dcx_iface {
     dcx_mr_t *scratch_mr; /* discarded atomic results */
     uint64_t *scratch;
 
-    /* receive side */
-    unsigned rx_posted;
-    unsigned rx_target;  /* posted goal: grows to
-                                                 rx_queue_len on demand */
-    unsigned rx_repost;  /* reposted once this many
-                                                 are missing (batches) */
-    uint64_t rx_reposts; /* dcx_rx_stats_t */
-    uint64_t rx_reposted;
-    unsigned rx_tmh_len; /* TM SRQ: TMH before wire */
-    uct_dcx_tm_t tm;     /* when rx_tmh_len != 0 */
-    unsigned rx_queue_len;
-    size_t rx_headroom;
-    size_t rx_payload_offset; /* elem -> wire data */
+    uct_dcx_rx_t rx; /* receive side (dcx_rx.c) */
+    uct_dcx_tm_t tm; /* tag matching (dcx_tag.c), when rx.tmh_len != 0 */
     uct_recv_desc_t release_desc;
 
-    /* flow control */
-    int32_t fc_wnd;
-    int32_t fc_thresh;
-    ucs_queue_head_t grant_q;   /* grants waiting for the ctl DCI */
-    ucs_list_link_t fc_waiters; /* eps waiting for a grant */
-    ucs_time_t fc_req_timeout;  /* resend credit requests */
-    ucs_time_t fc_next_check;
-    uct_worker_cb_id_t fc_cb_id; /* resend timer, while waiters */
+    uct_dcx_fc_t fc;          /* flow control (dcx_fc.c) */
+    ucs_queue_head_t grant_q; /* grants waiting for the ctl DCI
+                                 (dcx_ctl.c) */
 
     /* endpoints */
     khash_t(uct_dcx_eps) eps;
@@ -608,6 +617,8 @@ void uct_dcx_iface_send_grants(uct_dcx_iface_t *iface);
 int uct_dcx_iface_ctl_busy(uct_dcx_iface_t *iface);
 
 /* dcx_rx.c */
+void uct_dcx_iface_rx_init(uct_dcx_iface_t *iface,
+                           const uct_dcx_iface_config_t *cfg);
 unsigned uct_dcx_iface_progress(uct_iface_h tl_iface);
 unsigned uct_dcx_iface_post_recv(uct_dcx_iface_t *iface);
 void uct_dcx_iface_rx_grow(uct_dcx_iface_t *iface);
@@ -715,6 +726,8 @@ void uct_dcx_ep_put_idle_dci(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep);
 void uct_dcx_dci_drain(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci);
 /* Destroys the DCIs unused for DCI_IDLE_TIMEOUT, if it is time to look */
 void uct_dcx_dci_pool_check(uct_dcx_iface_t *iface);
+/* The pool's gauges (sizes, waiters, free DCIs) into stats */
+void uct_dcx_dci_gauges(uct_dcx_iface_t *iface, dcx_dci_stats_t *stats);
 /* A signalled no-op to ourselves on dci, inline (no buffer: it cannot fail
  * for want of one); UCS_ERR_NO_RESOURCE if dci has no free slot */
 ucs_status_t uct_dcx_dci_post_nop(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci);

@@ -169,7 +169,7 @@ uct_dcx_ep_tx_begin(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep, int is_am)
 {
     if (ucs_likely((ep->dci != UCT_DCX_DCI_NONE) &&
                    (iface->dcis[ep->dci].avail > 0) && (ep->quota > 0) &&
-                   (!is_am || (ep->fc_wnd > iface->fc_thresh)))) {
+                   (!is_am || (ep->fc_wnd > iface->fc.thresh)))) {
         return UCS_OK;
     }
     return uct_dcx_ep_tx_slow(iface, ep, is_am);
@@ -238,8 +238,8 @@ uct_dcx_wr_init(dcx_send_wr_t *wr, uct_dcx_ep_t *ep, uint8_t opcode,
 static UCS_F_ALWAYS_INLINE void
 uct_dcx_iface_set_rx_target(uct_dcx_iface_t *iface, unsigned target)
 {
-    iface->rx_target = target;
-    iface->rx_repost = ucs_max(ucs_min(target / 8,
+    iface->rx.target = target;
+    iface->rx.repost = ucs_max(ucs_min(target / 8,
                                        (unsigned)UCT_DCX_RX_REPOST_MAX),
                                1u);
 }
@@ -262,7 +262,7 @@ uct_dcx_rx_init_posted(unsigned rx_queue_len, unsigned fc_wnd)
 static UCS_F_ALWAYS_INLINE uint8_t *uct_dcx_rx_wire(uct_dcx_iface_t *iface,
                                                     void *elem)
 {
-    return UCS_PTR_BYTE_OFFSET(elem, iface->rx_payload_offset);
+    return UCS_PTR_BYTE_OFFSET(elem, iface->rx.payload_offset);
 }
 
 /* A send buffer of mp; NULL if none is free (then unsignalled WRs holding
@@ -334,8 +334,8 @@ uct_dcx_ep_desc_begin(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep, int is_am,
 static UCS_F_ALWAYS_INLINE void
 uct_dcx_iface_progress_tail(uct_dcx_iface_t *iface)
 {
-    if (ucs_unlikely(iface->rx_target - iface->rx_posted >= iface->rx_repost)) {
-        if (ucs_unlikely(iface->rx_posted < (iface->rx_target / 2))) {
+    if (ucs_unlikely(iface->rx.target - iface->rx.posted >= iface->rx.repost)) {
+        if (ucs_unlikely(iface->rx.posted < (iface->rx.target / 2))) {
             uct_dcx_iface_rx_grow(iface);
         }
         uct_dcx_iface_post_recv(iface);

@@ -200,12 +200,12 @@ ucs_status_t uct_dcx_ep_fc_post_req(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep,
     size_t len;
 
     memset(&msg, 0, sizeof(msg));
-    msg.credits  = iface->fc_wnd - iface->fc_thresh;
+    msg.credits  = iface->fc.wnd - iface->fc.thresh;
     msg.addr_len = iface->config.port_len;
     msg.seq      = seq;
     msg.dctn     = iface->config.dctn;
     msg.ep_id    = ep->ext->id;
-    msg.flags    = iface->rx_tmh_len ? UCT_DCX_ADDR_FLAG_TM : 0;
+    msg.flags    = iface->rx.tmh_len ? UCT_DCX_ADDR_FLAG_TM : 0;
     memcpy(msg.port, iface->config.port, iface->config.port_len);
 
     /* On the ep's own DCI, after the messages it asks credits for; if the

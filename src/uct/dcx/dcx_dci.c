@@ -44,7 +44,7 @@ const char *uct_dcx_policy_names[] = {[UCT_DCX_POLICY_DCS]       = "dcs",
 
 /* The pool's gauges into counters: at each change of the pool (so that a
  * live counters file shows them), and for dcx_dci_iface_stats */
-static void uct_dcx_dci_gauges(uct_dcx_iface_t *iface, dcx_dci_stats_t *stats)
+void uct_dcx_dci_gauges(uct_dcx_iface_t *iface, dcx_dci_stats_t *stats)
 {
     stats->num_dci    = iface->num_dci;
     stats->created    = iface->dci_created;
@@ -99,9 +99,9 @@ ucs_status_t uct_dcx_dci_post_nop(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci)
     }
 
     /* NO_TAG TMH (our DCT is behind a TM SRQ) and the header byte */
-    nop[iface->rx_tmh_len] = UCT_DCX_AM_CTL | UCT_DCX_CTL_NOP;
+    nop[iface->rx.tmh_len] = UCT_DCX_AM_CTL | UCT_DCX_CTL_NOP;
     sge.addr               = (uintptr_t)nop;
-    sge.length             = iface->rx_tmh_len + UCT_DCX_AM_HDR_LEN;
+    sge.length             = iface->rx.tmh_len + UCT_DCX_AM_HDR_LEN;
     sge.lkey               = 0;
     wr.flags               = DCX_SEND_INLINE;
     if (sge.length > iface->config.max_inline) {
@@ -996,37 +996,4 @@ void uct_dcx_ep_put_idle_dci(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep)
     if ((dci->flags & UCT_DCX_DCI_FLAG_BUSY) && uct_dcx_dci_is_drained(dci)) {
         iface->policy->dci_idle(iface, dci);
     }
-}
-
-
-/* ---------------------------------------------------------------------------
- * Introspection (dcx_dci_stats.h), exported (dcx_* names only) for tests and
- * diagnostics
- * ------------------------------------------------------------------------- */
-
-__attribute__((visibility("default"))) int
-dcx_dci_iface_stats(uct_iface_h tl_iface, dcx_dci_stats_t *stats)
-{
-    uct_dcx_iface_t *iface;
-
-    if ((tl_iface == NULL) ||
-        (tl_iface->ops.ep_put_short != uct_dcx_ep_put_short)) {
-        return -1;
-    }
-    iface  = ucs_derived_of(tl_iface, uct_dcx_iface_t);
-    *stats = iface->cnt->dci;
-    uct_dcx_dci_gauges(iface, stats);
-    return 0;
-}
-
-__attribute__((visibility("default"))) int dcx_dci_ep_index(uct_ep_h tl_ep)
-{
-    uct_dcx_ep_t *ep;
-
-    if ((tl_ep == NULL) ||
-        (tl_ep->iface->ops.ep_put_short != uct_dcx_ep_put_short)) {
-        return -2;
-    }
-    ep = ucs_derived_of(tl_ep, uct_dcx_ep_t);
-    return (ep->dci == UCT_DCX_DCI_NONE) ? -1 : (int)ep->dci;
 }

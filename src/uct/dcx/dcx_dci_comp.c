@@ -3,9 +3,10 @@
  * dcx transport: what happens to the WRs a DCI posted: send completions
  * (retiring WRs, firing their operations, a drained DCI going back to its
  * policy), error completions and the recovery of a DCI (with the replay of
- * a shared DCI's WRs that did not fail), the WR log, cancel, and the
- * completion of an endpoint's operations when it goes away or fails.  The
- * pool and its policies are in dcx_dci.c.
+ * a shared DCI's WRs that did not fail, from the WR log dcx_dci.c keeps),
+ * cancel, and the completion of an endpoint's operations when it goes away
+ * or fails.  The pool and its policies are in dcx_dci.c; a failed
+ * endpoint is reported through iface->ep_failed.
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
@@ -196,58 +197,42 @@ static void uct_dcx_dci_replay(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci,
     }
 }
 
-/* An error completion on dci: the WR numbered sn failed. */
-static UCS_F_NOINLINE void uct_dcx_dci_handle_error(uct_dcx_iface_t *iface,
-                                                    uct_dcx_dci_t *dci,
-                                                    uint64_t sn,
-                                                    const dcx_wc_t *wc)
+/* The status the failed WR sn of dci completes with, and its log line
+ * (at the interface's failure level when the peer is at fault) */
+static ucs_status_t uct_dcx_dci_error_status(uct_dcx_iface_t *iface,
+                                             uct_dcx_dci_t *dci, uint64_t sn,
+                                             const dcx_wc_t *wc,
+                                             uct_dcx_ep_t *fail_ep)
 {
-    int cancel            = !!(dci->flags & UCT_DCX_DCI_FLAG_CANCEL);
-    uct_dcx_ep_t *fail_ep = dci->wr_ep[sn & iface->ring_mask];
-    uint64_t last_sn;
+    ucs_status_t status = uct_dcx_status(wc->status);
     uint8_t opcode;
-    ucs_queue_head_t flushed, failed_ops, cancelled_ops;
-    ucs_status_t status;
-    uct_dcx_op_t *op;
     char peer[128];
 
-    iface->cnt->dci.errors++;
-    int ret;
+    opcode = dci->wr_opcode[sn & iface->ring_mask] & ~UCT_DCX_WR_USER_MEM;
+    ucs_log((status == UCS_ERR_ENDPOINT_TIMEOUT) ||
+                    (status == UCS_ERR_CONNECTION_RESET) ?
+                iface->super.config.failure_level :
+                UCS_LOG_LEVEL_ERROR,
+            "dcx: %s: %s%s on DCI 0x%x to %s failed: %s (vendor 0x%x)",
+            dcx_dev_name(iface->dev),
+            (opcode < DCX_WR_OPCODE_LAST) ? uct_dcx_wr_opcode_names[opcode] :
+                                            "operation",
+            (dci->flags & UCT_DCX_DCI_FLAG_CTL) ? " (control)" : "",
+            dci->qp->qp_num,
+            uct_dcx_ep_peer_str(iface, fail_ep, peer, sizeof(peer)),
+            dcx_wc_status_str(wc->status), wc->vendor_err);
+    return status;
+}
 
-    /* Everything before sn executed in order */
-    if (sn > dci->done_sn + 1) {
-        uct_dcx_dci_retire(iface, dci, sn - 1, UCS_OK);
-    }
+/* Brings dci back after an error (completions not yet polled are
+ * discarded; a stream's reset keeps them: they retire nothing any more, and
+ * the operations it cancels go to cancelled); a DCI that cannot be is taken
+ * out of the pool (BROKEN). The device's return value. */
+static int uct_dcx_dci_recover(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci,
+                               ucs_queue_head_t *cancelled)
+{
+    int ret = uct_dcx_dci_restart(iface, dci, cancelled);
 
-    if (cancel) {
-        status = UCS_ERR_CANCELED;
-    } else {
-        status = uct_dcx_status(wc->status);
-        opcode = dci->wr_opcode[sn & iface->ring_mask] & ~UCT_DCX_WR_USER_MEM;
-        ucs_log((status == UCS_ERR_ENDPOINT_TIMEOUT) ||
-                        (status == UCS_ERR_CONNECTION_RESET) ?
-                    iface->super.config.failure_level :
-                    UCS_LOG_LEVEL_ERROR,
-                "dcx: %s: %s%s on DCI 0x%x to %s failed: %s (vendor 0x%x)",
-                dcx_dev_name(iface->dev),
-                (opcode < DCX_WR_OPCODE_LAST) ?
-                    uct_dcx_wr_opcode_names[opcode] :
-                    "operation",
-                (dci->flags & UCT_DCX_DCI_FLAG_CTL) ? " (control)" : "",
-                dci->qp->qp_num,
-                uct_dcx_ep_peer_str(iface, fail_ep, peer, sizeof(peer)),
-                dcx_wc_status_str(wc->status), wc->vendor_err);
-    }
-
-    /* The failed WR and every WR after it were flushed */
-    ucs_queue_head_init(&flushed);
-    ucs_queue_splice(&flushed, &dci->ops);
-    last_sn = dci->sn;
-
-    /* Bring the DCI back: completions not yet polled are discarded (a
-     * stream's reset keeps them: they retire nothing any more) */
-    ucs_queue_head_init(&cancelled_ops);
-    ret             = uct_dcx_dci_restart(iface, dci, &cancelled_ops);
     dci->done_sn    = dci->sn;
     dci->sig_sn     = dci->sn;
     dci->unsig      = 0;
@@ -262,33 +247,83 @@ static UCS_F_NOINLINE void uct_dcx_dci_handle_error(uct_dcx_iface_t *iface,
     } else {
         dci->avail = iface->sq_len;
     }
+    return ret;
+}
 
-    /* Sort the flushed operations first, complete them after: callbacks may
-     * post again, and must not disturb the bookkeeping being read */
+/* The operations flushed by the error (from the failed WR sn to last_sn):
+ * on a shared DCI that recovered, those of healthy endpoints posted again
+ * (replay); then those of the failed WR and of fail_ep complete with
+ * status, the others as cancelled.  Sorted first, completed after:
+ * callbacks may post again, and must not disturb what is being read. */
+static void uct_dcx_dci_error_ops(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci,
+                                  uint64_t sn, uint64_t last_sn,
+                                  uct_dcx_ep_t *fail_ep,
+                                  ucs_queue_head_t *flushed,
+                                  ucs_queue_head_t *cancelled_ops, int replay,
+                                  ucs_status_t status)
+{
+    ucs_queue_head_t failed_ops;
+    uct_dcx_op_t *op;
+
     ucs_queue_head_init(&failed_ops);
-    if ((dci->log != NULL) && !cancel && (ret == 0)) {
+    if (replay) {
         /* shared DCI: healthy endpoints lose nothing */
-        uct_dcx_dci_replay(iface, dci, sn, last_sn, fail_ep, &flushed,
+        uct_dcx_dci_replay(iface, dci, sn, last_sn, fail_ep, flushed,
                            &failed_ops);
     }
-    while (!ucs_queue_is_empty(&flushed)) {
-        op = ucs_queue_pull_elem_non_empty(&flushed, uct_dcx_op_t, queue);
+    while (!ucs_queue_is_empty(flushed)) {
+        op = ucs_queue_pull_elem_non_empty(flushed, uct_dcx_op_t, queue);
         if ((op->sn == sn) ||
             ((fail_ep != NULL) &&
              (dci->wr_ep[op->sn & iface->ring_mask] == fail_ep))) {
             ucs_queue_push(&failed_ops, &op->queue);
         } else {
-            ucs_queue_push(&cancelled_ops, &op->queue);
+            ucs_queue_push(cancelled_ops, &op->queue);
         }
     }
     while (!ucs_queue_is_empty(&failed_ops)) {
         op = ucs_queue_pull_elem_non_empty(&failed_ops, uct_dcx_op_t, queue);
         uct_dcx_op_complete(iface, op, status);
     }
-    while (!ucs_queue_is_empty(&cancelled_ops)) {
-        op = ucs_queue_pull_elem_non_empty(&cancelled_ops, uct_dcx_op_t, queue);
+    while (!ucs_queue_is_empty(cancelled_ops)) {
+        op = ucs_queue_pull_elem_non_empty(cancelled_ops, uct_dcx_op_t, queue);
         uct_dcx_op_complete(iface, op, UCS_ERR_CANCELED);
     }
+}
+
+/* An error completion on dci: the WR numbered sn failed. */
+static UCS_F_NOINLINE void uct_dcx_dci_handle_error(uct_dcx_iface_t *iface,
+                                                    uct_dcx_dci_t *dci,
+                                                    uint64_t sn,
+                                                    const dcx_wc_t *wc)
+{
+    int cancel            = !!(dci->flags & UCT_DCX_DCI_FLAG_CANCEL);
+    uct_dcx_ep_t *fail_ep = dci->wr_ep[sn & iface->ring_mask];
+    ucs_queue_head_t flushed, cancelled_ops;
+    ucs_status_t status;
+    uint64_t last_sn;
+    int ret;
+
+    iface->cnt->dci.errors++;
+
+    /* Everything before sn executed in order */
+    if (sn > dci->done_sn + 1) {
+        uct_dcx_dci_retire(iface, dci, sn - 1, UCS_OK);
+    }
+
+    status = cancel ? UCS_ERR_CANCELED :
+                      uct_dcx_dci_error_status(iface, dci, sn, wc, fail_ep);
+
+    /* The failed WR and every WR after it were flushed */
+    ucs_queue_head_init(&flushed);
+    ucs_queue_splice(&flushed, &dci->ops);
+    last_sn = dci->sn;
+
+    ucs_queue_head_init(&cancelled_ops);
+    ret = uct_dcx_dci_recover(iface, dci, &cancelled_ops);
+    uct_dcx_dci_error_ops(iface, dci, sn, last_sn, fail_ep, &flushed,
+                          &cancelled_ops,
+                          (dci->log != NULL) && !cancel && (ret == 0), status);
 
     /* A lent DCI goes back to the pool, unless it is broken */
     if (dci->flags & UCT_DCX_DCI_FLAG_BROKEN) {

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * dcx transport: state and counters of the DCI pool of one interface, the
- * DCI an endpoint holds, and the interface's receive buffers.  Plain C, no UCX internals, so that tests and
+ * DCI an endpoint holds, and the interface's receive buffers (read by
+ * dcx_diag.c).  Plain C, no UCX internals, so that tests and
  * diagnostics can read them through the loaded module.
  */
 #ifndef UCT_DCX_DCI_STATS_H_

@@ -652,7 +652,7 @@ ucs_status_t uct_dcx_ep_flush(uct_ep_h tl_ep, unsigned flags,
          * them tells when they are done */
         uct_dcx_iface_self_dest(iface, &self);
         status = uct_dcx_dci_post_ctl(iface, dci, ep, &self, UCT_DCX_CTL_NOP,
-                                      NULL, 0, iface->rx_tmh_len, NULL);
+                                      NULL, 0, iface->rx.tmh_len, NULL);
         if (status != UCS_OK) {
             return status;
         }
@@ -805,7 +805,7 @@ UCS_CLASS_INIT_FUNC(uct_dcx_ep_t, const uct_ep_params_t *params)
     }
 
     self->flags   = 0;
-    self->fc_wnd  = iface->fc_wnd;
+    self->fc_wnd  = iface->fc.wnd;
     self->last_sn = 0;
     self->seq     = ++iface->next_ep_seq;
     uct_dcx_ep_pending_init(self);

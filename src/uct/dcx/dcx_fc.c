@@ -38,31 +38,18 @@ static unsigned uct_dcx_iface_fc_progress(void *arg);
 void uct_dcx_iface_fc_init(uct_dcx_iface_t *iface,
                            const uct_dcx_iface_config_t *config)
 {
-    ucs_list_head_init(&iface->fc_waiters);
-    iface->fc_req_timeout = ucs_time_from_sec(config->fc_req_timeout);
-    iface->fc_next_check  = 0;
-    iface->fc_cb_id       = UCS_CALLBACKQ_ID_NULL;
+    iface->fc.wnd    = config->fc_wnd;
+    iface->fc.thresh = config->fc_wnd / 4;
+    ucs_list_head_init(&iface->fc.waiters);
+    iface->fc.req_timeout = ucs_time_from_sec(config->fc_req_timeout);
+    iface->fc.next_check  = 0;
+    iface->fc.cb_id       = UCS_CALLBACKQ_ID_NULL;
 }
 
 void uct_dcx_iface_fc_cleanup(uct_dcx_iface_t *iface)
 {
     uct_worker_progress_unregister_safe(&iface->super.worker->super,
-                                        &iface->fc_cb_id);
-}
-
-/* exported (dcx_* names only) for tests and diagnostics */
-__attribute__((visibility("default"))) int
-dcx_fc_iface_stats(uct_iface_h tl_iface, dcx_fc_stats_t *stats)
-{
-    uct_dcx_iface_t *iface;
-
-    if ((tl_iface == NULL) ||
-        (tl_iface->ops.ep_put_short != uct_dcx_ep_put_short)) {
-        return -1;
-    }
-    iface  = ucs_derived_of(tl_iface, uct_dcx_iface_t);
-    *stats = iface->cnt->fc;
-    return 0;
+                                        &iface->fc.cb_id);
 }
 
 ucs_status_t uct_dcx_ep_fc_request(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep)
@@ -86,14 +73,14 @@ ucs_status_t uct_dcx_ep_fc_request(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep)
     ext->fc_seq++;
     ext->fc_req_time = ucs_get_time();
     ep->flags |= UCT_DCX_EP_FLAG_FC_REQ_SENT;
-    if (ucs_list_is_empty(&iface->fc_waiters)) {
-        iface->fc_next_check = ext->fc_req_time + iface->fc_req_timeout;
+    if (ucs_list_is_empty(&iface->fc.waiters)) {
+        iface->fc.next_check = ext->fc_req_time + iface->fc.req_timeout;
     }
-    ucs_list_add_tail(&iface->fc_waiters, &ext->fc_list);
+    ucs_list_add_tail(&iface->fc.waiters, &ext->fc_list);
     uct_worker_progress_register_safe(&iface->super.worker->super,
                                       uct_dcx_iface_fc_progress, iface,
                                       UCS_CALLBACKQ_FLAG_FAST,
-                                      &iface->fc_cb_id);
+                                      &iface->fc.cb_id);
     return UCS_OK;
 }
 
@@ -104,9 +91,9 @@ void uct_dcx_ep_fc_forget(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep)
     }
     ep->flags &= ~UCT_DCX_EP_FLAG_FC_REQ_SENT;
     ucs_list_del(&ep->ext->fc_list);
-    if (ucs_list_is_empty(&iface->fc_waiters)) {
+    if (ucs_list_is_empty(&iface->fc.waiters)) {
         uct_worker_progress_unregister_safe(&iface->super.worker->super,
-                                            &iface->fc_cb_id);
+                                            &iface->fc.cb_id);
     }
 }
 
@@ -189,23 +176,23 @@ static unsigned uct_dcx_iface_fc_progress(void *arg)
     uct_dcx_ep_ext_t *ext;
     unsigned count = 0;
 
-    if (ucs_likely(now < iface->fc_next_check)) {
+    if (ucs_likely(now < iface->fc.next_check)) {
         return 0;
     }
 
-    next = now + iface->fc_req_timeout;
-    ucs_list_for_each(ext, &iface->fc_waiters, fc_list) {
-        if ((now - ext->fc_req_time) >= iface->fc_req_timeout) {
+    next = now + iface->fc.req_timeout;
+    ucs_list_for_each(ext, &iface->fc.waiters, fc_list) {
+        if ((now - ext->fc_req_time) >= iface->fc.req_timeout) {
             uct_dcx_ep_fc_resend(iface, ext->ep, now);
             count++;
         }
         /* not sent again (no DCI): tried at the next tick */
         next = ucs_min(next,
-                       ((now - ext->fc_req_time) >= iface->fc_req_timeout) ?
+                       ((now - ext->fc_req_time) >= iface->fc.req_timeout) ?
                            now + ucs_time_from_msec(1) :
-                           ext->fc_req_time + iface->fc_req_timeout);
+                           ext->fc_req_time + iface->fc.req_timeout);
     }
-    iface->fc_next_check = next;
+    iface->fc.next_check = next;
     return count;
 }
 
@@ -219,7 +206,7 @@ static ucs_status_t uct_dcx_ep_tx_resources(uct_dcx_iface_t *iface,
 {
     ucs_status_t status;
 
-    if (is_am && (ep->fc_wnd <= iface->fc_thresh) && (ep->ext != NULL) &&
+    if (is_am && (ep->fc_wnd <= iface->fc.thresh) && (ep->ext != NULL) &&
         (ep->ext->fc_held != 0)) {
         /* granted, but held for the pending requests (uct_dcx_ep_fc_grant):
          * no second request either */
@@ -249,7 +236,7 @@ static ucs_status_t uct_dcx_ep_tx_resources(uct_dcx_iface_t *iface,
         }
     }
 
-    if (is_am && (ep->fc_wnd <= iface->fc_thresh)) {
+    if (is_am && (ep->fc_wnd <= iface->fc.thresh)) {
         if (!(ep->flags & UCT_DCX_EP_FLAG_FC_REQ_SENT)) {
             status = uct_dcx_ep_fc_request(iface, ep);
             if (status != UCS_OK) {

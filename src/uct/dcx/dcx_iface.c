@@ -258,7 +258,7 @@ static ucs_status_t uct_dcx_iface_flush(uct_iface_h tl_iface, unsigned flags,
      * cover); invalidated endpoints whose operations end when their
      * failure is reported */
     if (uct_dcx_iface_ctl_busy(iface) ||
-        !ucs_list_is_empty(&iface->fc_waiters) || (iface->invalidated > 0)) {
+        !ucs_list_is_empty(&iface->fc.waiters) || (iface->invalidated > 0)) {
         in_progress = 1;
     }
 
@@ -311,7 +311,7 @@ static ucs_status_t uct_dcx_iface_get_address(uct_iface_h tl_iface,
     iaddr->dctn[0] = iface->config.dctn & 0xff;
     iaddr->dctn[1] = (iface->config.dctn >> 8) & 0xff;
     iaddr->dctn[2] = (iface->config.dctn >> 16) & 0xff;
-    iaddr->flags   = iface->rx_tmh_len ? UCT_DCX_ADDR_FLAG_TM : 0;
+    iaddr->flags   = iface->rx.tmh_len ? UCT_DCX_ADDR_FLAG_TM : 0;
     return UCS_OK;
 }
 
@@ -599,16 +599,13 @@ static uct_iface_internal_ops_t uct_dcx_iface_internal_ops = {
     .ep_query          = UCT_DCX_OP_UNSUPPORTED(uct_ep_query_func_t),
     .ep_invalidate     = UCT_DCX_EP_OP_INVALIDATE};
 
-static UCS_CLASS_INIT_FUNC(uct_dcx_iface_t, uct_md_h tl_md, uct_worker_h worker,
-                           const uct_iface_params_t *params,
-                           const uct_iface_config_t *tl_config)
+/* What the interface is asked to open on: a device of this memory domain,
+ * opened as a device, by a worker that is not multi-threaded */
+static ucs_status_t uct_dcx_iface_check_params(uct_dcx_md_t *md,
+                                               uct_worker_h worker,
+                                               const uct_iface_params_t *params)
 {
-    uct_dcx_md_t *md                  = ucs_derived_of(tl_md, uct_dcx_md_t);
-    const uct_dcx_iface_config_t *cfg = ucs_derived_of(tl_config,
-                                                       uct_dcx_iface_config_t);
     char expected[UCT_DEVICE_NAME_MAX];
-    ucs_status_t status;
-    int ret;
 
     if (!(params->field_mask & UCT_IFACE_PARAM_FIELD_OPEN_MODE) ||
         !(params->open_mode & UCT_IFACE_OPEN_MODE_DEVICE)) {
@@ -627,6 +624,87 @@ static UCS_CLASS_INIT_FUNC(uct_dcx_iface_t, uct_md_h tl_md, uct_worker_h worker,
         ucs_error("dcx: no device '%s' on memory domain %s (it has '%s')",
                   params->mode.device.dev_name, md->name, expected);
         return UCS_ERR_NO_DEVICE;
+    }
+    return UCS_OK;
+}
+
+/* The settings of a checked configuration, and the state of every object
+ * of the interface before any device resource exists (nothing to undo but
+ * the endpoint index and the arbiter) */
+static void uct_dcx_iface_init_state(uct_dcx_iface_t *self,
+                                     const uct_dcx_iface_config_t *cfg)
+{
+    self->policy             = &uct_dcx_policy_ops[cfg->policy];
+    self->config.seg_size    = cfg->seg_size;
+    self->config.rx_seg_size = cfg->seg_size;
+    self->config.quota       = cfg->quota;
+    self->config.dc_key      = cfg->dc_key;
+    self->config.timeout     = uct_dcx_timeout_exp_of(cfg->timeout);
+    self->config.retry_count = cfg->retry_count;
+    self->config.rnr_retry   = cfg->rnr_retry;
+    self->config.rnr_timer   = uct_dcx_rnr_timer_of(cfg->rnr_timer);
+    /* am_short_iov: TMH, AM byte and the iovs */
+    self->config.max_iov     = ucs_min((uint32_t)UCT_DCX_MAX_IOV,
+                                       self->caps->max_sge - 2);
+    uct_dcx_iface_rx_init(self, cfg);
+    self->next_ep_id  = 0;
+    self->next_ep_seq = 0;
+    self->num_eps     = 0;
+    uct_dcx_iface_peers_init(self);
+    self->release_desc.cb = uct_dcx_iface_release_desc;
+    ucs_list_head_init(&self->chunks);
+    ucs_queue_head_init(&self->grant_q);
+    uct_dcx_stats_init(self);
+    uct_dcx_iface_fc_init(self, cfg);
+    ucs_arbiter_init(&self->arbiter);
+    self->ep_failed   = uct_dcx_ep_handle_failure;
+    self->dispatch_ep = NULL;
+    self->invalidated = 0;
+    kh_init_inplace(uct_dcx_eps, &self->eps);
+    uct_dcx_iface_atomic_caps(self);
+}
+
+/* The registered cache line where the results of atomics the user does not
+ * want land */
+static ucs_status_t uct_dcx_iface_scratch_init(uct_dcx_iface_t *self)
+{
+    int ret;
+
+    ret = posix_memalign((void **)&self->scratch, UCS_SYS_CACHE_LINE_SIZE,
+                         UCS_SYS_CACHE_LINE_SIZE);
+    if (ret != 0) {
+        ucs_error("dcx: failed to allocate the atomic scratch buffer");
+        return UCS_ERR_NO_MEMORY;
+    }
+    ret = dcx_mr_reg(self->pd, self->scratch, UCS_SYS_CACHE_LINE_SIZE,
+                     DCX_ACCESS_LOCAL_WRITE, &self->scratch_mr);
+    if (ret != 0) {
+        ucs_error("dcx: %s: failed to register the atomic scratch buffer: %s",
+                  dcx_dev_name(self->dev), strerror(ret));
+        free(self->scratch);
+        return UCS_ERR_IO_ERROR;
+    }
+    return UCS_OK;
+}
+
+static void uct_dcx_iface_scratch_cleanup(uct_dcx_iface_t *self)
+{
+    dcx_mr_dereg(self->scratch_mr);
+    free(self->scratch);
+}
+
+static UCS_CLASS_INIT_FUNC(uct_dcx_iface_t, uct_md_h tl_md, uct_worker_h worker,
+                           const uct_iface_params_t *params,
+                           const uct_iface_config_t *tl_config)
+{
+    uct_dcx_md_t *md                  = ucs_derived_of(tl_md, uct_dcx_md_t);
+    const uct_dcx_iface_config_t *cfg = ucs_derived_of(tl_config,
+                                                       uct_dcx_iface_config_t);
+    ucs_status_t status;
+
+    status = uct_dcx_iface_check_params(md, worker, params);
+    if (status != UCS_OK) {
+        return status;
     }
 
     UCS_CLASS_CALL_SUPER_INIT(
@@ -648,42 +726,7 @@ static UCS_CLASS_INIT_FUNC(uct_dcx_iface_t, uct_md_h tl_md, uct_worker_h worker,
         return status;
     }
 
-    self->policy             = &uct_dcx_policy_ops[cfg->policy];
-    self->config.seg_size    = cfg->seg_size;
-    self->config.rx_seg_size = cfg->seg_size;
-    self->config.quota       = cfg->quota;
-    self->config.dc_key      = cfg->dc_key;
-    self->config.timeout     = uct_dcx_timeout_exp_of(cfg->timeout);
-    self->config.retry_count = cfg->retry_count;
-    self->config.rnr_retry   = cfg->rnr_retry;
-    self->config.rnr_timer   = uct_dcx_rnr_timer_of(cfg->rnr_timer);
-    /* am_short_iov: TMH, AM byte and the iovs */
-    self->config.max_iov     = ucs_min((uint32_t)UCT_DCX_MAX_IOV,
-                                       self->caps->max_sge - 2);
-    self->rx_tmh_len         = 0;
-    self->rx_queue_len       = cfg->rx_queue_len;
-    self->rx_posted          = 0;
-    uct_dcx_iface_set_rx_target(self, uct_dcx_rx_init_posted(cfg->rx_queue_len,
-                                                             cfg->fc_wnd));
-    self->rx_reposts  = 0;
-    self->rx_reposted = 0;
-    self->fc_wnd      = cfg->fc_wnd;
-    self->fc_thresh   = cfg->fc_wnd / 4;
-    self->next_ep_id  = 0;
-    self->next_ep_seq = 0;
-    self->num_eps     = 0;
-    uct_dcx_iface_peers_init(self);
-    self->release_desc.cb = uct_dcx_iface_release_desc;
-    ucs_list_head_init(&self->chunks);
-    ucs_queue_head_init(&self->grant_q);
-    uct_dcx_stats_init(self);
-    uct_dcx_iface_fc_init(self, cfg);
-    ucs_arbiter_init(&self->arbiter);
-    self->ep_failed   = uct_dcx_ep_handle_failure;
-    self->dispatch_ep = NULL;
-    self->invalidated = 0;
-    kh_init_inplace(uct_dcx_eps, &self->eps);
-    uct_dcx_iface_atomic_caps(self);
+    uct_dcx_iface_init_state(self, cfg);
 
     status = uct_dcx_iface_create_queues(self, cfg,
                                          uct_dcx_iface_tag_params(self, params,
@@ -691,7 +734,7 @@ static UCS_CLASS_INIT_FUNC(uct_dcx_iface_t, uct_md_h tl_md, uct_worker_h worker,
     if (status != UCS_OK) {
         goto err;
     }
-    if (self->rx_tmh_len != 0) {
+    if (self->rx.tmh_len != 0) {
         /* an unexpected eager message lands whole in one receive buffer */
         self->config.rx_seg_size = ucs_max(cfg->seg_size, cfg->tm_seg_size);
     }
@@ -705,25 +748,14 @@ static UCS_CLASS_INIT_FUNC(uct_dcx_iface_t, uct_md_h tl_md, uct_worker_h worker,
         goto err_queues;
     }
 
-    ret = posix_memalign((void **)&self->scratch, UCS_SYS_CACHE_LINE_SIZE,
-                         UCS_SYS_CACHE_LINE_SIZE);
-    if (ret != 0) {
-        ucs_error("dcx: failed to allocate the atomic scratch buffer");
-        status = UCS_ERR_NO_MEMORY;
+    status = uct_dcx_iface_scratch_init(self);
+    if (status != UCS_OK) {
         goto err_mpools;
-    }
-    ret = dcx_mr_reg(self->pd, self->scratch, UCS_SYS_CACHE_LINE_SIZE,
-                     DCX_ACCESS_LOCAL_WRITE, &self->scratch_mr);
-    if (ret != 0) {
-        ucs_error("dcx: %s: failed to register the atomic scratch buffer: %s",
-                  dcx_dev_name(self->dev), strerror(ret));
-        status = UCS_ERR_IO_ERROR;
-        goto err_scratch;
     }
 
     status = uct_dcx_iface_tag_init(self, cfg);
     if (status != UCS_OK) {
-        goto err_scratch_mr;
+        goto err_scratch;
     }
 
     status = uct_dcx_strided_init(self, cfg);
@@ -737,9 +769,9 @@ static UCS_CLASS_INIT_FUNC(uct_dcx_iface_t, uct_md_h tl_md, uct_worker_h worker,
     }
 
     uct_dcx_iface_post_recv(self);
-    if (self->rx_posted < self->rx_target) {
+    if (self->rx.posted < self->rx.target) {
         ucs_error("dcx: %s: posted only %u of %u receive buffers",
-                  dcx_dev_name(self->dev), self->rx_posted, self->rx_target);
+                  dcx_dev_name(self->dev), self->rx.posted, self->rx.target);
         status = UCS_ERR_NO_MEMORY;
         goto err_pool;
     }
@@ -748,7 +780,7 @@ static UCS_CLASS_INIT_FUNC(uct_dcx_iface_t, uct_md_h tl_md, uct_worker_h worker,
               "seg %zu, rx %u x %zu, fc window %d",
               dcx_dev_name(self->dev), self, self->config.dctn, self->num_dci,
               self->sq_len, self->policy->name, self->config.seg_size,
-              self->rx_queue_len, self->config.rx_seg_size, self->fc_wnd);
+              self->rx.queue_len, self->config.rx_seg_size, self->fc.wnd);
     return UCS_OK;
 
 err_pool:
@@ -757,12 +789,10 @@ err_strided:
     uct_dcx_strided_cleanup(self);
 err_tag:
     uct_dcx_iface_tag_cleanup(self);
-err_scratch_mr:
-    dcx_mr_dereg(self->scratch_mr);
 err_scratch:
-    free(self->scratch);
+    uct_dcx_iface_scratch_cleanup(self);
 err_mpools:
-    if (self->rx_tmh_len != 0) {
+    if (self->rx.tmh_len != 0) {
         ucs_mpool_cleanup(&self->tag_tx_mp, 0);
     }
     ucs_mpool_cleanup(&self->rx_mp, 0);
@@ -810,9 +840,8 @@ static UCS_CLASS_CLEANUP_FUNC(uct_dcx_iface_t)
 
     uct_dcx_iface_tag_cleanup(self);
     uct_dcx_stats_close(self);
-    dcx_mr_dereg(self->scratch_mr);
-    free(self->scratch);
-    if (self->rx_tmh_len != 0) {
+    uct_dcx_iface_scratch_cleanup(self);
+    if (self->rx.tmh_len != 0) {
         ucs_mpool_cleanup(&self->tag_tx_mp, 1);
     }
     ucs_mpool_cleanup(&self->rx_mp, 0);

@@ -105,7 +105,7 @@ typedef struct uct_dcx_md {
 enum {
     UCT_DCX_MEMH_FLAG_RCACHE  = UCS_BIT(0), /* lives in an rcache region */
     UCT_DCX_MEMH_FLAG_STRIDED = UCS_BIT(1), /* a strided registration
-                                               (uct_dcx_strided_memh_t):
+                                               (uct_dcx_md_strided_memh_t):
                                                mr is a view of its mkey */
     UCT_DCX_MEMH_FLAG_ALLOC   = UCS_BIT(2)  /* memory the md allocated
                                                (uct_dcx_alloc_memh_t) */

@@ -45,16 +45,16 @@ struct uct_dcx_md_strided {
     uint64_t wr_seq; /* wr_id of the last request posted */
 };
 
-typedef struct uct_dcx_strided_memh {
+typedef struct uct_dcx_md_strided_memh {
     uct_dcx_memh_t super; /* flags STRIDED, mr = &view */
     dcx_mr_t view;        /* the mkey's keys, zero-based, length */
     dcx_mkey_t *mkey;
     size_t num_own; /* registrations the call made itself */
     uct_mem_h own[];
-} uct_dcx_strided_memh_t;
+} uct_dcx_md_strided_memh_t;
 
 /* A layout ready to post */
-typedef struct uct_dcx_strided_layout {
+typedef struct uct_dcx_md_strided_layout {
     uint8_t opcode; /* DCX_WR_MKEY_INTERLEAVED/LIST */
     uint32_t num_entries;
     uint32_t repeat;
@@ -62,14 +62,14 @@ typedef struct uct_dcx_strided_layout {
     uint64_t length;      /* bytes of the key's range */
     dcx_mkey_interleaved_t *ient;
     dcx_sge_t *sge;
-} uct_dcx_strided_layout_t;
+} uct_dcx_md_strided_layout_t;
 
 /* A list region during validation (sorted copy) */
-typedef struct uct_dcx_strided_span {
+typedef struct uct_dcx_md_strided_span {
     uintptr_t start;
     uintptr_t end;
     size_t index;
-} uct_dcx_strided_span_t;
+} uct_dcx_md_strided_span_t;
 
 
 void uct_dcx_md_strided_init(uct_dcx_md_t *md)
@@ -220,7 +220,7 @@ static ucs_status_t uct_dcx_md_strided_exec(uct_dcx_md_t *md, uint8_t opcode,
  * ------------------------------------------------------------------------ */
 
 /* UCT access flags (no remote access = all) as device access of the key */
-static uint32_t uct_dcx_strided_access(unsigned flags)
+static uint32_t uct_dcx_md_strided_access(unsigned flags)
 {
     uint32_t access = 0;
 
@@ -245,9 +245,9 @@ static uint32_t uct_dcx_strided_access(unsigned flags)
 
 /* What every strided registration checks first: a dcx md, somewhere to put
  * the handle, and a device with strided keys */
-static ucs_status_t uct_dcx_strided_check_md(uct_md_h uct_md, void *memh_p,
-                                             const char *func,
-                                             uct_dcx_md_t **md_p)
+static ucs_status_t uct_dcx_md_strided_check_md(uct_md_h uct_md, void *memh_p,
+                                                const char *func,
+                                                uct_dcx_md_t **md_p)
 {
     uct_dcx_md_t *md;
 
@@ -275,11 +275,10 @@ static ucs_status_t uct_dcx_strided_check_md(uct_md_h uct_md, void *memh_p,
 }
 
 /* A base memh given by the caller covers [start, end) with the access */
-static ucs_status_t uct_dcx_strided_check_base(uct_dcx_md_t *md,
-                                               uct_mem_h uct_memh,
-                                               uintptr_t start, uintptr_t end,
-                                               uint32_t access,
-                                               const char *what, size_t index)
+static ucs_status_t
+uct_dcx_md_strided_check_base(uct_dcx_md_t *md, uct_mem_h uct_memh,
+                              uintptr_t start, uintptr_t end, uint32_t access,
+                              const char *what, size_t index)
 {
     uct_dcx_memh_t *memh = uct_memh;
     dcx_mr_t *mr         = memh->mr;
@@ -320,9 +319,10 @@ static ucs_status_t uct_dcx_strided_check_base(uct_dcx_md_t *md,
 
 /* Checks a strided description; writes the span of memory it touches */
 static ucs_status_t
-uct_dcx_strided_check_desc(uct_dcx_md_t *md, const uct_dcx_strided_desc_t *desc,
-                           size_t *blocks_p, uintptr_t *start_p,
-                           uintptr_t *end_p)
+uct_dcx_md_strided_check_desc(uct_dcx_md_t *md,
+                              const uct_dcx_strided_desc_t *desc,
+                              size_t *blocks_p, uintptr_t *start_p,
+                              uintptr_t *end_p)
 {
     size_t blocks = (desc->block_count > 1) ? desc->block_count : 1;
     size_t block_extent, span, off;
@@ -384,16 +384,16 @@ uct_dcx_strided_check_desc(uct_dcx_md_t *md, const uct_dcx_strided_desc_t *desc,
     return UCS_OK;
 }
 
-static void uct_dcx_strided_layout_free(uct_dcx_strided_layout_t *layout)
+static void uct_dcx_md_strided_layout_free(uct_dcx_md_strided_layout_t *layout)
 {
     ucs_free(layout->ient);
     ucs_free(layout->sge);
 }
 
-static ucs_status_t uct_dcx_strided_layout_alloc(uct_dcx_md_t *md,
-                                                 uct_dcx_strided_layout_t *l,
-                                                 uint8_t opcode,
-                                                 uint32_t num_entries)
+static ucs_status_t
+uct_dcx_md_strided_layout_alloc(uct_dcx_md_t *md,
+                                uct_dcx_md_strided_layout_t *l, uint8_t opcode,
+                                uint32_t num_entries)
 {
     l->opcode      = opcode;
     l->num_entries = num_entries;
@@ -418,9 +418,10 @@ static ucs_status_t uct_dcx_strided_layout_alloc(uct_dcx_md_t *md,
  *    entry per element of a block (one entry without blocks), repeated;
  *  - otherwise one list entry per element. */
 static ucs_status_t
-uct_dcx_strided_layout_desc(uct_dcx_md_t *md,
-                            const uct_dcx_strided_desc_t *desc, size_t blocks,
-                            uint32_t lkey, uct_dcx_strided_layout_t *l)
+uct_dcx_md_strided_layout_desc(uct_dcx_md_t *md,
+                               const uct_dcx_strided_desc_t *desc,
+                               size_t blocks, uint32_t lkey,
+                               uct_dcx_md_strided_layout_t *l)
 {
     const dcx_dev_caps_t *caps = dcx_dev_caps(md->dev);
     uint64_t max_stride        = caps->mkey_max_stride;
@@ -438,7 +439,7 @@ uct_dcx_strided_layout_desc(uct_dcx_md_t *md,
                   (desc->block_stride == desc->count * desc->elem_size));
 
     if (contiguous && (length <= UINT32_MAX)) {
-        status = uct_dcx_strided_layout_alloc(md, l, DCX_WR_MKEY_LIST, 1);
+        status = uct_dcx_md_strided_layout_alloc(md, l, DCX_WR_MKEY_LIST, 1);
         if (status != UCS_OK) {
             return status;
         }
@@ -451,8 +452,8 @@ uct_dcx_strided_layout_desc(uct_dcx_md_t *md,
     if ((blocks == 1) && (desc->elem_size <= max_stride) &&
         (desc->stride <= max_stride) && (desc->count <= UINT32_MAX) &&
         (caps->mkey_max_entries >= 2)) {
-        status = uct_dcx_strided_layout_alloc(md, l, DCX_WR_MKEY_INTERLEAVED,
-                                              1);
+        status = uct_dcx_md_strided_layout_alloc(md, l, DCX_WR_MKEY_INTERLEAVED,
+                                                 1);
         if (status != UCS_OK) {
             return status;
         }
@@ -467,8 +468,8 @@ uct_dcx_strided_layout_desc(uct_dcx_md_t *md,
     if ((blocks > 1) && (desc->elem_size <= max_stride) &&
         (desc->block_stride <= max_stride) && (blocks <= UINT32_MAX) &&
         ((uint64_t)desc->count + 1 <= caps->mkey_max_entries)) {
-        status = uct_dcx_strided_layout_alloc(md, l, DCX_WR_MKEY_INTERLEAVED,
-                                              (uint32_t)desc->count);
+        status = uct_dcx_md_strided_layout_alloc(md, l, DCX_WR_MKEY_INTERLEAVED,
+                                                 (uint32_t)desc->count);
         if (status != UCS_OK) {
             return status;
         }
@@ -494,8 +495,8 @@ uct_dcx_strided_layout_desc(uct_dcx_md_t *md,
         return UCS_ERR_EXCEEDS_LIMIT;
     }
 
-    status = uct_dcx_strided_layout_alloc(md, l, DCX_WR_MKEY_LIST,
-                                          (uint32_t)elements);
+    status = uct_dcx_md_strided_layout_alloc(md, l, DCX_WR_MKEY_LIST,
+                                             (uint32_t)elements);
     if (status != UCS_OK) {
         return status;
     }
@@ -510,21 +511,21 @@ uct_dcx_strided_layout_desc(uct_dcx_md_t *md,
     return UCS_OK;
 }
 
-static int uct_dcx_strided_span_cmp(const void *a, const void *b)
+static int uct_dcx_md_strided_span_cmp(const void *a, const void *b)
 {
-    const uct_dcx_strided_span_t *x = a, *y = b;
+    const uct_dcx_md_strided_span_t *x = a, *y = b;
 
     return (x->start < y->start) ? -1 : (x->start > y->start);
 }
 
 /* Checks a list of regions: non-empty, within the limits, no overlap */
 static ucs_status_t
-uct_dcx_strided_check_list(uct_dcx_md_t *md,
-                           const uct_dcx_strided_region_t *regions,
-                           size_t num_regions)
+uct_dcx_md_strided_check_list(uct_dcx_md_t *md,
+                              const uct_dcx_strided_region_t *regions,
+                              size_t num_regions)
 {
     const dcx_dev_caps_t *caps = dcx_dev_caps(md->dev);
-    uct_dcx_strided_span_t *spans;
+    uct_dcx_md_strided_span_t *spans;
     ucs_status_t status = UCS_OK;
     size_t i;
 
@@ -569,7 +570,7 @@ uct_dcx_strided_check_list(uct_dcx_md_t *md,
         }
     }
 
-    qsort(spans, num_regions, sizeof(*spans), uct_dcx_strided_span_cmp);
+    qsort(spans, num_regions, sizeof(*spans), uct_dcx_md_strided_span_cmp);
     for (i = 1; i < num_regions; ++i) {
         if (spans[i].start < spans[i - 1].end) {
             ucs_error("dcx md %s: list regions %zu and %zu overlap", md->name,
@@ -589,10 +590,10 @@ out:
  * Registration
  * ------------------------------------------------------------------------ */
 
-static uct_dcx_strided_memh_t *uct_dcx_strided_memh_alloc(uct_dcx_md_t *md,
-                                                          size_t num_own)
+static uct_dcx_md_strided_memh_t *
+uct_dcx_md_strided_memh_alloc(uct_dcx_md_t *md, size_t num_own)
 {
-    uct_dcx_strided_memh_t *smemh;
+    uct_dcx_md_strided_memh_t *smemh;
 
     smemh = ucs_calloc(1, sizeof(*smemh) + num_own * sizeof(uct_mem_h),
                        "dcx strided memh");
@@ -603,8 +604,8 @@ static uct_dcx_strided_memh_t *uct_dcx_strided_memh_alloc(uct_dcx_md_t *md,
     return smemh;
 }
 
-static void uct_dcx_strided_release_own(uct_dcx_md_t *md,
-                                        uct_dcx_strided_memh_t *smemh)
+static void uct_dcx_md_strided_release_own(uct_dcx_md_t *md,
+                                           uct_dcx_md_strided_memh_t *smemh)
 {
     ucs_status_t status;
     size_t i;
@@ -621,10 +622,11 @@ static void uct_dcx_strided_release_own(uct_dcx_md_t *md,
 }
 
 /* Registers [start, end) for the call's own use, kept in smemh */
-static ucs_status_t uct_dcx_strided_reg_own(uct_dcx_md_t *md,
-                                            uct_dcx_strided_memh_t *smemh,
-                                            uintptr_t start, uintptr_t end,
-                                            unsigned flags, uct_mem_h *memh_p)
+static ucs_status_t uct_dcx_md_strided_reg_own(uct_dcx_md_t *md,
+                                               uct_dcx_md_strided_memh_t *smemh,
+                                               uintptr_t start, uintptr_t end,
+                                               unsigned flags,
+                                               uct_mem_h *memh_p)
 {
     ucs_status_t status;
 
@@ -645,8 +647,10 @@ static ucs_status_t uct_dcx_strided_reg_own(uct_dcx_md_t *md,
 
 /* Creates and configures the key of a layout; completes smemh */
 static ucs_status_t
-uct_dcx_strided_key_create(uct_dcx_md_t *md, uct_dcx_strided_memh_t *smemh,
-                           const uct_dcx_strided_layout_t *l, uint32_t access)
+uct_dcx_md_strided_key_create(uct_dcx_md_t *md,
+                              uct_dcx_md_strided_memh_t *smemh,
+                              const uct_dcx_md_strided_layout_t *l,
+                              uint32_t access)
 {
     dcx_mkey_layout_t layout;
     ucs_status_t status;
@@ -707,15 +711,15 @@ ucs_status_t uct_dcx_md_mem_reg_strided(uct_md_h uct_md,
                                         uct_mem_h memh, unsigned flags,
                                         uct_mem_h *memh_p)
 {
-    uct_dcx_strided_layout_t layout = {0};
-    uct_dcx_strided_memh_t *smemh;
+    uct_dcx_md_strided_layout_t layout = {0};
+    uct_dcx_md_strided_memh_t *smemh;
     uintptr_t start, end;
     uct_dcx_md_t *md;
     uint32_t access;
     ucs_status_t status;
     size_t blocks;
 
-    status = uct_dcx_strided_check_md(uct_md, memh_p, __func__, &md);
+    status = uct_dcx_md_strided_check_md(uct_md, memh_p, __func__, &md);
     if (status != UCS_OK) {
         return status;
     }
@@ -726,40 +730,42 @@ ucs_status_t uct_dcx_md_mem_reg_strided(uct_md_h uct_md,
         return UCS_ERR_INVALID_PARAM;
     }
 
-    status = uct_dcx_strided_check_desc(md, desc, &blocks, &start, &end);
+    status = uct_dcx_md_strided_check_desc(md, desc, &blocks, &start, &end);
     if (status != UCS_OK) {
         return status;
     }
 
-    access = uct_dcx_strided_access(flags);
+    access = uct_dcx_md_strided_access(flags);
     if (memh != NULL) {
-        status = uct_dcx_strided_check_base(md, memh, start, end, access,
-                                            "strided region", 0);
+        status = uct_dcx_md_strided_check_base(md, memh, start, end, access,
+                                               "strided region", 0);
         if (status != UCS_OK) {
             return status;
         }
     }
 
-    smemh = uct_dcx_strided_memh_alloc(md, 1);
+    smemh = uct_dcx_md_strided_memh_alloc(md, 1);
     if (smemh == NULL) {
         return UCS_ERR_NO_MEMORY;
     }
 
     if (memh == NULL) {
-        status = uct_dcx_strided_reg_own(md, smemh, start, end, flags, &memh);
+        status = uct_dcx_md_strided_reg_own(md, smemh, start, end, flags,
+                                            &memh);
         if (status != UCS_OK) {
             goto err_free;
         }
     }
 
-    status = uct_dcx_strided_layout_desc(md, desc, blocks,
-                                         uct_dcx_memh_mr(memh)->lkey, &layout);
+    status = uct_dcx_md_strided_layout_desc(md, desc, blocks,
+                                            uct_dcx_memh_mr(memh)->lkey,
+                                            &layout);
     if (status != UCS_OK) {
         goto err_release;
     }
 
-    status = uct_dcx_strided_key_create(md, smemh, &layout, access);
-    uct_dcx_strided_layout_free(&layout);
+    status = uct_dcx_md_strided_key_create(md, smemh, &layout, access);
+    uct_dcx_md_strided_layout_free(&layout);
     if (status != UCS_OK) {
         goto err_release;
     }
@@ -768,8 +774,8 @@ ucs_status_t uct_dcx_md_mem_reg_strided(uct_md_h uct_md,
     return UCS_OK;
 
 err_release:
-    uct_dcx_strided_layout_free(&layout);
-    uct_dcx_strided_release_own(md, smemh);
+    uct_dcx_md_strided_layout_free(&layout);
+    uct_dcx_md_strided_release_own(md, smemh);
 err_free:
     ucs_free(smemh);
     return status;
@@ -780,8 +786,8 @@ ucs_status_t uct_dcx_md_mem_reg_list(uct_md_h uct_md,
                                      size_t num_regions, const uct_mem_h *memhs,
                                      unsigned flags, uct_mem_h *memh_p)
 {
-    uct_dcx_strided_layout_t layout = {0};
-    uct_dcx_strided_memh_t *smemh;
+    uct_dcx_md_strided_layout_t layout = {0};
+    uct_dcx_md_strided_memh_t *smemh;
     uct_dcx_md_t *md;
     uintptr_t start;
     uint32_t access;
@@ -789,38 +795,39 @@ ucs_status_t uct_dcx_md_mem_reg_list(uct_md_h uct_md,
     uct_mem_h base;
     size_t i;
 
-    status = uct_dcx_strided_check_md(uct_md, memh_p, __func__, &md);
+    status = uct_dcx_md_strided_check_md(uct_md, memh_p, __func__, &md);
     if (status != UCS_OK) {
         return status;
     }
 
-    status = uct_dcx_strided_check_list(md, regions, num_regions);
+    status = uct_dcx_md_strided_check_list(md, regions, num_regions);
     if (status != UCS_OK) {
         return status;
     }
 
-    access = uct_dcx_strided_access(flags);
+    access = uct_dcx_md_strided_access(flags);
     for (i = 0; (memhs != NULL) && (i < num_regions); ++i) {
         start = (uintptr_t)regions[i].address;
         if (memhs[i] == NULL) {
             ucs_error("dcx md %s: list region %zu has no memh", md->name, i);
             return UCS_ERR_INVALID_PARAM;
         }
-        status = uct_dcx_strided_check_base(md, memhs[i], start,
-                                            start + regions[i].length, access,
-                                            "list region", i);
+        status = uct_dcx_md_strided_check_base(md, memhs[i], start,
+                                               start + regions[i].length,
+                                               access, "list region", i);
         if (status != UCS_OK) {
             return status;
         }
     }
 
-    smemh = uct_dcx_strided_memh_alloc(md, (memhs == NULL) ? num_regions : 0);
+    smemh = uct_dcx_md_strided_memh_alloc(md,
+                                          (memhs == NULL) ? num_regions : 0);
     if (smemh == NULL) {
         return UCS_ERR_NO_MEMORY;
     }
 
-    status = uct_dcx_strided_layout_alloc(md, &layout, DCX_WR_MKEY_LIST,
-                                          (uint32_t)num_regions);
+    status = uct_dcx_md_strided_layout_alloc(md, &layout, DCX_WR_MKEY_LIST,
+                                             (uint32_t)num_regions);
     if (status != UCS_OK) {
         goto err_free;
     }
@@ -830,9 +837,9 @@ ucs_status_t uct_dcx_md_mem_reg_list(uct_md_h uct_md,
         if (memhs != NULL) {
             base = memhs[i];
         } else {
-            status = uct_dcx_strided_reg_own(md, smemh, start,
-                                             start + regions[i].length, flags,
-                                             &base);
+            status = uct_dcx_md_strided_reg_own(md, smemh, start,
+                                                start + regions[i].length,
+                                                flags, &base);
             if (status != UCS_OK) {
                 goto err_release;
             }
@@ -843,18 +850,18 @@ ucs_status_t uct_dcx_md_mem_reg_list(uct_md_h uct_md,
         layout.length += regions[i].length;
     }
 
-    status = uct_dcx_strided_key_create(md, smemh, &layout, access);
+    status = uct_dcx_md_strided_key_create(md, smemh, &layout, access);
     if (status != UCS_OK) {
         goto err_release;
     }
 
-    uct_dcx_strided_layout_free(&layout);
+    uct_dcx_md_strided_layout_free(&layout);
     *memh_p = &smemh->super;
     return UCS_OK;
 
 err_release:
-    uct_dcx_strided_release_own(md, smemh);
-    uct_dcx_strided_layout_free(&layout);
+    uct_dcx_md_strided_release_own(md, smemh);
+    uct_dcx_md_strided_layout_free(&layout);
 err_free:
     ucs_free(smemh);
     return status;
@@ -864,8 +871,8 @@ err_free:
  * device), destroy, release what the registration made itself */
 ucs_status_t uct_dcx_md_strided_dereg(uct_dcx_md_t *md, uct_dcx_memh_t *memh)
 {
-    uct_dcx_strided_memh_t *smemh = ucs_derived_of(memh,
-                                                   uct_dcx_strided_memh_t);
+    uct_dcx_md_strided_memh_t *smemh =
+        ucs_derived_of(memh, uct_dcx_md_strided_memh_t);
     ucs_status_t status;
     int ret;
 
@@ -883,7 +890,7 @@ ucs_status_t uct_dcx_md_strided_dereg(uct_dcx_md_t *md, uct_dcx_memh_t *memh)
         }
     }
 
-    uct_dcx_strided_release_own(md, smemh);
+    uct_dcx_md_strided_release_own(md, smemh);
     ucs_free(smemh);
     return status;
 }

@@ -139,21 +139,21 @@ ucs_status_t uct_dcx_iface_mpools_init(uct_dcx_iface_t *iface,
     }
 
     /* rx element: [lkey .. ][headroom][AM byte][payload], payload aligned */
-    iface->rx_headroom       = (params->field_mask &
+    iface->rx.headroom       = (params->field_mask &
                           UCT_IFACE_PARAM_FIELD_RX_HEADROOM) ?
                                    params->rx_headroom :
                                    0;
     /* the element start stays 8-byte aligned when the payload (after the AM
      * byte) is aligned: pad the space before the headroom accordingly */
     /* a TM SRQ writes the TMH of each message before the header byte */
-    iface->rx_payload_offset = UCT_DCX_RX_HDR_SPACE + iface->rx_tmh_len +
-                               iface->rx_headroom;
-    iface->rx_payload_offset +=
-        (8 - ((iface->rx_payload_offset + UCT_DCX_AM_HDR_LEN) % 8)) % 8;
+    iface->rx.payload_offset = UCT_DCX_RX_HDR_SPACE + iface->rx.tmh_len +
+                               iface->rx.headroom;
+    iface->rx.payload_offset +=
+        (8 - ((iface->rx.payload_offset + UCT_DCX_AM_HDR_LEN) % 8)) % 8;
     status = uct_iface_param_am_alignment(params, cfg->seg_size,
-                                          iface->rx_payload_offset +
+                                          iface->rx.payload_offset +
                                               UCT_DCX_AM_HDR_LEN,
-                                          iface->rx_payload_offset +
+                                          iface->rx.payload_offset +
                                               UCT_DCX_AM_HDR_LEN,
                                           &align, &align_offset);
     if (status != UCS_OK) {
@@ -161,7 +161,7 @@ ucs_status_t uct_dcx_iface_mpools_init(uct_dcx_iface_t *iface,
     }
 
     status = uct_dcx_mpool_init(&iface->rx_mp, sizeof(iface),
-                                iface->rx_payload_offset +
+                                iface->rx.payload_offset +
                                     iface->config.rx_seg_size,
                                 align_offset, align,
                                 uct_dcx_rx_init_posted(cfg->rx_queue_len,
@@ -173,7 +173,7 @@ ucs_status_t uct_dcx_iface_mpools_init(uct_dcx_iface_t *iface,
     *(uct_dcx_iface_t **)ucs_mpool_priv(&iface->rx_mp) = iface;
 
     iface->tag_bcopy_mp = &iface->tx_mp; /* rx_seg_size is seg_size */
-    if (iface->rx_tmh_len != 0) {
+    if (iface->rx.tmh_len != 0) {
         /* an eager tagged message may be as large as a receive buffer: its
          * bcopy buffers too (few at first: most tagged sends are zcopy) */
         status = uct_dcx_mpool_init(&iface->tag_tx_mp, sizeof(iface),

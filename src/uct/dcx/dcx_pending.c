@@ -57,7 +57,7 @@ ucs_status_t uct_dcx_ep_pending_add(uct_ep_h tl_ep, uct_pending_req_t *req,
              ((iface->dci_free_top > 0) ||
               (iface->dci_created < iface->dci_limit))) &&
         (ep->fc_wnd > 0) &&
-        ((ep->fc_wnd > iface->fc_thresh) ||
+        ((ep->fc_wnd > iface->fc.thresh) ||
          (ep->flags & UCT_DCX_EP_FLAG_FC_REQ_SENT))) {
         return UCS_ERR_BUSY;
     }

@@ -21,6 +21,21 @@
 
 const uint8_t uct_dcx_tmh_no_tag[DCX_TM_TMH_LEN] = {0};
 
+/* The receive side before its queues exist: nothing posted, the goal
+ * (uct_dcx_rx_init_posted); a TM SRQ sets tmh_len when it is created,
+ * the memory pools the buffer layout (headroom, payload_offset) */
+void uct_dcx_iface_rx_init(uct_dcx_iface_t *iface,
+                           const uct_dcx_iface_config_t *cfg)
+{
+    iface->rx.tmh_len   = 0;
+    iface->rx.queue_len = cfg->rx_queue_len;
+    iface->rx.posted    = 0;
+    uct_dcx_iface_set_rx_target(iface, uct_dcx_rx_init_posted(cfg->rx_queue_len,
+                                                              cfg->fc_wnd));
+    iface->rx.reposts  = 0;
+    iface->rx.reposted = 0;
+}
+
 
 void uct_dcx_iface_release_desc(uct_recv_desc_t *self, void *desc)
 {
@@ -29,9 +44,9 @@ void uct_dcx_iface_release_desc(uct_recv_desc_t *self, void *desc)
 
     /* desc = wire + 1 - headroom */
     ucs_mpool_put_inline(UCS_PTR_BYTE_OFFSET(desc,
-                                             iface->rx_headroom -
+                                             iface->rx.headroom -
                                                  UCT_DCX_AM_HDR_LEN -
-                                                 iface->rx_payload_offset));
+                                                 iface->rx.payload_offset));
 }
 
 /* The receive load needs more posted buffers, up to RX_QUEUE_LEN (the pool
@@ -44,11 +59,11 @@ void uct_dcx_iface_release_desc(uct_recv_desc_t *self, void *desc)
  * RNR_TIMER each) while every refill still found most buffers posted. */
 UCS_F_NOINLINE void uct_dcx_iface_rx_grow(uct_dcx_iface_t *iface)
 {
-    if (iface->rx_target < iface->rx_queue_len) {
-        uct_dcx_iface_set_rx_target(iface, ucs_min(iface->rx_target * 2,
-                                                   iface->rx_queue_len));
+    if (iface->rx.target < iface->rx.queue_len) {
+        uct_dcx_iface_set_rx_target(iface, ucs_min(iface->rx.target * 2,
+                                                   iface->rx.queue_len));
         ucs_debug("dcx: %s: receive queue grows to %u buffers",
-                  dcx_dev_name(iface->dev), iface->rx_target);
+                  dcx_dev_name(iface->dev), iface->rx.target);
     }
 }
 
@@ -73,8 +88,8 @@ unsigned uct_dcx_iface_post_recv(uct_dcx_iface_t *iface)
 {
     dcx_recv_t list[UCT_DCX_RX_REPOST_MAX];
     /* a TM SRQ places the TMH too: it lands in the headroom */
-    size_t offset   = iface->rx_payload_offset - iface->rx_tmh_len;
-    uint32_t length = iface->config.rx_seg_size + iface->rx_tmh_len;
+    size_t offset   = iface->rx.payload_offset - iface->rx.tmh_len;
+    uint32_t length = iface->config.rx_seg_size + iface->rx.tmh_len;
     unsigned count  = 0;
     unsigned n, max, posted;
     void *elem;
@@ -83,8 +98,8 @@ unsigned uct_dcx_iface_post_recv(uct_dcx_iface_t *iface)
     /* in batches of at most UCT_DCX_RX_REPOST_MAX, one device call each;
      * what the loop needs of the iface is read before it (its stores into
      * the buffers and the list would make the compiler read it again) */
-    while (iface->rx_posted < iface->rx_target) {
-        max = ucs_min(iface->rx_target - iface->rx_posted,
+    while (iface->rx.posted < iface->rx.target) {
+        max = ucs_min(iface->rx.target - iface->rx.posted,
                       (unsigned)UCT_DCX_RX_REPOST_MAX);
         for (n = 0; n < max; ++n) {
             elem = ucs_mpool_get_inline(&iface->rx_mp);
@@ -102,7 +117,7 @@ unsigned uct_dcx_iface_post_recv(uct_dcx_iface_t *iface)
             break;
         }
         ret = dcx_srq_post_recv_list(iface->srq, list, n, &posted);
-        iface->rx_posted += posted;
+        iface->rx.posted += posted;
         count += posted;
         if (ucs_unlikely(ret != 0)) {
             uct_dcx_iface_rx_unposted(iface, list, posted, n, ret);
@@ -112,28 +127,9 @@ unsigned uct_dcx_iface_post_recv(uct_dcx_iface_t *iface)
             break; /* the pool ran dry, or the goal is reached */
         }
     }
-    iface->rx_reposts += (count > 0);
-    iface->rx_reposted += count;
+    iface->rx.reposts += (count > 0);
+    iface->rx.reposted += count;
     return count;
-}
-
-/* exported (dcx_* names only) for tests and diagnostics */
-__attribute__((visibility("default"))) int
-dcx_rx_iface_stats(uct_iface_h tl_iface, dcx_rx_stats_t *stats)
-{
-    uct_dcx_iface_t *iface;
-
-    if ((tl_iface == NULL) ||
-        (tl_iface->ops.ep_put_short != uct_dcx_ep_put_short)) {
-        return -1;
-    }
-    iface           = ucs_derived_of(tl_iface, uct_dcx_iface_t);
-    stats->reposts  = iface->rx_reposts;
-    stats->reposted = iface->rx_reposted;
-    stats->posted   = iface->rx_posted;
-    stats->target   = iface->rx_target;
-    stats->batch    = iface->rx_repost;
-    return 0;
 }
 
 static UCS_F_NOINLINE void uct_dcx_iface_handle_ctl(uct_dcx_iface_t *iface,
@@ -221,7 +217,7 @@ uct_dcx_iface_rx_am_inline(uct_dcx_iface_t *iface, void *elem, uint8_t *wire,
          * looks: a slot aligned only when the headroom is a multiple of 8
          * (UCP's is; a headroom of 5 puts it at an odd address) */
         rdesc = &iface->release_desc;
-        memcpy(wire + 1 - iface->rx_headroom - sizeof(rdesc), &rdesc,
+        memcpy(wire + 1 - iface->rx.headroom - sizeof(rdesc), &rdesc,
                sizeof(rdesc));
     } else {
         ucs_mpool_put_inline(elem);
@@ -246,7 +242,7 @@ static UCS_F_ALWAYS_INLINE void uct_dcx_iface_rx_wcs(uct_dcx_iface_t *iface,
 
     for (i = 0; i < n; ++i) {
         elem = (void *)(uintptr_t)wc[i].wr_id;
-        iface->rx_posted--;
+        iface->rx.posted--;
         if (ucs_unlikely((wc[i].status != DCX_WC_SUCCESS) ||
                          (wc[i].byte_len < UCT_DCX_AM_HDR_LEN))) {
             uct_dcx_iface_rx_error(iface, &wc[i]);

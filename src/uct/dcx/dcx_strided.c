@@ -359,41 +359,22 @@ static UCS_F_ALWAYS_INLINE void uct_dcx_strided_lay_set(uct_dcx_skey_lay_t *lay,
     lay->lkey   = lkey;
 }
 
-/*
- * The iov list of a zero-copy operation with at least one strided entry,
- * as sges: see dcx_strided_iov.h.  ep NULL: a tag-list receive, whose keys must
- * be configured before it is posted (configures go on the control DCI).
- * On UCS_OK the caller posts its WR and then calls uct_dcx_strided_commit
- * (or takes the key), or uct_dcx_strided_abort if it could not post.
- */
-ucs_status_t uct_dcx_strided_iov(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep,
-                                 const char *name, const uct_iov_t *iov,
-                                 size_t iovcnt, unsigned flags, dcx_sge_t *sge,
-                                 unsigned max_sge, unsigned *num_sge_p,
-                                 size_t *length_p, uct_dcx_strided_use_t *use)
+/* Phase 1 of uct_dcx_strided_iov: every entry checked before anything is
+ * taken.  The total length, the elements of the strided entries and the
+ * number of plain entries (one contiguous run each) come back. */
+static ucs_status_t
+uct_dcx_strided_iov_check(uct_dcx_iface_t *iface, const char *name,
+                          const uct_iov_t *iov, size_t iovcnt, unsigned flags,
+                          size_t *length_p, size_t *nelem_p, size_t *nplain_p)
 {
-    uct_dcx_strided_t *st = &iface->strided;
     size_t nelem = 0, nplain = 0, length = 0, total, i;
-    uct_dcx_strided_op_t *sop;
-    uct_dcx_skey_lay_t lay;
-    uct_dcx_skey_t *key;
-    uct_dcx_dci_t *dci;
-    unsigned num_sge = 0, k, pending_cfg = 0;
-    ucs_status_t status;
-    uint32_t lkey;
-    khiter_t it;
-    uint16_t idx;
-    int ret;
 
-    use->op       = NULL;
-    use->num_keys = 0;
     if (ucs_unlikely(iovcnt > iface->config.max_iov)) {
         ucs_error("dcx: %s: iov count %zu exceeds the maximum %u", name, iovcnt,
                   iface->config.max_iov);
         return UCS_ERR_INVALID_PARAM;
     }
 
-    /* Check every entry first: nothing is taken on a bad one */
     for (i = 0; i < iovcnt; ++i) {
         if ((iov[i].length == 0) || (iov[i].count == 0)) {
             continue; /* no memory is accessed */
@@ -428,35 +409,54 @@ ucs_status_t uct_dcx_strided_iov(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep,
         }
         nelem += iov[i].count;
     }
+
     *length_p = length;
+    *nelem_p  = nelem;
+    *nplain_p = nplain;
+    return UCS_OK;
+}
 
-    /* Few elements: one sge each */
-    if (!(flags & UCT_DCX_STRIDED_KEY_ONLY) && (nelem <= st->sge_max) &&
-        (nelem + nplain <= max_sge)) {
-        for (i = 0; i < iovcnt; ++i) {
-            if ((iov[i].length == 0) || (iov[i].count == 0)) {
-                continue;
-            }
-            lkey = uct_dcx_memh_mr(iov[i].memh)->lkey;
-            if (uct_dcx_strided_iov_is_plain(&iov[i])) {
-                uct_dcx_strided_sge_set(&sge[num_sge++],
-                                        (uintptr_t)iov[i].buffer,
-                                        iov[i].length * iov[i].count, lkey);
-                continue;
-            }
-            for (k = 0; k < iov[i].count; ++k) {
-                uct_dcx_strided_sge_set(&sge[num_sge++],
-                                        (uintptr_t)iov[i].buffer +
-                                            k * iov[i].stride,
-                                        iov[i].length, lkey);
-            }
+/* Phase 2, few elements: one sge each (a plain entry: one sge).  The
+ * number of sges written. */
+static unsigned uct_dcx_strided_iov_expand(const uct_iov_t *iov, size_t iovcnt,
+                                           dcx_sge_t *sge)
+{
+    unsigned num_sge = 0, k;
+    uint32_t lkey;
+    size_t i;
+
+    for (i = 0; i < iovcnt; ++i) {
+        if ((iov[i].length == 0) || (iov[i].count == 0)) {
+            continue;
         }
-        st->stats.sge_expanded++;
-        *num_sge_p = num_sge;
-        return UCS_OK;
+        lkey = uct_dcx_memh_mr(iov[i].memh)->lkey;
+        if (uct_dcx_strided_iov_is_plain(&iov[i])) {
+            uct_dcx_strided_sge_set(&sge[num_sge++], (uintptr_t)iov[i].buffer,
+                                    iov[i].length * iov[i].count, lkey);
+            continue;
+        }
+        for (k = 0; k < iov[i].count; ++k) {
+            uct_dcx_strided_sge_set(&sge[num_sge++],
+                                    (uintptr_t)iov[i].buffer +
+                                        k * iov[i].stride,
+                                    iov[i].length, lkey);
+        }
     }
+    return num_sge;
+}
 
-    /* The rest go through keys: check that each layout fits one */
+/* Phase 3, through keys: strided keys exist here and each layout fits
+ * one */
+static ucs_status_t uct_dcx_strided_iov_check_keys(uct_dcx_iface_t *iface,
+                                                   const char *name,
+                                                   const uct_iov_t *iov,
+                                                   size_t iovcnt, size_t nelem,
+                                                   unsigned max_sge)
+{
+    uct_dcx_strided_t *st = &iface->strided;
+    uct_dcx_skey_lay_t lay;
+    size_t i;
+
     if (st->keys_max == 0) {
         ucs_error("dcx: %s: %s: %zu strided elements need more than the %u "
                   "sges of plain expansion and strided keys are %s",
@@ -481,13 +481,121 @@ ucs_status_t uct_dcx_strided_iov(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep,
                                              "docs/strided.md)");
         }
     }
+    return UCS_OK;
+}
+
+/* Phase 4, for each strided entry: the key of layout lay for a WR on dci,
+ * from the cache, or a new one whose configure is posted on dci now.
+ * UCS_OK with *idx_p; UCS_INPROGRESS when the key is not usable yet (its
+ * configure is in flight on another DCI, or, ep NULL, it was just posted
+ * and a tag-list receive needs it configured first); or an error. */
+static ucs_status_t uct_dcx_strided_iov_key(uct_dcx_iface_t *iface,
+                                            uct_dcx_ep_t *ep,
+                                            uct_dcx_dci_t *dci,
+                                            const uct_dcx_skey_lay_t *lay,
+                                            uint16_t *idx_p)
+{
+    uct_dcx_strided_t *st = &iface->strided;
+    uct_dcx_skey_t *key;
+    ucs_status_t status;
+    khiter_t it;
+    uint16_t idx;
+    int ret;
+
+    it = kh_get(uct_dcx_skeys, &st->hash, *lay);
+    if (it != kh_end(&st->hash)) {
+        idx = kh_val(&st->hash, it);
+        key = &st->keys[idx];
+        if ((key->state == UCT_DCX_SKEY_CFG) &&
+            ((ep == NULL) || (key->cfg_dci != dci->index))) {
+            /* usable once its configure completes */
+            return UCS_INPROGRESS;
+        }
+        /* held from now on; back at the lru's tail (most recently used)
+         * when released */
+        st->stats.hits++;
+        *idx_p = idx;
+        return UCS_OK;
+    }
+
+    key = uct_dcx_strided_key_alloc(iface);
+    if (key == NULL) {
+        return UCS_ERR_NO_RESOURCE;
+    }
+    if ((dci->avail <= 1) ||
+        (dci->flags & (UCT_DCX_DCI_FLAG_BROKEN | UCT_DCX_DCI_FLAG_ERR))) {
+        /* room for the configure and the data WR after it */
+        return UCS_ERR_NO_RESOURCE;
+    }
+    idx = key - st->keys;
+    uct_dcx_skey_set_layout(st, key, lay, uct_dcx_strided_interleaved(st, lay));
+    status = uct_dcx_strided_post_cfg(iface, dci, ep, key, idx);
+    if (status != UCS_OK) {
+        return status;
+    }
+    it = kh_put(uct_dcx_skeys, &st->hash, *lay, &ret);
+    if (ret < 0) {
+        ucs_error("dcx: %s: strided key cache: out of memory",
+                  dcx_dev_name(iface->dev));
+        return UCS_ERR_NO_MEMORY;
+    }
+    kh_val(&st->hash, it) = idx;
+    key->cached           = 1;
+    st->stats.misses++;
+    *idx_p = idx;
+    /* a tag-list receive needs its keys configured before it is posted */
+    return (ep == NULL) ? UCS_INPROGRESS : UCS_OK;
+}
+
+/*
+ * The iov list of a zero-copy operation with at least one strided entry,
+ * as sges: see dcx_strided_iov.h.  ep NULL: a tag-list receive, whose keys must
+ * be configured before it is posted (configures go on the control DCI).
+ * On UCS_OK the caller posts its WR and then calls uct_dcx_strided_commit
+ * (or takes the key), or uct_dcx_strided_abort if it could not post.
+ */
+ucs_status_t uct_dcx_strided_iov(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep,
+                                 const char *name, const uct_iov_t *iov,
+                                 size_t iovcnt, unsigned flags, dcx_sge_t *sge,
+                                 unsigned max_sge, unsigned *num_sge_p,
+                                 size_t *length_p, uct_dcx_strided_use_t *use)
+{
+    uct_dcx_strided_t *st = &iface->strided;
+    size_t nelem = 0, nplain = 0, i;
+    uct_dcx_strided_op_t *sop;
+    uct_dcx_skey_lay_t lay;
+    uct_dcx_dci_t *dci;
+    unsigned num_sge = 0, pending_cfg = 0;
+    ucs_status_t status;
+    uint32_t lkey;
+    uint16_t idx;
+
+    use->op       = NULL;
+    use->num_keys = 0;
+    status        = uct_dcx_strided_iov_check(iface, name, iov, iovcnt, flags,
+                                              length_p, &nelem, &nplain);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    if (!(flags & UCT_DCX_STRIDED_KEY_ONLY) && (nelem <= st->sge_max) &&
+        (nelem + nplain <= max_sge)) {
+        *num_sge_p = uct_dcx_strided_iov_expand(iov, iovcnt, sge);
+        st->stats.sge_expanded++;
+        return UCS_OK;
+    }
+
+    status = uct_dcx_strided_iov_check_keys(iface, name, iov, iovcnt, nelem,
+                                            max_sge);
+    if (status != UCS_OK) {
+        return status;
+    }
 
     /* Where configures go */
     if (ep != NULL) {
         status = uct_dcx_ep_tx_begin(iface, ep, 0);
         if (status != UCS_OK) {
             /* (UCT_DCX_TX_SINK: the caller takes the operation whole) */
-            *length_p = length;
             return status;
         }
         dci = uct_dcx_ep_dci(iface, ep);
@@ -517,58 +625,19 @@ ucs_status_t uct_dcx_strided_iov(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep,
         }
 
         uct_dcx_strided_lay_set(&lay, &iov[i], lkey);
-        it = kh_get(uct_dcx_skeys, &st->hash, lay);
-        if (it != kh_end(&st->hash)) {
-            idx = kh_val(&st->hash, it);
-            key = &st->keys[idx];
-            if ((key->state == UCT_DCX_SKEY_CFG) &&
-                ((ep == NULL) || (key->cfg_dci != dci->index))) {
-                /* usable once its configure completes */
-                pending_cfg = 1;
-                continue;
-            }
-            /* held from now on; back at the lru's tail (most recently
-             * used) when released */
-            st->stats.hits++;
-        } else {
-            key = uct_dcx_strided_key_alloc(iface);
-            if (key == NULL) {
-                status = UCS_ERR_NO_RESOURCE;
-                goto err;
-            }
-            if ((dci->avail <= 1) || (dci->flags & (UCT_DCX_DCI_FLAG_BROKEN |
-                                                    UCT_DCX_DCI_FLAG_ERR))) {
-                /* room for the configure and the data WR after it */
-                status = UCS_ERR_NO_RESOURCE;
-                goto err;
-            }
-            idx = key - st->keys;
-            uct_dcx_skey_set_layout(st, key, &lay,
-                                    uct_dcx_strided_interleaved(st, &lay));
-            status = uct_dcx_strided_post_cfg(iface, dci, ep, key, idx);
-            if (status != UCS_OK) {
-                goto err;
-            }
-            it = kh_put(uct_dcx_skeys, &st->hash, lay, &ret);
-            if (ret < 0) {
-                ucs_error("dcx: %s: strided key cache: out of memory",
-                          dcx_dev_name(iface->dev));
-                status = UCS_ERR_NO_MEMORY;
-                goto err;
-            }
-            kh_val(&st->hash, it) = idx;
-            key->cached           = 1;
-            st->stats.misses++;
-            if (ep == NULL) {
-                pending_cfg = 1; /* the tag list needs it configured */
-                continue;
-            }
+        status = uct_dcx_strided_iov_key(iface, ep, dci, &lay, &idx);
+        if (status == UCS_INPROGRESS) {
+            pending_cfg = 1;
+            continue;
+        } else if (status != UCS_OK) {
+            goto err;
         }
-        uct_dcx_skey_get(st, key);
+        uct_dcx_skey_get(st, &st->keys[idx]);
         sop->keys[sop->num++] = idx;
         /* address 0: the key's address space */
         uct_dcx_strided_sge_set(&sge[num_sge++], 0,
-                                iov[i].length * iov[i].count, key->mkey->lkey);
+                                iov[i].length * iov[i].count,
+                                st->keys[idx].mkey->lkey);
     }
 
     if (pending_cfg) {
@@ -689,19 +758,4 @@ void uct_dcx_strided_cleanup(uct_dcx_iface_t *iface)
     ucs_free(st->keys);
     ucs_mpool_cleanup(&st->op_mp, 0);
     kh_destroy_inplace(uct_dcx_skeys, &st->hash);
-}
-
-/* exported (dcx_* names only) for tests and diagnostics */
-__attribute__((visibility("default"))) int
-dcx_strided_iface_stats(uct_iface_h tl_iface, dcx_strided_stats_t *stats)
-{
-    uct_dcx_iface_t *iface;
-
-    if ((tl_iface == NULL) ||
-        (tl_iface->ops.ep_put_zcopy != uct_dcx_ep_put_zcopy)) {
-        return -1;
-    }
-    iface  = ucs_derived_of(tl_iface, uct_dcx_iface_t);
-    *stats = iface->strided.stats;
-    return 0;
 }

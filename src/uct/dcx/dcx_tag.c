@@ -189,7 +189,7 @@ ucs_status_t uct_dcx_iface_tag_recv_zcopy(uct_iface_h tl_iface, uct_tag_t tag,
     uint32_t idx;
     khiter_t buf_it;
 
-    if (ucs_unlikely(iface->rx_tmh_len == 0)) {
+    if (ucs_unlikely(iface->rx.tmh_len == 0)) {
         ucs_error("dcx: %s: tag_recv_zcopy: tag matching is off on this "
                   "interface",
                   dcx_dev_name(iface->dev));
@@ -283,7 +283,7 @@ ucs_status_t uct_dcx_iface_tag_recv_cancel(uct_iface_h tl_iface,
     dcx_tm_op_t op;
     ucs_status_t status;
 
-    if (ucs_unlikely((iface->rx_tmh_len == 0) || (idx >= iface->tm.num_slots) ||
+    if (ucs_unlikely((iface->rx.tmh_len == 0) || (idx >= iface->tm.num_slots) ||
                      (iface->tm.slots[idx].ctx != ctx) ||
                      (iface->tm.slots[idx].state != UCT_DCX_TM_SLOT_LIVE))) {
         ucs_error("dcx: tag_recv_cancel: context %p is not a posted receive",
@@ -335,8 +335,8 @@ static void uct_dcx_tm_release_desc(uct_recv_desc_t *self, void *desc)
 
     /* desc = wire - headroom */
     ucs_mpool_put_inline(UCS_PTR_BYTE_OFFSET(desc,
-                                             iface->rx_headroom -
-                                                 iface->rx_payload_offset));
+                                             iface->rx.headroom -
+                                                 iface->rx.payload_offset));
 }
 
 /* A NO_TAG message in an SRQ buffer: an AM or a control message */
@@ -346,7 +346,7 @@ static UCS_F_ALWAYS_INLINE void uct_dcx_tag_rx_no_tag(uct_dcx_iface_t *iface,
     void *elem = (void *)(uintptr_t)wc->wr_id;
     uint8_t *wire;
 
-    iface->rx_posted--;
+    iface->rx.posted--;
     if (ucs_unlikely((wc->status != DCX_WC_SUCCESS) ||
                      (wc->byte_len < DCX_TM_TMH_LEN))) {
         uct_dcx_iface_rx_error(iface, wc);
@@ -414,7 +414,7 @@ static UCS_F_ALWAYS_INLINE void uct_dcx_tag_rx_unexp(uct_dcx_iface_t *iface,
     uct_recv_desc_t *rdesc;
     void *context;
 
-    iface->rx_posted--;
+    iface->rx.posted--;
     if (ucs_unlikely((wc->status != DCX_WC_SUCCESS) ||
                      (wc->byte_len < DCX_TM_TMH_LEN))) {
         uct_dcx_iface_rx_error(iface, wc);
@@ -462,7 +462,7 @@ static UCS_F_ALWAYS_INLINE void uct_dcx_tag_rx_unexp(uct_dcx_iface_t *iface,
         /* where uct_recv_desc() looks; the payload after a TMH is not
          * aligned as an AM's is, so the slot may not be either */
         rdesc = &iface->tm.release_desc;
-        memcpy(wire - iface->rx_headroom - sizeof(rdesc), &rdesc,
+        memcpy(wire - iface->rx.headroom - sizeof(rdesc), &rdesc,
                sizeof(rdesc));
     } else {
         ucs_mpool_put_inline(elem);
@@ -686,7 +686,7 @@ static UCS_F_ALWAYS_INLINE void uct_dcx_tag_rx_one(uct_dcx_iface_t *iface,
             (wc->wr_id >= iface->tm.num_slots) &&
             (wc->wr_id != UCT_DCX_TM_WR_SYNC)) {
             /* an SRQ buffer flushed with an error */
-            iface->rx_posted--;
+            iface->rx.posted--;
             ucs_mpool_put_inline((void *)(uintptr_t)wc->wr_id);
         }
         break;
@@ -828,7 +828,7 @@ unsigned uct_dcx_iface_tm_rx_cqe(uct_dcx_iface_t *iface, int tm,
                    iface->caps->max_cqe);
 }
 
-/* The SRQ behind the DCT: a tag-matching one when tm > 0 (rx_tmh_len set),
+/* The SRQ behind the DCT: a tag-matching one when tm > 0 (rx.tmh_len set),
  * falling back to a plain one under "try" */
 ucs_status_t uct_dcx_iface_srq_create(uct_dcx_iface_t *iface,
                                       const uct_dcx_iface_config_t *cfg, int tm)
@@ -848,7 +848,7 @@ ucs_status_t uct_dcx_iface_srq_create(uct_dcx_iface_t *iface,
         srq_attr.tm_max_ops  = iface->caps->tm_max_ops;
         ret = dcx_srq_create(iface->pd, &srq_attr, &iface->srq);
         if (ret == 0) {
-            iface->rx_tmh_len                     = DCX_TM_TMH_LEN;
+            iface->rx.tmh_len                     = DCX_TM_TMH_LEN;
             /* before uct_base_iface_progress_enable() reads it */
             iface->super.super.ops.iface_progress = uct_dcx_iface_tag_progress;
             return UCS_OK;
@@ -879,7 +879,7 @@ ucs_status_t uct_dcx_iface_tag_init(uct_dcx_iface_t *iface,
     uct_dcx_tm_t *tm = &iface->tm;
     uint32_t i;
 
-    if (iface->rx_tmh_len == 0) {
+    if (iface->rx.tmh_len == 0) {
         return UCS_OK;
     }
 
@@ -921,7 +921,7 @@ void uct_dcx_iface_tag_cleanup(uct_dcx_iface_t *iface)
 {
     const uct_dcx_tm_stats_t *s = &iface->cnt->tm;
 
-    if (iface->rx_tmh_len != 0) {
+    if (iface->rx.tmh_len != 0) {
         ucs_info("dcx iface %s DCT 0x%x: tag matching: posted %" PRIu64
                  " matched %" PRIu64 " unexp_eager %" PRIu64
                  " unexp_rndv %" PRIu64 " rndv_hw %" PRIu64 " rndv_sw %" PRIu64
@@ -942,7 +942,7 @@ void uct_dcx_iface_tag_query(uct_dcx_iface_t *iface, uct_iface_attr_t *attr)
 {
     size_t max_inline = iface->config.max_inline;
 
-    if (iface->rx_tmh_len == 0) {
+    if (iface->rx.tmh_len == 0) {
         return;
     }
 

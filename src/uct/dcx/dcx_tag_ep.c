@@ -352,7 +352,7 @@ uct_dcx_ep_tag_rndv_zcopy(uct_ep_h tl_ep, uct_tag_t tag, const void *header,
     if (ucs_unlikely(ep->tmh_len == 0)) {
         return UCS_STATUS_PTR(uct_dcx_tag_no_peer_tm(ep, "tag_rndv_zcopy"));
     }
-    if (ucs_unlikely(iface->rx_tmh_len == 0)) {
+    if (ucs_unlikely(iface->rx.tmh_len == 0)) {
         /* the FIN comes back as a TM message: our SRQ must parse it */
         ucs_error("dcx: %s: tag_rndv_zcopy: tag matching is off on this "
                   "interface",

@@ -69,10 +69,10 @@ protected:
         ASSERT_TRUE(dcx_dev_caps(m_dev)->flags & DCX_CAP_CQ_EVENT);
 
         ASSERT_EQ(0, dcx_pd_alloc(m_dev, &m_pd));
-        ASSERT_EQ(0, dcx_mr_reg(m_pd, m_buf, sizeof(m_buf),
-                                DCX_ACCESS_LOCAL_WRITE |
-                                    DCX_ACCESS_REMOTE_WRITE,
-                                &m_mr));
+        ASSERT_EQ(0,
+                  dcx_mr_reg(m_pd, m_buf, sizeof(m_buf),
+                             DCX_ACCESS_LOCAL_WRITE | DCX_ACCESS_REMOTE_WRITE,
+                             &m_mr));
         ASSERT_EQ(0, dcx_comp_channel_create(m_dev, &m_ch));
         ASSERT_EQ(0, dcx_cq_create_ch(m_dev, 256, m_ch, &m_tx_cq));
         ASSERT_EQ(0, dcx_cq_create_ch(m_dev, 256, m_ch, &m_rx_cq));
@@ -200,16 +200,16 @@ protected:
         return dcx_comp_channel_get_event(m_ch, &cq) == EAGAIN;
     }
 
-    dcx_dev_t *m_dev       = nullptr;
-    dcx_pd_t *m_pd         = nullptr;
-    dcx_mr_t *m_mr         = nullptr;
+    dcx_dev_t *m_dev         = nullptr;
+    dcx_pd_t *m_pd           = nullptr;
+    dcx_mr_t *m_mr           = nullptr;
     dcx_comp_channel_t *m_ch = nullptr;
-    dcx_cq_t *m_tx_cq      = nullptr;
-    dcx_cq_t *m_rx_cq      = nullptr;
-    dcx_srq_t *m_srq       = nullptr;
-    dcx_qp_t *m_dct        = nullptr;
-    dcx_qp_t *m_dci        = nullptr;
-    dcx_ah_t *m_ah         = nullptr;
+    dcx_cq_t *m_tx_cq        = nullptr;
+    dcx_cq_t *m_rx_cq        = nullptr;
+    dcx_srq_t *m_srq         = nullptr;
+    dcx_qp_t *m_dct          = nullptr;
+    dcx_qp_t *m_dci          = nullptr;
+    dcx_ah_t *m_ah           = nullptr;
     char m_buf[8192];
 };
 

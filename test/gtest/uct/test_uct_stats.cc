@@ -8,6 +8,7 @@
  */
 #include "uct_dci_pool.h"
 #include "dcx_stat_file.h"
+#include "dcx_strided_stats.h"
 
 #include <cstdlib>
 #include <dirent.h>
@@ -208,6 +209,99 @@ TEST_P(uct_dcx_stats, unwritable_dir_bad_flow)
     ASSERT_TRUE(wait_for([&] { return rx == 1; }));
     EXPECT_EQ(1u, stats(a).created);
     log_counter::reset();
+}
+
+/* The introspection calls (dcx_diag.c) answer for a dcx interface and its
+ * endpoints, and refuse anything else: no interface, or an interface and
+ * endpoint of one of UCX's own transports (self) */
+TEST_P(uct_dcx_stats, diag_refuses_other_transports)
+{
+    uct_component_h *comps;
+    unsigned n;
+    uct_md_h self_md = NULL;
+    uct_md_config_t *md_config;
+    uct_iface_config_t *if_config;
+    uct_iface_params_t params;
+    uct_iface_h self_iface;
+    uct_worker_h worker;
+    uct_ep_params_t ep_params;
+    uct_ep_h self_ep;
+    uct_iface_attr_t attr;
+    std::vector<char> dev_addr, if_addr;
+    dcx_dci_stats_t dci;
+    dcx_fc_stats_t fc;
+    dcx_rx_stats_t rx;
+    dcx_strided_stats_t strided;
+    entity *a = create_entity();
+
+    EXPECT_EQ(0, dcx_dci_iface_stats(a->iface, &dci));
+    EXPECT_EQ(0, dcx_fc_iface_stats(a->iface, &fc));
+    EXPECT_EQ(0, dcx_rx_iface_stats(a->iface, &rx));
+    EXPECT_EQ(0, dcx_strided_iface_stats(a->iface, &strided));
+    EXPECT_EQ(-1, dcx_dci_iface_stats(NULL, &dci));
+    EXPECT_EQ(-1, dcx_fc_iface_stats(NULL, &fc));
+    EXPECT_EQ(-1, dcx_rx_iface_stats(NULL, &rx));
+    EXPECT_EQ(-1, dcx_strided_iface_stats(NULL, &strided));
+    EXPECT_EQ(-2, dcx_dci_ep_index(NULL));
+
+    ASSERT_EQ(UCS_OK, uct_query_components(&comps, &n));
+    for (unsigned i = 0; i < n; ++i) {
+        uct_component_attr_t cattr;
+        cattr.field_mask = UCT_COMPONENT_ATTR_FIELD_NAME;
+        ASSERT_EQ(UCS_OK, uct_component_query(comps[i], &cattr));
+        if (!strcmp(cattr.name, "self")) {
+            ASSERT_EQ(UCS_OK,
+                      uct_md_config_read(comps[i], NULL, NULL, &md_config));
+            ASSERT_EQ(UCS_OK,
+                      uct_md_open(comps[i], "self", md_config, &self_md));
+            uct_config_release(md_config);
+        }
+    }
+    uct_release_component_list(comps);
+    ASSERT_TRUE(self_md != NULL);
+
+    ASSERT_EQ(UCS_OK,
+              uct_worker_create(m_async, UCS_THREAD_MODE_SINGLE, &worker));
+    ASSERT_EQ(UCS_OK, uct_md_iface_config_read(self_md, "self", NULL, NULL,
+                                               &if_config));
+    memset(&params, 0, sizeof(params));
+    params.field_mask = UCT_IFACE_PARAM_FIELD_OPEN_MODE |
+                        UCT_IFACE_PARAM_FIELD_DEVICE;
+    params.open_mode            = UCT_IFACE_OPEN_MODE_DEVICE;
+    params.mode.device.tl_name  = "self";
+    params.mode.device.dev_name = "memory";
+    ASSERT_EQ(UCS_OK,
+              uct_iface_open(self_md, worker, &params, if_config, &self_iface));
+    uct_config_release(if_config);
+
+    ASSERT_EQ(UCS_OK, uct_iface_query(self_iface, &attr));
+    dev_addr.resize(attr.device_addr_len + 1);
+    if_addr.resize(attr.iface_addr_len + 1);
+    ASSERT_EQ(UCS_OK,
+              uct_iface_get_device_address(self_iface, (uct_device_addr_t *)
+                                                           dev_addr.data()));
+    ASSERT_EQ(UCS_OK,
+              uct_iface_get_address(self_iface,
+                                    (uct_iface_addr_t *)if_addr.data()));
+    memset(&ep_params, 0, sizeof(ep_params));
+    ep_params.field_mask = UCT_EP_PARAM_FIELD_IFACE |
+                           UCT_EP_PARAM_FIELD_DEV_ADDR |
+                           UCT_EP_PARAM_FIELD_IFACE_ADDR;
+    ep_params.iface      = self_iface;
+    ep_params.dev_addr   = (const uct_device_addr_t *)dev_addr.data();
+    ep_params.iface_addr = (const uct_iface_addr_t *)if_addr.data();
+    ASSERT_EQ(UCS_OK, uct_ep_create(&ep_params, &self_ep));
+
+    EXPECT_EQ(-1, dcx_dci_iface_stats(self_iface, &dci));
+    EXPECT_EQ(-1, dcx_fc_iface_stats(self_iface, &fc));
+    EXPECT_EQ(-1, dcx_rx_iface_stats(self_iface, &rx));
+    EXPECT_EQ(-1, dcx_strided_iface_stats(self_iface, &strided));
+    EXPECT_EQ(-2, dcx_dci_ep_index(self_ep));
+
+    uct_ep_destroy(self_ep);
+    uct_iface_close(self_iface);
+    uct_worker_destroy(worker);
+    uct_md_close(self_md);
 }
 
 INSTANTIATE_TEST_SUITE_P(policy, uct_dcx_stats, UCT_DCX_POLICIES);
