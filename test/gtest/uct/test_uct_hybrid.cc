@@ -14,6 +14,8 @@
  *   together with other endpoints' work to live peers: exactly the dead
  *   peer's endpoints fail, once each; the live endpoints' messages on the
  *   shared DCI all arrive, in order.
+ * - A device that refuses the shared DCI: endpoints wait for the pool's
+ *   DCIs as under dcs_quota, with one error line.
  */
 #include "uct_fixture.h"
 #include "dcx_dci_stats.h"
@@ -408,4 +410,54 @@ TEST_F(uct_dcx_hybrid, peer_failure_on_shared_dci)
     for (unsigned i = 0; i < pairs; ++i) {
         destroy_ep(dead[i]);
     }
+}
+
+/* A device with 3 DCIs in all: the two interfaces' control DCIs and the
+ * sender's one data DCI take them, and the device refuses the shared DCI:
+ * the second ep waits for the pool's DCI as under dcs_quota (one error
+ * line saying so), and gets it once the first ep's work is done */
+class uct_dcx_hybrid_no_shared : public uct_dcx_hybrid {
+protected:
+    virtual void init_env(scoped_env &env)
+    {
+        uct_dcx_hybrid::init_env(env);
+        env.set("UCX_DCX_SOFT_MAX_DCI", "3");
+    }
+};
+
+TEST_F(uct_dcx_hybrid_no_shared, device_refuses_shared_dci_bad_flow)
+{
+    if (!test_on_soft()) {
+        GTEST_SKIP() << "the DCI limit is the soft device's";
+    }
+    std::map<std::string, std::string> cfg;
+    cfg["NUM_DCI"] = "1";
+    entity *a = create_entity(cfg), *b = create_entity(cfg);
+    ASSERT_TRUE(a && b);
+    seq_rx rx(2);
+    ASSERT_EQ(UCS_OK,
+              uct_iface_set_am_handler(b->iface, AM_ID, seq_rx::cb, &rx, 0));
+    uct_ep_h e1 = connect(a, b), e2 = connect(a, b);
+
+    seq_arg arg1 = {0, 0, 8}, arg2 = {1, 0, 8};
+    ASSERT_GT(uct_ep_am_bcopy(e1, AM_ID, seq_pack, &arg1, 0), 0);
+    EXPECT_EQ(0, dcx_dci_ep_index(e1));
+    log_counter::reset();
+    EXPECT_EQ(UCS_ERR_NO_RESOURCE,
+              uct_ep_am_bcopy(e2, AM_ID, seq_pack, &arg2, 0));
+    EXPECT_TRUE(log_counter::contains("shared DCI")) << log_counter::joined();
+    dcx_dci_stats_t s = stats(a);
+    EXPECT_EQ(1u, s.refusals);
+    EXPECT_EQ(1u, s.waiters);
+    EXPECT_EQ(0u, s.shared_wrs);
+
+    ASSERT_TRUE(send(e2, 1, 0, 8));
+    EXPECT_EQ(0, dcx_dci_ep_index(e2));
+    flush_ep(e2);
+    ASSERT_TRUE(wait_for([&] { return rx.received == 2; }, limit_sec));
+    EXPECT_EQ(0u, rx.bad);
+    s = stats(a);
+    EXPECT_EQ(0u, s.waiters);
+    EXPECT_EQ(0u, s.shared_wrs);
+    log_counter::reset();
 }
