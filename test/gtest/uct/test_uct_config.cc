@@ -222,13 +222,27 @@ TEST_F(uct_dcx_knobs, tm_seg_size_edges)
 }
 
 /* The streams policy: NUM_DCI_STREAMS 1 .. the device's streams (the soft
- * device: 64); more is refused at open, naming the variable */
+ * device: 64); more is refused at open, naming the variable; a device
+ * without streams refuses the policy */
 TEST_F(uct_dcx_knobs, num_dci_streams_bad_flow)
 {
     const dcx_dev_caps_t &caps = device()->caps;
     const unsigned max         = 1u << caps.dci_streams_log_max;
 
-    ASSERT_TRUE(caps.flags & DCX_CAP_DCI_STREAMS);
+    if (!(caps.flags & DCX_CAP_DCI_STREAMS)) {
+        /* a device without streams (the mlx5 backend): the policy is
+         * refused at open, with one line saying why */
+        entity *e = NULL;
+
+        log_counter::reset();
+        EXPECT_EQ(UCS_ERR_UNSUPPORTED,
+                  try_create_entity({{"DCI_POLICY", "streams"}}, &e));
+        EXPECT_EQ(1, log_counter::errors()) << log_counter::joined();
+        EXPECT_TRUE(log_counter::contains("no DCI streams"))
+            << log_counter::joined();
+        log_counter::reset();
+        return;
+    }
     expect_range_error("NUM_DCI_STREAMS", "0");
     expect_range_error("NUM_DCI_STREAMS", "4096");
     expect_range_error({{"NUM_DCI_STREAMS", std::to_string(max + 1)},
@@ -241,6 +255,57 @@ TEST_F(uct_dcx_knobs, num_dci_streams_bad_flow)
     expect_ok({{"NUM_DCI_STREAMS", "3"}, {"DCI_POLICY", "streams"}});
     expect_ok({{"NUM_DCI_STREAMS", std::to_string(max)},
                {"DCI_POLICY", "streams"}});
+}
+
+/* The device layer: a DCI with streams where the device has them, a
+ * refusal naming what is missing where it has not (the mlx5 backend) */
+TEST_F(uct_dcx_knobs, dci_streams_by_capability)
+{
+    dcx_dev_t *dev = device();
+    dcx_pd_t *pd   = NULL;
+    dcx_cq_t *cq   = NULL;
+    dcx_qp_t *qp   = NULL;
+    dcx_qp_attr_t a;
+    int ret;
+
+    ASSERT_EQ(0, dcx_pd_alloc(dev, &pd));
+    ASSERT_EQ(0, dcx_cq_create(dev, 256, &cq));
+    memset(&a, 0, sizeof(a));
+    a.type               = DCX_QPT_DCI;
+    a.send_cq            = cq;
+    a.max_send_wr        = 16;
+    a.max_send_sge       = 1;
+    a.dci_streams        = 1;
+    a.log_num_concurrent = 1;
+    a.log_num_errored    = 1;
+    log_counter::reset();
+    ret = dcx_qp_create(pd, &a, &qp);
+    if (dev->caps.flags & DCX_CAP_DCI_STREAMS) {
+        ASSERT_EQ(0, ret);
+        EXPECT_EQ(2u, qp->num_streams);
+        EXPECT_EQ(DCX_QPS_RTS, qp->state);
+        EXPECT_EQ(0, dcx_qp_stream_reset(qp, 1)); /* healthy: nothing */
+        EXPECT_EQ(EINVAL, dcx_qp_stream_reset(qp, 2));
+        EXPECT_EQ(1, log_counter::errors()) << log_counter::joined();
+        EXPECT_EQ(0, dcx_qp_destroy(qp));
+    } else {
+        EXPECT_EQ(EOPNOTSUPP, ret);
+        EXPECT_EQ(1, log_counter::errors()) << log_counter::joined();
+        EXPECT_TRUE(log_counter::contains("no DCI streams"))
+            << log_counter::joined();
+    }
+    log_counter::reset();
+
+    /* a DCI without streams has no stream to reset */
+    a.dci_streams = 0;
+    ASSERT_EQ(0, dcx_qp_create(pd, &a, &qp));
+    EXPECT_EQ(0u, qp->num_streams);
+    EXPECT_NE(0, dcx_qp_stream_reset(qp, 0));
+    EXPECT_EQ(1, log_counter::errors()) << log_counter::joined();
+    log_counter::reset();
+    EXPECT_EQ(0, dcx_qp_destroy(qp));
+    EXPECT_EQ(0, dcx_cq_destroy(cq));
+    EXPECT_EQ(0, dcx_pd_free(pd));
 }
 
 /* The largest pool opens (its DCIs come when needed) */

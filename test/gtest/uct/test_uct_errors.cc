@@ -7,6 +7,7 @@
  * failed DCI is recovered.
  */
 #include "uct_fixture.h"
+#include "dcx_dci_stats.h"
 
 #include <cstring>
 #include <csignal>
@@ -189,6 +190,73 @@ TEST_P(uct_dcx_errors, injected_error_completion)
     EXPECT_EQ(UCS_ERR_CONNECTION_RESET, status);
     check_healthy(good);
     log_counter::reset();
+}
+
+/* streams: every stream of the DCI in error at once, where the device's
+ * errored-stream limit is its number of streams (the soft device: 64 and
+ * 64) -- the one way the DCI fails as a whole under this policy.  dcx
+ * recovers the DCI: the error it saw first fails its endpoint, the other
+ * streams' work in flight ends (one error line says so), and the DCI
+ * carries traffic again. */
+TEST_P(uct_dcx_errors, streams_whole_dci_failure_bad_flow)
+{
+    if (GetParam() != "streams") {
+        GTEST_SKIP() << "the streams policy only";
+    }
+    const dcx_dev_caps_t &caps = device()->caps;
+    const unsigned n           = 1u << caps.dci_streams_log_max;
+    if (!dev_has(DCX_CAP_DCI_STREAMS) ||
+        (caps.dci_errored_log_max > caps.dci_streams_log_max)) {
+        GTEST_SKIP() << "the device's DCIs never fail for their streams";
+    }
+    entity *a = create_entity({{"NUM_DCI_STREAMS", std::to_string(n)}});
+    ASSERT_TRUE(a);
+
+    /* an endpoint on each stream */
+    std::vector<uct_ep_h> on(n, nullptr);
+    unsigned covered = 0;
+    for (unsigned i = 0; (i < 64 * n) && (covered < n); ++i) {
+        uct_ep_h ep = connect(a, m_b);
+        int s       = dcx_dci_ep_index(ep);
+        ASSERT_GE(s, 0);
+        ASSERT_LT(s, (int)n);
+        if (on[s] == nullptr) {
+            on[s] = ep;
+            covered++;
+        }
+    }
+    ASSERT_EQ(n, covered);
+
+    /* each stream's put fails at post, before dcx polls: n errored */
+    ASSERT_EQ(0,
+              inject_error_completion(DCX_WR_RDMA_WRITE, DCX_WC_REM_OP_ERR, n));
+    for (unsigned s = 0; s < n; ++s) {
+        ASSERT_EQ(UCS_OK, put(on[s], m_mem.rkey)) << "stream " << s;
+    }
+    ASSERT_TRUE(wait_for([&] { return !m_errors.empty(); }));
+    for (int i = 0; i < 100; ++i) {
+        progress();
+    }
+    dcx_soft_fault_clear(device());
+
+    dcx_dci_stats_t st;
+    memset(&st, 0, sizeof(st));
+    ASSERT_EQ(0, dcx_dci_iface_stats(a->iface, &st));
+    EXPECT_EQ(1u, st.errors);
+    EXPECT_EQ(0u, st.stream_resets);
+    EXPECT_EQ(1u, m_errors.size());
+    EXPECT_TRUE(log_counter::contains("failed as a whole"))
+        << log_counter::joined();
+    log_counter::reset();
+
+    /* the recovered DCI works: an endpoint on every stream but the one
+     * that failed (the others were not reported failed) */
+    for (unsigned s = 0; s < n; ++s) {
+        if (errors_of(on[s]).empty()) {
+            check_healthy(on[s], 1000 + s);
+        }
+    }
+    EXPECT_EQ(0, log_counter::errors()) << log_counter::joined();
 }
 
 /* An error handler may destroy the endpoint and still decline the error:
