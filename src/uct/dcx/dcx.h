@@ -472,7 +472,7 @@ struct uct_dcx_iface {
                                     device refused one */
     dcx_qp_attr_t dci_attr; /* what every DCI is created with */
     /* streams policy: dcis[i] is stream i of this one DCI, which exists
-     * while stream_refs of them are set up (dcx_dci_streams.c) */
+     * while stream_refs of them are set up (dcx_dci_qp.c) */
     dcx_qp_t *stream_qp;
     unsigned stream_refs;
     ucs_time_t dci_idle_timeout;  /* UCS_TIME_INFINITY: never shrinks */
@@ -748,6 +748,8 @@ void uct_dcx_streams_ep_init(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep);
 ucs_status_t uct_dcx_streams_dci_get(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep);
 void uct_dcx_streams_dci_idle(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci);
 void uct_dcx_streams_ep_detach(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep);
+
+/* dcx_dci_qp.c: the queue pair behind a DCI */
 /* What a data DCI of the pool is created with (after the control DCI) */
 ucs_status_t uct_dcx_streams_attr(uct_dcx_iface_t *iface,
                                   const uct_dcx_iface_config_t *config);
