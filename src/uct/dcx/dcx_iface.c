@@ -170,12 +170,13 @@ static ucs_config_field_t uct_dcx_iface_config_table[] = {
      "Interfaces with and without it talk to each other.",
      ucs_offsetof(uct_dcx_iface_config_t, tm_enable), UCS_CONFIG_TYPE_TERNARY},
 
-    {"TM_SEG_SIZE", "65k",
+    {"TM_SEG_SIZE", "8k",
      "With tag-matching offload: size of the receive buffers (the larger of\n"
      "this and SEG_SIZE). It is the largest eager tagged message, since an\n"
      "unexpected one lands whole in one buffer; UCP sends larger ones by\n"
-     "rendezvous (from this size on: the default sends 64 KiB eager). Each\n"
-     "posted receive holds this much registered memory (see RX_QUEUE_LEN).\n"
+     "rendezvous, which the device fetches (on the soft device faster than\n"
+     "eager from 16 KiB on; 65k sends 64 KiB eager). Each posted receive\n"
+     "holds this much registered memory (see RX_QUEUE_LEN).\n"
      "Every process of a job needs the same value. 256 .. the device's\n"
      "largest message.",
      ucs_offsetof(uct_dcx_iface_config_t, tm_seg_size),

@@ -50,6 +50,12 @@ protected:
         setenv("UCX_TM_FORCE_THRESH", "1", 1);
         setenv("UCX_DCX_STATS_DIR", dir, 1);
         setenv("UCX_DCX_TM_ENABLE", (GetParam() == "off") ? "n" : "y", 1);
+        /* (a parameterized test's name ends in its parameter) */
+        if (std::string(
+                ::testing::UnitTest::GetInstance()->current_test_info()->name())
+                .rfind("eager_up_to_64k/", 0) == 0) {
+            setenv("UCX_DCX_TM_SEG_SIZE", "65k", 1); /* both peers */
+        }
         create_peer(&m_a, UCP_FEATURE_TAG);
         if (GetParam() == "mixed") {
             setenv("UCX_DCX_TM_ENABLE", "n", 1);
@@ -73,6 +79,7 @@ protected:
         unsetenv("UCX_DCX_STATS_DIR");
         unsetenv("UCX_DCX_TM_ENABLE");
         unsetenv("UCX_DCX_SOFT_TM");
+        unsetenv("UCX_DCX_TM_SEG_SIZE");
         remove_dir();
     }
 
@@ -228,7 +235,7 @@ TEST_P(ucp_dcx_tm, unexpected_all_sizes)
     }
 }
 
-/* Offload eager reaches 64 KiB (UCX_DCX_TM_SEG_SIZE's default): UCP
+/* Offload eager reaches 64 KiB with UCX_DCX_TM_SEG_SIZE=65k (SetUp): UCP
  * sends a 64 KiB message eager, expected and unexpected, not by rendezvous
  * (before the knob the receive buffers, and so the eager maximum, were
  * SEG_SIZE, 8 KiB, and both went by rendezvous) */

@@ -566,10 +566,10 @@ TEST_P(uct_dcx_tag, tm_seg_size_sets_the_eager_maximum)
                                  {"TM_SEG_SIZE", "4k"}});
 
     ASSERT_TRUE(def && off && big && seg);
-    /* the default takes a 64 KiB message eager (UCP sends by rendezvous
-     * from the maximum on) */
-    EXPECT_EQ(65u * 1024, def->attr.cap.tag.eager.max_bcopy);
-    EXPECT_EQ(65u * 1024, def->attr.cap.tag.eager.max_zcopy);
+    /* the default: 8 KiB, as SEG_SIZE (UCP sends by rendezvous from the
+     * maximum on) */
+    EXPECT_EQ(8192u, def->attr.cap.tag.eager.max_bcopy);
+    EXPECT_EQ(8192u, def->attr.cap.tag.eager.max_zcopy);
     EXPECT_EQ(32768u, big->attr.cap.tag.eager.max_bcopy);
     EXPECT_EQ(32768u, big->attr.cap.tag.eager.max_zcopy);
     EXPECT_EQ(16384u, seg->attr.cap.tag.eager.max_bcopy);
