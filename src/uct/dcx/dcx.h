@@ -206,7 +206,7 @@ enum {
     UCT_DCX_DCI_FLAG_BROKEN = UCS_BIT(4), /* recovery failed: unusable */
     UCT_DCX_DCI_FLAG_KEPT   = UCS_BIT(5)  /* dcs policies: stayed with its
                                                owner when it drained; counted
-                                               in dci_kept (may be busy again
+                                               in pool.kept (may be busy again
                                                since: the flag is a hint) */
 };
 
@@ -250,7 +250,7 @@ typedef struct uct_dcx_peer {
 enum {
     UCT_DCX_EP_FLAG_FAILED      = UCS_BIT(0),
     UCT_DCX_EP_FLAG_FC_REQ_SENT = UCS_BIT(1),
-    UCT_DCX_EP_FLAG_DCI_WAIT    = UCS_BIT(2), /* counted in dci_waiters */
+    UCT_DCX_EP_FLAG_DCI_WAIT    = UCS_BIT(2), /* counted in pool.waiters */
     /* uct_ep_invalidate()d, its failure not yet reported (a worker
      * progress callback of ext->invalidate_cb_id will) */
     UCT_DCX_EP_FLAG_INVALIDATED = UCS_BIT(3)
@@ -437,6 +437,49 @@ typedef struct uct_dcx_fc {
 } uct_dcx_fc_t;
 
 
+/* The DCI pool of an interface, owned by dcx_dci.c (policies: dcx_dci_*.c) */
+typedef struct uct_dcx_dci_pool {
+    /* dcis[0..num-1] for data, dcis[ctl] (= num) for control, and under
+     * hybrid dcis[shared] (= num + 1).  The control DCI is created at open,
+     * a data DCI when first needed (qp NULL until then), and destroyed again
+     * after idle_timeout unused (dcs policies) */
+    uct_dcx_dci_t *dcis;
+    uint16_t num;
+    uint16_t ctl;
+    uint16_t shared;    /* hybrid: the DCI shared by the eps the pool
+                                 has none for; UCT_DCX_DCI_NONE under other
+                                 policies (dcx_dci_hybrid.c) */
+    uint16_t total;     /* entries of dcis[]: data, control and the
+                                 shared DCI if any */
+    uint8_t spill;      /* hybrid: eps send on the shared DCI, counted
+                                 as one in waiters */
+    uint16_t created;   /* data DCIs that exist */
+    uint16_t limit;     /* may grow to: num, less once the device
+                                 refused one */
+    dcx_qp_attr_t attr; /* what every DCI is created with */
+    /* streams policy: dcis[i] is stream i of this one DCI, which exists
+     * while stream_refs of them are set up (dcx_dci_qp.c) */
+    dcx_qp_t *stream_qp;
+    unsigned stream_refs;
+    ucs_time_t idle_timeout;  /* UCS_TIME_INFINITY: never shrinks */
+    ucs_time_t shrink_next;   /* idle DCIs looked for again then */
+    unsigned check_countdown; /* send completion batches before the pool
+                                 is looked at */
+    uint16_t *free;           /* stack of free DCIs (dcs) */
+    uint16_t free_top;
+    unsigned waiters;        /* eps refused a DCI (+ spill) */
+    unsigned kept;           /* DCIs flagged KEPT */
+    ucs_time_t wait_mark;    /* waiters last changed then */
+    uint16_t sq_len;         /* WRs per DCI */
+    uint16_t sig_period;     /* signal every this many WRs now: 1 while
+                                 eps wait for a DCI (dcs policies) */
+    uint16_t sig_period_cfg; /* ... while none waits */
+    uint32_t ring_mask;      /* wr_ep ring size - 1 */
+    size_t log_stride;       /* bytes per WR log entry */
+    void *wr_replay;         /* one log entry: replay copy */
+} uct_dcx_dci_pool_t;
+
+
 struct uct_dcx_iface {
     uct_base_iface_t super;
     dcx_dev_t *dev;
@@ -452,46 +495,7 @@ struct uct_dcx_iface {
     void *cnt_file;          /* the file mapped, or NULL (dcx_stats.c) */
     uct_dcx_counters_t own_cnt;
 
-    /* DCI pool: dcis[0..num_dci-1] for data, dcis[num_dci] for control.
-     * The control DCI is created at open, a data DCI when first needed
-     * (qp NULL until then), and destroyed again after dci_idle_timeout
-     * unused (dcs policies) */
-    uct_dcx_dci_t *dcis;
-    uint16_t num_dci;
-    uint16_t ctl_dci;
-    uint16_t shared_dci;    /* hybrid: dcis[num_dci + 1], shared by
-                                     the eps the pool has no DCI for;
-                                     UCT_DCX_DCI_NONE under other
-                                     policies (dcx_dci_hybrid.c) */
-    uint16_t dci_total;     /* entries of dcis[]: data, control and
-                                     the shared DCI if any */
-    uint8_t dci_spill;      /* hybrid: eps send on the shared DCI,
-                                     counted as one in dci_waiters */
-    uint16_t dci_created;   /* data DCIs that exist */
-    uint16_t dci_limit;     /* may grow to: num_dci, less once the
-                                    device refused one */
-    dcx_qp_attr_t dci_attr; /* what every DCI is created with */
-    /* streams policy: dcis[i] is stream i of this one DCI, which exists
-     * while stream_refs of them are set up (dcx_dci_qp.c) */
-    dcx_qp_t *stream_qp;
-    unsigned stream_refs;
-    ucs_time_t dci_idle_timeout;  /* UCS_TIME_INFINITY: never shrinks */
-    ucs_time_t dci_shrink_next;   /* idle DCIs looked for again then */
-    unsigned dci_check_countdown; /* send completion batches before the
-                                     pool is looked at */
-    uint16_t *dci_free;           /* stack of free DCIs (dcs) */
-    uint16_t dci_free_top;
-    unsigned dci_waiters;     /* eps refused a DCI (+ dci_spill) */
-    unsigned dci_kept;        /* DCIs flagged KEPT */
-    ucs_time_t dci_wait_mark; /* dci_waiters last changed then */
-    uint16_t sq_len;          /* WRs per DCI */
-    uint16_t sig_period;      /* signal every this many
-                                                 WRs now: 1 while eps wait
-                                                 for a DCI (dcs policies) */
-    uint16_t sig_period_cfg;  /* ... while none waits */
-    uint32_t ring_mask;       /* wr_ep ring size - 1 */
-    size_t log_stride;        /* bytes per WR log entry */
-    void *wr_replay;          /* one log entry: replay copy */
+    uct_dcx_dci_pool_t pool; /* the DCI pool (dcx_dci.c) */
 
     /* An endpoint failed: uct_dcx_ep_handle_failure (dcx_ep.c), through
      * which the objects the endpoints use (DCI completions, invalidation)

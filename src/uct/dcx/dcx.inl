@@ -54,7 +54,7 @@ static UCS_F_ALWAYS_INLINE uint64_t uct_dcx_wr_id_sn(uint64_t wr_id)
 static UCS_F_ALWAYS_INLINE uct_dcx_dci_t *uct_dcx_ep_dci(uct_dcx_iface_t *iface,
                                                          uct_dcx_ep_t *ep)
 {
-    return &iface->dcis[ep->dci];
+    return &iface->pool.dcis[ep->dci];
 }
 
 /* Every WR dci posted has completed */
@@ -69,7 +69,7 @@ static UCS_F_ALWAYS_INLINE int uct_dcx_dci_is_drained(const uct_dcx_dci_t *dci)
 static UCS_F_ALWAYS_INLINE int uct_dcx_dci_is_shared(uct_dcx_iface_t *iface,
                                                      const uct_dcx_dci_t *dci)
 {
-    return iface->policy->shared || (dci->index == iface->shared_dci);
+    return iface->policy->shared || (dci->index == iface->pool.shared);
 }
 
 /* The DCI is no longer kept (taken back, given back, or its owner left) */
@@ -77,9 +77,9 @@ static UCS_F_ALWAYS_INLINE void uct_dcx_dci_unkeep(uct_dcx_iface_t *iface,
                                                    uct_dcx_dci_t *dci)
 {
     if (dci->flags & UCT_DCX_DCI_FLAG_KEPT) {
-        ucs_assert(iface->dci_kept > 0);
+        ucs_assert(iface->pool.kept > 0);
         dci->flags &= ~UCT_DCX_DCI_FLAG_KEPT;
-        iface->dci_kept--;
+        iface->pool.kept--;
     }
 }
 
@@ -109,7 +109,7 @@ uct_dcx_dci_post_own(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci,
     wr->wr_id     = uct_dcx_wr_id(sn, dci->index);
     wr->stream_id = dci->index; /* (streams policy; ignored otherwise) */
     wr->flags |= dci->next_flags;
-    signal |= (dci->unsig + 1 >= iface->sig_period);
+    signal |= (dci->unsig + 1 >= iface->pool.sig_period);
     if (signal) {
         wr->flags |= DCX_SEND_SIGNALED;
     }
@@ -134,8 +134,8 @@ uct_dcx_dci_post_own(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci,
     } else {
         dci->unsig++;
     }
-    dci->wr_ep[sn & iface->ring_mask]     = ep;
-    dci->wr_opcode[sn & iface->ring_mask] = opcode;
+    dci->wr_ep[sn & iface->pool.ring_mask]     = ep;
+    dci->wr_opcode[sn & iface->pool.ring_mask] = opcode;
     if (dci->log != NULL) {
         uct_dcx_dci_log_wr(iface, dci, sn, wr);
     }
@@ -168,7 +168,7 @@ static UCS_F_ALWAYS_INLINE ucs_status_t
 uct_dcx_ep_tx_begin(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep, int is_am)
 {
     if (ucs_likely((ep->dci != UCT_DCX_DCI_NONE) &&
-                   (iface->dcis[ep->dci].avail > 0) && (ep->quota > 0) &&
+                   (iface->pool.dcis[ep->dci].avail > 0) && (ep->quota > 0) &&
                    (!is_am || (ep->fc_wnd > iface->fc.thresh)))) {
         return UCS_OK;
     }

@@ -260,7 +260,7 @@ static ucs_status_t uct_dcx_ctl_post_fin(uct_dcx_iface_t *iface,
  * order, until one cannot go out now (retried from progress) */
 void uct_dcx_iface_send_grants(uct_dcx_iface_t *iface)
 {
-    uct_dcx_dci_t *dci = &iface->dcis[iface->ctl_dci];
+    uct_dcx_dci_t *dci = &iface->pool.dcis[iface->pool.ctl];
     uct_dcx_ctl_msg_t msg;
     uct_dcx_grant_t *grant;
     dcx_dc_dest_t dest;
@@ -369,7 +369,7 @@ static int uct_dcx_op_is_grant(uct_dcx_op_t *op)
  * else is outstanding. */
 int uct_dcx_iface_ctl_busy(uct_dcx_iface_t *iface)
 {
-    uct_dcx_dci_t *dci = &iface->dcis[iface->ctl_dci];
+    uct_dcx_dci_t *dci = &iface->pool.dcis[iface->pool.ctl];
     uint64_t grants    = 0;
     uct_dcx_grant_t *grant;
     uct_dcx_op_t *op;

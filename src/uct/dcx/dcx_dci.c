@@ -36,7 +36,7 @@ const char *uct_dcx_policy_names[] = {[UCT_DCX_POLICY_DCS]       = "dcs",
  * needs one.  When everything it posted there completed, it keeps the DCI
  * while no endpoint waits for one, so that back-to-back sends do not pay a
  * take and a give-back each: the DCI is "kept" (UCT_DCX_DCI_FLAG_KEPT,
- * counted in dci_kept).  A kept DCI is taken back the moment another
+ * counted in pool.kept).  A kept DCI is taken back the moment another
  * endpoint needs a DCI and the free stack is empty, and a DCI drains
  * straight back to the pool while endpoints wait, so keeping never makes
  * anybody wait longer than without it.
@@ -46,30 +46,30 @@ const char *uct_dcx_policy_names[] = {[UCT_DCX_POLICY_DCS]       = "dcs",
  * live counters file shows them), and for dcx_dci_iface_stats */
 void uct_dcx_dci_gauges(uct_dcx_iface_t *iface, dcx_dci_stats_t *stats)
 {
-    stats->num_dci    = iface->num_dci;
-    stats->created    = iface->dci_created;
-    stats->kept       = iface->dci_kept;
-    stats->waiters    = iface->dci_waiters - iface->dci_spill;
-    stats->sig_period = iface->sig_period;
-    stats->sq_len     = iface->sq_len;
+    stats->num_dci    = iface->pool.num;
+    stats->created    = iface->pool.created;
+    stats->kept       = iface->pool.kept;
+    stats->waiters    = iface->pool.waiters - iface->pool.spill;
+    stats->sig_period = iface->pool.sig_period;
+    stats->sq_len     = iface->pool.sq_len;
     /* (under rand every DCI is shared: an ep never waits for one) */
     stats->free       = iface->policy->shared ?
-                            iface->dci_limit :
-                            iface->dci_free_top + iface->dci_limit -
-                          iface->dci_created;
+                            iface->pool.limit :
+                            iface->pool.free_top + iface->pool.limit -
+                          iface->pool.created;
     stats->in_use     = iface->policy->shared ?
-                            iface->dci_created :
-                            iface->dci_created - iface->dci_free_top;
+                            iface->pool.created :
+                            iface->pool.created - iface->pool.free_top;
 }
 
 static void uct_dcx_dci_release(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci)
 {
     ucs_assert(dci->flags & UCT_DCX_DCI_FLAG_BUSY);
-    ucs_assert(iface->dci_free_top < iface->num_dci);
+    ucs_assert(iface->pool.free_top < iface->pool.num);
     uct_dcx_dci_unkeep(iface, dci);
     dci->flags &= ~UCT_DCX_DCI_FLAG_BUSY;
-    dci->owner                             = NULL;
-    iface->dci_free[iface->dci_free_top++] = dci->index;
+    dci->owner                               = NULL;
+    iface->pool.free[iface->pool.free_top++] = dci->index;
     iface->cnt->dci.releases++;
     uct_dcx_dci_gauges(iface, &iface->cnt->dci);
 }
@@ -173,7 +173,7 @@ void uct_dcx_dci_drain(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci)
 UCS_F_NOINLINE void uct_dcx_dci_tail_slow(uct_dcx_iface_t *iface,
                                           uct_dcx_dci_t *dci)
 {
-    if ((iface->dci_waiters > 0) ||
+    if ((iface->pool.waiters > 0) ||
         ((dci->flags & UCT_DCX_DCI_FLAG_BUSY) && (dci->owner == NULL))) {
         uct_dcx_dci_drain(iface, dci);
     }
@@ -186,9 +186,9 @@ UCS_F_NOINLINE void uct_dcx_iface_tx_starved(uct_dcx_iface_t *iface)
 {
     unsigned i;
 
-    for (i = 0; i < iface->dci_total; ++i) {
-        if ((i != iface->ctl_dci) && (iface->dcis[i].qp != NULL)) {
-            uct_dcx_dci_drain(iface, &iface->dcis[i]);
+    for (i = 0; i < iface->pool.total; ++i) {
+        if ((i != iface->pool.ctl) && (iface->pool.dcis[i].qp != NULL)) {
+            uct_dcx_dci_drain(iface, &iface->pool.dcis[i]);
         }
     }
 }
@@ -203,11 +203,12 @@ static void uct_dcx_dci_wait_account(uct_dcx_iface_t *iface)
     ucs_time_t now = ucs_get_time();
 
     /* (hybrid's eps on the shared DCI send: they do not wait) */
-    if (iface->dci_waiters > iface->dci_spill) {
-        iface->cnt->dci.wait_ns += (iface->dci_waiters - iface->dci_spill) *
-                                   ucs_time_to_nsec(now - iface->dci_wait_mark);
+    if (iface->pool.waiters > iface->pool.spill) {
+        iface->cnt->dci.wait_ns += (iface->pool.waiters - iface->pool.spill) *
+                                   ucs_time_to_nsec(now -
+                                                    iface->pool.wait_mark);
     }
-    iface->dci_wait_mark = now;
+    iface->pool.wait_mark = now;
 }
 
 /* One more waiter (accounted before) */
@@ -215,22 +216,22 @@ static void uct_dcx_dci_waiters_inc(uct_dcx_iface_t *iface)
 {
     unsigned i;
 
-    if (iface->dci_waiters++ > 0) {
+    if (iface->pool.waiters++ > 0) {
         return;
     }
-    iface->sig_period = 1;
-    for (i = 0; i < iface->num_dci; ++i) {
-        if (iface->dcis[i].flags & UCT_DCX_DCI_FLAG_BUSY) {
-            uct_dcx_dci_drain(iface, &iface->dcis[i]);
+    iface->pool.sig_period = 1;
+    for (i = 0; i < iface->pool.num; ++i) {
+        if (iface->pool.dcis[i].flags & UCT_DCX_DCI_FLAG_BUSY) {
+            uct_dcx_dci_drain(iface, &iface->pool.dcis[i]);
         }
     }
 }
 
 static void uct_dcx_dci_waiters_dec(uct_dcx_iface_t *iface)
 {
-    ucs_assert(iface->dci_waiters > 0);
-    if (--iface->dci_waiters == 0) {
-        iface->sig_period = iface->sig_period_cfg;
+    ucs_assert(iface->pool.waiters > 0);
+    if (--iface->pool.waiters == 0) {
+        iface->pool.sig_period = iface->pool.sig_period_cfg;
     }
 }
 
@@ -257,11 +258,11 @@ static void uct_dcx_ep_dci_wait_end(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep)
 
 void uct_dcx_dci_set_spill(uct_dcx_iface_t *iface, int spill)
 {
-    if (iface->dci_spill == !!spill) {
+    if (iface->pool.spill == !!spill) {
         return;
     }
     uct_dcx_dci_wait_account(iface);
-    iface->dci_spill = !!spill;
+    iface->pool.spill = !!spill;
     if (spill) {
         uct_dcx_dci_waiters_inc(iface);
     } else {
@@ -288,8 +289,8 @@ uct_dcx_dci_take_back(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep)
     uct_dcx_dci_t *dci;
     unsigned i;
 
-    for (i = 0; (i < iface->num_dci) && (iface->dci_kept > 0); ++i) {
-        dci = &iface->dcis[i];
+    for (i = 0; (i < iface->pool.num) && (iface->pool.kept > 0); ++i) {
+        dci = &iface->pool.dcis[i];
         if (!(dci->flags & UCT_DCX_DCI_FLAG_KEPT)) {
             continue;
         }
@@ -331,11 +332,11 @@ uct_dcx_dcs_dci_find(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep)
     uct_dcx_dci_t *dci;
 
     uct_dcx_dci_pool_check(iface);
-    if ((iface->dci_kept > 0) &&
+    if ((iface->pool.kept > 0) &&
         ((dci = uct_dcx_dci_take_back(iface, ep)) != NULL)) {
         return dci;
     }
-    if ((iface->dci_created < iface->dci_limit) &&
+    if ((iface->pool.created < iface->pool.limit) &&
         ((dci = uct_dcx_dci_grow(iface)) != NULL)) {
         return uct_dcx_dci_lend(iface, dci);
     }
@@ -344,16 +345,16 @@ uct_dcx_dcs_dci_find(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep)
 
 uct_dcx_dci_t *uct_dcx_dcs_dci_take(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep)
 {
-    if (iface->dci_free_top > 0) {
+    if (iface->pool.free_top > 0) {
         return uct_dcx_dci_lend(
-            iface, &iface->dcis[iface->dci_free[--iface->dci_free_top]]);
+            iface, &iface->pool.dcis[iface->pool.free[--iface->pool.free_top]]);
     }
     return uct_dcx_dcs_dci_find(iface, ep);
 }
 
 ucs_status_t uct_dcx_dcs_dci_refuse(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep)
 {
-    if (iface->dci_created == 0) {
+    if (iface->pool.created == 0) {
         /* the device refused the first DCI: nothing to wait for */
         return UCS_ERR_IO_ERROR;
     }
@@ -400,7 +401,7 @@ static ucs_status_t uct_dcx_dcs_quota_quota_out(uct_dcx_iface_t *iface,
                                                 uct_dcx_ep_t *ep)
 {
     /* Yield only if somebody is waiting for a DCI and none is free */
-    if ((iface->dci_waiters > 0) && (iface->dci_free_top == 0)) {
+    if ((iface->pool.waiters > 0) && (iface->pool.free_top == 0)) {
         return UCS_ERR_NO_RESOURCE;
     }
     ep->quota = iface->config.quota;
@@ -415,10 +416,10 @@ void uct_dcx_dcs_dci_idle(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci)
         return;
     }
     uct_dcx_dci_pool_check(iface);
-    if ((dci->owner != NULL) && (iface->dci_waiters == 0)) {
+    if ((dci->owner != NULL) && (iface->pool.waiters == 0)) {
         if (!(dci->flags & UCT_DCX_DCI_FLAG_KEPT)) {
             dci->flags |= UCT_DCX_DCI_FLAG_KEPT;
-            iface->dci_kept++;
+            iface->pool.kept++;
         }
         return;
     }
@@ -437,7 +438,7 @@ void uct_dcx_dcs_ep_detach(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep)
         return;
     }
 
-    dci        = &iface->dcis[ep->dci];
+    dci        = &iface->pool.dcis[ep->dci];
     dci->owner = NULL;
     ep->dci    = UCT_DCX_DCI_NONE;
     uct_dcx_dci_unkeep(iface, dci);
@@ -458,13 +459,13 @@ static uint16_t uct_dcx_rand_dci(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep)
 {
     /* Fibonacci hashing of the ep id spreads consecutive eps evenly */
     return (uint16_t)((((uint64_t)ep->seq * 0x9e3779b97f4a7c15ull) >> 32) %
-                      iface->num_dci);
+                      iface->pool.num);
 }
 
 static ucs_status_t uct_dcx_rand_dci_get(uct_dcx_iface_t *iface,
                                          uct_dcx_ep_t *ep)
 {
-    uct_dcx_dci_t *dci = &iface->dcis[uct_dcx_rand_dci(iface, ep)];
+    uct_dcx_dci_t *dci = &iface->pool.dcis[uct_dcx_rand_dci(iface, ep)];
 
     /* the DCI an ep hashes onto is created when the first ep needs it */
     if ((dci->qp == NULL) && (uct_dcx_dci_create(iface, dci) != UCS_OK)) {
@@ -490,7 +491,7 @@ static void uct_dcx_rand_dci_idle(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci)
 static void uct_dcx_rand_ep_detach(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep)
 {
     if (ep->dci != UCT_DCX_DCI_NONE) {
-        uct_dcx_dci_detach_ep(iface, &iface->dcis[ep->dci], ep);
+        uct_dcx_dci_detach_ep(iface, &iface->pool.dcis[ep->dci], ep);
         ep->dci = UCT_DCX_DCI_NONE;
     }
 }
@@ -550,10 +551,10 @@ const uct_dcx_policy_ops_t uct_dcx_policy_ops[UCT_DCX_POLICY_LAST] = {
 static int uct_dcx_dci_setup(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci)
 {
     const int logged = uct_dcx_dci_is_shared(iface, dci) ||
-                       (dci->index == iface->ctl_dci);
-    const unsigned ring = iface->ring_mask + 1;
+                       (dci->index == iface->pool.ctl);
+    const unsigned ring = iface->pool.ring_mask + 1;
 
-    if ((dci->qp->max_send_wr < iface->sq_len) ||
+    if ((dci->qp->max_send_wr < iface->pool.sq_len) ||
         (dci->qp->max_send_sge < iface->config.max_sge) ||
         (dci->qp->max_inline < iface->config.max_inline)) {
         return ENOMEM; /* less than the control DCI got: not usable */
@@ -562,8 +563,9 @@ static int uct_dcx_dci_setup(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci)
     dci->wr_ep     = ucs_calloc(ring, sizeof(*dci->wr_ep), "dcx_wr_ep");
     dci->wr_opcode = ucs_calloc(ring, sizeof(*dci->wr_opcode), "dcx_wr_opcode");
     /* DCIs shared by endpoints keep copies of their WRs in flight */
-    dci->log = logged ? ucs_malloc(ring * iface->log_stride, "dcx_wr_log") :
-                        NULL;
+    dci->log       = logged ?
+                         ucs_malloc(ring * iface->pool.log_stride, "dcx_wr_log") :
+                         NULL;
     if ((dci->wr_ep == NULL) || (dci->wr_opcode == NULL) ||
         (logged && (dci->log == NULL))) {
         ucs_free(dci->wr_ep);
@@ -575,7 +577,7 @@ static int uct_dcx_dci_setup(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci)
         return ENOMEM;
     }
 
-    dci->avail      = iface->sq_len;
+    dci->avail      = iface->pool.sq_len;
     dci->unsig      = 0;
     dci->next_flags = 0;
     dci->owner      = NULL;
@@ -591,8 +593,8 @@ ucs_status_t uct_dcx_dci_create(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci)
 {
     int ret;
 
-    ucs_assert((dci->qp == NULL) && (dci->index != iface->ctl_dci));
-    if (iface->dci_created >= iface->dci_limit) {
+    ucs_assert((dci->qp == NULL) && (dci->index != iface->pool.ctl));
+    if (iface->pool.created >= iface->pool.limit) {
         return UCS_ERR_IO_ERROR; /* refused before: said then */
     }
 
@@ -605,37 +607,37 @@ ucs_status_t uct_dcx_dci_create(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci)
     }
     if (ret != 0) {
         /* the pool stays as it is: no retry (and no log line) per send */
-        iface->dci_limit = iface->dci_created;
+        iface->pool.limit = iface->pool.created;
         ucs_error("dcx: %s: failed to create DCI %u (%s); the pool keeps the "
                   "%u data DCIs it has",
                   dcx_dev_name(iface->dev), dci->index, strerror(ret),
-                  iface->dci_created);
+                  iface->pool.created);
         return UCS_ERR_IO_ERROR;
     }
 
-    iface->dci_created++;
+    iface->pool.created++;
     iface->cnt->dci.creates++;
     iface->cnt->dci.high_water = ucs_max(iface->cnt->dci.high_water,
-                                         iface->dci_created);
+                                         iface->pool.created);
     uct_dcx_dci_gauges(iface, &iface->cnt->dci);
     ucs_debug("dcx: %s: DCI %u created (0x%x), %u of %u data DCIs exist",
               dcx_dev_name(iface->dev), dci->index, dci->qp->qp_num,
-              iface->dci_created, iface->num_dci);
+              iface->pool.created, iface->pool.num);
     return UCS_OK;
 }
 
 /* hybrid's shared DCI, when the pool first runs dry: not one of the pool's
- * NUM_DCI (dci_created, dci_limit), never destroyed before the interface */
+ * NUM_DCI (pool.created, pool.limit), never destroyed before the interface */
 ucs_status_t uct_dcx_dci_create_shared(uct_dcx_iface_t *iface)
 {
-    uct_dcx_dci_t *dci = &iface->dcis[iface->shared_dci];
+    uct_dcx_dci_t *dci = &iface->pool.dcis[iface->pool.shared];
     int ret;
 
-    ucs_assert((iface->shared_dci != UCT_DCX_DCI_NONE) && (dci->qp == NULL));
+    ucs_assert((iface->pool.shared != UCT_DCX_DCI_NONE) && (dci->qp == NULL));
     if (dci->flags & UCT_DCX_DCI_FLAG_BROKEN) {
         return UCS_ERR_IO_ERROR; /* refused before: said then */
     }
-    ret = dcx_qp_create(iface->pd, &iface->dci_attr, &dci->qp);
+    ret = dcx_qp_create(iface->pd, &iface->pool.attr, &dci->qp);
     if (ret != 0) {
         dci->qp = NULL;
     } else if ((ret = uct_dcx_dci_setup(iface, dci)) != 0) {
@@ -668,7 +670,7 @@ static void uct_dcx_dci_destroy(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci)
     if (dci->qp == NULL) {
         return;
     }
-    if (dci->index == iface->ctl_dci) {
+    if (dci->index == iface->pool.ctl) {
         dcx_qp_destroy(dci->qp);
     } else {
         uct_dcx_dci_qp_destroy(iface, dci);
@@ -681,8 +683,8 @@ static void uct_dcx_dci_destroy(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci)
     dci->wr_opcode = NULL;
     dci->log       = NULL;
     dci->avail     = 0;
-    if ((dci->index != iface->ctl_dci) && (dci->index != iface->shared_dci)) {
-        iface->dci_created--;
+    if ((dci->index != iface->pool.ctl) && (dci->index != iface->pool.shared)) {
+        iface->pool.created--;
     }
 }
 
@@ -693,14 +695,14 @@ static UCS_F_NOINLINE uct_dcx_dci_t *uct_dcx_dci_grow(uct_dcx_iface_t *iface)
     uct_dcx_dci_t *dci;
     unsigned i;
 
-    for (i = 0; i < iface->num_dci; ++i) {
-        dci = &iface->dcis[i];
+    for (i = 0; i < iface->pool.num; ++i) {
+        dci = &iface->pool.dcis[i];
         if (dci->qp == NULL) {
             return (uct_dcx_dci_create(iface, dci) == UCS_OK) ? dci : NULL;
         }
     }
     ucs_assertv(0, "dcx: %u of %u DCIs exist and none is free",
-                iface->dci_created, iface->num_dci);
+                iface->pool.created, iface->pool.num);
     return NULL;
 }
 
@@ -720,9 +722,9 @@ static void uct_dcx_dci_shrink(uct_dcx_iface_t *iface, ucs_time_t now)
     unsigned i, n;
     uct_dcx_dci_t *dci;
 
-    iface->dci_shrink_next = now + iface->dci_idle_timeout / 2;
-    for (i = 0; i < iface->num_dci; ++i) {
-        dci = &iface->dcis[i];
+    iface->pool.shrink_next = now + iface->pool.idle_timeout / 2;
+    for (i = 0; i < iface->pool.num; ++i) {
+        dci = &iface->pool.dcis[i];
         if (dci->qp == NULL) {
             continue;
         }
@@ -735,7 +737,7 @@ static void uct_dcx_dci_shrink(uct_dcx_iface_t *iface, ucs_time_t now)
             dci->idle_since = now;
             continue;
         }
-        if ((now - dci->idle_since) <= iface->dci_idle_timeout) {
+        if ((now - dci->idle_since) <= iface->pool.idle_timeout) {
             continue;
         }
         if (dci->flags & UCT_DCX_DCI_FLAG_KEPT) {
@@ -752,12 +754,12 @@ static void uct_dcx_dci_shrink(uct_dcx_iface_t *iface, ucs_time_t now)
     }
 
     /* the free stack keeps the DCIs that are left, in their order */
-    for (i = n = 0; i < iface->dci_free_top; ++i) {
-        if (iface->dcis[iface->dci_free[i]].qp != NULL) {
-            iface->dci_free[n++] = iface->dci_free[i];
+    for (i = n = 0; i < iface->pool.free_top; ++i) {
+        if (iface->pool.dcis[iface->pool.free[i]].qp != NULL) {
+            iface->pool.free[n++] = iface->pool.free[i];
         }
     }
-    iface->dci_free_top = n;
+    iface->pool.free_top = n;
     uct_dcx_dci_gauges(iface, &iface->cnt->dci);
 }
 
@@ -765,13 +767,13 @@ UCS_F_NOINLINE void uct_dcx_dci_pool_check(uct_dcx_iface_t *iface)
 {
     ucs_time_t now;
 
-    iface->dci_check_countdown = UCT_DCX_DCI_CHECK_PERIOD;
-    if ((iface->dci_idle_timeout == UCS_TIME_INFINITY) ||
+    iface->pool.check_countdown = UCT_DCX_DCI_CHECK_PERIOD;
+    if ((iface->pool.idle_timeout == UCS_TIME_INFINITY) ||
         iface->policy->shared) {
         return;
     }
     now = ucs_get_time();
-    if (now >= iface->dci_shrink_next) {
+    if (now >= iface->pool.shrink_next) {
         uct_dcx_dci_shrink(iface, now);
     }
 }
@@ -783,39 +785,39 @@ ucs_status_t uct_dcx_dci_pool_init(uct_dcx_iface_t *iface,
     const int hybrid           = config->policy == UCT_DCX_POLICY_HYBRID;
     const unsigned pool        = uct_dcx_pool_size(config);
     const unsigned total       = uct_dcx_config_dci_total(config);
-    dcx_qp_attr_t *attr        = &iface->dci_attr;
+    dcx_qp_attr_t *attr        = &iface->pool.attr;
     uct_dcx_dci_t *dci;
     unsigned i;
     int ret;
 
-    iface->num_dci             = pool;
-    iface->wr_replay           = NULL;
-    iface->ctl_dci             = pool;
-    iface->shared_dci          = hybrid ? pool + 1 : UCT_DCX_DCI_NONE;
-    iface->dci_total           = total;
-    iface->dci_spill           = 0;
-    iface->stream_qp           = NULL;
-    iface->stream_refs         = 0;
-    iface->dci_free_top        = 0;
-    iface->dci_waiters         = 0;
-    iface->dci_kept            = 0;
-    iface->dci_created         = 0;
-    iface->dci_limit           = pool;
-    iface->dci_idle_timeout    = config->dci_idle_timeout;
-    iface->dci_shrink_next     = 0;
-    iface->dci_check_countdown = UCT_DCX_DCI_CHECK_PERIOD;
-    iface->dci_wait_mark       = 0;
-    iface->dcis     = ucs_calloc(total, sizeof(*iface->dcis), "dcx_dcis");
-    iface->dci_free = ucs_calloc(total, sizeof(*iface->dci_free),
-                                 "dcx_dci_free");
-    if ((iface->dcis == NULL) || (iface->dci_free == NULL)) {
+    iface->pool.num             = pool;
+    iface->pool.wr_replay       = NULL;
+    iface->pool.ctl             = pool;
+    iface->pool.shared          = hybrid ? pool + 1 : UCT_DCX_DCI_NONE;
+    iface->pool.total           = total;
+    iface->pool.spill           = 0;
+    iface->pool.stream_qp       = NULL;
+    iface->pool.stream_refs     = 0;
+    iface->pool.free_top        = 0;
+    iface->pool.waiters         = 0;
+    iface->pool.kept            = 0;
+    iface->pool.created         = 0;
+    iface->pool.limit           = pool;
+    iface->pool.idle_timeout    = config->dci_idle_timeout;
+    iface->pool.shrink_next     = 0;
+    iface->pool.check_countdown = UCT_DCX_DCI_CHECK_PERIOD;
+    iface->pool.wait_mark       = 0;
+    iface->pool.dcis = ucs_calloc(total, sizeof(*iface->pool.dcis), "dcx_dcis");
+    iface->pool.free = ucs_calloc(total, sizeof(*iface->pool.free),
+                                  "dcx_dci_free");
+    if ((iface->pool.dcis == NULL) || (iface->pool.free == NULL)) {
         ucs_error("dcx: %s: failed to allocate a pool of %u DCIs",
                   dcx_dev_name(iface->dev), total);
         goto err_free;
     }
     for (i = 0; i < total; ++i) {
-        ucs_queue_head_init(&iface->dcis[i].ops);
-        iface->dcis[i].index = i;
+        ucs_queue_head_init(&iface->pool.dcis[i].ops);
+        iface->pool.dcis[i].index = i;
     }
 
     memset(attr, 0, sizeof(*attr));
@@ -830,7 +832,7 @@ ucs_status_t uct_dcx_dci_pool_init(uct_dcx_iface_t *iface,
     attr->rnr_retry     = iface->config.rnr_retry;
 
     /* the control DCI's queue pair sets the limits of all */
-    dci = &iface->dcis[iface->ctl_dci];
+    dci = &iface->pool.dcis[iface->pool.ctl];
     ret = dcx_qp_create(iface->pd, attr, &dci->qp);
     if (ret != 0) {
         ucs_error("dcx: %s: failed to create the control DCI: %s",
@@ -838,11 +840,11 @@ ucs_status_t uct_dcx_dci_pool_init(uct_dcx_iface_t *iface,
         dci->qp = NULL;
         goto err_free;
     }
-    iface->sq_len            = dci->qp->max_send_wr;
+    iface->pool.sq_len       = dci->qp->max_send_wr;
     iface->config.max_sge    = dci->qp->max_send_sge;
     iface->config.max_inline = dci->qp->max_inline;
-    iface->ring_mask         = ucs_roundup_pow2(iface->sq_len) - 1;
-    iface->log_stride        = ucs_align_up(sizeof(uct_dcx_wr_log_t) +
+    iface->pool.ring_mask    = ucs_roundup_pow2(iface->pool.sq_len) - 1;
+    iface->pool.log_stride   = ucs_align_up(sizeof(uct_dcx_wr_log_t) +
                                                 iface->config.max_inline,
                                             8);
     ret                      = uct_dcx_dci_setup(iface, dci);
@@ -858,8 +860,8 @@ ucs_status_t uct_dcx_dci_pool_init(uct_dcx_iface_t *iface,
 
     /* a WR being posted again is copied here first (a log entry holds up
      * to UCT_DCX_MAX_SGE sges and the inline bytes: too big for alloca) */
-    iface->wr_replay = ucs_malloc(iface->log_stride, "dcx_wr_replay");
-    if (iface->wr_replay == NULL) {
+    iface->pool.wr_replay = ucs_malloc(iface->pool.log_stride, "dcx_wr_replay");
+    if (iface->pool.wr_replay == NULL) {
         ucs_error("dcx: failed to allocate the WR replay buffer");
         goto err_destroy;
     }
@@ -869,29 +871,29 @@ ucs_status_t uct_dcx_dci_pool_init(uct_dcx_iface_t *iface,
      * unsignalled tails are reported on demand: uct_dcx_dci_drain).  At
      * most a queue: a full queue then always holds a signalled WR. */
     if (config->sig_period != 0) {
-        iface->sig_period_cfg = ucs_min(config->sig_period,
-                                        (unsigned)iface->sq_len);
+        iface->pool.sig_period_cfg = ucs_min(config->sig_period,
+                                             (unsigned)iface->pool.sq_len);
     } else if (iface->policy->shared) {
-        iface->sig_period_cfg = ucs_max(iface->sq_len / 2u, 1u);
+        iface->pool.sig_period_cfg = ucs_max(iface->pool.sq_len / 2u, 1u);
     } else {
-        iface->sig_period_cfg = ucs_max(ucs_min(iface->sq_len / 2u,
-                                                UCT_DCX_SIG_PERIOD_LENT),
-                                        1u);
+        iface->pool.sig_period_cfg = ucs_max(ucs_min(iface->pool.sq_len / 2u,
+                                                     UCT_DCX_SIG_PERIOD_LENT),
+                                             1u);
     }
-    iface->sig_period = iface->sig_period_cfg;
+    iface->pool.sig_period = iface->pool.sig_period_cfg;
 
-    iface->dcis[iface->ctl_dci].flags |= UCT_DCX_DCI_FLAG_CTL;
+    iface->pool.dcis[iface->pool.ctl].flags |= UCT_DCX_DCI_FLAG_CTL;
     uct_dcx_dci_gauges(iface, &iface->cnt->dci);
     return UCS_OK;
 
 err_destroy:
     uct_dcx_dci_destroy(iface, dci);
 err_free:
-    ucs_free(iface->wr_replay);
-    iface->wr_replay = NULL;
-    ucs_free(iface->dcis);
-    ucs_free(iface->dci_free);
-    iface->dcis = NULL;
+    ucs_free(iface->pool.wr_replay);
+    iface->pool.wr_replay = NULL;
+    ucs_free(iface->pool.dcis);
+    ucs_free(iface->pool.free);
+    iface->pool.dcis = NULL;
     return UCS_ERR_IO_ERROR;
 }
 
@@ -899,12 +901,12 @@ void uct_dcx_dci_pool_cleanup(uct_dcx_iface_t *iface)
 {
     unsigned i;
 
-    for (i = 0; i < iface->dci_total; ++i) {
-        uct_dcx_dci_destroy(iface, &iface->dcis[i]);
+    for (i = 0; i < iface->pool.total; ++i) {
+        uct_dcx_dci_destroy(iface, &iface->pool.dcis[i]);
     }
-    ucs_free(iface->dcis);
-    ucs_free(iface->dci_free);
-    ucs_free(iface->wr_replay);
+    ucs_free(iface->pool.dcis);
+    ucs_free(iface->pool.free);
+    ucs_free(iface->pool.wr_replay);
 }
 
 
@@ -917,18 +919,18 @@ void uct_dcx_dci_pool_cleanup(uct_dcx_iface_t *iface)
 void uct_dcx_dci_log_wr(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci, uint64_t sn,
                         const dcx_send_wr_t *wr)
 {
-    uct_dcx_wr_log_t *entry = (uct_dcx_wr_log_t *)(dci->log +
-                                                   (sn & iface->ring_mask) *
-                                                       iface->log_stride);
-    char *data              = (char *)(entry + 1);
-    size_t length           = 0;
+    uct_dcx_wr_log_t *entry =
+        (uct_dcx_wr_log_t *)(dci->log + (sn & iface->pool.ring_mask) *
+                                            iface->pool.log_stride);
+    char *data    = (char *)(entry + 1);
+    size_t length = 0;
     unsigned i;
 
     entry->wr = *wr;
     /* (hybrid's shared DCI: counted here, where the WRs of shared DCIs pass
      * anyway, with nothing on the send path of lent DCIs) */
-    if ((dci->index == iface->shared_dci) &&
-        (dci->wr_ep[sn & iface->ring_mask] != NULL)) {
+    if ((dci->index == iface->pool.shared) &&
+        (dci->wr_ep[sn & iface->pool.ring_mask] != NULL)) {
         iface->cnt->dci.shared_wrs++;
     }
     if (wr->flags & DCX_SEND_INLINE) {
@@ -975,8 +977,8 @@ void uct_dcx_dci_detach_ep(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci,
     uint64_t sn;
 
     for (sn = dci->done_sn + 1; sn <= dci->sn; ++sn) {
-        if (dci->wr_ep[sn & iface->ring_mask] == ep) {
-            dci->wr_ep[sn & iface->ring_mask] = NULL;
+        if (dci->wr_ep[sn & iface->pool.ring_mask] == ep) {
+            dci->wr_ep[sn & iface->pool.ring_mask] = NULL;
         }
     }
 }

@@ -114,8 +114,8 @@ static void uct_dcx_ops_move_sn(ucs_queue_head_t *from, ucs_queue_head_t *to,
 static UCS_F_ALWAYS_INLINE uct_dcx_wr_log_t *
 uct_dcx_dci_log_entry(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci, uint64_t sn)
 {
-    return (uct_dcx_wr_log_t *)(dci->log +
-                                (sn & iface->ring_mask) * iface->log_stride);
+    return (uct_dcx_wr_log_t *)(dci->log + (sn & iface->pool.ring_mask) *
+                                               iface->pool.log_stride);
 }
 
 /*
@@ -129,7 +129,7 @@ static int uct_dcx_dci_wr_failed(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci,
                                  uint64_t x, uint64_t first,
                                  uct_dcx_ep_t *fail_ep)
 {
-    uct_dcx_ep_t *ep = dci->wr_ep[x & iface->ring_mask];
+    uct_dcx_ep_t *ep = dci->wr_ep[x & iface->pool.ring_mask];
     const dcx_dc_dest_t *dest, *fail_dest;
 
     if (x == first) {
@@ -155,18 +155,18 @@ static void uct_dcx_dci_replay(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci,
                                uct_dcx_ep_t *fail_ep, ucs_queue_head_t *ops,
                                ucs_queue_head_t *failed_ops)
 {
-    uct_dcx_wr_log_t *copy = iface->wr_replay;
+    uct_dcx_wr_log_t *copy = iface->pool.wr_replay;
     uct_dcx_ep_t *ep;
     uct_dcx_op_t *op;
     uint64_t x;
     int signal, failed;
 
     for (x = first; x <= last; ++x) {
-        ep     = dci->wr_ep[x & iface->ring_mask];
+        ep     = dci->wr_ep[x & iface->pool.ring_mask];
         failed = uct_dcx_dci_wr_failed(iface, dci, x, first, fail_ep);
         if (!failed) {
             memcpy(copy, uct_dcx_dci_log_entry(iface, dci, x),
-                   iface->log_stride);
+                   iface->pool.log_stride);
             copy->wr.sg_list = copy->sge;
             if (copy->wr.flags & DCX_SEND_INLINE) {
                 copy->sge[0].addr = (uintptr_t)(copy + 1);
@@ -208,7 +208,7 @@ static ucs_status_t uct_dcx_dci_error_status(uct_dcx_iface_t *iface,
     uint8_t opcode;
     char peer[128];
 
-    opcode = dci->wr_opcode[sn & iface->ring_mask] & ~UCT_DCX_WR_USER_MEM;
+    opcode = dci->wr_opcode[sn & iface->pool.ring_mask] & ~UCT_DCX_WR_USER_MEM;
     ucs_log((status == UCS_ERR_ENDPOINT_TIMEOUT) ||
                     (status == UCS_ERR_CONNECTION_RESET) ?
                 iface->super.config.failure_level :
@@ -245,7 +245,7 @@ static int uct_dcx_dci_recover(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci,
         dci->flags |= UCT_DCX_DCI_FLAG_BROKEN;
         dci->avail = 0;
     } else {
-        dci->avail = iface->sq_len;
+        dci->avail = iface->pool.sq_len;
     }
     return ret;
 }
@@ -275,7 +275,7 @@ static void uct_dcx_dci_error_ops(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci,
         op = ucs_queue_pull_elem_non_empty(flushed, uct_dcx_op_t, queue);
         if ((op->sn == sn) ||
             ((fail_ep != NULL) &&
-             (dci->wr_ep[op->sn & iface->ring_mask] == fail_ep))) {
+             (dci->wr_ep[op->sn & iface->pool.ring_mask] == fail_ep))) {
             ucs_queue_push(&failed_ops, &op->queue);
         } else {
             ucs_queue_push(cancelled_ops, &op->queue);
@@ -298,7 +298,7 @@ static UCS_F_NOINLINE void uct_dcx_dci_handle_error(uct_dcx_iface_t *iface,
                                                     const dcx_wc_t *wc)
 {
     int cancel            = !!(dci->flags & UCT_DCX_DCI_FLAG_CANCEL);
-    uct_dcx_ep_t *fail_ep = dci->wr_ep[sn & iface->ring_mask];
+    uct_dcx_ep_t *fail_ep = dci->wr_ep[sn & iface->pool.ring_mask];
     ucs_queue_head_t flushed, cancelled_ops;
     ucs_status_t status;
     uint64_t last_sn;
@@ -378,7 +378,7 @@ static UCS_F_ALWAYS_INLINE void uct_dcx_dci_drained(uct_dcx_iface_t *iface,
 
     if (ucs_likely(((flags == 0) || (flags == (UCT_DCX_DCI_FLAG_BUSY |
                                                UCT_DCX_DCI_FLAG_KEPT))) &&
-                   (iface->dci_waiters == 0))) {
+                   (iface->pool.waiters == 0))) {
         return;
     }
     uct_dcx_dci_drained_slow(iface, dci);
@@ -391,7 +391,7 @@ void uct_dcx_dci_tx_wcs(uct_dcx_iface_t *iface, const dcx_wc_t *wc, int n)
     int i;
 
     for (i = 0; i < n; ++i) {
-        dci = &iface->dcis[uct_dcx_wr_id_dci(wc[i].wr_id)];
+        dci = &iface->pool.dcis[uct_dcx_wr_id_dci(wc[i].wr_id)];
         sn  = uct_dcx_wr_id_sn(wc[i].wr_id);
         if (ucs_unlikely((sn <= dci->done_sn) ||
                          (wc[i].status != DCX_WC_SUCCESS))) {
@@ -410,7 +410,7 @@ void uct_dcx_dci_tx_wcs(uct_dcx_iface_t *iface, const dcx_wc_t *wc, int n)
             uct_dcx_dci_tail_slow(iface, dci);
         }
     }
-    if (ucs_unlikely(--iface->dci_check_countdown == 0)) {
+    if (ucs_unlikely(--iface->pool.check_countdown == 0)) {
         uct_dcx_dci_pool_check(iface);
     }
 }
@@ -501,8 +501,9 @@ uint64_t uct_dcx_dci_ep_user_mem_sn(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci,
     uint64_t sn, last = 0;
 
     for (sn = dci->done_sn + 1; sn <= dci->sn; ++sn) {
-        if ((dci->wr_ep[sn & iface->ring_mask] == ep) &&
-            (dci->wr_opcode[sn & iface->ring_mask] & UCT_DCX_WR_USER_MEM)) {
+        if ((dci->wr_ep[sn & iface->pool.ring_mask] == ep) &&
+            (dci->wr_opcode[sn & iface->pool.ring_mask] &
+             UCT_DCX_WR_USER_MEM)) {
             last = sn;
         }
     }
@@ -518,7 +519,7 @@ int uct_dcx_dci_take_ep_comps(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci,
         if ((op->comp == NULL) && (op->cb == uct_dcx_op_put)) {
             continue; /* nothing of the user's */
         }
-        if (dci->wr_ep[op->sn & iface->ring_mask] != ep) {
+        if (dci->wr_ep[op->sn & iface->pool.ring_mask] != ep) {
             continue;
         }
         if (op->comp != NULL) {
@@ -622,7 +623,7 @@ ucs_status_t uct_dcx_ep_flush_cancel(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep,
 
     ucs_queue_for_each(op, &dci->ops, queue) {
         if ((op->comp != NULL) &&
-            (dci->wr_ep[op->sn & iface->ring_mask] == ep)) {
+            (dci->wr_ep[op->sn & iface->pool.ring_mask] == ep)) {
             last_sn = op->sn;
         }
     }

@@ -45,7 +45,7 @@ void uct_dcx_hybrid_ep_init(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep)
 static UCS_F_ALWAYS_INLINE uct_dcx_dci_t *
 uct_dcx_hybrid_shared(uct_dcx_iface_t *iface)
 {
-    return &iface->dcis[iface->shared_dci];
+    return &iface->pool.dcis[iface->pool.shared];
 }
 
 /* The pool has no DCI for ep: the shared DCI, or, if it cannot be had
@@ -75,7 +75,7 @@ ucs_status_t uct_dcx_hybrid_dci_get(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep)
 {
     uct_dcx_dci_t *dci;
 
-    if (iface->dci_spill && (ep->quota <= 0)) {
+    if (iface->pool.spill && (ep->quota <= 0)) {
         /* it used up its quota on the DCI it gave back for the eps on the
          * shared DCI: it joins them rather than taking that DCI again */
         return uct_dcx_hybrid_join(iface, ep);
@@ -93,7 +93,7 @@ ucs_status_t uct_dcx_hybrid_dci_get(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep)
  * send that set the spill was refused after all): they are not there */
 static void uct_dcx_hybrid_spill_check(uct_dcx_iface_t *iface)
 {
-    if (iface->dci_spill &&
+    if (iface->pool.spill &&
         uct_dcx_dci_is_drained(uct_dcx_hybrid_shared(iface))) {
         uct_dcx_dci_set_spill(iface, 0);
     }
@@ -104,7 +104,7 @@ ucs_status_t uct_dcx_hybrid_quota_out(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep)
     uct_dcx_dci_t *shared = uct_dcx_hybrid_shared(iface);
     uct_dcx_dci_t *dci;
 
-    if (ep->dci != iface->shared_dci) {
+    if (ep->dci != iface->pool.shared) {
         /* A DCI of its own: as under dcs_quota, it yields it when others
          * want one -- here, while eps send on the shared DCI, even if a
          * DCI is free: those eps take one only once their WRs on the
@@ -112,7 +112,7 @@ ucs_status_t uct_dcx_hybrid_quota_out(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep)
          * them.  It refuses sends until the DCI drained and went back to
          * the pool, then sends on the shared DCI (uct_dcx_hybrid_dci_get) */
         uct_dcx_hybrid_spill_check(iface);
-        if (iface->dci_spill) {
+        if (iface->pool.spill) {
             return UCS_ERR_NO_RESOURCE;
         }
         ep->quota = iface->config.quota;
@@ -138,7 +138,7 @@ ucs_status_t uct_dcx_hybrid_quota_out(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep)
 
 void uct_dcx_hybrid_dci_idle(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci)
 {
-    if (dci->index == iface->shared_dci) {
+    if (dci->index == iface->pool.shared) {
         /* nothing in flight on the shared DCI: nobody sends there now (an
          * ep still pointing at it looks for a DCI at its next send) */
         uct_dcx_dci_set_spill(iface, 0);
@@ -150,7 +150,7 @@ void uct_dcx_hybrid_dci_idle(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci)
 
 void uct_dcx_hybrid_ep_detach(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep)
 {
-    if (ep->dci != iface->shared_dci) {
+    if (ep->dci != iface->pool.shared) {
         uct_dcx_dcs_ep_detach(iface, ep);
         return;
     }

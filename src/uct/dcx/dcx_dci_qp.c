@@ -4,7 +4,7 @@
  * every policy but streams it is the DCI's own; under streams
  * (DCX_CAP_DCI_STREAMS) every data DCI of the pool is one stream channel
  * of a single shared queue pair, created with the first of them and
- * destroyed with the last (iface->stream_qp, stream_refs).  Here: the
+ * destroyed with the last (iface->pool.stream_qp, stream_refs).  Here: the
  * attributes the data DCIs are created with, their creation and
  * destruction, and the restart of a DCI after an error completion (its
  * stream only, when the shared queue pair is still up).  The pool
@@ -25,7 +25,7 @@ ucs_status_t uct_dcx_streams_attr(uct_dcx_iface_t *iface,
                                   const uct_dcx_iface_config_t *config)
 {
     const dcx_dev_caps_t *caps = iface->caps;
-    dcx_qp_attr_t *attr        = &iface->dci_attr;
+    dcx_qp_attr_t *attr        = &iface->pool.attr;
     unsigned log;
 
     if (config->policy != UCT_DCX_POLICY_STREAMS) {
@@ -62,34 +62,35 @@ int uct_dcx_dci_qp_create(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci)
 {
     int ret;
 
-    if (!iface->dci_attr.dci_streams) {
-        return dcx_qp_create(iface->pd, &iface->dci_attr, &dci->qp);
+    if (!iface->pool.attr.dci_streams) {
+        return dcx_qp_create(iface->pd, &iface->pool.attr, &dci->qp);
     }
-    if (iface->stream_qp == NULL) {
-        ret = dcx_qp_create(iface->pd, &iface->dci_attr, &iface->stream_qp);
+    if (iface->pool.stream_qp == NULL) {
+        ret = dcx_qp_create(iface->pd, &iface->pool.attr,
+                            &iface->pool.stream_qp);
         if (ret != 0) {
-            iface->stream_qp = NULL;
+            iface->pool.stream_qp = NULL;
             return ret;
         }
         ucs_debug("dcx: %s: DCI 0x%x created with %u streams",
-                  dcx_dev_name(iface->dev), iface->stream_qp->qp_num,
-                  iface->stream_qp->num_streams);
+                  dcx_dev_name(iface->dev), iface->pool.stream_qp->qp_num,
+                  iface->pool.stream_qp->num_streams);
     }
-    dci->qp = iface->stream_qp;
-    iface->stream_refs++;
+    dci->qp = iface->pool.stream_qp;
+    iface->pool.stream_refs++;
     return 0;
 }
 
 void uct_dcx_dci_qp_destroy(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci)
 {
-    if ((iface->stream_qp == NULL) || (dci->qp != iface->stream_qp)) {
+    if ((iface->pool.stream_qp == NULL) || (dci->qp != iface->pool.stream_qp)) {
         dcx_qp_destroy(dci->qp);
         return;
     }
-    ucs_assert(iface->stream_refs > 0);
-    if (--iface->stream_refs == 0) {
-        dcx_qp_destroy(iface->stream_qp);
-        iface->stream_qp = NULL;
+    ucs_assert(iface->pool.stream_refs > 0);
+    if (--iface->pool.stream_refs == 0) {
+        dcx_qp_destroy(iface->pool.stream_qp);
+        iface->pool.stream_qp = NULL;
     }
 }
 
@@ -106,8 +107,8 @@ static int uct_dcx_streams_recover_all(uct_dcx_iface_t *iface,
     int ret;
 
     ret = dcx_qp_recover(dci->qp);
-    for (i = 0; i < iface->num_dci; ++i) {
-        other = &iface->dcis[i];
+    for (i = 0; i < iface->pool.num; ++i) {
+        other = &iface->pool.dcis[i];
         if ((other == dci) || (other->qp != dci->qp) ||
             (other->sn == other->done_sn)) {
             continue;
@@ -118,7 +119,7 @@ static int uct_dcx_streams_recover_all(uct_dcx_iface_t *iface,
         other->sig_sn     = other->sn;
         other->unsig      = 0;
         other->next_flags = 0;
-        other->avail      = (ret == 0) ? iface->sq_len : 0;
+        other->avail      = (ret == 0) ? iface->pool.sq_len : 0;
         other->flags &= ~UCT_DCX_DCI_FLAG_ERR;
     }
     ucs_error("dcx: %s: DCI 0x%x with streams failed as a whole (more "
@@ -133,7 +134,7 @@ int uct_dcx_dci_restart(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci,
 {
     int ret;
 
-    if ((dci->qp->num_streams == 0) || (dci->index == iface->ctl_dci)) {
+    if ((dci->qp->num_streams == 0) || (dci->index == iface->pool.ctl)) {
         return dcx_qp_recover(dci->qp);
     }
     if (dci->qp->state != DCX_QPS_RTS) {

@@ -40,7 +40,7 @@ typedef struct dcx_dci_stats {
     uint64_t high_water;    /* most data DCIs that existed at once */
     uint64_t free;          /* DCIs an ep may get now without waiting: on
                               the free stack, or not created yet (dcs) */
-    uint64_t kept;          /* flagged as kept by their owner (dci_kept) */
+    uint64_t kept;          /* flagged as kept by their owner (pool.kept) */
     uint64_t waiters;       /* eps refused a DCI, still waiting */
     uint64_t sig_period;    /* a completion requested every this many WRs
                               now (1 while eps wait for a DCI) */

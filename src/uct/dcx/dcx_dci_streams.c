@@ -2,7 +2,7 @@
 /*
  * dcx transport: the streams policy.  One DCI with stream channels
  * (DCX_CAP_DCI_STREAMS) carries every endpoint's work: pool entry i
- * (iface->dcis[i]) is its stream i, with its own sequence numbers, WR
+ * (iface->pool.dcis[i]) is its stream i, with its own sequence numbers, WR
  * rings and send queue, so the rest of the transport sees the streams as
  * the DCIs of a shared pool (as under rand).  An endpoint is hashed onto a
  * stream at creation.  The device keeps order within a stream only, and an
@@ -27,12 +27,12 @@
 static uint16_t uct_dcx_streams_of(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep)
 {
     return (uint16_t)((((uint64_t)ep->seq * 0x9e3779b97f4a7c15ull) >> 32) %
-                      iface->num_dci);
+                      iface->pool.num);
 }
 
 ucs_status_t uct_dcx_streams_dci_get(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep)
 {
-    uct_dcx_dci_t *dci = &iface->dcis[uct_dcx_streams_of(iface, ep)];
+    uct_dcx_dci_t *dci = &iface->pool.dcis[uct_dcx_streams_of(iface, ep)];
 
     /* the DCI comes with the first ep; a stream's rings with its first */
     if ((dci->qp == NULL) && (uct_dcx_dci_create(iface, dci) != UCS_OK)) {
@@ -59,7 +59,7 @@ void uct_dcx_streams_dci_idle(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci)
 void uct_dcx_streams_ep_detach(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep)
 {
     if (ep->dci != UCT_DCX_DCI_NONE) {
-        uct_dcx_dci_detach_ep(iface, &iface->dcis[ep->dci], ep);
+        uct_dcx_dci_detach_ep(iface, &iface->pool.dcis[ep->dci], ep);
         ep->dci = UCT_DCX_DCI_NONE;
     }
 }

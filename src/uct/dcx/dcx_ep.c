@@ -593,7 +593,7 @@ ucs_status_t uct_dcx_ep_atomic_cswap64(uct_ep_h tl_ep, uint64_t compare,
 static int uct_dcx_ep_is_flushed(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep)
 {
     return (ep->dci == UCT_DCX_DCI_NONE) ||
-           (iface->dcis[ep->dci].done_sn >= ep->last_sn);
+           (iface->pool.dcis[ep->dci].done_sn >= ep->last_sn);
 }
 
 ucs_status_t uct_dcx_ep_flush(uct_ep_h tl_ep, unsigned flags,
@@ -702,7 +702,7 @@ ucs_status_t uct_dcx_ep_check(uct_ep_h tl_ep, unsigned flags,
     /* A no-op to the peer on the control DCI; if the peer is gone the
      * failure reaches the error handler like any other */
     uct_dcx_ep_dest(ep, &dest);
-    status = uct_dcx_dci_post_ctl(iface, &iface->dcis[iface->ctl_dci], ep,
+    status = uct_dcx_dci_post_ctl(iface, &iface->pool.dcis[iface->pool.ctl], ep,
                                   &dest, UCT_DCX_CTL_NOP, NULL, 0, ep->tmh_len,
                                   NULL);
     return (status == UCS_ERR_NO_RESOURCE) ? UCS_OK : status;
@@ -834,7 +834,7 @@ UCS_CLASS_CLEANUP_FUNC(uct_dcx_ep_t)
         iface->policy->ep_detach(iface, self);
     }
     /* ep_check probes may still be in flight on the control DCI */
-    uct_dcx_dci_detach_ep(iface, &iface->dcis[iface->ctl_dci], self);
+    uct_dcx_dci_detach_ep(iface, &iface->pool.dcis[iface->pool.ctl], self);
 
     uct_dcx_ep_invalidate_cleanup(iface, self);
     uct_dcx_ep_ext_release(iface, self);

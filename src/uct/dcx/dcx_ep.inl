@@ -47,7 +47,7 @@ static UCS_F_ALWAYS_INLINE void uct_dcx_ep_mark_user_mem(uct_dcx_iface_t *iface,
 {
     uct_dcx_dci_t *dci = uct_dcx_ep_dci(iface, ep);
 
-    dci->wr_opcode[dci->sn & iface->ring_mask] |= UCT_DCX_WR_USER_MEM;
+    dci->wr_opcode[dci->sn & iface->pool.ring_mask] |= UCT_DCX_WR_USER_MEM;
 }
 
 /*

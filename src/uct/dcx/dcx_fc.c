@@ -225,7 +225,7 @@ static ucs_status_t uct_dcx_ep_tx_resources(uct_dcx_iface_t *iface,
         }
     }
 
-    if (iface->dcis[ep->dci].avail == 0) {
+    if (iface->pool.dcis[ep->dci].avail == 0) {
         return UCS_ERR_NO_RESOURCE;
     }
 
@@ -243,7 +243,7 @@ static ucs_status_t uct_dcx_ep_tx_resources(uct_dcx_iface_t *iface,
                 return status;
             }
         }
-        if ((ep->fc_wnd <= 0) || (iface->dcis[ep->dci].avail == 0)) {
+        if ((ep->fc_wnd <= 0) || (iface->pool.dcis[ep->dci].avail == 0)) {
             iface->cnt->fc.stalls += (ep->fc_wnd <= 0);
             return UCS_ERR_NO_RESOURCE;
         }

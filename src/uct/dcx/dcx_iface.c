@@ -239,13 +239,13 @@ static ucs_status_t uct_dcx_iface_flush(uct_iface_h tl_iface, unsigned flags,
         return UCS_ERR_UNSUPPORTED;
     }
 
-    for (i = 0; i < iface->dci_total; ++i) {
-        dci = &iface->dcis[i];
+    for (i = 0; i < iface->pool.total; ++i) {
+        dci = &iface->pool.dcis[i];
         if (uct_dcx_dci_is_drained(dci)) {
             continue;
         }
         /* the control DCI: below */
-        in_progress |= (i != iface->ctl_dci);
+        in_progress |= (i != iface->pool.ctl);
         if (dci->sig_sn < dci->sn) {
             /* unsignalled tail: a signalled no-op behind it (none posted
              * when the DCI is full: a full queue holds a signalled WR) */
@@ -276,9 +276,9 @@ static ucs_status_t uct_dcx_iface_fence(uct_iface_h tl_iface, unsigned flags)
     uct_dcx_iface_t *iface = ucs_derived_of(tl_iface, uct_dcx_iface_t);
     unsigned i;
 
-    for (i = 0; i < iface->dci_total; ++i) {
-        if (i != iface->ctl_dci) {
-            iface->dcis[i].next_flags |= DCX_SEND_FENCE;
+    for (i = 0; i < iface->pool.total; ++i) {
+        if (i != iface->pool.ctl) {
+            iface->pool.dcis[i].next_flags |= DCX_SEND_FENCE;
         }
     }
     UCT_TL_IFACE_STAT_FENCE(&iface->super);
@@ -779,8 +779,8 @@ static UCS_CLASS_INIT_FUNC(uct_dcx_iface_t, uct_md_h tl_md, uct_worker_h worker,
 
     ucs_debug("dcx: %s: iface %p DCT 0x%x, %u DCIs x %u WRs, policy %s, "
               "seg %zu, rx %u x %zu, fc window %d",
-              dcx_dev_name(self->dev), self, self->config.dctn, self->num_dci,
-              self->sq_len, self->policy->name, self->config.seg_size,
+              dcx_dev_name(self->dev), self, self->config.dctn, self->pool.num,
+              self->pool.sq_len, self->policy->name, self->config.seg_size,
               self->rx.queue_len, self->config.rx_seg_size, self->fc.wnd);
     return UCS_OK;
 

@@ -53,9 +53,9 @@ ucs_status_t uct_dcx_ep_pending_add(uct_ep_h tl_ep, uct_pending_req_t *req,
     if (!(ep->flags & UCT_DCX_EP_FLAG_FAILED) &&
         ucs_arbiter_is_empty(&iface->arbiter) &&
         ((ep->dci != UCT_DCX_DCI_NONE) ?
-             ((iface->dcis[ep->dci].avail > 0) && (ep->quota > 0)) :
-             ((iface->dci_free_top > 0) ||
-              (iface->dci_created < iface->dci_limit))) &&
+             ((iface->pool.dcis[ep->dci].avail > 0) && (ep->quota > 0)) :
+             ((iface->pool.free_top > 0) ||
+              (iface->pool.created < iface->pool.limit))) &&
         (ep->fc_wnd > 0) &&
         ((ep->fc_wnd > iface->fc.thresh) ||
          (ep->flags & UCT_DCX_EP_FLAG_FC_REQ_SENT))) {

@@ -55,7 +55,7 @@ typedef struct uct_dcx_sgl {
  * send queue, so that a list never waits for a whole drained queue */
 static size_t uct_dcx_sgl_max_wrs(const uct_dcx_iface_t *iface)
 {
-    return ucs_max(iface->sq_len / 2u, 1u);
+    return ucs_max(iface->pool.sq_len / 2u, 1u);
 }
 
 static UCS_F_NOINLINE ucs_status_t

@@ -600,7 +600,7 @@ ucs_status_t uct_dcx_strided_iov(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep,
         }
         dci = uct_dcx_ep_dci(iface, ep);
     } else {
-        dci = &iface->dcis[iface->ctl_dci];
+        dci = &iface->pool.dcis[iface->pool.ctl];
     }
 
     sop = ucs_mpool_get(&st->op_mp);

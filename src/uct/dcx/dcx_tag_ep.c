@@ -274,7 +274,7 @@ ucs_status_t uct_dcx_ep_tag_eager_zcopy(uct_ep_h tl_ep, uct_tag_t tag,
     }
     /* the WR reads the user's memory: stop the DCI if the ep goes */
     uct_dcx_ep_dci(iface, ep)
-        ->wr_opcode[uct_dcx_ep_dci(iface, ep)->sn & iface->ring_mask] |=
+        ->wr_opcode[uct_dcx_ep_dci(iface, ep)->sn & iface->pool.ring_mask] |=
         UCT_DCX_WR_USER_MEM;
     uct_dcx_strided_commit(iface, uct_dcx_ep_dci(iface, ep), &use);
 
