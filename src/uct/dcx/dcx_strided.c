@@ -416,6 +416,24 @@ uct_dcx_strided_iov_check(uct_dcx_iface_t *iface, const char *name,
     return UCS_OK;
 }
 
+/* An empty entry is skipped, a plain one takes one sge at sge[*num_sge]:
+ * 1.  Otherwise 0, with *lkey_p the entry's local key for its elements. */
+static UCS_F_ALWAYS_INLINE int
+uct_dcx_strided_iov_take_plain(const uct_iov_t *iov, dcx_sge_t *sge,
+                               unsigned *num_sge, uint32_t *lkey_p)
+{
+    if ((iov->length == 0) || (iov->count == 0)) {
+        return 1;
+    }
+    *lkey_p = uct_dcx_memh_mr(iov->memh)->lkey;
+    if (uct_dcx_strided_iov_is_plain(iov)) {
+        uct_dcx_strided_sge_set(&sge[(*num_sge)++], (uintptr_t)iov->buffer,
+                                iov->length * iov->count, *lkey_p);
+        return 1;
+    }
+    return 0;
+}
+
 /* Phase 2, few elements: one sge each (a plain entry: one sge).  The
  * number of sges written. */
 static unsigned uct_dcx_strided_iov_expand(const uct_iov_t *iov, size_t iovcnt,
@@ -426,13 +444,7 @@ static unsigned uct_dcx_strided_iov_expand(const uct_iov_t *iov, size_t iovcnt,
     size_t i;
 
     for (i = 0; i < iovcnt; ++i) {
-        if ((iov[i].length == 0) || (iov[i].count == 0)) {
-            continue;
-        }
-        lkey = uct_dcx_memh_mr(iov[i].memh)->lkey;
-        if (uct_dcx_strided_iov_is_plain(&iov[i])) {
-            uct_dcx_strided_sge_set(&sge[num_sge++], (uintptr_t)iov[i].buffer,
-                                    iov[i].length * iov[i].count, lkey);
+        if (uct_dcx_strided_iov_take_plain(&iov[i], sge, &num_sge, &lkey)) {
             continue;
         }
         for (k = 0; k < iov[i].count; ++k) {
@@ -614,13 +626,7 @@ ucs_status_t uct_dcx_strided_iov(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep,
     use->op         = sop;
 
     for (i = 0; i < iovcnt; ++i) {
-        if ((iov[i].length == 0) || (iov[i].count == 0)) {
-            continue;
-        }
-        lkey = uct_dcx_memh_mr(iov[i].memh)->lkey;
-        if (uct_dcx_strided_iov_is_plain(&iov[i])) {
-            uct_dcx_strided_sge_set(&sge[num_sge++], (uintptr_t)iov[i].buffer,
-                                    iov[i].length * iov[i].count, lkey);
+        if (uct_dcx_strided_iov_take_plain(&iov[i], sge, &num_sge, &lkey)) {
             continue;
         }
 
