@@ -32,14 +32,6 @@ namespace {
 const uint8_t AM_ID    = 13; /* the peer process (uct_dcx_scale_peer) too */
 const double limit_sec = 30; /* no wait is longer (a hang fails) */
 
-double now_sec()
-{
-    struct timeval tv;
-
-    gettimeofday(&tv, NULL);
-    return tv.tv_sec + tv.tv_usec * 1e-6;
-}
-
 /* An active message: the sending ep's number, its sequence number, and
  * len bytes of a pattern of both */
 struct seq_hdr {

@@ -42,14 +42,6 @@ size_t heap_now()
     return mi.uordblks + mi.hblkhd;
 }
 
-double now_sec()
-{
-    struct timeval tv;
-
-    gettimeofday(&tv, NULL);
-    return tv.tv_sec + tv.tv_usec * 1e-6;
-}
-
 /* What each active message carries: this header, then len bytes of
  * pattern(ep, seq, i) */
 struct msg_hdr {

@@ -313,7 +313,7 @@ unsigned uct_dcx_test::progress()
     return count;
 }
 
-static double now_sec()
+double now_sec()
 {
     struct timespec ts;
 

@@ -35,6 +35,9 @@ extern "C" {
 
 namespace dcx_test {
 
+/* Seconds of the monotonic clock (timeouts of the tests) */
+double now_sec();
+
 /* uct_iface_release_desc() without its plain load of the release pointer
  * stored before the headroom: that slot is aligned only when the payload
  * less the headroom is (not for a headroom of 5 before an aligned AM
