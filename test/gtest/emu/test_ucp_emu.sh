@@ -25,7 +25,6 @@ gtest=test/gtest/uct/gtest_ucp
 SOFT_ONLY='
 *ucp_dcx.other_fabric_falls_back_to_tcp/*  two soft fabrics in one process (the emulated devices have one fabric a process)
 *ucp_dcx_tm.*/mixed_dev  a peer whose device has no tag matching: the soft device knob UCX_DCX_SOFT_TM=n
-policy/*/3  the streams policy (the 4th of UCT_DCX_POLICIES): the mlx5 backend has no DCI streams yet (docs/mlx5-emulation.md)
 '
 
 filter=$(echo "$SOFT_ONLY" | awk 'NF { printf "%s%s", sep, $1; sep = ":" }')

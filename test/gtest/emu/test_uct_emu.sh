@@ -36,7 +36,6 @@ uct_dcx_hardening.remapped_memory_not_written_bad_flow  the emulation does not p
 *uct_dcx_dci_keep.failure_on_kept_dci/*  soft fault injection (error completion)
 *uct_dcx_fc.lost_grant_resent/*  soft fault injection (drops)
 *uct_dcx_stats.failures_counted_file_stays/*  soft fault injection (error completion)
-policy/*/3  the streams policy (the 4th of UCT_DCX_POLICIES): the mlx5 backend has no DCI streams yet (docs/mlx5-emulation.md)
 '
 
 filter=$(echo "$SOFT_ONLY" | awk 'NF { printf "%s%s", sep, $1; sep = ":" }')

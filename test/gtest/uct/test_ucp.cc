@@ -38,6 +38,10 @@ protected:
 
         snprintf(fabric, sizeof(fabric), "gtp%d-%d", (int)getpid(), ++s_seq);
         use_test_device(fabric);
+        m_ab = m_ba = NULL;
+        if ((GetParam() == "streams") && !test_device_query().dci_streams) {
+            GTEST_SKIP() << "the device has no DCI streams";
+        }
         setenv("UCX_TLS", "dcx,self", 1);
         setenv("UCX_DCX_TIMEOUT", "8ms", 1);
         setenv("UCX_DCX_RETRY_COUNT", "2", 1);

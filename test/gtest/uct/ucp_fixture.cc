@@ -5,6 +5,7 @@
 extern "C" {
 #include <uct/api/uct.h>
 #include <ucs/async/async_fwd.h>
+#include <ucs/debug/log_def.h>
 }
 
 #include <cstdlib>
@@ -46,9 +47,19 @@ ucs_status_t probe_unexp_rndv(void *, unsigned, uint64_t, const void *,
     return UCS_OK;
 }
 
+/* Swallows the log lines of a probe that may be refused */
+ucs_log_func_rc_t probe_log_quiet(const char *, unsigned, const char *,
+                                  ucs_log_level_t,
+                                  const ucs_log_component_config_t *,
+                                  const char *, va_list)
+{
+    return UCS_LOG_FUNC_RC_STOP;
+}
+
 /* The dcx interface's attributes on the test device; false when it cannot
- * be opened */
-bool query_dcx_iface(uct_iface_attr_t *attr)
+ * be opened.  *streams: an interface with DCI_POLICY=streams opens too (the
+ * device has DCI streams) */
+bool query_dcx_iface(uct_iface_attr_t *attr, bool *streams)
 {
     uct_component_h *comps, comp = NULL;
     unsigned num_comps, i;
@@ -100,6 +111,18 @@ bool query_dcx_iface(uct_iface_attr_t *attr)
         if (uct_iface_open(md, worker, &params, if_config, &iface) != UCS_OK) {
             iface = NULL;
         }
+        if ((iface != NULL) &&
+            (uct_config_modify(if_config, "DCI_POLICY", "streams") == UCS_OK)) {
+            uct_iface_h probe;
+
+            ucs_log_push_handler(probe_log_quiet);
+            *streams = (uct_iface_open(md, worker, &params, if_config,
+                                       &probe) == UCS_OK);
+            ucs_log_pop_handler();
+            if (*streams) {
+                uct_iface_close(probe);
+            }
+        }
         uct_config_release(if_config);
     }
     if (iface != NULL) {
@@ -124,11 +147,13 @@ bool query_dcx_iface(uct_iface_attr_t *attr)
 const test_device_caps &test_device_query()
 {
     static uct_iface_attr_t attr;
-    static const bool queried          = query_dcx_iface(&attr);
+    static bool streams                = false;
+    static const bool queried          = query_dcx_iface(&attr, &streams);
     static const test_device_caps caps = {
         queried && (attr.cap.flags & UCT_IFACE_FLAG_TAG_EAGER_BCOPY),
         queried && (attr.cap.event_flags & UCT_IFACE_FLAG_EVENT_RECV) &&
-            (attr.cap.event_flags & UCT_IFACE_FLAG_EVENT_FD)};
+            (attr.cap.event_flags & UCT_IFACE_FLAG_EVENT_FD),
+        queried && streams};
 
     /* every test asking fails while the device cannot be queried */
     EXPECT_TRUE(queried) << "cannot open and query the dcx interface on "

@@ -35,6 +35,7 @@ void use_test_device(const char *fabric);
 struct test_device_caps {
     bool tag_offload; /* UCT_IFACE_FLAG_TAG_EAGER_BCOPY */
     bool wakeup;      /* UCT_IFACE_FLAG_EVENT_RECV and EVENT_FD */
+    bool dci_streams; /* an interface opens with DCI_POLICY=streams */
 };
 const test_device_caps &test_device_query();
 
