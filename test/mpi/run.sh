@@ -71,7 +71,7 @@
 # UCX_DCX_TM_ENABLE=y): a skip by capability.
 #
 # DCI pool policies over dcx: a program whose source has a line
-# "dcx-test-policies: dcs dcs_quota rand hybrid" runs once per policy named there
+# "dcx-test-policies: dcs dcs_quota rand hybrid streams" runs once per policy named there
 # (UCX_DCX_DCI_POLICY), for every process count, and with a line
 # "dcx-test-num-dci: 2" with that pool size (UCX_DCX_NUM_DCI, and
 # UCX_DCX_NUM_DCI_STREAMS: the pool of the streams policy); each such
@@ -164,6 +164,12 @@ dcx)
         emu_tm=$(env $emu_env DCX_EMU_FABRIC="$fabric_prefix-caps" \
                      UCX_DCX_TM_ENABLE=y ucx_info -d -t dcx 2>/dev/null |
                  grep -c '^# *tag_eager_short:')
+        # the streams DCI policy, where the device has DCI streams: an
+        # interface opens with UCX_DCX_DCI_POLICY=streams (a device without
+        # refuses it)
+        emu_streams=$(env $emu_env DCX_EMU_FABRIC="$fabric_prefix-caps" \
+                          UCX_DCX_DCI_POLICY=streams ucx_info -d -t dcx 2>/dev/null |
+                      grep -c '^# *am_short:')
         rm -f "/dev/shm/dcx-emu.$(id -u).$fabric_prefix-caps"
     else
         xargs_tl+=(-x "LD_PRELOAD=$preload" -x UCX_DCX_SOFT_DEVICES=1)
@@ -346,6 +352,10 @@ for p in "${progs[@]}"; do
     ndci=$(prog_num_dci "${prog_src[$p]}")
     for np in $(prog_nps "${prog_src[$p]}"); do
       for pol in $(prog_policies "${prog_src[$p]}"); do
+        if [ "$pol" = streams ] && [ "$emu" = 1 ] && [ "$emu_streams" = 0 ]; then
+            echo "SKIP ${kind}/$name np=$np streams: the device has no DCI streams (capability)"
+            continue
+        fi
         run_no=$((run_no + 1))
         log=$logdir/${kind}_$name.np$np.log
         args=("${common[@]}")
