@@ -124,7 +124,7 @@ static int dcx_mlx5_cq_one(dcx_mlx5_cq_t *cq, dcx_wc_t *wc)
          * its buffer back) */
         return dcx_mlx5_cq_recv_cqe(cq, qpn, status, wc);
     }
-    qp = (dcx_mlx5_qp_t *)dcx_mlx5_qpmap_find(&dev->qpmap, qpn);
+    qp = (dcx_mlx5_qp_t *)dcx_mlx5_qpmap_find(&cq->qpmap, qpn);
     switch (dcx_mlx5_cq_route(qp != NULL,
                               (qp != NULL) ? qp->super.type : DCX_QPT_DCT,
                               cq->num_dct)) {
@@ -252,6 +252,7 @@ int dcx_mlx5_cq_create_on(dcx_dev_t *super, uint32_t cqe,
         free(cq);
         return ret;
     }
+    dcx_mlx5_qpmap_init(&cq->qpmap);
     cq->super.dev       = super;
     cq->super.cqe       = (uint32_t)ibv_cq_ex_to_cq(cq->cq)->cqe;
     cq->super.poll      = dcx_mlx5_cq_poll;
@@ -291,6 +292,7 @@ int dcx_mlx5_cq_destroy(dcx_cq_t *super)
     if (cq->channel != NULL) {
         dcx_mlx5_channel_detach(cq);
     }
+    dcx_mlx5_qpmap_cleanup(&cq->qpmap);
     free(cq);
     return 0;
 }

@@ -40,12 +40,6 @@ typedef struct dcx_mlx5_dev {
     bool roce_warned;      /* a peer of the other RoCE version */
     dcx_mlx5_addr_t addr;  /* this port's published address */
     uint64_t dci_send_ops; /* IBV_QP_EX_WITH_* every DCI gets */
-    /* First sequence number of the next DCI: each DCI numbers its WRs in
-     * its own 2^40 range, so a stale completion of a destroyed DCI whose
-     * QP number was reused falls outside the new DCI's outstanding range. */
-    uint64_t next_seq_base;
-    /* Completions carry only a QP number: this finds the dcx QP. */
-    dcx_mlx5_qpmap_t qpmap;
     /* Strided keys (mlx5_mkey.c): UMR work requests travel on QPs of type
      * DCX_QPT_UMR, RC QPs looped back to this port (libmlx5 installs the
      * UMR builders on RC QPs only), sized for caps.mkey_max_entries. */
@@ -91,6 +85,15 @@ struct dcx_mlx5_cq {
      * receive path without looking up its QP number. */
     unsigned num_dci;
     unsigned num_dct;
+    /* Completions carry only a QP number: this finds the dcx QP, among the
+     * QPs of this CQ only (a DCI or UMR QP in its send CQ's map, a DCT in
+     * its receive CQ's), so that interfaces of one device polling and
+     * creating QPs in different threads share nothing here. */
+    dcx_mlx5_qpmap_t qpmap;
+    /* First sequence number of the next QP of this CQ: each numbers its WRs
+     * in its own 2^40 range, so a stale completion of a destroyed DCI whose
+     * QP number was reused falls outside the new DCI's outstanding range. */
+    uint64_t next_seq_base;
     /* wake-up events (mlx5_channel.c) */
     dcx_mlx5_channel_t *channel; /* NULL: created without one */
     dcx_mlx5_cq_t *ch_next;      /* the channel's CQs */

@@ -280,14 +280,14 @@ int dcx_mlx5_qp_start(dcx_mlx5_dev_t *dev, dcx_mlx5_qp_t *qp, const char *what,
 {
     int ret;
 
-    ret = dcx_mlx5_ring_init(&qp->ring, max_wr, dev->next_seq_base);
+    ret = dcx_mlx5_ring_init(&qp->ring, max_wr, qp->send_cq->next_seq_base);
     if (ret != 0) {
         dcx_error("%s: %s 0x%x: no memory for %u WR slots",
                   dev->super.caps.name, what, qp->super.qp_num, max_wr);
         return ret;
     }
-    dev->next_seq_base += 1ull << 40;
-    ret = dcx_mlx5_qpmap_insert(&dev->qpmap, qp->super.qp_num, qp);
+    qp->send_cq->next_seq_base += 1ull << 40;
+    ret = dcx_mlx5_qpmap_insert(&qp->send_cq->qpmap, qp->super.qp_num, qp);
     if (ret != 0) {
         dcx_error("%s: %s 0x%x: QP map insert failed: %s", dev->super.caps.name,
                   what, qp->super.qp_num, strerror(ret));
@@ -295,7 +295,7 @@ int dcx_mlx5_qp_start(dcx_mlx5_dev_t *dev, dcx_mlx5_qp_t *qp, const char *what,
     }
     ret = connect(qp);
     if (ret != 0) {
-        dcx_mlx5_qpmap_remove(&dev->qpmap, qp->super.qp_num);
+        dcx_mlx5_qpmap_remove(&qp->send_cq->qpmap, qp->super.qp_num);
         goto err_free_ring;
     }
     return 0;
@@ -427,7 +427,7 @@ static int dcx_mlx5_dct_create(dcx_mlx5_qp_t *qp, dcx_mlx5_pd_t *pd)
 
     /* the hardware DCT exists, and has its number, only from RTR on */
     qp->super.qp_num = qp->qp->qp_num;
-    ret              = dcx_mlx5_qpmap_insert(&dev->qpmap, qp->super.qp_num, qp);
+    ret = dcx_mlx5_qpmap_insert(&qp->recv_cq->qpmap, qp->super.qp_num, qp);
     if (ret != 0) {
         dcx_error("%s: dct 0x%x: QP map insert failed: %s",
                   dev->super.caps.name, qp->super.qp_num, strerror(ret));
@@ -561,7 +561,9 @@ int dcx_mlx5_qp_destroy(dcx_qp_t *super)
                   strerror(ret));
         return ret;
     }
-    dcx_mlx5_qpmap_remove(&dev->qpmap, super->qp_num);
+    dcx_mlx5_qpmap_remove((super->type != DCX_QPT_DCT) ? &qp->send_cq->qpmap :
+                                                         &qp->recv_cq->qpmap,
+                          super->qp_num);
     if (super->type != DCX_QPT_DCT) {
         dcx_mlx5_cq_unschedule_flush(qp->send_cq, qp);
         --qp->send_cq->num_dci;
