@@ -755,8 +755,8 @@ void uct_dcx_streams_ep_detach(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep);
 
 /* dcx_dci_qp.c: the queue pair behind a DCI */
 /* What a data DCI of the pool is created with (after the control DCI) */
-ucs_status_t uct_dcx_streams_attr(uct_dcx_iface_t *iface,
-                                  const uct_dcx_iface_config_t *config);
+void uct_dcx_streams_attr(uct_dcx_iface_t *iface,
+                          const uct_dcx_iface_config_t *config);
 /* The queue pair of data DCI dci: its own, or the streams' one (shared) */
 int uct_dcx_dci_qp_create(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci);
 void uct_dcx_dci_qp_destroy(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci);

@@ -21,30 +21,19 @@
 #include <ucs/sys/math.h>
 #include <string.h>
 
-ucs_status_t uct_dcx_streams_attr(uct_dcx_iface_t *iface,
-                                  const uct_dcx_iface_config_t *config)
+/* (uct_dcx_iface_check_config refused a device without DCI streams and a
+ * NUM_DCI_STREAMS above its streams before the pool is set up) */
+void uct_dcx_streams_attr(uct_dcx_iface_t *iface,
+                          const uct_dcx_iface_config_t *config)
 {
     const dcx_dev_caps_t *caps = iface->caps;
     dcx_qp_attr_t *attr        = &iface->pool.attr;
     unsigned log;
 
     if (config->policy != UCT_DCX_POLICY_STREAMS) {
-        return UCS_OK;
-    }
-    if (!(caps->flags & DCX_CAP_DCI_STREAMS)) {
-        ucs_error("dcx: %s: UCX_DCX_DCI_POLICY=streams: the device has no "
-                  "DCI streams",
-                  dcx_dev_name(iface->dev));
-        return UCS_ERR_UNSUPPORTED;
+        return;
     }
     for (log = 0; (1u << log) < config->num_dci_streams; ++log) {
-    }
-    if (log > caps->dci_streams_log_max) {
-        ucs_error("dcx: %s: UCX_DCX_NUM_DCI_STREAMS=%u: the device has at "
-                  "most %u streams per DCI",
-                  dcx_dev_name(iface->dev), config->num_dci_streams,
-                  1u << caps->dci_streams_log_max);
-        return UCS_ERR_INVALID_PARAM;
     }
     /* Every stream may be in error at once without taking the DCI down
      * (each is reset as soon as its error is seen): a limit above the
@@ -55,7 +44,6 @@ ucs_status_t uct_dcx_streams_attr(uct_dcx_iface_t *iface,
     attr->log_num_concurrent = (uint8_t)log;
     attr->log_num_errored    = (uint8_t)ucs_min(log + 1,
                                                 caps->dci_errored_log_max);
-    return UCS_OK;
 }
 
 int uct_dcx_dci_qp_create(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci)
