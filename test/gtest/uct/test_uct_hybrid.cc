@@ -19,6 +19,7 @@
  */
 #include "uct_fixture.h"
 #include "dcx_dci_stats.h"
+#include "seq_am.h"
 
 #include <sys/time.h>
 
@@ -31,69 +32,6 @@ namespace {
 
 const uint8_t AM_ID    = 13; /* the peer process (uct_dcx_scale_peer) too */
 const double limit_sec = 30; /* no wait is longer (a hang fails) */
-
-/* An active message: the sending ep's number, its sequence number, and
- * len bytes of a pattern of both */
-struct seq_hdr {
-    uint32_t ep;
-    uint32_t len;
-    uint64_t seq;
-};
-
-inline uint8_t seq_byte(uint32_t ep, uint64_t seq, size_t i)
-{
-    return (uint8_t)(ep * 31 + seq * 7 + i);
-}
-
-struct seq_arg {
-    uint32_t ep;
-    uint64_t seq;
-    size_t len;
-};
-
-size_t seq_pack(void *dest, void *arg)
-{
-    const seq_arg *a = static_cast<const seq_arg *>(arg);
-    seq_hdr h        = {a->ep, (uint32_t)a->len, a->seq};
-    uint8_t *p       = (uint8_t *)dest + sizeof(h);
-
-    memcpy(dest, &h, sizeof(h));
-    for (size_t i = 0; i < a->len; ++i) {
-        p[i] = seq_byte(a->ep, a->seq, i);
-    }
-    return sizeof(h) + a->len;
-}
-
-/* Receiver: per ep the next sequence number expected; anything else (a
- * gap, a repeat, a bad byte) is counted as bad */
-struct seq_rx {
-    std::vector<uint64_t> next;
-    uint64_t bad = 0, received = 0;
-
-    explicit seq_rx(size_t n) : next(n, 0) {}
-
-    static ucs_status_t cb(void *arg, void *data, size_t length, unsigned flags)
-    {
-        seq_rx *self     = static_cast<seq_rx *>(arg);
-        const seq_hdr *h = static_cast<const seq_hdr *>(data);
-        const uint8_t *p = (const uint8_t *)(h + 1);
-
-        if ((length < sizeof(*h)) || (h->ep >= self->next.size()) ||
-            (h->len != length - sizeof(*h)) || (h->seq != self->next[h->ep])) {
-            self->bad++;
-            return UCS_OK;
-        }
-        for (size_t i = 0; i < h->len; ++i) {
-            if (p[i] != seq_byte(h->ep, h->seq, i)) {
-                self->bad++;
-                return UCS_OK;
-            }
-        }
-        self->next[h->ep]++;
-        self->received++;
-        return UCS_OK;
-    }
-};
 
 } /* namespace */
 
@@ -194,7 +132,7 @@ TEST_F(uct_dcx_hybrid, pool_dry_sends_on_shared_dci)
 
         ASSERT_TRUE(wait_for([&] { return rx.received == num_eps * per_ep; },
                              limit_sec));
-        EXPECT_EQ(0u, rx.bad);
+        EXPECT_EQ(0u, rx.bad());
         for (unsigned i = 0; i < num_eps; ++i) {
             flush_ep(eps[i]);
             EXPECT_EQ(per_ep, rx.next[i]) << "ep " << i;
@@ -276,9 +214,9 @@ TEST_F(uct_dcx_hybrid, order_kept_across_moves)
         flush_ep(eps[i]);
         total += seq[i];
     }
-    ASSERT_TRUE(wait_for([&] { return rx.received + rx.bad >= total; },
+    ASSERT_TRUE(wait_for([&] { return rx.received + rx.bad() >= total; },
                          limit_sec));
-    EXPECT_EQ(0u, rx.bad);
+    EXPECT_EQ(0u, rx.bad());
     for (unsigned i = 0; i < num_eps; ++i) {
         EXPECT_EQ(seq[i], rx.next[i]) << "ep " << i;
     }
@@ -381,7 +319,7 @@ TEST_F(uct_dcx_hybrid, peer_failure_on_shared_dci)
         total += seq[i];
     }
     ASSERT_TRUE(wait_for([&] { return rx.received == total; }, limit_sec));
-    EXPECT_EQ(0u, rx.bad);
+    EXPECT_EQ(0u, rx.bad());
     for (unsigned i = 0; i < live.size(); ++i) {
         EXPECT_EQ(seq[i], rx.next[i]) << "live ep " << i;
     }
@@ -447,7 +385,7 @@ TEST_F(uct_dcx_hybrid_no_shared, device_refuses_shared_dci_bad_flow)
     EXPECT_EQ(0, dcx_dci_ep_index(e2));
     flush_ep(e2);
     ASSERT_TRUE(wait_for([&] { return rx.received == 2; }, limit_sec));
-    EXPECT_EQ(0u, rx.bad);
+    EXPECT_EQ(0u, rx.bad());
     s = stats(a);
     EXPECT_EQ(0u, s.waiters);
     EXPECT_EQ(0u, s.shared_wrs);

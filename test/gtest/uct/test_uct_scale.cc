@@ -15,6 +15,7 @@
  */
 #include "uct_fixture.h"
 #include "dcx_dci_stats.h"
+#include "seq_am.h"
 
 #include <malloc.h>
 #include <sys/time.h>
@@ -42,79 +43,6 @@ size_t heap_now()
     return mi.uordblks + mi.hblkhd;
 }
 
-/* What each active message carries: this header, then len bytes of
- * pattern(ep, seq, i) */
-struct msg_hdr {
-    uint32_t ep;
-    uint32_t len;
-    uint64_t seq;
-};
-
-inline uint8_t pattern(uint32_t ep, uint64_t seq, size_t i)
-{
-    return (uint8_t)(ep * 29 + seq * 13 + i);
-}
-
-/* Receive side of a set of endpoints: per endpoint the next sequence
- * expected, and the count of bad messages */
-struct rx_check {
-    std::vector<uint64_t> next;
-    uint64_t losses, corruptions, received;
-
-    explicit rx_check(size_t n_eps) :
-        next(n_eps, 0), losses(0), corruptions(0), received(0)
-    {
-    }
-
-    static ucs_status_t cb(void *arg, void *data, size_t length, unsigned flags)
-    {
-        rx_check *self         = static_cast<rx_check *>(arg);
-        const msg_hdr *h       = static_cast<const msg_hdr *>(data);
-        const uint8_t *payload = (const uint8_t *)(h + 1);
-
-        if ((length < sizeof(*h)) || (h->ep >= self->next.size()) ||
-            (h->len != length - sizeof(*h))) {
-            self->corruptions++;
-            return UCS_OK;
-        }
-        for (size_t i = 0; i < h->len; ++i) {
-            if (payload[i] != pattern(h->ep, h->seq, i)) {
-                self->corruptions++;
-                break;
-            }
-        }
-        uint64_t &next = self->next[h->ep];
-        if (h->seq > next) {
-            self->losses += h->seq - next; /* a gap */
-        } else if (h->seq < next) {
-            self->corruptions++; /* a duplicate or a reordering */
-            return UCS_OK;
-        }
-        next = h->seq + 1;
-        self->received++;
-        return UCS_OK;
-    }
-};
-
-struct pack_arg {
-    uint32_t ep;
-    uint64_t seq;
-    size_t len;
-};
-
-size_t pack_msg(void *dest, void *arg)
-{
-    const pack_arg *a = static_cast<const pack_arg *>(arg);
-    msg_hdr h         = {a->ep, (uint32_t)a->len, a->seq};
-    uint8_t *p        = (uint8_t *)dest + sizeof(h);
-
-    memcpy(dest, &h, sizeof(h));
-    for (size_t i = 0; i < a->len; ++i) {
-        p[i] = pattern(a->ep, a->seq, i);
-    }
-    return sizeof(h) + a->len;
-}
-
 } /* namespace */
 
 
@@ -135,9 +63,9 @@ TEST_F(uct_dcx_scale_peer, DISABLED_serve)
     }
     entity *e = create_entity();
     ASSERT_TRUE(e != NULL);
-    rx_check rx(64);
+    seq_rx rx(64);
     ASSERT_EQ(UCS_OK,
-              uct_iface_set_am_handler(e->iface, AM_ID, rx_check::cb, &rx, 0));
+              uct_iface_set_am_handler(e->iface, AM_ID, seq_rx::cb, &rx, 0));
     std::string addr = addr_str(e);
     uint32_t len     = addr.size();
     ASSERT_TRUE(write_full(out_fd, &len, sizeof(len)));
@@ -166,8 +94,8 @@ protected:
 
     struct tx_ep {
         uct_ep_h ep;
-        uint32_t idx; /* in its receiver's rx_check */
-        rx_check *rx; /* NULL: to the peer process */
+        uint32_t idx; /* in its receiver's seq_rx */
+        seq_rx *rx;   /* NULL: to the peer process */
         uint64_t seq; /* next to send */
         bool failed;
         double fail_time;
@@ -190,7 +118,7 @@ protected:
      * if the ep failed (or the send did) */
     bool send(tx_ep &t, size_t len)
     {
-        pack_arg arg = {t.idx, t.seq, len};
+        seq_arg arg  = {t.idx, t.seq, len};
         double start = now_sec();
         ssize_t ret;
 
@@ -198,7 +126,7 @@ protected:
             if (failed(t)) {
                 return false;
             }
-            ret = uct_ep_am_bcopy(t.ep, AM_ID, pack_msg, &arg, 0);
+            ret = uct_ep_am_bcopy(t.ep, AM_ID, seq_pack, &arg, 0);
             if (ret != UCS_ERR_NO_RESOURCE) {
                 break;
             }
@@ -230,11 +158,11 @@ TEST_P(uct_dcx_peer_failure, killed_mid_traffic)
     entity *a      = create_entity(cfg);
     entity *b = create_entity(), *c = create_entity();
     ASSERT_TRUE(a && b && c);
-    rx_check rx_b(eps_per_peer), rx_c(eps_per_peer);
-    ASSERT_EQ(UCS_OK, uct_iface_set_am_handler(b->iface, AM_ID, rx_check::cb,
-                                               &rx_b, 0));
-    ASSERT_EQ(UCS_OK, uct_iface_set_am_handler(c->iface, AM_ID, rx_check::cb,
-                                               &rx_c, 0));
+    seq_rx rx_b(eps_per_peer), rx_c(eps_per_peer);
+    ASSERT_EQ(UCS_OK,
+              uct_iface_set_am_handler(b->iface, AM_ID, seq_rx::cb, &rx_b, 0));
+    ASSERT_EQ(UCS_OK,
+              uct_iface_set_am_handler(c->iface, AM_ID, seq_rx::cb, &rx_c, 0));
     mem win = alloc_mem(4096);
     memset(win.ptr, 0, 4096);
 
@@ -373,15 +301,15 @@ class uct_dcx_many_eps : public uct_dcx_policy_test {
 protected:
     /* Each sampled ep sends one checked AM, then puts its round into its
      * slot of win; all of it flushed and checked */
-    void traffic(const std::vector<uct_ep_h> &eps, unsigned step, rx_check &rx,
+    void traffic(const std::vector<uct_ep_h> &eps, unsigned step, seq_rx &rx,
                  mem &win, unsigned round)
     {
         uint64_t before = rx.received, n = 0;
 
         for (size_t i = 0; i < eps.size(); i += step) {
-            pack_arg arg = {(uint32_t)i, round, 8 + (i + round) % 200};
+            seq_arg arg = {(uint32_t)i, round, 8 + (i + round) % 200};
             ssize_t ret;
-            while ((ret = uct_ep_am_bcopy(eps[i], AM_ID, pack_msg, &arg, 0)) ==
+            while ((ret = uct_ep_am_bcopy(eps[i], AM_ID, seq_pack, &arg, 0)) ==
                    UCS_ERR_NO_RESOURCE) {
                 progress();
             }
@@ -423,9 +351,9 @@ TEST_P(uct_dcx_many_eps, ten_thousand)
     cfg["NUM_DCI"] = "2";
     entity *a = create_entity(cfg), *b = create_entity();
     ASSERT_TRUE(a && b);
-    rx_check rx(num_eps);
+    seq_rx rx(num_eps);
     ASSERT_EQ(UCS_OK,
-              uct_iface_set_am_handler(b->iface, AM_ID, rx_check::cb, &rx, 0));
+              uct_iface_set_am_handler(b->iface, AM_ID, seq_rx::cb, &rx, 0));
     mem win = alloc_mem(8 * (num_eps / step));
     std::vector<uct_ep_h> eps;
     eps.reserve(num_eps);
