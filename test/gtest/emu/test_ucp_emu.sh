@@ -24,7 +24,7 @@ gtest=test/gtest/uct/gtest_ucp
 # gtest name pattern, then why it runs on the soft device only
 SOFT_ONLY='
 *ucp_dcx.other_fabric_falls_back_to_tcp/*  two soft fabrics in one process (the emulated devices have one fabric a process)
-*ucp_dcx_tm.*/mixed_dev  a peer whose device has no tag matching: the soft device knob UCX_DCX_SOFT_TM=n
+*ucp_dcx_tm*.*/mixed_dev  a peer whose device has no tag matching: the soft device knob UCX_DCX_SOFT_TM=n
 '
 
 filter=$(echo "$SOFT_ONLY" | awk 'NF { printf "%s%s", sep, $1; sep = ":" }')

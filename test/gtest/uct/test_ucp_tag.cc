@@ -33,6 +33,9 @@ class ucp_dcx_tm : public ucp_pair_test {
 protected:
     ucp_dcx_tm() : ucp_pair_test(60) {}
 
+    /* UCX_DCX_TM_SEG_SIZE of both peers; NULL: the default */
+    virtual const char *tm_seg_size() const { return NULL; }
+
     virtual void SetUp()
     {
         char fabric[32], dir[] = "/tmp/dcx-tm-test-XXXXXX";
@@ -50,11 +53,8 @@ protected:
         setenv("UCX_TM_FORCE_THRESH", "1", 1);
         setenv("UCX_DCX_STATS_DIR", dir, 1);
         setenv("UCX_DCX_TM_ENABLE", (GetParam() == "off") ? "n" : "y", 1);
-        /* (a parameterized test's name ends in its parameter) */
-        if (std::string(
-                ::testing::UnitTest::GetInstance()->current_test_info()->name())
-                .rfind("eager_up_to_64k/", 0) == 0) {
-            setenv("UCX_DCX_TM_SEG_SIZE", "65k", 1); /* both peers */
+        if (tm_seg_size() != NULL) {
+            setenv("UCX_DCX_TM_SEG_SIZE", tm_seg_size(), 1); /* both peers */
         }
         create_peer(&m_a, UCP_FEATURE_TAG);
         if (GetParam() == "mixed") {
@@ -235,11 +235,17 @@ TEST_P(ucp_dcx_tm, unexpected_all_sizes)
     }
 }
 
-/* Offload eager reaches 64 KiB with UCX_DCX_TM_SEG_SIZE=65k (SetUp): UCP
- * sends a 64 KiB message eager, expected and unexpected, not by rendezvous
- * (before the knob the receive buffers, and so the eager maximum, were
- * SEG_SIZE, 8 KiB, and both went by rendezvous) */
-TEST_P(ucp_dcx_tm, eager_up_to_64k)
+/* The pair with UCX_DCX_TM_SEG_SIZE=65k on both peers */
+class ucp_dcx_tm_seg64k : public ucp_dcx_tm {
+protected:
+    virtual const char *tm_seg_size() const { return "65k"; }
+};
+
+/* Offload eager reaches 64 KiB with UCX_DCX_TM_SEG_SIZE=65k: UCP sends a
+ * 64 KiB message eager, expected and unexpected, not by rendezvous (before
+ * the knob the receive buffers, and so the eager maximum, were SEG_SIZE,
+ * 8 KiB, and both went by rendezvous) */
+TEST_P(ucp_dcx_tm_seg64k, eager_up_to_64k)
 {
     /* the first tagged message activates the offload in UCP: later
      * receives are posted to the device */
@@ -370,8 +376,14 @@ TEST_P(ucp_dcx_tm, two_receives_one_buffer)
 
 /* named by the mode (offload/ucp_dcx_tm.NAME/mixed_dev), which the test
  * command's lists can name */
+static std::string tm_mode(const ::testing::TestParamInfo<std::string> &info)
+{
+    return info.param;
+}
+
 INSTANTIATE_TEST_SUITE_P(offload, ucp_dcx_tm,
                          ::testing::Values("on", "off", "mixed", "mixed_dev"),
-                         [](const ::testing::TestParamInfo<std::string> &info) {
-                             return info.param;
-                         });
+                         tm_mode);
+INSTANTIATE_TEST_SUITE_P(offload, ucp_dcx_tm_seg64k,
+                         ::testing::Values("on", "off", "mixed", "mixed_dev"),
+                         tm_mode);
