@@ -15,6 +15,11 @@
 #                     its threads' stacks taken with gdb and it is killed
 #                     (default 120)
 #   --devices N       soft devices offered, UCX_DCX_SOFT_DEVICES (default 1)
+#   --mlx5-emu        run dcx's mlx5 backend on one emulated ConnectX
+#                     instead (soft devices off; the emulated libibverbs and
+#                     libmlx5 of the build tree of --dcx, or of DCX_EMU_DIR,
+#                     first on the library path; as contrib/dcx-run
+#                     --mlx5-emu), each test on an emulated fabric of its own
 #   --out DIR         where the per-test logs and the summary go
 #                     (default: a new directory under /tmp)
 #   --list            list the tests the filter selects and exit
@@ -65,6 +70,7 @@ dcx_lib=
 filter='*dcx*'
 test_timeout=120
 devices=1
+mlx5_emu=no
 out=
 action=run
 use_gdb=yes
@@ -88,6 +94,7 @@ while [ $# -gt 0 ]; do
     --devices)      [ $# -ge 2 ] || die "--devices needs a number"
                     devices=$2; shift ;;
     --devices=*)    devices=${1#*=} ;;
+    --mlx5-emu)     mlx5_emu=yes ;;
     --out)          [ $# -ge 2 ] || die "--out needs a directory"
                     out=$2; shift ;;
     --out=*)        out=${1#*=} ;;
@@ -323,6 +330,26 @@ for d in src/ucs src/ucs/vfs/sock src/uct src/ucm src/ucp src/tools/perf/lib \
     libpath="$libpath${libpath:+:}$build/$d/.libs"
 done
 
+# --mlx5-emu: the emulated libraries ahead of the system's rdma-core, the
+# mlx5 backend on, no soft device offered (each test's fabric: fabric_env)
+if [ "$mlx5_emu" = yes ]; then
+    emu_dir=${DCX_EMU_DIR:-$(dirname "$dcx_lib")/../emu}
+    [ -f "$emu_dir/libibverbs.so.1" ] && [ -f "$emu_dir/libmlx5.so.1" ] ||
+        die "no emulated libibverbs.so.1/libmlx5.so.1 in $emu_dir (build dcx, or set DCX_EMU_DIR)"
+    libpath="$libpath:$(cd "$emu_dir" && pwd)"
+    devices=0
+    DCX_EMU_DEVICES=1 UCX_DCX_MLX5=y
+    export DCX_EMU_DEVICES UCX_DCX_MLX5
+    where="the mlx5 backend on the emulated ConnectX"
+else
+    where="the soft device"
+fi
+
+# fabric_env NAME: the variables that put one test on a fabric of its own
+fabric_env() {
+    echo "UCX_DCX_SOFT_FABRIC=$1 DCX_EMU_FABRIC=$1"
+}
+
 # run_gtest ARGS...: the test binary with the module, the soft devices and
 # the settings of UCX's "make test"; exec'd, so that a run in the background
 # has the test's own process id
@@ -364,7 +391,7 @@ fi
 results="$out/results.txt"
 : > "$results"
 ntests=$(echo "$tests" | wc -l)
-note "running $ntests tests on $dcx_lib ($test_timeout s each at most); logs in $out"
+note "running $ntests tests on $dcx_lib over $where ($test_timeout s each at most); logs in $out"
 
 # run_one TEST LOG: runs TEST alone; prints its outcome
 run_one() {
@@ -372,7 +399,7 @@ run_one() {
     rm -f "$hung_mark"
     # a fabric of its own, so that a test killed while its peers held
     # shared state cannot disturb the next one
-    (UCX_DCX_SOFT_FABRIC="ucxgtest$$.$n" run_gtest \
+    (export $(fabric_env "ucxgtest$$.$n") && run_gtest \
         "$gtest" -t $((test_timeout * 2)) --gtest_filter="$1" > "$2" 2>&1) &
     pid=$!
     (
@@ -415,7 +442,7 @@ gdb_stack() {
         echo "=== run again under gdb ==="
         env LD_LIBRARY_PATH="$libpath${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
             UCX_DCX_SOFT_DEVICES="$devices" \
-            UCX_DCX_SOFT_FABRIC="ucxgtest$$.$n.gdb" UCX_HANDLE_ERRORS=none \
+            $(fabric_env "ucxgtest$$.$n.gdb") UCX_HANDLE_ERRORS=none \
             UCX_LOG_LEVEL="${UCX_LOG_LEVEL:-warn}" UCX_LOG_PRINT_ENABLE=y \
             timeout $((test_timeout + 60)) gdb -batch -nx \
             -ex "set environment LD_PRELOAD=$preload" \
@@ -446,7 +473,7 @@ done
 
 # --- summary -------------------------------------------------------------------
 {
-    echo "UCX $version UCT gtest on dcx ($dcx_lib), filter '$filter':"
+    echo "UCX $version UCT gtest on dcx ($dcx_lib) over $where, filter '$filter':"
     for k in passed skipped failed crashed hung; do
         printf '  %-8s %d\n' "$k" "$(grep -c "^$k " "$results" || true)"
     done
