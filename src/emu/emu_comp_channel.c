@@ -3,9 +3,15 @@
  * Emulated ConnectX: completion channels and CQ events.
  *
  * An ibv_comp_channel is a completion channel of the soft device behind
- * the context (dcx_comp_channel_*), plus an eventfd of the emulation's own.
- * The fd the application sees is an epoll set over both: readable while an
- * event waits to be collected.  The soft CQ fires on its own when it is
+ * the context (dcx_comp_channel_*), plus an eventfd of the emulation's own
+ * merged into it (dcx_comp_channel_add_fd).  The fd the application sees
+ * is the soft channel's: readable while an event waits to be collected.
+ * Not an epoll set of ours over it: the soft fd is itself a wait set over
+ * the device's wake socket, which every channel of the device watches, and
+ * the kernel bounds through how many nested wait sets one file may be
+ * watched (epoll_ctl fails with EINVAL past it: 100 paths three sets
+ * deep), which an application wrapping each channel in a set of its own,
+ * as dcx's mlx5 backend does, reached at about 100 channels of a device.  The soft CQ fires on its own when it is
  * armed and a completion is pushed to it, or at once when it is armed over
  * completions it still holds.  The emulated CQ may also hold completions
  * the soft CQ no longer has: those buffered by the last poll and not yet
@@ -34,7 +40,6 @@
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
@@ -56,7 +61,6 @@ struct ibv_comp_channel *ibv_create_comp_channel(struct ibv_context *context)
 {
     emu_ctx_t *ectx = emu_ctx_check(context, "create_comp_channel");
     const char *name;
-    struct epoll_event ev;
     emu_channel_t *ch;
     int ret;
 
@@ -80,29 +84,16 @@ struct ibv_comp_channel *ibv_create_comp_channel(struct ibv_context *context)
         emu_error("%s: create_comp_channel: eventfd: %s", name, strerror(ret));
         goto err_soft;
     }
-    ch->ch.fd = epoll_create1(EPOLL_CLOEXEC);
-    if (ch->ch.fd < 0) {
-        ret = errno;
-        emu_error("%s: create_comp_channel: epoll_create1: %s", name,
-                  strerror(ret));
+    ret = dcx_comp_channel_add_fd(ch->soft, ch->efd);
+    if (ret != 0) {
         goto err_efd;
     }
-    memset(&ev, 0, sizeof(ev));
-    ev.events = EPOLLIN;
-    if ((epoll_ctl(ch->ch.fd, EPOLL_CTL_ADD, ch->efd, &ev) != 0) ||
-        (epoll_ctl(ch->ch.fd, EPOLL_CTL_ADD, ch->soft->fd, &ev) != 0)) {
-        ret = errno;
-        emu_error("%s: create_comp_channel: epoll_ctl: %s", name,
-                  strerror(ret));
-        goto err_epoll;
-    }
+    ch->ch.fd = ch->soft->fd;
     pthread_mutex_init(&ch->lock, NULL);
     ch->ch.context = context;
     ch->ch.refcnt  = 0;
     return &ch->ch;
 
-err_epoll:
-    close(ch->ch.fd);
 err_efd:
     close(ch->efd);
 err_soft:
@@ -126,11 +117,10 @@ int ibv_destroy_comp_channel(struct ibv_comp_channel *channel)
                   channel->context->device->name, refs);
         return EBUSY;
     }
-    ret = dcx_comp_channel_destroy(ch->soft);
+    ret = dcx_comp_channel_destroy(ch->soft); /* and the fd, ch.fd */
     if (ret != 0) {
         return ret;
     }
-    close(ch->ch.fd);
     close(ch->efd);
     pthread_mutex_destroy(&ch->lock);
     free(ch);

@@ -232,7 +232,8 @@ typedef struct soft_cq {
 } soft_cq_t;
 
 /* super.fd, the fd an application sleeps on, is an epoll set over 'efd'
- * (the CQs' events) and the device's wake socket (senders' datagrams) */
+ * (the CQs' events), the device's wake socket (senders' datagrams) and
+ * any fd its user merged in (soft_channel_add_fd) */
 struct soft_channel {
     dcx_comp_channel_t super;
     soft_dev_t *dev;
@@ -857,14 +858,7 @@ static inline void soft_cq_commit(soft_cq_t *cq)
     }
 }
 
-/* soft_channel.c */
-int soft_channel_create(dcx_dev_t *dev, dcx_comp_channel_t **ch_p);
-int soft_channel_destroy(dcx_comp_channel_t *ch);
-int soft_cq_create_ch(dcx_dev_t *dev, uint32_t cqe, dcx_comp_channel_t *ch,
-                      dcx_cq_t **cq_p);
-int soft_cq_req_notify(dcx_cq_t *cq);
-int soft_channel_get_event(dcx_comp_channel_t *ch, dcx_cq_t **cq_p);
-void soft_cq_detach_channel(soft_cq_t *cq);
+/* soft_channel.c: soft_channel.h */
 /* soft_engine.c */
 uint64_t soft_engine_progress(soft_dev_t *dev, int from_helper);
 int soft_engine_busy(soft_dev_t *dev);

@@ -14,7 +14,10 @@
  * the eventfd is non-zero exactly while some CQ of the channel has one.
  *
  * The channel's fd, the one the application sleeps on, is an epoll set
- * over that eventfd and the device's wake socket (soft_wake.c): arming
+ * over that eventfd and the device's wake socket (soft_wake.c), and over
+ * any fd its user merged in (soft_channel_add_fd: an emulated channel's
+ * own events, without an epoll set over this one, since the kernel bounds
+ * how many wait sets nested over one fd may watch the same file): arming
  * also tells senders that the application sleeps, and the first packet
  * for a receive sent to it afterwards wakes it directly, with a datagram,
  * before any completion exists.  Its completion is then made by whoever
@@ -25,7 +28,7 @@
 #include "config.h"
 #endif
 
-#include "soft.h"
+#include "soft_channel.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -158,6 +161,23 @@ int soft_channel_destroy(dcx_comp_channel_t *ch_)
     close(ch->super.fd);
     close(ch->efd);
     free(ch);
+    return 0;
+}
+
+int soft_channel_add_fd(dcx_comp_channel_t *ch_, int fd)
+{
+    soft_channel_t *ch = soft_channel(ch_);
+    struct epoll_event ev;
+
+    memset(&ev, 0, sizeof(ev));
+    ev.events = EPOLLIN;
+    if (epoll_ctl(ch->super.fd, EPOLL_CTL_ADD, fd, &ev) != 0) {
+        int err = errno;
+
+        dcx_error("%s: comp channel %p: cannot add fd %d: %s",
+                  ch->dev->super.caps.name, (void *)ch, fd, strerror(err));
+        return err;
+    }
     return 0;
 }
 

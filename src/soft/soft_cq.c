@@ -10,7 +10,7 @@
 #include "config.h"
 #endif
 
-#include "soft.h"
+#include "soft_channel.h"
 #include "soft_tm.h"
 
 #include <errno.h>

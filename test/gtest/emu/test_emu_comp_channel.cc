@@ -11,7 +11,10 @@
 #include <poll.h>
 #include <pthread.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <unistd.h>
+
+#include <vector>
 
 /* The bound of a wait for an event: a safety net, not a timing
  * assertion */
@@ -354,4 +357,67 @@ TEST_F(emu_channel_test, ack_too_many_bad_flow)
 TEST_F(emu_qp_test, arm_without_channel)
 {
     EXPECT_EQ(0, ibv_req_notify_cq(ibv_cq_ex_to_cq(m_tx_cq), 0));
+}
+
+/* Many channels of one device, each watched through an epoll set of the
+ * application's (as dcx's mlx5 backend and UCX wrap theirs), on contexts
+ * of their own (as UCX's memory domains open them): every one is created
+ * and added; the fixture's channel, in a set too, still wakes its set for
+ * an event of the device (a completion on an armed CQ) and for one of the
+ * emulation's own (an arm over a completion not polled).  Each emulated
+ * channel once was a set over the soft channel's set, itself over the
+ * device's wake socket, and epoll_ctl refused the 100th with EINVAL. */
+TEST_F(emu_channel_test, many_channels_in_sets_of_their_own)
+{
+    const int n = 256;
+    std::vector<struct ibv_context *> ctxs;
+    std::vector<struct ibv_comp_channel *> chs;
+    std::vector<int> sets;
+    struct epoll_event ev;
+    bool ok = true;
+
+    memset(&ev, 0, sizeof(ev));
+    ev.events = EPOLLIN;
+    for (int i = 0; (i < n) && ok; ++i) {
+        struct ibv_context *ctx = ibv_open_device(m_list[0]);
+        ASSERT_NE(nullptr, ctx) << i << ": " << strerror(errno);
+        ctxs.push_back(ctx);
+        struct ibv_comp_channel *ch = ibv_create_comp_channel(ctx);
+        ASSERT_NE(nullptr, ch) << i << ": " << strerror(errno);
+        chs.push_back(ch);
+        int set = epoll_create1(EPOLL_CLOEXEC);
+        ASSERT_GE(set, 0) << strerror(errno);
+        sets.push_back(set);
+        ok = (epoll_ctl(set, EPOLL_CTL_ADD, ch->fd, &ev) == 0);
+        EXPECT_TRUE(ok) << "channel " << i << ": " << strerror(errno);
+    }
+
+    int set = epoll_create1(EPOLL_CLOEXEC);
+    ASSERT_GE(set, 0) << strerror(errno);
+    ASSERT_EQ(0, epoll_ctl(set, EPOLL_CTL_ADD, m_channel->fd, &ev))
+        << strerror(errno);
+    struct ibv_qp *dci = make_dci();
+    ASSERT_NE(nullptr, dci);
+    post_recvs(8);
+    emu_wc wc;
+    /* the device's event */
+    ASSERT_EQ(0, ibv_req_notify_cq(rx(), 0));
+    ASSERT_EQ(0, send(dci, 1));
+    EXPECT_TRUE(fd_readable(set, EMU_EVENT_WAIT_MS));
+    EXPECT_EQ(rx(), wait_event());
+    ASSERT_TRUE(poll_one(m_tx_cq, &wc));
+    /* the emulation's own: the receive completion is made, not polled */
+    EXPECT_FALSE(fd_readable(set, 0));
+    ASSERT_EQ(0, ibv_req_notify_cq(rx(), 0));
+    EXPECT_TRUE(fd_readable(set, 0)) << "an arm over a completion";
+    EXPECT_EQ(rx(), wait_event());
+    ASSERT_TRUE(poll_one(m_rx_cq, &wc));
+    ibv_ack_cq_events(rx(), 2);
+    close(set);
+
+    for (size_t i = 0; i < chs.size(); ++i) {
+        close(sets[i]);
+        EXPECT_EQ(0, ibv_destroy_comp_channel(chs[i]));
+        EXPECT_EQ(0, ibv_close_device(ctxs[i]));
+    }
 }

@@ -1,0 +1,21 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Soft device completion channels (soft_channel.c): the entry points of the
+ * device's ops table, and the CQ's side of its channel.  The channel's
+ * state, which the engine's inline CQ paths read, is in soft.h.
+ */
+#ifndef DCX_SOFT_CHANNEL_H_
+#define DCX_SOFT_CHANNEL_H_
+
+#include "soft.h"
+
+int soft_channel_create(dcx_dev_t *dev, dcx_comp_channel_t **ch_p);
+int soft_channel_destroy(dcx_comp_channel_t *ch);
+int soft_cq_create_ch(dcx_dev_t *dev, uint32_t cqe, dcx_comp_channel_t *ch,
+                      dcx_cq_t **cq_p);
+int soft_cq_req_notify(dcx_cq_t *cq);
+int soft_channel_get_event(dcx_comp_channel_t *ch, dcx_cq_t **cq_p);
+int soft_channel_add_fd(dcx_comp_channel_t *ch, int fd);
+void soft_cq_detach_channel(soft_cq_t *cq);
+
+#endif
