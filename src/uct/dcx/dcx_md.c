@@ -333,16 +333,19 @@ ucs_status_t uct_dcx_md_query(uct_md_h uct_md, uct_md_attr_t *attr)
      * the rkey */
     attr->cap.flags = UCT_MD_FLAG_REG | UCT_MD_FLAG_NEED_MEMH |
                       UCT_MD_FLAG_NEED_RKEY;
-    attr->cap.max_alloc       = 0;
     attr->cap.max_reg         = (caps->max_mr_size > SIZE_MAX) ? SIZE_MAX :
                                                                  caps->max_mr_size;
+    /* without UCT_MD_FLAG_ALLOC nothing allocates through us (UCP picks
+     * allocating MDs by the flag); the size is the largest buffer this MD
+     * serves, as UCX's ib MD reports for the same NICs, which UCX's tests
+     * size their transfers by */
+    attr->cap.max_alloc       = attr->cap.max_reg;
     attr->cap.reg_mem_types   = UCS_BIT(UCS_MEMORY_TYPE_HOST);
     attr->cap.alloc_mem_types = 0;
     if (caps->flags & DCX_CAP_MEM_ALLOC) {
         /* host memory the device can hand peers directly (dcx_md_alloc.c);
          * one allocation is one registration */
         attr->cap.flags |= UCT_MD_FLAG_ALLOC;
-        attr->cap.max_alloc       = attr->cap.max_reg;
         attr->cap.alloc_mem_types = UCS_BIT(UCS_MEMORY_TYPE_HOST);
     }
     attr->cap.access_mem_types = UCS_BIT(UCS_MEMORY_TYPE_HOST);
