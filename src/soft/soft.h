@@ -722,6 +722,7 @@ soft_peer_t *soft_peer_get(soft_dev_t *dev, uint32_t pid, uint32_t inst,
                            uint64_t token);
 soft_port_hdr_t *soft_peer_map(soft_dev_t *dev, soft_peer_t *peer);
 int soft_peer_dead(soft_dev_t *dev, soft_peer_t *peer);
+int soft_peers_any_dead(void *dev); /* a soft_dev_t: 1 if a peer died */
 void soft_peers_free(soft_dev_t *dev);
 uint32_t soft_pkt_csum(const soft_pkt_t *pkt);
 int soft_port_kick(soft_port_hdr_t *hdr);

@@ -199,7 +199,8 @@ soft_engine_serve_req(soft_dev_t *dev, uint64_t now, int from_helper)
                 done = !soft_ring_seq_marked(&dev->req_stall, seq);
             } else if (soft_ring_unstick_due(&dev->req_stall, now, seq) &&
                        soft_ring_unstick(hdr, &hdr->req, &dev->req_stall, now,
-                                         dev->super.caps.name)) {
+                                         dev->super.caps.name,
+                                         soft_peers_any_dead, dev)) {
                 continue;
             }
             break;
@@ -262,7 +263,8 @@ soft_engine_pass(soft_dev_t *dev, int from_helper, uint64_t *clk_p)
             if (pkt == NULL) {
                 if (soft_ring_unstick_due(&dev->resp_stall, now, seq) &&
                     soft_ring_unstick(hdr, &hdr->resp, &dev->resp_stall, now,
-                                      dev->super.caps.name)) {
+                                      dev->super.caps.name, soft_peers_any_dead,
+                                      dev)) {
                     continue;
                 }
                 break;

@@ -641,6 +641,19 @@ int soft_peer_dead(soft_dev_t *dev, soft_peer_t *peer)
     return !soft_pid_alive(peer->pid, start);
 }
 
+int soft_peers_any_dead(void *arg)
+{
+    soft_dev_t *dev = arg;
+    soft_peer_t *peer;
+
+    for (peer = dev->peers; peer != NULL; peer = peer->next) {
+        if (!peer->own && soft_peer_dead(dev, peer)) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
 void soft_peers_free(soft_dev_t *dev)
 {
     soft_peer_t *peer;
@@ -714,10 +727,15 @@ static int soft_ring_claimed(soft_ring_t *ring, soft_slot_t *slot, uint64_t pos,
  * claiming a slot and publishing it would block the ring for good: once the
  * head has been stuck for 1 ms, look at the claimer (its pid is stored right
  * after the claim, then the claim mark) and skip the slot if that process
- * is gone, or if no claim mark appeared within 2 s.  Returns 1 if a slot was
- * skipped. */
+ * is gone.  A claim without mark names nobody: a producer killed between
+ * its claim and its mark (seen when a peer is killed mid-traffic: its
+ * claim blocked our response ring, and our live endpoints' requests ran
+ * out of retries behind it) is skipped after SOFT_RING_GONE_NS once gone()
+ * says a process that may have claimed it has died, after 2 s otherwise.
+ * Returns 1 if a slot was skipped. */
 int soft_ring_unstick(soft_port_hdr_t *hdr, soft_ring_t *ring, soft_stall_t *st,
-                      uint64_t now, const char *name)
+                      uint64_t now, const char *name, int (*gone)(void *arg),
+                      void *arg)
 {
     uint64_t pos      = ring->head;
     soft_slot_t *slot = soft_ring_slot(hdr, ring, pos);
@@ -744,7 +762,9 @@ int soft_ring_unstick(soft_port_hdr_t *hdr, soft_ring_t *ring, soft_stall_t *st,
                             __atomic_load_n(&slot->pkt.src_pid, __ATOMIC_RELAXED) :
                             0;
     if (((owner != 0) && !soft_pid_alive(owner, 0)) ||
-        ((owner == 0) && (now - st->since_ns > 2000000000ull))) {
+        ((owner == 0) && ((now - st->since_ns > 2000000000ull) ||
+                          ((now - st->since_ns >= SOFT_RING_GONE_NS) &&
+                           (gone != NULL) && gone(arg))))) {
         dcx_warn("%s: port %s ring: skipping a slot claimed by dead process "
                  "%u",
                  name, (ring == &hdr->req) ? "request" : "response", owner);

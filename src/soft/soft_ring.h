@@ -90,9 +90,16 @@ typedef struct soft_stall {
  * find a claim without mark (soft_ring_unstick) */
 #define SOFT_RING_TAIL_NS 1000000ull
 
+/* A claim without mark stuck this long is skipped once a process the port
+ * exchanges packets with is known to have died (soft_ring_unstick) */
+#define SOFT_RING_GONE_NS 10000000ull
+
 unsigned soft_ring_clear(soft_port_hdr_t *hdr, soft_ring_t *ring);
+/* gone(arg), if not NULL: 1 if a process that may have claimed a slot of
+ * the ring has died (asked at most once per millisecond of a stall) */
 int soft_ring_unstick(soft_port_hdr_t *hdr, soft_ring_t *ring, soft_stall_t *st,
-                      uint64_t now, const char *name);
+                      uint64_t now, const char *name, int (*gone)(void *arg),
+                      void *arg);
 int soft_ring_publish(soft_port_hdr_t *hdr, soft_ring_t *ring, uint64_t pos);
 
 /* The consumer is done with the head slot: only its head moves.  The slot

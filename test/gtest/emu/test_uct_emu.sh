@@ -36,9 +36,6 @@ uct_dcx_hardening.remapped_memory_not_written_bad_flow  the emulation does not p
 *uct_dcx_dci_keep.failure_on_kept_dci/*  soft fault injection (error completion)
 *uct_dcx_fc.lost_grant_resent/*  soft fault injection (drops)
 *uct_dcx_stats.failures_counted_file_stays/*  soft fault injection (error completion)
-policy/uct_dcx_peer_failure.killed_mid_traffic/2  OPEN DEFECT (rand, 2nd of UCT_DCX_POLICIES from 0): on the mlx5 backend a live ep sharing a DCI with a killed peer ep is now and then failed with it (ENDPOINT_TIMEOUT; 1 run in 6 under ASan); docs/mlx5-emulation.md
-policy/uct_dcx_peer_failure.killed_mid_traffic/3  OPEN DEFECT (hybrid, the same on its shared DCI)
-uct_dcx_hybrid.peer_failure_on_shared_dci  OPEN DEFECT (the same)
 '
 
 filter=$(echo "$SOFT_ONLY" | awk 'NF { printf "%s%s", sep, $1; sep = ":" }')

@@ -172,9 +172,12 @@ TEST(soft_ring, dead_claimer_skipped_marked_or_not_bad_flow)
                                            &payload, &pos));
     EXPECT_EQ(SOFT_SEQ_CLAIMED(pos), r.slot(pos)->seq);
     EXPECT_EQ(nullptr, soft_ring_peek(r.hdr, r.ring, &payload));
-    EXPECT_EQ(0, soft_ring_unstick(r.hdr, r.ring, &st, t0, "t"));
-    EXPECT_EQ(0, soft_ring_unstick(r.hdr, r.ring, &st, t0 + 500000, "t"));
-    EXPECT_EQ(1, soft_ring_unstick(r.hdr, r.ring, &st, t0 + 1100000, "t"));
+    EXPECT_EQ(0,
+              soft_ring_unstick(r.hdr, r.ring, &st, t0, "t", nullptr, nullptr));
+    EXPECT_EQ(0, soft_ring_unstick(r.hdr, r.ring, &st, t0 + 500000, "t",
+                                   nullptr, nullptr));
+    EXPECT_EQ(1, soft_ring_unstick(r.hdr, r.ring, &st, t0 + 1100000, "t",
+                                   nullptr, nullptr));
     EXPECT_EQ(1u, r.ring->head);
 
     /* claimed by a CAS on the tail only: no mark, no owner */
@@ -183,23 +186,74 @@ TEST(soft_ring, dead_claimer_skipped_marked_or_not_bad_flow)
                                             __ATOMIC_RELAXED,
                                             __ATOMIC_RELAXED));
     uint64_t t1 = t0 + 2 * SOFT_RING_TAIL_NS;
-    EXPECT_EQ(0, soft_ring_unstick(r.hdr, r.ring, &st, t1, "t"));
-    EXPECT_NE(0u, st.since_ns) << "the tail did not show the claim";
-    EXPECT_EQ(0, soft_ring_unstick(r.hdr, r.ring, &st, t1 + 1100000, "t"));
     EXPECT_EQ(0,
-              soft_ring_unstick(r.hdr, r.ring, &st, t1 + 1500000000ull, "t"));
+              soft_ring_unstick(r.hdr, r.ring, &st, t1, "t", nullptr, nullptr));
+    EXPECT_NE(0u, st.since_ns) << "the tail did not show the claim";
+    EXPECT_EQ(0, soft_ring_unstick(r.hdr, r.ring, &st, t1 + 1100000, "t",
+                                   nullptr, nullptr));
+    EXPECT_EQ(0, soft_ring_unstick(r.hdr, r.ring, &st, t1 + 1500000000ull, "t",
+                                   nullptr, nullptr));
     EXPECT_EQ(1u, r.ring->head) << "an unknown claimer skipped early";
-    EXPECT_EQ(1,
-              soft_ring_unstick(r.hdr, r.ring, &st, t1 + 2100000000ull, "t"));
+    EXPECT_EQ(1, soft_ring_unstick(r.hdr, r.ring, &st, t1 + 2100000000ull, "t",
+                                   nullptr, nullptr));
     EXPECT_EQ(2u, r.ring->head);
     EXPECT_EQ(2, logs.lines());
 
     /* empty now: nothing claimed, nothing skipped */
-    EXPECT_EQ(0,
-              soft_ring_unstick(r.hdr, r.ring, &st, t1 + 3000000000ull, "t"));
+    EXPECT_EQ(0, soft_ring_unstick(r.hdr, r.ring, &st, t1 + 3000000000ull, "t",
+                                   nullptr, nullptr));
     EXPECT_EQ(2u, soft_ring_clear(r.hdr, r.ring));
     EXPECT_TRUE(r.push(&seen, 3));
     EXPECT_NE(nullptr, soft_ring_peek(r.hdr, r.ring, &payload));
+}
+
+static int claimer_gone(void *arg)
+{
+    return *static_cast<int *>(arg);
+}
+
+/* A claim without mark, when a process that may have made it is known to
+ * have died: skipped after SOFT_RING_GONE_NS, not 2 s (the response ring of
+ * a process whose peer was killed mid-traffic stayed blocked that long,
+ * longer than its requests' retries: live endpoints failed); while no
+ * process is known dead, the 2 s rule holds.  (Before the fix: no 'gone'
+ * question, the ring waited 2 s.) */
+TEST(soft_ring, unmarked_claim_skipped_once_a_peer_died_bad_flow)
+{
+    fake_ring r;
+    soft_stall_t st;
+    memset(&st, 0, sizeof(st));
+    const uint64_t t0 = 1000000000ull;
+    log_counter logs; /* the skip is a warning */
+    int dead = 0;
+
+    uint64_t tail = r.ring->tail;
+    ASSERT_TRUE(__atomic_compare_exchange_n(&r.ring->tail, &tail, tail + 1, 0,
+                                            __ATOMIC_RELAXED,
+                                            __ATOMIC_RELAXED));
+    EXPECT_EQ(0, soft_ring_unstick(r.hdr, r.ring, &st, t0, "t", claimer_gone,
+                                   &dead));
+    EXPECT_NE(0u, st.since_ns) << "the tail did not show the claim";
+    /* nobody known dead: no skip before 2 s */
+    EXPECT_EQ(0,
+              soft_ring_unstick(r.hdr, r.ring, &st, t0 + 5 * SOFT_RING_GONE_NS,
+                                "t", claimer_gone, &dead));
+    EXPECT_EQ(0u, r.ring->head);
+    /* a peer died: skipped, but not before SOFT_RING_GONE_NS of stall */
+    dead = 1;
+    memset(&st, 0, sizeof(st));
+    const uint64_t t1 = t0 + 10 * SOFT_RING_GONE_NS;
+    EXPECT_EQ(0, soft_ring_unstick(r.hdr, r.ring, &st, t1, "t", claimer_gone,
+                                   &dead));
+    EXPECT_EQ(0,
+              soft_ring_unstick(r.hdr, r.ring, &st, t1 + SOFT_RING_GONE_NS / 2,
+                                "t", claimer_gone, &dead));
+    EXPECT_EQ(0u, r.ring->head) << "skipped before SOFT_RING_GONE_NS";
+    EXPECT_EQ(1, soft_ring_unstick(r.hdr, r.ring, &st,
+                                   t1 + SOFT_RING_GONE_NS + 1000000, "t",
+                                   claimer_gone, &dead));
+    EXPECT_EQ(1u, r.ring->head);
+    EXPECT_EQ(1, logs.lines());
 }
 
 /* Light packets do not rely on a zeroed header: into free request slots
