@@ -11,9 +11,10 @@
  * the kernel bounds through how many nested wait sets one file may be
  * watched (epoll_ctl fails with EINVAL past it: 100 paths three sets
  * deep), which an application wrapping each channel in a set of its own,
- * as dcx's mlx5 backend does, reached at about 100 channels of a device.  The soft CQ fires on its own when it is
- * armed and a completion is pushed to it, or at once when it is armed over
- * completions it still holds.  The emulated CQ may also hold completions
+ * as dcx's mlx5 backend does, reached at about 100 channels of a device.
+ * The soft CQ fires on its own when it is armed and a completion is
+ * pushed to it, or at once when it is armed over completions it still
+ * holds.  The emulated CQ may also hold completions
  * the soft CQ no longer has: those buffered by the last poll and not yet
  * handed out.  A ConnectX armed while its CQ holds completions past the
  * consumer index fires at once; so does the emulation, through its own

@@ -87,11 +87,20 @@ static int soft_channel_fd_error(soft_dev_t *dev, const char *what)
     return (err == EMFILE) || (err == ENFILE) ? err : ENOMEM;
 }
 
+/* fd joins the wait set 'set', readable-only; 0, or -1 with errno set */
+static int soft_channel_watch(int set, int fd)
+{
+    struct epoll_event ev;
+
+    memset(&ev, 0, sizeof(ev));
+    ev.events = EPOLLIN;
+    return epoll_ctl(set, EPOLL_CTL_ADD, fd, &ev);
+}
+
 /* The fd to sleep on: an epoll set over the eventfd and the device's wake
  * socket (if it has one); -1 (logged) on failure, *err_p set */
 static int soft_channel_epoll(soft_dev_t *dev, int efd, int *err_p)
 {
-    struct epoll_event ev;
     int fd;
 
     fd = epoll_create1(EPOLL_CLOEXEC);
@@ -99,11 +108,8 @@ static int soft_channel_epoll(soft_dev_t *dev, int efd, int *err_p)
         *err_p = soft_channel_fd_error(dev, "epoll_create1");
         return -1;
     }
-    memset(&ev, 0, sizeof(ev));
-    ev.events = EPOLLIN;
-    if ((epoll_ctl(fd, EPOLL_CTL_ADD, efd, &ev) != 0) ||
-        ((dev->wake_fd >= 0) &&
-         (epoll_ctl(fd, EPOLL_CTL_ADD, dev->wake_fd, &ev) != 0))) {
+    if ((soft_channel_watch(fd, efd) != 0) ||
+        ((dev->wake_fd >= 0) && (soft_channel_watch(fd, dev->wake_fd) != 0))) {
         *err_p = soft_channel_fd_error(dev, "epoll_ctl");
         close(fd);
         return -1;
@@ -167,11 +173,8 @@ int soft_channel_destroy(dcx_comp_channel_t *ch_)
 int soft_channel_add_fd(dcx_comp_channel_t *ch_, int fd)
 {
     soft_channel_t *ch = soft_channel(ch_);
-    struct epoll_event ev;
 
-    memset(&ev, 0, sizeof(ev));
-    ev.events = EPOLLIN;
-    if (epoll_ctl(ch->super.fd, EPOLL_CTL_ADD, fd, &ev) != 0) {
+    if (soft_channel_watch(ch->super.fd, fd) != 0) {
         int err = errno;
 
         dcx_error("%s: comp channel %p: cannot add fd %d: %s",
