@@ -484,6 +484,9 @@ struct dcx_cq {
     /* dcx_cq_poll_pair (every backend sets it) */
     int (*poll_pair)(dcx_cq_t *cq, dcx_cq_t *other, int max, dcx_wc_t *wc,
                      int *n_other_p);
+    /* dcx_cq_ready, or NULL where the backend cannot look at a CQ without
+     * taking its completions */
+    int (*ready)(const dcx_cq_t *cq);
 };
 
 static inline int dcx_cq_poll(dcx_cq_t *cq, int max, dcx_wc_t *wc)
@@ -501,6 +504,22 @@ static inline int dcx_cq_poll_pair(dcx_cq_t *cq, dcx_cq_t *other, int max,
                                    dcx_wc_t *wc, int *n_other_p)
 {
     return cq->poll_pair(cq, other, max, wc, n_other_p);
+}
+
+/* Nonzero if a poll of cq would find something now: a completion, or
+ * (a device model) work its engine would do when polled, which may make
+ * one.  Takes nothing, never blocks, takes no lock; a completion racing
+ * with the look is seen by the next one.  For a caller about to sleep that
+ * may wait a moment for its answer instead (dcx_cq_can_look tells whether
+ * the backend can look at all). */
+static inline int dcx_cq_ready(const dcx_cq_t *cq)
+{
+    return cq->ready(cq);
+}
+
+static inline int dcx_cq_can_look(const dcx_cq_t *cq)
+{
+    return cq->ready != NULL;
 }
 
 /* ------------------------------------------------------------------------

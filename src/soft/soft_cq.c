@@ -162,6 +162,21 @@ static int soft_cq_poll_pair(dcx_cq_t *cq_, dcx_cq_t *other_, int max,
     return soft_cq_poll_busy(cq, other, max, wc, n_other_p);
 }
 
+/* dcx_cq_ready(): the looks of a poll (soft_cq_poll), without its stamp:
+ * completions queued, or packets, a moved ack line or a due timer for the
+ * engine, whose pass the next poll runs */
+static int soft_cq_ready(const dcx_cq_t *cq_)
+{
+    const soft_cq_t *cq = (const soft_cq_t *)cq_;
+    uint64_t clk        = 0;
+
+    if (!soft_cq_empty(cq)) {
+        return 1;
+    }
+    return !soft_engine_poll_idle(cq->dev) &&
+           (soft_engine_look(cq->dev, &clk) != SOFT_LOOK_NONE);
+}
+
 int soft_cq_create(dcx_dev_t *dev_, uint32_t cqe, dcx_cq_t **cq_p)
 {
     soft_dev_t *dev = soft_dev(dev_);
@@ -190,6 +205,7 @@ int soft_cq_create(dcx_dev_t *dev_, uint32_t cqe, dcx_cq_t **cq_p)
     cq->super.cqe       = size;
     cq->super.poll      = soft_cq_poll;
     cq->super.poll_pair = soft_cq_poll_pair;
+    cq->super.ready     = soft_cq_ready;
     cq->dev             = dev;
     cq->size            = size;
     soft_lock(&dev->lock);

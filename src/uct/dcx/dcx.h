@@ -110,6 +110,7 @@ typedef struct uct_dcx_iface_config {
     unsigned strided_keys;        /* pool of strided keys, 0 = none */
     unsigned strided_key_entries; /* 0 = the device's maximum */
     unsigned strided_sge_max;     /* elements expanded to sges */
+    double arm_poll;              /* seconds; 0 = arm at once */
 } uct_dcx_iface_config_t;
 
 /* The pool's size: data DCIs, or the streams of the one DCI */
@@ -480,6 +481,19 @@ typedef struct uct_dcx_dci_pool {
 } uct_dcx_dci_pool_t;
 
 
+/* An interface's arms (dcx_event.c): before arming its CQs to sleep, an
+ * arm looks at them for up to 'poll' (the answer of a peer that is awake
+ * comes sooner than a wake-up would), counted from the first arm since the
+ * last progress call that found completions, while looks find something */
+typedef struct uct_dcx_arm {
+    ucs_time_t poll;    /* 0: arm at once (or the device cannot look) */
+    ucs_time_t since;   /* start of the current run of arms */
+    unsigned long seen; /* iface->progressed at the last arm */
+    unsigned misses;    /* looks in a row that found nothing */
+    unsigned skipped;   /* arms that did not look since the last look */
+    int hit;            /* the last look found work (BUSY) */
+} uct_dcx_arm_t;
+
 struct uct_dcx_iface {
     uct_base_iface_t super;
     dcx_dev_t *dev;
@@ -488,6 +502,8 @@ struct uct_dcx_iface {
     dcx_comp_channel_t *channel; /* CQ events; NULL: none */
     dcx_cq_t *tx_cq;
     dcx_cq_t *rx_cq;
+    unsigned long progressed; /* completions taken by progress calls */
+    uct_dcx_arm_t arm;        /* dcx_event.c */
     dcx_srq_t *srq;
     dcx_qp_t *dct;
     const uct_dcx_policy_ops_t *policy;
@@ -605,6 +621,8 @@ ucs_status_t uct_dcx_status(dcx_wc_status_t status);
 /* dcx_event.c */
 ucs_status_t uct_dcx_iface_event_fd_get(uct_iface_h tl_iface, int *fd_p);
 ucs_status_t uct_dcx_iface_event_arm(uct_iface_h tl_iface, unsigned events);
+void uct_dcx_iface_arm_init(uct_dcx_iface_t *iface,
+                            const uct_dcx_iface_config_t *config);
 
 /* dcx_ctl.c: control messages (send side) */
 ucs_status_t uct_dcx_dci_post_ctl(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci,

@@ -365,12 +365,14 @@ uct_dcx_iface_progress_common(uct_dcx_iface_t *iface,
     n_rx = dcx_cq_poll_pair(iface->rx_cq, iface->tx_cq, UCT_DCX_TX_BATCH, wc,
                             &n_tx);
     if (ucs_unlikely(n_rx > 0)) {
+        iface->progressed += n_rx; /* an arm's look restarts (dcx_event.c) */
         rx_wcs(iface, wc, n_rx);
         if (ucs_unlikely(n_rx == UCT_DCX_RX_BATCH)) {
             uct_dcx_iface_rx_grow(iface); /* a stream: more may wait */
         }
     }
     if (ucs_unlikely(n_tx > 0)) {
+        iface->progressed += n_tx;
         uct_dcx_dci_tx_wcs(iface, wc + UCT_DCX_TX_BATCH, n_tx);
     }
     uct_dcx_iface_progress_tail(iface);

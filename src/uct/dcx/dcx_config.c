@@ -347,6 +347,17 @@ ucs_status_t uct_dcx_iface_check_config(const uct_dcx_iface_config_t *config,
         return status;
     }
 
-    return uct_dcx_config_check_time(dev, "RNR_TIMER", config->rnr_timer,
-                                     uct_dcx_rnr_timer_ms[31] * 1e-3);
+    status = uct_dcx_config_check_time(dev, "RNR_TIMER", config->rnr_timer,
+                                       uct_dcx_rnr_timer_ms[31] * 1e-3);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    /* 0 is allowed: arm at once (NaN fails both comparisons: refused) */
+    if (!(config->arm_poll >= 0) || !(config->arm_poll <= 1.0)) {
+        ucs_error("dcx: %s: UCX_DCX_ARM_POLL=%g s is out of range [0, 1 s]",
+                  dev, config->arm_poll);
+        return UCS_ERR_INVALID_PARAM;
+    }
+    return UCS_OK;
 }

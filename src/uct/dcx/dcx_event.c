@@ -12,6 +12,19 @@
  *
  * Send completions need the receive CQ armed too: flow control grants,
  * which let pending sends go, arrive as receives.
+ *
+ * Before arming, an arm looks at the CQs for up to ARM_POLL (where the
+ * device can look without taking completions, dcx_cq_ready): a sleep and
+ * its wake-up cost more than that, and the answer of a peer that is awake
+ * (a ping-pong's, a reply to what was just sent) usually comes sooner.
+ * Found, the arm answers UCS_ERR_BUSY without having armed anything, so
+ * that the completion fires no event and the sender wakes nobody.  The
+ * time counts from the first arm after a progress call that took
+ * completions: arms that keep answering BUSY for work that brings no
+ * completion (a timer of the device's) spend it once, then arm.  Looks
+ * that keep finding nothing stop (UCT_DCX_ARM_MISSES), so a process whose
+ * messages come seldom, or a thread that arms before it sends itself,
+ * does not pay the look at every arm.
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
@@ -20,6 +33,8 @@
 #include "dcx.h"
 
 #include <ucs/debug/log.h>
+#include <ucs/time/time.h>
+#include <limits.h>
 #include <string.h>
 
 
@@ -68,6 +83,75 @@ static ucs_status_t uct_dcx_iface_arm_cq(uct_dcx_iface_t *iface, dcx_cq_t *cq,
     return UCS_OK;
 }
 
+void uct_dcx_iface_arm_init(uct_dcx_iface_t *iface,
+                            const uct_dcx_iface_config_t *config)
+{
+    iface->progressed  = 0;
+    iface->arm.seen    = ULONG_MAX; /* the first arm looks */
+    iface->arm.since   = 0;
+    iface->arm.poll    = 0;
+    iface->arm.misses  = 0;
+    iface->arm.skipped = 0;
+    iface->arm.hit     = 0;
+    if ((iface->channel != NULL) && dcx_cq_can_look(iface->rx_cq) &&
+        dcx_cq_can_look(iface->tx_cq)) {
+        iface->arm.poll = ucs_time_from_sec(config->arm_poll);
+    }
+}
+
+/* Looks in a row that spent their whole time finding nothing, or found
+ * work that made no completion for the progress calls after them (the
+ * device's timers), after which
+ * arms stop looking (the caller's answers come later than that, or the
+ * caller makes them itself after arming, as a single-threaded UCT user
+ * does), and one arm in UCT_DCX_ARM_PROBE looks again, a found answer
+ * resuming the looks */
+#define UCT_DCX_ARM_MISSES 4
+#define UCT_DCX_ARM_PROBE  16
+
+static int uct_dcx_iface_arm_ready(uct_dcx_iface_t *iface, unsigned events)
+{
+    return dcx_cq_ready(iface->rx_cq) ||
+           ((events & UCT_EVENT_SEND_COMP) && dcx_cq_ready(iface->tx_cq));
+}
+
+/* 1 if a CQ the arm is for has something before the time runs out */
+static int uct_dcx_iface_arm_look(uct_dcx_iface_t *iface, unsigned events)
+{
+    uct_dcx_arm_t *arm = &iface->arm;
+    ucs_time_t now     = ucs_get_time();
+    ucs_time_t end;
+
+    if (iface->progressed != arm->seen) {
+        arm->seen  = iface->progressed;
+        arm->since = now;
+        if (arm->hit) {
+            arm->misses = 0; /* the last look found completions */
+        }
+    } else if (arm->hit && (arm->misses < UCT_DCX_ARM_MISSES)) {
+        ++arm->misses; /* it found work that made none (a timer) */
+    }
+    arm->hit = 0;
+    end      = arm->since + arm->poll;
+    if (((int64_t)(now - end) >= 0) || ((arm->misses >= UCT_DCX_ARM_MISSES) &&
+                                        (++arm->skipped < UCT_DCX_ARM_PROBE))) {
+        /* the time was spent, or looks do not pay: one look */
+        return uct_dcx_iface_arm_ready(iface, events);
+    }
+    arm->skipped = 0;
+    do {
+        if (uct_dcx_iface_arm_ready(iface, events)) {
+            arm->hit = 1; /* judged by the next arm */
+            return 1;
+        }
+        now = ucs_get_time();
+    } while ((int64_t)(now - end) < 0);
+    if (arm->misses < UCT_DCX_ARM_MISSES) {
+        ++arm->misses;
+    }
+    return 0;
+}
+
 ucs_status_t uct_dcx_iface_event_arm(uct_iface_h tl_iface, unsigned events)
 {
     uct_dcx_iface_t *iface = ucs_derived_of(tl_iface, uct_dcx_iface_t);
@@ -86,6 +170,12 @@ ucs_status_t uct_dcx_iface_event_arm(uct_iface_h tl_iface, unsigned events)
 
     if (uct_dcx_iface_collect_events(iface) > 0) {
         ucs_trace("dcx: iface %p: events pending, not armed", iface);
+        return UCS_ERR_BUSY;
+    }
+
+    if ((iface->arm.poll != 0) && (events != 0) &&
+        uct_dcx_iface_arm_look(iface, events)) {
+        ucs_trace("dcx: iface %p: work came before arming", iface);
         return UCS_ERR_BUSY;
     }
 

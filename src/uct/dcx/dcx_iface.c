@@ -219,6 +219,19 @@ static ucs_config_field_t uct_dcx_iface_config_table[] = {
      ucs_offsetof(uct_dcx_iface_config_t, strided_sge_max),
      UCT_DCX_CONFIG_TYPE_COUNT},
 
+    {"ARM_POLL", "20us",
+     "How long arming the interface's wake-up events (what ucp_worker_wait\n"
+     "does before it sleeps) first looks for work without sleeping: a message\n"
+     "that comes meanwhile, such as the answer of a peer that is awake, is\n"
+     "taken at once instead of after a wake-up. Longer than a wake-up takes,\n"
+     "a ping-pong in which one side slept once goes back to not sleeping.\n"
+     "The time counts from the first arm after a progress call that found\n"
+     "completions, so a process with nothing to do spends it once, then\n"
+     "sleeps. 0 .. 1s; 0 = arm at once. Where the device cannot look at its\n"
+     "completion queues without taking their completions (the mlx5 backend),\n"
+     "arming is at once whatever the value.",
+     ucs_offsetof(uct_dcx_iface_config_t, arm_poll), UCS_CONFIG_TYPE_TIME},
+
     {NULL}};
 
 
@@ -528,6 +541,8 @@ uct_dcx_iface_create_queues(uct_dcx_iface_t *iface,
                   strerror(ret));
         goto err_tx_cq;
     }
+
+    uct_dcx_iface_arm_init(iface, cfg);
 
     if (uct_dcx_iface_srq_create(iface, cfg, tm) != UCS_OK) {
         goto err_rx_cq;

@@ -162,6 +162,16 @@ TEST_F(uct_dcx_knobs, rnr_timer_bad_flow)
     expect_ok({{"RNR_TIMER", "491ms"}});
 }
 
+TEST_F(uct_dcx_knobs, arm_poll_bad_flow)
+{
+    expect_range_error("ARM_POLL", "-1us");
+    expect_range_error("ARM_POLL", "2s");
+    expect_range_error("ARM_POLL", "inf");
+    expect_parse_error("ARM_POLL", "soon");
+    expect_ok({{"ARM_POLL", "0"}});
+    expect_ok({{"ARM_POLL", "1s"}});
+}
+
 TEST_F(uct_dcx_knobs, counts_bad_flow)
 {
     const char *vars[] = {"NUM_DCI",         "QUOTA",         "TX_QUEUE_LEN",

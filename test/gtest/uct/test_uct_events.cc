@@ -8,8 +8,12 @@
  */
 #include "uct_fixture.h"
 
+#include <atomic>
 #include <cstring>
 #include <poll.h>
+#include <thread>
+#include <time.h>
+#include <unistd.h>
 
 using namespace dcx_test;
 
@@ -179,6 +183,56 @@ TEST_P(uct_dcx_events, send_completion_wakes_sender)
     EXPECT_EQ(0, memcmp(src.ptr, dst.ptr, src.length));
 }
 
+/* An arm looks for work for ARM_POLL before it arms: an active message
+ * sent meanwhile (from another thread, 50 ms into a window of 1 s) makes
+ * it answer UCS_ERR_BUSY with nothing armed, so the message fired no event;
+ * progress then finds it.  Without the look, the arm answered UCS_OK at
+ * once and the message woke the fd. */
+TEST_P(uct_dcx_events, arm_takes_work_that_comes_while_it_looks)
+{
+    if (!test_on_soft()) {
+        GTEST_SKIP() << "the mlx5 backend cannot look at a CQ without "
+                        "taking its completions: arms at once";
+    }
+    entity *c = create_entity({{"ARM_POLL", "1s"}});
+    int rx    = 0;
+
+    ASSERT_TRUE(c != NULL);
+    ASSERT_EQ(UCS_OK,
+              uct_iface_set_am_handler(c->iface, AM_ID, count_am, &rx, 0));
+    uct_ep_h ac = connect(m_a, c);
+    int fd_c;
+    ASSERT_EQ(UCS_OK, uct_iface_event_fd_get(c->iface, &fd_c));
+    /* the connection's own traffic (if any) taken before the look */
+    for (int i = 0; i < 100; ++i) {
+        uct_worker_progress(c->worker);
+    }
+
+    std::atomic<int> sent(0), sending(0);
+    std::thread sender([&] {
+        usleep(50000);
+        sending = 1;
+        ucs_status_t status;
+        while ((status = uct_ep_am_short(ac, AM_ID, 7, NULL, 0)) ==
+               UCS_ERR_NO_RESOURCE) {
+            uct_worker_progress(m_a->worker);
+        }
+        sent = (status == UCS_OK) ? 1 : -1;
+    });
+    ucs_status_t status = uct_iface_event_arm(c->iface, UCT_EVENT_RECV);
+    int answered_after  = sending.load();
+    sender.join();
+    EXPECT_EQ(1, answered_after) << "the arm answered before the message";
+    ASSERT_EQ(1, sent.load());
+    EXPECT_EQ(UCS_ERR_BUSY, status);
+    EXPECT_FALSE(fd_readable(fd_c, 0)) << "an event fired: the CQ was armed";
+    ASSERT_TRUE(wait_for([&] {
+        uct_worker_progress(c->worker);
+        return rx == 1;
+    }));
+    flush_ep(ac);
+}
+
 TEST_P(uct_dcx_events, arm_bad_flow)
 {
     log_counter::reset();
@@ -191,3 +245,101 @@ TEST_P(uct_dcx_events, arm_bad_flow)
 }
 
 INSTANTIATE_TEST_SUITE_P(policy, uct_dcx_events, UCT_DCX_POLICIES);
+
+
+namespace {
+
+double seconds_since(const struct timespec &t0)
+{
+    struct timespec t1;
+
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    return (t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) * 1e-9;
+}
+
+} /* namespace */
+
+/* The look's time counts from the first arm after a progress call that
+ * found completions: an arm with nothing to do spends it whole, the arms
+ * after it (nothing progressed meanwhile) arm at once, and so do arms with
+ * ARM_POLL=0 (the bounds are the window's own length, not speed) */
+class uct_dcx_arm_poll : public uct_dcx_test {
+protected:
+    /* Arms e as UCP does (progress while the arm answers BUSY): a new
+     * interface's device may have work of its own at first */
+    void arm(entity *e, unsigned events)
+    {
+        ucs_status_t status;
+        int tries = 0;
+
+        while ((status = uct_iface_event_arm(e->iface, events)) ==
+               UCS_ERR_BUSY) {
+            uct_worker_progress(e->worker);
+            ASSERT_LT(++tries, 100000) << "never armed";
+        }
+        ASSERT_EQ(UCS_OK, status);
+    }
+};
+
+TEST_F(uct_dcx_arm_poll, looks_once_per_activity)
+{
+    if (!test_on_soft()) {
+        GTEST_SKIP() << "the mlx5 backend arms at once";
+    }
+    entity *c = create_entity({{"ARM_POLL", "1s"}});
+    struct timespec t0;
+
+    ASSERT_TRUE(c != NULL);
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    arm(c, UCT_EVENT_RECV);
+    EXPECT_GE(seconds_since(t0), 0.9) << "the first arm did not look";
+
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    arm(c, UCT_EVENT_RECV);
+    arm(c, UCT_EVENT_RECV | UCT_EVENT_SEND_COMP);
+    EXPECT_LT(seconds_since(t0), 0.9)
+        << "arms with nothing progressed looked again";
+
+    entity *d = create_entity({{"ARM_POLL", "0"}});
+    ASSERT_TRUE(d != NULL);
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    arm(d, UCT_EVENT_RECV);
+    EXPECT_LT(seconds_since(t0), 0.9) << "ARM_POLL=0 looked";
+}
+
+/* Looks that find nothing stop: after four arms that each looked for the
+ * whole time (a message taken by a progress call before each, so each
+ * starts a look of its own), the next such arm arms at once */
+TEST_F(uct_dcx_arm_poll, stops_looking_when_looks_find_nothing)
+{
+    if (!test_on_soft()) {
+        GTEST_SKIP() << "the mlx5 backend arms at once";
+    }
+    entity *a = create_entity();
+    entity *c = create_entity({{"ARM_POLL", "100ms"}});
+    int rx    = 0;
+
+    ASSERT_TRUE((a != NULL) && (c != NULL));
+    ASSERT_EQ(UCS_OK,
+              uct_iface_set_am_handler(c->iface, 9, am_count_cb, &rx, 0));
+    uct_ep_h ac = connect(a, c);
+    for (int round = 0; round < 5; ++round) {
+        ucs_status_t status;
+        while ((status = uct_ep_am_short(ac, 9, round, NULL, 0)) ==
+               UCS_ERR_NO_RESOURCE) {
+            uct_worker_progress(a->worker);
+        }
+        ASSERT_EQ(UCS_OK, status);
+        ASSERT_TRUE(wait_for([&] { return rx == round + 1; }));
+        struct timespec t0;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        arm(c, UCT_EVENT_RECV);
+        double took = seconds_since(t0);
+        if (round < 4) {
+            EXPECT_GE(took, 0.09) << "round " << round << " did not look";
+        } else {
+            EXPECT_LT(took, 0.09) << "still looking after four misses";
+        }
+    }
+    flush_ep(ac);
+}
