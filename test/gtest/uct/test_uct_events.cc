@@ -28,6 +28,20 @@ bool fd_readable(int fd, int timeout_ms)
     return poll(&pfd, 1, timeout_ms) == 1;
 }
 
+/* Arms e, progressing it while events are pending (what UCP does; a new
+ * interface's device may also have work of its own at first) */
+void arm_progressing(entity *e, unsigned events)
+{
+    ucs_status_t status;
+    int tries = 0;
+
+    while ((status = uct_iface_event_arm(e->iface, events)) == UCS_ERR_BUSY) {
+        uct_worker_progress(e->worker);
+        ASSERT_LT(++tries, 100000) << "never armed";
+    }
+    ASSERT_EQ(UCS_OK, status);
+}
+
 ucs_status_t count_am(void *arg, void *data, size_t length, unsigned flags)
 {
     (*static_cast<int *>(arg))++;
@@ -56,19 +70,7 @@ protected:
         ASSERT_EQ(UCS_OK, uct_iface_event_fd_get(m_a->iface, &m_fd_a));
     }
 
-    /* Arms e, progressing it while events are pending (what UCP does) */
-    void arm(entity *e, unsigned events)
-    {
-        ucs_status_t status;
-        int tries = 0;
-
-        while ((status = uct_iface_event_arm(e->iface, events)) ==
-               UCS_ERR_BUSY) {
-            uct_worker_progress(e->worker);
-            ASSERT_LT(++tries, 100000) << "never armed";
-        }
-        ASSERT_EQ(UCS_OK, status);
-    }
+    void arm(entity *e, unsigned events) { arm_progressing(e, events); }
 
     /* Progresses only the sender until op() stops asking for resources */
     template <typename F> ucs_status_t send_from_a(F op)
@@ -265,20 +267,7 @@ double seconds_since(const struct timespec &t0)
  * ARM_POLL=0 (the bounds are the window's own length, not speed) */
 class uct_dcx_arm_poll : public uct_dcx_test {
 protected:
-    /* Arms e as UCP does (progress while the arm answers BUSY): a new
-     * interface's device may have work of its own at first */
-    void arm(entity *e, unsigned events)
-    {
-        ucs_status_t status;
-        int tries = 0;
-
-        while ((status = uct_iface_event_arm(e->iface, events)) ==
-               UCS_ERR_BUSY) {
-            uct_worker_progress(e->worker);
-            ASSERT_LT(++tries, 100000) << "never armed";
-        }
-        ASSERT_EQ(UCS_OK, status);
-    }
+    void arm(entity *e, unsigned events) { arm_progressing(e, events); }
 };
 
 TEST_F(uct_dcx_arm_poll, looks_once_per_activity)
