@@ -93,8 +93,12 @@ void uct_dcx_iface_arm_init(uct_dcx_iface_t *iface,
     iface->arm.misses  = 0;
     iface->arm.skipped = 0;
     iface->arm.hit     = 0;
+    /* a worker of several threads (UCP's multi-threaded worker makes its
+     * UCT worker SERIALIZED) arms under the caller's lock: a look there
+     * would hold every other thread's sends back */
     if ((iface->channel != NULL) && dcx_cq_can_look(iface->rx_cq) &&
-        dcx_cq_can_look(iface->tx_cq)) {
+        dcx_cq_can_look(iface->tx_cq) &&
+        (iface->super.worker->thread_mode == UCS_THREAD_MODE_SINGLE)) {
         iface->arm.poll = ucs_time_from_sec(config->arm_poll);
     }
 }

@@ -229,7 +229,8 @@ static ucs_config_field_t uct_dcx_iface_config_table[] = {
      "completions, so a process with nothing to do spends it once, then\n"
      "sleeps. 0 .. 1s; 0 = arm at once. Where the device cannot look at its\n"
      "completion queues without taking their completions (the mlx5 backend),\n"
-     "arming is at once whatever the value.",
+     "or on a worker shared by threads (not UCS_THREAD_MODE_SINGLE), arming\n"
+     "is at once whatever the value.",
      ucs_offsetof(uct_dcx_iface_config_t, arm_poll), UCS_CONFIG_TYPE_TIME},
 
     {NULL}};

@@ -332,3 +332,25 @@ TEST_F(uct_dcx_arm_poll, stops_looking_when_looks_find_nothing)
     }
     flush_ep(ac);
 }
+
+/* A worker shared by threads arms at once: UCP arms its UCT worker
+ * (SERIALIZED for a multi-threaded UCP worker) under its own lock, which a
+ * look would hold for every other thread */
+class uct_dcx_arm_poll_serialized : public uct_dcx_arm_poll {
+protected:
+    virtual ucs_thread_mode_t worker_thread_mode()
+    {
+        return UCS_THREAD_MODE_SERIALIZED;
+    }
+};
+
+TEST_F(uct_dcx_arm_poll_serialized, arms_at_once)
+{
+    entity *c = create_entity({{"ARM_POLL", "1s"}});
+    struct timespec t0;
+
+    ASSERT_TRUE(c != NULL);
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    arm(c, UCT_EVENT_RECV);
+    EXPECT_LT(seconds_since(t0), 0.9) << "a shared worker's arm looked";
+}

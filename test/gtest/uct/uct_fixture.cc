@@ -178,7 +178,7 @@ uct_dcx_test::try_create_entity(const std::map<std::string, std::string> &cfg,
         }
     }
 
-    status = uct_worker_create(m_async, UCS_THREAD_MODE_SINGLE, &e->worker);
+    status = uct_worker_create(m_async, worker_thread_mode(), &e->worker);
     if (status != UCS_OK) {
         uct_config_release(config);
         delete e;

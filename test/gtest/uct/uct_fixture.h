@@ -100,6 +100,12 @@ protected:
     /* Last changes to the parameters of each interface opened */
     virtual void iface_params(uct_iface_params_t &params) {}
 
+    /* Thread mode of each entity's UCT worker */
+    virtual ucs_thread_mode_t worker_thread_mode()
+    {
+        return UCS_THREAD_MODE_SINGLE;
+    }
+
     entity *create_entity(const std::map<std::string, std::string> &cfg =
                               std::map<std::string, std::string>());
     ucs_status_t
