@@ -2,10 +2,16 @@
 # SPDX-License-Identifier: BSD-3-Clause
 #
 # Tag-matching offload on versus off, side by side: UCP tag_bw over
-# UCX_TLS=dcx,self (ucx_perftest, receives pre-posted by the perftest loop),
-# eager 1-64 KiB and rendezvous 256 KiB-16 MiB, bandwidth and the on/off
-# ratio.  "on" is UCX_DCX_TM_ENABLE=y with UCP's offload thresholds lowered
+# UCX_TLS=dcx,self (ucx_perftest: its receiver posts one receive at a time,
+# so most eager messages arrive unexpected), eager 1-64 KiB and rendezvous
+# 256 KiB-16 MiB, bandwidth and the on/off ratio.  "on" is
+# UCX_DCX_TM_ENABLE=y with UCP's offload thresholds lowered
 # (UCX_TM_THRESH=1, UCX_TM_FORCE_THRESH=1); "off" is UCX_DCX_TM_ENABLE=n.
+#
+# With -W WINDOW, eager bandwidth with WINDOW receives posted before the
+# sender sends (bench/tm_overlap.c -W, as an MPI program's window of
+# MPI_Irecv): every message arrives expected, which offload places in the
+# user's buffer; median MB/s of ITERS rounds (default 51), off and on.
 #
 # Then rendezvous with a receiver that computes (bench/tm_overlap.c, built
 # here with cc): the receiver posts a receive of 256 KiB-16 MiB, computes
@@ -14,8 +20,10 @@
 # and on, and their ratio (above 1: offload completes sooner).
 #
 #   bench/tm.sh [-n ITERS] [-r REPS] [-l path/to/libuct_dcx.so] [-E] [-O]
-#               [-S "SIZES"]
+#               [-S "SIZES"] [-W WINDOW]
 #     -E  only the eager/bandwidth table   -O  only the overlap table
+#     -W  only the table of receives posted first (its sizes: -S, default
+#         1024 4096 16384 65536)
 #     -S  the bandwidth table's sizes (default 1024 4096 16384 65536 262144
 #         1048576 4194304 16777216)
 #     -r  runs per cell, off and on taking turns (off, on, off, ...); the
@@ -29,17 +37,22 @@ do_bw=1
 do_overlap=1
 reps=${DCX_BENCH_REPS:-1}
 sizes="1024 4096 16384 65536 262144 1048576 4194304 16777216"
-while getopts "n:r:l:S:EOh" opt; do
+sizes_set=0
+window=0
+while getopts "n:r:l:S:W:EOh" opt; do
     case $opt in
     n) iters=$OPTARG ;;
     r) reps=$OPTARG ;;
     l) lib=$OPTARG ;;
-    S) sizes=$OPTARG ;;
+    S) sizes=$OPTARG; sizes_set=1 ;;
     E) do_overlap=0 ;;
     O) do_bw=0 ;;
-    *) sed -n '3,26p' "$0"; exit 2 ;;
+    W) window=$OPTARG; do_bw=0; do_overlap=0 ;;
+    *) sed -n '3,34p' "$0"; exit 2 ;;
     esac
 done
+[[ "$window" =~ ^[0-9]+$ ]] && [ "$window" -le 1024 ] ||
+    { echo "tm.sh: bad -W '$window' (1..1024)" >&2; exit 2; }
 [[ "$reps" =~ ^[1-9][0-9]*$ ]] || { echo "tm.sh: bad -r '$reps'" >&2; exit 2; }
 
 # median of the numbers on stdin ("-" if none)
@@ -88,8 +101,10 @@ run() {
     fi
 }
 
+# one run of tm_overlap (ARGS...) in MODE, appended to $logdir/NAME.MODE
 overlap() {
-    local mode=$1 envs
+    local name=$1 mode=$2 envs
+    shift 2
     if [ "$mode" = on ]; then
         envs="UCX_DCX_TM_ENABLE=y UCX_TM_THRESH=1 UCX_TM_FORCE_THRESH=1"
     else
@@ -97,35 +112,59 @@ overlap() {
     fi
     env UCX_DCX_SOFT_DEVICES=1 "UCX_DCX_SOFT_FABRIC=tmo$$-$mode" \
         UCX_TLS=dcx,self LD_PRELOAD="$lib" $envs \
-        timeout 300 "$logdir/tm_overlap" -n 5 >>"$logdir/overlap.$mode" 2>&1
+        timeout 300 "$logdir/tm_overlap" "$@" >>"$logdir/$name.$mode" 2>&1
 }
 
-if [ $do_overlap -eq 1 ]; then
+# one line "A-B median" per cell (first two columns A B, figure in the
+# third) of a mode's runs in $logdir/NAME.MODE
+cells() {
+    local f=$logdir/$1.$2 k
+    for k in $(grep -E '^[0-9]' "$f" | awk '{print $1"-"$2}' | sort -u); do
+        echo "$k $(grep -E "^${k%-*} ${k#*-} " "$f" | awk '{print $3}' | median)"
+    done
+}
+
+# the cells of both modes side by side, RATIO "off/on" or "on/off"
+side_by_side() {
+    local name=$1 ratio=$2
+    join <(cells "$name" off | sort) <(cells "$name" on | sort) |
+        tr '-' ' ' | sort -n -k1 -k2 |
+        awk -v r="$ratio" '{ a = (r == "off/on") ? $3 : $4;
+                             b = (r == "off/on") ? $4 : $3;
+                             printf "%-10s %8s %10s %10s %8.2f\n", $1, $2,
+                                    $3, $4, (b > 0) ? a / b : 0 }'
+    grep -q '^[0-9]' "$logdir/$name.on" || { echo "on:"; cat "$logdir/$name.on"; }
+    grep -q '^[0-9]' "$logdir/$name.off" || { echo "off:"; cat "$logdir/$name.off"; }
+    echo
+}
+
+if [ $do_overlap -eq 1 ] || [ "$window" -gt 0 ]; then
     if ! cc -O2 -o "$logdir/tm_overlap" "$top/bench/tm_overlap.c" -lucp -lucs; then
         echo "tm.sh: cannot build tm_overlap" >&2
         do_overlap=0
+        window=0
     fi
+fi
+if [ "$window" -gt 0 ]; then
+    [ $sizes_set -eq 1 ] || sizes="1024 4096 16384 65536"
+    rounds=${DCX_BENCH_ITERS:-51}
+    [ "$iters" != 500 ] && rounds=$iters
+    for r in $(seq 1 "$reps"); do
+        overlap window off -W "$window" -n "$rounds" -s "$sizes"
+        overlap window on -W "$window" -n "$rounds" -s "$sizes"
+    done
+    echo "eager, $window receives posted before the sender sends: MB/s (median of $reps alternating runs, each the median of $rounds rounds)"
+    printf "%-10s %8s %10s %10s %8s\n" "size" "window" "off MB/s" "on MB/s" "on/off"
+    side_by_side window on/off
 fi
 if [ $do_overlap -eq 1 ]; then
     for r in $(seq 1 "$reps"); do
-        overlap off
-        overlap on
+        overlap overlap off -n 5
+        overlap overlap on -n 5
     done
     echo "rendezvous, receiver computing C us (50 us slices): median us from post to completion (median of $reps alternating runs of 5)"
     printf "%-10s %8s %10s %10s %8s\n" "size" "C us" "off us" "on us" "off/on"
-    # one line "size-C median" per cell of a mode's runs
-    cells() {
-        local f=$logdir/overlap.$1 k
-        for k in $(grep -E '^[0-9]' "$f" | awk '{print $1"-"$2}' | sort -u); do
-            echo "$k $(grep -E "^${k%-*} ${k#*-} " "$f" | awk '{print $3}' | median)"
-        done
-    }
-    join <(cells off | sort) <(cells on | sort) |
-        tr '-' ' ' | sort -n -k1 -k2 |
-        awk '{ printf "%-10s %8s %10s %10s %8.2f\n", $1, $2, $3, $4, ($4 > 0) ? $3 / $4 : 0 }'
-    grep -q '^[0-9]' "$logdir/overlap.on" || { echo "on:"; cat "$logdir/overlap.on"; }
-    grep -q '^[0-9]' "$logdir/overlap.off" || { echo "off:"; cat "$logdir/overlap.off"; }
-    echo
+    side_by_side overlap off/on
 fi
 [ $do_bw -eq 1 ] || { rm -rf "$logdir"; exit 0; }
 

@@ -9,7 +9,17 @@
  * (microseconds).  Run it under UCX_TLS=dcx,self with offload on and off
  * (bench/tm.sh does, and prints both side by side).
  *
+ * With -W WINDOW, eager bandwidth with the receives posted first, as an
+ * MPI program's window of MPI_Irecv: per round the receiver posts WINDOW
+ * receives (each its own buffer), tells the sender to go, and waits for
+ * them all; the sender sends WINDOW messages.  Every message then arrives
+ * expected, which is what offload places in the user's buffer (in
+ * ucx_perftest's tag_bw the receiver posts one receive at a time, and most
+ * messages arrive unexpected).  Prints, per size, the median MB/s of the
+ * rounds (ITERS of them).
+ *
  *   tm_overlap [-n ITERS] [-S SLICE_US] [-c "C1 C2 ..."] [-s "SIZE1 ..."]
+ *              [-W WINDOW]
  */
 #include <ucp/api/ucp.h>
 
@@ -114,11 +124,96 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+/* -W: the sender's side of one size: per round, WINDOW sends once the
+ * receiver said go */
+static int window_send(ucp_worker_h worker, ucp_ep_h ep, int in, char *buf,
+                       size_t size, int window, int rounds)
+{
+    ucp_request_param_t rp;
+    void *reqs[1024];
+    char go;
+
+    memset(&rp, 0, sizeof(rp));
+    for (int r = 0; r < rounds + 1; ++r) {
+        fd_set fds;
+        struct timeval tv = {0, 0};
+
+        for (;;) { /* serve while waiting for the go */
+            FD_ZERO(&fds);
+            FD_SET(in, &fds);
+            if (select(in + 1, &fds, NULL, NULL, &tv) > 0) {
+                break;
+            }
+            ucp_worker_progress(worker);
+        }
+        if (rd(in, &go, 1)) {
+            return -1;
+        }
+        for (int k = 0; k < window; ++k) {
+            reqs[k] = ucp_tag_send_nbx(ep, buf, size, TAG, &rp);
+        }
+        for (int k = 0; k < window; ++k) {
+            wait_req(worker, reqs[k]);
+        }
+    }
+    return 0;
+}
+
+/* -W: the receiver's side of one size; prints the median MB/s */
+static int window_recv(ucp_worker_h worker, int out, char *buf, size_t size,
+                       int window, int rounds)
+{
+    ucp_request_param_t rp;
+    ucp_tag_recv_info_t info;
+    void *reqs[1024];
+    double t[1001], t0;
+    char go = 'g';
+
+    memset(&rp, 0, sizeof(rp));
+    for (int r = 0; r < rounds + 1; ++r) {
+        for (int k = 0; k < window; ++k) {
+            char *b = buf + k * size;
+
+            b[0] = b[size - 1] = 0;
+            reqs[k] = ucp_tag_recv_nbx(worker, b, size, TAG, ~0ull, &rp);
+            if (UCS_PTR_IS_ERR(reqs[k])) {
+                fprintf(stderr, "tm_overlap: recv failed\n");
+                return -1;
+            }
+        }
+        t0 = now_us();
+        if (wr(out, &go, 1)) {
+            return -1;
+        }
+        for (int k = 0; k < window; ++k) {
+            char *b = buf + k * size;
+
+            while (ucp_tag_recv_request_test(reqs[k], &info) ==
+                   UCS_INPROGRESS) {
+                ucp_worker_progress(worker);
+            }
+            if ((b[0] != 0x5a) || (b[size - 1] != 0x5a) ||
+                (info.length != size)) {
+                fprintf(stderr, "tm_overlap: bad data at size %zu\n", size);
+                return -1;
+            }
+            ucp_request_free(reqs[k]);
+        }
+        if (r > 0) { /* the first is a warm-up */
+            t[r - 1] = (double)size * window / (now_us() - t0); /* MB/s */
+        }
+    }
+    qsort(t, rounds, sizeof(t[0]), cmp_double);
+    printf("%zu %d %.1f\n", size, window, t[rounds / 2]);
+    fflush(stdout);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     size_t sizes[MAX_POINTS] = {262144, 1048576, 4194304, 16777216};
     size_t comps[MAX_POINTS] = {0, 1000, 5000, 20000};
-    int nsizes = 4, ncomps = 4, iters = 5, slice = 50, opt;
+    int nsizes = 4, ncomps = 4, iters = 5, slice = 50, window = 0, opt;
     int to_child[2], to_parent[2];
     ucp_params_t params;
     ucp_worker_params_t wparams;
@@ -133,8 +228,11 @@ int main(int argc, char **argv)
     pid_t pid;
     int is_sender;
 
-    while ((opt = getopt(argc, argv, "n:S:c:s:h")) != -1) {
+    while ((opt = getopt(argc, argv, "n:S:c:s:W:h")) != -1) {
         switch (opt) {
+        case 'W':
+            window = atoi(optarg);
+            break;
         case 'n':
             iters = atoi(optarg);
             break;
@@ -149,12 +247,13 @@ int main(int argc, char **argv)
             break;
         default:
             fprintf(stderr, "usage: tm_overlap [-n ITERS] [-S SLICE_US] "
-                            "[-c \"C_US ...\"] [-s \"SIZE ...\"]\n");
+                            "[-c \"C_US ...\"] [-s \"SIZE ...\"] "
+                            "[-W WINDOW]\n");
             return 2;
         }
     }
     if ((iters <= 0) || (iters > 1000) || (slice <= 0) || (ncomps <= 0) ||
-        (nsizes <= 0)) {
+        (nsizes <= 0) || (window < 0) || (window > 1024)) {
         fprintf(stderr, "tm_overlap: bad arguments\n");
         return 2;
     }
@@ -206,15 +305,21 @@ int main(int argc, char **argv)
         fprintf(stderr, "tm_overlap: ep_create failed\n");
         return 1;
     }
-    buf = malloc(max_size);
+    buf = malloc(max_size * (window ? window : 1));
     if (buf == NULL) {
         return 1;
     }
-    memset(buf, is_sender ? 0x5a : 0, max_size);
+    memset(buf, is_sender ? 0x5a : 0, max_size * (window ? window : 1));
     memset(&rp, 0, sizeof(rp));
 
     if (is_sender) {
-        for (int s = 0; s < nsizes; ++s) {
+        for (int s = 0; (window > 0) && (s < nsizes); ++s) {
+            if (window_send(worker, ep, to_child[0], buf, sizes[s], window,
+                            iters)) {
+                return 1;
+            }
+        }
+        for (int s = 0; (window == 0) && (s < nsizes); ++s) {
             for (int c = 0; c < ncomps; ++c) {
                 for (int i = 0; i < iters + 1; ++i) {
                     /* serve while waiting for the receiver's go */
@@ -251,10 +356,21 @@ int main(int argc, char **argv)
         _exit(0);
     }
 
-    printf("# size compute_us median_us (receiver computes in %d us slices, "
-           "%d iterations)\n",
-           slice, iters);
-    for (int s = 0; s < nsizes; ++s) {
+    if (window > 0) {
+        printf("# size window MB/s (median of %d rounds, the receives posted "
+               "first)\n",
+               iters);
+    } else {
+        printf("# size compute_us median_us (receiver computes in %d us "
+               "slices, %d iterations)\n",
+               slice, iters);
+    }
+    for (int s = 0; (window > 0) && (s < nsizes); ++s) {
+        if (window_recv(worker, to_child[1], buf, sizes[s], window, iters)) {
+            return 1;
+        }
+    }
+    for (int s = 0; (window == 0) && (s < nsizes); ++s) {
         for (int c = 0; c < ncomps; ++c) {
             double t[1001];
 
