@@ -178,6 +178,11 @@ typedef struct emu_wqe {
     uint64_t wr_id; /* the application's */
 } emu_wqe_t;
 
+/* A DCI with streams: the soft WR's wr_id is the stream in the top bits
+ * and the stream's own post sequence below */
+#define EMU_STREAM_SHIFT 48
+#define EMU_STREAM_SEQ   ((1ull << EMU_STREAM_SHIFT) - 1)
+
 typedef struct emu_qp {
     struct ibv_qp_ex qpx; /* ibv_qp first: both cast */
     struct mlx5dv_qp_ex dv;
@@ -197,6 +202,13 @@ typedef struct emu_qp {
     uint32_t max_send_wr;
     uint32_t max_send_sge;
     uint32_t max_inline;
+    uint32_t num_streams; /* a DCI with streams: 2^log_num_concurent */
+    /* with streams, each stream has st_depth slots of sq (from stream *
+     * st_depth on) and its own sequences: the soft device completes every
+     * stream on its own, so no stream waits for another's slots */
+    uint32_t st_depth;
+    uint64_t *st_posted;
+    uint64_t *st_retired;
     /* DCT, kept from RESET->INIT for the soft DCT made at INIT->RTR */
     uint64_t dct_key;
     uint32_t dct_access; /* DCX_ACCESS_REMOTE_* */

@@ -82,5 +82,16 @@ int dcx_emu_mlx5dv_query_device(struct ibv_context *ctx,
     EMU_DV_FIELD(MLX5DV_CONTEXT_MASK_WR_MEMCPY_LENGTH, max_wr_memcpy_length)
     EMU_DV_FIELD(MLX5DV_CONTEXT_MASK_CRYPTO_OFFLOAD, crypto_caps)
 #undef EMU_DV_FIELD
+    if (asked & MLX5DV_CONTEXT_MASK_DCI_STREAMS) {
+        /* the soft device's stream channels */
+        const dcx_dev_caps_t *caps = dcx_dev_caps(emu_ctx(ctx)->dev->soft);
+
+        if (caps->flags & DCX_CAP_DCI_STREAMS) {
+            attrs->dci_streams_caps.max_log_num_concurent =
+                (uint8_t)caps->dci_streams_log_max;
+            attrs->dci_streams_caps.max_log_num_errored =
+                (uint8_t)caps->dci_errored_log_max;
+        }
+    }
     return 0;
 }

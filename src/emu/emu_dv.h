@@ -20,6 +20,7 @@ dcx_emu_mlx5dv_open_device(struct ibv_device *device,
 int dcx_emu_mlx5dv_query_device(struct ibv_context *ctx,
                                 struct mlx5dv_context *attrs);
 
+int dcx_emu_mlx5dv_dci_stream_id_reset(struct ibv_qp *qp, uint16_t stream_id);
 struct ibv_qp *dcx_emu_mlx5dv_create_qp(struct ibv_context *context,
                                         struct ibv_qp_init_attr_ex *qp_attr,
                                         struct mlx5dv_qp_init_attr *mlx5_attr);

@@ -30,6 +30,11 @@ struct ibv_qp *mlx5dv_create_qp(struct ibv_context *context,
     return dcx_emu_mlx5dv_create_qp(context, qp_attr, mlx5_qp_attr);
 }
 
+int mlx5dv_dci_stream_id_reset(struct ibv_qp *qp, uint16_t stream_id)
+{
+    return dcx_emu_mlx5dv_dci_stream_id_reset(qp, stream_id);
+}
+
 struct mlx5dv_qp_ex *mlx5dv_qp_ex_from_ibv_qp_ex(struct ibv_qp_ex *qp)
 {
     return dcx_emu_mlx5dv_qp_ex_from_ibv_qp_ex(qp);

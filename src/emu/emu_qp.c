@@ -195,18 +195,34 @@ emu_qp_t *emu_qp_find(emu_dev_t *dev, uint32_t qp_num)
     return qp;
 }
 
+/* A DCI with streams: seq names the stream and its sequence; the
+ * completion retires the WR and the stream's earlier ones (they executed
+ * in order before it).  sq_lock held. */
+static uint64_t emu_qp_retire_stream(emu_qp_t *qp, uint64_t seq)
+{
+    uint64_t stream = seq >> EMU_STREAM_SHIFT, sseq = seq & EMU_STREAM_SEQ;
+
+    if ((stream >= qp->num_streams) || (sseq < qp->st_retired[stream]) ||
+        (sseq >= qp->st_posted[stream])) {
+        return 0; /* from before a RESET: its WR is gone */
+    }
+    qp->st_retired[stream] = sseq + 1;
+    return qp->sq[stream * qp->st_depth + sseq % qp->st_depth].wr_id;
+}
+
 uint64_t emu_qp_retire(emu_qp_t *qp, uint64_t seq)
 {
     uint64_t wr_id;
 
     pthread_mutex_lock(&qp->sq_lock);
-    if ((seq < qp->sq_retired) || (seq >= qp->sq_posted)) {
-        /* a completion from before a RESET: its WR is gone */
-        pthread_mutex_unlock(&qp->sq_lock);
-        return 0;
+    if (qp->num_streams > 0) {
+        wr_id = emu_qp_retire_stream(qp, seq);
+    } else if ((seq < qp->sq_retired) || (seq >= qp->sq_posted)) {
+        wr_id = 0; /* a completion from before a RESET: its WR is gone */
+    } else {
+        wr_id          = qp->sq[seq % qp->max_send_wr].wr_id;
+        qp->sq_retired = seq + 1;
     }
-    wr_id          = qp->sq[seq % qp->max_send_wr].wr_id;
-    qp->sq_retired = seq + 1;
     pthread_mutex_unlock(&qp->sq_lock);
     return wr_id;
 }
@@ -291,8 +307,32 @@ static int emu_qp_check(emu_qp_t *qp, struct ibv_qp_init_attr_ex *attr,
     return 0;
 }
 
+/* A DCI's streams (MLX5DV_QP_INIT_ATTR_MASK_DCI_STREAMS): at most what
+ * mlx5dv_query_device reports (the soft device's stream channels) */
+static int emu_qp_check_streams(emu_qp_t *qp, struct mlx5dv_qp_init_attr *dv,
+                                const dcx_dev_caps_t *caps, const char *name)
+{
+    const struct mlx5dv_dci_streams *s = &dv->dc_init_attr.dci_streams;
+    uint32_t max_c = 0, max_e = 0;
+
+    if (caps->flags & DCX_CAP_DCI_STREAMS) {
+        max_c = caps->dci_streams_log_max;
+        max_e = caps->dci_errored_log_max;
+    }
+    if ((s->log_num_concurent > max_c) || (s->log_num_errored > max_e)) {
+        emu_error("%s: create_qp: DCI streams 2^%u concurrent, 2^%u errored: "
+                  "the device allows at most 2^%u and 2^%u",
+                  name, s->log_num_concurent, s->log_num_errored, max_c, max_e);
+        return EINVAL;
+    }
+    /* the mask makes a DCI of streams, one stream (log 0) included */
+    qp->num_streams = 1u << s->log_num_concurent;
+    return 0;
+}
+
 static int emu_qp_check_kind(emu_qp_t *qp, struct ibv_qp_init_attr_ex *attr,
-                             struct mlx5dv_qp_init_attr *dv, const char *name)
+                             struct mlx5dv_qp_init_attr *dv,
+                             const dcx_dev_caps_t *caps, const char *name)
 {
     uint64_t dv_mask = (dv != NULL) ? dv->comp_mask : 0;
 
@@ -327,13 +367,8 @@ static int emu_qp_check_kind(emu_qp_t *qp, struct ibv_qp_init_attr_ex *attr,
                       name, (unsigned long long)qp->dv_ops);
             return EOPNOTSUPP;
         }
-        if ((dv_mask & MLX5DV_QP_INIT_ATTR_MASK_DCI_STREAMS) &&
-            ((dv->dc_init_attr.dci_streams.log_num_concurent != 0) ||
-             (dv->dc_init_attr.dci_streams.log_num_errored != 0))) {
-            emu_error("%s: create_qp: DCI streams above the device's maximum "
-                      "(0, 0)",
-                      name);
-            return EINVAL;
+        if (dv_mask & MLX5DV_QP_INIT_ATTR_MASK_DCI_STREAMS) {
+            return emu_qp_check_streams(qp, dv, caps, name);
         }
         return 0;
     default: /* RC */
@@ -354,7 +389,29 @@ static int emu_qp_check_kind(emu_qp_t *qp, struct ibv_qp_init_attr_ex *attr,
     }
 }
 
-static int emu_qp_make_soft(emu_qp_t *qp, const char *name)
+/* A DCI with streams: each stream gets an equal share of the send queue,
+ * with sequences of its own.  The HCA has one queue that libmlx5 frees in
+ * posting order, which its completions presumably keep across streams;
+ * the soft device completes each stream on its own, and a queue freed in
+ * posting order over it would let an idle stream's last unsignaled WRs
+ * (retired by nothing until that stream signals again) hold every other
+ * stream's slots.  A stream that posts more than its share meets ENOMEM
+ * before the queue is full. */
+static int emu_qp_streams_init(emu_qp_t *qp, const char *name)
+{
+    if (qp->max_send_wr < qp->num_streams) {
+        emu_error("%s: create_qp: a send queue of %u for %u streams", name,
+                  qp->max_send_wr, qp->num_streams);
+        return EINVAL;
+    }
+    qp->st_depth   = qp->max_send_wr / qp->num_streams;
+    qp->st_posted  = calloc(qp->num_streams, sizeof(*qp->st_posted));
+    qp->st_retired = calloc(qp->num_streams, sizeof(*qp->st_retired));
+    return ((qp->st_posted == NULL) || (qp->st_retired == NULL)) ? ENOMEM : 0;
+}
+
+static int emu_qp_make_soft(emu_qp_t *qp, struct mlx5dv_qp_init_attr *dv,
+                            const char *name)
 {
     dcx_qp_attr_t a;
     int ret;
@@ -365,7 +422,14 @@ static int emu_qp_make_soft(emu_qp_t *qp, const char *name)
     a.max_send_wr  = qp->max_send_wr;
     a.max_send_sge = (qp->max_send_sge > 0) ? qp->max_send_sge : 1;
     a.max_inline   = qp->max_inline;
-    ret            = dcx_qp_create(qp->pd->soft, &a, &qp->soft);
+    if (qp->num_streams > 0) {
+        /* each stream its share of the send queue (emu_qp_streams_init) */
+        a.max_send_wr        = qp->st_depth;
+        a.dci_streams        = 1;
+        a.log_num_concurrent = dv->dc_init_attr.dci_streams.log_num_concurent;
+        a.log_num_errored    = dv->dc_init_attr.dci_streams.log_num_errored;
+    }
+    ret = dcx_qp_create(qp->pd->soft, &a, &qp->soft);
     if (ret != 0) {
         emu_error("%s: create_qp: the soft device refused the send queue "
                   "(%s)",
@@ -399,7 +463,8 @@ static struct ibv_qp *emu_qp_create(struct ibv_context *context,
     }
     ret = emu_qp_check(qp, attr, dv, name, &silent);
     if (ret == 0) {
-        ret = emu_qp_check_kind(qp, attr, dv, name);
+        ret = emu_qp_check_kind(qp, attr, dv, dcx_dev_caps(ectx->dev->soft),
+                                name);
     }
     if (ret != 0) {
         free(qp);
@@ -428,10 +493,15 @@ static struct ibv_qp *emu_qp_create(struct ibv_context *context,
             qp->sq = calloc(qp->max_send_wr, sizeof(*qp->sq));
             ret    = (qp->sq == NULL) ? ENOMEM : 0;
         }
+        if ((ret == 0) && (qp->num_streams > 0)) {
+            ret = emu_qp_streams_init(qp, name);
+        }
         if (ret == 0) {
-            ret = emu_qp_make_soft(qp, name);
+            ret = emu_qp_make_soft(qp, dv, name);
         }
         if (ret != 0) {
+            free(qp->st_posted);
+            free(qp->st_retired);
             free(qp->sq);
             pthread_mutex_destroy(&qp->sq_lock);
             free(qp);
@@ -539,6 +609,8 @@ int ibv_destroy_qp(struct ibv_qp *ibqp)
     pthread_mutex_destroy(&ibqp->mutex);
     pthread_cond_destroy(&ibqp->cond);
     pthread_mutex_destroy(&qp->sq_lock);
+    free(qp->st_posted);
+    free(qp->st_retired);
     free(qp->sq);
     free(qp);
     return 0;
@@ -547,4 +619,38 @@ int ibv_destroy_qp(struct ibv_qp *ibqp)
 void emu_ctx_set_qp_ops(struct verbs_context *vctx)
 {
     vctx->create_qp_ex = emu_create_qp_ex;
+}
+
+/* mlx5dv_dci_stream_id_reset: an errored stream of a DCI back to service
+ * (the soft device's channel rearmed); as libmlx5: EINVAL for a QP that is
+ * not a DCI (or a stream it does not have), EOPNOTSUPP for a DCI without
+ * streams or not in RTS, or a QP of another device */
+int dcx_emu_mlx5dv_dci_stream_id_reset(struct ibv_qp *ibqp, uint16_t stream_id)
+{
+    emu_qp_t *qp;
+
+    if ((ibqp == NULL) ||
+        (emu_ctx_check(ibqp->context, "mlx5dv_dci_stream_id_reset") == NULL)) {
+        return EOPNOTSUPP;
+    }
+    qp = emu_qp(ibqp);
+    if (qp->kind != EMU_QP_DCI) {
+        emu_error("%s: mlx5dv_dci_stream_id_reset: qp 0x%x is not a DCI",
+                  ibqp->context->device->name, ibqp->qp_num);
+        return EINVAL;
+    }
+    if (qp->num_streams == 0) {
+        emu_error("%s: mlx5dv_dci_stream_id_reset: dci 0x%x has no streams",
+                  ibqp->context->device->name, ibqp->qp_num);
+        return EOPNOTSUPP;
+    }
+    if (stream_id >= qp->num_streams) {
+        emu_error("%s: mlx5dv_dci_stream_id_reset: dci 0x%x has %u streams, "
+                  "not %u",
+                  ibqp->context->device->name, ibqp->qp_num, qp->num_streams,
+                  stream_id + 1u);
+        return EINVAL;
+    }
+    /* the soft device logs its refusals (not in RTS: EOPNOTSUPP) */
+    return dcx_qp_stream_reset(qp->soft, stream_id);
 }

@@ -179,7 +179,10 @@ static int emu_qp_to_reset(emu_qp_t *qp)
     }
     pthread_mutex_lock(&qp->sq_lock);
     qp->sq_retired = qp->sq_posted;
-    qp->post_ok    = false;
+    for (uint32_t i = 0; i < qp->num_streams; ++i) {
+        qp->st_retired[i] = qp->st_posted[i];
+    }
+    qp->post_ok = false;
     pthread_mutex_unlock(&qp->sq_lock);
     return 0;
 }

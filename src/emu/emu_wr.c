@@ -349,14 +349,18 @@ static void emu_wr_set_dc_addr_stream(struct mlx5dv_qp_ex *dv,
                                       uint64_t key, uint16_t stream_id)
 {
     emu_qp_t *qp = emu_dv_qp(dv);
+    emu_wr_t *w;
 
-    if (stream_id != 0) {
-        /* the device offers no DCI streams (dci_streams caps are 0) */
-        emu_wr_fail(qp, EINVAL, "stream %u on a DCI without streams",
-                    stream_id);
+    if ((stream_id != 0) && (stream_id >= qp->num_streams)) {
+        emu_wr_fail(qp, EINVAL, "stream %u on a DCI with %u streams", stream_id,
+                    qp->num_streams);
         return;
     }
     emu_wr_set_dc_addr(dv, ah, dctn, key);
+    w = emu_wr_last(qp);
+    if ((w != NULL) && w->has_addr) {
+        w->wr.stream_id = stream_id;
+    }
 }
 
 /* Common checks of a data setter; the WR or NULL. */
@@ -526,6 +530,49 @@ static void emu_wr_abort(struct ibv_qp_ex *qpx)
 }
 
 /* Whether the batch may go to the device; errno or 0 (lock held). */
+/* A DCI with streams: whether the batch fits the shares of its streams
+ * (sq_lock held) */
+static bool emu_wr_streams_fit(emu_qp_t *qp)
+{
+    uint32_t n[64] = {0}; /* soft streams: 2^6 at most */
+    uint32_t i, s;
+
+    for (i = 0; i < qp->batch_n; ++i) {
+        s = qp->batch[i].wr.stream_id;
+        if ((s >= 64) ||
+            (qp->st_posted[s] - qp->st_retired[s] + ++n[s] > qp->st_depth)) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/* Records w's application wr_id in its send queue slot; returns the
+ * sequence the soft WR carries (sq_lock held) */
+static uint64_t emu_wr_take_slot(emu_qp_t *qp, emu_wr_t *w)
+{
+    uint64_t s, seq;
+
+    if (qp->num_streams == 0) {
+        seq                                 = qp->sq_posted;
+        qp->sq[seq % qp->max_send_wr].wr_id = w->wr.wr_id;
+        return seq;
+    }
+    s                                                   = w->wr.stream_id;
+    seq                                                 = qp->st_posted[s];
+    qp->sq[s * qp->st_depth + seq % qp->st_depth].wr_id = w->wr.wr_id;
+    return (s << EMU_STREAM_SHIFT) | seq;
+}
+
+static void emu_wr_posted(emu_qp_t *qp, const emu_wr_t *w)
+{
+    if (qp->num_streams == 0) {
+        qp->sq_posted++;
+    } else {
+        qp->st_posted[w->wr.stream_id]++;
+    }
+}
+
 static int emu_wr_check(emu_qp_t *qp)
 {
     const char *name = qp->qpx.qp_base.context->device->name;
@@ -549,7 +596,10 @@ static int emu_wr_check(emu_qp_t *qp)
                   name, qp->qpx.qp_base.qp_num, (int)qp->qpx.qp_base.state,
                   qp->batch_n);
         ret = EINVAL;
-    } else if (qp->sq_posted - qp->sq_retired + qp->batch_n > qp->max_send_wr) {
+    } else if ((qp->num_streams > 0) ?
+                   !emu_wr_streams_fit(qp) :
+                   (qp->sq_posted - qp->sq_retired + qp->batch_n >
+                    qp->max_send_wr)) {
         /* flow control, not an error: said at debug level only */
         emu_debug("%s: qp 0x%x: send queue full (%llu outstanding, %u "
                   "more, depth %u)",
@@ -586,13 +636,12 @@ static int emu_wr_complete(struct ibv_qp_ex *qpx)
             w->wr.sg_list = qp->batch_sge + w->sge_off;
         }
         pthread_mutex_lock(&qp->sq_lock);
-        seq                                 = qp->sq_posted;
-        qp->sq[seq % qp->max_send_wr].wr_id = w->wr.wr_id;
-        w->wr.wr_id                         = seq;
-        ret = emu_wr_is_mkey(w) ? emu_umr_post(qp, w) :
-                                  dcx_qp_post_send(qp->soft, &w->wr);
+        seq         = emu_wr_take_slot(qp, w);
+        w->wr.wr_id = seq;
+        ret         = emu_wr_is_mkey(w) ? emu_umr_post(qp, w) :
+                                          dcx_qp_post_send(qp->soft, &w->wr);
         if (ret == 0) {
-            qp->sq_posted = seq + 1;
+            emu_wr_posted(qp, w);
         }
         pthread_mutex_unlock(&qp->sq_lock);
     }

@@ -152,7 +152,8 @@ struct ibv_qp *emu_qp_test::make_dct(uint64_t key, unsigned access)
     return qp;
 }
 
-struct ibv_qp *emu_qp_test::create_dci(struct ibv_qp_cap *cap, uint64_t ops)
+struct ibv_qp *emu_qp_test::create_dci(struct ibv_qp_cap *cap, uint64_t ops,
+                                       const struct mlx5dv_dci_streams *streams)
 {
     struct mlx5dv_qp_init_attr dv;
     struct ibv_qp_init_attr_ex attr;
@@ -169,7 +170,11 @@ struct ibv_qp *emu_qp_test::create_dci(struct ibv_qp_cap *cap, uint64_t ops)
     attr.cap            = *cap;
     dv.comp_mask        = MLX5DV_QP_INIT_ATTR_MASK_DC;
     dv.dc_init_attr.dc_type = MLX5DV_DCTYPE_DCI;
-    qp                      = mlx5dv_create_qp(m_ctx, &attr, &dv);
+    if (streams != nullptr) {
+        dv.comp_mask |= MLX5DV_QP_INIT_ATTR_MASK_DCI_STREAMS;
+        dv.dc_init_attr.dci_streams = *streams;
+    }
+    qp = mlx5dv_create_qp(m_ctx, &attr, &dv);
     if (qp != nullptr) {
         *cap = attr.cap;
         m_qps.push_back(qp);
@@ -281,14 +286,14 @@ bool emu_qp_test::poll_one(struct ibv_cq_ex *cq, emu_wc *wc)
 int emu_qp_test::post(struct ibv_qp *dci, uint64_t wr_id, int opcode, void *buf,
                       uint32_t len, uint32_t lkey, uint64_t raddr,
                       uint32_t rkey, uint64_t key, bool inl, struct ibv_ah *ah,
-                      uint32_t dctn)
+                      uint32_t dctn, int stream, bool signaled)
 {
     struct ibv_qp_ex *qpx   = ibv_qp_to_qp_ex(dci);
     struct mlx5dv_qp_ex *dv = mlx5dv_qp_ex_from_ibv_qp_ex(qpx);
 
     ibv_wr_start(qpx);
     qpx->wr_id    = wr_id;
-    qpx->wr_flags = IBV_SEND_SIGNALED;
+    qpx->wr_flags = signaled ? IBV_SEND_SIGNALED : 0;
     switch (opcode) {
     case IBV_WR_SEND:
         ibv_wr_send(qpx);
@@ -309,8 +314,14 @@ int emu_qp_test::post(struct ibv_qp *dci, uint64_t wr_id, int opcode, void *buf,
         ibv_wr_atomic_cmp_swp(qpx, rkey, raddr, 105, 7);
         break;
     }
-    mlx5dv_wr_set_dc_addr(dv, (ah != nullptr) ? ah : m_ah,
-                          (dctn != 0) ? dctn : m_dct->qp_num, key);
+    if (stream >= 0) {
+        mlx5dv_wr_set_dc_addr_stream(dv, (ah != nullptr) ? ah : m_ah,
+                                     (dctn != 0) ? dctn : m_dct->qp_num, key,
+                                     (uint16_t)stream);
+    } else {
+        mlx5dv_wr_set_dc_addr(dv, (ah != nullptr) ? ah : m_ah,
+                              (dctn != 0) ? dctn : m_dct->qp_num, key);
+    }
     if (inl) {
         ibv_wr_set_inline_data(qpx, buf, len);
     } else {

@@ -40,8 +40,9 @@ protected:
     struct ibv_qp *create_dct(uint64_t key);
     struct ibv_qp *make_dct(uint64_t key, unsigned access);
     /* A DCI created with the given caps (cap is updated), not modified */
-    struct ibv_qp *create_dci(struct ibv_qp_cap *cap,
-                              uint64_t ops = EMU_DCI_OPS);
+    struct ibv_qp *
+    create_dci(struct ibv_qp_cap *cap, uint64_t ops = EMU_DCI_OPS,
+               const struct mlx5dv_dci_streams *streams = nullptr);
     /* RESET -> INIT -> RTR [-> RTS]; returns the first failure */
     int connect_dci(struct ibv_qp *qp, uint8_t to_state = IBV_QPS_RTS,
                     uint8_t timeout = 14, uint8_t retry_cnt = 7,
@@ -56,7 +57,8 @@ protected:
     int post(struct ibv_qp *dci, uint64_t wr_id, int opcode, void *buf,
              uint32_t len, uint32_t lkey, uint64_t raddr, uint32_t rkey,
              uint64_t key = EMU_DCT_KEY, bool inl = false,
-             struct ibv_ah *ah = nullptr, uint32_t dctn = 0);
+             struct ibv_ah *ah = nullptr, uint32_t dctn = 0, int stream = -1,
+             bool signaled = true);
 
     /* set by a derived fixture's constructor: both CQs on m_channel */
     bool m_with_channel                = false;

@@ -198,7 +198,9 @@ TEST_F(emu_test, dv_query_device)
     EXPECT_TRUE(dv.flags & MLX5DV_CONTEXT_FLAGS_CQE_V1);
     /* in/out: what was filled, and the core clock is not */
     EXPECT_EQ((uint64_t)MLX5DV_CONTEXT_MASK_DCI_STREAMS, dv.comp_mask);
-    EXPECT_EQ(0, dv.dci_streams_caps.max_log_num_concurent);
+    /* the soft device's stream channels: 64 per DCI, as many errored */
+    EXPECT_EQ(6, dv.dci_streams_caps.max_log_num_concurent);
+    EXPECT_EQ(6, dv.dci_streams_caps.max_log_num_errored);
     /* a field not asked for is left alone */
     EXPECT_EQ(0xa5a5a5a5u, dv.max_dynamic_bfregs);
 }
