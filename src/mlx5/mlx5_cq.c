@@ -56,10 +56,40 @@ void dcx_mlx5_cq_unschedule_flush(dcx_mlx5_cq_t *cq, dcx_mlx5_qp_t *qp)
     qp->flush_listed = false;
 }
 
+/* Completion of a WR of a DCI with streams: every WR completes on its
+ * own (an error stops its stream only, whose WRs then come flushed). */
+static int dcx_mlx5_cq_stream_cqe(dcx_mlx5_cq_t *cq, dcx_mlx5_qp_t *qp,
+                                  enum ibv_wc_status status, dcx_wc_t *wc)
+{
+    dcx_mlx5_ring_t *ring;
+    uint16_t stream;
+
+    ring = dcx_mlx5_qp_ring_of(qp, cq->cq->wr_id, &stream);
+    if ((ring == NULL) || !dcx_mlx5_ring_take(ring, cq->cq->wr_id, status,
+                                              qp->super.qp_num, wc)) {
+        return 0; /* reported from the ring already (the DCI failed) */
+    }
+    if (status == IBV_WC_SUCCESS) {
+        wc->byte_len = ibv_wc_read_byte_len(cq->cq);
+    } else if (status != IBV_WC_WR_FLUSH_ERR) {
+        wc->vendor_err = ibv_wc_read_vendor_err(cq->cq);
+        dcx_debug("%s: dci 0x%x stream %u: wr_id 0x%llx failed: %s (vendor "
+                  "0x%x)",
+                  cq->super.dev->caps.name, qp->super.qp_num, stream,
+                  (unsigned long long)wc->wr_id, ibv_wc_status_str(status),
+                  wc->vendor_err);
+        dcx_mlx5_dci_stream_failed(qp, stream);
+    }
+    return 1;
+}
+
 /* Completion of a DCI WR.  Returns 1 if *wc was filled, 0 if dropped. */
 static int dcx_mlx5_cq_dci_cqe(dcx_mlx5_cq_t *cq, dcx_mlx5_qp_t *qp,
                                enum ibv_wc_status status, dcx_wc_t *wc)
 {
+    if (qp->super.num_streams > 0) {
+        return dcx_mlx5_cq_stream_cqe(cq, qp, status, wc);
+    }
     switch (dcx_mlx5_ring_cqe(&qp->ring, cq->cq->wr_id, status,
                               qp->super.qp_num, wc)) {
     case DCX_MLX5_CQE_REPORT:
@@ -146,11 +176,10 @@ static int dcx_mlx5_cq_drain_flush(dcx_mlx5_cq_t *cq, int max, dcx_wc_t *wc)
     int n = 0;
 
     while (((qp = cq->flush_head) != NULL) && (n < max)) {
-        while ((n < max) &&
-               dcx_mlx5_ring_flush_one(&qp->ring, qp->super.qp_num, &wc[n])) {
+        while ((n < max) && dcx_mlx5_qp_flush_one(qp, &wc[n])) {
             ++n;
         }
-        if (dcx_mlx5_ring_outstanding(&qp->ring) == 0) {
+        if (dcx_mlx5_qp_outstanding(qp) == 0) {
             dcx_mlx5_cq_unschedule_flush(cq, qp);
         }
     }

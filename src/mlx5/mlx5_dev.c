@@ -490,6 +490,15 @@ int dcx_mlx5_open(const dcx_dev_info_t *info, dcx_dev_t **dev_p)
     if (dcx_mlx5_channel_probe(dev)) {
         dev->super.caps.flags |= DCX_CAP_CQ_EVENT;
     }
+    /* DCIs with stream channels (mlx5dv_wr_set_dc_addr_stream) */
+    if ((dv.comp_mask & MLX5DV_CONTEXT_MASK_DCI_STREAMS) &&
+        (dv.dci_streams_caps.max_log_num_concurent > 0)) {
+        dev->super.caps.flags |= DCX_CAP_DCI_STREAMS;
+        dev->super.caps.dci_streams_log_max =
+            dv.dci_streams_caps.max_log_num_concurent;
+        dev->super.caps.dci_errored_log_max =
+            dv.dci_streams_caps.max_log_num_errored;
+    }
 
     dcx_debug("%s: port %u %s, DEVX %s, DCI depth %u, inline %u, sge %u, "
               "rd_atomic %u, atomics 0x%x, gid index %d",
@@ -554,6 +563,7 @@ const dcx_dev_ops_t dcx_mlx5_dev_ops = {
     .qp_destroy             = dcx_mlx5_qp_destroy,
     .qp_set_error           = dcx_mlx5_qp_set_error,
     .qp_recover             = dcx_mlx5_qp_recover,
+    .qp_stream_reset        = dcx_mlx5_qp_stream_reset,
     /* completion channels (mlx5_channel.c) */
     .comp_channel_create    = dcx_mlx5_channel_create,
     .comp_channel_destroy   = dcx_mlx5_channel_destroy,

@@ -119,6 +119,16 @@ struct dcx_mlx5_qp {
     dcx_mlx5_cq_t *recv_cq;    /* DCT */
     dcx_qp_attr_t attr;        /* as created (for recovery) */
     dcx_mlx5_ring_t ring;      /* DCI, UMR: outstanding WRs */
+    /* a DCI with streams: a ring per stream (its WRs complete in their
+     * order, independently of the other streams'), stream i's sequences
+     * from stream_base + (i << 32) on; which streams are in error, how
+     * many, and how many the DCI takes before it goes to ERR itself
+     * (2^log_num_errored) */
+    dcx_mlx5_ring_t *stream_rings;
+    uint64_t stream_base;
+    uint8_t *stream_err;
+    uint32_t streams_errored;
+    uint32_t streams_err_max;
     /* UMR: a configure's translation table, built here at post */
     struct mlx5dv_mr_interleaved *umr_il;
     struct ibv_sge *umr_sge;
@@ -215,6 +225,19 @@ int dcx_mlx5_qp_destroy(dcx_qp_t *qp);
  * line naming the QP as 'what'. */
 int dcx_mlx5_qp_start(dcx_mlx5_dev_t *dev, dcx_mlx5_qp_t *qp, const char *what,
                       uint32_t max_wr, int (*connect)(dcx_mlx5_qp_t *qp));
+int dcx_mlx5_qp_stream_reset(dcx_qp_t *qp, uint16_t stream_id);
+/* Called by the CQ when it polls an error completion (not a flush) of a
+ * stream of this DCI: the stream is in error, and the DCI too once
+ * streams_err_max of them are. */
+void dcx_mlx5_dci_stream_failed(dcx_mlx5_qp_t *qp, uint16_t stream);
+/* The ring of a completion's WR: the QP's, or its stream's (NULL: a
+ * sequence of no stream of the DCI) */
+dcx_mlx5_ring_t *dcx_mlx5_qp_ring_of(dcx_mlx5_qp_t *qp, uint64_t seq,
+                                     uint16_t *stream_p);
+/* A DCI in ERR: its oldest outstanding WR as flushed into *wc (0: none
+ * left); and how many are outstanding */
+int dcx_mlx5_qp_flush_one(dcx_mlx5_qp_t *qp, dcx_wc_t *wc);
+uint32_t dcx_mlx5_qp_outstanding(const dcx_mlx5_qp_t *qp);
 int dcx_mlx5_qp_set_error(dcx_qp_t *qp);
 int dcx_mlx5_qp_recover(dcx_qp_t *qp);
 /* Called by the CQ when it polls an error completion of this DCI. */

@@ -793,8 +793,6 @@ dcx_mlx5_cqe_action_t dcx_mlx5_ring_cqe(dcx_mlx5_ring_t *ring, uint64_t seq,
                                         enum ibv_wc_status status,
                                         uint32_t qp_num, dcx_wc_t *wc)
 {
-    const dcx_mlx5_wr_slot_t *slot;
-
     if ((seq < ring->tail) || (seq >= ring->head)) {
         return DCX_MLX5_CQE_DROP;
     }
@@ -803,6 +801,19 @@ dcx_mlx5_cqe_action_t dcx_mlx5_ring_cqe(dcx_mlx5_ring_t *ring, uint64_t seq,
          * WQE range); the ring reports all of them, in order. */
         return DCX_MLX5_CQE_FLUSHED;
     }
+    dcx_mlx5_ring_take(ring, seq, status, qp_num, wc);
+    return (status == IBV_WC_SUCCESS) ? DCX_MLX5_CQE_REPORT :
+                                        DCX_MLX5_CQE_FAILED;
+}
+
+int dcx_mlx5_ring_take(dcx_mlx5_ring_t *ring, uint64_t seq,
+                       enum ibv_wc_status status, uint32_t qp_num, dcx_wc_t *wc)
+{
+    const dcx_mlx5_wr_slot_t *slot;
+
+    if ((seq < ring->tail) || (seq >= ring->head)) {
+        return 0;
+    }
     slot       = &ring->slots[seq & ring->mask];
     ring->tail = seq + 1;
     memset(wc, 0, sizeof(*wc));
@@ -810,8 +821,7 @@ dcx_mlx5_cqe_action_t dcx_mlx5_ring_cqe(dcx_mlx5_ring_t *ring, uint64_t seq,
     wc->opcode = (uint8_t)dcx_mlx5_wr_wc_opcode((dcx_wr_opcode_t)slot->opcode);
     wc->qp_num = qp_num;
     wc->status = (uint8_t)dcx_mlx5_wc_status(status);
-    return (status == IBV_WC_SUCCESS) ? DCX_MLX5_CQE_REPORT :
-                                        DCX_MLX5_CQE_FAILED;
+    return 1;
 }
 
 int dcx_mlx5_ring_flush_one(dcx_mlx5_ring_t *ring, uint32_t qp_num,

@@ -327,6 +327,15 @@ dcx_mlx5_cqe_action_t dcx_mlx5_ring_cqe(dcx_mlx5_ring_t *ring, uint64_t seq,
                                         enum ibv_wc_status status,
                                         uint32_t qp_num, dcx_wc_t *wc);
 
+/* Retires the WR of a completion with hardware wr_id "seq", whatever its
+ * status, and every earlier one: 1 with wr_id, status, opcode and qp_num
+ * of *wc filled, or 0 for a stale one (already retired, or before a
+ * reset).  A DCI with streams has a ring per stream, whose completions,
+ * flushed ones too, each come on their own. */
+int dcx_mlx5_ring_take(dcx_mlx5_ring_t *ring, uint64_t seq,
+                       enum ibv_wc_status status, uint32_t qp_num,
+                       dcx_wc_t *wc);
+
 /* Retires the oldest outstanding WR as DCX_WC_WR_FLUSH_ERR into *wc;
  * 0 when the ring is empty. */
 int dcx_mlx5_ring_flush_one(dcx_mlx5_ring_t *ring, uint32_t qp_num,

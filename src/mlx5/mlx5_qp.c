@@ -92,13 +92,32 @@ static inline int dcx_mlx5_dci_check(dcx_mlx5_qp_t *qp, const dcx_send_wr_t *wr)
                   qp->super.qp_num);
         return EINVAL;
     }
-    if (dcx_mlx5_ring_full(&qp->ring)) {
+    if (qp->super.num_streams > 0) {
+        if (wr->stream_id >= qp->super.num_streams) {
+            dcx_error("%s: dci 0x%x: stream %u, the DCI has %u streams", name,
+                      qp->super.qp_num, wr->stream_id, qp->super.num_streams);
+            return EINVAL;
+        }
+        if (dcx_mlx5_ring_full(&qp->stream_rings[wr->stream_id])) {
+            dcx_trace("%s: dci 0x%x: stream %u full (%u)", name,
+                      qp->super.qp_num, wr->stream_id, qp->super.max_send_wr);
+            return ENOMEM;
+        }
+    } else if (dcx_mlx5_ring_full(&qp->ring)) {
         /* send queue full: normal back-pressure */
         dcx_trace("%s: dci 0x%x: send queue full (%u)", name, qp->super.qp_num,
                   qp->ring.size);
         return ENOMEM;
     }
     return 0;
+}
+
+/* The ring a WR goes to: the DCI's, or its stream's */
+static inline dcx_mlx5_ring_t *dcx_mlx5_dci_ring(dcx_mlx5_qp_t *qp,
+                                                 const dcx_send_wr_t *wr)
+{
+    return (qp->super.num_streams > 0) ? &qp->stream_rings[wr->stream_id] :
+                                         &qp->ring;
 }
 
 static int dcx_mlx5_dci_post_send(dcx_qp_t *super, const dcx_send_wr_t *wr)
@@ -141,7 +160,8 @@ static int dcx_mlx5_dci_post_send(dcx_qp_t *super, const dcx_send_wr_t *wr)
     }
 
     ibv_wr_start(qpx);
-    qpx->wr_id    = qp->ring.head; /* our sequence number, see mlx5_cq.c */
+    /* our sequence number, see mlx5_cq.c */
+    qpx->wr_id    = dcx_mlx5_dci_ring(qp, wr)->head;
     qpx->wr_flags = dcx_mlx5_send_flags(wr->flags);
     switch (wr->opcode) {
     case DCX_WR_SEND:
@@ -168,8 +188,15 @@ static int dcx_mlx5_dci_post_send(dcx_qp_t *super, const dcx_send_wr_t *wr)
                               wr->swap);
         break;
     }
-    mlx5dv_wr_set_dc_addr(qp->dvqp, ((dcx_mlx5_ah_t *)wr->dest.ah)->ah,
-                          wr->dest.dctn, wr->dest.dc_key);
+    if (super->num_streams > 0) {
+        mlx5dv_wr_set_dc_addr_stream(qp->dvqp,
+                                     ((dcx_mlx5_ah_t *)wr->dest.ah)->ah,
+                                     wr->dest.dctn, wr->dest.dc_key,
+                                     wr->stream_id);
+    } else {
+        mlx5dv_wr_set_dc_addr(qp->dvqp, ((dcx_mlx5_ah_t *)wr->dest.ah)->ah,
+                              wr->dest.dctn, wr->dest.dc_key);
+    }
     if (total == 0) {
         ibv_wr_set_sge(qpx, 0, 0, 0);
     } else if (wr->flags & DCX_SEND_INLINE) {
@@ -192,7 +219,7 @@ static int dcx_mlx5_dci_post_send(dcx_qp_t *super, const dcx_send_wr_t *wr)
                   super->qp_num, (unsigned long long)wr->wr_id, strerror(ret));
         return ret;
     }
-    dcx_mlx5_ring_push(&qp->ring, wr->wr_id, wr->opcode,
+    dcx_mlx5_ring_push(dcx_mlx5_dci_ring(qp, wr), wr->wr_id, wr->opcode,
                        wr->flags & DCX_SEND_SIGNALED);
     return 0;
 }
@@ -203,12 +230,18 @@ static int dcx_mlx5_dci_post_send_flush(dcx_qp_t *super,
 {
     dcx_mlx5_qp_t *qp = (dcx_mlx5_qp_t *)super;
 
-    if (dcx_mlx5_ring_full(&qp->ring)) {
+    if ((super->num_streams > 0) && (wr->stream_id >= super->num_streams)) {
+        dcx_error("%s: dci 0x%x: stream %u, the DCI has %u streams",
+                  super->dev->caps.name, super->qp_num, wr->stream_id,
+                  super->num_streams);
+        return EINVAL;
+    }
+    if (dcx_mlx5_ring_full(dcx_mlx5_dci_ring(qp, wr))) {
         dcx_trace("%s: dci 0x%x: send queue full (%u)", super->dev->caps.name,
-                  super->qp_num, qp->ring.size);
+                  super->qp_num, super->max_send_wr);
         return ENOMEM;
     }
-    dcx_mlx5_ring_push(&qp->ring, wr->wr_id, wr->opcode,
+    dcx_mlx5_ring_push(dcx_mlx5_dci_ring(qp, wr), wr->wr_id, wr->opcode,
                        wr->flags & DCX_SEND_SIGNALED);
     dcx_mlx5_cq_schedule_flush(qp->send_cq, qp);
     return 0;
@@ -219,6 +252,21 @@ static int dcx_mlx5_dct_post_send(dcx_qp_t *super, const dcx_send_wr_t *wr)
     dcx_error("%s: dct 0x%x: a DCT cannot send", super->dev->caps.name,
               super->qp_num);
     return EINVAL;
+}
+
+void dcx_mlx5_dci_stream_failed(dcx_mlx5_qp_t *qp, uint16_t stream)
+{
+    if (qp->stream_err[stream]) {
+        return;
+    }
+    qp->stream_err[stream] = 1;
+    if (++qp->streams_errored >= qp->streams_err_max) {
+        /* the HCA moved the DCI to ERR: every stream flushes */
+        dcx_debug("%s: dci 0x%x: %u streams in error: the DCI fails",
+                  qp->super.dev->caps.name, qp->super.qp_num,
+                  qp->streams_errored);
+        dcx_mlx5_dci_enter_error(qp);
+    }
 }
 
 void dcx_mlx5_dci_enter_error(dcx_mlx5_qp_t *qp)
@@ -275,12 +323,96 @@ static int dcx_mlx5_dci_connect(dcx_mlx5_qp_t *qp)
     return 0;
 }
 
+static void dcx_mlx5_qp_rings_cleanup(dcx_mlx5_qp_t *qp)
+{
+    uint32_t i;
+
+    dcx_mlx5_ring_cleanup(&qp->ring);
+    for (i = 0; (qp->stream_rings != NULL) && (i < qp->super.num_streams);
+         ++i) {
+        dcx_mlx5_ring_cleanup(&qp->stream_rings[i]);
+    }
+    free(qp->stream_rings);
+    qp->stream_rings = NULL;
+}
+
+dcx_mlx5_ring_t *dcx_mlx5_qp_ring_of(dcx_mlx5_qp_t *qp, uint64_t seq,
+                                     uint16_t *stream_p)
+{
+    uint64_t s;
+
+    if (qp->super.num_streams == 0) {
+        *stream_p = 0;
+        return &qp->ring;
+    }
+    s = (seq - qp->stream_base) >> 32;
+    if ((seq < qp->stream_base) || (s >= qp->super.num_streams)) {
+        return NULL;
+    }
+    *stream_p = (uint16_t)s;
+    return &qp->stream_rings[s];
+}
+
+int dcx_mlx5_qp_flush_one(dcx_mlx5_qp_t *qp, dcx_wc_t *wc)
+{
+    uint32_t i;
+
+    if (dcx_mlx5_ring_flush_one(&qp->ring, qp->super.qp_num, wc)) {
+        return 1;
+    }
+    for (i = 0; i < qp->super.num_streams; ++i) {
+        if (dcx_mlx5_ring_flush_one(&qp->stream_rings[i], qp->super.qp_num,
+                                    wc)) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+uint32_t dcx_mlx5_qp_outstanding(const dcx_mlx5_qp_t *qp)
+{
+    uint32_t i, n = dcx_mlx5_ring_outstanding(&qp->ring);
+
+    for (i = 0; i < qp->super.num_streams; ++i) {
+        n += dcx_mlx5_ring_outstanding(&qp->stream_rings[i]);
+    }
+    return n;
+}
+
+/* The QP's ring, and with streams one per stream (each of max_wr) */
+static int dcx_mlx5_qp_rings_init(dcx_mlx5_qp_t *qp, uint32_t max_wr,
+                                  uint64_t base)
+{
+    uint32_t i;
+    int ret;
+
+    ret = dcx_mlx5_ring_init(&qp->ring, max_wr, base);
+    if ((ret != 0) || (qp->super.num_streams == 0)) {
+        return ret;
+    }
+    qp->stream_base  = base;
+    qp->stream_rings = calloc(qp->super.num_streams, sizeof(*qp->stream_rings));
+    if (qp->stream_rings == NULL) {
+        dcx_mlx5_ring_cleanup(&qp->ring);
+        return ENOMEM;
+    }
+    for (i = 0; i < qp->super.num_streams; ++i) {
+        ret = dcx_mlx5_ring_init(&qp->stream_rings[i], max_wr,
+                                 base + ((uint64_t)i << 32));
+        if (ret != 0) {
+            dcx_mlx5_qp_rings_cleanup(qp);
+            return ret;
+        }
+    }
+    return 0;
+}
+
 int dcx_mlx5_qp_start(dcx_mlx5_dev_t *dev, dcx_mlx5_qp_t *qp, const char *what,
                       uint32_t max_wr, int (*connect)(dcx_mlx5_qp_t *qp))
 {
     int ret;
 
-    ret = dcx_mlx5_ring_init(&qp->ring, max_wr, qp->send_cq->next_seq_base);
+    ret = dcx_mlx5_qp_rings_init(qp, max_wr, qp->send_cq->next_seq_base);
     if (ret != 0) {
         dcx_error("%s: %s 0x%x: no memory for %u WR slots",
                   dev->super.caps.name, what, qp->super.qp_num, max_wr);
@@ -301,7 +433,7 @@ int dcx_mlx5_qp_start(dcx_mlx5_dev_t *dev, dcx_mlx5_qp_t *qp, const char *what,
     return 0;
 
 err_free_ring:
-    dcx_mlx5_ring_cleanup(&qp->ring);
+    dcx_mlx5_qp_rings_cleanup(qp);
     return ret;
 }
 
@@ -328,22 +460,44 @@ static int dcx_mlx5_dci_create(dcx_mlx5_qp_t *qp, dcx_mlx5_pd_t *pd)
     attr.cap.max_inline_data     = a->max_inline;
     dv_attr.comp_mask            = MLX5DV_QP_INIT_ATTR_MASK_DC;
     dv_attr.dc_init_attr.dc_type = MLX5DV_DCTYPE_DCI;
+    if (a->dci_streams) {
+        /* the streams share the HCA's one send queue: each of them gets
+         * max_send_wr slots of it (the device contract's bound) */
+        dv_attr.comp_mask |= MLX5DV_QP_INIT_ATTR_MASK_DCI_STREAMS;
+        dv_attr.dc_init_attr.dci_streams.log_num_concurent =
+            a->log_num_concurrent;
+        dv_attr.dc_init_attr.dci_streams.log_num_errored = a->log_num_errored;
+        attr.cap.max_send_wr = a->max_send_wr << a->log_num_concurrent;
+        qp->stream_err       = calloc(1u << a->log_num_concurrent, 1);
+        if (qp->stream_err == NULL) {
+            dcx_error("%s: dci: out of memory for %u streams",
+                      dev->super.caps.name, 1u << a->log_num_concurrent);
+            return ENOMEM;
+        }
+        qp->super.num_streams = 1u << a->log_num_concurrent;
+        qp->streams_err_max   = 1u << a->log_num_errored;
+    }
 
     errno  = 0;
     qp->qp = mlx5dv_create_qp(dev->ctx, &attr, &dv_attr);
     if (qp->qp == NULL) {
         ret = errno ? errno : EINVAL;
-        dcx_error("%s: dci: mlx5dv_create_qp(depth %u, sge %u, inline %u) "
-                  "failed: %s",
-                  dev->super.caps.name, a->max_send_wr, attr.cap.max_send_sge,
-                  a->max_inline, strerror(ret));
-        return ret;
+        dcx_error("%s: dci: mlx5dv_create_qp(depth %u, sge %u, inline %u, "
+                  "streams %u) failed: %s",
+                  dev->super.caps.name, attr.cap.max_send_wr,
+                  attr.cap.max_send_sge, a->max_inline, qp->super.num_streams,
+                  strerror(ret));
+        goto err_free;
     }
     qp->qpx  = ibv_qp_to_qp_ex(qp->qp);
     qp->dvqp = mlx5dv_qp_ex_from_ibv_qp_ex(qp->qpx);
 
     qp->super.qp_num        = qp->qp->qp_num;
-    qp->super.max_send_wr   = attr.cap.max_send_wr;
+    /* with streams: each stream's share of the queue the device gave */
+    qp->super.max_send_wr   = (qp->super.num_streams > 0) ?
+                                  (attr.cap.max_send_wr >>
+                                 a->log_num_concurrent) :
+                                  attr.cap.max_send_wr;
     qp->super.max_send_sge  = attr.cap.max_send_sge;
     qp->super.max_inline    = attr.cap.max_inline_data;
     qp->super.max_rd_atomic = a->max_rd_atomic;
@@ -351,7 +505,7 @@ static int dcx_mlx5_dci_create(dcx_mlx5_qp_t *qp, dcx_mlx5_pd_t *pd)
         qp->super.max_send_sge = DCX_MLX5_MAX_SGE;
     }
 
-    ret = dcx_mlx5_qp_start(dev, qp, "dci", attr.cap.max_send_wr,
+    ret = dcx_mlx5_qp_start(dev, qp, "dci", qp->super.max_send_wr,
                             dcx_mlx5_dci_connect);
     if (ret != 0) {
         goto err_destroy;
@@ -360,6 +514,9 @@ static int dcx_mlx5_dci_create(dcx_mlx5_qp_t *qp, dcx_mlx5_pd_t *pd)
 
 err_destroy:
     ibv_destroy_qp(qp->qp);
+err_free:
+    free(qp->stream_err);
+    qp->stream_err = NULL;
     return ret;
 }
 
@@ -461,6 +618,16 @@ static int dcx_mlx5_qp_attr_check(dcx_pd_t *pd, const dcx_qp_attr_t *a)
             why = "max_inline above the device limit";
         } else if (a->max_rd_atomic > caps->max_rd_atomic) {
             why = "max_rd_atomic above the device limit";
+        } else if (a->dci_streams &&
+                   (!(caps->flags & DCX_CAP_DCI_STREAMS) ||
+                    (a->log_num_concurrent > caps->dci_streams_log_max) ||
+                    (a->log_num_errored > caps->dci_errored_log_max))) {
+            why = "DCI streams beyond what the device has";
+        } else if (a->dci_streams &&
+                   ((uint64_t)a->max_send_wr << a->log_num_concurrent >
+                    caps->max_qp_wr)) {
+            why = "max_send_wr times the streams above the device's send "
+                  "queue";
         } else {
             dcx_mlx5_transport_params_check(a, &why);
         }
@@ -570,8 +737,9 @@ int dcx_mlx5_qp_destroy(dcx_qp_t *super)
     } else {
         --qp->recv_cq->num_dct;
     }
-    dcx_mlx5_ring_cleanup(&qp->ring);
+    dcx_mlx5_qp_rings_cleanup(qp);
     dcx_mlx5_umr_qp_cleanup(qp);
+    free(qp->stream_err);
     free(qp);
     return 0;
 }
@@ -618,6 +786,13 @@ int dcx_mlx5_qp_recover(dcx_qp_t *super)
     }
     /* libmlx5 purged this QP's unpolled CQEs: forget what is outstanding */
     dcx_mlx5_ring_reset(&qp->ring);
+    for (uint32_t i = 0; i < super->num_streams; ++i) {
+        dcx_mlx5_ring_reset(&qp->stream_rings[i]);
+    }
+    if (qp->stream_err != NULL) {
+        memset(qp->stream_err, 0, super->num_streams);
+        qp->streams_errored = 0;
+    }
     dcx_mlx5_cq_unschedule_flush(qp->send_cq, qp);
 
     ret = (super->type == DCX_QPT_DCI) ? dcx_mlx5_dci_connect(qp) :
@@ -634,5 +809,42 @@ int dcx_mlx5_qp_recover(dcx_qp_t *super)
         dcx_mlx5_dci_enter_error(qp);
         return ret;
     }
+    return 0;
+}
+
+int dcx_mlx5_qp_stream_reset(dcx_qp_t *super, uint16_t stream_id)
+{
+    dcx_mlx5_qp_t *qp = (dcx_mlx5_qp_t *)super;
+    const char *name  = super->dev->caps.name;
+    int ret;
+
+    if ((super->type != DCX_QPT_DCI) || (super->num_streams == 0)) {
+        dcx_error("%s: qp 0x%x stream %u reset: not a DCI with streams", name,
+                  super->qp_num, stream_id);
+        return EINVAL;
+    }
+    if (stream_id >= super->num_streams) {
+        dcx_error("%s: dci 0x%x stream %u reset: the DCI has %u streams", name,
+                  super->qp_num, stream_id, super->num_streams);
+        return EINVAL;
+    }
+    if (super->state != DCX_QPS_RTS) {
+        dcx_error("%s: dci 0x%x stream %u reset: the DCI is not in RTS (%s)",
+                  name, super->qp_num, stream_id,
+                  dcx_mlx5_qp_state_str(super->state));
+        return EOPNOTSUPP;
+    }
+    if (!qp->stream_err[stream_id]) {
+        return 0; /* not in error: nothing to reset */
+    }
+    ret = mlx5dv_dci_stream_id_reset(qp->qp, stream_id);
+    if (ret != 0) {
+        dcx_error("%s: dci 0x%x stream %u reset: mlx5dv_dci_stream_id_reset "
+                  "failed: %s",
+                  name, super->qp_num, stream_id, strerror(ret));
+        return ret;
+    }
+    qp->stream_err[stream_id] = 0;
+    qp->streams_errored--;
     return 0;
 }

@@ -36,6 +36,7 @@ uct_dcx_hardening.remapped_memory_not_written_bad_flow  the emulation does not p
 *uct_dcx_dci_keep.failure_on_kept_dci/*  soft fault injection (error completion)
 *uct_dcx_fc.lost_grant_resent/*  soft fault injection (drops)
 *uct_dcx_stats.failures_counted_file_stays/*  soft fault injection (error completion)
+*uct_dcx_errors.streams_whole_dci_failure_bad_flow/*  soft fault injection (error completion)
 '
 
 filter=$(echo "$SOFT_ONLY" | awk 'NF { printf "%s%s", sep, $1; sep = ":" }')

@@ -1059,3 +1059,22 @@ TEST_F(mlx5_ring, completions_of_another_dci_range_are_stale)
               dcx_mlx5_ring_cqe(&other, kBase, IBV_WC_SUCCESS, 9, &wc));
     dcx_mlx5_ring_cleanup(&other);
 }
+
+/* A stream's ring (a DCI with streams): every completion, a flushed one
+ * too, is reported by itself and retires the WRs before it */
+TEST_F(mlx5_ring, take_reports_any_status_and_retires_earlier_wrs)
+{
+    push(1, DCX_WR_RDMA_WRITE, false);
+    uint64_t s1 = push(2, DCX_WR_RDMA_WRITE, true);
+    uint64_t s2 = push(3, DCX_WR_SEND, false);
+
+    ASSERT_EQ(1, dcx_mlx5_ring_take(&ring, s1, IBV_WC_SUCCESS, 7, &wc));
+    EXPECT_EQ(2u, wc.wr_id);
+    EXPECT_EQ(1u, dcx_mlx5_ring_outstanding(&ring));
+    ASSERT_EQ(1, dcx_mlx5_ring_take(&ring, s2, IBV_WC_WR_FLUSH_ERR, 7, &wc));
+    EXPECT_EQ(3u, wc.wr_id);
+    EXPECT_EQ(DCX_WC_WR_FLUSH_ERR, wc.status);
+    EXPECT_EQ(0u, dcx_mlx5_ring_outstanding(&ring));
+    /* stale: already retired */
+    EXPECT_EQ(0, dcx_mlx5_ring_take(&ring, s1, IBV_WC_SUCCESS, 7, &wc));
+}
