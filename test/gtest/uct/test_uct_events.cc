@@ -12,7 +12,6 @@
 #include <cstring>
 #include <poll.h>
 #include <thread>
-#include <time.h>
 #include <unistd.h>
 
 using namespace dcx_test;
@@ -249,26 +248,11 @@ TEST_P(uct_dcx_events, arm_bad_flow)
 INSTANTIATE_TEST_SUITE_P(policy, uct_dcx_events, UCT_DCX_POLICIES);
 
 
-namespace {
-
-double seconds_since(const struct timespec &t0)
-{
-    struct timespec t1;
-
-    clock_gettime(CLOCK_MONOTONIC, &t1);
-    return (t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) * 1e-9;
-}
-
-} /* namespace */
-
 /* The look's time counts from the first arm after a progress call that
  * found completions: an arm with nothing to do spends it whole, the arms
  * after it (nothing progressed meanwhile) arm at once, and so do arms with
  * ARM_POLL=0 (the bounds are the window's own length, not speed) */
-class uct_dcx_arm_poll : public uct_dcx_test {
-protected:
-    void arm(entity *e, unsigned events) { arm_progressing(e, events); }
-};
+class uct_dcx_arm_poll : public uct_dcx_test {};
 
 TEST_F(uct_dcx_arm_poll, looks_once_per_activity)
 {
@@ -276,24 +260,24 @@ TEST_F(uct_dcx_arm_poll, looks_once_per_activity)
         GTEST_SKIP() << "the mlx5 backend arms at once";
     }
     entity *c = create_entity({{"ARM_POLL", "1s"}});
-    struct timespec t0;
+    double t0;
 
     ASSERT_TRUE(c != NULL);
-    clock_gettime(CLOCK_MONOTONIC, &t0);
-    arm(c, UCT_EVENT_RECV);
-    EXPECT_GE(seconds_since(t0), 0.9) << "the first arm did not look";
+    t0 = now_sec();
+    arm_progressing(c, UCT_EVENT_RECV);
+    EXPECT_GE(now_sec() - t0, 0.9) << "the first arm did not look";
 
-    clock_gettime(CLOCK_MONOTONIC, &t0);
-    arm(c, UCT_EVENT_RECV);
-    arm(c, UCT_EVENT_RECV | UCT_EVENT_SEND_COMP);
-    EXPECT_LT(seconds_since(t0), 0.9)
+    t0 = now_sec();
+    arm_progressing(c, UCT_EVENT_RECV);
+    arm_progressing(c, UCT_EVENT_RECV | UCT_EVENT_SEND_COMP);
+    EXPECT_LT(now_sec() - t0, 0.9)
         << "arms with nothing progressed looked again";
 
     entity *d = create_entity({{"ARM_POLL", "0"}});
     ASSERT_TRUE(d != NULL);
-    clock_gettime(CLOCK_MONOTONIC, &t0);
-    arm(d, UCT_EVENT_RECV);
-    EXPECT_LT(seconds_since(t0), 0.9) << "ARM_POLL=0 looked";
+    t0 = now_sec();
+    arm_progressing(d, UCT_EVENT_RECV);
+    EXPECT_LT(now_sec() - t0, 0.9) << "ARM_POLL=0 looked";
 }
 
 /* Looks that find nothing stop: after four arms that each looked for the
@@ -320,10 +304,10 @@ TEST_F(uct_dcx_arm_poll, stops_looking_when_looks_find_nothing)
         }
         ASSERT_EQ(UCS_OK, status);
         ASSERT_TRUE(wait_for([&] { return rx == round + 1; }));
-        struct timespec t0;
-        clock_gettime(CLOCK_MONOTONIC, &t0);
-        arm(c, UCT_EVENT_RECV);
-        double took = seconds_since(t0);
+        double t0;
+        t0 = now_sec();
+        arm_progressing(c, UCT_EVENT_RECV);
+        double took = now_sec() - t0;
         if (round < 4) {
             EXPECT_GE(took, 0.09) << "round " << round << " did not look";
         } else {
@@ -347,10 +331,10 @@ protected:
 TEST_F(uct_dcx_arm_poll_serialized, arms_at_once)
 {
     entity *c = create_entity({{"ARM_POLL", "1s"}});
-    struct timespec t0;
+    double t0;
 
     ASSERT_TRUE(c != NULL);
-    clock_gettime(CLOCK_MONOTONIC, &t0);
-    arm(c, UCT_EVENT_RECV);
-    EXPECT_LT(seconds_since(t0), 0.9) << "a shared worker's arm looked";
+    t0 = now_sec();
+    arm_progressing(c, UCT_EVENT_RECV);
+    EXPECT_LT(now_sec() - t0, 0.9) << "a shared worker's arm looked";
 }
