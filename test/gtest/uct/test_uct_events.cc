@@ -252,7 +252,19 @@ INSTANTIATE_TEST_SUITE_P(policy, uct_dcx_events, UCT_DCX_POLICIES);
  * found completions: an arm with nothing to do spends it whole, the arms
  * after it (nothing progressed meanwhile) arm at once, and so do arms with
  * ARM_POLL=0 (the bounds are the window's own length, not speed) */
-class uct_dcx_arm_poll : public uct_dcx_test {};
+class uct_dcx_arm_poll : public uct_dcx_test {
+protected:
+    /* Seconds the arms of e took (arm_progressing, one per events given) */
+    double arm_seconds(entity *e, std::initializer_list<unsigned> events)
+    {
+        double t0 = now_sec();
+
+        for (unsigned ev : events) {
+            arm_progressing(e, ev);
+        }
+        return now_sec() - t0;
+    }
+};
 
 TEST_F(uct_dcx_arm_poll, looks_once_per_activity)
 {
@@ -260,24 +272,18 @@ TEST_F(uct_dcx_arm_poll, looks_once_per_activity)
         GTEST_SKIP() << "the mlx5 backend arms at once";
     }
     entity *c = create_entity({{"ARM_POLL", "1s"}});
-    double t0;
 
     ASSERT_TRUE(c != NULL);
-    t0 = now_sec();
-    arm_progressing(c, UCT_EVENT_RECV);
-    EXPECT_GE(now_sec() - t0, 0.9) << "the first arm did not look";
-
-    t0 = now_sec();
-    arm_progressing(c, UCT_EVENT_RECV);
-    arm_progressing(c, UCT_EVENT_RECV | UCT_EVENT_SEND_COMP);
-    EXPECT_LT(now_sec() - t0, 0.9)
+    EXPECT_GE(arm_seconds(c, {UCT_EVENT_RECV}), 0.9)
+        << "the first arm did not look";
+    EXPECT_LT(arm_seconds(c, {UCT_EVENT_RECV,
+                              UCT_EVENT_RECV | UCT_EVENT_SEND_COMP}),
+              0.9)
         << "arms with nothing progressed looked again";
 
     entity *d = create_entity({{"ARM_POLL", "0"}});
     ASSERT_TRUE(d != NULL);
-    t0 = now_sec();
-    arm_progressing(d, UCT_EVENT_RECV);
-    EXPECT_LT(now_sec() - t0, 0.9) << "ARM_POLL=0 looked";
+    EXPECT_LT(arm_seconds(d, {UCT_EVENT_RECV}), 0.9) << "ARM_POLL=0 looked";
 }
 
 /* Looks that find nothing stop: after four arms that each looked for the
@@ -304,10 +310,7 @@ TEST_F(uct_dcx_arm_poll, stops_looking_when_looks_find_nothing)
         }
         ASSERT_EQ(UCS_OK, status);
         ASSERT_TRUE(wait_for([&] { return rx == round + 1; }));
-        double t0;
-        t0 = now_sec();
-        arm_progressing(c, UCT_EVENT_RECV);
-        double took = now_sec() - t0;
+        double took = arm_seconds(c, {UCT_EVENT_RECV});
         if (round < 4) {
             EXPECT_GE(took, 0.09) << "round " << round << " did not look";
         } else {
@@ -331,10 +334,8 @@ protected:
 TEST_F(uct_dcx_arm_poll_serialized, arms_at_once)
 {
     entity *c = create_entity({{"ARM_POLL", "1s"}});
-    double t0;
 
     ASSERT_TRUE(c != NULL);
-    t0 = now_sec();
-    arm_progressing(c, UCT_EVENT_RECV);
-    EXPECT_LT(now_sec() - t0, 0.9) << "a shared worker's arm looked";
+    EXPECT_LT(arm_seconds(c, {UCT_EVENT_RECV}), 0.9)
+        << "a shared worker's arm looked";
 }
