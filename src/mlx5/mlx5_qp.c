@@ -68,6 +68,41 @@ int dcx_mlx5_qp_modify(dcx_mlx5_qp_t *qp, dcx_qp_state_t to,
 /* ------------------------------------------------------------------------
  * DCI fast path
  * ------------------------------------------------------------------------ */
+/* The ring a WR goes to: the DCI's, or its stream's */
+static inline dcx_mlx5_ring_t *dcx_mlx5_dci_ring(dcx_mlx5_qp_t *qp,
+                                                 const dcx_send_wr_t *wr)
+{
+    return (qp->super.num_streams > 0) ? &qp->stream_rings[wr->stream_id] :
+                                         &qp->ring;
+}
+
+/* A WR's stream must be one of the DCI's (any WR of a DCI without streams
+ * goes to its one ring): 0, or EINVAL and one line */
+static inline int dcx_mlx5_dci_stream_check(dcx_mlx5_qp_t *qp,
+                                            const dcx_send_wr_t *wr)
+{
+    if ((qp->super.num_streams > 0) &&
+        (wr->stream_id >= qp->super.num_streams)) {
+        dcx_error("%s: dci 0x%x: stream %u, the DCI has %u streams",
+                  qp->super.dev->caps.name, qp->super.qp_num, wr->stream_id,
+                  qp->super.num_streams);
+        return EINVAL;
+    }
+    return 0;
+}
+
+/* The WR's ring is full (its stream's, with streams): normal back-pressure */
+static inline int dcx_mlx5_dci_full(dcx_mlx5_qp_t *qp, const dcx_send_wr_t *wr)
+{
+    if (dcx_mlx5_ring_full(dcx_mlx5_dci_ring(qp, wr))) {
+        dcx_trace("%s: dci 0x%x: send queue full (%u, stream %u)",
+                  qp->super.dev->caps.name, qp->super.qp_num,
+                  qp->super.max_send_wr, wr->stream_id);
+        return 1;
+    }
+    return 0;
+}
+
 static inline int dcx_mlx5_dci_check(dcx_mlx5_qp_t *qp, const dcx_send_wr_t *wr)
 {
     const char *name    = qp->super.dev->caps.name;
@@ -92,32 +127,10 @@ static inline int dcx_mlx5_dci_check(dcx_mlx5_qp_t *qp, const dcx_send_wr_t *wr)
                   qp->super.qp_num);
         return EINVAL;
     }
-    if (qp->super.num_streams > 0) {
-        if (wr->stream_id >= qp->super.num_streams) {
-            dcx_error("%s: dci 0x%x: stream %u, the DCI has %u streams", name,
-                      qp->super.qp_num, wr->stream_id, qp->super.num_streams);
-            return EINVAL;
-        }
-        if (dcx_mlx5_ring_full(&qp->stream_rings[wr->stream_id])) {
-            dcx_trace("%s: dci 0x%x: stream %u full (%u)", name,
-                      qp->super.qp_num, wr->stream_id, qp->super.max_send_wr);
-            return ENOMEM;
-        }
-    } else if (dcx_mlx5_ring_full(&qp->ring)) {
-        /* send queue full: normal back-pressure */
-        dcx_trace("%s: dci 0x%x: send queue full (%u)", name, qp->super.qp_num,
-                  qp->ring.size);
-        return ENOMEM;
+    if (dcx_mlx5_dci_stream_check(qp, wr) != 0) {
+        return EINVAL;
     }
-    return 0;
-}
-
-/* The ring a WR goes to: the DCI's, or its stream's */
-static inline dcx_mlx5_ring_t *dcx_mlx5_dci_ring(dcx_mlx5_qp_t *qp,
-                                                 const dcx_send_wr_t *wr)
-{
-    return (qp->super.num_streams > 0) ? &qp->stream_rings[wr->stream_id] :
-                                         &qp->ring;
+    return dcx_mlx5_dci_full(qp, wr) ? ENOMEM : 0;
 }
 
 static int dcx_mlx5_dci_post_send(dcx_qp_t *super, const dcx_send_wr_t *wr)
@@ -230,15 +243,10 @@ static int dcx_mlx5_dci_post_send_flush(dcx_qp_t *super,
 {
     dcx_mlx5_qp_t *qp = (dcx_mlx5_qp_t *)super;
 
-    if ((super->num_streams > 0) && (wr->stream_id >= super->num_streams)) {
-        dcx_error("%s: dci 0x%x: stream %u, the DCI has %u streams",
-                  super->dev->caps.name, super->qp_num, wr->stream_id,
-                  super->num_streams);
+    if (dcx_mlx5_dci_stream_check(qp, wr) != 0) {
         return EINVAL;
     }
-    if (dcx_mlx5_ring_full(dcx_mlx5_dci_ring(qp, wr))) {
-        dcx_trace("%s: dci 0x%x: send queue full (%u)", super->dev->caps.name,
-                  super->qp_num, super->max_send_wr);
+    if (dcx_mlx5_dci_full(qp, wr)) {
         return ENOMEM;
     }
     dcx_mlx5_ring_push(dcx_mlx5_dci_ring(qp, wr), wr->wr_id, wr->opcode,
@@ -379,21 +387,20 @@ uint32_t dcx_mlx5_qp_outstanding(const dcx_mlx5_qp_t *qp)
     return n;
 }
 
-/* The QP's ring, and with streams one per stream (each of max_wr) */
+/* The QP's ring, or with streams one per stream (each of max_wr) */
 static int dcx_mlx5_qp_rings_init(dcx_mlx5_qp_t *qp, uint32_t max_wr,
                                   uint64_t base)
 {
     uint32_t i;
     int ret;
 
-    ret = dcx_mlx5_ring_init(&qp->ring, max_wr, base);
-    if ((ret != 0) || (qp->super.num_streams == 0)) {
-        return ret;
+    if (qp->super.num_streams == 0) {
+        return dcx_mlx5_ring_init(&qp->ring, max_wr, base);
     }
+    /* qp->ring stays empty (zeroed): nothing is posted to it */
     qp->stream_base  = base;
     qp->stream_rings = calloc(qp->super.num_streams, sizeof(*qp->stream_rings));
     if (qp->stream_rings == NULL) {
-        dcx_mlx5_ring_cleanup(&qp->ring);
         return ENOMEM;
     }
     for (i = 0; i < qp->super.num_streams; ++i) {
