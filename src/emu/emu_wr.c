@@ -529,7 +529,6 @@ static void emu_wr_abort(struct ibv_qp_ex *qpx)
     pthread_mutex_unlock(&qp->wr_lock);
 }
 
-/* Whether the batch may go to the device; errno or 0 (lock held). */
 /* A DCI with streams: whether the batch fits the shares of its streams
  * (sq_lock held) */
 static bool emu_wr_streams_fit(emu_qp_t *qp)
@@ -573,6 +572,7 @@ static void emu_wr_posted(emu_qp_t *qp, const emu_wr_t *w)
     }
 }
 
+/* Whether the batch may go to the device; errno or 0 (lock held). */
 static int emu_wr_check(emu_qp_t *qp)
 {
     const char *name = qp->qpx.qp_base.context->device->name;

@@ -105,11 +105,10 @@ void uct_dcx_iface_arm_init(uct_dcx_iface_t *iface,
 
 /* Looks in a row that spent their whole time finding nothing, or found
  * work that made no completion for the progress calls after them (the
- * device's timers), after which
- * arms stop looking (the caller's answers come later than that, or the
- * caller makes them itself after arming, as a single-threaded UCT user
- * does), and one arm in UCT_DCX_ARM_PROBE looks again, a found answer
- * resuming the looks */
+ * device's timers), after which arms stop looking (the caller's answers
+ * come later than that, or the caller makes them itself after arming, as
+ * a single-threaded UCT user does); one arm in UCT_DCX_ARM_PROBE looks
+ * again, a found answer resuming the looks */
 #define UCT_DCX_ARM_MISSES 4
 #define UCT_DCX_ARM_PROBE  16
 
