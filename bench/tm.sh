@@ -38,10 +38,11 @@ do_overlap=1
 reps=${DCX_BENCH_REPS:-1}
 sizes="1024 4096 16384 65536 262144 1048576 4194304 16777216"
 sizes_set=0
+iters_set=${DCX_BENCH_ITERS:+1}
 window=0
 while getopts "n:r:l:S:W:EOh" opt; do
     case $opt in
-    n) iters=$OPTARG ;;
+    n) iters=$OPTARG; iters_set=1 ;;
     r) reps=$OPTARG ;;
     l) lib=$OPTARG ;;
     S) sizes=$OPTARG; sizes_set=1 ;;
@@ -147,8 +148,8 @@ if [ $do_overlap -eq 1 ] || [ "$window" -gt 0 ]; then
 fi
 if [ "$window" -gt 0 ]; then
     [ $sizes_set -eq 1 ] || sizes="1024 4096 16384 65536"
-    rounds=${DCX_BENCH_ITERS:-51}
-    [ "$iters" != 500 ] && rounds=$iters
+    rounds=51
+    [ -n "$iters_set" ] && rounds=$iters
     for r in $(seq 1 "$reps"); do
         overlap window off -W "$window" -n "$rounds" -s "$sizes"
         overlap window on -W "$window" -n "$rounds" -s "$sizes"

@@ -124,6 +124,22 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+/* Progresses the worker until fd is readable (the peer's byte) */
+static void serve_until_readable(ucp_worker_h worker, int fd)
+{
+    struct timeval tv = {0, 0};
+    fd_set fds;
+
+    for (;;) {
+        FD_ZERO(&fds);
+        FD_SET(fd, &fds);
+        if (select(fd + 1, &fds, NULL, NULL, &tv) > 0) {
+            return;
+        }
+        ucp_worker_progress(worker);
+    }
+}
+
 /* -W: the sender's side of one size: per round, WINDOW sends once the
  * receiver said go */
 static int window_send(ucp_worker_h worker, ucp_ep_h ep, int in, char *buf,
@@ -135,17 +151,7 @@ static int window_send(ucp_worker_h worker, ucp_ep_h ep, int in, char *buf,
 
     memset(&rp, 0, sizeof(rp));
     for (int r = 0; r < rounds + 1; ++r) {
-        fd_set fds;
-        struct timeval tv = {0, 0};
-
-        for (;;) { /* serve while waiting for the go */
-            FD_ZERO(&fds);
-            FD_SET(in, &fds);
-            if (select(in + 1, &fds, NULL, NULL, &tv) > 0) {
-                break;
-            }
-            ucp_worker_progress(worker);
-        }
+        serve_until_readable(worker, in); /* the receiver's go */
         if (rd(in, &go, 1)) {
             return -1;
         }
@@ -323,17 +329,7 @@ int main(int argc, char **argv)
             for (int c = 0; c < ncomps; ++c) {
                 for (int i = 0; i < iters + 1; ++i) {
                     /* serve while waiting for the receiver's go */
-                    fd_set fds;
-                    struct timeval tv = {0, 0};
-                    for (;;) {
-                        FD_ZERO(&fds);
-                        FD_SET(to_child[0], &fds);
-                        if (select(to_child[0] + 1, &fds, NULL, NULL, &tv) >
-                            0) {
-                            break;
-                        }
-                        ucp_worker_progress(worker);
-                    }
+                    serve_until_readable(worker, to_child[0]);
                     if (rd(to_child[0], &go, 1)) {
                         return 1;
                     }
@@ -343,16 +339,7 @@ int main(int argc, char **argv)
             }
         }
         /* serve until the receiver is done */
-        for (;;) {
-            fd_set fds;
-            struct timeval tv = {0, 0};
-            FD_ZERO(&fds);
-            FD_SET(to_child[0], &fds);
-            if (select(to_child[0] + 1, &fds, NULL, NULL, &tv) > 0) {
-                break;
-            }
-            ucp_worker_progress(worker);
-        }
+        serve_until_readable(worker, to_child[0]);
         _exit(0);
     }
 
