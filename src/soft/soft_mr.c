@@ -162,6 +162,8 @@ void soft_key_remove(soft_dev_t *dev, soft_mr_t *mr)
     /* initiators copying into it directly finish their chunk first */
     soft_direct_mr_withdraw(dev, mr);
     pthread_mutex_unlock(&dev->mr_lock);
+    /* our WQEs that name it touch it no more */
+    soft_req_key_gone(dev, mr->super.lkey);
     dev->num_mr_used--;
     soft_unlock(&dev->lock);
 }

@@ -130,6 +130,41 @@ void soft_sge_scatter(soft_dev_t *dev, const void *buf, const dcx_sge_t *sge,
     soft_sge_walk(dev, sge, num_sge, off, len, NULL, buf);
 }
 
+/* The key 'lkey' was just taken out of the table (soft_key_remove, engine
+ * lock held): as on a NIC, whose access through a destroyed key fails, a
+ * WQE not yet completed that names it in its sg list will not touch that
+ * memory again (the caller may unmap it once this returns).  It completes,
+ * in its turn, with a local protection error: one not started yet through
+ * its forced status, one on the wire, which sends no more packets and
+ * takes no more response data, when it is the oldest (soft_req_mem_gone). */
+void soft_req_key_gone(soft_dev_t *dev, uint32_t lkey)
+{
+    soft_swqe_t *w;
+    soft_qp_t *qp;
+    uint32_t idx;
+    unsigned i;
+
+    for (qp = dev->dcis; qp != NULL; qp = qp->next_dci) {
+        for (idx = qp->sq_comp; idx != qp->sq_head; ++idx) {
+            w = soft_wqe(qp, idx);
+            if ((w->wr.flags & DCX_SEND_INLINE) ||
+                (w->forced != SOFT_NO_STATUS)) {
+                continue;
+            }
+            for (i = 0; i < w->wr.num_sge; ++i) {
+                if (w->sge[i].lkey == lkey) {
+                    dcx_debug("%s: dci 0x%x wr 0x%llx: its memory key 0x%x "
+                              "was deregistered",
+                              soft_qp_dev_name(qp), qp->super.qp_num,
+                              (unsigned long long)w->wr.wr_id, lkey);
+                    w->forced = DCX_WC_LOC_PROT_ERR;
+                    break;
+                }
+            }
+        }
+    }
+}
+
 /* ------------------------------------------------------------------------
  * Completer
  * ------------------------------------------------------------------------ */
@@ -353,6 +388,10 @@ void soft_comp_packet(soft_dev_t *dev, const soft_pkt_t *pkt,
             (pkt->offset + pkt->len > w->total_len)) {
             return;
         }
+        if (__builtin_expect(w->forced != SOFT_NO_STATUS, 0)) {
+            soft_req_complete(qp, w->forced, 0, now); /* memory gone */
+            break;
+        }
         soft_sge_scatter(dev, payload, w->sge, w->wr.num_sge, pkt->offset,
                          pkt->len);
         w->recv_off += pkt->len;
@@ -370,6 +409,10 @@ void soft_comp_packet(soft_dev_t *dev, const soft_pkt_t *pkt,
     case SOFT_OP_ATOMIC_RESP:
         if (!(flags & SOFT_OPF_ATOMIC)) {
             return;
+        }
+        if (__builtin_expect(w->forced != SOFT_NO_STATUS, 0)) {
+            soft_req_complete(qp, w->forced, 0, now); /* memory gone */
+            break;
         }
         if (w->total_len == 4) {
             uint32_t v = (uint32_t)pkt->args[0];
@@ -431,6 +474,18 @@ static inline int soft_req_quiet_ack(const soft_dev_t *dev,
            (dev->acks != NULL) && (dev->fault.rule.type == DCX_SOFT_FAULT_NONE);
 }
 
+/* w, on the wire, lost its memory (soft_req_key_gone): it completes with
+ * its error once everything before it did, and sends nothing meanwhile.
+ * Returns 1: nothing more of the DCI is sent now. */
+static __attribute__((noinline)) int
+soft_req_mem_gone(soft_qp_t *qp, soft_swqe_t *w, uint64_t now)
+{
+    if (w == soft_wqe(qp, qp->sq_comp)) {
+        soft_req_complete(qp, w->forced, 0, now);
+    }
+    return 1;
+}
+
 /* Sends the remaining packets of w; EAGAIN if the target cannot take more
  * right now (ring full or no response credit). */
 static int soft_req_send_packets(soft_qp_t *qp, soft_swqe_t *w, uint64_t now)
@@ -453,6 +508,9 @@ static int soft_req_send_packets(soft_qp_t *qp, soft_swqe_t *w, uint64_t now)
         mtu = dev->hdr->resp.payload;
     }
 
+    if (__builtin_expect(w->forced != SOFT_NO_STATUS, 0)) {
+        return soft_req_mem_gone(qp, w, now);
+    }
     while (!w->all_sent) {
         chunk = w->total_len - w->sent_off;
         nresp = 1;

@@ -123,11 +123,16 @@ uct_dcx_dci_log_entry(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci, uint64_t sn)
  * of an endpoint fails with that endpoint (the failing one, or one already
  * failed).  A WR without endpoint (a credit grant, the probe of a destroyed
  * endpoint, an interface flush marker) names only its destination: it fails
- * if it goes where the failed WR went, and is posted again otherwise.
+ * if it goes where the failed WR went, and is posted again otherwise --
+ * unless WR first failed alone (orphan: a WR of a destroyed endpoint whose
+ * memory was deregistered, which says nothing of the destination).  A
+ * zero-copy WR of a destroyed endpoint is never posted again: its
+ * operation completed at the destroy, and the user may have released its
+ * memory since.
  */
 static int uct_dcx_dci_wr_failed(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci,
                                  uint64_t x, uint64_t first,
-                                 uct_dcx_ep_t *fail_ep)
+                                 uct_dcx_ep_t *fail_ep, int orphan)
 {
     uct_dcx_ep_t *ep = dci->wr_ep[x & iface->pool.ring_mask];
     const dcx_dc_dest_t *dest, *fail_dest;
@@ -137,6 +142,12 @@ static int uct_dcx_dci_wr_failed(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci,
     }
     if (ep != NULL) {
         return (ep == fail_ep) || (ep->flags & UCT_DCX_EP_FLAG_FAILED);
+    }
+    if (dci->wr_opcode[x & iface->pool.ring_mask] & UCT_DCX_WR_USER_MEM) {
+        return 1;
+    }
+    if (orphan) {
+        return 0;
     }
     dest      = &uct_dcx_dci_log_entry(iface, dci, x)->wr.dest;
     fail_dest = &uct_dcx_dci_log_entry(iface, dci, first)->wr.dest;
@@ -152,7 +163,8 @@ static int uct_dcx_dci_wr_failed(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci,
  */
 static void uct_dcx_dci_replay(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci,
                                uint64_t first, uint64_t last,
-                               uct_dcx_ep_t *fail_ep, ucs_queue_head_t *ops,
+                               uct_dcx_ep_t *fail_ep, int orphan,
+                               ucs_queue_head_t *ops,
                                ucs_queue_head_t *failed_ops)
 {
     uct_dcx_wr_log_t *copy = iface->pool.wr_replay;
@@ -163,7 +175,7 @@ static void uct_dcx_dci_replay(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci,
 
     for (x = first; x <= last; ++x) {
         ep     = dci->wr_ep[x & iface->pool.ring_mask];
-        failed = uct_dcx_dci_wr_failed(iface, dci, x, first, fail_ep);
+        failed = uct_dcx_dci_wr_failed(iface, dci, x, first, fail_ep, orphan);
         if (!failed) {
             memcpy(copy, uct_dcx_dci_log_entry(iface, dci, x),
                    iface->pool.log_stride);
@@ -198,21 +210,23 @@ static void uct_dcx_dci_replay(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci,
 }
 
 /* The status the failed WR sn of dci completes with, and its log line
- * (at the interface's failure level when the peer is at fault) */
+ * (at the interface's failure level when the peer is at fault; debug for
+ * an orphan, whose endpoint and operations are gone already) */
 static ucs_status_t uct_dcx_dci_error_status(uct_dcx_iface_t *iface,
                                              uct_dcx_dci_t *dci, uint64_t sn,
                                              const dcx_wc_t *wc,
-                                             uct_dcx_ep_t *fail_ep)
+                                             uct_dcx_ep_t *fail_ep, int orphan)
 {
     ucs_status_t status = uct_dcx_status(wc->status);
     uint8_t opcode;
     char peer[128];
 
     opcode = dci->wr_opcode[sn & iface->pool.ring_mask] & ~UCT_DCX_WR_USER_MEM;
-    ucs_log((status == UCS_ERR_ENDPOINT_TIMEOUT) ||
+    ucs_log(orphan ? UCS_LOG_LEVEL_DEBUG :
+            (status == UCS_ERR_ENDPOINT_TIMEOUT) ||
                     (status == UCS_ERR_CONNECTION_RESET) ?
-                iface->super.config.failure_level :
-                UCS_LOG_LEVEL_ERROR,
+                     iface->super.config.failure_level :
+                     UCS_LOG_LEVEL_ERROR,
             "dcx: %s: %s%s on DCI 0x%x to %s failed: %s (vendor 0x%x)",
             dcx_dev_name(iface->dev),
             (opcode < DCX_WR_OPCODE_LAST) ? uct_dcx_wr_opcode_names[opcode] :
@@ -257,7 +271,7 @@ static int uct_dcx_dci_recover(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci,
  * callbacks may post again, and must not disturb what is being read. */
 static void uct_dcx_dci_error_ops(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci,
                                   uint64_t sn, uint64_t last_sn,
-                                  uct_dcx_ep_t *fail_ep,
+                                  uct_dcx_ep_t *fail_ep, int orphan,
                                   ucs_queue_head_t *flushed,
                                   ucs_queue_head_t *cancelled_ops, int replay,
                                   ucs_status_t status)
@@ -268,7 +282,7 @@ static void uct_dcx_dci_error_ops(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci,
     ucs_queue_head_init(&failed_ops);
     if (replay) {
         /* shared DCI: healthy endpoints lose nothing */
-        uct_dcx_dci_replay(iface, dci, sn, last_sn, fail_ep, flushed,
+        uct_dcx_dci_replay(iface, dci, sn, last_sn, fail_ep, orphan, flushed,
                            &failed_ops);
     }
     while (!ucs_queue_is_empty(flushed)) {
@@ -299,6 +313,13 @@ static UCS_F_NOINLINE void uct_dcx_dci_handle_error(uct_dcx_iface_t *iface,
 {
     int cancel            = !!(dci->flags & UCT_DCX_DCI_FLAG_CANCEL);
     uct_dcx_ep_t *fail_ep = dci->wr_ep[sn & iface->pool.ring_mask];
+    /* a zero-copy WR of an endpoint destroyed while it was in flight,
+     * whose memory the user then deregistered: nobody is told (its
+     * operation completed at the destroy), and it fails alone */
+    int orphan            = (fail_ep == NULL) &&
+                 (dci->wr_opcode[sn & iface->pool.ring_mask] &
+                  UCT_DCX_WR_USER_MEM) &&
+                 (wc->status == DCX_WC_LOC_PROT_ERR);
     ucs_queue_head_t flushed, cancelled_ops;
     ucs_status_t status;
     uint64_t last_sn;
@@ -311,8 +332,9 @@ static UCS_F_NOINLINE void uct_dcx_dci_handle_error(uct_dcx_iface_t *iface,
         uct_dcx_dci_retire(iface, dci, sn - 1, UCS_OK);
     }
 
-    status = cancel ? UCS_ERR_CANCELED :
-                      uct_dcx_dci_error_status(iface, dci, sn, wc, fail_ep);
+    status = cancel ?
+                 UCS_ERR_CANCELED :
+                 uct_dcx_dci_error_status(iface, dci, sn, wc, fail_ep, orphan);
 
     /* The failed WR and every WR after it were flushed */
     ucs_queue_head_init(&flushed);
@@ -321,7 +343,7 @@ static UCS_F_NOINLINE void uct_dcx_dci_handle_error(uct_dcx_iface_t *iface,
 
     ucs_queue_head_init(&cancelled_ops);
     ret = uct_dcx_dci_recover(iface, dci, &cancelled_ops);
-    uct_dcx_dci_error_ops(iface, dci, sn, last_sn, fail_ep, &flushed,
+    uct_dcx_dci_error_ops(iface, dci, sn, last_sn, fail_ep, orphan, &flushed,
                           &cancelled_ops,
                           (dci->log != NULL) && !cancel && (ret == 0), status);
 
