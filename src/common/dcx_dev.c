@@ -240,6 +240,11 @@ void dcx_dev_mem_unmapped(dcx_dev_t *dev, const void *addr, size_t len)
     dev->ops->mem_unmapped(dev, addr, len);
 }
 
+void dcx_dev_unmaps_reported(dcx_dev_t *dev)
+{
+    dev->ops->unmaps_reported(dev);
+}
+
 int dcx_mem_alloc(dcx_dev_t *dev, size_t *length_p, void **addr_p)
 {
     if ((dev->ops->mem_alloc == NULL) ||

@@ -958,6 +958,16 @@ int dcx_mkey_destroy(dcx_mkey_t *mkey);
  * work in progress; never takes the device's engine lock. */
 void dcx_dev_mem_unmapped(dcx_dev_t *dev, const void *addr, size_t len);
 
+/* The caller reports every unmap of the process through
+ * dcx_dev_mem_unmapped() from now on (it holds memory hooks).  A device
+ * that cannot pin pages may then copy to and from the process's own
+ * registered memory (a WR's sg list) with plain loads and stores; until
+ * then, or if nobody calls this (a device opened by the emulated
+ * libibverbs), it copies there in a way that survives memory unmapped
+ * under a registration (the WR fails with a local protection error).  A
+ * no-op where the NIC pins the pages. */
+void dcx_dev_unmaps_reported(dcx_dev_t *dev);
+
 /* Memory allocated by the device (DCX_CAP_MEM_ALLOC; EOPNOTSUPP, logged,
  * without it): at least *length_p bytes (rounded up to whole pages and
  * written back), readable and writable, zeroed; it is registered with
@@ -1036,6 +1046,7 @@ struct dcx_dev_ops {
     int (*mkey_create)(dcx_pd_t *pd, uint32_t max_entries, dcx_mkey_t **mkey_p);
     int (*mkey_destroy)(dcx_mkey_t *mkey);
     void (*mem_unmapped)(dcx_dev_t *dev, const void *addr, size_t len);
+    void (*unmaps_reported)(dcx_dev_t *dev);
     int (*cq_create)(dcx_dev_t *dev, uint32_t cqe, dcx_cq_t **cq_p);
     int (*cq_destroy)(dcx_cq_t *cq);
     int (*srq_create)(dcx_pd_t *pd, const dcx_srq_attr_t *attr,

@@ -536,6 +536,11 @@ static void dcx_mlx5_mem_unmapped(dcx_dev_t *dev, const void *addr, size_t len)
 {
 }
 
+/* Nor does knowing that unmaps will be reported. */
+static void dcx_mlx5_unmaps_reported(dcx_dev_t *dev)
+{
+}
+
 /* The NIC needs no software progress. */
 static void dcx_mlx5_progress(dcx_dev_t *dev)
 {
@@ -545,6 +550,7 @@ const dcx_dev_ops_t dcx_mlx5_dev_ops = {
     .close                  = dcx_mlx5_close,
     .port_addr              = dcx_mlx5_port_addr,
     .mem_unmapped           = dcx_mlx5_mem_unmapped,
+    .unmaps_reported        = dcx_mlx5_unmaps_reported,
     .addr_check             = dcx_mlx5_addr_check,
     .progress               = dcx_mlx5_progress,
     .pd_alloc               = dcx_mlx5_pd_alloc,

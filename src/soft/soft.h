@@ -567,6 +567,9 @@ struct soft_dev {
     int copying;    /* an engine copy is in flight */
     int (*copy_out)(soft_dev_t *dev, void *dst, const void *src, size_t len);
     int (*copy_in)(soft_dev_t *dev, void *dst, const void *src, size_t len);
+    /* our WRs' sg lists: copy_*, plain once unmaps are reported */
+    int (*local_out)(soft_dev_t *dev, void *dst, const void *src, size_t len);
+    int (*local_in)(soft_dev_t *dev, void *dst, const void *src, size_t len);
     uint32_t num_mrs;   /* table size */
     uint32_t num_mkeys; /* strided keys in the table */
     /* the batch remote accesses through strided keys fill, under the
@@ -672,12 +675,11 @@ static inline const soft_opinfo_t *soft_op(unsigned op)
     return &soft_opinfo[op];
 }
 
-/* Copies between a flat buffer and an sg list, starting at byte 'off' of
- * the list (sges over strided keys go through the key's layout). */
-void soft_sge_gather(soft_dev_t *dev, void *buf, const dcx_sge_t *sge,
+/* Copies between a buffer and an sg list from its byte 'off': 0 or EFAULT */
+int soft_sge_gather(soft_dev_t *dev, void *buf, const dcx_sge_t *sge,
+                    unsigned num_sge, uint64_t off, uint64_t len);
+int soft_sge_scatter(soft_dev_t *dev, const void *buf, const dcx_sge_t *sge,
                      unsigned num_sge, uint64_t off, uint64_t len);
-void soft_sge_scatter(soft_dev_t *dev, const void *buf, const dcx_sge_t *sge,
-                      unsigned num_sge, uint64_t off, uint64_t len);
 
 #include "soft_clock.h" /* the clocks: after the types they read */
 
@@ -1018,8 +1020,7 @@ void soft_tm_send_op(soft_dev_t *dev, soft_qp_t *dct, soft_rstate_t *rs,
 void soft_tm_abandon(soft_dev_t *dev, soft_rstate_t *rs);
 int soft_tm_progress_live(soft_dev_t *dev);
 
-/* The engine pass's rendezvous hook: nothing to do, not even a call, while
- * no device rendezvous is live (soft_tm_progress_live) */
+/* The engine pass's rendezvous hook: not even a call while none is live */
 static inline int soft_tm_progress(soft_dev_t *dev)
 {
     return (dev->tm_rndv_live != 0) && soft_tm_progress_live(dev);
@@ -1027,6 +1028,9 @@ static inline int soft_tm_progress(soft_dev_t *dev)
 
 /* soft_mem.c */
 void soft_mem_init(soft_dev_t *dev);
+int soft_mem_local_begin(soft_dev_t *dev, const dcx_sge_t *sge, unsigned n);
+void soft_mem_local_end(soft_dev_t *dev);
+void soft_mem_unmaps_reported(dcx_dev_t *dev);
 int soft_mem_write(soft_dev_t *dev, soft_mr_t *mr, uint64_t addr,
                    const void *src, size_t len);
 int soft_mem_read(soft_dev_t *dev, soft_mr_t *mr, void *dst, uint64_t addr,

@@ -123,6 +123,7 @@ static const dcx_dev_ops_t soft_dev_ops = {
     .mkey_create            = soft_mkey_create,
     .mkey_destroy           = soft_mkey_destroy,
     .mem_unmapped           = soft_mem_unmapped,
+    .unmaps_reported        = soft_mem_unmaps_reported,
     .cq_create              = soft_cq_create,
     .cq_destroy             = soft_cq_destroy,
     .srq_create             = soft_srq_create,

@@ -103,6 +103,8 @@ void soft_mem_init(soft_dev_t *dev)
         dev->copy_out = soft_mem_copy_plain;
         dev->copy_in  = soft_mem_copy_plain;
     }
+    dev->local_out = dev->copy_out;
+    dev->local_in  = dev->copy_in;
 }
 
 /* The engine marks the copy it is about to make (seq_cst store), then
@@ -122,6 +124,45 @@ static inline int soft_mem_begin(soft_dev_t *dev, soft_mr_t *mr)
 static inline void soft_mem_end(soft_dev_t *dev)
 {
     __atomic_store_n(&dev->copying, 0, __ATOMIC_RELEASE);
+}
+
+/* The requester's copies through its own sg lists (gathering a packet,
+ * scattering a READ or atomic response) take part in the same protocol:
+ * marked in flight, then every region named checked (deregistered, or
+ * invalidated because it is being unmapped: 0, nothing marked, the WQE
+ * fails with a local protection error), then soft_mem_local_end after the
+ * copy.  An sge through a strided key checks nothing here: its layout's
+ * regions are checked when the key is executed. */
+int soft_mem_local_begin(soft_dev_t *dev, const dcx_sge_t *sge,
+                         unsigned num_sge)
+{
+    soft_mr_t *mr;
+    unsigned i;
+
+    __atomic_store_n(&dev->copying, 1, __ATOMIC_SEQ_CST);
+    for (i = 0; i < num_sge; ++i) {
+        mr = soft_key_lookup(dev, sge[i].lkey);
+        if ((mr == NULL) || __atomic_load_n(&mr->invalid, __ATOMIC_SEQ_CST)) {
+            soft_mem_end(dev);
+            return 0;
+        }
+    }
+    return 1;
+}
+
+void soft_mem_local_end(soft_dev_t *dev)
+{
+    soft_mem_end(dev);
+}
+
+/* dcx_dev_unmaps_reported(): an unmap invalidates the regions first
+ * (soft_mem_unmapped), and soft_mem_local_begin sees that before copying */
+void soft_mem_unmaps_reported(dcx_dev_t *dev_)
+{
+    soft_dev_t *dev = soft_dev(dev_);
+
+    dev->local_out = soft_mem_copy_plain;
+    dev->local_in  = soft_mem_copy_plain;
 }
 
 int soft_mem_write(soft_dev_t *dev, soft_mr_t *mr, uint64_t addr,

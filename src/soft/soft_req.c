@@ -69,10 +69,11 @@ const soft_opinfo_t soft_opinfo[SOFT_OPCODE_MAX] = {
 
 /* Copies 'len' bytes at byte 'off' of an sg list: into 'gather' if it is
  * not NULL, else from 'scatter' into the list.  The list was checked
- * (soft_sge_ok); an sge over a strided key goes through its layout. */
-static void soft_sge_walk(soft_dev_t *dev, const dcx_sge_t *sge,
-                          unsigned num_sge, uint64_t off, uint64_t len,
-                          uint8_t *gather, const uint8_t *scatter)
+ * (soft_sge_ok); an sge over a strided key goes through its layout.  0, or
+ * EFAULT if memory of the list was found unmapped (the copy stops there). */
+static int soft_sge_walk(soft_dev_t *dev, const dcx_sge_t *sge,
+                         unsigned num_sge, uint64_t off, uint64_t len,
+                         uint8_t *gather, const uint8_t *scatter)
 {
     unsigned i;
 
@@ -107,27 +108,32 @@ static void soft_sge_walk(soft_dev_t *dev, const dcx_sge_t *sge,
         }
         a = (uint8_t *)(uintptr_t)(sge[i].addr + off);
         if (gather != NULL) {
-            memcpy(gather, a, chunk);
+            if (dev->local_in(dev, gather, a, chunk) != 0) {
+                return EFAULT;
+            }
             gather += chunk;
         } else {
-            memcpy(a, scatter, chunk);
+            if (dev->local_out(dev, a, scatter, chunk) != 0) {
+                return EFAULT;
+            }
             scatter += chunk;
         }
         len -= chunk;
         off = 0;
     }
+    return 0;
 }
 
-void soft_sge_gather(soft_dev_t *dev, void *buf, const dcx_sge_t *sge,
+int soft_sge_gather(soft_dev_t *dev, void *buf, const dcx_sge_t *sge,
+                    unsigned num_sge, uint64_t off, uint64_t len)
+{
+    return soft_sge_walk(dev, sge, num_sge, off, len, buf, NULL);
+}
+
+int soft_sge_scatter(soft_dev_t *dev, const void *buf, const dcx_sge_t *sge,
                      unsigned num_sge, uint64_t off, uint64_t len)
 {
-    soft_sge_walk(dev, sge, num_sge, off, len, buf, NULL);
-}
-
-void soft_sge_scatter(soft_dev_t *dev, const void *buf, const dcx_sge_t *sge,
-                      unsigned num_sge, uint64_t off, uint64_t len)
-{
-    soft_sge_walk(dev, sge, num_sge, off, len, NULL, buf);
+    return soft_sge_walk(dev, sge, num_sge, off, len, NULL, buf);
 }
 
 /* The key 'lkey' was just taken out of the table (soft_key_remove, engine
@@ -332,6 +338,19 @@ void soft_req_acked(soft_qp_t *qp, uint64_t now)
     soft_req_acked_in(qp, now);
 }
 
+/* Before a response's data is written into the sg list of w (the oldest
+ * WQE): 1 with the copy marked (soft_mem_local_end after it), or 0 once w
+ * was failed because its memory is gone (deregistered or unmapped). */
+static int soft_req_local_begin(soft_qp_t *qp, soft_swqe_t *w, uint64_t now)
+{
+    if (__builtin_expect(w->forced == SOFT_NO_STATUS, 1) &&
+        soft_mem_local_begin(qp->dev, w->sge, w->wr.num_sge)) {
+        return 1;
+    }
+    soft_req_complete(qp, DCX_WC_LOC_PROT_ERR, 0, now);
+    return 0;
+}
+
 void soft_comp_packet(soft_dev_t *dev, const soft_pkt_t *pkt,
                       const void *payload)
 {
@@ -340,6 +359,7 @@ void soft_comp_packet(soft_dev_t *dev, const soft_pkt_t *pkt,
     soft_swqe_t *w;
     soft_qp_t *qp;
     unsigned flags;
+    int ret;
 
     if ((idx >= dev->max_qps) || ((qp = dev->qps[idx]) == NULL) ||
         (qp->super.type != DCX_QPT_DCI) || (qp->super.state != DCX_QPS_RTS) ||
@@ -388,12 +408,16 @@ void soft_comp_packet(soft_dev_t *dev, const soft_pkt_t *pkt,
             (pkt->offset + pkt->len > w->total_len)) {
             return;
         }
-        if (__builtin_expect(w->forced != SOFT_NO_STATUS, 0)) {
-            soft_req_complete(qp, w->forced, 0, now); /* memory gone */
+        if (!soft_req_local_begin(qp, w, now)) {
+            break; /* memory gone: failed */
+        }
+        if (soft_sge_scatter(dev, payload, w->sge, w->wr.num_sge, pkt->offset,
+                             pkt->len) != 0) {
+            soft_mem_local_end(dev);
+            soft_req_complete(qp, DCX_WC_LOC_PROT_ERR, 0, now);
             break;
         }
-        soft_sge_scatter(dev, payload, w->sge, w->wr.num_sge, pkt->offset,
-                         pkt->len);
+        soft_mem_local_end(dev);
         w->recv_off += pkt->len;
         if (w->credits > 0) {
             w->credits--;
@@ -410,17 +434,18 @@ void soft_comp_packet(soft_dev_t *dev, const soft_pkt_t *pkt,
         if (!(flags & SOFT_OPF_ATOMIC)) {
             return;
         }
-        if (__builtin_expect(w->forced != SOFT_NO_STATUS, 0)) {
-            soft_req_complete(qp, w->forced, 0, now); /* memory gone */
-            break;
+        if (!soft_req_local_begin(qp, w, now)) {
+            break; /* memory gone: failed */
         }
         if (w->total_len == 4) {
             uint32_t v = (uint32_t)pkt->args[0];
-            soft_sge_scatter(dev, &v, w->sge, 1, 0, 4);
+            ret        = soft_sge_scatter(dev, &v, w->sge, 1, 0, 4);
         } else {
-            soft_sge_scatter(dev, &pkt->args[0], w->sge, 1, 0, 8);
+            ret = soft_sge_scatter(dev, &pkt->args[0], w->sge, 1, 0, 8);
         }
-        soft_req_complete(qp, DCX_WC_SUCCESS, (uint32_t)w->total_len, now);
+        soft_mem_local_end(dev);
+        soft_req_complete(qp, (ret == 0) ? DCX_WC_SUCCESS : DCX_WC_LOC_PROT_ERR,
+                          (uint32_t)w->total_len, now);
         break;
     default:
         return;
@@ -497,7 +522,7 @@ static int soft_req_send_packets(soft_qp_t *qp, soft_swqe_t *w, uint64_t now)
     soft_pkt_t *pkt;
     void *payload;
     uint64_t pos;
-    int fate;
+    int fate, local;
 
     target = soft_peer_map(dev, w->peer);
     mtu    = dev->limits.mtu;
@@ -511,6 +536,7 @@ static int soft_req_send_packets(soft_qp_t *qp, soft_swqe_t *w, uint64_t now)
     if (__builtin_expect(w->forced != SOFT_NO_STATUS, 0)) {
         return soft_req_mem_gone(qp, w, now);
     }
+    local = (flags & SOFT_OPF_PAYLOAD) && !(w->wr.flags & DCX_SEND_INLINE);
     while (!w->all_sent) {
         chunk = w->total_len - w->sent_off;
         nresp = 1;
@@ -536,6 +562,12 @@ static int soft_req_send_packets(soft_qp_t *qp, soft_swqe_t *w, uint64_t now)
         } else if (chunk > mtu) {
             chunk = mtu;
         }
+        /* the packet's bytes are gathered under the copy mark, once the
+         * memory is known to be there (soft_mem.c) */
+        if (local && !soft_mem_local_begin(dev, w->sge, w->wr.num_sge)) {
+            w->forced = DCX_WC_LOC_PROT_ERR;
+            return soft_req_mem_gone(qp, w, now);
+        }
         fate = soft_fault_tx(dev, w->wr.opcode, &delay);
         pkt  = NULL;
         if ((target != NULL) && (fate != SOFT_TX_DROP) && !dev->killed &&
@@ -543,6 +575,9 @@ static int soft_req_send_packets(soft_qp_t *qp, soft_swqe_t *w, uint64_t now)
             pkt = soft_ring_reserve_c(target, &target->req, dev->pid,
                                       &w->peer->req_freed_seen, &payload, &pos);
             if (pkt == NULL) {
+                if (local) {
+                    soft_mem_local_end(dev);
+                }
                 if (fate != SOFT_TX_PASS) {
                     /* the fault will apply to the retried packet again */
                     dev->fault.hits--;
@@ -599,12 +634,16 @@ static int soft_req_send_packets(soft_qp_t *qp, soft_swqe_t *w, uint64_t now)
             if (flags & SOFT_OPF_PAYLOAD) {
                 if (w->wr.flags & DCX_SEND_INLINE) {
                     memcpy(payload, w->inl + w->sent_off, chunk);
-                } else {
-                    soft_sge_gather(dev, payload, w->sge, w->wr.num_sge,
-                                    w->sent_off, chunk);
+                } else if (soft_sge_gather(dev, payload, w->sge, w->wr.num_sge,
+                                           w->sent_off, chunk) != 0) {
+                    /* unmapped under its registration: the slot goes out
+                     * as a packet the target drops, and w fails */
+                    w->forced = DCX_WC_LOC_PROT_ERR;
+                    fate      = SOFT_TX_CORRUPT;
                 }
             }
-            if (dev->fault.rule.type != DCX_SOFT_FAULT_NONE) {
+            if ((dev->fault.rule.type != DCX_SOFT_FAULT_NONE) ||
+                (fate == SOFT_TX_CORRUPT)) {
                 pkt->flags |= SOFT_PKT_CSUM;
                 pkt->csum = soft_pkt_csum(pkt) ^ (fate == SOFT_TX_CORRUPT);
             } else {
@@ -620,6 +659,12 @@ static int soft_req_send_packets(soft_qp_t *qp, soft_swqe_t *w, uint64_t now)
             w->tx_end   = (uint32_t)(pos + 1); /* 0 at a wrap: no end */
             if (!w->peer->own) {
                 soft_req_watch(w->peer, pos, now);
+            }
+        }
+        if (local) {
+            soft_mem_local_end(dev);
+            if (__builtin_expect(w->forced != SOFT_NO_STATUS, 0)) {
+                return soft_req_mem_gone(qp, w, now);
             }
         }
         dev->stats.tx_packets++;

@@ -425,6 +425,7 @@ static void uct_dcx_md_unmap_hook_init(uct_dcx_md_t *md)
         return;
     }
     md->unmap_hook = 1;
+    dcx_dev_unmaps_reported(md->dev);
 }
 
 /* One line per device with what went through it, so that a job run with
