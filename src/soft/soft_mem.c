@@ -88,6 +88,44 @@ static int soft_mem_copy_plain(soft_dev_t *dev, void *dst, const void *src,
     return 0;
 }
 
+/* Our own WRs' sg lists before unmaps are reported: the kernel copies,
+ * unless cross-memory attach is refused later (a seccomp filter set after
+ * the open): plain copies from then on, as for a device that never had it */
+static int soft_mem_local_refused(soft_dev_t *dev)
+{
+    if ((errno != EPERM) && (errno != ENOSYS)) {
+        return 0;
+    }
+    dcx_debug("%s: process_vm_readv/writev on self refused (%s): our WRs' "
+              "memory is copied directly",
+              dev->super.caps.name, strerror(errno));
+    dev->local_out = soft_mem_copy_plain;
+    dev->local_in  = soft_mem_copy_plain;
+    return 1;
+}
+
+static int soft_mem_local_kernel_out(soft_dev_t *dev, void *dst,
+                                     const void *src, size_t len)
+{
+    errno = 0; /* a short copy sets none */
+    if (soft_mem_copy_kernel_out(dev, dst, src, len) == 0) {
+        return 0;
+    }
+    return soft_mem_local_refused(dev) ? dev->local_out(dev, dst, src, len) :
+                                         EFAULT;
+}
+
+static int soft_mem_local_kernel_in(soft_dev_t *dev, void *dst, const void *src,
+                                    size_t len)
+{
+    errno = 0;
+    if (soft_mem_copy_kernel_in(dev, dst, src, len) == 0) {
+        return 0;
+    }
+    return soft_mem_local_refused(dev) ? dev->local_in(dev, dst, src, len) :
+                                         EFAULT;
+}
+
 void soft_mem_init(soft_dev_t *dev)
 {
     uint64_t probe_src = 0x5a5a, probe_dst = 0;
@@ -103,8 +141,12 @@ void soft_mem_init(soft_dev_t *dev)
         dev->copy_out = soft_mem_copy_plain;
         dev->copy_in  = soft_mem_copy_plain;
     }
-    dev->local_out = dev->copy_out;
-    dev->local_in  = dev->copy_in;
+    dev->local_out = (dev->copy_out == soft_mem_copy_plain) ?
+                         soft_mem_copy_plain :
+                         soft_mem_local_kernel_out;
+    dev->local_in  = (dev->copy_in == soft_mem_copy_plain) ?
+                         soft_mem_copy_plain :
+                         soft_mem_local_kernel_in;
 }
 
 /* The engine marks the copy it is about to make (seq_cst store), then
@@ -128,26 +170,36 @@ static inline void soft_mem_end(soft_dev_t *dev)
 
 /* The requester's copies through its own sg lists (gathering a packet,
  * scattering a READ or atomic response) take part in the same protocol:
- * marked in flight, then every region named checked (deregistered, or
- * invalidated because it is being unmapped: 0, nothing marked, the WQE
- * fails with a local protection error), then soft_mem_local_end after the
- * copy.  An sge through a strided key checks nothing here: its layout's
- * regions are checked when the key is executed. */
+ * marked in flight, then every region named checked, then
+ * soft_mem_local_end after the copy.  0 (marked), or, with nothing marked:
+ * ENOENT, a key was deregistered (the WQE fails with a local protection
+ * error, as through a NIC's destroyed key); EFAULT, a region was
+ * invalidated because it is being unmapped (a NIC would still reach the
+ * pinned pages: a response is taken and dropped; a gather has nothing to
+ * send, and fails).  An sge through a strided key checks nothing here: its
+ * layout's regions are checked when the key is executed. */
 int soft_mem_local_begin(soft_dev_t *dev, const dcx_sge_t *sge,
                          unsigned num_sge)
 {
     soft_mr_t *mr;
+    uint32_t idx;
     unsigned i;
 
     __atomic_store_n(&dev->copying, 1, __ATOMIC_SEQ_CST);
     for (i = 0; i < num_sge; ++i) {
-        mr = soft_key_lookup(dev, sge[i].lkey);
-        if ((mr == NULL) || __atomic_load_n(&mr->invalid, __ATOMIC_SEQ_CST)) {
+        /* (not soft_key_find, which hides an invalidated region) */
+        idx = sge[i].lkey >> 8;
+        mr  = (idx < dev->num_mrs) ? dev->mrs[idx] : NULL;
+        if ((mr == NULL) || (mr->super.lkey != sge[i].lkey)) {
             soft_mem_end(dev);
-            return 0;
+            return ENOENT;
+        }
+        if (__atomic_load_n(&mr->invalid, __ATOMIC_SEQ_CST)) {
+            soft_mem_end(dev);
+            return EFAULT;
         }
     }
-    return 1;
+    return 0;
 }
 
 void soft_mem_local_end(soft_dev_t *dev)

@@ -623,8 +623,6 @@ int soft_sge_ok(soft_dev_t *dev, const dcx_sge_t *sge, uint32_t access)
         return soft_mkey_walk(dev, mr->mkey, sge->addr, sge->length, access,
                               NULL, NULL) == 0;
     }
-    return !(access & ~mr->super.access) &&
-           !__atomic_load_n(&mr->invalid, __ATOMIC_ACQUIRE) &&
-           (sge->addr >= mr->start) && (sge->addr <= mr->end) &&
-           (sge->length <= mr->end - sge->addr);
+    return !(access & ~mr->super.access) && (sge->addr >= mr->start) &&
+           (sge->addr <= mr->end) && (sge->length <= mr->end - sge->addr);
 }

@@ -339,16 +339,21 @@ void soft_req_acked(soft_qp_t *qp, uint64_t now)
 }
 
 /* Before a response's data is written into the sg list of w (the oldest
- * WQE): 1 with the copy marked (soft_mem_local_end after it), or 0 once w
- * was failed because its memory is gone (deregistered or unmapped). */
+ * WQE): 0 with the copy marked (soft_mem_local_end after it), EFAULT to
+ * drop the data (memory unmapped under its registration), or ENOENT once
+ * w was failed because a key of it was deregistered (see
+ * soft_mem_local_begin). */
 static int soft_req_local_begin(soft_qp_t *qp, soft_swqe_t *w, uint64_t now)
 {
-    if (__builtin_expect(w->forced == SOFT_NO_STATUS, 1) &&
-        soft_mem_local_begin(qp->dev, w->sge, w->wr.num_sge)) {
-        return 1;
+    int ret = ENOENT;
+
+    if (__builtin_expect(w->forced == SOFT_NO_STATUS, 1)) {
+        ret = soft_mem_local_begin(qp->dev, w->sge, w->wr.num_sge);
     }
-    soft_req_complete(qp, DCX_WC_LOC_PROT_ERR, 0, now);
-    return 0;
+    if (ret == ENOENT) {
+        soft_req_complete(qp, DCX_WC_LOC_PROT_ERR, 0, now);
+    }
+    return ret;
 }
 
 void soft_comp_packet(soft_dev_t *dev, const soft_pkt_t *pkt,
@@ -408,16 +413,17 @@ void soft_comp_packet(soft_dev_t *dev, const soft_pkt_t *pkt,
             (pkt->offset + pkt->len > w->total_len)) {
             return;
         }
-        if (!soft_req_local_begin(qp, w, now)) {
-            break; /* memory gone: failed */
+        ret = soft_req_local_begin(qp, w, now);
+        if (ret == ENOENT) {
+            break; /* failed */
         }
-        if (soft_sge_scatter(dev, payload, w->sge, w->wr.num_sge, pkt->offset,
-                             pkt->len) != 0) {
+        if (ret == 0) {
+            /* (a page the fault-safe copy finds gone: dropped, as when
+             * unmapped) */
+            (void)soft_sge_scatter(dev, payload, w->sge, w->wr.num_sge,
+                                   pkt->offset, pkt->len);
             soft_mem_local_end(dev);
-            soft_req_complete(qp, DCX_WC_LOC_PROT_ERR, 0, now);
-            break;
         }
-        soft_mem_local_end(dev);
         w->recv_off += pkt->len;
         if (w->credits > 0) {
             w->credits--;
@@ -434,18 +440,20 @@ void soft_comp_packet(soft_dev_t *dev, const soft_pkt_t *pkt,
         if (!(flags & SOFT_OPF_ATOMIC)) {
             return;
         }
-        if (!soft_req_local_begin(qp, w, now)) {
-            break; /* memory gone: failed */
+        ret = soft_req_local_begin(qp, w, now);
+        if (ret == ENOENT) {
+            break; /* failed */
         }
-        if (w->total_len == 4) {
+        if (ret == 0) {
             uint32_t v = (uint32_t)pkt->args[0];
-            ret        = soft_sge_scatter(dev, &v, w->sge, 1, 0, 4);
-        } else {
-            ret = soft_sge_scatter(dev, &pkt->args[0], w->sge, 1, 0, 8);
+
+            (void)soft_sge_scatter(dev,
+                                   (w->total_len == 4) ? (const void *)&v :
+                                                         &pkt->args[0],
+                                   w->sge, 1, 0, w->total_len);
+            soft_mem_local_end(dev);
         }
-        soft_mem_local_end(dev);
-        soft_req_complete(qp, (ret == 0) ? DCX_WC_SUCCESS : DCX_WC_LOC_PROT_ERR,
-                          (uint32_t)w->total_len, now);
+        soft_req_complete(qp, DCX_WC_SUCCESS, (uint32_t)w->total_len, now);
         break;
     default:
         return;
@@ -564,7 +572,7 @@ static int soft_req_send_packets(soft_qp_t *qp, soft_swqe_t *w, uint64_t now)
         }
         /* the packet's bytes are gathered under the copy mark, once the
          * memory is known to be there (soft_mem.c) */
-        if (local && !soft_mem_local_begin(dev, w->sge, w->wr.num_sge)) {
+        if (local && (soft_mem_local_begin(dev, w->sge, w->wr.num_sge) != 0)) {
             w->forced = DCX_WC_LOC_PROT_ERR;
             return soft_req_mem_gone(qp, w, now);
         }

@@ -478,6 +478,8 @@ typedef struct uct_dcx_dci_pool {
     uint32_t ring_mask;      /* wr_ep ring size - 1 */
     size_t log_stride;       /* bytes per WR log entry */
     void *wr_replay;         /* one log entry: replay copy */
+    /* deregistrations held back for orphans (dcx_dci_comp.c) */
+    uct_dcx_md_dereg_cb_t keep_cb;
 } uct_dcx_dci_pool_t;
 
 
@@ -787,6 +789,11 @@ int uct_dcx_dci_restart(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci,
 /* dcx_dci_comp.c: send completions, DCI errors and recovery, cancel */
 void uct_dcx_dci_tx_wcs(uct_dcx_iface_t *iface, const dcx_wc_t *wc, int n);
 void uct_dcx_dci_set_error(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci);
+/* the pool holds back deregistrations its orphans still need, from the
+ * end of its creation to the start of its cleanup (before its DCIs go,
+ * which ends the orphans and so the deregistrations held) */
+void uct_dcx_dci_keep_init(uct_dcx_iface_t *iface);
+void uct_dcx_dci_keep_cleanup(uct_dcx_iface_t *iface);
 /* The last WR of ep in flight on dci that reads or writes the user's memory
  * (zero-copy, get), 0 if none */
 uint64_t uct_dcx_dci_ep_user_mem_sn(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci,

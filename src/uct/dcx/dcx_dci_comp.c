@@ -667,3 +667,115 @@ ucs_status_t uct_dcx_ep_flush_cancel(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep,
     UCT_TL_EP_STAT_FLUSH_WAIT(&ep->super);
     return UCS_INPROGRESS;
 }
+
+
+/* ---------------------------------------------------------------------------
+ * Registrations an orphan still writes through
+ * ------------------------------------------------------------------------- */
+
+/* A deregistration held back until the WR op.sn is done */
+typedef struct uct_dcx_kept_mr {
+    uct_dcx_op_t op;
+    dcx_mr_t *mr;
+} uct_dcx_kept_mr_t;
+
+static void uct_dcx_op_dereg_kept(uct_dcx_iface_t *iface, uct_dcx_op_t *op,
+                                  ucs_status_t status)
+{
+    uct_dcx_kept_mr_t *k = ucs_container_of(op, uct_dcx_kept_mr_t, op);
+    int ret              = dcx_mr_dereg(k->mr);
+
+    if (ret != 0) {
+        ucs_warn("dcx: %s: deregistration of lkey 0x%x, held for a WR of a "
+                 "destroyed endpoint, failed: %s",
+                 dcx_dev_name(iface->dev), k->mr->lkey, strerror(ret));
+    }
+    ucs_free(k);
+}
+
+/* The newest WR on dci of a destroyed endpoint whose response writes
+ * through lkey (a get or a fetching atomic, whose local memory the user
+ * gave up at the destroy), or 0 */
+static uint64_t uct_dcx_dci_orphan_writer(uct_dcx_iface_t *iface,
+                                          uct_dcx_dci_t *dci, uint32_t lkey)
+{
+    const uct_dcx_wr_log_t *entry;
+    uint64_t sn, last = 0;
+    unsigned idx, i;
+    uint8_t opcode;
+
+    for (sn = dci->done_sn + 1; sn <= dci->sn; ++sn) {
+        idx    = sn & iface->pool.ring_mask;
+        opcode = dci->wr_opcode[idx];
+        if ((dci->wr_ep[idx] != NULL) || !(opcode & UCT_DCX_WR_USER_MEM) ||
+            ((opcode & ~UCT_DCX_WR_USER_MEM) < DCX_WR_RDMA_READ)) {
+            continue;
+        }
+        entry = uct_dcx_dci_log_entry(iface, dci, sn);
+        for (i = 0; i < entry->wr.num_sge; ++i) {
+            if (entry->sge[i].lkey == lkey) {
+                last = sn;
+            }
+        }
+    }
+    return last;
+}
+
+/*
+ * The memory domain deregisters mr: a get or fetching atomic of an endpoint
+ * destroyed while it was in flight on a shared DCI (only those keep a WR
+ * log), whose response still writes through mr, keeps mr registered until
+ * that WR is done.  Deregistered now, the response would fail the WR (a
+ * destroyed key) after WRs of other endpoints to the same destination,
+ * pipelined behind it, may have executed; the recovery would post those
+ * again.  The memory itself may go meanwhile: a NIC writes the response
+ * into the pages its registration pinned, the soft device drops it.
+ */
+static int uct_dcx_dci_keep_mr(void *arg, dcx_mr_t *mr, int kept)
+{
+    uct_dcx_iface_t *iface = arg;
+    uct_dcx_kept_mr_t *k;
+    uct_dcx_dci_t *dci;
+    unsigned i;
+    uint64_t sn;
+
+    if (kept) {
+        return 0;
+    }
+    for (i = 0; i < iface->pool.total; ++i) {
+        dci = &iface->pool.dcis[i];
+        if ((dci->qp == NULL) || (dci->log == NULL) ||
+            (dci->flags & UCT_DCX_DCI_FLAG_BROKEN) ||
+            ((sn = uct_dcx_dci_orphan_writer(iface, dci, mr->lkey)) == 0)) {
+            continue;
+        }
+        k = ucs_malloc(sizeof(*k), "dcx_kept_mr");
+        if (k == NULL) {
+            return 0; /* deregistered now: that WR fails */
+        }
+        k->op.sn   = sn;
+        k->op.cb   = uct_dcx_op_dereg_kept;
+        k->op.comp = NULL;
+        k->mr      = mr;
+        uct_dcx_dci_insert_op(dci, &k->op);
+        ucs_debug("dcx: %s: lkey 0x%x stays registered until WR %" PRIu64
+                  " of DCI 0x%x, of a destroyed endpoint, is done",
+                  dcx_dev_name(iface->dev), mr->lkey, sn, dci->qp->qp_num);
+        return 1;
+    }
+    return 0;
+}
+
+void uct_dcx_dci_keep_init(uct_dcx_iface_t *iface)
+{
+    uct_dcx_md_t *md = ucs_derived_of(iface->super.md, uct_dcx_md_t);
+
+    iface->pool.keep_cb.cb  = uct_dcx_dci_keep_mr;
+    iface->pool.keep_cb.arg = iface;
+    ucs_list_add_tail(&md->dereg_cbs, &iface->pool.keep_cb.list);
+}
+
+void uct_dcx_dci_keep_cleanup(uct_dcx_iface_t *iface)
+{
+    ucs_list_del(&iface->pool.keep_cb.list);
+}

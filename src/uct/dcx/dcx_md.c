@@ -152,10 +152,15 @@ ucs_status_t uct_dcx_md_mr_reg(uct_dcx_md_t *md, void *address, size_t length,
 void uct_dcx_md_mr_dereg(uct_dcx_md_t *md, dcx_mr_t *mr)
 {
     uct_dcx_md_dereg_cb_t *dcb;
-    int ret;
+    int ret, kept = 0;
 
     ucs_list_for_each(dcb, &md->dereg_cbs, list) {
-        dcb->cb(dcb->arg, mr);
+        kept |= dcb->cb(dcb->arg, mr, kept);
+    }
+    if (kept) {
+        ucs_trace("dcx md %s: lkey 0x%x deregistered once its last WR is done",
+                  md->name, mr->lkey);
+        return;
     }
 
     ucs_trace("dcx md %s: deregistering lkey 0x%x", md->name, mr->lkey);

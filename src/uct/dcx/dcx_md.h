@@ -76,10 +76,12 @@ typedef struct uct_dcx_md_config {
 
 typedef struct uct_dcx_md_strided uct_dcx_md_strided_t;
 /* Told about each deregistration, before the device forgets the MR (the
- * strided-key cache of each interface: dcx_strided.c) */
+ * strided-key cache of each interface: dcx_strided.c; its DCI pool:
+ * dcx_dci_comp.c).  One of them may keep the MR (nonzero return, when
+ * 'kept' says none did yet): it deregisters the MR itself later. */
 typedef struct uct_dcx_md_dereg_cb {
     ucs_list_link_t list;
-    void (*cb)(void *arg, const dcx_mr_t *mr);
+    int (*cb)(void *arg, dcx_mr_t *mr, int kept);
     void *arg;
 } uct_dcx_md_dereg_cb_t;
 

@@ -665,7 +665,7 @@ err:
  * ------------------------------------------------------------------------- */
 
 /* A registration goes away: no cached layout may use it any more */
-static void uct_dcx_strided_dereg_cb(void *arg, const dcx_mr_t *mr)
+static int uct_dcx_strided_dereg_cb(void *arg, dcx_mr_t *mr, int kept)
 {
     uct_dcx_iface_t *iface = arg;
     uct_dcx_strided_t *st  = &iface->strided;
@@ -679,6 +679,7 @@ static void uct_dcx_strided_dereg_cb(void *arg, const dcx_mr_t *mr)
             st->stats.invalidations++;
         }
     }
+    return 0;
 }
 
 ucs_status_t uct_dcx_strided_init(uct_dcx_iface_t *iface,
