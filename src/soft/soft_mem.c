@@ -37,12 +37,17 @@
  *     safe to chain; and why not a /proc/self/maps check per access: it is
  *     far slower and still racy.  The cost is one system call per packet
  *     of up to the MTU (16 KiB by default) at the target, against a
- *     memcpy of the same packet (a packet through a strided key: one per
- *     batch of up to SOFT_MEM_VEC_MAX pieces, soft_mem_vec_write, and
- *     none where the pieces lie in our own device allocations); a
- *     process whose seccomp policy forbids process_vm_* (probed at open)
- *     falls back to memcpy, relying on layer 2 alone, and says so at
- *     debug level.
+ *     memcpy of the same packet; a process whose seccomp policy forbids
+ *     process_vm_* (probed at open) falls back to memcpy, relying on
+ *     layer 2 alone, and says so at debug level.  Two kinds of copies
+ *     rely on layer 2 alone once the consumer reports unmaps
+ *     (dcx_dev_unmaps_reported), trading layer 3 for speed where its cost
+ *     is not one call per packet: the requester's own sg lists (the
+ *     process's buffers, on every zero-copy send and response), and the
+ *     pieces of a strided key's layout (soft_mem_vec_copy: the kernel
+ *     pins one page per piece).  Memory the process then makes
+ *     inaccessible behind the hooks' back while a WR or a peer uses it
+ *     faults there, as it would in the process's own code.
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
@@ -208,7 +213,10 @@ void soft_mem_local_end(soft_dev_t *dev)
 }
 
 /* dcx_dev_unmaps_reported(): an unmap invalidates the regions first
- * (soft_mem_unmapped), and soft_mem_local_begin sees that before copying */
+ * (soft_mem_unmapped), and soft_mem_local_begin and the batches of strided
+ * keys (soft_mem_vec_copy) see that before copying; plain copies of
+ * contiguous packets into registered memory stay the kernel's (layer 3
+ * above: one call per packet) */
 void soft_mem_unmaps_reported(dcx_dev_t *dev_)
 {
     soft_dev_t *dev = soft_dev(dev_);
@@ -247,7 +255,12 @@ int soft_mem_read(soft_dev_t *dev, soft_mr_t *mr, void *dst, uint64_t addr,
  * checked after the mark, then one vectored cross-memory call for all its
  * pieces, or a memcpy per piece where they are mapped (our own device
  * allocations, which only soft_alloc_free unmaps, after invalidating
- * them) or where cross-memory attach is not available.  A region found
+ * them), where cross-memory attach is not available, or once the consumer
+ * reports unmaps (soft_mem_unmaps_reported: every unmap then invalidates
+ * first, and waits for the batch).  The kernel's copy pins the page of
+ * each piece, one by one, so that a layout of N elements a page apart (a
+ * matrix column) costs N page walks under the mm lock; the plain copies
+ * cost N cache lines.  A region found
  * invalid refuses the whole batch: nothing of it is written, as when the
  * unmap came just before.  A fault stops the kernel's copy at the piece it
  * hit: the pieces before it are written, as a per-piece copy would have
@@ -270,7 +283,7 @@ static int soft_mem_vec_copy(soft_dev_t *dev, soft_mem_vec_t *v, uint8_t *buf,
             goto out;
         }
     }
-    if (v->mapped || (dev->copy_out != soft_mem_copy_kernel_out)) {
+    if (v->mapped || (dev->local_out == soft_mem_copy_plain)) {
         for (i = 0; i < v->n; ++i) {
             if (out) {
                 memcpy(v->iov[i].iov_base, buf, v->iov[i].iov_len);
