@@ -999,8 +999,7 @@ static inline void soft_resp_ack_flush(soft_dev_t *dev)
 }
 
 /* soft_resp.c */
-void soft_resp_packet(soft_dev_t *dev, const soft_pkt_t *pkt,
-                      const void *payload);
+void soft_resp_packet(soft_dev_t *dev, const soft_pkt_t *pkt, const void *p);
 void soft_resp_forget_dct(soft_dev_t *dev, soft_qp_t *dct);
 void soft_resp_send(soft_dev_t *dev, soft_rstate_t *rs, const soft_pkt_t *req,
                     uint8_t op, uint8_t status, uint64_t arg, uint64_t offset,
@@ -1030,6 +1029,7 @@ static inline int soft_tm_progress(soft_dev_t *dev)
 void soft_mem_init(soft_dev_t *dev);
 int soft_mem_local_begin(soft_dev_t *dev, const dcx_sge_t *sge, unsigned n);
 void soft_mem_local_end(soft_dev_t *dev);
+int soft_mem_copy_plain(soft_dev_t *dev, void *dst, const void *src, size_t n);
 void soft_mem_unmaps_reported(dcx_dev_t *dev);
 int soft_mem_write(soft_dev_t *dev, soft_mr_t *mr, uint64_t addr,
                    const void *src, size_t len);

@@ -86,8 +86,7 @@ static int soft_mem_copy_kernel_in(soft_dev_t *dev, void *dst, const void *src,
                EFAULT;
 }
 
-static int soft_mem_copy_plain(soft_dev_t *dev, void *dst, const void *src,
-                               size_t len)
+int soft_mem_copy_plain(soft_dev_t *dev, void *dst, const void *src, size_t len)
 {
     memcpy(dst, src, len);
     return 0;

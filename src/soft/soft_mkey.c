@@ -527,17 +527,58 @@ static int soft_mkey_remote_piece(soft_dev_t *dev, soft_mr_t *mr, uint64_t addr,
     return 0;
 }
 
+/* Where our own memory is copied plainly (the consumer reports unmaps,
+ * soft_mem.c), no batch: each piece is copied as the walk finds it, under
+ * the in-flight mark set once for the walk, and each region's
+ * invalidation is looked at when the walk first meets it after the mark
+ * (as soft_mem_vec_copy does per batch). */
+typedef struct soft_mkey_direct {
+    uint8_t *buf;
+    int out;
+    soft_mr_t *seen; /* the last region looked at */
+} soft_mkey_direct_t;
+
+static int soft_mkey_direct_piece(soft_dev_t *dev, soft_mr_t *mr, uint64_t addr,
+                                  uint64_t len, uint64_t done, void *arg)
+{
+    soft_mkey_direct_t *d = arg;
+
+    if (mr != d->seen) {
+        if (__atomic_load_n(&mr->invalid, __ATOMIC_SEQ_CST)) {
+            return EFAULT;
+        }
+        d->seen = mr;
+    }
+    dev->stats.mkey_pieces++;
+    if (d->out) {
+        memcpy((void *)(uintptr_t)addr, d->buf + done, len);
+    } else {
+        memcpy(d->buf + done, (const void *)(uintptr_t)addr, len);
+    }
+    return 0;
+}
+
 /* The pieces before a refused one are copied, as they would have been one
  * by one; then the refusal is returned. */
 static int soft_mkey_remote(soft_dev_t *dev, soft_mkey_t *mk, uint64_t off,
                             uint8_t *buf, uint64_t len, int out)
 {
-    soft_mkey_xfer_t x = {dev->mvec, buf, out};
+    const uint32_t access = out ? DCX_ACCESS_REMOTE_WRITE :
+                                  DCX_ACCESS_REMOTE_READ;
+    soft_mkey_xfer_t x    = {dev->mvec, buf, out};
+    soft_mkey_direct_t d  = {buf, out, NULL};
     int ret, fret;
 
-    ret  = soft_mkey_walk(dev, mk, off, len,
-                         out ? DCX_ACCESS_REMOTE_WRITE : DCX_ACCESS_REMOTE_READ,
-                          soft_mkey_remote_piece, &x);
+    if (dev->local_out == soft_mem_copy_plain) {
+        (void)soft_mem_local_begin(dev, NULL, 0); /* the mark */
+        dev->stats.mkey_batches++;
+        ret = soft_mkey_walk(dev, mk, off, len, access, soft_mkey_direct_piece,
+                             &d);
+        soft_mem_local_end(dev);
+        return ret;
+    }
+
+    ret = soft_mkey_walk(dev, mk, off, len, access, soft_mkey_remote_piece, &x);
     fret = soft_mkey_vec_flush(dev, &x);
     return (ret != 0) ? ret : fret;
 }
