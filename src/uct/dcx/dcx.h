@@ -789,9 +789,9 @@ int uct_dcx_dci_restart(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci,
 /* dcx_dci_comp.c: send completions, DCI errors and recovery, cancel */
 void uct_dcx_dci_tx_wcs(uct_dcx_iface_t *iface, const dcx_wc_t *wc, int n);
 void uct_dcx_dci_set_error(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci);
-/* the pool holds back deregistrations its orphans still need, from the
- * end of its creation to the start of its cleanup (before its DCIs go,
- * which ends the orphans and so the deregistrations held) */
+/* the pool holds back deregistrations its orphans still need, from just
+ * after its creation to just before its cleanup (its DCIs going end the
+ * orphans, and so the deregistrations held) */
 void uct_dcx_dci_keep_init(uct_dcx_iface_t *iface);
 void uct_dcx_dci_keep_cleanup(uct_dcx_iface_t *iface);
 /* The last WR of ep in flight on dci that reads or writes the user's memory

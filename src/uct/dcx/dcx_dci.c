@@ -882,7 +882,6 @@ ucs_status_t uct_dcx_dci_pool_init(uct_dcx_iface_t *iface,
 
     iface->pool.dcis[iface->pool.ctl].flags |= UCT_DCX_DCI_FLAG_CTL;
     uct_dcx_dci_gauges(iface, &iface->cnt->dci);
-    uct_dcx_dci_keep_init(iface);
     return UCS_OK;
 
 err_destroy:
@@ -900,7 +899,6 @@ void uct_dcx_dci_pool_cleanup(uct_dcx_iface_t *iface)
 {
     unsigned i;
 
-    uct_dcx_dci_keep_cleanup(iface);
     for (i = 0; i < iface->pool.total; ++i) {
         uct_dcx_dci_destroy(iface, &iface->pool.dcis[i]);
     }

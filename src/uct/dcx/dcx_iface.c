@@ -784,6 +784,7 @@ static UCS_CLASS_INIT_FUNC(uct_dcx_iface_t, uct_md_h tl_md, uct_worker_h worker,
     if (status != UCS_OK) {
         goto err_strided;
     }
+    uct_dcx_dci_keep_init(self);
 
     uct_dcx_iface_post_recv(self);
     if (self->rx.posted < self->rx.target) {
@@ -801,6 +802,7 @@ static UCS_CLASS_INIT_FUNC(uct_dcx_iface_t, uct_md_h tl_md, uct_worker_h worker,
     return UCS_OK;
 
 err_pool:
+    uct_dcx_dci_keep_cleanup(self);
     uct_dcx_dci_pool_cleanup(self);
 err_strided:
     uct_dcx_strided_cleanup(self);
@@ -837,7 +839,9 @@ static UCS_CLASS_CLEANUP_FUNC(uct_dcx_iface_t)
     }
 
     uct_dcx_iface_fc_cleanup(self);
-    /* cancelling the control DCI's operations may queue grants again */
+    /* cancelling the control DCI's operations may queue grants again;
+     * the deregistrations held for orphans are done as their DCIs go */
+    uct_dcx_dci_keep_cleanup(self);
     uct_dcx_dci_pool_cleanup(self);
     uct_dcx_strided_cleanup(self);
     while (!ucs_queue_is_empty(&self->grant_q)) {
