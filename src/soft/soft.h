@@ -735,20 +735,20 @@ int soft_port_kick_sleeping_seen(soft_port_hdr_t *hdr);
 void soft_port_ring(soft_port_hdr_t *hdr);
 int soft_futex_wait(uint32_t *addr, uint32_t val, uint64_t timeout_ns);
 
-/* The table entry of key (plain MR or strided key), or NULL: no such key,
- * or its memory is unmapped (soft_key_lookup, inline for the responder's
- * fast path) */
+/* The table entry of key (MR or strided key), or NULL: none (soft_key_entry),
+ * or its memory unmapped too (soft_key_find: soft_key_lookup, inline) */
+static inline soft_mr_t *soft_key_entry(soft_dev_t *dev, uint32_t key)
+{
+    soft_mr_t *mr = ((key >> 8) < dev->num_mrs) ? dev->mrs[key >> 8] : NULL;
+
+    return ((mr != NULL) && (mr->super.lkey == key)) ? mr : NULL;
+}
+
 static inline soft_mr_t *soft_key_find(soft_dev_t *dev, uint32_t key)
 {
-    uint32_t idx = key >> 8;
-    soft_mr_t *mr;
+    soft_mr_t *mr = soft_key_entry(dev, key);
 
-    if (idx >= dev->num_mrs) {
-        return NULL;
-    }
-    mr = dev->mrs[idx];
-    return ((mr != NULL) && (mr->super.lkey == key) &&
-            !__atomic_load_n(&mr->invalid, __ATOMIC_RELAXED)) ?
+    return ((mr != NULL) && !__atomic_load_n(&mr->invalid, __ATOMIC_RELAXED)) ?
                mr :
                NULL;
 }

@@ -186,15 +186,13 @@ int soft_mem_local_begin(soft_dev_t *dev, const dcx_sge_t *sge,
                          unsigned num_sge)
 {
     soft_mr_t *mr;
-    uint32_t idx;
     unsigned i;
 
     __atomic_store_n(&dev->copying, 1, __ATOMIC_SEQ_CST);
     for (i = 0; i < num_sge; ++i) {
         /* (not soft_key_find, which hides an invalidated region) */
-        idx = sge[i].lkey >> 8;
-        mr  = (idx < dev->num_mrs) ? dev->mrs[idx] : NULL;
-        if ((mr == NULL) || (mr->super.lkey != sge[i].lkey)) {
+        mr = soft_key_entry(dev, sge[i].lkey);
+        if (mr == NULL) {
             soft_mem_end(dev);
             return ENOENT;
         }

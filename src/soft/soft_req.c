@@ -338,12 +338,14 @@ void soft_req_acked(soft_qp_t *qp, uint64_t now)
     soft_req_acked_in(qp, now);
 }
 
-/* Before a response's data is written into the sg list of w (the oldest
- * WQE): 0 with the copy marked (soft_mem_local_end after it), EFAULT to
- * drop the data (memory unmapped under its registration), or ENOENT once
- * w was failed because a key of it was deregistered (see
- * soft_mem_local_begin). */
-static int soft_req_local_begin(soft_qp_t *qp, soft_swqe_t *w, uint64_t now)
+/* A response's bytes into the first num_sge sges of w (the oldest WQE),
+ * at byte 'off' of them, under the copy mark (soft_mem_local_begin): 1
+ * once w was failed because a key of it was deregistered; dropped, 0,
+ * where its memory is unmapped under a live registration (or a page the
+ * fault-safe copy finds gone), as a NIC writes into the pages it pinned */
+static int soft_req_resp_data(soft_qp_t *qp, soft_swqe_t *w, const void *data,
+                              unsigned num_sge, uint64_t off, uint64_t len,
+                              uint64_t now)
 {
     int ret = ENOENT;
 
@@ -352,8 +354,13 @@ static int soft_req_local_begin(soft_qp_t *qp, soft_swqe_t *w, uint64_t now)
     }
     if (ret == ENOENT) {
         soft_req_complete(qp, DCX_WC_LOC_PROT_ERR, 0, now);
+        return 1;
     }
-    return ret;
+    if (ret == 0) {
+        (void)soft_sge_scatter(qp->dev, data, w->sge, num_sge, off, len);
+        soft_mem_local_end(qp->dev);
+    }
+    return 0;
 }
 
 void soft_comp_packet(soft_dev_t *dev, const soft_pkt_t *pkt,
@@ -364,7 +371,7 @@ void soft_comp_packet(soft_dev_t *dev, const soft_pkt_t *pkt,
     soft_swqe_t *w;
     soft_qp_t *qp;
     unsigned flags;
-    int ret;
+    uint32_t v32;
 
     if ((idx >= dev->max_qps) || ((qp = dev->qps[idx]) == NULL) ||
         (qp->super.type != DCX_QPT_DCI) || (qp->super.state != DCX_QPS_RTS) ||
@@ -413,16 +420,9 @@ void soft_comp_packet(soft_dev_t *dev, const soft_pkt_t *pkt,
             (pkt->offset + pkt->len > w->total_len)) {
             return;
         }
-        ret = soft_req_local_begin(qp, w, now);
-        if (ret == ENOENT) {
+        if (soft_req_resp_data(qp, w, payload, w->wr.num_sge, pkt->offset,
+                               pkt->len, now)) {
             break; /* failed */
-        }
-        if (ret == 0) {
-            /* (a page the fault-safe copy finds gone: dropped, as when
-             * unmapped) */
-            (void)soft_sge_scatter(dev, payload, w->sge, w->wr.num_sge,
-                                   pkt->offset, pkt->len);
-            soft_mem_local_end(dev);
         }
         w->recv_off += pkt->len;
         if (w->credits > 0) {
@@ -440,18 +440,12 @@ void soft_comp_packet(soft_dev_t *dev, const soft_pkt_t *pkt,
         if (!(flags & SOFT_OPF_ATOMIC)) {
             return;
         }
-        ret = soft_req_local_begin(qp, w, now);
-        if (ret == ENOENT) {
+        v32 = (uint32_t)pkt->args[0];
+        if (soft_req_resp_data(qp, w,
+                               (w->total_len == 4) ? (const void *)&v32 :
+                                                     &pkt->args[0],
+                               1, 0, w->total_len, now)) {
             break; /* failed */
-        }
-        if (ret == 0) {
-            uint32_t v = (uint32_t)pkt->args[0];
-
-            (void)soft_sge_scatter(dev,
-                                   (w->total_len == 4) ? (const void *)&v :
-                                                         &pkt->args[0],
-                                   w->sge, 1, 0, w->total_len);
-            soft_mem_local_end(dev);
         }
         soft_req_complete(qp, DCX_WC_SUCCESS, (uint32_t)w->total_len, now);
         break;

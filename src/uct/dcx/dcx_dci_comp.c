@@ -118,6 +118,17 @@ uct_dcx_dci_log_entry(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci, uint64_t sn)
                                                iface->pool.log_stride);
 }
 
+/* Whether WR sn of dci is an orphan: a zero-copy WR whose endpoint was
+ * destroyed while it was in flight (its operation completed then) */
+static UCS_F_ALWAYS_INLINE int
+uct_dcx_dci_wr_orphan(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci, uint64_t sn)
+{
+    unsigned idx = sn & iface->pool.ring_mask;
+
+    return (dci->wr_ep[idx] == NULL) &&
+           (dci->wr_opcode[idx] & UCT_DCX_WR_USER_MEM);
+}
+
 /*
  * Whether WR x, flushed by the failure of WR first, shares its fate.  A WR
  * of an endpoint fails with that endpoint (the failing one, or one already
@@ -143,7 +154,7 @@ static int uct_dcx_dci_wr_failed(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci,
     if (ep != NULL) {
         return (ep == fail_ep) || (ep->flags & UCT_DCX_EP_FLAG_FAILED);
     }
-    if (dci->wr_opcode[x & iface->pool.ring_mask] & UCT_DCX_WR_USER_MEM) {
+    if (uct_dcx_dci_wr_orphan(iface, dci, x)) {
         return 1;
     }
     if (orphan) {
@@ -316,9 +327,7 @@ static UCS_F_NOINLINE void uct_dcx_dci_handle_error(uct_dcx_iface_t *iface,
     /* a zero-copy WR of an endpoint destroyed while it was in flight,
      * whose memory the user then deregistered: nobody is told (its
      * operation completed at the destroy), and it fails alone */
-    int orphan            = (fail_ep == NULL) &&
-                 (dci->wr_opcode[sn & iface->pool.ring_mask] &
-                  UCT_DCX_WR_USER_MEM) &&
+    int orphan            = uct_dcx_dci_wr_orphan(iface, dci, sn) &&
                  (wc->status == DCX_WC_LOC_PROT_ERR);
     ucs_queue_head_t flushed, cancelled_ops;
     ucs_status_t status;
@@ -701,14 +710,14 @@ static uint64_t uct_dcx_dci_orphan_writer(uct_dcx_iface_t *iface,
 {
     const uct_dcx_wr_log_t *entry;
     uint64_t sn, last = 0;
-    unsigned idx, i;
     uint8_t opcode;
+    unsigned i;
 
     for (sn = dci->done_sn + 1; sn <= dci->sn; ++sn) {
-        idx    = sn & iface->pool.ring_mask;
-        opcode = dci->wr_opcode[idx];
-        if ((dci->wr_ep[idx] != NULL) || !(opcode & UCT_DCX_WR_USER_MEM) ||
-            ((opcode & ~UCT_DCX_WR_USER_MEM) < DCX_WR_RDMA_READ)) {
+        opcode = dci->wr_opcode[sn & iface->pool.ring_mask] &
+                 ~UCT_DCX_WR_USER_MEM;
+        if (!uct_dcx_dci_wr_orphan(iface, dci, sn) ||
+            (opcode < DCX_WR_RDMA_READ)) {
             continue;
         }
         entry = uct_dcx_dci_log_entry(iface, dci, sn);
