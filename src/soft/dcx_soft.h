@@ -112,6 +112,10 @@ typedef struct dcx_soft_limits {
      * attach, no target CPU) where both ends allow it; 0 (default): by the
      * target's responder */
     uint32_t direct;
+    /* 1: the pages of the port's rings, and of a peer's when first
+     * reached, are left to be touched by the packets that first use them;
+     * 0 (default): touched at once (soft_fabric.c, soft_rings_warm) */
+    uint32_t cold_rings;
 } dcx_soft_limits_t;
 
 void dcx_soft_limits_default(dcx_soft_limits_t *limits);

@@ -109,7 +109,8 @@ int soft_limits_ok(const dcx_soft_limits_t *l, const char *who)
         {"mtu",           l->mtu,           DCX_SOFT_LIMIT_MAX_MTU},
         {"retry_cnt",     l->retry_cnt,     7},
         {"rnr_retry",     l->rnr_retry,     7},
-        {"direct",        l->direct,        1}
+        {"direct",        l->direct,        1},
+        {"cold_rings",    l->cold_rings,    1}
     };
     /* clang-format on */
     unsigned i;
@@ -343,7 +344,17 @@ static const dcx_param_t soft_params[] = {
         "a NIC does by DMA.  Where cross-memory attach is refused (ptrace policy,\n"
         "seccomp, containers), with fault injection, or when disabled here, the\n"
         "target's responder executes them.",
-        DCX_PARAM_BOOL, limits.direct, 0, 1)};
+        DCX_PARAM_BOOL, limits.direct, 0, 1),
+
+    SOFT_PARAM(
+        "SOFT_WARM_RINGS", "y",
+        "Soft device: touch every page of the port's message rings when the port\n"
+        "is created, and of a peer's when it is first reached, so that the first\n"
+        "packets through each ring slot meet no first-access cost (page faults;\n"
+        "in a virtual machine also the hypervisor's, ~5 us a page). Costs that\n"
+        "time once per port and per peer reached (~1000 pages each with the\n"
+        "default MTU). n: pages are touched by the packets that first use them.",
+        DCX_PARAM_BOOL_NOT, limits.cold_rings, 0, 1)};
 
 /* Listed after the backends of NICs. */
 const dcx_backend_t dcx_soft_backend = {

@@ -169,6 +169,7 @@ TEST_F(soft, backend_config_defaults_and_values)
     EXPECT_EQ(0u, p->limits.ack_timeout_us); /* auto */
     EXPECT_EQ(0u, p->limits.tm_off);         /* SOFT_TM=y */
     EXPECT_EQ(1u, p->limits.direct);         /* SOFT_DIRECT=y */
+    EXPECT_EQ(0u, p->limits.cold_rings);     /* SOFT_WARM_RINGS=y */
 
     /* every kind of value lands where the soft backend reads it */
     EXPECT_EQ(0, dcx_dev_config_set_num(config, "SOFT_DEVICES", 2));
@@ -178,6 +179,7 @@ TEST_F(soft, backend_config_defaults_and_values)
     EXPECT_EQ(0, dcx_dev_config_set_num(config, "SOFT_MAX_INLINE", 64));
     EXPECT_EQ(0, dcx_dev_config_set_num(config, "SOFT_TM", 0));
     EXPECT_EQ(0, dcx_dev_config_set_num(config, "SOFT_DIRECT", 0));
+    EXPECT_EQ(0, dcx_dev_config_set_num(config, "SOFT_WARM_RINGS", 0));
     EXPECT_EQ(2u, p->count);
     EXPECT_EQ(fabric, p->fabric);
     EXPECT_EQ(4096u, p->limits.max_msg_size);
@@ -185,6 +187,7 @@ TEST_F(soft, backend_config_defaults_and_values)
     EXPECT_EQ(64u, p->limits.max_inline);
     EXPECT_EQ(1u, p->limits.tm_off);
     EXPECT_EQ(0u, p->limits.direct);
+    EXPECT_EQ(1u, p->limits.cold_rings);
 
     ASSERT_EQ(0, dcx_dev_list(config, &list, &count));
     dcx_dev_config_destroy(config);

@@ -202,3 +202,106 @@ TEST_F(soft, exit_without_close_unlinks)
     EXPECT_TRUE(stop_children());
     EXPECT_TRUE(segments(fabric).empty());
 }
+
+namespace {
+
+/* Pages of the two rings described by hdr (mapped here at hdr) that are
+ * not in our page tables (/proc/self/pagemap, bit 63: present); -1 if the
+ * map cannot be read. */
+long ring_pages_absent(const soft_port_hdr_t *hdr)
+{
+    const uint64_t page = 4096;
+    uint64_t start      = hdr->req.offset & ~(page - 1);
+    uint64_t end        = hdr->resp.offset +
+                   (uint64_t)hdr->resp.nslots * hdr->resp.slot_size;
+    long absent = 0;
+    int fd      = open("/proc/self/pagemap", O_RDONLY);
+
+    if (fd < 0) {
+        return -1;
+    }
+    for (uint64_t off = start; off < end; off += page) {
+        uint64_t entry, va = (uint64_t)(uintptr_t)hdr + off;
+        if (pread(fd, &entry, sizeof(entry), (off_t)(va / page * 8)) !=
+            (ssize_t)sizeof(entry)) {
+            close(fd);
+            return -1;
+        }
+        absent += !(entry >> 63);
+    }
+    close(fd);
+    return absent;
+}
+
+bool populate_supported()
+{
+#ifdef MADV_POPULATE_WRITE
+    void *p = mmap(nullptr, 4096, PROT_READ | PROT_WRITE,
+                   MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    bool ok = (p != MAP_FAILED) && (madvise(p, 4096, MADV_POPULATE_WRITE) == 0);
+    if (p != MAP_FAILED) {
+        munmap(p, 4096);
+    }
+    return ok;
+#else
+    return false;
+#endif
+}
+
+} // namespace
+
+/* The first packets through a ring take no page fault: a port's rings are
+ * in its page tables from its creation, a peer's from the first message
+ * there, with SOFT_WARM_RINGS (read at once) and, where the kernel can
+ * populate ahead, without it (soft_rings_warm) */
+TEST_F(soft, ring_pages_mapped_ahead)
+{
+    const uint64_t KEY = 0x3a2f;
+
+    for (uint32_t cold = 0; cold < 2; ++cold) {
+        if (cold && !populate_supported()) {
+            continue; /* cold rings fill as packets use them */
+        }
+        SCOPED_TRACE(cold ? "cold rings" : "warm rings");
+        dcx_soft_limits_t l = default_limits();
+        uint8_t addr[DCX_DEV_ADDR_MAX];
+        size_t len = sizeof(addr);
+        std::vector<uint8_t> buf(64 * 64);
+        dcx_wc_t wc;
+        dcx_mr_t *mr;
+        node a, b;
+
+        l.cold_rings = cold;
+        ASSERT_EQ(0, a.open(fabric.c_str(), &l));
+        ASSERT_EQ(0, b.open(fabric.c_str(), &l));
+        EXPECT_EQ(0, ring_pages_absent(soft_dev(a.dev)->hdr));
+        EXPECT_EQ(0, ring_pages_absent(soft_dev(b.dev)->hdr));
+
+        ASSERT_EQ(0, a.make_dci());
+        ASSERT_EQ(0, b.make_target(KEY, 0, 64));
+        ASSERT_EQ(0,
+                  b.reg(buf.data(), buf.size(), DCX_ACCESS_LOCAL_WRITE, &mr));
+        std::vector<dcx_recv_t> recvs = recv_list(buf, mr, 0, 4);
+        unsigned posted;
+        ASSERT_EQ(0, dcx_srq_post_recv_list(b.srq, recvs.data(), recvs.size(),
+                                            &posted));
+        ASSERT_EQ(0, dcx_dev_port_addr(b.dev, addr, &len));
+        ASSERT_EQ(0, a.connect(addr, len));
+        ASSERT_EQ(0, post_inline_value(a, a.dci, b.dct->qp_num, KEY,
+                                       DCX_WR_SEND, 7));
+        ASSERT_EQ(1, b.poll(&wc, 1));
+        ASSERT_EQ(1, a.poll(&wc, 1));
+
+        /* a's mapping of b's port: not b's own (b's is at its dev->hdr) */
+        const soft_port_hdr_t *peer_hdr = nullptr;
+        for (soft_peer_t *p = soft_dev(a.dev)->peers; p != nullptr;
+             p              = p->next) {
+            if (!p->own && (p->hdr != nullptr)) {
+                peer_hdr = p->hdr;
+            }
+        }
+        ASSERT_NE(nullptr, peer_hdr);
+        EXPECT_NE(soft_dev(b.dev)->hdr, peer_hdr);
+        EXPECT_EQ(0, ring_pages_absent(peer_hdr));
+    }
+}
