@@ -81,6 +81,7 @@
 #endif
 
 #include "soft_direct.h"
+#include "soft_vector.h"
 
 #include <errno.h>
 #include <sched.h>
@@ -155,6 +156,7 @@ static void soft_direct_mr_set(soft_dev_t *dev, soft_mr_t *mr, int publish)
         __atomic_store_n(&e->end, mr->end, __ATOMIC_RELAXED);
         __atomic_store_n(&e->alloc, alloc, __ATOMIC_RELAXED);
         __atomic_store_n(&e->serial, serial, __ATOMIC_RELAXED);
+        __atomic_store_n(&e->mr_key, 0, __ATOMIC_RELAXED);
         __atomic_store_n(&e->key, mr->super.lkey, __ATOMIC_RELAXED);
     } else {
         __atomic_store_n(&e->key, 0, __ATOMIC_RELAXED);
@@ -178,7 +180,41 @@ void soft_direct_mr_withdraw(soft_dev_t *dev, soft_mr_t *mr)
         return;
     }
     soft_direct_mr_unpublish(dev, mr);
-    soft_direct_quiesce(dev, mr->super.lkey);
+    /* a copy through a strided key marks the MR of its entry, not the
+     * key (soft_direct_vector_exec): wait for every marked copy */
+    soft_direct_quiesce(dev, (mr->mkey != NULL) ? 0 : mr->super.lkey);
+}
+
+void soft_direct_vector_set(soft_dev_t *dev, soft_mr_t *key,
+                            const soft_direct_vector_t *vec)
+{
+    uint32_t idx = key->super.lkey >> 8;
+    soft_dmr_t *e;
+
+    if ((dev->direct == NULL) || (idx >= SOFT_DIRECT_MRS)) {
+        return;
+    }
+    e = &dev->direct->mrs[idx];
+    soft_seq_begin(&e->seq);
+    if (vec != NULL) {
+        __atomic_store_n(&e->access, vec->access, __ATOMIC_RELAXED);
+        __atomic_store_n(&e->alloc, 0, __ATOMIC_RELAXED);
+        __atomic_store_n(&e->start, 0, __ATOMIC_RELAXED);
+        __atomic_store_n(&e->end, 0, __ATOMIC_RELAXED);
+        __atomic_store_n(&e->serial, 0, __ATOMIC_RELAXED);
+        __atomic_store_n(&e->mr_key, vec->mr_key, __ATOMIC_RELAXED);
+        __atomic_store_n(&e->count, (uint32_t)vec->count, __ATOMIC_RELAXED);
+        __atomic_store_n(&e->stride, vec->stride, __ATOMIC_RELAXED);
+        __atomic_store_n(&e->base, vec->base, __ATOMIC_RELAXED);
+        __atomic_store_n(&e->length, vec->length, __ATOMIC_RELAXED);
+        __atomic_store_n(&e->key, key->super.lkey, __ATOMIC_RELAXED);
+    } else {
+        __atomic_store_n(&e->key, 0, __ATOMIC_RELAXED);
+    }
+    soft_seq_end(&e->seq);
+    if (vec == NULL) {
+        soft_direct_quiesce(dev, 0);
+    }
 }
 
 void soft_direct_dct_publish(soft_dev_t *dev, soft_qp_t *dct, int ok)
@@ -327,8 +363,8 @@ static inline int soft_direct_dct_ok(soft_direct_area_t *area, uint32_t dctn,
 /* The target's MR entry for rkey, read consistently (seq_cst loads: called
  * after our intent is published, see the protocol at the top). */
 typedef struct soft_dmr_view {
-    uint32_t key, access, alloc;
-    uint64_t start, end, serial;
+    uint32_t key, access, alloc, mr_key, count;
+    uint64_t start, end, serial, stride, base, length;
 } soft_dmr_view_t;
 
 static void soft_direct_mr_read(soft_direct_area_t *area, uint32_t rkey,
@@ -345,12 +381,18 @@ static void soft_direct_mr_read(soft_direct_area_t *area, uint32_t rkey,
         v->start  = __atomic_load_n(&e->start, __ATOMIC_RELAXED);
         v->end    = __atomic_load_n(&e->end, __ATOMIC_RELAXED);
         v->serial = __atomic_load_n(&e->serial, __ATOMIC_RELAXED);
+        v->mr_key = __atomic_load_n(&e->mr_key, __ATOMIC_RELAXED);
+        v->count  = __atomic_load_n(&e->count, __ATOMIC_RELAXED);
+        v->stride = __atomic_load_n(&e->stride, __ATOMIC_RELAXED);
+        v->base   = __atomic_load_n(&e->base, __ATOMIC_RELAXED);
+        v->length = __atomic_load_n(&e->length, __ATOMIC_RELAXED);
         __atomic_thread_fence(__ATOMIC_ACQUIRE);
     } while ((s1 & 1) || (__atomic_load_n(&e->seq, __ATOMIC_SEQ_CST) != s1));
 }
 
-/* The entry grants 'access' over [addr, addr + len) (and, for a copy
- * through a mapping, still lies in the allocation the mapping is of). */
+/* The entry of a plain MR grants 'access' over [addr, addr + len) (and,
+ * for a copy through a mapping, still lies in the allocation the mapping
+ * is of). */
 static inline int soft_direct_mr_ok(soft_direct_area_t *area, uint32_t rkey,
                                     uint32_t access, uint64_t addr,
                                     uint64_t len, const soft_dmap_ent_t *map)
@@ -358,10 +400,31 @@ static inline int soft_direct_mr_ok(soft_direct_area_t *area, uint32_t rkey,
     soft_dmr_view_t v;
 
     soft_direct_mr_read(area, rkey, &v);
-    return (v.key == rkey) && (v.access & access) && (addr >= v.start) &&
-           (addr <= v.end) && (len <= v.end - addr) &&
+    return (v.key == rkey) && (v.mr_key == 0) && (v.access & access) &&
+           (addr >= v.start) && (addr <= v.end) && (len <= v.end - addr) &&
            ((map == NULL) ||
             ((v.alloc == map->slot + 1) && (v.serial == map->serial)));
+}
+
+/* The entry of vector key rkey (the layout over MR mr_key, read into *v)
+ * grants 'access' over bytes [off, off + len) of the key, and the MR's
+ * entry over their addresses, which lie in the mapping: *span gives
+ * them. */
+static int soft_direct_vector_ok(soft_direct_area_t *area, uint32_t rkey,
+                                 uint32_t mr_key, uint32_t access, uint64_t off,
+                                 uint64_t len, const soft_dmap_ent_t *map,
+                                 soft_dmr_view_t *v, soft_vector_span_t *span)
+{
+    soft_direct_mr_read(area, rkey, v);
+    if ((v->key != rkey) || (v->mr_key != mr_key) || !(v->access & access) ||
+        (v->count == 0) || (len == 0) || (off > v->length) ||
+        (len > v->length - off) ||
+        !soft_vector_span(v->base, v->count, v->stride, off, len, span)) {
+        return 0;
+    }
+    return soft_direct_mr_ok(area, mr_key, access, span->lo,
+                             span->hi - span->lo + 1, map) &&
+           (span->lo >= map->rbase) && (span->hi - map->rbase < map->len);
 }
 
 /* iovecs of our side for bytes [off, off + len) of the WQE's data. */
@@ -456,6 +519,7 @@ static inline soft_dmap_ent_t *soft_direct_map_for(soft_dev_t *dev,
                                                    const soft_swqe_t *w)
 {
     uint64_t raddr = w->wr.remote_addr;
+    uint32_t vector;
     soft_dmap_ent_t *map;
     soft_dmr_view_t v;
 
@@ -465,20 +529,35 @@ static inline soft_dmap_ent_t *soft_direct_map_for(soft_dev_t *dev,
             return NULL;
         }
         soft_direct_mr_read(area, w->wr.rkey, &v);
-        if ((v.alloc == 0) || (v.key != w->wr.rkey)) {
+        if (v.key != w->wr.rkey) {
+            return NULL;
+        }
+        vector = v.mr_key;
+        if (vector != 0) {
+            /* a vector key: the allocation is its entry's MR's */
+            soft_direct_mr_read(area, vector, &v);
+            if ((v.key != vector) || (v.mr_key != 0)) {
+                return NULL;
+            }
+        }
+        if (v.alloc == 0) {
             return NULL;
         }
         map = soft_dmap_get(dev, peer, area, v.alloc - 1, v.serial);
         if (map == NULL) {
             return NULL;
         }
-        map->rkey = w->wr.rkey;
+        map->rkey   = w->wr.rkey;
+        map->vector = (vector != 0);
     }
     if (!soft_dmap_alive(dev, map, area)) {
         return NULL;
     }
-    if ((raddr < map->rbase) || (raddr - map->rbase > map->len) ||
-        (w->total_len > map->len - (raddr - map->rbase))) {
+    /* a vector key's raddr is an offset in its layout: the copy checks
+     * the addresses it maps to (soft_direct_vector_ok) */
+    if (!map->vector &&
+        ((raddr < map->rbase) || (raddr - map->rbase > map->len) ||
+         (w->total_len > map->len - (raddr - map->rbase)))) {
         return NULL;
     }
     return map;
@@ -549,19 +628,75 @@ soft_direct_plan(soft_qp_t *qp, soft_swqe_t *w, soft_direct_area_t **areap,
 
 /* Whether w (RDMA_WRITE or RDMA_READ) would be copied directly if its DCI
  * had nothing else outstanding: the checks of soft_direct_exec, and the
- * target's MR entry read once without our intent (a hint: the copy checks
- * it again). */
+ * target's entries read once without our intent (a hint: the copy checks
+ * them again). */
 static int soft_direct_ready(soft_qp_t *qp, soft_swqe_t *w)
 {
     uint32_t access = (w->wr.opcode == DCX_WR_RDMA_WRITE) ?
                           DCX_ACCESS_REMOTE_WRITE :
                           DCX_ACCESS_REMOTE_READ;
     soft_direct_area_t *area;
+    soft_vector_span_t span;
     soft_dmap_ent_t *map;
+    soft_dmr_view_t v;
 
-    return soft_direct_plan(qp, w, &area, &map) &&
-           soft_direct_mr_ok(area, w->wr.rkey, access, w->wr.remote_addr,
+    if (!soft_direct_plan(qp, w, &area, &map)) {
+        return 0;
+    }
+    if ((map != NULL) && map->vector) {
+        soft_direct_mr_read(area, w->wr.rkey, &v);
+        return (v.mr_key != 0) &&
+               soft_direct_vector_ok(area, w->wr.rkey, v.mr_key, access,
+                                     w->wr.remote_addr, w->total_len, map, &v,
+                                     &span);
+    }
+    return soft_direct_mr_ok(area, w->wr.rkey, access, w->wr.remote_addr,
                              w->total_len, map);
+}
+
+/* w through a vector key, into or out of the mapping of the target's
+ * memory (the copy's target is claimed in slot): chunk by chunk, each
+ * under the marker of the key's MR (a deregistration of the MR waits for
+ * it; a change of the key's layout waits for every marked copy,
+ * soft_direct_vector_set), the layout and the MR checked under the mark,
+ * the elements copied with the geometry checked.  1 if done, 0 if a check
+ * failed (the caller releases the slot and takes the packet path). */
+static int soft_direct_vector_exec(soft_direct_area_t *area, soft_dslot_t *slot,
+                                   const soft_dmap_ent_t *map, soft_swqe_t *w,
+                                   int is_write, uint32_t access)
+{
+    struct iovec liov[SOFT_MAX_RECV_SGE + 1];
+    soft_vector_span_t span;
+    soft_dmr_view_t v;
+    uint32_t mr_key;
+    uint64_t off, len;
+
+    soft_direct_mr_read(area, w->wr.rkey, &v); /* which MR: a hint */
+    mr_key = v.mr_key;
+    if ((v.key != w->wr.rkey) || (mr_key == 0)) {
+        return 0;
+    }
+    for (off = 0; off < w->total_len; off += len) {
+        len = w->total_len - off;
+        if (len > SOFT_DIRECT_CHUNK) {
+            len = SOFT_DIRECT_CHUNK;
+        }
+        if (soft_direct_local_iov(w, off, len, liov) != 1) {
+            return 0; /* our side in pieces: the responder's walk */
+        }
+        __atomic_store_n(&slot->key, mr_key, __ATOMIC_SEQ_CST); /* intent */
+        if (!soft_direct_vector_ok(area, w->wr.rkey, mr_key, access,
+                                   w->wr.remote_addr + off, len, map, &v,
+                                   &span)) {
+            return 0;
+        }
+        soft_vector_copy(map->local + (span.lo - span.inoff - map->rbase),
+                         span.inoff, v.count, v.stride, liov[0].iov_base, len,
+                         is_write);
+        __atomic_store_n(&slot->gen, slot->gen + 1, __ATOMIC_RELAXED);
+        __atomic_store_n(&slot->key, 0, __ATOMIC_RELEASE);
+    }
+    return 1;
 }
 
 #define SOFT_DIRECT_NO_MARK UINT32_MAX
@@ -621,6 +756,12 @@ static int soft_direct_exec(soft_qp_t *qp, soft_swqe_t *w)
         soft_direct_unmark(dev, in_engine);
         goto fallback;
     }
+    if ((map != NULL) && map->vector) {
+        if (!soft_direct_vector_exec(area, slot, map, w, is_write, access)) {
+            goto release;
+        }
+        goto done;
+    }
     for (off = 0; off < w->total_len; off += len) {
         len = w->total_len - off;
         if (len > SOFT_DIRECT_CHUNK) {
@@ -654,6 +795,7 @@ static int soft_direct_exec(soft_qp_t *qp, soft_swqe_t *w)
             goto release;
         }
     }
+done:
     __atomic_store_n(&slot->owner, 0, __ATOMIC_RELEASE);
     soft_direct_unmark(dev, in_engine);
     if (is_write) {

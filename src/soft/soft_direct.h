@@ -11,7 +11,7 @@
 
 #include <linux/futex.h>
 
-#define SOFT_DIRECT_VERSION 3u
+#define SOFT_DIRECT_VERSION 4u
 #define SOFT_DIRECT_MRS     4096u /* keys with index below are published */
 #define SOFT_DIRECT_DCTS    256u  /* DCTs with qpn - base below */
 #define SOFT_DIRECT_SLOTS   64u   /* writers' in-flight markers */
@@ -19,10 +19,15 @@
 #define SOFT_DIRECT_ALLOCS  256u /* device allocations peers may map */
 
 /* A published MR: seqlock-protected copy of what the responder checks.
- * key 0: nothing published (no key, a strided key, or invalidated).
+ * key 0: nothing published (no key, a strided key of more than one entry,
+ * or invalidated).
  * alloc: 1 + index in allocs[] of the device allocation (dcx_mem_alloc)
  * holding the whole region, whose serial is 'serial'; 0: none (the
- * region is reached by cross-memory attach only). */
+ * region is reached by cross-memory attach only).
+ * mr_key != 0: a strided key of one entry (a vector, soft_vector.h):
+ * byte off of the key is in element off / count, at base + element *
+ * stride, in the MR mr_key (whose own entry gives its region and
+ * allocation); start, end, alloc and serial are not used. */
 typedef struct soft_dmr {
     uint32_t seq; /* odd while being changed */
     uint32_t key;
@@ -31,7 +36,18 @@ typedef struct soft_dmr {
     uint64_t start;
     uint64_t end;
     uint64_t serial;
+    uint32_t mr_key;
+    uint32_t count;
+    uint64_t stride;
+    uint64_t base;
+    uint64_t length;
 } soft_dmr_t;
+
+/* What a strided key of one entry publishes (soft_direct_vector_set) */
+typedef struct soft_direct_vector {
+    uint64_t base, count, stride, length;
+    uint32_t mr_key, access;
+} soft_direct_vector_t;
 
 /* A published device allocation (soft_alloc.c): a peer maps it through
  * /proc/<owner pid>/fd/<fd> after checking the object it opened is this
@@ -104,6 +120,10 @@ size_t soft_direct_area_size(const soft_dev_t *dev);
  * device's one-sided function (probe of cross-memory attach). */
 void soft_direct_init(soft_dev_t *dev, soft_port_hdr_t *hdr, uint64_t offset);
 void soft_direct_mr_publish(soft_dev_t *dev, soft_mr_t *mr);
+/* Publishes the layout of strided key 'key' (vec), or withdraws it (vec
+ * NULL) and waits (bounded) until no initiator copies through it. */
+void soft_direct_vector_set(soft_dev_t *dev, soft_mr_t *key,
+                            const soft_direct_vector_t *vec);
 /* Unpublishes and waits (bounded) until no initiator copies into it. */
 void soft_direct_mr_withdraw(soft_dev_t *dev, soft_mr_t *mr);
 /* Unpublishes only (mr_lock held); soft_direct_quiesce() waits after. */
@@ -180,6 +200,7 @@ typedef struct soft_dmap_ent {
     uint64_t frees; /* target's area->frees when last validated */
     uint64_t used;  /* LRU stamp */
     uint32_t rkey;  /* the key last found in it (a hint) */
+    int vector;     /* and whether it was a vector key's (a hint) */
 } soft_dmap_ent_t;
 
 /* The mapping of the target allocation slot+serial, made if needed; NULL

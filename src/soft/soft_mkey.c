@@ -52,6 +52,8 @@
 #endif
 
 #include "soft.h"
+#include "soft_direct.h"
+#include "soft_vector.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -77,6 +79,7 @@ struct soft_mkey {
     uint64_t rep_len;     /* bytes of one repetition */
     uint64_t length;      /* of the whole layout */
     soft_mkey_ent_t *ent; /* max_entries */
+    int published;        /* as a vector, for initiators (soft_direct.c) */
 };
 
 /* A configure or invalidate request, copied at post. */
@@ -320,6 +323,32 @@ void soft_mkey_wr_free(soft_swqe_t *w)
     w->mkw = NULL;
 }
 
+/* A layout of one entry is published in the port's tables, so that an
+ * initiator whose copy of the target memory is mapped executes a WRITE or
+ * READ through the key itself (soft_direct.c); any other is not.  The
+ * layout published before is withdrawn first, the copies through it
+ * waited for: a layout changes only once no initiator uses it. */
+static void soft_mkey_publish(soft_mkey_t *mk, int publish)
+{
+    soft_direct_vector_t vec;
+
+    if (mk->published) {
+        soft_direct_vector_set(mk->dev, &mk->key, NULL);
+        mk->published = 0;
+    }
+    if (!publish || (mk->num != 1)) {
+        return;
+    }
+    vec.base   = mk->ent[0].addr;
+    vec.count  = mk->ent[0].count;
+    vec.stride = mk->ent[0].stride;
+    vec.length = mk->length;
+    vec.mr_key = mk->ent[0].lkey;
+    vec.access = mk->access;
+    soft_direct_vector_set(mk->dev, &mk->key, &vec);
+    mk->published = 1;
+}
+
 /* Executes a request that reached the head of its DCI; returns the status
  * of its completion. */
 uint8_t soft_mkey_wr_exec(soft_qp_t *qp, soft_swqe_t *w)
@@ -343,6 +372,7 @@ uint8_t soft_mkey_wr_exec(soft_qp_t *qp, soft_swqe_t *w)
         return DCX_WC_LOC_PROT_ERR;
     }
     mk = key->mkey;
+    soft_mkey_publish(mk, 0);
     if (w->wr.opcode == DCX_WR_MKEY_INVALIDATE) {
         mk->configured = 0;
         dcx_debug("%s: mkey 0x%x invalidated", soft_qp_dev_name(qp), m->lkey);
@@ -355,6 +385,7 @@ uint8_t soft_mkey_wr_exec(soft_qp_t *qp, soft_swqe_t *w)
     mk->rep_len    = m->rep_len;
     mk->length     = m->repeat * m->rep_len;
     mk->configured = 1;
+    soft_mkey_publish(mk, 1);
     dcx_debug("%s: mkey 0x%x configured: %u entries x %llu, %llu bytes",
               soft_qp_dev_name(qp), m->lkey, m->num,
               (unsigned long long)m->repeat, (unsigned long long)mk->length);
@@ -448,17 +479,13 @@ soft_mkey_walk(soft_dev_t *dev, soft_mkey_t *mk, uint64_t off, uint64_t len,
     return 0;
 }
 
-/* An access to a layout of one entry (a vector: a column of a matrix,
- * every k-th block of an array; or a list key of one buffer).  Its
- * addresses grow with the offset, so the whole access is allowed when its
- * first and last bytes lie in the entry's MR with the rights asked for:
- * one check, where the walk checks each piece. */
+/* An access to a layout of one entry (soft_vector.h), allowed as a whole
+ * when its first and last bytes lie in the entry's MR with the rights
+ * asked for: one check, where the walk checks each piece. */
 typedef struct soft_mkey_vector {
     soft_mr_t *mr;
-    uint8_t *elem;   /* start of the element the access starts in */
-    uint64_t inoff;  /* where in it the access starts */
-    uint64_t count;  /* bytes per element */
-    uint64_t stride; /* from one element to the next */
+    uint8_t *elem; /* start of the element the access starts in */
+    soft_vector_span_t span;
 } soft_mkey_vector_t;
 
 /* 1 with *v filled if [off, off + len) of mk is such an access and is
@@ -470,32 +497,20 @@ static inline int soft_mkey_vector(soft_dev_t *dev, const soft_mkey_t *mk,
                                    soft_mkey_vector_t *v)
 {
     const soft_mkey_ent_t *e = &mk->ent[0];
-    uint64_t last            = off + len - 1;
-    uint64_t lo, hi;
     soft_mr_t *mr;
 
     if ((mk->num != 1) || !mk->configured || (access & ~mk->access) ||
-        (len == 0) || (off > mk->length) || (len > mk->length - off)) {
+        (len == 0) || (off > mk->length) || (len > mk->length - off) ||
+        !soft_vector_span(e->addr, e->count, e->stride, off, len, &v->span)) {
         return 0;
     }
-    /* the last byte's address, which the configured layout may put past
-     * the end of the address space: then the walk refuses it */
-    if (__builtin_mul_overflow(last / e->count, (uint64_t)e->stride, &hi) ||
-        __builtin_add_overflow(hi, e->addr, &hi) ||
-        __builtin_add_overflow(hi, last % e->count, &hi)) {
-        return 0;
-    }
-    lo = e->addr + (off / e->count) * e->stride + off % e->count;
     mr = soft_mr_lookup(dev, e->lkey);
-    if ((mr == NULL) || (access & ~mr->super.access) || (lo < mr->start) ||
-        (hi >= mr->end)) {
+    if ((mr == NULL) || (access & ~mr->super.access) ||
+        (v->span.lo < mr->start) || (v->span.hi >= mr->end)) {
         return 0;
     }
-    v->mr     = mr;
-    v->inoff  = off % e->count;
-    v->elem   = (uint8_t *)(uintptr_t)(lo - v->inoff);
-    v->count  = e->count;
-    v->stride = e->stride;
+    v->mr   = mr;
+    v->elem = (uint8_t *)(uintptr_t)(v->span.lo - v->span.inoff);
     return 1;
 }
 
@@ -630,38 +645,19 @@ static int soft_mkey_direct_piece(soft_dev_t *dev, soft_mr_t *mr, uint64_t addr,
 
 /* Copies an allowed vector access (soft_mkey_vector) between buf and the
  * key, under the in-flight mark (soft_mkey_remote): the region's
- * invalidation looked at once, then element after element with no check
- * (an element of 8 bytes, a column of doubles, one load and one store).
+ * invalidation looked at once, then the elements with no check each.
  * Returns 0, or EFAULT (the region was unmapped: nothing copied). */
-static int soft_mkey_vector_copy(soft_dev_t *dev, const soft_mkey_vector_t *v,
-                                 uint8_t *buf, uint64_t len, int out)
+static int soft_mkey_vector_copy(soft_dev_t *dev, const soft_mkey_t *mk,
+                                 const soft_mkey_vector_t *v, uint8_t *buf,
+                                 uint64_t len, int out)
 {
-    uint8_t *elem  = v->elem;
-    uint64_t chunk = v->count - v->inoff, done = 0, n = 0;
-
     if (__atomic_load_n(&v->mr->invalid, __ATOMIC_SEQ_CST)) {
         return EFAULT;
     }
-    if ((v->count == sizeof(uint64_t)) && (v->inoff == 0) &&
-        (len % sizeof(uint64_t) == 0)) {
-        for (n = 0; done < len; ++n, done += sizeof(uint64_t)) {
-            memcpy(out ? elem : buf + done, out ? buf + done : elem,
-                   sizeof(uint64_t));
-            elem += v->stride;
-        }
-        dev->stats.mkey_pieces += n;
-        return 0;
-    }
-    if (chunk > len) {
-        chunk = len;
-    }
-    memcpy(out ? elem + v->inoff : buf, out ? buf : elem + v->inoff, chunk);
-    for (n = 1, done = chunk; done < len; ++n, done += chunk) {
-        elem += v->stride;
-        chunk = (len - done < v->count) ? len - done : v->count;
-        memcpy(out ? elem : buf + done, out ? buf + done : elem, chunk);
-    }
-    dev->stats.mkey_pieces += n;
+    dev->stats.mkey_pieces += soft_vector_copy(v->elem, v->span.inoff,
+                                               mk->ent[0].count,
+                                               mk->ent[0].stride, buf, len,
+                                               out);
     return 0;
 }
 
@@ -681,7 +677,7 @@ static int soft_mkey_remote(soft_dev_t *dev, soft_mkey_t *mk, uint64_t off,
         (void)soft_mem_local_begin(dev, NULL, 0); /* the mark */
         dev->stats.mkey_batches++;
         if (soft_mkey_vector(dev, mk, off, len, access, &v)) {
-            ret = soft_mkey_vector_copy(dev, &v, buf, len, out);
+            ret = soft_mkey_vector_copy(dev, mk, &v, buf, len, out);
         } else {
             ret = soft_mkey_walk(dev, mk, off, len, access,
                                  soft_mkey_direct_piece, &d);

@@ -45,8 +45,9 @@ protected:
             loc[i] = vpat(off + i);
         }
         dcx_soft_stats_t s0 = dev_stats(n);
-        ASSERT_EQ(DCX_WC_SUCCESS, rdma(DCX_WR_RDMA_WRITE, k->rkey, off, 0, len));
-        dcx_soft_stats_t s1 = dev_stats(n);
+        ASSERT_EQ(DCX_WC_SUCCESS,
+                  rdma(DCX_WR_RDMA_WRITE, k->rkey, off, 0, len));
+        dcx_soft_stats_t s1    = dev_stats(n);
         /* an element split between two packets is two pieces */
         const uint64_t elems   = (off + len - 1) / count - off / count + 1;
         const uint64_t packets = (len + mtu - 1) / mtu;
@@ -122,7 +123,7 @@ TEST_F(soft_mkey_vector, element_outside_mr_bad_flow)
     const uint32_t reps = 1000, bad = 700;
     dcx_mr_t *part, *late;
     ASSERT_EQ(0, n.reg(mem.data(), (size_t)bad * 32 + 4, RACC, &part));
-    dcx_mkey_t *k = create(1);
+    dcx_mkey_t *k                         = create(1);
     std::vector<dcx_mkey_interleaved_t> e = {
         ient(mem.data(), 8, 24, part->lkey)};
     interleaved(k, e, reps);

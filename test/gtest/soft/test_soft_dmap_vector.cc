@@ -1,0 +1,318 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * RDMA WRITE and READ through a strided key of one entry (a vector) whose
+ * memory the target's device allocated: the target publishes the layout
+ * (soft_direct_vector_set) and the initiator, which maps the allocation,
+ * walks it and copies each element itself, with no packet and no target
+ * CPU (soft_direct.c, soft_direct_vector_exec).  Every case is checked on
+ * the bytes (exactly the layout's bytes of the range change; reads return
+ * them), the completion status and who executed it (the initiator's
+ * direct and packet counters); the refusals and the changes of the key or
+ * its MR are checked to leave the memory untouched.  Target and initiator
+ * are two devices of the test process.
+ */
+#include "soft_mkey_fixture.h"
+#include "soft_xfer.h"
+
+using namespace soft_test;
+
+namespace {
+
+const uint64_t DCK   = 0x7ec7;
+const size_t ALLOC   = 1u << 20;
+const uint32_t COUNT = 8, STRIDE = 40; /* a column of doubles, 5 wide */
+
+uint8_t vpat(size_t i, unsigned seed)
+{
+    return (uint8_t)((i * 37u + seed * 11u) | 0x80u);
+}
+
+} // namespace
+
+class soft_dmap_vector : public soft {
+protected:
+    void SetUp() override
+    {
+        soft::SetUp();
+        dcx_soft_limits_t l = xfer_limits(true);
+        uint8_t addr[DCX_DEV_ADDR_MAX];
+        size_t alen = sizeof(addr), len = ALLOC;
+
+        ASSERT_EQ(0, t.open(fabric.c_str(), &l));
+        ASSERT_TRUE(dcx_dev_caps(t.dev)->flags & DCX_CAP_MEM_ALLOC);
+        ASSERT_EQ(0, dcx_mem_alloc(t.dev, &len, (void **)&mem));
+        memset(mem, 0x5a, ALLOC);
+        ASSERT_EQ(0, t.reg(mem, ALLOC, RACC, &tmr));
+        ASSERT_EQ(0, t.make_target(DCK,
+                                   DCX_ACCESS_REMOTE_WRITE |
+                                       DCX_ACCESS_REMOTE_READ,
+                                   64));
+        ASSERT_EQ(0, t.make_dci()); /* posts the keys' configurations */
+        ASSERT_EQ(0, dcx_dev_port_addr(t.dev, addr, &alen));
+
+        ASSERT_EQ(0, ini.open(fabric.c_str(), &l));
+        ASSERT_EQ(0, ini.make_dci());
+        ASSERT_EQ(0, ini.connect(addr, alen));
+        ASSERT_EQ(0, lb.reg(ini, ALLOC));
+    }
+
+    void TearDown() override
+    {
+        ini.close();
+        for (dcx_mkey_t *k : keys) {
+            EXPECT_EQ(0, dcx_mkey_destroy(k));
+        }
+        for (dcx_mr_t *mr : t.mrs) {
+            dcx_mr_dereg(mr);
+        }
+        t.mrs.clear();
+        if (mem != nullptr) {
+            EXPECT_EQ(0, dcx_mem_free(t.dev, mem, ALLOC));
+        }
+        t.close();
+        soft::TearDown();
+    }
+
+    /* a key of t configured with the entries, repeated reps times */
+    dcx_mkey_t *key(const std::vector<dcx_mkey_interleaved_t> &e,
+                    uint32_t reps, uint32_t access = RACC)
+    {
+        dcx_mkey_t *k = nullptr;
+        EXPECT_EQ(0, dcx_mkey_create(t.pd, 4, &k));
+        if (k == nullptr) {
+            return nullptr;
+        }
+        keys.push_back(k);
+        configure(k, e, reps, access);
+        return k;
+    }
+
+    void configure(dcx_mkey_t *k, const std::vector<dcx_mkey_interleaved_t> &e,
+                   uint32_t reps, uint32_t access = RACC)
+    {
+        dcx_mkey_layout_t lay;
+        memset(&lay, 0, sizeof(lay));
+        lay.access       = access;
+        lay.repeat_count = reps;
+        lay.num_entries  = (uint32_t)e.size();
+        lay.interleaved  = e.data();
+        umr(k, DCX_WR_MKEY_INTERLEAVED, &lay);
+    }
+
+    void umr(dcx_mkey_t *k, dcx_wr_opcode_t op, const dcx_mkey_layout_t *lay)
+    {
+        dcx_send_wr_t w;
+        dcx_wc_t wc;
+        memset(&w, 0, sizeof(w));
+        w.wr_id       = 0x33;
+        w.opcode      = op;
+        w.flags       = DCX_SEND_SIGNALED;
+        w.mkey        = k;
+        w.mkey_layout = lay;
+        ASSERT_EQ(0, dcx_qp_post_send(t.dci, &w));
+        ASSERT_EQ(1, t.poll(&wc, 1, 20.0));
+        ASSERT_EQ(DCX_WC_SUCCESS, wc.status);
+    }
+
+    /* one WRITE or READ of lb[0, len) at offset off of key rkey; its status */
+    int op(dcx_wr_opcode_t o, uint32_t rkey, uint64_t off, size_t len)
+    {
+        dcx_sge_t s = lb.sge(0, len);
+        return run_one(ini, rdma_wr(ini, t.dct->qp_num, DCK, o, &s, off, rkey));
+    }
+
+    dcx_soft_stats_t stats()
+    {
+        dcx_soft_stats_t s;
+        EXPECT_EQ(0, dcx_soft_stats(ini.dev, &s));
+        return s;
+    }
+
+    /* writes [off, off + len) of vector key k (layout e x reps) from a
+     * pattern and reads it back: exactly the layout's bytes of the range
+     * changed, each operation executed by the initiator through the
+     * mapping (direct = true) or by the target's responder */
+    void write_read(dcx_mkey_t *k, const std::vector<dcx_mkey_interleaved_t> &e,
+                    uint32_t reps, uint64_t off, size_t len, unsigned seed,
+                    bool direct = true)
+    {
+        SCOPED_TRACE(::testing::Message() << "off " << off << " len " << len);
+        std::vector<uint8_t *> bytes = layout_bytes(e, reps);
+        std::vector<uint8_t> want(mem, mem + ALLOC);
+
+        for (size_t i = 0; i < len; ++i) {
+            lb.v[i]                        = vpat(off + i, seed);
+            want[bytes[off + i] - mem] = vpat(off + i, seed);
+        }
+        dcx_soft_stats_t s0 = stats();
+        ASSERT_EQ(DCX_WC_SUCCESS, op(DCX_WR_RDMA_WRITE, k->rkey, off, len));
+        ASSERT_EQ(want, std::vector<uint8_t>(mem, mem + ALLOC));
+        memset(lb.v.data(), 0, len);
+        ASSERT_EQ(DCX_WC_SUCCESS, op(DCX_WR_RDMA_READ, k->rkey, off, len));
+        for (size_t i = 0; i < len; ++i) {
+            ASSERT_EQ(vpat(off + i, seed), lb.v[i]) << "byte " << i;
+        }
+        dcx_soft_stats_t s1 = stats();
+        if (direct) {
+            EXPECT_EQ(2u, s1.direct_mapped - s0.direct_mapped);
+            EXPECT_EQ(0u, s1.tx_packets - s0.tx_packets);
+        } else {
+            EXPECT_EQ(0u, s1.direct_mapped - s0.direct_mapped);
+            EXPECT_LT(0u, s1.tx_packets - s0.tx_packets);
+        }
+    }
+
+    /* the allocation as it is now, and a check that it did not change */
+    std::vector<uint8_t> snap() { return std::vector<uint8_t>(mem, mem + ALLOC); }
+    void expect_same(const std::vector<uint8_t> &before)
+    {
+        EXPECT_TRUE(before == snap()) << "the allocation was written";
+    }
+
+    std::vector<dcx_mkey_interleaved_t> column(size_t first, uint32_t lkey)
+    {
+        return {ient(mem + first, COUNT, STRIDE - COUNT, lkey)};
+    }
+
+    node t, ini;
+    local_buf lb;
+    std::vector<uint8_t> heap; /* memory of t's that it did not allocate */
+    uint8_t *mem  = nullptr;
+    dcx_mr_t *tmr = nullptr;
+    std::vector<dcx_mkey_t *> keys;
+};
+
+/* Whole columns and parts of them starting and ending inside elements,
+ * over one chunk and several (SOFT_DIRECT_CHUNK is 512 KiB), elements of
+ * other sizes: every one copied by the initiator */
+TEST_F(soft_dmap_vector, write_read_by_initiator)
+{
+    const uint32_t reps = 20000;
+    auto e              = column(24, tmr->lkey);
+    dcx_mkey_t *k       = key(e, reps);
+
+    write_read(k, e, reps, 0, reps * COUNT, 1);
+    write_read(k, e, reps, 0, 8, 2);
+    write_read(k, e, reps, 3, 5, 3);
+    write_read(k, e, reps, 8 * 11 + 5, 8 * 300 + 2, 4);
+    write_read(k, e, reps, reps * COUNT - 1, 1, 5);
+
+    /* 1-byte and 100-byte elements, contiguous elements */
+    const struct {
+        uint32_t count, skip, reps;
+    } shapes[] = {{1, 2, 5000}, {100, 28, 2000}, {64, 0, 1000}};
+    for (const auto &sh : shapes) {
+        std::vector<dcx_mkey_interleaved_t> f = {
+            ient(mem + 7, sh.count, sh.skip, tmr->lkey)};
+        dcx_mkey_t *k2 = key(f, sh.reps);
+        write_read(k2, f, sh.reps, 0, sh.count * sh.reps, 6);
+        write_read(k2, f, sh.reps, 1, sh.count * 3 + 1, 7);
+    }
+}
+
+/* Layouts the initiator does not execute take the target's responder,
+ * with the same result: two entries, and one entry over heap memory (no
+ * mapping) */
+TEST_F(soft_dmap_vector, other_layouts_by_responder)
+{
+    std::vector<dcx_mkey_interleaved_t> two = {
+        ient(mem, 8, 8, tmr->lkey), ient(mem + 200000, 4, 12, tmr->lkey)};
+    dcx_mkey_t *k = key(two, 500);
+    write_read(k, two, 500, 0, 12 * 500, 1, false);
+    write_read(k, two, 500, 5, 100, 2, false);
+
+    heap.assign(65536, 0x11);
+    dcx_mr_t *hmr;
+    ASSERT_EQ(0, t.reg(heap.data(), heap.size(), RACC, &hmr));
+    std::vector<dcx_mkey_interleaved_t> h = {
+        ient(heap.data(), 8, 8, hmr->lkey)};
+    dcx_mkey_t *hk = key(h, 1000);
+    for (size_t i = 0; i < 8000; ++i) {
+        lb.v[i] = vpat(i, 9);
+    }
+    dcx_soft_stats_t s0 = stats();
+    ASSERT_EQ(DCX_WC_SUCCESS, op(DCX_WR_RDMA_WRITE, hk->rkey, 0, 8000));
+    EXPECT_LT(0u, stats().tx_packets - s0.tx_packets);
+    for (size_t i = 0; i < 8000; ++i) {
+        ASSERT_EQ(vpat(i, 9), heap[(i / 8) * 16 + i % 8]) << i;
+    }
+}
+
+/* Accesses the key or its MR does not allow are refused as the responder
+ * refuses them, with nothing written: past the key's end, a read-only
+ * key, an MR without remote write, an MR that ends inside the layout */
+TEST_F(soft_dmap_vector, refused_accesses_bad_flow)
+{
+    auto e        = column(0, tmr->lkey);
+    dcx_mkey_t *k = key(e, 100);
+    std::vector<uint8_t> before = snap();
+    memset(lb.v.data(), 0xee, 4096);
+
+    EXPECT_EQ(DCX_WC_REM_ACCESS_ERR, op(DCX_WR_RDMA_WRITE, k->rkey, 0, 801));
+    EXPECT_EQ(0, renew_dci(ini));
+    EXPECT_EQ(DCX_WC_REM_ACCESS_ERR, op(DCX_WR_RDMA_WRITE, k->rkey, 800, 1));
+    EXPECT_EQ(0, renew_dci(ini));
+
+    dcx_mkey_t *ro = key(e, 100, DCX_ACCESS_REMOTE_READ);
+    EXPECT_EQ(DCX_WC_REM_ACCESS_ERR, op(DCX_WR_RDMA_WRITE, ro->rkey, 0, 64));
+    EXPECT_EQ(0, renew_dci(ini));
+    EXPECT_EQ(DCX_WC_SUCCESS, op(DCX_WR_RDMA_READ, ro->rkey, 0, 64));
+
+    dcx_mr_t *rmr, *part;
+    ASSERT_EQ(0, t.reg(mem, ALLOC, DCX_ACCESS_REMOTE_READ, &rmr));
+    dcx_mkey_t *rk = key(column(0, rmr->lkey), 100);
+    EXPECT_EQ(DCX_WC_REM_ACCESS_ERR, op(DCX_WR_RDMA_WRITE, rk->rkey, 0, 64));
+    EXPECT_EQ(0, renew_dci(ini));
+
+    /* the MR covers elements 0..49 and half of element 50 */
+    ASSERT_EQ(0, t.reg(mem, 50 * STRIDE + 4, RACC, &part));
+    dcx_mkey_t *pk = key(column(0, part->lkey), 100);
+    EXPECT_EQ(DCX_WC_REM_ACCESS_ERR, op(DCX_WR_RDMA_WRITE, pk->rkey, 0, 800));
+    EXPECT_EQ(0, renew_dci(ini));
+    EXPECT_EQ(DCX_WC_REM_ACCESS_ERR,
+              op(DCX_WR_RDMA_WRITE, pk->rkey, 49 * 8, 16));
+    EXPECT_EQ(0, renew_dci(ini));
+    expect_same(before);
+    write_read(pk, column(0, part->lkey), 100, 0, 50 * 8 + 4, 3);
+}
+
+/* The key changes under the initiator: invalidated, it refuses; laid out
+ * again, the accesses follow the new layout; destroyed, it refuses; and
+ * its MR deregistered, it refuses -- each with nothing written */
+TEST_F(soft_dmap_vector, key_and_mr_changes_bad_flow)
+{
+    auto e        = column(0, tmr->lkey);
+    dcx_mkey_t *k = key(e, 200);
+    write_read(k, e, 200, 0, 1600, 1);
+
+    umr(k, DCX_WR_MKEY_INVALIDATE, nullptr);
+    std::vector<uint8_t> before = snap();
+    memset(lb.v.data(), 0xee, 1600);
+    EXPECT_EQ(DCX_WC_REM_ACCESS_ERR, op(DCX_WR_RDMA_WRITE, k->rkey, 0, 1600));
+    EXPECT_EQ(0, renew_dci(ini));
+    expect_same(before);
+
+    auto e2 = column(4096 + 16, tmr->lkey);
+    configure(k, e2, 300);
+    write_read(k, e2, 300, 0, 2400, 2);
+    write_read(k, e2, 300, 13, 700, 3);
+
+    /* the MR under the key deregistered */
+    dcx_mr_t *mr2;
+    ASSERT_EQ(0, dcx_mr_reg(t.pd, mem, ALLOC, RACC, &mr2));
+    dcx_mkey_t *k2 = key(column(8, mr2->lkey), 100);
+    write_read(k2, column(8, mr2->lkey), 100, 0, 800, 4);
+    ASSERT_EQ(0, dcx_mr_dereg(mr2));
+    before = snap();
+    EXPECT_EQ(DCX_WC_REM_ACCESS_ERR, op(DCX_WR_RDMA_WRITE, k2->rkey, 0, 800));
+    EXPECT_EQ(0, renew_dci(ini));
+    expect_same(before);
+
+    /* the key destroyed */
+    uint32_t rkey = k->rkey;
+    ASSERT_EQ(0, dcx_mkey_destroy(k));
+    keys.erase(keys.begin());
+    EXPECT_EQ(DCX_WC_REM_ACCESS_ERR, op(DCX_WR_RDMA_WRITE, rkey, 0, 64));
+    EXPECT_EQ(0, renew_dci(ini));
+    expect_same(before);
+}
