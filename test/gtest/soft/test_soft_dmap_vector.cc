@@ -74,8 +74,8 @@ protected:
     }
 
     /* a key of t configured with the entries, repeated reps times */
-    dcx_mkey_t *key(const std::vector<dcx_mkey_interleaved_t> &e,
-                    uint32_t reps, uint32_t access = RACC)
+    dcx_mkey_t *key(const std::vector<dcx_mkey_interleaved_t> &e, uint32_t reps,
+                    uint32_t access = RACC)
     {
         dcx_mkey_t *k = nullptr;
         EXPECT_EQ(0, dcx_mkey_create(t.pd, 4, &k));
@@ -141,7 +141,7 @@ protected:
         std::vector<uint8_t> want(mem, mem + ALLOC);
 
         for (size_t i = 0; i < len; ++i) {
-            lb.v[i]                        = vpat(off + i, seed);
+            lb.v[i]                    = vpat(off + i, seed);
             want[bytes[off + i] - mem] = vpat(off + i, seed);
         }
         dcx_soft_stats_t s0 = stats();
@@ -163,7 +163,10 @@ protected:
     }
 
     /* the allocation as it is now, and a check that it did not change */
-    std::vector<uint8_t> snap() { return std::vector<uint8_t>(mem, mem + ALLOC); }
+    std::vector<uint8_t> snap()
+    {
+        return std::vector<uint8_t>(mem, mem + ALLOC);
+    }
     void expect_same(const std::vector<uint8_t> &before)
     {
         EXPECT_TRUE(before == snap()) << "the allocation was written";
@@ -243,8 +246,8 @@ TEST_F(soft_dmap_vector, other_layouts_by_responder)
  * key, an MR without remote write, an MR that ends inside the layout */
 TEST_F(soft_dmap_vector, refused_accesses_bad_flow)
 {
-    auto e        = column(0, tmr->lkey);
-    dcx_mkey_t *k = key(e, 100);
+    auto e                      = column(0, tmr->lkey);
+    dcx_mkey_t *k               = key(e, 100);
     std::vector<uint8_t> before = snap();
     memset(lb.v.data(), 0xee, 4096);
 
