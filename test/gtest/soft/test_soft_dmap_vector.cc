@@ -319,3 +319,115 @@ TEST_F(soft_dmap_vector, key_and_mr_changes_bad_flow)
     EXPECT_EQ(0, renew_dci(ini));
     expect_same(before);
 }
+
+namespace {
+
+/* shared with the initiator child of vector_changes_race_writes */
+struct vrace_info {
+    uint8_t addr[DCX_DEV_ADDR_MAX];
+    uint32_t addr_len;
+    uint32_t dctn;
+    uint32_t rkey;
+    volatile uint32_t ready;
+    volatile uint32_t progress;
+    volatile uint32_t done;
+    volatile uint32_t status;
+    dcx_soft_stats_t stats;
+};
+
+} // namespace
+
+/* Another process writes through a vector key in a loop, each write
+ * executed by it through its mapping; the target invalidates the key (or
+ * deregisters the MR under it) meanwhile.  Once that returns, no write
+ * lands any more: the memory zeroed right after stays zero, and the
+ * initiator's next write fails with a remote access error. */
+TEST_F(soft, vector_changes_race_writes)
+{
+    const uint32_t reps = 2000;
+
+    for (int mode = 0; mode < 4; ++mode) {
+        SCOPED_TRACE((mode % 2) ? "MR deregistered" : "key invalidated");
+        vrace_info *in = (vrace_info *)mmap(nullptr, sizeof(vrace_info),
+                                            PROT_READ | PROT_WRITE,
+                                            MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+        ASSERT_NE(MAP_FAILED, (void *)in);
+        memset(in, 0, sizeof(*in));
+        std::string fab = fabric;
+        spawn([in, fab, reps]() {
+            return xfer_initiator(
+                in, fab, xfer_limits(true), [in, reps](node &n) {
+                    return write_until_error(n, reps * COUNT,
+                                             rdma_wr(n, in->dctn, DCK,
+                                                     DCX_WR_RDMA_WRITE, nullptr,
+                                                     0, in->rkey),
+                                             &in->progress, &in->status);
+                });
+        });
+
+        dcx_soft_limits_t l = xfer_limits(true);
+        size_t len = ALLOC, alen = sizeof(in->addr);
+        uint8_t *mem;
+        dcx_mr_t *mr;
+        dcx_mkey_t *k;
+        dcx_wc_t wc;
+        node t;
+        ASSERT_EQ(0, t.open(fabric.c_str(), &l));
+        ASSERT_EQ(0, dcx_mem_alloc(t.dev, &len, (void **)&mem));
+        memset(mem, 0x5a, ALLOC);
+        ASSERT_EQ(0, dcx_mr_reg(t.pd, mem, ALLOC, RACC, &mr));
+        ASSERT_EQ(0, t.make_target(DCK, DCX_ACCESS_REMOTE_WRITE, 64));
+        ASSERT_EQ(0, t.make_dci());
+        ASSERT_EQ(0, dcx_mkey_create(t.pd, 4, &k));
+        std::vector<dcx_mkey_interleaved_t> e = {
+            ient(mem + 64, COUNT, STRIDE - COUNT, mr->lkey)};
+        dcx_mkey_layout_t lay;
+        memset(&lay, 0, sizeof(lay));
+        lay.access       = RACC;
+        lay.repeat_count = reps;
+        lay.num_entries  = 1;
+        lay.interleaved  = e.data();
+        dcx_send_wr_t w;
+        memset(&w, 0, sizeof(w));
+        w.opcode      = DCX_WR_MKEY_INTERLEAVED;
+        w.flags       = DCX_SEND_SIGNALED;
+        w.mkey        = k;
+        w.mkey_layout = &lay;
+        ASSERT_EQ(0, dcx_qp_post_send(t.dci, &w));
+        ASSERT_EQ(1, t.poll(&wc, 1, 20.0));
+        ASSERT_EQ(DCX_WC_SUCCESS, wc.status);
+        ASSERT_EQ(0, dcx_dev_port_addr(t.dev, in->addr, &alen));
+        in->addr_len = (uint32_t)alen;
+        in->dctn     = t.dct->qp_num;
+        in->rkey     = k->rkey;
+        __atomic_store_n(&in->ready, 1, __ATOMIC_RELEASE);
+
+        ASSERT_TRUE(wait_at_least(&in->progress, 2 + mode * 50, 60.0));
+        if (mode % 2) {
+            ASSERT_EQ(0, dcx_mr_dereg(mr));
+        } else {
+            w.opcode      = DCX_WR_MKEY_INVALIDATE;
+            w.mkey_layout = nullptr;
+            ASSERT_EQ(0, dcx_qp_post_send(t.dci, &w));
+            ASSERT_EQ(1, t.poll(&wc, 1, 20.0));
+            ASSERT_EQ(DCX_WC_SUCCESS, wc.status);
+        }
+        memset(mem, 0, ALLOC);
+        ASSERT_TRUE(wait_flag(&in->done, 1, 60.0));
+        for (size_t i = 0; i < ALLOC; ++i) {
+            ASSERT_EQ(0, mem[i]) << "byte " << i << " written after";
+        }
+        EXPECT_EQ((uint32_t)DCX_WC_REM_ACCESS_ERR, in->status);
+        EXPECT_GT(in->stats.direct_mapped, 1u) << "not by the initiator";
+        EXPECT_TRUE(stop_children());
+        children.clear();
+        __atomic_store_n(&sh->stop, 0, __ATOMIC_RELEASE);
+        EXPECT_EQ(0, dcx_mkey_destroy(k));
+        if (!(mode % 2)) {
+            EXPECT_EQ(0, dcx_mr_dereg(mr));
+        }
+        EXPECT_EQ(0, dcx_mem_free(t.dev, mem, ALLOC));
+        t.close();
+        munmap(in, sizeof(*in));
+    }
+}
