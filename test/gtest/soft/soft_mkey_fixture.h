@@ -51,6 +51,35 @@ inline dcx_mkey_interleaved_t ient(const void *addr, uint32_t count,
     return e;
 }
 
+/* An interleaved layout: entries e repeated repeat times (e must outlive
+ * it) */
+inline dcx_mkey_layout_t
+interleaved_layout(const std::vector<dcx_mkey_interleaved_t> &e,
+                   uint32_t repeat, uint32_t access)
+{
+    dcx_mkey_layout_t lay;
+    memset(&lay, 0, sizeof(lay));
+    lay.access       = access;
+    lay.repeat_count = repeat;
+    lay.num_entries  = (uint32_t)e.size();
+    lay.interleaved  = e.data();
+    return lay;
+}
+
+/* A signalled configure (op and lay) or invalidate (lay NULL) of key k */
+inline dcx_send_wr_t umr_wr(dcx_wr_opcode_t op, dcx_mkey_t *k,
+                            const dcx_mkey_layout_t *lay, uint64_t wr_id)
+{
+    dcx_send_wr_t w;
+    memset(&w, 0, sizeof(w));
+    w.wr_id       = wr_id;
+    w.opcode      = op;
+    w.flags       = DCX_SEND_SIGNALED;
+    w.mkey        = k;
+    w.mkey_layout = lay;
+    return w;
+}
+
 } // namespace soft_mkey_test
 
 using namespace soft_mkey_test;
@@ -85,6 +114,22 @@ protected:
         soft::TearDown();
     }
 
+    /* len bytes of a fresh anonymous mapping filled with fill and
+     * registered (RACC) in *mr_p, for the tests that report it unmapped;
+     * NULL if a step failed */
+    uint8_t *mapped(size_t len, uint8_t fill, dcx_mr_t **mr_p)
+    {
+        void *p = mmap(nullptr, len, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        EXPECT_NE(MAP_FAILED, p);
+        if (p == MAP_FAILED) {
+            return nullptr;
+        }
+        memset(p, fill, len);
+        EXPECT_EQ(0, dcx_mr_reg(n.pd, p, len, RACC, mr_p));
+        return (uint8_t *)p;
+    }
+
     dcx_mkey_t *create(uint32_t entries = LIMIT)
     {
         dcx_mkey_t *k = nullptr;
@@ -98,14 +143,7 @@ protected:
     dcx_send_wr_t mkey_wr(dcx_wr_opcode_t op, dcx_mkey_t *k,
                           const dcx_mkey_layout_t *lay)
     {
-        dcx_send_wr_t w;
-        memset(&w, 0, sizeof(w));
-        w.wr_id       = 0x77;
-        w.opcode      = op;
-        w.flags       = DCX_SEND_SIGNALED;
-        w.mkey        = k;
-        w.mkey_layout = lay;
-        return w;
+        return umr_wr(op, k, lay, 0x77);
     }
 
     /* posts a configure/invalidate and waits for its completion */
@@ -123,12 +161,7 @@ protected:
                      const std::vector<dcx_mkey_interleaved_t> &e,
                      uint32_t repeat, uint32_t access = RACC)
     {
-        dcx_mkey_layout_t lay;
-        memset(&lay, 0, sizeof(lay));
-        lay.access       = access;
-        lay.repeat_count = repeat;
-        lay.num_entries  = (uint32_t)e.size();
-        lay.interleaved  = e.data();
+        dcx_mkey_layout_t lay = interleaved_layout(e, repeat, access);
         exec(mkey_wr(DCX_WR_MKEY_INTERLEAVED, k, &lay), DCX_WC_UMR);
     }
 

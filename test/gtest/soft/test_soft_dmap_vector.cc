@@ -90,25 +90,14 @@ protected:
     void configure(dcx_mkey_t *k, const std::vector<dcx_mkey_interleaved_t> &e,
                    uint32_t reps, uint32_t access = RACC)
     {
-        dcx_mkey_layout_t lay;
-        memset(&lay, 0, sizeof(lay));
-        lay.access       = access;
-        lay.repeat_count = reps;
-        lay.num_entries  = (uint32_t)e.size();
-        lay.interleaved  = e.data();
+        dcx_mkey_layout_t lay = interleaved_layout(e, reps, access);
         umr(k, DCX_WR_MKEY_INTERLEAVED, &lay);
     }
 
     void umr(dcx_mkey_t *k, dcx_wr_opcode_t op, const dcx_mkey_layout_t *lay)
     {
-        dcx_send_wr_t w;
+        dcx_send_wr_t w = umr_wr(op, k, lay, 0x33);
         dcx_wc_t wc;
-        memset(&w, 0, sizeof(w));
-        w.wr_id       = 0x33;
-        w.opcode      = op;
-        w.flags       = DCX_SEND_SIGNALED;
-        w.mkey        = k;
-        w.mkey_layout = lay;
         ASSERT_EQ(0, dcx_qp_post_send(t.dci, &w));
         ASSERT_EQ(1, t.poll(&wc, 1, 20.0));
         ASSERT_EQ(DCX_WC_SUCCESS, wc.status);
@@ -381,18 +370,8 @@ TEST_F(soft, vector_changes_race_writes)
         ASSERT_EQ(0, dcx_mkey_create(t.pd, 4, &k));
         std::vector<dcx_mkey_interleaved_t> e = {
             ient(mem + 64, COUNT, STRIDE - COUNT, mr->lkey)};
-        dcx_mkey_layout_t lay;
-        memset(&lay, 0, sizeof(lay));
-        lay.access       = RACC;
-        lay.repeat_count = reps;
-        lay.num_entries  = 1;
-        lay.interleaved  = e.data();
-        dcx_send_wr_t w;
-        memset(&w, 0, sizeof(w));
-        w.opcode      = DCX_WR_MKEY_INTERLEAVED;
-        w.flags       = DCX_SEND_SIGNALED;
-        w.mkey        = k;
-        w.mkey_layout = &lay;
+        dcx_mkey_layout_t lay = interleaved_layout(e, reps, RACC);
+        dcx_send_wr_t w       = umr_wr(DCX_WR_MKEY_INTERLEAVED, k, &lay, 1);
         ASSERT_EQ(0, dcx_qp_post_send(t.dci, &w));
         ASSERT_EQ(1, t.poll(&wc, 1, 20.0));
         ASSERT_EQ(DCX_WC_SUCCESS, wc.status);
@@ -406,8 +385,7 @@ TEST_F(soft, vector_changes_race_writes)
         if (mode % 2) {
             ASSERT_EQ(0, dcx_mr_dereg(mr));
         } else {
-            w.opcode      = DCX_WR_MKEY_INVALIDATE;
-            w.mkey_layout = nullptr;
+            w = umr_wr(DCX_WR_MKEY_INVALIDATE, k, nullptr, 2);
             ASSERT_EQ(0, dcx_qp_post_send(t.dci, &w));
             ASSERT_EQ(1, t.poll(&wc, 1, 20.0));
             ASSERT_EQ(DCX_WC_SUCCESS, wc.status);

@@ -433,12 +433,9 @@ TEST_F(soft_mkey, mr_deregistered_under_key_bad_flow)
 TEST_F(soft_mkey, memory_unmapped_under_key_bad_flow)
 {
     size_t len = 2 * 4096;
-    uint8_t *p = (uint8_t *)mmap(nullptr, len, PROT_READ | PROT_WRITE,
-                                 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    ASSERT_NE(MAP_FAILED, (void *)p);
-    memset(p, 0x44, len);
     dcx_mr_t *pmr;
-    ASSERT_EQ(0, dcx_mr_reg(n.pd, p, len, RACC, &pmr));
+    uint8_t *p = mapped(len, 0x44, &pmr);
+    ASSERT_NE(nullptr, p);
     dcx_mkey_t *k = create(4);
     interleaved(k, {ient(p, 16, 48, pmr->lkey)}, 64);
     ASSERT_EQ(DCX_WC_SUCCESS, rdma(DCX_WR_RDMA_READ, k->rkey, 0, 0, 1024));

@@ -197,12 +197,9 @@ TEST_F(soft_mkey, batch_region_unmapped_bad_flow)
 {
     const uint32_t reps = 2000;
     size_t len          = 16 * reps;
-    uint8_t *p          = (uint8_t *)mmap(nullptr, len, PROT_READ | PROT_WRITE,
-                                          MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    ASSERT_NE(MAP_FAILED, (void *)p);
-    memset(p, 0x44, len);
     dcx_mr_t *pmr;
-    ASSERT_EQ(0, dcx_mr_reg(n.pd, p, len, RACC, &pmr));
+    uint8_t *p = mapped(len, 0x44, &pmr);
+    ASSERT_NE(nullptr, p);
     dcx_mkey_t *k = create(4);
     interleaved(k, {ient(mem.data(), 8, 8, mr->lkey), ient(p, 8, 8, pmr->lkey)},
                 reps);
