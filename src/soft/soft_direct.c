@@ -367,8 +367,9 @@ typedef struct soft_dmr_view {
     uint64_t start, end, serial, stride, base, length;
 } soft_dmr_view_t;
 
-static void soft_direct_mr_read(soft_direct_area_t *area, uint32_t rkey,
-                                soft_dmr_view_t *v)
+static inline __attribute__((always_inline)) void
+soft_direct_entry_read(soft_direct_area_t *area, uint32_t rkey,
+                       soft_dmr_view_t *v, int layout)
 {
     soft_dmr_t *e = &area->mrs[rkey >> 8];
     uint32_t s1;
@@ -377,17 +378,34 @@ static void soft_direct_mr_read(soft_direct_area_t *area, uint32_t rkey,
         s1        = __atomic_load_n(&e->seq, __ATOMIC_SEQ_CST);
         v->key    = __atomic_load_n(&e->key, __ATOMIC_SEQ_CST);
         v->access = __atomic_load_n(&e->access, __ATOMIC_RELAXED);
-        v->alloc  = __atomic_load_n(&e->alloc, __ATOMIC_RELAXED);
-        v->start  = __atomic_load_n(&e->start, __ATOMIC_RELAXED);
-        v->end    = __atomic_load_n(&e->end, __ATOMIC_RELAXED);
-        v->serial = __atomic_load_n(&e->serial, __ATOMIC_RELAXED);
         v->mr_key = __atomic_load_n(&e->mr_key, __ATOMIC_RELAXED);
-        v->count  = __atomic_load_n(&e->count, __ATOMIC_RELAXED);
-        v->stride = __atomic_load_n(&e->stride, __ATOMIC_RELAXED);
-        v->base   = __atomic_load_n(&e->base, __ATOMIC_RELAXED);
-        v->length = __atomic_load_n(&e->length, __ATOMIC_RELAXED);
+        if (layout) {
+            v->count  = __atomic_load_n(&e->count, __ATOMIC_RELAXED);
+            v->stride = __atomic_load_n(&e->stride, __ATOMIC_RELAXED);
+            v->base   = __atomic_load_n(&e->base, __ATOMIC_RELAXED);
+            v->length = __atomic_load_n(&e->length, __ATOMIC_RELAXED);
+        } else {
+            v->alloc  = __atomic_load_n(&e->alloc, __ATOMIC_RELAXED);
+            v->start  = __atomic_load_n(&e->start, __ATOMIC_RELAXED);
+            v->end    = __atomic_load_n(&e->end, __ATOMIC_RELAXED);
+            v->serial = __atomic_load_n(&e->serial, __ATOMIC_RELAXED);
+        }
         __atomic_thread_fence(__ATOMIC_ACQUIRE);
     } while ((s1 & 1) || (__atomic_load_n(&e->seq, __ATOMIC_SEQ_CST) != s1));
+}
+
+/* A plain MR's fields (and mr_key, which says whether it is one) */
+static void soft_direct_mr_read(soft_direct_area_t *area, uint32_t rkey,
+                                soft_dmr_view_t *v)
+{
+    soft_direct_entry_read(area, rkey, v, 0);
+}
+
+/* A vector key's layout (mr_key != 0) */
+static void soft_direct_vector_read(soft_direct_area_t *area, uint32_t rkey,
+                                    soft_dmr_view_t *v)
+{
+    soft_direct_entry_read(area, rkey, v, 1);
 }
 
 /* The entry of a plain MR grants 'access' over [addr, addr + len) (and,
@@ -415,7 +433,7 @@ static int soft_direct_vector_ok(soft_direct_area_t *area, uint32_t rkey,
                                  uint64_t len, const soft_dmap_ent_t *map,
                                  soft_dmr_view_t *v, soft_vector_span_t *span)
 {
-    soft_direct_mr_read(area, rkey, v);
+    soft_direct_vector_read(area, rkey, v);
     if ((v->key != rkey) || (v->mr_key != mr_key) || !(v->access & access) ||
         (v->count == 0) || (len == 0) || (off > v->length) ||
         (len > v->length - off) ||
