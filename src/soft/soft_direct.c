@@ -708,9 +708,8 @@ static int soft_direct_vector_exec(soft_direct_area_t *area, soft_dslot_t *slot,
                                    &span)) {
             return 0;
         }
-        soft_vector_copy(map->local + (span.lo - span.inoff - map->rbase),
-                         span.inoff, v.count, v.stride, liov[0].iov_base, len,
-                         is_write);
+        soft_vector_copy(map->local + (span.lo - map->rbase), span.inoff,
+                         v.count, v.stride, liov[0].iov_base, len, is_write);
         __atomic_store_n(&slot->gen, slot->gen + 1, __ATOMIC_RELAXED);
         __atomic_store_n(&slot->key, 0, __ATOMIC_RELEASE);
     }

@@ -484,7 +484,6 @@ soft_mkey_walk(soft_dev_t *dev, soft_mkey_t *mk, uint64_t off, uint64_t len,
  * asked for: one check, where the walk checks each piece. */
 typedef struct soft_mkey_vector {
     soft_mr_t *mr;
-    uint8_t *elem; /* start of the element the access starts in */
     soft_vector_span_t span;
 } soft_mkey_vector_t;
 
@@ -509,8 +508,7 @@ static inline int soft_mkey_vector(soft_dev_t *dev, const soft_mkey_t *mk,
         (v->span.lo < mr->start) || (v->span.hi >= mr->end)) {
         return 0;
     }
-    v->mr   = mr;
-    v->elem = (uint8_t *)(uintptr_t)(v->span.lo - v->span.inoff);
+    v->mr = mr;
     return 1;
 }
 
@@ -654,8 +652,8 @@ static int soft_mkey_vector_copy(soft_dev_t *dev, const soft_mkey_t *mk,
     if (__atomic_load_n(&v->mr->invalid, __ATOMIC_SEQ_CST)) {
         return EFAULT;
     }
-    dev->stats.mkey_pieces += soft_vector_copy(v->elem, v->span.inoff,
-                                               mk->ent[0].count,
+    dev->stats.mkey_pieces += soft_vector_copy((uint8_t *)(uintptr_t)v->span.lo,
+                                               v->span.inoff, mk->ent[0].count,
                                                mk->ent[0].stride, buf, len,
                                                out);
     return 0;

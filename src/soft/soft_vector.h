@@ -40,34 +40,37 @@ static inline int soft_vector_span(uint64_t base, uint64_t count,
     return 1;
 }
 
-/* Copies len bytes between buf and the vector whose element holding the
- * first byte starts at elem (the access starts inoff bytes into it): out
- * 1 writes the vector.  Element after element with no check (the caller
- * checked the span); an element of 8 bytes (a column of doubles) is one
- * load and one store.  Returns the pieces copied. */
-static inline uint64_t soft_vector_copy(uint8_t *elem, uint64_t inoff,
+/* Copies len bytes between buf and the vector from first, the address of
+ * the access's first byte, inoff bytes into its element: out 1 writes the
+ * vector.  Element after element with no check (the caller checked the
+ * span); an element of 8 bytes (a column of doubles) is one load and one
+ * store.  Returns the pieces copied. */
+static inline uint64_t soft_vector_copy(uint8_t *first, uint64_t inoff,
                                         uint64_t count, uint64_t stride,
                                         uint8_t *buf, uint64_t len, int out)
 {
     uint64_t chunk = count - inoff, done, n;
+    uint8_t *elem;
 
     if ((count == sizeof(uint64_t)) && (inoff == 0) &&
         (len % sizeof(uint64_t) == 0)) {
         for (n = 0, done = 0; done < len; ++n, done += sizeof(uint64_t)) {
-            memcpy(out ? elem : buf + done, out ? buf + done : elem,
+            memcpy(out ? first : buf + done, out ? buf + done : first,
                    sizeof(uint64_t));
-            elem += stride;
+            first += stride;
         }
         return n;
     }
     if (chunk > len) {
         chunk = len;
     }
-    memcpy(out ? elem + inoff : buf, out ? buf : elem + inoff, chunk);
+    memcpy(out ? first : buf, out ? buf : first, chunk);
+    /* the next element starts stride - inoff bytes on */
+    elem = first + (stride - inoff);
     for (n = 1, done = chunk; done < len; ++n, done += chunk) {
-        elem += stride;
         chunk = (len - done < count) ? len - done : count;
         memcpy(out ? elem : buf + done, out ? buf + done : elem, chunk);
+        elem += stride;
     }
     return n;
 }
