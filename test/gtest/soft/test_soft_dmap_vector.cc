@@ -189,6 +189,14 @@ TEST_F(soft_dmap_vector, write_read_by_initiator)
     write_read(k, e, reps, 8 * 11 + 5, 8 * 300 + 2, 4);
     write_read(k, e, reps, reps * COUNT - 1, 1, 5);
 
+    /* the first element starts 4 bytes before the allocation (and its
+     * MR): an access from its fifth byte on is the allocation's */
+    std::vector<dcx_mkey_interleaved_t> before_start = {
+        ient(mem - 4, COUNT, STRIDE - COUNT, tmr->lkey)};
+    dcx_mkey_t *ks = key(before_start, 100);
+    write_read(ks, before_start, 100, 4, 8 * 99 + 4, 8);
+    write_read(ks, before_start, 100, 6, 3, 9);
+
     /* 1-byte and 100-byte elements, contiguous elements */
     const struct {
         uint32_t count, skip, reps;
