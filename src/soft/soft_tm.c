@@ -70,23 +70,41 @@
 /* ------------------------------------------------------------------------
  * Completions
  * ------------------------------------------------------------------------ */
-/* Pushes a completion on the SRQ's CQ; polling it retires what 'flags'
- * say.  A CQ overrun is logged by soft_cq_push (the completion is lost). */
-void soft_tm_push(soft_tm_t *tm, const dcx_wc_t *wc, uint32_t entry,
-                  uint32_t gen, uint32_t op, uint8_t flags)
+/* The next CQE of the SRQ's CQ, for a completion whose polling retires
+ * what 'flags' say: its TM fields set, the caller writes its wc in place
+ * (stores only: a wc built elsewhere and copied in is read back behind
+ * the stores of the data just placed) and commits it.  NULL when the CQ
+ * is full (soft_cq_overrun logs it; the completion is lost). */
+static soft_cqe_t *soft_tm_cqe(soft_tm_t *tm, uint32_t qp_num, uint32_t entry,
+                               uint32_t gen, uint32_t op, uint8_t flags)
 {
-    soft_cq_t *cq = tm->srq->cq;
-    soft_cqe_t *cqe;
+    soft_cq_t *cq   = tm->srq->cq;
+    soft_cqe_t *cqe = soft_cq_slot(cq);
 
-    if (soft_cq_push(cq, wc, NULL, 0) != 0) {
-        return;
+    if (cqe == NULL) {
+        soft_cq_overrun(cq, qp_num);
+        return NULL;
     }
-    cqe           = &cq->q[(cq->tail - 1) & (cq->size - 1)];
+    cqe->qp       = NULL;
+    cqe->sq_idx   = 0;
     cqe->tm       = (flags != 0) ? tm : NULL;
     cqe->tm_entry = entry;
     cqe->tm_gen   = gen;
     cqe->tm_op    = op;
     cqe->tm_flags = flags;
+    return cqe;
+}
+
+/* Pushes the completion wc on the SRQ's CQ (soft_tm_cqe) */
+void soft_tm_push(soft_tm_t *tm, const dcx_wc_t *wc, uint32_t entry,
+                  uint32_t gen, uint32_t op, uint8_t flags)
+{
+    soft_cqe_t *cqe = soft_tm_cqe(tm, wc->qp_num, entry, gen, op, flags);
+
+    if (cqe != NULL) {
+        cqe->wc = *wc;
+        soft_cq_commit(tm->srq->cq);
+    }
 }
 
 /* Library side: one expected completion of the entry was polled. */
@@ -361,18 +379,13 @@ static int soft_tm_post(dcx_srq_t *srq_, dcx_tm_op_t *op)
  * ------------------------------------------------------------------------ */
 static uint32_t soft_tm_match(soft_tm_t *tm, uint64_t tag)
 {
-    uint32_t idx;
+    uint32_t idx = soft_tm_find(tm, tag);
 
-    for (idx = tm->list_head; idx != SOFT_TM_NONE; idx = tm->e[idx].next) {
-        soft_tm_entry_t *e = &tm->e[idx];
-
-        if (e->eligible && ((tag & e->mask) == e->tag)) {
-            soft_tm_unlink(tm, idx);
-            e->state = SOFT_TME_CONSUMED;
-            return idx;
-        }
+    if (idx != SOFT_TM_NONE) {
+        soft_tm_unlink(tm, idx);
+        tm->e[idx].state = SOFT_TME_CONSUMED;
     }
-    return SOFT_TM_NONE;
+    return idx;
 }
 
 /* Local write access to a receive buffer; its total length in *len_p. */
@@ -405,18 +418,22 @@ static void soft_tm_msg_wc(soft_tm_t *tm, soft_qp_t *dct, soft_rstate_t *rs,
                            uint32_t byte_len, uint64_t tag, uint32_t priv,
                            const soft_pkt_t *pkt, uint8_t release)
 {
-    dcx_wc_t wc;
+    soft_cqe_t *cqe = soft_tm_cqe(tm, dct->super.qp_num, rs->tm.entry,
+                                  rs->tm.gen, 0, release);
 
-    soft_tm_recv_wc(&wc, rs->recv.wr_id, status, opcode, flags, byte_len,
+    if (cqe == NULL) {
+        return;
+    }
+    soft_tm_recv_wc(&cqe->wc, rs->recv.wr_id, status, opcode, flags, byte_len,
                     dct->super.qp_num, rs->dci);
-    wc.tm_tag  = tag;
-    wc.tm_priv = priv;
+    cqe->wc.tm_tag  = tag;
+    cqe->wc.tm_priv = priv;
     if ((pkt != NULL) && (pkt->op == DCX_WR_SEND_IMM) &&
         (status == DCX_WC_SUCCESS)) {
-        wc.flags |= DCX_WC_FLAG_WITH_IMM;
-        wc.imm = pkt->imm;
+        cqe->wc.flags |= DCX_WC_FLAG_WITH_IMM;
+        cqe->wc.imm = pkt->imm;
     }
-    soft_tm_push(tm, &wc, rs->tm.entry, rs->tm.gen, 0, release);
+    soft_cq_commit(tm->srq->cq);
 }
 
 /* The matched entry's buffer becomes the message's receive. */

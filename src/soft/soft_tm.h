@@ -164,18 +164,38 @@ static inline void soft_tm_polled(soft_cqe_t *cqe, dcx_wc_t *wc)
     }
 }
 
+/* Hardware: the oldest listed entry eligible to take a message with tag,
+ * or SOFT_TM_NONE (nothing is changed) */
+static inline uint32_t soft_tm_find(const soft_tm_t *tm, uint64_t tag)
+{
+    uint32_t idx;
+
+    for (idx = tm->list_head; idx != SOFT_TM_NONE; idx = tm->e[idx].next) {
+        const soft_tm_entry_t *e = &tm->e[idx];
+
+        if (e->eligible && ((tag & e->mask) == e->tag)) {
+            return idx;
+        }
+    }
+    return SOFT_TM_NONE;
+}
+
 /* The responder's one-pass path (soft_resp_fast) on a TM SRQ: which SRQ
- * completion a whole message in one packet gets without a list walk, or 0
- * when the general path must see it.  That is a NO_TAG message (an active
- * message: never matched), or an EAGER one while no entry is listed (it
- * cannot match, and with nothing listed none is held either): both go to
- * the SRQ buffer, headers included, exactly as soft_tm_start places them.
- * FINs, rendezvous requests, eager messages that could match and malformed
- * messages take the general path. */
+ * completion a whole message in one packet gets without the general path,
+ * or 0 when the general path must see it.  That is a NO_TAG message (an
+ * active message: never matched), or an EAGER one that no listed entry
+ * takes (none is listed, or none listed is eligible with a matching tag:
+ * the entries posted while unexpected messages were still unpolled are
+ * held, so a stream that outruns its receiver meets a list of held ones):
+ * both go to the SRQ buffer, headers included, exactly as soft_tm_start
+ * places them.  FINs, rendezvous requests, eager messages that match and
+ * malformed messages take the general path. */
 static inline uint8_t soft_tm_fast_opcode(const soft_tm_t *tm,
                                           const soft_pkt_t *pkt,
                                           const void *payload)
 {
+    uint32_t app_ctx;
+    uint64_t tag;
     uint8_t opcode;
 
     if (pkt->len < DCX_TM_TMH_LEN) {
@@ -185,10 +205,14 @@ static inline uint8_t soft_tm_fast_opcode(const soft_tm_t *tm,
     if (opcode == DCX_TMH_NO_TAG) {
         return DCX_WC_TM_NO_TAG;
     }
-    if ((opcode == DCX_TMH_EAGER) && (tm->list_head == SOFT_TM_NONE)) {
+    if (opcode != DCX_TMH_EAGER) {
+        return 0;
+    }
+    if (tm->list_head == SOFT_TM_NONE) {
         return DCX_WC_TM_RECV;
     }
-    return 0;
+    dcx_tmh_unpack(payload, &opcode, &app_ctx, &tag);
+    return (soft_tm_find(tm, tag) == SOFT_TM_NONE) ? DCX_WC_TM_RECV : 0;
 }
 
 /* The completion of a message soft_tm_fast_opcode() let through, placed in

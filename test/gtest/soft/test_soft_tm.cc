@@ -715,7 +715,8 @@ TEST_F(soft_tm, unmatched_single_packet_one_pass)
     EXPECT_EQ(1u, tm_stats(rx).unexp_eager);
 
     /* a listed entry (software's count given: eligible at once): NO_TAG
-     * still one pass, EAGER not (even unmatched) */
+     * and an EAGER it does not take still one pass, an EAGER it takes the
+     * general path */
     ASSERT_EQ(0, add(rx, 0x42, ~0ull, 1, 0, 64,
                      DCX_TM_OPF_SIGNALED | DCX_TM_OPF_SYNC, 1));
     wc = pop(rx);
@@ -731,18 +732,24 @@ TEST_F(soft_tm, unmatched_single_packet_one_pass)
     wc = pop(rx);
     EXPECT_EQ(DCX_WC_TM_RECV, wc.opcode);
     EXPECT_EQ(0, wc.flags & DCX_WC_FLAG_TM_MATCH);
+    fill(want, 8, 4);
+    EXPECT_EQ(0, memcmp(rx.srq_buf(wc.wr_id) + DCX_TM_TMH_LEN, want, 8));
     rx.repost(wc);
+    EXPECT_EQ(fast0 + 3, tm_stats(rx).fast);
     send_msg(DCX_TMH_EAGER, 0x42, 0, 8, 5);
     wc = pop(rx);
     EXPECT_EQ(1u, wc.wr_id);
     EXPECT_EQ(DCX_WC_FLAG_TM_MATCH | DCX_WC_FLAG_TM_DATA_VALID, wc.flags);
-    EXPECT_EQ(fast0 + 2, tm_stats(rx).fast);
+    EXPECT_EQ(fast0 + 3, tm_stats(rx).fast);
     EXPECT_EQ(2u, tm_stats(rx).unexp_eager);
     EXPECT_EQ(1u, tm_stats(rx).matched);
 
     /* the list is empty again: an entry added while software is behind
-     * the device's count is held (listed, not eligible), so an eager still
-     * goes the general way and does not match it */
+     * the device's count is held (listed, not eligible), so an eager with
+     * its tag does not match it, and goes to an SRQ buffer in one pass as
+     * when nothing is listed (a stream that outruns its receiver meets a
+     * list of held entries); the U it counts is what the next ADD's count
+     * is compared with */
     ASSERT_EQ(0, add(rx, 0x44, ~0ull, 2, 0, 64,
                      DCX_TM_OPF_SIGNALED | DCX_TM_OPF_SYNC, 0));
     wc = pop(rx);
@@ -752,8 +759,28 @@ TEST_F(soft_tm, unmatched_single_packet_one_pass)
     wc = pop(rx);
     EXPECT_EQ(DCX_WC_TM_RECV, wc.opcode);
     EXPECT_EQ(0, wc.flags & DCX_WC_FLAG_TM_MATCH);
-    EXPECT_EQ(fast0 + 2, tm_stats(rx).fast);
+    EXPECT_EQ(fast0 + 4, tm_stats(rx).fast);
     EXPECT_EQ(3u, tm_stats(rx).unexp_eager);
+    rx.repost(wc);
+
+    /* software gives the device's count (3 unexpected): the held entry
+     * becomes eligible and takes the next eager with its tag, on the
+     * general path */
+    dcx_tm_op_t op;
+    memset(&op, 0, sizeof(op));
+    op.opcode         = DCX_TM_OP_SYNC;
+    op.flags          = DCX_TM_OPF_SYNC;
+    op.unexpected_cnt = 3;
+    ASSERT_EQ(0, dcx_srq_tm_post(rx.n.srq, &op));
+    send_msg(DCX_TMH_EAGER, 0x44, 0, 8, 7);
+    wc = pop(rx);
+    EXPECT_EQ(2u, wc.wr_id);
+    EXPECT_EQ(DCX_WC_FLAG_TM_MATCH | DCX_WC_FLAG_TM_DATA_VALID, wc.flags);
+    EXPECT_EQ(fast0 + 4, tm_stats(rx).fast);
+    EXPECT_EQ(3u, tm_stats(rx).unexp_eager);
+    EXPECT_EQ(2u, tm_stats(rx).matched);
+    fill(want, 8, 7);
+    EXPECT_EQ(0, memcmp(rx.at(0), want, 8));
 }
 
 /* A TM SRQ with no device rendezvous under way does not keep its device
