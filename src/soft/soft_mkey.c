@@ -30,10 +30,12 @@
  * not one per element (bench/strided.sh).  Where the consumer reports
  * unmaps (soft_mem.c) our own memory is copied with memcpy under the
  * in-flight mark instead, piece by piece as the walk finds them; and a
- * layout of one entry (a vector: a matrix column, every k-th block) is
- * not walked at all: its addresses grow with the offset, so an access is
- * checked once by its first and last bytes (soft_mkey_vector) and copied
- * element after element with no check each.
+ * layout that is a vector (a matrix column, every k-th block: one
+ * interleaved entry, or a list of equal entries at one distance,
+ * soft_mkey_as_vector) is not walked at all: its addresses grow with the
+ * offset, so an access is checked once by its first and last bytes
+ * (soft_mkey_vector) and copied element after element with no check
+ * each.
  *
  * What the post checks (the hardware's software checks,
  * docs/device-semantics.md sections 10.3, 10.4 and 10.8):
@@ -79,7 +81,12 @@ struct soft_mkey {
     uint64_t rep_len;     /* bytes of one repetition */
     uint64_t length;      /* of the whole layout */
     soft_mkey_ent_t *ent; /* max_entries */
-    int published;        /* as a vector, for initiators (soft_direct.c) */
+    /* the layout as a vector (soft_vector.h: element r at addr + r *
+     * stride, count bytes each, in the MR lkey) where it is one
+     * (soft_mkey_as_vector), else is_vec 0 */
+    soft_mkey_ent_t vec;
+    int is_vec;
+    int published; /* as a vector, for initiators (soft_direct.c) */
 };
 
 /* A configure or invalidate request, copied at post. */
@@ -323,7 +330,45 @@ void soft_mkey_wr_free(soft_swqe_t *w)
     w->mkw = NULL;
 }
 
-/* A layout of one entry is published in the port's tables, so that an
+/* Whether mk's layout is a vector, and which (*v): one entry (a column,
+ * every k-th block of an array), or a list whose entries are of one
+ * length, in one MR, each a fixed distance past the one before and not
+ * touching it: the layout a consumer registers as a list when the
+ * stride is past the interleaved one's 16-bit field (a column of N = 8192
+ * doubles: one entry per element).  Either way byte off of the key is
+ * byte off % count of element off / count, so both are checked and
+ * copied as one vector; a list that is anything else is walked. */
+static int soft_mkey_as_vector(const soft_mkey_t *mk, soft_mkey_ent_t *v)
+{
+    const soft_mkey_ent_t *e = mk->ent;
+    uint64_t step;
+    uint32_t i;
+
+    if (mk->num == 1) {
+        *v = e[0];
+        return 1;
+    }
+    if ((mk->num == 0) || (mk->repeat != 1) || (e[0].stride != 0) ||
+        (e[0].count == 0) || (e[1].addr <= e[0].addr)) {
+        return 0; /* interleaved with several entries, or not a list */
+    }
+    step = e[1].addr - e[0].addr;
+    if ((step <= e[0].count) || (step > UINT32_MAX)) {
+        return 0;
+    }
+    for (i = 1; i < mk->num; ++i) {
+        if ((e[i].count != e[0].count) || (e[i].lkey != e[0].lkey) ||
+            (e[i].addr <= e[i - 1].addr) ||
+            (e[i].addr - e[i - 1].addr != step)) {
+            return 0;
+        }
+    }
+    *v        = e[0];
+    v->stride = (uint32_t)step;
+    return 1;
+}
+
+/* A layout that is a vector is published in the port's tables, so that an
  * initiator whose copy of the target memory is mapped executes a WRITE or
  * READ through the key itself (soft_direct.c); any other is not.  The
  * layout published before is withdrawn first, the copies through it
@@ -336,14 +381,14 @@ static void soft_mkey_publish(soft_mkey_t *mk, int publish)
         soft_direct_vector_set(mk->dev, &mk->key, NULL);
         mk->published = 0;
     }
-    if (!publish || (mk->num != 1)) {
+    if (!publish || !mk->is_vec) {
         return;
     }
-    vec.base   = mk->ent[0].addr;
-    vec.count  = mk->ent[0].count;
-    vec.stride = mk->ent[0].stride;
+    vec.base   = mk->vec.addr;
+    vec.count  = mk->vec.count;
+    vec.stride = mk->vec.stride;
     vec.length = mk->length;
-    vec.mr_key = mk->ent[0].lkey;
+    vec.mr_key = mk->vec.lkey;
     vec.access = mk->access;
     soft_direct_vector_set(mk->dev, &mk->key, &vec);
     mk->published = 1;
@@ -384,6 +429,7 @@ uint8_t soft_mkey_wr_exec(soft_qp_t *qp, soft_swqe_t *w)
     mk->repeat     = m->repeat;
     mk->rep_len    = m->rep_len;
     mk->length     = m->repeat * m->rep_len;
+    mk->is_vec     = soft_mkey_as_vector(mk, &mk->vec);
     mk->configured = 1;
     soft_mkey_publish(mk, 1);
     dcx_debug("%s: mkey 0x%x configured: %u entries x %llu, %llu bytes",
@@ -479,8 +525,8 @@ soft_mkey_walk(soft_dev_t *dev, soft_mkey_t *mk, uint64_t off, uint64_t len,
     return 0;
 }
 
-/* An access to a layout of one entry (soft_vector.h), allowed as a whole
- * when its first and last bytes lie in the entry's MR with the rights
+/* An access to a layout that is a vector (soft_vector.h), allowed as a
+ * whole when its first and last bytes lie in the vector's MR with the rights
  * asked for: one check, where the walk checks each piece. */
 typedef struct soft_mkey_vector {
     soft_mr_t *mr;
@@ -488,17 +534,17 @@ typedef struct soft_mkey_vector {
 } soft_mkey_vector_t;
 
 /* 1 with *v filled if [off, off + len) of mk is such an access and is
- * allowed; 0 if the layout has more entries, or for anything the walk
+ * allowed; 0 if the layout is no vector, or for anything the walk
  * must look at piece by piece (it finds the piece refused, for the error
  * and its log line). */
 static inline int soft_mkey_vector(soft_dev_t *dev, const soft_mkey_t *mk,
                                    uint64_t off, uint64_t len, uint32_t access,
                                    soft_mkey_vector_t *v)
 {
-    const soft_mkey_ent_t *e = &mk->ent[0];
+    const soft_mkey_ent_t *e = &mk->vec;
     soft_mr_t *mr;
 
-    if ((mk->num != 1) || !mk->configured || (access & ~mk->access) ||
+    if (!mk->is_vec || !mk->configured || (access & ~mk->access) ||
         (len == 0) || (off > mk->length) || (len > mk->length - off) ||
         !soft_vector_span(e->addr, e->count, e->stride, off, len, &v->span)) {
         return 0;
@@ -653,9 +699,8 @@ static int soft_mkey_vector_copy(soft_dev_t *dev, const soft_mkey_t *mk,
         return EFAULT;
     }
     dev->stats.mkey_pieces += soft_vector_copy((uint8_t *)(uintptr_t)v->span.lo,
-                                               v->span.inoff, mk->ent[0].count,
-                                               mk->ent[0].stride, buf, len,
-                                               out);
+                                               v->span.inoff, mk->vec.count,
+                                               mk->vec.stride, buf, len, out);
     return 0;
 }
 

@@ -87,6 +87,43 @@ protected:
         return k;
     }
 
+    /* a key of t configured as the list s, and the bytes it maps */
+    dcx_mkey_t *list_key(const std::vector<dcx_sge_t> &s,
+                         std::vector<uint8_t *> *bytes)
+    {
+        dcx_mkey_t *k = nullptr;
+        EXPECT_EQ(0, dcx_mkey_create(t.pd, (uint32_t)s.size(), &k));
+        if (k == nullptr) {
+            return nullptr;
+        }
+        keys.push_back(k);
+        dcx_mkey_layout_t lay;
+        memset(&lay, 0, sizeof(lay));
+        lay.access      = RACC;
+        lay.num_entries = (uint32_t)s.size();
+        lay.list        = s.data();
+        umr(k, DCX_WR_MKEY_LIST, &lay);
+        bytes->clear();
+        for (const dcx_sge_t &x : s) {
+            for (uint32_t b = 0; b < x.length; ++b) {
+                bytes->push_back((uint8_t *)(uintptr_t)x.addr + b);
+            }
+        }
+        return k;
+    }
+
+    /* n list entries of len bytes, the first at mem + first, each dist
+     * bytes past the one before, in MR lkey */
+    std::vector<dcx_sge_t> equal_entries(size_t first, uint32_t len,
+                                         size_t dist, uint32_t n, uint32_t lkey)
+    {
+        std::vector<dcx_sge_t> s(n);
+        for (uint32_t i = 0; i < n; ++i) {
+            s[i] = {(uint64_t)(uintptr_t)(mem + first + i * dist), len, lkey};
+        }
+        return s;
+    }
+
     void configure(dcx_mkey_t *k, const std::vector<dcx_mkey_interleaved_t> &e,
                    uint32_t reps, uint32_t access = RACC)
     {
@@ -125,8 +162,15 @@ protected:
                     uint32_t reps, uint64_t off, size_t len, unsigned seed,
                     bool direct = true)
     {
+        write_read_bytes(k, layout_bytes(e, reps), off, len, seed, direct);
+    }
+
+    /* the same, the key's bytes in key order given */
+    void write_read_bytes(dcx_mkey_t *k, const std::vector<uint8_t *> &bytes,
+                          uint64_t off, size_t len, unsigned seed,
+                          bool direct = true)
+    {
         SCOPED_TRACE(::testing::Message() << "off " << off << " len " << len);
-        std::vector<uint8_t *> bytes = layout_bytes(e, reps);
         std::vector<uint8_t> want(mem, mem + ALLOC);
 
         for (size_t i = 0; i < len; ++i) {
@@ -208,6 +252,58 @@ TEST_F(soft_dmap_vector, write_read_by_initiator)
         write_read(k2, f, sh.reps, 0, sh.count * sh.reps, 6);
         write_read(k2, f, sh.reps, 1, sh.count * 3 + 1, 7);
     }
+}
+
+/* A list of entries of one length, in one MR, each a fixed distance past
+ * the one before (a column registered as a list when its stride is past
+ * the interleaved layout's 16-bit field) is the same vector: the
+ * initiator executes it, whole or in parts, and refuses what an MR that
+ * ends inside it does not cover, with nothing written; lists that are not
+ * one (lengths, MRs or distances differ, entries that touch or go
+ * backwards) take the target's responder with the same bytes */
+TEST_F(soft_dmap_vector, list_of_equal_entries_by_initiator)
+{
+    std::vector<uint8_t *> bytes;
+    dcx_mkey_t *k = list_key(equal_entries(24, COUNT, STRIDE, 200, tmr->lkey),
+                             &bytes);
+    write_read_bytes(k, bytes, 0, 200 * COUNT, 1);
+    write_read_bytes(k, bytes, 3, 5, 2);
+    write_read_bytes(k, bytes, 8 * 11 + 5, 8 * 100 + 2, 3);
+    dcx_mkey_t *far = list_key(equal_entries(0, 100, 4096, 255, tmr->lkey),
+                               &bytes);
+    write_read_bytes(far, bytes, 0, 100 * 255, 4);
+    write_read_bytes(far, bytes, 150, 1000, 5);
+
+    std::vector<dcx_sge_t> s = equal_entries(24, COUNT, STRIDE, 100, tmr->lkey);
+    std::vector<std::vector<dcx_sge_t>> not_vectors(5, s);
+    not_vectors[0][37].length = 4; /* one shorter */
+    not_vectors[1][99].addr += 8;  /* the last one further */
+    not_vectors[3] = equal_entries(24, COUNT, COUNT, 100, tmr->lkey);
+    std::reverse(not_vectors[4].begin(), not_vectors[4].end());
+    dcx_mr_t *other;
+    ASSERT_EQ(0, t.reg(mem, ALLOC, RACC, &other));
+    not_vectors[2][50].lkey = other->lkey; /* one in another MR */
+    unsigned seed           = 6;
+    for (const auto &nv : not_vectors) {
+        dcx_mkey_t *nk = list_key(nv, &bytes);
+        write_read_bytes(nk, bytes, 0, bytes.size(), seed++, false);
+        write_read_bytes(nk, bytes, 5, 300, seed++, false);
+    }
+
+    /* the MR covers entries 0..49 and half of entry 50 */
+    dcx_mr_t *part;
+    ASSERT_EQ(0, t.reg(mem, 50 * STRIDE + 4, RACC, &part));
+    dcx_mkey_t *pk = list_key(equal_entries(0, COUNT, STRIDE, 100, part->lkey),
+                              &bytes);
+    std::vector<uint8_t> before = snap();
+    memset(lb.v.data(), 0xee, 800);
+    EXPECT_EQ(DCX_WC_REM_ACCESS_ERR, op(DCX_WR_RDMA_WRITE, pk->rkey, 0, 800));
+    EXPECT_EQ(0, renew_dci(ini));
+    EXPECT_EQ(DCX_WC_REM_ACCESS_ERR,
+              op(DCX_WR_RDMA_WRITE, pk->rkey, 49 * 8, 16));
+    EXPECT_EQ(0, renew_dci(ini));
+    expect_same(before);
+    write_read_bytes(pk, bytes, 0, 50 * 8 + 4, seed);
 }
 
 /* Layouts the initiator does not execute take the target's responder,

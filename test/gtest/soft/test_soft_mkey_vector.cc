@@ -115,6 +115,39 @@ TEST_F(soft_mkey_vector, element_sizes_and_one_buffer_list)
     write_read(k, {ient(mem.data() + 4096, 5000, 0, mr->lkey)}, 1, 777, 1234);
 }
 
+/* A list of LIMIT entries of one length at one distance in one MR is
+ * the vector it spells, whole and in parts; with one entry further away
+ * it is walked, with the bytes of its own layout */
+TEST_F(soft_mkey_vector, list_of_equal_entries)
+{
+    std::vector<dcx_sge_t> s;
+    for (uint32_t i = 0; i < LIMIT; ++i) {
+        s.push_back({(uint64_t)(uintptr_t)(mem.data() + 40 + i * 48), 8,
+                     mr->lkey});
+    }
+    dcx_mkey_t *k = create(LIMIT);
+    list(k, s);
+    std::vector<dcx_mkey_interleaved_t> e = {
+        ient(mem.data() + 40, 8, 40, mr->lkey)};
+    write_read(k, e, LIMIT, 0, LIMIT * 8);
+    write_read(k, e, LIMIT, 3, 8 * 3 + 2);
+    write_read(k, e, LIMIT, LIMIT * 8 - 1, 1);
+
+    s.back().addr += 16;
+    list(k, s);
+    for (size_t i = 0; i < LIMIT * 8; ++i) {
+        loc[i] = vpat(i);
+    }
+    ASSERT_EQ(DCX_WC_SUCCESS,
+              rdma(DCX_WR_RDMA_WRITE, k->rkey, 0, 0, LIMIT * 8));
+    for (uint32_t i = 0; i < LIMIT; ++i) {
+        uint8_t *p = mem.data() + 40 + i * 48 + ((i == LIMIT - 1) ? 16 : 0);
+        for (uint32_t b = 0; b < 8; ++b) {
+            ASSERT_EQ(vpat(i * 8 + b), p[b]) << "element " << i;
+        }
+    }
+}
+
 /* The MR ends inside the last element (and starts after the first): an
  * access that reaches past it is refused whole, with nothing written or
  * read; one that stops before it is served */
