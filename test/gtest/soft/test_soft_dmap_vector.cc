@@ -195,6 +195,21 @@ protected:
         }
     }
 
+    /* key rkey over an MR that covers its elements 0..49 and half of 50:
+     * a write of the first 100 elements, and one of elements 49 and 50,
+     * are refused with nothing written */
+    void expect_refused_past_mr(uint32_t rkey)
+    {
+        std::vector<uint8_t> before = snap();
+        memset(lb.v.data(), 0xee, 800);
+        EXPECT_EQ(DCX_WC_REM_ACCESS_ERR, op(DCX_WR_RDMA_WRITE, rkey, 0, 800));
+        EXPECT_EQ(0, renew_dci(ini));
+        EXPECT_EQ(DCX_WC_REM_ACCESS_ERR,
+                  op(DCX_WR_RDMA_WRITE, rkey, 49 * 8, 16));
+        EXPECT_EQ(0, renew_dci(ini));
+        expect_same(before);
+    }
+
     /* the allocation as it is now, and a check that it did not change */
     std::vector<uint8_t> snap()
     {
@@ -295,14 +310,7 @@ TEST_F(soft_dmap_vector, list_of_equal_entries_by_initiator)
     ASSERT_EQ(0, t.reg(mem, 50 * STRIDE + 4, RACC, &part));
     dcx_mkey_t *pk = list_key(equal_entries(0, COUNT, STRIDE, 100, part->lkey),
                               &bytes);
-    std::vector<uint8_t> before = snap();
-    memset(lb.v.data(), 0xee, 800);
-    EXPECT_EQ(DCX_WC_REM_ACCESS_ERR, op(DCX_WR_RDMA_WRITE, pk->rkey, 0, 800));
-    EXPECT_EQ(0, renew_dci(ini));
-    EXPECT_EQ(DCX_WC_REM_ACCESS_ERR,
-              op(DCX_WR_RDMA_WRITE, pk->rkey, 49 * 8, 16));
-    EXPECT_EQ(0, renew_dci(ini));
-    expect_same(before);
+    expect_refused_past_mr(pk->rkey);
     write_read_bytes(pk, bytes, 0, 50 * 8 + 4, seed);
 }
 
@@ -359,16 +367,12 @@ TEST_F(soft_dmap_vector, refused_accesses_bad_flow)
     dcx_mkey_t *rk = key(column(0, rmr->lkey), 100);
     EXPECT_EQ(DCX_WC_REM_ACCESS_ERR, op(DCX_WR_RDMA_WRITE, rk->rkey, 0, 64));
     EXPECT_EQ(0, renew_dci(ini));
+    expect_same(before);
 
     /* the MR covers elements 0..49 and half of element 50 */
     ASSERT_EQ(0, t.reg(mem, 50 * STRIDE + 4, RACC, &part));
     dcx_mkey_t *pk = key(column(0, part->lkey), 100);
-    EXPECT_EQ(DCX_WC_REM_ACCESS_ERR, op(DCX_WR_RDMA_WRITE, pk->rkey, 0, 800));
-    EXPECT_EQ(0, renew_dci(ini));
-    EXPECT_EQ(DCX_WC_REM_ACCESS_ERR,
-              op(DCX_WR_RDMA_WRITE, pk->rkey, 49 * 8, 16));
-    EXPECT_EQ(0, renew_dci(ini));
-    expect_same(before);
+    expect_refused_past_mr(pk->rkey);
     write_read(pk, column(0, part->lkey), 100, 0, 50 * 8 + 4, 3);
 }
 
