@@ -19,12 +19,13 @@
 #define SOFT_DIRECT_ALLOCS  256u /* device allocations peers may map */
 
 /* A published MR: seqlock-protected copy of what the responder checks.
- * key 0: nothing published (no key, a strided key of more than one entry,
- * or invalidated).
+ * key 0: nothing published (no key, a strided key that is no vector, or
+ * invalidated).
  * alloc: 1 + index in allocs[] of the device allocation (dcx_mem_alloc)
  * holding the whole region, whose serial is 'serial'; 0: none (the
  * region is reached by cross-memory attach only).
- * mr_key != 0: a strided key of one entry (a vector, soft_vector.h):
+ * mr_key != 0: a strided key that is a vector (soft_vector.h, one
+ * interleaved entry or a list of equal entries at one distance):
  * byte off of the key is in element off / count, at base + element *
  * stride, in the MR mr_key (whose own entry gives its region and
  * allocation); start, end, alloc and serial are not used. */
@@ -43,7 +44,7 @@ typedef struct soft_dmr {
     uint64_t length;
 } soft_dmr_t;
 
-/* What a strided key of one entry publishes (soft_direct_vector_set) */
+/* What a strided key that is a vector publishes (soft_direct_vector_set) */
 typedef struct soft_direct_vector {
     uint64_t base, count, stride, length;
     uint32_t mr_key, access;

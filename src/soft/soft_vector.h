@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Soft device: the geometry and the copy of an access to a vector, a
- * strided key of one entry (a column of a matrix, every k-th block of an
- * array): element r starts at base + r * stride and holds count bytes;
+ * strided key of one interleaved entry or a list of equal entries at one
+ * distance (a column of a matrix, every k-th block of an array,
+ * soft_mkey_as_vector): element r starts at base + r * stride and holds count bytes;
  * byte off of the key is byte off % count of element off / count.  Its
  * addresses grow with the offset, so an access [off, off + len) lies in a
  * region when its first and last bytes do.  Used by the target's own
