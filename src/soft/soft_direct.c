@@ -445,6 +445,17 @@ static int soft_direct_vector_ok(soft_direct_area_t *area, uint32_t rkey,
            (span->lo >= map->rbase) && (span->hi - map->rbase < map->len);
 }
 
+/* The MR under vector key rkey as its entry says now (a hint: the copy
+ * checks it again with soft_direct_vector_ok), or 0 if rkey is published
+ * as no vector. */
+static uint32_t soft_direct_vector_mr(soft_direct_area_t *area, uint32_t rkey)
+{
+    soft_dmr_view_t v;
+
+    soft_direct_mr_read(area, rkey, &v);
+    return (v.key == rkey) ? v.mr_key : 0;
+}
+
 /* iovecs of our side for bytes [off, off + len) of the WQE's data. */
 static unsigned soft_direct_local_iov(soft_swqe_t *w, uint64_t off,
                                       uint64_t len, struct iovec *iov)
@@ -657,14 +668,15 @@ static int soft_direct_ready(soft_qp_t *qp, soft_swqe_t *w)
     soft_vector_span_t span;
     soft_dmap_ent_t *map;
     soft_dmr_view_t v;
+    uint32_t mr_key;
 
     if (!soft_direct_plan(qp, w, &area, &map)) {
         return 0;
     }
     if ((map != NULL) && map->vector) {
-        soft_direct_mr_read(area, w->wr.rkey, &v);
-        return (v.mr_key != 0) &&
-               soft_direct_vector_ok(area, w->wr.rkey, v.mr_key, access,
+        mr_key = soft_direct_vector_mr(area, w->wr.rkey);
+        return (mr_key != 0) &&
+               soft_direct_vector_ok(area, w->wr.rkey, mr_key, access,
                                      w->wr.remote_addr, w->total_len, map, &v,
                                      &span);
     }
@@ -689,9 +701,8 @@ static int soft_direct_vector_exec(soft_direct_area_t *area, soft_dslot_t *slot,
     uint32_t mr_key;
     uint64_t off, len;
 
-    soft_direct_mr_read(area, w->wr.rkey, &v); /* which MR: a hint */
-    mr_key = v.mr_key;
-    if ((v.key != w->wr.rkey) || (mr_key == 0)) {
+    mr_key = soft_direct_vector_mr(area, w->wr.rkey);
+    if (mr_key == 0) {
         return 0;
     }
     for (off = 0; off < w->total_len; off += len) {
