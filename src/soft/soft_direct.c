@@ -137,15 +137,24 @@ int soft_direct_peer_life(soft_peer_t *peer)
 /* ------------------------------------------------------------------------
  * Owner side: publishing
  * ------------------------------------------------------------------------ */
+/* The published entry of key lkey (an MR or a strided key), or NULL when
+ * we publish none or the key's index is past the table */
+static soft_dmr_t *soft_direct_entry(soft_dev_t *dev, uint32_t lkey)
+{
+    uint32_t idx = lkey >> 8;
+
+    return ((dev->direct == NULL) || (idx >= SOFT_DIRECT_MRS)) ?
+               NULL :
+               &dev->direct->mrs[idx];
+}
+
 static void soft_direct_mr_set(soft_dev_t *dev, soft_mr_t *mr, int publish)
 {
-    uint32_t idx = mr->super.lkey >> 8;
-    soft_dmr_t *e;
+    soft_dmr_t *e = soft_direct_entry(dev, mr->super.lkey);
 
-    if ((dev->direct == NULL) || (idx >= SOFT_DIRECT_MRS)) {
+    if (e == NULL) {
         return;
     }
-    e = &dev->direct->mrs[idx];
     soft_seq_begin(&e->seq);
     if (publish && (mr->mkey == NULL) && !mr->invalid) {
         uint64_t serial = 0;
@@ -188,13 +197,11 @@ void soft_direct_mr_withdraw(soft_dev_t *dev, soft_mr_t *mr)
 void soft_direct_vector_set(soft_dev_t *dev, soft_mr_t *key,
                             const soft_direct_vector_t *vec)
 {
-    uint32_t idx = key->super.lkey >> 8;
-    soft_dmr_t *e;
+    soft_dmr_t *e = soft_direct_entry(dev, key->super.lkey);
 
-    if ((dev->direct == NULL) || (idx >= SOFT_DIRECT_MRS)) {
+    if (e == NULL) {
         return;
     }
-    e = &dev->direct->mrs[idx];
     soft_seq_begin(&e->seq);
     if (vec != NULL) {
         __atomic_store_n(&e->access, vec->access, __ATOMIC_RELAXED);
