@@ -620,12 +620,12 @@ struct soft_dev {
     /* helper thread */
     pthread_t helper;
     int helper_started;
-    uint64_t stamp;          /* last poll stamp written */
-    uint32_t armed_cqs;      /* CQs armed, under the lock */
-    uint64_t helper_wakeups; /* atomic: counted unlocked */
-    uint64_t helper_naps;    /* atomic: counted unlocked */
-    uint64_t helper_passes;  /* atomic: counted unlocked */
-    uint64_t futex_wakes;    /* atomic: wakes made unlocked */
+    uint64_t stamp;     /* last poll stamp written */
+    uint32_t armed_cqs; /* CQs armed, under the lock */
+    /* atomic: counted unlocked (futex_wakes: the wakes we made) */
+    uint64_t helper_wakeups, helper_naps, helper_passes, futex_wakes;
+    /* timed waits, set at the helper's start if 0 (soft_helper.c) */
+    uint64_t helper_nap_ns, helper_park_ns;
     volatile int helper_stop;
     /* packets the helper served in a pass that followed a timed wait no
      * doorbell ring ended (a nap's or a park's timeout): they waited for

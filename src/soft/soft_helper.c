@@ -162,7 +162,7 @@ static void *soft_helper_main(void *arg)
             soft_helper_state(hdr, SOFT_HELPER_PARKED);
             if ((__atomic_load_n(&dev->armed_cqs, __ATOMIC_RELAXED) == 0) &&
                 (soft_port_poll_age(hdr) <= idle_ns)) {
-                idle_ns = soft_helper_nap(dev, &seen, SOFT_PARK_NS);
+                idle_ns = soft_helper_nap(dev, &seen, dev->helper_park_ns);
                 timed   = (idle_ns == SOFT_APP_IDLE_NS);
                 continue;
             }
@@ -180,7 +180,7 @@ static void *soft_helper_main(void *arg)
             if (parked && passed && soft_engine_rings_pending(dev)) {
                 continue;
             }
-            idle_ns = soft_helper_nap(dev, &seen, SOFT_NAP_NS);
+            idle_ns = soft_helper_nap(dev, &seen, dev->helper_nap_ns);
             timed   = (idle_ns == SOFT_APP_IDLE_NS);
             continue;
         }
@@ -199,11 +199,20 @@ static void *soft_helper_main(void *arg)
     return NULL;
 }
 
+/* The nap and park lengths are the device's (0: SOFT_NAP_NS, SOFT_PARK_NS),
+ * written only while the helper is stopped: tests that must tell the end of
+ * one from a wake-up lengthen them. */
 int soft_helper_start(soft_dev_t *dev)
 {
     sigset_t all, old;
     int ret;
 
+    if (dev->helper_nap_ns == 0) {
+        dev->helper_nap_ns = SOFT_NAP_NS;
+    }
+    if (dev->helper_park_ns == 0) {
+        dev->helper_park_ns = SOFT_PARK_NS;
+    }
     /* the helper never handles the application's signals */
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old);

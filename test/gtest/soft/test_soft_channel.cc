@@ -191,15 +191,24 @@ TEST_F(soft_channel_test, arm_serves_queued_message)
  * message): the sender wakes the target itself, through its wake socket.
  * Checked by what woke it (the device's helper_timer_packets: packets
  * served after a nap no ring ended; the sender's wake_pokes), not by
- * time. */
+ * time.  The target's helper is restarted with naps and parks of a minute:
+ * with 1 ms naps, one that timed out while the woken application was still
+ * waiting for a core served its message and counted it (seen under ASan on
+ * a loaded machine), and with a minute a message that woke nobody fails
+ * the wait for the fd instead. */
 TEST_F(soft_channel_test, armed_sleeper_woken_by_sender_ring)
 {
-    const int rounds = 20;
-    soft_dev_t *t    = soft_dev(tgt.dev);
+    const int rounds   = 20;
+    const uint64_t min = 60000000000ull;
+    soft_dev_t *t      = soft_dev(tgt.dev);
     dcx_soft_stats_t before, after;
     dcx_cq_t *cq = nullptr;
     dcx_wc_t wc;
 
+    soft_helper_stop(t);
+    t->helper_nap_ns  = min;
+    t->helper_park_ns = min;
+    ASSERT_EQ(0, soft_helper_start(t));
     ASSERT_EQ(0, dcx_soft_stats(ini.dev, &before));
     soft_lock(&t->lock);
     uint64_t timer_before = t->helper_timer_packets;
@@ -226,6 +235,10 @@ TEST_F(soft_channel_test, armed_sleeper_woken_by_sender_ring)
     EXPECT_EQ(0u, timer_after - timer_before)
         << "messages served only when a nap of the target's helper ended";
     EXPECT_EQ((uint64_t)rounds, after.wake_pokes - before.wake_pokes);
+    soft_helper_stop(t);
+    t->helper_nap_ns  = 0; /* the defaults again */
+    t->helper_park_ns = 0;
+    ASSERT_EQ(0, soft_helper_start(t));
 }
 
 /* One hop: the target sleeps on its channel and its helper thread is
