@@ -109,6 +109,20 @@ static ucs_mpool_ops_t uct_dcx_op_mp_ops = {
     .obj_str       = NULL};
 
 
+/* The AM alignment offset the user asked for, as UCT applies it
+ * (uct_iface_param_am_alignment): none without an alignment, and none when
+ * it is not below the element size (UCT says so and ignores it). */
+static size_t uct_dcx_am_align_offset(const uct_iface_params_t *params,
+                                      size_t elem_size)
+{
+    if (!(params->field_mask & UCT_IFACE_PARAM_FIELD_AM_ALIGNMENT) ||
+        !(params->field_mask & UCT_IFACE_PARAM_FIELD_AM_ALIGN_OFFSET) ||
+        (params->am_align_offset >= elem_size)) {
+        return 0;
+    }
+    return params->am_align_offset;
+}
+
 ucs_status_t uct_dcx_iface_mpools_init(uct_dcx_iface_t *iface,
                                        const uct_iface_params_t *params,
                                        const uct_dcx_iface_config_t *cfg)
@@ -143,13 +157,20 @@ ucs_status_t uct_dcx_iface_mpools_init(uct_dcx_iface_t *iface,
                           UCT_IFACE_PARAM_FIELD_RX_HEADROOM) ?
                                    params->rx_headroom :
                                    0;
-    /* the element start stays 8-byte aligned when the payload (after the AM
-     * byte) is aligned: pad the space before the headroom accordingly */
-    /* a TM SRQ writes the TMH of each message before the header byte */
+    /* The pool aligns the payload (after the AM byte) plus the user's AM
+     * alignment offset; the element start, where the pool keeps its link
+     * word, must stay 8-byte aligned too: the space before the headroom is
+     * padded so that payload plus offset is a multiple of 8 from it, and
+     * an alignment below 8 is raised to 8 (a multiple of 8 is one of any
+     * smaller power of two).  A TM SRQ writes the TMH of each message
+     * before the header byte. */
     iface->rx.payload_offset = UCT_DCX_RX_HDR_SPACE + iface->rx.tmh_len +
                                iface->rx.headroom;
     iface->rx.payload_offset +=
-        (8 - ((iface->rx.payload_offset + UCT_DCX_AM_HDR_LEN) % 8)) % 8;
+        (8 - ((iface->rx.payload_offset + UCT_DCX_AM_HDR_LEN +
+               uct_dcx_am_align_offset(params, cfg->seg_size)) %
+              8)) %
+        8;
     status = uct_iface_param_am_alignment(params, cfg->seg_size,
                                           iface->rx.payload_offset +
                                               UCT_DCX_AM_HDR_LEN,
@@ -158,6 +179,9 @@ ucs_status_t uct_dcx_iface_mpools_init(uct_dcx_iface_t *iface,
                                           &align, &align_offset);
     if (status != UCS_OK) {
         goto err_op;
+    }
+    if (ucs_is_pow2(align) && (align < 8)) {
+        align = 8; /* 0 or not a power of two: the pool refuses it */
     }
 
     status = uct_dcx_mpool_init(&iface->rx_mp, sizeof(iface),
