@@ -60,11 +60,11 @@ struct align_rx {
 TEST_P(uct_dcx_am_align, payload_plus_offset_aligned)
 {
     /* alignment, offset, headroom */
-    const size_t cases[][3] = {{16, 2, 0},  {16, 1, 5},  {64, 3, 16},
-                               {8, 7, 0},   {4, 1, 200}, {2, 1, 0},
-                               {1, 0, 0},   {16, 0, 5},  {4096, 5, 0},
+    const size_t cases[][3] = {{16, 2, 0},   {16, 1, 5},  {64, 3, 16},
+                               {8, 7, 0},    {4, 1, 200}, {2, 1, 0},
+                               {1, 0, 0},    {16, 0, 5},  {4096, 5, 0},
                                {128, 127, 3}};
-    const int n = 120;
+    const int n             = 120;
 
     for (const auto &c : cases) {
         SCOPED_TRACE("alignment " + std::to_string(c[0]) + ", offset " +
@@ -101,8 +101,8 @@ TEST_P(uct_dcx_am_align, payload_plus_offset_aligned)
         ASSERT_TRUE(wait_for([&] { return rx.count == n; }));
         EXPECT_EQ(0, rx.misaligned);
         for (size_t k = 0; k < rx.kept.size(); ++k) {
-            EXPECT_EQ(0, memcmp(rx.kept[k], rx.data[k].data(),
-                                rx.data[k].size()))
+            EXPECT_EQ(0,
+                      memcmp(rx.kept[k], rx.data[k].data(), rx.data[k].size()))
                 << k;
             release_desc((char *)rx.kept[k] - s_headroom);
         }
