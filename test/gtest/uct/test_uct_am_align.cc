@@ -85,18 +85,7 @@ TEST_P(uct_dcx_am_align, payload_plus_offset_aligned)
                                                    align_rx::cb, &rx, 0));
         for (int i = 0; i < n; ++i) {
             std::string p(1 + (i * 37) % 900, (char)('a' + (i % 26)));
-            if (i % 2) {
-                ASSERT_EQ((ssize_t)p.size(), retry_len([&] {
-                              return uct_ep_am_bcopy(ep, AM_ID, pack_str, &p,
-                                                     0);
-                          }));
-            } else {
-                ASSERT_EQ(UCS_OK, retry([&] {
-                              return uct_ep_am_short(ep, AM_ID, i, p.data(),
-                                                     ucs_min(p.size(),
-                                                             (size_t)40));
-                          }));
-            }
+            ASSERT_NO_FATAL_FAILURE(send_mixed(ep, i, p));
         }
         ASSERT_TRUE(wait_for([&] { return rx.count == n; }));
         EXPECT_EQ(0, rx.misaligned);

@@ -621,18 +621,7 @@ TEST_P(uct_dcx_contract_headroom, user_fills_headroom)
                                                    scribble_rx::cb, &rx, 0));
         for (int i = 0; i < 600; ++i) {
             std::string p(1 + (i % 300), (char)('A' + (i % 26)));
-            if (i % 2) {
-                ASSERT_EQ((ssize_t)p.size(), retry_len([&] {
-                              return uct_ep_am_bcopy(ep, AM_ID, pack_str, &p,
-                                                     0);
-                          }));
-            } else {
-                ASSERT_EQ(UCS_OK, retry([&] {
-                              return uct_ep_am_short(ep, AM_ID, i, p.data(),
-                                                     ucs_min(p.size(),
-                                                             (size_t)40));
-                          }));
-            }
+            ASSERT_NO_FATAL_FAILURE(send_mixed(ep, i, p));
         }
         ASSERT_TRUE(wait_for([&] { return rx.count == 600; }));
         for (size_t k = 0; k < rx.kept.size(); ++k) {

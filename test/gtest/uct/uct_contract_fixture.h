@@ -144,6 +144,23 @@ protected:
         flush_ep(m_ab);
     }
 
+    /* Message i of a mixed stream carrying p: bcopy when i is odd, short
+     * (the first 40 bytes, header i) when even */
+    void send_mixed(uct_ep_h ep, int i, const std::string &p)
+    {
+        if (i % 2) {
+            ASSERT_EQ((ssize_t)p.size(), retry_len([&] {
+                          return uct_ep_am_bcopy(ep, AM_ID, pack_str,
+                                                 (void *)&p, 0);
+                      }));
+        } else {
+            ASSERT_EQ(UCS_OK, retry([&] {
+                          return uct_ep_am_short(ep, AM_ID, i, p.data(),
+                                                 ucs_min(p.size(), (size_t)40));
+                      }));
+        }
+    }
+
     /* status is the refusal of a parameter, logged once */
     void expect_refused(ucs_status_t status)
     {
