@@ -109,25 +109,11 @@ static ucs_mpool_ops_t uct_dcx_op_mp_ops = {
     .obj_str       = NULL};
 
 
-/* The AM alignment offset the user asked for, as UCT applies it
- * (uct_iface_param_am_alignment): none without an alignment, and none when
- * it is not below the element size (UCT says so and ignores it). */
-static size_t uct_dcx_am_align_offset(const uct_iface_params_t *params,
-                                      size_t elem_size)
-{
-    if (!(params->field_mask & UCT_IFACE_PARAM_FIELD_AM_ALIGNMENT) ||
-        !(params->field_mask & UCT_IFACE_PARAM_FIELD_AM_ALIGN_OFFSET) ||
-        (params->am_align_offset >= elem_size)) {
-        return 0;
-    }
-    return params->am_align_offset;
-}
-
 ucs_status_t uct_dcx_iface_mpools_init(uct_dcx_iface_t *iface,
                                        const uct_iface_params_t *params,
                                        const uct_dcx_iface_config_t *cfg)
 {
-    size_t align, align_offset;
+    size_t align, align_offset, user_offset;
     ucs_status_t status;
 
     status = uct_dcx_mpool_init(&iface->tx_mp, sizeof(iface),
@@ -153,36 +139,33 @@ ucs_status_t uct_dcx_iface_mpools_init(uct_dcx_iface_t *iface,
     }
 
     /* rx element: [lkey .. ][headroom][AM byte][payload], payload aligned */
-    iface->rx.headroom       = (params->field_mask &
+    iface->rx.headroom = (params->field_mask &
                           UCT_IFACE_PARAM_FIELD_RX_HEADROOM) ?
-                                   params->rx_headroom :
-                                   0;
+                             params->rx_headroom :
+                             0;
     /* The pool aligns the payload (after the AM byte) plus the user's AM
-     * alignment offset; the element start, where the pool keeps its link
-     * word, must stay 8-byte aligned too: the space before the headroom is
-     * padded so that payload plus offset is a multiple of 8 from it, and
-     * an alignment below 8 is raised to 8 (a multiple of 8 is one of any
-     * smaller power of two).  A TM SRQ writes the TMH of each message
-     * before the header byte. */
-    iface->rx.payload_offset = UCT_DCX_RX_HDR_SPACE + iface->rx.tmh_len +
-                               iface->rx.headroom;
-    iface->rx.payload_offset +=
-        (8 - ((iface->rx.payload_offset + UCT_DCX_AM_HDR_LEN +
-               uct_dcx_am_align_offset(params, cfg->seg_size)) %
-              8)) %
-        8;
-    status = uct_iface_param_am_alignment(params, cfg->seg_size,
-                                          iface->rx.payload_offset +
-                                              UCT_DCX_AM_HDR_LEN,
-                                          iface->rx.payload_offset +
-                                              UCT_DCX_AM_HDR_LEN,
-                                          &align, &align_offset);
+     * alignment offset, as UCT reads them from params (relative to the
+     * payload here: base 0); the element start, where the pool keeps its
+     * link word, must stay 8-byte aligned too: the space before the
+     * headroom is padded so that payload plus offset is a multiple of 8
+     * from it, and an alignment below 8 is raised to 8 (a multiple of 8 is
+     * one of any smaller power of two).  A TM SRQ writes the TMH of each
+     * message before the header byte. */
+    status = uct_iface_param_am_alignment(params, cfg->seg_size, 0, 0, &align,
+                                          &user_offset);
     if (status != UCS_OK) {
         goto err_op;
     }
     if (ucs_is_pow2(align) && (align < 8)) {
         align = 8; /* 0 or not a power of two: the pool refuses it */
     }
+    iface->rx.payload_offset = UCT_DCX_RX_HDR_SPACE + iface->rx.tmh_len +
+                               iface->rx.headroom;
+    iface->rx.payload_offset += (8 - ((iface->rx.payload_offset +
+                                       UCT_DCX_AM_HDR_LEN + user_offset) %
+                                      8)) %
+                                8;
+    align_offset = iface->rx.payload_offset + UCT_DCX_AM_HDR_LEN + user_offset;
 
     status = uct_dcx_mpool_init(&iface->rx_mp, sizeof(iface),
                                 iface->rx.payload_offset +
