@@ -213,6 +213,8 @@ int soft_helper_start(soft_dev_t *dev)
     if (dev->helper_park_ns == 0) {
         dev->helper_park_ns = SOFT_PARK_NS;
     }
+    /* a helper stopped earlier (soft_helper_stop) left the flag set */
+    __atomic_store_n(&dev->helper_stop, 0, __ATOMIC_RELAXED);
     /* the helper never handles the application's signals */
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old);

@@ -241,6 +241,29 @@ TEST_F(soft_channel_test, armed_sleeper_woken_by_sender_ring)
     ASSERT_EQ(0, soft_helper_start(t));
 }
 
+/* A helper stopped and started again runs: the tests above lengthen the
+ * naps of a stopped helper and start it again, and soft_helper_stop leaves
+ * its stop flag set, which the next start must clear (it did not: the
+ * restarted thread returned at once, and those tests ran without one).
+ * Checked by the passes it makes for an application that does not poll. */
+TEST_F(soft_channel_test, helper_restarted_runs)
+{
+    soft_dev_t *t = soft_dev(tgt.dev);
+
+    soft_helper_stop(t);
+    uint64_t passes = __atomic_load_n(&t->helper_passes, __ATOMIC_RELAXED);
+    ASSERT_EQ(0, soft_helper_start(t));
+    soft_port_ring(t->hdr);
+    bool ran = false;
+    for (int i = 0; (i < 10000) && !ran; ++i) {
+        ran = __atomic_load_n(&t->helper_passes, __ATOMIC_RELAXED) != passes;
+        if (!ran) {
+            usleep(1000);
+        }
+    }
+    EXPECT_TRUE(ran) << "the restarted helper made no pass in 10 s";
+}
+
 /* One hop: the target sleeps on its channel and its helper thread is
  * stopped, so nothing but the sender's own post can make the channel's fd
  * readable.  The sender's datagram is queued on the target's wake socket
