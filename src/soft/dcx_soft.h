@@ -249,6 +249,9 @@ typedef struct dcx_soft_stats {
      * is a device allocation) and the pieces they held */
     uint64_t mkey_batches;
     uint64_t mkey_pieces;
+    /* requester side: messages sent by the light post (one packet in the
+     * compact form, soft_req_post_inline; also in tx_packets) */
+    uint64_t light_posts;
 } dcx_soft_stats_t;
 
 int dcx_soft_stats(dcx_dev_t *dev, dcx_soft_stats_t *stats);

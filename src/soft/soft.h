@@ -23,12 +23,13 @@
  *    every atomic (result); RNR and errors are NAKed at the first packet.
  *    A request marked SOFT_PKT_WACK (the light path of small inline SENDs
  *    and RDMA WRITEs, soft_req_post_inline, which sends them in the compact
- *    form SOFT_PKT_LIGHT; the last packet of an unsignaled SEND or WRITE
- *    of the general path, soft_req_quiet_ack) is acknowledged in the
- *    requester's ack table (soft_ack_t) instead of by an ACK packet, which
- *    would ring the helper of a requester asleep on a completion channel;
- *    the responder handles single-packet messages in one pass
- *    (soft_resp_fast).
+ *    form SOFT_PKT_LIGHT; the last packet of a SEND or WRITE of the
+ *    general path, soft_req_table_ack) is acknowledged in the requester's
+ *    ack table (soft_ack_t) instead of by an ACK packet; the responder
+ *    kicks the requester's port after the store only for a signaled one
+ *    (SOFT_PKT_WKICK), whose completion a requester asleep on a completion
+ *    channel waits for.  The responder handles single-packet messages in
+ *    one pass (soft_resp_fast).
  *  - A READ request packet asks for a range of up to SOFT_READ_BURST
  *    response packets (args[0] bytes, args[1] bytes per response), so a
  *    large READ streams: the responder answers a whole burst at once and
@@ -518,9 +519,12 @@ struct soft_dev {
      * fixed), and a slot that no longer holds that source is not taken */
     uint32_t rs_hint;
     /* a table acknowledgement the responder holds back until the end of
-     * its pass (soft_resp_ack_flush): the entry and the word; NULL: none */
+     * its pass (soft_resp_ack_flush): the entry and the word; NULL: none;
+     * and the requester's port to kick after the store, when one of the
+     * messages it acknowledges is signaled (SOFT_PKT_WKICK), else NULL */
     soft_ack_t *ack_line;
     uint64_t ack_word;
+    soft_port_hdr_t *ack_kick;
     uint64_t resp_credits;
     dcx_soft_stats_t stats;
     soft_fault_state_t fault;
@@ -926,6 +930,10 @@ static inline void soft_resp_ack_flush(soft_dev_t *dev)
     dev->stats.table_stores++;
     soft_ack_publish(dev->ack_line, dev->ack_word);
     dev->ack_line = NULL;
+    if (dev->ack_kick != NULL) {
+        dev->stats.futex_wakes += soft_port_kick(dev->ack_kick);
+        dev->ack_kick = NULL;
+    }
 }
 
 /* soft_resp.c */

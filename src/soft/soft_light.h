@@ -146,7 +146,8 @@ static inline int soft_req_post_inline(soft_qp_t *qp, soft_swqe_t *w,
                     total);
     pkt->op    = wr->opcode;
     pkt->flags = SOFT_PKT_FIRST | SOFT_PKT_LAST | SOFT_PKT_WACK |
-                 SOFT_PKT_LIGHT;
+                 SOFT_PKT_LIGHT |
+                 ((wr->flags & DCX_SEND_SIGNALED) ? SOFT_PKT_WKICK : 0);
     pkt->src_inst   = (uint16_t)dev->inst;
     pkt->len        = (uint32_t)total;
     pkt->src_qpn    = qp->super.qp_num;
@@ -180,6 +181,7 @@ static inline int soft_req_post_inline(soft_qp_t *qp, soft_swqe_t *w,
     w->state   = SOFT_WQE_WAIT_RESP;
     dev->resp_credits--;
     dev->stats.tx_packets++;
+    dev->stats.light_posts++;
     dev->stats.tx_bytes += total;
     qp->sq_head++;
     qp->sq_send = qp->sq_head;

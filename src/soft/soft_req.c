@@ -481,24 +481,28 @@ static uint8_t soft_req_check_local(soft_qp_t *qp, soft_swqe_t *w)
     return DCX_WC_SUCCESS;
 }
 
-/* 1 if the last packet of w asks to be acknowledged in our ack table
- * (SOFT_PKT_WACK) rather than by an ACK packet: an unsignaled SEND or
- * WRITE, whose acknowledgement makes no completion.  An ACK packet rings
- * our helper when our application sleeps on a completion channel (a
- * second wake-up, beside the one of the answer it sleeps for); a table
- * store rings nobody, and the ack is taken by the next pass, the
- * application's or the helper's (a nap's end at the latest).  A signaled
- * request's ACK still comes by packet, so that its completion, which an
- * armed CQ turns into an event, is made as soon as it arrives.  As on the
- * light path, not with a fault rule set (the responder checks what it
- * acknowledges packet by packet then). */
-static inline int soft_req_quiet_ack(const soft_dev_t *dev,
-                                     const soft_swqe_t *w)
+/* The flags that ask for the last packet of w to be acknowledged in our
+ * ack table rather than by an ACK packet (one word the responder stores,
+ * where a packet is a slot written, published and consumed): a SEND or
+ * WRITE, which needs nothing back but its acknowledgement.  An unsignaled
+ * one makes no completion: a table store rings nobody, and the ack is
+ * taken by the next pass, the application's or the helper's (a nap's end
+ * at the latest), so that an application asleep on a completion channel
+ * is not woken for it.  A signaled one's completion is waited for (an
+ * armed CQ turns it into an event): it asks for the kick an ACK packet's
+ * publish makes (SOFT_PKT_WKICK), so that it is made as soon as the
+ * acknowledgement is there.  0 (an ACK packet) for READs and atomics,
+ * without a table, or with a fault rule set (the responder checks what it
+ * acknowledges packet by packet then), as on the light path. */
+static inline uint8_t soft_req_table_ack(const soft_dev_t *dev,
+                                         const soft_swqe_t *w)
 {
-    return !(w->wr.flags & DCX_SEND_SIGNALED) &&
-           !(soft_opinfo[w->wr.opcode].flags &
-             (SOFT_OPF_READ | SOFT_OPF_ATOMIC)) &&
-           (dev->acks != NULL) && (dev->fault.rule.type == DCX_SOFT_FAULT_NONE);
+    if ((soft_opinfo[w->wr.opcode].flags & (SOFT_OPF_READ | SOFT_OPF_ATOMIC)) ||
+        (dev->acks == NULL) || (dev->fault.rule.type != DCX_SOFT_FAULT_NONE)) {
+        return 0;
+    }
+    return (w->wr.flags & DCX_SEND_SIGNALED) ? SOFT_PKT_WACK | SOFT_PKT_WKICK :
+                                               SOFT_PKT_WACK;
 }
 
 /* w, on the wire, lost its memory (soft_req_key_gone): it completes with
@@ -594,8 +598,8 @@ static int soft_req_send_packets(soft_qp_t *qp, soft_swqe_t *w, uint64_t now)
                          ((w->sent_off + chunk == w->total_len) ?
                               SOFT_PKT_LAST :
                               0);
-            if ((pkt->flags & SOFT_PKT_LAST) && soft_req_quiet_ack(dev, w)) {
-                pkt->flags |= SOFT_PKT_WACK;
+            if (pkt->flags & SOFT_PKT_LAST) {
+                pkt->flags |= soft_req_table_ack(dev, w);
             }
             pkt->status      = 0;
             pkt->atomic_size = (uint8_t)((flags & SOFT_OPF_ATOMIC) ?

@@ -308,6 +308,9 @@ static int soft_resp_ack_word(soft_dev_t *dev, soft_rstate_t *rs,
     soft_ack_publish(a, soft_ack_word(pkt));
     dev->stats.acks_in_table++;
     dev->stats.table_stores++;
+    if (pkt->flags & SOFT_PKT_WKICK) {
+        dev->stats.futex_wakes += soft_port_kick(rs->peer->hdr);
+    }
     return 1;
 }
 
@@ -929,6 +932,9 @@ static inline int soft_resp_fast(soft_dev_t *dev, const soft_pkt_t *pkt,
         }
         dev->ack_line = a;
         dev->ack_word = soft_ack_word(pkt);
+        if (pkt->flags & SOFT_PKT_WKICK) {
+            dev->ack_kick = rs->peer->hdr;
+        }
         dev->stats.acks_in_table++;
         return 1;
     }

@@ -28,10 +28,11 @@
  * The woken application serves the packet itself (its progress, or the
  * channel's get_event: soft_channel.c); its helper thread is not involved.
  * Nor is it for the acknowledgement of what a sleeper sent before its arm,
- * unless that makes a completion: an unsignaled SEND or WRITE is
- * acknowledged in the sleeper's ack table (soft_req_quiet_ack), which
- * rings nobody; an ACK packet, for a signaled one, rings its helper, whose
- * pass makes the completion that fires the armed CQ.
+ * unless that makes a completion: a SEND or WRITE is acknowledged in the
+ * sleeper's ack table (soft_req_table_ack), which rings nobody for an
+ * unsignaled one; for a signaled one the responder kicks the port after
+ * the store (SOFT_PKT_WKICK) as an ACK packet's publish would, which rings
+ * its helper, whose pass makes the completion that fires the armed CQ.
  * Collecting the channel's events takes the wake-up (soft_wake_taken:
  * POKED to NONE, the datagram drained), and every drain, there or at the
  * arm, is followed by a look at the rings under the same lock.

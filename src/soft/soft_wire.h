@@ -33,7 +33,12 @@ enum {
     SOFT_PKT_WACK  = 1u << 3,
     /* the compact form (soft_pkt_t): a single-packet SEND or RDMA WRITE
      * of the light path (soft_req_post_inline) */
-    SOFT_PKT_LIGHT = 1u << 4
+    SOFT_PKT_LIGHT = 1u << 4,
+    /* with SOFT_PKT_WACK: the message is signaled, its completion waits
+     * for the acknowledgement, so the responder kicks the requester's port
+     * after the table store (soft_port_kick), as an ACK packet's publish
+     * does: a requester asleep on its completion channel is woken by it */
+    SOFT_PKT_WKICK = 1u << 5
 };
 
 /* A packet header.  The first 56 bytes share the slot's first cache line

@@ -136,6 +136,7 @@ TEST_F(soft_light, sends_every_size_to_largest_inline)
     expect_completions(sizes.size());
     expect_sends(sizes);
     dcx_soft_stats_t st = dev_stats(ini);
+    EXPECT_EQ(sizes.size(), st.light_posts);
     EXPECT_EQ(sizes.size(), st.table_completions);
     EXPECT_EQ(0u, st.rx_packets) << "ACK packets came back";
     EXPECT_TRUE(stop_children());
@@ -596,7 +597,8 @@ TEST_F(soft_light, fenced_inline_send_general_path_keeps_its_data)
     expect_completions(1);
     expect_sends({64});
     dcx_soft_stats_t st = dev_stats(ini);
-    EXPECT_EQ(0u, st.table_completions);
-    EXPECT_EQ(1u, st.rx_packets) << "its ACK packet";
+    EXPECT_EQ(1u, st.tx_packets);
+    EXPECT_EQ(0u, st.light_posts) << "taken by the light post";
+    EXPECT_EQ(1u, st.table_completions);
     EXPECT_TRUE(stop_children());
 }

@@ -188,7 +188,10 @@ TEST_F(uct_dcx_hybrid, order_kept_across_moves)
             fault.count  = 1;
             ASSERT_EQ(0, dcx_soft_fault_inject(device(), &fault));
         }
-        for (unsigned i = 0; i < num_eps; ++i) {
+        /* each round begins with another ep: the first to send finds
+         * the pool's DCI drained, so each one takes it in turn */
+        for (unsigned j = 0; j < num_eps; ++j) {
+            unsigned i     = (r + j) % num_eps;
             unsigned burst = 1 + (r * 7 + i * 3) % 5;
             for (unsigned k = 0; k < burst; ++k) {
                 ASSERT_TRUE(send(eps[i], i, seq[i], (seq[i] * 13 + i) % 300))
