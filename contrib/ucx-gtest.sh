@@ -2,15 +2,21 @@
 # SPDX-License-Identifier: BSD-3-Clause
 #
 # Runs UCX's own UCT test suite (test/gtest/uct of the UCX source) on the dcx
-# transport over the soft device.  Opt-in: slow, not part of contrib/test.sh.
+# transport over the soft device, or with --ucp its UCP test suite
+# (test/gtest/ucp) with UCX_TLS=dcx.  Opt-in: slow, not part of
+# contrib/test.sh.
 #
 # Usage: ucx-gtest.sh [options]
 #   --dcx LIB         the dcx module to test (a build's .libs/libuct_dcx.so;
 #                     default: the one of the build tree this script runs
 #                     next to, ../build/.libs/libuct_dcx.so)
 #   --filter PATTERN  gtest filter of the tests to run (default '*dcx*': every
-#                     dcx instance); '*' and '?' as gtest, ':' separates
-#                     patterns, a leading '-' pattern excludes
+#                     dcx instance; with --ucp 'dcx_uct/*'); '*' and '?' as
+#                     gtest, ':' separates patterns, a leading '-' pattern
+#                     excludes
+#   --ucp             UCX's UCP tests instead, instantiated for "dcx" as
+#                     dcx_uct/... (UCX's own "dcx" instances are dc_mlx5's);
+#                     built on first use beside the UCT test binary
 #   --timeout SEC     seconds one test may take before it is reported hung,
 #                     its threads' stacks taken with gdb and it is killed
 #                     (default 120)
@@ -67,7 +73,8 @@ contrib=$(cd "$(dirname "$0")" && pwd)
 . "$contrib/ucx-src-opts.sh"
 
 dcx_lib=
-filter='*dcx*'
+filter=
+ucp=no
 test_timeout=120
 devices=1
 mlx5_emu=no
@@ -95,6 +102,7 @@ while [ $# -gt 0 ]; do
                     devices=$2; shift ;;
     --devices=*)    devices=${1#*=} ;;
     --mlx5-emu)     mlx5_emu=yes ;;
+    --ucp)          ucp=yes ;;
     --out)          [ $# -ge 2 ] || die "--out needs a directory"
                     out=$2; shift ;;
     --out=*)        out=${1#*=} ;;
@@ -311,6 +319,68 @@ if ! build_ok; then
     fi
     build_ok || die "no complete build in $work"
 fi
+# --- the UCP tests (--ucp) ----------------------------------------------------
+# Built from the cached build's objects, not by its Makefile (whose binary
+# stays cut to the UCT tests): UCX's test/gtest/ucp copied beside it, "dcx"
+# added to the transports its instantiation macros list (as dcx_uct: UCX's
+# own "dcx" instances are dc_mlx5's), each test compiled with the flags the
+# gtest Makefile compiles its sources with, and linked with the common/
+# objects and libraries of the UCT binary.  The performance tests
+# (test_ucp_perf.cc, test_ucp_tag_perf.cc) are left out: they time.
+ucp_dir="$work/ucp-tests"
+ucp_gtest="$ucp_dir/gtest"
+ucp_stamp="$ucp_dir/.dcx-ucp-gtest"
+ucp_recipe=1
+
+ucp_build_ok() {
+    [ -x "$ucp_gtest" ] && [ -f "$ucp_stamp" ] &&
+    [ "$(cat "$ucp_stamp")" = "recipe=$ucp_recipe" ] &&
+    [ "$ucp_stamp" -nt "$stamp" ]
+}
+
+build_ucp_gtest() {
+    start=$(date +%s)
+    log="$ucp_dir.log"
+    note "building UCX $version's UCP tests in $ucp_dir (log: $log)"
+    rm -rf "$ucp_dir"
+    mkdir -p "$ucp_dir/obj" || die "cannot create $ucp_dir"
+    cp -a "$src/test/gtest/ucp" "$ucp_dir/ucp" || die "cannot copy the UCP tests"
+    u="$ucp_dir/ucp"
+    insert_after "$u/ucp_test.h" '^#define UCP_INSTANTIATE_TEST_CASE\(_test_case\) *\\$' \
+        '    UCP_INSTANTIATE_TEST_CASE_TLS(_test_case, dcx_uct, "dcx") \'
+    insert_after "$u/ucp_test.h" '^#define UCP_INSTANTIATE_TEST_CASE_GPU_AWARE\(_test_case\) *\\$' \
+        '    UCP_INSTANTIATE_TEST_CASE_TLS_GPU_AWARE(_test_case, dcx_uct, "dcx") \'
+    insert_after "$u/test_ucp_tag_offload.cc" '^#define UCP_INSTANTIATE_TAG_OFFLOAD_TEST_CASE\(_test_case\) *\\$' \
+        '    UCP_INSTANTIATE_TEST_CASE_TLS(_test_case, dcx_uct, "dcx") \'
+    # compiled and linked by a makefile read after the gtest Makefile: its
+    # rules use that Makefile's own variables, so the flags (quoting and
+    # all) are the ones its sources were compiled with
+    printf '%s\n' \
+        'DCX_SRCS := $(filter-out %/test_ucp_perf.cc %/test_ucp_tag_perf.cc,$(wildcard $(DCX_OUT)/ucp/*.cc))' \
+        'DCX_OBJS := $(patsubst $(DCX_OUT)/ucp/%.cc,$(DCX_OUT)/obj/%.o,$(DCX_SRCS))' \
+        'dcx-ucp: $(DCX_OUT)/gtest' \
+        '$(DCX_OUT)/obj/%.o: $(DCX_OUT)/ucp/%.cc' \
+        '	$(CXX) $(DEFS) $(DEFAULT_INCLUDES) $(INCLUDES) $(gtest_CPPFLAGS) $(CPPFLAGS) $(gtest_CXXFLAGS) $(CXXFLAGS) -c -o $@ $<' \
+        '$(DCX_OUT)/gtest: $(DCX_OBJS)' \
+        '	$(LIBTOOL) --silent --tag=CXX --mode=link $(CXX) $(gtest_CXXFLAGS) $(CXXFLAGS) $(gtest_LDFLAGS) $(LDFLAGS) -o $@ $(filter common/%,$(gtest_OBJECTS)) $(DCX_OBJS) $(gtest_LDADD) $(LIBS)' \
+        > "$ucp_dir/ucp.mk"
+    (cd "$build/test/gtest" && run make -j"$jobs" -f Makefile -f "$ucp_dir/ucp.mk" \
+        DCX_OUT="$ucp_dir" dcx-ucp) > "$log" 2>&1 ||
+        die "building UCX's UCP tests failed, see $log"
+    [ -x "$ucp_gtest" ] || die "the build left no $ucp_gtest"
+    echo "recipe=$ucp_recipe" > "$ucp_stamp"
+    note "UCX $version UCP tests built in $(( $(date +%s) - start )) s: $ucp_gtest"
+}
+
+if [ "$ucp" = yes ]; then
+    ucp_build_ok || build_ucp_gtest
+    gtest=$ucp_gtest
+    suite=UCP
+    [ -n "$filter" ] || filter='dcx_uct/*'
+else
+    suite=UCT
+    [ -n "$filter" ] || filter='*dcx*'
+fi
 [ "$action" != build ] || { echo "$gtest"; exit 0; }
 
 # --- the module ----------------------------------------------------------------
@@ -473,7 +543,7 @@ done
 
 # --- summary -------------------------------------------------------------------
 {
-    echo "UCX $version UCT gtest on dcx ($dcx_lib) over $where, filter '$filter':"
+    echo "UCX $version $suite gtest on dcx ($dcx_lib) over $where, filter '$filter':"
     for k in passed skipped failed crashed hung; do
         printf '  %-8s %d\n' "$k" "$(grep -c "^$k " "$results" || true)"
     done
