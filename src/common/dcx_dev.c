@@ -34,6 +34,9 @@ static void dcx_log_stderr(dcx_log_level_t level, const char *file, int line,
 
 static dcx_log_handler_t dcx_log_handler = dcx_log_stderr;
 dcx_log_level_t dcx_log_max_level        = DCX_LOG_WARN;
+/* nonzero while this thread is in a call whose failure is logged at debug
+ * level only (dcx_mr_reg_quiet) */
+static __thread unsigned dcx_log_quiet;
 
 __attribute__((constructor)) static void dcx_log_init(void)
 {
@@ -66,6 +69,14 @@ void dcx_log_impl(dcx_log_level_t level, const char *file, int line,
 {
     char msg[512];
     va_list ap;
+
+    if (dcx_log_quiet && (level < DCX_LOG_DEBUG)) {
+        /* inside a call whose caller reports its failure (dcx_mr_reg_quiet) */
+        level = DCX_LOG_DEBUG;
+        if (level > dcx_log_max_level) {
+            return;
+        }
+    }
 
     va_start(ap, fmt);
     vsnprintf(msg, sizeof(msg), fmt, ap);
@@ -209,6 +220,17 @@ int dcx_mr_reg(dcx_pd_t *pd, void *addr, size_t length, uint32_t access,
                dcx_mr_t **mr_p)
 {
     return pd->dev->ops->mr_reg(pd, addr, length, access, mr_p);
+}
+
+int dcx_mr_reg_quiet(dcx_pd_t *pd, void *addr, size_t length, uint32_t access,
+                     dcx_mr_t **mr_p)
+{
+    int ret;
+
+    dcx_log_quiet++;
+    ret = pd->dev->ops->mr_reg(pd, addr, length, access, mr_p);
+    dcx_log_quiet--;
+    return ret;
 }
 
 int dcx_mr_dereg(dcx_mr_t *mr)

@@ -940,6 +940,12 @@ int dcx_pd_free(dcx_pd_t *pd);
 /* REMOTE_WRITE or REMOTE_ATOMIC without LOCAL_WRITE: EINVAL. */
 int dcx_mr_reg(dcx_pd_t *pd, void *addr, size_t length, uint32_t access,
                dcx_mr_t **mr_p);
+/* The same for a caller that expects it may fail and says so itself (UCT's
+ * UCT_MD_MEM_FLAG_HIDE_ERRORS, a registration cache trying a merged
+ * region): the failure's line is logged at debug level, not as an error or
+ * a warning. */
+int dcx_mr_reg_quiet(dcx_pd_t *pd, void *addr, size_t length, uint32_t access,
+                     dcx_mr_t **mr_p);
 int dcx_mr_dereg(dcx_mr_t *mr);
 
 /* Strided mkeys: max_entries 1..caps.mkey_max_entries (EINVAL otherwise,

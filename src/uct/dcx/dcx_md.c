@@ -131,13 +131,16 @@ uint32_t uct_dcx_md_access_of(unsigned flags)
 }
 
 ucs_status_t uct_dcx_md_mr_reg(uct_dcx_md_t *md, void *address, size_t length,
-                               uint32_t access, dcx_mr_t **mr_p)
+                               uint32_t access, unsigned flags, dcx_mr_t **mr_p)
 {
     int ret;
 
-    ret = dcx_mr_reg(md->pd, address, length, access, mr_p);
+    ret = (flags & UCT_MD_MEM_FLAG_HIDE_ERRORS) ?
+              dcx_mr_reg_quiet(md->pd, address, length, access, mr_p) :
+              dcx_mr_reg(md->pd, address, length, access, mr_p);
     if (ret != 0) {
-        /* the device layer logged the failure as an error */
+        /* the device layer logged the failure: as an error, or at debug
+         * level when the caller hides registration errors */
         ucs_debug("dcx md %s: registration of %p..%p failed: %s", md->name,
                   address, UCS_PTR_BYTE_OFFSET(address, length), strerror(ret));
         return uct_dcx_status_from_errno(ret);
@@ -179,14 +182,22 @@ static ucs_status_t uct_dcx_rcache_mem_reg_cb(void *context,
     uct_dcx_md_t *md                = context;
     uct_dcx_rcache_region_t *region = ucs_derived_of(rregion,
                                                      uct_dcx_rcache_region_t);
+    /* the caller's registration flags (uct_dcx_mem_reg); a region merged
+     * with cached neighbours, which the cache tries first and, refused,
+     * gives up for the caller's range alone, may fail where the caller's
+     * would not: quietly */
+    unsigned flags                  = *(const unsigned *)arg;
 
+    if (rcache_flags & UCS_RCACHE_MEM_REG_HIDE_ERRORS) {
+        flags |= UCT_MD_MEM_FLAG_HIDE_ERRORS;
+    }
     /* the region's protection is the union of what its users asked for */
     region->memh.flags = UCT_DCX_MEMH_FLAG_RCACHE;
     return uct_dcx_md_mr_reg(md, (void *)region->super.super.start,
                              region->super.super.end -
                                  region->super.super.start,
                              uct_dcx_md_access(region->super.prot & PROT_WRITE),
-                             &region->memh.mr);
+                             flags, &region->memh.mr);
 }
 
 static void uct_dcx_rcache_mem_dereg_cb(void *context, ucs_rcache_t *rcache,
@@ -241,14 +252,12 @@ ucs_status_t uct_dcx_mem_reg(uct_md_h uct_md, void *address, size_t length,
         status = uct_dcx_rcache_get(md->rcache, address, length,
                                     writable ? (PROT_READ | PROT_WRITE) :
                                                PROT_READ,
-                                    NULL, &rregion);
+                                    &flags, &rregion);
         if (status != UCS_OK) {
-            uct_md_log_mem_reg_error(flags,
-                                     "dcx md %s: registration of "
-                                     "%p..%p failed: %s",
-                                     md->name, address,
-                                     UCS_PTR_BYTE_OFFSET(address, length),
-                                     ucs_status_string(status));
+            /* the device layer logged why (as the direct path's) */
+            ucs_debug("dcx md %s: registration of %p..%p failed: %s", md->name,
+                      address, UCS_PTR_BYTE_OFFSET(address, length),
+                      ucs_status_string(status));
             return status;
         }
 
@@ -266,7 +275,7 @@ ucs_status_t uct_dcx_mem_reg(uct_md_h uct_md, void *address, size_t length,
     }
 
     memh->flags = 0;
-    status      = uct_dcx_md_mr_reg(md, address, length, access, &memh->mr);
+    status = uct_dcx_md_mr_reg(md, address, length, access, flags, &memh->mr);
     if (status != UCS_OK) {
         ucs_free(memh);
         return status;

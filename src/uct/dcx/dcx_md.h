@@ -232,10 +232,13 @@ static inline ucs_status_t uct_dcx_status_from_errno(int err)
     }
 }
 
-/* dcx_md.c: registration without the cache, for dcx_md_alloc.c; the
- * device access a uct registration's flags ask for */
+/* dcx_md.c: registration without the cache, for dcx_md_alloc.c (flags:
+ * the uct registration's, UCT_MD_MEM_FLAG_HIDE_ERRORS makes a failure's
+ * line a debug one); the device access a uct registration's flags ask
+ * for */
 ucs_status_t uct_dcx_md_mr_reg(uct_dcx_md_t *md, void *address, size_t length,
-                               uint32_t access, dcx_mr_t **mr_p);
+                               uint32_t access, unsigned flags,
+                               dcx_mr_t **mr_p);
 void uct_dcx_md_mr_dereg(uct_dcx_md_t *md, dcx_mr_t *mr);
 uint32_t uct_dcx_md_access_of(unsigned flags);
 

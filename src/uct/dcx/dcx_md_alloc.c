@@ -88,7 +88,7 @@ ucs_status_t uct_dcx_mem_alloc(uct_md_h uct_md, size_t *length_p,
     }
 
     status = uct_dcx_md_mr_reg(md, address, length, uct_dcx_md_access_of(flags),
-                               &memh->super.mr);
+                               0, &memh->super.mr);
     if (status != UCS_OK) {
         ucs_error("dcx md %s: cannot register %zu bytes allocated for %s: %s",
                   md->name, length, alloc_name, ucs_status_string(status));

@@ -564,6 +564,32 @@ TEST_P(test_dcx_md_reg, read_only_memory_for_get)
     munmap(addr, len);
 }
 
+/* A registration the device refuses (read-only memory asked for writes)
+ * fails with one error line; with UCT_MD_MEM_FLAG_HIDE_ERRORS (UCP's
+ * registrations that may fail and have a fallback) it fails with no error
+ * or warning line at all (the soft device logged its reason as an error
+ * regardless: UCX's test_ucp_mmap.reg_mem_type counted them). */
+TEST_P(test_dcx_md_reg, hide_errors_bad_flow)
+{
+    const size_t len = 2 * getpagesize();
+    uct_mem_h memh;
+    uct_md_h md = open_soft0(GetParam());
+
+    ASSERT_NE(nullptr, md);
+    void *addr = mmap(NULL, len, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    ASSERT_NE(MAP_FAILED, addr);
+    expect_one_error();
+    EXPECT_NE(UCS_OK,
+              uct_md_mem_reg(md, addr, len, UCT_MD_MEM_ACCESS_ALL, &memh));
+    EXPECT_EQ(1, log_counter::errors()) << log_counter::joined();
+    EXPECT_NE(UCS_OK, uct_md_mem_reg(md, addr, len,
+                                     UCT_MD_MEM_ACCESS_ALL |
+                                         UCT_MD_MEM_FLAG_HIDE_ERRORS,
+                                     &memh));
+    EXPECT_EQ(1, log_counter::errors()) << log_counter::joined();
+    munmap(addr, len);
+}
+
 TEST_P(test_dcx_md_reg, zero_length_reg_bad_flow)
 {
     char buf[64];
@@ -698,6 +724,38 @@ TEST_F(test_dcx_md, rcache_shares_registrations)
     EXPECT_EQ(UCS_OK, uct_md_mem_dereg(md_direct, m1));
     EXPECT_EQ(UCS_OK, uct_md_mem_dereg(md_direct, m2));
     close_md(md_direct);
+}
+
+/* The cache first registers a request merged with the cached regions it
+ * overlaps; when the device refuses the merged range (here a cached page
+ * made read-only since) the cache registers the request's own range
+ * instead.  The refused try is expected: it logs no error (UCS passes
+ * UCS_RCACHE_MEM_REG_HIDE_ERRORS for it), and the request succeeds. */
+TEST_F(test_dcx_md, rcache_refused_merge_is_quiet)
+{
+    const size_t page = getpagesize();
+    uct_mem_h m1, m2;
+    uct_md_h md = open_soft0_rcache();
+
+    if (md == nullptr) {
+        GTEST_SKIP() << "no registration cache without UCX memory events";
+    }
+    char *p = (char *)mmap(NULL, 3 * page, PROT_READ | PROT_WRITE,
+                           MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    ASSERT_NE(MAP_FAILED, (void *)p);
+    memset(p, 1, 3 * page);
+    /* cached: page 0 and the start of page 1 */
+    ASSERT_EQ(UCS_OK,
+              uct_md_mem_reg(md, p, page + 100, UCT_MD_MEM_ACCESS_ALL, &m1));
+    ASSERT_EQ(UCS_OK, uct_md_mem_dereg(md, m1));
+    ASSERT_EQ(0, mprotect(p, page, PROT_READ));
+    /* overlapping it: merged with it first, refused for page 0, then
+     * registered alone */
+    ASSERT_EQ(UCS_OK, uct_md_mem_reg(md, p + page + 50, page,
+                                     UCT_MD_MEM_ACCESS_ALL, &m2));
+    EXPECT_EQ(0, log_counter::errors()) << log_counter::joined();
+    EXPECT_EQ(UCS_OK, uct_md_mem_dereg(md, m2));
+    munmap(p, 3 * page);
 }
 
 /* Memory unmapped while registered leaves the cache: a new mapping at the
