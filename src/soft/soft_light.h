@@ -145,9 +145,13 @@ static inline int soft_req_post_inline(soft_qp_t *qp, soft_swqe_t *w,
     soft_copy_small((uint8_t *)pkt + offsetof(soft_pkt_t, offset), w->inl,
                     total);
     pkt->op    = wr->opcode;
+    /* acknowledged in our table, signaled or not, with no kick: a kick is
+     * a full fence behind the responder's stores, on the answer's path of
+     * every ping-pong (UCP tag_lat 8 B +10%); a light message's answer
+     * comes within a pass, and a sleeper's helper naps at most
+     * SOFT_NAP_NS (SOFT_PKT_WKICK is for the general path's messages) */
     pkt->flags = SOFT_PKT_FIRST | SOFT_PKT_LAST | SOFT_PKT_WACK |
-                 SOFT_PKT_LIGHT |
-                 ((wr->flags & DCX_SEND_SIGNALED) ? SOFT_PKT_WKICK : 0);
+                 SOFT_PKT_LIGHT;
     pkt->src_inst   = (uint16_t)dev->inst;
     pkt->len        = (uint32_t)total;
     pkt->src_qpn    = qp->super.qp_num;

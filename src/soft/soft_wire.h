@@ -34,10 +34,11 @@ enum {
     /* the compact form (soft_pkt_t): a single-packet SEND or RDMA WRITE
      * of the light path (soft_req_post_inline) */
     SOFT_PKT_LIGHT = 1u << 4,
-    /* with SOFT_PKT_WACK: the message is signaled, its completion waits
-     * for the acknowledgement, so the responder kicks the requester's port
-     * after the table store (soft_port_kick), as an ACK packet's publish
-     * does: a requester asleep on its completion channel is woken by it */
+    /* with SOFT_PKT_WACK, on the general path: the message is signaled,
+     * its completion waits for the acknowledgement, so the responder kicks
+     * the requester's port after the table store (soft_port_kick), as an
+     * ACK packet's publish does: a requester asleep on its completion
+     * channel is woken by it (the light path asks for no kick) */
     SOFT_PKT_WKICK = 1u << 5
 };
 
