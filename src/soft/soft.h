@@ -28,8 +28,8 @@
  *    ack table (soft_ack_t) instead of by an ACK packet; the responder
  *    kicks the requester's port after the store only for a signaled one
  *    of the general path (SOFT_PKT_WKICK), whose completion a requester
- *    asleep on a completion channel waits for.  The responder handles single-packet messages in
- *    one pass (soft_resp_fast).
+ *    asleep on a completion channel waits for.  The responder handles
+ *    single-packet messages in one pass (soft_resp_fast).
  *  - A READ request packet asks for a range of up to SOFT_READ_BURST
  *    response packets (args[0] bytes, args[1] bytes per response), so a
  *    large READ streams: the responder answers a whole burst at once and
