@@ -33,6 +33,16 @@ bool fd_readable(int fd, int timeout_ms)
 
 class soft_channel_test : public soft {
 protected:
+    /* Starts d's helper again with naps and parks of ns each (0: the
+     * defaults), so that a test can tell a wake-up from a nap's end */
+    static void restart_helper(soft_dev_t *d, uint64_t ns)
+    {
+        soft_helper_stop(d);
+        d->helper_nap_ns  = ns;
+        d->helper_park_ns = ns;
+        ASSERT_EQ(0, soft_helper_start(d));
+    }
+
     void SetUp() override
     {
         soft::SetUp();
@@ -205,10 +215,7 @@ TEST_F(soft_channel_test, armed_sleeper_woken_by_sender_ring)
     dcx_cq_t *cq = nullptr;
     dcx_wc_t wc;
 
-    soft_helper_stop(t);
-    t->helper_nap_ns  = min;
-    t->helper_park_ns = min;
-    ASSERT_EQ(0, soft_helper_start(t));
+    ASSERT_NO_FATAL_FAILURE(restart_helper(t, min));
     ASSERT_EQ(0, dcx_soft_stats(ini.dev, &before));
     soft_lock(&t->lock);
     uint64_t timer_before = t->helper_timer_packets;
@@ -235,10 +242,7 @@ TEST_F(soft_channel_test, armed_sleeper_woken_by_sender_ring)
     EXPECT_EQ(0u, timer_after - timer_before)
         << "messages served only when a nap of the target's helper ended";
     EXPECT_EQ((uint64_t)rounds, after.wake_pokes - before.wake_pokes);
-    soft_helper_stop(t);
-    t->helper_nap_ns  = 0; /* the defaults again */
-    t->helper_park_ns = 0;
-    ASSERT_EQ(0, soft_helper_start(t));
+    ASSERT_NO_FATAL_FAILURE(restart_helper(t, 0)); /* the defaults again */
 }
 
 /* A helper stopped and started again runs: the tests above lengthen the
@@ -458,10 +462,7 @@ TEST_F(soft_channel_test, sleeping_requester_acked_in_table)
     ASSERT_EQ(0, req.n.reg(&sval, sizeof(sval), DCX_ACCESS_LOCAL_WRITE, &smr));
     soft_dev_t *r       = soft_dev(req.n.dev);
     soft_port_hdr_t *rh = r->hdr;
-    soft_helper_stop(r);
-    r->helper_nap_ns  = 60000000000ull;
-    r->helper_park_ns = 60000000000ull;
-    ASSERT_EQ(0, soft_helper_start(r));
+    ASSERT_NO_FATAL_FAILURE(restart_helper(r, 60000000000ull));
     dcx_sge_t s = {(uint64_t)(uintptr_t)&sval, sizeof(sval), smr->lkey};
     memset(&wr, 0, sizeof(wr));
     wr.opcode      = DCX_WR_SEND;
@@ -517,10 +518,7 @@ TEST_F(soft_channel_test, sleeping_requester_acked_in_table)
         EXPECT_EQ(1u, ra.table_completions - rb.table_completions);
     }
     ASSERT_EQ(0, soft_helper_start(t));
-    soft_helper_stop(r);
-    r->helper_nap_ns  = 0; /* the defaults again */
-    r->helper_park_ns = 0;
-    ASSERT_EQ(0, soft_helper_start(r));
+    ASSERT_NO_FATAL_FAILURE(restart_helper(r, 0)); /* the defaults again */
 }
 
 TEST_F(soft_channel_test, channel_bad_flow)
