@@ -86,7 +86,6 @@
 #include <errno.h>
 #include <sched.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -881,80 +880,6 @@ static int soft_direct_probe(soft_dev_t *dev)
     return 1;
 }
 
-/* Sets up the liveness lock (soft_dlife_t) of a fresh area; the helper
- * thread takes it when it starts. */
-static void soft_direct_life_init(soft_dev_t *dev, soft_dlife_t *l)
-{
-    pthread_mutexattr_t attr;
-    int ret;
-
-    l->tid    = 0;
-    l->robust = 0;
-    ret       = pthread_mutexattr_init(&attr);
-    if (ret == 0) {
-        ret = pthread_mutexattr_setpshared(&attr, PTHREAD_PROCESS_SHARED);
-        if (ret == 0) {
-            ret = pthread_mutexattr_setrobust(&attr, PTHREAD_MUTEX_ROBUST);
-        }
-        if (ret == 0) {
-            ret = pthread_mutex_init(&l->lock, &attr);
-        }
-        pthread_mutexattr_destroy(&attr);
-    }
-    if (ret != 0) {
-        dcx_debug("%s: no robust process-shared mutex (%s): peers copying "
-                  "into our allocations ask the kernel whether we are alive "
-                  "on every operation",
-                  dev->super.caps.name, strerror(ret));
-        return;
-    }
-    l->robust = 1;
-}
-
-void soft_direct_life_begin(soft_dev_t *dev)
-{
-    soft_dlife_t *l;
-    uint32_t tid, word;
-    int ret;
-
-    if ((dev->direct == NULL) || !dev->direct->life.robust) {
-        return;
-    }
-    l   = &dev->direct->life;
-    ret = pthread_mutex_lock(&l->lock);
-    if (ret != 0) {
-        dcx_debug("%s: liveness lock: %s", dev->super.caps.name, strerror(ret));
-        l->robust = 0;
-        return;
-    }
-    /* peers read the futex word at the start of the mutex: trust it only
-     * if it names us the way the robust futex ABI says */
-    tid  = (uint32_t)syscall(SYS_gettid);
-    word = __atomic_load_n((uint32_t *)&l->lock, __ATOMIC_RELAXED);
-    if ((word & (FUTEX_TID_MASK | FUTEX_OWNER_DIED)) != tid) {
-        dcx_debug("%s: liveness lock word 0x%x does not name thread %u: "
-                  "peers ask the kernel instead",
-                  dev->super.caps.name, word, tid);
-        pthread_mutex_unlock(&l->lock);
-        l->robust = 0;
-        return;
-    }
-    __atomic_store_n(&l->tid, tid, __ATOMIC_RELEASE);
-}
-
-void soft_direct_life_end(soft_dev_t *dev)
-{
-    soft_dlife_t *l;
-
-    if ((dev->direct == NULL) || !dev->direct->life.robust ||
-        (dev->direct->life.tid == 0)) {
-        return;
-    }
-    l = &dev->direct->life;
-    __atomic_store_n(&l->tid, 0, __ATOMIC_RELEASE);
-    pthread_mutex_unlock(&l->lock);
-}
-
 void soft_direct_init(soft_dev_t *dev, soft_port_hdr_t *hdr, uint64_t offset)
 {
     soft_direct_area_t *area;
@@ -985,18 +910,4 @@ unsigned dcx_soft_direct_inflight(dcx_dev_t *dev)
         return 0;
     }
     return soft_direct_inflight(soft_dev(dev));
-}
-
-int dcx_soft_direct_alive_lock(dcx_dev_t *dev)
-{
-    soft_dev_t *sdev;
-
-    if (!dcx_dev_is_soft(dev)) {
-        dcx_error("%s: direct alive lock: not a soft device",
-                  dcx_dev_name(dev));
-        return 0;
-    }
-    sdev = soft_dev(dev);
-    return (sdev->direct != NULL) &&
-           (soft_direct_life(sdev->direct) == SOFT_LIFE_ALIVE);
 }

@@ -132,8 +132,10 @@ void soft_direct_mr_unpublish(soft_dev_t *dev, soft_mr_t *mr);
 void soft_direct_quiesce(soft_dev_t *dev, uint32_t key);
 void soft_direct_dct_publish(soft_dev_t *dev, soft_qp_t *dct, int ok);
 void soft_direct_fault_changed(soft_dev_t *dev);
-/* The helper thread takes our liveness lock when it starts and gives it
- * back before it returns (soft_helper.c). */
+/* soft_dlife.c: sets up the liveness lock of a fresh area (soft_direct_init);
+ * the helper thread takes it when it starts and gives it back before it
+ * returns (soft_helper.c). */
+void soft_direct_life_init(soft_dev_t *dev, soft_dlife_t *l);
 void soft_direct_life_begin(soft_dev_t *dev);
 void soft_direct_life_end(soft_dev_t *dev);
 /* What the liveness lock of a target says, read without a system call */
