@@ -252,6 +252,10 @@ typedef struct dcx_soft_stats {
     /* requester side: messages sent by the light post (one packet in the
      * compact form, soft_req_post_inline; also in tx_packets) */
     uint64_t light_posts;
+    /* requester side: grants made towards peers (soft_dgrant_t), each
+     * after a direct WRITE or READ that passed every check; the small
+     * ones after it to the same DCT and key check only what changed */
+    uint64_t direct_grants;
 } dcx_soft_stats_t;
 
 int dcx_soft_stats(dcx_dev_t *dev, dcx_soft_stats_t *stats);

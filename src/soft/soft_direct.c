@@ -342,9 +342,12 @@ unsigned soft_direct_inflight(soft_dev_t *dev)
 /* ------------------------------------------------------------------------
  * Initiator side
  * ------------------------------------------------------------------------ */
-/* The target's DCT entry allows 'access' with our DC key. */
-static inline int soft_direct_dct_ok(soft_direct_area_t *area, uint32_t dctn,
-                                     uint64_t dc_key, uint32_t access)
+/* The target's DCT entry, read consistently: 1 if it is DCT dctn, not in
+ * error, with DC key dc_key, with its seq count and access in *seq_p and
+ * *acc_p. */
+static inline int soft_direct_dct_read(soft_direct_area_t *area, uint32_t dctn,
+                                       uint64_t dc_key, uint32_t *seq_p,
+                                       uint32_t *acc_p)
 {
     uint32_t idx = dctn - SOFT_QPN_BASE;
     soft_ddct_t *e;
@@ -363,13 +366,25 @@ static inline int soft_direct_dct_ok(soft_direct_area_t *area, uint32_t dctn,
         key = __atomic_load_n(&e->dc_key, __ATOMIC_RELAXED);
         __atomic_thread_fence(__ATOMIC_ACQUIRE);
     } while ((s1 & 1) || (__atomic_load_n(&e->seq, __ATOMIC_RELAXED) != s1));
-    return ok && (qpn == dctn) && (key == dc_key) && (acc & access);
+    *seq_p = s1;
+    *acc_p = acc;
+    return ok && (qpn == dctn) && (key == dc_key);
+}
+
+/* The target's DCT entry allows 'access' with our DC key. */
+static inline int soft_direct_dct_ok(soft_direct_area_t *area, uint32_t dctn,
+                                     uint64_t dc_key, uint32_t access)
+{
+    uint32_t seq, acc;
+
+    return soft_direct_dct_read(area, dctn, dc_key, &seq, &acc) &&
+           (acc & access);
 }
 
 /* The target's MR entry for rkey, read consistently (seq_cst loads: called
  * after our intent is published, see the protocol at the top). */
 typedef struct soft_dmr_view {
-    uint32_t key, access, alloc, mr_key, count;
+    uint32_t seq, key, access, alloc, mr_key, count;
     uint64_t start, end, serial, stride, base, length;
 } soft_dmr_view_t;
 
@@ -398,6 +413,7 @@ soft_direct_entry_read(soft_direct_area_t *area, uint32_t rkey,
         }
         __atomic_thread_fence(__ATOMIC_ACQUIRE);
     } while ((s1 & 1) || (__atomic_load_n(&e->seq, __ATOMIC_SEQ_CST) != s1));
+    v->seq = s1;
 }
 
 /* A plain MR's fields (and mr_key, which says whether it is one) */
@@ -510,12 +526,14 @@ static int soft_direct_local_plain(soft_dev_t *dev, soft_swqe_t *w)
     return 1;
 }
 
+/* A free marker slot of area claimed for us, looking from slot 'first'
+ * on (mod SOFT_DIRECT_SLOTS), or NULL if every one is taken. */
 static soft_dslot_t *soft_direct_claim(soft_dev_t *dev,
-                                       soft_direct_area_t *area)
+                                       soft_direct_area_t *area, unsigned first)
 {
-    unsigned i, first = (unsigned)(dev->token % SOFT_DIRECT_SLOTS);
     soft_dslot_t *s;
     uint64_t zero;
+    unsigned i;
 
     for (i = 0; i < SOFT_DIRECT_SLOTS; ++i) {
         s    = &area->slots[(first + i) % SOFT_DIRECT_SLOTS];
@@ -736,6 +754,166 @@ soft_direct_vector_exec(soft_direct_area_t *area, soft_dslot_t *slot,
     return 1;
 }
 
+/* ------------------------------------------------------------------------
+ * The grant (soft_dgrant_t in the peer): the next small copy to the same
+ * DCT and key after one that passed every check of soft_direct_plan and
+ * soft_direct_mr_ok checks only what could have changed since: the two
+ * published entries by their seqlock counts (any change of an entry moves
+ * its count for good, so an equal even count means the entry reads as it
+ * did), the mapping by its allocation's serial and the port's count of
+ * frees, the port's liveness, killed and enabled flags, and its own range.
+ * The deregistration protocol is the same: the MR entry's count is read
+ * after our intent, with seq_cst loads, as the full check reads it.
+ * ------------------------------------------------------------------------ */
+/* Records the grant for w, just copied by the full checks (map: the
+ * mapping it went through, NULL: cross-memory attach); no grant when the
+ * entries read now do not allow the copy (they changed meanwhile) or the
+ * key is a vector's. */
+static void soft_direct_grant_make(soft_dev_t *dev, soft_direct_area_t *area,
+                                   const soft_dmap_ent_t *map,
+                                   const soft_swqe_t *w, uint32_t access)
+{
+    soft_dgrant_t *g = &w->peer->grant;
+    uint32_t idx     = w->wr.dest.dctn - SOFT_QPN_BASE;
+    uint32_t dseq, dacc;
+    soft_dmr_view_t v;
+
+    g->area = NULL;
+    if ((idx >= SOFT_DIRECT_DCTS) || ((map != NULL) && map->vector) ||
+        !soft_direct_dct_read(area, w->wr.dest.dctn, w->wr.dest.dc_key, &dseq,
+                              &dacc)) {
+        return;
+    }
+    soft_direct_mr_read(area, w->wr.rkey, &v);
+    if ((v.key != w->wr.rkey) || (v.mr_key != 0) ||
+        !(v.access & dacc & access)) {
+        return;
+    }
+    g->start = v.start;
+    g->end   = v.end;
+    if (map != NULL) {
+        if ((v.alloc != map->slot + 1) || (v.serial != map->serial)) {
+            return;
+        }
+        g->start  = (map->rbase > g->start) ? map->rbase : g->start;
+        g->end    = (map->rbase + map->len < g->end) ? map->rbase + map->len :
+                                                       g->end;
+        g->serial = map->serial;
+        g->frees  = map->frees;
+    }
+    if (g->start >= g->end) {
+        return;
+    }
+    g->map     = (soft_dmap_ent_t *)map;
+    g->dc_key  = w->wr.dest.dc_key;
+    g->rkey    = w->wr.rkey;
+    g->dctn    = w->wr.dest.dctn;
+    g->access  = v.access & dacc;
+    g->dct_seq = dseq;
+    g->mr_seq  = v.seq;
+    g->area    = area;
+    dev->stats.direct_grants++;
+}
+
+/* w (RDMA_WRITE or RDMA_READ of at most an MTU) copied under the grant
+ * towards its peer: 1 if done, 0 if the grant does not cover it (nothing
+ * was copied; the caller makes the full checks). */
+static inline __attribute__((always_inline)) int
+soft_direct_grant_exec(soft_dev_t *dev, soft_swqe_t *w, int is_write,
+                       uint32_t access)
+{
+    soft_peer_t *peer        = w->peer;
+    soft_dgrant_t *g         = &peer->grant;
+    soft_direct_area_t *area = g->area;
+    soft_dmap_ent_t *map     = g->map;
+    uint64_t raddr           = w->wr.remote_addr;
+    uint64_t len             = w->total_len;
+    struct iovec liov[SOFT_MAX_RECV_SGE + 1], riov;
+    soft_dslot_t *slot;
+    unsigned niov;
+    ssize_t ret;
+    int life;
+
+    /* dev->light_off: a fault rule or our port killed */
+    if ((area == NULL) || (w->wr.rkey != g->rkey) ||
+        (w->wr.dest.dctn != g->dctn) || (w->wr.dest.dc_key != g->dc_key) ||
+        !(g->access & access) || (len == 0) || (len > dev->limits.mtu) ||
+        (raddr < g->start) || (raddr >= g->end) || (len > g->end - raddr) ||
+        (w->wr.num_sge > SOFT_MAX_RECV_SGE) || dev->light_off ||
+        ((dev->num_mkeys != 0) && !(w->wr.flags & DCX_SEND_INLINE)) ||
+        __atomic_load_n(&peer->hdr->killed, __ATOMIC_ACQUIRE) ||
+        !__atomic_load_n(&area->enabled, __ATOMIC_ACQUIRE) ||
+        (__atomic_load_n(&area->dcts[g->dctn - SOFT_QPN_BASE].seq,
+                         __ATOMIC_ACQUIRE) != g->dct_seq)) {
+        return 0;
+    }
+    life = soft_direct_life(area);
+    if (map != NULL) {
+        if ((map->peer != peer) || (map->serial != g->serial) ||
+            (__atomic_load_n(&area->frees, __ATOMIC_ACQUIRE) != g->frees) ||
+            ((map->pidfd >= 0) && (life != SOFT_LIFE_ALIVE))) {
+            return 0;
+        }
+    } else if ((life == SOFT_LIFE_DEAD) || peer->direct_off) {
+        return 0;
+    }
+    if ((slot = soft_direct_claim(dev, area, g->slot)) == NULL) {
+        return 0;
+    }
+    g->slot = (uint32_t)(slot - area->slots); /* first tried next time */
+    __atomic_store_n(&slot->key, g->rkey, __ATOMIC_SEQ_CST); /* intent */
+    if (__atomic_load_n(&area->mrs[g->rkey >> 8].seq, __ATOMIC_SEQ_CST) !=
+        g->mr_seq) {
+        __atomic_store_n(&slot->key, 0, __ATOMIC_RELAXED);
+        __atomic_store_n(&slot->owner, 0, __ATOMIC_RELEASE);
+        g->area = NULL;
+        return 0;
+    }
+    if ((map != NULL) && (w->wr.num_sge <= 1)) {
+        /* one piece on our side: inline data or one sge */
+        uint8_t *l = (w->wr.flags & DCX_SEND_INLINE) ?
+                         w->inl :
+                         (uint8_t *)(uintptr_t)w->sge[0].addr;
+        uint8_t *r = map->local + (raddr - map->rbase);
+
+        if (is_write) {
+            soft_copy_small(r, l, len);
+        } else {
+            soft_copy_small(l, r, len);
+        }
+        soft_dmap_touch(dev, map);
+        ret = (ssize_t)len;
+    } else if (map != NULL) {
+        niov = soft_direct_local_iov(w, 0, len, liov);
+        soft_direct_map_copy(map, w, is_write, 0, liov, niov);
+        soft_dmap_touch(dev, map);
+        ret = (ssize_t)len;
+    } else {
+        niov          = soft_direct_local_iov(w, 0, len, liov);
+        riov.iov_base = (void *)(uintptr_t)raddr;
+        riov.iov_len  = len;
+        ret           = is_write ?
+                            process_vm_writev((pid_t)peer->pid, liov, niov, &riov, 1, 0) :
+                            process_vm_readv((pid_t)peer->pid, liov, niov, &riov, 1, 0);
+    }
+    __atomic_store_n(&slot->gen, slot->gen + 1, __ATOMIC_RELAXED);
+    __atomic_store_n(&slot->key, 0, __ATOMIC_RELEASE);
+    __atomic_store_n(&slot->owner, 0, __ATOMIC_RELEASE);
+    if (ret != (ssize_t)len) {
+        /* the full checks try again and say why */
+        g->area = NULL;
+        return 0;
+    }
+    if (is_write) {
+        dev->stats.direct_writes++;
+    } else {
+        dev->stats.direct_reads++;
+    }
+    dev->stats.direct_mapped += (map != NULL);
+    dev->stats.direct_bytes += len;
+    return 1;
+}
+
 #define SOFT_DIRECT_NO_MARK UINT32_MAX
 
 /* A long copy (tens of us for a MiB) keeps our polls out like a long
@@ -785,11 +963,14 @@ static int soft_direct_exec(soft_qp_t *qp, soft_swqe_t *w)
     ssize_t ret;
     int err;
 
+    if (soft_direct_grant_exec(dev, w, is_write, access)) {
+        return 1;
+    }
     if (!soft_direct_plan(qp, w, &area, &map)) {
         goto fallback;
     }
     in_engine = soft_direct_mark(dev, w); /* marked while a slot is ours */
-    if ((slot = soft_direct_claim(dev, area)) == NULL) {
+    if ((slot = soft_direct_claim(dev, area, (unsigned)dev->token)) == NULL) {
         soft_direct_unmark(dev, in_engine);
         goto fallback;
     }
@@ -832,6 +1013,7 @@ static int soft_direct_exec(soft_qp_t *qp, soft_swqe_t *w)
             goto release;
         }
     }
+    soft_direct_grant_make(dev, area, map, w, access);
 done:
     __atomic_store_n(&slot->owner, 0, __ATOMIC_RELEASE);
     soft_direct_unmark(dev, in_engine);
@@ -850,6 +1032,7 @@ release:
     soft_direct_unmark(dev, in_engine);
     dev->stats.direct_fallbacks++;
 fallback:
+    peer->grant.area = NULL;
     return 0;
 }
 

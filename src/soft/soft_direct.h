@@ -217,6 +217,8 @@ soft_dmap_ent_t *soft_dmap_get(soft_dev_t *dev, soft_peer_t *peer,
  * look the entry up and call soft_dmap_get(). */
 soft_dmap_ent_t *soft_dmap_last(soft_dev_t *dev, const soft_peer_t *peer,
                                 const soft_direct_area_t *area, uint32_t rkey);
+/* Marks e used now (its place in the LRU order), as soft_dmap_last does. */
+void soft_dmap_touch(soft_dev_t *dev, soft_dmap_ent_t *e);
 /* 0 if the mapping's process (the owner of area) has exited (its mappings
  * are dropped then). */
 int soft_dmap_alive(soft_dev_t *dev, soft_dmap_ent_t *e,

@@ -281,6 +281,11 @@ soft_dmap_ent_t *soft_dmap_last(soft_dev_t *dev, const soft_peer_t *peer,
     return e;
 }
 
+void soft_dmap_touch(soft_dev_t *dev, soft_dmap_ent_t *e)
+{
+    e->used = ++dev->dmap->clock;
+}
+
 int soft_dmap_alive(soft_dev_t *dev, soft_dmap_ent_t *e,
                     const soft_direct_area_t *area)
 {

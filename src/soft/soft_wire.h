@@ -205,6 +205,24 @@ _Static_assert(sizeof(soft_addr_t) == SOFT_ADDR_LEN,
                "a port address is SOFT_ADDR_LEN bytes");
 #endif
 
+/* The initiator's grant towards a port (soft_direct.c): what the last
+ * direct copy to it found when it checked everything, kept so that the
+ * next one to the same DCT and key checks only that nothing it read has
+ * changed since (the entries' seqlock counts, the mapping's allocation,
+ * the port's liveness) and that its range lies within.  area NULL: none. */
+typedef struct soft_dgrant {
+    struct soft_direct_area *area; /* the port's published tables */
+    struct soft_dmap_ent *map;     /* copied through; NULL: cross-memory */
+    uint64_t serial;               /* map's allocation */
+    uint64_t frees;                /* the port's area->frees then */
+    uint64_t dc_key;
+    uint64_t start, end; /* [start, end): the MR (and mapping) */
+    uint32_t rkey, dctn;
+    uint32_t access;          /* what the DCT and the MR both allow */
+    uint32_t dct_seq, mr_seq; /* their entries' seq then (even) */
+    uint32_t slot;            /* the marker slot we took last */
+} soft_dgrant_t;
+
 /* A remote (or our own) port, mapped lazily. */
 typedef struct soft_peer {
     struct soft_peer *next;
@@ -235,8 +253,9 @@ typedef struct soft_peer {
     /* the longest light packet to it (soft_req_post_inline), set when
      * mapped: our MTU or its request slots' payload, the smaller */
     uint32_t light_max;
-    int direct_off; /* cross-memory attach refused */
-    int dmap_off;   /* mapping its allocations refused */
+    soft_dgrant_t grant; /* soft_direct.c */
+    int direct_off;      /* cross-memory attach refused */
+    int dmap_off;        /* mapping its allocations refused */
 } soft_peer_t;
 
 #endif

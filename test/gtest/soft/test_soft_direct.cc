@@ -352,6 +352,104 @@ TEST_F(soft_direct, refused_accesses_bad_flow)
     EXPECT_EQ(0u, info->stats.direct_reads);
 }
 
+/* Small copies after a granted one (soft_dgrant_t) check only what could
+ * have changed: each change below -- a range past the MR, another DC key,
+ * a key without the access, the MR deregistered -- is refused as without
+ * the grant, nothing is written, and a grant is made again only after a
+ * copy that passed every check. */
+TEST_F(soft_direct, grant_rechecks_target_changes_bad_flow)
+{
+    uint8_t *tm     = tmem;
+    direct_info *in = info;
+
+    memset(tmem, 0x5a, TMEM_SIZE);
+    start_initiator([in](node &n) -> int {
+        local_buf lb;
+        struct {
+            const char *what;
+            dcx_wr_opcode_t op;
+            uint32_t rkey;
+            uint64_t off;
+            uint32_t len;
+            uint64_t dc_key;
+            int status;
+            bool wait_dereg; /* the target deregisters its MR first */
+        } steps[] = {
+            {"first write", DCX_WR_RDMA_WRITE, in->rkey, 0, 8, in->dc_key,
+             DCX_WC_SUCCESS, false},
+            {"granted write", DCX_WR_RDMA_WRITE, in->rkey, 64, 8, in->dc_key,
+             DCX_WC_SUCCESS, false},
+            {"granted read", DCX_WR_RDMA_READ, in->rkey, 0, 8, in->dc_key,
+             DCX_WC_SUCCESS, false},
+            {"past the MR", DCX_WR_RDMA_WRITE, in->rkey, in->rlen - 4, 8,
+             in->dc_key, DCX_WC_REM_ACCESS_ERR, false},
+            {"write granted again", DCX_WR_RDMA_WRITE, in->rkey, 128, 8,
+             in->dc_key, DCX_WC_SUCCESS, false},
+            {"other dc key", DCX_WR_RDMA_WRITE, in->rkey, 4096, 8,
+             in->dc_key + 1, DCX_WC_RETRY_EXC_ERR, false},
+            {"write after the dc key", DCX_WR_RDMA_WRITE, in->rkey, 192, 8,
+             in->dc_key, DCX_WC_SUCCESS, false},
+            {"read-only key read", DCX_WR_RDMA_READ, in->rkey_ro, 64, 8,
+             in->dc_key, DCX_WC_SUCCESS, false},
+            {"read-only key write", DCX_WR_RDMA_WRITE, in->rkey_ro, 4096, 8,
+             in->dc_key, DCX_WC_REM_ACCESS_ERR, false},
+            {"last granted write", DCX_WR_RDMA_WRITE, in->rkey, 256, 8,
+             in->dc_key, DCX_WC_SUCCESS, false},
+            {"deregistered", DCX_WR_RDMA_WRITE, in->rkey, 4096, 8, in->dc_key,
+             DCX_WC_REM_ACCESS_ERR, true},
+        };
+        int rc = 0;
+
+        if (lb.reg(n, 64) != 0) {
+            return 11;
+        }
+        for (auto &c : steps) {
+            if (c.wait_dereg) {
+                __atomic_store_n(&in->progress, 1, __ATOMIC_RELEASE);
+                if (!wait_flag(&in->progress, 2, 30.0)) {
+                    return 12;
+                }
+            }
+            memset(lb.v.data(), (c.op == DCX_WR_RDMA_READ) ? 0 : 0x11, 64);
+            dcx_sge_t s      = lb.sge(0, c.len);
+            dcx_send_wr_t wr = wr_to(in, n, c.op, &s, c.off, c.rkey);
+            wr.dest.dc_key   = c.dc_key;
+            int st           = run_one(n, wr);
+            if (st != c.status) {
+                fprintf(stderr, "%s: status %d, expected %d\n", c.what, st,
+                        c.status);
+                rc = 13;
+            }
+            if ((c.op == DCX_WR_RDMA_READ) && (c.status == DCX_WC_SUCCESS) &&
+                (lb.v[0] != 0x11)) {
+                fprintf(stderr, "%s: read 0x%x\n", c.what, lb.v[0]);
+                rc = 14;
+            }
+            if ((st != DCX_WC_SUCCESS) && (renew_dci(n) != 0)) {
+                return 15;
+            }
+        }
+        return rc;
+    });
+    start_target();
+    ASSERT_TRUE(wait_flag(&info->progress, 1, 60.0));
+    ASSERT_EQ(0, dcx_mr_dereg(tmr));
+    t.mrs.erase(t.mrs.begin());
+    __atomic_store_n(&info->progress, 2, __ATOMIC_RELEASE);
+    ASSERT_TRUE(wait_done(120.0));
+    EXPECT_TRUE(stop_children());
+    for (size_t i = 0; i < TMEM_SIZE; ++i) {
+        size_t off   = i - PAGE;
+        bool written = (i >= PAGE) && (off < 264) && (off % 64 < 8);
+        ASSERT_EQ(written ? 0x11 : 0x5a, tm[i]) << "byte " << i;
+    }
+    /* made at the first write and again after each refusal; the copies
+     * between took it */
+    EXPECT_EQ(5u, info->stats.direct_grants);
+    EXPECT_EQ(5u, info->stats.direct_writes);
+    EXPECT_EQ(2u, info->stats.direct_reads);
+}
+
 /* A region deregistered while initiators write into it: once mr_dereg
  * returns nothing more is written (the target fills it and checks), and
  * the writer gets REM_ACCESS_ERR. */
