@@ -699,6 +699,7 @@ int soft_req_post_direct(soft_qp_t *qp, const dcx_send_wr_t *wr,
                          soft_peer_t *peer, uint64_t total)
 {
     soft_swqe_t *w = soft_wqe(qp, qp->sq_head);
+    int overrun;
 
     soft_light_wqe_record(w, wr, peer, total);
     w->credits = 0;
@@ -709,7 +710,21 @@ int soft_req_post_direct(soft_qp_t *qp, const dcx_send_wr_t *wr,
     w->msn = qp->next_msn++;
     qp->sq_head++;
     qp->sq_send = qp->sq_head;
-    soft_req_complete(qp, DCX_WC_SUCCESS, (uint32_t)total, qp->dev->now);
+    /* soft_req_complete's success on a DCI that had nothing else
+     * outstanding (the light path's condition) for a WQE that holds no
+     * response credit, READ slot, strided-key copy or watch: nothing to
+     * release, and no timer left to run */
+    soft_wqe_state(qp, w, SOFT_WQE_DONE);
+    overrun = (w->wr.flags & DCX_SEND_SIGNALED) &&
+              (soft_wqe_push_cqe(qp, w, qp->sq_comp, DCX_WC_SUCCESS,
+                                 (uint32_t)total) != 0);
+    qp->sq_comp     = qp->sq_head;
+    qp->retries     = 0;
+    qp->rnr_count   = 0;
+    qp->deadline_ns = 0;
+    if (overrun) {
+        soft_qp_to_error(qp, "completion queue overrun");
+    }
     return 0;
 }
 

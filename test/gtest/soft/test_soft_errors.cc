@@ -633,8 +633,16 @@ TEST_F(soft_xproc, two_destinations_in_order)
     EXPECT_TRUE(stop_children());
 }
 
-TEST_F(soft_xproc, cq_overrun_bad_flow)
+/* More signaled completions than the CQ holds: the DCI goes to error with
+ * one log line.  light_inline: inline writes that the light post copies
+ * itself and completes at once (soft_req_post_direct). */
+class soft_xproc_overrun :
+    public soft_xproc,
+    public ::testing::WithParamInterface<bool> {};
+
+TEST_P(soft_xproc_overrun, cq_overrun_bad_flow)
 {
+    sh->tp.limits.direct = GetParam(); /* the initiator's copy */
     start();
     ini.close();
     ASSERT_EQ(0, ini.open(fabric.c_str(), &sh->tp.limits));
@@ -646,6 +654,9 @@ TEST_F(soft_xproc, cq_overrun_bad_flow)
     log_counter logs;
     for (int i = 0; i < 4; ++i) {
         dcx_send_wr_t wr = make_wr(DCX_WR_RDMA_WRITE, i, &s, 1, ini, sh);
+        if (GetParam()) {
+            wr.flags |= DCX_SEND_INLINE;
+        }
         ASSERT_EQ(0, dcx_qp_post_send(ini.dci, &wr));
     }
     double end = now_s() + 10;
@@ -658,6 +669,11 @@ TEST_F(soft_xproc, cq_overrun_bad_flow)
     EXPECT_EQ(1, logs.lines());
     EXPECT_TRUE(stop_children());
 }
+
+INSTANTIATE_TEST_SUITE_P(, soft_xproc_overrun, ::testing::Bool(),
+                         [](const ::testing::TestParamInfo<bool> &p) {
+                             return p.param ? "light_inline" : "sge";
+                         });
 
 TEST_F(soft_xproc, large_write_read)
 {
