@@ -7,7 +7,7 @@
 #   bench/soft-cpu.sh [-n N] [-o OPS] [-k DIR] [BUILD_DIR]
 #
 #   -n N        measured operations per run (default 1000)
-#   -o OPS      operations (default "progress am_short put_short am_lat
+#   -o OPS      operations (default "progress am_short put_short get_bcopy am_lat
 #               tag_send tag_lat"; see bench/soft_cpu.c)
 #   -k DIR      keep the callgrind output files there
 #   BUILD_DIR   build tree whose contrib/dcx-run loads dcx (default: the
@@ -27,6 +27,8 @@
 #   progress   uct_iface_progress() with nothing to do
 #   am_short   uct_ep_am_short(), 8-byte header
 #   put_short  uct_ep_put_short(), 8 bytes
+#   get_bcopy  uct_ep_get_bcopy(), 8 bytes, and the progress calls until
+#              it completes
 #   am_lat     one am_lat round trip, both sides, all their polls
 #   tag_send   ucp_tag_send_nbx(), 8 bytes (UCX_TLS=<tl>)
 #   tag_lat    one UCP tag_lat round trip (both receives posted first), both
@@ -38,7 +40,7 @@ set -o pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
 n=1000
-ops="progress am_short put_short am_lat tag_send tag_lat"
+ops="progress am_short put_short get_bcopy am_lat tag_send tag_lat"
 keep=""
 
 while getopts "n:o:k:h" opt; do

@@ -18,6 +18,9 @@
  *   am_short   uct_ep_am_short() with an 8-byte header (the receiver is
  *              drained outside the measured region)
  *   put_short  uct_ep_put_short() of 8 bytes
+ *   get_bcopy  uct_ep_get_bcopy() of 8 bytes and the sender's progress
+ *              calls until its completion (ucx_perftest's get latency);
+ *              posix completes it in the call
  *   am_lat     one round trip as am_lat does it: A sends 8 bytes, B polls
  *              until it has them and answers, A polls until it has the
  *              answer; both sides' instructions, every poll included
@@ -233,6 +236,37 @@ static void op_put_short(void *arg)
     CHECK(st == UCS_OK, "uct_ep_put_short");
 }
 
+static int get_done;
+
+static void get_unpack(void *arg, const void *data, size_t length)
+{
+    memcpy(arg, data, length);
+}
+
+static void get_comp(uct_completion_t *self)
+{
+    get_done = 1;
+}
+
+static void op_get_bcopy(void *arg)
+{
+    uct_completion_t comp = {get_comp, 1, UCS_OK};
+    uint64_t value        = 0;
+    ucs_status_t st;
+
+    get_done = 0;
+    st       = uct_ep_get_bcopy(side[0].ep, get_unpack, &value, sizeof(value),
+                                (uintptr_t)side[1].mem.address, *(uct_rkey_t *)arg,
+                                &comp);
+    if (st == UCS_INPROGRESS) {
+        while (!get_done) {
+            uct_iface_progress(side[0].iface);
+        }
+        st = comp.status;
+    }
+    CHECK((st == UCS_OK) && (value == 42), "uct_ep_get_bcopy");
+}
+
 static void op_am_lat(void *arg)
 {
     unsigned target = side[0].rx + 1;
@@ -356,6 +390,17 @@ static void run_uct(const char *tl, const char *dev, const char *op, unsigned n)
             bench_flush(&side[0]);
         }
         CHECK(*(volatile uint64_t *)side[1].mem.address == 42, "put data");
+        uct_rkey_release(side[1].comp, &rkey);
+    } else if (!strcmp(op, "get_bcopy")) {
+        bench_rkey(&rkey);
+        *(volatile uint64_t *)side[1].mem.address = 42;
+        for (i = 0; i < BENCH_WARMUP + n; ++i) {
+            if (i < BENCH_WARMUP) {
+                op_get_bcopy(&rkey.rkey);
+            } else {
+                bench_op(op_get_bcopy, &rkey.rkey);
+            }
+        }
         uct_rkey_release(side[1].comp, &rkey);
     } else if (!strcmp(op, "rx_poll")) {
         for (i = 0; i < BENCH_WARMUP + n; ++i) {

@@ -289,11 +289,27 @@ static void soft_post_general(soft_qp_t *qp, const dcx_send_wr_t *wr,
                               uint64_t total, int data_in)
 {
     soft_dev_t *dev = qp->dev;
+    int was_active  = qp->active;
+    int idle        = __atomic_load_n(&dev->engine_idle, __ATOMIC_RELAXED);
     soft_swqe_t *w  = soft_post_enqueue(qp, wr, total, data_in);
 
     soft_fault_post(dev, wr->opcode, &w->forced);
     dev->now = soft_dev_now(dev);
     soft_req_run(qp, dev->now);
+    if (!was_active && (qp->sq_comp == qp->sq_head)) {
+        /* completed in the post (a WRITE or READ the initiator copied, an
+         * error): the enqueue's activation leaves the next poll nothing to
+         * pass for, so the engine is put back as it was.  Only a BUSY of
+         * ours is undone: a poll's look that marked the engine busy
+         * meanwhile (soft_engine_tail_look, periodic) looks again */
+        soft_engine_deactivate(qp);
+        if (idle != SOFT_ENGINE_BUSY) {
+            int busy = SOFT_ENGINE_BUSY;
+
+            __atomic_compare_exchange_n(&dev->engine_idle, &busy, idle, 0,
+                                        __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+        }
+    }
 }
 
 /* Ends a post: the lock released, then the target port of a light packet

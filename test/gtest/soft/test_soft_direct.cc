@@ -450,6 +450,55 @@ TEST_F(soft_direct, grant_rechecks_target_changes_bad_flow)
     EXPECT_EQ(2u, info->stats.direct_reads);
 }
 
+/* A WRITE or READ the initiator copies while posting (the general path:
+ * data in an sge) completes in the post and leaves the engine as it found
+ * it: idle, the DCI not active, so the poll that takes the completion
+ * runs no engine pass for it. */
+TEST_F(soft_direct, copy_in_post_leaves_engine_idle)
+{
+    direct_info *in = info;
+
+    memset(tmem, 0, TMEM_SIZE);
+    start_initiator([in](node &n) -> int {
+        soft_dev_t *sdev            = soft_dev(n.dev);
+        soft_qp_t *dci              = (soft_qp_t *)n.dci;
+        const dcx_wr_opcode_t ops[] = {DCX_WR_RDMA_WRITE, DCX_WR_RDMA_READ,
+                                       DCX_WR_RDMA_WRITE, DCX_WR_RDMA_READ};
+        local_buf lb;
+        dcx_wc_t wc;
+
+        if (lb.reg(n, 4096) != 0) {
+            return 11;
+        }
+        for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); ++i) {
+            dcx_sge_t s      = lb.sge(0, 64);
+            dcx_send_wr_t wr = wr_to(in, n, ops[i], &s, 64 * i, in->rkey);
+
+            /* the engine settled first (the helper may hold a pass) */
+            if (n.poll(&wc, 1, 0.05) != 0) {
+                return 12;
+            }
+            if (dcx_qp_post_send(n.dci, &wr) != 0) {
+                return 13;
+            }
+            if ((__atomic_load_n(&sdev->engine_idle, __ATOMIC_RELAXED) !=
+                 SOFT_ENGINE_IDLE) ||
+                dci->active) {
+                fprintf(stderr, "op %zu: engine %d, dci active %d\n", i,
+                        sdev->engine_idle, dci->active);
+                return 14;
+            }
+            if ((n.poll(&wc, 1, 30.0) != 1) || (wc.status != DCX_WC_SUCCESS)) {
+                return 15;
+            }
+        }
+        return 0;
+    });
+    ASSERT_NO_FATAL_FAILURE(run_target());
+    EXPECT_EQ(2u, info->stats.direct_writes);
+    EXPECT_EQ(2u, info->stats.direct_reads);
+}
+
 /* A region deregistered while initiators write into it: once mr_dereg
  * returns nothing more is written (the target fills it and checks), and
  * the writer gets REM_ACCESS_ERR. */
