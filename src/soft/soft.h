@@ -893,6 +893,12 @@ void soft_req_key_gone(soft_dev_t *dev, uint32_t lkey);
 void soft_req_prod(soft_dev_t *dev, soft_peer_t *peer, uint64_t now);
 int soft_req_post_direct(soft_qp_t *qp, const dcx_send_wr_t *wr,
                          soft_peer_t *peer, uint64_t total);
+/* A WRITE or READ just queued by the general post (w, at sq_head - 1) on
+ * a DCI in RTS that had nothing else outstanding, without a fault rule or
+ * an RNR wait: its local sges checked, then the initiator's copy, and
+ * completed at once when that took it (0); 1 when it goes the general
+ * way (soft_req_run), nothing done but the check. */
+int soft_req_run_direct(soft_qp_t *qp, soft_swqe_t *w);
 int soft_qp_post_locked(soft_qp_t *qp, const dcx_send_wr_t *wr);
 
 /* Stores word (DCI generation << 32 | next msn) in an ack table entry

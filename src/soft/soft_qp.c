@@ -285,6 +285,21 @@ static inline uint64_t soft_post_inline_data(const soft_qp_t *qp,
 /* The general post of a WR checked under the engine lock: queued, then
  * sent as far as the target takes it (data_in: the inline data is already
  * in the WQE). */
+/* After a post that completed in the post (soft_post_general): the
+ * engine put back as it was before (idle), which the enqueue's activation
+ * marked busy.  Only a BUSY of ours is undone: a poll's look that marked
+ * the engine busy meanwhile (soft_engine_tail_look, periodic) looks
+ * again. */
+static inline void soft_engine_idle_again(soft_dev_t *dev, int idle)
+{
+    int busy = SOFT_ENGINE_BUSY;
+
+    if (idle != SOFT_ENGINE_BUSY) {
+        __atomic_compare_exchange_n(&dev->engine_idle, &busy, idle, 0,
+                                    __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+    }
+}
+
 static void soft_post_general(soft_qp_t *qp, const dcx_send_wr_t *wr,
                               uint64_t total, int data_in)
 {
@@ -293,22 +308,25 @@ static void soft_post_general(soft_qp_t *qp, const dcx_send_wr_t *wr,
     int idle        = __atomic_load_n(&dev->engine_idle, __ATOMIC_RELAXED);
     soft_swqe_t *w  = soft_post_enqueue(qp, wr, total, data_in);
 
+    /* dev->light_off: a fault rule (soft_fault_post) or a killed port */
+    if (!was_active && (qp->sq_comp + 1 == qp->sq_head) && !dev->light_off &&
+        (qp->rnr_until_ns == 0) && (qp->super.state == DCX_QPS_RTS) &&
+        ((wr->opcode == DCX_WR_RDMA_WRITE) ||
+         (wr->opcode == DCX_WR_RDMA_READ)) &&
+        (soft_req_run_direct(qp, w) == 0)) {
+        soft_engine_deactivate(qp);
+        soft_engine_idle_again(dev, idle);
+        return;
+    }
     soft_fault_post(dev, wr->opcode, &w->forced);
     dev->now = soft_dev_now(dev);
     soft_req_run(qp, dev->now);
     if (!was_active && (qp->sq_comp == qp->sq_head)) {
         /* completed in the post (a WRITE or READ the initiator copied, an
          * error): the enqueue's activation leaves the next poll nothing to
-         * pass for, so the engine is put back as it was.  Only a BUSY of
-         * ours is undone: a poll's look that marked the engine busy
-         * meanwhile (soft_engine_tail_look, periodic) looks again */
+         * pass for */
         soft_engine_deactivate(qp);
-        if (idle != SOFT_ENGINE_BUSY) {
-            int busy = SOFT_ENGINE_BUSY;
-
-            __atomic_compare_exchange_n(&dev->engine_idle, &busy, idle, 0,
-                                        __ATOMIC_RELAXED, __ATOMIC_RELAXED);
-        }
+        soft_engine_idle_again(dev, idle);
     }
 }
 

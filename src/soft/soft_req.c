@@ -690,6 +690,30 @@ static int soft_req_send_packets(soft_qp_t *qp, soft_swqe_t *w, uint64_t now)
     return 0;
 }
 
+/* Completes w, the only WQE of a DCI that had nothing else outstanding
+ * (sq_head - 1), successfully and at once: soft_req_complete's success for
+ * a WQE the initiator copied, which holds no response credit, READ slot,
+ * strided-key copy or watch: nothing to release, and no timer left to
+ * run. */
+static inline void soft_req_done_at_once(soft_qp_t *qp, soft_swqe_t *w,
+                                         uint64_t total)
+{
+    int overrun;
+
+    soft_wqe_state(qp, w, SOFT_WQE_DONE);
+    overrun = (w->wr.flags & DCX_SEND_SIGNALED) &&
+              (soft_wqe_push_cqe(qp, w, qp->sq_head - 1, DCX_WC_SUCCESS,
+                                 (uint32_t)total) != 0);
+    qp->sq_comp     = qp->sq_head;
+    qp->sq_send     = qp->sq_head;
+    qp->retries     = 0;
+    qp->rnr_count   = 0;
+    qp->deadline_ns = 0;
+    if (overrun) {
+        soft_qp_to_error(qp, "completion queue overrun");
+    }
+}
+
 /* The light post's RDMA WRITE on a DCI with nothing outstanding
  * (soft_req_post_inline, engine lock held): the initiator's own copy,
  * which needs no target CPU, as the general path would try it.  0 when
@@ -699,7 +723,6 @@ int soft_req_post_direct(soft_qp_t *qp, const dcx_send_wr_t *wr,
                          soft_peer_t *peer, uint64_t total)
 {
     soft_swqe_t *w = soft_wqe(qp, qp->sq_head);
-    int overrun;
 
     soft_light_wqe_record(w, wr, peer, total);
     w->credits = 0;
@@ -709,22 +732,20 @@ int soft_req_post_direct(soft_qp_t *qp, const dcx_send_wr_t *wr,
     }
     w->msn = qp->next_msn++;
     qp->sq_head++;
-    qp->sq_send = qp->sq_head;
-    /* soft_req_complete's success on a DCI that had nothing else
-     * outstanding (the light path's condition) for a WQE that holds no
-     * response credit, READ slot, strided-key copy or watch: nothing to
-     * release, and no timer left to run */
-    soft_wqe_state(qp, w, SOFT_WQE_DONE);
-    overrun = (w->wr.flags & DCX_SEND_SIGNALED) &&
-              (soft_wqe_push_cqe(qp, w, qp->sq_comp, DCX_WC_SUCCESS,
-                                 (uint32_t)total) != 0);
-    qp->sq_comp     = qp->sq_head;
-    qp->retries     = 0;
-    qp->rnr_count   = 0;
-    qp->deadline_ns = 0;
-    if (overrun) {
-        soft_qp_to_error(qp, "completion queue overrun");
+    soft_req_done_at_once(qp, w, total);
+    return 0;
+}
+
+int soft_req_run_direct(soft_qp_t *qp, soft_swqe_t *w)
+{
+    if (soft_req_check_local(qp, w) != DCX_WC_SUCCESS) {
+        return 1; /* soft_req_run checks it again and completes the error */
     }
+    w->checked = 1;
+    if (!qp->dev->one_sided(qp, w)) {
+        return 1;
+    }
+    soft_req_done_at_once(qp, w, w->total_len);
     return 0;
 }
 
