@@ -304,13 +304,15 @@ typedef struct soft_swqe {
     uint64_t sent_off; /* bytes sent / requested (READ) */
     uint64_t recv_off; /* READ: bytes received */
     uint32_t msn;
-    uint32_t credits;   /* response slots held */
-    uint8_t state;      /* soft_wqe_state_t */
-    uint8_t forced;     /* status forced by fault injection */
-    uint8_t checked;    /* local keys validated */
-    uint8_t all_sent;   /* every request packet is out */
-    uint8_t rd_counted; /* counted in qp->rd_atomic */
-    uint8_t pad[3];
+    uint32_t credits;     /* response slots held */
+    uint8_t state;        /* soft_wqe_state_t */
+    uint8_t forced;       /* status forced by fault injection */
+    uint8_t checked;      /* local keys validated */
+    uint8_t all_sent;     /* every request packet is out */
+    uint8_t rd_counted;   /* counted in qp->rd_atomic */
+    uint8_t copy_refused; /* the initiator's copy did not take it
+                           * (soft_req_run_direct): packets */
+    uint8_t pad[2];
     /* the target's request ring position after the newest packet of this
      * WQE (low 32 bits; 0: none queued): its completion ends the peer's
      * watch if that is the peer's watch_pos */

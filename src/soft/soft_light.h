@@ -62,6 +62,7 @@ static inline void soft_light_wqe_record(soft_swqe_t *w,
     w->checked        = 1;
     w->all_sent       = 1;
     w->rd_counted     = 0;
+    w->copy_refused   = 0;
     w->tx_end         = 0;
 }
 

@@ -117,17 +117,18 @@ static soft_swqe_t *soft_post_enqueue(soft_qp_t *qp, const dcx_send_wr_t *wr,
     } else {
         w->peer = ((soft_ah_t *)wr->dest.ah)->peer;
     }
-    w->total_len  = total;
-    w->sent_off   = 0;
-    w->recv_off   = 0;
-    w->credits    = 0;
-    w->msn        = qp->next_msn++;
-    w->state      = SOFT_WQE_POSTED;
-    w->forced     = SOFT_NO_STATUS;
-    w->checked    = 0;
-    w->all_sent   = 0;
-    w->rd_counted = 0;
-    w->tx_end     = 0;
+    w->total_len    = total;
+    w->sent_off     = 0;
+    w->recv_off     = 0;
+    w->credits      = 0;
+    w->msn          = qp->next_msn++;
+    w->state        = SOFT_WQE_POSTED;
+    w->forced       = SOFT_NO_STATUS;
+    w->checked      = 0;
+    w->all_sent     = 0;
+    w->rd_counted   = 0;
+    w->copy_refused = 0;
+    w->tx_end       = 0;
     if (inl_ready) {
         /* copied by soft_post_inline_data */
     } else if (wr->flags & DCX_SEND_INLINE) {

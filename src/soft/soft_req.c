@@ -743,6 +743,7 @@ int soft_req_run_direct(soft_qp_t *qp, soft_swqe_t *w)
     }
     w->checked = 1;
     if (!qp->dev->one_sided(qp, w)) {
+        w->copy_refused = 1; /* soft_req_run does not try again */
         return 1;
     }
     soft_req_done_at_once(qp, w, w->total_len);
@@ -790,7 +791,7 @@ void soft_req_run(soft_qp_t *qp, uint64_t now)
             if ((qp->sq_comp == qp->sq_send) &&
                 ((w->wr.opcode == DCX_WR_RDMA_WRITE) ||
                  (w->wr.opcode == DCX_WR_RDMA_READ)) &&
-                dev->one_sided(qp, w)) {
+                !w->copy_refused && dev->one_sided(qp, w)) {
                 /* executed by us (soft_direct.c): nothing of this DCI was
                  * on the wire, so per-DCI order holds */
                 soft_req_complete(qp, DCX_WC_SUCCESS, (uint32_t)w->total_len,

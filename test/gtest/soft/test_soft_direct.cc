@@ -350,6 +350,10 @@ TEST_F(soft_direct, refused_accesses_bad_flow)
     EXPECT_TRUE(stop_children());
     EXPECT_EQ(0u, info->stats.direct_writes);
     EXPECT_EQ(0u, info->stats.direct_reads);
+    /* one refused copy per case that got as far as its marker (all but the
+     * wrong DC key): a copy the post tried is not tried again by the
+     * engine */
+    EXPECT_EQ(6u, info->stats.direct_fallbacks);
 }
 
 /* Small copies after a granted one (soft_dgrant_t) check only what could
