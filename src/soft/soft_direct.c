@@ -360,7 +360,8 @@ soft_direct_refused(soft_dev_t *dev, soft_peer_t *peer, int err)
 static inline soft_dmap_ent_t *soft_direct_map_for(soft_dev_t *dev,
                                                    soft_peer_t *peer,
                                                    soft_direct_area_t *area,
-                                                   const soft_swqe_t *w)
+                                                   const soft_swqe_t *w,
+                                                   int *vector_p)
 {
     uint64_t raddr = w->wr.remote_addr;
     uint32_t vector;
@@ -376,7 +377,8 @@ static inline soft_dmap_ent_t *soft_direct_map_for(soft_dev_t *dev,
         if (v.key != w->wr.rkey) {
             return NULL;
         }
-        vector = v.mr_key;
+        vector    = v.mr_key;
+        *vector_p = (vector != 0);
         if (vector != 0) {
             /* a vector key: the allocation is its entry's MR's */
             soft_direct_mr_read(area, vector, &v);
@@ -439,6 +441,7 @@ soft_direct_plan(soft_qp_t *qp, soft_swqe_t *w, soft_direct_area_t **areap,
                             DCX_ACCESS_REMOTE_WRITE :
                             DCX_ACCESS_REMOTE_READ;
     uint32_t rkey     = w->wr.rkey;
+    int vector        = 0;
     soft_direct_area_t *area;
     soft_port_hdr_t *hdr;
     soft_dmap_ent_t *map;
@@ -461,8 +464,10 @@ soft_direct_plan(soft_qp_t *qp, soft_swqe_t *w, soft_direct_area_t **areap,
         soft_dmap_forget(dev, peer);
         return 0;
     }
-    map = soft_direct_map_for(dev, peer, area, w);
-    if ((map == NULL) && peer->direct_off) {
+    map = soft_direct_map_for(dev, peer, area, w, &vector);
+    if ((map == NULL) && (peer->direct_off || vector)) {
+        /* cross-memory attach refused, or a vector key outside the
+         * target's allocations, which only its responder walks */
         return 0;
     }
     *areap = area;
