@@ -546,6 +546,9 @@ struct soft_dev {
     int (*one_sided)(soft_qp_t *qp, soft_swqe_t *w);
     /* 1 if one_sided would take w were its DCI idle (a hint, no copy) */
     int (*one_sided_ready)(soft_qp_t *qp, soft_swqe_t *w);
+    /* an unsignaled inline WRITE copied without a WQE: 0 if done, 1 for
+     * the light path (soft_dci_post_light); chosen at open */
+    int (*write_inline)(soft_qp_t *qp, const dcx_send_wr_t *wr);
     struct soft_direct_area *direct; /* our published tables, or NULL */
     uint64_t direct_start;           /* our start time (liveness) */
     /* device allocations (soft_alloc.c), under mr_lock */

@@ -611,50 +611,46 @@ static void soft_direct_grant_make(soft_dev_t *dev, soft_direct_area_t *area,
     dev->stats.direct_grants++;
 }
 
-/* w (RDMA_WRITE or RDMA_READ of at most an MTU) copied under the grant
- * towards its peer: 1 if done, 0 if the grant does not cover it (nothing
- * was copied; the caller makes the full checks). */
-static inline __attribute__((always_inline)) int
-soft_direct_grant_exec(soft_dev_t *dev, soft_swqe_t *w, int is_write,
-                       uint32_t access)
+/* The grant's checks for a copy of len bytes by wr (its DCT, DC key, rkey
+ * and remote address; local_plain: our side needs no strided-key walk) to
+ * or from peer: the marker slot claimed, with our intent set and the MR
+ * entry's count confirmed after it, or NULL with nothing held (the caller
+ * makes the full checks). */
+static inline __attribute__((always_inline)) soft_dslot_t *
+soft_direct_grant_take(soft_dev_t *dev, soft_peer_t *peer,
+                       const dcx_send_wr_t *wr, uint64_t len, uint32_t access,
+                       int local_plain)
 {
-    soft_peer_t *peer        = w->peer;
     soft_dgrant_t *g         = &peer->grant;
     soft_direct_area_t *area = g->area;
     soft_dmap_ent_t *map     = g->map;
-    uint64_t raddr           = w->wr.remote_addr;
-    uint64_t len             = w->total_len;
-    struct iovec liov[SOFT_MAX_RECV_SGE + 1], riov;
+    uint64_t raddr           = wr->remote_addr;
     soft_dslot_t *slot;
-    unsigned niov;
-    ssize_t ret;
     int life;
 
     /* dev->light_off: a fault rule or our port killed */
-    if ((area == NULL) || (w->wr.rkey != g->rkey) ||
-        (w->wr.dest.dctn != g->dctn) || (w->wr.dest.dc_key != g->dc_key) ||
-        !(g->access & access) || (len == 0) || (len > dev->limits.mtu) ||
-        (raddr < g->start) || (raddr >= g->end) || (len > g->end - raddr) ||
-        (w->wr.num_sge > SOFT_MAX_RECV_SGE) || dev->light_off ||
-        ((dev->num_mkeys != 0) && !(w->wr.flags & DCX_SEND_INLINE)) ||
+    if ((area == NULL) || (wr->rkey != g->rkey) || (wr->dest.dctn != g->dctn) ||
+        (wr->dest.dc_key != g->dc_key) || !(g->access & access) || (len == 0) ||
+        (len > dev->limits.mtu) || (raddr < g->start) || (raddr >= g->end) ||
+        (len > g->end - raddr) || !local_plain || dev->light_off ||
         __atomic_load_n(&peer->hdr->killed, __ATOMIC_ACQUIRE) ||
         !__atomic_load_n(&area->enabled, __ATOMIC_ACQUIRE) ||
         (__atomic_load_n(&area->dcts[g->dctn - SOFT_QPN_BASE].seq,
                          __ATOMIC_ACQUIRE) != g->dct_seq)) {
-        return 0;
+        return NULL;
     }
     life = soft_direct_life(area);
     if (map != NULL) {
         if ((map->peer != peer) || (map->serial != g->serial) ||
             (__atomic_load_n(&area->frees, __ATOMIC_ACQUIRE) != g->frees) ||
             ((map->pidfd >= 0) && (life != SOFT_LIFE_ALIVE))) {
-            return 0;
+            return NULL;
         }
     } else if ((life == SOFT_LIFE_DEAD) || peer->direct_off) {
-        return 0;
+        return NULL;
     }
     if ((slot = soft_direct_claim(dev, area, g->slot)) == NULL) {
-        return 0;
+        return NULL;
     }
     g->slot = (uint32_t)(slot - area->slots); /* first tried next time */
     __atomic_store_n(&slot->key, g->rkey, __ATOMIC_SEQ_CST); /* intent */
@@ -663,41 +659,23 @@ soft_direct_grant_exec(soft_dev_t *dev, soft_swqe_t *w, int is_write,
         __atomic_store_n(&slot->key, 0, __ATOMIC_RELAXED);
         __atomic_store_n(&slot->owner, 0, __ATOMIC_RELEASE);
         g->area = NULL;
-        return 0;
+        return NULL;
     }
-    if ((map != NULL) && (w->wr.num_sge <= 1)) {
-        /* one piece on our side: inline data or one sge */
-        uint8_t *l = (w->wr.flags & DCX_SEND_INLINE) ?
-                         w->inl :
-                         (uint8_t *)(uintptr_t)w->sge[0].addr;
-        uint8_t *r = map->local + (raddr - map->rbase);
+    return slot;
+}
 
-        if (is_write) {
-            soft_copy_small(r, l, len);
-        } else {
-            soft_copy_small(l, r, len);
-        }
-        soft_dmap_touch(dev, map);
-        ret = (ssize_t)len;
-    } else if (map != NULL) {
-        niov = soft_direct_local_iov(w, 0, len, liov);
-        soft_direct_map_copy(map, w, is_write, 0, liov, niov);
-        soft_dmap_touch(dev, map);
-        ret = (ssize_t)len;
-    } else {
-        niov          = soft_direct_local_iov(w, 0, len, liov);
-        riov.iov_base = (void *)(uintptr_t)raddr;
-        riov.iov_len  = len;
-        ret           = is_write ?
-                            process_vm_writev((pid_t)peer->pid, liov, niov, &riov, 1, 0) :
-                            process_vm_readv((pid_t)peer->pid, liov, niov, &riov, 1, 0);
-    }
+/* Ends a copy under the grant that soft_direct_grant_take started: the
+ * marker given back; 1 if all len bytes were copied (counted), else 0 with
+ * the grant dropped (the full checks try again and say why). */
+static inline int soft_direct_grant_give(soft_dev_t *dev, soft_peer_t *peer,
+                                         soft_dslot_t *slot, ssize_t ret,
+                                         uint64_t len, int is_write)
+{
     __atomic_store_n(&slot->gen, slot->gen + 1, __ATOMIC_RELAXED);
     __atomic_store_n(&slot->key, 0, __ATOMIC_RELEASE);
     __atomic_store_n(&slot->owner, 0, __ATOMIC_RELEASE);
     if (ret != (ssize_t)len) {
-        /* the full checks try again and say why */
-        g->area = NULL;
+        peer->grant.area = NULL;
         return 0;
     }
     if (is_write) {
@@ -705,8 +683,111 @@ soft_direct_grant_exec(soft_dev_t *dev, soft_swqe_t *w, int is_write,
     } else {
         dev->stats.direct_reads++;
     }
-    dev->stats.direct_mapped += (map != NULL);
+    dev->stats.direct_mapped += (peer->grant.map != NULL);
     dev->stats.direct_bytes += len;
+    return 1;
+}
+
+/* One piece of ours (l) and len bytes at raddr of the granted peer:
+ * through its mapping, or by cross-memory attach.  The bytes copied, as
+ * the system call returns them. */
+static inline ssize_t soft_direct_grant_copy1(soft_dev_t *dev,
+                                              soft_peer_t *peer, uint8_t *l,
+                                              uint64_t raddr, uint64_t len,
+                                              int is_write)
+{
+    soft_dmap_ent_t *map = peer->grant.map;
+    struct iovec liov, riov;
+    uint8_t *r;
+
+    if (map != NULL) {
+        r = map->local + (raddr - map->rbase);
+        if (is_write) {
+            soft_copy_small(r, l, len);
+        } else {
+            soft_copy_small(l, r, len);
+        }
+        soft_dmap_touch(dev, map);
+        return (ssize_t)len;
+    }
+    liov.iov_base = l;
+    liov.iov_len  = len;
+    riov.iov_base = (void *)(uintptr_t)raddr;
+    riov.iov_len  = len;
+    return is_write ?
+               process_vm_writev((pid_t)peer->pid, &liov, 1, &riov, 1, 0) :
+               process_vm_readv((pid_t)peer->pid, &liov, 1, &riov, 1, 0);
+}
+
+/* w (RDMA_WRITE or RDMA_READ of at most an MTU) copied under the grant
+ * towards its peer: 1 if done, 0 if the grant does not cover it (nothing
+ * was copied; the caller makes the full checks). */
+static inline __attribute__((always_inline)) int
+soft_direct_grant_exec(soft_dev_t *dev, soft_swqe_t *w, int is_write,
+                       uint32_t access)
+{
+    soft_peer_t *peer = w->peer;
+    uint64_t len      = w->total_len;
+    struct iovec liov[SOFT_MAX_RECV_SGE + 1], riov;
+    soft_dslot_t *slot;
+    unsigned niov;
+    ssize_t ret;
+
+    slot = soft_direct_grant_take(dev, peer, &w->wr, len, access,
+                                  (w->wr.num_sge <= SOFT_MAX_RECV_SGE) &&
+                                      ((dev->num_mkeys == 0) ||
+                                       (w->wr.flags & DCX_SEND_INLINE)));
+    if (slot == NULL) {
+        return 0;
+    }
+    if (w->wr.num_sge <= 1) {
+        /* one piece on our side: inline data or one sge */
+        ret = soft_direct_grant_copy1(dev, peer,
+                                      (w->wr.flags & DCX_SEND_INLINE) ?
+                                          w->inl :
+                                          (uint8_t *)(uintptr_t)w->sge[0].addr,
+                                      w->wr.remote_addr, len, is_write);
+    } else if (peer->grant.map != NULL) {
+        niov = soft_direct_local_iov(w, 0, len, liov);
+        soft_direct_map_copy(peer->grant.map, w, is_write, 0, liov, niov);
+        soft_dmap_touch(dev, peer->grant.map);
+        ret = (ssize_t)len;
+    } else {
+        niov          = soft_direct_local_iov(w, 0, len, liov);
+        riov.iov_base = (void *)(uintptr_t)w->wr.remote_addr;
+        riov.iov_len  = len;
+        ret           = is_write ?
+                            process_vm_writev((pid_t)peer->pid, liov, niov, &riov, 1, 0) :
+                            process_vm_readv((pid_t)peer->pid, liov, niov, &riov, 1, 0);
+    }
+    return soft_direct_grant_give(dev, peer, slot, ret, len, is_write);
+}
+
+/* dev->write_inline: an unsignaled inline RDMA WRITE of one sge on a DCI
+ * with nothing outstanding, copied from the caller's buffer under the
+ * grant towards its peer, with no WQE (soft_dci_post_light): 0 if done, 1
+ * if the grant does not cover it (nothing was copied). */
+static int soft_direct_write_inline(soft_qp_t *qp, const dcx_send_wr_t *wr)
+{
+    soft_dev_t *dev   = qp->dev;
+    soft_peer_t *peer = ((soft_ah_t *)wr->dest.ah)->peer;
+    uint64_t len      = wr->sg_list[0].length;
+    soft_dslot_t *slot;
+    ssize_t ret;
+
+    slot = soft_direct_grant_take(dev, peer, wr, len, DCX_ACCESS_REMOTE_WRITE,
+                                  1);
+    if (slot == NULL) {
+        return 1;
+    }
+    ret = soft_direct_grant_copy1(dev, peer,
+                                  (uint8_t *)(uintptr_t)wr->sg_list[0].addr,
+                                  wr->remote_addr, len, 1);
+    return !soft_direct_grant_give(dev, peer, slot, ret, len, 1);
+}
+
+static int soft_direct_write_inline_none(soft_qp_t *qp, const dcx_send_wr_t *wr)
+{
     return 1;
 }
 
@@ -865,6 +946,7 @@ void soft_direct_init(soft_dev_t *dev, soft_port_hdr_t *hdr, uint64_t offset)
 
     dev->one_sided       = soft_direct_none;
     dev->one_sided_ready = soft_direct_none;
+    dev->write_inline    = soft_direct_write_inline_none;
     dev->direct          = NULL;
     if (!dev->limits.direct) {
         return;
@@ -879,6 +961,7 @@ void soft_direct_init(soft_dev_t *dev, soft_port_hdr_t *hdr, uint64_t offset)
     if (soft_direct_probe(dev)) {
         dev->one_sided       = soft_direct_exec;
         dev->one_sided_ready = soft_direct_ready;
+        dev->write_inline    = soft_direct_write_inline;
     }
 }
 

@@ -382,6 +382,17 @@ static int soft_dci_post_light(soft_qp_t *qp, const dcx_send_wr_t *wr)
         soft_unlock(&dev->lock);
         return SOFT_POST_READY; /* the caller's general post says why */
     }
+    /* an unsignaled inline WRITE of one sge on a DCI with nothing
+     * outstanding: copied from the caller's buffer under the grant towards
+     * its target, with no WQE (nothing of it is left to complete) */
+    if ((wr->opcode == DCX_WR_RDMA_WRITE) && (wr->num_sge == 1) &&
+        !(wr->flags & (DCX_SEND_SIGNALED | DCX_SEND_FENCE)) &&
+        (qp->sq_comp == qp->sq_head) && (qp->rnr_until_ns == 0) &&
+        (wr->sg_list[0].length <= qp->super.max_inline) &&
+        (dev->write_inline(qp, wr) == 0)) {
+        soft_post_unlock_kick(dev, NULL, 0, 0);
+        return 0;
+    }
     /* the WQE at sq_head, found once: the data's byte stores may alias
      * the DCI's fields, which the compiler would read again */
     w     = soft_wqe(qp, qp->sq_head);

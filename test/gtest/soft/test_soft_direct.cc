@@ -503,6 +503,83 @@ TEST_F(soft_direct, copy_in_post_leaves_engine_idle)
     EXPECT_EQ(2u, info->stats.direct_reads);
 }
 
+/* Unsignaled inline WRITEs to a granted target, on a DCI with nothing
+ * outstanding, take no send-queue slot: each lands before its post
+ * returns and nothing is left to complete.  Once the target deregisters
+ * its MR, the next one is refused as any: an error completion,
+ * unsignaled or not, and nothing written. */
+TEST_F(soft_direct, unsignaled_inline_write_takes_no_wqe)
+{
+    uint8_t *tm     = tmem;
+    direct_info *in = info;
+
+    memset(tmem, 0, TMEM_SIZE);
+    start_initiator([in, tm](node &n) -> int {
+        soft_qp_t *dci = (soft_qp_t *)n.dci;
+        local_buf lb;
+        dcx_wc_t wc;
+        uint64_t v;
+
+        if (lb.reg(n, 64) != 0) {
+            return 11;
+        }
+        memset(lb.v.data(), 0x11, 64);
+        dcx_sge_t s = lb.sge(0, 8);
+        if (run_one(n, wr_to(in, n, DCX_WR_RDMA_WRITE, &s, 0, in->rkey)) !=
+            DCX_WC_SUCCESS) {
+            return 12;
+        }
+        uint32_t head = dci->sq_head;
+        for (v = 1; v <= 100; ++v) {
+            dcx_sge_t vs     = {(uint64_t)(uintptr_t)&v, sizeof(v), 0};
+            dcx_send_wr_t wr = wr_to(in, n, DCX_WR_RDMA_WRITE, &vs,
+                                     64 + 8 * (v % 8), in->rkey);
+            uint64_t got;
+
+            wr.flags = DCX_SEND_INLINE;
+            if (dcx_qp_post_send(n.dci, &wr) != 0) {
+                return 13;
+            }
+            memcpy(&got, tm + PAGE + 64 + 8 * (v % 8), sizeof(got));
+            if ((got != v) || (dci->sq_head != head)) {
+                fprintf(stderr, "write %llu: read %llu, sq_head %u -> %u\n",
+                        (unsigned long long)v, (unsigned long long)got, head,
+                        dci->sq_head);
+                return 14;
+            }
+        }
+        if (n.poll(&wc, 1, 0.05) != 0) {
+            return 15; /* nothing to complete */
+        }
+        __atomic_store_n(&in->progress, 1, __ATOMIC_RELEASE);
+        if (!wait_flag(&in->progress, 2, 30.0)) {
+            return 16;
+        }
+        dcx_sge_t vs     = {(uint64_t)(uintptr_t)&v, sizeof(v), 0};
+        dcx_send_wr_t wr = wr_to(in, n, DCX_WR_RDMA_WRITE, &vs, 4096, in->rkey);
+        wr.flags         = DCX_SEND_INLINE;
+        if ((dcx_qp_post_send(n.dci, &wr) != 0) ||
+            (n.poll(&wc, 1, 30.0) != 1)) {
+            return 17;
+        }
+        in->status = wc.status;
+        return 0;
+    });
+    start_target();
+    ASSERT_TRUE(wait_flag(&info->progress, 1, 60.0));
+    ASSERT_EQ(0, dcx_mr_dereg(tmr));
+    t.mrs.erase(t.mrs.begin());
+    __atomic_store_n(&info->progress, 2, __ATOMIC_RELEASE);
+    ASSERT_TRUE(wait_done());
+    EXPECT_TRUE(stop_children());
+    EXPECT_EQ((uint32_t)DCX_WC_REM_ACCESS_ERR, info->status);
+    for (size_t i = PAGE + 4096; i < PAGE + 4104; ++i) {
+        ASSERT_EQ(0, tmem[i]) << "byte " << i;
+    }
+    EXPECT_EQ(101u, info->stats.direct_writes);
+    EXPECT_EQ(1u, info->stats.direct_grants);
+}
+
 /* A region deregistered while initiators write into it: once mr_dereg
  * returns nothing more is written (the target fills it and checks), and
  * the writer gets REM_ACCESS_ERR. */
