@@ -384,12 +384,17 @@ static int soft_dci_post_light(soft_qp_t *qp, const dcx_send_wr_t *wr)
     }
     /* an unsignaled inline WRITE of one sge on a DCI with nothing
      * outstanding: copied from the caller's buffer under the grant towards
-     * its target, with no WQE (nothing of it is left to complete) */
+     * its target, and completed at once without a WQE written; its slot
+     * is taken all the same, and retired by the next signaled completion
+     * polled, as the send queue's accounting wants */
     if ((wr->opcode == DCX_WR_RDMA_WRITE) && (wr->num_sge == 1) &&
         !(wr->flags & (DCX_SEND_SIGNALED | DCX_SEND_FENCE)) &&
         (qp->sq_comp == qp->sq_head) && (qp->rnr_until_ns == 0) &&
         (wr->sg_list[0].length <= qp->super.max_inline) &&
         (dev->write_inline(qp, wr) == 0)) {
+        qp->sq_head++;
+        qp->sq_send = qp->sq_head;
+        qp->sq_comp = qp->sq_head;
         soft_post_unlock_kick(dev, NULL, 0, 0);
         return 0;
     }

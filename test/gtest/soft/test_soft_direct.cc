@@ -504,11 +504,14 @@ TEST_F(soft_direct, copy_in_post_leaves_engine_idle)
 }
 
 /* Unsignaled inline WRITEs to a granted target, on a DCI with nothing
- * outstanding, take no send-queue slot: each lands before its post
- * returns and nothing is left to complete.  Once the target deregisters
- * its MR, the next one is refused as any: an error completion,
- * unsignaled or not, and nothing written. */
-TEST_F(soft_direct, unsignaled_inline_write_takes_no_wqe)
+ * outstanding, are copied from the caller's buffer while posting, with no
+ * WQE written: each lands before its post returns and completes at once,
+ * but still takes its send-queue slot until a signaled completion is
+ * polled, so the queue overflows (ENOMEM) after as many as it holds, as
+ * on the hardware.  Once the target deregisters its MR, the next one is
+ * refused as any: an error completion, unsignaled or not, and nothing
+ * written. */
+TEST_F(soft_direct, unsignaled_inline_write_bad_flow)
 {
     uint8_t *tm     = tmem;
     direct_info *in = info;
@@ -516,6 +519,7 @@ TEST_F(soft_direct, unsignaled_inline_write_takes_no_wqe)
     memset(tmem, 0, TMEM_SIZE);
     start_initiator([in, tm](node &n) -> int {
         soft_qp_t *dci = (soft_qp_t *)n.dci;
+        uint32_t size  = dci->sq_size;
         local_buf lb;
         dcx_wc_t wc;
         uint64_t v;
@@ -529,40 +533,51 @@ TEST_F(soft_direct, unsignaled_inline_write_takes_no_wqe)
             DCX_WC_SUCCESS) {
             return 12;
         }
-        uint32_t head = dci->sq_head;
-        for (v = 1; v <= 100; ++v) {
+        for (v = 1; v <= size + 1; ++v) {
             dcx_sge_t vs     = {(uint64_t)(uintptr_t)&v, sizeof(v), 0};
             dcx_send_wr_t wr = wr_to(in, n, DCX_WR_RDMA_WRITE, &vs,
                                      64 + 8 * (v % 8), in->rkey);
             uint64_t got;
+            int ret;
 
             wr.flags = DCX_SEND_INLINE;
-            if (dcx_qp_post_send(n.dci, &wr) != 0) {
-                return 13;
+            ret      = dcx_qp_post_send(n.dci, &wr);
+            if (v == size + 1) {
+                /* every slot taken, none retired by a polled completion */
+                if (ret != ENOMEM) {
+                    fprintf(stderr, "post %llu past %u slots: %d\n",
+                            (unsigned long long)v, size, ret);
+                    return 13;
+                }
+                break;
             }
             memcpy(&got, tm + PAGE + 64 + 8 * (v % 8), sizeof(got));
-            if ((got != v) || (dci->sq_head != head)) {
-                fprintf(stderr, "write %llu: read %llu, sq_head %u -> %u\n",
-                        (unsigned long long)v, (unsigned long long)got, head,
-                        dci->sq_head);
+            if ((ret != 0) || (got != v) || (dci->sq_comp != dci->sq_head)) {
+                fprintf(stderr, "write %llu: %d, read %llu, sq %u/%u\n",
+                        (unsigned long long)v, ret, (unsigned long long)got,
+                        dci->sq_comp, dci->sq_head);
                 return 14;
             }
         }
         if (n.poll(&wc, 1, 0.05) != 0) {
             return 15; /* nothing to complete */
         }
+        if (renew_dci(n) != 0) {
+            return 16;
+        }
         __atomic_store_n(&in->progress, 1, __ATOMIC_RELEASE);
         if (!wait_flag(&in->progress, 2, 30.0)) {
-            return 16;
+            return 17;
         }
         dcx_sge_t vs     = {(uint64_t)(uintptr_t)&v, sizeof(v), 0};
         dcx_send_wr_t wr = wr_to(in, n, DCX_WR_RDMA_WRITE, &vs, 4096, in->rkey);
         wr.flags         = DCX_SEND_INLINE;
         if ((dcx_qp_post_send(n.dci, &wr) != 0) ||
             (n.poll(&wc, 1, 30.0) != 1)) {
-            return 17;
+            return 18;
         }
         in->status = wc.status;
+        in->rlen   = size; /* reported back */
         return 0;
     });
     start_target();
@@ -576,7 +591,7 @@ TEST_F(soft_direct, unsignaled_inline_write_takes_no_wqe)
     for (size_t i = PAGE + 4096; i < PAGE + 4104; ++i) {
         ASSERT_EQ(0, tmem[i]) << "byte " << i;
     }
-    EXPECT_EQ(101u, info->stats.direct_writes);
+    EXPECT_EQ(1u + info->rlen, info->stats.direct_writes);
     EXPECT_EQ(1u, info->stats.direct_grants);
 }
 
