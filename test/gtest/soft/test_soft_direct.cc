@@ -155,6 +155,16 @@ protected:
         EXPECT_GT(info->stats.tx_packets, 0u);
     }
 
+    /* Once the initiator says so (progress 1), deregisters the target's
+     * read/write MR and lets the initiator go on (progress 2). */
+    void dereg_when_asked()
+    {
+        ASSERT_TRUE(wait_flag(&info->progress, 1, 60.0));
+        ASSERT_EQ(0, dcx_mr_dereg(tmr));
+        t.mrs.erase(t.mrs.begin());
+        __atomic_store_n(&info->progress, 2, __ATOMIC_RELEASE);
+    }
+
     uint8_t *tmem     = nullptr;
     direct_info *info = nullptr;
     int wake[2];
@@ -172,6 +182,14 @@ dcx_send_wr_t wr_to(const direct_info *in, const node &n, dcx_wr_opcode_t op,
 
     wr.wr_id = off;
     return wr;
+}
+
+/* The initiator's side of soft_direct::dereg_when_asked: asks the target
+ * to deregister its MR and waits until it has. */
+bool ask_dereg(direct_info *in)
+{
+    __atomic_store_n(&in->progress, 1, __ATOMIC_RELEASE);
+    return wait_flag(&in->progress, 2, 30.0);
 }
 
 } // namespace
@@ -409,8 +427,7 @@ TEST_F(soft_direct, grant_rechecks_target_changes_bad_flow)
         }
         for (auto &c : steps) {
             if (c.wait_dereg) {
-                __atomic_store_n(&in->progress, 1, __ATOMIC_RELEASE);
-                if (!wait_flag(&in->progress, 2, 30.0)) {
+                if (!ask_dereg(in)) {
                     return 12;
                 }
             }
@@ -436,10 +453,7 @@ TEST_F(soft_direct, grant_rechecks_target_changes_bad_flow)
         return rc;
     });
     start_target();
-    ASSERT_TRUE(wait_flag(&info->progress, 1, 60.0));
-    ASSERT_EQ(0, dcx_mr_dereg(tmr));
-    t.mrs.erase(t.mrs.begin());
-    __atomic_store_n(&info->progress, 2, __ATOMIC_RELEASE);
+    ASSERT_NO_FATAL_FAILURE(dereg_when_asked());
     ASSERT_TRUE(wait_done(120.0));
     EXPECT_TRUE(stop_children());
     for (size_t i = 0; i < TMEM_SIZE; ++i) {
@@ -565,8 +579,7 @@ TEST_F(soft_direct, unsignaled_inline_write_bad_flow)
         if (renew_dci(n) != 0) {
             return 16;
         }
-        __atomic_store_n(&in->progress, 1, __ATOMIC_RELEASE);
-        if (!wait_flag(&in->progress, 2, 30.0)) {
+        if (!ask_dereg(in)) {
             return 17;
         }
         dcx_sge_t vs     = {(uint64_t)(uintptr_t)&v, sizeof(v), 0};
@@ -581,10 +594,7 @@ TEST_F(soft_direct, unsignaled_inline_write_bad_flow)
         return 0;
     });
     start_target();
-    ASSERT_TRUE(wait_flag(&info->progress, 1, 60.0));
-    ASSERT_EQ(0, dcx_mr_dereg(tmr));
-    t.mrs.erase(t.mrs.begin());
-    __atomic_store_n(&info->progress, 2, __ATOMIC_RELEASE);
+    ASSERT_NO_FATAL_FAILURE(dereg_when_asked());
     ASSERT_TRUE(wait_done());
     EXPECT_TRUE(stop_children());
     EXPECT_EQ((uint32_t)DCX_WC_REM_ACCESS_ERR, info->status);
