@@ -228,7 +228,7 @@ int dcx_mr_reg_quiet(dcx_pd_t *pd, void *addr, size_t length, uint32_t access,
     int ret;
 
     dcx_log_quiet++;
-    ret = pd->dev->ops->mr_reg(pd, addr, length, access, mr_p);
+    ret = dcx_mr_reg(pd, addr, length, access, mr_p);
     dcx_log_quiet--;
     return ret;
 }

@@ -427,6 +427,42 @@ static void soft_direct_map_copy(const soft_dmap_ent_t *map, soft_swqe_t *w,
     }
 }
 
+/* Bytes [off, off + len) of w copied between our side and the target:
+ * through the mapping map, or (NULL) by cross-memory attach into peer's
+ * process.  Returns the bytes copied, or -1 with errno set when the
+ * system call failed. */
+static inline ssize_t soft_direct_copy(const soft_peer_t *peer,
+                                       const soft_dmap_ent_t *map,
+                                       soft_swqe_t *w, int is_write,
+                                       uint64_t off, uint64_t len)
+{
+    struct iovec liov[SOFT_MAX_RECV_SGE + 1], riov;
+    unsigned niov = soft_direct_local_iov(w, off, len, liov);
+
+    if (map != NULL) {
+        soft_direct_map_copy(map, w, is_write, off, liov, niov);
+        return (ssize_t)len;
+    }
+    riov.iov_base = (void *)(uintptr_t)(w->wr.remote_addr + off);
+    riov.iov_len  = len;
+    return is_write ?
+               process_vm_writev((pid_t)peer->pid, liov, niov, &riov, 1, 0) :
+               process_vm_readv((pid_t)peer->pid, liov, niov, &riov, 1, 0);
+}
+
+/* A direct copy done: the counters */
+static inline void soft_direct_count(soft_dev_t *dev, int is_write, int mapped,
+                                     uint64_t len)
+{
+    if (is_write) {
+        dev->stats.direct_writes++;
+    } else {
+        dev->stats.direct_reads++;
+    }
+    dev->stats.direct_mapped += mapped;
+    dev->stats.direct_bytes += len;
+}
+
 /* The checks made before a direct copy of w (RDMA_WRITE or RDMA_READ)
  * claims a marker slot: 1 with the target's area and the mapping to copy
  * through (NULL: cross-memory attach) if w can go direct, 0 if it takes
@@ -570,12 +606,11 @@ static void soft_direct_grant_make(soft_dev_t *dev, soft_direct_area_t *area,
                                    const soft_swqe_t *w, uint32_t access)
 {
     soft_dgrant_t *g = &w->peer->grant;
-    uint32_t idx     = w->wr.dest.dctn - SOFT_QPN_BASE;
     uint32_t dseq, dacc;
     soft_dmr_view_t v;
 
     g->area = NULL;
-    if ((idx >= SOFT_DIRECT_DCTS) || ((map != NULL) && map->vector) ||
+    if (((map != NULL) && map->vector) ||
         !soft_direct_dct_read(area, w->wr.dest.dctn, w->wr.dest.dc_key, &dseq,
                               &dacc)) {
         return;
@@ -665,8 +700,9 @@ soft_direct_grant_take(soft_dev_t *dev, soft_peer_t *peer,
 }
 
 /* Ends a copy under the grant that soft_direct_grant_take started: the
- * marker given back; 1 if all len bytes were copied (counted), else 0 with
- * the grant dropped (the full checks try again and say why). */
+ * marker given back; 1 if all len bytes were copied (counted, the mapping
+ * marked used), else 0 with the grant dropped (the full checks try again
+ * and say why). */
 static inline int soft_direct_grant_give(soft_dev_t *dev, soft_peer_t *peer,
                                          soft_dslot_t *slot, ssize_t ret,
                                          uint64_t len, int is_write)
@@ -678,23 +714,19 @@ static inline int soft_direct_grant_give(soft_dev_t *dev, soft_peer_t *peer,
         peer->grant.area = NULL;
         return 0;
     }
-    if (is_write) {
-        dev->stats.direct_writes++;
-    } else {
-        dev->stats.direct_reads++;
+    if (peer->grant.map != NULL) {
+        soft_dmap_touch(dev, peer->grant.map); /* its place in the LRU */
     }
-    dev->stats.direct_mapped += (peer->grant.map != NULL);
-    dev->stats.direct_bytes += len;
+    soft_direct_count(dev, is_write, peer->grant.map != NULL, len);
     return 1;
 }
 
 /* One piece of ours (l) and len bytes at raddr of the granted peer:
  * through its mapping, or by cross-memory attach.  The bytes copied, as
  * the system call returns them. */
-static inline ssize_t soft_direct_grant_copy1(soft_dev_t *dev,
-                                              soft_peer_t *peer, uint8_t *l,
-                                              uint64_t raddr, uint64_t len,
-                                              int is_write)
+static inline ssize_t soft_direct_grant_copy1(const soft_peer_t *peer,
+                                              uint8_t *l, uint64_t raddr,
+                                              uint64_t len, int is_write)
 {
     soft_dmap_ent_t *map = peer->grant.map;
     struct iovec liov, riov;
@@ -707,7 +739,6 @@ static inline ssize_t soft_direct_grant_copy1(soft_dev_t *dev,
         } else {
             soft_copy_small(l, r, len);
         }
-        soft_dmap_touch(dev, map);
         return (ssize_t)len;
     }
     liov.iov_base = l;
@@ -728,9 +759,7 @@ soft_direct_grant_exec(soft_dev_t *dev, soft_swqe_t *w, int is_write,
 {
     soft_peer_t *peer = w->peer;
     uint64_t len      = w->total_len;
-    struct iovec liov[SOFT_MAX_RECV_SGE + 1], riov;
     soft_dslot_t *slot;
-    unsigned niov;
     ssize_t ret;
 
     slot = soft_direct_grant_take(dev, peer, &w->wr, len, access,
@@ -742,23 +771,13 @@ soft_direct_grant_exec(soft_dev_t *dev, soft_swqe_t *w, int is_write,
     }
     if (w->wr.num_sge <= 1) {
         /* one piece on our side: inline data or one sge */
-        ret = soft_direct_grant_copy1(dev, peer,
+        ret = soft_direct_grant_copy1(peer,
                                       (w->wr.flags & DCX_SEND_INLINE) ?
                                           w->inl :
                                           (uint8_t *)(uintptr_t)w->sge[0].addr,
                                       w->wr.remote_addr, len, is_write);
-    } else if (peer->grant.map != NULL) {
-        niov = soft_direct_local_iov(w, 0, len, liov);
-        soft_direct_map_copy(peer->grant.map, w, is_write, 0, liov, niov);
-        soft_dmap_touch(dev, peer->grant.map);
-        ret = (ssize_t)len;
     } else {
-        niov          = soft_direct_local_iov(w, 0, len, liov);
-        riov.iov_base = (void *)(uintptr_t)w->wr.remote_addr;
-        riov.iov_len  = len;
-        ret           = is_write ?
-                            process_vm_writev((pid_t)peer->pid, liov, niov, &riov, 1, 0) :
-                            process_vm_readv((pid_t)peer->pid, liov, niov, &riov, 1, 0);
+        ret = soft_direct_copy(peer, peer->grant.map, w, is_write, 0, len);
     }
     return soft_direct_grant_give(dev, peer, slot, ret, len, is_write);
 }
@@ -780,7 +799,7 @@ static int soft_direct_write_inline(soft_qp_t *qp, const dcx_send_wr_t *wr)
     if (slot == NULL) {
         return 1;
     }
-    ret = soft_direct_grant_copy1(dev, peer,
+    ret = soft_direct_grant_copy1(peer,
                                   (uint8_t *)(uintptr_t)wr->sg_list[0].addr,
                                   wr->remote_addr, len, 1);
     return !soft_direct_grant_give(dev, peer, slot, ret, len, 1);
@@ -830,13 +849,11 @@ static int soft_direct_exec(soft_qp_t *qp, soft_swqe_t *w)
     uint32_t access   = is_write ? DCX_ACCESS_REMOTE_WRITE :
                                    DCX_ACCESS_REMOTE_READ;
     uint32_t rkey     = w->wr.rkey;
-    struct iovec liov[SOFT_MAX_RECV_SGE + 1], riov;
     soft_dmap_ent_t *map;
     soft_direct_area_t *area;
     soft_dslot_t *slot;
     uint64_t off, len;
     uint32_t in_engine;
-    unsigned niov;
     ssize_t ret;
     int err;
 
@@ -867,20 +884,8 @@ static int soft_direct_exec(soft_qp_t *qp, soft_swqe_t *w)
                                w->total_len, map)) {
             goto release;
         }
-        niov = soft_direct_local_iov(w, off, len, liov);
-        if (map != NULL) {
-            soft_direct_map_copy(map, w, is_write, off, liov, niov);
-            ret = (ssize_t)len;
-            err = 0;
-        } else {
-            riov.iov_base = (void *)(uintptr_t)(w->wr.remote_addr + off);
-            riov.iov_len  = len;
-            ret = is_write ? process_vm_writev((pid_t)peer->pid, liov, niov,
-                                               &riov, 1, 0) :
-                             process_vm_readv((pid_t)peer->pid, liov, niov,
-                                              &riov, 1, 0);
-            err = (ret < 0) ? errno : 0;
-        }
+        ret = soft_direct_copy(peer, map, w, is_write, off, len);
+        err = (ret < 0) ? errno : 0;
         __atomic_store_n(&slot->gen, slot->gen + 1, __ATOMIC_RELAXED);
         __atomic_store_n(&slot->key, 0, __ATOMIC_RELEASE);
         if (ret != (ssize_t)len) {
@@ -894,13 +899,7 @@ static int soft_direct_exec(soft_qp_t *qp, soft_swqe_t *w)
 done:
     __atomic_store_n(&slot->owner, 0, __ATOMIC_RELEASE);
     soft_direct_unmark(dev, in_engine);
-    if (is_write) {
-        dev->stats.direct_writes++;
-    } else {
-        dev->stats.direct_reads++;
-    }
-    dev->stats.direct_mapped += (map != NULL);
-    dev->stats.direct_bytes += w->total_len;
+    soft_direct_count(dev, is_write, map != NULL, w->total_len);
     return 1;
 
 release:

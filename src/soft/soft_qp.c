@@ -308,20 +308,22 @@ static void soft_post_general(soft_qp_t *qp, const dcx_send_wr_t *wr,
     int was_active  = qp->active;
     int idle        = __atomic_load_n(&dev->engine_idle, __ATOMIC_RELAXED);
     soft_swqe_t *w  = soft_post_enqueue(qp, wr, total, data_in);
+    int at_once;
 
-    /* dev->light_off: a fault rule (soft_fault_post) or a killed port */
-    if (!was_active && (qp->sq_comp + 1 == qp->sq_head) && !dev->light_off &&
-        (qp->rnr_until_ns == 0) && (qp->super.state == DCX_QPS_RTS) &&
-        ((wr->opcode == DCX_WR_RDMA_WRITE) ||
-         (wr->opcode == DCX_WR_RDMA_READ)) &&
-        (soft_req_run_direct(qp, w) == 0)) {
-        soft_engine_deactivate(qp);
-        soft_engine_idle_again(dev, idle);
-        return;
+    /* a WRITE or READ on a DCI with nothing else outstanding is tried by
+     * the initiator's copy right away (soft_req_run_direct);
+     * dev->light_off: a fault rule (soft_fault_post) or a killed port */
+    at_once = !was_active && (qp->sq_comp + 1 == qp->sq_head) &&
+              !dev->light_off && (qp->rnr_until_ns == 0) &&
+              (qp->super.state == DCX_QPS_RTS) &&
+              ((wr->opcode == DCX_WR_RDMA_WRITE) ||
+               (wr->opcode == DCX_WR_RDMA_READ));
+
+    if (!at_once || (soft_req_run_direct(qp, w) != 0)) {
+        soft_fault_post(dev, wr->opcode, &w->forced);
+        dev->now = soft_dev_now(dev);
+        soft_req_run(qp, dev->now);
     }
-    soft_fault_post(dev, wr->opcode, &w->forced);
-    dev->now = soft_dev_now(dev);
-    soft_req_run(qp, dev->now);
     if (!was_active && (qp->sq_comp == qp->sq_head)) {
         /* completed in the post (a WRITE or READ the initiator copied, an
          * error): the enqueue's activation leaves the next poll nothing to
