@@ -184,7 +184,7 @@ static ucs_config_field_t uct_dcx_iface_config_table[] = {
 
     {"STATS_DIR", "",
      "Directory where each interface keeps its counters (DCI pool, flow\n"
-     "control, failures, tag matching) in a file dcx.<pid>.<dct>, updated\n"
+     "control, failures, tag matching) in a file dcx.<pid>.<dct>[.<n>], updated\n"
      "live; contrib/dcx-stat prints them. Empty: no file (the tag-matching\n"
      "counters are logged at close with UCX_LOG_LEVEL=info).",
      ucs_offsetof(uct_dcx_iface_config_t, stats_dir), UCS_CONFIG_TYPE_STRING},

@@ -5,7 +5,7 @@
  * of UCX_DCX_STATS_DIR.
  *
  * The counters live in the interface; with UCX_DCX_STATS_DIR they live in
- * <dir>/dcx.<pid>.<dct>, a file mapped shared that the transport updates
+ * <dir>/dcx.<pid>.<dct>[.<n>], a file mapped shared that the transport updates
  * in place and any process may read while the job runs (contrib/dcx-stat).
  * The file describes itself, so a reader needs no copy of the layout:
  *
@@ -85,19 +85,29 @@ void uct_dcx_stats_init(uct_dcx_iface_t *iface)
 }
 
 /* The counters move into <dir>/dcx.<pid>.<dct>; failing to create it is
- * logged and costs only the file */
+ * logged and costs only the file.  DCT numbers are unique only within one
+ * open of a device (two devices, or two UCP workers on one, may both have
+ * DCT 0x104), so every file of the process after its first carries the
+ * sequence number of its opening too: dcx.<pid>.<dct>.<n>. */
 void uct_dcx_stats_open(uct_dcx_iface_t *iface, const char *dir)
 {
+    static unsigned opened; /* files this process opened */
     uct_dcx_stats_file_t *f;
     char path[PATH_MAX];
-    unsigned i;
+    unsigned i, n;
     int fd;
 
     if ((dir == NULL) || (dir[0] == '\0')) {
         return;
     }
-    snprintf(path, sizeof(path), "%s/dcx.%d.%x", dir, (int)getpid(),
-             iface->config.dctn);
+    n = __atomic_fetch_add(&opened, 1, __ATOMIC_RELAXED);
+    if (n == 0) {
+        snprintf(path, sizeof(path), "%s/dcx.%d.%x", dir, (int)getpid(),
+                 iface->config.dctn);
+    } else {
+        snprintf(path, sizeof(path), "%s/dcx.%d.%x.%u", dir, (int)getpid(),
+                 iface->config.dctn, n);
+    }
     fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0644);
     if (fd < 0) {
         ucs_warn("dcx: %s: cannot create the counters file %s: %m",

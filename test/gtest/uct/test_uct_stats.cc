@@ -211,6 +211,48 @@ TEST_P(uct_dcx_stats, unwritable_dir_bad_flow)
     log_counter::reset();
 }
 
+/* Two interfaces of one process whose DCTs have the same number -- two
+ * opens of the device (UCP opens one per worker) or two devices, each
+ * numbering its own queue pairs -- keep a file each: before, the second
+ * truncated and shared the first's, so each counted into both. */
+TEST_P(uct_dcx_stats, same_dct_number_file_each)
+{
+    std::map<std::string, std::string> cfg;
+    uct_md_config_t *md_config;
+    uct_md_h md2;
+    unsigned files;
+
+    cfg["STATS_DIR"] = m_dir;
+    cfg["NUM_DCI"]   = "2";
+    entity *a        = create_entity(cfg);
+    ASSERT_TRUE(a != NULL);
+
+    ASSERT_EQ(UCS_OK, uct_md_config_read(m_component, NULL, NULL, &md_config));
+    ucs_status_t status = uct_md_open(m_component, test_md_name().c_str(),
+                                      md_config, &md2);
+    uct_config_release(md_config);
+    ASSERT_EQ(UCS_OK, status);
+    std::swap(m_md, md2); /* the next entity on the second open */
+    cfg["NUM_DCI"] = "3";
+    entity *c      = create_entity(cfg);
+    std::swap(m_md, md2);
+    ASSERT_TRUE(c != NULL);
+    /* the collision this test is about: the same DCT number */
+    ASSERT_EQ(a->iface_addr, c->iface_addr);
+
+    EXPECT_EQ(5u, file("dci.num_dci", &files)); /* 2 + 3, not 3 + 3 */
+    EXPECT_EQ(2u, files);
+
+    /* c closes; a's file keeps counting a alone */
+    uct_iface_close(c->iface);
+    uct_worker_destroy(c->worker);
+    m_entities.erase(std::find(m_entities.begin(), m_entities.end(), c));
+    delete c;
+    uct_md_close(md2);
+    EXPECT_EQ(5u, file("dci.num_dci", &files));
+    EXPECT_EQ(2u, files);
+}
+
 /* The introspection calls (dcx_diag.c) answer for a dcx interface and its
  * endpoints, and refuse anything else: no interface, or an interface and
  * endpoint of one of UCX's own transports (self) */
