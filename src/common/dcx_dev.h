@@ -113,9 +113,9 @@ enum {
                                        (dcx_mem_alloc) that peers' one-sided
                                        operations reach faster than memory
                                        from elsewhere */
-    DCX_CAP_DCI_STREAMS = 1u << 8  /* DCIs with stream channels
-                                       (dcx_qp_attr_t.dci_streams,
-                                       dcx_qp_stream_reset) */
+    DCX_CAP_DCI_STREAMS = 1u << 8, /* DCIs with stream channels (.dci_streams
+                                       of dcx_qp_attr_t, qp_stream_reset) */
+    DCX_CAP_READ_NOW    = 1u << 9  /* dcx_qp_t.read_now */
 };
 
 /* Atomic capability flags (dcx_dev_caps_t.atomic_flags); each bit names an
@@ -894,6 +894,7 @@ typedef struct dcx_send_wr {
     const dcx_mkey_layout_t *mkey_layout;
 } dcx_send_wr_t;
 
+typedef void (*dcx_read_cb_t)(void *arg, const void *data, size_t length);
 struct dcx_qp {
     dcx_dev_t *dev;
     dcx_pd_t *pd;
@@ -911,6 +912,9 @@ struct dcx_qp {
      * A WR posted while the DCI is in ERR is accepted and completes with
      * DCX_WC_WR_FLUSH_ERR. */
     int (*post_send)(dcx_qp_t *qp, const dcx_send_wr_t *wr);
+    /* DCX_CAP_READ_NOW, else NULL: device-semantics.md, "read_now" */
+    int (*read_now)(dcx_qp_t *qp, const dcx_send_wr_t *wr, uint32_t length,
+                    dcx_read_cb_t cb, void *arg);
 };
 
 static inline int dcx_qp_post_send(dcx_qp_t *qp, const dcx_send_wr_t *wr)

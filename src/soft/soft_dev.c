@@ -78,6 +78,7 @@ static void soft_close(dcx_dev_t *dev_)
     soft_dmap_cleanup(dev); /* peers' allocations we mapped */
     soft_alloc_cleanup(dev);
     free(dev->mvec);
+    free(dev->read_buf);
     soft_peers_free(dev);
     soft_wake_close(dev);
     soft_port_destroy(dev);
@@ -280,6 +281,7 @@ err_port:
     soft_port_destroy(dev);
 err_free:
     pthread_mutex_destroy(&dev->mr_lock);
+    free(dev->read_buf);
     free(dev->qps);
     free(dev->rstate);
     free(dev);

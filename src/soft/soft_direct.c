@@ -85,6 +85,7 @@
 #include "soft_vector.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -810,6 +811,46 @@ static int soft_direct_write_inline_none(soft_qp_t *qp, const dcx_send_wr_t *wr)
     return 1;
 }
 
+/* dev->read_now: an RDMA READ of len bytes by wr on a DCI with nothing
+ * outstanding, under the grant towards its peer, handed to cb instead of
+ * written to local memory: read by cb in the mapping of the target's
+ * allocation (the marker held, so the MR stays), or copied first into
+ * read_buf by cross-memory attach.  0 if cb got the bytes, 1 if the grant
+ * does not cover the READ (nothing read, cb not called). */
+static int soft_direct_read_now(soft_qp_t *qp, const dcx_send_wr_t *wr,
+                                uint32_t len, dcx_read_cb_t cb, void *arg)
+{
+    soft_dev_t *dev   = qp->dev;
+    soft_peer_t *peer = ((soft_ah_t *)wr->dest.ah)->peer;
+    soft_dmap_ent_t *map;
+    soft_dslot_t *slot;
+    ssize_t ret;
+
+    slot = soft_direct_grant_take(dev, peer, wr, len, DCX_ACCESS_REMOTE_READ,
+                                  1);
+    if (slot == NULL) {
+        return 1;
+    }
+    map = peer->grant.map;
+    if (map != NULL) {
+        cb(arg, map->local + (wr->remote_addr - map->rbase), len);
+        soft_direct_grant_give(dev, peer, slot, len, len, 0);
+        return 0;
+    }
+    ret = soft_direct_grant_copy1(peer, dev->read_buf, wr->remote_addr, len, 0);
+    if (!soft_direct_grant_give(dev, peer, slot, ret, len, 0)) {
+        return 1; /* the posted READ's full checks say why */
+    }
+    cb(arg, dev->read_buf, len);
+    return 0;
+}
+
+static int soft_direct_read_now_none(soft_qp_t *qp, const dcx_send_wr_t *wr,
+                                     uint32_t len, dcx_read_cb_t cb, void *arg)
+{
+    return 1;
+}
+
 #define SOFT_DIRECT_NO_MARK UINT32_MAX
 
 /* A long copy (tens of us for a MiB) keeps our polls out like a long
@@ -946,6 +987,7 @@ void soft_direct_init(soft_dev_t *dev, soft_port_hdr_t *hdr, uint64_t offset)
     dev->one_sided       = soft_direct_none;
     dev->one_sided_ready = soft_direct_none;
     dev->write_inline    = soft_direct_write_inline_none;
+    dev->read_now        = soft_direct_read_now_none;
     dev->direct          = NULL;
     if (!dev->limits.direct) {
         return;
@@ -961,6 +1003,11 @@ void soft_direct_init(soft_dev_t *dev, soft_port_hdr_t *hdr, uint64_t offset)
         dev->one_sided       = soft_direct_exec;
         dev->one_sided_ready = soft_direct_ready;
         dev->write_inline    = soft_direct_write_inline;
+        dev->read_buf        = malloc(dev->limits.mtu);
+        if (dev->read_buf != NULL) {
+            dev->read_now = soft_direct_read_now;
+            dev->super.caps.flags |= DCX_CAP_READ_NOW;
+        }
     }
 }
 

@@ -221,6 +221,26 @@ static inline int soft_post_lock(soft_qp_t *qp, const dcx_send_wr_t *wr,
 
 static int soft_dci_post_send(dcx_qp_t *qp_, const dcx_send_wr_t *wr);
 
+/* qp->super.read_now of a DCI (dcx_qp_t.read_now): under the engine lock,
+ * on a DCI in RTS (its plain post: not the first post, nor that of a DCI
+ * in error) with nothing outstanding and no RNR wait, so that the READ is
+ * ordered after everything the DCI carried before, as a posted one is */
+static int soft_dci_read_now(dcx_qp_t *qp_, const dcx_send_wr_t *wr,
+                             uint32_t length, dcx_read_cb_t cb, void *arg)
+{
+    soft_qp_t *qp   = (soft_qp_t *)qp_;
+    soft_dev_t *dev = qp->dev;
+    int done;
+
+    soft_lock(&dev->lock);
+    done = (qp->super.post_send == soft_dci_post_send) &&
+           (qp->sq_comp == qp->sq_head) && (qp->rnr_until_ns == 0) &&
+           (wr->opcode == DCX_WR_RDMA_READ) &&
+           (dev->read_now(qp, wr, length, cb, arg) == 0);
+    soft_unlock(&dev->lock);
+    return done ? 0 : EAGAIN;
+}
+
 /* The WRs the light path may take (soft_req_post_inline), recognised with
  * the few checks they need: an inline SEND, SEND_IMM or RDMA WRITE with a
  * destination and an sg list within the DCI's limit.  Everything else, and
@@ -673,6 +693,7 @@ static int soft_dci_init(soft_dev_t *dev, soft_qp_t *qp,
     qp->super.max_inline    = attr->max_inline;
     qp->super.max_rd_atomic = rd;
     qp->super.post_send     = soft_dci_post_first;
+    qp->super.read_now      = soft_dci_read_now;
     if (attr->timeout != 0) {
         /* the caller gives the verbs transport parameters: use them as is */
         qp->ack_timeout_ns = 4096ull << attr->timeout;

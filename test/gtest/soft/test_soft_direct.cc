@@ -11,6 +11,7 @@ extern "C" {
 #include "soft/soft_direct.h"
 }
 
+#include <algorithm>
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -466,6 +467,118 @@ TEST_F(soft_direct, grant_rechecks_target_changes_bad_flow)
     EXPECT_EQ(5u, info->stats.direct_grants);
     EXPECT_EQ(5u, info->stats.direct_writes);
     EXPECT_EQ(2u, info->stats.direct_reads);
+}
+
+/* dcx_qp_t.read_now hands the bytes of a small READ to a callback within the
+ * call only where the grant covers it (a READ to the same DCT and key that
+ * passed every check before, within the MR, a key with read access):
+ * anything else declines with EAGAIN, the callback uncalled, and the
+ * posted READ says why -- a range past the MR, another DC key, another
+ * key, a WRITE, the MR deregistered. */
+TEST_F(soft_direct, read_now_only_under_grant_bad_flow)
+{
+    direct_info *in = info;
+
+    memset(tmem, 0x5a, TMEM_SIZE);
+    start_initiator([in](node &n) -> int {
+        struct got {
+            std::vector<uint8_t> v;
+            int calls;
+        } g              = {{}, 0};
+        dcx_read_cb_t cb = [](void *arg, const void *data, size_t len) {
+            got *gp = static_cast<got *>(arg);
+            gp->v.assign((const uint8_t *)data, (const uint8_t *)data + len);
+            gp->calls++;
+        };
+        local_buf lb;
+        struct {
+            const char *what;
+            dcx_wr_opcode_t op;
+            uint32_t rkey;
+            uint64_t off;
+            uint32_t len;
+            uint64_t dc_key;
+            bool wait_dereg; /* the target deregisters its MR first */
+            int now;         /* read_now's return */
+            int status;      /* then the posted WR's, when it declined */
+        } steps[] = {
+            {"before any check", DCX_WR_RDMA_READ, in->rkey, 0, 8, in->dc_key,
+             false, EAGAIN, DCX_WC_SUCCESS},
+            {"granted", DCX_WR_RDMA_READ, in->rkey, 64, 16, in->dc_key, false,
+             0, 0},
+            {"past the MR", DCX_WR_RDMA_READ, in->rkey, in->rlen - 4, 8,
+             in->dc_key, false, EAGAIN, DCX_WC_REM_ACCESS_ERR},
+            {"granted again", DCX_WR_RDMA_READ, in->rkey, 128, 8, in->dc_key,
+             false, EAGAIN, DCX_WC_SUCCESS},
+            {"after the refusal", DCX_WR_RDMA_READ, in->rkey, 0, 4096,
+             in->dc_key, false, 0, 0},
+            {"other dc key", DCX_WR_RDMA_READ, in->rkey, 0, 8, in->dc_key + 1,
+             false, EAGAIN, DCX_WC_RETRY_EXC_ERR},
+            {"read-only key", DCX_WR_RDMA_READ, in->rkey_ro, 0, 8, in->dc_key,
+             false, EAGAIN, DCX_WC_SUCCESS},
+            {"read-only key granted", DCX_WR_RDMA_READ, in->rkey_ro, 8, 8,
+             in->dc_key, false, 0, 0},
+            {"a write", DCX_WR_RDMA_WRITE, in->rkey_ro, 0, 8, in->dc_key, false,
+             EAGAIN, DCX_WC_REM_ACCESS_ERR},
+            {"write refused, read again", DCX_WR_RDMA_READ, in->rkey_ro, 8, 8,
+             in->dc_key, false, EAGAIN, DCX_WC_SUCCESS},
+            {"the first key again", DCX_WR_RDMA_READ, in->rkey, 8, 8,
+             in->dc_key, false, EAGAIN, DCX_WC_SUCCESS},
+            {"the first key granted", DCX_WR_RDMA_READ, in->rkey, 16, 8,
+             in->dc_key, false, 0, 0},
+            {"deregistered", DCX_WR_RDMA_READ, in->rkey, 16, 8, in->dc_key,
+             true, EAGAIN, DCX_WC_REM_ACCESS_ERR},
+        };
+        int rc = 0;
+
+        if (lb.reg(n, 4096) != 0) {
+            return 11;
+        }
+        for (auto &c : steps) {
+            if (c.wait_dereg && !ask_dereg(in)) {
+                return 12;
+            }
+            memset(lb.v.data(), 0x11, 4096);
+            dcx_sge_t s      = lb.sge(0, c.len);
+            dcx_send_wr_t wr = wr_to(in, n, c.op, &s, c.off, c.rkey);
+            wr.dest.dc_key   = c.dc_key;
+            g.calls          = 0;
+            int now          = n.dci->read_now(n.dci, &wr, c.len, cb, &g);
+            if ((now != c.now) || (g.calls != (now == 0))) {
+                fprintf(stderr, "%s: read_now %d (%d calls), expected %d\n",
+                        c.what, now, g.calls, c.now);
+                rc = 13;
+            }
+            if ((now == 0) &&
+                ((g.v.size() != c.len) ||
+                 (std::count(g.v.begin(), g.v.end(), 0x5a) != c.len))) {
+                fprintf(stderr, "%s: wrong bytes\n", c.what);
+                rc = 14;
+            }
+            if (now == 0) {
+                continue;
+            }
+            int st = run_one(n, wr);
+            if (st != c.status) {
+                fprintf(stderr, "%s: status %d, expected %d\n", c.what, st,
+                        c.status);
+                rc = 15;
+            }
+            if ((st != DCX_WC_SUCCESS) && (renew_dci(n) != 0)) {
+                return 16;
+            }
+        }
+        return rc;
+    });
+    start_target();
+    ASSERT_NO_FATAL_FAILURE(dereg_when_asked());
+    ASSERT_TRUE(wait_done(120.0));
+    EXPECT_TRUE(stop_children());
+    for (size_t i = 0; i < TMEM_SIZE; ++i) {
+        ASSERT_EQ(0x5a, tmem[i]) << "byte " << i; /* nothing written */
+    }
+    /* five posted READs and four handed over */
+    EXPECT_EQ(9u, info->stats.direct_reads);
 }
 
 /* A WRITE or READ the initiator copies while posting (the general path:
