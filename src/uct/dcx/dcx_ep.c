@@ -381,6 +381,40 @@ ucs_status_t uct_dcx_ep_get_bcopy(uct_ep_h tl_ep, uct_unpack_callback_t cb,
     return UCS_INPROGRESS;
 }
 
+/* get_bcopy where the device may execute a small READ within the call
+ * (DCX_CAP_READ_NOW, dcx_qp_t.read_now; chosen at interface creation): an ep that could send
+ * at once on the DCI it holds (uct_dcx_ep_tx_begin's fast test) hands the
+ * bytes to the caller's unpack and returns UCS_OK, comp untouched.  The
+ * device declines where the READ would not be ordered after the DCI's
+ * earlier work or its target was not checked yet; then, and for every
+ * other ep, the READ is posted as by uct_dcx_ep_get_bcopy. */
+ucs_status_t uct_dcx_ep_get_bcopy_now(uct_ep_h tl_ep, uct_unpack_callback_t cb,
+                                      void *arg, size_t length,
+                                      uint64_t remote_addr, uct_rkey_t rkey,
+                                      uct_completion_t *comp)
+{
+    uct_dcx_ep_t *ep       = ucs_derived_of(tl_ep, uct_dcx_ep_t);
+    uct_dcx_iface_t *iface = uct_dcx_ep_iface(ep);
+    dcx_send_wr_t wr;
+    dcx_qp_t *qp;
+
+    if (ucs_likely((length <= iface->config.seg_size) &&
+                   (ep->dci != UCT_DCX_DCI_NONE) &&
+                   (iface->pool.dcis[ep->dci].avail > 0) && (ep->quota > 0) &&
+                   !(ep->flags &
+                     (UCT_DCX_EP_FLAG_FAILED | UCT_DCX_EP_FLAG_INVALIDATED)))) {
+        qp = uct_dcx_ep_dci(iface, ep)->qp;
+        uct_dcx_wr_init_rma(&wr, ep, DCX_WR_RDMA_READ, 0, NULL, 0, remote_addr,
+                            rkey);
+        if (qp->read_now(qp, &wr, length, cb, arg) == 0) {
+            UCT_TL_EP_STAT_OP(&ep->super, GET, BCOPY, length);
+            return UCS_OK;
+        }
+    }
+    return uct_dcx_ep_get_bcopy(tl_ep, cb, arg, length, remote_addr, rkey,
+                                comp);
+}
+
 
 /* ---------------------------------------------------------------------------
  * Atomics: UCT operations expressed as device atomics

@@ -298,6 +298,94 @@ TEST_P(uct_dcx_ops, get_short_not_offered)
     EXPECT_EQ(std::string((char *)src.ptr, 64), got.data);
 }
 
+/* get_bcopy where the device may read within the call (DCX_CAP_READ_NOW):
+ * once a region was checked (the first get_bcopy to it is posted), the
+ * ep's next ones unpack before returning UCS_OK, the completion untouched,
+ * from heap memory and from the interface's own allocation (read through
+ * its mapping) alike, and read what was stored there just before.  With a
+ * fault rule armed, and under the streams policy, they are posted and
+ * complete as before. */
+TEST_P(uct_dcx_ops, get_bcopy_within_the_call)
+{
+    if (!dev_has(DCX_CAP_READ_NOW)) {
+        GTEST_SKIP() << "the device does not read within the call";
+    }
+    const bool at_once = (GetParam() != "streams");
+    uct_allocated_memory_t am;
+    std::vector<char> packed(m_md_attr.rkey_packed_size);
+    uct_rkey_bundle_t am_rkb;
+    dcx_soft_stats_t before, after;
+
+    mem heap = alloc_mem(4096);
+    ASSERT_EQ(UCS_OK,
+              uct_iface_mem_alloc(m_b->iface, 4096, UCT_MD_MEM_ACCESS_ALL,
+                                  "get test", &am));
+    ASSERT_EQ(UCS_OK, uct_md_mkey_pack(m_md, am.memh, &packed[0]));
+    ASSERT_EQ(UCS_OK, uct_rkey_unpack(m_component, &packed[0], &am_rkb));
+    struct {
+        char *ptr;
+        uct_rkey_t rkey;
+    } targets[] = {{(char *)heap.ptr, heap.rkey},
+                   {(char *)am.address, am_rkb.rkey}};
+
+    for (size_t t = 0; t < 2; ++t) {
+        char *p         = targets[t].ptr;
+        uct_rkey_t rkey = targets[t].rkey;
+        unpack_arg got;
+        test_comp first;
+
+        memset(p, 'a', 64);
+        ucs_status_t status = retry([&] {
+            return uct_ep_get_bcopy(m_ab, unpack_cb, &got, 64, (uintptr_t)p,
+                                    rkey, &first.uct);
+        });
+        ASSERT_TRUE((status == UCS_OK) || (status == UCS_INPROGRESS));
+        ASSERT_TRUE(wait_for([&] { return got.data.size() == 64; }));
+        flush_ep(m_ab);
+
+        ASSERT_EQ(0, dcx_soft_stats(device(), &before));
+        for (int i = 0; i < 4; ++i) {
+            test_comp comp;
+
+            memset(p, 'b' + i, 64);
+            got.data.clear();
+            status = uct_ep_get_bcopy(m_ab, unpack_cb, &got, 64, (uintptr_t)p,
+                                      rkey, &comp.uct);
+            if (at_once) {
+                ASSERT_EQ(UCS_OK, status) << "target " << t << " get " << i;
+                EXPECT_EQ(std::string(64, 'b' + i), got.data);
+                EXPECT_EQ(0, comp.done);
+            } else {
+                ASSERT_EQ(UCS_INPROGRESS, status);
+                ASSERT_TRUE(wait_for([&] { return comp.done > 0; }));
+                EXPECT_EQ(std::string(64, 'b' + i), got.data);
+            }
+        }
+        ASSERT_EQ(0, dcx_soft_stats(device(), &after));
+        EXPECT_EQ(4u, after.direct_reads - before.direct_reads);
+        /* the allocation through its mapping, the heap by cross-memory
+         * attach */
+        EXPECT_EQ((t == 1) ? 4u : 0u,
+                  after.direct_mapped - before.direct_mapped);
+
+        /* a fault rule armed (on an opcode not used here): posted */
+        ASSERT_EQ(0, inject_error_completion(DCX_WR_ATOMIC_CSWAP,
+                                             DCX_WC_REM_OP_ERR));
+        test_comp comp;
+        memset(p, 'z', 64);
+        ASSERT_EQ(UCS_INPROGRESS,
+                  uct_ep_get_bcopy(m_ab, unpack_cb, &got, 64, (uintptr_t)p,
+                                   rkey, &comp.uct));
+        ASSERT_TRUE(wait_for([&] { return comp.done > 0; }));
+        EXPECT_EQ(UCS_OK, comp.status);
+        EXPECT_EQ(std::string(64, 'z'), got.data);
+        dcx_soft_fault_clear(device());
+    }
+    EXPECT_TRUE(m_errors.empty());
+    uct_rkey_release(m_component, &am_rkb);
+    uct_iface_mem_free(&am);
+}
+
 TEST_P(uct_dcx_ops, put_short_bcopy_zcopy)
 {
     mem dst = alloc_mem(1 << 20);
