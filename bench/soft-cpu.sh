@@ -27,6 +27,7 @@
 #   progress   uct_iface_progress() with nothing to do
 #   am_short   uct_ep_am_short(), 8-byte header
 #   put_short  uct_ep_put_short(), 8 bytes
+#   put_bcopy  uct_ep_put_bcopy(), 4 KiB (not in the default list)
 #   get_bcopy  uct_ep_get_bcopy(), 8 bytes, and the progress calls until
 #              it completes
 #   am_lat     one am_lat round trip, both sides, all their polls

@@ -18,6 +18,7 @@
  *   am_short   uct_ep_am_short() with an 8-byte header (the receiver is
  *              drained outside the measured region)
  *   put_short  uct_ep_put_short() of 8 bytes
+ *   put_bcopy  uct_ep_put_bcopy() of 4 KiB (the packer's memcpy counted)
  *   get_bcopy  uct_ep_get_bcopy() of 8 bytes and the sender's progress
  *              calls until its completion (ucx_perftest's get latency);
  *              posix completes it in the call
@@ -236,6 +237,23 @@ static void op_put_short(void *arg)
     CHECK(st == UCS_OK, "uct_ep_put_short");
 }
 
+static uint8_t put_src[4096];
+
+static size_t put_pack(void *dest, void *arg)
+{
+    memcpy(dest, put_src, sizeof(put_src));
+    return sizeof(put_src);
+}
+
+static void op_put_bcopy(void *arg)
+{
+    ssize_t len;
+
+    len = uct_ep_put_bcopy(side[0].ep, put_pack, NULL,
+                           (uintptr_t)side[1].mem.address, *(uct_rkey_t *)arg);
+    CHECK(len == (ssize_t)sizeof(put_src), "uct_ep_put_bcopy");
+}
+
 static int get_done;
 
 static void get_unpack(void *arg, const void *data, size_t length)
@@ -390,6 +408,19 @@ static void run_uct(const char *tl, const char *dev, const char *op, unsigned n)
             bench_flush(&side[0]);
         }
         CHECK(*(volatile uint64_t *)side[1].mem.address == 42, "put data");
+        uct_rkey_release(side[1].comp, &rkey);
+    } else if (!strcmp(op, "put_bcopy")) {
+        bench_rkey(&rkey);
+        memset(put_src, 42, sizeof(put_src));
+        for (i = 0; i < BENCH_WARMUP + n; ++i) {
+            if (i < BENCH_WARMUP) {
+                op_put_bcopy(&rkey.rkey);
+            } else {
+                bench_op(op_put_bcopy, &rkey.rkey);
+            }
+            bench_flush(&side[0]);
+        }
+        CHECK(*(volatile uint8_t *)side[1].mem.address == 42, "put data");
         uct_rkey_release(side[1].comp, &rkey);
     } else if (!strcmp(op, "get_bcopy")) {
         bench_rkey(&rkey);
