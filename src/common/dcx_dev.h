@@ -115,7 +115,7 @@ enum {
                                        from elsewhere */
     DCX_CAP_DCI_STREAMS = 1u << 8, /* DCIs with stream channels (.dci_streams
                                        of dcx_qp_attr_t, qp_stream_reset) */
-    DCX_CAP_READ_NOW    = 1u << 9  /* dcx_qp_t.read_now */
+    DCX_CAP_POST_NOW    = 1u << 9  /* dcx_qp_t.post_now */
 };
 
 /* Atomic capability flags (dcx_dev_caps_t.atomic_flags); each bit names an
@@ -912,8 +912,8 @@ struct dcx_qp {
      * A WR posted while the DCI is in ERR is accepted and completes with
      * DCX_WC_WR_FLUSH_ERR. */
     int (*post_send)(dcx_qp_t *qp, const dcx_send_wr_t *wr);
-    /* DCX_CAP_READ_NOW, else NULL: device-semantics.md, "read_now" */
-    int (*read_now)(dcx_qp_t *qp, const dcx_send_wr_t *wr, uint32_t length,
+    /* DCX_CAP_POST_NOW, else NULL: device-semantics.md, "post_now" */
+    int (*post_now)(dcx_qp_t *qp, const dcx_send_wr_t *wr, uint32_t length,
                     dcx_read_cb_t cb, void *arg);
 };
 

@@ -221,11 +221,12 @@ static inline int soft_post_lock(soft_qp_t *qp, const dcx_send_wr_t *wr,
 
 static int soft_dci_post_send(dcx_qp_t *qp_, const dcx_send_wr_t *wr);
 
-/* qp->super.read_now of a DCI (dcx_qp_t.read_now): under the engine lock,
- * on a DCI in RTS (its plain post: not the first post, nor that of a DCI
- * in error) with nothing outstanding and no RNR wait, so that the READ is
- * ordered after everything the DCI carried before, as a posted one is */
-static int soft_dci_read_now(dcx_qp_t *qp_, const dcx_send_wr_t *wr,
+/* qp->super.post_now of a DCI (dcx_qp_t.post_now): a READ or a WRITE,
+ * under the engine lock, on a DCI in RTS (its plain post: not the first
+ * post, nor that of a DCI in error) with nothing outstanding and no RNR
+ * wait, so that it is ordered after everything the DCI carried before, as
+ * a posted one is */
+static int soft_dci_post_now(dcx_qp_t *qp_, const dcx_send_wr_t *wr,
                              uint32_t length, dcx_read_cb_t cb, void *arg)
 {
     soft_qp_t *qp   = (soft_qp_t *)qp_;
@@ -235,8 +236,10 @@ static int soft_dci_read_now(dcx_qp_t *qp_, const dcx_send_wr_t *wr,
     soft_lock(&dev->lock);
     done = (qp->super.post_send == soft_dci_post_send) &&
            (qp->sq_comp == qp->sq_head) && (qp->rnr_until_ns == 0) &&
-           (wr->opcode == DCX_WR_RDMA_READ) &&
-           (dev->read_now(qp, wr, length, cb, arg) == 0);
+           (((wr->opcode == DCX_WR_RDMA_READ) &&
+             (dev->read_now(qp, wr, length, cb, arg) == 0)) ||
+            ((wr->opcode == DCX_WR_RDMA_WRITE) &&
+             (dev->write_now(qp, wr) == 0)));
     soft_unlock(&dev->lock);
     return done ? 0 : EAGAIN;
 }
@@ -693,7 +696,7 @@ static int soft_dci_init(soft_dev_t *dev, soft_qp_t *qp,
     qp->super.max_inline    = attr->max_inline;
     qp->super.max_rd_atomic = rd;
     qp->super.post_send     = soft_dci_post_first;
-    qp->super.read_now      = soft_dci_read_now;
+    qp->super.post_now      = soft_dci_post_now;
     if (attr->timeout != 0) {
         /* the caller gives the verbs transport parameters: use them as is */
         qp->ack_timeout_ns = 4096ull << attr->timeout;

@@ -838,6 +838,9 @@ ucs_status_t uct_dcx_ep_get_bcopy(uct_ep_h tl_ep, uct_unpack_callback_t cb,
                                   void *arg, size_t length,
                                   uint64_t remote_addr, uct_rkey_t rkey,
                                   uct_completion_t *comp);
+ssize_t uct_dcx_ep_put_bcopy_now(uct_ep_h tl_ep, uct_pack_callback_t pack_cb,
+                                 void *arg, uint64_t remote_addr,
+                                 uct_rkey_t rkey);
 ucs_status_t uct_dcx_ep_get_bcopy_now(uct_ep_h tl_ep, uct_unpack_callback_t cb,
                                       void *arg, size_t length,
                                       uint64_t remote_addr, uct_rkey_t rkey,

@@ -307,6 +307,52 @@ ssize_t uct_dcx_ep_put_bcopy(uct_ep_h tl_ep, uct_pack_callback_t pack_cb,
 }
 
 
+/* put_bcopy where the device may execute a small WRITE within the call
+ * (DCX_CAP_POST_NOW, dcx_qp_t.post_now; chosen at interface creation): an
+ * ep that could send at once on the DCI it holds packs into a bounce
+ * buffer that the device copies to the target before the call returns;
+ * the buffer goes straight back to its pool.  Where the device declines,
+ * the packed buffer is posted as by uct_dcx_ep_put_bcopy. */
+ssize_t uct_dcx_ep_put_bcopy_now(uct_ep_h tl_ep, uct_pack_callback_t pack_cb,
+                                 void *arg, uint64_t remote_addr,
+                                 uct_rkey_t rkey)
+{
+    uct_dcx_ep_t *ep       = ucs_derived_of(tl_ep, uct_dcx_ep_t);
+    uct_dcx_iface_t *iface = uct_dcx_ep_iface(ep);
+    uct_dcx_send_desc_t *desc;
+    ucs_status_t status;
+    dcx_send_wr_t wr;
+    dcx_sge_t sge;
+    size_t length;
+    dcx_qp_t *qp;
+
+    if (ucs_unlikely(!uct_dcx_ep_can_now(iface, ep))) {
+        return uct_dcx_ep_put_bcopy(tl_ep, pack_cb, arg, remote_addr, rkey);
+    }
+    desc = uct_dcx_iface_get_desc(iface);
+    if (ucs_unlikely(desc == NULL)) {
+        return UCS_ERR_NO_RESOURCE;
+    }
+    desc->op.cb   = uct_dcx_op_release_desc;
+    desc->op.comp = NULL;
+    length        = pack_cb(uct_dcx_desc_data(desc), arg);
+    qp            = uct_dcx_ep_dci(iface, ep)->qp;
+    uct_dcx_sge_set(&sge, uct_dcx_desc_data(desc), length, desc->lkey);
+    uct_dcx_wr_init_rma(&wr, ep, DCX_WR_RDMA_WRITE, 0, &sge, 1, remote_addr,
+                        rkey);
+    if (qp->post_now(qp, &wr, length, NULL, NULL) == 0) {
+        ucs_mpool_put_inline(desc);
+    } else {
+        status = uct_dcx_ep_rma_bcopy(iface, ep, desc, DCX_WR_RDMA_WRITE, 0,
+                                      length, remote_addr, rkey);
+        if (ucs_unlikely(status != UCS_OK)) {
+            return status;
+        }
+    }
+    UCT_TL_EP_STAT_OP(&ep->super, PUT, BCOPY, length);
+    return length;
+}
+
 /* The data read into the bounce buffer goes to the user's buffer */
 static void uct_dcx_copy_result_done(uct_dcx_iface_t *iface, uct_dcx_op_t *op,
                                      ucs_status_t status)
@@ -382,7 +428,7 @@ ucs_status_t uct_dcx_ep_get_bcopy(uct_ep_h tl_ep, uct_unpack_callback_t cb,
 }
 
 /* get_bcopy where the device may execute a small READ within the call
- * (DCX_CAP_READ_NOW, dcx_qp_t.read_now; chosen at interface creation): an ep that could send
+ * (DCX_CAP_POST_NOW, dcx_qp_t.post_now; chosen at interface creation): an ep that could send
  * at once on the DCI it holds (uct_dcx_ep_tx_begin's fast test) hands the
  * bytes to the caller's unpack and returns UCS_OK, comp untouched.  The
  * device declines where the READ would not be ordered after the DCI's
@@ -399,14 +445,11 @@ ucs_status_t uct_dcx_ep_get_bcopy_now(uct_ep_h tl_ep, uct_unpack_callback_t cb,
     dcx_qp_t *qp;
 
     if (ucs_likely((length <= iface->config.seg_size) &&
-                   (ep->dci != UCT_DCX_DCI_NONE) &&
-                   (iface->pool.dcis[ep->dci].avail > 0) && (ep->quota > 0) &&
-                   !(ep->flags &
-                     (UCT_DCX_EP_FLAG_FAILED | UCT_DCX_EP_FLAG_INVALIDATED)))) {
+                   uct_dcx_ep_can_now(iface, ep))) {
         qp = uct_dcx_ep_dci(iface, ep)->qp;
         uct_dcx_wr_init_rma(&wr, ep, DCX_WR_RDMA_READ, 0, NULL, 0, remote_addr,
                             rkey);
-        if (qp->read_now(qp, &wr, length, cb, arg) == 0) {
+        if (qp->post_now(qp, &wr, length, cb, arg) == 0) {
             UCT_TL_EP_STAT_OP(&ep->super, GET, BCOPY, length);
             return UCS_OK;
         }

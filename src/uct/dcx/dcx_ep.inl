@@ -40,6 +40,18 @@ uct_dcx_wr_init_rma(dcx_send_wr_t *wr, uct_dcx_ep_t *ep, uint8_t opcode,
     wr->rkey        = uct_dcx_rkey(rkey);
 }
 
+/* ep could send at once on the DCI it holds (uct_dcx_ep_tx_begin's fast
+ * test), and is neither failed nor invalidated: what an operation the
+ * device may execute within the call (dcx_qp_t.post_now) needs first */
+static UCS_F_ALWAYS_INLINE int uct_dcx_ep_can_now(uct_dcx_iface_t *iface,
+                                                  const uct_dcx_ep_t *ep)
+{
+    return (ep->dci != UCT_DCX_DCI_NONE) &&
+           (iface->pool.dcis[ep->dci].avail > 0) && (ep->quota > 0) &&
+           !(ep->flags &
+             (UCT_DCX_EP_FLAG_FAILED | UCT_DCX_EP_FLAG_INVALIDATED));
+}
+
 /* The WR just posted by ep reads or writes the user's memory (zcopy): if
  * the ep goes away with it in flight, its DCI is stopped */
 static UCS_F_ALWAYS_INLINE void uct_dcx_ep_mark_user_mem(uct_dcx_iface_t *iface,

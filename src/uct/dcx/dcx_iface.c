@@ -736,12 +736,14 @@ static UCS_CLASS_INIT_FUNC(uct_dcx_iface_t, uct_md_h tl_md, uct_worker_h worker,
     self->dev  = md->dev;
     self->pd   = md->pd;
     self->caps = dcx_dev_caps(md->dev);
-    /* a device that may execute a small READ within the call: get_bcopy
-     * hands the bytes to the unpack callback at once where it can (not
-     * under the streams policy, whose DCI the device never reads for) */
-    if ((self->caps->flags & DCX_CAP_READ_NOW) &&
+    /* a device that may execute a small READ or WRITE within the call:
+     * get_bcopy hands the bytes to the unpack callback, put_bcopy's bounce
+     * buffer is copied, at once where it can (not under the streams
+     * policy, whose DCIs the device never does this for) */
+    if ((self->caps->flags & DCX_CAP_POST_NOW) &&
         (cfg->policy != UCT_DCX_POLICY_STREAMS)) {
         self->super.super.ops.ep_get_bcopy = uct_dcx_ep_get_bcopy_now;
+        self->super.super.ops.ep_put_bcopy = uct_dcx_ep_put_bcopy_now;
     }
 
     status = uct_dcx_iface_check_config(cfg, self->caps,

@@ -469,7 +469,7 @@ TEST_F(soft_direct, grant_rechecks_target_changes_bad_flow)
     EXPECT_EQ(2u, info->stats.direct_reads);
 }
 
-/* dcx_qp_t.read_now hands the bytes of a small READ to a callback within the
+/* dcx_qp_t.post_now hands the bytes of a small READ to a callback within the
  * call only where the grant covers it (a READ to the same DCT and key that
  * passed every check before, within the MR, a key with read access):
  * anything else declines with EAGAIN, the callback uncalled, and the
@@ -499,7 +499,7 @@ TEST_F(soft_direct, read_now_only_under_grant_bad_flow)
             uint32_t len;
             uint64_t dc_key;
             bool wait_dereg; /* the target deregisters its MR first */
-            int now;         /* read_now's return */
+            int now;         /* post_now's return */
             int status;      /* then the posted WR's, when it declined */
         } steps[] = {
             {"before any check", DCX_WR_RDMA_READ, in->rkey, 0, 8, in->dc_key,
@@ -543,9 +543,9 @@ TEST_F(soft_direct, read_now_only_under_grant_bad_flow)
             dcx_send_wr_t wr = wr_to(in, n, c.op, &s, c.off, c.rkey);
             wr.dest.dc_key   = c.dc_key;
             g.calls          = 0;
-            int now          = n.dci->read_now(n.dci, &wr, c.len, cb, &g);
+            int now          = n.dci->post_now(n.dci, &wr, c.len, cb, &g);
             if ((now != c.now) || (g.calls != (now == 0))) {
-                fprintf(stderr, "%s: read_now %d (%d calls), expected %d\n",
+                fprintf(stderr, "%s: post_now %d (%d calls), expected %d\n",
                         c.what, now, g.calls, c.now);
                 rc = 13;
             }
@@ -579,6 +579,111 @@ TEST_F(soft_direct, read_now_only_under_grant_bad_flow)
     }
     /* five posted READs and four handed over */
     EXPECT_EQ(9u, info->stats.direct_reads);
+}
+
+/* dcx_qp_t.post_now with a WRITE copies its one sge to the target within
+ * the call only where the grant covers it and the sge passes a posted
+ * WRITE's checks: a range past the MR, a key without write access, a bad
+ * local key, a local range past its MR, the MR deregistered -- each
+ * declined with nothing written, and the posted WRITE says why. */
+TEST_F(soft_direct, post_now_write_only_under_grant_bad_flow)
+{
+    uint8_t *tm     = tmem;
+    direct_info *in = info;
+
+    memset(tmem, 0x5a, TMEM_SIZE);
+    start_initiator([in](node &n) -> int {
+        local_buf lb;
+        struct {
+            const char *what;
+            uint32_t rkey;
+            uint64_t off;
+            uint32_t len;
+            int bad_lkey;    /* 1: no such key; 2: the range past its MR */
+            bool wait_dereg; /* the target deregisters its MR first */
+            int now;         /* post_now's return */
+            int status;      /* then the posted WR's, when it declined */
+        } steps[] = {
+            {"before any check", in->rkey, 0, 8, 0, false, EAGAIN,
+             DCX_WC_SUCCESS},
+            {"granted", in->rkey, 64, 16, 0, false, 0, 0},
+            {"granted, 4 KiB", in->rkey, 4096, 4096, 0, false, 0, 0},
+            {"past the MR", in->rkey, in->rlen - 4, 8, 0, false, EAGAIN,
+             DCX_WC_REM_ACCESS_ERR},
+            {"granted again", in->rkey, 128, 8, 0, false, EAGAIN,
+             DCX_WC_SUCCESS},
+            {"read-only key", in->rkey_ro, 192, 8, 0, false, EAGAIN,
+             DCX_WC_REM_ACCESS_ERR},
+            {"after the refusal", in->rkey, 256, 8, 0, false, EAGAIN,
+             DCX_WC_SUCCESS},
+            {"bad local key", in->rkey, 320, 8, 1, false, EAGAIN,
+             DCX_WC_LOC_PROT_ERR},
+            {"local range past its MR", in->rkey, 384, 8, 2, false, EAGAIN,
+             DCX_WC_LOC_PROT_ERR},
+            {"granted last", in->rkey, 448, 8, 0, false, EAGAIN,
+             DCX_WC_SUCCESS},
+            {"granted last, now", in->rkey, 512, 8, 0, false, 0, 0},
+            {"deregistered", in->rkey, 576, 8, 0, true, EAGAIN,
+             DCX_WC_REM_ACCESS_ERR},
+        };
+        int rc = 0;
+
+        if (lb.reg(n, 8192) != 0) {
+            return 11;
+        }
+        memset(lb.v.data(), 0x11, lb.v.size());
+        for (auto &c : steps) {
+            if (c.wait_dereg && !ask_dereg(in)) {
+                return 12;
+            }
+            dcx_sge_t sg = lb.sge(0, c.len);
+            if (c.bad_lkey == 1) {
+                sg.lkey ^= 0x5a5a00;
+            } else if (c.bad_lkey == 2) {
+                sg = lb.sge(8192 - 4, c.len);
+            }
+            dcx_send_wr_t wr = wr_to(in, n, DCX_WR_RDMA_WRITE, &sg, c.off,
+                                     c.rkey);
+            int now          = n.dci->post_now(n.dci, &wr, c.len, NULL, NULL);
+            if (now != c.now) {
+                fprintf(stderr, "%s: post_now %d, expected %d\n", c.what, now,
+                        c.now);
+                rc = 13;
+            }
+            if (now == 0) {
+                continue;
+            }
+            int st = run_one(n, wr);
+            if (st != c.status) {
+                fprintf(stderr, "%s: status %d, expected %d\n", c.what, st,
+                        c.status);
+                rc = 14;
+            }
+            if ((st != DCX_WC_SUCCESS) && (renew_dci(n) != 0)) {
+                return 15;
+            }
+        }
+        return rc;
+    });
+    start_target();
+    ASSERT_NO_FATAL_FAILURE(dereg_when_asked());
+    ASSERT_TRUE(wait_done(120.0));
+    EXPECT_TRUE(stop_children());
+    /* written: the granted and the posted successes, nothing else */
+    const struct {
+        uint64_t off, len;
+    } written[] = {{0, 8},   {64, 16}, {4096, 4096}, {128, 8},
+                   {256, 8}, {448, 8}, {512, 8}};
+    for (size_t i = 0; i < TMEM_SIZE; ++i) {
+        bool w = false;
+
+        for (auto &r : written) {
+            w |= (i >= PAGE + r.off) && (i < PAGE + r.off + r.len);
+        }
+        ASSERT_EQ(w ? 0x11 : 0x5a, tm[i]) << "byte " << i;
+    }
+    /* four posted and three copied within the call */
+    EXPECT_EQ(7u, info->stats.direct_writes);
 }
 
 /* A WRITE or READ the initiator copies while posting (the general path:

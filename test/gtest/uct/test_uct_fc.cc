@@ -325,7 +325,7 @@ TEST_P(uct_dcx_fc, destroy_completes_outstanding_ops)
         ASSERT_EQ(UCS_INPROGRESS, status);
     }
     /* (a region of its own: a get_bcopy to one the device checked already
-     * may be read within the call, DCX_CAP_READ_NOW, and not be in flight) */
+     * may be read within the call, DCX_CAP_POST_NOW, and not be in flight) */
     mem get_src = alloc_mem(4096);
     ASSERT_EQ(UCS_INPROGRESS,
               uct_ep_get_bcopy(ep, unpack_cb, &ctx, 64, (uintptr_t)get_src.ptr,

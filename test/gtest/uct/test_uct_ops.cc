@@ -298,7 +298,7 @@ TEST_P(uct_dcx_ops, get_short_not_offered)
     EXPECT_EQ(std::string((char *)src.ptr, 64), got.data);
 }
 
-/* get_bcopy where the device may read within the call (DCX_CAP_READ_NOW):
+/* get_bcopy where the device may read within the call (DCX_CAP_POST_NOW):
  * once a region was checked (the first get_bcopy to it is posted), the
  * ep's next ones unpack before returning UCS_OK, the completion untouched,
  * from heap memory and from the interface's own allocation (read through
@@ -307,7 +307,7 @@ TEST_P(uct_dcx_ops, get_short_not_offered)
  * complete as before. */
 TEST_P(uct_dcx_ops, get_bcopy_within_the_call)
 {
-    if (!dev_has(DCX_CAP_READ_NOW)) {
+    if (!dev_has(DCX_CAP_POST_NOW)) {
         GTEST_SKIP() << "the device does not read within the call";
     }
     const bool at_once = (GetParam() != "streams");
@@ -379,6 +379,86 @@ TEST_P(uct_dcx_ops, get_bcopy_within_the_call)
         ASSERT_TRUE(wait_for([&] { return comp.done > 0; }));
         EXPECT_EQ(UCS_OK, comp.status);
         EXPECT_EQ(std::string(64, 'z'), got.data);
+        dcx_soft_fault_clear(device());
+    }
+    EXPECT_TRUE(m_errors.empty());
+    uct_rkey_release(m_component, &am_rkb);
+    uct_iface_mem_free(&am);
+}
+
+/* put_bcopy where the device may write within the call (DCX_CAP_POST_NOW):
+ * once the target region was checked (the first put_bcopy to it), the
+ * bytes are in the target's memory when the ep's next put_bcopy returns,
+ * before any progress or flush, and no WR is left to complete; the
+ * interface's allocation (through its mapping) and heap memory alike.
+ * With a fault rule armed, and under streams, the put is posted as
+ * before and lands by the flush. */
+TEST_P(uct_dcx_ops, put_bcopy_within_the_call)
+{
+    if (!dev_has(DCX_CAP_POST_NOW)) {
+        GTEST_SKIP() << "the device does not write within the call";
+    }
+    const bool at_once = (GetParam() != "streams");
+    uct_allocated_memory_t am;
+    std::vector<char> packed(m_md_attr.rkey_packed_size);
+    uct_rkey_bundle_t am_rkb;
+    dcx_soft_stats_t before, after;
+
+    mem heap = alloc_mem(8192);
+    ASSERT_EQ(UCS_OK,
+              uct_iface_mem_alloc(m_b->iface, 8192, UCT_MD_MEM_ACCESS_ALL,
+                                  "put test", &am));
+    ASSERT_EQ(UCS_OK, uct_md_mkey_pack(m_md, am.memh, &packed[0]));
+    ASSERT_EQ(UCS_OK, uct_rkey_unpack(m_component, &packed[0], &am_rkb));
+    struct {
+        char *ptr;
+        uct_rkey_t rkey;
+    } targets[]      = {{(char *)heap.ptr, heap.rkey},
+                        {(char *)am.address, am_rkb.rkey}};
+    const size_t len = 4096;
+
+    for (size_t t = 0; t < 2; ++t) {
+        char *p         = targets[t].ptr;
+        uct_rkey_t rkey = targets[t].rkey;
+        std::string data(len, 'a');
+        pack_arg arg = {data.data(), len};
+
+        memset(p, 0, 8192);
+        ASSERT_EQ((ssize_t)len,
+                  uct_ep_put_bcopy(m_ab, pack_cb, &arg, (uintptr_t)p, rkey));
+        flush_ep(m_ab);
+        ASSERT_EQ(0, memcmp(p, data.data(), len));
+
+        ASSERT_EQ(0, dcx_soft_stats(device(), &before));
+        for (int i = 0; i < 4; ++i) {
+            data.assign(len, 'b' + i);
+            ASSERT_EQ((ssize_t)len,
+                      uct_ep_put_bcopy(m_ab, pack_cb, &arg, (uintptr_t)p + 1000,
+                                       rkey));
+            if (at_once) {
+                EXPECT_EQ(0, memcmp(p + 1000, data.data(), len))
+                    << "target " << t << " put " << i;
+                EXPECT_EQ(UCS_OK, uct_ep_flush(m_ab, 0, NULL));
+            } else {
+                flush_ep(m_ab);
+                EXPECT_EQ(0, memcmp(p + 1000, data.data(), len));
+            }
+        }
+        ASSERT_EQ(0, dcx_soft_stats(device(), &after));
+        EXPECT_EQ(4u, after.direct_writes - before.direct_writes);
+        EXPECT_EQ((t == 1) ? 4u : 0u,
+                  after.direct_mapped - before.direct_mapped);
+        EXPECT_EQ('a', p[999]); /* the first put's, untouched */
+        EXPECT_EQ(0, p[1000 + len]);
+
+        /* a fault rule armed (on an opcode not used here): posted */
+        ASSERT_EQ(0, inject_error_completion(DCX_WR_ATOMIC_CSWAP,
+                                             DCX_WC_REM_OP_ERR));
+        data.assign(len, 'z');
+        ASSERT_EQ((ssize_t)len,
+                  uct_ep_put_bcopy(m_ab, pack_cb, &arg, (uintptr_t)p, rkey));
+        flush_ep(m_ab);
+        EXPECT_EQ(0, memcmp(p, data.data(), len));
         dcx_soft_fault_clear(device());
     }
     EXPECT_TRUE(m_errors.empty());
