@@ -88,8 +88,36 @@ protected:
         for (size_t i = 0; i < m_rx.kept.size(); ++i) {
             uct_iface_release_desc((char *)m_rx.kept[i] - 16);
         }
+        for (size_t i = 0; i < m_allocs.size(); ++i) {
+            uct_rkey_release(m_component, &m_allocs[i].rkb);
+            uct_iface_mem_free(&m_allocs[i].am);
+        }
         uct_dcx_test::TearDown();
         EXPECT_EQ(0, log_counter::errors()) << log_counter::messages()[0];
+    }
+
+    /* The two kinds of memory a one-sided operation meets at b, len bytes
+     * each with its rkey: heap memory, registered, and an allocation of
+     * b's interface, which peers reach through a mapping (released at
+     * TearDown) */
+    struct target {
+        char *ptr;
+        uct_rkey_t rkey;
+    };
+    void two_targets(size_t len, target t[2])
+    {
+        std::vector<char> packed(m_md_attr.rkey_packed_size);
+        mem heap = alloc_mem(len);
+        alloc a;
+
+        ASSERT_EQ(UCS_OK,
+                  uct_iface_mem_alloc(m_b->iface, len, UCT_MD_MEM_ACCESS_ALL,
+                                      "test target", &a.am));
+        ASSERT_EQ(UCS_OK, uct_md_mkey_pack(m_md, a.am.memh, &packed[0]));
+        ASSERT_EQ(UCS_OK, uct_rkey_unpack(m_component, &packed[0], &a.rkb));
+        m_allocs.push_back(a);
+        t[0] = {(char *)heap.ptr, heap.rkey};
+        t[1] = {(char *)a.am.address, a.rkb.rkey};
     }
 
     /* retries while the transport is out of resources */
@@ -106,6 +134,11 @@ protected:
     entity *m_a, *m_b;
     uct_ep_h m_ab, m_ba;
     am_rx m_rx;
+    struct alloc {
+        uct_allocated_memory_t am;
+        uct_rkey_bundle_t rkb;
+    };
+    std::vector<alloc> m_allocs; /* two_targets' */
 };
 
 TEST_P(uct_dcx_ops, iface_attr)
@@ -311,22 +344,10 @@ TEST_P(uct_dcx_ops, get_bcopy_within_the_call)
         GTEST_SKIP() << "the device does not read within the call";
     }
     const bool at_once = (GetParam() != "streams");
-    uct_allocated_memory_t am;
-    std::vector<char> packed(m_md_attr.rkey_packed_size);
-    uct_rkey_bundle_t am_rkb;
     dcx_soft_stats_t before, after;
+    target targets[2];
 
-    mem heap = alloc_mem(4096);
-    ASSERT_EQ(UCS_OK,
-              uct_iface_mem_alloc(m_b->iface, 4096, UCT_MD_MEM_ACCESS_ALL,
-                                  "get test", &am));
-    ASSERT_EQ(UCS_OK, uct_md_mkey_pack(m_md, am.memh, &packed[0]));
-    ASSERT_EQ(UCS_OK, uct_rkey_unpack(m_component, &packed[0], &am_rkb));
-    struct {
-        char *ptr;
-        uct_rkey_t rkey;
-    } targets[] = {{(char *)heap.ptr, heap.rkey},
-                   {(char *)am.address, am_rkb.rkey}};
+    ASSERT_NO_FATAL_FAILURE(two_targets(4096, targets));
 
     for (size_t t = 0; t < 2; ++t) {
         char *p         = targets[t].ptr;
@@ -382,8 +403,6 @@ TEST_P(uct_dcx_ops, get_bcopy_within_the_call)
         dcx_soft_fault_clear(device());
     }
     EXPECT_TRUE(m_errors.empty());
-    uct_rkey_release(m_component, &am_rkb);
-    uct_iface_mem_free(&am);
 }
 
 /* put_bcopy where the device may write within the call (DCX_CAP_POST_NOW):
@@ -399,22 +418,10 @@ TEST_P(uct_dcx_ops, put_bcopy_within_the_call)
         GTEST_SKIP() << "the device does not write within the call";
     }
     const bool at_once = (GetParam() != "streams");
-    uct_allocated_memory_t am;
-    std::vector<char> packed(m_md_attr.rkey_packed_size);
-    uct_rkey_bundle_t am_rkb;
     dcx_soft_stats_t before, after;
+    target targets[2];
 
-    mem heap = alloc_mem(8192);
-    ASSERT_EQ(UCS_OK,
-              uct_iface_mem_alloc(m_b->iface, 8192, UCT_MD_MEM_ACCESS_ALL,
-                                  "put test", &am));
-    ASSERT_EQ(UCS_OK, uct_md_mkey_pack(m_md, am.memh, &packed[0]));
-    ASSERT_EQ(UCS_OK, uct_rkey_unpack(m_component, &packed[0], &am_rkb));
-    struct {
-        char *ptr;
-        uct_rkey_t rkey;
-    } targets[]      = {{(char *)heap.ptr, heap.rkey},
-                        {(char *)am.address, am_rkb.rkey}};
+    ASSERT_NO_FATAL_FAILURE(two_targets(8192, targets));
     const size_t len = 4096;
 
     for (size_t t = 0; t < 2; ++t) {
@@ -462,8 +469,6 @@ TEST_P(uct_dcx_ops, put_bcopy_within_the_call)
         dcx_soft_fault_clear(device());
     }
     EXPECT_TRUE(m_errors.empty());
-    uct_rkey_release(m_component, &am_rkb);
-    uct_iface_mem_free(&am);
 }
 
 TEST_P(uct_dcx_ops, put_short_bcopy_zcopy)
