@@ -785,8 +785,9 @@ soft_direct_grant_exec(soft_dev_t *dev, soft_swqe_t *w, int is_write,
 
 /* dev->write_inline: an unsignaled inline RDMA WRITE of one sge on a DCI
  * with nothing outstanding, copied from the caller's buffer under the
- * grant towards its peer, with no WQE (soft_dci_post_light): 0 if done, 1
- * if the grant does not cover it (nothing was copied). */
+ * grant towards its peer, with no WQE (soft_dci_post_light; also the copy
+ * of soft_direct_write_now): 0 if done, 1 if the grant does not cover it
+ * (nothing was copied). */
 static int soft_direct_write_inline(soft_qp_t *qp, const dcx_send_wr_t *wr)
 {
     soft_dev_t *dev   = qp->dev;
@@ -806,24 +807,20 @@ static int soft_direct_write_inline(soft_qp_t *qp, const dcx_send_wr_t *wr)
     return !soft_direct_grant_give(dev, peer, slot, ret, len, 1);
 }
 
-static int soft_direct_write_inline_none(soft_qp_t *qp, const dcx_send_wr_t *wr)
+static int soft_direct_write_none(soft_qp_t *qp, const dcx_send_wr_t *wr)
 {
     return 1;
 }
 
 /* dev->write_now: an RDMA WRITE of wr's one sge (at most an MTU) on a DCI
- * with nothing outstanding, copied under the grant towards its peer with
- * no WQE: the sge checked as a posted WRITE's (soft_sge_ok) and its region
- * marked in use during the copy (soft_mem_local_begin).  0 if done, 1 if
- * the checks or the grant do not allow it (nothing was copied). */
+ * with nothing outstanding: soft_direct_write_inline's copy, with the sge
+ * checked as a posted WRITE's (soft_sge_ok) and its region marked in use
+ * during the copy (soft_mem_local_begin).  0 if done, 1 if the checks or
+ * the grant do not allow it (nothing was copied). */
 static int soft_direct_write_now(soft_qp_t *qp, const dcx_send_wr_t *wr)
 {
-    soft_dev_t *dev   = qp->dev;
-    soft_peer_t *peer = ((soft_ah_t *)wr->dest.ah)->peer;
-    uint64_t len      = wr->sg_list[0].length;
-    soft_dslot_t *slot;
-    ssize_t ret;
-    int done;
+    soft_dev_t *dev = qp->dev;
+    int ret;
 
     /* (a local strided key would need its layout walked) */
     if ((wr->num_sge != 1) || (dev->num_mkeys != 0) ||
@@ -831,18 +828,9 @@ static int soft_direct_write_now(soft_qp_t *qp, const dcx_send_wr_t *wr)
         (soft_mem_local_begin(dev, wr->sg_list, 1) != 0)) {
         return 1;
     }
-    slot = soft_direct_grant_take(dev, peer, wr, len, DCX_ACCESS_REMOTE_WRITE,
-                                  1);
-    if (slot == NULL) {
-        soft_mem_local_end(dev);
-        return 1;
-    }
-    ret  = soft_direct_grant_copy1(peer,
-                                   (uint8_t *)(uintptr_t)wr->sg_list[0].addr,
-                                   wr->remote_addr, len, 1);
-    done = soft_direct_grant_give(dev, peer, slot, ret, len, 1);
+    ret = soft_direct_write_inline(qp, wr);
     soft_mem_local_end(dev);
-    return !done;
+    return ret;
 }
 
 /* dev->read_now: an RDMA READ of len bytes by wr on a DCI with nothing
@@ -1020,9 +1008,9 @@ void soft_direct_init(soft_dev_t *dev, soft_port_hdr_t *hdr, uint64_t offset)
 
     dev->one_sided       = soft_direct_none;
     dev->one_sided_ready = soft_direct_none;
-    dev->write_inline    = soft_direct_write_inline_none;
+    dev->write_inline    = soft_direct_write_none;
     dev->read_now        = soft_direct_read_now_none;
-    dev->write_now       = soft_direct_write_inline_none;
+    dev->write_now       = soft_direct_write_none;
     dev->direct          = NULL;
     if (!dev->limits.direct) {
         return;

@@ -163,12 +163,19 @@ uct_dcx_dci_post(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci, uct_dcx_ep_t *ep,
 ucs_status_t uct_dcx_ep_tx_slow(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep,
                                 int is_am);
 
+/* ep holds a DCI with a free slot and has quota left on it */
+static UCS_F_ALWAYS_INLINE int
+uct_dcx_ep_dci_ready(const uct_dcx_iface_t *iface, const uct_dcx_ep_t *ep)
+{
+    return (ep->dci != UCT_DCX_DCI_NONE) &&
+           (iface->pool.dcis[ep->dci].avail > 0) && (ep->quota > 0);
+}
+
 /* Makes sure ep has a DCI with a free slot (and, for AMs, credits). */
 static UCS_F_ALWAYS_INLINE ucs_status_t
 uct_dcx_ep_tx_begin(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep, int is_am)
 {
-    if (ucs_likely((ep->dci != UCT_DCX_DCI_NONE) &&
-                   (iface->pool.dcis[ep->dci].avail > 0) && (ep->quota > 0) &&
+    if (ucs_likely(uct_dcx_ep_dci_ready(iface, ep) &&
                    (!is_am || (ep->fc_wnd > iface->fc.thresh)))) {
         return UCS_OK;
     }

@@ -280,14 +280,26 @@ uct_dcx_ep_rma_bcopy(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep,
     return uct_dcx_ep_post(iface, ep, &wr, &desc->op, signal, 0);
 }
 
-ssize_t uct_dcx_ep_put_bcopy(uct_ep_h tl_ep, uct_pack_callback_t pack_cb,
-                             void *arg, uint64_t remote_addr, uct_rkey_t rkey)
+/* put_bcopy through a bounce buffer.  With 'now' (a constant: the _now op,
+ * chosen at interface creation where the device has DCX_CAP_POST_NOW), an
+ * ep that could send at once on the DCI it holds, before anything here
+ * gives it one, has the buffer copied to the target by the device within
+ * the call (dcx_qp_t.post_now) and given straight back to its pool; where
+ * the device declines, and otherwise, the buffer is posted. */
+static UCS_F_ALWAYS_INLINE ssize_t
+uct_dcx_ep_put_bcopy_common(uct_ep_h tl_ep, uct_pack_callback_t pack_cb,
+                            void *arg, uint64_t remote_addr, uct_rkey_t rkey,
+                            int now)
 {
     uct_dcx_ep_t *ep       = ucs_derived_of(tl_ep, uct_dcx_ep_t);
     uct_dcx_iface_t *iface = uct_dcx_ep_iface(ep);
+    int at_once            = now && uct_dcx_ep_can_now(iface, ep);
     uct_dcx_send_desc_t *desc;
     ucs_status_t status;
+    dcx_send_wr_t wr;
+    dcx_sge_t sge;
     size_t length;
+    dcx_qp_t *qp;
 
     status = uct_dcx_ep_desc_begin(iface, ep, 0, uct_dcx_op_release_desc, NULL,
                                    &desc);
@@ -296,51 +308,14 @@ ssize_t uct_dcx_ep_put_bcopy(uct_ep_h tl_ep, uct_pack_callback_t pack_cb,
     }
 
     length = pack_cb(uct_dcx_desc_data(desc), arg);
-    status = uct_dcx_ep_rma_bcopy(iface, ep, desc, DCX_WR_RDMA_WRITE, 0, length,
-                                  remote_addr, rkey);
-    if (ucs_unlikely(status != UCS_OK)) {
-        return status;
+    if (at_once) {
+        qp = uct_dcx_ep_dci(iface, ep)->qp;
+        uct_dcx_sge_set(&sge, uct_dcx_desc_data(desc), length, desc->lkey);
+        uct_dcx_wr_init_rma(&wr, ep, DCX_WR_RDMA_WRITE, 0, &sge, 1, remote_addr,
+                            rkey);
+        at_once = (qp->post_now(qp, &wr, length, NULL, NULL) == 0);
     }
-
-    UCT_TL_EP_STAT_OP(&ep->super, PUT, BCOPY, length);
-    return length;
-}
-
-
-/* put_bcopy where the device may execute a small WRITE within the call
- * (DCX_CAP_POST_NOW, dcx_qp_t.post_now; chosen at interface creation): an
- * ep that could send at once on the DCI it holds packs into a bounce
- * buffer that the device copies to the target before the call returns;
- * the buffer goes straight back to its pool.  Where the device declines,
- * the packed buffer is posted as by uct_dcx_ep_put_bcopy. */
-ssize_t uct_dcx_ep_put_bcopy_now(uct_ep_h tl_ep, uct_pack_callback_t pack_cb,
-                                 void *arg, uint64_t remote_addr,
-                                 uct_rkey_t rkey)
-{
-    uct_dcx_ep_t *ep       = ucs_derived_of(tl_ep, uct_dcx_ep_t);
-    uct_dcx_iface_t *iface = uct_dcx_ep_iface(ep);
-    uct_dcx_send_desc_t *desc;
-    ucs_status_t status;
-    dcx_send_wr_t wr;
-    dcx_sge_t sge;
-    size_t length;
-    dcx_qp_t *qp;
-
-    if (ucs_unlikely(!uct_dcx_ep_can_now(iface, ep))) {
-        return uct_dcx_ep_put_bcopy(tl_ep, pack_cb, arg, remote_addr, rkey);
-    }
-    desc = uct_dcx_iface_get_desc(iface);
-    if (ucs_unlikely(desc == NULL)) {
-        return UCS_ERR_NO_RESOURCE;
-    }
-    desc->op.cb   = uct_dcx_op_release_desc;
-    desc->op.comp = NULL;
-    length        = pack_cb(uct_dcx_desc_data(desc), arg);
-    qp            = uct_dcx_ep_dci(iface, ep)->qp;
-    uct_dcx_sge_set(&sge, uct_dcx_desc_data(desc), length, desc->lkey);
-    uct_dcx_wr_init_rma(&wr, ep, DCX_WR_RDMA_WRITE, 0, &sge, 1, remote_addr,
-                        rkey);
-    if (qp->post_now(qp, &wr, length, NULL, NULL) == 0) {
+    if (at_once) {
         ucs_mpool_put_inline(desc);
     } else {
         status = uct_dcx_ep_rma_bcopy(iface, ep, desc, DCX_WR_RDMA_WRITE, 0,
@@ -349,9 +324,26 @@ ssize_t uct_dcx_ep_put_bcopy_now(uct_ep_h tl_ep, uct_pack_callback_t pack_cb,
             return status;
         }
     }
+
     UCT_TL_EP_STAT_OP(&ep->super, PUT, BCOPY, length);
     return length;
 }
+
+ssize_t uct_dcx_ep_put_bcopy(uct_ep_h tl_ep, uct_pack_callback_t pack_cb,
+                             void *arg, uint64_t remote_addr, uct_rkey_t rkey)
+{
+    return uct_dcx_ep_put_bcopy_common(tl_ep, pack_cb, arg, remote_addr, rkey,
+                                       0);
+}
+
+ssize_t uct_dcx_ep_put_bcopy_now(uct_ep_h tl_ep, uct_pack_callback_t pack_cb,
+                                 void *arg, uint64_t remote_addr,
+                                 uct_rkey_t rkey)
+{
+    return uct_dcx_ep_put_bcopy_common(tl_ep, pack_cb, arg, remote_addr, rkey,
+                                       1);
+}
+
 
 /* The data read into the bounce buffer goes to the user's buffer */
 static void uct_dcx_copy_result_done(uct_dcx_iface_t *iface, uct_dcx_op_t *op,
@@ -428,8 +420,8 @@ ucs_status_t uct_dcx_ep_get_bcopy(uct_ep_h tl_ep, uct_unpack_callback_t cb,
 }
 
 /* get_bcopy where the device may execute a small READ within the call
- * (DCX_CAP_POST_NOW, dcx_qp_t.post_now; chosen at interface creation): an ep that could send
- * at once on the DCI it holds (uct_dcx_ep_tx_begin's fast test) hands the
+ * (DCX_CAP_POST_NOW, dcx_qp_t.post_now; chosen at interface creation): an
+ * ep that could send at once on the DCI it holds hands the
  * bytes to the caller's unpack and returns UCS_OK, comp untouched.  The
  * device declines where the READ would not be ordered after the DCI's
  * earlier work or its target was not checked yet; then, and for every

@@ -46,8 +46,7 @@ uct_dcx_wr_init_rma(dcx_send_wr_t *wr, uct_dcx_ep_t *ep, uint8_t opcode,
 static UCS_F_ALWAYS_INLINE int uct_dcx_ep_can_now(uct_dcx_iface_t *iface,
                                                   const uct_dcx_ep_t *ep)
 {
-    return (ep->dci != UCT_DCX_DCI_NONE) &&
-           (iface->pool.dcis[ep->dci].avail > 0) && (ep->quota > 0) &&
+    return uct_dcx_ep_dci_ready(iface, ep) &&
            !(ep->flags &
              (UCT_DCX_EP_FLAG_FAILED | UCT_DCX_EP_FLAG_INVALIDATED));
 }
