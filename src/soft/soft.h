@@ -558,6 +558,7 @@ struct soft_dev {
     uint8_t *read_buf; /* read_now's bytes from an unmapped target (MTU) */
     struct soft_direct_area *direct; /* our published tables, or NULL */
     uint64_t direct_start;           /* our start time (liveness) */
+    int plain_intent;                /* soft_dslot_plain_intent() */
     /* device allocations (soft_alloc.c), under mr_lock */
     struct soft_alloc *allocs;
     uint64_t alloc_serial; /* last serial handed out */

@@ -318,31 +318,6 @@ static int soft_direct_local_plain(soft_dev_t *dev, soft_swqe_t *w)
     return 1;
 }
 
-/* A free marker slot of area claimed for us, looking from slot 'first'
- * on (mod SOFT_DIRECT_SLOTS), or NULL if every one is taken. */
-static soft_dslot_t *soft_direct_claim(soft_dev_t *dev,
-                                       soft_direct_area_t *area, unsigned first)
-{
-    soft_dslot_t *s;
-    uint64_t zero;
-    unsigned i;
-
-    for (i = 0; i < SOFT_DIRECT_SLOTS; ++i) {
-        s    = &area->slots[(first + i) % SOFT_DIRECT_SLOTS];
-        zero = 0;
-        if (__atomic_load_n(&s->owner, __ATOMIC_RELAXED) != 0) {
-            continue;
-        }
-        if (__atomic_compare_exchange_n(&s->owner, &zero, dev->token, 0,
-                                        __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
-            __atomic_store_n(&s->pid, dev->pid, __ATOMIC_RELAXED);
-            __atomic_store_n(&s->start, dev->direct_start, __ATOMIC_RELAXED);
-            return s;
-        }
-    }
-    return NULL;
-}
-
 __attribute__((noinline)) static void
 soft_direct_refused(soft_dev_t *dev, soft_peer_t *peer, int err)
 {
@@ -685,15 +660,20 @@ soft_direct_grant_take(soft_dev_t *dev, soft_peer_t *peer,
     } else if ((life == SOFT_LIFE_DEAD) || peer->direct_off) {
         return NULL;
     }
-    if ((slot = soft_direct_claim(dev, area, g->slot)) == NULL) {
+    if (((slot = g->held) == NULL) &&
+        ((slot = soft_dslot_hold(dev, peer, area)) == NULL)) {
         return NULL;
     }
-    g->slot = (uint32_t)(slot - area->slots); /* first tried next time */
-    __atomic_store_n(&slot->key, g->rkey, __ATOMIC_SEQ_CST); /* intent */
+    /* intent (soft_dslot.c: a plain store where the owner fences for it) */
+    if (dev->plain_intent && __atomic_load_n(&area->asym, __ATOMIC_RELAXED)) {
+        __atomic_store_n(&slot->key, g->rkey, __ATOMIC_RELAXED);
+        __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    } else {
+        __atomic_store_n(&slot->key, g->rkey, __ATOMIC_SEQ_CST);
+    }
     if (__atomic_load_n(&area->mrs[g->rkey >> 8].seq, __ATOMIC_SEQ_CST) !=
         g->mr_seq) {
-        __atomic_store_n(&slot->key, 0, __ATOMIC_RELAXED);
-        __atomic_store_n(&slot->owner, 0, __ATOMIC_RELEASE);
+        __atomic_store_n(&slot->key, 0, __ATOMIC_RELEASE);
         g->area = NULL;
         return NULL;
     }
@@ -710,7 +690,10 @@ static inline int soft_direct_grant_give(soft_dev_t *dev, soft_peer_t *peer,
 {
     __atomic_store_n(&slot->gen, slot->gen + 1, __ATOMIC_RELAXED);
     __atomic_store_n(&slot->key, 0, __ATOMIC_RELEASE);
-    __atomic_store_n(&slot->owner, 0, __ATOMIC_RELEASE);
+    if (__atomic_load_n(&peer->grant.area->short_gen, __ATOMIC_RELAXED) !=
+        peer->grant.short_seen) {
+        soft_dslot_unhold(peer); /* another writer found none free */
+    }
     if (ret != (ssize_t)len) {
         peer->grant.area = NULL;
         return 0;
@@ -927,7 +910,7 @@ static int soft_direct_exec(soft_qp_t *qp, soft_swqe_t *w)
         goto fallback;
     }
     in_engine = soft_direct_mark(dev, w); /* marked while a slot is ours */
-    if ((slot = soft_direct_claim(dev, area, (unsigned)dev->token)) == NULL) {
+    if ((slot = soft_dslot_claim(dev, area, (unsigned)dev->token)) == NULL) {
         soft_direct_unmark(dev, in_engine);
         goto fallback;
     }
@@ -960,14 +943,14 @@ static int soft_direct_exec(soft_qp_t *qp, soft_swqe_t *w)
     }
     soft_direct_grant_make(dev, area, map, w, access);
 done:
-    __atomic_store_n(&slot->owner, 0, __ATOMIC_RELEASE);
+    soft_dslot_put(slot);
     soft_direct_unmark(dev, in_engine);
     soft_direct_count(dev, is_write, map != NULL, w->total_len);
     return 1;
 
 release:
     __atomic_store_n(&slot->key, 0, __ATOMIC_RELAXED);
-    __atomic_store_n(&slot->owner, 0, __ATOMIC_RELEASE);
+    soft_dslot_put(slot);
     soft_direct_unmark(dev, in_engine);
     dev->stats.direct_fallbacks++;
 fallback:
@@ -1017,6 +1000,8 @@ void soft_direct_init(soft_dev_t *dev, soft_port_hdr_t *hdr, uint64_t offset)
     }
     area          = (soft_direct_area_t *)((char *)hdr + offset);
     area->version = SOFT_DIRECT_VERSION;
+    soft_dslot_area_init(dev, area);
+    dev->plain_intent = soft_dslot_plain_intent();
     soft_direct_life_init(dev, &area->life);
     dev->direct       = area;
     dev->direct_start = soft_proc_start_time(dev->pid);

@@ -11,7 +11,7 @@
 
 #include <linux/futex.h>
 
-#define SOFT_DIRECT_VERSION 4u
+#define SOFT_DIRECT_VERSION 5u
 #define SOFT_DIRECT_MRS     4096u /* keys with index below are published */
 #define SOFT_DIRECT_DCTS    256u  /* DCTs with qpn - base below */
 #define SOFT_DIRECT_SLOTS   64u   /* writers' in-flight markers */
@@ -107,7 +107,9 @@ typedef struct soft_direct_area {
     /* allocations freed so far: a peer holding mappings of ours looks
      * for stale ones when it changes */
     uint64_t frees;
-    uint8_t pad[48];
+    uint32_t asym;      /* the owner fences for plain intents (soft_dslot.c) */
+    uint32_t short_gen; /* bumped by a writer that found no free marker */
+    uint8_t pad[40];
     soft_dlife_t life;
     soft_ddct_t dcts[SOFT_DIRECT_DCTS];
     soft_dmr_t mrs[SOFT_DIRECT_MRS];
@@ -144,6 +146,22 @@ enum {
     SOFT_LIFE_ALIVE,       /* held by the owner's helper thread */
     SOFT_LIFE_DEAD         /* its holder died without giving it back */
 };
+/* soft_dslot.c: the in-flight markers.  claim: a free one of area (from
+ * slot 'first' on), or a dead holder's, or NULL (then the holders give
+ * theirs back); put: gives it back.  hold: claims one for peer's grant to
+ * keep; unhold: gives that back.  plain_intent: whether this process may
+ * set intents with a plain store (where the owner fences for it);
+ * area_init: says in a fresh area whether we can; owner_fence: the
+ * owner's fence between unpublishing and reading the markers. */
+soft_dslot_t *soft_dslot_claim(soft_dev_t *dev, soft_direct_area_t *area,
+                               unsigned first);
+void soft_dslot_put(soft_dslot_t *s);
+soft_dslot_t *soft_dslot_hold(soft_dev_t *dev, soft_peer_t *peer,
+                              soft_direct_area_t *area);
+void soft_dslot_unhold(soft_peer_t *peer);
+int soft_dslot_plain_intent(void);
+void soft_dslot_area_init(soft_dev_t *dev, soft_direct_area_t *area);
+void soft_dslot_owner_fence(soft_dev_t *dev, soft_direct_area_t *area);
 /* Held in-flight markers in our tables (tests). */
 unsigned soft_direct_inflight(soft_dev_t *dev);
 

@@ -147,7 +147,7 @@ void soft_direct_quiesce(soft_dev_t *dev, uint32_t key)
     if (area == NULL) {
         return;
     }
-    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    soft_dslot_owner_fence(dev, area);
     for (i = 0; i < SOFT_DIRECT_SLOTS; ++i) {
         uint32_t k = __atomic_load_n(&area->slots[i].key, __ATOMIC_SEQ_CST);
 

@@ -701,6 +701,7 @@ void soft_peers_free(soft_dev_t *dev)
 
     while ((peer = dev->peers) != NULL) {
         dev->peers = peer->next;
+        soft_dslot_unhold(peer); /* its area is still mapped */
         if (!peer->own && (peer->hdr != NULL)) {
             munmap(peer->hdr, peer->map_size);
         }

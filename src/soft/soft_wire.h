@@ -221,6 +221,8 @@ typedef struct soft_dgrant {
     uint32_t access;          /* what the DCT and the MR both allow */
     uint32_t dct_seq, mr_seq; /* their entries' seq then (even) */
     uint32_t slot;            /* the marker slot we took last */
+    uint32_t short_seen;      /* area->short_gen when 'held' was claimed */
+    struct soft_dslot *held;  /* marker kept between copies (soft_dslot.c) */
 } soft_dgrant_t;
 
 /* A remote (or our own) port, mapped lazily. */

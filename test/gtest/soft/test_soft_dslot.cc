@@ -1,0 +1,289 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The writers' in-flight markers (soft_dslot.c): a grant keeps its marker
+ * between copies and gives it back when another writer finds none free or
+ * its device closes; a dead holder's marker is taken over; intents are
+ * plain stores where the target fences for them, and a deregistration
+ * racing copies made within the call still leaves nothing written after
+ * it returns.  Devices of this process: a (and c) write into b.
+ */
+#include "soft_xfer.h"
+
+extern "C" {
+#include "soft/soft.h"
+#include "soft/soft_direct.h"
+}
+
+#include <algorithm>
+#include <linux/membarrier.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <thread>
+#include <unistd.h>
+
+using namespace soft_test;
+
+namespace {
+
+const uint64_t KEY        = 0xd510;
+const size_t TLEN         = 1u << 20;
+const uint64_t FAKE_TOKEN = 0xfa4e0000f00dull;
+const uint32_t ALL_REMOTE = DCX_ACCESS_LOCAL_WRITE | DCX_ACCESS_REMOTE_WRITE |
+                            DCX_ACCESS_REMOTE_READ;
+
+/* b: a target with TLEN bytes registered for remote access; writers
+ * connect to it with writer(). */
+struct target {
+    node b;
+    std::vector<uint8_t> mem = std::vector<uint8_t>(TLEN, 0);
+    dcx_mr_t *mr             = nullptr;
+    uint8_t addr[DCX_DEV_ADDR_MAX];
+    size_t alen = sizeof(addr);
+
+    int open(const std::string &fabric, const dcx_soft_limits_t *l)
+    {
+        int ret;
+
+        if (((ret = b.open(fabric.c_str(), l)) != 0) ||
+            ((ret = b.make_target(KEY, DCX_ACCESS_REMOTE_WRITE |
+                                           DCX_ACCESS_REMOTE_READ)) != 0) ||
+            ((ret = b.reg(mem.data(), TLEN, ALL_REMOTE, &mr)) != 0)) {
+            return ret;
+        }
+        return dcx_dev_port_addr(b.dev, addr, &alen);
+    }
+
+    int writer(node &n, const std::string &fabric, const dcx_soft_limits_t *l)
+    {
+        int ret;
+
+        if (((ret = n.open(fabric.c_str(), l)) != 0) ||
+            ((ret = n.make_dci()) != 0)) {
+            return ret;
+        }
+        return n.connect(addr, alen);
+    }
+
+    soft_direct_area_t *area() { return soft_dev(b.dev)->direct; }
+
+    /* markers owned by token; of those, how many have an intent set */
+    unsigned owned(uint64_t token, unsigned *busy = nullptr)
+    {
+        unsigned n = 0, k = 0;
+
+        for (unsigned i = 0; i < SOFT_DIRECT_SLOTS; ++i) {
+            soft_dslot_t *s = &area()->slots[i];
+            if (__atomic_load_n(&s->owner, __ATOMIC_ACQUIRE) == token) {
+                ++n;
+                k += (__atomic_load_n(&s->key, __ATOMIC_ACQUIRE) != 0);
+            }
+        }
+        if (busy != nullptr) {
+            *busy = k;
+        }
+        return n;
+    }
+
+    /* every free marker taken by a fake writer of process pid */
+    void fill(uint32_t pid, uint64_t start)
+    {
+        for (unsigned i = 0; i < SOFT_DIRECT_SLOTS; ++i) {
+            soft_dslot_t *s = &area()->slots[i];
+            uint64_t zero   = 0;
+            if (__atomic_compare_exchange_n(&s->owner, &zero, FAKE_TOKEN, 0,
+                                            __ATOMIC_ACQ_REL,
+                                            __ATOMIC_RELAXED)) {
+                s->pid   = pid;
+                s->start = start;
+            }
+        }
+    }
+
+    /* a signalled WRITE of len bytes of src at off, through n; its status */
+    int write(node &n, local_buf &src, uint64_t off, uint32_t len)
+    {
+        dcx_sge_t s = src.sge(0, len);
+        return run_one(n, rdma_wr(n, b.dct->qp_num, KEY, DCX_WR_RDMA_WRITE, &s,
+                                  (uintptr_t)mem.data() + off, mr->rkey));
+    }
+};
+
+bool global_fences()
+{
+    long q = syscall(__NR_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
+
+    return (q > 0) && (q & MEMBARRIER_CMD_GLOBAL_EXPEDITED);
+}
+
+/* a pid no process has: a child's, reaped */
+uint32_t dead_pid()
+{
+    pid_t pid = fork();
+
+    if (pid == 0) {
+        _exit(0);
+    }
+    waitpid(pid, nullptr, 0);
+    return (uint32_t)pid;
+}
+
+} // namespace
+
+class soft_markers : public soft {
+protected:
+    void SetUp() override
+    {
+        soft::SetUp();
+        l = xfer_limits(true);
+        ASSERT_EQ(0, t.open(fabric, &l));
+        ASSERT_NE(nullptr, t.area());
+        ASSERT_EQ(0, t.writer(a, fabric, &l));
+        ASSERT_EQ(0, src.reg(a, 4096));
+        memset(src.v.data(), 0x3c, src.v.size());
+    }
+
+    /* a's copies: the first makes the grant, the second holds a marker */
+    void a_holds()
+    {
+        ASSERT_EQ(DCX_WC_SUCCESS, t.write(a, src, 0, 64));
+        ASSERT_EQ(DCX_WC_SUCCESS, t.write(a, src, 64, 64));
+        ASSERT_EQ(1u, t.owned(soft_dev(a.dev)->token));
+    }
+
+    dcx_soft_limits_t l;
+    target t;
+    node a;
+    local_buf src;
+};
+
+/* After a copy under the grant, its writer keeps the marker with no intent
+ * set: the target's deregistration does not wait for it (no warning, at
+ * once), and the writer's device gives it back when it closes.  The
+ * target's area says whether it fences for plain intents. */
+TEST_F(soft_markers, grant_holds_marker_between_copies)
+{
+    uint64_t token = soft_dev(a.dev)->token;
+    unsigned busy  = 1;
+
+    EXPECT_EQ(global_fences() ? 1u : 0u, t.area()->asym);
+    ASSERT_NO_FATAL_FAILURE(a_holds());
+    EXPECT_EQ(1u, t.owned(token, &busy));
+    EXPECT_EQ(0u, busy) << "an intent left set between copies";
+    EXPECT_EQ(0u, dcx_soft_direct_inflight(t.b.dev));
+    for (int i = 0; i < 8; ++i) {
+        ASSERT_EQ(DCX_WC_SUCCESS, t.write(a, src, 128 + 64 * i, 64));
+    }
+    EXPECT_EQ(1u, t.owned(token)) << "one marker per grant";
+    for (size_t i = 0; i < 128 + 64 * 8; ++i) {
+        ASSERT_EQ(0x3c, t.mem[i]) << "byte " << i;
+    }
+
+    log_counter lc;
+    double start = now_s();
+    ASSERT_EQ(0, dcx_mr_dereg(t.mr));
+    t.b.mrs.erase(std::find(t.b.mrs.begin(), t.b.mrs.end(), t.mr));
+    EXPECT_LT(now_s() - start, 1.0) << "the deregistration waited";
+    EXPECT_EQ(0, lc.lines());
+    EXPECT_EQ(1u, t.owned(token));
+    a.close();
+    EXPECT_EQ(0u, t.owned(token)) << "a closed device still holds a marker";
+}
+
+/* With every other marker held by a live writer, a new writer finds none
+ * free: its copies go by packets, and the holder gives its marker back
+ * after its next copy, which the new writer then takes. */
+TEST_F(soft_markers, holders_give_back_when_short)
+{
+    node c;
+
+    ASSERT_NO_FATAL_FAILURE(a_holds());
+    t.fill((uint32_t)getpid(), soft_dev(t.b.dev)->direct_start);
+    ASSERT_EQ(SOFT_DIRECT_SLOTS - 1, t.owned(FAKE_TOKEN));
+    ASSERT_EQ(0, t.writer(c, fabric, &l));
+    local_buf csrc;
+    ASSERT_EQ(0, csrc.reg(c, 4096));
+    memset(csrc.v.data(), 0x4d, csrc.v.size());
+
+    uint32_t short_gen = t.area()->short_gen;
+    ASSERT_EQ(DCX_WC_SUCCESS, t.write(c, csrc, 4096, 64));
+    EXPECT_EQ(0u, dev_stats(c).direct_writes) << "copied with no marker";
+    EXPECT_GT(dev_stats(c).tx_packets, 0u);
+    EXPECT_NE(short_gen, t.area()->short_gen) << "the shortage not said";
+
+    ASSERT_EQ(DCX_WC_SUCCESS, t.write(a, src, 8192, 64));
+    EXPECT_EQ(0u, t.owned(soft_dev(a.dev)->token)) << "the holder kept it";
+    ASSERT_EQ(DCX_WC_SUCCESS, t.write(c, csrc, 4096 + 64, 64));
+    EXPECT_EQ(1u, dev_stats(c).direct_writes);
+    for (size_t i = 4096; i < 4096 + 128; ++i) {
+        ASSERT_EQ(0x4d, t.mem[i]) << "byte " << i;
+    }
+    EXPECT_EQ(0x3c, t.mem[8192]);
+}
+
+/* A holder that died between copies (its intent not set, so the target's
+ * deregistration never looks at it) leaves its marker owned: a writer that
+ * finds no free one takes that one over and copies directly. */
+TEST_F(soft_markers, dead_holder_marker_taken_over)
+{
+    node c;
+
+    t.fill(dead_pid(), 1);
+    ASSERT_EQ(SOFT_DIRECT_SLOTS, t.owned(FAKE_TOKEN));
+    ASSERT_EQ(0, t.writer(c, fabric, &l));
+    local_buf csrc;
+    ASSERT_EQ(0, csrc.reg(c, 4096));
+    memset(csrc.v.data(), 0x4d, csrc.v.size());
+    ASSERT_EQ(DCX_WC_SUCCESS, t.write(c, csrc, 0, 64));
+    ASSERT_EQ(DCX_WC_SUCCESS, t.write(c, csrc, 64, 64));
+    EXPECT_EQ(2u, dev_stats(c).direct_writes);
+    EXPECT_EQ(SOFT_DIRECT_SLOTS - 1, t.owned(FAKE_TOKEN));
+    EXPECT_EQ(1u, t.owned(soft_dev(c.dev)->token));
+    EXPECT_EQ(0x4d, t.mem[127]);
+}
+
+/* A thread writing within the call (post_now: the lock's bias, the held
+ * marker, plain intents) races the target's deregistration: once
+ * mr_dereg returned nothing more is written, and the writer's next WRITE
+ * is declined and then fails as a posted one. */
+TEST_F(soft_markers, dereg_races_writes_within_the_call)
+{
+    for (int round = 0; round < 5; ++round) {
+        volatile uint32_t done = 0, progress = 0, now_done = 0, stop = 0;
+        int status = -1;
+
+        std::fill(t.mem.begin(), t.mem.end(), 0);
+        std::thread w([&]() {
+            for (uint64_t i = 0; !__atomic_load_n(&stop, __ATOMIC_ACQUIRE);
+                 ++i) {
+                dcx_sge_t s      = src.sge(0, 256);
+                dcx_send_wr_t wr = rdma_wr(a, t.b.dct->qp_num, KEY,
+                                           DCX_WR_RDMA_WRITE, &s,
+                                           (uintptr_t)t.mem.data() +
+                                               (i * 256) % (TLEN - 256),
+                                           t.mr->rkey);
+                if (a.dci->post_now(a.dci, &wr, 256, NULL, NULL) == 0) {
+                    now_done = now_done + 1;
+                } else if ((status = run_one(a, wr)) != DCX_WC_SUCCESS) {
+                    break;
+                }
+                __atomic_add_fetch(&progress, 1, __ATOMIC_RELEASE);
+            }
+            __atomic_store_n(&done, 1, __ATOMIC_RELEASE);
+        });
+        ASSERT_TRUE(wait_at_least(&progress, 2000, 60.0));
+        ASSERT_EQ(0, dcx_mr_dereg(t.mr));
+        t.b.mrs.erase(std::find(t.b.mrs.begin(), t.b.mrs.end(), t.mr));
+        std::fill(t.mem.begin(), t.mem.end(), 0);
+        wait_flag(&done, 1, 10.0); /* a writer never refused stops here */
+        __atomic_store_n(&stop, 1, __ATOMIC_RELEASE);
+        w.join();
+        for (size_t i = 0; i < TLEN; ++i) {
+            ASSERT_EQ(0, t.mem[i]) << "round " << round << ": byte " << i
+                                   << " written after mr_dereg returned";
+        }
+        EXPECT_EQ(DCX_WC_REM_ACCESS_ERR, status);
+        EXPECT_GT(now_done, 1000u) << "few copies within the call";
+        ASSERT_EQ(0, renew_dci(a));
+        ASSERT_EQ(0, t.b.reg(t.mem.data(), TLEN, ALL_REMOTE, &t.mr));
+    }
+}
