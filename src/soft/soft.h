@@ -10,7 +10,8 @@
  *
  * One mutex per device ("engine lock") serialises the engine: application
  * calls (post, poll, progress, control path) take it, the helper thread only
- * try-locks it.
+ * try-locks it; copies done within the call take it biased, without a
+ * locked instruction (soft_lock.h).
  *
  * Protocol, in short:
  *  - A WQE is split into packets of at most the MTU (the smaller of both

@@ -535,30 +535,3 @@ void soft_dev_progress(dcx_dev_t *dev_)
     }
     soft_unlock(&dev->lock);
 }
-
-/* The engine lock's contended side (soft.h): spin briefly, as the holder is
- * usually an engine pass that ends within microseconds, then sleep on the
- * word, marked 2 so that the holder's release wakes us. */
-void soft_lock_wait(soft_lock_t *l)
-{
-    unsigned spins;
-
-    __atomic_fetch_add(&l->waits, 1, __ATOMIC_RELAXED);
-    for (spins = 0; spins < 100; ++spins) {
-#if defined(__x86_64__)
-        __builtin_ia32_pause();
-#endif
-        if ((__atomic_load_n(&l->v, __ATOMIC_RELAXED) == 0) &&
-            soft_trylock(l)) {
-            return;
-        }
-    }
-    while (__atomic_exchange_n(&l->v, 2, __ATOMIC_ACQUIRE) != 0) {
-        syscall(SYS_futex, &l->v, FUTEX_WAIT_PRIVATE, 2, NULL, NULL, 0);
-    }
-}
-
-void soft_lock_wake(soft_lock_t *l)
-{
-    syscall(SYS_futex, &l->v, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
-}

@@ -66,7 +66,7 @@ static int soft_helper_has_work(soft_dev_t *dev)
 {
     int busy = 1;
 
-    if (soft_trylock(&dev->lock)) {
+    if (soft_trylock_helper(&dev->lock)) {
         busy = soft_engine_busy(dev);
         soft_unlock(&dev->lock);
     }
@@ -131,7 +131,7 @@ static void *soft_helper_main(void *arg)
         burst  = 0;
         passed = 0;
         if (age > idle_ns) {
-            if (!soft_trylock(&dev->lock)) {
+            if (!soft_trylock_helper(&dev->lock)) {
                 __atomic_fetch_add(&dev->lock.waits, 1, __ATOMIC_RELAXED);
             } else {
                 __atomic_fetch_add(&dev->helper_passes, 1, __ATOMIC_RELAXED);

@@ -1,12 +1,14 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Soft device: the engine lock, and the two memory-order helpers the
- * engine's lock-free peers lean on (a prefetch for write, the fence after
- * a locked instruction).  Included by soft.h.
+ * Soft device: the engine lock (its slow side in soft_lock.c), and the
+ * two memory-order helpers the engine's lock-free peers lean on (a
+ * prefetch for write, the fence after a locked instruction).  Included by
+ * soft.h.
  */
 #ifndef SOFT_LOCK_H_
 #define SOFT_LOCK_H_
 
+#include <pthread.h>
 #include <stdint.h>
 
 /* The engine lock: a futex mutex (0 free, 1 held, 2 held and someone may
@@ -17,27 +19,85 @@
  * in the VM's slow placement (0.85 against 0.82 us with the v3 rings,
  * paired), so it stays.  Taking and releasing it uncontended is one
  * atomic each, against a few dozen instructions for a pthread mutex; the
- * engine takes it on every post and on every poll that finds work. */
+ * engine takes it on every post and on every poll that finds work.
+ *
+ * Biased for one thread (soft_lock.c).  The lock's two locked
+ * instructions are most of a small copy's cost when the copy's last store
+ * went to a line the target polls: each waits for that store's line.  The
+ * operations that complete within the call (a READ or WRITE under the
+ * grant) may therefore take the lock in its biased form instead
+ * (soft_lock_fast): the thread the lock is biased to marks itself busy
+ * with a plain store and goes on if the lock is free, with no locked
+ * instruction at all.  Every other taker, once it holds the lock, makes
+ * the biased thread's pending store visible with an asymmetric fence
+ * (membarrier(2), MEMBARRIER_CMD_PRIVATE_EXPEDITED) and waits until it is
+ * not busy: either the biased thread read the lock after that fence and
+ * saw it held (and took the plain way), or its mark is seen.  The helper
+ * thread pays the fence at each pass it makes while a bias exists; any
+ * other thread ends the bias for good after SOFT_BIAS_FOREIGN takings
+ * (a device shared by workers of several threads).  A lock is biased to
+ * the first thread that takes it in a biasing operation, and only where
+ * the process could register for the fence. */
+#define SOFT_BIAS_FOREIGN 64u
+#define SOFT_BIAS_OFF     UINTPTR_MAX
+
 typedef struct soft_lock {
     uint32_t v;
-    uint32_t waits; /* atomic: takers that found it held */
+    uint32_t waits;   /* atomic: takers that found it held */
+    uintptr_t bias;   /* pthread_self() of the biased thread; 0: none yet */
+    uint32_t busy;    /* the biased thread holds it without v */
+    uint32_t foreign; /* takings by other application threads */
 } soft_lock_t;
 
-void soft_lock_wait(soft_lock_t *l); /* soft_engine.c */
+void soft_lock_wait(soft_lock_t *l); /* soft_lock.c */
 void soft_lock_wake(soft_lock_t *l);
+/* A taker that holds the lock while a bias exists: waits out the biased
+ * thread (helper: the helper thread, which never ends the bias). */
+void soft_lock_biased_out(soft_lock_t *l, int helper);
+/* Biases the lock to the calling thread if it has no bias yet (held). */
+void soft_lock_bias_here(soft_lock_t *l);
 
 static inline void soft_lock_init(soft_lock_t *l)
 {
-    l->v     = 0;
-    l->waits = 0;
+    l->v       = 0;
+    l->waits   = 0;
+    l->bias    = 0;
+    l->busy    = 0;
+    l->foreign = 0;
 }
 
-static inline int soft_trylock(soft_lock_t *l)
+static inline int soft_trylock_plain(soft_lock_t *l)
 {
     uint32_t c = 0;
 
     return __atomic_compare_exchange_n(&l->v, &c, 1, 0, __ATOMIC_ACQUIRE,
                                        __ATOMIC_RELAXED);
+}
+
+static inline void soft_lock_check_bias(soft_lock_t *l, int helper)
+{
+    if (__builtin_expect(__atomic_load_n(&l->bias, __ATOMIC_RELAXED) != 0, 0)) {
+        soft_lock_biased_out(l, helper);
+    }
+}
+
+static inline int soft_trylock(soft_lock_t *l)
+{
+    if (!soft_trylock_plain(l)) {
+        return 0;
+    }
+    soft_lock_check_bias(l, 0);
+    return 1;
+}
+
+/* The helper thread's take (it never waits for the lock). */
+static inline int soft_trylock_helper(soft_lock_t *l)
+{
+    if (!soft_trylock_plain(l)) {
+        return 0;
+    }
+    soft_lock_check_bias(l, 1);
+    return 1;
 }
 
 static inline void soft_lock(soft_lock_t *l)
@@ -51,6 +111,40 @@ static inline void soft_unlock(soft_lock_t *l)
 {
     if (__atomic_exchange_n(&l->v, 0, __ATOMIC_RELEASE) == 2) {
         soft_lock_wake(l);
+    }
+}
+
+/* The biased take: 1 if the calling thread now holds the lock without a
+ * locked instruction (release with soft_unlock_fast), 0 if it must take
+ * it as any thread (not biased to it, or held). */
+static inline int soft_lock_fast(soft_lock_t *l)
+{
+    if (__atomic_load_n(&l->bias, __ATOMIC_RELAXED) !=
+        (uintptr_t)pthread_self()) {
+        return 0;
+    }
+    __atomic_store_n(&l->busy, 1, __ATOMIC_RELAXED);
+    /* the store is ordered before the load by the other taker's fence */
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    if (__builtin_expect(__atomic_load_n(&l->v, __ATOMIC_RELAXED) == 0, 1)) {
+        __atomic_signal_fence(__ATOMIC_SEQ_CST);
+        return 1;
+    }
+    __atomic_store_n(&l->busy, 0, __ATOMIC_RELEASE);
+    return 0;
+}
+
+static inline void soft_unlock_fast(soft_lock_t *l)
+{
+    __atomic_store_n(&l->busy, 0, __ATOMIC_RELEASE);
+}
+
+/* In a biasing operation's plain take (held): biases a lock that has no
+ * bias yet to the calling thread. */
+static inline void soft_lock_bias(soft_lock_t *l)
+{
+    if (__builtin_expect(__atomic_load_n(&l->bias, __ATOMIC_RELAXED) == 0, 0)) {
+        soft_lock_bias_here(l);
     }
 }
 

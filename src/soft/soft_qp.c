@@ -231,16 +231,24 @@ static int soft_dci_post_now(dcx_qp_t *qp_, const dcx_send_wr_t *wr,
 {
     soft_qp_t *qp   = (soft_qp_t *)qp_;
     soft_dev_t *dev = qp->dev;
+    int fast        = soft_lock_fast(&dev->lock);
     int done;
 
-    soft_lock(&dev->lock);
+    if (!fast) {
+        soft_lock(&dev->lock);
+    }
     done = (qp->super.post_send == soft_dci_post_send) &&
            (qp->sq_comp == qp->sq_head) && (qp->rnr_until_ns == 0) &&
            (((wr->opcode == DCX_WR_RDMA_READ) &&
              (dev->read_now(qp, wr, length, cb, arg) == 0)) ||
             ((wr->opcode == DCX_WR_RDMA_WRITE) &&
              (dev->write_now(qp, wr) == 0)));
-    soft_unlock(&dev->lock);
+    if (fast) {
+        soft_unlock_fast(&dev->lock);
+    } else {
+        soft_lock_bias(&dev->lock);
+        soft_unlock(&dev->lock);
+    }
     return done ? 0 : EAGAIN;
 }
 
@@ -390,6 +398,26 @@ static inline void soft_post_unlock_kick(soft_dev_t *dev,
     }
 }
 
+/* An unsignaled inline WRITE of one sge (at most max_inline bytes) on a
+ * DCI with nothing outstanding, engine lock held: copied from the caller's
+ * buffer under the grant towards its target, and completed at once
+ * without a WQE written; its slot is taken all the same, and retired by
+ * the next signaled completion polled, as the send queue's accounting
+ * wants.  0 if done, else nothing was done. */
+static inline int soft_dci_write_at_once(soft_qp_t *qp, const dcx_send_wr_t *wr)
+{
+    if ((qp->sq_head - qp->sq_tail >= qp->sq_size) ||
+        (qp->super.post_send != soft_dci_post_send) ||
+        (qp->sq_comp != qp->sq_head) || (qp->rnr_until_ns != 0) ||
+        (qp->dev->write_inline(qp, wr) != 0)) {
+        return 1;
+    }
+    qp->sq_head++;
+    qp->sq_send = qp->sq_head;
+    qp->sq_comp = qp->sq_head;
+    return 0;
+}
+
 /* Posts a WR that soft_post_is_light() recognised: one walk of its sg list
  * (soft_post_inline_data), then the light path, or the general one with
  * the data already in the WQE. */
@@ -401,25 +429,31 @@ static int soft_dci_post_light(soft_qp_t *qp, const dcx_send_wr_t *wr)
     soft_swqe_t *w;
     int ret;
 
+    int at_once = (wr->opcode == DCX_WR_RDMA_WRITE) && (wr->num_sge == 1) &&
+                  !(wr->flags & (DCX_SEND_SIGNALED | DCX_SEND_FENCE)) &&
+                  (wr->sg_list[0].length <= qp->super.max_inline);
+
+    /* under the lock's bias (soft_lock.h): no locked instruction after the
+     * copy's stores */
+    if (at_once && soft_lock_fast(&dev->lock)) {
+        ret = soft_dci_write_at_once(qp, wr);
+        soft_unlock_fast(&dev->lock);
+        if (ret == 0) {
+            if (__atomic_load_n(&dev->hdr->sleeping, __ATOMIC_RELAXED) ==
+                SOFT_HELPER_DEEP) {
+                soft_port_kick_sleeping_seen(dev->hdr);
+            }
+            return 0;
+        }
+    }
     soft_lock(&dev->lock);
     if ((qp->sq_head - qp->sq_tail >= qp->sq_size) ||
         (qp->super.post_send != soft_dci_post_send)) {
         soft_unlock(&dev->lock);
         return SOFT_POST_READY; /* the caller's general post says why */
     }
-    /* an unsignaled inline WRITE of one sge on a DCI with nothing
-     * outstanding: copied from the caller's buffer under the grant towards
-     * its target, and completed at once without a WQE written; its slot
-     * is taken all the same, and retired by the next signaled completion
-     * polled, as the send queue's accounting wants */
-    if ((wr->opcode == DCX_WR_RDMA_WRITE) && (wr->num_sge == 1) &&
-        !(wr->flags & (DCX_SEND_SIGNALED | DCX_SEND_FENCE)) &&
-        (qp->sq_comp == qp->sq_head) && (qp->rnr_until_ns == 0) &&
-        (wr->sg_list[0].length <= qp->super.max_inline) &&
-        (dev->write_inline(qp, wr) == 0)) {
-        qp->sq_head++;
-        qp->sq_send = qp->sq_head;
-        qp->sq_comp = qp->sq_head;
+    if (at_once && (soft_dci_write_at_once(qp, wr) == 0)) {
+        soft_lock_bias(&dev->lock);
         soft_post_unlock_kick(dev, NULL, 0, 0);
         return 0;
     }

@@ -1,0 +1,102 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Soft device: the engine lock's slow side (soft_lock.h): waiting for it,
+ * waking a waiter, and its bias towards one thread.
+ */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+
+#include "soft.h"
+
+#include <errno.h>
+#include <linux/futex.h>
+#include <linux/membarrier.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+static pthread_once_t soft_bias_once = PTHREAD_ONCE_INIT;
+static int soft_bias_able; /* the process registered for private fences */
+
+static int soft_lock_membarrier(int cmd)
+{
+#ifdef __NR_membarrier
+    return (int)syscall(__NR_membarrier, cmd, 0, 0);
+#else
+    errno = ENOSYS;
+    return -1;
+#endif
+}
+
+static void soft_bias_register(void)
+{
+    soft_bias_able =
+        (soft_lock_membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) == 0);
+}
+
+/* The contended side: spin briefly, as the holder is usually an engine
+ * pass that ends within microseconds, then sleep on the word, marked 2 so
+ * that the holder's release wakes us. */
+void soft_lock_wait(soft_lock_t *l)
+{
+    unsigned spins;
+
+    __atomic_fetch_add(&l->waits, 1, __ATOMIC_RELAXED);
+    for (spins = 0; spins < 100; ++spins) {
+#if defined(__x86_64__)
+        __builtin_ia32_pause();
+#endif
+        if ((__atomic_load_n(&l->v, __ATOMIC_RELAXED) == 0) &&
+            soft_trylock(l)) {
+            return;
+        }
+    }
+    while (__atomic_exchange_n(&l->v, 2, __ATOMIC_ACQUIRE) != 0) {
+        syscall(SYS_futex, &l->v, FUTEX_WAIT_PRIVATE, 2, NULL, NULL, 0);
+    }
+    soft_lock_check_bias(l, 0);
+}
+
+void soft_lock_wake(soft_lock_t *l)
+{
+    syscall(SYS_futex, &l->v, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+}
+
+void soft_lock_biased_out(soft_lock_t *l, int helper)
+{
+    uintptr_t bias = __atomic_load_n(&l->bias, __ATOMIC_RELAXED);
+
+    if ((bias == (uintptr_t)pthread_self()) || (bias == SOFT_BIAS_OFF)) {
+        return;
+    }
+    if (!helper && (++l->foreign >= SOFT_BIAS_FOREIGN)) {
+        /* a thread of its own uses the device: no bias from now on */
+        __atomic_store_n(&l->bias, SOFT_BIAS_OFF, __ATOMIC_RELAXED);
+    }
+    if (soft_lock_membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) != 0) {
+        /* registered at the bias and failing now: the biased thread's
+         * mark is visible long before a millisecond has passed */
+        dcx_error("engine lock: membarrier failed (%s): bias ended",
+                  strerror(errno));
+        __atomic_store_n(&l->bias, SOFT_BIAS_OFF, __ATOMIC_RELAXED);
+        usleep(1000);
+        __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    }
+    while (__atomic_load_n(&l->busy, __ATOMIC_ACQUIRE)) {
+#if defined(__x86_64__)
+        __builtin_ia32_pause();
+#endif
+    }
+}
+
+void soft_lock_bias_here(soft_lock_t *l)
+{
+    if (__atomic_load_n(&l->bias, __ATOMIC_RELAXED) != 0) {
+        return;
+    }
+    pthread_once(&soft_bias_once, soft_bias_register);
+    __atomic_store_n(&l->bias,
+                     soft_bias_able ? (uintptr_t)pthread_self() : SOFT_BIAS_OFF,
+                     __ATOMIC_RELAXED);
+}
