@@ -364,6 +364,16 @@ static void soft_post_general(soft_qp_t *qp, const dcx_send_wr_t *wr,
     }
 }
 
+/* Releases the engine lock as the post took it (fast: biased) */
+static inline void soft_post_unlock(soft_dev_t *dev, int fast)
+{
+    if (fast) {
+        soft_unlock_fast(&dev->lock);
+    } else {
+        soft_unlock(&dev->lock);
+    }
+}
+
 /* Ends a post: the lock released, then the target port of a light packet
  * (if any) woken: its application if it sleeps on a completion channel
  * and the packet consumes a receive ('recv', soft_wake.c), its helper
@@ -374,12 +384,22 @@ static void soft_post_general(soft_qp_t *qp, const dcx_send_wr_t *wr,
  * the unlock and the own kick made three. */
 static inline void soft_post_unlock_kick(soft_dev_t *dev,
                                          soft_port_hdr_t *target, uint64_t clk,
-                                         int recv)
+                                         int recv, int fast)
 {
     int woke = 0;
 
-    soft_unlock(&dev->lock);
-    soft_fence_after_locked();
+    if (fast) {
+        /* taken biased (soft_dci_post_light): the fence the unlock would
+         * have been, where a packet went out; our own helper's look takes
+         * the lock, which orders our work before it */
+        soft_unlock_fast(&dev->lock);
+        if (target != NULL) {
+            __atomic_thread_fence(__ATOMIC_SEQ_CST);
+        }
+    } else {
+        soft_unlock(&dev->lock);
+        soft_fence_after_locked();
+    }
     /* soft_port_kick_seen's test inline: the call only to wake */
     if (target != NULL) {
         if (soft_wake_sleeps(dev, target)) {
@@ -433,28 +453,21 @@ static int soft_dci_post_light(soft_qp_t *qp, const dcx_send_wr_t *wr)
                   !(wr->flags & (DCX_SEND_SIGNALED | DCX_SEND_FENCE)) &&
                   (wr->sg_list[0].length <= qp->super.max_inline);
 
-    /* under the lock's bias (soft_lock.h): no locked instruction after the
-     * copy's stores */
-    if (at_once && soft_lock_fast(&dev->lock)) {
-        ret = soft_dci_write_at_once(qp, wr);
-        soft_unlock_fast(&dev->lock);
-        if (ret == 0) {
-            if (__atomic_load_n(&dev->hdr->sleeping, __ATOMIC_RELAXED) ==
-                SOFT_HELPER_DEEP) {
-                soft_port_kick_sleeping_seen(dev->hdr);
-            }
-            return 0;
-        }
+    /* under the lock's bias (soft_lock.h) where the thread has it: no
+     * locked instruction of the lock's after the copy's stores */
+    int fast = soft_lock_fast(&dev->lock);
+
+    if (!fast) {
+        soft_lock(&dev->lock);
+        soft_lock_bias(&dev->lock);
     }
-    soft_lock(&dev->lock);
     if ((qp->sq_head - qp->sq_tail >= qp->sq_size) ||
         (qp->super.post_send != soft_dci_post_send)) {
-        soft_unlock(&dev->lock);
+        soft_post_unlock(dev, fast);
         return SOFT_POST_READY; /* the caller's general post says why */
     }
     if (at_once && (soft_dci_write_at_once(qp, wr) == 0)) {
-        soft_lock_bias(&dev->lock);
-        soft_post_unlock_kick(dev, NULL, 0, 0);
+        soft_post_unlock_kick(dev, NULL, 0, 0, fast);
         return 0;
     }
     /* the WQE at sq_head, found once: the data's byte stores may alias
@@ -462,7 +475,7 @@ static int soft_dci_post_light(soft_qp_t *qp, const dcx_send_wr_t *wr)
     w     = soft_wqe(qp, qp->sq_head);
     total = soft_post_inline_data(qp, w, wr);
     if (total == UINT64_MAX) {
-        soft_unlock(&dev->lock);
+        soft_post_unlock(dev, fast);
         ret = soft_post_check(qp, wr, &total); /* logs it */
         return (ret != 0) ? ret : EINVAL;
     }
@@ -470,7 +483,7 @@ static int soft_dci_post_light(soft_qp_t *qp, const dcx_send_wr_t *wr)
         soft_post_general(qp, wr, total, 1);
     }
     soft_post_unlock_kick(dev, target, clk,
-                          soft_opinfo[wr->opcode].flags & SOFT_OPF_RECV);
+                          soft_opinfo[wr->opcode].flags & SOFT_OPF_RECV, fast);
     return 0;
 }
 
@@ -493,7 +506,7 @@ static int soft_dci_post_send(dcx_qp_t *qp_, const dcx_send_wr_t *wr)
         return ret;
     }
     soft_post_general(qp, wr, total, 0);
-    soft_post_unlock_kick(dev, NULL, 0, 0);
+    soft_post_unlock_kick(dev, NULL, 0, 0, 0);
     return 0;
 }
 
@@ -604,7 +617,7 @@ int dcx_soft_qp_post_failing(dcx_qp_t *qp_, const dcx_send_wr_t *wr,
     w->forced = (uint8_t)status;
     dev->now  = soft_dev_now(dev);
     soft_req_run(qp, dev->now);
-    soft_post_unlock_kick(dev, NULL, 0, 0);
+    soft_post_unlock_kick(dev, NULL, 0, 0, 0);
     return 0;
 }
 
