@@ -496,9 +496,10 @@ struct soft_dev {
     /* memory safety (soft_mem.c): the table is changed under both the
      * engine lock and mr_lock; invalidation takes mr_lock only */
     pthread_mutex_t mr_lock;
-    uint64_t mr_lo; /* registered addresses are within */
-    uint64_t mr_hi; /* [mr_lo, mr_hi) */
-    int copying;    /* an engine copy is in flight */
+    uint64_t mr_lo;    /* registered addresses are within */
+    uint64_t mr_hi;    /* [mr_lo, mr_hi) */
+    int copying;       /* an engine copy is in flight */
+    int copying_plain; /* marked by a plain store (soft_fence_heavy_able) */
     int (*copy_out)(soft_dev_t *dev, void *dst, const void *src, size_t len);
     int (*copy_in)(soft_dev_t *dev, void *dst, const void *src, size_t len);
     /* our WRs' sg lists: copy_*, plain once unmaps are reported */

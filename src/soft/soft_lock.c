@@ -35,6 +35,25 @@ static void soft_bias_register(void)
         (soft_lock_membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) == 0);
 }
 
+int soft_fence_heavy_able(void)
+{
+    pthread_once(&soft_bias_once, soft_bias_register);
+    return soft_bias_able;
+}
+
+int soft_fence_heavy(void)
+{
+    if (soft_lock_membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) == 0) {
+        return 0;
+    }
+    /* registered and failing now: a plain store on another CPU is
+     * visible long before a millisecond has passed */
+    dcx_error("membarrier failed (%s)", strerror(errno));
+    usleep(1000);
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    return -1;
+}
+
 /* The contended side: spin briefly, as the holder is usually an engine
  * pass that ends within microseconds, then sleep on the word, marked 2 so
  * that the holder's release wakes us. */
@@ -74,14 +93,8 @@ void soft_lock_biased_out(soft_lock_t *l, int helper)
         /* a thread of its own uses the device: no bias from now on */
         __atomic_store_n(&l->bias, SOFT_BIAS_OFF, __ATOMIC_RELAXED);
     }
-    if (soft_lock_membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) != 0) {
-        /* registered at the bias and failing now: the biased thread's
-         * mark is visible long before a millisecond has passed */
-        dcx_error("engine lock: membarrier failed (%s): bias ended",
-                  strerror(errno));
-        __atomic_store_n(&l->bias, SOFT_BIAS_OFF, __ATOMIC_RELAXED);
-        usleep(1000);
-        __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    if (soft_fence_heavy() != 0) {
+        __atomic_store_n(&l->bias, SOFT_BIAS_OFF, __ATOMIC_RELAXED); /* ended */
     }
     while (__atomic_load_n(&l->busy, __ATOMIC_ACQUIRE)) {
 #if defined(__x86_64__)
@@ -95,8 +108,8 @@ void soft_lock_bias_here(soft_lock_t *l)
     if (__atomic_load_n(&l->bias, __ATOMIC_RELAXED) != 0) {
         return;
     }
-    pthread_once(&soft_bias_once, soft_bias_register);
     __atomic_store_n(&l->bias,
-                     soft_bias_able ? (uintptr_t)pthread_self() : SOFT_BIAS_OFF,
+                     soft_fence_heavy_able() ? (uintptr_t)pthread_self() :
+                                               SOFT_BIAS_OFF,
                      __ATOMIC_RELAXED);
 }

@@ -148,6 +148,16 @@ static inline void soft_lock_bias(soft_lock_t *l)
     }
 }
 
+/* The heavy side of an asymmetric fence within the process (soft_lock.c:
+ * membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED)).  soft_fence_heavy_able:
+ * 1 if the process could register for it (registers once); a thread's
+ * plain store is then ordered before its later loads against any thread
+ * that calls soft_fence_heavy after its own store.  soft_fence_heavy: 0,
+ * or after a failure (logged) a millisecond's wait, long enough for any
+ * store to be visible. */
+int soft_fence_heavy_able(void);
+int soft_fence_heavy(void);
+
 /* Asks for the line at p in the state a store needs (exclusive), ahead
  * of the store: a line another core reads (a peer's ack table entry) then
  * moves while other work goes on, not at the next locked instruction,

@@ -134,6 +134,8 @@ void soft_mem_init(soft_dev_t *dev)
 {
     uint64_t probe_src = 0x5a5a, probe_dst = 0;
 
+    dev->copying_plain = soft_fence_heavy_able();
+
     dev->copy_out = soft_mem_copy_kernel_out;
     dev->copy_in  = soft_mem_copy_kernel_in;
     if ((soft_mem_copy_kernel_in(dev, &probe_dst, &probe_src,
@@ -153,13 +155,25 @@ void soft_mem_init(soft_dev_t *dev)
                          soft_mem_local_kernel_in;
 }
 
-/* The engine marks the copy it is about to make (seq_cst store), then
- * looks at the region's flag (seq_cst load); the invalidator does the
- * opposite.  Either the engine sees the flag, or the invalidator sees the
- * copy and waits for it. */
+/* The engine marks the copy it is about to make, then looks at the
+ * region's flag (seq_cst load); the invalidator does the opposite.  Either
+ * the engine sees the flag, or the invalidator sees the copy and waits for
+ * it.  The mark is a plain store where the invalidator's fence is the
+ * heavy side of an asymmetric one (soft_fence_heavy), else a seq_cst
+ * store. */
+static inline void soft_mem_mark(soft_dev_t *dev)
+{
+    if (dev->copying_plain) {
+        __atomic_store_n(&dev->copying, 1, __ATOMIC_RELAXED);
+        __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    } else {
+        __atomic_store_n(&dev->copying, 1, __ATOMIC_SEQ_CST);
+    }
+}
+
 static inline int soft_mem_begin(soft_dev_t *dev, soft_mr_t *mr)
 {
-    __atomic_store_n(&dev->copying, 1, __ATOMIC_SEQ_CST);
+    soft_mem_mark(dev);
     if (__atomic_load_n(&mr->invalid, __ATOMIC_SEQ_CST)) {
         __atomic_store_n(&dev->copying, 0, __ATOMIC_RELEASE);
         return 0;
@@ -188,7 +202,7 @@ int soft_mem_local_begin(soft_dev_t *dev, const dcx_sge_t *sge,
     soft_mr_t *mr;
     unsigned i;
 
-    __atomic_store_n(&dev->copying, 1, __ATOMIC_SEQ_CST);
+    soft_mem_mark(dev);
     for (i = 0; i < num_sge; ++i) {
         /* (not soft_key_find, which hides an invalidated region) */
         mr = soft_key_entry(dev, sge[i].lkey);
@@ -273,7 +287,7 @@ static int soft_mem_vec_copy(soft_dev_t *dev, soft_mem_vec_t *v, uint8_t *buf,
     buf += v->off;
     dev->stats.mkey_batches++;
     dev->stats.mkey_pieces += v->n;
-    __atomic_store_n(&dev->copying, 1, __ATOMIC_SEQ_CST);
+    soft_mem_mark(dev);
     for (i = 0; i < v->nmr; ++i) {
         if (__atomic_load_n(&v->mr[i]->invalid, __ATOMIC_SEQ_CST)) {
             ret = EFAULT;
@@ -371,6 +385,9 @@ void soft_mem_unmapped(dcx_dev_t *dev_, const void *addr, size_t len)
         return;
     }
     __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    if (dev->copying_plain) {
+        soft_fence_heavy();
+    }
     while (__atomic_load_n(&dev->copying, __ATOMIC_SEQ_CST)) {
         sched_yield(); /* one packet's copy */
     }

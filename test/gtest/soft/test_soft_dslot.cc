@@ -287,3 +287,43 @@ TEST_F(soft_markers, dereg_races_writes_within_the_call)
         ASSERT_EQ(0, t.b.reg(t.mem.data(), TLEN, ALL_REMOTE, &t.mr));
     }
 }
+
+/* The same race on the writer's own side: the unmap hook invalidates the
+ * source region while a thread writes from it within the call (its mark
+ * of the copy a plain store, the hook's fence the heavy one).  Once the
+ * hook returned nothing is read from the region: bytes written into it
+ * afterwards never reach the target, and the writer's next WRITE fails. */
+TEST_F(soft_markers, unmap_races_writes_within_the_call)
+{
+    const uint8_t LATE     = 0xee;
+    volatile uint32_t done = 0, progress = 0, stop = 0;
+    int status = -1;
+
+    std::thread w([&]() {
+        for (uint64_t i = 0; !__atomic_load_n(&stop, __ATOMIC_ACQUIRE); ++i) {
+            dcx_sge_t s      = src.sge(0, 256);
+            dcx_send_wr_t wr = rdma_wr(a, t.b.dct->qp_num, KEY,
+                                       DCX_WR_RDMA_WRITE, &s,
+                                       (uintptr_t)t.mem.data() +
+                                           (i * 256) % (TLEN - 256),
+                                       t.mr->rkey);
+            if ((a.dci->post_now(a.dci, &wr, 256, NULL, NULL) != 0) &&
+                ((status = run_one(a, wr)) != DCX_WC_SUCCESS)) {
+                break;
+            }
+            __atomic_add_fetch(&progress, 1, __ATOMIC_RELEASE);
+        }
+        __atomic_store_n(&done, 1, __ATOMIC_RELEASE);
+    });
+    ASSERT_TRUE(wait_at_least(&progress, 2000, 60.0));
+    dcx_dev_mem_unmapped(a.dev, src.v.data(), src.v.size());
+    memset(src.v.data(), LATE, src.v.size());
+    wait_flag(&done, 1, 10.0);
+    __atomic_store_n(&stop, 1, __ATOMIC_RELEASE);
+    w.join();
+    for (size_t i = 0; i < TLEN; ++i) {
+        ASSERT_NE(LATE, t.mem[i])
+            << "byte " << i << " read after the unmap hook returned";
+    }
+    EXPECT_EQ(DCX_WC_LOC_PROT_ERR, status);
+}
