@@ -86,7 +86,7 @@ void soft_lock_biased_out(soft_lock_t *l, int helper)
 {
     uintptr_t bias = __atomic_load_n(&l->bias, __ATOMIC_RELAXED);
 
-    if ((bias == (uintptr_t)pthread_self()) || (bias == SOFT_BIAS_OFF)) {
+    if ((bias == soft_lock_self()) || (bias == SOFT_BIAS_OFF)) {
         return;
     }
     if (!helper && (++l->foreign >= SOFT_BIAS_FOREIGN)) {
@@ -109,7 +109,6 @@ void soft_lock_bias_here(soft_lock_t *l)
         return;
     }
     __atomic_store_n(&l->bias,
-                     soft_fence_heavy_able() ? (uintptr_t)pthread_self() :
-                                               SOFT_BIAS_OFF,
+                     soft_fence_heavy_able() ? soft_lock_self() : SOFT_BIAS_OFF,
                      __ATOMIC_RELAXED);
 }

@@ -44,10 +44,22 @@
 typedef struct soft_lock {
     uint32_t v;
     uint32_t waits;   /* atomic: takers that found it held */
-    uintptr_t bias;   /* pthread_self() of the biased thread; 0: none yet */
+    uintptr_t bias;   /* soft_lock_self() of the biased thread; 0: none */
     uint32_t busy;    /* the biased thread holds it without v */
     uint32_t foreign; /* takings by other application threads */
 } soft_lock_t;
+
+/* The calling thread, as the bias names it: its thread pointer where the
+ * compiler reads it without a call, else pthread_self(). */
+static inline uintptr_t soft_lock_self(void)
+{
+#if defined(__has_builtin)
+#if __has_builtin(__builtin_thread_pointer) && defined(__x86_64__)
+    return (uintptr_t)__builtin_thread_pointer();
+#endif
+#endif
+    return (uintptr_t)pthread_self();
+}
 
 void soft_lock_wait(soft_lock_t *l); /* soft_lock.c */
 void soft_lock_wake(soft_lock_t *l);
@@ -74,9 +86,13 @@ static inline int soft_trylock_plain(soft_lock_t *l)
                                        __ATOMIC_RELAXED);
 }
 
+/* After a take: waits out a biased holder unless there is no bias (none
+ * yet, or ended) or it is ours. */
 static inline void soft_lock_check_bias(soft_lock_t *l, int helper)
 {
-    if (__builtin_expect(__atomic_load_n(&l->bias, __ATOMIC_RELAXED) != 0, 0)) {
+    uintptr_t bias = __atomic_load_n(&l->bias, __ATOMIC_RELAXED);
+
+    if ((bias != 0) && (bias != SOFT_BIAS_OFF) && (bias != soft_lock_self())) {
         soft_lock_biased_out(l, helper);
     }
 }
@@ -119,8 +135,9 @@ static inline void soft_unlock(soft_lock_t *l)
  * it as any thread (not biased to it, or held). */
 static inline int soft_lock_fast(soft_lock_t *l)
 {
-    if (__atomic_load_n(&l->bias, __ATOMIC_RELAXED) !=
-        (uintptr_t)pthread_self()) {
+    uintptr_t bias = __atomic_load_n(&l->bias, __ATOMIC_RELAXED);
+
+    if ((bias == 0) || (bias == SOFT_BIAS_OFF) || (bias != soft_lock_self())) {
         return 0;
     }
     __atomic_store_n(&l->busy, 1, __ATOMIC_RELAXED);

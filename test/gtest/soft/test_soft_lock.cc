@@ -28,8 +28,7 @@ bool bias_here(soft_lock_t *l)
     soft_lock(l);
     soft_lock_bias(l);
     soft_unlock(l);
-    return __atomic_load_n(&l->bias, __ATOMIC_RELAXED) ==
-           (uintptr_t)pthread_self();
+    return __atomic_load_n(&l->bias, __ATOMIC_RELAXED) == soft_lock_self();
 }
 
 bool fences_available()
@@ -73,7 +72,7 @@ TEST(soft_lock, bias_to_first_biasing_thread)
     });
     t.join();
     EXPECT_EQ(0, other) << "a thread the lock is not biased to took it fast";
-    EXPECT_EQ((uintptr_t)pthread_self(), l.bias) << "the bias moved";
+    EXPECT_EQ(soft_lock_self(), l.bias) << "the bias moved";
     /* held the plain way: the biased thread takes it the plain way too */
     soft_lock(&l);
     std::thread u([&]() { other = soft_trylock(&l); });
@@ -166,7 +165,7 @@ TEST(soft_lock, biased_and_helper_exclude_each_other)
     EXPECT_EQ(0, overlaps);
     EXPECT_EQ((uint64_t)N_BIASED + N_HELPER, counter);
     EXPECT_GT(fast, N_BIASED / 2) << "the biased thread rarely went fast";
-    EXPECT_EQ((uintptr_t)pthread_self(), l.bias) << "the helper ended the bias";
+    EXPECT_EQ(soft_lock_self(), l.bias) << "the helper ended the bias";
 }
 
 /* Another application thread taking the lock SOFT_BIAS_FOREIGN times ends
@@ -184,7 +183,7 @@ TEST(soft_lock, foreign_thread_ends_bias)
         }
     });
     t.join();
-    EXPECT_EQ((uintptr_t)pthread_self(), l.bias) << "ended too soon";
+    EXPECT_EQ(soft_lock_self(), l.bias) << "ended too soon";
     std::thread u([&]() {
         soft_lock(&l);
         soft_lock_bias(&l);
