@@ -35,21 +35,10 @@
 
 #include <linux/membarrier.h>
 #include <pthread.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 static pthread_once_t soft_dslot_once = PTHREAD_ONCE_INIT;
 static int soft_dslot_registered; /* this process receives the barriers */
-
-static int soft_membarrier(int cmd)
-{
-#ifdef __NR_membarrier
-    return (int)syscall(__NR_membarrier, cmd, 0, 0);
-#else
-    errno = ENOSYS;
-    return -1;
-#endif
-}
 
 static void soft_dslot_register(void)
 {

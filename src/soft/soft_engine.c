@@ -32,8 +32,6 @@
 #include "soft_tm.h"
 #include "soft_wait.h"
 
-#include <linux/futex.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 /* The earliest timer of the DCIs on the active list, in ns (UINT64_MAX:

@@ -19,7 +19,7 @@
 static pthread_once_t soft_bias_once = PTHREAD_ONCE_INIT;
 static int soft_bias_able; /* the process registered for private fences */
 
-static int soft_lock_membarrier(int cmd)
+int soft_membarrier(int cmd)
 {
 #ifdef __NR_membarrier
     return (int)syscall(__NR_membarrier, cmd, 0, 0);
@@ -32,7 +32,7 @@ static int soft_lock_membarrier(int cmd)
 static void soft_bias_register(void)
 {
     soft_bias_able =
-        (soft_lock_membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) == 0);
+        (soft_membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) == 0);
 }
 
 int soft_fence_heavy_able(void)
@@ -43,7 +43,7 @@ int soft_fence_heavy_able(void)
 
 int soft_fence_heavy(void)
 {
-    if (soft_lock_membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) == 0) {
+    if (soft_membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) == 0) {
         return 0;
     }
     /* registered and failing now: a plain store on another CPU is

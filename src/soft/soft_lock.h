@@ -174,6 +174,9 @@ static inline void soft_lock_bias(soft_lock_t *l)
  * store to be visible. */
 int soft_fence_heavy_able(void);
 int soft_fence_heavy(void);
+/* membarrier(2) with command cmd (also soft_dslot.c's); -1 with errno
+ * ENOSYS where the system has none */
+int soft_membarrier(int cmd);
 
 /* Asks for the line at p in the state a store needs (exclusive), ahead
  * of the store: a line another core reads (a peer's ack table entry) then

@@ -150,6 +150,45 @@ protected:
         ASSERT_EQ(1u, t.owned(soft_dev(a.dev)->token));
     }
 
+    /* A thread of a's writing 256 bytes of src within the call again and
+     * again at moving offsets of the target (posting what post_now
+     * declines), until a WRITE fails (its status kept) or it is stopped. */
+    struct now_writer {
+        volatile uint32_t done = 0, progress = 0, now_done = 0, stop = 0;
+        int status = -1;
+        std::thread th;
+
+        void start(node &a, target &t, local_buf &src)
+        {
+            th = std::thread([this, &a, &t, &src]() {
+                for (uint64_t i = 0; !__atomic_load_n(&stop, __ATOMIC_ACQUIRE);
+                     ++i) {
+                    dcx_sge_t s      = src.sge(0, 256);
+                    dcx_send_wr_t wr = rdma_wr(a, t.b.dct->qp_num, KEY,
+                                               DCX_WR_RDMA_WRITE, &s,
+                                               (uintptr_t)t.mem.data() +
+                                                   (i * 256) % (TLEN - 256),
+                                               t.mr->rkey);
+                    if (a.dci->post_now(a.dci, &wr, 256, NULL, NULL) == 0) {
+                        now_done = now_done + 1;
+                    } else if ((status = run_one(a, wr)) != DCX_WC_SUCCESS) {
+                        break;
+                    }
+                    __atomic_add_fetch(&progress, 1, __ATOMIC_RELEASE);
+                }
+                __atomic_store_n(&done, 1, __ATOMIC_RELEASE);
+            });
+        }
+
+        /* a writer never refused stops after 10 s */
+        void finish()
+        {
+            wait_flag(&done, 1, 10.0);
+            __atomic_store_n(&stop, 1, __ATOMIC_RELEASE);
+            th.join();
+        }
+    };
+
     dcx_soft_limits_t l;
     target t;
     node a;
@@ -248,41 +287,21 @@ TEST_F(soft_markers, dead_holder_marker_taken_over)
 TEST_F(soft_markers, dereg_races_writes_within_the_call)
 {
     for (int round = 0; round < 5; ++round) {
-        volatile uint32_t done = 0, progress = 0, now_done = 0, stop = 0;
-        int status = -1;
+        now_writer w;
 
         std::fill(t.mem.begin(), t.mem.end(), 0);
-        std::thread w([&]() {
-            for (uint64_t i = 0; !__atomic_load_n(&stop, __ATOMIC_ACQUIRE);
-                 ++i) {
-                dcx_sge_t s      = src.sge(0, 256);
-                dcx_send_wr_t wr = rdma_wr(a, t.b.dct->qp_num, KEY,
-                                           DCX_WR_RDMA_WRITE, &s,
-                                           (uintptr_t)t.mem.data() +
-                                               (i * 256) % (TLEN - 256),
-                                           t.mr->rkey);
-                if (a.dci->post_now(a.dci, &wr, 256, NULL, NULL) == 0) {
-                    now_done = now_done + 1;
-                } else if ((status = run_one(a, wr)) != DCX_WC_SUCCESS) {
-                    break;
-                }
-                __atomic_add_fetch(&progress, 1, __ATOMIC_RELEASE);
-            }
-            __atomic_store_n(&done, 1, __ATOMIC_RELEASE);
-        });
-        ASSERT_TRUE(wait_at_least(&progress, 2000, 60.0));
+        w.start(a, t, src);
+        ASSERT_TRUE(wait_at_least(&w.progress, 2000, 60.0));
         ASSERT_EQ(0, dcx_mr_dereg(t.mr));
         t.b.mrs.erase(std::find(t.b.mrs.begin(), t.b.mrs.end(), t.mr));
         std::fill(t.mem.begin(), t.mem.end(), 0);
-        wait_flag(&done, 1, 10.0); /* a writer never refused stops here */
-        __atomic_store_n(&stop, 1, __ATOMIC_RELEASE);
-        w.join();
+        w.finish();
         for (size_t i = 0; i < TLEN; ++i) {
             ASSERT_EQ(0, t.mem[i]) << "round " << round << ": byte " << i
                                    << " written after mr_dereg returned";
         }
-        EXPECT_EQ(DCX_WC_REM_ACCESS_ERR, status);
-        EXPECT_GT(now_done, 1000u) << "few copies within the call";
+        EXPECT_EQ(DCX_WC_REM_ACCESS_ERR, w.status);
+        EXPECT_GT(w.now_done, 1000u) << "few copies within the call";
         ASSERT_EQ(0, renew_dci(a));
         ASSERT_EQ(0, t.b.reg(t.mem.data(), TLEN, ALL_REMOTE, &t.mr));
     }
@@ -295,35 +314,17 @@ TEST_F(soft_markers, dereg_races_writes_within_the_call)
  * afterwards never reach the target, and the writer's next WRITE fails. */
 TEST_F(soft_markers, unmap_races_writes_within_the_call)
 {
-    const uint8_t LATE     = 0xee;
-    volatile uint32_t done = 0, progress = 0, stop = 0;
-    int status = -1;
+    const uint8_t LATE = 0xee;
+    now_writer w;
 
-    std::thread w([&]() {
-        for (uint64_t i = 0; !__atomic_load_n(&stop, __ATOMIC_ACQUIRE); ++i) {
-            dcx_sge_t s      = src.sge(0, 256);
-            dcx_send_wr_t wr = rdma_wr(a, t.b.dct->qp_num, KEY,
-                                       DCX_WR_RDMA_WRITE, &s,
-                                       (uintptr_t)t.mem.data() +
-                                           (i * 256) % (TLEN - 256),
-                                       t.mr->rkey);
-            if ((a.dci->post_now(a.dci, &wr, 256, NULL, NULL) != 0) &&
-                ((status = run_one(a, wr)) != DCX_WC_SUCCESS)) {
-                break;
-            }
-            __atomic_add_fetch(&progress, 1, __ATOMIC_RELEASE);
-        }
-        __atomic_store_n(&done, 1, __ATOMIC_RELEASE);
-    });
-    ASSERT_TRUE(wait_at_least(&progress, 2000, 60.0));
+    w.start(a, t, src);
+    ASSERT_TRUE(wait_at_least(&w.progress, 2000, 60.0));
     dcx_dev_mem_unmapped(a.dev, src.v.data(), src.v.size());
     memset(src.v.data(), LATE, src.v.size());
-    wait_flag(&done, 1, 10.0);
-    __atomic_store_n(&stop, 1, __ATOMIC_RELEASE);
-    w.join();
+    w.finish();
     for (size_t i = 0; i < TLEN; ++i) {
         ASSERT_NE(LATE, t.mem[i])
             << "byte " << i << " read after the unmap hook returned";
     }
-    EXPECT_EQ(DCX_WC_LOC_PROT_ERR, status);
+    EXPECT_EQ(DCX_WC_LOC_PROT_ERR, w.status);
 }
