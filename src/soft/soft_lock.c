@@ -101,6 +101,13 @@ void soft_lock_biased_out(soft_lock_t *l, int helper)
         __builtin_ia32_pause();
 #endif
     }
+    if (helper &&
+        (__atomic_load_n(&l->bias, __ATOMIC_RELAXED) != SOFT_BIAS_OFF)) {
+        /* the next pass fences only if the application took the bias
+         * back meanwhile: a helper serving while the application computes
+         * interrupts it once, not at every pass */
+        __atomic_store_n(&l->bias, 0, __ATOMIC_RELAXED);
+    }
 }
 
 void soft_lock_bias_here(soft_lock_t *l)

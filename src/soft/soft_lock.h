@@ -25,7 +25,8 @@
  * instructions are most of a small copy's cost when the copy's last store
  * went to a line the target polls: each waits for that store's line.  The
  * operations that complete within the call (a READ or WRITE under the
- * grant) may therefore take the lock in its biased form instead
+ * grant) and the light post may therefore take the lock in its biased
+ * form instead
  * (soft_lock_fast): the thread the lock is biased to marks itself busy
  * with a plain store and goes on if the lock is free, with no locked
  * instruction at all.  Every other taker, once it holds the lock, makes
@@ -33,11 +34,13 @@
  * (membarrier(2), MEMBARRIER_CMD_PRIVATE_EXPEDITED) and waits until it is
  * not busy: either the biased thread read the lock after that fence and
  * saw it held (and took the plain way), or its mark is seen.  The helper
- * thread pays the fence at each pass it makes while a bias exists; any
- * other thread ends the bias for good after SOFT_BIAS_FOREIGN takings
- * (a device shared by workers of several threads).  A lock is biased to
- * the first thread that takes it in a biasing operation, and only where
- * the process could register for the fence. */
+ * thread, which passes while the application does not poll, pays the
+ * fence once and clears the bias, which the application's next biasing
+ * operation (taken the plain way) gives back; any other thread ends the
+ * bias for good after SOFT_BIAS_FOREIGN takings (a device shared by
+ * workers of several threads).  A lock is biased to a thread that takes
+ * it in a biasing operation while it has no bias, and only where the
+ * process could register for the fence. */
 #define SOFT_BIAS_FOREIGN 64u
 #define SOFT_BIAS_OFF     UINTPTR_MAX
 
@@ -64,7 +67,9 @@ static inline uintptr_t soft_lock_self(void)
 void soft_lock_wait(soft_lock_t *l); /* soft_lock.c */
 void soft_lock_wake(soft_lock_t *l);
 /* A taker that holds the lock while a bias exists: waits out the biased
- * thread (helper: the helper thread, which never ends the bias). */
+ * thread.  helper: the helper thread, which then clears the bias (the
+ * biased thread takes it back at its next biasing take); any other thread
+ * counts towards ending it. */
 void soft_lock_biased_out(soft_lock_t *l, int helper);
 /* Biases the lock to the calling thread if it has no bias yet (held). */
 void soft_lock_bias_here(soft_lock_t *l);
