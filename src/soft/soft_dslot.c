@@ -35,7 +35,6 @@
 
 #include <linux/membarrier.h>
 #include <pthread.h>
-#include <unistd.h>
 
 static pthread_once_t soft_dslot_once = PTHREAD_ONCE_INIT;
 static int soft_dslot_registered; /* this process receives the barriers */
@@ -64,19 +63,12 @@ void soft_dslot_area_init(soft_dev_t *dev, soft_direct_area_t *area)
 void soft_dslot_owner_fence(soft_dev_t *dev, soft_direct_area_t *area)
 {
     __atomic_thread_fence(__ATOMIC_SEQ_CST);
-    if (!__atomic_load_n(&area->asym, __ATOMIC_RELAXED) ||
-        (soft_membarrier(MEMBARRIER_CMD_GLOBAL_EXPEDITED) == 0)) {
-        return;
+    if (__atomic_load_n(&area->asym, __ATOMIC_RELAXED) &&
+        (soft_membarrier_fence(MEMBARRIER_CMD_GLOBAL_EXPEDITED,
+                               dev->super.caps.name) != 0)) {
+        /* writers go back to locked intents at their next copy */
+        __atomic_store_n(&area->asym, 0, __ATOMIC_SEQ_CST);
     }
-    /* It worked at init and fails now: writers go back to locked intents
-     * at their next copy; one whose plain intent is still in flight has it
-     * visible long before a millisecond has passed. */
-    dcx_error("%s: membarrier failed (%s): in-flight markers fall back to "
-              "locked intents",
-              dev->super.caps.name, strerror(errno));
-    __atomic_store_n(&area->asym, 0, __ATOMIC_SEQ_CST);
-    usleep(1000);
-    __atomic_thread_fence(__ATOMIC_SEQ_CST);
 }
 
 static soft_dslot_t *soft_dslot_take(soft_dev_t *dev, soft_dslot_t *s,

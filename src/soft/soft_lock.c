@@ -41,17 +41,24 @@ int soft_fence_heavy_able(void)
     return soft_bias_able;
 }
 
-int soft_fence_heavy(void)
+int soft_membarrier_fence(int cmd, const char *who)
 {
-    if (soft_membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) == 0) {
+    if (soft_membarrier(cmd) == 0) {
         return 0;
     }
-    /* registered and failing now: a plain store on another CPU is
+    /* it worked before and fails now: a plain store on another CPU is
      * visible long before a millisecond has passed */
-    dcx_error("membarrier failed (%s)", strerror(errno));
+    dcx_error("%s: membarrier failed (%s): back to locked instructions", who,
+              strerror(errno));
     usleep(1000);
     __atomic_thread_fence(__ATOMIC_SEQ_CST);
     return -1;
+}
+
+int soft_fence_heavy(void)
+{
+    return soft_membarrier_fence(MEMBARRIER_CMD_PRIVATE_EXPEDITED,
+                                 "engine lock");
 }
 
 /* The contended side: spin briefly, as the holder is usually an engine

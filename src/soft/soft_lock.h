@@ -170,6 +170,29 @@ static inline void soft_lock_bias(soft_lock_t *l)
     }
 }
 
+/* A biasing operation's take: biased where the lock is ours, else plain,
+ * biasing a lock that has no bias to us.  Returns how it was taken, for
+ * soft_unlock_as. */
+static inline int soft_lock_biasing(soft_lock_t *l)
+{
+    if (soft_lock_fast(l)) {
+        return 1;
+    }
+    soft_lock(l);
+    soft_lock_bias(l);
+    return 0;
+}
+
+/* Releases the lock as soft_lock_biasing took it (fast: biased). */
+static inline void soft_unlock_as(soft_lock_t *l, int fast)
+{
+    if (fast) {
+        soft_unlock_fast(l);
+    } else {
+        soft_unlock(l);
+    }
+}
+
 /* The heavy side of an asymmetric fence within the process (soft_lock.c:
  * membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED)).  soft_fence_heavy_able:
  * 1 if the process could register for it (registers once); a thread's
@@ -182,6 +205,10 @@ int soft_fence_heavy(void);
 /* membarrier(2) with command cmd (also soft_dslot.c's); -1 with errno
  * ENOSYS where the system has none */
 int soft_membarrier(int cmd);
+/* membarrier(cmd) as a fence that worked before: 0, or after a failure
+ * (logged, as who's) a millisecond's wait, then -1 (the caller goes back
+ * to locked instructions) */
+int soft_membarrier_fence(int cmd, const char *who);
 
 /* Asks for the line at p in the state a store needs (exclusive), ahead
  * of the store: a line another core reads (a peer's ack table entry) then

@@ -221,6 +221,14 @@ static inline int soft_post_lock(soft_qp_t *qp, const dcx_send_wr_t *wr,
 
 static int soft_dci_post_send(dcx_qp_t *qp_, const dcx_send_wr_t *wr);
 
+/* Nothing outstanding on the DCI and no RNR wait (engine lock held): what
+ * is done within the call is then ordered after everything the DCI
+ * carried before, as a posted WR is. */
+static inline int soft_dci_quiet(const soft_qp_t *qp)
+{
+    return (qp->sq_comp == qp->sq_head) && (qp->rnr_until_ns == 0);
+}
+
 /* qp->super.post_now of a DCI (dcx_qp_t.post_now): a READ or a WRITE,
  * under the engine lock, on a DCI in RTS (its plain post: not the first
  * post, nor that of a DCI in error) with nothing outstanding and no RNR
@@ -231,24 +239,15 @@ static int soft_dci_post_now(dcx_qp_t *qp_, const dcx_send_wr_t *wr,
 {
     soft_qp_t *qp   = (soft_qp_t *)qp_;
     soft_dev_t *dev = qp->dev;
-    int fast        = soft_lock_fast(&dev->lock);
+    int fast        = soft_lock_biasing(&dev->lock);
     int done;
 
-    if (!fast) {
-        soft_lock(&dev->lock);
-    }
-    done = (qp->super.post_send == soft_dci_post_send) &&
-           (qp->sq_comp == qp->sq_head) && (qp->rnr_until_ns == 0) &&
+    done = (qp->super.post_send == soft_dci_post_send) && soft_dci_quiet(qp) &&
            (((wr->opcode == DCX_WR_RDMA_READ) &&
              (dev->read_now(qp, wr, length, cb, arg) == 0)) ||
             ((wr->opcode == DCX_WR_RDMA_WRITE) &&
              (dev->write_now(qp, wr) == 0)));
-    if (fast) {
-        soft_unlock_fast(&dev->lock);
-    } else {
-        soft_lock_bias(&dev->lock);
-        soft_unlock(&dev->lock);
-    }
+    soft_unlock_as(&dev->lock, fast);
     return done ? 0 : EAGAIN;
 }
 
@@ -364,16 +363,6 @@ static void soft_post_general(soft_qp_t *qp, const dcx_send_wr_t *wr,
     }
 }
 
-/* Releases the engine lock as the post took it (fast: biased) */
-static inline void soft_post_unlock(soft_dev_t *dev, int fast)
-{
-    if (fast) {
-        soft_unlock_fast(&dev->lock);
-    } else {
-        soft_unlock(&dev->lock);
-    }
-}
-
 /* Ends a post: the lock released, then the target port of a light packet
  * (if any) woken: its application if it sleeps on a completion channel
  * and the packet consumes a receive ('recv', soft_wake.c), its helper
@@ -388,17 +377,14 @@ static inline void soft_post_unlock_kick(soft_dev_t *dev,
 {
     int woke = 0;
 
-    if (fast) {
+    soft_unlock_as(&dev->lock, fast);
+    if (!fast) {
+        soft_fence_after_locked();
+    } else if (target != NULL) {
         /* taken biased (soft_dci_post_light): the fence the unlock would
          * have been, where a packet went out; our own helper's look takes
          * the lock, which orders our work before it */
-        soft_unlock_fast(&dev->lock);
-        if (target != NULL) {
-            __atomic_thread_fence(__ATOMIC_SEQ_CST);
-        }
-    } else {
-        soft_unlock(&dev->lock);
-        soft_fence_after_locked();
+        __atomic_thread_fence(__ATOMIC_SEQ_CST);
     }
     /* soft_port_kick_seen's test inline: the call only to wake */
     if (target != NULL) {
@@ -419,17 +405,15 @@ static inline void soft_post_unlock_kick(soft_dev_t *dev,
 }
 
 /* An unsignaled inline WRITE of one sge (at most max_inline bytes) on a
- * DCI with nothing outstanding, engine lock held: copied from the caller's
- * buffer under the grant towards its target, and completed at once
- * without a WQE written; its slot is taken all the same, and retired by
- * the next signaled completion polled, as the send queue's accounting
- * wants.  0 if done, else nothing was done. */
+ * DCI in RTS with a free slot (both checked by the caller) and nothing
+ * outstanding, engine lock held: copied from the caller's buffer under the
+ * grant towards its target, and completed at once without a WQE written;
+ * its slot is taken all the same, and retired by the next signaled
+ * completion polled, as the send queue's accounting wants.  0 if done,
+ * else nothing was done. */
 static inline int soft_dci_write_at_once(soft_qp_t *qp, const dcx_send_wr_t *wr)
 {
-    if ((qp->sq_head - qp->sq_tail >= qp->sq_size) ||
-        (qp->super.post_send != soft_dci_post_send) ||
-        (qp->sq_comp != qp->sq_head) || (qp->rnr_until_ns != 0) ||
-        (qp->dev->write_inline(qp, wr) != 0)) {
+    if (!soft_dci_quiet(qp) || (qp->dev->write_inline(qp, wr) != 0)) {
         return 1;
     }
     qp->sq_head++;
@@ -455,15 +439,11 @@ static int soft_dci_post_light(soft_qp_t *qp, const dcx_send_wr_t *wr)
 
     /* under the lock's bias (soft_lock.h) where the thread has it: no
      * locked instruction of the lock's after the copy's stores */
-    int fast = soft_lock_fast(&dev->lock);
+    int fast = soft_lock_biasing(&dev->lock);
 
-    if (!fast) {
-        soft_lock(&dev->lock);
-        soft_lock_bias(&dev->lock);
-    }
     if ((qp->sq_head - qp->sq_tail >= qp->sq_size) ||
         (qp->super.post_send != soft_dci_post_send)) {
-        soft_post_unlock(dev, fast);
+        soft_unlock_as(&dev->lock, fast);
         return SOFT_POST_READY; /* the caller's general post says why */
     }
     if (at_once && (soft_dci_write_at_once(qp, wr) == 0)) {
@@ -475,7 +455,7 @@ static int soft_dci_post_light(soft_qp_t *qp, const dcx_send_wr_t *wr)
     w     = soft_wqe(qp, qp->sq_head);
     total = soft_post_inline_data(qp, w, wr);
     if (total == UINT64_MAX) {
-        soft_post_unlock(dev, fast);
+        soft_unlock_as(&dev->lock, fast);
         ret = soft_post_check(qp, wr, &total); /* logs it */
         return (ret != 0) ? ret : EINVAL;
     }
