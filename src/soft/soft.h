@@ -551,13 +551,11 @@ struct soft_dev {
     /* an unsignaled inline WRITE copied without a WQE: 0 if done, 1 for
      * the light path (soft_dci_post_light); chosen at open */
     int (*write_inline)(soft_qp_t *qp, const dcx_send_wr_t *wr);
-    /* an RDMA READ handed to a callback, an RDMA WRITE of one sge, without
-     * a WQE: 0 if done, 1 if not (dcx_qp_t.post_now; soft_dci_post_now);
-     * chosen at open */
-    int (*read_now)(soft_qp_t *qp, const dcx_send_wr_t *wr, uint32_t len,
-                    dcx_read_cb_t cb, void *arg);
+    /* an RDMA WRITE of one sge without a WQE: 0 if done, 1 if not
+     * (dcx_qp_t.post_now; soft_dci_post_now); chosen at open */
     int (*write_now)(soft_qp_t *qp, const dcx_send_wr_t *wr);
-    uint8_t *read_buf; /* read_now's bytes from an unmapped target (MTU) */
+    /* a READ's bytes from an unmapped target (MTU; soft_dgrant_read) */
+    uint8_t *read_buf;
     struct soft_direct_area *direct; /* our published tables, or NULL */
     uint64_t direct_start;           /* our start time (liveness) */
     int plain_intent;                /* soft_dslot_plain_intent() */

@@ -154,6 +154,7 @@ static void soft_alloc_unpublish(soft_dev_t *dev, soft_alloc_t *a)
     __atomic_store_n(&e->fd, -1, __ATOMIC_RELAXED);
     soft_seq_end(&e->seq);
     __atomic_add_fetch(&dev->direct->frees, 1, __ATOMIC_RELEASE);
+    soft_direct_gen_bump(dev);
 }
 
 int soft_alloc_mem(dcx_dev_t *dev_, size_t *length_p, void **addr_p)

@@ -81,7 +81,7 @@
 #include "config.h"
 #endif
 
-#include "soft_direct.h"
+#include "soft_dgrant.h"
 #include "soft_vector.h"
 
 #include <errno.h>
@@ -426,19 +426,6 @@ static inline ssize_t soft_direct_copy(const soft_peer_t *peer,
                process_vm_readv((pid_t)peer->pid, liov, niov, &riov, 1, 0);
 }
 
-/* A direct copy done: the counters */
-static inline void soft_direct_count(soft_dev_t *dev, int is_write, int mapped,
-                                     uint64_t len)
-{
-    if (is_write) {
-        dev->stats.direct_writes++;
-    } else {
-        dev->stats.direct_reads++;
-    }
-    dev->stats.direct_mapped += mapped;
-    dev->stats.direct_bytes += len;
-}
-
 /* The checks made before a direct copy of w (RDMA_WRITE or RDMA_READ)
  * claims a marker slot: 1 with the target's area and the mapping to copy
  * through (NULL: cross-memory attach) if w can go direct, 0 if it takes
@@ -565,28 +552,36 @@ soft_direct_vector_exec(soft_direct_area_t *area, soft_dslot_t *slot,
 /* ------------------------------------------------------------------------
  * The grant (soft_dgrant_t in the peer): the next small copy to the same
  * DCT and key after one that passed every check of soft_direct_plan and
- * soft_direct_mr_ok checks only what could have changed since: the two
- * published entries by their seqlock counts (any change of an entry moves
- * its count for good, so an equal even count means the entry reads as it
- * did), the mapping by its allocation's serial and the port's count of
- * frees, the port's liveness, killed and enabled flags, and its own range.
- * The deregistration protocol is the same: the MR entry's count is read
- * after our intent, with seq_cst loads, as the full check reads it.
+ * soft_direct_mr_ok checks only what could have changed since, each with a
+ * load and a compare: the port's gen (which its owner bumps after any
+ * change of its enabled flag, its DCT entries, its count of freed
+ * allocations or its killed flag), the MR entry's seqlock count (any
+ * change of the entry moves it for good), the mapping's allocation, the
+ * liveness lock's word (the same holder, not dead), our light path's word
+ * (fault rules, our port killed), and its own range.  The deregistration
+ * protocol is the same: the MR entry's count is read after our intent, as
+ * the full check reads it.
  * ------------------------------------------------------------------------ */
 /* Records the grant for w, just copied by the full checks (map: the
- * mapping it went through, NULL: cross-memory attach); no grant when the
- * entries read now do not allow the copy (they changed meanwhile) or the
- * key is a vector's. */
+ * mapping it went through, NULL: cross-memory attach); no grant when what
+ * is read now does not allow the copy (it changed meanwhile), the target's
+ * liveness is not what the copy needs, or the key is a vector's.  The gen
+ * is read first: a change after it moves it. */
 static void soft_direct_grant_make(soft_dev_t *dev, soft_direct_area_t *area,
                                    const soft_dmap_ent_t *map,
                                    const soft_swqe_t *w, uint32_t access)
 {
-    soft_dgrant_t *g = &w->peer->grant;
-    uint32_t dseq, dacc;
+    soft_peer_t *peer = w->peer;
+    soft_dgrant_t *g  = &peer->grant;
+    uint32_t gen      = __atomic_load_n(&area->gen, __ATOMIC_ACQUIRE);
+    uint32_t dseq, dacc, word;
     soft_dmr_view_t v;
+    int life;
 
     g->area = NULL;
     if (((map != NULL) && map->vector) ||
+        !__atomic_load_n(&area->enabled, __ATOMIC_ACQUIRE) ||
+        __atomic_load_n(&peer->hdr->killed, __ATOMIC_ACQUIRE) ||
         !soft_direct_dct_read(area, w->wr.dest.dctn, w->wr.dest.dc_key, &dseq,
                               &dacc)) {
         return;
@@ -599,139 +594,45 @@ static void soft_direct_grant_make(soft_dev_t *dev, soft_direct_area_t *area,
     g->start = v.start;
     g->end   = v.end;
     if (map != NULL) {
-        if ((v.alloc != map->slot + 1) || (v.serial != map->serial)) {
+        if ((v.alloc != map->slot + 1) || (v.serial != map->serial) ||
+            (map->frees != __atomic_load_n(&area->frees, __ATOMIC_ACQUIRE))) {
             return;
         }
         g->start  = (map->rbase > g->start) ? map->rbase : g->start;
         g->end    = (map->rbase + map->len < g->end) ? map->rbase + map->len :
                                                        g->end;
         g->serial = map->serial;
-        g->frees  = map->frees;
     }
-    if (g->start >= g->end) {
+    life = soft_direct_life_word(area, &word);
+    if ((g->start >= g->end) || (life == SOFT_LIFE_DEAD) ||
+        ((map != NULL) && (map->pidfd >= 0) && (life != SOFT_LIFE_ALIVE))) {
         return;
     }
-    g->map     = (soft_dmap_ent_t *)map;
-    g->dc_key  = w->wr.dest.dc_key;
-    g->rkey    = w->wr.rkey;
-    g->dctn    = w->wr.dest.dctn;
-    g->access  = v.access & dacc;
-    g->dct_seq = dseq;
-    g->mr_seq  = v.seq;
-    g->area    = area;
+    g->map    = (soft_dmap_ent_t *)map;
+    g->dc_key = w->wr.dest.dc_key;
+    g->rkey   = w->wr.rkey;
+    g->dctn   = w->wr.dest.dctn;
+    g->access = v.access & dacc;
+    g->gen    = gen;
+    g->mr_seq = v.seq;
+    g->life   = (life == SOFT_LIFE_ALIVE) ? word : 0;
+    g->plain  = dev->plain_intent &&
+               __atomic_load_n(&area->asym, __ATOMIC_RELAXED);
+    g->area = area;
     dev->stats.direct_grants++;
 }
 
-/* The grant's checks for a copy of len bytes by wr (its DCT, DC key, rkey
- * and remote address; local_plain: our side needs no strided-key walk) to
- * or from peer: the marker slot claimed, with our intent set and the MR
- * entry's count confirmed after it, or NULL with nothing held (the caller
- * makes the full checks). */
-static inline __attribute__((always_inline)) soft_dslot_t *
-soft_direct_grant_take(soft_dev_t *dev, soft_peer_t *peer,
-                       const dcx_send_wr_t *wr, uint64_t len, uint32_t access,
-                       int local_plain)
+/* The grant's liveness check where its liveness lock was not held when it
+ * was made (robust mutexes not available, its helper not started): a copy
+ * through a mapping of another process needs it held (that one made no
+ * grant); cross-memory attach needs the target not known dead. */
+int soft_dgrant_life_unknown(soft_peer_t *peer, const soft_dmap_ent_t *map)
 {
-    soft_dgrant_t *g         = &peer->grant;
-    soft_direct_area_t *area = g->area;
-    soft_dmap_ent_t *map     = g->map;
-    uint64_t raddr           = wr->remote_addr;
-    soft_dslot_t *slot;
-    int life;
-
-    /* dev->light_off: a fault rule or our port killed */
-    if ((area == NULL) || (wr->rkey != g->rkey) || (wr->dest.dctn != g->dctn) ||
-        (wr->dest.dc_key != g->dc_key) || !(g->access & access) || (len == 0) ||
-        (len > dev->limits.mtu) || (raddr < g->start) || (raddr >= g->end) ||
-        (len > g->end - raddr) || !local_plain || dev->light_off ||
-        __atomic_load_n(&peer->hdr->killed, __ATOMIC_ACQUIRE) ||
-        !__atomic_load_n(&area->enabled, __ATOMIC_ACQUIRE) ||
-        (__atomic_load_n(&area->dcts[g->dctn - SOFT_QPN_BASE].seq,
-                         __ATOMIC_ACQUIRE) != g->dct_seq)) {
-        return NULL;
-    }
-    life = soft_direct_life(area);
     if (map != NULL) {
-        if ((map->peer != peer) || (map->serial != g->serial) ||
-            (__atomic_load_n(&area->frees, __ATOMIC_ACQUIRE) != g->frees) ||
-            ((map->pidfd >= 0) && (life != SOFT_LIFE_ALIVE))) {
-            return NULL;
-        }
-    } else if ((life == SOFT_LIFE_DEAD) || peer->direct_off) {
-        return NULL;
+        return map->pidfd < 0;
     }
-    if (((slot = g->held) == NULL) &&
-        ((slot = soft_dslot_hold(dev, peer, area)) == NULL)) {
-        return NULL;
-    }
-    /* intent (soft_dslot.c: a plain store where the owner fences for it) */
-    if (dev->plain_intent && __atomic_load_n(&area->asym, __ATOMIC_RELAXED)) {
-        __atomic_store_n(&slot->key, g->rkey, __ATOMIC_RELAXED);
-        __atomic_signal_fence(__ATOMIC_SEQ_CST);
-    } else {
-        __atomic_store_n(&slot->key, g->rkey, __ATOMIC_SEQ_CST);
-    }
-    if (__atomic_load_n(&area->mrs[g->rkey >> 8].seq, __ATOMIC_SEQ_CST) !=
-        g->mr_seq) {
-        __atomic_store_n(&slot->key, 0, __ATOMIC_RELEASE);
-        g->area = NULL;
-        return NULL;
-    }
-    return slot;
-}
-
-/* Ends a copy under the grant that soft_direct_grant_take started: the
- * marker given back; 1 if all len bytes were copied (counted, the mapping
- * marked used), else 0 with the grant dropped (the full checks try again
- * and say why). */
-static inline int soft_direct_grant_give(soft_dev_t *dev, soft_peer_t *peer,
-                                         soft_dslot_t *slot, ssize_t ret,
-                                         uint64_t len, int is_write)
-{
-    __atomic_store_n(&slot->gen, slot->gen + 1, __ATOMIC_RELAXED);
-    __atomic_store_n(&slot->key, 0, __ATOMIC_RELEASE);
-    if (__atomic_load_n(&peer->grant.area->short_gen, __ATOMIC_RELAXED) !=
-        peer->grant.short_seen) {
-        soft_dslot_unhold(peer); /* another writer found none free */
-    }
-    if (ret != (ssize_t)len) {
-        peer->grant.area = NULL;
-        return 0;
-    }
-    if (peer->grant.map != NULL) {
-        soft_dmap_touch(dev, peer->grant.map); /* its place in the LRU */
-    }
-    soft_direct_count(dev, is_write, peer->grant.map != NULL, len);
-    return 1;
-}
-
-/* One piece of ours (l) and len bytes at raddr of the granted peer:
- * through its mapping, or by cross-memory attach.  The bytes copied, as
- * the system call returns them. */
-static inline ssize_t soft_direct_grant_copy1(const soft_peer_t *peer,
-                                              uint8_t *l, uint64_t raddr,
-                                              uint64_t len, int is_write)
-{
-    soft_dmap_ent_t *map = peer->grant.map;
-    struct iovec liov, riov;
-    uint8_t *r;
-
-    if (map != NULL) {
-        r = map->local + (raddr - map->rbase);
-        if (is_write) {
-            soft_copy_small(r, l, len);
-        } else {
-            soft_copy_small(l, r, len);
-        }
-        return (ssize_t)len;
-    }
-    liov.iov_base = l;
-    liov.iov_len  = len;
-    riov.iov_base = (void *)(uintptr_t)raddr;
-    riov.iov_len  = len;
-    return is_write ?
-               process_vm_writev((pid_t)peer->pid, &liov, 1, &riov, 1, 0) :
-               process_vm_readv((pid_t)peer->pid, &liov, 1, &riov, 1, 0);
+    return (soft_direct_life(peer->grant.area) != SOFT_LIFE_DEAD) &&
+           !peer->direct_off;
 }
 
 /* w (RDMA_WRITE or RDMA_READ of at most an MTU) copied under the grant
@@ -746,24 +647,24 @@ soft_direct_grant_exec(soft_dev_t *dev, soft_swqe_t *w, int is_write,
     soft_dslot_t *slot;
     ssize_t ret;
 
-    slot = soft_direct_grant_take(dev, peer, &w->wr, len, access,
-                                  (w->wr.num_sge <= SOFT_MAX_RECV_SGE) &&
-                                      ((dev->num_mkeys == 0) ||
-                                       (w->wr.flags & DCX_SEND_INLINE)));
+    slot = soft_dgrant_take(dev, peer, &w->wr, len, access,
+                            (w->wr.num_sge <= SOFT_MAX_RECV_SGE) &&
+                                ((dev->num_mkeys == 0) ||
+                                 (w->wr.flags & DCX_SEND_INLINE)));
     if (slot == NULL) {
         return 0;
     }
     if (w->wr.num_sge <= 1) {
         /* one piece on our side: inline data or one sge */
-        ret = soft_direct_grant_copy1(peer,
-                                      (w->wr.flags & DCX_SEND_INLINE) ?
-                                          w->inl :
-                                          (uint8_t *)(uintptr_t)w->sge[0].addr,
-                                      w->wr.remote_addr, len, is_write);
+        ret = soft_dgrant_copy1(peer,
+                                (w->wr.flags & DCX_SEND_INLINE) ?
+                                    w->inl :
+                                    (uint8_t *)(uintptr_t)w->sge[0].addr,
+                                w->wr.remote_addr, len, is_write);
     } else {
         ret = soft_direct_copy(peer, peer->grant.map, w, is_write, 0, len);
     }
-    return soft_direct_grant_give(dev, peer, slot, ret, len, is_write);
+    return soft_dgrant_give(dev, peer, slot, ret, len, is_write);
 }
 
 /* dev->write_inline: an unsignaled inline RDMA WRITE of one sge on a DCI
@@ -779,15 +680,13 @@ static int soft_direct_write_inline(soft_qp_t *qp, const dcx_send_wr_t *wr)
     soft_dslot_t *slot;
     ssize_t ret;
 
-    slot = soft_direct_grant_take(dev, peer, wr, len, DCX_ACCESS_REMOTE_WRITE,
-                                  1);
+    slot = soft_dgrant_take(dev, peer, wr, len, DCX_ACCESS_REMOTE_WRITE, 1);
     if (slot == NULL) {
         return 1;
     }
-    ret = soft_direct_grant_copy1(peer,
-                                  (uint8_t *)(uintptr_t)wr->sg_list[0].addr,
-                                  wr->remote_addr, len, 1);
-    return !soft_direct_grant_give(dev, peer, slot, ret, len, 1);
+    ret = soft_dgrant_copy1(peer, (uint8_t *)(uintptr_t)wr->sg_list[0].addr,
+                            wr->remote_addr, len, 1);
+    return !soft_dgrant_give(dev, peer, slot, ret, len, 1);
 }
 
 static int soft_direct_write_none(soft_qp_t *qp, const dcx_send_wr_t *wr)
@@ -814,46 +713,6 @@ static int soft_direct_write_now(soft_qp_t *qp, const dcx_send_wr_t *wr)
     ret = soft_direct_write_inline(qp, wr);
     soft_mem_local_end(dev);
     return ret;
-}
-
-/* dev->read_now: an RDMA READ of len bytes by wr on a DCI with nothing
- * outstanding, under the grant towards its peer, handed to cb instead of
- * written to local memory: read by cb in the mapping of the target's
- * allocation (the marker held, so the MR stays), or copied first into
- * read_buf by cross-memory attach.  0 if cb got the bytes, 1 if the grant
- * does not cover the READ (nothing read, cb not called). */
-static int soft_direct_read_now(soft_qp_t *qp, const dcx_send_wr_t *wr,
-                                uint32_t len, dcx_read_cb_t cb, void *arg)
-{
-    soft_dev_t *dev   = qp->dev;
-    soft_peer_t *peer = ((soft_ah_t *)wr->dest.ah)->peer;
-    soft_dmap_ent_t *map;
-    soft_dslot_t *slot;
-    ssize_t ret;
-
-    slot = soft_direct_grant_take(dev, peer, wr, len, DCX_ACCESS_REMOTE_READ,
-                                  1);
-    if (slot == NULL) {
-        return 1;
-    }
-    map = peer->grant.map;
-    if (map != NULL) {
-        cb(arg, map->local + (wr->remote_addr - map->rbase), len);
-        soft_direct_grant_give(dev, peer, slot, len, len, 0);
-        return 0;
-    }
-    ret = soft_direct_grant_copy1(peer, dev->read_buf, wr->remote_addr, len, 0);
-    if (!soft_direct_grant_give(dev, peer, slot, ret, len, 0)) {
-        return 1; /* the posted READ's full checks say why */
-    }
-    cb(arg, dev->read_buf, len);
-    return 0;
-}
-
-static int soft_direct_read_now_none(soft_qp_t *qp, const dcx_send_wr_t *wr,
-                                     uint32_t len, dcx_read_cb_t cb, void *arg)
-{
-    return 1;
 }
 
 #define SOFT_DIRECT_NO_MARK UINT32_MAX
@@ -945,7 +804,7 @@ static int soft_direct_exec(soft_qp_t *qp, soft_swqe_t *w)
 done:
     soft_dslot_put(slot);
     soft_direct_unmark(dev, in_engine);
-    soft_direct_count(dev, is_write, map != NULL, w->total_len);
+    soft_dgrant_count(dev, is_write, map != NULL, w->total_len);
     return 1;
 
 release:
@@ -992,7 +851,6 @@ void soft_direct_init(soft_dev_t *dev, soft_port_hdr_t *hdr, uint64_t offset)
     dev->one_sided       = soft_direct_none;
     dev->one_sided_ready = soft_direct_none;
     dev->write_inline    = soft_direct_write_none;
-    dev->read_now        = soft_direct_read_now_none;
     dev->write_now       = soft_direct_write_none;
     dev->direct          = NULL;
     if (!dev->limits.direct) {
@@ -1007,16 +865,15 @@ void soft_direct_init(soft_dev_t *dev, soft_port_hdr_t *hdr, uint64_t offset)
     dev->direct_start = soft_proc_start_time(dev->pid);
     __atomic_store_n(&area->enabled, 1, __ATOMIC_RELEASE);
     __atomic_store_n(&hdr->direct_off, offset, __ATOMIC_RELEASE);
-    if (soft_direct_probe(dev)) {
+    /* (no grant is made where the device copies nothing directly, so a
+     * READ within the call needs no choice: soft_dgrant_read) */
+    if (soft_direct_probe(dev) &&
+        ((dev->read_buf = malloc(dev->limits.mtu)) != NULL)) {
         dev->one_sided       = soft_direct_exec;
         dev->one_sided_ready = soft_direct_ready;
         dev->write_inline    = soft_direct_write_inline;
-        dev->read_buf        = malloc(dev->limits.mtu);
-        if (dev->read_buf != NULL) {
-            dev->read_now  = soft_direct_read_now;
-            dev->write_now = soft_direct_write_now;
-            dev->super.caps.flags |= DCX_CAP_POST_NOW;
-        }
+        dev->write_now       = soft_direct_write_now;
+        dev->super.caps.flags |= DCX_CAP_POST_NOW;
     }
 }
 

@@ -11,7 +11,7 @@
 
 #include <linux/futex.h>
 
-#define SOFT_DIRECT_VERSION 5u
+#define SOFT_DIRECT_VERSION 6u
 #define SOFT_DIRECT_MRS     4096u /* keys with index below are published */
 #define SOFT_DIRECT_DCTS    256u  /* DCTs with qpn - base below */
 #define SOFT_DIRECT_SLOTS   64u   /* writers' in-flight markers */
@@ -109,7 +109,11 @@ typedef struct soft_direct_area {
     uint64_t frees;
     uint32_t asym;      /* the owner fences for plain intents (soft_dslot.c) */
     uint32_t short_gen; /* bumped by a writer that found no free marker */
-    uint8_t pad[40];
+    /* bumped by the owner after each change of 'enabled', of a DCT entry,
+     * of 'frees' and of its port's 'killed': a grant (soft_direct.c) made
+     * when it read so checks this one word for all four */
+    uint32_t gen;
+    uint8_t pad[36];
     soft_dlife_t life;
     soft_ddct_t dcts[SOFT_DIRECT_DCTS];
     soft_dmr_t mrs[SOFT_DIRECT_MRS];
@@ -134,6 +138,8 @@ void soft_direct_mr_unpublish(soft_dev_t *dev, soft_mr_t *mr);
 void soft_direct_quiesce(soft_dev_t *dev, uint32_t key);
 void soft_direct_dct_publish(soft_dev_t *dev, soft_qp_t *dct, int ok);
 void soft_direct_fault_changed(soft_dev_t *dev);
+/* Bumps our area's gen (after a change it covers; engine or mr lock held) */
+void soft_direct_gen_bump(soft_dev_t *dev);
 /* soft_dlife.c: sets up the liveness lock of a fresh area (soft_direct_init);
  * the helper thread takes it when it starts and gives it back before it
  * returns (soft_helper.c). */
@@ -165,12 +171,16 @@ void soft_dslot_owner_fence(soft_dev_t *dev, soft_direct_area_t *area);
 /* Held in-flight markers in our tables (tests). */
 unsigned soft_direct_inflight(soft_dev_t *dev);
 
-static inline int soft_direct_life(const soft_direct_area_t *area)
+/* What the liveness lock of area says (SOFT_LIFE_*), with the lock's word
+ * it read (*word_p) */
+static inline int soft_direct_life_word(const soft_direct_area_t *area,
+                                        uint32_t *word_p)
 {
     uint32_t tid  = __atomic_load_n(&area->life.tid, __ATOMIC_ACQUIRE);
     uint32_t word = __atomic_load_n((const uint32_t *)&area->life.lock,
                                     __ATOMIC_ACQUIRE);
 
+    *word_p = word;
     if (tid == 0) {
         return SOFT_LIFE_UNKNOWN;
     }
@@ -179,6 +189,13 @@ static inline int soft_direct_life(const soft_direct_area_t *area)
     }
     return ((word & FUTEX_TID_MASK) == tid) ? SOFT_LIFE_ALIVE :
                                               SOFT_LIFE_UNKNOWN;
+}
+
+static inline int soft_direct_life(const soft_direct_area_t *area)
+{
+    uint32_t word;
+
+    return soft_direct_life_word(area, &word);
 }
 
 /* What the liveness lock of the area peer publishes says (SOFT_LIFE_*;
@@ -235,8 +252,15 @@ soft_dmap_ent_t *soft_dmap_get(soft_dev_t *dev, soft_peer_t *peer,
  * look the entry up and call soft_dmap_get(). */
 soft_dmap_ent_t *soft_dmap_last(soft_dev_t *dev, const soft_peer_t *peer,
                                 const soft_direct_area_t *area, uint32_t rkey);
-/* Marks e used now (its place in the LRU order), as soft_dmap_last does. */
-void soft_dmap_touch(soft_dev_t *dev, soft_dmap_ent_t *e);
+/* Marks e used now (its place in the LRU order), as soft_dmap_last does:
+ * inline, for the copy under a grant (the cache's LRU clock is its first
+ * member) */
+static inline void soft_dmap_touch(soft_dev_t *dev, soft_dmap_ent_t *e)
+{
+    uint64_t *clock = (uint64_t *)(void *)dev->dmap;
+
+    e->used = ++*clock;
+}
 /* 0 if the mapping's process (the owner of area) has exited (its mappings
  * are dropped then). */
 int soft_dmap_alive(soft_dev_t *dev, soft_dmap_ent_t *e,

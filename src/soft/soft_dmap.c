@@ -43,6 +43,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,11 +61,14 @@
 #endif
 
 struct soft_dmap {
+    uint64_t clock; /* first: soft_dmap_touch() */
     soft_dmap_ent_t e[SOFT_DMAP_ENTRIES];
     soft_dmap_ent_t *last; /* returned last by soft_dmap_get() */
-    uint64_t clock;
     unsigned count;
 };
+
+_Static_assert(offsetof(struct soft_dmap, clock) == 0,
+               "soft_dmap_touch() finds the LRU clock first");
 
 static void soft_dmap_drop(soft_dev_t *dev, soft_dmap_ent_t *e)
 {
@@ -279,11 +283,6 @@ soft_dmap_ent_t *soft_dmap_last(soft_dev_t *dev, const soft_peer_t *peer,
     }
     e->used = ++dev->dmap->clock;
     return e;
-}
-
-void soft_dmap_touch(soft_dev_t *dev, soft_dmap_ent_t *e)
-{
-    e->used = ++dev->dmap->clock;
 }
 
 int soft_dmap_alive(soft_dev_t *dev, soft_dmap_ent_t *e,

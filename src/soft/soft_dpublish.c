@@ -120,6 +120,7 @@ void soft_direct_dct_publish(soft_dev_t *dev, soft_qp_t *dct, int ok)
     __atomic_store_n(&e->dc_key, dct->dc_key, __ATOMIC_RELAXED);
     __atomic_store_n(&e->ok, (uint32_t)ok, __ATOMIC_RELAXED);
     soft_seq_end(&e->seq);
+    soft_direct_gen_bump(dev);
 }
 
 void soft_direct_fault_changed(soft_dev_t *dev)
@@ -132,6 +133,14 @@ void soft_direct_fault_changed(soft_dev_t *dev)
                      (dev->fault.rule.type == DCX_SOFT_FAULT_NONE) &&
                          !dev->killed,
                      __ATOMIC_RELEASE);
+    soft_direct_gen_bump(dev);
+}
+
+void soft_direct_gen_bump(soft_dev_t *dev)
+{
+    if (dev->direct != NULL) {
+        __atomic_add_fetch(&dev->direct->gen, 1, __ATOMIC_SEQ_CST);
+    }
 }
 
 /* Waits until no initiator is copying under key (0: any key) in a chunk

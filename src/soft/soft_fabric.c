@@ -468,6 +468,7 @@ void soft_port_destroy(soft_dev_t *dev)
 {
     if (dev->hdr != NULL) {
         __atomic_store_n(&dev->hdr->killed, 1, __ATOMIC_RELEASE);
+        soft_direct_gen_bump(dev);
         munmap(dev->hdr, dev->seg_size);
         dev->hdr  = NULL;
         dev->acks = NULL;

@@ -10,7 +10,7 @@
 
 #include "soft.h"
 #include "soft_stream.h"
-#include "soft_direct.h"
+#include "soft_dgrant.h"
 #include "soft_light.h"
 
 #include <errno.h>
@@ -244,7 +244,7 @@ static int soft_dci_post_now(dcx_qp_t *qp_, const dcx_send_wr_t *wr,
 
     done = (qp->super.post_send == soft_dci_post_send) && soft_dci_quiet(qp) &&
            (((wr->opcode == DCX_WR_RDMA_READ) &&
-             (dev->read_now(qp, wr, length, cb, arg) == 0)) ||
+             (soft_dgrant_read(dev, wr, length, cb, arg) == 0)) ||
             ((wr->opcode == DCX_WR_RDMA_WRITE) &&
              (dev->write_now(qp, wr) == 0)));
     soft_unlock_as(&dev->lock, fast);

@@ -208,21 +208,24 @@ _Static_assert(sizeof(soft_addr_t) == SOFT_ADDR_LEN,
 /* The initiator's grant towards a port (soft_direct.c): what the last
  * direct copy to it found when it checked everything, kept so that the
  * next one to the same DCT and key checks only that nothing it read has
- * changed since (the entries' seqlock counts, the mapping's allocation,
- * the port's liveness) and that its range lies within.  area NULL: none. */
+ * changed since (the port's gen, the MR entry's seqlock count, the
+ * mapping's allocation, the port's liveness) and that its range lies
+ * within.  area NULL: none. */
 typedef struct soft_dgrant {
     struct soft_direct_area *area; /* the port's published tables */
     struct soft_dmap_ent *map;     /* copied through; NULL: cross-memory */
     uint64_t serial;               /* map's allocation */
-    uint64_t frees;                /* the port's area->frees then */
     uint64_t dc_key;
     uint64_t start, end; /* [start, end): the MR (and mapping) */
     uint32_t rkey, dctn;
-    uint32_t access;          /* what the DCT and the MR both allow */
-    uint32_t dct_seq, mr_seq; /* their entries' seq then (even) */
-    uint32_t slot;            /* the marker slot we took last */
-    uint32_t short_seen;      /* area->short_gen when 'held' was claimed */
-    struct soft_dslot *held;  /* marker kept between copies (soft_dslot.c) */
+    uint32_t access;     /* what the DCT and the MR both allow */
+    uint32_t gen;        /* the port's area->gen then */
+    uint32_t mr_seq;     /* the MR entry's seq then (even) */
+    uint32_t life;       /* its liveness lock's word then, if held; 0: not */
+    uint32_t plain;      /* intents set with a plain store (soft_dslot.c) */
+    uint32_t slot;       /* the marker slot we took last */
+    uint32_t short_seen; /* area->short_gen when 'held' was claimed */
+    struct soft_dslot *held; /* marker kept between copies (soft_dslot.c) */
 } soft_dgrant_t;
 
 /* A remote (or our own) port, mapped lazily. */

@@ -166,6 +166,17 @@ protected:
         __atomic_store_n(&info->progress, 2, __ATOMIC_RELEASE);
     }
 
+    /* Makes 'count' changes the initiator asks for, one at a time: on
+     * progress 2k - 1 (ask_target), change k, then progress 2k. */
+    void act_when_asked(uint32_t count, std::function<void(uint32_t)> act)
+    {
+        for (uint32_t k = 1; k <= count; ++k) {
+            ASSERT_TRUE(wait_flag(&info->progress, 2 * k - 1, 60.0));
+            ASSERT_NO_FATAL_FAILURE(act(k));
+            __atomic_store_n(&info->progress, 2 * k, __ATOMIC_RELEASE);
+        }
+    }
+
     uint8_t *tmem     = nullptr;
     direct_info *info = nullptr;
     int wake[2];
@@ -191,6 +202,14 @@ bool ask_dereg(direct_info *in)
 {
     __atomic_store_n(&in->progress, 1, __ATOMIC_RELEASE);
     return wait_flag(&in->progress, 2, 30.0);
+}
+
+/* The initiator's side of soft_direct::act_when_asked: asks for change k
+ * and waits until the target made it. */
+bool ask_target(direct_info *in, uint32_t k)
+{
+    __atomic_store_n(&in->progress, 2 * k - 1, __ATOMIC_RELEASE);
+    return wait_flag(&in->progress, 2 * k, 30.0);
 }
 
 } // namespace
@@ -467,6 +486,98 @@ TEST_F(soft_direct, grant_rechecks_target_changes_bad_flow)
     EXPECT_EQ(5u, info->stats.direct_grants);
     EXPECT_EQ(5u, info->stats.direct_writes);
     EXPECT_EQ(2u, info->stats.direct_reads);
+}
+
+/* A grant follows what its target changes in one word, the target's gen:
+ * a fault rule there (its responder must see the packets), the rule
+ * cleared, its DCT destroyed.  Each change is made while the initiator
+ * holds a grant, and the next write must not take it: by packets while the
+ * rule stands, direct again after it is cleared, and no write at all once
+ * the DCT is gone (the write times out, the target's memory unchanged). */
+TEST_F(soft_direct, grant_follows_target_gen_bad_flow)
+{
+    uint8_t *tm     = tmem;
+    direct_info *in = info;
+
+    memset(tmem, 0x5a, TMEM_SIZE);
+    start_initiator([in](node &n) -> int {
+        local_buf lb;
+        struct {
+            const char *what;
+            uint32_t action; /* the target's change first (0: none) */
+            int status;
+            uint64_t direct; /* the write went direct */
+        } steps[] = {
+            {"first write", 0, DCX_WC_SUCCESS, 1},
+            {"granted write", 0, DCX_WC_SUCCESS, 1},
+            {"under a fault rule", 1, DCX_WC_SUCCESS, 0},
+            {"rule cleared", 2, DCX_WC_SUCCESS, 1},
+            {"granted again", 0, DCX_WC_SUCCESS, 1},
+            {"DCT destroyed", 3, DCX_WC_RETRY_EXC_ERR, 0},
+        };
+        dcx_soft_stats_t before, after;
+        uint64_t off = 0;
+        int rc       = 0;
+
+        if (lb.reg(n, 64) != 0) {
+            return 11;
+        }
+        memset(lb.v.data(), 0x11, 64);
+        for (auto &c : steps) {
+            if ((c.action != 0) && !ask_target(in, c.action)) {
+                return 12;
+            }
+            dcx_sge_t s      = lb.sge(0, 8);
+            dcx_send_wr_t wr = wr_to(in, n, DCX_WR_RDMA_WRITE, &s, off,
+                                     in->rkey);
+            dcx_soft_stats(n.dev, &before);
+            int st = run_one(n, wr);
+            dcx_soft_stats(n.dev, &after);
+            if ((st != c.status) ||
+                (after.direct_writes - before.direct_writes != c.direct)) {
+                fprintf(stderr,
+                        "%s: status %d, expected %d; direct %llu, "
+                        "expected %llu\n",
+                        c.what, st, c.status,
+                        (unsigned long long)(after.direct_writes -
+                                             before.direct_writes),
+                        (unsigned long long)c.direct);
+                rc = 13;
+            }
+            if ((st != DCX_WC_SUCCESS) && (renew_dci(n) != 0)) {
+                return 15;
+            }
+            off += 64;
+        }
+        return rc;
+    });
+    start_target();
+    ASSERT_NO_FATAL_FAILURE(act_when_asked(3, [this](uint32_t action) {
+        dcx_soft_fault_t f = {};
+
+        switch (action) {
+        case 1: /* a rule for packets this test never sends */
+            f.type     = DCX_SOFT_FAULT_DELAY;
+            f.opcode   = DCX_WR_SEND;
+            f.delay_us = 1;
+            ASSERT_EQ(0, dcx_soft_fault_inject(t.dev, &f));
+            break;
+        case 2:
+            dcx_soft_fault_clear(t.dev);
+            break;
+        default:
+            ASSERT_EQ(0, dcx_qp_destroy(t.dct));
+            t.dct = nullptr;
+            break;
+        }
+    }));
+    ASSERT_TRUE(wait_done(120.0));
+    EXPECT_TRUE(stop_children());
+    for (size_t i = 0; i < TMEM_SIZE; ++i) {
+        size_t off   = i - PAGE;
+        bool written = (i >= PAGE) && (off < 5 * 64) && (off % 64 < 8);
+        ASSERT_EQ(written ? 0x11 : 0x5a, tm[i]) << "byte " << i;
+    }
 }
 
 /* The initiator's side of the post_now tests: wr, which post_now answered

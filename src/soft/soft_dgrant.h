@@ -1,0 +1,174 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Soft device: the initiator's grant towards a port (soft_dgrant_t, in the
+ * peer): a small RDMA WRITE or READ to the DCT and key of the last direct
+ * copy that passed every check checks only what could have changed since
+ * (soft_direct.c, "The grant", says what and how the grant is made).  The
+ * copy under it, inline here so that the DCI's post within the call
+ * (soft_dci_post_now) and the light path execute it without a call.
+ */
+#ifndef DCX_SOFT_DGRANT_H_
+#define DCX_SOFT_DGRANT_H_
+
+#include "soft_direct.h"
+
+#include <sys/uio.h>
+
+/* A direct copy done: the counters */
+static inline void soft_dgrant_count(soft_dev_t *dev, int is_write, int mapped,
+                                     uint64_t len)
+{
+    if (is_write) {
+        dev->stats.direct_writes++;
+    } else {
+        dev->stats.direct_reads++;
+    }
+    dev->stats.direct_mapped += mapped;
+    dev->stats.direct_bytes += len;
+}
+
+/* The grant's liveness check where its liveness lock was not held when it
+ * was made (soft_direct.c) */
+int soft_dgrant_life_unknown(soft_peer_t *peer, const soft_dmap_ent_t *map);
+
+/* The grant's checks for a copy of len bytes by wr (its DCT, DC key, rkey
+ * and remote address; local_plain: our side needs no strided-key walk) to
+ * or from peer: the marker slot claimed, with our intent set and the MR
+ * entry's count confirmed after it, or NULL with nothing held (the caller
+ * makes the full checks). */
+static inline __attribute__((always_inline)) soft_dslot_t *
+soft_dgrant_take(soft_dev_t *dev, soft_peer_t *peer,
+                       const dcx_send_wr_t *wr, uint64_t len, uint32_t access,
+                       int local_plain)
+{
+    soft_dgrant_t *g         = &peer->grant;
+    soft_direct_area_t *area = g->area;
+    soft_dmap_ent_t *map     = g->map;
+    uint64_t raddr           = wr->remote_addr;
+    soft_dslot_t *slot;
+
+    /* len - 1 < mtu: 0 < len <= mtu; dev->light_off: a fault rule or our
+     * port killed */
+    if ((area == NULL) || (wr->rkey != g->rkey) || (wr->dest.dctn != g->dctn) ||
+        (wr->dest.dc_key != g->dc_key) || !(g->access & access) ||
+        (len - 1 >= dev->limits.mtu) || (raddr < g->start) ||
+        (raddr >= g->end) || (len > g->end - raddr) || !local_plain ||
+        dev->light_off ||
+        (__atomic_load_n(&area->gen, __ATOMIC_ACQUIRE) != g->gen) ||
+        ((map != NULL) &&
+         ((map->peer != peer) || (map->serial != g->serial))) ||
+        ((g->life != 0) ?
+             (__atomic_load_n((const uint32_t *)&area->life.lock,
+                              __ATOMIC_ACQUIRE) != g->life) :
+             !soft_dgrant_life_unknown(peer, map))) {
+        return NULL;
+    }
+    if (((slot = g->held) == NULL) &&
+        ((slot = soft_dslot_hold(dev, peer, area)) == NULL)) {
+        return NULL;
+    }
+    /* intent (soft_dslot.c: a plain store where the owner fences for it) */
+    if (g->plain) {
+        __atomic_store_n(&slot->key, g->rkey, __ATOMIC_RELAXED);
+        __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    } else {
+        __atomic_store_n(&slot->key, g->rkey, __ATOMIC_SEQ_CST);
+    }
+    if (__atomic_load_n(&area->mrs[g->rkey >> 8].seq, __ATOMIC_SEQ_CST) !=
+        g->mr_seq) {
+        __atomic_store_n(&slot->key, 0, __ATOMIC_RELEASE);
+        g->area = NULL;
+        return NULL;
+    }
+    return slot;
+}
+
+/* Ends a copy under the grant that soft_dgrant_take started: the
+ * marker given back; 1 if all len bytes were copied (counted, the mapping
+ * marked used), else 0 with the grant dropped (the full checks try again
+ * and say why). */
+static inline __attribute__((always_inline)) int
+soft_dgrant_give(soft_dev_t *dev, soft_peer_t *peer, soft_dslot_t *slot,
+                 ssize_t ret, uint64_t len, int is_write)
+{
+    __atomic_store_n(&slot->gen, slot->gen + 1, __ATOMIC_RELAXED);
+    __atomic_store_n(&slot->key, 0, __ATOMIC_RELEASE);
+    if (__atomic_load_n(&peer->grant.area->short_gen, __ATOMIC_RELAXED) !=
+        peer->grant.short_seen) {
+        soft_dslot_unhold(peer); /* another writer found none free */
+    }
+    if (ret != (ssize_t)len) {
+        peer->grant.area = NULL;
+        return 0;
+    }
+    if (peer->grant.map != NULL) {
+        soft_dmap_touch(dev, peer->grant.map); /* its place in the LRU */
+    }
+    soft_dgrant_count(dev, is_write, peer->grant.map != NULL, len);
+    return 1;
+}
+
+/* One piece of ours (l) and len bytes at raddr of the granted peer:
+ * through its mapping, or by cross-memory attach.  The bytes copied, as
+ * the system call returns them. */
+static inline ssize_t soft_dgrant_copy1(const soft_peer_t *peer,
+                                              uint8_t *l, uint64_t raddr,
+                                              uint64_t len, int is_write)
+{
+    soft_dmap_ent_t *map = peer->grant.map;
+    struct iovec liov, riov;
+    uint8_t *r;
+
+    if (map != NULL) {
+        r = map->local + (raddr - map->rbase);
+        if (is_write) {
+            soft_copy_small(r, l, len);
+        } else {
+            soft_copy_small(l, r, len);
+        }
+        return (ssize_t)len;
+    }
+    liov.iov_base = l;
+    liov.iov_len  = len;
+    riov.iov_base = (void *)(uintptr_t)raddr;
+    riov.iov_len  = len;
+    return is_write ?
+               process_vm_writev((pid_t)peer->pid, &liov, 1, &riov, 1, 0) :
+               process_vm_readv((pid_t)peer->pid, &liov, 1, &riov, 1, 0);
+}
+
+/* An RDMA READ of len bytes by wr on a DCI with nothing outstanding
+ * (engine lock held; dcx_qp_t.post_now), under the grant towards its
+ * peer, handed to cb instead of written to local memory: read by cb in the
+ * mapping of the target's allocation (the marker held, so the MR stays),
+ * or copied first into dev->read_buf by cross-memory attach.  0 if cb got
+ * the bytes, 1 if the grant does not cover the READ (nothing read, cb not
+ * called; there is no grant where the device copies nothing directly). */
+static inline __attribute__((always_inline)) int
+soft_dgrant_read(soft_dev_t *dev, const dcx_send_wr_t *wr, uint32_t len,
+                 dcx_read_cb_t cb, void *arg)
+{
+    soft_peer_t *peer = ((soft_ah_t *)wr->dest.ah)->peer;
+    soft_dmap_ent_t *map;
+    soft_dslot_t *slot;
+    ssize_t ret;
+
+    slot = soft_dgrant_take(dev, peer, wr, len, DCX_ACCESS_REMOTE_READ, 1);
+    if (slot == NULL) {
+        return 1;
+    }
+    map = peer->grant.map;
+    if (map != NULL) {
+        cb(arg, map->local + (wr->remote_addr - map->rbase), len);
+        soft_dgrant_give(dev, peer, slot, len, len, 0);
+        return 0;
+    }
+    ret = soft_dgrant_copy1(peer, dev->read_buf, wr->remote_addr, len, 0);
+    if (!soft_dgrant_give(dev, peer, slot, ret, len, 0)) {
+        return 1; /* the posted READ's full checks say why */
+    }
+    cb(arg, dev->read_buf, len);
+    return 0;
+}
+
+#endif
