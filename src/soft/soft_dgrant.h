@@ -37,9 +37,8 @@ int soft_dgrant_life_unknown(soft_peer_t *peer, const soft_dmap_ent_t *map);
  * entry's count confirmed after it, or NULL with nothing held (the caller
  * makes the full checks). */
 static inline __attribute__((always_inline)) soft_dslot_t *
-soft_dgrant_take(soft_dev_t *dev, soft_peer_t *peer,
-                       const dcx_send_wr_t *wr, uint64_t len, uint32_t access,
-                       int local_plain)
+soft_dgrant_take(soft_dev_t *dev, soft_peer_t *peer, const dcx_send_wr_t *wr,
+                 uint64_t len, uint32_t access, int local_plain)
 {
     soft_dgrant_t *g         = &peer->grant;
     soft_direct_area_t *area = g->area;
@@ -55,12 +54,9 @@ soft_dgrant_take(soft_dev_t *dev, soft_peer_t *peer,
         (raddr >= g->end) || (len > g->end - raddr) || !local_plain ||
         dev->light_off ||
         (__atomic_load_n(&area->gen, __ATOMIC_ACQUIRE) != g->gen) ||
-        ((map != NULL) &&
-         ((map->peer != peer) || (map->serial != g->serial))) ||
-        ((g->life != 0) ?
-             (__atomic_load_n((const uint32_t *)&area->life.lock,
-                              __ATOMIC_ACQUIRE) != g->life) :
-             !soft_dgrant_life_unknown(peer, map))) {
+        ((g->life != 0) ? (__atomic_load_n((const uint32_t *)&area->life.lock,
+                                           __ATOMIC_ACQUIRE) != g->life) :
+                          !soft_dgrant_life_unknown(peer, map))) {
         return NULL;
     }
     if (((slot = g->held) == NULL) &&
@@ -111,9 +107,9 @@ soft_dgrant_give(soft_dev_t *dev, soft_peer_t *peer, soft_dslot_t *slot,
 /* One piece of ours (l) and len bytes at raddr of the granted peer:
  * through its mapping, or by cross-memory attach.  The bytes copied, as
  * the system call returns them. */
-static inline ssize_t soft_dgrant_copy1(const soft_peer_t *peer,
-                                              uint8_t *l, uint64_t raddr,
-                                              uint64_t len, int is_write)
+static inline ssize_t soft_dgrant_copy1(const soft_peer_t *peer, uint8_t *l,
+                                        uint64_t raddr, uint64_t len,
+                                        int is_write)
 {
     soft_dmap_ent_t *map = peer->grant.map;
     struct iovec liov, riov;

@@ -556,9 +556,10 @@ soft_direct_vector_exec(soft_direct_area_t *area, soft_dslot_t *slot,
  * load and a compare: the port's gen (which its owner bumps after any
  * change of its enabled flag, its DCT entries, its count of freed
  * allocations or its killed flag), the MR entry's seqlock count (any
- * change of the entry moves it for good), the mapping's allocation, the
- * liveness lock's word (the same holder, not dead), our light path's word
- * (fault rules, our port killed), and its own range.  The deregistration
+ * change of the entry moves it for good), the liveness lock's word (the
+ * same holder, not dead), our light path's word (fault rules, our port
+ * killed), and its own range; the mapping it copies through is not
+ * dropped without it (soft_dmap.c).  The deregistration
  * protocol is the same: the MR entry's count is read after our intent, as
  * the full check reads it.
  * ------------------------------------------------------------------------ */
@@ -598,10 +599,9 @@ static void soft_direct_grant_make(soft_dev_t *dev, soft_direct_area_t *area,
             (map->frees != __atomic_load_n(&area->frees, __ATOMIC_ACQUIRE))) {
             return;
         }
-        g->start  = (map->rbase > g->start) ? map->rbase : g->start;
-        g->end    = (map->rbase + map->len < g->end) ? map->rbase + map->len :
-                                                       g->end;
-        g->serial = map->serial;
+        g->start = (map->rbase > g->start) ? map->rbase : g->start;
+        g->end   = (map->rbase + map->len < g->end) ? map->rbase + map->len :
+                                                      g->end;
     }
     life = soft_direct_life_word(area, &word);
     if ((g->start >= g->end) || (life == SOFT_LIFE_DEAD) ||

@@ -72,6 +72,11 @@ _Static_assert(offsetof(struct soft_dmap, clock) == 0,
 
 static void soft_dmap_drop(soft_dev_t *dev, soft_dmap_ent_t *e)
 {
+    if (e->peer->grant.map == e) {
+        /* the grant copied through it (and checks no entry: the entry is
+         * reused only after this) */
+        e->peer->grant.area = NULL;
+    }
     if (e->pidfd >= 0) { /* else our own process's memory, not mapped */
         munmap(e->local, e->len);
         close(e->pidfd);

@@ -209,12 +209,12 @@ _Static_assert(sizeof(soft_addr_t) == SOFT_ADDR_LEN,
  * direct copy to it found when it checked everything, kept so that the
  * next one to the same DCT and key checks only that nothing it read has
  * changed since (the port's gen, the MR entry's seqlock count, the
- * mapping's allocation, the port's liveness) and that its range lies
- * within.  area NULL: none. */
+ * port's liveness) and that its range lies within.  area NULL: none. */
 typedef struct soft_dgrant {
     struct soft_direct_area *area; /* the port's published tables */
-    struct soft_dmap_ent *map;     /* copied through; NULL: cross-memory */
-    uint64_t serial;               /* map's allocation */
+    /* copied through (soft_dmap.c drops the grant with the entry); NULL:
+     * cross-memory attach */
+    struct soft_dmap_ent *map;
     uint64_t dc_key;
     uint64_t start, end; /* [start, end): the MR (and mapping) */
     uint32_t rkey, dctn;

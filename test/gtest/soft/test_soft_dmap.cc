@@ -792,6 +792,110 @@ TEST_F(soft_dmap, exec_target_fails_requests_bad_flow)
     n.close();
 }
 
+/* A mapping the initiator's cache evicts is not copied through again by
+ * the grant that used it: a write to the first target (granted, through
+ * the cache's entry for its allocation), then one to each of sixteen
+ * allocations of a second target (the last of which takes that entry,
+ * least recently used), then a write to the first target again under the
+ * same key: it lands in the first target's allocation, mapped anew, and
+ * not in the second target's allocation that now holds the entry. */
+TEST_F(soft_dmap, evicted_mapping_drops_its_grant_bad_flow)
+{
+    const unsigned nalloc = 16; /* the initiator's cache holds as many */
+    const size_t alen     = 64u * 1024u;
+    struct second {
+        uint8_t addr[DCX_DEV_ADDR_MAX];
+        uint32_t addr_len;
+        uint32_t dctn;
+        uint64_t raddr[16];
+        uint32_t rkey[16];
+    } *t2i = (second *)mmap(nullptr, sizeof(second), PROT_READ | PROT_WRITE,
+                            MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    ASSERT_NE(MAP_FAILED, (void *)t2i);
+    dmap_info *in = info;
+    std::vector<uint8_t *> a2(nalloc);
+    node t2;
+
+    start_initiator([in, t2i, nalloc](node &n) -> int {
+        local_buf lb;
+        dcx_ah_t *ah2 = nullptr;
+        int rc        = 0;
+
+        if ((lb.reg(n, 64) != 0) ||
+            (dcx_ah_create(n.pd, t2i->addr, t2i->addr_len, &ah2) != 0)) {
+            return 11;
+        }
+        memset(lb.v.data(), 0x11, 64);
+        dcx_sge_t s = lb.sge(0, 8);
+        for (uint64_t off : {0, 64}) { /* the grant made, then taken */
+            if (run_one(n, wr_to(in, n, DCX_WR_RDMA_WRITE, &s, in->raddr + off,
+                                 in->rkey)) != DCX_WC_SUCCESS) {
+                rc = 12;
+            }
+        }
+        for (unsigned k = 0; k < nalloc; ++k) {
+            dcx_send_wr_t wr = rdma_wr(n, t2i->dctn, 0x5eedull,
+                                       DCX_WR_RDMA_WRITE, &s, t2i->raddr[k],
+                                       t2i->rkey[k]);
+            wr.dest.ah       = ah2;
+            if (run_one(n, wr) != DCX_WC_SUCCESS) {
+                rc = 13;
+            }
+        }
+        if (run_one(n, wr_to(in, n, DCX_WR_RDMA_WRITE, &s, in->raddr + 128,
+                             in->rkey)) != DCX_WC_SUCCESS) {
+            rc = 14;
+        }
+        dcx_ah_destroy(ah2);
+        return rc;
+    });
+    dcx_soft_limits_t l = limits();
+    size_t len          = sizeof(t2i->addr);
+    ASSERT_EQ(0, t2.open(fabric.c_str(), &l));
+    for (unsigned k = 0; k < nalloc; ++k) {
+        size_t sz = alen;
+        dcx_mr_t *mr;
+        ASSERT_EQ(0, dcx_mem_alloc(t2.dev, &sz, (void **)&a2[k]));
+        memset(a2[k], 0x5a, alen);
+        ASSERT_EQ(0, t2.reg(a2[k], alen,
+                            DCX_ACCESS_LOCAL_WRITE | DCX_ACCESS_REMOTE_WRITE,
+                            &mr));
+        t2i->raddr[k] = (uint64_t)(uintptr_t)a2[k];
+        t2i->rkey[k]  = mr->rkey;
+    }
+    ASSERT_EQ(0, t2.make_target(0x5eedull, DCX_ACCESS_REMOTE_WRITE, 64));
+    ASSERT_EQ(0, dcx_dev_port_addr(t2.dev, t2i->addr, &len));
+    t2i->addr_len = (uint32_t)len;
+    t2i->dctn     = t2.dct->qp_num;
+    ASSERT_TRUE(wait_alive_lock(t2.dev));
+    start_target();
+    ASSERT_TRUE(wait_flag(&info->done, 1, 60.0));
+    ASSERT_TRUE(stop_children());
+    for (size_t i = 0; i < mem_len; ++i) {
+        size_t off   = i - PAGE;
+        bool written = (i >= PAGE) && (off < 3 * 64) && (off % 64 < 8);
+        ASSERT_EQ(written ? 0x11 : 0x5a, mem[i]) << "first target byte " << i;
+    }
+    for (unsigned k = 0; k < nalloc; ++k) {
+        for (size_t i = 0; i < alen; ++i) {
+            ASSERT_EQ((i < 8) ? 0x11 : 0x5a, a2[k][i])
+                << "second target allocation " << k << " byte " << i;
+        }
+    }
+    /* the first target's allocation mapped twice: before and after the
+     * eviction */
+    EXPECT_EQ(nalloc + 2, info->stats.direct_maps);
+    for (dcx_mr_t *mr : t2.mrs) {
+        dcx_mr_dereg(mr);
+    }
+    t2.mrs.clear();
+    for (unsigned k = 0; k < nalloc; ++k) {
+        EXPECT_EQ(0, dcx_mem_free(t2.dev, a2[k], alen));
+    }
+    t2.close();
+    munmap(t2i, sizeof(*t2i));
+}
+
 /* Two devices of one process (two interfaces, two workers): an RDMA WRITE
  * and READ between them copy through the allocation itself, which is in
  * the process's own address space, and make no second mapping of it. */
