@@ -548,9 +548,6 @@ struct soft_dev {
     int (*one_sided)(soft_qp_t *qp, soft_swqe_t *w);
     /* 1 if one_sided would take w were its DCI idle (a hint, no copy) */
     int (*one_sided_ready)(soft_qp_t *qp, soft_swqe_t *w);
-    /* an unsignaled inline WRITE copied without a WQE: 0 if done, 1 for
-     * the light path (soft_dci_post_light); chosen at open */
-    int (*write_inline)(soft_qp_t *qp, const dcx_send_wr_t *wr);
     /* an RDMA WRITE of one sge without a WQE: 0 if done, 1 if not
      * (dcx_qp_t.post_now; soft_dci_post_now); chosen at open */
     int (*write_now)(soft_qp_t *qp, const dcx_send_wr_t *wr);

@@ -167,4 +167,28 @@ soft_dgrant_read(soft_dev_t *dev, const dcx_send_wr_t *wr, uint32_t len,
     return 0;
 }
 
+/* An RDMA WRITE of wr's one sge (at most an MTU) on a DCI with nothing
+ * outstanding (engine lock held), copied from the sge's bytes under the
+ * grant towards its peer, with no WQE: the unsignaled inline WRITE of the
+ * light path (soft_dci_post_light), an inline WRITE within the call and
+ * the copy of soft_direct_write_now (dcx_qp_t.post_now).  0 if done, 1 if
+ * the grant does not cover it (nothing was copied; there is no grant
+ * where the device copies nothing directly). */
+static inline __attribute__((always_inline)) int
+soft_dgrant_write(soft_dev_t *dev, const dcx_send_wr_t *wr)
+{
+    soft_peer_t *peer = ((soft_ah_t *)wr->dest.ah)->peer;
+    uint64_t len      = wr->sg_list[0].length;
+    soft_dslot_t *slot;
+    ssize_t ret;
+
+    slot = soft_dgrant_take(dev, peer, wr, len, DCX_ACCESS_REMOTE_WRITE, 1);
+    if (slot == NULL) {
+        return 1;
+    }
+    ret = soft_dgrant_copy1(peer, (uint8_t *)(uintptr_t)wr->sg_list[0].addr,
+                            wr->remote_addr, len, 1);
+    return !soft_dgrant_give(dev, peer, slot, ret, len, 1);
+}
+
 #endif

@@ -667,35 +667,13 @@ soft_direct_grant_exec(soft_dev_t *dev, soft_swqe_t *w, int is_write,
     return soft_dgrant_give(dev, peer, slot, ret, len, is_write);
 }
 
-/* dev->write_inline: an unsignaled inline RDMA WRITE of one sge on a DCI
- * with nothing outstanding, copied from the caller's buffer under the
- * grant towards its peer, with no WQE (soft_dci_post_light; also the copy
- * of soft_direct_write_now): 0 if done, 1 if the grant does not cover it
- * (nothing was copied). */
-static int soft_direct_write_inline(soft_qp_t *qp, const dcx_send_wr_t *wr)
-{
-    soft_dev_t *dev   = qp->dev;
-    soft_peer_t *peer = ((soft_ah_t *)wr->dest.ah)->peer;
-    uint64_t len      = wr->sg_list[0].length;
-    soft_dslot_t *slot;
-    ssize_t ret;
-
-    slot = soft_dgrant_take(dev, peer, wr, len, DCX_ACCESS_REMOTE_WRITE, 1);
-    if (slot == NULL) {
-        return 1;
-    }
-    ret = soft_dgrant_copy1(peer, (uint8_t *)(uintptr_t)wr->sg_list[0].addr,
-                            wr->remote_addr, len, 1);
-    return !soft_dgrant_give(dev, peer, slot, ret, len, 1);
-}
-
 static int soft_direct_write_none(soft_qp_t *qp, const dcx_send_wr_t *wr)
 {
     return 1;
 }
 
 /* dev->write_now: an RDMA WRITE of wr's one sge (at most an MTU) on a DCI
- * with nothing outstanding: soft_direct_write_inline's copy, with the sge
+ * with nothing outstanding: soft_dgrant_write's copy, with the sge
  * checked as a posted WRITE's (soft_sge_ok) and its region marked in use
  * during the copy (soft_mem_local_begin).  0 if done, 1 if the checks or
  * the grant do not allow it (nothing was copied). */
@@ -710,7 +688,7 @@ static int soft_direct_write_now(soft_qp_t *qp, const dcx_send_wr_t *wr)
         (soft_mem_local_begin(dev, wr->sg_list, 1) != 0)) {
         return 1;
     }
-    ret = soft_direct_write_inline(qp, wr);
+    ret = soft_dgrant_write(dev, wr);
     soft_mem_local_end(dev);
     return ret;
 }
@@ -850,7 +828,6 @@ void soft_direct_init(soft_dev_t *dev, soft_port_hdr_t *hdr, uint64_t offset)
 
     dev->one_sided       = soft_direct_none;
     dev->one_sided_ready = soft_direct_none;
-    dev->write_inline    = soft_direct_write_none;
     dev->write_now       = soft_direct_write_none;
     dev->direct          = NULL;
     if (!dev->limits.direct) {
@@ -871,7 +848,6 @@ void soft_direct_init(soft_dev_t *dev, soft_port_hdr_t *hdr, uint64_t offset)
         ((dev->read_buf = malloc(dev->limits.mtu)) != NULL)) {
         dev->one_sided       = soft_direct_exec;
         dev->one_sided_ready = soft_direct_ready;
-        dev->write_inline    = soft_direct_write_inline;
         dev->write_now       = soft_direct_write_now;
         dev->super.caps.flags |= DCX_CAP_POST_NOW;
     }

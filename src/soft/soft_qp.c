@@ -229,6 +229,20 @@ static inline int soft_dci_quiet(const soft_qp_t *qp)
     return (qp->sq_comp == qp->sq_head) && (qp->rnr_until_ns == 0);
 }
 
+/* A WRITE within the call (engine lock held, the DCI quiet): an inline
+ * one's bytes from any memory, as an inline post's (one sge of at most
+ * max_inline bytes), else from its one sge, checked as a posted WRITE's;
+ * 0 if done */
+static inline int soft_dci_write_now(soft_qp_t *qp, const dcx_send_wr_t *wr)
+{
+    if (wr->flags & DCX_SEND_INLINE) {
+        return (wr->num_sge != 1) ||
+               (wr->sg_list[0].length > qp->super.max_inline) ||
+               soft_dgrant_write(qp->dev, wr);
+    }
+    return qp->dev->write_now(qp, wr);
+}
+
 /* qp->super.post_now of a DCI (dcx_qp_t.post_now): a READ or a WRITE,
  * under the engine lock, on a DCI in RTS (its plain post: not the first
  * post, nor that of a DCI in error) with nothing outstanding and no RNR
@@ -242,11 +256,13 @@ static int soft_dci_post_now(dcx_qp_t *qp_, const dcx_send_wr_t *wr,
     int fast        = soft_lock_biasing(&dev->lock);
     int done;
 
+    /* (no destination: declined, the posted WR says why) */
     done = (qp->super.post_send == soft_dci_post_send) && soft_dci_quiet(qp) &&
+           (wr->dest.ah != NULL) &&
            (((wr->opcode == DCX_WR_RDMA_READ) &&
              (soft_dgrant_read(dev, wr, length, cb, arg) == 0)) ||
             ((wr->opcode == DCX_WR_RDMA_WRITE) &&
-             (dev->write_now(qp, wr) == 0)));
+             (soft_dci_write_now(qp, wr) == 0)));
     soft_unlock_as(&dev->lock, fast);
     return done ? 0 : EAGAIN;
 }
@@ -413,7 +429,7 @@ static inline void soft_post_unlock_kick(soft_dev_t *dev,
  * else nothing was done. */
 static inline int soft_dci_write_at_once(soft_qp_t *qp, const dcx_send_wr_t *wr)
 {
-    if (!soft_dci_quiet(qp) || (qp->dev->write_inline(qp, wr) != 0)) {
+    if (!soft_dci_quiet(qp) || (soft_dgrant_write(qp->dev, wr) != 0)) {
         return 1;
     }
     qp->sq_head++;

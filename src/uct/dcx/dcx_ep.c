@@ -265,6 +265,35 @@ ucs_status_t uct_dcx_ep_put_short(uct_ep_h tl_ep, const void *buffer,
     return status;
 }
 
+/* put_short where the device has DCX_CAP_POST_NOW (chosen at interface
+ * creation): an ep that could send at once on the DCI it holds has the
+ * bytes written into the target's memory by the device within the call
+ * (dcx_qp_t.post_now, an inline WRITE: no DCI slot taken, nothing to
+ * complete); where the device declines, the plain put_short posts it. */
+ucs_status_t uct_dcx_ep_put_short_now(uct_ep_h tl_ep, const void *buffer,
+                                      unsigned length, uint64_t remote_addr,
+                                      uct_rkey_t rkey)
+{
+    uct_dcx_ep_t *ep       = ucs_derived_of(tl_ep, uct_dcx_ep_t);
+    uct_dcx_iface_t *iface = uct_dcx_ep_iface(ep);
+    dcx_send_wr_t wr;
+    dcx_sge_t sge;
+    dcx_qp_t *qp;
+
+    if (ucs_likely((length <= iface->config.max_inline) &&
+                   uct_dcx_ep_can_now(iface, ep))) {
+        qp = uct_dcx_ep_dci(iface, ep)->qp;
+        uct_dcx_sge_set(&sge, buffer, length, 0);
+        uct_dcx_wr_init_rma(&wr, ep, DCX_WR_RDMA_WRITE, DCX_SEND_INLINE, &sge,
+                            1, remote_addr, rkey);
+        if (qp->post_now(qp, &wr, length, NULL, NULL) == 0) {
+            UCT_TL_EP_STAT_OP(&ep->super, PUT, SHORT, length);
+            return UCS_OK;
+        }
+    }
+    return uct_dcx_ep_put_short(tl_ep, buffer, length, remote_addr, rkey);
+}
+
 /* A one-sided op between the first 'length' bytes of desc's bounce buffer
  * and remote memory */
 static UCS_F_ALWAYS_INLINE ucs_status_t

@@ -45,6 +45,7 @@ struct direct_info {
     volatile uint32_t progress; /* child: operations done */
     volatile uint32_t done;     /* child: finished */
     volatile uint32_t status;   /* child: last completion status */
+    uint32_t max_inline;        /* child: its DCI's */
     dcx_soft_stats_t stats;     /* child's counters at the end */
 };
 
@@ -804,6 +805,80 @@ TEST_F(soft_direct, post_now_write_only_under_grant_bad_flow)
     }
     /* four posted and three copied within the call */
     EXPECT_EQ(7u, info->stats.direct_writes);
+}
+
+/* dcx_qp_t.post_now takes an inline WRITE (DCX_SEND_INLINE) as an inline
+ * post does: its bytes from any memory, registered or not, its one sge at
+ * most max_inline bytes; done within the call only under the grant, like
+ * any WRITE there.  An inline WRITE in two pieces, or longer than
+ * max_inline, is declined (the latter is then no WR to post at all); one
+ * past the MR is declined and, posted, fails. */
+TEST_F(soft_direct, post_now_inline_write_bad_flow)
+{
+    uint8_t *tm     = tmem;
+    direct_info *in = info;
+
+    memset(tmem, 0x5a, TMEM_SIZE);
+    start_initiator([in](node &n) -> int {
+        std::vector<uint8_t> plain(n.dci->max_inline + 1, 0x22);
+        in->max_inline = n.dci->max_inline;
+        struct {
+            const char *what;
+            uint64_t off;
+            uint32_t len;
+            uint32_t nsge;
+            int now;    /* post_now's return */
+            int status; /* then the posted WR's; -1: not posted */
+        } steps[] = {
+            {"before any check", 0, 8, 1, EAGAIN, DCX_WC_SUCCESS},
+            {"granted", 64, 16, 1, 0, 0},
+            {"granted, max_inline", 4096, n.dci->max_inline, 1, 0, 0},
+            {"two pieces", 128, 16, 2, EAGAIN, DCX_WC_SUCCESS},
+            {"longer than max_inline", 2u << 20, n.dci->max_inline + 1, 1,
+             EAGAIN, -1},
+            {"past the MR", in->rlen - 4, 8, 1, EAGAIN, DCX_WC_REM_ACCESS_ERR},
+            {"after the refusal", 192, 8, 1, EAGAIN, DCX_WC_SUCCESS},
+            {"granted last", 256, 8, 1, 0, 0},
+        };
+        int rc = 0;
+
+        for (auto &c : steps) {
+            dcx_sge_t sg[2] = {{(uint64_t)(uintptr_t)plain.data(), c.len, 0},
+                               {(uint64_t)(uintptr_t)plain.data(), 0, 0}};
+            if (c.nsge == 2) {
+                sg[0].length = c.len / 2;
+                sg[1].length = c.len - c.len / 2;
+            }
+            dcx_send_wr_t wr = wr_to(in, n, DCX_WR_RDMA_WRITE, sg, c.off,
+                                     in->rkey);
+            wr.num_sge       = c.nsge;
+            wr.flags |= DCX_SEND_INLINE;
+            int now = n.dci->post_now(n.dci, &wr, c.len, NULL, NULL);
+            int r   = (c.status < 0) ? (now != c.now) :
+                                       post_now_then_posted(n, wr, c.what, now,
+                                                            c.now, c.status);
+            if (r < 0) {
+                return 15;
+            }
+            if (r > 0) {
+                fprintf(stderr, "%s: post_now %d, expected %d\n", c.what, now,
+                        c.now);
+                rc = 14;
+            }
+        }
+        return rc;
+    });
+    run_target();
+    const struct {
+        uint64_t off, len;
+    } written[] = {{0, 8}, {64, 16}, {128, 16}, {192, 8}, {256, 8}};
+    for (size_t i = 0; i < TMEM_SIZE; ++i) {
+        bool w = (i >= PAGE + 4096) && (i < PAGE + 4096 + info->max_inline);
+        for (auto &r : written) {
+            w |= (i >= PAGE + r.off) && (i < PAGE + r.off + r.len);
+        }
+        ASSERT_EQ(w ? 0x22 : 0x5a, tm[i]) << "byte " << i;
+    }
 }
 
 /* A WRITE or READ the initiator copies while posting (the general path:

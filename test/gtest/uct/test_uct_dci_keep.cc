@@ -256,8 +256,9 @@ TEST_P(uct_dcx_dci_keep, many_eps_small_pool_no_starvation)
 }
 
 /* Flush, fence and destroy of an ep that holds a DCI: with nothing in
- * flight the flush is done at once; destroying the ep, idle or not, gives
- * the DCI back */
+ * flight the flush is done at once (a put on the DCI it keeps may be done
+ * within the call, so an AM puts something in flight); destroying the ep,
+ * idle or not, gives the DCI back */
 TEST_P(uct_dcx_dci_keep, flush_and_destroy_of_ep_holding_dci)
 {
     test_comp comp;
@@ -270,10 +271,12 @@ TEST_P(uct_dcx_dci_keep, flush_and_destroy_of_ep_holding_dci)
     EXPECT_EQ(UCS_OK, uct_ep_flush(e1, 0, NULL));
     EXPECT_EQ(UCS_OK, uct_ep_fence(e1, 0));
     ASSERT_EQ(UCS_OK, put(e1, 2, 0));
+    ASSERT_EQ(UCS_OK, uct_ep_am_short(e1, AM_ID, 0, NULL, 0));
     EXPECT_EQ(UCS_INPROGRESS, uct_ep_flush(e1, 0, &comp.uct));
     ASSERT_TRUE(wait_for([&] { return comp.done == 1; }));
     EXPECT_EQ(UCS_OK, comp.status);
     EXPECT_EQ(2u, slot(0));
+    EXPECT_TRUE(wait_for([&] { return m_rx == 1; }));
     EXPECT_EQ(UCS_OK, uct_ep_flush(e1, 0, NULL));
 
     /* e2 destroyed with a put in flight (nothing polled since) */
