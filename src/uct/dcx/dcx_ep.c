@@ -237,6 +237,18 @@ ssize_t uct_dcx_ep_am_bcopy(uct_ep_h tl_ep, uint8_t id,
  * RMA
  * ------------------------------------------------------------------------- */
 
+/* put_short's WR: an inline WRITE of the caller's bytes (sge: its one
+ * piece) */
+static UCS_F_ALWAYS_INLINE void
+uct_dcx_put_short_wr(dcx_send_wr_t *wr, dcx_sge_t *sge, uct_dcx_ep_t *ep,
+                     const void *buffer, unsigned length, uint64_t remote_addr,
+                     uct_rkey_t rkey)
+{
+    uct_dcx_sge_set(sge, buffer, length, 0);
+    uct_dcx_wr_init_rma(wr, ep, DCX_WR_RDMA_WRITE, DCX_SEND_INLINE, sge, 1,
+                        remote_addr, rkey);
+}
+
 ucs_status_t uct_dcx_ep_put_short(uct_ep_h tl_ep, const void *buffer,
                                   unsigned length, uint64_t remote_addr,
                                   uct_rkey_t rkey)
@@ -257,9 +269,7 @@ ucs_status_t uct_dcx_ep_put_short(uct_ep_h tl_ep, const void *buffer,
         return uct_dcx_ep_tx_refused(ep, status, NULL, UCS_OK);
     }
 
-    uct_dcx_sge_set(&sge, buffer, length, 0);
-    uct_dcx_wr_init_rma(&wr, ep, DCX_WR_RDMA_WRITE, DCX_SEND_INLINE, &sge, 1,
-                        remote_addr, rkey);
+    uct_dcx_put_short_wr(&wr, &sge, ep, buffer, length, remote_addr, rkey);
     status = uct_dcx_ep_post(iface, ep, &wr, NULL, 0, 0);
     UCT_TL_EP_STAT_OP_IF_SUCCESS(status, &ep->super, PUT, SHORT, length);
     return status;
@@ -283,9 +293,7 @@ ucs_status_t uct_dcx_ep_put_short_now(uct_ep_h tl_ep, const void *buffer,
     if (ucs_likely((length <= iface->config.max_inline) &&
                    uct_dcx_ep_can_now(iface, ep))) {
         qp = uct_dcx_ep_dci(iface, ep)->qp;
-        uct_dcx_sge_set(&sge, buffer, length, 0);
-        uct_dcx_wr_init_rma(&wr, ep, DCX_WR_RDMA_WRITE, DCX_SEND_INLINE, &sge,
-                            1, remote_addr, rkey);
+        uct_dcx_put_short_wr(&wr, &sge, ep, buffer, length, remote_addr, rkey);
         if (qp->post_now(qp, &wr, length, NULL, NULL) == 0) {
             UCT_TL_EP_STAT_OP(&ep->super, PUT, SHORT, length);
             return UCS_OK;

@@ -167,6 +167,17 @@ protected:
         __atomic_store_n(&info->progress, 2, __ATOMIC_RELEASE);
     }
 
+    /* The target's memory holds 0x11 in the first 8 bytes of each of the
+     * first 'count' 64-byte pieces of the MR, 0x5a everywhere else */
+    void expect_eight_every_64(size_t count)
+    {
+        for (size_t i = 0; i < TMEM_SIZE; ++i) {
+            size_t off   = i - PAGE;
+            bool written = (i >= PAGE) && (off < count * 64) && (off % 64 < 8);
+            ASSERT_EQ(written ? 0x11 : 0x5a, tmem[i]) << "byte " << i;
+        }
+    }
+
     /* Makes 'count' changes the initiator asks for, one at a time: on
      * progress 2k - 1 (ask_target), change k, then progress 2k. */
     void act_when_asked(uint32_t count, std::function<void(uint32_t)> act)
@@ -402,7 +413,6 @@ TEST_F(soft_direct, refused_accesses_bad_flow)
  * copy that passed every check. */
 TEST_F(soft_direct, grant_rechecks_target_changes_bad_flow)
 {
-    uint8_t *tm     = tmem;
     direct_info *in = info;
 
     memset(tmem, 0x5a, TMEM_SIZE);
@@ -477,11 +487,7 @@ TEST_F(soft_direct, grant_rechecks_target_changes_bad_flow)
     ASSERT_NO_FATAL_FAILURE(dereg_when_asked());
     ASSERT_TRUE(wait_done(120.0));
     EXPECT_TRUE(stop_children());
-    for (size_t i = 0; i < TMEM_SIZE; ++i) {
-        size_t off   = i - PAGE;
-        bool written = (i >= PAGE) && (off < 264) && (off % 64 < 8);
-        ASSERT_EQ(written ? 0x11 : 0x5a, tm[i]) << "byte " << i;
-    }
+    ASSERT_NO_FATAL_FAILURE(expect_eight_every_64(5));
     /* made at the first write and again after each refusal; the copies
      * between took it */
     EXPECT_EQ(5u, info->stats.direct_grants);
@@ -497,7 +503,6 @@ TEST_F(soft_direct, grant_rechecks_target_changes_bad_flow)
  * the DCT is gone (the write times out, the target's memory unchanged). */
 TEST_F(soft_direct, grant_follows_target_gen_bad_flow)
 {
-    uint8_t *tm     = tmem;
     direct_info *in = info;
 
     memset(tmem, 0x5a, TMEM_SIZE);
@@ -574,11 +579,7 @@ TEST_F(soft_direct, grant_follows_target_gen_bad_flow)
     }));
     ASSERT_TRUE(wait_done(120.0));
     EXPECT_TRUE(stop_children());
-    for (size_t i = 0; i < TMEM_SIZE; ++i) {
-        size_t off   = i - PAGE;
-        bool written = (i >= PAGE) && (off < 5 * 64) && (off % 64 < 8);
-        ASSERT_EQ(written ? 0x11 : 0x5a, tm[i]) << "byte " << i;
-    }
+    ASSERT_NO_FATAL_FAILURE(expect_eight_every_64(5));
 }
 
 /* The initiator's side of the post_now tests: wr, which post_now answered
