@@ -555,7 +555,8 @@ soft_direct_vector_exec(soft_direct_area_t *area, soft_dslot_t *slot,
  * soft_direct_mr_ok checks only what could have changed since, each with a
  * load and a compare: the port's gen (which its owner bumps after any
  * change of its enabled flag, its DCT entries, its count of freed
- * allocations or its killed flag), the MR entry's seqlock count (any
+ * allocations, its killed flag or its fencing for plain intents, which
+ * fixed the grant's intent mode), the MR entry's seqlock count (any
  * change of the entry moves it for good), the liveness lock's word (the
  * same holder, not dead), our light path's word (fault rules, our port
  * killed), and its own range; the mapping it copies through is not

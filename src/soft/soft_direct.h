@@ -110,8 +110,8 @@ typedef struct soft_direct_area {
     uint32_t asym;      /* the owner fences for plain intents (soft_dslot.c) */
     uint32_t short_gen; /* bumped by a writer that found no free marker */
     /* bumped by the owner after each change of 'enabled', of a DCT entry,
-     * of 'frees' and of its port's 'killed': a grant (soft_direct.c) made
-     * when it read so checks this one word for all four */
+     * of 'frees', of its port's 'killed' and of 'asym': a grant
+     * (soft_direct.c) made when it read so checks this one word for all */
     uint32_t gen;
     uint8_t pad[36];
     soft_dlife_t life;

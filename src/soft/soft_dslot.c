@@ -66,8 +66,10 @@ void soft_dslot_owner_fence(soft_dev_t *dev, soft_direct_area_t *area)
     if (__atomic_load_n(&area->asym, __ATOMIC_RELAXED) &&
         (soft_membarrier_fence(MEMBARRIER_CMD_GLOBAL_EXPEDITED,
                                dev->super.caps.name) != 0)) {
-        /* writers go back to locked intents at their next copy */
+        /* writers go back to locked intents at their next copy: a grant
+         * fixed its mode when made, the gen makes it remake it */
         __atomic_store_n(&area->asym, 0, __ATOMIC_SEQ_CST);
+        soft_direct_gen_bump(dev);
     }
 }
 

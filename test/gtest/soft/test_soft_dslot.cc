@@ -328,3 +328,68 @@ TEST_F(soft_markers, unmap_races_writes_within_the_call)
     }
     EXPECT_EQ(DCX_WC_LOC_PROT_ERR, w.status);
 }
+
+/* A target whose global barrier fails in its deregistration wait asks
+ * writers for locked intents again (its area's asym cleared): a grant made
+ * while it fenced for plain intents is not taken again as it was, but
+ * remade, with locked intents.  In a child process, whose membarrier(2)
+ * fails once the target's devices are open (seccomp). */
+TEST_F(soft_markers, grant_follows_plain_intents_withdrawn)
+{
+    if (!global_fences() || !t.area()->asym || !soft_dev(a.dev)->plain_intent) {
+        GTEST_SKIP() << "no plain intents here";
+    }
+    std::string fab       = fabric;
+    dcx_soft_limits_t lim = l;
+    pid_t pid             = spawn([fab, lim]() -> int {
+        target t2;
+        node a2;
+        local_buf s2;
+        dcx_soft_stats_t before, after;
+        dcx_mr_t *other;
+
+        if ((t2.open(fab, &lim) != 0) || (t2.writer(a2, fab, &lim) != 0) ||
+            (s2.reg(a2, 4096) != 0) ||
+            (t2.b.reg(t2.mem.data(), 4096, ALL_REMOTE, &other) != 0) ||
+            (t2.write(a2, s2, 0, 64) != DCX_WC_SUCCESS) ||
+            (t2.write(a2, s2, 64, 64) != DCX_WC_SUCCESS)) {
+            return 10;
+        }
+        /* a2's one peer with a grant: t2's port (its area as a2 maps it) */
+        soft_peer_t *p = soft_dev(a2.dev)->peers;
+        while ((p != nullptr) && (p->grant.area == nullptr)) {
+            p = p->next;
+        }
+        if ((p == nullptr) || !p->grant.plain) {
+            return 11; /* no grant with plain intents to begin with */
+        }
+        if (!refuse_syscalls({__NR_membarrier}, EPERM)) {
+            return 12;
+        }
+        /* the deregistration's wait: its barrier fails, asym cleared */
+        if ((dcx_mr_dereg(other) != 0) || t2.area()->asym) {
+            return 13;
+        }
+        t2.b.mrs.erase(std::find(t2.b.mrs.begin(), t2.b.mrs.end(), other));
+        dcx_soft_stats(a2.dev, &before);
+        if (t2.write(a2, s2, 128, 64) != DCX_WC_SUCCESS) {
+            return 14;
+        }
+        dcx_soft_stats(a2.dev, &after);
+        if (after.direct_grants != before.direct_grants + 1) {
+            fprintf(stderr, "the grant was taken again, not remade\n");
+            return 15;
+        }
+        if ((p->grant.area == nullptr) || p->grant.plain) {
+            fprintf(stderr, "the grant still sets plain intents\n");
+            return 16;
+        }
+        return 0;
+    });
+    ASSERT_GT(pid, 0);
+    int st = -1;
+    ASSERT_EQ(pid, waitpid(pid, &st, 0));
+    children.erase(std::find(children.begin(), children.end(), pid));
+    EXPECT_TRUE(WIFEXITED(st));
+    EXPECT_EQ(0, WEXITSTATUS(st));
+}
