@@ -559,8 +559,10 @@ struct soft_dev {
     /* device allocations (soft_alloc.c), under mr_lock */
     struct soft_alloc *allocs;
     uint64_t alloc_serial; /* last serial handed out */
-    /* peers' allocations we mapped (soft_dmap.c), under the engine lock */
+    /* peers' allocations we mapped (soft_dmap.c), under the engine lock,
+     * and the clock of their LRU order (soft_dmap_touch) */
     struct soft_dmap *dmap;
+    uint64_t dmap_clock;
     /* helper thread */
     pthread_t helper;
     int helper_started;

@@ -252,14 +252,11 @@ soft_dmap_ent_t *soft_dmap_get(soft_dev_t *dev, soft_peer_t *peer,
  * look the entry up and call soft_dmap_get(). */
 soft_dmap_ent_t *soft_dmap_last(soft_dev_t *dev, const soft_peer_t *peer,
                                 const soft_direct_area_t *area, uint32_t rkey);
-/* Marks e used now (its place in the LRU order), as soft_dmap_last does:
- * inline, for the copy under a grant (the cache's LRU clock is its first
- * member) */
+/* Marks e used now (its place in the LRU order; inline for the copy under
+ * a grant) */
 static inline void soft_dmap_touch(soft_dev_t *dev, soft_dmap_ent_t *e)
 {
-    uint64_t *clock = (uint64_t *)(void *)dev->dmap;
-
-    e->used = ++*clock;
+    e->used = ++dev->dmap_clock;
 }
 /* 0 if the mapping's process (the owner of area) has exited (its mappings
  * are dropped then). */

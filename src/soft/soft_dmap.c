@@ -43,7 +43,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
-#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -61,14 +60,10 @@
 #endif
 
 struct soft_dmap {
-    uint64_t clock; /* first: soft_dmap_touch() */
     soft_dmap_ent_t e[SOFT_DMAP_ENTRIES];
     soft_dmap_ent_t *last; /* returned last by soft_dmap_get() */
     unsigned count;
 };
-
-_Static_assert(offsetof(struct soft_dmap, clock) == 0,
-               "soft_dmap_touch() finds the LRU clock first");
 
 static void soft_dmap_drop(soft_dev_t *dev, soft_dmap_ent_t *e)
 {
@@ -232,7 +227,7 @@ soft_dmap_ent_t *soft_dmap_get(soft_dev_t *dev, soft_peer_t *peer,
         }
     }
     if (hit != NULL) {
-        hit->used       = ++dev->dmap->clock;
+        soft_dmap_touch(dev, hit);
         dev->dmap->last = hit;
         return hit;
     }
@@ -260,13 +255,13 @@ soft_dmap_ent_t *soft_dmap_get(soft_dev_t *dev, soft_peer_t *peer,
         memset(e, 0, sizeof(*e));
         return NULL;
     }
-    e->peer         = peer;
-    e->serial       = serial;
-    e->slot         = slot;
-    e->rbase        = d.base;
-    e->len          = d.len;
-    e->frees        = frees;
-    e->used         = ++dev->dmap->clock;
+    e->peer   = peer;
+    e->serial = serial;
+    e->slot   = slot;
+    e->rbase  = d.base;
+    e->len    = d.len;
+    e->frees  = frees;
+    soft_dmap_touch(dev, e);
     dev->dmap->last = e;
     dev->dmap->count++;
     dev->stats.direct_maps++;
@@ -286,7 +281,7 @@ soft_dmap_ent_t *soft_dmap_last(soft_dev_t *dev, const soft_peer_t *peer,
         (e->frees != __atomic_load_n(&area->frees, __ATOMIC_ACQUIRE))) {
         return NULL;
     }
-    e->used = ++dev->dmap->clock;
+    soft_dmap_touch(dev, e);
     return e;
 }
 

@@ -34,21 +34,14 @@
 #include "soft_direct.h"
 
 #include <linux/membarrier.h>
-#include <pthread.h>
 
-static pthread_once_t soft_dslot_once = PTHREAD_ONCE_INIT;
-static int soft_dslot_registered; /* this process receives the barriers */
-
-static void soft_dslot_register(void)
-{
-    soft_dslot_registered =
-        (soft_membarrier(MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED) == 0);
-}
+/* this process receives the barriers (soft_membarrier_registered) */
+static int soft_dslot_registered;
 
 int soft_dslot_plain_intent(void)
 {
-    pthread_once(&soft_dslot_once, soft_dslot_register);
-    return soft_dslot_registered;
+    return soft_membarrier_registered(&soft_dslot_registered,
+                                      MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED);
 }
 
 void soft_dslot_area_init(soft_dev_t *dev, soft_direct_area_t *area)

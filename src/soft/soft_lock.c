@@ -16,8 +16,9 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-static pthread_once_t soft_bias_once = PTHREAD_ONCE_INIT;
-static int soft_bias_able; /* the process registered for private fences */
+/* the process registered for private fences: 0 not asked yet, 1 yes,
+ * -1 no */
+static int soft_bias_able;
 
 int soft_membarrier(int cmd)
 {
@@ -29,16 +30,22 @@ int soft_membarrier(int cmd)
 #endif
 }
 
-static void soft_bias_register(void)
+int soft_membarrier_registered(int *state, int cmd)
 {
-    soft_bias_able =
-        (soft_membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) == 0);
+    int s = __atomic_load_n(state, __ATOMIC_ACQUIRE);
+
+    if (s == 0) {
+        /* (two threads asking at once both register: no harm done) */
+        s = (soft_membarrier(cmd) == 0) ? 1 : -1;
+        __atomic_store_n(state, s, __ATOMIC_RELEASE);
+    }
+    return s > 0;
 }
 
 int soft_fence_heavy_able(void)
 {
-    pthread_once(&soft_bias_once, soft_bias_register);
-    return soft_bias_able;
+    return soft_membarrier_registered(&soft_bias_able,
+                                      MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED);
 }
 
 int soft_membarrier_fence(int cmd, const char *who)

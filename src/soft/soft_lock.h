@@ -205,6 +205,10 @@ int soft_fence_heavy(void);
 /* membarrier(2) with command cmd (also soft_dslot.c's); -1 with errno
  * ENOSYS where the system has none */
 int soft_membarrier(int cmd);
+/* Registers the process for membarrier command cmd (a REGISTER_ one) the
+ * first time it is asked, *state remembering the answer (0: not asked
+ * yet): 1 if it is registered */
+int soft_membarrier_registered(int *state, int cmd);
 /* membarrier(cmd) as a fence that worked before: 0, or after a failure
  * (logged, as who's) a millisecond's wait, then -1 (the caller goes back
  * to locked instructions) */

@@ -229,16 +229,22 @@ static inline int soft_dci_quiet(const soft_qp_t *qp)
     return (qp->sq_comp == qp->sq_head) && (qp->rnr_until_ns == 0);
 }
 
+/* An inline WRITE the device may copy without a WQE (soft_dgrant_write):
+ * one sge of at most max_inline bytes */
+static inline int soft_dci_inline_one(const soft_qp_t *qp,
+                                      const dcx_send_wr_t *wr)
+{
+    return (wr->num_sge == 1) &&
+           (wr->sg_list[0].length <= qp->super.max_inline);
+}
+
 /* A WRITE within the call (engine lock held, the DCI quiet): an inline
- * one's bytes from any memory, as an inline post's (one sge of at most
- * max_inline bytes), else from its one sge, checked as a posted WRITE's;
- * 0 if done */
+ * one's bytes from any memory, as an inline post's, else from its one sge,
+ * checked as a posted WRITE's; 0 if done */
 static inline int soft_dci_write_now(soft_qp_t *qp, const dcx_send_wr_t *wr)
 {
     if (wr->flags & DCX_SEND_INLINE) {
-        return (wr->num_sge != 1) ||
-               (wr->sg_list[0].length > qp->super.max_inline) ||
-               soft_dgrant_write(qp->dev, wr);
+        return !soft_dci_inline_one(qp, wr) || soft_dgrant_write(qp->dev, wr);
     }
     return qp->dev->write_now(qp, wr);
 }
@@ -449,9 +455,9 @@ static int soft_dci_post_light(soft_qp_t *qp, const dcx_send_wr_t *wr)
     soft_swqe_t *w;
     int ret;
 
-    int at_once = (wr->opcode == DCX_WR_RDMA_WRITE) && (wr->num_sge == 1) &&
+    int at_once = (wr->opcode == DCX_WR_RDMA_WRITE) &&
                   !(wr->flags & (DCX_SEND_SIGNALED | DCX_SEND_FENCE)) &&
-                  (wr->sg_list[0].length <= qp->super.max_inline);
+                  soft_dci_inline_one(qp, wr);
 
     /* under the lock's bias (soft_lock.h) where the thread has it: no
      * locked instruction of the lock's after the copy's stores */
