@@ -867,6 +867,23 @@ TEST_F(soft_direct, post_now_inline_write_bad_flow)
                 rc = 14;
             }
         }
+        /* no destination: declined, for a WRITE and a READ alike, with the
+         * grant in place (it was dereferenced) */
+        dcx_read_cb_t count = [](void *arg, const void *data, size_t len) {
+            ++*static_cast<int *>(arg);
+        };
+        int calls = 0;
+        for (dcx_wr_opcode_t op : {DCX_WR_RDMA_WRITE, DCX_WR_RDMA_READ}) {
+            dcx_sge_t sg     = {(uint64_t)(uintptr_t)plain.data(), 8, 0};
+            dcx_send_wr_t wr = wr_to(in, n, op, &sg, 320, in->rkey);
+            wr.flags |= (op == DCX_WR_RDMA_WRITE) ? DCX_SEND_INLINE : 0;
+            wr.dest.ah = nullptr;
+            if ((n.dci->post_now(n.dci, &wr, 8, count, &calls) != EAGAIN) ||
+                (calls != 0)) {
+                fprintf(stderr, "no destination: op %d not declined\n", op);
+                rc = 16;
+            }
+        }
         return rc;
     });
     run_target();
