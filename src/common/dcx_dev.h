@@ -117,7 +117,7 @@ enum {
                                        from elsewhere */
     DCX_CAP_DCI_STREAMS = 1u << 8, /* DCIs with stream channels (.dci_streams
                                        of dcx_qp_attr_t, qp_stream_reset) */
-    DCX_CAP_POST_NOW    = 1u << 9  /* dcx_qp_t.post_now */
+    DCX_CAP_POST_NOW    = 1u << 9  /* dcx_qp_t.post_now, put_now, get_now */
 };
 
 /* Atomic capability flags (dcx_dev_caps_t.atomic_flags); each bit names an
@@ -843,9 +843,18 @@ struct dcx_qp {
      * A WR posted while the DCI is in ERR is accepted and completes with
      * DCX_WC_WR_FLUSH_ERR. */
     int (*post_send)(dcx_qp_t *qp, const dcx_send_wr_t *wr);
-    /* DCX_CAP_POST_NOW, else NULL: device-semantics.md, "post_now" */
-    int (*post_now)(dcx_qp_t *qp, const dcx_send_wr_t *wr, uint32_t length,
-                    dcx_read_cb_t cb, void *arg);
+    /* DCX_CAP_POST_NOW, else NULL (device-semantics.md, "post_now"): work
+     * done within the call, 0, or EAGAIN with nothing done, for the caller
+     * to post it.  post_now: an RDMA WRITE of one registered sge, the WR
+     * that would be posted; put_now: an inline RDMA WRITE of length bytes
+     * (at most max_inline) from buffer, any memory; get_now: an RDMA READ
+     * of length bytes handed to cb(arg, data, length) */
+    int (*post_now)(dcx_qp_t *qp, const dcx_send_wr_t *wr);
+    int (*put_now)(dcx_qp_t *qp, const dcx_dc_dest_t *dest, const void *buffer,
+                   uint32_t length, uint64_t remote_addr, uint32_t rkey);
+    int (*get_now)(dcx_qp_t *qp, const dcx_dc_dest_t *dest,
+                   uint64_t remote_addr, uint32_t rkey, uint32_t length,
+                   dcx_read_cb_t cb, void *arg);
 };
 
 static inline int dcx_qp_post_send(dcx_qp_t *qp, const dcx_send_wr_t *wr)

@@ -563,6 +563,10 @@ struct soft_dev {
      * and the clock of their LRU order (soft_dmap_touch) */
     struct soft_dmap *dmap;
     uint64_t dmap_clock;
+    /* direct copies by cross-memory attach: the other direct copies are
+     * the stats' direct_mapped (counted apart: a copy through a mapping
+     * then stores one counter less) */
+    uint64_t direct_attached;
     /* helper thread */
     pthread_t helper;
     int helper_started;
@@ -848,7 +852,9 @@ static inline void soft_copy_small(uint8_t *d, const uint8_t *s, size_t len)
         memcpy(&a, s, 8);
         memcpy(&b, s + len - 8, 8);
         memcpy(d, &a, 8);
-        memcpy(d + len - 8, &b, 8);
+        if (len != 8) { /* a word: one store (a put_short's common size) */
+            memcpy(d + len - 8, &b, 8);
+        }
     } else if (len >= 4) {
         memcpy(&x, s, 4);
         memcpy(&y, s + len - 4, 4);

@@ -298,7 +298,9 @@ int dcx_soft_stats(dcx_dev_t *dev_, dcx_soft_stats_t *stats)
     }
     dev = soft_dev(dev_);
     soft_lock(&dev->lock);
-    *stats = dev->stats;
+    *stats               = dev->stats;
+    stats->direct_mapped = stats->direct_writes + stats->direct_reads -
+                           dev->direct_attached;
     soft_unlock(&dev->lock);
     stats->helper_wakeups = __atomic_load_n(&dev->helper_wakeups,
                                             __ATOMIC_RELAXED);

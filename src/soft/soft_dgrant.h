@@ -23,7 +23,9 @@ static inline void soft_dgrant_count(soft_dev_t *dev, int is_write, int mapped,
     } else {
         dev->stats.direct_reads++;
     }
-    dev->stats.direct_mapped += mapped;
+    if (!mapped) { /* (direct_mapped is the rest: dcx_soft_stats) */
+        dev->direct_attached++;
+    }
     dev->stats.direct_bytes += len;
 }
 
@@ -31,25 +33,25 @@ static inline void soft_dgrant_count(soft_dev_t *dev, int is_write, int mapped,
  * was made (soft_direct.c) */
 int soft_dgrant_life_unknown(soft_peer_t *peer, const soft_dmap_ent_t *map);
 
-/* The grant's checks for a copy of len bytes by wr (its DCT, DC key, rkey
- * and remote address; local_plain: our side needs no strided-key walk) to
- * or from peer: the marker slot claimed, with our intent set and the MR
- * entry's count confirmed after it, or NULL with nothing held (the caller
- * makes the full checks). */
+/* The grant's checks for a copy of len bytes at raddr under rkey to or
+ * from dest (its DCT and DC key; local_plain: our side needs no
+ * strided-key walk), the grant's peer: the marker slot claimed, with our
+ * intent set and the MR entry's count confirmed after it, or NULL with
+ * nothing held (the caller makes the full checks). */
 static inline __attribute__((always_inline)) soft_dslot_t *
-soft_dgrant_take(soft_dev_t *dev, soft_peer_t *peer, const dcx_send_wr_t *wr,
-                 uint64_t len, uint32_t access, int local_plain)
+soft_dgrant_take(soft_dev_t *dev, soft_peer_t *peer, const dcx_dc_dest_t *dest,
+                 uint32_t rkey, uint64_t raddr, uint64_t len, uint32_t access,
+                 int local_plain)
 {
     soft_dgrant_t *g         = &peer->grant;
     soft_direct_area_t *area = g->area;
     soft_dmap_ent_t *map     = g->map;
-    uint64_t raddr           = wr->remote_addr;
     soft_dslot_t *slot;
 
     /* len - 1 < mtu: 0 < len <= mtu; dev->light_off: a fault rule or our
      * port killed */
-    if ((area == NULL) || (wr->rkey != g->rkey) || (wr->dest.dctn != g->dctn) ||
-        (wr->dest.dc_key != g->dc_key) || !(g->access & access) ||
+    if ((area == NULL) || (rkey != g->rkey) || (dest->dctn != g->dctn) ||
+        (dest->dc_key != g->dc_key) || !(g->access & access) ||
         (len - 1 >= dev->limits.mtu) || (raddr < g->start) ||
         (raddr >= g->end) || (len > g->end - raddr) || !local_plain ||
         dev->light_off ||
@@ -133,33 +135,35 @@ static inline ssize_t soft_dgrant_copy1(const soft_peer_t *peer, uint8_t *l,
                process_vm_readv((pid_t)peer->pid, &liov, 1, &riov, 1, 0);
 }
 
-/* An RDMA READ of len bytes by wr on a DCI with nothing outstanding
- * (engine lock held; dcx_qp_t.post_now), under the grant towards its
- * peer, handed to cb instead of written to local memory: read by cb in the
- * mapping of the target's allocation (the marker held, so the MR stays),
- * or copied first into dev->read_buf by cross-memory attach.  0 if cb got
- * the bytes, 1 if the grant does not cover the READ (nothing read, cb not
- * called; there is no grant where the device copies nothing directly). */
+/* An RDMA READ of len bytes at raddr under rkey at dest on a DCI with
+ * nothing outstanding (engine lock held; dcx_qp_t.get_now), under the
+ * grant towards its peer, handed to cb instead of written to local memory:
+ * read by cb in the mapping of the target's allocation (the marker held,
+ * so the MR stays), or copied first into dev->read_buf by cross-memory
+ * attach.  0 if cb got the bytes, 1 if the grant does not cover the READ
+ * (nothing read, cb not called; there is no grant where the device copies
+ * nothing directly). */
 static inline __attribute__((always_inline)) int
-soft_dgrant_read(soft_dev_t *dev, const dcx_send_wr_t *wr, uint32_t len,
-                 dcx_read_cb_t cb, void *arg)
+soft_dgrant_read(soft_dev_t *dev, const dcx_dc_dest_t *dest, uint64_t raddr,
+                 uint32_t rkey, uint32_t len, dcx_read_cb_t cb, void *arg)
 {
-    soft_peer_t *peer = ((soft_ah_t *)wr->dest.ah)->peer;
+    soft_peer_t *peer = ((soft_ah_t *)dest->ah)->peer;
     soft_dmap_ent_t *map;
     soft_dslot_t *slot;
     ssize_t ret;
 
-    slot = soft_dgrant_take(dev, peer, wr, len, DCX_ACCESS_REMOTE_READ, 1);
+    slot = soft_dgrant_take(dev, peer, dest, rkey, raddr, len,
+                            DCX_ACCESS_REMOTE_READ, 1);
     if (slot == NULL) {
         return 1;
     }
     map = peer->grant.map;
     if (map != NULL) {
-        cb(arg, map->local + (wr->remote_addr - map->rbase), len);
+        cb(arg, map->local + (raddr - map->rbase), len);
         soft_dgrant_give(dev, peer, slot, len, len, 0);
         return 0;
     }
-    ret = soft_dgrant_copy1(peer, dev->read_buf, wr->remote_addr, len, 0);
+    ret = soft_dgrant_copy1(peer, dev->read_buf, raddr, len, 0);
     if (!soft_dgrant_give(dev, peer, slot, ret, len, 0)) {
         return 1; /* the posted READ's full checks say why */
     }
@@ -167,28 +171,38 @@ soft_dgrant_read(soft_dev_t *dev, const dcx_send_wr_t *wr, uint32_t len,
     return 0;
 }
 
-/* An RDMA WRITE of wr's one sge (at most an MTU) on a DCI with nothing
- * outstanding (engine lock held), copied from the sge's bytes under the
- * grant towards its peer, with no WQE: the unsignaled inline WRITE of the
- * light path (soft_dci_post_light), an inline WRITE within the call and
- * the copy of soft_direct_write_now (dcx_qp_t.post_now).  0 if done, 1 if
- * the grant does not cover it (nothing was copied; there is no grant
- * where the device copies nothing directly). */
+/* An RDMA WRITE of len bytes (at most an MTU) from buf, any memory, to
+ * raddr under rkey at dest, on a DCI with nothing outstanding (engine lock
+ * held), copied under the grant towards its peer with no WQE: the
+ * unsignaled inline WRITE of the light path (soft_dci_post_light), put_now
+ * (dcx_qp_t.put_now) and the copy of soft_direct_write_now
+ * (dcx_qp_t.post_now).  0 if done, 1 if the grant does not cover it
+ * (nothing was copied; there is no grant where the device copies nothing
+ * directly). */
 static inline __attribute__((always_inline)) int
-soft_dgrant_write(soft_dev_t *dev, const dcx_send_wr_t *wr)
+soft_dgrant_write(soft_dev_t *dev, const dcx_dc_dest_t *dest, const void *buf,
+                  uint64_t len, uint64_t raddr, uint32_t rkey)
 {
-    soft_peer_t *peer = ((soft_ah_t *)wr->dest.ah)->peer;
-    uint64_t len      = wr->sg_list[0].length;
+    soft_peer_t *peer = ((soft_ah_t *)dest->ah)->peer;
     soft_dslot_t *slot;
     ssize_t ret;
 
-    slot = soft_dgrant_take(dev, peer, wr, len, DCX_ACCESS_REMOTE_WRITE, 1);
+    slot = soft_dgrant_take(dev, peer, dest, rkey, raddr, len,
+                            DCX_ACCESS_REMOTE_WRITE, 1);
     if (slot == NULL) {
         return 1;
     }
-    ret = soft_dgrant_copy1(peer, (uint8_t *)(uintptr_t)wr->sg_list[0].addr,
-                            wr->remote_addr, len, 1);
+    ret = soft_dgrant_copy1(peer, (uint8_t *)(uintptr_t)buf, raddr, len, 1);
     return !soft_dgrant_give(dev, peer, slot, ret, len, 1);
+}
+
+/* The same for wr's one sge */
+static inline __attribute__((always_inline)) int
+soft_dgrant_write_wr(soft_dev_t *dev, const dcx_send_wr_t *wr)
+{
+    return soft_dgrant_write(dev, &wr->dest,
+                             (const void *)(uintptr_t)wr->sg_list[0].addr,
+                             wr->sg_list[0].length, wr->remote_addr, wr->rkey);
 }
 
 #endif

@@ -648,7 +648,8 @@ soft_direct_grant_exec(soft_dev_t *dev, soft_swqe_t *w, int is_write,
     soft_dslot_t *slot;
     ssize_t ret;
 
-    slot = soft_dgrant_take(dev, peer, &w->wr, len, access,
+    slot = soft_dgrant_take(dev, peer, &w->wr.dest, w->wr.rkey,
+                            w->wr.remote_addr, len, access,
                             (w->wr.num_sge <= SOFT_MAX_RECV_SGE) &&
                                 ((dev->num_mkeys == 0) ||
                                  (w->wr.flags & DCX_SEND_INLINE)));
@@ -689,7 +690,7 @@ static int soft_direct_write_now(soft_qp_t *qp, const dcx_send_wr_t *wr)
         (soft_mem_local_begin(dev, wr->sg_list, 1) != 0)) {
         return 1;
     }
-    ret = soft_dgrant_write(dev, wr);
+    ret = soft_dgrant_write_wr(dev, wr);
     soft_mem_local_end(dev);
     return ret;
 }

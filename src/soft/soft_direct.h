@@ -253,10 +253,13 @@ soft_dmap_ent_t *soft_dmap_get(soft_dev_t *dev, soft_peer_t *peer,
 soft_dmap_ent_t *soft_dmap_last(soft_dev_t *dev, const soft_peer_t *peer,
                                 const soft_direct_area_t *area, uint32_t rkey);
 /* Marks e used now (its place in the LRU order; inline for the copy under
- * a grant) */
+ * a grant).  The entry stamped last keeps its stamp: the order is the same,
+ * and a run of copies to one target stores nothing here. */
 static inline void soft_dmap_touch(soft_dev_t *dev, soft_dmap_ent_t *e)
 {
-    e->used = ++dev->dmap_clock;
+    if (e->used != dev->dmap_clock) {
+        e->used = ++dev->dmap_clock;
+    }
 }
 /* 0 if the mapping's process (the owner of area) has exited (its mappings
  * are dropped then). */

@@ -207,6 +207,8 @@ soft_dmap_ent_t *soft_dmap_get(soft_dev_t *dev, soft_peer_t *peer,
         if (dev->dmap == NULL) {
             return NULL;
         }
+        /* past every entry's stamp: the first touch stores (soft_dmap_touch) */
+        dev->dmap_clock = 1;
     }
     frees = __atomic_load_n(&area->frees, __ATOMIC_ACQUIRE);
     for (i = 0; i < SOFT_DMAP_ENTRIES; ++i) {

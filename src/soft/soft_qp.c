@@ -238,24 +238,20 @@ static inline int soft_dci_inline_one(const soft_qp_t *qp,
            (wr->sg_list[0].length <= qp->super.max_inline);
 }
 
-/* A WRITE within the call (engine lock held, the DCI quiet): an inline
- * one's bytes from any memory, as an inline post's, else from its one sge,
- * checked as a posted WRITE's; 0 if done */
-static inline int soft_dci_write_now(soft_qp_t *qp, const dcx_send_wr_t *wr)
+/* The DCI's plain post (not the first post, nor that of a DCI in error)
+ * and nothing outstanding, no RNR wait (engine lock held): what the
+ * device does within the call (post_now, put_now, get_now) is then
+ * ordered after
+ * everything the DCI carried before, as a posted WR is */
+static inline int soft_dci_now_ok(const soft_qp_t *qp)
 {
-    if (wr->flags & DCX_SEND_INLINE) {
-        return !soft_dci_inline_one(qp, wr) || soft_dgrant_write(qp->dev, wr);
-    }
-    return qp->dev->write_now(qp, wr);
+    return (qp->super.post_send == soft_dci_post_send) && soft_dci_quiet(qp);
 }
 
-/* qp->super.post_now of a DCI (dcx_qp_t.post_now): a READ or a WRITE,
- * under the engine lock, on a DCI in RTS (its plain post: not the first
- * post, nor that of a DCI in error) with nothing outstanding and no RNR
- * wait, so that it is ordered after everything the DCI carried before, as
- * a posted one is */
-static int soft_dci_post_now(dcx_qp_t *qp_, const dcx_send_wr_t *wr,
-                             uint32_t length, dcx_read_cb_t cb, void *arg)
+/* qp->super.post_now of a DCI (dcx_qp_t.post_now): a WRITE of one
+ * registered sge, under the engine lock, on a DCI soft_dci_now_ok allows.
+ * A READ is get_now's, an inline WRITE put_now's (both declined here). */
+static int soft_dci_post_now(dcx_qp_t *qp_, const dcx_send_wr_t *wr)
 {
     soft_qp_t *qp   = (soft_qp_t *)qp_;
     soft_dev_t *dev = qp->dev;
@@ -263,12 +259,46 @@ static int soft_dci_post_now(dcx_qp_t *qp_, const dcx_send_wr_t *wr,
     int done;
 
     /* (no destination: declined, the posted WR says why) */
-    done = (qp->super.post_send == soft_dci_post_send) && soft_dci_quiet(qp) &&
-           (wr->dest.ah != NULL) &&
-           (((wr->opcode == DCX_WR_RDMA_READ) &&
-             (soft_dgrant_read(dev, wr, length, cb, arg) == 0)) ||
-            ((wr->opcode == DCX_WR_RDMA_WRITE) &&
-             (soft_dci_write_now(qp, wr) == 0)));
+    done = soft_dci_now_ok(qp) && (wr->dest.ah != NULL) &&
+           (wr->opcode == DCX_WR_RDMA_WRITE) &&
+           !(wr->flags & DCX_SEND_INLINE) && (dev->write_now(qp, wr) == 0);
+    soft_unlock_as(&dev->lock, fast);
+    return done ? 0 : EAGAIN;
+}
+
+/* qp->super.get_now of a DCI (dcx_qp_t.get_now): a READ whose bytes go to
+ * cb, as post_now does its work */
+static int soft_dci_get_now(dcx_qp_t *qp_, const dcx_dc_dest_t *dest,
+                            uint64_t remote_addr, uint32_t rkey,
+                            uint32_t length, dcx_read_cb_t cb, void *arg)
+{
+    soft_qp_t *qp   = (soft_qp_t *)qp_;
+    soft_dev_t *dev = qp->dev;
+    int fast        = soft_lock_biasing(&dev->lock);
+    int done;
+
+    done = soft_dci_now_ok(qp) && (dest->ah != NULL) &&
+           (soft_dgrant_read(dev, dest, remote_addr, rkey, length, cb, arg) ==
+            0);
+    soft_unlock_as(&dev->lock, fast);
+    return done ? 0 : EAGAIN;
+}
+
+/* qp->super.put_now of a DCI (dcx_qp_t.put_now): an inline WRITE of at
+ * most max_inline bytes from any memory, as post_now does its work */
+static int soft_dci_put_now(dcx_qp_t *qp_, const dcx_dc_dest_t *dest,
+                            const void *buffer, uint32_t length,
+                            uint64_t remote_addr, uint32_t rkey)
+{
+    soft_qp_t *qp   = (soft_qp_t *)qp_;
+    soft_dev_t *dev = qp->dev;
+    int fast        = soft_lock_biasing(&dev->lock);
+    int done;
+
+    done = soft_dci_now_ok(qp) && (dest->ah != NULL) &&
+           (length <= qp->super.max_inline) &&
+           (soft_dgrant_write(dev, dest, buffer, length, remote_addr, rkey) ==
+            0);
     soft_unlock_as(&dev->lock, fast);
     return done ? 0 : EAGAIN;
 }
@@ -435,7 +465,7 @@ static inline void soft_post_unlock_kick(soft_dev_t *dev,
  * else nothing was done. */
 static inline int soft_dci_write_at_once(soft_qp_t *qp, const dcx_send_wr_t *wr)
 {
-    if (!soft_dci_quiet(qp) || (soft_dgrant_write(qp->dev, wr) != 0)) {
+    if (!soft_dci_quiet(qp) || (soft_dgrant_write_wr(qp->dev, wr) != 0)) {
         return 1;
     }
     qp->sq_head++;
@@ -746,6 +776,8 @@ static int soft_dci_init(soft_dev_t *dev, soft_qp_t *qp,
     qp->super.max_rd_atomic = rd;
     qp->super.post_send     = soft_dci_post_first;
     qp->super.post_now      = soft_dci_post_now;
+    qp->super.put_now       = soft_dci_put_now;
+    qp->super.get_now       = soft_dci_get_now;
     if (attr->timeout != 0) {
         /* the caller gives the verbs transport parameters: use them as is */
         qp->ack_timeout_ns = 4096ull << attr->timeout;

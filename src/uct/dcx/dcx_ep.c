@@ -278,7 +278,7 @@ ucs_status_t uct_dcx_ep_put_short(uct_ep_h tl_ep, const void *buffer,
 /* put_short where the device has DCX_CAP_POST_NOW (chosen at interface
  * creation): an ep that could send at once on the DCI it holds has the
  * bytes written into the target's memory by the device within the call
- * (dcx_qp_t.post_now, an inline WRITE: no DCI slot taken, nothing to
+ * (dcx_qp_t.put_now: no WR built, no DCI slot taken, nothing to
  * complete); where the device declines, the plain put_short posts it. */
 ucs_status_t uct_dcx_ep_put_short_now(uct_ep_h tl_ep, const void *buffer,
                                       unsigned length, uint64_t remote_addr,
@@ -286,15 +286,15 @@ ucs_status_t uct_dcx_ep_put_short_now(uct_ep_h tl_ep, const void *buffer,
 {
     uct_dcx_ep_t *ep       = ucs_derived_of(tl_ep, uct_dcx_ep_t);
     uct_dcx_iface_t *iface = uct_dcx_ep_iface(ep);
-    dcx_send_wr_t wr;
-    dcx_sge_t sge;
+    dcx_dc_dest_t dest;
     dcx_qp_t *qp;
 
     if (ucs_likely((length <= iface->config.max_inline) &&
                    uct_dcx_ep_can_now(iface, ep))) {
         qp = uct_dcx_ep_dci(iface, ep)->qp;
-        uct_dcx_put_short_wr(&wr, &sge, ep, buffer, length, remote_addr, rkey);
-        if (qp->post_now(qp, &wr, length, NULL, NULL) == 0) {
+        uct_dcx_ep_dest(ep, &dest);
+        if (qp->put_now(qp, &dest, buffer, length, remote_addr,
+                        uct_dcx_rkey(rkey)) == 0) {
             UCT_TL_EP_STAT_OP(&ep->super, PUT, SHORT, length);
             return UCS_OK;
         }
@@ -350,7 +350,7 @@ uct_dcx_ep_put_bcopy_common(uct_ep_h tl_ep, uct_pack_callback_t pack_cb,
         uct_dcx_sge_set(&sge, uct_dcx_desc_data(desc), length, desc->lkey);
         uct_dcx_wr_init_rma(&wr, ep, DCX_WR_RDMA_WRITE, 0, &sge, 1, remote_addr,
                             rkey);
-        at_once = (qp->post_now(qp, &wr, length, NULL, NULL) == 0);
+        at_once = (qp->post_now(qp, &wr) == 0);
     }
     if (at_once) {
         ucs_mpool_put_inline(desc);
@@ -457,7 +457,7 @@ ucs_status_t uct_dcx_ep_get_bcopy(uct_ep_h tl_ep, uct_unpack_callback_t cb,
 }
 
 /* get_bcopy where the device may execute a small READ within the call
- * (DCX_CAP_POST_NOW, dcx_qp_t.post_now; chosen at interface creation): an
+ * (DCX_CAP_POST_NOW, dcx_qp_t.get_now; chosen at interface creation): an
  * ep that could send at once on the DCI it holds hands the
  * bytes to the caller's unpack and returns UCS_OK, comp untouched.  The
  * device declines where the READ would not be ordered after the DCI's
@@ -470,15 +470,15 @@ ucs_status_t uct_dcx_ep_get_bcopy_now(uct_ep_h tl_ep, uct_unpack_callback_t cb,
 {
     uct_dcx_ep_t *ep       = ucs_derived_of(tl_ep, uct_dcx_ep_t);
     uct_dcx_iface_t *iface = uct_dcx_ep_iface(ep);
-    dcx_send_wr_t wr;
+    dcx_dc_dest_t dest;
     dcx_qp_t *qp;
 
     if (ucs_likely((length <= iface->config.seg_size) &&
                    uct_dcx_ep_can_now(iface, ep))) {
         qp = uct_dcx_ep_dci(iface, ep)->qp;
-        uct_dcx_wr_init_rma(&wr, ep, DCX_WR_RDMA_READ, 0, NULL, 0, remote_addr,
-                            rkey);
-        if (qp->post_now(qp, &wr, length, cb, arg) == 0) {
+        uct_dcx_ep_dest(ep, &dest);
+        if (qp->get_now(qp, &dest, remote_addr, uct_dcx_rkey(rkey), length, cb,
+                        arg) == 0) {
             UCT_TL_EP_STAT_OP(&ep->super, GET, BCOPY, length);
             return UCS_OK;
         }

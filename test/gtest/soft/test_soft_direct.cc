@@ -611,12 +611,13 @@ int post_now_then_posted(node &n, const dcx_send_wr_t &wr, const char *what,
     return rc;
 }
 
-/* dcx_qp_t.post_now hands the bytes of a small READ to a callback within the
+/* dcx_qp_t.get_now hands the bytes of a small READ to a callback within the
  * call only where the grant covers it (a READ to the same DCT and key that
  * passed every check before, within the MR, a key with read access):
  * anything else declines with EAGAIN, the callback uncalled, and the
  * posted READ says why -- a range past the MR, another DC key, another
- * key, a WRITE, the MR deregistered. */
+ * key, the MR deregistered.  post_now declines a READ, even one the grant
+ * covers (get_now's work), and a WRITE with a read-only key. */
 TEST_F(soft_direct, read_now_only_under_grant_bad_flow)
 {
     direct_info *in = info;
@@ -640,14 +641,17 @@ TEST_F(soft_direct, read_now_only_under_grant_bad_flow)
             uint64_t off;
             uint32_t len;
             uint64_t dc_key;
-            bool wait_dereg; /* the target deregisters its MR first */
-            int now;         /* post_now's return */
-            int status;      /* then the posted WR's, when it declined */
+            bool wait_dereg;       /* the target deregisters its MR first */
+            int now;               /* get_now's (post_now's) return */
+            int status;            /* then the posted WR's, when it declined */
+            bool post_now = false; /* asked of post_now (so is a WRITE) */
         } steps[] = {
             {"before any check", DCX_WR_RDMA_READ, in->rkey, 0, 8, in->dc_key,
              false, EAGAIN, DCX_WC_SUCCESS},
             {"granted", DCX_WR_RDMA_READ, in->rkey, 64, 16, in->dc_key, false,
              0, 0},
+            {"post_now, granted", DCX_WR_RDMA_READ, in->rkey, 32, 8, in->dc_key,
+             false, EAGAIN, DCX_WC_SUCCESS, true},
             {"past the MR", DCX_WR_RDMA_READ, in->rkey, in->rlen - 4, 8,
              in->dc_key, false, EAGAIN, DCX_WC_REM_ACCESS_ERR},
             {"granted again", DCX_WR_RDMA_READ, in->rkey, 128, 8, in->dc_key,
@@ -685,8 +689,11 @@ TEST_F(soft_direct, read_now_only_under_grant_bad_flow)
             dcx_send_wr_t wr = wr_to(in, n, c.op, &s, c.off, c.rkey);
             wr.dest.dc_key   = c.dc_key;
             g.calls          = 0;
-            int now          = n.dci->post_now(n.dci, &wr, c.len, cb, &g);
-            if (g.calls != (now == 0)) {
+            int now          = (c.post_now || (c.op != DCX_WR_RDMA_READ)) ?
+                                   n.dci->post_now(n.dci, &wr) :
+                                   n.dci->get_now(n.dci, &wr.dest, wr.remote_addr,
+                                                  wr.rkey, c.len, cb, &g);
+            if (g.calls != ((now == 0) && (c.op == DCX_WR_RDMA_READ))) {
                 fprintf(stderr, "%s: %d calls\n", c.what, g.calls);
                 rc = 13;
             }
@@ -711,8 +718,8 @@ TEST_F(soft_direct, read_now_only_under_grant_bad_flow)
     for (size_t i = 0; i < TMEM_SIZE; ++i) {
         ASSERT_EQ(0x5a, tmem[i]) << "byte " << i; /* nothing written */
     }
-    /* five posted READs and four handed over */
-    EXPECT_EQ(9u, info->stats.direct_reads);
+    /* six posted READs and four handed over */
+    EXPECT_EQ(10u, info->stats.direct_reads);
 }
 
 /* dcx_qp_t.post_now with a WRITE copies its one sge to the target within
@@ -778,7 +785,7 @@ TEST_F(soft_direct, post_now_write_only_under_grant_bad_flow)
             }
             dcx_send_wr_t wr = wr_to(in, n, DCX_WR_RDMA_WRITE, &sg, c.off,
                                      c.rkey);
-            int now          = n.dci->post_now(n.dci, &wr, c.len, NULL, NULL);
+            int now          = n.dci->post_now(n.dci, &wr);
             int r = post_now_then_posted(n, wr, c.what, now, c.now, c.status);
             if (r < 0) {
                 return 15;
@@ -808,13 +815,14 @@ TEST_F(soft_direct, post_now_write_only_under_grant_bad_flow)
     EXPECT_EQ(7u, info->stats.direct_writes);
 }
 
-/* dcx_qp_t.post_now takes an inline WRITE (DCX_SEND_INLINE) as an inline
- * post does: its bytes from any memory, registered or not, its one sge at
- * most max_inline bytes; done within the call only under the grant, like
- * any WRITE there.  An inline WRITE in two pieces, or longer than
- * max_inline, is declined (the latter is then no WR to post at all); one
- * past the MR is declined and, posted, fails. */
-TEST_F(soft_direct, post_now_inline_write_bad_flow)
+/* dcx_qp_t.put_now writes an inline WRITE's bytes as an inline post does:
+ * from any memory, registered or not, at most max_inline bytes; done
+ * within the call only under the grant, like any WRITE there.  Longer than
+ * max_inline, it is declined (and is then no WR to post at all); one past
+ * the MR is declined and, posted, fails.  post_now declines an inline
+ * WRITE even under the grant (put_now's work), and both decline a WR with
+ * no destination. */
+TEST_F(soft_direct, put_now_inline_write_bad_flow)
 {
     uint8_t *tm     = tmem;
     direct_info *in = info;
@@ -827,34 +835,32 @@ TEST_F(soft_direct, post_now_inline_write_bad_flow)
             const char *what;
             uint64_t off;
             uint32_t len;
-            uint32_t nsge;
-            int now;    /* post_now's return */
-            int status; /* then the posted WR's; -1: not posted */
+            bool post_now; /* asked of post_now, not put_now */
+            int now;       /* the call's return */
+            int status;    /* then the posted WR's; -1: not posted */
         } steps[] = {
-            {"before any check", 0, 8, 1, EAGAIN, DCX_WC_SUCCESS},
-            {"granted", 64, 16, 1, 0, 0},
-            {"granted, max_inline", 4096, n.dci->max_inline, 1, 0, 0},
-            {"two pieces", 128, 16, 2, EAGAIN, DCX_WC_SUCCESS},
-            {"longer than max_inline", 2u << 20, n.dci->max_inline + 1, 1,
+            {"before any check", 0, 8, false, EAGAIN, DCX_WC_SUCCESS},
+            {"granted", 64, 16, false, 0, 0},
+            {"granted, max_inline", 4096, n.dci->max_inline, false, 0, 0},
+            {"post_now, granted", 128, 16, true, EAGAIN, DCX_WC_SUCCESS},
+            {"longer than max_inline", 8192, n.dci->max_inline + 1, false,
              EAGAIN, -1},
-            {"past the MR", in->rlen - 4, 8, 1, EAGAIN, DCX_WC_REM_ACCESS_ERR},
-            {"after the refusal", 192, 8, 1, EAGAIN, DCX_WC_SUCCESS},
-            {"granted last", 256, 8, 1, 0, 0},
+            {"past the MR", in->rlen - 4, 8, false, EAGAIN,
+             DCX_WC_REM_ACCESS_ERR},
+            {"after the refusal", 192, 8, false, EAGAIN, DCX_WC_SUCCESS},
+            {"granted last", 256, 8, false, 0, 0},
         };
         int rc = 0;
 
         for (auto &c : steps) {
-            dcx_sge_t sg[2] = {{(uint64_t)(uintptr_t)plain.data(), c.len, 0},
-                               {(uint64_t)(uintptr_t)plain.data(), 0, 0}};
-            if (c.nsge == 2) {
-                sg[0].length = c.len / 2;
-                sg[1].length = c.len - c.len / 2;
-            }
-            dcx_send_wr_t wr = wr_to(in, n, DCX_WR_RDMA_WRITE, sg, c.off,
+            dcx_sge_t sg     = {(uint64_t)(uintptr_t)plain.data(), c.len, 0};
+            dcx_send_wr_t wr = wr_to(in, n, DCX_WR_RDMA_WRITE, &sg, c.off,
                                      in->rkey);
-            wr.num_sge       = c.nsge;
             wr.flags |= DCX_SEND_INLINE;
-            int now = n.dci->post_now(n.dci, &wr, c.len, NULL, NULL);
+            int now = c.post_now ?
+                          n.dci->post_now(n.dci, &wr) :
+                          n.dci->put_now(n.dci, &wr.dest, plain.data(), c.len,
+                                         wr.remote_addr, wr.rkey);
             int r   = (c.status < 0) ? (now != c.now) :
                                        post_now_then_posted(n, wr, c.what, now,
                                                             c.now, c.status);
@@ -862,7 +868,7 @@ TEST_F(soft_direct, post_now_inline_write_bad_flow)
                 return 15;
             }
             if (r > 0) {
-                fprintf(stderr, "%s: post_now %d, expected %d\n", c.what, now,
+                fprintf(stderr, "%s: now %d, expected %d\n", c.what, now,
                         c.now);
                 rc = 14;
             }
@@ -872,17 +878,20 @@ TEST_F(soft_direct, post_now_inline_write_bad_flow)
         dcx_read_cb_t count = [](void *arg, const void *data, size_t len) {
             ++*static_cast<int *>(arg);
         };
-        int calls = 0;
-        for (dcx_wr_opcode_t op : {DCX_WR_RDMA_WRITE, DCX_WR_RDMA_READ}) {
-            dcx_sge_t sg     = {(uint64_t)(uintptr_t)plain.data(), 8, 0};
-            dcx_send_wr_t wr = wr_to(in, n, op, &sg, 320, in->rkey);
-            wr.flags |= (op == DCX_WR_RDMA_WRITE) ? DCX_SEND_INLINE : 0;
-            wr.dest.ah = nullptr;
-            if ((n.dci->post_now(n.dci, &wr, 8, count, &calls) != EAGAIN) ||
-                (calls != 0)) {
-                fprintf(stderr, "no destination: op %d not declined\n", op);
-                rc = 16;
-            }
+        int calls        = 0;
+        dcx_sge_t sg     = {(uint64_t)(uintptr_t)plain.data(), 8, 0};
+        dcx_send_wr_t wr = wr_to(in, n, DCX_WR_RDMA_READ, &sg, 320, in->rkey);
+        wr.dest.ah       = nullptr;
+        if ((n.dci->get_now(n.dci, &wr.dest, wr.remote_addr, wr.rkey, 8, count,
+                            &calls) != EAGAIN) ||
+            (calls != 0)) {
+            fprintf(stderr, "no destination: READ not declined\n");
+            rc = 16;
+        }
+        if (n.dci->put_now(n.dci, &wr.dest, plain.data(), 8, wr.remote_addr,
+                           wr.rkey) != EAGAIN) {
+            fprintf(stderr, "no destination: WRITE not declined\n");
+            rc = 16;
         }
         return rc;
     });

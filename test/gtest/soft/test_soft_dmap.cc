@@ -792,14 +792,19 @@ TEST_F(soft_dmap, exec_target_fails_requests_bad_flow)
     n.close();
 }
 
-/* A mapping the initiator's cache evicts is not copied through again by
- * the grant that used it: a write to the first target (granted, through
- * the cache's entry for its allocation), then one to each of sixteen
- * allocations of a second target (the last of which takes that entry,
- * least recently used), then a write to the first target again under the
- * same key: it lands in the first target's allocation, mapped anew, and
- * not in the second target's allocation that now holds the entry. */
-TEST_F(soft_dmap, evicted_mapping_drops_its_grant_bad_flow)
+/* The eviction cases: a write to the first target (granted, through the
+ * cache's entry for its allocation), then one to each of sixteen
+ * allocations of a second target, the last of which takes the least
+ * recently used entry, then a write to the first target again under the
+ * same key.  With 'touch', the first target is written once more before
+ * the last allocation (its entry the most recently used then, the second
+ * target's first allocation the one evicted). */
+class soft_dmap_evict : public soft_dmap {
+protected:
+    void run(bool touch);
+};
+
+void soft_dmap_evict::run(bool touch)
 {
     const unsigned nalloc = 16; /* the initiator's cache holds as many */
     const size_t alen     = 64u * 1024u;
@@ -816,7 +821,7 @@ TEST_F(soft_dmap, evicted_mapping_drops_its_grant_bad_flow)
     std::vector<uint8_t *> a2(nalloc);
     node t2;
 
-    start_initiator([in, t2i, nalloc](node &n) -> int {
+    start_initiator([in, t2i, nalloc, touch](node &n) -> int {
         local_buf lb;
         dcx_ah_t *ah2 = nullptr;
         int rc        = 0;
@@ -834,6 +839,11 @@ TEST_F(soft_dmap, evicted_mapping_drops_its_grant_bad_flow)
             }
         }
         for (unsigned k = 0; k < nalloc; ++k) {
+            if (touch && (k == nalloc - 1) &&
+                (run_one(n, wr_to(in, n, DCX_WR_RDMA_WRITE, &s, in->raddr + 192,
+                                  in->rkey)) != DCX_WC_SUCCESS)) {
+                rc = 15;
+            }
             dcx_send_wr_t wr = rdma_wr(n, t2i->dctn, 0x5eedull,
                                        DCX_WR_RDMA_WRITE, &s, t2i->raddr[k],
                                        t2i->rkey[k]);
@@ -873,7 +883,8 @@ TEST_F(soft_dmap, evicted_mapping_drops_its_grant_bad_flow)
     ASSERT_TRUE(stop_children());
     for (size_t i = 0; i < mem_len; ++i) {
         size_t off   = i - PAGE;
-        bool written = (i >= PAGE) && (off < 3 * 64) && (off % 64 < 8);
+        bool written = (i >= PAGE) && (off < (touch ? 4 : 3) * 64) &&
+                       (off % 64 < 8);
         ASSERT_EQ(written ? 0x11 : 0x5a, mem[i]) << "first target byte " << i;
     }
     for (unsigned k = 0; k < nalloc; ++k) {
@@ -882,9 +893,9 @@ TEST_F(soft_dmap, evicted_mapping_drops_its_grant_bad_flow)
                 << "second target allocation " << k << " byte " << i;
         }
     }
-    /* the first target's allocation mapped twice: before and after the
-     * eviction */
-    EXPECT_EQ(nalloc + 2, info->stats.direct_maps);
+    /* the first target's allocation mapped twice, before and after its
+     * eviction; with 'touch', once: its entry was not the one evicted */
+    EXPECT_EQ(nalloc + (touch ? 1 : 2), info->stats.direct_maps);
     for (dcx_mr_t *mr : t2.mrs) {
         dcx_mr_dereg(mr);
     }
@@ -894,6 +905,24 @@ TEST_F(soft_dmap, evicted_mapping_drops_its_grant_bad_flow)
     }
     t2.close();
     munmap(t2i, sizeof(*t2i));
+}
+
+/* A mapping the initiator's cache evicts is not copied through again by
+ * the grant that used it: the last write lands in the first target's
+ * allocation, mapped anew, and not in the second target's allocation that
+ * now holds the entry. */
+TEST_F(soft_dmap_evict, evicted_mapping_drops_its_grant_bad_flow)
+{
+    run(false);
+}
+
+/* The cache evicts the least recently used mapping: the first target's,
+ * written again just before the last allocation, stays mapped (a run of
+ * copies to the entry used last stores no new stamp, and the first stamps
+ * must still order the entries). */
+TEST_F(soft_dmap_evict, recently_used_mapping_stays)
+{
+    run(true);
 }
 
 /* Two devices of one process (two interfaces, two workers): an RDMA WRITE

@@ -169,7 +169,7 @@ protected:
                                                (uintptr_t)t.mem.data() +
                                                    (i * 256) % (TLEN - 256),
                                                t.mr->rkey);
-                    if (a.dci->post_now(a.dci, &wr, 256, NULL, NULL) == 0) {
+                    if (a.dci->post_now(a.dci, &wr) == 0) {
                         now_done = now_done + 1;
                     } else if ((status = run_one(a, wr)) != DCX_WC_SUCCESS) {
                         break;
