@@ -37,11 +37,13 @@ int soft_dgrant_life_unknown(soft_peer_t *peer, const soft_dmap_ent_t *map);
  * from dest (its DCT and DC key; local_plain: our side needs no
  * strided-key walk), the grant's peer: the marker slot claimed, with our
  * intent set and the MR entry's count confirmed after it, or NULL with
- * nothing held (the caller makes the full checks). */
+ * nothing held (the caller makes the full checks).  leaf (a constant):
+ * make no call -- a grant whose liveness lock was not held when it was
+ * made, or that holds no marker, gives NULL too. */
 static inline __attribute__((always_inline)) soft_dslot_t *
 soft_dgrant_take(soft_dev_t *dev, soft_peer_t *peer, const dcx_dc_dest_t *dest,
                  uint32_t rkey, uint64_t raddr, uint64_t len, uint32_t access,
-                 int local_plain)
+                 int local_plain, int leaf)
 {
     soft_dgrant_t *g         = &peer->grant;
     soft_direct_area_t *area = g->area;
@@ -58,11 +60,11 @@ soft_dgrant_take(soft_dev_t *dev, soft_peer_t *peer, const dcx_dc_dest_t *dest,
         (__atomic_load_n(&area->gen, __ATOMIC_ACQUIRE) != g->gen) ||
         ((g->life != 0) ? (__atomic_load_n((const uint32_t *)&area->life.lock,
                                            __ATOMIC_ACQUIRE) != g->life) :
-                          !soft_dgrant_life_unknown(peer, map))) {
+                          (leaf || !soft_dgrant_life_unknown(peer, map)))) {
         return NULL;
     }
     if (((slot = g->held) == NULL) &&
-        ((slot = soft_dslot_hold(dev, peer, area)) == NULL)) {
+        (leaf || ((slot = soft_dslot_hold(dev, peer, area)) == NULL))) {
         return NULL;
     }
     /* intent (soft_dslot.c: a plain store where the owner fences for it) */
@@ -81,6 +83,29 @@ soft_dgrant_take(soft_dev_t *dev, soft_peer_t *peer, const dcx_dc_dest_t *dest,
     return slot;
 }
 
+/* The marker of a copy under the grant given back; 1 if the peer's
+ * writers asked for the markers held (another found none free): the
+ * caller then gives up its hold (soft_dslot_unhold). */
+static inline __attribute__((always_inline)) int
+soft_dgrant_release(soft_peer_t *peer, soft_dslot_t *slot)
+{
+    __atomic_store_n(&slot->gen, slot->gen + 1, __ATOMIC_RELAXED);
+    __atomic_store_n(&slot->key, 0, __ATOMIC_RELEASE);
+    return __atomic_load_n(&peer->grant.area->short_gen, __ATOMIC_RELAXED) !=
+           peer->grant.short_seen;
+}
+
+/* A copy of len bytes under the grant done: the mapping marked used (its
+ * place in the LRU), the copy counted */
+static inline __attribute__((always_inline)) void
+soft_dgrant_done(soft_dev_t *dev, soft_peer_t *peer, uint64_t len, int is_write)
+{
+    if (peer->grant.map != NULL) {
+        soft_dmap_touch(dev, peer->grant.map);
+    }
+    soft_dgrant_count(dev, is_write, peer->grant.map != NULL, len);
+}
+
 /* Ends a copy under the grant that soft_dgrant_take started: the
  * marker given back; 1 if all len bytes were copied (counted, the mapping
  * marked used), else 0 with the grant dropped (the full checks try again
@@ -89,20 +114,14 @@ static inline __attribute__((always_inline)) int
 soft_dgrant_give(soft_dev_t *dev, soft_peer_t *peer, soft_dslot_t *slot,
                  ssize_t ret, uint64_t len, int is_write)
 {
-    __atomic_store_n(&slot->gen, slot->gen + 1, __ATOMIC_RELAXED);
-    __atomic_store_n(&slot->key, 0, __ATOMIC_RELEASE);
-    if (__atomic_load_n(&peer->grant.area->short_gen, __ATOMIC_RELAXED) !=
-        peer->grant.short_seen) {
-        soft_dslot_unhold(peer); /* another writer found none free */
+    if (soft_dgrant_release(peer, slot)) {
+        soft_dslot_unhold(peer);
     }
     if (ret != (ssize_t)len) {
         peer->grant.area = NULL;
         return 0;
     }
-    if (peer->grant.map != NULL) {
-        soft_dmap_touch(dev, peer->grant.map); /* its place in the LRU */
-    }
-    soft_dgrant_count(dev, is_write, peer->grant.map != NULL, len);
+    soft_dgrant_done(dev, peer, len, is_write);
     return 1;
 }
 
@@ -153,7 +172,7 @@ soft_dgrant_read(soft_dev_t *dev, const dcx_dc_dest_t *dest, uint64_t raddr,
     ssize_t ret;
 
     slot = soft_dgrant_take(dev, peer, dest, rkey, raddr, len,
-                            DCX_ACCESS_REMOTE_READ, 1);
+                            DCX_ACCESS_REMOTE_READ, 1, 0);
     if (slot == NULL) {
         return 1;
     }
@@ -188,7 +207,7 @@ soft_dgrant_write(soft_dev_t *dev, const dcx_dc_dest_t *dest, const void *buf,
     ssize_t ret;
 
     slot = soft_dgrant_take(dev, peer, dest, rkey, raddr, len,
-                            DCX_ACCESS_REMOTE_WRITE, 1);
+                            DCX_ACCESS_REMOTE_WRITE, 1, 0);
     if (slot == NULL) {
         return 1;
     }

@@ -652,7 +652,8 @@ soft_direct_grant_exec(soft_dev_t *dev, soft_swqe_t *w, int is_write,
                             w->wr.remote_addr, len, access,
                             (w->wr.num_sge <= SOFT_MAX_RECV_SGE) &&
                                 ((dev->num_mkeys == 0) ||
-                                 (w->wr.flags & DCX_SEND_INLINE)));
+                                 (w->wr.flags & DCX_SEND_INLINE)),
+                            0);
     if (slot == NULL) {
         return 0;
     }

@@ -151,8 +151,10 @@ protected:
     }
 
     /* A thread of a's writing 256 bytes of src within the call again and
-     * again at moving offsets of the target (posting what post_now
-     * declines), until a WRITE fails (its status kept) or it is stopped. */
+     * again at moving offsets of the target's len bytes at base under rkey
+     * (posting what post_now declines), until a WRITE fails (its status
+     * kept) or it is stopped.  With 'put': 32 bytes at a time, inline,
+     * through put_now. */
     struct now_writer {
         volatile uint32_t done = 0, progress = 0, now_done = 0, stop = 0;
         int status = -1;
@@ -160,16 +162,24 @@ protected:
 
         void start(node &a, target &t, local_buf &src)
         {
-            th = std::thread([this, &a, &t, &src]() {
+            start(a, t, src, t.mem.data(), TLEN, t.mr->rkey, false);
+        }
+
+        void start(node &a, target &t, local_buf &src, uint8_t *base,
+                   size_t len, uint32_t rkey, bool put)
+        {
+            th = std::thread([=, &a, &t, &src]() {
+                uint32_t n = put ? 32 : 256;
                 for (uint64_t i = 0; !__atomic_load_n(&stop, __ATOMIC_ACQUIRE);
                      ++i) {
-                    dcx_sge_t s      = src.sge(0, 256);
-                    dcx_send_wr_t wr = rdma_wr(a, t.b.dct->qp_num, KEY,
-                                               DCX_WR_RDMA_WRITE, &s,
-                                               (uintptr_t)t.mem.data() +
-                                                   (i * 256) % (TLEN - 256),
-                                               t.mr->rkey);
-                    if (a.dci->post_now(a.dci, &wr) == 0) {
+                    dcx_sge_t s = src.sge(0, n);
+                    dcx_send_wr_t wr =
+                        rdma_wr(a, t.b.dct->qp_num, KEY, DCX_WR_RDMA_WRITE, &s,
+                                (uintptr_t)base + (i * n) % (len - n), rkey);
+                    wr.flags |= put ? DCX_SEND_INLINE : 0;
+                    if ((put ? a.dci->put_now(a.dci, &wr.dest, src.v.data(), n,
+                                              wr.remote_addr, rkey) :
+                               a.dci->post_now(a.dci, &wr)) == 0) {
                         now_done = now_done + 1;
                     } else if ((status = run_one(a, wr)) != DCX_WC_SUCCESS) {
                         break;
@@ -189,10 +199,52 @@ protected:
         }
     };
 
+    /* a device allocation of t's (dlen bytes at dmem, zeroed), registered
+     * for remote access (dmr): a's copies go through its mapping, which in
+     * this process is the allocation itself */
+    void alloc_target()
+    {
+        ASSERT_EQ(0, dcx_mem_alloc(t.b.dev, &dlen, (void **)&dmem));
+        ASSERT_EQ(0, t.b.reg(dmem, dlen, ALL_REMOTE, &dmr));
+    }
+
+    void TearDown() override
+    {
+        if (dmem != nullptr) {
+            for (dcx_mr_t *mr : t.b.mrs) {
+                dcx_mr_dereg(mr);
+            }
+            t.b.mrs.clear();
+            EXPECT_EQ(0, dcx_mem_free(t.b.dev, dmem, dlen));
+        }
+        soft::TearDown();
+    }
+
+    /* len bytes of n's src into dmem + off by put_now; its return */
+    int put(node &n, local_buf &from, uint64_t off, uint32_t len)
+    {
+        dcx_sge_t s      = from.sge(0, len);
+        dcx_send_wr_t wr = rdma_wr(n, t.b.dct->qp_num, KEY, DCX_WR_RDMA_WRITE,
+                                   &s, (uintptr_t)dmem + off, dmr->rkey);
+        return n.dci->put_now(n.dci, &wr.dest, from.v.data(), len,
+                              wr.remote_addr, wr.rkey);
+    }
+
+    /* the same WRITE posted, signalled; its status */
+    int put_posted(node &n, local_buf &from, uint64_t off, uint32_t len)
+    {
+        dcx_sge_t s = from.sge(0, len);
+        return run_one(n, rdma_wr(n, t.b.dct->qp_num, KEY, DCX_WR_RDMA_WRITE,
+                                  &s, (uintptr_t)dmem + off, dmr->rkey));
+    }
+
     dcx_soft_limits_t l;
     target t;
     node a;
     local_buf src;
+    size_t dlen   = TLEN;
+    uint8_t *dmem = nullptr;
+    dcx_mr_t *dmr = nullptr;
 };
 
 /* After a copy under the grant, its writer keeps the marker with no intent
@@ -259,6 +311,31 @@ TEST_F(soft_markers, holders_give_back_when_short)
     EXPECT_EQ(0x3c, t.mem[8192]);
 }
 
+/* The same through put_now's common case, which makes no call (the lock
+ * biased to the writer, the grant through a mapping, a marker held): the
+ * holder's next put gives its marker back.  The shortage is said (as a
+ * writer finding none free says it) right between two of a's puts, so
+ * that the second is that case. */
+TEST_F(soft_markers, put_now_holder_gives_back_when_short)
+{
+    uint64_t token = soft_dev(a.dev)->token;
+
+    ASSERT_NO_FATAL_FAILURE(alloc_target());
+    ASSERT_EQ(DCX_WC_SUCCESS, put_posted(a, src, 0, 32)); /* the grant */
+    for (uint64_t off = 32; off < 256; off += 32) {
+        ASSERT_EQ(0, put(a, src, off, 32)) << "offset " << off;
+    }
+    ASSERT_EQ(1u, t.owned(token));
+    EXPECT_EQ(8u, dev_stats(a).direct_mapped);
+    ASSERT_EQ(0, put(a, src, 256, 32));
+    __atomic_fetch_add(&t.area()->short_gen, 1, __ATOMIC_RELAXED);
+    ASSERT_EQ(0, put(a, src, 288, 32));
+    EXPECT_EQ(0u, t.owned(token)) << "the holder kept it";
+    for (size_t i = 0; i < 4096; ++i) {
+        ASSERT_EQ((i < 320) ? 0x3c : 0, dmem[i]) << "byte " << i;
+    }
+}
+
 /* A holder that died between copies (its intent not set, so the target's
  * deregistration never looks at it) leaves its marker owned: a writer that
  * finds no free one takes that one over and copies directly. */
@@ -304,6 +381,33 @@ TEST_F(soft_markers, dereg_races_writes_within_the_call)
         EXPECT_GT(w.now_done, 1000u) << "few copies within the call";
         ASSERT_EQ(0, renew_dci(a));
         ASSERT_EQ(0, t.b.reg(t.mem.data(), TLEN, ALL_REMOTE, &t.mr));
+    }
+}
+
+/* The same race with puts through put_now's common case (a mapping of
+ * the target's device allocation, no call): nothing is written after
+ * mr_dereg returned. */
+TEST_F(soft_markers, dereg_races_puts_within_the_call)
+{
+    ASSERT_NO_FATAL_FAILURE(alloc_target());
+    for (int round = 0; round < 5; ++round) {
+        now_writer w;
+
+        memset(dmem, 0, dlen);
+        w.start(a, t, src, dmem, dlen, dmr->rkey, true);
+        ASSERT_TRUE(wait_at_least(&w.progress, 2000, 60.0));
+        ASSERT_EQ(0, dcx_mr_dereg(dmr));
+        t.b.mrs.erase(std::find(t.b.mrs.begin(), t.b.mrs.end(), dmr));
+        memset(dmem, 0, dlen);
+        w.finish();
+        for (size_t i = 0; i < dlen; ++i) {
+            ASSERT_EQ(0, dmem[i]) << "round " << round << ": byte " << i
+                                  << " written after mr_dereg returned";
+        }
+        EXPECT_EQ(DCX_WC_REM_ACCESS_ERR, w.status);
+        EXPECT_GT(w.now_done, 1000u) << "few puts within the call";
+        ASSERT_EQ(0, renew_dci(a));
+        ASSERT_EQ(0, t.b.reg(dmem, dlen, ALL_REMOTE, &dmr));
     }
 }
 
