@@ -830,8 +830,7 @@ void soft_dev_progress(dcx_dev_t *dev);
  * message (headers of 8 bytes and less) cost more in calls than in
  * bytes; up to 32 bytes (a TMH and 16 bytes of a tagged message) in two
  * overlapping 16-byte halves. */
-static inline __attribute__((always_inline)) void
-soft_copy_small(uint8_t *d, const uint8_t *s, size_t len)
+static inline void soft_copy_small(uint8_t *d, const uint8_t *s, size_t len)
 {
     uint64_t a, b, c, e;
     uint32_t x, y;

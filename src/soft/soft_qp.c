@@ -319,10 +319,11 @@ static __attribute__((noinline)) int soft_dci_put_now_unhold(soft_dev_t *dev,
  * this thread, the grant covering the WRITE through a mapping with a
  * marker held and its liveness lock known, at most 32 bytes (copied
  * through registers).  Anything else is soft_dci_put_now_full's, which
- * looks again from the start (a tail call). */
-static int soft_dci_put_now(dcx_qp_t *qp_, const dcx_dc_dest_t *dest,
-                            const void *buffer, uint32_t length,
-                            uint64_t remote_addr, uint32_t rkey)
+ * looks again from the start (a tail call; flatten: every helper
+ * inlined, the copy too). */
+static __attribute__((flatten)) int
+soft_dci_put_now(dcx_qp_t *qp_, const dcx_dc_dest_t *dest, const void *buffer,
+                 uint32_t length, uint64_t remote_addr, uint32_t rkey)
 {
     soft_qp_t *qp   = (soft_qp_t *)qp_;
     soft_dev_t *dev = qp->dev;
