@@ -140,9 +140,8 @@ static inline void soft_unlock(soft_lock_t *l)
  * it as any thread (not biased to it, or held). */
 static inline int soft_lock_fast(soft_lock_t *l)
 {
-    uintptr_t bias = __atomic_load_n(&l->bias, __ATOMIC_RELAXED);
-
-    if ((bias == 0) || (bias == SOFT_BIAS_OFF) || (bias != soft_lock_self())) {
+    /* (no thread is 0 or SOFT_BIAS_OFF: a lock with no bias is not ours) */
+    if (__atomic_load_n(&l->bias, __ATOMIC_RELAXED) != soft_lock_self()) {
         return 0;
     }
     __atomic_store_n(&l->busy, 1, __ATOMIC_RELAXED);
