@@ -9,6 +9,10 @@
 #include <stdint.h>
 #include <string.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* ------------------------------------------------------------------------
  * Tag-matching wire headers (rdma-core <infiniband/tm_types.h>, and UCX's
  * DC address header).  Every field is big-endian on the wire; the pack and
@@ -79,5 +83,9 @@ void dcx_rvh_unpack(const void *buf, uint64_t *va_p, uint32_t *rkey_p,
                     uint32_t *len_p);
 void dcx_ravh_pack(void *buf, uint32_t dctn, uint64_t dc_key);
 void dcx_ravh_unpack(const void *buf, uint32_t *dctn_p, uint64_t *dc_key_p);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

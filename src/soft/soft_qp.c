@@ -315,10 +315,11 @@ static __attribute__((noinline)) int soft_dci_put_now_unhold(soft_dev_t *dev,
 }
 
 /* qp->super.put_now of a DCI (dcx_qp_t.put_now).  Its common case makes
- * no call, so that it saves no register on the way: the lock biased to
- * this thread, the grant covering the WRITE through a mapping with a
- * marker held and its liveness lock known, at most 32 bytes (copied
- * through registers).  Anything else is soft_dci_put_now_full's, which
+ * no call, so that nothing is kept across one and its registers are saved
+ * only past the lock's test: the lock biased to this thread, the grant
+ * covering the WRITE through a mapping with a marker held and its
+ * liveness lock known, at most 32 bytes (copied through registers) and
+ * at most max_inline.  Anything else is soft_dci_put_now_full's, which
  * looks again from the start (a tail call; flatten: every helper
  * inlined, the copy too). */
 static __attribute__((flatten)) int
@@ -331,7 +332,8 @@ soft_dci_put_now(dcx_qp_t *qp_, const dcx_dc_dest_t *dest, const void *buffer,
     soft_dslot_t *slot;
     soft_peer_t *peer;
 
-    if ((length > 32) || (dest->ah == NULL) || !soft_lock_fast(&dev->lock)) {
+    if ((length > 32) || (length > qp->super.max_inline) ||
+        (dest->ah == NULL) || !soft_lock_fast(&dev->lock)) {
         goto full;
     }
     peer = ((soft_ah_t *)dest->ah)->peer;

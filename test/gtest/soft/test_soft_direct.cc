@@ -830,6 +830,12 @@ TEST_F(soft_direct, put_now_inline_write_bad_flow)
     memset(tmem, 0x5a, TMEM_SIZE);
     start_initiator([in](node &n) -> int {
         std::vector<uint8_t> plain(n.dci->max_inline + 1, 0x22);
+        local_buf reg; /* post_now's bytes: registered, so that only the
+                          inline flag makes it decline */
+        if (reg.reg(n, 64) != 0) {
+            return 17;
+        }
+        memset(reg.v.data(), 0x22, 64);
         in->max_inline = n.dci->max_inline;
         struct {
             const char *what;
@@ -853,7 +859,10 @@ TEST_F(soft_direct, put_now_inline_write_bad_flow)
         int rc = 0;
 
         for (auto &c : steps) {
-            dcx_sge_t sg     = {(uint64_t)(uintptr_t)plain.data(), c.len, 0};
+            dcx_sge_t sg     = c.post_now ?
+                                   reg.sge(0, c.len) :
+                                   dcx_sge_t{(uint64_t)(uintptr_t)plain.data(),
+                                         c.len, 0};
             dcx_send_wr_t wr = wr_to(in, n, DCX_WR_RDMA_WRITE, &sg, c.off,
                                      in->rkey);
             wr.flags |= DCX_SEND_INLINE;

@@ -206,6 +206,40 @@ protected:
     {
         ASSERT_EQ(0, dcx_mem_alloc(t.b.dev, &dlen, (void **)&dmem));
         ASSERT_EQ(0, t.b.reg(dmem, dlen, ALL_REMOTE, &dmr));
+        /* the grants then know the target's liveness lock (put_now's
+         * common case needs that) */
+        double end = now_s() + 20.0;
+        while (!dcx_soft_direct_alive_lock(t.b.dev)) {
+            ASSERT_LT(now_s(), end) << "the target's liveness lock not held";
+            usleep(100);
+        }
+    }
+
+    /* n's grant towards t: made after a check of t's liveness lock, through
+     * a mapping, with a marker held, its lock biased to this thread --
+     * every condition of put_now's common case */
+    static bool common_case(node &n)
+    {
+        const soft_dgrant_t &g = ((soft_ah_t *)n.ah)->peer->grant;
+
+        return (g.area != nullptr) && (g.life != 0) && (g.map != nullptr) &&
+               (g.held != nullptr) &&
+               (__atomic_load_n(&soft_dev(n.dev)->lock.bias,
+                                __ATOMIC_RELAXED) == soft_lock_self());
+    }
+
+    /* puts of len bytes at off by n until one finds the common case ready
+     * for the next (the helper thread may have taken the lock's bias back
+     * meanwhile); 0 or the failing put's return */
+    int put_until_common(node &n, local_buf &from, uint64_t off, uint32_t len)
+    {
+        for (int i = 0; i < 1000; ++i) {
+            int ret = put(n, from, off, len);
+            if ((ret != 0) || common_case(n)) {
+                return ret;
+            }
+        }
+        return ETIMEDOUT;
     }
 
     void TearDown() override
@@ -327,12 +361,38 @@ TEST_F(soft_markers, put_now_holder_gives_back_when_short)
     }
     ASSERT_EQ(1u, t.owned(token));
     EXPECT_EQ(8u, dev_stats(a).direct_mapped);
-    ASSERT_EQ(0, put(a, src, 256, 32));
+    ASSERT_EQ(0, put_until_common(a, src, 256, 32));
     __atomic_fetch_add(&t.area()->short_gen, 1, __ATOMIC_RELAXED);
     ASSERT_EQ(0, put(a, src, 288, 32));
     EXPECT_EQ(0u, t.owned(token)) << "the holder kept it";
     for (size_t i = 0; i < 4096; ++i) {
         ASSERT_EQ((i < 320) ? 0x3c : 0, dmem[i]) << "byte " << i;
+    }
+}
+
+/* put_now's common case keeps to the DCI's max_inline: a writer whose DCI
+ * takes 16 bytes inline has a put of 17, 24 or 32 bytes declined, with the
+ * common case ready for it, and nothing written. */
+TEST_F(soft_markers, put_now_within_max_inline_bad_flow)
+{
+    node d;
+
+    ASSERT_NO_FATAL_FAILURE(alloc_target());
+    ASSERT_EQ(0, d.open(fabric.c_str(), &l));
+    ASSERT_EQ(0, d.make_dci(128, 16));
+    ASSERT_EQ(0, d.connect(t.addr, t.alen));
+    local_buf dsrc;
+    ASSERT_EQ(0, dsrc.reg(d, 4096));
+    memset(dsrc.v.data(), 0x3c, dsrc.v.size());
+    ASSERT_EQ(DCX_WC_SUCCESS, put_posted(d, dsrc, 0, 16)); /* the grant */
+    ASSERT_EQ(0, put(d, dsrc, 16, 16));                    /* holds */
+    ASSERT_EQ(0, put_until_common(d, dsrc, 32, 16));
+    for (uint32_t len : {17u, 24u, 32u}) {
+        ASSERT_TRUE(common_case(d));
+        EXPECT_EQ(EAGAIN, put(d, dsrc, 64 * len, len)) << len << " bytes";
+    }
+    for (size_t i = 0; i < 4096; ++i) {
+        ASSERT_EQ((i < 48) ? 0x3c : 0, dmem[i]) << "byte " << i;
     }
 }
 
