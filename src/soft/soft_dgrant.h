@@ -4,8 +4,9 @@
  * peer): a small RDMA WRITE or READ to the DCT and key of the last direct
  * copy that passed every check checks only what could have changed since
  * (soft_direct.c, "The grant", says what and how the grant is made).  The
- * copy under it, inline here so that the DCI's post within the call
- * (soft_dci_post_now) and the light path execute it without a call.
+ * copy under it, inline here so that the DCI's work within the call
+ * (soft_dci_post_now, soft_dci_put_now, soft_dci_get_now) and the light
+ * path execute it without a call.
  */
 #ifndef DCX_SOFT_DGRANT_H_
 #define DCX_SOFT_DGRANT_H_

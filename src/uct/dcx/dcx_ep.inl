@@ -42,7 +42,8 @@ uct_dcx_wr_init_rma(dcx_send_wr_t *wr, uct_dcx_ep_t *ep, uint8_t opcode,
 
 /* ep could send at once on the DCI it holds (uct_dcx_ep_tx_begin's fast
  * test), and is neither failed nor invalidated: what an operation the
- * device may execute within the call (dcx_qp_t.post_now) needs first */
+ * device may execute within the call (dcx_qp_t.post_now, put_now,
+ * get_now) needs first */
 static UCS_F_ALWAYS_INLINE int uct_dcx_ep_can_now(uct_dcx_iface_t *iface,
                                                   const uct_dcx_ep_t *ep)
 {
