@@ -794,6 +794,17 @@ typedef struct dcx_dc_dest {
     uint64_t dc_key;
 } dcx_dc_dest_t;
 
+/* put_now's destination, and the caller's own continuation where put_now
+ * declines (NULL: EAGAIN): called with put_now's arguments once the device
+ * let go of everything, its return put_now's, so that a caller whose
+ * fallback is a post keeps nothing of its own across put_now */
+typedef struct dcx_now_dest dcx_now_dest_t;
+struct dcx_now_dest {
+    dcx_dc_dest_t dest;
+    int (*declined)(const dcx_now_dest_t *nd, const void *buffer,
+                    uint32_t length, uint64_t remote_addr, uint32_t rkey);
+};
+
 /* One send work request.  Each WR names its destination and exactly one
  * data description (sg_list, inline or not). */
 typedef struct dcx_send_wr {
@@ -847,10 +858,11 @@ struct dcx_qp {
      * done within the call, 0, or EAGAIN with nothing done, for the caller
      * to post it.  post_now: an RDMA WRITE of one registered sge, the WR
      * that would be posted; put_now: an inline RDMA WRITE of length bytes
-     * (at most max_inline) from buffer, any memory; get_now: an RDMA READ
-     * of length bytes handed to cb(arg, data, length) */
+     * (at most max_inline) from buffer, any memory, to nd->dest, declined
+     * into nd->declined; get_now: an RDMA READ of length bytes handed to
+     * cb(arg, data, length) */
     int (*post_now)(dcx_qp_t *qp, const dcx_send_wr_t *wr);
-    int (*put_now)(dcx_qp_t *qp, const dcx_dc_dest_t *dest, const void *buffer,
+    int (*put_now)(dcx_qp_t *qp, const dcx_now_dest_t *nd, const void *buffer,
                    uint32_t length, uint64_t remote_addr, uint32_t rkey);
     int (*get_now)(dcx_qp_t *qp, const dcx_dc_dest_t *dest,
                    uint64_t remote_addr, uint32_t rkey, uint32_t length,

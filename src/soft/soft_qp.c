@@ -287,7 +287,7 @@ static int soft_dci_get_now(dcx_qp_t *qp_, const dcx_dc_dest_t *dest,
 /* put_now's work in full (soft_dci_put_now says when): an inline WRITE of
  * at most max_inline bytes from any memory, as post_now does its work */
 static __attribute__((noinline)) int
-soft_dci_put_now_full(dcx_qp_t *qp_, const dcx_dc_dest_t *dest,
+soft_dci_put_now_full(dcx_qp_t *qp_, const dcx_now_dest_t *nd,
                       const void *buffer, uint32_t length, uint64_t remote_addr,
                       uint32_t rkey)
 {
@@ -296,12 +296,18 @@ soft_dci_put_now_full(dcx_qp_t *qp_, const dcx_dc_dest_t *dest,
     int fast        = soft_lock_biasing(&dev->lock);
     int done;
 
-    done = soft_dci_now_ok(qp) && (dest->ah != NULL) &&
+    done = soft_dci_now_ok(qp) && (nd->dest.ah != NULL) &&
            (length <= qp->super.max_inline) &&
-           (soft_dgrant_write(dev, dest, buffer, length, remote_addr, rkey) ==
-            0);
+           (soft_dgrant_write(dev, &nd->dest, buffer, length, remote_addr,
+                              rkey) == 0);
     soft_unlock_as(&dev->lock, fast);
-    return done ? 0 : EAGAIN;
+    if (done) {
+        return 0;
+    }
+    /* declined: the caller's continuation, nothing of ours held */
+    return (nd->declined != NULL) ?
+               nd->declined(nd, buffer, length, remote_addr, rkey) :
+               EAGAIN;
 }
 
 /* The end of a put_now whose writer was asked for its marker (another
@@ -323,11 +329,12 @@ static __attribute__((noinline)) int soft_dci_put_now_unhold(soft_dev_t *dev,
  * looks again from the start (a tail call; flatten: every helper
  * inlined, the copy too). */
 static __attribute__((flatten)) int
-soft_dci_put_now(dcx_qp_t *qp_, const dcx_dc_dest_t *dest, const void *buffer,
+soft_dci_put_now(dcx_qp_t *qp_, const dcx_now_dest_t *nd, const void *buffer,
                  uint32_t length, uint64_t remote_addr, uint32_t rkey)
 {
-    soft_qp_t *qp   = (soft_qp_t *)qp_;
-    soft_dev_t *dev = qp->dev;
+    const dcx_dc_dest_t *dest = &nd->dest;
+    soft_qp_t *qp             = (soft_qp_t *)qp_;
+    soft_dev_t *dev           = qp->dev;
     soft_dmap_ent_t *map;
     soft_dslot_t *slot;
     soft_peer_t *peer;
@@ -354,7 +361,7 @@ soft_dci_put_now(dcx_qp_t *qp_, const dcx_dc_dest_t *dest, const void *buffer,
     return 0;
 
 full:
-    return soft_dci_put_now_full(qp_, dest, buffer, length, remote_addr, rkey);
+    return soft_dci_put_now_full(qp_, nd, buffer, length, remote_addr, rkey);
 }
 
 /* The WRs the light path may take (soft_req_post_inline), recognised with

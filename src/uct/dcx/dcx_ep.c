@@ -275,31 +275,54 @@ ucs_status_t uct_dcx_ep_put_short(uct_ep_h tl_ep, const void *buffer,
     return status;
 }
 
+/* put_now declined the put (dcx_now_dest_t.declined): the plain put_short
+ * posts it, for the ep the interface's now.nd was set for */
+static int uct_dcx_ep_put_short_declined(const dcx_now_dest_t *nd,
+                                         const void *buffer, uint32_t length,
+                                         uint64_t remote_addr, uint32_t rkey)
+{
+    uct_dcx_iface_t *iface = ucs_container_of(nd, uct_dcx_iface_t, now.nd);
+
+    /* (uct_dcx_rkey keeps the low 32 bits: the same key) */
+    return uct_dcx_ep_put_short(&iface->now.ep->super.super, buffer, length,
+                                remote_addr, (uct_rkey_t)rkey);
+}
+
+void uct_dcx_iface_now_init(uct_dcx_iface_t *iface)
+{
+    iface->now.nd.declined = uct_dcx_ep_put_short_declined;
+    iface->now.ep          = NULL;
+}
+
 /* put_short where the device has DCX_CAP_POST_NOW (chosen at interface
  * creation): an ep that could send at once on the DCI it holds has the
  * bytes written into the target's memory by the device within the call
  * (dcx_qp_t.put_now: no WR built, no DCI slot taken, nothing to
- * complete); where the device declines, the plain put_short posts it. */
+ * complete); where the device declines, it calls the plain put_short
+ * back (uct_dcx_ep_put_short_declined), so that this frame keeps nothing
+ * across the device's call and saves no register. */
 ucs_status_t uct_dcx_ep_put_short_now(uct_ep_h tl_ep, const void *buffer,
                                       unsigned length, uint64_t remote_addr,
                                       uct_rkey_t rkey)
 {
     uct_dcx_ep_t *ep       = ucs_derived_of(tl_ep, uct_dcx_ep_t);
     uct_dcx_iface_t *iface = uct_dcx_ep_iface(ep);
-    dcx_dc_dest_t dest;
+    ucs_status_t status;
     dcx_qp_t *qp;
 
-    if (ucs_likely((length <= iface->config.max_inline) &&
-                   uct_dcx_ep_can_now(iface, ep))) {
-        qp = uct_dcx_ep_dci(iface, ep)->qp;
-        uct_dcx_ep_dest(ep, &dest);
-        if (qp->put_now(qp, &dest, buffer, length, remote_addr,
-                        uct_dcx_rkey(rkey)) == 0) {
-            UCT_TL_EP_STAT_OP(&ep->super, PUT, SHORT, length);
-            return UCS_OK;
-        }
+    if (ucs_unlikely((length > iface->config.max_inline) ||
+                     !uct_dcx_ep_can_now(iface, ep))) {
+        return uct_dcx_ep_put_short(tl_ep, buffer, length, remote_addr, rkey);
     }
-    return uct_dcx_ep_put_short(tl_ep, buffer, length, remote_addr, rkey);
+    if (ucs_unlikely(iface->now.ep != ep)) {
+        uct_dcx_ep_dest(ep, &iface->now.nd.dest);
+        iface->now.ep = ep;
+    }
+    qp     = uct_dcx_ep_dci(iface, ep)->qp;
+    status = (ucs_status_t)qp->put_now(qp, &iface->now.nd, buffer, length,
+                                       remote_addr, uct_dcx_rkey(rkey));
+    UCT_TL_EP_STAT_OP_IF_SUCCESS(status, &ep->super, PUT, SHORT, length);
+    return status;
 }
 
 /* A one-sided op between the first 'length' bytes of desc's bounce buffer
@@ -944,6 +967,9 @@ UCS_CLASS_CLEANUP_FUNC(uct_dcx_ep_t)
 
     uct_dcx_ep_invalidate_cleanup(iface, self);
     uct_dcx_ep_ext_release(iface, self);
+    if (iface->now.ep == self) {
+        iface->now.ep = NULL; /* an ep made at this address is another */
+    }
     iface->num_eps--;
 }
 

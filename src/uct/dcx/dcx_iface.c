@@ -743,6 +743,7 @@ static UCS_CLASS_INIT_FUNC(uct_dcx_iface_t, uct_md_h tl_md, uct_worker_h worker,
     if ((self->caps->flags & DCX_CAP_POST_NOW) &&
         (cfg->policy != UCT_DCX_POLICY_STREAMS)) {
         self->super.super.ops.ep_put_short = uct_dcx_ep_put_short_now;
+        uct_dcx_iface_now_init(self);
         self->super.super.ops.ep_get_bcopy = uct_dcx_ep_get_bcopy_now;
         self->super.super.ops.ep_put_bcopy = uct_dcx_ep_put_bcopy_now;
     }

@@ -866,13 +866,14 @@ TEST_F(soft_direct, put_now_inline_write_bad_flow)
             dcx_send_wr_t wr = wr_to(in, n, DCX_WR_RDMA_WRITE, &sg, c.off,
                                      in->rkey);
             wr.flags |= DCX_SEND_INLINE;
-            int now = c.post_now ?
-                          n.dci->post_now(n.dci, &wr) :
-                          n.dci->put_now(n.dci, &wr.dest, plain.data(), c.len,
-                                         wr.remote_addr, wr.rkey);
-            int r   = (c.status < 0) ? (now != c.now) :
-                                       post_now_then_posted(n, wr, c.what, now,
-                                                            c.now, c.status);
+            dcx_now_dest_t nd = {wr.dest, nullptr}; /* declined: EAGAIN */
+            int now           = c.post_now ?
+                                    n.dci->post_now(n.dci, &wr) :
+                                    n.dci->put_now(n.dci, &nd, plain.data(), c.len,
+                                                   wr.remote_addr, wr.rkey);
+            int r             = (c.status < 0) ? (now != c.now) :
+                                                 post_now_then_posted(n, wr, c.what, now,
+                                                                      c.now, c.status);
             if (r < 0) {
                 return 15;
             }
@@ -897,7 +898,8 @@ TEST_F(soft_direct, put_now_inline_write_bad_flow)
             fprintf(stderr, "no destination: READ not declined\n");
             rc = 16;
         }
-        if (n.dci->put_now(n.dci, &wr.dest, plain.data(), 8, wr.remote_addr,
+        dcx_now_dest_t nd = {wr.dest, nullptr};
+        if (n.dci->put_now(n.dci, &nd, plain.data(), 8, wr.remote_addr,
                            wr.rkey) != EAGAIN) {
             fprintf(stderr, "no destination: WRITE not declined\n");
             rc = 16;

@@ -471,6 +471,73 @@ TEST_P(uct_dcx_ops, put_bcopy_within_the_call)
     EXPECT_TRUE(m_errors.empty());
 }
 
+/* put_short's device call keeps the destination it was last asked for in
+ * the interface, for as long as that ep lives: an ep destroyed and another
+ * made (at the same address, where the allocator gives it back) to a
+ * third interface has its puts land there, and once granted, within the
+ * call (flush right after: nothing in flight) -- with the former
+ * destination kept, every put would be declined and posted.  b's
+ * allocation is never written by the second ep. */
+TEST_P(uct_dcx_ops, put_short_now_after_ep_replaced)
+{
+    if (!dev_has(DCX_CAP_POST_NOW) || (GetParam() == "streams")) {
+        GTEST_SKIP() << "the device does not write within the call here";
+    }
+    entity *c = create_entity();
+    ASSERT_TRUE(c != NULL);
+    target tb[2];
+    ASSERT_NO_FATAL_FAILURE(two_targets(4096, tb));
+    std::vector<char> packed(m_md_attr.rkey_packed_size);
+    alloc ca;
+    ASSERT_EQ(UCS_OK, uct_iface_mem_alloc(c->iface, 4096, UCT_MD_MEM_ACCESS_ALL,
+                                          "test target c", &ca.am));
+    ASSERT_EQ(UCS_OK, uct_md_mkey_pack(m_md, ca.am.memh, &packed[0]));
+    ASSERT_EQ(UCS_OK, uct_rkey_unpack(m_component, &packed[0], &ca.rkb));
+    m_allocs.push_back(ca);
+    char *cp = (char *)ca.am.address;
+    memset(tb[1].ptr, 0, 4096);
+    memset(cp, 0, 4096);
+
+    uint64_t x     = 0x1111111111111111ull;
+    uct_ep_h first = connect(m_a, m_b);
+    for (int i = 0; i < 4; ++i) {
+        ASSERT_EQ(UCS_OK, retry([&] {
+                      return uct_ep_put_short(first, &x, 8,
+                                              (uintptr_t)tb[1].ptr + 8 * i,
+                                              tb[1].rkey);
+                  }));
+    }
+    flush_ep(first);
+    destroy_ep(first);
+
+    uint64_t y      = 0x2222222222222222ull;
+    uct_ep_h second = connect(m_a, c);
+    if (second != first) {
+        std::cout << "note: the second ep is not at the first's address"
+                  << std::endl;
+    }
+    for (int i = 0; i < 4; ++i) {
+        ASSERT_EQ(UCS_OK, retry([&] {
+                      return uct_ep_put_short(second, &y, 8,
+                                              (uintptr_t)cp + 8 * i,
+                                              ca.rkb.rkey);
+                  }));
+        if (i == 0) {
+            flush_ep(second); /* the grant towards c made */
+        } else {
+            EXPECT_EQ(UCS_OK, uct_ep_flush(second, 0, NULL)) << "put " << i;
+        }
+    }
+    flush_ep(second);
+    for (int i = 0; i < 4; ++i) {
+        EXPECT_EQ(0, memcmp(cp + 8 * i, &y, 8)) << "c's word " << i;
+        EXPECT_EQ(0, memcmp(tb[1].ptr + 8 * i, &x, 8)) << "b's word " << i;
+    }
+    EXPECT_EQ(0, cp[32]);
+    EXPECT_EQ(0, tb[1].ptr[32]);
+    destroy_ep(second);
+}
+
 TEST_P(uct_dcx_ops, put_short_bcopy_zcopy)
 {
     mem dst = alloc_mem(1 << 20);
