@@ -805,6 +805,18 @@ struct dcx_now_dest {
                     uint32_t length, uint64_t remote_addr, uint32_t rkey);
 };
 
+/* get_now's the same: its destination, where the bytes go (cb(arg, data,
+ * length)), and the continuation where it declines (NULL: EAGAIN) */
+typedef void (*dcx_read_cb_t)(void *arg, const void *data, size_t length);
+typedef struct dcx_now_read dcx_now_read_t;
+struct dcx_now_read {
+    dcx_dc_dest_t dest;
+    dcx_read_cb_t cb;
+    void *arg;
+    int (*declined)(const dcx_now_read_t *nr, uint64_t remote_addr,
+                    uint32_t rkey, uint32_t length);
+};
+
 /* One send work request.  Each WR names its destination and exactly one
  * data description (sg_list, inline or not). */
 typedef struct dcx_send_wr {
@@ -836,7 +848,6 @@ typedef struct dcx_send_wr {
     const dcx_mkey_layout_t *mkey_layout;
 } dcx_send_wr_t;
 
-typedef void (*dcx_read_cb_t)(void *arg, const void *data, size_t length);
 struct dcx_qp {
     dcx_dev_t *dev;
     dcx_pd_t *pd;
@@ -860,13 +871,12 @@ struct dcx_qp {
      * that would be posted; put_now: an inline RDMA WRITE of length bytes
      * (at most max_inline) from buffer, any memory, to nd->dest, declined
      * into nd->declined; get_now: an RDMA READ of length bytes handed to
-     * cb(arg, data, length) */
+     * nr->cb, declined into nr->declined */
     int (*post_now)(dcx_qp_t *qp, const dcx_send_wr_t *wr);
     int (*put_now)(dcx_qp_t *qp, const dcx_now_dest_t *nd, const void *buffer,
                    uint32_t length, uint64_t remote_addr, uint32_t rkey);
-    int (*get_now)(dcx_qp_t *qp, const dcx_dc_dest_t *dest,
-                   uint64_t remote_addr, uint32_t rkey, uint32_t length,
-                   dcx_read_cb_t cb, void *arg);
+    int (*get_now)(dcx_qp_t *qp, const dcx_now_read_t *nr, uint64_t remote_addr,
+                   uint32_t rkey, uint32_t length);
 };
 
 static inline int dcx_qp_post_send(dcx_qp_t *qp, const dcx_send_wr_t *wr)

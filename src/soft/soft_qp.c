@@ -267,21 +267,27 @@ static int soft_dci_post_now(dcx_qp_t *qp_, const dcx_send_wr_t *wr)
 }
 
 /* qp->super.get_now of a DCI (dcx_qp_t.get_now): a READ whose bytes go to
- * cb, as post_now does its work */
-static int soft_dci_get_now(dcx_qp_t *qp_, const dcx_dc_dest_t *dest,
+ * nr->cb, as post_now does its work; declined: the caller's continuation,
+ * nothing of ours held */
+static int soft_dci_get_now(dcx_qp_t *qp_, const dcx_now_read_t *nr,
                             uint64_t remote_addr, uint32_t rkey,
-                            uint32_t length, dcx_read_cb_t cb, void *arg)
+                            uint32_t length)
 {
     soft_qp_t *qp   = (soft_qp_t *)qp_;
     soft_dev_t *dev = qp->dev;
     int fast        = soft_lock_biasing(&dev->lock);
     int done;
 
-    done = soft_dci_now_ok(qp) && (dest->ah != NULL) &&
-           (soft_dgrant_read(dev, dest, remote_addr, rkey, length, cb, arg) ==
-            0);
+    done = soft_dci_now_ok(qp) && (nr->dest.ah != NULL) &&
+           (soft_dgrant_read(dev, &nr->dest, remote_addr, rkey, length, nr->cb,
+                             nr->arg) == 0);
     soft_unlock_as(&dev->lock, fast);
-    return done ? 0 : EAGAIN;
+    if (done) {
+        return 0;
+    }
+    return (nr->declined != NULL) ?
+               nr->declined(nr, remote_addr, rkey, length) :
+               EAGAIN;
 }
 
 /* put_now's work in full (soft_dci_put_now says when): an inline WRITE of

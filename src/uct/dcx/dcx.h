@@ -521,6 +521,12 @@ struct uct_dcx_iface {
         dcx_now_dest_t nd;
         uct_dcx_ep_t *ep;
     } now;
+    /* get_bcopy's the same, with the completion its continuation posts */
+    struct {
+        dcx_now_read_t nr;
+        uct_dcx_ep_t *ep;
+        uct_completion_t *comp;
+    } now_get;
 
     /* An endpoint failed: uct_dcx_ep_handle_failure (dcx_ep.c), through
      * which the objects the endpoints use (DCI completions, invalidation)

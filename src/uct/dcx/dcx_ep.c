@@ -288,10 +288,25 @@ static int uct_dcx_ep_put_short_declined(const dcx_now_dest_t *nd,
                                 remote_addr, (uct_rkey_t)rkey);
 }
 
+/* get_now declined the READ (dcx_now_read_t.declined): the plain
+ * get_bcopy posts it, for the ep and completion of now_get */
+static int uct_dcx_ep_get_bcopy_declined(const dcx_now_read_t *nr,
+                                         uint64_t remote_addr, uint32_t rkey,
+                                         uint32_t length)
+{
+    uct_dcx_iface_t *iface = ucs_container_of(nr, uct_dcx_iface_t, now_get.nr);
+
+    return uct_dcx_ep_get_bcopy(&iface->now_get.ep->super.super, nr->cb,
+                                nr->arg, length, remote_addr, (uct_rkey_t)rkey,
+                                iface->now_get.comp);
+}
+
 void uct_dcx_iface_now_init(uct_dcx_iface_t *iface)
 {
-    iface->now.nd.declined = uct_dcx_ep_put_short_declined;
-    iface->now.ep          = NULL;
+    iface->now.nd.declined     = uct_dcx_ep_put_short_declined;
+    iface->now.ep              = NULL;
+    iface->now_get.nr.declined = uct_dcx_ep_get_bcopy_declined;
+    iface->now_get.ep          = NULL;
 }
 
 /* put_short where the device has DCX_CAP_POST_NOW (chosen at interface
@@ -484,8 +499,9 @@ ucs_status_t uct_dcx_ep_get_bcopy(uct_ep_h tl_ep, uct_unpack_callback_t cb,
  * ep that could send at once on the DCI it holds hands the
  * bytes to the caller's unpack and returns UCS_OK, comp untouched.  The
  * device declines where the READ would not be ordered after the DCI's
- * earlier work or its target was not checked yet; then, and for every
- * other ep, the READ is posted as by uct_dcx_ep_get_bcopy. */
+ * earlier work or its target was not checked yet, into its continuation
+ * (uct_dcx_ep_get_bcopy_declined); then, and for every other ep, the READ
+ * is posted as by uct_dcx_ep_get_bcopy. */
 ucs_status_t uct_dcx_ep_get_bcopy_now(uct_ep_h tl_ep, uct_unpack_callback_t cb,
                                       void *arg, size_t length,
                                       uint64_t remote_addr, uct_rkey_t rkey,
@@ -493,21 +509,26 @@ ucs_status_t uct_dcx_ep_get_bcopy_now(uct_ep_h tl_ep, uct_unpack_callback_t cb,
 {
     uct_dcx_ep_t *ep       = ucs_derived_of(tl_ep, uct_dcx_ep_t);
     uct_dcx_iface_t *iface = uct_dcx_ep_iface(ep);
-    dcx_dc_dest_t dest;
+    ucs_status_t status;
     dcx_qp_t *qp;
 
-    if (ucs_likely((length <= iface->config.seg_size) &&
-                   uct_dcx_ep_can_now(iface, ep))) {
-        qp = uct_dcx_ep_dci(iface, ep)->qp;
-        uct_dcx_ep_dest(ep, &dest);
-        if (qp->get_now(qp, &dest, remote_addr, uct_dcx_rkey(rkey), length, cb,
-                        arg) == 0) {
-            UCT_TL_EP_STAT_OP(&ep->super, GET, BCOPY, length);
-            return UCS_OK;
-        }
+    if (ucs_unlikely((length > iface->config.seg_size) ||
+                     !uct_dcx_ep_can_now(iface, ep))) {
+        return uct_dcx_ep_get_bcopy(tl_ep, cb, arg, length, remote_addr, rkey,
+                                    comp);
     }
-    return uct_dcx_ep_get_bcopy(tl_ep, cb, arg, length, remote_addr, rkey,
-                                comp);
+    if (ucs_unlikely(iface->now_get.ep != ep)) {
+        uct_dcx_ep_dest(ep, &iface->now_get.nr.dest);
+        iface->now_get.ep = ep;
+    }
+    iface->now_get.nr.cb  = cb;
+    iface->now_get.nr.arg = arg;
+    iface->now_get.comp   = comp;
+    qp                    = uct_dcx_ep_dci(iface, ep)->qp;
+    status = (ucs_status_t)qp->get_now(qp, &iface->now_get.nr, remote_addr,
+                                       uct_dcx_rkey(rkey), length);
+    UCT_TL_EP_STAT_OP_IF_SUCCESS(status, &ep->super, GET, BCOPY, length);
+    return status;
 }
 
 
@@ -969,6 +990,9 @@ UCS_CLASS_CLEANUP_FUNC(uct_dcx_ep_t)
     uct_dcx_ep_ext_release(iface, self);
     if (iface->now.ep == self) {
         iface->now.ep = NULL; /* an ep made at this address is another */
+    }
+    if (iface->now_get.ep == self) {
+        iface->now_get.ep = NULL;
     }
     iface->num_eps--;
 }

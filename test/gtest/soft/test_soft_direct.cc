@@ -685,14 +685,15 @@ TEST_F(soft_direct, read_now_only_under_grant_bad_flow)
                 return 12;
             }
             memset(lb.v.data(), 0x11, 4096);
-            dcx_sge_t s      = lb.sge(0, c.len);
-            dcx_send_wr_t wr = wr_to(in, n, c.op, &s, c.off, c.rkey);
-            wr.dest.dc_key   = c.dc_key;
-            g.calls          = 0;
-            int now          = (c.post_now || (c.op != DCX_WR_RDMA_READ)) ?
-                                   n.dci->post_now(n.dci, &wr) :
-                                   n.dci->get_now(n.dci, &wr.dest, wr.remote_addr,
-                                                  wr.rkey, c.len, cb, &g);
+            dcx_sge_t s       = lb.sge(0, c.len);
+            dcx_send_wr_t wr  = wr_to(in, n, c.op, &s, c.off, c.rkey);
+            wr.dest.dc_key    = c.dc_key;
+            g.calls           = 0;
+            dcx_now_read_t nr = {wr.dest, cb, &g, nullptr}; /* EAGAIN */
+            int now           = (c.post_now || (c.op != DCX_WR_RDMA_READ)) ?
+                                    n.dci->post_now(n.dci, &wr) :
+                                    n.dci->get_now(n.dci, &nr, wr.remote_addr, wr.rkey,
+                                                   c.len);
             if (g.calls != ((now == 0) && (c.op == DCX_WR_RDMA_READ))) {
                 fprintf(stderr, "%s: %d calls\n", c.what, g.calls);
                 rc = 13;
@@ -892,9 +893,30 @@ TEST_F(soft_direct, put_now_inline_write_bad_flow)
         dcx_sge_t sg     = {(uint64_t)(uintptr_t)plain.data(), 8, 0};
         dcx_send_wr_t wr = wr_to(in, n, DCX_WR_RDMA_READ, &sg, 320, in->rkey);
         wr.dest.ah       = nullptr;
-        if ((n.dci->get_now(n.dci, &wr.dest, wr.remote_addr, wr.rkey, 8, count,
-                            &calls) != EAGAIN) ||
-            (calls != 0)) {
+        /* declined into the caller's continuation, with get_now's
+         * arguments, its return get_now's */
+        struct seen {
+            dcx_now_read_t nr;
+            int calls;
+            uint64_t raddr;
+            uint32_t rkey, len;
+        } d = {{wr.dest, count, &calls,
+                [](const dcx_now_read_t *nr, uint64_t raddr, uint32_t rkey,
+                   uint32_t len) -> int {
+                    seen *sp = (seen *)nr; /* nr is its first member */
+                    sp->calls++;
+                    sp->raddr = raddr;
+                    sp->rkey  = rkey;
+                    sp->len   = len;
+                    return -55;
+                }},
+               0,
+               0,
+               0,
+               0};
+        if ((n.dci->get_now(n.dci, &d.nr, wr.remote_addr, wr.rkey, 8) != -55) ||
+            (calls != 0) || (d.calls != 1) || (d.raddr != wr.remote_addr) ||
+            (d.rkey != wr.rkey) || (d.len != 8)) {
             fprintf(stderr, "no destination: READ not declined\n");
             rc = 16;
         }

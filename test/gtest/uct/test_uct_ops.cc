@@ -471,13 +471,14 @@ TEST_P(uct_dcx_ops, put_bcopy_within_the_call)
     EXPECT_TRUE(m_errors.empty());
 }
 
-/* put_short's device call keeps the destination it was last asked for in
- * the interface, for as long as that ep lives: an ep destroyed and another
- * made (at the same address, where the allocator gives it back) to a
- * third interface has its puts land there, and once granted, within the
- * call (flush right after: nothing in flight) -- with the former
- * destination kept, every put would be declined and posted.  b's
- * allocation is never written by the second ep. */
+/* put_short's and get_bcopy's device calls keep the destination they were
+ * last asked for in the interface, for as long as that ep lives: an ep
+ * destroyed and another made (at the same address, where the allocator
+ * gives it back) to a third interface has its puts land there, and once
+ * granted, within the call (flush right after: nothing in flight), and its
+ * get within the call too -- with the former destination kept, every one
+ * would be declined and posted.  b's allocation is never written by the
+ * second ep. */
 TEST_P(uct_dcx_ops, put_short_now_after_ep_replaced)
 {
     if (!dev_has(DCX_CAP_POST_NOW) || (GetParam() == "streams")) {
@@ -508,6 +509,14 @@ TEST_P(uct_dcx_ops, put_short_now_after_ep_replaced)
                   }));
     }
     flush_ep(first);
+    unpack_arg got;
+    test_comp gcomp;
+    ucs_status_t gst = uct_ep_get_bcopy(first, unpack_cb, &got, 8,
+                                        (uintptr_t)tb[1].ptr, tb[1].rkey,
+                                        &gcomp.uct);
+    ASSERT_TRUE((gst == UCS_OK) || (gst == UCS_INPROGRESS));
+    ASSERT_TRUE(wait_for([&] { return got.data.size() == 8; }));
+    flush_ep(first);
     destroy_ep(first);
 
     uint64_t y      = 0x2222222222222222ull;
@@ -528,6 +537,13 @@ TEST_P(uct_dcx_ops, put_short_now_after_ep_replaced)
             EXPECT_EQ(UCS_OK, uct_ep_flush(second, 0, NULL)) << "put " << i;
         }
     }
+    flush_ep(second);
+    /* get_bcopy's the same: within the call, from c, once granted */
+    got.data.clear();
+    test_comp comp2;
+    EXPECT_EQ(UCS_OK, uct_ep_get_bcopy(second, unpack_cb, &got, 8,
+                                       (uintptr_t)cp, ca.rkb.rkey, &comp2.uct));
+    EXPECT_EQ(std::string((const char *)&y, 8), got.data);
     flush_ep(second);
     for (int i = 0; i < 4; ++i) {
         EXPECT_EQ(0, memcmp(cp + 8 * i, &y, 8)) << "c's word " << i;
