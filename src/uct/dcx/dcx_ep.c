@@ -249,9 +249,11 @@ uct_dcx_put_short_wr(dcx_send_wr_t *wr, dcx_sge_t *sge, uct_dcx_ep_t *ep,
                         remote_addr, rkey);
 }
 
-ucs_status_t uct_dcx_ep_put_short(uct_ep_h tl_ep, const void *buffer,
-                                  unsigned length, uint64_t remote_addr,
-                                  uct_rkey_t rkey)
+/* put_short posted; counted unless 'count' (a constant) is 0: the _now
+ * op, which counted it already, declined into it */
+static UCS_F_ALWAYS_INLINE ucs_status_t
+uct_dcx_ep_put_short_post(uct_ep_h tl_ep, const void *buffer, unsigned length,
+                          uint64_t remote_addr, uct_rkey_t rkey, int count)
 {
     uct_dcx_ep_t *ep       = ucs_derived_of(tl_ep, uct_dcx_ep_t);
     uct_dcx_iface_t *iface = uct_dcx_ep_iface(ep);
@@ -271,8 +273,18 @@ ucs_status_t uct_dcx_ep_put_short(uct_ep_h tl_ep, const void *buffer,
 
     uct_dcx_put_short_wr(&wr, &sge, ep, buffer, length, remote_addr, rkey);
     status = uct_dcx_ep_post(iface, ep, &wr, NULL, 0, 0);
-    UCT_TL_EP_STAT_OP_IF_SUCCESS(status, &ep->super, PUT, SHORT, length);
+    if (count) {
+        UCT_TL_EP_STAT_OP_IF_SUCCESS(status, &ep->super, PUT, SHORT, length);
+    }
     return status;
+}
+
+ucs_status_t uct_dcx_ep_put_short(uct_ep_h tl_ep, const void *buffer,
+                                  unsigned length, uint64_t remote_addr,
+                                  uct_rkey_t rkey)
+{
+    return uct_dcx_ep_put_short_post(tl_ep, buffer, length, remote_addr, rkey,
+                                     1);
 }
 
 /* put_now declined the put (dcx_now_dest_t.declined): the plain put_short
@@ -284,29 +296,8 @@ static int uct_dcx_ep_put_short_declined(const dcx_now_dest_t *nd,
     uct_dcx_iface_t *iface = ucs_container_of(nd, uct_dcx_iface_t, now.nd);
 
     /* (uct_dcx_rkey keeps the low 32 bits: the same key) */
-    return uct_dcx_ep_put_short(&iface->now.ep->super.super, buffer, length,
-                                remote_addr, (uct_rkey_t)rkey);
-}
-
-/* get_now declined the READ (dcx_now_read_t.declined): the plain
- * get_bcopy posts it, for the ep and completion of now_get */
-static int uct_dcx_ep_get_bcopy_declined(const dcx_now_read_t *nr,
-                                         uint64_t remote_addr, uint32_t rkey,
-                                         uint32_t length)
-{
-    uct_dcx_iface_t *iface = ucs_container_of(nr, uct_dcx_iface_t, now_get.nr);
-
-    return uct_dcx_ep_get_bcopy(&iface->now_get.ep->super.super, nr->cb,
-                                nr->arg, length, remote_addr, (uct_rkey_t)rkey,
-                                iface->now_get.comp);
-}
-
-void uct_dcx_iface_now_init(uct_dcx_iface_t *iface)
-{
-    iface->now.nd.declined     = uct_dcx_ep_put_short_declined;
-    iface->now.ep              = NULL;
-    iface->now_get.nr.declined = uct_dcx_ep_get_bcopy_declined;
-    iface->now_get.ep          = NULL;
+    return uct_dcx_ep_put_short_post(&iface->now.ep->super.super, buffer,
+                                     length, remote_addr, (uct_rkey_t)rkey, 0);
 }
 
 /* put_short where the device has DCX_CAP_POST_NOW (chosen at interface
@@ -461,10 +452,12 @@ static void uct_dcx_get_bcopy_done(uct_dcx_iface_t *iface, uct_dcx_op_t *op,
     uct_dcx_op_release_desc(iface, op, status);
 }
 
-ucs_status_t uct_dcx_ep_get_bcopy(uct_ep_h tl_ep, uct_unpack_callback_t cb,
-                                  void *arg, size_t length,
-                                  uint64_t remote_addr, uct_rkey_t rkey,
-                                  uct_completion_t *comp)
+/* get_bcopy posted; counted unless 'count' (a constant) is 0, as
+ * uct_dcx_ep_put_short_post */
+static UCS_F_ALWAYS_INLINE ucs_status_t
+uct_dcx_ep_get_bcopy_post(uct_ep_h tl_ep, uct_unpack_callback_t cb, void *arg,
+                          size_t length, uint64_t remote_addr, uct_rkey_t rkey,
+                          uct_completion_t *comp, int count)
 {
     uct_dcx_ep_t *ep       = ucs_derived_of(tl_ep, uct_dcx_ep_t);
     uct_dcx_iface_t *iface = uct_dcx_ep_iface(ep);
@@ -490,8 +483,40 @@ ucs_status_t uct_dcx_ep_get_bcopy(uct_ep_h tl_ep, uct_unpack_callback_t cb,
         return status;
     }
 
-    UCT_TL_EP_STAT_OP(&ep->super, GET, BCOPY, length);
+    if (count) {
+        UCT_TL_EP_STAT_OP(&ep->super, GET, BCOPY, length);
+    }
     return UCS_INPROGRESS;
+}
+
+ucs_status_t uct_dcx_ep_get_bcopy(uct_ep_h tl_ep, uct_unpack_callback_t cb,
+                                  void *arg, size_t length,
+                                  uint64_t remote_addr, uct_rkey_t rkey,
+                                  uct_completion_t *comp)
+{
+    return uct_dcx_ep_get_bcopy_post(tl_ep, cb, arg, length, remote_addr, rkey,
+                                     comp, 1);
+}
+
+/* get_now declined the READ (dcx_now_read_t.declined): the plain
+ * get_bcopy posts it, for the ep and completion of now_get */
+static int uct_dcx_ep_get_bcopy_declined(const dcx_now_read_t *nr,
+                                         uint64_t remote_addr, uint32_t rkey,
+                                         uint32_t length)
+{
+    uct_dcx_iface_t *iface = ucs_container_of(nr, uct_dcx_iface_t, now_get.nr);
+
+    return uct_dcx_ep_get_bcopy_post(&iface->now_get.ep->super.super, nr->cb,
+                                     nr->arg, length, remote_addr,
+                                     (uct_rkey_t)rkey, iface->now_get.comp, 0);
+}
+
+void uct_dcx_iface_now_init(uct_dcx_iface_t *iface)
+{
+    iface->now.nd.declined     = uct_dcx_ep_put_short_declined;
+    iface->now.ep              = NULL;
+    iface->now_get.nr.declined = uct_dcx_ep_get_bcopy_declined;
+    iface->now_get.ep          = NULL;
 }
 
 /* get_bcopy where the device may execute a small READ within the call

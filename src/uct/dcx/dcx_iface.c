@@ -740,10 +740,10 @@ static UCS_CLASS_INIT_FUNC(uct_dcx_iface_t, uct_md_h tl_md, uct_worker_h worker,
      * get_bcopy hands the bytes to the unpack callback, put_short's bytes
      * and put_bcopy's bounce buffer are copied, at once where it can (not under the streams
      * policy, whose DCIs the device never does this for) */
+    uct_dcx_iface_now_init(self); /* (ep cleanup reads it everywhere) */
     if ((self->caps->flags & DCX_CAP_POST_NOW) &&
         (cfg->policy != UCT_DCX_POLICY_STREAMS)) {
         self->super.super.ops.ep_put_short = uct_dcx_ep_put_short_now;
-        uct_dcx_iface_now_init(self);
         self->super.super.ops.ep_get_bcopy = uct_dcx_ep_get_bcopy_now;
         self->super.super.ops.ep_put_bcopy = uct_dcx_ep_put_bcopy_now;
     }

@@ -521,9 +521,9 @@ TEST_P(uct_dcx_ops, put_short_now_after_ep_replaced)
 
     uint64_t y      = 0x2222222222222222ull;
     uct_ep_h second = connect(m_a, c);
-    if (second != first) {
-        std::cout << "note: the second ep is not at the first's address"
-                  << std::endl;
+    if (second != first) { /* e.g. ASan's quarantine */
+        destroy_ep(second);
+        GTEST_SKIP() << "the allocator did not give the ep's address back";
     }
     for (int i = 0; i < 4; ++i) {
         ASSERT_EQ(UCS_OK, retry([&] {
