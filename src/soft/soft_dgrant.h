@@ -101,10 +101,12 @@ soft_dgrant_release(soft_peer_t *peer, soft_dslot_t *slot)
 static inline __attribute__((always_inline)) void
 soft_dgrant_done(soft_dev_t *dev, soft_peer_t *peer, uint64_t len, int is_write)
 {
-    if (peer->grant.map != NULL) {
-        soft_dmap_touch(dev, peer->grant.map);
+    soft_dmap_ent_t *map = peer->grant.map;
+
+    if (map != NULL) {
+        soft_dmap_touch(dev, map);
     }
-    soft_dgrant_count(dev, is_write, peer->grant.map != NULL, len);
+    soft_dgrant_count(dev, is_write, map != NULL, len);
 }
 
 /* Ends a copy under the grant that soft_dgrant_take started: the

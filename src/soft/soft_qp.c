@@ -241,11 +241,19 @@ static inline int soft_dci_inline_one(const soft_qp_t *qp,
 /* The DCI's plain post (not the first post, nor that of a DCI in error)
  * and nothing outstanding, no RNR wait (engine lock held): what the
  * device does within the call (post_now, put_now, get_now) is then
- * ordered after
- * everything the DCI carried before, as a posted WR is */
+ * ordered after everything the DCI carried before, as a posted WR is */
 static inline int soft_dci_now_ok(const soft_qp_t *qp)
 {
     return (qp->super.post_send == soft_dci_post_send) && soft_dci_quiet(qp);
+}
+
+/* Work within the call begins: the engine lock taken (*fast: how); 1 if
+ * soft_dci_now_ok and dest names a destination (none: the post says why) */
+static inline int soft_dci_now_begin(soft_qp_t *qp, const dcx_dc_dest_t *dest,
+                                     int *fast)
+{
+    *fast = soft_lock_biasing(&qp->dev->lock);
+    return soft_dci_now_ok(qp) && (dest->ah != NULL);
 }
 
 /* qp->super.post_now of a DCI (dcx_qp_t.post_now): a WRITE of one
@@ -255,11 +263,9 @@ static int soft_dci_post_now(dcx_qp_t *qp_, const dcx_send_wr_t *wr)
 {
     soft_qp_t *qp   = (soft_qp_t *)qp_;
     soft_dev_t *dev = qp->dev;
-    int fast        = soft_lock_biasing(&dev->lock);
-    int done;
+    int fast, done;
 
-    /* (no destination: declined, the posted WR says why) */
-    done = soft_dci_now_ok(qp) && (wr->dest.ah != NULL) &&
+    done = soft_dci_now_begin(qp, &wr->dest, &fast) &&
            (wr->opcode == DCX_WR_RDMA_WRITE) &&
            !(wr->flags & DCX_SEND_INLINE) && (dev->write_now(qp, wr) == 0);
     soft_unlock_as(&dev->lock, fast);
@@ -267,18 +273,16 @@ static int soft_dci_post_now(dcx_qp_t *qp_, const dcx_send_wr_t *wr)
 }
 
 /* qp->super.get_now of a DCI (dcx_qp_t.get_now): a READ whose bytes go to
- * nr->cb, as post_now does its work; declined: the caller's continuation,
- * nothing of ours held */
+ * nr->cb; declined: the caller's continuation, nothing of ours held */
 static int soft_dci_get_now(dcx_qp_t *qp_, const dcx_now_read_t *nr,
                             uint64_t remote_addr, uint32_t rkey,
                             uint32_t length)
 {
     soft_qp_t *qp   = (soft_qp_t *)qp_;
     soft_dev_t *dev = qp->dev;
-    int fast        = soft_lock_biasing(&dev->lock);
-    int done;
+    int fast, done;
 
-    done = soft_dci_now_ok(qp) && (nr->dest.ah != NULL) &&
+    done = soft_dci_now_begin(qp, &nr->dest, &fast) &&
            (soft_dgrant_read(dev, &nr->dest, remote_addr, rkey, length, nr->cb,
                              nr->arg) == 0);
     soft_unlock_as(&dev->lock, fast);
@@ -291,7 +295,7 @@ static int soft_dci_get_now(dcx_qp_t *qp_, const dcx_now_read_t *nr,
 }
 
 /* put_now's work in full (soft_dci_put_now says when): an inline WRITE of
- * at most max_inline bytes from any memory, as post_now does its work */
+ * at most max_inline bytes from any memory */
 static __attribute__((noinline)) int
 soft_dci_put_now_full(dcx_qp_t *qp_, const dcx_now_dest_t *nd,
                       const void *buffer, uint32_t length, uint64_t remote_addr,
@@ -299,10 +303,9 @@ soft_dci_put_now_full(dcx_qp_t *qp_, const dcx_now_dest_t *nd,
 {
     soft_qp_t *qp   = (soft_qp_t *)qp_;
     soft_dev_t *dev = qp->dev;
-    int fast        = soft_lock_biasing(&dev->lock);
-    int done;
+    int fast, done;
 
-    done = soft_dci_now_ok(qp) && (nd->dest.ah != NULL) &&
+    done = soft_dci_now_begin(qp, &nd->dest, &fast) &&
            (length <= qp->super.max_inline) &&
            (soft_dgrant_write(dev, &nd->dest, buffer, length, remote_addr,
                               rkey) == 0);
@@ -316,8 +319,7 @@ soft_dci_put_now_full(dcx_qp_t *qp_, const dcx_now_dest_t *nd,
                EAGAIN;
 }
 
-/* The end of a put_now whose writer was asked for its marker (another
- * found none free): given up, the biased lock released */
+/* A put_now's end where its writer was asked for its marker: given up */
 static __attribute__((noinline)) int soft_dci_put_now_unhold(soft_dev_t *dev,
                                                              soft_peer_t *peer)
 {
@@ -327,13 +329,10 @@ static __attribute__((noinline)) int soft_dci_put_now_unhold(soft_dev_t *dev,
 }
 
 /* qp->super.put_now of a DCI (dcx_qp_t.put_now).  Its common case makes
- * no call, so that nothing is kept across one and its registers are saved
- * only past the lock's test: the lock biased to this thread, the grant
- * covering the WRITE through a mapping with a marker held and its
- * liveness lock known, at most 32 bytes (copied through registers) and
- * at most max_inline.  Anything else is soft_dci_put_now_full's, which
- * looks again from the start (a tail call; flatten: every helper
- * inlined, the copy too). */
+ * no call (flatten: the copy inlined too): the lock biased here, the grant
+ * through a mapping with a marker held and its liveness lock known, at
+ * most 32 bytes and max_inline.  Anything else: soft_dci_put_now_full,
+ * which looks again from the start (a tail call). */
 static __attribute__((flatten)) int
 soft_dci_put_now(dcx_qp_t *qp_, const dcx_now_dest_t *nd, const void *buffer,
                  uint32_t length, uint64_t remote_addr, uint32_t rkey)
@@ -344,6 +343,7 @@ soft_dci_put_now(dcx_qp_t *qp_, const dcx_now_dest_t *nd, const void *buffer,
     soft_dmap_ent_t *map;
     soft_dslot_t *slot;
     soft_peer_t *peer;
+    int unhold;
 
     if ((length > 32) || (length > qp->super.max_inline) ||
         (dest->ah == NULL) || !soft_lock_fast(&dev->lock)) {
@@ -358,11 +358,11 @@ soft_dci_put_now(dcx_qp_t *qp_, const dcx_now_dest_t *nd, const void *buffer,
         goto full;
     }
     soft_copy_small(map->local + (remote_addr - map->rbase), buffer, length);
-    if (soft_dgrant_release(peer, slot)) {
-        soft_dgrant_done(dev, peer, length, 1);
+    unhold = soft_dgrant_release(peer, slot);
+    soft_dgrant_done(dev, peer, length, 1);
+    if (unhold) {
         return soft_dci_put_now_unhold(dev, peer);
     }
-    soft_dgrant_done(dev, peer, length, 1);
     soft_unlock_fast(&dev->lock);
     return 0;
 

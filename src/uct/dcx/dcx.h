@@ -840,7 +840,8 @@ ucs_status_t uct_dcx_ep_am_zcopy(uct_ep_h tl_ep, uint8_t id, const void *header,
 ucs_status_t uct_dcx_ep_put_short(uct_ep_h tl_ep, const void *buffer,
                                   unsigned length, uint64_t remote_addr,
                                   uct_rkey_t rkey);
-/* the continuation of put_short_now's put_now (dcx_ep.c) */
+/* iface->now and now_get: no ep yet, and the continuations of put_now
+ * and get_now (dcx_ep.c) */
 void uct_dcx_iface_now_init(uct_dcx_iface_t *iface);
 ucs_status_t uct_dcx_ep_put_short_now(uct_ep_h tl_ep, const void *buffer,
                                       unsigned length, uint64_t remote_addr,
