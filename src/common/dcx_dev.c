@@ -358,6 +358,19 @@ int dcx_comp_channel_add_fd(dcx_comp_channel_t *ch, int fd)
 
 int dcx_srq_create(dcx_pd_t *pd, const dcx_srq_attr_t *attr, dcx_srq_t **srq_p)
 {
+    if (attr->flags & ~(uint32_t)DCX_SRQ_F_IN_PLACE) {
+        dcx_error("%s: srq create: unknown flags 0x%x", pd->dev->caps.name,
+                  attr->flags);
+        return EINVAL;
+    }
+    if ((attr->flags & DCX_SRQ_F_IN_PLACE) &&
+        (!(pd->dev->caps.flags & DCX_CAP_RECV_IN_PLACE) ||
+         (attr->type != DCX_SRQ_BASIC))) {
+        dcx_error("%s: srq create: receives in place need a basic SRQ on a "
+                  "device that has them",
+                  pd->dev->caps.name);
+        return EOPNOTSUPP;
+    }
     return pd->dev->ops->srq_create(pd, attr, srq_p);
 }
 

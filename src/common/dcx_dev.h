@@ -98,26 +98,27 @@ extern dcx_log_level_t dcx_log_max_level;
 
 /* Capability flags (dcx_dev_caps_t.flags) */
 enum {
-    DCX_CAP_DC          = 1u << 0, /* DCI/DCT */
-    DCX_CAP_TM          = 1u << 1, /* tag-matching SRQ (DCX_SRQ_TM) */
-    DCX_CAP_MKEY_STRIDE = 1u << 2, /* strided indirect mkeys (later issue) */
-    DCX_CAP_HELPER      = 1u << 3, /* one-sided ops progress without app */
-    DCX_CAP_ATOMIC_HOST = 1u << 4, /* atomics are executed by the target's
+    DCX_CAP_DC            = 1u << 0, /* DCI/DCT */
+    DCX_CAP_TM            = 1u << 1, /* tag-matching SRQ (DCX_SRQ_TM) */
+    DCX_CAP_MKEY_STRIDE   = 1u << 2, /* strided indirect mkeys (later issue) */
+    DCX_CAP_HELPER        = 1u << 3, /* one-sided ops progress without app */
+    DCX_CAP_ATOMIC_HOST   = 1u << 4, /* atomics are executed by the target's
                                        CPU with its atomic instructions, so
                                        they are consistent with the CPU's own
                                        atomics (a NIC's are not) */
-    DCX_CAP_NO_PIN      = 1u << 5, /* registration does not pin pages: the
+    DCX_CAP_NO_PIN        = 1u << 5, /* registration does not pin pages: the
                                      * device must hear of unmaps
                                      * (dcx_dev_mem_unmapped) */
-    DCX_CAP_CQ_EVENT    = 1u << 6, /* completion channels: CQ events on an
+    DCX_CAP_CQ_EVENT      = 1u << 6, /* completion channels: CQ events on an
                                        fd (dcx_comp_channel_*) */
-    DCX_CAP_MEM_ALLOC   = 1u << 7, /* the device allocates memory
+    DCX_CAP_MEM_ALLOC     = 1u << 7, /* the device allocates memory
                                        (dcx_mem_alloc) that peers' one-sided
                                        operations reach faster than memory
                                        from elsewhere */
-    DCX_CAP_DCI_STREAMS = 1u << 8, /* DCIs with stream channels (.dci_streams
+    DCX_CAP_DCI_STREAMS   = 1u << 8, /* DCIs with stream channels (.dci_streams
                                        of dcx_qp_attr_t, qp_stream_reset) */
-    DCX_CAP_POST_NOW    = 1u << 9  /* dcx_qp_t.post_now, put_now, get_now */
+    DCX_CAP_POST_NOW      = 1u << 9, /* dcx_qp_t.post_now, put_now, get_now */
+    DCX_CAP_RECV_IN_PLACE = 1u << 10 /* DCX_SRQ_F_IN_PLACE, dcx_cq_release */
 };
 
 /* Atomic capability flags (dcx_dev_caps_t.atomic_flags); each bit names an
@@ -429,7 +430,10 @@ enum {
     DCX_WC_FLAG_WITH_IMM      = 1u << 0,
     DCX_WC_FLAG_TM_SYNC_REQ   = 1u << 1,
     DCX_WC_FLAG_TM_MATCH      = 1u << 2,
-    DCX_WC_FLAG_TM_DATA_VALID = 1u << 3
+    DCX_WC_FLAG_TM_DATA_VALID = 1u << 3,
+    /* a receive of a DCX_SRQ_F_IN_PLACE SRQ whose bytes are at 'data', not
+     * in the receive's buffer (which was taken and holds nothing new) */
+    DCX_WC_FLAG_IN_PLACE      = 1u << 4
 };
 
 /* One completion.  When status != SUCCESS only wr_id, status, qp_num and
@@ -473,6 +477,9 @@ typedef struct dcx_wc {
     uint64_t tm_tag;  /* tag matching: tag (TM_MATCH) */
     uint32_t tm_priv; /* tag matching: sender's app context */
     uint32_t reserved;
+    /* DCX_WC_FLAG_IN_PLACE: the message's byte_len bytes, readable until
+     * dcx_cq_release(cq) or the next poll of the CQ; unset otherwise */
+    const void *data;
 } dcx_wc_t;
 
 const char *dcx_wc_status_str(dcx_wc_status_t status);
@@ -489,11 +496,22 @@ struct dcx_cq {
     /* dcx_cq_ready, or NULL where the backend cannot look at a CQ without
      * taking its completions */
     int (*ready)(const dcx_cq_t *cq);
+    /* dcx_cq_release (DCX_CAP_RECV_IN_PLACE), else NULL */
+    void (*release)(dcx_cq_t *cq);
 };
 
 static inline int dcx_cq_poll(dcx_cq_t *cq, int max, dcx_wc_t *wc)
 {
     return cq->poll(cq, max, wc);
+}
+
+/* The caller is done with the bytes of every DCX_WC_FLAG_IN_PLACE
+ * completion it polled from cq: the device may reuse them.  Without the
+ * call the next poll of cq releases them.  Costs no lock; only on CQs of
+ * devices with DCX_CAP_RECV_IN_PLACE. */
+static inline void dcx_cq_release(dcx_cq_t *cq)
+{
+    cq->release(cq);
 }
 
 /* Two CQs of one device polled in one call, for a caller that polls both
@@ -589,7 +607,16 @@ typedef struct dcx_srq_attr {
     dcx_cq_t *cq;         /* receive (and TM list) completions */
     uint32_t tm_max_tags; /* DCX_SRQ_TM: 1..caps.tm_max_tags */
     uint32_t tm_max_ops;  /* DCX_SRQ_TM: 1..caps.tm_max_ops */
+    uint32_t flags;       /* DCX_SRQ_F_* */
 } dcx_srq_attr_t;
+
+enum {
+    /* DCX_SRQ_BASIC on a device with DCX_CAP_RECV_IN_PLACE: the device may
+     * complete a receive with the message where it arrived
+     * (DCX_WC_FLAG_IN_PLACE) instead of copying it into the receive's
+     * buffer; the receive is taken either way */
+    DCX_SRQ_F_IN_PLACE = 1u << 0
+};
 
 /* Tag-list operations (ibv_post_srq_ops). */
 typedef enum {

@@ -116,6 +116,9 @@ typedef struct dcx_soft_limits {
      * reached, are left to be touched by the packets that first use them;
      * 0 (default): touched at once (soft_fabric.c, soft_rings_warm) */
     uint32_t cold_rings;
+    /* 1: every receive is copied into its buffer; 0 (default): large ones
+     * on SRQs that ask (DCX_SRQ_F_IN_PLACE) may complete in place */
+    uint32_t recv_copy;
 } dcx_soft_limits_t;
 
 void dcx_soft_limits_default(dcx_soft_limits_t *limits);
@@ -256,6 +259,9 @@ typedef struct dcx_soft_stats {
      * after a direct WRITE or READ that passed every check; the small
      * ones after it to the same DCT and key check only what changed */
     uint64_t direct_grants;
+    /* responder side: receives completed with the message where it
+     * arrived (DCX_WC_FLAG_IN_PLACE), not copied into their buffer */
+    uint64_t recv_in_place;
 } dcx_soft_stats_t;
 
 int dcx_soft_stats(dcx_dev_t *dev, dcx_soft_stats_t *stats);

@@ -67,6 +67,8 @@
 #define SOFT_SLOT_HDR        192u  /* ring slot header incl. seq */
 #define SOFT_NAME_TRIES      16u   /* random port names tried at open */
 #define SOFT_RING_SLOTS      128u  /* slots per ring (power of 2) */
+#define SOFT_IP_MAX          64u   /* receives in place per CQ (power of 2) */
+#define SOFT_IP_MIN          256u  /* smaller messages are copied */
 #define SOFT_RSTATE_SLOTS    1024u /* responder per-source states */
 #define SOFT_MAX_RECV_SGE    30u
 #define SOFT_ATOMIC_SAVED    16u /* = max_rd_atomic limit */
@@ -231,6 +233,16 @@ typedef struct soft_cq {
     int armed;               /* the next push generates an event */
     unsigned events;         /* generated, not collected yet */
     uint64_t passes_seen;    /* dev->app_passes at the last poll */
+    /* receives in place (an SRQ with DCX_SRQ_F_IN_PLACE completes here):
+     * numbered as made (engine lock), as returned by polls (engine lock),
+     * as released by the poller (dcx_cq_release, without the lock); the
+     * request ring positions of those not released, by number */
+    int ip_on;
+    uint32_t ip_made;
+    uint32_t ip_polled;
+    uint32_t ip_released;
+    struct soft_cq *ip_next; /* dev->ip_cqs */
+    uint64_t ip_pos[SOFT_IP_MAX];
 } soft_cq_t;
 
 /* super.fd, the fd an application sleeps on, is an epoll set over 'efd'
@@ -266,6 +278,7 @@ struct soft_srq {
     uint32_t hpos;
     uint32_t tpos;
     int refs;
+    int in_place;  /* DCX_SRQ_F_IN_PLACE */
     soft_tm_t *tm; /* DCX_SRQ_TM: its tag list and engine */
 };
 
@@ -528,6 +541,11 @@ struct soft_dev {
      * messages it acknowledges is signaled (SOFT_PKT_WKICK), else NULL */
     soft_ack_t *ack_line;
     uint64_t ack_word;
+    /* receives in place (soft_cq.c): the CQs that take them; while a
+     * poll of one runs its pass, that CQ and the poll's max */
+    soft_cq_t *ip_cqs;
+    soft_cq_t *ip_cq;
+    uint32_t ip_max;
     soft_port_hdr_t *ack_kick;
     uint64_t resp_credits;
     dcx_soft_stats_t stats;
@@ -590,6 +608,23 @@ struct soft_dev {
 static inline soft_dev_t *soft_dev(dcx_dev_t *dev)
 {
     return (soft_dev_t *)dev;
+}
+
+/* Engine lock held: where a clear of the request ring stops: the head,
+ * or the oldest slot a receive in place still reads (soft_cq.c) */
+uint64_t soft_ip_clear_end(const soft_dev_t *dev, uint64_t end);
+static inline __attribute__((always_inline)) uint64_t
+soft_req_clear_end(const soft_dev_t *dev)
+{
+    uint64_t end = dev->hdr->req.head;
+
+    return (dev->ip_cqs == NULL) ? end : soft_ip_clear_end(dev, end);
+}
+
+/* Engine lock held: clears the consumed request slots (soft_ring_clear) */
+static inline unsigned soft_req_clear(soft_dev_t *dev)
+{
+    return soft_ring_clear(dev->hdr, &dev->hdr->req, soft_req_clear_end(dev));
 }
 
 /* Opcode properties (indexed by dcx_wr_opcode_t) */

@@ -110,7 +110,8 @@ int soft_limits_ok(const dcx_soft_limits_t *l, const char *who)
         {"retry_cnt",     l->retry_cnt,     7},
         {"rnr_retry",     l->rnr_retry,     7},
         {"direct",        l->direct,        1},
-        {"cold_rings",    l->cold_rings,    1}
+        {"cold_rings",    l->cold_rings,    1},
+        {"recv_copy",     l->recv_copy,     1}
     };
     /* clang-format on */
     unsigned i;
@@ -354,7 +355,15 @@ static const dcx_param_t soft_params[] = {
         "in a virtual machine also the hypervisor's, ~5 us a page). Costs that\n"
         "time once per port and per peer reached (~1000 pages each with the\n"
         "default MTU). n: pages are touched by the packets that first use them.",
-        DCX_PARAM_BOOL_NOT, limits.cold_rings, 0, 1)};
+        DCX_PARAM_BOOL_NOT, limits.cold_rings, 0, 1),
+
+    SOFT_PARAM(
+        "SOFT_RECV_IN_PLACE", "y",
+        "Soft device: a message of 256 bytes or more is handed to the receiver\n"
+        "where it arrived, in the port's message ring, instead of being copied\n"
+        "into a receive buffer first, when the receiver's poll takes it (the\n"
+        "UCX transport's active messages). n: every message is copied.",
+        DCX_PARAM_BOOL_NOT, limits.recv_copy, 0, 1)};
 
 /* Listed after the backends of NICs. */
 const dcx_backend_t dcx_soft_backend = {

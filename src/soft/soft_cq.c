@@ -45,17 +45,54 @@ int soft_cq_push(soft_cq_t *cq, const dcx_wc_t *wc, soft_qp_t *qp,
 }
 
 /* Takes up to max completions of cq (engine lock held). */
+/* Receives in place (DCX_SRQ_F_IN_PLACE).  The responder leaves a message
+ * of at least SOFT_IP_MIN bytes in its request ring slot, and completes
+ * the receive with the slot's bytes (DCX_WC_FLAG_IN_PLACE), when a poll of
+ * the receive's CQ runs the pass (dev->ip_cq) and the completion is among
+ * those that poll returns (fewer than dev->ip_max before it in the CQ): so
+ * a slot is held only from the poll that returns it to the caller's
+ * dcx_cq_release (or its next poll of the CQ), not while the application
+ * is away.  Until then the clears of the request ring stop at the oldest
+ * slot held (soft_req_clear_end), so that no producer writes it. */
+__attribute__((noinline)) uint64_t soft_ip_clear_end(const soft_dev_t *dev,
+                                                     uint64_t end)
+{
+    const soft_cq_t *cq;
+    uint32_t rel;
+
+    for (cq = dev->ip_cqs; cq != NULL; cq = cq->ip_next) {
+        rel = __atomic_load_n(&cq->ip_released, __ATOMIC_ACQUIRE);
+        if ((rel != cq->ip_made) && (cq->ip_pos[rel % SOFT_IP_MAX] < end)) {
+            end = cq->ip_pos[rel % SOFT_IP_MAX];
+        }
+    }
+    return end;
+}
+
+/* Without the lock, by the CQ's poller: done with the bytes of the
+ * receives in place its polls returned */
+static void soft_cq_release(dcx_cq_t *cq_)
+{
+    soft_cq_t *cq = (soft_cq_t *)cq_;
+
+    __atomic_store_n(&cq->ip_released, cq->ip_polled, __ATOMIC_RELEASE);
+}
+
 static inline int soft_cq_drain(soft_cq_t *cq, int max, dcx_wc_t *wc)
 {
     soft_cqe_t *cqe;
     int n = 0;
 
+    if (cq->ip_on) { /* a poll releases what the last ones returned */
+        soft_cq_release(&cq->super);
+    }
     if (cq->head == cq->tail) {
         return 0;
     }
     while ((n < max) && (cq->head != cq->tail)) {
         cqe     = &cq->q[cq->head & (cq->size - 1)];
         wc[n++] = cqe->wc;
+        cq->ip_polled += !!(cqe->wc.flags & DCX_WC_FLAG_IN_PLACE);
         if (cqe->qp != NULL) {
             soft_qp_retire(cqe->qp, cqe->sq_idx);
         }
@@ -88,6 +125,11 @@ soft_cq_poll_locked(soft_cq_t *cq, soft_cq_t *other, int max, dcx_wc_t *wc,
     if (look == SOFT_LOOK_NONE) {
         soft_engine_stamp_clk(dev, clk);
         soft_cq_pair_seen(dev, cq, other);
+    } else if (cq->ip_on) {
+        dev->ip_cq  = cq;
+        dev->ip_max = (uint32_t)max;
+        soft_engine_poll_pass(dev, cq, other, look, clk);
+        dev->ip_cq = NULL;
     } else {
         soft_engine_poll_pass(dev, cq, other, look, clk);
     }
@@ -206,6 +248,7 @@ int soft_cq_create(dcx_dev_t *dev_, uint32_t cqe, dcx_cq_t **cq_p)
     cq->super.poll      = soft_cq_poll;
     cq->super.poll_pair = soft_cq_poll_pair;
     cq->super.ready     = soft_cq_ready;
+    cq->super.release   = soft_cq_release;
     cq->dev             = dev;
     cq->size            = size;
     soft_lock(&dev->lock);
@@ -229,6 +272,14 @@ int soft_cq_destroy(dcx_cq_t *cq_)
     }
     if (cq->ch != NULL) {
         soft_cq_detach_channel(cq);
+    }
+    if (cq->ip_on) {
+        soft_cq_t **p = &dev->ip_cqs;
+
+        while (*p != cq) {
+            p = &(*p)->ip_next;
+        }
+        *p = cq->ip_next;
     }
     dev->num_objs--;
     soft_unlock(&dev->lock);

@@ -216,7 +216,7 @@ soft_engine_serve_req(soft_dev_t *dev, uint64_t now, int from_helper)
          * later (soft_ring_clear), unless many wait for that */
         if (soft_ring_pop_view(hdr, &hdr->req, &dev->req_stall) >=
             SOFT_RING_CLEAR_LAG) {
-            soft_ring_clear(hdr, &hdr->req);
+            soft_req_clear(dev);
         }
     }
     dev->stats.rx_packets += served;
@@ -229,7 +229,7 @@ soft_engine_serve_req(soft_dev_t *dev, uint64_t now, int from_helper)
     /* a pass that found nothing clears what earlier ones consumed (one
      * that served packets leaves that to later: soft_ring.h, "Ring slots") */
     if ((n == 0) && done && soft_ring_unfreed(&hdr->req)) {
-        soft_ring_clear(hdr, &hdr->req);
+        soft_req_clear(dev);
     }
     return done;
 }
@@ -278,7 +278,7 @@ soft_engine_pass(soft_dev_t *dev, int from_helper, uint64_t *clk_p)
             /* freed at once: the slot's credit is back, and a request
              * sent with it may be answered before this pass ends (the
              * light path's acknowledgements do not come this way) */
-            soft_ring_clear(hdr, &hdr->resp);
+            soft_ring_clear(hdr, &hdr->resp, hdr->resp.head);
         }
         /* 'killed' is set under the engine lock only */
         soft_engine_serve_req(dev, now, from_helper);
@@ -291,7 +291,7 @@ soft_engine_pass(soft_dev_t *dev, int from_helper, uint64_t *clk_p)
     /* request slots consumed by this pass or by ring passes before it
      * (inline: the slot of a ping-pong's every message is cleared here) */
     if (hdr->req.freed != hdr->req.head) {
-        soft_ring_clear_inline(hdr, &hdr->req);
+        soft_ring_clear_inline(hdr, &hdr->req, soft_req_clear_end(dev));
     }
     /* device rendezvous (TM SRQs only) */
     tm_pending = (dev->tms != NULL) && soft_tm_progress(dev);
@@ -444,7 +444,7 @@ static int soft_engine_ring_pass(soft_dev_t *dev)
     }
     if (soft_engine_acks_took_all(dev)) {
         __atomic_store_n(&dev->engine_idle, SOFT_ENGINE_IDLE, __ATOMIC_RELAXED);
-        soft_ring_clear(dev->hdr, &dev->hdr->req);
+        soft_req_clear(dev);
     }
     return 1;
 }

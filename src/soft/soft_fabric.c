@@ -730,9 +730,9 @@ int soft_ring_publish(soft_port_hdr_t *hdr, soft_ring_t *ring, uint64_t pos)
 /* Consumer side: clears the slots consumed since the last call and frees
  * them (soft_ring_clear_inline, soft_ring.h, says how); out of line for
  * every caller but the end of an engine pass */
-unsigned soft_ring_clear(soft_port_hdr_t *hdr, soft_ring_t *ring)
+unsigned soft_ring_clear(soft_port_hdr_t *hdr, soft_ring_t *ring, uint64_t end)
 {
-    return soft_ring_clear_inline(hdr, ring);
+    return soft_ring_clear_inline(hdr, ring, end);
 }
 
 /* Without the lock (soft_ring_idle_clear): one more poll found consumed

@@ -204,7 +204,7 @@ static inline int soft_req_post_inline(soft_qp_t *qp, soft_swqe_t *w,
     /* our packet is out: the time to clear the request slots we consumed
      * (soft_ring.h, "Ring slots"), which takes their lines back from producers */
     if (dev->hdr->req.freed != dev->hdr->req.head) {
-        soft_ring_clear(dev->hdr, &dev->hdr->req);
+        soft_req_clear(dev);
     }
     return 0;
 }

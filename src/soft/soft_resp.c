@@ -850,6 +850,38 @@ static inline void soft_resp_fast_cqe(soft_dev_t *dev, soft_qp_t *dct,
     soft_cq_commit(dct->cq);
 }
 
+/* Whether a receive of len bytes may complete in place on cq, whose poll
+ * runs this pass and returns at most max completions (soft_cq.c, "Receives
+ * in place"): a large one, returned by that poll, with room to number it */
+static inline int soft_resp_place_ok(const soft_cq_t *cq, uint32_t len,
+                                     uint32_t max)
+{
+    return (len >= SOFT_IP_MIN) && (cq->tail - cq->head < max) &&
+           (cq->tail - cq->head < cq->super.cqe) &&
+           (cq->ip_made - __atomic_load_n(&cq->ip_released, __ATOMIC_RELAXED) <
+            SOFT_IP_MAX);
+}
+
+/* The receive completion of a fast-path SEND left in its request slot
+ * (payload), which the ring's clears keep until the poller releases it */
+static inline void soft_resp_place(soft_dev_t *dev, soft_qp_t *dct,
+                                   const soft_pkt_t *pkt, uint64_t wr_id,
+                                   const void *payload)
+{
+    soft_cq_t *cq   = dct->cq;
+    soft_cqe_t *cqe = soft_cq_slot(cq); /* room: soft_resp_place_ok */
+
+    soft_cqe_fast_recv(cqe, DCX_WC_RECV, wr_id, dct->super.qp_num, pkt);
+    cqe->wc.flags |= DCX_WC_FLAG_IN_PLACE;
+    cqe->wc.data = payload;
+    cqe->tm      = NULL;
+
+    cq->ip_pos[cq->ip_made % SOFT_IP_MAX] = dev->hdr->req.head;
+    cq->ip_made++;
+    dev->stats.recv_in_place++;
+    soft_cq_commit(cq);
+}
+
 /* The responder's common case in one pass: a single-packet SEND (plain
  * SRQ, a receive posted that takes it; on a TM SRQ, one that goes to an
  * SRQ buffer unmatched, soft_tm_fast_opcode) or RDMA WRITE (of at least
@@ -911,12 +943,19 @@ static inline int soft_resp_fast(soft_dev_t *dev, const soft_pkt_t *pkt,
         if (!soft_resp_recv_fits(dev, wqe, len)) {
             return 0;
         }
-        soft_resp_recv_copy(wqe, payload, len);
-        soft_srq_pop(srq);
-        if (tm_opcode != 0) {
-            soft_tm_fast_wc(srq, dct, pkt, tm_opcode, wqe->wr_id);
+        if ((dev->ip_cq != NULL) && (dct->cq == dev->ip_cq) && srq->in_place &&
+            soft_resp_place_ok(dct->cq, len, dev->ip_max)) {
+            /* a plain SRQ (tm_opcode is 0): the message stays in its slot */
+            soft_srq_pop(srq);
+            soft_resp_place(dev, dct, pkt, wqe->wr_id, payload);
         } else {
-            soft_resp_fast_cqe(dev, dct, pkt, wqe->wr_id);
+            soft_resp_recv_copy(wqe, payload, len);
+            soft_srq_pop(srq);
+            if (tm_opcode != 0) {
+                soft_tm_fast_wc(srq, dct, pkt, tm_opcode, wqe->wr_id);
+            } else {
+                soft_resp_fast_cqe(dev, dct, pkt, wqe->wr_id);
+            }
         }
     } else {
         return 0;

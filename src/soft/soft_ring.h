@@ -94,7 +94,7 @@ typedef struct soft_stall {
  * exchanges packets with is known to have died (soft_ring_unstick) */
 #define SOFT_RING_GONE_NS 10000000ull
 
-unsigned soft_ring_clear(soft_port_hdr_t *hdr, soft_ring_t *ring);
+unsigned soft_ring_clear(soft_port_hdr_t *hdr, soft_ring_t *ring, uint64_t end);
 /* gone(arg), if not NULL: 1 if a process that may have claimed a slot of
  * the ring has died (asked at most once per millisecond of a stall) */
 int soft_ring_unstick(soft_port_hdr_t *hdr, soft_ring_t *ring, soft_stall_t *st,
@@ -338,9 +338,11 @@ static inline __attribute__((always_inline)) void soft_zero_light(void *p)
     memcpy(c + 112, &z8, 8);
 }
 
-/* Consumer side: clears the slots consumed since the last call and frees
- * them for producers (release: every read and the clear of a slot come
- * before a producer may claim it again).  A consumed slot keeps nothing
+/* Consumer side: clears the slots consumed since the last call, up to
+ * 'end' (the head, or for the request ring the oldest slot a receive in
+ * place still reads, soft_req_clear_end), and frees them for producers
+ * (release: every read and the clear of a slot come before a producer may
+ * claim it again).  A consumed slot keeps nothing
  * of its packet: no DC key, address or rkey (payload bytes are data the
  * sender gave away).  A light packet wrote only its first lines: the
  * header up to its payload and the payload bytes over the rest of the
@@ -349,10 +351,10 @@ static inline __attribute__((always_inline)) void soft_zero_light(void *p)
  * ping-pong's every receive clears its slot there: no call); every other
  * caller calls soft_ring_clear (soft_fabric.c), which is this. */
 static inline __attribute__((always_inline)) unsigned
-soft_ring_clear_inline(soft_port_hdr_t *hdr, soft_ring_t *ring)
+soft_ring_clear_inline(soft_port_hdr_t *hdr, soft_ring_t *ring, uint64_t end)
 {
     uint64_t pos  = ring->freed;
-    uint64_t head = ring->head;
+    uint64_t head = end;
     soft_slot_t *slot;
     uint64_t used;
     size_t clear;

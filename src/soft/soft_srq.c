@@ -146,6 +146,14 @@ int soft_srq_create(dcx_pd_t *pd, const dcx_srq_attr_t *attr, dcx_srq_t **srq_p)
         }
     }
     soft_lock(&dev->lock);
+    if ((attr->flags & DCX_SRQ_F_IN_PLACE) && !dev->limits.recv_copy) {
+        srq->in_place = 1;
+        if (!srq->cq->ip_on) { /* the CQ holds ring slots from now on */
+            srq->cq->ip_on   = 1;
+            srq->cq->ip_next = dev->ip_cqs;
+            dev->ip_cqs      = srq->cq;
+        }
+    }
     srq->cq->refs++;
     dev->num_objs++;
     soft_unlock(&dev->lock);

@@ -425,6 +425,9 @@ typedef struct uct_dcx_rx {
     unsigned queue_len;    /* RX_QUEUE_LEN */
     size_t headroom;       /* the user's, before the AM byte */
     size_t payload_offset; /* elem -> wire data */
+    /* AMs may be lent where the device received them (no alignment was
+     * asked for: the device's place has none) */
+    int in_place;
 } uct_dcx_rx_t;
 
 /* Flow control of an interface's endpoints (dcx_fc.c) */

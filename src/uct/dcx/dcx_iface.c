@@ -756,6 +756,10 @@ static UCS_CLASS_INIT_FUNC(uct_dcx_iface_t, uct_md_h tl_md, uct_worker_h worker,
     }
 
     uct_dcx_iface_init_state(self, cfg);
+    self->rx.in_place = (self->caps->flags & DCX_CAP_RECV_IN_PLACE) &&
+                        (!(params->field_mask &
+                           UCT_IFACE_PARAM_FIELD_AM_ALIGNMENT) ||
+                         (params->am_alignment <= 1));
 
     status = uct_dcx_iface_create_queues(self, cfg,
                                          uct_dcx_iface_tag_params(self, params,

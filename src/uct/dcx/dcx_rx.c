@@ -181,7 +181,7 @@ void uct_dcx_iface_rx_error(uct_dcx_iface_t *iface, const dcx_wc_t *wc)
 
 /* A message that is not an AM for the user: control message, or garbage */
 static UCS_F_NOINLINE void uct_dcx_iface_rx_not_am(uct_dcx_iface_t *iface,
-                                                   void *elem, uint8_t *wire,
+                                                   const uint8_t *wire,
                                                    unsigned length)
 {
     if (wire[0] & UCT_DCX_AM_CTL) {
@@ -191,7 +191,6 @@ static UCS_F_NOINLINE void uct_dcx_iface_rx_not_am(uct_dcx_iface_t *iface,
         ucs_error("dcx: %s: dropped a message with AM id %u",
                   dcx_dev_name(iface->dev), wire[0]);
     }
-    ucs_mpool_put_inline(elem);
 }
 
 /* A whole message in the receive buffer elem: AM or control message */
@@ -203,7 +202,8 @@ uct_dcx_iface_rx_am_inline(uct_dcx_iface_t *iface, void *elem, uint8_t *wire,
     ucs_status_t status;
 
     if (ucs_unlikely(wire[0] >= UCT_AM_ID_MAX)) {
-        uct_dcx_iface_rx_not_am(iface, elem, wire, length);
+        uct_dcx_iface_rx_not_am(iface, wire, length);
+        ucs_mpool_put_inline(elem);
         return;
     }
 
@@ -230,6 +230,47 @@ void uct_dcx_iface_rx_am(uct_dcx_iface_t *iface, void *elem, uint8_t *wire,
     uct_dcx_iface_rx_am_inline(iface, elem, wire, length);
 }
 
+/* A handler that kept a message it was lent (no UCT_CB_PARAM_FLAG_DESC):
+ * its bytes go back to the device as soon as the poll is over */
+static UCS_F_NOINLINE void uct_dcx_iface_rx_kept(uct_dcx_iface_t *iface,
+                                                 uint8_t id)
+{
+    ucs_error("dcx: %s: AM handler %u returned UCS_INPROGRESS for a message "
+              "passed without UCT_CB_PARAM_FLAG_DESC; it is not kept",
+              dcx_dev_name(iface->dev), id);
+}
+
+/* A whole message where the device received it (DCX_WC_FLAG_IN_PLACE), its
+ * receive buffer elem unused: lent to the handler for the call only (no
+ * UCT_CB_PARAM_FLAG_DESC), as UCX's transports without descriptors do;
+ * the caller releases the bytes after the poll's last handler */
+static UCS_F_ALWAYS_INLINE void
+uct_dcx_iface_rx_am_in_place(uct_dcx_iface_t *iface, void *elem,
+                             const uint8_t *wire, unsigned length)
+{
+    uct_am_handler_t *handler;
+    ucs_status_t status;
+
+    ucs_mpool_put_inline(elem);
+    if (ucs_unlikely(wire[0] >= UCT_AM_ID_MAX)) {
+        uct_dcx_iface_rx_not_am(iface, wire, length);
+        return;
+    }
+    uct_iface_trace_am(&iface->super, UCT_AM_TRACE_TYPE_RECV, wire[0],
+                       (void *)(wire + 1), length - 1, "RX: AM in place");
+    /* the handler is called here, not through uct_iface_invoke_am, whose
+     * assertion would end the process on a handler that keeps the message:
+     * that is logged instead (the message cannot be kept) */
+    handler = &iface->super.am[wire[0]];
+    UCS_STATS_UPDATE_COUNTER(iface->super.stats, UCT_IFACE_STAT_RX_AM, 1);
+    UCS_STATS_UPDATE_COUNTER(iface->super.stats, UCT_IFACE_STAT_RX_AM_BYTES,
+                             length - 1);
+    status = handler->cb(handler->arg, (void *)(wire + 1), length - 1, 0);
+    if (ucs_unlikely(status == UCS_INPROGRESS)) {
+        uct_dcx_iface_rx_kept(iface, wire[0]);
+    }
+}
+
 /* The receive completions of a poll.  Inline in the progress: the poll
  * that finds a message makes no second call (and saves no registers twice)
  * before the AM handler's; a progress with nothing to do pays the pushes
@@ -237,6 +278,7 @@ void uct_dcx_iface_rx_am(uct_dcx_iface_t *iface, void *elem, uint8_t *wire,
 static UCS_F_ALWAYS_INLINE void uct_dcx_iface_rx_wcs(uct_dcx_iface_t *iface,
                                                      const dcx_wc_t *wc, int n)
 {
+    int in_place = 0;
     void *elem;
     int i;
 
@@ -249,8 +291,17 @@ static UCS_F_ALWAYS_INLINE void uct_dcx_iface_rx_wcs(uct_dcx_iface_t *iface,
             ucs_mpool_put_inline(elem);
             continue;
         }
+        if (wc[i].flags & DCX_WC_FLAG_IN_PLACE) {
+            in_place = 1;
+            uct_dcx_iface_rx_am_in_place(iface, elem, wc[i].data,
+                                         wc[i].byte_len);
+            continue;
+        }
         uct_dcx_iface_rx_am_inline(iface, elem, uct_dcx_rx_wire(iface, elem),
                                    wc[i].byte_len);
+    }
+    if (in_place) {
+        dcx_cq_release(iface->rx_cq);
     }
 }
 

@@ -865,6 +865,11 @@ ucs_status_t uct_dcx_iface_srq_create(uct_dcx_iface_t *iface,
         srq_attr.tm_max_tags = 0;
         srq_attr.tm_max_ops  = 0;
     }
+    /* the AM path takes messages in place where the device offers it
+     * and no alignment was asked for (uct_dcx_iface_rx_wcs) */
+    if (iface->rx.in_place) {
+        srq_attr.flags = DCX_SRQ_F_IN_PLACE;
+    }
     ret = dcx_srq_create(iface->pd, &srq_attr, &iface->srq);
     if (ret != 0) {
         ucs_error("dcx: %s: failed to create the SRQ: %s", dev, strerror(ret));

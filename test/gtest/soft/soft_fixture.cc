@@ -96,7 +96,7 @@ int node::make_cq(uint32_t cqe)
 }
 
 int node::make_target(uint64_t key, uint32_t access, uint32_t srq_wr,
-                      uint8_t min_rnr_timer)
+                      uint8_t min_rnr_timer, uint32_t srq_flags)
 {
     dcx_srq_attr_t sattr;
     dcx_qp_attr_t qattr;
@@ -110,6 +110,7 @@ int node::make_target(uint64_t key, uint32_t access, uint32_t srq_wr,
     sattr.max_wr  = srq_wr;
     sattr.max_sge = 2;
     sattr.cq      = cq;
+    sattr.flags   = srq_flags;
     ret           = dcx_srq_create(pd, &sattr, &srq);
     if (ret != 0) {
         return ret;

@@ -90,7 +90,7 @@ struct node {
     int open(const char *fabric, const dcx_soft_limits_t *limits = nullptr);
     int make_cq(uint32_t cqe = 1024);
     int make_target(uint64_t key, uint32_t access, uint32_t srq_wr = 256,
-                    uint8_t min_rnr_timer = 0);
+                    uint8_t min_rnr_timer = 0, uint32_t srq_flags = 0);
     int make_dci(uint32_t max_wr = 128, uint32_t max_inline = 256,
                  uint8_t retry_cnt = 0, uint8_t rnr_retry = 0,
                  uint32_t max_sge = 4);

@@ -103,7 +103,7 @@ TEST(soft_ring, pop_writes_no_slot_line)
     EXPECT_EQ(0, memcmp(before.data(), r.slot(0), before.size()))
         << "the pop wrote in the consumed slot";
 
-    EXPECT_EQ(1u, soft_ring_clear(r.hdr, r.ring));
+    EXPECT_EQ(1u, soft_ring_clear(r.hdr, r.ring, r.ring->head));
     EXPECT_EQ(1u, r.ring->freed);
     const uint8_t *pkt = (const uint8_t *)&r.slot(0)->pkt;
     size_t dirty       = 0;
@@ -111,7 +111,7 @@ TEST(soft_ring, pop_writes_no_slot_line)
         dirty += (pkt[b] != 0);
     }
     EXPECT_EQ(0u, dirty) << "bytes of the packet left after its clear";
-    EXPECT_EQ(0u, soft_ring_clear(r.hdr, r.ring));
+    EXPECT_EQ(0u, soft_ring_clear(r.hdr, r.ring, r.ring->head));
 }
 
 /* Slots consumed but not cleared yet are not given to producers; once
@@ -134,7 +134,7 @@ TEST(soft_ring, deferred_free_still_fills_whole_ring)
     EXPECT_EQ(nullptr, soft_ring_peek(r.hdr, r.ring, &payload));
     EXPECT_FALSE(r.push(&seen, 1)) << "a consumed slot reused before its "
                                       "clear";
-    EXPECT_EQ(SOFT_RING_SLOTS, soft_ring_clear(r.hdr, r.ring));
+    EXPECT_EQ(SOFT_RING_SLOTS, soft_ring_clear(r.hdr, r.ring, r.ring->head));
 
     for (uint32_t i = 0; i < SOFT_RING_SLOTS; ++i) {
         ASSERT_TRUE(r.push(&seen, 0x77)) << "slot " << i << " of lap 2";
@@ -202,7 +202,7 @@ TEST(soft_ring, dead_claimer_skipped_marked_or_not_bad_flow)
     /* empty now: nothing claimed, nothing skipped */
     EXPECT_EQ(0, soft_ring_unstick(r.hdr, r.ring, &st, t1 + 3000000000ull, "t",
                                    nullptr, nullptr));
-    EXPECT_EQ(2u, soft_ring_clear(r.hdr, r.ring));
+    EXPECT_EQ(2u, soft_ring_clear(r.hdr, r.ring, r.ring->head));
     EXPECT_TRUE(r.push(&seen, 3));
     EXPECT_NE(nullptr, soft_ring_peek(r.hdr, r.ring, &payload));
 }
@@ -274,7 +274,7 @@ TEST_F(soft, light_packets_write_every_header_field)
         /* the free slots (from the tail up to a lap past 'freed') get
          * stale bytes */
         soft_lock(&dev->lock);
-        soft_ring_clear(hdr, &hdr->req);
+        soft_ring_clear(hdr, &hdr->req, hdr->req.head);
         for (uint64_t p = hdr->req.tail; p < hdr->req.freed + hdr->req.nslots;
              ++p) {
             soft_slot_t *s = soft_ring_slot(hdr, &hdr->req, p);
