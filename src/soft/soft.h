@@ -58,7 +58,7 @@
 #include <sys/uio.h>
 
 #define SOFT_MAGIC      0x53584344u /* "DCXS" */
-#define SOFT_VERSION    4u          /* 4: consumers free ring slots by head */
+#define SOFT_VERSION    5u          /* 5: payload at SOFT_SLOT_DATA */
 #define SOFT_ADDR_MAGIC 0xdc53u     /* soft port address, format 2 */
 #define SOFT_ADDR_LEN   28u
 #define SOFT_PID_NOWHERE \

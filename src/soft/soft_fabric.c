@@ -278,7 +278,7 @@ static void soft_ring_init(soft_ring_t *ring, void *base, uint64_t offset,
 
     ring->nslots    = SOFT_RING_SLOTS;
     ring->payload   = payload;
-    ring->slot_size = (SOFT_SLOT_HDR + payload + 63u) & ~63u;
+    ring->slot_size = SOFT_SLOT_SIZE(payload);
     ring->offset    = offset;
     ring->tail      = 0;
     ring->head      = 0;
@@ -380,8 +380,7 @@ int soft_port_create(soft_dev_t *dev)
     unsigned tries;
     int fd = -1;
 
-    ring_bytes = (uint64_t)SOFT_RING_SLOTS *
-                 ((SOFT_SLOT_HDR + payload + 63u) & ~63u);
+    ring_bytes = (uint64_t)SOFT_RING_SLOTS * SOFT_SLOT_SIZE(payload);
     size    = SOFT_SEG_HDR_SIZE + 2 * ring_bytes + soft_direct_area_size(dev);
     /* the ack table last, on a line boundary (pages are touched only for
      * the DCIs that are used) */

@@ -177,7 +177,7 @@ static inline soft_pkt_t *soft_ring_reserve_c(soft_port_hdr_t *hdr,
     __atomic_store_n(&slot->pkt.src_pid, owner, __ATOMIC_RELAXED);
     __atomic_store_n(&slot->seq, SOFT_SEQ_CLAIMED(pos), __ATOMIC_RELEASE);
     *pos_p     = pos;
-    *payload_p = (char *)slot + SOFT_SLOT_HDR;
+    *payload_p = (char *)slot + SOFT_SLOT_DATA;
     return &slot->pkt;
 }
 
@@ -249,7 +249,7 @@ static inline soft_pkt_t *soft_ring_peek(soft_port_hdr_t *hdr,
     }
     *payload_p = (char *)slot + ((slot->pkt.flags & SOFT_PKT_LIGHT) ?
                                      SOFT_LIGHT_OFF :
-                                     SOFT_SLOT_HDR);
+                                     SOFT_SLOT_DATA);
     return &slot->pkt;
 }
 
@@ -272,7 +272,7 @@ static inline soft_pkt_t *soft_ring_peek_view(const soft_stall_t *st,
     }
     *payload_p = (char *)slot + ((slot->pkt.flags & SOFT_PKT_LIGHT) ?
                                      SOFT_LIGHT_OFF :
-                                     SOFT_SLOT_HDR);
+                                     SOFT_SLOT_DATA);
     return &slot->pkt;
 }
 

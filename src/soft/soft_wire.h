@@ -51,7 +51,7 @@ enum {
  * touches two lines of the ring rather than four; it stands for a
  * single-packet message (offset 0, total_len = len) without checksum.
  * Every other packet has the whole header and its payload at
- * SOFT_SLOT_HDR. */
+ * SOFT_SLOT_DATA. */
 typedef struct soft_pkt {
     uint8_t op;
     uint8_t flags;     /* SOFT_PKT_* */
@@ -101,6 +101,13 @@ typedef struct soft_slot {
 
 #define SOFT_SEQ_CLAIM_BIT     (1ull << 63)
 #define SOFT_SEQ_CLAIMED(_pos) (((_pos) + 1) | SOFT_SEQ_CLAIM_BIT)
+
+/* where a packet's payload starts in its slot: 7 bytes past the header,
+ * so that a message received in place (DCX_WC_FLAG_IN_PLACE) whose first
+ * byte is a header of its own (the UCX transport's AM id) has the rest on
+ * an 8-byte boundary, as in a receive buffer; and a slot's size */
+#define SOFT_SLOT_DATA           (SOFT_SLOT_HDR + 7u)
+#define SOFT_SLOT_SIZE(_payload) ((SOFT_SLOT_DATA + (_payload) + 63u) & ~63u)
 
 /* where a light packet's payload starts in its slot */
 #define SOFT_LIGHT_OFF \

@@ -22,10 +22,10 @@ using namespace soft_test;
 namespace {
 
 const uint64_t KEY   = 0x1b1a;
-const unsigned RECVS = 512;  /* receives posted on b, SLOT bytes each */
+const unsigned RECVS = 512; /* receives posted on b, SLOT bytes each */
 const unsigned SLOT  = 1024;
-const unsigned BIG   = 512;  /* in place (>= SOFT_IP_MIN) */
-const unsigned SMALL = 64;   /* copied */
+const unsigned BIG   = 512; /* in place (>= SOFT_IP_MIN) */
+const unsigned SMALL = 64;  /* copied */
 
 /* a sends to b's DCT, whose SRQ takes receives in place unless told not
  * to; both helpers stopped (only the calls below run the engines) */
@@ -56,8 +56,8 @@ struct ip_pair {
         soft_helper_stop(soft_dev(a.dev));
         soft_helper_stop(soft_dev(b.dev));
         std::vector<dcx_recv_t> l = recv_list(bbuf, bmr, 0, RECVS, SLOT);
-        unsigned posted = 0;
-        int r           = dcx_srq_post_recv_list(b.srq, l.data(), RECVS, &posted);
+        unsigned posted           = 0;
+        int r = dcx_srq_post_recv_list(b.srq, l.data(), RECVS, &posted);
 
         return (r != 0) ? r : (posted == RECVS) ? 0 : ENOSPC;
     }
@@ -175,6 +175,8 @@ TEST_F(soft, recv_in_place_hands_over_the_message)
     EXPECT_EQ(BIG, wc[0].byte_len);
     ASSERT_TRUE(wc[0].flags & DCX_WC_FLAG_IN_PLACE);
     EXPECT_TRUE(ip_pair::all(wc[0].data, ip_pair::mark(1), BIG));
+    EXPECT_EQ(0u, ((uintptr_t)wc[0].data + 1) % 8)
+        << "the bytes after a one-byte header are not 8-byte aligned";
     EXPECT_TRUE(p.untouched(1, SLOT));
     EXPECT_EQ(placed + 1, dev_stats(p.b).recv_in_place);
     dcx_cq_release(p.b.cq);
@@ -219,7 +221,7 @@ TEST_F(soft, recv_in_place_slot_held_until_release_bad_flow)
     EXPECT_TRUE(ip_pair::all(held, ip_pair::mark(1), BIG))
         << "the held slot was cleared or written";
     soft_dev_t *bd = soft_dev(p.b.dev);
-    uint64_t pos      = scq(p.b)->ip_pos[0];
+    uint64_t pos   = scq(p.b)->ip_pos[0];
     EXPECT_LE(bd->hdr->req.freed, pos) << "freed past it";
     EXPECT_LE(bd->hdr->req.head, pos + SOFT_RING_SLOTS)
         << "the ring went past the held slot";

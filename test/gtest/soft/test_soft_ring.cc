@@ -27,7 +27,7 @@ struct fake_ring {
     fake_ring()
     {
         const uint32_t payload   = 64;
-        const uint32_t slot_size = SOFT_SLOT_HDR + payload;
+        const uint32_t slot_size = SOFT_SLOT_SIZE(payload);
         mem.assign((SOFT_SEG_HDR_SIZE + (size_t)SOFT_RING_SLOTS * slot_size) /
                        8,
                    0);

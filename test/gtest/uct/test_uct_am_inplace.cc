@@ -21,9 +21,10 @@ namespace {
 const uint8_t AM_ID = 9;
 
 struct lent_rx {
-    int count    = 0;
-    int lent     = 0; /* without UCT_CB_PARAM_FLAG_DESC */
-    bool keep    = false;
+    int count      = 0;
+    int lent       = 0; /* without UCT_CB_PARAM_FLAG_DESC */
+    int misaligned = 0; /* payloads off an 8-byte boundary */
+    bool keep      = false;
     std::vector<std::string> data;
     std::vector<void *> kept;
 
@@ -33,6 +34,7 @@ struct lent_rx {
 
         self->count++;
         self->lent += !(flags & UCT_CB_PARAM_FLAG_DESC);
+        self->misaligned += ((uintptr_t)data % 8) != 0;
         self->data.push_back(std::string((char *)data, length));
         if (self->keep) {
             if (flags & UCT_CB_PARAM_FLAG_DESC) {
@@ -131,6 +133,7 @@ TEST_F(uct_dcx_am_in_place, large_am_lent_small_handed_over)
     open_pair();
     send(20, 4000);
     EXPECT_EQ(20, m_rx.lent) << "no 4000-byte AM was lent";
+    EXPECT_EQ(0, m_rx.misaligned) << "lent payloads not 8-byte aligned";
     send(20, 64);
     EXPECT_EQ(20, m_rx.lent) << "a 64-byte AM was lent";
     flush_iface(m_a);
