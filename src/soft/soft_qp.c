@@ -12,6 +12,7 @@
 #include "soft_stream.h"
 #include "soft_dgrant.h"
 #include "soft_light.h"
+#include "soft_now.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -219,16 +220,6 @@ static inline int soft_post_lock(soft_qp_t *qp, const dcx_send_wr_t *wr,
     return SOFT_POST_READY;
 }
 
-static int soft_dci_post_send(dcx_qp_t *qp_, const dcx_send_wr_t *wr);
-
-/* Nothing outstanding on the DCI and no RNR wait (engine lock held): what
- * is done within the call is then ordered after everything the DCI
- * carried before, as a posted WR is. */
-static inline int soft_dci_quiet(const soft_qp_t *qp)
-{
-    return (qp->sq_comp == qp->sq_head) && (qp->rnr_until_ns == 0);
-}
-
 /* An inline WRITE the device may copy without a WQE (soft_dgrant_write):
  * one sge of at most max_inline bytes */
 static inline int soft_dci_inline_one(const soft_qp_t *qp,
@@ -236,138 +227,6 @@ static inline int soft_dci_inline_one(const soft_qp_t *qp,
 {
     return (wr->num_sge == 1) &&
            (wr->sg_list[0].length <= qp->super.max_inline);
-}
-
-/* The DCI's plain post (not the first post, nor that of a DCI in error)
- * and nothing outstanding, no RNR wait (engine lock held): what the
- * device does within the call (post_now, put_now, get_now) is then
- * ordered after everything the DCI carried before, as a posted WR is */
-static inline int soft_dci_now_ok(const soft_qp_t *qp)
-{
-    return (qp->super.post_send == soft_dci_post_send) && soft_dci_quiet(qp);
-}
-
-/* Work within the call begins: the engine lock taken (*fast: how); 1 if
- * soft_dci_now_ok and dest names a destination (none: the post says why) */
-static inline int soft_dci_now_begin(soft_qp_t *qp, const dcx_dc_dest_t *dest,
-                                     int *fast)
-{
-    *fast = soft_lock_biasing(&qp->dev->lock);
-    return soft_dci_now_ok(qp) && (dest->ah != NULL);
-}
-
-/* qp->super.post_now of a DCI (dcx_qp_t.post_now): a WRITE of one
- * registered sge, under the engine lock, on a DCI soft_dci_now_ok allows.
- * A READ is get_now's, an inline WRITE put_now's (both declined here). */
-static int soft_dci_post_now(dcx_qp_t *qp_, const dcx_send_wr_t *wr)
-{
-    soft_qp_t *qp   = (soft_qp_t *)qp_;
-    soft_dev_t *dev = qp->dev;
-    int fast, done;
-
-    done = soft_dci_now_begin(qp, &wr->dest, &fast) &&
-           (wr->opcode == DCX_WR_RDMA_WRITE) &&
-           !(wr->flags & DCX_SEND_INLINE) && (dev->write_now(qp, wr) == 0);
-    soft_unlock_as(&dev->lock, fast);
-    return done ? 0 : EAGAIN;
-}
-
-/* qp->super.get_now of a DCI (dcx_qp_t.get_now): a READ whose bytes go to
- * nr->cb; declined: the caller's continuation, nothing of ours held */
-static int soft_dci_get_now(dcx_qp_t *qp_, const dcx_now_read_t *nr,
-                            uint64_t remote_addr, uint32_t rkey,
-                            uint32_t length)
-{
-    soft_qp_t *qp   = (soft_qp_t *)qp_;
-    soft_dev_t *dev = qp->dev;
-    int fast, done;
-
-    done = soft_dci_now_begin(qp, &nr->dest, &fast) &&
-           (soft_dgrant_read(dev, &nr->dest, remote_addr, rkey, length, nr->cb,
-                             nr->arg) == 0);
-    soft_unlock_as(&dev->lock, fast);
-    if (done) {
-        return 0;
-    }
-    return (nr->declined != NULL) ?
-               nr->declined(nr, remote_addr, rkey, length) :
-               EAGAIN;
-}
-
-/* put_now's work in full (soft_dci_put_now says when): an inline WRITE of
- * at most max_inline bytes from any memory */
-static __attribute__((noinline)) int
-soft_dci_put_now_full(dcx_qp_t *qp_, const dcx_now_dest_t *nd,
-                      const void *buffer, uint32_t length, uint64_t remote_addr,
-                      uint32_t rkey)
-{
-    soft_qp_t *qp   = (soft_qp_t *)qp_;
-    soft_dev_t *dev = qp->dev;
-    int fast, done;
-
-    done = soft_dci_now_begin(qp, &nd->dest, &fast) &&
-           (length <= qp->super.max_inline) &&
-           (soft_dgrant_write(dev, &nd->dest, buffer, length, remote_addr,
-                              rkey) == 0);
-    soft_unlock_as(&dev->lock, fast);
-    if (done) {
-        return 0;
-    }
-    /* declined: the caller's continuation, nothing of ours held */
-    return (nd->declined != NULL) ?
-               nd->declined(nd, buffer, length, remote_addr, rkey) :
-               EAGAIN;
-}
-
-/* A put_now's end where its writer was asked for its marker: given up */
-static __attribute__((noinline)) int soft_dci_put_now_unhold(soft_dev_t *dev,
-                                                             soft_peer_t *peer)
-{
-    soft_dslot_unhold(peer);
-    soft_unlock_fast(&dev->lock);
-    return 0;
-}
-
-/* qp->super.put_now of a DCI (dcx_qp_t.put_now).  Its common case makes
- * no call (flatten: the copy inlined too): the lock biased here, the grant
- * through a mapping with a marker held and its liveness lock known, at
- * most 32 bytes and max_inline.  Anything else: soft_dci_put_now_full,
- * which looks again from the start (a tail call). */
-static __attribute__((flatten)) int
-soft_dci_put_now(dcx_qp_t *qp_, const dcx_now_dest_t *nd, const void *buffer,
-                 uint32_t length, uint64_t remote_addr, uint32_t rkey)
-{
-    const dcx_dc_dest_t *dest = &nd->dest;
-    soft_qp_t *qp             = (soft_qp_t *)qp_;
-    soft_dev_t *dev           = qp->dev;
-    soft_dmap_ent_t *map;
-    soft_dslot_t *slot;
-    soft_peer_t *peer;
-    int unhold;
-
-    if ((length > 32) || (length > qp->super.max_inline) ||
-        (dest->ah == NULL) || !soft_lock_fast(&dev->lock)) {
-        goto full;
-    }
-    peer = ((soft_ah_t *)dest->ah)->peer;
-    map  = peer->grant.map;
-    if (!soft_dci_now_ok(qp) || (map == NULL) ||
-        ((slot = soft_dgrant_take(dev, peer, dest, rkey, remote_addr, length,
-                                  DCX_ACCESS_REMOTE_WRITE, 1, 1)) == NULL)) {
-        soft_unlock_fast(&dev->lock);
-        goto full;
-    }
-    soft_copy_small(map->local + (remote_addr - map->rbase), buffer, length);
-    unhold = soft_dgrant_release(peer, slot);
-    soft_dgrant_done(dev, peer, length, 1);
-    if (unhold) {
-        return soft_dci_put_now_unhold(dev, peer);
-    }
-    soft_unlock_fast(&dev->lock);
-    return 0;
-
-full:
-    return soft_dci_put_now_full(qp_, nd, buffer, length, remote_addr, rkey);
 }
 
 /* The WRs the light path may take (soft_req_post_inline), recognised with
@@ -586,7 +445,7 @@ static int soft_dci_post_light(soft_qp_t *qp, const dcx_send_wr_t *wr)
     return 0;
 }
 
-static int soft_dci_post_send(dcx_qp_t *qp_, const dcx_send_wr_t *wr)
+int soft_dci_post_send(dcx_qp_t *qp_, const dcx_send_wr_t *wr)
 {
     soft_qp_t *qp   = (soft_qp_t *)qp_;
     soft_dev_t *dev = qp->dev;
