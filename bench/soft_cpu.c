@@ -17,6 +17,8 @@
  *   progress   uct_iface_progress() with nothing to do
  *   am_short   uct_ep_am_short() with an 8-byte header (the receiver is
  *              drained outside the measured region)
+ *   am_bcopy   uct_ep_am_bcopy() of 4 KiB (the packer's memcpy counted;
+ *              the receiver is drained outside the measured region)
  *   put_short  uct_ep_put_short() of 8 bytes
  *   put_bcopy  uct_ep_put_bcopy() of 4 KiB (the packer's memcpy counted)
  *   get_bcopy  uct_ep_get_bcopy() of 8 bytes and the sender's progress
@@ -227,6 +229,21 @@ static void op_am_short(void *arg)
     CHECK(st == UCS_OK, "uct_ep_am_short");
 }
 
+static uint8_t put_src[4096];
+
+static size_t put_pack(void *dest, void *arg)
+{
+    memcpy(dest, put_src, sizeof(put_src));
+    return sizeof(put_src);
+}
+
+static void op_am_bcopy(void *arg)
+{
+    ssize_t len = uct_ep_am_bcopy(side[0].ep, 1, put_pack, NULL, 0);
+
+    CHECK(len == (ssize_t)sizeof(put_src), "uct_ep_am_bcopy");
+}
+
 static void op_put_short(void *arg)
 {
     uint64_t value = 42;
@@ -235,14 +252,6 @@ static void op_put_short(void *arg)
     st = uct_ep_put_short(side[0].ep, &value, sizeof(value),
                           (uintptr_t)side[1].mem.address, *(uct_rkey_t *)arg);
     CHECK(st == UCS_OK, "uct_ep_put_short");
-}
-
-static uint8_t put_src[4096];
-
-static size_t put_pack(void *dest, void *arg)
-{
-    memcpy(dest, put_src, sizeof(put_src));
-    return sizeof(put_src);
 }
 
 static void op_put_bcopy(void *arg)
@@ -393,6 +402,17 @@ static void run_uct(const char *tl, const char *dev, const char *op, unsigned n)
                 op_am_short(NULL);
             } else {
                 bench_op(op_am_short, NULL);
+            }
+            bench_wait_rx(&side[1], i + 1);
+            bench_flush(&side[0]);
+        }
+    } else if (!strcmp(op, "am_bcopy")) {
+        memset(put_src, 42, sizeof(put_src));
+        for (i = 0; i < BENCH_WARMUP + n; ++i) {
+            if (i < BENCH_WARMUP) {
+                op_am_bcopy(NULL);
+            } else {
+                bench_op(op_am_bcopy, NULL);
             }
             bench_wait_rx(&side[1], i + 1);
             bench_flush(&side[0]);
