@@ -478,7 +478,7 @@ typedef struct dcx_wc {
     uint32_t tm_priv; /* tag matching: sender's app context */
     uint32_t reserved;
     /* DCX_WC_FLAG_IN_PLACE: the message's byte_len bytes, readable until
-     * dcx_cq_release(cq) or the next poll of the CQ; unset otherwise */
+     * its dcx_cq_release(cq) or the next poll of the CQ; unset otherwise */
     const void *data;
 } dcx_wc_t;
 
@@ -505,9 +505,10 @@ static inline int dcx_cq_poll(dcx_cq_t *cq, int max, dcx_wc_t *wc)
     return cq->poll(cq, max, wc);
 }
 
-/* The caller is done with the bytes of every DCX_WC_FLAG_IN_PLACE
- * completion it polled from cq: the device may reuse them.  Without the
- * call the next poll of cq releases them.  Costs no lock; only on CQs of
+/* The caller is done with the bytes of the oldest DCX_WC_FLAG_IN_PLACE
+ * completion it polled from cq and did not release yet: the device may
+ * reuse them (a call with none left does nothing).  The next poll of cq
+ * releases every one it returned before.  Costs no lock; only on CQs of
  * devices with DCX_CAP_RECV_IN_PLACE. */
 static inline void dcx_cq_release(dcx_cq_t *cq)
 {

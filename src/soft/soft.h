@@ -542,10 +542,12 @@ struct soft_dev {
     soft_ack_t *ack_line;
     uint64_t ack_word;
     /* receives in place (soft_cq.c): the CQs that take them; while a
-     * poll of one runs its pass, that CQ and the poll's max */
+     * poll runs its pass, its CQ and max; set by a placement, cleared
+     * once a clear found none held */
     soft_cq_t *ip_cqs;
     soft_cq_t *ip_cq;
     uint32_t ip_max;
+    int ip_maybe;
     soft_port_hdr_t *ack_kick;
     uint64_t resp_credits;
     dcx_soft_stats_t stats;
@@ -612,13 +614,13 @@ static inline soft_dev_t *soft_dev(dcx_dev_t *dev)
 
 /* Engine lock held: where a clear of the request ring stops: the head,
  * or the oldest slot a receive in place still reads (soft_cq.c) */
-uint64_t soft_ip_clear_end(const soft_dev_t *dev, uint64_t end);
+uint64_t soft_ip_clear_end(soft_dev_t *dev, uint64_t end);
 static inline __attribute__((always_inline)) uint64_t
-soft_req_clear_end(const soft_dev_t *dev)
+soft_req_clear_end(soft_dev_t *dev)
 {
     uint64_t end = dev->hdr->req.head;
 
-    return (dev->ip_cqs == NULL) ? end : soft_ip_clear_end(dev, end);
+    return dev->ip_maybe ? soft_ip_clear_end(dev, end) : end;
 }
 
 /* Engine lock held: clears the consumed request slots (soft_ring_clear) */

@@ -54,28 +54,37 @@ int soft_cq_push(soft_cq_t *cq, const dcx_wc_t *wc, soft_qp_t *qp,
  * dcx_cq_release (or its next poll of the CQ), not while the application
  * is away.  Until then the clears of the request ring stop at the oldest
  * slot held (soft_req_clear_end), so that no producer writes it. */
-__attribute__((noinline)) uint64_t soft_ip_clear_end(const soft_dev_t *dev,
+__attribute__((noinline)) uint64_t soft_ip_clear_end(soft_dev_t *dev,
                                                      uint64_t end)
 {
     const soft_cq_t *cq;
+    int held = 0;
     uint32_t rel;
 
     for (cq = dev->ip_cqs; cq != NULL; cq = cq->ip_next) {
         rel = __atomic_load_n(&cq->ip_released, __ATOMIC_ACQUIRE);
-        if ((rel != cq->ip_made) && (cq->ip_pos[rel % SOFT_IP_MAX] < end)) {
+        if (rel == cq->ip_made) {
+            continue;
+        }
+        held = 1;
+        if (cq->ip_pos[rel % SOFT_IP_MAX] < end) {
             end = cq->ip_pos[rel % SOFT_IP_MAX];
         }
     }
+    dev->ip_maybe = held; /* set again by the next placement */
     return end;
 }
 
-/* Without the lock, by the CQ's poller: done with the bytes of the
- * receives in place its polls returned */
+/* Without the lock, by the CQ's poller: done with the bytes of the oldest
+ * receive in place its polls returned and it did not release yet */
 static void soft_cq_release(dcx_cq_t *cq_)
 {
     soft_cq_t *cq = (soft_cq_t *)cq_;
 
-    __atomic_store_n(&cq->ip_released, cq->ip_polled, __ATOMIC_RELEASE);
+    if (cq->ip_released != cq->ip_polled) {
+        __atomic_store_n(&cq->ip_released, cq->ip_released + 1,
+                         __ATOMIC_RELEASE);
+    }
 }
 
 static inline int soft_cq_drain(soft_cq_t *cq, int max, dcx_wc_t *wc)
@@ -84,7 +93,7 @@ static inline int soft_cq_drain(soft_cq_t *cq, int max, dcx_wc_t *wc)
     int n = 0;
 
     if (cq->ip_on) { /* a poll releases what the last ones returned */
-        soft_cq_release(&cq->super);
+        __atomic_store_n(&cq->ip_released, cq->ip_polled, __ATOMIC_RELEASE);
     }
     if (cq->head == cq->tail) {
         return 0;
@@ -125,13 +134,11 @@ soft_cq_poll_locked(soft_cq_t *cq, soft_cq_t *other, int max, dcx_wc_t *wc,
     if (look == SOFT_LOOK_NONE) {
         soft_engine_stamp_clk(dev, clk);
         soft_cq_pair_seen(dev, cq, other);
-    } else if (cq->ip_on) {
-        dev->ip_cq  = cq;
+    } else {
+        dev->ip_cq  = cq; /* looked at only for SRQs that asked */
         dev->ip_max = (uint32_t)max;
         soft_engine_poll_pass(dev, cq, other, look, clk);
         dev->ip_cq = NULL;
-    } else {
-        soft_engine_poll_pass(dev, cq, other, look, clk);
     }
     n = soft_cq_drain(cq, max, wc);
     if (other != NULL) {

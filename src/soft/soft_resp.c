@@ -850,13 +850,12 @@ static inline void soft_resp_fast_cqe(soft_dev_t *dev, soft_qp_t *dct,
     soft_cq_commit(dct->cq);
 }
 
-/* Whether a receive of len bytes may complete in place on cq, whose poll
- * runs this pass and returns at most max completions (soft_cq.c, "Receives
- * in place"): a large one, returned by that poll, with room to number it */
-static inline int soft_resp_place_ok(const soft_cq_t *cq, uint32_t len,
-                                     uint32_t max)
+/* Whether a large receive may complete in place on cq, whose poll runs
+ * this pass and returns at most max completions (soft_cq.c, "Receives in
+ * place"): returned by that poll, with room to number it */
+static inline int soft_resp_place_ok(const soft_cq_t *cq, uint32_t max)
 {
-    return (len >= SOFT_IP_MIN) && (cq->tail - cq->head < max) &&
+    return (cq->tail - cq->head < max) &&
            (cq->tail - cq->head < cq->super.cqe) &&
            (cq->ip_made - __atomic_load_n(&cq->ip_released, __ATOMIC_RELAXED) <
             SOFT_IP_MAX);
@@ -878,6 +877,7 @@ static inline void soft_resp_place(soft_dev_t *dev, soft_qp_t *dct,
 
     cq->ip_pos[cq->ip_made % SOFT_IP_MAX] = dev->hdr->req.head;
     cq->ip_made++;
+    dev->ip_maybe = 1;
     dev->stats.recv_in_place++;
     soft_cq_commit(cq);
 }
@@ -943,8 +943,8 @@ static inline int soft_resp_fast(soft_dev_t *dev, const soft_pkt_t *pkt,
         if (!soft_resp_recv_fits(dev, wqe, len)) {
             return 0;
         }
-        if ((dev->ip_cq != NULL) && (dct->cq == dev->ip_cq) && srq->in_place &&
-            soft_resp_place_ok(dct->cq, len, dev->ip_max)) {
+        if ((len >= SOFT_IP_MIN) && (dct->cq == dev->ip_cq) && srq->in_place &&
+            soft_resp_place_ok(dct->cq, dev->ip_max)) {
             /* a plain SRQ (tm_opcode is 0): the message stays in its slot */
             soft_srq_pop(srq);
             soft_resp_place(dev, dct, pkt, wqe->wr_id, payload);

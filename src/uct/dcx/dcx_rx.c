@@ -243,7 +243,7 @@ static UCS_F_NOINLINE void uct_dcx_iface_rx_kept(uct_dcx_iface_t *iface,
 /* A whole message where the device received it (DCX_WC_FLAG_IN_PLACE), its
  * receive buffer elem unused: lent to the handler for the call only (no
  * UCT_CB_PARAM_FLAG_DESC), as UCX's transports without descriptors do;
- * the caller releases the bytes after the poll's last handler */
+ * its bytes go back to the device when the handler returns */
 static UCS_F_ALWAYS_INLINE void
 uct_dcx_iface_rx_am_in_place(uct_dcx_iface_t *iface, void *elem,
                              const uint8_t *wire, unsigned length)
@@ -254,6 +254,7 @@ uct_dcx_iface_rx_am_in_place(uct_dcx_iface_t *iface, void *elem,
     ucs_mpool_put_inline(elem);
     if (ucs_unlikely(wire[0] >= UCT_AM_ID_MAX)) {
         uct_dcx_iface_rx_not_am(iface, wire, length);
+        dcx_cq_release(iface->rx_cq);
         return;
     }
     uct_iface_trace_am(&iface->super, UCT_AM_TRACE_TYPE_RECV, wire[0],
@@ -269,6 +270,7 @@ uct_dcx_iface_rx_am_in_place(uct_dcx_iface_t *iface, void *elem,
     if (ucs_unlikely(status == UCS_INPROGRESS)) {
         uct_dcx_iface_rx_kept(iface, wire[0]);
     }
+    dcx_cq_release(iface->rx_cq);
 }
 
 /* The receive completions of a poll.  Inline in the progress: the poll
@@ -278,7 +280,6 @@ uct_dcx_iface_rx_am_in_place(uct_dcx_iface_t *iface, void *elem,
 static UCS_F_ALWAYS_INLINE void uct_dcx_iface_rx_wcs(uct_dcx_iface_t *iface,
                                                      const dcx_wc_t *wc, int n)
 {
-    int in_place = 0;
     void *elem;
     int i;
 
@@ -292,16 +293,12 @@ static UCS_F_ALWAYS_INLINE void uct_dcx_iface_rx_wcs(uct_dcx_iface_t *iface,
             continue;
         }
         if (wc[i].flags & DCX_WC_FLAG_IN_PLACE) {
-            in_place = 1;
             uct_dcx_iface_rx_am_in_place(iface, elem, wc[i].data,
                                          wc[i].byte_len);
             continue;
         }
         uct_dcx_iface_rx_am_inline(iface, elem, uct_dcx_rx_wire(iface, elem),
                                    wc[i].byte_len);
-    }
-    if (in_place) {
-        dcx_cq_release(iface->rx_cq);
     }
 }
 

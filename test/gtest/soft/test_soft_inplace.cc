@@ -5,7 +5,7 @@
  * completes with its bytes where they arrived, in the port's request ring
  * (DCX_WC_FLAG_IN_PLACE, wc.data), its receive taken but not written.  The
  * slot is held, through any number of later messages and clears, until
- * dcx_cq_release or the CQ's next poll.  Everything else is copied as
+ * its dcx_cq_release or the CQ's next poll.  Everything else is copied as
  * before: small messages, messages a pass of dcx_dev_progress serves,
  * those the poll does not return, SRQs that did not ask.
  */
@@ -236,11 +236,10 @@ TEST_F(soft, recv_in_place_slot_held_until_release_bad_flow)
                                wc[i].data :
                                p.bbuf.data() + wc[i].wr_id * SLOT;
         EXPECT_TRUE(ip_pair::all(data, ip_pair::mark(2 + i), BIG)) << i;
-        if ((i + 1) % 64 == 0) {
+        if (wc[i].flags & DCX_WC_FLAG_IN_PLACE) {
             dcx_cq_release(p.b.cq);
         }
     }
-    dcx_cq_release(p.b.cq);
     ASSERT_EQ((int)more + 1, p.a.poll(wc.data(), more + 1, 10.0));
     for (unsigned i = 0; i < more + 1; ++i) {
         EXPECT_EQ(DCX_WC_SUCCESS, wc[i].status) << i;
@@ -281,6 +280,37 @@ TEST_F(soft, recv_in_place_only_what_the_poll_returns)
     EXPECT_EQ(5u, wc[0].wr_id);
     EXPECT_FALSE(wc[0].flags & DCX_WC_FLAG_IN_PLACE);
     EXPECT_TRUE(ip_pair::all(p.bbuf.data() + 5 * SLOT, ip_pair::mark(5), BIG));
+}
+
+/* dcx_cq_release gives back the oldest held message, one per call, never
+ * one the caller was not returned: the ring's clears then stop at the next
+ * one held. */
+TEST_F(soft, recv_in_place_release_one_by_one)
+{
+    ip_pair p;
+    dcx_wc_t wc[2];
+
+    ASSERT_EQ(0, p.open(fabric));
+    p.introduce();
+    ASSERT_EQ(0, p.send(1, BIG));
+    ASSERT_EQ(0, p.send(2, BIG));
+    p.push(2);
+    ASSERT_EQ(2, p.take(wc, 2, 4));
+    ASSERT_TRUE(wc[0].flags & wc[1].flags & DCX_WC_FLAG_IN_PLACE);
+    soft_cq_t *cq  = scq(p.b);
+    soft_dev_t *bd = soft_dev(p.b.dev);
+    EXPECT_EQ(cq->ip_released + 2, cq->ip_made);
+    dcx_cq_release(p.b.cq);
+    EXPECT_EQ(cq->ip_released + 1, cq->ip_made);
+    EXPECT_EQ(cq->ip_pos[cq->ip_released % SOFT_IP_MAX],
+              soft_ip_clear_end(bd, bd->hdr->req.head))
+        << "clears do not stop at the second message";
+    EXPECT_TRUE(ip_pair::all(wc[1].data, ip_pair::mark(2), BIG));
+    dcx_cq_release(p.b.cq);
+    dcx_cq_release(p.b.cq); /* none left: nothing */
+    EXPECT_EQ(cq->ip_released, cq->ip_made);
+    EXPECT_EQ(cq->ip_released, cq->ip_polled);
+    EXPECT_EQ(bd->hdr->req.head, soft_ip_clear_end(bd, bd->hdr->req.head));
 }
 
 /* Without dcx_cq_release, the CQ's next poll releases what the last one
