@@ -474,12 +474,14 @@ typedef struct dcx_wc {
     uint32_t qp_num; /* local QP (DCI number, or DCT number) */
     uint32_t src_qp; /* receive: sender's DCI number */
     uint32_t vendor_err;
-    uint64_t tm_tag;  /* tag matching: tag (TM_MATCH) */
+    union {
+        uint64_t tm_tag; /* tag matching: tag (TM_MATCH) */
+        /* DCX_WC_FLAG_IN_PLACE (never on a TM SRQ): the message's byte_len
+         * bytes, readable until its dcx_cq_release(cq) or the next poll */
+        const void *data;
+    };
     uint32_t tm_priv; /* tag matching: sender's app context */
     uint32_t reserved;
-    /* DCX_WC_FLAG_IN_PLACE: the message's byte_len bytes, readable until
-     * its dcx_cq_release(cq) or the next poll of the CQ; unset otherwise */
-    const void *data;
 } dcx_wc_t;
 
 const char *dcx_wc_status_str(dcx_wc_status_t status);
