@@ -44,7 +44,6 @@ int soft_cq_push(soft_cq_t *cq, const dcx_wc_t *wc, soft_qp_t *qp,
     return 0;
 }
 
-/* Takes up to max completions of cq (engine lock held). */
 /* Receives in place (DCX_SRQ_F_IN_PLACE).  The responder leaves a message
  * of at least SOFT_IP_MIN bytes in its request ring slot, and completes
  * the receive with the slot's bytes (DCX_WC_FLAG_IN_PLACE), when a poll of
@@ -87,6 +86,7 @@ static void soft_cq_release(dcx_cq_t *cq_)
     }
 }
 
+/* Takes up to max completions of cq (engine lock held). */
 static inline int soft_cq_drain(soft_cq_t *cq, int max, dcx_wc_t *wc)
 {
     soft_cqe_t *cqe;

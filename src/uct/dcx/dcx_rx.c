@@ -231,7 +231,7 @@ void uct_dcx_iface_rx_am(uct_dcx_iface_t *iface, void *elem, uint8_t *wire,
 }
 
 /* A handler that kept a message it was lent (no UCT_CB_PARAM_FLAG_DESC):
- * its bytes go back to the device as soon as the poll is over */
+ * its bytes go back to the device all the same as the handler returns */
 static UCS_F_NOINLINE void uct_dcx_iface_rx_kept(uct_dcx_iface_t *iface,
                                                  uint8_t id)
 {
