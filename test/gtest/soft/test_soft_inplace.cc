@@ -398,10 +398,11 @@ TEST_F(soft, recv_in_place_too_long_bad_flow)
     p.introduce();
     ASSERT_EQ(0, p.send(1, SLOT + 8));
     ASSERT_EQ(1, p.take(wc, 1, 4));
-    EXPECT_NE(DCX_WC_SUCCESS, wc[0].status);
+    EXPECT_EQ(DCX_WC_LOC_LEN_ERR, wc[0].status);
+    EXPECT_EQ(1u, wc[0].wr_id);
     EXPECT_FALSE(wc[0].flags & DCX_WC_FLAG_IN_PLACE);
     EXPECT_EQ(0u, dev_stats(p.b).recv_in_place);
     EXPECT_TRUE(p.untouched(1, SLOT));
     ASSERT_EQ(1, p.a.poll(wc, 1));
-    EXPECT_NE(DCX_WC_SUCCESS, wc[0].status);
+    EXPECT_EQ(DCX_WC_REM_INV_REQ_ERR, wc[0].status);
 }
