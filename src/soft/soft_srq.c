@@ -146,7 +146,8 @@ int soft_srq_create(dcx_pd_t *pd, const dcx_srq_attr_t *attr, dcx_srq_t **srq_p)
         }
     }
     soft_lock(&dev->lock);
-    if ((attr->flags & DCX_SRQ_F_IN_PLACE) && !dev->limits.recv_copy) {
+    /* (dcx_srq_create refuses the flag where recv_copy took the cap away) */
+    if (attr->flags & DCX_SRQ_F_IN_PLACE) {
         srq->in_place = 1;
         if (!srq->cq->ip_on) { /* the CQ holds ring slots from now on */
             srq->cq->ip_on   = 1;

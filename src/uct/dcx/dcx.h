@@ -425,8 +425,8 @@ typedef struct uct_dcx_rx {
     unsigned queue_len;    /* RX_QUEUE_LEN */
     size_t headroom;       /* the user's, before the AM byte */
     size_t payload_offset; /* elem -> wire data */
-    /* AMs may be lent where the device received them (no alignment was
-     * asked for: the device's place has none) */
+    /* AMs may be lent where the device received them (no AM alignment
+     * was asked for: the device's place is only 8-byte aligned) */
     int in_place;
 } uct_dcx_rx_t;
 
