@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <linux/futex.h>
 #include <linux/membarrier.h>
+#include <sched.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -96,9 +97,13 @@ void soft_lock_wake(soft_lock_t *l)
     syscall(SYS_futex, &l->v, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
 }
 
+/* pauses before soft_lock_biased_out gives up the CPU between looks */
+#define SOFT_BIAS_SPINS 128u
+
 void soft_lock_biased_out(soft_lock_t *l, int helper)
 {
     uintptr_t bias = __atomic_load_n(&l->bias, __ATOMIC_RELAXED);
+    unsigned spins;
 
     if ((bias == soft_lock_self()) || (bias == SOFT_BIAS_OFF)) {
         return;
@@ -110,10 +115,19 @@ void soft_lock_biased_out(soft_lock_t *l, int helper)
     if (soft_fence_heavy() != 0) {
         __atomic_store_n(&l->bias, SOFT_BIAS_OFF, __ATOMIC_RELAXED); /* ended */
     }
-    while (__atomic_load_n(&l->busy, __ATOMIC_ACQUIRE)) {
+    /* the biased thread's hold is a post or a copy of at most a packet:
+     * a short spin, then the CPU given up between looks, for a biased
+     * thread preempted on our CPU (a process bound to one core, its
+     * helper there too) can only end its hold once it runs again: a
+     * spin to the end of our time slice cost milliseconds there */
+    for (spins = 0; __atomic_load_n(&l->busy, __ATOMIC_ACQUIRE); ++spins) {
+        if (spins < SOFT_BIAS_SPINS) {
 #if defined(__x86_64__)
-        __builtin_ia32_pause();
+            __builtin_ia32_pause();
 #endif
+        } else {
+            sched_yield();
+        }
     }
     if (helper &&
         (__atomic_load_n(&l->bias, __ATOMIC_RELAXED) != SOFT_BIAS_OFF)) {

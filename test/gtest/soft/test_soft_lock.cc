@@ -47,7 +47,16 @@ bool fences_available()
         }                                                                  \
     } while (0)
 
+unsigned yields_seen; /* sched_yield calls of the process */
+
 } // namespace
+
+/* Interposes libc's: counts the calls, and still yields */
+extern "C" int sched_yield(void)
+{
+    __atomic_fetch_add(&yields_seen, 1, __ATOMIC_RELAXED);
+    return (int)syscall(SYS_sched_yield);
+}
 
 /* The first thread to take the lock in a biasing operation gets the bias:
  * it then takes the lock without setting the word, another thread cannot,
@@ -119,6 +128,33 @@ TEST(soft_lock, helper_waits_for_biased_holder)
     soft_unlock(&l);
     EXPECT_EQ(1, soft_lock_fast(&l));
     soft_unlock_fast(&l);
+}
+
+/* A helper that waits out a biased holder for long gives up its CPU
+ * between looks rather than spinning: a holder preempted on the helper's
+ * own CPU (a process bound to one core) could otherwise end its hold only
+ * once the helper's time slice ran out. */
+TEST(soft_lock, helper_yields_while_biased_holder_holds)
+{
+    soft_lock_t l;
+    volatile int taken = 0;
+
+    SKIP_WITHOUT_BIAS(&l);
+    ASSERT_EQ(1, soft_lock_fast(&l));
+    unsigned before = __atomic_load_n(&yields_seen, __ATOMIC_RELAXED);
+    std::thread h([&]() {
+        while (!soft_trylock_helper(&l)) {
+        }
+        __atomic_store_n(&taken, 1, __ATOMIC_RELEASE);
+        soft_unlock(&l);
+    });
+    usleep(50000);
+    EXPECT_EQ(0, __atomic_load_n(&taken, __ATOMIC_ACQUIRE));
+    soft_unlock_fast(&l);
+    h.join();
+    EXPECT_EQ(1, taken);
+    EXPECT_GT(__atomic_load_n(&yields_seen, __ATOMIC_RELAXED), before)
+        << "the helper spun through the holder's hold without yielding";
 }
 
 /* A helper that passes while the application computes (takes nothing)
