@@ -31,7 +31,8 @@ void dcx_dev_close(dcx_dev_t *dev)
                 "%d tx_packets=%llu rx_packets=%llu direct_writes=%llu "
                 "direct_reads=%llu direct_mapped=%llu direct_fallbacks=%llu "
                 "futex_wakes=%llu prods=%llu locked_polls=%llu "
-                "helper_passes=%llu acks_in_table=%llu\n",
+                "helper_passes=%llu acks_in_table=%llu light_posts=%llu "
+                "recv_in_place=%llu\n",
                 (int)getpid(), (unsigned long long)s.tx_packets,
                 (unsigned long long)s.rx_packets,
                 (unsigned long long)s.direct_writes,
@@ -41,7 +42,9 @@ void dcx_dev_close(dcx_dev_t *dev)
                 (unsigned long long)s.futex_wakes, (unsigned long long)s.prods,
                 (unsigned long long)s.locked_polls,
                 (unsigned long long)s.helper_passes,
-                (unsigned long long)s.acks_in_table);
+                (unsigned long long)s.acks_in_table,
+                (unsigned long long)s.light_posts,
+                (unsigned long long)s.recv_in_place);
         fclose(f);
     }
     if (next != NULL) {

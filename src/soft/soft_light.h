@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Soft device: the light post of a small inline WR (soft_req_post_inline),
- * inline in the post (soft_qp.c, soft_dci_post_light), which is the whole
- * send side of a small message: a call less, and the post's own locals
- * (the target to kick) stay in registers.  The requester's other parts
+ * Soft device: the light post of a small inline WR (soft_req_post_inline)
+ * and of a SEND of one registered sge (soft_req_post_sge), inline in the
+ * post (soft_qp.c, soft_dci_post_light and soft_dci_post_sge), which is
+ * the whole send side of such a message: a call less, and the post's own
+ * locals (the target to kick) stay in registers.  The requester's other parts
  * are in soft_req.c, which includes this header for the watch
  * (soft_req_watch) and the WQE record (soft_light_wqe_record).
  */
@@ -66,6 +67,92 @@ static inline void soft_light_wqe_record(soft_swqe_t *w,
     w->tx_end         = 0;
 }
 
+/* The target port of a light packet of 'total' bytes for wr from qp
+ * (engine lock held), mapped at the first message there, with *peer_p its
+ * peer; NULL when the light path does not apply: a fault rule or a killed
+ * port (dev->light_off), a fence, anything of the DCI waiting to be
+ * transmitted or an RNR wait, no response credit, a packet longer than the
+ * peer's light_max, a killed target, or earlier messages of the DCI on the
+ * wire to another destination (one destination at a time). */
+static inline soft_port_hdr_t *soft_light_target(soft_qp_t *qp,
+                                                 const dcx_send_wr_t *wr,
+                                                 uint64_t total,
+                                                 soft_peer_t **peer_p)
+{
+    soft_dev_t *dev = qp->dev;
+    soft_port_hdr_t *target;
+    soft_peer_t *peer;
+    soft_swqe_t *prev;
+
+    peer   = ((soft_ah_t *)wr->dest.ah)->peer; /* checked by the post */
+    target = peer->hdr;
+    if (target == NULL) {
+        target = soft_peer_map(dev, peer); /* the first message there */
+        if (target == NULL) {
+            return NULL;
+        }
+    }
+    /* Tests in a chain of branches, never taken on the light path: two
+     * instructions each, where or-ing their flags took four */
+    if (dev->light_off || (wr->flags & DCX_SEND_FENCE) ||
+        (qp->sq_send != qp->sq_head) || (qp->rnr_until_ns != 0) ||
+        (dev->resp_credits == 0) || (total > peer->light_max) ||
+        __atomic_load_n(&target->killed, __ATOMIC_RELAXED)) {
+        return NULL;
+    }
+    if (qp->sq_comp != qp->sq_send) {
+        prev = soft_wqe(qp, qp->sq_send - 1);
+        if ((prev->peer != peer) || (prev->wr.dest.dctn != wr->dest.dctn)) {
+            return NULL;
+        }
+    }
+    *peer_p = peer;
+    return target;
+}
+
+/* What follows the publish of a light packet (message msn of wr, 'total'
+ * bytes, at ring position pos of peer's port): the WQE w recorded (nothing
+ * reads it before our next engine pass, and we hold the engine lock), the
+ * DCI's send queue and the counters moved, the watch and the ack timer
+ * started, and the request slots we consumed cleared.  *clk_p: the counter
+ * reading taken here (the kick's poll age, soft_port_kick_due_at). */
+static inline void soft_light_posted(soft_qp_t *qp, soft_swqe_t *w,
+                                     const dcx_send_wr_t *wr, soft_peer_t *peer,
+                                     uint64_t total, uint32_t msn, uint64_t pos,
+                                     uint64_t *clk_p)
+{
+    soft_dev_t *dev = qp->dev;
+    uint64_t now, clk;
+    int started;
+
+    soft_light_wqe_record(w, wr, peer, total);
+    w->credits = 1;
+    w->msn     = msn;
+    w->state   = SOFT_WQE_WAIT_RESP;
+    dev->resp_credits--;
+    dev->stats.tx_packets++;
+    dev->stats.light_posts++;
+    dev->stats.tx_bytes += total;
+    qp->sq_head++;
+    qp->sq_send = qp->sq_head;
+    qp->tx_pos  = pos + 1;
+    qp->tx_peer = peer;
+    w->tx_end   = (uint32_t)(pos + 1);
+    /* the watch and the ack timer start now: dev->now is the last engine
+     * pass's time, and polls that only wait run no pass (soft_engine.c);
+     * one counter read gives both the time and the wait's end (clk) */
+    now         = soft_dev_now_clk(dev, &clk);
+    dev->now    = now;
+    *clk_p      = clk;
+    started     = !peer->own && soft_req_watch(peer, pos, now);
+    soft_engine_activate_light(qp, peer, now, clk, started);
+    /* our packet is out: the time to clear the request slots we consumed
+     * (soft_ring.h, "Ring slots"), which takes their lines back from producers */
+    if (dev->hdr->req.freed != dev->hdr->req.head) {
+        soft_req_clear(dev);
+    }
+}
+
 /* The light path of a post (engine lock held): an inline SEND or RDMA
  * WRITE that fits one packet, on a DCI with nothing waiting to be
  * transmitted (idle, or with earlier messages to the same destination on
@@ -95,38 +182,15 @@ static inline int soft_req_post_inline(soft_qp_t *qp, soft_swqe_t *w,
     soft_dev_t *dev = qp->dev;
     soft_port_hdr_t *target;
     soft_peer_t *peer;
-    soft_swqe_t *prev;
     soft_pkt_t *pkt;
     void *slot_payload;
-    uint64_t pos, now, clk;
+    uint64_t pos;
     uint32_t msn;
-    int started;
 
-    peer   = ((soft_ah_t *)wr->dest.ah)->peer; /* checked by the post */
-    target = peer->hdr;
+    target = soft_light_target(qp, wr, total, &peer);
     if (target == NULL) {
-        target = soft_peer_map(dev, peer); /* the first message there */
-        if (target == NULL) {
-            return 1;
-        }
-    }
-    /* dev->light_off: a fault rule or a killed port (soft_dev_light_update).
-     * Tests in a chain of branches, never taken on the light path: two
-     * instructions each, where or-ing their flags took four */
-    if (dev->light_off || (wr->flags & DCX_SEND_FENCE) ||
-        (qp->sq_send != qp->sq_head) || (qp->rnr_until_ns != 0) ||
-        (dev->resp_credits == 0) || (total > peer->light_max) ||
-        __atomic_load_n(&target->killed, __ATOMIC_RELAXED)) {
         return 1;
     }
-    if (qp->sq_comp != qp->sq_send) {
-        /* one destination at a time */
-        prev = soft_wqe(qp, qp->sq_send - 1);
-        if ((prev->peer != peer) || (prev->wr.dest.dctn != wr->dest.dctn)) {
-            return 1;
-        }
-    }
-
     if ((wr->opcode == DCX_WR_RDMA_WRITE) && (qp->sq_comp == qp->sq_head) &&
         (soft_req_post_direct(qp, wr, peer, total) == 0)) {
         return 0;
@@ -177,35 +241,85 @@ static inline int soft_req_post_inline(soft_qp_t *qp, soft_swqe_t *w,
     }
     soft_ring_publish_pkt(pkt, pos);
     *kick_p = target; /* after the unlock (soft_dci_post_light) */
+    soft_light_posted(qp, w, wr, peer, total, msn, pos, clk_p);
+    return 0;
+}
 
-    /* the WQE, now that the packet is out (nothing reads it before our
-     * next engine pass, and we hold the engine lock) */
-    soft_light_wqe_record(w, wr, peer, total);
-    w->credits = 1;
-    w->msn     = msn;
-    w->state   = SOFT_WQE_WAIT_RESP;
-    dev->resp_credits--;
-    dev->stats.tx_packets++;
-    dev->stats.light_posts++;
-    dev->stats.tx_bytes += total;
-    qp->sq_head++;
-    qp->sq_send = qp->sq_head;
-    qp->tx_pos  = pos + 1;
-    qp->tx_peer = peer;
-    w->tx_end   = (uint32_t)(pos + 1);
-    /* the watch and the ack timer start now: dev->now is the last engine
-     * pass's time, and polls that only wait run no pass (soft_engine.c);
-     * one counter read gives both the time and the wait's end (clk) */
-    now         = soft_dev_now_clk(dev, &clk);
-    dev->now    = now;
-    *clk_p      = clk; /* the kick's poll age (soft_port_kick_due_at) */
-    started     = !peer->own && soft_req_watch(peer, pos, now);
-    soft_engine_activate_light(qp, peer, now, clk, started);
-    /* our packet is out: the time to clear the request slots we consumed
-     * (soft_ring.h, "Ring slots"), which takes their lines back from producers */
-    if (dev->hdr->req.freed != dev->hdr->req.head) {
-        soft_req_clear(dev);
+/* The light path of a SEND or SEND_IMM of one sge of registered memory
+ * (engine lock held; the caller checked the WR's shape and that our own
+ * sg lists are copied plainly, dev->local_in): on the conditions of
+ * soft_light_target, with no strided key on the device, the sge checked
+ * as the general path checks it (soft_sge_ok) and its region marked in
+ * use (soft_mem_local_begin), the bytes are copied from the sge straight
+ * into the target's slot: one pass over them, where the general path
+ * queues a WQE and walks its sg list in an engine pass.  The packet has
+ * the whole header, its payload at SOFT_SLOT_DATA (a receive in place
+ * lends it 8-byte aligned after the transport's AM id), and is
+ * acknowledged in our table (with the responder's kick when signaled, as
+ * on the general path, whose completion a sleeper may wait for).  The WQE
+ * keeps the sge: a retransmission (after an RNR) gathers it again, and a
+ * deregistration of its key finds it (soft_req_key_gone).  Returns 0 when
+ * posted, with *kick_p and *clk_p as soft_req_post_inline's; 1 when it
+ * does not apply, with nothing done. */
+static inline int soft_req_post_sge(soft_qp_t *qp, soft_swqe_t *w,
+                                    const dcx_send_wr_t *wr,
+                                    soft_port_hdr_t **kick_p, uint64_t *clk_p)
+{
+    soft_dev_t *dev      = qp->dev;
+    const dcx_sge_t *sge = wr->sg_list;
+    uint64_t total       = sge->length;
+    soft_port_hdr_t *target;
+    soft_peer_t *peer;
+    soft_pkt_t *pkt;
+    void *slot_payload;
+    uint64_t pos;
+    uint32_t msn;
+
+    /* (a key being deregistered or its memory unmapped: the general path
+     * fails the WR) */
+    target = soft_light_target(qp, wr, total, &peer);
+    if ((target == NULL) || (dev->num_mkeys != 0) ||
+        !soft_sge_ok(dev, sge, 0) || (soft_mem_local_begin(dev, sge, 1) != 0)) {
+        return 1;
     }
+    pkt = soft_ring_reserve_c(target, &target->req, dev->pid,
+                              &peer->req_freed_seen, &slot_payload, &pos);
+    if (pkt == NULL) {
+        soft_mem_local_end(dev);
+        return 1; /* ring full: queued by the general path */
+    }
+    memcpy(slot_payload, (const void *)(uintptr_t)sge->addr, total);
+    soft_mem_local_end(dev);
+
+    msn        = qp->next_msn++;
+    pkt->op    = wr->opcode;
+    pkt->flags = SOFT_PKT_FIRST | SOFT_PKT_LAST | SOFT_PKT_WACK |
+                 ((wr->flags & DCX_SEND_SIGNALED) ? SOFT_PKT_WKICK : 0);
+    pkt->status      = 0;
+    pkt->atomic_size = 0;
+    pkt->len         = (uint32_t)total;
+    pkt->src_pid     = dev->pid;
+    pkt->src_inst    = (uint16_t)dev->inst;
+    pkt->src_token   = dev->token;
+    pkt->src_qpn     = qp->super.qp_num;
+    pkt->dst_qpn     = wr->dest.dctn;
+    pkt->msn         = msn;
+    pkt->ack_base    = msn - (qp->sq_head - qp->sq_comp);
+    pkt->gen         = qp->gen;
+    pkt->dc_key      = wr->dest.dc_key;
+    pkt->deliver_ns  = 0;
+    pkt->raddr       = 0;
+    pkt->rkey        = 0;
+    pkt->imm         = wr->imm;
+    pkt->offset      = 0;
+    pkt->total_len   = total;
+    memset(pkt->args, 0, sizeof(pkt->args));
+    pkt->pad  = 0;
+    pkt->csum = 0;
+    soft_ring_publish_pkt(pkt, pos);
+    *kick_p = target;
+    soft_light_posted(qp, w, wr, peer, total, msn, pos, clk_p);
+    w->sge[0] = *sge;
     return 0;
 }
 

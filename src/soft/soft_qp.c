@@ -243,6 +243,17 @@ static inline int soft_post_is_light(const soft_qp_t *qp,
            ((wr->num_sge == 0) || (wr->sg_list != NULL));
 }
 
+/* The WRs soft_req_post_sge may take: a SEND or SEND_IMM, not inline, of
+ * one sge, with a destination, on a device that copies our own sg lists
+ * plainly (dev->local_in: the consumer reports unmaps, soft_mem.c) */
+static inline int soft_post_is_sge(const soft_qp_t *qp, const dcx_send_wr_t *wr)
+{
+    return ((wr->opcode == DCX_WR_SEND) || (wr->opcode == DCX_WR_SEND_IMM)) &&
+           !(wr->flags & DCX_SEND_INLINE) && (wr->num_sge == 1) &&
+           (qp->super.max_send_sge >= 1) && (wr->sg_list != NULL) &&
+           (wr->dest.ah != NULL) && (qp->dev->local_in == soft_mem_copy_plain);
+}
+
 /* Copies an inline WR's data into the buffer of w, the WQE it will be
  * (engine lock held), summing the lengths in the same walk of the sg
  * list; returns the length, or UINT64_MAX, with nothing else done, when
@@ -445,6 +456,27 @@ static int soft_dci_post_light(soft_qp_t *qp, const dcx_send_wr_t *wr)
     return 0;
 }
 
+/* Posts a WR that soft_post_is_sge() recognised: the light path of one
+ * registered sge, or the general one (which checks it and says why it
+ * fails, if it does) */
+static int soft_dci_post_sge(soft_qp_t *qp, const dcx_send_wr_t *wr)
+{
+    soft_dev_t *dev         = qp->dev;
+    soft_port_hdr_t *target = NULL;
+    uint64_t clk            = 0;
+    int fast                = soft_lock_biasing(&dev->lock);
+
+    if ((qp->sq_head - qp->sq_tail >= qp->sq_size) ||
+        (qp->super.post_send != soft_dci_post_send) ||
+        (soft_req_post_sge(qp, soft_wqe(qp, qp->sq_head), wr, &target, &clk) !=
+         0)) {
+        soft_unlock_as(&dev->lock, fast);
+        return SOFT_POST_READY;
+    }
+    soft_post_unlock_kick(dev, target, clk, 1, fast);
+    return 0;
+}
+
 int soft_dci_post_send(dcx_qp_t *qp_, const dcx_send_wr_t *wr)
 {
     soft_qp_t *qp   = (soft_qp_t *)qp_;
@@ -458,6 +490,11 @@ int soft_dci_post_send(dcx_qp_t *qp_, const dcx_send_wr_t *wr)
             return ret;
         }
         /* a full send queue or a change of mode: as any post */
+    } else if (soft_post_is_sge(qp, wr)) {
+        ret = soft_dci_post_sge(qp, wr);
+        if (ret != SOFT_POST_READY) {
+            return ret;
+        }
     }
     ret = soft_post_lock(qp, wr, soft_dci_post_send, &total);
     if (ret != SOFT_POST_READY) {

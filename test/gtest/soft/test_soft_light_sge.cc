@@ -1,0 +1,291 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Soft device: the light post of a SEND of one registered sge
+ * (soft_req_post_sge).  Copied from the sge straight into the target's
+ * ring slot within the post, where the device copies its own sg lists
+ * plainly (the consumer reports unmaps); otherwise, and for every WR it
+ * does not take, the general path, with the same results: every byte at
+ * every size up to the MTU, a retransmission after RNR from the sge, a bad
+ * or deregistered key failing the WR, and no light post at all while
+ * unmaps are not reported or a strided key exists.
+ */
+#include "soft_fixture.h"
+
+extern "C" {
+#include "soft/soft.h"
+}
+
+#include <algorithm>
+#include <vector>
+
+using namespace soft_test;
+
+namespace {
+
+const uint64_t KEY  = 0x5e9e;
+const uint32_t SLOT = 20480; /* a receive: more than the MTU */
+
+uint8_t pattern(uint64_t m, size_t i)
+{
+    return (uint8_t)(m * 37u + i * 11u + 3u);
+}
+
+/* a sends to b's DCT; the receives are posted by the test */
+struct sge_pair {
+    node a, b;
+    std::vector<uint8_t> abuf = std::vector<uint8_t>(8 * SLOT);
+    std::vector<uint8_t> bbuf = std::vector<uint8_t>(16 * SLOT);
+    dcx_mr_t *amr = nullptr, *bmr = nullptr;
+
+    int open(const std::string &fabric, bool unmaps_reported = true)
+    {
+        uint8_t addr[DCX_DEV_ADDR_MAX];
+        size_t len = sizeof(addr);
+        int ret;
+
+        if (((ret = a.open(fabric.c_str())) != 0) ||
+            ((ret = b.open(fabric.c_str())) != 0) ||
+            ((ret = a.make_dci(128, 256, 7, 7)) != 0) ||
+            ((ret = a.reg(abuf.data(), abuf.size(), DCX_ACCESS_LOCAL_WRITE,
+                          &amr)) != 0) ||
+            ((ret = b.make_target(KEY, 0, 64)) != 0) ||
+            ((ret = b.reg(bbuf.data(), bbuf.size(), DCX_ACCESS_LOCAL_WRITE,
+                          &bmr)) != 0) ||
+            ((ret = dcx_dev_port_addr(b.dev, addr, &len)) != 0) ||
+            ((ret = a.connect(addr, len)) != 0)) {
+            return ret;
+        }
+        if (unmaps_reported) {
+            dcx_dev_unmaps_reported(a.dev);
+        }
+        return 0;
+    }
+
+    /* receives first..first+n-1, SLOT bytes each */
+    int post(uint64_t first, unsigned n)
+    {
+        std::vector<dcx_recv_t> l = recv_list(bbuf, bmr, first, n, SLOT);
+        unsigned posted          = 0;
+        int ret = dcx_srq_post_recv_list(b.srq, l.data(), n, &posted);
+
+        return (ret != 0) ? ret : (posted == n) ? 0 : ENOSPC;
+    }
+
+    /* a signaled SEND of len bytes (pattern m) from abuf's slot m % 8,
+     * under lkey (0: the buffer's) */
+    int send(uint64_t m, uint32_t len, uint32_t lkey = 0)
+    {
+        uint8_t *p = abuf.data() + (m % 8) * SLOT;
+        dcx_sge_t s;
+        dcx_send_wr_t wr;
+
+        for (uint32_t i = 0; i < len; ++i) {
+            p[i] = pattern(m, i);
+        }
+        s.addr   = (uintptr_t)p;
+        s.length = len;
+        s.lkey   = (lkey != 0) ? lkey : amr->lkey;
+        memset(&wr, 0, sizeof(wr));
+        wr.wr_id       = m;
+        wr.opcode      = DCX_WR_SEND;
+        wr.flags       = DCX_SEND_SIGNALED;
+        wr.num_sge     = 1;
+        wr.sg_list     = &s;
+        wr.dest.ah     = a.ah;
+        wr.dest.dctn   = b.dct->qp_num;
+        wr.dest.dc_key = KEY;
+        return dcx_qp_post_send(a.dci, &wr);
+    }
+
+    /* polls both CQs until a has na completions and b nb; false on timeout */
+    bool take(std::vector<dcx_wc_t> &wa, unsigned na, std::vector<dcx_wc_t> &wb,
+              unsigned nb)
+    {
+        double end = now_s() + 20.0;
+        dcx_wc_t wc;
+
+        while ((wa.size() < na) || (wb.size() < nb)) {
+            if (now_s() > end) {
+                return false;
+            }
+            if (dcx_cq_poll(a.cq, 1, &wc) == 1) {
+                wa.push_back(wc);
+            }
+            if (dcx_cq_poll(b.cq, 1, &wc) == 1) {
+                wb.push_back(wc);
+            }
+        }
+        return true;
+    }
+
+    /* receive wr_id holds message m's len bytes */
+    bool holds(uint64_t wr_id, uint64_t m, uint32_t len) const
+    {
+        const uint8_t *r = bbuf.data() + wr_id * SLOT;
+
+        for (uint32_t i = 0; i < len; ++i) {
+            if (r[i] != pattern(m, i)) {
+                return false;
+            }
+        }
+        return true;
+    }
+};
+
+} // namespace
+
+/* Every size around the slot's lines and up to the MTU goes through the
+ * light post, byte for byte; one byte more than the MTU is split by the
+ * general path and arrives intact after them. */
+TEST_F(soft, light_sge_sends_every_size)
+{
+    sge_pair p;
+    uint32_t mtu;
+
+    ASSERT_EQ(0, p.open(fabric));
+    mtu = dcx_dev_caps(p.a.dev)->mtu;
+    ASSERT_LT(mtu, SLOT);
+    std::vector<uint32_t> sizes = {1,    8,    57,       64,      65,
+                                   255,  256,  1000,     4095,    4096,
+                                   4097, 9000, mtu - 1,  mtu,     mtu + 1};
+    ASSERT_EQ(0, p.post(0, sizes.size()));
+    dcx_soft_stats_t before = dev_stats(p.a);
+    for (unsigned m = 0; m < sizes.size(); ++m) {
+        std::vector<dcx_wc_t> wa, wb;
+
+        ASSERT_EQ(0, p.send(m, sizes[m])) << "message " << m;
+        ASSERT_TRUE(p.take(wa, 1, wb, 1)) << "message " << m;
+        EXPECT_EQ(DCX_WC_SUCCESS, wa[0].status) << "message " << m;
+        EXPECT_EQ(m, wa[0].wr_id);
+        ASSERT_EQ(DCX_WC_SUCCESS, wb[0].status) << "message " << m;
+        EXPECT_EQ(sizes[m], wb[0].byte_len) << "message " << m;
+        EXPECT_TRUE(p.holds(wb[0].wr_id, m, sizes[m])) << "message " << m;
+    }
+    dcx_soft_stats_t after = dev_stats(p.a);
+    /* the first message maps the port and may take the light post too;
+     * only the one above the MTU cannot */
+    EXPECT_EQ(sizes.size() - 1, after.light_posts - before.light_posts);
+}
+
+/* Without the consumer's unmap reports our sg lists are copied by the
+ * kernel (fault-safe): the general path takes every such SEND. */
+TEST_F(soft, light_sge_needs_reported_unmaps)
+{
+    sge_pair p;
+    std::vector<dcx_wc_t> wa, wb;
+
+    ASSERT_EQ(0, p.open(fabric, false));
+    ASSERT_EQ(0, p.post(0, 4));
+    for (unsigned m = 0; m < 4; ++m) {
+        ASSERT_EQ(0, p.send(m, 4096));
+    }
+    ASSERT_TRUE(p.take(wa, 4, wb, 4));
+    for (unsigned m = 0; m < 4; ++m) {
+        EXPECT_EQ(DCX_WC_SUCCESS, wa[m].status);
+        ASSERT_EQ(DCX_WC_SUCCESS, wb[m].status);
+        EXPECT_TRUE(p.holds(wb[m].wr_id, wb[m].wr_id, 4096));
+    }
+    EXPECT_EQ(0u, dev_stats(p.a).light_posts);
+}
+
+/* A light SEND refused for want of a receive (RNR) is sent again after
+ * the RNR timer, its bytes gathered from the sge again: they arrive
+ * intact once a receive is posted, and the WR completes successfully. */
+TEST_F(soft, light_sge_rnr_resends_from_the_sge_bad_flow)
+{
+    sge_pair p;
+    std::vector<dcx_wc_t> wa, wb;
+    dcx_wc_t wc;
+
+    ASSERT_EQ(0, p.open(fabric));
+    ASSERT_EQ(0, p.post(0, 1));
+    ASSERT_EQ(0, p.send(0, 64)); /* maps b's port, makes the source known */
+    ASSERT_TRUE(p.take(wa, 1, wb, 1));
+    ASSERT_EQ(DCX_WC_SUCCESS, wb[0].status);
+
+    dcx_soft_stats_t before = dev_stats(p.a);
+    ASSERT_EQ(0, p.send(1, 4096));
+    EXPECT_EQ(1u, dev_stats(p.a).light_posts - before.light_posts);
+    /* b serves it with no receive: RNR, a waits for its timer */
+    double end = now_s() + 10.0;
+    while ((dev_stats(p.a).rnr_retries == before.rnr_retries) &&
+           (now_s() < end)) {
+        ASSERT_EQ(0, dcx_cq_poll(p.b.cq, 1, &wc));
+        ASSERT_EQ(0, dcx_cq_poll(p.a.cq, 1, &wc));
+    }
+    ASSERT_GT(dev_stats(p.a).rnr_retries, before.rnr_retries);
+    ASSERT_EQ(0, p.post(1, 1));
+    wa.clear();
+    wb.clear();
+    ASSERT_TRUE(p.take(wa, 1, wb, 1));
+    EXPECT_EQ(DCX_WC_SUCCESS, wa[0].status);
+    EXPECT_EQ(1u, wa[0].wr_id);
+    ASSERT_EQ(DCX_WC_SUCCESS, wb[0].status);
+    EXPECT_EQ(4096u, wb[0].byte_len);
+    EXPECT_TRUE(p.holds(1, 1, 4096));
+}
+
+/* A key that names nothing, or an sge past its region's end: the light
+ * post leaves the WR to the general path, which fails it with a local
+ * protection error; nothing reaches the target. */
+TEST_F(soft, light_sge_bad_key_bad_flow)
+{
+    sge_pair p;
+    std::vector<dcx_wc_t> wa, wb;
+    dcx_wc_t wc;
+
+    ASSERT_EQ(0, p.open(fabric));
+    ASSERT_EQ(0, p.post(0, 4));
+    ASSERT_EQ(0, p.send(0, 64));
+    ASSERT_TRUE(p.take(wa, 1, wb, 1));
+    wa.clear();
+    wb.clear();
+
+    dcx_soft_stats_t before = dev_stats(p.a);
+    ASSERT_EQ(0, p.send(1, 4096, p.amr->lkey ^ 0x5500));
+    ASSERT_TRUE(p.take(wa, 1, wb, 0));
+    EXPECT_EQ(DCX_WC_LOC_PROT_ERR, wa[0].status);
+    EXPECT_EQ(1u, wa[0].wr_id);
+    EXPECT_EQ(before.light_posts, dev_stats(p.a).light_posts);
+    EXPECT_EQ(0, dcx_cq_poll(p.b.cq, 1, &wc));
+}
+
+/* The region under a light SEND's sge is deregistered while the SEND
+ * waits out an RNR: it completes with a local protection error and
+ * sends nothing more, as a WQE of the general path does. */
+TEST_F(soft, light_sge_key_deregistered_outstanding_bad_flow)
+{
+    sge_pair p;
+    std::vector<dcx_wc_t> wa, wb;
+    dcx_wc_t wc;
+
+    ASSERT_EQ(0, p.open(fabric));
+    ASSERT_EQ(0, p.post(0, 1));
+    ASSERT_EQ(0, p.send(0, 64));
+    ASSERT_TRUE(p.take(wa, 1, wb, 1));
+    wa.clear();
+    wb.clear();
+
+    dcx_soft_stats_t before = dev_stats(p.a);
+    ASSERT_EQ(0, p.send(1, 4096));
+    ASSERT_EQ(1u, dev_stats(p.a).light_posts - before.light_posts);
+    double end = now_s() + 10.0;
+    while ((dev_stats(p.a).rnr_retries == before.rnr_retries) &&
+           (now_s() < end)) {
+        ASSERT_EQ(0, dcx_cq_poll(p.b.cq, 1, &wc));
+        ASSERT_EQ(0, dcx_cq_poll(p.a.cq, 1, &wc));
+    }
+    ASSERT_EQ(0, dcx_mr_dereg(p.amr));
+    p.a.mrs.erase(std::remove(p.a.mrs.begin(), p.a.mrs.end(), p.amr),
+                  p.a.mrs.end());
+    p.amr = nullptr;
+    ASSERT_EQ(0, p.post(1, 1));
+    ASSERT_TRUE(p.take(wa, 1, wb, 0));
+    EXPECT_EQ(DCX_WC_LOC_PROT_ERR, wa[0].status);
+    EXPECT_EQ(1u, wa[0].wr_id);
+    /* nothing arrives for the receive posted after */
+    end = now_s() + 0.2;
+    while (now_s() < end) {
+        ASSERT_EQ(0, dcx_cq_poll(p.b.cq, 1, &wc));
+    }
+}
