@@ -58,7 +58,7 @@
 #include <sys/uio.h>
 
 #define SOFT_MAGIC      0x53584344u /* "DCXS" */
-#define SOFT_VERSION    5u          /* 5: payload at SOFT_SLOT_DATA */
+#define SOFT_VERSION    6u          /* 6: light payload at SOFT_LIGHT_OFF */
 #define SOFT_ADDR_MAGIC 0xdc53u     /* soft port address, format 2 */
 #define SOFT_ADDR_LEN   28u
 #define SOFT_PID_NOWHERE \
@@ -68,7 +68,7 @@
 #define SOFT_NAME_TRIES      16u   /* random port names tried at open */
 #define SOFT_RING_SLOTS      128u  /* slots per ring (power of 2) */
 #define SOFT_IP_MAX          64u   /* receives in place per CQ (power of 2) */
-#define SOFT_IP_MIN          256u  /* smaller messages are copied */
+#define SOFT_IP_MIN          64u   /* smaller messages are copied */
 #define SOFT_RSTATE_SLOTS    1024u /* responder per-source states */
 #define SOFT_MAX_RECV_SGE    30u
 #define SOFT_ATOMIC_SAVED    16u /* = max_rd_atomic limit */

@@ -359,7 +359,7 @@ static const dcx_param_t soft_params[] = {
 
     SOFT_PARAM(
         "SOFT_RECV_IN_PLACE", "y",
-        "Soft device: a message of 256 bytes or more is handed to the receiver\n"
+        "Soft device: a message of 64 bytes or more is handed to the receiver\n"
         "where it arrived, in the port's message ring, instead of being copied\n"
         "into a receive buffer first, when the receiver's poll takes it (the\n"
         "UCX transport's active messages). n: every message is copied.",

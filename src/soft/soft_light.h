@@ -201,14 +201,15 @@ static inline int soft_req_post_inline(soft_qp_t *qp, soft_swqe_t *w,
         return 1; /* ring full: queued by the general path */
     }
 
-    /* the light form: the payload right after imm (soft_pkt_t).  From the
-     * claim to the publish only the packet is written: the target's poll
-     * reads the slot's first line, and each store to it that finds the
-     * line taken back by a poll moves it again (slow placement) */
+    /* the light form: the payload 7 bytes past imm (SOFT_LIGHT_OFF).
+     * From the claim to the publish only the packet is written: the
+     * target's poll reads the slot's first line, and each store to it that
+     * finds the line taken back by a poll moves it again (slow placement) */
     msn = qp->next_msn++;
-    /* the payload takes the slot from offset on, not only that field */
-    soft_copy_small((uint8_t *)pkt + offsetof(soft_pkt_t, offset), w->inl,
-                    total);
+    /* the payload takes the slot from there on, over the header's rest */
+    soft_copy_small((uint8_t *)pkt +
+                        (SOFT_LIGHT_OFF - offsetof(soft_slot_t, pkt)),
+                    w->inl, total);
     pkt->op    = wr->opcode;
     /* acknowledged in our table, signaled or not, with no kick: a kick is
      * a full fence behind the responder's stores, on the answer's path of

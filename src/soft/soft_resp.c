@@ -943,13 +943,10 @@ static inline int soft_resp_fast(soft_dev_t *dev, const soft_pkt_t *pkt,
         if (!soft_resp_recv_fits(dev, wqe, len)) {
             return 0;
         }
-        if ((len >= SOFT_IP_MIN) && !(pkt->flags & SOFT_PKT_LIGHT) &&
-            (dct->cq == dev->ip_cq) && srq->in_place &&
+        if ((len >= SOFT_IP_MIN) && (dct->cq == dev->ip_cq) && srq->in_place &&
             soft_resp_place_ok(dct->cq, dev->ip_max)) {
-            /* a plain SRQ (tm_opcode is 0): the message stays in its slot.
-             * Not a light packet, whose payload (SOFT_LIGHT_OFF) would be
-             * lent off the 8-byte boundary SOFT_SLOT_DATA keeps; it is at
-             * most max_inline bytes, which a copy takes a few lines for */
+            /* a plain SRQ (tm_opcode is 0): the message stays in its slot
+             * (a light packet's payload is aligned as a full one's) */
             soft_srq_pop(srq);
             soft_resp_place(dev, dct, pkt, wqe->wr_id, payload);
         } else {

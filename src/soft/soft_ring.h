@@ -23,7 +23,7 @@
  *     SOFT_RING_TAIL_NS, soft_ring_unstick): with one producer, it stays
  *     in A's cache; a locked instruction before any store to B's lines;
  *  2. A's stores to the slot's line 0 (seq, header) and line 1 (raddr,
- *     rkey, imm, payload up to 48 B), both last read by B (a lap ago, or
+ *     rkey, imm, payload up to 41 B), both last read by B (a lap ago, or
  *     line 0 by B's polls: B's look reads the head slot's seq), so each
  *     store takes the line from B's cache; between its claim and its
  *     publish A writes nothing but the packet (its WQE and bookkeeping
@@ -313,7 +313,7 @@ static inline int soft_ring_unstick_due(const soft_stall_t *st, uint64_t now,
 }
 
 /* The bytes of a slot's packet that lie in its first two lines: what a
- * light packet of up to 48 payload bytes wrote */
+ * light packet of up to SOFT_LIGHT_LINE2 (41) payload bytes wrote */
 #define SOFT_CLEAR_LIGHT (128u - offsetof(soft_slot_t, pkt))
 
 #ifndef __cplusplus

@@ -46,9 +46,9 @@ enum {
  * with its sequence number: they hold everything the engine reads of every
  * packet (len, deliver_ns, the claimer's src_pid) and every field of a
  * light packet (SOFT_PKT_LIGHT) but raddr, rkey and imm, which open the
- * second line.  A light packet ends there: its payload follows imm
- * (SOFT_LIGHT_OFF), over the rest of the header, so that a small message
- * touches two lines of the ring rather than four; it stands for a
+ * second line.  A light packet ends there: its payload follows imm, 7
+ * bytes on (SOFT_LIGHT_OFF), over the rest of the header, so that a small
+ * message touches two lines of the ring rather than four; it stands for a
  * single-packet message (offset 0, total_len = len) without checksum.
  * Every other packet has the whole header and its payload at
  * SOFT_SLOT_DATA. */
@@ -109,17 +109,23 @@ typedef struct soft_slot {
 #define SOFT_SLOT_DATA           (SOFT_SLOT_HDR + 7u)
 #define SOFT_SLOT_SIZE(_payload) ((SOFT_SLOT_DATA + (_payload) + 63u) & ~63u)
 
-/* where a light packet's payload starts in its slot */
+/* where a light packet's payload starts in its slot: 7 bytes past imm,
+ * for the alignment SOFT_SLOT_DATA gives (a light message may be received
+ * in place too); up to 41 bytes of it share the second line with raddr,
+ * rkey and imm */
 #define SOFT_LIGHT_OFF \
-    (offsetof(soft_slot_t, pkt) + offsetof(soft_pkt_t, offset))
+    (offsetof(soft_slot_t, pkt) + offsetof(soft_pkt_t, offset) + 7u)
+#define SOFT_LIGHT_LINE2 (128u - SOFT_LIGHT_OFF)
 
 #ifndef __cplusplus
 _Static_assert(sizeof(soft_slot_t) <= SOFT_SLOT_HDR,
                "a ring slot header must hold the sequence and a packet");
 _Static_assert(offsetof(soft_slot_t, pkt.raddr) == 64,
                "a light packet's common fields fill the slot's first line");
-_Static_assert(SOFT_LIGHT_OFF == 80,
+_Static_assert(SOFT_LIGHT_OFF == 87,
                "a light packet's payload follows raddr, rkey and imm");
+_Static_assert(SOFT_LIGHT_OFF % 8 == SOFT_SLOT_DATA % 8,
+               "a light packet's payload is aligned as a full packet's");
 _Static_assert(offsetof(soft_pkt_t, csum) % 8 == 4,
                "soft_pkt_csum hashes whole words and the 4 bytes before csum");
 #endif

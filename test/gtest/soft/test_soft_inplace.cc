@@ -25,7 +25,7 @@ const uint64_t KEY   = 0x1b1a;
 const unsigned RECVS = 512; /* receives posted on b, SLOT bytes each */
 const unsigned SLOT  = 1024;
 const unsigned BIG   = 512; /* in place (>= SOFT_IP_MIN) */
-const unsigned SMALL = 64;  /* copied */
+const unsigned SMALL = 32;  /* copied (< SOFT_IP_MIN) */
 
 /* a sends to b's DCT, whose SRQ takes receives in place unless told not
  * to; both helpers stopped (only the calls below run the engines) */
@@ -62,8 +62,9 @@ struct ip_pair {
         return (r != 0) ? r : (posted == RECVS) ? 0 : ENOSPC;
     }
 
-    /* a signalled SEND of len bytes from a's buffer, each byte id's mark */
-    int send(uint64_t id, uint32_t len)
+    /* a signalled SEND of len bytes from a's buffer, each byte id's mark
+     * (flags: DCX_SEND_INLINE for the compact packet of the light path) */
+    int send(uint64_t id, uint32_t len, uint8_t flags = 0)
     {
         uint8_t *p = abuf.data() + (id % 600) * SLOT;
         dcx_sge_t s;
@@ -76,7 +77,7 @@ struct ip_pair {
         memset(&wr, 0, sizeof(wr));
         wr.wr_id       = id;
         wr.opcode      = DCX_WR_SEND;
-        wr.flags       = DCX_SEND_SIGNALED;
+        wr.flags       = DCX_SEND_SIGNALED | flags;
         wr.num_sge     = 1;
         wr.sg_list     = &s;
         wr.dest.ah     = a.ah;
@@ -188,6 +189,43 @@ TEST_F(soft, recv_in_place_hands_over_the_message)
     EXPECT_TRUE(ip_pair::all(p.bbuf.data() + 2 * SLOT, ip_pair::mark(2),
                              SMALL));
     EXPECT_EQ(placed + 1, dev_stats(p.b).recv_in_place);
+    ASSERT_EQ(2, p.a.poll(wc, 2));
+    EXPECT_EQ(DCX_WC_SUCCESS, wc[0].status);
+    EXPECT_EQ(DCX_WC_SUCCESS, wc[1].status);
+}
+
+/* A message in the compact packet of the light path (inline, at most
+ * max_inline bytes) is placed too, aligned as a whole packet's payload; one
+ * below SOFT_IP_MIN, whose bytes share the header's lines, is copied. */
+TEST_F(soft, recv_in_place_light_packet_aligned)
+{
+    ip_pair p;
+    dcx_wc_t wc[2];
+
+    ASSERT_EQ(0, p.open(fabric));
+    p.introduce();
+    dcx_soft_stats_t before = dev_stats(p.a);
+    uint64_t placed         = dev_stats(p.b).recv_in_place;
+
+    ASSERT_EQ(0, p.send(1, 200, DCX_SEND_INLINE));
+    ASSERT_EQ(1, p.take(wc, 1, 4));
+    EXPECT_EQ(DCX_WC_SUCCESS, wc[0].status);
+    EXPECT_EQ(200u, wc[0].byte_len);
+    ASSERT_TRUE(wc[0].flags & DCX_WC_FLAG_IN_PLACE);
+    EXPECT_TRUE(ip_pair::all(wc[0].data, ip_pair::mark(1), 200));
+    EXPECT_EQ(0u, ((uintptr_t)wc[0].data + 1) % 8)
+        << "the bytes after a one-byte header are not 8-byte aligned";
+    EXPECT_TRUE(p.untouched(1, SLOT));
+    dcx_cq_release(p.b.cq);
+
+    ASSERT_EQ(0, p.send(2, SMALL, DCX_SEND_INLINE));
+    ASSERT_EQ(1, p.take(wc, 1, 4));
+    EXPECT_FALSE(wc[0].flags & DCX_WC_FLAG_IN_PLACE);
+    EXPECT_TRUE(ip_pair::all(p.bbuf.data() + 2 * SLOT, ip_pair::mark(2),
+                             SMALL));
+    EXPECT_EQ(placed + 1, dev_stats(p.b).recv_in_place);
+    EXPECT_EQ(before.light_posts + 2, dev_stats(p.a).light_posts)
+        << "not the light path's compact packets";
     ASSERT_EQ(2, p.a.poll(wc, 2));
     EXPECT_EQ(DCX_WC_SUCCESS, wc[0].status);
     EXPECT_EQ(DCX_WC_SUCCESS, wc[1].status);

@@ -110,26 +110,17 @@ protected:
 };
 
 /* Every size from 0 to the device's largest inline size, around every
- * cache-line edge of the light form (the payload starts 80 bytes into the
+ * cache-line edge of the light form (the payload starts 87 bytes into the
  * slot), arrives byte for byte, each through the ack table. */
 TEST_F(soft_light, sends_every_size_to_largest_inline)
 {
     sh->tp.nrecv = 64;
     start_max_inline();
-    std::vector<uint32_t> sizes = {0,         1,
-                                   7,         8,
-                                   9,         47,
-                                   48,        49,
-                                   55,        56,
-                                   57,        63,
-                                   64,        65,
-                                   111,       112,
-                                   113,       127,
-                                   128,       129,
-                                   176,       177,
-                                   255,       256,
-                                   500,       max_inline - 1,
-                                   max_inline};
+    std::vector<uint32_t> sizes = {
+        0,         1,   7,   8,   9,   40,  41,  42,  47,  48,
+        49,        105, 55,  56,  57,  63,  64,  65,  111, 112,
+        113,       127, 128, 129, 176, 177, 255, 256, 500, max_inline - 1,
+        max_inline};
     for (unsigned m = 0; m < sizes.size(); ++m) {
         post_send(m, sizes[m]);
     }
@@ -268,9 +259,10 @@ TEST_F(soft, light_word_follows_fault_rule_and_kill)
     EXPECT_NE(0, dev->light_off) << "a killed port back on the light path";
 }
 
-/* A light SEND of up to 48 bytes lies in the first two cache lines of its
- * slot: header, then the payload right after imm; nothing is written past
- * them (the full header and its payload would take four). */
+/* A light SEND of up to 41 bytes (SOFT_LIGHT_LINE2) lies in the first two
+ * cache lines of its slot: header, then the payload 7 bytes past imm;
+ * nothing is written past them (the full header and its payload would
+ * take four). */
 TEST_F(soft, light_send_fills_two_cache_lines)
 {
     const uint64_t key = 0x2c1e7e55ull;
@@ -280,7 +272,7 @@ TEST_F(soft, light_send_fills_two_cache_lines)
     ASSERT_EQ(0, open_loopback(n, fabric, key, buf, &mr));
     soft_dev_t *dev       = (soft_dev_t *)n.dev;
     soft_port_hdr_t *hdr  = dev->hdr;
-    const uint32_t lens[] = {8, 48};
+    const uint32_t lens[] = {8, SOFT_LIGHT_LINE2};
     unsigned seen         = 0;
 
     for (unsigned m = 0; (m < 200) && (seen < 2); ++m) {

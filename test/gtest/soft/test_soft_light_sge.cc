@@ -65,7 +65,7 @@ struct sge_pair {
     int post(uint64_t first, unsigned n)
     {
         std::vector<dcx_recv_t> l = recv_list(bbuf, bmr, first, n, SLOT);
-        unsigned posted          = 0;
+        unsigned posted           = 0;
         int ret = dcx_srq_post_recv_list(b.srq, l.data(), n, &posted);
 
         return (ret != 0) ? ret : (posted == n) ? 0 : ENOSPC;
@@ -145,9 +145,9 @@ TEST_F(soft, light_sge_sends_every_size)
     ASSERT_EQ(0, p.open(fabric));
     mtu = dcx_dev_caps(p.a.dev)->mtu;
     ASSERT_LT(mtu, SLOT);
-    std::vector<uint32_t> sizes = {1,    8,    57,       64,      65,
-                                   255,  256,  1000,     4095,    4096,
-                                   4097, 9000, mtu - 1,  mtu,     mtu + 1};
+    std::vector<uint32_t> sizes = {1,    8,    57,      64,   65,
+                                   255,  256,  1000,    4095, 4096,
+                                   4097, 9000, mtu - 1, mtu,  mtu + 1};
     ASSERT_EQ(0, p.post(0, sizes.size()));
     dcx_soft_stats_t before = dev_stats(p.a);
     for (unsigned m = 0; m < sizes.size(); ++m) {
