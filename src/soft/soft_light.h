@@ -74,10 +74,9 @@ static inline void soft_light_wqe_record(soft_swqe_t *w,
  * transmitted or an RNR wait, no response credit, a packet longer than the
  * peer's light_max, a killed target, or earlier messages of the DCI on the
  * wire to another destination (one destination at a time). */
-static inline soft_port_hdr_t *soft_light_target(soft_qp_t *qp,
-                                                 const dcx_send_wr_t *wr,
-                                                 uint64_t total,
-                                                 soft_peer_t **peer_p)
+static inline __attribute__((always_inline)) soft_port_hdr_t *
+soft_light_target(soft_qp_t *qp, const dcx_send_wr_t *wr, uint64_t total,
+                  soft_peer_t **peer_p)
 {
     soft_dev_t *dev = qp->dev;
     soft_port_hdr_t *target;
@@ -116,10 +115,10 @@ static inline soft_port_hdr_t *soft_light_target(soft_qp_t *qp,
  * DCI's send queue and the counters moved, the watch and the ack timer
  * started, and the request slots we consumed cleared.  *clk_p: the counter
  * reading taken here (the kick's poll age, soft_port_kick_due_at). */
-static inline void soft_light_posted(soft_qp_t *qp, soft_swqe_t *w,
-                                     const dcx_send_wr_t *wr, soft_peer_t *peer,
-                                     uint64_t total, uint32_t msn, uint64_t pos,
-                                     uint64_t *clk_p)
+static inline __attribute__((always_inline)) void
+soft_light_posted(soft_qp_t *qp, soft_swqe_t *w, const dcx_send_wr_t *wr,
+                  soft_peer_t *peer, uint64_t total, uint32_t msn, uint64_t pos,
+                  uint64_t *clk_p)
 {
     soft_dev_t *dev = qp->dev;
     uint64_t now, clk;

@@ -360,9 +360,9 @@ static void soft_post_general(soft_qp_t *qp, const dcx_send_wr_t *wr,
  * the packet's publish before the reads of app_wait and 'sleeping'
  * (soft_fence_after_locked): one barrier where a kick inside the publish,
  * the unlock and the own kick made three. */
-static inline void soft_post_unlock_kick(soft_dev_t *dev,
-                                         soft_port_hdr_t *target, uint64_t clk,
-                                         int recv, int fast)
+static inline __attribute__((always_inline)) void
+soft_post_unlock_kick(soft_dev_t *dev, soft_port_hdr_t *target, uint64_t clk,
+                      int recv, int fast)
 {
     int woke = 0;
 
@@ -459,7 +459,8 @@ static int soft_dci_post_light(soft_qp_t *qp, const dcx_send_wr_t *wr)
 /* Posts a WR that soft_post_is_sge() recognised: the light path of one
  * registered sge, or the general one (which checks it and says why it
  * fails, if it does) */
-static int soft_dci_post_sge(soft_qp_t *qp, const dcx_send_wr_t *wr)
+static __attribute__((noinline)) int soft_dci_post_sge(soft_qp_t *qp,
+                                                       const dcx_send_wr_t *wr)
 {
     soft_dev_t *dev         = qp->dev;
     soft_port_hdr_t *target = NULL;

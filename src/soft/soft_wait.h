@@ -22,9 +22,9 @@
  * Returns 0 when that does not apply (the engine is then marked busy: the
  * next poll runs a pass, which arms the timer: SOFT_DEADLINE_ARM, or the
  * ack timer set here). */
-static inline int soft_engine_wait_add(soft_dev_t *dev, soft_qp_t *qp,
-                                       const soft_peer_t *peer, uint64_t now,
-                                       uint64_t clk, int started)
+static inline __attribute__((always_inline)) int
+soft_engine_wait_add(soft_dev_t *dev, soft_qp_t *qp, const soft_peer_t *peer,
+                     uint64_t now, uint64_t clk, int started)
 {
     soft_engine_wait_t *w = &dev->wait;
     int idle              = dev->engine_idle;
@@ -156,10 +156,9 @@ static inline void soft_engine_active_add(soft_dev_t *dev, soft_qp_t *qp)
 
 /* A light post (soft_req_post_inline) with its ack timer to arm: the
  * wait set, or a pass */
-static inline void soft_engine_activate_light(soft_qp_t *qp,
-                                              const soft_peer_t *peer,
-                                              uint64_t now, uint64_t clk,
-                                              int started)
+static inline __attribute__((always_inline)) void
+soft_engine_activate_light(soft_qp_t *qp, const soft_peer_t *peer, uint64_t now,
+                           uint64_t clk, int started)
 {
     soft_dev_t *dev = qp->dev;
 
