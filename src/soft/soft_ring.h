@@ -312,12 +312,16 @@ static inline int soft_ring_unstick_due(const soft_stall_t *st, uint64_t now,
            soft_ring_seq_marked(st, seq);
 }
 
-/* The bytes of a slot's packet that lie in its first two lines: what a
- * light packet of up to SOFT_LIGHT_LINE2 (41) payload bytes wrote */
+/* The bytes of a slot's packet that lie in its first two lines: a light
+ * packet's header and up to SOFT_LIGHT_LINE2 (41) payload bytes, or a full
+ * packet's header but its last word */
 #define SOFT_CLEAR_LIGHT (128u - offsetof(soft_slot_t, pkt))
 
 #ifndef __cplusplus
 _Static_assert(SOFT_CLEAR_LIGHT == 7 * 16 + 8, "7 vectors and a word");
+_Static_assert((offsetof(soft_pkt_t, status) == SOFT_CLEAR_LIGHT) &&
+                   (sizeof(soft_pkt_t) == SOFT_CLEAR_LIGHT + 8),
+               "a full header's third line holds status to csum only");
 #endif
 
 /* Zeroes the SOFT_CLEAR_LIGHT bytes at p, 8-byte aligned */
@@ -343,10 +347,15 @@ static inline __attribute__((always_inline)) void soft_zero_light(void *p)
  * place still reads, soft_req_clear_end), and frees them for producers
  * (release: every read and the clear of a slot come before a producer may
  * claim it again).  A consumed slot keeps nothing
- * of its packet: no DC key, address or rkey (payload bytes are data the
- * sender gave away).  A light packet wrote only its first lines: the
- * header up to its payload and the payload bytes over the rest of the
- * header; the clear of a small one covers its two lines whole.  Returns
+ * of its packet's header: no DC key, address or rkey (payload bytes are
+ * data the sender gave away).  The clear writes the slot's first two
+ * lines, which hold a light packet's header and a full one's but its last
+ * word (status, atomic size, checksum: on the third line, which the
+ * consumer of a SEND or WRITE never reads), cleared only where a packet
+ * may have set it; the payload past the second line stays as it is.  So a
+ * message received in place, whose payload the consumer did not read,
+ * leaves the rest of its lines in the producer's cache for its next
+ * packet there.  Returns
  * the number of slots freed.  Inline at the end of an engine pass (a
  * ping-pong's every receive clears its slot there: no call); every other
  * caller calls soft_ring_clear (soft_fabric.c), which is this. */
@@ -356,28 +365,27 @@ soft_ring_clear_inline(soft_port_hdr_t *hdr, soft_ring_t *ring, uint64_t end)
     uint64_t pos  = ring->freed;
     uint64_t head = end;
     soft_slot_t *slot;
-    uint64_t used;
-    size_t clear;
+    uint8_t op, flags;
 
     if (pos == head) {
         return 0;
     }
     for (; pos != head; ++pos) {
-        slot = soft_ring_slot(hdr, ring, pos);
-        if (!(slot->pkt.flags & SOFT_PKT_LIGHT)) {
-            memset(&slot->pkt, 0, sizeof(slot->pkt));
-            continue;
-        }
-        used = (uint64_t)(SOFT_LIGHT_OFF - offsetof(soft_slot_t, pkt)) +
-               slot->pkt.len;
-        if (used <= SOFT_CLEAR_LIGHT) {
-            /* a small one: the rest of its two lines too, in 16-byte
-             * stores (a string instruction counts a step per word) */
-            soft_zero_light(&slot->pkt);
-        } else {
-            clear = (used < sizeof(slot->pkt)) ? (size_t)used :
-                                                 sizeof(slot->pkt);
-            memset(&slot->pkt, 0, clear);
+        slot  = soft_ring_slot(hdr, ring, pos);
+        op    = slot->pkt.op;
+        flags = slot->pkt.flags;
+        /* the two lines, in 16-byte stores (a string instruction counts a
+         * step per word) */
+        soft_zero_light(&slot->pkt);
+        if (!(flags & SOFT_PKT_LIGHT) &&
+            ((flags & SOFT_PKT_CSUM) ||
+             ((op != DCX_WR_SEND) && (op != DCX_WR_SEND_IMM) &&
+              (op != DCX_WR_RDMA_WRITE) && (op != DCX_WR_RDMA_WRITE_IMM)))) {
+            /* the third line's word: a response's status, an atomic's
+             * size, a checksum (zero in every other packet, whose
+             * producer writes it so) */
+            memset((char *)&slot->pkt + SOFT_CLEAR_LIGHT, 0,
+                   sizeof(slot->pkt) - SOFT_CLEAR_LIGHT);
         }
     }
     pos = ring->freed;

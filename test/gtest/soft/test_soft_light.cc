@@ -27,10 +27,11 @@ uint8_t pattern(unsigned m, size_t i)
     return (uint8_t)(m * 131u + i * 7u + 1u);
 }
 
-/* Loopback on n: receive wr_id posted at buf + 4096 (4 KiB), then an
- * inline SEND of the first len bytes of buf; 0 or the failing call's error */
+/* Loopback on n: receive wr_id posted at buf + 4096 (4 KiB), then a SEND
+ * (inline unless told not) of the first len bytes of buf; 0 or the failing
+ * call's error */
 int loop_inline_send(node &n, uint64_t key, dcx_mr_t *mr, uint8_t *buf,
-                     uint64_t wr_id, uint32_t len)
+                     uint64_t wr_id, uint32_t len, bool inl = true)
 {
     dcx_sge_t r, s;
     int ret;
@@ -46,7 +47,9 @@ int loop_inline_send(node &n, uint64_t key, dcx_mr_t *mr, uint8_t *buf,
     s.length        = len;
     s.lkey          = mr->lkey;
     dcx_send_wr_t w = n.loop_wr(DCX_WR_SEND, key, &s, 0, 0);
-    w.flags |= DCX_SEND_INLINE;
+    if (inl) {
+        w.flags |= DCX_SEND_INLINE;
+    }
     return dcx_qp_post_send(n.dci, &w);
 }
 
@@ -159,8 +162,10 @@ TEST_F(soft_light, sends_around_the_mtu)
 }
 
 /* After light packets of every size went through every slot of a ring,
- * no slot header keeps a byte of them once the consumer cleared its
- * consumed slots (no DC key or payload is left over the header). */
+ * no slot keeps a byte of their headers once the consumer cleared its
+ * consumed slots: the first two lines are all zeros (no DC key, address or
+ * key; the payload of a long one past them is left, as a full packet's
+ * is, so that a receiver that did not read it does not take its lines). */
 TEST_F(soft, consumed_light_slots_all_zero)
 {
     const uint64_t key = 0x11c0ffee5eedull;
@@ -196,13 +201,64 @@ TEST_F(soft, consumed_light_slots_all_zero)
     for (uint32_t i = 0; i < hdr->req.nslots; ++i) {
         const uint8_t *slot = seg + hdr->req.offset +
                               (size_t)i * hdr->req.slot_size;
-        for (size_t b = offsetof(soft_slot_t, pkt); b < sizeof(soft_slot_t);
-             ++b) {
+        for (size_t b = offsetof(soft_slot_t, pkt);
+             b < offsetof(soft_slot_t, pkt) + SOFT_CLEAR_LIGHT; ++b) {
             dirty += (slot[b] != 0);
         }
     }
     munmap((void *)seg, sb.st_size);
     EXPECT_EQ(0u, dirty) << "bytes left in consumed slot headers";
+}
+
+/* The same for packets with the whole header (SENDs from registered
+ * memory): every byte of it is zero once cleared, also the word on the
+ * slot's third line, which a packet with a checksum (a fault rule set)
+ * filled and a plain SEND's producer left zero. */
+TEST_F(soft, consumed_full_slots_header_zero)
+{
+    const uint64_t key = 0x5ca1ab1e5eedull;
+    node n;
+    std::vector<uint8_t> buf(1u << 20, 0x3c);
+    dcx_mr_t *mr;
+    dcx_soft_fault_t f;
+
+    ASSERT_EQ(0, open_loopback(n, fabric, key, buf, &mr));
+    const unsigned count = SOFT_RING_SLOTS + 5;
+    for (int with_csum = 1; with_csum >= 0; --with_csum) {
+        memset(&f, 0, sizeof(f));
+        f.type   = DCX_SOFT_FAULT_DROP;
+        f.opcode = DCX_WR_RDMA_READ; /* never posted: the checksums only */
+        if (with_csum) {
+            ASSERT_EQ(0, dcx_soft_fault_inject(n.dev, &f));
+        } else {
+            dcx_soft_fault_clear(n.dev);
+        }
+        for (unsigned m = 0; m < count; ++m) {
+            dcx_wc_t wc[2];
+            ASSERT_EQ(0, loop_inline_send(n, key, mr, buf.data(), m,
+                                          100 + (m * 37) % 900, false));
+            ASSERT_EQ(2, n.poll(wc, 2, 20.0)) << "message " << m;
+            EXPECT_EQ(DCX_WC_SUCCESS, wc[0].status);
+            EXPECT_EQ(DCX_WC_SUCCESS, wc[1].status);
+        }
+        /* served and cleared by now: each poll's pass clears what the
+         * last one consumed */
+        soft_port_hdr_t *hdr = soft_dev(n.dev)->hdr;
+        soft_ring_t *ring    = &hdr->req;
+        size_t dirty         = 0;
+        for (uint64_t pos = ring->head - SOFT_RING_SLOTS; pos != ring->freed;
+             ++pos) {
+            const uint8_t *slot = (const uint8_t *)soft_ring_slot(hdr, ring,
+                                                                  pos);
+            for (size_t b = offsetof(soft_slot_t, pkt);
+                 b < offsetof(soft_slot_t, pkt) + sizeof(soft_pkt_t); ++b) {
+                dirty += (slot[b] != 0);
+            }
+        }
+        EXPECT_GE(ring->freed + 2, ring->head) << "consumed slots not cleared";
+        EXPECT_EQ(0u, dirty) << "bytes left in consumed slot headers"
+                             << (with_csum ? " (with checksums)" : "");
+    }
 }
 
 /* The light path's word (dev->light_off) drops while a fault rule is set,
