@@ -71,15 +71,17 @@ struct sge_pair {
         return (ret != 0) ? ret : (posted == n) ? 0 : ENOSPC;
     }
 
-    /* a signaled SEND of len bytes (pattern m) from abuf's slot m % 8,
-     * under lkey (0: the buffer's) */
-    int send(uint64_t m, uint32_t len, uint32_t lkey = 0)
+    /* a signaled SEND of len bytes (pattern m) from abuf's slot m % 8 (at
+     * byte off of it), under lkey (0: the buffer's); the pattern is
+     * written where it fits in abuf */
+    int send(uint64_t m, uint32_t len, uint32_t lkey = 0, size_t off = 0)
     {
-        uint8_t *p = abuf.data() + (m % 8) * SLOT;
+        uint8_t *p = abuf.data() + (m % 8) * SLOT + off;
         dcx_sge_t s;
         dcx_send_wr_t wr;
 
-        for (uint32_t i = 0; i < len; ++i) {
+        for (uint32_t i = 0; (i < len) && (p + i < abuf.data() + abuf.size());
+             ++i) {
             p[i] = pattern(m, i);
         }
         s.addr   = (uintptr_t)p;
@@ -116,6 +118,32 @@ struct sge_pair {
             }
         }
         return true;
+    }
+
+    /* n receives posted, then message 0 (64 bytes) sent and received: b's
+     * port mapped, a known to b */
+    void introduce(unsigned n)
+    {
+        std::vector<dcx_wc_t> wa, wb;
+
+        ASSERT_EQ(0, post(0, n));
+        ASSERT_EQ(0, send(0, 64));
+        ASSERT_TRUE(take(wa, 1, wb, 1));
+        ASSERT_EQ(DCX_WC_SUCCESS, wb[0].status);
+    }
+
+    /* polls both (nothing completes) until a retried an RNR since 'before' */
+    void wait_rnr(const dcx_soft_stats_t &before)
+    {
+        double end = now_s() + 10.0;
+        dcx_wc_t wc;
+
+        while ((dev_stats(a).rnr_retries == before.rnr_retries) &&
+               (now_s() < end)) {
+            ASSERT_EQ(0, dcx_cq_poll(b.cq, 1, &wc));
+            ASSERT_EQ(0, dcx_cq_poll(a.cq, 1, &wc));
+        }
+        ASSERT_GT(dev_stats(a).rnr_retries, before.rnr_retries);
     }
 
     /* receive wr_id holds message m's len bytes */
@@ -195,28 +223,16 @@ TEST_F(soft, light_sge_rnr_resends_from_the_sge_bad_flow)
 {
     sge_pair p;
     std::vector<dcx_wc_t> wa, wb;
-    dcx_wc_t wc;
 
     ASSERT_EQ(0, p.open(fabric));
-    ASSERT_EQ(0, p.post(0, 1));
-    ASSERT_EQ(0, p.send(0, 64)); /* maps b's port, makes the source known */
-    ASSERT_TRUE(p.take(wa, 1, wb, 1));
-    ASSERT_EQ(DCX_WC_SUCCESS, wb[0].status);
+    p.introduce(1);
 
     dcx_soft_stats_t before = dev_stats(p.a);
     ASSERT_EQ(0, p.send(1, 4096));
     EXPECT_EQ(1u, dev_stats(p.a).light_posts - before.light_posts);
     /* b serves it with no receive: RNR, a waits for its timer */
-    double end = now_s() + 10.0;
-    while ((dev_stats(p.a).rnr_retries == before.rnr_retries) &&
-           (now_s() < end)) {
-        ASSERT_EQ(0, dcx_cq_poll(p.b.cq, 1, &wc));
-        ASSERT_EQ(0, dcx_cq_poll(p.a.cq, 1, &wc));
-    }
-    ASSERT_GT(dev_stats(p.a).rnr_retries, before.rnr_retries);
+    p.wait_rnr(before);
     ASSERT_EQ(0, p.post(1, 1));
-    wa.clear();
-    wb.clear();
     ASSERT_TRUE(p.take(wa, 1, wb, 1));
     EXPECT_EQ(DCX_WC_SUCCESS, wa[0].status);
     EXPECT_EQ(1u, wa[0].wr_id);
@@ -231,23 +247,26 @@ TEST_F(soft, light_sge_rnr_resends_from_the_sge_bad_flow)
 TEST_F(soft, light_sge_bad_key_bad_flow)
 {
     sge_pair p;
-    std::vector<dcx_wc_t> wa, wb;
     dcx_wc_t wc;
 
     ASSERT_EQ(0, p.open(fabric));
-    ASSERT_EQ(0, p.post(0, 4));
-    ASSERT_EQ(0, p.send(0, 64));
-    ASSERT_TRUE(p.take(wa, 1, wb, 1));
-    wa.clear();
-    wb.clear();
+    p.introduce(4);
+    for (int past_end = 0; past_end <= 1; ++past_end) {
+        std::vector<dcx_wc_t> wa, wb;
+        dcx_soft_stats_t before = dev_stats(p.a);
 
-    dcx_soft_stats_t before = dev_stats(p.a);
-    ASSERT_EQ(0, p.send(1, 4096, p.amr->lkey ^ 0x5500));
-    ASSERT_TRUE(p.take(wa, 1, wb, 0));
-    EXPECT_EQ(DCX_WC_LOC_PROT_ERR, wa[0].status);
-    EXPECT_EQ(1u, wa[0].wr_id);
-    EXPECT_EQ(before.light_posts, dev_stats(p.a).light_posts);
-    EXPECT_EQ(0, dcx_cq_poll(p.b.cq, 1, &wc));
+        /* message 7 sits in abuf's last slot: 4096 bytes from 16 bytes
+         * before its end reach past the region */
+        ASSERT_EQ(0, past_end ? p.send(7, 4096, 0, SLOT - 16) :
+                                p.send(1, 4096, p.amr->lkey ^ 0x5500));
+        ASSERT_TRUE(p.take(wa, 1, wb, 0));
+        EXPECT_EQ(DCX_WC_LOC_PROT_ERR, wa[0].status) << past_end;
+        EXPECT_EQ(past_end ? 7u : 1u, wa[0].wr_id);
+        EXPECT_EQ(before.light_posts, dev_stats(p.a).light_posts);
+        EXPECT_EQ(0, dcx_cq_poll(p.b.cq, 1, &wc));
+        /* the DCI went to ERR: back to RTS for the next one */
+        ASSERT_EQ(0, dcx_qp_recover(p.a.dci));
+    }
 }
 
 /* The region under a light SEND's sge is deregistered while the SEND
@@ -260,21 +279,12 @@ TEST_F(soft, light_sge_key_deregistered_outstanding_bad_flow)
     dcx_wc_t wc;
 
     ASSERT_EQ(0, p.open(fabric));
-    ASSERT_EQ(0, p.post(0, 1));
-    ASSERT_EQ(0, p.send(0, 64));
-    ASSERT_TRUE(p.take(wa, 1, wb, 1));
-    wa.clear();
-    wb.clear();
+    p.introduce(1);
 
     dcx_soft_stats_t before = dev_stats(p.a);
     ASSERT_EQ(0, p.send(1, 4096));
     ASSERT_EQ(1u, dev_stats(p.a).light_posts - before.light_posts);
-    double end = now_s() + 10.0;
-    while ((dev_stats(p.a).rnr_retries == before.rnr_retries) &&
-           (now_s() < end)) {
-        ASSERT_EQ(0, dcx_cq_poll(p.b.cq, 1, &wc));
-        ASSERT_EQ(0, dcx_cq_poll(p.a.cq, 1, &wc));
-    }
+    p.wait_rnr(before);
     ASSERT_EQ(0, dcx_mr_dereg(p.amr));
     p.a.mrs.erase(std::remove(p.a.mrs.begin(), p.a.mrs.end(), p.amr),
                   p.a.mrs.end());
@@ -284,7 +294,7 @@ TEST_F(soft, light_sge_key_deregistered_outstanding_bad_flow)
     EXPECT_EQ(DCX_WC_LOC_PROT_ERR, wa[0].status);
     EXPECT_EQ(1u, wa[0].wr_id);
     /* nothing arrives for the receive posted after */
-    end = now_s() + 0.2;
+    double end = now_s() + 0.2;
     while (now_s() < end) {
         ASSERT_EQ(0, dcx_cq_poll(p.b.cq, 1, &wc));
     }
