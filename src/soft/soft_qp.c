@@ -411,6 +411,15 @@ static inline int soft_dci_write_at_once(soft_qp_t *qp, const dcx_send_wr_t *wr)
     return 0;
 }
 
+/* Whether a light post may go ahead (engine lock held): a free send queue
+ * slot, and the DCI's plain post (not that of a DCI in error, nor a
+ * change of mode meanwhile); otherwise the general post says why not */
+static inline int soft_dci_light_open(const soft_qp_t *qp)
+{
+    return (qp->sq_head - qp->sq_tail < qp->sq_size) &&
+           (qp->super.post_send == soft_dci_post_send);
+}
+
 /* Posts a WR that soft_post_is_light() recognised: one walk of its sg list
  * (soft_post_inline_data), then the light path, or the general one with
  * the data already in the WQE. */
@@ -430,8 +439,7 @@ static int soft_dci_post_light(soft_qp_t *qp, const dcx_send_wr_t *wr)
      * locked instruction of the lock's after the copy's stores */
     int fast = soft_lock_biasing(&dev->lock);
 
-    if ((qp->sq_head - qp->sq_tail >= qp->sq_size) ||
-        (qp->super.post_send != soft_dci_post_send)) {
+    if (!soft_dci_light_open(qp)) {
         soft_unlock_as(&dev->lock, fast);
         return SOFT_POST_READY; /* the caller's general post says why */
     }
@@ -467,8 +475,7 @@ static __attribute__((noinline)) int soft_dci_post_sge(soft_qp_t *qp,
     uint64_t clk            = 0;
     int fast                = soft_lock_biasing(&dev->lock);
 
-    if ((qp->sq_head - qp->sq_tail >= qp->sq_size) ||
-        (qp->super.post_send != soft_dci_post_send) ||
+    if (!soft_dci_light_open(qp) ||
         (soft_req_post_sge(qp, soft_wqe(qp, qp->sq_head), wr, &target, &clk) !=
          0)) {
         soft_unlock_as(&dev->lock, fast);

@@ -146,6 +146,16 @@ struct sge_pair {
         ASSERT_GT(dev_stats(a).rnr_retries, before.rnr_retries);
     }
 
+    /* message m, 4 KiB, posted light to b, which has no receive for it:
+     * returns once a retried the RNR; 'before' is a's counters before */
+    void send_into_rnr(uint64_t m, dcx_soft_stats_t &before)
+    {
+        before = dev_stats(a);
+        ASSERT_EQ(0, send(m, 4096));
+        ASSERT_EQ(1u, dev_stats(a).light_posts - before.light_posts);
+        wait_rnr(before);
+    }
+
     /* receive wr_id holds message m's len bytes */
     bool holds(uint64_t wr_id, uint64_t m, uint32_t len) const
     {
@@ -227,11 +237,10 @@ TEST_F(soft, light_sge_rnr_resends_from_the_sge_bad_flow)
     ASSERT_EQ(0, p.open(fabric));
     p.introduce(1);
 
-    dcx_soft_stats_t before = dev_stats(p.a);
-    ASSERT_EQ(0, p.send(1, 4096));
-    EXPECT_EQ(1u, dev_stats(p.a).light_posts - before.light_posts);
+    dcx_soft_stats_t before;
     /* b serves it with no receive: RNR, a waits for its timer */
-    p.wait_rnr(before);
+    p.send_into_rnr(1, before);
+    ASSERT_FALSE(HasFatalFailure());
     ASSERT_EQ(0, p.post(1, 1));
     ASSERT_TRUE(p.take(wa, 1, wb, 1));
     EXPECT_EQ(DCX_WC_SUCCESS, wa[0].status);
@@ -281,10 +290,9 @@ TEST_F(soft, light_sge_key_deregistered_outstanding_bad_flow)
     ASSERT_EQ(0, p.open(fabric));
     p.introduce(1);
 
-    dcx_soft_stats_t before = dev_stats(p.a);
-    ASSERT_EQ(0, p.send(1, 4096));
-    ASSERT_EQ(1u, dev_stats(p.a).light_posts - before.light_posts);
-    p.wait_rnr(before);
+    dcx_soft_stats_t before;
+    p.send_into_rnr(1, before);
+    ASSERT_FALSE(HasFatalFailure());
     ASSERT_EQ(0, dcx_mr_dereg(p.amr));
     p.a.mrs.erase(std::remove(p.a.mrs.begin(), p.a.mrs.end(), p.amr),
                   p.a.mrs.end());
