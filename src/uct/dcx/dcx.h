@@ -368,6 +368,13 @@ typedef struct uct_dcx_tm_stats {
     uint64_t cancels;     /* receives cancelled */
 } uct_dcx_tm_stats_t;
 
+/* Per-interface counters of the arm's looks (dcx_event.c), part of
+ * uct_dcx_counters_t */
+typedef struct uct_dcx_arm_stats {
+    uint64_t looks; /* arms that looked at the CQs for up to ARM_POLL */
+    uint64_t found; /* looks that found work before the time ran out */
+} uct_dcx_arm_stats_t;
+
 /* Every counter of an interface, 64-bit each (dcx_stats.c): in the
  * interface, or, with UCX_DCX_STATS_DIR, in a file mapped shared that
  * contrib/dcx-stat prints while the job runs */
@@ -375,6 +382,7 @@ typedef struct uct_dcx_counters {
     dcx_dci_stats_t dci;
     dcx_fc_stats_t fc;
     uct_dcx_tm_stats_t tm;
+    uct_dcx_arm_stats_t arm;
 } uct_dcx_counters_t;
 
 /* Bytes of a rendezvous header carried in the TMH's reserved field */

@@ -142,9 +142,11 @@ static int uct_dcx_iface_arm_look(uct_dcx_iface_t *iface, unsigned events)
         return uct_dcx_iface_arm_ready(iface, events);
     }
     arm->skipped = 0;
+    iface->cnt->arm.looks++;
     do {
         if (uct_dcx_iface_arm_ready(iface, events)) {
             arm->hit = 1; /* judged by the next arm */
+            iface->cnt->arm.found++;
             return 1;
         }
         now = ucs_get_time();

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * dcx transport: the counters of an interface (uct_dcx_counters_t: DCI
- * pool, flow control, failures, tag matching), and the live counters file
- * of UCX_DCX_STATS_DIR.
+ * pool, flow control, failures, tag matching, the arm's looks), and the
+ * live counters file of UCX_DCX_STATS_DIR.
  *
  * The counters live in the interface; with UCX_DCX_STATS_DIR they live in
  * <dir>/dcx.<pid>.<dct>[.<n>], a file mapped shared that the transport updates
@@ -54,7 +54,9 @@ static const char *uct_dcx_stats_names[] = {
     "fc.stalls",
     /* uct_dcx_tm_stats_t */
     "tm.posted", "tm.matched", "tm.unexp_eager", "tm.unexp_rndv", "tm.rndv_hw",
-    "tm.rndv_sw", "tm.syncs", "tm.cancels"};
+    "tm.rndv_sw", "tm.syncs", "tm.cancels",
+    /* uct_dcx_arm_stats_t */
+    "arm.looks", "arm.found"};
 
 typedef struct uct_dcx_stats_file {
     char magic[8];

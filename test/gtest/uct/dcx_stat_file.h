@@ -11,7 +11,9 @@
 #include <cstdio>
 #include <cstring>
 #include <dirent.h>
+#include <stdlib.h>
 #include <string>
+#include <unistd.h>
 #include <vector>
 
 namespace dcx_test {
@@ -73,6 +75,54 @@ inline uint64_t dcx_stat_sum(const std::string &dir, const std::string &name,
     }
     return sum;
 }
+
+/* A fresh counters directory under /tmp (for UCX_DCX_STATS_DIR), made on
+ * first use (a fixture's peer process, which exits without destroying it,
+ * leaves none behind) and removed with the files in it when the object
+ * goes */
+class dcx_stat_dir {
+public:
+    dcx_stat_dir() = default;
+
+    ~dcx_stat_dir()
+    {
+        DIR *d = m_path.empty() ? NULL : opendir(m_path.c_str());
+        struct dirent *de;
+
+        while ((d != NULL) && ((de = readdir(d)) != NULL)) {
+            if (de->d_name[0] != '.') {
+                unlink((m_path + "/" + de->d_name).c_str());
+            }
+        }
+        if (d != NULL) {
+            closedir(d);
+            rmdir(m_path.c_str());
+        }
+    }
+
+    dcx_stat_dir(const dcx_stat_dir &)            = delete;
+    dcx_stat_dir &operator=(const dcx_stat_dir &) = delete;
+
+    /* The directory, made by the first call; empty if it cannot be made */
+    const std::string &path()
+    {
+        char dir[] = "/tmp/dcx-stat-test.XXXXXX";
+
+        if (m_path.empty() && (mkdtemp(dir) != NULL)) {
+            m_path = dir;
+        }
+        return m_path;
+    }
+
+    /* Counter name summed over the directory's files (0: none yet) */
+    uint64_t sum(const std::string &name, unsigned *files = NULL) const
+    {
+        return dcx_stat_sum(m_path, name, files);
+    }
+
+private:
+    std::string m_path;
+};
 
 } // namespace dcx_test
 

@@ -6,6 +6,7 @@
  * all (the soft device's helper thread receives); arming with events
  * pending answers UCS_ERR_BUSY.
  */
+#include "dcx_stat_file.h"
 #include "uct_fixture.h"
 
 #include <atomic>
@@ -249,21 +250,34 @@ INSTANTIATE_TEST_SUITE_P(policy, uct_dcx_events, UCT_DCX_POLICIES);
 
 
 /* The look's time counts from the first arm after a progress call that
- * found completions: an arm with nothing to do spends it whole, the arms
- * after it (nothing progressed meanwhile) arm at once, and so do arms with
- * ARM_POLL=0 (the bounds are the window's own length, not speed) */
+ * found completions: an arm with nothing to do looks (for the whole
+ * ARM_POLL), the arms after it (nothing progressed meanwhile) arm at once,
+ * and so do arms with ARM_POLL=0.  Looks are counted by the interface
+ * (arm.looks in its counters file), not timed. */
 class uct_dcx_arm_poll : public uct_dcx_test {
 protected:
-    /* Seconds the arms of e took (arm_progressing, one per events given) */
-    double arm_seconds(entity *e, std::initializer_list<unsigned> events)
+    entity *create_counted(const char *arm_poll)
     {
-        double t0 = now_sec();
+        EXPECT_FALSE(m_stats.path().empty());
+        return create_entity({{"ARM_POLL", arm_poll},
+                              {"STATS_DIR", m_stats.path()}});
+    }
+
+    /* arm.looks of every counted interface */
+    uint64_t looks() const { return m_stats.sum("arm.looks"); }
+
+    /* The looks the arms of e made (arm_progressing, one per events given) */
+    uint64_t arm_looks(entity *e, std::initializer_list<unsigned> events)
+    {
+        uint64_t before = looks();
 
         for (unsigned ev : events) {
             arm_progressing(e, ev);
         }
-        return now_sec() - t0;
+        return looks() - before;
     }
+
+    dcx_stat_dir m_stats;
 };
 
 TEST_F(uct_dcx_arm_poll, looks_once_per_activity)
@@ -271,19 +285,18 @@ TEST_F(uct_dcx_arm_poll, looks_once_per_activity)
     if (!test_on_soft()) {
         GTEST_SKIP() << "the mlx5 backend arms at once";
     }
-    entity *c = create_entity({{"ARM_POLL", "1s"}});
+    entity *c = create_counted("20ms");
 
     ASSERT_TRUE(c != NULL);
-    EXPECT_GE(arm_seconds(c, {UCT_EVENT_RECV}), 0.9)
-        << "the first arm did not look";
-    EXPECT_LT(arm_seconds(c, {UCT_EVENT_RECV,
-                              UCT_EVENT_RECV | UCT_EVENT_SEND_COMP}),
-              0.9)
+    EXPECT_EQ(1u, arm_looks(c, {UCT_EVENT_RECV})) << "the first arm";
+    EXPECT_EQ(0u, arm_looks(c, {UCT_EVENT_RECV,
+                                UCT_EVENT_RECV | UCT_EVENT_SEND_COMP}))
         << "arms with nothing progressed looked again";
+    EXPECT_EQ(0u, m_stats.sum("arm.found")) << "nothing was sent";
 
-    entity *d = create_entity({{"ARM_POLL", "0"}});
+    entity *d = create_counted("0");
     ASSERT_TRUE(d != NULL);
-    EXPECT_LT(arm_seconds(d, {UCT_EVENT_RECV}), 0.9) << "ARM_POLL=0 looked";
+    EXPECT_EQ(0u, arm_looks(d, {UCT_EVENT_RECV})) << "ARM_POLL=0 looked";
 }
 
 /* Looks that find nothing stop: after four arms that each looked for the
@@ -295,7 +308,7 @@ TEST_F(uct_dcx_arm_poll, stops_looking_when_looks_find_nothing)
         GTEST_SKIP() << "the mlx5 backend arms at once";
     }
     entity *a = create_entity();
-    entity *c = create_entity({{"ARM_POLL", "100ms"}});
+    entity *c = create_counted("10ms");
     int rx    = 0;
 
     ASSERT_TRUE((a != NULL) && (c != NULL));
@@ -310,12 +323,8 @@ TEST_F(uct_dcx_arm_poll, stops_looking_when_looks_find_nothing)
         }
         ASSERT_EQ(UCS_OK, status);
         ASSERT_TRUE(wait_for([&] { return rx == round + 1; }));
-        double took = arm_seconds(c, {UCT_EVENT_RECV});
-        if (round < 4) {
-            EXPECT_GE(took, 0.09) << "round " << round << " did not look";
-        } else {
-            EXPECT_LT(took, 0.09) << "still looking after four misses";
-        }
+        EXPECT_EQ((round < 4) ? 1u : 0u, arm_looks(c, {UCT_EVENT_RECV}))
+            << "round " << round;
     }
     flush_ep(ac);
 }
@@ -333,9 +342,9 @@ protected:
 
 TEST_F(uct_dcx_arm_poll_serialized, arms_at_once)
 {
-    entity *c = create_entity({{"ARM_POLL", "1s"}});
+    entity *c = create_counted("1s");
 
     ASSERT_TRUE(c != NULL);
-    EXPECT_LT(arm_seconds(c, {UCT_EVENT_RECV}), 0.9)
+    EXPECT_EQ(0u, arm_looks(c, {UCT_EVENT_RECV}))
         << "a shared worker's arm looked";
 }

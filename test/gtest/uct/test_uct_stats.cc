@@ -11,7 +11,6 @@
 #include "dcx_strided_stats.h"
 
 #include <cstdlib>
-#include <dirent.h>
 #include <unistd.h>
 
 using namespace dcx_test;
@@ -24,20 +23,8 @@ const uint8_t AM_ID = 7;
 
 class uct_dcx_stats : public uct_dci_pool_test<uct_dcx_policy_test> {
 protected:
-    virtual void SetUp()
-    {
-        char dir[] = "/tmp/dcx-stat-test.XXXXXX";
-
-        ASSERT_TRUE(mkdtemp(dir) != NULL);
-        m_dir = dir;
-        uct_dci_pool_test<uct_dcx_policy_test>::SetUp();
-    }
-
     virtual void TearDown()
     {
-        DIR *d;
-        struct dirent *de;
-
         uct_dci_pool_test<uct_dcx_policy_test>::TearDown();
         if (m_creates_at_close != UINT64_MAX) {
             /* the interfaces are closed: their files stay, final */
@@ -45,24 +32,16 @@ protected:
             EXPECT_EQ(m_creates_at_close, file("dci.creates", &files));
             EXPECT_EQ(2u, files);
         }
-        if ((d = opendir(m_dir.c_str())) != NULL) {
-            while ((de = readdir(d)) != NULL) {
-                if (de->d_name[0] != '.') {
-                    unlink((m_dir + "/" + de->d_name).c_str());
-                }
-            }
-            closedir(d);
-        }
-        rmdir(m_dir.c_str());
     }
 
-    /* a sends to b; both keep their counters in m_dir; a has a pool of
+    /* a sends to b; both keep their counters in m_stats; a has a pool of
      * two DCIs and b grants credits four at a time */
     void setup()
     {
         std::map<std::string, std::string> cfg;
 
-        cfg["STATS_DIR"] = m_dir;
+        ASSERT_FALSE(m_stats.path().empty());
+        cfg["STATS_DIR"] = m_stats.path();
         cfg["NUM_DCI"]   = "2";
         cfg["FC_WND"]    = "4";
         m_a              = create_entity(cfg);
@@ -75,10 +54,10 @@ protected:
 
     uint64_t file(const char *name, unsigned *files = NULL)
     {
-        return dcx_stat_sum(m_dir, name, files);
+        return m_stats.sum(name, files);
     }
 
-    std::string m_dir;
+    dcx_stat_dir m_stats;
     uint64_t m_creates_at_close = UINT64_MAX; /* checked after TearDown */
     entity *m_a, *m_b;
     int m_rx;
@@ -191,14 +170,14 @@ TEST_P(uct_dcx_stats, unwritable_dir_bad_flow)
 {
     std::map<std::string, std::string> cfg;
 
-    cfg["STATS_DIR"] = m_dir + "/no/such/dir";
+    cfg["STATS_DIR"] = m_stats.path() + "/no/such/dir";
     log_counter::reset();
     entity *a = create_entity(cfg);
     entity *b = create_entity();
     ASSERT_TRUE((a != NULL) && (b != NULL));
     EXPECT_EQ(0, log_counter::errors());
     EXPECT_EQ(1, log_counter::warnings()) << log_counter::joined();
-    EXPECT_TRUE(log_counter::contains(m_dir + "/no/such/dir"));
+    EXPECT_TRUE(log_counter::contains(m_stats.path() + "/no/such/dir"));
 
     int rx = 0;
     ASSERT_EQ(UCS_OK,
@@ -222,7 +201,7 @@ TEST_P(uct_dcx_stats, same_dct_number_file_each)
     uct_md_h md2;
     unsigned files;
 
-    cfg["STATS_DIR"] = m_dir;
+    cfg["STATS_DIR"] = m_stats.path();
     cfg["NUM_DCI"]   = "2";
     entity *a        = create_entity(cfg);
     ASSERT_TRUE(a != NULL);

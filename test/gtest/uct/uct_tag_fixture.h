@@ -15,7 +15,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <dirent.h>
 #include <unistd.h>
 #include <vector>
 
@@ -149,12 +148,10 @@ protected:
     entity *create_tm_counted()
     {
         std::map<std::string, std::string> cfg;
-        char dir[] = "/tmp/dcx-tm-test.XXXXXX";
 
-        EXPECT_TRUE(mkdtemp(dir) != NULL);
-        m_stats_dir         = dir;
+        EXPECT_FALSE(m_stats.path().empty());
         cfg["TM_ENABLE"]    = "y";
-        cfg["TM_STATS_DIR"] = m_stats_dir;
+        cfg["TM_STATS_DIR"] = m_stats.path();
         return create_entity(cfg);
     }
 
@@ -167,31 +164,11 @@ protected:
     uint64_t tm_counter(unsigned idx)
     {
         unsigned files;
-        uint64_t v = dcx_stat_sum(m_stats_dir,
-                                  (idx == TM_SYNCS) ? "tm.syncs" : "tm.cancels",
-                                  &files);
+        uint64_t v = m_stats.sum((idx == TM_SYNCS) ? "tm.syncs" : "tm.cancels",
+                                 &files);
 
-        EXPECT_EQ(1u, files) << m_stats_dir;
+        EXPECT_EQ(1u, files) << m_stats.path();
         return v;
-    }
-
-    virtual void TearDown()
-    {
-        DIR *d;
-        struct dirent *de;
-
-        uct_dcx_test::TearDown();
-        if (m_stats_dir.empty() ||
-            ((d = opendir(m_stats_dir.c_str())) == NULL)) {
-            return;
-        }
-        while ((de = readdir(d)) != NULL) {
-            if (de->d_name[0] != '.') {
-                unlink((m_stats_dir + "/" + de->d_name).c_str());
-            }
-        }
-        closedir(d);
-        rmdir(m_stats_dir.c_str());
     }
 
     static ucs_status_t unexp_eager_cb(void *arg, void *data, size_t length,
@@ -368,7 +345,7 @@ protected:
     }
 
     bool m_tag_params;
-    std::string m_stats_dir;
+    dcx_stat_dir m_stats; /* create_tm_counted()'s counters */
     uint64_t m_rndv_va;
     size_t m_rndv_len;
     std::vector<char> m_rndv_rkey;
