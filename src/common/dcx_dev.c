@@ -364,10 +364,9 @@ int dcx_srq_create(dcx_pd_t *pd, const dcx_srq_attr_t *attr, dcx_srq_t **srq_p)
         return EINVAL;
     }
     if ((attr->flags & DCX_SRQ_F_IN_PLACE) &&
-        (!(pd->dev->caps.flags & DCX_CAP_RECV_IN_PLACE) ||
-         (attr->type != DCX_SRQ_BASIC))) {
-        dcx_error("%s: srq create: receives in place need a basic SRQ on a "
-                  "device that has them",
+        !(pd->dev->caps.flags & DCX_CAP_RECV_IN_PLACE)) {
+        dcx_error("%s: srq create: receives in place asked of a device "
+                  "that has none",
                   pd->dev->caps.name);
         return EOPNOTSUPP;
     }

@@ -463,7 +463,11 @@ enum {
  *    message with headers in an SRQ buffer, wr_id of that buffer, tm_* are
  *    0; TM_SYNC_REQ when more than 0x3fff unexpected messages were polled
  *    since the count software last gave with an ADD.
- *  - TM_NO_TAG: NO_TAG and FIN messages, whole, in an SRQ buffer. */
+ *  - TM_NO_TAG: NO_TAG and FIN messages, whole, in an SRQ buffer.
+ * On a TM SRQ created with DCX_SRQ_F_IN_PLACE, an unexpected EAGER and a
+ * NO_TAG message may complete in place instead (DCX_WC_FLAG_IN_PLACE: the
+ * SRQ buffer of wr_id taken and left as it was, the whole message with its
+ * TMH at 'data'); an expected message never does. */
 typedef struct dcx_wc {
     uint64_t wr_id;
     uint8_t status; /* dcx_wc_status_t */
@@ -476,7 +480,8 @@ typedef struct dcx_wc {
     uint32_t vendor_err;
     union {
         uint64_t tm_tag; /* tag matching: tag (TM_MATCH) */
-        /* DCX_WC_FLAG_IN_PLACE (never on a TM SRQ): the message's byte_len
+        /* DCX_WC_FLAG_IN_PLACE (never tm_tag: on a TM SRQ only unexpected
+         * and NO_TAG messages complete so): the message's byte_len
          * bytes, readable until its dcx_cq_release(cq) or the next poll */
         const void *data;
     };
@@ -614,10 +619,11 @@ typedef struct dcx_srq_attr {
 } dcx_srq_attr_t;
 
 enum {
-    /* DCX_SRQ_BASIC on a device with DCX_CAP_RECV_IN_PLACE: the device may
-     * complete a receive with the message where it arrived
-     * (DCX_WC_FLAG_IN_PLACE) instead of copying it into the receive's
-     * buffer; the receive is taken either way */
+    /* On a device with DCX_CAP_RECV_IN_PLACE: the device may complete a
+     * receive with the message where it arrived (DCX_WC_FLAG_IN_PLACE)
+     * instead of copying it into the receive's buffer; the receive is
+     * taken either way.  On a DCX_SRQ_TM SRQ, only the messages that go to
+     * an SRQ buffer (unexpected eager, NO_TAG) */
     DCX_SRQ_F_IN_PLACE = 1u << 0
 };
 

@@ -862,18 +862,22 @@ static inline int soft_resp_place_ok(const soft_cq_t *cq, uint32_t max)
 }
 
 /* The receive completion of a fast-path SEND left in its request slot
- * (payload), which the ring's clears keep until the poller releases it */
+ * (payload), kept by the ring's clears until the poller releases it: a
+ * RECV, or on a TM SRQ what soft_tm_fast_opcode() found (tm_opcode) */
 static inline void soft_resp_place(soft_dev_t *dev, soft_qp_t *dct,
                                    const soft_pkt_t *pkt, uint64_t wr_id,
-                                   const void *payload)
+                                   const void *payload, uint8_t tm_opcode)
 {
     soft_cq_t *cq   = dct->cq;
     soft_cqe_t *cqe = soft_cq_slot(cq); /* room: soft_resp_place_ok */
 
-    soft_cqe_fast_recv(cqe, DCX_WC_RECV, wr_id, dct->super.qp_num, pkt);
+    soft_cqe_fast_recv(cqe, (tm_opcode != 0) ? tm_opcode : DCX_WC_RECV, wr_id,
+                       dct->super.qp_num, pkt);
     cqe->wc.flags |= DCX_WC_FLAG_IN_PLACE;
     cqe->wc.data = payload;
-    cqe->tm      = NULL;
+    cqe->tm = (tm_opcode != 0) ? soft_tm_fast_count(dct->srq->tm, tm_opcode) :
+                                 NULL;
+    cqe->tm_flags = SOFT_TMC_UNEXP; /* read only where tm is set */
 
     cq->ip_pos[cq->ip_made % SOFT_IP_MAX] = dev->hdr->req.head;
     cq->ip_made++;
@@ -944,11 +948,11 @@ static inline int soft_resp_fast(soft_dev_t *dev, const soft_pkt_t *pkt,
             return 0;
         }
         if ((len >= SOFT_IP_MIN) && (dct->cq == dev->ip_cq) && srq->in_place &&
-            soft_resp_place_ok(dct->cq, dev->ip_max)) {
-            /* a plain SRQ (tm_opcode is 0): the message stays in its slot
-             * (a light packet's payload is aligned as a full one's) */
+            (srq->cq == dct->cq) && soft_resp_place_ok(dct->cq, dev->ip_max)) {
+            /* the message stays in its slot (a light packet's payload is
+             * aligned as a full one's), on the CQ whose polls release it */
             soft_srq_pop(srq);
-            soft_resp_place(dev, dct, pkt, wqe->wr_id, payload);
+            soft_resp_place(dev, dct, pkt, wqe->wr_id, payload, tm_opcode);
         } else {
             soft_resp_recv_copy(wqe, payload, len);
             soft_srq_pop(srq);

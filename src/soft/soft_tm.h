@@ -215,26 +215,32 @@ static inline uint8_t soft_tm_fast_opcode(const soft_tm_t *tm,
     return (soft_tm_find(tm, tag) == SOFT_TM_NONE) ? DCX_WC_TM_RECV : 0;
 }
 
+/* A message soft_tm_fast_opcode() let through, taken by the responder's
+ * fast path: counted as soft_tm_last counts it (an unexpected eager in the
+ * phase, U and the library's count); returns what polling its completion
+ * retires (cqe->tm, with tm_flags SOFT_TMC_UNEXP): tm for an unexpected
+ * eager, NULL for a NO_TAG message */
+static inline soft_tm_t *soft_tm_fast_count(soft_tm_t *tm, uint8_t wc_opcode)
+{
+    tm->stats.fast++;
+    if (wc_opcode != DCX_WC_TM_RECV) {
+        return NULL;
+    }
+    tm->hw_unexp++;
+    tm->stats.unexp_eager++;
+    return tm;
+}
+
 /* The completion of a message soft_tm_fast_opcode() let through, placed in
- * the SRQ buffer wr_id: the one soft_tm_last gives it (an unexpected eager
- * counts in the phase, U and the library's count, as on the general path). */
+ * the SRQ buffer wr_id */
 static inline void soft_tm_fast_wc(soft_srq_t *srq, soft_qp_t *dct,
                                    const soft_pkt_t *pkt, uint8_t wc_opcode,
                                    uint64_t wr_id)
 {
-    soft_tm_t *tm   = srq->tm;
-    soft_cq_t *cq   = srq->cq;
-    soft_cqe_t *cqe = soft_cq_slot(cq);
-    soft_tm_t *retire; /* the CQE's tm: what polling it retires */
+    soft_cq_t *cq     = srq->cq;
+    soft_cqe_t *cqe   = soft_cq_slot(cq);
+    soft_tm_t *retire = soft_tm_fast_count(srq->tm, wc_opcode);
 
-    tm->stats.fast++;
-    if (wc_opcode == DCX_WC_TM_RECV) {
-        tm->hw_unexp++;
-        tm->stats.unexp_eager++;
-        retire = tm;
-    } else {
-        retire = NULL;
-    }
     if (cqe == NULL) {
         soft_cq_overrun(cq, dct->super.qp_num); /* as soft_tm_push */
         return;

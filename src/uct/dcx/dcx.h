@@ -673,6 +673,8 @@ void uct_dcx_iface_rx_grow(uct_dcx_iface_t *iface);
 void uct_dcx_iface_release_desc(uct_recv_desc_t *self, void *desc);
 void uct_dcx_iface_rx_am(uct_dcx_iface_t *iface, void *elem, uint8_t *wire,
                          unsigned length);
+void uct_dcx_iface_rx_am_lent(uct_dcx_iface_t *iface, void *elem,
+                              const uint8_t *wire, unsigned length);
 void uct_dcx_iface_rx_error(uct_dcx_iface_t *iface, const dcx_wc_t *wc);
 
 /* dcx_tag.c */

@@ -273,6 +273,14 @@ uct_dcx_iface_rx_am_in_place(uct_dcx_iface_t *iface, void *elem,
     dcx_cq_release(iface->rx_cq);
 }
 
+/* The same for the AM of a NO_TAG message a TM SRQ completed in place
+ * (dcx_tag.c; wire: past its TMH) */
+void uct_dcx_iface_rx_am_lent(uct_dcx_iface_t *iface, void *elem,
+                              const uint8_t *wire, unsigned length)
+{
+    uct_dcx_iface_rx_am_in_place(iface, elem, wire, length);
+}
+
 /* The receive completions of a poll.  Inline in the progress: the poll
  * that finds a message makes no second call (and saves no registers twice)
  * before the AM handler's; a progress with nothing to do pays the pushes

@@ -10,7 +10,9 @@
  * their AMs and control messages behind a NO_TAG TMH; those complete as
  * DCX_WC_TM_NO_TAG with the TMH placed before the header byte (receive
  * buffers are posted 16 bytes early, into the headroom) and go to the AM
- * path.  Tagged sends are only possible to a TM peer.
+ * path.  Where the device completes them in place, unexpected eager and
+ * NO_TAG messages are lent to their callbacks where they arrived
+ * (uct_dcx_tag_rx_wire).  Tagged sends are only possible to a TM peer.
  *
  * Wire of a tagged send: TMH(EAGER, app_ctx, tag) | payload.  Of a
  * rendezvous: TMH(RNDV, app_ctx, tag) | RVH(va, rkey, len) | RAVH(our DCT,
@@ -339,7 +341,36 @@ static void uct_dcx_tm_release_desc(uct_recv_desc_t *self, void *desc)
                                                  iface->rx.payload_offset));
 }
 
-/* A NO_TAG message in an SRQ buffer: an AM or a control message */
+/* An unexpected or NO_TAG message handled: its SRQ buffer elem back to
+ * the pool, or for a message the device completed in place (elem NULL,
+ * the buffer given back already), its bytes back to the device */
+static UCS_F_ALWAYS_INLINE void uct_dcx_tag_rx_put(uct_dcx_iface_t *iface,
+                                                   void *elem)
+{
+    if (elem != NULL) {
+        ucs_mpool_put_inline(elem);
+    } else {
+        dcx_cq_release(iface->rx_cq);
+    }
+}
+
+/* The bytes past the TMH of an unexpected or NO_TAG message: where the
+ * device completed it (DCX_WC_FLAG_IN_PLACE: its SRQ buffer *elem_p, taken
+ * unused, goes back to the pool now and *elem_p becomes NULL), else in
+ * that buffer */
+static UCS_F_ALWAYS_INLINE uint8_t *
+uct_dcx_tag_rx_wire(uct_dcx_iface_t *iface, const dcx_wc_t *wc, void **elem_p)
+{
+    if (wc->flags & DCX_WC_FLAG_IN_PLACE) {
+        ucs_mpool_put_inline(*elem_p);
+        *elem_p = NULL;
+        return (uint8_t *)wc->data + DCX_TM_TMH_LEN;
+    }
+    return uct_dcx_rx_wire(iface, *elem_p);
+}
+
+/* A NO_TAG message, in an SRQ buffer or in place: an AM or a control
+ * message */
 static UCS_F_ALWAYS_INLINE void uct_dcx_tag_rx_no_tag(uct_dcx_iface_t *iface,
                                                       const dcx_wc_t *wc)
 {
@@ -354,15 +385,23 @@ static UCS_F_ALWAYS_INLINE void uct_dcx_tag_rx_no_tag(uct_dcx_iface_t *iface,
         return;
     }
 
-    wire = uct_dcx_rx_wire(iface, elem);
+    if (ucs_likely(wc->flags & DCX_WC_FLAG_IN_PLACE) &&
+        (((const uint8_t *)wc->data)[0] == DCX_TMH_NO_TAG)) {
+        /* lent for the handler's call, as a plain SRQ's AMs are */
+        uct_dcx_iface_rx_am_lent(iface, elem,
+                                 (const uint8_t *)wc->data + DCX_TM_TMH_LEN,
+                                 wc->byte_len - DCX_TM_TMH_LEN);
+        return;
+    }
+    wire = uct_dcx_tag_rx_wire(iface, wc, &elem);
     if (ucs_unlikely(wire[-(int)DCX_TM_TMH_LEN] == DCX_TMH_FIN)) {
         uct_dcx_tag_rx_fin(iface, wire - DCX_TM_TMH_LEN);
-        ucs_mpool_put_inline(elem);
+        uct_dcx_tag_rx_put(iface, elem);
         return;
     } else if (ucs_unlikely(wire[-(int)DCX_TM_TMH_LEN] != DCX_TMH_NO_TAG)) {
         ucs_error("dcx: %s: dropped a message with TMH opcode %u",
                   dcx_dev_name(iface->dev), wire[-(int)DCX_TM_TMH_LEN]);
-        ucs_mpool_put_inline(elem);
+        uct_dcx_tag_rx_put(iface, elem);
         return;
     }
     uct_dcx_iface_rx_am(iface, elem, wire, wc->byte_len - DCX_TM_TMH_LEN);
@@ -400,7 +439,19 @@ static void uct_dcx_tag_rx_unexp_rndv(uct_dcx_iface_t *iface,
                       length - hdr_off + priv_len, va, len, rkey_buf);
 }
 
-/* An unexpected tagged message, whole, in an SRQ buffer */
+/* An eager_cb that kept a message it was lent (no UCT_CB_PARAM_FLAG_DESC):
+ * its bytes go back to the device all the same as the callback returns */
+static UCS_F_NOINLINE void uct_dcx_tag_rx_kept(uct_dcx_iface_t *iface,
+                                               uint64_t tag)
+{
+    ucs_error("dcx: %s: eager_cb returned UCS_INPROGRESS for an unexpected "
+              "message (tag 0x%" PRIx64 ") passed without "
+              "UCT_CB_PARAM_FLAG_DESC; it is not kept",
+              dcx_dev_name(iface->dev), tag);
+}
+
+/* An unexpected tagged message, whole, in an SRQ buffer or in place (lent
+ * to the callback for its call only: no UCT_CB_PARAM_FLAG_DESC) */
 static UCS_F_ALWAYS_INLINE void uct_dcx_tag_rx_unexp(uct_dcx_iface_t *iface,
                                                      const dcx_wc_t *wc)
 {
@@ -422,20 +473,20 @@ static UCS_F_ALWAYS_INLINE void uct_dcx_tag_rx_unexp(uct_dcx_iface_t *iface,
         return;
     }
 
-    wire   = uct_dcx_rx_wire(iface, elem);
+    wire   = uct_dcx_tag_rx_wire(iface, wc, &elem);
     length = wc->byte_len - DCX_TM_TMH_LEN;
     dcx_tmh_unpack(wire - DCX_TM_TMH_LEN, &opcode, &app_ctx, &tag);
     iface->tm.unexp_cnt++;
 
     if (opcode == DCX_TMH_RNDV) {
         uct_dcx_tag_rx_unexp_rndv(iface, wire, length, tag);
-        ucs_mpool_put_inline(elem);
+        uct_dcx_tag_rx_put(iface, elem);
         goto out;
     } else if (ucs_unlikely(opcode != DCX_TMH_EAGER)) {
         ucs_error("dcx: %s: dropped an unexpected tagged message with TMH "
                   "opcode %u (tag 0x%" PRIx64 ")",
                   dcx_dev_name(iface->dev), opcode, tag);
-        ucs_mpool_put_inline(elem);
+        uct_dcx_tag_rx_put(iface, elem);
         goto out;
     }
 
@@ -447,7 +498,7 @@ static UCS_F_ALWAYS_INLINE void uct_dcx_tag_rx_unexp(uct_dcx_iface_t *iface,
         iface->cnt->tm.unexp_rndv++;
         status = iface->tm.rndv_cb(iface->tm.rndv_arg, 0, tag, wire, length, 0,
                                    0, NULL);
-        ucs_mpool_put_inline(elem);
+        uct_dcx_tag_rx_put(iface, elem);
         (void)status;
         goto out;
     }
@@ -455,10 +506,16 @@ static UCS_F_ALWAYS_INLINE void uct_dcx_tag_rx_unexp(uct_dcx_iface_t *iface,
     iface->cnt->tm.unexp_eager++;
     context = NULL;
     status  = iface->tm.eager_cb(iface->tm.eager_arg, wire, length,
-                                 UCT_CB_PARAM_FLAG_DESC |
-                                     UCT_CB_PARAM_FLAG_FIRST,
+                                (elem != NULL) ? UCT_CB_PARAM_FLAG_DESC |
+                                                     UCT_CB_PARAM_FLAG_FIRST :
+                                                  UCT_CB_PARAM_FLAG_FIRST,
                                  tag, imm, &context);
-    if (status == UCS_INPROGRESS) {
+    if (elem == NULL) {
+        if (status == UCS_INPROGRESS) {
+            uct_dcx_tag_rx_kept(iface, tag);
+        }
+        dcx_cq_release(iface->rx_cq);
+    } else if (status == UCS_INPROGRESS) {
         /* where uct_recv_desc() looks; the payload after a TMH is not
          * aligned as an AM's is, so the slot may not be either */
         rdesc = &iface->tm.release_desc;
@@ -842,6 +899,12 @@ ucs_status_t uct_dcx_iface_srq_create(uct_dcx_iface_t *iface,
     srq_attr.max_wr  = cfg->rx_queue_len;
     srq_attr.max_sge = 1;
     srq_attr.cq      = iface->rx_cq;
+    /* the AM path, and on a TM SRQ the unexpected and NO_TAG messages,
+     * take messages in place where the device offers it and no alignment
+     * was asked for (uct_dcx_iface_rx_wcs, uct_dcx_tag_rx_wire) */
+    if (iface->rx.in_place) {
+        srq_attr.flags = DCX_SRQ_F_IN_PLACE;
+    }
     if (tm > 0) {
         srq_attr.type        = DCX_SRQ_TM;
         srq_attr.tm_max_tags = iface->caps->tm_max_tags;
@@ -864,11 +927,6 @@ ucs_status_t uct_dcx_iface_srq_create(uct_dcx_iface_t *iface,
         srq_attr.type        = DCX_SRQ_BASIC;
         srq_attr.tm_max_tags = 0;
         srq_attr.tm_max_ops  = 0;
-    }
-    /* the AM path takes messages in place where the device offers it
-     * and no alignment was asked for (uct_dcx_iface_rx_wcs) */
-    if (iface->rx.in_place) {
-        srq_attr.flags = DCX_SRQ_F_IN_PLACE;
     }
     ret = dcx_srq_create(iface->pd, &srq_attr, &iface->srq);
     if (ret != 0) {

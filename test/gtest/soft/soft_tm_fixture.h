@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The tag-matching fixture of the soft device tests (test_soft_tm.cc,
- * test_soft_tm_rndv.cc): a TM SRQ receiver and a sender in the test
+ * test_soft_tm_rndv.cc, test_soft_tm_inplace.cc): a TM SRQ receiver and a sender in the test
  * process, their memory layout, and the helpers that post, match and poll.
  */
 #ifndef SOFT_TM_FIXTURE_H_
@@ -103,6 +103,7 @@ protected:
         sa.cq          = t.n.cq;
         sa.tm_max_tags = tm ? tags : 0;
         sa.tm_max_ops  = tm ? ops : 0;
+        sa.flags       = srq_flags;
         ASSERT_EQ(0, dcx_srq_create(t.n.pd, &sa, &t.n.srq));
         dcx_qp_attr_t qa;
         memset(&qa, 0, sizeof(qa));
@@ -333,8 +334,9 @@ protected:
     }
 
     tm_node rx, tx;
-    uint64_t send_id = 0;
-    bool rx_unpolled = false;
+    uint64_t send_id   = 0;
+    bool rx_unpolled   = false;
+    uint32_t srq_flags = 0; /* of the SRQs open_node creates */
 };
 
 #endif
