@@ -281,13 +281,15 @@ protected:
         return l;
     }
 
-    dcx_wc_t post_send(uint32_t len, bool with_imm = false, uint32_t dctn = 0,
-                       uint64_t key = KEY)
+    /* Posts a signalled SEND of len bytes at tx's off to rx's DCT (or DCT
+     * dctn with key); polls nothing.  dcx_qp_post_send's result. */
+    int post_to_rx(uint64_t wr_id, size_t off, uint32_t len,
+                   bool with_imm = false, uint32_t dctn = 0, uint64_t key = KEY)
     {
-        dcx_sge_t s = {tx.va(SEND_OFF), len, tx.mr->lkey};
+        dcx_sge_t s = {tx.va(off), len, tx.mr->lkey};
         dcx_send_wr_t wr;
         memset(&wr, 0, sizeof(wr));
-        wr.wr_id       = ++send_id;
+        wr.wr_id       = wr_id;
         wr.opcode      = with_imm ? DCX_WR_SEND_IMM : DCX_WR_SEND;
         wr.flags       = DCX_SEND_SIGNALED;
         wr.imm         = 0x1234beef;
@@ -296,9 +298,15 @@ protected:
         wr.dest.ah     = tx.n.ah;
         wr.dest.dctn   = dctn ? dctn : rx.n.dct->qp_num;
         wr.dest.dc_key = key;
+        return dcx_qp_post_send(tx.n.dci, &wr);
+    }
+
+    dcx_wc_t post_send(uint32_t len, bool with_imm = false, uint32_t dctn = 0,
+                       uint64_t key = KEY)
+    {
         dcx_wc_t wc;
         memset(&wc, 0xee, sizeof(wc));
-        EXPECT_EQ(0, dcx_qp_post_send(tx.n.dci, &wr));
+        EXPECT_EQ(0, post_to_rx(++send_id, SEND_OFF, len, with_imm, dctn, key));
         double end = now_s() + 20.0;
         while (tx.sent.empty() && (now_s() < end)) {
             if (rx_unpolled) {

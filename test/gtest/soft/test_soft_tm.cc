@@ -384,18 +384,7 @@ TEST_F(soft_tm, unexpected_rnr)
     }
     EXPECT_TRUE(wait(rx, SRQ_SLOTS));
     dcx_tmh_pack(tx.at(SEND_OFF), DCX_TMH_EAGER, 0xbeef, 1);
-    dcx_sge_t sg = {tx.va(SEND_OFF), 16, tx.mr->lkey};
-    dcx_send_wr_t wr;
-    memset(&wr, 0, sizeof(wr));
-    wr.wr_id       = 99;
-    wr.opcode      = DCX_WR_SEND;
-    wr.flags       = DCX_SEND_SIGNALED;
-    wr.num_sge     = 1;
-    wr.sg_list     = &sg;
-    wr.dest.ah     = tx.n.ah;
-    wr.dest.dctn   = rx.n.dct->qp_num;
-    wr.dest.dc_key = KEY;
-    ASSERT_EQ(0, dcx_qp_post_send(tx.n.dci, &wr));
+    ASSERT_EQ(0, post_to_rx(99, SEND_OFF, 16));
     double end = now_s() + 0.05;
     while (now_s() < end) {
         poll_both();

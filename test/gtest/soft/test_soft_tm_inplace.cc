@@ -10,6 +10,10 @@
  */
 #include "soft_tm_fixture.h"
 
+extern "C" {
+#include "soft/soft.h"
+}
+
 namespace {
 
 const uint32_t BIG   = 1000; /* payload past the TMH: placed in place */
@@ -25,6 +29,10 @@ protected:
         soft_tm::SetUp();
         srq_flags = DCX_SRQ_F_IN_PLACE;
         open_pair();
+        /* only the polls below run the engines: a pass of a helper
+         * thread copies */
+        soft_helper_stop(soft_dev(rx.n.dev));
+        soft_helper_stop(soft_dev(tx.n.dev));
         /* the first message of a source takes the general path, which
          * copies: one small one introduces tx's DCI */
         post_msg(DCX_TMH_NO_TAG, 0, SMALL, 1);
@@ -39,22 +47,10 @@ protected:
     void post_msg(uint8_t tmh_op, uint64_t tag, uint32_t payload, uint8_t seed)
     {
         uint8_t *m = tx.at(SEND_OFF);
-        dcx_sge_t s;
-        dcx_send_wr_t wr;
 
         dcx_tmh_pack(m, tmh_op, 7, tag);
         fill(m + DCX_TM_TMH_LEN, payload, seed);
-        s = {tx.va(SEND_OFF), DCX_TM_TMH_LEN + payload, tx.mr->lkey};
-        memset(&wr, 0, sizeof(wr));
-        wr.wr_id       = ++send_id;
-        wr.opcode      = DCX_WR_SEND;
-        wr.flags       = DCX_SEND_SIGNALED;
-        wr.num_sge     = 1;
-        wr.sg_list     = &s;
-        wr.dest.ah     = tx.n.ah;
-        wr.dest.dctn   = rx.n.dct->qp_num;
-        wr.dest.dc_key = KEY;
-        ASSERT_EQ(0, dcx_qp_post_send(tx.n.dci, &wr));
+        ASSERT_EQ(0, post_to_rx(++send_id, SEND_OFF, DCX_TM_TMH_LEN + payload));
     }
 
     /* Polls rx's CQ itself (not through tm_node::poll, whose next poll
@@ -142,8 +138,7 @@ TEST_F(soft_tm_inplace, unexpected_eager_completes_in_place)
     EXPECT_EQ(7u, app_ctx);
     EXPECT_EQ(0xfeedu, tag);
     EXPECT_TRUE(payload_is((const uint8_t *)wc.data + DCX_TM_TMH_LEN, BIG, 3));
-    EXPECT_EQ(0u, (uintptr_t)((const uint8_t *)wc.data + DCX_TM_TMH_LEN + 1) %
-                      8)
+    EXPECT_EQ(0u, (uintptr_t)((const uint8_t *)wc.data + DCX_TM_TMH_LEN + 1) % 8)
         << "an AM's data past its id is aligned as on a plain SRQ";
     EXPECT_TRUE(srq_buf_untouched(wc.wr_id));
     dcx_cq_release(rx.n.cq);
@@ -221,8 +216,7 @@ TEST_F(soft_tm_inplace, held_messages_stay_until_released)
     for (int i = 0; i < n; ++i) {
         ASSERT_EQ(DCX_WC_SUCCESS, wc[i].status);
         if (wc[i].flags & DCX_WC_FLAG_IN_PLACE) {
-            EXPECT_TRUE(payload_is((const uint8_t *)wc[i].data +
-                                       DCX_TM_TMH_LEN,
+            EXPECT_TRUE(payload_is((const uint8_t *)wc[i].data + DCX_TM_TMH_LEN,
                                    BIG, (uint8_t)(20 + i)))
                 << "message " << i;
         } else {
@@ -241,8 +235,8 @@ TEST_F(soft_tm_inplace, held_messages_stay_until_released)
         dcx_wc_t one = take_rx();
         ASSERT_EQ(DCX_WC_SUCCESS, one.status);
         const uint8_t *p = (one.flags & DCX_WC_FLAG_IN_PLACE) ?
-                                   (const uint8_t *)one.data :
-                                   rx.srq_buf(one.wr_id);
+                               (const uint8_t *)one.data :
+                               rx.srq_buf(one.wr_id);
         ASSERT_TRUE(payload_is(p + DCX_TM_TMH_LEN, BIG, (uint8_t)i)) << i;
         dcx_cq_release(rx.n.cq);
         rx.repost(one);

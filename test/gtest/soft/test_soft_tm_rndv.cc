@@ -125,18 +125,7 @@ TEST_F(soft_tm, rndv_one_read_per_pass)
         dcx_rvh_pack(m + 16, tx.va(src), tx.mr->rkey, len);
         dcx_ravh_pack(m + 32, tx.n.dct->qp_num, KEY);
         memset(m + 48, 0x5a, 16);
-        dcx_sge_t sge = {tx.va(msg), DCX_TM_RNDV_LEN + 16, tx.mr->lkey};
-        dcx_send_wr_t wr;
-        memset(&wr, 0, sizeof(wr));
-        wr.wr_id       = 77 + i;
-        wr.opcode      = DCX_WR_SEND;
-        wr.flags       = DCX_SEND_SIGNALED;
-        wr.num_sge     = 1;
-        wr.sg_list     = &sge;
-        wr.dest.ah     = tx.n.ah;
-        wr.dest.dctn   = rx.n.dct->qp_num;
-        wr.dest.dc_key = KEY;
-        ASSERT_EQ(0, dcx_qp_post_send(tx.n.dci, &wr));
+        ASSERT_EQ(0, post_to_rx(77 + i, msg, DCX_TM_RNDV_LEN + 16));
     }
     for (int k = 0; k < 3; ++k) {
         tx.poll(); /* what did not go at the post goes in tx's pass */

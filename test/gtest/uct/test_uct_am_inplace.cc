@@ -105,22 +105,11 @@ protected:
                 uct_worker_progress(m_a->worker);
             }
             ASSERT_EQ((ssize_t)len, ret);
-            ASSERT_TRUE(wait_b([&] { return m_rx.count == before + i + 1; }));
+            ASSERT_TRUE(wait_progressing(m_b, [&] {
+                return m_rx.count == before + i + 1;
+            }));
             EXPECT_EQ(s, m_rx.data.back()) << "message " << i;
         }
-    }
-
-    bool wait_b(const std::function<bool()> &cond)
-    {
-        double end = ucs_get_accurate_time() + 10.0;
-
-        while (!cond()) {
-            if (ucs_get_accurate_time() > end) {
-                return false;
-            }
-            uct_worker_progress(m_b->worker);
-        }
-        return true;
     }
 
     entity *m_a = nullptr, *m_b = nullptr;
@@ -161,7 +150,8 @@ TEST_F(uct_dcx_am_in_place, short_am_aligned)
             uct_worker_progress(m_a->worker);
         }
         ASSERT_EQ(UCS_OK, status);
-        ASSERT_TRUE(wait_b([&] { return m_rx.count == before + 1; }));
+        ASSERT_TRUE(wait_progressing(m_b,
+                                     [&] { return m_rx.count == before + 1; }));
         ASSERT_EQ(sizeof(hdr) + payload.size(), m_rx.data.back().size());
         EXPECT_EQ(0, memcmp(m_rx.data.back().data() + sizeof(hdr),
                             payload.data(), payload.size()));

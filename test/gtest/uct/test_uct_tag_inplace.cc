@@ -107,23 +107,12 @@ protected:
                 uct_worker_progress(m_a->worker);
             }
             ASSERT_EQ((ssize_t)len, ret);
-            ASSERT_TRUE(wait_b([&] { return m_unexp.size() == before + i + 1; }));
+            ASSERT_TRUE(wait_progressing(m_b, [&] {
+                return m_unexp.size() == before + i + 1;
+            }));
             EXPECT_TRUE(m_unexp.back().data == data) << "message " << i;
             EXPECT_EQ(TAG + i, m_unexp.back().tag);
         }
-    }
-
-    bool wait_b(const std::function<bool()> &cond)
-    {
-        double end = ucs_get_accurate_time() + 10.0;
-
-        while (!cond()) {
-            if (ucs_get_accurate_time() > end) {
-                return false;
-            }
-            uct_worker_progress(m_b->worker);
-        }
-        return true;
     }
 
     /* messages of m_unexp handed over without UCT_CB_PARAM_FLAG_DESC */
@@ -179,7 +168,9 @@ TEST_F(uct_dcx_tag_in_place, am_to_tm_interface_lent)
             uct_worker_progress(m_a->worker);
         }
         ASSERT_EQ((ssize_t)data.size(), ret);
-        ASSERT_TRUE(wait_b([&] { return m_am.size() == before + 1; }));
+        ASSERT_TRUE(wait_progressing(m_b, [&] {
+            return m_am.size() == before + 1;
+        }));
         EXPECT_TRUE(m_am.back() == data) << "message " << i;
     }
     EXPECT_GT(m_am_lent, 5) << "3000-byte AMs were not lent";

@@ -344,6 +344,21 @@ bool uct_dcx_test::wait_for(const std::function<bool()> &cond, double timeout)
     return true;
 }
 
+bool uct_dcx_test::wait_progressing(entity *e,
+                                    const std::function<bool()> &cond,
+                                    double timeout)
+{
+    double deadline = now_sec() + timeout;
+
+    while (!cond()) {
+        if (now_sec() > deadline) {
+            return cond();
+        }
+        uct_worker_progress(e->worker);
+    }
+    return true;
+}
+
 void uct_dcx_test::flush_ep(uct_ep_h ep)
 {
     test_comp comp;

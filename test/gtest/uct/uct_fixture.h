@@ -122,6 +122,10 @@ protected:
     unsigned progress();
     /* Progresses until cond() or timeout; returns cond() */
     bool wait_for(const std::function<bool()> &cond, double timeout = 10.0);
+    /* The same progressing only e's worker (so that e's polls, not a
+     * peer's on the same device, serve what comes to e) */
+    bool wait_progressing(entity *e, const std::function<bool()> &cond,
+                          double timeout = 10.0);
     void flush_ep(uct_ep_h ep);
     void flush_iface(entity *e);
 
