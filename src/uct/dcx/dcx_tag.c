@@ -473,8 +473,20 @@ static UCS_F_ALWAYS_INLINE void uct_dcx_tag_rx_unexp(uct_dcx_iface_t *iface,
         return;
     }
 
-    wire   = uct_dcx_tag_rx_wire(iface, wc, &elem);
     length = wc->byte_len - DCX_TM_TMH_LEN;
+    if (!(wc->flags & DCX_WC_FLAG_IN_PLACE)) {
+        wire = uct_dcx_rx_wire(iface, elem);
+    } else if (!(wc->flags & DCX_WC_FLAG_WITH_IMM)) {
+        wire = uct_dcx_tag_rx_wire(iface, wc, &elem); /* lent */
+    } else {
+        /* a synchronous eager message (an immediate): UCP writes a header
+         * of its own before its data (UCP 1.13 asserts, and overflows its
+         * stack, when it must copy one of more than ~1 KiB to do so), so it
+         * goes in a descriptor, its buffer filled here */
+        wire = uct_dcx_rx_wire(iface, elem);
+        memcpy(wire - DCX_TM_TMH_LEN, wc->data, wc->byte_len);
+        dcx_cq_release(iface->rx_cq);
+    }
     dcx_tmh_unpack(wire - DCX_TM_TMH_LEN, &opcode, &app_ctx, &tag);
     iface->tm.unexp_cnt++;
 

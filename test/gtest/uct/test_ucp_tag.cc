@@ -157,7 +157,7 @@ protected:
 
     /* One message a -> b; the receive posted first or last */
     void transfer(size_t size, bool expected, ucp_tag_t tag,
-                  ucp_tag_t mask = (ucp_tag_t)-1)
+                  ucp_tag_t mask = (ucp_tag_t)-1, bool sync = false)
     {
         std::vector<char> sbuf = pattern(size, (unsigned)size + tag);
         std::vector<char> rbuf(size + 1, 0);
@@ -173,8 +173,10 @@ protected:
                                     &param);
         }
         memset(&param, 0, sizeof(param));
-        sreq = ucp_tag_send_nbx(m_ab, size ? &sbuf[0] : NULL, size, tag,
-                                &param);
+        sreq = sync ? ucp_tag_send_sync_nbx(m_ab, size ? &sbuf[0] : NULL, size,
+                                            tag, &param) :
+                      ucp_tag_send_nbx(m_ab, size ? &sbuf[0] : NULL, size, tag,
+                                       &param);
         if (!expected) {
             /* let it arrive unexpected */
             for (int i = 0; i < 100; ++i) {
@@ -232,6 +234,17 @@ TEST_P(ucp_dcx_tm, unexpected_all_sizes)
     if (GetParam() == "on") {
         EXPECT_GT(tm_counter("unexp_eager"), 0u);
         EXPECT_GT(tm_counter("unexp_rndv"), 0u);
+    }
+}
+
+/* Synchronous sends that arrive unexpected (the eager ones carry an
+ * immediate, for which UCP writes a header before the data) */
+TEST_P(ucp_dcx_tm, unexpected_sync_sizes)
+{
+    const size_t sizes[] = {0, 100, 1024, 4000, 8000, 65536};
+
+    for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); ++i) {
+        transfer(sizes[i], false, 0x3000 + i, (ucp_tag_t)-1, true);
     }
 }
 

@@ -3,7 +3,7 @@
  * Tag offload's unexpected messages lent where the device received them:
  * on a device that completes receives in place (the soft device's
  * SOFT_RECV_IN_PLACE), an unexpected eager message of 48 bytes or more
- * (64 with its TMH) reaches the eager callback without
+ * (64 with its TMH) and no immediate reaches the eager callback without
  * UCT_CB_PARAM_FLAG_DESC, and an AM to a tag-matching interface its
  * handler so too, their bytes intact.  A callback that keeps a lent
  * message gets one error line, and nothing breaks.
@@ -90,8 +90,8 @@ protected:
     }
 
     /* n unexpected eager bcopy messages of len bytes, each of its own
-     * pattern, received by b */
-    void send_tagged(int n, size_t len)
+     * pattern, received by b; imm not 0: synchronous sends (UCP's) */
+    void send_tagged(int n, size_t len, uint64_t imm = 0)
     {
         size_t before = m_unexp.size();
 
@@ -100,7 +100,7 @@ protected:
             pack_arg arg           = {data.data(), data.size()};
             ssize_t ret;
 
-            while ((ret = uct_ep_tag_eager_bcopy(m_ab, TAG + i, 0, pack_cb,
+            while ((ret = uct_ep_tag_eager_bcopy(m_ab, TAG + i, imm, pack_cb,
                                                  &arg, 0)) ==
                    UCS_ERR_NO_RESOURCE) {
                 uct_worker_progress(m_b->worker);
@@ -112,6 +112,7 @@ protected:
             }));
             EXPECT_TRUE(m_unexp.back().data == data) << "message " << i;
             EXPECT_EQ(TAG + i, m_unexp.back().tag);
+            EXPECT_EQ(imm, m_unexp.back().imm);
         }
     }
 
@@ -148,6 +149,24 @@ TEST_F(uct_dcx_tag_in_place, unexpected_eager_lent_small_handed_over)
     m_unexp.clear();
     send_tagged(20, 32);
     EXPECT_EQ(0, lent()) << "a 32-byte message (48 with its TMH) was lent";
+    flush_iface(m_a);
+}
+
+/* A message with an immediate (UCP's synchronous send) is handed over in
+ * a descriptor all the same: UCP writes a header of its own before its
+ * data, and without the flag copies it onto its stack to do so (UCP 1.13
+ * asserts there for one of more than ~1 KiB, and its debug build aborts) */
+TEST_F(uct_dcx_tag_in_place, sync_eager_handed_over)
+{
+    open_pair();
+    send_tagged(10, 4000, 0x1234567800000001ull);
+    EXPECT_EQ(0, lent()) << "a message with an immediate was lent";
+    for (const unexp_msg &m : m_unexp) {
+        EXPECT_TRUE(m.flags & UCT_CB_PARAM_FLAG_DESC);
+    }
+    m_unexp.clear();
+    send_tagged(10, 4000);
+    EXPECT_GT(lent(), 5) << "those without were not lent";
     flush_iface(m_a);
 }
 
