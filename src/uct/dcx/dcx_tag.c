@@ -476,13 +476,16 @@ static UCS_F_ALWAYS_INLINE void uct_dcx_tag_rx_unexp(uct_dcx_iface_t *iface,
     length = wc->byte_len - DCX_TM_TMH_LEN;
     if (!(wc->flags & DCX_WC_FLAG_IN_PLACE)) {
         wire = uct_dcx_rx_wire(iface, elem);
-    } else if (!(wc->flags & DCX_WC_FLAG_WITH_IMM)) {
+    } else if (!(wc->flags & DCX_WC_FLAG_WITH_IMM) &&
+               (length < iface->config.seg_size)) {
         wire = uct_dcx_tag_rx_wire(iface, wc, &elem); /* lent */
     } else {
-        /* a synchronous eager message (an immediate): UCP writes a header
-         * of its own before its data (UCP 1.13 asserts, and overflows its
-         * stack, when it must copy one of more than ~1 KiB to do so), so it
-         * goes in a descriptor, its buffer filled here */
+        /* in a descriptor, its buffer filled here: a synchronous eager
+         * message (an immediate), before whose data UCP writes a header of
+         * its own (UCP 1.13 copies one it was lent onto its stack, and
+         * asserts above ~1 KiB), and one longer than an AM, which UCP
+         * would copy into a buffer of its AM pool (sized by the largest
+         * AM of its interfaces: cap.am.max_bcopy here, SEG_SIZE - 1) */
         wire = uct_dcx_rx_wire(iface, elem);
         memcpy(wire - DCX_TM_TMH_LEN, wc->data, wc->byte_len);
         dcx_cq_release(iface->rx_cq);

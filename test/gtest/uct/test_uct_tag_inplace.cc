@@ -11,6 +11,8 @@
 #include "uct_tag_fixture.h"
 
 #include <functional>
+#include <map>
+#include <string>
 
 namespace {
 
@@ -77,10 +79,13 @@ protected:
      * them (a's would copy them into b's receive buffers).  The first
      * message of a source takes the device's general path (copied): one is
      * sent before the counts start. */
-    void open_pair()
+    void open_pair(const std::map<std::string, std::string> &cfg = {})
     {
-        m_a = create_tm();
-        m_b = create_tm();
+        std::map<std::string, std::string> c = cfg;
+
+        c["TM_ENABLE"] = "y";
+        m_a            = create_entity(c);
+        m_b            = create_entity(c);
         ASSERT_TRUE(m_a && m_b);
         m_ab = connect(m_a, m_b);
         ASSERT_EQ(UCS_OK, uct_iface_set_am_handler(m_b->iface, AM_ID,
@@ -167,6 +172,23 @@ TEST_F(uct_dcx_tag_in_place, sync_eager_handed_over)
     m_unexp.clear();
     send_tagged(10, 4000);
     EXPECT_GT(lent(), 5) << "those without were not lent";
+    flush_iface(m_a);
+}
+
+/* A message longer than an AM (receive buffers of TM_SEG_SIZE above
+ * SEG_SIZE) is handed over in a descriptor: UCP copies a lent one into a
+ * buffer of its AM pool, whose buffers are as long as the longest AM of
+ * its interfaces */
+TEST_F(uct_dcx_tag_in_place, longer_than_an_am_handed_over)
+{
+    open_pair({{"SEG_SIZE", "8k"}, {"TM_SEG_SIZE", "16k"}});
+    ASSERT_GE(m_b->attr.cap.tag.eager.max_bcopy, 12000u);
+    ASSERT_LT(m_b->attr.cap.am.max_bcopy, 12000u);
+    send_tagged(10, 12000);
+    EXPECT_EQ(0, lent()) << "a message longer than an AM was lent";
+    m_unexp.clear();
+    send_tagged(10, m_b->attr.cap.am.max_bcopy);
+    EXPECT_GT(lent(), 5) << "those as long as an AM were not lent";
     flush_iface(m_a);
 }
 
