@@ -12,7 +12,7 @@
  * buffers are posted 16 bytes early, into the headroom) and go to the AM
  * path.  Where the device completes them in place, unexpected eager and
  * NO_TAG messages are lent to their callbacks where they arrived
- * (uct_dcx_tag_rx_wire).  Tagged sends are only possible to a TM peer.
+ * (uct_dcx_tag_rx_lend).  Tagged sends are only possible to a TM peer.
  *
  * Wire of a tagged send: TMH(EAGER, app_ctx, tag) | payload.  Of a
  * rendezvous: TMH(RNDV, app_ctx, tag) | RVH(va, rkey, len) | RAVH(our DCT,
@@ -354,19 +354,28 @@ static UCS_F_ALWAYS_INLINE void uct_dcx_tag_rx_put(uct_dcx_iface_t *iface,
     }
 }
 
-/* The bytes past the TMH of an unexpected or NO_TAG message: where the
- * device completed it (DCX_WC_FLAG_IN_PLACE: its SRQ buffer *elem_p, taken
- * unused, goes back to the pool now and *elem_p becomes NULL), else in
- * that buffer */
-static UCS_F_ALWAYS_INLINE uint8_t *
-uct_dcx_tag_rx_wire(uct_dcx_iface_t *iface, const dcx_wc_t *wc, void **elem_p)
+/* The bytes past the TMH of a message the device completed in place
+ * (DCX_WC_FLAG_IN_PLACE), lent to a callback: its SRQ buffer *elem_p, taken
+ * unused, goes back to the pool now and *elem_p becomes NULL */
+static UCS_F_ALWAYS_INLINE uint8_t *uct_dcx_tag_rx_lend(const dcx_wc_t *wc,
+                                                        void **elem_p)
 {
-    if (wc->flags & DCX_WC_FLAG_IN_PLACE) {
-        ucs_mpool_put_inline(*elem_p);
-        *elem_p = NULL;
-        return (uint8_t *)wc->data + DCX_TM_TMH_LEN;
-    }
-    return uct_dcx_rx_wire(iface, *elem_p);
+    ucs_mpool_put_inline(*elem_p);
+    *elem_p = NULL;
+    return (uint8_t *)wc->data + DCX_TM_TMH_LEN;
+}
+
+/* The same message handed over in a descriptor instead: copied into its
+ * SRQ buffer elem (as long as the message: the device took it only where
+ * it fit), its bytes given back to the device; the bytes past its TMH */
+static UCS_F_NOINLINE uint8_t *
+uct_dcx_tag_rx_unlend(uct_dcx_iface_t *iface, const dcx_wc_t *wc, void *elem)
+{
+    uint8_t *wire = uct_dcx_rx_wire(iface, elem);
+
+    memcpy(wire - DCX_TM_TMH_LEN, wc->data, wc->byte_len);
+    dcx_cq_release(iface->rx_cq);
+    return wire;
 }
 
 /* A NO_TAG message, in an SRQ buffer or in place: an AM or a control
@@ -385,23 +394,28 @@ static UCS_F_ALWAYS_INLINE void uct_dcx_tag_rx_no_tag(uct_dcx_iface_t *iface,
         return;
     }
 
-    if (ucs_likely(wc->flags & DCX_WC_FLAG_IN_PLACE) &&
-        (((const uint8_t *)wc->data)[0] == DCX_TMH_NO_TAG)) {
-        /* lent for the handler's call, as a plain SRQ's AMs are */
+    if (!(wc->flags & DCX_WC_FLAG_IN_PLACE)) {
+        wire = uct_dcx_rx_wire(iface, elem);
+    } else if ((((const uint8_t *)wc->data)[0] == DCX_TMH_NO_TAG) &&
+               (wc->byte_len - DCX_TM_TMH_LEN <= iface->config.seg_size)) {
+        /* lent for the handler's call, as a plain SRQ's AMs are (no longer
+         * than those: a peer's larger SEG_SIZE could send more, which UCP
+         * would copy into a buffer of its AM pool) */
         uct_dcx_iface_rx_am_lent(iface, elem,
                                  (const uint8_t *)wc->data + DCX_TM_TMH_LEN,
                                  wc->byte_len - DCX_TM_TMH_LEN);
         return;
+    } else {
+        wire = uct_dcx_tag_rx_unlend(iface, wc, elem);
     }
-    wire = uct_dcx_tag_rx_wire(iface, wc, &elem);
     if (ucs_unlikely(wire[-(int)DCX_TM_TMH_LEN] == DCX_TMH_FIN)) {
         uct_dcx_tag_rx_fin(iface, wire - DCX_TM_TMH_LEN);
-        uct_dcx_tag_rx_put(iface, elem);
+        ucs_mpool_put_inline(elem);
         return;
     } else if (ucs_unlikely(wire[-(int)DCX_TM_TMH_LEN] != DCX_TMH_NO_TAG)) {
         ucs_error("dcx: %s: dropped a message with TMH opcode %u",
                   dcx_dev_name(iface->dev), wire[-(int)DCX_TM_TMH_LEN]);
-        uct_dcx_tag_rx_put(iface, elem);
+        ucs_mpool_put_inline(elem);
         return;
     }
     uct_dcx_iface_rx_am(iface, elem, wire, wc->byte_len - DCX_TM_TMH_LEN);
@@ -478,7 +492,7 @@ static UCS_F_ALWAYS_INLINE void uct_dcx_tag_rx_unexp(uct_dcx_iface_t *iface,
         wire = uct_dcx_rx_wire(iface, elem);
     } else if (!(wc->flags & DCX_WC_FLAG_WITH_IMM) &&
                (length < iface->config.seg_size)) {
-        wire = uct_dcx_tag_rx_wire(iface, wc, &elem); /* lent */
+        wire = uct_dcx_tag_rx_lend(wc, &elem);
     } else {
         /* in a descriptor, its buffer filled here: a synchronous eager
          * message (an immediate), before whose data UCP writes a header of
@@ -486,9 +500,7 @@ static UCS_F_ALWAYS_INLINE void uct_dcx_tag_rx_unexp(uct_dcx_iface_t *iface,
          * asserts above ~1 KiB), and one longer than an AM, which UCP
          * would copy into a buffer of its AM pool (sized by the largest
          * AM of its interfaces: cap.am.max_bcopy here, SEG_SIZE - 1) */
-        wire = uct_dcx_rx_wire(iface, elem);
-        memcpy(wire - DCX_TM_TMH_LEN, wc->data, wc->byte_len);
-        dcx_cq_release(iface->rx_cq);
+        wire = uct_dcx_tag_rx_unlend(iface, wc, elem);
     }
     dcx_tmh_unpack(wire - DCX_TM_TMH_LEN, &opcode, &app_ctx, &tag);
     iface->tm.unexp_cnt++;
@@ -916,7 +928,7 @@ ucs_status_t uct_dcx_iface_srq_create(uct_dcx_iface_t *iface,
     srq_attr.cq      = iface->rx_cq;
     /* the AM path, and on a TM SRQ the unexpected and NO_TAG messages,
      * take messages in place where the device offers it and no alignment
-     * was asked for (uct_dcx_iface_rx_wcs, uct_dcx_tag_rx_wire) */
+     * was asked for (uct_dcx_iface_rx_wcs, uct_dcx_tag_rx_lend) */
     if (iface->rx.in_place) {
         srq_attr.flags = DCX_SRQ_F_IN_PLACE;
     }

@@ -79,13 +79,15 @@ protected:
      * them (a's would copy them into b's receive buffers).  The first
      * message of a source takes the device's general path (copied): one is
      * sent before the counts start. */
-    void open_pair(const std::map<std::string, std::string> &cfg = {})
+    void open_pair(const std::map<std::string, std::string> &cfg   = {},
+                   const std::map<std::string, std::string> &cfg_a = {})
     {
-        std::map<std::string, std::string> c = cfg;
+        std::map<std::string, std::string> ca = cfg_a.empty() ? cfg : cfg_a;
+        std::map<std::string, std::string> cb = cfg;
 
-        c["TM_ENABLE"] = "y";
-        m_a            = create_entity(c);
-        m_b            = create_entity(c);
+        ca["TM_ENABLE"] = cb["TM_ENABLE"] = "y";
+        m_a                               = create_entity(ca);
+        m_b                               = create_entity(cb);
         ASSERT_TRUE(m_a && m_b);
         m_ab = connect(m_a, m_b);
         ASSERT_EQ(UCS_OK, uct_iface_set_am_handler(m_b->iface, AM_ID,
@@ -118,6 +120,28 @@ protected:
             EXPECT_TRUE(m_unexp.back().data == data) << "message " << i;
             EXPECT_EQ(TAG + i, m_unexp.back().tag);
             EXPECT_EQ(imm, m_unexp.back().imm);
+        }
+    }
+
+    /* n bcopy AMs of len bytes, each of its own pattern, received by b */
+    void send_am(int n, size_t len)
+    {
+        for (int i = 0; i < n; ++i) {
+            std::vector<char> data = pattern(len, 40 + i);
+            pack_arg arg           = {data.data(), data.size()};
+            size_t before          = m_am.size();
+            ssize_t ret;
+
+            while ((ret = uct_ep_am_bcopy(m_ab, AM_ID, pack_cb, &arg, 0)) ==
+                   UCS_ERR_NO_RESOURCE) {
+                uct_worker_progress(m_b->worker);
+                uct_worker_progress(m_a->worker);
+            }
+            ASSERT_EQ((ssize_t)data.size(), ret);
+            ASSERT_TRUE(wait_progressing(m_b, [&] {
+                return m_am.size() == before + 1;
+            }));
+            EXPECT_TRUE(m_am.back() == data) << "message " << i;
         }
     }
 
@@ -197,23 +221,23 @@ TEST_F(uct_dcx_tag_in_place, longer_than_an_am_handed_over)
 TEST_F(uct_dcx_tag_in_place, am_to_tm_interface_lent)
 {
     open_pair();
-    for (int i = 0; i < 10; ++i) {
-        std::vector<char> data = pattern(3000, 40 + i);
-        pack_arg arg           = {data.data(), data.size()};
-        size_t before          = m_am.size();
-        ssize_t ret;
+    send_am(10, 3000);
+    EXPECT_GT(m_am_lent, 5) << "3000-byte AMs were not lent";
+    flush_iface(m_a);
+}
 
-        while ((ret = uct_ep_am_bcopy(m_ab, AM_ID, pack_cb, &arg, 0)) ==
-               UCS_ERR_NO_RESOURCE) {
-            uct_worker_progress(m_b->worker);
-            uct_worker_progress(m_a->worker);
-        }
-        ASSERT_EQ((ssize_t)data.size(), ret);
-        ASSERT_TRUE(wait_progressing(m_b, [&] {
-            return m_am.size() == before + 1;
-        }));
-        EXPECT_TRUE(m_am.back() == data) << "message " << i;
-    }
+/* An AM longer than the receiver's own, from a peer with a larger
+ * SEG_SIZE into receive buffers of TM_SEG_SIZE, is handed over in a
+ * descriptor (UCP would copy a lent one into a buffer of its AM pool) */
+TEST_F(uct_dcx_tag_in_place, am_longer_than_own_handed_over)
+{
+    open_pair({{"SEG_SIZE", "8k"}, {"TM_SEG_SIZE", "16k"}},
+              {{"SEG_SIZE", "16k"}, {"TM_SEG_SIZE", "16k"}});
+    ASSERT_GE(m_a->attr.cap.am.max_bcopy, 12000u);
+    ASSERT_LT(m_b->attr.cap.am.max_bcopy, 12000u);
+    send_am(10, 12000);
+    EXPECT_EQ(0, m_am_lent) << "an AM longer than the receiver's was lent";
+    send_am(10, 3000);
     EXPECT_GT(m_am_lent, 5) << "3000-byte AMs were not lent";
     flush_iface(m_a);
 }
