@@ -180,7 +180,10 @@ TEST_P(uct_dcx_dci_lazy, idle_dcis_destroyed)
     if (!lends()) {
         GTEST_SKIP() << "rand keeps every DCI it created";
     }
-    ASSERT_NO_FATAL_FAILURE(setup("8", "20ms"));
+    /* a timeout far longer than the set-up of four eps takes even on a
+     * loaded machine under ASan (with 20 ms, a look during the set-up made
+     * the first DCIs look unused at e5's) */
+    ASSERT_NO_FATAL_FAILURE(setup("8", "200ms"));
     ASSERT_NO_FATAL_FAILURE(send_from_new_eps(4, eps));
     ASSERT_TRUE(wait_for([&] { return m_rx == 4; }));
     for (uct_ep_h ep : eps) {
@@ -193,13 +196,13 @@ TEST_P(uct_dcx_dci_lazy, idle_dcis_destroyed)
      * used since it last looked (at their creation): they stay, and e5
      * takes one back.  At the next look, longer than the timeout later,
      * those still unused go: all but the one e5 used. */
-    usleep(50000);
+    usleep(250000);
     uct_ep_h e5 = connect(m_a, m_b);
     ASSERT_EQ(UCS_OK, uct_ep_am_short(e5, AM_ID, 4, NULL, 0));
     flush_ep(e5);
     EXPECT_EQ(4u, stats(m_a).created);
     EXPECT_EQ(0u, stats(m_a).destroys);
-    usleep(50000);
+    usleep(250000);
     uct_ep_h e6 = connect(m_a, m_b);
     ASSERT_EQ(UCS_OK, uct_ep_am_short(e6, AM_ID, 5, NULL, 0));
     flush_ep(e6);
