@@ -354,6 +354,17 @@ static UCS_F_ALWAYS_INLINE void uct_dcx_tag_rx_put(uct_dcx_iface_t *iface,
     }
 }
 
+/* Whether a callback may be lent length bytes (what it is passed, past the
+ * TMH and for an AM past its id): UCP copies a message it was lent into a
+ * buffer of its AM pool, as long as the longest AM of its interfaces
+ * (cap.am.max_bcopy here, SEG_SIZE - 1), and a TM SRQ's buffers, of
+ * TM_SEG_SIZE, may take longer ones */
+static UCS_F_ALWAYS_INLINE int uct_dcx_tag_rx_lendable(uct_dcx_iface_t *iface,
+                                                       unsigned length)
+{
+    return length < iface->config.seg_size;
+}
+
 /* The bytes past the TMH of a message the device completed in place
  * (DCX_WC_FLAG_IN_PLACE), lent to a callback: its SRQ buffer *elem_p, taken
  * unused, goes back to the pool now and *elem_p becomes NULL */
@@ -397,10 +408,10 @@ static UCS_F_ALWAYS_INLINE void uct_dcx_tag_rx_no_tag(uct_dcx_iface_t *iface,
     if (!(wc->flags & DCX_WC_FLAG_IN_PLACE)) {
         wire = uct_dcx_rx_wire(iface, elem);
     } else if ((((const uint8_t *)wc->data)[0] == DCX_TMH_NO_TAG) &&
-               (wc->byte_len - DCX_TM_TMH_LEN <= iface->config.seg_size)) {
+               uct_dcx_tag_rx_lendable(iface, wc->byte_len - DCX_TM_TMH_LEN -
+                                                  UCT_DCX_AM_HDR_LEN)) {
         /* lent for the handler's call, as a plain SRQ's AMs are (no longer
-         * than those: a peer's larger SEG_SIZE could send more, which UCP
-         * would copy into a buffer of its AM pool) */
+         * than those: a peer's larger SEG_SIZE could send more) */
         uct_dcx_iface_rx_am_lent(iface, elem,
                                  (const uint8_t *)wc->data + DCX_TM_TMH_LEN,
                                  wc->byte_len - DCX_TM_TMH_LEN);
@@ -491,15 +502,13 @@ static UCS_F_ALWAYS_INLINE void uct_dcx_tag_rx_unexp(uct_dcx_iface_t *iface,
     if (!(wc->flags & DCX_WC_FLAG_IN_PLACE)) {
         wire = uct_dcx_rx_wire(iface, elem);
     } else if (!(wc->flags & DCX_WC_FLAG_WITH_IMM) &&
-               (length < iface->config.seg_size)) {
+               uct_dcx_tag_rx_lendable(iface, length)) {
         wire = uct_dcx_tag_rx_lend(wc, &elem);
     } else {
         /* in a descriptor, its buffer filled here: a synchronous eager
          * message (an immediate), before whose data UCP writes a header of
          * its own (UCP 1.13 copies one it was lent onto its stack, and
-         * asserts above ~1 KiB), and one longer than an AM, which UCP
-         * would copy into a buffer of its AM pool (sized by the largest
-         * AM of its interfaces: cap.am.max_bcopy here, SEG_SIZE - 1) */
+         * asserts above ~1 KiB), and one too long to lend */
         wire = uct_dcx_tag_rx_unlend(iface, wc, elem);
     }
     dcx_tmh_unpack(wire - DCX_TM_TMH_LEN, &opcode, &app_ctx, &tag);
