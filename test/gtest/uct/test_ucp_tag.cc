@@ -15,7 +15,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <dirent.h>
 #include <functional>
 #include <string>
 #include <time.h>
@@ -38,7 +37,7 @@ protected:
 
     virtual void SetUp()
     {
-        char fabric[32], dir[] = "/tmp/dcx-tm-test-XXXXXX";
+        char fabric[32];
 
         m_ab = m_ba = NULL;
         snprintf(fabric, sizeof(fabric), "gtt%d-%d", (int)getpid(), ++s_seq);
@@ -46,12 +45,11 @@ protected:
         if ((GetParam() != "off") && !test_device_query().tag_offload) {
             GTEST_SKIP() << "the device has no tag matching";
         }
-        ASSERT_TRUE(mkdtemp(dir) != NULL);
-        m_dir = dir;
+        ASSERT_FALSE(m_stats.path().empty());
         setenv("UCX_TLS", "dcx,self", 1);
         setenv("UCX_TM_THRESH", "1", 1);
         setenv("UCX_TM_FORCE_THRESH", "1", 1);
-        setenv("UCX_DCX_STATS_DIR", dir, 1);
+        setenv("UCX_DCX_STATS_DIR", m_stats.path().c_str(), 1);
         setenv("UCX_DCX_TM_ENABLE", (GetParam() == "off") ? "n" : "y", 1);
         if (tm_seg_size() != NULL) {
             setenv("UCX_DCX_TM_SEG_SIZE", tm_seg_size(), 1); /* both peers */
@@ -80,31 +78,13 @@ protected:
         unsetenv("UCX_DCX_TM_ENABLE");
         unsetenv("UCX_DCX_SOFT_TM");
         unsetenv("UCX_DCX_TM_SEG_SIZE");
-        remove_dir();
-    }
-
-    void remove_dir()
-    {
-        DIR *d = opendir(m_dir.c_str());
-        struct dirent *de;
-
-        if (d == NULL) {
-            return;
-        }
-        while ((de = readdir(d)) != NULL) {
-            if (de->d_name[0] != '.') {
-                unlink((m_dir + "/" + de->d_name).c_str());
-            }
-        }
-        closedir(d);
-        rmdir(m_dir.c_str());
     }
 
     /* Sum of one tag-matching counter over the interfaces' counters
      * files */
     uint64_t tm_counter(const char *name)
     {
-        return dcx_test::dcx_stat_sum(m_dir, std::string("tm.") + name);
+        return m_stats.sum(std::string("tm.") + name);
     }
 
     ucp_ep_h connect(ucp_peer *from, ucp_peer *to)
@@ -201,7 +181,7 @@ protected:
 
     static int s_seq;
     ucp_ep_h m_ab, m_ba;
-    std::string m_dir;
+    dcx_test::dcx_stat_dir m_stats; /* UCX_DCX_STATS_DIR of both peers */
 };
 
 int ucp_dcx_tm::s_seq = 0;
