@@ -3,7 +3,7 @@
 #
 # step NAME COMMAND...: runs one step with its output in $logdir/NAME.log
 # (blanks and slashes of NAME made '_'), prints one line, "ok (N s)" or
-# "FAILED (N s)" followed by the last lines of the log, and counts it in
+# "FAILED (N s)" followed by the last 40 lines of the log, and counts it in
 # passed, failed and failures.  The caller sets logdir, passed=0, failed=0,
 # failures=(), and optionally step_width, the width of the name column
 # (default 44).
@@ -20,6 +20,6 @@ step() {
         failed=$((failed + 1))
         failures+=("$name")
         echo "FAILED ($((SECONDS - t0)) s) — last lines of $log:"
-        tail -n 30 "$log" | sed 's/^/   | /'
+        tail -n 40 "$log" | sed 's/^/   | /'
     fi
 }

@@ -57,13 +57,28 @@ step "build (-Werror)" configure_build "$top/build" --enable-werror
 step "transport call pairs (contrib/call-pairs.py --check)" \
     python3 "$top/contrib/call-pairs.py" --check -b "$top/build" \
     "$top/src/uct/dcx"
-step "gtest suites" make -C "$top/build" check
+# make check in build directory $1; when it fails, ends its output with
+# the failing suites' own failure lines (the step prints the log's tail,
+# where the automake summary alone would name no test)
+make_check() {
+    local trs log
+    make -C "$1" check && return 0
+    echo "== failing suites, their failure lines:"
+    for trs in $(grep -rl '^:test-result: FAIL' --include='*.trs' "$1/test" 2>/dev/null); do
+        log=${trs%.trs}.log
+        echo "-- ${log#"$1"/}"
+        grep -E '^\[  FAILED  \]|: Failure$|^Expected|^  Actual|^Which is|Value of|[Tt]imed? ?out|Aborted|Segmentation' \
+            "$log" | awk '!seen[$0]++' | head -n 12
+    done
+    return 1
+}
+step "gtest suites" make_check "$top/build"
 if [ $quick -eq 0 ]; then
     step "build (ASan+UBSan)" configure_build "$top/build-asan" --enable-asan
     step "gtest suites under ASan+UBSan" \
         env ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
             UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-            make -C "$top/build-asan" check
+            make_check "$top/build-asan"
 fi
 export DCX_RUN="$top/build/contrib/dcx-run"
 # examples/strided_exchange: two processes exchange matrix columns and a
