@@ -1023,8 +1023,10 @@ int dcx_qp_set_error(dcx_qp_t *qp);
 int dcx_qp_recover(dcx_qp_t *qp);
 
 /* DCI with streams: returns stream stream_id, in error, to service (as
- * rdma-core's mlx5dv_dci_stream_id_reset): its WRs were all flushed when
- * it failed; completions not yet polled stay in the CQ.  0 (also for a
+ * rdma-core's mlx5dv_dci_stream_id_reset).  Its WRs were all flushed when
+ * it failed, each completes (signalled or not) and holds its send queue
+ * slot until polled (mlx5; the soft device frees them at once): reset it
+ * once the completion of its last WR is polled.  0 (also for a
  * stream that is not in error), EINVAL (not a DCI with streams, or no
  * such stream), EOPNOTSUPP (the DCI is not in RTS, or the device has no
  * streams); logged. */

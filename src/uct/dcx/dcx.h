@@ -200,7 +200,9 @@ typedef struct UCS_S_PACKED uct_dcx_ctl_msg {
 
 
 enum {
-    UCT_DCX_DCI_FLAG_ERR    = UCS_BIT(0), /* error seen, recovery due */
+    UCT_DCX_DCI_FLAG_ERR    = UCS_BIT(0), /* a stream's error seen, its
+                                               recovery due once its WRs
+                                               are all flushed (err_sn) */
     UCT_DCX_DCI_FLAG_CANCEL = UCS_BIT(1), /* put into error to cancel */
     UCT_DCX_DCI_FLAG_CTL    = UCS_BIT(2), /* the control DCI */
     UCT_DCX_DCI_FLAG_BUSY   = UCS_BIT(3), /* lent out (dcs policies) */
@@ -237,6 +239,10 @@ typedef struct uct_dcx_dci {
     char *log;             /* [sn & mask]: uct_dcx_wr_log_t, or NULL */
     uint64_t check_sn;     /* sn at the pool's last look */
     ucs_time_t idle_since; /* unused since (uct_dcx_dci_shrink) */
+    /* UCT_DCX_DCI_FLAG_ERR: the failed WR and its completion's status */
+    uint64_t err_sn;
+    uint32_t err_vendor;
+    uint8_t err_status; /* dcx_wc_status_t */
 } uct_dcx_dci_t;
 
 

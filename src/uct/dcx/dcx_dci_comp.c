@@ -316,11 +316,10 @@ static void uct_dcx_dci_error_ops(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci,
     }
 }
 
-/* An error completion on dci: the WR numbered sn failed. */
-static UCS_F_NOINLINE void uct_dcx_dci_handle_error(uct_dcx_iface_t *iface,
-                                                    uct_dcx_dci_t *dci,
-                                                    uint64_t sn,
-                                                    const dcx_wc_t *wc)
+/* The WR numbered sn of dci failed, and every WR after it was flushed:
+ * dci is recovered, its operations sorted out, the failed endpoint told */
+static void uct_dcx_dci_fail(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci,
+                             uint64_t sn, const dcx_wc_t *wc)
 {
     int cancel            = !!(dci->flags & UCT_DCX_DCI_FLAG_CANCEL);
     uct_dcx_ep_t *fail_ep = dci->wr_ep[sn & iface->pool.ring_mask];
@@ -333,13 +332,6 @@ static UCS_F_NOINLINE void uct_dcx_dci_handle_error(uct_dcx_iface_t *iface,
     ucs_status_t status;
     uint64_t last_sn;
     int ret;
-
-    iface->cnt->dci.errors++;
-
-    /* Everything before sn executed in order */
-    if (sn > dci->done_sn + 1) {
-        uct_dcx_dci_retire(iface, dci, sn - 1, UCS_OK);
-    }
 
     status = cancel ?
                  UCS_ERR_CANCELED :
@@ -370,6 +362,60 @@ static UCS_F_NOINLINE void uct_dcx_dci_handle_error(uct_dcx_iface_t *iface,
     if (!cancel && (fail_ep != NULL)) {
         iface->ep_failed(iface, fail_ep, status, wc->status);
     }
+}
+
+/* Whether the error of WR sn on dci stopped one stream of a DCI that is
+ * still up, with WRs posted after sn: those come flushed, and hold the
+ * stream's send queue until their completions are polled, so that the
+ * stream can be reset and its healthy work posted again only once the
+ * last of them is seen (mlx5dv_dci_stream_id_reset's rule) */
+static int uct_dcx_dci_stream_flushing(uct_dcx_iface_t *iface,
+                                       uct_dcx_dci_t *dci, uint64_t sn)
+{
+    return (dci->qp->num_streams > 0) && (dci->index != iface->pool.ctl) &&
+           (dci->qp->state == DCX_QPS_RTS) && (sn < dci->sn) &&
+           !(dci->flags & UCT_DCX_DCI_FLAG_CANCEL);
+}
+
+/* An error completion on dci: the WR numbered sn failed, or (a stream in
+ * error, UCT_DCX_DCI_FLAG_ERR) was flushed. */
+static UCS_F_NOINLINE void uct_dcx_dci_handle_error(uct_dcx_iface_t *iface,
+                                                    uct_dcx_dci_t *dci,
+                                                    uint64_t sn,
+                                                    const dcx_wc_t *wc)
+{
+    dcx_wc_t err_wc;
+
+    if (dci->flags & UCT_DCX_DCI_FLAG_ERR) {
+        if (sn < dci->sn) {
+            return; /* more of the stream's flushed WRs to come */
+        }
+        /* the stream's last WR: its queue is empty, recover it now */
+        memset(&err_wc, 0, sizeof(err_wc));
+        err_wc.status     = dci->err_status;
+        err_wc.vendor_err = dci->err_vendor;
+        dci->flags &= ~UCT_DCX_DCI_FLAG_ERR;
+        uct_dcx_dci_fail(iface, dci, dci->err_sn, &err_wc);
+        return;
+    }
+
+    iface->cnt->dci.errors++;
+
+    /* Everything before sn executed in order */
+    if (sn > dci->done_sn + 1) {
+        uct_dcx_dci_retire(iface, dci, sn - 1, UCS_OK);
+    }
+
+    if (uct_dcx_dci_stream_flushing(iface, dci, sn)) {
+        /* no new work on the stream until it is recovered */
+        dci->flags |= UCT_DCX_DCI_FLAG_ERR;
+        dci->err_sn     = sn;
+        dci->err_status = wc->status;
+        dci->err_vendor = wc->vendor_err;
+        dci->avail      = 0;
+        return;
+    }
+    uct_dcx_dci_fail(iface, dci, sn, wc);
 }
 
 /* All WRs of dci completed: a cancel to finish, or a lent DCI to give

@@ -6,9 +6,10 @@
  * rings and send queue, so the rest of the transport sees the streams as
  * the DCIs of a shared pool (as under rand).  An endpoint is hashed onto a
  * stream at creation.  The device keeps order within a stream only, and an
- * error stops only its stream: that stream is reset and its healthy
- * endpoints' WRs are posted again (the replay of shared DCIs), the other
- * streams going on untouched.  The queue pair behind the streams (shared,
+ * error stops only its stream: once the stream's flushed WRs have all
+ * completed (they hold its send queue until then), that stream is reset
+ * and its healthy endpoints' WRs are posted again (the replay of shared
+ * DCIs), the other streams going on untouched.  The queue pair behind the streams (shared,
  * its attributes, the restart of one stream) is in dcx_dci_qp.c.
  */
 #ifdef HAVE_CONFIG_H
