@@ -7,10 +7,23 @@
 #ifndef SOFT_WAIT_H_
 #define SOFT_WAIT_H_
 
-#include "soft.h"
+#include "soft_acked.h"
 
 /* A timer due sooner than this after a pass keeps polls locked. */
 #define SOFT_WAIT_MIN_NS 4000ull
+
+/* Whether word, just read off qp's ack line for the wait set, already
+ * acknowledges qp's oldest request: its answer came before the read (the
+ * responder took a packet between its publish, or a pass's look at the
+ * table, and the read), the line will not move for it again, and a wait
+ * set holding word would let polls skip the pass that completes it until
+ * the timer (an ack timeout, ~1 s by default).  The engine must not wait
+ * then. */
+static inline int soft_wait_word_acks(soft_qp_t *qp, uint64_t word)
+{
+    return ((uint32_t)(word >> 32) == qp->gen) &&
+           soft_req_table_acks(soft_wqe(qp, qp->sq_comp), (uint32_t)word);
+}
 
 /* A post on the light path (soft_req_post_inline: every request of the
  * DCI is out, to 'peer', its ack timer to start at 'now', which the post
@@ -29,7 +42,7 @@ soft_engine_wait_add(soft_dev_t *dev, soft_qp_t *qp, const soft_peer_t *peer,
     soft_engine_wait_t *w = &dev->wait;
     int idle              = dev->engine_idle;
     const uint64_t *line;
-    uint64_t due, since;
+    uint64_t due, since, word = 0;
     uint32_t i, n, seq;
 
     if ((idle == SOFT_ENGINE_BUSY) || (qp->super.state != DCX_QPS_RTS)) {
@@ -66,7 +79,13 @@ soft_engine_wait_add(soft_dev_t *dev, soft_qp_t *qp, const soft_peer_t *peer,
         clk += qp->ack_clk;
     }
     line = qp->ack_line;
-    seq  = w->seq;
+    if (line != NULL) {
+        word = __atomic_load_n(line, __ATOMIC_ACQUIRE);
+        if (soft_wait_word_acks(qp, word)) {
+            return 0; /* answered already: the next poll's pass takes it */
+        }
+    }
+    seq = w->seq;
     if (idle == SOFT_ENGINE_IDLE) {
         /* the set was empty (a ping-pong's post: the pass that completed
          * the DCI's last send left the engine idle): it is this line */
@@ -75,9 +94,7 @@ soft_engine_wait_add(soft_dev_t *dev, soft_qp_t *qp, const soft_peer_t *peer,
         n = 0;
         if (line != NULL) {
             __atomic_store_n(&w->lines[0].line, line, __ATOMIC_RELAXED);
-            __atomic_store_n(&w->lines[0].word,
-                             __atomic_load_n(line, __ATOMIC_ACQUIRE),
-                             __ATOMIC_RELAXED);
+            __atomic_store_n(&w->lines[0].word, word, __ATOMIC_RELAXED);
             n = 1;
         }
         __atomic_store_n(&w->n, n, __ATOMIC_RELAXED);
@@ -99,9 +116,7 @@ soft_engine_wait_add(soft_dev_t *dev, soft_qp_t *qp, const soft_peer_t *peer,
     __atomic_thread_fence(__ATOMIC_RELEASE);
     if ((line != NULL) && (i == n)) {
         __atomic_store_n(&w->lines[n].line, line, __ATOMIC_RELAXED);
-        __atomic_store_n(&w->lines[n].word,
-                         __atomic_load_n(line, __ATOMIC_ACQUIRE),
-                         __ATOMIC_RELAXED);
+        __atomic_store_n(&w->lines[n].word, word, __ATOMIC_RELAXED);
         n++;
     }
     __atomic_store_n(&w->n, n, __ATOMIC_RELAXED);

@@ -11,6 +11,7 @@
 
 extern "C" {
 #include "soft/soft.h"
+#include "soft/soft_wait.h"
 }
 
 #include <poll.h>
@@ -391,6 +392,52 @@ TEST_F(soft, timer_started_by_light_post_fires_bad_flow)
     dcx_soft_stats_t sb;
     ASSERT_EQ(0, dcx_soft_stats(p.b.dev, &sb));
     EXPECT_EQ(2u, sb.dc_key_violations);
+}
+
+/* The target answers a light post in its ack table before the post has
+ * written the wait set (the post publishes the packet first; another
+ * process's poll may take it and write the acknowledgement at once).  The
+ * wait set must not take the line's word with that answer in it: no poll
+ * would see the line move again, and the SEND would complete only when
+ * the ack timer came (UCP's stream_bw stalled ~1 s at a time so, a stall
+ * in every other run of 3 000 messages).  Here that order is made
+ * deterministic: the post, the target's answer, then the post's wait-set
+ * step once more, as from an engine that was idle before the post; the
+ * next poll must complete the SEND. */
+TEST_F(soft, light_post_answered_before_wait_set)
+{
+    pair p;
+    dcx_soft_limits_t l;
+    dcx_wc_t wc;
+    uint64_t clk;
+
+    dcx_soft_limits_default(&l);
+    l.ack_timeout_us = 5000000; /* only a pass, not the timer, can end it */
+    ASSERT_EQ(0, p.open(fabric, &l));
+    soft_helper_stop(soft_dev(p.a.dev));
+    ASSERT_EQ(0, dcx_cq_poll(p.a.cq, 1, &wc)); /* a's first pass */
+    dcx_soft_stats_t st0 = p.stats_a();
+    ASSERT_EQ(0, p.send(11));
+    ASSERT_EQ(st0.light_posts + 1, p.stats_a().light_posts)
+        << "not a light post";
+    ASSERT_EQ(1, p.b.poll(&wc, 1)); /* the answer, in a's ack table */
+    ASSERT_EQ(DCX_WC_SUCCESS, wc.status);
+
+    soft_dev_t *a = soft_dev(p.a.dev);
+    soft_qp_t *qp = (soft_qp_t *)p.a.dci;
+    soft_lock(&a->lock);
+    ASSERT_NE(qp->sq_comp, qp->sq_head) << "completed without a poll";
+    __atomic_store_n(&a->engine_idle, SOFT_ENGINE_IDLE, __ATOMIC_RELAXED);
+    uint64_t now = soft_dev_now_clk(a, &clk);
+    soft_engine_activate_light(qp, qp->tx_peer, now, clk,
+                               1); /* as the post that started the watch of b */
+    soft_unlock(&a->lock);
+
+    ASSERT_EQ(1, dcx_cq_poll(p.a.cq, 1, &wc))
+        << "the poll waited for an answer that had come";
+    EXPECT_EQ(DCX_WC_SUCCESS, wc.status);
+    EXPECT_EQ(11u, wc.wr_id);
+    EXPECT_EQ(st0.retransmits, p.stats_a().retransmits);
 }
 
 /* Item 4 of issue 12: while both applications poll, neither helper does
