@@ -73,12 +73,18 @@ make_check() {
     return 1
 }
 step "gtest suites" make_check "$top/build"
+# make_check under the sanitizers' options (a shell function: env cannot
+# run it)
+asan_check() {
+    (
+        export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
+        export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+        make_check "$1"
+    )
+}
 if [ $quick -eq 0 ]; then
     step "build (ASan+UBSan)" configure_build "$top/build-asan" --enable-asan
-    step "gtest suites under ASan+UBSan" \
-        env ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
-            UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-            make_check "$top/build-asan"
+    step "gtest suites under ASan+UBSan" asan_check "$top/build-asan"
 fi
 export DCX_RUN="$top/build/contrib/dcx-run"
 # examples/strided_exchange: two processes exchange matrix columns and a
