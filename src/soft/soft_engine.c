@@ -64,7 +64,7 @@ static uint64_t soft_engine_wait_lines(soft_dev_t *dev, soft_wait_line_t *l,
             l[n].line = &dev->acks[qp->super.qp_num - SOFT_QPN_BASE].word;
             l[n].word = __atomic_load_n(l[n].line, __ATOMIC_ACQUIRE);
             if (soft_wait_word_acks(qp, l[n].word)) {
-                return 0; /* answered since this pass looked: another */
+                return 0; /* answered since this pass looked: a pass */
             }
             n++;
         }

@@ -72,6 +72,14 @@ static UCS_F_ALWAYS_INLINE int uct_dcx_dci_is_shared(uct_dcx_iface_t *iface,
     return iface->policy->shared || (dci->index == iface->pool.shared);
 }
 
+/* dci is one stream channel of the streams policy's shared queue pair
+ * (an error stops that stream only), not a DCI of its own */
+static UCS_F_ALWAYS_INLINE int uct_dcx_dci_is_stream(uct_dcx_iface_t *iface,
+                                                     const uct_dcx_dci_t *dci)
+{
+    return (dci->qp->num_streams > 0) && (dci->index != iface->pool.ctl);
+}
+
 /* The DCI is no longer kept (taken back, given back, or its owner left) */
 static UCS_F_ALWAYS_INLINE void uct_dcx_dci_unkeep(uct_dcx_iface_t *iface,
                                                    uct_dcx_dci_t *dci)

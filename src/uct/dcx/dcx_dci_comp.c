@@ -372,7 +372,7 @@ static void uct_dcx_dci_fail(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci,
 static int uct_dcx_dci_stream_flushing(uct_dcx_iface_t *iface,
                                        uct_dcx_dci_t *dci, uint64_t sn)
 {
-    return (dci->qp->num_streams > 0) && (dci->index != iface->pool.ctl) &&
+    return uct_dcx_dci_is_stream(iface, dci) &&
            (dci->qp->state == DCX_QPS_RTS) && (sn < dci->sn) &&
            !(dci->flags & UCT_DCX_DCI_FLAG_CANCEL);
 }

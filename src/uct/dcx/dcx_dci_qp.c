@@ -122,7 +122,7 @@ int uct_dcx_dci_restart(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci,
 {
     int ret;
 
-    if ((dci->qp->num_streams == 0) || (dci->index == iface->pool.ctl)) {
+    if (!uct_dcx_dci_is_stream(iface, dci)) {
         return dcx_qp_recover(dci->qp);
     }
     if (dci->qp->state != DCX_QPS_RTS) {

@@ -9,8 +9,9 @@
  * error stops only its stream: once the stream's flushed WRs have all
  * completed (they hold its send queue until then), that stream is reset
  * and its healthy endpoints' WRs are posted again (the replay of shared
- * DCIs), the other streams going on untouched.  The queue pair behind the streams (shared,
- * its attributes, the restart of one stream) is in dcx_dci_qp.c.
+ * DCIs), the other streams going on untouched.  The queue pair behind the
+ * streams (shared, its attributes, the restart of one stream) is in
+ * dcx_dci_qp.c.
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
