@@ -26,7 +26,7 @@
 # and on, and their ratio (above 1: offload completes sooner).
 #
 #   bench/tm.sh [-n ITERS] [-r REPS] [-l path/to/libuct_dcx.so] [-E] [-O]
-#               [-S "SIZES"] [-W WINDOW] [-D]
+#               [-S "SIZES"] [-W WINDOW] [-D] [-P]
 #     -E  only the eager/bandwidth table   -O  only the overlap table
 #     -D  "on" with UCP's default offload thresholds (see above)
 #     -W  only the table of receives posted first (its sizes: -S, default
@@ -35,6 +35,10 @@
 #         1048576 4194304 16777216)
 #     -r  runs per cell, off and on taking turns (off, on, off, ...); the
 #         median is shown (default 1; DCX_BENCH_REPS)
+#     -P  pin tag_bw's server to CPU 0 and its client to CPU 1 (taskset),
+#         as perftest.sh -P does: on a quiet machine, unpinned pairs that
+#         the scheduler moves between the cores vary run to run by more
+#         than the difference measured (DCX_BENCH_PIN=1)
 #
 set -u
 
@@ -47,8 +51,9 @@ sizes="1024 4096 16384 65536 262144 1048576 4194304 16777216"
 sizes_set=0
 iters_set=${DCX_BENCH_ITERS:+1}
 window=0
+pin=${DCX_BENCH_PIN:-0}
 on_envs="UCX_DCX_TM_ENABLE=y UCX_TM_THRESH=1 UCX_TM_FORCE_THRESH=1"
-while getopts "n:r:l:S:W:EODh" opt; do
+while getopts "n:r:l:S:W:EODPh" opt; do
     case $opt in
     n) iters=$OPTARG; iters_set=1 ;;
     r) reps=$OPTARG ;;
@@ -58,7 +63,8 @@ while getopts "n:r:l:S:W:EODh" opt; do
     O) do_bw=0 ;;
     W) window=$OPTARG; do_bw=0; do_overlap=0 ;;
     D) on_envs="UCX_DCX_TM_ENABLE=y" ;;
-    *) sed -n '3,37p' "$0"; exit 2 ;;
+    P) pin=1 ;;
+    *) sed -n '3,41p' "$0"; exit 2 ;;
     esac
 done
 [[ "$window" =~ ^[0-9]+$ ]] && [ "$window" -le 1024 ] ||
@@ -77,6 +83,15 @@ median() {
 top=$bench_top
 lib=$(bench_find_lib tm.sh "$lib") || exit 2
 
+srv_pin=(); cli_pin=()
+if [ "$pin" = 1 ]; then
+    command -v taskset >/dev/null ||
+        { echo "tm.sh: -P needs taskset (util-linux)" >&2; exit 2; }
+    [ "$(nproc)" -ge 2 ] ||
+        { echo "tm.sh: -P needs two CPUs, this machine has $(nproc)" >&2; exit 2; }
+    srv_pin=(taskset -c 0); cli_pin=(taskset -c 1)
+fi
+
 port=$(( 30000 + ($$ % 20000) ))
 logdir=$(mktemp -d /tmp/dcx-tm-bench.XXXXXX)
 
@@ -91,12 +106,13 @@ run() {
     port=$((port + 1))
     local common=(UCX_DCX_SOFT_DEVICES=1 "UCX_DCX_SOFT_FABRIC=tmb$$-$tag"
                   UCX_TLS=dcx,self LD_PRELOAD="$lib" $envs)
-    env "${common[@]}" timeout 120 ucx_perftest -t tag_bw -s "$size" \
-        -n "$n" -w 50 -p $port >"$logdir/$tag.server" 2>&1 &
+    env "${common[@]}" timeout 120 ${srv_pin[@]+"${srv_pin[@]}"} \
+        ucx_perftest -t tag_bw -s "$size" -n "$n" -w 50 -p $port >"$logdir/$tag.server" 2>&1 &
     local srv=$! i ok=1
     for i in $(seq 1 50); do
         sleep 0.1
-        if env "${common[@]}" timeout 120 ucx_perftest localhost -t tag_bw \
+        if env "${common[@]}" timeout 120 ${cli_pin[@]+"${cli_pin[@]}"} \
+               ucx_perftest localhost -t tag_bw \
                -s "$size" -n "$n" -w 50 -p $port >"$logdir/$tag.client" 2>&1; then
             ok=0
             break
