@@ -10,6 +10,11 @@
 #   bench_find_build NAME [DIR]    prints DIR, or else the first build*/ whose
 #                                  contrib/dcx-run exists and which is not a
 #                                  sanitizer build; fails with a message
+#   bench_pin NAME ON              sets the arrays srv_pin and cli_pin: with
+#                                  ON = 1 the taskset prefixes that pin a
+#                                  pair's server to CPU 0 and its client to
+#                                  CPU 1 (fails with a message without
+#                                  taskset or two CPUs), empty otherwise
 
 bench_top=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
@@ -50,4 +55,16 @@ bench_find_build() {
         return 2
     fi
     echo "$build"
+}
+
+bench_pin() {
+    srv_pin=()
+    cli_pin=()
+    [ "$2" = 1 ] || return 0
+    command -v taskset >/dev/null ||
+        { echo "$1: -P needs taskset (util-linux)" >&2; return 2; }
+    [ "$(nproc)" -ge 2 ] ||
+        { echo "$1: -P needs two CPUs, this machine has $(nproc)" >&2; return 2; }
+    srv_pin=(taskset -c 0)
+    cli_pin=(taskset -c 1)
 }

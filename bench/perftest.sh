@@ -71,6 +71,7 @@ set -o pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/.." && pwd)
+. "$here/lib.sh"
 
 tls_list=${DCX_BENCH_TLS:-dcx posix tcp}
 scale=${DCX_BENCH_SCALE:-1}
@@ -106,14 +107,7 @@ if [ -z "$sizes" ]; then
 fi
 
 command -v ucx_perftest >/dev/null || { echo "perftest.sh: ucx_perftest not found" >&2; exit 2; }
-srv_pin=(); cli_pin=()
-if [ "$pin" = 1 ]; then
-    command -v taskset >/dev/null ||
-        { echo "perftest.sh: -P needs taskset (util-linux)" >&2; exit 2; }
-    [ "$(nproc)" -ge 2 ] ||
-        { echo "perftest.sh: -P needs two CPUs, this machine has $(nproc)" >&2; exit 2; }
-    srv_pin=(taskset -c 0); cli_pin=(taskset -c 1)
-fi
+bench_pin perftest.sh "$pin" || exit 2
 command -v ucx_info >/dev/null || { echo "perftest.sh: ucx_info not found" >&2; exit 2; }
 awk -v s="$scale" 'BEGIN { exit !(s + 0 > 0) }' || { echo "perftest.sh: bad scale '$scale'" >&2; exit 2; }
 [[ "$reps" =~ ^[1-9][0-9]*$ ]] || { echo "perftest.sh: bad repeat count '$reps'" >&2; exit 2; }

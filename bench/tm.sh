@@ -83,14 +83,7 @@ median() {
 top=$bench_top
 lib=$(bench_find_lib tm.sh "$lib") || exit 2
 
-srv_pin=(); cli_pin=()
-if [ "$pin" = 1 ]; then
-    command -v taskset >/dev/null ||
-        { echo "tm.sh: -P needs taskset (util-linux)" >&2; exit 2; }
-    [ "$(nproc)" -ge 2 ] ||
-        { echo "tm.sh: -P needs two CPUs, this machine has $(nproc)" >&2; exit 2; }
-    srv_pin=(taskset -c 0); cli_pin=(taskset -c 1)
-fi
+bench_pin tm.sh "$pin" || exit 2
 
 port=$(( 30000 + ($$ % 20000) ))
 logdir=$(mktemp -d /tmp/dcx-tm-bench.XXXXXX)
