@@ -62,10 +62,15 @@ trap 'rm -rf "$work"' EXIT
 cc -shared -fPIC -O2 -I"$bench_top/src/soft" -I"$bench_top/src/common" \
    -o "$work/shim.so" "$here/soft_stats_shim.c" -ldl || exit 2
 
-# name of build i for the tables: its directory, with the parent's name
+# name of a transport for the tables: posix, or a build's directory with
+# its parent's name
 bname() {
     local d=$1
-    echo "$(basename "$(dirname "$d")")/$(basename "$d")"
+    if [ "$d" = posix ]; then
+        echo posix
+    else
+        echo "$(basename "$(dirname "$d")")/$(basename "$d")"
+    fi
 }
 
 # one run: prints "p50 overall_lat overall_rate"; counters to $work/stats.
@@ -98,17 +103,20 @@ run_one() {   # transport(posix|build dir) test data key
         wait "$cli"
         wait "$srv"
         out=$(awk '/^Final:/ { print $3, $5, $9 }' "$work/out")
+        if [ -z "$out" ] && [ "$try" -lt 3 ] &&
+            { grep -q "bind() failed" "$work/srv" ||
+                  grep -q "connect() failed" "$work/out"; }; then
+            rm -f "$work/stats.$key.$port" # no run: its counters neither
+            echo "small-onesided.sh: $test over $(bname "$tl"): port" \
+                 "$port was taken, run again on another" >&2
+            continue
+        fi
         if [ -f "$work/stats.$key.$port" ]; then
             sed -n "s/^$cli /cli /p; s/^$srv /srv /p" \
                 "$work/stats.$key.$port" >>"$work/counters.$key"
             rm -f "$work/stats.$key.$port"
         fi
-        [ -n "$out" ] && break
-        grep -q "bind() failed" "$work/srv" ||
-            grep -q "connect() failed" "$work/out" || break
-        echo "small-onesided.sh: $test over" \
-             "$([ "$tl" = posix ] && echo posix || bname "$tl"): port" \
-             "$port was taken, run again on another" >&2
+        break
     done
     echo "${out:-n/a n/a n/a}"
 }
@@ -122,7 +130,7 @@ for r in $(seq 1 "$rounds"); do
             if [ "$i" = posix ]; then tl=posix; else tl=${builds[$i]}; fi
             res=$(run_one "$tl" "$test" "$data" "$t.$i")
             echo "$t $i $res" >>"$work/results"
-            echo "round $r $t $([ "$i" = posix ] && echo posix || bname "$tl"): $res" >&2
+            echo "round $r $t $(bname "$tl"): $res" >&2
         done
     done
 done

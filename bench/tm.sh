@@ -100,7 +100,8 @@ run() {
     local common=(UCX_DCX_SOFT_DEVICES=1 "UCX_DCX_SOFT_FABRIC=tmb$$-$tag"
                   UCX_TLS=dcx,self LD_PRELOAD="$lib" $envs)
     env "${common[@]}" timeout 120 ${srv_pin[@]+"${srv_pin[@]}"} \
-        ucx_perftest -t tag_bw -s "$size" -n "$n" -w 50 -p $port >"$logdir/$tag.server" 2>&1 &
+        ucx_perftest -t tag_bw -s "$size" -n "$n" -w 50 -p $port \
+        >"$logdir/$tag.server" 2>&1 &
     local srv=$! i ok=1
     for i in $(seq 1 50); do
         sleep 0.1
