@@ -50,6 +50,10 @@
 #define EMU_MAX_PD         (1u << 24)
 #define EMU_MAX_AH         (1u << 24)
 
+/* QP numbers a port may hand out (emu_sm.c): the soft device numbers its
+ * QPs below this, the emulation adds the port's window base */
+#define EMU_QPN_SPAN (1u << 13)
+
 /* Buckets of a device's QP-number map */
 #define EMU_QP_MAP_SIZE 256
 
@@ -74,6 +78,8 @@ struct emu_dev {
     dcx_cq_t *srq_cq; /* the soft CQ basic SRQs name; their
                                       receives complete on the DCT's CQ */
     uint16_t lid;
+    uint64_t sm_word;  /* the LID directory's word of this registration */
+    uint32_t qpn_base; /* added to the soft device's QP numbers */
     uint8_t addr[DCX_DEV_ADDR_MAX];
     size_t addr_len;
     /* QPs by number, for completions (emu_qp.c) */
@@ -100,11 +106,25 @@ typedef struct emu_mr {
     dcx_mr_t *soft;
 } emu_mr_t;
 
+/* Where an AH leads while its LID has one owner: the soft AH to that
+ * owner's port and the base of its QP numbers.  Never changed once
+ * published; an AH keeps every route it had until it is destroyed, as
+ * work requests in flight may name their soft AH. */
+typedef struct emu_route {
+    struct emu_route *prev;
+    uint64_t word;     /* the LID's directory word it was resolved from */
+    dcx_ah_t *soft;    /* NULL: nobody held the LID */
+    uint32_t qpn_base; /* 0 with soft NULL */
+} emu_route_t;
+
 typedef struct emu_ah {
     struct ibv_ah ah;
-    dcx_ah_t *soft;
+    emu_pd_t *pd;
     uint16_t dlid;
-    bool resolved; /* dlid named a port of the fabric */
+    const uint64_t *sm_word; /* the LID's directory word; NULL: LID 0 */
+    emu_route_t *route;      /* the newest; atomic, see emu_ah_route */
+    dcx_ah_t *nowhere;       /* for a LID nobody holds */
+    pthread_mutex_t lock;    /* taken to resolve again */
 } emu_ah_t;
 
 typedef struct emu_channel emu_channel_t;
@@ -257,12 +277,24 @@ uint64_t emu_dev_guid(const emu_dev_t *dev);
 void emu_ctx_set_query_ops(struct verbs_context *vctx);
 
 /* emu_sm.c: the fabric's LID directory (a subnet manager of sorts) */
+/* Publishes addr under the first free LID; *word_p is the registration's
+ * directory word (its generation places the port's QP numbers). */
 int emu_sm_register(const char *fabric, const void *addr, size_t len,
-                    uint16_t *lid_p);
-void emu_sm_unregister(const char *fabric, uint16_t lid);
-/* The port address published under lid; ENOENT if none (never assigned,
- * or its owner gone). */
-int emu_sm_lookup(const char *fabric, uint16_t lid, void *addr, size_t *len_p);
+                    uint16_t *lid_p, uint64_t *word_p);
+void emu_sm_unregister(const char *fabric, uint16_t lid, uint64_t word);
+/* The port address published under lid and the word it was published
+ * with; ENOENT if none (never assigned, or its owner gone). */
+int emu_sm_lookup(const char *fabric, uint16_t lid, void *addr, size_t *len_p,
+                  uint64_t *word_p);
+/* The directory word of lid, which changes with every new owner; NULL for
+ * a LID outside the directory. */
+const uint64_t *emu_sm_word(const char *fabric, uint16_t lid);
+/* The first QP number of the port registered with word (a multiple of
+ * EMU_QPN_SPAN, never 0) */
+uint32_t emu_sm_qpn_base(uint64_t word);
+
+/* emu_ah.c: the route a work request through ah takes now */
+const emu_route_t *emu_ah_route(emu_ah_t *ah);
 
 /* emu_mr.c */
 static inline emu_pd_t *emu_pd(struct ibv_pd *pd)
@@ -300,6 +332,9 @@ void emu_ctx_set_qp_ops(struct verbs_context *vctx);
 /* The QP of a completion's number (NULL: not a QP with a send queue);
  * takes dev->qp_lock. */
 emu_qp_t *emu_qp_find(emu_dev_t *dev, uint32_t qp_num);
+/* Sets the number of a QP whose soft QP was just made (or fails, the soft
+ * QP destroyed) */
+int emu_qp_number(emu_qp_t *qp, const char *name);
 /* A completion of qp's send queue with soft wr_id seq was polled: retires
  * the WRs up to it and gives the application's wr_id. */
 uint64_t emu_qp_retire(emu_qp_t *qp, uint64_t seq);

@@ -6,10 +6,19 @@
  * port number other than 1 fails with NULL and errno untouched (libmlx5
  * does not set it), anything else is accepted.  The destination is the
  * DLID, or, for a global AH with DLID 0, the LID carried in a GID of the
- * emulation (emu_query.c: the port GUID holds it).  The soft port behind
- * the LID comes from the fabric's LID directory (emu_sm.c); a LID no port
- * holds gets a soft address that names no port, so that sends to it fail
- * with RETRY_EXC_ERR, as sends to an absent LID on a real fabric.
+ * emulation (emu_query.c: the port GUID holds it).
+ *
+ * An AH names a LID, not a port: a packet goes to whoever holds the LID
+ * when it is sent.  The soft port behind the LID comes from the fabric's
+ * LID directory (emu_sm.c), whose word for the LID changes with every new
+ * owner; each work request's address check compares that word with the
+ * one the AH's route was made from and resolves again when they differ.
+ * A LID nobody holds routes to a soft address that names no port, so that
+ * sends to it fail with RETRY_EXC_ERR, as sends to an absent LID on a real
+ * fabric.  The DCT number of a work request is translated through the
+ * route's window of QP numbers: a number outside the current owner's
+ * window (the DCT of a process that held the LID before) names no DCT of
+ * the soft port and is dropped there, and the sender's retries run out.
  */
 #include "emu/emu.h"
 #include "soft/dcx_soft.h"
@@ -32,6 +41,93 @@ static uint16_t emu_ah_dlid(const struct ibv_ah_attr *attr)
         return 0;
     }
     return (uint16_t)(iid >> 8);
+}
+
+/* A route from the directory's present entry for the AH's LID; NULL with
+ * errno set if no soft AH could be made.  The word is read before the
+ * lookup: an owner that registers after it changes the word again, so the
+ * next check resolves once more. */
+static emu_route_t *emu_ah_resolve(emu_ah_t *ah)
+{
+    emu_dev_t *dev   = emu_ctx(ah->ah.context)->dev;
+    const char *name = ah->ah.context->device->name;
+    uint8_t addr[DCX_DEV_ADDR_MAX];
+    size_t len = sizeof(addr);
+    emu_route_t *r;
+    uint64_t word;
+    int ret;
+
+    r = calloc(1, sizeof(*r));
+    if (r == NULL) {
+        emu_error("%s: ah to LID %u: out of memory", name, ah->dlid);
+        errno = ENOMEM;
+        return NULL;
+    }
+    word = (ah->sm_word != NULL) ?
+               __atomic_load_n(ah->sm_word, __ATOMIC_ACQUIRE) :
+               0;
+    if ((ah->sm_word != NULL) &&
+        (emu_sm_lookup(dev->fabric, ah->dlid, addr, &len, &word) == 0)) {
+        ret = dcx_ah_create(ah->pd->soft, addr, len, &r->soft);
+        if (ret != 0) {
+            free(r);
+            errno = ret;
+            return NULL;
+        }
+        r->qpn_base = emu_sm_qpn_base(word);
+    } else {
+        emu_debug("%s: ah: LID %u is held by no port of fabric '%s'; sends "
+                  "through this AH will time out",
+                  name, ah->dlid, dev->fabric);
+        r->soft = ah->nowhere;
+    }
+    r->word = word;
+    return r;
+}
+
+/* The route a work request takes now (see the top of the file) */
+const emu_route_t *emu_ah_route(emu_ah_t *ah)
+{
+    emu_route_t *r = __atomic_load_n(&ah->route, __ATOMIC_ACQUIRE);
+    emu_route_t *n;
+
+    if ((ah->sm_word == NULL) ||
+        (__atomic_load_n(ah->sm_word, __ATOMIC_ACQUIRE) == r->word)) {
+        return r;
+    }
+    pthread_mutex_lock(&ah->lock);
+    r = ah->route;
+    if (__atomic_load_n(ah->sm_word, __ATOMIC_ACQUIRE) != r->word) {
+        n = emu_ah_resolve(ah);
+        if (n != NULL) {
+            emu_debug("%s: ah to LID %u: the LID has a new owner",
+                      ah->ah.context->device->name, ah->dlid);
+            n->prev = r;
+            __atomic_store_n(&ah->route, n, __ATOMIC_RELEASE);
+            r = n;
+        }
+        /* else: the old route stays (its port gone, sends time out) */
+    }
+    pthread_mutex_unlock(&ah->lock);
+    return r;
+}
+
+static void emu_ah_free(emu_ah_t *ah)
+{
+    emu_route_t *r, *prev;
+
+    for (r = ah->route; r != NULL; r = prev) {
+        prev = r->prev;
+        if ((r->soft != NULL) && (r->soft != ah->nowhere)) {
+            dcx_ah_destroy(r->soft);
+        }
+        free(r);
+    }
+    if (ah->nowhere != NULL) {
+        dcx_ah_destroy(ah->nowhere);
+    }
+    pthread_mutex_destroy(&ah->lock);
+    free(ah);
 }
 
 struct ibv_ah *ibv_create_ah(struct ibv_pd *ibpd, struct ibv_ah_attr *attr)
@@ -70,34 +166,26 @@ struct ibv_ah *ibv_create_ah(struct ibv_pd *ibpd, struct ibv_ah_attr *attr)
         errno = ENOMEM;
         return NULL;
     }
-    ah->dlid = emu_ah_dlid(attr);
-    if (ah->dlid == ectx->dev->lid) {
-        memcpy(addr, ectx->dev->addr, ectx->dev->addr_len);
-        len          = ectx->dev->addr_len;
-        ah->resolved = true;
-    } else if (emu_sm_lookup(ectx->dev->fabric, ah->dlid, addr, &len) == 0) {
-        ah->resolved = true;
-    } else {
-        emu_debug("%s: create_ah: LID %u is held by no port of fabric "
-                  "'%s'; sends through this AH will time out",
-                  name, ah->dlid, ectx->dev->fabric);
-        len = sizeof(addr);
-        ret = dcx_soft_addr_nowhere(ectx->dev->soft, addr, &len);
-        if (ret != 0) {
-            free(ah);
-            errno = ret;
-            return NULL;
-        }
+    pthread_mutex_init(&ah->lock, NULL);
+    ah->ah.context = ibpd->context;
+    ah->ah.pd      = ibpd;
+    ah->pd         = pd;
+    ah->dlid       = emu_ah_dlid(attr);
+    ah->sm_word    = emu_sm_word(ectx->dev->fabric, ah->dlid);
+    ret            = dcx_soft_addr_nowhere(ectx->dev->soft, addr, &len);
+    if (ret == 0) {
+        ret = dcx_ah_create(pd->soft, addr, len, &ah->nowhere);
     }
-    ret = dcx_ah_create(pd->soft, addr, len, &ah->soft);
+    if (ret == 0) {
+        ah->route = emu_ah_resolve(ah);
+        ret       = (ah->route == NULL) ? errno : 0;
+    }
     if (ret != 0) {
-        free(ah);
+        emu_ah_free(ah);
         errno = ret;
         return NULL;
     }
-    ah->ah.context = ibpd->context;
-    ah->ah.pd      = ibpd;
-    ah->ah.handle  = ah->dlid;
+    ah->ah.handle = ah->dlid;
     __atomic_add_fetch(&pd->refs, 1, __ATOMIC_RELEASE);
     return &ah->ah;
 }
@@ -105,14 +193,9 @@ struct ibv_ah *ibv_create_ah(struct ibv_pd *ibpd, struct ibv_ah_attr *attr)
 int ibv_destroy_ah(struct ibv_ah *ibah)
 {
     emu_ah_t *ah = (emu_ah_t *)ibah;
-    emu_pd_t *pd = emu_pd(ibah->pd);
-    int ret;
+    emu_pd_t *pd = ah->pd;
 
-    ret = dcx_ah_destroy(ah->soft);
-    if (ret != 0) {
-        return ret;
-    }
+    emu_ah_free(ah);
     __atomic_sub_fetch(&pd->refs, 1, __ATOMIC_RELEASE);
-    free(ah);
     return 0;
 }

@@ -121,6 +121,8 @@ static unsigned emu_cq_fill(emu_cq_t *cq)
     cq->head  = 0;
     cq->count = (n > 0) ? (unsigned)n : 0;
     for (i = 0; i < cq->count; ++i) {
+        /* the number the program knows the QP by (emu_qp_number) */
+        cq->buf[i].qp_num += dev->qpn_base;
         /* a send queue's: its soft wr_id is the post's sequence number */
         qp = emu_qp_find(dev, cq->buf[i].qp_num);
         if (qp != NULL) {

@@ -190,8 +190,9 @@ static void emu_dev_release_locked(emu_dev_t *dev)
         return;
     }
     if (dev->lid != 0) {
-        emu_sm_unregister(emu_fabric, dev->lid);
-        dev->lid = 0;
+        emu_sm_unregister(emu_fabric, dev->lid, dev->sm_word);
+        dev->lid      = 0;
+        dev->qpn_base = 0;
     }
     if (dev->srq_cq != NULL) {
         dcx_cq_destroy(dev->srq_cq);
@@ -234,12 +235,14 @@ static int emu_dev_acquire_locked(emu_dev_t *dev)
                   strerror(ret));
         goto err;
     }
-    ret = emu_sm_register(emu_fabric, dev->addr, dev->addr_len, &dev->lid);
+    ret = emu_sm_register(emu_fabric, dev->addr, dev->addr_len, &dev->lid,
+                          &dev->sm_word);
     if (ret != 0) {
         emu_error("%s: open: no LID on fabric '%s' (%s)", name, emu_fabric,
                   strerror(ret));
         goto err;
     }
+    dev->qpn_base = emu_sm_qpn_base(dev->sm_word);
     return 0;
 
 err:

@@ -152,6 +152,25 @@ static int emu_qp_size(emu_qp_t *qp, const dcx_dev_caps_t *caps,
     return 0;
 }
 
+/* The number the program sees: the soft device's, in the window of
+ * numbers of the port's LID registration (emu_sm.c).  A soft number
+ * outside the window cannot be shown: the soft QP is destroyed, ENOMEM. */
+int emu_qp_number(emu_qp_t *qp, const char *name)
+{
+    uint32_t soft_num = qp->soft->qp_num;
+
+    if (soft_num >= EMU_QPN_SPAN) {
+        emu_error("%s: create_qp: soft QP number 0x%x above the port's "
+                  "window of %u numbers",
+                  name, soft_num, EMU_QPN_SPAN);
+        dcx_qp_destroy(qp->soft);
+        qp->soft = NULL;
+        return ENOMEM;
+    }
+    qp->qpx.qp_base.qp_num = qp->ctx->dev->qpn_base + soft_num;
+    return 0;
+}
+
 /* ------------------------------------------------------------------------
  * The device's QP map (completions name QPs by number)
  * ------------------------------------------------------------------------ */
@@ -436,8 +455,7 @@ static int emu_qp_make_soft(emu_qp_t *qp, struct mlx5dv_qp_init_attr *dv,
                   name, strerror(ret));
         return ret;
     }
-    qp->qpx.qp_base.qp_num = qp->soft->qp_num;
-    return 0;
+    return emu_qp_number(qp, name);
 }
 
 static struct ibv_qp *emu_qp_create(struct ibv_context *context,

@@ -205,8 +205,7 @@ static int emu_dct_to_rtr(emu_qp_t *qp, const struct ibv_qp_attr *a)
     if (ret != 0) {
         return ret;
     }
-    qp->qpx.qp_base.qp_num = qp->soft->qp_num;
-    return 0;
+    return emu_qp_number(qp, qp->qpx.qp_base.context->device->name);
 }
 
 /* RC: only a QP connected to itself is modelled */

@@ -6,12 +6,22 @@
  * publishes its soft port address there, so that an address handle built
  * from a LID (ibv_create_ah) finds the soft port to send to.
  *
- * An entry is one 64-bit word (state in the low byte, owner pid above) plus
- * the address.  It is claimed by a compare-and-swap on the word, filled,
- * then marked valid with a release store; readers take the address only
- * from a valid word and check the word again after copying.  An entry whose
- * owner died (pid gone) is taken over by the next registration, so LIDs of
- * crashed processes are reused, as a subnet manager reassigns them.
+ * An entry is one 64-bit word (state in the low byte, owner pid in the next
+ * three, the registration's generation in the high half) plus the address.
+ * It is claimed by a compare-and-swap on the word, filled, then marked valid
+ * with a release store; readers take the address only from a valid word and
+ * check the word again after copying.  An entry whose owner died (pid gone)
+ * is taken over by the next registration, so LIDs of crashed processes are
+ * reused, as a subnet manager reassigns them.
+ *
+ * The generation is a counter of the whole table, one step per
+ * registration: no two registrations share a word, so an address handle
+ * that remembers the word it resolved tells a new owner of its LID from
+ * the one it was made for (emu_ah.c), and the generation also places the
+ * port's QP numbers (emu_sm_qpn_base): a process that takes over a dead
+ * one's LID numbers its QPs and DCT elsewhere in the 24-bit space, so a
+ * request still addressed to the dead process's DCT finds no DCT there, as
+ * on a fabric where the HCA does not hand a freed number out again soon.
  */
 #include "emu/emu.h"
 
@@ -25,11 +35,17 @@
 #include <unistd.h>
 
 #define EMU_SM_MAGIC   0x44435845u /* "DCXE" */
-#define EMU_SM_VERSION 1u
+#define EMU_SM_VERSION 2u
 #define EMU_SM_ENTRIES 4096u /* LIDs 1..4096 */
 #define EMU_SM_FREE    0u
 #define EMU_SM_CLAIMED 1u
 #define EMU_SM_VALID   2u
+#define EMU_SM_PID_MAX 0xffffffu /* the pid's three bytes of the word */
+
+/* QP numbers of a port: a window of EMU_QPN_SPAN numbers starting at a
+ * multiple of it, the window chosen by the registration's generation; the
+ * first window (numbers below EMU_QPN_SPAN) is never used */
+#define EMU_QPN_WINDOWS ((1u << 24) / EMU_QPN_SPAN)
 
 typedef struct emu_sm_entry {
     uint64_t word; /* pid << 8 | state */
@@ -42,7 +58,8 @@ typedef struct emu_sm_table {
     uint32_t magic;
     uint32_t version;
     uint32_t entries;
-    uint32_t pad[13];
+    uint32_t gen; /* registrations so far (wraps) */
+    uint32_t pad[12];
     emu_sm_entry_t e[EMU_SM_ENTRIES];
 } emu_sm_table_t;
 
@@ -51,6 +68,44 @@ _Static_assert(sizeof(emu_sm_entry_t) == 64, "one cache line per entry");
 static pthread_mutex_t emu_sm_lock = PTHREAD_MUTEX_INITIALIZER;
 static emu_sm_table_t *emu_sm_map;
 static char emu_sm_fabric[40];
+
+static bool emu_sm_owner_dead(uint64_t word);
+
+/* A directory an earlier version of the emulation left behind (its file
+ * outlives the processes that used it) is taken over when none of its
+ * entries has a live owner: the entries of every version keep the owner's
+ * pid in bits 8..31 of their word.  One opener wins the version word (0
+ * while it clears the table); the others wait for it. */
+static void emu_sm_renew(emu_sm_table_t *t, const char *name)
+{
+    uint32_t old = __atomic_load_n(&t->version, __ATOMIC_ACQUIRE);
+    unsigned i, spins;
+
+    for (spins = 0; (old == 0) && (spins < 1000000); ++spins) {
+        old = __atomic_load_n(&t->version, __ATOMIC_ACQUIRE);
+    }
+    if ((old == 0) || (old == EMU_SM_VERSION)) {
+        return;
+    }
+    for (i = 0; i < EMU_SM_ENTRIES; ++i) {
+        uint64_t word = __atomic_load_n(&t->e[i].word, __ATOMIC_ACQUIRE);
+
+        if ((word != EMU_SM_FREE) && !emu_sm_owner_dead(word)) {
+            return; /* in use: the caller refuses it */
+        }
+    }
+    if (!__atomic_compare_exchange_n(&t->version, &old, 0, false,
+                                     __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+        emu_sm_renew(t, name);
+        return;
+    }
+    memset(t->e, 0, sizeof(t->e));
+    t->gen = 0;
+    __atomic_store_n(&t->version, EMU_SM_VERSION, __ATOMIC_RELEASE);
+    emu_debug("LID directory %s: version %u left by an earlier emulation, "
+              "renewed",
+              name, old);
+}
 
 static emu_sm_table_t *emu_sm_table(const char *fabric)
 {
@@ -100,6 +155,9 @@ static emu_sm_table_t *emu_sm_table(const char *fabric)
         t->entries = EMU_SM_ENTRIES;
         __atomic_store_n(&t->magic, EMU_SM_MAGIC, __ATOMIC_RELEASE);
     }
+    if ((t->version != EMU_SM_VERSION) && (t->entries == EMU_SM_ENTRIES)) {
+        emu_sm_renew(t, name);
+    }
     if ((t->version != EMU_SM_VERSION) || (t->entries != EMU_SM_ENTRIES)) {
         emu_error("LID directory %s: version %u with %u entries, expected "
                   "%u with %u",
@@ -114,22 +172,33 @@ static emu_sm_table_t *emu_sm_table(const char *fabric)
 
 static bool emu_sm_owner_dead(uint64_t word)
 {
-    pid_t pid = (pid_t)(word >> 8);
+    pid_t pid = (pid_t)((word >> 8) & EMU_SM_PID_MAX);
 
     return (pid <= 0) || ((kill(pid, 0) != 0) && (errno == ESRCH));
 }
 
-int emu_sm_register(const char *fabric, const void *addr, size_t len,
-                    uint16_t *lid_p)
+uint32_t emu_sm_qpn_base(uint64_t word)
 {
-    uint64_t mine = ((uint64_t)getpid() << 8) | EMU_SM_CLAIMED;
+    return ((uint32_t)(word >> 32) % (EMU_QPN_WINDOWS - 1) + 1) * EMU_QPN_SPAN;
+}
+
+int emu_sm_register(const char *fabric, const void *addr, size_t len,
+                    uint16_t *lid_p, uint64_t *word_p)
+{
+    uint64_t mine;
     emu_sm_table_t *t;
     uint64_t word;
+    uint32_t gen;
     unsigned i;
 
     if (len > DCX_DEV_ADDR_MAX) {
         emu_error("LID directory: address of %zu bytes (max %u)", len,
                   DCX_DEV_ADDR_MAX);
+        return EINVAL;
+    }
+    if ((uint64_t)getpid() > EMU_SM_PID_MAX) {
+        emu_error("LID directory: pid %d above %u", (int)getpid(),
+                  EMU_SM_PID_MAX);
         return EINVAL;
     }
     pthread_mutex_lock(&emu_sm_lock);
@@ -138,6 +207,8 @@ int emu_sm_register(const char *fabric, const void *addr, size_t len,
     if (t == NULL) {
         return ENODEV;
     }
+    gen  = __atomic_fetch_add(&t->gen, 1, __ATOMIC_RELAXED);
+    mine = ((uint64_t)gen << 32) | ((uint64_t)getpid() << 8) | EMU_SM_CLAIMED;
     for (i = 0; i < EMU_SM_ENTRIES; ++i) {
         emu_sm_entry_t *e = &t->e[i];
 
@@ -151,9 +222,10 @@ int emu_sm_register(const char *fabric, const void *addr, size_t len,
         }
         e->addr_len = (uint32_t)len;
         memcpy(e->addr, addr, len);
-        __atomic_store_n(&e->word, (mine & ~0xffull) | EMU_SM_VALID,
-                         __ATOMIC_RELEASE);
-        *lid_p = (uint16_t)(i + 1);
+        mine = (mine & ~0xffull) | EMU_SM_VALID;
+        __atomic_store_n(&e->word, mine, __ATOMIC_RELEASE);
+        *lid_p  = (uint16_t)(i + 1);
+        *word_p = mine;
         return 0;
     }
     emu_error("LID directory of fabric '%s': all %u LIDs in use", fabric,
@@ -161,9 +233,8 @@ int emu_sm_register(const char *fabric, const void *addr, size_t len,
     return ENOSPC;
 }
 
-void emu_sm_unregister(const char *fabric, uint16_t lid)
+void emu_sm_unregister(const char *fabric, uint16_t lid, uint64_t word)
 {
-    uint64_t word = ((uint64_t)getpid() << 8) | EMU_SM_VALID;
     emu_sm_table_t *t;
 
     pthread_mutex_lock(&emu_sm_lock);
@@ -181,7 +252,21 @@ void emu_sm_unregister(const char *fabric, uint16_t lid)
     }
 }
 
-int emu_sm_lookup(const char *fabric, uint16_t lid, void *addr, size_t *len_p)
+const uint64_t *emu_sm_word(const char *fabric, uint16_t lid)
+{
+    emu_sm_table_t *t;
+
+    pthread_mutex_lock(&emu_sm_lock);
+    t = emu_sm_table(fabric);
+    pthread_mutex_unlock(&emu_sm_lock);
+    if ((t == NULL) || (lid == 0) || (lid > EMU_SM_ENTRIES)) {
+        return NULL;
+    }
+    return &t->e[lid - 1].word;
+}
+
+int emu_sm_lookup(const char *fabric, uint16_t lid, void *addr, size_t *len_p,
+                  uint64_t *word_p)
 {
     emu_sm_table_t *t;
     emu_sm_entry_t *e;
@@ -207,6 +292,7 @@ int emu_sm_lookup(const char *fabric, uint16_t lid, void *addr, size_t *len_p)
     if (__atomic_load_n(&e->word, __ATOMIC_ACQUIRE) != word) {
         return ENOENT; /* re-registered while we copied */
     }
-    *len_p = len;
+    *len_p  = len;
+    *word_p = word;
     return 0;
 }

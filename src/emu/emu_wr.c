@@ -318,6 +318,8 @@ static void emu_wr_set_dc_addr(struct mlx5dv_qp_ex *dv, struct ibv_ah *ibah,
                                uint32_t dctn, uint64_t key)
 {
     emu_qp_t *qp = emu_dv_qp(dv);
+    const emu_route_t *route;
+    uint32_t soft_dctn;
     emu_wr_t *w;
 
     if ((qp->kind != EMU_QP_DCI) && (qp->batch_err == 0)) {
@@ -337,8 +339,13 @@ static void emu_wr_set_dc_addr(struct mlx5dv_qp_ex *dv, struct ibv_ah *ibah,
         emu_wr_fail(qp, EINVAL, "set_dc_addr with an AH of another device");
         return;
     }
-    w->wr.dest.ah     = ((emu_ah_t *)ibah)->soft;
-    w->wr.dest.dctn   = dctn & 0xffffffu;
+    route             = emu_ah_route((emu_ah_t *)ibah);
+    /* a DCT number outside the LID owner's window names no soft DCT
+     * (0 is none): the request is dropped at that port, as by an HCA
+     * that has no such DCT */
+    soft_dctn         = (dctn & 0xffffffu) - route->qpn_base;
+    w->wr.dest.ah     = route->soft;
+    w->wr.dest.dctn   = (soft_dctn < EMU_QPN_SPAN) ? soft_dctn : 0;
     w->wr.dest.dc_key = key;
     w->has_addr       = 1;
     ++w->setters;

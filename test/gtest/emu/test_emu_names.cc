@@ -1,0 +1,266 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * How the emulated fabric names ports and queue pairs when a port goes
+ * away and another takes its LID, as a subnet manager and an HCA name
+ * them: an address handle leads to whoever holds its LID when a request
+ * is sent, and the new holder's QP and DCT numbers are not the old one's,
+ * so a request still addressed to the old DCT is dropped (its sender's
+ * retries run out) and never reaches the new owner.
+ *
+ * The port that goes away is this process's second device (mlx5_1),
+ * closed and opened again: its LID is freed and taken by the next port
+ * registered on the fabric, which is that device again.
+ */
+#include "emu_qp_fixture.h"
+
+#include <errno.h>
+#include <string.h>
+
+/* A DCT of its own on mlx5_1: a context, PD, CQ, SRQ with receives posted
+ * into a registered buffer. */
+struct emu_far_port {
+    struct ibv_context *ctx = nullptr;
+    struct ibv_pd *pd       = nullptr;
+    struct ibv_cq_ex *cq    = nullptr;
+    struct ibv_srq *srq     = nullptr;
+    struct ibv_mr *mr       = nullptr;
+    struct ibv_qp *dct      = nullptr;
+    uint16_t lid            = 0;
+    std::vector<char> buf;
+
+    /* Returns an empty string on success, else what failed */
+    std::string open(struct ibv_device *dev)
+    {
+        struct ibv_cq_init_attr_ex cattr;
+        struct ibv_srq_init_attr sattr;
+        struct mlx5dv_qp_init_attr dv;
+        struct ibv_qp_init_attr_ex attr;
+        struct ibv_port_attr port;
+        struct ibv_recv_wr wr, *bad;
+        struct ibv_sge sge;
+        struct ibv_qp_attr qa;
+
+        ctx = ibv_open_device(dev);
+        if (ctx == nullptr) {
+            return "open";
+        }
+        pd = ibv_alloc_pd(ctx);
+        buf.assign(4096, 0);
+        mr = (pd == nullptr) ?
+                 nullptr :
+                 ibv_reg_mr(pd, buf.data(), buf.size(), IBV_ACCESS_LOCAL_WRITE);
+        if (mr == nullptr) {
+            return "pd/mr";
+        }
+        memset(&cattr, 0, sizeof(cattr));
+        cattr.cqe      = 64;
+        cattr.wc_flags = IBV_WC_STANDARD_FLAGS;
+        cq             = ibv_create_cq_ex(ctx, &cattr);
+        memset(&sattr, 0, sizeof(sattr));
+        sattr.attr.max_wr  = 16;
+        sattr.attr.max_sge = 1;
+        srq                = ibv_create_srq(pd, &sattr);
+        if ((cq == nullptr) || (srq == nullptr)) {
+            return "cq/srq";
+        }
+        for (unsigned i = 0; i < 4; ++i) {
+            sge.addr   = (uintptr_t)buf.data() + i * 256;
+            sge.length = 256;
+            sge.lkey   = mr->lkey;
+            memset(&wr, 0, sizeof(wr));
+            wr.wr_id   = i;
+            wr.sg_list = &sge;
+            wr.num_sge = 1;
+            if (ibv_post_srq_recv(srq, &wr, &bad) != 0) {
+                return "post_srq_recv";
+            }
+        }
+        memset(&attr, 0, sizeof(attr));
+        memset(&dv, 0, sizeof(dv));
+        attr.qp_type                   = IBV_QPT_DRIVER;
+        attr.comp_mask                 = IBV_QP_INIT_ATTR_PD;
+        attr.pd                        = pd;
+        attr.send_cq                   = ibv_cq_ex_to_cq(cq);
+        attr.recv_cq                   = ibv_cq_ex_to_cq(cq);
+        attr.srq                       = srq;
+        dv.comp_mask                   = MLX5DV_QP_INIT_ATTR_MASK_DC;
+        dv.dc_init_attr.dc_type        = MLX5DV_DCTYPE_DCT;
+        dv.dc_init_attr.dct_access_key = EMU_DCT_KEY;
+        dct                            = mlx5dv_create_qp(ctx, &attr, &dv);
+        if (dct == nullptr) {
+            return "create DCT";
+        }
+        memset(&qa, 0, sizeof(qa));
+        qa.qp_state = IBV_QPS_INIT;
+        qa.port_num = 1;
+        if (ibv_modify_qp(dct, &qa,
+                          IBV_QP_STATE | IBV_QP_ACCESS_FLAGS |
+                              IBV_QP_PKEY_INDEX | IBV_QP_PORT) != 0) {
+            return "DCT to INIT";
+        }
+        memset(&qa, 0, sizeof(qa));
+        qa.qp_state         = IBV_QPS_RTR;
+        qa.path_mtu         = IBV_MTU_4096;
+        qa.min_rnr_timer    = 1;
+        qa.ah_attr.port_num = 1;
+        if (ibv_modify_qp(dct, &qa,
+                          IBV_QP_STATE | IBV_QP_MIN_RNR_TIMER | IBV_QP_AV |
+                              IBV_QP_PATH_MTU) != 0) {
+            return "DCT to RTR";
+        }
+        if (ibv_query_port(ctx, 1, &port) != 0) {
+            return "query_port";
+        }
+        lid = port.lid;
+        return "";
+    }
+
+    /* Receive completions waiting on the CQ */
+    unsigned received()
+    {
+        struct ibv_poll_cq_attr attr = {0};
+        unsigned n                   = 0;
+
+        if (ibv_start_poll(cq, &attr) != 0) {
+            return 0;
+        }
+        do {
+            ++n;
+        } while (ibv_next_poll(cq) == 0);
+        ibv_end_poll(cq);
+        return n;
+    }
+
+    void close()
+    {
+        if (dct != nullptr) {
+            EXPECT_EQ(0, ibv_destroy_qp(dct));
+        }
+        if (srq != nullptr) {
+            EXPECT_EQ(0, ibv_destroy_srq(srq));
+        }
+        if (cq != nullptr) {
+            EXPECT_EQ(0, ibv_destroy_cq(ibv_cq_ex_to_cq(cq)));
+        }
+        if (mr != nullptr) {
+            EXPECT_EQ(0, ibv_dereg_mr(mr));
+        }
+        if (pd != nullptr) {
+            EXPECT_EQ(0, ibv_dealloc_pd(pd));
+        }
+        if (ctx != nullptr) {
+            EXPECT_EQ(0, ibv_close_device(ctx));
+        }
+        ctx = nullptr;
+        pd  = nullptr;
+        cq  = nullptr;
+        srq = nullptr;
+        mr  = nullptr;
+        dct = nullptr;
+        lid = 0;
+    }
+
+    ~emu_far_port() { close(); }
+};
+
+class emu_names_test : public emu_qp_test {
+protected:
+    /* A SEND of 8 bytes from a new DCI (retry count 1: a request nobody
+     * answers fails in a few hundred milliseconds) to dctn through ah;
+     * returns the sender's completion status. */
+    enum ibv_wc_status send_to(struct ibv_ah *ah, uint32_t dctn)
+    {
+        struct ibv_qp *dci = make_dci(14, 1, 7);
+        emu_wc wc;
+
+        if (dci == nullptr) {
+            ADD_FAILURE() << "no DCI";
+            return IBV_WC_GENERAL_ERR;
+        }
+        memcpy(m_buf.data(), "names", 6);
+        if (post(dci, 7, IBV_WR_SEND, m_buf.data(), 8, m_mr->lkey, 0, 0,
+                 EMU_DCT_KEY, false, ah, dctn) != 0) {
+            ADD_FAILURE() << "post refused";
+            return IBV_WC_GENERAL_ERR;
+        }
+        if (!poll_one(m_tx_cq, &wc)) {
+            ADD_FAILURE() << "no send completion";
+            return IBV_WC_GENERAL_ERR;
+        }
+        return wc.status;
+    }
+};
+
+/* The old DCT's number through an AH made for the port that held the LID
+ * before: dropped, never delivered to the new owner's DCT; the new DCT
+ * through the same AH: delivered. */
+TEST_F(emu_names_test, lid_taken_over_old_dct_dropped_new_reached_bad_flow)
+{
+    emu_far_port far;
+    uint32_t old_dctn;
+    uint16_t old_lid;
+    struct ibv_ah *ah;
+
+    ASSERT_GE(m_num, 2);
+    ASSERT_EQ("", far.open(m_list[1]));
+    ah = make_ah(far.lid);
+    ASSERT_NE(nullptr, ah);
+    EXPECT_EQ(IBV_WC_SUCCESS, send_to(ah, far.dct->qp_num));
+    EXPECT_EQ(1u, far.received());
+
+    old_lid  = far.lid;
+    old_dctn = far.dct->qp_num;
+    far.close();
+    ASSERT_EQ("", far.open(m_list[1]));
+    ASSERT_EQ(old_lid, far.lid) << "the freed LID went to another port";
+    EXPECT_NE(old_dctn, far.dct->qp_num);
+
+    EXPECT_EQ(IBV_WC_RETRY_EXC_ERR, send_to(ah, old_dctn));
+    EXPECT_EQ(0u, far.received());
+    EXPECT_EQ(IBV_WC_SUCCESS, send_to(ah, far.dct->qp_num));
+    EXPECT_EQ(1u, far.received());
+    EXPECT_EQ(0, ibv_destroy_ah(ah));
+}
+
+/* An AH made while no port held its LID reaches the port that takes the
+ * LID later. */
+TEST_F(emu_names_test, ah_to_free_lid_reaches_later_owner)
+{
+    emu_far_port far;
+    struct ibv_ah *ah;
+    uint16_t lid;
+
+    ASSERT_GE(m_num, 2);
+    ASSERT_EQ("", far.open(m_list[1]));
+    lid = far.lid;
+    far.close();
+    ah = make_ah(lid);
+    ASSERT_NE(nullptr, ah);
+    ASSERT_EQ("", far.open(m_list[1]));
+    ASSERT_EQ(lid, far.lid) << "the freed LID went to another port";
+    EXPECT_EQ(IBV_WC_SUCCESS, send_to(ah, far.dct->qp_num));
+    EXPECT_EQ(1u, far.received());
+    EXPECT_EQ(0, ibv_destroy_ah(ah));
+}
+
+/* Numbers a port hands out: nonzero, 24-bit, its QPs' all different, and
+ * not those of the port before it on the same device */
+TEST_F(emu_names_test, qp_numbers_not_reused_by_next_port)
+{
+    emu_far_port far;
+    struct ibv_qp *dci = make_dci();
+    uint32_t first;
+
+    ASSERT_NE(nullptr, dci);
+    EXPECT_NE(0u, dci->qp_num);
+    EXPECT_EQ(0u, dci->qp_num >> 24);
+    EXPECT_NE(dci->qp_num, m_dct->qp_num);
+    ASSERT_EQ("", far.open(m_list[1]));
+    first = far.dct->qp_num;
+    EXPECT_EQ(0u, first >> 24);
+    EXPECT_NE(first, m_dct->qp_num);
+    EXPECT_NE(first, dci->qp_num);
+    far.close();
+    ASSERT_EQ("", far.open(m_list[1]));
+    EXPECT_NE(first, far.dct->qp_num);
+}
