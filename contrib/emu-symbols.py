@@ -42,6 +42,12 @@ KIND_OVERRIDE = {
     'mult_to_ibv_rate': 'zero', 'ibv_is_fork_initialized': 'zero',
     'mlx5dv_is_supported': 'zero', 'ibv_dofork_range': 'int',
     'ibv_dontfork_range': 'int', 'ibv_query_qp_data_in_order': 'zero',
+    # the private node (driver.h and cmd_ioctl.h, not installed)
+    '_verbs_init_and_alloc_context': 'ptr', 'verbs_open_device': 'ptr',
+    'verbs_uninit_context': 'void', 'verbs_set_ops': 'void',
+    'verbs_init_cq': 'void', '__ioctl_final_num_attrs': 'zero',
+    'verbs_allow_disassociate_destroy': 'zero',
+    'ibv_read_ibdev_sysfs_file': 'neg',
 }
 
 
@@ -55,8 +61,6 @@ def exported(lib):
                 not f[-2].strip('()').startswith(LIBS[lib]['prefix']):
             continue
         ver, name = f[-2], f[-1]
-        if 'PRIVATE' in ver:
-            continue
         if ver == name:
             nodes.append(ver)
         elif ' DF ' in line:
@@ -70,7 +74,10 @@ LOCAL = 'local:\n\t*;\n'
 
 
 def node_key(v):
-    return [int(x) for x in v.split('_')[-1].split('.')]
+    """Public nodes in version order, the private node (the providers'
+    interface, IBVERBS_PRIVATE_<n>) after them"""
+    return [1 if 'PRIVATE' in v else 0] + \
+        [int(x) for x in v.split('_')[-1].split('.')]
 
 
 def kinds():
@@ -120,6 +127,10 @@ def main():
                 body = '\t__dcx_emu_no_symbol_%s;\n' % n.replace('.', '_')
             if (i == len(nodes) - 1) and (lib != 'libibverbs'):
                 body += LOCAL
+            if 'PRIVATE' in n:
+                # standalone, as the real library defines it
+                mp.append('%s {\nglobal:\n%s};' % (n, body))
+                continue
             mp.append('%s {\nglobal:\n%s}%s;' % (n, body,
                                                  (' ' + prev) if prev else ''))
             prev = n

@@ -20,8 +20,9 @@ namespace {
 const char *k_sys_dir = "/usr/lib/x86_64-linux-gnu/";
 
 /* "VERSION NAME" of every function lib defines, as objdump lists them;
- * compat versions keep objdump's parentheses.  The emulation's private
- * node is left out. */
+ * compat versions keep objdump's parentheses.  rdma-core's private node
+ * (its providers' interface) is compared too; the emulation's own
+ * (DCX_EMU_PRIVATE_1) is left out. */
 std::set<std::string> exported_functions(const std::string &path)
 {
     std::set<std::string> out;
@@ -41,7 +42,7 @@ std::set<std::string> exported_functions(const std::string &path)
             continue;
         }
         if (strstr(ver, "IBVERBS_") || strstr(ver, "MLX5_")) {
-            if (strstr(ver, "PRIVATE") == nullptr) {
+            if (strstr(ver, "DCX_EMU_PRIVATE") == nullptr) {
                 out.insert(std::string(ver) + " " + name);
             }
         }
