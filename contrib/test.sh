@@ -107,6 +107,9 @@ emu_example() {
     rm -f "/dev/shm/dcx-emu.$(id -u).$fabric"
     return $rc
 }
+# rdma-core's own tools, unchanged, on the emulation: ibv_devices,
+# ibv_devinfo -v, perftest's programs start (test/emu/rdma-tools.sh)
+step "rdma-core tools over mlx5 emulation" "$top/test/emu/rdma-tools.sh"
 step "example: strided exchange over mlx5 emulation" emu_example
 step "ucx_perftest over mlx5 emulation (UCT, UCP)" \
     "$top/test/perftest.sh" -e -l "$top/build/.libs/libuct_dcx.so"

@@ -1,0 +1,77 @@
+#!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
+#
+# rdma-core's own tools on the emulated ConnectX, unchanged and linked
+# against the system's rdma-core 44, the emulation found through
+# "dcx-run --mlx5-emu" (docs/mlx5-emulation.md):
+#   - ibv_devices lists mlx5_0;
+#   - ibv_devinfo -v prints a whole ConnectX: vendor and part, an ACTIVE
+#     port on InfiniBand with a LID and a non-zero GID of IB type (it calls
+#     ibv_query_gid_type of the private node);
+#   - perftest's programs start: they link libefa.so.1, whose constructor
+#     registers a provider through the private node (their usage text).
+# Each run on a fabric of its own; at the end, nothing of it is left in
+# /dev/shm.  Prints one PASS/FAIL line a check, exits 1 if any failed, 77
+# when the tools are not installed.
+#
+#   test/emu/rdma-tools.sh      (DCX_RUN: the dcx-run wrapper to use)
+
+set -u
+
+top=$(cd "$(dirname "$0")/../.." && pwd)
+run=${DCX_RUN:-$top/build/contrib/dcx-run}
+fabric=tools-$$
+uid=$(id -u)
+out=$(mktemp)
+fails=0
+trap 'rm -f "$out"' EXIT
+
+command -v ibv_devinfo > /dev/null || { echo "SKIP: no ibv_devinfo (ibverbs-utils)"; exit 77; }
+
+check() {   # check NAME STATUS
+    if [ "$2" = 0 ]; then
+        echo "PASS: $1"
+    else
+        echo "FAIL: $1"
+        sed 's/^/    /' "$out" | head -40
+        fails=$((fails + 1))
+    fi
+}
+
+emu() {
+    "$run" --mlx5-emu --fabric "$fabric" "$@"
+}
+
+emu ibv_devices > "$out" 2>&1
+st=$?
+grep -Eq '^[[:space:]]*mlx5_0[[:space:]]+0002c903' "$out"
+check "ibv_devices lists mlx5_0" $((st + $?))
+
+emu ibv_devinfo -v > "$out" 2>&1
+st=$?
+grep -q 'hca_id:.*mlx5_0' "$out" &&
+    grep -q 'vendor_id:.*0x02c9' "$out" &&
+    grep -q 'vendor_part_id:.*4123' "$out" &&
+    grep -q 'state:.*PORT_ACTIVE' "$out" &&
+    grep -q 'link_layer:.*InfiniBand' "$out" &&
+    grep -Eq 'port_lid:[[:space:]]+[1-9]' "$out" &&
+    grep -Eq 'GID\[ *0\]:[[:space:]]+fe80(:0000){3}:0002:c903' "$out" &&
+    ! grep -q 'mlx5-emu:' "$out"
+check "ibv_devinfo -v: a ConnectX with an active port and its GID" $((st + $?))
+
+if command -v ib_write_lat > /dev/null; then
+    for t in ib_write_lat ib_read_lat ib_send_lat ib_atomic_lat ib_write_bw; do
+        emu "$t" -h > "$out" 2>&1
+        grep -q 'Usage:' "$out" && ! grep -q 'not found' "$out"
+        check "$t starts (libefa's provider registers)" $?
+    done
+else
+    echo "SKIP: perftest not installed"
+fi
+
+rm -f "/dev/shm/dcx-emu.$uid.$fabric"
+ls /dev/shm 2>/dev/null | grep -E "^dcx-(emu|soft)\.$uid\.$fabric(\.|$)" > "$out"
+[ ! -s "$out" ]
+check "nothing of the runs left in /dev/shm" $?
+
+[ $fails -eq 0 ]
