@@ -287,8 +287,10 @@ void emu_sm_unregister(const char *fabric, uint16_t lid, uint64_t word);
 int emu_sm_lookup(const char *fabric, uint16_t lid, void *addr, size_t *len_p,
                   uint64_t *word_p);
 /* The directory word of lid, which changes with every new owner; NULL for
- * a LID outside the directory. */
+ * a LID outside the directory.  The directory stays mapped until
+ * emu_sm_word_put. */
 const uint64_t *emu_sm_word(const char *fabric, uint16_t lid);
+void emu_sm_word_put(const uint64_t *word);
 /* The first QP number of the port registered with word (a multiple of
  * EMU_QPN_SPAN, never 0) */
 uint32_t emu_sm_qpn_base(uint64_t word);

@@ -126,6 +126,7 @@ static void emu_ah_free(emu_ah_t *ah)
     if (ah->nowhere != NULL) {
         dcx_ah_destroy(ah->nowhere);
     }
+    emu_sm_word_put(ah->sm_word);
     pthread_mutex_destroy(&ah->lock);
     free(ah);
 }

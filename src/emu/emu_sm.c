@@ -22,6 +22,16 @@
  * one's LID numbers its QPs and DCT elsewhere in the 24-bit space, so a
  * request still addressed to the dead process's DCT finds no DCT there, as
  * on a fabric where the HCA does not hand a freed number out again soon.
+ *
+ * The directory lasts as long as a process uses it.  A process that maps
+ * it holds a shared flock on it, from the first registration or lookup
+ * to the moment its last registration and its last address handle are
+ * gone; then it tries the exclusive lock, which it gets only when no other
+ * process holds the directory, and unlinks the file under it.  An opener
+ * that meets the file while it is being unlinked waits for the shared lock
+ * and, finding the file unlinked, opens a new one.  A directory whose
+ * processes all died is taken over by the next process, which unlinks it
+ * when it leaves.
  */
 #include "emu/emu.h"
 
@@ -30,6 +40,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -65,9 +76,13 @@ typedef struct emu_sm_table {
 
 _Static_assert(sizeof(emu_sm_entry_t) == 64, "one cache line per entry");
 
+/* guarded by emu_sm_lock */
 static pthread_mutex_t emu_sm_lock = PTHREAD_MUTEX_INITIALIZER;
 static emu_sm_table_t *emu_sm_map;
+static int emu_sm_fd = -1;    /* holds the shared flock */
+static unsigned emu_sm_users; /* registrations and AH words of this process */
 static char emu_sm_fabric[40];
+static char emu_sm_name[96];
 
 static bool emu_sm_owner_dead(uint64_t word);
 
@@ -124,14 +139,26 @@ static emu_sm_table_t *emu_sm_table(const char *fabric)
         return NULL;
     }
     snprintf(name, sizeof(name), "/dcx-emu.%u.%s", (unsigned)getuid(), fabric);
-    fd = shm_open(name, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-    if (fd < 0) {
-        emu_error("LID directory %s: shm_open failed: %s", name,
-                  strerror(errno));
-        return NULL;
+    for (;;) {
+        fd = shm_open(name, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+        if (fd < 0) {
+            emu_error("LID directory %s: shm_open failed: %s", name,
+                      strerror(errno));
+            return NULL;
+        }
+        /* waits while the last user of the file unlinks it */
+        if ((flock(fd, LOCK_SH) != 0) || (fstat(fd, &st) != 0)) {
+            emu_error("LID directory %s: flock/fstat failed: %s", name,
+                      strerror(errno));
+            close(fd);
+            return NULL;
+        }
+        if (st.st_nlink > 0) {
+            break;
+        }
+        close(fd); /* unlinked meanwhile: open the new one */
     }
-    if ((fstat(fd, &st) != 0) || (st.st_uid != getuid()) ||
-        (st.st_mode & 077)) {
+    if ((st.st_uid != getuid()) || (st.st_mode & 077)) {
         emu_error("LID directory %s: not ours or not private", name);
         close(fd);
         return NULL;
@@ -145,9 +172,9 @@ static emu_sm_table_t *emu_sm_table(const char *fabric)
         return NULL;
     }
     t = mmap(NULL, sizeof(*t), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    close(fd);
     if (t == MAP_FAILED) {
         emu_error("LID directory %s: mmap failed: %s", name, strerror(errno));
+        close(fd);
         return NULL;
     }
     if (__atomic_load_n(&t->magic, __ATOMIC_ACQUIRE) == 0) {
@@ -163,11 +190,60 @@ static emu_sm_table_t *emu_sm_table(const char *fabric)
                   "%u with %u",
                   name, t->version, t->entries, EMU_SM_VERSION, EMU_SM_ENTRIES);
         munmap(t, sizeof(*t));
+        close(fd);
         return NULL;
     }
     snprintf(emu_sm_fabric, sizeof(emu_sm_fabric), "%s", fabric);
+    snprintf(emu_sm_name, sizeof(emu_sm_name), "%s", name);
     emu_sm_map = t;
+    emu_sm_fd  = fd;
     return t;
+}
+
+/* The directory of fabric, one use more; NULL if it cannot be had. */
+static emu_sm_table_t *emu_sm_get(const char *fabric)
+{
+    emu_sm_table_t *t;
+
+    pthread_mutex_lock(&emu_sm_lock);
+    t = emu_sm_table(fabric);
+    if (t != NULL) {
+        ++emu_sm_users;
+    }
+    pthread_mutex_unlock(&emu_sm_lock);
+    return t;
+}
+
+/* One use less; the last one unmaps the directory, and unlinks it when no
+ * other process holds it (the top of the file). */
+static void emu_sm_put(void)
+{
+    emu_sm_table_t *t;
+    bool in_use = false;
+    unsigned i;
+
+    pthread_mutex_lock(&emu_sm_lock);
+    if ((emu_sm_users == 0) || (--emu_sm_users > 0)) {
+        pthread_mutex_unlock(&emu_sm_lock);
+        return;
+    }
+    t = emu_sm_map;
+    if (flock(emu_sm_fd, LOCK_EX | LOCK_NB) == 0) {
+        for (i = 0; (i < EMU_SM_ENTRIES) && !in_use; ++i) {
+            uint64_t word = __atomic_load_n(&t->e[i].word, __ATOMIC_ACQUIRE);
+
+            in_use = (word != EMU_SM_FREE) && !emu_sm_owner_dead(word);
+        }
+        if (!in_use && (shm_unlink(emu_sm_name) != 0)) {
+            emu_warn("LID directory %s: shm_unlink failed: %s", emu_sm_name,
+                     strerror(errno));
+        }
+    }
+    munmap(t, sizeof(*t));
+    close(emu_sm_fd); /* releases the lock */
+    emu_sm_map = NULL;
+    emu_sm_fd  = -1;
+    pthread_mutex_unlock(&emu_sm_lock);
 }
 
 static bool emu_sm_owner_dead(uint64_t word)
@@ -201,9 +277,7 @@ int emu_sm_register(const char *fabric, const void *addr, size_t len,
                   EMU_SM_PID_MAX);
         return EINVAL;
     }
-    pthread_mutex_lock(&emu_sm_lock);
-    t = emu_sm_table(fabric);
-    pthread_mutex_unlock(&emu_sm_lock);
+    t = emu_sm_get(fabric); /* kept until emu_sm_unregister */
     if (t == NULL) {
         return ENODEV;
     }
@@ -230,6 +304,7 @@ int emu_sm_register(const char *fabric, const void *addr, size_t len,
     }
     emu_error("LID directory of fabric '%s': all %u LIDs in use", fabric,
               EMU_SM_ENTRIES);
+    emu_sm_put();
     return ENOSPC;
 }
 
@@ -238,7 +313,7 @@ void emu_sm_unregister(const char *fabric, uint16_t lid, uint64_t word)
     emu_sm_table_t *t;
 
     pthread_mutex_lock(&emu_sm_lock);
-    t = emu_sm_table(fabric);
+    t = emu_sm_map; /* held by the registration */
     pthread_mutex_unlock(&emu_sm_lock);
     if ((t == NULL) || (lid == 0) || (lid > EMU_SM_ENTRIES)) {
         return;
@@ -250,19 +325,25 @@ void emu_sm_unregister(const char *fabric, uint16_t lid, uint64_t word)
                  "more",
                  fabric, lid);
     }
+    emu_sm_put();
 }
 
 const uint64_t *emu_sm_word(const char *fabric, uint16_t lid)
 {
     emu_sm_table_t *t;
 
-    pthread_mutex_lock(&emu_sm_lock);
-    t = emu_sm_table(fabric);
-    pthread_mutex_unlock(&emu_sm_lock);
-    if ((t == NULL) || (lid == 0) || (lid > EMU_SM_ENTRIES)) {
+    if ((lid == 0) || (lid > EMU_SM_ENTRIES)) {
         return NULL;
     }
-    return &t->e[lid - 1].word;
+    t = emu_sm_get(fabric); /* kept until emu_sm_word_put */
+    return (t != NULL) ? &t->e[lid - 1].word : NULL;
+}
+
+void emu_sm_word_put(const uint64_t *word)
+{
+    if (word != NULL) {
+        emu_sm_put();
+    }
 }
 
 int emu_sm_lookup(const char *fabric, uint16_t lid, void *addr, size_t *len_p,
@@ -272,27 +353,28 @@ int emu_sm_lookup(const char *fabric, uint16_t lid, void *addr, size_t *len_p,
     emu_sm_entry_t *e;
     uint64_t word;
     uint32_t len;
+    int ret = ENOENT;
 
-    pthread_mutex_lock(&emu_sm_lock);
-    t = emu_sm_table(fabric);
-    pthread_mutex_unlock(&emu_sm_lock);
-    if ((t == NULL) || (lid == 0) || (lid > EMU_SM_ENTRIES)) {
+    if ((lid == 0) || (lid > EMU_SM_ENTRIES)) {
+        return ENOENT;
+    }
+    t = emu_sm_get(fabric);
+    if (t == NULL) {
         return ENOENT;
     }
     e    = &t->e[lid - 1];
     word = __atomic_load_n(&e->word, __ATOMIC_ACQUIRE);
-    if (((word & 0xff) != EMU_SM_VALID) || emu_sm_owner_dead(word)) {
-        return ENOENT;
+    len  = e->addr_len;
+    if (((word & 0xff) == EMU_SM_VALID) && !emu_sm_owner_dead(word) &&
+        (len <= DCX_DEV_ADDR_MAX) && (len <= *len_p)) {
+        memcpy(addr, e->addr, len);
+        /* not re-registered while we copied */
+        if (__atomic_load_n(&e->word, __ATOMIC_ACQUIRE) == word) {
+            *len_p  = len;
+            *word_p = word;
+            ret     = 0;
+        }
     }
-    len = e->addr_len;
-    if ((len > DCX_DEV_ADDR_MAX) || (len > *len_p)) {
-        return ENOENT;
-    }
-    memcpy(addr, e->addr, len);
-    if (__atomic_load_n(&e->word, __ATOMIC_ACQUIRE) != word) {
-        return ENOENT; /* re-registered while we copied */
-    }
-    *len_p  = len;
-    *word_p = word;
-    return 0;
+    emu_sm_put();
+    return ret;
 }

@@ -15,6 +15,8 @@
 
 #include <errno.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 /* A DCT of its own on mlx5_1: a context, PD, CQ, SRQ with receives posted
  * into a registered buffer. */
@@ -263,4 +265,26 @@ TEST_F(emu_names_test, qp_numbers_not_reused_by_next_port)
     far.close();
     ASSERT_EQ("", far.open(m_list[1]));
     EXPECT_NE(first, far.dct->qp_num);
+}
+
+/* The fabric's LID directory exists while a port of the fabric is open
+ * and is removed when the last one closes (nothing is left in /dev/shm) */
+TEST(emu_names, directory_removed_by_last_user)
+{
+    std::string path = "/dev/shm/dcx-emu." + std::to_string(getuid()) +
+                       "." EMU_TEST_FABRIC;
+    struct ibv_device **list;
+    struct ibv_context *ctx;
+    struct stat st;
+    int num = 0;
+
+    list = ibv_get_device_list(&num);
+    ASSERT_NE(nullptr, list);
+    ASSERT_GE(num, 1);
+    ctx = ibv_open_device(list[0]);
+    ASSERT_NE(nullptr, ctx);
+    EXPECT_EQ(0, stat(path.c_str(), &st)) << path;
+    EXPECT_EQ(0, ibv_close_device(ctx));
+    ibv_free_device_list(list);
+    EXPECT_NE(0, stat(path.c_str(), &st)) << path << " left behind";
 }
