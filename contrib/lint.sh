@@ -30,19 +30,25 @@
 #   length    no file in src/ longer than 1100 lines
 #   layout    README.md's Layout section names every file of src/uct/dcx/
 #             (in backquotes) and every top-level directory
+#   commits   every commit after SUBJECT_BASE (the last one written before
+#             the rule) has a subject of at most 72 characters of the form
+#             "area: what it does", and a body; a clone without that commit
+#             (shallow) says so and checks nothing
 #
 # Needs clang-format and codespell (contrib/install-deps.sh installs both);
 # a missing tool is reported and fails the step (exit 2).
 set -uo pipefail
 
 MAX_LINES=1100
+SUBJECT_MAX=72
+SUBJECT_BASE=4076497
 verbose=0
 fix=0
 for arg in "$@"; do
     case "$arg" in
     -v|--verbose) verbose=1 ;;
     --fix)        fix=1 ;;
-    -h|--help)    sed -n '4,34p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help)    sed -n '4,38p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *)            echo "lint: unknown argument '$arg' (see --help)" >&2
                   exit 2 ;;
     esac
@@ -164,6 +170,26 @@ while IFS= read -r d; do
         violation "layout: README.md: the Layout section does not name $d/"
     fi
 done < <(git ls-files | grep / | cut -d/ -f1 | sort -u)
+
+# commit messages: subject "area: what", at most 72 characters, a body
+if git cat-file -e "$SUBJECT_BASE^{commit}" 2>/dev/null; then
+    while IFS= read -r c; do
+        subject=$(git log -1 --format=%s "$c")
+        body=$(git log -1 --format=%b "$c" | grep -c -v '^[[:space:]]*$')
+        if [ "${#subject}" -gt "$SUBJECT_MAX" ]; then
+            violation "commits: ${c:0:12}: subject of ${#subject} characters" \
+                      "(at most $SUBJECT_MAX)"
+        fi
+        if ! grep -q -E '^[][A-Za-z0-9_./+{},* -]+: [^ ]' <<< "$subject"; then
+            violation "commits: ${c:0:12}: subject is not 'area: what it does'"
+        fi
+        if [ "$body" -eq 0 ]; then
+            violation "commits: ${c:0:12}: no body saying why"
+        fi
+    done < <(git rev-list --no-merges "$SUBJECT_BASE..HEAD")
+else
+    echo "lint: commits: $SUBJECT_BASE not in this clone; subjects not checked"
+fi
 
 if [ "$fail" -ne 0 ]; then
     echo "lint: FAILED" >&2
