@@ -64,7 +64,7 @@ same_as() {
 }
 
 # What earlier dcx versions wrote (contrib/get-ucx-src.sh and
-# contrib/build-ucx.sh before issue 32)
+# contrib/build-ucx.sh when they still changed /etc/apt)
 plant_old_files() {
     local suites k=/usr/share/keyrings/debian-archive-keyring.gpg
     for suites in "$release:dcx-src" "trixie sid:dcx-ucx-newer"; do

@@ -100,7 +100,7 @@ extern dcx_log_level_t dcx_log_max_level;
 enum {
     DCX_CAP_DC            = 1u << 0, /* DCI/DCT */
     DCX_CAP_TM            = 1u << 1, /* tag-matching SRQ (DCX_SRQ_TM) */
-    DCX_CAP_MKEY_STRIDE   = 1u << 2, /* strided indirect mkeys (later issue) */
+    DCX_CAP_MKEY_STRIDE   = 1u << 2, /* strided indirect mkeys */
     DCX_CAP_HELPER        = 1u << 3, /* one-sided ops progress without app */
     DCX_CAP_ATOMIC_HOST   = 1u << 4, /* atomics are executed by the target's
                                        CPU with its atomic instructions, so

@@ -59,7 +59,7 @@
  * A consumed slot keeps its packet (DC key, rkey, address) only until the
  * consumer's next light post, SOFT_CLEAR_POLLS polls that find nothing
  * else to do, its next whole pass, or SOFT_RING_CLEAR_LAG more packets
- * (issue 8: no DC key is left in old slots for whoever maps the
+ * (so that no DC key is left in old slots for whoever maps the
  * segment).  Producers write every header field of their packet kind
  * (zero where it has none) and rely on no zeroed header. */
 

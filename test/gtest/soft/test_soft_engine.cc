@@ -440,7 +440,7 @@ TEST_F(soft, light_post_answered_before_wait_set)
     EXPECT_EQ(st0.retransmits, p.stats_a().retransmits);
 }
 
-/* Item 4 of issue 12: while both applications poll, neither helper does
+/* While both applications poll, neither helper does
  * anything: no pass, no packet, no wake from deep sleep, no FUTEX_WAKE by
  * anyone, and no timed look but one per SOFT_PARK_NS of a parked helper.
  * Before the helpers parked, each napped in 1 ms timed waits all along. */

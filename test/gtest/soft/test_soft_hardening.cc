@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Soft device hardening (issue 8): memory that went away under a
+ * Soft device hardening: memory that went away under a
  * registration, what is left in shared segments, names someone else
  * occupies, addresses of other fabrics, and live but busy targets.
  */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Soft device strided memory keys (issue 11, docs/device-semantics.md
+ * Soft device strided memory keys (docs/device-semantics.md
  * section 10): creation limits, interleaved and list layouts, zero-based
  * addressing, local gather/scatter, remote READ/WRITE/atomics through the
  * key, in one process (loopback) and across processes, and every way a key

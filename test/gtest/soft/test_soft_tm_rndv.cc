@@ -509,7 +509,7 @@ TEST_F(soft_tm, rndv_dead_sender_bad_flow)
     EXPECT_EQ(1u, tm_stats(rx).rndv_errors);
 }
 
-/* A tag-list entry over a strided key (issue 11): a matched eager payload
+/* A tag-list entry over a strided key: a matched eager payload
  * scatters through the key's layout and nowhere else. */
 TEST_F(soft_tm, eager_into_strided_key)
 {

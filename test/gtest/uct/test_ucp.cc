@@ -767,7 +767,7 @@ TEST_P(ucp_dcx, peer_failure)
 }
 
 /*
- * Issue 8.1 at UCP level: a peer process sends to a, runs out of credits
+ * At UCP level: a peer process sends to a, runs out of credits
  * (its request is out) and dies.  a's grant to it fails on a's control DCI;
  * the grant a owes b, queued behind it, must still go out, or b's messages
  * to a stall forever (credit requests are not resent in this test).

@@ -768,11 +768,11 @@ protected:
 };
 
 /*
- * Issue 8.1: the grant a sends to a peer that died after asking for credits
+ * The grant a sends to a peer that died after asking for credits
  * fails on a's control DCI.  The grant a owes a live sender, queued behind
- * it on that DCI, must still go out (before the fix it was completed with
- * the dead peer's error and dropped, and the live sender stalled forever:
- * requests are not resent in this test).
+ * it on that DCI, must still go out, not be completed with the dead
+ * peer's error and dropped: the live sender would stall forever
+ * (requests are not resent in this test).
  */
 TEST_P(uct_dcx_remote_fc, grant_to_dead_peer_keeps_live_grants)
 {
@@ -812,7 +812,7 @@ TEST_P(uct_dcx_remote_fc, grant_to_dead_peer_keeps_live_grants)
 }
 
 /*
- * Issue 9.2: the peer takes c's credit request and dies before granting.
+ * The peer takes c's credit request and dies before granting.
  * While c waits with a request pending, neither c nor its ep is flushed;
  * the request is sent again after FC_REQ_TIMEOUT, fails, and the error
  * handler runs; the pending request is the user's to purge.

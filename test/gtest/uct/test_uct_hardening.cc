@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * dcx transport hardening (issue 8) through the UCT API: reachability
+ * dcx transport hardening through the UCT API: reachability
  * checks everything endpoint creation checks, and registered memory that
  * its owner unmaps or remaps (UCX's memory hooks tell the MD) refuses
  * remote access without crashing the target or writing the new mapping.

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Heap an interface open and an endpoint take (issue 12 item 5): malloc'd
+ * Heap an interface open and an endpoint take: malloc'd
  * bytes counted by mallinfo2, which is deterministic for a given sequence of
  * allocations.  Targets: an interface open at most 2 MB, an endpoint at
  * most 64 B at 10 000 endpoints; and endpoints that queued pending requests
