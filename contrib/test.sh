@@ -94,6 +94,10 @@ step "example: strided exchange" \
 step "ucx_perftest over dcx (UCT and UCP)" \
     "$top/test/perftest.sh" -l "$top/build/.libs/libuct_dcx.so"
 step "MPI and OpenSHMEM over dcx" env DCX_TEST_TLS=dcx "$top/test/mpi/run.sh" "$top/build/test-mpi"
+# peer churn: 4 ranks under checked tag, AM, RMA and atomic traffic, one
+# killed, a late one joining; default and small timeouts (test/churn)
+step "peer churn over dcx (test/churn/run.sh)" \
+    "$top/test/churn/run.sh" -b soft -n 6 -T -x "$top/build/test/churn/churn"
 
 # the same over dcx's mlx5 backend on the emulated ConnectX (the UCT and
 # UCP gtest suites run so in "make check": test/gtest/emu/test_u*_emu.sh).
