@@ -97,24 +97,57 @@ struct ibv_cq_ex *emu_qp_test::make_cq()
     return ibv_create_cq_ex(m_ctx, &attr);
 }
 
-struct ibv_qp *emu_qp_test::create_dct(uint64_t key)
+struct ibv_qp *emu_dct_create(struct ibv_context *ctx, struct ibv_pd *pd,
+                              struct ibv_cq *cq, struct ibv_srq *srq,
+                              uint64_t key)
 {
     struct mlx5dv_qp_init_attr dv;
     struct ibv_qp_init_attr_ex attr;
-    struct ibv_qp *qp;
 
     memset(&attr, 0, sizeof(attr));
     memset(&dv, 0, sizeof(dv));
     attr.qp_type                   = IBV_QPT_DRIVER;
     attr.comp_mask                 = IBV_QP_INIT_ATTR_PD;
-    attr.pd                        = m_pd;
-    attr.send_cq                   = ibv_cq_ex_to_cq(m_rx_cq);
-    attr.recv_cq                   = ibv_cq_ex_to_cq(m_rx_cq);
-    attr.srq                       = m_srq;
+    attr.pd                        = pd;
+    attr.send_cq                   = cq;
+    attr.recv_cq                   = cq;
+    attr.srq                       = srq;
     dv.comp_mask                   = MLX5DV_QP_INIT_ATTR_MASK_DC;
     dv.dc_init_attr.dc_type        = MLX5DV_DCTYPE_DCT;
     dv.dc_init_attr.dct_access_key = key;
-    qp                             = mlx5dv_create_qp(m_ctx, &attr, &dv);
+    return mlx5dv_create_qp(ctx, &attr, &dv);
+}
+
+int emu_dct_connect(struct ibv_qp *qp, unsigned access)
+{
+    struct ibv_qp_attr qa;
+    int ret;
+
+    memset(&qa, 0, sizeof(qa));
+    qa.qp_state        = IBV_QPS_INIT;
+    qa.port_num        = 1;
+    qa.qp_access_flags = access;
+    ret                = ibv_modify_qp(qp, &qa,
+                                       IBV_QP_STATE | IBV_QP_ACCESS_FLAGS | IBV_QP_PKEY_INDEX |
+                                           IBV_QP_PORT);
+    if (ret != 0) {
+        return ret;
+    }
+    memset(&qa, 0, sizeof(qa));
+    qa.qp_state         = IBV_QPS_RTR;
+    qa.path_mtu         = IBV_MTU_4096;
+    qa.min_rnr_timer    = 1;
+    qa.ah_attr.port_num = 1;
+    return ibv_modify_qp(qp, &qa,
+                         IBV_QP_STATE | IBV_QP_MIN_RNR_TIMER | IBV_QP_AV |
+                             IBV_QP_PATH_MTU);
+}
+
+struct ibv_qp *emu_qp_test::create_dct(uint64_t key)
+{
+    struct ibv_qp *qp = emu_dct_create(m_ctx, m_pd, ibv_cq_ex_to_cq(m_rx_cq),
+                                       m_srq, key);
+
     if (qp != nullptr) {
         m_qps.push_back(qp);
     }
@@ -124,29 +157,8 @@ struct ibv_qp *emu_qp_test::create_dct(uint64_t key)
 struct ibv_qp *emu_qp_test::make_dct(uint64_t key, unsigned access)
 {
     struct ibv_qp *qp = create_dct(key);
-    struct ibv_qp_attr qa;
 
-    if (qp == nullptr) {
-        return nullptr;
-    }
-
-    memset(&qa, 0, sizeof(qa));
-    qa.qp_state        = IBV_QPS_INIT;
-    qa.port_num        = 1;
-    qa.qp_access_flags = access;
-    if (ibv_modify_qp(qp, &qa,
-                      IBV_QP_STATE | IBV_QP_ACCESS_FLAGS | IBV_QP_PKEY_INDEX |
-                          IBV_QP_PORT) != 0) {
-        return nullptr;
-    }
-    memset(&qa, 0, sizeof(qa));
-    qa.qp_state         = IBV_QPS_RTR;
-    qa.path_mtu         = IBV_MTU_4096;
-    qa.min_rnr_timer    = 1;
-    qa.ah_attr.port_num = 1;
-    if (ibv_modify_qp(qp, &qa,
-                      IBV_QP_STATE | IBV_QP_MIN_RNR_TIMER | IBV_QP_AV |
-                          IBV_QP_PATH_MTU) != 0) {
+    if ((qp == nullptr) || (emu_dct_connect(qp, access) != 0)) {
         return nullptr;
     }
     return qp;

@@ -18,6 +18,14 @@
      IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD)
 #define EMU_DCT_KEY 0x1234abcdull
 
+/* A DCT on ctx taking its receives from srq, completing on cq, left in
+ * RESET (NULL if refused) */
+struct ibv_qp *emu_dct_create(struct ibv_context *ctx, struct ibv_pd *pd,
+                              struct ibv_cq *cq, struct ibv_srq *srq,
+                              uint64_t key);
+/* RESET -> INIT -> RTR with the masks rdma-core's DC recipe uses */
+int emu_dct_connect(struct ibv_qp *qp, unsigned access);
+
 /* One completion as read through the extended API */
 struct emu_wc {
     uint64_t wr_id;

@@ -35,12 +35,9 @@ struct emu_far_port {
     {
         struct ibv_cq_init_attr_ex cattr;
         struct ibv_srq_init_attr sattr;
-        struct mlx5dv_qp_init_attr dv;
-        struct ibv_qp_init_attr_ex attr;
         struct ibv_port_attr port;
         struct ibv_recv_wr wr, *bad;
         struct ibv_sge sge;
-        struct ibv_qp_attr qa;
 
         ctx = ibv_open_device(dev);
         if (ctx == nullptr) {
@@ -77,37 +74,11 @@ struct emu_far_port {
                 return "post_srq_recv";
             }
         }
-        memset(&attr, 0, sizeof(attr));
-        memset(&dv, 0, sizeof(dv));
-        attr.qp_type                   = IBV_QPT_DRIVER;
-        attr.comp_mask                 = IBV_QP_INIT_ATTR_PD;
-        attr.pd                        = pd;
-        attr.send_cq                   = ibv_cq_ex_to_cq(cq);
-        attr.recv_cq                   = ibv_cq_ex_to_cq(cq);
-        attr.srq                       = srq;
-        dv.comp_mask                   = MLX5DV_QP_INIT_ATTR_MASK_DC;
-        dv.dc_init_attr.dc_type        = MLX5DV_DCTYPE_DCT;
-        dv.dc_init_attr.dct_access_key = EMU_DCT_KEY;
-        dct                            = mlx5dv_create_qp(ctx, &attr, &dv);
+        dct = emu_dct_create(ctx, pd, ibv_cq_ex_to_cq(cq), srq, EMU_DCT_KEY);
         if (dct == nullptr) {
             return "create DCT";
         }
-        memset(&qa, 0, sizeof(qa));
-        qa.qp_state = IBV_QPS_INIT;
-        qa.port_num = 1;
-        if (ibv_modify_qp(dct, &qa,
-                          IBV_QP_STATE | IBV_QP_ACCESS_FLAGS |
-                              IBV_QP_PKEY_INDEX | IBV_QP_PORT) != 0) {
-            return "DCT to INIT";
-        }
-        memset(&qa, 0, sizeof(qa));
-        qa.qp_state         = IBV_QPS_RTR;
-        qa.path_mtu         = IBV_MTU_4096;
-        qa.min_rnr_timer    = 1;
-        qa.ah_attr.port_num = 1;
-        if (ibv_modify_qp(dct, &qa,
-                          IBV_QP_STATE | IBV_QP_MIN_RNR_TIMER | IBV_QP_AV |
-                              IBV_QP_PATH_MTU) != 0) {
+        if (emu_dct_connect(dct, 0) != 0) {
             return "DCT to RTR";
         }
         if (ibv_query_port(ctx, 1, &port) != 0) {
