@@ -89,9 +89,9 @@
 #define NSIZES     4
 #define MAX_SIZE   16384 /* put/get: a region slot */
 #define NRMA_SIZES 3
-#define TX_DEPTH   4 /* tagged and active-message sends in flight a peer */
-#define RX_DEPTH   4 /* tagged receives posted a source */
-#define AM_RX_POOL 8 /* rendezvous active-message receives a source */
+#define TX_DEPTH   4  /* tagged and active-message sends in flight a peer */
+#define RX_DEPTH   4  /* tagged receives posted a source */
+#define AM_RX_POOL 64 /* rendezvous active-message receives a source */
 #define AM_ID      7
 #define ADDR_MAGIC 0x31726863786364ull /* "dcxchr1" */
 
