@@ -120,10 +120,11 @@ step "ucx_perftest over mlx5 emulation (UCT, UCP)" \
 step "MPI and OpenSHMEM over mlx5 emulation" \
     env DCX_TEST_TLS=dcx DCX_TEST_EMU=1 "$top/test/mpi/run.sh" "$top/build/test-mpi-emu"
 # peer churn over the backend: the killed rank's LID goes to the late rank,
-# so an endpoint to it that waits for credits learns of the death only from
-# its credit request sent again (FC_REQ_TIMEOUT, 5 s) running out of
-# retries at the new owner (8 x 1.07 s by default), as on a fabric; seen
-# up to twice that, hence -F 40 and -w 60.  -S: UCX 1.13 never completes
+# so an endpoint to it with nothing in flight learns of the death only
+# when its next request runs out of retries at the new owner (8 x 1.07 s
+# by default), as on a fabric: its credit request sent again after
+# FC_REQ_TIMEOUT (5 s), or UCP's keepalive (a 20 s round), hence -F 40
+# and -w 60 (docs/mlx5-emulation.md).  -S: UCX 1.13 never completes
 # a software fetch atomic purged from the pending queue (the backend on
 # the emulation offers no atomics UCP uses, so UCP's are software ones)
 step "peer churn over mlx5 emulation" \
