@@ -80,6 +80,7 @@ struct emu_dev {
     uint16_t lid;
     uint64_t sm_word;  /* the LID directory's word of this registration */
     uint32_t qpn_base; /* added to the soft device's QP numbers */
+    uint32_t srq_seq;  /* SRQs created on the port (atomic) */
     uint8_t addr[DCX_DEV_ADDR_MAX];
     size_t addr_len;
     /* QPs by number, for completions (emu_qp.c) */
@@ -156,6 +157,7 @@ typedef struct emu_srq {
     uint32_t max_wr;
     uint32_t max_sge;
     uint32_t srq_limit;
+    uint32_t srqn; /* in the port's window of numbers, as a QP's */
 } emu_srq_t;
 
 typedef enum {

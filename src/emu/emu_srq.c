@@ -66,6 +66,9 @@ static emu_srq_t *emu_srq_create(struct ibv_pd *ibpd,
         errno = ret;
         return NULL;
     }
+    srq->srqn = ectx->dev->qpn_base +
+                (__atomic_fetch_add(&ectx->dev->srq_seq, 1, __ATOMIC_RELAXED) %
+                 EMU_QPN_SPAN);
     srq->pd              = pd;
     srq->max_wr          = srq->soft->max_wr;
     srq->max_sge         = srq->soft->max_sge;
@@ -204,8 +207,16 @@ int ibv_modify_srq(struct ibv_srq *srq, struct ibv_srq_attr *srq_attr,
     return EOPNOTSUPP;
 }
 
+/* As libmlx5, for an SRQ of any type: its number */
+static int emu_get_srq_num(struct ibv_srq *ibsrq, uint32_t *srq_num)
+{
+    *srq_num = ((emu_srq_t *)ibsrq)->srqn;
+    return 0;
+}
+
 void emu_ctx_set_srq_ops(struct verbs_context *vctx)
 {
+    vctx->get_srq_num               = emu_get_srq_num;
     vctx->create_srq_ex             = emu_create_srq_ex;
     vctx->context.ops.post_srq_recv = emu_post_srq_recv;
 }

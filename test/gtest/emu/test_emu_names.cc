@@ -259,3 +259,24 @@ TEST(emu_names, directory_removed_by_last_user)
     ibv_free_device_list(list);
     EXPECT_NE(0, stat(path.c_str(), &st)) << path << " left behind";
 }
+
+/* SRQ numbers (ibv_get_srq_num, which perftest exchanges for DC): one for
+ * any SRQ, nonzero, 24-bit, different for two SRQs */
+TEST_F(emu_names_test, srq_numbers)
+{
+    struct ibv_srq_init_attr attr;
+    struct ibv_srq *srq2;
+    uint32_t n1 = 0, n2 = 0;
+
+    memset(&attr, 0, sizeof(attr));
+    attr.attr.max_wr  = 4;
+    attr.attr.max_sge = 1;
+    srq2              = ibv_create_srq(m_pd, &attr);
+    ASSERT_NE(nullptr, srq2);
+    EXPECT_EQ(0, ibv_get_srq_num(m_srq, &n1));
+    EXPECT_EQ(0, ibv_get_srq_num(srq2, &n2));
+    EXPECT_NE(0u, n1);
+    EXPECT_EQ(0u, n1 >> 24);
+    EXPECT_NE(n1, n2);
+    EXPECT_EQ(0, ibv_destroy_srq(srq2));
+}
