@@ -358,14 +358,18 @@ static void emu_wr_set_dc_addr_stream(struct mlx5dv_qp_ex *dv,
     emu_qp_t *qp = emu_dv_qp(dv);
     emu_wr_t *w;
 
-    if ((stream_id != 0) && (stream_id >= qp->num_streams)) {
+    /* libmlx5 writes the id into the control segment unchecked, and a DCI
+     * made without stream channels executes in posting order whatever it
+     * says (perftest, proven on hardware, names streams on such DCIs):
+     * ignored there.  On a DCI with channels, one it lacks is refused. */
+    if ((qp->num_streams > 0) && (stream_id >= qp->num_streams)) {
         emu_wr_fail(qp, EINVAL, "stream %u on a DCI with %u streams", stream_id,
                     qp->num_streams);
         return;
     }
     emu_wr_set_dc_addr(dv, ah, dctn, key);
     w = emu_wr_last(qp);
-    if ((w != NULL) && w->has_addr) {
+    if ((w != NULL) && w->has_addr && (qp->num_streams > 0)) {
         w->wr.stream_id = stream_id;
     }
 }
