@@ -110,12 +110,13 @@ typedef struct emu_mr {
 /* Where an AH leads while its LID has one owner: the soft AH to that
  * owner's port and the base of its QP numbers.  Never changed once
  * published; an AH keeps every route it had until it is destroyed, as
- * work requests in flight may name their soft AH. */
+ * another thread may still be posting through a route it took without
+ * the AH's lock. */
 typedef struct emu_route {
     struct emu_route *prev;
     uint64_t word;     /* the LID's directory word it was resolved from */
-    dcx_ah_t *soft;    /* NULL: nobody held the LID */
-    uint32_t qpn_base; /* 0 with soft NULL */
+    dcx_ah_t *soft;    /* the AH's nowhere one when nobody held the LID */
+    uint32_t qpn_base; /* 0 for the nowhere route */
 } emu_route_t;
 
 typedef struct emu_ah {

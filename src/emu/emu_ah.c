@@ -118,7 +118,7 @@ static void emu_ah_free(emu_ah_t *ah)
 
     for (r = ah->route; r != NULL; r = prev) {
         prev = r->prev;
-        if ((r->soft != NULL) && (r->soft != ah->nowhere)) {
+        if (r->soft != ah->nowhere) {
             dcx_ah_destroy(r->soft);
         }
         free(r);

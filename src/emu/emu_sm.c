@@ -59,7 +59,7 @@
 #define EMU_QPN_WINDOWS ((1u << 24) / EMU_QPN_SPAN)
 
 typedef struct emu_sm_entry {
-    uint64_t word; /* pid << 8 | state */
+    uint64_t word; /* generation << 32 | pid << 8 | state */
     uint32_t addr_len;
     uint8_t addr[DCX_DEV_ADDR_MAX];
     uint8_t pad[20];
@@ -86,6 +86,21 @@ static char emu_sm_name[96];
 
 static bool emu_sm_owner_dead(uint64_t word);
 
+/* Whether an entry of t has a live owner (claimed or valid) */
+static bool emu_sm_in_use(const emu_sm_table_t *t)
+{
+    unsigned i;
+
+    for (i = 0; i < EMU_SM_ENTRIES; ++i) {
+        uint64_t word = __atomic_load_n(&t->e[i].word, __ATOMIC_ACQUIRE);
+
+        if ((word != EMU_SM_FREE) && !emu_sm_owner_dead(word)) {
+            return true;
+        }
+    }
+    return false;
+}
+
 /* A directory an earlier version of the emulation left behind (its file
  * outlives the processes that used it) is taken over when none of its
  * entries has a live owner: the entries of every version keep the owner's
@@ -94,7 +109,7 @@ static bool emu_sm_owner_dead(uint64_t word);
 static void emu_sm_renew(emu_sm_table_t *t, const char *name)
 {
     uint32_t old = __atomic_load_n(&t->version, __ATOMIC_ACQUIRE);
-    unsigned i, spins;
+    unsigned spins;
 
     for (spins = 0; (old == 0) && (spins < 1000000); ++spins) {
         old = __atomic_load_n(&t->version, __ATOMIC_ACQUIRE);
@@ -102,12 +117,8 @@ static void emu_sm_renew(emu_sm_table_t *t, const char *name)
     if ((old == 0) || (old == EMU_SM_VERSION)) {
         return;
     }
-    for (i = 0; i < EMU_SM_ENTRIES; ++i) {
-        uint64_t word = __atomic_load_n(&t->e[i].word, __ATOMIC_ACQUIRE);
-
-        if ((word != EMU_SM_FREE) && !emu_sm_owner_dead(word)) {
-            return; /* in use: the caller refuses it */
-        }
+    if (emu_sm_in_use(t)) {
+        return; /* the caller refuses it */
     }
     if (!__atomic_compare_exchange_n(&t->version, &old, 0, false,
                                      __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
@@ -219,8 +230,6 @@ static emu_sm_table_t *emu_sm_get(const char *fabric)
 static void emu_sm_put(void)
 {
     emu_sm_table_t *t;
-    bool in_use = false;
-    unsigned i;
 
     pthread_mutex_lock(&emu_sm_lock);
     if ((emu_sm_users == 0) || (--emu_sm_users > 0)) {
@@ -229,12 +238,7 @@ static void emu_sm_put(void)
     }
     t = emu_sm_map;
     if (flock(emu_sm_fd, LOCK_EX | LOCK_NB) == 0) {
-        for (i = 0; (i < EMU_SM_ENTRIES) && !in_use; ++i) {
-            uint64_t word = __atomic_load_n(&t->e[i].word, __ATOMIC_ACQUIRE);
-
-            in_use = (word != EMU_SM_FREE) && !emu_sm_owner_dead(word);
-        }
-        if (!in_use && (shm_unlink(emu_sm_name) != 0)) {
+        if (!emu_sm_in_use(t) && (shm_unlink(emu_sm_name) != 0)) {
             emu_warn("LID directory %s: shm_unlink failed: %s", emu_sm_name,
                      strerror(errno));
         }
