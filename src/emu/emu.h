@@ -279,6 +279,10 @@ uint64_t emu_dev_guid(const emu_dev_t *dev);
 /* emu_query.c */
 void emu_ctx_set_query_ops(struct verbs_context *vctx);
 
+/* emu_sysfs.c: the devices' attribute files, in a tree the emulation owns;
+ * sets each device's dev_path and ibdev_path into it.  Held until exit. */
+void emu_sysfs_publish(emu_dev_t *devs, unsigned count);
+
 /* emu_sm.c: the fabric's LID directory (a subnet manager of sorts) */
 /* Publishes addr under the first free LID; *word_p is the registration's
  * directory word (its generation places the port's QP numbers). */

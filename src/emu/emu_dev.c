@@ -91,13 +91,10 @@ static void emu_devs_init(void)
         snprintf(dev->ibdev.name, sizeof(dev->ibdev.name), "mlx5_%u", i);
         snprintf(dev->ibdev.dev_name, sizeof(dev->ibdev.dev_name), "uverbs%u",
                  i);
-        snprintf(dev->ibdev.dev_path, sizeof(dev->ibdev.dev_path),
-                 "/sys/class/infiniband_verbs/uverbs%u", i);
-        snprintf(dev->ibdev.ibdev_path, sizeof(dev->ibdev.ibdev_path),
-                 "/sys/class/infiniband/mlx5_%u", i);
         dev->ibdev.node_type      = IBV_NODE_CA;
         dev->ibdev.transport_type = IBV_TRANSPORT_IB;
     }
+    emu_sysfs_publish(emu_devs, count); /* dev_path, ibdev_path */
     emu_num_devs = count;
     dcx_dev_list_free(infos);
 }

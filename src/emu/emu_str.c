@@ -187,8 +187,10 @@ enum ibv_rate mbps_to_ibv_rate(int mbps)
     return IBV_RATE_MAX;
 }
 
-/* sysfs helpers: the emulated devices have no sysfs entries, so reads of
- * theirs fail as reads of absent files do (-1, errno from open). */
+/* sysfs helpers: the system's sysfs is where rdma-core says it is; the
+ * emulated devices' attribute files are under their dev_path and
+ * ibdev_path (emu_sysfs.c), which ibv_read_sysfs_file reads as any
+ * directory, an absent file failing as open fails (-1, errno). */
 const char *ibv_get_sysfs_path(void)
 {
     return "/sys";

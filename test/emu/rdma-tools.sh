@@ -14,7 +14,7 @@
 #     send bandwidth runs over DC between two processes complete, both
 #     exiting 0 and the client printing its result.
 # Each run on a fabric of its own; at the end, nothing of it is left in
-# /dev/shm.  Prints one PASS/FAIL line a check, exits 1 if any failed, 77
+# /dev/shm (its LID directory, the devices' sysfs view).  Prints one PASS/FAIL line a check, exits 1 if any failed, 77
 # when the tools are not installed.
 #
 #   test/emu/rdma-tools.sh      (DCX_RUN: the dcx-run wrapper to use)
@@ -94,9 +94,11 @@ else
     echo "SKIP: perftest not installed"
 fi
 
-rm -f "/dev/shm/dcx-emu.$uid.$fabric"
-ls /dev/shm 2>/dev/null | grep -E "^dcx-(emu|soft)\.$uid\.$fabric(\.|$)" > "$out"
+# the fabric's LID directory and the devices' sysfs view go with the last
+# process that used them
+ls /dev/shm 2>/dev/null |
+    grep -E "^dcx-(emu|soft)\.$uid\.($fabric|sys)(\.|$)" > "$out"
 [ ! -s "$out" ]
-check "nothing of the runs left in /dev/shm" $?
+check "nothing of the runs left in /dev/shm (LID directory, sysfs view)" $?
 
 [ $fails -eq 0 ]
