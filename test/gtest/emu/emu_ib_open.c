@@ -5,9 +5,9 @@
  * emulated device (mlx5_0 unless argv[1] names another), in both orders,
  * lists the ib module's transports on it, opens and closes an interface of
  * each (the first round) and closes everything.  The ib
- * module lists no emulated device by itself (it wants the device's
- * /dev/infiniband node), so the domain is opened by name, as it would be
- * where the node exists.  Run by test_dcx_run_emu.sh under
+ * module lists a device only where its /dev/infiniband node exists
+ * (dcx-run --uverbs-ns makes it), so the domain is opened by name, which
+ * works without the node.  Run by test_dcx_run_emu.sh under
  * "dcx-run --mlx5-emu"; prints one line a step, exits 0 when every step
  * worked, 77 when this UCX has no ib module, 1 otherwise.
  */

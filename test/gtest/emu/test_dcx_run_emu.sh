@@ -1,7 +1,9 @@
 #!/bin/sh
 # SPDX-License-Identifier: BSD-3-Clause
 #
-# dcx-run --mlx5-emu: the environment it sets (--print-env) and, where UCX's
+# dcx-run --mlx5-emu: the environment it sets (--print-env), the private
+# /dev of --uverbs-ns (UCX's ib module then offers the emulated device) and,
+# where UCX's
 # ucx_info is installed, that "dcx-run --mlx5-emu ucx_info -d" shows the
 # dcx transport on mlx5_0:1 (the mlx5 backend over the emulated ConnectX)
 # without an error line, with the strided keys its UMR probe derived.
@@ -56,6 +58,40 @@ check "--mlx5-emu=x refused" $?
 "$run" --mlx5-emu --soft=1 true > "$out" 2>&1
 [ $? -ne 0 ] && grep -q 'exclude each other' "$out"
 check "--mlx5-emu with --soft refused" $?
+
+"$run" --uverbs-ns true > "$out" 2>&1
+[ $? -ne 0 ] && grep -q -- '--uverbs-ns needs --mlx5-emu' "$out"
+check "--uverbs-ns without --mlx5-emu refused" $?
+
+# --uverbs-ns: the command sees /dev/infiniband/uverbs0..N-1 as character
+# devices and the machine's /dev/shm; afterwards the machine has neither
+# the node nor the namespace's staging directory nor the sysfs view
+if unshare --mount true 2>/dev/null || unshare --mount --map-root-user true 2>/dev/null; then
+    probe=/dev/shm/dcx-uverbs-probe.$$
+    "$run" --mlx5-emu=2 --uverbs-ns sh -c \
+        "test -c /dev/infiniband/uverbs0 && test -c /dev/infiniband/uverbs1 &&
+         test -r /dev/infiniband/uverbs0 && test -w /dev/infiniband/uverbs0 &&
+         echo seen > $probe" > "$out" 2>&1
+    st=$?
+    [ "$(cat "$probe" 2>/dev/null)" = seen ] && [ ! -e /dev/infiniband ] &&
+        [ -z "$(ls -d "${TMPDIR:-/tmp}"/dcx-uverbs-ns.* 2>/dev/null)" ]
+    check "--uverbs-ns: uverbs nodes inside, the machine's /dev/shm, nothing left" \
+        $(( st + $? ))
+    rm -f "$probe"
+    if command -v ucx_info > /dev/null 2>&1; then
+        DCX_EMU_FABRIC=dcxrun-check "$run" --mlx5-emu --uverbs-ns \
+            ucx_info -d > "$out" 2>&1
+        st=$?
+        grep -A1 '^# Memory domain: mlx5_0$' "$out" |
+            grep -q '^#     Component: ib$' &&
+            grep -A1 '^#      Transport: rc_verbs$' "$out" |
+            grep -q '^#         Device: mlx5_0:1$' && [ ! -e /dev/infiniband ]
+        check "--uverbs-ns ucx_info -d: UCX's ib module offers mlx5_0, rc_verbs on mlx5_0:1" \
+            $(( st + $? ))
+    fi
+else
+    echo "SKIP: --uverbs-ns: no mount namespace for this user"
+fi
 
 if command -v ucx_info > /dev/null 2>&1; then
     DCX_EMU_FABRIC=dcxrun-check "$run" --mlx5-emu ucx_info -d > "$out" 2>&1
