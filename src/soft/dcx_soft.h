@@ -328,6 +328,15 @@ int dcx_soft_addr_nowhere(dcx_dev_t *dev, void *addr, size_t *len_p);
 int dcx_soft_qp_set_timers(dcx_qp_t *qp, uint8_t timeout, uint8_t retry_cnt,
                            uint8_t rnr_retry, uint32_t max_rd_atomic);
 
+/* Changes a DCT's DC key, remote access (DCX_ACCESS_REMOTE_*) and
+ * min_rnr_timer, as dcx_qp_attr_t gives them at creation: the mlx5
+ * emulation builds an RC QP's responder on a DCT made when the QP is
+ * created, and sets these at the QP's INIT->RTR (and closes it again at
+ * RESET).  Requests already accepted are not affected.  0, or EINVAL
+ * (logged) for a value out of range or a QP that is not a DCT. */
+int dcx_soft_dct_set(dcx_qp_t *qp, uint64_t dc_key, uint32_t access,
+                     uint8_t min_rnr_timer);
+
 /* Posts wr on a DCI as a WQE the device accepts and then fails: it is
  * checked and queued as by dcx_qp_post_send, and when it reaches the head
  * of the send queue it completes with 'status' (an error) without being

@@ -765,32 +765,58 @@ static int soft_dci_init(soft_dev_t *dev, soft_qp_t *qp,
     return 0;
 }
 
-static int soft_dct_init(soft_dev_t *dev, soft_qp_t *qp,
-                         const dcx_qp_attr_t *attr)
+/* A DCT's key, remote access and RNR delay; EINVAL (logged) when out of
+ * range.  The responder reads them under the engine lock. */
+static int soft_dct_params(soft_dev_t *dev, soft_qp_t *qp, uint64_t dc_key,
+                           uint32_t access, uint8_t min_rnr_timer,
+                           const char *what)
 {
     const uint32_t remote = DCX_ACCESS_REMOTE_WRITE | DCX_ACCESS_REMOTE_READ |
                             DCX_ACCESS_REMOTE_ATOMIC;
-    const char *name = dev->super.caps.name;
 
-    if (attr->srq == NULL) {
-        dcx_error("%s: dct create: an SRQ is mandatory", name);
+    if ((access & ~remote) || (min_rnr_timer > 31)) {
+        dcx_error("%s: %s: access 0x%x (allowed 0x%x) or min_rnr_timer %u "
+                  "invalid",
+                  dev->super.caps.name, what, access, remote, min_rnr_timer);
         return EINVAL;
     }
-    if ((attr->access & ~remote) || (attr->min_rnr_timer > 31)) {
-        dcx_error("%s: dct create: access 0x%x (allowed 0x%x) or "
-                  "min_rnr_timer %u invalid",
-                  name, attr->access, remote, attr->min_rnr_timer);
-        return EINVAL;
-    }
-    qp->srq          = (soft_srq_t *)attr->srq;
-    qp->cq           = attr->recv_cq ? (soft_cq_t *)attr->recv_cq : qp->srq->cq;
-    qp->dc_key       = attr->dc_key;
-    qp->access       = attr->access;
-    qp->rnr_delay_us = attr->min_rnr_timer ?
-                           soft_rnr_table[attr->min_rnr_timer] * 10u :
-                           dev->limits.rnr_timer_us;
-    qp->super.post_send = soft_dct_post_send;
+    qp->dc_key       = dc_key;
+    qp->access       = access;
+    qp->rnr_delay_us = min_rnr_timer ? soft_rnr_table[min_rnr_timer] * 10u :
+                                       dev->limits.rnr_timer_us;
     return 0;
+}
+
+static int soft_dct_init(soft_dev_t *dev, soft_qp_t *qp,
+                         const dcx_qp_attr_t *attr)
+{
+    if (attr->srq == NULL) {
+        dcx_error("%s: dct create: an SRQ is mandatory", dev->super.caps.name);
+        return EINVAL;
+    }
+    qp->srq = (soft_srq_t *)attr->srq;
+    qp->cq  = attr->recv_cq ? (soft_cq_t *)attr->recv_cq : qp->srq->cq;
+    qp->super.post_send = soft_dct_post_send;
+    return soft_dct_params(dev, qp, attr->dc_key, attr->access,
+                           attr->min_rnr_timer, "dct create");
+}
+
+int dcx_soft_dct_set(dcx_qp_t *qp_, uint64_t dc_key, uint32_t access,
+                     uint8_t min_rnr_timer)
+{
+    soft_qp_t *qp   = (soft_qp_t *)qp_;
+    soft_dev_t *dev = qp->dev;
+    int ret;
+
+    if (qp->super.type != DCX_QPT_DCT) {
+        dcx_error("%s: qp 0x%x: dct set on a QP that is not a DCT",
+                  dev->super.caps.name, qp->super.qp_num);
+        return EINVAL;
+    }
+    soft_lock(&dev->lock);
+    ret = soft_dct_params(dev, qp, dc_key, access, min_rnr_timer, "dct set");
+    soft_unlock(&dev->lock);
+    return ret;
 }
 
 static void soft_qp_free(soft_qp_t *qp)
