@@ -219,7 +219,7 @@ typedef struct emu_qp {
     bool sig_all;
     emu_cq_t *send_cq;
     emu_cq_t *recv_cq;
-    struct emu_srq *srq;     /* DCT */
+    struct emu_srq *srq;     /* DCT, RC */
     dcx_qp_t *soft;          /* DCI, RC: from creation; DCT: RTR */
     struct emu_qp *map_next; /* device's QP map chain */
     uint32_t max_send_wr;
@@ -235,8 +235,20 @@ typedef struct emu_qp {
     /* DCT, kept from RESET->INIT for the soft DCT made at INIT->RTR */
     uint64_t dct_key;
     uint32_t dct_access; /* DCX_ACCESS_REMOTE_* */
-    /* RC */
+    /* RC (emu_rc.c): the requester is the soft DCI, its number send_num
+     * (the device's QP map key of DCIs and RC QPs); the responder a soft
+     * DCT (resp) whose number is the QP's, taking receives from srq: the
+     * application's, or rq, the QP's own */
+    uint32_t send_num;
+    dcx_qp_t *resp;
+    struct emu_srq *rq;
+    uint32_t rq_max_wr; /* granted; 0: the QP takes no receives */
+    struct ibv_ah *rc_ah;
     uint32_t rc_dest_qpn;
+    uint32_t rc_access; /* IBV_ACCESS_* */
+    uint8_t rc_min_rnr;
+    uint64_t rc_key;      /* carried by the requests to the peer */
+    uint64_t rc_resp_key; /* the responder's; 0 while closed */
     /* the send queue: posted - retired <= max_send_wr */
     pthread_mutex_t sq_lock;
     uint64_t sq_posted;  /* sequence of the next post */
@@ -336,6 +348,10 @@ void emu_channel_attach(emu_cq_t *cq, struct ibv_comp_channel *channel,
 void emu_channel_detach(emu_cq_t *cq);
 void emu_channel_cq_wait_acks(emu_cq_t *cq);
 
+/* emu_srq.c: an SRQ of the emulation (NULL, errno set and logged, on
+ * failure); attr's sizes are set to the granted */
+struct emu_srq *emu_srq_new(struct ibv_pd *pd, struct ibv_srq_init_attr *attr);
+
 /* emu_qp.c */
 void emu_ctx_set_qp_ops(struct verbs_context *vctx);
 /* The QP of a completion's number (NULL: not a QP with a send queue);
@@ -347,6 +363,31 @@ int emu_qp_number(emu_qp_t *qp, const char *name);
 /* A completion of qp's send queue with soft wr_id seq was polled: retires
  * the WRs up to it and gives the application's wr_id. */
 uint64_t emu_qp_retire(emu_qp_t *qp, uint64_t seq);
+
+/* IBV_ACCESS_REMOTE_* -> DCX_ACCESS_REMOTE_* */
+static inline uint32_t emu_dcx_access(unsigned ibv_access)
+{
+    return ((ibv_access & IBV_ACCESS_REMOTE_WRITE) ? DCX_ACCESS_REMOTE_WRITE :
+                                                     0) |
+           ((ibv_access & IBV_ACCESS_REMOTE_READ) ? DCX_ACCESS_REMOTE_READ :
+                                                    0) |
+           ((ibv_access & IBV_ACCESS_REMOTE_ATOMIC) ? DCX_ACCESS_REMOTE_ATOMIC :
+                                                      0);
+}
+
+/* emu_rc.c: RC QPs (a soft DCI and a soft DCT, see there) */
+/* After the DCI is made: the receive queue and the responder, which
+ * gives the QP its number; attr's receive caps are set to the granted */
+int emu_rc_init(emu_qp_t *qp, struct ibv_qp_init_attr_ex *attr,
+                const char *name);
+void emu_rc_fini(emu_qp_t *qp);
+/* The responder's and the peer's part of a modify to 'to' */
+int emu_rc_modify(emu_qp_t *qp, const struct ibv_qp_attr *a, int mask,
+                  enum ibv_qp_state to);
+/* The peer as a data WR's destination, resolved now */
+void emu_rc_dest(emu_qp_t *qp, dcx_send_wr_t *wr);
+/* ibv_post_send and ibv_post_recv of a context */
+void emu_ctx_set_post_ops(struct ibv_context *ctx);
 
 /* emu_wr.c: the ibv_qp_ex / mlx5dv_qp_ex builders */
 void emu_wr_init(emu_qp_t *qp);

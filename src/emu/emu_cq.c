@@ -126,7 +126,8 @@ static unsigned emu_cq_fill(emu_cq_t *cq)
         /* a send queue's: its soft wr_id is the post's sequence number */
         qp = emu_qp_find(dev, cq->buf[i].qp_num);
         if (qp != NULL) {
-            cq->buf[i].wr_id = emu_qp_retire(qp, cq->buf[i].wr_id);
+            cq->buf[i].wr_id  = emu_qp_retire(qp, cq->buf[i].wr_id);
+            cq->buf[i].qp_num = qp->qpx.qp_base.qp_num; /* an RC QP's */
         }
     }
     return cq->count;

@@ -267,26 +267,6 @@ emu_ctx_t *emu_ctx_check(struct ibv_context *ctx, const char *what)
     return emu_ctx(ctx);
 }
 
-static int emu_qp_post_send_none(struct ibv_qp *qp, struct ibv_send_wr *wr,
-                                 struct ibv_send_wr **bad_wr)
-{
-    emu_error("%s: qp 0x%x: ibv_post_send is not modelled (use the "
-              "ibv_wr_* API)",
-              qp->context->device->name, qp->qp_num);
-    *bad_wr = wr;
-    return EOPNOTSUPP;
-}
-
-static int emu_qp_post_recv_none(struct ibv_qp *qp, struct ibv_recv_wr *wr,
-                                 struct ibv_recv_wr **bad_wr)
-{
-    emu_error("%s: qp 0x%x: ibv_post_recv: QPs of the emulation have no "
-              "receive queue (use an SRQ)",
-              qp->context->device->name, qp->qp_num);
-    *bad_wr = wr;
-    return EOPNOTSUPP;
-}
-
 struct ibv_context *emu_open(struct ibv_device *ibdev, bool devx)
 {
     emu_dev_t *dev = emu_dev_of(ibdev);
@@ -328,8 +308,7 @@ struct ibv_context *emu_open(struct ibv_device *ibdev, bool devx)
     ctx->device           = ibdev;
     ctx->abi_compat       = __VERBS_ABI_IS_EXTENDED;
     ctx->num_comp_vectors = 1;
-    ctx->ops.post_send    = emu_qp_post_send_none;
-    ctx->ops.post_recv    = emu_qp_post_recv_none;
+    emu_ctx_set_post_ops(ctx);
     pthread_mutex_init(&ctx->mutex, NULL);
     emu_ctx_set_query_ops(&ectx->vctx);
     emu_ctx_set_cq_ops(&ectx->vctx);

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Emulated ConnectX: queue pairs.  DCIs and DCTs (mlx5dv_create_qp with
- * MLX5DV_QP_INIT_ATTR_MASK_DC) and RC QPs connected to themselves (the
- * only RC the emulation models: what UMR requests travel on).
+ * MLX5DV_QP_INIT_ATTR_MASK_DC) and RC QPs (ibv_create_qp; their responder
+ * and connection in emu_rc.c).
  *
  * Creation applies libmlx5's and the kernel's checks (comp masks, send-op
  * flags per type, SRQ and CQs present) and sizes the send queue as libmlx5
@@ -176,7 +176,7 @@ int emu_qp_number(emu_qp_t *qp, const char *name)
  * ------------------------------------------------------------------------ */
 static void emu_qp_map_add(emu_dev_t *dev, emu_qp_t *qp)
 {
-    unsigned b = qp->qpx.qp_base.qp_num % EMU_QP_MAP_SIZE;
+    unsigned b = qp->send_num % EMU_QP_MAP_SIZE;
 
     pthread_mutex_lock(&dev->qp_lock);
     qp->map_next   = dev->qp_map[b];
@@ -186,7 +186,7 @@ static void emu_qp_map_add(emu_dev_t *dev, emu_qp_t *qp)
 
 static void emu_qp_map_del(emu_dev_t *dev, emu_qp_t *qp)
 {
-    unsigned b = qp->qpx.qp_base.qp_num % EMU_QP_MAP_SIZE;
+    unsigned b = qp->send_num % EMU_QP_MAP_SIZE;
     emu_qp_t **pp;
 
     pthread_mutex_lock(&dev->qp_lock);
@@ -206,7 +206,7 @@ emu_qp_t *emu_qp_find(emu_dev_t *dev, uint32_t qp_num)
     pthread_mutex_lock(&dev->qp_lock);
     for (qp = dev->qp_map[qp_num % EMU_QP_MAP_SIZE]; qp != NULL;
          qp = qp->map_next) {
-        if (qp->qpx.qp_base.qp_num == qp_num) {
+        if (qp->send_num == qp_num) {
             break;
         }
     }
@@ -313,7 +313,7 @@ static int emu_qp_check(emu_qp_t *qp, struct ibv_qp_init_attr_ex *attr,
         return EINVAL;
     } else {
         emu_error("%s: create_qp: QP type %d is not modelled (DCI, DCT and "
-                  "loopback RC only)",
+                  "RC only)",
                   name, (int)attr->qp_type);
         return EOPNOTSUPP;
     }
@@ -484,6 +484,10 @@ static struct ibv_qp *emu_qp_create(struct ibv_context *context,
         ret = emu_qp_check_kind(qp, attr, dv, dcx_dev_caps(ectx->dev->soft),
                                 name);
     }
+    if ((qp->kind == EMU_QP_RC) &&
+        !(attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS)) {
+        qp->send_ops = EMU_DCI_OPS; /* ibv_post_send takes every one */
+    }
     if (ret != 0) {
         free(qp);
         if (!silent) {
@@ -517,6 +521,18 @@ static struct ibv_qp *emu_qp_create(struct ibv_context *context,
         if (ret == 0) {
             ret = emu_qp_make_soft(qp, dv, name);
         }
+        if (ret == 0) {
+            qp->send_num = qp->qpx.qp_base.qp_num;
+            if (qp->kind == EMU_QP_RC) {
+                ret = emu_rc_init(qp, attr, name);
+            } else {
+                attr->cap.max_recv_wr  = 0;
+                attr->cap.max_recv_sge = 0;
+            }
+            if (ret != 0) {
+                dcx_qp_destroy(qp->soft);
+            }
+        }
         if (ret != 0) {
             free(qp->st_posted);
             free(qp->st_retired);
@@ -526,8 +542,6 @@ static struct ibv_qp *emu_qp_create(struct ibv_context *context,
             errno = ret;
             return NULL;
         }
-        attr->cap.max_recv_wr  = 0;
-        attr->cap.max_recv_sge = 0;
         emu_qp_map_add(ectx->dev, qp);
     }
 
@@ -542,8 +556,8 @@ static struct ibv_qp *emu_qp_create(struct ibv_context *context,
     qp->qpx.qp_base.handle     = (uint32_t)(uintptr_t)qp;
     pthread_mutex_init(&qp->qpx.qp_base.mutex, NULL);
     pthread_cond_init(&qp->qpx.qp_base.cond, NULL);
-    if (qp->has_qpx) {
-        emu_wr_init(qp);
+    if (qp->has_qpx || (qp->kind == EMU_QP_RC)) {
+        emu_wr_init(qp); /* ibv_post_send of RC builds with them too */
     }
     __atomic_add_fetch(&qp->pd->refs, 1, __ATOMIC_RELEASE);
     __atomic_add_fetch(&qp->send_cq->refs, 1, __ATOMIC_RELEASE);
@@ -618,7 +632,11 @@ int ibv_destroy_qp(struct ibv_qp *ibqp)
         emu_qp_map_del(dev, qp);
         emu_cq_purge(qp->send_cq, ibqp->qp_num);
     }
-    if (qp->has_qpx) {
+    if (qp->kind == EMU_QP_RC) {
+        emu_rc_fini(qp);
+        emu_cq_purge(qp->recv_cq, ibqp->qp_num);
+    }
+    if (qp->has_qpx || (qp->kind == EMU_QP_RC)) {
         emu_wr_cleanup(qp);
     }
     __atomic_sub_fetch(&qp->pd->refs, 1, __ATOMIC_RELEASE);

@@ -147,16 +147,6 @@ static int emu_modify_values(emu_qp_t *qp, const struct ibv_qp_attr *a,
     return EINVAL;
 }
 
-static uint32_t emu_dcx_access(unsigned ibv_access)
-{
-    return ((ibv_access & IBV_ACCESS_REMOTE_WRITE) ? DCX_ACCESS_REMOTE_WRITE :
-                                                     0) |
-           ((ibv_access & IBV_ACCESS_REMOTE_READ) ? DCX_ACCESS_REMOTE_READ :
-                                                    0) |
-           ((ibv_access & IBV_ACCESS_REMOTE_ATOMIC) ? DCX_ACCESS_REMOTE_ATOMIC :
-                                                      0);
-}
-
 /* A DCI or RC QP back to RESET: the device forgets its WRs and libmlx5
  * discards its completions not yet polled. */
 static int emu_qp_to_reset(emu_qp_t *qp)
@@ -206,24 +196,6 @@ static int emu_dct_to_rtr(emu_qp_t *qp, const struct ibv_qp_attr *a)
         return ret;
     }
     return emu_qp_number(qp, qp->qpx.qp_base.context->device->name);
-}
-
-/* RC: only a QP connected to itself is modelled */
-static int emu_rc_to_rtr(emu_qp_t *qp, const struct ibv_qp_attr *a)
-{
-    const char *name = qp->qpx.qp_base.context->device->name;
-
-    if ((a->dest_qp_num != qp->qpx.qp_base.qp_num) ||
-        (a->ah_attr.is_global ? false :
-                                (a->ah_attr.dlid != qp->ctx->dev->lid))) {
-        emu_error("%s: rc qp 0x%x: INIT->RTR to qp 0x%x at LID %u: RC "
-                  "connections other than to itself are not modelled",
-                  name, qp->qpx.qp_base.qp_num, a->dest_qp_num,
-                  a->ah_attr.dlid);
-        return EOPNOTSUPP;
-    }
-    qp->rc_dest_qpn = a->dest_qp_num;
-    return 0;
 }
 
 int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int attr_mask)
@@ -277,13 +249,19 @@ int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int attr_mask)
         }
         break;
     default:
+        if (qp->kind == EMU_QP_RC) {
+            /* the responder first: closed before the requester stops,
+             * armed before it may send */
+            ret = emu_rc_modify(qp, attr, attr_mask, to);
+            if (ret != 0) {
+                break;
+            }
+        }
         if (to == IBV_QPS_RESET) {
             ret = emu_qp_to_reset(qp);
         } else if (to == IBV_QPS_ERR) {
             ret = (qp->soft->state == DCX_QPS_ERR) ? 0 :
                                                      dcx_qp_set_error(qp->soft);
-        } else if ((to == IBV_QPS_RTR) && (qp->kind == EMU_QP_RC)) {
-            ret = emu_rc_to_rtr(qp, attr);
         } else if ((to == IBV_QPS_RTS) && (cur == IBV_QPS_RTR)) {
             ret = dcx_soft_qp_set_timers(qp->soft, attr->timeout,
                                          attr->retry_cnt, attr->rnr_retry,
@@ -320,7 +298,15 @@ int ibv_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int attr_mask,
         attr->max_rd_atomic = (uint8_t)qp->soft->max_rd_atomic;
     }
     if (qp->kind == EMU_QP_RC) {
-        attr->dest_qp_num = qp->rc_dest_qpn;
+        attr->dest_qp_num      = qp->rc_dest_qpn;
+        attr->qp_access_flags  = qp->rc_access;
+        attr->min_rnr_timer    = qp->rc_min_rnr;
+        attr->ah_attr.dlid     = (qp->rc_ah != NULL) ?
+                                     ((emu_ah_t *)qp->rc_ah)->dlid :
+                                     0;
+        attr->ah_attr.port_num = 1;
+        attr->cap.max_recv_wr  = qp->rq_max_wr;
+        attr->cap.max_recv_sge = qp->rq_max_wr ? qp->rq->max_sge : 0;
     }
     if (init_attr != NULL) {
         memset(init_attr, 0, sizeof(*init_attr));

@@ -16,8 +16,7 @@
 
 #define EMU_SRQ_MAX_SGE 30
 
-static emu_srq_t *emu_srq_create(struct ibv_pd *ibpd,
-                                 struct ibv_srq_init_attr *attr)
+emu_srq_t *emu_srq_new(struct ibv_pd *ibpd, struct ibv_srq_init_attr *attr)
 {
     emu_pd_t *pd = emu_pd(ibpd);
     const dcx_dev_caps_t *caps;
@@ -94,7 +93,7 @@ struct ibv_srq *ibv_create_srq(struct ibv_pd *pd,
         errno = EINVAL;
         return NULL;
     }
-    srq = emu_srq_create(pd, srq_init_attr);
+    srq = emu_srq_new(pd, srq_init_attr);
     return (srq != NULL) ? &srq->srq : NULL;
 }
 
@@ -128,7 +127,7 @@ static struct ibv_srq *emu_create_srq_ex(struct ibv_context *context,
     }
     basic.srq_context = attr->srq_context;
     basic.attr        = attr->attr;
-    srq               = emu_srq_create(attr->pd, &basic);
+    srq               = emu_srq_new(attr->pd, &basic);
     if (srq == NULL) {
         return NULL;
     }

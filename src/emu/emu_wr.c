@@ -176,13 +176,6 @@ static emu_wr_t *emu_wr_new(emu_qp_t *qp, uint8_t opcode, const char *name)
     if (qp->batch_err != 0) {
         return NULL;
     }
-    if (qp->kind != EMU_QP_DCI) {
-        emu_wr_fail(qp, EOPNOTSUPP,
-                    "%s: RC QPs of the emulation carry "
-                    "memory-key requests only",
-                    name);
-        return NULL;
-    }
     if (!(qp->send_ops & emu_op_flag(opcode))) {
         emu_wr_fail(qp, EINVAL, "%s is not in the QP's send_ops_flags", name);
         return NULL;
@@ -645,6 +638,9 @@ static int emu_wr_complete(struct ibv_qp_ex *qpx)
             w->wr.num_sge = (w->inl_len > 0) ? 1 : 0;
         } else {
             w->wr.sg_list = qp->batch_sge + w->sge_off;
+        }
+        if ((qp->kind == EMU_QP_RC) && !emu_wr_is_mkey(w)) {
+            emu_rc_dest(qp, &w->wr);
         }
         pthread_mutex_lock(&qp->sq_lock);
         seq         = emu_wr_take_slot(qp, w);

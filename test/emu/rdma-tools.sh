@@ -10,9 +10,9 @@
 #     ibv_query_gid_type of the private node);
 #   - perftest's programs start: they link libefa.so.1, whose constructor
 #     registers a provider through the private node (their usage text);
-#   - perftest's write, read, send and atomic latency and write, read and
-#     send bandwidth runs over DC between two processes complete, both
-#     exiting 0 and the client printing its result.
+#   - perftest's write, read, send and atomic latency and bandwidth runs
+#     over DC and over RC between two processes complete, both exiting 0
+#     and the client printing its result.
 # Each run on a fabric of its own; at the end, nothing of it is left in
 # /dev/shm (its LID directory, the devices' sysfs view).  Prints one PASS/FAIL line a check, exits 1 if any failed, 77
 # when the tools are not installed.
@@ -62,14 +62,14 @@ grep -q 'hca_id:.*mlx5_0' "$out" &&
     ! grep -q 'mlx5-emu:' "$out"
 check "ibv_devinfo -v: a ConnectX with an active port and its GID" $((st + $?))
 
-# perftest over DC: server and client, two processes on the fabric, each
-# must print its result line and exit 0
-perftest_dc() {   # perftest_dc PROGRAM
-    local t=$1 port=$((20000 + RANDOM % 20000)) srv=$out.srv st
-    emu timeout 60 "$t" -d mlx5_0 -c DC -n 200 -p "$port" > "$srv" 2>&1 &
+# perftest over a connection type (DC, RC): server and client, two
+# processes on the fabric, each must print its result line and exit 0
+perftest_run() {   # perftest_run CONN PROGRAM
+    local c=$1 t=$2 port=$((20000 + RANDOM % 20000)) srv=$out.srv st
+    emu timeout 60 "$t" -d mlx5_0 -c "$c" -n 200 -p "$port" > "$srv" 2>&1 &
     local pid=$!
     sleep 1
-    emu timeout 60 "$t" -d mlx5_0 -c DC -n 200 -p "$port" localhost > "$out" 2>&1
+    emu timeout 60 "$t" -d mlx5_0 -c "$c" -n 200 -p "$port" localhost > "$out" 2>&1
     st=$?
     wait "$pid" || st=1
     # the client's result line (a read or atomic test's server prints none)
@@ -85,10 +85,12 @@ if command -v ib_write_lat > /dev/null; then
         grep -q 'Usage:' "$out" && ! grep -q 'not found' "$out"
         check "$t starts (libefa's provider registers)" $?
     done
-    for t in ib_write_lat ib_read_lat ib_send_lat ib_atomic_lat ib_write_bw \
-             ib_read_bw ib_send_bw; do
-        perftest_dc "$t"
-        check "$t -c DC between two processes" $?
+    for c in DC RC; do
+        for t in ib_write_lat ib_read_lat ib_send_lat ib_atomic_lat \
+                 ib_write_bw ib_read_bw ib_send_bw ib_atomic_bw; do
+            perftest_run "$c" "$t"
+            check "$t -c $c between two processes" $?
+        done
     done
 else
     echo "SKIP: perftest not installed"

@@ -1,0 +1,569 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * RC QPs between two ports of the fabric (mlx5_0 and mlx5_1 of this
+ * process are ports of their own), through the plain verbs calls
+ * perftest and UCX's rc_verbs use: ibv_create_qp, the RC modify recipe,
+ * ibv_post_recv, ibv_post_send and ibv_poll_cq.  Each operation lands in
+ * the peer's memory or receive queue and completes with the QP numbers
+ * the program knows; a responder takes requests only from the QP it is
+ * connected to and only once it is in RTR; a QP takes only the remote
+ * access it was given; an empty receive queue answers RNR.
+ */
+#include "emu_fixture.h"
+
+#include <errno.h>
+#include <string.h>
+#include <time.h>
+
+#include <vector>
+
+namespace {
+
+const unsigned kAccess = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+                         IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
+
+int64_t now_ms()
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* One side: a context on one device, its PD, CQs, buffer and QPs */
+struct side {
+    struct ibv_context *ctx = nullptr;
+    struct ibv_pd *pd       = nullptr;
+    struct ibv_cq *scq      = nullptr;
+    struct ibv_cq *rcq      = nullptr;
+    struct ibv_mr *mr       = nullptr;
+    uint16_t lid            = 0;
+    std::vector<uint64_t> buf;
+    std::vector<struct ibv_qp *> qps;
+};
+
+} // namespace
+
+class emu_rc_test : public emu_test {
+protected:
+    void SetUp() override
+    {
+        emu_test::SetUp();
+        ASSERT_EQ(2, m_num);
+        open_side(&m_a, m_ctx, m_pd);
+        open_side(&m_b, ibv_open_device(m_list[1]), nullptr);
+    }
+
+    void TearDown() override
+    {
+        close_side(&m_b, true);
+        close_side(&m_a, false);
+        emu_test::TearDown();
+    }
+
+    void open_side(side *s, struct ibv_context *ctx, struct ibv_pd *pd)
+    {
+        struct ibv_port_attr port;
+
+        ASSERT_NE(nullptr, ctx);
+        s->ctx = ctx;
+        s->pd  = (pd != nullptr) ? pd : ibv_alloc_pd(ctx);
+        ASSERT_NE(nullptr, s->pd);
+        s->scq = ibv_create_cq(ctx, 64, nullptr, nullptr, 0);
+        s->rcq = ibv_create_cq(ctx, 64, nullptr, nullptr, 0);
+        ASSERT_NE(nullptr, s->scq);
+        ASSERT_NE(nullptr, s->rcq);
+        s->buf.assign(512, 0);
+        s->mr = ibv_reg_mr(s->pd, s->buf.data(), s->buf.size() * 8, kAccess);
+        ASSERT_NE(nullptr, s->mr);
+        ASSERT_EQ(0, ibv_query_port(ctx, 1, &port));
+        s->lid = port.lid;
+    }
+
+    void close_side(side *s, bool own)
+    {
+        for (struct ibv_qp *qp : s->qps) {
+            EXPECT_EQ(0, ibv_destroy_qp(qp));
+        }
+        if (s->mr != nullptr) {
+            EXPECT_EQ(0, ibv_dereg_mr(s->mr));
+        }
+        if (s->scq != nullptr) {
+            EXPECT_EQ(0, ibv_destroy_cq(s->scq));
+        }
+        if (s->rcq != nullptr) {
+            EXPECT_EQ(0, ibv_destroy_cq(s->rcq));
+        }
+        if (own && (s->pd != nullptr)) {
+            EXPECT_EQ(0, ibv_dealloc_pd(s->pd));
+        }
+        if (own && (s->ctx != nullptr)) {
+            EXPECT_EQ(0, ibv_close_device(s->ctx));
+        }
+    }
+
+    struct ibv_qp *create_rc(side *s, struct ibv_srq *srq = nullptr,
+                             uint32_t max_recv_wr = 16)
+    {
+        struct ibv_qp_init_attr a;
+        struct ibv_qp *qp;
+
+        memset(&a, 0, sizeof(a));
+        a.send_cq             = s->scq;
+        a.recv_cq             = s->rcq;
+        a.srq                 = srq;
+        a.qp_type             = IBV_QPT_RC;
+        a.cap.max_send_wr     = 16;
+        a.cap.max_send_sge    = 2;
+        a.cap.max_recv_wr     = max_recv_wr;
+        a.cap.max_recv_sge    = 1;
+        a.cap.max_inline_data = 64;
+        qp                    = ibv_create_qp(s->pd, &a);
+        if (qp != nullptr) {
+            s->qps.push_back(qp);
+            EXPECT_EQ((srq != nullptr) ? 0u : max_recv_wr, a.cap.max_recv_wr);
+        }
+        return qp;
+    }
+
+    /* The RC recipe of perftest and rdma-core's examples */
+    int connect(struct ibv_qp *qp, uint16_t dlid, uint32_t dqpn,
+                unsigned access = kAccess, uint8_t timeout = 14,
+                uint8_t retry_cnt = 7, uint8_t rnr_retry = 7,
+                bool to_rts = true)
+    {
+        struct ibv_qp_attr a;
+        int ret;
+
+        memset(&a, 0, sizeof(a));
+        a.qp_state        = IBV_QPS_INIT;
+        a.port_num        = 1;
+        a.qp_access_flags = access;
+        ret               = ibv_modify_qp(qp, &a,
+                                          IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+                                              IBV_QP_ACCESS_FLAGS);
+        if (ret != 0) {
+            return ret;
+        }
+        memset(&a, 0, sizeof(a));
+        a.qp_state           = IBV_QPS_RTR;
+        a.path_mtu           = IBV_MTU_4096;
+        a.dest_qp_num        = dqpn;
+        a.max_dest_rd_atomic = 4;
+        a.min_rnr_timer      = 1;
+        a.ah_attr.dlid       = dlid;
+        a.ah_attr.port_num   = 1;
+        ret                  = ibv_modify_qp(qp, &a,
+                                             IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
+                                                 IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+                                                 IBV_QP_MAX_DEST_RD_ATOMIC |
+                                                 IBV_QP_MIN_RNR_TIMER);
+        if ((ret != 0) || !to_rts) {
+            return ret;
+        }
+        memset(&a, 0, sizeof(a));
+        a.qp_state      = IBV_QPS_RTS;
+        a.timeout       = timeout;
+        a.retry_cnt     = retry_cnt;
+        a.rnr_retry     = rnr_retry;
+        a.max_rd_atomic = 4;
+        return ibv_modify_qp(qp, &a,
+                             IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+                                 IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
+                                 IBV_QP_MAX_QP_RD_ATOMIC);
+    }
+
+    /* A connected pair: m_qa on mlx5_0, m_qb on mlx5_1 */
+    void make_pair(unsigned access_b = kAccess, uint8_t rnr_retry = 7)
+    {
+        m_qa = create_rc(&m_a);
+        m_qb = create_rc(&m_b);
+        ASSERT_NE(nullptr, m_qa);
+        ASSERT_NE(nullptr, m_qb);
+        ASSERT_EQ(0, connect(m_qb, m_a.lid, m_qa->qp_num, access_b));
+        ASSERT_EQ(0, connect(m_qa, m_b.lid, m_qb->qp_num, kAccess, 14, 7,
+                             rnr_retry));
+    }
+
+    int post_recv(side *s, struct ibv_qp *qp, uint64_t wr_id, int slot,
+                  uint32_t len = 64)
+    {
+        struct ibv_recv_wr wr, *bad = nullptr;
+        struct ibv_sge sge;
+
+        sge.addr   = (uintptr_t)&s->buf[slot];
+        sge.length = len;
+        sge.lkey   = s->mr->lkey;
+        memset(&wr, 0, sizeof(wr));
+        wr.wr_id   = wr_id;
+        wr.sg_list = &sge;
+        wr.num_sge = 1;
+        return ibv_post_recv(qp, &wr, &bad);
+    }
+
+    int post_send(struct ibv_qp *qp, side *s, uint64_t wr_id,
+                  enum ibv_wr_opcode op, int slot, uint32_t len,
+                  uint64_t raddr = 0, uint32_t rkey = 0, unsigned flags = 0,
+                  uint64_t add = 0, uint64_t swap = 0)
+    {
+        struct ibv_send_wr wr, *bad = nullptr;
+        struct ibv_sge sge;
+
+        sge.addr   = (uintptr_t)&s->buf[slot];
+        sge.length = len;
+        sge.lkey   = s->mr->lkey;
+        memset(&wr, 0, sizeof(wr));
+        wr.wr_id      = wr_id;
+        wr.opcode     = op;
+        wr.send_flags = IBV_SEND_SIGNALED | flags;
+        wr.sg_list    = &sge;
+        wr.num_sge    = 1;
+        wr.imm_data   = htobe32(0xabcd0000u + (uint32_t)wr_id);
+        if ((op == IBV_WR_ATOMIC_FETCH_AND_ADD) ||
+            (op == IBV_WR_ATOMIC_CMP_AND_SWP)) {
+            wr.wr.atomic.remote_addr = raddr;
+            wr.wr.atomic.rkey        = rkey;
+            wr.wr.atomic.compare_add = add;
+            wr.wr.atomic.swap        = swap;
+        } else {
+            wr.wr.rdma.remote_addr = raddr;
+            wr.wr.rdma.rkey        = rkey;
+        }
+        return ibv_post_send(qp, &wr, &bad);
+    }
+
+    /* One completion of cq, polling every CQ of both sides meanwhile (the
+     * engines of both ports run when their CQs are polled) */
+    bool poll(struct ibv_cq *cq, struct ibv_wc *wc, int64_t ms = 5000)
+    {
+        int64_t end = now_ms() + ms;
+
+        do {
+            if (ibv_poll_cq(cq, 1, wc) == 1) {
+                return true;
+            }
+            for (struct ibv_cq *o : {m_a.scq, m_a.rcq, m_b.scq, m_b.rcq}) {
+                if (o != cq) {
+                    struct ibv_wc other;
+
+                    if (ibv_poll_cq(o, 1, &other) == 1) {
+                        m_stray.push_back(other);
+                    }
+                }
+            }
+        } while (now_ms() < end);
+        return false;
+    }
+
+    uint64_t raddr_b(int slot) { return (uintptr_t)&m_b.buf[slot]; }
+
+    side m_a, m_b;
+    struct ibv_qp *m_qa = nullptr;
+    struct ibv_qp *m_qb = nullptr;
+    std::vector<struct ibv_wc> m_stray;
+};
+
+TEST_F(emu_rc_test, send_write_read_atomics_between_ports)
+{
+    struct ibv_wc wc;
+
+    make_pair();
+    /* send with immediate into the peer's receive queue */
+    ASSERT_EQ(0, post_recv(&m_b, m_qb, 77, 0));
+    m_a.buf[8] = 0x1122334455667788ull;
+    ASSERT_EQ(0, post_send(m_qa, &m_a, 1, IBV_WR_SEND_WITH_IMM, 8, 8));
+    ASSERT_TRUE(poll(m_b.rcq, &wc));
+    EXPECT_EQ(IBV_WC_SUCCESS, wc.status);
+    EXPECT_EQ(77u, wc.wr_id);
+    EXPECT_EQ(IBV_WC_RECV, wc.opcode);
+    EXPECT_TRUE(wc.wc_flags & IBV_WC_WITH_IMM);
+    EXPECT_EQ(0xabcd0001u, be32toh(wc.imm_data));
+    EXPECT_EQ(8u, wc.byte_len);
+    EXPECT_EQ(m_qb->qp_num, wc.qp_num);
+    EXPECT_EQ(0x1122334455667788ull, m_b.buf[0]);
+    ASSERT_TRUE(poll(m_a.scq, &wc));
+    EXPECT_EQ(IBV_WC_SUCCESS, wc.status);
+    EXPECT_EQ(1u, wc.wr_id);
+    EXPECT_EQ(IBV_WC_SEND, wc.opcode);
+    EXPECT_EQ(m_qa->qp_num, wc.qp_num);
+
+    /* inline send */
+    ASSERT_EQ(0, post_recv(&m_b, m_qb, 78, 1));
+    m_a.buf[9] = 0xfeedull;
+    ASSERT_EQ(0, post_send(m_qa, &m_a, 2, IBV_WR_SEND, 9, 8, 0, 0,
+                           IBV_SEND_INLINE));
+    ASSERT_TRUE(poll(m_b.rcq, &wc));
+    EXPECT_EQ(IBV_WC_SUCCESS, wc.status);
+    EXPECT_EQ(0xfeedull, m_b.buf[1]);
+    ASSERT_TRUE(poll(m_a.scq, &wc));
+    EXPECT_EQ(2u, wc.wr_id);
+
+    /* RDMA write, then read back */
+    m_a.buf[10] = 0xabcdefull;
+    ASSERT_EQ(0, post_send(m_qa, &m_a, 3, IBV_WR_RDMA_WRITE, 10, 8, raddr_b(20),
+                           m_b.mr->rkey));
+    ASSERT_TRUE(poll(m_a.scq, &wc));
+    EXPECT_EQ(IBV_WC_SUCCESS, wc.status);
+    EXPECT_EQ(IBV_WC_RDMA_WRITE, wc.opcode);
+    EXPECT_EQ(0xabcdefull, m_b.buf[20]);
+    m_b.buf[21] = 0x5151ull;
+    ASSERT_EQ(0, post_send(m_qa, &m_a, 4, IBV_WR_RDMA_READ, 11, 8, raddr_b(21),
+                           m_b.mr->rkey));
+    ASSERT_TRUE(poll(m_a.scq, &wc));
+    EXPECT_EQ(IBV_WC_SUCCESS, wc.status);
+    EXPECT_EQ(IBV_WC_RDMA_READ, wc.opcode);
+    EXPECT_EQ(0x5151ull, m_a.buf[11]);
+
+    /* fetch-add and compare-swap, the old value returned */
+    m_b.buf[22] = 100;
+    ASSERT_EQ(0, post_send(m_qa, &m_a, 5, IBV_WR_ATOMIC_FETCH_AND_ADD, 12, 8,
+                           raddr_b(22), m_b.mr->rkey, 0, 5));
+    ASSERT_TRUE(poll(m_a.scq, &wc));
+    EXPECT_EQ(IBV_WC_SUCCESS, wc.status);
+    EXPECT_EQ(IBV_WC_FETCH_ADD, wc.opcode);
+    EXPECT_EQ(100u, m_a.buf[12]);
+    EXPECT_EQ(105u, m_b.buf[22]);
+    ASSERT_EQ(0, post_send(m_qa, &m_a, 6, IBV_WR_ATOMIC_CMP_AND_SWP, 13, 8,
+                           raddr_b(22), m_b.mr->rkey, 0, 105, 7));
+    ASSERT_TRUE(poll(m_a.scq, &wc));
+    EXPECT_EQ(IBV_WC_SUCCESS, wc.status);
+    EXPECT_EQ(105u, m_a.buf[13]);
+    EXPECT_EQ(7u, m_b.buf[22]);
+    EXPECT_TRUE(m_stray.empty());
+}
+
+/* Both directions at once, and receives from an SRQ */
+TEST_F(emu_rc_test, both_ways_and_srq)
+{
+    struct ibv_srq_init_attr sa;
+    struct ibv_srq_attr attr;
+    struct ibv_srq *srq;
+    struct ibv_wc wc;
+
+    memset(&sa, 0, sizeof(sa));
+    sa.attr.max_wr  = 8;
+    sa.attr.max_sge = 1;
+    srq             = ibv_create_srq(m_b.pd, &sa);
+    ASSERT_NE(nullptr, srq);
+    m_qa = create_rc(&m_a);
+    m_qb = create_rc(&m_b, srq);
+    ASSERT_NE(nullptr, m_qb);
+    ASSERT_EQ(0, connect(m_qb, m_a.lid, m_qa->qp_num));
+    ASSERT_EQ(0, connect(m_qa, m_b.lid, m_qb->qp_num));
+
+    struct ibv_recv_wr rwr, *bad = nullptr;
+    struct ibv_sge sge = {(uintptr_t)&m_b.buf[0], 64, m_b.mr->lkey};
+
+    memset(&rwr, 0, sizeof(rwr));
+    rwr.wr_id   = 9;
+    rwr.sg_list = &sge;
+    rwr.num_sge = 1;
+    ASSERT_EQ(0, ibv_post_srq_recv(srq, &rwr, &bad));
+    ASSERT_EQ(0, post_recv(&m_a, m_qa, 10, 0));
+    m_a.buf[1] = 1;
+    m_b.buf[1] = 2;
+    ASSERT_EQ(0, post_send(m_qa, &m_a, 11, IBV_WR_SEND, 1, 8));
+    ASSERT_EQ(0, post_send(m_qb, &m_b, 12, IBV_WR_SEND, 1, 8));
+    ASSERT_TRUE(poll(m_b.rcq, &wc));
+    EXPECT_EQ(9u, wc.wr_id);
+    EXPECT_EQ(m_qb->qp_num, wc.qp_num);
+    EXPECT_EQ(1u, m_b.buf[0]);
+    ASSERT_TRUE(poll(m_a.rcq, &wc));
+    EXPECT_EQ(10u, wc.wr_id);
+    EXPECT_EQ(2u, m_a.buf[0]);
+    ASSERT_TRUE(poll(m_a.scq, &wc));
+    EXPECT_EQ(11u, wc.wr_id);
+    ASSERT_TRUE(poll(m_b.scq, &wc));
+    EXPECT_EQ(12u, wc.wr_id);
+    EXPECT_EQ(0, ibv_query_srq(srq, &attr));
+    for (struct ibv_qp *qp : m_b.qps) {
+        EXPECT_EQ(0, ibv_destroy_qp(qp));
+    }
+    m_b.qps.clear();
+    EXPECT_EQ(0, ibv_destroy_srq(srq));
+}
+
+/* ibv_query_qp gives back what the connection was made with */
+TEST_F(emu_rc_test, query_after_connect)
+{
+    struct ibv_qp_init_attr init;
+    struct ibv_qp_attr a;
+
+    make_pair();
+    ASSERT_EQ(0, ibv_query_qp(m_qa, &a, IBV_QP_STATE | IBV_QP_DEST_QPN, &init));
+    EXPECT_EQ(IBV_QPS_RTS, a.qp_state);
+    EXPECT_EQ(m_qb->qp_num, a.dest_qp_num);
+    EXPECT_EQ(m_b.lid, a.ah_attr.dlid);
+    EXPECT_EQ(kAccess, a.qp_access_flags);
+    EXPECT_EQ(16u, a.cap.max_recv_wr);
+    EXPECT_EQ(IBV_QPT_RC, init.qp_type);
+    EXPECT_NE(m_qa->qp_num, m_qb->qp_num);
+}
+
+TEST_F(emu_rc_test, empty_receive_queue_rnr_bad_flow)
+{
+    struct ibv_qp_attr a;
+    struct ibv_qp_init_attr init;
+    struct ibv_wc wc;
+
+    make_pair(kAccess, 1);
+    ASSERT_EQ(0, post_send(m_qa, &m_a, 1, IBV_WR_SEND, 0, 8));
+    ASSERT_TRUE(poll(m_a.scq, &wc));
+    EXPECT_EQ(IBV_WC_RNR_RETRY_EXC_ERR, wc.status);
+    EXPECT_EQ(1u, wc.wr_id);
+    ASSERT_EQ(0, ibv_query_qp(m_qa, &a, IBV_QP_STATE, &init));
+    EXPECT_EQ(IBV_QPS_ERR, a.qp_state);
+    EXPECT_FALSE(poll(m_b.rcq, &wc, 100));
+}
+
+TEST_F(emu_rc_test, remote_access_not_granted_bad_flow)
+{
+    struct ibv_wc wc;
+
+    make_pair(IBV_ACCESS_REMOTE_WRITE);
+    m_b.buf[30] = 3;
+    ASSERT_EQ(0, post_send(m_qa, &m_a, 1, IBV_WR_RDMA_READ, 0, 8, raddr_b(30),
+                           m_b.mr->rkey));
+    ASSERT_TRUE(poll(m_a.scq, &wc));
+    EXPECT_EQ(IBV_WC_REM_ACCESS_ERR, wc.status);
+    EXPECT_NE(3u, m_a.buf[0]);
+}
+
+/* A QP that is not the responder's peer reaches nothing: its requests
+ * are dropped, it fails with retry exceeded, and the responder's peer is
+ * not disturbed */
+TEST_F(emu_rc_test, third_qp_is_not_the_peer_bad_flow)
+{
+    struct ibv_qp *qc;
+    struct ibv_wc wc;
+
+    make_pair();
+    qc = create_rc(&m_a);
+    ASSERT_NE(nullptr, qc);
+    ASSERT_EQ(0, connect(qc, m_b.lid, m_qb->qp_num, kAccess, 8, 1, 1));
+    m_a.buf[5] = 0x99;
+    ASSERT_EQ(0, post_send(qc, &m_a, 1, IBV_WR_RDMA_WRITE, 5, 8, raddr_b(40),
+                           m_b.mr->rkey));
+    ASSERT_TRUE(poll(m_a.scq, &wc, 20000));
+    EXPECT_EQ(IBV_WC_RETRY_EXC_ERR, wc.status);
+    EXPECT_EQ(qc->qp_num, wc.qp_num);
+    EXPECT_EQ(0u, m_b.buf[40]);
+    /* the real pair still works */
+    ASSERT_EQ(0, post_send(m_qa, &m_a, 2, IBV_WR_RDMA_WRITE, 5, 8, raddr_b(40),
+                           m_b.mr->rkey));
+    ASSERT_TRUE(poll(m_a.scq, &wc));
+    EXPECT_EQ(IBV_WC_SUCCESS, wc.status);
+    EXPECT_EQ(0x99u, m_b.buf[40]);
+}
+
+/* A responder still in INIT takes nothing */
+TEST_F(emu_rc_test, peer_not_ready_bad_flow)
+{
+    struct ibv_qp_attr a;
+    struct ibv_wc wc;
+
+    m_qa = create_rc(&m_a);
+    m_qb = create_rc(&m_b);
+    ASSERT_NE(nullptr, m_qb);
+    memset(&a, 0, sizeof(a));
+    a.qp_state        = IBV_QPS_INIT;
+    a.port_num        = 1;
+    a.qp_access_flags = kAccess;
+    ASSERT_EQ(0, ibv_modify_qp(m_qb, &a,
+                               IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+                                   IBV_QP_ACCESS_FLAGS));
+    ASSERT_EQ(0, connect(m_qa, m_b.lid, m_qb->qp_num, kAccess, 8, 1, 1));
+    ASSERT_EQ(0, post_send(m_qa, &m_a, 1, IBV_WR_RDMA_WRITE, 0, 8, raddr_b(50),
+                           m_b.mr->rkey));
+    ASSERT_TRUE(poll(m_a.scq, &wc, 20000));
+    EXPECT_EQ(IBV_WC_RETRY_EXC_ERR, wc.status);
+}
+
+TEST_F(emu_rc_test, post_errors_bad_flow)
+{
+    struct ibv_send_wr wr[2], *bad = nullptr;
+    struct ibv_recv_wr rwr, *rbad  = nullptr;
+    struct ibv_sge sge;
+    struct ibv_srq_init_attr sa;
+    struct ibv_qp *q_srq;
+    struct ibv_srq *srq;
+    struct ibv_wc wc;
+
+    make_pair();
+    /* an opcode RC does not take: the WR before it is posted, bad_wr names
+     * it, one log line */
+    sge = {(uintptr_t)&m_a.buf[0], 8, m_a.mr->lkey};
+    memset(wr, 0, sizeof(wr));
+    wr[0].wr_id               = 1;
+    wr[0].opcode              = IBV_WR_RDMA_WRITE;
+    wr[0].send_flags          = IBV_SEND_SIGNALED;
+    wr[0].sg_list             = &sge;
+    wr[0].num_sge             = 1;
+    wr[0].wr.rdma.remote_addr = raddr_b(60);
+    wr[0].wr.rdma.rkey        = m_b.mr->rkey;
+    wr[0].next                = &wr[1];
+    wr[1]                     = wr[0];
+    wr[1].wr_id               = 2;
+    wr[1].opcode              = IBV_WR_TSO;
+    wr[1].next                = nullptr;
+    {
+        log_capture log;
+
+        EXPECT_EQ(EINVAL, ibv_post_send(m_qa, wr, &bad));
+        EXPECT_EQ(&wr[1], bad);
+        EXPECT_EQ(1u, log.count());
+    }
+    ASSERT_TRUE(poll(m_a.scq, &wc));
+    EXPECT_EQ(1u, wc.wr_id);
+    EXPECT_EQ(IBV_WC_SUCCESS, wc.status);
+
+    /* a QP on an SRQ has no receive queue of its own */
+    memset(&sa, 0, sizeof(sa));
+    sa.attr.max_wr  = 4;
+    sa.attr.max_sge = 1;
+    srq             = ibv_create_srq(m_a.pd, &sa);
+    ASSERT_NE(nullptr, srq);
+    q_srq = create_rc(&m_a, srq);
+    ASSERT_NE(nullptr, q_srq);
+    memset(&rwr, 0, sizeof(rwr));
+    rwr.sg_list = &sge;
+    rwr.num_sge = 1;
+    {
+        log_capture log;
+
+        EXPECT_EQ(EINVAL, ibv_post_recv(q_srq, &rwr, &rbad));
+        EXPECT_EQ(&rwr, rbad);
+        EXPECT_EQ(1u, log.count());
+    }
+    EXPECT_EQ(0, ibv_destroy_qp(q_srq));
+    m_a.qps.pop_back();
+    EXPECT_EQ(0, ibv_destroy_srq(srq));
+
+    /* before RTS nothing is posted */
+    struct ibv_qp *fresh = create_rc(&m_a);
+
+    ASSERT_NE(nullptr, fresh);
+    wr[0].next = nullptr;
+    {
+        log_capture log;
+
+        EXPECT_NE(0, ibv_post_send(fresh, wr, &bad));
+        EXPECT_EQ(&wr[0], bad);
+        EXPECT_EQ(1u, log.count());
+    }
+}
+
+/* A connection to a number its LID's port never gave out is not made:
+ * requests go nowhere and fail with retry exceeded */
+TEST_F(emu_rc_test, unknown_peer_number_bad_flow)
+{
+    struct ibv_wc wc;
+
+    m_qa = create_rc(&m_a);
+    ASSERT_NE(nullptr, m_qa);
+    ASSERT_EQ(0, connect(m_qa, m_b.lid, 0xfffff0, kAccess, 8, 1, 1));
+    ASSERT_EQ(0, post_send(m_qa, &m_a, 1, IBV_WR_RDMA_WRITE, 0, 8, raddr_b(0),
+                           m_b.mr->rkey));
+    ASSERT_TRUE(poll(m_a.scq, &wc, 20000));
+    EXPECT_EQ(IBV_WC_RETRY_EXC_ERR, wc.status);
+}
