@@ -337,6 +337,15 @@ int dcx_soft_qp_set_timers(dcx_qp_t *qp, uint8_t timeout, uint8_t retry_cnt,
 int dcx_soft_dct_set(dcx_qp_t *qp, uint64_t dc_key, uint32_t access,
                      uint8_t min_rnr_timer);
 
+/* Makes a DCI (without streams, nothing outstanding) a datagram DCI, as
+ * the mlx5 emulation builds a UD QP: each WR a SEND or SEND_IMM of at most
+ * the MTU (EINVAL otherwise, logged), one packet completed as soon as it
+ * is on the wire or lost, never an error for a lost one; the receiving
+ * DCT takes it into a posted receive (src_qp: wire_qpn) or drops it, and
+ * answers nothing.  The DCI's own completions carry wc_qpn as their
+ * qp_num (soft_dgram.c).  0, EINVAL or EBUSY (logged). */
+int dcx_soft_qp_set_datagram(dcx_qp_t *qp, uint32_t wire_qpn, uint32_t wc_qpn);
+
 /* Posts wr on a DCI as a WQE the device accepts and then fails: it is
  * checked and queued as by dcx_qp_post_send, and when it reaches the head
  * of the send queue it completes with 'status' (an error) without being

@@ -380,6 +380,11 @@ struct soft_qp {
     uint64_t ack_clk;              /* soft_qp_ack_clk (soft_wait.h) */
     struct soft_stream *stream_of; /* a DCI's stream (soft_stream.c) */
     uint32_t wc_qpn;               /* the QP number its completions carry */
+    uint8_t datagram;              /* a datagram DCI (soft_dgram.h) */
+    uint32_t wire_qpn; /* the source its packets name (its number) */
+    /* its post function once ready: soft_dci_post_send, or a datagram
+     * DCI's soft_dgram_post_send */
+    int (*post_ready)(dcx_qp_t *qp, const dcx_send_wr_t *wr);
 };
 
 /* How the responder places the tag-matching message it is receiving
@@ -746,11 +751,6 @@ typedef struct soft_dev_info {
     char fabric[40];
     dcx_soft_limits_t limits; /* merged with the defaults */
 } soft_dev_info_t;
-
-static inline const soft_dev_info_t *soft_dev_info(const dcx_dev_info_t *info)
-{
-    return (const soft_dev_info_t *)info->priv.bytes;
-}
 
 int soft_fabric_name_ok(const char *name);
 int soft_limits_ok(const dcx_soft_limits_t *l, const char *who);

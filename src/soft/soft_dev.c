@@ -21,6 +21,11 @@
 #include <string.h>
 #include <unistd.h>
 
+
+static inline const soft_dev_info_t *soft_dev_info(const dcx_dev_info_t *info)
+{
+    return (const soft_dev_info_t *)info->priv.bytes;
+}
 static uint32_t soft_inst_counter;
 
 /* ------------------------------------------------------------------------

@@ -9,6 +9,7 @@
 #endif
 
 #include "soft.h"
+#include "soft_dgram.h"
 #include "soft_stream.h"
 #include "soft_dgrant.h"
 #include "soft_light.h"
@@ -513,6 +514,35 @@ int soft_dci_post_send(dcx_qp_t *qp_, const dcx_send_wr_t *wr)
     return 0;
 }
 
+int soft_dgram_post_send(dcx_qp_t *qp_, const dcx_send_wr_t *wr)
+{
+    soft_qp_t *qp = (soft_qp_t *)qp_;
+    uint64_t total;
+    int ret;
+
+    if ((wr->opcode != DCX_WR_SEND) && (wr->opcode != DCX_WR_SEND_IMM)) {
+        dcx_error("%s: dci 0x%x post: a datagram DCI sends only SEND and "
+                  "SEND_IMM (opcode %u)",
+                  soft_qp_dev_name(qp), qp->super.qp_num, wr->opcode);
+        return EINVAL;
+    }
+    ret = soft_post_lock(qp, wr, soft_dgram_post_send, &total);
+    if (ret != SOFT_POST_READY) {
+        return ret;
+    }
+    if (total > qp->dev->limits.mtu) {
+        soft_unlock(&qp->dev->lock);
+        dcx_error("%s: dci 0x%x post: a datagram of %llu bytes exceeds the "
+                  "MTU (%u)",
+                  soft_qp_dev_name(qp), qp->super.qp_num,
+                  (unsigned long long)total, qp->dev->limits.mtu);
+        return EINVAL;
+    }
+    soft_post_general(qp, wr, total, 0);
+    soft_post_unlock_kick(qp->dev, NULL, 0, 0, 0);
+    return 0;
+}
+
 /* The post function of a DCI in ERR: the WR is accepted and completes at
  * once with a flush error, as on the hardware. */
 static int soft_dci_post_flush(dcx_qp_t *qp_, const dcx_send_wr_t *wr)
@@ -551,7 +581,7 @@ static int soft_dci_post_first(dcx_qp_t *qp_, const dcx_send_wr_t *wr)
     soft_lock(&qp->dev->lock);
     ret = soft_qp_slots_alloc(qp);
     if ((ret == 0) && (qp->super.post_send == soft_dci_post_first)) {
-        __atomic_store_n(&qp->super.post_send, soft_dci_post_send,
+        __atomic_store_n(&qp->super.post_send, qp->post_ready,
                          __ATOMIC_RELEASE);
     }
     soft_unlock(&qp->dev->lock);
@@ -601,10 +631,10 @@ int dcx_soft_qp_post_failing(dcx_qp_t *qp_, const dcx_send_wr_t *wr,
             soft_unlock(&dev->lock);
             return ret;
         }
-        __atomic_store_n(&qp->super.post_send, soft_dci_post_send,
+        __atomic_store_n(&qp->super.post_send, qp->post_ready,
                          __ATOMIC_RELEASE);
     }
-    if (qp->super.post_send != soft_dci_post_send) {
+    if (qp->super.post_send != qp->post_ready) {
         /* in ERR (flushed) or not ready: as any post there */
         soft_unlock(&dev->lock);
         return qp->super.post_send(qp_, wr);
@@ -617,7 +647,7 @@ int dcx_soft_qp_post_failing(dcx_qp_t *qp_, const dcx_send_wr_t *wr,
         return ENOMEM;
     }
     w         = soft_post_enqueue(qp, wr, total, 0);
-    w->forced = (uint8_t)status;
+    w->forced = (uint8_t)status; /* a datagram DCI's too: a local error */
     dev->now  = soft_dev_now(dev);
     soft_req_run(qp, dev->now);
     soft_post_unlock_kick(dev, NULL, 0, 0, 0);
@@ -701,6 +731,7 @@ static int soft_qp_alloc_num(soft_dev_t *dev, soft_qp_t *qp)
             dev->qps[idx]    = qp;
             dev->qp_cursor   = idx + 1;
             qp->super.qp_num = SOFT_QPN_BASE + idx;
+            qp->wire_qpn     = qp->super.qp_num;
             qp->ack_line = (dev->acks != NULL) ? &dev->acks[idx].word : NULL;
             return 0;
         }
@@ -746,6 +777,7 @@ static int soft_dci_init(soft_dev_t *dev, soft_qp_t *qp,
     qp->super.max_inline    = attr->max_inline;
     qp->super.max_rd_atomic = rd;
     qp->super.post_send     = soft_dci_post_first;
+    qp->post_ready          = soft_dci_post_send;
     qp->super.post_now      = soft_dci_post_now;
     qp->super.put_now       = soft_dci_put_now;
     qp->super.get_now       = soft_dci_get_now;
@@ -985,8 +1017,7 @@ void soft_qp_rearm(soft_qp_t *qp)
     qp->rnr_until_ns = 0;
     __atomic_store_n(&qp->super.state, DCX_QPS_RTS, __ATOMIC_RELAXED);
     __atomic_store_n(&qp->super.post_send,
-                     (qp->sq != NULL) ? soft_dci_post_send :
-                                        soft_dci_post_first,
+                     (qp->sq != NULL) ? qp->post_ready : soft_dci_post_first,
                      __ATOMIC_RELEASE);
 }
 

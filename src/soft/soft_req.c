@@ -542,6 +542,9 @@ static int soft_req_send_packets(soft_qp_t *qp, soft_swqe_t *w, uint64_t now)
     if (__builtin_expect(w->forced != SOFT_NO_STATUS, 0)) {
         return soft_req_mem_gone(qp, w, now);
     }
+    if (qp->datagram && (w->total_len > mtu)) {
+        target = NULL; /* more than one packet to this target: lost */
+    }
     local = (flags & SOFT_OPF_PAYLOAD) && !(w->wr.flags & DCX_SEND_INLINE);
     while (!w->all_sent) {
         chunk = w->total_len - w->sent_off;
@@ -609,7 +612,7 @@ static int soft_req_send_packets(soft_qp_t *qp, soft_swqe_t *w, uint64_t now)
             pkt->src_pid     = dev->pid;
             pkt->src_inst    = (uint16_t)dev->inst;
             pkt->src_token   = dev->token;
-            pkt->src_qpn     = qp->super.qp_num;
+            pkt->src_qpn     = qp->wire_qpn;
             pkt->dst_qpn     = w->wr.dest.dctn;
             pkt->msn         = w->msn;
             pkt->ack_base    = soft_wqe(qp, qp->sq_comp)->msn;
@@ -648,8 +651,12 @@ static int soft_req_send_packets(soft_qp_t *qp, soft_swqe_t *w, uint64_t now)
                     fate      = SOFT_TX_CORRUPT;
                 }
             }
+            if (qp->datagram) {
+                pkt->flags = SOFT_PKT_FIRST | SOFT_PKT_LAST | SOFT_PKT_CSUM |
+                             SOFT_PKT_DGRAM;
+            }
             if ((dev->fault.rule.type != DCX_SOFT_FAULT_NONE) ||
-                (fate == SOFT_TX_CORRUPT)) {
+                (fate == SOFT_TX_CORRUPT) || qp->datagram) {
                 pkt->flags |= SOFT_PKT_CSUM;
                 pkt->csum = soft_pkt_csum(pkt) ^ (fate == SOFT_TX_CORRUPT);
             } else {
@@ -843,6 +850,11 @@ void soft_req_run(soft_qp_t *qp, uint64_t now)
         if (soft_req_send_packets(qp, w, now) != 0) {
             return;
         }
+        if (qp->datagram) {
+            /* on the wire (or lost): done, nothing comes back */
+            soft_req_complete(qp, DCX_WC_SUCCESS, (uint32_t)w->total_len, now);
+            continue;
+        }
         soft_wqe_state(qp, w, SOFT_WQE_WAIT_RESP);
         qp->sq_send++;
     }
@@ -894,7 +906,10 @@ static void soft_req_timeout(soft_qp_t *qp, uint64_t now)
     if (soft_peer_dead(dev, w->peer)) {
         dcx_debug("%s: dci 0x%x: peer pid %u is gone", soft_qp_dev_name(qp),
                   qp->super.qp_num, w->peer->pid);
-        soft_req_complete(qp, DCX_WC_RETRY_EXC_ERR, 0, now);
+        /* a datagram to it is lost, as any */
+        soft_req_complete(qp,
+                          qp->datagram ? DCX_WC_SUCCESS : DCX_WC_RETRY_EXC_ERR,
+                          0, now);
         return;
     }
     if (soft_req_target_busy(qp, w, now)) {
@@ -904,6 +919,11 @@ static void soft_req_timeout(soft_qp_t *qp, uint64_t now)
                   "yet",
                   soft_qp_dev_name(qp), qp->super.qp_num, w->peer->pid);
         qp->deadline_ns = now + qp->ack_timeout_ns;
+        return;
+    }
+    if (qp->datagram) {
+        /* a datagram the target could not take in time is lost */
+        soft_req_complete(qp, DCX_WC_SUCCESS, 0, now);
         return;
     }
     if (++qp->retries > qp->retry_cnt) {

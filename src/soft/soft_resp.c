@@ -17,6 +17,7 @@
 #endif
 
 #include "soft.h"
+#include "soft_dgram.h"
 #include "soft_direct.h"
 #include "soft_tm.h"
 
@@ -917,11 +918,8 @@ static inline int soft_resp_fast(soft_dev_t *dev, const soft_pkt_t *pkt,
         rs->have_recv || ((int32_t)(pkt->ack_base - rs->e) > 0)) {
         return 0;
     }
-    /* the acknowledgement goes to a line the requester polls: its entry is
-     * found now and its transfer starts, while the message is executed, so
-     * that the store at the end of the pass finds the line here and the
-     * unlock after it does not wait for the transfer (am_lat p50 ~12%
-     * lower, soft_ring.h step 4) */
+    /* the ack's line (one the requester polls) is fetched while the
+     * message executes, so its store at the pass's end does not wait */
     a = (pkt->flags & SOFT_PKT_WACK) ? soft_resp_ack_entry(dev, rs, pkt) : NULL;
     if (a != NULL) {
         soft_prefetchw(a);
@@ -1004,8 +1002,7 @@ void soft_resp_packet(soft_dev_t *dev, const soft_pkt_t *pkt,
     int32_t d;
 
     /* the fast path's shape: a whole message in one packet without
-     * checksum (a light packet is one by construction; it has no offset
-     * and total_len fields); one call site, so that it is inlined */
+     * checksum (a light one, by construction); inlined, one call site */
     if (((pkt->flags & (SOFT_PKT_FIRST | SOFT_PKT_LAST | SOFT_PKT_CSUM)) ==
          (SOFT_PKT_FIRST | SOFT_PKT_LAST)) &&
         ((pkt->flags & SOFT_PKT_LIGHT) ||
@@ -1017,12 +1014,15 @@ void soft_resp_packet(soft_dev_t *dev, const soft_pkt_t *pkt,
         soft_pkt_expand(pkt, &full);
         pkt = &full;
     }
-    /* the general path's answers never overtake a held acknowledgement */
-    if (dev->ack_line != NULL) {
+    if (dev->ack_line != NULL) { /* answers never overtake a held ack */
         soft_resp_ack_flush(dev);
     }
     if ((pkt->flags & SOFT_PKT_CSUM) && (soft_pkt_csum(pkt) != pkt->csum)) {
         dev->stats.corrupt_drops++;
+        return;
+    }
+    if (pkt->flags & SOFT_PKT_DGRAM) {
+        soft_resp_dgram(dev, pkt, payload);
         return;
     }
     op = soft_op(pkt->op);

@@ -39,7 +39,11 @@ enum {
      * the requester's port after the table store (soft_port_kick), as an
      * ACK packet's publish does: a requester asleep on its completion
      * channel is woken by it (the light path asks for no kick) */
-    SOFT_PKT_WKICK = 1u << 5
+    SOFT_PKT_WKICK = 1u << 5,
+    /* a datagram (soft_dgram.c): one packet, taken by the DCT if a receive
+     * is posted and dropped otherwise, never answered; sent with
+     * SOFT_PKT_CSUM, so that it takes the general path */
+    SOFT_PKT_DGRAM = 1u << 6
 };
 
 /* A packet header.  The first 56 bytes share the slot's first cache line
