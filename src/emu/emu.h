@@ -57,6 +57,10 @@
 /* Buckets of a device's QP-number map */
 #define EMU_QP_MAP_SIZE 256
 
+/* Most sge a UD WR has on the soft device, its GRH slot included: a UD
+ * QP's max_send_sge is at most one less (emu_qp.c) */
+#define EMU_UD_MAX_SGE 32u
+
 /* Completions taken from the soft CQ per refill of a CQ's buffer */
 #define EMU_CQ_BATCH 16
 
@@ -123,13 +127,21 @@ typedef struct emu_ah {
     struct ibv_ah ah;
     emu_pd_t *pd;
     uint16_t dlid;
-    const uint64_t *sm_word; /* the LID's directory word; NULL: LID 0 */
-    emu_route_t *route;      /* the newest; atomic, see emu_ah_route */
-    dcx_ah_t *nowhere;       /* for a LID nobody holds */
-    pthread_mutex_t lock;    /* taken to resolve again */
+    uint8_t is_global;           /* a GRH goes with UD sends through it */
+    struct ibv_global_route grh; /* as created */
+    const uint64_t *sm_word;     /* the LID's directory word; NULL: LID 0 */
+    emu_route_t *route;          /* the newest; atomic, see emu_ah_route */
+    dcx_ah_t *nowhere;           /* for a LID nobody holds */
+    pthread_mutex_t lock;        /* taken to resolve again */
 } emu_ah_t;
 
 typedef struct emu_channel emu_channel_t;
+
+/* What a UD receive's completion has beyond dcx_wc_t (emu_ud.c) */
+typedef struct emu_wc_ext {
+    uint16_t slid;
+    uint8_t grh; /* IBV_WC_GRH: a GRH is in the first 40 bytes */
+} emu_wc_ext_t;
 
 typedef struct emu_cq {
     struct ibv_cq_ex cq; /* also the ibv_cq of ibv_create_cq */
@@ -141,6 +153,7 @@ typedef struct emu_cq {
     unsigned count;       /* buffered completions */
     bool current;         /* buf[head] is the one being read */
     dcx_wc_t buf[EMU_CQ_BATCH];
+    emu_wc_ext_t ext[EMU_CQ_BATCH]; /* what a UD receive adds */
     /* completion events (emu_comp_channel.c) */
     emu_channel_t *channel;   /* NULL: created without one */
     struct emu_cq *ch_next;   /* the channel's CQs (its lock) */
@@ -164,7 +177,8 @@ typedef struct emu_srq {
 typedef enum {
     EMU_QP_DCI,
     EMU_QP_DCT,
-    EMU_QP_RC /* loopback only, for UMR requests (emu_qp.c) */
+    EMU_QP_RC, /* emu_rc.c */
+    EMU_QP_UD  /* emu_ud.c */
 } emu_qp_kind_t;
 
 /* An indirect mkey (mlx5dv_create_mkey, emu_mkey.c): the soft device's
@@ -193,6 +207,10 @@ typedef struct emu_wr {
     uint32_t il_off;
     dcx_mkey_layout_t lay;
     dcx_mkey_t inv_key;
+    /* UD: the address of ibv_wr_set_ud_addr */
+    struct ibv_ah *ud_ah;
+    uint32_t ud_qpn;
+    uint32_t ud_qkey;
 } emu_wr_t;
 
 /* A WR posted to the soft QP and not yet retired by a polled completion:
@@ -249,6 +267,14 @@ typedef struct emu_qp {
     uint8_t rc_min_rnr;
     uint64_t rc_key;      /* carried by the requests to the peer */
     uint64_t rc_resp_key; /* the responder's; 0 while closed */
+    /* UD (emu_ud.c): the requester a datagram DCI, the responder and the
+     * receive queue as RC's; the receives' buffers by slot, and a GRH
+     * slot per send-queue entry in registered memory */
+    struct emu_ud_recv *ud_recv; /* rq->max_wr entries; NULL on an SRQ */
+    uint64_t ud_recv_posted;
+    uint32_t ud_qkey;
+    uint8_t *ud_grh;
+    dcx_mr_t *ud_grh_mr;
     /* the send queue: posted - retired <= max_send_wr */
     pthread_mutex_t sq_lock;
     uint64_t sq_posted;  /* sequence of the next post */
@@ -388,6 +414,23 @@ int emu_rc_modify(emu_qp_t *qp, const struct ibv_qp_attr *a, int mask,
 void emu_rc_dest(emu_qp_t *qp, dcx_send_wr_t *wr);
 /* ibv_post_send and ibv_post_recv of a context */
 void emu_ctx_set_post_ops(struct ibv_context *ctx);
+
+/* emu_ud.c: UD QPs (a datagram DCI and a DCT, see there) */
+int emu_ud_init(emu_qp_t *qp, struct ibv_qp_init_attr_ex *attr,
+                const char *name);
+void emu_ud_fini(emu_qp_t *qp);
+int emu_ud_modify(emu_qp_t *qp, const struct ibv_qp_attr *a, int mask,
+                  enum ibv_qp_state to);
+/* The destination of a UD WR and its sg list with the GRH slot first
+ * (sge holds max_send_sge + 1 entries; inl: the inline data); errno
+ * (logged) for a WR the device refuses */
+int emu_ud_prepare(emu_qp_t *qp, emu_wr_t *w, dcx_sge_t *sge,
+                   const dcx_sge_t *inl);
+int emu_ud_post_recv(emu_qp_t *qp, struct ibv_recv_wr *wr,
+                     struct ibv_recv_wr **bad_wr);
+/* A receive completion of qp's own receive queue: its wr_id and what
+ * the datagram's first 40 bytes say (cq lock held) */
+void emu_ud_recv_done(emu_qp_t *qp, dcx_wc_t *wc, emu_wc_ext_t *ext);
 
 /* emu_wr.c: the ibv_qp_ex / mlx5dv_qp_ex builders */
 void emu_wr_init(emu_qp_t *qp);

@@ -172,6 +172,8 @@ struct ibv_ah *ibv_create_ah(struct ibv_pd *ibpd, struct ibv_ah_attr *attr)
     ah->ah.pd      = ibpd;
     ah->pd         = pd;
     ah->dlid       = emu_ah_dlid(attr);
+    ah->is_global  = attr->is_global;
+    ah->grh        = attr->grh;
     ah->sm_word    = emu_sm_word(ectx->dev->fabric, ah->dlid);
     ret            = dcx_soft_addr_nowhere(ectx->dev->soft, addr, &len);
     if (ret == 0) {

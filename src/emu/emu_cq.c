@@ -121,13 +121,21 @@ static unsigned emu_cq_fill(emu_cq_t *cq)
     cq->head  = 0;
     cq->count = (n > 0) ? (unsigned)n : 0;
     for (i = 0; i < cq->count; ++i) {
+        dcx_wc_t *wc = &cq->buf[i];
+
+        memset(&cq->ext[i], 0, sizeof(cq->ext[i]));
         /* the number the program knows the QP by (emu_qp_number) */
-        cq->buf[i].qp_num += dev->qpn_base;
-        /* a send queue's: its soft wr_id is the post's sequence number */
-        qp = emu_qp_find(dev, cq->buf[i].qp_num);
-        if (qp != NULL) {
-            cq->buf[i].wr_id  = emu_qp_retire(qp, cq->buf[i].wr_id);
-            cq->buf[i].qp_num = qp->qpx.qp_base.qp_num; /* an RC QP's */
+        wc->qp_num += dev->qpn_base;
+        qp = emu_qp_find(dev, wc->qp_num);
+        if (qp == NULL) {
+            continue; /* a DCT's or an RC QP's receive */
+        }
+        if (wc->opcode & DCX_WC_RECV_BIT) {
+            emu_ud_recv_done(qp, wc, &cq->ext[i]); /* a UD QP's */
+        } else {
+            /* a send queue's: its soft wr_id is the post's sequence */
+            wc->wr_id  = emu_qp_retire(qp, wc->wr_id);
+            wc->qp_num = qp->qpx.qp_base.qp_num; /* an RC QP's */
         }
     }
     return cq->count;
@@ -151,7 +159,9 @@ static int emu_poll_cq(struct ibv_cq *ibcq, int num_entries, struct ibv_wc *wc)
             wc[n].opcode   = emu_opcode(e);
             wc[n].byte_len = e->byte_len;
             wc[n].src_qp   = e->src_qp;
-            wc[n].wc_flags = emu_wc_flags(e);
+            wc[n].slid     = cq->ext[cq->head - 1].slid;
+            wc[n].wc_flags = emu_wc_flags(e) |
+                             (cq->ext[cq->head - 1].grh ? IBV_WC_GRH : 0);
             if (wc[n].wc_flags & IBV_WC_WITH_IMM) {
                 wc[n].imm_data = htobe32(e->imm);
             }
@@ -257,14 +267,20 @@ static uint32_t emu_read_src_qp(struct ibv_cq_ex *cqx)
 
 static unsigned int emu_read_wc_flags(struct ibv_cq_ex *cqx)
 {
-    return emu_wc_flags(emu_cur(cqx));
+    emu_cq_t *cq = (emu_cq_t *)cqx;
+
+    return emu_wc_flags(emu_cur(cqx)) |
+           (cq->ext[cq->head].grh ? IBV_WC_GRH : 0);
 }
 
-/* The soft device does not say which port sent a request: the source
- * LID, SL and path bits read as 0 (docs/mlx5-emulation.md). */
+/* The soft device does not say which port sent a request: the source LID
+ * is known for a UD receive on the QP's own queue (emu_ud.c) and 0
+ * otherwise; SL and path bits read as 0 (docs/mlx5-emulation.md). */
 static uint32_t emu_read_slid(struct ibv_cq_ex *cqx)
 {
-    return 0;
+    emu_cq_t *cq = (emu_cq_t *)cqx;
+
+    return cq->ext[cq->head].slid;
 }
 
 static uint8_t emu_read_sl(struct ibv_cq_ex *cqx)
@@ -446,6 +462,7 @@ void emu_cq_purge(emu_cq_t *cq, uint32_t qp_num)
     pthread_mutex_lock(&cq->lock);
     for (i = out = cq->head; i < cq->count; ++i) {
         if (cq->buf[i].qp_num != qp_num) {
+            cq->ext[out]   = cq->ext[i];
             cq->buf[out++] = cq->buf[i];
         }
     }

@@ -45,6 +45,12 @@
      IBV_QP_EX_WITH_RDMA_READ)
 #define EMU_ATOMIC_OPS \
     (IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP | IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD)
+/* Send ops of a UD QP */
+#define EMU_UD_OPS (IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM)
+/* What a UD QP's send queue takes beyond the application's WR: the GRH
+ * slot in front of every datagram (emu_ud.c), one more sge or 40 more
+ * inline bytes */
+#define EMU_UD_GRH_LEN 40u
 #define EMU_UMR_DV_OPS \
     (MLX5DV_QP_EX_WITH_MR_INTERLEAVED | MLX5DV_QP_EX_WITH_MR_LIST)
 
@@ -98,7 +104,8 @@ static uint32_t emu_qp_overhead(emu_qp_kind_t kind, uint64_t ops,
              EMU_SEG_KLM_MIN;
         size = (op > size) ? op : size;
     }
-    return size + ((kind == EMU_QP_DCI) ? EMU_SEG_DGRAM : 0);
+    return size +
+           (((kind == EMU_QP_DCI) || (kind == EMU_QP_UD)) ? EMU_SEG_DGRAM : 0);
 }
 
 /* Sizes the send queue as libmlx5 does; EINVAL when the WQE would be
@@ -107,15 +114,21 @@ static uint32_t emu_qp_overhead(emu_qp_kind_t kind, uint64_t ops,
 static int emu_qp_size(emu_qp_t *qp, const dcx_dev_caps_t *caps,
                        struct ibv_qp_cap *cap, const char *name)
 {
-    uint32_t ovh = emu_qp_overhead(qp->kind, qp->send_ops, qp->dv_ops);
+    uint32_t ovh     = emu_qp_overhead(qp->kind, qp->send_ops, qp->dv_ops);
+    /* a UD QP's GRH slot takes one sge and 40 inline bytes of the
+     * device's */
+    uint32_t grh     = (qp->kind == EMU_QP_UD) ? EMU_UD_GRH_LEN : 0;
+    uint32_t max_sge = !grh                             ? caps->max_sge :
+                       (caps->max_sge < EMU_UD_MAX_SGE) ? caps->max_sge - 1 :
+                                                          EMU_UD_MAX_SGE - 1;
     uint32_t size, inl = 0, wqe, wq;
 
     if ((cap->max_send_wr == 0) || (cap->max_send_wr > caps->max_qp_wr) ||
-        (cap->max_send_sge > caps->max_sge)) {
+        (cap->max_send_sge > max_sge)) {
         emu_error("%s: create_qp: max_send_wr %u (1..%u) or max_send_sge %u "
                   "(<= %u) out of range",
                   name, cap->max_send_wr, caps->max_qp_wr, cap->max_send_sge,
-                  caps->max_sge);
+                  max_sge);
         return EINVAL;
     }
     if (cap->max_inline_data != 0) {
@@ -146,6 +159,9 @@ static int emu_qp_size(emu_qp_t *qp, const dcx_dev_caps_t *caps,
         qp->max_inline  = (qp->max_inline > caps->max_inline) ?
                               caps->max_inline :
                               qp->max_inline;
+    }
+    if (qp->max_inline + grh > caps->max_inline) {
+        qp->max_inline = caps->max_inline - grh;
     }
     cap->max_send_wr     = qp->max_send_wr;
     cap->max_inline_data = qp->max_inline;
@@ -308,6 +324,8 @@ static int emu_qp_check(emu_qp_t *qp, struct ibv_qp_init_attr_ex *attr,
         }
     } else if (attr->qp_type == IBV_QPT_RC) {
         qp->kind = EMU_QP_RC;
+    } else if (attr->qp_type == IBV_QPT_UD) {
+        qp->kind = EMU_QP_UD;
     } else if (attr->qp_type == IBV_QPT_DRIVER) {
         emu_error("%s: create_qp: IBV_QPT_DRIVER without DC attributes", name);
         return EINVAL;
@@ -390,6 +408,15 @@ static int emu_qp_check_kind(emu_qp_t *qp, struct ibv_qp_init_attr_ex *attr,
             return emu_qp_check_streams(qp, dv, caps, name);
         }
         return 0;
+    case EMU_QP_UD:
+        if ((qp->send_ops & ~(uint64_t)EMU_UD_OPS) || (qp->dv_ops != 0)) {
+            emu_error("%s: create_qp: send ops 0x%llx, mlx5 ops 0x%llx: a UD "
+                      "QP of the emulation sends SEND and SEND_WITH_IMM only",
+                      name, (unsigned long long)qp->send_ops,
+                      (unsigned long long)qp->dv_ops);
+            return EOPNOTSUPP;
+        }
+        return 0;
     default: /* RC */
         if (qp->send_ops & ~(uint64_t)(EMU_DCI_OPS)) {
             emu_error("%s: create_qp: send ops 0x%llx are not offered on an "
@@ -441,6 +468,10 @@ static int emu_qp_make_soft(emu_qp_t *qp, struct mlx5dv_qp_init_attr *dv,
     a.max_send_wr  = qp->max_send_wr;
     a.max_send_sge = (qp->max_send_sge > 0) ? qp->max_send_sge : 1;
     a.max_inline   = qp->max_inline;
+    if (qp->kind == EMU_QP_UD) {
+        a.max_send_sge = qp->max_send_sge + 1;
+        a.max_inline   = qp->max_inline + EMU_UD_GRH_LEN;
+    }
     if (qp->num_streams > 0) {
         /* each stream its share of the send queue (emu_qp_streams_init) */
         a.max_send_wr        = qp->st_depth;
@@ -484,9 +515,11 @@ static struct ibv_qp *emu_qp_create(struct ibv_context *context,
         ret = emu_qp_check_kind(qp, attr, dv, dcx_dev_caps(ectx->dev->soft),
                                 name);
     }
-    if ((qp->kind == EMU_QP_RC) &&
-        !(attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS)) {
-        qp->send_ops = EMU_DCI_OPS; /* ibv_post_send takes every one */
+    if (!(attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS)) {
+        /* ibv_post_send takes every op of the type */
+        qp->send_ops = (qp->kind == EMU_QP_RC) ? EMU_DCI_OPS :
+                       (qp->kind == EMU_QP_UD) ? EMU_UD_OPS :
+                                                 qp->send_ops;
     }
     if (ret != 0) {
         free(qp);
@@ -525,6 +558,8 @@ static struct ibv_qp *emu_qp_create(struct ibv_context *context,
             qp->send_num = qp->qpx.qp_base.qp_num;
             if (qp->kind == EMU_QP_RC) {
                 ret = emu_rc_init(qp, attr, name);
+            } else if (qp->kind == EMU_QP_UD) {
+                ret = emu_ud_init(qp, attr, name);
             } else {
                 attr->cap.max_recv_wr  = 0;
                 attr->cap.max_recv_sge = 0;
@@ -556,8 +591,8 @@ static struct ibv_qp *emu_qp_create(struct ibv_context *context,
     qp->qpx.qp_base.handle     = (uint32_t)(uintptr_t)qp;
     pthread_mutex_init(&qp->qpx.qp_base.mutex, NULL);
     pthread_cond_init(&qp->qpx.qp_base.cond, NULL);
-    if (qp->has_qpx || (qp->kind == EMU_QP_RC)) {
-        emu_wr_init(qp); /* ibv_post_send of RC builds with them too */
+    if (qp->has_qpx || (qp->kind == EMU_QP_RC) || (qp->kind == EMU_QP_UD)) {
+        emu_wr_init(qp); /* ibv_post_send builds with them too */
     }
     __atomic_add_fetch(&qp->pd->refs, 1, __ATOMIC_RELEASE);
     __atomic_add_fetch(&qp->send_cq->refs, 1, __ATOMIC_RELEASE);
@@ -635,8 +670,11 @@ int ibv_destroy_qp(struct ibv_qp *ibqp)
     if (qp->kind == EMU_QP_RC) {
         emu_rc_fini(qp);
         emu_cq_purge(qp->recv_cq, ibqp->qp_num);
+    } else if (qp->kind == EMU_QP_UD) {
+        emu_ud_fini(qp);
+        emu_cq_purge(qp->recv_cq, ibqp->qp_num);
     }
-    if (qp->has_qpx || (qp->kind == EMU_QP_RC)) {
+    if (qp->has_qpx || (qp->kind == EMU_QP_RC) || (qp->kind == EMU_QP_UD)) {
         emu_wr_cleanup(qp);
     }
     __atomic_sub_fetch(&qp->pd->refs, 1, __ATOMIC_RELEASE);

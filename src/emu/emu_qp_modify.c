@@ -33,6 +33,7 @@ typedef struct emu_trans {
 #define K_DCI (1u << EMU_QP_DCI)
 #define K_DCT (1u << EMU_QP_DCT)
 #define K_RC  (1u << EMU_QP_RC)
+#define K_UD  (1u << EMU_QP_UD)
 
 static const emu_trans_t emu_trans[] = {
     /* DCI */
@@ -67,15 +68,26 @@ static const emu_trans_t emu_trans[] = {
     {K_RC, IBV_QPS_RTS, IBV_QPS_RTS, 0,
      IBV_QP_CUR_STATE | IBV_QP_ACCESS_FLAGS | IBV_QP_ALT_PATH |
          IBV_QP_PATH_MIG_STATE | IBV_QP_MIN_RNR_TIMER},
-    /* DCI and RC: to RESET from anywhere, to ERR from anywhere but RESET */
-    {K_DCI | K_RC, EMU_ANY_STATE, IBV_QPS_RESET, 0, 0},
-    {K_DCI | K_RC, EMU_NOT_RESET, IBV_QPS_ERR, 0, 0},
+    /* UD */
+    {K_UD, IBV_QPS_RESET, IBV_QPS_INIT,
+     IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY, 0},
+    {K_UD, IBV_QPS_INIT, IBV_QPS_INIT, 0,
+     IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY},
+    {K_UD, IBV_QPS_INIT, IBV_QPS_RTR, 0, IBV_QP_PKEY_INDEX | IBV_QP_QKEY},
+    {K_UD, IBV_QPS_RTR, IBV_QPS_RTS, IBV_QP_SQ_PSN,
+     IBV_QP_CUR_STATE | IBV_QP_QKEY},
+    {K_UD, IBV_QPS_RTS, IBV_QPS_RTS, 0, IBV_QP_CUR_STATE | IBV_QP_QKEY},
+    /* DCI, RC and UD: to RESET from anywhere, to ERR from anywhere but
+     * RESET */
+    {K_DCI | K_RC | K_UD, EMU_ANY_STATE, IBV_QPS_RESET, 0, 0},
+    {K_DCI | K_RC | K_UD, EMU_NOT_RESET, IBV_QPS_ERR, 0, 0},
 };
 
 static const char *emu_kind_name(emu_qp_kind_t kind)
 {
     return (kind == EMU_QP_DCI) ? "dci" :
            (kind == EMU_QP_DCT) ? "dct" :
+           (kind == EMU_QP_UD)  ? "ud qp" :
                                   "rc qp";
 }
 
@@ -249,10 +261,12 @@ int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int attr_mask)
         }
         break;
     default:
-        if (qp->kind == EMU_QP_RC) {
+        if (qp->kind != EMU_QP_DCI) {
             /* the responder first: closed before the requester stops,
              * armed before it may send */
-            ret = emu_rc_modify(qp, attr, attr_mask, to);
+            ret = (qp->kind == EMU_QP_RC) ?
+                      emu_rc_modify(qp, attr, attr_mask, to) :
+                      emu_ud_modify(qp, attr, attr_mask, to);
             if (ret != 0) {
                 break;
             }
@@ -263,9 +277,13 @@ int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int attr_mask)
             ret = (qp->soft->state == DCX_QPS_ERR) ? 0 :
                                                      dcx_qp_set_error(qp->soft);
         } else if ((to == IBV_QPS_RTS) && (cur == IBV_QPS_RTR)) {
-            ret = dcx_soft_qp_set_timers(qp->soft, attr->timeout,
-                                         attr->retry_cnt, attr->rnr_retry,
-                                         attr->max_rd_atomic);
+            /* UD takes no transport timers: the device's (a datagram
+             * waits that long for a full ring before it is lost) */
+            ret = (qp->kind == EMU_QP_UD) ?
+                      dcx_soft_qp_set_timers(qp->soft, 0, 0, 0, 0) :
+                      dcx_soft_qp_set_timers(qp->soft, attr->timeout,
+                                             attr->retry_cnt, attr->rnr_retry,
+                                             attr->max_rd_atomic);
             if (ret == 0) {
                 pthread_mutex_lock(&qp->sq_lock);
                 qp->post_ok = true;

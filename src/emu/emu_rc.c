@@ -276,9 +276,14 @@ static int emu_rc_post_one(emu_qp_t *qp, const struct ibv_send_wr *wr)
     x->wr_flags = wr->send_flags;
     if (!emu_rc_build(x, wr)) {
         x->wr_abort(x);
-        emu_error("%s: qp 0x%x: post_send: opcode %d is not modelled on RC",
+        emu_error("%s: qp 0x%x: post_send: opcode %d is not modelled on RC "
+                  "or UD",
                   name, x->qp_base.qp_num, (int)wr->opcode);
         return EINVAL;
+    }
+    if (qp->kind == EMU_QP_UD) {
+        x->wr_set_ud_addr(x, wr->wr.ud.ah, wr->wr.ud.remote_qpn,
+                          wr->wr.ud.remote_qkey);
     }
     if (wr->send_flags & IBV_SEND_INLINE) {
         for (i = 0; i < wr->num_sge; ++i) {
@@ -298,7 +303,7 @@ static int emu_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
     emu_qp_t *qp = emu_qp(ibqp);
     int ret      = 0;
 
-    if (qp->kind != EMU_QP_RC) {
+    if ((qp->kind != EMU_QP_RC) && (qp->kind != EMU_QP_UD)) {
         emu_error("%s: qp 0x%x: ibv_post_send is not modelled on DC QPs "
                   "(use the ibv_wr_* API)",
                   ibqp->context->device->name, ibqp->qp_num);
@@ -319,16 +324,20 @@ static int emu_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
                          struct ibv_recv_wr **bad_wr)
 {
     emu_qp_t *qp = emu_qp(ibqp);
+    bool dc      = (qp->kind != EMU_QP_RC) && (qp->kind != EMU_QP_UD);
 
-    if ((qp->kind != EMU_QP_RC) || (qp->rq == NULL) || (qp->rq_max_wr == 0)) {
+    if (dc || (qp->rq == NULL) || (qp->rq_max_wr == 0)) {
         emu_error("%s: qp 0x%x: ibv_post_recv: the QP has no receive queue "
                   "(%s)",
                   ibqp->context->device->name, ibqp->qp_num,
-                  (qp->kind != EMU_QP_RC) ? "a DC QP: use an SRQ" :
-                  (qp->rq == NULL)        ? "it receives from an SRQ" :
-                                            "created with max_recv_wr 0");
+                  dc               ? "a DC QP: use an SRQ" :
+                  (qp->rq == NULL) ? "it receives from an SRQ" :
+                                     "created with max_recv_wr 0");
         *bad_wr = wr;
         return EINVAL;
+    }
+    if (qp->kind == EMU_QP_UD) {
+        return emu_ud_post_recv(qp, wr, bad_wr);
     }
     return ibv_post_srq_recv(&qp->rq->srq, wr, bad_wr);
 }

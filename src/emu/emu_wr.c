@@ -57,7 +57,9 @@ void emu_wr_fail(emu_qp_t *qp, int err, const char *fmt, ...)
     emu_error("%s: %s 0x%x: WR %u of the batch: %s; ibv_wr_complete will "
               "fail with %s",
               qp->qpx.qp_base.context->device->name,
-              (qp->kind == EMU_QP_DCI) ? "dci" : "rc qp",
+              (qp->kind == EMU_QP_DCI) ? "dci" :
+              (qp->kind == EMU_QP_UD)  ? "ud qp" :
+                                         "rc qp",
               qp->qpx.qp_base.qp_num, qp->batch_n, msg, strerror(err));
 }
 
@@ -68,7 +70,8 @@ static emu_wr_t *emu_wr_last(emu_qp_t *qp)
 
 static bool emu_wr_done(const emu_qp_t *qp, const emu_wr_t *w)
 {
-    return w->has_data && (w->has_addr || (qp->kind != EMU_QP_DCI));
+    return w->has_data && (w->has_addr || ((qp->kind != EMU_QP_DCI) &&
+                                           (qp->kind != EMU_QP_UD)));
 }
 
 /* The WR whose setters are being called; NULL (and the batch failed) if
@@ -284,7 +287,26 @@ static void emu_wr_send_tso(struct ibv_qp_ex *qpx, void *hdr, uint16_t hdr_sz,
 static void emu_wr_set_ud_addr(struct ibv_qp_ex *qpx, struct ibv_ah *ah,
                                uint32_t qpn, uint32_t qkey)
 {
-    emu_wr_not_modelled(emu_wr_qp(qpx), "set_ud_addr (UD)");
+    emu_qp_t *qp = emu_wr_qp(qpx);
+    emu_wr_t *w;
+
+    if (qp->kind != EMU_QP_UD) {
+        emu_wr_fail(qp, EINVAL, "set_ud_addr on a QP that is not UD");
+        return;
+    }
+    w = emu_wr_cur(qp, "set_ud_addr");
+    if (w == NULL) {
+        return;
+    }
+    if (w->has_addr) {
+        emu_wr_fail(qp, EINVAL, "a second set_ud_addr");
+        return;
+    }
+    w->ud_ah    = ah; /* checked at ibv_wr_complete (emu_ud_prepare) */
+    w->ud_qpn   = qpn;
+    w->ud_qkey  = qkey;
+    w->has_addr = 1;
+    ++w->setters;
 }
 
 static void emu_wr_set_xrc_srqn(struct ibv_qp_ex *qpx, uint32_t srqn)
@@ -619,6 +641,7 @@ static int emu_wr_check(emu_qp_t *qp)
 static int emu_wr_complete(struct ibv_qp_ex *qpx)
 {
     emu_qp_t *qp = emu_wr_qp(qpx);
+    dcx_sge_t ud_sge[EMU_UD_MAX_SGE];
     dcx_sge_t inl;
     uint64_t seq;
     uint32_t i;
@@ -641,6 +664,11 @@ static int emu_wr_complete(struct ibv_qp_ex *qpx)
         }
         if ((qp->kind == EMU_QP_RC) && !emu_wr_is_mkey(w)) {
             emu_rc_dest(qp, &w->wr);
+        } else if (qp->kind == EMU_QP_UD) {
+            ret = emu_ud_prepare(qp, w, ud_sge, &inl);
+            if (ret != 0) {
+                break;
+            }
         }
         pthread_mutex_lock(&qp->sq_lock);
         seq         = emu_wr_take_slot(qp, w);

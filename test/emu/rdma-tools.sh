@@ -11,8 +11,9 @@
 #   - perftest's programs start: they link libefa.so.1, whose constructor
 #     registers a provider through the private node (their usage text);
 #   - perftest's write, read, send and atomic latency and bandwidth runs
-#     over DC and over RC between two processes complete, both exiting 0
-#     and the client printing its result.
+#     over DC and over RC, and its send latency and bandwidth over UD,
+#     between two processes complete, both exiting 0 and the client
+#     printing its result.
 # Each run on a fabric of its own; at the end, nothing of it is left in
 # /dev/shm (its LID directory, the devices' sysfs view).  Prints one PASS/FAIL line a check, exits 1 if any failed, 77
 # when the tools are not installed.
@@ -91,6 +92,11 @@ if command -v ib_write_lat > /dev/null; then
             perftest_run "$c" "$t"
             check "$t -c $c between two processes" $?
         done
+    done
+    # UD carries sends only
+    for t in ib_send_lat ib_send_bw; do
+        perftest_run UD "$t"
+        check "$t -c UD between two processes" $?
     done
 else
     echo "SKIP: perftest not installed"

@@ -184,9 +184,9 @@ TEST_F(emu_qp_test, create_bad_flow)
         EXPECT_EQ(0u, log.count());
     }
     dci_attr();
-    attr.qp_type = IBV_QPT_UD;
+    attr.qp_type = IBV_QPT_RAW_PACKET;
     dv.comp_mask = 0;
-    refused(EOPNOTSUPP, "UD is not modelled");
+    refused(EOPNOTSUPP, "raw packet QPs are not modelled");
 
     /* DCT */
     dci_attr();
