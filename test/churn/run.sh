@@ -40,7 +40,7 @@
 #                       abandoned with a note instead of failing the trial
 #     -d DIR            logs (default a new directory under /tmp, removed
 #                       when every trial passed; DIR is kept)
-#     -x BINARY         the churn program (default: built from churn.c
+#     -x BINARY         the churn program (default: built from churn*.c
 #                       with cc into the log directory)
 #     -l DCX_RUN        the dcx-run wrapper (default build/contrib/dcx-run,
 #                       or $DCX_RUN)
@@ -106,7 +106,7 @@ fi
 mkdir -p "$logdir" || exit 2
 if [ -z "$binary" ]; then
     binary=$logdir/churn
-    cc -O2 -g -Wall -Wextra -o "$binary" "$here/churn.c" -lucp -lucs \
+    cc -O2 -g -Wall -Wextra -o "$binary" "$here"/churn*.c -lucp -lucs \
         -lpthread || { echo "run.sh: cannot build churn.c" >&2; exit 2; }
 fi
 gdb_env=0
