@@ -346,6 +346,19 @@ int dcx_soft_dct_set(dcx_qp_t *qp, uint64_t dc_key, uint32_t access,
  * qp_num (soft_dgram.c).  0, EINVAL or EBUSY (logged). */
 int dcx_soft_qp_set_datagram(dcx_qp_t *qp, uint32_t wire_qpn, uint32_t wc_qpn);
 
+/* Moves cq to completion channel ch (NULL: none), its events not yet
+ * collected on the old one dropped and its arm undone: the mlx5 emulation
+ * takes over the notifications of a CQ whose memory an application polls
+ * itself (a raw CQ) and forwards them.  0, or EINVAL (logged). */
+int dcx_soft_cq_move_channel(dcx_cq_t *cq, dcx_comp_channel_t *ch);
+
+/* From now on, a message that finds srq without a receive (answered RNR,
+ * or a datagram dropped) writes 8 bytes to eventfd efd (-1: no more), from
+ * whichever thread runs the engine: the mlx5 emulation takes the receives
+ * an application posts in SRQ memory into the soft SRQ when told.  0, or
+ * EINVAL (logged). */
+int dcx_soft_srq_watch(dcx_srq_t *srq, int efd);
+
 /* Posts wr on a DCI as a WQE the device accepts and then fails: it is
  * checked and queued as by dcx_qp_post_send, and when it reaches the head
  * of the send queue it completes with 'status' (an error) without being

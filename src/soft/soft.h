@@ -280,20 +280,8 @@ struct soft_srq {
     int refs;
     int in_place;  /* DCX_SRQ_F_IN_PLACE */
     soft_tm_t *tm; /* DCX_SRQ_TM: its tag list and engine */
+    int watch_fd;  /* dcx_soft_srq_watch: written when found empty */
 };
-
-/* Engine lock held: the receive at the head of a non-empty SRQ */
-static inline soft_rwqe_t *soft_srq_head(soft_srq_t *srq)
-{
-    return &srq->q[srq->hpos];
-}
-
-/* Engine lock held: the head receive is taken */
-static inline void soft_srq_pop(soft_srq_t *srq)
-{
-    srq->hpos = (srq->hpos + 1 == srq->size) ? 0 : srq->hpos + 1;
-    srq->head++;
-}
 
 typedef struct soft_ah {
     dcx_ah_t super;

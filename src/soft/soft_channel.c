@@ -207,6 +207,31 @@ int soft_cq_create_ch(dcx_dev_t *dev_, uint32_t cqe, dcx_comp_channel_t *ch_,
     return 0;
 }
 
+int dcx_soft_cq_move_channel(dcx_cq_t *cq_, dcx_comp_channel_t *ch_)
+{
+    soft_cq_t *cq      = (soft_cq_t *)cq_;
+    soft_channel_t *ch = (ch_ != NULL) ? soft_channel(ch_) : NULL;
+    soft_dev_t *dev    = cq->dev;
+
+    if (!dcx_dev_is_soft(cq_->dev) || ((ch != NULL) && (ch->dev != dev))) {
+        dcx_error("%s: cq %p: move to channel %p: not a CQ and channel of "
+                  "one soft device",
+                  dcx_dev_name(cq_->dev), (void *)cq_, (void *)ch_);
+        return EINVAL;
+    }
+    soft_lock(&dev->lock);
+    if (cq->ch != NULL) {
+        soft_cq_detach_channel(cq);
+    }
+    if (ch != NULL) {
+        cq->ch      = ch;
+        cq->ch_next = ch->cqs;
+        ch->cqs     = cq;
+    }
+    soft_unlock(&dev->lock);
+    return 0;
+}
+
 /* Under the device lock: cq goes away, with its uncollected events */
 void soft_cq_detach_channel(soft_cq_t *cq)
 {

@@ -18,6 +18,7 @@
  * mlx5 emulation builds its UD QPs from a datagram DCI and a DCT.
  */
 #include "soft_dgram.h"
+#include "soft_srq.h"
 #include "soft_stream.h"
 #include "dcx_soft.h"
 
@@ -108,6 +109,7 @@ void soft_resp_dgram(soft_dev_t *dev, const soft_pkt_t *pkt,
     }
     srq = dct->srq;
     if ((srq->tm != NULL) || (srq->head == srq->tail)) {
+        soft_srq_found_empty(srq);
         return; /* no receive (a tag-matching SRQ takes none): lost */
     }
     wqe.wr_id   = soft_srq_head(srq)->wr_id;

@@ -19,6 +19,7 @@
 #include "soft.h"
 #include "soft_dgram.h"
 #include "soft_direct.h"
+#include "soft_srq.h"
 #include "soft_tm.h"
 
 #include <errno.h>
@@ -356,8 +357,7 @@ static inline soft_mr_t *soft_resp_remote(soft_dev_t *dev, soft_qp_t *dct,
     if ((mr == NULL) || !(dct->access & access)) {
         return NULL;
     }
-    if (mr->mkey != NULL) {
-        /* strided key: every entry under [addr, addr + len) */
+    if (mr->mkey != NULL) { /* strided: every entry under [addr, +len) */
         if (soft_mkey_check(dev, mr, addr, len, access) != 0) {
             return NULL;
         }
@@ -395,6 +395,7 @@ int soft_resp_take_recv(soft_dev_t *dev, soft_qp_t *dct, soft_rstate_t *rs,
     }
     if (srq->head == srq->tail) {
         dev->stats.rnr_naks_sent++;
+        soft_srq_found_empty(srq);
         soft_resp_send(dev, rs, pkt, SOFT_OP_RNR_NAK, 0, dct->rnr_delay_us, 0,
                        NULL, 0, 0);
         return 0;
@@ -1049,8 +1050,7 @@ void soft_resp_packet(soft_dev_t *dev, const soft_pkt_t *pkt,
         return; /* no room to track the source: as if lost */
     }
     if (rs->gen != pkt->gen) {
-        /* the DCI number was reused by a new DCI */
-        soft_rstate_abandon(dev, rs);
+        soft_rstate_abandon(dev, rs); /* the DCI number was reused */
         rs->gen          = pkt->gen;
         rs->e            = pkt->ack_base;
         rs->msg_status   = SOFT_DONE_NONE;

@@ -8,10 +8,12 @@
 #endif
 
 #include "soft.h"
+#include "soft_srq.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* Engine lock held: 1 if the queue has room for one more receive. */
 static inline int soft_srq_room(soft_srq_t *srq)
@@ -136,6 +138,7 @@ int soft_srq_create(dcx_pd_t *pd, const dcx_srq_attr_t *attr, dcx_srq_t **srq_p)
     srq->dev                  = dev;
     srq->cq                   = (soft_cq_t *)attr->cq;
     srq->size                 = attr->max_wr;
+    srq->watch_fd             = -1;
     if (attr->type == DCX_SRQ_TM) {
         int ret = soft_tm_create(srq, attr);
 
@@ -160,6 +163,33 @@ int soft_srq_create(dcx_pd_t *pd, const dcx_srq_attr_t *attr, dcx_srq_t **srq_p)
     soft_unlock(&dev->lock);
     *srq_p = &srq->super;
     return 0;
+}
+
+int dcx_soft_srq_watch(dcx_srq_t *srq_, int efd)
+{
+    soft_srq_t *srq = (soft_srq_t *)srq_;
+
+    if (!dcx_dev_is_soft(srq_->dev)) {
+        dcx_error("%s: srq %p watch: not an SRQ of a soft device",
+                  dcx_dev_name(srq_->dev), (void *)srq_);
+        return EINVAL;
+    }
+    soft_lock(&srq->dev->lock);
+    srq->watch_fd = efd;
+    soft_unlock(&srq->dev->lock);
+    return 0;
+}
+
+/* Engine lock held: a message found srq empty; its watcher learns it */
+void soft_srq_found_empty(soft_srq_t *srq)
+{
+    uint64_t one = 1;
+
+    if ((srq->watch_fd >= 0) &&
+        (write(srq->watch_fd, &one, sizeof(one)) != sizeof(one))) {
+        dcx_debug("%s: srq %p: its watcher's fd refused a write: %s",
+                  srq->dev->super.caps.name, (void *)srq, strerror(errno));
+    }
 }
 
 int soft_srq_destroy(dcx_srq_t *srq_)
