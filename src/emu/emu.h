@@ -87,6 +87,8 @@ struct emu_dev {
     uint32_t srq_seq;  /* SRQs created on the port (atomic) */
     uint8_t addr[DCX_DEV_ADDR_MAX];
     size_t addr_len;
+    /* the soft completion channel of its raw CQs (emu_raw.c) */
+    dcx_comp_channel_t *raw_ch;
     /* QPs by number, for completions (emu_qp.c) */
     pthread_mutex_t qp_lock;
     struct emu_qp *qp_map[EMU_QP_MAP_SIZE];
@@ -97,12 +99,14 @@ struct emu_dev {
 struct emu_ctx {
     struct verbs_context vctx;
     emu_dev_t *dev;
-    bool devx; /* opened with MLX5DV_CONTEXT_FLAGS_DEVX */
+    bool devx;    /* opened with MLX5DV_CONTEXT_FLAGS_DEVX */
+    uint8_t *uar; /* its UAR page (emu_raw.c), once asked for */
 };
 
 typedef struct emu_pd {
     struct ibv_pd pd;
     dcx_pd_t *soft;
+    uint32_t pdn;  /* mlx5dv_init_obj's */
     unsigned refs; /* MRs, AHs, SRQs, QPs, mkeys on it */
 } emu_pd_t;
 
@@ -129,6 +133,7 @@ typedef struct emu_ah {
     uint16_t dlid;
     uint8_t is_global;           /* a GRH goes with UD sends through it */
     struct ibv_global_route grh; /* as created */
+    struct mlx5_wqe_av av;       /* mlx5dv_init_obj's view of it */
     const uint64_t *sm_word;     /* the LID's directory word; NULL: LID 0 */
     emu_route_t *route;          /* the newest; atomic, see emu_ah_route */
     dcx_ah_t *nowhere;           /* for a LID nobody holds */
@@ -156,6 +161,9 @@ typedef struct emu_cq {
     emu_wc_ext_t ext[EMU_CQ_BATCH]; /* what a UD receive adds */
     /* completion events (emu_comp_channel.c) */
     emu_channel_t *channel;   /* NULL: created without one */
+    struct emu_raw_cq *raw;   /* its memory, after mlx5dv_init_obj */
+    uint16_t cqe_size;        /* mlx5dv_create_cq's (0: 64) */
+    uint32_t cqn;             /* in the port's window, as an SRQ's */
     struct emu_cq *ch_next;   /* the channel's CQs (its lock) */
     unsigned own_events;      /* fired by arms over buffered completions,
                                  not collected (the channel's lock) */
@@ -171,7 +179,9 @@ typedef struct emu_srq {
     uint32_t max_wr;
     uint32_t max_sge;
     uint32_t srq_limit;
-    uint32_t srqn; /* in the port's window of numbers, as a QP's */
+    uint32_t srqn;          /* in the port's window of numbers, as a QP's */
+    struct emu_raw_rq *raw; /* its memory, after mlx5dv_init_obj */
+    volatile __be32 *raw_db;
 } emu_srq_t;
 
 typedef enum {
@@ -275,6 +285,8 @@ typedef struct emu_qp {
     uint32_t ud_qkey;
     uint8_t *ud_grh;
     dcx_mr_t *ud_grh_mr;
+    struct emu_raw_sq *raw_sq; /* its send queue memory (mlx5dv_init_obj) */
+    uint32_t sq_wqe_cnt;       /* basic blocks of that queue (emu_qp_size) */
     /* the send queue: posted - retired <= max_send_wr */
     pthread_mutex_t sq_lock;
     uint64_t sq_posted;  /* sequence of the next post */
@@ -358,6 +370,9 @@ static inline emu_cq_t *emu_cq(struct ibv_cq *cq)
 /* Drops the completions of QP qp_num not yet polled (a move to RESET). */
 void emu_cq_purge(emu_cq_t *cq, uint32_t qp_num);
 
+/* The PRM syndrome of a completion status (an error CQE's) */
+uint8_t emu_wc_syndrome(uint8_t status);
+
 /* emu_comp_channel.c */
 void emu_ctx_set_channel_ops(struct verbs_context *vctx);
 /* 0, or EBADF (logged) when channel is not one of context */
@@ -373,6 +388,11 @@ void emu_channel_attach(emu_cq_t *cq, struct ibv_comp_channel *channel,
  * acknowledgement of those handed out and releases the channel. */
 void emu_channel_detach(emu_cq_t *cq);
 void emu_channel_cq_wait_acks(emu_cq_t *cq);
+/* Raises cq's event on its channel (none: nothing), as an arm over
+ * completions does: a raw CQ's, on its engine's word (emu_raw_cq.c) */
+void emu_channel_fire(emu_cq_t *cq);
+/* emu_raw_cq.c: ibv_req_notify_cq on a raw CQ, an arm of its engine's */
+int emu_raw_cq_arm(emu_cq_t *cq);
 
 /* emu_srq.c: an SRQ of the emulation (NULL, errno set and logged, on
  * failure); attr's sizes are set to the granted */
@@ -416,6 +436,11 @@ void emu_rc_dest(emu_qp_t *qp, dcx_send_wr_t *wr);
 void emu_ctx_set_post_ops(struct ibv_context *ctx);
 
 /* emu_ud.c: UD QPs (a datagram DCI and a DCT, see there) */
+/* The DC key a datagram with Q_Key qkey carries */
+static inline uint64_t emu_ud_key(uint32_t qkey)
+{
+    return 0x5544000000000000ull | qkey; /* "UD": no DC or RC key */
+}
 int emu_ud_init(emu_qp_t *qp, struct ibv_qp_init_attr_ex *attr,
                 const char *name);
 void emu_ud_fini(emu_qp_t *qp);

@@ -189,6 +189,16 @@ struct ibv_ah *ibv_create_ah(struct ibv_pd *ibpd, struct ibv_ah_attr *attr)
         return NULL;
     }
     ah->ah.handle = ah->dlid;
+    /* the address vector libmlx5 would keep for it */
+    ah->av.rlid   = htobe16(ah->dlid);
+    if (attr->is_global) {
+        ah->av.dqp_dct    = htobe32(MLX5_EXTENDED_UD_AV);
+        ah->av.grh_gid_fl = htobe32((1u << 30) |
+                                    (attr->grh.flow_label & 0xfffff));
+        ah->av.hop_limit  = attr->grh.hop_limit;
+        ah->av.tclass     = attr->grh.traffic_class;
+        memcpy(ah->av.rgid, attr->grh.dgid.raw, 16);
+    }
     __atomic_add_fetch(&pd->refs, 1, __ATOMIC_RELEASE);
     return &ah->ah;
 }

@@ -233,7 +233,6 @@ static int emu_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
 {
     emu_cq_t *cq      = emu_cq(ibcq);
     emu_channel_t *ch = cq->channel;
-    uint64_t one      = 1;
     int ret           = 0;
 
     (void)solicited_only; /* see the top of this file */
@@ -243,23 +242,36 @@ static int emu_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
                   ibcq->context->device->name);
         return 0;
     }
+    if (cq->raw != NULL) {
+        return emu_raw_cq_arm(cq); /* the engine watches its memory */
+    }
     pthread_mutex_lock(&cq->lock);
     if (cq->head < cq->count) {
         /* completions past the consumer index: the event fires now */
-        pthread_mutex_lock(&ch->lock);
-        cq->own_events++;
-        if (ch->own++ == 0) {
-            if (write(ch->efd, &one, sizeof(one)) != sizeof(one)) {
-                emu_error("%s: req_notify_cq: cannot signal the channel: %s",
-                          ibcq->context->device->name, strerror(errno));
-            }
-        }
-        pthread_mutex_unlock(&ch->lock);
+        emu_channel_fire(cq);
     } else {
         ret = dcx_cq_req_notify(cq->soft);
     }
     pthread_mutex_unlock(&cq->lock);
     return ret;
+}
+
+void emu_channel_fire(emu_cq_t *cq)
+{
+    emu_channel_t *ch = cq->channel;
+    uint64_t one      = 1;
+
+    if (ch == NULL) {
+        return;
+    }
+    pthread_mutex_lock(&ch->lock);
+    cq->own_events++;
+    if ((ch->own++ == 0) &&
+        (write(ch->efd, &one, sizeof(one)) != sizeof(one))) {
+        emu_error("%s: cq event: cannot signal the channel: %s",
+                  cq->cq.context->device->name, strerror(errno));
+    }
+    pthread_mutex_unlock(&ch->lock);
 }
 
 /* Under the channel lock: the CQ of one waiting event, or NULL */

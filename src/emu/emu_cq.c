@@ -12,7 +12,7 @@
  * modelled, refused at creation with EOPNOTSUPP: timestamps, CVLAN, flow
  * tags, tag-matching information and parent domains.
  */
-#include "emu/emu.h"
+#include "emu/emu_raw.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -42,6 +42,13 @@ static const struct {
     [DCX_WC_GENERAL_ERR]        = {IBV_WC_GENERAL_ERR, 0xff},
     [DCX_WC_TM_ERR]             = {IBV_WC_TM_ERR, 0xff},
     [DCX_WC_TM_RNDV_INCOMPLETE] = {IBV_WC_TM_RNDV_INCOMPLETE, 0xff}};
+
+uint8_t emu_wc_syndrome(uint8_t status)
+{
+    return (status < DCX_WC_STATUS_LAST) ?
+               (uint8_t)emu_wc_status[status].syndrome :
+               0xff;
+}
 
 static enum ibv_wc_status emu_status(const dcx_wc_t *wc)
 {
@@ -147,6 +154,12 @@ static int emu_poll_cq(struct ibv_cq *ibcq, int num_entries, struct ibv_wc *wc)
     const dcx_wc_t *e;
     int n = 0;
 
+    if (cq->raw != NULL) {
+        emu_error("%s: poll_cq: the CQ's memory was taken (mlx5dv_init_obj): "
+                  "poll its CQEs",
+                  ibcq->context->device->name);
+        return -1;
+    }
     pthread_mutex_lock(&cq->lock);
     while ((n < num_entries) && (emu_cq_fill(cq) > 0)) {
         e = &cq->buf[cq->head++];
@@ -195,8 +208,9 @@ static int emu_start_poll(struct ibv_cq_ex *cqx, struct ibv_poll_cq_attr *attr)
 {
     emu_cq_t *cq = (emu_cq_t *)cqx;
 
-    if (attr->comp_mask != 0) {
-        emu_error("%s: start_poll: comp_mask 0x%x (must be 0)",
+    if ((attr->comp_mask != 0) || (cq->raw != NULL)) {
+        emu_error("%s: start_poll: comp_mask 0x%x (must be 0), or the CQ's "
+                  "memory was taken (mlx5dv_init_obj)",
                   cqx->context->device->name, attr->comp_mask);
         return EINVAL;
     }
@@ -365,10 +379,13 @@ static emu_cq_t *emu_cq_create(struct ibv_context *context,
     pthread_mutex_init(&cq->lock, NULL);
     pthread_mutex_init(&cq->cq.mutex, NULL);
     pthread_cond_init(&cq->cq.cond, NULL);
-    cq->wc_flags           = attr->wc_flags;
-    cq->cq.context         = context;
-    cq->cq.cq_context      = attr->cq_context;
-    cq->cq.cqe             = (int)cq->soft->cqe;
+    cq->wc_flags      = attr->wc_flags;
+    cq->cq.context    = context;
+    cq->cq.cq_context = attr->cq_context;
+    cq->cq.cqe        = (int)cq->soft->cqe;
+    cq->cqn           = ectx->dev->qpn_base +
+              (__atomic_fetch_add(&ectx->dev->srq_seq, 1, __ATOMIC_RELAXED) %
+               EMU_QPN_SPAN);
     cq->cq.start_poll      = emu_start_poll;
     cq->cq.next_poll       = emu_next_poll;
     cq->cq.end_poll        = emu_end_poll;
@@ -432,6 +449,12 @@ int ibv_destroy_cq(struct ibv_cq *ibcq)
         emu_error("%s: destroy_cq: %u QPs or SRQs still use it",
                   ibcq->context->device->name, cq->refs);
         return EBUSY;
+    }
+    if (cq->raw != NULL) {
+        /* the engine lets go of its memory first */
+        pthread_mutex_lock(&emu_raw_lock);
+        emu_raw_cq_free(cq);
+        pthread_mutex_unlock(&emu_raw_lock);
     }
     if (cq->channel != NULL) {
         emu_channel_detach(cq);

@@ -9,7 +9,7 @@
  * address in the fabric's LID directory (emu_sm.c) and keeps it until its
  * last context is closed.
  */
-#include "emu/emu.h"
+#include "emu/emu_raw.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -191,6 +191,7 @@ static void emu_dev_release_locked(emu_dev_t *dev)
         dev->lid      = 0;
         dev->qpn_base = 0;
     }
+    emu_raw_dev_close(dev); /* the engine's channel of the device */
     if (dev->srq_cq != NULL) {
         dcx_cq_destroy(dev->srq_cq);
         dev->srq_cq = NULL;

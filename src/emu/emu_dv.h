@@ -29,6 +29,11 @@ struct mlx5dv_qp_ex *dcx_emu_mlx5dv_qp_ex_from_ibv_qp_ex(struct ibv_qp_ex *qp);
 struct mlx5dv_mkey *
 dcx_emu_mlx5dv_create_mkey(struct mlx5dv_mkey_init_attr *attr);
 int dcx_emu_mlx5dv_destroy_mkey(struct mlx5dv_mkey *mkey);
+int dcx_emu_mlx5dv_init_obj(struct mlx5dv_obj *obj, uint64_t obj_type);
+struct ibv_cq_ex *
+dcx_emu_mlx5dv_create_cq(struct ibv_context *context,
+                         struct ibv_cq_init_attr_ex *cq_attr,
+                         struct mlx5dv_cq_init_attr *mlx5_cq_attr);
 int dcx_emu_mlx5dv_devx_general_cmd(struct ibv_context *context, const void *in,
                                     size_t inlen, void *out, size_t outlen);
 

@@ -56,3 +56,15 @@ int mlx5dv_devx_general_cmd(struct ibv_context *context, const void *in,
 {
     return dcx_emu_mlx5dv_devx_general_cmd(context, in, inlen, out, outlen);
 }
+
+int mlx5dv_init_obj(struct mlx5dv_obj *obj, uint64_t obj_type)
+{
+    return dcx_emu_mlx5dv_init_obj(obj, obj_type);
+}
+
+struct ibv_cq_ex *mlx5dv_create_cq(struct ibv_context *context,
+                                   struct ibv_cq_init_attr_ex *cq_attr,
+                                   struct mlx5dv_cq_init_attr *mlx5_cq_attr)
+{
+    return dcx_emu_mlx5dv_create_cq(context, cq_attr, mlx5_cq_attr);
+}

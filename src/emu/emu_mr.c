@@ -47,6 +47,7 @@ struct ibv_pd *ibv_alloc_pd(struct ibv_context *context)
     }
     pd->pd.context = context;
     pd->pd.handle  = __atomic_add_fetch(&emu_pd_handles, 1, __ATOMIC_RELAXED);
+    pd->pdn        = pd->pd.handle & 0xffffff;
     return &pd->pd;
 }
 

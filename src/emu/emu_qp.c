@@ -15,7 +15,7 @@
  * ERR flushing them.  Posting (ibv_wr_complete) is allowed from the first
  * RTS after a RESET until the next RESET, as libmlx5 swaps wr_complete.
  */
-#include "emu/emu.h"
+#include "emu/emu_raw.h"
 #include "emu/emu_dv.h"
 #include "soft/dcx_soft.h"
 
@@ -149,6 +149,7 @@ static int emu_qp_size(emu_qp_t *qp, const dcx_dev_caps_t *caps,
     wqe              = emu_align(size, EMU_WQE_BB);
     wq               = emu_pow2((uint64_t)cap->max_send_wr * wqe);
     qp->max_send_wr  = wq / wqe;
+    qp->sq_wqe_cnt   = wq / EMU_WQE_BB;
     qp->max_send_sge = cap->max_send_sge;
     qp->max_inline   = wqe - ovh - EMU_SEG_INL_HDR;
     if ((qp->max_send_wr > caps->max_qp_wr) ||
@@ -655,6 +656,12 @@ int ibv_destroy_qp(struct ibv_qp *ibqp)
     emu_dev_t *dev = qp->ctx->dev;
     int ret;
 
+    if (qp->raw_sq != NULL) {
+        /* the engine lets go of its memory first */
+        pthread_mutex_lock(&emu_raw_lock);
+        emu_raw_qp_free(qp);
+        pthread_mutex_unlock(&emu_raw_lock);
+    }
     if (qp->soft != NULL) {
         ret = dcx_qp_destroy(qp->soft);
         if (ret != 0) {

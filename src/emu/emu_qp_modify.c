@@ -10,7 +10,7 @@
  * the missing or extra bits.  The current state is the device's: a DCI
  * that an error completion moved to ERR is in ERR whatever qp->state says.
  */
-#include "emu/emu.h"
+#include "emu/emu_raw.h"
 #include "soft/dcx_soft.h"
 
 #include <errno.h>
@@ -174,6 +174,9 @@ static int emu_qp_to_reset(emu_qp_t *qp)
     ret = dcx_qp_recover(qp->soft); /* drops the soft CQ's entries too */
     if (ret != 0) {
         return ret;
+    }
+    if (qp->raw_sq != NULL) {
+        emu_raw_sq_reset(qp); /* the queue's indices start over */
     }
     emu_cq_purge(qp->send_cq, qp->qpx.qp_base.qp_num);
     if (qp->recv_cq != qp->send_cq) {

@@ -29,7 +29,7 @@
  * failed.  Not modelled: moving an RC QP to ERR does not flush its own
  * receive queue, and RESET does not empty it.
  */
-#include "emu/emu.h"
+#include "emu/emu_raw.h"
 #include "soft/dcx_soft.h"
 
 #include <errno.h>
@@ -333,6 +333,13 @@ static int emu_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
                   dc               ? "a DC QP: use an SRQ" :
                   (qp->rq == NULL) ? "it receives from an SRQ" :
                                      "created with max_recv_wr 0");
+        *bad_wr = wr;
+        return EINVAL;
+    }
+    if (qp->rq->raw != NULL) {
+        emu_error("%s: qp 0x%x: ibv_post_recv: the receive queue's memory "
+                  "was taken (mlx5dv_init_obj): post WQEs there",
+                  ibqp->context->device->name, ibqp->qp_num);
         *bad_wr = wr;
         return EINVAL;
     }

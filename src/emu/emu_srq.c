@@ -8,7 +8,7 @@
  * kernel reports what it allocated.  Not modelled (EOPNOTSUPP): tag
  * matching and XRC SRQs, the SRQ limit event and resizing.
  */
-#include "emu/emu.h"
+#include "emu/emu_raw.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -171,6 +171,13 @@ int ibv_destroy_srq(struct ibv_srq *ibsrq)
     emu_srq_t *srq = (emu_srq_t *)ibsrq;
     int ret;
 
+    if ((__atomic_load_n(&srq->refs, __ATOMIC_ACQUIRE) == 0) &&
+        (srq->raw != NULL)) {
+        /* the engine lets go of its memory first */
+        pthread_mutex_lock(&emu_raw_lock);
+        emu_raw_srq_free(srq);
+        pthread_mutex_unlock(&emu_raw_lock);
+    }
     if (__atomic_load_n(&srq->refs, __ATOMIC_ACQUIRE) != 0) {
         emu_error("%s: destroy_srq: %u DCTs still use it",
                   ibsrq->context->device->name, srq->refs);

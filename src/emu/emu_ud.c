@@ -26,7 +26,7 @@
  * QP number, which its datagrams name.  A UD QP on an SRQ reports no GRH
  * flag and source LID 0.
  */
-#include "emu/emu.h"
+#include "emu/emu_raw.h"
 #include "soft/dcx_soft.h"
 
 #include <errno.h>
@@ -34,7 +34,6 @@
 #include <string.h>
 
 #define EMU_GRH_LEN     40u
-#define EMU_UD_KEY_TAG  0x5544000000000000ull /* "UD": no DC or RC key */
 #define EMU_UD_MTU      4096u
 #define EMU_UD_QKEY_OWN 0x80000000u     /* the WR's high bit: the QP's Q_Key */
 #define EMU_BTH_DETH    (12u + 8u + 4u) /* GRH payload length overhead */
@@ -44,15 +43,10 @@ typedef struct emu_ud_recv {
     uint64_t grh; /* address of the buffer's first 40 bytes; 0: none */
 } emu_ud_recv_t;
 
-static uint64_t emu_ud_key(uint32_t qkey)
-{
-    return EMU_UD_KEY_TAG | qkey;
-}
-
 /* The key of a closed responder: no Q_Key makes it */
 static uint64_t emu_ud_closed_key(void)
 {
-    return EMU_UD_KEY_TAG - 1;
+    return emu_ud_key(0) - 1;
 }
 
 int emu_ud_init(emu_qp_t *qp, struct ibv_qp_init_attr_ex *attr,
@@ -222,22 +216,16 @@ int emu_ud_post_recv(emu_qp_t *qp, struct ibv_recv_wr *wr,
     return ret;
 }
 
-void emu_ud_recv_done(emu_qp_t *qp, dcx_wc_t *wc, emu_wc_ext_t *ext)
+/* What the first 40 bytes of a receive (at addr; 0: none) say */
+static void emu_ud_ext(uint64_t addr, emu_wc_ext_t *ext)
 {
-    const emu_ud_recv_t *r;
-    const uint8_t *grh;
-    uint64_t guid = 0;
+    const uint8_t *grh = (const uint8_t *)(uintptr_t)addr;
+    uint64_t guid      = 0;
     int i;
 
-    if (qp->ud_recv == NULL) {
-        return; /* on an SRQ: its wr_id is the application's */
-    }
-    r         = &qp->ud_recv[wc->wr_id % qp->rq->max_wr];
-    wc->wr_id = r->wr_id;
-    if ((wc->status != DCX_WC_SUCCESS) || (r->grh == 0)) {
+    if (addr == 0) {
         return;
     }
-    grh = (const uint8_t *)(uintptr_t)r->grh;
     for (i = 0; i < 8; ++i) {
         guid = (guid << 8) | grh[16 + i];
     }
@@ -245,4 +233,56 @@ void emu_ud_recv_done(emu_qp_t *qp, dcx_wc_t *wc, emu_wc_ext_t *ext)
         ext->slid = (uint16_t)(guid >> 8);
     }
     ext->grh = ((grh[0] >> 4) == 6);
+}
+
+void emu_ud_recv_done(emu_qp_t *qp, dcx_wc_t *wc, emu_wc_ext_t *ext)
+{
+    const emu_ud_recv_t *r;
+
+    if (qp->ud_recv == NULL) {
+        return; /* on an SRQ: its wr_id is the application's */
+    }
+    r         = &qp->ud_recv[wc->wr_id % qp->rq->max_wr];
+    wc->wr_id = r->wr_id;
+    if (wc->status == DCX_WC_SUCCESS) {
+        emu_ud_ext(r->grh, ext);
+    }
+}
+
+bool emu_ud_raw_grh(emu_qp_t *qp, dcx_send_wr_t *wr, dcx_sge_t *sge,
+                    uint8_t *inl, uint16_t idx)
+{
+    const emu_ah_t *ah = (const emu_ah_t *)qp->raw_sq->last_ah;
+    uint32_t len       = 0, i, slot;
+
+    for (i = 0; i < wr->num_sge; ++i) {
+        len += sge[1 + i].length;
+    }
+    if ((len > EMU_UD_MTU) || (ah == NULL)) {
+        return false;
+    }
+    if (wr->flags & DCX_SEND_INLINE) {
+        /* the inline data follows the GRH in one buffer */
+        emu_ud_grh(qp, ah, len, inl);
+        sge[0].addr   = (uintptr_t)inl;
+        sge[0].length = EMU_GRH_LEN + len;
+        sge[0].lkey   = 0;
+        wr->num_sge   = 1;
+    } else {
+        slot = idx & (qp->raw_sq->wqe_cnt - 1);
+        emu_ud_grh(qp, ah, len, qp->ud_grh + (size_t)slot * EMU_GRH_LEN);
+        sge[0].addr   = (uintptr_t)(qp->ud_grh + (size_t)slot * EMU_GRH_LEN);
+        sge[0].length = EMU_GRH_LEN;
+        sge[0].lkey   = qp->ud_grh_mr->lkey;
+        wr->num_sge   = (uint8_t)(wr->num_sge + 1);
+    }
+    wr->sg_list = sge;
+    return true;
+}
+
+void emu_ud_raw_recv(emu_qp_t *qp, uint16_t idx, emu_wc_ext_t *ext)
+{
+    struct emu_raw_rq *rq = qp->rq->raw;
+
+    emu_ud_ext(rq->grh[idx & (rq->wqe_cnt - 1)], ext);
 }

@@ -10,7 +10,6 @@
 #include "emu/emu_unsup.h"
 
 EMU_UNSUP_COMPAT_INT(mlx5dv_init_obj, MLX5_1_0, MLX5_1.0)
-EMU_UNSUP_PTR(mlx5dv_create_cq)
 EMU_UNSUP_PTR(mlx5dv_alloc_dm)
 EMU_UNSUP_PTR(mlx5dv_dr_action_create_dest_ibv_qp)
 EMU_UNSUP_PTR(mlx5dv_dr_action_create_dest_table)
@@ -69,7 +68,6 @@ EMU_UNSUP_INT(mlx5dv_reserved_qpn_dealloc)
 EMU_UNSUP_INT(_mlx5dv_query_port)
 EMU_UNSUP_PTR(mlx5dv_devx_umem_reg_ex)
 EMU_UNSUP_PTR(mlx5dv_dm_map_op_addr)
-EMU_UNSUP_INT(mlx5dv_init_obj)
 EMU_UNSUP_INT(mlx5dv_set_context_attr)
 EMU_UNSUP_INT(_mlx5dv_mkey_check)
 EMU_UNSUP_VOID(mlx5dv_dr_domain_allow_duplicate_rules)

@@ -608,6 +608,12 @@ static int emu_wr_check(emu_qp_t *qp)
     if (qp->batch_err != 0) {
         return qp->batch_err; /* logged when it happened */
     }
+    if (qp->raw_sq != NULL) {
+        emu_error("%s: qp 0x%x: the send queue's memory was taken "
+                  "(mlx5dv_init_obj): post WQEs there",
+                  name, qp->qpx.qp_base.qp_num);
+        return EINVAL;
+    }
     if ((w != NULL) && !emu_wr_done(qp, w)) {
         emu_wr_fail(qp, EINVAL,
                     "left without its %s setter at "

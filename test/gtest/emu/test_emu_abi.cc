@@ -130,8 +130,15 @@ TEST_F(emu_test, not_modelled_bad_flow)
 
     memset(&obj, 0, sizeof(obj));
     {
+        /* an object type the emulation does not give out */
         log_capture log;
-        EXPECT_EQ(EOPNOTSUPP, mlx5dv_init_obj(&obj, MLX5DV_OBJ_QP));
+        EXPECT_EQ(EOPNOTSUPP, mlx5dv_init_obj(&obj, MLX5DV_OBJ_RWQ));
+        EXPECT_EQ(1u, log.count());
+    }
+    {
+        /* no object where one is asked for */
+        log_capture log;
+        EXPECT_EQ(EINVAL, mlx5dv_init_obj(&obj, MLX5DV_OBJ_QP));
         EXPECT_EQ(1u, log.count());
     }
     {

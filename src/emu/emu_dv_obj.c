@@ -1,0 +1,423 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Emulated ConnectX: mlx5dv_init_obj and mlx5dv_create_cq, which give an
+ * application the memory of its queues (emu_raw.h).
+ *
+ * The layout is libmlx5's: a send queue of 64-byte basic blocks, as many
+ * as a power of 2 of the queue's size in bytes; a receive queue of WQEs
+ * of a power-of-2 stride (16 bytes a scatter entry); an SRQ of WQEs led
+ * by a next segment, linked in order, head 0 and tail the last; a CQ of
+ * a power of 2 of CQEs above the requested count, each 64 bytes (or 128
+ * through mlx5dv_create_cq), marked invalid; doorbell records of two
+ * 32-bit words; a UAR page per context whose BlueFlame registers are at
+ * 0x800 and 0x900, and the CQ doorbell at 0x20.  Asking twice gives the
+ * same memory.  Once a QP's, CQ's or SRQ's memory is given out the device
+ * engine serves it (emu_raw.c) and the verbs post and poll calls on it
+ * are refused: the application posts and polls through the memory.
+ */
+#include "emu/emu_dv.h"
+#include "emu/emu_raw.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define EMU_DV_OBJS                                                   \
+    (MLX5DV_OBJ_QP | MLX5DV_OBJ_CQ | MLX5DV_OBJ_SRQ | MLX5DV_OBJ_AH | \
+     MLX5DV_OBJ_PD)
+
+static uint32_t emu_dv_pow2(uint32_t v)
+{
+    uint32_t p = 1;
+
+    while (p < v) {
+        p <<= 1;
+    }
+    return p;
+}
+
+/* Zeroed, page-aligned queue memory (NULL, logged, when there is none) */
+static void *emu_dv_alloc(size_t len, const char *what)
+{
+    void *p = NULL;
+
+    if ((posix_memalign(&p, EMU_RAW_PAGE, len) != 0) || (p == NULL)) {
+        emu_error("mlx5dv_init_obj: no memory for %s (%zu bytes)", what, len);
+        return NULL;
+    }
+    memset(p, 0, len);
+    return p;
+}
+
+/* A receive queue's memory: an SRQ's (linked) or a QP's own */
+static struct emu_raw_rq *emu_dv_rq(emu_srq_t *srq, uint32_t wqes, bool linked,
+                                    volatile __be32 *dbrec)
+{
+    struct emu_raw_rq *rq = calloc(1, sizeof(*rq));
+    struct mlx5_wqe_srq_next_seg *next;
+    uint32_t i, seg = linked ? 16 : 0;
+
+    if (rq == NULL) {
+        return NULL;
+    }
+    rq->wqe_cnt = emu_dv_pow2(wqes);
+    rq->max_sge = srq->max_sge;
+    rq->stride  = emu_dv_pow2(seg + 16 * rq->max_sge);
+    rq->stride  = (rq->stride < 16) ? 16 : rq->stride;
+    rq->linked  = linked;
+    rq->dbrec   = dbrec;
+    rq->buf     = emu_dv_alloc((size_t)rq->wqe_cnt * rq->stride, "an RQ");
+    if (rq->buf == NULL) {
+        free(rq);
+        return NULL;
+    }
+    for (i = 0; linked && (i < rq->wqe_cnt); ++i) {
+        next                 = (void *)(rq->buf + (size_t)i * rq->stride);
+        next->next_wqe_index = htobe16((uint16_t)((i + 1) & (rq->wqe_cnt - 1)));
+    }
+    return rq;
+}
+
+static void emu_dv_rq_free(struct emu_raw_rq *rq)
+{
+    if (rq != NULL) {
+        free(rq->grh);
+        free(rq->buf);
+        free(rq);
+    }
+}
+
+/* A UD QP's GRH slots, one per basic block of its raw send queue */
+static int emu_dv_ud_slots(emu_qp_t *qp, uint32_t wqe_cnt)
+{
+    size_t len = (size_t)wqe_cnt * 40;
+    dcx_mr_t *mr;
+    uint8_t *buf;
+    int ret;
+
+    if (wqe_cnt <= qp->max_send_wr) {
+        return 0; /* the verbs path's are enough */
+    }
+    buf = calloc(1, len);
+    if (buf == NULL) {
+        return ENOMEM;
+    }
+    ret = dcx_mr_reg(qp->pd->soft, buf, len, DCX_ACCESS_LOCAL_WRITE, &mr);
+    if (ret != 0) {
+        free(buf);
+        return ret;
+    }
+    dcx_mr_dereg(qp->ud_grh_mr);
+    free(qp->ud_grh);
+    qp->ud_grh    = buf;
+    qp->ud_grh_mr = mr;
+    return 0;
+}
+
+static int emu_dv_qp_make(emu_qp_t *qp)
+{
+    struct emu_raw_sq *sq;
+    volatile __be32 *db;
+    int ret;
+
+    sq = calloc(1, sizeof(*sq));
+    db = emu_dv_alloc(64, "a doorbell record");
+    if ((sq == NULL) || (db == NULL)) {
+        free(sq);
+        free((void *)db);
+        return ENOMEM;
+    }
+    sq->wqe_cnt = qp->sq_wqe_cnt;
+    sq->dbrec   = db;
+    sq->buf     = emu_dv_alloc((size_t)sq->wqe_cnt * MLX5_SEND_WQE_BB, "an SQ");
+    sq->uar     = emu_raw_uar(qp->ctx);
+    ret         = ((sq->buf == NULL) || (sq->uar == NULL)) ? ENOMEM : 0;
+    if ((ret == 0) && (qp->kind == EMU_QP_UD)) {
+        ret = emu_dv_ud_slots(qp, sq->wqe_cnt);
+    }
+    if ((ret == 0) && (qp->rq != NULL) && (qp->rq_max_wr > 0) &&
+        (qp->rq->raw == NULL)) {
+        qp->rq->raw = emu_dv_rq(qp->rq, qp->rq_max_wr, false,
+                                &db[MLX5_RCV_DBR]);
+        ret         = (qp->rq->raw == NULL) ? ENOMEM : 0;
+        if ((ret == 0) && (qp->kind == EMU_QP_UD)) {
+            qp->rq->raw->grh = calloc(qp->rq->raw->wqe_cnt, sizeof(uint64_t));
+            ret              = (qp->rq->raw->grh == NULL) ? ENOMEM : 0;
+        }
+        if (ret == 0) {
+            ret = emu_raw_add_rq(qp->rq);
+        }
+    }
+    qp->raw_sq = sq;
+    if (ret == 0) {
+        ret = emu_raw_add_sq(qp);
+    }
+    if (ret != 0) {
+        emu_raw_qp_free(qp);
+    }
+    return ret;
+}
+
+static int emu_dv_qp(struct mlx5dv_qp *out, struct ibv_qp *ibqp)
+{
+    emu_qp_t *qp = emu_qp(ibqp);
+    int ret      = 0;
+
+    if ((qp->kind == EMU_QP_DCT) || (qp->sq_wqe_cnt == 0)) {
+        emu_error("%s: mlx5dv_init_obj: qp 0x%x has no send queue to give "
+                  "(a DCT)",
+                  ibqp->context->device->name, ibqp->qp_num);
+        return EINVAL;
+    }
+    if (qp->raw_sq == NULL) {
+        ret = emu_dv_qp_make(qp);
+        if (ret != 0) {
+            return ret;
+        }
+    }
+    out->dbrec      = (__be32 *)qp->raw_sq->dbrec;
+    out->sq.buf     = qp->raw_sq->buf;
+    out->sq.wqe_cnt = qp->raw_sq->wqe_cnt;
+    out->sq.stride  = MLX5_SEND_WQE_BB;
+    if ((qp->rq != NULL) && (qp->rq->raw != NULL) && (qp->rq_max_wr > 0)) {
+        out->rq.buf     = qp->rq->raw->buf;
+        out->rq.wqe_cnt = qp->rq->raw->wqe_cnt;
+        out->rq.stride  = qp->rq->raw->stride;
+    } else {
+        out->rq.buf     = NULL;
+        out->rq.wqe_cnt = 0;
+        out->rq.stride  = 0;
+    }
+    out->bf.reg          = qp->raw_sq->uar + EMU_RAW_BF_OFF;
+    out->bf.size         = EMU_RAW_BF_SIZE;
+    out->comp_mask       = 0; /* no UAR mmap offset, TIR/TIS or handles */
+    out->uar_mmap_offset = 0;
+    return 0;
+}
+
+static int emu_dv_cq(struct mlx5dv_cq *out, struct ibv_cq *ibcq)
+{
+    emu_cq_t *cq          = emu_cq(ibcq);
+    struct emu_raw_cq *rc = cq->raw;
+    struct mlx5_cqe64 *cqe;
+    uint32_t i;
+    int ret;
+
+    if (rc == NULL) {
+        rc = calloc(1, sizeof(*rc));
+        if (rc == NULL) {
+            return ENOMEM;
+        }
+        rc->cqe_cnt  = emu_dv_pow2((uint32_t)ibcq->cqe + 1);
+        rc->cqe_size = cq->cqe_size ? cq->cqe_size : 64;
+        rc->buf      = emu_dv_alloc((size_t)rc->cqe_cnt * rc->cqe_size, "a CQ");
+        rc->dbrec    = emu_dv_alloc(64, "a doorbell record");
+        rc->uar      = emu_raw_uar(emu_ctx(ibcq->context));
+        if ((rc->buf == NULL) || (rc->dbrec == NULL) || (rc->uar == NULL)) {
+            free(rc->buf);
+            free((void *)rc->dbrec);
+            free(rc);
+            return ENOMEM;
+        }
+        for (i = 0; i < rc->cqe_cnt; ++i) {
+            cqe = (void *)(rc->buf + (size_t)i * rc->cqe_size + rc->cqe_size -
+                           sizeof(*cqe));
+            cqe->op_own = MLX5_CQE_INVALID << 4;
+        }
+        emu_raw_cq_init(rc);
+        cq->raw = rc;
+        ret     = emu_raw_add_cq(cq);
+        if (ret != 0) {
+            emu_raw_cq_free(cq);
+            return ret;
+        }
+    }
+    out->buf       = rc->buf;
+    out->dbrec     = (__be32 *)rc->dbrec;
+    out->cqe_cnt   = rc->cqe_cnt;
+    out->cqe_size  = rc->cqe_size;
+    out->cq_uar    = rc->uar;
+    out->cqn       = cq->cqn;
+    out->comp_mask = 0;
+    return 0;
+}
+
+static int emu_dv_srq(struct mlx5dv_srq *out, struct ibv_srq *ibsrq)
+{
+    emu_srq_t *srq = (emu_srq_t *)ibsrq;
+    volatile __be32 *db;
+    int ret;
+
+    if (srq->raw == NULL) {
+        db = emu_dv_alloc(64, "a doorbell record");
+        if (db == NULL) {
+            return ENOMEM;
+        }
+        srq->raw = emu_dv_rq(srq, srq->max_wr + 1, true, db);
+        if (srq->raw == NULL) {
+            free((void *)db);
+            return ENOMEM;
+        }
+        srq->raw_db = db;
+        ret         = emu_raw_add_rq(srq);
+        if (ret != 0) {
+            emu_raw_srq_free(srq);
+            return ret;
+        }
+    }
+    out->buf    = srq->raw->buf;
+    out->dbrec  = (__be32 *)srq->raw->dbrec;
+    out->stride = srq->raw->stride;
+    out->head   = 0;
+    out->tail   = srq->raw->wqe_cnt - 1;
+    if (out->comp_mask & MLX5DV_SRQ_MASK_SRQN) {
+        out->srqn      = srq->srqn;
+        out->comp_mask = MLX5DV_SRQ_MASK_SRQN;
+    } else {
+        out->comp_mask = 0;
+    }
+    return 0;
+}
+
+int dcx_emu_mlx5dv_init_obj(struct mlx5dv_obj *obj, uint64_t obj_type)
+{
+    int ret = 0;
+
+    if (obj_type & ~(uint64_t)EMU_DV_OBJS) {
+        emu_error("mlx5dv_init_obj: object types 0x%llx are not modelled "
+                  "(RWQ, DM)",
+                  (unsigned long long)(obj_type & ~(uint64_t)EMU_DV_OBJS));
+        return EOPNOTSUPP;
+    }
+    if (((obj_type & MLX5DV_OBJ_QP) &&
+         ((obj->qp.in == NULL) || (obj->qp.out == NULL) ||
+          (emu_ctx_check(obj->qp.in->context, "mlx5dv_init_obj") == NULL))) ||
+        ((obj_type & MLX5DV_OBJ_CQ) &&
+         ((obj->cq.in == NULL) || (obj->cq.out == NULL) ||
+          (emu_ctx_check(obj->cq.in->context, "mlx5dv_init_obj") == NULL))) ||
+        ((obj_type & MLX5DV_OBJ_SRQ) &&
+         ((obj->srq.in == NULL) || (obj->srq.out == NULL) ||
+          (emu_ctx_check(obj->srq.in->context, "mlx5dv_init_obj") == NULL))) ||
+        ((obj_type & MLX5DV_OBJ_AH) &&
+         ((obj->ah.in == NULL) || (obj->ah.out == NULL) ||
+          (emu_ctx_check(obj->ah.in->context, "mlx5dv_init_obj") == NULL))) ||
+        ((obj_type & MLX5DV_OBJ_PD) &&
+         ((obj->pd.in == NULL) || (obj->pd.out == NULL) ||
+          (emu_ctx_check(obj->pd.in->context, "mlx5dv_init_obj") == NULL)))) {
+        emu_error("mlx5dv_init_obj: an object asked for (types 0x%llx) is "
+                  "missing or not of the emulation",
+                  (unsigned long long)obj_type);
+        return EINVAL;
+    }
+    pthread_mutex_lock(&emu_raw_lock);
+    if ((ret == 0) && (obj_type & MLX5DV_OBJ_QP)) {
+        ret = emu_dv_qp(obj->qp.out, obj->qp.in);
+    }
+    if ((ret == 0) && (obj_type & MLX5DV_OBJ_CQ)) {
+        ret = emu_dv_cq(obj->cq.out, obj->cq.in);
+    }
+    if ((ret == 0) && (obj_type & MLX5DV_OBJ_SRQ)) {
+        ret = emu_dv_srq(obj->srq.out, obj->srq.in);
+    }
+    if ((ret == 0) && (obj_type & MLX5DV_OBJ_AH)) {
+        obj->ah.out->av        = &((emu_ah_t *)obj->ah.in)->av;
+        obj->ah.out->comp_mask = 0;
+    }
+    if ((ret == 0) && (obj_type & MLX5DV_OBJ_PD)) {
+        obj->pd.out->pdn       = emu_pd(obj->pd.in)->pdn;
+        obj->pd.out->comp_mask = 0;
+    }
+    pthread_mutex_unlock(&emu_raw_lock);
+    return ret;
+}
+
+struct ibv_cq_ex *
+dcx_emu_mlx5dv_create_cq(struct ibv_context *context,
+                         struct ibv_cq_init_attr_ex *cq_attr,
+                         struct mlx5dv_cq_init_attr *mlx5_cq_attr)
+{
+    uint64_t mask = (mlx5_cq_attr != NULL) ? mlx5_cq_attr->comp_mask : 0;
+    struct ibv_cq_ex *cqx;
+    uint32_t size = 64;
+
+    if ((context == NULL) || (emu_dev_of(context->device) == NULL)) {
+        emu_error("mlx5dv_create_cq: context %p is not of the emulation",
+                  (void *)context);
+        errno = EOPNOTSUPP;
+        return NULL;
+    }
+    if (mask & ~(uint64_t)MLX5DV_CQ_INIT_ATTR_MASK_CQE_SIZE) {
+        emu_error("%s: mlx5dv_create_cq: comp_mask 0x%llx asks for CQE "
+                  "compression or flags, not modelled",
+                  context->device->name, (unsigned long long)mask);
+        errno = EOPNOTSUPP;
+        return NULL;
+    }
+    if (mask & MLX5DV_CQ_INIT_ATTR_MASK_CQE_SIZE) {
+        size = mlx5_cq_attr->cqe_size;
+        if ((size != 64) && (size != 128)) {
+            emu_error("%s: mlx5dv_create_cq: CQE size %u (64 or 128)",
+                      context->device->name, size);
+            errno = EINVAL;
+            return NULL;
+        }
+    }
+    cqx = ibv_create_cq_ex(context, cq_attr);
+    if (cqx != NULL) {
+        ((emu_cq_t *)cqx)->cqe_size = (uint16_t)size;
+    }
+    return cqx;
+}
+
+void emu_raw_qp_free(emu_qp_t *qp)
+{
+    struct emu_raw_sq *sq = qp->raw_sq;
+    unsigned i;
+
+    if (sq == NULL) {
+        return;
+    }
+    emu_raw_del_sq(qp);
+    if ((qp->rq != NULL) && (qp->rq->raw != NULL)) {
+        emu_raw_del_rq(qp->rq);
+        emu_dv_rq_free(qp->rq->raw);
+        qp->rq->raw = NULL;
+    }
+    for (i = 0; i < 64; ++i) {
+        if (sq->ahs[i] != NULL) {
+            ibv_destroy_ah(sq->ahs[i]);
+        }
+    }
+    if (sq->scratch_mr != NULL) {
+        dcx_mr_dereg(sq->scratch_mr);
+    }
+    free(sq->scratch);
+    free(sq->buf);
+    free((void *)sq->dbrec);
+    free(sq);
+    qp->raw_sq = NULL;
+}
+
+void emu_raw_cq_free(emu_cq_t *cq)
+{
+    if (cq->raw == NULL) {
+        return;
+    }
+    emu_raw_del_cq(cq);
+    free(cq->raw->buf);
+    free((void *)cq->raw->dbrec);
+    free(cq->raw);
+    cq->raw = NULL;
+}
+
+void emu_raw_srq_free(emu_srq_t *srq)
+{
+    if (srq->raw == NULL) {
+        return;
+    }
+    emu_raw_del_rq(srq);
+    emu_dv_rq_free(srq->raw);
+    free((void *)srq->raw_db);
+    srq->raw    = NULL;
+    srq->raw_db = NULL;
+}

@@ -1,0 +1,395 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Emulated ConnectX: the device engine of raw queues (emu_raw.h).
+ *
+ * A ConnectX learns of new send WQEs when software writes the UAR page
+ * (a doorbell, or a BlueFlame copy of the WQE) after updating the doorbell
+ * record.  Here a context's UAR page is ordinary memory mapped read-only:
+ * the first store to it faults, and the SIGSEGV handler makes the page
+ * writable, wakes the engine thread and returns, so that the store
+ * completes.  The engine takes every WQE the doorbell records announce,
+ * and before it sleeps makes the pages read-only again and looks at the
+ * records once more (a store made while a page was writable had its
+ * record written first, so the look finds it).  A fault not on a UAR page
+ * goes to the handler installed before ours.
+ *
+ * The engine thread sleeps on an epoll set over an eventfd (doorbells,
+ * and the soft SRQs' watches: a message that found no receive) and the
+ * soft completion channels of the devices' raw CQs (armed before it
+ * sleeps: a completion wakes it).  It never spins: with nothing to do it
+ * sleeps until one of those says there is.  One engine serves every raw
+ * object of the process, under emu_raw_lock.
+ */
+#include "emu/emu_raw.h"
+#include "soft/dcx_soft.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#define EMU_RAW_MAX_UARS 64
+#define EMU_RAW_LOOK_NS  20000 /* between looks while requests are out */
+
+pthread_mutex_t emu_raw_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static struct {
+    bool started;
+    pthread_t thread;
+    int efd;  /* doorbells and watches */
+    int epfd; /* efd and the raw CQ channels */
+    struct emu_raw_sq *sqs;
+    struct emu_raw_rq *rqs;
+    struct emu_raw_cq *cqs;
+    /* the UAR pages, read by the signal handler without a lock: a slot is
+     * written before the count that covers it */
+    uint8_t *uars[EMU_RAW_MAX_UARS];
+    volatile int uar_open[EMU_RAW_MAX_UARS];
+    unsigned num_uars;
+    struct sigaction old_segv;
+} emu_raw;
+
+static void emu_raw_wake(void)
+{
+    uint64_t one = 1;
+
+    /* nothing to do about a failure: the counter cannot overflow here */
+    (void)!write(emu_raw.efd, &one, sizeof(one));
+}
+
+/* A store to a UAR page: the page writable, the engine woken */
+static void emu_raw_segv(int sig, siginfo_t *si, void *uc)
+{
+    uint8_t *page = (uint8_t *)((uintptr_t)si->si_addr & ~(uintptr_t)4095);
+    unsigned i, n = __atomic_load_n(&emu_raw.num_uars, __ATOMIC_ACQUIRE);
+
+    for (i = 0; i < n; ++i) {
+        if (emu_raw.uars[i] == page) {
+            mprotect(page, EMU_RAW_PAGE, PROT_READ | PROT_WRITE);
+            emu_raw.uar_open[i] = 1;
+            emu_raw_wake();
+            return;
+        }
+    }
+    if (emu_raw.old_segv.sa_flags & SA_SIGINFO) {
+        emu_raw.old_segv.sa_sigaction(sig, si, uc);
+    } else if ((emu_raw.old_segv.sa_handler == SIG_DFL) ||
+               (emu_raw.old_segv.sa_handler == SIG_IGN)) {
+        signal(sig, SIG_DFL); /* the store faults again, as it would have */
+    } else {
+        emu_raw.old_segv.sa_handler(sig);
+    }
+}
+
+/* Makes the open UAR pages read-only again; 1 if one was open */
+static int emu_raw_close_uars(void)
+{
+    unsigned i;
+    int any = 0;
+
+    for (i = 0; i < emu_raw.num_uars; ++i) {
+        if (emu_raw.uar_open[i]) {
+            emu_raw.uar_open[i] = 0;
+            mprotect(emu_raw.uars[i], EMU_RAW_PAGE, PROT_READ);
+            any = 1;
+        }
+    }
+    return any;
+}
+
+/* One look at everything; how much was done (emu_raw_lock held) */
+static unsigned emu_raw_pass(void)
+{
+    struct emu_raw_sq *sq;
+    struct emu_raw_rq *rq;
+    struct emu_raw_cq *cq;
+    unsigned n = 0;
+
+    for (rq = emu_raw.rqs; rq != NULL; rq = rq->next) {
+        n += emu_raw_rq_run(rq);
+    }
+    for (sq = emu_raw.sqs; sq != NULL; sq = sq->next) {
+        n += emu_raw_sq_run(sq->qp);
+    }
+    for (cq = emu_raw.cqs; cq != NULL; cq = cq->next) {
+        n += emu_raw_cq_run(cq->cq);
+    }
+    return n;
+}
+
+/* Before sleeping: every raw CQ's soft CQ armed on its device's channel
+ * (a completion, or one held now, wakes the engine) */
+static void emu_raw_arm(void)
+{
+    struct emu_raw_cq *cq;
+
+    for (cq = emu_raw.cqs; cq != NULL; cq = cq->next) {
+        dcx_cq_req_notify(cq->cq->soft);
+    }
+}
+
+/* The events of the channels that woke us, collected (their CQs are
+ * drained by the next pass anyway) */
+static void emu_raw_collect(struct epoll_event *ev, int n)
+{
+    dcx_comp_channel_t *ch;
+    uint64_t count;
+    dcx_cq_t *cq;
+    int i;
+
+    for (i = 0; i < n; ++i) {
+        if (ev[i].data.ptr == NULL) {
+            (void)!read(emu_raw.efd, &count, sizeof(count));
+            continue;
+        }
+        ch = ev[i].data.ptr;
+        while (dcx_comp_channel_get_event(ch, &cq) == 0) {
+            /* collected (and acknowledged): the pass drains its CQ */
+        }
+    }
+}
+
+/* Whether a send queue waits for a completion the soft device gives
+ * when polled (its requests are in flight) */
+static bool emu_raw_waiting(void)
+{
+    struct emu_raw_sq *sq;
+
+    for (sq = emu_raw.sqs; sq != NULL; sq = sq->next) {
+        if (sq->waiting && (sq->qp->soft->state != DCX_QPS_ERR)) {
+            return true;
+        }
+    }
+    return false;
+}
+
+static void *emu_raw_thread(void *arg)
+{
+    const struct timespec look = {0, EMU_RAW_LOOK_NS};
+    struct epoll_event ev[8];
+    bool waiting;
+    int n;
+
+    (void)arg;
+    pthread_mutex_lock(&emu_raw_lock);
+    for (;;) {
+        if (emu_raw_pass() != 0) {
+            continue;
+        }
+
+        /* doorbells from here on fault again; one that came before is
+         * in its record, which the pass below finds */
+        if (emu_raw_close_uars() && (emu_raw_pass() != 0)) {
+            continue;
+        }
+        emu_raw_arm();
+        /* with requests in flight, a look every EMU_RAW_LOOK_NS: their
+         * acknowledgement may come without a wake-up (the soft device
+         * completes them when polled); with none, until woken */
+        waiting = emu_raw_waiting();
+        pthread_mutex_unlock(&emu_raw_lock);
+        n = epoll_pwait2(emu_raw.epfd, ev, 8, waiting ? &look : NULL, NULL);
+        pthread_mutex_lock(&emu_raw_lock);
+        if (n > 0) {
+            emu_raw_collect(ev, n);
+        } else if ((n < 0) && (errno != EINTR)) {
+            emu_error("raw queues: epoll_wait failed: %s; the engine stops",
+                      strerror(errno));
+            break;
+        }
+    }
+    pthread_mutex_unlock(&emu_raw_lock);
+    return NULL;
+}
+
+/* The engine, started at the first raw object (emu_raw_lock held) */
+static int emu_raw_start(void)
+{
+    struct epoll_event ev = {.events = EPOLLIN, .data.ptr = NULL};
+    struct sigaction sa;
+    sigset_t all, old;
+    int ret;
+
+    if (emu_raw.started) {
+        return 0;
+    }
+    emu_raw.efd  = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    emu_raw.epfd = epoll_create1(EPOLL_CLOEXEC);
+    if ((emu_raw.efd < 0) || (emu_raw.epfd < 0) ||
+        (epoll_ctl(emu_raw.epfd, EPOLL_CTL_ADD, emu_raw.efd, &ev) != 0)) {
+        ret = errno;
+        emu_error("raw queues: cannot make the engine's fds: %s",
+                  strerror(ret));
+        return ret;
+    }
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_sigaction = emu_raw_segv;
+    sa.sa_flags     = SA_SIGINFO | SA_ONSTACK | SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    if (sigaction(SIGSEGV, &sa, &emu_raw.old_segv) != 0) {
+        ret = errno;
+        emu_error("raw queues: cannot take SIGSEGV for doorbells: %s",
+                  strerror(ret));
+        return ret;
+    }
+    /* the engine takes no signal of the application's */
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    ret = pthread_create(&emu_raw.thread, NULL, emu_raw_thread, NULL);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (ret != 0) {
+        emu_error("raw queues: cannot start the engine thread: %s",
+                  strerror(ret));
+        return ret;
+    }
+    pthread_detach(emu_raw.thread);
+    emu_raw.started = true;
+    return 0;
+}
+
+int emu_raw_wake_fd(void)
+{
+    return emu_raw.efd;
+}
+
+void emu_raw_kick(void)
+{
+    if (emu_raw.started) {
+        emu_raw_wake();
+    }
+}
+
+uint8_t *emu_raw_uar(emu_ctx_t *ctx)
+{
+    uint8_t *page;
+
+    if (ctx->uar != NULL) {
+        return ctx->uar;
+    }
+    if (emu_raw.num_uars == EMU_RAW_MAX_UARS) {
+        emu_error("%s: raw queues: %u UAR pages in use, no more",
+                  ctx->dev->ibdev.name, EMU_RAW_MAX_UARS);
+        errno = ENOMEM;
+        return NULL;
+    }
+    page = mmap(NULL, EMU_RAW_PAGE, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1,
+                0);
+    if (page == MAP_FAILED) {
+        emu_error("%s: raw queues: cannot map a UAR page: %s",
+                  ctx->dev->ibdev.name, strerror(errno));
+        return NULL;
+    }
+    emu_raw.uars[emu_raw.num_uars] = page;
+    __atomic_store_n(&emu_raw.num_uars, emu_raw.num_uars + 1, __ATOMIC_RELEASE);
+    ctx->uar = page;
+    return page;
+}
+
+int emu_raw_add_sq(emu_qp_t *qp)
+{
+    int ret = emu_raw_start();
+
+    if (ret == 0) {
+        qp->raw_sq->qp   = qp;
+        qp->raw_sq->next = emu_raw.sqs;
+        emu_raw.sqs      = qp->raw_sq;
+        emu_raw_wake();
+    }
+    return ret;
+}
+
+int emu_raw_add_rq(emu_srq_t *srq)
+{
+    int ret = emu_raw_start();
+
+    if (ret == 0) {
+        ret = dcx_soft_srq_watch(srq->soft, emu_raw.efd);
+    }
+    if (ret == 0) {
+        srq->raw->srq  = srq;
+        srq->raw->next = emu_raw.rqs;
+        emu_raw.rqs    = srq->raw;
+        emu_raw_wake();
+    }
+    return ret;
+}
+
+int emu_raw_add_cq(emu_cq_t *cq)
+{
+    emu_dev_t *dev = emu_ctx(cq->cq.context)->dev;
+    struct epoll_event ev;
+    int ret = emu_raw_start();
+
+    if ((ret == 0) && (dev->raw_ch == NULL)) {
+        ret = dcx_comp_channel_create(dev->soft, &dev->raw_ch);
+        if (ret == 0) {
+            ev.events   = EPOLLIN;
+            ev.data.ptr = dev->raw_ch;
+            if (epoll_ctl(emu_raw.epfd, EPOLL_CTL_ADD, dev->raw_ch->fd, &ev) !=
+                0) {
+                ret = errno;
+            }
+        }
+    }
+    if (ret == 0) {
+        /* its notifications are the engine's from now on; the
+         * application's arms are forwarded (emu_raw_cq.c) */
+        ret = dcx_soft_cq_move_channel(cq->soft, dev->raw_ch);
+    }
+    if (ret != 0) {
+        emu_error("%s: raw CQ: the engine cannot watch it (%s)",
+                  dev->ibdev.name, strerror(ret));
+        return ret;
+    }
+    cq->raw->cq   = cq;
+    cq->raw->next = emu_raw.cqs;
+    emu_raw.cqs   = cq->raw;
+    emu_raw_wake();
+    return 0;
+}
+
+void emu_raw_dev_close(emu_dev_t *dev)
+{
+    if (dev->raw_ch == NULL) {
+        return;
+    }
+    pthread_mutex_lock(&emu_raw_lock);
+    epoll_ctl(emu_raw.epfd, EPOLL_CTL_DEL, dev->raw_ch->fd, NULL);
+    if (dcx_comp_channel_destroy(dev->raw_ch) != 0) {
+        emu_warn("%s: raw queues: the engine's channel still has CQs",
+                 dev->ibdev.name);
+    }
+    dev->raw_ch = NULL;
+    pthread_mutex_unlock(&emu_raw_lock);
+}
+
+#define EMU_RAW_UNLINK(_head, _obj)                               \
+    do {                                                          \
+        __typeof__(_obj) *pp_;                                    \
+        for (pp_ = &(_head); *pp_ != NULL; pp_ = &(*pp_)->next) { \
+            if (*pp_ == (_obj)) {                                 \
+                *pp_ = (_obj)->next;                              \
+                break;                                            \
+            }                                                     \
+        }                                                         \
+    } while (0)
+
+void emu_raw_del_sq(emu_qp_t *qp)
+{
+    EMU_RAW_UNLINK(emu_raw.sqs, qp->raw_sq);
+}
+
+void emu_raw_del_rq(emu_srq_t *srq)
+{
+    dcx_soft_srq_watch(srq->soft, -1);
+    EMU_RAW_UNLINK(emu_raw.rqs, srq->raw);
+}
+
+void emu_raw_del_cq(emu_cq_t *cq)
+{
+    EMU_RAW_UNLINK(emu_raw.cqs, cq->raw);
+}

@@ -1,0 +1,140 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Emulated ConnectX: raw queues.  After mlx5dv_init_obj an application
+ * writes WQEs into send and receive queue memory, rings doorbells through
+ * the doorbell records and the UAR page, and polls CQEs from CQ memory,
+ * as on a ConnectX; the emulation's device engine (emu_raw.c) executes
+ * what it finds there on the soft device and writes the CQEs.
+ *
+ * Who does what:
+ *  - emu_raw.c: the engine thread, the UAR pages and their doorbell trap,
+ *    and the objects it serves;
+ *  - emu_raw_sq.c: send WQEs, parsed and posted to the soft QP;
+ *  - emu_raw_rq.c: receive WQEs of SRQs and receive queues, taken into
+ *    the soft SRQ;
+ *  - emu_raw_cq.c: soft completions written as CQEs, and CQ arming;
+ *  - emu_dv_obj.c: mlx5dv_init_obj and mlx5dv_create_cq, which lay the
+ *    memory out.
+ * Every object's raw state is touched by the engine thread only, under
+ * emu_raw_lock, but for what the application writes (queue memory,
+ * doorbell records) and reads (CQ memory).
+ */
+#ifndef DCX_EMU_RAW_H_
+#define DCX_EMU_RAW_H_
+
+#include "emu/emu.h"
+
+#define EMU_RAW_PAGE     4096u
+#define EMU_RAW_BF_OFF   0x800u /* first BlueFlame register of a UAR page */
+#define EMU_RAW_BF_SIZE  256u   /* each of its two halves */
+#define EMU_RAW_CQ_SETCI 0      /* CQ doorbell record: consumer index */
+#define EMU_RAW_CQ_ARM   1      /* CQ doorbell record: arm word */
+
+/* A send queue in application memory (an RC, UD or DC QP's) */
+struct emu_raw_sq {
+    uint8_t *buf;
+    uint32_t wqe_cnt;        /* basic blocks (64 bytes), a power of 2 */
+    volatile __be32 *dbrec;  /* [MLX5_RCV_DBR], [MLX5_SND_DBR] */
+    uint16_t ci;             /* next WQE the device takes */
+    uint8_t *uar;            /* its context's UAR page */
+    struct emu_raw_sq *next; /* emu_raw's list */
+    struct emu_qp *qp;
+    struct ibv_ah *last_ah; /* DC, UD: the AH of the latest WQE's */
+    uint16_t last_lid;      /* its LID */
+    uint32_t last_dctn;     /* a NOP goes where the WQE before went */
+    uint64_t last_key;
+    bool has_dest;
+    struct ibv_ah *ahs[64]; /* AHs made for LIDs, by LID % 64 */
+    uint16_t ah_lids[64];
+    /* inline data of WQEs that also have data segments, copied to a slot
+     * of registered memory per basic block (made at the first) */
+    uint8_t *scratch;
+    dcx_mr_t *scratch_mr;
+    /* a signalled WQE posted and its CQE not written yet: the engine
+     * keeps looking (the soft device completes it when polled) */
+    bool waiting;
+    uint16_t wait_idx;
+};
+
+/* A receive queue in application memory: an SRQ's (linked WQEs), or an
+ * RC or UD QP's own (WQEs in order) */
+struct emu_raw_rq {
+    uint8_t *buf;
+    uint32_t wqe_cnt; /* a power of 2 */
+    uint32_t stride;  /* bytes per WQE */
+    uint32_t max_sge;
+    bool linked;            /* an SRQ: next_wqe_index chains the WQEs */
+    volatile __be32 *dbrec; /* [0]: the application's WQE counter */
+    uint16_t taken;         /* WQEs the device took (its counter) */
+    uint16_t head;          /* an SRQ: the next WQE to take */
+    uint64_t *grh;          /* a UD QP's: first buffer of each WQE */
+    struct emu_raw_rq *next;
+    struct emu_srq *srq; /* the soft SRQ it feeds */
+};
+
+/* A CQ in application memory */
+struct emu_raw_cq {
+    uint8_t *buf;
+    uint32_t cqe_cnt;       /* a power of 2 */
+    uint32_t cqe_size;      /* 64 or 128: the CQE is its last 64 bytes */
+    volatile __be32 *dbrec; /* [0]: consumer index, [1]: arm word */
+    uint32_t pi;            /* CQEs written */
+    uint32_t arm_seen;      /* the arm word acted on */
+    bool app_armed;         /* an event is owed at the next CQE */
+    uint32_t arm_ci;
+    uint8_t *uar;
+    struct emu_raw_cq *next;
+    struct emu_cq *cq;
+};
+
+/* emu_raw.c */
+extern pthread_mutex_t emu_raw_lock;
+/* The UAR page of ctx, write-protected: a store to it is a doorbell */
+uint8_t *emu_raw_uar(emu_ctx_t *ctx);
+/* The engine serves these from now on (emu_raw_lock held); the engine is
+ * started at the first */
+int emu_raw_add_sq(emu_qp_t *qp);
+int emu_raw_add_rq(emu_srq_t *srq);
+int emu_raw_add_cq(emu_cq_t *cq);
+void emu_raw_del_sq(emu_qp_t *qp);
+void emu_raw_del_rq(emu_srq_t *srq);
+void emu_raw_del_cq(emu_cq_t *cq);
+/* The engine's wake-up fd (an eventfd), for soft SRQ watches */
+int emu_raw_wake_fd(void);
+/* Wakes the engine for a look at everything */
+void emu_raw_kick(void);
+/* The device's soft device closes: the engine's channel on it goes */
+void emu_raw_dev_close(emu_dev_t *dev);
+
+/* emu_dv_obj.c: the memory of a QP, CQ or SRQ given back, the engine no
+ * longer serving it (emu_raw_lock held) */
+void emu_raw_qp_free(emu_qp_t *qp);
+void emu_raw_cq_free(emu_cq_t *cq);
+void emu_raw_srq_free(emu_srq_t *srq);
+
+/* emu_raw_sq.c: new WQEs of qp's send queue to the soft QP; how many */
+unsigned emu_raw_sq_run(emu_qp_t *qp);
+/* after a move to RESET: the queue starts over */
+void emu_raw_sq_reset(emu_qp_t *qp);
+
+/* emu_raw_rq.c: new receive WQEs into the soft SRQ; how many */
+unsigned emu_raw_rq_run(struct emu_raw_rq *rq);
+
+/* emu_raw_cq.c: soft completions of cq written as CQEs; how many */
+unsigned emu_raw_cq_run(emu_cq_t *cq);
+/* A CQE for a send WQE that completes without going to the soft device
+ * (a NOP with nothing before it) */
+void emu_raw_cq_req(emu_cq_t *cq, uint32_t qpn, uint16_t wqe_counter,
+                    uint8_t opcode);
+/* The doorbell record of a new raw CQ: consumer index 0, no arm */
+void emu_raw_cq_init(struct emu_raw_cq *rc);
+
+/* emu_ud.c: a raw UD WQE's GRH in front of its data (sge[1..] and inl+40
+ * hold the data; sge[0] and inl[0..39] are for the GRH); false for one
+ * longer than the MTU */
+bool emu_ud_raw_grh(emu_qp_t *qp, dcx_send_wr_t *wr, dcx_sge_t *sge,
+                    uint8_t *inl, uint16_t idx);
+/* What a raw UD receive's first 40 bytes say (receive WQE idx) */
+void emu_ud_raw_recv(emu_qp_t *qp, uint16_t idx, emu_wc_ext_t *ext);
+
+#endif /* DCX_EMU_RAW_H_ */

@@ -1,0 +1,178 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Emulated ConnectX: CQEs in CQ memory (emu_raw.h).
+ *
+ * The engine drains a raw CQ's soft CQ and writes each completion as the
+ * HCA writes a 64-byte CQE (the last 64 bytes of a 128-byte one): the
+ * fields first, then op_own (opcode in the high nibble, the owner bit
+ * that flips on every pass over the queue) with a release store, so that
+ * software that sees op_own sees the rest.  A requester CQE carries the
+ * WQE's index and opcode (in sop_drop_qpn's top byte, as libmlx5 reads
+ * it); a responder CQE the receive WQE's index, the byte count, the
+ * immediate, the source QP (with the GRH flag for UD) and its LID; an
+ * error CQE the PRM's syndrome.  The CQ is never reported overrun: like
+ * UCX's CQs (ignore-overrun), software owns the consumer index.
+ *
+ * Arming: software writes the arm word (sequence, command, consumer
+ * index) to the CQ's doorbell record and rings the UAR; the engine takes
+ * a new arm word as an arm and raises the CQ's event on its completion
+ * channel once a CQE lies past the armed consumer index.  The record's
+ * arm word starts at a value no arm writes, so the first arm is seen.
+ */
+#include "emu/emu_raw.h"
+
+#include <string.h>
+
+#define EMU_RAW_ARM_NONE 0xffffffffu /* bits 30-31 are 0 in an arm word */
+
+static struct mlx5_cqe64 *emu_raw_cqe(struct emu_raw_cq *rc)
+{
+    uint8_t *slot = rc->buf +
+                    (size_t)(rc->pi & (rc->cqe_cnt - 1)) * rc->cqe_size;
+
+    return (struct mlx5_cqe64 *)(slot + rc->cqe_size -
+                                 sizeof(struct mlx5_cqe64));
+}
+
+static void emu_raw_cqe_commit(struct emu_raw_cq *rc, struct mlx5_cqe64 *cqe,
+                               uint8_t opcode)
+{
+    uint8_t owner = (rc->pi & rc->cqe_cnt) ? MLX5_CQE_OWNER_MASK : 0;
+
+    __atomic_store_n(&cqe->op_own, (uint8_t)((opcode << 4) | owner),
+                     __ATOMIC_RELEASE);
+    rc->pi++;
+}
+
+void emu_raw_cq_req(emu_cq_t *cq, uint32_t qpn, uint16_t wqe_counter,
+                    uint8_t opcode)
+{
+    struct emu_raw_cq *rc = cq->raw;
+    struct mlx5_cqe64 *cqe;
+
+    if (rc == NULL) {
+        return;
+    }
+    cqe = emu_raw_cqe(rc);
+    memset(cqe, 0, sizeof(*cqe) - 1);
+    cqe->sop_drop_qpn = htobe32(((uint32_t)opcode << 24) | (qpn & 0xffffff));
+    cqe->wqe_counter  = htobe16(wqe_counter);
+    emu_raw_cqe_commit(rc, cqe, MLX5_CQE_REQ);
+}
+
+static void emu_raw_cqe_error(struct emu_raw_cq *rc, const dcx_wc_t *wc,
+                              uint32_t qpn, bool recv)
+{
+    struct mlx5_err_cqe *e = (struct mlx5_err_cqe *)emu_raw_cqe(rc);
+    uint8_t opcode         = (uint8_t)(wc->wr_id >> 16);
+
+    memset(e, 0, sizeof(*e) - 1);
+    e->syndrome         = emu_wc_syndrome(wc->status);
+    e->vendor_err_synd  = e->syndrome;
+    e->s_wqe_opcode_qpn = htobe32(((uint32_t)(recv ? 0 : opcode) << 24) |
+                                  (qpn & 0xffffff));
+    e->wqe_counter      = htobe16((uint16_t)wc->wr_id);
+    emu_raw_cqe_commit(rc, (struct mlx5_cqe64 *)e,
+                       recv ? MLX5_CQE_RESP_ERR : MLX5_CQE_REQ_ERR);
+}
+
+/* A receive's CQE; a UD QP's receive gives its GRH flag and source LID
+ * from the buffer's first 40 bytes */
+static void emu_raw_cqe_recv(emu_dev_t *dev, struct emu_raw_cq *rc,
+                             const dcx_wc_t *wc, uint32_t qpn)
+{
+    struct mlx5_cqe64 *cqe = emu_raw_cqe(rc);
+    emu_qp_t *ud           = emu_qp_find(dev, qpn);
+    emu_wc_ext_t ext       = {0, 0};
+    uint8_t opcode;
+
+    if ((ud != NULL) && (ud->kind == EMU_QP_UD) && (ud->rq != NULL) &&
+        (ud->rq->raw != NULL) && (ud->rq->raw->grh != NULL)) {
+        emu_ud_raw_recv(ud, (uint16_t)wc->wr_id, &ext);
+    }
+    opcode = (wc->opcode == DCX_WC_RECV_RDMA_WITH_IMM) ? MLX5_CQE_RESP_WR_IMM :
+             (wc->flags & DCX_WC_FLAG_WITH_IMM) ? MLX5_CQE_RESP_SEND_IMM :
+                                                  MLX5_CQE_RESP_SEND;
+    memset(cqe, 0, sizeof(*cqe) - 1);
+    cqe->byte_cnt       = htobe32(wc->byte_len);
+    cqe->imm_inval_pkey = htobe32(wc->imm);
+    cqe->sop_drop_qpn   = htobe32(qpn & 0xffffff);
+    cqe->flags_rqpn     = htobe32((wc->src_qp & 0xffffff) |
+                                  (ext.grh ? (1u << 28) : 0));
+    cqe->slid           = htobe16(ext.slid);
+    cqe->wqe_counter    = htobe16((uint16_t)wc->wr_id);
+    emu_raw_cqe_commit(rc, cqe, opcode);
+}
+
+/* An arm word software wrote since the last look: an event is owed */
+static void emu_raw_cq_arm_look(struct emu_raw_cq *rc)
+{
+    uint32_t word = be32toh(rc->dbrec[EMU_RAW_CQ_ARM]);
+
+    if (word != rc->arm_seen) {
+        rc->arm_seen  = word;
+        rc->app_armed = true;
+        rc->arm_ci    = word & 0xffffff;
+    }
+}
+
+unsigned emu_raw_cq_run(emu_cq_t *cq)
+{
+    struct emu_raw_cq *rc = cq->raw;
+    emu_dev_t *dev        = emu_ctx(cq->cq.context)->dev;
+    dcx_wc_t wc[16];
+    unsigned total = 0;
+    uint32_t qpn;
+    emu_qp_t *qp;
+    int i, n;
+
+    while ((n = dcx_cq_poll(cq->soft, 16, wc)) > 0) {
+        for (i = 0; i < n; ++i) {
+            qpn = wc[i].qp_num + dev->qpn_base;
+            if (wc[i].opcode & DCX_WC_RECV_BIT) {
+                if (wc[i].status == DCX_WC_SUCCESS) {
+                    emu_raw_cqe_recv(dev, rc, &wc[i], qpn);
+                } else {
+                    emu_raw_cqe_error(rc, &wc[i], qpn, true);
+                }
+                continue;
+            }
+            qp  = emu_qp_find(dev, qpn); /* a send queue's: the QP's number */
+            qpn = (qp != NULL) ? qp->qpx.qp_base.qp_num : qpn;
+            if ((qp != NULL) && (qp->raw_sq != NULL) &&
+                (qp->raw_sq->wait_idx == (uint16_t)wc[i].wr_id)) {
+                qp->raw_sq->waiting = false;
+            }
+            if (wc[i].status == DCX_WC_SUCCESS) {
+                emu_raw_cq_req(cq, qpn, (uint16_t)wc[i].wr_id,
+                               (uint8_t)(wc[i].wr_id >> 16));
+            } else {
+                emu_raw_cqe_error(rc, &wc[i], qpn, false);
+            }
+        }
+        total += (unsigned)n;
+    }
+    emu_raw_cq_arm_look(rc);
+    if (rc->app_armed && (((rc->pi - rc->arm_ci) & 0xffffff) != 0)) {
+        rc->app_armed = false;
+        emu_channel_fire(cq);
+    }
+    return total;
+}
+
+void emu_raw_cq_init(struct emu_raw_cq *rc)
+{
+    rc->dbrec[EMU_RAW_CQ_SETCI] = 0;
+    rc->dbrec[EMU_RAW_CQ_ARM]   = htobe32(EMU_RAW_ARM_NONE);
+    rc->arm_seen                = EMU_RAW_ARM_NONE;
+}
+
+int emu_raw_cq_arm(emu_cq_t *cq)
+{
+    pthread_mutex_lock(&emu_raw_lock);
+    cq->raw->app_armed = true;
+    cq->raw->arm_ci    = be32toh(cq->raw->dbrec[EMU_RAW_CQ_SETCI]) & 0xffffff;
+    pthread_mutex_unlock(&emu_raw_lock);
+    emu_raw_kick();
+    return 0;
+}

@@ -1,0 +1,59 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Emulated ConnectX: receive WQEs in queue memory (emu_raw.h), taken into
+ * the soft SRQ that the responder consumes.
+ *
+ * An SRQ's WQEs are a linked list: a 16-byte next segment whose
+ * next_wqe_index names the WQE after it, then data segments.  A QP's own
+ * receive queue holds WQEs in order, data segments only.  In both, a data
+ * segment with the invalid lkey ends the list early.  The doorbell record
+ * counts the WQEs software posted (16 bits); the device takes every WQE
+ * the count covers, in order, as the soft SRQ has room, with the WQE's
+ * index as the receive's wr_id (the CQE's wqe_counter).  It takes them
+ * whenever the engine runs, and when a message finds the soft SRQ empty
+ * (its watch wakes the engine).
+ */
+#include "emu/emu_raw.h"
+
+#include <errno.h>
+#include <string.h>
+
+unsigned emu_raw_rq_run(struct emu_raw_rq *rq)
+{
+    uint16_t posted = (uint16_t)be32toh(rq->dbrec[0]);
+    struct mlx5_wqe_srq_next_seg next;
+    dcx_sge_t sge[32];
+    const uint8_t *wqe;
+    const struct mlx5_wqe_data_seg *ds;
+    uint32_t idx, i, n;
+    unsigned taken = 0;
+
+    __atomic_thread_fence(__ATOMIC_ACQUIRE); /* the WQEs before the count */
+    while (rq->taken != posted) {
+        idx = rq->linked ? rq->head : (rq->taken & (rq->wqe_cnt - 1));
+        wqe = rq->buf + (size_t)idx * rq->stride;
+        ds  = (const void *)(wqe + (rq->linked ? sizeof(next) : 0));
+        for (i = n = 0; (i < rq->max_sge) && (n < 32); ++i) {
+            if (be32toh(ds[i].lkey) == MLX5_INVALID_LKEY) {
+                break;
+            }
+            sge[n].addr   = be64toh(ds[i].addr);
+            sge[n].length = be32toh(ds[i].byte_count);
+            sge[n].lkey   = be32toh(ds[i].lkey);
+            ++n;
+        }
+        if (dcx_srq_post_recv(rq->srq->soft, idx, sge, n) != 0) {
+            break; /* the soft SRQ is full: the rest waits */
+        }
+        if (rq->grh != NULL) {
+            rq->grh[idx] = ((n > 0) && (sge[0].length >= 40)) ? sge[0].addr : 0;
+        }
+        if (rq->linked) {
+            memcpy(&next, wqe, sizeof(next));
+            rq->head = be16toh(next.next_wqe_index) & (rq->wqe_cnt - 1);
+        }
+        rq->taken++;
+        ++taken;
+    }
+    return taken;
+}

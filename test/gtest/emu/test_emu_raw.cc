@@ -1,0 +1,458 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Raw queues: an application that takes its queues' memory with
+ * mlx5dv_init_obj, writes WQEs, rings doorbells and polls CQEs as UCX's
+ * mlx5 transports do, between two ports (mlx5_0 and mlx5_1) over RC.  The
+ * device executes what the memory says once the doorbell is rung (a
+ * store to the UAR page), writes CQEs with the owner bit of their pass,
+ * raises a CQ's event after an arm written to its doorbell record and
+ * UAR, and completes a WQE it does not take, or one the responder
+ * refuses, with an error CQE carrying the PRM's syndrome.
+ */
+#include "emu_fixture.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <string.h>
+#include <time.h>
+
+#include <vector>
+
+namespace {
+
+const unsigned kAccess = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+                         IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
+
+int64_t now_ms()
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+struct raw_cq {
+    struct ibv_cq *cq = nullptr;
+    struct mlx5dv_cq dv;
+    uint32_t ci = 0;
+};
+
+struct raw_qp {
+    struct ibv_qp *qp = nullptr;
+    struct mlx5dv_qp dv;
+    uint16_t sq_pi  = 0;
+    uint16_t rq_pi  = 0;
+    unsigned bf_off = 0;
+};
+
+struct side {
+    struct ibv_context *ctx     = nullptr;
+    struct ibv_pd *pd           = nullptr;
+    struct ibv_comp_channel *ch = nullptr;
+    raw_cq scq, rcq;
+    raw_qp rq;
+    struct ibv_mr *mr = nullptr;
+    std::vector<uint64_t> buf;
+    uint16_t lid = 0;
+};
+
+/* a CQE in software's hands at ci, or nullptr */
+struct mlx5_cqe64 *cqe_at(raw_cq &c)
+{
+    uint8_t *slot = (uint8_t *)c.dv.buf +
+                    (size_t)(c.ci & (c.dv.cqe_cnt - 1)) * c.dv.cqe_size;
+    struct mlx5_cqe64 *cqe = (struct mlx5_cqe64 *)(slot + c.dv.cqe_size -
+                                                   sizeof(*cqe));
+    uint8_t op_own         = __atomic_load_n(&cqe->op_own, __ATOMIC_ACQUIRE);
+
+    if (((op_own >> 4) == MLX5_CQE_INVALID) ||
+        ((op_own & MLX5_CQE_OWNER_MASK) != !!(c.ci & c.dv.cqe_cnt))) {
+        return nullptr;
+    }
+    return cqe;
+}
+
+} // namespace
+
+class emu_raw_test : public emu_test {
+protected:
+    void SetUp() override
+    {
+        emu_test::SetUp();
+        ASSERT_EQ(2, m_num);
+        open_side(&m_a, m_ctx, m_pd);
+        open_side(&m_b, ibv_open_device(m_list[1]), nullptr);
+        ASSERT_EQ(0, connect(&m_a, &m_b));
+        ASSERT_EQ(0, connect(&m_b, &m_a));
+    }
+
+    void TearDown() override
+    {
+        close_side(&m_b, true);
+        close_side(&m_a, false);
+        emu_test::TearDown();
+    }
+
+    void make_cq(side *s, raw_cq *c)
+    {
+        struct ibv_cq_init_attr_ex a;
+        struct mlx5dv_cq_init_attr dv;
+        struct mlx5dv_obj obj;
+
+        memset(&a, 0, sizeof(a));
+        a.cqe                 = 63;
+        a.channel             = s->ch;
+        dv.comp_mask          = MLX5DV_CQ_INIT_ATTR_MASK_CQE_SIZE;
+        dv.cqe_size           = 64;
+        struct ibv_cq_ex *cqx = mlx5dv_create_cq(s->ctx, &a, &dv);
+
+        ASSERT_NE(nullptr, cqx);
+        c->cq = ibv_cq_ex_to_cq(cqx);
+        memset(&obj, 0, sizeof(obj));
+        obj.cq.in  = c->cq;
+        obj.cq.out = &c->dv;
+        ASSERT_EQ(0, mlx5dv_init_obj(&obj, MLX5DV_OBJ_CQ));
+        ASSERT_EQ(64u, c->dv.cqe_size);
+        ASSERT_GE(c->dv.cqe_cnt, 64u);
+    }
+
+    void open_side(side *s, struct ibv_context *ctx, struct ibv_pd *pd)
+    {
+        struct ibv_qp_init_attr a;
+        struct ibv_port_attr port;
+        struct mlx5dv_obj obj;
+
+        ASSERT_NE(nullptr, ctx);
+        s->ctx = ctx;
+        s->pd  = (pd != nullptr) ? pd : ibv_alloc_pd(ctx);
+        s->ch  = ibv_create_comp_channel(ctx);
+        ASSERT_NE(nullptr, s->ch);
+        make_cq(s, &s->scq);
+        make_cq(s, &s->rcq);
+        s->buf.assign(512, 0);
+        s->mr = ibv_reg_mr(s->pd, s->buf.data(), s->buf.size() * 8, kAccess);
+        ASSERT_NE(nullptr, s->mr);
+        ASSERT_EQ(0, ibv_query_port(ctx, 1, &port));
+        s->lid = port.lid;
+        memset(&a, 0, sizeof(a));
+        a.send_cq             = s->scq.cq;
+        a.recv_cq             = s->rcq.cq;
+        a.qp_type             = IBV_QPT_RC;
+        a.cap.max_send_wr     = 32;
+        a.cap.max_recv_wr     = 32;
+        a.cap.max_send_sge    = 2;
+        a.cap.max_recv_sge    = 1;
+        a.cap.max_inline_data = 64;
+        s->rq.qp              = ibv_create_qp(s->pd, &a);
+        ASSERT_NE(nullptr, s->rq.qp);
+        memset(&obj, 0, sizeof(obj));
+        obj.qp.in  = s->rq.qp;
+        obj.qp.out = &s->rq.dv;
+        ASSERT_EQ(0, mlx5dv_init_obj(&obj, MLX5DV_OBJ_QP));
+        ASSERT_EQ(MLX5_SEND_WQE_BB, s->rq.dv.sq.stride);
+        ASSERT_EQ(256u, s->rq.dv.bf.size);
+        ASSERT_NE(nullptr, s->rq.dv.rq.buf);
+    }
+
+    void close_side(side *s, bool own)
+    {
+        if (s->rq.qp != nullptr) {
+            EXPECT_EQ(0, ibv_destroy_qp(s->rq.qp));
+        }
+        if (s->mr != nullptr) {
+            EXPECT_EQ(0, ibv_dereg_mr(s->mr));
+        }
+        for (raw_cq *c : {&s->scq, &s->rcq}) {
+            if (c->cq != nullptr) {
+                EXPECT_EQ(0, ibv_destroy_cq(c->cq));
+            }
+        }
+        if (s->ch != nullptr) {
+            EXPECT_EQ(0, ibv_destroy_comp_channel(s->ch));
+        }
+        if (own) {
+            EXPECT_EQ(0, ibv_dealloc_pd(s->pd));
+            EXPECT_EQ(0, ibv_close_device(s->ctx));
+        }
+    }
+
+    int connect(side *s, const side *peer)
+    {
+        struct ibv_qp_attr a;
+        int ret;
+
+        memset(&a, 0, sizeof(a));
+        a.qp_state        = IBV_QPS_INIT;
+        a.port_num        = 1;
+        a.qp_access_flags = kAccess;
+        ret               = ibv_modify_qp(s->rq.qp, &a,
+                                          IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+                                              IBV_QP_ACCESS_FLAGS);
+        memset(&a, 0, sizeof(a));
+        a.qp_state           = IBV_QPS_RTR;
+        a.path_mtu           = IBV_MTU_4096;
+        a.dest_qp_num        = peer->rq.qp->qp_num;
+        a.max_dest_rd_atomic = 4;
+        a.min_rnr_timer      = 1;
+        a.ah_attr.dlid       = peer->lid;
+        a.ah_attr.port_num   = 1;
+        ret                  = ret ?:
+                                     ibv_modify_qp(s->rq.qp, &a,
+                                                   IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
+                                                       IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+                                                       IBV_QP_MAX_DEST_RD_ATOMIC |
+                                                       IBV_QP_MIN_RNR_TIMER);
+        memset(&a, 0, sizeof(a));
+        a.qp_state      = IBV_QPS_RTS;
+        a.timeout       = 10;
+        a.retry_cnt     = 2;
+        a.rnr_retry     = 7;
+        a.max_rd_atomic = 4;
+        return ret ?:
+                     ibv_modify_qp(s->rq.qp, &a,
+                                   IBV_QP_STATE | IBV_QP_TIMEOUT |
+                                       IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+                                       IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC);
+    }
+
+    /* A receive WQE over buf[slot], 64 bytes */
+    void post_recv(side *s, int slot)
+    {
+        raw_qp &q = s->rq;
+        auto *ds  = (struct mlx5_wqe_data_seg *)((uint8_t *)q.dv.rq.buf +
+                                                (q.rq_pi &
+                                                 (q.dv.rq.wqe_cnt - 1)) *
+                                                    q.dv.rq.stride);
+
+        ds->byte_count = htobe32(64);
+        ds->lkey       = htobe32(s->mr->lkey);
+        ds->addr       = htobe64((uintptr_t)&s->buf[slot]);
+        ++q.rq_pi;
+        __atomic_thread_fence(__ATOMIC_RELEASE);
+        q.dv.dbrec[MLX5_RCV_DBR] = htobe32(q.rq_pi);
+    }
+
+    /* A signalled WQE of opcode with the given segments after the control
+     * segment, then the doorbell record and a BlueFlame write of its first
+     * 64 bytes; returns its index */
+    uint16_t post(side *s, uint8_t opcode, const void *segs, size_t len,
+                  uint8_t opmod = 0)
+    {
+        raw_qp &q   = s->rq;
+        uint16_t pi = q.sq_pi;
+        auto *wqe   = (uint8_t *)q.dv.sq.buf +
+                    (pi & (q.dv.sq.wqe_cnt - 1)) * MLX5_SEND_WQE_BB;
+        auto *ctrl   = (struct mlx5_wqe_ctrl_seg *)wqe;
+        uint32_t ds  = (uint32_t)((sizeof(*ctrl) + len + 15) / 16);
+        uint16_t bbs = (uint16_t)((ds * 16 + 63) / 64);
+
+        memset(wqe, 0, 64 * bbs);
+        ctrl->opmod_idx_opcode = htobe32(((uint32_t)opmod << 24) |
+                                         ((uint32_t)pi << 8) | opcode);
+        ctrl->qpn_ds           = htobe32((q.qp->qp_num << 8) | ds);
+        ctrl->fm_ce_se         = MLX5_WQE_CTRL_CQ_UPDATE;
+        memcpy(wqe + sizeof(*ctrl), segs, len);
+        q.sq_pi = (uint16_t)(pi + bbs);
+        __atomic_thread_fence(__ATOMIC_RELEASE);
+        q.dv.dbrec[MLX5_SND_DBR] = htobe32(q.sq_pi);
+        __atomic_thread_fence(__ATOMIC_SEQ_CST);
+        memcpy((uint8_t *)q.dv.bf.reg + q.bf_off, wqe, 64);
+        q.bf_off ^= q.dv.bf.size;
+        return pi;
+    }
+
+    /* The next CQE of c, copied, its slot given back */
+    bool poll(raw_cq &c, struct mlx5_cqe64 *out, int64_t ms = 5000)
+    {
+        int64_t end = now_ms() + ms;
+        struct mlx5_cqe64 *cqe;
+
+        do {
+            cqe = cqe_at(c);
+            if (cqe != nullptr) {
+                *out = *cqe;
+                ++c.ci;
+                return true;
+            }
+        } while (now_ms() < end);
+        return false;
+    }
+
+    static struct mlx5_wqe_data_seg dseg(const side *s, const void *addr,
+                                         uint32_t len)
+    {
+        struct mlx5_wqe_data_seg d;
+
+        d.byte_count = htobe32(len);
+        d.lkey       = htobe32(s->mr->lkey);
+        d.addr       = htobe64((uintptr_t)addr);
+        return d;
+    }
+
+    uint64_t raddr_b(int slot) { return (uintptr_t)&m_b.buf[slot]; }
+
+    side m_a, m_b;
+};
+
+TEST_F(emu_raw_test, send_through_queue_memory)
+{
+    struct mlx5_wqe_data_seg d;
+    struct mlx5_cqe64 cqe;
+    uint16_t idx;
+
+    post_recv(&m_b, 0);
+    m_a.buf[10] = 0x0123456789abcdefull;
+    d           = dseg(&m_a, &m_a.buf[10], 8);
+    idx         = post(&m_a, MLX5_OPCODE_SEND, &d, sizeof(d));
+    ASSERT_TRUE(poll(m_a.scq, &cqe));
+    EXPECT_EQ(MLX5_CQE_REQ, cqe.op_own >> 4);
+    EXPECT_EQ(idx, be16toh(cqe.wqe_counter));
+    EXPECT_EQ(m_a.rq.qp->qp_num, be32toh(cqe.sop_drop_qpn) & 0xffffff);
+    EXPECT_EQ(MLX5_OPCODE_SEND, be32toh(cqe.sop_drop_qpn) >> 24);
+    ASSERT_TRUE(poll(m_b.rcq, &cqe));
+    EXPECT_EQ(MLX5_CQE_RESP_SEND, cqe.op_own >> 4);
+    EXPECT_EQ(8u, be32toh(cqe.byte_cnt));
+    EXPECT_EQ(0u, be16toh(cqe.wqe_counter)); /* the receive WQE's index */
+    EXPECT_EQ(m_b.rq.qp->qp_num, be32toh(cqe.sop_drop_qpn) & 0xffffff);
+    EXPECT_EQ(0x0123456789abcdefull, m_b.buf[0]);
+}
+
+TEST_F(emu_raw_test, write_read_atomic_and_inline)
+{
+    struct {
+        struct mlx5_wqe_raddr_seg ra;
+        struct mlx5_wqe_atomic_seg at;
+        struct mlx5_wqe_data_seg d;
+    } seg;
+    struct {
+        struct mlx5_wqe_raddr_seg ra;
+        uint32_t inl;
+        uint64_t data;
+        uint32_t pad;
+    } __attribute__((packed)) iw;
+    struct mlx5_cqe64 cqe;
+
+    /* inline RDMA WRITE */
+    memset(&iw, 0, sizeof(iw));
+    iw.ra.raddr = htobe64(raddr_b(20));
+    iw.ra.rkey  = htobe32(m_b.mr->rkey);
+    iw.inl      = htobe32(MLX5_INLINE_SEG | 8);
+    iw.data     = 0x77;
+    post(&m_a, MLX5_OPCODE_RDMA_WRITE, &iw, sizeof(iw));
+    ASSERT_TRUE(poll(m_a.scq, &cqe));
+    EXPECT_EQ(MLX5_CQE_REQ, cqe.op_own >> 4);
+    EXPECT_EQ(0x77u, m_b.buf[20]);
+    /* RDMA READ back */
+    m_b.buf[21]     = 0x5151;
+    seg.ra.raddr    = htobe64(raddr_b(21));
+    seg.ra.rkey     = htobe32(m_b.mr->rkey);
+    seg.ra.reserved = 0;
+    seg.at.swap_add = 0;
+    seg.at.compare  = 0;
+    {
+        struct {
+            struct mlx5_wqe_raddr_seg ra;
+            struct mlx5_wqe_data_seg d;
+        } rd = {seg.ra, dseg(&m_a, &m_a.buf[30], 8)};
+
+        post(&m_a, MLX5_OPCODE_RDMA_READ, &rd, sizeof(rd));
+    }
+    ASSERT_TRUE(poll(m_a.scq, &cqe));
+    EXPECT_EQ(MLX5_CQE_REQ, cqe.op_own >> 4);
+    EXPECT_EQ(0x5151u, m_a.buf[30]);
+    /* fetch-add, the old value landing in our buffer */
+    m_b.buf[22]     = 40;
+    seg.ra.raddr    = htobe64(raddr_b(22));
+    seg.at.swap_add = htobe64(2);
+    seg.d           = dseg(&m_a, &m_a.buf[31], 8);
+    post(&m_a, MLX5_OPCODE_ATOMIC_FA, &seg, sizeof(seg));
+    ASSERT_TRUE(poll(m_a.scq, &cqe));
+    EXPECT_EQ(MLX5_CQE_REQ, cqe.op_own >> 4);
+    EXPECT_EQ(40u, m_a.buf[31]); /* the soft device's order: the host's */
+    EXPECT_EQ(42u, m_b.buf[22]);
+}
+
+/* a write through an rkey the peer does not have: an error CQE with the
+ * remote access syndrome; a WQE of an opcode the device does not take:
+ * LOCAL_QP_OP_ERR */
+TEST_F(emu_raw_test, error_cqes_bad_flow)
+{
+    struct {
+        struct mlx5_wqe_raddr_seg ra;
+        struct mlx5_wqe_data_seg d;
+    } w;
+    struct mlx5_cqe64 cqe;
+    struct mlx5_err_cqe *e = (struct mlx5_err_cqe *)&cqe;
+    uint16_t idx;
+
+    w.ra.raddr    = htobe64(raddr_b(0));
+    w.ra.rkey     = htobe32(m_b.mr->rkey ^ 0x5500);
+    w.ra.reserved = 0;
+    w.d           = dseg(&m_a, &m_a.buf[0], 8);
+    idx           = post(&m_a, MLX5_OPCODE_RDMA_WRITE, &w, sizeof(w));
+    ASSERT_TRUE(poll(m_a.scq, &cqe));
+    EXPECT_EQ(MLX5_CQE_REQ_ERR, cqe.op_own >> 4);
+    EXPECT_EQ(MLX5_CQE_SYNDROME_REMOTE_ACCESS_ERR, e->syndrome);
+    EXPECT_EQ(idx, be16toh(e->wqe_counter));
+}
+
+TEST_F(emu_raw_test, unknown_opcode_bad_flow)
+{
+    struct mlx5_cqe64 cqe;
+    struct mlx5_err_cqe *e = (struct mlx5_err_cqe *)&cqe;
+    uint64_t pad[2]        = {0, 0};
+
+    {
+        log_capture log;
+
+        post(&m_a, 0x1d, pad, sizeof(pad)); /* no such opcode */
+        ASSERT_TRUE(poll(m_a.scq, &cqe));
+        EXPECT_LE(1u, log.count());
+    }
+    EXPECT_EQ(MLX5_CQE_REQ_ERR, cqe.op_own >> 4);
+    EXPECT_EQ(MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR, e->syndrome);
+}
+
+/* an arm written to the doorbell record and UAR raises the CQ's event on
+ * its channel once a CQE arrives */
+TEST_F(emu_raw_test, arm_raises_the_event)
+{
+    struct mlx5_wqe_data_seg d;
+    struct mlx5_cqe64 cqe;
+    struct ibv_cq *ev_cq = nullptr;
+    void *ev_ctx;
+    struct pollfd pfd;
+    uint32_t word;
+    uint64_t db;
+
+    word                = (0u << 28) | (0u << 24) | (m_b.rcq.ci & 0xffffff);
+    m_b.rcq.dv.dbrec[1] = htobe32(word);
+    db                  = ((uint64_t)word << 32) | m_b.rcq.dv.cqn;
+    *(volatile uint64_t *)((uint8_t *)m_b.rcq.dv.cq_uar +
+                           MLX5_CQ_DOORBELL) = htobe64(db);
+    post_recv(&m_b, 1);
+    d = dseg(&m_a, &m_a.buf[1], 8);
+    post(&m_a, MLX5_OPCODE_SEND, &d, sizeof(d));
+    pfd.fd     = m_b.ch->fd;
+    pfd.events = POLLIN;
+    ASSERT_EQ(1, ::poll(&pfd, 1, 5000));
+    ASSERT_EQ(0, ibv_get_cq_event(m_b.ch, &ev_cq, &ev_ctx));
+    EXPECT_EQ(m_b.rcq.cq, ev_cq);
+    ibv_ack_cq_events(ev_cq, 1);
+    ASSERT_TRUE(poll(m_b.rcq, &cqe));
+    EXPECT_EQ(MLX5_CQE_RESP_SEND, cqe.op_own >> 4);
+    ASSERT_TRUE(poll(m_a.scq, &cqe));
+}
+
+/* the verbs calls on memory the application took refuse */
+TEST_F(emu_raw_test, verbs_on_raw_objects_bad_flow)
+{
+    struct ibv_wc wc;
+
+    {
+        log_capture log;
+
+        EXPECT_EQ(-1, ibv_poll_cq(m_a.scq.cq, 1, &wc));
+        EXPECT_EQ(1u, log.count());
+    }
+}
