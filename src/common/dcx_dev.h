@@ -480,13 +480,13 @@ typedef struct dcx_wc {
     uint32_t vendor_err;
     union {
         uint64_t tm_tag; /* tag matching: tag (TM_MATCH) */
-        /* DCX_WC_FLAG_IN_PLACE (never tm_tag: on a TM SRQ only unexpected
-         * and NO_TAG messages complete so): the message's byte_len
+        /* DCX_WC_FLAG_IN_PLACE (never with tm_tag): the message's byte_len
          * bytes, readable until its dcx_cq_release(cq) or the next poll */
         const void *data;
     };
     uint32_t tm_priv; /* tag matching: sender's app context */
-    uint32_t reserved;
+    uint16_t slid;    /* receive: the sender port's LID (0: none; TM) */
+    uint16_t reserved;
 } dcx_wc_t;
 
 const char *dcx_wc_status_str(dcx_wc_status_t status);

@@ -10,6 +10,7 @@
  * last context is closed.
  */
 #include "emu/emu_raw.h"
+#include "soft/dcx_soft.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -241,6 +242,8 @@ static int emu_dev_acquire_locked(emu_dev_t *dev)
         goto err;
     }
     dev->qpn_base = emu_sm_qpn_base(dev->sm_word);
+    /* what this port sends arrives with this LID as its source */
+    dcx_soft_dev_set_lid(dev->soft, dev->lid);
     return 0;
 
 err:

@@ -83,7 +83,7 @@ static void emu_raw_cqe_recv(emu_dev_t *dev, struct emu_raw_cq *rc,
 {
     struct mlx5_cqe64 *cqe = emu_raw_cqe(rc);
     emu_qp_t *ud           = emu_qp_find(dev, qpn);
-    emu_wc_ext_t ext       = {0, 0};
+    emu_wc_ext_t ext       = {wc->slid, 0};
     uint8_t opcode;
 
     if ((ud != NULL) && (ud->kind == EMU_QP_UD) && (ud->rq != NULL) &&

@@ -359,6 +359,11 @@ int dcx_soft_cq_move_channel(dcx_cq_t *cq, dcx_comp_channel_t *ch);
  * EINVAL (logged). */
 int dcx_soft_srq_watch(dcx_srq_t *srq, int efd);
 
+/* Gives dev's port a LID, which the receive completions of what it sends
+ * report in their slid (dcx_wc_t): the mlx5 emulation sets the LID the
+ * port got from its fabric's LID directory.  0, or EINVAL (logged). */
+int dcx_soft_dev_set_lid(dcx_dev_t *dev, uint16_t lid);
+
 /* Posts wr on a DCI as a WQE the device accepts and then fails: it is
  * checked and queued as by dcx_qp_post_send, and when it reaches the head
  * of the send queue it completes with 'status' (an error) without being

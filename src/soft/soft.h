@@ -413,6 +413,7 @@ typedef struct soft_rstate {
     uint32_t hold_msn; /* see wack_hold */
     soft_qp_t *dct;    /* owner of the held receive */
     soft_peer_t *peer; /* reply path */
+    uint16_t slid;     /* its port's LID (receives report it) */
     soft_rwqe_t recv;  /* receive held for message e */
     soft_tm_msg_t tm;  /* tag matching of message e */
 } soft_rstate_t;
@@ -787,7 +788,7 @@ static inline soft_cqe_t *soft_cq_slot(soft_cq_t *cq)
  * transport reads, the rest zero; the caller sets the TM fields. */
 static inline void soft_cqe_fast_recv(soft_cqe_t *cqe, uint8_t opcode,
                                       uint64_t wr_id, uint32_t qp_num,
-                                      const soft_pkt_t *pkt)
+                                      const soft_pkt_t *pkt, uint16_t slid)
 {
     int imm = (pkt->op == DCX_WR_SEND_IMM);
 
@@ -802,6 +803,7 @@ static inline void soft_cqe_fast_recv(soft_cqe_t *cqe, uint8_t opcode,
     cqe->wc.vendor_err = 0;
     cqe->wc.tm_tag     = 0;
     cqe->wc.tm_priv    = 0;
+    cqe->wc.slid       = slid;
     cqe->wc.reserved   = 0;
     cqe->qp            = NULL;
     cqe->sq_idx        = 0;

@@ -70,6 +70,16 @@ int dcx_soft_addr_nowhere(dcx_dev_t *dev_, void *addr, size_t *len_p)
     return ret;
 }
 
+int dcx_soft_dev_set_lid(dcx_dev_t *dev_, uint16_t lid)
+{
+    if (!dcx_dev_is_soft(dev_)) {
+        dcx_error("%s: set LID: not a soft device", dcx_dev_name(dev_));
+        return EINVAL;
+    }
+    __atomic_store_n(&soft_dev(dev_)->hdr->lid, lid, __ATOMIC_RELEASE);
+    return 0;
+}
+
 static void soft_close(dcx_dev_t *dev_)
 {
     soft_dev_t *dev = soft_dev(dev_);

@@ -59,6 +59,17 @@ int dcx_soft_qp_set_datagram(dcx_qp_t *qp_, uint32_t wire_qpn, uint32_t wc_qpn)
     return 0;
 }
 
+/* The LID of a datagram's source port (0: unknown) */
+static uint16_t soft_dgram_slid(soft_dev_t *dev, const soft_pkt_t *pkt)
+{
+    soft_peer_t *peer = soft_peer_get(dev, pkt->src_pid, pkt->src_inst,
+                                      pkt->src_token);
+
+    return ((peer != NULL) && (soft_peer_map(dev, peer) != NULL)) ?
+               peer->hdr->lid :
+               0;
+}
+
 static void soft_dgram_cqe(soft_dev_t *dev, soft_qp_t *dct,
                            const soft_pkt_t *pkt, uint64_t wr_id,
                            uint8_t status)
@@ -75,6 +86,7 @@ static void soft_dgram_cqe(soft_dev_t *dev, soft_qp_t *dct,
     wc.byte_len = (status == DCX_WC_SUCCESS) ? pkt->len : 0;
     wc.qp_num   = dct->super.qp_num;
     wc.src_qp   = pkt->src_qpn;
+    wc.slid     = soft_dgram_slid(dev, pkt);
     if (soft_cq_push(dct->cq, &wc, NULL, 0) != 0) {
         dcx_warn("%s: dct 0x%x: receive completion queue overrun, a "
                  "datagram's completion lost",

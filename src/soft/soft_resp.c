@@ -20,6 +20,7 @@
 #include "soft_dgram.h"
 #include "soft_direct.h"
 #include "soft_srq.h"
+#include "soft_atomic.h"
 #include "soft_tm.h"
 
 #include <errno.h>
@@ -129,6 +130,10 @@ static soft_rstate_t *soft_rstate_get(soft_dev_t *dev, const soft_pkt_t *pkt)
     if (free_rs->peer == NULL) {
         return NULL;
     }
+    /* its port's LID, read once: mapping the port (for the replies) */
+    free_rs->slid         = (soft_peer_map(dev, free_rs->peer) != NULL) ?
+                                free_rs->peer->hdr->lid :
+                                0;
     free_rs->used         = 1;
     free_rs->pid          = pkt->src_pid;
     free_rs->inst         = pkt->src_inst;
@@ -154,9 +159,10 @@ static void soft_resp_dct_overrun(soft_dev_t *dev, soft_qp_t *dct)
 
 /* Completes receive wr_id of the DCT; a CQ overrun puts the DCT in
  * error. */
-static void soft_resp_cqe(soft_dev_t *dev, soft_qp_t *dct, uint32_t src_qp,
-                          uint64_t wr_id, uint8_t status, uint8_t opcode,
-                          uint16_t flags, uint32_t imm, uint32_t byte_len)
+static void soft_resp_cqe(soft_dev_t *dev, soft_qp_t *dct,
+                          const soft_rstate_t *rs, uint64_t wr_id,
+                          uint8_t status, uint8_t opcode, uint16_t flags,
+                          uint32_t imm, uint32_t byte_len)
 {
     dcx_wc_t wc;
 
@@ -168,7 +174,8 @@ static void soft_resp_cqe(soft_dev_t *dev, soft_qp_t *dct, uint32_t src_qp,
     wc.imm      = imm;
     wc.byte_len = byte_len;
     wc.qp_num   = dct->super.qp_num;
-    wc.src_qp   = src_qp;
+    wc.src_qp   = rs->dci;
+    wc.slid     = rs->slid;
     if (soft_cq_push(dct->cq, &wc, NULL, 0) != 0) {
         soft_resp_dct_overrun(dev, dct);
     }
@@ -180,7 +187,7 @@ static void soft_resp_recv_cqe(soft_dev_t *dev, soft_qp_t *dct,
                                uint32_t byte_len)
 {
     rs->have_recv = 0;
-    soft_resp_cqe(dev, dct, rs->dci, rs->recv.wr_id, status, opcode, flags, imm,
+    soft_resp_cqe(dev, dct, rs, rs->recv.wr_id, status, opcode, flags, imm,
                   byte_len);
 }
 
@@ -632,71 +639,6 @@ static void soft_resp_read_op(soft_dev_t *dev, soft_qp_t *dct,
     }
 }
 
-/* Masked fetch-and-add: a set bit of 'bounds' ends a field. */
-static uint64_t soft_masked_add(uint64_t a, uint64_t b, uint64_t bounds,
-                                unsigned bits)
-{
-    uint64_t r = 0, carry = 0;
-    unsigned i;
-
-    for (i = 0; i < bits; ++i) {
-        uint64_t s = ((a >> i) & 1) + ((b >> i) & 1) + carry;
-
-        r |= (s & 1) << i;
-        carry = s >> 1;
-        if ((bounds >> i) & 1) {
-            carry = 0;
-        }
-    }
-    return r;
-}
-
-static uint64_t soft_atomic_new(uint8_t op, uint64_t old, const uint64_t *a,
-                                unsigned bits)
-{
-    switch (op) {
-    case DCX_WR_ATOMIC_FADD:
-        return old + a[0];
-    case DCX_WR_ATOMIC_CSWAP:
-        return (old == a[0]) ? a[1] : old;
-    case DCX_WR_ATOMIC_MASKED_FADD:
-        return soft_masked_add(old, a[0], a[2], bits);
-    default: /* MASKED_CSWAP */
-        if (((old ^ a[0]) & a[2]) == 0) {
-            return (old & ~a[3]) | (a[1] & a[3]);
-        }
-        return old;
-    }
-}
-
-static uint64_t soft_atomic_exec(const soft_pkt_t *pkt)
-{
-    void *target = (void *)(uintptr_t)pkt->raddr;
-
-    if (pkt->atomic_size == 4) {
-        uint32_t *p = target, old, nv;
-
-        old = __atomic_load_n(p, __ATOMIC_RELAXED);
-        do {
-            nv = (uint32_t)soft_atomic_new(pkt->op, old, pkt->args, 32);
-        } while (!__atomic_compare_exchange_n(p, &old, nv, 0, __ATOMIC_SEQ_CST,
-                                              __ATOMIC_RELAXED));
-        return old;
-    } else {
-        uint64_t *p = target, old, nv;
-
-        if (pkt->op == DCX_WR_ATOMIC_FADD) {
-            return __atomic_fetch_add(p, pkt->args[0], __ATOMIC_SEQ_CST);
-        }
-        old = __atomic_load_n(p, __ATOMIC_RELAXED);
-        do {
-            nv = soft_atomic_new(pkt->op, old, pkt->args, 64);
-        } while (!__atomic_compare_exchange_n(p, &old, nv, 0, __ATOMIC_SEQ_CST,
-                                              __ATOMIC_RELAXED));
-        return old;
-    }
-}
-
 static void soft_resp_atomic_op(soft_dev_t *dev, soft_qp_t *dct,
                                 soft_rstate_t *rs, const soft_pkt_t *pkt)
 {
@@ -838,7 +780,8 @@ static inline void soft_resp_recv_copy(const soft_rwqe_t *wqe,
 /* The receive completion of a fast-path SEND (soft_resp_fast), written in
  * the CQ in place: every field the transport reads, the rest zero. */
 static inline void soft_resp_fast_cqe(soft_dev_t *dev, soft_qp_t *dct,
-                                      const soft_pkt_t *pkt, uint64_t wr_id)
+                                      const soft_pkt_t *pkt, uint64_t wr_id,
+                                      uint16_t slid)
 {
     soft_cqe_t *cqe = soft_cq_slot(dct->cq);
 
@@ -847,7 +790,7 @@ static inline void soft_resp_fast_cqe(soft_dev_t *dev, soft_qp_t *dct,
         soft_resp_dct_overrun(dev, dct);
         return;
     }
-    soft_cqe_fast_recv(cqe, DCX_WC_RECV, wr_id, dct->super.qp_num, pkt);
+    soft_cqe_fast_recv(cqe, DCX_WC_RECV, wr_id, dct->super.qp_num, pkt, slid);
     cqe->tm = NULL;
     soft_cq_commit(dct->cq);
 }
@@ -868,13 +811,14 @@ static inline int soft_resp_place_ok(const soft_cq_t *cq, uint32_t max)
  * RECV, or on a TM SRQ what soft_tm_fast_opcode() found (tm_opcode) */
 static inline void soft_resp_place(soft_dev_t *dev, soft_qp_t *dct,
                                    const soft_pkt_t *pkt, uint64_t wr_id,
-                                   const void *payload, uint8_t tm_opcode)
+                                   const void *payload, uint8_t tm_opcode,
+                                   uint16_t slid)
 {
     soft_cq_t *cq   = dct->cq;
     soft_cqe_t *cqe = soft_cq_slot(cq); /* room: soft_resp_place_ok */
 
     soft_cqe_fast_recv(cqe, (tm_opcode != 0) ? tm_opcode : DCX_WC_RECV, wr_id,
-                       dct->super.qp_num, pkt);
+                       dct->super.qp_num, pkt, slid);
     cqe->wc.flags |= DCX_WC_FLAG_IN_PLACE;
     cqe->wc.data = payload;
     cqe->tm = (tm_opcode != 0) ? soft_tm_fast_count(dct->srq->tm, tm_opcode) :
@@ -951,14 +895,15 @@ static inline int soft_resp_fast(soft_dev_t *dev, const soft_pkt_t *pkt,
             /* the message stays in its slot (a light packet's payload is
              * aligned as a full one's), on the CQ whose polls release it */
             soft_srq_pop(srq);
-            soft_resp_place(dev, dct, pkt, wqe->wr_id, payload, tm_opcode);
+            soft_resp_place(dev, dct, pkt, wqe->wr_id, payload, tm_opcode,
+                            rs->slid);
         } else {
             soft_resp_recv_copy(wqe, payload, len);
             soft_srq_pop(srq);
             if (tm_opcode != 0) {
                 soft_tm_fast_wc(srq, dct, pkt, tm_opcode, wqe->wr_id);
             } else {
-                soft_resp_fast_cqe(dev, dct, pkt, wqe->wr_id);
+                soft_resp_fast_cqe(dev, dct, pkt, wqe->wr_id, rs->slid);
             }
         }
     } else {

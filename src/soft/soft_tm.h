@@ -245,7 +245,7 @@ static inline void soft_tm_fast_wc(soft_srq_t *srq, soft_qp_t *dct,
         soft_cq_overrun(cq, dct->super.qp_num); /* as soft_tm_push */
         return;
     }
-    soft_cqe_fast_recv(cqe, wc_opcode, wr_id, dct->super.qp_num, pkt);
+    soft_cqe_fast_recv(cqe, wc_opcode, wr_id, dct->super.qp_num, pkt, 0);
     /* tm_entry, tm_gen and tm_op are read only under the flags that name
      * them (soft_tm_polled_rest), tm_flags only when tm is set */
     cqe->tm       = retire;

@@ -167,7 +167,8 @@ typedef struct soft_port_hdr {
     uint32_t killed;
     uint32_t ready;
     uint32_t clock_kind; /* soft_clock_kind of last_poll */
-    uint8_t pad0[20];
+    uint16_t lid; /* dcx_soft_dev_set_lid: what receives report as slid */
+    uint8_t pad0[18];
     uint32_t doorbell; /* futex word of the helper */
     uint32_t sleeping; /* SOFT_HELPER_*: the helper's state */
     /* a sender rang for the current idle episode; the helper clears it

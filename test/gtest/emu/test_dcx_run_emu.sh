@@ -65,7 +65,7 @@ check "--uverbs-ns without --mlx5-emu refused" $?
 
 # --uverbs-ns: the command sees /dev/infiniband/uverbs0..N-1 as character
 # devices and the machine's /dev/shm; afterwards the machine has neither
-# the node nor the namespace's staging directory nor the sysfs view
+# the node nor the namespace's staging mount
 if unshare --mount true 2>/dev/null || unshare --mount --map-root-user true 2>/dev/null; then
     probe=/dev/shm/dcx-uverbs-probe.$$
     "$run" --mlx5-emu=2 --uverbs-ns sh -c \
@@ -74,7 +74,7 @@ if unshare --mount true 2>/dev/null || unshare --mount --map-root-user true 2>/d
          echo seen > $probe" > "$out" 2>&1
     st=$?
     [ "$(cat "$probe" 2>/dev/null)" = seen ] && [ ! -e /dev/infiniband ] &&
-        [ -z "$(ls -d "${TMPDIR:-/tmp}"/dcx-uverbs-ns.* 2>/dev/null)" ]
+        ! findmnt -rn -o SOURCE /mnt | grep -q dcx-uverbs-ns
     check "--uverbs-ns: uverbs nodes inside, the machine's /dev/shm, nothing left" \
         $(( st + $? ))
     rm -f "$probe"

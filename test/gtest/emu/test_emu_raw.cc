@@ -314,6 +314,7 @@ TEST_F(emu_raw_test, send_through_queue_memory)
     EXPECT_EQ(8u, be32toh(cqe.byte_cnt));
     EXPECT_EQ(0u, be16toh(cqe.wqe_counter)); /* the receive WQE's index */
     EXPECT_EQ(m_b.rq.qp->qp_num, be32toh(cqe.sop_drop_qpn) & 0xffffff);
+    EXPECT_EQ(m_a.lid, be16toh(cqe.slid)); /* UCX's DC flow control reads it */
     EXPECT_EQ(0x0123456789abcdefull, m_b.buf[0]);
 }
 

@@ -280,6 +280,7 @@ TEST_F(emu_rc_test, send_write_read_atomics_between_ports)
     EXPECT_EQ(0xabcd0001u, be32toh(wc.imm_data));
     EXPECT_EQ(8u, wc.byte_len);
     EXPECT_EQ(m_qb->qp_num, wc.qp_num);
+    EXPECT_EQ(m_a.lid, wc.slid); /* the sender port's LID */
     EXPECT_EQ(0x1122334455667788ull, m_b.buf[0]);
     ASSERT_TRUE(poll(m_a.scq, &wc));
     EXPECT_EQ(IBV_WC_SUCCESS, wc.status);

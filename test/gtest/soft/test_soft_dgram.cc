@@ -81,6 +81,7 @@ TEST_F(soft_dgram, delivered_with_the_source_number)
     dcx_wc_t wc;
 
     open();
+    ASSERT_EQ(0, dcx_soft_dev_set_lid(m_a.dev, 77));
     ASSERT_EQ(0, send(7, 100, KEY, DCX_WR_SEND_IMM));
     ASSERT_EQ(1, m_a.poll(&wc, 1));
     EXPECT_EQ(DCX_WC_SUCCESS, wc.status);
@@ -91,6 +92,7 @@ TEST_F(soft_dgram, delivered_with_the_source_number)
     EXPECT_EQ(0u, wc.wr_id);
     EXPECT_EQ(100u, wc.byte_len);
     EXPECT_EQ(SRC, wc.src_qp);
+    EXPECT_EQ(77u, wc.slid); /* the source port's LID */
     EXPECT_EQ(m_b.dct->qp_num, wc.qp_num);
     EXPECT_TRUE(wc.flags & DCX_WC_FLAG_WITH_IMM);
     EXPECT_EQ(0xabcu, wc.imm);
