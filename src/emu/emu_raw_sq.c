@@ -130,8 +130,9 @@ static bool emu_raw_dgram(emu_qp_t *qp, emu_raw_wqe_t *q, dcx_send_wr_t *wr)
     return true;
 }
 
-/* A WQE's inline data mixed with data segments: its pieces become sges
- * into the WQE's slot of registered scratch memory (made at the first) */
+/* A WQE's inline data mixed with data segments, or more of it than the
+ * soft QP takes inline: its pieces become sges into the WQE's slot of
+ * registered scratch memory (made at the first) */
 static bool emu_raw_mixed(emu_qp_t *qp, uint16_t idx, const uint8_t *inl,
                           dcx_sge_t *sge, uint32_t n)
 {
@@ -200,8 +201,12 @@ static bool emu_raw_data(emu_qp_t *qp, emu_raw_wqe_t *q, uint16_t idx,
         ++n;
         ++ndata;
     }
-    if ((ndata == 0) && (inl_len > 0)) {
-        /* inline only: the soft device copies it at the post */
+    if ((ndata == 0) && (inl_len > 0) &&
+        (inl_len + ((qp->kind == EMU_QP_UD) ? 40u : 0u) <=
+         qp->soft->max_inline)) {
+        /* inline only, as much as the soft QP takes inline: it copies it
+         * at the post (a WQE may hold more than the QP's max_inline_data,
+         * which then goes through the scratch slot) */
         sge[0].addr   = (uintptr_t)inl;
         sge[0].length = inl_len;
         sge[0].lkey   = 0;
