@@ -114,8 +114,10 @@ emu_example() {
 # rdma-core's own tools, unchanged, on the emulation: ibv_devices,
 # ibv_devinfo -v, perftest's programs start (test/emu/rdma-tools.sh)
 step "rdma-core tools over mlx5 emulation" "$top/test/emu/rdma-tools.sh"
-# UCX's own rc_verbs between two processes on the emulation, in the
-# private /dev that dcx-run --uverbs-ns makes (test/emu/ucx-ib.sh)
+# UCX's own ib transports (rc_verbs, ud_verbs; rc_mlx5, dc_mlx5, ud_mlx5
+# on raw queues) between two processes on the emulation, UCP over them and
+# an MPI and an OpenSHMEM job over dc_mlx5, in the private /dev that
+# dcx-run --uverbs-ns makes (test/emu/ucx-ib.sh)
 step "UCX's ib transports over mlx5 emulation" "$top/test/emu/ucx-ib.sh"
 step "example: strided exchange over mlx5 emulation" emu_example
 step "ucx_perftest over mlx5 emulation (UCT, UCP)" \

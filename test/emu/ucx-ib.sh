@@ -11,7 +11,12 @@
 #     zcopy), fetch-add and compare-swap; over ud_verbs, active messages;
 #     and UCP with UCX_TLS=rc_verbs,ud_verbs,self (tagged latency and
 #     bandwidth, put and get): both exit 0, the client prints its final
-#     line, and no UCX error line appears.
+#     line, and no UCX error line appears;
+#   - the same for UCX's mlx5 transports on the emulation's raw queues:
+#     rc_mlx5 and dc_mlx5 (active messages, put, get, atomics), ud_mlx5
+#     (active messages), and UCP with UCX_TLS=dc_mlx5,self;
+#   - an MPI job (point-to-point, RMA) and an OpenSHMEM job (atomics),
+#     2 processes each, over UCX's dc_mlx5.
 # Prints one PASS/FAIL line a check, exits 1 if any failed, 77 when UCX's
 # tools or a mount namespace are not available.
 #
@@ -104,10 +109,12 @@ done
 
 # UCP over UCX's verbs transports: RC lanes, wired up over UD
 perftest_ucp() {   # perftest_ucp TEST [ARGS...]
+    UCX_TLS=rc_verbs,ud_verbs,self perftest_ucp_tls "$@"
+}
+perftest_ucp_tls() {   # perftest_ucp_tls TEST [ARGS...], UCX_TLS set
     local t=$1 st
     shift
-    UCX_TLS=rc_verbs,ud_verbs,self emu "$pair" "$out" -t "$t" -n 1000 "$@" \
-        > /dev/null 2>&1
+    emu "$pair" "$out" -t "$t" -n 1000 "$@" > /dev/null 2>&1
     st=$?
     cat "$out.cli" "$out.srv" > "$out" 2>/dev/null
     grep -q '^Final:' "$out.cli" 2>/dev/null && ! ucx_errors "$out" > /dev/null &&
@@ -118,6 +125,60 @@ for spec in "tag_lat" "tag_bw -s 65536" "ucp_put_bw" "ucp_get"; do
     perftest_ucp $spec
     check "ucx_perftest -t $spec with UCX_TLS=rc_verbs,ud_verbs,self" $?
 done
+
+# UCX's mlx5 transports, on the emulation's raw queues (UCX's DEVX domain
+# declines: the emulation has no DEVX event channel)
+for tl in rc_mlx5 dc_mlx5; do
+    for spec in "am_lat" "am_bw -D zcopy -s 2048" "put_bw" "get -D zcopy -s 4096" \
+                "fadd" "cswap"; do
+        # shellcheck disable=SC2086
+        perftest_uct $tl $spec
+        check "ucx_perftest -x $tl -t $spec between two processes" $?
+    done
+done
+for spec in "am_lat" "am_bw -D bcopy"; do
+    # shellcheck disable=SC2086
+    perftest_uct ud_mlx5 $spec
+    check "ucx_perftest -x ud_mlx5 -t $spec between two processes" $?
+done
+for spec in "tag_lat" "tag_bw -s 65536" "ucp_put_bw" "ucp_get"; do
+    # shellcheck disable=SC2086
+    UCX_TLS=dc_mlx5,self perftest_ucp_tls $spec
+    check "ucx_perftest -t $spec with UCX_TLS=dc_mlx5,self" $?
+done
+
+# MPI and OpenSHMEM over UCX's dc_mlx5 (built here from test/mpi and
+# test/shmem): point-to-point, RMA with its atomics, OpenSHMEM atomics
+mpi_run() {   # mpi_run LAUNCHER NP PROGRAM
+    local l=$1 np=$2 prog=$3 extra=
+    [ "$l" = oshrun ] && extra="--mca spml ucx"
+    # shellcheck disable=SC2086
+    emu timeout 120 "$l" --allow-run-as-root --oversubscribe -np "$np" \
+        -x LD_PRELOAD -x LD_LIBRARY_PATH -x DCX_EMU_DEVICES -x DCX_EMU_FABRIC \
+        -x UCX_DCX_SOFT_DEVICES -x UCX_DCX_MLX5 -x UCX_TLS=dc_mlx5,self \
+        -x UCX_WARN_UNUSED_ENV_VARS=n --mca pml ucx --mca pml_ucx_tls any \
+        --mca pml_ucx_devices any --mca btl ^openib,uct,ofi --mca mtl ^ofi \
+        --mca osc ucx $extra "$prog" > "$out" 2>&1 < /dev/null &&
+        grep -q '^OK ' "$out" && ! grep -q -e 'UCX  ERROR' -e 'dcx error' "$out"
+}
+if command -v mpicc > /dev/null && command -v oshcc > /dev/null; then
+    bdir=$(mktemp -d)
+    for p in p2p rma; do
+        mpicc -O2 -o "$bdir/mpi_$p" "$top/test/mpi/$p.c" > "$out" 2>&1 ||
+            echo "FAIL: build $p"
+    done
+    oshcc -O2 -o "$bdir/shmem_atomics" "$top/test/shmem/atomics.c" > "$out" 2>&1 ||
+        echo "FAIL: build shmem atomics"
+    for p in p2p rma; do
+        mpi_run mpirun 2 "$bdir/mpi_$p"
+        check "MPI $p over UCX's dc_mlx5, 2 processes" $?
+    done
+    mpi_run oshrun 2 "$bdir/shmem_atomics"
+    check "OpenSHMEM atomics over UCX's dc_mlx5, 2 PEs" $?
+    rm -rf "$bdir"
+else
+    echo "SKIP: MPI and OpenSHMEM: mpicc or oshcc not installed"
+fi
 
 ls /dev/shm 2>/dev/null | grep -E "^dcx-(emu|soft)\.$uid\.($fabric|sys)(\.|$)" > "$out"
 [ ! -s "$out" ] && [ ! -e /dev/infiniband ]
