@@ -275,6 +275,7 @@ typedef struct emu_qp {
     uint32_t rc_dest_qpn;
     uint32_t rc_access; /* IBV_ACCESS_* */
     uint8_t rc_min_rnr;
+    uint32_t sq_psn;      /* as the last RTR->RTS gave it (ibv_query_qp) */
     uint64_t rc_key;      /* carried by the requests to the peer */
     uint64_t rc_resp_key; /* the responder's; 0 while closed */
     /* UD (emu_ud.c): the requester a datagram DCI, the responder and the
@@ -370,6 +371,8 @@ static inline emu_cq_t *emu_cq(struct ibv_cq *cq)
 /* Drops the completions of QP qp_num not yet polled (a move to RESET). */
 void emu_cq_purge(emu_cq_t *cq, uint32_t qp_num);
 
+/* The CQE size MLX5_CQE_SIZE asks for (0: unset; -1, logged: invalid) */
+int emu_cq_env_size(const char *name);
 /* The PRM syndrome of a completion status (an error CQE's) */
 uint8_t emu_wc_syndrome(uint8_t status);
 

@@ -312,6 +312,22 @@ static uint8_t emu_read_dlid_path_bits(struct ibv_cq_ex *cqx)
 /* ------------------------------------------------------------------------
  * Creation
  * ------------------------------------------------------------------------ */
+/* The CQE size libmlx5 takes from MLX5_CQE_SIZE (64 or 128; 0: unset);
+ * -1, logged, for another value, which fails the creation as there */
+int emu_cq_env_size(const char *name)
+{
+    const char *env = getenv("MLX5_CQE_SIZE");
+
+    if (env == NULL) {
+        return 0;
+    }
+    if (strcmp(env, "64") && strcmp(env, "128")) {
+        emu_error("%s: create_cq: MLX5_CQE_SIZE=%s (64 or 128)", name, env);
+        return -1;
+    }
+    return atoi(env);
+}
+
 static emu_cq_t *emu_cq_create(struct ibv_context *context,
                                const struct ibv_cq_init_attr_ex *attr)
 {
@@ -327,6 +343,9 @@ static emu_cq_t *emu_cq_create(struct ibv_context *context,
     name = context->device->name;
     caps = dcx_dev_caps(ectx->dev->soft);
     ret  = EINVAL;
+    if (emu_cq_env_size(name) < 0) {
+        goto err;
+    }
     if ((attr->cqe == 0) || (attr->cqe > caps->max_cqe)) {
         emu_error("%s: create_cq: %u entries (1..%u)", name, attr->cqe,
                   caps->max_cqe);
@@ -385,6 +404,7 @@ static emu_cq_t *emu_cq_create(struct ibv_context *context,
     cq->cq.context    = context;
     cq->cq.cq_context = attr->cq_context;
     cq->cq.cqe        = (int)cq->soft->cqe;
+    cq->cqe_size      = (uint16_t)emu_cq_env_size(name);
     cq->cqn           = ectx->dev->qpn_base +
               (__atomic_fetch_add(&ectx->dev->srq_seq, 1, __ATOMIC_RELAXED) %
                EMU_QPN_SPAN);

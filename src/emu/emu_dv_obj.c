@@ -362,6 +362,10 @@ dcx_emu_mlx5dv_create_cq(struct ibv_context *context,
             return NULL;
         }
     }
+    if (!(mask & MLX5DV_CQ_INIT_ATTR_MASK_CQE_SIZE) &&
+        (emu_cq_env_size(context->device->name) > 0)) {
+        size = (uint32_t)emu_cq_env_size(context->device->name);
+    }
     cqx = ibv_create_cq_ex(context, cq_attr);
     if (cqx != NULL) {
         ((emu_cq_t *)cqx)->cqe_size = (uint16_t)size;

@@ -73,14 +73,6 @@ dcx_emu_mlx5dv_create_mkey(struct mlx5dv_mkey_init_attr *attr)
         errno = EOPNOTSUPP;
         return NULL;
     }
-    if (!ectx->devx) {
-        emu_error("%s: mlx5dv_create_mkey: the context has no DEVX (open "
-                  "it with MLX5DV_CONTEXT_FLAGS_DEVX): the kernel refuses "
-                  "CREATE_MKEY",
-                  name);
-        errno = EINVAL;
-        return NULL;
-    }
     mk = calloc(1, sizeof(*mk));
     if (mk == NULL) {
         emu_error("%s: mlx5dv_create_mkey: out of memory", name);

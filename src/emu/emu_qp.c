@@ -296,10 +296,11 @@ static int emu_qp_check(emu_qp_t *qp, struct ibv_qp_init_attr_ex *attr,
         emu_error("%s: create_qp: send_cq and recv_cq are both required", name);
         return EINVAL;
     }
-    if (attr->comp_mask &
-        (IBV_QP_INIT_ATTR_XRCD | IBV_QP_INIT_ATTR_CREATE_FLAGS |
-         IBV_QP_INIT_ATTR_MAX_TSO_HEADER | IBV_QP_INIT_ATTR_IND_TABLE |
-         IBV_QP_INIT_ATTR_RX_HASH)) {
+    if ((attr->comp_mask &
+         (IBV_QP_INIT_ATTR_XRCD | IBV_QP_INIT_ATTR_MAX_TSO_HEADER |
+          IBV_QP_INIT_ATTR_IND_TABLE | IBV_QP_INIT_ATTR_RX_HASH)) ||
+        ((attr->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) &&
+         (attr->create_flags != 0))) {
         emu_error("%s: create_qp: comp_mask 0x%x asks for XRC, create "
                   "flags, TSO or RSS, not modelled",
                   name, attr->comp_mask);

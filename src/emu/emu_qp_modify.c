@@ -298,6 +298,9 @@ int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int attr_mask)
     if (ret != 0) {
         return ret;
     }
+    if (mask & IBV_QP_SQ_PSN) {
+        qp->sq_psn = attr->sq_psn & 0xffffff;
+    }
     ibqp->state = to;
     return 0;
 }
@@ -311,6 +314,7 @@ int ibv_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int attr_mask,
     attr->qp_state            = emu_qp_cur_state(qp);
     attr->cur_qp_state        = attr->qp_state;
     attr->path_mtu            = IBV_MTU_4096;
+    attr->sq_psn              = qp->sq_psn;
     attr->port_num            = 1;
     attr->cap.max_send_wr     = qp->max_send_wr;
     attr->cap.max_send_sge    = qp->max_send_sge;
@@ -318,7 +322,7 @@ int ibv_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int attr_mask,
     if (qp->soft != NULL) {
         attr->max_rd_atomic = (uint8_t)qp->soft->max_rd_atomic;
     }
-    if (qp->kind == EMU_QP_RC) {
+    if ((qp->kind == EMU_QP_RC) || (qp->kind == EMU_QP_UD)) {
         attr->dest_qp_num      = qp->rc_dest_qpn;
         attr->qp_access_flags  = qp->rc_access;
         attr->min_rnr_timer    = qp->rc_min_rnr;
@@ -328,6 +332,7 @@ int ibv_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int attr_mask,
         attr->ah_attr.port_num = 1;
         attr->cap.max_recv_wr  = qp->rq_max_wr;
         attr->cap.max_recv_sge = qp->rq_max_wr ? qp->rq->max_sge : 0;
+        attr->qkey             = qp->ud_qkey;
     }
     if (init_attr != NULL) {
         memset(init_attr, 0, sizeof(*init_attr));

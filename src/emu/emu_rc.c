@@ -251,6 +251,9 @@ static bool emu_rc_build(struct ibv_qp_ex *x, const struct ibv_send_wr *wr)
         x->wr_atomic_cmp_swp(x, wr->wr.atomic.rkey, wr->wr.atomic.remote_addr,
                              wr->wr.atomic.compare_add, wr->wr.atomic.swap);
         return true;
+    case IBV_WR_LOCAL_INV:
+        x->wr_local_inv(x, wr->invalidate_rkey);
+        return true;
     default:
         return false;
     }
@@ -285,7 +288,9 @@ static int emu_rc_post_one(emu_qp_t *qp, const struct ibv_send_wr *wr)
         x->wr_set_ud_addr(x, wr->wr.ud.ah, wr->wr.ud.remote_qpn,
                           wr->wr.ud.remote_qkey);
     }
-    if (wr->send_flags & IBV_SEND_INLINE) {
+    if (wr->opcode == IBV_WR_LOCAL_INV) {
+        /* no data: the key is all it names */
+    } else if (wr->send_flags & IBV_SEND_INLINE) {
         for (i = 0; i < wr->num_sge; ++i) {
             bufs[i].addr   = (void *)(uintptr_t)wr->sg_list[i].addr;
             bufs[i].length = wr->sg_list[i].length;
@@ -333,6 +338,12 @@ static int emu_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
                   dc               ? "a DC QP: use an SRQ" :
                   (qp->rq == NULL) ? "it receives from an SRQ" :
                                      "created with max_recv_wr 0");
+        *bad_wr = wr;
+        return EINVAL;
+    }
+    if (qp->qpx.qp_base.state == IBV_QPS_RESET) {
+        emu_error("%s: qp 0x%x: ibv_post_recv in RESET",
+                  ibqp->context->device->name, ibqp->qp_num);
         *bad_wr = wr;
         return EINVAL;
     }

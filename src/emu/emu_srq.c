@@ -32,11 +32,11 @@ emu_srq_t *emu_srq_new(struct ibv_pd *ibpd, struct ibv_srq_init_attr *attr)
     }
     name = ibpd->context->device->name;
     caps = dcx_dev_caps(ectx->dev->soft);
-    if ((attr->attr.max_wr == 0) || (attr->attr.max_wr > caps->max_srq_wr) ||
+    if ((attr->attr.max_wr > caps->max_srq_wr) ||
         (attr->attr.max_sge > caps->max_recv_sge) ||
         (attr->attr.max_sge > EMU_SRQ_MAX_SGE) ||
         (attr->attr.srq_limit > attr->attr.max_wr)) {
-        emu_error("%s: create_srq: max_wr %u (1..%u), max_sge %u (<= %u) or "
+        emu_error("%s: create_srq: max_wr %u (<= %u), max_sge %u (<= %u) or "
                   "srq_limit %u invalid",
                   name, attr->attr.max_wr, caps->max_srq_wr, attr->attr.max_sge,
                   caps->max_recv_sge, attr->attr.srq_limit);
@@ -56,7 +56,7 @@ emu_srq_t *emu_srq_new(struct ibv_pd *ibpd, struct ibv_srq_init_attr *attr)
     }
     memset(&sattr, 0, sizeof(sattr));
     sattr.type    = DCX_SRQ_BASIC;
-    sattr.max_wr  = attr->attr.max_wr;
+    sattr.max_wr  = (attr->attr.max_wr > 0) ? attr->attr.max_wr : 1;
     sattr.max_sge = (attr->attr.max_sge > 0) ? attr->attr.max_sge : 1;
     sattr.cq      = ectx->dev->srq_cq;
     ret           = dcx_srq_create(pd->soft, &sattr, &srq->soft);

@@ -376,16 +376,14 @@ static void emu_wr_set_dc_addr_stream(struct mlx5dv_qp_ex *dv,
     /* libmlx5 writes the id into the control segment unchecked, and a DCI
      * made without stream channels executes in posting order whatever it
      * says (perftest, proven on hardware, names streams on such DCIs):
-     * ignored there.  On a DCI with channels, one it lacks is refused. */
-    if ((qp->num_streams > 0) && (stream_id >= qp->num_streams)) {
-        emu_wr_fail(qp, EINVAL, "stream %u on a DCI with %u streams", stream_id,
-                    qp->num_streams);
-        return;
-    }
+     * ignored there.  On a DCI with channels the HCA takes the id's low
+     * bits (rdma-core's own DC stream tests name ids up to two past the
+     * count, on hardware): the channel is the id modulo the count, a
+     * power of 2. */
     emu_wr_set_dc_addr(dv, ah, dctn, key);
     w = emu_wr_last(qp);
     if ((w != NULL) && w->has_addr && (qp->num_streams > 0)) {
-        w->wr.stream_id = stream_id;
+        w->wr.stream_id = (uint16_t)(stream_id & (qp->num_streams - 1));
     }
 }
 

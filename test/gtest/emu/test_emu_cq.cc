@@ -165,13 +165,12 @@ TEST_F(emu_test, srq_bad_flow)
     }
     attr.attr.max_sge = 1;
     attr.attr.max_wr  = 0;
-    {
-        log_capture log;
-        errno = 0;
-        EXPECT_EQ(nullptr, ibv_create_srq(m_pd, &attr));
-        EXPECT_EQ(EINVAL, errno);
-        EXPECT_EQ(1u, log.count());
-    }
+    /* no receive asked for: libmlx5 makes the smallest queue (rdma-core's
+     * own tests create such SRQs) */
+    srq               = ibv_create_srq(m_pd, &attr);
+    ASSERT_NE(nullptr, srq);
+    EXPECT_LE(1u, attr.attr.max_wr);
+    EXPECT_EQ(0, ibv_destroy_srq(srq));
     attr.attr.max_wr = 4;
     srq              = ibv_create_srq(m_pd, &attr);
     ASSERT_NE(nullptr, srq);
