@@ -10,7 +10,7 @@ pkgs=(
     libucx-dev ucx-utils                 # UCX 1.13.1: libs, ucx_info, ucx_perftest
     openmpi-bin libopenmpi-dev           # Open MPI 4.1.4 with pml/spml/osc ucx
     libibverbs-dev rdma-core             # rdma-core 44 headers for the mlx5 backend
-    ibverbs-utils perftest               # rdma-core's tools and perftest, run on the emulation
+    ibverbs-utils perftest python3-pyverbs # rdma-core's tools, perftest and test suite, run on the emulation
     googletest libgtest-dev              # test suites
     dpkg-dev xz-utils                    # apt-get source for the UCX headers
     procps psmisc                        # pgrep/pkill/killall used by test scripts
