@@ -289,21 +289,14 @@ int dcx_emu_mlx5dv_init_obj(struct mlx5dv_obj *obj, uint64_t obj_type)
                   (unsigned long long)(obj_type & ~(uint64_t)EMU_DV_OBJS));
         return EOPNOTSUPP;
     }
-    if (((obj_type & MLX5DV_OBJ_QP) &&
-         ((obj->qp.in == NULL) || (obj->qp.out == NULL) ||
-          (emu_ctx_check(obj->qp.in->context, "mlx5dv_init_obj") == NULL))) ||
-        ((obj_type & MLX5DV_OBJ_CQ) &&
-         ((obj->cq.in == NULL) || (obj->cq.out == NULL) ||
-          (emu_ctx_check(obj->cq.in->context, "mlx5dv_init_obj") == NULL))) ||
-        ((obj_type & MLX5DV_OBJ_SRQ) &&
-         ((obj->srq.in == NULL) || (obj->srq.out == NULL) ||
-          (emu_ctx_check(obj->srq.in->context, "mlx5dv_init_obj") == NULL))) ||
-        ((obj_type & MLX5DV_OBJ_AH) &&
-         ((obj->ah.in == NULL) || (obj->ah.out == NULL) ||
-          (emu_ctx_check(obj->ah.in->context, "mlx5dv_init_obj") == NULL))) ||
-        ((obj_type & MLX5DV_OBJ_PD) &&
-         ((obj->pd.in == NULL) || (obj->pd.out == NULL) ||
-          (emu_ctx_check(obj->pd.in->context, "mlx5dv_init_obj") == NULL)))) {
+/* an object asked for as _type, missing or not of the emulation */
+#define EMU_DV_BAD(_type, _o)                          \
+    ((obj_type & (_type)) &&                           \
+     ((obj->_o.in == NULL) || (obj->_o.out == NULL) || \
+      (emu_ctx_check(obj->_o.in->context, "mlx5dv_init_obj") == NULL)))
+    if (EMU_DV_BAD(MLX5DV_OBJ_QP, qp) || EMU_DV_BAD(MLX5DV_OBJ_CQ, cq) ||
+        EMU_DV_BAD(MLX5DV_OBJ_SRQ, srq) || EMU_DV_BAD(MLX5DV_OBJ_AH, ah) ||
+        EMU_DV_BAD(MLX5DV_OBJ_PD, pd)) {
         emu_error("mlx5dv_init_obj: an object asked for (types 0x%llx) is "
                   "missing or not of the emulation",
                   (unsigned long long)obj_type);

@@ -97,7 +97,6 @@ static void soft_dgram_cqe(soft_dev_t *dev, soft_qp_t *dct,
 void soft_resp_dgram(soft_dev_t *dev, const soft_pkt_t *pkt,
                      const void *payload)
 {
-    uint32_t idx = pkt->dst_qpn - SOFT_QPN_BASE;
     soft_rwqe_t wqe;
     uint64_t room = 0;
     soft_srq_t *srq;
@@ -110,13 +109,8 @@ void soft_resp_dgram(soft_dev_t *dev, const soft_pkt_t *pkt,
                   dev->super.caps.name, pkt->op, pkt->len);
         return;
     }
-    if ((idx >= dev->max_qps) || ((dct = dev->qps[idx]) == NULL) ||
-        (dct->super.type != DCX_QPT_DCT) || (dct->super.state == DCX_QPS_ERR)) {
-        dev->stats.bad_dctn_drops++;
-        return;
-    }
-    if (pkt->dc_key != dct->dc_key) {
-        dev->stats.dc_key_violations++;
+    dct = soft_resp_dct(dev, pkt);
+    if (dct == NULL) {
         return;
     }
     srq = dct->srq;

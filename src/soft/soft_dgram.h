@@ -12,6 +12,10 @@
  * functions whose helpers it shares) */
 int soft_dgram_post_send(dcx_qp_t *qp, const dcx_send_wr_t *wr);
 
+/* The DCT a request names, up, with the request's DC key; NULL (the
+ * drop counted) otherwise (soft_resp.c, engine lock held) */
+soft_qp_t *soft_resp_dct(soft_dev_t *dev, const soft_pkt_t *pkt);
+
 /* A datagram packet arrived (engine lock held) */
 void soft_resp_dgram(soft_dev_t *dev, const soft_pkt_t *pkt,
                      const void *payload);

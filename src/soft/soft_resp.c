@@ -937,10 +937,26 @@ static inline int soft_resp_fast(soft_dev_t *dev, const soft_pkt_t *pkt,
     return 1;
 }
 
+soft_qp_t *soft_resp_dct(soft_dev_t *dev, const soft_pkt_t *pkt)
+{
+    uint32_t idx = pkt->dst_qpn - SOFT_QPN_BASE;
+    soft_qp_t *dct;
+
+    if ((idx >= dev->max_qps) || ((dct = dev->qps[idx]) == NULL) ||
+        (dct->super.type != DCX_QPT_DCT) || (dct->super.state == DCX_QPS_ERR)) {
+        dev->stats.bad_dctn_drops++;
+        return NULL;
+    }
+    if (pkt->dc_key != dct->dc_key) {
+        dev->stats.dc_key_violations++;
+        return NULL;
+    }
+    return dct;
+}
+
 void soft_resp_packet(soft_dev_t *dev, const soft_pkt_t *pkt,
                       const void *payload)
 {
-    uint32_t idx = pkt->dst_qpn - SOFT_QPN_BASE;
     const soft_opinfo_t *op;
     soft_pkt_t full;
     soft_rstate_t *rs;
@@ -981,13 +997,8 @@ void soft_resp_packet(soft_dev_t *dev, const soft_pkt_t *pkt,
                   dev->super.caps.name, pkt->op);
         return;
     }
-    if ((idx >= dev->max_qps) || ((dct = dev->qps[idx]) == NULL) ||
-        (dct->super.type != DCX_QPT_DCT) || (dct->super.state == DCX_QPS_ERR)) {
-        dev->stats.bad_dctn_drops++;
-        return;
-    }
-    if (pkt->dc_key != dct->dc_key) {
-        dev->stats.dc_key_violations++;
+    dct = soft_resp_dct(dev, pkt);
+    if (dct == NULL) {
         return;
     }
     rs = soft_rstate_get(dev, pkt);

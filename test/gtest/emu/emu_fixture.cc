@@ -5,6 +5,8 @@
  */
 #include "emu_fixture.h"
 
+#include <time.h>
+
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -77,6 +79,14 @@ std::vector<std::string> log_capture::lines()
         }
     }
     return out;
+}
+
+int64_t emu_now_ms()
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 void emu_test::SetUp()

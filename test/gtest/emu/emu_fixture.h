@@ -42,6 +42,9 @@ private:
     std::string m_text;
 };
 
+/* Milliseconds of CLOCK_MONOTONIC, for the tests' bounded waits */
+int64_t emu_now_ms();
+
 /* One context on mlx5_0 with a PD, opened per test. */
 class emu_test : public ::testing::Test {
 protected:

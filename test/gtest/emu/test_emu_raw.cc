@@ -23,14 +23,6 @@ namespace {
 const unsigned kAccess = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
                          IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
 
-int64_t now_ms()
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 struct raw_cq {
     struct ibv_cq *cq = nullptr;
     struct mlx5dv_cq dv;
@@ -264,7 +256,7 @@ protected:
     /* The next CQE of c, copied, its slot given back */
     bool poll(raw_cq &c, struct mlx5_cqe64 *out, int64_t ms = 5000)
     {
-        int64_t end = now_ms() + ms;
+        int64_t end = emu_now_ms() + ms;
         struct mlx5_cqe64 *cqe;
 
         do {
@@ -274,7 +266,7 @@ protected:
                 ++c.ci;
                 return true;
             }
-        } while (now_ms() < end);
+        } while (emu_now_ms() < end);
         return false;
     }
 

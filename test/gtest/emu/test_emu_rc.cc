@@ -22,14 +22,6 @@ namespace {
 const unsigned kAccess = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
                          IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
 
-int64_t now_ms()
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* One side: a context on one device, its PD, CQs, buffer and QPs */
 struct side {
     struct ibv_context *ctx = nullptr;
@@ -236,7 +228,7 @@ protected:
      * engines of both ports run when their CQs are polled) */
     bool poll(struct ibv_cq *cq, struct ibv_wc *wc, int64_t ms = 5000)
     {
-        int64_t end = now_ms() + ms;
+        int64_t end = emu_now_ms() + ms;
 
         do {
             if (ibv_poll_cq(cq, 1, wc) == 1) {
@@ -251,7 +243,7 @@ protected:
                     }
                 }
             }
-        } while (now_ms() < end);
+        } while (emu_now_ms() < end);
         return false;
     }
 

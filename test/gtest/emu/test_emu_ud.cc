@@ -22,14 +22,6 @@ namespace {
 const uint32_t kQkey = 0x11110000;
 const uint32_t kGrh  = 40;
 
-int64_t now_ms()
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 struct ud_side {
     struct ibv_context *ctx = nullptr;
     struct ibv_pd *pd       = nullptr;
@@ -181,7 +173,7 @@ protected:
     /* One completion of s's CQ, polling the other side's meanwhile */
     bool poll(ud_side *s, struct ibv_wc *wc, int64_t ms = 5000)
     {
-        int64_t end = now_ms() + ms;
+        int64_t end = emu_now_ms() + ms;
         ud_side *o  = (s == &m_a) ? &m_b : &m_a;
         struct ibv_wc other;
 
@@ -192,7 +184,7 @@ protected:
             if (ibv_poll_cq(o->cq, 1, &other) == 1) {
                 m_stray.push_back(other);
             }
-        } while (now_ms() < end);
+        } while (emu_now_ms() < end);
         return false;
     }
 
