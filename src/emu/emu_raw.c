@@ -167,6 +167,23 @@ static bool emu_raw_waiting(void)
     return false;
 }
 
+/* epoll_pwait2 where the kernel (5.11 on) has it; elsewhere (and under
+ * valgrind) epoll_wait, whose timeout is in milliseconds */
+static int emu_raw_sleep(struct epoll_event *ev, const struct timespec *look)
+{
+    static bool no_pwait2;
+    int n;
+
+    if (!no_pwait2) {
+        n = epoll_pwait2(emu_raw.epfd, ev, 8, look, NULL);
+        if ((n >= 0) || (errno != ENOSYS)) {
+            return n;
+        }
+        no_pwait2 = true;
+    }
+    return epoll_wait(emu_raw.epfd, ev, 8, (look != NULL) ? 1 : -1);
+}
+
 static void *emu_raw_thread(void *arg)
 {
     const struct timespec look = {0, EMU_RAW_LOOK_NS};
@@ -192,7 +209,7 @@ static void *emu_raw_thread(void *arg)
          * completes them when polled); with none, until woken */
         waiting = emu_raw_waiting();
         pthread_mutex_unlock(&emu_raw_lock);
-        n = epoll_pwait2(emu_raw.epfd, ev, 8, waiting ? &look : NULL, NULL);
+        n = emu_raw_sleep(ev, waiting ? &look : NULL);
         pthread_mutex_lock(&emu_raw_lock);
         if (n > 0) {
             emu_raw_collect(ev, n);
