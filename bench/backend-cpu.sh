@@ -74,49 +74,17 @@ cc -O2 -g -o "$bin" "$here/soft_cpu.c" -lucp -luct -lucs || {
     exit 2
 }
 
-# "total transport backend emulation" of one callgrind output: the self
-# cost of each function goes to its share; a call from a function with a
-# share into one without (libc, the loader) adds the call's inclusive cost
-# to the caller's share
+# whose code ran: the shares of the table (see above)
+cg_rules='backend libuct_dcx\.so /src/(soft|mlx5)/
+transport libuct_dcx\.so .
+emulation /lib(ibverbs|mlx5)\.so .
+rest /libuc[mpst]\.so|/soft_cpu$ .'
+
+# "total transport backend emulation" of one callgrind output
 cg_split() {
-    awk '
-    function nm(s, tab,    id) {
-        if (match(s, /^\([0-9]+\)/)) {
-            id = substr(s, 2, RLENGTH - 2)
-            s  = substr(s, RLENGTH + 1)
-            sub(/^ /, "", s)
-            if (s != "") { tab[id] = s } else { s = tab[id] }
-        }
-        return s
-    }
-    function share(o, f) {
-        if (o ~ /libuct_dcx\.so/) {
-            return (f ~ /\/src\/(soft|mlx5)\//) ? "backend" : "transport"
-        }
-        if (o ~ /\/lib(ibverbs|mlx5)\.so/) { return "emulation" }
-        if (o ~ /\/libuc[mpst]\.so|\/soft_cpu$/) { return "rest" }
-        return ""
-    }
-    /^ob=/  { ob = nm(substr($0, 4), obs); cob = ""; next }
-    /^fl=/  { fl = nm(substr($0, 4), fls); next }
-    /^f[ie]=/ { nm(substr($0, 4), fls); next }
-    /^fn=/  { nm(substr($0, 4), fns); cur = share(ob, fl); cob = ""; cfl = ""; next }
-    /^cob=/ { cob = nm(substr($0, 5), obs); next }
-    /^cf[il]=/ { cfl = nm(substr($0, 5), fls); next }
-    /^cfn=/ { nm(substr($0, 5), fns); next }
-    /^calls=/ {
-        getline
-        callee = share(cob != "" ? cob : ob, cfl != "" ? cfl : fl)
-        if (cur != "" && callee == "") { c[cur] += $NF }
-        cob = ""; cfl = ""
-        next
-    }
-    /^[0-9+*-]/ { if (cur != "") { c[cur] += $NF }; next }
-    /^totals:/  { t = $2 }
-    /^summary:/ { if (t == "") { t = $2 } }
-    END {
-        printf "%d %d %d %d\n", t, c["transport"], c["backend"], c["emulation"]
-    }' "$1"
+    local l
+    l=$(bench_cg_split "$1" "$cg_rules")
+    echo "$(bench_kv total "$l") $(bench_kv transport "$l") $(bench_kv backend "$l") $(bench_kv emulation "$l")"
 }
 
 # cg_run MODE OP -> "calls total transport backend emulation" (sums over

@@ -15,6 +15,19 @@
 #                                  pair's server to CPU 0 and its client to
 #                                  CPU 1 (fails with a message without
 #                                  taskset or two CPUs), empty otherwise
+#   bench_cg_split FILE RULES      splits a callgrind output FILE (no name
+#                                  compression assumed or needed) by whose
+#                                  code ran; RULES has one "SHARE OBJ_RE
+#                                  FILE_RE" line per share, the first whose
+#                                  object and source file regexes match a
+#                                  function wins.  A function's own cost
+#                                  goes to its share; a call from a
+#                                  function with a share into one with none
+#                                  (the C library, the loader) adds the
+#                                  call's inclusive cost to the caller's.
+#                                  Prints "total=T SHARE=N ... calls:A:B=C"
+#                                  (C: calls from share A into share B)
+#   bench_kv KEY LINE              the value of KEY=value in LINE (0 if absent)
 
 bench_top=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
@@ -67,4 +80,69 @@ bench_pin() {
         { echo "$1: -P needs two CPUs, this machine has $(nproc)" >&2; return 2; }
     srv_pin=(taskset -c 0)
     cli_pin=(taskset -c 1)
+}
+
+bench_cg_split() {
+    awk -v rules="$2" '
+    BEGIN {
+        nr = split(rules, line, "\n")
+        for (i = 1; i <= nr; i++) {
+            if (split(line[i], w, " ") == 3) {
+                n++; rs[n] = w[1]; ro[n] = w[2]; rf[n] = w[3]; seen[w[1]] = 1
+            }
+        }
+    }
+    function nm(s, tab,    id) {
+        if (match(s, /^\([0-9]+\)/)) {
+            id = substr(s, 2, RLENGTH - 2)
+            s  = substr(s, RLENGTH + 1)
+            sub(/^ /, "", s)
+            if (s != "") { tab[id] = s } else { s = tab[id] }
+        }
+        return s
+    }
+    function share(o, f,    i) {
+        for (i = 1; i <= n; i++) {
+            if (o ~ ro[i] && f ~ rf[i]) { return rs[i] }
+        }
+        return ""
+    }
+    /^ob=/  { ob = nm(substr($0, 4), obs); cob = ""; next }
+    /^fl=/  { fl = nm(substr($0, 4), fls); next }
+    /^f[ie]=/ { nm(substr($0, 4), fls); next }
+    /^fn=/  { nm(substr($0, 4), fns); cur = share(ob, fl); cob = ""; cfl = ""; next }
+    /^cob=/ { cob = nm(substr($0, 5), obs); next }
+    /^cf[il]=/ { cfl = nm(substr($0, 5), fls); next }
+    /^cfn=/ { nm(substr($0, 5), fns); next }
+    /^calls=/ {
+        split(substr($1, 7), cnt, " ")
+        getline
+        callee = share(cob != "" ? cob : ob, cfl != "" ? cfl : fl)
+        if (cur != "" && callee == "") { c[cur] += $NF }
+        if (cur != "" && callee != "" && callee != cur) {
+            x[cur ":" callee] += cnt[1]
+        }
+        cob = ""; cfl = ""
+        next
+    }
+    /^[0-9+*-]/ { if (cur != "") { c[cur] += $NF }; next }
+    /^totals:/  { t = $2 }
+    /^summary:/ { if (t == "") { t = $2 } }
+    END {
+        printf "total=%d", t
+        for (s in seen) { printf " %s=%d", s, c[s] }
+        for (k in x) { printf " calls:%s=%d", k, x[k] }
+        printf "\n"
+    }' "$1"
+}
+
+bench_kv() {
+    local kv
+    for kv in $2; do
+        if [ "${kv%%=*}" = "$1" ]; then
+            echo "${kv#*=}"
+            return
+        fi
+    done
+    echo 0
 }
