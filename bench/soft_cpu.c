@@ -6,7 +6,7 @@
  * everything else (setup, waiting for the other side to drain) runs with
  * collection off.
  *
- *   soft_cpu TL DEV OP [N]
+ *   soft_cpu TL DEV OP [N [SETTLE_US]]
  *
  * TL/DEV as in ucx_perftest (-x dcx -d soft0:1, -x posix -d memory).  Two
  * interfaces (or, for ucp_tag, two UCP workers with UCX_TLS=TL) in one
@@ -23,7 +23,8 @@
  *   put_bcopy  uct_ep_put_bcopy() of 4 KiB (the packer's memcpy counted)
  *   get_bcopy  uct_ep_get_bcopy() of 8 bytes and the sender's progress
  *              calls until its completion (ucx_perftest's get latency);
- *              posix completes it in the call
+ *              posix completes it in the call; "calls" counts the progress
+ *              calls
  *   am_lat     one round trip as am_lat does it: A sends 8 bytes, B polls
  *              until it has them and answers, A polls until it has the
  *              answer; both sides' instructions, every poll included
@@ -44,8 +45,15 @@
  *              to signal every work request (dcx: UCX_DCX_SIGNAL_PERIOD=1).
  *              A transport without send completions (posix) fails it.
  *
- * Prints "ops N" on success, and for rx_poll/tx_poll "calls C": the number
- * of measured progress calls (C - N of them found nothing).
+ * Prints "ops N" on success, and for rx_poll/tx_poll/get_bcopy "calls C":
+ * the number of measured progress calls (for rx_poll/tx_poll, C - N of them
+ * found nothing).
+ *
+ * SETTLE_US (default 0): before the progress calls of rx_poll, tx_poll and
+ * get_bcopy, sleep that long outside the measured region, so that a device
+ * that works in a thread of its own (the emulated ConnectX's raw queues) has
+ * written the completion by the first measured poll; the polls that would
+ * only have found it still in flight are not counted.
  */
 #include <ucp/api/ucp.h>
 #include <uct/api/uct.h>
@@ -71,6 +79,15 @@ typedef struct {
 
 static ucs_async_context_t *async;
 static bench_side_t side[2];
+static unsigned settle_us;
+
+/* outside the measured region: let an asynchronous device catch up */
+static void bench_settle(void)
+{
+    if (settle_us != 0) {
+        usleep(settle_us);
+    }
+}
 
 #define CHECK(_cond, _what)                                                   \
     do {                                                                      \
@@ -275,23 +292,39 @@ static void get_comp(uct_completion_t *self)
     get_done = 1;
 }
 
-static void op_get_bcopy(void *arg)
-{
-    uct_completion_t comp = {get_comp, 1, UCS_OK};
-    uint64_t value        = 0;
-    ucs_status_t st;
+static uct_completion_t get_comp_obj;
+static uint64_t get_value;
+static ucs_status_t get_status;
 
-    get_done = 0;
-    st       = uct_ep_get_bcopy(side[0].ep, get_unpack, &value, sizeof(value),
-                                (uintptr_t)side[1].mem.address, *(uct_rkey_t *)arg,
-                                &comp);
-    if (st == UCS_INPROGRESS) {
-        while (!get_done) {
-            uct_iface_progress(side[0].iface);
-        }
-        st = comp.status;
+static void op_get_post(void *arg)
+{
+    get_status = uct_ep_get_bcopy(side[0].ep, get_unpack, &get_value,
+                                  sizeof(get_value),
+                                  (uintptr_t)side[1].mem.address,
+                                  *(uct_rkey_t *)arg, &get_comp_obj);
+}
+
+static void bench_poll(bench_side_t *s, int measure, unsigned target_rx);
+
+/* the post measured or not, then the progress calls until the completion */
+static void bench_get(uct_rkey_t *rkey, int measure)
+{
+    get_done     = 0;
+    get_value    = 0;
+    get_comp_obj = (uct_completion_t){get_comp, 1, UCS_OK};
+    if (measure) {
+        bench_op(op_get_post, rkey);
+    } else {
+        op_get_post(rkey);
     }
-    CHECK((st == UCS_OK) && (value == 42), "uct_ep_get_bcopy");
+    if (get_status == UCS_INPROGRESS) {
+        bench_settle();
+        while (!get_done) {
+            bench_poll(&side[0], measure, 0);
+        }
+        get_status = get_comp_obj.status;
+    }
+    CHECK((get_status == UCS_OK) && (get_value == 42), "uct_ep_get_bcopy");
 }
 
 static void op_am_lat(void *arg)
@@ -446,16 +479,14 @@ static void run_uct(const char *tl, const char *dev, const char *op, unsigned n)
         bench_rkey(&rkey);
         *(volatile uint64_t *)side[1].mem.address = 42;
         for (i = 0; i < BENCH_WARMUP + n; ++i) {
-            if (i < BENCH_WARMUP) {
-                op_get_bcopy(&rkey.rkey);
-            } else {
-                bench_op(op_get_bcopy, &rkey.rkey);
-            }
+            bench_get(&rkey.rkey, i >= BENCH_WARMUP);
         }
+        printf("calls %lu\n", poll_calls);
         uct_rkey_release(side[1].comp, &rkey);
     } else if (!strcmp(op, "rx_poll")) {
         for (i = 0; i < BENCH_WARMUP + n; ++i) {
             bench_send_am();
+            bench_settle();
             bench_poll(&side[1], i >= BENCH_WARMUP, side[1].rx + 1);
             bench_flush(&side[0]);
         }
@@ -464,6 +495,7 @@ static void run_uct(const char *tl, const char *dev, const char *op, unsigned n)
         bench_rkey(&rkey);
         for (i = 0; i < BENCH_WARMUP + n; ++i) {
             op_put_short(&rkey.rkey);
+            bench_settle();
             bench_poll(&side[0], i >= BENCH_WARMUP, 0);
             bench_flush(&side[0]);
         }
@@ -631,10 +663,11 @@ int main(int argc, char **argv)
     unsigned n;
 
     if (argc < 4) {
-        fprintf(stderr, "usage: soft_cpu TL DEV OP [N]\n");
+        fprintf(stderr, "usage: soft_cpu TL DEV OP [N [SETTLE_US]]\n");
         return 2;
     }
-    n = (argc > 4) ? (unsigned)strtoul(argv[4], NULL, 0) : 1000;
+    n         = (argc > 4) ? (unsigned)strtoul(argv[4], NULL, 0) : 1000;
+    settle_us = (argc > 5) ? (unsigned)strtoul(argv[5], NULL, 0) : 0;
     if (!strcmp(argv[3], "tag_send") || !strcmp(argv[3], "tag_lat")) {
         run_ucp(argv[3], n);
     } else {
