@@ -346,6 +346,15 @@ int dcx_soft_dct_set(dcx_qp_t *qp, uint64_t dc_key, uint32_t access,
  * qp_num (soft_dgram.c).  0, EINVAL or EBUSY (logged). */
 int dcx_soft_qp_set_datagram(dcx_qp_t *qp, uint32_t wire_qpn, uint32_t wc_qpn);
 
+/* Gives strided key mkey a list layout (dcx_mkey_layout_t, as
+ * DCX_WR_MKEY_LIST) at once, with no work request, its byte 0 at address
+ * base instead of 0, and its key's low byte (the variant software picks
+ * for an mkey on a ConnectX) set to variant: the mlx5 emulation's DEVX
+ * CREATE_MKEY of a KSM or KLM key.  0, or EINVAL (logged) for a layout
+ * the key cannot take, ENOMEM. */
+int dcx_soft_mkey_configure(dcx_mkey_t *mkey, const dcx_mkey_layout_t *lay,
+                            uint64_t base, uint8_t variant);
+
 /* Moves cq to completion channel ch (NULL: none), its events not yet
  * collected on the old one dropped and its arm undone: the mlx5 emulation
  * takes over the notifications of a CQ whose memory an application polls

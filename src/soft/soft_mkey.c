@@ -80,6 +80,7 @@ struct soft_mkey {
     uint64_t repeat;
     uint64_t rep_len;     /* bytes of one repetition */
     uint64_t length;      /* of the whole layout */
+    uint64_t base;        /* the address of byte 0 (0: zero-based) */
     soft_mkey_ent_t *ent; /* max_entries */
     /* the layout as a vector (soft_vector.h: element r at addr + r *
      * stride, count bytes each, in the MR lkey) where it is one
@@ -282,31 +283,28 @@ int soft_mkey_post_check(soft_qp_t *qp, const dcx_send_wr_t *wr)
 
 /* Copies a checked request into w (engine lock held).  Out of memory makes
  * the request fail at execution, with the DCI, as a hardware error would. */
-void soft_mkey_wr_copy(soft_qp_t *qp, soft_swqe_t *w, const dcx_send_wr_t *wr)
+/* The request of a layout (none for an invalidation); NULL without
+ * memory */
+static soft_mkey_wr_t *soft_mkey_wr_make(unsigned opcode, uint32_t lkey,
+                                         const dcx_mkey_layout_t *lay)
 {
-    const dcx_mkey_layout_t *lay = wr->mkey_layout;
-    uint32_t num = soft_mkey_is_cfg(wr->opcode) ? lay->num_entries : 0;
+    uint32_t num = soft_mkey_is_cfg(opcode) ? lay->num_entries : 0;
     soft_mkey_wr_t *m;
     uint64_t pre = 0;
     uint32_t i;
 
-    m      = malloc(sizeof(*m) + num * sizeof(m->ent[0]));
-    w->mkw = m;
+    m = malloc(sizeof(*m) + num * sizeof(m->ent[0]));
     if (m == NULL) {
-        dcx_error("%s: dci 0x%x post %s: out of memory for the layout",
-                  soft_qp_dev_name(qp), qp->super.qp_num,
-                  soft_opinfo[wr->opcode].name);
-        w->forced = DCX_WC_GENERAL_ERR;
-        return;
+        return NULL;
     }
-    m->lkey   = wr->mkey->lkey;
+    m->lkey   = lkey;
     m->num    = num;
     m->access = (num != 0) ? lay->access : 0;
-    m->repeat = (wr->opcode == DCX_WR_MKEY_INTERLEAVED) ? lay->repeat_count : 1;
+    m->repeat = (opcode == DCX_WR_MKEY_INTERLEAVED) ? lay->repeat_count : 1;
     for (i = 0; i < num; ++i) {
         soft_mkey_ent_t *e = &m->ent[i];
 
-        if (wr->opcode == DCX_WR_MKEY_INTERLEAVED) {
+        if (opcode == DCX_WR_MKEY_INTERLEAVED) {
             e->addr   = lay->interleaved[i].addr;
             e->count  = lay->interleaved[i].bytes_count;
             e->stride = lay->interleaved[i].bytes_count +
@@ -322,6 +320,18 @@ void soft_mkey_wr_copy(soft_qp_t *qp, soft_swqe_t *w, const dcx_send_wr_t *wr)
         pre += e->count;
     }
     m->rep_len = pre;
+    return m;
+}
+
+void soft_mkey_wr_copy(soft_qp_t *qp, soft_swqe_t *w, const dcx_send_wr_t *wr)
+{
+    w->mkw = soft_mkey_wr_make(wr->opcode, wr->mkey->lkey, wr->mkey_layout);
+    if (w->mkw == NULL) {
+        dcx_error("%s: dci 0x%x post %s: out of memory for the layout",
+                  soft_qp_dev_name(qp), qp->super.qp_num,
+                  soft_opinfo[wr->opcode].name);
+        w->forced = DCX_WC_GENERAL_ERR;
+    }
 }
 
 void soft_mkey_wr_free(soft_swqe_t *w)
@@ -394,6 +404,60 @@ static void soft_mkey_publish(soft_mkey_t *mk, int publish)
     mk->published = 1;
 }
 
+/* Gives mk the layout of configure request m, byte 0 at address base */
+static void soft_mkey_apply(soft_mkey_t *mk, const soft_mkey_wr_t *m,
+                            uint64_t base)
+{
+    memcpy(mk->ent, m->ent, m->num * sizeof(m->ent[0]));
+    mk->num        = m->num;
+    mk->access     = m->access;
+    mk->repeat     = m->repeat;
+    mk->rep_len    = m->rep_len;
+    mk->length     = m->repeat * m->rep_len;
+    mk->base       = base;
+    /* an initiator's direct copy through a published vector knows no
+     * base: a key that has one is walked by its owner */
+    mk->is_vec     = (base == 0) && soft_mkey_as_vector(mk, &mk->vec);
+    mk->configured = 1;
+    soft_mkey_publish(mk, 1);
+}
+
+int dcx_soft_mkey_configure(dcx_mkey_t *mkey, const dcx_mkey_layout_t *lay,
+                            uint64_t base, uint8_t variant)
+{
+    soft_mkey_t *mk = (soft_mkey_t *)mkey; /* super comes first */
+    soft_dev_t *dev = mk->dev;
+    soft_mkey_wr_t *m;
+    uint32_t key;
+
+    if ((lay == NULL) || (lay->num_entries == 0) ||
+        (lay->num_entries > mkey->max_entries) ||
+        (lay->access & ~SOFT_MKEY_ACCESS_ALL) || (base + 1 < base)) {
+        dcx_error("%s: mkey 0x%x configure: %u entries (1..%u), access 0x%x "
+                  "or base 0x%llx refused",
+                  dev->super.caps.name, mkey->lkey,
+                  (lay != NULL) ? lay->num_entries : 0, mkey->max_entries,
+                  (lay != NULL) ? lay->access : 0, (unsigned long long)base);
+        return EINVAL;
+    }
+    m = soft_mkey_wr_make(DCX_WR_MKEY_LIST, mkey->lkey, lay);
+    if (m == NULL) {
+        return ENOMEM;
+    }
+    soft_lock(&dev->lock);
+    soft_mkey_publish(mk, 0);
+    key                = (mk->key.super.lkey & ~0xffu) | variant;
+    mk->key.super.lkey = mk->key.super.rkey = key;
+    mk->super.lkey = mk->super.rkey = key;
+    soft_mkey_apply(mk, m, base);
+    soft_unlock(&dev->lock);
+    free(m);
+    dcx_debug("%s: mkey 0x%x configured at once: %u entries from 0x%llx",
+              dev->super.caps.name, key, lay->num_entries,
+              (unsigned long long)base);
+    return 0;
+}
+
 /* Executes a request that reached the head of its DCI; returns the status
  * of its completion. */
 uint8_t soft_mkey_wr_exec(soft_qp_t *qp, soft_swqe_t *w)
@@ -423,15 +487,7 @@ uint8_t soft_mkey_wr_exec(soft_qp_t *qp, soft_swqe_t *w)
         dcx_debug("%s: mkey 0x%x invalidated", soft_qp_dev_name(qp), m->lkey);
         return DCX_WC_SUCCESS;
     }
-    memcpy(mk->ent, m->ent, m->num * sizeof(m->ent[0]));
-    mk->num        = m->num;
-    mk->access     = m->access;
-    mk->repeat     = m->repeat;
-    mk->rep_len    = m->rep_len;
-    mk->length     = m->repeat * m->rep_len;
-    mk->is_vec     = soft_mkey_as_vector(mk, &mk->vec);
-    mk->configured = 1;
-    soft_mkey_publish(mk, 1);
+    soft_mkey_apply(mk, m, 0);
     dcx_debug("%s: mkey 0x%x configured: %u entries x %llu, %llu bytes",
               soft_qp_dev_name(qp), m->lkey, m->num,
               (unsigned long long)m->repeat, (unsigned long long)mk->length);
@@ -462,6 +518,10 @@ soft_mkey_walk(soft_dev_t *dev, soft_mkey_t *mk, uint64_t off, uint64_t len,
     if (!mk->configured || (access & ~mk->access)) {
         return EACCES;
     }
+    if (off < mk->base) {
+        return ERANGE;
+    }
+    off -= mk->base;
     if ((off > mk->length) || (len > mk->length - off)) {
         return ERANGE;
     }
