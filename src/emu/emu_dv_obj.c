@@ -65,6 +65,7 @@ static struct emu_raw_rq *emu_dv_rq(emu_srq_t *srq, uint32_t wqes, bool linked,
     rq->stride  = emu_dv_pow2(seg + 16 * rq->max_sge);
     rq->stride  = (rq->stride < 16) ? 16 : rq->stride;
     rq->linked  = linked;
+    rq->hdr     = seg;
     rq->dbrec   = dbrec;
     rq->buf     = emu_dv_alloc((size_t)rq->wqe_cnt * rq->stride, "an RQ");
     if (rq->buf == NULL) {
@@ -82,7 +83,9 @@ static void emu_dv_rq_free(struct emu_raw_rq *rq)
 {
     if (rq != NULL) {
         free(rq->grh);
-        free(rq->buf);
+        if (!rq->ext) {
+            free(rq->buf);
+        }
         free(rq);
     }
 }
@@ -389,10 +392,64 @@ void emu_raw_qp_free(emu_qp_t *qp)
         dcx_mr_dereg(sq->scratch_mr);
     }
     free(sq->scratch);
-    free(sq->buf);
-    free((void *)sq->dbrec);
+    if (!sq->ext) {
+        free(sq->buf);
+        free((void *)sq->dbrec);
+    }
     free(sq);
     qp->raw_sq = NULL;
+}
+
+int emu_raw_srq_attach(emu_srq_t *srq, uint8_t *buf, uint32_t wqe_cnt,
+                       uint32_t stride, bool linked, volatile __be32 *dbrec)
+{
+    struct emu_raw_rq *rq = calloc(1, sizeof(*rq));
+    int ret;
+
+    if (rq == NULL) {
+        return ENOMEM;
+    }
+    rq->ext     = true;
+    rq->buf     = buf;
+    rq->wqe_cnt = wqe_cnt;
+    rq->stride  = stride;
+    rq->hdr     = sizeof(struct mlx5_wqe_srq_next_seg);
+    rq->max_sge = (stride - rq->hdr) / sizeof(struct mlx5_wqe_data_seg);
+    rq->linked  = linked;
+    rq->dbrec   = dbrec;
+    srq->raw    = rq;
+    ret         = emu_raw_add_rq(srq);
+    if (ret != 0) {
+        emu_raw_srq_free(srq);
+    }
+    return ret;
+}
+
+int emu_raw_qp_attach(emu_qp_t *qp, uint8_t *buf, uint32_t wqe_cnt,
+                      volatile __be32 *dbrec)
+{
+    struct emu_raw_sq *sq = calloc(1, sizeof(*sq));
+    int ret;
+
+    if (sq == NULL) {
+        return ENOMEM;
+    }
+    sq->ext     = true;
+    sq->buf     = buf;
+    sq->wqe_cnt = wqe_cnt;
+    sq->dbrec   = dbrec;
+    sq->uar     = emu_raw_uar(qp->ctx);
+    if (sq->uar == NULL) {
+        free(sq);
+        return ENOMEM;
+    }
+    qp->raw_sq     = sq;
+    qp->sq_wqe_cnt = wqe_cnt;
+    ret            = emu_raw_add_sq(qp);
+    if (ret != 0) {
+        emu_raw_qp_free(qp);
+    }
+    return ret;
 }
 
 void emu_raw_cq_free(emu_cq_t *cq)

@@ -33,6 +33,7 @@
 /* A send queue in application memory (an RC, UD or DC QP's) */
 struct emu_raw_sq {
     uint8_t *buf;
+    bool ext;                /* buf and dbrec are the application's (DEVX) */
     uint32_t wqe_cnt;        /* basic blocks (64 bytes), a power of 2 */
     volatile __be32 *dbrec;  /* [MLX5_RCV_DBR], [MLX5_SND_DBR] */
     uint16_t ci;             /* next WQE the device takes */
@@ -63,7 +64,9 @@ struct emu_raw_rq {
     uint32_t wqe_cnt; /* a power of 2 */
     uint32_t stride;  /* bytes per WQE */
     uint32_t max_sge;
-    bool linked;            /* an SRQ: next_wqe_index chains the WQEs */
+    uint32_t hdr;           /* bytes before the data segments (SRQ: 16) */
+    bool linked;            /* next_wqe_index chains the WQEs */
+    bool ext;               /* buf and dbrec are the application's (DEVX) */
     volatile __be32 *dbrec; /* [0]: the application's WQE counter */
     uint16_t taken;         /* WQEs the device took (its counter) */
     uint16_t head;          /* an SRQ: the next WQE to take */
@@ -111,6 +114,15 @@ void emu_raw_dev_close(emu_dev_t *dev);
 void emu_raw_qp_free(emu_qp_t *qp);
 void emu_raw_cq_free(emu_cq_t *cq);
 void emu_raw_srq_free(emu_srq_t *srq);
+/* A DEVX QP's send queue: wqe_cnt basic blocks at buf, rung through
+ * dbrec, both the application's; the engine serves it from now on */
+int emu_raw_qp_attach(emu_qp_t *qp, uint8_t *buf, uint32_t wqe_cnt,
+                      volatile __be32 *dbrec);
+/* A DEVX RMP's receive queue: wqe_cnt WQEs of stride bytes at buf (a next
+ * segment, then data segments), linked or in ring order, its counter in
+ * dbrec, both the application's; the engine serves it from now on */
+int emu_raw_srq_attach(emu_srq_t *srq, uint8_t *buf, uint32_t wqe_cnt,
+                       uint32_t stride, bool linked, volatile __be32 *dbrec);
 
 /* emu_raw_sq.c: new WQEs of qp's send queue to the soft QP; how many */
 unsigned emu_raw_sq_run(emu_qp_t *qp);

@@ -4,8 +4,9 @@
  * the soft SRQ that the responder consumes.
  *
  * An SRQ's WQEs are a linked list: a 16-byte next segment whose
- * next_wqe_index names the WQE after it, then data segments.  A QP's own
- * receive queue holds WQEs in order, data segments only.  In both, a data
+ * next_wqe_index names the WQE after it, then data segments (a DEVX RMP's
+ * may instead be a ring: the next segment there, its index unused).  A
+ * QP's own receive queue holds WQEs in order, data segments only.  In both, a data
  * segment with the invalid lkey ends the list early.  The doorbell record
  * counts the WQEs software posted (16 bits); the device takes every WQE
  * the count covers, in order, as the soft SRQ has room, with the WQE's
@@ -32,7 +33,7 @@ unsigned emu_raw_rq_run(struct emu_raw_rq *rq)
     while (rq->taken != posted) {
         idx = rq->linked ? rq->head : (rq->taken & (rq->wqe_cnt - 1));
         wqe = rq->buf + (size_t)idx * rq->stride;
-        ds  = (const void *)(wqe + (rq->linked ? sizeof(next) : 0));
+        ds  = (const void *)(wqe + rq->hdr);
         for (i = n = 0; (i < rq->max_sge) && (n < 32); ++i) {
             if (be32toh(ds[i].lkey) == MLX5_INVALID_LKEY) {
                 break;
