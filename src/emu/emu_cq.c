@@ -12,6 +12,7 @@
  * modelled, refused at creation with EOPNOTSUPP: timestamps, CVLAN, flow
  * tags, tag-matching information and parent domains.
  */
+#include "emu/emu_devx.h"
 #include "emu/emu_raw.h"
 
 #include <errno.h>
@@ -430,6 +431,7 @@ static emu_cq_t *emu_cq_create(struct ibv_context *context,
     if (attr->channel != NULL) {
         emu_channel_attach(cq, attr->channel, true);
     }
+    emu_num_add(ectx->dev, EMU_NUM_CQ, cq->cqn, cq);
     return cq;
 
 err:
@@ -488,6 +490,7 @@ int ibv_destroy_cq(struct ibv_cq *ibcq)
         }
         return ret;
     }
+    emu_num_del(emu_ctx(ibcq->context)->dev, EMU_NUM_CQ, cq->cqn, cq);
     if (cq->channel != NULL) {
         emu_channel_cq_wait_acks(cq);
     }

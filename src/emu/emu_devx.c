@@ -1,45 +1,81 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Emulated ConnectX: mlx5dv_devx_general_cmd, answering the one firmware
- * command modelled, QUERY_HCA_CAP of the general device capabilities
- * (op_mod 0 maximum or 1 current; both answer the same).
+ * Emulated ConnectX: mlx5dv_devx_general_cmd, the object-less firmware
+ * commands, and what every DEVX command shares (emu_devx.h).
  *
- * The answer is the command's output layout (status, syndrome, then the
- * cmd_hca_cap structure at byte 16, big-endian bit fields) with the UMR
- * capabilities of a ConnectX-6 set:
- *  - log_max_klm_list_size 16 (an indirect key of up to 65536 entries),
- *  - umr_extended_translation_offset 1,
- *  - repeated_block_disabled, umr_modify_entity_size_disabled,
- *    umr_modify_atomic_disabled and umr_indirect_mkey_disabled 0 (repeated
- *    blocks, atomics through indirect keys and UMR on them allowed).
- * Every other field reads 0: the emulation models no DEVX object, so it
- * does not claim what a program would go on to use through DEVX (UCX's ib
- * module, seeing log_max_msg 0, keeps to verbs).
+ * Modelled:
+ *  - QUERY_HCA_CAP of the general capabilities and of the atomic ones
+ *    (op_mod 0 maximum or 1 current; both answer the same): the values of
+ *    the device the emulation is, a ConnectX-6 port with DC (dct), RC and
+ *    UD, indirect mkeys (log_max_klm_list_size 16, UMR on them allowed,
+ *    KSM keys of fixed-size entries: fixed_buffer_size), RMPs (shared
+ *    receive queues made through DEVX),
+ *    messages of up to 2^30 bytes, compact address vectors, 16 READs or
+ *    atomics outstanding per DCI, and 8-byte atomics (compare-swap,
+ *    fetch-add and their masked forms) whose operand and result are in
+ *    host order in memory (atomic_req_8B_endianness_mode 1).  Not claimed:
+ *    ODP (pg), XRQs and tag matching, CQE compression, CQE version 1,
+ *    LAG, multi-packet receive queues;
+ *  - QUERY_LAG: LAG off (lag_state 0), as on a single port.
  *
  * Refused as the kernel and rdma-core refuse: a context that is not of the
  * emulation or has no DEVX (EOPNOTSUPP), buffers shorter than the command
- * header (EINVAL); any other command or capability type is not modelled
- * (EOPNOTSUPP).  Failures return the errno value and set errno.
+ * header (EINVAL).  Any other command or capability type is answered as
+ * firmware answers one it does not know (status BAD_OP or BAD_PARAM,
+ * EREMOTEIO).  Failures return the errno value and set errno.
  */
-#include "emu/emu.h"
+#include "emu/emu_devx.h"
 #include "emu/emu_dv.h"
 
 #include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <string.h>
 
-#define EMU_CMD_HDR             16u    /* bytes of a command's in/out header */
-#define EMU_QUERY_HCA_CAP       0x100u /* opcode */
-#define EMU_HCA_CAP_GENERAL     0u     /* op_mod >> 1 */
-#define EMU_CAP_UMR_EXT_XLT_OFF 0x118u /* bit offsets in cmd_hca_cap */
-#define EMU_CAP_LOG_MAX_KLM     0x11au /* 6 bits */
-#define EMU_CAP_LOG_MAX_KLM_W   6u
-#define EMU_LOG_MAX_KLM         16u
+/* Capability types (op_mod >> 1) */
+#define EMU_CAP_GENERAL 0u
+#define EMU_CAP_ATOMIC  3u
 
-/* Sets a field of 'width' bits at big-endian bit offset 'bit' of buf. */
-static void emu_devx_set(uint8_t *buf, uint32_t bit, uint32_t width,
-                         uint32_t val)
+/* Fields of cmd_hca_cap (bit offset, width from the capability's start) */
+#define EMU_CAP_LOG_MAX_QP_SZ   136u, 8u
+#define EMU_CAP_FIXED_BUF_SIZE  264u, 1u
+#define EMU_CAP_UMR_EXT_XLT_OFF 280u, 1u
+#define EMU_CAP_LOG_MAX_KLM     282u, 6u
+#define EMU_CAP_LOG_MAX_RA_DC   298u, 6u
+#define EMU_CAP_NUM_PORTS       440u, 8u
+#define EMU_CAP_LOG_MAX_MSG     451u, 5u
+#define EMU_CAP_COMPACT_AV      512u, 1u
+#define EMU_CAP_DCT             538u, 1u
+#define EMU_CAP_ATOMIC_FLAG     542u, 1u
+#define EMU_CAP_LOG_MAX_RMP     899u, 5u
+
+/* Fields of atomic_caps */
+#define EMU_ATOMIC_8B_MODE     64u, 2u
+#define EMU_ATOMIC_8B_MODE1_OK 70u, 1u
+#define EMU_ATOMIC_OPS         144u, 16u
+#define EMU_ATOMIC_SIZE_QP     176u, 16u
+#define EMU_ATOMIC_SIZE_DC     208u, 16u
+
+#define EMU_LOG_MAX_KLM    16u
+#define EMU_LOG_MAX_MSG    30u
+#define EMU_LOG_MAX_RMP    16u
+#define EMU_ATOMIC_OPS_ALL 0xfu /* CS, FA, masked CS, masked FA */
+#define EMU_ATOMIC_SIZES   0x8u /* 8-byte operands */
+
+uint32_t emu_prm_get(const void *buf, uint32_t bit, uint32_t width)
 {
-    uint8_t *d     = buf + (bit / 32) * 4;
+    const uint8_t *d = (const uint8_t *)buf + (bit / 32) * 4;
+    uint32_t shift   = 32 - (bit % 32) - width;
+    uint32_t mask    = (width == 32) ? ~0u : ((1u << width) - 1);
+    uint32_t dword   = ((uint32_t)d[0] << 24) | ((uint32_t)d[1] << 16) |
+                     ((uint32_t)d[2] << 8) | d[3];
+
+    return (dword >> shift) & mask;
+}
+
+void emu_prm_set(void *buf, uint32_t bit, uint32_t width, uint32_t val)
+{
+    uint8_t *d     = (uint8_t *)buf + (bit / 32) * 4;
     uint32_t shift = 32 - (bit % 32) - width;
     uint32_t mask  = ((width == 32) ? ~0u : ((1u << width) - 1)) << shift;
     uint32_t dword = ((uint32_t)d[0] << 24) | ((uint32_t)d[1] << 16) |
@@ -52,60 +88,149 @@ static void emu_devx_set(uint8_t *buf, uint32_t bit, uint32_t width,
     d[3]  = (uint8_t)dword;
 }
 
-static int emu_devx_fail(int err)
+uint64_t emu_prm_get64(const void *buf, uint32_t bit)
 {
-    errno = err;
-    return err;
+    return ((uint64_t)emu_prm_get(buf, bit, 32) << 32) |
+           emu_prm_get(buf, bit + 32, 32);
+}
+
+int emu_devx_refuse(const char *name, const char *call, uint16_t opcode,
+                    void *out, size_t outlen, uint8_t status, uint32_t syndrome,
+                    const char *fmt, ...)
+{
+    char why[160];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(why, sizeof(why), fmt, ap);
+    va_end(ap);
+    emu_error("%s: %s: opcode 0x%x refused (status 0x%x, syndrome 0x%x): %s",
+              name, call, opcode, status, syndrome, why);
+    return emu_devx_answer(out, outlen, status, syndrome);
+}
+
+int emu_devx_answer(void *out, size_t outlen, uint8_t status, uint32_t syndrome)
+{
+    if ((out != NULL) && (outlen >= 8)) {
+        memset(out, 0, (outlen < EMU_CMD_HDR) ? outlen : EMU_CMD_HDR);
+        emu_prm_set(out, 0, 8, status);
+        emu_prm_set(out, 32, 32, syndrome);
+    }
+    errno = EREMOTEIO;
+    return EREMOTEIO;
+}
+
+emu_ctx_t *emu_devx_ctx(struct ibv_context *context, const char *call,
+                        const void *in, size_t inlen, const void *out,
+                        size_t outlen)
+{
+    emu_ctx_t *ectx;
+
+    if ((context == NULL) || (emu_dev_of(context->device) == NULL)) {
+        emu_error("%s: context %p is not of the emulation", call,
+                  (void *)context);
+        errno = EOPNOTSUPP;
+        return NULL;
+    }
+    ectx = emu_ctx(context);
+    if (!ectx->devx) {
+        emu_error("%s: %s: the context has no DEVX "
+                  "(MLX5DV_CONTEXT_FLAGS_DEVX)",
+                  context->device->name, call);
+        errno = EOPNOTSUPP;
+        return NULL;
+    }
+    if ((in == NULL) || (out == NULL) || (inlen < EMU_CMD_HDR) ||
+        (outlen < EMU_CMD_HDR)) {
+        emu_error("%s: %s: in (%zu bytes) or out (%zu bytes) shorter than "
+                  "the %u-byte command header",
+                  context->device->name, call, inlen, outlen, EMU_CMD_HDR);
+        errno = EINVAL;
+        return NULL;
+    }
+    return ectx;
+}
+
+static uint32_t emu_log2(uint32_t v)
+{
+    uint32_t l = 0;
+
+    while ((1u << (l + 1)) <= v) {
+        ++l;
+    }
+    return l;
+}
+
+static void emu_devx_cap_general(emu_ctx_t *ectx, uint8_t *cap)
+{
+    const dcx_dev_caps_t *caps = dcx_dev_caps(ectx->dev->soft);
+    uint32_t ra = emu_log2(caps->max_rd_atomic ? caps->max_rd_atomic : 1);
+
+    EMU_PRM_SET(cap, EMU_CAP_LOG_MAX_QP_SZ, emu_log2(caps->max_qp_wr));
+    EMU_PRM_SET(cap, EMU_CAP_FIXED_BUF_SIZE, 1);
+    EMU_PRM_SET(cap, EMU_CAP_UMR_EXT_XLT_OFF, 1);
+    EMU_PRM_SET(cap, EMU_CAP_LOG_MAX_KLM, EMU_LOG_MAX_KLM);
+    EMU_PRM_SET(cap, EMU_CAP_LOG_MAX_RA_DC, ra);
+    EMU_PRM_SET(cap, EMU_CAP_NUM_PORTS, 1);
+    EMU_PRM_SET(cap, EMU_CAP_LOG_MAX_MSG, EMU_LOG_MAX_MSG);
+    EMU_PRM_SET(cap, EMU_CAP_COMPACT_AV, 1);
+    EMU_PRM_SET(cap, EMU_CAP_DCT, 1);
+    EMU_PRM_SET(cap, EMU_CAP_ATOMIC_FLAG, 1);
+    EMU_PRM_SET(cap, EMU_CAP_LOG_MAX_RMP, EMU_LOG_MAX_RMP);
+}
+
+static void emu_devx_cap_atomic(uint8_t *cap)
+{
+    EMU_PRM_SET(cap, EMU_ATOMIC_8B_MODE, 1);
+    EMU_PRM_SET(cap, EMU_ATOMIC_8B_MODE1_OK, 1);
+    EMU_PRM_SET(cap, EMU_ATOMIC_OPS, EMU_ATOMIC_OPS_ALL);
+    EMU_PRM_SET(cap, EMU_ATOMIC_SIZE_QP, EMU_ATOMIC_SIZES);
+    EMU_PRM_SET(cap, EMU_ATOMIC_SIZE_DC, EMU_ATOMIC_SIZES);
 }
 
 int dcx_emu_mlx5dv_devx_general_cmd(struct ibv_context *context, const void *in,
                                     size_t inlen, void *out, size_t outlen)
 {
-    const uint8_t *cmd = in;
-    uint8_t cap[EMU_CMD_HDR + 4096];
+    static const char call[] = "mlx5dv_devx_general_cmd";
+    uint8_t reply[EMU_CMD_HDR + 4096];
+    emu_ctx_t *ectx;
     uint16_t opcode, op_mod;
     const char *name;
 
-    if ((context == NULL) || (emu_dev_of(context->device) == NULL)) {
-        emu_error("mlx5dv_devx_general_cmd: context %p is not of the "
-                  "emulation",
-                  (void *)context);
-        return emu_devx_fail(EOPNOTSUPP);
+    ectx = emu_devx_ctx(context, call, in, inlen, out, outlen);
+    if (ectx == NULL) {
+        return errno;
     }
-    name = context->device->name;
-    if (!emu_ctx(context)->devx) {
-        emu_error("%s: mlx5dv_devx_general_cmd: the context has no DEVX "
-                  "(MLX5DV_CONTEXT_FLAGS_DEVX)",
-                  name);
-        return emu_devx_fail(EOPNOTSUPP);
+    name   = context->device->name;
+    opcode = (uint16_t)EMU_PRM_GET(in, EMU_PRM_OPCODE);
+    op_mod = (uint16_t)EMU_PRM_GET(in, EMU_PRM_OPMOD);
+    memset(reply, 0, sizeof(reply));
+    switch (opcode) {
+    case EMU_CMD_QUERY_HCA_CAP:
+        if ((op_mod >> 1) == EMU_CAP_GENERAL) {
+            emu_devx_cap_general(ectx, reply + EMU_CMD_HDR);
+        } else if ((op_mod >> 1) == EMU_CAP_ATOMIC) {
+            emu_devx_cap_atomic(reply + EMU_CMD_HDR);
+        } else {
+            return emu_devx_refuse(name, call, opcode, out, outlen,
+                                   EMU_STAT_BAD_PARAM, 0x100u | (op_mod >> 1),
+                                   "capability type 0x%x is not modelled "
+                                   "(general and atomic only)",
+                                   op_mod >> 1);
+        }
+        break;
+    case EMU_CMD_QUERY_LAG:
+        break; /* lag_state 0: no LAG */
+    default:
+        return emu_devx_refuse(name, call, opcode, out, outlen, EMU_STAT_BAD_OP,
+                               0x1u, "not a command the emulation models");
     }
-    if ((in == NULL) || (out == NULL) || (inlen < EMU_CMD_HDR) ||
-        (outlen < EMU_CMD_HDR)) {
-        emu_error("%s: mlx5dv_devx_general_cmd: in (%zu bytes) or out (%zu "
-                  "bytes) shorter than the %u-byte command header",
-                  name, inlen, outlen, EMU_CMD_HDR);
-        return emu_devx_fail(EINVAL);
-    }
-    opcode = (uint16_t)((cmd[0] << 8) | cmd[1]);
-    op_mod = (uint16_t)((cmd[6] << 8) | cmd[7]);
-    if ((opcode != EMU_QUERY_HCA_CAP) ||
-        ((op_mod >> 1) != EMU_HCA_CAP_GENERAL)) {
-        emu_error("%s: mlx5dv_devx_general_cmd: opcode 0x%x op_mod 0x%x is "
-                  "not modelled (QUERY_HCA_CAP of the general capabilities "
-                  "only)",
-                  name, opcode, op_mod);
-        return emu_devx_fail(EOPNOTSUPP);
-    }
-    memset(cap, 0, sizeof(cap));
-    emu_devx_set(cap + EMU_CMD_HDR, EMU_CAP_UMR_EXT_XLT_OFF, 1, 1);
-    emu_devx_set(cap + EMU_CMD_HDR, EMU_CAP_LOG_MAX_KLM, EMU_CAP_LOG_MAX_KLM_W,
-                 EMU_LOG_MAX_KLM);
     /* the firmware writes what the output buffer takes */
-    memcpy(out, cap, (outlen < sizeof(cap)) ? outlen : sizeof(cap));
-    if (outlen > sizeof(cap)) {
-        memset((uint8_t *)out + sizeof(cap), 0, outlen - sizeof(cap));
+    memcpy(out, reply, (outlen < sizeof(reply)) ? outlen : sizeof(reply));
+    if (outlen > sizeof(reply)) {
+        memset((uint8_t *)out + sizeof(reply), 0, outlen - sizeof(reply));
     }
-    emu_debug("%s: QUERY_HCA_CAP (general, op_mod 0x%x) answered", name,
+    emu_debug("%s: %s opcode 0x%x op_mod 0x%x answered", name, call, opcode,
               op_mod);
     return 0;
 }

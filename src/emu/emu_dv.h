@@ -36,5 +36,36 @@ dcx_emu_mlx5dv_create_cq(struct ibv_context *context,
                          struct mlx5dv_cq_init_attr *mlx5_cq_attr);
 int dcx_emu_mlx5dv_devx_general_cmd(struct ibv_context *context, const void *in,
                                     size_t inlen, void *out, size_t outlen);
+struct mlx5dv_devx_obj *dcx_emu_mlx5dv_devx_obj_create(struct ibv_context *ctx,
+                                                       const void *in,
+                                                       size_t inlen, void *out,
+                                                       size_t outlen);
+int dcx_emu_mlx5dv_devx_obj_modify(struct mlx5dv_devx_obj *obj, const void *in,
+                                   size_t inlen, void *out, size_t outlen);
+int dcx_emu_mlx5dv_devx_obj_query(struct mlx5dv_devx_obj *obj, const void *in,
+                                  size_t inlen, void *out, size_t outlen);
+int dcx_emu_mlx5dv_devx_obj_destroy(struct mlx5dv_devx_obj *obj);
+int dcx_emu_mlx5dv_devx_qp_modify(struct ibv_qp *qp, const void *in,
+                                  size_t inlen, void *out, size_t outlen);
+int dcx_emu_mlx5dv_devx_qp_query(struct ibv_qp *qp, const void *in,
+                                 size_t inlen, void *out, size_t outlen);
+struct mlx5dv_devx_umem *dcx_emu_mlx5dv_devx_umem_reg(struct ibv_context *ctx,
+                                                      void *addr, size_t size,
+                                                      uint32_t access);
+int dcx_emu_mlx5dv_devx_umem_dereg(struct mlx5dv_devx_umem *umem);
+struct mlx5dv_devx_uar *dcx_emu_mlx5dv_devx_alloc_uar(struct ibv_context *ctx,
+                                                      uint32_t flags);
+void dcx_emu_mlx5dv_devx_free_uar(struct mlx5dv_devx_uar *uar);
+struct mlx5dv_devx_event_channel *
+dcx_emu_mlx5dv_devx_create_event_channel(struct ibv_context *context,
+                                         int flags);
+void dcx_emu_mlx5dv_devx_destroy_event_channel(struct mlx5dv_devx_event_channel
+                                                   *ch);
+int dcx_emu_mlx5dv_devx_subscribe_devx_event(
+    struct mlx5dv_devx_event_channel *ch, struct mlx5dv_devx_obj *obj,
+    uint16_t events_sz, uint16_t events_num[], uint64_t cookie);
+ssize_t dcx_emu_mlx5dv_devx_get_event(struct mlx5dv_devx_event_channel *ch,
+                                      struct mlx5dv_devx_async_event_hdr *data,
+                                      size_t len);
 
 #endif /* DCX_EMU_DV_H_ */

@@ -11,7 +11,7 @@
  * address).  A PD with objects still on it is not freed (EBUSY), as the
  * kernel refuses it.
  */
-#include "emu/emu.h"
+#include "emu/emu_devx.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -48,6 +48,7 @@ struct ibv_pd *ibv_alloc_pd(struct ibv_context *context)
     pd->pd.context = context;
     pd->pd.handle  = __atomic_add_fetch(&emu_pd_handles, 1, __ATOMIC_RELAXED);
     pd->pdn        = pd->pd.handle & 0xffffff;
+    emu_num_add(ectx->dev, EMU_NUM_PD, pd->pdn, pd);
     return &pd->pd;
 }
 
@@ -65,6 +66,7 @@ int ibv_dealloc_pd(struct ibv_pd *ibpd)
     if (ret != 0) {
         return ret;
     }
+    emu_num_del(emu_ctx(ibpd->context)->dev, EMU_NUM_PD, pd->pdn, pd);
     free(pd);
     return 0;
 }

@@ -8,6 +8,7 @@
  * kernel reports what it allocated.  Not modelled (EOPNOTSUPP): tag
  * matching and XRC SRQs, the SRQ limit event and resizing.
  */
+#include "emu/emu_devx.h"
 #include "emu/emu_raw.h"
 
 #include <errno.h>
@@ -80,6 +81,7 @@ emu_srq_t *emu_srq_new(struct ibv_pd *ibpd, struct ibv_srq_init_attr *attr)
     attr->attr.max_wr  = srq->max_wr;
     attr->attr.max_sge = srq->max_sge;
     __atomic_add_fetch(&pd->refs, 1, __ATOMIC_RELEASE);
+    emu_num_add(ectx->dev, EMU_NUM_SRQ, srq->srqn, srq);
     return srq;
 }
 
@@ -187,6 +189,7 @@ int ibv_destroy_srq(struct ibv_srq *ibsrq)
     if (ret != 0) {
         return ret;
     }
+    emu_num_del(emu_ctx(ibsrq->context)->dev, EMU_NUM_SRQ, srq->srqn, srq);
     __atomic_sub_fetch(&srq->pd->refs, 1, __ATOMIC_RELEASE);
     pthread_mutex_destroy(&ibsrq->mutex);
     pthread_cond_destroy(&ibsrq->cond);

@@ -349,7 +349,7 @@ TEST_F(emu_umr_test, devx_query_hca_cap)
         EXPECT_EQ(0u, prm_get(cap, 0x206, 1));  /* repeated_block_disabled */
         EXPECT_EQ(0u, prm_get(cap, 0x208, 1));  /* umr_modify_atomic_dis. */
         EXPECT_EQ(0u, prm_get(cap, 0x209, 1));  /* umr_indirect_mkey_dis. */
-        EXPECT_EQ(0u, prm_get(cap, 0x1c3, 5));  /* log_max_msg: not claimed */
+        EXPECT_EQ(30u, prm_get(cap, 0x1c3, 5)); /* log_max_msg */
         EXPECT_EQ(0u, out.back());
     }
 }
@@ -375,10 +375,13 @@ TEST_F(emu_umr_test, devx_query_hca_cap_bad_flow)
     hca_cap_in(in, 0x100, 1);
     refused(m_ctx, 8, out.size(), EINVAL, "input shorter than the header");
     refused(m_ctx, sizeof(in), 8, EINVAL, "output shorter than the header");
+    /* as firmware answers: a status in the output, EREMOTEIO */
     hca_cap_in(in, 0x101, 0);
-    refused(m_ctx, sizeof(in), out.size(), EOPNOTSUPP, "another command");
-    hca_cap_in(in, 0x100, (2u << 1) | 1); /* the atomic capabilities */
-    refused(m_ctx, sizeof(in), out.size(), EOPNOTSUPP, "another cap type");
+    refused(m_ctx, sizeof(in), out.size(), EREMOTEIO, "another command");
+    EXPECT_EQ(0x02u, out[0]);             /* BAD_OP */
+    hca_cap_in(in, 0x100, (2u << 1) | 1); /* the ODP capabilities */
+    refused(m_ctx, sizeof(in), out.size(), EREMOTEIO, "another cap type");
+    EXPECT_EQ(0x03u, out[0]); /* BAD_PARAM */
 
     memset(&dattr, 0, sizeof(dattr));
     ctx = mlx5dv_open_device(m_list[0], &dattr);
