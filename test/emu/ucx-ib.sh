@@ -13,8 +13,9 @@
 #     bandwidth, put and get): both exit 0, the client prints its final
 #     line, and no UCX error line appears;
 #   - the same for UCX's mlx5 transports on the emulation's raw queues:
-#     rc_mlx5 and dc_mlx5 (active messages, put, get, atomics), ud_mlx5
-#     (active messages), and UCP with UCX_TLS=dc_mlx5,self;
+#     rc_mlx5 and dc_mlx5 (active messages, put, get, atomics) with UCX's
+#     DEVX domain (checked to be the one in use) and again with DEVX off,
+#     ud_mlx5 (active messages), and UCP with UCX_TLS=dc_mlx5,self;
 #   - an MPI job (point-to-point, RMA) and an OpenSHMEM job (atomics),
 #     2 processes each, over UCX's dc_mlx5.
 # Prints one PASS/FAIL line a check, exits 1 if any failed, 77 when UCX's
@@ -126,14 +127,27 @@ for spec in "tag_lat" "tag_bw -s 65536" "ucp_put_bw" "ucp_get"; do
     check "ucx_perftest -t $spec with UCX_TLS=rc_verbs,ud_verbs,self" $?
 done
 
-# UCX's mlx5 transports, on the emulation's raw queues (UCX's DEVX domain
-# declines: the emulation has no DEVX event channel)
+# UCX's mlx5 transports, on the emulation's raw queues, through UCX's DEVX
+# domain (its default: QPs, DCTs, RMPs and KSM keys made by firmware
+# commands, queues in user memory) ...
+emu env UCX_LOG_LEVEL=debug ucx_info -d > "$out" 2>&1
+grep -q 'mlx5_0: opened DEVX md' "$out" &&
+    grep -q 'created DevX DCI' "$out"
+check "ucx_info -d: UCX's DEVX domain on mlx5_0, its DCIs made through DEVX" $?
 for tl in rc_mlx5 dc_mlx5; do
     for spec in "am_lat" "am_bw -D zcopy -s 2048" "put_bw" "get -D zcopy -s 4096" \
                 "fadd" "cswap"; do
         # shellcheck disable=SC2086
         perftest_uct $tl $spec
         check "ucx_perftest -x $tl -t $spec between two processes" $?
+    done
+done
+# ... and with DEVX off (UCX_IB_MLX5_DEVX=n: verbs objects, mlx5dv_init_obj)
+for tl in rc_mlx5 dc_mlx5; do
+    for spec in "am_lat" "put_bw" "fadd"; do
+        # shellcheck disable=SC2086
+        UCX_IB_MLX5_DEVX=n perftest_uct $tl $spec
+        check "ucx_perftest -x $tl -t $spec, DEVX off" $?
     done
 done
 for spec in "am_lat" "am_bw -D bcopy"; do
