@@ -468,7 +468,10 @@ static int emu_qp_make_soft(emu_qp_t *qp, struct mlx5dv_qp_init_attr *dv,
     a.type         = DCX_QPT_DCI; /* the soft device's UMR QP too */
     a.send_cq      = qp->send_cq->soft;
     a.max_send_wr  = qp->max_send_wr;
-    a.max_send_sge = (qp->max_send_sge > 0) ? qp->max_send_sge : 1;
+    /* the device's most: a WQE an application writes itself may carry as
+     * many data segments as its size holds (the ibv_wr_* path keeps to
+     * max_send_sge, emu_wr.c) */
+    a.max_send_sge = dcx_dev_caps(qp->ctx->dev->soft)->max_sge;
     a.max_inline   = qp->max_inline;
     if (qp->kind == EMU_QP_UD) {
         a.max_send_sge = qp->max_send_sge + 1;

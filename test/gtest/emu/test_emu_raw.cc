@@ -368,6 +368,33 @@ TEST_F(emu_raw_test, write_read_atomic_and_inline)
 /* a write through an rkey the peer does not have: an error CQE with the
  * remote access syndrome; a WQE of an opcode the device does not take:
  * LOCAL_QP_OP_ERR */
+/* A WQE written in queue memory may carry as many data segments as its
+ * size holds, past the QP's max_send_sge (2 here), as on the HCA: UCX's
+ * zcopy operations gather that many */
+TEST_F(emu_raw_test, more_data_segments_than_max_send_sge)
+{
+    struct {
+        struct mlx5_wqe_raddr_seg ra;
+        struct mlx5_wqe_data_seg d[14];
+    } w;
+    struct mlx5_cqe64 cqe;
+    int i;
+
+    w.ra.raddr    = htobe64(raddr_b(200));
+    w.ra.rkey     = htobe32(m_b.mr->rkey);
+    w.ra.reserved = 0;
+    for (i = 0; i < 14; ++i) {
+        m_a.buf[100 + 2 * i] = 1000 + i;
+        w.d[i]               = dseg(&m_a, &m_a.buf[100 + 2 * i], 8);
+    }
+    post(&m_a, MLX5_OPCODE_RDMA_WRITE, &w, sizeof(w));
+    ASSERT_TRUE(poll(m_a.scq, &cqe));
+    EXPECT_EQ(MLX5_CQE_REQ, cqe.op_own >> 4);
+    for (i = 0; i < 14; ++i) {
+        EXPECT_EQ(1000u + i, m_b.buf[200 + i]) << i;
+    }
+}
+
 TEST_F(emu_raw_test, error_cqes_bad_flow)
 {
     struct {
