@@ -346,6 +346,7 @@ int ibv_close_device(struct ibv_context *context)
     if (ectx == NULL) {
         return 0; /* rdma-core's close always returns 0 */
     }
+    emu_raw_uar_put(ectx);
     pthread_mutex_lock(&emu_dev_lock);
     emu_dev_release_locked(ectx->dev);
     pthread_mutex_unlock(&emu_dev_lock);

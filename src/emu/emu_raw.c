@@ -50,6 +50,9 @@ static struct {
     uint8_t *uars[EMU_RAW_MAX_UARS];
     volatile int uar_open[EMU_RAW_MAX_UARS];
     unsigned num_uars;
+    /* a context holds the page (emu_raw_lock): a page a closed context
+     * gave back stays mapped, a trap page still, for the next context */
+    bool uar_held[EMU_RAW_MAX_UARS];
     struct sigaction old_segv;
 } emu_raw;
 
@@ -283,9 +286,17 @@ void emu_raw_kick(void)
 uint8_t *emu_raw_uar(emu_ctx_t *ctx)
 {
     uint8_t *page;
+    unsigned i;
 
     if (ctx->uar != NULL) {
         return ctx->uar;
+    }
+    for (i = 0; i < emu_raw.num_uars; ++i) {
+        if (!emu_raw.uar_held[i]) {
+            emu_raw.uar_held[i] = true;
+            ctx->uar            = emu_raw.uars[i];
+            return ctx->uar;
+        }
     }
     if (emu_raw.num_uars == EMU_RAW_MAX_UARS) {
         emu_error("%s: raw queues: %u UAR pages in use, no more",
@@ -300,10 +311,25 @@ uint8_t *emu_raw_uar(emu_ctx_t *ctx)
                   ctx->dev->ibdev.name, strerror(errno));
         return NULL;
     }
-    emu_raw.uars[emu_raw.num_uars] = page;
+    emu_raw.uars[emu_raw.num_uars]     = page;
+    emu_raw.uar_held[emu_raw.num_uars] = true;
     __atomic_store_n(&emu_raw.num_uars, emu_raw.num_uars + 1, __ATOMIC_RELEASE);
     ctx->uar = page;
     return page;
+}
+
+void emu_raw_uar_put(emu_ctx_t *ctx)
+{
+    unsigned i;
+
+    pthread_mutex_lock(&emu_raw_lock);
+    for (i = 0; (ctx->uar != NULL) && (i < emu_raw.num_uars); ++i) {
+        if (emu_raw.uars[i] == ctx->uar) {
+            emu_raw.uar_held[i] = false;
+        }
+    }
+    ctx->uar = NULL;
+    pthread_mutex_unlock(&emu_raw_lock);
 }
 
 int emu_raw_add_sq(emu_qp_t *qp)

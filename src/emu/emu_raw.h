@@ -94,6 +94,8 @@ struct emu_raw_cq {
 extern pthread_mutex_t emu_raw_lock;
 /* The UAR page of ctx, write-protected: a store to it is a doorbell */
 uint8_t *emu_raw_uar(emu_ctx_t *ctx);
+/* ibv_close_device: the page goes back, for another context */
+void emu_raw_uar_put(emu_ctx_t *ctx);
 /* The engine serves these from now on (emu_raw_lock held); the engine is
  * started at the first */
 int emu_raw_add_sq(emu_qp_t *qp);

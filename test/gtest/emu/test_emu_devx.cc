@@ -609,3 +609,18 @@ TEST_F(emu_devx_test, refused_commands_bad_flow)
     }
     EXPECT_EQ(0, ibv_close_device(plain));
 }
+
+/* A context's UAR page goes back when it closes: a program that opens
+ * and closes contexts (UCX's tests, one per entity) never runs out */
+TEST_F(emu_devx_test, uar_pages_come_back)
+{
+    for (int i = 0; i < 200; ++i) {
+        struct ibv_context *ctx = devx_open(m_list[0]);
+
+        ASSERT_NE(nullptr, ctx);
+        struct mlx5dv_devx_uar *uar = mlx5dv_devx_alloc_uar(ctx, 0);
+        ASSERT_NE(nullptr, uar) << "context " << i;
+        mlx5dv_devx_free_uar(uar);
+        EXPECT_EQ(0, ibv_close_device(ctx));
+    }
+}
