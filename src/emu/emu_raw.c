@@ -32,7 +32,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#define EMU_RAW_MAX_UARS 64
+#define EMU_RAW_MAX_UARS 1024
 #define EMU_RAW_LOOK_NS  20000 /* between looks while requests are out */
 
 pthread_mutex_t emu_raw_lock = PTHREAD_MUTEX_INITIALIZER;

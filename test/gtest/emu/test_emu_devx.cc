@@ -444,11 +444,13 @@ TEST_F(emu_devx_test, rc_send_write_through_umem_queues)
     EXPECT_EQ(m_b.lid, prm_get(out, 432, 16)); /* rlid */
 }
 
-/* A KSM key whose byte 0 is at start_addr = buf + 0x1000 + 8: an atomic and
- * a WRITE at start_addr + x land at buf[x / 8] */
+/* A KSM key as UCX makes its atomic key: one 2 GiB entry from the MR's
+ * address rounded down to 2 GiB, start_addr that plus an offset (0x7b8);
+ * an atomic and a WRITE at start_addr + x land at base + x */
 TEST_F(emu_devx_test, ksm_key_from_start_addr)
 {
-    const uint64_t start = (uintptr_t)m_b.buf.data() + 0x1000 + 8;
+    const uint64_t base  = (uintptr_t)m_b.buf.data() & ~((1ull << 31) - 1);
+    const uint64_t start = base + 0x7b8;
     uint8_t in[272 + 16] = {}, out[16] = {}, segs[48];
     struct mlx5_wqe_data_seg d;
     struct mlx5_cqe64 cqe;
@@ -461,23 +463,23 @@ TEST_F(emu_devx_test, ksm_key_from_start_addr)
     prm_set(in, 184, 8, 0x5a);      /* mkey_7_0 */
     prm_set(in, 232, 24, m_b.pdn);
     prm_set64(in, 256, start);
-    prm_set64(in, 320, 4096);
-    prm_set(in, 544, 32, 1);     /* translations_octword_size */
-    prm_set(in, 603, 5, 12);     /* 4096-byte entries */
-    prm_set(in, 768, 32, 1);     /* actual size */
-    prm_set(in, 2176, 32, 4096); /* entry: byte_count */
+    prm_set64(in, 320, (uintptr_t)m_b.buf.data() + 4096 - base);
+    prm_set(in, 544, 32, 1); /* translations_octword_size */
+    prm_set(in, 603, 5, 31); /* 2 GiB entries */
+    prm_set(in, 768, 32, 1); /* actual size */
     prm_set(in, 2208, 32, m_b.mr->lkey);
-    prm_set64(in, 2240, (uintptr_t)m_b.buf.data());
+    prm_set64(in, 2240, base);
     struct mlx5dv_devx_obj *mk = mlx5dv_devx_obj_create(m_b.ctx, in, sizeof(in),
                                                         out, sizeof(out));
     ASSERT_NE(nullptr, mk) << strerror(errno);
     uint32_t rkey = (prm_get(out, 72, 24) << 8) | 0x5a;
 
-    auto *ra       = (struct mlx5_wqe_raddr_seg *)segs;
-    ra->raddr      = htobe64(start + 16);
-    ra->rkey       = htobe32(rkey);
-    ra->reserved   = 0;
-    uint64_t fa[2] = {htobe64(5), 0};
+    auto *ra          = (struct mlx5_wqe_raddr_seg *)segs;
+    const uint64_t at = (uintptr_t)m_b.buf.data() + 0x7b8; /* buf[0] */
+    ra->raddr         = htobe64(at + 16);
+    ra->rkey          = htobe32(rkey);
+    ra->reserved      = 0;
+    uint64_t fa[2]    = {htobe64(5), 0};
     memcpy(segs + 16, fa, 16);
     d = dseg(&m_a, &m_a.buf[20], 8);
     memcpy(segs + 32, &d, sizeof(d));
@@ -487,6 +489,22 @@ TEST_F(emu_devx_test, ksm_key_from_start_addr)
     EXPECT_EQ(MLX5_CQE_REQ, cqe.op_own >> 4);
     EXPECT_EQ(105u, m_b.buf[2]);
     EXPECT_EQ(100u, m_a.buf[20]); /* fetched, in host order */
+
+    /* an RDMA WRITE through the key (UCX's weak fence sends a fenced PUT
+     * through its atomic key) */
+    struct {
+        struct mlx5_wqe_raddr_seg ra;
+        struct mlx5_wqe_data_seg d;
+    } wr;
+    wr.ra.raddr    = htobe64(at + 24);
+    wr.ra.rkey     = htobe32(rkey);
+    wr.ra.reserved = 0;
+    m_a.buf[21]    = 77;
+    wr.d           = dseg(&m_a, &m_a.buf[21], 8);
+    post(&m_a, MLX5_OPCODE_RDMA_WRITE, &wr, sizeof(wr));
+    ASSERT_TRUE(poll(m_a.cq, &cqe));
+    EXPECT_EQ(MLX5_CQE_REQ, cqe.op_own >> 4);
+    EXPECT_EQ(77u, m_b.buf[3]);
 
     /* below start_addr: a remote access error, the QP in error */
     ra->raddr = htobe64(start - 8);
@@ -622,5 +640,24 @@ TEST_F(emu_devx_test, uar_pages_come_back)
         ASSERT_NE(nullptr, uar) << "context " << i;
         mlx5dv_devx_free_uar(uar);
         EXPECT_EQ(0, ibv_close_device(ctx));
+    }
+}
+
+/* Contexts with raw queues at once: UCX's peer-failure tests hold more
+ * than a hundred */
+TEST_F(emu_devx_test, many_contexts_with_uar_pages)
+{
+    std::vector<struct ibv_context *> ctxs;
+    std::vector<struct mlx5dv_devx_uar *> uars;
+
+    for (int i = 0; i < 200; ++i) {
+        ctxs.push_back(devx_open(m_list[i % 2]));
+        ASSERT_NE(nullptr, ctxs.back());
+        uars.push_back(mlx5dv_devx_alloc_uar(ctxs.back(), 0));
+        ASSERT_NE(nullptr, uars.back()) << "context " << i;
+    }
+    for (size_t i = 0; i < ctxs.size(); ++i) {
+        mlx5dv_devx_free_uar(uars[i]);
+        EXPECT_EQ(0, ibv_close_device(ctxs[i]));
     }
 }
