@@ -67,7 +67,9 @@ run="$build/contrib/dcx-run"
 }
 
 work=$(mktemp -d /tmp/dcx-backendcpu.XXXXXX) || exit 2
-trap 'rm -rf "$work"' EXIT
+# soft_cpu ends with _exit: its fabrics' shared files are removed here
+trap 'rm -rf "$work" /dev/shm/dcx-emu.$(id -u).bcpu$$ \
+          /dev/shm/dcx-soft.$(id -u).bcpu$$.*' EXIT
 bin=$work/soft_cpu
 cc -O2 -g -o "$bin" "$here/soft_cpu.c" -lucp -luct -lucs || {
     echo "backend-cpu.sh: cannot build soft_cpu.c against the installed UCX" >&2
