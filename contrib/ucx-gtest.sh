@@ -21,6 +21,16 @@
 #                     its threads' stacks taken with gdb and it is killed
 #                     (default 120)
 #   --devices N       soft devices offered, UCX_DCX_SOFT_DEVICES (default 1)
+#   --ib              UCX's own InfiniBand transports instead, on one emulated
+#                     ConnectX (implies --mlx5-emu; default filter
+#                     '*rc_mlx5*:*dc_mlx5*:*ud_mlx5*'): UCX built a second
+#                     time, with verbs and mlx5 (CACHE/ucx-gtest-ib-VERSION),
+#                     its ib tests (test/gtest/uct/ib) compiled in, and every
+#                     test run in the private /dev of "dcx-run --mlx5-emu
+#                     --uverbs-ns", where UCX's ib module finds mlx5_0.  DEVX
+#                     as UCX configures it (UCX_IB_MLX5_DEVX, default "try");
+#                     --no-devx sets it to "no"
+#   --no-devx         with --ib: UCX_IB_MLX5_DEVX=no
 #   --mlx5-emu        run dcx's mlx5 backend on one emulated ConnectX
 #                     instead (soft devices off; the emulated libibverbs and
 #                     libmlx5 of the build tree of --dcx, or of DCX_EMU_DIR,
@@ -78,6 +88,7 @@ ucp=no
 test_timeout=120
 devices=1
 mlx5_emu=no
+ib=no
 out=
 action=run
 use_gdb=yes
@@ -102,6 +113,8 @@ while [ $# -gt 0 ]; do
                     devices=$2; shift ;;
     --devices=*)    devices=${1#*=} ;;
     --mlx5-emu)     mlx5_emu=yes ;;
+    --ib)           ib=yes; mlx5_emu=yes ;;
+    --no-devx)      UCX_IB_MLX5_DEVX=no; export UCX_IB_MLX5_DEVX ;;
     --ucp)          ucp=yes ;;
     --out)          [ $# -ge 2 ] || die "--out needs a directory"
                     out=$2; shift ;;
@@ -140,7 +153,13 @@ version=$(sed -n 's/^define(.\{0,1\}ucx_ver_\(major\|minor\|patch\).\{0,1\}, *\(
               "$ucx_src/configure.ac" | tr '\n' '.' | sed 's/\.$//')
 [ -n "$version" ] || die "cannot tell the version of the UCX source in $ucx_src"
 
-work="$cache_dir/ucx-gtest-$version"
+if [ "$ib" = yes ]; then
+    work="$cache_dir/ucx-gtest-ib-$version"
+    ib_opts="--with-verbs --without-rdmacm"
+else
+    work="$cache_dir/ucx-gtest-$version"
+    ib_opts="--without-verbs --without-rdmacm"
+fi
 src="$work/src"
 build="$work/build"
 stamp="$work/.dcx-ucx-gtest"
@@ -276,7 +295,7 @@ build_gtest() {
     (cd "$build" && run "$src/configure" --enable-gtest $opts \
         --disable-doxygen-doc --disable-examples --without-java --without-go \
         --without-cuda --without-rocm --without-ze --without-gdrcopy \
-        --without-verbs --without-rdmacm --without-knem --without-xpmem \
+        $ib_opts --without-knem --without-xpmem \
         --without-ugni --without-fuse3 --without-mad --without-mpi \
         --disable-cma) >> "$log" 2>&1 ||
         die "UCX configure failed, see $log"
@@ -312,7 +331,8 @@ if ! build_ok; then
     if command -v flock >/dev/null 2>&1 && [ -z "${DCX_UCX_GTEST_LOCKED:-}" ]; then
         # one build at a time; a second caller waits and finds it built
         DCX_UCX_GTEST_LOCKED=1 flock "$lock" "$0" --cache-dir "$cache_dir" \
-            --ucx-src "$ucx_src" -j "$jobs" --build-only ||
+            --ucx-src "$ucx_src" -j "$jobs" --build-only \
+            $([ "$ib" = no ] || echo --ib) ||
             die "the build failed"
     else
         build_gtest
@@ -377,6 +397,9 @@ if [ "$ucp" = yes ]; then
     gtest=$ucp_gtest
     suite=UCP
     [ -n "$filter" ] || filter='dcx_uct/*'
+elif [ "$ib" = yes ]; then
+    suite="UCT (ib)"
+    [ -n "$filter" ] || filter='*rc_mlx5*:*dc_mlx5*:*ud_mlx5*'
 else
     suite=UCT
     [ -n "$filter" ] || filter='*dcx*'
@@ -392,6 +415,25 @@ dcx_lib=$(cd "$(dirname "$dcx_lib")" && pwd)/$(basename "$dcx_lib")
 # a module built with AddressSanitizer needs its runtime loaded first
 asan=$(ldd "$dcx_lib" 2>/dev/null | awk '/libasan/ { print $3; exit }')
 preload="${asan:+$asan:}$dcx_lib"
+
+# --ib: UCX's own transports are judged, dcx is not loaded (its build tree
+# gives the emulation and dcx-run); the rest of the run goes on in the
+# private /dev of "dcx-run --uverbs-ns", with no preload for this script's
+# own tools
+if [ "$ib" = yes ]; then
+    preload=
+    if [ -z "${DCX_UCX_GTEST_NS:-}" ]; then
+        dcx_run="$(dirname "$dcx_lib")/../contrib/dcx-run"
+        [ -x "$dcx_run" ] || die "no $dcx_run beside the module"
+        exec "$dcx_run" --mlx5-emu --uverbs-ns -- env -u LD_PRELOAD \
+            DCX_UCX_GTEST_NS=1 "$0" --ib --dcx "$dcx_lib" --filter "$filter" \
+            --timeout "$test_timeout" --cache-dir "$cache_dir" \
+            --ucx-src "$ucx_src" -j "$jobs" \
+            $([ "$use_gdb" = yes ] || echo --no-gdb) \
+            $([ "$action" != list ] || echo --list) \
+            ${out:+--out "$out"}
+    fi
+fi
 
 # The UCX libraries of the build, before any installed ones
 libpath=
@@ -411,6 +453,8 @@ if [ "$mlx5_emu" = yes ]; then
     DCX_EMU_DEVICES=1 UCX_DCX_MLX5=y
     export DCX_EMU_DEVICES UCX_DCX_MLX5
     where="the mlx5 backend on the emulated ConnectX"
+    [ "$ib" = no ] ||
+        where="the emulated ConnectX, DEVX ${UCX_IB_MLX5_DEVX:-try}"
 else
     where="the soft device"
 fi
@@ -506,6 +550,11 @@ run_one() {
     fi
 }
 
+# On the emulation a store to a UAR page is a doorbell that faults into the
+# emulation's SIGSEGV handler: gdb lets it through
+gdb_segv="stop print"
+[ "$mlx5_emu" = no ] || gdb_segv="nostop noprint pass"
+
 # gdb_stack TEST LOG: runs a crashed TEST again under gdb, its stack into LOG
 gdb_stack() {
     {
@@ -516,7 +565,8 @@ gdb_stack() {
             UCX_LOG_LEVEL="${UCX_LOG_LEVEL:-warn}" UCX_LOG_PRINT_ENABLE=y \
             timeout $((test_timeout + 60)) gdb -batch -nx \
             -ex "set environment LD_PRELOAD=$preload" \
-            -ex 'set startup-with-shell off' -ex run -ex bt \
+            -ex 'set startup-with-shell off' -ex "handle SIGSEGV $gdb_segv" \
+            -ex run -ex bt \
             -ex 'thread apply all bt' \
             --args "$gtest" -t $((test_timeout * 2)) --gtest_filter="$1" \
             < /dev/null 2>&1 || true
@@ -541,9 +591,17 @@ for t in $tests; do
     printf '[%d/%d] %-16s %s\n' "$n" "$ntests" "$outcome" "$t" >&2
 done
 
+# a test that crashed, hung or was killed left its fabric's shared files
+rm -f /dev/shm/dcx-emu."$(id -u)".ucxgtest$$.* \
+      /dev/shm/dcx-soft."$(id -u)".ucxgtest$$.*
+
 # --- summary -------------------------------------------------------------------
 {
-    echo "UCX $version $suite gtest on dcx ($dcx_lib) over $where, filter '$filter':"
+    if [ "$ib" = yes ]; then
+        echo "UCX $version $suite gtest over $where, filter '$filter':"
+    else
+        echo "UCX $version $suite gtest on dcx ($dcx_lib) over $where, filter '$filter':"
+    fi
     for k in passed skipped failed crashed hung; do
         printf '  %-8s %d\n' "$k" "$(grep -c "^$k " "$results" || true)"
     done
