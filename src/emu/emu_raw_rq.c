@@ -9,8 +9,9 @@
  * QP's own receive queue holds WQEs in order, data segments only.  In both, a data
  * segment with the invalid lkey ends the list early.  The doorbell record
  * counts the WQEs software posted (16 bits); the device takes every WQE
- * the count covers, in order, as the soft SRQ has room, with the WQE's
- * index as the receive's wr_id (the CQE's wqe_counter).  It takes them
+ * the count covers, in order, as the soft SRQ has room; the receive's
+ * wr_id (the CQE's wqe_counter) is a list's WQE index, and a ring's count
+ * of WQEs taken, 16 bits, as the HCA reports them.  It takes them
  * whenever the engine runs, and when a message finds the soft SRQ empty
  * (its watch wakes the engine).
  */
@@ -43,7 +44,10 @@ unsigned emu_raw_rq_run(struct emu_raw_rq *rq)
             sge[n].lkey   = be32toh(ds[i].lkey);
             ++n;
         }
-        if (dcx_srq_post_recv(rq->srq->soft, idx, sge, n) != 0) {
+        /* the CQE's wqe_counter: a list's WQE index, a ring's 16-bit count
+         * of the WQEs taken (which wraps past the ring's size) */
+        if (dcx_srq_post_recv(rq->srq->soft, rq->linked ? idx : rq->taken, sge,
+                              n) != 0) {
             break; /* the soft SRQ is full: the rest waits */
         }
         if (rq->grh != NULL) {

@@ -395,6 +395,25 @@ TEST_F(emu_raw_test, more_data_segments_than_max_send_sge)
     }
 }
 
+/* A receive queue's CQEs count the WQEs taken in 16 bits, past the
+ * ring's size (ud_mlx5 and rc_mlx5 compare it with their own count) */
+TEST_F(emu_raw_test, receive_wqe_counter_passes_the_ring)
+{
+    const unsigned n = m_b.rq.dv.rq.wqe_cnt + 5;
+    struct mlx5_wqe_data_seg d;
+    struct mlx5_cqe64 cqe;
+
+    d = dseg(&m_a, &m_a.buf[10], 8);
+    for (unsigned i = 0; i < n; ++i) {
+        post_recv(&m_b, 0);
+        post(&m_a, MLX5_OPCODE_SEND, &d, sizeof(d));
+        ASSERT_TRUE(poll(m_a.scq, &cqe));
+        ASSERT_TRUE(poll(m_b.rcq, &cqe));
+        ASSERT_EQ(MLX5_CQE_RESP_SEND, cqe.op_own >> 4);
+        EXPECT_EQ(i, be16toh(cqe.wqe_counter)) << i;
+    }
+}
+
 TEST_F(emu_raw_test, error_cqes_bad_flow)
 {
     struct {
