@@ -479,6 +479,8 @@ int emu_devx_qp_cmd(emu_qp_t *qp, const uint8_t *in, size_t inlen, uint8_t *out,
     const char *name    = ibqp->context->device->name;
     uint16_t opcode     = (uint16_t)EMU_PRM_GET(in, EMU_PRM_OPCODE);
     struct ibv_qp_attr a;
+    struct ibv_qp_init_attr init;
+    bool was_err;
     uint32_t mask;
     int ret;
 
@@ -506,13 +508,17 @@ int emu_devx_qp_cmd(emu_qp_t *qp, const uint8_t *in, size_t inlen, uint8_t *out,
                                EMU_STAT_BAD_INLEN, 0x43u,
                                "%zu input bytes (%u)", inlen, EMU_QP_IN_LEN);
     }
+    /* the last-WQE event comes with the move into ERR, not again */
+    was_err = (opcode == EMU_CMD_2ERR_QP) &&
+              (ibv_query_qp(ibqp, &a, IBV_QP_STATE, &init) == 0) &&
+              (a.qp_state == IBV_QPS_ERR);
     mask = emu_devx_qpc_attr(qp, opcode, in, &a);
     ret  = ibv_modify_qp(ibqp, &a, (int)mask);
     if (ret != 0) { /* ibv_modify_qp said why */
         return emu_devx_answer(out, outlen, EMU_STAT_BAD_STATE, 0x44u);
     }
     memset(out, 0, outlen);
-    if ((opcode == EMU_CMD_2ERR_QP) && (qp->srq != NULL)) {
+    if ((opcode == EMU_CMD_2ERR_QP) && !was_err && (qp->srq != NULL)) {
         emu_devx_qp_event(qp, EMU_DEVX_EV_SRQ_LAST_WQE);
     }
     return 0;
