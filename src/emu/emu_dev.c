@@ -56,13 +56,17 @@ static void emu_devs_init(void)
         return;
     }
 
-    /* the soft backend's knobs: n devices on our fabric, limits at their
-     * defaults (a refused value is logged under its DCX_EMU_ name) */
+    /* the soft backend's knobs: n devices on our fabric, registrations
+     * that pin their pages as a ConnectX's do, limits at their defaults (a
+     * refused value is logged under its DCX_EMU_ name) */
     ret = dcx_dev_config_create("DCX_EMU_", &config);
     if (ret == 0) {
         ret = dcx_dev_config_set_num(config, "SOFT_DEVICES", n);
         if (ret == 0) {
             ret = dcx_dev_config_set_str(config, "SOFT_FABRIC", emu_fabric);
+        }
+        if (ret == 0) {
+            ret = dcx_dev_config_set_num(config, "SOFT_PINNED", 1);
         }
         if (ret == 0) {
             ret = dcx_dev_list(config, &infos, &count);

@@ -119,6 +119,11 @@ typedef struct dcx_soft_limits {
     /* 1: every receive is copied into its buffer; 0 (default): large ones
      * on SRQs that ask (DCX_SRQ_F_IN_PLACE) may complete in place */
     uint32_t recv_copy;
+    /* 1: registered memory keeps its pages, as a NIC's registration pins
+     * them: a remote access to pages unmapped since their registration
+     * succeeds, writes landing nowhere and reads giving zeros (soft_mem.c);
+     * 0 (default): it fails with a remote access error */
+    uint32_t pinned;
 } dcx_soft_limits_t;
 
 void dcx_soft_limits_default(dcx_soft_limits_t *limits);

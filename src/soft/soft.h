@@ -509,6 +509,10 @@ struct soft_dev {
     int copying_plain; /* marked by a plain store (soft_fence_heavy_able) */
     int (*copy_out)(soft_dev_t *dev, void *dst, const void *src, size_t len);
     int (*copy_in)(soft_dev_t *dev, void *dst, const void *src, size_t len);
+    /* a remote access's copy that the kernel refused, redone: EFAULT, or
+     * with limits.pinned the pinned pages' behaviour (soft_mem.c) */
+    int (*lost_out)(soft_dev_t *dev, void *dst, const void *src, size_t len);
+    int (*lost_in)(soft_dev_t *dev, void *dst, const void *src, size_t len);
     /* our WRs' sg lists: copy_*, plain once unmaps are reported */
     int (*local_out)(soft_dev_t *dev, void *dst, const void *src, size_t len);
     int (*local_in)(soft_dev_t *dev, void *dst, const void *src, size_t len);

@@ -111,7 +111,8 @@ int soft_limits_ok(const dcx_soft_limits_t *l, const char *who)
         {"rnr_retry",     l->rnr_retry,     7},
         {"direct",        l->direct,        1},
         {"cold_rings",    l->cold_rings,    1},
-        {"recv_copy",     l->recv_copy,     1}
+        {"recv_copy",     l->recv_copy,     1},
+        {"pinned",        l->pinned,        1}
     };
     /* clang-format on */
     unsigned i;
@@ -363,7 +364,16 @@ static const dcx_param_t soft_params[] = {
         "where it arrived, in the port's message ring, instead of being copied\n"
         "into a receive buffer first, when the receiver's poll takes it (the\n"
         "UCX transport's active messages). n: every message is copied.",
-        DCX_PARAM_BOOL_NOT, limits.recv_copy, 0, 1)};
+        DCX_PARAM_BOOL_NOT, limits.recv_copy, 0, 1),
+
+    SOFT_PARAM(
+        "SOFT_PINNED", "n",
+        "Soft device: registered memory keeps its pages, as a NIC's registration\n"
+        "pins them: an RDMA write, read or atomic reaching pages that their owner\n"
+        "unmapped after registering them succeeds, the data written landing\n"
+        "nowhere and reads returning zeros (a NIC returns what the pages last\n"
+        "held). n: such an access fails with a remote access error.",
+        DCX_PARAM_BOOL, limits.pinned, 0, 1)};
 
 /* Listed after the backends of NICs. */
 const dcx_backend_t dcx_soft_backend = {

@@ -48,6 +48,15 @@
  *     pins one page per piece).  Memory the process then makes
  *     inaccessible behind the hooks' back while a WR or a peer uses it
  *     faults there, as it would in the process's own code.
+ *
+ * A device opened with limits.pinned (the emulated ConnectX, whose
+ * consumers count on the NIC's pinning) goes one step further where layer
+ * 3 finds a page gone: the copy is redone page by page, pages still mapped
+ * are copied, writes to the others are dropped and reads of them give
+ * zeros, and the access succeeds, as a DMA into pages that only the
+ * registration still holds does (their last contents went with the
+ * mapping: the one difference a peer can see).  Nothing is written
+ * outside the registered range, which was checked before.
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
@@ -84,6 +93,64 @@ static int soft_mem_copy_kernel_in(soft_dev_t *dev, void *dst, const void *src,
             (ssize_t)len) ?
                0 :
                EFAULT;
+}
+
+static int soft_mem_lost_refuse(soft_dev_t *dev, void *dst, const void *src,
+                                size_t len)
+{
+    return EFAULT;
+}
+
+/* Redoes a refused kernel copy between local and the registered remote
+ * range page by page (limits.pinned, at the top); always 0. */
+static int soft_mem_pinned_copy(soft_dev_t *dev, uint8_t *local,
+                                uintptr_t remote, size_t len, int out)
+{
+    const size_t page     = (size_t)sysconf(_SC_PAGESIZE);
+    const uintptr_t start = remote;
+    size_t chunk, lost = 0;
+    struct iovec l, r;
+    ssize_t done;
+
+    while (len > 0) {
+        chunk = page - (remote & (page - 1));
+        if (chunk > len) {
+            chunk = len;
+        }
+        l.iov_base = local;
+        l.iov_len  = chunk;
+        r.iov_base = (void *)remote;
+        r.iov_len  = chunk;
+        done       = out ? process_vm_writev((pid_t)dev->pid, &l, 1, &r, 1, 0) :
+                           process_vm_readv((pid_t)dev->pid, &l, 1, &r, 1, 0);
+        if (done != (ssize_t)chunk) {
+            if (!out) {
+                memset(local, 0, chunk);
+            }
+            lost += chunk;
+        }
+        local += chunk;
+        remote += chunk;
+        len -= chunk;
+    }
+    dcx_debug("%s: %s at 0x%llx: %zu bytes in pages unmapped since their "
+              "registration, %s as pinned pages",
+              dev->super.caps.name, out ? "write" : "read",
+              (unsigned long long)start, lost,
+              out ? "dropped" : "read as zeros");
+    return 0;
+}
+
+static int soft_mem_lost_pinned_out(soft_dev_t *dev, void *dst, const void *src,
+                                    size_t len)
+{
+    return soft_mem_pinned_copy(dev, (uint8_t *)src, (uintptr_t)dst, len, 1);
+}
+
+static int soft_mem_lost_pinned_in(soft_dev_t *dev, void *dst, const void *src,
+                                   size_t len)
+{
+    return soft_mem_pinned_copy(dev, dst, (uintptr_t)src, len, 0);
 }
 
 int soft_mem_copy_plain(soft_dev_t *dev, void *dst, const void *src, size_t len)
@@ -147,6 +214,11 @@ void soft_mem_init(soft_dev_t *dev)
         dev->copy_out = soft_mem_copy_plain;
         dev->copy_in  = soft_mem_copy_plain;
     }
+    /* a refused copy exists only where the kernel copies */
+    dev->lost_out  = dev->limits.pinned ? soft_mem_lost_pinned_out :
+                                          soft_mem_lost_refuse;
+    dev->lost_in   = dev->limits.pinned ? soft_mem_lost_pinned_in :
+                                          soft_mem_lost_refuse;
     dev->local_out = (dev->copy_out == soft_mem_copy_plain) ?
                          soft_mem_copy_plain :
                          soft_mem_local_kernel_out;
@@ -245,6 +317,9 @@ int soft_mem_write(soft_dev_t *dev, soft_mr_t *mr, uint64_t addr,
         return EFAULT;
     }
     ret = dev->copy_out(dev, (void *)(uintptr_t)addr, src, len);
+    if (ret != 0) {
+        ret = dev->lost_out(dev, (void *)(uintptr_t)addr, src, len);
+    }
     soft_mem_end(dev);
     return ret;
 }
@@ -258,6 +333,9 @@ int soft_mem_read(soft_dev_t *dev, soft_mr_t *mr, void *dst, uint64_t addr,
         return EFAULT;
     }
     ret = dev->copy_in(dev, dst, (const void *)(uintptr_t)addr, len);
+    if (ret != 0) {
+        ret = dev->lost_in(dev, dst, (const void *)(uintptr_t)addr, len);
+    }
     soft_mem_end(dev);
     return ret;
 }
@@ -275,7 +353,8 @@ int soft_mem_read(soft_dev_t *dev, soft_mr_t *mr, void *dst, uint64_t addr,
  * invalid refuses the whole batch: nothing of it is written, as when the
  * unmap came just before.  A fault stops the kernel's copy at the piece it
  * hit: the pieces before it are written, as a per-piece copy would have
- * left them.  Empties the batch; 0 or EFAULT. */
+ * left them; a pinned device then redoes the batch piece by piece
+ * (lost_out/lost_in, at the top).  Empties the batch; 0 or EFAULT. */
 static int soft_mem_vec_copy(soft_dev_t *dev, soft_mem_vec_t *v, uint8_t *buf,
                              int out)
 {
@@ -308,8 +387,12 @@ static int soft_mem_vec_copy(soft_dev_t *dev, soft_mem_vec_t *v, uint8_t *buf,
     done = out ?
                process_vm_writev((pid_t)dev->pid, &local, 1, v->iov, v->n, 0) :
                process_vm_readv((pid_t)dev->pid, &local, 1, v->iov, v->n, 0);
-    if (done != (ssize_t)v->len) {
-        ret = EFAULT;
+    for (i = 0; (done != (ssize_t)v->len) && (i < v->n) && (ret == 0); ++i) {
+        ret = out ?
+                  dev->lost_out(dev, v->iov[i].iov_base, buf,
+                                v->iov[i].iov_len) :
+                  dev->lost_in(dev, buf, v->iov[i].iov_base, v->iov[i].iov_len);
+        buf += v->iov[i].iov_len;
     }
 out:
     __atomic_store_n(&dev->copying, 0, __ATOMIC_RELEASE);
@@ -338,13 +421,18 @@ int soft_mem_atomic(soft_dev_t *dev, soft_mr_t *mr, uint64_t addr,
                     const soft_pkt_t *pkt, uint64_t *result_p)
 {
     uint64_t probe;
+    int ret;
 
     if (!soft_mem_begin(dev, mr)) {
         return EFAULT;
     }
     if (dev->copy_in(dev, &probe, (const void *)(uintptr_t)addr, size) != 0) {
+        /* pinned: the word reads as zero and nothing is written */
+        probe     = 0;
+        *result_p = 0;
+        ret = dev->lost_in(dev, &probe, (const void *)(uintptr_t)addr, size);
         soft_mem_end(dev);
-        return EFAULT;
+        return ret;
     }
     *result_p = exec(pkt);
     soft_mem_end(dev);

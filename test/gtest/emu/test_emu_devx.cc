@@ -18,6 +18,7 @@
 #include <errno.h>
 #include <poll.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <vector>
@@ -352,6 +353,34 @@ protected:
         return d;
     }
 
+    /* A KSM key as UCX 1.13 makes its atomic keys: one 2 GiB entry from
+     * mr's address rounded down to 2 GiB (base), through mr's lkey, with
+     * addresses starting at base + off; the key's rkey in *rkey */
+    struct mlx5dv_devx_obj *ksm_key(side *s, struct ibv_mr *mr, uint64_t off,
+                                    uint32_t *rkey)
+    {
+        const uint64_t base  = (uintptr_t)mr->addr & ~((1ull << 31) - 1);
+        uint8_t in[272 + 16] = {}, out[16] = {};
+        struct mlx5dv_devx_obj *mk;
+
+        prm_set(in, 0, 16, 0x200);
+        prm_set(in, 145, 5, 0x1f);      /* a, rw, rr, lw, lr */
+        prm_set(in, 150, 2, 3);         /* access mode: KSM */
+        prm_set(in, 160, 24, 0xffffff); /* qpn: none */
+        prm_set(in, 184, 8, 0x5a);      /* mkey_7_0 */
+        prm_set(in, 232, 24, s->pdn);
+        prm_set64(in, 256, base + off);
+        prm_set64(in, 320, (uintptr_t)mr->addr + mr->length - base);
+        prm_set(in, 544, 32, 1); /* translations_octword_size */
+        prm_set(in, 603, 5, 31); /* 2 GiB entries */
+        prm_set(in, 768, 32, 1); /* actual size */
+        prm_set(in, 2208, 32, mr->lkey);
+        prm_set64(in, 2240, base);
+        mk = mlx5dv_devx_obj_create(s->ctx, in, sizeof(in), out, sizeof(out));
+        *rkey = (prm_get(out, 72, 24) << 8) | 0x5a;
+        return mk;
+    }
+
     /* a refused command: EREMOTEIO, the status in out, one log line */
     template <typename F> void refused(F call, uint8_t status, const char *why)
     {
@@ -451,28 +480,14 @@ TEST_F(emu_devx_test, ksm_key_from_start_addr)
 {
     const uint64_t base  = (uintptr_t)m_b.buf.data() & ~((1ull << 31) - 1);
     const uint64_t start = base + 0x7b8;
-    uint8_t in[272 + 16] = {}, out[16] = {}, segs[48];
+    uint8_t segs[48];
     struct mlx5_wqe_data_seg d;
     struct mlx5_cqe64 cqe;
+    uint32_t rkey;
 
     connect();
-    prm_set(in, 0, 16, 0x200);
-    prm_set(in, 145, 5, 0x1f);      /* a, rw, rr, lw, lr */
-    prm_set(in, 150, 2, 3);         /* access mode: KSM */
-    prm_set(in, 160, 24, 0xffffff); /* qpn: none */
-    prm_set(in, 184, 8, 0x5a);      /* mkey_7_0 */
-    prm_set(in, 232, 24, m_b.pdn);
-    prm_set64(in, 256, start);
-    prm_set64(in, 320, (uintptr_t)m_b.buf.data() + 4096 - base);
-    prm_set(in, 544, 32, 1); /* translations_octword_size */
-    prm_set(in, 603, 5, 31); /* 2 GiB entries */
-    prm_set(in, 768, 32, 1); /* actual size */
-    prm_set(in, 2208, 32, m_b.mr->lkey);
-    prm_set64(in, 2240, base);
-    struct mlx5dv_devx_obj *mk = mlx5dv_devx_obj_create(m_b.ctx, in, sizeof(in),
-                                                        out, sizeof(out));
+    struct mlx5dv_devx_obj *mk = ksm_key(&m_b, m_b.mr, 0x7b8, &rkey);
     ASSERT_NE(nullptr, mk) << strerror(errno);
-    uint32_t rkey = (prm_get(out, 72, 24) << 8) | 0x5a;
 
     auto *ra          = (struct mlx5_wqe_raddr_seg *)segs;
     const uint64_t at = (uintptr_t)m_b.buf.data() + 0x7b8; /* buf[0] */
@@ -512,6 +527,70 @@ TEST_F(emu_devx_test, ksm_key_from_start_addr)
     ASSERT_TRUE(poll(m_a.cq, &cqe));
     EXPECT_EQ(MLX5_CQE_REQ_ERR, cqe.op_own >> 4);
     EXPECT_EQ(0, mlx5dv_devx_obj_destroy(mk));
+}
+
+/* A registration keeps its pages, as a ConnectX's pins them: UCX's
+ * uct_p2p_rma_test_xfer.fence frees its buffers (munmap) while its fenced
+ * PUT, through the KSM key, is still on its way.  The PUT completes; the
+ * write into the page still mapped lands, the one into the page that went
+ * nowhere, and a read of that page gives zeros. */
+TEST_F(emu_devx_test, write_into_pages_unmapped_since_registration)
+{
+    const size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+    struct mlx5_cqe64 cqe;
+    uint32_t rkey;
+    struct {
+        struct mlx5_wqe_raddr_seg ra;
+        struct mlx5_wqe_data_seg d;
+    } wr;
+
+    connect();
+    auto *m = (uint8_t *)mmap(nullptr, 2 * pg, PROT_READ | PROT_WRITE,
+                              MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    ASSERT_NE(MAP_FAILED, (void *)m);
+    struct ibv_mr *mr = ibv_reg_mr(m_b.pd, m, 2 * pg, kAccess);
+    ASSERT_NE(nullptr, mr);
+    struct mlx5dv_devx_obj *mk = ksm_key(&m_b, mr, 0x418, &rkey);
+    ASSERT_NE(nullptr, mk) << strerror(errno);
+    /* page 0 goes: an inaccessible reservation in its place, so that no
+     * other mapping takes the address while the test runs */
+    ASSERT_EQ((void *)m,
+              mmap(m, pg, PROT_NONE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1,
+                   0));
+
+    /* 64 bytes into page 0, then 128 across into page 1 */
+    memset(&m_a.buf[24], 0x6b, 128);
+    for (uint64_t at :
+         {(uint64_t)(uintptr_t)m + 64, (uint64_t)(uintptr_t)m + pg - 64}) {
+        wr.ra.raddr    = htobe64(at + 0x418);
+        wr.ra.rkey     = htobe32(rkey);
+        wr.ra.reserved = 0;
+        wr.d = dseg(&m_a, &m_a.buf[24], (at == (uintptr_t)m + 64) ? 64 : 128);
+        post(&m_a, MLX5_OPCODE_RDMA_WRITE, &wr, sizeof(wr));
+        ASSERT_TRUE(poll(m_a.cq, &cqe));
+        EXPECT_EQ(MLX5_CQE_REQ, cqe.op_own >> 4);
+    }
+    EXPECT_EQ(0x6b, m[pg]);
+    EXPECT_EQ(0x6b, m[pg + 63]);
+    EXPECT_EQ(0, m[pg + 64]);
+
+    /* a read across both pages through the plain key */
+    m[pg]       = 0x2c;
+    wr.ra.raddr = htobe64((uintptr_t)m + pg - 8);
+    wr.ra.rkey  = htobe32(mr->rkey);
+    wr.d        = dseg(&m_a, &m_a.buf[40], 16);
+    m_a.buf[40] = m_a.buf[41] = ~0ull;
+    post(&m_a, MLX5_OPCODE_RDMA_READ, &wr, sizeof(wr));
+    ASSERT_TRUE(poll(m_a.cq, &cqe));
+    EXPECT_EQ(MLX5_CQE_REQ, cqe.op_own >> 4);
+    EXPECT_EQ(0u, m_a.buf[40]);
+    EXPECT_EQ(0x2cu, m_a.buf[41] & 0xff);
+    EXPECT_EQ(0x6b6b6b6b6b6b6b00ull, m_a.buf[41] & ~0xffull);
+
+    EXPECT_EQ(0, mlx5dv_devx_obj_destroy(mk));
+    EXPECT_EQ(0, ibv_dereg_mr(mr));
+    munmap(m, 2 * pg);
 }
 
 TEST_F(emu_devx_test, last_wqe_event_on_channel)

@@ -26,6 +26,7 @@ gtest=test/gtest/uct/gtest_uct
 SOFT_ONLY='
 uct_dcx_hardening.reachability_bad_flow  makes soft port addresses (another fabric, host, user)
 uct_dcx_hardening.remapped_memory_not_written_bad_flow  the emulation does not pin pages: it writes through the new mapping (docs/mlx5-emulation.md)
+uct_dcx_hardening.access_to_unmapped_memory_bad_flow  registrations keep their pages on a ConnectX and on the emulation (SOFT_PINNED): the access succeeds there
 *uct_dcx_errors.injected_error_completion/*  soft fault injection (error completion)
 *uct_dcx_errors.handler_destroys_ep_and_declines/*  soft fault injection (error completion)
 *uct_dcx_errors.dropped_and_delayed_packets/*  soft fault injection (drops, delays)

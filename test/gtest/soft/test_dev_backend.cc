@@ -170,6 +170,7 @@ TEST_F(soft, backend_config_defaults_and_values)
     EXPECT_EQ(0u, p->limits.tm_off);         /* SOFT_TM=y */
     EXPECT_EQ(1u, p->limits.direct);         /* SOFT_DIRECT=y */
     EXPECT_EQ(0u, p->limits.cold_rings);     /* SOFT_WARM_RINGS=y */
+    EXPECT_EQ(0u, p->limits.pinned);         /* SOFT_PINNED=n */
 
     /* every kind of value lands where the soft backend reads it */
     EXPECT_EQ(0, dcx_dev_config_set_num(config, "SOFT_DEVICES", 2));
@@ -180,6 +181,7 @@ TEST_F(soft, backend_config_defaults_and_values)
     EXPECT_EQ(0, dcx_dev_config_set_num(config, "SOFT_TM", 0));
     EXPECT_EQ(0, dcx_dev_config_set_num(config, "SOFT_DIRECT", 0));
     EXPECT_EQ(0, dcx_dev_config_set_num(config, "SOFT_WARM_RINGS", 0));
+    EXPECT_EQ(0, dcx_dev_config_set_num(config, "SOFT_PINNED", 1));
     EXPECT_EQ(2u, p->count);
     EXPECT_EQ(fabric, p->fabric);
     EXPECT_EQ(4096u, p->limits.max_msg_size);
@@ -188,6 +190,7 @@ TEST_F(soft, backend_config_defaults_and_values)
     EXPECT_EQ(1u, p->limits.tm_off);
     EXPECT_EQ(0u, p->limits.direct);
     EXPECT_EQ(1u, p->limits.cold_rings);
+    EXPECT_EQ(1u, p->limits.pinned);
 
     ASSERT_EQ(0, dcx_dev_list(config, &list, &count));
     dcx_dev_config_destroy(config);

@@ -120,6 +120,64 @@ TEST_F(soft, unmapped_registered_memory_bad_flow)
     munmap(m, len);
 }
 
+/* The same with limits.pinned (the emulated ConnectX's registrations): the
+ * registration keeps its pages as a NIC's does, so every access succeeds;
+ * writes into the page that went land nowhere, those into pages still
+ * mapped land, reads of the page that went give zeros, an atomic on it
+ * fetches zero and changes nothing, and each case logs at debug level
+ * only. */
+TEST_F(soft, pinned_registration_outlives_its_mapping)
+{
+    const size_t pg = 4096;
+    dcx_soft_limits_t lim;
+    memset(&lim, 0, sizeof(lim));
+    lim.pinned = 1;
+    loop l;
+    l.open(fabric, &lim);
+    uint8_t *m = map_pages(3 * pg);
+    ASSERT_NE(nullptr, m);
+    dcx_mr_t *mr;
+    ASSERT_EQ(0, l.n.reg(m, 3 * pg, RACC, &mr));
+    memset(m + 2 * pg, 0x11, pg);
+    ASSERT_EQ((void *)(m + pg),
+              mmap(m + pg, pg, PROT_NONE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1,
+                   0));
+    const uint64_t ra = (uint64_t)(uintptr_t)m;
+    dcx_sge_t s;
+    log_counter logs;
+
+    memset(l.lbuf.data(), 0xab, 2 * pg);
+    EXPECT_EQ(DCX_WC_SUCCESS,
+              l.run(l.wr(DCX_WR_RDMA_WRITE, ra + pg + 8, mr->rkey, &s, 64)));
+    /* from page 0 across page 1 into page 2 */
+    EXPECT_EQ(DCX_WC_SUCCESS, l.run(l.wr(DCX_WR_RDMA_WRITE, ra + pg - 16,
+                                         mr->rkey, &s, pg + 32)));
+    EXPECT_EQ(0xab, m[pg - 16]);
+    EXPECT_EQ(0xab, m[2 * pg + 15]);
+    EXPECT_EQ(0x11, m[2 * pg + 16]);
+
+    memset(l.lbuf.data(), 0xee, 2 * pg);
+    EXPECT_EQ(DCX_WC_SUCCESS, l.run(l.wr(DCX_WR_RDMA_READ, ra + pg - 16,
+                                         mr->rkey, &s, pg + 32)));
+    std::vector<uint8_t> want(pg + 32, 0);
+    memset(want.data(), 0xab, 16);
+    memset(want.data() + 16 + pg, 0xab, 16);
+    EXPECT_EQ(0, memcmp(want.data(), l.lbuf.data(), want.size()));
+    EXPECT_EQ(0xee, l.lbuf[pg + 32]);
+
+    memset(l.lbuf.data(), 0xee, 8);
+    EXPECT_EQ(DCX_WC_SUCCESS,
+              l.run(l.wr(DCX_WR_ATOMIC_FADD, ra + pg + 64, mr->rkey, &s, 8)));
+    EXPECT_EQ(0u, *(uint64_t *)l.lbuf.data());
+    dcx_soft_stats_t st;
+    ASSERT_EQ(0, dcx_soft_stats(l.n.dev, &st));
+    EXPECT_EQ(0u, st.remote_access_errors);
+    EXPECT_EQ(0, logs.lines()); /* debug level only */
+    l.n.close();
+    munmap(m, 3 * pg);
+}
+
 /* Memory unmapped and mapped again at the same address, as UCX's memory
  * hooks report it (dcx_dev_mem_unmapped before the unmap): the region
  * refuses access at once and nothing lands in the new mapping. */
