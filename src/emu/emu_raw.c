@@ -256,8 +256,14 @@ static int emu_raw_start(void)
                   strerror(ret));
         return ret;
     }
-    /* the engine takes no signal of the application's */
+    /* the engine takes no signal of the application's; a fault of its own
+     * goes to the process's handlers (blocked, the kernel would kill the
+     * process without one word) */
     sigfillset(&all);
+    sigdelset(&all, SIGSEGV);
+    sigdelset(&all, SIGBUS);
+    sigdelset(&all, SIGFPE);
+    sigdelset(&all, SIGILL);
     pthread_sigmask(SIG_SETMASK, &all, &old);
     ret = pthread_create(&emu_raw.thread, NULL, emu_raw_thread, NULL);
     pthread_sigmask(SIG_SETMASK, &old, NULL);

@@ -32,6 +32,8 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/uio.h>
+#include <unistd.h>
 
 #define EMU_GRH_LEN     40u
 #define EMU_UD_MTU      4096u
@@ -216,14 +218,27 @@ int emu_ud_post_recv(emu_qp_t *qp, struct ibv_recv_wr *wr,
     return ret;
 }
 
-/* What the first 40 bytes of a receive (at addr; 0: none) say */
+/* What the first 40 bytes of a receive (at addr; 0: none) say.  The
+ * application may have freed the buffer by the time the completion is
+ * made (the raw engine runs beside it; a NIC never reads the buffer
+ * back), so the bytes are read through the kernel: a buffer gone says
+ * nothing. */
 static void emu_ud_ext(uint64_t addr, emu_wc_ext_t *ext)
 {
-    const uint8_t *grh = (const uint8_t *)(uintptr_t)addr;
-    uint64_t guid      = 0;
+    uint8_t grh[24];
+    struct iovec l = {grh, sizeof(grh)};
+    struct iovec r = {(void *)(uintptr_t)addr, sizeof(grh)};
+    uint64_t guid  = 0;
+    ssize_t got;
     int i;
 
     if (addr == 0) {
+        return;
+    }
+    got = process_vm_readv(getpid(), &l, 1, &r, 1, 0);
+    if ((got < 0) && ((errno == ENOSYS) || (errno == EPERM))) {
+        memcpy(grh, r.iov_base, sizeof(grh)); /* no kernel copy here */
+    } else if (got != (ssize_t)sizeof(grh)) {
         return;
     }
     for (i = 0; i < 8; ++i) {

@@ -120,9 +120,10 @@ typedef struct dcx_soft_limits {
      * on SRQs that ask (DCX_SRQ_F_IN_PLACE) may complete in place */
     uint32_t recv_copy;
     /* 1: registered memory keeps its pages, as a NIC's registration pins
-     * them: a remote access to pages unmapped since their registration
-     * succeeds, writes landing nowhere and reads giving zeros (soft_mem.c);
-     * 0 (default): it fails with a remote access error */
+     * them: an access to pages unmapped since their registration (a peer's,
+     * or a WR's sg list) succeeds, writes landing nowhere and reads giving
+     * zeros (soft_mem.c); 0 (default): it fails, with a remote access or
+     * local protection error */
     uint32_t pinned;
 } dcx_soft_limits_t;
 

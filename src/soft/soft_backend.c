@@ -369,10 +369,11 @@ static const dcx_param_t soft_params[] = {
     SOFT_PARAM(
         "SOFT_PINNED", "n",
         "Soft device: registered memory keeps its pages, as a NIC's registration\n"
-        "pins them: an RDMA write, read or atomic reaching pages that their owner\n"
-        "unmapped after registering them succeeds, the data written landing\n"
-        "nowhere and reads returning zeros (a NIC returns what the pages last\n"
-        "held). n: such an access fails with a remote access error.",
+        "pins them: an RDMA write, read or atomic, a send or a receive that\n"
+        "reaches pages their owner unmapped after registering them succeeds, the\n"
+        "data written landing nowhere and reads returning zeros (a NIC returns\n"
+        "what the pages last held). n: such an access fails with a remote access\n"
+        "or local protection error.",
         DCX_PARAM_BOOL, limits.pinned, 0, 1)};
 
 /* Listed after the backends of NICs. */

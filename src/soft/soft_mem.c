@@ -51,7 +51,8 @@
  *
  * A device opened with limits.pinned (the emulated ConnectX, whose
  * consumers count on the NIC's pinning) goes one step further where layer
- * 3 finds a page gone: the copy is redone page by page, pages still mapped
+ * 3 finds a page gone, for a peer's access and for the process's own sg
+ * lists alike: the copy is redone page by page, pages still mapped
  * are copied, writes to the others are dropped and reads of them give
  * zeros, and the access succeeds, as a DMA into pages that only the
  * registration still holds does (their last contents went with the
@@ -183,7 +184,7 @@ static int soft_mem_local_kernel_out(soft_dev_t *dev, void *dst,
         return 0;
     }
     return soft_mem_local_refused(dev) ? dev->local_out(dev, dst, src, len) :
-                                         EFAULT;
+                                         dev->lost_out(dev, dst, src, len);
 }
 
 static int soft_mem_local_kernel_in(soft_dev_t *dev, void *dst, const void *src,
@@ -194,7 +195,7 @@ static int soft_mem_local_kernel_in(soft_dev_t *dev, void *dst, const void *src,
         return 0;
     }
     return soft_mem_local_refused(dev) ? dev->local_in(dev, dst, src, len) :
-                                         EFAULT;
+                                         dev->lost_in(dev, dst, src, len);
 }
 
 void soft_mem_init(soft_dev_t *dev)
