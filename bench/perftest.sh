@@ -15,8 +15,8 @@
 #                        the median run is shown and a spread table gives
 #                        max/min of each cell's figure; no time budget
 #                        (e.g. -a -r 10 -t "dcx posix"); with -a the
-#                        sizes default to "8 4096 1048576 4194304", every
-#                        size issue 12 item 6b names
+#                        sizes default to "8 4096 1048576 4194304" (8 B,
+#                        4 KiB, 1 MiB, 4 MiB: the full comparison)
 #   -S, DCX_BENCH_SIZES  message sizes (default "8 4096 1048576", with -a
 #                        "8 4096 1048576 4194304")
 #   -T, DCX_BENCH_TESTS  only these tests (default all: "am_lat am_bw
