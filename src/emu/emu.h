@@ -96,11 +96,23 @@ struct emu_dev {
 
 /* A context: rdma-core's verbs_context (whose ibv_context ends it, at the
  * offset applications compute), then ours. */
+/* An asynchronous event not read yet (emu_async.c) */
+typedef struct emu_async_ev {
+    enum ibv_event_type type;
+    struct ibv_qp *qp;
+} emu_async_ev_t;
+
+#define EMU_ASYNC_MAX 256 /* events a context holds not read yet */
+
 struct emu_ctx {
     struct verbs_context vctx;
     emu_dev_t *dev;
     bool devx;    /* opened with MLX5DV_CONTEXT_FLAGS_DEVX */
     uint8_t *uar; /* its UAR page (emu_raw.c), once asked for */
+    /* asynchronous events (emu_async.c), a ring under async_lock */
+    pthread_mutex_t async_lock;
+    unsigned async_head, async_count;
+    emu_async_ev_t async_q[EMU_ASYNC_MAX];
 };
 
 typedef struct emu_pd {
@@ -241,6 +253,7 @@ typedef struct emu_qp {
     emu_pd_t *pd;
     emu_qp_kind_t kind;
     bool has_qpx;      /* created with SEND_OPS_FLAGS */
+    bool by_devx;      /* created by CREATE_QP: events go to DEVX channels */
     bool post_ok;      /* RTS reached since the last RESET */
     uint64_t send_ops; /* IBV_QP_EX_WITH_* */
     uint64_t dv_ops;   /* MLX5DV_QP_EX_WITH_* */
@@ -492,5 +505,12 @@ static inline emu_mkey_t *emu_mkey(struct mlx5dv_mkey *mkey)
 
 /* emu_srq.c */
 void emu_ctx_set_srq_ops(struct verbs_context *vctx);
+
+/* emu_async.c: a context's asynchronous events; an event of qp queued on
+ * its context's async fd, and the events of a QP being destroyed dropped */
+void emu_async_init(emu_ctx_t *ctx);
+void emu_async_fini(emu_ctx_t *ctx);
+void emu_async_qp_event(emu_qp_t *qp, enum ibv_event_type type);
+void emu_async_qp_forget(emu_qp_t *qp);
 
 #endif /* DCX_EMU_H_ */

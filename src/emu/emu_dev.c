@@ -295,7 +295,7 @@ struct ibv_context *emu_open(struct ibv_device *ibdev, bool devx)
     }
     ctx           = &ectx->vctx.context;
     ctx->cmd_fd   = eventfd(0, EFD_CLOEXEC);
-    ctx->async_fd = eventfd(0, EFD_CLOEXEC);
+    ctx->async_fd = eventfd(0, EFD_CLOEXEC | EFD_SEMAPHORE); /* emu_async.c */
     if ((ctx->cmd_fd < 0) || (ctx->async_fd < 0)) {
         ret = errno;
         emu_error("%s: open: no file descriptors (%s)", ibdev->name,
@@ -310,6 +310,7 @@ struct ibv_context *emu_open(struct ibv_device *ibdev, bool devx)
         goto err_fds;
     }
 
+    emu_async_init(ectx);
     ectx->dev             = dev;
     ectx->devx            = devx;
     ectx->vctx.sz         = sizeof(ectx->vctx);
@@ -356,28 +357,8 @@ int ibv_close_device(struct ibv_context *context)
     pthread_mutex_unlock(&emu_dev_lock);
     close(context->cmd_fd);
     close(context->async_fd);
+    emu_async_fini(ectx);
     pthread_mutex_destroy(&context->mutex);
     free(ectx);
     return 0;
-}
-
-/* No asynchronous event is ever generated (no port changes, no QP or SRQ
- * events): a blocking caller waits as on an idle HCA, a nonblocking one
- * gets EAGAIN, as rdma-core reads its async fd. */
-int ibv_get_async_event(struct ibv_context *context,
-                        struct ibv_async_event *event)
-{
-    uint64_t v;
-
-    if (read(context->async_fd, &v, sizeof(v)) != (ssize_t)sizeof(v)) {
-        return -1;
-    }
-    errno = EIO;
-    emu_error("%s: async event fd written from outside the emulation",
-              context->device->name);
-    return -1;
-}
-
-void ibv_ack_async_event(struct ibv_async_event *event)
-{
 }

@@ -253,7 +253,8 @@ int emu_devx_qp_create(emu_ctx_t *ctx, const uint8_t *in, size_t inlen,
         return emu_devx_answer(out, outlen, EMU_STAT_LIM,
                                0x25u); /* logged by the call */
     }
-    qp = emu_qp(ibqp);
+    qp          = emu_qp(ibqp);
+    qp->by_devx = true;
     pthread_mutex_lock(&emu_raw_lock);
     ret = emu_raw_qp_attach(qp, sq, bbs, (volatile __be32 *)dbr);
     pthread_mutex_unlock(&emu_raw_lock);
@@ -518,7 +519,8 @@ int emu_devx_qp_cmd(emu_qp_t *qp, const uint8_t *in, size_t inlen, uint8_t *out,
         return emu_devx_answer(out, outlen, EMU_STAT_BAD_STATE, 0x44u);
     }
     memset(out, 0, outlen);
-    if ((opcode == EMU_CMD_2ERR_QP) && !was_err && (qp->srq != NULL)) {
+    if ((opcode == EMU_CMD_2ERR_QP) && !was_err && (qp->srq != NULL) &&
+        (qp->srq != qp->rq)) {
         emu_devx_qp_event(qp, EMU_DEVX_EV_SRQ_LAST_WQE);
     }
     return 0;

@@ -672,6 +672,7 @@ int ibv_destroy_qp(struct ibv_qp *ibqp)
             return ret;
         }
     }
+    emu_async_qp_forget(qp);
     if (qp->kind == EMU_QP_DCT) {
         __atomic_sub_fetch(&qp->srq->refs, 1, __ATOMIC_RELEASE);
     } else {

@@ -12,6 +12,8 @@
 #include "emu_fixture.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
 #include <string.h>
 #include <time.h>
 
@@ -369,6 +371,75 @@ TEST_F(emu_rc_test, both_ways_and_srq)
     ASSERT_TRUE(poll(m_b.scq, &wc));
     EXPECT_EQ(12u, wc.wr_id);
     EXPECT_EQ(0, ibv_query_srq(srq, &attr));
+    for (struct ibv_qp *qp : m_b.qps) {
+        EXPECT_EQ(0, ibv_destroy_qp(qp));
+    }
+    m_b.qps.clear();
+    EXPECT_EQ(0, ibv_destroy_srq(srq));
+}
+
+/* An SRQ's RC QP moved into ERR raises its last-WQE-reached event on the
+ * context's async fd, once (UCX's rc_mlx5 without DEVX waits for it
+ * before it destroys the QP); a QP with its own receive queue raises
+ * none, and a QP destroyed takes its unread events with it. */
+TEST_F(emu_rc_test, last_wqe_reached_async_event)
+{
+    struct ibv_srq_init_attr sa;
+    struct ibv_async_event ev;
+    struct ibv_qp_attr a;
+    struct ibv_srq *srq;
+    struct pollfd pfd = {m_b.ctx->async_fd, POLLIN, 0};
+
+    ASSERT_EQ(0, fcntl(m_b.ctx->async_fd, F_SETFL,
+                       fcntl(m_b.ctx->async_fd, F_GETFL) | O_NONBLOCK));
+    memset(&sa, 0, sizeof(sa));
+    sa.attr.max_wr  = 8;
+    sa.attr.max_sge = 1;
+    srq             = ibv_create_srq(m_b.pd, &sa);
+    ASSERT_NE(nullptr, srq);
+    m_qa                   = create_rc(&m_a);
+    m_qb                   = create_rc(&m_b, srq);
+    struct ibv_qp *own_rq  = create_rc(&m_b);
+    struct ibv_qp *dropped = create_rc(&m_b, srq);
+    ASSERT_NE(nullptr, m_qb);
+    ASSERT_NE(nullptr, own_rq);
+    ASSERT_NE(nullptr, dropped);
+    ASSERT_EQ(0, connect(m_qb, m_a.lid, m_qa->qp_num));
+    ASSERT_EQ(0,
+              connect(own_rq, m_a.lid, m_qa->qp_num, kAccess, 14, 7, 7, false));
+    ASSERT_EQ(0, connect(dropped, m_a.lid, m_qa->qp_num, kAccess, 14, 7, 7,
+                         false));
+    EXPECT_EQ(0, ::poll(&pfd, 1, 0)); /* nothing yet */
+    EXPECT_EQ(-1, ibv_get_async_event(m_b.ctx, &ev));
+    EXPECT_EQ(EAGAIN, errno);
+
+    memset(&a, 0, sizeof(a));
+    a.qp_state = IBV_QPS_ERR;
+    ASSERT_EQ(0, ibv_modify_qp(m_qb, &a, IBV_QP_STATE));
+    ASSERT_EQ(0, ibv_modify_qp(own_rq, &a, IBV_QP_STATE));
+    ASSERT_EQ(1, ::poll(&pfd, 1, 0));
+    ASSERT_EQ(0, ibv_get_async_event(m_b.ctx, &ev));
+    EXPECT_EQ(IBV_EVENT_QP_LAST_WQE_REACHED, ev.event_type);
+    EXPECT_EQ(m_qb, ev.element.qp);
+    ibv_ack_async_event(&ev);
+    /* once: already in ERR, and none for the QP without an SRQ */
+    ASSERT_EQ(0, ibv_modify_qp(m_qb, &a, IBV_QP_STATE));
+    EXPECT_EQ(0, ::poll(&pfd, 1, 0));
+    EXPECT_EQ(-1, ibv_get_async_event(m_b.ctx, &ev));
+    EXPECT_EQ(EAGAIN, errno);
+
+    /* an event not read yet goes with its QP */
+    ASSERT_EQ(0, ibv_modify_qp(dropped, &a, IBV_QP_STATE));
+    for (auto it = m_b.qps.begin(); it != m_b.qps.end(); ++it) {
+        if (*it == dropped) {
+            m_b.qps.erase(it);
+            break;
+        }
+    }
+    ASSERT_EQ(0, ibv_destroy_qp(dropped));
+    EXPECT_EQ(-1, ibv_get_async_event(m_b.ctx, &ev));
+    EXPECT_EQ(EAGAIN, errno);
+
     for (struct ibv_qp *qp : m_b.qps) {
         EXPECT_EQ(0, ibv_destroy_qp(qp));
     }
