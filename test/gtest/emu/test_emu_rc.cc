@@ -167,6 +167,17 @@ protected:
                                  IBV_QP_MAX_QP_RD_ATOMIC);
     }
 
+    /* An SRQ of 8 one-sge receives on s's PD */
+    struct ibv_srq *create_srq(side *s)
+    {
+        struct ibv_srq_init_attr sa;
+
+        memset(&sa, 0, sizeof(sa));
+        sa.attr.max_wr  = 8;
+        sa.attr.max_sge = 1;
+        return ibv_create_srq(s->pd, &sa);
+    }
+
     /* A connected pair: m_qa on mlx5_0, m_qb on mlx5_1 */
     void make_pair(unsigned access_b = kAccess, uint8_t rnr_retry = 7)
     {
@@ -330,15 +341,10 @@ TEST_F(emu_rc_test, send_write_read_atomics_between_ports)
 /* Both directions at once, and receives from an SRQ */
 TEST_F(emu_rc_test, both_ways_and_srq)
 {
-    struct ibv_srq_init_attr sa;
     struct ibv_srq_attr attr;
-    struct ibv_srq *srq;
+    struct ibv_srq *srq = create_srq(&m_b);
     struct ibv_wc wc;
 
-    memset(&sa, 0, sizeof(sa));
-    sa.attr.max_wr  = 8;
-    sa.attr.max_sge = 1;
-    srq             = ibv_create_srq(m_b.pd, &sa);
     ASSERT_NE(nullptr, srq);
     m_qa = create_rc(&m_a);
     m_qb = create_rc(&m_b, srq);
@@ -384,18 +390,13 @@ TEST_F(emu_rc_test, both_ways_and_srq)
  * none, and a QP destroyed takes its unread events with it. */
 TEST_F(emu_rc_test, last_wqe_reached_async_event)
 {
-    struct ibv_srq_init_attr sa;
     struct ibv_async_event ev;
     struct ibv_qp_attr a;
-    struct ibv_srq *srq;
-    struct pollfd pfd = {m_b.ctx->async_fd, POLLIN, 0};
+    struct ibv_srq *srq = create_srq(&m_b);
+    struct pollfd pfd   = {m_b.ctx->async_fd, POLLIN, 0};
 
     ASSERT_EQ(0, fcntl(m_b.ctx->async_fd, F_SETFL,
                        fcntl(m_b.ctx->async_fd, F_GETFL) | O_NONBLOCK));
-    memset(&sa, 0, sizeof(sa));
-    sa.attr.max_wr  = 8;
-    sa.attr.max_sge = 1;
-    srq             = ibv_create_srq(m_b.pd, &sa);
     ASSERT_NE(nullptr, srq);
     m_qa                   = create_rc(&m_a);
     m_qb                   = create_rc(&m_b, srq);
