@@ -13,7 +13,7 @@
  * syndrome with EREMOTEIO and one log line, as do bad object numbers and
  * memory outside a umem; nothing is created by a refused command.
  */
-#include "emu_fixture.h"
+#include "emu_raw_cq.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -60,12 +60,6 @@ void prm_set64(uint8_t *buf, uint32_t bit, uint64_t val)
     prm_set(buf, bit + 32, 32, (uint32_t)val);
 }
 
-struct raw_cq {
-    struct ibv_cq *cq = nullptr;
-    struct mlx5dv_cq dv;
-    uint32_t ci = 0;
-};
-
 struct side {
     struct ibv_context *ctx = nullptr;
     struct ibv_pd *pd       = nullptr;
@@ -84,21 +78,6 @@ struct side {
     std::vector<uint64_t> buf;
     struct ibv_mr *mr = nullptr;
 };
-
-struct mlx5_cqe64 *cqe_at(raw_cq &c)
-{
-    uint8_t *slot = (uint8_t *)c.dv.buf +
-                    (size_t)(c.ci & (c.dv.cqe_cnt - 1)) * c.dv.cqe_size;
-    struct mlx5_cqe64 *cqe = (struct mlx5_cqe64 *)(slot + c.dv.cqe_size -
-                                                   sizeof(struct mlx5_cqe64));
-    uint8_t op_own         = __atomic_load_n(&cqe->op_own, __ATOMIC_ACQUIRE);
-
-    if (((op_own >> 4) == MLX5_CQE_INVALID) ||
-        ((op_own & MLX5_CQE_OWNER_MASK) != !!(c.ci & c.dv.cqe_cnt))) {
-        return nullptr;
-    }
-    return cqe;
-}
 
 } // namespace
 
@@ -327,32 +306,6 @@ protected:
         return pi;
     }
 
-    bool poll(raw_cq &c, struct mlx5_cqe64 *out)
-    {
-        int64_t end = emu_now_ms() + 5000;
-        struct mlx5_cqe64 *cqe;
-
-        do {
-            cqe = cqe_at(c);
-            if (cqe != nullptr) {
-                *out = *cqe;
-                ++c.ci;
-                return true;
-            }
-        } while (emu_now_ms() < end);
-        return false;
-    }
-
-    struct mlx5_wqe_data_seg dseg(const side *s, const void *addr, uint32_t len)
-    {
-        struct mlx5_wqe_data_seg d;
-
-        d.byte_count = htobe32(len);
-        d.lkey       = htobe32(s->mr->lkey);
-        d.addr       = htobe64((uintptr_t)addr);
-        return d;
-    }
-
     /* A KSM key as UCX 1.13 makes its atomic keys: one 2 GiB entry from
      * mr's address rounded down to 2 GiB (base), through mr's lkey, with
      * addresses starting at base + off; the key's rkey in *rkey */
@@ -439,11 +392,11 @@ TEST_F(emu_devx_test, rc_send_write_through_umem_queues)
     m_a.buf[10] = 0x0123456789abcdefull;
     d           = dseg(&m_a, &m_a.buf[10], 8);
     idx         = post(&m_a, MLX5_OPCODE_SEND, &d, sizeof(d));
-    ASSERT_TRUE(poll(m_a.cq, &cqe));
+    ASSERT_TRUE(raw_cq_poll(m_a.cq, &cqe));
     EXPECT_EQ(MLX5_CQE_REQ, cqe.op_own >> 4);
     EXPECT_EQ(idx, be16toh(cqe.wqe_counter));
     EXPECT_EQ(m_a.qpn, be32toh(cqe.sop_drop_qpn) & 0xffffff);
-    ASSERT_TRUE(poll(m_b.cq, &cqe));
+    ASSERT_TRUE(raw_cq_poll(m_b.cq, &cqe));
     EXPECT_EQ(MLX5_CQE_RESP_SEND, cqe.op_own >> 4);
     EXPECT_EQ(8u, be32toh(cqe.byte_cnt));
     EXPECT_EQ(0u, be16toh(cqe.wqe_counter)); /* the RMP ring's slot 0 */
@@ -458,7 +411,7 @@ TEST_F(emu_devx_test, rc_send_write_through_umem_queues)
     d            = dseg(&m_a, &m_a.buf[11], 8);
     memcpy(segs + 16, &d, sizeof(d));
     post(&m_a, MLX5_OPCODE_RDMA_WRITE, segs, sizeof(segs));
-    ASSERT_TRUE(poll(m_a.cq, &cqe));
+    ASSERT_TRUE(raw_cq_poll(m_a.cq, &cqe));
     EXPECT_EQ(MLX5_CQE_REQ, cqe.op_own >> 4);
     EXPECT_EQ(42u, m_b.buf[100]);
 
@@ -500,7 +453,7 @@ TEST_F(emu_devx_test, ksm_key_from_start_addr)
     memcpy(segs + 32, &d, sizeof(d));
     m_b.buf[2] = 100;
     post(&m_a, MLX5_OPCODE_ATOMIC_FA, segs, sizeof(segs));
-    ASSERT_TRUE(poll(m_a.cq, &cqe));
+    ASSERT_TRUE(raw_cq_poll(m_a.cq, &cqe));
     EXPECT_EQ(MLX5_CQE_REQ, cqe.op_own >> 4);
     EXPECT_EQ(105u, m_b.buf[2]);
     EXPECT_EQ(100u, m_a.buf[20]); /* fetched, in host order */
@@ -517,14 +470,14 @@ TEST_F(emu_devx_test, ksm_key_from_start_addr)
     m_a.buf[21]    = 77;
     wr.d           = dseg(&m_a, &m_a.buf[21], 8);
     post(&m_a, MLX5_OPCODE_RDMA_WRITE, &wr, sizeof(wr));
-    ASSERT_TRUE(poll(m_a.cq, &cqe));
+    ASSERT_TRUE(raw_cq_poll(m_a.cq, &cqe));
     EXPECT_EQ(MLX5_CQE_REQ, cqe.op_own >> 4);
     EXPECT_EQ(77u, m_b.buf[3]);
 
     /* below start_addr: a remote access error, the QP in error */
     ra->raddr = htobe64(start - 8);
     post(&m_a, MLX5_OPCODE_ATOMIC_FA, segs, sizeof(segs));
-    ASSERT_TRUE(poll(m_a.cq, &cqe));
+    ASSERT_TRUE(raw_cq_poll(m_a.cq, &cqe));
     EXPECT_EQ(MLX5_CQE_REQ_ERR, cqe.op_own >> 4);
     EXPECT_EQ(0, mlx5dv_devx_obj_destroy(mk));
 }
@@ -568,7 +521,7 @@ TEST_F(emu_devx_test, write_into_pages_unmapped_since_registration)
         wr.ra.reserved = 0;
         wr.d = dseg(&m_a, &m_a.buf[24], (at == (uintptr_t)m + 64) ? 64 : 128);
         post(&m_a, MLX5_OPCODE_RDMA_WRITE, &wr, sizeof(wr));
-        ASSERT_TRUE(poll(m_a.cq, &cqe));
+        ASSERT_TRUE(raw_cq_poll(m_a.cq, &cqe));
         EXPECT_EQ(MLX5_CQE_REQ, cqe.op_own >> 4);
     }
     EXPECT_EQ(0x6b, m[pg]);
@@ -582,7 +535,7 @@ TEST_F(emu_devx_test, write_into_pages_unmapped_since_registration)
     wr.d        = dseg(&m_a, &m_a.buf[40], 16);
     m_a.buf[40] = m_a.buf[41] = ~0ull;
     post(&m_a, MLX5_OPCODE_RDMA_READ, &wr, sizeof(wr));
-    ASSERT_TRUE(poll(m_a.cq, &cqe));
+    ASSERT_TRUE(raw_cq_poll(m_a.cq, &cqe));
     EXPECT_EQ(MLX5_CQE_REQ, cqe.op_own >> 4);
     EXPECT_EQ(0u, m_a.buf[40]);
     EXPECT_EQ(0x2cu, m_a.buf[41] & 0xff);

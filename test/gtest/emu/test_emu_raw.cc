@@ -9,7 +9,7 @@
  * UAR, and completes a WQE it does not take, or one the responder
  * refuses, with an error CQE carrying the PRM's syndrome.
  */
-#include "emu_fixture.h"
+#include "emu_raw_cq.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -22,12 +22,6 @@ namespace {
 
 const unsigned kAccess = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
                          IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
-
-struct raw_cq {
-    struct ibv_cq *cq = nullptr;
-    struct mlx5dv_cq dv;
-    uint32_t ci = 0;
-};
 
 struct raw_qp {
     struct ibv_qp *qp = nullptr;
@@ -47,22 +41,6 @@ struct side {
     std::vector<uint64_t> buf;
     uint16_t lid = 0;
 };
-
-/* a CQE in software's hands at ci, or nullptr */
-struct mlx5_cqe64 *cqe_at(raw_cq &c)
-{
-    uint8_t *slot = (uint8_t *)c.dv.buf +
-                    (size_t)(c.ci & (c.dv.cqe_cnt - 1)) * c.dv.cqe_size;
-    struct mlx5_cqe64 *cqe = (struct mlx5_cqe64 *)(slot + c.dv.cqe_size -
-                                                   sizeof(*cqe));
-    uint8_t op_own         = __atomic_load_n(&cqe->op_own, __ATOMIC_ACQUIRE);
-
-    if (((op_own >> 4) == MLX5_CQE_INVALID) ||
-        ((op_own & MLX5_CQE_OWNER_MASK) != !!(c.ci & c.dv.cqe_cnt))) {
-        return nullptr;
-    }
-    return cqe;
-}
 
 } // namespace
 
@@ -253,34 +231,6 @@ protected:
         return pi;
     }
 
-    /* The next CQE of c, copied, its slot given back */
-    bool poll(raw_cq &c, struct mlx5_cqe64 *out, int64_t ms = 5000)
-    {
-        int64_t end = emu_now_ms() + ms;
-        struct mlx5_cqe64 *cqe;
-
-        do {
-            cqe = cqe_at(c);
-            if (cqe != nullptr) {
-                *out = *cqe;
-                ++c.ci;
-                return true;
-            }
-        } while (emu_now_ms() < end);
-        return false;
-    }
-
-    static struct mlx5_wqe_data_seg dseg(const side *s, const void *addr,
-                                         uint32_t len)
-    {
-        struct mlx5_wqe_data_seg d;
-
-        d.byte_count = htobe32(len);
-        d.lkey       = htobe32(s->mr->lkey);
-        d.addr       = htobe64((uintptr_t)addr);
-        return d;
-    }
-
     uint64_t raddr_b(int slot) { return (uintptr_t)&m_b.buf[slot]; }
 
     side m_a, m_b;
@@ -296,12 +246,12 @@ TEST_F(emu_raw_test, send_through_queue_memory)
     m_a.buf[10] = 0x0123456789abcdefull;
     d           = dseg(&m_a, &m_a.buf[10], 8);
     idx         = post(&m_a, MLX5_OPCODE_SEND, &d, sizeof(d));
-    ASSERT_TRUE(poll(m_a.scq, &cqe));
+    ASSERT_TRUE(raw_cq_poll(m_a.scq, &cqe));
     EXPECT_EQ(MLX5_CQE_REQ, cqe.op_own >> 4);
     EXPECT_EQ(idx, be16toh(cqe.wqe_counter));
     EXPECT_EQ(m_a.rq.qp->qp_num, be32toh(cqe.sop_drop_qpn) & 0xffffff);
     EXPECT_EQ(MLX5_OPCODE_SEND, be32toh(cqe.sop_drop_qpn) >> 24);
-    ASSERT_TRUE(poll(m_b.rcq, &cqe));
+    ASSERT_TRUE(raw_cq_poll(m_b.rcq, &cqe));
     EXPECT_EQ(MLX5_CQE_RESP_SEND, cqe.op_own >> 4);
     EXPECT_EQ(8u, be32toh(cqe.byte_cnt));
     EXPECT_EQ(0u, be16toh(cqe.wqe_counter)); /* the receive WQE's index */
@@ -332,7 +282,7 @@ TEST_F(emu_raw_test, write_read_atomic_and_inline)
     iw.inl      = htobe32(MLX5_INLINE_SEG | 8);
     iw.data     = 0x77;
     post(&m_a, MLX5_OPCODE_RDMA_WRITE, &iw, sizeof(iw));
-    ASSERT_TRUE(poll(m_a.scq, &cqe));
+    ASSERT_TRUE(raw_cq_poll(m_a.scq, &cqe));
     EXPECT_EQ(MLX5_CQE_REQ, cqe.op_own >> 4);
     EXPECT_EQ(0x77u, m_b.buf[20]);
     /* RDMA READ back */
@@ -350,7 +300,7 @@ TEST_F(emu_raw_test, write_read_atomic_and_inline)
 
         post(&m_a, MLX5_OPCODE_RDMA_READ, &rd, sizeof(rd));
     }
-    ASSERT_TRUE(poll(m_a.scq, &cqe));
+    ASSERT_TRUE(raw_cq_poll(m_a.scq, &cqe));
     EXPECT_EQ(MLX5_CQE_REQ, cqe.op_own >> 4);
     EXPECT_EQ(0x5151u, m_a.buf[30]);
     /* fetch-add, the old value landing in our buffer */
@@ -359,7 +309,7 @@ TEST_F(emu_raw_test, write_read_atomic_and_inline)
     seg.at.swap_add = htobe64(2);
     seg.d           = dseg(&m_a, &m_a.buf[31], 8);
     post(&m_a, MLX5_OPCODE_ATOMIC_FA, &seg, sizeof(seg));
-    ASSERT_TRUE(poll(m_a.scq, &cqe));
+    ASSERT_TRUE(raw_cq_poll(m_a.scq, &cqe));
     EXPECT_EQ(MLX5_CQE_REQ, cqe.op_own >> 4);
     EXPECT_EQ(40u, m_a.buf[31]); /* the soft device's order: the host's */
     EXPECT_EQ(42u, m_b.buf[22]);
@@ -388,7 +338,7 @@ TEST_F(emu_raw_test, more_data_segments_than_max_send_sge)
         w.d[i]               = dseg(&m_a, &m_a.buf[100 + 2 * i], 8);
     }
     post(&m_a, MLX5_OPCODE_RDMA_WRITE, &w, sizeof(w));
-    ASSERT_TRUE(poll(m_a.scq, &cqe));
+    ASSERT_TRUE(raw_cq_poll(m_a.scq, &cqe));
     EXPECT_EQ(MLX5_CQE_REQ, cqe.op_own >> 4);
     for (i = 0; i < 14; ++i) {
         EXPECT_EQ(1000u + i, m_b.buf[200 + i]) << i;
@@ -407,8 +357,8 @@ TEST_F(emu_raw_test, receive_wqe_counter_passes_the_ring)
     for (unsigned i = 0; i < n; ++i) {
         post_recv(&m_b, 0);
         post(&m_a, MLX5_OPCODE_SEND, &d, sizeof(d));
-        ASSERT_TRUE(poll(m_a.scq, &cqe));
-        ASSERT_TRUE(poll(m_b.rcq, &cqe));
+        ASSERT_TRUE(raw_cq_poll(m_a.scq, &cqe));
+        ASSERT_TRUE(raw_cq_poll(m_b.rcq, &cqe));
         ASSERT_EQ(MLX5_CQE_RESP_SEND, cqe.op_own >> 4);
         EXPECT_EQ(i, be16toh(cqe.wqe_counter)) << i;
     }
@@ -429,7 +379,7 @@ TEST_F(emu_raw_test, error_cqes_bad_flow)
     w.ra.reserved = 0;
     w.d           = dseg(&m_a, &m_a.buf[0], 8);
     idx           = post(&m_a, MLX5_OPCODE_RDMA_WRITE, &w, sizeof(w));
-    ASSERT_TRUE(poll(m_a.scq, &cqe));
+    ASSERT_TRUE(raw_cq_poll(m_a.scq, &cqe));
     EXPECT_EQ(MLX5_CQE_REQ_ERR, cqe.op_own >> 4);
     EXPECT_EQ(MLX5_CQE_SYNDROME_REMOTE_ACCESS_ERR, e->syndrome);
     EXPECT_EQ(idx, be16toh(e->wqe_counter));
@@ -445,7 +395,7 @@ TEST_F(emu_raw_test, unknown_opcode_bad_flow)
         log_capture log;
 
         post(&m_a, 0x1d, pad, sizeof(pad)); /* no such opcode */
-        ASSERT_TRUE(poll(m_a.scq, &cqe));
+        ASSERT_TRUE(raw_cq_poll(m_a.scq, &cqe));
         EXPECT_LE(1u, log.count());
     }
     EXPECT_EQ(MLX5_CQE_REQ_ERR, cqe.op_own >> 4);
@@ -478,9 +428,9 @@ TEST_F(emu_raw_test, arm_raises_the_event)
     ASSERT_EQ(0, ibv_get_cq_event(m_b.ch, &ev_cq, &ev_ctx));
     EXPECT_EQ(m_b.rcq.cq, ev_cq);
     ibv_ack_cq_events(ev_cq, 1);
-    ASSERT_TRUE(poll(m_b.rcq, &cqe));
+    ASSERT_TRUE(raw_cq_poll(m_b.rcq, &cqe));
     EXPECT_EQ(MLX5_CQE_RESP_SEND, cqe.op_own >> 4);
-    ASSERT_TRUE(poll(m_a.scq, &cqe));
+    ASSERT_TRUE(raw_cq_poll(m_a.scq, &cqe));
 }
 
 /* the verbs calls on memory the application took refuse */
