@@ -330,6 +330,14 @@ static inline emu_qp_t *emu_qp(struct ibv_qp *qp)
     return (emu_qp_t *)qp;
 }
 
+/* Whether qp receives from an application's SRQ (not its own receive
+ * queue, which the emulation also keeps as an SRQ): such a QP raises the
+ * last-WQE-reached event when it moves into ERR */
+static inline bool emu_qp_on_srq(const emu_qp_t *qp)
+{
+    return (qp->srq != NULL) && (qp->srq != qp->rq);
+}
+
 /* emu_dev.c */
 extern pthread_mutex_t emu_dev_lock;
 emu_ctx_t *emu_ctx(struct ibv_context *ctx);

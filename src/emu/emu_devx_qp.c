@@ -519,8 +519,7 @@ int emu_devx_qp_cmd(emu_qp_t *qp, const uint8_t *in, size_t inlen, uint8_t *out,
         return emu_devx_answer(out, outlen, EMU_STAT_BAD_STATE, 0x44u);
     }
     memset(out, 0, outlen);
-    if ((opcode == EMU_CMD_2ERR_QP) && !was_err && (qp->srq != NULL) &&
-        (qp->srq != qp->rq)) {
+    if ((opcode == EMU_CMD_2ERR_QP) && !was_err && emu_qp_on_srq(qp)) {
         emu_devx_qp_event(qp, EMU_DEVX_EV_SRQ_LAST_WQE);
     }
     return 0;

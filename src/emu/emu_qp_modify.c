@@ -281,7 +281,7 @@ int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int attr_mask)
                                                      dcx_qp_set_error(qp->soft);
             /* an SRQ's QP: the last-WQE event with the move into ERR */
             if ((ret == 0) && (cur != IBV_QPS_ERR) && (qp->kind == EMU_QP_RC) &&
-                (qp->srq != NULL) && (qp->srq != qp->rq) && !qp->by_devx) {
+                emu_qp_on_srq(qp) && !qp->by_devx) {
                 emu_async_qp_event(qp, IBV_EVENT_QP_LAST_WQE_REACHED);
             }
         } else if ((to == IBV_QPS_RTS) && (cur == IBV_QPS_RTR)) {
