@@ -110,21 +110,18 @@ static int soft_mem_pinned_copy(soft_dev_t *dev, uint8_t *local,
     const size_t page     = (size_t)sysconf(_SC_PAGESIZE);
     const uintptr_t start = remote;
     size_t chunk, lost = 0;
-    struct iovec l, r;
-    ssize_t done;
+    int ret;
 
     while (len > 0) {
         chunk = page - (remote & (page - 1));
         if (chunk > len) {
             chunk = len;
         }
-        l.iov_base = local;
-        l.iov_len  = chunk;
-        r.iov_base = (void *)remote;
-        r.iov_len  = chunk;
-        done       = out ? process_vm_writev((pid_t)dev->pid, &l, 1, &r, 1, 0) :
-                           process_vm_readv((pid_t)dev->pid, &l, 1, &r, 1, 0);
-        if (done != (ssize_t)chunk) {
+        ret = out ?
+                  soft_mem_copy_kernel_out(dev, (void *)remote, local, chunk) :
+                  soft_mem_copy_kernel_in(dev, local, (const void *)remote,
+                                          chunk);
+        if (ret != 0) {
             if (!out) {
                 memset(local, 0, chunk);
             }
