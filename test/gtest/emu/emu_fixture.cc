@@ -17,16 +17,24 @@
 
 namespace {
 
+char g_fabric[64];
+
 /* Before any test (and so before the emulation reads it) */
 struct emu_env {
     emu_env()
     {
-        setenv("DCX_EMU_FABRIC", EMU_TEST_FABRIC, 1);
+        snprintf(g_fabric, sizeof(g_fabric), "gtest-emu-%d", (int)getpid());
+        setenv("DCX_EMU_FABRIC", g_fabric, 1);
         setenv("DCX_EMU_DEVICES", "2", 1);
     }
 } g_emu_env;
 
 } // namespace
+
+const char *emu_test_fabric()
+{
+    return g_fabric;
+}
 
 log_capture::log_capture() : m_restored(false)
 {

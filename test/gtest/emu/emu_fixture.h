@@ -19,9 +19,11 @@
 #include <string>
 #include <vector>
 
-/* The fabric and device count every test process uses (set before the
- * first ibv_get_device_list, emu_fixture.cc). */
-#define EMU_TEST_FABRIC  "gtest-emu"
+/* The fabric every test process uses, "gtest-emu-<pid>" of the process
+ * that started the suite (children inherit it), so that two runs of the
+ * suite at once never meet; and the device count.  Both are set before
+ * the first ibv_get_device_list (emu_fixture.cc). */
+const char *emu_test_fabric();
 #define EMU_TEST_DEVICES 2
 
 /* Collects what is written to stderr between construction and lines(). */

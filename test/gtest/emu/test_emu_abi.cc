@@ -105,8 +105,8 @@ TEST(emu_abi, same_functions_same_versions)
 
 TEST(emu_abi, program_built_for_rdma_core_runs_on_it)
 {
-    std::string env = "env -u LD_PRELOAD DCX_EMU_FABRIC=" EMU_TEST_FABRIC
-                      " DCX_EMU_DEVICES=2 ";
+    std::string env = std::string("env -u LD_PRELOAD DCX_EMU_FABRIC=") +
+                      emu_test_fabric() + " DCX_EMU_DEVICES=2 ";
     std::string with, without;
 
     with = run(env + "LD_LIBRARY_PATH=" EMU_LIB_DIR " " EMU_LIST_DEVICES);

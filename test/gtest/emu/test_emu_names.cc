@@ -242,8 +242,8 @@ TEST_F(emu_names_test, qp_numbers_not_reused_by_next_port)
  * and is removed when the last one closes (nothing is left in /dev/shm) */
 TEST(emu_names, directory_removed_by_last_user)
 {
-    std::string path = "/dev/shm/dcx-emu." + std::to_string(getuid()) +
-                       "." EMU_TEST_FABRIC;
+    std::string path = "/dev/shm/dcx-emu." + std::to_string(getuid()) + "." +
+                       emu_test_fabric();
     struct ibv_device **list;
     struct ibv_context *ctx;
     struct stat st;

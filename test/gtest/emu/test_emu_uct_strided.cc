@@ -20,8 +20,10 @@ extern "C" {
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <numeric>
+#include <string>
 #include <vector>
 
 namespace {
@@ -30,7 +32,9 @@ namespace {
 struct emu_uct_env {
     emu_uct_env()
     {
-        setenv("DCX_EMU_FABRIC", "gtest-emu-uct", 1);
+        std::string fabric = "gtest-emu-uct-" + std::to_string(getpid());
+
+        setenv("DCX_EMU_FABRIC", fabric.c_str(), 1);
         setenv("DCX_EMU_DEVICES", "1", 1);
         setenv("UCX_DCX_SOFT_DEVICES", "0", 1);
         setenv("UCX_DCX_MLX5", "y", 1);
