@@ -146,8 +146,17 @@ static int emu_qp_size(emu_qp_t *qp, const dcx_dev_caps_t *caps,
                   EMU_MAX_DESC_SZ);
         return EINVAL;
     }
-    wqe              = emu_align(size, EMU_WQE_BB);
-    wq               = emu_pow2((uint64_t)cap->max_send_wr * wqe);
+    wqe = emu_align(size, EMU_WQE_BB);
+    wq  = emu_pow2((uint64_t)cap->max_send_wr * wqe);
+    if (wq / EMU_WQE_BB > caps->max_qp_wr) {
+        /* the queue's basic blocks are what the HCA bounds (ENOMEM, as
+         * the kernel answers) */
+        emu_error("%s: create_qp: %u WRs of %u bytes need %u basic blocks, "
+                  "more than the device's %u",
+                  name, cap->max_send_wr, wqe, wq / EMU_WQE_BB,
+                  caps->max_qp_wr);
+        return ENOMEM;
+    }
     qp->max_send_wr  = wq / wqe;
     qp->sq_wqe_cnt   = wq / EMU_WQE_BB;
     qp->max_send_sge = cap->max_send_sge;
@@ -467,7 +476,11 @@ static int emu_qp_make_soft(emu_qp_t *qp, struct mlx5dv_qp_init_attr *dv,
     memset(&a, 0, sizeof(a));
     a.type         = DCX_QPT_DCI; /* the soft device's UMR QP too */
     a.send_cq      = qp->send_cq->soft;
-    a.max_send_wr  = qp->max_send_wr;
+    /* a WQE written in queue memory may take a single basic block, so a
+     * queue of sq_wqe_cnt blocks holds that many WQEs whatever size the
+     * verbs path's max_send_wr was computed for (which emu_wr.c keeps) */
+    a.max_send_wr  = (qp->sq_wqe_cnt > qp->max_send_wr) ? qp->sq_wqe_cnt :
+                                                          qp->max_send_wr;
     /* the device's most: a WQE an application writes itself may carry as
      * many data segments as its size holds (the ibv_wr_* path keeps to
      * max_send_sge, emu_wr.c) */

@@ -157,13 +157,15 @@ static void emu_raw_collect(struct epoll_event *ev, int n)
 }
 
 /* Whether a send queue waits for a completion the soft device gives
- * when polled (its requests are in flight) */
+ * when polled (its requests are in flight), or for room in its soft
+ * queue */
 static bool emu_raw_waiting(void)
 {
     struct emu_raw_sq *sq;
 
     for (sq = emu_raw.sqs; sq != NULL; sq = sq->next) {
-        if (sq->waiting && (sq->qp->soft->state != DCX_QPS_ERR)) {
+        if ((sq->waiting || sq->blocked) &&
+            (sq->qp->soft->state != DCX_QPS_ERR)) {
             return true;
         }
     }

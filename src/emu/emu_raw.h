@@ -55,6 +55,10 @@ struct emu_raw_sq {
      * keeps looking (the soft device completes it when polled) */
     bool waiting;
     uint16_t wait_idx;
+    /* WQEs announced that the soft send queue had no room for: the engine
+     * keeps looking (room comes back with acknowledgements, which need
+     * not raise a completion) */
+    bool blocked;
 };
 
 /* A receive queue in application memory: an SRQ's (linked WQEs), or an

@@ -467,8 +467,10 @@ unsigned emu_raw_sq_run(emu_qp_t *qp)
 
     pi = (uint16_t)be32toh(sq->dbrec[MLX5_SND_DBR]);
     __atomic_thread_fence(__ATOMIC_ACQUIRE); /* the WQEs before the record */
+    sq->blocked = false;
     while (sq->ci != pi) {
         if (emu_raw_sq_one(qp, &nbb) == EAGAIN) {
+            sq->blocked = true;
             break;
         }
         sq->ci += nbb;

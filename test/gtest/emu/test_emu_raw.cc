@@ -202,11 +202,11 @@ protected:
         q.dv.dbrec[MLX5_RCV_DBR] = htobe32(q.rq_pi);
     }
 
-    /* A signalled WQE of opcode with the given segments after the control
+    /* A WQE of opcode (signalled unless told) with the given segments after the control
      * segment, then the doorbell record and a BlueFlame write of its first
      * 64 bytes; returns its index */
     uint16_t post(side *s, uint8_t opcode, const void *segs, size_t len,
-                  uint8_t opmod = 0)
+                  uint8_t opmod = 0, bool signaled = true)
     {
         raw_qp &q   = s->rq;
         uint16_t pi = q.sq_pi;
@@ -220,7 +220,7 @@ protected:
         ctrl->opmod_idx_opcode = htobe32(((uint32_t)opmod << 24) |
                                          ((uint32_t)pi << 8) | opcode);
         ctrl->qpn_ds           = htobe32((q.qp->qp_num << 8) | ds);
-        ctrl->fm_ce_se         = MLX5_WQE_CTRL_CQ_UPDATE;
+        ctrl->fm_ce_se         = signaled ? MLX5_WQE_CTRL_CQ_UPDATE : 0;
         memcpy(wqe + sizeof(*ctrl), segs, len);
         q.sq_pi = (uint16_t)(pi + bbs);
         __atomic_thread_fence(__ATOMIC_RELEASE);
@@ -342,6 +342,41 @@ TEST_F(emu_raw_test, more_data_segments_than_max_send_sge)
     EXPECT_EQ(MLX5_CQE_REQ, cqe.op_own >> 4);
     for (i = 0; i < 14; ++i) {
         EXPECT_EQ(1000u + i, m_b.buf[200 + i]) << i;
+    }
+}
+
+/* A send queue holds as many WQEs as it has basic blocks, whatever
+ * max_send_wr the verbs path was sized for (32 WQEs of several blocks):
+ * rc_mlx5 posts one-block WQEs, most of them unsignalled, up to its
+ * queue's blocks */
+TEST_F(emu_raw_test, one_block_wqes_fill_the_queue_past_max_send_wr)
+{
+    struct {
+        struct mlx5_wqe_raddr_seg ra;
+        uint32_t inl;
+        uint64_t data;
+        uint32_t pad;
+    } __attribute__((packed)) iw;
+    const unsigned n = m_a.rq.dv.sq.wqe_cnt - 1;
+    struct mlx5_cqe64 cqe;
+    uint16_t last = 0;
+
+    ASSERT_GT(n, 40u); /* past the 32 WRs of max_send_wr */
+    ASSERT_LE(256 + n, m_b.buf.size());
+    for (unsigned i = 0; i < n; ++i) {
+        memset(&iw, 0, sizeof(iw));
+        iw.ra.raddr = htobe64(raddr_b(256 + i));
+        iw.ra.rkey  = htobe32(m_b.mr->rkey);
+        iw.inl      = htobe32(MLX5_INLINE_SEG | 8);
+        iw.data     = 5000 + i;
+        last        = post(&m_a, MLX5_OPCODE_RDMA_WRITE, &iw, sizeof(iw), 0,
+                           i == n - 1);
+    }
+    ASSERT_TRUE(raw_cq_poll(m_a.scq, &cqe));
+    EXPECT_EQ(MLX5_CQE_REQ, cqe.op_own >> 4);
+    EXPECT_EQ(last, be16toh(cqe.wqe_counter));
+    for (unsigned i = 0; i < n; ++i) {
+        EXPECT_EQ(5000u + i, m_b.buf[256 + i]) << i;
     }
 }
 
