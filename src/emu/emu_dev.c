@@ -28,6 +28,44 @@ static unsigned emu_num_devs;
 static int emu_devs_err; /* why the list could not be made */
 static char emu_fabric[40];
 
+static void emu_devs_fork_prepare(void)
+{
+    pthread_mutex_lock(&emu_dev_lock);
+    emu_raw_fork_prepare();
+}
+
+static void emu_devs_fork_parent(void)
+{
+    emu_raw_fork_parent();
+    pthread_mutex_unlock(&emu_dev_lock);
+}
+
+static void emu_devs_fork_child(void)
+{
+    emu_dev_t *dev;
+    unsigned i;
+
+    emu_raw_fork_child();
+    /* a NIC gives a child's new context a context of its own: the next
+     * open here opens a soft device of this process, with its own port
+     * and LID; the parent's objects, copied in this memory, are never
+     * used (their fds stay open here, unused) */
+    for (i = 0; i < emu_num_devs; ++i) {
+        dev           = &emu_devs[i];
+        dev->refs     = 0;
+        dev->soft     = NULL;
+        dev->pd       = NULL;
+        dev->srq_cq   = NULL;
+        dev->lid      = 0;
+        dev->sm_word  = 0;
+        dev->qpn_base = 0;
+        dev->raw_ch   = NULL;
+        memset(dev->qp_map, 0, sizeof(dev->qp_map));
+        pthread_mutex_init(&dev->qp_lock, NULL);
+    }
+    pthread_mutex_init(&emu_dev_lock, NULL);
+}
+
 /* Reads the environment and lists the soft devices once per process. */
 static void emu_devs_init(void)
 {
@@ -101,6 +139,8 @@ static void emu_devs_init(void)
     }
     emu_sysfs_publish(emu_devs, count); /* dev_path, ibdev_path */
     emu_num_devs = count;
+    pthread_atfork(emu_devs_fork_prepare, emu_devs_fork_parent,
+                   emu_devs_fork_child);
     dcx_dev_list_free(infos);
 }
 

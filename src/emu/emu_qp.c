@@ -674,7 +674,9 @@ int ibv_destroy_qp(struct ibv_qp *ibqp)
     int ret;
 
     if (qp->raw_sq != NULL) {
-        /* the engine lets go of its memory first */
+        /* the engine takes the WQEs rung (emu_raw_sq_take_rung), then
+         * lets go of the queue's memory */
+        emu_raw_sq_take_rung(qp);
         pthread_mutex_lock(&emu_raw_lock);
         emu_raw_qp_free(qp);
         pthread_mutex_unlock(&emu_raw_lock);

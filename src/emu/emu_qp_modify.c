@@ -171,12 +171,15 @@ static int emu_qp_to_reset(emu_qp_t *qp)
             return ret;
         }
     }
+    if (qp->raw_sq != NULL) {
+        /* the queue's indices start over before the soft QP takes work
+         * again: WQEs the engine had not taken are forgotten, never
+         * executed by the QP's next life */
+        emu_raw_sq_reset(qp);
+    }
     ret = dcx_qp_recover(qp->soft); /* drops the soft CQ's entries too */
     if (ret != 0) {
         return ret;
-    }
-    if (qp->raw_sq != NULL) {
-        emu_raw_sq_reset(qp); /* the queue's indices start over */
     }
     emu_cq_purge(qp->send_cq, qp->qpx.qp_base.qp_num);
     if (qp->recv_cq != qp->send_cq) {
@@ -273,6 +276,9 @@ int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int attr_mask)
             if (ret != 0) {
                 break;
             }
+        }
+        if ((to == IBV_QPS_RESET) || (to == IBV_QPS_ERR)) {
+            emu_raw_sq_take_rung(qp); /* the HCA had them already */
         }
         if (to == IBV_QPS_RESET) {
             ret = emu_qp_to_reset(qp);

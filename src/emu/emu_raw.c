@@ -19,6 +19,10 @@
  * sleeps: a completion wakes it).  It never spins: with nothing to do it
  * sleeps until one of those says there is.  One engine serves every raw
  * object of the process, under emu_raw_lock.
+ *
+ * A child made by fork() has no engine thread: it starts its own at its
+ * first raw object, with fds of its own, and leaves the parent's queues
+ * (copies in its memory, which the parent's engine never sees) alone.
  */
 #include "emu/emu_raw.h"
 #include "soft/dcx_soft.h"
@@ -54,6 +58,7 @@ static struct {
      * gave back stays mapped, a trap page still, for the next context */
     bool uar_held[EMU_RAW_MAX_UARS];
     struct sigaction old_segv;
+    bool segv_taken; /* our handler installed (a forked child inherits it) */
 } emu_raw;
 
 static void emu_raw_wake(void)
@@ -228,6 +233,38 @@ static void *emu_raw_thread(void *arg)
     return NULL;
 }
 
+void emu_raw_fork_prepare(void)
+{
+    pthread_mutex_lock(&emu_raw_lock);
+}
+
+void emu_raw_fork_parent(void)
+{
+    pthread_mutex_unlock(&emu_raw_lock);
+}
+
+void emu_raw_fork_child(void)
+{
+    unsigned i;
+
+    if (emu_raw.started) {
+        /* the parent's eventfd and epoll set stay the parent's */
+        close(emu_raw.efd);
+        close(emu_raw.epfd);
+    }
+    emu_raw.started = false;
+    emu_raw.sqs     = NULL;
+    emu_raw.rqs     = NULL;
+    emu_raw.cqs     = NULL;
+    for (i = 0; i < emu_raw.num_uars; ++i) {
+        /* a trap page again, whatever the parent's engine had left open */
+        mprotect(emu_raw.uars[i], EMU_RAW_PAGE, PROT_READ);
+        emu_raw.uar_held[i] = false;
+        emu_raw.uar_open[i] = 0;
+    }
+    pthread_mutex_init(&emu_raw_lock, NULL);
+}
+
 /* The engine, started at the first raw object (emu_raw_lock held) */
 static int emu_raw_start(void)
 {
@@ -252,12 +289,14 @@ static int emu_raw_start(void)
     sa.sa_sigaction = emu_raw_segv;
     sa.sa_flags     = SA_SIGINFO | SA_ONSTACK | SA_RESTART;
     sigemptyset(&sa.sa_mask);
-    if (sigaction(SIGSEGV, &sa, &emu_raw.old_segv) != 0) {
+    if (!emu_raw.segv_taken &&
+        (sigaction(SIGSEGV, &sa, &emu_raw.old_segv) != 0)) {
         ret = errno;
         emu_error("raw queues: cannot take SIGSEGV for doorbells: %s",
                   strerror(ret));
         return ret;
     }
+    emu_raw.segv_taken = true;
     /* the engine takes no signal of the application's; a fault of its own
      * goes to the process's handlers (blocked, the kernel would kill the
      * process without one word) */

@@ -95,6 +95,12 @@ struct emu_raw_cq {
 };
 
 /* emu_raw.c */
+/* fork(): the engine lock held across it; the child has no engine (it
+ * starts its own at its first raw object) and none of the parent's
+ * queues (emu_dev.c installs these) */
+void emu_raw_fork_prepare(void);
+void emu_raw_fork_parent(void);
+void emu_raw_fork_child(void);
 extern pthread_mutex_t emu_raw_lock;
 /* The UAR page of ctx, write-protected: a store to it is a doorbell */
 uint8_t *emu_raw_uar(emu_ctx_t *ctx);
@@ -132,6 +138,11 @@ int emu_raw_srq_attach(emu_srq_t *srq, uint8_t *buf, uint32_t wqe_cnt,
 
 /* emu_raw_sq.c: new WQEs of qp's send queue to the soft QP; how many */
 unsigned emu_raw_sq_run(emu_qp_t *qp);
+/* A WQE whose doorbell was rung is the HCA's, which has taken it long
+ * before a modify or destroy command reaches it: the engine takes what
+ * the doorbell record announces now (a QP in RTS), before such a command
+ * acts (takes emu_raw_lock) */
+void emu_raw_sq_take_rung(emu_qp_t *qp);
 /* after a move to RESET: the queue starts over */
 void emu_raw_sq_reset(emu_qp_t *qp);
 

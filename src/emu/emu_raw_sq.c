@@ -420,6 +420,11 @@ static int emu_raw_sq_one(emu_qp_t *qp, uint16_t *nbb_p)
                ((ctrl.fm_ce_se & EMU_RAW_FENCE) ? DCX_SEND_FENCE : 0) |
                ((ctrl.fm_ce_se & MLX5_WQE_CTRL_SOLICITED) ? DCX_SEND_SOLICITED :
                                                             0);
+    if (qp->num_streams > 0) {
+        /* a DCI with streams: the control segment names the WQE's */
+        wr.stream_id = (uint16_t)(be16toh(ctrl.dci_stream_channel_id) &
+                                  (qp->num_streams - 1));
+    }
     if (opcode == MLX5_OPCODE_NOP) {
         if (!emu_raw_nop(qp, &wr, idx)) {
             return 0;
@@ -477,6 +482,21 @@ unsigned emu_raw_sq_run(emu_qp_t *qp)
         ++n;
     }
     return n;
+}
+
+void emu_raw_sq_take_rung(emu_qp_t *qp)
+{
+    pthread_mutex_lock(&emu_raw_lock);
+    if ((qp->raw_sq != NULL) && (qp->soft != NULL) &&
+        (qp->soft->state == DCX_QPS_RTS)) {
+        emu_raw_sq_run(qp);
+        if (qp->send_cq->raw != NULL) {
+            /* and sends them: the soft device transmits as its CQ is
+             * polled */
+            emu_raw_cq_run(qp->send_cq);
+        }
+    }
+    pthread_mutex_unlock(&emu_raw_lock);
 }
 
 void emu_raw_sq_reset(emu_qp_t *qp)

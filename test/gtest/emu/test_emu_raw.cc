@@ -14,7 +14,9 @@
 #include <errno.h>
 #include <poll.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <vector>
 
@@ -378,6 +380,51 @@ TEST_F(emu_raw_test, one_block_wqes_fill_the_queue_past_max_send_wr)
     for (unsigned i = 0; i < n; ++i) {
         EXPECT_EQ(5000u + i, m_b.buf[256 + i]) << i;
     }
+}
+
+/* A child made by fork() after the parent's engine ran has no engine
+ * thread and none of the parent's contexts: the contexts it opens are its
+ * own (data lands in its memory, never the parent's), its raw queues get
+ * an engine of their own, and the parent's go on being served */
+TEST_F(emu_raw_test, forked_child_gets_an_engine_of_its_own)
+{
+    struct mlx5_wqe_data_seg d;
+    struct mlx5_cqe64 cqe;
+    int status = -1;
+    pid_t pid;
+
+    post_recv(&m_b, 0);
+    d = dseg(&m_a, &m_a.buf[10], 8);
+    post(&m_a, MLX5_OPCODE_SEND, &d, sizeof(d)); /* the engine runs */
+    ASSERT_TRUE(raw_cq_poll(m_a.scq, &cqe));
+    ASSERT_TRUE(raw_cq_poll(m_b.rcq, &cqe));
+
+    pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+        side c, e;
+
+        open_side(&c, ibv_open_device(m_list[0]), nullptr);
+        open_side(&e, ibv_open_device(m_list[1]), nullptr);
+        if (!HasFailure() && (connect(&c, &e) == 0) && (connect(&e, &c) == 0)) {
+            post_recv(&e, 0);
+            c.buf[10] = 0x5eed;
+            d         = dseg(&c, &c.buf[10], 8);
+            post(&c, MLX5_OPCODE_SEND, &d, sizeof(d));
+            if (raw_cq_poll(c.scq, &cqe, 10000) &&
+                raw_cq_poll(e.rcq, &cqe, 10000) && (e.buf[0] == 0x5eed)) {
+                _exit(0);
+            }
+        }
+        _exit(1);
+    }
+    /* the parent's queues still work meanwhile */
+    post_recv(&m_b, 1);
+    post(&m_a, MLX5_OPCODE_SEND, &d, sizeof(d));
+    EXPECT_TRUE(raw_cq_poll(m_a.scq, &cqe));
+    EXPECT_TRUE(raw_cq_poll(m_b.rcq, &cqe));
+    ASSERT_EQ(pid, waitpid(pid, &status, 0));
+    EXPECT_TRUE(WIFEXITED(status) && (WEXITSTATUS(status) == 0)) << status;
 }
 
 /* A receive queue's CQEs count the WQEs taken in 16 bits, past the
