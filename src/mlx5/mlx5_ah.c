@@ -132,6 +132,25 @@ int dcx_mlx5_ah_create(dcx_pd_t *pd, const void *addr, size_t len,
         free(ah);
         return ret;
     }
+    if (dev->raw) {
+        /* the address vector raw WQEs copy (mlx5_raw_sq.c) */
+        struct mlx5dv_ah dvah = {0};
+        struct mlx5dv_obj obj;
+
+        memset(&obj, 0, sizeof(obj));
+        obj.ah.in  = ah->ah;
+        obj.ah.out = &dvah;
+        ret        = mlx5dv_init_obj(&obj, MLX5DV_OBJ_AH);
+        if ((ret != 0) || (dvah.av == NULL)) {
+            ret = (ret != 0) ? ret : EINVAL;
+            dcx_error("%s: ah: mlx5dv_init_obj failed: %s", name,
+                      strerror(ret));
+            ibv_destroy_ah(ah->ah);
+            free(ah);
+            return ret;
+        }
+        memcpy(&ah->av, dvah.av, sizeof(ah->av));
+    }
     ah->super.pd = pd;
     *ah_p        = &ah->super;
     return 0;

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * The mlx5 backend's registration with the device layer: its one knob and
+ * The mlx5 backend's registration with the device layer: its knobs and
  * its listing (discovery and opening are mlx5_dev.c's).  Built only where
  * configure found rdma-core's mlx5 direct verbs (config/m4/mlx5.m4).
  */
@@ -14,6 +14,7 @@
 
 typedef struct dcx_mlx5_params {
     uint32_t enable; /* MLX5 */
+    uint32_t raw;    /* MLX5_RAW */
 } dcx_mlx5_params_t;
 
 static int dcx_mlx5_backend_list(const void *block, dcx_dev_info_t *out,
@@ -25,7 +26,7 @@ static int dcx_mlx5_backend_list(const void *block, dcx_dev_info_t *out,
         *count_p = 0;
         return 0;
     }
-    return dcx_mlx5_list(out, max, count_p);
+    return dcx_mlx5_list(out, max, count_p, params->raw != 0);
 }
 
 static const dcx_param_t dcx_mlx5_params[] = {
@@ -36,6 +37,17 @@ static const dcx_param_t dcx_mlx5_params[] = {
          "Has no effect if dcx was built without the mlx5 backend.",
      .type   = DCX_PARAM_BOOL,
      .offset = offsetof(dcx_mlx5_params_t, enable),
+     .size   = sizeof(uint32_t),
+     .min    = 0,
+     .max    = 1},
+    {.name = "MLX5_RAW",
+     .dflt = "y",
+     .doc =
+         "Write work requests straight into the send and receive queues and\n"
+         "read completions from CQ memory, as UCX's mlx5 transports do; with\n"
+         "n, post and poll through libmlx5's ibv_wr_* and ibv_start_poll.",
+     .type   = DCX_PARAM_BOOL,
+     .offset = offsetof(dcx_mlx5_params_t, raw),
      .size   = sizeof(uint32_t),
      .min    = 0,
      .max    = 1}};

@@ -220,6 +220,11 @@ int dcx_mlx5_cq_req_notify(dcx_cq_t *super)
         }
         return 0;
     }
+    if (cq->mode == DCX_MLX5_CQ_RAW) {
+        /* libmlx5's arm would carry its own consumer index, not ours */
+        dcx_mlx5_raw_cq_arm(cq);
+        return 0;
+    }
     ret = ibv_req_notify_cq(ibv_cq_ex_to_cq(cq->cq), 0);
     if (ret != 0) {
         dcx_error("%s: cq arm: ibv_req_notify_cq failed: %s",
@@ -255,6 +260,7 @@ int dcx_mlx5_channel_get_event(dcx_comp_channel_t *super, dcx_cq_t **cq_p)
         return EAGAIN;
     }
     ibv_ack_cq_events(ibcq, 1);
+    dcx_mlx5_raw_cq_event((dcx_mlx5_cq_t *)cq_ctx);
     *cq_p = &((dcx_mlx5_cq_t *)cq_ctx)->super;
     return 0;
 }

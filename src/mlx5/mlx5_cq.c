@@ -2,7 +2,8 @@
 /*
  * dcx mlx5 backend: completion queues.
  *
- * Polling uses the extended CQ API (start/next/end_poll).  On a CQ that
+ * Polling uses the extended CQ API (start/next/end_poll), or reads the
+ * CQ's memory (mlx5_raw_cq.c, which shares the routing below).  On a CQ that
  * serves only DCTs every completion is a receive; otherwise each completion
  * is routed by its QP number:
  *  - a DCI completion carries as wr_id the sequence number the backend gave
@@ -59,47 +60,46 @@ void dcx_mlx5_cq_unschedule_flush(dcx_mlx5_cq_t *cq, dcx_mlx5_qp_t *qp)
 /* Completion of a WR of a DCI with streams: every WR completes on its
  * own (an error stops its stream only, whose WRs then come flushed). */
 static int dcx_mlx5_cq_stream_cqe(dcx_mlx5_cq_t *cq, dcx_mlx5_qp_t *qp,
-                                  enum ibv_wc_status status, dcx_wc_t *wc)
+                                  const dcx_mlx5_cqe_t *c, dcx_wc_t *wc)
 {
     dcx_mlx5_ring_t *ring;
     uint16_t stream;
 
-    ring = dcx_mlx5_qp_ring_of(qp, cq->cq->wr_id, &stream);
-    if ((ring == NULL) || !dcx_mlx5_ring_take(ring, cq->cq->wr_id, status,
-                                              qp->super.qp_num, wc)) {
+    ring = dcx_mlx5_qp_ring_of(qp, c->seq, &stream);
+    if ((ring == NULL) ||
+        !dcx_mlx5_ring_take(ring, c->seq, c->status, qp->super.qp_num, wc)) {
         return 0; /* reported from the ring already (the DCI failed) */
     }
-    if (status == IBV_WC_SUCCESS) {
-        wc->byte_len = ibv_wc_read_byte_len(cq->cq);
-    } else if (status != IBV_WC_WR_FLUSH_ERR) {
-        wc->vendor_err = ibv_wc_read_vendor_err(cq->cq);
+    if (c->status == IBV_WC_SUCCESS) {
+        wc->byte_len = c->byte_len;
+    } else if (c->status != IBV_WC_WR_FLUSH_ERR) {
+        wc->vendor_err = c->vendor_err;
         dcx_debug("%s: dci 0x%x stream %u: wr_id 0x%llx failed: %s (vendor "
                   "0x%x)",
                   cq->super.dev->caps.name, qp->super.qp_num, stream,
-                  (unsigned long long)wc->wr_id, ibv_wc_status_str(status),
+                  (unsigned long long)wc->wr_id, ibv_wc_status_str(c->status),
                   wc->vendor_err);
         dcx_mlx5_dci_stream_failed(qp, stream);
     }
     return 1;
 }
 
-/* Completion of a DCI WR.  Returns 1 if *wc was filled, 0 if dropped. */
-static int dcx_mlx5_cq_dci_cqe(dcx_mlx5_cq_t *cq, dcx_mlx5_qp_t *qp,
-                               enum ibv_wc_status status, dcx_wc_t *wc)
+int dcx_mlx5_cq_dci_done(dcx_mlx5_cq_t *cq, dcx_mlx5_qp_t *qp,
+                         const dcx_mlx5_cqe_t *c, dcx_wc_t *wc)
 {
     if (qp->super.num_streams > 0) {
-        return dcx_mlx5_cq_stream_cqe(cq, qp, status, wc);
+        return dcx_mlx5_cq_stream_cqe(cq, qp, c, wc);
     }
-    switch (dcx_mlx5_ring_cqe(&qp->ring, cq->cq->wr_id, status,
-                              qp->super.qp_num, wc)) {
+    switch (dcx_mlx5_ring_cqe(&qp->ring, c->seq, c->status, qp->super.qp_num,
+                              wc)) {
     case DCX_MLX5_CQE_REPORT:
-        wc->byte_len = ibv_wc_read_byte_len(cq->cq);
+        wc->byte_len = c->byte_len;
         return 1;
     case DCX_MLX5_CQE_FAILED:
-        wc->vendor_err = ibv_wc_read_vendor_err(cq->cq);
+        wc->vendor_err = c->vendor_err;
         dcx_debug("%s: dci 0x%x: wr_id 0x%llx failed: %s (vendor 0x%x)",
                   cq->super.dev->caps.name, qp->super.qp_num,
-                  (unsigned long long)wc->wr_id, ibv_wc_status_str(status),
+                  (unsigned long long)wc->wr_id, ibv_wc_status_str(c->status),
                   wc->vendor_err);
         dcx_mlx5_dci_enter_error(qp);
         return 1;
@@ -109,6 +109,20 @@ static int dcx_mlx5_cq_dci_cqe(dcx_mlx5_cq_t *cq, dcx_mlx5_qp_t *qp,
     default:
         return 0;
     }
+}
+
+/* Completion of a DCI WR read through libmlx5 */
+static int dcx_mlx5_cq_dci_cqe(dcx_mlx5_cq_t *cq, dcx_mlx5_qp_t *qp,
+                               enum ibv_wc_status status, dcx_wc_t *wc)
+{
+    dcx_mlx5_cqe_t c;
+
+    c.seq      = cq->cq->wr_id;
+    c.status   = status;
+    c.byte_len = (status == IBV_WC_SUCCESS) ? ibv_wc_read_byte_len(cq->cq) : 0;
+    c.vendor_err = (status == IBV_WC_SUCCESS) ? 0 :
+                                                ibv_wc_read_vendor_err(cq->cq);
+    return dcx_mlx5_cq_dci_done(cq, qp, &c, wc);
 }
 
 /* Completion of a receive on a DCT's SRQ. */
@@ -169,8 +183,7 @@ static int dcx_mlx5_cq_one(dcx_mlx5_cq_t *cq, dcx_wc_t *wc)
     }
 }
 
-/* Reports outstanding WRs of failed DCIs as flushed. */
-static int dcx_mlx5_cq_drain_flush(dcx_mlx5_cq_t *cq, int max, dcx_wc_t *wc)
+int dcx_mlx5_cq_drain_flush(dcx_mlx5_cq_t *cq, int max, dcx_wc_t *wc)
 {
     dcx_mlx5_qp_t *qp;
     int n = 0;
@@ -286,7 +299,8 @@ int dcx_mlx5_cq_create_on(dcx_dev_t *super, uint32_t cqe,
     cq->super.cqe       = (uint32_t)ibv_cq_ex_to_cq(cq->cq)->cqe;
     cq->super.poll      = dcx_mlx5_cq_poll;
     cq->super.poll_pair = dcx_mlx5_cq_poll_pair;
-    *cq_p               = cq;
+    dcx_mlx5_cq_open_init(cq, dev->raw);
+    *cq_p = cq;
     return 0;
 }
 
@@ -322,6 +336,7 @@ int dcx_mlx5_cq_destroy(dcx_cq_t *super)
         dcx_mlx5_channel_detach(cq);
     }
     dcx_mlx5_qpmap_cleanup(&cq->qpmap);
+    dcx_mlx5_raw_cq_free(cq);
     free(cq);
     return 0;
 }

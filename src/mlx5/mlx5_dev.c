@@ -36,7 +36,8 @@ static void dcx_mlx5_report_none(const char *why, int err)
     }
 }
 
-int dcx_mlx5_list(dcx_dev_info_t *out, unsigned max, unsigned *count_p)
+int dcx_mlx5_list(dcx_dev_info_t *out, unsigned max, unsigned *count_p,
+                  bool raw)
 {
     struct ibv_device **list;
     unsigned count = 0;
@@ -65,8 +66,9 @@ int dcx_mlx5_list(dcx_dev_info_t *out, unsigned max, unsigned *count_p)
         memset(&out[count], 0, sizeof(out[count]));
         snprintf(out[count].name, sizeof(out[count].name), "%s",
                  ibv_get_device_name(list[i]));
-        out[count].backend = &dcx_mlx5_backend;
-        out[count].index   = (unsigned)i;
+        out[count].backend       = &dcx_mlx5_backend;
+        out[count].index         = (unsigned)i;
+        out[count].priv.bytes[0] = raw;
         ++count;
     }
     ibv_free_device_list(list);
@@ -418,6 +420,7 @@ int dcx_mlx5_open(const dcx_dev_info_t *info, dcx_dev_t **dev_p)
              info->name);
     dev->super.ops     = &dcx_mlx5_dev_ops;
     dev->super.backend = &dcx_mlx5_backend;
+    dev->raw           = info->priv.bytes[0] != 0;
 
     dev->ctx = dcx_mlx5_open_context(ibdev, &dev->devx);
     ibv_free_device_list(list);

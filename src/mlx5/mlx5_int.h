@@ -46,6 +46,9 @@ typedef struct dcx_mlx5_dev {
     uint32_t umr_max_wr;    /* deepest UMR send queue */
     uint32_t umr_access_ok; /* DCX_ACCESS_* a key may grant */
     const char *umr_why;    /* why there are none, or NULL */
+    /* Raw queues (knob MLX5_RAW, mlx5_raw_cq.c): DCIs write their WQEs
+     * into their send queues, CQs are polled and SRQs posted in memory */
+    bool raw;
 } dcx_mlx5_dev_t;
 
 typedef struct dcx_mlx5_mkey {
@@ -66,13 +69,64 @@ typedef struct dcx_mlx5_mr {
 typedef struct dcx_mlx5_ah {
     dcx_ah_t super;
     struct ibv_ah *ah;
+    struct mlx5_wqe_av av; /* raw queues: the address vector a WQE carries */
 } dcx_mlx5_ah_t;
+
+/* An SRQ whose WQEs the backend writes (mlx5_raw_srq.c): a linked list in
+ * the SRQ's memory, as libmlx5 keeps it */
+typedef struct dcx_mlx5_raw_srq {
+    uint8_t *buf;
+    uint32_t stride;
+    uint32_t wqe_cnt;
+    volatile __be32 *dbrec;
+    uint16_t head;    /* the next WQE to post into */
+    uint16_t tail;    /* the list's end, never posted */
+    uint16_t counter; /* WQEs posted (the doorbell record) */
+    uint64_t *wr_id;  /* per WQE index */
+    uint64_t *first;  /* per WQE index: its first buffer (CQE scatter) */
+} dcx_mlx5_raw_srq_t;
 
 typedef struct dcx_mlx5_srq {
     dcx_srq_t super;
     struct ibv_srq *srq;
     dcx_mlx5_cq_t *cq;
+    dcx_mlx5_raw_srq_t *raw; /* NULL: posted through libmlx5 */
+    dcx_mlx5_cq_t *raw_cq;   /* the CQ its receives were given to */
 } dcx_mlx5_srq_t;
+
+/* A CQ the backend polls in memory (mlx5_raw_cq.c) */
+typedef struct dcx_mlx5_raw_cq {
+    uint8_t *buf;
+    uint32_t cqe_cnt;
+    uint32_t cqe_size;
+    volatile __be32 *dbrec; /* [0] consumer index, [1] arm word */
+    void *uar;              /* the CQ doorbell's page */
+    uint32_t cqn;
+    uint32_t ci;
+    uint32_t arm_sn;     /* events collected, 2 bits */
+    dcx_mlx5_srq_t *srq; /* the raw SRQ whose receives complete here */
+    bool multi_srq;      /* more than one: found through the DCT */
+} dcx_mlx5_raw_cq_t;
+
+/* How a CQ is polled: decided by the first queue that uses it */
+enum {
+    DCX_MLX5_CQ_OPEN,  /* no queue yet */
+    DCX_MLX5_CQ_VERBS, /* through libmlx5 (a UMR QP, or raw queues off) */
+    DCX_MLX5_CQ_RAW    /* in memory */
+};
+
+/* A DCI whose WQEs the backend writes (mlx5_raw_sq.c) */
+typedef struct dcx_mlx5_raw_sq {
+    uint8_t *buf;
+    uint32_t bb_cnt; /* basic blocks, a power of 2 */
+    uint32_t max_bb; /* the most one WQE may take */
+    volatile __be32 *dbrec;
+    uint8_t *bf;      /* BlueFlame register */
+    uint32_t bf_size; /* its two halves' size */
+    uint32_t bf_off;
+    uint16_t pi;   /* next basic block */
+    uint64_t *seq; /* per basic block: the WR sequence of the WQE there */
+} dcx_mlx5_raw_sq_t;
 
 struct dcx_mlx5_cq {
     dcx_cq_t super;
@@ -94,6 +148,12 @@ struct dcx_mlx5_cq {
      * in its own 2^40 range, so a stale completion of a destroyed DCI whose
      * QP number was reused falls outside the new DCI's outstanding range. */
     uint64_t next_seq_base;
+    uint32_t mode;          /* DCX_MLX5_CQ_* */
+    dcx_mlx5_raw_cq_t *raw; /* DCX_MLX5_CQ_RAW */
+    /* libmlx5's poll, installed when the CQ is taken that way */
+    int (*verbs_poll)(dcx_cq_t *cq, int max, dcx_wc_t *wc);
+    int (*verbs_poll_pair)(dcx_cq_t *cq, dcx_cq_t *other, int max, dcx_wc_t *wc,
+                           int *n_other_p);
     /* wake-up events (mlx5_channel.c) */
     dcx_mlx5_channel_t *channel; /* NULL: created without one */
     dcx_mlx5_cq_t *ch_next;      /* the channel's CQs */
@@ -129,6 +189,7 @@ struct dcx_mlx5_qp {
     uint8_t *stream_err;
     uint32_t streams_errored;
     uint32_t streams_err_max;
+    dcx_mlx5_raw_sq_t *raw; /* a DCI on a raw CQ */
     /* UMR: a configure's translation table, built here at post */
     struct mlx5dv_mr_interleaved *umr_il;
     struct ibv_sge *umr_sge;
@@ -152,7 +213,9 @@ extern const dcx_backend_t dcx_mlx5_backend;
 
 /* mlx5_dev.c */
 extern const dcx_dev_ops_t dcx_mlx5_dev_ops;
-int dcx_mlx5_list(dcx_dev_info_t *out, unsigned max, unsigned *count_p);
+/* raw: the devices' queues are written and read in memory (MLX5_RAW) */
+int dcx_mlx5_list(dcx_dev_info_t *out, unsigned max, unsigned *count_p,
+                  bool raw);
 int dcx_mlx5_open(const dcx_dev_info_t *info, dcx_dev_t **dev_p);
 
 /* mlx5_atomic_probe.c: true when a DC FETCH_ADD to the device's own DCT
@@ -192,6 +255,42 @@ int dcx_mlx5_umr_qp_create(dcx_mlx5_qp_t *qp, dcx_mlx5_pd_t *pd);
 int dcx_mlx5_umr_qp_connect(dcx_mlx5_qp_t *qp);
 void dcx_mlx5_umr_qp_cleanup(dcx_mlx5_qp_t *qp);
 
+/* mlx5_raw_cq.c: raw queues.  dcx_mlx5_cq_use() settles how a CQ is
+ * polled when a queue first uses it: 0, or EINVAL (logged) when the CQ is
+ * already polled the other way. */
+int dcx_mlx5_cq_use(dcx_mlx5_cq_t *cq, bool raw, const char *what);
+/* A new CQ: polled in memory or through libmlx5 as its first queue says
+ * when the device's raw queues are on, else through libmlx5 */
+void dcx_mlx5_cq_open_init(dcx_mlx5_cq_t *cq, bool raw);
+void dcx_mlx5_raw_cq_free(dcx_mlx5_cq_t *cq);
+/* Removes the CQEs of QP qpn not polled yet (a QP moved to RESET) */
+void dcx_mlx5_raw_cq_clean(dcx_mlx5_cq_t *cq, uint32_t qpn);
+/* Arms the CQ for its next completion (raw CQs' doorbell) */
+void dcx_mlx5_raw_cq_arm(dcx_mlx5_cq_t *cq);
+/* An event of the CQ was collected: the next arm's sequence */
+void dcx_mlx5_raw_cq_event(dcx_mlx5_cq_t *cq);
+
+/* mlx5_raw_sq.c */
+/* Takes the DCI's send queue (its CQ is raw); 0 or an errno, logged */
+int dcx_mlx5_raw_sq_init(dcx_mlx5_qp_t *qp);
+void dcx_mlx5_raw_sq_free(dcx_mlx5_qp_t *qp);
+/* After a reset: the queue starts again at its first block */
+void dcx_mlx5_raw_sq_reset(dcx_mlx5_qp_t *qp);
+/* The DCI's post_send in RTS */
+int dcx_mlx5_raw_dci_post_send(dcx_qp_t *super, const dcx_send_wr_t *wr);
+/* A CQE's WQE counter: the sequence of the WR there */
+static inline uint64_t dcx_mlx5_raw_sq_seq(const dcx_mlx5_qp_t *qp,
+                                           uint16_t wqe_counter)
+{
+    return qp->raw->seq[wqe_counter & (qp->raw->bb_cnt - 1)];
+}
+
+/* mlx5_raw_srq.c */
+int dcx_mlx5_raw_srq_init(dcx_mlx5_srq_t *srq);
+void dcx_mlx5_raw_srq_free(dcx_mlx5_srq_t *srq);
+/* The receive of WQE idx completed: its wr_id; the WQE is free again */
+uint64_t dcx_mlx5_raw_srq_done(dcx_mlx5_raw_srq_t *srq, uint16_t idx);
+
 /* mlx5_channel.c */
 /* Open time: true when the context gives completion channels */
 bool dcx_mlx5_channel_probe(dcx_mlx5_dev_t *dev);
@@ -212,6 +311,19 @@ int dcx_mlx5_cq_create_on(dcx_dev_t *dev, uint32_t cqe,
                           struct ibv_comp_channel *channel,
                           dcx_mlx5_cq_t **cq_p);
 int dcx_mlx5_cq_destroy(dcx_cq_t *cq);
+/* What a DCI's completion says, however it was read */
+typedef struct dcx_mlx5_cqe {
+    uint64_t seq; /* the WR's sequence */
+    enum ibv_wc_status status;
+    uint32_t byte_len;
+    uint32_t vendor_err;
+} dcx_mlx5_cqe_t;
+/* Retires the DCI's WRs up to the completion's: 1 with *wc filled, 0 when
+ * there is nothing to report now */
+int dcx_mlx5_cq_dci_done(dcx_mlx5_cq_t *cq, dcx_mlx5_qp_t *qp,
+                         const dcx_mlx5_cqe_t *c, dcx_wc_t *wc);
+/* Reports outstanding WRs of failed DCIs as flushed, at most max */
+int dcx_mlx5_cq_drain_flush(dcx_mlx5_cq_t *cq, int max, dcx_wc_t *wc);
 /* Queues the DCI's remaining outstanding WRs for FLUSH reporting. */
 void dcx_mlx5_cq_schedule_flush(dcx_mlx5_cq_t *cq, dcx_mlx5_qp_t *qp);
 void dcx_mlx5_cq_unschedule_flush(dcx_mlx5_cq_t *cq, dcx_mlx5_qp_t *qp);

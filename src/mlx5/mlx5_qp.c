@@ -4,16 +4,17 @@
  * control path of the UMR QPs (mlx5_mkey.c).
  *
  * Both are created with mlx5dv_create_qp and moved through their states
- * with the masks of the transition table in mlx5_pure.c.  A DCI posts
- * through the ibv_wr_* builders plus mlx5dv_wr_set_dc_addr; its post_send
- * pointer is the RTS version or, in ERR, a version that only records the WR
- * so the CQ reports it flushed.
+ * with the masks of the transition table in mlx5_pure.c.  A DCI writes its
+ * WQEs into its queue (mlx5_raw_sq.c) when its CQ is polled in memory, and
+ * else posts through the ibv_wr_* builders plus mlx5dv_wr_set_dc_addr; its
+ * post_send pointer is one of those in RTS or, in ERR, a version that only
+ * records the WR so the CQ reports it flushed.
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
 #endif
 
-#include "mlx5/mlx5_int.h"
+#include "mlx5/mlx5_dci.h"
 
 #include <endian.h>
 #include <errno.h>
@@ -68,71 +69,6 @@ int dcx_mlx5_qp_modify(dcx_mlx5_qp_t *qp, dcx_qp_state_t to,
 /* ------------------------------------------------------------------------
  * DCI fast path
  * ------------------------------------------------------------------------ */
-/* The ring a WR goes to: the DCI's, or its stream's */
-static inline dcx_mlx5_ring_t *dcx_mlx5_dci_ring(dcx_mlx5_qp_t *qp,
-                                                 const dcx_send_wr_t *wr)
-{
-    return (qp->super.num_streams > 0) ? &qp->stream_rings[wr->stream_id] :
-                                         &qp->ring;
-}
-
-/* A WR's stream must be one of the DCI's (any WR of a DCI without streams
- * goes to its one ring): 0, or EINVAL and one line */
-static inline int dcx_mlx5_dci_stream_check(dcx_mlx5_qp_t *qp,
-                                            const dcx_send_wr_t *wr)
-{
-    if ((qp->super.num_streams > 0) &&
-        (wr->stream_id >= qp->super.num_streams)) {
-        dcx_error("%s: dci 0x%x: stream %u, the DCI has %u streams",
-                  qp->super.dev->caps.name, qp->super.qp_num, wr->stream_id,
-                  qp->super.num_streams);
-        return EINVAL;
-    }
-    return 0;
-}
-
-/* The WR's ring is full (its stream's, with streams): normal back-pressure */
-static inline int dcx_mlx5_dci_full(dcx_mlx5_qp_t *qp, const dcx_send_wr_t *wr)
-{
-    if (dcx_mlx5_ring_full(dcx_mlx5_dci_ring(qp, wr))) {
-        dcx_trace("%s: dci 0x%x: send queue full (%u, stream %u)",
-                  qp->super.dev->caps.name, qp->super.qp_num,
-                  qp->super.max_send_wr, wr->stream_id);
-        return 1;
-    }
-    return 0;
-}
-
-static inline int dcx_mlx5_dci_check(dcx_mlx5_qp_t *qp, const dcx_send_wr_t *wr)
-{
-    const char *name    = qp->super.dev->caps.name;
-    dcx_mlx5_dev_t *dev = dcx_mlx5_dev(qp->super.dev);
-    uint64_t op;
-
-    op = (wr->opcode < DCX_WR_OPCODE_LAST) ?
-             dcx_mlx5_wr_send_op((dcx_wr_opcode_t)wr->opcode) :
-             0;
-    if ((op == 0) || !(dev->dci_send_ops & op)) {
-        dcx_error("%s: dci 0x%x: opcode %u is not supported", name,
-                  qp->super.qp_num, wr->opcode);
-        return EINVAL;
-    }
-    if (wr->num_sge > qp->super.max_send_sge) {
-        dcx_error("%s: dci 0x%x: %u sge, at most %u", name, qp->super.qp_num,
-                  wr->num_sge, qp->super.max_send_sge);
-        return EINVAL;
-    }
-    if (wr->dest.ah == NULL) {
-        dcx_error("%s: dci 0x%x: WR without a destination", name,
-                  qp->super.qp_num);
-        return EINVAL;
-    }
-    if (dcx_mlx5_dci_stream_check(qp, wr) != 0) {
-        return EINVAL;
-    }
-    return dcx_mlx5_dci_full(qp, wr) ? ENOMEM : 0;
-}
-
 static int dcx_mlx5_dci_post_send(dcx_qp_t *super, const dcx_send_wr_t *wr)
 {
     dcx_mlx5_qp_t *qp     = (dcx_mlx5_qp_t *)super;
@@ -144,34 +80,10 @@ static int dcx_mlx5_dci_post_send(dcx_qp_t *super, const dcx_send_wr_t *wr)
     unsigned i;
     int ret;
 
-    ret = dcx_mlx5_dci_check(qp, wr);
+    ret = dcx_mlx5_dci_validate(qp, wr, &total);
     if (ret != 0) {
         return ret;
     }
-    total = dcx_mlx5_sge_total(wr->sg_list, wr->num_sge);
-    if (wr->flags & DCX_SEND_INLINE) {
-        if ((wr->opcode != DCX_WR_SEND) && (wr->opcode != DCX_WR_SEND_IMM) &&
-            (wr->opcode != DCX_WR_RDMA_WRITE) &&
-            (wr->opcode != DCX_WR_RDMA_WRITE_IMM)) {
-            dcx_error("%s: dci 0x%x: inline data with opcode %u", name,
-                      super->qp_num, wr->opcode);
-            return EINVAL;
-        }
-        if (total > super->max_inline) {
-            dcx_error("%s: dci 0x%x: %u inline bytes, at most %u", name,
-                      super->qp_num, total, super->max_inline);
-            return EINVAL;
-        }
-    }
-    if (((wr->opcode == DCX_WR_ATOMIC_FADD) ||
-         (wr->opcode == DCX_WR_ATOMIC_CSWAP)) &&
-        ((wr->num_sge != 1) || (wr->sg_list[0].length != 8))) {
-        dcx_error("%s: dci 0x%x: a 64-bit atomic needs one 8-byte result "
-                  "buffer",
-                  name, super->qp_num);
-        return EINVAL;
-    }
-
     ibv_wr_start(qpx);
     /* our sequence number, see mlx5_cq.c */
     qpx->wr_id    = dcx_mlx5_dci_ring(qp, wr)->head;
@@ -327,7 +239,8 @@ static int dcx_mlx5_dci_connect(dcx_mlx5_qp_t *qp)
     if (ret != 0) {
         return ret;
     }
-    qp->super.post_send = dcx_mlx5_dci_post_send;
+    qp->super.post_send = (qp->raw != NULL) ? dcx_mlx5_raw_dci_post_send :
+                                              dcx_mlx5_dci_post_send;
     return 0;
 }
 
@@ -451,8 +364,15 @@ static int dcx_mlx5_dci_create(dcx_mlx5_qp_t *qp, dcx_mlx5_pd_t *pd)
     struct ibv_cq *cq      = ibv_cq_ex_to_cq(qp->send_cq->cq);
     struct mlx5dv_qp_init_attr dv_attr;
     struct ibv_qp_init_attr_ex attr;
+    bool raw;
     int ret;
 
+    /* written in memory where its CQ is polled there (mlx5_raw_cq.c) */
+    raw = dev->raw && (qp->send_cq->mode != DCX_MLX5_CQ_VERBS);
+    ret = raw ? dcx_mlx5_cq_use(qp->send_cq, true, "dci") : 0;
+    if (ret != 0) {
+        return ret;
+    }
     memset(&attr, 0, sizeof(attr));
     memset(&dv_attr, 0, sizeof(dv_attr));
     attr.qp_type   = IBV_QPT_DRIVER;
@@ -467,6 +387,12 @@ static int dcx_mlx5_dci_create(dcx_mlx5_qp_t *qp, dcx_mlx5_pd_t *pd)
     attr.cap.max_inline_data     = a->max_inline;
     dv_attr.comp_mask            = MLX5DV_QP_INIT_ATTR_MASK_DC;
     dv_attr.dc_init_attr.dc_type = MLX5DV_DCTYPE_DCI;
+    if (raw) {
+        /* READ and atomic results land in their buffers, never in the
+         * CQE (the raw poll does not copy them out) */
+        dv_attr.comp_mask |= MLX5DV_QP_INIT_ATTR_MASK_QP_CREATE_FLAGS;
+        dv_attr.create_flags = MLX5DV_QP_CREATE_DISABLE_SCATTER_TO_CQE;
+    }
     if (a->dci_streams) {
         /* the streams share the HCA's one send queue: each of them gets
          * max_send_wr slots of it (the device contract's bound) */
@@ -511,6 +437,12 @@ static int dcx_mlx5_dci_create(dcx_mlx5_qp_t *qp, dcx_mlx5_pd_t *pd)
     if (qp->super.max_send_sge > DCX_MLX5_MAX_SGE) {
         qp->super.max_send_sge = DCX_MLX5_MAX_SGE;
     }
+    if (raw) {
+        ret = dcx_mlx5_raw_sq_init(qp);
+        if (ret != 0) {
+            goto err_destroy;
+        }
+    }
 
     ret = dcx_mlx5_qp_start(dev, qp, "dci", qp->super.max_send_wr,
                             dcx_mlx5_dci_connect);
@@ -520,6 +452,7 @@ static int dcx_mlx5_dci_create(dcx_mlx5_qp_t *qp, dcx_mlx5_pd_t *pd)
     return 0;
 
 err_destroy:
+    dcx_mlx5_raw_sq_free(qp);
     ibv_destroy_qp(qp->qp);
 err_free:
     free(qp->stream_err);
@@ -537,9 +470,22 @@ static int dcx_mlx5_dct_create(dcx_mlx5_qp_t *qp, dcx_mlx5_pd_t *pd)
     struct ibv_cq *cq      = ibv_cq_ex_to_cq(qp->recv_cq->cq);
     struct mlx5dv_qp_init_attr dv_attr;
     struct ibv_qp_init_attr_ex attr;
+    dcx_mlx5_srq_t *srq = (dcx_mlx5_srq_t *)a->srq;
     struct ibv_qp_attr qattr;
     int ret;
 
+    /* its receives are polled the way its SRQ is written */
+    ret = dcx_mlx5_cq_use(qp->recv_cq, srq->raw != NULL, "dct");
+    if (ret != 0) {
+        return ret;
+    }
+    if (srq->raw != NULL) {
+        dcx_mlx5_raw_cq_t *rc = qp->recv_cq->raw;
+
+        rc->multi_srq |= (rc->srq != NULL) && (rc->srq != srq);
+        rc->srq     = (rc->srq != NULL) ? rc->srq : srq;
+        srq->raw_cq = qp->recv_cq;
+    }
     memset(&attr, 0, sizeof(attr));
     memset(&dv_attr, 0, sizeof(dv_attr));
     attr.qp_type      = IBV_QPT_DRIVER;
@@ -739,12 +685,14 @@ int dcx_mlx5_qp_destroy(dcx_qp_t *super)
                                                          &qp->recv_cq->qpmap,
                           super->qp_num);
     if (super->type != DCX_QPT_DCT) {
+        dcx_mlx5_raw_cq_clean(qp->send_cq, super->qp_num);
         dcx_mlx5_cq_unschedule_flush(qp->send_cq, qp);
         --qp->send_cq->num_dci;
     } else {
         --qp->recv_cq->num_dct;
     }
     dcx_mlx5_qp_rings_cleanup(qp);
+    dcx_mlx5_raw_sq_free(qp);
     dcx_mlx5_umr_qp_cleanup(qp);
     free(qp->stream_err);
     free(qp);
@@ -791,7 +739,10 @@ int dcx_mlx5_qp_recover(dcx_qp_t *super)
     if (ret != 0) {
         return ret;
     }
-    /* libmlx5 purged this QP's unpolled CQEs: forget what is outstanding */
+    /* libmlx5 purged this QP's unpolled CQEs (a raw CQ's are purged
+     * here): forget what is outstanding */
+    dcx_mlx5_raw_cq_clean(qp->send_cq, super->qp_num);
+    dcx_mlx5_raw_sq_reset(qp);
     dcx_mlx5_ring_reset(&qp->ring);
     for (uint32_t i = 0; i < super->num_streams; ++i) {
         dcx_mlx5_ring_reset(&qp->stream_rings[i]);

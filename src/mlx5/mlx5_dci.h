@@ -1,0 +1,120 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * dcx mlx5 backend: what every DCI post checks, whichever way it writes
+ * its WQE (the ibv_wr_* builders in mlx5_qp.c, or the queue memory in
+ * mlx5_raw_sq.c).
+ */
+#ifndef DCX_MLX5_DCI_H_
+#define DCX_MLX5_DCI_H_
+
+#include "mlx5/mlx5_int.h"
+
+#include <errno.h>
+
+/* The ring a WR goes to: the DCI's, or its stream's */
+static inline dcx_mlx5_ring_t *dcx_mlx5_dci_ring(dcx_mlx5_qp_t *qp,
+                                                 const dcx_send_wr_t *wr)
+{
+    return (qp->super.num_streams > 0) ? &qp->stream_rings[wr->stream_id] :
+                                         &qp->ring;
+}
+
+/* A WR's stream must be one of the DCI's (any WR of a DCI without streams
+ * goes to its one ring): 0, or EINVAL and one line */
+static inline int dcx_mlx5_dci_stream_check(dcx_mlx5_qp_t *qp,
+                                            const dcx_send_wr_t *wr)
+{
+    if ((qp->super.num_streams > 0) &&
+        (wr->stream_id >= qp->super.num_streams)) {
+        dcx_error("%s: dci 0x%x: stream %u, the DCI has %u streams",
+                  qp->super.dev->caps.name, qp->super.qp_num, wr->stream_id,
+                  qp->super.num_streams);
+        return EINVAL;
+    }
+    return 0;
+}
+
+/* The WR's ring is full (its stream's, with streams): normal back-pressure */
+static inline int dcx_mlx5_dci_full(dcx_mlx5_qp_t *qp, const dcx_send_wr_t *wr)
+{
+    if (dcx_mlx5_ring_full(dcx_mlx5_dci_ring(qp, wr))) {
+        dcx_trace("%s: dci 0x%x: send queue full (%u, stream %u)",
+                  qp->super.dev->caps.name, qp->super.qp_num,
+                  qp->super.max_send_wr, wr->stream_id);
+        return 1;
+    }
+    return 0;
+}
+
+static inline int dcx_mlx5_dci_check(dcx_mlx5_qp_t *qp, const dcx_send_wr_t *wr)
+{
+    const char *name    = qp->super.dev->caps.name;
+    dcx_mlx5_dev_t *dev = dcx_mlx5_dev(qp->super.dev);
+    uint64_t op;
+
+    op = (wr->opcode < DCX_WR_OPCODE_LAST) ?
+             dcx_mlx5_wr_send_op((dcx_wr_opcode_t)wr->opcode) :
+             0;
+    if ((op == 0) || !(dev->dci_send_ops & op)) {
+        dcx_error("%s: dci 0x%x: opcode %u is not supported", name,
+                  qp->super.qp_num, wr->opcode);
+        return EINVAL;
+    }
+    if (wr->num_sge > qp->super.max_send_sge) {
+        dcx_error("%s: dci 0x%x: %u sge, at most %u", name, qp->super.qp_num,
+                  wr->num_sge, qp->super.max_send_sge);
+        return EINVAL;
+    }
+    if (wr->dest.ah == NULL) {
+        dcx_error("%s: dci 0x%x: WR without a destination", name,
+                  qp->super.qp_num);
+        return EINVAL;
+    }
+    if (dcx_mlx5_dci_stream_check(qp, wr) != 0) {
+        return EINVAL;
+    }
+    return dcx_mlx5_dci_full(qp, wr) ? ENOMEM : 0;
+}
+
+/* Every check of a post: 0 with the WR's byte count in *total_p, ENOMEM
+ * when its ring is full, or EINVAL with one line */
+static inline int dcx_mlx5_dci_validate(dcx_mlx5_qp_t *qp,
+                                        const dcx_send_wr_t *wr,
+                                        uint32_t *total_p)
+{
+    int ret = dcx_mlx5_dci_check(qp, wr);
+    if (ret != 0) {
+        return ret;
+    }
+    uint32_t total   = dcx_mlx5_sge_total(wr->sg_list, wr->num_sge);
+    const char *name = qp->super.dev->caps.name;
+    dcx_qp_t *super  = &qp->super;
+
+    if (wr->flags & DCX_SEND_INLINE) {
+        if ((wr->opcode != DCX_WR_SEND) && (wr->opcode != DCX_WR_SEND_IMM) &&
+            (wr->opcode != DCX_WR_RDMA_WRITE) &&
+            (wr->opcode != DCX_WR_RDMA_WRITE_IMM)) {
+            dcx_error("%s: dci 0x%x: inline data with opcode %u", name,
+                      super->qp_num, wr->opcode);
+            return EINVAL;
+        }
+        if (total > super->max_inline) {
+            dcx_error("%s: dci 0x%x: %u inline bytes, at most %u", name,
+                      super->qp_num, total, super->max_inline);
+            return EINVAL;
+        }
+    }
+    if (((wr->opcode == DCX_WR_ATOMIC_FADD) ||
+         (wr->opcode == DCX_WR_ATOMIC_CSWAP)) &&
+        ((wr->num_sge != 1) || (wr->sg_list[0].length != 8))) {
+        dcx_error("%s: dci 0x%x: a 64-bit atomic needs one 8-byte result "
+                  "buffer",
+                  name, super->qp_num);
+        return EINVAL;
+    }
+
+    *total_p = total;
+    return 0;
+}
+
+#endif /* DCX_MLX5_DCI_H_ */

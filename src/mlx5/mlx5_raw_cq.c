@@ -1,0 +1,404 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * dcx mlx5 backend: completion queues read in memory.
+ *
+ * A CQ is polled through libmlx5 or in memory, never both: libmlx5 keeps
+ * its own consumer index and frees SRQ WQEs as it polls.  The first queue
+ * that uses a CQ decides (dcx_mlx5_cq_use): DCIs, DCTs and SRQs take it
+ * raw when the device's raw queues are on; a UMR QP, which posts through
+ * libmlx5's builders and needs libmlx5's poll to retire its WQEs, takes
+ * it through libmlx5.  A raw CQ is given up by libmlx5 (mlx5dv_init_obj),
+ * which then leaves its memory alone: the CQEs of a DCI that goes to
+ * RESET or is destroyed are removed here (dcx_mlx5_raw_cq_clean), so that
+ * none reaches a later DCI of the same number.  A DCT's receives stay:
+ * one polled after the DCT is gone still hands its buffer back.
+ *
+ * A CQE belongs to software when its owner bit matches the pass of the
+ * consumer index over the queue and its opcode is not INVALID.  A send
+ * CQE's WQE counter names the first block of the WQE it completes, whose
+ * WR sequence the DCI recorded (mlx5_raw_sq.c); the ring retires every
+ * WR up to it.  A receive CQE names the SRQ WQE its message took, handed
+ * back to the SRQ's free list at once.  An error CQE carries the PRM's
+ * syndrome, translated as libmlx5 does.
+ */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+
+#include "mlx5/mlx5_int.h"
+
+#include <endian.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum {
+    DCX_MLX5_CQ_SET_CI = 0,
+    DCX_MLX5_CQ_ARM_DB = 1
+};
+
+static inline struct mlx5_cqe64 *dcx_mlx5_raw_cqe(const dcx_mlx5_raw_cq_t *rc,
+                                                  uint32_t idx)
+{
+    return (struct mlx5_cqe64 *)(rc->buf +
+                                 (size_t)(idx & (rc->cqe_cnt - 1)) *
+                                     rc->cqe_size +
+                                 rc->cqe_size - sizeof(struct mlx5_cqe64));
+}
+
+/* The CQE at idx if software owns it, else NULL */
+static inline struct mlx5_cqe64 *
+dcx_mlx5_raw_cqe_sw(const dcx_mlx5_raw_cq_t *rc, uint32_t idx)
+{
+    struct mlx5_cqe64 *cqe = dcx_mlx5_raw_cqe(rc, idx);
+    uint8_t op_own         = cqe->op_own;
+
+    if (((op_own & MLX5_CQE_OWNER_MASK) ^ !!(idx & rc->cqe_cnt)) ||
+        ((op_own >> 4) == MLX5_CQE_INVALID)) {
+        return NULL;
+    }
+    return cqe;
+}
+
+static enum ibv_wc_status dcx_mlx5_raw_syndrome(uint8_t syndrome)
+{
+    /* clang-format off */
+    switch (syndrome) {
+    case MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR:        return IBV_WC_LOC_LEN_ERR;
+    case MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR:         return IBV_WC_LOC_QP_OP_ERR;
+    case MLX5_CQE_SYNDROME_LOCAL_PROT_ERR:          return IBV_WC_LOC_PROT_ERR;
+    case MLX5_CQE_SYNDROME_WR_FLUSH_ERR:            return IBV_WC_WR_FLUSH_ERR;
+    case MLX5_CQE_SYNDROME_MW_BIND_ERR:             return IBV_WC_MW_BIND_ERR;
+    case MLX5_CQE_SYNDROME_BAD_RESP_ERR:            return IBV_WC_BAD_RESP_ERR;
+    case MLX5_CQE_SYNDROME_LOCAL_ACCESS_ERR:        return IBV_WC_LOC_ACCESS_ERR;
+    case MLX5_CQE_SYNDROME_REMOTE_INVAL_REQ_ERR:    return IBV_WC_REM_INV_REQ_ERR;
+    case MLX5_CQE_SYNDROME_REMOTE_ACCESS_ERR:       return IBV_WC_REM_ACCESS_ERR;
+    case MLX5_CQE_SYNDROME_REMOTE_OP_ERR:           return IBV_WC_REM_OP_ERR;
+    case MLX5_CQE_SYNDROME_TRANSPORT_RETRY_EXC_ERR: return IBV_WC_RETRY_EXC_ERR;
+    case MLX5_CQE_SYNDROME_RNR_RETRY_EXC_ERR:       return IBV_WC_RNR_RETRY_EXC_ERR;
+    case MLX5_CQE_SYNDROME_REMOTE_ABORTED_ERR:      return IBV_WC_REM_ABORT_ERR;
+    default:                                        return IBV_WC_GENERAL_ERR;
+    }
+    /* clang-format on */
+}
+
+/* The SRQ of a receive CQE: the CQ's one, or its DCT's */
+static dcx_mlx5_srq_t *dcx_mlx5_raw_srq_of(dcx_mlx5_cq_t *cq, uint32_t qpn)
+{
+    dcx_mlx5_qp_t *qp;
+
+    if (!cq->raw->multi_srq) {
+        return cq->raw->srq;
+    }
+    qp = dcx_mlx5_qpmap_find(&cq->qpmap, qpn);
+    return ((qp != NULL) && (qp->super.type == DCX_QPT_DCT)) ?
+               (dcx_mlx5_srq_t *)qp->attr.srq :
+               NULL;
+}
+
+/* A receive's CQE (opcode, or RESP_ERR); 1 with *wc filled */
+static int dcx_mlx5_raw_recv(dcx_mlx5_cq_t *cq, const struct mlx5_cqe64 *cqe,
+                             uint8_t opcode, dcx_wc_t *wc)
+{
+    uint32_t qpn = be32toh(cqe->sop_drop_qpn) & 0xffffff;
+    const struct mlx5_err_cqe *err;
+    dcx_mlx5_srq_t *srq;
+    uint16_t idx;
+    uint64_t buf;
+
+    srq = dcx_mlx5_raw_srq_of(cq, qpn);
+    if (srq == NULL) {
+        dcx_warn("%s: cq: a receive of QP 0x%x with no SRQ known, dropped",
+                 cq->super.dev->caps.name, qpn);
+        return 0;
+    }
+    idx        = be16toh(cqe->wqe_counter);
+    buf        = srq->raw->first[idx & (srq->raw->wqe_cnt - 1)];
+    wc->wr_id  = dcx_mlx5_raw_srq_done(srq->raw, idx);
+    wc->qp_num = qpn;
+    wc->flags  = 0;
+    if (opcode == MLX5_CQE_RESP_ERR) {
+        err        = (const struct mlx5_err_cqe *)cqe;
+        wc->opcode = DCX_WC_RECV;
+        wc->status = dcx_mlx5_wc_status(dcx_mlx5_raw_syndrome(err->syndrome));
+        wc->vendor_err = err->vendor_err_synd;
+        wc->byte_len   = 0;
+        return 1;
+    }
+    wc->status     = DCX_WC_SUCCESS;
+    wc->vendor_err = 0;
+    wc->byte_len   = be32toh(cqe->byte_cnt);
+    wc->src_qp     = be32toh(cqe->flags_rqpn) & 0xffffff;
+    wc->opcode = (opcode == MLX5_CQE_RESP_WR_IMM) ? DCX_WC_RECV_RDMA_WITH_IMM :
+                                                    DCX_WC_RECV;
+    if ((opcode == MLX5_CQE_RESP_WR_IMM) ||
+        (opcode == MLX5_CQE_RESP_SEND_IMM)) {
+        wc->flags |= DCX_WC_FLAG_WITH_IMM;
+        wc->imm = be32toh(cqe->imm_inval_pkey);
+    }
+    /* a short message the HCA scattered into the CQE itself */
+    if (cqe->op_own & MLX5_INLINE_SCATTER_32) {
+        memcpy((void *)(uintptr_t)buf, cqe, wc->byte_len);
+    } else if (cqe->op_own & MLX5_INLINE_SCATTER_64) {
+        memcpy((void *)(uintptr_t)buf, cqe - 1, wc->byte_len);
+    }
+    return 1;
+}
+
+/* A DCI's CQE (REQ or REQ_ERR); 1 with *wc filled */
+static int dcx_mlx5_raw_send(dcx_mlx5_cq_t *cq, const struct mlx5_cqe64 *cqe,
+                             uint8_t opcode, dcx_wc_t *wc)
+{
+    const struct mlx5_err_cqe *err = (const struct mlx5_err_cqe *)cqe;
+    uint32_t qpn                   = be32toh(cqe->sop_drop_qpn) & 0xffffff;
+    dcx_mlx5_qp_t *qp;
+    dcx_mlx5_cqe_t c;
+
+    qp = dcx_mlx5_qpmap_find(&cq->qpmap, qpn);
+    if ((qp == NULL) || (qp->raw == NULL)) {
+        dcx_debug("%s: cq: completion for unknown QP 0x%x dropped",
+                  cq->super.dev->caps.name, qpn);
+        return 0;
+    }
+    c.seq = dcx_mlx5_raw_sq_seq(qp, be16toh(cqe->wqe_counter));
+    if (opcode == MLX5_CQE_REQ) {
+        c.status     = IBV_WC_SUCCESS;
+        c.byte_len   = be32toh(cqe->byte_cnt);
+        c.vendor_err = 0;
+    } else {
+        c.status     = dcx_mlx5_raw_syndrome(err->syndrome);
+        c.byte_len   = 0;
+        c.vendor_err = err->vendor_err_synd;
+    }
+    return dcx_mlx5_cq_dci_done(cq, qp, &c, wc);
+}
+
+static int dcx_mlx5_raw_one(dcx_mlx5_cq_t *cq, const struct mlx5_cqe64 *cqe,
+                            dcx_wc_t *wc)
+{
+    uint8_t opcode = cqe->op_own >> 4;
+
+    switch (opcode) {
+    case MLX5_CQE_REQ:
+    case MLX5_CQE_REQ_ERR:
+        return dcx_mlx5_raw_send(cq, cqe, opcode, wc);
+    case MLX5_CQE_RESP_WR_IMM:
+    case MLX5_CQE_RESP_SEND:
+    case MLX5_CQE_RESP_SEND_IMM:
+    case MLX5_CQE_RESP_SEND_INV:
+    case MLX5_CQE_RESP_ERR:
+        return dcx_mlx5_raw_recv(cq, cqe, opcode, wc);
+    default:
+        dcx_warn("%s: cq 0x%x: a CQE of opcode %u dropped",
+                 cq->super.dev->caps.name, cq->raw->cqn, opcode);
+        return 0;
+    }
+}
+
+/* The rest of a poll that found a CQE, or has DCIs to report flushed:
+ * out of line, so that an empty poll is one load and two tests */
+static int __attribute__((noinline))
+dcx_mlx5_raw_poll_found(dcx_mlx5_cq_t *cq, int max, dcx_wc_t *wc)
+{
+    dcx_mlx5_raw_cq_t *rc = cq->raw;
+    struct mlx5_cqe64 *cqe;
+    uint32_t ci0 = rc->ci;
+    int n        = 0;
+
+    while ((n < max) && ((cqe = dcx_mlx5_raw_cqe_sw(rc, rc->ci)) != NULL)) {
+        __atomic_thread_fence(__ATOMIC_ACQUIRE); /* the CQE after op_own */
+        rc->ci++;
+        n += dcx_mlx5_raw_one(cq, cqe, &wc[n]);
+    }
+    if (rc->ci != ci0) {
+        __atomic_thread_fence(__ATOMIC_RELEASE); /* read before freed */
+        rc->dbrec[DCX_MLX5_CQ_SET_CI] = htobe32(rc->ci & 0xffffff);
+    }
+    if ((n < max) && (cq->flush_head != NULL)) {
+        n += dcx_mlx5_cq_drain_flush(cq, max - n, &wc[n]);
+    }
+    return n;
+}
+
+static inline __attribute__((always_inline)) int
+dcx_mlx5_raw_poll_inl(dcx_cq_t *super, int max, dcx_wc_t *wc)
+{
+    dcx_mlx5_cq_t *cq = (dcx_mlx5_cq_t *)super;
+
+    if ((dcx_mlx5_raw_cqe_sw(cq->raw, cq->raw->ci) == NULL) &&
+        (cq->flush_head == NULL)) {
+        return 0;
+    }
+    return (max > 0) ? dcx_mlx5_raw_poll_found(cq, max, wc) : 0;
+}
+
+static int dcx_mlx5_raw_poll(dcx_cq_t *super, int max, dcx_wc_t *wc)
+{
+    return dcx_mlx5_raw_poll_inl(super, max, wc);
+}
+
+static int dcx_mlx5_raw_poll_pair(dcx_cq_t *super, dcx_cq_t *other, int max,
+                                  dcx_wc_t *wc, int *n_other_p)
+{
+    int n = dcx_mlx5_raw_poll_inl(super, max, wc);
+
+    *n_other_p = other->poll(other, max, wc + max);
+    return n;
+}
+
+/* A CQ polled before any queue used it: nothing can be in it */
+static int dcx_mlx5_open_poll(dcx_cq_t *super, int max, dcx_wc_t *wc)
+{
+    (void)super;
+    (void)max;
+    (void)wc;
+    return 0;
+}
+
+static int dcx_mlx5_open_poll_pair(dcx_cq_t *super, dcx_cq_t *other, int max,
+                                   dcx_wc_t *wc, int *n_other_p)
+{
+    (void)super;
+    *n_other_p = other->poll(other, max, wc + max);
+    return 0;
+}
+
+void dcx_mlx5_cq_open_init(dcx_mlx5_cq_t *cq, bool raw)
+{
+    cq->mode = raw ? DCX_MLX5_CQ_OPEN : DCX_MLX5_CQ_VERBS;
+    if (raw) {
+        cq->verbs_poll      = cq->super.poll;
+        cq->verbs_poll_pair = cq->super.poll_pair;
+        cq->super.poll      = dcx_mlx5_open_poll;
+        cq->super.poll_pair = dcx_mlx5_open_poll_pair;
+    }
+}
+
+static int dcx_mlx5_raw_cq_take(dcx_mlx5_cq_t *cq)
+{
+    const char *name = cq->super.dev->caps.name;
+    struct mlx5dv_obj obj;
+    struct mlx5dv_cq dv;
+    int ret;
+
+    memset(&obj, 0, sizeof(obj));
+    memset(&dv, 0, sizeof(dv));
+    obj.cq.in  = ibv_cq_ex_to_cq(cq->cq);
+    obj.cq.out = &dv;
+    ret        = mlx5dv_init_obj(&obj, MLX5DV_OBJ_CQ);
+    if (ret != 0) {
+        dcx_error("%s: cq: mlx5dv_init_obj failed: %s", name, strerror(ret));
+        return ret;
+    }
+    if ((dv.cqe_cnt == 0) || (dv.cqe_cnt & (dv.cqe_cnt - 1)) ||
+        ((dv.cqe_size != 64) && (dv.cqe_size != 128))) {
+        dcx_error("%s: cq 0x%x: %u CQEs of %u bytes cannot be polled raw", name,
+                  dv.cqn, dv.cqe_cnt, dv.cqe_size);
+        return EINVAL;
+    }
+    cq->raw = calloc(1, sizeof(*cq->raw));
+    if (cq->raw == NULL) {
+        dcx_error("%s: cq 0x%x: out of memory", name, dv.cqn);
+        return ENOMEM;
+    }
+    cq->raw->buf        = dv.buf;
+    cq->raw->cqe_cnt    = dv.cqe_cnt;
+    cq->raw->cqe_size   = dv.cqe_size;
+    cq->raw->dbrec      = dv.dbrec;
+    cq->raw->uar        = dv.cq_uar;
+    cq->raw->cqn        = dv.cqn;
+    cq->super.poll      = dcx_mlx5_raw_poll;
+    cq->super.poll_pair = dcx_mlx5_raw_poll_pair;
+    return 0;
+}
+
+int dcx_mlx5_cq_use(dcx_mlx5_cq_t *cq, bool raw, const char *what)
+{
+    int ret;
+
+    if (cq->mode == DCX_MLX5_CQ_OPEN) {
+        if (raw) {
+            ret = dcx_mlx5_raw_cq_take(cq);
+            if (ret != 0) {
+                return ret;
+            }
+        } else {
+            cq->super.poll      = cq->verbs_poll;
+            cq->super.poll_pair = cq->verbs_poll_pair;
+        }
+        cq->mode = raw ? DCX_MLX5_CQ_RAW : DCX_MLX5_CQ_VERBS;
+        return 0;
+    }
+    if ((cq->mode == DCX_MLX5_CQ_RAW) != raw) {
+        dcx_error("%s: %s: its CQ is polled %s, it needs a CQ polled %s",
+                  cq->super.dev->caps.name, what,
+                  raw ? "through libmlx5" : "in memory",
+                  raw ? "in memory" : "through libmlx5");
+        return EINVAL;
+    }
+    return 0;
+}
+
+void dcx_mlx5_raw_cq_free(dcx_mlx5_cq_t *cq)
+{
+    free(cq->raw);
+    cq->raw = NULL;
+}
+
+void dcx_mlx5_raw_cq_clean(dcx_mlx5_cq_t *cq, uint32_t qpn)
+{
+    dcx_mlx5_raw_cq_t *rc = (cq->mode == DCX_MLX5_CQ_RAW) ? cq->raw : NULL;
+    struct mlx5_cqe64 *cqe, *dest;
+    uint32_t pi, nfreed = 0;
+    uint8_t owner;
+
+    if (rc == NULL) {
+        return;
+    }
+    for (pi = rc->ci; dcx_mlx5_raw_cqe_sw(rc, pi) != NULL; ++pi) {
+        if (pi == rc->ci + rc->cqe_cnt - 1) {
+            break;
+        }
+    }
+    __atomic_thread_fence(__ATOMIC_ACQUIRE);
+    /* from the newest back: the QP's CQEs go, the others move up over
+     * them, each keeping the owner bit of the slot it lands in */
+    while ((int32_t)(--pi - rc->ci) >= 0) {
+        cqe = dcx_mlx5_raw_cqe(rc, pi);
+        if ((be32toh(cqe->sop_drop_qpn) & 0xffffff) == qpn) {
+            ++nfreed;
+        } else if (nfreed != 0) {
+            dest  = dcx_mlx5_raw_cqe(rc, pi + nfreed);
+            owner = dest->op_own & MLX5_CQE_OWNER_MASK;
+            memcpy(dest, cqe, sizeof(*cqe));
+            dest->op_own = (uint8_t)((dest->op_own & ~MLX5_CQE_OWNER_MASK) |
+                                     owner);
+        }
+    }
+    if (nfreed != 0) {
+        rc->ci += nfreed;
+        __atomic_thread_fence(__ATOMIC_RELEASE);
+        rc->dbrec[DCX_MLX5_CQ_SET_CI] = htobe32(rc->ci & 0xffffff);
+    }
+}
+
+void dcx_mlx5_raw_cq_arm(dcx_mlx5_cq_t *cq)
+{
+    dcx_mlx5_raw_cq_t *rc = cq->raw;
+    uint32_t word;
+    uint64_t bell;
+
+    word = ((rc->arm_sn & 3) << 28) | MLX5_CQ_DB_REQ_NOT | (rc->ci & 0xffffff);
+    rc->dbrec[DCX_MLX5_CQ_ARM_DB] = htobe32(word);
+    __atomic_thread_fence(__ATOMIC_SEQ_CST); /* the record before the bell */
+    bell = htobe64(((uint64_t)word << 32) | rc->cqn);
+    *(volatile uint64_t *)((uint8_t *)rc->uar + MLX5_CQ_DOORBELL) = bell;
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+}
+
+void dcx_mlx5_raw_cq_event(dcx_mlx5_cq_t *cq)
+{
+    if (cq->mode == DCX_MLX5_CQ_RAW) {
+        cq->raw->arm_sn++;
+    }
+}

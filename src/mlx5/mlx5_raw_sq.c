@@ -1,0 +1,290 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * dcx mlx5 backend: a DCI's work requests written straight into its send
+ * queue, as the HCA reads them (mlx5dv.h's segments), and announced by
+ * the doorbell record and a write to the BlueFlame register.
+ *
+ * A WQE is the control segment, the DC address vector (the AH's, with
+ * the destination DCT and key), a remote-address segment for RDMA and
+ * atomics, an atomic segment, then the data: pointers to registered
+ * memory, or the bytes themselves inline.  It takes whole 64-byte basic
+ * blocks and may wrap past the queue's end; it is then built aside and
+ * copied in two pieces.  A one-block WQE is copied whole to the
+ * BlueFlame register (the HCA need not read it from memory); a longer
+ * one rings with its first eight bytes.
+ *
+ * Accounting stays the ring's (mlx5_pure.h): one slot per WR, at most
+ * max_send_wr outstanding.  libmlx5 sized the queue for that many WQEs of
+ * its largest kind, so a WQE no larger fits whatever is outstanding; the
+ * most blocks one may take is checked at post.  Each WQE's first block
+ * records the WR's sequence, which its completion (the CQE's WQE
+ * counter) finds again.
+ */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+
+#include "mlx5/mlx5_dci.h"
+
+#include <endian.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define DCX_MLX5_BB      64u
+#define DCX_MLX5_WQE_MAX 1024u /* the most any WQE of a DCI takes */
+#define DCX_MLX5_DS      16u
+
+/* The HCA's opcode of a WR (dcx_mlx5_dci_check let only these by) */
+static const uint8_t dcx_mlx5_raw_opcode[DCX_WR_OPCODE_LAST] = {
+    [DCX_WR_SEND]           = MLX5_OPCODE_SEND,
+    [DCX_WR_SEND_IMM]       = MLX5_OPCODE_SEND_IMM,
+    [DCX_WR_RDMA_WRITE]     = MLX5_OPCODE_RDMA_WRITE,
+    [DCX_WR_RDMA_WRITE_IMM] = MLX5_OPCODE_RDMA_WRITE_IMM,
+    [DCX_WR_RDMA_READ]      = MLX5_OPCODE_RDMA_READ,
+    [DCX_WR_ATOMIC_FADD]    = MLX5_OPCODE_ATOMIC_FA,
+    [DCX_WR_ATOMIC_CSWAP]   = MLX5_OPCODE_ATOMIC_CS};
+
+static inline uint8_t dcx_mlx5_raw_fm_ce_se(unsigned flags)
+{
+    return (uint8_t)(((flags & DCX_SEND_SIGNALED) ? MLX5_WQE_CTRL_CQ_UPDATE :
+                                                    0) |
+                     ((flags & DCX_SEND_SOLICITED) ? MLX5_WQE_CTRL_SOLICITED :
+                                                     0) |
+                     ((flags & DCX_SEND_FENCE) ? MLX5_WQE_CTRL_FENCE : 0));
+}
+
+/* The segments after the address vector (dcx_mlx5_raw_ds() counts them) */
+static inline void dcx_mlx5_raw_body(uint8_t *p, const dcx_send_wr_t *wr,
+                                     uint32_t total)
+{
+    struct mlx5_wqe_raddr_seg *ra;
+    struct mlx5_wqe_atomic_seg *at;
+    struct mlx5_wqe_inl_data_seg *inl;
+    struct mlx5_wqe_data_seg *ds;
+    uint8_t *data;
+    unsigned i;
+
+    if (wr->opcode >= DCX_WR_RDMA_WRITE) {
+        ra           = (struct mlx5_wqe_raddr_seg *)p;
+        ra->raddr    = htobe64(wr->remote_addr);
+        ra->rkey     = htobe32(wr->rkey);
+        ra->reserved = 0;
+        p += sizeof(*ra);
+    }
+    if (wr->opcode >= DCX_WR_ATOMIC_FADD) {
+        at           = (struct mlx5_wqe_atomic_seg *)p;
+        at->swap_add = htobe64((wr->opcode == DCX_WR_ATOMIC_CSWAP) ?
+                                   wr->swap :
+                                   wr->compare_add);
+        at->compare  = htobe64((wr->opcode == DCX_WR_ATOMIC_CSWAP) ?
+                                   wr->compare_add :
+                                   0);
+        p += sizeof(*at);
+    }
+    if (wr->flags & DCX_SEND_INLINE) {
+        inl             = (struct mlx5_wqe_inl_data_seg *)p;
+        inl->byte_count = htobe32(total | MLX5_INLINE_SEG);
+        data            = p + sizeof(*inl);
+        for (i = 0; i < wr->num_sge; ++i) {
+            memcpy(data, (const void *)(uintptr_t)wr->sg_list[i].addr,
+                   wr->sg_list[i].length);
+            data += wr->sg_list[i].length;
+        }
+        return;
+    }
+    ds = (struct mlx5_wqe_data_seg *)p;
+    for (i = 0; i < wr->num_sge; ++i) {
+        if (wr->sg_list[i].length == 0) {
+            continue; /* a zero byte count would mean 2 GiB to the HCA */
+        }
+        ds->byte_count = htobe32(wr->sg_list[i].length);
+        ds->lkey       = htobe32(wr->sg_list[i].lkey);
+        ds->addr       = htobe64(wr->sg_list[i].addr);
+        ++ds;
+    }
+}
+
+/* The 16-byte units of the WR's WQE */
+static inline uint32_t dcx_mlx5_raw_ds(const dcx_send_wr_t *wr, uint32_t total)
+{
+    uint32_t bytes = sizeof(struct mlx5_wqe_ctrl_seg) +
+                     sizeof(struct mlx5_wqe_datagram_seg);
+    unsigned i;
+
+    bytes += (wr->opcode >= DCX_WR_RDMA_WRITE) ?
+                 sizeof(struct mlx5_wqe_raddr_seg) :
+                 0;
+    bytes += (wr->opcode >= DCX_WR_ATOMIC_FADD) ?
+                 sizeof(struct mlx5_wqe_atomic_seg) :
+                 0;
+    if (wr->flags & DCX_SEND_INLINE) {
+        bytes += (sizeof(struct mlx5_wqe_inl_data_seg) + total + DCX_MLX5_DS -
+                  1) &
+                 ~(DCX_MLX5_DS - 1);
+    } else {
+        for (i = 0; i < wr->num_sge; ++i) {
+            bytes += (wr->sg_list[i].length != 0) ? DCX_MLX5_DS : 0;
+        }
+    }
+    return bytes / DCX_MLX5_DS;
+}
+
+/* Copies a WQE built aside into the queue, wrapping at its end */
+static void dcx_mlx5_raw_wrap_copy(dcx_mlx5_raw_sq_t *sq, const uint8_t *wqe,
+                                   uint32_t bbs)
+{
+    uint32_t at    = sq->pi & (sq->bb_cnt - 1);
+    uint32_t first = sq->bb_cnt - at;
+
+    first = (first < bbs) ? first : bbs;
+    memcpy(sq->buf + (size_t)at * DCX_MLX5_BB, wqe, first * DCX_MLX5_BB);
+    memcpy(sq->buf, wqe + first * DCX_MLX5_BB, (bbs - first) * DCX_MLX5_BB);
+}
+
+/* The doorbell record, then the BlueFlame register: the whole WQE when it
+ * is one block, else its first eight bytes */
+static inline void dcx_mlx5_raw_ring(dcx_mlx5_raw_sq_t *sq, const uint8_t *wqe,
+                                     uint32_t bbs)
+{
+    volatile uint64_t *bf = (volatile uint64_t *)(sq->bf + sq->bf_off);
+    const uint64_t *src   = (const uint64_t *)wqe;
+    unsigned i;
+
+    __atomic_thread_fence(__ATOMIC_RELEASE); /* the WQE before the record */
+    sq->dbrec[MLX5_SND_DBR] = htobe32(sq->pi);
+    __atomic_thread_fence(__ATOMIC_SEQ_CST); /* the record before the bell */
+    if (bbs == 1) {
+        for (i = 0; i < DCX_MLX5_BB / 8; ++i) {
+            bf[i] = src[i];
+        }
+    } else {
+        bf[0] = src[0];
+    }
+    __atomic_thread_fence(__ATOMIC_SEQ_CST); /* flushed out of the CPU */
+    sq->bf_off ^= sq->bf_size;
+}
+
+int dcx_mlx5_raw_dci_post_send(dcx_qp_t *super, const dcx_send_wr_t *wr)
+{
+    dcx_mlx5_qp_t *qp     = (dcx_mlx5_qp_t *)super;
+    dcx_mlx5_raw_sq_t *sq = qp->raw;
+    const dcx_mlx5_ah_t *ah;
+    uint8_t aside[DCX_MLX5_WQE_MAX] __attribute__((aligned(64)));
+    struct mlx5_wqe_ctrl_seg *ctrl;
+    struct mlx5_wqe_datagram_seg *dg;
+    dcx_mlx5_ring_t *ring;
+    uint32_t total, ds, bbs, at;
+    uint8_t *wqe;
+    int ret;
+
+    ret = dcx_mlx5_dci_validate(qp, wr, &total);
+    if (ret != 0) {
+        return ret;
+    }
+    ds  = dcx_mlx5_raw_ds(wr, total);
+    bbs = (ds * DCX_MLX5_DS + DCX_MLX5_BB - 1) / DCX_MLX5_BB;
+    if (bbs > sq->max_bb) {
+        dcx_error("%s: dci 0x%x: a WQE of %u blocks, the queue holds WQEs of "
+                  "%u",
+                  super->dev->caps.name, super->qp_num, bbs, sq->max_bb);
+        return EINVAL;
+    }
+    /* in place unless it passes the queue's end */
+    at  = sq->pi & (sq->bb_cnt - 1);
+    wqe = (at + bbs <= sq->bb_cnt) ? sq->buf + (size_t)at * DCX_MLX5_BB : aside;
+    ah  = (const dcx_mlx5_ah_t *)wr->dest.ah;
+    dg  = (struct mlx5_wqe_datagram_seg *)(wqe + sizeof(*ctrl));
+    memcpy(&dg->av, &ah->av, sizeof(dg->av));
+    dg->av.key.dc_key = htobe64(wr->dest.dc_key);
+    dg->av.dqp_dct |= htobe32(wr->dest.dctn | MLX5_EXTENDED_UD_AV);
+    dcx_mlx5_raw_body(wqe + sizeof(*ctrl) + sizeof(*dg), wr, total);
+
+    ctrl                        = (struct mlx5_wqe_ctrl_seg *)wqe;
+    ctrl->opmod_idx_opcode      = htobe32(((uint32_t)sq->pi << 8) |
+                                          dcx_mlx5_raw_opcode[wr->opcode]);
+    ctrl->qpn_ds                = htobe32((super->qp_num << 8) | ds);
+    ctrl->signature             = 0;
+    ctrl->dci_stream_channel_id = htobe16((super->num_streams > 0) ?
+                                              wr->stream_id :
+                                              0);
+    ctrl->fm_ce_se              = dcx_mlx5_raw_fm_ce_se(wr->flags);
+    ctrl->imm                   = htobe32(wr->imm);
+    if (wqe == aside) {
+        dcx_mlx5_raw_wrap_copy(sq, aside, bbs);
+    }
+
+    ring        = dcx_mlx5_dci_ring(qp, wr);
+    sq->seq[at] = ring->head;
+    dcx_mlx5_ring_push(ring, wr->wr_id, wr->opcode,
+                       wr->flags & DCX_SEND_SIGNALED);
+    sq->pi = (uint16_t)(sq->pi + bbs);
+    dcx_mlx5_raw_ring(sq, wqe, bbs);
+    return 0;
+}
+
+int dcx_mlx5_raw_sq_init(dcx_mlx5_qp_t *qp)
+{
+    const char *name = qp->super.dev->caps.name;
+    dcx_mlx5_raw_sq_t *sq;
+    struct mlx5dv_qp dv;
+    struct mlx5dv_obj obj;
+    uint32_t wrs;
+    int ret;
+
+    memset(&dv, 0, sizeof(dv));
+    memset(&obj, 0, sizeof(obj));
+    obj.qp.in  = qp->qp;
+    obj.qp.out = &dv;
+    ret        = mlx5dv_init_obj(&obj, MLX5DV_OBJ_QP);
+    if (ret != 0) {
+        dcx_error("%s: dci 0x%x: mlx5dv_init_obj failed: %s", name,
+                  qp->super.qp_num, strerror(ret));
+        return ret;
+    }
+    wrs = qp->super.max_send_wr *
+          ((qp->super.num_streams > 0) ? qp->super.num_streams : 1);
+    if ((dv.sq.stride != DCX_MLX5_BB) || (dv.sq.wqe_cnt == 0) ||
+        (dv.sq.wqe_cnt & (dv.sq.wqe_cnt - 1)) || (dv.sq.wqe_cnt < wrs) ||
+        (dv.bf.reg == NULL)) {
+        dcx_error("%s: dci 0x%x: a send queue of %u blocks of %u bytes for "
+                  "%u WRs cannot be written raw",
+                  name, qp->super.qp_num, dv.sq.wqe_cnt, dv.sq.stride, wrs);
+        return EINVAL;
+    }
+    sq = calloc(1, sizeof(*sq));
+    if (sq != NULL) {
+        sq->seq = calloc(dv.sq.wqe_cnt, sizeof(*sq->seq));
+    }
+    if ((sq == NULL) || (sq->seq == NULL)) {
+        free(sq);
+        dcx_error("%s: dci 0x%x: out of memory", name, qp->super.qp_num);
+        return ENOMEM;
+    }
+    sq->buf     = dv.sq.buf;
+    sq->bb_cnt  = dv.sq.wqe_cnt;
+    sq->max_bb  = dv.sq.wqe_cnt / wrs;
+    sq->max_bb  = (sq->max_bb > DCX_MLX5_WQE_MAX / DCX_MLX5_BB) ?
+                      DCX_MLX5_WQE_MAX / DCX_MLX5_BB :
+                      sq->max_bb;
+    sq->dbrec   = dv.dbrec;
+    sq->bf      = dv.bf.reg;
+    sq->bf_size = dv.bf.size;
+    qp->raw     = sq;
+    return 0;
+}
+
+void dcx_mlx5_raw_sq_reset(dcx_mlx5_qp_t *qp)
+{
+    if (qp->raw != NULL) {
+        qp->raw->pi = 0; /* libmlx5 cleared the doorbell record */
+    }
+}
+
+void dcx_mlx5_raw_sq_free(dcx_mlx5_qp_t *qp)
+{
+    if (qp->raw != NULL) {
+        free(qp->raw->seq);
+        free(qp->raw);
+        qp->raw = NULL;
+    }
+}
