@@ -33,11 +33,12 @@
 # WQEs and reads CQEs itself).  Not counted: the emulated libibverbs and
 # libmlx5 (the device's work; for UCX's raw WQEs it runs in the engine
 # thread, which is not measured) and UCX's core (libucs, libuct: shown as
-# "ucx").  dcx's mlx5 backend posts through libmlx5's ibv_wr_* builders,
-# five calls per work request (start, operation, DC address, data,
-# complete): on a ConnectX those run rdma-core's libmlx5, whose
-# instructions the emulation cannot stand for, so dcx's "own" figure is
-# short of them on hardware; dc_mlx5 calls no library to post.  rx_poll and tx_poll are per
+# "ucx").  Both write their WQEs into the send queue and read CQEs from
+# CQ memory themselves (dcx: UCX_DCX_MLX5_RAW=y, its default), so neither
+# calls a library to post or poll; with UCX_DCX_MLX5_RAW=n set by the
+# caller, dcx posts through libmlx5's ibv_wr_* builders, whose
+# instructions the emulation cannot stand for: shown as "dcx-wr", beside
+# the two.  rx_poll and tx_poll are per
 # completion polled (every send signalled: UCX_DCX_SIGNAL_PERIOD=1; DC in
 # UCX signals every send); get_bcopy is the post and the polls up to its
 # completion.  The raw-queue engine answers a doorbell in a thread of its
@@ -110,16 +111,18 @@ emu() {
 }
 
 # the transport's module, per transport
-declare -A lib=([dcx]='libuct_dcx\.so' [dc_mlx5]='libuct_ib\.so')
+declare -A lib=([dcx]='libuct_dcx\.so' [dcx-wr]='libuct_dcx\.so'
+                [dc_mlx5]='libuct_ib\.so')
 
 # cg_run TL OP -> "calls total tl ucx", or "fail"
 cg_run() {
     local tl=$1 op=$2 out=$work/cg.$1.$2 env=(env) rules l
     [ "$op" = tx_poll ] && env+=(UCX_DCX_SIGNAL_PERIOD=1)
+    [ "$tl" = dcx-wr ] && env+=(UCX_DCX_MLX5_RAW=n)
     if ! emu "$tl.$op" "${env[@]}" valgrind --tool=callgrind \
             --fair-sched=yes --toggle-collect=bench_op \
             --callgrind-out-file="$out" \
-            "$bin" "$tl" mlx5_0:1 "$op" "$n" "$settle" >"$out.log" 2>&1 ||
+            "$bin" "${tl%-wr}" mlx5_0:1 "$op" "$n" "$settle" >"$out.log" 2>&1 ||
        ! grep -q "^ops $n" "$out.log"; then
         echo "$name: $tl $op failed, see below" >&2
         tail -3 "$out.log" >&2
@@ -141,7 +144,7 @@ per_op2() { awk -v a="$1" -v n="$n" 'BEGIN { printf "%.2f", a / n }'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else printf "n/a" }'; }
 
 declare -A row
-for tl in dcx dc_mlx5; do
+for tl in dcx dcx-wr dc_mlx5; do
     for op in $ops; do
         r=$(cg_run "$tl" "$op")
         if [ "$r" = fail ]; then
@@ -162,10 +165,10 @@ printf "|%s|%s|%s|%s|%s|%s|\n" ----------- --------- -------- ------- \
 for op in $ops; do
     read -r down _ <<<"${row[dcx.$op]}"
     read -r uown _ <<<"${row[dc_mlx5.$op]}"
-    for tl in dcx dc_mlx5; do
+    for tl in dcx dcx-wr dc_mlx5; do
         read -r own ucx calls <<<"${row[$tl.$op]}"
         r=""
-        [ "$tl" = dcx ] && r=$(ratio "$down" "$uown")
+        [ "$tl" != dc_mlx5 ] && r=$(ratio "$own" "$uown")
         printf "| %-9s | %-7s | %6s | %5s | %5s | %11s |\n" \
             "$op" "$tl" "$own" "$ucx" "$calls" "$r"
     done
@@ -173,7 +176,8 @@ done
 echo
 echo "own: the transport's module (dcx: libuct_dcx.so; dc_mlx5: libuct_ib.so) and"
 echo "the C library it calls; ucx: UCX's core; calls: progress calls per operation."
-echo "dcx's own figure leaves out libmlx5's five ibv_wr_* calls per post."
+echo "dcx-wr: dcx with UCX_DCX_MLX5_RAW=n, posting through libmlx5's ibv_wr_*"
+echo "and polling with ibv_start_poll; its own figure leaves libmlx5's calls out."
 
 [ "$runs" -gt 0 ] || exit 0
 
