@@ -110,8 +110,19 @@ typedef struct uct_dcx_iface_config {
     unsigned strided_keys;        /* pool of strided keys, 0 = none */
     unsigned strided_key_entries; /* 0 = the device's maximum */
     unsigned strided_sge_max;     /* elements expanded to sges */
+    int strided_key_queue;        /* uct_dcx_strided_queue_t */
     double arm_poll;              /* seconds; 0 = arm at once */
 } uct_dcx_iface_config_t;
+
+/* UCX_DCX_STRIDED_KEY_QUEUE: where strided-key configures go */
+typedef enum {
+    UCT_DCX_STRIDED_QUEUE_AUTO,
+    UCT_DCX_STRIDED_QUEUE_DCI,
+    UCT_DCX_STRIDED_QUEUE_OWN,
+    UCT_DCX_STRIDED_QUEUE_LAST
+} uct_dcx_strided_queue_t;
+
+extern const char *uct_dcx_strided_queue_names[];
 
 /* The pool's size: data DCIs, or the streams of the one DCI */
 static inline unsigned uct_dcx_pool_size(const uct_dcx_iface_config_t *config)

@@ -220,6 +220,16 @@ uct_dcx_ep_bcopy_refused(uct_dcx_iface_t *iface, ucs_status_t status,
     return uct_dcx_ep_bcopy_sink(iface, pack_cb, arg);
 }
 
+/* A refusal of uct_dcx_strided_iov() after which *length_p holds the
+ * operation's length, which its caller checks before it answers:
+ * UCT_DCX_TX_SINK (from the ep's tx_begin before a configure on its DCI:
+ * tx_begin answers it again after the check) and UCS_ERR_NO_RESOURCE (a key
+ * not usable yet: returned after the check) */
+static UCS_F_ALWAYS_INLINE int uct_dcx_strided_length_known(ucs_status_t status)
+{
+    return (status == UCT_DCX_TX_SINK) || (status == UCS_ERR_NO_RESOURCE);
+}
+
 static UCS_F_ALWAYS_INLINE int uct_dcx_ep_has_pending(const uct_dcx_ep_t *ep)
 {
     return (ep->ext != NULL) && !ucs_queue_is_empty(&ep->ext->pending_q);
@@ -389,6 +399,11 @@ uct_dcx_iface_progress_common(uct_dcx_iface_t *iface,
     if (ucs_unlikely(n_tx > 0)) {
         iface->progressed += n_tx;
         uct_dcx_dci_tx_wcs(iface, wc + UCT_DCX_TX_BATCH, n_tx);
+    }
+    if (ucs_unlikely(iface->strided.cfgq.out != 0)) {
+        /* strided-key configures on their own queue: the keys they make
+         * ready let the requests waiting for them go in the tail */
+        n_tx += uct_dcx_cfg_queue_progress(&iface->strided.cfgq);
     }
     uct_dcx_iface_progress_tail(iface);
     return n_rx + n_tx;

@@ -86,9 +86,8 @@ ucs_status_t uct_dcx_ep_am_zcopy(uct_ep_h tl_ep, uint8_t id, const void *header,
     status = uct_dcx_iov_to_sge(iface, ep, "am_zcopy", iov, iovcnt, 0, sge + 1,
                                 iface->config.max_sge - 1, &num_sge, &length,
                                 &use);
-    if (ucs_unlikely(status != UCS_OK) && (status != UCT_DCX_TX_SINK)) {
-        /* (UCT_DCX_TX_SINK, from a strided iov's key configured through
-         * ep's DCI: the length is checked, then tx_begin answers it again) */
+    if (ucs_unlikely(status != UCS_OK) &&
+        !uct_dcx_strided_length_known(status)) {
         return status;
     }
     if (ucs_unlikely(UCT_DCX_AM_HDR_LEN + header_length + length >
@@ -96,6 +95,9 @@ ucs_status_t uct_dcx_ep_am_zcopy(uct_ep_h tl_ep, uint8_t id, const void *header,
         uct_dcx_strided_abort(iface, &use);
         return uct_dcx_bad_length("am_zcopy", header_length + length,
                                   iface->config.seg_size - UCT_DCX_AM_HDR_LEN);
+    }
+    if (ucs_unlikely(status == UCS_ERR_NO_RESOURCE)) {
+        return status;
     }
 
     status = uct_dcx_ep_desc_begin(iface, ep, 1, uct_dcx_op_release_desc, comp,
@@ -154,12 +156,16 @@ uct_dcx_ep_rma_zcopy(uct_dcx_ep_t *ep, uint8_t opcode, const char *name,
                                     0,
                                 sge, iface->config.max_sge, &num_sge, len_p,
                                 &use);
-    if (ucs_unlikely(status != UCS_OK) && (status != UCT_DCX_TX_SINK)) {
-        return status; /* (UCT_DCX_TX_SINK: as in am_zcopy) */
+    if (ucs_unlikely(status != UCS_OK) &&
+        !uct_dcx_strided_length_known(status)) {
+        return status;
     }
     if (ucs_unlikely(*len_p > iface->caps->max_msg_size)) {
         uct_dcx_strided_abort(iface, &use);
         return uct_dcx_bad_length(name, *len_p, iface->caps->max_msg_size);
+    }
+    if (ucs_unlikely(status == UCS_ERR_NO_RESOURCE)) {
+        return status;
     }
 
     status = uct_dcx_ep_tx_begin(iface, ep, 0);

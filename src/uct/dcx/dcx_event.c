@@ -178,6 +178,15 @@ ucs_status_t uct_dcx_iface_event_arm(uct_iface_h tl_iface, unsigned events)
         return UCS_ERR_BUSY;
     }
 
+    if (iface->strided.cfgq.out != 0) {
+        /* the strided-key configure queue's CQ raises no event: its
+         * completions, which operations wait for, come by polling */
+        ucs_trace("dcx: iface %p: strided-key configures in flight, not "
+                  "armed",
+                  iface);
+        return UCS_ERR_BUSY;
+    }
+
     if ((iface->arm.poll != 0) && (events != 0) &&
         uct_dcx_iface_arm_look(iface, events)) {
         ucs_trace("dcx: iface %p: work came before arming", iface);

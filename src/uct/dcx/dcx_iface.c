@@ -219,6 +219,16 @@ static ucs_config_field_t uct_dcx_iface_config_table[] = {
      ucs_offsetof(uct_dcx_iface_config_t, strided_sge_max),
      UCT_DCX_CONFIG_TYPE_COUNT},
 
+    {"STRIDED_KEY_QUEUE", "auto",
+     "Where the configure of a strided key goes: \"dci\", on the DCI of the\n"
+     "operation just before its data work request (the device executes them\n"
+     "in order; only where the device takes configures on a DCI); \"own\", on\n"
+     "a queue of its own, the operation waiting (UCS_ERR_NO_RESOURCE) until\n"
+     "the configure completes; \"auto\", dci where the device allows it, own\n"
+     "otherwise (mlx5). See docs/strided.md.",
+     ucs_offsetof(uct_dcx_iface_config_t, strided_key_queue),
+     UCS_CONFIG_TYPE_ENUM(uct_dcx_strided_queue_names)},
+
     {"ARM_POLL", "20us",
      "How long arming the interface's wake-up events (what ucp_worker_wait\n"
      "does before it sleeps) first looks for work without sleeping: a message\n"

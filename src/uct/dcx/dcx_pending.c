@@ -49,8 +49,11 @@ ucs_status_t uct_dcx_ep_pending_add(uct_ep_h tl_ep, uct_pending_req_t *req,
 
     /* Busy if the ep could send right now (nobody ahead of it): on its DCI,
      * or, with none (dcs, dcs_quota), on one the pool gives it at once, as
-     * UCX's dc does (an ep that never sent is busy, not queued) */
-    if (!(ep->flags & UCT_DCX_EP_FLAG_FAILED) &&
+     * UCX's dc does (an ep that never sent is busy, not queued).  Not while
+     * a strided operation waits for a key (strided.key_wait): what it
+     * waits for is no DCI slot, and a caller told "busy" would retry at
+     * once, without the progress call that brings the key. */
+    if (!(ep->flags & UCT_DCX_EP_FLAG_FAILED) && !iface->strided.key_wait &&
         ucs_arbiter_is_empty(&iface->arbiter) &&
         ((ep->dci != UCT_DCX_DCI_NONE) ?
              ((iface->pool.dcis[ep->dci].avail > 0) && (ep->quota > 0)) :

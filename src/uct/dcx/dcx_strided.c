@@ -14,14 +14,30 @@
  * back as the work requests holding them complete.
  *
  * Ordering: the device takes configure work requests on a QP of type
- * caps.mkey_qp_type.  Strided keys are used only where that is a DCI (the
- * soft device): the configure goes on the DCI of the operation right
- * before the data work request, which the device executes after it.  A key
- * whose configure is still in flight on another DCI is not usable yet: the
- * operation gets UCS_ERR_NO_RESOURCE until the configure completes.  A
- * receive posted to the tag list (another queue) needs a configured key:
- * a miss posts the configure on the control DCI and returns
- * UCS_ERR_NO_RESOURCE, the retry finds the key ready.
+ * caps.mkey_qp_type, and the interface chose at creation where they go
+ * (post_cfg, UCX_DCX_STRIDED_KEY_QUEUE):
+ *  - on the DCI of the operation (only where that QP type is a DCI: the
+ *    soft device), right before the data work request, which the device
+ *    executes after it.  A key whose configure is still in flight on
+ *    another DCI is not usable yet: the operation gets UCS_ERR_NO_RESOURCE
+ *    until the configure completes.  A receive posted to the tag list
+ *    (another queue) needs a configured key: a miss posts the configure on
+ *    the control DCI and returns UCS_ERR_NO_RESOURCE, the retry finds the
+ *    key ready.
+ *  - on a queue of their own (dcx_cfg_queue.h; mlx5's UMR QP), which
+ *    nothing orders with the DCIs: a miss posts the configure there, marks
+ *    the key CFG and refuses the operation (UCS_ERR_NO_RESOURCE, nothing
+ *    posted on a DCI); the progress call that polls the configure's
+ *    completion marks the key READY and dispatches the pending requests,
+ *    whose retry finds it READY and posts at once.  So no data work request
+ *    ever names a key whose configure has not completed.  A configure that
+ *    fails marks its key FAILED (one error line, dcx_cfg_queue.c): the next
+ *    operation over that layout is refused with UCS_ERR_IO_ERROR, having
+ *    moved nothing, and the layout is dropped.
+ * Either way a key is held (refs) by its configure and by every work
+ * request, receive and rendezvous naming it, and only a key with no holder
+ * is reconfigured: eviction never changes a key a work request in flight
+ * still reads.
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
@@ -34,9 +50,19 @@
 #include <ucs/sys/math.h>
 #include <string.h>
 
-#define UCT_DCX_SKEY_ACCESS                             \
-    (DCX_ACCESS_LOCAL_WRITE | DCX_ACCESS_REMOTE_WRITE | \
-     DCX_ACCESS_REMOTE_READ | DCX_ACCESS_REMOTE_ATOMIC)
+/* What the keys are used for: the local device writes through them
+ * (get_zcopy, receives) and a rendezvous peer reads through the rkey; no
+ * remote write or atomic, which some devices do not let keys grant */
+#define UCT_DCX_SKEY_ACCESS (DCX_ACCESS_LOCAL_WRITE | DCX_ACCESS_REMOTE_READ)
+
+/* Configures in flight on the configure queue at most (more wait) */
+#define UCT_DCX_STRIDED_CFGQ_DEPTH 64
+
+const char *uct_dcx_strided_queue_names[] = {
+    [UCT_DCX_STRIDED_QUEUE_AUTO] = "auto",
+    [UCT_DCX_STRIDED_QUEUE_DCI]  = "dci",
+    [UCT_DCX_STRIDED_QUEUE_OWN]  = "own",
+    [UCT_DCX_STRIDED_QUEUE_LAST] = NULL};
 
 /* What an operation (or a configure) holds until its WR completes */
 typedef struct uct_dcx_strided_op {
@@ -95,6 +121,7 @@ void uct_dcx_strided_key_put(uct_dcx_iface_t *iface, uint16_t idx)
     ucs_assert(key->refs > 0);
     if (--key->refs == 0) {
         ucs_list_add_tail(key->cached ? &st->lru : &st->free, &key->idle);
+        st->key_wait = 0; /* a key to take or evict */
     }
 }
 
@@ -103,26 +130,62 @@ uint32_t uct_dcx_strided_key_rkey(uct_dcx_iface_t *iface, uint16_t idx)
     return iface->strided.keys[idx].mkey->rkey;
 }
 
+/* The configure of key idx completed with status (its hold is the
+ * caller's to release).  keep_failure: the failure is reported to the next
+ * operation over the layout (FAILED); otherwise the layout is dropped, and
+ * the next operation configures it again.  A flushed configure
+ * (UCS_ERR_CANCELED) failed for another's sake: dropped either way. */
+static void uct_dcx_strided_cfg_done(uct_dcx_iface_t *iface, uint16_t idx,
+                                     ucs_status_t status, int keep_failure)
+{
+    uct_dcx_strided_t *st = &iface->strided;
+    uct_dcx_skey_t *key   = &st->keys[idx];
+
+    ucs_assert(key->state == UCT_DCX_SKEY_CFG);
+    ucs_assert(st->cfg_out > 0);
+    st->cfg_out--;
+    st->key_wait = 0; /* the operations waiting for it may go */
+    if (ucs_likely(status == UCS_OK)) {
+        /* (a layout dropped meanwhile by a deregistration stays unused) */
+        key->state = key->cached ? UCT_DCX_SKEY_READY : UCT_DCX_SKEY_UNSET;
+        st->stats.cfg_done++;
+        return;
+    }
+
+    ucs_debug("dcx: %s: configure of strided key 0x%x failed: %s",
+              dcx_dev_name(iface->dev), key->mkey->lkey,
+              ucs_status_string(status));
+    if (status != UCS_ERR_CANCELED) {
+        st->stats.cfg_failed++;
+    }
+    if (keep_failure && key->cached && (status != UCS_ERR_CANCELED)) {
+        key->state = UCT_DCX_SKEY_FAILED;
+    } else {
+        key->state = UCT_DCX_SKEY_UNSET;
+        uct_dcx_skey_uncache(st, key);
+    }
+}
+
+/* A completion of the configure queue: wr_id is the key's index */
+static void uct_dcx_strided_cfgq_done(void *arg, uint64_t wr_id,
+                                      ucs_status_t status)
+{
+    uct_dcx_iface_t *iface = arg;
+    uint16_t idx           = (uint16_t)wr_id;
+
+    uct_dcx_strided_cfg_done(iface, idx, status, 1);
+    uct_dcx_strided_key_put(iface, idx);
+}
+
 static void uct_dcx_strided_op_done(uct_dcx_iface_t *iface, uct_dcx_op_t *op,
                                     ucs_status_t status)
 {
     uct_dcx_strided_op_t *sop = ucs_derived_of(op, uct_dcx_strided_op_t);
-    uct_dcx_strided_t *st     = &iface->strided;
-    uct_dcx_skey_t *key;
     unsigned i;
 
     if (sop->cfg) {
-        key = &st->keys[sop->keys[0]];
-        ucs_assert(key->state == UCT_DCX_SKEY_CFG);
-        if (status == UCS_OK) {
-            key->state = UCT_DCX_SKEY_READY;
-        } else {
-            ucs_debug("dcx: %s: configure of strided key 0x%x failed: %s",
-                      dcx_dev_name(iface->dev), key->mkey->lkey,
-                      ucs_status_string(status));
-            key->state = UCT_DCX_SKEY_UNSET;
-            uct_dcx_skey_uncache(st, key);
-        }
+        /* on the DCI: the data work requests after it failed with it */
+        uct_dcx_strided_cfg_done(iface, sop->keys[0], status, 0);
     }
     for (i = 0; i < sop->num; ++i) {
         uct_dcx_strided_key_put(iface, sop->keys[i]);
@@ -220,13 +283,14 @@ static int uct_dcx_strided_interleaved(const uct_dcx_strided_t *st,
            (st->key_entries >= 2);
 }
 
-/* Posts the configure of key on dci; the configure op holds a reference */
-static ucs_status_t uct_dcx_strided_post_cfg(uct_dcx_iface_t *iface,
-                                             uct_dcx_dci_t *dci,
-                                             uct_dcx_ep_t *ep,
-                                             uct_dcx_skey_t *key, uint16_t idx)
+/* post_cfg on the DCI of the operation (the control DCI for a tag-list
+ * receive); the configure op holds a reference */
+static ucs_status_t uct_dcx_strided_post_cfg_dci(uct_dcx_iface_t *iface,
+                                                 uct_dcx_dci_t *dci,
+                                                 uct_dcx_ep_t *ep, uint16_t idx)
 {
     uct_dcx_strided_t *st = &iface->strided;
+    uct_dcx_skey_t *key   = &st->keys[idx];
     uct_dcx_strided_op_t *sop;
     dcx_send_wr_t wr;
     ucs_status_t status;
@@ -257,8 +321,39 @@ static ucs_status_t uct_dcx_strided_post_cfg(uct_dcx_iface_t *iface,
     uct_dcx_skey_get(st, key);
     key->state   = UCT_DCX_SKEY_CFG;
     key->cfg_dci = dci->index;
+    st->cfg_out++;
     st->stats.configures++;
-    return UCS_OK;
+    /* a tag-list receive needs its keys configured before it is posted */
+    return (ep == NULL) ? UCS_INPROGRESS : UCS_OK;
+}
+
+/* post_cfg on the configure queue: the key is usable once the queue's
+ * completion made it READY (uct_dcx_strided_cfgq_done) */
+static ucs_status_t uct_dcx_strided_post_cfg_own(uct_dcx_iface_t *iface,
+                                                 uct_dcx_dci_t *dci,
+                                                 uct_dcx_ep_t *ep, uint16_t idx)
+{
+    uct_dcx_strided_t *st = &iface->strided;
+    uct_dcx_skey_t *key   = &st->keys[idx];
+    dcx_send_wr_t wr;
+    ucs_status_t status;
+
+    memset(&wr, 0, sizeof(wr));
+    wr.wr_id  = idx;
+    wr.opcode = (key->layout.interleaved != NULL) ? DCX_WR_MKEY_INTERLEAVED :
+                                                    DCX_WR_MKEY_LIST;
+    wr.mkey   = key->mkey;
+    wr.mkey_layout = &key->layout;
+    status         = uct_dcx_cfg_queue_post(&st->cfgq, &wr);
+    if (status != UCS_OK) {
+        return status;
+    }
+    uct_dcx_skey_get(st, key);
+    key->state   = UCT_DCX_SKEY_CFG;
+    key->cfg_dci = UCT_DCX_DCI_NONE;
+    st->cfg_out++;
+    st->stats.configures++;
+    return UCS_INPROGRESS;
 }
 
 
@@ -496,11 +591,34 @@ static ucs_status_t uct_dcx_strided_iov_check_keys(uct_dcx_iface_t *iface,
     return UCS_OK;
 }
 
-/* Phase 4, for each strided entry: the key of layout lay for a WR on dci,
- * from the cache, or a new one whose configure is posted on dci now.
- * UCS_OK with *idx_p; UCS_INPROGRESS when the key is not usable yet (its
- * configure is in flight on another DCI, or, ep NULL, it was just posted
- * and a tag-list receive needs it configured first); or an error. */
+/* A cached key that is not READY: UCS_INPROGRESS while its configure is in
+ * flight and dci (NULL: none) may not use it yet; UCS_OK where the data
+ * work request follows the configure on the same DCI; UCS_ERR_IO_ERROR,
+ * once, for a layout whose configure failed, which is dropped then */
+static UCS_F_NOINLINE ucs_status_t
+uct_dcx_strided_key_unready(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep,
+                            uct_dcx_dci_t *dci, uct_dcx_skey_t *key)
+{
+    uct_dcx_strided_t *st = &iface->strided;
+
+    if (key->state == UCT_DCX_SKEY_FAILED) {
+        key->state = UCT_DCX_SKEY_UNSET;
+        uct_dcx_skey_uncache(st, key);
+        return UCS_ERR_IO_ERROR; /* (logged when the configure failed) */
+    }
+    ucs_assert(key->state == UCT_DCX_SKEY_CFG);
+    if ((ep == NULL) || (dci == NULL) || (key->cfg_dci != dci->index)) {
+        return UCS_INPROGRESS;
+    }
+    return UCS_OK;
+}
+
+/* Phase 4, for each strided entry: the key of layout lay for a WR on dci
+ * (NULL where configures go on the configure queue), from the cache, or a
+ * new one whose configure is posted now (post_cfg).  UCS_OK with *idx_p;
+ * UCS_INPROGRESS when the key is not usable yet (its configure is in
+ * flight elsewhere, or, ep NULL, it was just posted and a tag-list receive
+ * needs it configured first); or an error. */
 static ucs_status_t uct_dcx_strided_iov_key(uct_dcx_iface_t *iface,
                                             uct_dcx_ep_t *ep,
                                             uct_dcx_dci_t *dci,
@@ -518,14 +636,19 @@ static ucs_status_t uct_dcx_strided_iov_key(uct_dcx_iface_t *iface,
     if (it != kh_end(&st->hash)) {
         idx = kh_val(&st->hash, it);
         key = &st->keys[idx];
-        if ((key->state == UCT_DCX_SKEY_CFG) &&
-            ((ep == NULL) || (key->cfg_dci != dci->index))) {
-            /* usable once its configure completes */
-            return UCS_INPROGRESS;
+        if (ucs_unlikely(key->state != UCT_DCX_SKEY_READY)) {
+            status = uct_dcx_strided_key_unready(iface, ep, dci, key);
+            if (status != UCS_OK) {
+                return status;
+            }
         }
         /* held from now on; back at the lru's tail (most recently used)
          * when released */
-        st->stats.hits++;
+        if (ucs_likely(!key->fresh)) {
+            st->stats.hits++;
+        } else {
+            key->fresh = 0;
+        }
         *idx_p = idx;
         return UCS_OK;
     }
@@ -534,15 +657,16 @@ static ucs_status_t uct_dcx_strided_iov_key(uct_dcx_iface_t *iface,
     if (key == NULL) {
         return UCS_ERR_NO_RESOURCE;
     }
-    if ((dci->avail <= 1) ||
-        (dci->flags & (UCT_DCX_DCI_FLAG_BROKEN | UCT_DCX_DCI_FLAG_ERR))) {
+    if ((dci != NULL) &&
+        ((dci->avail <= 1) ||
+         (dci->flags & (UCT_DCX_DCI_FLAG_BROKEN | UCT_DCX_DCI_FLAG_ERR)))) {
         /* room for the configure and the data WR after it */
         return UCS_ERR_NO_RESOURCE;
     }
     idx = key - st->keys;
     uct_dcx_skey_set_layout(st, key, lay, uct_dcx_strided_interleaved(st, lay));
-    status = uct_dcx_strided_post_cfg(iface, dci, ep, key, idx);
-    if (status != UCS_OK) {
+    status = st->post_cfg(iface, dci, ep, idx);
+    if (UCS_STATUS_IS_ERR(status)) {
         return status;
     }
     it = kh_put(uct_dcx_skeys, &st->hash, *lay, &ret);
@@ -553,10 +677,10 @@ static ucs_status_t uct_dcx_strided_iov_key(uct_dcx_iface_t *iface,
     }
     kh_val(&st->hash, it) = idx;
     key->cached           = 1;
+    key->fresh            = (status == UCS_INPROGRESS);
     st->stats.misses++;
     *idx_p = idx;
-    /* a tag-list receive needs its keys configured before it is posted */
-    return (ep == NULL) ? UCS_INPROGRESS : UCS_OK;
+    return status;
 }
 
 /*
@@ -604,7 +728,9 @@ ucs_status_t uct_dcx_strided_iov(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep,
     }
 
     /* Where configures go */
-    if (ep != NULL) {
+    if (st->own_queue) {
+        dci = NULL;
+    } else if (ep != NULL) {
         status = uct_dcx_ep_tx_begin(iface, ep, 0);
         if (status != UCS_OK) {
             /* (UCT_DCX_TX_SINK: the caller takes the operation whole) */
@@ -647,6 +773,7 @@ ucs_status_t uct_dcx_strided_iov(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep,
     }
 
     if (pending_cfg) {
+        st->stats.cfg_waits++;
         status = UCS_ERR_NO_RESOURCE;
         goto err;
     }
@@ -656,6 +783,11 @@ ucs_status_t uct_dcx_strided_iov(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep,
 
 err:
     uct_dcx_strided_abort(iface, use);
+    if (status == UCS_ERR_NO_RESOURCE) {
+        /* what lets it go is a configure's completion or a key coming
+         * back, not a DCI slot: a pending request waits for it */
+        st->key_wait = 1;
+    }
     return status;
 }
 
@@ -695,21 +827,39 @@ ucs_status_t uct_dcx_strided_init(uct_dcx_iface_t *iface,
     ucs_list_head_init(&st->lru);
     kh_init_inplace(uct_dcx_skeys, &st->hash);
 
-    /* keys only where configures can go on a DCI (dcx_strided_iov.h) */
-    if ((caps->flags & DCX_CAP_MKEY_STRIDE) &&
-        (caps->mkey_qp_type == DCX_QPT_DCI)) {
+    /* configures on the DCI of the operation where the device executes
+     * them there in order with the data (dcx_strided_iov.h), else on a
+     * queue of their own */
+    st->post_cfg = uct_dcx_strided_post_cfg_dci;
+    if (caps->flags & DCX_CAP_MKEY_STRIDE) {
+        if ((config->strided_key_queue == UCT_DCX_STRIDED_QUEUE_DCI) &&
+            (caps->mkey_qp_type != DCX_QPT_DCI)) {
+            ucs_error("dcx: %s: UCX_DCX_STRIDED_KEY_QUEUE=dci: the device "
+                      "takes strided-key configures on another queue than "
+                      "the DCIs (\"own\" or \"auto\")",
+                      dcx_dev_name(iface->dev));
+            status = UCS_ERR_INVALID_PARAM;
+            goto err;
+        }
         st->keys_max    = config->strided_keys;
         st->key_entries = (config->strided_key_entries == 0) ?
                               caps->mkey_max_entries :
                               config->strided_key_entries;
         st->max_stride  = caps->mkey_max_stride;
-    } else if ((caps->flags & DCX_CAP_MKEY_STRIDE) &&
-               (config->strided_keys != 0)) {
-        ucs_debug("dcx: %s: strided keys are configured on another queue "
-                  "than the DCIs: only plain sge expansion is used",
-                  dcx_dev_name(iface->dev));
+        st->own_queue   = (config->strided_key_queue ==
+                         UCT_DCX_STRIDED_QUEUE_OWN) ||
+                        (caps->mkey_qp_type != DCX_QPT_DCI);
+    }
+    if (st->own_queue) {
+        /* a configure in flight holds its key: at most keys_max */
+        st->post_cfg = uct_dcx_strided_post_cfg_own;
+        uct_dcx_cfg_queue_init(&st->cfgq, iface->pd, caps->mkey_qp_type,
+                               ucs_min(st->keys_max,
+                                       UCT_DCX_STRIDED_CFGQ_DEPTH),
+                               uct_dcx_strided_cfgq_done, iface);
     }
     st->sge_max           = config->strided_sge_max;
+    st->stats.own_queue   = st->own_queue;
     st->stats.keys_max    = st->keys_max;
     st->stats.key_entries = st->key_entries;
     st->stats.sge_max     = st->sge_max;
@@ -751,6 +901,7 @@ void uct_dcx_strided_cleanup(uct_dcx_iface_t *iface)
     unsigned i;
 
     ucs_list_del(&st->dereg_cb.list);
+    uct_dcx_cfg_queue_cleanup(&st->cfgq);
     ucs_debug("dcx: %s: strided keys: %u created, %" PRIu64 " hits, %" PRIu64
               " misses, %" PRIu64 " evictions, %" PRIu64
               " invalidations, %" PRIu64 " exhausted, %" PRIu64

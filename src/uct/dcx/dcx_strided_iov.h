@@ -9,13 +9,16 @@
  * entries have few elements in all sends them as one sge per element;
  * otherwise each strided entry becomes one sge over a key whose zero-based
  * address space is the concatenation of the elements.  A key is configured
- * by a work request on the DCI of the operation, just before the data work
- * request (the device executes them in order), and stays cached for the
- * same layout until it is evicted or a registration under it goes away.
+ * by a work request either on the DCI of the operation, just before the
+ * data work request (the device executes them in order), or on a queue of
+ * its own (dcx_cfg_queue.h), and then the data work request waits for the
+ * configure's completion; the key stays cached for the same layout until
+ * it is evicted or a registration under it goes away.
  */
 #ifndef UCT_DCX_STRIDED_IOV_H_
 #define UCT_DCX_STRIDED_IOV_H_
 
+#include "dcx_cfg_queue.h"
 #include "dcx_dev.h"
 #include "dcx_md.h"
 #include "dcx_strided_stats.h"
@@ -40,8 +43,11 @@ typedef struct uct_dcx_skey_lay {
 
 enum {
     UCT_DCX_SKEY_UNSET, /* no layout (never configured, or dropped) */
-    UCT_DCX_SKEY_CFG,   /* configure posted on cfg_dci, not completed */
-    UCT_DCX_SKEY_READY  /* configured */
+    UCT_DCX_SKEY_CFG,   /* configure posted (on cfg_dci, or on the
+                            configure queue: cfg_dci NONE), not completed */
+    UCT_DCX_SKEY_READY, /* configured */
+    UCT_DCX_SKEY_FAILED /* its configure failed: the next operation over
+                            the layout gets the error, then it is dropped */
 };
 
 typedef struct uct_dcx_skey {
@@ -54,6 +60,9 @@ typedef struct uct_dcx_skey {
     uint16_t cfg_dci;
     uint8_t state;        /* UCT_DCX_SKEY_* */
     uint8_t cached;       /* in the hash */
+    uint8_t fresh;        /* configured for an operation that was refused
+                             until it completed: that operation's retry is
+                             its first use, not a cache hit */
     ucs_list_link_t idle; /* on free or lru while refs == 0 */
 } uct_dcx_skey_t;
 
@@ -75,8 +84,22 @@ static inline khint32_t uct_dcx_skey_lay_hash(uct_dcx_skey_lay_t lay)
 KHASH_INIT(uct_dcx_skeys, uct_dcx_skey_lay_t, uint16_t, 1,
            uct_dcx_skey_lay_hash, uct_dcx_skey_lay_equal)
 
+typedef struct uct_dcx_strided uct_dcx_strided_t;
+struct uct_dcx_iface;
+struct uct_dcx_dci;
+struct uct_dcx_ep;
+
+/* Posts the configure of key idx (its layout set) for an operation of ep
+ * on dci (ep NULL, dci NULL: a tag-list receive).  UCS_OK: a data work
+ * request posted next on dci may use the key; UCS_INPROGRESS: posted, the
+ * key is usable once the configure completes; or an error. */
+typedef ucs_status_t (*uct_dcx_strided_post_cfg_t)(struct uct_dcx_iface *iface,
+                                                   struct uct_dcx_dci *dci,
+                                                   struct uct_dcx_ep *ep,
+                                                   uint16_t idx);
+
 /* Per-interface state */
-typedef struct uct_dcx_strided {
+struct uct_dcx_strided {
     uct_dcx_skey_t *keys; /* [keys_max] */
     uint16_t keys_max;
     uint16_t keys_created;
@@ -88,8 +111,19 @@ typedef struct uct_dcx_strided {
     khash_t(uct_dcx_skeys) hash;
     ucs_mpool_t op_mp; /* uct_dcx_strided_op_t */
     uct_dcx_md_dereg_cb_t dereg_cb;
+    /* Where configures go, chosen at creation: the DCI of the operation,
+     * or cfgq */
+    uct_dcx_strided_post_cfg_t post_cfg;
+    uint8_t own_queue; /* post_cfg posts on cfgq */
+    /* an operation was refused (UCS_ERR_NO_RESOURCE) until a configure
+     * completes or a key comes back, which no DCI slot announces: a pending
+     * request is queued then (uct_dcx_ep_pending_add), not answered
+     * "busy", and the progress call that sees either dispatches it */
+    uint8_t key_wait;
+    uint32_t cfg_out; /* configures in flight (either way) */
+    uct_dcx_cfg_queue_t cfgq;
     dcx_strided_stats_t stats;
-} uct_dcx_strided_t;
+};
 
 /* uct_dcx_strided_iov() flags */
 enum {

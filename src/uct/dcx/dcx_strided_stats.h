@@ -22,10 +22,17 @@ typedef struct dcx_strided_stats {
     uint64_t invalidations; /* cached layouts dropped by a deregistration */
     uint64_t exhausted;     /* every key in use: UCS_ERR_NO_RESOURCE */
     uint64_t sge_expanded;  /* operations sent as one sge per element */
+    uint64_t cfg_done;      /* configures completed (the key is ready) */
+    uint64_t cfg_failed;    /* configures that completed with an error */
+    uint64_t cfg_waits;     /* operations refused (UCS_ERR_NO_RESOURCE)
+                               until a configure completes */
     uint32_t keys_created;  /* keys of the pool created so far */
     uint32_t keys_max;      /* UCX_DCX_STRIDED_KEYS */
     uint32_t key_entries;   /* translation entries of one key */
     uint32_t sge_max;       /* elements expanded to sges at most */
+    uint32_t own_queue;     /* 1: configures go on a queue of their own
+                               (UCX_DCX_STRIDED_KEY_QUEUE), 0: on the
+                               DCI of the operation */
 } dcx_strided_stats_t;
 
 /* Fills *stats with the counters of a dcx interface.  Returns 0, or -1 if

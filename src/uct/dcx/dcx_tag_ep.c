@@ -213,6 +213,7 @@ ucs_status_t uct_dcx_ep_tag_eager_zcopy(uct_ep_h tl_ep, uct_tag_t tag,
         return UCS_ERR_INVALID_PARAM;
     }
     use.op = NULL;
+    status = UCS_OK;
     length = 0;
     for (i = 0; i < iovcnt; ++i) {
         if (ucs_unlikely((iov[i].count > 1) &&
@@ -223,8 +224,8 @@ ucs_status_t uct_dcx_ep_tag_eager_zcopy(uct_ep_h tl_ep, uct_tag_t tag,
                                          iovcnt, 0, sge + 1,
                                          iface->config.max_sge - 1, &num_sge,
                                          &length, &use);
-            if ((status != UCS_OK) && (status != UCT_DCX_TX_SINK)) {
-                return status; /* (UCT_DCX_TX_SINK: as in am_zcopy) */
+            if ((status != UCS_OK) && !uct_dcx_strided_length_known(status)) {
+                return status;
             }
             break;
         }
@@ -245,6 +246,9 @@ ucs_status_t uct_dcx_ep_tag_eager_zcopy(uct_ep_h tl_ep, uct_tag_t tag,
         uct_dcx_strided_abort(iface, &use);
         return uct_dcx_tag_bad_length("tag_eager_zcopy", length,
                                       iface->config.rx_seg_size);
+    }
+    if (ucs_unlikely(status == UCS_ERR_NO_RESOURCE)) {
+        return status;
     }
 
     status = uct_dcx_ep_tx_begin(iface, ep, 1);

@@ -1,0 +1,226 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * dcx transport: strided keys configured on a queue of their own
+ * (UCX_DCX_STRIDED_KEY_QUEUE=own, and always on mlx5, whose UMR QP nothing
+ * orders with the DCIs; docs/strided.md), and the 16-bit limits of an
+ * interleaved entry on every device:
+ *  - an operation over a layout not configured yet posts the configure and
+ *    is refused (UCS_ERR_NO_RESOURCE) without moving a byte, again on every
+ *    retry, until a progress call polls the configure's completion; then it
+ *    goes at once, and so does every later operation over the layout;
+ *  - such a refusal queues a pending request (not "busy"), which the
+ *    progress call that sees the completion dispatches;
+ *  - one key reconfigured for layout after layout moves each one's bytes;
+ *  - strides and elements of 65535 bytes, and past them, move exactly
+ *    their bytes (interleaved up to the limit, list entries past it), and a
+ *    list layout longer than a key is refused with one error line;
+ *  - configuration: "dci" where the device takes configures elsewhere, and
+ *    a value that is no choice, are refused.
+ */
+#include "uct_strided_fixture.h"
+
+
+/* The operation's data work request waits for the configure's completion */
+TEST_P(uct_dcx_strided, own_queue_data_waits_for_configure)
+{
+    entity *a = create(), *b = create();
+    uct_ep_h ep = connect(a, b);
+    if (!stats(a).own_queue) {
+        GTEST_SKIP() << "configures go on the DCI of the operation";
+    }
+    layout l = {8, 24, 100};
+    mem src = strided_mem(l, 1), dst = alloc_mem(l.length * l.count + 64);
+    memset(dst.ptr, GAP, dst.length);
+    uct_iov_t iov = iov_of(src, l);
+    test_comp comp;
+
+    for (int n = 0; n < 3; ++n) {
+        /* no progress: the configure's completion is not seen */
+        EXPECT_EQ(UCS_ERR_NO_RESOURCE,
+                  uct_ep_put_zcopy(ep, &iov, 1, (uintptr_t)dst.ptr, dst.rkey,
+                                   &comp.uct))
+            << "try " << n;
+    }
+    dcx_strided_stats_t s = stats(a);
+    EXPECT_EQ(1u, s.misses);
+    EXPECT_EQ(1u, s.configures);
+    EXPECT_EQ(0u, s.cfg_done);
+    EXPECT_EQ(3u, s.cfg_waits);
+    EXPECT_EQ(0, comp.done);
+
+    ASSERT_TRUE(wait_for([&]() { return stats(a).cfg_done == 1; }));
+    for (size_t i = 0; i < dst.length; ++i) {
+        ASSERT_EQ(GAP, ((char *)dst.ptr)[i]) << "written before the put";
+    }
+
+    /* ready: posted at the first call, now and for the same layout again */
+    for (int n = 0; n < 2; ++n) {
+        test_comp c;
+        ASSERT_EQ(UCS_INPROGRESS,
+                  uct_ep_put_zcopy(ep, &iov, 1, (uintptr_t)dst.ptr, dst.rkey,
+                                   &c.uct))
+            << "put " << n;
+        ASSERT_TRUE(wait_for([&]() { return c.done > 0; }));
+        EXPECT_EQ(UCS_OK, c.status);
+        std::vector<char> exp = packed(l, 1);
+        EXPECT_EQ(0, memcmp(dst.ptr, exp.data(), exp.size())) << "put " << n;
+    }
+    s = stats(a);
+    EXPECT_EQ(1u, s.misses);
+    EXPECT_EQ(1u, s.hits); /* the refused put's retry is not a hit */
+    EXPECT_EQ(1u, s.configures);
+    EXPECT_EQ(0u, s.cfg_failed);
+}
+
+/* What UCP does with the refusal: a pending request, queued, goes out
+ * once the configure completes */
+TEST_P(uct_dcx_strided, own_queue_pending_request_goes_after_configure)
+{
+    entity *a = create(), *b = create();
+    uct_ep_h ep = connect(a, b);
+    if (!stats(a).own_queue) {
+        GTEST_SKIP() << "configures go on the DCI of the operation";
+    }
+    layout l = {13, 40, 300};
+    mem src = strided_mem(l, 2), dst = alloc_mem(l.length * l.count);
+    uct_iov_t iov = iov_of(src, l);
+    test_comp comp;
+
+    struct req_t {
+        uct_pending_req_t uct;
+        uct_ep_h ep;
+        uct_iov_t *iov;
+        mem *dst;
+        test_comp *comp;
+        int calls;
+        ucs_status_t status;
+        static ucs_status_t cb(uct_pending_req_t *self)
+        {
+            req_t *r  = ucs_container_of(self, req_t, uct);
+            r->status = uct_ep_put_zcopy(r->ep, r->iov, 1,
+                                         (uintptr_t)r->dst->ptr, r->dst->rkey,
+                                         &r->comp->uct);
+            r->calls++;
+            return (r->status == UCS_ERR_NO_RESOURCE) ? r->status : UCS_OK;
+        }
+    } req;
+    req.uct.func = req_t::cb;
+    req.ep       = ep;
+    req.iov      = &iov;
+    req.dst      = &dst;
+    req.comp     = &comp;
+    req.calls    = 0;
+    req.status   = UCS_ERR_NO_RESOURCE;
+
+    ASSERT_EQ(UCS_ERR_NO_RESOURCE, req_t::cb(&req.uct));
+    /* queued: a "busy" answer would make the caller retry without the
+     * progress call that brings the completion */
+    ASSERT_EQ(UCS_OK, uct_ep_pending_add(ep, &req.uct, 0));
+    ASSERT_TRUE(wait_for([&]() { return req.status != UCS_ERR_NO_RESOURCE; }));
+    EXPECT_EQ(UCS_INPROGRESS, req.status);
+    EXPECT_EQ(2, req.calls);
+    ASSERT_TRUE(wait_for([&]() { return comp.done > 0; }));
+    EXPECT_EQ(UCS_OK, comp.status);
+    std::vector<char> exp = packed(l, 2);
+    EXPECT_EQ(0, memcmp(dst.ptr, exp.data(), exp.size()));
+}
+
+/* One key, reconfigured for each layout in turn: each put moves the bytes
+ * of its own layout, never those of the key's layout before */
+TEST_P(uct_dcx_strided, one_key_reconfigured_per_layout)
+{
+    entity *a = create("STRIDED_KEYS", "1"), *b = create();
+    uct_ep_h ep = connect(a, b);
+
+    for (unsigned round = 0; round < 2; ++round) {
+        for (unsigned i = 0; i < 3; ++i) {
+            layout l = {4 + 2 * i, 16 + 5 * i, 64 + 16 * i};
+            put_check(a, ep, l, 10 * round + i);
+        }
+    }
+    dcx_strided_stats_t s = stats(a);
+    EXPECT_EQ(1u, s.keys_created);
+    EXPECT_EQ(6u, s.misses);
+    EXPECT_EQ(6u, s.configures);
+    EXPECT_EQ(5u, s.evictions);
+}
+
+/* The interleaved entry's byte count and stride are 16-bit fields on a
+ * ConnectX (caps.mkey_max_stride: 65535 on both devices): layouts at the
+ * limit go interleaved, past it as list entries, and each moves exactly
+ * its bytes both ways */
+TEST_P(uct_dcx_strided, interleave_limits_both_ways)
+{
+    entity *a = create(), *b = create();
+    uct_ep_h ep = connect(a, b);
+    const unsigned n = std::min(9u, stats(a).key_entries);
+    const layout layouts[] = {
+        {65534, 65535, n}, /* stride at the limit: interleaved */
+        {2, 65535, 200},   /* interleaved: more elements than a key's
+                              entries */
+        {65535, 65536, n}, /* stride past the limit: list */
+        {1, 65536, n},     /* list */
+        {65535, 70000, n}, /* element at the limit, stride past it: list */
+        {65536, 65600, n}, /* element past the limit: list */
+        {100, 65536, n}    /* list */
+    };
+
+    ASSERT_GE(n, 5u);
+    for (size_t i = 0; i < sizeof(layouts) / sizeof(layouts[0]); ++i) {
+        const layout &l = layouts[i];
+        SCOPED_TRACE("length " + std::to_string(l.length) + " stride " +
+                     std::to_string(l.stride) + " count " +
+                     std::to_string(l.count));
+        put_check(a, ep, l, i);
+
+        std::vector<char> data = packed(l, 50 + i);
+        mem src                = alloc_mem(data.size());
+        mem dst                = strided_mem(l, 0, false);
+        memcpy(src.ptr, data.data(), data.size());
+        uct_iov_t iov = iov_of(dst, l);
+        run_zcopy([&](uct_completion_t *c) {
+            return uct_ep_get_zcopy(ep, &iov, 1, (uintptr_t)src.ptr, src.rkey,
+                                    c);
+        });
+        check_strided(dst, l, 50 + i);
+    }
+    EXPECT_EQ(0u, stats(a).sge_expanded);
+}
+
+/* A stride past the limit needs one entry per element: more elements than
+ * a key's entries are refused with one error line, not truncated */
+TEST_P(uct_dcx_strided, stride_past_limit_too_many_elements_bad_flow)
+{
+    entity *a = create("STRIDED_KEY_ENTRIES", "8"), *b = create();
+    uct_ep_h ep = connect(a, b);
+    layout at = {2, 65535, 9}, past = {2, 65536, 9};
+    mem src = strided_mem(past, 1), dst = alloc_mem(64);
+    uct_iov_t iov = iov_of(src, past);
+
+    log_counter::reset();
+    EXPECT_EQ(UCS_ERR_EXCEEDS_LIMIT,
+              uct_ep_put_zcopy(ep, &iov, 1, (uintptr_t)dst.ptr, dst.rkey,
+                               NULL));
+    EXPECT_EQ(1, log_counter::errors()) << log_counter::joined();
+    log_counter::reset();
+    EXPECT_EQ(0u, stats(a).configures);
+    put_check(a, ep, at, 2); /* interleaved: 9 elements in 2 entries */
+}
+
+TEST_P(uct_dcx_strided, key_queue_config_bad_flow)
+{
+    std::vector<std::string> bad = {"bogus"};
+    if (device()->caps.mkey_qp_type != DCX_QPT_DCI) {
+        bad.push_back("dci"); /* the device takes configures elsewhere */
+    }
+
+    for (size_t i = 0; i < bad.size(); ++i) {
+        std::map<std::string, std::string> cfg;
+        entity *e                = NULL;
+        cfg["STRIDED_KEY_QUEUE"] = bad[i];
+        log_counter::reset();
+        EXPECT_NE(UCS_OK, try_create_entity(cfg, &e)) << bad[i];
+        EXPECT_GE(log_counter::errors(), 1) << bad[i];
+        log_counter::reset();
+    }
+}
