@@ -152,8 +152,8 @@ TEST_P(uct_dcx_strided, one_key_reconfigured_per_layout)
 TEST_P(uct_dcx_strided, interleave_limits_both_ways)
 {
     entity *a = create(), *b = create();
-    uct_ep_h ep = connect(a, b);
-    const unsigned n = std::min(9u, stats(a).key_entries);
+    uct_ep_h ep            = connect(a, b);
+    const unsigned n       = std::min(9u, stats(a).key_entries);
     const layout layouts[] = {
         {65534, 65535, n}, /* stride at the limit: interleaved */
         {2, 65535, 200},   /* interleaved: more elements than a key's

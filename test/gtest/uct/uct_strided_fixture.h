@@ -100,10 +100,7 @@ protected:
         }
     }
 
-    bool skip_without_tm()
-    {
-        return !dev_has(DCX_CAP_TM);
-    }
+    bool skip_without_tm() { return !dev_has(DCX_CAP_TM); }
 
     virtual void iface_params(uct_iface_params_t &params)
     {
@@ -313,8 +310,8 @@ protected:
 /* Every policy, with configures where the device chooses (on the DCI of
  * the operation on the soft device, on the UMR queue on mlx5) and on a
  * queue of their own */
-#define UCT_DCX_STRIDED_PARAMS                                             \
-    ::testing::Values("dcs", "dcs_quota", "rand", "hybrid", "streams",     \
+#define UCT_DCX_STRIDED_PARAMS                                              \
+    ::testing::Values("dcs", "dcs_quota", "rand", "hybrid", "streams",      \
                       "dcs/own", "dcs_quota/own", "rand/own", "hybrid/own", \
                       "streams/own")
 
