@@ -190,7 +190,10 @@ typedef enum {
 
 typedef struct dcx_soft_fault {
     dcx_soft_fault_type_t type;
-    int opcode;             /* dcx_wr_opcode_t, or -1 for any */
+    int opcode;             /* dcx_wr_opcode_t, or -1 for any; the
+                               strided-key requests (DCX_WR_MKEY_*) with
+                               ERROR_CQE only: the request completes with
+                               'status' and the key is left as it was */
     uint32_t skip;          /* let this many matches pass first */
     uint32_t count;         /* matches affected; 0 = until cleared */
     uint32_t delay_us;      /* DELAY */

@@ -16,14 +16,20 @@
 int dcx_soft_fault_inject(dcx_dev_t *dev_, const dcx_soft_fault_t *fault)
 {
     soft_dev_t *dev;
+    int mkey_op;
 
     if (!dcx_dev_is_soft(dev_)) {
         dcx_error("%s: fault inject: not a soft device", dcx_dev_name(dev_));
         return EINVAL;
     }
-    dev = soft_dev(dev_);
+    dev     = soft_dev(dev_);
+    /* a strided-key request sends no packet: only its completion can be
+     * forced */
+    mkey_op = (fault->opcode >= DCX_WR_MKEY_FIRST) &&
+              (fault->opcode < DCX_WR_MKEY_LAST) &&
+              (fault->type == DCX_SOFT_FAULT_ERROR_CQE);
     if (((unsigned)fault->type > DCX_SOFT_FAULT_KILL_PORT) ||
-        ((fault->opcode != -1) &&
+        ((fault->opcode != -1) && !mkey_op &&
          ((fault->opcode < 0) || (fault->opcode >= DCX_WR_OPCODE_LAST))) ||
         ((fault->type == DCX_SOFT_FAULT_ERROR_CQE) &&
          ((fault->status == DCX_WC_SUCCESS) ||

@@ -42,7 +42,10 @@ TEST_F(soft_xproc, fault_inject_bad_flow)
     f        = fault(DCX_SOFT_FAULT_ERROR_CQE, -1, 0, 0);
     f.status = DCX_WC_SUCCESS;
     EXPECT_EQ(EINVAL, dcx_soft_fault_inject(ini.dev, &f));
-    EXPECT_EQ(2, logs.lines());
+    /* a strided-key request sends no packet to drop */
+    f = fault(DCX_SOFT_FAULT_DROP, DCX_WR_MKEY_LIST, 0, 0);
+    EXPECT_EQ(EINVAL, dcx_soft_fault_inject(ini.dev, &f));
+    EXPECT_EQ(3, logs.lines());
     EXPECT_TRUE(stop_children());
 }
 

@@ -369,6 +369,42 @@ TEST_F(soft_mkey, remote_key_states_bad_flow)
     EXPECT_EQ(0, memcmp(&mem[3 * 8], loc.data(), 8));
 }
 
+/* A configure forced to fail (fault injection, as a UMR the HCA rejects)
+ * completes with the error, puts the DCI in error and leaves the key as it
+ * was: free, every access through it refused; configured again after the
+ * recovery it works */
+TEST_F(soft_mkey, configure_error_completion_bad_flow)
+{
+    const size_t rows = 16, cols = 4;
+    dcx_mkey_t *k = create(4);
+    dcx_soft_fault_t f;
+    dcx_wc_t wc;
+
+    memset(&f, 0, sizeof(f));
+    f.type   = DCX_SOFT_FAULT_ERROR_CQE;
+    f.opcode = DCX_WR_MKEY_INTERLEAVED;
+    f.count  = 1;
+    f.status = DCX_WC_LOC_QP_OP_ERR;
+    ASSERT_EQ(0, dcx_soft_fault_inject(n.dev, &f));
+    std::vector<dcx_mkey_interleaved_t> e = column(1, cols);
+    dcx_mkey_layout_t lay                 = interleaved_layout(e, rows, RACC);
+    dcx_send_wr_t w = mkey_wr(DCX_WR_MKEY_INTERLEAVED, k, &lay);
+    ASSERT_EQ(0, dcx_qp_post_send(n.dci, &w));
+    ASSERT_EQ(1, n.poll(&wc, 1, 20.0));
+    EXPECT_EQ(DCX_WC_LOC_QP_OP_ERR, wc.status);
+    dcx_soft_fault_clear(n.dev);
+    EXPECT_EQ(DCX_QPS_ERR, n.dci->state);
+    ASSERT_EQ(0, dcx_qp_recover(n.dci));
+
+    std::vector<uint8_t> before(mem);
+    EXPECT_EQ(DCX_WC_REM_ACCESS_ERR,
+              rdma(DCX_WR_RDMA_WRITE, k->rkey, 0, 0, rows * 8));
+    EXPECT_EQ(before, mem);
+    interleaved(k, column(1, cols), rows);
+    EXPECT_EQ(DCX_WC_SUCCESS, rdma(DCX_WR_RDMA_READ, k->rkey, 0, 0, 8));
+    EXPECT_EQ(0, memcmp(&mem[8], loc.data(), 8));
+}
+
 TEST_F(soft_mkey, remote_access_rights_bad_flow)
 {
     std::vector<uint8_t> ro(8192, 0x33);
