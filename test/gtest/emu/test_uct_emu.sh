@@ -38,6 +38,7 @@ uct_dcx_hardening.access_to_unmapped_memory_bad_flow  registrations keep their p
 *uct_dcx_fc.lost_grant_resent/*  soft fault injection (drops)
 *uct_dcx_stats.failures_counted_file_stays/*  soft fault injection (error completion)
 *uct_dcx_errors.streams_whole_dci_failure_bad_flow/*  soft fault injection (error completion)
+*uct_dcx_strided.own_queue_configure_failure_bad_flow/*  soft fault injection (error completion of a configure)
 '
 
 filter=$(echo "$SOFT_ONLY" | awk 'NF { printf "%s%s", sep, $1; sep = ":" }')

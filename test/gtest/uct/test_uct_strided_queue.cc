@@ -11,6 +11,9 @@
  *  - such a refusal queues a pending request (not "busy"), which the
  *    progress call that sees the completion dispatches;
  *  - one key reconfigured for layout after layout moves each one's bytes;
+ *  - a configure that fails (soft fault injection) refuses the operation
+ *    waiting for it with an error and one log line, moving nothing, and
+ *    the layout is configured again by the next operation;
  *  - strides and elements of 65535 bytes, and past them, move exactly
  *    their bytes (interleaved up to the limit, list entries past it), and a
  *    list layout longer than a key is refused with one error line;
@@ -223,4 +226,57 @@ TEST_P(uct_dcx_strided, key_queue_config_bad_flow)
         EXPECT_GE(log_counter::errors(), 1) << bad[i];
         log_counter::reset();
     }
+}
+
+/* A configure that fails (its completion forced to an error on the soft
+ * device, as a UMR the HCA rejects): the operation waiting for it is
+ * refused with UCS_ERR_IO_ERROR and one error line, having moved nothing;
+ * the queue recovers and the next operation over the layout configures it
+ * again and moves it */
+TEST_P(uct_dcx_strided, own_queue_configure_failure_bad_flow)
+{
+    /* (the emulation's script leaves it out, SOFT_ONLY; a filter given
+     * to the script replaces that exclusion) */
+    if (!dcx_dev_is_soft(device())) {
+        GTEST_SKIP() << "soft fault injection";
+    }
+    entity *a = create("STRIDED_KEY_QUEUE", "own"), *b = create();
+    uct_ep_h ep = connect(a, b);
+    layout l    = {8, 24, 100};
+    mem src = strided_mem(l, 3), dst = alloc_mem(l.length * l.count);
+    memset(dst.ptr, GAP, dst.length);
+    uct_iov_t iov = iov_of(src, l);
+    dcx_soft_fault_t f;
+    test_comp comp;
+
+    memset(&f, 0, sizeof(f));
+    f.type   = DCX_SOFT_FAULT_ERROR_CQE;
+    f.opcode = DCX_WR_MKEY_INTERLEAVED;
+    f.count  = 1;
+    f.status = DCX_WC_LOC_QP_OP_ERR;
+    ASSERT_EQ(0, dcx_soft_fault_inject(device(), &f));
+    log_counter::reset();
+    EXPECT_EQ(UCS_ERR_NO_RESOURCE,
+              uct_ep_put_zcopy(ep, &iov, 1, (uintptr_t)dst.ptr, dst.rkey,
+                               &comp.uct));
+    ASSERT_TRUE(wait_for([&]() { return stats(a).cfg_failed == 1; }));
+    EXPECT_EQ(UCS_ERR_IO_ERROR,
+              uct_ep_put_zcopy(ep, &iov, 1, (uintptr_t)dst.ptr, dst.rkey,
+                               &comp.uct));
+    EXPECT_EQ(1, log_counter::errors()) << log_counter::joined();
+    log_counter::reset();
+    dcx_soft_fault_clear(device());
+    EXPECT_EQ(0, comp.done);
+    for (size_t i = 0; i < dst.length; ++i) {
+        ASSERT_EQ(GAP, ((char *)dst.ptr)[i]) << "written by a failed put";
+    }
+
+    put(ep, &iov, 1, dst);
+    std::vector<char> exp = packed(l, 3);
+    EXPECT_EQ(0, memcmp(dst.ptr, exp.data(), exp.size()));
+    dcx_strided_stats_t s = stats(a);
+    EXPECT_EQ(2u, s.misses);
+    EXPECT_EQ(2u, s.configures);
+    EXPECT_EQ(1u, s.cfg_failed);
+    EXPECT_EQ(1u, s.cfg_done);
 }
