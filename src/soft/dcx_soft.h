@@ -125,6 +125,13 @@ typedef struct dcx_soft_limits {
      * zeros (soft_mem.c); 0 (default): it fails, with a remote access or
      * local protection error */
     uint32_t pinned;
+    /* 1: a strided-key request (DCX_WR_MKEY_*) is never executed by the
+     * post that queues it, but by the next run of its QP (a later post on
+     * it, or the device's pass at a poll), as a NIC executes a UMR some
+     * time after its doorbell: work posted on another QP meanwhile may run
+     * before it, as it can on hardware.  0 (default): executed within the
+     * post where nothing precedes it. */
+    uint32_t mkey_late;
 } dcx_soft_limits_t;
 
 void dcx_soft_limits_default(dcx_soft_limits_t *limits);

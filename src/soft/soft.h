@@ -314,7 +314,9 @@ typedef struct soft_swqe {
     uint8_t rd_counted;   /* counted in qp->rd_atomic */
     uint8_t copy_refused; /* the initiator's copy did not take it
                            * (soft_req_run_direct): packets */
-    uint8_t pad[2];
+    uint8_t late;         /* a strided-key request not to execute within
+                           * its post (limits.mkey_late) */
+    uint8_t pad[1];
     /* the target's request ring position after the newest packet of this
      * WQE (low 32 bits; 0: none queued): its completion ends the peer's
      * watch if that is the peer's watch_pos */

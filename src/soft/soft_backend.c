@@ -374,7 +374,17 @@ static const dcx_param_t soft_params[] = {
         "data written landing nowhere and reads returning zeros (a NIC returns\n"
         "what the pages last held). n: such an access fails with a remote access\n"
         "or local protection error.",
-        DCX_PARAM_BOOL, limits.pinned, 0, 1)};
+        DCX_PARAM_BOOL, limits.pinned, 0, 1),
+
+    SOFT_PARAM(
+        "SOFT_MKEY_LATE", "n",
+        "Soft device: a strided-key configure or invalidate is executed by a\n"
+        "later run of its queue (the device's pass at the next poll, or the\n"
+        "next post on that queue), never within its own post, as a NIC\n"
+        "executes a UMR some time after the doorbell: work posted on another\n"
+        "queue right after it may run first, as on hardware. n: executed\n"
+        "within the post where nothing precedes it.",
+        DCX_PARAM_BOOL, limits.mkey_late, 0, 1)};
 
 /* Listed after the backends of NICs. */
 const dcx_backend_t dcx_soft_backend = {

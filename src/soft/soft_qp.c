@@ -130,7 +130,9 @@ static soft_swqe_t *soft_post_enqueue(soft_qp_t *qp, const dcx_send_wr_t *wr,
     w->all_sent     = 0;
     w->rd_counted   = 0;
     w->copy_refused = 0;
-    w->tx_end       = 0;
+    w->late         = (soft_opinfo[wr->opcode].flags & SOFT_OPF_MKEY) &&
+              qp->dev->limits.mkey_late;
+    w->tx_end = 0;
     if (inl_ready) {
         /* copied by soft_post_inline_data */
     } else if (wr->flags & DCX_SEND_INLINE) {

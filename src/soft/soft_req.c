@@ -772,6 +772,13 @@ void soft_req_run(soft_qp_t *qp, uint64_t now)
             if (qp->sq_comp != qp->sq_send) {
                 return;
             }
+            if (w->late) {
+                /* limits.mkey_late: not by the run of its own post; the
+                 * next run of this QP (a later post on it, or the engine
+                 * pass of a poll) executes it */
+                w->late = 0;
+                return;
+            }
             soft_req_complete(qp, soft_mkey_wr_exec(qp, w), 0, now);
             continue;
         }

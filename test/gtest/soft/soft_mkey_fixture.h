@@ -92,6 +92,7 @@ protected:
         soft::SetUp();
         dcx_soft_limits_t l = sh->tp.limits;
         l.mkey_max_entries  = LIMIT;
+        limits(l);
         ASSERT_EQ(0, n.open(fabric.c_str(), &l));
         ASSERT_EQ(0, n.make_loopback(KEY, DCX_ACCESS_REMOTE_WRITE |
                                               DCX_ACCESS_REMOTE_READ |
@@ -103,6 +104,9 @@ protected:
             mem[i] = (uint8_t)(i * 7 + 3);
         }
     }
+
+    /* last changes to the device's limits */
+    virtual void limits(dcx_soft_limits_t &l) {}
 
     void TearDown() override
     {

@@ -707,3 +707,69 @@ TEST_F(soft_mkey, post_failing_bad_flow)
     EXPECT_EQ(0, n.poll(&wc, 1, 0.0));
     invalidate(k);
 }
+
+/* limits.mkey_late: a configure is not executed by its own post but by a
+ * later run of its QP, so work posted on another QP right after it does
+ * not see the key yet (as on a ConnectX, where the UMR QP and a DCI are
+ * not ordered); its completion says it is done; on its own QP the work
+ * after it waits for it */
+class soft_mkey_late : public soft_mkey {
+protected:
+    void limits(dcx_soft_limits_t &l) override { l.mkey_late = 1; }
+};
+
+TEST_F(soft_mkey_late, configure_runs_after_its_post)
+{
+    const size_t rows = 16, cols = 4;
+    dcx_mkey_t *k = create(4);
+    dcx_cq_t *ucq = nullptr;
+    dcx_qp_t *uqp = nullptr;
+    dcx_qp_attr_t a;
+    dcx_wc_t wc;
+
+    ASSERT_EQ(0, dcx_cq_create(n.dev, 16, &ucq));
+    memset(&a, 0, sizeof(a));
+    a.type          = DCX_QPT_DCI;
+    a.send_cq       = ucq;
+    a.max_send_wr   = 4;
+    a.max_send_sge  = 1;
+    a.max_rd_atomic = 1;
+    ASSERT_EQ(0, dcx_qp_create(n.pd, &a, &uqp));
+
+    std::vector<dcx_mkey_interleaved_t> e = column(1, cols);
+    dcx_mkey_layout_t lay                 = interleaved_layout(e, rows, RACC);
+    dcx_send_wr_t w = mkey_wr(DCX_WR_MKEY_INTERLEAVED, k, &lay);
+    ASSERT_EQ(0, dcx_qp_post_send(uqp, &w));
+    /* another QP, right after: the key is still free */
+    std::vector<uint8_t> before(mem);
+    EXPECT_EQ(DCX_WC_REM_ACCESS_ERR,
+              rdma(DCX_WR_RDMA_WRITE, k->rkey, 0, 0, rows * 8));
+    EXPECT_EQ(before, mem);
+    /* its completion: configured */
+    double end = now_s() + 20.0;
+    int got    = 0;
+    while ((got == 0) && (now_s() < end)) {
+        got = dcx_cq_poll(ucq, 1, &wc);
+    }
+    ASSERT_EQ(1, got);
+    EXPECT_EQ(DCX_WC_SUCCESS, wc.status);
+    EXPECT_EQ(DCX_WC_UMR, wc.opcode);
+    for (size_t i = 0; i < rows * 8; ++i) {
+        loc[i] = (uint8_t)(0x30 ^ i);
+    }
+    EXPECT_EQ(DCX_WC_SUCCESS, rdma(DCX_WR_RDMA_WRITE, k->rkey, 0, 0, 8));
+    EXPECT_EQ(0, memcmp(&mem[8], loc.data(), 8));
+
+    /* on one QP: an unsignalled configure, then a WRITE through the new
+     * layout, which runs after it */
+    std::vector<dcx_mkey_interleaved_t> e3 = column(3, cols);
+    dcx_mkey_layout_t lay3                 = interleaved_layout(e3, rows, RACC);
+    dcx_send_wr_t w3 = mkey_wr(DCX_WR_MKEY_INTERLEAVED, k, &lay3);
+    w3.flags         = 0;
+    ASSERT_EQ(0, dcx_qp_post_send(n.dci, &w3));
+    EXPECT_EQ(DCX_WC_SUCCESS, rdma(DCX_WR_RDMA_WRITE, k->rkey, 0, 0, 8));
+    EXPECT_EQ(0, memcmp(&mem[3 * 8], loc.data(), 8));
+
+    EXPECT_EQ(0, dcx_qp_destroy(uqp));
+    EXPECT_EQ(0, dcx_cq_destroy(ucq));
+}
