@@ -33,8 +33,10 @@
 #define emu_debug(_fmt, ...) emu_log(DCX_LOG_DEBUG, _fmt, ##__VA_ARGS__)
 
 /* Environment */
-#define EMU_ENV_DEVICES    "DCX_EMU_DEVICES" /* number of devices, 0..16 */
-#define EMU_ENV_FABRIC     "DCX_EMU_FABRIC"  /* soft fabric name */
+#define EMU_ENV_DEVICES "DCX_EMU_DEVICES" /* number of devices, 0..16 */
+#define EMU_ENV_FABRIC  "DCX_EMU_FABRIC"  /* soft fabric name */
+/* "1": UMRs run after their ibv_wr_complete, not within it */
+#define EMU_ENV_UMR_LATE   "DCX_EMU_UMR_LATE"
 #define EMU_DEFAULT_FABRIC "mlx5emu"
 #define EMU_MAX_DEVICES    16
 

@@ -72,7 +72,7 @@ static void emu_devs_init(void)
     dcx_dev_config_t *config;
     const char *env       = getenv(EMU_ENV_DEVICES);
     dcx_dev_info_t *infos = NULL;
-    unsigned count = 0, i, n = 1;
+    unsigned count = 0, i, n = 1, umr_late = 0;
     char *end;
     int ret;
 
@@ -87,6 +87,15 @@ static void emu_devs_init(void)
         }
         n = (unsigned)v;
     }
+    env = getenv(EMU_ENV_UMR_LATE);
+    if ((env != NULL) && (*env != '\0')) {
+        if (strcmp(env, "0") && strcmp(env, "1")) {
+            emu_error("%s=%s is not 0 or 1", EMU_ENV_UMR_LATE, env);
+            emu_devs_err = EINVAL;
+            return;
+        }
+        umr_late = (env[0] == '1');
+    }
     env = getenv(EMU_ENV_FABRIC);
     snprintf(emu_fabric, sizeof(emu_fabric), "%s",
              ((env != NULL) && (*env != '\0')) ? env : EMU_DEFAULT_FABRIC);
@@ -95,7 +104,8 @@ static void emu_devs_init(void)
     }
 
     /* the soft backend's knobs: n devices on our fabric, registrations
-     * that pin their pages as a ConnectX's do, limits at their defaults (a
+     * that pin their pages as a ConnectX's do, UMRs run late if asked
+     * (DCX_EMU_UMR_LATE, as SOFT_MKEY_LATE), limits at their defaults (a
      * refused value is logged under its DCX_EMU_ name) */
     ret = dcx_dev_config_create("DCX_EMU_", &config);
     if (ret == 0) {
@@ -105,6 +115,9 @@ static void emu_devs_init(void)
         }
         if (ret == 0) {
             ret = dcx_dev_config_set_num(config, "SOFT_PINNED", 1);
+        }
+        if (ret == 0) {
+            ret = dcx_dev_config_set_num(config, "SOFT_MKEY_LATE", umr_late);
         }
         if (ret == 0) {
             ret = dcx_dev_list(config, &infos, &count);
