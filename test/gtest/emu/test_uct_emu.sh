@@ -45,8 +45,12 @@ filter=$(echo "$SOFT_ONLY" | awk 'NF { printf "%s%s", sep, $1; sep = ":" }')
 fabric=uctemu-$$
 trap 'rm -f "/dev/shm/dcx-emu.$(id -u).$fabric"' EXIT
 
+# DCX_EMU_UMR_LATE=1: the emulated ConnectX runs a UMR after its post, not
+# within it, so that an operation that used a strided key before its UMR
+# completed would move the wrong bytes, as it could on hardware
 "$run" --mlx5-emu --fabric "$fabric" \
-    env DCX_TEST_DEVICE=mlx5_0 "$gtest" --gtest_filter="-$filter" "$@" || exit
+    env DCX_TEST_DEVICE=mlx5_0 DCX_EMU_UMR_LATE=1 "$gtest" \
+    --gtest_filter="-$filter" "$@" || exit
 
 # The backend writes WQEs and reads CQEs in queue memory by default; the
 # operations, contract and error suites run a second time with it posting

@@ -121,7 +121,9 @@ TEST_P(uct_dcx_strided, own_queue_pending_request_goes_after_configure)
     ASSERT_EQ(UCS_OK, uct_ep_pending_add(ep, &req.uct, 0));
     ASSERT_TRUE(wait_for([&]() { return req.status != UCS_ERR_NO_RESOURCE; }));
     EXPECT_EQ(UCS_INPROGRESS, req.status);
-    EXPECT_EQ(2, req.calls);
+    /* (dispatched by every progress call, refused until the key is
+     * ready) */
+    EXPECT_GE(req.calls, 2);
     ASSERT_TRUE(wait_for([&]() { return comp.done > 0; }));
     EXPECT_EQ(UCS_OK, comp.status);
     std::vector<char> exp = packed(l, 2);

@@ -77,7 +77,7 @@ using namespace dcx_strided_test;
 class uct_dcx_strided : public uct_dcx_policy_test {
 protected:
     /* The parameter: a DCI policy, and "/own" to put strided-key configures
-     * on a queue of their own */
+     * on a queue of their own, which the device runs late */
     virtual void init_env(scoped_env &env)
     {
         const std::string p = GetParam();
@@ -86,6 +86,11 @@ protected:
         env.set("UCX_DCX_DCI_POLICY", p.substr(0, slash));
         if (slash != std::string::npos) {
             env.set("UCX_DCX_STRIDED_KEY_QUEUE", p.substr(slash + 1));
+            /* the soft device runs a configure after its post, not within
+             * it, so that a data work request posted before its completion
+             * would find the key not configured yet (or the layout before),
+             * as it can on a ConnectX */
+            env.set("UCX_DCX_SOFT_MKEY_LATE", "y");
         }
     }
 
