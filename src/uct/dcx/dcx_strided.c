@@ -230,11 +230,20 @@ uct_dcx_strided_key_alloc(uct_dcx_iface_t *iface)
         st->stats.keys_created = st->keys_created;
         return key;
     }
+    ucs_list_for_each(key, &st->lru, idle) {
+        if (ucs_likely(!key->fresh)) {
+            uct_dcx_skey_uncache(st, key);
+            st->stats.evictions++;
+            return key;
+        }
+    }
     if (!ucs_list_is_empty(&st->lru)) {
-        key = ucs_list_head(&st->lru, uct_dcx_skey_t, idle);
-        uct_dcx_skey_uncache(st, key);
-        st->stats.evictions++;
-        return key;
+        /* only keys configured for operations that have not come back for
+         * them yet: the oldest is spared once, so that operations over
+         * different layouts that take turns evicting each other's key
+         * before its use cannot all wait for ever */
+        key        = ucs_list_head(&st->lru, uct_dcx_skey_t, idle);
+        key->fresh = 0;
     }
     st->stats.exhausted++;
     return NULL;

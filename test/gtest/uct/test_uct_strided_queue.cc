@@ -10,7 +10,9 @@
  *    goes at once, and so does every later operation over the layout;
  *  - such a refusal queues a pending request (not "busy"), which the
  *    progress call that sees the completion dispatches;
- *  - one key reconfigured for layout after layout moves each one's bytes;
+ *  - one key reconfigured for layout after layout moves each one's bytes,
+ *    and a key configured for an operation that has not come back for it
+ *    is spared once by another's miss;
  *  - a configure that fails (soft fault injection) refuses the operation
  *    waiting for it with an error and one log line, moving nothing, and
  *    the layout is configured again by the next operation;
@@ -281,4 +283,50 @@ TEST_P(uct_dcx_strided, own_queue_configure_failure_bad_flow)
     EXPECT_EQ(2u, s.configures);
     EXPECT_EQ(1u, s.cfg_failed);
     EXPECT_EQ(1u, s.cfg_done);
+}
+
+/* One key, two layouts whose operations wait for it in turn: the key
+ * configured for the first is not evicted by the second's retry before the
+ * first came back for it (spared once), so neither waits for ever */
+TEST_P(uct_dcx_strided, own_queue_fresh_key_spared_once)
+{
+    entity *a = create("STRIDED_KEYS", "1"), *b = create();
+    uct_ep_h ep = connect(a, b);
+    if (!stats(a).own_queue) {
+        GTEST_SKIP() << "configures go on the DCI of the operation";
+    }
+    const layout l1 = {8, 20, 100}, l2 = {8, 30, 100};
+    mem s1 = strided_mem(l1, 1), s2 = strided_mem(l2, 2);
+    mem d1 = alloc_mem(1000), d2 = alloc_mem(1000);
+    uct_iov_t i1 = iov_of(s1, l1), i2 = iov_of(s2, l2);
+    test_comp c1, c2;
+
+    auto put1 = [&]() {
+        return uct_ep_put_zcopy(ep, &i1, 1, (uintptr_t)d1.ptr, d1.rkey,
+                                &c1.uct);
+    };
+    auto put2 = [&]() {
+        return uct_ep_put_zcopy(ep, &i2, 1, (uintptr_t)d2.ptr, d2.rkey,
+                                &c2.uct);
+    };
+
+    EXPECT_EQ(UCS_ERR_NO_RESOURCE, put1()); /* configures the key */
+    EXPECT_EQ(UCS_ERR_NO_RESOURCE, put2()); /* the key is held */
+    ASSERT_TRUE(wait_for([&]() { return stats(a).cfg_done == 1; }));
+    /* the second comes back first: the first's key is spared */
+    EXPECT_EQ(UCS_ERR_NO_RESOURCE, put2());
+    EXPECT_EQ(0u, stats(a).evictions);
+    EXPECT_EQ(UCS_INPROGRESS, put1());
+    ASSERT_TRUE(wait_for([&]() { return c1.done > 0; }));
+    ucs_status_t status = UCS_OK;
+    ASSERT_TRUE(wait_for([&]() {
+        status = put2();
+        return status != UCS_ERR_NO_RESOURCE;
+    }));
+    EXPECT_EQ(UCS_INPROGRESS, status);
+    ASSERT_TRUE(wait_for([&]() { return c2.done > 0; }));
+    std::vector<char> e1 = packed(l1, 1), e2 = packed(l2, 2);
+    EXPECT_EQ(0, memcmp(d1.ptr, e1.data(), e1.size()));
+    EXPECT_EQ(0, memcmp(d2.ptr, e2.data(), e2.size()));
+    EXPECT_EQ(1u, stats(a).evictions);
 }
