@@ -19,6 +19,7 @@
 
 #include <ucs/debug/assert.h>
 #include <ucs/debug/log.h>
+#include <ucs/debug/memtrack_int.h>
 #include <ucs/sys/compiler_def.h>
 #include <string.h>
 
@@ -43,6 +44,13 @@ uct_dcx_cfg_queue_create(uct_dcx_cfg_queue_t *q)
     dcx_qp_attr_t attr;
     int ret;
 
+    q->ids = ucs_calloc(q->depth, sizeof(*q->ids), "dcx_cfg_queue_ids");
+    if (q->ids == NULL) {
+        ucs_error("dcx: %s: cannot allocate the strided-key configure queue",
+                  name);
+        q->broken = 1;
+        return UCS_ERR_NO_MEMORY;
+    }
     ret = dcx_cq_create(q->pd->dev, q->depth, &q->cq);
     if (ret != 0) {
         ucs_error("dcx: %s: cannot create the CQ of the strided-key "
@@ -105,6 +113,7 @@ ucs_status_t uct_dcx_cfg_queue_post(uct_dcx_cfg_queue_t *q, dcx_send_wr_t *wr)
                   strerror(ret));
         return UCS_ERR_IO_ERROR;
     }
+    q->ids[(q->head + q->out) % q->depth] = wr->wr_id;
     q->out++;
     return UCS_OK;
 }
@@ -127,6 +136,24 @@ static UCS_F_NOINLINE void uct_dcx_cfg_queue_recover(uct_dcx_cfg_queue_t *q)
     }
 }
 
+/* The CQ failed (poll returned ret): nothing in flight will complete */
+static UCS_F_NOINLINE void uct_dcx_cfg_queue_fail_all(uct_dcx_cfg_queue_t *q,
+                                                      int ret)
+{
+    uint64_t wr_id;
+
+    ucs_error("dcx: %s: polling the CQ of the strided-key configure queue "
+              "failed (%d): %u configures in flight fail, the queue is out "
+              "of service",
+              dcx_dev_name(q->pd->dev), ret, q->out);
+    q->broken = 1;
+    while (q->out > 0) {
+        wr_id = q->ids[q->head++ % q->depth];
+        q->out--;
+        q->done(q->arg, wr_id, UCS_ERR_IO_ERROR);
+    }
+}
+
 unsigned uct_dcx_cfg_queue_progress(uct_dcx_cfg_queue_t *q)
 {
     dcx_wc_t wc[UCT_DCX_CFG_QUEUE_BATCH];
@@ -134,17 +161,18 @@ unsigned uct_dcx_cfg_queue_progress(uct_dcx_cfg_queue_t *q)
     int n, i;
 
     n = dcx_cq_poll(q->cq, UCT_DCX_CFG_QUEUE_BATCH, wc);
-    if (n <= 0) {
-        if (n < 0) {
-            ucs_error("dcx: %s: polling the CQ of the strided-key configure "
-                      "queue failed (%d)",
-                      dcx_dev_name(q->pd->dev), n);
-        }
+    if (ucs_likely(n == 0)) {
+        return 0;
+    } else if (n < 0) {
+        uct_dcx_cfg_queue_fail_all(q, n);
         return 0;
     }
 
     for (i = 0; i < n; ++i) {
         ucs_assert(q->out > 0);
+        /* (in posting order: one RC QP) */
+        ucs_assert(wc[i].wr_id == q->ids[q->head % q->depth]);
+        q->head++;
         q->out--;
         if (ucs_likely(wc[i].status == DCX_WC_SUCCESS)) {
             status = UCS_OK;
@@ -190,4 +218,6 @@ void uct_dcx_cfg_queue_cleanup(uct_dcx_cfg_queue_t *q)
         }
         q->cq = NULL;
     }
+    ucs_free(q->ids);
+    q->ids = NULL;
 }

@@ -30,6 +30,8 @@ typedef struct uct_dcx_cfg_queue {
     uint32_t qp_type; /* dcx_qp_type_t */
     uint32_t depth;   /* requests in flight at most */
     uint32_t out;     /* posted, completion not polled yet */
+    uint32_t head;    /* ids[head % depth]: the oldest of them */
+    uint64_t *ids;    /* their wr_ids, in posting order */
     uint8_t in_error; /* a request failed: recovered once out is 0 */
     uint8_t broken;   /* creation or recovery failed: no more posts */
     uct_dcx_cfg_queue_done_t done;
@@ -47,7 +49,9 @@ void uct_dcx_cfg_queue_init(uct_dcx_cfg_queue_t *q, dcx_pd_t *pd,
  * recovered, or the device refuses the request. */
 ucs_status_t uct_dcx_cfg_queue_post(uct_dcx_cfg_queue_t *q, dcx_send_wr_t *wr);
 
-/* Polls the completions, calling done for each; the number polled */
+/* Polls the completions, calling done for each; the number polled.  A CQ
+ * that cannot be polled any more puts the queue out of service and ends
+ * every request in flight with UCS_ERR_IO_ERROR (one log line). */
 unsigned uct_dcx_cfg_queue_progress(uct_dcx_cfg_queue_t *q);
 
 /* Destroys the QP and CQ (requests in flight are dropped unreported) */
