@@ -6,9 +6,9 @@
 # emulated libibverbs/libmlx5 first in LD_LIBRARY_PATH, soft devices off)
 # and DCX_TEST_DEVICE=mlx5_0 makes the fixture open that device
 # (test/gtest/uct/uct_fixture.h).  Tests needing what the backend lacks
-# (tag matching, strided keys, CPU atomics, memory allocation) skip
-# themselves by capability; the wake-up tests run (the emulation models
-# completion channels).  The tests of the soft
+# (tag matching, CPU atomics, memory allocation) skip themselves by
+# capability; the wake-up tests and the strided ones (keys configured by
+# UMR) run.  The tests of the soft
 # device's own internals are left out here, in SOFT_ONLY, each with its
 # reason: this is the one place that chooses them.
 #
