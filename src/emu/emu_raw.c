@@ -59,7 +59,35 @@ static struct {
     bool uar_held[EMU_RAW_MAX_UARS];
     struct sigaction old_segv;
     bool segv_taken; /* our handler installed (a forked child inherits it) */
+    /* the devices' channels in the epoll set: an event the engine got
+     * before it took the lock may name one destroyed since */
+    dcx_comp_channel_t *chans[EMU_MAX_DEVICES];
 } emu_raw;
+
+/* ch is a channel of the epoll set (emu_raw_lock held) */
+static bool emu_raw_chan_live(const dcx_comp_channel_t *ch)
+{
+    unsigned i;
+
+    for (i = 0; i < EMU_MAX_DEVICES; ++i) {
+        if (emu_raw.chans[i] == ch) {
+            return true;
+        }
+    }
+    return false;
+}
+
+static void emu_raw_chan_set(dcx_comp_channel_t *old, dcx_comp_channel_t *ch)
+{
+    unsigned i;
+
+    for (i = 0; i < EMU_MAX_DEVICES; ++i) {
+        if (emu_raw.chans[i] == old) {
+            emu_raw.chans[i] = ch;
+            return;
+        }
+    }
+}
 
 static void emu_raw_wake(void)
 {
@@ -155,6 +183,9 @@ static void emu_raw_collect(struct epoll_event *ev, int n)
             continue;
         }
         ch = ev[i].data.ptr;
+        if (!emu_raw_chan_live(ch)) {
+            continue; /* its device closed meanwhile */
+        }
         while (dcx_comp_channel_get_event(ch, &cq) == 0) {
             /* collected (and acknowledged): the pass drains its CQ */
         }
@@ -252,6 +283,7 @@ void emu_raw_fork_child(void)
         close(emu_raw.efd);
         close(emu_raw.epfd);
     }
+    memset(emu_raw.chans, 0, sizeof(emu_raw.chans));
     emu_raw.started = false;
     emu_raw.sqs     = NULL;
     emu_raw.rqs     = NULL;
@@ -422,6 +454,8 @@ int emu_raw_add_cq(emu_cq_t *cq)
             if (epoll_ctl(emu_raw.epfd, EPOLL_CTL_ADD, dev->raw_ch->fd, &ev) !=
                 0) {
                 ret = errno;
+            } else {
+                emu_raw_chan_set(NULL, dev->raw_ch);
             }
         }
     }
@@ -449,6 +483,7 @@ void emu_raw_dev_close(emu_dev_t *dev)
     }
     pthread_mutex_lock(&emu_raw_lock);
     epoll_ctl(emu_raw.epfd, EPOLL_CTL_DEL, dev->raw_ch->fd, NULL);
+    emu_raw_chan_set(dev->raw_ch, NULL);
     if (dcx_comp_channel_destroy(dev->raw_ch) != 0) {
         emu_warn("%s: raw queues: the engine's channel still has CQs",
                  dev->ibdev.name);
