@@ -501,6 +501,9 @@ int emu_grow(void **p, uint32_t *cap, uint32_t need, size_t elem);
 void emu_umr_init(emu_qp_t *qp);
 /* Posts a memory-key WR of the batch to the soft QP (sq_lock held). */
 int emu_umr_post(emu_qp_t *qp, emu_wr_t *w);
+/* IBV_WR_LOCAL_INV of ibv_post_send, appended to the batch */
+void emu_umr_post_local_inv(emu_qp_t *qp, uint32_t rkey);
+
 static inline bool emu_wr_is_mkey(const emu_wr_t *w)
 {
     return (w->wr.opcode >= DCX_WR_MKEY_FIRST) &&

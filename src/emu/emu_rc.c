@@ -252,7 +252,7 @@ static bool emu_rc_build(struct ibv_qp_ex *x, const struct ibv_send_wr *wr)
                              wr->wr.atomic.compare_add, wr->wr.atomic.swap);
         return true;
     case IBV_WR_LOCAL_INV:
-        x->wr_local_inv(x, wr->invalidate_rkey);
+        emu_umr_post_local_inv((emu_qp_t *)x, wr->invalidate_rkey);
         return true;
     default:
         return false;

@@ -9,6 +9,8 @@
  *  - a builder on a QP that is not RC, or whose send_ops_flags (mlx5 ones
  *    for the UMR builders, IBV_QP_EX_WITH_LOCAL_INV for the invalidation)
  *    do not declare it: EOPNOTSUPP (libmlx5 leaves the pointer NULL);
+ *    IBV_WR_LOCAL_INV through ibv_post_send needs no declaration (libmlx5
+ *    takes it on any RC QP);
  *  - a configure request without IBV_SEND_INLINE in wr_flags: EOPNOTSUPP;
  *  - access flags other than LOCAL_WRITE, REMOTE_WRITE, REMOTE_READ and
  *    REMOTE_ATOMIC, no key or a key of another device: EINVAL;
@@ -74,7 +76,10 @@ static emu_wr_t *emu_umr_new(emu_qp_t *qp, uint8_t opcode, const char *name,
                     "%s on a %s: the emulation models memory-key requests "
                     "on RC QPs (libmlx5 gives the UMR builders to RC QPs "
                     "only)",
-                    name, (qp->kind == EMU_QP_DCI) ? "DCI" : "DCT");
+                    name,
+                    (qp->kind == EMU_QP_DCI) ? "DCI" :
+                    (qp->kind == EMU_QP_UD)  ? "UD QP" :
+                                               "DCT");
         return NULL;
     }
     if (!declared) {
@@ -330,18 +335,30 @@ static void emu_umr_mr_list(struct mlx5dv_qp_ex *dv, struct mlx5dv_mkey *mkey,
     }
 }
 
-static void emu_umr_local_inv(struct ibv_qp_ex *qpx, uint32_t rkey)
+static void emu_umr_inv(emu_qp_t *qp, uint32_t rkey, bool declared)
 {
-    emu_qp_t *qp = (emu_qp_t *)qpx;
     emu_wr_t *w;
 
-    w = emu_umr_new(qp, DCX_WR_MKEY_INVALIDATE, "local_inv",
-                    qp->send_ops & IBV_QP_EX_WITH_LOCAL_INV);
+    w = emu_umr_new(qp, DCX_WR_MKEY_INVALIDATE, "local_inv", declared);
     if (w != NULL) {
         /* the key is found by its number when the request executes */
         w->inv_key.lkey = rkey;
         w->inv_key.rkey = rkey;
     }
+}
+
+static void emu_umr_local_inv(struct ibv_qp_ex *qpx, uint32_t rkey)
+{
+    emu_qp_t *qp = (emu_qp_t *)qpx;
+
+    emu_umr_inv(qp, rkey, qp->send_ops & IBV_QP_EX_WITH_LOCAL_INV);
+}
+
+void emu_umr_post_local_inv(emu_qp_t *qp, uint32_t rkey)
+{
+    /* libmlx5's ibv_post_send takes IBV_WR_LOCAL_INV on every RC QP: its
+     * send_ops_flags choose the ibv_wr_* builders only */
+    emu_umr_inv(qp, rkey, true);
 }
 
 static void emu_umr_mkey_configure(struct mlx5dv_qp_ex *dv,

@@ -714,6 +714,52 @@ TEST_F(emu_umr_test, local_inv_bad_flow)
     EXPECT_EQ(IBV_QPS_ERR, qp_state(rc));
 }
 
+/* ibv_post_send takes IBV_WR_LOCAL_INV on any RC QP, whatever its
+ * send_ops_flags declare (they choose the ibv_wr_* builders only) */
+TEST_F(emu_umr_test, post_send_local_inv)
+{
+    struct ibv_qp *rc      = make_rc(4, MLX5DV_QP_EX_WITH_MR_LIST, 0);
+    struct mlx5dv_mkey *mk = make_mkey(4);
+    struct ibv_sge sge = {(uintptr_t)m_tgt[0].data(), 64, m_tgt_mr[0]->lkey};
+    struct ibv_send_wr wr, *bad = nullptr;
+
+    ASSERT_NE(nullptr, rc);
+    ASSERT_NE(nullptr, mk);
+    ASSERT_EQ(0, umr_list(rc, mk, EMU_UMR_ACCESS, 1, &sge));
+    expect_done(101, MLX5DV_WC_UMR);
+    EXPECT_EQ(IBV_WC_SUCCESS,
+              rdma(m_dci, IBV_WR_RDMA_WRITE, m_buf.data(), 8, 0, mk->rkey));
+    memset(&wr, 0, sizeof(wr));
+    wr.wr_id           = 103;
+    wr.opcode          = IBV_WR_LOCAL_INV;
+    wr.send_flags      = IBV_SEND_SIGNALED;
+    wr.invalidate_rkey = mk->lkey;
+    ASSERT_EQ(0, ibv_post_send(rc, &wr, &bad));
+    expect_done(103, IBV_WC_LOCAL_INV);
+    EXPECT_EQ(IBV_WC_REM_ACCESS_ERR,
+              rdma(m_dci, IBV_WR_RDMA_WRITE, m_buf.data(), 8, 0, mk->rkey));
+}
+
+TEST_F(emu_umr_test, post_send_local_inv_bad_flow)
+{
+    struct ibv_qp *rc = make_rc(4, MLX5DV_QP_EX_WITH_MR_LIST, 0);
+    struct ibv_send_wr wr, *bad = nullptr;
+    emu_wc wc;
+
+    ASSERT_NE(nullptr, rc);
+    /* a plain MR's key is not an indirect mkey: as through the builder */
+    memset(&wr, 0, sizeof(wr));
+    wr.wr_id           = 103;
+    wr.opcode          = IBV_WR_LOCAL_INV;
+    wr.send_flags      = IBV_SEND_SIGNALED;
+    wr.invalidate_rkey = m_tgt_mr[0]->lkey;
+    ASSERT_EQ(0, ibv_post_send(rc, &wr, &bad));
+    ASSERT_TRUE(poll_one(m_tx_cq, &wc));
+    EXPECT_EQ(103u, wc.wr_id);
+    EXPECT_EQ(IBV_WC_LOC_PROT_ERR, wc.status);
+    EXPECT_EQ(IBV_QPS_ERR, qp_state(rc));
+}
+
 /* Destroying a configured key works; accesses through it fail after. */
 TEST_F(emu_umr_test, mkey_destroy_in_use_bad_flow)
 {
