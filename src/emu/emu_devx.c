@@ -16,6 +16,9 @@
  *    host order in memory (atomic_req_8B_endianness_mode 1).  Not claimed:
  *    ODP (pg), XRQs and tag matching, CQE compression, CQE version 1,
  *    LAG, multi-packet receive queues;
+ *  - QUERY_HCA_CAP of the device memory capabilities: every field 0, no
+ *    MEMIC and no device memory (ibv_query_device_ex's max_dm_size is 0
+ *    too), so that a program asking learns there is none;
  *  - QUERY_LAG: LAG off (lag_state 0), as on a single port.
  *
  * Refused as the kernel and rdma-core refuse: a context that is not of the
@@ -35,6 +38,7 @@
 /* Capability types (op_mod >> 1) */
 #define EMU_CAP_GENERAL 0u
 #define EMU_CAP_ATOMIC  3u
+#define EMU_CAP_DEV_MEM 0xfu
 
 /* Fields of cmd_hca_cap (bit offset, width from the capability's start) */
 #define EMU_CAP_LOG_MAX_QP_SZ   136u, 8u
@@ -211,11 +215,14 @@ int dcx_emu_mlx5dv_devx_general_cmd(struct ibv_context *context, const void *in,
             emu_devx_cap_general(ectx, reply + EMU_CMD_HDR);
         } else if ((op_mod >> 1) == EMU_CAP_ATOMIC) {
             emu_devx_cap_atomic(reply + EMU_CMD_HDR);
+        } else if ((op_mod >> 1) == EMU_CAP_DEV_MEM) {
+            /* every field 0: no device memory (MEMIC), as
+             * ibv_query_device_ex's max_dm_size 0 says */
         } else {
             return emu_devx_refuse(name, call, opcode, out, outlen,
                                    EMU_STAT_BAD_PARAM, 0x100u | (op_mod >> 1),
                                    "capability type 0x%x is not modelled "
-                                   "(general and atomic only)",
+                                   "(general, atomic, device memory only)",
                                    op_mod >> 1);
         }
         break;

@@ -23,8 +23,6 @@ py=/usr/bin/python3
 known=(
     "test_dc_send_stream_bad_flow: ibv_rereg_mr is not modelled"
     "test_dc_send_stream_bad_flow_qp: ibv_rereg_mr is not modelled"
-    "test_dm_atomic_ops: DEVX commands other than QUERY_HCA_CAP"
-    "test_parallel_dm_atomic_ops: DEVX commands other than QUERY_HCA_CAP"
     "test_obj_on_huge: MLX5 huge-page allocation rules (MLX5_*_ALLOC_TYPE)"
     "test_mkey_interleaved_new_api: mlx5dv_wr_mkey_configure"
     "test_mkey_list_new_api: mlx5dv_wr_mkey_configure"

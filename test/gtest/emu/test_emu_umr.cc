@@ -352,6 +352,17 @@ TEST_F(emu_umr_test, devx_query_hca_cap)
         EXPECT_EQ(30u, prm_get(cap, 0x1c3, 5)); /* log_max_msg */
         EXPECT_EQ(0u, out.back());
     }
+    /* the device memory capabilities: none (max_dm_size is 0 too) */
+    hca_cap_in(in, 0x100, (0xfu << 1) | 1);
+    ASSERT_EQ(0, mlx5dv_devx_general_cmd(m_ctx, in, sizeof(in), out.data(),
+                                         out.size()));
+    EXPECT_EQ(0u, out[0]); /* status */
+    const uint8_t *dm = out.data() + 16;
+    EXPECT_EQ(0u, prm_get(dm, 0, 1));      /* memic */
+    EXPECT_EQ(0u, prm_get(dm, 0x20, 8));   /* atomic increment sizes */
+    EXPECT_EQ(0u, prm_get(dm, 0x30, 8));   /* atomic test-and-set sizes */
+    EXPECT_EQ(0u, prm_get(dm, 0xa0, 32));  /* max_memic_size */
+    EXPECT_EQ(0u, prm_get(dm, 0x200, 32)); /* memic operations */
 }
 
 TEST_F(emu_umr_test, devx_query_hca_cap_bad_flow)
