@@ -212,6 +212,9 @@ typedef struct emu_mkey {
     emu_pd_t *pd;
     dcx_mkey_t *soft;
     uint32_t num_desc; /* translation entries: max_entries rounded to 4 */
+    /* DCX_ACCESS_* the key was last configured with: a configure without
+     * the access setter keeps them (0, local read, from creation) */
+    uint32_t access;
 } emu_mkey_t;
 
 /* One WR being built or waiting in a batch (emu_wr.c, emu_umr.c) */
@@ -231,6 +234,14 @@ typedef struct emu_wr {
     uint32_t il_off;
     dcx_mkey_layout_t lay;
     dcx_mkey_t inv_key;
+    /* mlx5dv_wr_mkey_configure: its key, the setters it declared and those
+     * called; which of access and layout came (has_data is set once all
+     * declared setters are in) */
+    emu_mkey_t *cfg_mk;
+    uint8_t cfg_setters;
+    uint8_t cfg_called;
+    uint8_t cfg_access_set;
+    uint8_t cfg_layout_set;
     /* UD: the address of ibv_wr_set_ud_addr */
     struct ibv_ah *ud_ah;
     uint32_t ud_qpn;

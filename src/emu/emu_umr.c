@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Emulated ConnectX: the memory-key work requests of an RC QP
- * (mlx5dv_wr_mr_interleaved, mlx5dv_wr_mr_list, ibv_wr_local_inv), executed
+ * (mlx5dv_wr_mr_interleaved, mlx5dv_wr_mr_list, mlx5dv_wr_mkey_configure
+ * with its access and layout setters, ibv_wr_local_inv), executed
  * by the soft device's strided keys (src/soft/soft_mkey.c) on the QP's soft
  * send queue, in order with its other work.
  *
@@ -33,8 +34,17 @@
  *    (local protection error, remote access error at the requester);
  *  - ibv_wr_local_inv of a key that is not an indirect mkey completes with
  *    IBV_WC_LOC_PROT_ERR.
- * mlx5dv_wr_mkey_configure and its setters (signature, crypto) are not
- * modelled: EOPNOTSUPP.
+ * mlx5dv_wr_mkey_configure is mr_list/mr_interleaved in parts, with
+ * libmlx5's rules: IBV_SEND_INLINE (EOPNOTSUPP), no comp_mask and no
+ * conf_flags but RESET_SIG_ATTR (EOPNOTSUPP), each setter at most once
+ * (EINVAL), a setter without a configure expecting one (EINVAL); the
+ * request is complete when its declared number of setters came (fewer at
+ * the next builder or ibv_wr_complete: EINVAL, as a malformed WQE).
+ * Without the access setter the key keeps the access flags it had (local
+ * read from creation, as libmlx5 creates it); without a layout setter it
+ * would keep its translation, which is not modelled (EOPNOTSUPP).  The
+ * signature and crypto setters fail as libmlx5 fails them on a key made
+ * without those engines (EINVAL): the emulation makes no such keys.
  */
 #include "emu/emu.h"
 #include "soft/dcx_soft.h"
@@ -97,35 +107,53 @@ static emu_wr_t *emu_umr_new(emu_qp_t *qp, uint8_t opcode, const char *name,
     return w;
 }
 
-/* The checks of a configure request; the key, or NULL (batch failed). */
-static emu_mkey_t *emu_umr_check(emu_qp_t *qp, struct mlx5dv_mkey *mkey,
-                                 uint32_t access, uint32_t n, bool il,
-                                 const char *name)
+/* The checks of a configure request, as libmlx5 makes them: each false
+ * (or NULL) when it failed the batch. */
+static bool emu_umr_inline_ok(emu_qp_t *qp, const char *name)
 {
-    uint32_t fit = (qp->max_inline + EMU_UMR_INL_HDR) / EMU_UMR_ENTRY;
-    emu_mkey_t *mk;
-
     if (!(qp->qpx.wr_flags & IBV_SEND_INLINE)) {
         emu_wr_fail(qp, EOPNOTSUPP,
                     "%s without IBV_SEND_INLINE in wr_flags (the "
                     "translation table must travel inline)",
                     name);
-        return NULL;
+        return false;
     }
+    return true;
+}
+
+static bool emu_umr_access_ok(emu_qp_t *qp, uint32_t access, const char *name)
+{
     if (access & ~(uint32_t)EMU_UMR_ACCESS) {
         emu_wr_fail(qp, EINVAL,
                     "%s: access flags 0x%x outside LOCAL_WRITE, "
                     "REMOTE_WRITE, REMOTE_READ, REMOTE_ATOMIC",
                     name, access);
-        return NULL;
+        return false;
     }
-    mk = (mkey != NULL) ? emu_mkey(mkey) : NULL;
+    return true;
+}
+
+static emu_mkey_t *emu_umr_key(emu_qp_t *qp, struct mlx5dv_mkey *mkey,
+                               const char *name)
+{
+    emu_mkey_t *mk = (mkey != NULL) ? emu_mkey(mkey) : NULL;
+
     if ((mk == NULL) ||
         (mk->pd->pd.context->device != qp->qpx.qp_base.context->device)) {
         emu_wr_fail(qp, EINVAL, "%s: no mkey, or an mkey of another device",
                     name);
         return NULL;
     }
+    return mk;
+}
+
+/* n entries in the WQE (its inline room, less the repetition header of an
+ * interleaved layout) and in the key */
+static bool emu_umr_fits(emu_qp_t *qp, const emu_mkey_t *mk, uint32_t n,
+                         bool il, const char *name)
+{
+    uint32_t fit = (qp->max_inline + EMU_UMR_INL_HDR) / EMU_UMR_ENTRY;
+
     if (il) {
         fit = (fit > 0) ? fit - 1 : 0;
     }
@@ -139,6 +167,22 @@ static emu_mkey_t *emu_umr_check(emu_qp_t *qp, struct mlx5dv_mkey *mkey,
                     name, n, qp->max_inline,
                     il ? ", less the repetition header" : "", mk->num_desc,
                     fit);
+        return false;
+    }
+    return true;
+}
+
+static emu_mkey_t *emu_umr_check(emu_qp_t *qp, struct mlx5dv_mkey *mkey,
+                                 uint32_t access, uint32_t n, bool il,
+                                 const char *name)
+{
+    emu_mkey_t *mk;
+
+    if (!emu_umr_inline_ok(qp, name) || !emu_umr_access_ok(qp, access, name)) {
+        return NULL;
+    }
+    mk = emu_umr_key(qp, mkey, name);
+    if ((mk == NULL) || !emu_umr_fits(qp, mk, n, il, name)) {
         return NULL;
     }
     return mk;
@@ -209,36 +253,25 @@ static bool emu_umr_unroll(emu_qp_t *qp, emu_wr_t *w, emu_mkey_t *mk,
     return true;
 }
 
-static void emu_umr_mr_interleaved(struct mlx5dv_qp_ex *dv,
-                                   struct mlx5dv_mkey *mkey, uint32_t access,
-                                   uint32_t repeat, uint16_t n,
-                                   struct mlx5dv_mr_interleaved *data)
+/* w's layout: an interleaved one of n entries repeated 'repeat' times,
+ * on a key that holds them (access flags apart) */
+static void emu_umr_fill_il(emu_qp_t *qp, emu_wr_t *w, emu_mkey_t *mk,
+                            uint32_t repeat, uint16_t n,
+                            const struct mlx5dv_mr_interleaved *data,
+                            const char *name)
 {
-    static const char name[] = "mr_interleaved";
-    emu_qp_t *qp             = emu_umr_dv_qp(dv);
     bool truncated = false, overlap = false;
     dcx_mkey_interleaved_t *e;
     uint32_t i, count, stride;
     uint64_t rep_len = 0;
-    emu_mkey_t *mk;
-    emu_wr_t *w;
 
-    w = emu_umr_new(qp, DCX_WR_MKEY_INTERLEAVED, name,
-                    qp->dv_ops & MLX5DV_QP_EX_WITH_MR_INTERLEAVED);
-    if (w == NULL) {
-        return;
-    }
-    mk = emu_umr_check(qp, mkey, access, n, true, name);
-    if (mk == NULL) {
-        return;
-    }
+    w->wr.opcode = DCX_WR_MKEY_INTERLEAVED;
     if (emu_grow((void **)&qp->batch_il, &qp->batch_il_cap, qp->batch_il_n + n,
                  sizeof(*qp->batch_il)) != 0) {
         emu_wr_fail(qp, ENOMEM, "%s: out of memory", name);
         return;
     }
     w->wr.mkey          = mk->soft;
-    w->lay.access       = emu_umr_access(access);
     w->lay.repeat_count = repeat;
     w->lay.num_entries  = n;
     for (i = 0; i < n; ++i) {
@@ -288,27 +321,42 @@ static void emu_umr_mr_interleaved(struct mlx5dv_qp_ex *dv,
     emu_umr_empty(qp, w);
 }
 
-static void emu_umr_mr_list(struct mlx5dv_qp_ex *dv, struct mlx5dv_mkey *mkey,
-                            uint32_t access, uint16_t n, struct ibv_sge *sge)
+static void emu_umr_mr_interleaved(struct mlx5dv_qp_ex *dv,
+                                   struct mlx5dv_mkey *mkey, uint32_t access,
+                                   uint32_t repeat, uint16_t n,
+                                   struct mlx5dv_mr_interleaved *data)
 {
-    static const char name[] = "mr_list";
+    static const char name[] = "mr_interleaved";
     emu_qp_t *qp             = emu_umr_dv_qp(dv);
-    uint64_t len             = 0;
     emu_mkey_t *mk;
     emu_wr_t *w;
-    uint32_t i;
 
-    w = emu_umr_new(qp, DCX_WR_MKEY_LIST, name,
-                    qp->dv_ops & MLX5DV_QP_EX_WITH_MR_LIST);
+    w = emu_umr_new(qp, DCX_WR_MKEY_INTERLEAVED, name,
+                    qp->dv_ops & MLX5DV_QP_EX_WITH_MR_INTERLEAVED);
     if (w == NULL) {
         return;
     }
-    mk = emu_umr_check(qp, mkey, access, n, false, name);
+    mk = emu_umr_check(qp, mkey, access, n, true, name);
     if (mk == NULL) {
         return;
     }
+    w->cfg_mk         = mk;
+    w->cfg_access_set = 1;
+    w->lay.access     = emu_umr_access(access);
+    emu_umr_fill_il(qp, w, mk, repeat, n, data, name);
+}
+
+/* w's layout: the concatenation of n sges, on a key that holds them
+ * (access flags apart) */
+static void emu_umr_fill_list(emu_qp_t *qp, emu_wr_t *w, emu_mkey_t *mk,
+                              uint16_t n, const struct ibv_sge *sge,
+                              const char *name)
+{
+    uint64_t len = 0;
+    uint32_t i;
+
+    w->wr.opcode        = DCX_WR_MKEY_LIST;
     w->wr.mkey          = mk->soft;
-    w->lay.access       = emu_umr_access(access);
     w->lay.repeat_count = 1;
     w->lay.num_entries  = n;
     for (i = 0; i < n; ++i) {
@@ -332,6 +380,217 @@ static void emu_umr_mr_list(struct mlx5dv_qp_ex *dv, struct mlx5dv_mkey *mkey,
         qp->batch_sge[qp->batch_sge_n].length = sge[i].length;
         qp->batch_sge[qp->batch_sge_n].lkey   = sge[i].lkey;
         ++qp->batch_sge_n;
+    }
+}
+
+static void emu_umr_mr_list(struct mlx5dv_qp_ex *dv, struct mlx5dv_mkey *mkey,
+                            uint32_t access, uint16_t n, struct ibv_sge *sge)
+{
+    static const char name[] = "mr_list";
+    emu_qp_t *qp             = emu_umr_dv_qp(dv);
+    emu_mkey_t *mk;
+    emu_wr_t *w;
+
+    w = emu_umr_new(qp, DCX_WR_MKEY_LIST, name,
+                    qp->dv_ops & MLX5DV_QP_EX_WITH_MR_LIST);
+    if (w == NULL) {
+        return;
+    }
+    mk = emu_umr_check(qp, mkey, access, n, false, name);
+    if (mk == NULL) {
+        return;
+    }
+    w->cfg_mk         = mk;
+    w->cfg_access_set = 1;
+    w->lay.access     = emu_umr_access(access);
+    emu_umr_fill_list(qp, w, mk, n, sge, name);
+}
+
+/* ------------------------------------------------------------------------
+ * mlx5dv_wr_mkey_configure and its setters
+ * ------------------------------------------------------------------------ */
+/* The configure whose setters are being called; NULL (batch failed) if
+ * the last WR is none, or has had all the setters it declared */
+static emu_wr_t *emu_umr_cfg_cur(emu_qp_t *qp, const char *setter)
+{
+    emu_wr_t *w = (qp->batch_n > 0) ? &qp->batch[qp->batch_n - 1] : NULL;
+
+    if (qp->batch_err != 0) {
+        return NULL;
+    }
+    if ((w == NULL) || (w->cfg_mk == NULL) || w->has_data) {
+        emu_wr_fail(qp, EINVAL,
+                    "%s without an mkey_configure expecting it (none "
+                    "before it, or its declared setters all called)",
+                    setter);
+        return NULL;
+    }
+    return w;
+}
+
+/* All declared setters are in: the WR is complete.  The HCA changes only
+ * what the setters gave; a key whose layout stays is not modelled. */
+static void emu_umr_cfg_done(emu_qp_t *qp, emu_wr_t *w)
+{
+    if (!w->cfg_layout_set) {
+        emu_wr_fail(qp, EOPNOTSUPP,
+                    "mkey_configure of mkey 0x%x without a layout setter "
+                    "(the key keeping its translation) is not modelled",
+                    w->cfg_mk->mkey.lkey);
+        return;
+    }
+    w->has_data = 1;
+}
+
+static void emu_umr_cfg_setter(emu_qp_t *qp, emu_wr_t *w)
+{
+    if (++w->cfg_called == w->cfg_setters) {
+        emu_umr_cfg_done(qp, w);
+    }
+}
+
+static void emu_umr_mkey_configure(struct mlx5dv_qp_ex *dv,
+                                   struct mlx5dv_mkey *mkey, uint8_t n,
+                                   struct mlx5dv_mkey_conf_attr *attr)
+{
+    static const char name[] = "mkey_configure";
+    emu_qp_t *qp             = emu_umr_dv_qp(dv);
+    emu_mkey_t *mk;
+    emu_wr_t *w;
+
+    w = emu_umr_new(qp, DCX_WR_MKEY_LIST, name,
+                    qp->dv_ops & MLX5DV_QP_EX_WITH_MKEY_CONFIGURE);
+    if ((w == NULL) || !emu_umr_inline_ok(qp, name)) {
+        return;
+    }
+    if (attr == NULL) {
+        emu_wr_fail(qp, EINVAL, "%s without its attributes", name);
+        return;
+    }
+    if ((attr->comp_mask != 0) ||
+        (attr->conf_flags & ~(uint32_t)MLX5DV_MKEY_CONF_FLAG_RESET_SIG_ATTR)) {
+        emu_wr_fail(qp, EOPNOTSUPP,
+                    "%s: unknown conf_flags 0x%x or comp_mask "
+                    "0x%llx",
+                    name, attr->conf_flags,
+                    (unsigned long long)attr->comp_mask);
+        return;
+    }
+    mk = emu_umr_key(qp, mkey, name);
+    if (mk == NULL) {
+        return;
+    }
+    /* the key's signature attributes to reset (RESET_SIG_ATTR): it has
+     * none, the emulation makes no signature keys */
+    w->wr.mkey     = mk->soft;
+    w->cfg_mk      = mk;
+    w->cfg_setters = n;
+    w->has_data    = 0;
+    if (n == 0) {
+        emu_umr_cfg_done(qp, w);
+    }
+}
+
+static void emu_umr_set_access(struct mlx5dv_qp_ex *dv, uint32_t access)
+{
+    static const char name[] = "set_mkey_access_flags";
+    emu_qp_t *qp             = emu_umr_dv_qp(dv);
+    emu_wr_t *w              = emu_umr_cfg_cur(qp, name);
+
+    if ((w == NULL) || !emu_umr_access_ok(qp, access, name)) {
+        return;
+    }
+    if (w->cfg_access_set) {
+        emu_wr_fail(qp, EINVAL, "%s twice for one mkey_configure", name);
+        return;
+    }
+    w->cfg_access_set = 1;
+    w->lay.access     = emu_umr_access(access);
+    emu_umr_cfg_setter(qp, w);
+}
+
+static void emu_umr_set_layout(emu_qp_t *qp, uint32_t repeat, uint16_t n,
+                               const struct mlx5dv_mr_interleaved *data,
+                               const struct ibv_sge *sge, const char *name)
+{
+    emu_wr_t *w = emu_umr_cfg_cur(qp, name);
+
+    if (w == NULL) {
+        return;
+    }
+    if (w->cfg_layout_set) {
+        emu_wr_fail(qp, EINVAL,
+                    "%s: a layout was already set for this "
+                    "mkey_configure",
+                    name);
+        return;
+    }
+    if (((data == NULL) && (sge == NULL) && (n > 0)) ||
+        !emu_umr_fits(qp, w->cfg_mk, n, data != NULL, name)) {
+        if (qp->batch_err == 0) {
+            emu_wr_fail(qp, EINVAL, "%s: %u entries and no array", name, n);
+        }
+        return;
+    }
+    w->cfg_layout_set = 1;
+    if (data != NULL) {
+        emu_umr_fill_il(qp, w, w->cfg_mk, repeat, n, data, name);
+    } else {
+        emu_umr_fill_list(qp, w, w->cfg_mk, n, sge, name);
+    }
+    if (qp->batch_err == 0) {
+        emu_umr_cfg_setter(qp, w);
+    }
+}
+
+static void emu_umr_set_layout_list(struct mlx5dv_qp_ex *dv, uint16_t n,
+                                    const struct ibv_sge *sge)
+{
+    emu_umr_set_layout(emu_umr_dv_qp(dv), 0, n, NULL, sge,
+                       "set_mkey_layout_list");
+}
+
+static void emu_umr_set_layout_il(struct mlx5dv_qp_ex *dv, uint32_t repeat,
+                                  uint16_t n,
+                                  const struct mlx5dv_mr_interleaved *data)
+{
+    static const struct mlx5dv_mr_interleaved none;
+
+    /* an interleaved layout of no entries still names its array */
+    emu_umr_set_layout(emu_umr_dv_qp(dv), repeat, n,
+                       (data != NULL) ? data : ((n == 0) ? &none : NULL), NULL,
+                       "set_mkey_layout_interleaved");
+}
+
+/* Signature and crypto setters: libmlx5 refuses them on a key created
+ * without those engines, and the emulation creates none with them. */
+static void emu_umr_set_sig_block(struct mlx5dv_qp_ex *dv,
+                                  const struct mlx5dv_sig_block_attr *attr)
+{
+    emu_qp_t *qp = emu_umr_dv_qp(dv);
+    emu_wr_t *w  = emu_umr_cfg_cur(qp, "set_mkey_sig_block");
+
+    (void)attr;
+    if (w != NULL) {
+        emu_wr_fail(qp, EINVAL,
+                    "set_mkey_sig_block: mkey 0x%x has no signature "
+                    "(signature keys are not modelled)",
+                    w->cfg_mk->mkey.lkey);
+    }
+}
+
+static void emu_umr_set_crypto(struct mlx5dv_qp_ex *dv,
+                               const struct mlx5dv_crypto_attr *attr)
+{
+    emu_qp_t *qp = emu_umr_dv_qp(dv);
+    emu_wr_t *w  = emu_umr_cfg_cur(qp, "set_mkey_crypto");
+
+    (void)attr;
+    if (w != NULL) {
+        emu_wr_fail(qp, EINVAL,
+                    "set_mkey_crypto: mkey 0x%x has no crypto engine "
+                    "(crypto keys are not modelled)",
+                    w->cfg_mk->mkey.lkey);
     }
 }
 
@@ -361,14 +620,6 @@ void emu_umr_post_local_inv(emu_qp_t *qp, uint32_t rkey)
     emu_umr_inv(qp, rkey, true);
 }
 
-static void emu_umr_mkey_configure(struct mlx5dv_qp_ex *dv,
-                                   struct mlx5dv_mkey *mkey, uint8_t n,
-                                   struct mlx5dv_mkey_conf_attr *attr)
-{
-    emu_wr_fail(emu_umr_dv_qp(dv), EOPNOTSUPP,
-                "mkey_configure is not modelled by the emulation (use "
-                "mr_interleaved or mr_list)");
-}
 
 int emu_umr_post(emu_qp_t *qp, emu_wr_t *w)
 {
@@ -378,6 +629,13 @@ int emu_umr_post(emu_qp_t *qp, emu_wr_t *w)
         w->inv_key.pd = qp->pd->soft;
         w->wr.mkey    = &w->inv_key;
     } else {
+        /* a configure without the access setter keeps the key's flags;
+         * the key takes those of the request as it is posted, in order */
+        if (w->cfg_access_set) {
+            w->cfg_mk->access = w->lay.access;
+        } else {
+            w->lay.access = w->cfg_mk->access;
+        }
         w->lay.interleaved = (w->wr.opcode == DCX_WR_MKEY_INTERLEAVED) ?
                                  qp->batch_il + w->il_off :
                                  NULL;
@@ -395,8 +653,13 @@ int emu_umr_post(emu_qp_t *qp, emu_wr_t *w)
 
 void emu_umr_init(emu_qp_t *qp)
 {
-    qp->qpx.wr_local_inv     = emu_umr_local_inv;
-    qp->dv.wr_mr_interleaved = emu_umr_mr_interleaved;
-    qp->dv.wr_mr_list        = emu_umr_mr_list;
-    qp->dv.wr_mkey_configure = emu_umr_mkey_configure;
+    qp->qpx.wr_local_inv                  = emu_umr_local_inv;
+    qp->dv.wr_mr_interleaved              = emu_umr_mr_interleaved;
+    qp->dv.wr_mr_list                     = emu_umr_mr_list;
+    qp->dv.wr_mkey_configure              = emu_umr_mkey_configure;
+    qp->dv.wr_set_mkey_access_flags       = emu_umr_set_access;
+    qp->dv.wr_set_mkey_layout_list        = emu_umr_set_layout_list;
+    qp->dv.wr_set_mkey_layout_interleaved = emu_umr_set_layout_il;
+    qp->dv.wr_set_mkey_sig_block          = emu_umr_set_sig_block;
+    qp->dv.wr_set_mkey_crypto             = emu_umr_set_crypto;
 }

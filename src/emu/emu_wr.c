@@ -19,8 +19,8 @@
  *    at least 8 bytes (the fetched value) (EINVAL);
  *  - posting outside RTS (before the first RTS after a RESET): EINVAL.
  * Builders the emulation does not model (bind_mw, send_inv, TSO, UD and
- * XRC addressing, raw WQE, memcpy, signature and crypto setters) fail the
- * batch with EOPNOTSUPP.
+ * XRC addressing, raw WQE, memcpy) fail the batch with EOPNOTSUPP; the
+ * memory-key builders and setters are emu_umr.c's.
  */
 #include "emu/emu.h"
 
@@ -72,6 +72,14 @@ static bool emu_wr_done(const emu_qp_t *qp, const emu_wr_t *w)
 {
     return w->has_data && (w->has_addr || ((qp->kind != EMU_QP_DCI) &&
                                            (qp->kind != EMU_QP_UD)));
+}
+
+/* The setter a WR not done still lacks */
+static const char *emu_wr_missing(const emu_wr_t *w)
+{
+    return ((w->cfg_mk != NULL) && !w->has_data) ? "mkey" :
+           w->has_data                           ? "address" :
+                                                   "data";
 }
 
 /* The WR whose setters are being called; NULL (and the batch failed) if
@@ -142,7 +150,7 @@ emu_wr_t *emu_wr_push(emu_qp_t *qp, uint8_t opcode, const char *name)
     }
     if ((w != NULL) && !emu_wr_done(qp, w)) {
         emu_wr_fail(qp, EINVAL, "left without its %s setter before %s",
-                    w->has_data ? "address" : "data", name);
+                    emu_wr_missing(w), name);
         return NULL;
     }
     if (qp->batch_n >= qp->max_send_wr) {
@@ -616,7 +624,7 @@ static int emu_wr_check(emu_qp_t *qp)
         emu_wr_fail(qp, EINVAL,
                     "left without its %s setter at "
                     "ibv_wr_complete",
-                    w->has_data ? "address" : "data");
+                    emu_wr_missing(w));
         return EINVAL;
     }
     pthread_mutex_lock(&qp->sq_lock);

@@ -207,6 +207,27 @@ protected:
         return ibv_wr_complete(qpx);
     }
 
+    /* mlx5dv_wr_mkey_configure declaring n setters, then 'setters' (the
+     * setters to call); ibv_wr_complete's result */
+    int configure(struct ibv_qp *qp, struct mlx5dv_mkey *mk, uint8_t n,
+                  const std::function<void(struct mlx5dv_qp_ex *)> &setters,
+                  unsigned flags      = IBV_SEND_SIGNALED | IBV_SEND_INLINE,
+                  uint32_t conf_flags = 0)
+    {
+        struct ibv_qp_ex *qpx   = ibv_qp_to_qp_ex(qp);
+        struct mlx5dv_qp_ex *dv = mlx5dv_qp_ex_from_ibv_qp_ex(qpx);
+        struct mlx5dv_mkey_conf_attr attr;
+
+        memset(&attr, 0, sizeof(attr));
+        attr.conf_flags = conf_flags;
+        ibv_wr_start(qpx);
+        qpx->wr_id    = 104;
+        qpx->wr_flags = flags;
+        mlx5dv_wr_mkey_configure(dv, mk, n, &attr);
+        setters(dv);
+        return ibv_wr_complete(qpx);
+    }
+
     /* The completion of a request expected to work */
     void expect_done(uint64_t wr_id, int opcode)
     {
@@ -723,6 +744,211 @@ TEST_F(emu_umr_test, local_inv_bad_flow)
     EXPECT_EQ(102u, wc.wr_id);
     EXPECT_EQ(IBV_WC_LOC_PROT_ERR, wc.status);
     EXPECT_EQ(IBV_QPS_ERR, qp_state(rc));
+}
+
+/* mlx5dv_wr_mkey_configure with its access and layout setters, in either
+ * order: the same keys as mr_list and mr_interleaved */
+TEST_F(emu_umr_test, mkey_configure)
+{
+    struct ibv_qp *rc      = make_rc(8, MLX5DV_QP_EX_WITH_MKEY_CONFIGURE, 0);
+    struct mlx5dv_mkey *mk = make_mkey(4);
+    char *src              = m_buf.data();
+    char *dst              = m_buf.data() + 4096;
+    struct mlx5dv_mr_interleaved e[2];
+    struct ibv_sge sge[2];
+    uint32_t r;
+
+    ASSERT_NE(nullptr, rc);
+    ASSERT_NE(nullptr, mk);
+    sge[0] = {(uintptr_t)m_tgt[0].data() + 100, 10, m_tgt_mr[0]->lkey};
+    sge[1] = {(uintptr_t)m_tgt[1].data(), 20, m_tgt_mr[1]->lkey};
+    ASSERT_EQ(0, configure(rc, mk, 2, [&](struct mlx5dv_qp_ex *dv) {
+                  mlx5dv_wr_set_mkey_access_flags(dv, EMU_UMR_ACCESS);
+                  mlx5dv_wr_set_mkey_layout_list(dv, 2, sge);
+              }));
+    expect_done(104, MLX5DV_WC_UMR);
+    std::iota(src, src + 30, 1);
+    ASSERT_EQ(IBV_WC_SUCCESS,
+              rdma(m_dci, IBV_WR_RDMA_WRITE, src, 30, 0, mk->rkey));
+    EXPECT_EQ(0, memcmp(&m_tgt[0][100], src, 10));
+    EXPECT_EQ(0, memcmp(&m_tgt[1][0], src + 10, 20));
+
+    /* layout first; then a layout alone keeps the access flags */
+    e[0] = {(uintptr_t)m_tgt[0].data(), 8, 24, m_tgt_mr[0]->lkey};
+    e[1] = {(uintptr_t)m_tgt[1].data(), 4, 4, m_tgt_mr[1]->lkey};
+    ASSERT_EQ(0, configure(rc, mk, 2, [&](struct mlx5dv_qp_ex *dv) {
+                  mlx5dv_wr_set_mkey_layout_interleaved(dv, 3, 2, e);
+                  mlx5dv_wr_set_mkey_access_flags(dv,
+                                                  IBV_ACCESS_LOCAL_WRITE |
+                                                      IBV_ACCESS_REMOTE_READ);
+              }));
+    expect_done(104, MLX5DV_WC_UMR);
+    EXPECT_EQ(IBV_WC_REM_ACCESS_ERR,
+              rdma(m_dci, IBV_WR_RDMA_WRITE, src, 36, 0, mk->rkey));
+    m_dci = make_dci();
+    ASSERT_NE(nullptr, m_dci);
+    ASSERT_EQ(0, configure(rc, mk, 1, [&](struct mlx5dv_qp_ex *dv) {
+                  mlx5dv_wr_set_mkey_layout_interleaved(dv, 3, 2, e);
+              }));
+    expect_done(104, MLX5DV_WC_UMR);
+    memset(dst, 0, 36);
+    ASSERT_EQ(IBV_WC_SUCCESS,
+              rdma(m_dci, IBV_WR_RDMA_READ, dst, 36, 0, mk->rkey));
+    for (r = 0; r < 3; ++r) {
+        EXPECT_EQ(0, memcmp(&m_tgt[0][32 * r], dst + 12 * r, 8)) << r;
+        EXPECT_EQ(0, memcmp(&m_tgt[1][8 * r], dst + 12 * r + 8, 4)) << r;
+    }
+    EXPECT_EQ(IBV_WC_REM_ACCESS_ERR,
+              rdma(m_dci, IBV_WR_RDMA_WRITE, src, 36, 0, mk->rkey));
+}
+
+/* A key created and configured with a layout only has the access libmlx5
+ * creates it with: local read, no remote access */
+TEST_F(emu_umr_test, mkey_configure_layout_only_bad_flow)
+{
+    struct ibv_qp *rc      = make_rc(4, MLX5DV_QP_EX_WITH_MKEY_CONFIGURE, 0);
+    struct mlx5dv_mkey *mk = make_mkey(4);
+    struct ibv_sge sge = {(uintptr_t)m_tgt[0].data(), 64, m_tgt_mr[0]->lkey};
+
+    ASSERT_NE(nullptr, rc);
+    ASSERT_NE(nullptr, mk);
+    ASSERT_EQ(0, configure(rc, mk, 1, [&](struct mlx5dv_qp_ex *dv) {
+                  mlx5dv_wr_set_mkey_layout_list(dv, 1, &sge);
+              }));
+    expect_done(104, MLX5DV_WC_UMR);
+    EXPECT_EQ(IBV_WC_REM_ACCESS_ERR,
+              rdma(m_dci, IBV_WR_RDMA_READ, m_buf.data(), 8, 0, mk->rkey));
+}
+
+TEST_F(emu_umr_test, mkey_configure_bad_flow)
+{
+    struct ibv_qp *rc      = make_rc(4, MLX5DV_QP_EX_WITH_MKEY_CONFIGURE, 0);
+    struct mlx5dv_mkey *mk = make_mkey(4);
+    struct ibv_sge sge[8];
+    struct mlx5dv_sig_block_attr sig;
+    struct mlx5dv_crypto_attr crypto;
+    struct ibv_qp *other;
+    int i;
+
+    ASSERT_NE(nullptr, rc);
+    ASSERT_NE(nullptr, mk);
+    for (i = 0; i < 8; ++i) {
+        sge[i] = {(uintptr_t)m_tgt[0].data() + 64 * i, 8, m_tgt_mr[0]->lkey};
+    }
+    memset(&sig, 0, sizeof(sig));
+    memset(&crypto, 0, sizeof(crypto));
+    auto access = [](struct mlx5dv_qp_ex *dv) {
+        mlx5dv_wr_set_mkey_access_flags(dv, IBV_ACCESS_LOCAL_WRITE);
+    };
+    auto list = [&](struct mlx5dv_qp_ex *dv) {
+        mlx5dv_wr_set_mkey_layout_list(dv, 1, sge);
+    };
+    auto both = [&](struct mlx5dv_qp_ex *dv) {
+        access(dv);
+        list(dv);
+    };
+
+    other = make_rc(4, MLX5DV_QP_EX_WITH_MR_LIST, 0);
+    ASSERT_NE(nullptr, other);
+    refused(
+        EOPNOTSUPP, [&] { return configure(other, mk, 2, both); },
+        "mkey_configure not declared");
+    refused(
+        EOPNOTSUPP,
+        [&] { return configure(rc, mk, 2, both, IBV_SEND_SIGNALED); },
+        "without IBV_SEND_INLINE");
+    refused(
+        EOPNOTSUPP,
+        [&] {
+            return configure(rc, mk, 2, both,
+                             IBV_SEND_SIGNALED | IBV_SEND_INLINE, 1u << 5);
+        },
+        "unknown conf_flags");
+    refused(
+        EINVAL,
+        [&] {
+            struct ibv_qp_ex *qpx = ibv_qp_to_qp_ex(rc);
+
+            ibv_wr_start(qpx);
+            qpx->wr_flags = IBV_SEND_SIGNALED | IBV_SEND_INLINE;
+            list(mlx5dv_qp_ex_from_ibv_qp_ex(qpx));
+            return ibv_wr_complete(qpx);
+        },
+        "a setter without mkey_configure");
+    refused(
+        EINVAL,
+        [&] {
+            return configure(rc, mk, 3, [&](struct mlx5dv_qp_ex *dv) {
+                access(dv);
+                access(dv);
+            });
+        },
+        "access flags twice");
+    refused(
+        EINVAL,
+        [&] {
+            return configure(rc, mk, 3, [&](struct mlx5dv_qp_ex *dv) {
+                list(dv);
+                list(dv);
+            });
+        },
+        "a layout twice");
+    refused(
+        EINVAL,
+        [&] {
+            return configure(rc, mk, 2, [&](struct mlx5dv_qp_ex *dv) {
+                mlx5dv_wr_set_mkey_access_flags(dv, IBV_ACCESS_MW_BIND);
+            });
+        },
+        "access flags outside the four");
+    refused(
+        EINVAL, [&] { return configure(rc, mk, 2, list); },
+        "fewer setters than declared at ibv_wr_complete");
+    refused(
+        EINVAL,
+        [&] {
+            return configure(rc, mk, 1, [&](struct mlx5dv_qp_ex *dv) {
+                list(dv);
+                access(dv);
+            });
+        },
+        "more setters than declared");
+    refused(
+        EOPNOTSUPP, [&] { return configure(rc, mk, 1, access); },
+        "no layout: the key keeping its translation is not modelled");
+    refused(
+        EOPNOTSUPP,
+        [&] { return configure(rc, mk, 0, [](struct mlx5dv_qp_ex *) {}); },
+        "no setters");
+    refused(
+        ENOMEM,
+        [&] {
+            return configure(rc, mk, 1, [&](struct mlx5dv_qp_ex *dv) {
+                mlx5dv_wr_set_mkey_layout_list(dv, 5, sge);
+            });
+        },
+        "more entries than the key");
+    refused(
+        EINVAL,
+        [&] {
+            return configure(rc, mk, 3, [&](struct mlx5dv_qp_ex *dv) {
+                both(dv);
+                mlx5dv_wr_set_mkey_sig_block(dv, &sig);
+            });
+        },
+        "a signature on a key without one");
+    refused(
+        EINVAL,
+        [&] {
+            return configure(rc, mk, 3, [&](struct mlx5dv_qp_ex *dv) {
+                both(dv);
+                mlx5dv_wr_set_mkey_crypto(dv, &crypto);
+            });
+        },
+        "crypto on a key without it");
+    /* nothing was posted; the QP still takes a good request */
+    ASSERT_EQ(0, configure(rc, mk, 2, both));
+    expect_done(104, MLX5DV_WC_UMR);
 }
 
 /* ibv_post_send takes IBV_WR_LOCAL_INV on any RC QP, whatever its
