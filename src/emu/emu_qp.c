@@ -55,7 +55,11 @@
     (MLX5DV_QP_EX_WITH_MR_INTERLEAVED | MLX5DV_QP_EX_WITH_MR_LIST)
 
 /* Send WQE sizing of libmlx5 (bytes): segments and the device's largest
- * send descriptor (max_desc_sz_sq of a ConnectX-6) */
+ * send descriptor.  libmlx5 bounds a WQE by max_sq_desc_sz, which the
+ * kernel passes from the HCA capability max_wqe_sz_sq: 1024 on ConnectX-4
+ * and later (the kernel's own query_device caps it at 512 only to derive
+ * max_sge, so max_sge stays 30 while a WQE may take 1024 bytes, e.g. an
+ * RC QP with 512 bytes of inline data). */
 #define EMU_SEG_CTRL     16u
 #define EMU_SEG_RADDR    16u
 #define EMU_SEG_ATOMIC   16u
@@ -66,7 +70,7 @@
 #define EMU_SEG_DATA     16u
 #define EMU_SEG_INL_HDR  4u
 #define EMU_WQE_BB       64u
-#define EMU_MAX_DESC_SZ  512u
+#define EMU_MAX_DESC_SZ  1024u
 
 static uint32_t emu_align(uint32_t v, uint32_t a)
 {
@@ -144,6 +148,14 @@ static int emu_qp_size(emu_qp_t *qp, const dcx_dev_caps_t *caps,
                   "bytes) exceeds the device's %u",
                   name, size, cap->max_send_sge, cap->max_inline_data,
                   EMU_MAX_DESC_SZ);
+        return EINVAL;
+    }
+    if (cap->max_inline_data + grh > caps->max_inline) {
+        /* a descriptor holds more than the soft device copies inline: the
+         * request is refused as one above the descriptor is, quietly */
+        emu_debug("%s: create_qp: %u inline bytes exceed the %u the device "
+                  "takes",
+                  name, cap->max_inline_data, caps->max_inline - grh);
         return EINVAL;
     }
     wqe = emu_align(size, EMU_WQE_BB);

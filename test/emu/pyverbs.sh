@@ -24,14 +24,6 @@ known=(
     "test_dc_send_stream_bad_flow: ibv_rereg_mr is not modelled"
     "test_dc_send_stream_bad_flow_qp: ibv_rereg_mr is not modelled"
     "test_obj_on_huge: MLX5 huge-page allocation rules (MLX5_*_ALLOC_TYPE)"
-    "test_mkey_interleaved_new_api: mlx5dv_wr_mkey_configure"
-    "test_mkey_list_new_api: mlx5dv_wr_mkey_configure"
-    "test_mkey_remote_invalidate: remote invalidation of mkeys"
-    "test_mkey_sig_crc: signature mkeys"
-    "test_mkey_sig_err: signature mkeys"
-    "test_mkey_sig_pipelining_bad: signature mkeys"
-    "test_mkey_sig_pipelining_good: signature mkeys"
-    "test_mkey_sig_t10dif: signature mkeys"
 )
 
 if [ ! -f "$suite/run_tests.py" ] || ! "$py" -c 'import pyverbs' 2>/dev/null; then

@@ -106,7 +106,7 @@ if command -v ucx_info > /dev/null 2>&1; then
     DCX_EMU_FABRIC=dcxrun-check UCX_LOG_LEVEL=debug \
         "$run" --mlx5-emu ucx_info -d > "$out" 2>&1
     st=$?
-    grep -q 'mlx5_0: strided keys: up to 20 entries, UMR queue depth up to [0-9]*, remote atomics through keys yes' "$out" &&
+    grep -q 'mlx5_0: strided keys: up to 52 entries, UMR queue depth up to [0-9]*, remote atomics through keys yes' "$out" &&
         ! grep -q 'strided keys not offered' "$out" &&
         ! grep -q '\[dcx error\]' "$out"
     check "dcx-run --mlx5-emu ucx_info -d: strided keys from the UMR probe" \
