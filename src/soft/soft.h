@@ -1044,7 +1044,8 @@ int soft_mkey_post_check(soft_qp_t *qp, const dcx_send_wr_t *wr);
 void soft_mkey_wr_copy(soft_qp_t *qp, soft_swqe_t *w, const dcx_send_wr_t *wr);
 uint8_t soft_mkey_wr_exec(soft_qp_t *qp, soft_swqe_t *w);
 void soft_mkey_wr_free(soft_swqe_t *w);
-int soft_sge_ok(soft_dev_t *dev, const dcx_sge_t *sge, uint32_t access);
+int soft_sge_ok(soft_dev_t *dev, const dcx_sge_t *sge, uint32_t access,
+                const dcx_pd_t *pd);
 int soft_mkey_check(soft_dev_t *dev, soft_mr_t *key, uint64_t off, uint64_t len,
                     uint32_t access);
 int soft_mkey_local_copy(soft_dev_t *dev, soft_mr_t *key, uint64_t off,

@@ -123,7 +123,8 @@ void soft_resp_dgram(soft_dev_t *dev, const soft_pkt_t *pkt,
     memcpy(wqe.sge, soft_srq_head(srq)->sge, wqe.num_sge * sizeof(wqe.sge[0]));
     soft_srq_pop(srq);
     for (i = 0; i < wqe.num_sge; ++i) {
-        if (!soft_sge_ok(dev, &wqe.sge[i], DCX_ACCESS_LOCAL_WRITE)) {
+        if (!soft_sge_ok(dev, &wqe.sge[i], DCX_ACCESS_LOCAL_WRITE,
+                         srq->super.pd)) {
             soft_dgram_cqe(dev, dct, pkt, wqe.wr_id, DCX_WC_LOC_PROT_ERR);
             return;
         }

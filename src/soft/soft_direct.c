@@ -687,7 +687,7 @@ static int soft_direct_write_now(soft_qp_t *qp, const dcx_send_wr_t *wr)
 
     /* (a local strided key would need its layout walked) */
     if ((wr->num_sge != 1) || (dev->num_mkeys != 0) ||
-        !soft_sge_ok(dev, wr->sg_list, 0) ||
+        !soft_sge_ok(dev, wr->sg_list, 0, qp->super.pd) ||
         (soft_mem_local_begin(dev, wr->sg_list, 1) != 0)) {
         return 1;
     }

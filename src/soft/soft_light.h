@@ -279,7 +279,8 @@ static inline int soft_req_post_sge(soft_qp_t *qp, soft_swqe_t *w,
      * fails the WR) */
     target = soft_light_target(qp, wr, total, &peer);
     if ((target == NULL) || (dev->num_mkeys != 0) ||
-        !soft_sge_ok(dev, sge, 0) || (soft_mem_local_begin(dev, sge, 1) != 0)) {
+        !soft_sge_ok(dev, sge, 0, qp->super.pd) ||
+        (soft_mem_local_begin(dev, sge, 1) != 0)) {
         return 1;
     }
     pkt = soft_ring_reserve_c(target, &target->req, dev->pid,

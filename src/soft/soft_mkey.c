@@ -864,12 +864,14 @@ int soft_key_atomic(soft_dev_t *dev, soft_mr_t *mr, const soft_pkt_t *pkt,
 }
 
 /* Whether one local sge (plain MR or strided key) may be used with
- * 'access' (0: read, DCX_ACCESS_LOCAL_WRITE: written). */
-int soft_sge_ok(soft_dev_t *dev, const dcx_sge_t *sge, uint32_t access)
+ * 'access' (0: read, DCX_ACCESS_LOCAL_WRITE: written) by a queue of 'pd':
+ * a key of another PD is a bad lkey, as on an HCA. */
+int soft_sge_ok(soft_dev_t *dev, const dcx_sge_t *sge, uint32_t access,
+                const dcx_pd_t *pd)
 {
     soft_mr_t *mr = soft_key_lookup(dev, sge->lkey);
 
-    if (mr == NULL) {
+    if ((mr == NULL) || (mr->super.pd != pd)) {
         return 0;
     }
     if (mr->mkey != NULL) {

@@ -474,7 +474,8 @@ static uint8_t soft_req_check_local(soft_qp_t *qp, soft_swqe_t *w)
         if (!soft_sge_ok(qp->dev, &w->sge[i],
                          (flags & (SOFT_OPF_READ | SOFT_OPF_ATOMIC)) ?
                              DCX_ACCESS_LOCAL_WRITE :
-                             0)) {
+                             0,
+                         qp->super.pd)) {
             return DCX_WC_LOC_PROT_ERR;
         }
     }

@@ -423,13 +423,13 @@ int soft_resp_take_recv(soft_dev_t *dev, soft_qp_t *dct, soft_rstate_t *rs,
  * their length into *len_p.  Checked at every packet of a message: a
  * region deregistered or invalidated meanwhile is not written. */
 static int soft_resp_recv_ok(soft_dev_t *dev, soft_rstate_t *rs,
-                             uint64_t *len_p)
+                             const dcx_pd_t *pd, uint64_t *len_p)
 {
     uint64_t len = 0;
     unsigned i;
 
     for (i = 0; i < rs->recv.num_sge; ++i) {
-        if (!soft_sge_ok(dev, &rs->recv.sge[i], DCX_ACCESS_LOCAL_WRITE)) {
+        if (!soft_sge_ok(dev, &rs->recv.sge[i], DCX_ACCESS_LOCAL_WRITE, pd)) {
             return 0;
         }
         len += rs->recv.sge[i].length;
@@ -452,7 +452,7 @@ static void soft_resp_send_op(soft_dev_t *dev, soft_qp_t *dct,
         return;
     }
     if (!rs->msg_err) {
-        if (!soft_resp_recv_ok(dev, rs, &recv_len)) {
+        if (!soft_resp_recv_ok(dev, rs, dct->srq->super.pd, &recv_len)) {
             soft_resp_recv_cqe(dev, dct, rs, DCX_WC_LOC_PROT_ERR, DCX_WC_RECV,
                                0, 0, 0);
             soft_resp_nak(dev, rs, pkt, DCX_WC_REM_OP_ERR);
@@ -729,28 +729,29 @@ static __attribute__((noinline)) void soft_pkt_expand(const soft_pkt_t *light,
  * registered for local write (checked right before the copy, as for every
  * message) and they hold len bytes together; strided keys are left to the
  * general path. */
-static inline int soft_resp_sge_ok(soft_dev_t *dev, const dcx_sge_t *sge)
+static inline int soft_resp_sge_ok(soft_dev_t *dev, const dcx_sge_t *sge,
+                                   const dcx_pd_t *pd)
 {
     soft_mr_t *mr = soft_key_find(dev, sge->lkey);
 
-    return (mr != NULL) && (mr->mkey == NULL) &&
+    return (mr != NULL) && (mr->mkey == NULL) && (mr->super.pd == pd) &&
            (mr->super.access & DCX_ACCESS_LOCAL_WRITE) &&
            (sge->addr >= mr->start) && (sge->addr <= mr->end) &&
            (sge->length <= mr->end - sge->addr);
 }
 
 static inline int soft_resp_recv_fits(soft_dev_t *dev, const soft_rwqe_t *wqe,
-                                      uint32_t len)
+                                      const dcx_pd_t *pd, uint32_t len)
 {
     uint64_t room = 0;
     unsigned i;
 
     if (wqe->num_sge == 1) { /* the transport's receives: one buffer */
         return (wqe->sge[0].length >= len) &&
-               soft_resp_sge_ok(dev, &wqe->sge[0]);
+               soft_resp_sge_ok(dev, &wqe->sge[0], pd);
     }
     for (i = 0; i < wqe->num_sge; ++i) {
-        if (!soft_resp_sge_ok(dev, &wqe->sge[i])) {
+        if (!soft_resp_sge_ok(dev, &wqe->sge[i], pd)) {
             return 0;
         }
         room += wqe->sge[i].length;
@@ -887,7 +888,7 @@ static inline int soft_resp_fast(soft_dev_t *dev, const soft_pkt_t *pkt,
             return 0;
         }
         wqe = soft_srq_head(srq);
-        if (!soft_resp_recv_fits(dev, wqe, len)) {
+        if (!soft_resp_recv_fits(dev, wqe, srq->super.pd, len)) {
             return 0;
         }
         if ((len >= SOFT_IP_MIN) && (dct->cq == dev->ip_cq) && srq->in_place &&

@@ -390,13 +390,13 @@ static uint32_t soft_tm_match(soft_tm_t *tm, uint64_t tag)
 
 /* Local write access to a receive buffer; its total length in *len_p. */
 static int soft_tm_buf_ok(soft_dev_t *dev, const dcx_sge_t *sge,
-                          unsigned num_sge, uint64_t *len_p)
+                          unsigned num_sge, const dcx_pd_t *pd, uint64_t *len_p)
 {
     uint64_t len = 0;
     unsigned i;
 
     for (i = 0; i < num_sge; ++i) {
-        if (!soft_sge_ok(dev, &sge[i], DCX_ACCESS_LOCAL_WRITE)) {
+        if (!soft_sge_ok(dev, &sge[i], DCX_ACCESS_LOCAL_WRITE, pd)) {
             return 0;
         }
         len += sge[i].length;
@@ -471,7 +471,8 @@ static int soft_tm_to_srq(soft_dev_t *dev, soft_tm_t *tm, soft_qp_t *dct,
     }
     rs->tm.tm    = tm;
     rs->tm.entry = SOFT_TM_NONE;
-    if (!soft_tm_buf_ok(dev, rs->recv.sge, rs->recv.num_sge, &len)) {
+    if (!soft_tm_buf_ok(dev, rs->recv.sge, rs->recv.num_sge, dct->srq->super.pd,
+                        &len)) {
         soft_tm_msg_wc(tm, dct, rs, DCX_WC_LOC_PROT_ERR, wc_opcode, 0, 0, 0, 0,
                        NULL, 0);
         rs->have_recv = 0;
@@ -523,7 +524,8 @@ static int soft_tm_first(soft_dev_t *dev, soft_tm_t *tm, soft_qp_t *dct,
         return ret;
     }
     soft_tm_hold_entry(tm, rs, dct, idx);
-    if (!soft_tm_buf_ok(dev, rs->recv.sge, rs->recv.num_sge, &buf_len)) {
+    if (!soft_tm_buf_ok(dev, rs->recv.sge, rs->recv.num_sge, dct->srq->super.pd,
+                        &buf_len)) {
         soft_tm_msg_wc(tm, dct, rs, DCX_WC_LOC_PROT_ERR, DCX_WC_TM_RECV, 0, 0,
                        0, 0, NULL, SOFT_TMC_RELEASE);
         soft_resp_nak(dev, rs, pkt, DCX_WC_REM_OP_ERR);

@@ -1,0 +1,80 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Protection domains: a local key is good only for the queues of its PD
+ * (a sender's gather list, a receive buffer of the SRQ's PD), as on an
+ * HCA.
+ */
+#include "soft_fixture.h"
+
+#include <string.h>
+
+using namespace soft_test;
+
+namespace {
+
+/* A signalled SEND from sge to n's own DCT (open_loopback) */
+dcx_send_wr_t loop_send(const node &n, uint64_t key, const dcx_sge_t *sge)
+{
+    return n.loop_wr(DCX_WR_SEND, key, sge, 0, 0);
+}
+
+int post_send(node &n, uint64_t key, const dcx_sge_t *sge)
+{
+    dcx_send_wr_t w = loop_send(n, key, sge);
+
+    return dcx_qp_post_send(n.dci, &w);
+}
+
+int post_one_recv(node &n, uint64_t wr_id, void *buf, uint32_t len,
+                  uint32_t lkey)
+{
+    dcx_sge_t sge = {(uintptr_t)buf, len, lkey};
+
+    return dcx_srq_post_recv(n.srq, wr_id, &sge, 1);
+}
+
+} // namespace
+
+TEST_F(soft, lkey_of_another_pd_bad_flow)
+{
+    const uint64_t key = 0x9d9d0001ull;
+    std::vector<uint8_t> buf(8192, 0), other(4096, 7);
+    dcx_mr_t *mr, *mr2;
+    dcx_pd_t *pd2;
+    dcx_wc_t wc[2];
+    node n;
+
+    ASSERT_EQ(0, open_loopback(n, fabric, key, buf, &mr));
+    ASSERT_EQ(0, dcx_pd_alloc(n.dev, &pd2));
+    ASSERT_EQ(0, dcx_mr_reg(pd2, other.data(), other.size(),
+                            DCX_ACCESS_LOCAL_WRITE, &mr2));
+
+    /* good: both keys of the queues' PD */
+    dcx_sge_t s = {(uintptr_t)buf.data(), 64, mr->lkey};
+    ASSERT_EQ(0, post_one_recv(n, 1, buf.data() + 4096, 64, mr->lkey));
+    ASSERT_EQ(0, post_send(n, key, &s));
+    ASSERT_EQ(2, n.poll(wc, 2, 20.0));
+    EXPECT_EQ(DCX_WC_SUCCESS, wc[0].status);
+    EXPECT_EQ(DCX_WC_SUCCESS, wc[1].status);
+
+    /* a gather list with a key of another PD: the sender's local
+     * protection error */
+    dcx_sge_t bad = {(uintptr_t)other.data(), 64, mr2->lkey};
+    EXPECT_EQ(DCX_WC_LOC_PROT_ERR, n.run(loop_send(n, key, &bad)));
+
+    /* a receive buffer of another PD than the SRQ's: the receiver's local
+     * protection error, the sender's remote operation error */
+    ASSERT_EQ(0, post_one_recv(n, 2, other.data(), 64, mr2->lkey));
+    ASSERT_EQ(0, post_send(n, key, &s));
+    ASSERT_EQ(2, n.poll(wc, 2, 20.0));
+    for (const dcx_wc_t &w : wc) {
+        if (w.opcode == DCX_WC_RECV) {
+            EXPECT_EQ(DCX_WC_LOC_PROT_ERR, w.status);
+            EXPECT_EQ(2u, w.wr_id);
+        } else {
+            EXPECT_EQ(DCX_WC_REM_OP_ERR, w.status);
+        }
+    }
+    EXPECT_EQ(0, dcx_mr_dereg(mr2));
+    EXPECT_EQ(0, dcx_pd_free(pd2));
+}
