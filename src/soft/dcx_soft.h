@@ -371,6 +371,16 @@ int dcx_soft_qp_set_datagram(dcx_qp_t *qp, uint32_t wire_qpn, uint32_t wc_qpn);
 int dcx_soft_mkey_configure(dcx_mkey_t *mkey, const dcx_mkey_layout_t *lay,
                             uint64_t base, uint8_t variant);
 
+/* Changes a plain MR in place, as ibv_rereg_mr does: its PD (of the same
+ * device), range and access, under the same lkey and rkey.  The key is out
+ * of the table while it changes, as for a deregistration: WRs of ours
+ * still naming it fail (LOC_PROT_ERR) and an access from a peer meanwhile
+ * is refused.  0, or (logged, the MR unchanged) EINVAL for arguments a
+ * registration refuses, a PD of another device or a strided key's key,
+ * EFAULT for a range not mapped as the access needs. */
+int dcx_soft_mr_rereg(dcx_mr_t *mr, dcx_pd_t *pd, void *addr, size_t length,
+                      uint32_t access);
+
 /* Moves cq to completion channel ch (NULL: none), its events not yet
  * collected on the old one dropped and its arm undone: the mlx5 emulation
  * takes over the notifications of a CQ whose memory an application polls

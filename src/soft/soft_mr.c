@@ -168,14 +168,13 @@ void soft_key_remove(soft_dev_t *dev, soft_mr_t *mr)
     soft_unlock(&dev->lock);
 }
 
-int soft_mr_reg(dcx_pd_t *pd, void *addr, size_t length, uint32_t access,
-                dcx_mr_t **mr_p)
+/* The checks of a registration's arguments (the kernel's): 0, or EINVAL or
+ * EFAULT after one line. */
+static int soft_mr_check_args(const char *name, void *addr, size_t length,
+                              uint32_t access)
 {
     const uint32_t all = DCX_ACCESS_LOCAL_WRITE | DCX_ACCESS_REMOTE_WRITE |
                          DCX_ACCESS_REMOTE_READ | DCX_ACCESS_REMOTE_ATOMIC;
-    soft_dev_t *dev  = soft_dev(pd->dev);
-    const char *name = dev->super.caps.name;
-    soft_mr_t *mr;
 
     if (access & ~all) {
         dcx_error("%s: mr reg %p/%zu: unknown access bits 0x%x", name, addr,
@@ -203,6 +202,21 @@ int soft_mr_reg(dcx_pd_t *pd, void *addr, size_t length, uint32_t access,
                                             DCX_ACCESS_REMOTE_ATOMIC))) != 0)) {
         return EFAULT;
     }
+    return 0;
+}
+
+int soft_mr_reg(dcx_pd_t *pd, void *addr, size_t length, uint32_t access,
+                dcx_mr_t **mr_p)
+{
+    soft_dev_t *dev  = soft_dev(pd->dev);
+    const char *name = dev->super.caps.name;
+    soft_mr_t *mr;
+    int ret;
+
+    ret = soft_mr_check_args(name, addr, length, access);
+    if (ret != 0) {
+        return ret;
+    }
     mr = calloc(1, sizeof(*mr));
     if (mr == NULL) {
         dcx_error("%s: mr reg %p/%zu: out of memory", name, addr, length);
@@ -220,6 +234,61 @@ int soft_mr_reg(dcx_pd_t *pd, void *addr, size_t length, uint32_t access,
         return ENOMEM;
     }
     *mr_p = &mr->super;
+    return 0;
+}
+
+int dcx_soft_mr_rereg(dcx_mr_t *mr_, dcx_pd_t *pd, void *addr, size_t length,
+                      uint32_t access)
+{
+    soft_mr_t *mr    = (soft_mr_t *)mr_;
+    soft_dev_t *dev  = soft_dev(mr_->pd->dev);
+    const char *name = dev->super.caps.name;
+    uint64_t start   = (uint64_t)(uintptr_t)addr;
+    int ret;
+
+    if ((pd == NULL) || (pd->dev != mr_->pd->dev) || (mr->mkey != NULL)) {
+        dcx_error("%s: mr rereg 0x%x: %s", name, mr_->lkey,
+                  (mr->mkey != NULL) ? "the key of a strided key, not an MR" :
+                                       "a PD of another device");
+        return EINVAL;
+    }
+    ret = soft_mr_check_args(name, addr, length, access);
+    if (ret != 0) {
+        return ret;
+    }
+    /* out of the table, as a deregistration takes it (no engine pass in
+     * flight, direct copiers done, our WQEs naming it failed), changed,
+     * and back in its slot under the same key; the engine lock held
+     * throughout, so no registration takes the slot meanwhile */
+    soft_lock(&dev->lock);
+    pthread_mutex_lock(&dev->mr_lock);
+    dev->mrs[mr_->lkey >> 8] = NULL;
+    soft_direct_mr_withdraw(dev, mr);
+    pthread_mutex_unlock(&dev->mr_lock);
+    soft_req_key_gone(dev, mr_->lkey);
+    if ((start != mr->start) || (start + length != mr->end)) {
+        mr->invalid = 0; /* new pages, checked mapped above */
+    }
+    mr->super.pd     = pd;
+    mr->super.addr   = addr;
+    mr->super.length = length;
+    mr->super.access = access;
+    mr->start        = start;
+    mr->end          = start + length;
+    pthread_mutex_lock(&dev->mr_lock);
+    dev->mrs[mr_->lkey >> 8] = mr;
+    mr->mapped               = soft_alloc_holds(dev, mr->start, mr->end);
+    if (mr->start < dev->mr_lo) {
+        __atomic_store_n(&dev->mr_lo, mr->start, __ATOMIC_RELEASE);
+    }
+    if (mr->end > dev->mr_hi) {
+        __atomic_store_n(&dev->mr_hi, mr->end, __ATOMIC_RELEASE);
+    }
+    soft_direct_mr_publish(dev, mr);
+    pthread_mutex_unlock(&dev->mr_lock);
+    soft_unlock(&dev->lock);
+    dcx_debug("%s: mr 0x%x re-registered: %p/%zu, access 0x%x", name, mr_->lkey,
+              addr, length, access);
     return 0;
 }
 
