@@ -181,6 +181,14 @@ static int emu_qp_to_reset(emu_qp_t *qp)
     if (ret != 0) {
         return ret;
     }
+    if ((qp->kind == EMU_QP_RC) && (qp->resp != NULL)) {
+        /* the responder's receive completions: the soft CQ's first, then
+         * those buffered */
+        ret = dcx_soft_dct_purge(qp->resp);
+        if (ret != 0) {
+            return ret;
+        }
+    }
     emu_cq_purge(qp->send_cq, qp->qpx.qp_base.qp_num);
     if (qp->recv_cq != qp->send_cq) {
         emu_cq_purge(qp->recv_cq, qp->qpx.qp_base.qp_num);

@@ -371,6 +371,13 @@ int dcx_soft_qp_set_datagram(dcx_qp_t *qp, uint32_t wire_qpn, uint32_t wc_qpn);
 int dcx_soft_mkey_configure(dcx_mkey_t *mkey, const dcx_mkey_layout_t *lay,
                             uint64_t base, uint8_t variant);
 
+/* Drops the receive completions of DCT qp not yet polled from its CQ, as
+ * libmlx5 cleans a CQ of the completions of a QP it moves to RESET (the
+ * mlx5 emulation's RC and UD QPs, whose responder is a DCT).  0, or EINVAL
+ * (logged) for a QP that is not a DCT on an SRQ without tag matching or
+ * in-place receives. */
+int dcx_soft_dct_purge(dcx_qp_t *qp);
+
 /* Changes a plain MR in place, as ibv_rereg_mr does: its PD (of the same
  * device), range and access, under the same lkey and rkey.  The key is out
  * of the table while it changes, as for a deregistration: WRs of ours

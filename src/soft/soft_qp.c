@@ -853,6 +853,37 @@ int dcx_soft_dct_set(dcx_qp_t *qp_, uint64_t dc_key, uint32_t access,
     return ret;
 }
 
+int dcx_soft_dct_purge(dcx_qp_t *qp_)
+{
+    soft_qp_t *qp   = (soft_qp_t *)qp_;
+    soft_dev_t *dev = qp->dev;
+    soft_cq_t *cq;
+    uint32_t i, out;
+
+    if ((qp->super.type != DCX_QPT_DCT) || (qp->srq == NULL) ||
+        (qp->srq->tm != NULL) || qp->srq->in_place) {
+        dcx_error("%s: qp 0x%x: purge of a QP that is not a DCT on a plain "
+                  "SRQ",
+                  dev->super.caps.name, qp->super.qp_num);
+        return EINVAL;
+    }
+    soft_lock(&dev->lock);
+    cq  = qp->cq;
+    out = cq->head;
+    for (i = cq->head; i != cq->tail; ++i) {
+        soft_cqe_t *e = &cq->q[i & (cq->size - 1)];
+
+        if ((e->qp == NULL) && (e->tm == NULL) &&
+            (e->wc.qp_num == qp->super.qp_num)) {
+            continue; /* a receive of this DCT: dropped */
+        }
+        cq->q[out++ & (cq->size - 1)] = *e;
+    }
+    cq->tail = out;
+    soft_unlock(&dev->lock);
+    return 0;
+}
+
 static void soft_qp_free(soft_qp_t *qp)
 {
     free(qp->sq);

@@ -632,3 +632,39 @@ TEST_F(emu_rc_test, unknown_peer_number_bad_flow)
     ASSERT_TRUE(poll(m_a.scq, &wc, 20000));
     EXPECT_EQ(IBV_WC_RETRY_EXC_ERR, wc.status);
 }
+
+/* Moving an RC QP to RESET drops its completions not yet polled, the
+ * receives' too, as libmlx5 cleans its CQs: a receive that failed before
+ * the QP was reset does not show up after */
+TEST_F(emu_rc_test, reset_drops_receive_completions_bad_flow)
+{
+    struct ibv_qp_attr a;
+    struct ibv_wc wc;
+    int64_t end;
+    int n = 0;
+
+    make_pair();
+    ASSERT_EQ(0, post_recv(&m_b, m_qb, 10, 0, 4)); /* too short */
+    ASSERT_EQ(0, post_send(m_qa, &m_a, 1, IBV_WR_SEND, 4, 8));
+    /* the sender's completion, without polling the receiver's CQ */
+    end = emu_now_ms() + 5000;
+    while ((n == 0) && (emu_now_ms() < end)) {
+        n = ibv_poll_cq(m_a.scq, 1, &wc);
+        ibv_poll_cq(m_b.scq, 1, &wc); /* runs the receiver's engine */
+    }
+    ASSERT_EQ(1, n);
+    memset(&a, 0, sizeof(a));
+    a.qp_state = IBV_QPS_RESET;
+    ASSERT_EQ(0, ibv_modify_qp(m_qb, &a, IBV_QP_STATE));
+    EXPECT_EQ(0, ibv_poll_cq(m_b.rcq, 1, &wc));
+    /* reconnected, it receives again */
+    ASSERT_EQ(0, connect(m_qb, m_a.lid, m_qa->qp_num));
+    a.qp_state = IBV_QPS_RESET;
+    ASSERT_EQ(0, ibv_modify_qp(m_qa, &a, IBV_QP_STATE));
+    ASSERT_EQ(0, connect(m_qa, m_b.lid, m_qb->qp_num));
+    ASSERT_EQ(0, post_recv(&m_b, m_qb, 11, 1));
+    ASSERT_EQ(0, post_send(m_qa, &m_a, 2, IBV_WR_SEND, 4, 8));
+    ASSERT_TRUE(poll(m_b.rcq, &wc));
+    EXPECT_EQ(11u, wc.wr_id);
+    EXPECT_EQ(IBV_WC_SUCCESS, wc.status);
+}

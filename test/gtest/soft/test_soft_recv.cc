@@ -563,3 +563,47 @@ TEST_F(soft, ring_pass_own_dci_nak_in_response_ring_bad_flow)
                            p.buf.begin() + 128))
         << "the refused WRITE wrote";
 }
+
+/* dcx_soft_dct_purge: a DCT's receive completions not yet polled are
+ * dropped, the DCI's on the same CQ stay */
+TEST_F(soft, dct_purge)
+{
+    const uint64_t key = 0x9d9d0004ull;
+    std::vector<uint8_t> buf(8192, 0);
+    dcx_mr_t *mr;
+    dcx_wc_t wc[2];
+    node n;
+
+    ASSERT_EQ(0, open_loopback(n, fabric, key, buf, &mr));
+    memset(buf.data(), 0x5a, 64);
+    dcx_sge_t r = {(uintptr_t)buf.data() + 4096, 64, mr->lkey};
+    dcx_sge_t s = {(uintptr_t)buf.data(), 64, mr->lkey};
+    ASSERT_EQ(0, dcx_srq_post_recv(n.srq, 5, &r, 1));
+    dcx_send_wr_t w = n.loop_wr(DCX_WR_SEND, key, &s, 0, 0);
+    w.wr_id         = 6;
+    ASSERT_EQ(0, dcx_qp_post_send(n.dci, &w));
+    /* the receive executes (the device's helper runs it) without a poll:
+     * its completion is in the CQ once the bytes landed */
+    for (int i = 0; (i < 5000) && (__atomic_load_n(&buf[4096 + 63],
+                                                   __ATOMIC_ACQUIRE) != 0x5a);
+         ++i) {
+        usleep(1000);
+    }
+    ASSERT_EQ(0x5a, buf[4096 + 63]);
+    ASSERT_EQ(0, dcx_soft_dct_purge(n.dct));
+    ASSERT_EQ(1, n.poll(wc, 2, 2.0));
+    EXPECT_EQ(6u, wc[0].wr_id);
+    EXPECT_EQ(DCX_WC_SEND, wc[0].opcode);
+}
+
+TEST_F(soft, dct_purge_bad_flow)
+{
+    std::vector<uint8_t> buf(4096);
+    dcx_mr_t *mr;
+    node n;
+
+    ASSERT_EQ(0, open_loopback(n, fabric, 1, buf, &mr));
+    log_counter log;
+    EXPECT_EQ(EINVAL, dcx_soft_dct_purge(n.dci));
+    EXPECT_EQ(1, log.lines());
+}
