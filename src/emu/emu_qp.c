@@ -735,12 +735,15 @@ void emu_ctx_set_qp_ops(struct verbs_context *vctx)
 }
 
 /* mlx5dv_dci_stream_id_reset: an errored stream of a DCI back to service
- * (the soft device's channel rearmed); as libmlx5: EINVAL for a QP that is
- * not a DCI (or a stream it does not have), EOPNOTSUPP for a DCI without
- * streams or not in RTS, or a QP of another device */
+ * (the soft device's channel rearmed).  The HCA takes the id's low bits,
+ * as in a WQE (emu_wr_set_dc_addr_stream), and refuses to reset a stream
+ * that is not in error (EINVAL, its RTS2RTS failing); as libmlx5: EINVAL
+ * for a QP that is not a DCI, EOPNOTSUPP for a DCI without streams or not
+ * in RTS, or a QP of another device */
 int dcx_emu_mlx5dv_dci_stream_id_reset(struct ibv_qp *ibqp, uint16_t stream_id)
 {
     emu_qp_t *qp;
+    int errored;
 
     if ((ibqp == NULL) ||
         (emu_ctx_check(ibqp->context, "mlx5dv_dci_stream_id_reset") == NULL)) {
@@ -757,11 +760,21 @@ int dcx_emu_mlx5dv_dci_stream_id_reset(struct ibv_qp *ibqp, uint16_t stream_id)
                   ibqp->context->device->name, ibqp->qp_num);
         return EOPNOTSUPP;
     }
-    if (stream_id >= qp->num_streams) {
-        emu_error("%s: mlx5dv_dci_stream_id_reset: dci 0x%x has %u streams, "
-                  "not %u",
-                  ibqp->context->device->name, ibqp->qp_num, qp->num_streams,
-                  stream_id + 1u);
+    if (ibqp->state != IBV_QPS_RTS) {
+        emu_error("%s: mlx5dv_dci_stream_id_reset: dci 0x%x is not in RTS "
+                  "(state %d)",
+                  ibqp->context->device->name, ibqp->qp_num, (int)ibqp->state);
+        return EOPNOTSUPP;
+    }
+    stream_id &= (uint16_t)(qp->num_streams - 1);
+    errored = dcx_soft_stream_errored(qp->soft, stream_id);
+    if (errored < 0) {
+        return -errored;
+    }
+    if (!errored) {
+        emu_error("%s: mlx5dv_dci_stream_id_reset: stream %u of dci 0x%x is "
+                  "not in error (the HCA refuses the reset)",
+                  ibqp->context->device->name, stream_id, ibqp->qp_num);
         return EINVAL;
     }
     /* the soft device logs its refusals (not in RTS: EOPNOTSUPP) */

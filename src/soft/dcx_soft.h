@@ -371,6 +371,10 @@ int dcx_soft_qp_set_datagram(dcx_qp_t *qp, uint32_t wire_qpn, uint32_t wc_qpn);
 int dcx_soft_mkey_configure(dcx_mkey_t *mkey, const dcx_mkey_layout_t *lay,
                             uint64_t base, uint8_t variant);
 
+/* Whether stream stream_id of DCI qp is in error (1) or not (0); -EINVAL
+ * (logged) for a QP that is not a DCI with that stream. */
+int dcx_soft_stream_errored(dcx_qp_t *qp, uint16_t stream_id);
+
 /* Drops the receive completions of DCT qp not yet polled from its CQ, as
  * libmlx5 cleans a CQ of the completions of a QP it moves to RESET (the
  * mlx5 emulation's RC and UD QPs, whose responder is a DCT).  0, or EINVAL

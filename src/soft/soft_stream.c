@@ -239,6 +239,25 @@ int soft_stream_reset(dcx_qp_t *qp_, uint16_t stream_id)
     return 0;
 }
 
+int dcx_soft_stream_errored(dcx_qp_t *qp_, uint16_t stream_id)
+{
+    soft_qp_t *qp     = (soft_qp_t *)qp_;
+    soft_stream_t *st = (soft_stream_t *)qp_;
+    soft_dev_t *dev   = qp->dev;
+    int errored;
+
+    if ((qp_->type != DCX_QPT_DCI) || !soft_qp_has_streams(qp) ||
+        (stream_id >= st->n)) {
+        dcx_error("%s: qp 0x%x stream %u: not a DCI with that stream",
+                  dev->super.caps.name, qp_->qp_num, stream_id);
+        return -EINVAL;
+    }
+    soft_lock(&dev->lock);
+    errored = (st->ch[stream_id]->super.state == DCX_QPS_ERR);
+    soft_unlock(&dev->lock);
+    return errored;
+}
+
 int soft_stream_set_timers(soft_qp_t *qp, uint8_t timeout, uint8_t retry_cnt,
                            uint8_t rnr_retry, uint32_t max_rd_atomic)
 {

@@ -122,6 +122,13 @@ TEST_F(emu_streams_test, error_stops_its_stream_only)
     write_expect(dci, 3, 3, IBV_WC_SUCCESS);
     EXPECT_EQ(0, mlx5dv_dci_stream_id_reset(dci, 2));
     write_expect(dci, 4, 2, IBV_WC_SUCCESS);
+    /* the reset takes the id's low bits, as a WQE's: 7 is stream 3 of 4 */
+    {
+        log_capture log;
+        write_expect(dci, 5, 7, IBV_WC_REM_ACCESS_ERR, m_mr->rkey + 77);
+    }
+    EXPECT_EQ(0, mlx5dv_dci_stream_id_reset(dci, 7));
+    write_expect(dci, 6, 3, IBV_WC_SUCCESS);
 }
 
 /* Once 2^log_num_errored streams are in error at once the DCI goes to
@@ -190,11 +197,13 @@ TEST_F(emu_streams_test, stream_rules_bad_flow)
         EXPECT_EQ(0u, log.count());
     }
     {
+        /* a stream not in error: the HCA refuses its reset (4 is 0) */
         log_capture log;
+        EXPECT_EQ(EINVAL, mlx5dv_dci_stream_id_reset(dci, 1));
         EXPECT_EQ(EINVAL, mlx5dv_dci_stream_id_reset(dci, 4));
         EXPECT_EQ(EOPNOTSUPP, mlx5dv_dci_stream_id_reset(plain, 0));
         EXPECT_EQ(EINVAL, mlx5dv_dci_stream_id_reset(m_dct, 0));
-        EXPECT_EQ(3u, log.count());
+        EXPECT_EQ(4u, log.count());
     }
     /* stream 0 through the stream setter on a plain DCI is plain */
     write_expect(plain, 3, 0, IBV_WC_SUCCESS);
