@@ -12,6 +12,7 @@
  * kernel refuses it.
  */
 #include "emu/emu_devx.h"
+#include "soft/dcx_soft.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -72,33 +73,33 @@ int ibv_dealloc_pd(struct ibv_pd *ibpd)
 }
 
 /* The kernel's checks of an access mask (ib_check_mr_access) and what the
- * emulation cannot model.  Returns the DCX_ACCESS_* mask or -errno. */
-static int emu_mr_access(struct ibv_pd *ibpd, unsigned access)
+ * emulation cannot model, for 'call'.  Returns the DCX_ACCESS_* mask or
+ * -errno. */
+static int emu_mr_access(struct ibv_pd *ibpd, unsigned access, const char *call)
 {
     const char *name   = ibpd->context->device->name;
     unsigned mandatory = access & ~IBV_ACCESS_OPTIONAL_RANGE;
     int out            = 0;
 
     if (mandatory & ~EMU_ACCESS_KNOWN) {
-        emu_error("%s: reg_mr: unknown access bits 0x%x", name,
+        emu_error("%s: %s: unknown access bits 0x%x", name, call,
                   mandatory & ~EMU_ACCESS_KNOWN);
         return -EINVAL;
     }
     if ((access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)) &&
         !(access & IBV_ACCESS_LOCAL_WRITE)) {
-        emu_error("%s: reg_mr: access 0x%x asks for remote write or atomic "
+        emu_error("%s: %s: access 0x%x asks for remote write or atomic "
                   "without LOCAL_WRITE",
-                  name, access);
+                  name, call, access);
         return -EINVAL;
     }
     if (access & IBV_ACCESS_ON_DEMAND) {
-        emu_error("%s: reg_mr: on-demand paging is not offered (no ODP "
-                  "caps)",
-                  name);
+        emu_error("%s: %s: on-demand paging is not offered (no ODP caps)", name,
+                  call);
         return -EOPNOTSUPP;
     }
     if (access & IBV_ACCESS_ZERO_BASED) {
-        emu_error("%s: reg_mr: zero-based regions are not modelled", name);
+        emu_error("%s: %s: zero-based regions are not modelled", name, call);
         return -EOPNOTSUPP;
     }
     if (access & IBV_ACCESS_LOCAL_WRITE)
@@ -138,7 +139,7 @@ static struct ibv_mr *emu_reg_mr(struct ibv_pd *ibpd, void *addr, size_t length,
         errno = EOPNOTSUPP;
         return NULL;
     }
-    acc = emu_mr_access(ibpd, access);
+    acc = emu_mr_access(ibpd, access, "reg_mr");
     if (acc < 0) {
         errno = -acc;
         return NULL;
@@ -198,6 +199,83 @@ int ibv_dereg_mr(struct ibv_mr *ibmr)
     }
     __atomic_sub_fetch(&pd->refs, 1, __ATOMIC_RELEASE);
     free(mr);
+    return 0;
+}
+
+/* ibv_rereg_mr: libibverbs' input checks (IBV_REREG_MR_ERR_INPUT), then
+ * the kernel's (IBV_REREG_MR_ERR_CMD), errno saying why; on success the MR
+ * keeps its lkey and rkey, as mlx5 keeps them when it can change the key
+ * in place.  Unchanged properties stay as they were: the access flags of
+ * a rereg without CHANGE_ACCESS, and so on. */
+int ibv_rereg_mr(struct ibv_mr *ibmr, int flags, struct ibv_pd *ibpd,
+                 void *addr, size_t length, int access)
+{
+    emu_mr_t *mr = (emu_mr_t *)ibmr;
+    emu_pd_t *old_pd, *new_pd;
+    const char *why = NULL;
+    const char *name;
+    int acc, ret;
+
+    if ((ibmr == NULL) ||
+        (emu_ctx_check(ibmr->context, "ibv_rereg_mr") == NULL)) {
+        errno = EINVAL;
+        return IBV_REREG_MR_ERR_INPUT;
+    }
+    name = ibmr->context->device->name;
+    if (flags & ~IBV_REREG_MR_FLAGS_SUPPORTED) {
+        why = "unknown flags";
+    } else if ((flags & IBV_REREG_MR_CHANGE_TRANSLATION) &&
+               ((length == 0) || (addr == NULL))) {
+        why = "CHANGE_TRANSLATION without an address or a length";
+    } else if ((access != 0) && !(flags & IBV_REREG_MR_CHANGE_ACCESS)) {
+        why = "access flags without CHANGE_ACCESS";
+    } else if ((flags & IBV_REREG_MR_CHANGE_PD) && (ibpd == NULL)) {
+        why = "CHANGE_PD without a PD";
+    }
+    if (why != NULL) {
+        emu_error("%s: rereg_mr 0x%x: flags 0x%x, %p/%zu, access 0x%x: %s",
+                  name, ibmr->lkey, flags, addr, length, access, why);
+        errno = EINVAL;
+        return IBV_REREG_MR_ERR_INPUT;
+    }
+    /* the kernel's checks */
+    if (flags == 0) {
+        emu_error("%s: rereg_mr 0x%x: no property to change", name, ibmr->lkey);
+        errno = EINVAL;
+        return IBV_REREG_MR_ERR_CMD;
+    }
+    old_pd = emu_pd(ibmr->pd);
+    new_pd = (flags & IBV_REREG_MR_CHANGE_PD) ? emu_pd(ibpd) : old_pd;
+    if (new_pd->pd.context != ibmr->context) {
+        emu_error("%s: rereg_mr 0x%x: the new PD is of another context", name,
+                  ibmr->lkey);
+        errno = EINVAL;
+        return IBV_REREG_MR_ERR_CMD;
+    }
+    if (!(flags & IBV_REREG_MR_CHANGE_TRANSLATION)) {
+        addr   = ibmr->addr;
+        length = ibmr->length;
+    }
+    acc = (flags & IBV_REREG_MR_CHANGE_ACCESS) ?
+              emu_mr_access(&new_pd->pd, (unsigned)access, "rereg_mr") :
+              (int)mr->soft->access;
+    if (acc < 0) {
+        errno = -acc;
+        return IBV_REREG_MR_ERR_CMD;
+    }
+    ret = dcx_soft_mr_rereg(mr->soft, new_pd->soft, addr, length,
+                            (uint32_t)acc);
+    if (ret != 0) { /* the soft device said why */
+        errno = ret;
+        return IBV_REREG_MR_ERR_CMD;
+    }
+    if (new_pd != old_pd) {
+        __atomic_add_fetch(&new_pd->refs, 1, __ATOMIC_RELEASE);
+        __atomic_sub_fetch(&old_pd->refs, 1, __ATOMIC_RELEASE);
+        ibmr->pd = &new_pd->pd;
+    }
+    ibmr->addr   = addr;
+    ibmr->length = length;
     return 0;
 }
 

@@ -21,8 +21,6 @@ py=/usr/bin/python3
 
 # tests the emulation does not model yet: "name: reason"
 known=(
-    "test_dc_send_stream_bad_flow: ibv_rereg_mr is not modelled"
-    "test_dc_send_stream_bad_flow_qp: ibv_rereg_mr is not modelled"
     "test_obj_on_huge: MLX5 huge-page allocation rules (MLX5_*_ALLOC_TYPE)"
 )
 

@@ -633,6 +633,191 @@ TEST_F(emu_rc_test, unknown_peer_number_bad_flow)
     EXPECT_EQ(IBV_WC_RETRY_EXC_ERR, wc.status);
 }
 
+/* ibv_rereg_mr: the MR keeps its keys and takes the new access, range or
+ * PD; the device applies them from then on */
+TEST_F(emu_rc_test, rereg_mr_access)
+{
+    struct ibv_wc wc;
+    uint32_t lkey = m_b.mr->lkey, rkey = m_b.mr->rkey;
+
+    make_pair();
+    ASSERT_EQ(0,
+              ibv_rereg_mr(m_b.mr, IBV_REREG_MR_CHANGE_ACCESS, nullptr, nullptr,
+                           0,
+                           IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE));
+    EXPECT_EQ(lkey, m_b.mr->lkey);
+    EXPECT_EQ(rkey, m_b.mr->rkey);
+    m_a.buf[0] = 42;
+    ASSERT_EQ(0, post_send(m_qa, &m_a, 1, IBV_WR_RDMA_WRITE, 0, 8, raddr_b(20),
+                           rkey));
+    ASSERT_TRUE(poll(m_a.scq, &wc));
+    EXPECT_EQ(IBV_WC_SUCCESS, wc.status);
+    EXPECT_EQ(42u, m_b.buf[20]);
+    /* the read right is gone */
+    ASSERT_EQ(0, post_send(m_qa, &m_a, 2, IBV_WR_RDMA_READ, 1, 8, raddr_b(20),
+                           rkey));
+    ASSERT_TRUE(poll(m_a.scq, &wc));
+    EXPECT_EQ(IBV_WC_REM_ACCESS_ERR, wc.status);
+}
+
+TEST_F(emu_rc_test, rereg_mr_translation)
+{
+    struct ibv_wc wc;
+    uint32_t rkey = m_b.mr->rkey;
+
+    make_pair();
+    ASSERT_EQ(0, ibv_rereg_mr(m_b.mr, IBV_REREG_MR_CHANGE_TRANSLATION, nullptr,
+                              &m_b.buf[256], 256 * 8, 0));
+    EXPECT_EQ((void *)&m_b.buf[256], m_b.mr->addr);
+    EXPECT_EQ(256u * 8, m_b.mr->length);
+    EXPECT_EQ(rkey, m_b.mr->rkey);
+    m_a.buf[0] = 43;
+    ASSERT_EQ(0, post_send(m_qa, &m_a, 1, IBV_WR_RDMA_WRITE, 0, 8, raddr_b(300),
+                           rkey));
+    ASSERT_TRUE(poll(m_a.scq, &wc));
+    EXPECT_EQ(IBV_WC_SUCCESS, wc.status);
+    EXPECT_EQ(43u, m_b.buf[300]);
+    /* the old range is not the key's any more */
+    ASSERT_EQ(0, post_send(m_qa, &m_a, 2, IBV_WR_RDMA_WRITE, 0, 8, raddr_b(20),
+                           rkey));
+    ASSERT_TRUE(poll(m_a.scq, &wc));
+    EXPECT_EQ(IBV_WC_REM_ACCESS_ERR, wc.status);
+    EXPECT_EQ(0u, m_b.buf[20]);
+}
+
+/* A key is good for the queues of its PD only: moved to another PD, a
+ * send from it fails locally; moved back, it works again */
+TEST_F(emu_rc_test, rereg_mr_pd)
+{
+    struct ibv_pd *pd2 = ibv_alloc_pd(m_a.ctx);
+    struct ibv_wc wc;
+
+    ASSERT_NE(nullptr, pd2);
+    make_pair();
+    ASSERT_EQ(0,
+              ibv_rereg_mr(m_a.mr, IBV_REREG_MR_CHANGE_PD, pd2, nullptr, 0, 0));
+    EXPECT_EQ(pd2, m_a.mr->pd);
+    {
+        log_capture log;
+
+        EXPECT_EQ(EBUSY, ibv_dealloc_pd(pd2)); /* the MR is on it now */
+        EXPECT_EQ(1u, log.count());
+    }
+    ASSERT_EQ(0, ibv_rereg_mr(m_a.mr, IBV_REREG_MR_CHANGE_PD, m_a.pd, nullptr,
+                              0, 0));
+    ASSERT_EQ(0, post_recv(&m_b, m_qb, 10, 0));
+    m_a.buf[4] = 44;
+    ASSERT_EQ(0, post_send(m_qa, &m_a, 1, IBV_WR_SEND, 4, 8));
+    ASSERT_TRUE(poll(m_b.rcq, &wc));
+    EXPECT_EQ(IBV_WC_SUCCESS, wc.status);
+    EXPECT_EQ(44u, m_b.buf[0]);
+    ASSERT_TRUE(poll(m_a.scq, &wc));
+    EXPECT_EQ(IBV_WC_SUCCESS, wc.status);
+
+    ASSERT_EQ(0,
+              ibv_rereg_mr(m_a.mr, IBV_REREG_MR_CHANGE_PD, pd2, nullptr, 0, 0));
+    ASSERT_EQ(0, post_send(m_qa, &m_a, 2, IBV_WR_SEND, 4, 8));
+    ASSERT_TRUE(poll(m_a.scq, &wc));
+    EXPECT_EQ(IBV_WC_LOC_PROT_ERR, wc.status);
+    ASSERT_EQ(0, ibv_rereg_mr(m_a.mr, IBV_REREG_MR_CHANGE_PD, m_a.pd, nullptr,
+                              0, 0));
+    EXPECT_EQ(0, ibv_dealloc_pd(pd2));
+}
+
+/* A receive buffer of another PD than the receiving QP's: the receiver's
+ * local protection error, the sender's remote operation error */
+TEST_F(emu_rc_test, rereg_mr_pd_receiver_bad_flow)
+{
+    struct ibv_pd *pd2 = ibv_alloc_pd(m_b.ctx);
+    struct ibv_wc wc;
+
+    ASSERT_NE(nullptr, pd2);
+    make_pair();
+    ASSERT_EQ(0, post_recv(&m_b, m_qb, 10, 0));
+    ASSERT_EQ(0,
+              ibv_rereg_mr(m_b.mr, IBV_REREG_MR_CHANGE_PD, pd2, nullptr, 0, 0));
+    ASSERT_EQ(0, post_send(m_qa, &m_a, 1, IBV_WR_SEND, 4, 8));
+    ASSERT_TRUE(poll(m_a.scq, &wc));
+    EXPECT_EQ(IBV_WC_REM_OP_ERR, wc.status);
+    /* the receiver's completion, taken while the sender's was waited for */
+    if (m_stray.empty()) {
+        ASSERT_TRUE(poll(m_b.rcq, &wc));
+    } else {
+        wc = m_stray.front();
+    }
+    EXPECT_EQ(IBV_WC_LOC_PROT_ERR, wc.status);
+    EXPECT_EQ(10u, wc.wr_id);
+    ASSERT_EQ(0, ibv_rereg_mr(m_b.mr, IBV_REREG_MR_CHANGE_PD, m_b.pd, nullptr,
+                              0, 0));
+    EXPECT_EQ(0, ibv_dealloc_pd(pd2));
+}
+
+TEST_F(emu_rc_test, rereg_mr_bad_flow)
+{
+    struct ibv_mr *mr = m_a.mr;
+    void *addr        = mr->addr;
+    size_t len        = mr->length;
+    struct ibv_wc wc;
+
+    auto refused = [&](int ret, int err, int flags, struct ibv_pd *pd, void *a,
+                       size_t l, int access, const char *why) {
+        log_capture log;
+
+        errno = 0;
+        EXPECT_EQ(ret, ibv_rereg_mr(mr, flags, pd, a, l, access)) << why;
+        EXPECT_EQ(err, errno) << why;
+        EXPECT_EQ(1u, log.count()) << why;
+        EXPECT_EQ(m_a.pd, mr->pd) << why;
+        EXPECT_EQ(addr, mr->addr) << why;
+        EXPECT_EQ(len, mr->length) << why;
+    };
+
+    /* libibverbs' input checks */
+    refused(IBV_REREG_MR_ERR_INPUT, EINVAL, 1 << 3, nullptr, nullptr, 0, 0,
+            "unknown flag");
+    refused(IBV_REREG_MR_ERR_INPUT, EINVAL, IBV_REREG_MR_CHANGE_TRANSLATION,
+            nullptr, nullptr, 64, 0, "a translation without address");
+    refused(IBV_REREG_MR_ERR_INPUT, EINVAL, IBV_REREG_MR_CHANGE_TRANSLATION,
+            nullptr, addr, 0, 0, "a translation without length");
+    refused(IBV_REREG_MR_ERR_INPUT, EINVAL, IBV_REREG_MR_CHANGE_PD, nullptr,
+            nullptr, 0, IBV_ACCESS_LOCAL_WRITE, "access without CHANGE_ACCESS");
+    refused(IBV_REREG_MR_ERR_INPUT, EINVAL, IBV_REREG_MR_CHANGE_PD, nullptr,
+            nullptr, 0, 0, "CHANGE_PD without a PD");
+    /* the kernel's */
+    refused(IBV_REREG_MR_ERR_CMD, EINVAL, 0, nullptr, nullptr, 0, 0,
+            "nothing to change");
+    refused(IBV_REREG_MR_ERR_CMD, EINVAL, IBV_REREG_MR_CHANGE_PD, m_b.pd,
+            nullptr, 0, 0, "a PD of another context");
+    refused(IBV_REREG_MR_ERR_CMD, EINVAL, IBV_REREG_MR_CHANGE_ACCESS, nullptr,
+            nullptr, 0, IBV_ACCESS_REMOTE_WRITE,
+            "remote write without local write");
+    refused(IBV_REREG_MR_ERR_CMD, EOPNOTSUPP, IBV_REREG_MR_CHANGE_ACCESS,
+            nullptr, nullptr, 0, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_ON_DEMAND,
+            "ODP");
+    {
+        /* memory not mapped: the line is the soft device's, below */
+        log_capture log;
+
+        errno = 0;
+        EXPECT_EQ(IBV_REREG_MR_ERR_CMD,
+                  ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_TRANSLATION, nullptr,
+                               (void *)8, 4096, 0));
+        EXPECT_EQ(EFAULT, errno);
+        EXPECT_EQ(0u, log.count());
+        EXPECT_EQ(addr, mr->addr);
+        EXPECT_EQ(len, mr->length);
+    }
+
+    /* the MR works as before */
+    make_pair();
+    m_a.buf[0] = 45;
+    ASSERT_EQ(0, post_send(m_qa, &m_a, 1, IBV_WR_RDMA_WRITE, 0, 8, raddr_b(21),
+                           m_b.mr->rkey));
+    ASSERT_TRUE(poll(m_a.scq, &wc));
+    EXPECT_EQ(IBV_WC_SUCCESS, wc.status);
+    EXPECT_EQ(45u, m_b.buf[21]);
+}
+
 /* Moving an RC QP to RESET drops its completions not yet polled, the
  * receives' too, as libmlx5 cleans its CQs: a receive that failed before
  * the QP was reset does not show up after */
