@@ -21,7 +21,7 @@ py=/usr/bin/python3
 
 # tests the emulation does not model yet: "name: reason"
 known=(
-    "test_obj_on_huge: MLX5 huge-page allocation rules (MLX5_*_ALLOC_TYPE)"
+    "test_obj_on_huge: libmlx5's MLX_{QP,CQ,SRQ}_ALLOC_TYPE=HUGE (queue buffers in SHM_HUGETLB segments, creation failing without 2M huge pages) is not modelled"
 )
 
 if [ ! -f "$suite/run_tests.py" ] || ! "$py" -c 'import pyverbs' 2>/dev/null; then
