@@ -97,8 +97,11 @@ typedef struct dcx_mlx5_srq {
 /* A CQ the backend polls in memory (mlx5_raw_cq.c) */
 typedef struct dcx_mlx5_raw_cq {
     uint8_t *buf;
+    uint8_t *buf64; /* buf + cqe_size - 64: a CQE's 64 bytes */
     uint32_t cqe_cnt;
     uint32_t cqe_size;
+    uint32_t cqe_shift;     /* log2 of cqe_size */
+    uint32_t cnt_shift;     /* log2 of cqe_cnt: the owner bit of an index */
     volatile __be32 *dbrec; /* [0] consumer index, [1] arm word */
     void *uar;              /* the CQ doorbell's page */
     uint32_t cqn;
@@ -124,7 +127,8 @@ typedef struct dcx_mlx5_raw_sq {
     uint8_t *bf;      /* BlueFlame register */
     uint32_t bf_size; /* its two halves' size */
     uint32_t bf_off;
-    uint16_t pi;   /* next basic block */
+    uint16_t pi;          /* next basic block */
+    uint16_t stream_mask; /* 0xffff: a DCI with streams, else 0 */
     uint64_t *seq; /* per basic block: the WR sequence of the WQE there */
 } dcx_mlx5_raw_sq_t;
 

@@ -232,17 +232,6 @@ uint32_t dcx_mlx5_dci_max_wr(uint32_t wqe_size, uint32_t max_wqebb)
     return (uint32_t)(p / wqe_size);
 }
 
-uint32_t dcx_mlx5_sge_total(const dcx_sge_t *sg_list, unsigned num_sge)
-{
-    uint64_t total = 0;
-    unsigned i;
-
-    for (i = 0; i < num_sge; ++i) {
-        total += sg_list[i].length;
-    }
-    return (total > UINT32_MAX) ? UINT32_MAX : (uint32_t)total;
-}
-
 /* ------------------------------------------------------------------------
  * Port address
  * ------------------------------------------------------------------------ */
@@ -478,21 +467,6 @@ dcx_wc_opcode_t dcx_mlx5_wr_wc_opcode(dcx_wr_opcode_t opcode)
     /* clang-format on */
 }
 
-uint64_t dcx_mlx5_wr_send_op(dcx_wr_opcode_t opcode)
-{
-    /* clang-format off */
-    switch (opcode) {
-    case DCX_WR_SEND:           return IBV_QP_EX_WITH_SEND;
-    case DCX_WR_SEND_IMM:       return IBV_QP_EX_WITH_SEND_WITH_IMM;
-    case DCX_WR_RDMA_WRITE:     return IBV_QP_EX_WITH_RDMA_WRITE;
-    case DCX_WR_RDMA_WRITE_IMM: return IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM;
-    case DCX_WR_RDMA_READ:      return IBV_QP_EX_WITH_RDMA_READ;
-    case DCX_WR_ATOMIC_FADD:    return IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD;
-    case DCX_WR_ATOMIC_CSWAP:   return IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP;
-    default:                    return 0;  /* masked atomics: raw WQEs */
-    }
-    /* clang-format on */
-}
 
 unsigned dcx_mlx5_send_flags(unsigned dcx_flags)
 {

@@ -97,8 +97,19 @@ int dcx_mlx5_dci_sq_size(uint64_t send_ops_flags, uint32_t max_send_wr,
  * allows max_wqebb basic blocks per queue. */
 uint32_t dcx_mlx5_dci_max_wr(uint32_t wqe_size, uint32_t max_wqebb);
 
-/* Total bytes of a gather list (saturates at UINT32_MAX). */
-uint32_t dcx_mlx5_sge_total(const dcx_sge_t *sg_list, unsigned num_sge);
+/* Total bytes of a gather list (saturates at UINT32_MAX); inline, as
+ * every post asks */
+static inline uint32_t dcx_mlx5_sge_total(const dcx_sge_t *sg_list,
+                                          unsigned num_sge)
+{
+    uint64_t total = 0;
+    unsigned i;
+
+    for (i = 0; i < num_sge; ++i) {
+        total += sg_list[i].length;
+    }
+    return (total > UINT32_MAX) ? UINT32_MAX : (uint32_t)total;
+}
 
 /* ------------------------------------------------------------------------
  * Port address: what a peer needs to build an address handle.  Fixed
@@ -161,8 +172,22 @@ int dcx_mlx5_wc_opcode(enum ibv_wc_opcode opcode, dcx_wc_opcode_t *out);
 /* Requester completion opcode of a dcx work request opcode. */
 dcx_wc_opcode_t dcx_mlx5_wr_wc_opcode(dcx_wr_opcode_t opcode);
 
-/* Verbs send_ops_flags bit a dcx opcode needs (0 for unknown opcodes). */
-uint64_t dcx_mlx5_wr_send_op(dcx_wr_opcode_t opcode);
+/* Verbs send_ops_flags bit a dcx opcode needs (0 for unknown opcodes,
+ * and the masked atomics, which only raw WQEs carry); inline, as every
+ * post asks */
+static inline uint64_t dcx_mlx5_wr_send_op(dcx_wr_opcode_t opcode)
+{
+    static const uint64_t op[DCX_WR_OPCODE_LAST] = {
+        [DCX_WR_SEND]           = IBV_QP_EX_WITH_SEND,
+        [DCX_WR_SEND_IMM]       = IBV_QP_EX_WITH_SEND_WITH_IMM,
+        [DCX_WR_RDMA_WRITE]     = IBV_QP_EX_WITH_RDMA_WRITE,
+        [DCX_WR_RDMA_WRITE_IMM] = IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM,
+        [DCX_WR_RDMA_READ]      = IBV_QP_EX_WITH_RDMA_READ,
+        [DCX_WR_ATOMIC_FADD]    = IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD,
+        [DCX_WR_ATOMIC_CSWAP]   = IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP};
+
+    return ((unsigned)opcode < DCX_WR_OPCODE_LAST) ? op[opcode] : 0;
+}
 
 /* IBV_SEND_* flags for DCX_SEND_* flags (INLINE is carried by the data
  * setter, not by the flags). */

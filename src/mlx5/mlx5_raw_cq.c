@@ -37,13 +37,12 @@ enum {
     DCX_MLX5_CQ_ARM_DB = 1
 };
 
+/* The 64 bytes of the CQE at idx (the last of a 128-byte one) */
 static inline struct mlx5_cqe64 *dcx_mlx5_raw_cqe(const dcx_mlx5_raw_cq_t *rc,
                                                   uint32_t idx)
 {
-    return (struct mlx5_cqe64 *)(rc->buf +
-                                 (size_t)(idx & (rc->cqe_cnt - 1)) *
-                                     rc->cqe_size +
-                                 rc->cqe_size - sizeof(struct mlx5_cqe64));
+    return (struct mlx5_cqe64 *)(rc->buf64 + ((size_t)(idx & (rc->cqe_cnt - 1))
+                                              << rc->cqe_shift));
 }
 
 /* The CQE at idx if software owns it, else NULL */
@@ -53,7 +52,7 @@ dcx_mlx5_raw_cqe_sw(const dcx_mlx5_raw_cq_t *rc, uint32_t idx)
     struct mlx5_cqe64 *cqe = dcx_mlx5_raw_cqe(rc, idx);
     uint8_t op_own         = cqe->op_own;
 
-    if (((op_own & MLX5_CQE_OWNER_MASK) ^ !!(idx & rc->cqe_cnt)) ||
+    if (((op_own ^ (idx >> rc->cnt_shift)) & MLX5_CQE_OWNER_MASK) ||
         ((op_own >> 4) == MLX5_CQE_INVALID)) {
         return NULL;
     }
@@ -301,9 +300,13 @@ static int dcx_mlx5_raw_cq_take(dcx_mlx5_cq_t *cq)
         dcx_error("%s: cq 0x%x: out of memory", name, dv.cqn);
         return ENOMEM;
     }
-    cq->raw->buf        = dv.buf;
+    cq->raw->buf   = dv.buf;
+    cq->raw->buf64 = (uint8_t *)dv.buf + dv.cqe_size -
+                     sizeof(struct mlx5_cqe64);
     cq->raw->cqe_cnt    = dv.cqe_cnt;
     cq->raw->cqe_size   = dv.cqe_size;
+    cq->raw->cqe_shift  = (dv.cqe_size == 128) ? 7 : 6;
+    cq->raw->cnt_shift  = (uint32_t)__builtin_ctz(dv.cqe_cnt);
     cq->raw->dbrec      = dv.dbrec;
     cq->raw->uar        = dv.cq_uar;
     cq->raw->cqn        = dv.cqn;

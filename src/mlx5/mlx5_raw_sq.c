@@ -44,14 +44,17 @@ static const uint8_t dcx_mlx5_raw_opcode[DCX_WR_OPCODE_LAST] = {
     [DCX_WR_ATOMIC_FADD]    = MLX5_OPCODE_ATOMIC_FA,
     [DCX_WR_ATOMIC_CSWAP]   = MLX5_OPCODE_ATOMIC_CS};
 
-static inline uint8_t dcx_mlx5_raw_fm_ce_se(unsigned flags)
-{
-    return (uint8_t)(((flags & DCX_SEND_SIGNALED) ? MLX5_WQE_CTRL_CQ_UPDATE :
-                                                    0) |
-                     ((flags & DCX_SEND_SOLICITED) ? MLX5_WQE_CTRL_SOLICITED :
-                                                     0) |
-                     ((flags & DCX_SEND_FENCE) ? MLX5_WQE_CTRL_FENCE : 0));
-}
+/* The control segment's fm_ce_se byte of DCX_SEND_* flags (SIGNALED 1,
+ * INLINE 2, FENCE 4, SOLICITED 8) */
+#define DCX_MLX5_FM(_f)                                                   \
+    (uint8_t)((((_f)&DCX_SEND_SIGNALED) ? MLX5_WQE_CTRL_CQ_UPDATE : 0) |  \
+              (((_f)&DCX_SEND_SOLICITED) ? MLX5_WQE_CTRL_SOLICITED : 0) | \
+              (((_f)&DCX_SEND_FENCE) ? MLX5_WQE_CTRL_FENCE : 0))
+static const uint8_t dcx_mlx5_raw_fm_ce_se[16] = {
+    DCX_MLX5_FM(0),  DCX_MLX5_FM(1),  DCX_MLX5_FM(2),  DCX_MLX5_FM(3),
+    DCX_MLX5_FM(4),  DCX_MLX5_FM(5),  DCX_MLX5_FM(6),  DCX_MLX5_FM(7),
+    DCX_MLX5_FM(8),  DCX_MLX5_FM(9),  DCX_MLX5_FM(10), DCX_MLX5_FM(11),
+    DCX_MLX5_FM(12), DCX_MLX5_FM(13), DCX_MLX5_FM(14), DCX_MLX5_FM(15)};
 
 /* The segments after the address vector (dcx_mlx5_raw_ds() counts them) */
 static inline void dcx_mlx5_raw_body(uint8_t *p, const dcx_send_wr_t *wr,
@@ -144,7 +147,7 @@ static void dcx_mlx5_raw_wrap_copy(dcx_mlx5_raw_sq_t *sq, const uint8_t *wqe,
 /* The doorbell record, then the BlueFlame register: the whole WQE when it
  * is one block, else its first eight bytes */
 static inline void dcx_mlx5_raw_ring(dcx_mlx5_raw_sq_t *sq, const uint8_t *wqe,
-                                     uint32_t bbs)
+                                     uint32_t bbs, uint64_t first8)
 {
     volatile uint64_t *bf = (volatile uint64_t *)(sq->bf + sq->bf_off);
     const uint64_t *src   = (const uint64_t *)wqe;
@@ -158,22 +161,58 @@ static inline void dcx_mlx5_raw_ring(dcx_mlx5_raw_sq_t *sq, const uint8_t *wqe,
             bf[i] = src[i];
         }
     } else {
-        bf[0] = src[0];
+        bf[0] = first8;
     }
     __atomic_thread_fence(__ATOMIC_SEQ_CST); /* flushed out of the CPU */
     sq->bf_off ^= sq->bf_size;
+}
+
+/* Writes the WQE of wr at wqe (ds 16-byte units) */
+static inline void dcx_mlx5_raw_build(const dcx_mlx5_qp_t *qp, uint8_t *wqe,
+                                      const dcx_send_wr_t *wr, uint32_t total,
+                                      uint32_t ds)
+{
+    const dcx_mlx5_raw_sq_t *sq    = qp->raw;
+    const dcx_mlx5_ah_t *ah        = (const dcx_mlx5_ah_t *)wr->dest.ah;
+    struct mlx5_wqe_ctrl_seg *ctrl = (struct mlx5_wqe_ctrl_seg *)wqe;
+    struct mlx5_wqe_datagram_seg *dg;
+
+    dg = (struct mlx5_wqe_datagram_seg *)(wqe + sizeof(*ctrl));
+    memcpy(&dg->av, &ah->av, sizeof(dg->av));
+    dg->av.key.dc_key = htobe64(wr->dest.dc_key);
+    dg->av.dqp_dct |= htobe32(wr->dest.dctn | MLX5_EXTENDED_UD_AV);
+    dcx_mlx5_raw_body(wqe + sizeof(*ctrl) + sizeof(*dg), wr, total);
+
+    ctrl->opmod_idx_opcode      = htobe32(((uint32_t)sq->pi << 8) |
+                                          dcx_mlx5_raw_opcode[wr->opcode]);
+    ctrl->qpn_ds                = htobe32((qp->super.qp_num << 8) | ds);
+    ctrl->signature             = 0;
+    ctrl->dci_stream_channel_id = htobe16(wr->stream_id & sq->stream_mask);
+    ctrl->fm_ce_se              = dcx_mlx5_raw_fm_ce_se[wr->flags & 0xf];
+    ctrl->imm                   = htobe32(wr->imm);
+}
+
+/* A WQE that passes the queue's end: built aside, copied in two pieces
+ * (out of line: the common post keeps a small frame) */
+static void __attribute__((noinline))
+dcx_mlx5_raw_build_wrapped(const dcx_mlx5_qp_t *qp, const dcx_send_wr_t *wr,
+                           uint32_t total, uint32_t ds, uint32_t bbs,
+                           uint64_t *first8)
+{
+    uint8_t aside[DCX_MLX5_WQE_MAX] __attribute__((aligned(64)));
+
+    dcx_mlx5_raw_build(qp, aside, wr, total, ds);
+    dcx_mlx5_raw_wrap_copy(qp->raw, aside, bbs);
+    memcpy(first8, aside, sizeof(*first8));
 }
 
 int dcx_mlx5_raw_dci_post_send(dcx_qp_t *super, const dcx_send_wr_t *wr)
 {
     dcx_mlx5_qp_t *qp     = (dcx_mlx5_qp_t *)super;
     dcx_mlx5_raw_sq_t *sq = qp->raw;
-    const dcx_mlx5_ah_t *ah;
-    uint8_t aside[DCX_MLX5_WQE_MAX] __attribute__((aligned(64)));
-    struct mlx5_wqe_ctrl_seg *ctrl;
-    struct mlx5_wqe_datagram_seg *dg;
     dcx_mlx5_ring_t *ring;
     uint32_t total, ds, bbs, at;
+    uint64_t first8;
     uint8_t *wqe;
     int ret;
 
@@ -183,34 +222,19 @@ int dcx_mlx5_raw_dci_post_send(dcx_qp_t *super, const dcx_send_wr_t *wr)
     }
     ds  = dcx_mlx5_raw_ds(wr, total);
     bbs = (ds * DCX_MLX5_DS + DCX_MLX5_BB - 1) / DCX_MLX5_BB;
-    if (bbs > sq->max_bb) {
+    if (__builtin_expect(bbs > sq->max_bb, 0)) {
         dcx_error("%s: dci 0x%x: a WQE of %u blocks, the queue holds WQEs of "
                   "%u",
                   super->dev->caps.name, super->qp_num, bbs, sq->max_bb);
         return EINVAL;
     }
-    /* in place unless it passes the queue's end */
     at  = sq->pi & (sq->bb_cnt - 1);
-    wqe = (at + bbs <= sq->bb_cnt) ? sq->buf + (size_t)at * DCX_MLX5_BB : aside;
-    ah  = (const dcx_mlx5_ah_t *)wr->dest.ah;
-    dg  = (struct mlx5_wqe_datagram_seg *)(wqe + sizeof(*ctrl));
-    memcpy(&dg->av, &ah->av, sizeof(dg->av));
-    dg->av.key.dc_key = htobe64(wr->dest.dc_key);
-    dg->av.dqp_dct |= htobe32(wr->dest.dctn | MLX5_EXTENDED_UD_AV);
-    dcx_mlx5_raw_body(wqe + sizeof(*ctrl) + sizeof(*dg), wr, total);
-
-    ctrl                        = (struct mlx5_wqe_ctrl_seg *)wqe;
-    ctrl->opmod_idx_opcode      = htobe32(((uint32_t)sq->pi << 8) |
-                                          dcx_mlx5_raw_opcode[wr->opcode]);
-    ctrl->qpn_ds                = htobe32((super->qp_num << 8) | ds);
-    ctrl->signature             = 0;
-    ctrl->dci_stream_channel_id = htobe16((super->num_streams > 0) ?
-                                              wr->stream_id :
-                                              0);
-    ctrl->fm_ce_se              = dcx_mlx5_raw_fm_ce_se(wr->flags);
-    ctrl->imm                   = htobe32(wr->imm);
-    if (wqe == aside) {
-        dcx_mlx5_raw_wrap_copy(sq, aside, bbs);
+    wqe = sq->buf + (size_t)at * DCX_MLX5_BB;
+    if (__builtin_expect(at + bbs <= sq->bb_cnt, 1)) {
+        dcx_mlx5_raw_build(qp, wqe, wr, total, ds);
+        first8 = *(const uint64_t *)wqe;
+    } else {
+        dcx_mlx5_raw_build_wrapped(qp, wr, total, ds, bbs, &first8);
     }
 
     ring        = dcx_mlx5_dci_ring(qp, wr);
@@ -218,7 +242,7 @@ int dcx_mlx5_raw_dci_post_send(dcx_qp_t *super, const dcx_send_wr_t *wr)
     dcx_mlx5_ring_push(ring, wr->wr_id, wr->opcode,
                        wr->flags & DCX_SEND_SIGNALED);
     sq->pi = (uint16_t)(sq->pi + bbs);
-    dcx_mlx5_raw_ring(sq, wqe, bbs);
+    dcx_mlx5_raw_ring(sq, wqe, bbs, first8);
     return 0;
 }
 
@@ -260,16 +284,18 @@ int dcx_mlx5_raw_sq_init(dcx_mlx5_qp_t *qp)
         dcx_error("%s: dci 0x%x: out of memory", name, qp->super.qp_num);
         return ENOMEM;
     }
-    sq->buf     = dv.sq.buf;
-    sq->bb_cnt  = dv.sq.wqe_cnt;
-    sq->max_bb  = dv.sq.wqe_cnt / wrs;
-    sq->max_bb  = (sq->max_bb > DCX_MLX5_WQE_MAX / DCX_MLX5_BB) ?
-                      DCX_MLX5_WQE_MAX / DCX_MLX5_BB :
-                      sq->max_bb;
-    sq->dbrec   = dv.dbrec;
-    sq->bf      = dv.bf.reg;
-    sq->bf_size = dv.bf.size;
-    qp->raw     = sq;
+    sq->buf         = dv.sq.buf;
+    sq->bb_cnt      = dv.sq.wqe_cnt;
+    sq->max_bb      = dv.sq.wqe_cnt / wrs;
+    sq->max_bb      = (sq->max_bb > DCX_MLX5_WQE_MAX / DCX_MLX5_BB) ?
+                          DCX_MLX5_WQE_MAX / DCX_MLX5_BB :
+                          sq->max_bb;
+    sq->dbrec       = dv.dbrec;
+    sq->bf          = dv.bf.reg;
+    sq->bf_size     = dv.bf.size;
+    /* a DCI without streams carries stream 0 */
+    sq->stream_mask = (qp->super.num_streams > 0) ? 0xffff : 0;
+    qp->raw         = sq;
     return 0;
 }
 
