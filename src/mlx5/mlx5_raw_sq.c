@@ -89,6 +89,9 @@ static inline void dcx_mlx5_raw_body(uint8_t *p, const dcx_send_wr_t *wr,
         inl->byte_count = htobe32(total | MLX5_INLINE_SEG);
         data            = p + sizeof(*inl);
         for (i = 0; i < wr->num_sge; ++i) {
+            if (wr->sg_list[i].length == 0) {
+                continue; /* its address may be anything, NULL too */
+            }
             memcpy(data, (const void *)(uintptr_t)wr->sg_list[i].addr,
                    wr->sg_list[i].length);
             data += wr->sg_list[i].length;

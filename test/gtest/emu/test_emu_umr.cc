@@ -30,7 +30,9 @@ uint32_t prm_get(const uint8_t *buf, uint32_t bit, uint32_t width)
     uint32_t dword   = ((uint32_t)d[0] << 24) | ((uint32_t)d[1] << 16) |
                      ((uint32_t)d[2] << 8) | d[3];
 
-    return (dword >> (32 - (bit % 32) - width)) & ((1u << width) - 1);
+    /* a mask of width bits, 32 included */
+    return (dword >> (32 - (bit % 32) - width)) &
+           (uint32_t)((1ull << width) - 1);
 }
 
 /* QUERY_HCA_CAP's input: opcode, op_mod */
