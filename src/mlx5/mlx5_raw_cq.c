@@ -103,7 +103,7 @@ static int dcx_mlx5_raw_recv(dcx_mlx5_cq_t *cq, const struct mlx5_cqe64 *cqe,
     const struct mlx5_err_cqe *err;
     dcx_mlx5_srq_t *srq;
     uint16_t idx;
-    uint64_t buf;
+    void *buf;
 
     srq = dcx_mlx5_raw_srq_of(cq, qpn);
     if (srq == NULL) {
@@ -112,7 +112,6 @@ static int dcx_mlx5_raw_recv(dcx_mlx5_cq_t *cq, const struct mlx5_cqe64 *cqe,
         return 0;
     }
     idx        = be16toh(cqe->wqe_counter);
-    buf        = srq->raw->first[idx & (srq->raw->wqe_cnt - 1)];
     wc->wr_id  = dcx_mlx5_raw_srq_done(srq->raw, idx);
     wc->qp_num = qpn;
     wc->flags  = 0;
@@ -135,11 +134,14 @@ static int dcx_mlx5_raw_recv(dcx_mlx5_cq_t *cq, const struct mlx5_cqe64 *cqe,
         wc->flags |= DCX_WC_FLAG_WITH_IMM;
         wc->imm = be32toh(cqe->imm_inval_pkey);
     }
-    /* a short message the HCA scattered into the CQE itself */
-    if (cqe->op_own & MLX5_INLINE_SCATTER_32) {
-        memcpy((void *)(uintptr_t)buf, cqe, wc->byte_len);
-    } else if (cqe->op_own & MLX5_INLINE_SCATTER_64) {
-        memcpy((void *)(uintptr_t)buf, cqe - 1, wc->byte_len);
+    /* a short message the HCA scattered into the CQE itself, for the
+     * receive's first buffer (which its WQE's done left recorded) */
+    if (cqe->op_own & (MLX5_INLINE_SCATTER_32 | MLX5_INLINE_SCATTER_64)) {
+        buf = (void *)(uintptr_t)srq->raw->first[idx & (srq->raw->wqe_cnt - 1)];
+        memcpy(buf,
+               (cqe->op_own & MLX5_INLINE_SCATTER_32) ? (const void *)cqe :
+                                                        (const void *)(cqe - 1),
+               wc->byte_len);
     }
     return 1;
 }
@@ -300,11 +302,9 @@ static int dcx_mlx5_raw_cq_take(dcx_mlx5_cq_t *cq)
         dcx_error("%s: cq 0x%x: out of memory", name, dv.cqn);
         return ENOMEM;
     }
-    cq->raw->buf   = dv.buf;
     cq->raw->buf64 = (uint8_t *)dv.buf + dv.cqe_size -
                      sizeof(struct mlx5_cqe64);
     cq->raw->cqe_cnt    = dv.cqe_cnt;
-    cq->raw->cqe_size   = dv.cqe_size;
     cq->raw->cqe_shift  = (dv.cqe_size == 128) ? 7 : 6;
     cq->raw->cnt_shift  = (uint32_t)__builtin_ctz(dv.cqe_cnt);
     cq->raw->dbrec      = dv.dbrec;
