@@ -11,9 +11,11 @@
  *    KSM keys of fixed-size entries: fixed_buffer_size), RMPs (shared
  *    receive queues made through DEVX),
  *    messages of up to 2^30 bytes, compact address vectors, 16 READs or
- *    atomics outstanding per DCI, and 8-byte atomics (compare-swap,
- *    fetch-add and their masked forms) whose operand and result are in
- *    host order in memory (atomic_req_8B_endianness_mode 1).  Not claimed:
+ *    atomics outstanding per DCI, 8-byte atomics (compare-swap, fetch-add
+ *    and their masked forms) whose operand and result are in host order
+ *    in memory (atomic_req_8B_endianness_mode 1), and 4-byte masked ones,
+ *    whose operand is in host order and whose fetched value is written in
+ *    network order (that mode is for 8-byte operands).  Not claimed:
  *    ODP (pg), XRQs and tag matching, CQE compression, CQE version 1,
  *    LAG, multi-packet receive queues;
  *  - QUERY_HCA_CAP of the device memory capabilities: every field 0, no
@@ -64,7 +66,7 @@
 #define EMU_LOG_MAX_MSG    30u
 #define EMU_LOG_MAX_RMP    16u
 #define EMU_ATOMIC_OPS_ALL 0xfu /* CS, FA, masked CS, masked FA */
-#define EMU_ATOMIC_SIZES   0x8u /* 8-byte operands */
+#define EMU_ATOMIC_SIZES   0xcu /* 4- and 8-byte operands */
 
 uint32_t emu_prm_get(const void *buf, uint32_t bit, uint32_t width)
 {

@@ -392,6 +392,7 @@ void emu_raw_qp_free(emu_qp_t *qp)
         dcx_mr_dereg(sq->scratch_mr);
     }
     free(sq->scratch);
+    free(sq->be4);
     if (!sq->ext) {
         free(sq->buf);
         free((void *)sq->dbrec);

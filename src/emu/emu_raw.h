@@ -51,6 +51,11 @@ struct emu_raw_sq {
      * of registered memory per basic block (made at the first) */
     uint8_t *scratch;
     dcx_mr_t *scratch_mr;
+    /* the result buffers of 4-byte masked atomics by WQE index (made at
+     * the first): their fetched value is written in network order, as a
+     * ConnectX writes a 4-byte result (its host-order mode is for 8-byte
+     * operands only), when the soft device completes the WR */
+    uint64_t *be4;
     /* a signalled WQE posted and its CQE not written yet: the engine
      * keeps looking (the soft device completes it when polled) */
     bool waiting;
@@ -145,6 +150,13 @@ unsigned emu_raw_sq_run(emu_qp_t *qp);
 void emu_raw_sq_take_rung(emu_qp_t *qp);
 /* after a move to RESET: the queue starts over */
 void emu_raw_sq_reset(emu_qp_t *qp);
+/* The wr_id of a soft WR posted for a WQE: the WQE index in [15:0], its
+ * opcode in [23:16], and these */
+#define EMU_RAW_WR_BE4    (1ull << 32) /* 4-byte masked atomic (be4[]) */
+#define EMU_RAW_WR_SILENT (1ull << 33) /* signalled for be4 alone: no CQE */
+/* A 4-byte masked atomic's successful completion: its result in network
+ * order */
+void emu_raw_sq_be4_done(emu_qp_t *qp, uint64_t wr_id);
 
 /* emu_raw_rq.c: new receive WQEs into the soft SRQ; how many */
 unsigned emu_raw_rq_run(struct emu_raw_rq *rq);

@@ -143,9 +143,15 @@ unsigned emu_raw_cq_run(emu_cq_t *cq)
                 (qp->raw_sq->wait_idx == (uint16_t)wc[i].wr_id)) {
                 qp->raw_sq->waiting = false;
             }
+            if ((wc[i].status == DCX_WC_SUCCESS) &&
+                (wc[i].wr_id & EMU_RAW_WR_BE4) && (qp != NULL)) {
+                emu_raw_sq_be4_done(qp, wc[i].wr_id);
+            }
             if (wc[i].status == DCX_WC_SUCCESS) {
-                emu_raw_cq_req(cq, qpn, (uint16_t)wc[i].wr_id,
-                               (uint8_t)(wc[i].wr_id >> 16));
+                if (!(wc[i].wr_id & EMU_RAW_WR_SILENT)) {
+                    emu_raw_cq_req(cq, qpn, (uint16_t)wc[i].wr_id,
+                                   (uint8_t)(wc[i].wr_id >> 16));
+                }
             } else {
                 emu_raw_cqe_error(rc, &wc[i], qpn, false);
             }

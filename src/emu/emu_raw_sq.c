@@ -383,6 +383,42 @@ static bool emu_raw_nop(emu_qp_t *qp, dcx_send_wr_t *wr, uint16_t idx)
     return true;
 }
 
+/* A 4-byte masked atomic: its result buffer noted for the completion,
+ * which byte-swaps it; signalled so that there is one (a WQE that asked
+ * for none gets no CQE: EMU_RAW_WR_SILENT) */
+static bool emu_raw_be4(emu_qp_t *qp, dcx_send_wr_t *wr, uint16_t idx)
+{
+    struct emu_raw_sq *sq = qp->raw_sq;
+
+    if (sq->be4 == NULL) {
+        sq->be4 = calloc(sq->wqe_cnt, sizeof(*sq->be4));
+        if (sq->be4 == NULL) {
+            return false;
+        }
+    }
+    sq->be4[idx & (sq->wqe_cnt - 1)] = wr->sg_list[0].addr;
+    wr->wr_id |= EMU_RAW_WR_BE4;
+    if (!(wr->flags & DCX_SEND_SIGNALED)) {
+        wr->wr_id |= EMU_RAW_WR_SILENT;
+        wr->flags |= DCX_SEND_SIGNALED;
+    }
+    return true;
+}
+
+void emu_raw_sq_be4_done(emu_qp_t *qp, uint64_t wr_id)
+{
+    struct emu_raw_sq *sq = qp->raw_sq;
+    uint32_t *result, v;
+
+    if ((sq == NULL) || (sq->be4 == NULL)) {
+        return;
+    }
+    result = (uint32_t *)(uintptr_t)sq->be4[(uint16_t)wr_id & (sq->wqe_cnt - 1)];
+    memcpy(&v, result, sizeof(v));
+    v = htobe32(v);
+    memcpy(result, &v, sizeof(v));
+}
+
 /* Reads and posts the WQE at the queue's index; EAGAIN when the soft send
  * queue is full (the WQE is taken again later) */
 static int emu_raw_sq_one(emu_qp_t *qp, uint16_t *nbb_p)
@@ -449,6 +485,10 @@ static int emu_raw_sq_one(emu_qp_t *qp, uint16_t *nbb_p)
     ok  = (why == NULL);
     if (!ok) {
         return emu_raw_refuse(qp, &wr, idx, opcode, why);
+    }
+    if ((wr.opcode >= DCX_WR_ATOMIC_MASKED_FADD) && (wr.atomic_size == 4) &&
+        !emu_raw_be4(qp, &wr, idx)) {
+        return emu_raw_refuse(qp, &wr, idx, opcode, "out of memory");
     }
     ret = dcx_qp_post_send(qp->soft, &wr);
     if (ret == ENOMEM) {

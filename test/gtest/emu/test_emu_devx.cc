@@ -372,7 +372,7 @@ TEST_F(emu_devx_test, capabilities)
     ASSERT_EQ(0, mlx5dv_devx_general_cmd(m_a.ctx, in, sizeof(in), out.data(),
                                          out.size()));
     EXPECT_EQ(0xfu, prm_get(cap, 144, 16)); /* CS, FA and masked */
-    EXPECT_EQ(8u, prm_get(cap, 176, 16));   /* 8-byte operands */
+    EXPECT_EQ(0xcu, prm_get(cap, 176, 16)); /* 4- and 8-byte operands */
     EXPECT_EQ(1u, prm_get(cap, 64, 2));     /* host-order memory */
     prm_set(in, 0, 16, 0x842);              /* QUERY_LAG */
     ASSERT_EQ(0, mlx5dv_devx_general_cmd(m_a.ctx, in, sizeof(in), out.data(),

@@ -317,6 +317,83 @@ TEST_F(emu_raw_test, write_read_atomic_and_inline)
     EXPECT_EQ(42u, m_b.buf[22]);
 }
 
+/* Masked atomics as UCX writes them (opmod 8 | log2(size) - 2): the target
+ * word in host order; the fetched value of an 8-byte one in host order
+ * (atomic_req_8B_endianness_mode 1), of a 4-byte one in network order, as
+ * a ConnectX writes it.  An unsignalled one completes without a CQE. */
+TEST_F(emu_raw_test, masked_atomics_and_their_result_order)
+{
+    struct {
+        struct mlx5_wqe_raddr_seg ra;
+        uint32_t op[4]; /* 32-bit: swap/add, compare/boundary, masks */
+        struct mlx5_wqe_data_seg d;
+    } s32;
+    struct {
+        struct mlx5_wqe_raddr_seg ra;
+        uint64_t op[4]; /* 64-bit CS: swap, compare, swap mask, cmp mask */
+        struct mlx5_wqe_data_seg d;
+    } s64;
+    uint32_t *t32 = (uint32_t *)&m_b.buf[40];
+    uint32_t *r32 = (uint32_t *)&m_a.buf[41];
+    struct mlx5_cqe64 cqe;
+    uint16_t idx;
+
+    /* 32-bit fetch-add of 0x10 to the low word */
+    t32[0] = 0x01020304;
+    t32[1] = 0xa0b0c0d0;
+    memset(&s32, 0, sizeof(s32));
+    s32.ra.raddr = htobe64((uintptr_t)&t32[0]);
+    s32.ra.rkey  = htobe32(m_b.mr->rkey);
+    s32.op[0]    = htobe32(0x10);
+    s32.d        = dseg(&m_a, r32, 4);
+    idx = post(&m_a, MLX5_OPCODE_ATOMIC_MASKED_FA, &s32, sizeof(s32), 0x08);
+    ASSERT_TRUE(raw_cq_poll(m_a.scq, &cqe));
+    EXPECT_EQ(MLX5_CQE_REQ, cqe.op_own >> 4);
+    EXPECT_EQ(idx, be16toh(cqe.wqe_counter));
+    EXPECT_EQ(0x01020314u, t32[0]);
+    EXPECT_EQ(0xa0b0c0d0u, t32[1]); /* the word beside is untouched */
+    EXPECT_EQ(htobe32(0x01020304), r32[0]);
+
+    /* 32-bit masked compare-swap of the high word's low byte, unsignalled,
+     * then a signalled one whose CQE is the only one */
+    memset(&s32, 0, sizeof(s32));
+    s32.ra.raddr = htobe64((uintptr_t)&t32[1]);
+    s32.ra.rkey  = htobe32(m_b.mr->rkey);
+    s32.op[0]    = htobe32(0x000000ee); /* swap */
+    s32.op[1]    = htobe32(0xa0000000); /* compare */
+    s32.op[2]    = htobe32(0x000000ff); /* swap mask */
+    s32.op[3]    = htobe32(0xf0000000); /* compare mask */
+    s32.d        = dseg(&m_a, &r32[1], 4);
+    post(&m_a, MLX5_OPCODE_ATOMIC_MASKED_CS, &s32, sizeof(s32), 0x08, false);
+    s32.op[1] = htobe32(0xb0000000); /* does not match: nothing swapped */
+    s32.op[0] = htobe32(0x00000011);
+    s32.d     = dseg(&m_a, &r32[2], 4);
+    idx = post(&m_a, MLX5_OPCODE_ATOMIC_MASKED_CS, &s32, sizeof(s32), 0x08);
+    ASSERT_TRUE(raw_cq_poll(m_a.scq, &cqe));
+    EXPECT_EQ(MLX5_CQE_REQ, cqe.op_own >> 4);
+    EXPECT_EQ(idx, be16toh(cqe.wqe_counter));
+    EXPECT_EQ(0xa0b0c0eeu, t32[1]);
+    EXPECT_EQ(htobe32(0xa0b0c0d0), r32[1]);
+    EXPECT_EQ(htobe32(0xa0b0c0ee), r32[2]);
+    EXPECT_FALSE(raw_cq_poll(m_a.scq, &cqe, 100));
+
+    /* 64-bit masked compare-swap: host-order result */
+    m_b.buf[42] = 0x1111222233334444ull;
+    memset(&s64, 0, sizeof(s64));
+    s64.ra.raddr = htobe64(raddr_b(42));
+    s64.ra.rkey  = htobe32(m_b.mr->rkey);
+    s64.op[0]    = htobe64(0x5555000000000000ull);
+    s64.op[1]    = htobe64(0x0000000000004444ull);
+    s64.op[2]    = htobe64(0xffff000000000000ull);
+    s64.op[3]    = htobe64(0x000000000000ffffull);
+    s64.d        = dseg(&m_a, &m_a.buf[43], 8);
+    post(&m_a, MLX5_OPCODE_ATOMIC_MASKED_CS, &s64, sizeof(s64), 0x09);
+    ASSERT_TRUE(raw_cq_poll(m_a.scq, &cqe));
+    EXPECT_EQ(MLX5_CQE_REQ, cqe.op_own >> 4);
+    EXPECT_EQ(0x5555222233334444ull, m_b.buf[42]);
+    EXPECT_EQ(0x1111222233334444ull, m_a.buf[43]);
+}
+
 /* a write through an rkey the peer does not have: an error CQE with the
  * remote access syndrome; a WQE of an opcode the device does not take:
  * LOCAL_QP_OP_ERR */
