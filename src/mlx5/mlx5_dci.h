@@ -55,7 +55,7 @@ static inline int dcx_mlx5_dci_check(dcx_mlx5_qp_t *qp, const dcx_send_wr_t *wr)
     op = (wr->opcode < DCX_WR_OPCODE_LAST) ?
              dcx_mlx5_wr_send_op((dcx_wr_opcode_t)wr->opcode) :
              0;
-    if ((op == 0) || !(dev->dci_send_ops & op)) {
+    if ((op == 0) || !(dev->dci_post_ops & op)) {
         dcx_error("%s: dci 0x%x: opcode %u is not supported", name,
                   qp->super.qp_num, wr->opcode);
         return EINVAL;
@@ -74,6 +74,40 @@ static inline int dcx_mlx5_dci_check(dcx_mlx5_qp_t *qp, const dcx_send_wr_t *wr)
         return EINVAL;
     }
     return dcx_mlx5_dci_full(qp, wr) ? ENOMEM : 0;
+}
+
+/* An atomic's operand size is one the device takes for its operation
+ * (8 bytes but for the masked ones, 4 or 8), with one result buffer of
+ * that size: 0, or EINVAL and one line */
+static inline int dcx_mlx5_dci_atomic_check(dcx_mlx5_qp_t *qp,
+                                            const dcx_send_wr_t *wr)
+{
+    static const uint32_t need[DCX_WR_OPCODE_LAST][2] = {
+        [DCX_WR_ATOMIC_FADD]         = {0, DCX_ATOMIC_FADD64},
+        [DCX_WR_ATOMIC_CSWAP]        = {0, DCX_ATOMIC_CSWAP64},
+        [DCX_WR_ATOMIC_MASKED_FADD]  = {DCX_ATOMIC_MASKED_FADD32,
+                                        DCX_ATOMIC_MASKED_FADD64},
+        [DCX_WR_ATOMIC_MASKED_CSWAP] = {DCX_ATOMIC_MASKED_CSWAP32,
+                                        DCX_ATOMIC_MASKED_CSWAP64}};
+    uint32_t size = (wr->opcode >= DCX_WR_ATOMIC_MASKED_FADD) ?
+                        wr->atomic_size :
+                        8;
+    uint32_t flag = ((size == 4) || (size == 8)) ? need[wr->opcode][size / 8] :
+                                                   0;
+
+    if ((flag == 0) || !(qp->super.dev->caps.atomic_flags & flag)) {
+        dcx_error("%s: dci 0x%x: a %u-byte atomic of opcode %u is not one "
+                  "the device offers",
+                  qp->super.dev->caps.name, qp->super.qp_num, size, wr->opcode);
+        return EINVAL;
+    }
+    if ((wr->num_sge != 1) || (wr->sg_list[0].length != size)) {
+        dcx_error("%s: dci 0x%x: a %u-byte atomic needs one %u-byte result "
+                  "buffer",
+                  qp->super.dev->caps.name, qp->super.qp_num, size, size);
+        return EINVAL;
+    }
+    return 0;
 }
 
 /* Every check of a post: 0 with the WR's byte count in *total_p, ENOMEM
@@ -104,12 +138,8 @@ static inline int dcx_mlx5_dci_validate(dcx_mlx5_qp_t *qp,
             return EINVAL;
         }
     }
-    if (((wr->opcode == DCX_WR_ATOMIC_FADD) ||
-         (wr->opcode == DCX_WR_ATOMIC_CSWAP)) &&
-        ((wr->num_sge != 1) || (wr->sg_list[0].length != 8))) {
-        dcx_error("%s: dci 0x%x: a 64-bit atomic needs one 8-byte result "
-                  "buffer",
-                  name, super->qp_num);
+    if ((wr->opcode >= DCX_WR_ATOMIC_FADD) &&
+        (dcx_mlx5_dci_atomic_check(qp, wr) != 0)) {
         return EINVAL;
     }
 

@@ -105,6 +105,21 @@ static struct ibv_context *dcx_mlx5_open_context(struct ibv_device *ibdev,
     return ibv_open_device(ibdev);
 }
 
+int dcx_mlx5_hca_query(dcx_mlx5_dev_t *dev, unsigned type, void *out)
+{
+    uint8_t in[DCX_MLX5_HCA_CAP_IN_LEN];
+    int ret;
+
+    dcx_mlx5_hca_cap_query_in(in, type);
+    ret = mlx5dv_devx_general_cmd(dev->ctx, in, sizeof(in), out,
+                                  DCX_MLX5_HCA_CAP_OUT_LEN);
+    if (ret != 0) {
+        dcx_debug("%s: QUERY_HCA_CAP (type %u) failed: %s",
+                  dev->super.caps.name, type, strerror(ret));
+    }
+    return ret;
+}
+
 static int dcx_mlx5_select_gid(dcx_mlx5_dev_t *dev, int gid_tbl_len)
 {
     struct ibv_gid_entry *entries;
@@ -389,6 +404,7 @@ int dcx_mlx5_open(const dcx_dev_info_t *info, dcx_dev_t **dev_p)
     struct ibv_device *ibdev = NULL;
     dcx_mlx5_probe_t probe;
     dcx_mlx5_dev_t *dev;
+    uint32_t atomics;
     int i, num = 0, ret;
 
     list = ibv_get_device_list(&num);
@@ -472,20 +488,36 @@ int dcx_mlx5_open(const dcx_dev_info_t *info, dcx_dev_t **dev_p)
     if (ret != 0) {
         goto err_close;
     }
-    /* Provisional caps (atomics as the device reports them) so that the
-     * self-test can create its QPs; then the verdict. */
+    /* Provisional caps (atomics as the device reports them: the masked
+     * ones through DEVX, and written by raw queues alone) so that the
+     * self-test can create its QPs and post them; then the verdict. */
     probe.dct_atomic_ok = true;
     dcx_mlx5_caps_translate(info->name, &dattr, &pattr, &probe,
                             &dev->super.caps);
+    if ((dev->super.caps.atomic_flags != 0) && dev->raw) {
+        dev->super.caps.atomic_flags |= dcx_mlx5_atomic_masked_caps(dev);
+    }
+    dev->dci_post_ops = dev->dci_send_ops | DCX_MLX5_SEND_OP_MASKED;
+    atomics           = 0;
     if (dev->super.caps.atomic_flags != 0) {
         /* (its CQs refuse to go while a QP uses them: nothing is left) */
-        probe.dct_atomic_ok = dcx_mlx5_atomic_selftest(dev);
+        atomics             = dcx_mlx5_atomic_selftest(dev);
+        probe.dct_atomic_ok = (atomics != 0);
         dcx_mlx5_caps_translate(info->name, &dattr, &pattr, &probe,
                                 &dev->super.caps);
+        dev->super.caps.atomic_flags = (dev->super.caps.atomic_flags != 0) ?
+                                           atomics :
+                                           0;
     }
-    if (!probe.dct_atomic_ok || (dev->super.caps.atomic_flags == 0)) {
+    if (dev->super.caps.atomic_flags == 0) {
         dev->dci_send_ops &= ~(uint64_t)(IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
                                          IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD);
+    }
+    dev->dci_post_ops = dev->dci_send_ops;
+    if (dev->super.caps.atomic_flags &
+        (DCX_ATOMIC_MASKED_FADD32 | DCX_ATOMIC_MASKED_FADD64 |
+         DCX_ATOMIC_MASKED_CSWAP32 | DCX_ATOMIC_MASKED_CSWAP64)) {
+        dev->dci_post_ops |= DCX_MLX5_SEND_OP_MASKED;
     }
     /* strided keys: added to the final caps */
     dcx_mlx5_umr_probe(dev, &dattr);

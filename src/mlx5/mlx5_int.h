@@ -40,6 +40,9 @@ typedef struct dcx_mlx5_dev {
     bool roce_warned;      /* a peer of the other RoCE version */
     dcx_mlx5_addr_t addr;  /* this port's published address */
     uint64_t dci_send_ops; /* IBV_QP_EX_WITH_* every DCI gets */
+    /* what a DCI post may carry: dci_send_ops, and DCX_MLX5_SEND_OP_MASKED
+     * where the device does masked atomics (raw queues only) */
+    uint64_t dci_post_ops;
     /* Strided keys (mlx5_mkey.c): UMR work requests travel on QPs of type
      * DCX_QPT_UMR, RC QPs looped back to this port (libmlx5 installs the
      * UMR builders on RC QPs only), sized for caps.mkey_max_entries. */
@@ -49,6 +52,10 @@ typedef struct dcx_mlx5_dev {
     /* Raw queues (knob MLX5_RAW, mlx5_raw_cq.c): DCIs write their WQEs
      * into their send queues, CQs are polled and SRQs posted in memory */
     bool raw;
+    /* 4-byte masked atomics fetch their value in network order (the
+     * self-test found it; the host-order mode is for 8-byte operands):
+     * each completion turns it to host order (mlx5_raw_sq.c) */
+    bool atomic4_be;
 } dcx_mlx5_dev_t;
 
 typedef struct dcx_mlx5_mkey {
@@ -128,6 +135,9 @@ typedef struct dcx_mlx5_raw_sq {
     uint16_t pi;          /* next basic block */
     uint16_t stream_mask; /* 0xffff: a DCI with streams, else 0 */
     uint64_t *seq; /* per basic block: the WR sequence of the WQE there */
+    /* dev->atomic4_be: per basic block, the result buffer of the masked
+     * atomic there if 4-byte (else 0), for its completion; else NULL */
+    uint64_t *be4;
 } dcx_mlx5_raw_sq_t;
 
 struct dcx_mlx5_cq {
@@ -220,9 +230,17 @@ int dcx_mlx5_list(dcx_dev_info_t *out, unsigned max, unsigned *count_p,
                   bool raw);
 int dcx_mlx5_open(const dcx_dev_info_t *info, dcx_dev_t **dev_p);
 
-/* mlx5_atomic_probe.c: true when a DC FETCH_ADD to the device's own DCT
- * returns host-order results (atomics kept in the caps) */
-bool dcx_mlx5_atomic_selftest(dcx_mlx5_dev_t *dev);
+/* mlx5_dev.c: QUERY_HCA_CAP of the current capabilities of a type into
+ * out (DCX_MLX5_HCA_CAP_OUT_LEN bytes); the errno, logged at debug */
+int dcx_mlx5_hca_query(dcx_mlx5_dev_t *dev, unsigned type, void *out);
+
+/* mlx5_atomic_probe.c: the masked atomics (DCX_ATOMIC_MASKED_*) the
+ * device's capabilities offer on DC; 0 without DEVX */
+uint32_t dcx_mlx5_atomic_masked_caps(dcx_mlx5_dev_t *dev);
+/* The atomics of caps.atomic_flags tried on the device's own DCT: the
+ * flags of those that work, in host order or (4-byte masked, which sets
+ * dev->atomic4_be) in network order; what fails is logged and dropped */
+uint32_t dcx_mlx5_atomic_selftest(dcx_mlx5_dev_t *dev);
 
 /* mlx5_srq.c */
 int dcx_mlx5_srq_create(dcx_pd_t *pd, const dcx_srq_attr_t *attr,
@@ -280,6 +298,9 @@ void dcx_mlx5_raw_sq_free(dcx_mlx5_qp_t *qp);
 void dcx_mlx5_raw_sq_reset(dcx_mlx5_qp_t *qp);
 /* The DCI's post_send in RTS */
 int dcx_mlx5_raw_dci_post_send(dcx_qp_t *super, const dcx_send_wr_t *wr);
+/* A masked atomic's successful CQE on a queue with be4: a 4-byte one's
+ * fetched value turned to host order */
+void dcx_mlx5_raw_sq_be4_done(dcx_mlx5_qp_t *qp, uint16_t wqe_counter);
 /* A CQE's WQE counter: the sequence of the WR there */
 static inline uint64_t dcx_mlx5_raw_sq_seq(const dcx_mlx5_qp_t *qp,
                                            uint16_t wqe_counter)

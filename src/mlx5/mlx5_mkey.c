@@ -347,21 +347,15 @@ err_free:
 static void dcx_mlx5_umr_probe_hca(dcx_mlx5_dev_t *dev,
                                    dcx_mlx5_umr_probe_t *probe)
 {
-    uint8_t in[DCX_MLX5_HCA_CAP_IN_LEN];
     const char *why = NULL;
     uint8_t *out;
-    int ret;
 
     out = calloc(1, DCX_MLX5_HCA_CAP_OUT_LEN);
     if (out == NULL) {
         return;
     }
-    dcx_mlx5_hca_cap_query_in(in);
-    ret = mlx5dv_devx_general_cmd(dev->ctx, in, sizeof(in), out,
-                                  DCX_MLX5_HCA_CAP_OUT_LEN);
-    if (ret != 0) {
-        dcx_debug("%s: QUERY_HCA_CAP failed: %s", dev->super.caps.name,
-                  strerror(ret));
+    if (dcx_mlx5_hca_query(dev, DCX_MLX5_CAP_GENERAL, out) != 0) {
+        /* logged */
     } else if (dcx_mlx5_umr_hca_parse(out, DCX_MLX5_HCA_CAP_OUT_LEN,
                                       &probe->hca, &why) != 0) {
         dcx_debug("%s: %s", dev->super.caps.name, why);

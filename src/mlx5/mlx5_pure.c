@@ -649,6 +649,81 @@ uint32_t dcx_mlx5_rd_atomic_next(uint32_t cur)
     return cur / 2;
 }
 
+/* ------------------------------------------------------------------------
+ * Firmware capabilities
+ * ------------------------------------------------------------------------ */
+/* cmd_hca_cap: atomic; atomic_caps: operations and operand sizes (bitmaps
+ * of sizes in bytes) of RC and DC */
+#define DCX_MLX5_CAP_ATOMIC_BIT     542u
+#define DCX_MLX5_ATOMIC_OPS_BIT     144u
+#define DCX_MLX5_ATOMIC_SIZE_QP_BIT 176u
+#define DCX_MLX5_ATOMIC_SIZE_DC_BIT 208u
+#define DCX_MLX5_ATOMIC_OPS_ALL     0xfu /* CS, FA, masked CS, masked FA */
+
+void dcx_mlx5_hca_cap_query_in(void *in, unsigned type)
+{
+    uint8_t *b = in;
+
+    memset(b, 0, DCX_MLX5_HCA_CAP_IN_LEN);
+    /* opcode: bits 0..15; op_mod: bits 48..63 = type << 1 | current (1) */
+    b[0] = (uint8_t)(DCX_MLX5_QUERY_HCA_CAP_OP >> 8);
+    b[1] = (uint8_t)(DCX_MLX5_QUERY_HCA_CAP_OP & 0xff);
+    b[6] = (uint8_t)(type >> 7);
+    b[7] = (uint8_t)((type << 1) | 1);
+}
+
+uint32_t dcx_mlx5_prm_get(const void *buf, uint32_t bit, uint32_t width)
+{
+    const uint8_t *d = (const uint8_t *)buf + (bit / 32) * 4;
+    uint32_t dword   = ((uint32_t)d[0] << 24) | ((uint32_t)d[1] << 16) |
+                     ((uint32_t)d[2] << 8) | d[3];
+
+    return (dword >> (32 - (bit % 32) - width)) & ((1u << width) - 1);
+}
+
+/* A QUERY_HCA_CAP answer that can be read: its capability, or NULL */
+static const uint8_t *dcx_mlx5_hca_cap(const void *out, size_t len)
+{
+    const uint8_t *b = out;
+
+    return ((len >= DCX_MLX5_HCA_CAP_OUT_LEN) && (b[0] == 0)) ? b + 16 : NULL;
+}
+
+int dcx_mlx5_atomic_hca_parse(const void *general, const void *atomic,
+                              size_t len, uint32_t *masked_p,
+                              const char **why_p)
+{
+    const uint8_t *gen = dcx_mlx5_hca_cap(general, len);
+    const uint8_t *at  = dcx_mlx5_hca_cap(atomic, len);
+    uint32_t sizes;
+
+    *masked_p = 0;
+    if (gen == NULL) {
+        *why_p = "QUERY_HCA_CAP (general) failed or answered short";
+        return EPROTO;
+    }
+    if (!dcx_mlx5_prm_get(gen, DCX_MLX5_CAP_ATOMIC_BIT, 1)) {
+        return 0;
+    }
+    if (at == NULL) {
+        *why_p = "QUERY_HCA_CAP (atomic) failed or answered short";
+        return EPROTO;
+    }
+    if ((dcx_mlx5_prm_get(at, DCX_MLX5_ATOMIC_OPS_BIT, 16) &
+         DCX_MLX5_ATOMIC_OPS_ALL) != DCX_MLX5_ATOMIC_OPS_ALL) {
+        return 0;
+    }
+    sizes = dcx_mlx5_prm_get(at, DCX_MLX5_ATOMIC_SIZE_QP_BIT, 16) &
+            dcx_mlx5_prm_get(at, DCX_MLX5_ATOMIC_SIZE_DC_BIT, 16);
+    if (sizes & sizeof(uint32_t)) {
+        *masked_p |= DCX_ATOMIC_MASKED_FADD32 | DCX_ATOMIC_MASKED_CSWAP32;
+    }
+    if (sizes & sizeof(uint64_t)) {
+        *masked_p |= DCX_ATOMIC_MASKED_FADD64 | DCX_ATOMIC_MASKED_CSWAP64;
+    }
+    return 0;
+}
+
 void dcx_mlx5_caps_translate(const char *name,
                              const struct ibv_device_attr_ex *dattr,
                              const struct ibv_port_attr *pattr,

@@ -172,19 +172,24 @@ int dcx_mlx5_wc_opcode(enum ibv_wc_opcode opcode, dcx_wc_opcode_t *out);
 /* Requester completion opcode of a dcx work request opcode. */
 dcx_wc_opcode_t dcx_mlx5_wr_wc_opcode(dcx_wr_opcode_t opcode);
 
-/* Verbs send_ops_flags bit a dcx opcode needs (0 for unknown opcodes,
- * and the masked atomics, which only raw WQEs carry); inline, as every
- * post asks */
+/* Not a verbs flag: the masked atomics, which raw WQEs alone carry */
+#define DCX_MLX5_SEND_OP_MASKED (1ull << 63)
+
+/* Verbs send_ops_flags bit a dcx opcode needs (DCX_MLX5_SEND_OP_MASKED
+ * for the masked atomics, 0 for unknown opcodes); inline, as every post
+ * asks */
 static inline uint64_t dcx_mlx5_wr_send_op(dcx_wr_opcode_t opcode)
 {
     static const uint64_t op[DCX_WR_OPCODE_LAST] = {
-        [DCX_WR_SEND]           = IBV_QP_EX_WITH_SEND,
-        [DCX_WR_SEND_IMM]       = IBV_QP_EX_WITH_SEND_WITH_IMM,
-        [DCX_WR_RDMA_WRITE]     = IBV_QP_EX_WITH_RDMA_WRITE,
-        [DCX_WR_RDMA_WRITE_IMM] = IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM,
-        [DCX_WR_RDMA_READ]      = IBV_QP_EX_WITH_RDMA_READ,
-        [DCX_WR_ATOMIC_FADD]    = IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD,
-        [DCX_WR_ATOMIC_CSWAP]   = IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP};
+        [DCX_WR_SEND]                = IBV_QP_EX_WITH_SEND,
+        [DCX_WR_SEND_IMM]            = IBV_QP_EX_WITH_SEND_WITH_IMM,
+        [DCX_WR_RDMA_WRITE]          = IBV_QP_EX_WITH_RDMA_WRITE,
+        [DCX_WR_RDMA_WRITE_IMM]      = IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM,
+        [DCX_WR_RDMA_READ]           = IBV_QP_EX_WITH_RDMA_READ,
+        [DCX_WR_ATOMIC_FADD]         = IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD,
+        [DCX_WR_ATOMIC_CSWAP]        = IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP,
+        [DCX_WR_ATOMIC_MASKED_FADD]  = DCX_MLX5_SEND_OP_MASKED,
+        [DCX_WR_ATOMIC_MASKED_CSWAP] = DCX_MLX5_SEND_OP_MASKED};
 
     return ((unsigned)opcode < DCX_WR_OPCODE_LAST) ? op[opcode] : 0;
 }
@@ -220,6 +225,37 @@ enum ibv_mtu dcx_mlx5_mtu_enum(uint32_t bytes);
 double dcx_mlx5_link_bandwidth(uint8_t active_width, uint8_t active_speed);
 
 /* ------------------------------------------------------------------------
+ * Firmware capabilities: QUERY_HCA_CAP through DEVX
+ * ------------------------------------------------------------------------ */
+#define DCX_MLX5_QUERY_HCA_CAP_OP 0x100u
+#define DCX_MLX5_HCA_CAP_IN_LEN   16u
+#define DCX_MLX5_HCA_CAP_OUT_LEN  (16u + 4096u)
+
+/* Capability types a query names */
+enum {
+    DCX_MLX5_CAP_GENERAL = 0,
+    DCX_MLX5_CAP_ATOMIC  = 3
+};
+
+/* Fills the DCX_MLX5_HCA_CAP_IN_LEN bytes of a QUERY_HCA_CAP command for
+ * the current capabilities of the given type. */
+void dcx_mlx5_hca_cap_query_in(void *in, unsigned type);
+
+/* A field of 'width' bits (1..31) at bit offset 'bit' of buf, counted from
+ * the most significant bit of its first big-endian dword (the PRM's). */
+uint32_t dcx_mlx5_prm_get(const void *buf, uint32_t bit, uint32_t width);
+
+/* The masked atomics DC offers (DCX_ATOMIC_MASKED_*), from the answers to
+ * the general and the atomic QUERY_HCA_CAP: both masked operations (and
+ * compare-swap and fetch-add), for each operand size (4 and 8 bytes)
+ * that both RC and DC take; 0 when the general capabilities have no
+ * atomics.  EPROTO with *why_p for an answer shorter than
+ * DCX_MLX5_HCA_CAP_OUT_LEN or with a non-zero status. */
+int dcx_mlx5_atomic_hca_parse(const void *general, const void *atomic,
+                              size_t len, uint32_t *masked_p,
+                              const char **why_p);
+
+/* ------------------------------------------------------------------------
  * Capability translation
  * ------------------------------------------------------------------------ */
 /* What the open-time probe learnt: a DCI could be created (with the sizes
@@ -246,8 +282,9 @@ uint32_t dcx_mlx5_rd_atomic_next(uint32_t cur);
 /* Fills caps from the device and port attributes plus the probe result
  * (mlx5dv_query_device adds nothing dcx_dev_caps_t has a field for: DC
  * support is not in it, and the DCI stream and ODP fields are not used).
- * Never advertises tag matching or masked atomics (not implemented by this
- * backend), nor strided mkeys (dcx_mlx5_umr_caps_translate adds those);
+ * Never advertises tag matching (not implemented by this backend), nor
+ * masked atomics (the open adds those its self-test found), nor strided
+ * mkeys (dcx_mlx5_umr_caps_translate adds those);
  * DC only when the probe created a DCI; 64-bit atomics only when the
  * device reports HCA/GLOB atomics and the DCT accepted REMOTE_ATOMIC. */
 void dcx_mlx5_caps_translate(const char *name,

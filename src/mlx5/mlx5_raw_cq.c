@@ -163,6 +163,12 @@ static int dcx_mlx5_raw_send(dcx_mlx5_cq_t *cq, const struct mlx5_cqe64 *cqe,
     }
     c.seq = dcx_mlx5_raw_sq_seq(qp, be16toh(cqe->wqe_counter));
     if (opcode == MLX5_CQE_REQ) {
+        /* the WQE's opcode is the top byte of sop_drop_qpn */
+        if (__builtin_expect(qp->raw->be4 != NULL, 0) &&
+            (((be32toh(cqe->sop_drop_qpn) >> 24) | 1) ==
+             MLX5_OPCODE_ATOMIC_MASKED_FA)) {
+            dcx_mlx5_raw_sq_be4_done(qp, be16toh(cqe->wqe_counter));
+        }
         c.status     = IBV_WC_SUCCESS;
         c.byte_len   = be32toh(cqe->byte_cnt);
         c.vendor_err = 0;

@@ -36,13 +36,18 @@
 
 /* The HCA's opcode of a WR (dcx_mlx5_dci_check let only these by) */
 static const uint8_t dcx_mlx5_raw_opcode[DCX_WR_OPCODE_LAST] = {
-    [DCX_WR_SEND]           = MLX5_OPCODE_SEND,
-    [DCX_WR_SEND_IMM]       = MLX5_OPCODE_SEND_IMM,
-    [DCX_WR_RDMA_WRITE]     = MLX5_OPCODE_RDMA_WRITE,
-    [DCX_WR_RDMA_WRITE_IMM] = MLX5_OPCODE_RDMA_WRITE_IMM,
-    [DCX_WR_RDMA_READ]      = MLX5_OPCODE_RDMA_READ,
-    [DCX_WR_ATOMIC_FADD]    = MLX5_OPCODE_ATOMIC_FA,
-    [DCX_WR_ATOMIC_CSWAP]   = MLX5_OPCODE_ATOMIC_CS};
+    [DCX_WR_SEND]                = MLX5_OPCODE_SEND,
+    [DCX_WR_SEND_IMM]            = MLX5_OPCODE_SEND_IMM,
+    [DCX_WR_RDMA_WRITE]          = MLX5_OPCODE_RDMA_WRITE,
+    [DCX_WR_RDMA_WRITE_IMM]      = MLX5_OPCODE_RDMA_WRITE_IMM,
+    [DCX_WR_RDMA_READ]           = MLX5_OPCODE_RDMA_READ,
+    [DCX_WR_ATOMIC_FADD]         = MLX5_OPCODE_ATOMIC_FA,
+    [DCX_WR_ATOMIC_CSWAP]        = MLX5_OPCODE_ATOMIC_CS,
+    [DCX_WR_ATOMIC_MASKED_FADD]  = MLX5_OPCODE_ATOMIC_MASKED_FA,
+    [DCX_WR_ATOMIC_MASKED_CSWAP] = MLX5_OPCODE_ATOMIC_MASKED_CS};
+
+/* The control segment's opmod of a masked atomic: 8 | log2(size) - 2 */
+#define DCX_MLX5_OPMOD_MASKED(_size) (0x08u | ((_size) >> 3))
 
 /* The control segment's fm_ce_se byte of DCX_SEND_* flags (SIGNALED 1,
  * INLINE 2, FENCE 4, SOLICITED 8) */
@@ -56,12 +61,64 @@ static const uint8_t dcx_mlx5_raw_fm_ce_se[16] = {
     DCX_MLX5_FM(8),  DCX_MLX5_FM(9),  DCX_MLX5_FM(10), DCX_MLX5_FM(11),
     DCX_MLX5_FM(12), DCX_MLX5_FM(13), DCX_MLX5_FM(14), DCX_MLX5_FM(15)};
 
+/* The bytes of a WR's atomic segment: 16, or 32 for a 64-bit masked
+ * compare-swap (its four operands) */
+static inline uint32_t dcx_mlx5_raw_atomic_len(const dcx_send_wr_t *wr)
+{
+    return ((wr->opcode == DCX_WR_ATOMIC_MASKED_CSWAP) &&
+            (wr->atomic_size == 8)) ?
+               32 :
+               16;
+}
+
+/* Writes the atomic segment (operands in network order); its length */
+static uint32_t dcx_mlx5_raw_atomic(uint8_t *p, const dcx_send_wr_t *wr)
+{
+    uint64_t *v = (uint64_t *)p;
+    uint32_t *w = (uint32_t *)p;
+
+    switch (wr->opcode) {
+    case DCX_WR_ATOMIC_FADD:
+        v[0] = htobe64(wr->compare_add);
+        v[1] = 0;
+        break;
+    case DCX_WR_ATOMIC_CSWAP:
+        v[0] = htobe64(wr->swap);
+        v[1] = htobe64(wr->compare_add);
+        break;
+    case DCX_WR_ATOMIC_MASKED_FADD:
+        if (wr->atomic_size == 8) {
+            v[0] = htobe64(wr->compare_add);  /* add */
+            v[1] = htobe64(wr->compare_mask); /* field boundaries */
+        } else {
+            w[0] = htobe32((uint32_t)wr->compare_add);
+            w[1] = htobe32((uint32_t)wr->compare_mask);
+            w[2] = 0;
+            w[3] = 0;
+        }
+        break;
+    default: /* DCX_WR_ATOMIC_MASKED_CSWAP */
+        if (wr->atomic_size == 8) {
+            v[0] = htobe64(wr->swap);
+            v[1] = htobe64(wr->compare_add);
+            v[2] = htobe64(wr->swap_mask);
+            v[3] = htobe64(wr->compare_mask);
+        } else {
+            w[0] = htobe32((uint32_t)wr->swap);
+            w[1] = htobe32((uint32_t)wr->compare_add);
+            w[2] = htobe32((uint32_t)wr->swap_mask);
+            w[3] = htobe32((uint32_t)wr->compare_mask);
+        }
+        break;
+    }
+    return dcx_mlx5_raw_atomic_len(wr);
+}
+
 /* The segments after the address vector (dcx_mlx5_raw_ds() counts them) */
 static inline void dcx_mlx5_raw_body(uint8_t *p, const dcx_send_wr_t *wr,
                                      uint32_t total)
 {
     struct mlx5_wqe_raddr_seg *ra;
-    struct mlx5_wqe_atomic_seg *at;
     struct mlx5_wqe_inl_data_seg *inl;
     struct mlx5_wqe_data_seg *ds;
     uint8_t *data;
@@ -75,14 +132,7 @@ static inline void dcx_mlx5_raw_body(uint8_t *p, const dcx_send_wr_t *wr,
         p += sizeof(*ra);
     }
     if (wr->opcode >= DCX_WR_ATOMIC_FADD) {
-        at           = (struct mlx5_wqe_atomic_seg *)p;
-        at->swap_add = htobe64((wr->opcode == DCX_WR_ATOMIC_CSWAP) ?
-                                   wr->swap :
-                                   wr->compare_add);
-        at->compare  = htobe64((wr->opcode == DCX_WR_ATOMIC_CSWAP) ?
-                                   wr->compare_add :
-                                   0);
-        p += sizeof(*at);
+        p += dcx_mlx5_raw_atomic(p, wr);
     }
     if (wr->flags & DCX_SEND_INLINE) {
         inl             = (struct mlx5_wqe_inl_data_seg *)p;
@@ -120,9 +170,8 @@ static inline uint32_t dcx_mlx5_raw_ds(const dcx_send_wr_t *wr, uint32_t total)
     bytes += (wr->opcode >= DCX_WR_RDMA_WRITE) ?
                  sizeof(struct mlx5_wqe_raddr_seg) :
                  0;
-    bytes += (wr->opcode >= DCX_WR_ATOMIC_FADD) ?
-                 sizeof(struct mlx5_wqe_atomic_seg) :
-                 0;
+    bytes += (wr->opcode >= DCX_WR_ATOMIC_FADD) ? dcx_mlx5_raw_atomic_len(wr) :
+                                                  0;
     if (wr->flags & DCX_SEND_INLINE) {
         bytes += (sizeof(struct mlx5_wqe_inl_data_seg) + total + DCX_MLX5_DS -
                   1) &
@@ -186,8 +235,12 @@ static inline void dcx_mlx5_raw_build(const dcx_mlx5_qp_t *qp, uint8_t *wqe,
     dg->av.dqp_dct |= htobe32(wr->dest.dctn | MLX5_EXTENDED_UD_AV);
     dcx_mlx5_raw_body(wqe + sizeof(*ctrl) + sizeof(*dg), wr, total);
 
-    ctrl->opmod_idx_opcode      = htobe32(((uint32_t)sq->pi << 8) |
-                                          dcx_mlx5_raw_opcode[wr->opcode]);
+    ctrl->opmod_idx_opcode = htobe32(((uint32_t)sq->pi << 8) |
+                                     dcx_mlx5_raw_opcode[wr->opcode]);
+    if (wr->opcode >= DCX_WR_ATOMIC_MASKED_FADD) {
+        ctrl->opmod_idx_opcode |=
+            htobe32(DCX_MLX5_OPMOD_MASKED((uint32_t)wr->atomic_size) << 24);
+    }
     ctrl->qpn_ds                = htobe32((qp->super.qp_num << 8) | ds);
     ctrl->signature             = 0;
     ctrl->dci_stream_channel_id = htobe16(wr->stream_id & sq->stream_mask);
@@ -240,6 +293,10 @@ int dcx_mlx5_raw_dci_post_send(dcx_qp_t *super, const dcx_send_wr_t *wr)
         dcx_mlx5_raw_build_wrapped(qp, wr, total, ds, bbs, &first8);
     }
 
+    if (__builtin_expect(wr->opcode >= DCX_WR_ATOMIC_MASKED_FADD, 0) &&
+        (sq->be4 != NULL)) {
+        sq->be4[at] = (wr->atomic_size == 4) ? wr->sg_list[0].addr : 0;
+    }
     ring        = dcx_mlx5_dci_ring(qp, wr);
     sq->seq[at] = ring->head;
     dcx_mlx5_ring_push(ring, wr->wr_id, wr->opcode,
@@ -281,8 +338,16 @@ int dcx_mlx5_raw_sq_init(dcx_mlx5_qp_t *qp)
     sq = calloc(1, sizeof(*sq));
     if (sq != NULL) {
         sq->seq = calloc(dv.sq.wqe_cnt, sizeof(*sq->seq));
+        sq->be4 = dcx_mlx5_dev(qp->super.dev)->atomic4_be ?
+                      calloc(dv.sq.wqe_cnt, sizeof(*sq->be4)) :
+                      NULL;
     }
-    if ((sq == NULL) || (sq->seq == NULL)) {
+    if ((sq == NULL) || (sq->seq == NULL) ||
+        (dcx_mlx5_dev(qp->super.dev)->atomic4_be && (sq->be4 == NULL))) {
+        if (sq != NULL) {
+            free(sq->seq);
+            free(sq->be4);
+        }
         free(sq);
         dcx_error("%s: dci 0x%x: out of memory", name, qp->super.qp_num);
         return ENOMEM;
@@ -309,9 +374,24 @@ void dcx_mlx5_raw_sq_reset(dcx_mlx5_qp_t *qp)
     }
 }
 
+void dcx_mlx5_raw_sq_be4_done(dcx_mlx5_qp_t *qp, uint16_t wqe_counter)
+{
+    dcx_mlx5_raw_sq_t *sq = qp->raw;
+    uint32_t at           = wqe_counter & (sq->bb_cnt - 1);
+    uint32_t v;
+
+    if (sq->be4[at] != 0) {
+        memcpy(&v, (const void *)(uintptr_t)sq->be4[at], sizeof(v));
+        v = be32toh(v);
+        memcpy((void *)(uintptr_t)sq->be4[at], &v, sizeof(v));
+        sq->be4[at] = 0;
+    }
+}
+
 void dcx_mlx5_raw_sq_free(dcx_mlx5_qp_t *qp)
 {
     if (qp->raw != NULL) {
+        free(qp->raw->be4);
         free(qp->raw->seq);
         free(qp->raw);
         qp->raw = NULL;

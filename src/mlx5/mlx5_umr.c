@@ -180,29 +180,6 @@ int dcx_mlx5_umr_layout(const dcx_send_wr_t *wr, uint32_t mkey_entries,
 /* ------------------------------------------------------------------------
  * Capabilities
  * ------------------------------------------------------------------------ */
-void dcx_mlx5_hca_cap_query_in(void *in)
-{
-    uint8_t *b = in;
-
-    memset(b, 0, DCX_MLX5_HCA_CAP_IN_LEN);
-    /* opcode: bits 0..15; op_mod: bits 48..63 = general caps (type 0) << 1
-     * | current values (1) */
-    b[0] = (uint8_t)(DCX_MLX5_QUERY_HCA_CAP_OP >> 8);
-    b[1] = (uint8_t)(DCX_MLX5_QUERY_HCA_CAP_OP & 0xff);
-    b[7] = 1;
-}
-
-/* A field of 'width' bits at big-endian bit offset 'bit' of buf. */
-static uint32_t dcx_mlx5_prm_get(const uint8_t *buf, uint32_t bit,
-                                 uint32_t width)
-{
-    const uint8_t *d = buf + (bit / 32) * 4;
-    uint32_t dword   = ((uint32_t)d[0] << 24) | ((uint32_t)d[1] << 16) |
-                     ((uint32_t)d[2] << 8) | d[3];
-
-    return (dword >> (32 - (bit % 32) - width)) & ((1u << width) - 1);
-}
-
 int dcx_mlx5_umr_hca_parse(const void *out, size_t len, dcx_mlx5_umr_hca_t *hca,
                            const char **why_p)
 {

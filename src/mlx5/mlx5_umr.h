@@ -82,9 +82,6 @@ int dcx_mlx5_umr_layout(const dcx_send_wr_t *wr, uint32_t mkey_entries,
  * objects (an indirect mkey; the loopback RC QP with the WQE size for the
  * largest key), as rdma-core's own tests do.
  * ------------------------------------------------------------------------ */
-#define DCX_MLX5_QUERY_HCA_CAP_OP 0x100u
-#define DCX_MLX5_HCA_CAP_IN_LEN   16u
-#define DCX_MLX5_HCA_CAP_OUT_LEN  (16u + 4096u)
 /* Bit offsets in the general capability layout (PRM cmd_hca_cap), counted
  * from the most significant bit of its first big-endian dword. */
 #define DCX_MLX5_CAP_LOG_MAX_KLM_BIT    0x11au /* 6 bits */
@@ -103,10 +100,6 @@ typedef struct dcx_mlx5_umr_hca {
     bool repeated_block_disabled; /* no interleaved layouts */
     uint8_t log_max_klm;          /* log_max_klm_list_size */
 } dcx_mlx5_umr_hca_t;
-
-/* Fills the DCX_MLX5_HCA_CAP_IN_LEN bytes of a QUERY_HCA_CAP command for
- * the current general device capabilities. */
-void dcx_mlx5_hca_cap_query_in(void *in);
 
 /* Decodes a QUERY_HCA_CAP answer: EPROTO with *why_p when it is shorter
  * than DCX_MLX5_HCA_CAP_OUT_LEN or its status byte is not 0. */

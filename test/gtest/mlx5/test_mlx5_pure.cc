@@ -530,9 +530,18 @@ TEST(mlx5_wr, opcodes_flags_and_access)
               dcx_mlx5_wr_send_op(DCX_WR_ATOMIC_FADD));
     EXPECT_EQ((uint64_t)IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP,
               dcx_mlx5_wr_send_op(DCX_WR_ATOMIC_CSWAP));
-    /* masked atomics need raw WQEs: not offered */
-    EXPECT_EQ(0u, dcx_mlx5_wr_send_op(DCX_WR_ATOMIC_MASKED_FADD));
-    EXPECT_EQ(0u, dcx_mlx5_wr_send_op(DCX_WR_ATOMIC_MASKED_CSWAP));
+    /* masked atomics need raw WQEs: a bit no verbs flag uses */
+    EXPECT_EQ(DCX_MLX5_SEND_OP_MASKED,
+              dcx_mlx5_wr_send_op(DCX_WR_ATOMIC_MASKED_FADD));
+    EXPECT_EQ(DCX_MLX5_SEND_OP_MASKED,
+              dcx_mlx5_wr_send_op(DCX_WR_ATOMIC_MASKED_CSWAP));
+    EXPECT_EQ(0u, DCX_MLX5_SEND_OP_MASKED &
+                      (IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM |
+                       IBV_QP_EX_WITH_RDMA_WRITE |
+                       IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM |
+                       IBV_QP_EX_WITH_RDMA_READ |
+                       IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
+                       IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD));
     EXPECT_EQ(0u, dcx_mlx5_wr_send_op(DCX_WR_OPCODE_LAST));
 
     EXPECT_EQ((unsigned)(IBV_SEND_SIGNALED | IBV_SEND_FENCE |
@@ -725,6 +734,92 @@ TEST_F(mlx5_caps, never_advertises_what_is_not_implemented)
     EXPECT_EQ(0u, caps.atomic_flags &
                       (DCX_ATOMIC_MASKED_FADD32 | DCX_ATOMIC_MASKED_FADD64 |
                        DCX_ATOMIC_MASKED_CSWAP32 | DCX_ATOMIC_MASKED_CSWAP64));
+}
+
+/* QUERY_HCA_CAP answers as the firmware gives them: the capability from
+ * byte 16, fields at PRM bit offsets */
+class mlx5_atomic_hca : public ::testing::Test {
+protected:
+    void SetUp() override
+    {
+        general.assign(DCX_MLX5_HCA_CAP_OUT_LEN, 0);
+        atomic.assign(DCX_MLX5_HCA_CAP_OUT_LEN, 0);
+        set(general, 542, 1, 1);   /* atomic */
+        set(atomic, 144, 16, 0xf); /* CS, FA, masked CS, masked FA */
+        set(atomic, 176, 16, 0xc); /* RC: 4 and 8 bytes */
+        set(atomic, 208, 16, 0xc); /* DC: 4 and 8 bytes */
+    }
+
+    static void set(std::vector<uint8_t> &out, uint32_t bit, uint32_t width,
+                    uint32_t v)
+    {
+        uint8_t *d     = out.data() + 16 + (bit / 32) * 4;
+        uint32_t shift = 32 - (bit % 32) - width;
+        uint32_t dw    = ((uint32_t)d[0] << 24) | ((uint32_t)d[1] << 16) |
+                      ((uint32_t)d[2] << 8) | d[3];
+
+        dw   = (dw & ~(((1u << width) - 1) << shift)) | (v << shift);
+        d[0] = (uint8_t)(dw >> 24);
+        d[1] = (uint8_t)(dw >> 16);
+        d[2] = (uint8_t)(dw >> 8);
+        d[3] = (uint8_t)dw;
+    }
+
+    uint32_t parse(int expect_ret = 0)
+    {
+        const char *why = nullptr;
+        uint32_t masked = 0xdead;
+
+        EXPECT_EQ(expect_ret,
+                  dcx_mlx5_atomic_hca_parse(general.data(), atomic.data(),
+                                            general.size(), &masked, &why));
+        EXPECT_EQ(expect_ret == 0, why == nullptr);
+        return masked;
+    }
+
+    std::vector<uint8_t> general, atomic;
+};
+
+TEST_F(mlx5_atomic_hca, masked_sizes_of_both_rc_and_dc)
+{
+    const uint32_t m32 = DCX_ATOMIC_MASKED_FADD32 | DCX_ATOMIC_MASKED_CSWAP32;
+    const uint32_t m64 = DCX_ATOMIC_MASKED_FADD64 | DCX_ATOMIC_MASKED_CSWAP64;
+
+    EXPECT_EQ(m32 | m64, parse());
+    set(atomic, 208, 16, 0x8); /* DC: 8 bytes only */
+    EXPECT_EQ(m64, parse());
+    set(atomic, 176, 16, 0x4); /* RC: 4 bytes only: none on both */
+    EXPECT_EQ(0u, parse());
+}
+
+TEST_F(mlx5_atomic_hca, none_without_every_operation_or_atomics)
+{
+    set(atomic, 144, 16, 0x7); /* no masked fetch-add */
+    EXPECT_EQ(0u, parse());
+    set(atomic, 144, 16, 0xf);
+    set(general, 542, 1, 0); /* no atomics at all: the atomic answer unread */
+    atomic[0] = 1;
+    EXPECT_EQ(0u, parse());
+}
+
+TEST_F(mlx5_atomic_hca, failed_answers_bad_flow)
+{
+    atomic[0] = 0x2; /* status BAD_OP */
+    EXPECT_EQ(0u, parse(EPROTO));
+    atomic[0]  = 0;
+    general[0] = 0x3;
+    EXPECT_EQ(0u, parse(EPROTO));
+}
+
+TEST(mlx5_hca, query_command_names_its_type)
+{
+    uint8_t in[DCX_MLX5_HCA_CAP_IN_LEN];
+
+    dcx_mlx5_hca_cap_query_in(in, DCX_MLX5_CAP_ATOMIC);
+    EXPECT_EQ(0x01, in[0]);
+    EXPECT_EQ(0x00, in[1]);
+    EXPECT_EQ(0x00, in[6]);
+    EXPECT_EQ(0x07, in[7]); /* atomic (3) << 1 | current */
 }
 
 TEST_F(mlx5_caps, atomics_need_device_and_dct_support)

@@ -369,7 +369,7 @@ TEST(mlx5_umr, hca_cap_query_command)
     uint8_t in[DCX_MLX5_HCA_CAP_IN_LEN];
 
     memset(in, 0xff, sizeof(in));
-    dcx_mlx5_hca_cap_query_in(in);
+    dcx_mlx5_hca_cap_query_in(in, DCX_MLX5_CAP_GENERAL);
     /* opcode 0x100 big-endian in bits 0..15; op_mod 1 (general caps,
      * current values) in bits 48..63; everything else 0 */
     EXPECT_EQ(0x01, in[0]);
