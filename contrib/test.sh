@@ -133,11 +133,10 @@ step "MPI and OpenSHMEM over mlx5 emulation" \
 # when its next request runs out of retries at the new owner (8 x 1.07 s
 # by default), as on a fabric: its credit request sent again after
 # FC_REQ_TIMEOUT (5 s), or UCP's keepalive (a 20 s round), hence -F 40
-# and -w 60 (docs/mlx5-emulation.md).  -S: UCX 1.13 never completes
-# a software fetch atomic purged from the pending queue (the backend on
-# the emulation offers no atomics UCP uses, so UCP's are software ones)
+# and -w 60 (docs/mlx5-emulation.md).  UCP's atomics go through the
+# backend's device atomics, as on the soft device
 step "peer churn over mlx5 emulation" \
-    "$top/test/churn/run.sh" -b emu -n 6 -T -w 60 -F 40 -S \
+    "$top/test/churn/run.sh" -b emu -n 6 -T -w 60 -F 40 \
     -x "$top/build/test/churn/churn"
 
 # dcx against a newer UCX: Debian 13's 1.18.1 by default, built from source

@@ -863,7 +863,7 @@ typedef struct dcx_send_wr {
     uint8_t atomic_size; /* 4 or 8: masked atomics only */
     uint32_t imm;        /* _IMM opcodes, host order */
     dcx_dc_dest_t dest;
-    const dcx_sge_t *sg_list; /* atomics: one 4/8-byte result buffer */
+    const dcx_sge_t *sg_list; /* atomics: 1 result, host order once polled */
     uint64_t remote_addr;     /* RDMA and atomics */
     uint32_t rkey;
     uint16_t stream_id; /* DCI with streams: its stream; ignored otherwise */

@@ -101,6 +101,16 @@ if command -v ucx_info > /dev/null 2>&1; then
         ! grep -q '\[dcx error\]' "$out"
     check "dcx-run --mlx5-emu ucx_info -d: dcx on mlx5_0:1" $(( st + $? ))
 
+    # every UCT atomic at both sizes: the masked ones on raw queues
+    sed -n '/^#      Transport: dcx$/,/^#      Transport: /p' "$out" > "$out.dcx"
+    st=0
+    for op in add and or xor fadd fand for fxor swap cswap; do
+        grep -q "^# *atomic_$op: 32, 64 bit\$" "$out.dcx" ||
+            { echo "no 32- and 64-bit atomic_$op"; st=1; }
+    done
+    rm -f "$out.dcx"
+    check "dcx-run --mlx5-emu ucx_info -d: every atomic, 32 and 64 bit" $st
+
     # the strided keys the backend derived from its UMR probe (said at
     # debug level: ucx_info has no line for them)
     DCX_EMU_FABRIC=dcxrun-check UCX_LOG_LEVEL=debug \
