@@ -3,11 +3,12 @@
  * dcx mlx5 backend: completion queues.
  *
  * Polling uses the extended CQ API (start/next/end_poll), or reads the
- * CQ's memory (mlx5_raw_cq.c, which shares the routing below).  On a CQ that
- * serves only DCTs every completion is a receive; otherwise each completion
- * is routed by its QP number:
+ * CQ's memory (mlx5_raw_cq.c).  On a CQ that serves only DCTs every
+ * completion is a receive; otherwise each completion is routed by its QP
+ * number:
  *  - a DCI completion carries as wr_id the sequence number the backend gave
- *    the WR at post time; it is looked up in the DCI's outstanding ring,
+ *    the WR at post time; it is looked up in the DCI's outstanding ring
+ *    (mlx5_qp.c, for both poll paths),
  *    which also retires the unsignalled WRs before it (one CQE retires
  *    everything up to its WQE, as libmlx5 does for its own SQ slots);
  *  - a DCT (receive) completion carries the wr_id given to the SRQ.
@@ -29,87 +30,6 @@
 #define DCX_MLX5_CQ_WC_FLAGS                                                \
     (IBV_WC_EX_WITH_BYTE_LEN | IBV_WC_EX_WITH_IMM | IBV_WC_EX_WITH_QP_NUM | \
      IBV_WC_EX_WITH_SRC_QP)
-
-void dcx_mlx5_cq_schedule_flush(dcx_mlx5_cq_t *cq, dcx_mlx5_qp_t *qp)
-{
-    if (qp->flush_listed) {
-        return;
-    }
-    qp->flush_next   = cq->flush_head;
-    cq->flush_head   = qp;
-    qp->flush_listed = true;
-}
-
-void dcx_mlx5_cq_unschedule_flush(dcx_mlx5_cq_t *cq, dcx_mlx5_qp_t *qp)
-{
-    dcx_mlx5_qp_t **pp;
-
-    if (!qp->flush_listed) {
-        return;
-    }
-    for (pp = &cq->flush_head; *pp != NULL; pp = &(*pp)->flush_next) {
-        if (*pp == qp) {
-            *pp = qp->flush_next;
-            break;
-        }
-    }
-    qp->flush_next   = NULL;
-    qp->flush_listed = false;
-}
-
-/* Completion of a WR of a DCI with streams: every WR completes on its
- * own (an error stops its stream only, whose WRs then come flushed). */
-static int dcx_mlx5_cq_stream_cqe(dcx_mlx5_cq_t *cq, dcx_mlx5_qp_t *qp,
-                                  const dcx_mlx5_cqe_t *c, dcx_wc_t *wc)
-{
-    dcx_mlx5_ring_t *ring;
-    uint16_t stream;
-
-    ring = dcx_mlx5_qp_ring_of(qp, c->seq, &stream);
-    if ((ring == NULL) ||
-        !dcx_mlx5_ring_take(ring, c->seq, c->status, qp->super.qp_num, wc)) {
-        return 0; /* reported from the ring already (the DCI failed) */
-    }
-    if (c->status == IBV_WC_SUCCESS) {
-        wc->byte_len = c->byte_len;
-    } else if (c->status != IBV_WC_WR_FLUSH_ERR) {
-        wc->vendor_err = c->vendor_err;
-        dcx_debug("%s: dci 0x%x stream %u: wr_id 0x%llx failed: %s (vendor "
-                  "0x%x)",
-                  cq->super.dev->caps.name, qp->super.qp_num, stream,
-                  (unsigned long long)wc->wr_id, ibv_wc_status_str(c->status),
-                  wc->vendor_err);
-        dcx_mlx5_dci_stream_failed(qp, stream);
-    }
-    return 1;
-}
-
-int dcx_mlx5_cq_dci_done(dcx_mlx5_cq_t *cq, dcx_mlx5_qp_t *qp,
-                         const dcx_mlx5_cqe_t *c, dcx_wc_t *wc)
-{
-    if (qp->super.num_streams > 0) {
-        return dcx_mlx5_cq_stream_cqe(cq, qp, c, wc);
-    }
-    switch (dcx_mlx5_ring_cqe(&qp->ring, c->seq, c->status, qp->super.qp_num,
-                              wc)) {
-    case DCX_MLX5_CQE_REPORT:
-        wc->byte_len = c->byte_len;
-        return 1;
-    case DCX_MLX5_CQE_FAILED:
-        wc->vendor_err = c->vendor_err;
-        dcx_debug("%s: dci 0x%x: wr_id 0x%llx failed: %s (vendor 0x%x)",
-                  cq->super.dev->caps.name, qp->super.qp_num,
-                  (unsigned long long)wc->wr_id, ibv_wc_status_str(c->status),
-                  wc->vendor_err);
-        dcx_mlx5_dci_enter_error(qp);
-        return 1;
-    case DCX_MLX5_CQE_FLUSHED:
-        dcx_mlx5_dci_enter_error(qp);
-        return 0;
-    default:
-        return 0;
-    }
-}
 
 /* Completion of a DCI WR read through libmlx5 */
 static int dcx_mlx5_cq_dci_cqe(dcx_mlx5_cq_t *cq, dcx_mlx5_qp_t *qp,
@@ -181,22 +101,6 @@ static int dcx_mlx5_cq_one(dcx_mlx5_cq_t *cq, dcx_wc_t *wc)
                   dev->super.caps.name, qpn);
         return 0;
     }
-}
-
-int dcx_mlx5_cq_drain_flush(dcx_mlx5_cq_t *cq, int max, dcx_wc_t *wc)
-{
-    dcx_mlx5_qp_t *qp;
-    int n = 0;
-
-    while (((qp = cq->flush_head) != NULL) && (n < max)) {
-        while ((n < max) && dcx_mlx5_qp_flush_one(qp, &wc[n])) {
-            ++n;
-        }
-        if (dcx_mlx5_qp_outstanding(qp) == 0) {
-            dcx_mlx5_cq_unschedule_flush(cq, qp);
-        }
-    }
-    return n;
 }
 
 /* The rest of a poll whose start found a completion, failed, or that has

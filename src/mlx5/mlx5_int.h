@@ -341,15 +341,6 @@ typedef struct dcx_mlx5_cqe {
     uint32_t byte_len;
     uint32_t vendor_err;
 } dcx_mlx5_cqe_t;
-/* Retires the DCI's WRs up to the completion's: 1 with *wc filled, 0 when
- * there is nothing to report now */
-int dcx_mlx5_cq_dci_done(dcx_mlx5_cq_t *cq, dcx_mlx5_qp_t *qp,
-                         const dcx_mlx5_cqe_t *c, dcx_wc_t *wc);
-/* Reports outstanding WRs of failed DCIs as flushed, at most max */
-int dcx_mlx5_cq_drain_flush(dcx_mlx5_cq_t *cq, int max, dcx_wc_t *wc);
-/* Queues the DCI's remaining outstanding WRs for FLUSH reporting. */
-void dcx_mlx5_cq_schedule_flush(dcx_mlx5_cq_t *cq, dcx_mlx5_qp_t *qp);
-void dcx_mlx5_cq_unschedule_flush(dcx_mlx5_cq_t *cq, dcx_mlx5_qp_t *qp);
 
 /* mlx5_qp.c */
 int dcx_mlx5_qp_create(dcx_pd_t *pd, const dcx_qp_attr_t *attr,
@@ -381,5 +372,15 @@ void dcx_mlx5_dci_enter_error(dcx_mlx5_qp_t *qp);
  * allowed by the table); logs and returns errno on failure. */
 int dcx_mlx5_qp_modify(dcx_mlx5_qp_t *qp, dcx_qp_state_t to,
                        struct ibv_qp_attr *attr, uint32_t extra);
+/* A DCI completion, from either poll path of the CQ: retires the DCI's WRs
+ * up to the completion's: 1 with *wc filled, 0 when there is nothing to
+ * report now */
+int dcx_mlx5_cq_dci_done(dcx_mlx5_cq_t *cq, dcx_mlx5_qp_t *qp,
+                         const dcx_mlx5_cqe_t *c, dcx_wc_t *wc);
+/* Reports outstanding WRs of failed DCIs as flushed, at most max */
+int dcx_mlx5_cq_drain_flush(dcx_mlx5_cq_t *cq, int max, dcx_wc_t *wc);
+/* Queues the DCI's remaining outstanding WRs for FLUSH reporting. */
+void dcx_mlx5_cq_schedule_flush(dcx_mlx5_cq_t *cq, dcx_mlx5_qp_t *qp);
+void dcx_mlx5_cq_unschedule_flush(dcx_mlx5_cq_t *cq, dcx_mlx5_qp_t *qp);
 
 #endif /* DCX_MLX5_INT_H_ */

@@ -8,7 +8,10 @@
  * WQEs into its queue (mlx5_raw_sq.c) when its CQ is polled in memory, and
  * else posts through the ibv_wr_* builders plus mlx5dv_wr_set_dc_addr; its
  * post_send pointer is one of those in RTS or, in ERR, a version that only
- * records the WR so the CQ reports it flushed.
+ * records the WR so the CQ reports it flushed.  What a DCI's completion
+ * retires, and the CQ's list of failed DCIs still to report flushed, are
+ * here too: both poll paths of the CQ (mlx5_cq.c, mlx5_raw_cq.c) hand a
+ * DCI's completions over to them.
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
@@ -296,6 +299,108 @@ uint32_t dcx_mlx5_qp_outstanding(const dcx_mlx5_qp_t *qp)
 
     for (i = 0; i < qp->super.num_streams; ++i) {
         n += dcx_mlx5_ring_outstanding(&qp->stream_rings[i]);
+    }
+    return n;
+}
+
+/* ------------------------------------------------------------------------
+ * DCI completions, as both poll paths of the CQ (mlx5_cq.c, mlx5_raw_cq.c)
+ * hand them over: the WR ring retires them, a failed DCI goes on its CQ's
+ * list of DCIs whose outstanding WRs are reported flushed
+ * ------------------------------------------------------------------------ */
+void dcx_mlx5_cq_schedule_flush(dcx_mlx5_cq_t *cq, dcx_mlx5_qp_t *qp)
+{
+    if (qp->flush_listed) {
+        return;
+    }
+    qp->flush_next   = cq->flush_head;
+    cq->flush_head   = qp;
+    qp->flush_listed = true;
+}
+
+void dcx_mlx5_cq_unschedule_flush(dcx_mlx5_cq_t *cq, dcx_mlx5_qp_t *qp)
+{
+    dcx_mlx5_qp_t **pp;
+
+    if (!qp->flush_listed) {
+        return;
+    }
+    for (pp = &cq->flush_head; *pp != NULL; pp = &(*pp)->flush_next) {
+        if (*pp == qp) {
+            *pp = qp->flush_next;
+            break;
+        }
+    }
+    qp->flush_next   = NULL;
+    qp->flush_listed = false;
+}
+
+/* Completion of a WR of a DCI with streams: every WR completes on its
+ * own (an error stops its stream only, whose WRs then come flushed). */
+static int dcx_mlx5_cq_stream_cqe(dcx_mlx5_cq_t *cq, dcx_mlx5_qp_t *qp,
+                                  const dcx_mlx5_cqe_t *c, dcx_wc_t *wc)
+{
+    dcx_mlx5_ring_t *ring;
+    uint16_t stream;
+
+    ring = dcx_mlx5_qp_ring_of(qp, c->seq, &stream);
+    if ((ring == NULL) ||
+        !dcx_mlx5_ring_take(ring, c->seq, c->status, qp->super.qp_num, wc)) {
+        return 0; /* reported from the ring already (the DCI failed) */
+    }
+    if (c->status == IBV_WC_SUCCESS) {
+        wc->byte_len = c->byte_len;
+    } else if (c->status != IBV_WC_WR_FLUSH_ERR) {
+        wc->vendor_err = c->vendor_err;
+        dcx_debug("%s: dci 0x%x stream %u: wr_id 0x%llx failed: %s (vendor "
+                  "0x%x)",
+                  cq->super.dev->caps.name, qp->super.qp_num, stream,
+                  (unsigned long long)wc->wr_id, ibv_wc_status_str(c->status),
+                  wc->vendor_err);
+        dcx_mlx5_dci_stream_failed(qp, stream);
+    }
+    return 1;
+}
+
+int dcx_mlx5_cq_dci_done(dcx_mlx5_cq_t *cq, dcx_mlx5_qp_t *qp,
+                         const dcx_mlx5_cqe_t *c, dcx_wc_t *wc)
+{
+    if (qp->super.num_streams > 0) {
+        return dcx_mlx5_cq_stream_cqe(cq, qp, c, wc);
+    }
+    switch (dcx_mlx5_ring_cqe(&qp->ring, c->seq, c->status, qp->super.qp_num,
+                              wc)) {
+    case DCX_MLX5_CQE_REPORT:
+        wc->byte_len = c->byte_len;
+        return 1;
+    case DCX_MLX5_CQE_FAILED:
+        wc->vendor_err = c->vendor_err;
+        dcx_debug("%s: dci 0x%x: wr_id 0x%llx failed: %s (vendor 0x%x)",
+                  cq->super.dev->caps.name, qp->super.qp_num,
+                  (unsigned long long)wc->wr_id, ibv_wc_status_str(c->status),
+                  wc->vendor_err);
+        dcx_mlx5_dci_enter_error(qp);
+        return 1;
+    case DCX_MLX5_CQE_FLUSHED:
+        dcx_mlx5_dci_enter_error(qp);
+        return 0;
+    default:
+        return 0;
+    }
+}
+
+int dcx_mlx5_cq_drain_flush(dcx_mlx5_cq_t *cq, int max, dcx_wc_t *wc)
+{
+    dcx_mlx5_qp_t *qp;
+    int n = 0;
+
+    while (((qp = cq->flush_head) != NULL) && (n < max)) {
+        while ((n < max) && dcx_mlx5_qp_flush_one(qp, &wc[n])) {
+            ++n;
+        }
+        if (dcx_mlx5_qp_outstanding(qp) == 0) {
+            dcx_mlx5_cq_unschedule_flush(cq, qp);
+        }
     }
     return n;
 }
