@@ -269,7 +269,8 @@ int dcx_mlx5_mkey_destroy(dcx_mkey_t *mkey);
  * dev->super.caps (or sets dev->umr_why). */
 void dcx_mlx5_umr_probe(dcx_mlx5_dev_t *dev,
                         const struct ibv_device_attr_ex *dattr);
-/* Creates the RC QP of a DCX_QPT_UMR dcx QP and takes it to RTS. */
+/* Creates the RC QP of a DCX_QPT_UMR dcx QP and takes it to RTS; its CQ is
+ * polled through libmlx5 (dcx_mlx5_qp_create settled that). */
 int dcx_mlx5_umr_qp_create(dcx_mlx5_qp_t *qp, dcx_mlx5_pd_t *pd);
 /* RESET -> INIT -> RTR -> RTS, connected to itself (creation, recovery). */
 int dcx_mlx5_umr_qp_connect(dcx_mlx5_qp_t *qp);

@@ -297,11 +297,6 @@ int dcx_mlx5_umr_qp_create(dcx_mlx5_qp_t *qp, dcx_mlx5_pd_t *pd)
     struct ibv_qp_cap cap;
     int ret;
 
-    /* libmlx5's builders post its WQEs: libmlx5 must poll their CQ */
-    ret = dcx_mlx5_cq_use(qp->send_cq, false, "umr qp");
-    if (ret != 0) {
-        return ret;
-    }
     qp->umr_il  = calloc(entries, sizeof(*qp->umr_il));
     qp->umr_sge = calloc(entries, sizeof(*qp->umr_sge));
     if ((qp->umr_il == NULL) || (qp->umr_sge == NULL)) {

@@ -752,9 +752,16 @@ int dcx_mlx5_qp_create(dcx_pd_t *pd, const dcx_qp_attr_t *attr, dcx_qp_t **qp_p)
     if (attr->type != DCX_QPT_DCT) {
         /* requesters: a DCI, or a UMR QP (mlx5_mkey.c) */
         qp->send_cq = (dcx_mlx5_cq_t *)attr->send_cq;
-        ret         = (attr->type == DCX_QPT_DCI) ?
-                          dcx_mlx5_dci_create(qp, (dcx_mlx5_pd_t *)pd) :
-                          dcx_mlx5_umr_qp_create(qp, (dcx_mlx5_pd_t *)pd);
+        if (attr->type == DCX_QPT_DCI) {
+            ret = dcx_mlx5_dci_create(qp, (dcx_mlx5_pd_t *)pd);
+        } else {
+            /* libmlx5's builders post a UMR QP's WQEs: libmlx5 must poll
+             * their CQ */
+            ret = dcx_mlx5_cq_use(qp->send_cq, false, "umr qp");
+            if (ret == 0) {
+                ret = dcx_mlx5_umr_qp_create(qp, (dcx_mlx5_pd_t *)pd);
+            }
+        }
         if (ret == 0) {
             ++qp->send_cq->num_dci;
         }
