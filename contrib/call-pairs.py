@@ -5,17 +5,29 @@
 # file of it, as the compiler sees the calls.
 #
 #   contrib/call-pairs.py [-b BUILD_DIR] [-v] [--check] [--allow A,B]...
-#                         SRC_DIR
+#                         [--allow-file FILE] SRC_DIR
 #
 #   SRC_DIR     directory of the sources, e.g. src/uct/dcx
 #   -b DIR      configured build tree whose flags the files are compiled
 #               with (default: build/ in the repository)
 #   -v          list every call behind each pair (caller -> callee)
 #   --check     exit status 1 when two files call each other (other than
-#               the pairs --allow names) or a cycle of calls goes through
-#               more than two files
+#               the pairs the exceptions allow) or a cycle of calls goes
+#               through more than two files; ends with one line saying so
 #   --allow A,B two files that may call each other (an object and its
 #               owner, e.g. dcx_iface.c,dcx_ep.c); repeatable
+#   --allow-file FILE
+#               the exceptions (default: contrib/call-pairs.allow; "" for
+#               none).  One a line, FOLDER named from the top of the source
+#               tree, each with its reason:
+#                 FOLDER A.c B.c REASON   A and B may call each other
+#                 FOLDER report REASON    FOLDER is reported, not checked:
+#                                         --check prints it all and passes
+#               '#' starts a comment line.  A line naming a folder or a
+#               file that is not there, or without a reason, is an error
+#               (status 2); an allowed pair that does not call both ways is
+#               noted (it may in another build: dcx_compat.c compiles other
+#               functions against newer UCX).
 #
 # Each .c file of SRC_DIR is compiled once more, at -O0 so that nothing is
 # inlined away, with gcc -fcallgraph-info, using the preprocessor and
@@ -31,9 +43,10 @@
 #
 # Prints the ordered file pairs (caller file -> callee file) with the number
 # of distinct caller/callee function pairs behind each, marks pairs that go
-# both ways ("<->"), and lists the groups of files that reach each other
-# through longer chains: for every file of such a group, one shortest cycle
-# through it longer than two files, and the number of such simple cycles.
+# both ways ("<->") and, for those allowed, the reason, and lists the
+# groups of files that reach each other through longer chains: for every
+# file of such a group, one shortest cycle through it longer than two
+# files, and the number of such simple cycles.
 
 import argparse
 import os
@@ -49,6 +62,40 @@ CYCLE_COUNT_CAP = 100000
 def fail(msg):
     sys.stderr.write("call-pairs: %s\n" % msg)
     sys.exit(2)
+
+
+def read_allow_file(path, folder, top_src):
+    """The exceptions of FOLDER in the allow file: (pairs, each a frozenset
+    of two file names -> reason; the reason FOLDER is reported only, or
+    None)."""
+    pairs, report = {}, None
+    if not path:
+        return pairs, report
+    try:
+        f = open(path)
+    except OSError as e:
+        fail("cannot read the exceptions: %s" % e)
+    with f:
+        for n, line in enumerate(f, 1):
+            words = line.split()
+            if (not words) or words[0].startswith("#"):
+                continue
+            where = "%s:%d" % (path, n)
+            if not os.path.isdir(os.path.join(top_src, words[0])):
+                fail("%s: no folder %s" % (where, words[0]))
+            if os.path.normpath(words[0]) != folder:
+                continue
+            if (len(words) >= 3) and (words[1] == "report"):
+                report = " ".join(words[2:])
+                continue
+            if len(words) < 4:
+                fail("%s: wants FOLDER A.c B.c REASON or FOLDER report "
+                     "REASON" % where)
+            for name in words[1:3]:
+                if not os.path.isfile(os.path.join(top_src, folder, name)):
+                    fail("%s: %s has no file %s" % (where, folder, name))
+            pairs[frozenset(words[1:3])] = " ".join(words[3:])
+    return pairs, report
 
 
 def make_query(build, lines):
@@ -234,14 +281,16 @@ def main():
     ap.add_argument("-v", "--verbose", action="store_true")
     ap.add_argument("--check", action="store_true")
     ap.add_argument("--allow", action="append", default=[])
+    ap.add_argument("--allow-file",
+                    default=os.path.join(here, "call-pairs.allow"))
     args = ap.parse_args()
-    allowed = set()
+    allowed = {}
     for pair in args.allow:
         names = pair.split(",")
         if len(names) != 2:
             fail("--allow takes two file names, comma-separated: '%s'" %
                  pair)
-        allowed.add(frozenset(names))
+        allowed[frozenset(names)] = "--allow"
 
     srcdir = os.path.realpath(args.srcdir)
     build  = os.path.realpath(args.build)
@@ -255,6 +304,9 @@ def main():
     top_src = os.path.realpath(os.path.join(
         build, make_query(build, ["$(top_srcdir)"])[0]))
     rel = [os.path.relpath(os.path.join(srcdir, f), top_src) for f in sources]
+    folder = os.path.relpath(srcdir, top_src)
+    listed, report = read_allow_file(args.allow_file, folder, top_src)
+    allowed.update(listed)
     cc, flags, target = target_flags(build, rel)
 
     defs  = {}                 # global function name -> defining file
@@ -307,8 +359,10 @@ def main():
 
     print("call pairs of %s (%d .c files, %d files with functions; "
           "target %s, gcc -fcallgraph-info)" %
-          (os.path.relpath(srcdir, top_src), len(sources), len(files),
-           target))
+          (folder, len(sources), len(files), target))
+    if report is not None:
+        print("%s is reported, not checked (%s): %s" %
+              (folder, os.path.relpath(args.allow_file, top_src), report))
     print()
     mutual = []
     for a in files:
@@ -326,10 +380,16 @@ def main():
     print("%d ordered pairs; %d pairs of files call each other:" %
           (edges_n, len(mutual)))
     for a, b in mutual:
-        print("  %s <-> %s%s" % (a, b, "   (allowed)" if
-                                 frozenset((a, b)) in allowed else ""))
+        why = allowed.get(frozenset((a, b)))
+        print("  %s <-> %s%s" % (a, b, "" if why is None else
+                                 "   allowed: " + why))
+    stale = sorted(tuple(sorted(p)) for p in allowed
+                   if tuple(sorted(p)) not in mutual)
+    for a, b in stale:
+        print("  (%s and %s are allowed to call each other, and here do "
+              "not)" % (a, b))
 
-    long_cycles = 0
+    long_cycles, capped = 0, False
     print()
     print("cycles through more than two files:")
     for comp in strongly_connected(graph, files):
@@ -341,6 +401,7 @@ def main():
         if n == 0:
             continue
         long_cycles += n
+        capped = capped or (n >= CYCLE_COUNT_CAP)
         print("  %d files reach each other, %s%d simple cycles longer than "
               "two files:" % (len(comp), "at least " if
                               n >= CYCLE_COUNT_CAP else "", n))
@@ -359,8 +420,19 @@ def main():
         print("  none")
 
     refused = [m for m in mutual if frozenset(m) not in allowed]
-    if args.check and (refused or long_cycles):
+    if not args.check:
+        return 0
+    found = "%d pairs call each other (%d allowed), %s%d cycles longer " \
+            "than two files" % (len(mutual), len(mutual) - len(refused),
+                                "at least " if capped else "", long_cycles)
+    print()
+    if report is not None:
+        print("%s: reported, not checked: %s" % (folder, found))
+        return 0
+    if refused or long_cycles:
+        print("%s: FAILED: %s" % (folder, found))
         return 1
+    print("%s: ok: %s" % (folder, found))
     return 0
 
 
