@@ -154,9 +154,6 @@ void emu_raw_sq_reset(emu_qp_t *qp);
  * opcode in [23:16], and these */
 #define EMU_RAW_WR_BE4    (1ull << 32) /* 4-byte masked atomic (be4[]) */
 #define EMU_RAW_WR_SILENT (1ull << 33) /* signalled for be4 alone: no CQE */
-/* A 4-byte masked atomic's successful completion: its result in network
- * order */
-void emu_raw_sq_be4_done(emu_qp_t *qp, uint64_t wr_id);
 
 /* emu_raw_rq.c: new receive WQEs into the soft SRQ; how many */
 unsigned emu_raw_rq_run(struct emu_raw_rq *rq);

@@ -116,6 +116,22 @@ static void emu_raw_cq_arm_look(struct emu_raw_cq *rc)
     }
 }
 
+/* A 4-byte masked atomic completed: its fetched value in network order,
+ * as a ConnectX writes it (emu_raw.h, be4) */
+static void emu_raw_cq_be4(emu_qp_t *qp, uint64_t wr_id)
+{
+    struct emu_raw_sq *sq = qp->raw_sq;
+    uint32_t *result, v;
+
+    if ((sq == NULL) || (sq->be4 == NULL)) {
+        return;
+    }
+    result = (uint32_t *)(uintptr_t)sq->be4[(uint16_t)wr_id & (sq->wqe_cnt - 1)];
+    memcpy(&v, result, sizeof(v));
+    v = htobe32(v);
+    memcpy(result, &v, sizeof(v));
+}
+
 unsigned emu_raw_cq_run(emu_cq_t *cq)
 {
     struct emu_raw_cq *rc = cq->raw;
@@ -145,7 +161,7 @@ unsigned emu_raw_cq_run(emu_cq_t *cq)
             }
             if ((wc[i].status == DCX_WC_SUCCESS) &&
                 (wc[i].wr_id & EMU_RAW_WR_BE4) && (qp != NULL)) {
-                emu_raw_sq_be4_done(qp, wc[i].wr_id);
+                emu_raw_cq_be4(qp, wc[i].wr_id);
             }
             if (wc[i].status == DCX_WC_SUCCESS) {
                 if (!(wc[i].wr_id & EMU_RAW_WR_SILENT)) {

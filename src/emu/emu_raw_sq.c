@@ -405,20 +405,6 @@ static bool emu_raw_be4(emu_qp_t *qp, dcx_send_wr_t *wr, uint16_t idx)
     return true;
 }
 
-void emu_raw_sq_be4_done(emu_qp_t *qp, uint64_t wr_id)
-{
-    struct emu_raw_sq *sq = qp->raw_sq;
-    uint32_t *result, v;
-
-    if ((sq == NULL) || (sq->be4 == NULL)) {
-        return;
-    }
-    result = (uint32_t *)(uintptr_t)sq->be4[(uint16_t)wr_id & (sq->wqe_cnt - 1)];
-    memcpy(&v, result, sizeof(v));
-    v = htobe32(v);
-    memcpy(result, &v, sizeof(v));
-}
-
 /* Reads and posts the WQE at the queue's index; EAGAIN when the soft send
  * queue is full (the WQE is taken again later) */
 static int emu_raw_sq_one(emu_qp_t *qp, uint16_t *nbb_p)

@@ -105,21 +105,6 @@ static struct ibv_context *dcx_mlx5_open_context(struct ibv_device *ibdev,
     return ibv_open_device(ibdev);
 }
 
-int dcx_mlx5_hca_query(dcx_mlx5_dev_t *dev, unsigned type, void *out)
-{
-    uint8_t in[DCX_MLX5_HCA_CAP_IN_LEN];
-    int ret;
-
-    dcx_mlx5_hca_cap_query_in(in, type);
-    ret = mlx5dv_devx_general_cmd(dev->ctx, in, sizeof(in), out,
-                                  DCX_MLX5_HCA_CAP_OUT_LEN);
-    if (ret != 0) {
-        dcx_debug("%s: QUERY_HCA_CAP (type %u) failed: %s",
-                  dev->super.caps.name, type, strerror(ret));
-    }
-    return ret;
-}
-
 static int dcx_mlx5_select_gid(dcx_mlx5_dev_t *dev, int gid_tbl_len)
 {
     struct ibv_gid_entry *entries;

@@ -230,7 +230,7 @@ int dcx_mlx5_list(dcx_dev_info_t *out, unsigned max, unsigned *count_p,
                   bool raw);
 int dcx_mlx5_open(const dcx_dev_info_t *info, dcx_dev_t **dev_p);
 
-/* mlx5_dev.c: QUERY_HCA_CAP of the current capabilities of a type into
+/* mlx5_hca.c: QUERY_HCA_CAP of the current capabilities of a type into
  * out (DCX_MLX5_HCA_CAP_OUT_LEN bytes); the errno, logged at debug */
 int dcx_mlx5_hca_query(dcx_mlx5_dev_t *dev, unsigned type, void *out);
 
