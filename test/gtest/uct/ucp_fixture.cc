@@ -153,7 +153,8 @@ const test_device_caps &test_device_query()
         queried && (attr.cap.flags & UCT_IFACE_FLAG_TAG_EAGER_BCOPY),
         queried && (attr.cap.event_flags & UCT_IFACE_FLAG_EVENT_RECV) &&
             (attr.cap.event_flags & UCT_IFACE_FLAG_EVENT_FD),
-        queried && streams};
+        queried && streams,
+        queried && (attr.cap.flags & UCT_IFACE_FLAG_ATOMIC_CPU)};
 
     /* every test asking fails while the device cannot be queried */
     EXPECT_TRUE(queried) << "cannot open and query the dcx interface on "

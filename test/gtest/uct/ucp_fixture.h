@@ -36,6 +36,7 @@ struct test_device_caps {
     bool tag_offload; /* UCT_IFACE_FLAG_TAG_EAGER_BCOPY */
     bool wakeup;      /* UCT_IFACE_FLAG_EVENT_RECV and EVENT_FD */
     bool dci_streams; /* an interface opens with DCI_POLICY=streams */
+    bool cpu_atomics; /* UCT_IFACE_FLAG_ATOMIC_CPU */
 };
 const test_device_caps &test_device_query();
 
