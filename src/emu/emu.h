@@ -176,6 +176,7 @@ typedef struct emu_cq {
     /* completion events (emu_comp_channel.c) */
     emu_channel_t *channel;   /* NULL: created without one */
     struct emu_raw_cq *raw;   /* its memory, after mlx5dv_init_obj */
+    struct emu_qbuf *qbuf;    /* where that lives: NULL, the heap */
     uint16_t cqe_size;        /* mlx5dv_create_cq's (0: 64) */
     uint32_t cqn;             /* in the port's window, as an SRQ's */
     struct emu_cq *ch_next;   /* the channel's CQs (its lock) */
@@ -196,6 +197,7 @@ typedef struct emu_srq {
     uint32_t srqn;          /* in the port's window of numbers, as a QP's */
     struct emu_raw_rq *raw; /* its memory, after mlx5dv_init_obj */
     volatile __be32 *raw_db;
+    struct emu_qbuf *qbuf; /* where that lives: NULL, the heap */
 } emu_srq_t;
 
 typedef enum {
@@ -314,6 +316,7 @@ typedef struct emu_qp {
     dcx_mr_t *ud_grh_mr;
     struct emu_raw_sq *raw_sq; /* its send queue memory (mlx5dv_init_obj) */
     uint32_t sq_wqe_cnt;       /* basic blocks of that queue (emu_qp_size) */
+    struct emu_qbuf *qbuf;     /* where its queues live: NULL, the heap */
     /* the send queue: posted - retired <= max_send_wr */
     pthread_mutex_t sq_lock;
     uint64_t sq_posted;  /* sequence of the next post */

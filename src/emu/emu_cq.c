@@ -13,6 +13,7 @@
  * tags, tag-matching information and parent domains.
  */
 #include "emu/emu_devx.h"
+#include "emu/emu_qbuf.h"
 #include "emu/emu_raw.h"
 
 #include <errno.h>
@@ -394,6 +395,14 @@ static emu_cq_t *emu_cq_create(struct ibv_context *context,
                                emu_channel_soft(attr->channel) :
                                NULL,
                            &cq->soft);
+    if (ret == 0) {
+        /* libmlx5 places the CQE buffer before the kernel's create */
+        ret = emu_qbuf_open(name, "create_cq", EMU_QBUF_CQ, 0,
+                            emu_dv_cq_bytes(cq->soft->cqe), &cq->qbuf);
+        if (ret != 0) {
+            dcx_cq_destroy(cq->soft);
+        }
+    }
     if (ret != 0) {
         free(cq);
         goto err;
@@ -497,6 +506,7 @@ int ibv_destroy_cq(struct ibv_cq *ibcq)
     pthread_mutex_destroy(&cq->lock);
     pthread_mutex_destroy(&cq->cq.mutex);
     pthread_cond_destroy(&cq->cq.cond);
+    emu_qbuf_close(cq->qbuf);
     free(cq);
     return 0;
 }

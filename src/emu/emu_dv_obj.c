@@ -14,8 +14,13 @@
  * same memory.  Once a QP's, CQ's or SRQ's memory is given out the device
  * engine serves it (emu_raw.c) and the verbs post and poll calls on it
  * are refused: the application posts and polls through the memory.
+ *
+ * The queues (not the doorbell records, which libmlx5 keeps apart too)
+ * are cut from the object's huge-page segment when its creation got one
+ * (emu_qbuf.h, sized by emu_dv_*_bytes at creation), else from the heap.
  */
 #include "emu/emu_dv.h"
+#include "emu/emu_qbuf.h"
 #include "emu/emu_raw.h"
 
 #include <errno.h>
@@ -36,11 +41,58 @@ static uint32_t emu_dv_pow2(uint32_t v)
     return p;
 }
 
-/* Zeroed, page-aligned queue memory (NULL, logged, when there is none) */
-static void *emu_dv_alloc(size_t len, const char *what)
+static size_t emu_dv_page(size_t len)
 {
-    void *p = NULL;
+    return (len + EMU_RAW_PAGE - 1) & ~(size_t)(EMU_RAW_PAGE - 1);
+}
 
+/* A receive queue's stride: a power of 2, 16 bytes a scatter entry after
+ * the next segment of a linked (SRQ) queue, 16 at least */
+static uint32_t emu_dv_rq_stride(uint32_t max_sge, bool linked)
+{
+    uint32_t stride = emu_dv_pow2((linked ? 16 : 0) + 16 * max_sge);
+
+    return (stride < 16) ? 16 : stride;
+}
+
+size_t emu_dv_qp_bytes(const emu_qp_t *qp)
+{
+    size_t len = emu_dv_page((size_t)qp->sq_wqe_cnt * MLX5_SEND_WQE_BB);
+
+    if ((qp->rq != NULL) && (qp->rq_max_wr > 0)) {
+        len += emu_dv_page((size_t)emu_dv_pow2(qp->rq_max_wr) *
+                           emu_dv_rq_stride(qp->rq->max_sge, false));
+    }
+    return len;
+}
+
+size_t emu_dv_cq_bytes(uint32_t cqe)
+{
+    /* 128-byte CQEs, the larger: mlx5dv_create_cq sets the size after */
+    return emu_dv_page((size_t)emu_dv_pow2(cqe + 1) * 128);
+}
+
+size_t emu_dv_srq_bytes(const emu_srq_t *srq)
+{
+    return emu_dv_page((size_t)emu_dv_pow2(srq->max_wr + 1) *
+                       emu_dv_rq_stride(srq->max_sge, true));
+}
+
+/* Zeroed, page-aligned queue memory, from qb's segment when there is one
+ * (NULL, logged, when there is no memory) */
+static void *emu_dv_alloc(emu_qbuf_t *qb, size_t len, const char *what)
+{
+    void *p = emu_qbuf_take(qb, len);
+
+    if (p != NULL) {
+        return p;
+    }
+    if (qb != NULL) {
+        emu_error("mlx5dv_init_obj: %s of %zu bytes is beyond its huge-page "
+                  "segment of %zu",
+                  what, len, qb->len);
+        return NULL;
+    }
     if ((posix_memalign(&p, EMU_RAW_PAGE, len) != 0) || (p == NULL)) {
         emu_error("mlx5dv_init_obj: no memory for %s (%zu bytes)", what, len);
         return NULL;
@@ -50,7 +102,8 @@ static void *emu_dv_alloc(size_t len, const char *what)
 }
 
 /* A receive queue's memory: an SRQ's (linked) or a QP's own */
-static struct emu_raw_rq *emu_dv_rq(emu_srq_t *srq, uint32_t wqes, bool linked,
+static struct emu_raw_rq *emu_dv_rq(emu_qbuf_t *qb, emu_srq_t *srq,
+                                    uint32_t wqes, bool linked,
                                     volatile __be32 *dbrec)
 {
     struct emu_raw_rq *rq = calloc(1, sizeof(*rq));
@@ -62,12 +115,11 @@ static struct emu_raw_rq *emu_dv_rq(emu_srq_t *srq, uint32_t wqes, bool linked,
     }
     rq->wqe_cnt = emu_dv_pow2(wqes);
     rq->max_sge = srq->max_sge;
-    rq->stride  = emu_dv_pow2(seg + 16 * rq->max_sge);
-    rq->stride  = (rq->stride < 16) ? 16 : rq->stride;
+    rq->stride  = emu_dv_rq_stride(rq->max_sge, linked);
     rq->linked  = linked;
     rq->hdr     = seg;
     rq->dbrec   = dbrec;
-    rq->buf     = emu_dv_alloc((size_t)rq->wqe_cnt * rq->stride, "an RQ");
+    rq->buf     = emu_dv_alloc(qb, (size_t)rq->wqe_cnt * rq->stride, "an RQ");
     if (rq->buf == NULL) {
         free(rq);
         return NULL;
@@ -79,11 +131,11 @@ static struct emu_raw_rq *emu_dv_rq(emu_srq_t *srq, uint32_t wqes, bool linked,
     return rq;
 }
 
-static void emu_dv_rq_free(struct emu_raw_rq *rq)
+static void emu_dv_rq_free(struct emu_raw_rq *rq, const emu_qbuf_t *qb)
 {
     if (rq != NULL) {
         free(rq->grh);
-        if (!rq->ext) {
+        if (!rq->ext && !emu_qbuf_owns(qb, rq->buf)) {
             free(rq->buf);
         }
         free(rq);
@@ -124,7 +176,7 @@ static int emu_dv_qp_make(emu_qp_t *qp)
     int ret;
 
     sq = calloc(1, sizeof(*sq));
-    db = emu_dv_alloc(64, "a doorbell record");
+    db = emu_dv_alloc(NULL, 64, "a doorbell record");
     if ((sq == NULL) || (db == NULL)) {
         free(sq);
         free((void *)db);
@@ -132,7 +184,8 @@ static int emu_dv_qp_make(emu_qp_t *qp)
     }
     sq->wqe_cnt = qp->sq_wqe_cnt;
     sq->dbrec   = db;
-    sq->buf     = emu_dv_alloc((size_t)sq->wqe_cnt * MLX5_SEND_WQE_BB, "an SQ");
+    sq->buf     = emu_dv_alloc(qp->qbuf, (size_t)sq->wqe_cnt * MLX5_SEND_WQE_BB,
+                               "an SQ");
     sq->uar     = emu_raw_uar(qp->ctx);
     ret         = ((sq->buf == NULL) || (sq->uar == NULL)) ? ENOMEM : 0;
     if ((ret == 0) && (qp->kind == EMU_QP_UD)) {
@@ -140,7 +193,7 @@ static int emu_dv_qp_make(emu_qp_t *qp)
     }
     if ((ret == 0) && (qp->rq != NULL) && (qp->rq_max_wr > 0) &&
         (qp->rq->raw == NULL)) {
-        qp->rq->raw = emu_dv_rq(qp->rq, qp->rq_max_wr, false,
+        qp->rq->raw = emu_dv_rq(qp->qbuf, qp->rq, qp->rq_max_wr, false,
                                 &db[MLX5_RCV_DBR]);
         ret         = (qp->rq->raw == NULL) ? ENOMEM : 0;
         if ((ret == 0) && (qp->kind == EMU_QP_UD)) {
@@ -213,11 +266,15 @@ static int emu_dv_cq(struct mlx5dv_cq *out, struct ibv_cq *ibcq)
         }
         rc->cqe_cnt  = emu_dv_pow2((uint32_t)ibcq->cqe + 1);
         rc->cqe_size = cq->cqe_size ? cq->cqe_size : 64;
-        rc->buf      = emu_dv_alloc((size_t)rc->cqe_cnt * rc->cqe_size, "a CQ");
-        rc->dbrec    = emu_dv_alloc(64, "a doorbell record");
-        rc->uar      = emu_raw_uar(emu_ctx(ibcq->context));
+        rc->buf   = emu_dv_alloc(cq->qbuf, (size_t)rc->cqe_cnt * rc->cqe_size,
+                                 "a CQ");
+        rc->dbrec = emu_dv_alloc(NULL, 64, "a doorbell record");
+        rc->uar   = emu_raw_uar(emu_ctx(ibcq->context));
         if ((rc->buf == NULL) || (rc->dbrec == NULL) || (rc->uar == NULL)) {
-            free(rc->buf);
+            if (!emu_qbuf_owns(cq->qbuf, rc->buf)) {
+                free(rc->buf);
+            }
+            emu_qbuf_reset(cq->qbuf);
             free((void *)rc->dbrec);
             free(rc);
             return ENOMEM;
@@ -252,11 +309,11 @@ static int emu_dv_srq(struct mlx5dv_srq *out, struct ibv_srq *ibsrq)
     int ret;
 
     if (srq->raw == NULL) {
-        db = emu_dv_alloc(64, "a doorbell record");
+        db = emu_dv_alloc(NULL, 64, "a doorbell record");
         if (db == NULL) {
             return ENOMEM;
         }
-        srq->raw = emu_dv_rq(srq, srq->max_wr + 1, true, db);
+        srq->raw = emu_dv_rq(srq->qbuf, srq, srq->max_wr + 1, true, db);
         if (srq->raw == NULL) {
             free((void *)db);
             return ENOMEM;
@@ -380,7 +437,7 @@ void emu_raw_qp_free(emu_qp_t *qp)
     emu_raw_del_sq(qp);
     if ((qp->rq != NULL) && (qp->rq->raw != NULL)) {
         emu_raw_del_rq(qp->rq);
-        emu_dv_rq_free(qp->rq->raw);
+        emu_dv_rq_free(qp->rq->raw, qp->qbuf);
         qp->rq->raw = NULL;
     }
     for (i = 0; i < 64; ++i) {
@@ -394,11 +451,14 @@ void emu_raw_qp_free(emu_qp_t *qp)
     free(sq->scratch);
     free(sq->be4);
     if (!sq->ext) {
-        free(sq->buf);
+        if (!emu_qbuf_owns(qp->qbuf, sq->buf)) {
+            free(sq->buf);
+        }
         free((void *)sq->dbrec);
     }
     free(sq);
     qp->raw_sq = NULL;
+    emu_qbuf_reset(qp->qbuf);
 }
 
 int emu_raw_srq_attach(emu_srq_t *srq, uint8_t *buf, uint32_t wqe_cnt,
@@ -459,10 +519,13 @@ void emu_raw_cq_free(emu_cq_t *cq)
         return;
     }
     emu_raw_del_cq(cq);
-    free(cq->raw->buf);
+    if (!emu_qbuf_owns(cq->qbuf, cq->raw->buf)) {
+        free(cq->raw->buf);
+    }
     free((void *)cq->raw->dbrec);
     free(cq->raw);
     cq->raw = NULL;
+    emu_qbuf_reset(cq->qbuf);
 }
 
 void emu_raw_srq_free(emu_srq_t *srq)
@@ -471,8 +534,9 @@ void emu_raw_srq_free(emu_srq_t *srq)
         return;
     }
     emu_raw_del_rq(srq);
-    emu_dv_rq_free(srq->raw);
+    emu_dv_rq_free(srq->raw, srq->qbuf);
     free((void *)srq->raw_db);
     srq->raw    = NULL;
     srq->raw_db = NULL;
+    emu_qbuf_reset(srq->qbuf);
 }

@@ -15,6 +15,7 @@
  * ERR flushing them.  Posting (ibv_wr_complete) is allowed from the first
  * RTS after a RESET until the next RESET, as libmlx5 swaps wr_complete.
  */
+#include "emu/emu_qbuf.h"
 #include "emu/emu_raw.h"
 #include "emu/emu_dv.h"
 #include "soft/dcx_soft.h"
@@ -519,6 +520,25 @@ static int emu_qp_make_soft(emu_qp_t *qp, struct mlx5dv_qp_init_attr *dv,
     return emu_qp_number(qp, name);
 }
 
+/* The QP's queues placed as MLX_QP_ALLOC_TYPE asks; a refusal undoes
+ * what its type's set-up made */
+static int emu_qp_place(emu_qp_t *qp, const struct ibv_qp_init_attr_ex *attr,
+                        const char *name)
+{
+    int ret = emu_qbuf_open(name, "create_qp", EMU_QBUF_QP, attr->qp_type,
+                            emu_dv_qp_bytes(qp), &qp->qbuf);
+
+    if (ret == 0) {
+        return 0;
+    }
+    if (qp->kind == EMU_QP_RC) {
+        emu_rc_fini(qp);
+    } else if (qp->kind == EMU_QP_UD) {
+        emu_ud_fini(qp);
+    }
+    return ret;
+}
+
 static struct ibv_qp *emu_qp_create(struct ibv_context *context,
                                     struct ibv_qp_init_attr_ex *attr,
                                     struct mlx5dv_qp_init_attr *dv)
@@ -593,6 +613,9 @@ static struct ibv_qp *emu_qp_create(struct ibv_context *context,
             } else {
                 attr->cap.max_recv_wr  = 0;
                 attr->cap.max_recv_sge = 0;
+            }
+            if (ret == 0) {
+                ret = emu_qp_place(qp, attr, name);
             }
             if (ret != 0) {
                 dcx_qp_destroy(qp->soft);
@@ -725,6 +748,7 @@ int ibv_destroy_qp(struct ibv_qp *ibqp)
     free(qp->st_posted);
     free(qp->st_retired);
     free(qp->sq);
+    emu_qbuf_close(qp->qbuf);
     free(qp);
     return 0;
 }

@@ -131,6 +131,12 @@ void emu_raw_dev_close(emu_dev_t *dev);
 void emu_raw_qp_free(emu_qp_t *qp);
 void emu_raw_cq_free(emu_cq_t *cq);
 void emu_raw_srq_free(emu_srq_t *srq);
+/* emu_dv_obj.c: the bytes of queues mlx5dv_init_obj will give out for a
+ * QP (sized: emu_qp_size, and its own receive queue), a CQ of cqe entries
+ * (of either CQE size) or an SRQ, to place them at creation (emu_qbuf.h) */
+size_t emu_dv_qp_bytes(const emu_qp_t *qp);
+size_t emu_dv_cq_bytes(uint32_t cqe);
+size_t emu_dv_srq_bytes(const emu_srq_t *srq);
 /* A DEVX QP's send queue: wqe_cnt basic blocks at buf, rung through
  * dbrec, both the application's; the engine serves it from now on */
 int emu_raw_qp_attach(emu_qp_t *qp, uint8_t *buf, uint32_t wqe_cnt,

@@ -9,6 +9,7 @@
  * matching and XRC SRQs, the SRQ limit event and resizing.
  */
 #include "emu/emu_devx.h"
+#include "emu/emu_qbuf.h"
 #include "emu/emu_raw.h"
 
 #include <errno.h>
@@ -85,6 +86,25 @@ emu_srq_t *emu_srq_new(struct ibv_pd *ibpd, struct ibv_srq_init_attr *attr)
     return srq;
 }
 
+/* An application's SRQ placed as MLX_SRQ_ALLOC_TYPE asks (a QP's own
+ * receive queue goes with its QP); a refusal destroys it */
+static struct ibv_srq *emu_srq_place(emu_srq_t *srq)
+{
+    int ret;
+
+    if (srq == NULL) {
+        return NULL;
+    }
+    ret = emu_qbuf_open(srq->srq.context->device->name, "create_srq",
+                        EMU_QBUF_SRQ, 0, emu_dv_srq_bytes(srq), &srq->qbuf);
+    if (ret != 0) {
+        ibv_destroy_srq(&srq->srq);
+        errno = ret;
+        return NULL;
+    }
+    return &srq->srq;
+}
+
 struct ibv_srq *ibv_create_srq(struct ibv_pd *pd,
                                struct ibv_srq_init_attr *srq_init_attr)
 {
@@ -96,7 +116,7 @@ struct ibv_srq *ibv_create_srq(struct ibv_pd *pd,
         return NULL;
     }
     srq = emu_srq_new(pd, srq_init_attr);
-    return (srq != NULL) ? &srq->srq : NULL;
+    return emu_srq_place(srq);
 }
 
 static struct ibv_srq *emu_create_srq_ex(struct ibv_context *context,
@@ -130,7 +150,7 @@ static struct ibv_srq *emu_create_srq_ex(struct ibv_context *context,
     basic.srq_context = attr->srq_context;
     basic.attr        = attr->attr;
     srq               = emu_srq_new(attr->pd, &basic);
-    if (srq == NULL) {
+    if (emu_srq_place(srq) == NULL) {
         return NULL;
     }
     attr->attr = basic.attr;
@@ -193,6 +213,7 @@ int ibv_destroy_srq(struct ibv_srq *ibsrq)
     __atomic_sub_fetch(&srq->pd->refs, 1, __ATOMIC_RELEASE);
     pthread_mutex_destroy(&ibsrq->mutex);
     pthread_cond_destroy(&ibsrq->cond);
+    emu_qbuf_close(srq->qbuf);
     free(srq);
     return 0;
 }
