@@ -55,7 +55,9 @@ static inline int dcx_mlx5_dci_check(dcx_mlx5_qp_t *qp, const dcx_send_wr_t *wr)
     op = (wr->opcode < DCX_WR_OPCODE_LAST) ?
              dcx_mlx5_wr_send_op((dcx_wr_opcode_t)wr->opcode) :
              0;
-    if ((op == 0) || !(dev->dci_post_ops & op)) {
+    /* a masked atomic passes here; whether the device offers it at its
+     * size is the atomic check's (caps.atomic_flags) */
+    if ((op == 0) || !((dev->dci_send_ops | DCX_MLX5_SEND_OP_MASKED) & op)) {
         dcx_error("%s: dci 0x%x: opcode %u is not supported", name,
                   qp->super.qp_num, wr->opcode);
         return EINVAL;

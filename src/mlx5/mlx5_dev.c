@@ -389,7 +389,6 @@ int dcx_mlx5_open(const dcx_dev_info_t *info, dcx_dev_t **dev_p)
     struct ibv_device *ibdev = NULL;
     dcx_mlx5_probe_t probe;
     dcx_mlx5_dev_t *dev;
-    uint32_t atomics;
     int i, num = 0, ret;
 
     list = ibv_get_device_list(&num);
@@ -475,34 +474,21 @@ int dcx_mlx5_open(const dcx_dev_info_t *info, dcx_dev_t **dev_p)
     }
     /* Provisional caps (atomics as the device reports them: the masked
      * ones through DEVX, and written by raw queues alone) so that the
-     * self-test can create its QPs and post them; then the verdict. */
+     * self-test can create its QPs and post them; then the verdict, the
+     * atomics that worked. */
     probe.dct_atomic_ok = true;
     dcx_mlx5_caps_translate(info->name, &dattr, &pattr, &probe,
                             &dev->super.caps);
     if ((dev->super.caps.atomic_flags != 0) && dev->raw) {
         dev->super.caps.atomic_flags |= dcx_mlx5_atomic_masked_caps(dev);
     }
-    dev->dci_post_ops = dev->dci_send_ops | DCX_MLX5_SEND_OP_MASKED;
-    atomics           = 0;
     if (dev->super.caps.atomic_flags != 0) {
         /* (its CQs refuse to go while a QP uses them: nothing is left) */
-        atomics             = dcx_mlx5_atomic_selftest(dev);
-        probe.dct_atomic_ok = (atomics != 0);
-        dcx_mlx5_caps_translate(info->name, &dattr, &pattr, &probe,
-                                &dev->super.caps);
-        dev->super.caps.atomic_flags = (dev->super.caps.atomic_flags != 0) ?
-                                           atomics :
-                                           0;
+        dev->super.caps.atomic_flags = dcx_mlx5_atomic_selftest(dev);
     }
     if (dev->super.caps.atomic_flags == 0) {
         dev->dci_send_ops &= ~(uint64_t)(IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
                                          IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD);
-    }
-    dev->dci_post_ops = dev->dci_send_ops;
-    if (dev->super.caps.atomic_flags &
-        (DCX_ATOMIC_MASKED_FADD32 | DCX_ATOMIC_MASKED_FADD64 |
-         DCX_ATOMIC_MASKED_CSWAP32 | DCX_ATOMIC_MASKED_CSWAP64)) {
-        dev->dci_post_ops |= DCX_MLX5_SEND_OP_MASKED;
     }
     /* strided keys: added to the final caps */
     dcx_mlx5_umr_probe(dev, &dattr);

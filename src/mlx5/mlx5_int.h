@@ -40,9 +40,6 @@ typedef struct dcx_mlx5_dev {
     bool roce_warned;      /* a peer of the other RoCE version */
     dcx_mlx5_addr_t addr;  /* this port's published address */
     uint64_t dci_send_ops; /* IBV_QP_EX_WITH_* every DCI gets */
-    /* what a DCI post may carry: dci_send_ops, and DCX_MLX5_SEND_OP_MASKED
-     * where the device does masked atomics (raw queues only) */
-    uint64_t dci_post_ops;
     /* Strided keys (mlx5_mkey.c): UMR work requests travel on QPs of type
      * DCX_QPT_UMR, RC QPs looped back to this port (libmlx5 installs the
      * UMR builders on RC QPs only), sized for caps.mkey_max_entries. */

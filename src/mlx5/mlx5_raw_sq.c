@@ -313,6 +313,7 @@ int dcx_mlx5_raw_sq_init(dcx_mlx5_qp_t *qp)
     struct mlx5dv_qp dv;
     struct mlx5dv_obj obj;
     uint32_t wrs;
+    bool be4;
     int ret;
 
     memset(&dv, 0, sizeof(dv));
@@ -335,20 +336,15 @@ int dcx_mlx5_raw_sq_init(dcx_mlx5_qp_t *qp)
                   name, qp->super.qp_num, dv.sq.wqe_cnt, dv.sq.stride, wrs);
         return EINVAL;
     }
-    sq = calloc(1, sizeof(*sq));
+    be4     = dcx_mlx5_dev(qp->super.dev)->atomic4_be;
+    sq      = calloc(1, sizeof(*sq));
+    qp->raw = sq;
     if (sq != NULL) {
         sq->seq = calloc(dv.sq.wqe_cnt, sizeof(*sq->seq));
-        sq->be4 = dcx_mlx5_dev(qp->super.dev)->atomic4_be ?
-                      calloc(dv.sq.wqe_cnt, sizeof(*sq->be4)) :
-                      NULL;
+        sq->be4 = be4 ? calloc(dv.sq.wqe_cnt, sizeof(*sq->be4)) : NULL;
     }
-    if ((sq == NULL) || (sq->seq == NULL) ||
-        (dcx_mlx5_dev(qp->super.dev)->atomic4_be && (sq->be4 == NULL))) {
-        if (sq != NULL) {
-            free(sq->seq);
-            free(sq->be4);
-        }
-        free(sq);
+    if ((sq == NULL) || (sq->seq == NULL) || (be4 && (sq->be4 == NULL))) {
+        dcx_mlx5_raw_sq_free(qp);
         dcx_error("%s: dci 0x%x: out of memory", name, qp->super.qp_num);
         return ENOMEM;
     }
@@ -363,7 +359,6 @@ int dcx_mlx5_raw_sq_init(dcx_mlx5_qp_t *qp)
     sq->bf_size     = dv.bf.size;
     /* a DCI without streams carries stream 0 */
     sq->stream_mask = (qp->super.num_streams > 0) ? 0xffff : 0;
-    qp->raw         = sq;
     return 0;
 }
 
