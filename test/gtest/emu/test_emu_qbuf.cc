@@ -112,6 +112,36 @@ protected:
         return ibv_create_qp(m_pd, &attr);
     }
 
+    /* A CQ, a QP on cq and an SRQ are each refused with errno err and
+     * one log line */
+    void expect_refused(struct ibv_cq *cq, int err)
+    {
+        {
+            log_capture log;
+
+            errno = 0;
+            EXPECT_EQ(nullptr, ibv_create_cq(m_ctx, 100, nullptr, nullptr, 0));
+            EXPECT_EQ(err, errno);
+            EXPECT_EQ(1u, log.count());
+        }
+        {
+            log_capture log;
+
+            errno = 0;
+            EXPECT_EQ(nullptr, create_qp(cq));
+            EXPECT_EQ(err, errno);
+            EXPECT_EQ(1u, log.count());
+        }
+        {
+            log_capture log;
+
+            errno = 0;
+            EXPECT_EQ(nullptr, create_srq());
+            EXPECT_EQ(err, errno);
+            EXPECT_EQ(1u, log.count());
+        }
+    }
+
     /* Creates a CQ, a QP on it and an SRQ, takes their queues through
      * mlx5dv_init_obj and checks where they lie; destroys them all */
     void objects(bool huge)
@@ -173,30 +203,7 @@ TEST_F(emu_qbuf_test, huge_refused_without_huge_pages)
     cq = ibv_create_cq(m_ctx, 100, nullptr, nullptr, 0);
     ASSERT_NE(nullptr, cq);
     set_all("HUGE");
-    {
-        log_capture log;
-
-        errno = 0;
-        EXPECT_EQ(nullptr, ibv_create_cq(m_ctx, 100, nullptr, nullptr, 0));
-        EXPECT_EQ(err, errno);
-        EXPECT_EQ(1u, log.count());
-    }
-    {
-        log_capture log;
-
-        errno = 0;
-        EXPECT_EQ(nullptr, create_qp(cq));
-        EXPECT_EQ(err, errno);
-        EXPECT_EQ(1u, log.count());
-    }
-    {
-        log_capture log;
-
-        errno = 0;
-        EXPECT_EQ(nullptr, create_srq());
-        EXPECT_EQ(err, errno);
-        EXPECT_EQ(1u, log.count());
-    }
+    expect_refused(cq, err);
     /* libmlx5's older switch makes huge pages a CQ's default */
     unsetenv("MLX_CQ_ALLOC_TYPE");
     setenv("HUGE_CQ", "y", 1);
@@ -271,29 +278,6 @@ TEST_F(emu_qbuf_test, contig_refused)
     cq = ibv_create_cq(m_ctx, 100, nullptr, nullptr, 0);
     ASSERT_NE(nullptr, cq);
     set_all("CONTIG");
-    {
-        log_capture log;
-
-        errno = 0;
-        EXPECT_EQ(nullptr, ibv_create_cq(m_ctx, 100, nullptr, nullptr, 0));
-        EXPECT_EQ(ENOSYS, errno);
-        EXPECT_EQ(1u, log.count());
-    }
-    {
-        log_capture log;
-
-        errno = 0;
-        EXPECT_EQ(nullptr, create_qp(cq));
-        EXPECT_EQ(ENOSYS, errno);
-        EXPECT_EQ(1u, log.count());
-    }
-    {
-        log_capture log;
-
-        errno = 0;
-        EXPECT_EQ(nullptr, create_srq());
-        EXPECT_EQ(ENOSYS, errno);
-        EXPECT_EQ(1u, log.count());
-    }
+    expect_refused(cq, ENOSYS);
     EXPECT_EQ(0, ibv_destroy_cq(cq));
 }
