@@ -198,6 +198,7 @@ typedef struct emu_srq {
     struct emu_raw_rq *raw; /* its memory, after mlx5dv_init_obj */
     volatile __be32 *raw_db;
     struct emu_qbuf *qbuf; /* where that lives: NULL, the heap */
+    struct emu_xrq *xrq;   /* an XRQ with tag matching (emu_raw_tm.c) */
 } emu_srq_t;
 
 typedef enum {
@@ -435,8 +436,10 @@ void emu_channel_fire(emu_cq_t *cq);
 int emu_raw_cq_arm(emu_cq_t *cq);
 
 /* emu_srq.c: an SRQ of the emulation (NULL, errno set and logged, on
- * failure); attr's sizes are set to the granted */
-struct emu_srq *emu_srq_new(struct ibv_pd *pd, struct ibv_srq_init_attr *attr);
+ * failure); attr's sizes are set to the granted.  tm: NULL for a basic
+ * SRQ, else the CQ and list sizes of a tag-matching one */
+struct emu_srq *emu_srq_new(struct ibv_pd *pd, struct ibv_srq_init_attr *attr,
+                            const dcx_srq_attr_t *tm);
 
 /* emu_qp.c */
 void emu_ctx_set_qp_ops(struct verbs_context *vctx);

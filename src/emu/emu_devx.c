@@ -54,6 +54,9 @@
 #define EMU_CAP_DCT             538u, 1u
 #define EMU_CAP_ATOMIC_FLAG     542u, 1u
 #define EMU_CAP_LOG_MAX_RMP     899u, 5u
+#define EMU_CAP_TAG_MATCHING    1520u, 1u
+#define EMU_CAP_RNDV_OFFLOAD_DC 1522u, 1u
+#define EMU_CAP_LOG_TM_LIST     1523u, 5u
 
 /* Fields of atomic_caps */
 #define EMU_ATOMIC_8B_MODE     64u, 2u
@@ -157,7 +160,7 @@ emu_ctx_t *emu_devx_ctx(struct ibv_context *context, const char *call,
     return ectx;
 }
 
-static uint32_t emu_log2(uint32_t v)
+uint32_t emu_log2(uint32_t v)
 {
     uint32_t l = 0;
 
@@ -183,6 +186,14 @@ static void emu_devx_cap_general(emu_ctx_t *ectx, uint8_t *cap)
     EMU_PRM_SET(cap, EMU_CAP_DCT, 1);
     EMU_PRM_SET(cap, EMU_CAP_ATOMIC_FLAG, 1);
     EMU_PRM_SET(cap, EMU_CAP_LOG_MAX_RMP, EMU_LOG_MAX_RMP);
+    if (caps->flags & DCX_CAP_TM) {
+        /* XRQs with tag matching, their rendezvous fetched over DC; not
+         * over RC (rndv_offload_rc 0): the soft device's rendezvous go
+         * back through the DCT that the request's RAVH names */
+        EMU_PRM_SET(cap, EMU_CAP_TAG_MATCHING, 1);
+        EMU_PRM_SET(cap, EMU_CAP_RNDV_OFFLOAD_DC, 1);
+        EMU_PRM_SET(cap, EMU_CAP_LOG_TM_LIST, emu_log2(caps->tm_max_tags + 1));
+    }
 }
 
 static void emu_devx_cap_atomic(uint8_t *cap)

@@ -13,8 +13,8 @@
  *    their queues in the application's umem, served by the raw-queue
  *    engine (emu_raw.h);
  *  - emu_devx_mkey.c: CREATE_MKEY of indirect (KSM, KLM) keys;
- *  - emu_devx_rmp.c: CREATE_RMP, a shared receive queue in the
- *    application's umem.
+ *  - emu_devx_rmp.c: CREATE_RMP and CREATE_XRQ, shared receive queues in
+ *    the application's umem (an XRQ's tag list: emu_raw_tm.c).
  *
  * Commands and answers are the PRM's mailboxes: big-endian bit fields
  * addressed here by their bit offset from the start of the mailbox.  A
@@ -33,23 +33,25 @@
 #define EMU_PRM_OBJ_ID 72u, 24u /* in: an object's number; out: created */
 
 /* Opcodes */
-#define EMU_CMD_QUERY_HCA_CAP   0x100u
-#define EMU_CMD_QUERY_HCA_VPORT 0x762u
-#define EMU_CMD_QUERY_LAG       0x842u
-#define EMU_CMD_CREATE_MKEY     0x200u
-#define EMU_CMD_CREATE_QP       0x500u
-#define EMU_CMD_DESTROY_QP      0x501u
-#define EMU_CMD_RST2INIT_QP     0x502u
-#define EMU_CMD_INIT2RTR_QP     0x503u
-#define EMU_CMD_RTR2RTS_QP      0x504u
-#define EMU_CMD_RTS2RTS_QP      0x505u
-#define EMU_CMD_2ERR_QP         0x507u
-#define EMU_CMD_2RST_QP         0x50au
-#define EMU_CMD_QUERY_QP        0x50bu
-#define EMU_CMD_CREATE_DCT      0x710u
-#define EMU_CMD_DESTROY_DCT     0x711u
-#define EMU_CMD_QUERY_DCT       0x713u
-#define EMU_CMD_CREATE_RMP      0x90cu
+#define EMU_CMD_QUERY_HCA_CAP     0x100u
+#define EMU_CMD_QUERY_HCA_VPORT   0x762u
+#define EMU_CMD_QUERY_LAG         0x842u
+#define EMU_CMD_CREATE_MKEY       0x200u
+#define EMU_CMD_CREATE_QP         0x500u
+#define EMU_CMD_DESTROY_QP        0x501u
+#define EMU_CMD_RST2INIT_QP       0x502u
+#define EMU_CMD_INIT2RTR_QP       0x503u
+#define EMU_CMD_RTR2RTS_QP        0x504u
+#define EMU_CMD_RTS2RTS_QP        0x505u
+#define EMU_CMD_2ERR_QP           0x507u
+#define EMU_CMD_2RST_QP           0x50au
+#define EMU_CMD_QUERY_QP          0x50bu
+#define EMU_CMD_CREATE_DCT        0x710u
+#define EMU_CMD_DESTROY_DCT       0x711u
+#define EMU_CMD_QUERY_DCT         0x713u
+#define EMU_CMD_CREATE_RMP        0x90cu
+#define EMU_CMD_CREATE_XRQ        0x717u
+#define EMU_CMD_SET_XRQ_DC_PARAMS 0x726u
 
 /* Command statuses (the output's first byte) */
 #define EMU_STAT_BAD_OP    0x02u
@@ -66,6 +68,8 @@
 uint32_t emu_prm_get(const void *buf, uint32_t bit, uint32_t width);
 void emu_prm_set(void *buf, uint32_t bit, uint32_t width, uint32_t val);
 uint64_t emu_prm_get64(const void *buf, uint32_t bit);
+/* floor(log2(v)), 0 for v <= 1 */
+uint32_t emu_log2(uint32_t v);
 #define EMU_PRM_GET(_buf, _field)       emu_prm_get(_buf, _field)
 #define EMU_PRM_SET(_buf, _field, _val) emu_prm_set(_buf, _field, _val)
 
@@ -94,7 +98,8 @@ typedef enum {
     EMU_DEVX_QP,
     EMU_DEVX_DCT,
     EMU_DEVX_MKEY,
-    EMU_DEVX_RMP
+    EMU_DEVX_RMP,
+    EMU_DEVX_XRQ
 } emu_devx_kind_t;
 
 #define EMU_DEVX_MAX_SUBS 4
@@ -107,7 +112,7 @@ struct mlx5dv_devx_obj {
     uint32_t id;      /* the QP's or DCT's number */
     emu_qp_t *qp;     /* its QP (a DCT's too) */
     dcx_mkey_t *mkey; /* an mkey's soft key, on pd */
-    emu_srq_t *srq;   /* an RMP's SRQ */
+    emu_srq_t *srq;   /* an RMP's or XRQ's SRQ */
     emu_pd_t *pd;
     /* subscriptions to its events (the channel's lock) */
     struct {
@@ -157,9 +162,15 @@ int emu_devx_mkey_create(emu_ctx_t *ctx, const uint8_t *in, size_t inlen,
                          struct mlx5dv_devx_obj *obj);
 int emu_devx_mkey_free(struct mlx5dv_devx_obj *obj);
 
-/* emu_devx_rmp.c */
+/* emu_devx_rmp.c: CREATE_RMP, CREATE_XRQ and the commands on an XRQ */
 int emu_devx_rmp_create(emu_ctx_t *ctx, const uint8_t *in, size_t inlen,
                         uint8_t *out, size_t outlen,
                         struct mlx5dv_devx_obj *obj);
+int emu_devx_xrq_create(emu_ctx_t *ctx, const uint8_t *in, size_t inlen,
+                        uint8_t *out, size_t outlen,
+                        struct mlx5dv_devx_obj *obj);
+int emu_devx_xrq_cmd(struct mlx5dv_devx_obj *obj, const uint8_t *in,
+                     size_t inlen, uint8_t *out, size_t outlen,
+                     const char *call);
 
 #endif /* DCX_EMU_DEVX_H_ */

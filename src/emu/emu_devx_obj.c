@@ -436,11 +436,12 @@ struct mlx5dv_devx_obj *dcx_emu_mlx5dv_devx_obj_create(struct ibv_context *ctx,
     }
     opcode = (uint16_t)EMU_PRM_GET(in, EMU_PRM_OPCODE);
     if ((opcode != EMU_CMD_CREATE_QP) && (opcode != EMU_CMD_CREATE_DCT) &&
-        (opcode != EMU_CMD_CREATE_MKEY) && (opcode != EMU_CMD_CREATE_RMP)) {
+        (opcode != EMU_CMD_CREATE_MKEY) && (opcode != EMU_CMD_CREATE_RMP) &&
+        (opcode != EMU_CMD_CREATE_XRQ)) {
         emu_devx_refuse(ctx->device->name, call, opcode, out, outlen,
                         EMU_STAT_BAD_OP, 0x2u,
                         "not an object the emulation creates (QP, DCT, "
-                        "MKEY, RMP)");
+                        "MKEY, RMP, XRQ)");
         return NULL;
     }
     obj = calloc(1, sizeof(*obj));
@@ -460,6 +461,9 @@ struct mlx5dv_devx_obj *dcx_emu_mlx5dv_devx_obj_create(struct ibv_context *ctx,
         break;
     case EMU_CMD_CREATE_MKEY:
         ret = emu_devx_mkey_create(ectx, in, inlen, out, outlen, obj);
+        break;
+    case EMU_CMD_CREATE_XRQ:
+        ret = emu_devx_xrq_create(ectx, in, inlen, out, outlen, obj);
         break;
     default:
         ret = emu_devx_rmp_create(ectx, in, inlen, out, outlen, obj);
@@ -509,6 +513,9 @@ static int emu_devx_obj_cmd(struct mlx5dv_devx_obj *obj, const void *in,
     if (emu_devx_ctx(ctx, call, in, inlen, out, outlen) == NULL) {
         return errno;
     }
+    if (obj->kind == EMU_DEVX_XRQ) {
+        return emu_devx_xrq_cmd(obj, in, inlen, out, outlen, call);
+    }
     if (obj->kind != EMU_DEVX_QP) {
         return emu_devx_refuse(ctx->device->name, call,
                                (uint16_t)EMU_PRM_GET(in, EMU_PRM_OPCODE), out,
@@ -546,6 +553,7 @@ int dcx_emu_mlx5dv_devx_obj_destroy(struct mlx5dv_devx_obj *obj)
         ret = emu_devx_mkey_free(obj);
         break;
     case EMU_DEVX_RMP:
+    case EMU_DEVX_XRQ:
         ret = ibv_destroy_srq(&obj->srq->srq);
         break;
     default:

@@ -74,6 +74,7 @@ static int emu_query_device_ex(struct ibv_context *context,
                                size_t attr_size)
 {
     emu_ctx_t *ectx = emu_ctx(context);
+    const dcx_dev_caps_t *caps;
     struct ibv_device_attr_ex a;
 
     if ((input != NULL) && (input->comp_mask != 0)) {
@@ -89,7 +90,18 @@ static int emu_query_device_ex(struct ibv_context *context,
     }
     memset(&a, 0, sizeof(a));
     emu_fill_device_attr(ectx, &a.orig_attr);
-    /* no ODP, no tag matching (not modelled), no device memory */
+    caps = dcx_dev_caps(ectx->dev->soft);
+    if (caps->flags & DCX_CAP_TM) {
+        /* tag matching on XRQs made through DEVX, their rendezvous
+         * fetched over DC only (emu_devx_rmp.c): no flag for RC, whose
+         * TM SRQs are not modelled; the limits a kernel reports */
+        a.tm_caps.max_rndv_hdr_size = caps->tm_max_rndv_hdr;
+        a.tm_caps.max_num_tags      = caps->tm_max_tags;
+        a.tm_caps.flags             = 0;
+        a.tm_caps.max_ops           = caps->tm_max_ops;
+        a.tm_caps.max_sge           = caps->tm_max_sge;
+    }
+    /* no ODP, no device memory */
     a.completion_timestamp_mask    = 0;
     a.hca_core_clock               = 0;
     a.device_cap_flags_ex          = a.orig_attr.device_cap_flags;

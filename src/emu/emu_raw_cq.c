@@ -104,6 +104,118 @@ static void emu_raw_cqe_recv(emu_dev_t *dev, struct emu_raw_cq *rc,
     emu_raw_cqe_commit(rc, cqe, opcode);
 }
 
+/* mlx5_cqe64's app and app_op for tag matching */
+#define EMU_CQE_APP_TM         1u
+#define EMU_TM_CONSUMED        0x1u
+#define EMU_TM_EXPECTED        0x2u
+#define EMU_TM_UNEXPECTED      0x3u
+#define EMU_TM_NO_TAG          0x4u
+#define EMU_TM_APPEND          0x5u
+#define EMU_TM_REMOVE          0x6u
+#define EMU_TM_NOOP            0x7u
+#define EMU_TM_CONSUMED_MSG    0xau
+#define EMU_TM_CONSUMED_SW_MSG 0xbu
+
+/* A list operation's CQE (NO_PACKET): its slot, whether a REMOVE took an
+ * entry, the device's unexpected count */
+static void emu_raw_cqe_tm_op(struct emu_raw_cq *rc, emu_xrq_t *xrq,
+                              const dcx_wc_t *wc)
+{
+    struct mlx5_cqe64 *cqe = emu_raw_cqe(rc);
+    bool remove            = (wc->opcode == DCX_WC_TM_DEL) ||
+                  (wc->wr_id & EMU_XRQ_WR_REMOVE);
+
+    memset(cqe, 0, sizeof(*cqe) - 1);
+    if ((wc->opcode == DCX_WC_TM_DEL) && (wc->status == DCX_WC_SUCCESS)) {
+        cqe->tm_cqe.success = htobe32(MLX5_TMC_SUCCESS);
+    }
+    cqe->tm_cqe.hw_phase_cnt = htobe16(xrq->hw_cnt);
+    cqe->srqn_uidx           = htobe32(xrq->srq->srqn);
+    cqe->app                 = EMU_CQE_APP_TM;
+    cqe->app_op              = (wc->opcode == DCX_WC_TM_ADD) ? EMU_TM_APPEND :
+                               remove                        ? EMU_TM_REMOVE :
+                                                               EMU_TM_NOOP;
+    cqe->app_info            = htobe16((uint16_t)wc->wr_id);
+    emu_raw_cqe_commit(rc, cqe, MLX5_CQE_NO_PACKET);
+}
+
+/* A message's CQE on an XRQ with tag matching: matched (the TMH in the
+ * CQE's first 16 bytes, the entry's slot in app_info), or in an XRQ
+ * buffer (its WQE in wqe_counter) */
+static void emu_raw_cqe_tm_msg(struct emu_raw_cq *rc, emu_xrq_t *xrq,
+                               const dcx_wc_t *wc, uint32_t qpn)
+{
+    struct mlx5_cqe64 *cqe = emu_raw_cqe(rc);
+    uint16_t match         = wc->flags &
+                     (DCX_WC_FLAG_TM_MATCH | DCX_WC_FLAG_TM_DATA_VALID);
+    bool entry = (wc->wr_id & EMU_XRQ_WR_ENTRY) != 0;
+    uint8_t app_op;
+
+    if (wc->status == DCX_WC_TM_RNDV_INCOMPLETE) {
+        app_op = EMU_TM_CONSUMED_SW_MSG;
+    } else if (wc->opcode == DCX_WC_TM_NO_TAG) {
+        app_op = EMU_TM_NO_TAG;
+    } else if (match == (DCX_WC_FLAG_TM_MATCH | DCX_WC_FLAG_TM_DATA_VALID)) {
+        app_op = EMU_TM_CONSUMED_MSG;
+    } else if (match == DCX_WC_FLAG_TM_MATCH) {
+        app_op = EMU_TM_CONSUMED;
+    } else if (match == DCX_WC_FLAG_TM_DATA_VALID) {
+        app_op = EMU_TM_EXPECTED;
+    } else {
+        app_op = EMU_TM_UNEXPECTED;
+        xrq->hw_cnt++;
+    }
+    memset(cqe, 0, sizeof(*cqe) - 1);
+    if (match & DCX_WC_FLAG_TM_MATCH) {
+        dcx_tmh_pack(cqe,
+                     (app_op == EMU_TM_CONSUMED) ? DCX_TMH_RNDV : DCX_TMH_EAGER,
+                     wc->tm_priv, wc->tm_tag);
+    }
+    cqe->srqn_uidx      = htobe32(xrq->srq->srqn);
+    cqe->imm_inval_pkey = htobe32(wc->imm);
+    cqe->app            = EMU_CQE_APP_TM;
+    cqe->app_op         = app_op;
+    cqe->app_info       = entry ? htobe16((uint16_t)wc->wr_id) : 0;
+    cqe->byte_cnt       = htobe32(wc->byte_len);
+    cqe->sop_drop_qpn   = htobe32(qpn & 0xffffff);
+    cqe->wqe_counter    = entry ? 0 : htobe16((uint16_t)wc->wr_id);
+    emu_raw_cqe_commit(rc, cqe,
+                       (wc->flags & DCX_WC_FLAG_WITH_IMM) ?
+                           MLX5_CQE_RESP_SEND_IMM :
+                           MLX5_CQE_RESP_SEND);
+    if (entry) {
+        emu_xrq_entry_done(xrq, wc->wr_id,
+                           (match & DCX_WC_FLAG_TM_DATA_VALID) ||
+                               (wc->status == DCX_WC_TM_RNDV_INCOMPLETE));
+    }
+}
+
+/* A completion of an XRQ with tag matching (the XRQ gone: none) */
+static void emu_raw_cqe_tm(emu_dev_t *dev, struct emu_raw_cq *rc,
+                           const dcx_wc_t *wc, uint32_t qpn)
+{
+    emu_xrq_t *xrq = emu_xrq_of(dev, wc->wr_id);
+
+    if (xrq == NULL) {
+        return;
+    }
+    if (wc->wr_id & EMU_XRQ_WR_OP) {
+        if (wc->wr_id & EMU_XRQ_WR_CQE) {
+            emu_raw_cqe_tm_op(rc, xrq, wc);
+        }
+        return;
+    }
+    if ((wc->status == DCX_WC_SUCCESS) ||
+        (wc->status == DCX_WC_TM_RNDV_INCOMPLETE)) {
+        emu_raw_cqe_tm_msg(rc, xrq, wc, qpn);
+        return;
+    }
+    if (wc->wr_id & EMU_XRQ_WR_ENTRY) {
+        emu_xrq_entry_done(xrq, wc->wr_id, true);
+    }
+    emu_raw_cqe_error(rc, wc, qpn, true);
+}
+
 /* An arm word software wrote since the last look: an event is owed */
 static void emu_raw_cq_arm_look(struct emu_raw_cq *rc)
 {
@@ -145,6 +257,11 @@ unsigned emu_raw_cq_run(emu_cq_t *cq)
     while ((n = dcx_cq_poll(cq->soft, 16, wc)) > 0) {
         for (i = 0; i < n; ++i) {
             qpn = wc[i].qp_num + dev->qpn_base;
+            if ((wc[i].opcode >= DCX_WC_TM_ADD) ||
+                (wc[i].wr_id & (EMU_XRQ_WR_ENTRY | EMU_XRQ_WR_OP))) {
+                emu_raw_cqe_tm(dev, rc, &wc[i], qpn);
+                continue;
+            }
             if (wc[i].opcode & DCX_WC_RECV_BIT) {
                 if (wc[i].status == DCX_WC_SUCCESS) {
                     emu_raw_cqe_recv(dev, rc, &wc[i], qpn);

@@ -45,9 +45,12 @@ unsigned emu_raw_rq_run(struct emu_raw_rq *rq)
             ++n;
         }
         /* the CQE's wqe_counter: a list's WQE index, a ring's 16-bit count
-         * of the WQEs taken (which wraps past the ring's size) */
-        if (dcx_srq_post_recv(rq->srq->soft, rq->linked ? idx : rq->taken, sge,
-                              n) != 0) {
+         * of the WQEs taken (which wraps past the ring's size); the SRQ's
+         * number above it tells an XRQ's completions apart (emu_raw.h) */
+        if (dcx_srq_post_recv(rq->srq->soft,
+                              ((uint64_t)rq->srq->srqn << 32) |
+                                  (rq->linked ? idx : rq->taken),
+                              sge, n) != 0) {
             break; /* the soft SRQ is full: the rest waits */
         }
         if (rq->grh != NULL) {

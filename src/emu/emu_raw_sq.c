@@ -330,16 +330,19 @@ static bool emu_raw_op(emu_qp_t *qp, emu_raw_wqe_t *q, uint8_t opcode,
 
 /* A WQE the device does not take: it completes in error in its turn, the
  * QP going to ERR (the soft QP's failing post), or at once when the QP
- * has no destination to queue it behind */
+ * has no destination to queue it behind.  why: what is wrong with it, for
+ * the log line (NULL: logged already) */
 static int emu_raw_refuse(emu_qp_t *qp, dcx_send_wr_t *wr, uint16_t idx,
                           uint8_t opcode, const char *why)
 {
     const char *name      = qp->qpx.qp_base.context->device->name;
     struct emu_raw_sq *sq = qp->raw_sq;
 
-    emu_error("%s: qp 0x%x: WQE %u (opcode 0x%x) is not one the device "
-              "takes (%s); it completes with LOCAL_QP_OP_ERR",
-              name, qp->qpx.qp_base.qp_num, idx, opcode, why);
+    if (why != NULL) {
+        emu_error("%s: qp 0x%x: WQE %u (opcode 0x%x) is not one the device "
+                  "takes (%s); it completes with LOCAL_QP_OP_ERR",
+                  name, qp->qpx.qp_base.qp_num, idx, opcode, why);
+    }
     wr->opcode  = DCX_WR_SEND;
     wr->num_sge = 0;
     wr->flags   = DCX_SEND_SIGNALED;
@@ -405,6 +408,38 @@ static bool emu_raw_be4(emu_qp_t *qp, dcx_send_wr_t *wr, uint16_t idx)
     return true;
 }
 
+/* A list operation (a command QP's): run on the tag list of the QP's XRQ
+ * at once, for it sends nothing; its completion is the XRQ's (when the
+ * tag-matching segment asks), and a CQE of the send queue's only when the
+ * control segment asks */
+static int emu_raw_tm(emu_qp_t *qp, emu_raw_wqe_t *q, dcx_send_wr_t *wr,
+                      uint16_t idx)
+{
+    struct mlx5_wqe_data_seg data;
+    struct mlx5_wqe_tm_seg seg;
+    bool has_data;
+    int ret;
+
+    if (!emu_raw_take(q, &seg, sizeof(seg))) {
+        return emu_raw_refuse(qp, wr, idx, MLX5_OPCODE_TAG_MATCHING,
+                              "no tag-matching segment");
+    }
+    has_data = emu_raw_take(q, &data, sizeof(data));
+    ret      = emu_xrq_list_op(qp, &seg, has_data ? &data : NULL);
+    if (ret == EAGAIN) {
+        return EAGAIN;
+    }
+    if (ret != 0) {
+        /* the list said why, and that it completes in error */
+        return emu_raw_refuse(qp, wr, idx, MLX5_OPCODE_TAG_MATCHING, NULL);
+    }
+    if (wr->flags & DCX_SEND_SIGNALED) {
+        emu_raw_cq_req(qp->send_cq, qp->qpx.qp_base.qp_num, idx,
+                       MLX5_OPCODE_TAG_MATCHING);
+    }
+    return 0;
+}
+
 /* Reads and posts the WQE at the queue's index; EAGAIN when the soft send
  * queue is full (the WQE is taken again later) */
 static int emu_raw_sq_one(emu_qp_t *qp, uint16_t *nbb_p)
@@ -453,6 +488,9 @@ static int emu_raw_sq_one(emu_qp_t *qp, uint16_t *nbb_p)
         }
         ret = dcx_qp_post_send(qp->soft, &wr);
         return (ret == ENOMEM) ? EAGAIN : 0;
+    }
+    if ((opcode == MLX5_OPCODE_TAG_MATCHING) && (qp->kind == EMU_QP_RC)) {
+        return emu_raw_tm(qp, &q, &wr, idx);
     }
     ok = true;
     if ((qp->kind == EMU_QP_DCI) || (qp->kind == EMU_QP_UD)) {

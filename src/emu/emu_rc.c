@@ -85,7 +85,7 @@ int emu_rc_init(emu_qp_t *qp, struct ibv_qp_init_attr_ex *attr,
         memset(&rq_attr, 0, sizeof(rq_attr));
         rq_attr.attr.max_wr  = attr->cap.max_recv_wr ?: 1;
         rq_attr.attr.max_sge = attr->cap.max_recv_sge ?: 1;
-        qp->rq               = emu_srq_new(attr->pd, &rq_attr);
+        qp->rq               = emu_srq_new(attr->pd, &rq_attr, NULL);
         if (qp->rq == NULL) {
             return errno;
         }

@@ -18,7 +18,8 @@
 
 #define EMU_SRQ_MAX_SGE 30
 
-emu_srq_t *emu_srq_new(struct ibv_pd *ibpd, struct ibv_srq_init_attr *attr)
+emu_srq_t *emu_srq_new(struct ibv_pd *ibpd, struct ibv_srq_init_attr *attr,
+                       const dcx_srq_attr_t *tm)
 {
     emu_pd_t *pd = emu_pd(ibpd);
     const dcx_dev_caps_t *caps;
@@ -57,10 +58,14 @@ emu_srq_t *emu_srq_new(struct ibv_pd *ibpd, struct ibv_srq_init_attr *attr)
         return NULL;
     }
     memset(&sattr, 0, sizeof(sattr));
-    sattr.type    = DCX_SRQ_BASIC;
+    if (tm != NULL) {
+        sattr = *tm; /* type, CQ and list sizes */
+    } else {
+        sattr.type = DCX_SRQ_BASIC;
+        sattr.cq   = ectx->dev->srq_cq;
+    }
     sattr.max_wr  = (attr->attr.max_wr > 0) ? attr->attr.max_wr : 1;
     sattr.max_sge = (attr->attr.max_sge > 0) ? attr->attr.max_sge : 1;
-    sattr.cq      = ectx->dev->srq_cq;
     ret           = dcx_srq_create(pd->soft, &sattr, &srq->soft);
     if (ret != 0) {
         free(srq);
@@ -115,7 +120,7 @@ struct ibv_srq *ibv_create_srq(struct ibv_pd *pd,
         errno = EINVAL;
         return NULL;
     }
-    srq = emu_srq_new(pd, srq_init_attr);
+    srq = emu_srq_new(pd, srq_init_attr, NULL);
     return emu_srq_place(srq);
 }
 
@@ -149,7 +154,7 @@ static struct ibv_srq *emu_create_srq_ex(struct ibv_context *context,
     }
     basic.srq_context = attr->srq_context;
     basic.attr        = attr->attr;
-    srq               = emu_srq_new(attr->pd, &basic);
+    srq               = emu_srq_new(attr->pd, &basic, NULL);
     if (emu_srq_place(srq) == NULL) {
         return NULL;
     }
@@ -209,7 +214,11 @@ int ibv_destroy_srq(struct ibv_srq *ibsrq)
     if (ret != 0) {
         return ret;
     }
+    /* the engine looks an XRQ up by number as it writes its CQEs */
+    pthread_mutex_lock(&emu_raw_lock);
     emu_num_del(emu_ctx(ibsrq->context)->dev, EMU_NUM_SRQ, srq->srqn, srq);
+    emu_xrq_free(srq);
+    pthread_mutex_unlock(&emu_raw_lock);
     __atomic_sub_fetch(&srq->pd->refs, 1, __ATOMIC_RELEASE);
     pthread_mutex_destroy(&ibsrq->mutex);
     pthread_cond_destroy(&ibsrq->cond);
