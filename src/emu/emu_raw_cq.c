@@ -25,6 +25,18 @@
 
 #define EMU_RAW_ARM_NONE 0xffffffffu /* bits 30-31 are 0 in an arm word */
 
+/* mlx5_cqe64's app and app_op for tag matching */
+#define EMU_CQE_APP_TM         1u
+#define EMU_TM_CONSUMED        0x1u
+#define EMU_TM_EXPECTED        0x2u
+#define EMU_TM_UNEXPECTED      0x3u
+#define EMU_TM_NO_TAG          0x4u
+#define EMU_TM_APPEND          0x5u
+#define EMU_TM_REMOVE          0x6u
+#define EMU_TM_NOOP            0x7u
+#define EMU_TM_CONSUMED_MSG    0xau
+#define EMU_TM_CONSUMED_SW_MSG 0xbu
+
 static struct mlx5_cqe64 *emu_raw_cqe(struct emu_raw_cq *rc)
 {
     uint8_t *slot = rc->buf +
@@ -60,13 +72,21 @@ void emu_raw_cq_req(emu_cq_t *cq, uint32_t qpn, uint16_t wqe_counter,
     emu_raw_cqe_commit(rc, cqe, MLX5_CQE_REQ);
 }
 
+/* An error CQE; tm_slot >= 0: of the receive of a tag list's entry in
+ * that slot, which the app fields say as a matched message's CQE does
+ * (the wqe_counter of a receive names an XRQ WQE) */
 static void emu_raw_cqe_error(struct emu_raw_cq *rc, const dcx_wc_t *wc,
-                              uint32_t qpn, bool recv)
+                              uint32_t qpn, bool recv, int tm_slot)
 {
     struct mlx5_err_cqe *e = (struct mlx5_err_cqe *)emu_raw_cqe(rc);
     uint8_t opcode         = (uint8_t)(wc->wr_id >> 16);
 
     memset(e, 0, sizeof(*e) - 1);
+    if (tm_slot >= 0) {
+        ((struct mlx5_cqe64 *)e)->app      = EMU_CQE_APP_TM;
+        ((struct mlx5_cqe64 *)e)->app_op   = EMU_TM_CONSUMED_MSG;
+        ((struct mlx5_cqe64 *)e)->app_info = htobe16((uint16_t)tm_slot);
+    }
     e->syndrome         = emu_wc_syndrome(wc->status);
     e->vendor_err_synd  = e->syndrome;
     e->s_wqe_opcode_qpn = htobe32(((uint32_t)(recv ? 0 : opcode) << 24) |
@@ -104,17 +124,6 @@ static void emu_raw_cqe_recv(emu_dev_t *dev, struct emu_raw_cq *rc,
     emu_raw_cqe_commit(rc, cqe, opcode);
 }
 
-/* mlx5_cqe64's app and app_op for tag matching */
-#define EMU_CQE_APP_TM         1u
-#define EMU_TM_CONSUMED        0x1u
-#define EMU_TM_EXPECTED        0x2u
-#define EMU_TM_UNEXPECTED      0x3u
-#define EMU_TM_NO_TAG          0x4u
-#define EMU_TM_APPEND          0x5u
-#define EMU_TM_REMOVE          0x6u
-#define EMU_TM_NOOP            0x7u
-#define EMU_TM_CONSUMED_MSG    0xau
-#define EMU_TM_CONSUMED_SW_MSG 0xbu
 
 /* A list operation's CQE (NO_PACKET): its slot, whether a REMOVE took an
  * entry, the device's unexpected count */
@@ -212,8 +221,10 @@ static void emu_raw_cqe_tm(emu_dev_t *dev, struct emu_raw_cq *rc,
     }
     if (wc->wr_id & EMU_XRQ_WR_ENTRY) {
         emu_xrq_entry_done(xrq, wc->wr_id, true);
+        emu_raw_cqe_error(rc, wc, qpn, true, (uint16_t)wc->wr_id);
+        return;
     }
-    emu_raw_cqe_error(rc, wc, qpn, true);
+    emu_raw_cqe_error(rc, wc, qpn, true, -1);
 }
 
 /* An arm word software wrote since the last look: an event is owed */
@@ -266,7 +277,7 @@ unsigned emu_raw_cq_run(emu_cq_t *cq)
                 if (wc[i].status == DCX_WC_SUCCESS) {
                     emu_raw_cqe_recv(dev, rc, &wc[i], qpn);
                 } else {
-                    emu_raw_cqe_error(rc, &wc[i], qpn, true);
+                    emu_raw_cqe_error(rc, &wc[i], qpn, true, -1);
                 }
                 continue;
             }
@@ -286,7 +297,7 @@ unsigned emu_raw_cq_run(emu_cq_t *cq)
                                    (uint8_t)(wc[i].wr_id >> 16));
                 }
             } else {
-                emu_raw_cqe_error(rc, &wc[i], qpn, false);
+                emu_raw_cqe_error(rc, &wc[i], qpn, false, -1);
             }
         }
         total += (unsigned)n;

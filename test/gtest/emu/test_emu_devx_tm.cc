@@ -347,6 +347,9 @@ TEST_F(emu_devx_tm_test, message_longer_than_buffer_bad_flow)
     EXPECT_EQ(MLX5_CQE_RESP_ERR, cqe.op_own >> 4);
     EXPECT_EQ(MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR,
               ((struct mlx5_err_cqe *)&cqe)->syndrome);
+    EXPECT_EQ(1u, cqe.app); /* the entry's receive, in slot 0 */
+    EXPECT_EQ(kAppConsumedMsg, cqe.app_op);
+    EXPECT_EQ(0u, be16toh(cqe.app_info));
     for (int i = 0; i < 64; ++i) {
         ASSERT_EQ(0xee, dst[i]) << i;
     }
