@@ -410,6 +410,21 @@ int dcx_soft_srq_watch(dcx_srq_t *srq, int efd);
  * port got from its fabric's LID directory.  0, or EINVAL (logged). */
 int dcx_soft_dev_set_lid(dcx_dev_t *dev, uint16_t lid);
 
+/* The largest QP number (24 bits, as on the wire of InfiniBand) */
+#define DCX_SOFT_QPN_MAX 0xffffffu
+
+/* Numbers dev's QPs (DCIs and DCTs) from 'first' on: a QP's number is
+ * first + its index, below first + the device's QP count; numbers below
+ * first or past the last are nobody's (a request to one is dropped and
+ * counted as for any unknown DCT).  Without a call the first number is
+ * 0x100.  The mlx5 emulation gives each port's device the numbers of its
+ * LID registration's window, so that the numbers its QPs are known by are
+ * the soft device's own, including those an application puts in its
+ * messages (a tag-matching rendezvous names its DCT).  Only before the
+ * device's first QP: 0, EBUSY once it has made one, EINVAL when the
+ * numbers do not fit [1, DCX_SOFT_QPN_MAX] (both logged). */
+int dcx_soft_dev_set_qpn_base(dcx_dev_t *dev, uint32_t first);
+
 /* Posts wr on a DCI as a WQE the device accepts and then fails: it is
  * checked and queued as by dcx_qp_post_send, and when it reaches the head
  * of the send queue it completes with 'status' (an error) without being

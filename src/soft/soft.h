@@ -58,7 +58,7 @@
 #include <sys/uio.h>
 
 #define SOFT_MAGIC      0x53584344u /* "DCXS" */
-#define SOFT_VERSION    6u          /* 6: light payload at SOFT_LIGHT_OFF */
+#define SOFT_VERSION    7u          /* 7: qpn_base in the header */
 #define SOFT_ADDR_MAGIC 0xdc53u     /* soft port address, format 2 */
 #define SOFT_ADDR_LEN   28u
 #define SOFT_PID_NOWHERE \
@@ -478,8 +478,11 @@ struct soft_dev {
     soft_ack_t *acks;
     soft_peer_t *peers;
     soft_peer_t *self;
-    soft_qp_t **qps; /* by qp number - SOFT_QPN_BASE */
+    soft_qp_t **qps; /* by qp number - qpn_base */
     uint32_t max_qps;
+    /* the number of qps[0]: QPs are numbered qpn_base + index
+     * (dcx_soft_dev_set_qpn_base; SOFT_QPN_BASE unless the owner set one) */
+    uint32_t qpn_base;
     uint32_t num_dcis;
     soft_qp_t *dcis;
     /* DCIs that had WQEs outstanding at their last look: the only ones
@@ -606,6 +609,7 @@ struct soft_dev {
     uint64_t wake_pokes; /* atomic: sleepers we woke through theirs */
 };
 
+/* The first QP number of a device whose owner set none */
 #define SOFT_QPN_BASE 0x100u
 static inline soft_dev_t *soft_dev(dcx_dev_t *dev)
 {

@@ -80,6 +80,40 @@ int dcx_soft_dev_set_lid(dcx_dev_t *dev_, uint16_t lid)
     return 0;
 }
 
+int dcx_soft_dev_set_qpn_base(dcx_dev_t *dev_, uint32_t first)
+{
+    soft_dev_t *dev;
+    int ret = 0;
+
+    if (!dcx_dev_is_soft(dev_)) {
+        dcx_error("%s: set QP number base: not a soft device",
+                  dcx_dev_name(dev_));
+        return EINVAL;
+    }
+    dev = soft_dev(dev_);
+    if ((first == 0) ||
+        ((uint64_t)first + dev->max_qps - 1 > DCX_SOFT_QPN_MAX)) {
+        dcx_error("%s: set QP number base: 0x%x + %u QPs does not fit "
+                  "[1, 0x%x]",
+                  dev->super.caps.name, first, dev->max_qps, DCX_SOFT_QPN_MAX);
+        return EINVAL;
+    }
+    soft_lock(&dev->lock);
+    if (dev->qp_gen != 0) {
+        /* numbers of the old base may be known to peers already */
+        ret = EBUSY;
+    } else {
+        dev->qpn_base = first;
+        __atomic_store_n(&dev->hdr->qpn_base, first, __ATOMIC_RELEASE);
+    }
+    soft_unlock(&dev->lock);
+    if (ret != 0) {
+        dcx_error("%s: set QP number base: the device has made QPs already",
+                  dev->super.caps.name);
+    }
+    return ret;
+}
+
 static void soft_close(dcx_dev_t *dev_)
 {
     soft_dev_t *dev = soft_dev(dev_);
@@ -257,6 +291,7 @@ int soft_dev_open(const dcx_dev_info_t *info, dcx_dev_t **dev_p)
                  0xffffu) +
                 1;
     dev->max_qps      = dev->limits.max_dci + 1024;
+    dev->qpn_base     = SOFT_QPN_BASE;
     dev->resp_credits = SOFT_RING_SLOTS - 1;
     dev->wake_fd      = -1;
     soft_lock_init(&dev->lock);

@@ -136,20 +136,17 @@ int soft_direct_peer_life(soft_peer_t *peer)
  * ------------------------------------------------------------------------ */
 /* The target's DCT entry, read consistently: 1 if it is DCT dctn, not in
  * error, with DC key dc_key, with its seq count and access in *seq_p and
- * *acc_p. */
+ * *acc_p.  The entry of a number is at the number modulo the table's size
+ * (soft_direct_dct_publish): any number finds an entry, and only the one
+ * published for it has its qpn. */
 static inline int soft_direct_dct_read(soft_direct_area_t *area, uint32_t dctn,
                                        uint64_t dc_key, uint32_t *seq_p,
                                        uint32_t *acc_p)
 {
-    uint32_t idx = dctn - SOFT_QPN_BASE;
-    soft_ddct_t *e;
+    soft_ddct_t *e = &area->dcts[dctn % SOFT_DIRECT_DCTS];
     uint32_t s1, qpn, acc, ok;
     uint64_t key;
 
-    if (idx >= SOFT_DIRECT_DCTS) {
-        return 0;
-    }
-    e = &area->dcts[idx];
     do {
         s1  = __atomic_load_n(&e->seq, __ATOMIC_SEQ_CST);
         qpn = __atomic_load_n(&e->qpn, __ATOMIC_RELAXED);

@@ -13,7 +13,7 @@
 
 #define SOFT_DIRECT_VERSION 6u
 #define SOFT_DIRECT_MRS     4096u /* keys with index below are published */
-#define SOFT_DIRECT_DCTS    256u  /* DCTs with qpn - base below */
+#define SOFT_DIRECT_DCTS    256u  /* DCTs with qpn - qpn_base below */
 #define SOFT_DIRECT_SLOTS   64u   /* writers' in-flight markers */
 #define SOFT_DIRECT_CHUNK   (512u * 1024u) /* bytes per marked copy */
 #define SOFT_DIRECT_ALLOCS  256u /* device allocations peers may map */

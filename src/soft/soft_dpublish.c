@@ -105,15 +105,19 @@ void soft_direct_vector_set(soft_dev_t *dev, soft_mr_t *key,
     }
 }
 
+/* The first SOFT_DIRECT_DCTS numbers of the device are published, each at
+ * its number modulo SOFT_DIRECT_DCTS: consecutive numbers take distinct
+ * entries whatever the device's qpn_base, and an initiator finds the entry
+ * of a number without knowing the base (soft_direct_dct_read). */
 void soft_direct_dct_publish(soft_dev_t *dev, soft_qp_t *dct, int ok)
 {
-    uint32_t idx = dct->super.qp_num - SOFT_QPN_BASE;
+    uint32_t idx = dct->super.qp_num - dev->qpn_base;
     soft_ddct_t *e;
 
     if ((dev->direct == NULL) || (idx >= SOFT_DIRECT_DCTS)) {
         return;
     }
-    e = &dev->direct->dcts[idx];
+    e = &dev->direct->dcts[dct->super.qp_num % SOFT_DIRECT_DCTS];
     soft_seq_begin(&e->seq);
     __atomic_store_n(&e->qpn, dct->super.qp_num, __ATOMIC_RELAXED);
     __atomic_store_n(&e->access, dct->access, __ATOMIC_RELAXED);

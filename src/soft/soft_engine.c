@@ -61,7 +61,7 @@ static uint64_t soft_engine_wait_lines(soft_dev_t *dev, soft_wait_line_t *l,
             due = peer->watch_since + SOFT_PROD_NS;
         }
         if (dev->acks != NULL) {
-            l[n].line = &dev->acks[qp->super.qp_num - SOFT_QPN_BASE].word;
+            l[n].line = &dev->acks[qp->super.qp_num - dev->qpn_base].word;
             l[n].word = __atomic_load_n(l[n].line, __ATOMIC_ACQUIRE);
             if (soft_wait_word_acks(qp, l[n].word)) {
                 return 0; /* answered since this pass looked: a pass */

@@ -435,6 +435,7 @@ int soft_port_create(soft_dev_t *dev)
     }
 
     hdr->version     = SOFT_VERSION;
+    hdr->qpn_base    = dev->qpn_base;
     hdr->clock_kind  = (uint32_t)soft_clock_kind;
     hdr->last_poll   = soft_clock_now();
     hdr->owner_pid   = (int32_t)dev->pid;

@@ -732,7 +732,7 @@ static int soft_qp_alloc_num(soft_dev_t *dev, soft_qp_t *qp)
         if (dev->qps[idx] == NULL) {
             dev->qps[idx]    = qp;
             dev->qp_cursor   = idx + 1;
-            qp->super.qp_num = SOFT_QPN_BASE + idx;
+            qp->super.qp_num = dev->qpn_base + idx;
             qp->wire_qpn     = qp->super.qp_num;
             qp->ack_line = (dev->acks != NULL) ? &dev->acks[idx].word : NULL;
             return 0;
@@ -959,7 +959,7 @@ int soft_qp_destroy(dcx_qp_t *qp_)
         return soft_stream_destroy(qp);
     }
     soft_lock(&dev->lock);
-    dev->qps[qp->super.qp_num - SOFT_QPN_BASE] = NULL;
+    dev->qps[qp->super.qp_num - dev->qpn_base] = NULL;
     if (qp->super.type == DCX_QPT_DCI) {
         uint32_t idx;
 

@@ -296,7 +296,7 @@ soft_req_acked_in(soft_qp_t *qp, uint64_t now)
         (qp->super.state != DCX_QPS_RTS)) {
         return;
     }
-    word = __atomic_load_n(&dev->acks[qp->super.qp_num - SOFT_QPN_BASE].word,
+    word = __atomic_load_n(&dev->acks[qp->super.qp_num - dev->qpn_base].word,
                            __ATOMIC_ACQUIRE);
     if ((uint32_t)(word >> 32) != qp->gen) {
         return;
@@ -366,7 +366,7 @@ static int soft_req_resp_data(soft_qp_t *qp, soft_swqe_t *w, const void *data,
 void soft_comp_packet(soft_dev_t *dev, const soft_pkt_t *pkt,
                       const void *payload)
 {
-    uint32_t idx = pkt->dst_qpn - SOFT_QPN_BASE;
+    uint32_t idx = pkt->dst_qpn - dev->qpn_base;
     uint64_t now;
     soft_swqe_t *w;
     soft_qp_t *qp;

@@ -282,8 +282,8 @@ void soft_resp_nak(soft_dev_t *dev, soft_rstate_t *rs, const soft_pkt_t *pkt,
 static inline soft_ack_t *
 soft_resp_ack_entry(soft_dev_t *dev, soft_rstate_t *rs, const soft_pkt_t *pkt)
 {
-    uint32_t idx      = pkt->src_qpn - SOFT_QPN_BASE;
     soft_peer_t *peer = rs->peer;
+    uint32_t idx;
 
     if (rs->wack_hold) {
         if ((int32_t)(pkt->ack_base - rs->hold_msn) <= 0) {
@@ -292,8 +292,14 @@ soft_resp_ack_entry(soft_dev_t *dev, soft_rstate_t *rs, const soft_pkt_t *pkt)
         rs->wack_hold = 0;
     }
     if (((peer->hdr == NULL) && (soft_peer_map(dev, peer) == NULL)) ||
-        __atomic_load_n(&peer->hdr->killed, __ATOMIC_RELAXED) ||
-        (idx >= peer->ack_count)) {
+        __atomic_load_n(&peer->hdr->killed, __ATOMIC_RELAXED)) {
+        return NULL;
+    }
+    /* the DCI's index at the requester (its qpn_base shares the line of
+     * 'killed'); a number below the base wraps above any table */
+    idx = pkt->src_qpn -
+          __atomic_load_n(&peer->hdr->qpn_base, __ATOMIC_RELAXED);
+    if (idx >= peer->ack_count) {
         return NULL; /* no table (peer->ack_count is 0 then) */
     }
     return peer->acks + idx;
@@ -845,7 +851,7 @@ static inline void soft_resp_place(soft_dev_t *dev, soft_qp_t *dct,
 static inline int soft_resp_fast(soft_dev_t *dev, const soft_pkt_t *pkt,
                                  const void *payload)
 {
-    uint32_t idx = pkt->dst_qpn - SOFT_QPN_BASE;
+    uint32_t idx = pkt->dst_qpn - dev->qpn_base;
     uint32_t len = pkt->len;
     const soft_rwqe_t *wqe;
     soft_pkt_t full;
@@ -940,7 +946,7 @@ static inline int soft_resp_fast(soft_dev_t *dev, const soft_pkt_t *pkt,
 
 soft_qp_t *soft_resp_dct(soft_dev_t *dev, const soft_pkt_t *pkt)
 {
-    uint32_t idx = pkt->dst_qpn - SOFT_QPN_BASE;
+    uint32_t idx = pkt->dst_qpn - dev->qpn_base;
     soft_qp_t *dct;
 
     if ((idx >= dev->max_qps) || ((dct = dev->qps[idx]) == NULL) ||

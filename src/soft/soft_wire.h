@@ -84,8 +84,8 @@ typedef struct soft_pkt {
     uint32_t csum; /* of every byte before it */
 } soft_pkt_t;
 
-/* One entry of a port's ack table, by DCI index (qp number -
- * SOFT_QPN_BASE), on a cache line of its own: the responder serving the
+/* One entry of a port's ack table, by DCI index (qp number - the port's
+ * qpn_base), on a cache line of its own: the responder serving the
  * DCI's messages stores (DCI generation << 32 | msn + 1) once it has
  * executed message msn and every one before it successfully; the
  * requester reads it in its engine pass and completes every WQE up to
@@ -168,7 +168,11 @@ typedef struct soft_port_hdr {
     uint32_t ready;
     uint32_t clock_kind; /* soft_clock_kind of last_poll */
     uint16_t lid; /* dcx_soft_dev_set_lid: what receives report as slid */
-    uint8_t pad0[18];
+    uint16_t lid_pad;
+    /* the port's first QP number (dcx_soft_dev_set_qpn_base): a responder
+     * finds a DCI's ack table entry at its number minus this one */
+    uint32_t qpn_base;
+    uint8_t pad0[12];
     uint32_t doorbell; /* futex word of the helper */
     uint32_t sleeping; /* SOFT_HELPER_*: the helper's state */
     /* a sender rang for the current idle episode; the helper clears it
