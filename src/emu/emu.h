@@ -52,9 +52,21 @@
 #define EMU_MAX_PD         (1u << 24)
 #define EMU_MAX_AH         (1u << 24)
 
-/* QP numbers a port may hand out (emu_sm.c): the soft device numbers its
- * QPs below this, the emulation adds the port's window base */
-#define EMU_QPN_SPAN (1u << 13)
+/* QP numbers a port may hand out (emu_sm.c): a window of EMU_QPN_SPAN
+ * numbers from the port's qpn_base.  Its soft device numbers its QPs from
+ * qpn_base + EMU_QPN_FIRST on (dcx_soft_dev_set_qpn_base), so that the
+ * numbers the program sees, and puts in its messages, are the soft
+ * device's own. */
+#define EMU_QPN_SPAN  (1u << 13)
+#define EMU_QPN_FIRST 0x100u
+
+/* A QP number the program names at a port whose window starts at base:
+ * the number itself if it lies in the window, else 0, which names no QP
+ * (a number outside the window is no QP of that port) */
+static inline uint32_t emu_qpn_at(uint32_t base, uint32_t num)
+{
+    return (num - base < EMU_QPN_SPAN) ? num : 0;
+}
 
 /* Buckets of a device's QP-number map */
 #define EMU_QP_MAP_SIZE 256
@@ -85,7 +97,7 @@ struct emu_dev {
                                       receives complete on the DCT's CQ */
     uint16_t lid;
     uint64_t sm_word;  /* the LID directory's word of this registration */
-    uint32_t qpn_base; /* added to the soft device's QP numbers */
+    uint32_t qpn_base; /* the first number of the port's window */
     uint32_t srq_seq;  /* SRQs created on the port (atomic) */
     uint8_t addr[DCX_DEV_ADDR_MAX];
     size_t addr_len;

@@ -15,10 +15,12 @@
  * one the AH's route was made from and resolves again when they differ.
  * A LID nobody holds routes to a soft address that names no port, so that
  * sends to it fail with RETRY_EXC_ERR, as sends to an absent LID on a real
- * fabric.  The DCT number of a work request is translated through the
- * route's window of QP numbers: a number outside the current owner's
- * window (the DCT of a process that held the LID before) names no DCT of
- * the soft port and is dropped there, and the sender's retries run out.
+ * fabric.  The DCT number of a work request is checked against the
+ * route's window of QP numbers (emu_qpn_at): a number outside the current
+ * owner's window (the DCT of a process that held the LID before) names no
+ * DCT of the soft port and is dropped there, and the sender's retries run
+ * out; a number in it goes unchanged, the soft port's QPs having the
+ * numbers of its window.
  */
 #include "emu/emu.h"
 #include "soft/dcx_soft.h"

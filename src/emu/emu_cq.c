@@ -135,8 +135,7 @@ static unsigned emu_cq_fill(emu_cq_t *cq)
         memset(&cq->ext[i], 0, sizeof(cq->ext[i]));
         cq->ext[i].slid = wc->slid; /* the sender port's (a UD QP's: again
                                        from its GRH bytes) */
-        /* the number the program knows the QP by (emu_qp_number) */
-        wc->qp_num += dev->qpn_base;
+
         qp = emu_qp_find(dev, wc->qp_num);
         if (qp == NULL) {
             continue; /* a DCT's or an RC QP's receive */

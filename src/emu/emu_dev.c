@@ -298,7 +298,16 @@ static int emu_dev_acquire_locked(emu_dev_t *dev)
                   strerror(ret));
         goto err;
     }
+    /* the soft device has no QP yet: its numbers can still be placed in
+     * the window of this registration */
     dev->qpn_base = emu_sm_qpn_base(dev->sm_word);
+    ret = dcx_soft_dev_set_qpn_base(dev->soft, dev->qpn_base + EMU_QPN_FIRST);
+    if (ret != 0) {
+        emu_error("%s: open: the soft device refused QP numbers from 0x%x "
+                  "(%s)",
+                  name, dev->qpn_base + EMU_QPN_FIRST, strerror(ret));
+        goto err;
+    }
     /* what this port sends arrives with this LID as its source */
     dcx_soft_dev_set_lid(dev->soft, dev->lid);
     return 0;

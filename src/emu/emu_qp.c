@@ -191,22 +191,24 @@ static int emu_qp_size(emu_qp_t *qp, const dcx_dev_caps_t *caps,
     return 0;
 }
 
-/* The number the program sees: the soft device's, in the window of
- * numbers of the port's LID registration (emu_sm.c).  A soft number
- * outside the window cannot be shown: the soft QP is destroyed, ENOMEM. */
+/* The number the program sees: the soft device's, which lies in the
+ * window of numbers of the port's LID registration (emu_sm.c) when the
+ * device has no more QPs than the window has room for.  One past the
+ * window would name another port's QP: the soft QP is destroyed, ENOMEM. */
 int emu_qp_number(emu_qp_t *qp, const char *name)
 {
-    uint32_t soft_num = qp->soft->qp_num;
+    uint32_t num  = qp->soft->qp_num;
+    uint32_t base = qp->ctx->dev->qpn_base;
 
-    if (soft_num >= EMU_QPN_SPAN) {
-        emu_error("%s: create_qp: soft QP number 0x%x above the port's "
-                  "window of %u numbers",
-                  name, soft_num, EMU_QPN_SPAN);
+    if (num - base >= EMU_QPN_SPAN) {
+        emu_error("%s: create_qp: soft QP number 0x%x outside the port's "
+                  "window of %u numbers from 0x%x",
+                  name, num, EMU_QPN_SPAN, base);
         dcx_qp_destroy(qp->soft);
         qp->soft = NULL;
         return ENOMEM;
     }
-    qp->qpx.qp_base.qp_num = qp->ctx->dev->qpn_base + soft_num;
+    qp->qpx.qp_base.qp_num = num;
     return 0;
 }
 

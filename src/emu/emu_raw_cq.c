@@ -267,7 +267,7 @@ unsigned emu_raw_cq_run(emu_cq_t *cq)
 
     while ((n = dcx_cq_poll(cq->soft, 16, wc)) > 0) {
         for (i = 0; i < n; ++i) {
-            qpn = wc[i].qp_num + dev->qpn_base;
+            qpn = wc[i].qp_num;
             if ((wc[i].opcode >= DCX_WC_TM_ADD) ||
                 (wc[i].wr_id & (EMU_XRQ_WR_ENTRY | EMU_XRQ_WR_OP))) {
                 emu_raw_cqe_tm(dev, rc, &wc[i], qpn);

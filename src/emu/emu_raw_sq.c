@@ -94,7 +94,7 @@ static bool emu_raw_dgram(emu_qp_t *qp, emu_raw_wqe_t *q, dcx_send_wr_t *wr)
     struct mlx5_wqe_av av;
     const emu_route_t *route;
     struct ibv_ah *ah;
-    uint32_t dqp, soft_qpn, qkey;
+    uint32_t dqp, qkey;
     bool ext;
 
     memset(&av, 0, sizeof(av));
@@ -112,9 +112,8 @@ static bool emu_raw_dgram(emu_qp_t *qp, emu_raw_wqe_t *q, dcx_send_wr_t *wr)
     }
     dqp           = be32toh(av.dqp_dct) & 0xffffff;
     route         = emu_ah_route((emu_ah_t *)ah);
-    soft_qpn      = dqp - route->qpn_base;
     wr->dest.ah   = route->soft;
-    wr->dest.dctn = (soft_qpn < EMU_QPN_SPAN) ? soft_qpn : 0;
+    wr->dest.dctn = emu_qpn_at(route->qpn_base, dqp);
     if (qp->kind == EMU_QP_UD) {
         qkey            = be32toh(av.key.qkey.qkey);
         qkey            = (qkey & 0x80000000u) ? qp->ud_qkey : qkey;

@@ -105,10 +105,10 @@ int emu_rc_init(emu_qp_t *qp, struct ibv_qp_init_attr_ex *attr,
     if (ret == 0) {
         __atomic_add_fetch(&qp->srq->refs, 1, __ATOMIC_RELEASE);
         num = qp->resp->qp_num;
-        if (num >= EMU_QPN_SPAN) {
-            emu_error("%s: create_qp: soft QP number 0x%x above the port's "
-                      "window of %u numbers",
-                      name, num, EMU_QPN_SPAN);
+        if (num - qp->ctx->dev->qpn_base >= EMU_QPN_SPAN) {
+            emu_error("%s: create_qp: soft QP number 0x%x outside the "
+                      "port's window of %u numbers from 0x%x",
+                      name, num, EMU_QPN_SPAN, qp->ctx->dev->qpn_base);
             ret = ENOMEM;
         }
     } else {
@@ -120,7 +120,7 @@ int emu_rc_init(emu_qp_t *qp, struct ibv_qp_init_attr_ex *attr,
         emu_rc_fini(qp);
         return ret;
     }
-    qp->qpx.qp_base.qp_num = qp->ctx->dev->qpn_base + num;
+    qp->qpx.qp_base.qp_num = num;
     return 0;
 }
 
@@ -211,11 +211,10 @@ int emu_rc_modify(emu_qp_t *qp, const struct ibv_qp_attr *a, int mask,
 void emu_rc_dest(emu_qp_t *qp, dcx_send_wr_t *wr)
 {
     const emu_route_t *route = emu_ah_route((emu_ah_t *)qp->rc_ah);
-    uint32_t soft_qpn        = qp->rc_dest_qpn - route->qpn_base;
 
     /* a number outside the LID owner's window names no soft QP there */
     wr->dest.ah     = route->soft;
-    wr->dest.dctn   = (soft_qpn < EMU_QPN_SPAN) ? soft_qpn : 0;
+    wr->dest.dctn   = emu_qpn_at(route->qpn_base, qp->rc_dest_qpn);
     wr->dest.dc_key = qp->rc_key;
 }
 

@@ -150,7 +150,7 @@ int emu_ud_prepare(emu_qp_t *qp, emu_wr_t *w, dcx_sge_t *sge,
     const char *name = qp->qpx.qp_base.context->device->name;
     emu_ah_t *ah     = (emu_ah_t *)w->ud_ah;
     const emu_route_t *route;
-    uint32_t slot, soft_qpn, qkey, len = 0, i, n;
+    uint32_t slot, qkey, len = 0, i, n;
     const dcx_sge_t *data;
 
     data = (w->wr.flags & DCX_SEND_INLINE) ? inl : w->wr.sg_list;
@@ -181,11 +181,10 @@ int emu_ud_prepare(emu_qp_t *qp, emu_wr_t *w, dcx_sge_t *sge,
     w->wr.num_sge = (uint8_t)(n + 1);
 
     route           = emu_ah_route(ah);
-    soft_qpn        = (w->ud_qpn & 0xffffff) - route->qpn_base;
     qkey            = (w->ud_qkey & EMU_UD_QKEY_OWN) ? qp->ud_qkey : w->ud_qkey;
     /* a number outside the LID owner's window names no soft QP there */
     w->wr.dest.ah   = route->soft;
-    w->wr.dest.dctn = (soft_qpn < EMU_QPN_SPAN) ? soft_qpn : 0;
+    w->wr.dest.dctn = emu_qpn_at(route->qpn_base, w->ud_qpn & 0xffffff);
     w->wr.dest.dc_key = emu_ud_key(qkey);
     return 0;
 }

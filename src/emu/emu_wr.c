@@ -342,7 +342,6 @@ static void emu_wr_set_dc_addr(struct mlx5dv_qp_ex *dv, struct ibv_ah *ibah,
 {
     emu_qp_t *qp = emu_dv_qp(dv);
     const emu_route_t *route;
-    uint32_t soft_dctn;
     emu_wr_t *w;
 
     if ((qp->kind != EMU_QP_DCI) && (qp->batch_err == 0)) {
@@ -366,9 +365,8 @@ static void emu_wr_set_dc_addr(struct mlx5dv_qp_ex *dv, struct ibv_ah *ibah,
     /* a DCT number outside the LID owner's window names no soft DCT
      * (0 is none): the request is dropped at that port, as by an HCA
      * that has no such DCT */
-    soft_dctn         = (dctn & 0xffffffu) - route->qpn_base;
     w->wr.dest.ah     = route->soft;
-    w->wr.dest.dctn   = (soft_dctn < EMU_QPN_SPAN) ? soft_dctn : 0;
+    w->wr.dest.dctn   = emu_qpn_at(route->qpn_base, dctn & 0xffffffu);
     w->wr.dest.dc_key = key;
     w->has_addr       = 1;
     ++w->setters;
