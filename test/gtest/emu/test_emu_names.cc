@@ -195,6 +195,38 @@ TEST_F(emu_names_test, lid_taken_over_old_dct_dropped_new_reached_bad_flow)
     EXPECT_EQ(0, ibv_destroy_ah(ah));
 }
 
+/* A DCT is reached by the number the program sees, which is its port's
+ * soft device's own: through an AH to the far port its DCT's number is
+ * delivered.  A number of the far port's window below its first QP's, one
+ * of another port's window (this port's DCT) and the largest number name
+ * no DCT there: dropped, the sender's retries run out, and the far port
+ * still takes its own number afterwards. */
+TEST_F(emu_names_test, dct_reached_by_its_number_others_dropped_bad_flow)
+{
+    const uint32_t span = 8192; /* numbers of a port's window */
+    emu_far_port far;
+    struct ibv_ah *ah;
+    uint32_t below;
+
+    ASSERT_GE(m_num, 2);
+    ASSERT_EQ("", far.open(m_list[1]));
+    ah = make_ah(far.lid);
+    ASSERT_NE(nullptr, ah);
+    EXPECT_EQ(IBV_WC_SUCCESS, send_to(ah, far.dct->qp_num));
+    EXPECT_EQ(1u, far.received());
+
+    below = (far.dct->qp_num & ~(span - 1)) + 0xffu;
+    ASSERT_LT(below, far.dct->qp_num);
+    EXPECT_EQ(IBV_WC_RETRY_EXC_ERR, send_to(ah, below));
+    EXPECT_EQ(IBV_WC_RETRY_EXC_ERR, send_to(ah, m_dct->qp_num));
+    EXPECT_EQ(IBV_WC_RETRY_EXC_ERR, send_to(ah, 0xffffffu));
+    EXPECT_EQ(0u, far.received());
+
+    EXPECT_EQ(IBV_WC_SUCCESS, send_to(ah, far.dct->qp_num));
+    EXPECT_EQ(1u, far.received());
+    EXPECT_EQ(0, ibv_destroy_ah(ah));
+}
+
 /* An AH made while no port held its LID reaches the port that takes the
  * LID later. */
 TEST_F(emu_names_test, ah_to_free_lid_reaches_later_owner)
