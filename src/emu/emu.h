@@ -455,6 +455,10 @@ struct emu_srq *emu_srq_new(struct ibv_pd *pd, struct ibv_srq_init_attr *attr,
 
 /* emu_qp.c */
 void emu_ctx_set_qp_ops(struct verbs_context *vctx);
+/* Set by a caller that sizes a QP by trying: a queue deeper than the
+ * device takes is then refused at debug level, not as the program's
+ * error (this thread only) */
+extern __thread bool emu_qp_sizing_quiet;
 /* The QP of a completion's number (NULL: not a QP with a send queue);
  * takes dev->qp_lock. */
 emu_qp_t *emu_qp_find(emu_dev_t *dev, uint32_t qp_num);

@@ -147,7 +147,9 @@ static unsigned emu_devx_access(unsigned rre, unsigned rwe, unsigned rae)
            (rae ? IBV_ACCESS_REMOTE_ATOMIC : 0);
 }
 
-/* A verbs QP for the qpc; its sge count the largest the WQE size takes */
+/* A verbs QP for the qpc; its sge count the largest the WQE size takes
+ * with one WR per basic block of the queue (the counts that do not fit
+ * are the emulation's own tries, not the program's errors) */
 static struct ibv_qp *emu_devx_make_qp(emu_ctx_t *ctx, bool dci,
                                        const emu_devx_refs_t *r,
                                        uint32_t sq_bbs)
@@ -158,6 +160,7 @@ static struct ibv_qp *emu_devx_make_qp(emu_ctx_t *ctx, bool dci,
     struct ibv_qp *qp = NULL;
     uint32_t sge;
 
+    emu_qp_sizing_quiet = true;
     for (sge = caps->max_sge; (qp == NULL) && (sge > 0); sge /= 2) {
         memset(&a, 0, sizeof(a));
         memset(&dv, 0, sizeof(dv));
@@ -175,6 +178,7 @@ static struct ibv_qp *emu_devx_make_qp(emu_ctx_t *ctx, bool dci,
         }
         qp = dcx_emu_mlx5dv_create_qp(&ctx->vctx.context, &a, &dv);
     }
+    emu_qp_sizing_quiet = false;
     return qp;
 }
 

@@ -113,6 +113,8 @@ static uint32_t emu_qp_overhead(emu_qp_kind_t kind, uint64_t ops,
            (((kind == EMU_QP_DCI) || (kind == EMU_QP_UD)) ? EMU_SEG_DGRAM : 0);
 }
 
+__thread bool emu_qp_sizing_quiet;
+
 /* Sizes the send queue as libmlx5 does; EINVAL when the WQE would be
  * larger than the device's descriptor or the queue deeper than it takes.
  * cap is updated with what was granted. */
@@ -163,11 +165,11 @@ static int emu_qp_size(emu_qp_t *qp, const dcx_dev_caps_t *caps,
     wq  = emu_pow2((uint64_t)cap->max_send_wr * wqe);
     if (wq / EMU_WQE_BB > caps->max_qp_wr) {
         /* the queue's basic blocks are what the HCA bounds (ENOMEM, as
-         * the kernel answers) */
-        emu_error("%s: create_qp: %u WRs of %u bytes need %u basic blocks, "
-                  "more than the device's %u",
-                  name, cap->max_send_wr, wqe, wq / EMU_WQE_BB,
-                  caps->max_qp_wr);
+         * the kernel answers); a DEVX QP's sizing tries it quietly */
+        emu_log(emu_qp_sizing_quiet ? DCX_LOG_DEBUG : DCX_LOG_ERROR,
+                "%s: create_qp: %u WRs of %u bytes need %u basic blocks, "
+                "more than the device's %u",
+                name, cap->max_send_wr, wqe, wq / EMU_WQE_BB, caps->max_qp_wr);
         return ENOMEM;
     }
     qp->max_send_wr  = wq / wqe;

@@ -361,3 +361,42 @@ TEST_F(emu_devx_test, many_contexts_with_uar_pages)
         EXPECT_EQ(0, ibv_close_device(ctxs[i]));
     }
 }
+
+/* A QP whose send queue is as deep as the device takes (UCX's command QP
+ * of a tag list of 1023 entries has 8192 basic blocks): made without an
+ * error line, however the emulation sizes the QP behind it */
+TEST_F(emu_devx_test, deep_send_queue_without_error_lines)
+{
+    const uint32_t log_sq = 13;
+    std::vector<uint8_t> sq((64u << log_sq) + 4096, 0);
+    struct mlx5dv_devx_umem *umem;
+    struct mlx5dv_devx_obj *qp = nullptr;
+    uint32_t qpn               = 0;
+
+    make_rmp(&m_a);
+    umem = mlx5dv_devx_umem_reg(m_a.ctx, sq.data(), sq.size(), kAccess);
+    ASSERT_NE(nullptr, umem);
+    {
+        log_capture log;
+        uint8_t in[272] = {}, out[16] = {};
+
+        prm_set(in, 0, 16, 0x500);
+        prm_set(in, 200, 8, 0x0); /* st: RC */
+        prm_set(in, 232, 24, m_a.pdn);
+        prm_set(in, 273, 4, log_sq);
+        prm_set(in, 296, 24, m_a.uar->page_id);
+        prm_set(in, 1192, 24, m_a.cq.dv.cqn);
+        prm_set(in, 1448, 24, m_a.cq.dv.cqn);
+        prm_set(in, 1573, 3, 1);
+        prm_set(in, 1576, 24, m_a.rmpn);
+        prm_set(in, 2016, 32, m_a.dbr_umem->umem_id);
+        prm_set(in, 2112, 32, umem->umem_id);
+        qp = mlx5dv_devx_obj_create(m_a.ctx, in, sizeof(in), out, sizeof(out));
+        ASSERT_NE(nullptr, qp) << strerror(errno);
+        qpn = prm_get(out, 72, 24);
+        EXPECT_EQ(0u, log.count());
+    }
+    EXPECT_NE(0u, qpn);
+    EXPECT_EQ(0, mlx5dv_devx_obj_destroy(qp));
+    EXPECT_EQ(0, mlx5dv_devx_umem_dereg(umem));
+}
