@@ -428,6 +428,7 @@ static void soft_tm_msg_wc(soft_tm_t *tm, soft_qp_t *dct, soft_rstate_t *rs,
                     dct->super.qp_num, rs->dci);
     cqe->wc.tm_tag  = tag;
     cqe->wc.tm_priv = priv;
+    cqe->wc.slid    = rs->slid; /* a ConnectX's CQE has it too */
     if ((pkt != NULL) && (pkt->op == DCX_WR_SEND_IMM) &&
         (status == DCX_WC_SUCCESS)) {
         cqe->wc.flags |= DCX_WC_FLAG_WITH_IMM;
