@@ -187,6 +187,8 @@ static void emu_raw_cqe_tm_msg(struct emu_raw_cq *rc, emu_xrq_t *xrq,
     cqe->app_info       = entry ? htobe16((uint16_t)wc->wr_id) : 0;
     cqe->byte_cnt       = htobe32(wc->byte_len);
     cqe->sop_drop_qpn   = htobe32(qpn & 0xffffff);
+    cqe->flags_rqpn     = htobe32(wc->src_qp & 0xffffff);
+    cqe->slid           = htobe16(wc->slid);
     cqe->wqe_counter    = entry ? 0 : htobe16((uint16_t)wc->wr_id);
     emu_raw_cqe_commit(rc, cqe,
                        (wc->flags & DCX_WC_FLAG_WITH_IMM) ?
