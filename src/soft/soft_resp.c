@@ -908,7 +908,7 @@ static inline int soft_resp_fast(soft_dev_t *dev, const soft_pkt_t *pkt,
             soft_resp_recv_copy(wqe, payload, len);
             soft_srq_pop(srq);
             if (tm_opcode != 0) {
-                soft_tm_fast_wc(srq, dct, pkt, tm_opcode, wqe->wr_id);
+                soft_tm_fast_wc(srq, dct, pkt, tm_opcode, wqe->wr_id, rs->slid);
             } else {
                 soft_resp_fast_cqe(dev, dct, pkt, wqe->wr_id, rs->slid);
             }

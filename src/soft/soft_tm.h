@@ -232,10 +232,11 @@ static inline soft_tm_t *soft_tm_fast_count(soft_tm_t *tm, uint8_t wc_opcode)
 }
 
 /* The completion of a message soft_tm_fast_opcode() let through, placed in
- * the SRQ buffer wr_id */
+ * the SRQ buffer wr_id; slid: the sender port's LID, as every receive
+ * completion reports it */
 static inline void soft_tm_fast_wc(soft_srq_t *srq, soft_qp_t *dct,
                                    const soft_pkt_t *pkt, uint8_t wc_opcode,
-                                   uint64_t wr_id)
+                                   uint64_t wr_id, uint16_t slid)
 {
     soft_cq_t *cq     = srq->cq;
     soft_cqe_t *cqe   = soft_cq_slot(cq);
@@ -245,7 +246,7 @@ static inline void soft_tm_fast_wc(soft_srq_t *srq, soft_qp_t *dct,
         soft_cq_overrun(cq, dct->super.qp_num); /* as soft_tm_push */
         return;
     }
-    soft_cqe_fast_recv(cqe, wc_opcode, wr_id, dct->super.qp_num, pkt, 0);
+    soft_cqe_fast_recv(cqe, wc_opcode, wr_id, dct->super.qp_num, pkt, slid);
     /* tm_entry, tm_gen and tm_op are read only under the flags that name
      * them (soft_tm_polled_rest), tm_flags only when tm is set */
     cqe->tm       = retire;

@@ -168,6 +168,10 @@ protected:
         EXPECT_EQ(1u, cqe.app);
         EXPECT_EQ(app_op, cqe.app_op);
         EXPECT_EQ(m_b.qpn, be32toh(cqe.sop_drop_qpn) & 0xffffff);
+        /* the sender's LID, as in every receive CQE: UCX's DC flow
+         * control answers a credit request to it */
+        EXPECT_EQ(m_a.lid, be16toh(cqe.slid));
+        EXPECT_NE(0u, be32toh(cqe.flags_rqpn) & 0xffffff);
         return cqe;
     }
 
