@@ -43,10 +43,12 @@
  *    hardware has acknowledged it), so truncation never breaks a DCI;
  *  - an entry buffer with a bad lkey gives LOC_PROT_ERR at the receiver and
  *    REM_OP_ERR at the sender, as for a plain SRQ receive;
- *  - a message shorter than a TMH, with an unknown TMH opcode, or a
- *    rendezvous request shorter than TMH+RVH+RAVH or longer than
- *    caps.tm_max_rndv_hdr is an invalid request: REM_INV_REQ_ERR at the
- *    sender, nothing consumed at the receiver;
+ *  - a tagged message (or FIN) shorter than a TMH, one with an unknown
+ *    TMH opcode, or a rendezvous request shorter than TMH+RVH+RAVH or
+ *    longer than caps.tm_max_rndv_hdr is an invalid request:
+ *    REM_INV_REQ_ERR at the sender, nothing consumed at the receiver; an
+ *    untagged message (first byte NO_TAG) of any length from one byte on
+ *    goes to an SRQ buffer whole;
  *  - the device READ of a rendezvous that fails (bad rkey: REM_ACCESS_ERR;
  *    dead or wrong sender, wrong DC key: RETRY_EXC_ERR; bad local buffer:
  *    LOC_PROT_ERR) ends the receive with that status in its second
@@ -585,6 +587,15 @@ static int soft_tm_start(soft_dev_t *dev, soft_tm_t *tm, soft_qp_t *dct,
     int ret;
 
     soft_tm_msg_done(rs);
+    /* the first byte says what the message is; only an untagged one may
+     * be shorter than a TMH (UCX's active messages carry a few bytes of
+     * header, not a whole TMH, and a ConnectX takes them) */
+    if ((pkt->len >= 1) && (pkt->len < DCX_TM_TMH_LEN) &&
+        (payload[0] == DCX_TMH_NO_TAG)) {
+        rs->tm.app_ctx = 0;
+        rs->tm.tag     = 0;
+        return soft_tm_to_srq(dev, tm, dct, rs, pkt, DCX_WC_TM_NO_TAG);
+    }
     if (pkt->len < DCX_TM_TMH_LEN) {
         dcx_debug("%s: tm: message of %llu bytes has no TMH",
                   dev->super.caps.name, (unsigned long long)pkt->total_len);

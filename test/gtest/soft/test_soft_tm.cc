@@ -341,10 +341,24 @@ TEST_F(soft_tm, bad_message_bad_flow)
 {
     open_pair();
     add_ok(rx, 0, 0, 1, 0, 4096);
-    /* shorter than a TMH: an invalid request, nothing consumed */
-    dcx_wc_t wc = post_send(8);
+    /* a tagged message shorter than a TMH: an invalid request, nothing
+     * consumed */
+    *tx.at(SEND_OFF) = DCX_TMH_EAGER;
+    dcx_wc_t wc      = post_send(8);
     EXPECT_EQ(DCX_WC_REM_INV_REQ_ERR, wc.status);
     ASSERT_EQ(0, dcx_qp_recover(tx.n.dci));
+    expect_quiet(rx);
+    /* an untagged one may be: it goes to an SRQ buffer whole */
+    memset(tx.at(SEND_OFF), 0, 10);
+    tx.at(SEND_OFF)[9] = 0x77;
+    wc                 = post_send(10);
+    EXPECT_EQ(DCX_WC_SUCCESS, wc.status);
+    wc = pop(rx);
+    EXPECT_EQ(DCX_WC_SUCCESS, wc.status);
+    EXPECT_EQ(DCX_WC_TM_NO_TAG, wc.opcode);
+    EXPECT_EQ(10u, wc.byte_len);
+    EXPECT_EQ(0x77, rx.srq_buf(wc.wr_id)[9]);
+    rx.repost(wc);
     /* unknown TMH opcode */
     wc = send_msg(9, 1, 1, 10, 1);
     EXPECT_EQ(DCX_WC_REM_INV_REQ_ERR, wc.status);
