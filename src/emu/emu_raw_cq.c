@@ -124,7 +124,6 @@ static void emu_raw_cqe_recv(emu_dev_t *dev, struct emu_raw_cq *rc,
     emu_raw_cqe_commit(rc, cqe, opcode);
 }
 
-
 /* A list operation's CQE (NO_PACKET): its slot, whether a REMOVE took an
  * entry, the device's unexpected count */
 static void emu_raw_cqe_tm_op(struct emu_raw_cq *rc, emu_xrq_t *xrq,
