@@ -50,6 +50,11 @@
 
 #include "dcx_dev.h"
 #include "dcx_soft.h"
+#include "soft_base.h"
+#include "soft_wire.h"  /* packets, the segment's layout, peers */
+#include "soft_ring.h"  /* ring slots, their consumer state and functions */
+#include "soft_lock.h"  /* the engine lock */
+#include "soft_clock.h" /* the clocks */
 
 #include <pthread.h>
 #include <stdint.h>
@@ -57,116 +62,6 @@
 #include <string.h>
 #include <sys/uio.h>
 
-#define SOFT_MAGIC      0x53584344u /* "DCXS" */
-#define SOFT_VERSION    7u          /* 7: qpn_base in the header */
-#define SOFT_ADDR_MAGIC 0xdc53u     /* soft port address, format 2 */
-#define SOFT_ADDR_LEN   28u
-#define SOFT_PID_NOWHERE \
-    0x7fffffffu                    /* dcx_soft_addr_nowhere(): above any
-                                            pid_max, so never alive */
-#define SOFT_SLOT_HDR        192u  /* ring slot header incl. seq */
-#define SOFT_NAME_TRIES      16u   /* random port names tried at open */
-#define SOFT_RING_SLOTS      128u  /* slots per ring (power of 2) */
-#define SOFT_IP_MAX          64u   /* receives in place per CQ (power of 2) */
-#define SOFT_IP_MIN          64u   /* smaller messages are copied */
-#define SOFT_RSTATE_SLOTS    1024u /* responder per-source states */
-#define SOFT_MAX_RECV_SGE    30u
-#define SOFT_ATOMIC_SAVED    16u /* = max_rd_atomic limit */
-#define SOFT_SEG_HDR_SIZE    4096u
-#define SOFT_PROGRESS_BUDGET 64u
-#define SOFT_READ_BURST      16u /* response packets per READ packet */
-
-#define SOFT_NO_STATUS 0xffu
-
-/* deadline_ns of a DCI whose ack timer starts at the next engine pass (a
- * light post the wait set did not take, an acknowledgement pass that left
- * requests outstanding: soft_engine_wait_add, soft_req_timers_quick) */
-#define SOFT_DEADLINE_ARM UINT64_MAX
-
-/* The application counts as busy elsewhere when it has not polled for this
- * long: its helper thread then executes inbound work. */
-#define SOFT_APP_IDLE_NS 200000ull
-
-/* A requester whose packets have sat unserved in a peer's request ring for
- * this long, while that peer's application has not polled either, wakes the
- * peer's helper ("prod"); at most once per SOFT_REPROD_NS while nothing
- * moves. */
-#define SOFT_PROD_NS   25000ull
-#define SOFT_REPROD_NS 500000ull
-
-/* The poll stamp is written when it is this much older than the clock,
- * not on every poll: a peer reads it at most this much stale, far below
- * SOFT_PROD_NS, and a polling owner's stamp line stays in its cache
- * instead of being taken back from every reader per message. */
-#define SOFT_STAMP_NS 4000ull
-
-/* An idle application with nothing outstanding for this long lets its
- * helper sleep without a timeout (soft_helper.c); an application that arms
- * a CQ to sleep on its completion channel counts as idle for this long at
- * once (soft_engine_app_sleeps). */
-#define SOFT_DEEP_IDLE_NS 5000000ull /* 5 ms */
-
-/* What the port's helper is doing (hdr->sleeping), which decides whether a
- * sender rings the doorbell after queueing a packet (soft_port_kick):
- *  PARKED: the application polls; the helper waits for a ring without a
- *          short timeout.  Senders do not ring and do not read the poll
- *          stamp: an application that stops polling with their requests
- *          queued is found by the requester's prod (soft_req_prod).
- *  DEEP:   nothing outstanding and the application idle for long: the
- *          first sender of the episode rings.
- *  NAP:    the application is idle (or waits on a completion channel)
- *          and the helper naps between passes: a sender rings if the
- *          owner has not polled for SOFT_APP_IDLE_NS.
- * An application that arms a CQ is about to sleep on its channel: its poll
- * stamp is set back (soft_engine_app_sleeps), so that senders ring its
- * helper from the first packet on and the helper serves at once; the first
- * packet that consumes a receive wakes the application itself instead
- * (SOFT_WAKE_*, soft_wake.c). */
-/* A parked helper looks at its application again after this long even if
- * nobody rings: the bound on serving the device's own timers (retries,
- * prods) once an application that polled stops polling without arming a
- * completion channel. */
-#define SOFT_PARK_NS 100000000ull /* 100 ms */
-
-enum {
-    SOFT_HELPER_PARKED = 0,
-    SOFT_HELPER_DEEP   = 1,
-    SOFT_HELPER_NAP    = 2
-};
-
-/* Whether the owner application of a port sleeps on a completion channel
- * (hdr->app_wait, soft_wake.c):
- *  NONE:   no arm since the device opened, or no wake socket;
- *  ARMED:  a CQ was armed on a channel and no sender has woken the
- *          application since: the first sender of a packet that consumes
- *          a receive sends a datagram to the port's wake socket, which the
- *          channel's fd reflects (one hop: no helper thread in between);
- *  POKED:  a sender did (its packet is served by the woken application);
- *          later senders ring the helper (once per wake of it).  The
- *          application's next collection of events, or its next poll
- *          stamp (it is awake), sets NONE; its next arm ARMED again.
- * While the word is not NONE, a packet that does not wake the application
- * (a one-sided operation, a later message) rings its helper even if it is
- * parked: an arm no longer unparks it unless the device has work of its
- * own outstanding (soft_cq_req_notify). */
-enum {
-    SOFT_WAKE_NONE  = 0,
-    SOFT_WAKE_ARMED = 1,
-    SOFT_WAKE_POKED = 2
-};
-
-#include "soft_wire.h" /* packets, the segment's layout, peers */
-
-/* ------------------------------------------------------------------------
- * Process-local objects
- * ------------------------------------------------------------------------ */
-typedef struct soft_dev soft_dev_t;
-typedef struct soft_qp soft_qp_t;
-typedef struct soft_srq soft_srq_t;
-typedef struct soft_tm soft_tm_t; /* tag list of a TM SRQ (soft_tm.c) */
-
-typedef struct soft_mkey soft_mkey_t; /* strided key (soft_mkey.c) */
-typedef struct soft_mkey_wr soft_mkey_wr_t;
 
 /* A key of the device's table: a plain MR (mkey == NULL), or the table
  * entry of a strided mkey, whose start/end are not addresses.  Plain-MR
@@ -420,7 +315,6 @@ typedef struct soft_rstate {
     soft_tm_msg_t tm;  /* tag matching of message e */
 } soft_rstate_t;
 
-#include "soft_ring.h" /* ring slots, their consumer state and functions */
 
 /* engine_idle of a device (soft_engine.c) */
 enum {
@@ -457,7 +351,6 @@ typedef struct soft_fault_state {
     uint32_t hits;
 } soft_fault_state_t;
 
-#include "soft_lock.h" /* the engine lock */
 
 struct soft_dev {
     dcx_dev_t super;
@@ -616,6 +509,51 @@ static inline soft_dev_t *soft_dev(dcx_dev_t *dev)
     return (soft_dev_t *)dev;
 }
 
+/* The clock of a post (soft_req_post_inline, the general post): the
+ * CLOCK_MONOTONIC nanoseconds of soft_now_ns(), derived from the
+ * time-stamp counter and a (counter, ns) pair the device took at most
+ * 2^SOFT_CLOCK_REBASE_SHIFT ticks ago (soft_clock_rebase), so that a post
+ * reads no vDSO clock: a kvm-clock read costs a post more than the rest of
+ * its bookkeeping.  It is off by the calibration's error over that span,
+ * well under a microsecond, against timers of tens of microseconds and
+ * more.  Without an invariant counter it is soft_now_ns().  Engine lock
+ * held (the pair is the device's). */
+#define SOFT_CLOCK_REBASE_SHIFT 22 /* ~1.6 ms at 2.6 GHz */
+
+uint64_t soft_clock_rebase(soft_dev_t *dev); /* soft_clock.c */
+
+/* The clock of a post, and in *clk_p the soft_clock_now() reading it came
+ * from (or one taken just before): the light post derives the time of its
+ * wait (soft_clock_after_at) from the same counter read */
+static inline uint64_t soft_dev_now_clk(soft_dev_t *dev, uint64_t *clk_p)
+{
+#if defined(__x86_64__)
+    uint32_t lo, hi;
+    uint64_t d, tsc;
+
+    if (soft_clock_kind == SOFT_CLOCK_TSC) {
+        __asm__ volatile("rdtsc" : "=a"(lo), "=d"(hi));
+        tsc    = ((uint64_t)hi << 32) | lo;
+        *clk_p = tsc;
+        d      = tsc - dev->clk_tick;
+        if (!(d >> SOFT_CLOCK_REBASE_SHIFT)) {
+            return dev->clk_ns + ((d * soft_clock_mult) >> 32);
+        }
+        return soft_clock_rebase(dev);
+    }
+#endif
+    *clk_p = soft_now_ns();
+    return *clk_p;
+}
+
+/* The clock of a post alone (the reading is not kept) */
+static inline uint64_t soft_dev_now(soft_dev_t *dev)
+{
+    uint64_t clk;
+
+    return soft_dev_now_clk(dev, &clk);
+}
+
 /* Engine lock held: where a clear of the request ring stops: the head,
  * or the oldest slot a receive in place still reads (soft_cq.c) */
 uint64_t soft_ip_clear_end(soft_dev_t *dev, uint64_t end);
@@ -672,7 +610,6 @@ int soft_sge_gather(soft_dev_t *dev, void *buf, const dcx_sge_t *sge,
 int soft_sge_scatter(soft_dev_t *dev, const void *buf, const dcx_sge_t *sge,
                      unsigned num_sge, uint64_t off, uint64_t len);
 
-#include "soft_clock.h" /* the clocks: after the types they read */
 
 /* After a full barrier between a sender's publish and this read of
  * 'sleeping': 1 if the port's helper must be woken for the packet, as it

@@ -1,16 +1,17 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Soft device: its clocks (soft_clock.c).  Included by soft.h only, after
- * the device and port types it reads, which is why it has no includes of
- * its own: the nanosecond clock, the time-stamp counter of poll stamps, the
- * clock of a post and a port's poll age.
+ * Soft device: its clocks (soft_clock.c): the nanosecond clock, the
+ * time-stamp counter of poll stamps, and a port's poll age.  The clock of
+ * a post, which reads the device's base, is soft_dev_now() (soft.h).
+ * Sits on soft_wire.h (the port's header).
  */
 #ifndef DCX_SOFT_CLOCK_H_
 #define DCX_SOFT_CLOCK_H_
 
-#ifndef DCX_SOFT_INT_H_
-#error "soft_clock.h is included by soft.h"
-#endif
+#include "soft_base.h"
+#include "soft_wire.h"
+
+#include <stdint.h>
 
 uint64_t soft_now_ns(void); /* soft_fabric.c: CLOCK_MONOTONIC */
 
@@ -73,51 +74,6 @@ static inline uint64_t soft_clock_after_at(uint64_t clk, uint64_t ns)
 static inline uint64_t soft_clock_after(uint64_t ns)
 {
     return soft_clock_after_at(soft_clock_now(), ns);
-}
-
-/* The clock of a post (soft_req_post_inline, the general post): the
- * CLOCK_MONOTONIC nanoseconds of soft_now_ns(), derived from the
- * time-stamp counter and a (counter, ns) pair the device took at most
- * 2^SOFT_CLOCK_REBASE_SHIFT ticks ago (soft_clock_rebase), so that a post
- * reads no vDSO clock: a kvm-clock read costs a post more than the rest of
- * its bookkeeping.  It is off by the calibration's error over that span,
- * well under a microsecond, against timers of tens of microseconds and
- * more.  Without an invariant counter it is soft_now_ns().  Engine lock
- * held (the pair is the device's). */
-#define SOFT_CLOCK_REBASE_SHIFT 22 /* ~1.6 ms at 2.6 GHz */
-
-uint64_t soft_clock_rebase(soft_dev_t *dev); /* soft_clock.c */
-
-/* The clock of a post, and in *clk_p the soft_clock_now() reading it came
- * from (or one taken just before): the light post derives the time of its
- * wait (soft_clock_after_at) from the same counter read */
-static inline uint64_t soft_dev_now_clk(soft_dev_t *dev, uint64_t *clk_p)
-{
-#if defined(__x86_64__)
-    uint32_t lo, hi;
-    uint64_t d, tsc;
-
-    if (soft_clock_kind == SOFT_CLOCK_TSC) {
-        __asm__ volatile("rdtsc" : "=a"(lo), "=d"(hi));
-        tsc    = ((uint64_t)hi << 32) | lo;
-        *clk_p = tsc;
-        d      = tsc - dev->clk_tick;
-        if (!(d >> SOFT_CLOCK_REBASE_SHIFT)) {
-            return dev->clk_ns + ((d * soft_clock_mult) >> 32);
-        }
-        return soft_clock_rebase(dev);
-    }
-#endif
-    *clk_p = soft_now_ns();
-    return *clk_p;
-}
-
-/* The clock of a post alone (the reading is not kept) */
-static inline uint64_t soft_dev_now(soft_dev_t *dev)
-{
-    uint64_t clk;
-
-    return soft_dev_now_clk(dev, &clk);
 }
 
 /* Nanoseconds since the port's owner last polled (0 if it stamped after

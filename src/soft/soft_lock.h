@@ -2,8 +2,8 @@
 /*
  * Soft device: the engine lock (its slow side in soft_lock.c), and the
  * two memory-order helpers the engine's lock-free peers lean on (a
- * prefetch for write, the fence after a locked instruction).  Included by
- * soft.h.
+ * prefetch for write, the fence after a locked instruction).  Sits on no
+ * other header of the soft device.
  */
 #ifndef SOFT_LOCK_H_
 #define SOFT_LOCK_H_

@@ -1,11 +1,17 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Soft device rings (soft_fabric.c): the slot states, the consumer's
- * private state of a ring, and the ring functions.  Included by soft.h,
- * after the wire format and the shared segment's layout.
+ * private state of a ring, and the ring functions.  Sits on soft_wire.h
+ * (the slots' packets and the shared segment's layout).
  */
 #ifndef DCX_SOFT_RING_H_
 #define DCX_SOFT_RING_H_
+
+#include "soft_wire.h"
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
 
 /* Ring slots.  seq is the slot's state for ring position pos (the slot's
  * index plus a multiple of nslots): pos + 1 once the packet is published,

@@ -2,11 +2,16 @@
 /*
  * Soft device: the wire format (packets, ack table entries, ring slots)
  * and the layout of a port's shared segment (rings, header, address),
- * with the process-local view of a remote port (soft_peer_t).  Included
- * by soft.h, after the protocol's constants; not on its own.
+ * with the process-local view of a remote port (soft_peer_t).  Sits on
+ * soft_base.h (the protocol's constants).
  */
 #ifndef DCX_SOFT_WIRE_H_
 #define DCX_SOFT_WIRE_H_
+
+#include "soft_base.h"
+
+#include <stddef.h>
+#include <stdint.h>
 
 /* ------------------------------------------------------------------------
  * Wire format
