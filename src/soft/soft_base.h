@@ -3,8 +3,8 @@
  * Soft device: the base its headers sit on (all but soft_lock.h):
  * the protocol's constants (versions, sizes, the times the engine and the
  * helper thread go by, the helper's and a sleeping application's states)
- * and the names of the process-local objects, defined in soft.h.  Sits on
- * dcx_dev.h only.
+ * and the names of the process-local objects, defined in soft_objs.h and
+ * soft_dev.h.  Sits on dcx_dev.h only.
  */
 #ifndef DCX_SOFT_BASE_H_
 #define DCX_SOFT_BASE_H_
@@ -112,7 +112,7 @@ enum {
     SOFT_WAKE_POKED = 2
 };
 
-/* The process-local objects (soft.h) */
+/* The process-local objects (soft_objs.h, soft_dev.h) */
 typedef struct soft_dev soft_dev_t;
 typedef struct soft_qp soft_qp_t;
 typedef struct soft_srq soft_srq_t;

@@ -107,7 +107,7 @@ static void soft_clock_calibrate(void)
 #endif
 }
 
-/* soft_dev_now()'s rare path (soft.h): a new (counter, ns) pair, taken
+/* soft_dev_now()'s rare path (soft_dev.h): a new (counter, ns) pair, taken
  * when the last one is 2^SOFT_CLOCK_REBASE_SHIFT ticks old (or the counter
  * went back: another core's), so that the calibration's error never adds
  * up over more than that.  The counter reading is the middle of the two

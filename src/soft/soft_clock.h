@@ -2,7 +2,7 @@
 /*
  * Soft device: its clocks (soft_clock.c): the nanosecond clock, the
  * time-stamp counter of poll stamps, and a port's poll age.  The clock of
- * a post, which reads the device's base, is soft_dev_now() (soft.h).
+ * a post, which reads the device's base, is soft_dev_now() (soft_dev.h).
  * Sits on soft_wire.h (the port's header).
  */
 #ifndef DCX_SOFT_CLOCK_H_

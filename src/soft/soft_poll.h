@@ -2,11 +2,19 @@
 /*
  * Soft device polls (soft_engine.c, soft_cq.c): the poll stamp and what a
  * poll looks at without the engine lock before it knows whether it needs
- * the lock.  Included by soft.h, after the device's types and the engine's
- * prototypes.
+ * the lock.  Sits on soft_dev.h (the device, its engine's wait set and its
+ * rings' views).
  */
 #ifndef DCX_SOFT_POLL_H_
 #define DCX_SOFT_POLL_H_
+
+#include "soft_base.h"
+#include "soft_ring.h"
+#include "soft_clock.h"
+#include "soft_objs.h"
+#include "soft_dev.h"
+
+#include <stdint.h>
 
 /* The poll stamp, written only once the last one written is
  * SOFT_STAMP_NS old (compared with a private copy: no shared line is read
