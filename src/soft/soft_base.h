@@ -121,4 +121,37 @@ typedef struct soft_tm soft_tm_t; /* tag list of a TM SRQ (soft_tm.c) */
 typedef struct soft_mkey soft_mkey_t; /* strided key (soft_mkey.c) */
 typedef struct soft_mkey_wr soft_mkey_wr_t;
 
+/* Opcode properties (indexed by dcx_wr_opcode_t) */
+enum {
+    SOFT_OPF_VALID   = 1u << 0,
+    SOFT_OPF_PAYLOAD = 1u << 1, /* request carries local data */
+    SOFT_OPF_RECV    = 1u << 2, /* consumes a receive at the target */
+    SOFT_OPF_IMM     = 1u << 3,
+    SOFT_OPF_RDMA    = 1u << 4, /* remote address + rkey */
+    SOFT_OPF_READ    = 1u << 5,
+    SOFT_OPF_ATOMIC  = 1u << 6,
+    SOFT_OPF_MKEY    = 1u << 7 /* DCX_WR_MKEY_*: executed locally */
+};
+
+/* soft_opinfo is indexed by every opcode, the DCX_WR_MKEY_* range too */
+#define SOFT_OPCODE_MAX DCX_WR_MKEY_LAST
+
+typedef struct soft_opinfo {
+    const char *name;
+    uint8_t flags;     /* SOFT_OPF_* */
+    uint8_t wc_opcode; /* requester completion opcode */
+    uint8_t access;    /* DCX_ACCESS_REMOTE_* needed at the target */
+} soft_opinfo_t;
+
+extern const soft_opinfo_t soft_opinfo[SOFT_OPCODE_MAX];
+
+static inline const soft_opinfo_t *soft_op(unsigned op)
+{
+    if ((op >= DCX_WR_OPCODE_LAST) ||
+        !(soft_opinfo[op].flags & SOFT_OPF_VALID)) {
+        return NULL;
+    }
+    return &soft_opinfo[op];
+}
+
 #endif

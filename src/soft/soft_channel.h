@@ -2,7 +2,7 @@
 /*
  * Soft device completion channels (soft_channel.c): the entry points of the
  * device's ops table, and the CQ's side of its channel.  The channel's
- * state, which the engine's inline CQ paths read, is in soft.h.
+ * state, which the engine's inline CQ paths read, is in soft_objs.h.
  */
 #ifndef DCX_SOFT_CHANNEL_H_
 #define DCX_SOFT_CHANNEL_H_

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Soft device: the clock of the owner's poll stamps (see soft.h).  An
+ * Soft device: the clock of the owner's poll stamps (see soft_clock.h).  An
  * application that polls stamps its port on every progress call, so the
  * stamp must cost next to nothing: with an invariant time-stamp counter
  * (constant and non-stop, so every core and every process of the host reads

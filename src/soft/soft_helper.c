@@ -5,7 +5,7 @@
  * make progress while the application is busy elsewhere, without competing
  * with an application that polls:
  *  - while the application polled recently (< SOFT_APP_IDLE_NS) the helper
- *    is PARKED (hdr->sleeping, soft.h): it waits on the doorbell for
+ *    is PARKED (hdr->sleeping, soft_base.h): it waits on the doorbell for
  *    SOFT_PARK_NS at a time and touches nothing, and senders neither ring
  *    nor read the poll stamp, so two applications polling each other see
  *    no helper activity and no futex call at all.  What wakes it: a prod

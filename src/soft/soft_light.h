@@ -159,7 +159,7 @@ soft_light_posted(soft_qp_t *qp, soft_swqe_t *w, const dcx_send_wr_t *wr,
  * ring as a light packet (soft_pkt_t: two cache lines for a small one):
  * the WQE is recorded for completion and retransmission with what those
  * need, the packet carries only the fields such a message has (all of
- * them written: a slot keeps its last packet, soft.h "Ring slots"), the
+ * them written: a slot keeps its last packet, soft_ring.h "Ring slots"), the
  * clock is read once, after the publish (the ack timer and the wait set:
  * soft_engine_activate_light), and the responder acknowledges it in our
  * ack table.  The responder checks a WRITE's rkey, bounds, access and DC key

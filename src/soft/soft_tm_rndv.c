@@ -210,8 +210,8 @@ static void soft_tm_rndv_reap(soft_tm_t *tm)
     cq->overrun = 0;
 }
 
-/* soft_tm_progress (soft.h) while device rendezvous are live, once at the
- * end of every engine pass: ends the rendezvous whose READ completed
+/* soft_tm_progress (soft_resp.h) while device rendezvous are live, once at
+ * the end of every engine pass: ends the rendezvous whose READ completed
  * (second completion, FIN) and starts waiting ones.  A READ is usually
  * copied at once by us (soft_direct.c, tens of us for a MiB), so while the
  * application polls a pass starts one: the application polls its

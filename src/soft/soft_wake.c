@@ -11,7 +11,7 @@
  * uid, pid, device number and the segment's random token), and every
  * completion channel's fd is an epoll set over the channel's eventfd and
  * that socket.  The handshake, on the header word app_wait (SOFT_WAKE_*,
- * soft.h):
+ * soft_base.h):
  *  - arming a CQ (soft_cq_req_notify, under the device lock) drains the
  *    socket unless app_wait is ARMED already, stores ARMED, and then, after
  *    a seq_cst fence (soft_engine_app_sleeps), looks at the rings and serves

@@ -1,0 +1,38 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Soft device engine (soft_engine.c): its passes and the DCIs it serves,
+ * and the fault injection a post and a packet's send go through
+ * (soft_fault.c).  Sits on soft_objs.h.
+ */
+#ifndef DCX_SOFT_ENGINE_H_
+#define DCX_SOFT_ENGINE_H_
+
+#include "dcx_dev.h"
+#include "soft_base.h"
+#include "soft_objs.h"
+
+#include <stdint.h>
+
+/* soft_engine.c */
+uint64_t soft_engine_progress(soft_dev_t *dev, int from_helper);
+int soft_engine_busy(soft_dev_t *dev);
+int soft_engine_rings_pending(soft_dev_t *dev);
+void soft_engine_app_sleeps(soft_dev_t *dev);
+void soft_engine_poll_pass(soft_dev_t *dev, soft_cq_t *cq, soft_cq_t *other,
+                           int look, uint64_t clk);
+void soft_engine_activate(soft_qp_t *qp);
+void soft_dev_light_update(soft_dev_t *dev); /* soft_fault.c */
+void soft_engine_deactivate(soft_qp_t *qp);
+void soft_dev_progress(dcx_dev_t *dev);
+
+/* soft_fault.c */
+enum {
+    SOFT_TX_PASS,
+    SOFT_TX_DROP,
+    SOFT_TX_DELAY,
+    SOFT_TX_CORRUPT
+};
+int soft_fault_tx(soft_dev_t *dev, int opcode, uint64_t *delay_ns);
+int soft_fault_post(soft_dev_t *dev, int opcode, uint8_t *status);
+
+#endif

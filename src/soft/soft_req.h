@@ -1,0 +1,114 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Soft device requester: a DCI's send WQEs, their states and completions
+ * (soft_req.c), and the DCI's posts, transmission and timers (soft_qp.c),
+ * with the small copy its inline messages are made of.  Sits on
+ * soft_dev.h (the device a DCI's log line names) and soft_objs.h.
+ */
+#ifndef DCX_SOFT_REQ_H_
+#define DCX_SOFT_REQ_H_
+
+#include "dcx_dev.h"
+#include "soft_base.h"
+#include "soft_wire.h"
+#include "soft_objs.h"
+#include "soft_dev.h"
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+/* A copy of a few bytes without a call: the pieces of a small inline
+ * message (headers of 8 bytes and less) cost more in calls than in
+ * bytes; up to 32 bytes (a TMH and 16 bytes of a tagged message) in two
+ * overlapping 16-byte halves. */
+static inline void soft_copy_small(uint8_t *d, const uint8_t *s, size_t len)
+{
+    uint64_t a, b, c, e;
+    uint32_t x, y;
+
+    if (len > 16) {
+        if (len > 32) {
+            memcpy(d, s, len);
+            return;
+        }
+        memcpy(&a, s, 8);
+        memcpy(&b, s + 8, 8);
+        memcpy(&c, s + len - 16, 8);
+        memcpy(&e, s + len - 8, 8);
+        memcpy(d, &a, 8);
+        memcpy(d + 8, &b, 8);
+        memcpy(d + len - 16, &c, 8);
+        memcpy(d + len - 8, &e, 8);
+    } else if (len >= 8) {
+        memcpy(&a, s, 8);
+        memcpy(&b, s + len - 8, 8);
+        memcpy(d, &a, 8);
+        if (len != 8) { /* a word: one store (a put_short's common size) */
+            memcpy(d + len - 8, &b, 8);
+        }
+    } else if (len >= 4) {
+        memcpy(&x, s, 4);
+        memcpy(&y, s + len - 4, 4);
+        memcpy(d, &x, 4);
+        memcpy(d + len - 4, &y, 4);
+    } else {
+        for (; len > 0; --len) {
+            *d++ = *s++;
+        }
+    }
+}
+
+/* Requester helpers shared by soft_req.c and soft_qp.c */
+static inline soft_swqe_t *soft_wqe(soft_qp_t *qp, uint32_t idx)
+{
+    return &qp->sq[idx & qp->sq_mask];
+}
+
+static inline const char *soft_qp_dev_name(soft_qp_t *qp)
+{
+    return qp->dev->super.caps.name;
+}
+
+/* Every requester state change goes through here (DCX_LOG_LEVEL=trace). */
+static inline void soft_wqe_state(soft_qp_t *qp, soft_swqe_t *w,
+                                  soft_wqe_state_t state)
+{
+    dcx_trace("%s: dci 0x%x msn %u %s: %s -> %s", soft_qp_dev_name(qp),
+              qp->super.qp_num, w->msn, soft_opinfo[w->wr.opcode].name,
+              soft_wqe_state_names[w->state], soft_wqe_state_names[state]);
+    w->state = state;
+}
+
+/* soft_req.c */
+void soft_wqe_release(soft_qp_t *qp, soft_swqe_t *w);
+int soft_wqe_push_cqe(soft_qp_t *qp, soft_swqe_t *w, uint32_t idx,
+                      uint8_t status, uint32_t byte_len);
+
+/* soft_qp.c */
+void soft_qp_flush_mode(soft_qp_t *qp);
+int soft_qp_create(dcx_pd_t *pd, const dcx_qp_attr_t *attr, dcx_qp_t **qp_p);
+int soft_qp_destroy(dcx_qp_t *qp);
+int soft_qp_set_error(dcx_qp_t *qp);
+int soft_qp_recover(dcx_qp_t *qp);
+void soft_req_run(soft_qp_t *qp, uint64_t now);
+void soft_req_timers(soft_dev_t *dev, uint64_t now);
+void soft_comp_packet(soft_dev_t *dev, const soft_pkt_t *pkt,
+                      const void *payload);
+void soft_qp_retire(soft_qp_t *qp, uint32_t sq_idx);
+void soft_qp_to_error(soft_qp_t *qp, const char *reason);
+void soft_qp_reset(soft_qp_t *qp);
+void soft_req_acked(soft_qp_t *qp, uint64_t now);
+void soft_req_key_gone(soft_dev_t *dev, uint32_t lkey);
+void soft_req_prod(soft_dev_t *dev, soft_peer_t *peer, uint64_t now);
+int soft_req_post_direct(soft_qp_t *qp, const dcx_send_wr_t *wr,
+                         soft_peer_t *peer, uint64_t total);
+/* A WRITE or READ just queued by the general post (w, at sq_head - 1) on
+ * a DCI in RTS that had nothing else outstanding, without a fault rule or
+ * an RNR wait: its local sges checked, then the initiator's copy, and
+ * completed at once when that took it (0); 1 when it goes the general
+ * way (soft_req_run), nothing done but the check. */
+int soft_req_run_direct(soft_qp_t *qp, soft_swqe_t *w);
+int soft_qp_post_locked(soft_qp_t *qp, const dcx_send_wr_t *wr);
+
+#endif
