@@ -9,7 +9,8 @@
 # --mlx5-emu, docs/mlx5-emulation.md) -- and last dcx against UCX 1.18.1
 # built from source (test/ucx-versions.sh; DCX_TEST_UCX_VERSIONS), the
 # structure of every source folder in those builds (contrib/structure.sh),
-# and checks that /etc/apt is as it was after the set-up.  Ends with one line
+# that every header compiles on its own (contrib/headers.sh), and checks
+# that /etc/apt is as it was after the set-up.  Ends with one line
 # "N passed, N failed".
 #
 #   contrib/test.sh [--quick]     --quick: skip the ASan build
@@ -177,6 +178,11 @@ for v in ${DCX_TEST_UCX_VERSIONS-1.18.1}; do
 done
 step "structure: call pairs and cycles (contrib/structure.sh)" \
     "$top/contrib/structure.sh" "${structure_builds[@]}"
+
+# every header of src/ and include/ compiles on its own with the flags of
+# its folder, its includes at its top (HACKING.md "Rules the tree keeps")
+step "headers: each compiles alone (contrib/headers.sh)" \
+    "$top/contrib/headers.sh" "$top/build"
 
 step "/etc/apt as it was after the set-up" \
     "$top/test/apt-sources.sh" --same-as "$logdir/etc-apt.snapshot"
