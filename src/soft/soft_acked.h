@@ -8,7 +8,8 @@
 #ifndef SOFT_ACKED_H_
 #define SOFT_ACKED_H_
 
-#include "soft.h"
+#include "soft_cq.h"
+#include "soft_req.h"
 
 #include <string.h>
 

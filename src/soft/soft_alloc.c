@@ -35,6 +35,7 @@
 #include "config.h"
 #endif
 
+#include "soft.h"
 #include "soft_direct.h"
 
 #include <errno.h>

@@ -5,6 +5,7 @@
  * fields), so that atomics of several initiators on one word serialize
  * as an HCA's do.
  */
+#include "soft.h"
 #include "soft_atomic.h"
 
 /* Masked fetch-and-add: a set bit of 'bounds' ends a field. */

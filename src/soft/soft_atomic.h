@@ -6,7 +6,7 @@
 #ifndef DCX_SOFT_ATOMIC_H_
 #define DCX_SOFT_ATOMIC_H_
 
-#include "soft.h"
+#include "soft_wire.h"
 
 /* Executes the atomic of pkt at pkt->raddr (4 or 8 bytes, already checked
  * against its key); returns the value it found there */

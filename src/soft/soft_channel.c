@@ -28,6 +28,7 @@
 #include "config.h"
 #endif
 
+#include "soft.h"
 #include "soft_channel.h"
 
 #include <errno.h>

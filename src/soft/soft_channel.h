@@ -7,7 +7,7 @@
 #ifndef DCX_SOFT_CHANNEL_H_
 #define DCX_SOFT_CHANNEL_H_
 
-#include "soft.h"
+#include "soft_objs.h"
 
 int soft_channel_create(dcx_dev_t *dev, dcx_comp_channel_t **ch_p);
 int soft_channel_destroy(dcx_comp_channel_t *ch);

@@ -10,6 +10,7 @@
 #include "config.h"
 #endif
 
+#include "soft.h"
 #include "soft_channel.h"
 #include "soft_stream.h"
 #include "soft_direct.h"

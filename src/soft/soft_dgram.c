@@ -17,6 +17,7 @@
  * This is what an InfiniBand UD queue pair does, on the DC engine: the
  * mlx5 emulation builds its UD QPs from a datagram DCI and a DCT.
  */
+#include "soft.h"
 #include "soft_dgram.h"
 #include "soft_srq.h"
 #include "soft_stream.h"

@@ -6,7 +6,7 @@
 #ifndef DCX_SOFT_DGRAM_H_
 #define DCX_SOFT_DGRAM_H_
 
-#include "soft.h"
+#include "soft_wire.h"
 
 /* The post function of a datagram DCI (soft_qp.c, beside the other post
  * functions whose helpers it shares) */

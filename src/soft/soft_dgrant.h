@@ -11,6 +11,7 @@
 #ifndef DCX_SOFT_DGRANT_H_
 #define DCX_SOFT_DGRANT_H_
 
+#include "soft_req.h"
 #include "soft_direct.h"
 
 #include <sys/uio.h>

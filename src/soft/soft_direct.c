@@ -81,6 +81,7 @@
 #include "config.h"
 #endif
 
+#include "soft.h"
 #include "soft_dgrant.h"
 #include "soft_vector.h"
 

@@ -7,7 +7,7 @@
 #ifndef DCX_SOFT_DIRECT_H_
 #define DCX_SOFT_DIRECT_H_
 
-#include "soft.h"
+#include "soft_dev.h"
 
 #include <linux/futex.h>
 

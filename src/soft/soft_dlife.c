@@ -10,6 +10,7 @@
 #include "config.h"
 #endif
 
+#include "soft.h"
 #include "soft_direct.h"
 
 #include <string.h>

@@ -38,6 +38,7 @@
 #include "config.h"
 #endif
 
+#include "soft.h"
 #include "soft_direct.h"
 
 #include <errno.h>

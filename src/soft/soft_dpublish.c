@@ -11,6 +11,7 @@
 #include "config.h"
 #endif
 
+#include "soft.h"
 #include "soft_direct.h"
 
 #include <sched.h>

@@ -31,6 +31,7 @@
 #include "config.h"
 #endif
 
+#include "soft.h"
 #include "soft_direct.h"
 
 #include <linux/membarrier.h>

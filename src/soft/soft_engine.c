@@ -28,6 +28,7 @@
 #include "config.h"
 #endif
 
+#include "soft.h"
 #include "soft_acked.h"
 #include "soft_tm.h"
 #include "soft_wait.h"

@@ -11,7 +11,8 @@
 #ifndef SOFT_LIGHT_H_
 #define SOFT_LIGHT_H_
 
-#include "soft.h"
+#include "soft_mem.h"
+#include "soft_port.h"
 #include "soft_wait.h"
 
 #include <stddef.h>

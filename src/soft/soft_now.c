@@ -9,6 +9,7 @@
 #include "config.h"
 #endif
 
+#include "soft.h"
 #include "soft_now.h"
 #include "soft_dgrant.h"
 

@@ -7,7 +7,7 @@
 #ifndef DCX_SOFT_NOW_H_
 #define DCX_SOFT_NOW_H_
 
-#include "soft.h"
+#include "soft_objs.h"
 
 /* A DCI's plain post (soft_qp.c): the post function of a DCI neither new
  * nor in error */

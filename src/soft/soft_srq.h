@@ -6,7 +6,7 @@
 #ifndef DCX_SOFT_SRQ_H_
 #define DCX_SOFT_SRQ_H_
 
-#include "soft.h"
+#include "soft_objs.h"
 
 /* Engine lock held: the receive at the head of a non-empty SRQ */
 static inline soft_rwqe_t *soft_srq_head(soft_srq_t *srq)

@@ -6,7 +6,7 @@
 #ifndef DCX_SOFT_STREAM_H_
 #define DCX_SOFT_STREAM_H_
 
-#include "soft.h"
+#include "soft_objs.h"
 
 #define SOFT_STREAMS_LOG_MAX 6u /* 64 streams per DCI */
 

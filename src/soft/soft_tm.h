@@ -7,7 +7,8 @@
 #ifndef DCX_SOFT_TM_H_
 #define DCX_SOFT_TM_H_
 
-#include "soft.h"
+#include "soft_dev.h"
+#include "soft_cq.h"
 
 #include <string.h>
 
