@@ -367,9 +367,15 @@ static inline bool emu_qp_on_srq(const emu_qp_t *qp)
     return (qp->srq != NULL) && (qp->srq != qp->rq);
 }
 
+/* The context of ctx, which is one of the emulation's (emu_ctx_check
+ * says whether it is) */
+static inline emu_ctx_t *emu_ctx(struct ibv_context *ctx)
+{
+    return (emu_ctx_t *)verbs_get_ctx(ctx);
+}
+
 /* emu_dev.c */
 extern pthread_mutex_t emu_dev_lock;
-emu_ctx_t *emu_ctx(struct ibv_context *ctx);
 emu_dev_t *emu_dev_of(struct ibv_device *ibdev);
 /* The context of an object: EINVAL (logged, naming 'what') if it is not a
  * context of the emulation. */

@@ -320,11 +320,6 @@ err:
 /* ------------------------------------------------------------------------
  * Contexts
  * ------------------------------------------------------------------------ */
-emu_ctx_t *emu_ctx(struct ibv_context *ctx)
-{
-    return (emu_ctx_t *)verbs_get_ctx(ctx);
-}
-
 emu_ctx_t *emu_ctx_check(struct ibv_context *ctx, const char *what)
 {
     if ((ctx == NULL) || (emu_dev_of(ctx->device) == NULL) ||
