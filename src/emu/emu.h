@@ -103,7 +103,7 @@ struct emu_dev {
     size_t addr_len;
     /* the soft completion channel of its raw CQs (emu_raw.c) */
     dcx_comp_channel_t *raw_ch;
-    /* QPs by number, for completions (emu_qp.c) */
+    /* QPs by number, for completions (emu_dev.c) */
     pthread_mutex_t qp_lock;
     struct emu_qp *qp_map[EMU_QP_MAP_SIZE];
 };
@@ -382,6 +382,13 @@ emu_dev_t *emu_dev_of(struct ibv_device *ibdev);
 emu_ctx_t *emu_ctx_check(struct ibv_context *ctx, const char *what);
 struct ibv_context *emu_open(struct ibv_device *ibdev, bool devx);
 uint64_t emu_dev_guid(const emu_dev_t *dev);
+/* The device's QP map, by the number its completions carry (a DCI's or
+ * an RC or UD QP's send_num): a QP joins at creation and leaves at
+ * destruction; emu_qp_find gives the QP of a completion's number (NULL:
+ * not a QP with a send queue).  They take dev->qp_lock. */
+void emu_qp_map_add(emu_dev_t *dev, emu_qp_t *qp);
+void emu_qp_map_del(emu_dev_t *dev, emu_qp_t *qp);
+emu_qp_t *emu_qp_find(emu_dev_t *dev, uint32_t qp_num);
 
 /* emu_query.c */
 void emu_ctx_set_query_ops(struct verbs_context *vctx);
@@ -465,9 +472,6 @@ void emu_ctx_set_qp_ops(struct verbs_context *vctx);
  * device takes is then refused at debug level, not as the program's
  * error (this thread only) */
 extern __thread bool emu_qp_sizing_quiet;
-/* The QP of a completion's number (NULL: not a QP with a send queue);
- * takes dev->qp_lock. */
-emu_qp_t *emu_qp_find(emu_dev_t *dev, uint32_t qp_num);
 /* Sets the number of a QP whose soft QP was just made (or fails, the soft
  * QP destroyed) */
 int emu_qp_number(emu_qp_t *qp, const char *name);

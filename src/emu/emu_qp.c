@@ -214,49 +214,6 @@ int emu_qp_number(emu_qp_t *qp, const char *name)
     return 0;
 }
 
-/* ------------------------------------------------------------------------
- * The device's QP map (completions name QPs by number)
- * ------------------------------------------------------------------------ */
-static void emu_qp_map_add(emu_dev_t *dev, emu_qp_t *qp)
-{
-    unsigned b = qp->send_num % EMU_QP_MAP_SIZE;
-
-    pthread_mutex_lock(&dev->qp_lock);
-    qp->map_next   = dev->qp_map[b];
-    dev->qp_map[b] = qp;
-    pthread_mutex_unlock(&dev->qp_lock);
-}
-
-static void emu_qp_map_del(emu_dev_t *dev, emu_qp_t *qp)
-{
-    unsigned b = qp->send_num % EMU_QP_MAP_SIZE;
-    emu_qp_t **pp;
-
-    pthread_mutex_lock(&dev->qp_lock);
-    for (pp = &dev->qp_map[b]; *pp != NULL; pp = &(*pp)->map_next) {
-        if (*pp == qp) {
-            *pp = qp->map_next;
-            break;
-        }
-    }
-    pthread_mutex_unlock(&dev->qp_lock);
-}
-
-emu_qp_t *emu_qp_find(emu_dev_t *dev, uint32_t qp_num)
-{
-    emu_qp_t *qp;
-
-    pthread_mutex_lock(&dev->qp_lock);
-    for (qp = dev->qp_map[qp_num % EMU_QP_MAP_SIZE]; qp != NULL;
-         qp = qp->map_next) {
-        if (qp->send_num == qp_num) {
-            break;
-        }
-    }
-    pthread_mutex_unlock(&dev->qp_lock);
-    return qp;
-}
-
 /* A DCI with streams: seq names the stream and its sequence; the
  * completion retires the WR and the stream's earlier ones (they executed
  * in order before it).  sq_lock held. */
