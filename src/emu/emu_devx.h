@@ -127,7 +127,7 @@ struct mlx5dv_devx_obj {
 int emu_devx_umem_find(emu_ctx_t *ctx, uint32_t id, uint64_t off, uint64_t len,
                        uint8_t **addr_p);
 
-/* The QP, DCT, CQ, SRQ and PD numbers of the device (emu_devx_obj.c):
+/* The QP, DCT, CQ, SRQ and PD numbers of the device (emu_num.c):
  * the objects a command names by number */
 typedef enum {
     EMU_NUM_PD,

@@ -22,8 +22,8 @@
  *    SRQ-attached QP's last WQE reached (type 0x13), raised when the QP is
  *    moved to the error state.
  *
- * The object numbers commands name (PD, CQ, SRQ) are found through a map
- * the verbs objects join when created (emu_num_*).
+ * The object numbers commands name (PD, CQ, SRQ) are found through the
+ * map of emu_num.c.
  */
 #include "emu/emu_devx.h"
 #include "emu/emu_dv.h"
@@ -42,79 +42,6 @@ static const uint8_t emu_no_cmd[EMU_CMD_HDR];
 
 static struct mlx5dv_devx_obj *emu_devx_obj_check(struct mlx5dv_devx_obj *obj,
                                                   const char *call);
-#define EMU_NUM_BUCKETS 64u
-
-/* --- numbers of the verbs objects -------------------------------------- */
-
-typedef struct emu_num {
-    emu_dev_t *dev;
-    emu_num_kind_t kind;
-    uint32_t num;
-    void *obj;
-    struct emu_num *next;
-} emu_num_t;
-
-static pthread_mutex_t emu_num_lock = PTHREAD_MUTEX_INITIALIZER;
-static emu_num_t *emu_nums[EMU_NUM_BUCKETS];
-
-static unsigned emu_num_bucket(emu_num_kind_t kind, uint32_t num)
-{
-    return (num * 3u + (unsigned)kind) % EMU_NUM_BUCKETS;
-}
-
-void emu_num_add(emu_dev_t *dev, emu_num_kind_t kind, uint32_t num, void *obj)
-{
-    emu_num_t *n = malloc(sizeof(*n));
-    unsigned b   = emu_num_bucket(kind, num);
-
-    if (n == NULL) {
-        /* a command naming it fails as if the number were unknown */
-        emu_warn("%s: no memory to map object number 0x%x for DEVX",
-                 dev->ibdev.name, num);
-        return;
-    }
-    n->dev  = dev;
-    n->kind = kind;
-    n->num  = num;
-    n->obj  = obj;
-    pthread_mutex_lock(&emu_num_lock);
-    n->next     = emu_nums[b];
-    emu_nums[b] = n;
-    pthread_mutex_unlock(&emu_num_lock);
-}
-
-void emu_num_del(emu_dev_t *dev, emu_num_kind_t kind, uint32_t num, void *obj)
-{
-    emu_num_t **p, *n;
-
-    pthread_mutex_lock(&emu_num_lock);
-    for (p = &emu_nums[emu_num_bucket(kind, num)]; (n = *p) != NULL;
-         p = &n->next) {
-        if ((n->obj == obj) && (n->dev == dev) && (n->kind == kind)) {
-            *p = n->next;
-            free(n);
-            break;
-        }
-    }
-    pthread_mutex_unlock(&emu_num_lock);
-}
-
-void *emu_num_find(emu_dev_t *dev, emu_num_kind_t kind, uint32_t num)
-{
-    void *obj = NULL;
-    emu_num_t *n;
-
-    pthread_mutex_lock(&emu_num_lock);
-    for (n = emu_nums[emu_num_bucket(kind, num)]; n != NULL; n = n->next) {
-        if ((n->num == num) && (n->dev == dev) && (n->kind == kind)) {
-            obj = n->obj; /* the newest of a number reused */
-            break;
-        }
-    }
-    pthread_mutex_unlock(&emu_num_lock);
-    return obj;
-}
-
 /* --- umem --------------------------------------------------------------- */
 
 typedef struct emu_umem {
