@@ -139,6 +139,14 @@ void emu_num_add(emu_dev_t *dev, emu_num_kind_t kind, uint32_t num, void *obj);
 void emu_num_del(emu_dev_t *dev, emu_num_kind_t kind, uint32_t num, void *obj);
 void *emu_num_find(emu_dev_t *dev, emu_num_kind_t kind, uint32_t num);
 
+/* The list of DEVX objects (emu_devx_obj.c): an object joins it once
+ * created and leaves it when destroyed; emu_devx_obj_check gives obj if
+ * it is one of the list (NULL, logged, otherwise) */
+void emu_devx_obj_link(struct mlx5dv_devx_obj *obj);
+void emu_devx_obj_unlink(struct mlx5dv_devx_obj *obj);
+struct mlx5dv_devx_obj *emu_devx_obj_check(struct mlx5dv_devx_obj *obj,
+                                           const char *call);
+
 /* Raises 'event' of obj on the channels subscribed to it */
 void emu_devx_event(struct mlx5dv_devx_obj *obj, uint16_t event);
 /* The DEVX object of a QP, if it has one (for its events) */

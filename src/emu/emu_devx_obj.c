@@ -1,13 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Emulated ConnectX: DEVX objects, user memory, UAR pages and event
- * channels (emu_devx.h).
+ * Emulated ConnectX: the list of DEVX objects, user memory, UAR pages and
+ * event channels (emu_devx.h); the object commands are emu_devx_cmd.c's.
  *
- *  - mlx5dv_devx_obj_create/modify/query/destroy: the QP and DCT commands
- *    (emu_devx_qp.c); any other command is refused as firmware refuses one
- *    it does not know;
- *  - mlx5dv_devx_qp_modify/qp_query: the same commands on a QP created
- *    through verbs;
+ *  - the objects created: their list, which events and the calls naming
+ *    an object find it in;
  *  - mlx5dv_devx_umem_reg: remembers [addr, addr + size) under a umem id
  *    that commands name (a send queue, a doorbell record); the memory
  *    stays the application's and must outlive the objects using it, as
@@ -21,9 +18,6 @@
  *    subscription, read by mlx5dv_devx_get_event.  Modelled event: an
  *    SRQ-attached QP's last WQE reached (type 0x13), raised when the QP is
  *    moved to the error state.
- *
- * The object numbers commands name (PD, CQ, SRQ) are found through the
- * map of emu_num.c.
  */
 #include "emu/emu_devx.h"
 #include "emu/emu_dv.h"
@@ -40,8 +34,6 @@
 /* what the calls that carry no command show emu_devx_ctx */
 static const uint8_t emu_no_cmd[EMU_CMD_HDR];
 
-static struct mlx5dv_devx_obj *emu_devx_obj_check(struct mlx5dv_devx_obj *obj,
-                                                  const char *call);
 /* --- umem --------------------------------------------------------------- */
 
 typedef struct emu_umem {
@@ -346,72 +338,27 @@ void emu_devx_event(struct mlx5dv_devx_obj *obj, uint16_t event)
 
 /* --- objects ------------------------------------------------------------ */
 
-struct mlx5dv_devx_obj *dcx_emu_mlx5dv_devx_obj_create(struct ibv_context *ctx,
-                                                       const void *in,
-                                                       size_t inlen, void *out,
-                                                       size_t outlen)
+void emu_devx_obj_link(struct mlx5dv_devx_obj *obj)
 {
-    static const char call[] = "mlx5dv_devx_obj_create";
-    struct mlx5dv_devx_obj *obj;
-    emu_ctx_t *ectx;
-    uint16_t opcode;
-    int ret;
-
-    ectx = emu_devx_ctx(ctx, call, in, inlen, out, outlen);
-    if (ectx == NULL) {
-        return NULL;
-    }
-    opcode = (uint16_t)EMU_PRM_GET(in, EMU_PRM_OPCODE);
-    if ((opcode != EMU_CMD_CREATE_QP) && (opcode != EMU_CMD_CREATE_DCT) &&
-        (opcode != EMU_CMD_CREATE_MKEY) && (opcode != EMU_CMD_CREATE_RMP) &&
-        (opcode != EMU_CMD_CREATE_XRQ)) {
-        emu_devx_refuse(ctx->device->name, call, opcode, out, outlen,
-                        EMU_STAT_BAD_OP, 0x2u,
-                        "not an object the emulation creates (QP, DCT, "
-                        "MKEY, RMP, XRQ)");
-        return NULL;
-    }
-    obj = calloc(1, sizeof(*obj));
-    if (obj == NULL) {
-        emu_devx_refuse(ctx->device->name, call, opcode, out, outlen,
-                        EMU_STAT_LIM, 0x3u, "out of memory");
-        return NULL;
-    }
-    obj->ctx = ectx;
-    memset(out, 0, outlen);
-    switch (opcode) {
-    case EMU_CMD_CREATE_QP:
-        ret = emu_devx_qp_create(ectx, in, inlen, out, outlen, obj);
-        break;
-    case EMU_CMD_CREATE_DCT:
-        ret = emu_devx_dct_create(ectx, in, inlen, out, outlen, obj);
-        break;
-    case EMU_CMD_CREATE_MKEY:
-        ret = emu_devx_mkey_create(ectx, in, inlen, out, outlen, obj);
-        break;
-    case EMU_CMD_CREATE_XRQ:
-        ret = emu_devx_xrq_create(ectx, in, inlen, out, outlen, obj);
-        break;
-    default:
-        ret = emu_devx_rmp_create(ectx, in, inlen, out, outlen, obj);
-        break;
-    }
-    if (ret != 0) {
-        free(obj);
-        errno = ret;
-        return NULL;
-    }
-    EMU_PRM_SET(out, EMU_PRM_OBJ_ID, obj->id);
     pthread_mutex_lock(&emu_devx_lock);
     obj->next = emu_objs;
     emu_objs  = obj;
     pthread_mutex_unlock(&emu_devx_lock);
-    return obj;
 }
 
-/* obj is one of the emulation's (NULL, logged, otherwise) */
-static struct mlx5dv_devx_obj *emu_devx_obj_check(struct mlx5dv_devx_obj *obj,
-                                                  const char *call)
+void emu_devx_obj_unlink(struct mlx5dv_devx_obj *obj)
+{
+    struct mlx5dv_devx_obj **p;
+
+    pthread_mutex_lock(&emu_devx_lock);
+    for (p = &emu_objs; *p != obj; p = &(*p)->next) {
+    }
+    *p = obj->next;
+    pthread_mutex_unlock(&emu_devx_lock);
+}
+
+struct mlx5dv_devx_obj *emu_devx_obj_check(struct mlx5dv_devx_obj *obj,
+                                           const char *call)
 {
     struct mlx5dv_devx_obj *o;
 
@@ -427,79 +374,6 @@ static struct mlx5dv_devx_obj *emu_devx_obj_check(struct mlx5dv_devx_obj *obj,
     return o;
 }
 
-static int emu_devx_obj_cmd(struct mlx5dv_devx_obj *obj, const void *in,
-                            size_t inlen, void *out, size_t outlen,
-                            const char *call)
-{
-    struct ibv_context *ctx;
-
-    if (emu_devx_obj_check(obj, call) == NULL) {
-        return EINVAL;
-    }
-    ctx = &obj->ctx->vctx.context;
-    if (emu_devx_ctx(ctx, call, in, inlen, out, outlen) == NULL) {
-        return errno;
-    }
-    if (obj->kind == EMU_DEVX_XRQ) {
-        return emu_devx_xrq_cmd(obj, in, inlen, out, outlen, call);
-    }
-    if (obj->kind != EMU_DEVX_QP) {
-        return emu_devx_refuse(ctx->device->name, call,
-                               (uint16_t)EMU_PRM_GET(in, EMU_PRM_OPCODE), out,
-                               outlen, EMU_STAT_BAD_OP, 0x4u,
-                               "no command on a DCT, an mkey or an RMP is "
-                               "modelled");
-    }
-    return emu_devx_qp_cmd(obj->qp, in, inlen, out, outlen, call);
-}
-
-int dcx_emu_mlx5dv_devx_obj_modify(struct mlx5dv_devx_obj *obj, const void *in,
-                                   size_t inlen, void *out, size_t outlen)
-{
-    return emu_devx_obj_cmd(obj, in, inlen, out, outlen,
-                            "mlx5dv_devx_obj_modify");
-}
-
-int dcx_emu_mlx5dv_devx_obj_query(struct mlx5dv_devx_obj *obj, const void *in,
-                                  size_t inlen, void *out, size_t outlen)
-{
-    return emu_devx_obj_cmd(obj, in, inlen, out, outlen,
-                            "mlx5dv_devx_obj_query");
-}
-
-int dcx_emu_mlx5dv_devx_obj_destroy(struct mlx5dv_devx_obj *obj)
-{
-    struct mlx5dv_devx_obj **p;
-    int ret;
-
-    if (emu_devx_obj_check(obj, "mlx5dv_devx_obj_destroy") == NULL) {
-        return EINVAL;
-    }
-    switch (obj->kind) {
-    case EMU_DEVX_MKEY:
-        ret = emu_devx_mkey_free(obj);
-        break;
-    case EMU_DEVX_RMP:
-    case EMU_DEVX_XRQ:
-        ret = ibv_destroy_srq(&obj->srq->srq);
-        break;
-    default:
-        ret = emu_devx_obj_free(obj);
-        break;
-    }
-    if (ret != 0) {
-        errno = ret;
-        return ret;
-    }
-    pthread_mutex_lock(&emu_devx_lock);
-    for (p = &emu_objs; *p != obj; p = &(*p)->next) {
-    }
-    *p = obj->next;
-    pthread_mutex_unlock(&emu_devx_lock);
-    free(obj);
-    return 0;
-}
-
 void emu_devx_qp_event(emu_qp_t *qp, uint16_t event)
 {
     struct mlx5dv_devx_obj *o;
@@ -511,33 +385,4 @@ void emu_devx_qp_event(emu_qp_t *qp, uint16_t event)
         emu_devx_event_locked(o, event);
     }
     pthread_mutex_unlock(&emu_devx_lock);
-}
-
-/* A QP created through verbs, on a DEVX context */
-static int emu_devx_verbs_qp(struct ibv_qp *qp, const void *in, size_t inlen,
-                             void *out, size_t outlen, const char *call)
-{
-    if ((qp == NULL) ||
-        (emu_devx_ctx(qp->context, call, in, inlen, out, outlen) == NULL)) {
-        if (qp == NULL) {
-            emu_error("%s: no QP", call);
-            errno = EINVAL;
-        }
-        return errno;
-    }
-    return emu_devx_qp_cmd(emu_qp(qp), in, inlen, out, outlen, call);
-}
-
-int dcx_emu_mlx5dv_devx_qp_modify(struct ibv_qp *qp, const void *in,
-                                  size_t inlen, void *out, size_t outlen)
-{
-    return emu_devx_verbs_qp(qp, in, inlen, out, outlen,
-                             "mlx5dv_devx_qp_modify");
-}
-
-int dcx_emu_mlx5dv_devx_qp_query(struct ibv_qp *qp, const void *in,
-                                 size_t inlen, void *out, size_t outlen)
-{
-    return emu_devx_verbs_qp(qp, in, inlen, out, outlen,
-                             "mlx5dv_devx_qp_query");
 }
