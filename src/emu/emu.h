@@ -380,7 +380,10 @@ emu_dev_t *emu_dev_of(struct ibv_device *ibdev);
 /* The context of an object: EINVAL (logged, naming 'what') if it is not a
  * context of the emulation. */
 emu_ctx_t *emu_ctx_check(struct ibv_context *ctx, const char *what);
-struct ibv_context *emu_open(struct ibv_device *ibdev, bool devx);
+/* A context's hold of its device's soft device, opened at the first and
+ * closed after the last (errno value, logged, if it cannot be opened) */
+int emu_dev_acquire(emu_dev_t *dev);
+void emu_dev_release(emu_dev_t *dev);
 uint64_t emu_dev_guid(const emu_dev_t *dev);
 /* The device's QP map, by the number its completions carry (a DCI's or
  * an RC or UD QP's send_num): a QP joins at creation and leaves at
@@ -389,6 +392,9 @@ uint64_t emu_dev_guid(const emu_dev_t *dev);
 void emu_qp_map_add(emu_dev_t *dev, emu_qp_t *qp);
 void emu_qp_map_del(emu_dev_t *dev, emu_qp_t *qp);
 emu_qp_t *emu_qp_find(emu_dev_t *dev, uint32_t qp_num);
+
+/* emu_ctx.c: a context of ibdev, its ops those of every object file */
+struct ibv_context *emu_open(struct ibv_device *ibdev, bool devx);
 
 /* emu_query.c */
 void emu_ctx_set_query_ops(struct verbs_context *vctx);

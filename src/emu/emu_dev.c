@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Emulated ConnectX: the device list, contexts (open and close) and the
- * soft device behind each emulated device.
+ * Emulated ConnectX: the device list, the soft device behind each emulated
+ * device, and the lookups of devices, contexts and QPs by number that the
+ * objects above make.  Contexts are opened and closed in emu_ctx.c.
  *
  * DCX_EMU_DEVICES (default 1) devices mlx5_0.. are offered, each a soft
  * device of the fabric DCX_EMU_FABRIC (default "mlx5emu").  A process opens
@@ -17,7 +18,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
 #include <unistd.h>
 
 pthread_mutex_t emu_dev_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -317,8 +317,25 @@ err:
     return ret;
 }
 
+int emu_dev_acquire(emu_dev_t *dev)
+{
+    int ret;
+
+    pthread_mutex_lock(&emu_dev_lock);
+    ret = emu_dev_acquire_locked(dev);
+    pthread_mutex_unlock(&emu_dev_lock);
+    return ret;
+}
+
+void emu_dev_release(emu_dev_t *dev)
+{
+    pthread_mutex_lock(&emu_dev_lock);
+    emu_dev_release_locked(dev);
+    pthread_mutex_unlock(&emu_dev_lock);
+}
+
 /* ------------------------------------------------------------------------
- * Contexts
+ * Contexts of the devices
  * ------------------------------------------------------------------------ */
 emu_ctx_t *emu_ctx_check(struct ibv_context *ctx, const char *what)
 {
@@ -330,94 +347,6 @@ emu_ctx_t *emu_ctx_check(struct ibv_context *ctx, const char *what)
         return NULL;
     }
     return emu_ctx(ctx);
-}
-
-struct ibv_context *emu_open(struct ibv_device *ibdev, bool devx)
-{
-    emu_dev_t *dev = emu_dev_of(ibdev);
-    struct ibv_context *ctx;
-    emu_ctx_t *ectx;
-    int ret;
-
-    if (dev == NULL) {
-        emu_error("open: %p is not a device of the emulation", (void *)ibdev);
-        errno = EINVAL;
-        return NULL;
-    }
-    ectx = calloc(1, sizeof(*ectx));
-    if (ectx == NULL) {
-        emu_error("%s: open: out of memory", ibdev->name);
-        errno = ENOMEM;
-        return NULL;
-    }
-    ctx           = &ectx->vctx.context;
-    ctx->cmd_fd   = eventfd(0, EFD_CLOEXEC);
-    ctx->async_fd = eventfd(0, EFD_CLOEXEC | EFD_SEMAPHORE); /* emu_async.c */
-    if ((ctx->cmd_fd < 0) || (ctx->async_fd < 0)) {
-        ret = errno;
-        emu_error("%s: open: no file descriptors (%s)", ibdev->name,
-                  strerror(ret));
-        goto err_fds;
-    }
-
-    pthread_mutex_lock(&emu_dev_lock);
-    ret = emu_dev_acquire_locked(dev);
-    pthread_mutex_unlock(&emu_dev_lock);
-    if (ret != 0) {
-        goto err_fds;
-    }
-
-    emu_async_init(ectx);
-    ectx->dev             = dev;
-    ectx->devx            = devx;
-    ectx->vctx.sz         = sizeof(ectx->vctx);
-    ctx->device           = ibdev;
-    ctx->abi_compat       = __VERBS_ABI_IS_EXTENDED;
-    ctx->num_comp_vectors = 1;
-    emu_ctx_set_post_ops(ctx);
-    pthread_mutex_init(&ctx->mutex, NULL);
-    emu_ctx_set_query_ops(&ectx->vctx);
-    emu_ctx_set_cq_ops(&ectx->vctx);
-    emu_ctx_set_srq_ops(&ectx->vctx);
-    emu_ctx_set_qp_ops(&ectx->vctx);
-    return ctx;
-
-err_fds:
-    if (ctx->cmd_fd >= 0) {
-        close(ctx->cmd_fd);
-    }
-    if (ctx->async_fd >= 0) {
-        close(ctx->async_fd);
-    }
-    free(ectx);
-    errno = ret;
-    return NULL;
-}
-
-struct ibv_context *ibv_open_device(struct ibv_device *device)
-{
-    /* rdma-core 44's mlx5 asks for a DEVX context first; the emulation
-     * always grants one */
-    return emu_open(device, true);
-}
-
-int ibv_close_device(struct ibv_context *context)
-{
-    emu_ctx_t *ectx = emu_ctx_check(context, "ibv_close_device");
-
-    if (ectx == NULL) {
-        return 0; /* rdma-core's close always returns 0 */
-    }
-    emu_raw_uar_put(ectx);
-    pthread_mutex_lock(&emu_dev_lock);
-    emu_dev_release_locked(ectx->dev);
-    pthread_mutex_unlock(&emu_dev_lock);
-    close(context->cmd_fd);
-    close(context->async_fd);
-    emu_async_fini(ectx);
-    pthread_mutex_destroy(&context->mutex);
-    free(ectx);
-    return 0;
 }
 
 /* ------------------------------------------------------------------------
