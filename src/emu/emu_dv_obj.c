@@ -17,7 +17,7 @@
  *
  * The queues (not the doorbell records, which libmlx5 keeps apart too)
  * are cut from the object's huge-page segment when its creation got one
- * (emu_qbuf.h, sized by emu_dv_*_bytes at creation), else from the heap.
+ * (emu_qbuf.h, sized by emu_dv_*_bytes of emu_raw.h at creation), else from the heap.
  */
 #include "emu/emu_dv.h"
 #include "emu/emu_qbuf.h"
@@ -30,53 +30,6 @@
 #define EMU_DV_OBJS                                                   \
     (MLX5DV_OBJ_QP | MLX5DV_OBJ_CQ | MLX5DV_OBJ_SRQ | MLX5DV_OBJ_AH | \
      MLX5DV_OBJ_PD)
-
-static uint32_t emu_dv_pow2(uint32_t v)
-{
-    uint32_t p = 1;
-
-    while (p < v) {
-        p <<= 1;
-    }
-    return p;
-}
-
-static size_t emu_dv_page(size_t len)
-{
-    return (len + EMU_RAW_PAGE - 1) & ~(size_t)(EMU_RAW_PAGE - 1);
-}
-
-/* A receive queue's stride: a power of 2, 16 bytes a scatter entry after
- * the next segment of a linked (SRQ) queue, 16 at least */
-static uint32_t emu_dv_rq_stride(uint32_t max_sge, bool linked)
-{
-    uint32_t stride = emu_dv_pow2((linked ? 16 : 0) + 16 * max_sge);
-
-    return (stride < 16) ? 16 : stride;
-}
-
-size_t emu_dv_qp_bytes(const emu_qp_t *qp)
-{
-    size_t len = emu_dv_page((size_t)qp->sq_wqe_cnt * MLX5_SEND_WQE_BB);
-
-    if ((qp->rq != NULL) && (qp->rq_max_wr > 0)) {
-        len += emu_dv_page((size_t)emu_dv_pow2(qp->rq_max_wr) *
-                           emu_dv_rq_stride(qp->rq->max_sge, false));
-    }
-    return len;
-}
-
-size_t emu_dv_cq_bytes(uint32_t cqe)
-{
-    /* 128-byte CQEs, the larger: mlx5dv_create_cq sets the size after */
-    return emu_dv_page((size_t)emu_dv_pow2(cqe + 1) * 128);
-}
-
-size_t emu_dv_srq_bytes(const emu_srq_t *srq)
-{
-    return emu_dv_page((size_t)emu_dv_pow2(srq->max_wr + 1) *
-                       emu_dv_rq_stride(srq->max_sge, true));
-}
 
 /* Zeroed, page-aligned queue memory, from qb's segment when there is one
  * (NULL, logged, when there is no memory) */

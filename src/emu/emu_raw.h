@@ -155,17 +155,63 @@ void emu_raw_kick(void);
 /* The device's soft device closes: the engine's channel on it goes */
 void emu_raw_dev_close(emu_dev_t *dev);
 
+/* The layout of the queues' memory (libmlx5's, emu_dv_obj.c): sizes in
+ * powers of 2 and whole pages, a receive queue's stride. */
+static inline uint32_t emu_dv_pow2(uint32_t v)
+{
+    uint32_t p = 1;
+
+    while (p < v) {
+        p <<= 1;
+    }
+    return p;
+}
+
+static inline size_t emu_dv_page(size_t len)
+{
+    return (len + EMU_RAW_PAGE - 1) & ~(size_t)(EMU_RAW_PAGE - 1);
+}
+
+/* A receive queue's stride: a power of 2, 16 bytes a scatter entry after
+ * the next segment of a linked (SRQ) queue, 16 at least */
+static inline uint32_t emu_dv_rq_stride(uint32_t max_sge, bool linked)
+{
+    uint32_t stride = emu_dv_pow2((linked ? 16 : 0) + 16 * max_sge);
+
+    return (stride < 16) ? 16 : stride;
+}
+
+/* The bytes of queues mlx5dv_init_obj will give out for a QP (sized:
+ * emu_qp_size, and its own receive queue), a CQ of cqe entries (of either
+ * CQE size) or an SRQ, to place them at creation (emu_qbuf.h) */
+static inline size_t emu_dv_qp_bytes(const emu_qp_t *qp)
+{
+    size_t len = emu_dv_page((size_t)qp->sq_wqe_cnt * MLX5_SEND_WQE_BB);
+
+    if ((qp->rq != NULL) && (qp->rq_max_wr > 0)) {
+        len += emu_dv_page((size_t)emu_dv_pow2(qp->rq_max_wr) *
+                           emu_dv_rq_stride(qp->rq->max_sge, false));
+    }
+    return len;
+}
+
+static inline size_t emu_dv_cq_bytes(uint32_t cqe)
+{
+    /* 128-byte CQEs, the larger: mlx5dv_create_cq sets the size after */
+    return emu_dv_page((size_t)emu_dv_pow2(cqe + 1) * 128);
+}
+
+static inline size_t emu_dv_srq_bytes(const emu_srq_t *srq)
+{
+    return emu_dv_page((size_t)emu_dv_pow2(srq->max_wr + 1) *
+                       emu_dv_rq_stride(srq->max_sge, true));
+}
+
 /* emu_dv_obj.c: the memory of a QP, CQ or SRQ given back, the engine no
  * longer serving it (emu_raw_lock held) */
 void emu_raw_qp_free(emu_qp_t *qp);
 void emu_raw_cq_free(emu_cq_t *cq);
 void emu_raw_srq_free(emu_srq_t *srq);
-/* emu_dv_obj.c: the bytes of queues mlx5dv_init_obj will give out for a
- * QP (sized: emu_qp_size, and its own receive queue), a CQ of cqe entries
- * (of either CQE size) or an SRQ, to place them at creation (emu_qbuf.h) */
-size_t emu_dv_qp_bytes(const emu_qp_t *qp);
-size_t emu_dv_cq_bytes(uint32_t cqe);
-size_t emu_dv_srq_bytes(const emu_srq_t *srq);
 /* A DEVX QP's send queue: wqe_cnt basic blocks at buf, rung through
  * dbrec, both the application's; the engine serves it from now on */
 int emu_raw_qp_attach(emu_qp_t *qp, uint8_t *buf, uint32_t wqe_cnt,
