@@ -463,8 +463,6 @@ void emu_channel_cq_wait_acks(emu_cq_t *cq);
 /* Raises cq's event on its channel (none: nothing), as an arm over
  * completions does: a raw CQ's, on its engine's word (emu_raw_cq.c) */
 void emu_channel_fire(emu_cq_t *cq);
-/* emu_raw_cq.c: ibv_req_notify_cq on a raw CQ, an arm of its engine's */
-int emu_raw_cq_arm(emu_cq_t *cq);
 
 /* emu_srq.c: an SRQ of the emulation (NULL, errno set and logged, on
  * failure); attr's sizes are set to the granted.  tm: NULL for a basic

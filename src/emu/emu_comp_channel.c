@@ -34,7 +34,7 @@
  * Locks: a CQ's buffer lock, then the channel's lock, then the soft
  * device's; the CQ's event counters are under the ibv_cq mutex.
  */
-#include "emu/emu.h"
+#include "emu/emu_raw.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -243,7 +243,7 @@ static int emu_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
         return 0;
     }
     if (cq->raw != NULL) {
-        return emu_raw_cq_arm(cq); /* the engine watches its memory */
+        return cq->raw->arm(cq); /* the engine watches its memory */
     }
     pthread_mutex_lock(&cq->lock);
     if (cq->head < cq->count) {

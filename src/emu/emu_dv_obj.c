@@ -66,6 +66,7 @@ static struct emu_raw_rq *emu_dv_rq(emu_qbuf_t *qb, emu_srq_t *srq,
     if (rq == NULL) {
         return NULL;
     }
+    rq->run     = emu_raw_rq_run;
     rq->wqe_cnt = emu_dv_pow2(wqes);
     rq->max_sge = srq->max_sge;
     rq->stride  = emu_dv_rq_stride(rq->max_sge, linked);
@@ -135,6 +136,7 @@ static int emu_dv_qp_make(emu_qp_t *qp)
         free((void *)db);
         return ENOMEM;
     }
+    sq->run     = emu_raw_sq_run;
     sq->wqe_cnt = qp->sq_wqe_cnt;
     sq->dbrec   = db;
     sq->buf     = emu_dv_alloc(qp->qbuf, (size_t)sq->wqe_cnt * MLX5_SEND_WQE_BB,
@@ -423,6 +425,7 @@ int emu_raw_srq_attach(emu_srq_t *srq, uint8_t *buf, uint32_t wqe_cnt,
     if (rq == NULL) {
         return ENOMEM;
     }
+    rq->run     = emu_raw_rq_run;
     rq->ext     = true;
     rq->buf     = buf;
     rq->wqe_cnt = wqe_cnt;
@@ -448,6 +451,7 @@ int emu_raw_qp_attach(emu_qp_t *qp, uint8_t *buf, uint32_t wqe_cnt,
     if (sq == NULL) {
         return ENOMEM;
     }
+    sq->run     = emu_raw_sq_run;
     sq->ext     = true;
     sq->buf     = buf;
     sq->wqe_cnt = wqe_cnt;

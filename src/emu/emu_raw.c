@@ -137,7 +137,9 @@ static int emu_raw_close_uars(void)
     return any;
 }
 
-/* One look at everything; how much was done (emu_raw_lock held) */
+/* One look at everything, each queue through the pass its maker set
+ * (emu_raw_sq.c, emu_raw_rq.c, emu_raw_cq.c); how much was done
+ * (emu_raw_lock held) */
 static unsigned emu_raw_pass(void)
 {
     struct emu_raw_sq *sq;
@@ -146,13 +148,13 @@ static unsigned emu_raw_pass(void)
     unsigned n = 0;
 
     for (rq = emu_raw.rqs; rq != NULL; rq = rq->next) {
-        n += emu_raw_rq_run(rq);
+        n += rq->run(rq);
     }
     for (sq = emu_raw.sqs; sq != NULL; sq = sq->next) {
-        n += emu_raw_sq_run(sq->qp);
+        n += sq->run(sq->qp);
     }
     for (cq = emu_raw.cqs; cq != NULL; cq = cq->next) {
-        n += emu_raw_cq_run(cq->cq);
+        n += cq->run(cq->cq);
     }
     return n;
 }

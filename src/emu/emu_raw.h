@@ -42,6 +42,8 @@ struct emu_raw_sq {
     uint8_t *uar;            /* its context's UAR page */
     struct emu_raw_sq *next; /* emu_raw's list */
     struct emu_qp *qp;
+    /* the engine's pass over it (emu_raw_sq_run), set by its maker */
+    unsigned (*run)(struct emu_qp *qp);
     struct ibv_ah *last_ah; /* DC, UD: the AH of the latest WQE's */
     uint16_t last_lid;      /* its LID */
     uint32_t last_dctn;     /* a NOP goes where the WQE before went */
@@ -84,6 +86,8 @@ struct emu_raw_rq {
     uint64_t *grh;          /* a UD QP's: first buffer of each WQE */
     struct emu_raw_rq *next;
     struct emu_srq *srq; /* the soft SRQ it feeds */
+    /* the engine's pass over it (emu_raw_rq_run), set by its maker */
+    unsigned (*run)(struct emu_raw_rq *rq);
 };
 
 /* A CQ in application memory */
@@ -99,6 +103,10 @@ struct emu_raw_cq {
     uint8_t *uar;
     struct emu_raw_cq *next;
     struct emu_cq *cq;
+    /* the engine's pass over it and the application's arm of it
+     * (ibv_req_notify_cq), set by emu_raw_cq_init */
+    unsigned (*run)(struct emu_cq *cq);
+    int (*arm)(struct emu_cq *cq);
 };
 
 /* An XRQ with tag matching: the hardware's view of its list, over the
@@ -263,8 +271,11 @@ unsigned emu_raw_cq_run(emu_cq_t *cq);
  * (a NOP with nothing before it) */
 void emu_raw_cq_req(emu_cq_t *cq, uint32_t qpn, uint16_t wqe_counter,
                     uint8_t opcode);
-/* The doorbell record of a new raw CQ: consumer index 0, no arm */
+/* A new raw CQ: its doorbell record at consumer index 0, no arm; the
+ * engine's pass and the arm of ibv_req_notify_cq set to those below */
 void emu_raw_cq_init(struct emu_raw_cq *rc);
+/* ibv_req_notify_cq on a raw CQ, an arm of its engine's */
+int emu_raw_cq_arm(emu_cq_t *cq);
 
 /* emu_ud.c: a raw UD WQE's GRH in front of its data (sge[1..] and inl+40
  * hold the data; sge[0] and inl[0..39] are for the GRH); false for one

@@ -313,6 +313,8 @@ unsigned emu_raw_cq_run(emu_cq_t *cq)
 
 void emu_raw_cq_init(struct emu_raw_cq *rc)
 {
+    rc->run                     = emu_raw_cq_run;
+    rc->arm                     = emu_raw_cq_arm;
     rc->dbrec[EMU_RAW_CQ_SETCI] = 0;
     rc->dbrec[EMU_RAW_CQ_ARM]   = htobe32(EMU_RAW_ARM_NONE);
     rc->arm_seen                = EMU_RAW_ARM_NONE;
