@@ -210,7 +210,7 @@ typedef struct emu_srq {
     struct emu_raw_rq *raw; /* its memory, after mlx5dv_init_obj */
     volatile __be32 *raw_db;
     struct emu_qbuf *qbuf; /* where that lives: NULL, the heap */
-    struct emu_xrq *xrq;   /* an XRQ with tag matching (emu_raw_tm.c) */
+    struct emu_xrq *xrq;   /* an XRQ with tag matching (emu_xrq.c) */
 } emu_srq_t;
 
 typedef enum {

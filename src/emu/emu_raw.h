@@ -13,8 +13,9 @@
  *  - emu_raw_rq.c: receive WQEs of SRQs and receive queues, taken into
  *    the soft SRQ;
  *  - emu_raw_cq.c: soft completions written as CQEs, and CQ arming;
+ *  - emu_xrq.c: an XRQ's slots, which its completions let go;
  *  - emu_raw_tm.c: an XRQ's tag list as software sees it, the command
- *    QP's list operations on it, and what its completions say;
+ *    QP's list operations on it;
  *  - emu_dv_obj.c: mlx5dv_init_obj and mlx5dv_create_cq, which lay the
  *    memory out.
  * Every object's raw state is touched by the engine thread only, under
@@ -110,7 +111,7 @@ struct emu_raw_cq {
 };
 
 /* An XRQ with tag matching: the hardware's view of its list, over the
- * soft SRQ's (emu_raw_tm.c).  Software names list entries by slot: an
+ * soft SRQ's (emu_xrq.c, emu_raw_tm.c).  Software names list entries by slot: an
  * APPEND fills the slot the list's free head is at and names the next
  * head; the slot's entry lives on as a soft entry (its handle) until its
  * last completion is written or a REMOVE takes it. */
@@ -244,23 +245,24 @@ void emu_raw_sq_reset(emu_qp_t *qp);
 #define EMU_RAW_WR_BE4    (1ull << 32) /* 4-byte masked atomic (be4[]) */
 #define EMU_RAW_WR_SILENT (1ull << 33) /* signalled for be4 alone: no CQE */
 
-/* emu_raw_tm.c */
+/* emu_xrq.c */
 /* srq's tag list of nslots slots, its completions on cq; ENOMEM */
 int emu_xrq_init(struct emu_srq *srq, struct emu_cq *cq, uint32_t nslots,
                  bool dc);
 /* The XRQ goes (emu_raw_lock held) */
 void emu_xrq_free(struct emu_srq *srq);
-/* A list-operation WQE (opcode 0x28) of qp's send queue: its tag-matching
- * segment and, with an APPEND, its data segment (NULL: none).  0 when
- * done, EAGAIN when the soft list has no room yet (taken again later),
- * EINVAL when the device does not take it (logged) */
-int emu_xrq_list_op(emu_qp_t *qp, const struct mlx5_wqe_tm_seg *seg,
-                    const struct mlx5_wqe_data_seg *data);
 /* The XRQ of a tag-matching completion, by its wr_id; NULL if none */
 emu_xrq_t *emu_xrq_of(emu_dev_t *dev, uint64_t wr_id);
 /* A completion of the entry in wr_id's slot was written; the last one
  * (its data placed, or the receive failed) lets the slot go */
 void emu_xrq_entry_done(emu_xrq_t *xrq, uint64_t wr_id, bool last);
+
+/* emu_raw_tm.c: a list-operation WQE (opcode 0x28) of qp's send queue: its tag-matching
+ * segment and, with an APPEND, its data segment (NULL: none).  0 when
+ * done, EAGAIN when the soft list has no room yet (taken again later),
+ * EINVAL when the device does not take it (logged) */
+int emu_xrq_list_op(emu_qp_t *qp, const struct mlx5_wqe_tm_seg *seg,
+                    const struct mlx5_wqe_data_seg *data);
 
 /* emu_raw_rq.c: new receive WQEs into the soft SRQ; how many */
 unsigned emu_raw_rq_run(struct emu_raw_rq *rq);

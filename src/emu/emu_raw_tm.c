@@ -20,7 +20,6 @@
  * hardware compares them: both they and the messages' TMH tags go to the
  * soft device through the same big-endian load.
  */
-#include "emu/emu_devx.h"
 #include "emu/emu_raw.h"
 
 #include <errno.h>
@@ -35,51 +34,6 @@
 #define EMU_TM_OP_REMOVE   0x2u
 #define EMU_TM_FLAG_CQE    0x80u /* a completion for this operation */
 #define EMU_TM_FLAG_SW_CNT 0x40u /* sw_cnt is software's count */
-
-int emu_xrq_init(emu_srq_t *srq, emu_cq_t *cq, uint32_t nslots, bool dc)
-{
-    emu_xrq_t *xrq = calloc(1, sizeof(*xrq));
-    uint32_t i;
-
-    if (xrq != NULL) {
-        xrq->handle = malloc(nslots * sizeof(*xrq->handle));
-        xrq->gen    = calloc(nslots, sizeof(*xrq->gen));
-    }
-    if ((xrq == NULL) || (xrq->handle == NULL) || (xrq->gen == NULL)) {
-        if (xrq != NULL) {
-            free(xrq->handle);
-            free(xrq->gen);
-            free(xrq);
-        }
-        return ENOMEM;
-    }
-    for (i = 0; i < nslots; ++i) {
-        xrq->handle[i] = EMU_XRQ_FREE;
-    }
-    xrq->srq    = srq;
-    xrq->cq     = cq;
-    xrq->nslots = nslots;
-    xrq->dc     = dc;
-    __atomic_add_fetch(&cq->refs, 1, __ATOMIC_RELEASE);
-    pthread_mutex_lock(&emu_raw_lock);
-    srq->xrq = xrq;
-    pthread_mutex_unlock(&emu_raw_lock);
-    return 0;
-}
-
-void emu_xrq_free(emu_srq_t *srq)
-{
-    emu_xrq_t *xrq = srq->xrq;
-
-    if (xrq == NULL) {
-        return;
-    }
-    srq->xrq = NULL;
-    __atomic_sub_fetch(&xrq->cq->refs, 1, __ATOMIC_RELEASE);
-    free(xrq->handle);
-    free(xrq->gen);
-    free(xrq);
-}
 
 /* a slot's entry in the wr_id of an operation or receive (emu_raw.h) */
 static uint64_t emu_xrq_wr_id(const emu_xrq_t *xrq, uint32_t slot)
@@ -228,22 +182,4 @@ int emu_xrq_list_op(emu_qp_t *qp, const struct mlx5_wqe_tm_seg *seg,
                                     "the soft list refused operation %u "
                                     "(%u)",
                                     op, (uint32_t)ret);
-}
-
-emu_xrq_t *emu_xrq_of(emu_dev_t *dev, uint64_t wr_id)
-{
-    emu_srq_t *srq = emu_num_find(dev, EMU_NUM_SRQ,
-                                  (uint32_t)(wr_id >> 32) & 0xffffff);
-
-    return (srq != NULL) ? srq->xrq : NULL;
-}
-
-void emu_xrq_entry_done(emu_xrq_t *xrq, uint64_t wr_id, bool last)
-{
-    uint32_t slot = (uint16_t)wr_id;
-
-    if (last && (slot < xrq->nslots) &&
-        (xrq->gen[slot] == (uint16_t)(wr_id >> 16))) {
-        xrq->handle[slot] = EMU_XRQ_FREE;
-    }
 }
