@@ -505,7 +505,8 @@ int emu_rc_modify(emu_qp_t *qp, const struct ibv_qp_attr *a, int mask,
                   enum ibv_qp_state to);
 /* The peer as a data WR's destination, resolved now */
 void emu_rc_dest(emu_qp_t *qp, dcx_send_wr_t *wr);
-/* ibv_post_send and ibv_post_recv of a context */
+
+/* emu_post.c: ibv_post_send and ibv_post_recv of a context */
 void emu_ctx_set_post_ops(struct ibv_context *ctx);
 
 /* emu_ud.c: UD QPs (a datagram DCI and a DCT, see there) */
