@@ -534,6 +534,8 @@ void emu_ud_recv_done(emu_qp_t *qp, dcx_wc_t *wc, emu_wc_ext_t *ext);
 /* emu_wr.c: the ibv_qp_ex / mlx5dv_qp_ex builders */
 void emu_wr_init(emu_qp_t *qp);
 void emu_wr_cleanup(emu_qp_t *qp);
+
+/* emu_wr_batch.c: the batch the builders fill */
 /* Fails the batch being built with err (the first broken rule is logged,
  * fmt saying which). */
 void emu_wr_fail(emu_qp_t *qp, int err, const char *fmt, ...)
@@ -544,6 +546,9 @@ void emu_wr_fail(emu_qp_t *qp, int err, const char *fmt, ...)
 emu_wr_t *emu_wr_push(emu_qp_t *qp, uint8_t opcode, const char *name);
 /* Grows *p (elements of elem bytes, capacity *cap) to hold need. */
 int emu_grow(void **p, uint32_t *cap, uint32_t need, size_t elem);
+/* The WR whose setters are being called; NULL (and the batch failed) if
+ * there is none. */
+emu_wr_t *emu_wr_cur(emu_qp_t *qp, const char *setter);
 
 /* emu_umr.c: the memory-key builders (RC QPs) */
 void emu_umr_init(emu_qp_t *qp);
@@ -556,6 +561,27 @@ static inline bool emu_wr_is_mkey(const emu_wr_t *w)
 {
     return (w->wr.opcode >= DCX_WR_MKEY_FIRST) &&
            (w->wr.opcode < DCX_WR_MKEY_LAST);
+}
+
+/* The batch's last WR (NULL: none) */
+static inline emu_wr_t *emu_wr_last(emu_qp_t *qp)
+{
+    return (qp->batch_n > 0) ? &qp->batch[qp->batch_n - 1] : NULL;
+}
+
+/* Whether w has every setter its builder wants */
+static inline bool emu_wr_done(const emu_qp_t *qp, const emu_wr_t *w)
+{
+    return w->has_data && (w->has_addr || ((qp->kind != EMU_QP_DCI) &&
+                                           (qp->kind != EMU_QP_UD)));
+}
+
+/* The setter a WR not done still lacks */
+static inline const char *emu_wr_missing(const emu_wr_t *w)
+{
+    return ((w->cfg_mk != NULL) && !w->has_data) ? "mkey" :
+           w->has_data                           ? "address" :
+                                                   "data";
 }
 
 /* emu_mkey.c */

@@ -20,13 +20,12 @@
  *  - posting outside RTS (before the first RTS after a RESET): EINVAL.
  * Builders the emulation does not model (bind_mw, send_inv, TSO, UD and
  * XRC addressing, raw WQE, memcpy) fail the batch with EOPNOTSUPP; the
- * memory-key builders and setters are emu_umr.c's.
+ * memory-key builders and setters are emu_umr.c's, and the batch both
+ * fill is emu_wr_batch.c's.
  */
 #include "emu/emu.h"
 
 #include <errno.h>
-#include <stdarg.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -40,82 +39,6 @@ static inline emu_qp_t *emu_wr_qp(struct ibv_qp_ex *qpx)
 static inline emu_qp_t *emu_dv_qp(struct mlx5dv_qp_ex *dv)
 {
     return (emu_qp_t *)((char *)dv - offsetof(emu_qp_t, dv));
-}
-
-void emu_wr_fail(emu_qp_t *qp, int err, const char *fmt, ...)
-{
-    char msg[256];
-    va_list ap;
-
-    if (qp->batch_err != 0) {
-        return; /* one line per batch: the first broken rule */
-    }
-    qp->batch_err = err;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
-    va_end(ap);
-    emu_error("%s: %s 0x%x: WR %u of the batch: %s; ibv_wr_complete will "
-              "fail with %s",
-              qp->qpx.qp_base.context->device->name,
-              (qp->kind == EMU_QP_DCI) ? "dci" :
-              (qp->kind == EMU_QP_UD)  ? "ud qp" :
-                                         "rc qp",
-              qp->qpx.qp_base.qp_num, qp->batch_n, msg, strerror(err));
-}
-
-static emu_wr_t *emu_wr_last(emu_qp_t *qp)
-{
-    return (qp->batch_n > 0) ? &qp->batch[qp->batch_n - 1] : NULL;
-}
-
-static bool emu_wr_done(const emu_qp_t *qp, const emu_wr_t *w)
-{
-    return w->has_data && (w->has_addr || ((qp->kind != EMU_QP_DCI) &&
-                                           (qp->kind != EMU_QP_UD)));
-}
-
-/* The setter a WR not done still lacks */
-static const char *emu_wr_missing(const emu_wr_t *w)
-{
-    return ((w->cfg_mk != NULL) && !w->has_data) ? "mkey" :
-           w->has_data                           ? "address" :
-                                                   "data";
-}
-
-/* The WR whose setters are being called; NULL (and the batch failed) if
- * there is none. */
-static emu_wr_t *emu_wr_cur(emu_qp_t *qp, const char *setter)
-{
-    emu_wr_t *w = emu_wr_last(qp);
-
-    if (qp->batch_err != 0) {
-        return NULL;
-    }
-    if ((w == NULL) || emu_wr_done(qp, w)) {
-        emu_wr_fail(qp, EINVAL, "%s without a builder before it", setter);
-        return NULL;
-    }
-    return w;
-}
-
-int emu_grow(void **p, uint32_t *cap, uint32_t need, size_t elem)
-{
-    uint32_t n = (*cap > 0) ? *cap : 4;
-    void *q;
-
-    if (need <= *cap) {
-        return 0;
-    }
-    while (n < need) {
-        n *= 2;
-    }
-    q = realloc(*p, (size_t)n * elem);
-    if (q == NULL) {
-        return ENOMEM;
-    }
-    *p   = q;
-    *cap = n;
-    return 0;
 }
 
 static uint64_t emu_op_flag(uint8_t opcode)
@@ -138,47 +61,6 @@ static uint64_t emu_op_flag(uint8_t opcode)
     default:
         return 0;
     }
-}
-
-emu_wr_t *emu_wr_push(emu_qp_t *qp, uint8_t opcode, const char *name)
-{
-    emu_wr_t *w = emu_wr_last(qp);
-    unsigned flags;
-
-    if (qp->batch_err != 0) {
-        return NULL;
-    }
-    if ((w != NULL) && !emu_wr_done(qp, w)) {
-        emu_wr_fail(qp, EINVAL, "left without its %s setter before %s",
-                    emu_wr_missing(w), name);
-        return NULL;
-    }
-    if (qp->batch_n >= qp->max_send_wr) {
-        emu_wr_fail(qp, ENOMEM,
-                    "more WRs in one batch than the send queue "
-                    "holds (%u)",
-                    qp->max_send_wr);
-        return NULL;
-    }
-    if (emu_grow((void **)&qp->batch, &qp->batch_cap, qp->batch_n + 1,
-                 sizeof(*qp->batch)) != 0) {
-        emu_wr_fail(qp, ENOMEM, "out of memory");
-        return NULL;
-    }
-    w = &qp->batch[qp->batch_n++];
-    memset(w, 0, sizeof(*w));
-    flags        = qp->qpx.wr_flags;
-    w->wr.wr_id  = qp->qpx.wr_id;
-    w->wr.opcode = opcode;
-    w->wr.flags  = (((flags & IBV_SEND_SIGNALED) || qp->sig_all) ?
-                        DCX_SEND_SIGNALED :
-                        0) |
-                  ((flags & IBV_SEND_FENCE) ? DCX_SEND_FENCE : 0) |
-                  ((flags & IBV_SEND_SOLICITED) ? DCX_SEND_SOLICITED : 0);
-    w->sge_off = qp->batch_sge_n;
-    w->inl_off = qp->batch_inl_n;
-    w->il_off  = qp->batch_il_n;
-    return w;
 }
 
 /* Starts a data WR (send, RDMA, atomic) of a DCI. */
