@@ -479,9 +479,17 @@ extern __thread bool emu_qp_sizing_quiet;
 /* Sets the number of a QP whose soft QP was just made (or fails, the soft
  * QP destroyed) */
 int emu_qp_number(emu_qp_t *qp, const char *name);
+
+/* emu_sq.c: a QP's send queue of WRs posted and not retired (sq_lock held
+ * by the first two) */
+/* Records w's application wr_id in its slot; returns the sequence the
+ * soft WR carries */
+uint64_t emu_sq_take_slot(emu_qp_t *qp, emu_wr_t *w);
+/* w, in the slot taken, went to the soft QP */
+void emu_sq_posted(emu_qp_t *qp, const emu_wr_t *w);
 /* A completion of qp's send queue with soft wr_id seq was polled: retires
  * the WRs up to it and gives the application's wr_id. */
-uint64_t emu_qp_retire(emu_qp_t *qp, uint64_t seq);
+uint64_t emu_sq_retire(emu_qp_t *qp, uint64_t seq);
 
 /* IBV_ACCESS_REMOTE_* -> DCX_ACCESS_REMOTE_* */
 static inline uint32_t emu_dcx_access(unsigned ibv_access)

@@ -144,7 +144,7 @@ static unsigned emu_cq_fill(emu_cq_t *cq)
             emu_ud_recv_done(qp, wc, &cq->ext[i]); /* a UD QP's */
         } else {
             /* a send queue's: its soft wr_id is the post's sequence */
-            wc->wr_id  = emu_qp_retire(qp, wc->wr_id);
+            wc->wr_id  = emu_sq_retire(qp, wc->wr_id);
             wc->qp_num = qp->qpx.qp_base.qp_num; /* an RC QP's */
         }
     }

@@ -214,38 +214,6 @@ int emu_qp_number(emu_qp_t *qp, const char *name)
     return 0;
 }
 
-/* A DCI with streams: seq names the stream and its sequence; the
- * completion retires the WR and the stream's earlier ones (they executed
- * in order before it).  sq_lock held. */
-static uint64_t emu_qp_retire_stream(emu_qp_t *qp, uint64_t seq)
-{
-    uint64_t stream = seq >> EMU_STREAM_SHIFT, sseq = seq & EMU_STREAM_SEQ;
-
-    if ((stream >= qp->num_streams) || (sseq < qp->st_retired[stream]) ||
-        (sseq >= qp->st_posted[stream])) {
-        return 0; /* from before a RESET: its WR is gone */
-    }
-    qp->st_retired[stream] = sseq + 1;
-    return qp->sq[stream * qp->st_depth + sseq % qp->st_depth].wr_id;
-}
-
-uint64_t emu_qp_retire(emu_qp_t *qp, uint64_t seq)
-{
-    uint64_t wr_id;
-
-    pthread_mutex_lock(&qp->sq_lock);
-    if (qp->num_streams > 0) {
-        wr_id = emu_qp_retire_stream(qp, seq);
-    } else if ((seq < qp->sq_retired) || (seq >= qp->sq_posted)) {
-        wr_id = 0; /* a completion from before a RESET: its WR is gone */
-    } else {
-        wr_id          = qp->sq[seq % qp->max_send_wr].wr_id;
-        qp->sq_retired = seq + 1;
-    }
-    pthread_mutex_unlock(&qp->sq_lock);
-    return wr_id;
-}
-
 /* ------------------------------------------------------------------------
  * Creation
  * ------------------------------------------------------------------------ */

@@ -458,32 +458,6 @@ static bool emu_wr_streams_fit(emu_qp_t *qp)
     return true;
 }
 
-/* Records w's application wr_id in its send queue slot; returns the
- * sequence the soft WR carries (sq_lock held) */
-static uint64_t emu_wr_take_slot(emu_qp_t *qp, emu_wr_t *w)
-{
-    uint64_t s, seq;
-
-    if (qp->num_streams == 0) {
-        seq                                 = qp->sq_posted;
-        qp->sq[seq % qp->max_send_wr].wr_id = w->wr.wr_id;
-        return seq;
-    }
-    s                                                   = w->wr.stream_id;
-    seq                                                 = qp->st_posted[s];
-    qp->sq[s * qp->st_depth + seq % qp->st_depth].wr_id = w->wr.wr_id;
-    return (s << EMU_STREAM_SHIFT) | seq;
-}
-
-static void emu_wr_posted(emu_qp_t *qp, const emu_wr_t *w)
-{
-    if (qp->num_streams == 0) {
-        qp->sq_posted++;
-    } else {
-        qp->st_posted[w->wr.stream_id]++;
-    }
-}
-
 /* Whether the batch may go to the device; errno or 0 (lock held). */
 static int emu_wr_check(emu_qp_t *qp)
 {
@@ -563,12 +537,12 @@ static int emu_wr_complete(struct ibv_qp_ex *qpx)
             }
         }
         pthread_mutex_lock(&qp->sq_lock);
-        seq         = emu_wr_take_slot(qp, w);
+        seq         = emu_sq_take_slot(qp, w);
         w->wr.wr_id = seq;
         ret         = emu_wr_is_mkey(w) ? emu_umr_post(qp, w) :
                                           dcx_qp_post_send(qp->soft, &w->wr);
         if (ret == 0) {
-            emu_wr_posted(qp, w);
+            emu_sq_posted(qp, w);
         }
         pthread_mutex_unlock(&qp->sq_lock);
     }
