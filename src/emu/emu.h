@@ -439,9 +439,6 @@ static inline emu_cq_t *emu_cq(struct ibv_cq *cq)
 }
 /* Drops the completions of QP qp_num not yet polled (a move to RESET). */
 void emu_cq_purge(emu_cq_t *cq, uint32_t qp_num);
-
-/* The CQE size MLX5_CQE_SIZE asks for (0: unset; -1, logged: invalid) */
-int emu_cq_env_size(const char *name);
 /* The PRM syndrome of a completion status (an error CQE's) */
 uint8_t emu_wc_syndrome(uint8_t status);
 

@@ -10,9 +10,12 @@
  * asked for at creation are installed (the others stay NULL, as in
  * libmlx5).  Completion channels and events are emu_comp_channel.c's.  Not
  * modelled, refused at creation with EOPNOTSUPP: timestamps, CVLAN, flow
- * tags, tag-matching information and parent domains.
+ * tags, tag-matching information and parent domains.  mlx5dv_create_cq
+ * creates one with its CQE size, which the raw CQ's memory takes
+ * (emu_dv_obj.c).
  */
 #include "emu/emu_devx.h"
+#include "emu/emu_dv.h"
 #include "emu/emu_qbuf.h"
 #include "emu/emu_raw.h"
 
@@ -315,7 +318,7 @@ static uint8_t emu_read_dlid_path_bits(struct ibv_cq_ex *cqx)
  * ------------------------------------------------------------------------ */
 /* The CQE size libmlx5 takes from MLX5_CQE_SIZE (64 or 128; 0: unset);
  * -1, logged, for another value, which fails the creation as there */
-int emu_cq_env_size(const char *name)
+static int emu_cq_env_size(const char *name)
 {
     const char *env = getenv("MLX5_CQE_SIZE");
 
@@ -532,4 +535,46 @@ void emu_ctx_set_cq_ops(struct verbs_context *vctx)
     vctx->create_cq_ex        = emu_create_cq_ex;
     vctx->context.ops.poll_cq = emu_poll_cq;
     emu_ctx_set_channel_ops(vctx);
+}
+
+struct ibv_cq_ex *
+dcx_emu_mlx5dv_create_cq(struct ibv_context *context,
+                         struct ibv_cq_init_attr_ex *cq_attr,
+                         struct mlx5dv_cq_init_attr *mlx5_cq_attr)
+{
+    uint64_t mask = (mlx5_cq_attr != NULL) ? mlx5_cq_attr->comp_mask : 0;
+    struct ibv_cq_ex *cqx;
+    uint32_t size = 64;
+
+    if ((context == NULL) || (emu_dev_of(context->device) == NULL)) {
+        emu_error("mlx5dv_create_cq: context %p is not of the emulation",
+                  (void *)context);
+        errno = EOPNOTSUPP;
+        return NULL;
+    }
+    if (mask & ~(uint64_t)MLX5DV_CQ_INIT_ATTR_MASK_CQE_SIZE) {
+        emu_error("%s: mlx5dv_create_cq: comp_mask 0x%llx asks for CQE "
+                  "compression or flags, not modelled",
+                  context->device->name, (unsigned long long)mask);
+        errno = EOPNOTSUPP;
+        return NULL;
+    }
+    if (mask & MLX5DV_CQ_INIT_ATTR_MASK_CQE_SIZE) {
+        size = mlx5_cq_attr->cqe_size;
+        if ((size != 64) && (size != 128)) {
+            emu_error("%s: mlx5dv_create_cq: CQE size %u (64 or 128)",
+                      context->device->name, size);
+            errno = EINVAL;
+            return NULL;
+        }
+    }
+    if (!(mask & MLX5DV_CQ_INIT_ATTR_MASK_CQE_SIZE) &&
+        (emu_cq_env_size(context->device->name) > 0)) {
+        size = (uint32_t)emu_cq_env_size(context->device->name);
+    }
+    cqx = ibv_create_cq_ex(context, cq_attr);
+    if (cqx != NULL) {
+        ((emu_cq_t *)cqx)->cqe_size = (uint16_t)size;
+    }
+    return cqx;
 }

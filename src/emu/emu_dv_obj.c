@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Emulated ConnectX: mlx5dv_init_obj and mlx5dv_create_cq, which give an
- * application the memory of its queues (emu_raw.h).
+ * Emulated ConnectX: mlx5dv_init_obj, which gives an application the
+ * memory of its queues (emu_raw.h), and the attach of the queues a DEVX
+ * QP or RMP brings in the application's memory.
  *
  * The layout is libmlx5's: a send queue of 64-byte basic blocks, as many
  * as a power of 2 of the queue's size in bytes; a receive queue of WQEs
@@ -17,7 +18,8 @@
  *
  * The queues (not the doorbell records, which libmlx5 keeps apart too)
  * are cut from the object's huge-page segment when its creation got one
- * (emu_qbuf.h, sized by emu_dv_*_bytes of emu_raw.h at creation), else from the heap.
+ * (emu_qbuf.h, sized by emu_dv_*_bytes of emu_raw.h at creation), else
+ * from the heap.
  */
 #include "emu/emu_dv.h"
 #include "emu/emu_qbuf.h"
@@ -337,48 +339,6 @@ int dcx_emu_mlx5dv_init_obj(struct mlx5dv_obj *obj, uint64_t obj_type)
     }
     pthread_mutex_unlock(&emu_raw_lock);
     return ret;
-}
-
-struct ibv_cq_ex *
-dcx_emu_mlx5dv_create_cq(struct ibv_context *context,
-                         struct ibv_cq_init_attr_ex *cq_attr,
-                         struct mlx5dv_cq_init_attr *mlx5_cq_attr)
-{
-    uint64_t mask = (mlx5_cq_attr != NULL) ? mlx5_cq_attr->comp_mask : 0;
-    struct ibv_cq_ex *cqx;
-    uint32_t size = 64;
-
-    if ((context == NULL) || (emu_dev_of(context->device) == NULL)) {
-        emu_error("mlx5dv_create_cq: context %p is not of the emulation",
-                  (void *)context);
-        errno = EOPNOTSUPP;
-        return NULL;
-    }
-    if (mask & ~(uint64_t)MLX5DV_CQ_INIT_ATTR_MASK_CQE_SIZE) {
-        emu_error("%s: mlx5dv_create_cq: comp_mask 0x%llx asks for CQE "
-                  "compression or flags, not modelled",
-                  context->device->name, (unsigned long long)mask);
-        errno = EOPNOTSUPP;
-        return NULL;
-    }
-    if (mask & MLX5DV_CQ_INIT_ATTR_MASK_CQE_SIZE) {
-        size = mlx5_cq_attr->cqe_size;
-        if ((size != 64) && (size != 128)) {
-            emu_error("%s: mlx5dv_create_cq: CQE size %u (64 or 128)",
-                      context->device->name, size);
-            errno = EINVAL;
-            return NULL;
-        }
-    }
-    if (!(mask & MLX5DV_CQ_INIT_ATTR_MASK_CQE_SIZE) &&
-        (emu_cq_env_size(context->device->name) > 0)) {
-        size = (uint32_t)emu_cq_env_size(context->device->name);
-    }
-    cqx = ibv_create_cq_ex(context, cq_attr);
-    if (cqx != NULL) {
-        ((emu_cq_t *)cqx)->cqe_size = (uint16_t)size;
-    }
-    return cqx;
 }
 
 void emu_raw_qp_free(emu_qp_t *qp)

@@ -16,7 +16,7 @@
  *  - emu_xrq.c: an XRQ's slots, which its completions let go;
  *  - emu_raw_tm.c: an XRQ's tag list as software sees it, the command
  *    QP's list operations on it;
- *  - emu_dv_obj.c: mlx5dv_init_obj and mlx5dv_create_cq, which lay the
+ *  - emu_dv_obj.c: mlx5dv_init_obj and the DEVX attach, which lay the
  *    memory out.
  * Every object's raw state is touched by the engine thread only, under
  * emu_raw_lock, but for what the application writes (queue memory,
