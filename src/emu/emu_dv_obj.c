@@ -87,17 +87,6 @@ static struct emu_raw_rq *emu_dv_rq(emu_qbuf_t *qb, emu_srq_t *srq,
     return rq;
 }
 
-static void emu_dv_rq_free(struct emu_raw_rq *rq, const emu_qbuf_t *qb)
-{
-    if (rq != NULL) {
-        free(rq->grh);
-        if (!rq->ext && !emu_qbuf_owns(qb, rq->buf)) {
-            free(rq->buf);
-        }
-        free(rq);
-    }
-}
-
 /* A UD QP's GRH slots, one per basic block of its raw send queue */
 static int emu_dv_ud_slots(emu_qp_t *qp, uint32_t wqe_cnt)
 {
@@ -341,41 +330,6 @@ int dcx_emu_mlx5dv_init_obj(struct mlx5dv_obj *obj, uint64_t obj_type)
     return ret;
 }
 
-void emu_raw_qp_free(emu_qp_t *qp)
-{
-    struct emu_raw_sq *sq = qp->raw_sq;
-    unsigned i;
-
-    if (sq == NULL) {
-        return;
-    }
-    emu_raw_del_sq(qp);
-    if ((qp->rq != NULL) && (qp->rq->raw != NULL)) {
-        emu_raw_del_rq(qp->rq);
-        emu_dv_rq_free(qp->rq->raw, qp->qbuf);
-        qp->rq->raw = NULL;
-    }
-    for (i = 0; i < 64; ++i) {
-        if (sq->ahs[i] != NULL) {
-            ibv_destroy_ah(sq->ahs[i]);
-        }
-    }
-    if (sq->scratch_mr != NULL) {
-        dcx_mr_dereg(sq->scratch_mr);
-    }
-    free(sq->scratch);
-    free(sq->be4);
-    if (!sq->ext) {
-        if (!emu_qbuf_owns(qp->qbuf, sq->buf)) {
-            free(sq->buf);
-        }
-        free((void *)sq->dbrec);
-    }
-    free(sq);
-    qp->raw_sq = NULL;
-    emu_qbuf_reset(qp->qbuf);
-}
-
 int emu_raw_srq_attach(emu_srq_t *srq, uint8_t *buf, uint32_t wqe_cnt,
                        uint32_t stride, bool linked, volatile __be32 *dbrec)
 {
@@ -428,32 +382,4 @@ int emu_raw_qp_attach(emu_qp_t *qp, uint8_t *buf, uint32_t wqe_cnt,
         emu_raw_qp_free(qp);
     }
     return ret;
-}
-
-void emu_raw_cq_free(emu_cq_t *cq)
-{
-    if (cq->raw == NULL) {
-        return;
-    }
-    emu_raw_del_cq(cq);
-    if (!emu_qbuf_owns(cq->qbuf, cq->raw->buf)) {
-        free(cq->raw->buf);
-    }
-    free((void *)cq->raw->dbrec);
-    free(cq->raw);
-    cq->raw = NULL;
-    emu_qbuf_reset(cq->qbuf);
-}
-
-void emu_raw_srq_free(emu_srq_t *srq)
-{
-    if (srq->raw == NULL) {
-        return;
-    }
-    emu_raw_del_rq(srq);
-    emu_dv_rq_free(srq->raw, srq->qbuf);
-    free((void *)srq->raw_db);
-    srq->raw    = NULL;
-    srq->raw_db = NULL;
-    emu_qbuf_reset(srq->qbuf);
 }

@@ -17,7 +17,8 @@
  *  - emu_raw_tm.c: an XRQ's tag list as software sees it, the command
  *    QP's list operations on it;
  *  - emu_dv_obj.c: mlx5dv_init_obj and the DEVX attach, which lay the
- *    memory out.
+ *    memory out;
+ *  - emu_raw_free.c: the memory given back.
  * Every object's raw state is touched by the engine thread only, under
  * emu_raw_lock, but for what the application writes (queue memory,
  * doorbell records) and reads (CQ memory).
@@ -216,12 +217,13 @@ static inline size_t emu_dv_srq_bytes(const emu_srq_t *srq)
                        emu_dv_rq_stride(srq->max_sge, true));
 }
 
-/* emu_dv_obj.c: the memory of a QP, CQ or SRQ given back, the engine no
+/* emu_raw_free.c: the memory of a QP, CQ or SRQ given back, the engine no
  * longer serving it (emu_raw_lock held) */
 void emu_raw_qp_free(emu_qp_t *qp);
 void emu_raw_cq_free(emu_cq_t *cq);
 void emu_raw_srq_free(emu_srq_t *srq);
-/* A DEVX QP's send queue: wqe_cnt basic blocks at buf, rung through
+
+/* emu_dv_obj.c: a DEVX QP's send queue: wqe_cnt basic blocks at buf, rung through
  * dbrec, both the application's; the engine serves it from now on */
 int emu_raw_qp_attach(emu_qp_t *qp, uint8_t *buf, uint32_t wqe_cnt,
                       volatile __be32 *dbrec);
