@@ -375,7 +375,6 @@ static inline emu_ctx_t *emu_ctx(struct ibv_context *ctx)
 }
 
 /* emu_dev.c */
-extern pthread_mutex_t emu_dev_lock;
 emu_dev_t *emu_dev_of(struct ibv_device *ibdev);
 /* The context of an object: EINVAL (logged, naming 'what') if it is not a
  * context of the emulation. */

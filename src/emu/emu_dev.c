@@ -20,7 +20,7 @@
 #include <string.h>
 #include <unistd.h>
 
-pthread_mutex_t emu_dev_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t emu_dev_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static pthread_once_t emu_devs_once = PTHREAD_ONCE_INIT;
 static emu_dev_t *emu_devs;
