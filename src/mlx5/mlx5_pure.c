@@ -649,6 +649,28 @@ uint32_t dcx_mlx5_rd_atomic_next(uint32_t cur)
     return cur / 2;
 }
 
+enum ibv_wc_status dcx_mlx5_syndrome_status(uint8_t syndrome)
+{
+    /* clang-format off */
+    switch (syndrome) {
+    case MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR:        return IBV_WC_LOC_LEN_ERR;
+    case MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR:         return IBV_WC_LOC_QP_OP_ERR;
+    case MLX5_CQE_SYNDROME_LOCAL_PROT_ERR:          return IBV_WC_LOC_PROT_ERR;
+    case MLX5_CQE_SYNDROME_WR_FLUSH_ERR:            return IBV_WC_WR_FLUSH_ERR;
+    case MLX5_CQE_SYNDROME_MW_BIND_ERR:             return IBV_WC_MW_BIND_ERR;
+    case MLX5_CQE_SYNDROME_BAD_RESP_ERR:            return IBV_WC_BAD_RESP_ERR;
+    case MLX5_CQE_SYNDROME_LOCAL_ACCESS_ERR:        return IBV_WC_LOC_ACCESS_ERR;
+    case MLX5_CQE_SYNDROME_REMOTE_INVAL_REQ_ERR:    return IBV_WC_REM_INV_REQ_ERR;
+    case MLX5_CQE_SYNDROME_REMOTE_ACCESS_ERR:       return IBV_WC_REM_ACCESS_ERR;
+    case MLX5_CQE_SYNDROME_REMOTE_OP_ERR:           return IBV_WC_REM_OP_ERR;
+    case MLX5_CQE_SYNDROME_TRANSPORT_RETRY_EXC_ERR: return IBV_WC_RETRY_EXC_ERR;
+    case MLX5_CQE_SYNDROME_RNR_RETRY_EXC_ERR:       return IBV_WC_RNR_RETRY_EXC_ERR;
+    case MLX5_CQE_SYNDROME_REMOTE_ABORTED_ERR:      return IBV_WC_REM_ABORT_ERR;
+    default:                                        return IBV_WC_GENERAL_ERR;
+    }
+    /* clang-format on */
+}
+
 /* ------------------------------------------------------------------------
  * Firmware capabilities
  * ------------------------------------------------------------------------ */
@@ -659,6 +681,10 @@ uint32_t dcx_mlx5_rd_atomic_next(uint32_t cur)
 #define DCX_MLX5_ATOMIC_SIZE_QP_BIT 176u
 #define DCX_MLX5_ATOMIC_SIZE_DC_BIT 208u
 #define DCX_MLX5_ATOMIC_OPS_ALL     0xfu /* CS, FA, masked CS, masked FA */
+/* cmd_hca_cap: tag_matching, rndv_offload_dc, log_tag_matching_list_sz */
+#define DCX_MLX5_CAP_TM_BIT          1520u
+#define DCX_MLX5_CAP_TM_RNDV_DC_BIT  1522u
+#define DCX_MLX5_CAP_TM_LOG_LIST_BIT 1523u
 
 void dcx_mlx5_hca_cap_query_in(void *in, unsigned type)
 {
@@ -679,6 +705,29 @@ uint32_t dcx_mlx5_prm_get(const void *buf, uint32_t bit, uint32_t width)
                      ((uint32_t)d[2] << 8) | d[3];
 
     return (dword >> (32 - (bit % 32) - width)) & ((1u << width) - 1);
+}
+
+void dcx_mlx5_prm_set(void *buf, uint32_t bit, uint32_t width, uint32_t val)
+{
+    uint8_t *b = buf;
+    uint32_t i, pos;
+    uint8_t mask;
+
+    for (i = 0; i < width; ++i) {
+        pos  = bit + width - 1 - i; /* the value's bit i */
+        mask = (uint8_t)(0x80u >> (pos % 8));
+        if ((val >> i) & 1) {
+            b[pos / 8] |= mask;
+        } else {
+            b[pos / 8] &= (uint8_t)~mask;
+        }
+    }
+}
+
+void dcx_mlx5_prm_set64(void *buf, uint32_t bit, uint64_t val)
+{
+    dcx_mlx5_prm_set(buf, bit, 32, (uint32_t)(val >> 32));
+    dcx_mlx5_prm_set(buf, bit + 32, 32, (uint32_t)val);
 }
 
 /* A QUERY_HCA_CAP answer that can be read: its capability, or NULL */
@@ -720,6 +769,31 @@ int dcx_mlx5_atomic_hca_parse(const void *general, const void *atomic,
     }
     if (sizes & sizeof(uint64_t)) {
         *masked_p |= DCX_ATOMIC_MASKED_FADD64 | DCX_ATOMIC_MASKED_CSWAP64;
+    }
+    return 0;
+}
+
+int dcx_mlx5_tm_hca_parse(const void *general, size_t len, uint32_t *max_tags_p,
+                          const char **why_p)
+{
+    const uint8_t *gen = dcx_mlx5_hca_cap(general, len);
+    uint32_t log_sz;
+
+    *max_tags_p = 0;
+    if (gen == NULL) {
+        *why_p = "QUERY_HCA_CAP (general) failed or answered short";
+        return EPROTO;
+    }
+    log_sz = dcx_mlx5_prm_get(gen, DCX_MLX5_CAP_TM_LOG_LIST_BIT, 5);
+    if (!dcx_mlx5_prm_get(gen, DCX_MLX5_CAP_TM_BIT, 1)) {
+        *why_p = "the firmware has no tag matching";
+    } else if (!dcx_mlx5_prm_get(gen, DCX_MLX5_CAP_TM_RNDV_DC_BIT, 1)) {
+        *why_p = "the firmware has no rendezvous offload on DC";
+    } else if (log_sz < 1) {
+        *why_p = "the tag list has no room for an entry";
+    } else {
+        /* an XRQ's log_matching_list_sz has 4 bits */
+        *max_tags_p = (1u << ((log_sz < 15) ? log_sz : 15)) - 1;
     }
     return 0;
 }

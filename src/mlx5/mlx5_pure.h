@@ -164,6 +164,8 @@ int dcx_mlx5_gid_select(const struct ibv_gid_entry *entries, unsigned count);
  * Completions
  * ------------------------------------------------------------------------ */
 dcx_wc_status_t dcx_mlx5_wc_status(enum ibv_wc_status status);
+/* The verbs status of a CQE's PRM syndrome, as libmlx5 translates it */
+enum ibv_wc_status dcx_mlx5_syndrome_status(uint8_t syndrome);
 
 /* Maps a verbs completion opcode; EINVAL for opcodes dcx never produces
  * (BIND_MW, TSO, RAW WQE, MEMCPY). */
@@ -244,6 +246,22 @@ void dcx_mlx5_hca_cap_query_in(void *in, unsigned type);
 /* A field of 'width' bits (1..31) at bit offset 'bit' of buf, counted from
  * the most significant bit of its first big-endian dword (the PRM's). */
 uint32_t dcx_mlx5_prm_get(const void *buf, uint32_t bit, uint32_t width);
+
+/* Writes 'width' bits (1..32) of val at bit offset 'bit' of buf, counted
+ * as dcx_mlx5_prm_get counts them; the other bits are kept. */
+void dcx_mlx5_prm_set(void *buf, uint32_t bit, uint32_t width, uint32_t val);
+/* The 64 bits at bit offset 'bit' (a multiple of 32), big-endian */
+void dcx_mlx5_prm_set64(void *buf, uint32_t bit, uint64_t val);
+
+/* Tag matching on DC, from the answer to the general QUERY_HCA_CAP: the
+ * list entries one tag-matching XRQ offers (2^log_tag_matching_list_sz -
+ * 1, at most 2^15 - 1: the XRQ's list size field has 4 bits) into
+ * *max_tags_p when the firmware has tag matching with the rendezvous
+ * offload on DC, else 0 and the reason in *why_p.  EPROTO with
+ * *why_p for an answer shorter than DCX_MLX5_HCA_CAP_OUT_LEN or with a
+ * non-zero status. */
+int dcx_mlx5_tm_hca_parse(const void *general, size_t len, uint32_t *max_tags_p,
+                          const char **why_p);
 
 /* The masked atomics DC offers (DCX_ATOMIC_MASKED_*), from the answers to
  * the general and the atomic QUERY_HCA_CAP: both masked operations (and

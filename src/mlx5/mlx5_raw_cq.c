@@ -59,28 +59,6 @@ dcx_mlx5_raw_cqe_sw(const dcx_mlx5_raw_cq_t *rc, uint32_t idx)
     return cqe;
 }
 
-static enum ibv_wc_status dcx_mlx5_raw_syndrome(uint8_t syndrome)
-{
-    /* clang-format off */
-    switch (syndrome) {
-    case MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR:        return IBV_WC_LOC_LEN_ERR;
-    case MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR:         return IBV_WC_LOC_QP_OP_ERR;
-    case MLX5_CQE_SYNDROME_LOCAL_PROT_ERR:          return IBV_WC_LOC_PROT_ERR;
-    case MLX5_CQE_SYNDROME_WR_FLUSH_ERR:            return IBV_WC_WR_FLUSH_ERR;
-    case MLX5_CQE_SYNDROME_MW_BIND_ERR:             return IBV_WC_MW_BIND_ERR;
-    case MLX5_CQE_SYNDROME_BAD_RESP_ERR:            return IBV_WC_BAD_RESP_ERR;
-    case MLX5_CQE_SYNDROME_LOCAL_ACCESS_ERR:        return IBV_WC_LOC_ACCESS_ERR;
-    case MLX5_CQE_SYNDROME_REMOTE_INVAL_REQ_ERR:    return IBV_WC_REM_INV_REQ_ERR;
-    case MLX5_CQE_SYNDROME_REMOTE_ACCESS_ERR:       return IBV_WC_REM_ACCESS_ERR;
-    case MLX5_CQE_SYNDROME_REMOTE_OP_ERR:           return IBV_WC_REM_OP_ERR;
-    case MLX5_CQE_SYNDROME_TRANSPORT_RETRY_EXC_ERR: return IBV_WC_RETRY_EXC_ERR;
-    case MLX5_CQE_SYNDROME_RNR_RETRY_EXC_ERR:       return IBV_WC_RNR_RETRY_EXC_ERR;
-    case MLX5_CQE_SYNDROME_REMOTE_ABORTED_ERR:      return IBV_WC_REM_ABORT_ERR;
-    default:                                        return IBV_WC_GENERAL_ERR;
-    }
-    /* clang-format on */
-}
-
 /* The SRQ of a receive CQE: the CQ's one, or its DCT's */
 static dcx_mlx5_srq_t *dcx_mlx5_raw_srq_of(dcx_mlx5_cq_t *cq, uint32_t qpn)
 {
@@ -118,7 +96,7 @@ static int dcx_mlx5_raw_recv(dcx_mlx5_cq_t *cq, const struct mlx5_cqe64 *cqe,
     if (opcode == MLX5_CQE_RESP_ERR) {
         err        = (const struct mlx5_err_cqe *)cqe;
         wc->opcode = DCX_WC_RECV;
-        wc->status = dcx_mlx5_wc_status(dcx_mlx5_raw_syndrome(err->syndrome));
+        wc->status = dcx_mlx5_wc_status(dcx_mlx5_syndrome_status(err->syndrome));
         wc->vendor_err = err->vendor_err_synd;
         wc->byte_len   = 0;
         return 1;
@@ -173,7 +151,7 @@ static int dcx_mlx5_raw_send(dcx_mlx5_cq_t *cq, const struct mlx5_cqe64 *cqe,
         c.byte_len   = be32toh(cqe->byte_cnt);
         c.vendor_err = 0;
     } else {
-        c.status     = dcx_mlx5_raw_syndrome(err->syndrome);
+        c.status     = dcx_mlx5_syndrome_status(err->syndrome);
         c.byte_len   = 0;
         c.vendor_err = err->vendor_err_synd;
     }

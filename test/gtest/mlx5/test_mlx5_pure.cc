@@ -811,6 +811,94 @@ TEST_F(mlx5_atomic_hca, failed_answers_bad_flow)
     EXPECT_EQ(0u, parse(EPROTO));
 }
 
+/* Tag matching on DC: tag_matching (bit 1520) and rndv_offload_dc (1522)
+ * of the general capabilities, the list of 2^log_tag_matching_list_sz
+ * slots (bits 1523, 5 wide), one always free */
+class mlx5_tm_hca : public mlx5_atomic_hca {
+protected:
+    void SetUp() override
+    {
+        mlx5_atomic_hca::SetUp();
+        set(general, 1520, 1, 1);
+        set(general, 1521, 1, 0); /* no RC rendezvous offload: not needed */
+        set(general, 1522, 1, 1);
+        set(general, 1523, 5, 10);
+    }
+
+    uint32_t tm_parse(int expect_ret, const char **why_p)
+    {
+        uint32_t max_tags = 0xdead;
+
+        *why_p = nullptr;
+        EXPECT_EQ(expect_ret,
+                  dcx_mlx5_tm_hca_parse(general.data(), general.size(),
+                                        &max_tags, why_p));
+        return max_tags;
+    }
+};
+
+TEST_F(mlx5_tm_hca, list_size_from_log)
+{
+    const char *why;
+
+    EXPECT_EQ(1023u, tm_parse(0, &why));
+    EXPECT_EQ(nullptr, why);
+    set(general, 1523, 5, 1);
+    EXPECT_EQ(1u, tm_parse(0, &why));
+    set(general, 1523, 5, 16); /* an XRQ's list takes 2^15 slots */
+    EXPECT_EQ(32767u, tm_parse(0, &why));
+}
+
+TEST_F(mlx5_tm_hca, none_without_dc_offload_bad_flow)
+{
+    const char *why;
+
+    set(general, 1522, 1, 0); /* RC only */
+    EXPECT_EQ(0u, tm_parse(0, &why));
+    EXPECT_NE(nullptr, why);
+    set(general, 1522, 1, 1);
+    set(general, 1520, 1, 0);
+    EXPECT_EQ(0u, tm_parse(0, &why));
+    EXPECT_NE(nullptr, why);
+    set(general, 1520, 1, 1);
+    set(general, 1523, 5, 0); /* a list of one slot holds no entry */
+    EXPECT_EQ(0u, tm_parse(0, &why));
+    EXPECT_NE(nullptr, why);
+}
+
+TEST_F(mlx5_tm_hca, failed_answer_bad_flow)
+{
+    const char *why;
+
+    general[0] = 0x3;
+    EXPECT_EQ(0u, tm_parse(EPROTO, &why));
+    EXPECT_NE(nullptr, why);
+    general[0] = 0;
+    general.resize(100);
+    EXPECT_EQ(0u, tm_parse(EPROTO, &why));
+}
+
+TEST(mlx5_prm, set_writes_only_its_field)
+{
+    uint8_t b[16];
+
+    memset(b, 0xff, sizeof(b));
+    dcx_mlx5_prm_set(b, 13, 7, 0);
+    EXPECT_EQ(0u, dcx_mlx5_prm_get(b, 13, 7));
+    EXPECT_EQ(1u, dcx_mlx5_prm_get(b, 12, 1));
+    EXPECT_EQ(1u, dcx_mlx5_prm_get(b, 20, 1));
+    dcx_mlx5_prm_set(b, 13, 7, 0x55);
+    EXPECT_EQ(0x55u, dcx_mlx5_prm_get(b, 13, 7));
+    memset(b, 0, sizeof(b));
+    dcx_mlx5_prm_set(b, 32, 32, 0x12345678u);
+    EXPECT_EQ(0x12, b[4]);
+    EXPECT_EQ(0x78, b[7]);
+    dcx_mlx5_prm_set64(b, 64, 0x0102030405060708ull);
+    EXPECT_EQ(0x01, b[8]);
+    EXPECT_EQ(0x08, b[15]);
+    EXPECT_EQ(0, b[3]);
+}
+
 TEST(mlx5_hca, query_command_names_its_type)
 {
     uint8_t in[DCX_MLX5_HCA_CAP_IN_LEN];
