@@ -307,7 +307,13 @@ static inline uint64_t dcx_mlx5_raw_sq_seq(const dcx_mlx5_qp_t *qp,
 }
 
 /* mlx5_raw_srq.c */
+/* Takes the WQEs of the SRQ libmlx5 made (mlx5dv_init_obj) */
 int dcx_mlx5_raw_srq_init(dcx_mlx5_srq_t *srq);
+/* Takes cnt WQEs of stride bytes at buf, a new linked list (head 0, tail
+ * cnt - 1), counted in dbrec: post_recv and post_recv_list write them */
+int dcx_mlx5_raw_srq_setup(dcx_mlx5_srq_t *srq, void *buf, uint32_t stride,
+                           uint32_t cnt, uint32_t head, uint32_t tail,
+                           volatile __be32 *dbrec);
 void dcx_mlx5_raw_srq_free(dcx_mlx5_srq_t *srq);
 /* The receive of WQE idx completed: its wr_id; the WQE is free again */
 uint64_t dcx_mlx5_raw_srq_done(dcx_mlx5_raw_srq_t *srq, uint16_t idx);

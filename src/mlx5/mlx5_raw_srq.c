@@ -123,33 +123,21 @@ uint64_t dcx_mlx5_raw_srq_done(dcx_mlx5_raw_srq_t *rs, uint16_t idx)
     return rs->wr_id[idx];
 }
 
-int dcx_mlx5_raw_srq_init(dcx_mlx5_srq_t *srq)
+int dcx_mlx5_raw_srq_setup(dcx_mlx5_srq_t *srq, void *buf, uint32_t stride,
+                           uint32_t cnt, uint32_t head, uint32_t tail,
+                           volatile __be32 *dbrec)
 {
     const char *name = srq->super.dev->caps.name;
     dcx_mlx5_raw_srq_t *rs;
-    struct mlx5dv_obj obj;
-    struct mlx5dv_srq dv;
-    uint32_t cnt;
-    int ret;
 
-    memset(&obj, 0, sizeof(obj));
-    memset(&dv, 0, sizeof(dv));
-    obj.srq.in  = srq->srq;
-    obj.srq.out = &dv;
-    ret         = mlx5dv_init_obj(&obj, MLX5DV_OBJ_SRQ);
-    if (ret != 0) {
-        dcx_error("%s: srq: mlx5dv_init_obj failed: %s", name, strerror(ret));
-        return ret;
-    }
     /* a new SRQ: its list runs from WQE 0 to the tail, the last one */
-    cnt = dv.tail + 1;
-    if ((dv.head != 0) || (cnt & (cnt - 1)) || (cnt > 0x10000) ||
-        (dv.stride <
-         sizeof(struct mlx5_wqe_srq_next_seg) +
-             srq->super.max_sge * sizeof(struct mlx5_wqe_data_seg))) {
-        dcx_error("%s: srq: a queue of %u WQEs of %u bytes (head %u) cannot "
-                  "be written raw",
-                  name, cnt, dv.stride, dv.head);
+    if ((head != 0) || (tail + 1 != cnt) || (cnt & (cnt - 1)) ||
+        (cnt > 0x10000) ||
+        (stride < sizeof(struct mlx5_wqe_srq_next_seg) +
+                      srq->super.max_sge * sizeof(struct mlx5_wqe_data_seg))) {
+        dcx_error("%s: srq: a queue of %u WQEs of %u bytes (head %u, tail "
+                  "%u) cannot be written raw",
+                  name, cnt, stride, head, tail);
         return EINVAL;
     }
     rs = calloc(1, sizeof(*rs));
@@ -166,16 +154,36 @@ int dcx_mlx5_raw_srq_init(dcx_mlx5_srq_t *srq)
         dcx_error("%s: srq: out of memory", name);
         return ENOMEM;
     }
-    rs->buf                   = dv.buf;
-    rs->stride                = dv.stride;
+    rs->buf                   = buf;
+    rs->stride                = stride;
     rs->wqe_cnt               = cnt;
-    rs->dbrec                 = dv.dbrec;
-    rs->head                  = (uint16_t)dv.head;
-    rs->tail                  = (uint16_t)dv.tail;
+    rs->dbrec                 = dbrec;
+    rs->head                  = (uint16_t)head;
+    rs->tail                  = (uint16_t)tail;
     srq->raw                  = rs;
     srq->super.post_recv      = dcx_mlx5_raw_srq_post_recv;
     srq->super.post_recv_list = dcx_mlx5_raw_srq_post_recv_list;
     return 0;
+}
+
+int dcx_mlx5_raw_srq_init(dcx_mlx5_srq_t *srq)
+{
+    struct mlx5dv_obj obj;
+    struct mlx5dv_srq dv;
+    int ret;
+
+    memset(&obj, 0, sizeof(obj));
+    memset(&dv, 0, sizeof(dv));
+    obj.srq.in  = srq->srq;
+    obj.srq.out = &dv;
+    ret         = mlx5dv_init_obj(&obj, MLX5DV_OBJ_SRQ);
+    if (ret != 0) {
+        dcx_error("%s: srq: mlx5dv_init_obj failed: %s",
+                  srq->super.dev->caps.name, strerror(ret));
+        return ret;
+    }
+    return dcx_mlx5_raw_srq_setup(srq, dv.buf, dv.stride, dv.tail + 1, dv.head,
+                                  dv.tail, dv.dbrec);
 }
 
 void dcx_mlx5_raw_srq_free(dcx_mlx5_srq_t *srq)
