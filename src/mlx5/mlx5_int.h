@@ -20,6 +20,8 @@
 typedef struct dcx_mlx5_cq dcx_mlx5_cq_t;
 typedef struct dcx_mlx5_qp dcx_mlx5_qp_t;
 typedef struct dcx_mlx5_channel dcx_mlx5_channel_t;
+typedef struct dcx_mlx5_srq dcx_mlx5_srq_t;
+typedef struct dcx_mlx5_xrq dcx_mlx5_xrq_t;
 
 typedef struct dcx_mlx5_dev {
     dcx_dev_t super;
@@ -90,13 +92,19 @@ typedef struct dcx_mlx5_raw_srq {
     uint64_t *first;  /* per WQE index: its first buffer (CQE scatter) */
 } dcx_mlx5_raw_srq_t;
 
-typedef struct dcx_mlx5_srq {
+struct dcx_mlx5_srq {
     dcx_srq_t super;
-    struct ibv_srq *srq;
+    struct ibv_srq *srq; /* NULL: a tag-matching XRQ */
     dcx_mlx5_cq_t *cq;
     dcx_mlx5_raw_srq_t *raw; /* NULL: posted through libmlx5 */
     dcx_mlx5_cq_t *raw_cq;   /* the CQ its receives were given to */
-} dcx_mlx5_srq_t;
+    /* DCX_SRQ_TM: the XRQ, its tag list and command QP (mlx5_xrq.c) */
+    dcx_mlx5_xrq_t *xrq;
+    /* DCX_SRQ_TM: a CQE of its tag list (app 1, a list operation's, or
+     * the command QP's error) read by the CQ: 1 with *wc filled */
+    int (*tm_cqe)(dcx_mlx5_srq_t *srq, const struct mlx5_cqe64 *cqe,
+                  dcx_wc_t *wc);
+};
 
 /* A CQ the backend polls in memory (mlx5_raw_cq.c) */
 typedef struct dcx_mlx5_raw_cq {
@@ -111,6 +119,8 @@ typedef struct dcx_mlx5_raw_cq {
     uint32_t arm_sn;     /* events collected, 2 bits */
     dcx_mlx5_srq_t *srq; /* the raw SRQ whose receives complete here */
     bool multi_srq;      /* more than one: found through the DCT */
+    /* the tag-matching SRQ whose list operations complete here (one) */
+    dcx_mlx5_srq_t *tm_srq;
 } dcx_mlx5_raw_cq_t;
 
 /* How a CQ is polled: decided by the first queue that uses it */
@@ -199,6 +209,8 @@ struct dcx_mlx5_qp {
     uint32_t streams_errored;
     uint32_t streams_err_max;
     dcx_mlx5_raw_sq_t *raw; /* a DCI on a raw CQ */
+    /* a DCT on a tag-matching SRQ, made through DEVX (mlx5_xrq.c) */
+    struct mlx5dv_devx_obj *devx_dct;
     /* UMR: a configure's translation table, built here at post */
     struct mlx5dv_mr_interleaved *umr_il;
     struct ibv_sge *umr_sge;
@@ -243,6 +255,19 @@ uint32_t dcx_mlx5_atomic_selftest(dcx_mlx5_dev_t *dev);
 int dcx_mlx5_srq_create(dcx_pd_t *pd, const dcx_srq_attr_t *attr,
                         dcx_srq_t **srq_p);
 int dcx_mlx5_srq_destroy(dcx_srq_t *srq);
+
+/* mlx5_xrq.c: the tag-matching SRQ (DCX_SRQ_TM) of srq, whose dev, pd,
+ * cq (polled in memory) and max_sge are set, on a device with
+ * DCX_CAP_TM; 0, or an errno (logged) with nothing left */
+int dcx_mlx5_xrq_create(dcx_mlx5_srq_t *srq, const dcx_srq_attr_t *attr);
+int dcx_mlx5_xrq_destroy(dcx_mlx5_srq_t *srq);
+/* The DCT qp (its attr and recv_cq set) on a tag-matching SRQ, through
+ * DEVX: qp->devx_dct and its number; 0 or an errno (logged) */
+int dcx_mlx5_xrq_dct_create(dcx_mlx5_qp_t *qp, dcx_mlx5_pd_t *pd);
+/* 0, or the errno (the caller logs) */
+int dcx_mlx5_xrq_dct_destroy(dcx_mlx5_qp_t *qp);
+/* Outstanding list operations a TM SRQ takes (its command QP's depth) */
+#define DCX_MLX5_TM_MAX_OPS 256u
 
 /* mlx5_ah.c */
 int dcx_mlx5_addr_check(dcx_dev_t *dev, const void *addr, size_t len, char *why,

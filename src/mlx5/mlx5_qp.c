@@ -579,6 +579,14 @@ static int dcx_mlx5_dct_create(dcx_mlx5_qp_t *qp, dcx_mlx5_pd_t *pd)
     struct ibv_qp_attr qattr;
     int ret;
 
+    if (srq->xrq != NULL) {
+        /* on a tag-matching XRQ: a DEVX DCT (mlx5_xrq.c) */
+        ret = dcx_mlx5_xrq_dct_create(qp, pd);
+        if (ret != 0) {
+            return ret;
+        }
+        goto map;
+    }
     /* its receives are polled the way its SRQ is written */
     ret = dcx_mlx5_cq_use(qp->recv_cq, srq->raw != NULL, "dct");
     if (ret != 0) {
@@ -642,6 +650,7 @@ static int dcx_mlx5_dct_create(dcx_mlx5_qp_t *qp, dcx_mlx5_pd_t *pd)
 
     /* the hardware DCT exists, and has its number, only from RTR on */
     qp->super.qp_num = qp->qp->qp_num;
+map:
     ret = dcx_mlx5_qpmap_insert(&qp->recv_cq->qpmap, qp->super.qp_num, qp);
     if (ret != 0) {
         dcx_error("%s: dct 0x%x: QP map insert failed: %s",
@@ -652,7 +661,11 @@ static int dcx_mlx5_dct_create(dcx_mlx5_qp_t *qp, dcx_mlx5_pd_t *pd)
     return 0;
 
 err_destroy:
-    ibv_destroy_qp(qp->qp);
+    if (qp->devx_dct != NULL) {
+        dcx_mlx5_xrq_dct_destroy(qp);
+    } else {
+        ibv_destroy_qp(qp->qp);
+    }
     return ret;
 }
 
@@ -786,11 +799,11 @@ int dcx_mlx5_qp_destroy(dcx_qp_t *super)
     dcx_mlx5_dev_t *dev = dcx_mlx5_dev(super->dev);
     int ret;
 
-    ret = ibv_destroy_qp(qp->qp);
+    ret = (qp->devx_dct != NULL) ? dcx_mlx5_xrq_dct_destroy(qp) :
+                                   ibv_destroy_qp(qp->qp);
     if (ret != 0) {
-        dcx_error("%s: %s 0x%x: ibv_destroy_qp failed: %s",
-                  dev->super.caps.name, dcx_mlx5_qp_kind(qp), super->qp_num,
-                  strerror(ret));
+        dcx_error("%s: %s 0x%x: destroy failed: %s", dev->super.caps.name,
+                  dcx_mlx5_qp_kind(qp), super->qp_num, strerror(ret));
         return ret;
     }
     dcx_mlx5_qpmap_remove((super->type != DCX_QPT_DCT) ? &qp->send_cq->qpmap :

@@ -89,6 +89,9 @@ static int dcx_mlx5_raw_recv(dcx_mlx5_cq_t *cq, const struct mlx5_cqe64 *cqe,
                  cq->super.dev->caps.name, qpn);
         return 0;
     }
+    if (__builtin_expect(cqe->app != 0, 0) && (srq->tm_cqe != NULL)) {
+        return srq->tm_cqe(srq, cqe, wc); /* a tag-matching receive */
+    }
     idx        = be16toh(cqe->wqe_counter);
     wc->wr_id  = dcx_mlx5_raw_srq_done(srq->raw, idx);
     wc->qp_num = qpn;
@@ -135,6 +138,10 @@ static int dcx_mlx5_raw_send(dcx_mlx5_cq_t *cq, const struct mlx5_cqe64 *cqe,
 
     qp = dcx_mlx5_qpmap_find(&cq->qpmap, qpn);
     if ((qp == NULL) || (qp->raw == NULL)) {
+        if (cq->raw->tm_srq != NULL) {
+            /* the tag-matching SRQ's command QP, which is no dcx QP */
+            return cq->raw->tm_srq->tm_cqe(cq->raw->tm_srq, cqe, wc);
+        }
         dcx_debug("%s: cq: completion for unknown QP 0x%x dropped",
                   cq->super.dev->caps.name, qpn);
         return 0;
@@ -173,6 +180,12 @@ static int dcx_mlx5_raw_one(dcx_mlx5_cq_t *cq, const struct mlx5_cqe64 *cqe,
     case MLX5_CQE_RESP_SEND_INV:
     case MLX5_CQE_RESP_ERR:
         return dcx_mlx5_raw_recv(cq, cqe, opcode, wc);
+    case MLX5_CQE_NO_PACKET:
+        /* a tag-list operation's */
+        if (cq->raw->tm_srq != NULL) {
+            return cq->raw->tm_srq->tm_cqe(cq->raw->tm_srq, cqe, wc);
+        }
+        /* fall through */
     default:
         dcx_warn("%s: cq 0x%x: a CQE of opcode %u dropped",
                  cq->super.dev->caps.name, cq->raw->cqn, opcode);

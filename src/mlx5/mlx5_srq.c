@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * dcx mlx5 backend: shared receive queues (basic only: DC tag matching needs
- * DEVX objects), posted one WR or a chained list at a time through
- * libmlx5, or written in memory (mlx5_raw_srq.c) when their CQ is polled
- * there.
+ * dcx mlx5 backend: shared receive queues, posted one WR or a chained list
+ * at a time through libmlx5, or written in memory (mlx5_raw_srq.c) when
+ * their CQ is polled there.  A tag-matching SRQ is made of DEVX objects
+ * (mlx5_xrq.c).
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
@@ -102,12 +102,13 @@ int dcx_mlx5_srq_create(dcx_pd_t *pd, const dcx_srq_attr_t *attr,
     dcx_mlx5_srq_t *srq;
     int ret;
 
-    if (attr->type != DCX_SRQ_BASIC) {
-        /* DC tag matching needs DEVX XRQ/DCT objects
-         * (docs/device-semantics.md section 9.9);
-         * caps carry no DCX_CAP_TM and tm_* limits of 0 */
-        dcx_error("%s: srq: tag-matching SRQs are not supported by the mlx5 "
-                  "backend (DC tag matching needs DEVX objects)",
+    if ((attr->type != DCX_SRQ_BASIC) && (attr->type != DCX_SRQ_TM)) {
+        dcx_error("%s: srq: unknown type %u", name, attr->type);
+        return EINVAL;
+    }
+    if ((attr->type == DCX_SRQ_TM) && !(pd->dev->caps.flags & DCX_CAP_TM)) {
+        dcx_error("%s: srq: the device has no tag matching (it needs DEVX, "
+                  "raw queues and an InfiniBand port)",
                   name);
         return EOPNOTSUPP;
     }
@@ -123,6 +124,22 @@ int dcx_mlx5_srq_create(dcx_pd_t *pd, const dcx_srq_attr_t *attr,
     if (srq == NULL) {
         dcx_error("%s: srq: out of memory", name);
         return ENOMEM;
+    }
+    if (attr->type == DCX_SRQ_TM) {
+        /* DC tag matching: DEVX objects (mlx5_xrq.c) on a CQ polled in
+         * memory */
+        srq->cq            = (dcx_mlx5_cq_t *)attr->cq;
+        srq->super.dev     = pd->dev;
+        srq->super.pd      = pd;
+        srq->super.max_sge = attr->max_sge;
+        ret                = dcx_mlx5_cq_use(srq->cq, true, "tm srq");
+        ret                = (ret != 0) ? ret : dcx_mlx5_xrq_create(srq, attr);
+        if (ret != 0) {
+            free(srq);
+            return ret;
+        }
+        *srq_p = &srq->super;
+        return 0;
     }
     memset(&init, 0, sizeof(init));
     init.attr.max_wr  = attr->max_wr;
@@ -163,11 +180,18 @@ int dcx_mlx5_srq_destroy(dcx_srq_t *super)
     dcx_mlx5_srq_t *srq = (dcx_mlx5_srq_t *)super;
     int ret;
 
-    ret = ibv_destroy_srq(srq->srq);
-    if (ret != 0) {
-        dcx_error("%s: srq: ibv_destroy_srq failed: %s", super->dev->caps.name,
-                  strerror(ret));
-        return ret;
+    if (srq->xrq != NULL) {
+        ret = dcx_mlx5_xrq_destroy(srq); /* logged */
+        if (ret != 0) {
+            return ret;
+        }
+    } else {
+        ret = ibv_destroy_srq(srq->srq);
+        if (ret != 0) {
+            dcx_error("%s: srq: ibv_destroy_srq failed: %s",
+                      super->dev->caps.name, strerror(ret));
+            return ret;
+        }
     }
     if ((srq->raw_cq != NULL) && (srq->raw_cq->raw->srq == srq)) {
         srq->raw_cq->raw->srq = NULL;
