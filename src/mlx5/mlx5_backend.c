@@ -15,6 +15,7 @@
 typedef struct dcx_mlx5_params {
     uint32_t enable; /* MLX5 */
     uint32_t raw;    /* MLX5_RAW */
+    uint32_t tm;     /* MLX5_TM */
 } dcx_mlx5_params_t;
 
 static int dcx_mlx5_backend_list(const void *block, dcx_dev_info_t *out,
@@ -26,7 +27,7 @@ static int dcx_mlx5_backend_list(const void *block, dcx_dev_info_t *out,
         *count_p = 0;
         return 0;
     }
-    return dcx_mlx5_list(out, max, count_p, params->raw != 0);
+    return dcx_mlx5_list(out, max, count_p, params->raw != 0, params->tm != 0);
 }
 
 static const dcx_param_t dcx_mlx5_params[] = {
@@ -48,6 +49,16 @@ static const dcx_param_t dcx_mlx5_params[] = {
          "n, post and poll through libmlx5's ibv_wr_* and ibv_start_poll.",
      .type   = DCX_PARAM_BOOL,
      .offset = offsetof(dcx_mlx5_params_t, raw),
+     .size   = sizeof(uint32_t),
+     .min    = 0,
+     .max    = 1},
+    {.name = "MLX5_TM",
+     .dflt = "y",
+     .doc =
+         "Offer tag matching on DC where the device has it (DEVX, raw queues\n"
+         "and an InfiniBand port); with n, the device reports none.",
+     .type   = DCX_PARAM_BOOL,
+     .offset = offsetof(dcx_mlx5_params_t, tm),
      .size   = sizeof(uint32_t),
      .min    = 0,
      .max    = 1}};

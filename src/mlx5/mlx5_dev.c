@@ -37,7 +37,7 @@ static void dcx_mlx5_report_none(const char *why, int err)
 }
 
 int dcx_mlx5_list(dcx_dev_info_t *out, unsigned max, unsigned *count_p,
-                  bool raw)
+                  bool raw, bool tm)
 {
     struct ibv_device **list;
     unsigned count = 0;
@@ -69,6 +69,7 @@ int dcx_mlx5_list(dcx_dev_info_t *out, unsigned max, unsigned *count_p,
         out[count].backend       = &dcx_mlx5_backend;
         out[count].index         = (unsigned)i;
         out[count].priv.bytes[0] = raw;
+        out[count].priv.bytes[1] = tm;
         ++count;
     }
     ibv_free_device_list(list);
@@ -380,6 +381,61 @@ static void dcx_mlx5_close(dcx_dev_t *super)
     free(dev);
 }
 
+/* Tag matching on DC, made of DEVX objects whose queues the backend
+ * writes and reads (mlx5_xrq.c): where DEVX and raw queues are on, the
+ * port is InfiniBand (the command QP is connected to itself, which a RoCE
+ * port does through its own MAC: not done) and the firmware offers tag
+ * matching with the rendezvous offload on DC */
+static void dcx_mlx5_tm_probe(dcx_mlx5_dev_t *dev,
+                              const struct ibv_device_attr_ex *dattr)
+{
+    const char *name  = dev->super.caps.name;
+    const char *why   = NULL;
+    uint32_t max_tags = 0;
+    uint8_t *general;
+
+    if (!dev->tm_on) {
+        dcx_debug("%s: no tag matching: switched off (MLX5_TM)", name);
+        return;
+    }
+    if (!dev->devx || !dev->raw) {
+        dcx_debug("%s: no tag matching: it needs DEVX and raw queues", name);
+        return;
+    }
+    if (dev->link_layer != IBV_LINK_LAYER_INFINIBAND) {
+        dcx_debug("%s: no tag matching on a RoCE port", name);
+        return;
+    }
+    if (dattr->tm_caps.max_rndv_hdr_size == 0) {
+        dcx_debug("%s: no tag matching: no rendezvous header size", name);
+        return;
+    }
+    general = calloc(1, DCX_MLX5_HCA_CAP_OUT_LEN);
+    if (general == NULL) {
+        return;
+    }
+    if (dcx_mlx5_hca_query(dev, DCX_MLX5_CAP_GENERAL, general) == 0) {
+        dcx_mlx5_tm_hca_parse(general, DCX_MLX5_HCA_CAP_OUT_LEN, &max_tags,
+                              &why);
+    } else {
+        why = "QUERY_HCA_CAP failed";
+    }
+    free(general);
+    if (max_tags == 0) {
+        dcx_debug("%s: no tag matching: %s", name, why);
+        return;
+    }
+    dev->super.caps.flags |= DCX_CAP_TM;
+    dev->super.caps.tm_max_tags     = max_tags;
+    dev->super.caps.tm_max_ops      = DCX_MLX5_TM_MAX_OPS;
+    dev->super.caps.tm_max_rndv_hdr = dattr->tm_caps.max_rndv_hdr_size;
+    dev->super.caps.tm_max_sge      = 1;
+    dcx_debug("%s: tag matching: %u tags, %u operations, rendezvous header "
+              "%u bytes",
+              name, max_tags, DCX_MLX5_TM_MAX_OPS,
+              dattr->tm_caps.max_rndv_hdr_size);
+}
+
 int dcx_mlx5_open(const dcx_dev_info_t *info, dcx_dev_t **dev_p)
 {
     struct ibv_device_attr_ex dattr;
@@ -421,6 +477,7 @@ int dcx_mlx5_open(const dcx_dev_info_t *info, dcx_dev_t **dev_p)
     dev->super.ops     = &dcx_mlx5_dev_ops;
     dev->super.backend = &dcx_mlx5_backend;
     dev->raw           = info->priv.bytes[0] != 0;
+    dev->tm_on         = info->priv.bytes[1] != 0;
 
     dev->ctx = dcx_mlx5_open_context(ibdev, &dev->devx);
     ibv_free_device_list(list);
@@ -492,6 +549,8 @@ int dcx_mlx5_open(const dcx_dev_info_t *info, dcx_dev_t **dev_p)
     }
     /* strided keys: added to the final caps */
     dcx_mlx5_umr_probe(dev, &dattr);
+    /* tag matching on DC (mlx5_xrq.c) */
+    dcx_mlx5_tm_probe(dev, &dattr);
     /* wake-up events where the context gives completion channels */
     if (dcx_mlx5_channel_probe(dev)) {
         dev->super.caps.flags |= DCX_CAP_CQ_EVENT;

@@ -51,6 +51,8 @@ typedef struct dcx_mlx5_dev {
     /* Raw queues (knob MLX5_RAW, mlx5_raw_cq.c): DCIs write their WQEs
      * into their send queues, CQs are polled and SRQs posted in memory */
     bool raw;
+    /* Tag matching offered where the device has it (knob MLX5_TM) */
+    bool tm_on;
     /* 4-byte masked atomics fetch their value in network order (the
      * self-test found it; the host-order mode is for 8-byte operands):
      * each completion turns it to host order (mlx5_raw_sq.c) */
@@ -234,9 +236,10 @@ extern const dcx_backend_t dcx_mlx5_backend;
 
 /* mlx5_dev.c */
 extern const dcx_dev_ops_t dcx_mlx5_dev_ops;
-/* raw: the devices' queues are written and read in memory (MLX5_RAW) */
+/* raw: the devices' queues are written and read in memory (MLX5_RAW);
+ * tm: tag matching where the device has it (MLX5_TM) */
 int dcx_mlx5_list(dcx_dev_info_t *out, unsigned max, unsigned *count_p,
-                  bool raw);
+                  bool raw, bool tm);
 int dcx_mlx5_open(const dcx_dev_info_t *info, dcx_dev_t **dev_p);
 
 /* mlx5_hca.c: QUERY_HCA_CAP of the current capabilities of a type into

@@ -300,7 +300,8 @@ uint32_t dcx_mlx5_rd_atomic_next(uint32_t cur);
 /* Fills caps from the device and port attributes plus the probe result
  * (mlx5dv_query_device adds nothing dcx_dev_caps_t has a field for: DC
  * support is not in it, and the DCI stream and ODP fields are not used).
- * Never advertises tag matching (not implemented by this backend), nor
+ * Never advertises tag matching (the open adds it where the firmware and
+ * the port offer it), nor
  * masked atomics (the open adds those its self-test found), nor strided
  * mkeys (dcx_mlx5_umr_caps_translate adds those);
  * DC only when the probe created a DCI; 64-bit atomics only when the

@@ -712,14 +712,16 @@ TEST_P(uct_dcx_tag, am_between_tm_and_non_tm)
     flush_ep(ep_nt);
 }
 
-/* UCX_DCX_SOFT_TM=n: the soft device has no tag matching, as a NIC
- * without it: "try" gives a plain SRQ, "y" fails with one error */
+/* UCX_DCX_SOFT_TM=n and UCX_DCX_MLX5_TM=n: the device has no tag
+ * matching, as a NIC without it: "try" gives a plain SRQ, "y" fails with
+ * one error */
 class uct_dcx_tag_dev_off : public uct_dcx_tag {
 protected:
     virtual void init_env(scoped_env &env)
     {
         uct_dcx_tag::init_env(env);
         env.set("UCX_DCX_SOFT_TM", "n");
+        env.set("UCX_DCX_MLX5_TM", "n");
     }
 
     /* on any device: the soft one is told to have none */
