@@ -391,7 +391,7 @@ static void dcx_mlx5_tm_probe(dcx_mlx5_dev_t *dev,
 {
     const char *name  = dev->super.caps.name;
     const char *why   = NULL;
-    uint32_t max_tags = 0;
+    uint32_t max_tags = 0, max_ops;
     uint8_t *general;
 
     if (!dev->tm_on) {
@@ -425,15 +425,20 @@ static void dcx_mlx5_tm_probe(dcx_mlx5_dev_t *dev,
         dcx_debug("%s: no tag matching: %s", name, why);
         return;
     }
+    /* an ADD and a DEL for every entry, and a SYNC: the command QP's
+     * depth, as UCX sizes it, within the device's send queues */
+    max_ops = 2 * (max_tags + 1);
+    while (max_ops > dev->super.caps.max_qp_wr) {
+        max_ops /= 2;
+    }
     dev->super.caps.flags |= DCX_CAP_TM;
     dev->super.caps.tm_max_tags     = max_tags;
-    dev->super.caps.tm_max_ops      = DCX_MLX5_TM_MAX_OPS;
+    dev->super.caps.tm_max_ops      = max_ops;
     dev->super.caps.tm_max_rndv_hdr = dattr->tm_caps.max_rndv_hdr_size;
     dev->super.caps.tm_max_sge      = 1;
     dcx_debug("%s: tag matching: %u tags, %u operations, rendezvous header "
               "%u bytes",
-              name, max_tags, DCX_MLX5_TM_MAX_OPS,
-              dattr->tm_caps.max_rndv_hdr_size);
+              name, max_tags, max_ops, dattr->tm_caps.max_rndv_hdr_size);
 }
 
 int dcx_mlx5_open(const dcx_dev_info_t *info, dcx_dev_t **dev_p)

@@ -269,8 +269,6 @@ int dcx_mlx5_xrq_destroy(dcx_mlx5_srq_t *srq);
 int dcx_mlx5_xrq_dct_create(dcx_mlx5_qp_t *qp, dcx_mlx5_pd_t *pd);
 /* 0, or the errno (the caller logs) */
 int dcx_mlx5_xrq_dct_destroy(dcx_mlx5_qp_t *qp);
-/* Outstanding list operations a TM SRQ takes (its command QP's depth) */
-#define DCX_MLX5_TM_MAX_OPS 256u
 
 /* mlx5_ah.c */
 int dcx_mlx5_addr_check(dcx_dev_t *dev, const void *addr, size_t len, char *why,
