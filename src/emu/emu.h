@@ -106,6 +106,13 @@ struct emu_dev {
     /* QPs by number, for completions (emu_dev.c) */
     pthread_mutex_t qp_lock;
     struct emu_qp *qp_map[EMU_QP_MAP_SIZE];
+    /* the raw command QPs of its tag-matching XRQs (emu_raw.c): inbound
+     * packets wait while one has list operations rung and not run.
+     * cmd_lock is a leaf: taken under the soft device's engine lock */
+    pthread_mutex_t cmd_lock;
+    struct emu_raw_sq *cmds;
+    unsigned num_cmds; /* atomic: a look without the lock */
+    bool rx_hold_set;  /* the soft device asks (emu_raw_lock) */
 };
 
 /* A context: rdma-core's verbs_context (whose ibv_context ends it, at the

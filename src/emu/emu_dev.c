@@ -62,6 +62,10 @@ static void emu_devs_fork_child(void)
         dev->raw_ch   = NULL;
         memset(dev->qp_map, 0, sizeof(dev->qp_map));
         pthread_mutex_init(&dev->qp_lock, NULL);
+        pthread_mutex_init(&dev->cmd_lock, NULL);
+        dev->cmds        = NULL;
+        dev->num_cmds    = 0;
+        dev->rx_hold_set = false;
     }
     pthread_mutex_init(&emu_dev_lock, NULL);
 }
@@ -144,6 +148,7 @@ static void emu_devs_init(void)
         dev->info   = infos[i];
         dev->fabric = emu_fabric;
         pthread_mutex_init(&dev->qp_lock, NULL);
+        pthread_mutex_init(&dev->cmd_lock, NULL);
         snprintf(dev->ibdev.name, sizeof(dev->ibdev.name), "mlx5_%u", i);
         snprintf(dev->ibdev.dev_name, sizeof(dev->ibdev.dev_name), "uverbs%u",
                  i);

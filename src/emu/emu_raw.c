@@ -413,12 +413,69 @@ void emu_raw_uar_put(emu_ctx_t *ctx)
     pthread_mutex_unlock(&emu_raw_lock);
 }
 
+/* The soft device's look before it serves an inbound packet: whether a
+ * command QP of the device has list operations rung and not run.  A
+ * ConnectX runs them within microseconds of the doorbell, long before a
+ * message a peer sends once the application told it the receive was
+ * posted can come back; the engine thread here may not have run yet, and
+ * the message would find the list without the receive.  Under the soft
+ * device's engine lock: reads the records and the QPs' consumer indexes
+ * only. */
+static int emu_raw_cmd_hold(void *arg)
+{
+    emu_dev_t *dev = arg;
+    struct emu_raw_sq *sq;
+    int hold = 0;
+
+    if (__atomic_load_n(&dev->num_cmds, __ATOMIC_ACQUIRE) == 0) {
+        return 0;
+    }
+    pthread_mutex_lock(&dev->cmd_lock);
+    for (sq = dev->cmds; (sq != NULL) && !hold; sq = sq->next_cmd) {
+        hold = (sq->qp->soft->state == DCX_QPS_RTS) &&
+               ((uint16_t)be32toh(sq->dbrec[MLX5_SND_DBR]) !=
+                __atomic_load_n(&sq->ci, __ATOMIC_RELAXED));
+    }
+    pthread_mutex_unlock(&dev->cmd_lock);
+    return hold;
+}
+
+/* A QP whose receives are an XRQ's: its send queue takes the list
+ * operations (emu_raw_lock held) */
+static bool emu_raw_is_cmd(const emu_qp_t *qp)
+{
+    return (qp->srq != NULL) && (qp->srq->xrq != NULL);
+}
+
+static int emu_raw_add_cmd(emu_qp_t *qp)
+{
+    emu_dev_t *dev = qp->ctx->dev;
+    int ret;
+
+    if (!dev->rx_hold_set) {
+        ret = dcx_soft_dev_set_rx_hold(dev->soft, emu_raw_cmd_hold, dev);
+        if (ret != 0) {
+            return ret;
+        }
+        dev->rx_hold_set = true;
+    }
+    pthread_mutex_lock(&dev->cmd_lock);
+    qp->raw_sq->next_cmd = dev->cmds;
+    dev->cmds            = qp->raw_sq;
+    __atomic_add_fetch(&dev->num_cmds, 1, __ATOMIC_RELEASE);
+    pthread_mutex_unlock(&dev->cmd_lock);
+    return 0;
+}
+
 int emu_raw_add_sq(emu_qp_t *qp)
 {
     int ret = emu_raw_start();
 
+    qp->raw_sq->qp = qp;
+    if ((ret == 0) && emu_raw_is_cmd(qp)) {
+        ret = emu_raw_add_cmd(qp);
+    }
     if (ret == 0) {
-        qp->raw_sq->qp   = qp;
         qp->raw_sq->next = emu_raw.sqs;
         emu_raw.sqs      = qp->raw_sq;
         emu_raw_wake();
@@ -480,6 +537,7 @@ int emu_raw_add_cq(emu_cq_t *cq)
 
 void emu_raw_dev_close(emu_dev_t *dev)
 {
+    dev->rx_hold_set = false; /* its soft device closes */
     if (dev->raw_ch == NULL) {
         return;
     }
@@ -507,7 +565,19 @@ void emu_raw_dev_close(emu_dev_t *dev)
 
 void emu_raw_del_sq(emu_qp_t *qp)
 {
+    emu_dev_t *dev = qp->ctx->dev;
+    struct emu_raw_sq **pp;
+
     EMU_RAW_UNLINK(emu_raw.sqs, qp->raw_sq);
+    pthread_mutex_lock(&dev->cmd_lock);
+    for (pp = &dev->cmds; *pp != NULL; pp = &(*pp)->next_cmd) {
+        if (*pp == qp->raw_sq) {
+            *pp = qp->raw_sq->next_cmd;
+            __atomic_sub_fetch(&dev->num_cmds, 1, __ATOMIC_RELEASE);
+            break;
+        }
+    }
+    pthread_mutex_unlock(&dev->cmd_lock);
 }
 
 void emu_raw_del_rq(emu_srq_t *srq)

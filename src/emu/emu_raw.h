@@ -43,6 +43,7 @@ struct emu_raw_sq {
     uint16_t ci;             /* next WQE the device takes */
     uint8_t *uar;            /* its context's UAR page */
     struct emu_raw_sq *next; /* emu_raw's list */
+    struct emu_raw_sq *next_cmd; /* a command QP: its device's (cmd_lock) */
     struct emu_qp *qp;
     /* the engine's pass over it (emu_raw_sq_run), set by its maker */
     unsigned (*run)(struct emu_qp *qp);

@@ -410,6 +410,23 @@ int dcx_soft_srq_watch(dcx_srq_t *srq, int efd);
  * port got from its fabric's LID directory.  0, or EINVAL (logged). */
 int dcx_soft_dev_set_lid(dcx_dev_t *dev, uint16_t lid);
 
+/* Work an owner of dev was given for the device but has not handed it
+ * yet: nonzero while there is some (arg is the owner's).  The mlx5
+ * emulation runs a command QP's tag-list operations on its own thread,
+ * after the application rang the doorbell; a ConnectX runs them within
+ * microseconds, long before a message the application asked a peer to
+ * send once the doorbell was rung can come back.  Called under dev's
+ * engine lock, by whichever thread runs the engine: it must not call into
+ * the device, and takes only locks of its own. */
+typedef int (*dcx_soft_rx_hold_t)(void *arg);
+
+/* From now on no inbound packet of dev is served while hold(arg) returns
+ * nonzero: the packet waits in the port's ring for a later pass, so that
+ * work rung before it came runs first (hold NULL: none).  0, or EINVAL
+ * (logged) for a device that is not soft. */
+int dcx_soft_dev_set_rx_hold(dcx_dev_t *dev, dcx_soft_rx_hold_t hold,
+                             void *arg);
+
 /* The largest QP number (24 bits, as on the wire of InfiniBand) */
 #define DCX_SOFT_QPN_MAX 0xffffffu
 

@@ -81,6 +81,23 @@ int dcx_soft_dev_set_lid(dcx_dev_t *dev_, uint16_t lid)
     return 0;
 }
 
+int dcx_soft_dev_set_rx_hold(dcx_dev_t *dev_, dcx_soft_rx_hold_t hold,
+                             void *arg)
+{
+    soft_dev_t *dev;
+
+    if (!dcx_dev_is_soft(dev_)) {
+        dcx_error("%s: set rx hold: not a soft device", dcx_dev_name(dev_));
+        return EINVAL;
+    }
+    dev = soft_dev(dev_);
+    soft_lock(&dev->lock);
+    dev->rx_hold_arg = arg;
+    dev->rx_hold     = hold;
+    soft_unlock(&dev->lock);
+    return 0;
+}
+
 int dcx_soft_dev_set_qpn_base(dcx_dev_t *dev_, uint32_t first)
 {
     soft_dev_t *dev;

@@ -62,6 +62,10 @@ typedef struct soft_fault_state {
 struct soft_dev {
     dcx_dev_t super;
     soft_lock_t lock;
+    /* an owner's work rung and not handed to the device yet: no inbound
+     * packet is served while rx_hold(rx_hold_arg) says so (NULL: none) */
+    dcx_soft_rx_hold_t rx_hold;
+    void *rx_hold_arg;
     dcx_soft_limits_t limits;
     char fabric[40];
     char seg_name[128];

@@ -182,13 +182,16 @@ void soft_engine_deactivate(soft_qp_t *qp)
  * injection) or at a slot claimed but not published yet and returns 0 (a
  * whole pass is needed: it compares the delay, and skips the slot of a
  * dead claimer); 1 otherwise.  Only the head slots are read, not the
- * producers' tail (soft_ring_unstick reads it rarely). */
+ * producers' tail (soft_ring_unstick reads it rarely).  A packet the
+ * owner's rx hold keeps (dcx_soft_dev_set_rx_hold) stays at the head for
+ * a later pass. */
 static inline __attribute__((always_inline)) int
 soft_engine_serve_req(soft_dev_t *dev, uint64_t now, int from_helper)
 {
-    soft_port_hdr_t *hdr = dev->hdr;
-    int done             = 1;
-    unsigned served      = 0;
+    soft_port_hdr_t *hdr    = dev->hdr;
+    dcx_soft_rx_hold_t hold = dev->rx_hold;
+    int done                = 1;
+    unsigned served         = 0;
     soft_pkt_t *pkt;
     void *payload;
     uint64_t seq;
@@ -210,6 +213,9 @@ soft_engine_serve_req(soft_dev_t *dev, uint64_t now, int from_helper)
         if ((pkt->deliver_ns != 0) && ((now == 0) || (pkt->deliver_ns > now))) {
             done = (now != 0); /* delayed link: head of line waits */
             break;
+        }
+        if ((hold != NULL) && hold(dev->rx_hold_arg)) {
+            break; /* the owner's rung work first: a later pass serves it */
         }
         /* the packet count is added once, after the loop */
         served++;
