@@ -196,10 +196,18 @@ static void emu_raw_collect(struct epoll_event *ev, int n)
 
 /* Whether a send queue waits for a completion the soft device gives
  * when polled (its requests are in flight), or for room in its soft
- * queue */
+ * queue, or a device of a raw CQ has device rendezvous under way (their
+ * READs and FINs move while the device is polled) */
 static bool emu_raw_waiting(void)
 {
+    struct emu_raw_cq *cq;
     struct emu_raw_sq *sq;
+
+    for (cq = emu_raw.cqs; cq != NULL; cq = cq->next) {
+        if (dcx_soft_dev_rndv_live(emu_ctx(cq->cq->cq.context)->dev->soft)) {
+            return true;
+        }
+    }
 
     for (sq = emu_raw.sqs; sq != NULL; sq = sq->next) {
         if ((sq->waiting || sq->blocked) &&

@@ -427,6 +427,11 @@ typedef int (*dcx_soft_rx_hold_t)(void *arg);
 int dcx_soft_dev_set_rx_hold(dcx_dev_t *dev, dcx_soft_rx_hold_t hold,
                              void *arg);
 
+/* Whether dev has device rendezvous under way (its tag-matching SRQs'
+ * READs and FINs): they progress only while something polls the device,
+ * as requests in flight do.  A look without the engine lock. */
+int dcx_soft_dev_rndv_live(dcx_dev_t *dev);
+
 /* The largest QP number (24 bits, as on the wire of InfiniBand) */
 #define DCX_SOFT_QPN_MAX 0xffffffu
 

@@ -81,6 +81,13 @@ int dcx_soft_dev_set_lid(dcx_dev_t *dev_, uint16_t lid)
     return 0;
 }
 
+int dcx_soft_dev_rndv_live(dcx_dev_t *dev_)
+{
+    return dcx_dev_is_soft(dev_) &&
+           (__atomic_load_n(&soft_dev(dev_)->tm_rndv_live, __ATOMIC_RELAXED) !=
+            0);
+}
+
 int dcx_soft_dev_set_rx_hold(dcx_dev_t *dev_, dcx_soft_rx_hold_t hold,
                              void *arg)
 {
