@@ -26,7 +26,6 @@ SOFT_ONLY='
 *ucp_dcx.other_fabric_falls_back_to_tcp/*  two soft fabrics in one process (the emulated devices have one fabric a process)
 *ucp_dcx_tm*.*/mixed_dev  a peer whose device has no tag matching: the soft device knob UCX_DCX_SOFT_TM=n
 *ucp_dcx_tm_seg64k.eager_up_to_64k/on  UCP sends 64 KiB by rendezvous over the emulated port (its threshold from the interface performance, not checked)
-ucp_dcx_wakeup.tag_and_rma_with_idle_gaps  OPEN: with tag matching on, a 1 MiB device rendezvous to a sleeping peer is never completed on the emulation
 '
 
 filter=$(echo "$SOFT_ONLY" | awk 'NF { printf "%s%s", sep, $1; sep = ":" }')

@@ -40,9 +40,6 @@ uct_dcx_hardening.access_to_unmapped_memory_bad_flow  registrations keep their p
 *uct_dcx_strided.own_queue_configure_failure_bad_flow/*  soft fault injection (error completion of a configure)
 *uct_dcx_tag_remote_fail.peer_killed_with_rndv_in_flight_bad_flow/*  soft fault injection (delays)
 *uct_dcx_tag_remote_fail.rndv_in_flight_to_idle_peer_killed_bad_flow/*  soft fault injection (delays)
-*uct_dcx_tag_remote.*/*  OPEN: across processes a list operation of the receiving process runs on that process engine thread, which the other process message can overtake (a ConnectX runs it within microseconds of the doorbell): expected, cancel and rendezvous cases fail now and then
-*uct_dcx_tag_contract.post_distinct_buffers_cycles/*  a slot cancelled with force comes back when the device completion of its DEL is polled; the 100000 progress calls the test allows can pass before the emulation engine thread runs the DELs of a full list
-*uct_dcx_tag_contract.forced_cancel_during_device_rndv/*  OPEN: a 1 MiB device rendezvous whose receive is cancelled with force during it now and then never completes the sender on the emulation
 '
 
 filter=$(echo "$SOFT_ONLY" | awk 'NF { printf "%s%s", sep, $1; sep = ":" }')
