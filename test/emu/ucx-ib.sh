@@ -19,7 +19,8 @@
 #   - UCP's tagged latency and bandwidth over dc_mlx5 with tag matching
 #     offloaded to the emulated device (UCX_DC_MLX5_TM_ENABLE=y);
 #   - an MPI job (point-to-point, RMA) and an OpenSHMEM job (atomics),
-#     2 processes each, over UCX's dc_mlx5.
+#     2 processes each, over UCX's dc_mlx5; point-to-point again with tag
+#     matching offloaded.
 # Prints one PASS/FAIL line a check, exits 1 if any failed, 77 when UCX's
 # tools or a mount namespace are not available.
 #
@@ -203,6 +204,8 @@ if command -v mpicc > /dev/null && command -v oshcc > /dev/null; then
         mpi_run mpirun 2 "$bdir/mpi_$p"
         check "MPI $p over UCX's dc_mlx5, 2 processes" $?
     done
+    mpi_run mpirun 2 "$bdir/mpi_p2p" -x UCX_DC_MLX5_TM_ENABLE=y
+    check "MPI p2p over UCX's dc_mlx5, tag matching offloaded" $?
     mpi_run oshrun 2 "$bdir/shmem_atomics"
     check "OpenSHMEM atomics over UCX's dc_mlx5, 2 PEs" $?
     rm -rf "$bdir"
