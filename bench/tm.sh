@@ -26,7 +26,13 @@
 # and on, and their ratio (above 1: offload completes sooner).
 #
 #   bench/tm.sh [-n ITERS] [-r REPS] [-l path/to/libuct_dcx.so] [-E] [-O]
-#               [-S "SIZES"] [-W WINDOW] [-D] [-P]
+#               [-S "SIZES"] [-W WINDOW] [-D] [-P] [-e]
+#     -e  over dcx's mlx5 backend on the emulated ConnectX (mlx5_0, the
+#         environment of the module's build's "dcx-run --mlx5-emu"), whose
+#         tag matching is the DEVX XRQ the backend makes; without -e, the
+#         soft device.  The emulation's figures say what the backend does,
+#         not what a ConnectX would: its device is the soft device behind
+#         an engine thread
 #     -E  only the eager/bandwidth table   -O  only the overlap table
 #     -D  "on" with UCP's default offload thresholds (see above)
 #     -W  only the table of receives posted first (its sizes: -S, default
@@ -53,7 +59,8 @@ iters_set=${DCX_BENCH_ITERS:+1}
 window=0
 pin=${DCX_BENCH_PIN:-0}
 on_envs="UCX_DCX_TM_ENABLE=y UCX_TM_THRESH=1 UCX_TM_FORCE_THRESH=1"
-while getopts "n:r:l:S:W:EODPh" opt; do
+emu=0
+while getopts "n:r:l:S:W:EODPeh" opt; do
     case $opt in
     n) iters=$OPTARG; iters_set=1 ;;
     r) reps=$OPTARG ;;
@@ -64,7 +71,8 @@ while getopts "n:r:l:S:W:EODPh" opt; do
     W) window=$OPTARG; do_bw=0; do_overlap=0 ;;
     D) on_envs="UCX_DCX_TM_ENABLE=y" ;;
     P) pin=1 ;;
-    *) sed -n '3,41p' "$0"; exit 2 ;;
+    e) emu=1 ;;
+    *) sed -n '3,47p' "$0"; exit 2 ;;
     esac
 done
 [[ "$window" =~ ^[0-9]+$ ]] && [ "$window" -le 1024 ] ||
@@ -85,6 +93,27 @@ lib=$(bench_find_lib tm.sh "$lib") || exit 2
 
 bench_pin tm.sh "$pin" || exit 2
 
+# dev_env FABRIC: the device's variables, one NAME=value a line: a soft
+# device on FABRIC, or (-e) the emulated ConnectX on an emulated FABRIC
+wrapper=$(dirname "$lib")/../contrib/dcx-run
+dev_env() {
+    if [ $emu -eq 1 ]; then
+        DCX_LIB=$lib "$wrapper" --mlx5-emu --fabric "$1" --print-env |
+            grep -v '^LD_PRELOAD='
+    else
+        echo UCX_DCX_SOFT_DEVICES=1
+        echo "UCX_DCX_SOFT_FABRIC=$1"
+    fi
+}
+if [ $emu -eq 1 ] && { [ ! -x "$wrapper" ] || ! dev_env probe >/dev/null; }; then
+    echo "tm.sh: -e needs the dcx-run of the module's build ($wrapper)" >&2
+    exit 2
+fi
+# the emulation's table of a fabric outlives its processes
+fabrics=()
+trap '[ $emu -eq 0 ] || for f in ${fabrics[@]+"${fabrics[@]}"}; do
+          rm -f "/dev/shm/dcx-emu.$(id -u).${f:0:32}"; done' EXIT
+
 port=$(( 30000 + ($$ % 20000) ))
 logdir=$(mktemp -d /tmp/dcx-tm-bench.XXXXXX)
 
@@ -97,8 +126,10 @@ run() {
         envs="UCX_DCX_TM_ENABLE=n"
     fi
     port=$((port + 1))
-    local common=(UCX_DCX_SOFT_DEVICES=1 "UCX_DCX_SOFT_FABRIC=tmb$$-$tag"
-                  UCX_TLS=dcx,self LD_PRELOAD="$lib" $envs)
+    local devenv common
+    fabrics+=("tmb$$-$tag")
+    mapfile -t devenv < <(dev_env "tmb$$-$tag")
+    common=("${devenv[@]}" UCX_TLS=dcx,self LD_PRELOAD="$lib" $envs)
     env "${common[@]}" timeout 120 ${srv_pin[@]+"${srv_pin[@]}"} \
         ucx_perftest -t tag_bw -s "$size" -n "$n" -w 50 -p $port \
         >"$logdir/$tag.server" 2>&1 &
@@ -130,8 +161,10 @@ overlap() {
     else
         envs="UCX_DCX_TM_ENABLE=n"
     fi
-    env UCX_DCX_SOFT_DEVICES=1 "UCX_DCX_SOFT_FABRIC=tmo$$-$mode" \
-        UCX_TLS=dcx,self LD_PRELOAD="$lib" $envs \
+    local devenv
+    fabrics+=("tmo$$-$mode")
+    mapfile -t devenv < <(dev_env "tmo$$-$mode")
+    env "${devenv[@]}" UCX_TLS=dcx,self LD_PRELOAD="$lib" $envs \
         timeout 300 "$logdir/tm_overlap" "$@" >>"$logdir/$name.$mode" 2>&1
 }
 
@@ -188,7 +221,9 @@ if [ $do_overlap -eq 1 ]; then
 fi
 [ $do_bw -eq 1 ] || { rm -rf "$logdir"; exit 0; }
 
-echo "tag_bw over dcx, offload off and on (on: $on_envs): MB/s (median of $reps alternating runs)"
+where=soft0
+[ $emu -eq 0 ] || where="mlx5_0 (the mlx5 backend on the emulated ConnectX)"
+echo "tag_bw over dcx on $where, offload off and on (on: $on_envs): MB/s (median of $reps alternating runs)"
 printf "%-10s %12s %12s %8s\n" "size" "off MB/s" "on MB/s" "on/off"
 for size in $sizes; do
     [[ "$size" =~ ^[1-9][0-9]*$ ]] || { echo "tm.sh: bad size '$size'" >&2; exit 2; }
