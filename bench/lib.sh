@@ -28,6 +28,13 @@
 #                                  Prints "total=T SHARE=N ... calls:A:B=C"
 #                                  (C: calls from share A into share B)
 #   bench_kv KEY LINE              the value of KEY=value in LINE (0 if absent)
+#   bench_dev_env EMU WRAPPER LIB FABRIC
+#                                  the device's variables, one NAME=value a
+#                                  line: with EMU = 1 the emulated ConnectX
+#                                  on an emulated FABRIC (WRAPPER
+#                                  --mlx5-emu --print-env for module LIB,
+#                                  its LD_PRELOAD left to the caller), else
+#                                  one soft device on FABRIC
 
 bench_top=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
@@ -145,4 +152,14 @@ bench_kv() {
         fi
     done
     echo 0
+}
+
+bench_dev_env() {
+    if [ "$1" = 1 ]; then
+        DCX_LIB=$3 "$2" --mlx5-emu --fabric "$4" --print-env |
+            grep -v '^LD_PRELOAD='
+    else
+        echo UCX_DCX_SOFT_DEVICES=1
+        echo "UCX_DCX_SOFT_FABRIC=$4"
+    fi
 }

@@ -97,13 +97,7 @@ bench_pin tm.sh "$pin" || exit 2
 # device on FABRIC, or (-e) the emulated ConnectX on an emulated FABRIC
 wrapper=$(dirname "$lib")/../contrib/dcx-run
 dev_env() {
-    if [ $emu -eq 1 ]; then
-        DCX_LIB=$lib "$wrapper" --mlx5-emu --fabric "$1" --print-env |
-            grep -v '^LD_PRELOAD='
-    else
-        echo UCX_DCX_SOFT_DEVICES=1
-        echo "UCX_DCX_SOFT_FABRIC=$1"
-    fi
+    bench_dev_env "$emu" "$wrapper" "$lib" "$1"
 }
 if [ $emu -eq 1 ] && { [ ! -x "$wrapper" ] || ! dev_env probe >/dev/null; }; then
     echo "tm.sh: -e needs the dcx-run of the module's build ($wrapper)" >&2

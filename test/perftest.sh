@@ -64,14 +64,9 @@ wrapper=$(dirname "$lib")/../contrib/dcx-run
 [ -x "$wrapper" ] || wrapper=${DCX_RUN:-}
 
 # dev_env FABRIC: the device's variables, one NAME=value a line
+. "$top/bench/lib.sh"
 dev_env() {
-    if [ $emu -eq 1 ]; then
-        DCX_LIB=$lib "$wrapper" --mlx5-emu --fabric "$1" --print-env |
-            grep -v '^LD_PRELOAD='
-    else
-        echo UCX_DCX_SOFT_DEVICES=1
-        echo "UCX_DCX_SOFT_FABRIC=$1"
-    fi
+    bench_dev_env "$emu" "$wrapper" "$lib" "$1"
 }
 
 if [ $emu -eq 1 ]; then
