@@ -111,6 +111,7 @@
 #define DCX_MLX5_DCT_IN_LEN   128u
 #define DCX_MLX5_DCTC_OFFLOAD 152u, 4u /* 1: rendezvous */
 #define DCX_MLX5_DCTC_CQN     200u, 24u
+#define DCX_MLX5_DCTC_ATOMIC  232u, 4u /* atomic_mode */
 #define DCX_MLX5_DCTC_RRE     236u, 1u
 #define DCX_MLX5_DCTC_RWE     237u, 1u
 #define DCX_MLX5_DCTC_RAE     238u, 1u
@@ -141,12 +142,13 @@ enum {
     DCX_MLX5_TM_CONSUMED_SW  = 0xb
 };
 
-#define DCX_MLX5_TM_SYNC_DIFF 0x3fffu /* libmlx5's MLX5_TM_MAX_SYNC_DIFF */
-#define DCX_MLX5_XRQ_PAGE     4096u
-#define DCX_MLX5_XRQ_NONE     0xffffu
-#define DCX_MLX5_TM_ACK_TMO   18u /* 4.096 us * 2^18: the DCIs' default */
-#define DCX_MLX5_TM_RNR_MIN   12u /* the command QP's, never waited on */
-#define DCX_MLX5_TM_LOG_SRA   2u
+#define DCX_MLX5_TM_SYNC_DIFF   0x3fffu /* libmlx5's MLX5_TM_MAX_SYNC_DIFF */
+#define DCX_MLX5_ATOMIC_MODE_8B 3u /* atomic_mode: operands up to 8 bytes */
+#define DCX_MLX5_XRQ_PAGE       4096u
+#define DCX_MLX5_XRQ_NONE       0xffffu
+#define DCX_MLX5_TM_ACK_TMO     18u /* 4.096 us * 2^18: the DCIs' default */
+#define DCX_MLX5_TM_RNR_MIN     12u /* the command QP's, never waited on */
+#define DCX_MLX5_TM_LOG_SRA     2u
 
 typedef struct dcx_mlx5_xrq_slot {
     uint64_t recv_wr_id;
@@ -943,6 +945,12 @@ int dcx_mlx5_xrq_dct_create(dcx_mlx5_qp_t *qp, dcx_mlx5_pd_t *pd)
                      !!(a->access & DCX_ACCESS_REMOTE_WRITE));
     dcx_mlx5_prm_set(in, DCX_MLX5_DCTC_RAE,
                      !!(a->access & DCX_ACCESS_REMOTE_ATOMIC));
+    if (a->access & DCX_ACCESS_REMOTE_ATOMIC) {
+        /* operands up to 8 bytes, the extended (masked) atomics included,
+         * as the kernel gives a verbs DCT on a device that has them: the
+         * IB-compatible default takes the standard 8-byte ones only */
+        dcx_mlx5_prm_set(in, DCX_MLX5_DCTC_ATOMIC, DCX_MLX5_ATOMIC_MODE_8B);
+    }
     dcx_mlx5_prm_set(in, DCX_MLX5_DCTC_MIN_RNR, a->min_rnr_timer);
     dcx_mlx5_prm_set(in, DCX_MLX5_DCTC_SRQN, srq->xrq->xrqn);
     dcx_mlx5_prm_set(in, DCX_MLX5_DCTC_PD, dvpd.pdn);
