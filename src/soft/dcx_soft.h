@@ -353,6 +353,14 @@ int dcx_soft_qp_set_timers(dcx_qp_t *qp, uint8_t timeout, uint8_t retry_cnt,
 int dcx_soft_dct_set(dcx_qp_t *qp, uint64_t dc_key, uint32_t access,
                      uint8_t min_rnr_timer);
 
+/* The largest operand of a masked (extended) atomic a DCT executes: 8
+ * (as made), 4, or 0 (standard 8-byte atomics only); a larger one is an
+ * invalid request (REM_INV_REQ_ERR at the requester), nothing written.
+ * The mlx5 emulation gives a DCT made through DEVX what its atomic_mode
+ * allows.  0, or EINVAL (logged) for another size or a QP that is not a
+ * DCT. */
+int dcx_soft_dct_set_ext_atomics(dcx_qp_t *qp, uint8_t max_bytes);
+
 /* Makes a DCI (without streams, nothing outstanding) a datagram DCI, as
  * the mlx5 emulation builds a UD QP: each WR a SEND or SEND_IMM of at most
  * the MTU (EINVAL otherwise, logged), one packet completed as soon as it

@@ -186,6 +186,7 @@ struct soft_qp {
     uint64_t dc_key;
     uint32_t access;
     uint32_t rnr_delay_us;
+    uint8_t ext_atomic_max; /* largest masked atomic operand: 0, 4 or 8 */
     /* DCI */
     soft_swqe_t *sq;
     dcx_sge_t *sge_pool;

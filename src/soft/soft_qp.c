@@ -830,6 +830,7 @@ static int soft_dct_init(soft_dev_t *dev, soft_qp_t *qp,
     }
     qp->srq = (soft_srq_t *)attr->srq;
     qp->cq  = attr->recv_cq ? (soft_cq_t *)attr->recv_cq : qp->srq->cq;
+    qp->ext_atomic_max  = 8;
     qp->super.post_send = soft_dct_post_send;
     return soft_dct_params(dev, qp, attr->dc_key, attr->access,
                            attr->min_rnr_timer, "dct create");

@@ -660,7 +660,10 @@ static void soft_resp_atomic_op(soft_dev_t *dev, soft_qp_t *dct,
     } else if (((size != 4) && (size != 8)) ||
                ((size != 8) && ((pkt->op == DCX_WR_ATOMIC_FADD) ||
                                 (pkt->op == DCX_WR_ATOMIC_CSWAP))) ||
-               (pkt->raddr % size)) {
+               (pkt->raddr % size) ||
+               ((size > dct->ext_atomic_max) &&
+                (pkt->op != DCX_WR_ATOMIC_FADD) &&
+                (pkt->op != DCX_WR_ATOMIC_CSWAP))) {
         soft_resp_nak(dev, rs, pkt, DCX_WC_REM_INV_REQ_ERR);
     } else if ((ret = soft_key_atomic(dev, mr, pkt, soft_atomic_exec, &res)) !=
                0) {
@@ -681,6 +684,23 @@ static void soft_resp_atomic_op(soft_dev_t *dev, soft_qp_t *dct,
                        SOFT_PKT_LAST);
     }
     soft_resp_finish(rs);
+}
+
+int dcx_soft_dct_set_ext_atomics(dcx_qp_t *qp_, uint8_t max_bytes)
+{
+    soft_qp_t *qp = (soft_qp_t *)qp_;
+
+    if ((qp->super.type != DCX_QPT_DCT) ||
+        ((max_bytes != 0) && (max_bytes != 4) && (max_bytes != 8))) {
+        dcx_error("%s: qp 0x%x: extended atomics of %u bytes at most: not a "
+                  "DCT, or not 0, 4 or 8",
+                  qp->dev->super.caps.name, qp->super.qp_num, max_bytes);
+        return EINVAL;
+    }
+    soft_lock(&qp->dev->lock);
+    qp->ext_atomic_max = max_bytes;
+    soft_unlock(&qp->dev->lock);
+    return 0;
 }
 
 /* A request for a message already handled: answer it again. */
