@@ -25,6 +25,7 @@
 #include "emu/emu_devx.h"
 #include "emu/emu_dv.h"
 #include "emu/emu_raw.h"
+#include "soft/dcx_soft.h"
 
 #include <errno.h>
 #include <string.h>
@@ -87,6 +88,7 @@
 /* create_dct_in: the dctc at byte 16 */
 #define EMU_DCT_IN_LEN      128u
 #define EMU_DCTC_CQN        200u, 24u
+#define EMU_DCTC_ATOMIC     232u, 4u /* atomic_mode */
 #define EMU_DCTC_RRE        236u, 1u
 #define EMU_DCTC_RWE        237u, 1u
 #define EMU_DCTC_RAE        238u, 1u
@@ -340,6 +342,16 @@ int emu_devx_dct_create(emu_ctx_t *ctx, const uint8_t *in, size_t inlen,
         ret                 = ibv_modify_qp(ibqp, &qa,
                                             IBV_QP_STATE | IBV_QP_MIN_RNR_TIMER | IBV_QP_AV |
                                                 IBV_QP_PATH_MTU);
+    }
+    if (ret == 0) {
+        /* extended atomics as the DCT's atomic_mode allows: up to 8 bytes
+         * from mode 3 (8B) on; the IB-compatible modes below take the
+         * standard 8-byte atomics only */
+        ret = dcx_soft_dct_set_ext_atomics(emu_qp(ibqp)->soft,
+                                           (EMU_PRM_GET(in, EMU_DCTC_ATOMIC) >=
+                                            3) ?
+                                               8 :
+                                               0);
     }
     if (ret != 0) {
         ibv_destroy_qp(ibqp);

@@ -60,4 +60,13 @@ trap 'rm -f "/dev/shm/dcx-emu.$(id -u).$fabric"' EXIT
 echo "== again through libmlx5's ibv_wr_* and ibv_start_poll (UCX_DCX_MLX5_RAW=n)"
 "$run" --mlx5-emu --fabric "$fabric" \
     env DCX_TEST_DEVICE=mlx5_0 UCX_DCX_MLX5_RAW=n "$gtest" \
-    --gtest_filter="*uct_dcx_ops.*:*uct_dcx_contract*:*uct_dcx_errors.*:*uct_dcx_flush*-$filter"
+    --gtest_filter="*uct_dcx_ops.*:*uct_dcx_contract*:*uct_dcx_errors.*:*uct_dcx_flush*-$filter" ||
+    exit
+
+# With tag matching on, an interface's DCT is the one the backend makes
+# through DEVX on its XRQ: the operations suite again, its atomics (32-bit
+# ones are masked on a ConnectX) landing there
+echo "== again with tag matching on (UCX_DCX_TM_ENABLE=y: the DCTs of DEVX)"
+"$run" --mlx5-emu --fabric "$fabric" \
+    env DCX_TEST_DEVICE=mlx5_0 UCX_DCX_TM_ENABLE=y "$gtest" \
+    --gtest_filter="*uct_dcx_ops.*-$filter"
