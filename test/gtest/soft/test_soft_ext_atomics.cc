@@ -31,9 +31,9 @@ protected:
     /* an atomic of size bytes adding 1 (masked: one field) at offset 64 */
     uint8_t add(dcx_wr_opcode_t op, uint8_t size)
     {
-        dcx_sge_t s = {(uintptr_t)m_buf.data(), size, m_mr->lkey};
-        dcx_send_wr_t w =
-            m_n.loop_wr(op, KEY, &s, m_mr->rkey, (uintptr_t)m_buf.data() + 64);
+        dcx_sge_t s     = {(uintptr_t)m_buf.data(), size, m_mr->lkey};
+        dcx_send_wr_t w = m_n.loop_wr(op, KEY, &s, m_mr->rkey,
+                                      (uintptr_t)m_buf.data() + 64);
 
         w.atomic_size  = size;
         w.compare_mask = 0; /* one field: carries run through */

@@ -25,6 +25,21 @@ protected:
         EXPECT_EQ(0, log_counter::errors()) << log_counter::joined();
     }
 
+    /* Every list operation e posted so far has completed: a device that
+     * runs them on its own (a ConnectX, the emulation's engine) completes
+     * them in order, so they have once the cancel of a receive posted
+     * after them has (into spare, a buffer of its own).  An event e then
+     * sleeps for is not the completion of an earlier post. */
+    void list_settled(entity *e, mem &spare)
+    {
+        recv_ctx later;
+
+        post_recv(e, later, spare, 8, 0x5e771edull);
+        ASSERT_EQ(UCS_OK, uct_iface_tag_recv_cancel(e->iface, &later.uct, 0));
+        ASSERT_TRUE(wait_for([&]() { return later.completed > 0; }));
+        EXPECT_EQ(UCS_ERR_CANCELED, later.status);
+    }
+
     /* an unexpected eager callback that keeps one descriptor in 'keep' */
     static ucs_status_t keep_eager_cb(void *arg, void *data, size_t length,
                                       unsigned flags, uct_tag_t stag,
@@ -636,13 +651,14 @@ TEST_P(uct_dcx_tag_contract, forced_cancel_after_match_leaves_ctx_alone)
 {
     entity *a = create_tm(), *b = create_tm();
     uct_ep_h ep = connect(a, b);
-    mem m       = alloc_mem(64);
+    mem m = alloc_mem(64), spare = alloc_mem(64);
     recv_ctx ctx;
     std::vector<char> data = pattern(16, 8);
     int fd;
 
     ASSERT_EQ(UCS_OK, uct_iface_event_fd_get(b->iface, &fd));
     post_recv(b, ctx, m, 64, 0x77);
+    list_settled(b, spare);
     /* b sleeps (armed, not progressed): the device matches the message
      * and leaves its completion in b's queue */
     ASSERT_TRUE(wait_for([&]() {
@@ -679,13 +695,14 @@ TEST_P(uct_dcx_tag_contract, forced_cancel_after_match_leaves_ctx_alone)
 TEST_P(uct_dcx_tag_contract, cancel_after_device_match)
 {
     entity *a = create_tm(), *b = create_tm();
-    uct_ep_h ep          = connect(a, b);
-    mem m                = alloc_mem(64);
+    uct_ep_h ep = connect(a, b);
+    mem m = alloc_mem(64), spare = alloc_mem(64);
     std::vector<char> d1 = pattern(16, 1), d2 = pattern(24, 2);
     int fd;
 
     ASSERT_EQ(UCS_OK, uct_iface_event_fd_get(b->iface, &fd));
     auto match_asleep = [&](uct_tag_t tag, const std::vector<char> &d) {
+        list_settled(b, spare); /* the receive is listed before b sleeps */
         ASSERT_TRUE(wait_for([&]() {
             return uct_iface_event_arm(b->iface, UCT_EVENT_RECV) == UCS_OK;
         }));
@@ -867,15 +884,7 @@ TEST_P(uct_dcx_tag_contract, forced_cancel_during_device_rndv)
     memcpy(src.ptr, pattern(len, 5).data(), len);
     ASSERT_EQ(UCS_OK, uct_iface_event_fd_get(b->iface, &fd));
     post_recv(b, ctx, dst, len, 0x88);
-    /* the receive is listed before b sleeps: a device that runs list
-     * operations on its own (a ConnectX, the emulation's engine) completes
-     * them in order, so once a later receive's cancel has completed, the
-     * event b wakes for is not the completion of the first one's post */
-    recv_ctx later;
-    post_recv(b, later, src, 64, 0x89);
-    ASSERT_EQ(UCS_OK, uct_iface_tag_recv_cancel(b->iface, &later.uct, 0));
-    ASSERT_TRUE(wait_for([&]() { return later.completed > 0; }));
-    EXPECT_EQ(UCS_ERR_CANCELED, later.status);
+    list_settled(b, src); /* the receive is listed before b sleeps */
     ASSERT_TRUE(wait_for([&]() {
         return uct_iface_event_arm(b->iface, UCT_EVENT_RECV) == UCS_OK;
     }));
