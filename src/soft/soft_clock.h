@@ -13,7 +13,7 @@
 
 #include <stdint.h>
 
-uint64_t soft_now_ns(void); /* soft_fabric.c: CLOCK_MONOTONIC */
+uint64_t soft_now_ns(void); /* soft_proc.c: CLOCK_MONOTONIC */
 
 /* soft_clock.c: the clock of the owner's poll stamps.  Where the CPU has
  * an invariant time-stamp counter every process of the host reads the same

@@ -45,9 +45,11 @@ static inline int soft_port_kick_due_at(const soft_port_hdr_t *hdr,
            ((state == SOFT_HELPER_DEEP) || soft_port_idle_at(hdr, clk));
 }
 
-/* soft_fabric.c */
+/* soft_proc.c */
 uint64_t soft_proc_start_time(uint32_t pid);
 int soft_pid_alive(uint32_t pid, uint64_t start);
+
+/* soft_fabric.c */
 uint32_t soft_fabric_hash(const char *fabric);
 uint32_t soft_host_id(void);
 int soft_addr_check(soft_dev_t *dev, const void *addr, size_t len,
