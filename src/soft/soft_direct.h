@@ -138,8 +138,15 @@ void soft_direct_mr_unpublish(soft_dev_t *dev, soft_mr_t *mr);
 void soft_direct_quiesce(soft_dev_t *dev, uint32_t key);
 void soft_direct_dct_publish(soft_dev_t *dev, soft_qp_t *dct, int ok);
 void soft_direct_fault_changed(soft_dev_t *dev);
-/* Bumps our area's gen (after a change it covers; engine or mr lock held) */
-void soft_direct_gen_bump(soft_dev_t *dev);
+/* Bumps our area's gen (after a change it covers; engine or mr lock held).
+ * Inline, below its callers: the allocator, the slots, the fabric and the
+ * publishing of keys each bump it after a change. */
+static inline void soft_direct_gen_bump(soft_dev_t *dev)
+{
+    if (dev->direct != NULL) {
+        __atomic_add_fetch(&dev->direct->gen, 1, __ATOMIC_SEQ_CST);
+    }
+}
 /* soft_dlife.c: sets up the liveness lock of a fresh area (soft_direct_init);
  * the helper thread takes it when it starts and gives it back before it
  * returns (soft_helper.c). */

@@ -141,13 +141,6 @@ void soft_direct_fault_changed(soft_dev_t *dev)
     soft_direct_gen_bump(dev);
 }
 
-void soft_direct_gen_bump(soft_dev_t *dev)
-{
-    if (dev->direct != NULL) {
-        __atomic_add_fetch(&dev->direct->gen, 1, __ATOMIC_SEQ_CST);
-    }
-}
-
 /* Waits until no initiator is copying under key (0: any key) in a chunk
  * that began before this call; see the protocol at the top. */
 void soft_direct_quiesce(soft_dev_t *dev, uint32_t key)
