@@ -45,36 +45,6 @@ int soft_cq_push(soft_cq_t *cq, const dcx_wc_t *wc, soft_qp_t *qp,
     return 0;
 }
 
-/* Receives in place (DCX_SRQ_F_IN_PLACE).  The responder leaves a message
- * of at least SOFT_IP_MIN bytes in its request ring slot, and completes
- * the receive with the slot's bytes (DCX_WC_FLAG_IN_PLACE), when a poll of
- * the receive's CQ runs the pass (dev->ip_cq) and the completion is among
- * those that poll returns (fewer than dev->ip_max before it in the CQ): so
- * a slot is held only from the poll that returns it to the caller's
- * dcx_cq_release (or its next poll of the CQ), not while the application
- * is away.  Until then the clears of the request ring stop at the oldest
- * slot held (soft_req_clear_end), so that no producer writes it. */
-__attribute__((noinline)) uint64_t soft_ip_clear_end(soft_dev_t *dev,
-                                                     uint64_t end)
-{
-    const soft_cq_t *cq;
-    int held = 0;
-    uint32_t rel;
-
-    for (cq = dev->ip_cqs; cq != NULL; cq = cq->ip_next) {
-        rel = __atomic_load_n(&cq->ip_released, __ATOMIC_ACQUIRE);
-        if (rel == cq->ip_made) {
-            continue;
-        }
-        held = 1;
-        if (cq->ip_pos[rel % SOFT_IP_MAX] < end) {
-            end = cq->ip_pos[rel % SOFT_IP_MAX];
-        }
-    }
-    dev->ip_maybe = held; /* set again by the next placement */
-    return end;
-}
-
 /* Without the lock, by the CQ's poller: done with the bytes of the oldest
  * receive in place its polls returned and it did not release yet */
 static void soft_cq_release(dcx_cq_t *cq_)

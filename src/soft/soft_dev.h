@@ -148,7 +148,7 @@ struct soft_dev {
      * messages it acknowledges is signaled (SOFT_PKT_WKICK), else NULL */
     soft_ack_t *ack_line;
     uint64_t ack_word;
-    /* receives in place (soft_cq.c): the CQs that take them; while a
+    /* receives in place (soft_ip.c): the CQs that take them; while a
      * poll runs its pass, its CQ and max; set by a placement, cleared
      * once a clear found none held */
     soft_cq_t *ip_cqs;
@@ -266,7 +266,7 @@ static inline uint64_t soft_dev_now(soft_dev_t *dev)
 }
 
 /* Engine lock held: where a clear of the request ring stops: the head,
- * or the oldest slot a receive in place still reads (soft_cq.c) */
+ * or the oldest slot a receive in place still reads (soft_ip.c) */
 uint64_t soft_ip_clear_end(soft_dev_t *dev, uint64_t end);
 static inline __attribute__((always_inline)) uint64_t
 soft_req_clear_end(soft_dev_t *dev)

@@ -823,7 +823,7 @@ static inline void soft_resp_fast_cqe(soft_dev_t *dev, soft_qp_t *dct,
 }
 
 /* Whether a large receive may complete in place on cq, whose poll runs
- * this pass and returns at most max completions (soft_cq.c, "Receives in
+ * this pass and returns at most max completions (soft_ip.c, "Receives in
  * place"): returned by that poll, with room to number it */
 static inline int soft_resp_place_ok(const soft_cq_t *cq, uint32_t max)
 {
