@@ -120,37 +120,6 @@ soft_engine_publish(soft_dev_t *dev, uint64_t now, int tm_pending)
     }
 }
 
-/* The poll stamp is due (soft_engine_stamp): written, and once in
- * SOFT_TAIL_STAMPS, the rings' tails looked at (soft_engine_tail_look). */
-__attribute__((noinline)) void soft_engine_stamp_write(soft_dev_t *dev,
-                                                       uint64_t now)
-{
-    dev->stamp = now;
-    __atomic_store_n(&dev->hdr->last_poll, now, __ATOMIC_RELAXED);
-    if (__atomic_load_n(&dev->hdr->app_wait, __ATOMIC_RELAXED) !=
-        SOFT_WAKE_NONE) {
-        /* the application polls: awake, until its next arm (soft_wake.c) */
-        __atomic_store_n(&dev->hdr->app_wait, SOFT_WAKE_NONE, __ATOMIC_RELAXED);
-    }
-    if ((++dev->tail_stamps % SOFT_TAIL_STAMPS) == 0) {
-        soft_engine_tail_look(dev);
-    }
-}
-
-/* Without the lock, once in SOFT_TAIL_STAMPS poll stamps (soft_engine_stamp):
- * 1 if a ring has a slot claimed and not published at its head, which the
- * head slot does not show when the claimer died before marking it; the
- * engine is then marked busy, so that the poll runs a whole pass, which
- * skips the slot of a dead claimer (soft_ring_unstick). */
-int soft_engine_tail_look(soft_dev_t *dev)
-{
-    if (!soft_engine_rings_pending(dev)) {
-        return 0;
-    }
-    __atomic_store_n(&dev->engine_idle, SOFT_ENGINE_BUSY, __ATOMIC_RELAXED);
-    return 1;
-}
-
 /* A WR queued the general way (soft_post_enqueue): it waits for a pass */
 void soft_engine_activate(soft_qp_t *qp)
 {
@@ -343,18 +312,6 @@ void soft_engine_app_sleeps(soft_dev_t *dev)
         soft_engine_progress(dev, 0);
         dev->app_passes++;
     }
-}
-
-/* Packets queued in either ring (claimed slots count too). */
-int soft_engine_rings_pending(soft_dev_t *dev)
-{
-    soft_port_hdr_t *hdr = dev->hdr;
-
-    return !dev->killed &&
-           ((__atomic_load_n(&hdr->req.tail, __ATOMIC_ACQUIRE) !=
-             hdr->req.head) ||
-            (__atomic_load_n(&hdr->resp.tail, __ATOMIC_ACQUIRE) !=
-             hdr->resp.head));
 }
 
 /* Work the helper must keep an eye on. */

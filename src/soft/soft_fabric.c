@@ -661,16 +661,6 @@ unsigned soft_ring_clear(soft_port_hdr_t *hdr, soft_ring_t *ring, uint64_t end)
     return soft_ring_clear_inline(hdr, ring, end);
 }
 
-/* Without the lock (soft_ring_idle_clear): one more poll found consumed
- * slots waiting for their clear; 1 once SOFT_CLEAR_POLLS did. */
-__attribute__((noinline)) int soft_ring_idle_count(soft_stall_t *st)
-{
-    uint32_t n = __atomic_load_n(&st->idle_polls, __ATOMIC_RELAXED) + 1;
-
-    __atomic_store_n(&st->idle_polls, n, __ATOMIC_RELAXED);
-    return n >= SOFT_CLEAR_POLLS;
-}
-
 /* 1 if a slot of the ring is claimed at the head but not published: its
  * claim mark, or the tail (read at most once per SOFT_RING_TAIL_NS of
  * 'now' per stall watch: the tail is the producers' line, and a producer

@@ -25,9 +25,19 @@
  * which skips it (soft_ring_unstick). */
 #define SOFT_TAIL_STAMPS 16u
 
-/* soft_engine.c */
+/* soft_poll.c */
 void soft_engine_stamp_write(soft_dev_t *dev, uint64_t now);
 int soft_engine_tail_look(soft_dev_t *dev);
+int soft_ring_idle_count(soft_stall_t *st);
+
+/* Without the lock: 1 if a poll should take the lock to clear consumed
+ * slots (a ring pass that finds nothing clears them, soft_engine_serve_req):
+ * once they waited SOFT_CLEAR_POLLS polls without a post clearing them */
+static inline int soft_ring_idle_clear(const soft_ring_t *ring,
+                                       soft_stall_t *st)
+{
+    return soft_ring_unfreed(ring) && soft_ring_idle_count(st);
+}
 
 /* The stamp with a soft_clock_now() reading the caller took (a whole
  * pass's, soft_dev_now_clk: taken before the pass, so the stamp is at

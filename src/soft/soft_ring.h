@@ -304,17 +304,6 @@ static inline int soft_ring_unfreed(const soft_ring_t *ring)
            __atomic_load_n(&ring->head, __ATOMIC_RELAXED);
 }
 
-/* Without the lock: 1 if a poll should take the lock to clear consumed
- * slots (a ring pass that finds nothing clears them, soft_engine_serve_req):
- * once they waited SOFT_CLEAR_POLLS polls without a post clearing them */
-int soft_ring_idle_count(soft_stall_t *st); /* soft_fabric.c */
-
-static inline int soft_ring_idle_clear(const soft_ring_t *ring,
-                                       soft_stall_t *st)
-{
-    return soft_ring_unfreed(ring) && soft_ring_idle_count(st);
-}
-
 /* Whether soft_ring_unstick has anything to look at (engine lock held): a
  * watch under way, a claim mark at the head (seq: the head slot's, as
  * soft_ring_peek_view read it), or the tail's look due */
