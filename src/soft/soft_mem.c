@@ -195,6 +195,18 @@ static int soft_mem_local_kernel_in(soft_dev_t *dev, void *dst, const void *src,
                                          dev->lost_in(dev, dst, src, len);
 }
 
+soft_mr_t *soft_key_lookup(soft_dev_t *dev, uint32_t key)
+{
+    return soft_key_find(dev, key);
+}
+
+soft_mr_t *soft_mr_lookup(soft_dev_t *dev, uint32_t key)
+{
+    soft_mr_t *mr = soft_key_lookup(dev, key);
+
+    return ((mr != NULL) && (mr->mkey == NULL)) ? mr : NULL;
+}
+
 void soft_mem_init(soft_dev_t *dev)
 {
     uint64_t probe_src = 0x5a5a, probe_dst = 0;

@@ -43,6 +43,11 @@ static inline soft_mr_t *soft_key_find(soft_dev_t *dev, uint32_t key)
 }
 
 /* soft_mem.c */
+/* soft_key_find out of line, below the requester, the responder, strided
+ * keys and direct access that look keys up; the entry of an MR's key only
+ * (not a strided key's) */
+soft_mr_t *soft_key_lookup(soft_dev_t *dev, uint32_t key);
+soft_mr_t *soft_mr_lookup(soft_dev_t *dev, uint32_t key);
 void soft_mem_init(soft_dev_t *dev);
 int soft_mem_local_begin(soft_dev_t *dev, const dcx_sge_t *sge, unsigned n);
 void soft_mem_local_end(soft_dev_t *dev);

@@ -17,18 +17,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-soft_mr_t *soft_key_lookup(soft_dev_t *dev, uint32_t key)
-{
-    return soft_key_find(dev, key);
-}
-
-soft_mr_t *soft_mr_lookup(soft_dev_t *dev, uint32_t key)
-{
-    soft_mr_t *mr = soft_key_lookup(dev, key);
-
-    return ((mr != NULL) && (mr->mkey == NULL)) ? mr : NULL;
-}
-
 /* The kernel pins the pages of a registration (write-faulting them in when
  * any write access is asked for) and fails with EFAULT if it cannot.  The
  * same verdict without touching the memory: walk /proc/self/maps over

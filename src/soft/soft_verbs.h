@@ -35,8 +35,6 @@ int soft_pd_free(dcx_pd_t *pd);
 int soft_mr_reg(dcx_pd_t *pd, void *addr, size_t length, uint32_t access,
                 dcx_mr_t **mr_p);
 int soft_mr_dereg(dcx_mr_t *mr);
-soft_mr_t *soft_mr_lookup(soft_dev_t *dev, uint32_t key);
-soft_mr_t *soft_key_lookup(soft_dev_t *dev, uint32_t key);
 int soft_key_insert(soft_dev_t *dev, soft_mr_t *mr, const char *what);
 void soft_key_remove(soft_dev_t *dev, soft_mr_t *mr);
 int soft_srq_create(dcx_pd_t *pd, const dcx_srq_attr_t *attr,
