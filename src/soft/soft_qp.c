@@ -547,7 +547,7 @@ int soft_dgram_post_send(dcx_qp_t *qp_, const dcx_send_wr_t *wr)
 
 /* The post function of a DCI in ERR: the WR is accepted and completes at
  * once with a flush error, as on the hardware. */
-static int soft_dci_post_flush(dcx_qp_t *qp_, const dcx_send_wr_t *wr)
+int soft_dci_post_flush(dcx_qp_t *qp_, const dcx_send_wr_t *wr)
 {
     soft_qp_t *qp = (soft_qp_t *)qp_;
     soft_swqe_t *w;
@@ -680,12 +680,6 @@ int soft_qp_post_locked(soft_qp_t *qp, const dcx_send_wr_t *wr)
     soft_fault_post(qp->dev, wr->opcode, &w->forced);
     soft_req_run(qp, qp->dev->now);
     return 0;
-}
-
-void soft_qp_flush_mode(soft_qp_t *qp)
-{
-    __atomic_store_n(&qp->super.post_send, soft_dci_post_flush,
-                     __ATOMIC_RELEASE);
 }
 
 static int soft_dct_post_send(dcx_qp_t *qp_, const dcx_send_wr_t *wr)

@@ -85,8 +85,19 @@ void soft_wqe_release(soft_qp_t *qp, soft_swqe_t *w);
 int soft_wqe_push_cqe(soft_qp_t *qp, soft_swqe_t *w, uint32_t idx,
                       uint8_t status, uint32_t byte_len);
 
+/* soft_qp.c: the post function of a DCI in ERR */
+int soft_dci_post_flush(dcx_qp_t *qp, const dcx_send_wr_t *wr);
+
+/* A DCI that went to ERR (soft_qp_to_error) posts through
+ * soft_dci_post_flush: inline, so that the requester installs it without
+ * calling up into the QP's file */
+static inline void soft_qp_flush_mode(soft_qp_t *qp)
+{
+    __atomic_store_n(&qp->super.post_send, &soft_dci_post_flush,
+                     __ATOMIC_RELEASE);
+}
+
 /* soft_qp.c */
-void soft_qp_flush_mode(soft_qp_t *qp);
 int soft_qp_create(dcx_pd_t *pd, const dcx_qp_attr_t *attr, dcx_qp_t **qp_p);
 int soft_qp_destroy(dcx_qp_t *qp);
 int soft_qp_set_error(dcx_qp_t *qp);
