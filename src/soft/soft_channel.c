@@ -23,6 +23,9 @@
  * before any completion exists.  Its completion is then made by whoever
  * runs the engine first: the woken application's progress, or its
  * get_event, which serves queued packets when no CQ has an event yet.
+ * Arming and get_event run the engine: they are in soft_arm.c, above it;
+ * this file holds the channel, its CQs and the firing of their events,
+ * below the engine.
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
@@ -37,11 +40,6 @@
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
-
-static inline soft_channel_t *soft_channel(dcx_comp_channel_t *ch)
-{
-    return (soft_channel_t *)ch;
-}
 
 /* Under the device lock */
 void soft_cq_fire(soft_cq_t *cq)
@@ -61,7 +59,7 @@ void soft_cq_fire(soft_cq_t *cq)
 }
 
 /* Under the device lock: the eventfd back to zero once no event waits */
-static void soft_channel_drain(soft_channel_t *ch)
+void soft_channel_drain(soft_channel_t *ch)
 {
     soft_cq_t *cq;
     uint64_t count;
@@ -257,108 +255,4 @@ void soft_cq_detach_channel(soft_cq_t *cq)
         soft_wake_taken(cq->dev);
     }
     cq->ch = NULL;
-}
-
-/* The application is about to sleep on a channel with requests of its
- * own outstanding: a helper parked behind its polls (soft_helper.c) must
- * watch them now, so it is rung; it naps while a CQ stays armed.  The fence pairs with the helper's, which
- * publishes PARKED before it looks at armed_cqs: one of the two sees the
- * other. */
-static void soft_channel_unpark(soft_dev_t *dev)
-{
-    __atomic_thread_fence(__ATOMIC_SEQ_CST);
-    if (dev->helper_started &&
-        (__atomic_load_n(&dev->hdr->sleeping, __ATOMIC_RELAXED) ==
-         SOFT_HELPER_PARKED)) {
-        soft_port_ring(dev->hdr);
-        __atomic_fetch_add(&dev->futex_wakes, 1, __ATOMIC_RELAXED);
-    }
-}
-
-int soft_cq_req_notify(dcx_cq_t *cq_)
-{
-    soft_cq_t *cq   = (soft_cq_t *)cq_;
-    soft_dev_t *dev = cq->dev;
-    int busy;
-
-    if (cq->ch == NULL) {
-        dcx_error("%s: cq %p arm: the CQ has no completion channel",
-                  dev->super.caps.name, (void *)cq);
-        return EINVAL;
-    }
-    soft_lock(&dev->lock);
-    if (!cq->armed) {
-        cq->armed = 1;
-        __atomic_store_n(&dev->armed_cqs, dev->armed_cqs + 1, __ATOMIC_RELAXED);
-    }
-    /* senders wake us from now on (soft_wake.c); packets already queued
-     * for us are served now: their completions fire the CQ here, not
-     * after the caller went to sleep */
-    soft_wake_arm(dev);
-    soft_engine_app_sleeps(dev);
-    if (cq->armed && (cq->head != cq->tail)) { /* (the pass may fire) */
-        soft_cq_fire(cq);
-    }
-    /* the helper is needed while we sleep for our own requests' timers
-     * and acknowledgements; peers ring it for what else it serves */
-    busy = (dev->engine_idle != SOFT_ENGINE_IDLE) || soft_engine_busy(dev);
-    soft_unlock(&dev->lock);
-    if (busy) {
-        soft_channel_unpark(dev);
-    }
-    return 0;
-}
-
-/* Under the device lock: a CQ of the channel with an event, or NULL */
-static soft_cq_t *soft_channel_event(soft_channel_t *ch)
-{
-    soft_cq_t *cq;
-
-    for (cq = ch->cqs; cq != NULL; cq = cq->ch_next) {
-        if (cq->events != 0) {
-            return cq;
-        }
-    }
-    return NULL;
-}
-
-/* Under the device lock: 1 if a CQ of the channel is armed */
-static int soft_channel_armed(soft_channel_t *ch)
-{
-    soft_cq_t *cq;
-
-    for (cq = ch->cqs; cq != NULL; cq = cq->ch_next) {
-        if (cq->armed) {
-            return 1;
-        }
-    }
-    return 0;
-}
-
-int soft_channel_get_event(dcx_comp_channel_t *ch_, dcx_cq_t **cq_p)
-{
-    soft_channel_t *ch = soft_channel(ch_);
-    soft_dev_t *dev    = ch->dev;
-    soft_cq_t *cq;
-    int ret = EAGAIN;
-
-    soft_lock(&dev->lock);
-    soft_wake_taken(dev);
-    cq = soft_channel_event(ch);
-    if ((cq == NULL) && soft_channel_armed(ch) &&
-        soft_engine_rings_pending(dev)) {
-        /* a sender's datagram woke us before its packet was served: the
-         * packet is served here, and its completion fires the CQ */
-        soft_engine_progress(dev, 0);
-        dev->app_passes++;
-        cq = soft_channel_event(ch);
-    }
-    if (cq != NULL) {
-        cq->events--;
-        *cq_p = &cq->super;
-        ret   = 0;
-    }
-    soft_channel_drain(ch);
-    soft_unlock(&dev->lock);
-    return ret;
 }
