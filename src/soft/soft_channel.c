@@ -183,29 +183,6 @@ int soft_channel_add_fd(dcx_comp_channel_t *ch_, int fd)
     return 0;
 }
 
-int soft_cq_create_ch(dcx_dev_t *dev_, uint32_t cqe, dcx_comp_channel_t *ch_,
-                      dcx_cq_t **cq_p)
-{
-    soft_channel_t *ch = soft_channel(ch_);
-    soft_dev_t *dev    = soft_dev(dev_);
-    soft_cq_t *cq;
-    dcx_cq_t *super;
-    int ret;
-
-    ret = soft_cq_create(dev_, cqe, &super);
-    if (ret != 0) {
-        return ret;
-    }
-    cq = (soft_cq_t *)super;
-    soft_lock(&dev->lock);
-    cq->ch      = ch;
-    cq->ch_next = ch->cqs;
-    ch->cqs     = cq;
-    soft_unlock(&dev->lock);
-    *cq_p = super;
-    return 0;
-}
-
 int dcx_soft_cq_move_channel(dcx_cq_t *cq_, dcx_comp_channel_t *ch_)
 {
     soft_cq_t *cq      = (soft_cq_t *)cq_;

@@ -17,6 +17,8 @@
 
 /* soft_cq.c */
 int soft_cq_create(dcx_dev_t *dev, uint32_t cqe, dcx_cq_t **cq_p);
+int soft_cq_create_ch(dcx_dev_t *dev, uint32_t cqe, dcx_comp_channel_t *ch,
+                      dcx_cq_t **cq_p);
 int soft_cq_destroy(dcx_cq_t *cq);
 int soft_cq_push(soft_cq_t *cq, const dcx_wc_t *wc, soft_qp_t *qp,
                  uint32_t sq_idx);
