@@ -24,6 +24,13 @@ int soft_cq_push(soft_cq_t *cq, const dcx_wc_t *wc, soft_qp_t *qp,
                  uint32_t sq_idx);
 void soft_cq_overrun(soft_cq_t *cq, uint32_t qp_num);
 
+/* soft_cq_poll.c: the CQ's ops, installed by soft_cq_create */
+int soft_cq_poll(dcx_cq_t *cq, int max, dcx_wc_t *wc);
+int soft_cq_poll_pair(dcx_cq_t *cq, dcx_cq_t *other, int max, dcx_wc_t *wc,
+                      int *n_other_p);
+int soft_cq_ready(const dcx_cq_t *cq);
+void soft_cq_release(dcx_cq_t *cq);
+
 /* The entry the next completion of cq is written into, in place (engine
  * lock held), or NULL when the CQ is full (the caller then reports
  * soft_cq_overrun()); soft_cq_commit() queues it. */
