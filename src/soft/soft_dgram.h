@@ -13,7 +13,7 @@
 int soft_dgram_post_send(dcx_qp_t *qp, const dcx_send_wr_t *wr);
 
 /* The DCT a request names, up, with the request's DC key; NULL (the
- * drop counted) otherwise (soft_resp.c, engine lock held) */
+ * drop counted) otherwise (soft_answer.c, engine lock held) */
 soft_qp_t *soft_resp_dct(soft_dev_t *dev, const soft_pkt_t *pkt);
 
 /* A datagram packet arrived (engine lock held) */

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Soft device responder (soft_resp.c): the packets it serves, its answers
- * and the acknowledgements it stores in a requester's ack table, and the
- * tag-matching engine it drives on a TM SRQ (soft_tm.c).  Sits on
+ * Soft device responder (soft_resp.c; its answers, soft_answer.c): the
+ * packets it serves, its answers and the acknowledgements it stores in a
+ * requester's ack table, and the tag-matching engine it drives on a TM SRQ
+ * (soft_tm.c).  Sits on
  * soft_dev.h, soft_objs.h and soft_port.h (the kick after a store).
  */
 #ifndef DCX_SOFT_RESP_H_
@@ -58,9 +59,46 @@ static inline void soft_resp_ack_flush(soft_dev_t *dev)
     }
 }
 
+/* The requester's ack table entry where "every message of the source DCI
+ * up to pkt->msn done" is published for a message that asks for it
+ * (SOFT_PKT_WACK); NULL if that cannot be done (no table, a NAK the
+ * requester has not completed yet): then an ACK packet goes. */
+static inline soft_ack_t *
+soft_resp_ack_entry(soft_dev_t *dev, soft_rstate_t *rs, const soft_pkt_t *pkt)
+{
+    soft_peer_t *peer = rs->peer;
+    uint32_t idx;
+
+    if (rs->wack_hold) {
+        if ((int32_t)(pkt->ack_base - rs->hold_msn) <= 0) {
+            return NULL;
+        }
+        rs->wack_hold = 0;
+    }
+    if (((peer->hdr == NULL) && (soft_peer_map(dev, peer) == NULL)) ||
+        __atomic_load_n(&peer->hdr->killed, __ATOMIC_RELAXED)) {
+        return NULL;
+    }
+    /* the DCI's index at the requester (its qpn_base shares the line of
+     * 'killed'); a number below the base wraps above any table */
+    idx = pkt->src_qpn -
+          __atomic_load_n(&peer->hdr->qpn_base, __ATOMIC_RELAXED);
+    if (idx >= peer->ack_count) {
+        return NULL; /* no table (peer->ack_count is 0 then) */
+    }
+    return peer->acks + idx;
+}
+
+static inline uint64_t soft_ack_word(const soft_pkt_t *pkt)
+{
+    return ((uint64_t)pkt->gen << 32) | (uint32_t)(pkt->msn + 1);
+}
+
 /* soft_resp.c */
 void soft_resp_packet(soft_dev_t *dev, const soft_pkt_t *pkt, const void *p);
 void soft_resp_forget_dct(soft_dev_t *dev, soft_qp_t *dct);
+
+/* soft_answer.c */
 void soft_resp_send(soft_dev_t *dev, soft_rstate_t *rs, const soft_pkt_t *req,
                     uint8_t op, uint8_t status, uint64_t arg, uint64_t offset,
                     const void *data, uint32_t len, uint8_t flags);
