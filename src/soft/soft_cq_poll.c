@@ -11,7 +11,7 @@
 #endif
 
 #include "soft.h"
-#include "soft_tm.h"
+#include "soft_tm_poll.h"
 
 /* Without the lock, by the CQ's poller: done with the bytes of the oldest
  * receive in place its polls returned and it did not release yet */

@@ -54,7 +54,7 @@ typedef struct soft_cqe {
     uint32_t sq_idx;
     uint32_t pad;
     /* tag matching: list entry / operations this CQE retires when polled
-     * (soft_tm_polled, soft_tm.h), or tm == NULL; tm_entry, tm_gen and
+     * (soft_tm_polled, soft_tm_poll.h), or tm == NULL; tm_entry, tm_gen and
      * tm_op are read only when tm_flags name them */
     soft_tm_t *tm;
     uint32_t tm_entry;

@@ -65,6 +65,7 @@
 
 #include "soft.h"
 #include "soft_tm.h"
+#include "soft_tm_poll.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -130,8 +131,9 @@ static void soft_tm_release(soft_tm_t *tm, uint32_t idx, uint32_t gen)
     tm->free_tail = idx;
 }
 
-/* soft_tm_polled's rest: list operations and entries retired, and an
- * unexpected message counted when its completion retires more than that */
+/* soft_tm_polled's rest (soft_tm_poll.h): list operations and entries
+ * retired, and an unexpected message counted when its completion retires
+ * more than that */
 void soft_tm_polled_rest(soft_cqe_t *cqe, dcx_wc_t *wc)
 {
     soft_tm_t *tm = cqe->tm;

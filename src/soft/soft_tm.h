@@ -139,9 +139,6 @@ static inline void soft_tm_recv_wc(dcx_wc_t *wc, uint64_t wr_id, uint8_t status,
     wc->src_qp   = src_qp;
 }
 
-/* soft_tm.c */
-void soft_tm_polled_rest(soft_cqe_t *cqe, dcx_wc_t *wc);
-
 /* Library side: an unexpected message's completion was polled; it asks
  * for a SYNC when software's count is more than SOFT_TM_SYNC_DIFF behind */
 static inline void soft_tm_polled_unexp(soft_tm_t *tm, dcx_wc_t *wc)
@@ -149,19 +146,6 @@ static inline void soft_tm_polled_unexp(soft_tm_t *tm, dcx_wc_t *wc)
     tm->lib_unexp_in++;
     if ((uint16_t)(tm->lib_unexp_in - tm->lib_unexp_out) > SOFT_TM_SYNC_DIFF) {
         wc->flags |= DCX_WC_FLAG_TM_SYNC_REQ;
-    }
-}
-
-/* Polling a completion with cqe->tm set (engine lock held): what it
- * retires.  An unexpected message alone (every unexpected eager, on the
- * responder's fast path too) is counted here, inline in the drain; list
- * operations and entries out of line. */
-static inline void soft_tm_polled(soft_cqe_t *cqe, dcx_wc_t *wc)
-{
-    if (cqe->tm_flags == SOFT_TMC_UNEXP) {
-        soft_tm_polled_unexp(cqe->tm, wc);
-    } else {
-        soft_tm_polled_rest(cqe, wc);
     }
 }
 
