@@ -74,43 +74,6 @@
 /* ------------------------------------------------------------------------
  * Completions
  * ------------------------------------------------------------------------ */
-/* The next CQE of the SRQ's CQ, for a completion whose polling retires
- * what 'flags' say: its TM fields set, the caller writes its wc in place
- * (stores only: a wc built elsewhere and copied in is read back behind
- * the stores of the data just placed) and commits it.  NULL when the CQ
- * is full (soft_cq_overrun logs it; the completion is lost). */
-static soft_cqe_t *soft_tm_cqe(soft_tm_t *tm, uint32_t qp_num, uint32_t entry,
-                               uint32_t gen, uint32_t op, uint8_t flags)
-{
-    soft_cq_t *cq   = tm->srq->cq;
-    soft_cqe_t *cqe = soft_cq_slot(cq);
-
-    if (cqe == NULL) {
-        soft_cq_overrun(cq, qp_num);
-        return NULL;
-    }
-    cqe->qp       = NULL;
-    cqe->sq_idx   = 0;
-    cqe->tm       = (flags != 0) ? tm : NULL;
-    cqe->tm_entry = entry;
-    cqe->tm_gen   = gen;
-    cqe->tm_op    = op;
-    cqe->tm_flags = flags;
-    return cqe;
-}
-
-/* Pushes the completion wc on the SRQ's CQ (soft_tm_cqe) */
-void soft_tm_push(soft_tm_t *tm, const dcx_wc_t *wc, uint32_t entry,
-                  uint32_t gen, uint32_t op, uint8_t flags)
-{
-    soft_cqe_t *cqe = soft_tm_cqe(tm, wc->qp_num, entry, gen, op, flags);
-
-    if (cqe != NULL) {
-        cqe->wc = *wc;
-        soft_cq_commit(tm->srq->cq);
-    }
-}
-
 /* Library side: one expected completion of the entry was polled. */
 static void soft_tm_release(soft_tm_t *tm, uint32_t idx, uint32_t gen)
 {

@@ -239,9 +239,46 @@ static inline void soft_tm_fast_wc(soft_srq_t *srq, soft_qp_t *dct,
     soft_cq_commit(cq);
 }
 
-/* soft_tm.c */
-void soft_tm_push(soft_tm_t *tm, const dcx_wc_t *wc, uint32_t entry,
-                  uint32_t gen, uint32_t op, uint8_t flags);
+/* The next CQE of the SRQ's CQ, for a completion whose polling retires
+ * what 'flags' say: its TM fields set, the caller writes its wc in place
+ * (stores only: a wc built elsewhere and copied in is read back behind
+ * the stores of the data just placed) and commits it.  NULL when the CQ
+ * is full (soft_cq_overrun logs it; the completion is lost). */
+static inline soft_cqe_t *soft_tm_cqe(soft_tm_t *tm, uint32_t qp_num,
+                                      uint32_t entry, uint32_t gen, uint32_t op,
+                                      uint8_t flags)
+{
+    soft_cq_t *cq   = tm->srq->cq;
+    soft_cqe_t *cqe = soft_cq_slot(cq);
+
+    if (cqe == NULL) {
+        soft_cq_overrun(cq, qp_num);
+        return NULL;
+    }
+    cqe->qp       = NULL;
+    cqe->sq_idx   = 0;
+    cqe->tm       = (flags != 0) ? tm : NULL;
+    cqe->tm_entry = entry;
+    cqe->tm_gen   = gen;
+    cqe->tm_op    = op;
+    cqe->tm_flags = flags;
+    return cqe;
+}
+
+/* Pushes the completion wc on the SRQ's CQ (soft_tm_cqe).  Inline, below
+ * both the matching (soft_tm.c) and the rendezvous (soft_tm_rndv.c) that
+ * complete through it. */
+static inline void soft_tm_push(soft_tm_t *tm, const dcx_wc_t *wc,
+                                uint32_t entry, uint32_t gen, uint32_t op,
+                                uint8_t flags)
+{
+    soft_cqe_t *cqe = soft_tm_cqe(tm, wc->qp_num, entry, gen, op, flags);
+
+    if (cqe != NULL) {
+        cqe->wc = *wc;
+        soft_cq_commit(tm->srq->cq);
+    }
+}
 
 /* soft_tm_rndv.c */
 int soft_tm_rndv_init(soft_tm_t *tm);
