@@ -103,35 +103,6 @@ size_t soft_direct_area_size(const soft_dev_t *dev)
                0;
 }
 
-static inline soft_direct_area_t *soft_direct_area_of(soft_port_hdr_t *hdr,
-                                                      size_t map_size)
-{
-    uint64_t off = __atomic_load_n(&hdr->direct_off, __ATOMIC_ACQUIRE);
-    soft_direct_area_t *area;
-
-    if ((off == 0) || (off > map_size) ||
-        (map_size - off < sizeof(soft_direct_area_t))) {
-        return NULL;
-    }
-    area = (soft_direct_area_t *)((char *)hdr + off);
-    if ((area->version != SOFT_DIRECT_VERSION) ||
-        !__atomic_load_n(&area->enabled, __ATOMIC_ACQUIRE)) {
-        return NULL;
-    }
-    return area;
-}
-
-int soft_direct_peer_life(soft_peer_t *peer)
-{
-    soft_direct_area_t *area;
-
-    if ((peer->hdr == NULL) ||
-        ((area = soft_direct_area_of(peer->hdr, peer->map_size)) == NULL)) {
-        return SOFT_LIFE_UNKNOWN;
-    }
-    return soft_direct_life(area);
-}
-
 /* ------------------------------------------------------------------------
  * Initiator side
  * ------------------------------------------------------------------------ */

@@ -121,6 +121,26 @@ typedef struct soft_direct_area {
     soft_dalloc_t allocs[SOFT_DIRECT_ALLOCS];
 } soft_direct_area_t;
 
+/* The direct area a peer's mapped header (map_size bytes) publishes, or
+ * NULL: none, out of the mapping, of another version or disabled */
+static inline soft_direct_area_t *soft_direct_area_of(soft_port_hdr_t *hdr,
+                                                      size_t map_size)
+{
+    uint64_t off = __atomic_load_n(&hdr->direct_off, __ATOMIC_ACQUIRE);
+    soft_direct_area_t *area;
+
+    if ((off == 0) || (off > map_size) ||
+        (map_size - off < sizeof(soft_direct_area_t))) {
+        return NULL;
+    }
+    area = (soft_direct_area_t *)((char *)hdr + off);
+    if ((area->version != SOFT_DIRECT_VERSION) ||
+        !__atomic_load_n(&area->enabled, __ATOMIC_ACQUIRE)) {
+        return NULL;
+    }
+    return area;
+}
+
 /* Bytes the port segment reserves for the tables (0 when disabled). */
 size_t soft_direct_area_size(const soft_dev_t *dev);
 /* Sets up our tables at 'offset' of the fresh segment and chooses the
@@ -205,8 +225,8 @@ static inline int soft_direct_life(const soft_direct_area_t *area)
     return soft_direct_life_word(area, &word);
 }
 
-/* What the liveness lock of the area peer publishes says (SOFT_LIFE_*;
- * UNKNOWN when it publishes none). */
+/* soft_dlife.c: what the liveness lock of the area peer publishes says
+ * (SOFT_LIFE_*; UNKNOWN when it publishes none). */
 int soft_direct_peer_life(soft_peer_t *peer);
 
 /* Seqlock helpers of the published tables (owner writes, peers read) */

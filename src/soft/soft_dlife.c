@@ -91,6 +91,19 @@ void soft_direct_life_end(soft_dev_t *dev)
     pthread_mutex_unlock(&l->lock);
 }
 
+/* A peer's side: what the liveness lock of the area peer publishes says,
+ * read without a system call (soft_peer_dead asks it first) */
+int soft_direct_peer_life(soft_peer_t *peer)
+{
+    soft_direct_area_t *area;
+
+    if ((peer->hdr == NULL) ||
+        ((area = soft_direct_area_of(peer->hdr, peer->map_size)) == NULL)) {
+        return SOFT_LIFE_UNKNOWN;
+    }
+    return soft_direct_life(area);
+}
+
 int dcx_soft_direct_alive_lock(dcx_dev_t *dev)
 {
     soft_dev_t *sdev;
