@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Soft device ports: the shared segments of the fabric and the peers
- * mapped from them, the kicks that wake a port's helper (soft_fabric.c),
- * the helper thread (soft_helper.c) and the wake socket of an application
- * asleep on a completion channel (soft_wake.c).  Sits on soft_wire.h (the
- * port's header, peers), soft_clock.h (the poll age a kick reads) and
- * soft_dev.h.
+ * Soft device ports: the shared segments of the fabric (soft_seg.c) and
+ * the peers mapped from them, the kicks that wake a port's helper
+ * (soft_fabric.c), the helper thread (soft_helper.c) and the wake socket
+ * of an application asleep on a completion channel (soft_wake.c).  Sits
+ * on soft_wire.h (the port's header, peers), soft_clock.h (the poll age a
+ * kick reads) and soft_dev.h.
  */
 #ifndef DCX_SOFT_PORT_H_
 #define DCX_SOFT_PORT_H_
@@ -17,6 +17,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 /* After a full barrier between a sender's publish and this read of
  * 'sleeping': 1 if the port's helper must be woken for the packet, as it
@@ -45,18 +46,34 @@ static inline int soft_port_kick_due_at(const soft_port_hdr_t *hdr,
            ((state == SOFT_HELPER_DEEP) || soft_port_idle_at(hdr, clk));
 }
 
+/* The name of a port segment (soft_seg.c says how it is made): its
+ * owner creates it, its peers map it (soft_peer_map) */
+#define SOFT_SEG_PREFIX "dcx-soft."
+
+static inline void soft_seg_name(char *buf, size_t len, uint32_t uid,
+                                 const char *fabric, uint32_t pid,
+                                 uint64_t token)
+{
+    snprintf(buf, len, "/" SOFT_SEG_PREFIX "%u.%s.%u.%016llx", uid, fabric, pid,
+             (unsigned long long)token);
+}
+
 /* soft_proc.c */
 uint64_t soft_proc_start_time(uint32_t pid);
 int soft_pid_alive(uint32_t pid, uint64_t start);
+
+/* soft_seg.c */
+int soft_port_create(soft_dev_t *dev);
+void soft_port_destroy(soft_dev_t *dev);
+void soft_fabric_sweep(uint32_t uid);
 
 /* soft_fabric.c */
 uint32_t soft_fabric_hash(const char *fabric);
 uint32_t soft_host_id(void);
 int soft_addr_check(soft_dev_t *dev, const void *addr, size_t len,
                     soft_addr_t *out, char *why, size_t why_len);
-int soft_port_create(soft_dev_t *dev);
-void soft_port_destroy(soft_dev_t *dev);
-void soft_fabric_sweep(uint32_t uid);
+void soft_rings_warm(const soft_dev_t *dev, soft_port_hdr_t *hdr,
+                     size_t map_size);
 soft_peer_t *soft_peer_get(soft_dev_t *dev, uint32_t pid, uint32_t inst,
                            uint64_t token);
 soft_port_hdr_t *soft_peer_map(soft_dev_t *dev, soft_peer_t *peer);
