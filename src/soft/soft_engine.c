@@ -120,31 +120,6 @@ soft_engine_publish(soft_dev_t *dev, uint64_t now, int tm_pending)
     }
 }
 
-/* A WR queued the general way (soft_post_enqueue): it waits for a pass */
-void soft_engine_activate(soft_qp_t *qp)
-{
-    soft_dev_t *dev = qp->dev;
-
-    soft_engine_active_add(dev, qp);
-    __atomic_store_n(&dev->engine_idle, SOFT_ENGINE_BUSY, __ATOMIC_RELAXED);
-}
-
-void soft_engine_deactivate(soft_qp_t *qp)
-{
-    soft_qp_t **pp;
-
-    if (!qp->active) {
-        return;
-    }
-    for (pp = &qp->dev->active_dcis; *pp != NULL; pp = &(*pp)->next_active) {
-        if (*pp == qp) {
-            *pp = qp->next_active;
-            break;
-        }
-    }
-    qp->active = 0;
-}
-
 /* Serves the request ring (engine lock held), up to SOFT_PROGRESS_BUDGET
  * packets.  'now' is the clock of a whole pass, or 0 for a ring pass,
  * which reads no clock: that stops at a packet delayed on the wire (fault

@@ -20,10 +20,12 @@ int soft_engine_rings_pending(soft_dev_t *dev);
 void soft_engine_app_sleeps(soft_dev_t *dev);
 void soft_engine_poll_pass(soft_dev_t *dev, soft_cq_t *cq, soft_cq_t *other,
                            int look, uint64_t clk);
-void soft_engine_activate(soft_qp_t *qp);
 void soft_dev_light_update(soft_dev_t *dev); /* soft_fault.c */
-void soft_engine_deactivate(soft_qp_t *qp);
 void soft_dev_progress(dcx_dev_t *dev);
+
+/* soft_active.c */
+void soft_engine_activate(soft_qp_t *qp);
+void soft_engine_deactivate(soft_qp_t *qp);
 
 /* soft_fault.c */
 enum {
