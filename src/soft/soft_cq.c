@@ -46,6 +46,27 @@ int soft_cq_push(soft_cq_t *cq, const dcx_wc_t *wc, soft_qp_t *qp,
     return 0;
 }
 
+/* The completions of qp queued in cq (engine lock held): dropped (a DCI's
+ * reset), or kept without their QP, which retire nothing when polled (a
+ * destroyed QP) */
+void soft_cq_purge(soft_cq_t *cq, soft_qp_t *qp, int drop)
+{
+    uint32_t i, out = cq->head;
+
+    for (i = cq->head; i != cq->tail; ++i) {
+        soft_cqe_t *e = &cq->q[i & (cq->size - 1)];
+
+        if (e->qp == qp) {
+            if (drop) {
+                continue;
+            }
+            e->qp = NULL;
+        }
+        cq->q[out++ & (cq->size - 1)] = *e;
+    }
+    cq->tail = out;
+}
+
 int soft_cq_create(dcx_dev_t *dev_, uint32_t cqe, dcx_cq_t **cq_p)
 {
     soft_dev_t *dev = soft_dev(dev_);

@@ -23,6 +23,7 @@ int soft_cq_destroy(dcx_cq_t *cq);
 int soft_cq_push(soft_cq_t *cq, const dcx_wc_t *wc, soft_qp_t *qp,
                  uint32_t sq_idx);
 void soft_cq_overrun(soft_cq_t *cq, uint32_t qp_num);
+void soft_cq_purge(soft_cq_t *cq, soft_qp_t *qp, int drop);
 
 /* soft_cq_poll.c: the CQ's ops, installed by soft_cq_create */
 int soft_cq_poll(dcx_cq_t *cq, int max, dcx_wc_t *wc);

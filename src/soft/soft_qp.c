@@ -699,24 +699,6 @@ void soft_qp_retire(soft_qp_t *qp, uint32_t sq_idx)
 /* ------------------------------------------------------------------------
  * Control path
  * ------------------------------------------------------------------------ */
-static void soft_cq_purge(soft_cq_t *cq, soft_qp_t *qp, int drop)
-{
-    uint32_t i, out = cq->head;
-
-    for (i = cq->head; i != cq->tail; ++i) {
-        soft_cqe_t *e = &cq->q[i & (cq->size - 1)];
-
-        if (e->qp == qp) {
-            if (drop) {
-                continue;
-            }
-            e->qp = NULL;
-        }
-        cq->q[out++ & (cq->size - 1)] = *e;
-    }
-    cq->tail = out;
-}
-
 static int soft_qp_alloc_num(soft_dev_t *dev, soft_qp_t *qp)
 {
     uint32_t i, idx;
