@@ -8,7 +8,7 @@
 
 #include "soft_wire.h"
 
-/* The post function of a datagram DCI (soft_qp.c, beside the other post
+/* The post function of a datagram DCI (soft_post.c, beside the other post
  * functions whose helpers it shares) */
 int soft_dgram_post_send(dcx_qp_t *qp, const dcx_send_wr_t *wr);
 

@@ -2,7 +2,7 @@
 /*
  * Soft device: the light post of a small inline WR (soft_req_post_inline)
  * and of a SEND of one registered sge (soft_req_post_sge), inline in the
- * post (soft_qp.c, soft_dci_post_light and soft_dci_post_sge), which is
+ * post (soft_post.c, soft_dci_post_light and soft_dci_post_sge), which is
  * the whole send side of such a message: a call less, and the post's own
  * locals (the target to kick) stay in registers.  The requester's other parts
  * are in soft_req.c, which includes this header for the watch

@@ -3,7 +3,7 @@
  * Soft device DCIs: the work done within the call (dcx_qp_t.post_now,
  * put_now, get_now; docs/device-semantics.md, "post_now"), under the
  * grant towards the target (soft_dgrant.h), on a DCI whose posted work is
- * all complete.  The DCI object and its posts are in soft_qp.c.
+ * all complete.  The DCI object is in soft_qp.c, its posts in soft_post.c.
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"

@@ -2,14 +2,14 @@
 /*
  * Soft device DCIs: the work a DCI does within the call (soft_now.c:
  * dcx_qp_t.post_now, put_now, get_now) and what it shares with the DCI's
- * posts (soft_qp.c).
+ * posts (soft_post.c).
  */
 #ifndef DCX_SOFT_NOW_H_
 #define DCX_SOFT_NOW_H_
 
 #include "soft_objs.h"
 
-/* A DCI's plain post (soft_qp.c): the post function of a DCI neither new
+/* A DCI's plain post (soft_post.c): the post function of a DCI neither new
  * nor in error */
 int soft_dci_post_send(dcx_qp_t *qp_, const dcx_send_wr_t *wr);
 

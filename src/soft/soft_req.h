@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Soft device requester: a DCI's send WQEs, their states and completions
- * (soft_req.c), and the DCI's posts, transmission and timers (soft_qp.c),
+ * (soft_req.c), and the DCI's posts (soft_post.c), transmission and timers,
  * with the small copy its inline messages are made of.  Sits on
  * soft_dev.h (the device a DCI's log line names) and soft_objs.h.
  */
@@ -59,7 +59,7 @@ static inline void soft_copy_small(uint8_t *d, const uint8_t *s, size_t len)
     }
 }
 
-/* Requester helpers shared by soft_req.c and soft_qp.c */
+/* Requester helpers shared by soft_req.c, soft_post.c and soft_qp.c */
 static inline soft_swqe_t *soft_wqe(soft_qp_t *qp, uint32_t idx)
 {
     return &qp->sq[idx & qp->sq_mask];
@@ -85,8 +85,18 @@ void soft_wqe_release(soft_qp_t *qp, soft_swqe_t *w);
 int soft_wqe_push_cqe(soft_qp_t *qp, soft_swqe_t *w, uint32_t idx,
                       uint8_t status, uint32_t byte_len);
 
-/* soft_qp.c: the post function of a DCI in ERR */
+/* soft_post.c: the post functions a QP's creation installs (soft_qp.c):
+ * a DCI's until its first WR, a DCT's; a DCI's in ERR (below); a failing
+ * post (dcx_soft_qp_post_failing); the posts of the device's own DCIs; a
+ * DCI's slots retired and its reset */
+int soft_dci_post_first(dcx_qp_t *qp, const dcx_send_wr_t *wr);
+int soft_dct_post_send(dcx_qp_t *qp, const dcx_send_wr_t *wr);
 int soft_dci_post_flush(dcx_qp_t *qp, const dcx_send_wr_t *wr);
+int soft_post_failing(soft_qp_t *qp, const dcx_send_wr_t *wr,
+                      dcx_wc_status_t status);
+int soft_qp_post_locked(soft_qp_t *qp, const dcx_send_wr_t *wr);
+void soft_qp_retire(soft_qp_t *qp, uint32_t sq_idx);
+void soft_qp_reset(soft_qp_t *qp);
 
 /* A DCI that went to ERR (soft_qp_to_error) posts through
  * soft_dci_post_flush: inline, so that the requester installs it without
@@ -106,9 +116,7 @@ void soft_req_run(soft_qp_t *qp, uint64_t now);
 void soft_req_timers(soft_dev_t *dev, uint64_t now);
 void soft_comp_packet(soft_dev_t *dev, const soft_pkt_t *pkt,
                       const void *payload);
-void soft_qp_retire(soft_qp_t *qp, uint32_t sq_idx);
 void soft_qp_to_error(soft_qp_t *qp, const char *reason);
-void soft_qp_reset(soft_qp_t *qp);
 void soft_req_acked(soft_qp_t *qp, uint64_t now);
 void soft_req_key_gone(soft_dev_t *dev, uint32_t lkey);
 void soft_req_prod(soft_dev_t *dev, soft_peer_t *peer, uint64_t now);
@@ -120,6 +128,5 @@ int soft_req_post_direct(soft_qp_t *qp, const dcx_send_wr_t *wr,
  * completed at once when that took it (0); 1 when it goes the general
  * way (soft_req_run), nothing done but the check. */
 int soft_req_run_direct(soft_qp_t *qp, soft_swqe_t *w);
-int soft_qp_post_locked(soft_qp_t *qp, const dcx_send_wr_t *wr);
 
 #endif

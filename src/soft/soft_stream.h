@@ -26,7 +26,7 @@ static inline int soft_qp_has_streams(const soft_qp_t *qp)
     return qp->super.num_streams != 0;
 }
 
-/* soft_qp.c: a DCI in ERR back to RTS, its unpolled completions kept */
+/* soft_post.c: a DCI in ERR back to RTS, its unpolled completions kept */
 void soft_qp_rearm(soft_qp_t *qp);
 
 int soft_stream_create(dcx_pd_t *pd, const dcx_qp_attr_t *attr,
