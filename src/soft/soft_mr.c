@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Soft device: memory regions and the key table their keys (and strided
- * keys' table entries, soft_mkey.c) live in.
+ * keys' table entries, soft_mkey.c) live in, with what taking a key out of
+ * the table does to the send WQEs that name it (soft_req_key_gone: they
+ * read only the requester's inline accessors, so the table stays below
+ * the requester).  Looking keys up is soft_mem.c's.
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
@@ -134,6 +137,41 @@ int soft_key_insert(soft_dev_t *dev, soft_mr_t *mr, const char *what)
     dev->num_mr_used++;
     soft_unlock(&dev->lock);
     return 0;
+}
+
+/* The key 'lkey' was just taken out of the table (soft_key_remove, engine
+ * lock held): as on a NIC, whose access through a destroyed key fails, a
+ * WQE not yet completed that names it in its sg list will not touch that
+ * memory again (the caller may unmap it once this returns).  It completes,
+ * in its turn, with a local protection error: one not started yet through
+ * its forced status, one on the wire, which sends no more packets and
+ * takes no more response data, when it is the oldest (soft_req_mem_gone). */
+void soft_req_key_gone(soft_dev_t *dev, uint32_t lkey)
+{
+    soft_swqe_t *w;
+    soft_qp_t *qp;
+    uint32_t idx;
+    unsigned i;
+
+    for (qp = dev->dcis; qp != NULL; qp = qp->next_dci) {
+        for (idx = qp->sq_comp; idx != qp->sq_head; ++idx) {
+            w = soft_wqe(qp, idx);
+            if ((w->wr.flags & DCX_SEND_INLINE) ||
+                (w->forced != SOFT_NO_STATUS)) {
+                continue;
+            }
+            for (i = 0; i < w->wr.num_sge; ++i) {
+                if (w->sge[i].lkey == lkey) {
+                    dcx_debug("%s: dci 0x%x wr 0x%llx: its memory key 0x%x "
+                              "was deregistered",
+                              soft_qp_dev_name(qp), qp->super.qp_num,
+                              (unsigned long long)w->wr.wr_id, lkey);
+                    w->forced = DCX_WC_LOC_PROT_ERR;
+                    break;
+                }
+            }
+        }
+    }
 }
 
 /* Takes mr's key out of the table.  Holding the engine lock, no engine

@@ -136,41 +136,6 @@ int soft_sge_scatter(soft_dev_t *dev, const void *buf, const dcx_sge_t *sge,
     return soft_sge_walk(dev, sge, num_sge, off, len, NULL, buf);
 }
 
-/* The key 'lkey' was just taken out of the table (soft_key_remove, engine
- * lock held): as on a NIC, whose access through a destroyed key fails, a
- * WQE not yet completed that names it in its sg list will not touch that
- * memory again (the caller may unmap it once this returns).  It completes,
- * in its turn, with a local protection error: one not started yet through
- * its forced status, one on the wire, which sends no more packets and
- * takes no more response data, when it is the oldest (soft_req_mem_gone). */
-void soft_req_key_gone(soft_dev_t *dev, uint32_t lkey)
-{
-    soft_swqe_t *w;
-    soft_qp_t *qp;
-    uint32_t idx;
-    unsigned i;
-
-    for (qp = dev->dcis; qp != NULL; qp = qp->next_dci) {
-        for (idx = qp->sq_comp; idx != qp->sq_head; ++idx) {
-            w = soft_wqe(qp, idx);
-            if ((w->wr.flags & DCX_SEND_INLINE) ||
-                (w->forced != SOFT_NO_STATUS)) {
-                continue;
-            }
-            for (i = 0; i < w->wr.num_sge; ++i) {
-                if (w->sge[i].lkey == lkey) {
-                    dcx_debug("%s: dci 0x%x wr 0x%llx: its memory key 0x%x "
-                              "was deregistered",
-                              soft_qp_dev_name(qp), qp->super.qp_num,
-                              (unsigned long long)w->wr.wr_id, lkey);
-                    w->forced = DCX_WC_LOC_PROT_ERR;
-                    break;
-                }
-            }
-        }
-    }
-}
-
 /* ------------------------------------------------------------------------
  * Completer
  * ------------------------------------------------------------------------ */

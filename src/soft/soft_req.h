@@ -118,7 +118,6 @@ void soft_comp_packet(soft_dev_t *dev, const soft_pkt_t *pkt,
                       const void *payload);
 void soft_qp_to_error(soft_qp_t *qp, const char *reason);
 void soft_req_acked(soft_qp_t *qp, uint64_t now);
-void soft_req_key_gone(soft_dev_t *dev, uint32_t lkey);
 void soft_req_prod(soft_dev_t *dev, soft_peer_t *peer, uint64_t now);
 int soft_req_post_direct(soft_qp_t *qp, const dcx_send_wr_t *wr,
                          soft_peer_t *peer, uint64_t total);

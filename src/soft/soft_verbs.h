@@ -37,6 +37,7 @@ int soft_mr_reg(dcx_pd_t *pd, void *addr, size_t length, uint32_t access,
 int soft_mr_dereg(dcx_mr_t *mr);
 int soft_key_insert(soft_dev_t *dev, soft_mr_t *mr, const char *what);
 void soft_key_remove(soft_dev_t *dev, soft_mr_t *mr);
+void soft_req_key_gone(soft_dev_t *dev, uint32_t lkey);
 int soft_srq_create(dcx_pd_t *pd, const dcx_srq_attr_t *attr,
                     dcx_srq_t **srq_p);
 int soft_srq_destroy(dcx_srq_t *srq);
