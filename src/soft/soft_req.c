@@ -183,7 +183,7 @@ void soft_qp_to_error(soft_qp_t *qp, const char *reason)
     qp->sq_send     = qp->sq_head;
     qp->deadline_ns = 0;
     if (qp->stream_of != NULL) {
-        soft_stream_errored(qp); /* a stream channel: its DCI counts it */
+        qp->stream_of->ch_errored(qp); /* a stream channel: its DCI counts it */
     }
 }
 

@@ -63,6 +63,8 @@ static void soft_stream_free(soft_stream_t *st)
     free(st);
 }
 
+static void soft_stream_errored(soft_qp_t *ch);
+
 int soft_stream_create(dcx_pd_t *pd, const dcx_qp_attr_t *attr, dcx_qp_t **qp_p)
 {
     soft_dev_t *dev  = soft_dev(pd->dev);
@@ -118,6 +120,7 @@ int soft_stream_create(dcx_pd_t *pd, const dcx_qp_attr_t *attr, dcx_qp_t **qp_p)
     qp->wc_qpn              = qp->super.qp_num;
 
     soft_lock(&dev->lock);
+    st->ch_errored = soft_stream_errored;
     for (i = 0; i < st->n; ++i) {
         st->ch[i]->stream_of = st;
         st->ch[i]->wc_qpn    = qp->super.qp_num;
@@ -153,8 +156,9 @@ static void soft_stream_dci_error(soft_stream_t *st, const char *reason)
     }
 }
 
-/* Channel ch went to ERR (soft_qp_to_error).  Engine lock held. */
-void soft_stream_errored(soft_qp_t *ch)
+/* Channel ch went to ERR (soft_qp_to_error, through st->ch_errored).  Engine
+ * lock held. */
+static void soft_stream_errored(soft_qp_t *ch)
 {
     soft_stream_t *st = ch->stream_of;
 

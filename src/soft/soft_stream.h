@@ -19,6 +19,10 @@ typedef struct soft_stream {
     uint32_t max_errored; /* the DCI fails at this many errored streams */
     uint32_t errored;     /* streams in error now */
     int going_down;       /* the whole DCI is moving to ERR */
+    /* a channel went to ERR (soft_qp_to_error, engine lock held): set at
+     * creation, so that the requester below tells the stream without
+     * calling its file */
+    void (*ch_errored)(soft_qp_t *ch);
 } soft_stream_t;
 
 static inline int soft_qp_has_streams(const soft_qp_t *qp)
@@ -37,8 +41,6 @@ int soft_stream_recover(soft_qp_t *qp);
 int soft_stream_reset(dcx_qp_t *qp, uint16_t stream_id);
 int soft_stream_set_timers(soft_qp_t *qp, uint8_t timeout, uint8_t retry_cnt,
                            uint8_t rnr_retry, uint32_t max_rd_atomic);
-/* channel ch went to ERR (soft_qp_to_error, engine lock held) */
-void soft_stream_errored(soft_qp_t *ch);
 /* the channel of stream_id, or NULL (logged) */
 soft_qp_t *soft_stream_channel(soft_qp_t *qp, uint16_t stream_id);
 
