@@ -2,7 +2,8 @@
 /*
  * Soft device responder: what its message handlers (soft_resp.c) and the
  * tag-matching engine (soft_tm.c) both build on: the DCT a request packet
- * names, the receive a message takes from the DCT's SRQ, and the answers
+ * names, the receive a message takes from the DCT's SRQ (and the signal
+ * to the SRQ's watcher when there is none), and the answers
  * (responses, NAKs, acknowledgements by packet or in the requester's ack
  * table) with the end of a message.  Below both, calling neither.
  */
@@ -14,7 +15,9 @@
 #include "soft_dgram.h"
 #include "soft_srq.h"
 
+#include <errno.h>
 #include <string.h>
+#include <unistd.h>
 
 /* The DCT a request names (soft_dgram.h) */
 soft_qp_t *soft_resp_dct(soft_dev_t *dev, const soft_pkt_t *pkt)
@@ -125,6 +128,18 @@ void soft_resp_finish(soft_rstate_t *rs)
     rs->e++;
     rs->cur_off = 0;
     rs->msg_err = 0;
+}
+
+/* Engine lock held: a message found srq empty; its watcher learns it */
+void soft_srq_found_empty(soft_srq_t *srq)
+{
+    uint64_t one = 1;
+
+    if ((srq->watch_fd >= 0) &&
+        (write(srq->watch_fd, &one, sizeof(one)) != sizeof(one))) {
+        dcx_debug("%s: srq %p: its watcher's fd refused a write: %s",
+                  srq->dev->super.caps.name, (void *)srq, strerror(errno));
+    }
 }
 
 /* Takes a receive for the message; 0 if none (RNR NAK sent). */

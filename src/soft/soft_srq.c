@@ -180,18 +180,6 @@ int dcx_soft_srq_watch(dcx_srq_t *srq_, int efd)
     return 0;
 }
 
-/* Engine lock held: a message found srq empty; its watcher learns it */
-void soft_srq_found_empty(soft_srq_t *srq)
-{
-    uint64_t one = 1;
-
-    if ((srq->watch_fd >= 0) &&
-        (write(srq->watch_fd, &one, sizeof(one)) != sizeof(one))) {
-        dcx_debug("%s: srq %p: its watcher's fd refused a write: %s",
-                  srq->dev->super.caps.name, (void *)srq, strerror(errno));
-    }
-}
-
 int soft_srq_destroy(dcx_srq_t *srq_)
 {
     soft_srq_t *srq = (soft_srq_t *)srq_;

@@ -14,7 +14,8 @@ static inline soft_rwqe_t *soft_srq_head(soft_srq_t *srq)
     return &srq->q[srq->hpos];
 }
 
-/* Engine lock held: a message found srq empty (dcx_soft_srq_watch) */
+/* soft_answer.c, engine lock held: a message found srq empty
+ * (dcx_soft_srq_watch) */
 void soft_srq_found_empty(soft_srq_t *srq);
 
 /* Engine lock held: the head receive is taken */
