@@ -60,16 +60,6 @@
 #define F_SEAL_GROW   0x0004
 #endif
 
-/* One allocation of ours (process-local). */
-typedef struct soft_alloc {
-    struct soft_alloc *next;
-    void *addr;
-    size_t len;
-    int fd;   /* -1: anonymous memory */
-    int slot; /* published in allocs[slot]; -1: not */
-    uint64_t serial;
-} soft_alloc_t;
-
 static int soft_alloc_memfd(soft_dev_t *dev, size_t len)
 {
     int fd;
@@ -282,23 +272,6 @@ void soft_alloc_cleanup(soft_dev_t *dev)
         dcx_warn("%s: closed with %u allocation(s) not freed",
                  dev->super.caps.name, n);
     }
-}
-
-uint32_t soft_alloc_find(soft_dev_t *dev, uint64_t start, uint64_t end,
-                         uint64_t *serial_p)
-{
-    soft_alloc_t *a;
-    uint64_t base;
-
-    for (a = dev->allocs; a != NULL; a = a->next) {
-        base = (uint64_t)(uintptr_t)a->addr;
-        if ((a->slot >= 0) && (start >= base) && (end <= base + a->len) &&
-            (start < end)) {
-            *serial_p = a->serial;
-            return (uint32_t)a->slot + 1;
-        }
-    }
-    return 0;
 }
 
 int soft_alloc_holds(soft_dev_t *dev, uint64_t start, uint64_t end)

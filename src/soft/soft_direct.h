@@ -241,13 +241,39 @@ static inline void soft_seq_end(uint32_t *seq)
     __atomic_store_n(seq, *seq + 1, __ATOMIC_SEQ_CST); /* even */
 }
 
-/* soft_alloc.c: the owner's allocations.  soft_alloc_find: the published
- * allocation holding [start, end) (mr_lock held): 1 + its slot and its
- * serial, or 0. */
-uint32_t soft_alloc_find(soft_dev_t *dev, uint64_t start, uint64_t end,
-                         uint64_t *serial_p);
-/* Whether one of our allocations, published or not, holds [start, end)
- * (mr_lock held). */
+/* One allocation of ours (process-local; soft_alloc.c makes them). */
+typedef struct soft_alloc {
+    struct soft_alloc *next;
+    void *addr;
+    size_t len;
+    int fd;   /* -1: anonymous memory */
+    int slot; /* published in allocs[slot]; -1: not */
+    uint64_t serial;
+} soft_alloc_t;
+
+/* The published allocation holding [start, end) (mr_lock held): 1 + its
+ * slot and its serial, or 0.  Inline, below the publishing of an MR's
+ * entry (soft_direct_mr_set) and the allocator (soft_alloc.c), whose free
+ * unpublishes the MRs inside. */
+static inline uint32_t soft_alloc_find(soft_dev_t *dev, uint64_t start,
+                                       uint64_t end, uint64_t *serial_p)
+{
+    soft_alloc_t *a;
+    uint64_t base;
+
+    for (a = dev->allocs; a != NULL; a = a->next) {
+        base = (uint64_t)(uintptr_t)a->addr;
+        if ((a->slot >= 0) && (start >= base) && (end <= base + a->len) &&
+            (start < end)) {
+            *serial_p = a->serial;
+            return (uint32_t)a->slot + 1;
+        }
+    }
+    return 0;
+}
+
+/* soft_alloc.c: the owner's allocations.  soft_alloc_holds: whether one of
+ * them, published or not, holds [start, end) (mr_lock held). */
 int soft_alloc_holds(soft_dev_t *dev, uint64_t start, uint64_t end);
 int soft_alloc_mem(dcx_dev_t *dev, size_t *length_p, void **addr_p);
 int soft_alloc_free(dcx_dev_t *dev, void *addr, size_t length);
