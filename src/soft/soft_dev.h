@@ -276,10 +276,4 @@ soft_req_clear_end(soft_dev_t *dev)
     return dev->ip_maybe ? soft_ip_clear_end(dev, end) : end;
 }
 
-/* Engine lock held: clears the consumed request slots (soft_ring_clear) */
-static inline unsigned soft_req_clear(soft_dev_t *dev)
-{
-    return soft_ring_clear(dev->hdr, &dev->hdr->req, soft_req_clear_end(dev));
-}
-
 #endif

@@ -1,17 +1,27 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Soft device engine (soft_engine.c): its passes and the DCIs it serves,
- * and the fault injection a post and a packet's send go through
- * (soft_fault.c).  Sits on soft_objs.h.
+ * the clear of the request ring, and the fault injection a post and a
+ * packet's send go through (soft_fault.c).  Sits on soft_dev.h and
+ * soft_ring.h (the clear) and soft_objs.h.
  */
 #ifndef DCX_SOFT_ENGINE_H_
 #define DCX_SOFT_ENGINE_H_
 
 #include "dcx_dev.h"
 #include "soft_base.h"
+#include "soft_ring.h"
 #include "soft_objs.h"
+#include "soft_dev.h"
 
 #include <stdint.h>
+
+/* Engine lock held: clears the consumed request slots (soft_ring_clear),
+ * up to the oldest a receive in place holds (soft_req_clear_end) */
+static inline unsigned soft_req_clear(soft_dev_t *dev)
+{
+    return soft_ring_clear(dev->hdr, &dev->hdr->req, soft_req_clear_end(dev));
+}
 
 /* soft_engine.c */
 uint64_t soft_engine_progress(soft_dev_t *dev, int from_helper);

@@ -13,6 +13,7 @@
 
 #include "soft_mem.h"
 #include "soft_port.h"
+#include "soft_engine.h"
 #include "soft_wait.h"
 
 #include <stddef.h>
