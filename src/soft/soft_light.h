@@ -5,8 +5,8 @@
  * post (soft_post.c, soft_dci_post_light and soft_dci_post_sge), which is
  * the whole send side of such a message: a call less, and the post's own
  * locals (the target to kick) stay in registers.  The requester's other parts
- * are in soft_req.c, which includes this header for the watch
- * (soft_req_watch) and the WQE record (soft_light_wqe_record).
+ * are in soft_req.c; the watch (soft_req_watch) and the WQE record
+ * (soft_light_wqe_record) that both use are in soft_req.h.
  */
 #ifndef SOFT_LIGHT_H_
 #define SOFT_LIGHT_H_
@@ -18,56 +18,6 @@
 
 #include <stddef.h>
 #include <string.h>
-
-/* Notes a request of ours queued at ring position 'pos' of the peer, for
- * soft_req_prod, without reading the peer's ring head (a line the peer
- * writes at every pop: a read per post would move it between the two
- * cores twice per message).  A watch starts when none runs (the
- * completion of our newest request ends it, soft_req_watch_done), with the
- * head taken to be at our packet, where it is at most: the first prod
- * check reads the real one, and finding it elsewhere, looks again later.
- * A watch that runs keeps its start: a check that finds the head moved
- * restarts it.  Returns 1 if this started the watch. */
-static inline int soft_req_watch(soft_peer_t *peer, uint64_t pos, uint64_t now)
-{
-    int start = (peer->watch_since == 0);
-
-    if (start) {
-        peer->watch_since = now;
-        peer->watch_head  = pos;
-    }
-    peer->watch_pos = pos + 1;
-    return start;
-}
-
-/* The WQE of a light post: what completion (wr_id, opcode, flags, imm),
- * retransmission (the destination, remote address and key) and the direct
- * copy (num_sge) read of a SEND, SEND_IMM or RDMA WRITE; not its sg list
- * (the data is in w->inl) nor the atomic and memory-key fields, which no
- * path reads for these opcodes (soft_req_send_packets sends zero
- * arguments).  The caller sets credits, msn and state. */
-static inline void soft_light_wqe_record(soft_swqe_t *w,
-                                         const dcx_send_wr_t *wr,
-                                         soft_peer_t *peer, uint64_t total)
-{
-    /* the WR's first 64 bytes (wr_id to rkey) in one block copy: four
-     * vector moves where field by field took twice as many; the caller's
-     * sg list pointer is not kept */
-    memcpy(&w->wr, wr, offsetof(dcx_send_wr_t, compare_add));
-    w->wr.sg_list     = NULL;
-    w->wr.atomic_size = 0;
-    w->mkw            = NULL;
-    w->peer           = peer;
-    w->total_len      = total;
-    w->sent_off       = total;
-    w->recv_off       = 0;
-    w->forced         = SOFT_NO_STATUS;
-    w->checked        = 1;
-    w->all_sent       = 1;
-    w->rd_counted     = 0;
-    w->copy_refused   = 0;
-    w->tx_end         = 0;
-}
 
 /* The target port of a light packet of 'total' bytes for wr from qp
  * (engine lock held), mapped at the first message there, with *peer_p its
