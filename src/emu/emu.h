@@ -112,7 +112,6 @@ struct emu_dev {
     pthread_mutex_t cmd_lock;
     struct emu_raw_sq *cmds;
     unsigned num_cmds; /* atomic: a look without the lock */
-    bool rx_hold_set;  /* the soft device asks (emu_raw_lock) */
 };
 
 /* A context: rdma-core's verbs_context (whose ibv_context ends it, at the

@@ -63,9 +63,8 @@ static void emu_devs_fork_child(void)
         memset(dev->qp_map, 0, sizeof(dev->qp_map));
         pthread_mutex_init(&dev->qp_lock, NULL);
         pthread_mutex_init(&dev->cmd_lock, NULL);
-        dev->cmds        = NULL;
-        dev->num_cmds    = 0;
-        dev->rx_hold_set = false;
+        dev->cmds     = NULL;
+        dev->num_cmds = 0;
     }
     pthread_mutex_init(&emu_dev_lock, NULL);
 }

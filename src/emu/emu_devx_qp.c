@@ -89,6 +89,7 @@
 #define EMU_DCT_IN_LEN      128u
 #define EMU_DCTC_CQN        200u, 24u
 #define EMU_DCTC_ATOMIC     232u, 4u /* atomic_mode */
+#define EMU_ATOMIC_MODE_8B  3u       /* operands up to 8 bytes, masked too */
 #define EMU_DCTC_RRE        236u, 1u
 #define EMU_DCTC_RWE        237u, 1u
 #define EMU_DCTC_RAE        238u, 1u
@@ -347,11 +348,9 @@ int emu_devx_dct_create(emu_ctx_t *ctx, const uint8_t *in, size_t inlen,
         /* extended atomics as the DCT's atomic_mode allows: up to 8 bytes
          * from mode 3 (8B) on; the IB-compatible modes below take the
          * standard 8-byte atomics only */
-        ret = dcx_soft_dct_set_ext_atomics(emu_qp(ibqp)->soft,
-                                           (EMU_PRM_GET(in, EMU_DCTC_ATOMIC) >=
-                                            3) ?
-                                               8 :
-                                               0);
+        bool ext = EMU_PRM_GET(in, EMU_DCTC_ATOMIC) >= EMU_ATOMIC_MODE_8B;
+
+        ret = dcx_soft_dct_set_ext_atomics(emu_qp(ibqp)->soft, ext ? 8 : 0);
     }
     if (ret != 0) {
         ibv_destroy_qp(ibqp);

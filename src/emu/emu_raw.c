@@ -460,12 +460,11 @@ static int emu_raw_add_cmd(emu_qp_t *qp)
     emu_dev_t *dev = qp->ctx->dev;
     int ret;
 
-    if (!dev->rx_hold_set) {
-        ret = dcx_soft_dev_set_rx_hold(dev->soft, emu_raw_cmd_hold, dev);
-        if (ret != 0) {
-            return ret;
-        }
-        dev->rx_hold_set = true;
+    /* the same hold for every command QP of the device: setting it again
+     * is one taking of the engine lock, at a QP's creation */
+    ret = dcx_soft_dev_set_rx_hold(dev->soft, emu_raw_cmd_hold, dev);
+    if (ret != 0) {
+        return ret;
     }
     pthread_mutex_lock(&dev->cmd_lock);
     qp->raw_sq->next_cmd = dev->cmds;
@@ -545,7 +544,6 @@ int emu_raw_add_cq(emu_cq_t *cq)
 
 void emu_raw_dev_close(emu_dev_t *dev)
 {
-    dev->rx_hold_set = false; /* its soft device closes */
     if (dev->raw_ch == NULL) {
         return;
     }
