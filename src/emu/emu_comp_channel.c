@@ -6,12 +6,18 @@
  * the context (dcx_comp_channel_*), plus an eventfd of the emulation's own
  * merged into it (dcx_comp_channel_add_fd).  The fd the application sees
  * is the soft channel's: readable while an event waits to be collected.
- * Not an epoll set of ours over it: the soft fd is itself a wait set over
- * the device's wake socket, which every channel of the device watches, and
+ * Not an epoll set of ours over it: the soft fd is itself a wait set, and
  * the kernel bounds through how many nested wait sets one file may be
  * watched (epoll_ctl fails with EINVAL past it: 100 paths three sets
  * deep), which an application wrapping each channel in a set of its own,
  * as dcx's mlx5 backend does, reached at about 100 channels of a device.
+ * The soft channel does not watch the device's wake socket
+ * (dcx_soft_channel_no_wake): the raw queues' engine sleeps on a channel
+ * of its own that does, and serves what a sender's datagram announces;
+ * an application's fd that watched the socket too would wake for every
+ * such message, and spin until the engine had taken the datagram.  A
+ * sleeper on a CQ of the verbs path is woken by the soft device's helper,
+ * whose completions fire the CQ.
  * The soft CQ fires on its own when it is armed and a completion is
  * pushed to it, or at once when it is armed over completions it still
  * holds.  The emulated CQ may also hold completions
@@ -35,6 +41,7 @@
  * device's; the CQ's event counters are under the ibv_cq mutex.
  */
 #include "emu/emu_raw.h"
+#include "soft/dcx_soft.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -78,6 +85,10 @@ struct ibv_comp_channel *ibv_create_comp_channel(struct ibv_context *context)
     ret = dcx_comp_channel_create(ectx->dev->soft, &ch->soft);
     if (ret != 0) {
         goto err_free;
+    }
+    ret = dcx_soft_channel_no_wake(ch->soft);
+    if (ret != 0) {
+        goto err_soft;
     }
     ch->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     if (ch->efd < 0) {

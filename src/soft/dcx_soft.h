@@ -406,6 +406,18 @@ int dcx_soft_mr_rereg(dcx_mr_t *mr, dcx_pd_t *pd, void *addr, size_t length,
  * itself (a raw CQ) and forwards them.  0, or EINVAL (logged). */
 int dcx_soft_cq_move_channel(dcx_cq_t *cq, dcx_comp_channel_t *ch);
 
+/* Takes channel ch off the device's wake socket (soft_wake.c): its fd is
+ * no longer readable for a sender's datagram, the arms of its CQs ask
+ * senders for none (they ring the device's helper, whose completions fire
+ * the CQs' events), and taking its events takes no datagram another
+ * channel's sleeper waits for.  For a channel whose device another thread
+ * serves while the application sleeps: the mlx5 emulation's engine sleeps
+ * on a channel of its own, which keeps the socket, and an application's
+ * channel that watched it too would wake for every message the engine is
+ * to serve.  Call before any CQ uses ch.  0, or (logged) EBUSY if a CQ
+ * does, EINVAL if ch is not a soft device's. */
+int dcx_soft_channel_no_wake(dcx_comp_channel_t *ch);
+
 /* From now on, a message that finds srq without a receive (answered RNR,
  * or a datagram dropped) writes 8 bytes to eventfd efd (-1: no more), from
  * whichever thread runs the engine: the mlx5 emulation takes the receives

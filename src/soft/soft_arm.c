@@ -49,10 +49,13 @@ int soft_cq_req_notify(dcx_cq_t *cq_)
         cq->armed = 1;
         __atomic_store_n(&dev->armed_cqs, dev->armed_cqs + 1, __ATOMIC_RELAXED);
     }
-    /* senders wake us from now on (soft_wake.c); packets already queued
-     * for us are served now: their completions fire the CQ here, not
-     * after the caller went to sleep */
-    soft_wake_arm(dev);
+    /* senders wake us from now on (soft_wake.c), by a datagram if the
+     * channel watches the wake socket, else through the helper; packets
+     * already queued for us are served now: their completions fire the
+     * CQ here, not after the caller went to sleep */
+    if (cq->ch->wake) {
+        soft_wake_arm(dev);
+    }
     soft_engine_app_sleeps(dev);
     if (cq->armed && (cq->head != cq->tail)) { /* (the pass may fire) */
         soft_cq_fire(cq);
@@ -101,7 +104,9 @@ int soft_channel_get_event(dcx_comp_channel_t *ch_, dcx_cq_t **cq_p)
     int ret = EAGAIN;
 
     soft_lock(&dev->lock);
-    soft_wake_taken(dev);
+    if (ch->wake) {
+        soft_wake_taken(dev);
+    }
     cq = soft_channel_event(ch);
     if ((cq == NULL) && soft_channel_armed(ch) &&
         soft_engine_rings_pending(dev)) {

@@ -142,6 +142,7 @@ int soft_channel_create(dcx_dev_t *dev_, dcx_comp_channel_t **ch_p)
     }
     ch->super.dev = dev_;
     ch->dev       = dev;
+    ch->wake      = (dev->wake_fd >= 0);
     soft_lock(&dev->lock);
     dev->num_objs++;
     soft_unlock(&dev->lock);
@@ -181,6 +182,42 @@ int soft_channel_add_fd(dcx_comp_channel_t *ch_, int fd)
         return err;
     }
     return 0;
+}
+
+int dcx_soft_channel_no_wake(dcx_comp_channel_t *ch_)
+{
+    soft_channel_t *ch;
+    soft_dev_t *dev;
+    int err = 0;
+
+    if ((ch_ == NULL) || !dcx_dev_is_soft(ch_->dev)) {
+        dcx_error("comp channel %p: no_wake: not a soft device's channel",
+                  (void *)ch_);
+        return EINVAL;
+    }
+    ch  = soft_channel(ch_);
+    dev = ch->dev;
+    soft_lock(&dev->lock);
+    if (ch->cqs != NULL) {
+        err = EBUSY;
+    } else if (ch->wake) {
+        /* the socket stays open (the device's): only this set stops
+         * watching it */
+        if (epoll_ctl(ch->super.fd, EPOLL_CTL_DEL, dev->wake_fd, NULL) != 0) {
+            err = errno;
+        } else {
+            ch->wake = 0;
+        }
+    }
+    soft_unlock(&dev->lock);
+    if (err == EBUSY) {
+        dcx_error("%s: comp channel %p: no_wake: CQs use it already",
+                  dev->super.caps.name, (void *)ch);
+    } else if (err != 0) {
+        dcx_error("%s: comp channel %p: no_wake: epoll_ctl: %s",
+                  dev->super.caps.name, (void *)ch, strerror(err));
+    }
+    return err;
 }
 
 int dcx_soft_cq_move_channel(dcx_cq_t *cq_, dcx_comp_channel_t *ch_)
@@ -228,7 +265,7 @@ void soft_cq_detach_channel(soft_cq_t *cq)
     soft_channel_drain(cq->ch);
     /* a sender's wake-up whose packets were all served goes too (one
      * still queued keeps it: it announces that packet) */
-    if (!soft_engine_rings_pending(cq->dev)) {
+    if (cq->ch->wake && !soft_engine_rings_pending(cq->dev)) {
         soft_wake_taken(cq->dev);
     }
     cq->ch = NULL;

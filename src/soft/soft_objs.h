@@ -94,14 +94,15 @@ typedef struct soft_cq {
 } soft_cq_t;
 
 /* super.fd, the fd an application sleeps on, is an epoll set over 'efd'
- * (the CQs' events), the device's wake socket (senders' datagrams) and
- * any fd its user merged in (soft_channel_add_fd) */
+ * (the CQs' events), the device's wake socket (senders' datagrams) unless
+ * 'wake' is 0, and any fd its user merged in (soft_channel_add_fd) */
 struct soft_channel {
     dcx_comp_channel_t super;
     soft_dev_t *dev;
     soft_cq_t *cqs; /* attached CQs */
     int efd;        /* eventfd: non-zero while a CQ has an event */
     int signaled;   /* efd written since it was last read */
+    int wake;       /* watches the wake socket (dcx_soft_channel_no_wake) */
 };
 
 typedef struct soft_rwqe {

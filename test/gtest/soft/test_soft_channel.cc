@@ -379,6 +379,76 @@ TEST_F(soft_channel_test, sleeper_woken_once_not_by_rdma)
     ASSERT_EQ(0, soft_helper_start(t));
 }
 
+/* A channel taken off the wake socket (dcx_soft_channel_no_wake), beside
+ * one that watches it, as the mlx5 emulation has them: its fd stays
+ * unreadable for a datagram sent to wake the other channel's sleeper,
+ * and taking its events leaves that datagram to the other; a sleeper on
+ * it is not poked (its arm leaves the word alone) and is woken through
+ * the helper instead.  Before the call existed, every channel of a device
+ * watched the socket, and an application asleep on one woke for each
+ * message another thread was to serve. */
+TEST_F(soft_channel_test, no_wake_channel_left_out_of_datagrams)
+{
+    soft_dev_t *t             = soft_dev(tgt.dev);
+    dcx_comp_channel_t *quiet = nullptr, *busy = nullptr;
+    dcx_soft_stats_t before, after;
+    dcx_cq_t *cq = nullptr, *other = nullptr;
+    dcx_wc_t wc;
+
+    EXPECT_EQ(EINVAL, dcx_soft_channel_no_wake(nullptr));
+    ASSERT_EQ(0, dcx_comp_channel_create(tgt.dev, &busy));
+    ASSERT_EQ(0, dcx_cq_create_ch(tgt.dev, 16, busy, &other));
+    EXPECT_EQ(EBUSY, dcx_soft_channel_no_wake(busy)); /* a CQ uses it */
+    EXPECT_EQ(0, dcx_cq_destroy(other));
+    EXPECT_EQ(0, dcx_comp_channel_destroy(busy));
+
+    ASSERT_EQ(0, dcx_comp_channel_create(tgt.dev, &quiet));
+    ASSERT_EQ(0, dcx_soft_channel_no_wake(quiet));
+    ASSERT_EQ(0, dcx_soft_channel_no_wake(quiet)); /* twice: no change */
+    ASSERT_EQ(0, dcx_cq_create_ch(tgt.dev, 16, quiet, &other));
+    ASSERT_EQ(0, dcx_cq_req_notify(other));
+
+    /* the sleeper on ch is poked; the one on quiet sleeps on */
+    ASSERT_EQ(0, dcx_soft_stats(ini.dev, &before));
+    soft_helper_stop(t);
+    ASSERT_EQ(0, dcx_cq_req_notify(tgt.cq));
+    ASSERT_EQ(0, post_inline_value(ini, ini.dci, tgt.dct->qp_num, KEY,
+                                   DCX_WR_SEND, 1));
+    ASSERT_EQ(0, dcx_soft_stats(ini.dev, &after));
+    EXPECT_EQ(1u, after.wake_pokes - before.wake_pokes);
+    ASSERT_TRUE(fd_readable(ch->fd, 0));
+    EXPECT_FALSE(fd_readable(quiet->fd, 0));
+    EXPECT_EQ(EAGAIN, dcx_comp_channel_get_event(quiet, &cq));
+    ASSERT_TRUE(fd_readable(ch->fd, 0)); /* the datagram is still there */
+    ASSERT_EQ(0, dcx_comp_channel_get_event(ch, &cq));
+    EXPECT_EQ(tgt.cq, cq);
+    ASSERT_EQ(1, tgt.poll(&wc, 1));
+    ASSERT_EQ(1, ini.poll(&wc, 1));
+    ASSERT_EQ(0, soft_helper_start(t));
+
+    /* the receive CQ on quiet: its arm asks for no datagram, and the
+     * helper's completion wakes the sleeper */
+    ASSERT_EQ(0, dcx_soft_cq_move_channel(tgt.cq, quiet));
+    EXPECT_EQ(SOFT_WAKE_NONE,
+              __atomic_load_n(&t->hdr->app_wait, __ATOMIC_RELAXED));
+    ASSERT_EQ(0, dcx_cq_req_notify(tgt.cq));
+    EXPECT_EQ(SOFT_WAKE_NONE,
+              __atomic_load_n(&t->hdr->app_wait, __ATOMIC_RELAXED));
+    ASSERT_EQ(0, dcx_soft_stats(ini.dev, &before));
+    send(2);
+    ASSERT_TRUE(fd_readable(quiet->fd, 10000));
+    ASSERT_EQ(0, dcx_soft_stats(ini.dev, &after));
+    EXPECT_EQ(0u, after.wake_pokes - before.wake_pokes);
+    ASSERT_EQ(0, dcx_comp_channel_get_event(quiet, &cq));
+    EXPECT_EQ(tgt.cq, cq);
+    ASSERT_EQ(1, tgt.poll(&wc, 1));
+    EXPECT_EQ(2u, *(uint64_t *)(rbuf + 64 * wc.wr_id));
+
+    ASSERT_EQ(0, dcx_soft_cq_move_channel(tgt.cq, ch));
+    EXPECT_EQ(0, dcx_cq_destroy(other));
+    EXPECT_EQ(0, dcx_comp_channel_destroy(quiet));
+}
+
 /* A header that says its application sleeps when no socket of that name
  * exists (its owner died, or another process wrote the word): the
  * sender's datagram fails, and it rings the helper instead; the message
