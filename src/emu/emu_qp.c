@@ -224,6 +224,7 @@ static int emu_qp_check(emu_qp_t *qp, struct ibv_qp_init_attr_ex *attr,
                         bool *silent_p)
 {
     uint64_t dv_mask = (dv != NULL) ? dv->comp_mask : 0;
+    uint32_t create_flags;
 
     *silent_p = false;
     if (attr->comp_mask & ~EMU_QP_COMP_MASK) {
@@ -247,14 +248,27 @@ static int emu_qp_check(emu_qp_t *qp, struct ibv_qp_init_attr_ex *attr,
         emu_error("%s: create_qp: send_cq and recv_cq are both required", name);
         return EINVAL;
     }
-    if ((attr->comp_mask &
-         (IBV_QP_INIT_ATTR_XRCD | IBV_QP_INIT_ATTR_MAX_TSO_HEADER |
-          IBV_QP_INIT_ATTR_IND_TABLE | IBV_QP_INIT_ATTR_RX_HASH)) ||
-        ((attr->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) &&
-         (attr->create_flags != 0))) {
-        emu_error("%s: create_qp: comp_mask 0x%x asks for XRC, create "
-                  "flags, TSO or RSS, not modelled",
+    if (attr->comp_mask &
+        (IBV_QP_INIT_ATTR_XRCD | IBV_QP_INIT_ATTR_MAX_TSO_HEADER |
+         IBV_QP_INIT_ATTR_IND_TABLE | IBV_QP_INIT_ATTR_RX_HASH)) {
+        emu_error("%s: create_qp: comp_mask 0x%x asks for XRC, TSO or RSS, "
+                  "not modelled",
                   name, attr->comp_mask);
+        return EOPNOTSUPP;
+    }
+    /* A UD QP may block the loopback of its own multicast: with no
+     * multicast group to join (ibv_attach_mcast is not modelled) nothing
+     * of its own ever comes back, so the flag holds as asked */
+    create_flags = (attr->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) ?
+                       attr->create_flags :
+                       0;
+    if (attr->qp_type == IBV_QPT_UD) {
+        create_flags &= ~(uint32_t)IBV_QP_CREATE_BLOCK_SELF_MCAST_LB;
+    }
+    if (create_flags != 0) {
+        emu_error("%s: create_qp: create_flags 0x%x on QP type %d, not "
+                  "modelled",
+                  name, create_flags, (int)attr->qp_type);
         return EOPNOTSUPP;
     }
     if (dv_mask & MLX5DV_QP_INIT_ATTR_MASK_DC) {
