@@ -168,6 +168,7 @@ static void uct_dcx_tm_slot_finish(uct_dcx_iface_t *iface, uint32_t idx,
 
     slot->state = UCT_DCX_TM_SLOT_DONE;
     if (!slot->forced) {
+        iface->tm.live--;
         uct_dcx_tm_buf_release(iface, idx);
         ctx->completed_cb(ctx, uct_dcx_tm_priv(ctx)->tag, imm, length, NULL,
                           status);
@@ -207,8 +208,10 @@ ucs_status_t uct_dcx_iface_tag_recv_zcopy(uct_iface_h tl_iface, uct_tag_t tag,
         ucs_error("dcx: tag_recv_zcopy: the buffer has no memory handle");
         return UCS_ERR_INVALID_PARAM;
     }
-    if (ucs_unlikely(iface->tm.free_head == UINT32_MAX)) {
-        /* as UCX: the list is full */
+    if (ucs_unlikely((iface->tm.live >= iface->tm.max_live) ||
+                     (iface->tm.free_head == UINT32_MAX))) {
+        /* as UCX: the list is full (or its spare entries all wait for
+         * the removals of receives cancelled with force) */
         return UCS_ERR_EXCEEDS_LIMIT;
     }
     if (ucs_unlikely(uct_dcx_tm_ctx_posted(iface, ctx))) {
@@ -259,6 +262,7 @@ ucs_status_t uct_dcx_iface_tag_recv_zcopy(uct_iface_h tl_iface, uct_tag_t tag,
 
     iface->tm.free_head = slot->next_free;
     iface->tm.posted++;
+    iface->tm.live++;
     slot->ctx        = ctx;
     slot->buffer     = (iovcnt == 1) ? iov->buffer : NULL;
     slot->length     = op.sge.length;
@@ -285,9 +289,9 @@ ucs_status_t uct_dcx_iface_tag_recv_cancel(uct_iface_h tl_iface,
     dcx_tm_op_t op;
     ucs_status_t status;
 
-    if (ucs_unlikely((iface->rx.tmh_len == 0) || (idx >= iface->tm.num_slots) ||
-                     (iface->tm.slots[idx].ctx != ctx) ||
-                     (iface->tm.slots[idx].state != UCT_DCX_TM_SLOT_LIVE))) {
+    /* one cancelled with force is the user's: it is not touched again */
+    if (ucs_unlikely((iface->rx.tmh_len == 0) ||
+                     !uct_dcx_tm_ctx_posted(iface, ctx))) {
         ucs_error("dcx: tag_recv_cancel: context %p is not a posted receive",
                   ctx);
         return UCS_ERR_INVALID_PARAM;
@@ -309,8 +313,10 @@ ucs_status_t uct_dcx_iface_tag_recv_cancel(uct_iface_h tl_iface,
     }
     if (force) {
         /* the context and buffer are the user's again: nothing will be
-         * reported */
+         * reported, and its place counts as free at once (its slot waits
+         * for the removal's completion, a spare one stands in) */
         slot->forced = 1;
+        iface->tm.live--;
         uct_dcx_tm_buf_release(iface, idx);
     }
     return UCS_OK;
@@ -972,6 +978,21 @@ ucs_status_t uct_dcx_iface_srq_create(uct_dcx_iface_t *iface,
     return UCS_OK;
 }
 
+/* Device list entries kept out of tag.recv.max_outstanding.  A receive
+ * cancelled with force is the user's again at once, and so is its place,
+ * as on UCX's rc_mlx5: a caller that fills the list, cancels one with
+ * force and posts again, without progress between, gets its post.  Its
+ * entry stays the device's until the removal's completion is polled (a
+ * message may have taken it first, and that completion comes before):
+ * one of these stands in meanwhile.  One in UCT_DCX_TM_SPARE_DIV, at
+ * least one where the list has two entries. */
+#define UCT_DCX_TM_SPARE_DIV 32
+
+static uint32_t uct_dcx_tm_spare(uint32_t num_slots)
+{
+    return (num_slots < 2) ? 0 : ucs_max(1, num_slots / UCT_DCX_TM_SPARE_DIV);
+}
+
 ucs_status_t uct_dcx_iface_tag_init(uct_dcx_iface_t *iface,
                                     const uct_dcx_iface_config_t *config)
 {
@@ -983,6 +1004,8 @@ ucs_status_t uct_dcx_iface_tag_init(uct_dcx_iface_t *iface,
     }
 
     tm->num_slots = iface->srq->tm_max_tags;
+    tm->max_live  = tm->num_slots - uct_dcx_tm_spare(tm->num_slots);
+    tm->live      = 0;
     tm->max_ops   = iface->srq->tm_max_ops;
     tm->slots = ucs_calloc(tm->num_slots, sizeof(*tm->slots), "dcx_tm_slots");
     if (tm->slots == NULL) {
@@ -1057,7 +1080,7 @@ void uct_dcx_iface_tag_query(uct_dcx_iface_t *iface, uct_iface_attr_t *attr)
     attr->cap.tag.recv.min_recv        = 0;
     attr->cap.tag.recv.max_zcopy       = iface->caps->max_msg_size;
     attr->cap.tag.recv.max_iov         = 1;
-    attr->cap.tag.recv.max_outstanding = iface->tm.num_slots;
+    attr->cap.tag.recv.max_outstanding = iface->tm.max_live;
 
     attr->cap.flags |= UCT_IFACE_FLAG_TAG_RNDV_ZCOPY;
     attr->cap.tag.rndv.max_zcopy = ucs_min(iface->caps->max_msg_size,

@@ -475,6 +475,76 @@ TEST_P(uct_dcx_tag, list_full_bad_flow)
     progress();
 }
 
+/* A receive cancelled with force gives its place back at once, as UCX's
+ * rc_mlx5 does and UCX's own test_tag.tag_limit expects: a full list, one
+ * cancelled with force, and the next post goes in with no progress
+ * between, though the removal has not completed.  Spare entries stand in
+ * for the removed ones until their completions are polled: more forced
+ * cancels than spares, with no progress, leave the list full until then.
+ * A context cancelled with force is not taken again (a bad flow). */
+TEST_P(uct_dcx_tag, forced_cancel_frees_place_at_once)
+{
+    entity *b    = create_tm();
+    unsigned max = b->attr.cap.tag.recv.max_outstanding;
+    std::vector<recv_ctx> ctx(2 * max + 1);
+    ucs_status_t status;
+    unsigned i, spare, more;
+
+    for (i = 0; i < max; ++i) {
+        ASSERT_TRUE(wait_for([&]() {
+            status = uct_iface_tag_recv_zcopy(b->iface, i, (uct_tag_t)-1, NULL,
+                                              0, &ctx[i].uct);
+            return status != UCS_ERR_NO_RESOURCE;
+        }));
+        ASSERT_EQ(UCS_OK, status) << i;
+    }
+    EXPECT_EQ(UCS_ERR_EXCEEDS_LIMIT,
+              uct_iface_tag_recv_zcopy(b->iface, max, (uct_tag_t)-1, NULL, 0,
+                                       &ctx[max].uct));
+
+    /* one, no progress: it goes in */
+    ASSERT_EQ(UCS_OK, uct_iface_tag_recv_cancel(b->iface, &ctx[0].uct, 1));
+    ASSERT_EQ(UCS_OK, uct_iface_tag_recv_zcopy(b->iface, max, (uct_tag_t)-1,
+                                               NULL, 0, &ctx[max].uct));
+    log_counter::reset();
+    EXPECT_EQ(UCS_ERR_INVALID_PARAM,
+              uct_iface_tag_recv_cancel(b->iface, &ctx[0].uct, 1));
+    EXPECT_EQ(1, log_counter::errors()) << log_counter::joined();
+    log_counter::reset();
+
+    /* all of them, no progress: the spares go in, then the list is full
+     * until the removals complete */
+    for (i = 1; i <= max; ++i) {
+        ASSERT_EQ(UCS_OK, uct_iface_tag_recv_cancel(b->iface, &ctx[i].uct, 1))
+            << i;
+    }
+    for (spare = 0; spare < max; ++spare) {
+        status = uct_iface_tag_recv_zcopy(b->iface, spare, (uct_tag_t)-1, NULL,
+                                          0, &ctx[max + 1 + spare].uct);
+        if (status != UCS_OK) {
+            break;
+        }
+    }
+    EXPECT_EQ(UCS_ERR_EXCEEDS_LIMIT, status);
+    EXPECT_LT(spare, max);
+    /* the rest go in as the removals complete */
+    more = max - spare;
+    for (i = 0; i < more; ++i) {
+        unsigned k = max + 1 + spare + i;
+        ASSERT_TRUE(wait_for([&]() {
+            status = uct_iface_tag_recv_zcopy(b->iface, i, (uct_tag_t)-1, NULL,
+                                              0, &ctx[k].uct);
+            return (status != UCS_ERR_EXCEEDS_LIMIT) &&
+                   (status != UCS_ERR_NO_RESOURCE);
+        })) << i;
+        ASSERT_EQ(UCS_OK, status) << i;
+    }
+    for (i = max + 1; i < max + 1 + spare + more; ++i) {
+        ASSERT_EQ(UCS_OK, uct_iface_tag_recv_cancel(b->iface, &ctx[i].uct, 1));
+    }
+    progress();
+}
+
 TEST_P(uct_dcx_tag, truncated_bad_flow)
 {
     entity *a = create_tm(), *b = create_tm();
