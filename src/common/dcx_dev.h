@@ -830,28 +830,32 @@ typedef struct dcx_dc_dest {
     uint64_t dc_key;
 } dcx_dc_dest_t;
 
-/* put_now's destination, and the caller's own continuation where put_now
- * declines (NULL: EAGAIN): called with put_now's arguments once the device
- * let go of everything, its return put_now's, so that a caller whose
- * fallback is a post keeps nothing of its own across put_now */
-typedef struct dcx_now_dest dcx_now_dest_t;
-struct dcx_now_dest {
+/* put_now's inline WRITE: length bytes (at most max_inline) from buffer,
+ * any memory, to remote_addr under rkey at dest.  In the caller's frame:
+ * what it needs again where put_now declines stays there, not in
+ * registers kept across the call. */
+typedef struct dcx_put_now {
     dcx_dc_dest_t dest;
-    int (*declined)(const dcx_now_dest_t *nd, const void *buffer,
-                    uint32_t length, uint64_t remote_addr, uint32_t rkey);
-};
+    const void *buffer;
+    uint64_t remote_addr;
+    uint32_t length;
+    uint32_t rkey;
+} dcx_put_now_t;
 
-/* get_now's the same: its destination, where the bytes go (cb(arg, data,
- * length)), and the continuation where it declines (NULL: EAGAIN) */
+/* Where get_now's bytes go, called once within it (the device's lock
+ * held: it must not call into the device); shaped as UCT's unpack */
 typedef void (*dcx_read_cb_t)(void *arg, const void *data, size_t length);
-typedef struct dcx_now_read dcx_now_read_t;
-struct dcx_now_read {
+
+/* get_now's READ of length bytes at remote_addr under rkey at dest, to
+ * cb(arg, ...); in the caller's frame, as dcx_put_now_t */
+typedef struct dcx_get_now {
     dcx_dc_dest_t dest;
     dcx_read_cb_t cb;
     void *arg;
-    int (*declined)(const dcx_now_read_t *nr, uint64_t remote_addr,
-                    uint32_t rkey, uint32_t length);
-};
+    uint64_t remote_addr;
+    uint32_t length;
+    uint32_t rkey;
+} dcx_get_now_t;
 
 /* One send work request.  Each WR names its destination and exactly one
  * data description (sg_list, inline or not). */
@@ -904,15 +908,11 @@ struct dcx_qp {
     /* DCX_CAP_POST_NOW, else NULL (device-semantics.md, "post_now"): work
      * done within the call, 0, or EAGAIN with nothing done, for the caller
      * to post it.  post_now: an RDMA WRITE of one registered sge, the WR
-     * that would be posted; put_now: an inline RDMA WRITE of length bytes
-     * (at most max_inline) from buffer, any memory, to nd->dest, declined
-     * into nd->declined; get_now: an RDMA READ of length bytes handed to
-     * nr->cb, declined into nr->declined */
+     * that would be posted; put_now: an inline RDMA WRITE (dcx_put_now_t);
+     * get_now: an RDMA READ whose bytes go to a callback (dcx_get_now_t) */
     int (*post_now)(dcx_qp_t *qp, const dcx_send_wr_t *wr);
-    int (*put_now)(dcx_qp_t *qp, const dcx_now_dest_t *nd, const void *buffer,
-                   uint32_t length, uint64_t remote_addr, uint32_t rkey);
-    int (*get_now)(dcx_qp_t *qp, const dcx_now_read_t *nr, uint64_t remote_addr,
-                   uint32_t rkey, uint32_t length);
+    int (*put_now)(dcx_qp_t *qp, const dcx_put_now_t *put);
+    int (*get_now)(dcx_qp_t *qp, const dcx_get_now_t *get);
 };
 
 static inline int dcx_qp_post_send(dcx_qp_t *qp, const dcx_send_wr_t *wr)

@@ -50,49 +50,35 @@ int soft_dci_post_now(dcx_qp_t *qp_, const dcx_send_wr_t *wr)
 }
 
 /* qp->super.get_now of a DCI (dcx_qp_t.get_now): a READ whose bytes go to
- * nr->cb; declined: the caller's continuation, nothing of ours held */
-int soft_dci_get_now(dcx_qp_t *qp_, const dcx_now_read_t *nr,
-                     uint64_t remote_addr, uint32_t rkey, uint32_t length)
+ * get->cb */
+int soft_dci_get_now(dcx_qp_t *qp_, const dcx_get_now_t *get)
 {
     soft_qp_t *qp   = (soft_qp_t *)qp_;
     soft_dev_t *dev = qp->dev;
     int fast, done;
 
-    done = soft_dci_now_begin(qp, &nr->dest, &fast) &&
-           (soft_dgrant_read(dev, &nr->dest, remote_addr, rkey, length, nr->cb,
-                             nr->arg) == 0);
+    done = soft_dci_now_begin(qp, &get->dest, &fast) &&
+           (soft_dgrant_read(dev, &get->dest, get->remote_addr, get->rkey,
+                             get->length, get->cb, get->arg) == 0);
     soft_unlock_as(&dev->lock, fast);
-    if (done) {
-        return 0;
-    }
-    return (nr->declined != NULL) ?
-               nr->declined(nr, remote_addr, rkey, length) :
-               EAGAIN;
+    return done ? 0 : EAGAIN;
 }
 
 /* put_now's work in full (soft_dci_put_now says when): an inline WRITE of
  * at most max_inline bytes from any memory */
 static __attribute__((noinline)) int
-soft_dci_put_now_full(dcx_qp_t *qp_, const dcx_now_dest_t *nd,
-                      const void *buffer, uint32_t length, uint64_t remote_addr,
-                      uint32_t rkey)
+soft_dci_put_now_full(dcx_qp_t *qp_, const dcx_put_now_t *put)
 {
     soft_qp_t *qp   = (soft_qp_t *)qp_;
     soft_dev_t *dev = qp->dev;
     int fast, done;
 
-    done = soft_dci_now_begin(qp, &nd->dest, &fast) &&
-           (length <= qp->super.max_inline) &&
-           (soft_dgrant_write(dev, &nd->dest, buffer, length, remote_addr,
-                              rkey) == 0);
+    done = soft_dci_now_begin(qp, &put->dest, &fast) &&
+           (put->length <= qp->super.max_inline) &&
+           (soft_dgrant_write(dev, &put->dest, put->buffer, put->length,
+                              put->remote_addr, put->rkey) == 0);
     soft_unlock_as(&dev->lock, fast);
-    if (done) {
-        return 0;
-    }
-    /* declined: the caller's continuation, nothing of ours held */
-    return (nd->declined != NULL) ?
-               nd->declined(nd, buffer, length, remote_addr, rkey) :
-               EAGAIN;
+    return done ? 0 : EAGAIN;
 }
 
 /* A put_now's end where its writer was asked for its marker: given up */
@@ -109,11 +95,11 @@ static __attribute__((noinline)) int soft_dci_put_now_unhold(soft_dev_t *dev,
  * through a mapping with a marker held and its liveness lock known, at
  * most 32 bytes and max_inline.  Anything else: soft_dci_put_now_full,
  * which looks again from the start (a tail call). */
-__attribute__((flatten)) int
-soft_dci_put_now(dcx_qp_t *qp_, const dcx_now_dest_t *nd, const void *buffer,
-                 uint32_t length, uint64_t remote_addr, uint32_t rkey)
+__attribute__((flatten)) int soft_dci_put_now(dcx_qp_t *qp_,
+                                              const dcx_put_now_t *put)
 {
-    const dcx_dc_dest_t *dest = &nd->dest;
+    const dcx_dc_dest_t *dest = &put->dest;
+    uint32_t length           = put->length;
     soft_qp_t *qp             = (soft_qp_t *)qp_;
     soft_dev_t *dev           = qp->dev;
     soft_dmap_ent_t *map;
@@ -128,12 +114,14 @@ soft_dci_put_now(dcx_qp_t *qp_, const dcx_now_dest_t *nd, const void *buffer,
     peer = ((soft_ah_t *)dest->ah)->peer;
     map  = peer->grant.map;
     if (!soft_dci_now_ok(qp) || (map == NULL) ||
-        ((slot = soft_dgrant_take(dev, peer, dest, rkey, remote_addr, length,
-                                  DCX_ACCESS_REMOTE_WRITE, 1, 1)) == NULL)) {
+        ((slot = soft_dgrant_take(dev, peer, dest, put->rkey, put->remote_addr,
+                                  length, DCX_ACCESS_REMOTE_WRITE, 1, 1)) ==
+         NULL)) {
         soft_unlock_fast(&dev->lock);
         goto full;
     }
-    soft_copy_small(map->local + (remote_addr - map->rbase), buffer, length);
+    soft_copy_small(map->local + (put->remote_addr - map->rbase), put->buffer,
+                    length);
     unhold = soft_dgrant_release(peer, slot);
     soft_dgrant_done(dev, peer, length, 1);
     if (unhold) {
@@ -143,5 +131,5 @@ soft_dci_put_now(dcx_qp_t *qp_, const dcx_now_dest_t *nd, const void *buffer,
     return 0;
 
 full:
-    return soft_dci_put_now_full(qp_, nd, buffer, length, remote_addr, rkey);
+    return soft_dci_put_now_full(qp_, put);
 }

@@ -23,10 +23,7 @@ static inline int soft_dci_quiet(const soft_qp_t *qp)
 
 /* qp->super.post_now, get_now and put_now of a DCI (soft_now.c) */
 int soft_dci_post_now(dcx_qp_t *qp_, const dcx_send_wr_t *wr);
-int soft_dci_get_now(dcx_qp_t *qp_, const dcx_now_read_t *nr,
-                     uint64_t remote_addr, uint32_t rkey, uint32_t length);
-int soft_dci_put_now(dcx_qp_t *qp_, const dcx_now_dest_t *nd,
-                     const void *buffer, uint32_t length, uint64_t remote_addr,
-                     uint32_t rkey);
+int soft_dci_get_now(dcx_qp_t *qp_, const dcx_get_now_t *get);
+int soft_dci_put_now(dcx_qp_t *qp_, const dcx_put_now_t *put);
 
 #endif

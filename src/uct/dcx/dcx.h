@@ -544,19 +544,6 @@ struct uct_dcx_iface {
     uct_dcx_counters_t own_cnt;
 
     uct_dcx_dci_pool_t pool; /* the DCI pool (dcx_dci.c) */
-    /* the destination put_short's put_now was last asked for, and its ep
-     * (NULL: none, or gone): set again only when the ep changes, and the
-     * continuation where the device declines finds the ep here */
-    struct {
-        dcx_now_dest_t nd;
-        uct_dcx_ep_t *ep;
-    } now;
-    /* get_bcopy's the same, with the completion its continuation posts */
-    struct {
-        dcx_now_read_t nr;
-        uct_dcx_ep_t *ep;
-        uct_completion_t *comp;
-    } now_get;
 
     /* An endpoint failed: uct_dcx_ep_handle_failure (dcx_ep.c), through
      * which the objects the endpoints use (DCI completions, invalidation)
@@ -872,9 +859,6 @@ ucs_status_t uct_dcx_ep_am_zcopy(uct_ep_h tl_ep, uint8_t id, const void *header,
 ucs_status_t uct_dcx_ep_put_short(uct_ep_h tl_ep, const void *buffer,
                                   unsigned length, uint64_t remote_addr,
                                   uct_rkey_t rkey);
-/* iface->now and now_get: no ep yet, and the continuations of put_now
- * and get_now (dcx_ep.c) */
-void uct_dcx_iface_now_init(uct_dcx_iface_t *iface);
 ucs_status_t uct_dcx_ep_put_short_now(uct_ep_h tl_ep, const void *buffer,
                                       unsigned length, uint64_t remote_addr,
                                       uct_rkey_t rkey);

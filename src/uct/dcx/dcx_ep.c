@@ -249,11 +249,9 @@ uct_dcx_put_short_wr(dcx_send_wr_t *wr, dcx_sge_t *sge, uct_dcx_ep_t *ep,
                         remote_addr, rkey);
 }
 
-/* put_short posted; counted unless 'count' (a constant) is 0: the _now
- * op, which counted it already, declined into it */
-static UCS_F_ALWAYS_INLINE ucs_status_t
-uct_dcx_ep_put_short_post(uct_ep_h tl_ep, const void *buffer, unsigned length,
-                          uint64_t remote_addr, uct_rkey_t rkey, int count)
+ucs_status_t uct_dcx_ep_put_short(uct_ep_h tl_ep, const void *buffer,
+                                  unsigned length, uint64_t remote_addr,
+                                  uct_rkey_t rkey)
 {
     uct_dcx_ep_t *ep       = ucs_derived_of(tl_ep, uct_dcx_ep_t);
     uct_dcx_iface_t *iface = uct_dcx_ep_iface(ep);
@@ -273,62 +271,43 @@ uct_dcx_ep_put_short_post(uct_ep_h tl_ep, const void *buffer, unsigned length,
 
     uct_dcx_put_short_wr(&wr, &sge, ep, buffer, length, remote_addr, rkey);
     status = uct_dcx_ep_post(iface, ep, &wr, NULL, 0, 0);
-    if (count) {
-        UCT_TL_EP_STAT_OP_IF_SUCCESS(status, &ep->super, PUT, SHORT, length);
-    }
+    UCT_TL_EP_STAT_OP_IF_SUCCESS(status, &ep->super, PUT, SHORT, length);
     return status;
-}
-
-ucs_status_t uct_dcx_ep_put_short(uct_ep_h tl_ep, const void *buffer,
-                                  unsigned length, uint64_t remote_addr,
-                                  uct_rkey_t rkey)
-{
-    return uct_dcx_ep_put_short_post(tl_ep, buffer, length, remote_addr, rkey,
-                                     1);
-}
-
-/* put_now declined the put (dcx_now_dest_t.declined): the plain put_short
- * posts it, for the ep the interface's now.nd was set for */
-static int uct_dcx_ep_put_short_declined(const dcx_now_dest_t *nd,
-                                         const void *buffer, uint32_t length,
-                                         uint64_t remote_addr, uint32_t rkey)
-{
-    uct_dcx_iface_t *iface = ucs_container_of(nd, uct_dcx_iface_t, now.nd);
-
-    /* (uct_dcx_rkey keeps the low 32 bits: the same key) */
-    return uct_dcx_ep_put_short_post(&iface->now.ep->super.super, buffer,
-                                     length, remote_addr, (uct_rkey_t)rkey, 0);
 }
 
 /* put_short where the device has DCX_CAP_POST_NOW (chosen at interface
  * creation): an ep that could send at once on the DCI it holds has the
  * bytes written into the target's memory by the device within the call
  * (dcx_qp_t.put_now: no WR built, no DCI slot taken, nothing to
- * complete); where the device declines, it calls the plain put_short
- * back (uct_dcx_ep_put_short_declined), so that this frame keeps nothing
- * across the device's call and saves no register. */
+ * complete); where the device declines (EAGAIN), and for every other ep,
+ * the put is posted as by uct_dcx_ep_put_short. */
 ucs_status_t uct_dcx_ep_put_short_now(uct_ep_h tl_ep, const void *buffer,
                                       unsigned length, uint64_t remote_addr,
                                       uct_rkey_t rkey)
 {
     uct_dcx_ep_t *ep       = ucs_derived_of(tl_ep, uct_dcx_ep_t);
     uct_dcx_iface_t *iface = uct_dcx_ep_iface(ep);
-    ucs_status_t status;
+    dcx_put_now_t put;
     dcx_qp_t *qp;
 
-    if (ucs_unlikely((length > iface->config.max_inline) ||
-                     !uct_dcx_ep_can_now(iface, ep))) {
-        return uct_dcx_ep_put_short(tl_ep, buffer, length, remote_addr, rkey);
+    if (ucs_likely((length <= iface->config.max_inline) &&
+                   uct_dcx_ep_can_now(iface, ep))) {
+        uct_dcx_ep_dest(ep, &put.dest);
+        put.buffer      = buffer;
+        put.remote_addr = remote_addr;
+        put.length      = length;
+        put.rkey        = uct_dcx_rkey(rkey);
+        qp              = uct_dcx_ep_dci(iface, ep)->qp;
+        if (ucs_likely(qp->put_now(qp, &put) == 0)) {
+            UCT_TL_EP_STAT_OP(&ep->super, PUT, SHORT, length);
+            return UCS_OK;
+        }
+        /* declined: the put as the caller gave it, from our frame
+         * (uct_dcx_rkey keeps the low 32 bits: the same key) */
+        return uct_dcx_ep_put_short(tl_ep, put.buffer, put.length,
+                                    put.remote_addr, (uct_rkey_t)put.rkey);
     }
-    if (ucs_unlikely(iface->now.ep != ep)) {
-        uct_dcx_ep_dest(ep, &iface->now.nd.dest);
-        iface->now.ep = ep;
-    }
-    qp     = uct_dcx_ep_dci(iface, ep)->qp;
-    status = (ucs_status_t)qp->put_now(qp, &iface->now.nd, buffer, length,
-                                       remote_addr, uct_dcx_rkey(rkey));
-    UCT_TL_EP_STAT_OP_IF_SUCCESS(status, &ep->super, PUT, SHORT, length);
-    return status;
+    return uct_dcx_ep_put_short(tl_ep, buffer, length, remote_addr, rkey);
 }
 
 /* A one-sided op between the first 'length' bytes of desc's bounce buffer
@@ -452,12 +431,10 @@ static void uct_dcx_get_bcopy_done(uct_dcx_iface_t *iface, uct_dcx_op_t *op,
     uct_dcx_op_release_desc(iface, op, status);
 }
 
-/* get_bcopy posted; counted unless 'count' (a constant) is 0, as
- * uct_dcx_ep_put_short_post */
-static UCS_F_ALWAYS_INLINE ucs_status_t
-uct_dcx_ep_get_bcopy_post(uct_ep_h tl_ep, uct_unpack_callback_t cb, void *arg,
-                          size_t length, uint64_t remote_addr, uct_rkey_t rkey,
-                          uct_completion_t *comp, int count)
+ucs_status_t uct_dcx_ep_get_bcopy(uct_ep_h tl_ep, uct_unpack_callback_t cb,
+                                  void *arg, size_t length,
+                                  uint64_t remote_addr, uct_rkey_t rkey,
+                                  uct_completion_t *comp)
 {
     uct_dcx_ep_t *ep       = ucs_derived_of(tl_ep, uct_dcx_ep_t);
     uct_dcx_iface_t *iface = uct_dcx_ep_iface(ep);
@@ -483,50 +460,17 @@ uct_dcx_ep_get_bcopy_post(uct_ep_h tl_ep, uct_unpack_callback_t cb, void *arg,
         return status;
     }
 
-    if (count) {
-        UCT_TL_EP_STAT_OP(&ep->super, GET, BCOPY, length);
-    }
+    UCT_TL_EP_STAT_OP(&ep->super, GET, BCOPY, length);
     return UCS_INPROGRESS;
-}
-
-ucs_status_t uct_dcx_ep_get_bcopy(uct_ep_h tl_ep, uct_unpack_callback_t cb,
-                                  void *arg, size_t length,
-                                  uint64_t remote_addr, uct_rkey_t rkey,
-                                  uct_completion_t *comp)
-{
-    return uct_dcx_ep_get_bcopy_post(tl_ep, cb, arg, length, remote_addr, rkey,
-                                     comp, 1);
-}
-
-/* get_now declined the READ (dcx_now_read_t.declined): the plain
- * get_bcopy posts it, for the ep and completion of now_get */
-static int uct_dcx_ep_get_bcopy_declined(const dcx_now_read_t *nr,
-                                         uint64_t remote_addr, uint32_t rkey,
-                                         uint32_t length)
-{
-    uct_dcx_iface_t *iface = ucs_container_of(nr, uct_dcx_iface_t, now_get.nr);
-
-    return uct_dcx_ep_get_bcopy_post(&iface->now_get.ep->super.super, nr->cb,
-                                     nr->arg, length, remote_addr,
-                                     (uct_rkey_t)rkey, iface->now_get.comp, 0);
-}
-
-void uct_dcx_iface_now_init(uct_dcx_iface_t *iface)
-{
-    iface->now.nd.declined     = uct_dcx_ep_put_short_declined;
-    iface->now.ep              = NULL;
-    iface->now_get.nr.declined = uct_dcx_ep_get_bcopy_declined;
-    iface->now_get.ep          = NULL;
 }
 
 /* get_bcopy where the device may execute a small READ within the call
  * (DCX_CAP_POST_NOW, dcx_qp_t.get_now; chosen at interface creation): an
- * ep that could send at once on the DCI it holds hands the
- * bytes to the caller's unpack and returns UCS_OK, comp untouched.  The
- * device declines where the READ would not be ordered after the DCI's
- * earlier work or its target was not checked yet, into its continuation
- * (uct_dcx_ep_get_bcopy_declined); then, and for every other ep, the READ
- * is posted as by uct_dcx_ep_get_bcopy. */
+ * ep that could send at once on the DCI it holds has the bytes handed to
+ * the caller's unpack, and UCS_OK returned, comp untouched.  Where the
+ * device declines (the READ would not be ordered after the DCI's earlier
+ * work, or its target was not checked yet), and for every other ep, the
+ * READ is posted as by uct_dcx_ep_get_bcopy. */
 ucs_status_t uct_dcx_ep_get_bcopy_now(uct_ep_h tl_ep, uct_unpack_callback_t cb,
                                       void *arg, size_t length,
                                       uint64_t remote_addr, uct_rkey_t rkey,
@@ -534,26 +478,30 @@ ucs_status_t uct_dcx_ep_get_bcopy_now(uct_ep_h tl_ep, uct_unpack_callback_t cb,
 {
     uct_dcx_ep_t *ep       = ucs_derived_of(tl_ep, uct_dcx_ep_t);
     uct_dcx_iface_t *iface = uct_dcx_ep_iface(ep);
-    ucs_status_t status;
+    dcx_get_now_t get;
     dcx_qp_t *qp;
 
-    if (ucs_unlikely((length > iface->config.seg_size) ||
-                     !uct_dcx_ep_can_now(iface, ep))) {
-        return uct_dcx_ep_get_bcopy(tl_ep, cb, arg, length, remote_addr, rkey,
+    if (ucs_likely((length <= iface->config.seg_size) &&
+                   uct_dcx_ep_can_now(iface, ep))) {
+        uct_dcx_ep_dest(ep, &get.dest);
+        get.cb          = cb;
+        get.arg         = arg;
+        get.remote_addr = remote_addr;
+        get.length      = length;
+        get.rkey        = uct_dcx_rkey(rkey);
+        qp              = uct_dcx_ep_dci(iface, ep)->qp;
+        if (ucs_likely(qp->get_now(qp, &get) == 0)) {
+            UCT_TL_EP_STAT_OP(&ep->super, GET, BCOPY, length);
+            return UCS_OK;
+        }
+        /* declined: the READ as the caller gave it, from our frame (comp
+         * is the one argument kept across the call) */
+        return uct_dcx_ep_get_bcopy(tl_ep, get.cb, get.arg, get.length,
+                                    get.remote_addr, (uct_rkey_t)get.rkey,
                                     comp);
     }
-    if (ucs_unlikely(iface->now_get.ep != ep)) {
-        uct_dcx_ep_dest(ep, &iface->now_get.nr.dest);
-        iface->now_get.ep = ep;
-    }
-    iface->now_get.nr.cb  = cb;
-    iface->now_get.nr.arg = arg;
-    iface->now_get.comp   = comp;
-    qp                    = uct_dcx_ep_dci(iface, ep)->qp;
-    status = (ucs_status_t)qp->get_now(qp, &iface->now_get.nr, remote_addr,
-                                       uct_dcx_rkey(rkey), length);
-    UCT_TL_EP_STAT_OP_IF_SUCCESS(status, &ep->super, GET, BCOPY, length);
-    return status;
+    return uct_dcx_ep_get_bcopy(tl_ep, cb, arg, length, remote_addr, rkey,
+                                comp);
 }
 
 
@@ -1013,12 +961,6 @@ UCS_CLASS_CLEANUP_FUNC(uct_dcx_ep_t)
 
     uct_dcx_ep_invalidate_cleanup(iface, self);
     uct_dcx_ep_ext_release(iface, self);
-    if (iface->now.ep == self) {
-        iface->now.ep = NULL; /* an ep made at this address is another */
-    }
-    if (iface->now_get.ep == self) {
-        iface->now_get.ep = NULL;
-    }
     iface->num_eps--;
 }
 

@@ -746,7 +746,6 @@ static UCS_CLASS_INIT_FUNC(uct_dcx_iface_t, uct_md_h tl_md, uct_worker_h worker,
     self->dev  = md->dev;
     self->pd   = md->pd;
     self->caps = dcx_dev_caps(md->dev);
-    uct_dcx_iface_now_init(self); /* (ep cleanup reads it everywhere) */
     /* a device that may execute a small READ or WRITE within the call:
      * get_bcopy hands the bytes to the unpack callback, put_short's bytes
      * and put_bcopy's bounce buffer are copied, at once where it can (not

@@ -611,6 +611,23 @@ int post_now_then_posted(node &n, const dcx_send_wr_t &wr, const char *what,
     return rc;
 }
 
+/* wr's READ through n's get_now, its bytes to cb(arg, ...) */
+int get_now(node &n, const dcx_send_wr_t &wr, uint32_t len, dcx_read_cb_t cb,
+            void *arg)
+{
+    dcx_get_now_t get = {wr.dest, cb, arg, wr.remote_addr, len, wr.rkey};
+
+    return n.dci->get_now(n.dci, &get);
+}
+
+/* wr's inline WRITE of len bytes from buf through n's put_now */
+int put_now(node &n, const dcx_send_wr_t &wr, const void *buf, uint32_t len)
+{
+    dcx_put_now_t put = {wr.dest, buf, wr.remote_addr, len, wr.rkey};
+
+    return n.dci->put_now(n.dci, &put);
+}
+
 /* dcx_qp_t.get_now hands the bytes of a small READ to a callback within the
  * call only where the grant covers it (a READ to the same DCT and key that
  * passed every check before, within the MR, a key with read access):
@@ -685,15 +702,13 @@ TEST_F(soft_direct, read_now_only_under_grant_bad_flow)
                 return 12;
             }
             memset(lb.v.data(), 0x11, 4096);
-            dcx_sge_t s       = lb.sge(0, c.len);
-            dcx_send_wr_t wr  = wr_to(in, n, c.op, &s, c.off, c.rkey);
-            wr.dest.dc_key    = c.dc_key;
-            g.calls           = 0;
-            dcx_now_read_t nr = {wr.dest, cb, &g, nullptr}; /* EAGAIN */
-            int now           = (c.post_now || (c.op != DCX_WR_RDMA_READ)) ?
-                                    n.dci->post_now(n.dci, &wr) :
-                                    n.dci->get_now(n.dci, &nr, wr.remote_addr, wr.rkey,
-                                                   c.len);
+            dcx_sge_t s      = lb.sge(0, c.len);
+            dcx_send_wr_t wr = wr_to(in, n, c.op, &s, c.off, c.rkey);
+            wr.dest.dc_key   = c.dc_key;
+            g.calls          = 0;
+            int now          = (c.post_now || (c.op != DCX_WR_RDMA_READ)) ?
+                                   n.dci->post_now(n.dci, &wr) :
+                                   get_now(n, wr, c.len, cb, &g);
             if (g.calls != ((now == 0) && (c.op == DCX_WR_RDMA_READ))) {
                 fprintf(stderr, "%s: %d calls\n", c.what, g.calls);
                 rc = 13;
@@ -867,14 +882,11 @@ TEST_F(soft_direct, put_now_inline_write_bad_flow)
             dcx_send_wr_t wr = wr_to(in, n, DCX_WR_RDMA_WRITE, &sg, c.off,
                                      in->rkey);
             wr.flags |= DCX_SEND_INLINE;
-            dcx_now_dest_t nd = {wr.dest, nullptr}; /* declined: EAGAIN */
-            int now           = c.post_now ?
-                                    n.dci->post_now(n.dci, &wr) :
-                                    n.dci->put_now(n.dci, &nd, plain.data(), c.len,
-                                                   wr.remote_addr, wr.rkey);
-            int r             = (c.status < 0) ? (now != c.now) :
-                                                 post_now_then_posted(n, wr, c.what, now,
-                                                                      c.now, c.status);
+            int now = c.post_now ? n.dci->post_now(n.dci, &wr) :
+                                   put_now(n, wr, plain.data(), c.len);
+            int r   = (c.status < 0) ? (now != c.now) :
+                                       post_now_then_posted(n, wr, c.what, now,
+                                                            c.now, c.status);
             if (r < 0) {
                 return 15;
             }
@@ -893,36 +905,11 @@ TEST_F(soft_direct, put_now_inline_write_bad_flow)
         dcx_sge_t sg     = {(uint64_t)(uintptr_t)plain.data(), 8, 0};
         dcx_send_wr_t wr = wr_to(in, n, DCX_WR_RDMA_READ, &sg, 320, in->rkey);
         wr.dest.ah       = nullptr;
-        /* declined into the caller's continuation, with get_now's
-         * arguments, its return get_now's */
-        struct seen {
-            dcx_now_read_t nr;
-            int calls;
-            uint64_t raddr;
-            uint32_t rkey, len;
-        } d = {{wr.dest, count, &calls,
-                [](const dcx_now_read_t *nr, uint64_t raddr, uint32_t rkey,
-                   uint32_t len) -> int {
-                    seen *sp = (seen *)nr; /* nr is its first member */
-                    sp->calls++;
-                    sp->raddr = raddr;
-                    sp->rkey  = rkey;
-                    sp->len   = len;
-                    return -55;
-                }},
-               0,
-               0,
-               0,
-               0};
-        if ((n.dci->get_now(n.dci, &d.nr, wr.remote_addr, wr.rkey, 8) != -55) ||
-            (calls != 0) || (d.calls != 1) || (d.raddr != wr.remote_addr) ||
-            (d.rkey != wr.rkey) || (d.len != 8)) {
+        if ((get_now(n, wr, 8, count, &calls) != EAGAIN) || (calls != 0)) {
             fprintf(stderr, "no destination: READ not declined\n");
             rc = 16;
         }
-        dcx_now_dest_t nd = {wr.dest, nullptr};
-        if (n.dci->put_now(n.dci, &nd, plain.data(), 8, wr.remote_addr,
-                           wr.rkey) != EAGAIN) {
+        if (put_now(n, wr, plain.data(), 8) != EAGAIN) {
             fprintf(stderr, "no destination: WRITE not declined\n");
             rc = 16;
         }

@@ -177,9 +177,9 @@ protected:
                         rdma_wr(a, t.b.dct->qp_num, KEY, DCX_WR_RDMA_WRITE, &s,
                                 (uintptr_t)base + (i * n) % (len - n), rkey);
                     wr.flags |= put ? DCX_SEND_INLINE : 0;
-                    dcx_now_dest_t nd = {wr.dest, nullptr};
-                    if ((put ? a.dci->put_now(a.dci, &nd, src.v.data(), n,
-                                              wr.remote_addr, rkey) :
+                    dcx_put_now_t p = {wr.dest, src.v.data(), wr.remote_addr, n,
+                                       rkey};
+                    if ((put ? a.dci->put_now(a.dci, &p) :
                                a.dci->post_now(a.dci, &wr)) == 0) {
                         now_done = now_done + 1;
                     } else if ((status = run_one(a, wr)) != DCX_WC_SUCCESS) {
@@ -255,50 +255,17 @@ protected:
         soft::TearDown();
     }
 
-    enum {
-        DECLINED_RET = -77
-    }; /* declined_put's return */
-
-    /* What a put_now declined into (declined_put): the calls and the last
-     * one's arguments */
-    struct declined_seen {
-        dcx_now_dest_t nd;
-        int calls;
-        const void *buffer;
-        uint32_t length;
-        uint64_t raddr;
-        uint32_t rkey;
-    };
-
-    static int declined_put(const dcx_now_dest_t *nd, const void *buffer,
-                            uint32_t length, uint64_t remote_addr,
-                            uint32_t rkey)
+    /* len bytes of n's src into dmem + off by put_now; its return */
+    int put(node &n, local_buf &from, uint64_t off, uint32_t len)
     {
-        declined_seen *d = (declined_seen *)nd; /* nd is its first member */
+        dcx_sge_t s      = from.sge(0, len);
+        dcx_send_wr_t wr = rdma_wr(n, t.b.dct->qp_num, KEY, DCX_WR_RDMA_WRITE,
+                                   &s, (uintptr_t)dmem + off, dmr->rkey);
 
-        d->calls++;
-        d->buffer = buffer;
-        d->length = length;
-        d->raddr  = remote_addr;
-        d->rkey   = rkey;
-        return DECLINED_RET;
-    }
+        dcx_put_now_t p = {wr.dest, from.v.data(), wr.remote_addr, len,
+                           wr.rkey};
 
-    /* len bytes of n's src into dmem + off by put_now; its return.  With
-     * seen: declined into declined_put, which records it there. */
-    int put(node &n, local_buf &from, uint64_t off, uint32_t len,
-            declined_seen *seen = nullptr)
-    {
-        dcx_sge_t s       = from.sge(0, len);
-        dcx_send_wr_t wr  = rdma_wr(n, t.b.dct->qp_num, KEY, DCX_WR_RDMA_WRITE,
-                                    &s, (uintptr_t)dmem + off, dmr->rkey);
-        declined_seen own = {};
-        declined_seen *d  = (seen != nullptr) ? seen : &own;
-
-        d->nd.dest     = wr.dest;
-        d->nd.declined = (seen != nullptr) ? declined_put : nullptr;
-        return n.dci->put_now(n.dci, &d->nd, from.v.data(), len, wr.remote_addr,
-                              wr.rkey);
+        return n.dci->put_now(n.dci, &p);
     }
 
     /* the same WRITE posted, signalled; its status */
@@ -408,9 +375,9 @@ TEST_F(soft_markers, put_now_holder_gives_back_when_short)
 }
 
 /* put_now's common case keeps to the DCI's max_inline: a writer whose DCI
- * takes 16 bytes inline has a put of 17, 24 or 32 bytes declined, with the
- * common case ready for it, and nothing written; the declined puts go to
- * the caller's continuation with their arguments, a put done does not. */
+ * takes 16 bytes inline has a put of 17, 24 or 32 bytes declined (EAGAIN,
+ * for the caller to post), with the common case ready for it, and nothing
+ * written. */
 TEST_F(soft_markers, put_now_within_max_inline_bad_flow)
 {
     node d;
@@ -425,21 +392,12 @@ TEST_F(soft_markers, put_now_within_max_inline_bad_flow)
     ASSERT_EQ(DCX_WC_SUCCESS, put_posted(d, dsrc, 0, 16)); /* the grant */
     ASSERT_EQ(0, put(d, dsrc, 16, 16));                    /* holds */
     ASSERT_EQ(0, put_until_common(d, dsrc, 32, 16));
-    declined_seen seen = {};
     for (uint32_t len : {17u, 24u, 32u}) {
         ASSERT_TRUE(common_case(d));
-        EXPECT_EQ(DECLINED_RET, put(d, dsrc, 64 * len, len, &seen))
-            << len << " bytes";
-        /* the caller's continuation, with put_now's arguments */
-        EXPECT_EQ(len, seen.length);
-        EXPECT_EQ(dsrc.v.data(), seen.buffer);
-        EXPECT_EQ((uintptr_t)dmem + 64 * len, seen.raddr);
-        EXPECT_EQ(dmr->rkey, seen.rkey);
+        EXPECT_EQ(EAGAIN, put(d, dsrc, 64 * len, len)) << len << " bytes";
     }
-    EXPECT_EQ(3, seen.calls);
     ASSERT_TRUE(common_case(d));
-    EXPECT_EQ(0, put(d, dsrc, 48, 16, &seen)) << "done, not declined";
-    EXPECT_EQ(3, seen.calls) << "the continuation called for a put done";
+    EXPECT_EQ(0, put(d, dsrc, 48, 16)) << "done, not declined";
     for (size_t i = 0; i < 4096; ++i) {
         ASSERT_EQ((i < 64) ? 0x3c : 0, dmem[i]) << "byte " << i;
     }
