@@ -9,6 +9,31 @@
 #include <errno.h>
 #include <string.h>
 
+namespace {
+
+/* attr for a QP of type with 4 WRs of one sge each way on cq, the PD its
+ * only creation attribute but for those comp_mask adds (SEND_OPS_FLAGS:
+ * SEND) */
+void small_qp_attr(struct ibv_qp_init_attr_ex *attr, enum ibv_qp_type type,
+                   uint32_t comp_mask, struct ibv_pd *pd, struct ibv_cq *cq)
+{
+    memset(attr, 0, sizeof(*attr));
+    attr->qp_type   = type;
+    attr->comp_mask = IBV_QP_INIT_ATTR_PD | comp_mask;
+    if (comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) {
+        attr->send_ops_flags = IBV_QP_EX_WITH_SEND;
+    }
+    attr->pd               = pd;
+    attr->send_cq          = cq;
+    attr->recv_cq          = cq;
+    attr->cap.max_send_wr  = 4;
+    attr->cap.max_recv_wr  = 4;
+    attr->cap.max_send_sge = 1;
+    attr->cap.max_recv_sge = 1;
+}
+
+} // namespace
+
 TEST_F(emu_qp_test, traffic)
 {
     struct ibv_qp *dci = make_dci();
@@ -126,17 +151,8 @@ TEST_F(emu_qp_test, wqe_of_1024_bytes)
 
     ASSERT_EQ(0, ibv_query_device(m_ctx, &dattr));
     EXPECT_EQ(30, dattr.max_sge);
-    memset(&attr, 0, sizeof(attr));
-    attr.qp_type        = IBV_QPT_RC;
-    attr.comp_mask      = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
-    attr.send_ops_flags = IBV_QP_EX_WITH_SEND;
-    attr.pd             = m_pd;
-    attr.send_cq        = ibv_cq_ex_to_cq(m_tx_cq);
-    attr.recv_cq        = ibv_cq_ex_to_cq(m_tx_cq);
-    attr.cap.max_send_wr     = 4;
-    attr.cap.max_recv_wr     = 4;
-    attr.cap.max_send_sge    = 1;
-    attr.cap.max_recv_sge    = 1;
+    small_qp_attr(&attr, IBV_QPT_RC, IBV_QP_INIT_ATTR_SEND_OPS_FLAGS, m_pd,
+                  ibv_cq_ex_to_cq(m_tx_cq));
     attr.cap.max_inline_data = 512;
     qp                       = ibv_create_qp_ex(m_ctx, &attr);
     ASSERT_NE(nullptr, qp) << strerror(errno);
@@ -154,17 +170,8 @@ TEST_F(emu_qp_test, rc_inline_bad_flow)
 {
     struct ibv_qp_init_attr_ex attr;
 
-    memset(&attr, 0, sizeof(attr));
-    attr.qp_type        = IBV_QPT_RC;
-    attr.comp_mask      = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
-    attr.send_ops_flags = IBV_QP_EX_WITH_SEND;
-    attr.pd             = m_pd;
-    attr.send_cq        = ibv_cq_ex_to_cq(m_tx_cq);
-    attr.recv_cq        = ibv_cq_ex_to_cq(m_tx_cq);
-    attr.cap.max_send_wr  = 4;
-    attr.cap.max_recv_wr  = 4;
-    attr.cap.max_send_sge = 1;
-    attr.cap.max_recv_sge = 1;
+    small_qp_attr(&attr, IBV_QPT_RC, IBV_QP_INIT_ATTR_SEND_OPS_FLAGS, m_pd,
+                  ibv_cq_ex_to_cq(m_tx_cq));
     for (uint32_t inl : {1008u, 900u}) {
         /* 1008: a WQE above the 1024-byte descriptor; 900: within it, but
          * more than the device carries inline.  Refused quietly, as
@@ -274,16 +281,8 @@ TEST_F(emu_qp_test, create_flags)
     struct ibv_qp_init_attr_ex attr;
     struct ibv_qp *qp;
 
-    memset(&attr, 0, sizeof(attr));
-    attr.qp_type          = IBV_QPT_UD;
-    attr.comp_mask        = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_CREATE_FLAGS;
-    attr.pd               = m_pd;
-    attr.send_cq          = ibv_cq_ex_to_cq(m_tx_cq);
-    attr.recv_cq          = ibv_cq_ex_to_cq(m_tx_cq);
-    attr.cap.max_send_wr  = 4;
-    attr.cap.max_recv_wr  = 4;
-    attr.cap.max_send_sge = 1;
-    attr.cap.max_recv_sge = 1;
+    small_qp_attr(&attr, IBV_QPT_UD, IBV_QP_INIT_ATTR_CREATE_FLAGS, m_pd,
+                  ibv_cq_ex_to_cq(m_tx_cq));
     for (uint32_t flags : {0u, (uint32_t)IBV_QP_CREATE_BLOCK_SELF_MCAST_LB}) {
         attr.create_flags = flags;
         qp                = ibv_create_qp_ex(m_ctx, &attr);
