@@ -450,23 +450,31 @@ int dcx_mlx5_wc_opcode(enum ibv_wc_opcode opcode, dcx_wc_opcode_t *out)
 
 dcx_wc_opcode_t dcx_mlx5_wr_wc_opcode(dcx_wr_opcode_t opcode)
 {
-    /* clang-format off */
-    switch (opcode) {
-    case DCX_WR_RDMA_WRITE:
-    case DCX_WR_RDMA_WRITE_IMM:      return DCX_WC_RDMA_WRITE;
-    case DCX_WR_RDMA_READ:           return DCX_WC_RDMA_READ;
-    case DCX_WR_ATOMIC_FADD:         return DCX_WC_FETCH_ADD;
-    case DCX_WR_ATOMIC_CSWAP:        return DCX_WC_COMP_SWAP;
-    case DCX_WR_ATOMIC_MASKED_FADD:  return DCX_WC_MASKED_FETCH_ADD;
-    case DCX_WR_ATOMIC_MASKED_CSWAP: return DCX_WC_MASKED_COMP_SWAP;
-    case DCX_WR_MKEY_INTERLEAVED:
-    case DCX_WR_MKEY_LIST:           return DCX_WC_UMR;
-    case DCX_WR_MKEY_INVALIDATE:     return DCX_WC_LOCAL_INV;
-    default:                         return DCX_WC_SEND;
-    }
-    /* clang-format on */
-}
+    /* a table: a send completion looks it up, every one */
+    static const uint8_t wc_op[DCX_WR_OPCODE_LAST] = {
+        [DCX_WR_SEND]                = DCX_WC_SEND,
+        [DCX_WR_SEND_IMM]            = DCX_WC_SEND,
+        [DCX_WR_RDMA_WRITE]          = DCX_WC_RDMA_WRITE,
+        [DCX_WR_RDMA_WRITE_IMM]      = DCX_WC_RDMA_WRITE,
+        [DCX_WR_RDMA_READ]           = DCX_WC_RDMA_READ,
+        [DCX_WR_ATOMIC_FADD]         = DCX_WC_FETCH_ADD,
+        [DCX_WR_ATOMIC_CSWAP]        = DCX_WC_COMP_SWAP,
+        [DCX_WR_ATOMIC_MASKED_FADD]  = DCX_WC_MASKED_FETCH_ADD,
+        [DCX_WR_ATOMIC_MASKED_CSWAP] = DCX_WC_MASKED_COMP_SWAP};
 
+    if ((unsigned)opcode < DCX_WR_OPCODE_LAST) {
+        return (dcx_wc_opcode_t)wc_op[opcode];
+    }
+    switch (opcode) {
+    case DCX_WR_MKEY_INTERLEAVED:
+    case DCX_WR_MKEY_LIST:
+        return DCX_WC_UMR;
+    case DCX_WR_MKEY_INVALIDATE:
+        return DCX_WC_LOCAL_INV;
+    default:
+        return DCX_WC_SEND;
+    }
+}
 
 unsigned dcx_mlx5_send_flags(unsigned dcx_flags)
 {
@@ -912,6 +920,24 @@ void dcx_mlx5_ring_cleanup(dcx_mlx5_ring_t *ring)
     ring->mask  = 0;
 }
 
+/* The slot of seq retired into *wc (seq within the ring).  A completion's
+ * common case, success, takes no call: the status mapping is for errors. */
+static inline void dcx_mlx5_ring_retire(dcx_mlx5_ring_t *ring, uint64_t seq,
+                                        enum ibv_wc_status status,
+                                        uint32_t qp_num, dcx_wc_t *wc)
+{
+    const dcx_mlx5_wr_slot_t *slot = &ring->slots[seq & ring->mask];
+
+    ring->tail = seq + 1;
+    memset(wc, 0, sizeof(*wc));
+    wc->wr_id  = slot->wr_id;
+    wc->opcode = (uint8_t)dcx_mlx5_wr_wc_opcode((dcx_wr_opcode_t)slot->opcode);
+    wc->qp_num = qp_num;
+    wc->status = (status == IBV_WC_SUCCESS) ?
+                     DCX_WC_SUCCESS :
+                     (uint8_t)dcx_mlx5_wc_status(status);
+}
+
 dcx_mlx5_cqe_action_t dcx_mlx5_ring_cqe(dcx_mlx5_ring_t *ring, uint64_t seq,
                                         enum ibv_wc_status status,
                                         uint32_t qp_num, dcx_wc_t *wc)
@@ -924,7 +950,7 @@ dcx_mlx5_cqe_action_t dcx_mlx5_ring_cqe(dcx_mlx5_ring_t *ring, uint64_t seq,
          * WQE range); the ring reports all of them, in order. */
         return DCX_MLX5_CQE_FLUSHED;
     }
-    dcx_mlx5_ring_take(ring, seq, status, qp_num, wc);
+    dcx_mlx5_ring_retire(ring, seq, status, qp_num, wc);
     return (status == IBV_WC_SUCCESS) ? DCX_MLX5_CQE_REPORT :
                                         DCX_MLX5_CQE_FAILED;
 }
@@ -932,18 +958,10 @@ dcx_mlx5_cqe_action_t dcx_mlx5_ring_cqe(dcx_mlx5_ring_t *ring, uint64_t seq,
 int dcx_mlx5_ring_take(dcx_mlx5_ring_t *ring, uint64_t seq,
                        enum ibv_wc_status status, uint32_t qp_num, dcx_wc_t *wc)
 {
-    const dcx_mlx5_wr_slot_t *slot;
-
     if ((seq < ring->tail) || (seq >= ring->head)) {
         return 0;
     }
-    slot       = &ring->slots[seq & ring->mask];
-    ring->tail = seq + 1;
-    memset(wc, 0, sizeof(*wc));
-    wc->wr_id  = slot->wr_id;
-    wc->opcode = (uint8_t)dcx_mlx5_wr_wc_opcode((dcx_wr_opcode_t)slot->opcode);
-    wc->qp_num = qp_num;
-    wc->status = (uint8_t)dcx_mlx5_wc_status(status);
+    dcx_mlx5_ring_retire(ring, seq, status, qp_num, wc);
     return 1;
 }
 

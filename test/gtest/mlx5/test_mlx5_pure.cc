@@ -522,6 +522,19 @@ TEST(mlx5_wr, opcodes_flags_and_access)
     EXPECT_EQ(DCX_WC_RDMA_READ, dcx_mlx5_wr_wc_opcode(DCX_WR_RDMA_READ));
     EXPECT_EQ(DCX_WC_FETCH_ADD, dcx_mlx5_wr_wc_opcode(DCX_WR_ATOMIC_FADD));
     EXPECT_EQ(DCX_WC_COMP_SWAP, dcx_mlx5_wr_wc_opcode(DCX_WR_ATOMIC_CSWAP));
+    EXPECT_EQ(DCX_WC_SEND, dcx_mlx5_wr_wc_opcode(DCX_WR_SEND));
+    EXPECT_EQ(DCX_WC_RDMA_WRITE, dcx_mlx5_wr_wc_opcode(DCX_WR_RDMA_WRITE));
+    EXPECT_EQ(DCX_WC_MASKED_FETCH_ADD,
+              dcx_mlx5_wr_wc_opcode(DCX_WR_ATOMIC_MASKED_FADD));
+    EXPECT_EQ(DCX_WC_MASKED_COMP_SWAP,
+              dcx_mlx5_wr_wc_opcode(DCX_WR_ATOMIC_MASKED_CSWAP));
+    EXPECT_EQ(DCX_WC_UMR, dcx_mlx5_wr_wc_opcode(DCX_WR_MKEY_INTERLEAVED));
+    EXPECT_EQ(DCX_WC_UMR, dcx_mlx5_wr_wc_opcode(DCX_WR_MKEY_LIST));
+    EXPECT_EQ(DCX_WC_LOCAL_INV, dcx_mlx5_wr_wc_opcode(DCX_WR_MKEY_INVALIDATE));
+    /* past the table, and between it and the key opcodes: a send's */
+    EXPECT_EQ(DCX_WC_SEND, dcx_mlx5_wr_wc_opcode(DCX_WR_OPCODE_LAST));
+    EXPECT_EQ(DCX_WC_SEND, dcx_mlx5_wr_wc_opcode((dcx_wr_opcode_t)0x3f));
+    EXPECT_EQ(DCX_WC_SEND, dcx_mlx5_wr_wc_opcode(DCX_WR_MKEY_LAST));
 
     EXPECT_EQ((uint64_t)IBV_QP_EX_WITH_SEND, dcx_mlx5_wr_send_op(DCX_WR_SEND));
     EXPECT_EQ((uint64_t)IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM,
