@@ -112,17 +112,6 @@ static int dcx_mlx5_raw_srq_post_recv_list(dcx_srq_t *super,
     return 0;
 }
 
-uint64_t dcx_mlx5_raw_srq_done(dcx_mlx5_raw_srq_t *rs, uint16_t idx)
-{
-    struct mlx5_wqe_srq_next_seg *tail;
-
-    idx &= (uint16_t)(rs->wqe_cnt - 1);
-    tail                 = dcx_mlx5_raw_srq_wqe(rs, rs->tail);
-    tail->next_wqe_index = htobe16(idx);
-    rs->tail             = idx;
-    return rs->wr_id[idx];
-}
-
 int dcx_mlx5_raw_srq_setup(dcx_mlx5_srq_t *srq, void *buf, uint32_t stride,
                            uint32_t cnt, uint32_t head, uint32_t tail,
                            volatile __be32 *dbrec)
