@@ -341,6 +341,13 @@ int dcx_mlx5_raw_srq_setup(dcx_mlx5_srq_t *srq, void *buf, uint32_t stride,
                            uint32_t cnt, uint32_t head, uint32_t tail,
                            volatile __be32 *dbrec);
 void dcx_mlx5_raw_srq_free(dcx_mlx5_srq_t *srq);
+/* WQE idx of a raw SRQ */
+static inline void *dcx_mlx5_raw_srq_wqe(const dcx_mlx5_raw_srq_t *rs,
+                                         uint16_t idx)
+{
+    return rs->buf + (size_t)idx * rs->stride;
+}
+
 /* The receive of WQE idx completed: its wr_id; the WQE is free again, at
  * the list's end (inline: every receive completion calls it) */
 static inline uint64_t dcx_mlx5_raw_srq_done(dcx_mlx5_raw_srq_t *rs,
@@ -349,8 +356,7 @@ static inline uint64_t dcx_mlx5_raw_srq_done(dcx_mlx5_raw_srq_t *rs,
     struct mlx5_wqe_srq_next_seg *tail;
 
     idx &= (uint16_t)(rs->wqe_cnt - 1);
-    tail                 = (struct mlx5_wqe_srq_next_seg *)(rs->buf +
-                                            (size_t)rs->tail * rs->stride);
+    tail                 = dcx_mlx5_raw_srq_wqe(rs, rs->tail);
     tail->next_wqe_index = htobe16(idx);
     rs->tail             = idx;
     return rs->wr_id[idx];

@@ -24,12 +24,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static inline void *dcx_mlx5_raw_srq_wqe(const dcx_mlx5_raw_srq_t *rs,
-                                         uint16_t idx)
-{
-    return rs->buf + (size_t)idx * rs->stride;
-}
-
 /* Writes one WQE at the head; EAGAIN when only the tail is left */
 static inline int dcx_mlx5_raw_srq_put(dcx_mlx5_raw_srq_t *rs, uint32_t max_sge,
                                        uint64_t wr_id, const dcx_sge_t *sg,

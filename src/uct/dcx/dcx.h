@@ -420,7 +420,6 @@ typedef struct uct_dcx_tm {
     uct_dcx_tm_slot_t *slots;
     uint32_t num_slots; /* device list size */
     uint32_t free_head;
-    uint32_t posted;   /* slots in use */
     uint32_t live;     /* receives posted, not ended nor forced out */
     uint32_t max_live; /* tag.recv.max_outstanding (uct_dcx_tm_spare) */
     uint32_t ops_out;  /* list operations in flight */

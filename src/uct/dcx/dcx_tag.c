@@ -145,7 +145,6 @@ static void uct_dcx_tm_slot_put(uct_dcx_iface_t *iface, uint32_t idx)
     slot->ctx           = NULL;
     slot->next_free     = iface->tm.free_head;
     iface->tm.free_head = idx;
-    iface->tm.posted--;
 }
 
 /* Frees the slot once the receive is reported and nothing else is due */
@@ -261,7 +260,6 @@ ucs_status_t uct_dcx_iface_tag_recv_zcopy(uct_iface_h tl_iface, uct_tag_t tag,
     slot->skey = uct_dcx_strided_take(iface, &use);
 
     iface->tm.free_head = slot->next_free;
-    iface->tm.posted++;
     iface->tm.live++;
     slot->ctx        = ctx;
     slot->buffer     = (iovcnt == 1) ? iov->buffer : NULL;
