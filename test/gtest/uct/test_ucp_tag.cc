@@ -158,10 +158,15 @@ protected:
                       ucp_tag_send_nbx(m_ab, size ? &sbuf[0] : NULL, size, tag,
                                        &param);
         if (!expected) {
-            /* let it arrive unexpected */
-            for (int i = 0; i < 100; ++i) {
-                progress();
-            }
+            /* let it arrive unexpected: until UCP holds it as such (a
+             * count of progress calls is no bound on a device that works
+             * in a thread of its own, as the emulated ConnectX does) */
+            ucp_tag_recv_info_t probed;
+            EXPECT_TRUE(wait_for([&] {
+                return ucp_tag_probe_nb(m_b.worker, tag, mask, 0, &probed) !=
+                       NULL;
+            })) << "size "
+                << size << ": never arrived unexpected";
             param.op_attr_mask       = UCP_OP_ATTR_FIELD_RECV_INFO;
             param.recv_info.tag_info = &info;
             rreq = ucp_tag_recv_nbx(m_b.worker, &rbuf[0], size, tag, mask,
