@@ -267,7 +267,8 @@ void dcx_dev_unmaps_reported(dcx_dev_t *dev)
     dev->ops->unmaps_reported(dev);
 }
 
-int dcx_mem_alloc(dcx_dev_t *dev, size_t *length_p, void **addr_p)
+int dcx_mem_alloc(dcx_dev_t *dev, size_t *length_p, void **addr_p,
+                  unsigned flags)
 {
     if ((dev->ops->mem_alloc == NULL) ||
         !(dev->caps.flags & DCX_CAP_MEM_ALLOC)) {
@@ -275,7 +276,7 @@ int dcx_mem_alloc(dcx_dev_t *dev, size_t *length_p, void **addr_p)
                   dev->caps.name);
         return EOPNOTSUPP;
     }
-    return dev->ops->mem_alloc(dev, length_p, addr_p);
+    return dev->ops->mem_alloc(dev, length_p, addr_p, flags);
 }
 
 int dcx_mem_free(dcx_dev_t *dev, void *addr, size_t length)

@@ -831,9 +831,8 @@ typedef struct dcx_dc_dest {
 } dcx_dc_dest_t;
 
 /* put_now's inline WRITE: length bytes (at most max_inline) from buffer,
- * any memory, to remote_addr under rkey at dest.  In the caller's frame:
- * what it needs again where put_now declines stays there, not in
- * registers kept across the call. */
+ * any memory, to remote_addr under rkey at dest; in the caller's frame,
+ * where what a declined put needs again stays (not in saved registers) */
 typedef struct dcx_put_now {
     dcx_dc_dest_t dest;
     const void *buffer;
@@ -907,9 +906,10 @@ struct dcx_qp {
     int (*post_send)(dcx_qp_t *qp, const dcx_send_wr_t *wr);
     /* DCX_CAP_POST_NOW, else NULL (device-semantics.md, "post_now"): work
      * done within the call, 0, or EAGAIN with nothing done, for the caller
-     * to post it.  post_now: an RDMA WRITE of one registered sge, the WR
-     * that would be posted; put_now: an inline RDMA WRITE (dcx_put_now_t);
-     * get_now: an RDMA READ whose bytes go to a callback (dcx_get_now_t) */
+     * to post it.  post_now: the WR that would be posted, a WRITE of one
+     * registered sge or an atomic (its old value stored within the call at
+     * sg_list[0].addr, any memory); put_now: an inline WRITE
+     * (dcx_put_now_t); get_now: a READ to a callback (dcx_get_now_t) */
     int (*post_now)(dcx_qp_t *qp, const dcx_send_wr_t *wr);
     int (*put_now)(dcx_qp_t *qp, const dcx_put_now_t *put);
     int (*get_now)(dcx_qp_t *qp, const dcx_get_now_t *get);
@@ -966,26 +966,26 @@ int dcx_mkey_destroy(dcx_mkey_t *mkey);
  * work in progress; never takes the device's engine lock. */
 void dcx_dev_mem_unmapped(dcx_dev_t *dev, const void *addr, size_t len);
 
-/* The caller reports every unmap of the process through
- * dcx_dev_mem_unmapped() from now on (it holds memory hooks).  A device
- * that cannot pin pages may then copy to and from the process's own
- * registered memory (a WR's sg list) with plain loads and stores; until
- * then, or if nobody calls this (a device opened by the emulated
- * libibverbs), it copies there in a way that survives memory unmapped
- * under a registration (the WR fails with a local protection error).  A
- * no-op where the NIC pins the pages. */
+/* The caller reports every unmap through dcx_dev_mem_unmapped() from now
+ * on (it holds memory hooks): a device that cannot pin pages may then copy
+ * to and from the process's registered memory with plain loads and stores.
+ * Until then (or never: the emulated libibverbs) it copies there in a way
+ * that survives an unmap under a registration (the WR fails with a local
+ * protection error).  A no-op where the NIC pins the pages. */
 void dcx_dev_unmaps_reported(dcx_dev_t *dev);
 
 /* Memory allocated by the device (DCX_CAP_MEM_ALLOC; EOPNOTSUPP, logged,
- * without it): at least *length_p bytes (rounded up to whole pages and
- * written back), readable and writable, zeroed; it is registered with
- * dcx_mr_reg() as any other memory.  A device model backs it with a
- * shareable object, so that peers' RDMA WRITE/READ into registrations
- * within it are plain copies.  dcx_mem_free() takes exactly
- * what dcx_mem_alloc() returned (EINVAL, logged, otherwise); registrations
- * still inside refuse every access from then on, as after
- * dcx_dev_mem_unmapped(). */
-int dcx_mem_alloc(dcx_dev_t *dev, size_t *length_p, void **addr_p);
+ * without it): at least *length_p bytes (whole pages, written back),
+ * zeroed, read-write, at *addr_p: the device's choice, or with
+ * DCX_MEM_FIXED the page-aligned address *addr_p gives (EINVAL otherwise;
+ * EEXIST if anything is mapped there: never replaced).  Registered with
+ * dcx_mr_reg() as any memory; backed by a shareable object, so that peers'
+ * one-sided operations into it are plain copies.  dcx_mem_free() takes
+ * exactly what dcx_mem_alloc() returned (EINVAL, logged, otherwise);
+ * registrations inside refuse every access from then on. */
+#define DCX_MEM_FIXED 1u /* dcx_mem_alloc at *addr_p */
+int dcx_mem_alloc(dcx_dev_t *dev, size_t *length_p, void **addr_p,
+                  unsigned flags);
 int dcx_mem_free(dcx_dev_t *dev, void *addr, size_t length);
 
 int dcx_cq_create(dcx_dev_t *dev, uint32_t cqe, dcx_cq_t **cq_p);
@@ -1080,7 +1080,7 @@ struct dcx_dev_ops {
     int (*comp_channel_get_event)(dcx_comp_channel_t *ch, dcx_cq_t **cq_p);
     int (*comp_channel_add_fd)(dcx_comp_channel_t *ch, int fd); /* or NULL */
     /* device memory (DCX_CAP_MEM_ALLOC): NULL when the backend has none */
-    int (*mem_alloc)(dcx_dev_t *dev, size_t *length_p, void **addr_p);
+    int (*mem_alloc)(dcx_dev_t *dev, size_t *len_p, void **addr_p, unsigned);
     int (*mem_free)(dcx_dev_t *dev, void *addr, size_t length);
     /* dcx_dev_traffic: NULL when the device keeps no counters of its own */
     int (*traffic)(dcx_dev_t *dev, char *buf, size_t len);

@@ -47,6 +47,9 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#ifndef MAP_FIXED_NOREPLACE
+#define MAP_FIXED_NOREPLACE 0x100000
+#endif
 #ifndef MFD_CLOEXEC
 #define MFD_CLOEXEC 0x0001u
 #endif
@@ -148,11 +151,36 @@ static void soft_alloc_unpublish(soft_dev_t *dev, soft_alloc_t *a)
     soft_direct_gen_bump(dev);
 }
 
-int soft_alloc_mem(dcx_dev_t *dev_, size_t *length_p, void **addr_p)
+/* The mapping of a new allocation of len bytes (fd: its memfd, -1:
+ * anonymous memory), at 'at' exactly if not NULL: never over anything
+ * mapped there already (MAP_FIXED_NOREPLACE; where the kernel does not
+ * know the flag it is a hint, and a mapping placed elsewhere is undone).
+ * MAP_FAILED with errno set on failure. */
+static void *soft_alloc_map(size_t len, int fd, void *at)
+{
+    int flags = (fd >= 0) ? MAP_SHARED : (MAP_PRIVATE | MAP_ANONYMOUS);
+    void *addr;
+
+    if (at == NULL) {
+        return mmap(NULL, len, PROT_READ | PROT_WRITE, flags, fd, 0);
+    }
+    addr = mmap(at, len, PROT_READ | PROT_WRITE, flags | MAP_FIXED_NOREPLACE,
+                fd, 0);
+    if ((addr != MAP_FAILED) && (addr != at)) {
+        munmap(addr, len);
+        errno = EEXIST;
+        return MAP_FAILED;
+    }
+    return addr;
+}
+
+int soft_alloc_mem(dcx_dev_t *dev_, size_t *length_p, void **addr_p,
+                   unsigned flags)
 {
     soft_dev_t *dev  = soft_dev(dev_);
     const char *name = dev->super.caps.name;
     size_t page      = (size_t)sysconf(_SC_PAGESIZE);
+    void *at         = NULL;
     soft_alloc_t *a;
     size_t len;
     void *addr;
@@ -170,22 +198,43 @@ int soft_alloc_mem(dcx_dev_t *dev_, size_t *length_p, void **addr_p)
         return EINVAL;
     }
     len = (*length_p + page - 1) & ~(page - 1);
-    a   = calloc(1, sizeof(*a));
+    if (flags & DCX_MEM_FIXED) {
+        at = *addr_p;
+        if ((at == NULL) || ((uintptr_t)at & (page - 1)) ||
+            ((uintptr_t)at > UINTPTR_MAX - len)) {
+            dcx_error("%s: mem alloc of %zu bytes at %p: not a page-aligned "
+                      "address with room for them",
+                      name, len, at);
+            return EINVAL;
+        }
+    } else if (flags != 0) {
+        dcx_error("%s: mem alloc: unknown flags 0x%x", name, flags);
+        return EINVAL;
+    }
+    a = calloc(1, sizeof(*a));
     if (a == NULL) {
         dcx_error("%s: mem alloc of %zu bytes: out of memory", name, len);
         return ENOMEM;
     }
     fd   = soft_alloc_memfd(dev, len);
-    addr = mmap(NULL, len, PROT_READ | PROT_WRITE,
-                (fd >= 0) ? MAP_SHARED : (MAP_PRIVATE | MAP_ANONYMOUS), fd, 0);
+    addr = soft_alloc_map(len, fd, at);
     if (addr == MAP_FAILED) {
-        dcx_error("%s: mem alloc of %zu bytes: mmap failed: %s", name, len,
-                  strerror(errno));
+        int err = errno;
+
+        if (err == EEXIST) {
+            /* the caller's range is taken: its next allocator may try */
+            dcx_debug("%s: mem alloc of %zu bytes at %p: the range is in "
+                      "use",
+                      name, len, at);
+        } else {
+            dcx_error("%s: mem alloc of %zu bytes at %p: mmap failed: %s", name,
+                      len, at, strerror(err));
+        }
         if (fd >= 0) {
             close(fd);
         }
         free(a);
-        return ENOMEM;
+        return (err == EEXIST) ? EEXIST : ENOMEM;
     }
     a->addr = addr;
     a->len  = len;

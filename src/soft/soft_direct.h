@@ -11,7 +11,7 @@
 
 #include <linux/futex.h>
 
-#define SOFT_DIRECT_VERSION 6u
+#define SOFT_DIRECT_VERSION 7u
 #define SOFT_DIRECT_MRS     4096u /* keys with index below are published */
 #define SOFT_DIRECT_DCTS    256u  /* DCTs with qpn - qpn_base below */
 #define SOFT_DIRECT_SLOTS   64u   /* writers' in-flight markers */
@@ -64,14 +64,16 @@ typedef struct soft_dalloc {
     uint64_t pad[2];
 } soft_dalloc_t;
 
-/* A published DCT; ok 0: absent or in error. */
+/* A published DCT; ok 0: absent or in error.  ext_max: the largest
+ * masked atomic it executes, in bytes (0, 4 or 8). */
 typedef struct soft_ddct {
     uint32_t seq;
     uint32_t qpn;
     uint32_t access;
     uint32_t ok;
     uint64_t dc_key;
-    uint64_t pad;
+    uint32_t ext_max;
+    uint32_t pad;
 } soft_ddct_t;
 
 /* The owner's liveness, readable with one load and no system call: a
@@ -275,7 +277,8 @@ static inline uint32_t soft_alloc_find(soft_dev_t *dev, uint64_t start,
 /* soft_alloc.c: the owner's allocations.  soft_alloc_holds: whether one of
  * them, published or not, holds [start, end) (mr_lock held). */
 int soft_alloc_holds(soft_dev_t *dev, uint64_t start, uint64_t end);
-int soft_alloc_mem(dcx_dev_t *dev, size_t *length_p, void **addr_p);
+int soft_alloc_mem(dcx_dev_t *dev, size_t *length_p, void **addr_p,
+                   unsigned flags);
 int soft_alloc_free(dcx_dev_t *dev, void *addr, size_t length);
 void soft_alloc_cleanup(soft_dev_t *dev);
 

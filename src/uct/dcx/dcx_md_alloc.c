@@ -3,10 +3,12 @@
  * dcx memory domain: memory the MD allocates (uct_md_mem_alloc / mem_free,
  * and through them uct_iface_mem_alloc and uct_mem_alloc's "md" method).
  *
- * Offered (UCT_MD_FLAG_ALLOC, host memory) only where the device allocates
- * memory itself (DCX_CAP_MEM_ALLOC): the soft device, whose allocations
- * peers map so that their one-sided operations into it are plain copies
- * (src/soft/soft_alloc.c).  An mlx5 device reaches any registered memory
+ * Offered (UCT_MD_FLAG_ALLOC and UCT_MD_FLAG_FIXED, host memory) only
+ * where the device allocates memory itself (DCX_CAP_MEM_ALLOC): the soft
+ * device, whose allocations peers map so that their one-sided operations
+ * into it are plain copies and their atomics CPU atomics
+ * (src/soft/soft_alloc.c).  At a fixed address, OpenSHMEM's symmetric
+ * heap (UCP's allocation at the address the job agreed) is one of them.  An mlx5 device reaches any registered memory
  * by DMA alike, so its MD allocates nothing and says so.
  *
  * An allocation is registered at once with every access its flags ask
@@ -58,12 +60,6 @@ ucs_status_t uct_dcx_mem_alloc(uct_md_h uct_md, size_t *length_p,
                   alloc_name);
         return UCS_ERR_UNSUPPORTED;
     }
-    if (flags & UCT_MD_MEM_FLAG_FIXED) {
-        /* UCT_MD_FLAG_FIXED is not advertised */
-        ucs_debug("dcx md %s: cannot allocate at a fixed address (%s)",
-                  md->name, alloc_name);
-        return UCS_ERR_UNSUPPORTED;
-    }
     if ((length_p == NULL) || (address_p == NULL) || (memh_p == NULL) ||
         (*length_p == 0)) {
         ucs_error("dcx md %s: allocation of %zu bytes for %s: invalid "
@@ -79,11 +75,16 @@ ucs_status_t uct_dcx_mem_alloc(uct_md_h uct_md, size_t *length_p,
         return UCS_ERR_NO_MEMORY;
     }
 
-    length = *length_p;
-    ret    = dcx_mem_alloc(md->dev, &length, &address);
+    /* UCT_MD_MEM_FLAG_FIXED: at *address_p, over nothing mapped there
+     * (as UCX's shared-memory MDs place theirs) */
+    length  = *length_p;
+    address = (flags & UCT_MD_MEM_FLAG_FIXED) ? *address_p : NULL;
+    ret     = dcx_mem_alloc(md->dev, &length, &address,
+                        (flags & UCT_MD_MEM_FLAG_FIXED) ? DCX_MEM_FIXED : 0);
     if (ret != 0) {
         /* the device layer logged the reason */
-        status = uct_dcx_status_from_errno(ret);
+        status = (ret == EEXIST) ? UCS_ERR_NO_MEMORY :
+                                   uct_dcx_status_from_errno(ret);
         goto err_free_memh;
     }
 

@@ -119,7 +119,7 @@ protected:
         ASSERT_EQ(0, t.open(fabric.c_str(), &l));
         ASSERT_TRUE(dcx_dev_caps(t.dev)->flags & DCX_CAP_MEM_ALLOC);
         mem_len = RLEN + 2 * PAGE - 100; /* rounded up by the device */
-        ASSERT_EQ(0, dcx_mem_alloc(t.dev, &mem_len, (void **)&mem));
+        ASSERT_EQ(0, dcx_mem_alloc(t.dev, &mem_len, (void **)&mem, 0));
         ASSERT_EQ(RLEN + 2 * PAGE, mem_len);
         if (fill) {
             memset(mem, 0x5a, mem_len);
@@ -177,7 +177,7 @@ protected:
         void *p;
 
         if ((n.open(fab.c_str(), &l) != 0) ||
-            (dcx_mem_alloc(n.dev, &len, &p) != 0) ||
+            (dcx_mem_alloc(n.dev, &len, &p, 0) != 0) ||
             (n.reg(p, len,
                    DCX_ACCESS_LOCAL_WRITE | DCX_ACCESS_REMOTE_WRITE |
                        DCX_ACCESS_REMOTE_READ,
@@ -519,7 +519,7 @@ TEST_F(soft_dmap, free_then_realloc_bad_flow)
     t.mrs.clear();
     ASSERT_EQ(0, dcx_mem_free(t.dev, mem, mem_len));
     mem = nullptr;
-    ASSERT_EQ(0, dcx_mem_alloc(t.dev, &mem_len, (void **)&mem));
+    ASSERT_EQ(0, dcx_mem_alloc(t.dev, &mem_len, (void **)&mem, 0));
     memset(mem, 0x5a, mem_len);
     ASSERT_EQ(0, t.reg(mem + PAGE, RLEN,
                        DCX_ACCESS_LOCAL_WRITE | DCX_ACCESS_REMOTE_WRITE, &tmr));
@@ -865,7 +865,7 @@ void soft_dmap_evict::run(bool touch)
     for (unsigned k = 0; k < nalloc; ++k) {
         size_t sz = alen;
         dcx_mr_t *mr;
-        ASSERT_EQ(0, dcx_mem_alloc(t2.dev, &sz, (void **)&a2[k]));
+        ASSERT_EQ(0, dcx_mem_alloc(t2.dev, &sz, (void **)&a2[k], 0));
         memset(a2[k], 0x5a, alen);
         ASSERT_EQ(0, t2.reg(a2[k], alen,
                             DCX_ACCESS_LOCAL_WRITE | DCX_ACCESS_REMOTE_WRITE,
@@ -1003,7 +1003,7 @@ TEST_F(soft_dmap, alternating_allocations_each_their_mapping)
         return 0;
     });
     start_target();
-    ASSERT_EQ(0, dcx_mem_alloc(t.dev, &len2, (void **)&mem2));
+    ASSERT_EQ(0, dcx_mem_alloc(t.dev, &len2, (void **)&mem2, 0));
     memset(mem2, 0x5a, len2);
     ASSERT_EQ(0, t.reg(mem2, len2,
                        DCX_ACCESS_LOCAL_WRITE | DCX_ACCESS_REMOTE_WRITE, &mr2));
@@ -1145,11 +1145,11 @@ TEST_F(soft_dmap, alloc_free_bad_flow)
     ASSERT_EQ(0, t.open(fabric.c_str(), &l));
     {
         log_counter lc;
-        EXPECT_EQ(EINVAL, dcx_mem_alloc(t.dev, &len, &p));
+        EXPECT_EQ(EINVAL, dcx_mem_alloc(t.dev, &len, &p, 0));
         EXPECT_EQ(1, lc.lines());
     }
     len = 10000;
-    ASSERT_EQ(0, dcx_mem_alloc(t.dev, &len, &p));
+    ASSERT_EQ(0, dcx_mem_alloc(t.dev, &len, &p, 0));
     EXPECT_EQ(12288u, len);
     for (size_t i = 0; i < len; ++i) {
         ASSERT_EQ(0, ((uint8_t *)p)[i]) << "not zeroed";

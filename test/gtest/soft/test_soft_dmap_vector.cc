@@ -40,7 +40,7 @@ protected:
 
         ASSERT_EQ(0, t.open(fabric.c_str(), &l));
         ASSERT_TRUE(dcx_dev_caps(t.dev)->flags & DCX_CAP_MEM_ALLOC);
-        ASSERT_EQ(0, dcx_mem_alloc(t.dev, &len, (void **)&mem));
+        ASSERT_EQ(0, dcx_mem_alloc(t.dev, &len, (void **)&mem, 0));
         memset(mem, 0x5a, ALLOC);
         ASSERT_EQ(0, t.reg(mem, ALLOC, RACC, &tmr));
         ASSERT_EQ(0, t.make_target(DCK,
@@ -470,7 +470,7 @@ TEST_F(soft, vector_changes_race_writes)
         dcx_wc_t wc;
         node t;
         ASSERT_EQ(0, t.open(fabric.c_str(), &l));
-        ASSERT_EQ(0, dcx_mem_alloc(t.dev, &len, (void **)&mem));
+        ASSERT_EQ(0, dcx_mem_alloc(t.dev, &len, (void **)&mem, 0));
         memset(mem, 0x5a, ALLOC);
         ASSERT_EQ(0, dcx_mr_reg(t.pd, mem, ALLOC, RACC, &mr));
         ASSERT_EQ(0, t.make_target(DCK, DCX_ACCESS_REMOTE_WRITE, 64));

@@ -205,7 +205,7 @@ protected:
      * this process is the allocation itself */
     void alloc_target()
     {
-        ASSERT_EQ(0, dcx_mem_alloc(t.b.dev, &dlen, (void **)&dmem));
+        ASSERT_EQ(0, dcx_mem_alloc(t.b.dev, &dlen, (void **)&dmem, 0));
         ASSERT_EQ(0, t.b.reg(dmem, dlen, ALL_REMOTE, &dmr));
         /* the grants then know the target's liveness lock (put_now's
          * common case needs that) */

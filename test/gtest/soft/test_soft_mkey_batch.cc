@@ -112,7 +112,7 @@ TEST_F(soft_mkey, batch_device_memory_and_heap_mixed)
     const uint32_t reps = 1500;
     size_t alen         = 65536;
     void *a             = nullptr;
-    if (dcx_mem_alloc(n.dev, &alen, &a) != 0) {
+    if (dcx_mem_alloc(n.dev, &alen, &a, 0) != 0) {
         GTEST_SKIP() << "no device allocations";
     }
     memset(a, 0x6d, alen);
@@ -234,7 +234,7 @@ TEST_F(soft_mkey, DISABLED_column_time)
             void *a    = nullptr;
             std::vector<double> heap;
             if (dev_mem) {
-                ASSERT_EQ(0, dcx_mem_alloc(n.dev, &len, &a));
+                ASSERT_EQ(0, dcx_mem_alloc(n.dev, &len, &a, 0));
             } else {
                 heap.resize(nn * nn);
                 a = heap.data();

@@ -380,7 +380,7 @@ TEST_F(test_dcx_md, open_query_close)
     EXPECT_TRUE(attr.cap.flags & UCT_MD_FLAG_NEED_RKEY);
     /* the soft device allocates memory peers map (dcx_md_alloc.c) */
     EXPECT_TRUE(attr.cap.flags & UCT_MD_FLAG_ALLOC);
-    EXPECT_FALSE(attr.cap.flags & UCT_MD_FLAG_FIXED);
+    EXPECT_TRUE(attr.cap.flags & UCT_MD_FLAG_FIXED);
     EXPECT_EQ(UCS_BIT(UCS_MEMORY_TYPE_HOST), attr.cap.alloc_mem_types);
     EXPECT_GT(attr.cap.max_alloc, 0u);
     EXPECT_EQ(UCS_BIT(UCS_MEMORY_TYPE_HOST), attr.cap.reg_mem_types);

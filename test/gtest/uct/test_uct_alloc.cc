@@ -12,6 +12,8 @@
 
 #include "dcx_ucx_features.h" /* what differs between UCX versions */
 
+#include <sys/mman.h>
+
 extern "C" {
 #include <uct/base/uct_md.h> /* uct_md_mem_alloc, uct_md_mem_free */
 }
@@ -181,16 +183,62 @@ TEST_F(uct_dcx_alloc, md_mem_alloc_bad_flow)
     EXPECT_EQ(UCS_ERR_UNSUPPORTED,
               md_mem_alloc(m_md, &length, &address, UCS_MEMORY_TYPE_CUDA,
                            UCT_MD_MEM_ACCESS_ALL, &memh));
-    address = buf.data();
-    EXPECT_EQ(UCS_ERR_UNSUPPORTED,
+    /* at a fixed address that is not a page's: refused, one line */
+    address = (char *)buf.data() + 1;
+    EXPECT_EQ(UCS_ERR_INVALID_PARAM,
               md_mem_alloc(m_md, &length, &address, UCS_MEMORY_TYPE_HOST,
                            UCT_MD_MEM_ACCESS_ALL | UCT_MD_MEM_FLAG_FIXED,
                            &memh));
-    EXPECT_EQ(2, log_counter::errors());
+    EXPECT_EQ(3, log_counter::errors());
     length = 0;
     EXPECT_EQ(UCS_ERR_INVALID_PARAM,
               md_mem_alloc(m_md, &length, &address, UCS_MEMORY_TYPE_HOST,
                            UCT_MD_MEM_ACCESS_ALL, &memh));
-    EXPECT_EQ(3, log_counter::errors());
+    EXPECT_EQ(4, log_counter::errors());
     log_counter::reset();
+}
+
+/* UCT_MD_MEM_FLAG_FIXED (as OpenSHMEM's symmetric heap asks UCP): the
+ * allocation lies at the address asked, and peers map it as any other; a
+ * range already mapped is never replaced: refused quietly (the caller's
+ * next allocator may try), what was there untouched. */
+TEST_F(uct_dcx_alloc, fixed_address)
+{
+    const size_t len = 4 * 4096;
+    size_t length    = len - 10;
+    uct_mem_h memh;
+    void *address;
+    char *hole;
+
+    EXPECT_TRUE(m_md_attr.cap.flags & UCT_MD_FLAG_FIXED);
+    hole = (char *)mmap(nullptr, len, PROT_READ | PROT_WRITE,
+                        MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    ASSERT_NE(MAP_FAILED, (void *)hole);
+    memset(hole, 0x3c, len);
+    log_counter::reset();
+    address = hole + 4096;
+    EXPECT_EQ(UCS_ERR_NO_MEMORY,
+              md_mem_alloc(m_md, &length, &address, UCS_MEMORY_TYPE_HOST,
+                           UCT_MD_MEM_ACCESS_ALL | UCT_MD_MEM_FLAG_FIXED,
+                           &memh));
+    EXPECT_EQ(0, log_counter::errors());
+    for (size_t i = 0; i < len; ++i) {
+        ASSERT_EQ(0x3c, hole[i]) << "byte " << i << " of the mapping changed";
+    }
+
+    ASSERT_EQ(0, munmap(hole, len)); /* the range is free now */
+    address = hole;
+    length  = len - 10;
+    ASSERT_EQ(UCS_OK,
+              md_mem_alloc(m_md, &length, &address, UCS_MEMORY_TYPE_HOST,
+                           UCT_MD_MEM_ACCESS_ALL | UCT_MD_MEM_FLAG_FIXED,
+                           &memh));
+    EXPECT_EQ((void *)hole, address);
+    EXPECT_EQ(len, length);
+    for (size_t i = 0; i < len; ++i) {
+        ASSERT_EQ(0, hole[i]);
+    }
+    memset(hole, 0x7e, len);
+    EXPECT_EQ(UCS_OK, uct_md_mem_free(m_md, memh));
+    EXPECT_EQ(0, log_counter::errors());
 }
