@@ -237,6 +237,8 @@ typedef struct dcx_soft_stats {
                                      allocation (also in direct_writes/
                                      direct_reads) */
     uint64_t direct_maps;      /* target allocations mapped */
+    uint64_t direct_atomics;   /* atomics this initiator executed on a
+                                     mapping of the target's allocation */
     /* cumulative acknowledgements: responder side, messages acknowledged
      * in the requester's ack table instead of by an ACK packet; requester
      * side, WQEs completed from our table */

@@ -154,4 +154,12 @@ static inline const soft_opinfo_t *soft_op(unsigned op)
     return &soft_opinfo[op];
 }
 
+/* Whether op (any value) is a valid atomic opcode */
+static inline int soft_op_atomic(unsigned op)
+{
+    const soft_opinfo_t *info = soft_op(op);
+
+    return (info != NULL) && (info->flags & SOFT_OPF_ATOMIC);
+}
+
 #endif

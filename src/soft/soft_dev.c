@@ -179,10 +179,11 @@ static int soft_dev_traffic(dcx_dev_t *dev, char *buf, size_t len)
              " packets %" PRIu64 " bytes, %" PRIu64 " retransmits, %" PRIu64
              " rnr naks, %" PRIu64 " remote access errors; direct %" PRIu64
              " writes %" PRIu64 " reads (%" PRIu64 " through "
-             "mappings)",
+             "mappings) %" PRIu64 " atomics",
              st.tx_packets, st.tx_bytes, st.rx_packets, st.rx_bytes,
              st.retransmits, st.rnr_naks_sent, st.remote_access_errors,
-             st.direct_writes, st.direct_reads, st.direct_mapped);
+             st.direct_writes, st.direct_reads, st.direct_mapped,
+             st.direct_atomics);
     return 0;
 }
 

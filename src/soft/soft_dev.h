@@ -178,6 +178,12 @@ struct soft_dev {
     /* an RDMA WRITE of one sge without a WQE: 0 if done, 1 if not
      * (dcx_qp_t.post_now; soft_dci_post_now); chosen at open */
     int (*write_now)(soft_qp_t *qp, const dcx_send_wr_t *wr);
+    /* initiator-side atomics on a mapping of the target's memory
+     * (soft_direct.c): atomic_direct executes w as one_sided does;
+     * atomic_now wr's atomic without a WQE, its result stored at
+     * wr->sg_list[0].addr, 0 if done, 1 if not (dcx_qp_t.post_now) */
+    int (*atomic_direct)(soft_qp_t *qp, soft_swqe_t *w);
+    int (*atomic_now)(soft_qp_t *qp, const dcx_send_wr_t *wr);
     /* a READ's bytes from an unmapped target (MTU; soft_dgrant_read) */
     uint8_t *read_buf;
     struct soft_direct_area *direct; /* our published tables, or NULL */

@@ -13,7 +13,9 @@
 
 #include "soft_req.h"
 #include "soft_direct.h"
+#include "soft_atomic.h"
 
+#include <string.h>
 #include <sys/uio.h>
 
 /* A direct copy done: the counters */
@@ -217,6 +219,51 @@ soft_dgrant_write(soft_dev_t *dev, const dcx_dc_dest_t *dest, const void *buf,
     }
     ret = soft_dgrant_copy1(peer, (uint8_t *)(uintptr_t)buf, raddr, len, 1);
     return !soft_dgrant_give(dev, peer, slot, ret, len, 1);
+}
+
+/* An atomic, op (DCX_WR_ATOMIC_*) on size bytes at raddr under rkey at
+ * dest with operands args[0..3] (soft_atomic_apply), on a DCI with nothing
+ * outstanding (engine lock held), executed under the grant towards its
+ * peer with the CPU atomic the target's responder uses: only through a
+ * mapping of the target's allocation (a system call cannot be atomic).
+ * The value found there is stored at result (size bytes, any memory of
+ * ours).  0 if done, 1 if the grant does not cover it or the target would
+ * refuse it (nothing done: the posted atomic's full checks say why). */
+static inline __attribute__((always_inline)) int
+soft_dgrant_atomic(soft_dev_t *dev, const dcx_dc_dest_t *dest, uint8_t op,
+                   unsigned size, uint64_t raddr, uint32_t rkey,
+                   const uint64_t *args, void *result)
+{
+    soft_peer_t *peer = ((soft_ah_t *)dest->ah)->peer;
+    soft_dmap_ent_t *map;
+    soft_dslot_t *slot;
+    uint64_t old;
+    uint32_t old32;
+
+    /* the map is looked at only once the grant is taken */
+    if ((peer->grant.map == NULL) || (raddr % size) ||
+        !soft_atomic_valid(op, size, peer->grant.ext_max)) {
+        return 1;
+    }
+    slot = soft_dgrant_take(dev, peer, dest, rkey, raddr, size,
+                            DCX_ACCESS_REMOTE_ATOMIC, 1, 0);
+    if (slot == NULL) {
+        return 1;
+    }
+    map = peer->grant.map;
+    old = soft_atomic_apply(map->local + (raddr - map->rbase), op, size, args);
+    if (soft_dgrant_release(peer, slot)) {
+        soft_dslot_unhold(peer);
+    }
+    soft_dmap_touch(dev, map);
+    dev->stats.direct_atomics++;
+    if (size == sizeof(old32)) {
+        old32 = (uint32_t)old;
+        memcpy(result, &old32, sizeof(old32));
+    } else {
+        memcpy(result, &old, sizeof(old));
+    }
+    return 0;
 }
 
 /* The same for wr's one sge */

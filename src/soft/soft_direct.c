@@ -84,6 +84,7 @@
 #include "soft.h"
 #include "soft_dgrant.h"
 #include "soft_vector.h"
+#include "soft_atomic.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -113,10 +114,10 @@ size_t soft_direct_area_size(const soft_dev_t *dev)
  * published for it has its qpn. */
 static inline int soft_direct_dct_read(soft_direct_area_t *area, uint32_t dctn,
                                        uint64_t dc_key, uint32_t *seq_p,
-                                       uint32_t *acc_p)
+                                       uint32_t *acc_p, uint32_t *ext_p)
 {
     soft_ddct_t *e = &area->dcts[dctn % SOFT_DIRECT_DCTS];
-    uint32_t s1, qpn, acc, ok;
+    uint32_t s1, qpn, acc, ok, ext;
     uint64_t key;
 
     do {
@@ -125,21 +126,33 @@ static inline int soft_direct_dct_read(soft_direct_area_t *area, uint32_t dctn,
         acc = __atomic_load_n(&e->access, __ATOMIC_RELAXED);
         ok  = __atomic_load_n(&e->ok, __ATOMIC_RELAXED);
         key = __atomic_load_n(&e->dc_key, __ATOMIC_RELAXED);
+        ext = __atomic_load_n(&e->ext_max, __ATOMIC_RELAXED);
         __atomic_thread_fence(__ATOMIC_ACQUIRE);
     } while ((s1 & 1) || (__atomic_load_n(&e->seq, __ATOMIC_RELAXED) != s1));
     *seq_p = s1;
     *acc_p = acc;
+    *ext_p = ext;
     return ok && (qpn == dctn) && (key == dc_key);
 }
 
-/* The target's DCT entry allows 'access' with our DC key. */
-static inline int soft_direct_dct_ok(soft_direct_area_t *area, uint32_t dctn,
-                                     uint64_t dc_key, uint32_t access)
+/* The target's DCT entry allows 'access' with our DC key (and, for an
+ * atomic, executes it: soft_atomic_valid). */
+static inline int soft_direct_dct_ok(soft_direct_area_t *area,
+                                     const soft_swqe_t *w, uint32_t access)
 {
-    uint32_t seq, acc;
+    uint32_t seq, acc, ext;
 
-    return soft_direct_dct_read(area, dctn, dc_key, &seq, &acc) &&
-           (acc & access);
+    return soft_direct_dct_read(area, w->wr.dest.dctn, w->wr.dest.dc_key, &seq,
+                                &acc, &ext) &&
+           (acc & access) &&
+           ((access != DCX_ACCESS_REMOTE_ATOMIC) ||
+            soft_atomic_valid(w->wr.opcode, (unsigned)w->total_len, ext));
+}
+
+/* The remote access w (RDMA WRITE, READ or an atomic) needs */
+static inline uint32_t soft_direct_access(const soft_swqe_t *w)
+{
+    return soft_opinfo[w->wr.opcode].access;
 }
 
 /* The target's MR entry for rkey, read consistently (seq_cst loads: called
@@ -405,9 +418,7 @@ soft_direct_plan(soft_qp_t *qp, soft_swqe_t *w, soft_direct_area_t **areap,
 {
     soft_dev_t *dev   = qp->dev;
     soft_peer_t *peer = w->peer;
-    uint32_t access   = (w->wr.opcode == DCX_WR_RDMA_WRITE) ?
-                            DCX_ACCESS_REMOTE_WRITE :
-                            DCX_ACCESS_REMOTE_READ;
+    uint32_t access   = soft_direct_access(w);
     uint32_t rkey     = w->wr.rkey;
     int vector        = 0;
     soft_direct_area_t *area;
@@ -421,7 +432,7 @@ soft_direct_plan(soft_qp_t *qp, soft_swqe_t *w, soft_direct_area_t **areap,
         ((hdr = soft_peer_map(dev, peer)) == NULL) ||
         __atomic_load_n(&hdr->killed, __ATOMIC_ACQUIRE) ||
         ((area = soft_direct_area_of(hdr, peer->map_size)) == NULL) ||
-        !soft_direct_dct_ok(area, w->wr.dest.dctn, w->wr.dest.dc_key, access) ||
+        !soft_direct_dct_ok(area, w, access) ||
         !soft_direct_local_plain(dev, w)) {
         return 0;
     }
@@ -545,7 +556,7 @@ static void soft_direct_grant_make(soft_dev_t *dev, soft_direct_area_t *area,
     soft_peer_t *peer = w->peer;
     soft_dgrant_t *g  = &peer->grant;
     uint32_t gen      = __atomic_load_n(&area->gen, __ATOMIC_ACQUIRE);
-    uint32_t dseq, dacc, word;
+    uint32_t dseq, dacc, dext, word;
     soft_dmr_view_t v;
     int life;
 
@@ -554,7 +565,7 @@ static void soft_direct_grant_make(soft_dev_t *dev, soft_direct_area_t *area,
         !__atomic_load_n(&area->enabled, __ATOMIC_ACQUIRE) ||
         __atomic_load_n(&peer->hdr->killed, __ATOMIC_ACQUIRE) ||
         !soft_direct_dct_read(area, w->wr.dest.dctn, w->wr.dest.dc_key, &dseq,
-                              &dacc)) {
+                              &dacc, &dext)) {
         return;
     }
     soft_direct_mr_read(area, w->wr.rkey, &v);
@@ -578,15 +589,16 @@ static void soft_direct_grant_make(soft_dev_t *dev, soft_direct_area_t *area,
         ((map != NULL) && (map->pidfd >= 0) && (life != SOFT_LIFE_ALIVE))) {
         return;
     }
-    g->map    = (soft_dmap_ent_t *)map;
-    g->dc_key = w->wr.dest.dc_key;
-    g->rkey   = w->wr.rkey;
-    g->dctn   = w->wr.dest.dctn;
-    g->access = v.access & dacc;
-    g->gen    = gen;
-    g->mr_seq = v.seq;
-    g->life   = (life == SOFT_LIFE_ALIVE) ? word : 0;
-    g->plain  = dev->plain_intent &&
+    g->map     = (soft_dmap_ent_t *)map;
+    g->dc_key  = w->wr.dest.dc_key;
+    g->rkey    = w->wr.rkey;
+    g->dctn    = w->wr.dest.dctn;
+    g->access  = v.access & dacc;
+    g->ext_max = dext;
+    g->gen     = gen;
+    g->mr_seq  = v.seq;
+    g->life    = (life == SOFT_LIFE_ALIVE) ? word : 0;
+    g->plain   = dev->plain_intent &&
                __atomic_load_n(&area->asym, __ATOMIC_RELAXED);
     g->area = area;
     dev->stats.direct_grants++;
@@ -767,6 +779,116 @@ fallback:
     return 0;
 }
 
+/* ------------------------------------------------------------------------
+ * Atomics.  Where the target's MR lies in an allocation we map, the
+ * initiator executes an atomic itself, with the CPU atomic the target's
+ * responder would use (soft_atomic.c) on the same physical word, so
+ * atomics of both paths, of every initiator and of the target's own CPU
+ * serialize.  The checks are a WRITE's (DCT and MR entries grant
+ * REMOTE_ATOMIC, the deregistration protocol at the top, the grant), with
+ * what the target's responder refuses as an invalid request (an
+ * unaligned word, a size or masked operation its DCT does not execute)
+ * left to it.  Memory only the target maps (cross-memory attach) keeps
+ * the responder's round trip: a system call cannot be atomic.
+ * ------------------------------------------------------------------------ */
+static int soft_direct_atomic_none(soft_qp_t *qp, const dcx_send_wr_t *wr)
+{
+    return 1;
+}
+
+/* An atomic's operands as soft_atomic_apply takes them */
+static inline void soft_direct_atomic_args(const dcx_send_wr_t *wr,
+                                           uint64_t *args)
+{
+    args[0] = wr->compare_add;
+    args[1] = wr->swap;
+    args[2] = wr->compare_mask;
+    args[3] = wr->swap_mask;
+}
+
+/* The size of wr's atomic (the result sge's length) */
+static inline unsigned soft_direct_atomic_size(const dcx_send_wr_t *wr)
+{
+    return ((wr->opcode == DCX_WR_ATOMIC_FADD) ||
+            (wr->opcode == DCX_WR_ATOMIC_CSWAP)) ?
+               8u :
+               wr->atomic_size;
+}
+
+/* dev->atomic_now (dcx_qp_t.post_now of an atomic): under the grant only;
+ * the result goes straight to sg_list[0].addr, any memory of the caller
+ * (lkey not used: nothing is written by the device after the call) */
+static int soft_direct_atomic_now(soft_qp_t *qp, const dcx_send_wr_t *wr)
+{
+    uint64_t args[4];
+
+    if ((wr->num_sge != 1) ||
+        (wr->sg_list[0].length < soft_direct_atomic_size(wr))) {
+        return 1;
+    }
+    soft_direct_atomic_args(wr, args);
+    return soft_dgrant_atomic(qp->dev, &wr->dest, wr->opcode,
+                              soft_direct_atomic_size(wr), wr->remote_addr,
+                              wr->rkey, args,
+                              (void *)(uintptr_t)wr->sg_list[0].addr);
+}
+
+/* dev->atomic_direct: the posted atomic w (its result sge checked) on a
+ * DCI with nothing on the wire; 1 if executed (the caller completes it),
+ * 0 for the packet path */
+static int soft_direct_atomic_exec(soft_qp_t *qp, soft_swqe_t *w)
+{
+    soft_dev_t *dev = qp->dev;
+    unsigned size   = (unsigned)w->total_len;
+    uint32_t rkey   = w->wr.rkey;
+    uint64_t raddr  = w->wr.remote_addr;
+    void *result    = (void *)(uintptr_t)w->sge[0].addr;
+    soft_direct_area_t *area;
+    soft_dmap_ent_t *map;
+    soft_dslot_t *slot;
+    uint64_t args[4], old;
+    uint32_t old32;
+
+    if ((w->wr.num_sge != 1) || (w->wr.flags & DCX_SEND_INLINE) ||
+        ((size != 4) && (size != 8)) || (raddr % size)) {
+        return 0;
+    }
+    soft_direct_atomic_args(&w->wr, args);
+    if (soft_dgrant_atomic(dev, &w->wr.dest, w->wr.opcode, size, raddr, rkey,
+                           args, result) == 0) {
+        return 1;
+    }
+    if (!soft_direct_plan(qp, w, &area, &map) || (map == NULL) || map->vector) {
+        return 0;
+    }
+    if ((slot = soft_dslot_claim(dev, area, (unsigned)dev->token)) == NULL) {
+        return 0;
+    }
+    __atomic_store_n(&slot->key, rkey, __ATOMIC_SEQ_CST); /* intent */
+    if (!soft_direct_mr_ok(area, rkey, DCX_ACCESS_REMOTE_ATOMIC, raddr, size,
+                           map)) {
+        __atomic_store_n(&slot->key, 0, __ATOMIC_RELAXED);
+        soft_dslot_put(slot);
+        dev->stats.direct_fallbacks++;
+        return 0;
+    }
+    old = soft_atomic_apply(map->local + (raddr - map->rbase), w->wr.opcode,
+                            size, args);
+    __atomic_store_n(&slot->gen, slot->gen + 1, __ATOMIC_RELAXED);
+    __atomic_store_n(&slot->key, 0, __ATOMIC_RELEASE);
+    soft_dslot_put(slot);
+    if (size == sizeof(old32)) {
+        old32 = (uint32_t)old;
+        memcpy(result, &old32, sizeof(old32));
+    } else {
+        memcpy(result, &old, sizeof(old));
+    }
+    soft_direct_grant_make(dev, area, map, w, DCX_ACCESS_REMOTE_ATOMIC);
+    soft_dmap_touch(dev, map);
+    dev->stats.direct_atomics++;
+    return 1;
+}
+
 static int soft_direct_probe(soft_dev_t *dev)
 {
     uint64_t src = 0x6469726563740a00ull, dst = 0;
@@ -801,6 +923,8 @@ void soft_direct_init(soft_dev_t *dev, soft_port_hdr_t *hdr, uint64_t offset)
     dev->one_sided       = soft_direct_none;
     dev->one_sided_ready = soft_direct_none;
     dev->write_now       = soft_direct_write_none;
+    dev->atomic_direct   = soft_direct_none;
+    dev->atomic_now      = soft_direct_atomic_none;
     dev->direct          = NULL;
     if (!dev->limits.direct) {
         return;
@@ -821,6 +945,8 @@ void soft_direct_init(soft_dev_t *dev, soft_port_hdr_t *hdr, uint64_t offset)
         dev->one_sided       = soft_direct_exec;
         dev->one_sided_ready = soft_direct_ready;
         dev->write_now       = soft_direct_write_now;
+        dev->atomic_direct   = soft_direct_atomic_exec;
+        dev->atomic_now      = soft_direct_atomic_now;
         dev->super.caps.flags |= DCX_CAP_POST_NOW;
     }
 }

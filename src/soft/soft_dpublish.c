@@ -124,6 +124,7 @@ void soft_direct_dct_publish(soft_dev_t *dev, soft_qp_t *dct, int ok)
     __atomic_store_n(&e->access, dct->access, __ATOMIC_RELAXED);
     __atomic_store_n(&e->dc_key, dct->dc_key, __ATOMIC_RELAXED);
     __atomic_store_n(&e->ok, (uint32_t)ok, __ATOMIC_RELAXED);
+    __atomic_store_n(&e->ext_max, dct->ext_atomic_max, __ATOMIC_RELAXED);
     soft_seq_end(&e->seq);
     soft_direct_gen_bump(dev);
 }

@@ -34,8 +34,9 @@ static inline int soft_dci_now_begin(soft_qp_t *qp, const dcx_dc_dest_t *dest,
 }
 
 /* qp->super.post_now of a DCI (dcx_qp_t.post_now): a WRITE of one
- * registered sge, under the engine lock, on a DCI soft_dci_now_ok allows.
- * A READ is get_now's, an inline WRITE put_now's (both declined here). */
+ * registered sge, or an atomic, under the engine lock, on a DCI
+ * soft_dci_now_ok allows.  A READ is get_now's, an inline WRITE put_now's
+ * (both declined here). */
 int soft_dci_post_now(dcx_qp_t *qp_, const dcx_send_wr_t *wr)
 {
     soft_qp_t *qp   = (soft_qp_t *)qp_;
@@ -43,8 +44,9 @@ int soft_dci_post_now(dcx_qp_t *qp_, const dcx_send_wr_t *wr)
     int fast, done;
 
     done = soft_dci_now_begin(qp, &wr->dest, &fast) &&
-           (wr->opcode == DCX_WR_RDMA_WRITE) &&
-           !(wr->flags & DCX_SEND_INLINE) && (dev->write_now(qp, wr) == 0);
+           (((wr->opcode == DCX_WR_RDMA_WRITE) &&
+             !(wr->flags & DCX_SEND_INLINE) && (dev->write_now(qp, wr) == 0)) ||
+            (soft_op_atomic(wr->opcode) && (dev->atomic_now(qp, wr) == 0)));
     soft_unlock_as(&dev->lock, fast);
     return done ? 0 : EAGAIN;
 }

@@ -318,14 +318,15 @@ static void soft_post_general(soft_qp_t *qp, const dcx_send_wr_t *wr,
     soft_swqe_t *w  = soft_post_enqueue(qp, wr, total, data_in);
     int at_once;
 
-    /* a WRITE or READ on a DCI with nothing else outstanding is tried by
-     * the initiator's copy right away (soft_req_run_direct);
+    /* a WRITE, READ or atomic on a DCI with nothing else outstanding is
+     * tried by the initiator right away (soft_req_run_direct);
      * dev->light_off: a fault rule (soft_fault_post) or a killed port */
     at_once = !was_active && (qp->sq_comp + 1 == qp->sq_head) &&
               !dev->light_off && (qp->rnr_until_ns == 0) &&
               (qp->super.state == DCX_QPS_RTS) &&
               ((wr->opcode == DCX_WR_RDMA_WRITE) ||
-               (wr->opcode == DCX_WR_RDMA_READ));
+               (wr->opcode == DCX_WR_RDMA_READ) ||
+               (soft_opinfo[wr->opcode].flags & SOFT_OPF_ATOMIC));
 
     if (!at_once || (soft_req_run_direct(qp, w) != 0)) {
         soft_fault_post(dev, wr->opcode, &w->forced);

@@ -709,13 +709,22 @@ int soft_req_post_direct(soft_qp_t *qp, const dcx_send_wr_t *wr,
     return 0;
 }
 
+/* The initiator's own execution of w (an RDMA WRITE or READ, or an
+ * atomic) on a DCI with nothing on the wire: 1 if done */
+static inline int soft_req_exec_direct(soft_qp_t *qp, soft_swqe_t *w)
+{
+    return (soft_opinfo[w->wr.opcode].flags & SOFT_OPF_ATOMIC) ?
+               qp->dev->atomic_direct(qp, w) :
+               qp->dev->one_sided(qp, w);
+}
+
 int soft_req_run_direct(soft_qp_t *qp, soft_swqe_t *w)
 {
     if (soft_req_check_local(qp, w) != DCX_WC_SUCCESS) {
         return 1; /* soft_req_run checks it again and completes the error */
     }
     w->checked = 1;
-    if (!qp->dev->one_sided(qp, w)) {
+    if (!soft_req_exec_direct(qp, w)) {
         w->copy_refused = 1; /* soft_req_run does not try again */
         return 1;
     }
@@ -770,8 +779,9 @@ void soft_req_run(soft_qp_t *qp, uint64_t now)
             }
             if ((qp->sq_comp == qp->sq_send) &&
                 ((w->wr.opcode == DCX_WR_RDMA_WRITE) ||
-                 (w->wr.opcode == DCX_WR_RDMA_READ)) &&
-                !w->copy_refused && dev->one_sided(qp, w)) {
+                 (w->wr.opcode == DCX_WR_RDMA_READ) ||
+                 (flags & SOFT_OPF_ATOMIC)) &&
+                !w->copy_refused && soft_req_exec_direct(qp, w)) {
                 /* executed by us (soft_direct.c): nothing of this DCI was
                  * on the wire, so per-DCI order holds */
                 soft_req_complete(qp, DCX_WC_SUCCESS, (uint32_t)w->total_len,

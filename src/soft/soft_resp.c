@@ -504,13 +504,8 @@ static void soft_resp_atomic_op(soft_dev_t *dev, soft_qp_t *dct,
                                 pkt->raddr, size);
     if (mr == NULL) {
         soft_resp_nak(dev, rs, pkt, DCX_WC_REM_ACCESS_ERR);
-    } else if (((size != 4) && (size != 8)) ||
-               ((size != 8) && ((pkt->op == DCX_WR_ATOMIC_FADD) ||
-                                (pkt->op == DCX_WR_ATOMIC_CSWAP))) ||
-               (pkt->raddr % size) ||
-               ((size > dct->ext_atomic_max) &&
-                (pkt->op != DCX_WR_ATOMIC_FADD) &&
-                (pkt->op != DCX_WR_ATOMIC_CSWAP))) {
+    } else if (!soft_atomic_valid(pkt->op, size, dct->ext_atomic_max) ||
+               (pkt->raddr % size)) {
         soft_resp_nak(dev, rs, pkt, DCX_WC_REM_INV_REQ_ERR);
     } else if ((ret = soft_key_atomic(dev, mr, pkt, soft_atomic_exec, &res)) !=
                0) {
@@ -546,6 +541,10 @@ int dcx_soft_dct_set_ext_atomics(dcx_qp_t *qp_, uint8_t max_bytes)
     }
     soft_lock(&qp->dev->lock);
     qp->ext_atomic_max = max_bytes;
+    if (qp->super.state != DCX_QPS_ERR) {
+        /* initiators executing atomics themselves read it there */
+        soft_direct_dct_publish(qp->dev, qp, 1);
+    }
     soft_unlock(&qp->dev->lock);
     return 0;
 }

@@ -246,6 +246,7 @@ typedef struct soft_dgrant {
     uint64_t start, end; /* [start, end): the MR (and mapping) */
     uint32_t rkey, dctn;
     uint32_t access;     /* what the DCT and the MR both allow */
+    uint32_t ext_max;    /* the DCT's largest masked atomic (bytes) */
     uint32_t gen;        /* the port's area->gen then */
     uint32_t mr_seq;     /* the MR entry's seq then (even) */
     uint32_t life;       /* its liveness lock's word then, if held; 0: not */
