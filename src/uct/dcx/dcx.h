@@ -904,6 +904,34 @@ ucs_status_t uct_dcx_ep_atomic_cswap64(uct_ep_h tl_ep, uint64_t compare,
                                        uint64_t swap, uint64_t remote_addr,
                                        uct_rkey_t rkey, uint64_t *result,
                                        uct_completion_t *comp);
+/* The same, where the device may execute an atomic within the call
+ * (DCX_CAP_POST_NOW; chosen at interface creation) */
+ucs_status_t uct_dcx_ep_atomic32_post_now(uct_ep_h tl_ep, unsigned opcode,
+                                          uint32_t value, uint64_t remote_addr,
+                                          uct_rkey_t rkey);
+ucs_status_t uct_dcx_ep_atomic64_post_now(uct_ep_h tl_ep, unsigned opcode,
+                                          uint64_t value, uint64_t remote_addr,
+                                          uct_rkey_t rkey);
+ucs_status_t uct_dcx_ep_atomic32_fetch_now(uct_ep_h tl_ep,
+                                           uct_atomic_op_t opcode,
+                                           uint32_t value, uint32_t *result,
+                                           uint64_t remote_addr,
+                                           uct_rkey_t rkey,
+                                           uct_completion_t *comp);
+ucs_status_t uct_dcx_ep_atomic64_fetch_now(uct_ep_h tl_ep,
+                                           uct_atomic_op_t opcode,
+                                           uint64_t value, uint64_t *result,
+                                           uint64_t remote_addr,
+                                           uct_rkey_t rkey,
+                                           uct_completion_t *comp);
+ucs_status_t uct_dcx_ep_atomic_cswap32_now(uct_ep_h tl_ep, uint32_t compare,
+                                           uint32_t swap, uint64_t remote_addr,
+                                           uct_rkey_t rkey, uint32_t *result,
+                                           uct_completion_t *comp);
+ucs_status_t uct_dcx_ep_atomic_cswap64_now(uct_ep_h tl_ep, uint64_t compare,
+                                           uint64_t swap, uint64_t remote_addr,
+                                           uct_rkey_t rkey, uint64_t *result,
+                                           uct_completion_t *comp);
 ucs_status_t uct_dcx_ep_flush(uct_ep_h tl_ep, unsigned flags,
                               uct_completion_t *comp);
 ucs_status_t uct_dcx_ep_flush_cancel(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep,

@@ -599,23 +599,42 @@ uct_dcx_atomic_wr(uct_dcx_iface_t *iface, dcx_send_wr_t *wr, unsigned opcode,
     return UCS_ERR_UNSUPPORTED;
 }
 
-/* result == NULL: post (no fetch), the old value lands in scratch memory */
+/* result == NULL: post (no fetch), the old value lands in scratch memory.
+ * now (a constant: the _now ops, chosen at interface creation where the
+ * device has DCX_CAP_POST_NOW): an ep that could send at once on the DCI
+ * it holds has the device execute the atomic within the call
+ * (dcx_qp_t.post_now), the old value stored straight into result, and
+ * UCS_OK returned with comp untouched; where the device declines, the
+ * atomic is posted. */
 static UCS_F_ALWAYS_INLINE ucs_status_t
 uct_dcx_ep_atomic(uct_dcx_ep_t *ep, unsigned opcode, uint64_t value,
                   uint64_t compare, unsigned size, void *result,
-                  uint64_t remote_addr, uct_rkey_t rkey, uct_completion_t *comp)
+                  uint64_t remote_addr, uct_rkey_t rkey, uct_completion_t *comp,
+                  int now)
 {
     uct_dcx_iface_t *iface    = uct_dcx_ep_iface(ep);
     uct_dcx_send_desc_t *desc = NULL;
     dcx_send_wr_t wr;
     dcx_sge_t sge;
     ucs_status_t status;
+    dcx_qp_t *qp;
 
     uct_dcx_wr_init_rma(&wr, ep, 0, 0, &sge, 1, remote_addr, rkey);
     status = uct_dcx_atomic_wr(iface, &wr, opcode, value, compare, size);
     if (ucs_unlikely(status != UCS_OK)) {
         return uct_dcx_bad_atomic(result ? "atomic fetch" : "atomic post",
                                   opcode);
+    }
+
+    if (now && ucs_likely(uct_dcx_ep_can_now(iface, ep))) {
+        /* the result is written within the call: no key needed */
+        uct_dcx_sge_set(&sge, (result != NULL) ? result : iface->scratch, size,
+                        0);
+        qp = uct_dcx_ep_dci(iface, ep)->qp;
+        if (ucs_likely(qp->post_now(qp, &wr) == 0)) {
+            UCT_TL_EP_STAT_ATOMIC(&ep->super);
+            return UCS_OK;
+        }
     }
 
     status = uct_dcx_ep_tx_begin(iface, ep, 0);
@@ -650,63 +669,82 @@ uct_dcx_ep_atomic(uct_dcx_ep_t *ep, unsigned opcode, uint64_t value,
     return (result != NULL) ? UCS_INPROGRESS : UCS_OK;
 }
 
-ucs_status_t uct_dcx_ep_atomic32_post(uct_ep_h tl_ep, unsigned opcode,
-                                      uint32_t value, uint64_t remote_addr,
-                                      uct_rkey_t rkey)
-{
-    return uct_dcx_ep_atomic(ucs_derived_of(tl_ep, uct_dcx_ep_t), opcode, value,
-                             0, sizeof(uint32_t), NULL, remote_addr, rkey,
-                             NULL);
-}
+/* UCT's six atomic entry points over uct_dcx_ep_atomic, as a set named
+ * uct_dcx_ep_*<_suffix> with 'now' as given */
+#define UCT_DCX_EP_ATOMIC_OPS(_suffix, _now)                                  \
+    ucs_status_t uct_dcx_ep_atomic32_post##_suffix(uct_ep_h tl_ep,            \
+                                                   unsigned opcode,           \
+                                                   uint32_t value,            \
+                                                   uint64_t remote_addr,      \
+                                                   uct_rkey_t rkey)           \
+    {                                                                         \
+        return uct_dcx_ep_atomic(ucs_derived_of(tl_ep, uct_dcx_ep_t), opcode, \
+                                 value, 0, sizeof(uint32_t), NULL,            \
+                                 remote_addr, rkey, NULL, _now);              \
+    }                                                                         \
+    ucs_status_t uct_dcx_ep_atomic64_post##_suffix(uct_ep_h tl_ep,            \
+                                                   unsigned opcode,           \
+                                                   uint64_t value,            \
+                                                   uint64_t remote_addr,      \
+                                                   uct_rkey_t rkey)           \
+    {                                                                         \
+        return uct_dcx_ep_atomic(ucs_derived_of(tl_ep, uct_dcx_ep_t), opcode, \
+                                 value, 0, sizeof(uint64_t), NULL,            \
+                                 remote_addr, rkey, NULL, _now);              \
+    }                                                                         \
+    ucs_status_t uct_dcx_ep_atomic32_fetch##_suffix(uct_ep_h tl_ep,           \
+                                                    uct_atomic_op_t opcode,   \
+                                                    uint32_t value,           \
+                                                    uint32_t *result,         \
+                                                    uint64_t remote_addr,     \
+                                                    uct_rkey_t rkey,          \
+                                                    uct_completion_t *comp)   \
+    {                                                                         \
+        return uct_dcx_ep_atomic(ucs_derived_of(tl_ep, uct_dcx_ep_t), opcode, \
+                                 value, 0, sizeof(uint32_t), result,          \
+                                 remote_addr, rkey, comp, _now);              \
+    }                                                                         \
+    ucs_status_t uct_dcx_ep_atomic64_fetch##_suffix(uct_ep_h tl_ep,           \
+                                                    uct_atomic_op_t opcode,   \
+                                                    uint64_t value,           \
+                                                    uint64_t *result,         \
+                                                    uint64_t remote_addr,     \
+                                                    uct_rkey_t rkey,          \
+                                                    uct_completion_t *comp)   \
+    {                                                                         \
+        return uct_dcx_ep_atomic(ucs_derived_of(tl_ep, uct_dcx_ep_t), opcode, \
+                                 value, 0, sizeof(uint64_t), result,          \
+                                 remote_addr, rkey, comp, _now);              \
+    }                                                                         \
+    ucs_status_t uct_dcx_ep_atomic_cswap32##_suffix(uct_ep_h tl_ep,           \
+                                                    uint32_t compare,         \
+                                                    uint32_t swap,            \
+                                                    uint64_t remote_addr,     \
+                                                    uct_rkey_t rkey,          \
+                                                    uint32_t *result,         \
+                                                    uct_completion_t *comp)   \
+    {                                                                         \
+        return uct_dcx_ep_atomic(ucs_derived_of(tl_ep, uct_dcx_ep_t),         \
+                                 UCT_ATOMIC_OP_CSWAP, swap, compare,          \
+                                 sizeof(uint32_t), result, remote_addr, rkey, \
+                                 comp, _now);                                 \
+    }                                                                         \
+    ucs_status_t uct_dcx_ep_atomic_cswap64##_suffix(uct_ep_h tl_ep,           \
+                                                    uint64_t compare,         \
+                                                    uint64_t swap,            \
+                                                    uint64_t remote_addr,     \
+                                                    uct_rkey_t rkey,          \
+                                                    uint64_t *result,         \
+                                                    uct_completion_t *comp)   \
+    {                                                                         \
+        return uct_dcx_ep_atomic(ucs_derived_of(tl_ep, uct_dcx_ep_t),         \
+                                 UCT_ATOMIC_OP_CSWAP, swap, compare,          \
+                                 sizeof(uint64_t), result, remote_addr, rkey, \
+                                 comp, _now);                                 \
+    }
 
-ucs_status_t uct_dcx_ep_atomic64_post(uct_ep_h tl_ep, unsigned opcode,
-                                      uint64_t value, uint64_t remote_addr,
-                                      uct_rkey_t rkey)
-{
-    return uct_dcx_ep_atomic(ucs_derived_of(tl_ep, uct_dcx_ep_t), opcode, value,
-                             0, sizeof(uint64_t), NULL, remote_addr, rkey,
-                             NULL);
-}
-
-ucs_status_t uct_dcx_ep_atomic32_fetch(uct_ep_h tl_ep, uct_atomic_op_t opcode,
-                                       uint32_t value, uint32_t *result,
-                                       uint64_t remote_addr, uct_rkey_t rkey,
-                                       uct_completion_t *comp)
-{
-    return uct_dcx_ep_atomic(ucs_derived_of(tl_ep, uct_dcx_ep_t), opcode, value,
-                             0, sizeof(uint32_t), result, remote_addr, rkey,
-                             comp);
-}
-
-ucs_status_t uct_dcx_ep_atomic64_fetch(uct_ep_h tl_ep, uct_atomic_op_t opcode,
-                                       uint64_t value, uint64_t *result,
-                                       uint64_t remote_addr, uct_rkey_t rkey,
-                                       uct_completion_t *comp)
-{
-    return uct_dcx_ep_atomic(ucs_derived_of(tl_ep, uct_dcx_ep_t), opcode, value,
-                             0, sizeof(uint64_t), result, remote_addr, rkey,
-                             comp);
-}
-
-ucs_status_t uct_dcx_ep_atomic_cswap32(uct_ep_h tl_ep, uint32_t compare,
-                                       uint32_t swap, uint64_t remote_addr,
-                                       uct_rkey_t rkey, uint32_t *result,
-                                       uct_completion_t *comp)
-{
-    return uct_dcx_ep_atomic(ucs_derived_of(tl_ep, uct_dcx_ep_t),
-                             UCT_ATOMIC_OP_CSWAP, swap, compare,
-                             sizeof(uint32_t), result, remote_addr, rkey, comp);
-}
-
-ucs_status_t uct_dcx_ep_atomic_cswap64(uct_ep_h tl_ep, uint64_t compare,
-                                       uint64_t swap, uint64_t remote_addr,
-                                       uct_rkey_t rkey, uint64_t *result,
-                                       uct_completion_t *comp)
-{
-    return uct_dcx_ep_atomic(ucs_derived_of(tl_ep, uct_dcx_ep_t),
-                             UCT_ATOMIC_OP_CSWAP, swap, compare,
-                             sizeof(uint64_t), result, remote_addr, rkey, comp);
-}
+UCT_DCX_EP_ATOMIC_OPS(, 0)
+UCT_DCX_EP_ATOMIC_OPS(_now, 1)
 
 
 /* ---------------------------------------------------------------------------

@@ -746,16 +746,24 @@ static UCS_CLASS_INIT_FUNC(uct_dcx_iface_t, uct_md_h tl_md, uct_worker_h worker,
     self->dev  = md->dev;
     self->pd   = md->pd;
     self->caps = dcx_dev_caps(md->dev);
-    /* a device that may execute a small READ or WRITE within the call:
-     * get_bcopy hands the bytes to the unpack callback, put_short's bytes
-     * and put_bcopy's bounce buffer are copied, at once where it can (not
+    /* a device that may execute a small READ or WRITE, or an atomic,
+     * within the call: get_bcopy hands the bytes to the unpack callback,
+     * put_short's bytes and put_bcopy's bounce buffer are copied, an
+     * atomic's old value stored in the caller's result, at once where it
+     * can (not
      * under the streams policy, whose DCIs the device never does this
      * for) */
     if ((self->caps->flags & DCX_CAP_POST_NOW) &&
         (cfg->policy != UCT_DCX_POLICY_STREAMS)) {
-        self->super.super.ops.ep_put_short = uct_dcx_ep_put_short_now;
-        self->super.super.ops.ep_get_bcopy = uct_dcx_ep_get_bcopy_now;
-        self->super.super.ops.ep_put_bcopy = uct_dcx_ep_put_bcopy_now;
+        self->super.super.ops.ep_put_short      = uct_dcx_ep_put_short_now;
+        self->super.super.ops.ep_get_bcopy      = uct_dcx_ep_get_bcopy_now;
+        self->super.super.ops.ep_put_bcopy      = uct_dcx_ep_put_bcopy_now;
+        self->super.super.ops.ep_atomic32_post  = uct_dcx_ep_atomic32_post_now;
+        self->super.super.ops.ep_atomic64_post  = uct_dcx_ep_atomic64_post_now;
+        self->super.super.ops.ep_atomic32_fetch = uct_dcx_ep_atomic32_fetch_now;
+        self->super.super.ops.ep_atomic64_fetch = uct_dcx_ep_atomic64_fetch_now;
+        self->super.super.ops.ep_atomic_cswap32 = uct_dcx_ep_atomic_cswap32_now;
+        self->super.super.ops.ep_atomic_cswap64 = uct_dcx_ep_atomic_cswap64_now;
     }
 
     status = uct_dcx_iface_check_config(cfg, self->caps,
