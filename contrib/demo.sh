@@ -162,6 +162,16 @@ printf '    ring put and sum (=%s) checked\n' "${fig[shm_sum]}"
 printf '    fetch-add latency PE 1 -> PE 0 (remote, PE 1 alone): median %s us, mean %s us\n' \
     "${fig[shm_lat]}" "${fig[shm_mean]}"
 echo "    UCX lanes used: $shm_lanes"
+# the same job over UCX's shared-memory transport, for comparison: both
+# map the symmetric heap and do a fetch-add as one CPU atomic
+posix_flags=("${shm_flags[@]/UCX_TLS=dcx,self/UCX_TLS=posix,self}")
+timeout 120 oshrun -np 4 --mca spml ucx "${posix_flags[@]}" "$work/shmem_demo" \
+    >"$work/shmem-posix.log" 2>&1 || die "OpenSHMEM demo over posix failed (see $work/shmem-posix.log)"
+fig[shm_posix]=$(awk '$2=="shmem_remote_fadd_median_us" { print $3 }' "$work/shmem-posix.log")
+fig[shm_ratio]=$(awk -v a="${fig[shm_lat]}" -v b="${fig[shm_posix]}" \
+    'BEGIN { if (a > 0 && b > 0) printf "%.1f", a / b; else print "n/a" }')
+printf '    the same job over UCX_TLS=posix,self: median %s us (dcx/posix %s)\n' \
+    "${fig[shm_posix]}" "${fig[shm_ratio]}"
 
 # ---------------------------------------------------------------- summary
 say "Summary ($((SECONDS - t_start)) s)"
@@ -178,7 +188,7 @@ cat <<EOF
     MPI ping-pong latency, 1 B (2 ranks)      ${fig[mpi_lat]} us
     MPI ping-pong bandwidth, 4 MiB            ${fig[mpi_bw]} MB/s
     MPI_Allreduce 8 B / 512 KiB (4 ranks)     ${fig[mpi_ar8]} / ${fig[mpi_ar1m]} us
-    OpenSHMEM fetch-add PE 1 -> PE 0 (median) ${fig[shm_lat]} us
+    OpenSHMEM fetch-add PE 1 -> PE 0 (median) ${fig[shm_lat]} us (posix: ${fig[shm_posix]} us)
 
     Every MPI and OpenSHMEM result above was checked by the programs; UCX's
     lane report shows the traffic went over dcx, and dcx's own counters

@@ -6,6 +6,13 @@
  * result -- a token goes around a ring with puts, and the PEs agree on a sum
  * reduction.  PE 0 prints what was checked and PE 1's fetch-add latency
  * (median and mean of the calls).
+ * The words the atomics and the ring's puts target are in the symmetric
+ * heap (shmem_malloc), where OpenSHMEM programs keep their shared data:
+ * over dcx on the soft device the heap is one shared allocation that the
+ * PEs map, so a fetch-add is a CPU atomic done by the initiator.  Static
+ * symmetric data is each process's private memory, which another process
+ * reaches only through its owner's CPU (on the soft device: the target's
+ * progress, a round trip).
  * Needs at least 2 PEs.  While PE 1 times, PE 0 progresses without a
  * pause (on the soft device its progress serves the atomics) and the other
  * PEs sleep: spinning in a barrier, which yields the CPU, they would take
@@ -20,12 +27,17 @@
 #define ROUNDS 2000
 #define WARMUP 100
 
-static long counter;
-static long lat_counter;
+/* in the symmetric heap */
+typedef struct {
+    long counter;
+    long lat_counter;
+    long lat_done;
+    long token;
+} shared_t;
+
+static shared_t *sh;
 static double fadd_mean, fadd_median;
 static double fadd_us[ROUNDS];
-static long lat_done;
-static long token;
 static long psync[SHMEM_REDUCE_SYNC_SIZE];
 static long pwork[SHMEM_REDUCE_MIN_WRKDATA_SIZE];
 static long value, total;
@@ -55,11 +67,11 @@ static int time_remote_fadd(void)
     int i, ok = 1;
 
     for (i = 0; i < WARMUP; ++i) {
-        shmem_long_atomic_fetch_add(&lat_counter, 1, 0);
+        shmem_long_atomic_fetch_add(&sh->lat_counter, 1, 0);
     }
     t0 = now_us();
     for (i = 0; i < ROUNDS; ++i) {
-        old         = shmem_long_atomic_fetch_add(&lat_counter, 1, 0);
+        old         = shmem_long_atomic_fetch_add(&sh->lat_counter, 1, 0);
         t1          = now_us();
         fadd_us[i]  = t1 - t0;
         sum        += t1 - t0;
@@ -84,7 +96,7 @@ static void wait_for_timing(int me)
 {
     struct timespec nap = {0, 200000};
 
-    while (shmem_long_atomic_fetch(&lat_done, me) == 0) {
+    while (shmem_long_atomic_fetch(&sh->lat_done, me) == 0) {
         if (me != 0) {
             nanosleep(&nap, NULL);
         }
@@ -104,6 +116,11 @@ int main(void)
         shmem_finalize();
         return 1;
     }
+    sh = shmem_calloc(1, sizeof(*sh)); /* collective: on every PE */
+    if (sh == NULL) {
+        fprintf(stderr, "shmem_demo: PE %d: shmem_calloc failed\n", me);
+        shmem_global_exit(1);
+    }
     for (i = 0; i < SHMEM_REDUCE_SYNC_SIZE; ++i) {
         psync[i] = SHMEM_SYNC_VALUE;
     }
@@ -111,12 +128,12 @@ int main(void)
 
     /* all at once: ROUNDS fetch-adds from every PE onto PE 0 */
     for (i = 0; i < ROUNDS; ++i) {
-        shmem_long_atomic_fetch_add(&counter, 1, 0);
+        shmem_long_atomic_fetch_add(&sh->counter, 1, 0);
     }
     shmem_barrier_all();
-    if (me == 0 && counter != (long)ROUNDS * npes) {
+    if (me == 0 && sh->counter != (long)ROUNDS * npes) {
         fprintf(stderr, "shmem_demo: counter is %ld, expected %ld\n",
-                counter, (long)ROUNDS * npes);
+                sh->counter, (long)ROUNDS * npes);
         ok = 0;
     }
 
@@ -125,26 +142,26 @@ int main(void)
         ok &= time_remote_fadd();
         for (i = 0; i < npes; ++i) {
             if (i != me) {
-                shmem_long_atomic_set(&lat_done, 1, i);
+                shmem_long_atomic_set(&sh->lat_done, 1, i);
             }
         }
     } else {
         wait_for_timing(me);
     }
     shmem_barrier_all();
-    if (me == 0 && lat_counter != WARMUP + ROUNDS) {
+    if (me == 0 && sh->lat_counter != WARMUP + ROUNDS) {
         fprintf(stderr, "shmem_demo: PE 1's counter is %ld, expected %d\n",
-                lat_counter, WARMUP + ROUNDS);
+                sh->lat_counter, WARMUP + ROUNDS);
         ok = 0;
     }
 
     /* ring: PE i puts i+1 into PE (i+1)'s token */
-    shmem_long_p(&token, me + 1, (me + 1) % npes);
+    shmem_long_p(&sh->token, me + 1, (me + 1) % npes);
     shmem_barrier_all();
     expect = ((me + npes - 1) % npes) + 1;
-    if (token != expect) {
+    if (sh->token != expect) {
         fprintf(stderr, "shmem_demo: PE %d token is %ld, expected %ld\n", me,
-                token, expect);
+                sh->token, expect);
         ok = 0;
     }
 
@@ -159,12 +176,13 @@ int main(void)
 
     if (me == 0) {
         printf("RESULT shmem_pes %d\n", npes);
-        printf("RESULT shmem_atomics %ld\n", counter);
+        printf("RESULT shmem_atomics %ld\n", sh->counter);
         printf("RESULT shmem_remote_fadd_median_us %.2f\n", fadd_median);
         printf("RESULT shmem_remote_fadd_mean_us %.2f\n", fadd_mean);
         printf("RESULT shmem_sum %ld\n", total);
     }
     shmem_barrier_all();
+    shmem_free(sh);
     shmem_finalize();
     return ok ? 0 : 1;
 }
