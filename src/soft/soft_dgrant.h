@@ -251,7 +251,15 @@ soft_dgrant_atomic(soft_dev_t *dev, const dcx_dc_dest_t *dest, uint8_t op,
         return 1;
     }
     map = peer->grant.map;
-    old = soft_atomic_apply(map->local + (raddr - map->rbase), op, size, args);
+    if ((size == 8) &&
+        ((op == DCX_WR_ATOMIC_FADD) || (op == DCX_WR_ATOMIC_CSWAP))) {
+        old = soft_atomic_apply64((uint64_t *)(map->local +
+                                               (raddr - map->rbase)),
+                                  op, args);
+    } else {
+        old = soft_atomic_apply(map->local + (raddr - map->rbase), op, size,
+                                args);
+    }
     if (soft_dgrant_release(peer, slot)) {
         soft_dslot_unhold(peer);
     }

@@ -820,16 +820,15 @@ static inline unsigned soft_direct_atomic_size(const dcx_send_wr_t *wr)
  * (lkey not used: nothing is written by the device after the call) */
 static int soft_direct_atomic_now(soft_qp_t *qp, const dcx_send_wr_t *wr)
 {
+    unsigned size = soft_direct_atomic_size(wr);
     uint64_t args[4];
 
-    if ((wr->num_sge != 1) ||
-        (wr->sg_list[0].length < soft_direct_atomic_size(wr))) {
+    if ((wr->num_sge != 1) || (wr->sg_list[0].length < size)) {
         return 1;
     }
     soft_direct_atomic_args(wr, args);
-    return soft_dgrant_atomic(qp->dev, &wr->dest, wr->opcode,
-                              soft_direct_atomic_size(wr), wr->remote_addr,
-                              wr->rkey, args,
+    return soft_dgrant_atomic(qp->dev, &wr->dest, wr->opcode, size,
+                              wr->remote_addr, wr->rkey, args,
                               (void *)(uintptr_t)wr->sg_list[0].addr);
 }
 
