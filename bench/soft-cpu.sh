@@ -30,6 +30,9 @@
 #   put_bcopy  uct_ep_put_bcopy(), 4 KiB (not in the default list)
 #   get_bcopy  uct_ep_get_bcopy(), 8 bytes, and the progress calls until
 #              it completes
+#   fadd       uct_ep_atomic64_fetch() of an add, and the progress calls
+#              until it completes (not in the default list)
+#   cswap      uct_ep_atomic_cswap64(), the same (not in the default list)
 #   am_lat     one am_lat round trip, both sides, all their polls
 #   tag_send   ucp_tag_send_nbx(), 8 bytes (UCX_TLS=<tl>)
 #   tag_lat    one UCP tag_lat round trip (both receives posted first), both

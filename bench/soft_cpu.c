@@ -25,6 +25,11 @@
  *              calls until its completion (ucx_perftest's get latency);
  *              posix completes it in the call; "calls" counts the progress
  *              calls
+ *   fadd       uct_ep_atomic64_fetch() of an add, and the sender's progress
+ *              calls until its completion (ucx_perftest's fadd); posix,
+ *              and dcx where the device executes it within the call,
+ *              complete it in the call
+ *   cswap      the same with uct_ep_atomic_cswap64()
  *   am_lat     one round trip as am_lat does it: A sends 8 bytes, B polls
  *              until it has them and answers, A polls until it has the
  *              answer; both sides' instructions, every poll included
@@ -306,6 +311,46 @@ static void op_get_post(void *arg)
 
 static void bench_poll(bench_side_t *s, int measure, unsigned target_rx);
 
+static uint64_t amo_result;
+static int amo_cswap; /* the op: cswap, else fadd */
+
+static void op_amo_post(void *arg)
+{
+    uint64_t raddr  = (uintptr_t)side[1].mem.address;
+    uct_rkey_t rkey = *(uct_rkey_t *)arg;
+
+    if (amo_cswap) {
+        /* swaps the word with itself: every call compares equal */
+        get_status = uct_ep_atomic_cswap64(side[0].ep, 42, 42, raddr, rkey,
+                                           &amo_result, &get_comp_obj);
+    } else {
+        get_status = uct_ep_atomic64_fetch(side[0].ep, UCT_ATOMIC_OP_ADD, 0,
+                                           &amo_result, raddr, rkey,
+                                           &get_comp_obj);
+    }
+}
+
+/* One fetching atomic, as bench_get a READ */
+static void bench_amo(uct_rkey_t *rkey, int measure)
+{
+    get_done     = 0;
+    amo_result   = 0;
+    get_comp_obj = (uct_completion_t){get_comp, 1, UCS_OK};
+    if (measure) {
+        bench_op(op_amo_post, rkey);
+    } else {
+        op_amo_post(rkey);
+    }
+    if (get_status == UCS_INPROGRESS) {
+        bench_settle();
+        while (!get_done) {
+            bench_poll(&side[0], measure, 0);
+        }
+        get_status = get_comp_obj.status;
+    }
+    CHECK((get_status == UCS_OK) && (amo_result == 42), "uct atomic");
+}
+
 /* the post measured or not, then the progress calls until the completion */
 static void bench_get(uct_rkey_t *rkey, int measure)
 {
@@ -480,6 +525,15 @@ static void run_uct(const char *tl, const char *dev, const char *op, unsigned n)
         *(volatile uint64_t *)side[1].mem.address = 42;
         for (i = 0; i < BENCH_WARMUP + n; ++i) {
             bench_get(&rkey.rkey, i >= BENCH_WARMUP);
+        }
+        printf("calls %lu\n", poll_calls);
+        uct_rkey_release(side[1].comp, &rkey);
+    } else if (!strcmp(op, "fadd") || !strcmp(op, "cswap")) {
+        bench_rkey(&rkey);
+        amo_cswap                                 = !strcmp(op, "cswap");
+        *(volatile uint64_t *)side[1].mem.address = 42;
+        for (i = 0; i < BENCH_WARMUP + n; ++i) {
+            bench_amo(&rkey.rkey, i >= BENCH_WARMUP);
         }
         printf("calls %lu\n", poll_calls);
         uct_rkey_release(side[1].comp, &rkey);
