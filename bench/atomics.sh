@@ -148,73 +148,16 @@ has_cap() {   # has_cap TL DEV OP BITS
 }
 
 # ---------------------------------------------------------------- running
-port=$((20000 + ($$ * 17) % 30000))
-run_idx=0
-
-# run_pair NAME TL -- ENV... -- PERFTEST ARGS
-# Starts a server and a client on a fresh port (and, for dcx, a fresh soft
-# fabric) and waits for both; the logs are $logdir/NAME.server and .client.
-# Returns 0 if both succeeded and the client printed a Final: line.
+# run_pair NAME COLUMN -- ENV... -- PERFTEST ARGS: bench_pair under the
+# column's dcx-run (none for posix)
 run_pair() {
-    local name=$1 tl=$2
+    local name=$1 wrap=""
+    case $2 in
+    dcx) wrap=$dcx_run ;;
+    before) wrap=$dcx_run_before ;;
+    esac
     shift 3
-    local envs=() pre srv_pid srv_rc=1 cli_rc=1 try i trouble
-    local cli=$logdir/$name.client srv=$logdir/$name.server
-
-    while [ "$1" != -- ]; do
-        envs+=("$1")
-        shift
-    done
-    shift
-    for try in 1 2 3; do
-        run_idx=$((run_idx + 1))
-        port=$((port + 1))
-        [ $port -ge 60000 ] && port=20001
-        pre=(env ${envs[@]+"${envs[@]}"})
-        [ "$tl" = dcx ] && pre+=("$dcx_run" --soft --fabric "at$$-$run_idx")
-        [ "$tl" = before ] && pre+=("$dcx_run_before" --soft --fabric "at$$-$run_idx")
-        : >"$cli"
-        [ $verbose = 1 ] && echo "  # $name: ${pre[*]} ucx_perftest $* -p $port" >&2
-        "${pre[@]}" timeout "$tmo" ${srv_pin[@]+"${srv_pin[@]}"} \
-            ucx_perftest -p $port >"$srv" 2>&1 &
-        srv_pid=$!
-        # the client retries while the server is not listening yet
-        for i in $(seq 1 40); do
-            sleep 0.1
-            kill -0 $srv_pid 2>/dev/null || break
-            "${pre[@]}" timeout "$tmo" ${cli_pin[@]+"${cli_pin[@]}"} \
-                ucx_perftest 127.0.0.1 -p $port "$@" >"$cli" 2>&1
-            cli_rc=$?
-            grep -qi "connection refused" "$cli" || break
-        done
-        trouble=0
-        if grep -qi "connection refused" "$cli"; then
-            trouble=1
-        elif ! kill -0 $srv_pid 2>/dev/null && grep -qi "address already in use" "$srv"; then
-            trouble=1
-        fi
-        if [ $trouble = 1 ] && [ $try -lt 3 ]; then
-            kill $srv_pid 2>/dev/null
-            wait $srv_pid 2>/dev/null
-            continue    # port trouble: try another port
-        fi
-        wait $srv_pid
-        srv_rc=$?
-        break
-    done
-    [ $verbose = 1 ] && grep -h '^Final:' "$cli" >&2
-    [ $cli_rc = 0 ] && [ $srv_rc = 0 ] && grep -q '^Final:' "$cli"
-}
-
-fail_note() {   # a short reason from the logs of run NAME
-    local f line
-    for f in "$logdir/$1.client" "$logdir/$1.server"; do
-        line=$(grep -v '^[+|]' "$f" 2>/dev/null | grep -vE 'UCX +(DIAG|INFO)' |
-               grep -iE 'error|fail|unsupported|timed out|invalid|abort' | head -1 |
-               sed -E 's/^\[[0-9.]+\] +\[[^]]*\] +//' | cut -c1-90)
-        [ -n "$line" ] && { echo "$line"; return; }
-    done
-    echo "no Final: line (timeout ${tmo}s or crash; see $logdir/$1.*)"
+    bench_pair "$name" "$wrap" "$@"
 }
 
 # ucp_check TL LOG: empty if UCP ran its atomics over TL, else the reason
@@ -270,7 +213,7 @@ cell() {
     fi
     args+=(-t "$test" -s $((bits / 8)) -n "$iters" -w $((iters / 10 > 0 ? iters / 10 : 1)))
     if ! run_pair "$name" "$col" -- ${envs[@]+"${envs[@]}"} -- "${args[@]}"; then
-        NA[$key]="$col: $(fail_note "$name")"
+        NA[$key]="$col: $(bench_fail_note "$name")"
         [ "$col" = dcx ] && dcx_failed=1
         return
     fi

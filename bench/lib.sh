@@ -28,6 +28,19 @@
 #                                  Prints "total=T SHARE=N ... calls:A:B=C"
 #                                  (C: calls from share A into share B)
 #   bench_kv KEY LINE              the value of KEY=value in LINE (0 if absent)
+#   bench_pair NAME WRAPPER [ENV...] -- PERFTEST ARGS
+#                                  one ucx_perftest server and client on
+#                                  loopback, on a fresh port (bench_port,
+#                                  moved on per try; port trouble tries
+#                                  another), each under env ENV... and, with
+#                                  WRAPPER (a dcx-run) not empty, on a fresh
+#                                  soft fabric of its own; logs in
+#                                  $logdir/NAME.server and .client; uses the
+#                                  caller's logdir, tmo (seconds per run),
+#                                  verbose and bench_pin's arrays.  0 if
+#                                  both succeeded and the client printed a
+#                                  Final: line
+#   bench_fail_note NAME           a short reason from the logs of pair NAME
 #   bench_dev_env EMU WRAPPER LIB FABRIC
 #                                  the device's variables, one NAME=value a
 #                                  line: with EMU = 1 the emulated ConnectX
@@ -87,6 +100,70 @@ bench_pin() {
         { echo "$1: -P needs two CPUs, this machine has $(nproc)" >&2; return 2; }
     srv_pin=(taskset -c 0)
     cli_pin=(taskset -c 1)
+}
+
+bench_port=$((20000 + ($$ * 13) % 30000))
+bench_run_idx=0
+
+bench_pair() {
+    local name=$1 wrap=$2
+    local envs=() pre srv_pid srv_rc=1 cli_rc=1 try i trouble
+    local cli=$logdir/$name.client srv=$logdir/$name.server
+
+    shift 2
+    while [ "$1" != -- ]; do
+        envs+=("$1")
+        shift
+    done
+    shift
+    for try in 1 2 3; do
+        bench_run_idx=$((bench_run_idx + 1))
+        bench_port=$((bench_port + 1))
+        [ $bench_port -ge 60000 ] && bench_port=20001
+        pre=(env ${envs[@]+"${envs[@]}"})
+        [ -n "$wrap" ] && pre+=("$wrap" --soft --fabric "bp$$-$bench_run_idx")
+        : >"$cli"
+        [ "$verbose" = 1 ] && echo "  # $name: ${pre[*]} ucx_perftest $* -p $bench_port" >&2
+        "${pre[@]}" timeout "$tmo" ${srv_pin[@]+"${srv_pin[@]}"} \
+            ucx_perftest -p $bench_port >"$srv" 2>&1 &
+        srv_pid=$!
+        # the client retries while the server is not listening yet
+        for i in $(seq 1 40); do
+            sleep 0.1
+            kill -0 $srv_pid 2>/dev/null || break
+            "${pre[@]}" timeout "$tmo" ${cli_pin[@]+"${cli_pin[@]}"} \
+                ucx_perftest 127.0.0.1 -p $bench_port "$@" >"$cli" 2>&1
+            cli_rc=$?
+            grep -qi "connection refused" "$cli" || break
+        done
+        trouble=0
+        if grep -qi "connection refused" "$cli"; then
+            trouble=1
+        elif ! kill -0 $srv_pid 2>/dev/null && grep -qi "address already in use" "$srv"; then
+            trouble=1
+        fi
+        if [ $trouble = 1 ] && [ $try -lt 3 ]; then
+            kill $srv_pid 2>/dev/null
+            wait $srv_pid 2>/dev/null
+            continue    # port trouble: try another port
+        fi
+        wait $srv_pid
+        srv_rc=$?
+        break
+    done
+    [ "$verbose" = 1 ] && grep -h '^Final:' "$cli" >&2
+    [ $cli_rc = 0 ] && [ $srv_rc = 0 ] && grep -q '^Final:' "$cli"
+}
+
+bench_fail_note() {
+    local f line
+    for f in "$logdir/$1.client" "$logdir/$1.server"; do
+        line=$(grep -v '^[+|]' "$f" 2>/dev/null | grep -vE 'UCX +(DIAG|INFO)' |
+               grep -iE 'error|fail|unsupported|timed out|invalid|abort' | head -1 |
+               sed -E 's/^\[[0-9.]+\] +\[[^]]*\] +//' | cut -c1-90)
+        [ -n "$line" ] && { echo "$line"; return; }
+    done
+    echo "no Final: line (timeout ${tmo}s or crash; see $logdir/$1.*)"
 }
 
 bench_cg_split() {

@@ -206,8 +206,6 @@ uct_dev() {
 }
 
 # ---------------------------------------------------------------- running
-port=$(( 20000 + ($$ * 13) % 30000 ))
-run_idx=0
 
 # iterations for a test kind and size, times the scale; warm-up is a tenth.
 # A large-message run lasts at least ~50 ms on either transport (4 MiB at
@@ -227,52 +225,15 @@ iters_for() {   # iters_for lat|bw SIZE
     awk -v n="$n" -v s="$scale" 'BEGIN { v = int(n * s); print (v < 10 ? 10 : v) }'
 }
 
-# run_pair NAME TL ENVLIST -- PERFTEST ARGS
-# Starts a server and a client on a fresh port (and, for dcx, a fresh soft
-# fabric), waits for both. Leaves the client log in $logdir/NAME.client.
-# Returns 0 if both succeeded and the client printed a Final: line.
+# run_pair NAME TL ENVLIST -- PERFTEST ARGS: bench_pair, under dcx-run
+# for dcx, with the words of ENVLIST as the environment
 run_pair() {
-    local name=$1 tl=$2 envs=$3; shift 4
-    local pre=() srv_pid srv_rc=1 cli_rc=1 try i port_trouble
-    local cli=$logdir/$name.client srv=$logdir/$name.server
-
-    for try in 1 2 3; do
-        run_idx=$((run_idx + 1))
-        port=$((port + 1)); [ $port -ge 60000 ] && port=20001
-        pre=(env)
-        [ -n "$envs" ] && pre+=($envs)
-        if [ "$tl" = dcx ]; then
-            pre+=("$dcx_run" --soft --fabric "pb$$-$run_idx")
-        fi
-        : >"$cli"
-        [ $verbose = 1 ] && echo "  # $name: ${pre[*]} ucx_perftest $* -p $port" >&2
-        "${pre[@]}" timeout "$tmo" ${srv_pin[@]+"${srv_pin[@]}"} ucx_perftest -p $port >"$srv" 2>&1 &
-        srv_pid=$!
-        # the client retries while the server is not listening yet
-        for i in $(seq 1 40); do
-            sleep 0.1
-            if ! kill -0 $srv_pid 2>/dev/null; then break; fi
-            "${pre[@]}" timeout "$tmo" ${cli_pin[@]+"${cli_pin[@]}"} ucx_perftest 127.0.0.1 -p $port "$@" >"$cli" 2>&1
-            cli_rc=$?
-            grep -qi "connection refused" "$cli" || break
-        done
-        port_trouble=0
-        if grep -qi "connection refused" "$cli" 2>/dev/null; then
-            port_trouble=1
-        elif ! kill -0 $srv_pid 2>/dev/null && grep -qi "address already in use" "$srv"; then
-            port_trouble=1
-        fi
-        if [ $port_trouble = 1 ] && [ $try -lt 3 ]; then
-            kill $srv_pid 2>/dev/null
-            wait $srv_pid 2>/dev/null
-            continue    # port trouble: try another port
-        fi
-        wait $srv_pid
-        srv_rc=$?
-        break
-    done
-    [ $verbose = 1 ] && grep -h '^Final:' "$cli" >&2
-    [ $cli_rc = 0 ] && [ $srv_rc = 0 ] && grep -q '^Final:' "$cli"
+    local name=$1 tl=$2 wrap=""
+    local -a envs
+    read -r -a envs <<<"$3"
+    shift 4
+    [ "$tl" = dcx ] && wrap=$dcx_run
+    bench_pair "$name" "$wrap" ${envs[@]+"${envs[@]}"} -- "$@"
 }
 
 # Results: R[key]="iters p50 avg overall bw_avg bw_overall mr_avg mr_overall"
@@ -284,15 +245,6 @@ final_line() {   # the numbers of the client's Final: line
     awk '/^Final:/ { print $2, $3, $4, $5, $6, $7, $8, $9 }' "$1" | tail -1
 }
 
-fail_note() {   # a short reason from the logs
-    local f line
-    for f in "$logdir/$1.client" "$logdir/$1.server"; do
-        line=$(grep -v '^[+|]' "$f" 2>/dev/null | grep -vE 'UCX +(DIAG|INFO)' | grep -iE 'error|fail|unsupported|timed out|invalid|abort' | head -1 |
-               sed -E 's/^\[[0-9.]+\] +\[[^]]*\] +//' | cut -c1-90)
-        [ -n "$line" ] && { echo "$line"; return; }
-    done
-    echo "no Final: line (timeout ${tmo}s or crash; see $logdir/$1.*)"
-}
 
 # measure KEY NAME TL KIND ENVS -- PERFTEST ARGS
 # Runs the pair $reps times and keeps the best run (lowest overall latency,
@@ -310,7 +262,7 @@ measure() {
         rname=$name.$r
         if ! run_pair "$rname" "$tl" "$envs" -- "$@" ||
            ! vals=$(final_line "$logdir/$rname.client") || [ -z "$vals" ]; then
-            R[$key]="NA $tl: $(fail_note "$rname")"
+            R[$key]="NA $tl: $(bench_fail_note "$rname")"
             [ "$tl" = dcx ] && dcx_failed=1
             return 1
         fi
@@ -334,7 +286,7 @@ measure_alt() {
     [[ "${R[$key]:-}" == NA* ]] && return 1
     if ! run_pair "$rname" "$tl" "$envs" -- "$@" ||
        ! vals=$(final_line "$logdir/$rname.client") || [ -z "$vals" ]; then
-        R[$key]="NA $tl: $(fail_note "$rname")"
+        R[$key]="NA $tl: $(bench_fail_note "$rname")"
         [ "$tl" = dcx ] && dcx_failed=1
         return 1
     fi
