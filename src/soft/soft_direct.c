@@ -832,31 +832,21 @@ static int soft_direct_atomic_now(soft_qp_t *qp, const dcx_send_wr_t *wr)
                               (void *)(uintptr_t)wr->sg_list[0].addr);
 }
 
-/* dev->atomic_direct: the posted atomic w (its result sge checked) on a
- * DCI with nothing on the wire; 1 if executed (the caller completes it),
- * 0 for the packet path */
-static int soft_direct_atomic_exec(soft_qp_t *qp, soft_swqe_t *w)
+/* The posted atomic w on the target's mapping under the full checks (no
+ * grant covered it): 1 if executed, its old value's size bytes at *res */
+static int soft_direct_atomic_full(soft_qp_t *qp, soft_swqe_t *w,
+                                   const uint64_t *args, uint64_t *res)
 {
     soft_dev_t *dev = qp->dev;
     unsigned size   = (unsigned)w->total_len;
     uint32_t rkey   = w->wr.rkey;
     uint64_t raddr  = w->wr.remote_addr;
-    void *result    = (void *)(uintptr_t)w->sge[0].addr;
     soft_direct_area_t *area;
     soft_dmap_ent_t *map;
     soft_dslot_t *slot;
-    uint64_t args[4], old;
+    uint64_t old;
     uint32_t old32;
 
-    if ((w->wr.num_sge != 1) || (w->wr.flags & DCX_SEND_INLINE) ||
-        ((size != 4) && (size != 8)) || (raddr % size)) {
-        return 0;
-    }
-    soft_direct_atomic_args(&w->wr, args);
-    if (soft_dgrant_atomic(dev, &w->wr.dest, w->wr.opcode, size, raddr, rkey,
-                           args, result) == 0) {
-        return 1;
-    }
     if (!soft_direct_plan(qp, w, &area, &map) || (map == NULL) || map->vector) {
         return 0;
     }
@@ -878,14 +868,45 @@ static int soft_direct_atomic_exec(soft_qp_t *qp, soft_swqe_t *w)
     soft_dslot_put(slot);
     if (size == sizeof(old32)) {
         old32 = (uint32_t)old;
-        memcpy(result, &old32, sizeof(old32));
+        memcpy(res, &old32, sizeof(old32));
     } else {
-        memcpy(result, &old, sizeof(old));
+        *res = old;
     }
     soft_direct_grant_make(dev, area, map, w, DCX_ACCESS_REMOTE_ATOMIC);
     soft_dmap_touch(dev, map);
     dev->stats.direct_atomics++;
     return 1;
+}
+
+/* dev->atomic_direct: the posted atomic w (its result sge checked) on a
+ * DCI with nothing on the wire; 1 if executed (the caller completes it),
+ * 0 for the packet path.  The result sge is marked in use from before the
+ * atomic until its value is in place, as a response's scatter is
+ * (soft_mem_local_begin): a deregistered or unmapped result buffer sends
+ * the WQE on the packet path, whose completion says what happened, before
+ * anything was done at the target. */
+static int soft_direct_atomic_exec(soft_qp_t *qp, soft_swqe_t *w)
+{
+    soft_dev_t *dev = qp->dev;
+    unsigned size   = (unsigned)w->total_len;
+    uint64_t args[4], res = 0;
+    int done;
+
+    if ((w->wr.num_sge != 1) || (w->wr.flags & DCX_SEND_INLINE) ||
+        ((size != 4) && (size != 8)) || (w->wr.remote_addr % size) ||
+        (soft_mem_local_begin(dev, w->sge, 1) != 0)) {
+        return 0;
+    }
+    soft_direct_atomic_args(&w->wr, args);
+    done = (soft_dgrant_atomic(dev, &w->wr.dest, w->wr.opcode, size,
+                               w->wr.remote_addr, w->wr.rkey, args,
+                               &res) == 0) ||
+           soft_direct_atomic_full(qp, w, args, &res);
+    if (done) {
+        (void)soft_sge_scatter(dev, &res, w->sge, 1, 0, size);
+    }
+    soft_mem_local_end(dev);
+    return done;
 }
 
 static int soft_direct_probe(soft_dev_t *dev)

@@ -225,6 +225,21 @@ TEST_F(soft_datomic, refused_atomics_write_nothing_bad_flow)
     w.compare_add = 1;
     EXPECT_EQ(DCX_WC_SUCCESS, m_n.run(w));
     EXPECT_EQ(before + 1, word(64));
+
+    /* a result buffer whose key is gone: a local protection error, and the
+     * target's word untouched */
+    uint64_t res2[2] = {0, 0};
+    dcx_mr_t *rmr;
+    ASSERT_EQ(0, dcx_mr_reg(m_n.pd, res2, sizeof(res2), DCX_ACCESS_LOCAL_WRITE,
+                            &rmr));
+    dcx_sge_t rs = {(uintptr_t)res2, 8, rmr->lkey};
+    ASSERT_EQ(0, dcx_mr_dereg(rmr));
+    w             = atomic_wr(DCX_WR_ATOMIC_FADD, 8, raddr(64), m_mr->rkey);
+    w.compare_add = 1;
+    w.sg_list     = &rs;
+    EXPECT_EQ(DCX_WC_LOC_PROT_ERR, m_n.run(w));
+    EXPECT_EQ(before + 1, word(64));
+    EXPECT_EQ(0u, res2[0]);
 }
 
 /* post_now: declined with nothing done where no grant covers the atomic;
