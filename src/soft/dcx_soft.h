@@ -237,8 +237,6 @@ typedef struct dcx_soft_stats {
                                      allocation (also in direct_writes/
                                      direct_reads) */
     uint64_t direct_maps;      /* target allocations mapped */
-    uint64_t direct_atomics;   /* atomics this initiator executed on a
-                                     mapping of the target's allocation */
     /* cumulative acknowledgements: responder side, messages acknowledged
      * in the requester's ack table instead of by an ACK packet; requester
      * side, WQEs completed from our table */
@@ -280,6 +278,10 @@ typedef struct dcx_soft_stats {
     /* responder side: receives completed with the message where it
      * arrived (DCX_WC_FLAG_IN_PLACE), not copied into their buffer */
     uint64_t recv_in_place;
+    /* atomics this initiator executed on a mapping of the target's
+     * allocation (new fields go last: programs built against an older
+     * header read the ones they know) */
+    uint64_t direct_atomics;
 } dcx_soft_stats_t;
 
 int dcx_soft_stats(dcx_dev_t *dev, dcx_soft_stats_t *stats);
