@@ -13,6 +13,7 @@
 
 #include <errno.h>
 #include <string.h>
+#include <thread>
 
 using namespace soft_test;
 
@@ -282,4 +283,64 @@ TEST_F(soft_datomic, post_now_atomic_under_the_grant)
     w.remote_addr = raddr(66);
     EXPECT_EQ(EAGAIN, m_n.dci->post_now(m_n.dci, &w));
     EXPECT_EQ(7u, word(64));
+}
+
+/* Atomics of both paths on one word at once, each from its own thread: an
+ * initiator executing its own (through the mapping) and one whose device
+ * executes none itself (every atomic through the target's responder,
+ * which the target's thread progresses).  Both are CPU atomics on the same
+ * word, so no add is lost. */
+TEST_F(soft_datomic, both_paths_on_one_word_lose_nothing)
+{
+    const unsigned n         = 2000;
+    dcx_soft_limits_t l_dir  = xfer_limits(true);
+    dcx_soft_limits_t l_resp = xfer_limits(false);
+    uint8_t addr[DCX_DEV_ADDR_MAX];
+    size_t addr_len           = sizeof(addr);
+    volatile uint32_t running = 2;
+    node a, b;
+    int rc_a = -1, rc_b = -1;
+
+    ASSERT_EQ(0, dcx_dev_port_addr(m_n.dev, addr, &addr_len));
+    ASSERT_EQ(0, a.open(fabric.c_str(), &l_dir));
+    ASSERT_EQ(0, b.open(fabric.c_str(), &l_resp));
+    for (node *x : {&a, &b}) {
+        ASSERT_EQ(0, x->make_dci());
+        ASSERT_EQ(0, x->connect(addr, addr_len));
+    }
+
+    auto adder = [&](node &x, int *rc) {
+        uint64_t res = 0;
+        dcx_mr_t *mr;
+
+        *rc             = x.reg(&res, sizeof(res), DCX_ACCESS_LOCAL_WRITE, &mr);
+        dcx_sge_t sge   = {(uintptr_t)&res, 8, (*rc == 0) ? mr->lkey : 0};
+        dcx_send_wr_t w = rdma_wr(x, m_n.dct->qp_num, KEY, DCX_WR_ATOMIC_FADD,
+                                  &sge, raddr(512), m_mr->rkey);
+        w.compare_add   = 1;
+        for (unsigned i = 0; (i < n) && (*rc == 0); ++i) {
+            *rc = run_one(x, w);
+        }
+        __atomic_fetch_sub(&running, 1, __ATOMIC_RELEASE);
+    };
+    std::thread ta(adder, std::ref(a), &rc_a);
+    std::thread tb(adder, std::ref(b), &rc_b);
+    dcx_wc_t wc;
+    while (__atomic_load_n(&running, __ATOMIC_ACQUIRE) != 0) {
+        (void)dcx_cq_poll(m_n.cq, 1, &wc); /* serves b's packets */
+    }
+    ta.join();
+    tb.join();
+
+    EXPECT_EQ(DCX_WC_SUCCESS, rc_a);
+    EXPECT_EQ(DCX_WC_SUCCESS, rc_b);
+    EXPECT_EQ(2u * n, word(512));
+    dcx_soft_stats_t sa, sb;
+    ASSERT_EQ(0, dcx_soft_stats(a.dev, &sa));
+    ASSERT_EQ(0, dcx_soft_stats(b.dev, &sb));
+    EXPECT_EQ(n, sa.direct_atomics) << "a's atomics took the responder";
+    EXPECT_EQ(0u, sb.direct_atomics);
+    EXPECT_GE(sb.tx_packets, n);
+    a.close();
+    b.close();
 }
