@@ -253,14 +253,6 @@ elapsed=$((SECONDS - t0))
 
 # ---------------------------------------------------------------- tables
 notes=()
-note_ref() {   # note_ref TEXT: sets ref="[k]", adding TEXT to the notes once
-    local i
-    for i in "${!notes[@]}"; do
-        [ "${notes[$i]}" = "$1" ] && { ref="[$((i + 1))]"; return; }
-    done
-    notes+=("$1")
-    ref="[${#notes[@]}]"
-}
 
 # stat KEY COLUMN -> "median min max" of that column over the runs, or nothing
 stat() {
@@ -296,7 +288,7 @@ table() {   # table COLUMN TITLE
             m[$tl]=""
             s[$tl]=n/a
             if [ -n "${NA[$key]:-}" ]; then
-                note_ref "${NA[$key]}"
+                bench_note_ref "${NA[$key]}"
                 cellv[$tl]="n/a $ref"
             else
                 read -r med mn mx <<<"$(stat "$key" "$col")"
@@ -304,7 +296,7 @@ table() {   # table COLUMN TITLE
                 s[$tl]=$(fmt_spread "$mn" "$mx")
                 cellv[$tl]=$med
                 if [ -n "${EMU[$key]:-}" ]; then
-                    note_ref "$tl: UCP emulated the atomics over active messages (amo_am in ep_cfg)"
+                    bench_note_ref "$tl: UCP emulated the atomics over active messages (amo_am in ep_cfg)"
                     cellv[$tl]="$med $ref"
                 fi
             fi

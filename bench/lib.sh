@@ -41,6 +41,8 @@
 #                                  both succeeded and the client printed a
 #                                  Final: line
 #   bench_fail_note NAME           a short reason from the logs of pair NAME
+#   bench_note_ref TEXT            sets ref="[k]", TEXT being note k of the
+#                                  caller's array notes (added once)
 #   bench_dev_env EMU WRAPPER LIB FABRIC
 #                                  the device's variables, one NAME=value a
 #                                  line: with EMU = 1 the emulated ConnectX
@@ -164,6 +166,15 @@ bench_fail_note() {
         [ -n "$line" ] && { echo "$line"; return; }
     done
     echo "no Final: line (timeout ${tmo}s or crash; see $logdir/$1.*)"
+}
+
+bench_note_ref() {
+    local i
+    for i in "${!notes[@]}"; do
+        [ "${notes[$i]}" = "$1" ] && { ref="[$((i + 1))]"; return; }
+    done
+    notes+=("$1")
+    ref="[${#notes[@]}]"
 }
 
 bench_cg_split() {

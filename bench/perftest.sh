@@ -392,14 +392,6 @@ elapsed=$((SECONDS - t0))
 
 # ---------------------------------------------------------------- tables
 notes=()
-note_ref() {   # note_ref TEXT: sets ref="[k]", adding TEXT to the notes once
-    local i
-    for i in "${!notes[@]}"; do
-        [ "${notes[$i]}" = "$1" ] && { ref="[$((i + 1))]"; return; }
-    done
-    notes+=("$1")
-    ref="[${#notes[@]}]"
-}
 
 tl_arr=($tls_list)
 have() { [[ " $tls_list " == *" $1 "* ]]; }
@@ -433,7 +425,7 @@ row() {
         if [ -z "${R[$key]:-}" ]; then
             cell="-"
         elif [[ "${R[$key]}" == NA* ]]; then
-            note_ref "${R[$key]#NA }"   # not in a subshell: it adds to notes
+            bench_note_ref "${R[$key]#NA }"   # not in a subshell: it adds to notes
             cell="n/a $ref"
         else
             cell=$(fmt_num "$(value_of "$key" "$field")")
