@@ -8,6 +8,41 @@
 
 #include "soft_wire.h"
 
+#include <string.h>
+
+/* The size of wr's atomic (a valid atomic opcode): the masked ones name
+ * theirs, the standard ones are 8 bytes */
+static inline unsigned soft_atomic_size(const dcx_send_wr_t *wr)
+{
+    return ((wr->opcode == DCX_WR_ATOMIC_MASKED_FADD) ||
+            (wr->opcode == DCX_WR_ATOMIC_MASKED_CSWAP)) ?
+               wr->atomic_size :
+               8u;
+}
+
+/* wr's operands as a request carries them and soft_atomic_apply takes
+ * them: compare_add, swap, compare_mask, swap_mask */
+static inline void soft_atomic_args(const dcx_send_wr_t *wr, uint64_t *args)
+{
+    args[0] = wr->compare_add;
+    args[1] = wr->swap;
+    args[2] = wr->compare_mask;
+    args[3] = wr->swap_mask;
+}
+
+/* The old value an atomic of size (4 or 8) bytes found, stored at dst as
+ * a word of that size */
+static inline void soft_atomic_result(void *dst, uint64_t old, unsigned size)
+{
+    uint32_t old32 = (uint32_t)old;
+
+    if (size == sizeof(old32)) {
+        memcpy(dst, &old32, sizeof(old32));
+    } else {
+        memcpy(dst, &old, sizeof(old));
+    }
+}
+
 /* Executes the atomic of pkt at pkt->raddr (4 or 8 bytes, already checked
  * against its key); returns the value it found there */
 uint64_t soft_atomic_exec(const soft_pkt_t *pkt);

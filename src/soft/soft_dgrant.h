@@ -15,7 +15,6 @@
 #include "soft_direct.h"
 #include "soft_atomic.h"
 
-#include <string.h>
 #include <sys/uio.h>
 
 /* A direct copy done: the counters */
@@ -238,7 +237,6 @@ soft_dgrant_atomic(soft_dev_t *dev, const dcx_dc_dest_t *dest, uint8_t op,
     soft_dmap_ent_t *map;
     soft_dslot_t *slot;
     uint64_t old;
-    uint32_t old32;
 
     /* the map is looked at only once the grant is taken */
     if ((peer->grant.map == NULL) || (raddr % size) ||
@@ -265,12 +263,7 @@ soft_dgrant_atomic(soft_dev_t *dev, const dcx_dc_dest_t *dest, uint8_t op,
     }
     soft_dmap_touch(dev, map);
     dev->stats.direct_atomics++;
-    if (size == sizeof(old32)) {
-        old32 = (uint32_t)old;
-        memcpy(result, &old32, sizeof(old32));
-    } else {
-        memcpy(result, &old, sizeof(old));
-    }
+    soft_atomic_result(result, old, size);
     return 0;
 }
 

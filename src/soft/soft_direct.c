@@ -651,7 +651,8 @@ soft_direct_grant_exec(soft_dev_t *dev, soft_swqe_t *w, int is_write,
     return soft_dgrant_give(dev, peer, slot, ret, len, is_write);
 }
 
-static int soft_direct_write_none(soft_qp_t *qp, const dcx_send_wr_t *wr)
+/* dev->write_now and dev->atomic_now where nothing is done within a call */
+static int soft_direct_now_none(soft_qp_t *qp, const dcx_send_wr_t *wr)
 {
     return 1;
 }
@@ -791,42 +792,18 @@ fallback:
  * left to it.  Memory only the target maps (cross-memory attach) keeps
  * the responder's round trip: a system call cannot be atomic.
  * ------------------------------------------------------------------------ */
-static int soft_direct_atomic_none(soft_qp_t *qp, const dcx_send_wr_t *wr)
-{
-    return 1;
-}
-
-/* An atomic's operands as soft_atomic_apply takes them */
-static inline void soft_direct_atomic_args(const dcx_send_wr_t *wr,
-                                           uint64_t *args)
-{
-    args[0] = wr->compare_add;
-    args[1] = wr->swap;
-    args[2] = wr->compare_mask;
-    args[3] = wr->swap_mask;
-}
-
-/* The size of wr's atomic (the result sge's length) */
-static inline unsigned soft_direct_atomic_size(const dcx_send_wr_t *wr)
-{
-    return ((wr->opcode == DCX_WR_ATOMIC_FADD) ||
-            (wr->opcode == DCX_WR_ATOMIC_CSWAP)) ?
-               8u :
-               wr->atomic_size;
-}
-
 /* dev->atomic_now (dcx_qp_t.post_now of an atomic): under the grant only;
  * the result goes straight to sg_list[0].addr, any memory of the caller
  * (lkey not used: nothing is written by the device after the call) */
 static int soft_direct_atomic_now(soft_qp_t *qp, const dcx_send_wr_t *wr)
 {
-    unsigned size = soft_direct_atomic_size(wr);
+    unsigned size = soft_atomic_size(wr);
     uint64_t args[4];
 
     if ((wr->num_sge != 1) || (wr->sg_list[0].length < size)) {
         return 1;
     }
-    soft_direct_atomic_args(wr, args);
+    soft_atomic_args(wr, args);
     return soft_dgrant_atomic(qp->dev, &wr->dest, wr->opcode, size,
                               wr->remote_addr, wr->rkey, args,
                               (void *)(uintptr_t)wr->sg_list[0].addr);
@@ -845,7 +822,6 @@ static int soft_direct_atomic_full(soft_qp_t *qp, soft_swqe_t *w,
     soft_dmap_ent_t *map;
     soft_dslot_t *slot;
     uint64_t old;
-    uint32_t old32;
 
     if (!soft_direct_plan(qp, w, &area, &map) || (map == NULL) || map->vector) {
         return 0;
@@ -866,12 +842,7 @@ static int soft_direct_atomic_full(soft_qp_t *qp, soft_swqe_t *w,
     __atomic_store_n(&slot->gen, slot->gen + 1, __ATOMIC_RELAXED);
     __atomic_store_n(&slot->key, 0, __ATOMIC_RELEASE);
     soft_dslot_put(slot);
-    if (size == sizeof(old32)) {
-        old32 = (uint32_t)old;
-        memcpy(res, &old32, sizeof(old32));
-    } else {
-        *res = old;
-    }
+    soft_atomic_result(res, old, size);
     soft_direct_grant_make(dev, area, map, w, DCX_ACCESS_REMOTE_ATOMIC);
     soft_dmap_touch(dev, map);
     dev->stats.direct_atomics++;
@@ -897,7 +868,7 @@ static int soft_direct_atomic_exec(soft_qp_t *qp, soft_swqe_t *w)
         (soft_mem_local_begin(dev, w->sge, 1) != 0)) {
         return 0;
     }
-    soft_direct_atomic_args(&w->wr, args);
+    soft_atomic_args(&w->wr, args);
     done = (soft_dgrant_atomic(dev, &w->wr.dest, w->wr.opcode, size,
                                w->wr.remote_addr, w->wr.rkey, args,
                                &res) == 0) ||
@@ -942,9 +913,9 @@ void soft_direct_init(soft_dev_t *dev, soft_port_hdr_t *hdr, uint64_t offset)
 
     dev->one_sided       = soft_direct_none;
     dev->one_sided_ready = soft_direct_none;
-    dev->write_now       = soft_direct_write_none;
+    dev->write_now       = soft_direct_now_none;
     dev->atomic_direct   = soft_direct_none;
-    dev->atomic_now      = soft_direct_atomic_none;
+    dev->atomic_now      = soft_direct_now_none;
     dev->direct          = NULL;
     if (!dev->limits.direct) {
         return;

@@ -13,6 +13,7 @@
 #endif
 
 #include "soft.h"
+#include "soft_atomic.h"
 #include "soft_dgram.h"
 #include "soft_stream.h"
 #include "soft_dgrant.h"
@@ -59,12 +60,8 @@ static int soft_post_check(soft_qp_t *qp, const dcx_send_wr_t *wr,
         total += wr->sg_list[i].length;
     }
     if (op->flags & SOFT_OPF_ATOMIC) {
-        uint64_t size = 8;
+        uint64_t size = soft_atomic_size(wr);
 
-        if ((wr->opcode == DCX_WR_ATOMIC_MASKED_FADD) ||
-            (wr->opcode == DCX_WR_ATOMIC_MASKED_CSWAP)) {
-            size = wr->atomic_size;
-        }
         if (((size != 4) && (size != 8)) || (wr->num_sge != 1) ||
             (wr->sg_list[0].length < size) || (wr->flags & DCX_SEND_INLINE)) {
             dcx_error("%s: dci 0x%x post %s: need one result sge of the "

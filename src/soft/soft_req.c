@@ -17,6 +17,7 @@
 #include "soft_stream.h"
 #include "soft_light.h"
 #include "soft_acked.h"
+#include "soft_atomic.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -594,10 +595,7 @@ static int soft_req_send_packets(soft_qp_t *qp, soft_swqe_t *w, uint64_t now)
                 pkt->args[2] = 0;
                 pkt->args[3] = 0;
             } else if (flags & SOFT_OPF_ATOMIC) {
-                pkt->args[0] = w->wr.compare_add;
-                pkt->args[1] = w->wr.swap;
-                pkt->args[2] = w->wr.compare_mask;
-                pkt->args[3] = w->wr.swap_mask;
+                soft_atomic_args(&w->wr, pkt->args);
             } else {
                 /* a light WQE records no atomic fields (its slot may hold
                  * an older WQE's): a SEND or WRITE carries none */

@@ -750,9 +750,8 @@ static UCS_CLASS_INIT_FUNC(uct_dcx_iface_t, uct_md_h tl_md, uct_worker_h worker,
      * within the call: get_bcopy hands the bytes to the unpack callback,
      * put_short's bytes and put_bcopy's bounce buffer are copied, an
      * atomic's old value stored in the caller's result, at once where it
-     * can (not
-     * under the streams policy, whose DCIs the device never does this
-     * for) */
+     * can (not under the streams policy, whose DCIs the device never does
+     * this for) */
     if ((self->caps->flags & DCX_CAP_POST_NOW) &&
         (cfg->policy != UCT_DCX_POLICY_STREAMS)) {
         self->super.super.ops.ep_put_short      = uct_dcx_ep_put_short_now;

@@ -8,8 +8,9 @@
  * device, whose allocations peers map so that their one-sided operations
  * into it are plain copies and their atomics CPU atomics
  * (src/soft/soft_alloc.c).  At a fixed address, OpenSHMEM's symmetric
- * heap (UCP's allocation at the address the job agreed) is one of them.  An mlx5 device reaches any registered memory
- * by DMA alike, so its MD allocates nothing and says so.
+ * heap (UCP's allocation at the address the job agreed) is one of them.
+ * An mlx5 device reaches any registered memory by DMA alike, so its MD
+ * allocates nothing and says so.
  *
  * An allocation is registered at once with every access its flags ask
  * for, outside the registration cache (the cache would hand the same
