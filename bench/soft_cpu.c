@@ -311,7 +311,6 @@ static void op_get_post(void *arg)
 
 static void bench_poll(bench_side_t *s, int measure, unsigned target_rx);
 
-static uint64_t amo_result;
 static int amo_cswap; /* the op: cswap, else fadd */
 
 static void op_amo_post(void *arg)
@@ -322,45 +321,27 @@ static void op_amo_post(void *arg)
     if (amo_cswap) {
         /* swaps the word with itself: every call compares equal */
         get_status = uct_ep_atomic_cswap64(side[0].ep, 42, 42, raddr, rkey,
-                                           &amo_result, &get_comp_obj);
+                                           &get_value, &get_comp_obj);
     } else {
         get_status = uct_ep_atomic64_fetch(side[0].ep, UCT_ATOMIC_OP_ADD, 0,
-                                           &amo_result, raddr, rkey,
+                                           &get_value, raddr, rkey,
                                            &get_comp_obj);
     }
 }
 
-/* One fetching atomic, as bench_get a READ */
-static void bench_amo(uct_rkey_t *rkey, int measure)
-{
-    get_done     = 0;
-    amo_result   = 0;
-    get_comp_obj = (uct_completion_t){get_comp, 1, UCS_OK};
-    if (measure) {
-        bench_op(op_amo_post, rkey);
-    } else {
-        op_amo_post(rkey);
-    }
-    if (get_status == UCS_INPROGRESS) {
-        bench_settle();
-        while (!get_done) {
-            bench_poll(&side[0], measure, 0);
-        }
-        get_status = get_comp_obj.status;
-    }
-    CHECK((get_status == UCS_OK) && (amo_result == 42), "uct atomic");
-}
-
-/* the post measured or not, then the progress calls until the completion */
-static void bench_get(uct_rkey_t *rkey, int measure)
+/* One operation that fetches the target's word (42) into get_value, posted
+ * by post (measured or not), then the progress calls until its
+ * completion */
+static void bench_fetch(bench_fn_t post, uct_rkey_t *rkey, int measure,
+                        const char *what)
 {
     get_done     = 0;
     get_value    = 0;
     get_comp_obj = (uct_completion_t){get_comp, 1, UCS_OK};
     if (measure) {
-        bench_op(op_get_post, rkey);
+        bench_op(post, rkey);
     } else {
-        op_get_post(rkey);
+        post(rkey);
     }
     if (get_status == UCS_INPROGRESS) {
         bench_settle();
@@ -369,7 +350,7 @@ static void bench_get(uct_rkey_t *rkey, int measure)
         }
         get_status = get_comp_obj.status;
     }
-    CHECK((get_status == UCS_OK) && (get_value == 42), "uct_ep_get_bcopy");
+    CHECK((get_status == UCS_OK) && (get_value == 42), what);
 }
 
 static void op_am_lat(void *arg)
@@ -524,7 +505,8 @@ static void run_uct(const char *tl, const char *dev, const char *op, unsigned n)
         bench_rkey(&rkey);
         *(volatile uint64_t *)side[1].mem.address = 42;
         for (i = 0; i < BENCH_WARMUP + n; ++i) {
-            bench_get(&rkey.rkey, i >= BENCH_WARMUP);
+            bench_fetch(op_get_post, &rkey.rkey, i >= BENCH_WARMUP,
+                        "uct_ep_get_bcopy");
         }
         printf("calls %lu\n", poll_calls);
         uct_rkey_release(side[1].comp, &rkey);
@@ -533,7 +515,8 @@ static void run_uct(const char *tl, const char *dev, const char *op, unsigned n)
         amo_cswap                                 = !strcmp(op, "cswap");
         *(volatile uint64_t *)side[1].mem.address = 42;
         for (i = 0; i < BENCH_WARMUP + n; ++i) {
-            bench_amo(&rkey.rkey, i >= BENCH_WARMUP);
+            bench_fetch(op_amo_post, &rkey.rkey, i >= BENCH_WARMUP,
+                        "uct atomic");
         }
         printf("calls %lu\n", poll_calls);
         uct_rkey_release(side[1].comp, &rkey);
