@@ -25,11 +25,10 @@
  * and the tm_* fields of dcx_wc_t, and the wire headers are dcx_tmh_t,
  * dcx_rvh_t and dcx_ravh_t (dcx_tm_wire.h).
  *
- * Strided memory keys (DCX_CAP_MKEY_STRIDE, dcx_mkey_t): an mkey is
- * configured by a work request (opcode range DCX_WR_MKEY_*) posted on a QP
- * whose type the device names in its caps (caps.mkey_qp_type), so that a
- * backend whose NIC builds them on RC QPs only can route it to a loopback
- * RC QP.
+ * Strided memory keys (DCX_CAP_MKEY_STRIDE, dcx_mkey_t): an mkey is set by a
+ * work request (DCX_WR_MKEY_*) posted on a QP of the type the device names
+ * (caps.mkey_qp_type): a NIC that builds them on RC QPs only routes it to a
+ * loopback RC QP.
  */
 #ifndef DCX_DEV_H_
 #define DCX_DEV_H_
@@ -180,6 +179,7 @@ typedef struct dcx_dev_caps {
      * pages and writes translation entries */
     double reg_overhead_ns; /* per registration */
     double reg_growth_ns;   /* per byte registered */
+    double tm_op_ns;        /* CPU: a tag-list operation, post to poll */
 } dcx_dev_caps_t;
 
 /* ------------------------------------------------------------------------

@@ -436,6 +436,9 @@ static void dcx_mlx5_tm_probe(dcx_mlx5_dev_t *dev,
     dev->super.caps.tm_max_ops      = max_ops;
     dev->super.caps.tm_max_rndv_hdr = dattr->tm_caps.max_rndv_hdr_size;
     dev->super.caps.tm_max_sge      = 1;
+    /* the host writes one WQE on the command QP and later reads its CQE;
+     * the NIC does the list's work */
+    dev->super.caps.tm_op_ns        = 2.0 * dev->super.caps.overhead_ns;
     dcx_debug("%s: tag matching: %u tags, %u operations, rendezvous header "
               "%u bytes",
               name, max_tags, max_ops, dattr->tm_caps.max_rndv_hdr_size);

@@ -276,6 +276,11 @@ static void soft_fill_caps(soft_dev_t *dev, const dcx_dev_info_t *info)
     /* a registration records a range in the device's table */
     caps->reg_overhead_ns = 1000.0;
     caps->reg_growth_ns   = 0.0;
+    /* the host CPU is the device: a tag-list operation goes the way of a
+     * message, through the SRQ's queue, the engine's pass under the SRQ's
+     * lock and a completion that a later poll takes, so it costs what a
+     * message costs one way */
+    caps->tm_op_ns        = l->tm_off ? 0.0 : caps->latency_ns;
 }
 
 int soft_dev_open(const dcx_dev_info_t *info, dcx_dev_t **dev_p)

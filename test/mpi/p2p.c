@@ -6,7 +6,8 @@
  * the eager and the rendezvous protocols are exercised.
  *
  * Over dcx the runner requires device tag matching here (UCP offloads the
- * specific-source receives of UCX_TM_THRESH and more):
+ * specific-source receives from the larger of UCX_TM_THRESH and the
+ * interface's min_recv on: 65536 B and more are above both):
  * dcx-test-tm: matched
  */
 #include "mpitest.h"

@@ -60,12 +60,13 @@
 # lines must be on an emulated mlx5_* device instead.
 #
 # Device tag matching over dcx: a program whose source has a line
-# "dcx-test-tm: matched" (mpi/p2p: specific-source receives of 8 KiB and
+# "dcx-test-tm: matched" (mpi/p2p: specific-source receives of 64 KiB and
 # more) must show device matches: the processes' "tag matching: posted N
 # matched M ..." counters summed must have M > 0, else the run fails.  The
 # PASS line of every dcx run shows the counters ("tm: matched M of posted
 # P ..."); programs that post no receive UCP can offload (one-sided,
-# probes, wildcard sources, messages below UCX_TM_THRESH) show 0 of 0.
+# probes, wildcard sources, messages below UCP's offload threshold) show
+# 0 of 0.
 # Not checked when UCX_DCX_TM_ENABLE=n is exported to the runner, nor with
 # -e on a device without tag matching (ucx_info shows none there with
 # UCX_DCX_TM_ENABLE=y): a skip by capability.

@@ -104,7 +104,9 @@ typedef struct uct_dcx_iface_config {
     unsigned sig_period; /* 0 = auto (policy's default) */
     unsigned tx_max_bufs;
     int tm_enable;                /* ucs_ternary_auto_value_t */
-    size_t tm_seg_size;           /* receive buffers of a TM SRQ, at least */
+    size_t tm_seg_size;           /* receive buffers of a TM SRQ, at least;
+                                     UCS_MEMUNITS_AUTO: the device's model */
+    size_t tm_min_recv;           /* tag.recv.min_recv, or UCS_MEMUNITS_AUTO */
     char *stats_dir;              /* "" = no live counters file */
     char *tm_stats_dir;           /* its former name */
     unsigned strided_keys;        /* pool of strided keys, 0 = none */
@@ -436,6 +438,7 @@ typedef struct uct_dcx_tm {
     uct_dcx_tm_rndv_op_t *rndv_ops; /* [UCT_DCX_TM_RNDV_OPS] */
     uint16_t rndv_free;
     unsigned rndv_max_hdr;
+    size_t min_recv; /* tag.recv.min_recv (uct_dcx_tm_min_recv) */
 } uct_dcx_tm_t;
 
 
@@ -701,6 +704,14 @@ ucs_status_t uct_dcx_iface_tag_init(uct_dcx_iface_t *iface,
                                     const uct_dcx_iface_config_t *config);
 void uct_dcx_iface_tag_cleanup(uct_dcx_iface_t *iface);
 void uct_dcx_iface_tag_query(uct_dcx_iface_t *iface, uct_iface_attr_t *attr);
+
+/* Where offload pays, from the device's model (dcx_tm_model.c): the receive
+ * buffer size of a TM SRQ, and the smallest receive worth posting to the
+ * device when it does not exceed eager_max */
+size_t uct_dcx_tm_seg_size(const uct_dcx_iface_config_t *config,
+                           const dcx_dev_caps_t *caps);
+size_t uct_dcx_tm_min_recv(const uct_dcx_iface_config_t *config,
+                           const dcx_dev_caps_t *caps, size_t eager_max);
 ucs_status_t uct_dcx_ep_tag_eager_short(uct_ep_h tl_ep, uct_tag_t tag,
                                         const void *data, size_t length);
 ssize_t uct_dcx_ep_tag_eager_bcopy(uct_ep_h tl_ep, uct_tag_t tag, uint64_t imm,

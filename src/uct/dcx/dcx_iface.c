@@ -170,16 +170,25 @@ static ucs_config_field_t uct_dcx_iface_config_table[] = {
      "Interfaces with and without it talk to each other.",
      ucs_offsetof(uct_dcx_iface_config_t, tm_enable), UCS_CONFIG_TYPE_TERNARY},
 
-    {"TM_SEG_SIZE", "8k",
+    {"TM_SEG_SIZE", "auto",
      "With tag-matching offload: size of the receive buffers (the larger of\n"
      "this and SEG_SIZE). It is the largest eager tagged message, since an\n"
      "unexpected one lands whole in one buffer; UCP sends larger ones by\n"
-     "rendezvous, which the device fetches (on the soft device faster than\n"
-     "eager from 16 KiB on; 65k sends 64 KiB eager). Each posted receive\n"
-     "holds this much registered memory (see RX_QUEUE_LEN).\n"
-     "Every process of a job needs the same value. 256 .. the device's\n"
-     "largest message.",
+     "rendezvous, which the device fetches. auto: where the device's model\n"
+     "puts the break-even of the two (docs/tag-matching.md), at most 64k.\n"
+     "Each posted receive holds this much registered memory (see\n"
+     "RX_QUEUE_LEN). Every process of a job needs the same value.\n"
+     "256 .. the device's largest message, or auto.",
      ucs_offsetof(uct_dcx_iface_config_t, tm_seg_size),
+     UCS_CONFIG_TYPE_MEMUNITS},
+
+    {"TM_MIN_RECV", "auto",
+     "With tag-matching offload: the smallest receive UCP posts to the device\n"
+     "(the interface's tag.recv.min_recv; UCP takes the larger of it and\n"
+     "UCX_TM_THRESH). auto: where the device's model says a posted receive\n"
+     "pays (docs/tag-matching.md), or 0 when UCX_TM_THRESH (or\n"
+     "UCX_<prefix>_TM_THRESH) is set, so that the user's threshold holds.",
+     ucs_offsetof(uct_dcx_iface_config_t, tm_min_recv),
      UCS_CONFIG_TYPE_MEMUNITS},
 
     {"STATS_DIR", "",
@@ -785,7 +794,9 @@ static UCS_CLASS_INIT_FUNC(uct_dcx_iface_t, uct_md_h tl_md, uct_worker_h worker,
     }
     if (self->rx.tmh_len != 0) {
         /* an unexpected eager message lands whole in one receive buffer */
-        self->config.rx_seg_size = ucs_max(cfg->seg_size, cfg->tm_seg_size);
+        self->config.rx_seg_size = uct_dcx_tm_seg_size(cfg, self->caps);
+        self->tm.min_recv        = uct_dcx_tm_min_recv(cfg, self->caps,
+                                                       self->config.rx_seg_size);
     }
 
     /* (the file is named after the DCT) */

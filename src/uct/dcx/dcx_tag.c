@@ -1075,7 +1075,7 @@ void uct_dcx_iface_tag_query(uct_dcx_iface_t *iface, uct_iface_attr_t *attr)
     attr->cap.tag.eager.max_bcopy      = iface->config.rx_seg_size;
     attr->cap.tag.eager.max_zcopy      = iface->config.rx_seg_size;
     attr->cap.tag.eager.max_iov        = iface->config.max_iov;
-    attr->cap.tag.recv.min_recv        = 0;
+    attr->cap.tag.recv.min_recv        = iface->tm.min_recv;
     attr->cap.tag.recv.max_zcopy       = iface->caps->max_msg_size;
     attr->cap.tag.recv.max_iov         = 1;
     attr->cap.tag.recv.max_outstanding = iface->tm.max_live;

@@ -12,6 +12,7 @@
 #include "ucp_fixture.h"
 #include "dcx_stat_file.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -35,6 +36,11 @@ protected:
     /* UCX_DCX_TM_SEG_SIZE of both peers; NULL: the default */
     virtual const char *tm_seg_size() const { return NULL; }
 
+    /* whether UCP's offload thresholds are lowered (UCX_TM_THRESH=1,
+     * UCX_TM_FORCE_THRESH=1); otherwise UCP's defaults and the interface's
+     * tag.recv.min_recv apply, as for a user who sets neither */
+    virtual bool forced() const { return true; }
+
     virtual void SetUp()
     {
         char fabric[32];
@@ -47,8 +53,10 @@ protected:
         }
         ASSERT_FALSE(m_stats.path().empty());
         setenv("UCX_TLS", "dcx,self", 1);
-        setenv("UCX_TM_THRESH", "1", 1);
-        setenv("UCX_TM_FORCE_THRESH", "1", 1);
+        if (forced()) {
+            setenv("UCX_TM_THRESH", "1", 1);
+            setenv("UCX_TM_FORCE_THRESH", "1", 1);
+        }
         setenv("UCX_DCX_STATS_DIR", m_stats.path().c_str(), 1);
         setenv("UCX_DCX_TM_ENABLE", (GetParam() == "off") ? "n" : "y", 1);
         if (tm_seg_size() != NULL) {
@@ -259,6 +267,48 @@ TEST_P(ucp_dcx_tm_seg64k, eager_up_to_64k)
     }
 }
 
+/* The pair with UCP's default offload thresholds: the interface's
+ * min_recv (the device's model) decides which receives UCP posts */
+class ucp_dcx_tm_auto : public ucp_dcx_tm {
+protected:
+    virtual bool forced() const { return false; }
+};
+
+/* With UCP's defaults, a receive between UCP's own threshold (1 KiB) and
+ * the interface's min_recv (the device's model) stays in software, and one
+ * above both is posted to the device; every byte arrives either way.  A
+ * user's own UCX_TM_THRESH is the subject of the forced fixture
+ * (ucp_dcx_tm), whose receives of every size are posted. */
+TEST_P(ucp_dcx_tm_auto, receives_posted_where_offload_pays)
+{
+    const size_t min_recv = test_device_query().tag_min_recv;
+
+    /* UCP posts to the device once a message of at least its threshold
+     * arrived unexpected through the interface (it activates the offload
+     * and, with the self transport active as well, tells UCP which
+     * interface the sender's tags come through) */
+    transfer(100000, false, 0x4000);
+    const uint64_t posted0 = tm_counter("posted");
+    if (min_recv > 1025) {
+        transfer(1024, true, 0x4001);
+        transfer((1024 + min_recv) / 2, true, 0x4002);
+        transfer(min_recv - 1, true, 0x4003);
+        if (GetParam() == "on") {
+            EXPECT_EQ(posted0, tm_counter("posted"))
+                << "a receive below min_recv " << min_recv
+                << " went to the device";
+        }
+    }
+    transfer(std::max<size_t>(min_recv, 1024), true, 0x4004);
+    transfer(200000, true, 0x4005);
+    if (GetParam() == "on") {
+        EXPECT_GE(tm_counter("posted"), posted0 + 2);
+        EXPECT_GT(tm_counter("rndv_hw"), 0u);
+    }
+    transfer(4000, false, 0x4006);
+    transfer(200000, false, 0x4007);
+}
+
 TEST_P(ucp_dcx_tm, wildcard_receives)
 {
     transfer(2000, true, 0xabcd0001, 0xffff0000);
@@ -385,3 +435,5 @@ INSTANTIATE_TEST_SUITE_P(offload, ucp_dcx_tm,
 INSTANTIATE_TEST_SUITE_P(offload, ucp_dcx_tm_seg64k,
                          ::testing::Values("on", "off", "mixed", "mixed_dev"),
                          tm_mode);
+INSTANTIATE_TEST_SUITE_P(offload, ucp_dcx_tm_auto,
+                         ::testing::Values("on", "off"), tm_mode);

@@ -427,3 +427,70 @@ TEST_F(uct_dcx_knobs, tx_max_bufs_small)
         EXPECT_EQ(0, log_counter::errors()) << log_counter::joined();
     }
 }
+
+/* TM_SEG_SIZE and TM_MIN_RECV: "auto" follows the device's model, explicit
+ * values hold, and UCP's own threshold in the environment (UCX_TM_THRESH,
+ * or a prefixed UCX_<prefix>_TM_THRESH) turns the automatic min_recv off so
+ * that the user's threshold holds alone */
+TEST_F(uct_dcx_knobs, tm_model_thresholds)
+{
+    if (!dev_has(DCX_CAP_TM)) {
+        GTEST_SKIP() << "the device has no tag matching";
+    }
+    const dcx_dev_caps_t &caps = device()->caps;
+    const double bpn           = caps.bandwidth_Bps / 1e9;
+    size_t eager = (size_t)(2.0 * (caps.latency_ns + caps.overhead_ns) * bpn);
+    eager        = std::min<size_t>((eager + 1023) & ~(size_t)1023, 65536);
+    eager        = std::max<size_t>(eager, 8192); /* SEG_SIZE's default */
+    const size_t min_recv =
+        std::min<size_t>((size_t)(2.0 * caps.tm_op_ns * bpn), eager + 1);
+    ASSERT_GT(caps.tm_op_ns, 0.0);
+
+    struct {
+        config_t cfg;
+        const char *env; /* NAME=value put in the environment, or NULL */
+        size_t eager, min_recv;
+    } cases[] = {
+        {{{"TM_ENABLE", "y"}}, NULL, eager, min_recv},
+        {{{"TM_ENABLE", "y"}, {"TM_SEG_SIZE", "8k"}},
+         NULL,
+         8192,
+         std::min<size_t>(min_recv, 8193)},
+        {{{"TM_ENABLE", "y"}, {"TM_SEG_SIZE", "4k"}},
+         NULL,
+         8192,
+         std::min<size_t>(min_recv, 8193)}, /* SEG_SIZE is the floor */
+        {{{"TM_ENABLE", "y"}, {"TM_MIN_RECV", "2k"}}, NULL, eager, 2048},
+        {{{"TM_ENABLE", "y"}, {"TM_MIN_RECV", "0"}}, NULL, eager, 0},
+        {{{"TM_ENABLE", "y"}}, "UCX_TM_THRESH=1024", eager, 0},
+        {{{"TM_ENABLE", "y"}}, "UCX_MPI_TM_THRESH=64", eager, 0},
+        {{{"TM_ENABLE", "y"}}, "UCX_TM_FORCE_THRESH=1", eager, min_recv},
+        {{{"TM_ENABLE", "y"}, {"TM_MIN_RECV", "3000"}},
+         "UCX_TM_THRESH=1",
+         eager,
+         3000}};
+
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); ++i) {
+        entity *e = NULL;
+        std::string name, value;
+
+        if (cases[i].env != NULL) {
+            name  = cases[i].env;
+            value = name.substr(name.find('=') + 1);
+            name  = name.substr(0, name.find('='));
+            setenv(name.c_str(), value.c_str(), 1);
+        }
+        log_counter::reset();
+        ASSERT_EQ(UCS_OK, try_create_entity(cases[i].cfg, &e))
+            << i << ": " << log_counter::joined();
+        EXPECT_EQ(cases[i].eager, e->attr.cap.tag.eager.max_zcopy) << i;
+        EXPECT_EQ(cases[i].eager, e->attr.cap.tag.eager.max_bcopy) << i;
+        EXPECT_EQ(cases[i].min_recv, e->attr.cap.tag.recv.min_recv) << i;
+        if (cases[i].env != NULL) {
+            unsetenv(name.c_str());
+        }
+    }
+    expect_range_error({{"TM_MIN_RECV", "inf"}, {"TM_ENABLE", "y"}},
+                       "TM_MIN_RECV");
+    expect_parse_error("TM_MIN_RECV", "3q");
+}

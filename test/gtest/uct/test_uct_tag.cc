@@ -636,10 +636,14 @@ TEST_P(uct_dcx_tag, tm_seg_size_sets_the_eager_maximum)
                                  {"TM_SEG_SIZE", "4k"}});
 
     ASSERT_TRUE(def && off && big && seg);
-    /* the default: 8 KiB, as SEG_SIZE (UCP sends by rendezvous from the
-     * maximum on) */
-    EXPECT_EQ(8192u, def->attr.cap.tag.eager.max_bcopy);
-    EXPECT_EQ(8192u, def->attr.cap.tag.eager.max_zcopy);
+    /* the default: the device model's break-even (tm_model_thresholds),
+     * whole KiB, SEG_SIZE (8 KiB) to 64 KiB (UCP sends by rendezvous from
+     * the maximum on) */
+    EXPECT_GE(def->attr.cap.tag.eager.max_zcopy, 8192u);
+    EXPECT_LE(def->attr.cap.tag.eager.max_zcopy, 65536u);
+    EXPECT_EQ(0u, def->attr.cap.tag.eager.max_zcopy % 1024);
+    EXPECT_EQ(def->attr.cap.tag.eager.max_zcopy,
+              def->attr.cap.tag.eager.max_bcopy);
     EXPECT_EQ(32768u, big->attr.cap.tag.eager.max_bcopy);
     EXPECT_EQ(32768u, big->attr.cap.tag.eager.max_zcopy);
     EXPECT_EQ(16384u, seg->attr.cap.tag.eager.max_bcopy);

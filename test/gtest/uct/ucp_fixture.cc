@@ -154,7 +154,8 @@ const test_device_caps &test_device_query()
         queried && (attr.cap.event_flags & UCT_IFACE_FLAG_EVENT_RECV) &&
             (attr.cap.event_flags & UCT_IFACE_FLAG_EVENT_FD),
         queried && streams,
-        queried && (attr.cap.flags & UCT_IFACE_FLAG_ATOMIC_CPU)};
+        queried && (attr.cap.flags & UCT_IFACE_FLAG_ATOMIC_CPU),
+        queried ? attr.cap.tag.recv.min_recv : 0};
 
     /* every test asking fails while the device cannot be queried */
     EXPECT_TRUE(queried) << "cannot open and query the dcx interface on "

@@ -33,10 +33,11 @@ void use_test_device(const char *fabric);
 /* What the dcx interface on the test device offers, from uct_iface_query
  * (asked once, the interface opened as UCP opens it for tags) */
 struct test_device_caps {
-    bool tag_offload; /* UCT_IFACE_FLAG_TAG_EAGER_BCOPY */
-    bool wakeup;      /* UCT_IFACE_FLAG_EVENT_RECV and EVENT_FD */
-    bool dci_streams; /* an interface opens with DCI_POLICY=streams */
-    bool cpu_atomics; /* UCT_IFACE_FLAG_ATOMIC_CPU */
+    bool tag_offload;    /* UCT_IFACE_FLAG_TAG_EAGER_BCOPY */
+    bool wakeup;         /* UCT_IFACE_FLAG_EVENT_RECV and EVENT_FD */
+    bool dci_streams;    /* an interface opens with DCI_POLICY=streams */
+    bool cpu_atomics;    /* UCT_IFACE_FLAG_ATOMIC_CPU */
+    size_t tag_min_recv; /* cap.tag.recv.min_recv (no UCX_TM_THRESH set) */
 };
 const test_device_caps &test_device_query();
 
