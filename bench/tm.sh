@@ -4,15 +4,18 @@
 # Tag-matching offload on versus off, side by side: UCP tag_bw over
 # UCX_TLS=dcx,self (ucx_perftest: its receiver posts one receive at a time,
 # so most eager messages arrive unexpected), eager 1-64 KiB and rendezvous
-# 256 KiB-16 MiB, bandwidth and the on/off ratio.  "on" is
-# UCX_DCX_TM_ENABLE=y with UCP's offload thresholds lowered
-# (UCX_TM_THRESH=1, UCX_TM_FORCE_THRESH=1); "off" is UCX_DCX_TM_ENABLE=n.
-# With -D, "on" keeps UCP's own thresholds (UCX_TM_THRESH 1 KiB,
-# UCX_TM_FORCE_THRESH 8 KiB), as a user runs it.  The two differ where
-# most messages arrive unexpected (this receiver): forced, every receive
-# first posts to the device each receive UCP holds in software, many of
-# which are then cancelled (dcx-stat: tm.posted, tm.cancels); by default,
-# below 8 KiB UCP posts hardly any (bench/README.md, "tm.sh").
+# 256 KiB-16 MiB, bandwidth and the ratios to "off".  Three modes take
+# turns in each cell:
+#   off     UCX_DCX_TM_ENABLE=n
+#   on      UCX_DCX_TM_ENABLE=y with UCP's own thresholds, what a user gets:
+#           UCP posts a receive to the device from the larger of
+#           UCX_TM_THRESH and the interface's tag.recv.min_recv (the
+#           device's model, docs/tag-matching.md) on
+#   forced  UCX_DCX_TM_ENABLE=y UCX_TM_THRESH=1 UCX_TM_FORCE_THRESH=1:
+#           every receive is posted first, many then cancelled as their
+#           messages were already there (dcx-stat: tm.posted, tm.cancels)
+# Without -n, a run sends 4 GiB (1000 to 1000000 messages): shorter runs
+# of the small sizes swing by 2x between runs.
 #
 # With -W WINDOW, eager bandwidth with WINDOW receives posted before the
 # sender sends (bench/tm_overlap.c -W, as an MPI program's window of
@@ -26,7 +29,7 @@
 # and on, and their ratio (above 1: offload completes sooner).
 #
 #   bench/tm.sh [-n ITERS] [-r REPS] [-l path/to/libuct_dcx.so] [-E] [-O]
-#               [-S "SIZES"] [-W WINDOW] [-D] [-P] [-e]
+#               [-S "SIZES"] [-W WINDOW] [-D|-F] [-P] [-e]
 #     -e  over dcx's mlx5 backend on the emulated ConnectX (mlx5_0, the
 #         environment of the module's build's "dcx-run --mlx5-emu"), whose
 #         tag matching is the DEVX XRQ the backend makes; without -e, the
@@ -34,13 +37,15 @@
 #         not what a ConnectX would: its device is the soft device behind
 #         an engine thread
 #     -E  only the eager/bandwidth table   -O  only the overlap table
-#     -D  "on" with UCP's default offload thresholds (see above)
+#     -D  only "on" in the bandwidth table; the other tables run "on"
+#         with UCP's default thresholds (without -D: forced)
+#     -F  only "forced" in the bandwidth table
 #     -W  only the table of receives posted first (its sizes: -S, default
 #         1024 4096 16384 65536)
 #     -S  the bandwidth table's sizes (default 1024 4096 16384 65536 262144
 #         1048576 4194304 16777216)
-#     -r  runs per cell, off and on taking turns (off, on, off, ...); the
-#         median is shown (default 1; DCX_BENCH_REPS)
+#     -r  runs per cell, the modes taking turns (off, on, forced, off,
+#         ...); the median is shown (default 1; DCX_BENCH_REPS)
 #     -P  pin tag_bw's server to CPU 0 and its client to CPU 1 (taskset),
 #         as perftest.sh -P does: on a quiet machine, unpinned pairs that
 #         the scheduler moves between the cores vary run to run by more
@@ -58,9 +63,11 @@ sizes_set=0
 iters_set=${DCX_BENCH_ITERS:+1}
 window=0
 pin=${DCX_BENCH_PIN:-0}
-on_envs="UCX_DCX_TM_ENABLE=y UCX_TM_THRESH=1 UCX_TM_FORCE_THRESH=1"
+forced_envs="UCX_TM_THRESH=1 UCX_TM_FORCE_THRESH=1"
+on_envs="UCX_DCX_TM_ENABLE=y $forced_envs"
+bw_modes=both
 emu=0
-while getopts "n:r:l:S:W:EODPeh" opt; do
+while getopts "n:r:l:S:W:EODFPeh" opt; do
     case $opt in
     n) iters=$OPTARG; iters_set=1 ;;
     r) reps=$OPTARG ;;
@@ -69,10 +76,11 @@ while getopts "n:r:l:S:W:EODPeh" opt; do
     E) do_overlap=0 ;;
     O) do_bw=0 ;;
     W) window=$OPTARG; do_bw=0; do_overlap=0 ;;
-    D) on_envs="UCX_DCX_TM_ENABLE=y" ;;
+    D) on_envs="UCX_DCX_TM_ENABLE=y"; bw_modes=default ;;
+    F) bw_modes=forced ;;
     P) pin=1 ;;
     e) emu=1 ;;
-    *) sed -n '3,47p' "$0"; exit 2 ;;
+    *) sed -n '3,52p' "$0"; exit 2 ;;
     esac
 done
 [[ "$window" =~ ^[0-9]+$ ]] && [ "$window" -le 1024 ] ||
@@ -111,14 +119,30 @@ trap '[ $emu -eq 0 ] || for f in ${fabrics[@]+"${fabrics[@]}"}; do
 port=$(( 30000 + ($$ % 20000) ))
 logdir=$(mktemp -d /tmp/dcx-tm-bench.XXXXXX)
 
+# bw_iters SIZE: messages of one tag_bw run: -n ITERS as given (a fifth of
+# it from 1 MiB on), or else 4 GiB worth, 1000 to 1000000 of them, so that a
+# run lasts long enough to be steady at every size
+bw_iters() {
+    local size=$1 n
+    if [ -n "$iters_set" ]; then
+        n=$iters
+        [ "$size" -ge 1048576 ] && n=$(( iters / 5 > 20 ? iters / 5 : 20 ))
+    else
+        n=$(( 4294967296 / size ))
+        [ $n -gt 1000000 ] && n=1000000
+        [ $n -lt 1000 ] && n=1000
+    fi
+    echo $n
+}
+
 # prints the overall bandwidth (MB/s) of one tag_bw run, or "-"
 run() {
     local mode=$1 size=$2 n=$3 tag=$4 envs
-    if [ "$mode" = on ]; then
-        envs=$on_envs
-    else
-        envs="UCX_DCX_TM_ENABLE=n"
-    fi
+    case $mode in
+    on) envs="UCX_DCX_TM_ENABLE=y" ;;
+    forced) envs="UCX_DCX_TM_ENABLE=y $forced_envs" ;;
+    *) envs="UCX_DCX_TM_ENABLE=n" ;;
+    esac
     port=$((port + 1))
     local devenv common
     fabrics+=("tmb$$-$tag")
@@ -217,20 +241,36 @@ fi
 
 where=soft0
 [ $emu -eq 0 ] || where="mlx5_0 (the mlx5 backend on the emulated ConnectX)"
-echo "tag_bw over dcx on $where, offload off and on (on: $on_envs): MB/s (median of $reps alternating runs)"
-printf "%-10s %12s %12s %8s\n" "size" "off MB/s" "on MB/s" "on/off"
+cols=()
+[ "$bw_modes" = forced ] || cols+=(on)
+[ "$bw_modes" = default ] || cols+=(forced)
+echo "tag_bw over dcx on $where: MB/s (median of $reps alternating runs)"
+echo "  off: UCX_DCX_TM_ENABLE=n"
+[ "$bw_modes" = forced ] || echo "  on: UCX_DCX_TM_ENABLE=y, UCP's own thresholds (what a user gets)"
+[ "$bw_modes" = default ] || echo "  forced: UCX_DCX_TM_ENABLE=y $forced_envs (every receive posted)"
+header=$(printf "%-10s %12s" "size" "off MB/s")
+for c in "${cols[@]}"; do header+=$(printf " %12s" "$c MB/s"); done
+for c in "${cols[@]}"; do header+=$(printf " %9s" "$c/off"); done
+echo "$header"
 for size in $sizes; do
     [[ "$size" =~ ^[1-9][0-9]*$ ]] || { echo "tm.sh: bad size '$size'" >&2; exit 2; }
-    n=$iters
-    [ "$size" -ge 1048576 ] && n=$(( iters / 5 > 20 ? iters / 5 : 20 ))
-    offs=() ons=()
+    n=$(bw_iters "$size")
+    declare -A cell=()
     for r in $(seq 1 "$reps"); do
-        offs+=("$(run off $size $n off$size)")
-        ons+=("$(run on $size $n on$size)")
+        cell[off]+="$(run off $size $n off$size) "
+        for c in "${cols[@]}"; do
+            cell[$c]+="$(run $c $size $n $c$size) "
+        done
     done
-    off=$(printf '%s\n' "${offs[@]}" | median)
-    on=$(printf '%s\n' "${ons[@]}" | median)
-    ratio=$(awk -v a="$on" -v b="$off" 'BEGIN { if (a == "-" || b == "-" || b == 0) print "-"; else printf "%.2f", a / b }')
-    printf "%-10s %12s %12s %8s\n" "$size" "$off" "$on" "$ratio"
+    off=$(printf '%s\n' ${cell[off]} | median)
+    line=$(printf "%-10s %12s" "$size" "$off")
+    ratios=""
+    for c in "${cols[@]}"; do
+        v=$(printf '%s\n' ${cell[$c]} | median)
+        line+=$(printf " %12s" "$v")
+        ratios+=$(awk -v a="$v" -v b="$off" 'BEGIN { if (a == "-" || b == "-" || b == 0) printf " %9s", "-"; else printf " %9.2f", a / b }')
+    done
+    echo "$line$ratios"
+    unset cell
 done
 rm -rf "$logdir"
