@@ -29,7 +29,7 @@
 # and on, and their ratio (above 1: offload completes sooner).
 #
 #   bench/tm.sh [-n ITERS] [-r REPS] [-l path/to/libuct_dcx.so] [-E] [-O]
-#               [-S "SIZES"] [-W WINDOW] [-D|-F] [-P] [-e]
+#               [-S "SIZES"] [-W WINDOW] [-D|-F] [-X "ENVS"] [-P] [-e]
 #     -e  over dcx's mlx5 backend on the emulated ConnectX (mlx5_0, the
 #         environment of the module's build's "dcx-run --mlx5-emu"), whose
 #         tag matching is the DEVX XRQ the backend makes; without -e, the
@@ -40,6 +40,9 @@
 #     -D  only "on" in the bandwidth table; the other tables run "on"
 #         with UCP's default thresholds (without -D: forced)
 #     -F  only "forced" in the bandwidth table
+#     -X  "NAME=value ...": one more column in the bandwidth table, "extra",
+#         UCX_DCX_TM_ENABLE=y with these variables (e.g. a former default,
+#         for a before/after in one run)
 #     -W  only the table of receives posted first (its sizes: -S, default
 #         1024 4096 16384 65536)
 #     -S  the bandwidth table's sizes (default 1024 4096 16384 65536 262144
@@ -66,8 +69,9 @@ pin=${DCX_BENCH_PIN:-0}
 forced_envs="UCX_TM_THRESH=1 UCX_TM_FORCE_THRESH=1"
 on_envs="UCX_DCX_TM_ENABLE=y $forced_envs"
 bw_modes=both
+extra_envs=""
 emu=0
-while getopts "n:r:l:S:W:EODFPeh" opt; do
+while getopts "n:r:l:S:W:X:EODFPeh" opt; do
     case $opt in
     n) iters=$OPTARG; iters_set=1 ;;
     r) reps=$OPTARG ;;
@@ -78,9 +82,10 @@ while getopts "n:r:l:S:W:EODFPeh" opt; do
     W) window=$OPTARG; do_bw=0; do_overlap=0 ;;
     D) on_envs="UCX_DCX_TM_ENABLE=y"; bw_modes=default ;;
     F) bw_modes=forced ;;
+    X) extra_envs=$OPTARG ;;
     P) pin=1 ;;
     e) emu=1 ;;
-    *) sed -n '3,52p' "$0"; exit 2 ;;
+    *) sed -n '3,55p' "$0"; exit 2 ;;
     esac
 done
 [[ "$window" =~ ^[0-9]+$ ]] && [ "$window" -le 1024 ] ||
@@ -141,6 +146,7 @@ run() {
     case $mode in
     on) envs="UCX_DCX_TM_ENABLE=y" ;;
     forced) envs="UCX_DCX_TM_ENABLE=y $forced_envs" ;;
+    extra) envs="UCX_DCX_TM_ENABLE=y $extra_envs" ;;
     *) envs="UCX_DCX_TM_ENABLE=n" ;;
     esac
     port=$((port + 1))
@@ -244,10 +250,12 @@ where=soft0
 cols=()
 [ "$bw_modes" = forced ] || cols+=(on)
 [ "$bw_modes" = default ] || cols+=(forced)
+[ -z "$extra_envs" ] || cols+=(extra)
 echo "tag_bw over dcx on $where: MB/s (median of $reps alternating runs)"
 echo "  off: UCX_DCX_TM_ENABLE=n"
 [ "$bw_modes" = forced ] || echo "  on: UCX_DCX_TM_ENABLE=y, UCP's own thresholds (what a user gets)"
 [ "$bw_modes" = default ] || echo "  forced: UCX_DCX_TM_ENABLE=y $forced_envs (every receive posted)"
+[ -z "$extra_envs" ] || echo "  extra: UCX_DCX_TM_ENABLE=y $extra_envs"
 header=$(printf "%-10s %12s" "size" "off MB/s")
 for c in "${cols[@]}"; do header+=$(printf " %12s" "$c MB/s"); done
 for c in "${cols[@]}"; do header+=$(printf " %9s" "$c/off"); done
