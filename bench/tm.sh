@@ -9,8 +9,9 @@
 #   off     UCX_DCX_TM_ENABLE=n
 #   on      UCX_DCX_TM_ENABLE=y with UCP's own thresholds, what a user gets:
 #           UCP posts a receive to the device from the larger of
-#           UCX_TM_THRESH and the interface's tag.recv.min_recv (the
-#           device's model, docs/tag-matching.md) on
+#           UCX_TM_THRESH and the interface's tag.recv.min_recv on (0 by
+#           default; UCX_DCX_TM_MIN_RECV=auto: the device's model), and
+#           the tag lane's eager maximum is the model's (docs/tag-matching.md)
 #   forced  UCX_DCX_TM_ENABLE=y UCX_TM_THRESH=1 UCX_TM_FORCE_THRESH=1:
 #           every receive is posted first, many then cancelled as their
 #           messages were already there (dcx-stat: tm.posted, tm.cancels)
@@ -85,7 +86,7 @@ while getopts "n:r:l:S:W:X:EODFPeh" opt; do
     X) extra_envs=$OPTARG ;;
     P) pin=1 ;;
     e) emu=1 ;;
-    *) sed -n '3,55p' "$0"; exit 2 ;;
+    *) sed -n '3,56p' "$0"; exit 2 ;;
     esac
 done
 [[ "$window" =~ ^[0-9]+$ ]] && [ "$window" -le 1024 ] ||

@@ -7,7 +7,8 @@
  *
  * Over dcx the runner requires device tag matching here (UCP offloads the
  * specific-source receives from the larger of UCX_TM_THRESH and the
- * interface's min_recv on: 65536 B and more are above both):
+ * interface's min_recv on; 65536 B and more are above both, whatever the
+ * latter is set to):
  * dcx-test-tm: matched
  */
 #include "mpitest.h"

@@ -182,12 +182,12 @@ static ucs_config_field_t uct_dcx_iface_config_table[] = {
      ucs_offsetof(uct_dcx_iface_config_t, tm_seg_size),
      UCS_CONFIG_TYPE_MEMUNITS},
 
-    {"TM_MIN_RECV", "auto",
+    {"TM_MIN_RECV", "0",
      "With tag-matching offload: the smallest receive UCP posts to the device\n"
      "(the interface's tag.recv.min_recv; UCP takes the larger of it and\n"
-     "UCX_TM_THRESH). auto: where the device's model says a posted receive\n"
-     "pays (docs/tag-matching.md), or 0 when UCX_TM_THRESH (or\n"
-     "UCX_<prefix>_TM_THRESH) is set, so that the user's threshold holds.",
+     "UCX_TM_THRESH). 0: UCX_TM_THRESH alone decides, as with UCX's own\n"
+     "transports. auto: where the device's model says a posted receive pays\n"
+     "(docs/tag-matching.md); a smaller UCX_TM_THRESH then has no effect.",
      ucs_offsetof(uct_dcx_iface_config_t, tm_min_recv),
      UCS_CONFIG_TYPE_MEMUNITS},
 

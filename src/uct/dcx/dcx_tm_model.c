@@ -22,10 +22,12 @@
  *    receive saves a round trip, so every receive above the eager maximum
  *    is worth posting.
  *
- * Both are "auto" by default (UCX_DCX_TM_SEG_SIZE, UCX_DCX_TM_MIN_RECV).  A
- * user who sets UCP's own threshold (UCX_TM_THRESH, or UCX_<prefix>_TM_THRESH
- * for a prefixed configuration) gets exactly that: UCP takes the larger of
- * its threshold and min_recv, so the automatic min_recv is 0 then.
+ * The receive buffer size is "auto" by default (UCX_DCX_TM_SEG_SIZE).  The
+ * smallest receive is 0 by default (UCX_DCX_TM_MIN_RECV), so that UCP's own
+ * threshold decides alone, as it does with UCX's transports: UCP takes the
+ * larger of the two, and a user's UCX_TM_THRESH (or one set through
+ * ucp_config_modify, which the interface cannot see) must hold as set.
+ * "auto" is the model's value for a user who wants it.
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
@@ -35,13 +37,10 @@
 
 #include <ucs/sys/math.h>
 #include <ucs/sys/string.h>
-#include <string.h>
 
 /* automatic receive buffers stay within this, whatever the model says:
  * each posted receive holds one */
 #define UCT_DCX_TM_SEG_AUTO_MAX (64 * UCS_KBYTE)
-
-extern char **environ;
 
 static size_t uct_dcx_tm_model_bytes(double ns, const dcx_dev_caps_t *caps)
 {
@@ -62,32 +61,6 @@ size_t uct_dcx_tm_seg_size(const uct_dcx_iface_config_t *config,
     return ucs_min(ucs_max(config->seg_size, eager), caps->max_msg_size);
 }
 
-/* Whether UCP's offload threshold is set in the environment: a variable
- * UCX_TM_THRESH or UCX_<prefix>_TM_THRESH */
-static int uct_dcx_tm_user_thresh(void)
-{
-    static const char suffix[] = "_TM_THRESH";
-    const size_t slen          = sizeof(suffix) - 1;
-    const char *eq;
-    char **env;
-    size_t len;
-
-    for (env = environ; (env != NULL) && (*env != NULL); ++env) {
-        if (strncmp(*env, "UCX_", 4) != 0) {
-            continue;
-        }
-        eq = strchr(*env, '=');
-        if (eq == NULL) {
-            continue;
-        }
-        len = eq - *env;
-        if ((len >= 3 + slen) && !memcmp(eq - slen, suffix, slen)) {
-            return 1;
-        }
-    }
-    return 0;
-}
-
 size_t uct_dcx_tm_min_recv(const uct_dcx_iface_config_t *config,
                            const dcx_dev_caps_t *caps, size_t eager_max)
 {
@@ -95,9 +68,6 @@ size_t uct_dcx_tm_min_recv(const uct_dcx_iface_config_t *config,
 
     if (config->tm_min_recv != UCS_MEMUNITS_AUTO) {
         return config->tm_min_recv;
-    }
-    if (uct_dcx_tm_user_thresh()) {
-        return 0;
     }
     min_recv = uct_dcx_tm_model_bytes(2.0 * caps->tm_op_ns, caps);
     return ucs_min(min_recv, eager_max + 1);

@@ -267,19 +267,31 @@ TEST_P(ucp_dcx_tm_seg64k, eager_up_to_64k)
     }
 }
 
-/* The pair with UCP's default offload thresholds: the interface's
- * min_recv (the device's model) decides which receives UCP posts */
-class ucp_dcx_tm_auto : public ucp_dcx_tm {
+/* The pair with UCP's default offload thresholds and the interface's
+ * min_recv from the device's model (UCX_DCX_TM_MIN_RECV=auto): the larger
+ * decides which receives UCP posts */
+class ucp_dcx_tm_model : public ucp_dcx_tm {
 protected:
     virtual bool forced() const { return false; }
+
+    virtual void SetUp()
+    {
+        setenv("UCX_DCX_TM_MIN_RECV", "auto", 1); /* both peers */
+        ucp_dcx_tm::SetUp();
+    }
+
+    virtual void TearDown()
+    {
+        ucp_dcx_tm::TearDown();
+        unsetenv("UCX_DCX_TM_MIN_RECV");
+    }
 };
 
-/* With UCP's defaults, a receive between UCP's own threshold (1 KiB) and
- * the interface's min_recv (the device's model) stays in software, and one
- * above both is posted to the device; every byte arrives either way.  A
- * user's own UCX_TM_THRESH is the subject of the forced fixture
- * (ucp_dcx_tm), whose receives of every size are posted. */
-TEST_P(ucp_dcx_tm_auto, receives_posted_where_offload_pays)
+/* With UCP's defaults and the model's min_recv, a receive between UCP's
+ * own threshold (1 KiB) and min_recv stays in software, and one above both
+ * is posted to the device; every byte arrives either way.  UCP's threshold
+ * alone (min_recv 0, the default) is the subject of the other fixtures. */
+TEST_P(ucp_dcx_tm_model, receives_posted_where_offload_pays)
 {
     const size_t min_recv = test_device_query().tag_min_recv;
 
@@ -435,5 +447,5 @@ INSTANTIATE_TEST_SUITE_P(offload, ucp_dcx_tm,
 INSTANTIATE_TEST_SUITE_P(offload, ucp_dcx_tm_seg64k,
                          ::testing::Values("on", "off", "mixed", "mixed_dev"),
                          tm_mode);
-INSTANTIATE_TEST_SUITE_P(offload, ucp_dcx_tm_auto,
+INSTANTIATE_TEST_SUITE_P(offload, ucp_dcx_tm_model,
                          ::testing::Values("on", "off"), tm_mode);

@@ -428,10 +428,10 @@ TEST_F(uct_dcx_knobs, tx_max_bufs_small)
     }
 }
 
-/* TM_SEG_SIZE and TM_MIN_RECV: "auto" follows the device's model, explicit
- * values hold, and UCP's own threshold in the environment (UCX_TM_THRESH,
- * or a prefixed UCX_<prefix>_TM_THRESH) turns the automatic min_recv off so
- * that the user's threshold holds alone */
+/* TM_SEG_SIZE and TM_MIN_RECV: TM_SEG_SIZE is "auto" by default and follows
+ * the device's model; TM_MIN_RECV is 0 by default (UCP's own threshold
+ * decides alone) and "auto" follows the model; explicit values hold.  UCP's
+ * threshold in the environment changes nothing here. */
 TEST_F(uct_dcx_knobs, tm_model_thresholds)
 {
     if (!dev_has(DCX_CAP_TM)) {
@@ -451,24 +451,22 @@ TEST_F(uct_dcx_knobs, tm_model_thresholds)
         const char *env; /* NAME=value put in the environment, or NULL */
         size_t eager, min_recv;
     } cases[] = {
-        {{{"TM_ENABLE", "y"}}, NULL, eager, min_recv},
-        {{{"TM_ENABLE", "y"}, {"TM_SEG_SIZE", "8k"}},
+        {{{"TM_ENABLE", "y"}}, NULL, eager, 0},
+        {{{"TM_ENABLE", "y"}, {"TM_MIN_RECV", "auto"}}, NULL, eager, min_recv},
+        {{{"TM_ENABLE", "y"}, {"TM_SEG_SIZE", "8k"}, {"TM_MIN_RECV", "auto"}},
          NULL,
          8192,
          std::min<size_t>(min_recv, 8193)},
-        {{{"TM_ENABLE", "y"}, {"TM_SEG_SIZE", "4k"}},
+        {{{"TM_ENABLE", "y"}, {"TM_SEG_SIZE", "4k"}, {"TM_MIN_RECV", "auto"}},
          NULL,
          8192,
-         std::min<size_t>(min_recv, 8193)}, /* SEG_SIZE is the floor */
+         std::min<size_t>(min_recv, 8193)}, /* SEG_SIZE: floor */
         {{{"TM_ENABLE", "y"}, {"TM_MIN_RECV", "2k"}}, NULL, eager, 2048},
-        {{{"TM_ENABLE", "y"}, {"TM_MIN_RECV", "0"}}, NULL, eager, 0},
-        {{{"TM_ENABLE", "y"}}, "UCX_TM_THRESH=1024", eager, 0},
-        {{{"TM_ENABLE", "y"}}, "UCX_MPI_TM_THRESH=64", eager, 0},
-        {{{"TM_ENABLE", "y"}}, "UCX_TM_FORCE_THRESH=1", eager, min_recv},
-        {{{"TM_ENABLE", "y"}, {"TM_MIN_RECV", "3000"}},
+        {{{"TM_ENABLE", "y"}, {"TM_MIN_RECV", "auto"}},
          "UCX_TM_THRESH=1",
          eager,
-         3000}};
+         min_recv},
+        {{{"TM_ENABLE", "y"}}, "UCX_TM_THRESH=100000", eager, 0}};
 
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); ++i) {
         entity *e = NULL;

@@ -97,7 +97,8 @@ bool query_dcx_iface(uct_iface_attr_t *attr, bool *streams)
          UCS_OK) &&
         (uct_worker_create(async, UCS_THREAD_MODE_SINGLE, &worker) == UCS_OK) &&
         (uct_md_iface_config_read(md, "dcx", NULL, NULL, &if_config) ==
-         UCS_OK)) {
+         UCS_OK) &&
+        (uct_config_modify(if_config, "TM_MIN_RECV", "auto") == UCS_OK)) {
         memset(&params, 0, sizeof(params));
         params.field_mask = UCT_IFACE_PARAM_FIELD_OPEN_MODE |
                             UCT_IFACE_PARAM_FIELD_DEVICE |

@@ -37,7 +37,7 @@ struct test_device_caps {
     bool wakeup;         /* UCT_IFACE_FLAG_EVENT_RECV and EVENT_FD */
     bool dci_streams;    /* an interface opens with DCI_POLICY=streams */
     bool cpu_atomics;    /* UCT_IFACE_FLAG_ATOMIC_CPU */
-    size_t tag_min_recv; /* cap.tag.recv.min_recv (no UCX_TM_THRESH set) */
+    size_t tag_min_recv; /* cap.tag.recv.min_recv with TM_MIN_RECV=auto */
 };
 const test_device_caps &test_device_query();
 
