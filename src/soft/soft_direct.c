@@ -26,13 +26,14 @@
  * written by then except when a deregistration raced a transfer in
  * progress, as it may with a NIC.
  *
- * A WRITE or READ longer than one packet whose DCI still has earlier work
- * on the wire does not go in packets when it could go direct
- * (soft_direct_ready, asked by soft_req_run): it waits in the send queue
- * until that work completed, then copies.  The earlier work needs the
- * target's responder once for its acknowledgement; the packets would need
- * it once per MTU.  UCP's software rendezvous posts exactly that: the ATS
- * of one message and the READ of the next on one endpoint.
+ * A WRITE or READ of at least one packet's data (an MTU) whose DCI still
+ * has earlier work on the wire does not go in packets when it could go
+ * direct (soft_direct_ready, asked by soft_req_run): it waits in the send
+ * queue until that work completed, then copies.  The earlier work needs
+ * the target's responder once for its acknowledgement; the packets would
+ * need it once per MTU, and copy their data twice (into the ring and out
+ * of it).  UCP's software rendezvous posts exactly that: the ATS of one
+ * message and the READ of the next on one endpoint.
  *
  * Memory that cannot be mapped (heap: what MPI passes) is copied by
  * process_vm_writev / readv even when the target polls and a small WRITE

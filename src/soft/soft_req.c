@@ -787,13 +787,14 @@ void soft_req_run(soft_qp_t *qp, uint64_t now)
                 continue;
             }
             if ((qp->sq_comp != qp->sq_send) &&
-                (w->total_len > dev->limits.mtu) &&
+                (w->total_len >= dev->limits.mtu) &&
                 ((w->wr.opcode == DCX_WR_RDMA_WRITE) ||
                  (w->wr.opcode == DCX_WR_RDMA_READ)) &&
                 dev->one_sided_ready(qp, w)) {
-                /* longer than a packet and ours to copy once the DCI's
+                /* a packet's data or more, ours to copy once the DCI's
                  * earlier work completed: wait for that (its response
-                 * needs the target's CPU once, packets once per MTU) */
+                 * needs the target's CPU once, packets once per MTU and
+                 * two copies of the data) */
                 return;
             }
             if (qp->sq_comp != qp->sq_send) {
