@@ -68,7 +68,7 @@ iters_set=${DCX_BENCH_ITERS:+1}
 window=0
 pin=${DCX_BENCH_PIN:-0}
 forced_envs="UCX_TM_THRESH=1 UCX_TM_FORCE_THRESH=1"
-on_envs="UCX_DCX_TM_ENABLE=y $forced_envs"
+ovl_on=forced # the mode of "on" in the window and overlap tables
 bw_modes=both
 extra_envs=""
 emu=0
@@ -81,7 +81,7 @@ while getopts "n:r:l:S:W:X:EODFPeh" opt; do
     E) do_overlap=0 ;;
     O) do_bw=0 ;;
     W) window=$OPTARG; do_bw=0; do_overlap=0 ;;
-    D) on_envs="UCX_DCX_TM_ENABLE=y"; bw_modes=default ;;
+    D) ovl_on=on; bw_modes=default ;;
     F) bw_modes=forced ;;
     X) extra_envs=$OPTARG ;;
     P) pin=1 ;;
@@ -141,15 +141,20 @@ bw_iters() {
     echo $n
 }
 
+# mode_envs MODE: the variables of a mode (off, on, forced, extra)
+mode_envs() {
+    case $1 in
+    on) echo "UCX_DCX_TM_ENABLE=y" ;;
+    forced) echo "UCX_DCX_TM_ENABLE=y $forced_envs" ;;
+    extra) echo "UCX_DCX_TM_ENABLE=y $extra_envs" ;;
+    *) echo "UCX_DCX_TM_ENABLE=n" ;;
+    esac
+}
+
 # prints the overall bandwidth (MB/s) of one tag_bw run, or "-"
 run() {
     local mode=$1 size=$2 n=$3 tag=$4 envs
-    case $mode in
-    on) envs="UCX_DCX_TM_ENABLE=y" ;;
-    forced) envs="UCX_DCX_TM_ENABLE=y $forced_envs" ;;
-    extra) envs="UCX_DCX_TM_ENABLE=y $extra_envs" ;;
-    *) envs="UCX_DCX_TM_ENABLE=n" ;;
-    esac
+    envs=$(mode_envs "$mode")
     port=$((port + 1))
     local devenv common
     fabrics+=("tmb$$-$tag")
@@ -182,9 +187,9 @@ overlap() {
     local name=$1 mode=$2 envs
     shift 2
     if [ "$mode" = on ]; then
-        envs=$on_envs
+        envs=$(mode_envs "$ovl_on")
     else
-        envs="UCX_DCX_TM_ENABLE=n"
+        envs=$(mode_envs off)
     fi
     local devenv
     fabrics+=("tmo$$-$mode")
@@ -253,10 +258,10 @@ cols=()
 [ "$bw_modes" = default ] || cols+=(forced)
 [ -z "$extra_envs" ] || cols+=(extra)
 echo "tag_bw over dcx on $where: MB/s (median of $reps alternating runs)"
-echo "  off: UCX_DCX_TM_ENABLE=n"
-[ "$bw_modes" = forced ] || echo "  on: UCX_DCX_TM_ENABLE=y, UCP's own thresholds (what a user gets)"
-[ "$bw_modes" = default ] || echo "  forced: UCX_DCX_TM_ENABLE=y $forced_envs (every receive posted)"
-[ -z "$extra_envs" ] || echo "  extra: UCX_DCX_TM_ENABLE=y $extra_envs"
+echo "  off: $(mode_envs off)"
+[ "$bw_modes" = forced ] || echo "  on: $(mode_envs on), UCP's own thresholds (what a user gets)"
+[ "$bw_modes" = default ] || echo "  forced: $(mode_envs forced) (every receive posted)"
+[ -z "$extra_envs" ] || echo "  extra: $(mode_envs extra)"
 header=$(printf "%-10s %12s" "size" "off MB/s")
 for c in "${cols[@]}"; do header+=$(printf " %12s" "$c MB/s"); done
 for c in "${cols[@]}"; do header+=$(printf " %9s" "$c/off"); done
