@@ -36,6 +36,9 @@ protected:
     /* UCX_DCX_TM_SEG_SIZE of both peers; NULL: the default */
     virtual const char *tm_seg_size() const { return NULL; }
 
+    /* UCX_DCX_TM_MIN_RECV of both peers; NULL: the default */
+    virtual const char *tm_min_recv() const { return NULL; }
+
     /* whether UCP's offload thresholds are lowered (UCX_TM_THRESH=1,
      * UCX_TM_FORCE_THRESH=1); otherwise UCP's defaults and the interface's
      * tag.recv.min_recv apply, as for a user who sets neither */
@@ -62,6 +65,9 @@ protected:
         if (tm_seg_size() != NULL) {
             setenv("UCX_DCX_TM_SEG_SIZE", tm_seg_size(), 1); /* both peers */
         }
+        if (tm_min_recv() != NULL) {
+            setenv("UCX_DCX_TM_MIN_RECV", tm_min_recv(), 1); /* both peers */
+        }
         create_peer(&m_a, UCP_FEATURE_TAG);
         if (GetParam() == "mixed") {
             setenv("UCX_DCX_TM_ENABLE", "n", 1);
@@ -86,6 +92,7 @@ protected:
         unsetenv("UCX_DCX_TM_ENABLE");
         unsetenv("UCX_DCX_SOFT_TM");
         unsetenv("UCX_DCX_TM_SEG_SIZE");
+        unsetenv("UCX_DCX_TM_MIN_RECV");
     }
 
     /* Sum of one tag-matching counter over the interfaces' counters
@@ -274,17 +281,7 @@ class ucp_dcx_tm_model : public ucp_dcx_tm {
 protected:
     virtual bool forced() const { return false; }
 
-    virtual void SetUp()
-    {
-        setenv("UCX_DCX_TM_MIN_RECV", "auto", 1); /* both peers */
-        ucp_dcx_tm::SetUp();
-    }
-
-    virtual void TearDown()
-    {
-        ucp_dcx_tm::TearDown();
-        unsetenv("UCX_DCX_TM_MIN_RECV");
-    }
+    virtual const char *tm_min_recv() const { return "auto"; }
 };
 
 /* With UCP's defaults and the model's min_recv, a receive between UCP's
