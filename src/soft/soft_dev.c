@@ -276,10 +276,10 @@ static void soft_fill_caps(soft_dev_t *dev, const dcx_dev_info_t *info)
     /* a registration records a range in the device's table */
     caps->reg_overhead_ns = 1000.0;
     caps->reg_growth_ns   = 0.0;
-    /* the host CPU is the device: a tag-list operation goes the way of a
-     * message, through the SRQ's queue, the engine's pass under the SRQ's
-     * lock and a completion that a later poll takes, so it costs what a
-     * message costs one way */
+    /* the host CPU is the device: a tag-list operation is done within its
+     * post, under the device's lock, and writes a completion that a later
+     * poll takes, as a message's delivery does; the model counts it at a
+     * message's one-way cost */
     caps->tm_op_ns        = l->tm_off ? 0.0 : caps->latency_ns;
 }
 
