@@ -117,7 +117,8 @@ enum {
                                        from elsewhere */
     DCX_CAP_DCI_STREAMS   = 1u << 8, /* DCIs with stream channels (.dci_streams
                                        of dcx_qp_attr_t, qp_stream_reset) */
-    DCX_CAP_POST_NOW      = 1u << 9, /* dcx_qp_t.post_now, put_now, get_now */
+    DCX_CAP_POST_NOW      = 1u << 9, /* dcx_qp_t.post_now, put_now, get_now,
+                                       pack_now */
     DCX_CAP_RECV_IN_PLACE = 1u << 10 /* DCX_SRQ_F_IN_PLACE, dcx_cq_release */
 };
 
@@ -754,6 +755,26 @@ typedef struct dcx_get_now {
     uint32_t rkey;
 } dcx_get_now_t;
 
+/* What pack_now writes: at most the window's bytes at dest, returning how
+ * many (shaped as UCT's pack callback); called once within pack_now, the
+ * device's lock held, so it must not call into the device */
+typedef size_t (*dcx_pack_cb_t)(void *dest, void *arg);
+
+/* pack_now's WRITE: the bytes pack(arg) writes, at most length (up to an
+ * MTU), straight into the memory at remote_addr under rkey at dest; the
+ * whole window [remote_addr, remote_addr + length) is checked before pack
+ * runs, and packed set to what it returned.  In the caller's frame, as
+ * dcx_put_now_t. */
+typedef struct dcx_pack_now {
+    dcx_dc_dest_t dest;
+    dcx_pack_cb_t pack;
+    void *arg;
+    uint64_t remote_addr;
+    size_t packed;
+    uint32_t length;
+    uint32_t rkey;
+} dcx_pack_now_t;
+
 /* One send work request.  Each WR names its destination and exactly one
  * data description (sg_list, inline or not). */
 typedef struct dcx_send_wr {
@@ -807,10 +828,13 @@ struct dcx_qp {
      * to post it.  post_now: the WR that would be posted, a WRITE of one
      * registered sge or an atomic (its old value stored within the call at
      * sg_list[0].addr, any memory); put_now: an inline WRITE
-     * (dcx_put_now_t); get_now: a READ to a callback (dcx_get_now_t) */
+     * (dcx_put_now_t); get_now: a READ to a callback (dcx_get_now_t);
+     * pack_now: a WRITE whose bytes a callback writes in place at the
+     * target (dcx_pack_now_t) */
     int (*post_now)(dcx_qp_t *qp, const dcx_send_wr_t *wr);
     int (*put_now)(dcx_qp_t *qp, const dcx_put_now_t *put);
     int (*get_now)(dcx_qp_t *qp, const dcx_get_now_t *get);
+    int (*pack_now)(dcx_qp_t *qp, dcx_pack_now_t *put);
 };
 
 static inline int dcx_qp_post_send(dcx_qp_t *qp, const dcx_send_wr_t *wr)

@@ -220,6 +220,42 @@ soft_dgrant_write(soft_dev_t *dev, const dcx_dc_dest_t *dest, const void *buf,
     return !soft_dgrant_give(dev, peer, slot, ret, len, 1);
 }
 
+/* An RDMA WRITE of what pack(arg) writes, at most len bytes (an MTU), to
+ * raddr under rkey at dest, on a DCI with nothing outstanding (engine lock
+ * held; dcx_qp_t.pack_now): pack writes straight into the mapping of the
+ * target's allocation, the whole window [raddr, raddr + len) checked under
+ * the grant first and the MR's in-flight marker held while it runs, so
+ * that no byte lands outside the registration and a deregistration waits
+ * for it.  *packed_p: what pack returned.  0 if done, 1 if the grant does
+ * not cover the window or reaches the target by cross-memory attach only
+ * (pack not called). */
+static inline __attribute__((always_inline)) int
+soft_dgrant_pack(soft_dev_t *dev, const dcx_dc_dest_t *dest, dcx_pack_cb_t pack,
+                 void *arg, uint64_t len, uint64_t raddr, uint32_t rkey,
+                 size_t *packed_p)
+{
+    soft_peer_t *peer = ((soft_ah_t *)dest->ah)->peer;
+    soft_dmap_ent_t *map;
+    soft_dslot_t *slot;
+    size_t packed;
+
+    /* the map is looked at again once the grant is taken */
+    if (peer->grant.map == NULL) {
+        return 1;
+    }
+    slot = soft_dgrant_take(dev, peer, dest, rkey, raddr, len,
+                            DCX_ACCESS_REMOTE_WRITE, 1, 0);
+    if (slot == NULL) {
+        return 1;
+    }
+    map    = peer->grant.map;
+    packed = pack(map->local + (raddr - map->rbase), arg);
+    /* counted as what pack wrote: the window was granted whole */
+    soft_dgrant_give(dev, peer, slot, (ssize_t)packed, packed, 1);
+    *packed_p = packed;
+    return 0;
+}
+
 /* An atomic, op (DCX_WR_ATOMIC_*) on size bytes at raddr under rkey at
  * dest with operands args[0..3] (soft_atomic_apply), on a DCI with nothing
  * outstanding (engine lock held), executed under the grant towards its

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Soft device DCIs: the work done within the call (dcx_qp_t.post_now,
- * put_now, get_now; docs/device-semantics.md, "post_now"), under the
- * grant towards the target (soft_dgrant.h), on a DCI whose posted work is
+ * put_now, get_now, pack_now; docs/device-semantics.md, "post_now"), under
+ * the grant towards the target (soft_dgrant.h), on a DCI whose posted work is
  * all complete.  The DCI object is in soft_qp.c, its posts in soft_post.c.
  */
 #ifdef HAVE_CONFIG_H
@@ -62,6 +62,21 @@ int soft_dci_get_now(dcx_qp_t *qp_, const dcx_get_now_t *get)
     done = soft_dci_now_begin(qp, &get->dest, &fast) &&
            (soft_dgrant_read(dev, &get->dest, get->remote_addr, get->rkey,
                              get->length, get->cb, get->arg) == 0);
+    soft_unlock_as(&dev->lock, fast);
+    return done ? 0 : EAGAIN;
+}
+
+/* qp->super.pack_now of a DCI (dcx_qp_t.pack_now): a WRITE whose bytes
+ * put->pack writes in place at the target */
+int soft_dci_pack_now(dcx_qp_t *qp_, dcx_pack_now_t *put)
+{
+    soft_qp_t *qp   = (soft_qp_t *)qp_;
+    soft_dev_t *dev = qp->dev;
+    int fast, done;
+
+    done = soft_dci_now_begin(qp, &put->dest, &fast) &&
+           (soft_dgrant_pack(dev, &put->dest, put->pack, put->arg, put->length,
+                             put->remote_addr, put->rkey, &put->packed) == 0);
     soft_unlock_as(&dev->lock, fast);
     return done ? 0 : EAGAIN;
 }

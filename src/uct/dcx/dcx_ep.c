@@ -381,10 +381,42 @@ ssize_t uct_dcx_ep_put_bcopy(uct_ep_h tl_ep, uct_pack_callback_t pack_cb,
                                        0);
 }
 
+/* put_bcopy where the device may execute a WRITE within the call
+ * (DCX_CAP_POST_NOW; chosen at interface creation): an ep that could send
+ * at once on the DCI it holds has pack_cb write straight into the target's
+ * memory (dcx_qp_t.pack_now: one copy, no bounce buffer), the window of
+ * the largest put_bcopy checked first.  Where the device declines (the
+ * window reaches past the target's registration, or no mapping of it),
+ * the bounce buffer's path, which the device may still copy at once. */
 ssize_t uct_dcx_ep_put_bcopy_now(uct_ep_h tl_ep, uct_pack_callback_t pack_cb,
                                  void *arg, uint64_t remote_addr,
                                  uct_rkey_t rkey)
 {
+    uct_dcx_ep_t *ep       = ucs_derived_of(tl_ep, uct_dcx_ep_t);
+    uct_dcx_iface_t *iface = uct_dcx_ep_iface(ep);
+    dcx_pack_now_t put;
+    dcx_qp_t *qp;
+
+    if (ucs_likely(uct_dcx_ep_can_now(iface, ep))) {
+        uct_dcx_ep_dest(ep, &put.dest);
+        put.pack        = pack_cb;
+        put.arg         = arg;
+        put.remote_addr = remote_addr;
+        put.length      = iface->config.seg_size;
+        put.rkey        = uct_dcx_rkey(rkey);
+        qp              = uct_dcx_ep_dci(iface, ep)->qp;
+        if (ucs_likely(qp->pack_now(qp, &put) == 0)) {
+            ucs_assertv(put.packed <= iface->config.seg_size,
+                        "put_bcopy packed %zu bytes, max %zu", put.packed,
+                        iface->config.seg_size);
+            UCT_TL_EP_STAT_OP(&ep->super, PUT, BCOPY, put.packed);
+            return put.packed;
+        }
+        /* declined: the put as the caller gave it, from our frame */
+        return uct_dcx_ep_put_bcopy_common(tl_ep, put.pack, put.arg,
+                                           put.remote_addr,
+                                           (uct_rkey_t)put.rkey, 1);
+    }
     return uct_dcx_ep_put_bcopy_common(tl_ep, pack_cb, arg, remote_addr, rkey,
                                        1);
 }

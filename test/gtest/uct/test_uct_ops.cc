@@ -61,6 +61,24 @@ struct unpack_arg {
     std::string data;
 };
 
+/* pack_cb's bytes, and whether they were already in the target's memory
+ * when the pack returned: packed in place */
+struct probe_arg {
+    const char *data;
+    size_t length;
+    const char *target;
+    bool seen;
+};
+
+size_t probe_pack_cb(void *dest, void *arg)
+{
+    probe_arg *a = static_cast<probe_arg *>(arg);
+
+    memcpy(dest, a->data, a->length);
+    a->seen = (memcmp(a->target, a->data, a->length) == 0);
+    return a->length;
+}
+
 void unpack_cb(void *arg, const void *data, size_t length)
 {
     static_cast<unpack_arg *>(arg)->data.assign((const char *)data, length);
@@ -467,6 +485,65 @@ TEST_P(uct_dcx_ops, put_bcopy_within_the_call)
         flush_ep(m_ab);
         EXPECT_EQ(0, memcmp(p, data.data(), len));
         dcx_soft_fault_clear(device());
+    }
+    EXPECT_TRUE(m_errors.empty());
+}
+
+/* put_bcopy in place (dcx_qp_t.pack_now): once the target was checked,
+ * where its allocation is mapped and the window of the largest put_bcopy
+ * from the address lies inside its registration, the user's pack writes
+ * straight into the target's memory (the bytes are there while the pack
+ * still runs).  Where the window reaches past the registration's end, or
+ * the target is heap memory (reached by cross-memory attach), the bytes
+ * go through the bounce buffer.  Either way they land whole, and nothing
+ * around them is written; under streams every put is posted. */
+TEST_P(uct_dcx_ops, put_bcopy_packs_in_place)
+{
+    if (!dev_has(DCX_CAP_POST_NOW)) {
+        GTEST_SKIP() << "the device does not write within the call";
+    }
+    const bool at_once = (GetParam() != "streams");
+    const size_t seg   = m_a->attr.cap.put.max_bcopy;
+    const size_t size  = 2 * seg + 4096;
+    const size_t len   = 1000;
+    target targets[2];
+
+    ASSERT_NO_FATAL_FAILURE(two_targets(size, targets));
+    for (size_t t = 0; t < 2; ++t) {
+        char *p         = targets[t].ptr;
+        uct_rkey_t rkey = targets[t].rkey;
+        std::string data(len, 'a');
+        probe_arg arg = {data.data(), len, p + 64, false};
+
+        memset(p, 0, size);
+        /* the first put to the region checks it */
+        ASSERT_EQ((ssize_t)len, uct_ep_put_bcopy(m_ab, probe_pack_cb, &arg,
+                                                 (uintptr_t)p + 64, rkey));
+        flush_ep(m_ab);
+        for (int i = 0; i < 3; ++i) {
+            data.assign(len, 'b' + i);
+            arg.seen = false;
+            ASSERT_EQ((ssize_t)len, uct_ep_put_bcopy(m_ab, probe_pack_cb, &arg,
+                                                     (uintptr_t)p + 64, rkey));
+            EXPECT_EQ(at_once && (t == 1), arg.seen)
+                << "target " << t << " put " << i;
+            flush_ep(m_ab);
+            EXPECT_EQ(0, memcmp(p + 64, data.data(), len));
+        }
+        EXPECT_EQ(0, p[63]);
+        EXPECT_EQ(0, p[64 + len]);
+
+        /* the window from here reaches past the registration's end */
+        data.assign(len, 't');
+        arg.target = p + size - len - 8;
+        arg.seen   = false;
+        ASSERT_EQ((ssize_t)len, uct_ep_put_bcopy(m_ab, probe_pack_cb, &arg,
+                                                 (uintptr_t)arg.target, rkey));
+        EXPECT_FALSE(arg.seen) << "target " << t;
+        flush_ep(m_ab);
+        EXPECT_EQ(0, memcmp(arg.target, data.data(), len));
+        EXPECT_EQ(0, p[size - 8]);
+        EXPECT_EQ(0, p[size - len - 9]);
     }
     EXPECT_TRUE(m_errors.empty());
 }
