@@ -729,8 +729,8 @@ typedef struct dcx_dc_dest {
     uint64_t dc_key;
 } dcx_dc_dest_t;
 
-/* put_now's inline WRITE: length bytes (at most max_inline) from buffer,
- * any memory, to remote_addr under rkey at dest; in the caller's frame,
+/* put_now's WRITE: length bytes (at most an MTU) from buffer, any memory,
+ * to remote_addr under rkey at dest; in the caller's frame,
  * where what a declined put needs again stays (not in saved registers) */
 typedef struct dcx_put_now {
     dcx_dc_dest_t dest;
@@ -827,7 +827,7 @@ struct dcx_qp {
      * done within the call, 0, or EAGAIN with nothing done, for the caller
      * to post it.  post_now: the WR that would be posted, a WRITE of one
      * registered sge or an atomic (its old value stored within the call at
-     * sg_list[0].addr, any memory); put_now: an inline WRITE
+     * sg_list[0].addr, any memory); put_now: a WRITE from any memory
      * (dcx_put_now_t); get_now: a READ to a callback (dcx_get_now_t);
      * pack_now: a WRITE whose bytes a callback writes in place at the
      * target (dcx_pack_now_t) */

@@ -81,8 +81,8 @@ int soft_dci_pack_now(dcx_qp_t *qp_, dcx_pack_now_t *put)
     return done ? 0 : EAGAIN;
 }
 
-/* put_now's work in full (soft_dci_put_now says when): an inline WRITE of
- * at most max_inline bytes from any memory */
+/* put_now's work in full (soft_dci_put_now says when): a WRITE of at most
+ * an MTU from any memory */
 static __attribute__((noinline)) int
 soft_dci_put_now_full(dcx_qp_t *qp_, const dcx_put_now_t *put)
 {
@@ -91,7 +91,6 @@ soft_dci_put_now_full(dcx_qp_t *qp_, const dcx_put_now_t *put)
     int fast, done;
 
     done = soft_dci_now_begin(qp, &put->dest, &fast) &&
-           (put->length <= qp->super.max_inline) &&
            (soft_dgrant_write(dev, &put->dest, put->buffer, put->length,
                               put->remote_addr, put->rkey) == 0);
     soft_unlock_as(&dev->lock, fast);
@@ -110,7 +109,7 @@ static __attribute__((noinline)) int soft_dci_put_now_unhold(soft_dev_t *dev,
 /* qp->super.put_now of a DCI (dcx_qp_t.put_now).  Its common case makes
  * no call (flatten: the copy inlined too): the lock biased here, the grant
  * through a mapping with a marker held and its liveness lock known, at
- * most 32 bytes and max_inline.  Anything else: soft_dci_put_now_full,
+ * most 32 bytes.  Anything else: soft_dci_put_now_full,
  * which looks again from the start (a tail call). */
 __attribute__((flatten)) int soft_dci_put_now(dcx_qp_t *qp_,
                                               const dcx_put_now_t *put)
@@ -124,8 +123,7 @@ __attribute__((flatten)) int soft_dci_put_now(dcx_qp_t *qp_,
     soft_peer_t *peer;
     int unhold;
 
-    if ((length > 32) || (length > qp->super.max_inline) ||
-        (dest->ah == NULL) || !soft_lock_fast(&dev->lock)) {
+    if ((length > 32) || (dest->ah == NULL) || !soft_lock_fast(&dev->lock)) {
         goto full;
     }
     peer = ((soft_ah_t *)dest->ah)->peer;

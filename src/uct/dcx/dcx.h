@@ -596,6 +596,9 @@ struct uct_dcx_iface {
         size_t rx_seg_size; /* receive buffer payload: seg_size, or more
                                on a TM SRQ (the largest eager message) */
         unsigned max_inline;
+        /* put_short's largest: max_inline, or with the device's put_now
+         * (uct_dcx_ep_put_short_now) seg_size */
+        unsigned max_put_short;
         unsigned max_iov;
         unsigned max_sge; /* per WR, of every DCI */
         unsigned quota;

@@ -275,41 +275,6 @@ ucs_status_t uct_dcx_ep_put_short(uct_ep_h tl_ep, const void *buffer,
     return status;
 }
 
-/* put_short where the device has DCX_CAP_POST_NOW (chosen at interface
- * creation): an ep that could send at once on the DCI it holds has the
- * bytes written into the target's memory by the device within the call
- * (dcx_qp_t.put_now: no WR built, no DCI slot taken, nothing to
- * complete); where the device declines (EAGAIN), and for every other ep,
- * the put is posted as by uct_dcx_ep_put_short. */
-ucs_status_t uct_dcx_ep_put_short_now(uct_ep_h tl_ep, const void *buffer,
-                                      unsigned length, uint64_t remote_addr,
-                                      uct_rkey_t rkey)
-{
-    uct_dcx_ep_t *ep       = ucs_derived_of(tl_ep, uct_dcx_ep_t);
-    uct_dcx_iface_t *iface = uct_dcx_ep_iface(ep);
-    dcx_put_now_t put;
-    dcx_qp_t *qp;
-
-    if (ucs_likely((length <= iface->config.max_inline) &&
-                   uct_dcx_ep_can_now(iface, ep))) {
-        uct_dcx_ep_dest(ep, &put.dest);
-        put.buffer      = buffer;
-        put.remote_addr = remote_addr;
-        put.length      = length;
-        put.rkey        = uct_dcx_rkey(rkey);
-        qp              = uct_dcx_ep_dci(iface, ep)->qp;
-        if (ucs_likely(qp->put_now(qp, &put) == 0)) {
-            UCT_TL_EP_STAT_OP(&ep->super, PUT, SHORT, length);
-            return UCS_OK;
-        }
-        /* declined: the put as the caller gave it, from our frame
-         * (uct_dcx_rkey keeps the low 32 bits: the same key) */
-        return uct_dcx_ep_put_short(tl_ep, put.buffer, put.length,
-                                    put.remote_addr, (uct_rkey_t)put.rkey);
-    }
-    return uct_dcx_ep_put_short(tl_ep, buffer, length, remote_addr, rkey);
-}
-
 /* A one-sided op between the first 'length' bytes of desc's bounce buffer
  * and remote memory */
 static UCS_F_ALWAYS_INLINE ucs_status_t
@@ -323,6 +288,74 @@ uct_dcx_ep_rma_bcopy(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep,
     uct_dcx_sge_set(&sge, uct_dcx_desc_data(desc), length, desc->lkey);
     uct_dcx_wr_init_rma(&wr, ep, opcode, 0, &sge, 1, remote_addr, rkey);
     return uct_dcx_ep_post(iface, ep, &wr, &desc->op, signal, 0);
+}
+
+/* A put_short the device did not take within the call: an inline WRITE
+ * where the bytes fit one, else (up to seg_size, the largest put_short
+ * with put_now) the bytes copied into a bounce buffer, posted as
+ * put_bcopy's */
+static ucs_status_t
+uct_dcx_ep_put_short_post(uct_ep_h tl_ep, const void *buffer, unsigned length,
+                          uint64_t remote_addr, uct_rkey_t rkey)
+{
+    uct_dcx_ep_t *ep       = ucs_derived_of(tl_ep, uct_dcx_ep_t);
+    uct_dcx_iface_t *iface = uct_dcx_ep_iface(ep);
+    uct_dcx_send_desc_t *desc;
+    ucs_status_t status;
+
+    if (ucs_likely(length <= iface->config.max_inline)) {
+        return uct_dcx_ep_put_short(tl_ep, buffer, length, remote_addr, rkey);
+    }
+    if (ucs_unlikely(length > iface->config.max_put_short)) {
+        return uct_dcx_bad_length("put_short", length,
+                                  iface->config.max_put_short);
+    }
+
+    status = uct_dcx_ep_desc_begin(iface, ep, 0, uct_dcx_op_release_desc, NULL,
+                                   &desc);
+    if (ucs_unlikely(status != UCS_OK)) {
+        return uct_dcx_ep_tx_refused(ep, status, NULL, UCS_OK);
+    }
+    memcpy(uct_dcx_desc_data(desc), buffer, length);
+    status = uct_dcx_ep_rma_bcopy(iface, ep, desc, DCX_WR_RDMA_WRITE, 0, length,
+                                  remote_addr, rkey);
+    UCT_TL_EP_STAT_OP_IF_SUCCESS(status, &ep->super, PUT, SHORT, length);
+    return status;
+}
+
+/* put_short where the device has DCX_CAP_POST_NOW (chosen at interface
+ * creation): an ep that could send at once on the DCI it holds has the
+ * bytes, up to seg_size of them, written into the target's memory by the
+ * device within the call (dcx_qp_t.put_now: one copy, no WR built, no DCI
+ * slot taken, nothing to complete); where the device declines (EAGAIN),
+ * and for every other ep, the put is posted (uct_dcx_ep_put_short_post). */
+ucs_status_t uct_dcx_ep_put_short_now(uct_ep_h tl_ep, const void *buffer,
+                                      unsigned length, uint64_t remote_addr,
+                                      uct_rkey_t rkey)
+{
+    uct_dcx_ep_t *ep       = ucs_derived_of(tl_ep, uct_dcx_ep_t);
+    uct_dcx_iface_t *iface = uct_dcx_ep_iface(ep);
+    dcx_put_now_t put;
+    dcx_qp_t *qp;
+
+    if (ucs_likely((length <= iface->config.max_put_short) &&
+                   uct_dcx_ep_can_now(iface, ep))) {
+        uct_dcx_ep_dest(ep, &put.dest);
+        put.buffer      = buffer;
+        put.remote_addr = remote_addr;
+        put.length      = length;
+        put.rkey        = uct_dcx_rkey(rkey);
+        qp              = uct_dcx_ep_dci(iface, ep)->qp;
+        if (ucs_likely(qp->put_now(qp, &put) == 0)) {
+            UCT_TL_EP_STAT_OP(&ep->super, PUT, SHORT, length);
+            return UCS_OK;
+        }
+        /* declined: the put as the caller gave it, from our frame
+         * (uct_dcx_rkey keeps the low 32 bits: the same key) */
+        return uct_dcx_ep_put_short_post(tl_ep, put.buffer, put.length,
+                                         put.remote_addr, (uct_rkey_t)put.rkey);
+    }
+    return uct_dcx_ep_put_short_post(tl_ep, buffer, length, remote_addr, rkey);
 }
 
 /* put_bcopy through a bounce buffer.  With 'now' (a constant: the _now op,

@@ -475,7 +475,7 @@ static ucs_status_t uct_dcx_iface_query(uct_iface_h tl_iface,
     attr->cap.atomic64.op_flags  = iface->config.atomic64_post;
     attr->cap.atomic64.fop_flags = iface->config.atomic64_fetch;
 
-    attr->cap.put.max_short       = max_inline;
+    attr->cap.put.max_short       = iface->config.max_put_short;
     attr->cap.put.max_bcopy       = seg;
     attr->cap.put.min_zcopy       = 0;
     attr->cap.put.max_zcopy       = caps->max_msg_size;
@@ -827,6 +827,13 @@ static UCS_CLASS_INIT_FUNC(uct_dcx_iface_t, uct_md_h tl_md, uct_worker_h worker,
     if (status != UCS_OK) {
         goto err_strided;
     }
+    /* put_now writes up to a bounce buffer's bytes within the call, and a
+     * put_short it declines goes through one (uct_dcx_ep_put_short_now) */
+    self->config.max_put_short = (self->super.super.ops.ep_put_short ==
+                                  uct_dcx_ep_put_short_now) ?
+                                     ucs_max(self->config.seg_size,
+                                             self->config.max_inline) :
+                                     self->config.max_inline;
     uct_dcx_dci_keep_init(self);
 
     uct_dcx_iface_post_recv(self);

@@ -831,11 +831,10 @@ TEST_F(soft_direct, post_now_write_only_under_grant_bad_flow)
     EXPECT_EQ(7u, info->stats.direct_writes);
 }
 
-/* dcx_qp_t.put_now writes an inline WRITE's bytes as an inline post does:
- * from any memory, registered or not, at most max_inline bytes; done
- * within the call only under the grant, like any WRITE there.  Longer than
- * max_inline, it is declined (and is then no WR to post at all); one past
- * the MR is declined and, posted, fails.  post_now declines an inline
+/* dcx_qp_t.put_now writes its bytes as an inline post does: from any
+ * memory, registered or not, and not only up to max_inline (it is no
+ * post); done within the call only under the grant, like any WRITE there.
+ * One past the MR is declined and, posted, fails.  post_now declines an inline
  * WRITE even under the grant (put_now's work), and both decline a WR with
  * no destination. */
 TEST_F(soft_direct, put_now_inline_write_bad_flow)
@@ -865,8 +864,8 @@ TEST_F(soft_direct, put_now_inline_write_bad_flow)
             {"granted", 64, 16, false, 0, 0},
             {"granted, max_inline", 4096, n.dci->max_inline, false, 0, 0},
             {"post_now, granted", 128, 16, true, EAGAIN, DCX_WC_SUCCESS},
-            {"longer than max_inline", 8192, n.dci->max_inline + 1, false,
-             EAGAIN, -1},
+            {"longer than max_inline", 8192, n.dci->max_inline + 1, false, 0,
+             0},
             {"past the MR", in->rlen - 4, 8, false, EAGAIN,
              DCX_WC_REM_ACCESS_ERR},
             {"after the refusal", 192, 8, false, EAGAIN, DCX_WC_SUCCESS},
@@ -920,7 +919,9 @@ TEST_F(soft_direct, put_now_inline_write_bad_flow)
         uint64_t off, len;
     } written[] = {{0, 8}, {64, 16}, {128, 16}, {192, 8}, {256, 8}};
     for (size_t i = 0; i < TMEM_SIZE; ++i) {
-        bool w = (i >= PAGE + 4096) && (i < PAGE + 4096 + info->max_inline);
+        bool w = ((i >= PAGE + 4096) && (i < PAGE + 4096 + info->max_inline)) ||
+                 ((i >= PAGE + 8192) &&
+                  (i < PAGE + 8192 + info->max_inline + 1));
         for (auto &r : written) {
             w |= (i >= PAGE + r.off) && (i < PAGE + r.off + r.len);
         }

@@ -16,7 +16,8 @@ TEST_P(uct_dcx_contract, put_limits)
     const uct_iface_attr_t &a = m_a->attr;
     size_t max_short          = a.cap.put.max_short;
     size_t max_bcopy          = a.cap.put.max_bcopy;
-    mem dst                   = alloc_mem(2 * max_bcopy + 4096);
+    size_t boff               = (max_short + 1 + 4095) / 4096 * 4096;
+    mem dst                   = alloc_mem(boff + max_bcopy + 4096);
     std::string s(max_short + 1, 's'), b(max_bcopy, 'b');
 
     ASSERT_TRUE(a.cap.flags & UCT_IFACE_FLAG_PUT_SHORT);
@@ -28,13 +29,13 @@ TEST_P(uct_dcx_contract, put_limits)
                                     (uintptr_t)dst.ptr, dst.rkey));
     ASSERT_EQ((ssize_t)max_bcopy, retry_len([&] {
                   return uct_ep_put_bcopy(m_ab, pack_str, &b,
-                                          (uintptr_t)dst.ptr + 4096, dst.rkey);
+                                          (uintptr_t)dst.ptr + boff, dst.rkey);
               }));
     flush_ep(m_ab);
     EXPECT_EQ(0, memcmp(dst.ptr, s.data(), max_short));
     EXPECT_EQ(0, ((char *)dst.ptr)[max_short]);
-    EXPECT_EQ(0, memcmp((char *)dst.ptr + 4096, b.data(), max_bcopy));
-    EXPECT_EQ(0, ((char *)dst.ptr)[4096 + max_bcopy]);
+    EXPECT_EQ(0, memcmp((char *)dst.ptr + boff, b.data(), max_bcopy));
+    EXPECT_EQ(0, ((char *)dst.ptr)[boff + max_bcopy]);
 }
 
 /* get_bcopy at cap.get.max_bcopy is unpacked whole; one past is refused */
