@@ -76,8 +76,9 @@ void uct_dcx_orphan::destroy_then_unmap()
     ASSERT_TRUE(c != NULL);
     ASSERT_EQ(UCS_OK, uct_iface_set_am_handler(c->iface, am_id + 1, am_count_cb,
                                                &live_rx, 0));
-    uct_ep_h live        = connect(a, c);
-    mem rem              = alloc_mem(len);
+    uct_ep_h live = connect(a, c);
+    mem rem       = alloc_mem(len);
+    std::vector<void *> holes;
     const size_t seg     = a->attr.cap.am.max_zcopy;
     const size_t rma_seg = 256u << 10;
     log_counter::reset();
@@ -128,6 +129,16 @@ void uct_dcx_orphan::destroy_then_unmap()
         EXPECT_EQ((1 << 30) - inflight, comp.uct.count);
         ASSERT_EQ(UCS_OK, uct_md_mem_dereg(m_md, memh));
         ASSERT_EQ(0, munmap(buf, len));
+        /* the range stays unmapped, not reused, while the device may still
+         * reach it: the emulated ConnectX cannot pin pages, and a WR it
+         * still holds would read whatever the process mapped there next
+         * (docs/mlx5-emulation.md) */
+        void *hole = mmap(buf, len, PROT_NONE,
+                          MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1,
+                          0);
+        if (hole != MAP_FAILED) {
+            holes.push_back(hole);
+        }
         /* the device goes on with what is still queued */
         wait_for([] { return false; }, 0.3);
     }
@@ -158,6 +169,9 @@ void uct_dcx_orphan::destroy_then_unmap()
     EXPECT_TRUE(wait_for([&] { return live_rx == live_sent; }))
         << live_rx << " of " << live_sent;
     EXPECT_EQ(0, log_counter::errors()) << log_counter::joined();
+    for (void *hole : holes) {
+        munmap(hole, len);
+    }
 }
 
 TEST_P(uct_dcx_orphan, destroy_then_unmap_zcopy_memory)
