@@ -4,14 +4,21 @@
  *
  * A ConnectX learns of new send WQEs when software writes the UAR page
  * (a doorbell, or a BlueFlame copy of the WQE) after updating the doorbell
- * record.  Here a context's UAR page is ordinary memory mapped read-only:
- * the first store to it faults, and the SIGSEGV handler makes the page
- * writable, wakes the engine thread and returns, so that the store
- * completes.  The engine takes every WQE the doorbell records announce,
- * and before it sleeps makes the pages read-only again and looks at the
- * records once more (a store made while a page was writable had its
- * record written first, so the look finds it).  A fault not on a UAR page
- * goes to the handler installed before ours.
+ * record.  Here a context's UAR page is ordinary memory mapped read-only,
+ * so that every store to it faults.  The SIGSEGV handler serves the
+ * doorbell in the faulting thread (emu_raw_serve_here): one engine pass
+ * takes what the doorbell records announce, and the store is stepped over
+ * (emu_raw_store.c), the page still a trap for the next one.  A NIC
+ * starts on a doorbell at once, on its own silicon; a thread woken per
+ * doorbell instead waits for a CPU, which on a machine whose application
+ * threads busy-poll every core comes at the scheduler's tick.  Where the
+ * store is not one it can step over, the handler makes the page writable,
+ * wakes the engine thread and returns, so that the store completes; the
+ * engine takes every WQE the records announce, and before it sleeps makes
+ * the pages read-only again and looks at the records once more (a store
+ * made while a page was writable had its record written first, so the
+ * look finds it).  A fault not on a UAR page goes to the handler
+ * installed before ours.
  *
  * The engine thread sleeps on an epoll set over an eventfd (doorbells,
  * and the soft SRQs' watches: a message that found no receive) and the
@@ -34,12 +41,16 @@
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
+#include <ucontext.h>
 #include <unistd.h>
 
 #define EMU_RAW_MAX_UARS 1024
 #define EMU_RAW_LOOK_NS  20000 /* between looks while requests are out */
 
-pthread_mutex_t emu_raw_lock = PTHREAD_MUTEX_INITIALIZER;
+/* error-checking: a doorbell served in its thread (emu_raw_serve_here)
+ * learns that the thread already holds it, where a plain mutex would
+ * deadlock */
+pthread_mutex_t emu_raw_lock = PTHREAD_ERRORCHECK_MUTEX_INITIALIZER_NP;
 
 static struct {
     bool started;
@@ -62,7 +73,12 @@ static struct {
     /* the devices' channels in the epoll set: an event the engine got
      * before it took the lock may name one destroyed since */
     dcx_comp_channel_t *chans[EMU_MAX_DEVICES];
+    /* the engine sleeps until woken, not for a look (emu_raw_lock) */
+    bool sleeps_long;
 } emu_raw;
+
+static unsigned emu_raw_pass(void);
+static bool emu_raw_waiting(void);
 
 /* ch is a channel of the epoll set (emu_raw_lock held) */
 static bool emu_raw_chan_live(const dcx_comp_channel_t *ch)
@@ -97,17 +113,60 @@ static void emu_raw_wake(void)
     (void)!write(emu_raw.efd, &one, sizeof(one));
 }
 
-/* A store to a UAR page: the page writable, the engine woken */
+/* A doorbell served in the thread that rang it (the signal handler's
+ * frame uc): when the store is one this can step over
+ * (emu_raw_store_len), one pass under the engine's lock takes what the
+ * doorbell records announce and the store is skipped, its page still a
+ * trap.  The fault is synchronous: the thread was at a store in
+ * application code, so it holds none of the emulation's locks, and the
+ * lock's holder (the engine, or another thread) lets it go without
+ * waiting for this one; a thread that made the store while holding it
+ * learns so from the error-checking lock.  The engine thread is woken
+ * only when it sleeps without looking and the pass left requests in
+ * flight.  false: nothing done. */
+static bool emu_raw_serve_here(ucontext_t *uc)
+{
+#if defined(__x86_64__)
+    unsigned len;
+    bool kick;
+
+    len = emu_raw_store_len((const uint8_t *)uc->uc_mcontext.gregs[REG_RIP]);
+    if ((len == 0) || !emu_raw.started ||
+        (pthread_mutex_lock(&emu_raw_lock) != 0)) {
+        return false;
+    }
+    (void)emu_raw_pass();
+    kick = emu_raw.sleeps_long && emu_raw_waiting();
+    pthread_mutex_unlock(&emu_raw_lock);
+    if (kick) {
+        emu_raw_wake();
+    }
+    uc->uc_mcontext.gregs[REG_RIP] += len;
+    return true;
+#else
+    (void)uc; /* stores are decoded for x86-64 only */
+    return false;
+#endif
+}
+
+/* A store to a UAR page: served here, or the page made writable (the
+ * store then completes) and the engine woken */
 static void emu_raw_segv(int sig, siginfo_t *si, void *uc)
 {
     uint8_t *page = (uint8_t *)((uintptr_t)si->si_addr & ~(uintptr_t)4095);
     unsigned i, n = __atomic_load_n(&emu_raw.num_uars, __ATOMIC_ACQUIRE);
+    int saved_errno;
 
     for (i = 0; i < n; ++i) {
         if (emu_raw.uars[i] == page) {
-            mprotect(page, EMU_RAW_PAGE, PROT_READ | PROT_WRITE);
-            emu_raw.uar_open[i] = 1;
-            emu_raw_wake();
+            /* the interrupted code may be about to read errno */
+            saved_errno = errno;
+            if (!emu_raw_serve_here(uc)) {
+                mprotect(page, EMU_RAW_PAGE, PROT_READ | PROT_WRITE);
+                emu_raw.uar_open[i] = 1;
+                emu_raw_wake();
+            }
+            errno = saved_errno;
             return;
         }
     }
@@ -258,10 +317,12 @@ static void *emu_raw_thread(void *arg)
         /* with requests in flight, a look every EMU_RAW_LOOK_NS: their
          * acknowledgement may come without a wake-up (the soft device
          * completes them when polled); with none, until woken */
-        waiting = emu_raw_waiting();
+        waiting             = emu_raw_waiting();
+        emu_raw.sleeps_long = !waiting;
         pthread_mutex_unlock(&emu_raw_lock);
         n = emu_raw_sleep(ev, waiting ? &look : NULL);
         pthread_mutex_lock(&emu_raw_lock);
+        emu_raw.sleeps_long = false;
         if (n > 0) {
             emu_raw_collect(ev, n);
         } else if ((n < 0) && (errno != EINTR)) {
@@ -286,6 +347,7 @@ void emu_raw_fork_parent(void)
 
 void emu_raw_fork_child(void)
 {
+    pthread_mutexattr_t attr;
     unsigned i;
 
     if (emu_raw.started) {
@@ -304,7 +366,10 @@ void emu_raw_fork_child(void)
         emu_raw.uar_held[i] = false;
         emu_raw.uar_open[i] = 0;
     }
-    pthread_mutex_init(&emu_raw_lock, NULL);
+    pthread_mutexattr_init(&attr);
+    pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_ERRORCHECK);
+    pthread_mutex_init(&emu_raw_lock, &attr);
+    pthread_mutexattr_destroy(&attr);
 }
 
 /* The engine, started at the first raw object (emu_raw_lock held) */

@@ -139,6 +139,11 @@ typedef struct emu_xrq {
 #define EMU_XRQ_WR_CQE    (1ull << 58) /* ... whose WQE asked for a CQE */
 #define EMU_XRQ_WR_REMOVE (1ull << 59) /* a REMOVE of an empty slot */
 
+/* The length of the store instruction at ip, a doorbell or BlueFlame
+ * store the engine may step over (emu_raw_store.c); 0 for anything it
+ * does not decode */
+unsigned emu_raw_store_len(const uint8_t *ip);
+
 /* emu_raw.c */
 /* fork(): the engine lock held across it; the child has no engine (it
  * starts its own at its first raw object) and none of the parent's
