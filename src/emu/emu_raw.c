@@ -46,6 +46,9 @@
 
 #define EMU_RAW_MAX_UARS 1024
 #define EMU_RAW_LOOK_NS  20000 /* between looks while requests are out */
+/* passes a doorbell served in its thread runs at most, while they find
+ * work (a bound: other threads may keep a pass busy) */
+#define EMU_RAW_HERE_PASSES 2
 
 /* error-checking: a doorbell served in its thread (emu_raw_serve_here)
  * learns that the thread already holds it, where a plain mutex would
@@ -73,12 +76,15 @@ static struct {
     /* the devices' channels in the epoll set: an event the engine got
      * before it took the lock may name one destroyed since */
     dcx_comp_channel_t *chans[EMU_MAX_DEVICES];
-    /* the engine sleeps until woken, not for a look (emu_raw_lock) */
+    /* the engine sleeps (emu_raw_lock): until woken (sleeps_long), or
+     * for a look */
+    bool asleep;
     bool sleeps_long;
 } emu_raw;
 
 static unsigned emu_raw_pass(void);
 static bool emu_raw_waiting(void);
+static void emu_raw_arm(void);
 
 /* ch is a channel of the epoll set (emu_raw_lock held) */
 static bool emu_raw_chan_live(const dcx_comp_channel_t *ch)
@@ -113,30 +119,69 @@ static void emu_raw_wake(void)
     (void)!write(emu_raw.efd, &one, sizeof(one));
 }
 
+/* Whether a doorbell record announces what the engine has not taken: a
+ * send queue's WQEs, or a CQ's arm (emu_raw_lock held) */
+static bool emu_raw_rung(void)
+{
+    struct emu_raw_sq *sq;
+    struct emu_raw_cq *cq;
+
+    for (sq = emu_raw.sqs; sq != NULL; sq = sq->next) {
+        if ((uint16_t)be32toh(sq->dbrec[MLX5_SND_DBR]) != sq->ci) {
+            return true;
+        }
+    }
+    for (cq = emu_raw.cqs; cq != NULL; cq = cq->next) {
+        if (be32toh(cq->dbrec[EMU_RAW_CQ_ARM]) != cq->arm_seen) {
+            return true;
+        }
+    }
+    return false;
+}
+
 /* A doorbell served in the thread that rang it (the signal handler's
  * frame uc): when the store is one this can step over
- * (emu_raw_store_len), one pass under the engine's lock takes what the
+ * (emu_raw_store_len), passes under the engine's lock take what the
  * doorbell records announce and the store is skipped, its page still a
  * trap.  The fault is synchronous: the thread was at a store in
  * application code, so it holds none of the emulation's locks, and the
  * lock's holder (the engine, or another thread) lets it go without
  * waiting for this one; a thread that made the store while holding it
- * learns so from the error-checking lock.  The engine thread is woken
- * only when it sleeps without looking and the pass left requests in
- * flight.  false: nothing done. */
+ * learns so from the error-checking lock.  A store that finds no record
+ * announcing anything new (the rest of a BlueFlame copy) is only stepped
+ * over.  Where the engine thread sleeps, the CQs are armed again after
+ * the passes, and it is woken only when it sleeps without looking and the
+ * passes left requests in flight.  false: nothing done. */
 static bool emu_raw_serve_here(ucontext_t *uc)
 {
 #if defined(__x86_64__)
-    unsigned len;
-    bool kick;
+    bool kick = false;
+    unsigned len, i;
 
     len = emu_raw_store_len((const uint8_t *)uc->uc_mcontext.gregs[REG_RIP]);
     if ((len == 0) || !emu_raw.started ||
         (pthread_mutex_lock(&emu_raw_lock) != 0)) {
         return false;
     }
-    (void)emu_raw_pass();
-    kick = emu_raw.sleeps_long && emu_raw_waiting();
+    if (!emu_raw_rung()) {
+        /* a later store of a BlueFlame copy whose doorbell was served */
+        pthread_mutex_unlock(&emu_raw_lock);
+        uc->uc_mcontext.gregs[REG_RIP] += len;
+        return true;
+    }
+    /* again while a pass finds work: what one queue's work made for
+     * another of the process (an answer to a request just sent) is taken
+     * now, not when the engine thread gets a CPU */
+    for (i = 0; (i < EMU_RAW_HERE_PASSES) && (emu_raw_pass() != 0); ++i) {
+    }
+    if (emu_raw.asleep && emu_raw.sleeps_long) {
+        /* the passes polled the soft CQs, which tells the soft devices
+         * that their application is awake: armed again, as the engine
+         * left them, so that what peers send wakes the engine (which
+         * otherwise looks within EMU_RAW_LOOK_NS anyway) */
+        emu_raw_arm();
+        kick = emu_raw_waiting();
+    }
     pthread_mutex_unlock(&emu_raw_lock);
     if (kick) {
         emu_raw_wake();
@@ -318,11 +363,12 @@ static void *emu_raw_thread(void *arg)
          * acknowledgement may come without a wake-up (the soft device
          * completes them when polled); with none, until woken */
         waiting             = emu_raw_waiting();
+        emu_raw.asleep      = true;
         emu_raw.sleeps_long = !waiting;
         pthread_mutex_unlock(&emu_raw_lock);
         n = emu_raw_sleep(ev, waiting ? &look : NULL);
         pthread_mutex_lock(&emu_raw_lock);
-        emu_raw.sleeps_long = false;
+        emu_raw.asleep = false;
         if (n > 0) {
             emu_raw_collect(ev, n);
         } else if ((n < 0) && (errno != EINTR)) {
