@@ -84,7 +84,7 @@ static struct {
 
 static unsigned emu_raw_pass(void);
 static bool emu_raw_waiting(void);
-static void emu_raw_arm(void);
+static void emu_raw_arm_remote(void);
 
 /* ch is a channel of the epoll set (emu_raw_lock held) */
 static bool emu_raw_chan_live(const dcx_comp_channel_t *ch)
@@ -177,9 +177,9 @@ static bool emu_raw_serve_here(ucontext_t *uc)
     if (emu_raw.asleep && emu_raw.sleeps_long) {
         /* the passes polled the soft CQs, which tells the soft devices
          * that their application is awake: armed again, as the engine
-         * left them, so that what peers send wakes the engine (which
-         * otherwise looks within EMU_RAW_LOOK_NS anyway) */
-        emu_raw_arm();
+         * left them, so that what other processes send wakes the engine
+         * (which otherwise looks within EMU_RAW_LOOK_NS anyway) */
+        emu_raw_arm_remote();
         kick = emu_raw_waiting();
     }
     pthread_mutex_unlock(&emu_raw_lock);
@@ -271,6 +271,22 @@ static void emu_raw_arm(void)
 
     for (cq = emu_raw.cqs; cq != NULL; cq = cq->next) {
         dcx_cq_req_notify(cq->cq->soft);
+    }
+}
+
+/* After passes run in a doorbell's thread: the raw CQs armed again whose
+ * soft devices have exchanged packets with other processes.  A device
+ * that talks only within this process gets packets only from its
+ * doorbells, whose passes serve them; arming it would have each of them
+ * wake the engine for nothing. */
+static void emu_raw_arm_remote(void)
+{
+    struct emu_raw_cq *cq;
+
+    for (cq = emu_raw.cqs; cq != NULL; cq = cq->next) {
+        if (dcx_soft_dev_remote_peers(emu_ctx(cq->cq->cq.context)->dev->soft)) {
+            dcx_cq_req_notify(cq->cq->soft);
+        }
     }
 }
 

@@ -456,6 +456,12 @@ int dcx_soft_dev_set_rx_hold(dcx_dev_t *dev, dcx_soft_rx_hold_t hold,
  * as requests in flight do.  A look without the engine lock. */
 int dcx_soft_dev_rndv_live(dcx_dev_t *dev);
 
+/* Whether dev has exchanged packets with a port of another process: a
+ * packet may then arrive that no post of this process brings about, and
+ * only a poll, or a wake-up of a sleeper armed on its CQs, serves.  A
+ * look without the engine lock. */
+int dcx_soft_dev_remote_peers(dcx_dev_t *dev);
+
 /* The largest QP number (24 bits, as on the wire of InfiniBand) */
 #define DCX_SOFT_QPN_MAX 0xffffffu
 

@@ -88,6 +88,13 @@ int dcx_soft_dev_rndv_live(dcx_dev_t *dev_)
             0);
 }
 
+int dcx_soft_dev_remote_peers(dcx_dev_t *dev_)
+{
+    return dcx_dev_is_soft(dev_) &&
+           (__atomic_load_n(&soft_dev(dev_)->remote_peers, __ATOMIC_RELAXED) !=
+            0);
+}
+
 int dcx_soft_dev_set_rx_hold(dcx_dev_t *dev_, dcx_soft_rx_hold_t hold,
                              void *arg)
 {

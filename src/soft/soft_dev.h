@@ -108,6 +108,9 @@ struct soft_dev {
      * then has soft_tm_progress work, or may a ring pass start work that
      * needs a whole pass (engine lock) */
     uint32_t tm_rndv_live;
+    /* a port of another process was mapped (soft_peer_map): packets may
+     * come that only a poll of ours serves (dcx_soft_dev_remote_peers) */
+    uint32_t remote_peers;
     soft_mr_t **mrs; /* by key >> 8 */
     /* memory safety (soft_mem.c): the table is changed under both the
      * engine lock and mr_lock; invalidation takes mr_lock only */

@@ -279,6 +279,9 @@ soft_port_hdr_t *soft_peer_map(soft_dev_t *dev, soft_peer_t *peer)
     }
     peer->hdr      = hdr;
     peer->map_size = (size_t)st.st_size;
+    if (peer->pid != dev->pid) {
+        __atomic_store_n(&dev->remote_peers, 1, __ATOMIC_RELAXED);
+    }
     soft_rings_warm(dev, hdr, peer->map_size);
     soft_peer_set_acks(peer);
     soft_peer_set_light_max(dev, peer);
