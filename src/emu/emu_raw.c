@@ -76,15 +76,13 @@ static struct {
     /* the devices' channels in the epoll set: an event the engine got
      * before it took the lock may name one destroyed since */
     dcx_comp_channel_t *chans[EMU_MAX_DEVICES];
-    /* the engine sleeps (emu_raw_lock): until woken (sleeps_long), or
-     * for a look */
-    bool asleep;
+    /* the engine sleeps until woken, not for a look (emu_raw_lock) */
     bool sleeps_long;
 } emu_raw;
 
 static unsigned emu_raw_pass(void);
 static bool emu_raw_waiting(void);
-static void emu_raw_arm_remote(void);
+static void emu_raw_arm(bool remote_only);
 
 /* ch is a channel of the epoll set (emu_raw_lock held) */
 static bool emu_raw_chan_live(const dcx_comp_channel_t *ch)
@@ -163,24 +161,23 @@ static bool emu_raw_serve_here(ucontext_t *uc)
         (pthread_mutex_lock(&emu_raw_lock) != 0)) {
         return false;
     }
-    if (!emu_raw_rung()) {
-        /* a later store of a BlueFlame copy whose doorbell was served */
-        pthread_mutex_unlock(&emu_raw_lock);
-        uc->uc_mcontext.gregs[REG_RIP] += len;
-        return true;
-    }
-    /* again while a pass finds work: what one queue's work made for
-     * another of the process (an answer to a request just sent) is taken
-     * now, not when the engine thread gets a CPU */
-    for (i = 0; (i < EMU_RAW_HERE_PASSES) && (emu_raw_pass() != 0); ++i) {
-    }
-    if (emu_raw.asleep && emu_raw.sleeps_long) {
-        /* the passes polled the soft CQs, which tells the soft devices
-         * that their application is awake: armed again, as the engine
-         * left them, so that what other processes send wakes the engine
-         * (which otherwise looks within EMU_RAW_LOOK_NS anyway) */
-        emu_raw_arm_remote();
-        kick = emu_raw_waiting();
+    /* a store finding nothing new (a later store of a BlueFlame copy
+     * whose doorbell was served) is only stepped over */
+    if (emu_raw_rung()) {
+        /* again while a pass finds work: what one queue's work made for
+         * another of the process (an answer to a request just sent) is
+         * taken now, not when the engine thread gets a CPU */
+        for (i = 0; (i < EMU_RAW_HERE_PASSES) && (emu_raw_pass() != 0); ++i) {
+        }
+        if (emu_raw.sleeps_long) {
+            /* the passes polled the soft CQs, which tells the soft
+             * devices that their application is awake: armed again, as
+             * the engine left them, so that what other processes send
+             * wakes the engine (which otherwise looks within
+             * EMU_RAW_LOOK_NS anyway) */
+            emu_raw_arm(true);
+            kick = emu_raw_waiting();
+        }
     }
     pthread_mutex_unlock(&emu_raw_lock);
     if (kick) {
@@ -263,28 +260,20 @@ static unsigned emu_raw_pass(void)
     return n;
 }
 
-/* Before sleeping: every raw CQ's soft CQ armed on its device's channel
- * (a completion, or one held now, wakes the engine) */
-static void emu_raw_arm(void)
+/* Every raw CQ's soft CQ armed on its device's channel (a completion, or
+ * one held now, wakes the engine): before the engine sleeps, all of them
+ * (remote_only false).  After passes run in a doorbell's thread, only
+ * those whose soft devices have exchanged packets with other processes
+ * (remote_only): a device that talks only within this process gets
+ * packets only from its doorbells, whose passes serve them, and arming it
+ * would have each of them wake the engine for nothing. */
+static void emu_raw_arm(bool remote_only)
 {
     struct emu_raw_cq *cq;
 
     for (cq = emu_raw.cqs; cq != NULL; cq = cq->next) {
-        dcx_cq_req_notify(cq->cq->soft);
-    }
-}
-
-/* After passes run in a doorbell's thread: the raw CQs armed again whose
- * soft devices have exchanged packets with other processes.  A device
- * that talks only within this process gets packets only from its
- * doorbells, whose passes serve them; arming it would have each of them
- * wake the engine for nothing. */
-static void emu_raw_arm_remote(void)
-{
-    struct emu_raw_cq *cq;
-
-    for (cq = emu_raw.cqs; cq != NULL; cq = cq->next) {
-        if (dcx_soft_dev_remote_peers(emu_ctx(cq->cq->cq.context)->dev->soft)) {
+        if (!remote_only ||
+            dcx_soft_dev_remote_peers(emu_ctx(cq->cq->cq.context)->dev->soft)) {
             dcx_cq_req_notify(cq->cq->soft);
         }
     }
@@ -374,17 +363,16 @@ static void *emu_raw_thread(void *arg)
         if (emu_raw_close_uars() && (emu_raw_pass() != 0)) {
             continue;
         }
-        emu_raw_arm();
+        emu_raw_arm(false);
         /* with requests in flight, a look every EMU_RAW_LOOK_NS: their
          * acknowledgement may come without a wake-up (the soft device
          * completes them when polled); with none, until woken */
         waiting             = emu_raw_waiting();
-        emu_raw.asleep      = true;
         emu_raw.sleeps_long = !waiting;
         pthread_mutex_unlock(&emu_raw_lock);
         n = emu_raw_sleep(ev, waiting ? &look : NULL);
         pthread_mutex_lock(&emu_raw_lock);
-        emu_raw.asleep = false;
+        emu_raw.sleeps_long = false;
         if (n > 0) {
             emu_raw_collect(ev, n);
         } else if ((n < 0) && (errno != EINTR)) {
