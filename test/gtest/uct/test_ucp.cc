@@ -940,8 +940,9 @@ TEST_F(ucp_dcx_peer, DISABLED_serve)
         }
         /* 100000 progress calls, and a quarter of a second: a NIC whose
          * engine is a thread of this process (the emulated ConnectX's raw
-         * queues) sends only when that thread gets a CPU, which on a busy
-         * machine may take longer than the calls */
+         * queues) leaves what a doorbell could not start (a full send
+         * queue, an RNR wait) to that thread, which on a busy machine may
+         * get a CPU only after the calls end */
         auto until = std::chrono::steady_clock::now() +
                      std::chrono::milliseconds(250);
         for (int i = 0;
