@@ -17,8 +17,10 @@
  * engine takes every WQE the records announce, and before it sleeps makes
  * the pages read-only again and looks at the records once more (a store
  * made while a page was writable had its record written first, so the
- * look finds it).  A fault not on a UAR page goes to the handler
- * installed before ours.
+ * look finds it).  A BlueFlame copy is several stores; those after the
+ * first are stepped over with it where the handler decodes their
+ * addresses, so that a copy costs one trap.  A fault not on a UAR page
+ * goes to the handler installed before ours.
  *
  * The engine thread sleeps on an epoll set over an eventfd (doorbells,
  * and the soft SRQs' watches: a message that found no receive) and the
@@ -49,6 +51,9 @@
 /* passes a doorbell served in its thread runs at most, while they find
  * work (a bound: other threads may keep a pass busy) */
 #define EMU_RAW_HERE_PASSES 2
+/* stores to the page after the trapped one stepped over at most (a
+ * BlueFlame copy of 256 bytes in 16-byte stores is 16) */
+#define EMU_RAW_RUN_MAX 16
 
 /* error-checking: a doorbell served in its thread (emu_raw_serve_here)
  * learns that the thread already holds it, where a plain mutex would
@@ -138,26 +143,29 @@ static bool emu_raw_rung(void)
 }
 
 /* A doorbell served in the thread that rang it (the signal handler's
- * frame uc): when the store is one this can step over
- * (emu_raw_store_len), passes under the engine's lock take what the
- * doorbell records announce and the store is skipped, its page still a
- * trap.  The fault is synchronous: the thread was at a store in
- * application code, so it holds none of the emulation's locks, and the
- * lock's holder (the engine, or another thread) lets it go without
- * waiting for this one; a thread that made the store while holding it
- * learns so from the error-checking lock.  A store that finds no record
- * announcing anything new (the rest of a BlueFlame copy) is only stepped
- * over.  Where the engine thread sleeps, the CQs are armed again after
- * the passes, and it is woken only when it sleeps without looking and the
- * passes left requests in flight.  false: nothing done. */
-static bool emu_raw_serve_here(ucontext_t *uc)
+ * frame uc, a store to page): when the store is one this can step over
+ * (emu_raw_store.h), passes under the engine's lock take what the
+ * doorbell records announce, and the store is skipped with the stores to
+ * the page that follow it at once (the rest of a BlueFlame copy, each of
+ * which would trap otherwise), the page still a trap.  The fault is
+ * synchronous: the thread was at a store in application code, so it
+ * holds none of the emulation's locks, and the lock's holder (the
+ * engine, or another thread) lets it go without waiting for this one; a
+ * thread that made the store while holding it learns so from the
+ * error-checking lock.  A store that finds no record announcing anything
+ * new (a copy's store past the decoded run) is only stepped over.  Where
+ * the engine thread sleeps, the CQs are armed again after the passes,
+ * and it is woken only when it sleeps without looking and the passes
+ * left requests in flight.  false: nothing done. */
+static bool emu_raw_serve_here(ucontext_t *uc, const uint8_t *page)
 {
 #if defined(__x86_64__)
+    const uint8_t *ip = (const uint8_t *)uc->uc_mcontext.gregs[REG_RIP];
+    struct emu_store st;
     bool kick = false;
-    unsigned len, i;
+    unsigned i;
 
-    len = emu_raw_store_len((const uint8_t *)uc->uc_mcontext.gregs[REG_RIP]);
-    if ((len == 0) || !emu_raw.started ||
+    if (!emu_raw_store_decode(ip, NULL, &st) || !emu_raw.started ||
         (pthread_mutex_lock(&emu_raw_lock) != 0)) {
         return false;
     }
@@ -183,10 +191,21 @@ static bool emu_raw_serve_here(ucontext_t *uc)
     if (kick) {
         emu_raw_wake();
     }
-    uc->uc_mcontext.gregs[REG_RIP] += len;
+    /* the rest of a BlueFlame copy: the stores to the page that follow
+     * at once, stepped over with this one (none writes a register) */
+    for (i = 0; i < EMU_RAW_RUN_MAX; ++i) {
+        ip += st.len;
+        if (!emu_raw_store_decode(ip, uc, &st) || !st.has_addr ||
+            ((st.addr & ~(uint64_t)(EMU_RAW_PAGE - 1)) != (uintptr_t)page) ||
+            ((st.addr & (EMU_RAW_PAGE - 1)) > EMU_RAW_PAGE - 64)) {
+            break;
+        }
+    }
+    uc->uc_mcontext.gregs[REG_RIP] = (greg_t)(uintptr_t)ip;
     return true;
 #else
     (void)uc; /* stores are decoded for x86-64 only */
+    (void)page;
     return false;
 #endif
 }
@@ -203,7 +222,7 @@ static void emu_raw_segv(int sig, siginfo_t *si, void *uc)
         if (emu_raw.uars[i] == page) {
             /* the interrupted code may be about to read errno */
             saved_errno = errno;
-            if (!emu_raw_serve_here(uc)) {
+            if (!emu_raw_serve_here(uc, page)) {
                 mprotect(page, EMU_RAW_PAGE, PROT_READ | PROT_WRITE);
                 emu_raw.uar_open[i] = 1;
                 emu_raw_wake();

@@ -9,6 +9,7 @@
  * Who does what:
  *  - emu_raw.c: the engine thread, the UAR pages and their doorbell trap,
  *    and the objects it serves;
+ *  - emu_raw_store.c: the store instructions of a doorbell, decoded;
  *  - emu_raw_sq.c: send WQEs, parsed and posted to the soft QP;
  *  - emu_raw_rq.c: receive WQEs of SRQs and receive queues, taken into
  *    the soft SRQ;
@@ -27,6 +28,7 @@
 #define DCX_EMU_RAW_H_
 
 #include "emu/emu.h"
+#include "emu/emu_raw_store.h"
 
 #define EMU_RAW_PAGE     4096u
 #define EMU_RAW_BF_OFF   0x800u /* first BlueFlame register of a UAR page */
@@ -139,10 +141,6 @@ typedef struct emu_xrq {
 #define EMU_XRQ_WR_CQE    (1ull << 58) /* ... whose WQE asked for a CQE */
 #define EMU_XRQ_WR_REMOVE (1ull << 59) /* a REMOVE of an empty slot */
 
-/* The length of the store instruction at ip, a doorbell or BlueFlame
- * store the engine may step over (emu_raw_store.c); 0 for anything it
- * does not decode */
-unsigned emu_raw_store_len(const uint8_t *ip);
 
 /* emu_raw.c */
 /* fork(): the engine lock held across it; the child has no engine (it

@@ -13,11 +13,13 @@
 
 #include <errno.h>
 #include <poll.h>
+#include <signal.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <vector>
 
 namespace {
@@ -387,6 +389,133 @@ TEST_F(emu_raw_test, doorbell_stores_served_where_they_ring)
             EXPECT_EQ(mark, landed);
         }
     }
+}
+
+namespace {
+
+std::atomic<unsigned> g_traps;
+struct sigaction g_emu_segv;
+
+/* Counts the faults, and hands each to the emulation's handler */
+void counting_segv(int sig, siginfo_t *si, void *uc)
+{
+    g_traps.fetch_add(1, std::memory_order_relaxed);
+    g_emu_segv.sa_sigaction(sig, si, uc);
+}
+
+} // namespace
+
+/* The stores to the page that follow a doorbell's store at once (the rest
+ * of a BlueFlame copy) are stepped over with it: a copy costs one trap,
+ * not one per store.  A store elsewhere, or a load, ends the run: it
+ * executes, and the next store to the page traps again. */
+TEST_F(emu_raw_test, blueflame_copy_traps_once)
+{
+    struct {
+        struct mlx5_wqe_raddr_seg ra;
+        uint32_t inl;
+        uint64_t data;
+        uint32_t pad;
+    } __attribute__((packed)) iw;
+    struct copy_kind {
+        const char *name;
+        unsigned traps;
+        bool (*usable)();
+        /* rings at reg with v; what it stores elsewhere or loads, in out */
+        void (*ring)(uint8_t *reg, uint64_t v, uint64_t *out);
+    };
+    static const copy_kind kinds[] = {
+        {"four movdqu (a 64-byte copy)", 1, [] { return true; },
+         [](uint8_t *reg, uint64_t v, uint64_t *out) {
+             *out = v;
+             asm volatile("movq %0, %%xmm0\n\t"
+                          "movdqu %%xmm0, (%1)\n\tmovdqu %%xmm0, 16(%1)\n\t"
+                          "movdqu %%xmm0, 32(%1)\n\tmovdqu %%xmm0, 48(%1)"
+                          :
+                          : "r"(v), "r"(reg)
+                          : "xmm0", "memory");
+         }},
+        {"two vmovdqu (VEX)", 1,
+         []() -> bool { return __builtin_cpu_supports("avx"); },
+         [](uint8_t *reg, uint64_t v, uint64_t *out) {
+             *out = v;
+             asm volatile("vmovq %0, %%xmm1\n\tvmovdqu %%ymm1, (%1)\n\t"
+                          "vmovdqu %%ymm1, 32(%1)\n\tvzeroupper"
+                          :
+                          : "r"(v), "r"(reg)
+                          : "xmm1", "memory");
+         }},
+        {"vmovdqu64 at a scaled displacement (EVEX)", 1,
+         []() -> bool { return __builtin_cpu_supports("avx512f"); },
+         [](uint8_t *reg, uint64_t v, uint64_t *out) {
+             *out = v;
+             asm volatile("vmovq %0, %%xmm2\n\tvmovdqu64 %%zmm2, -0x40(%1)\n\t"
+                          "vmovdqu64 %%zmm2, (%1)\n\tvzeroupper"
+                          :
+                          : "r"(v), "r"(reg + 0x40)
+                          : "xmm2", "memory");
+         }},
+        {"a store elsewhere between", 2, [] { return true; },
+         [](uint8_t *reg, uint64_t v, uint64_t *out) {
+             asm volatile("movq %0, (%1)\n\tmovq %0, (%2)\n\tmovq %0, 8(%1)"
+                          :
+                          : "r"(v), "r"(reg), "r"(out)
+                          : "memory");
+         }},
+        {"a load between", 2, [] { return true; },
+         [](uint8_t *reg, uint64_t v, uint64_t *out) {
+             uint64_t t = 0;
+             asm volatile("movq %1, (%2)\n\tmovq (%3), %0\n\tmovq %0, 8(%2)"
+                          : "+&r"(t)
+                          : "r"(v), "r"(reg), "r"(&v)
+                          : "memory");
+             *out = t;
+         }},
+    };
+    struct sigaction count;
+    struct mlx5_cqe64 cqe;
+    uint64_t mark = 0x5566778899aabbccull;
+
+    /* the emulation's handler, installed with the first raw object */
+    ASSERT_EQ(0, sigaction(SIGSEGV, nullptr, &g_emu_segv));
+    ASSERT_TRUE(g_emu_segv.sa_flags & SA_SIGINFO);
+    count              = g_emu_segv;
+    count.sa_sigaction = counting_segv;
+    ASSERT_EQ(0, sigaction(SIGSEGV, &count, nullptr));
+
+    for (const copy_kind &k : kinds) {
+        SCOPED_TRACE(k.name);
+        if (!k.usable()) {
+            continue;
+        }
+        raw_qp &q    = m_a.rq;
+        uint8_t *reg = (uint8_t *)q.dv.bf.reg + q.bf_off;
+        uint8_t before[64], after[64];
+        uint64_t out = 0;
+
+        memcpy(before, reg, sizeof(before));
+        memset(&iw, 0, sizeof(iw));
+        iw.ra.raddr  = htobe64(raddr_b(31));
+        iw.ra.rkey   = htobe32(m_b.mr->rkey);
+        iw.inl       = htobe32(MLX5_INLINE_SEG | 8);
+        iw.data      = ++mark;
+        uint16_t idx = announce(&m_a, MLX5_OPCODE_RDMA_WRITE, &iw, sizeof(iw));
+        __atomic_thread_fence(__ATOMIC_SEQ_CST);
+        g_traps = 0;
+        k.ring(reg, mark, &out);
+        unsigned traps = g_traps;
+        q.bf_off ^= q.dv.bf.size;
+        memcpy(after, reg, sizeof(after));
+
+        EXPECT_EQ(k.traps, traps);
+        EXPECT_EQ(mark, out); /* what ran between the stores ran */
+        EXPECT_EQ(0, memcmp(before, after, sizeof(before)));
+        ASSERT_TRUE(raw_cq_poll(m_a.scq, &cqe));
+        EXPECT_EQ(MLX5_CQE_REQ, cqe.op_own >> 4);
+        EXPECT_EQ(idx, be16toh(cqe.wqe_counter));
+        EXPECT_EQ(mark, m_b.buf[31]);
+    }
+    EXPECT_EQ(0, sigaction(SIGSEGV, &g_emu_segv, nullptr));
 }
 #endif
 
