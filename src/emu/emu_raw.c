@@ -25,9 +25,11 @@
  * The engine thread sleeps on an epoll set over an eventfd (doorbells,
  * and the soft SRQs' watches: a message that found no receive) and the
  * soft completion channels of the devices' raw CQs (armed before it
- * sleeps: a completion wakes it).  It never spins: with nothing to do it
- * sleeps until one of those says there is.  One engine serves every raw
- * object of the process, under emu_raw_lock.
+ * sleeps: a completion wakes it; while doorbells are served in their
+ * threads, only those of devices that hear from other processes, and a
+ * look every millisecond stands in for the rest).  It never spins: with
+ * nothing to do it sleeps until one of those says there is.  One engine
+ * serves every raw object of the process, under emu_raw_lock.
  *
  * A child made by fork() has no engine thread: it starts its own at its
  * first raw object, with fds of its own, and leaves the parent's queues
@@ -48,6 +50,8 @@
 
 #define EMU_RAW_MAX_UARS 1024
 #define EMU_RAW_LOOK_NS  20000 /* between looks while requests are out */
+/* between looks while doorbells are served in their threads */
+#define EMU_RAW_HOT_NS 1000000
 /* passes a doorbell served in its thread runs at most, while they find
  * work (a bound: other threads may keep a pass busy) */
 #define EMU_RAW_HERE_PASSES 2
@@ -83,6 +87,10 @@ static struct {
     dcx_comp_channel_t *chans[EMU_MAX_DEVICES];
     /* the engine sleeps until woken, not for a look (emu_raw_lock) */
     bool sleeps_long;
+    /* doorbells served in the threads that rang them, and their count
+     * when the engine last went to sleep (emu_raw_lock) */
+    unsigned long served_here;
+    unsigned long served_seen;
 } emu_raw;
 
 static unsigned emu_raw_pass(void);
@@ -172,6 +180,7 @@ static bool emu_raw_serve_here(ucontext_t *uc, const uint8_t *page)
     /* a store finding nothing new (a later store of a BlueFlame copy
      * whose doorbell was served) is only stepped over */
     if (emu_raw_rung()) {
+        ++emu_raw.served_here;
         /* again while a pass finds work: what one queue's work made for
          * another of the process (an answer to a request just sent) is
          * taken now, not when the engine thread gets a CPU */
@@ -280,12 +289,14 @@ static unsigned emu_raw_pass(void)
 }
 
 /* Every raw CQ's soft CQ armed on its device's channel (a completion, or
- * one held now, wakes the engine): before the engine sleeps, all of them
- * (remote_only false).  After passes run in a doorbell's thread, only
- * those whose soft devices have exchanged packets with other processes
- * (remote_only): a device that talks only within this process gets
- * packets only from its doorbells, whose passes serve them, and arming it
- * would have each of them wake the engine for nothing. */
+ * one held now, wakes the engine): before the engine sleeps with no
+ * doorbell served in a thread since it last slept, all of them
+ * (remote_only false).  Otherwise (after passes run in a doorbell's
+ * thread, or before the engine sleeps while doorbells are served so),
+ * only those whose soft devices have exchanged packets with other
+ * processes (remote_only): a device that talks only within this process
+ * gets packets only from its doorbells, whose passes serve them, and
+ * arming it would have each of them wake the engine for nothing. */
 static void emu_raw_arm(bool remote_only)
 {
     struct emu_raw_cq *cq;
@@ -365,9 +376,10 @@ static int emu_raw_sleep(struct epoll_event *ev, const struct timespec *look)
 
 static void *emu_raw_thread(void *arg)
 {
-    const struct timespec look = {0, EMU_RAW_LOOK_NS};
+    const struct timespec look     = {0, EMU_RAW_LOOK_NS};
+    const struct timespec hot_look = {0, EMU_RAW_HOT_NS};
     struct epoll_event ev[8];
-    bool waiting;
+    bool waiting, hot;
     int n;
 
     (void)arg;
@@ -382,14 +394,24 @@ static void *emu_raw_thread(void *arg)
         if (emu_raw_close_uars() && (emu_raw_pass() != 0)) {
             continue;
         }
-        emu_raw_arm(false);
+        /* while doorbells are served in the threads that ring them,
+         * whose passes serve what devices within the process send each
+         * other, only devices that hear from other processes are armed:
+         * arming the others would have nearly every packet wake the
+         * engine for nothing, on a core the application wants.  What
+         * else comes to those (a retry timer's completion, a QP's
+         * flush) is found by a look every EMU_RAW_HOT_NS meanwhile, and
+         * once no doorbell came for a look they are armed again. */
+        hot                 = (emu_raw.served_here != emu_raw.served_seen);
+        emu_raw.served_seen = emu_raw.served_here;
+        emu_raw_arm(hot);
         /* with requests in flight, a look every EMU_RAW_LOOK_NS: their
          * acknowledgement may come without a wake-up (the soft device
          * completes them when polled); with none, until woken */
         waiting             = emu_raw_waiting();
         emu_raw.sleeps_long = !waiting;
         pthread_mutex_unlock(&emu_raw_lock);
-        n = emu_raw_sleep(ev, waiting ? &look : NULL);
+        n = emu_raw_sleep(ev, waiting ? &look : hot ? &hot_look : NULL);
         pthread_mutex_lock(&emu_raw_lock);
         emu_raw.sleeps_long = false;
         if (n > 0) {
