@@ -801,6 +801,43 @@ TEST_F(emu_raw_test, error_cqes_bad_flow)
     EXPECT_EQ(idx, be16toh(e->wqe_counter));
 }
 
+/* A completion no doorbell brings reaches CQ memory while doorbells are
+ * being served in the threads that ring them (the engine then arms only
+ * devices that hear from other processes, and looks for the rest): an
+ * unsignalled WRITE to a peer gone to ERR, whose requests are dropped,
+ * fails when its retries run out, on the soft device's timer */
+TEST_F(emu_raw_test, retries_exhausted_while_doorbells_ring_bad_flow)
+{
+    struct {
+        struct mlx5_wqe_raddr_seg ra;
+        struct mlx5_wqe_data_seg d;
+    } w;
+    struct mlx5_cqe64 cqe;
+    struct mlx5_err_cqe *e = (struct mlx5_err_cqe *)&cqe;
+    struct ibv_qp_attr a;
+    uint16_t idx;
+    int i;
+
+    w.ra.raddr    = htobe64(raddr_b(40));
+    w.ra.rkey     = htobe32(m_b.mr->rkey);
+    w.ra.reserved = 0;
+    w.d           = dseg(&m_a, &m_a.buf[1], 8);
+    for (i = 0; i < 8; ++i) { /* doorbells served in this thread */
+        post(&m_a, MLX5_OPCODE_RDMA_WRITE, &w, sizeof(w));
+        ASSERT_TRUE(raw_cq_poll(m_a.scq, &cqe));
+        ASSERT_EQ(MLX5_CQE_REQ, cqe.op_own >> 4);
+    }
+
+    memset(&a, 0, sizeof(a));
+    a.qp_state = IBV_QPS_ERR;
+    ASSERT_EQ(0, ibv_modify_qp(m_b.rq.qp, &a, IBV_QP_STATE));
+    idx = post(&m_a, MLX5_OPCODE_RDMA_WRITE, &w, sizeof(w), 0, false);
+    ASSERT_TRUE(raw_cq_poll(m_a.scq, &cqe));
+    EXPECT_EQ(MLX5_CQE_REQ_ERR, cqe.op_own >> 4);
+    EXPECT_EQ(MLX5_CQE_SYNDROME_TRANSPORT_RETRY_EXC_ERR, e->syndrome);
+    EXPECT_EQ(idx, be16toh(e->wqe_counter));
+}
+
 TEST_F(emu_raw_test, unknown_opcode_bad_flow)
 {
     struct mlx5_cqe64 cqe;
