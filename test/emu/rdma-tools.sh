@@ -63,16 +63,38 @@ grep -q 'hca_id:.*mlx5_0' "$out" &&
     ! grep -q 'mlx5-emu:' "$out"
 check "ibv_devinfo -v: a ConnectX with an active port and its GID" $((st + $?))
 
+# A TCP port for perftest's connection exchange: below the kernel's
+# ephemeral range, where no connection's local port lands (an earlier
+# run's, in TIME_WAIT, would keep perftest's server from binding), and
+# not in use now
+free_port() {
+    local lo p i
+    lo=$(cut -f1 /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null)
+    [ "${lo:-0}" -gt 12000 ] 2>/dev/null || lo=32768
+    for i in 1 2 3 4 5 6 7 8; do
+        p=$((10000 + RANDOM % (lo - 10000)))
+        ss -Htan "( sport = :$p )" 2>/dev/null | grep -q . || break
+    done
+    echo "$p"
+}
+
 # perftest over a connection type (DC, RC): server and client, two
-# processes on the fabric, each must print its result line and exit 0
+# processes on the fabric, each must print its result line and exit 0.
+# A server that could not listen on its port (taken meanwhile by another
+# program) is started again on another, up to three times: that says
+# nothing of the emulation.
 perftest_run() {   # perftest_run CONN PROGRAM
-    local c=$1 t=$2 port=$((20000 + RANDOM % 20000)) srv=$out.srv st
-    emu timeout 60 "$t" -d mlx5_0 -c "$c" -n 200 -p "$port" > "$srv" 2>&1 &
-    local pid=$!
-    sleep 1
-    emu timeout 60 "$t" -d mlx5_0 -c "$c" -n 200 -p "$port" localhost > "$out" 2>&1
-    st=$?
-    wait "$pid" || st=1
+    local c=$1 t=$2 port srv=$out.srv st try pid
+    for try in 1 2 3; do
+        port=$(free_port)
+        emu timeout 60 "$t" -d mlx5_0 -c "$c" -n 200 -p "$port" > "$srv" 2>&1 &
+        pid=$!
+        sleep 1
+        emu timeout 60 "$t" -d mlx5_0 -c "$c" -n 200 -p "$port" localhost > "$out" 2>&1
+        st=$?
+        wait "$pid" || st=1
+        grep -q "Couldn't listen to port" "$srv" || break
+    done
     # the client's result line (a read or atomic test's server prints none)
     grep -qE '^ +[0-9]+ +200 ' "$out" || st=1
     cat "$srv" >> "$out"
