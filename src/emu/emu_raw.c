@@ -85,7 +85,8 @@ static struct {
     /* the devices' channels in the epoll set: an event the engine got
      * before it took the lock may name one destroyed since */
     dcx_comp_channel_t *chans[EMU_MAX_DEVICES];
-    /* the engine sleeps until woken, not for a look (emu_raw_lock) */
+    /* the engine sleeps until woken, not for a look of EMU_RAW_LOOK_NS
+     * (emu_raw_lock) */
     bool sleeps_long;
     /* doorbells served in the threads that rang them, and their count
      * when the engine last went to sleep (emu_raw_lock) */

@@ -141,7 +141,6 @@ typedef struct emu_xrq {
 #define EMU_XRQ_WR_CQE    (1ull << 58) /* ... whose WQE asked for a CQE */
 #define EMU_XRQ_WR_REMOVE (1ull << 59) /* a REMOVE of an empty slot */
 
-
 /* emu_raw.c */
 /* fork(): the engine lock held across it; the child has no engine (it
  * starts its own at its first raw object) and none of the parent's

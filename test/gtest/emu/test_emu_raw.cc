@@ -251,6 +251,38 @@ protected:
 
     uint64_t raddr_b(int slot) { return (uintptr_t)&m_b.buf[slot]; }
 
+    /* The segments of an RDMA WRITE of data, inline, to m_b.buf[slot] */
+    struct inline_write {
+        struct mlx5_wqe_raddr_seg ra;
+        uint32_t inl;
+        uint64_t data;
+        uint32_t pad;
+    } __attribute__((packed));
+
+    inline_write write_to_b(int slot, uint64_t data)
+    {
+        inline_write iw;
+
+        memset(&iw, 0, sizeof(iw));
+        iw.ra.raddr = htobe64(raddr_b(slot));
+        iw.ra.rkey  = htobe32(m_b.mr->rkey);
+        iw.inl      = htobe32(MLX5_INLINE_SEG | 8);
+        iw.data     = data;
+        return iw;
+    }
+
+    /* A's next CQE says WQE idx completed, and its WRITE left data at
+     * m_b.buf[slot] */
+    void expect_written(uint16_t idx, int slot, uint64_t data)
+    {
+        struct mlx5_cqe64 cqe;
+
+        ASSERT_TRUE(raw_cq_poll(m_a.scq, &cqe));
+        EXPECT_EQ(MLX5_CQE_REQ, cqe.op_own >> 4);
+        EXPECT_EQ(idx, be16toh(cqe.wqe_counter));
+        EXPECT_EQ(data, m_b.buf[slot]);
+    }
+
     side m_a, m_b;
 };
 
@@ -288,12 +320,6 @@ TEST_F(emu_raw_test, send_through_queue_memory)
  * doorbell is served all the same. */
 TEST_F(emu_raw_test, doorbell_stores_served_where_they_ring)
 {
-    struct {
-        struct mlx5_wqe_raddr_seg ra;
-        uint32_t inl;
-        uint64_t data;
-        uint32_t pad;
-    } __attribute__((packed)) iw;
     struct ring_kind {
         const char *name;
         bool stepped_over; /* else the store lands in the page */
@@ -352,7 +378,6 @@ TEST_F(emu_raw_test, doorbell_stores_served_where_they_ring)
                           : "memory");
          }},
     };
-    struct mlx5_cqe64 cqe;
     uint64_t mark = 0x1122334455667788ull;
 
     for (const ring_kind &k : kinds) {
@@ -365,21 +390,14 @@ TEST_F(emu_raw_test, doorbell_stores_served_where_they_ring)
         uint8_t before[64], after[64];
 
         memcpy(before, reg, sizeof(before)); /* readable, as a UAR is not */
-        memset(&iw, 0, sizeof(iw));
-        iw.ra.raddr  = htobe64(raddr_b(30));
-        iw.ra.rkey   = htobe32(m_b.mr->rkey);
-        iw.inl       = htobe32(MLX5_INLINE_SEG | 8);
-        iw.data      = ++mark;
+        inline_write iw = write_to_b(30, ++mark);
         uint16_t idx = announce(&m_a, MLX5_OPCODE_RDMA_WRITE, &iw, sizeof(iw));
         __atomic_thread_fence(__ATOMIC_SEQ_CST);
         k.ring(reg, mark);
         q.bf_off ^= q.dv.bf.size;
         memcpy(after, reg, sizeof(after));
 
-        ASSERT_TRUE(raw_cq_poll(m_a.scq, &cqe));
-        EXPECT_EQ(MLX5_CQE_REQ, cqe.op_own >> 4);
-        EXPECT_EQ(idx, be16toh(cqe.wqe_counter));
-        EXPECT_EQ(mark, m_b.buf[30]);
+        ASSERT_NO_FATAL_FAILURE(expect_written(idx, 30, mark));
         if (k.stepped_over) {
             EXPECT_EQ(0, memcmp(before, after, sizeof(before)));
         } else {
@@ -411,12 +429,6 @@ void counting_segv(int sig, siginfo_t *si, void *uc)
  * executes, and the next store to the page traps again. */
 TEST_F(emu_raw_test, blueflame_copy_traps_once)
 {
-    struct {
-        struct mlx5_wqe_raddr_seg ra;
-        uint32_t inl;
-        uint64_t data;
-        uint32_t pad;
-    } __attribute__((packed)) iw;
     struct copy_kind {
         const char *name;
         unsigned traps;
@@ -473,7 +485,6 @@ TEST_F(emu_raw_test, blueflame_copy_traps_once)
          }},
     };
     struct sigaction count;
-    struct mlx5_cqe64 cqe;
     uint64_t mark = 0x5566778899aabbccull;
 
     /* the emulation's handler, installed with the first raw object */
@@ -494,11 +505,7 @@ TEST_F(emu_raw_test, blueflame_copy_traps_once)
         uint64_t out = 0;
 
         memcpy(before, reg, sizeof(before));
-        memset(&iw, 0, sizeof(iw));
-        iw.ra.raddr  = htobe64(raddr_b(31));
-        iw.ra.rkey   = htobe32(m_b.mr->rkey);
-        iw.inl       = htobe32(MLX5_INLINE_SEG | 8);
-        iw.data      = ++mark;
+        inline_write iw = write_to_b(31, ++mark);
         uint16_t idx = announce(&m_a, MLX5_OPCODE_RDMA_WRITE, &iw, sizeof(iw));
         __atomic_thread_fence(__ATOMIC_SEQ_CST);
         g_traps = 0;
@@ -510,10 +517,7 @@ TEST_F(emu_raw_test, blueflame_copy_traps_once)
         EXPECT_EQ(k.traps, traps);
         EXPECT_EQ(mark, out); /* what ran between the stores ran */
         EXPECT_EQ(0, memcmp(before, after, sizeof(before)));
-        ASSERT_TRUE(raw_cq_poll(m_a.scq, &cqe));
-        EXPECT_EQ(MLX5_CQE_REQ, cqe.op_own >> 4);
-        EXPECT_EQ(idx, be16toh(cqe.wqe_counter));
-        EXPECT_EQ(mark, m_b.buf[31]);
+        ASSERT_NO_FATAL_FAILURE(expect_written(idx, 31, mark));
     }
     EXPECT_EQ(0, sigaction(SIGSEGV, &g_emu_segv, nullptr));
 }
@@ -526,20 +530,10 @@ TEST_F(emu_raw_test, write_read_atomic_and_inline)
         struct mlx5_wqe_atomic_seg at;
         struct mlx5_wqe_data_seg d;
     } seg;
-    struct {
-        struct mlx5_wqe_raddr_seg ra;
-        uint32_t inl;
-        uint64_t data;
-        uint32_t pad;
-    } __attribute__((packed)) iw;
     struct mlx5_cqe64 cqe;
 
     /* inline RDMA WRITE */
-    memset(&iw, 0, sizeof(iw));
-    iw.ra.raddr = htobe64(raddr_b(20));
-    iw.ra.rkey  = htobe32(m_b.mr->rkey);
-    iw.inl      = htobe32(MLX5_INLINE_SEG | 8);
-    iw.data     = 0x77;
+    inline_write iw = write_to_b(20, 0x77);
     post(&m_a, MLX5_OPCODE_RDMA_WRITE, &iw, sizeof(iw));
     ASSERT_TRUE(raw_cq_poll(m_a.scq, &cqe));
     EXPECT_EQ(MLX5_CQE_REQ, cqe.op_own >> 4);
@@ -687,12 +681,6 @@ TEST_F(emu_raw_test, more_data_segments_than_max_send_sge)
  * queue's blocks */
 TEST_F(emu_raw_test, one_block_wqes_fill_the_queue_past_max_send_wr)
 {
-    struct {
-        struct mlx5_wqe_raddr_seg ra;
-        uint32_t inl;
-        uint64_t data;
-        uint32_t pad;
-    } __attribute__((packed)) iw;
     const unsigned n = m_a.rq.dv.sq.wqe_cnt - 1;
     struct mlx5_cqe64 cqe;
     uint16_t last = 0;
@@ -700,13 +688,9 @@ TEST_F(emu_raw_test, one_block_wqes_fill_the_queue_past_max_send_wr)
     ASSERT_GT(n, 40u); /* past the 32 WRs of max_send_wr */
     ASSERT_LE(256 + n, m_b.buf.size());
     for (unsigned i = 0; i < n; ++i) {
-        memset(&iw, 0, sizeof(iw));
-        iw.ra.raddr = htobe64(raddr_b(256 + i));
-        iw.ra.rkey  = htobe32(m_b.mr->rkey);
-        iw.inl      = htobe32(MLX5_INLINE_SEG | 8);
-        iw.data     = 5000 + i;
-        last        = post(&m_a, MLX5_OPCODE_RDMA_WRITE, &iw, sizeof(iw), 0,
-                           i == n - 1);
+        inline_write iw = write_to_b((int)(256 + i), 5000 + i);
+        last            = post(&m_a, MLX5_OPCODE_RDMA_WRITE, &iw, sizeof(iw), 0,
+                               i == n - 1);
     }
     ASSERT_TRUE(raw_cq_poll(m_a.scq, &cqe));
     EXPECT_EQ(MLX5_CQE_REQ, cqe.op_own >> 4);
