@@ -336,6 +336,10 @@ typedef struct emu_qp {
     struct emu_raw_sq *raw_sq; /* its send queue memory (mlx5dv_init_obj) */
     uint32_t sq_wqe_cnt;       /* basic blocks of that queue (emu_qp_size) */
     struct emu_qbuf *qbuf;     /* where its queues live: NULL, the heap */
+    /* asynchronous events ibv_get_async_event handed out for this QP
+     * (under ctx->async_lock); its destroy waits until the application
+     * has acknowledged as many (qpx.qp_base.events_completed) */
+    uint32_t async_reported;
     /* the send queue: posted - retired <= max_send_wr */
     pthread_mutex_t sq_lock;
     uint64_t sq_posted;  /* sequence of the next post */
@@ -609,5 +613,6 @@ void emu_async_init(emu_ctx_t *ctx);
 void emu_async_fini(emu_ctx_t *ctx);
 void emu_async_qp_event(emu_qp_t *qp, enum ibv_event_type type);
 void emu_async_qp_forget(emu_qp_t *qp);
+void emu_async_qp_wait_acks(emu_qp_t *qp);
 
 #endif /* DCX_EMU_H_ */

@@ -666,6 +666,7 @@ int ibv_destroy_qp(struct ibv_qp *ibqp)
         }
     }
     emu_async_qp_forget(qp);
+    emu_async_qp_wait_acks(qp);
     if (qp->kind == EMU_QP_DCT) {
         __atomic_sub_fetch(&qp->srq->refs, 1, __ATOMIC_RELEASE);
     } else {

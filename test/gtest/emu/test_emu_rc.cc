@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <string.h>
 #include <time.h>
 
@@ -445,6 +446,63 @@ TEST_F(emu_rc_test, last_wqe_reached_async_event)
         EXPECT_EQ(0, ibv_destroy_qp(qp));
     }
     m_b.qps.clear();
+    EXPECT_EQ(0, ibv_destroy_srq(srq));
+}
+
+struct destroy_qp_arg {
+    struct ibv_qp *qp;
+    int ret;
+    bool done; /* atomic */
+};
+
+static void *destroy_qp_thread(void *p)
+{
+    destroy_qp_arg *arg = (destroy_qp_arg *)p;
+
+    arg->ret = ibv_destroy_qp(arg->qp);
+    __atomic_store_n(&arg->done, true, __ATOMIC_RELEASE);
+    return nullptr;
+}
+
+/* An event handed out names its QP until it is acknowledged: the QP's
+ * destroy waits for the acknowledgement (UCX's async thread reads
+ * element.qp->qp_num while its main thread may be destroying the QP). */
+TEST_F(emu_rc_test, destroy_qp_waits_for_event_ack_bad_flow)
+{
+    struct ibv_async_event ev;
+    struct ibv_qp_attr a;
+    struct ibv_srq *srq = create_srq(&m_b);
+    destroy_qp_arg arg;
+    pthread_t thread;
+
+    ASSERT_NE(nullptr, srq);
+    m_qa = create_rc(&m_a);
+    m_qb = create_rc(&m_b, srq);
+    ASSERT_NE(nullptr, m_qb);
+    ASSERT_EQ(0, connect(m_qb, m_a.lid, m_qa->qp_num));
+    memset(&a, 0, sizeof(a));
+    a.qp_state = IBV_QPS_ERR;
+    ASSERT_EQ(0, ibv_modify_qp(m_qb, &a, IBV_QP_STATE));
+    ASSERT_EQ(0, ibv_get_async_event(m_b.ctx, &ev));
+    ASSERT_EQ(IBV_EVENT_QP_LAST_WQE_REACHED, ev.event_type);
+    ASSERT_EQ(m_qb, ev.element.qp);
+    const uint32_t qpn = m_qb->qp_num;
+    m_b.qps.clear();
+
+    arg.qp   = m_qb;
+    arg.ret  = -1;
+    arg.done = false;
+    ASSERT_EQ(0, pthread_create(&thread, nullptr, destroy_qp_thread, &arg));
+    usleep(100000); /* lets the destroy reach its wait, if it waits */
+    if (__atomic_load_n(&arg.done, __ATOMIC_ACQUIRE)) {
+        ADD_FAILURE() << "QP destroyed with its event not acknowledged";
+    } else {
+        EXPECT_EQ(qpn, ev.element.qp->qp_num); /* still the QP's memory */
+    }
+    ibv_ack_async_event(&ev);
+    pthread_join(thread, nullptr);
+    EXPECT_EQ(0, arg.ret);
+    m_qb = nullptr;
     EXPECT_EQ(0, ibv_destroy_srq(srq));
 }
 
