@@ -161,6 +161,17 @@ static int emu_modify_values(emu_qp_t *qp, const struct ibv_qp_attr *a,
 
 /* A DCI or RC QP back to RESET: the device forgets its WRs and libmlx5
  * discards its completions not yet polled. */
+/* An RC or UD QP's own receive queue (not an application's SRQ): its
+ * receives flushed with the move into ERR, and those posted while there
+ * (on), or dropped with the move to RESET */
+static int emu_qp_rq_flush(emu_qp_t *qp, int on)
+{
+    if ((qp->rq == NULL) || (qp->resp == NULL)) {
+        return 0;
+    }
+    return dcx_soft_dct_flush(qp->resp, on);
+}
+
 static int emu_qp_to_reset(emu_qp_t *qp)
 {
     int ret;
@@ -178,6 +189,9 @@ static int emu_qp_to_reset(emu_qp_t *qp)
         emu_raw_sq_reset(qp);
     }
     ret = dcx_qp_recover(qp->soft); /* drops the soft CQ's entries too */
+    if (ret == 0) {
+        ret = emu_qp_rq_flush(qp, 0);
+    }
     if (ret != 0) {
         return ret;
     }
@@ -293,6 +307,9 @@ int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int attr_mask)
         } else if (to == IBV_QPS_ERR) {
             ret = (qp->soft->state == DCX_QPS_ERR) ? 0 :
                                                      dcx_qp_set_error(qp->soft);
+            if ((ret == 0) && (cur != IBV_QPS_ERR)) {
+                ret = emu_qp_rq_flush(qp, 1);
+            }
             /* an SRQ's QP: the last-WQE event with the move into ERR */
             if ((ret == 0) && (cur != IBV_QPS_ERR) && (qp->kind == EMU_QP_RC) &&
                 emu_qp_on_srq(qp) && !qp->by_devx) {

@@ -23,9 +23,9 @@
  * requests meant for the QP are dropped (their sender retries and fails
  * with IBV_WC_RETRY_EXC_ERR, as when an RC peer is not ready).
  *
- * ibv_post_send and ibv_post_recv are emu_post.c's.  Not modelled: moving
- * an RC QP to ERR does not flush its own receive queue, and RESET does not
- * empty it.
+ * ibv_post_send and ibv_post_recv are emu_post.c's.  The move into ERR
+ * flushes the QP's own receive queue, and RESET empties it
+ * (emu_qp_modify.c, through the soft DCT).
  */
 #include "emu/emu_raw.h"
 #include "soft/dcx_soft.h"

@@ -394,6 +394,17 @@ int dcx_soft_stream_errored(dcx_qp_t *qp, uint16_t stream_id);
  * in-place receives. */
 int dcx_soft_dct_purge(dcx_qp_t *qp);
 
+/* Flushes the receive queue of DCT qp, whose SRQ is its own (the mlx5
+ * emulation's RC and UD QPs, whose responder is a DCT), as a QP moved
+ * into ERR flushes its own (on): the receive a message in progress holds
+ * and every receive queued complete on the DCT's CQ with
+ * DCX_WC_WR_FLUSH_ERR, and every receive posted from then on completes so
+ * at once.  on=0 (a move to RESET): the receives queued are dropped
+ * without completions, and posts queue again.  0, or EINVAL (logged) for a
+ * QP that is not a DCT on an SRQ without tag matching or in-place
+ * receives. */
+int dcx_soft_dct_flush(dcx_qp_t *qp, int on);
+
 /* Changes a plain MR in place, as ibv_rereg_mr does: its PD (of the same
  * device), range and access, under the same lkey and rkey.  The key is out
  * of the table while it changes, as for a deregistration: WRs of ours

@@ -130,6 +130,9 @@ struct soft_srq {
     int in_place;  /* DCX_SRQ_F_IN_PLACE */
     soft_tm_t *tm; /* DCX_SRQ_TM: its tag list and engine */
     int watch_fd;  /* dcx_soft_srq_watch: written when found empty */
+    /* dcx_soft_dct_flush: the DCT whose receive queue this is, while it
+     * flushes every receive posted (its post functions then complete) */
+    soft_qp_t *flush_dct;
 };
 
 typedef struct soft_ah {

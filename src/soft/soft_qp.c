@@ -15,6 +15,7 @@
 #include "soft_dgrant.h"
 #include "soft_light.h"
 #include "soft_now.h"
+#include "soft_srq.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -200,6 +201,30 @@ int dcx_soft_dct_purge(dcx_qp_t *qp_)
         cq->q[out++ & (cq->size - 1)] = *e;
     }
     cq->tail = out;
+    soft_unlock(&dev->lock);
+    return 0;
+}
+
+int dcx_soft_dct_flush(dcx_qp_t *qp_, int on)
+{
+    soft_qp_t *qp   = (soft_qp_t *)qp_;
+    soft_dev_t *dev = qp->dev;
+
+    if ((qp->super.type != DCX_QPT_DCT) || (qp->srq == NULL) ||
+        (qp->srq->tm != NULL) || qp->srq->in_place) {
+        dcx_error("%s: qp 0x%x: receive queue flush of a QP that is not a "
+                  "DCT on a plain SRQ",
+                  dev->super.caps.name, qp->super.qp_num);
+        return EINVAL;
+    }
+    soft_lock(&dev->lock);
+    if (on) {
+        soft_resp_flush_dct(dev, qp);
+        soft_srq_flush(qp->srq, qp);
+    } else {
+        soft_resp_forget_dct(dev, qp);
+        soft_srq_flush(qp->srq, NULL);
+    }
     soft_unlock(&dev->lock);
     return 0;
 }

@@ -210,6 +210,17 @@ static void soft_rstate_abandon(soft_dev_t *dev, soft_rstate_t *rs)
     rs->msg_err   = 0;
 }
 
+void soft_resp_flush_dct(soft_dev_t *dev, soft_qp_t *dct)
+{
+    uint32_t i;
+
+    for (i = 0; i < SOFT_RSTATE_SLOTS; ++i) {
+        if (dev->rstate[i].used && (dev->rstate[i].dct == dct)) {
+            soft_rstate_abandon(dev, &dev->rstate[i]);
+        }
+    }
+}
+
 void soft_resp_forget_dct(soft_dev_t *dev, soft_qp_t *dct)
 {
     uint32_t i;

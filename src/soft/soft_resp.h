@@ -96,6 +96,10 @@ static inline uint64_t soft_ack_word(const soft_pkt_t *pkt)
 
 /* soft_resp.c */
 void soft_resp_packet(soft_dev_t *dev, const soft_pkt_t *pkt, const void *p);
+/* The receives held by dct's messages in progress: completed with
+ * DCX_WC_WR_FLUSH_ERR (flush), or let go without a completion (forget,
+ * for a DCT destroyed or reset) */
+void soft_resp_flush_dct(soft_dev_t *dev, soft_qp_t *dct);
 void soft_resp_forget_dct(soft_dev_t *dev, soft_qp_t *dct);
 
 /* soft_answer.c */

@@ -100,6 +100,74 @@ static int soft_srq_post_recv_list(dcx_srq_t *srq_, const dcx_recv_t *list,
     return 0;
 }
 
+/* Engine lock held: completes every receive queued with
+ * DCX_WC_WR_FLUSH_ERR on the flushing DCT's CQ, in order, and empties the
+ * queue.  A full CQ takes what it can; its overrun is logged once there. */
+static void soft_srq_flush_queued(soft_srq_t *srq)
+{
+    soft_qp_t *dct = srq->flush_dct;
+    dcx_wc_t wc;
+
+    memset(&wc, 0, sizeof(wc));
+    wc.status = DCX_WC_WR_FLUSH_ERR;
+    wc.opcode = DCX_WC_RECV;
+    wc.qp_num = dct->super.qp_num;
+    while (srq->head != srq->tail) {
+        wc.wr_id = soft_srq_head(srq)->wr_id;
+        soft_srq_pop(srq);
+        (void)soft_cq_push(dct->cq, &wc, NULL, 0);
+    }
+}
+
+/* The post functions of a flushing queue: the receives are checked and
+ * queued as ever, then completed flushed, with any a post that raced the
+ * switch left queued */
+static int soft_srq_post_recv_flushed(dcx_srq_t *srq_, uint64_t wr_id,
+                                      const dcx_sge_t *sg_list,
+                                      unsigned num_sge)
+{
+    soft_srq_t *srq = (soft_srq_t *)srq_;
+    int ret         = soft_srq_post_recv(srq_, wr_id, sg_list, num_sge);
+
+    soft_lock(&srq->dev->lock);
+    if (srq->flush_dct != NULL) {
+        soft_srq_flush_queued(srq);
+    }
+    soft_unlock(&srq->dev->lock);
+    return ret;
+}
+
+static int soft_srq_post_recv_list_flushed(dcx_srq_t *srq_,
+                                           const dcx_recv_t *list,
+                                           unsigned count, unsigned *posted_p)
+{
+    soft_srq_t *srq = (soft_srq_t *)srq_;
+    int ret         = soft_srq_post_recv_list(srq_, list, count, posted_p);
+
+    soft_lock(&srq->dev->lock);
+    if (srq->flush_dct != NULL) {
+        soft_srq_flush_queued(srq);
+    }
+    soft_unlock(&srq->dev->lock);
+    return ret;
+}
+
+void soft_srq_flush(soft_srq_t *srq, soft_qp_t *dct)
+{
+    if (dct != NULL) {
+        srq->flush_dct            = dct;
+        srq->super.post_recv      = soft_srq_post_recv_flushed;
+        srq->super.post_recv_list = soft_srq_post_recv_list_flushed;
+        soft_srq_flush_queued(srq);
+        return;
+    }
+    srq->flush_dct            = NULL;
+    srq->super.post_recv      = soft_srq_post_recv;
+    srq->super.post_recv_list = soft_srq_post_recv_list;
+    srq->head                 = srq->tail;
+    srq->hpos                 = srq->tpos;
+}
+
 int soft_srq_create(dcx_pd_t *pd, const dcx_srq_attr_t *attr, dcx_srq_t **srq_p)
 {
     soft_dev_t *dev  = soft_dev(pd->dev);

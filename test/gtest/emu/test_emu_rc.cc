@@ -911,3 +911,101 @@ TEST_F(emu_rc_test, reset_drops_receive_completions_bad_flow)
     EXPECT_EQ(11u, wc.wr_id);
     EXPECT_EQ(IBV_WC_SUCCESS, wc.status);
 }
+
+/* A QP moved into ERR flushes its own receive queue: every receive posted
+ * completes with IBV_WC_WR_FLUSH_ERR, in order, with the QP's number, and
+ * so does one posted while it stays there; a QP on an SRQ leaves the
+ * SRQ's receives alone (the SRQ serves other QPs). */
+TEST_F(emu_rc_test, err_flushes_own_receive_queue)
+{
+    struct ibv_srq *srq = create_srq(&m_b);
+    struct ibv_qp_attr a;
+    struct ibv_wc wc;
+
+    ASSERT_NE(nullptr, srq);
+    make_pair();
+    struct ibv_qp *on_srq = create_rc(&m_b, srq);
+    ASSERT_NE(nullptr, on_srq);
+    ASSERT_EQ(0, connect(on_srq, m_a.lid, m_qa->qp_num));
+    for (uint64_t id = 20; id < 23; ++id) {
+        ASSERT_EQ(0, post_recv(&m_b, m_qb, id, (int)id));
+    }
+    struct ibv_recv_wr wr, *bad = nullptr;
+    struct ibv_sge sge = {(uintptr_t)&m_b.buf[40], 8, m_b.mr->lkey};
+    memset(&wr, 0, sizeof(wr));
+    wr.wr_id   = 90;
+    wr.sg_list = &sge;
+    wr.num_sge = 1;
+    ASSERT_EQ(0, ibv_post_srq_recv(srq, &wr, &bad));
+
+    memset(&a, 0, sizeof(a));
+    a.qp_state = IBV_QPS_ERR;
+    ASSERT_EQ(0, ibv_modify_qp(m_qb, &a, IBV_QP_STATE));
+    ASSERT_EQ(0, ibv_modify_qp(on_srq, &a, IBV_QP_STATE));
+    for (uint64_t id = 20; id < 23; ++id) {
+        ASSERT_TRUE(poll(m_b.rcq, &wc)) << "receive " << id << " not flushed";
+        EXPECT_EQ(id, wc.wr_id);
+        EXPECT_EQ(IBV_WC_WR_FLUSH_ERR, wc.status);
+        EXPECT_EQ(m_qb->qp_num, wc.qp_num);
+    }
+    ASSERT_EQ(0, post_recv(&m_b, m_qb, 23, 23));
+    ASSERT_TRUE(poll(m_b.rcq, &wc)) << "receive posted in ERR not flushed";
+    EXPECT_EQ(23u, wc.wr_id);
+    EXPECT_EQ(IBV_WC_WR_FLUSH_ERR, wc.status);
+    EXPECT_EQ(0, ibv_poll_cq(m_b.rcq, 1, &wc)); /* the SRQ's stays */
+
+    /* the SRQ's receive still takes a message, through another QP */
+    struct ibv_qp *other = create_rc(&m_b, srq);
+    ASSERT_NE(nullptr, other);
+    a.qp_state = IBV_QPS_RESET;
+    ASSERT_EQ(0, ibv_modify_qp(m_qa, &a, IBV_QP_STATE));
+    ASSERT_EQ(0, connect(other, m_a.lid, m_qa->qp_num));
+    ASSERT_EQ(0, connect(m_qa, m_b.lid, other->qp_num));
+    m_a.buf[4] = 61;
+    ASSERT_EQ(0, post_send(m_qa, &m_a, 1, IBV_WR_SEND, 4, 8));
+    ASSERT_TRUE(poll(m_b.rcq, &wc));
+    EXPECT_EQ(90u, wc.wr_id);
+    EXPECT_EQ(IBV_WC_SUCCESS, wc.status);
+    EXPECT_EQ(other->qp_num, wc.qp_num);
+    EXPECT_EQ(61u, m_b.buf[40]);
+
+    for (struct ibv_qp *qp : {on_srq, other}) {
+        for (auto it = m_b.qps.begin(); it != m_b.qps.end(); ++it) {
+            if (*it == qp) {
+                m_b.qps.erase(it);
+                break;
+            }
+        }
+        EXPECT_EQ(0, ibv_destroy_qp(qp));
+    }
+    EXPECT_EQ(0, ibv_destroy_srq(srq));
+}
+
+/* RESET empties the QP's own receive queue without completions: after
+ * reconnecting, a message lands in a receive posted since, not in one
+ * posted before the reset */
+TEST_F(emu_rc_test, reset_empties_own_receive_queue_bad_flow)
+{
+    struct ibv_qp_attr a;
+    struct ibv_wc wc;
+
+    make_pair();
+    ASSERT_EQ(0, post_recv(&m_b, m_qb, 30, 0));
+    ASSERT_EQ(0, post_recv(&m_b, m_qb, 31, 8));
+    memset(&a, 0, sizeof(a));
+    a.qp_state = IBV_QPS_RESET;
+    ASSERT_EQ(0, ibv_modify_qp(m_qb, &a, IBV_QP_STATE));
+    EXPECT_EQ(0, ibv_poll_cq(m_b.rcq, 1, &wc));
+    ASSERT_EQ(0, ibv_modify_qp(m_qa, &a, IBV_QP_STATE));
+    ASSERT_EQ(0, connect(m_qb, m_a.lid, m_qa->qp_num));
+    ASSERT_EQ(0, connect(m_qa, m_b.lid, m_qb->qp_num));
+    ASSERT_EQ(0, post_recv(&m_b, m_qb, 32, 16));
+    m_a.buf[4] = 62;
+    ASSERT_EQ(0, post_send(m_qa, &m_a, 1, IBV_WR_SEND, 4, 8));
+    ASSERT_TRUE(poll(m_b.rcq, &wc));
+    EXPECT_EQ(32u, wc.wr_id);
+    EXPECT_EQ(IBV_WC_SUCCESS, wc.status);
+    EXPECT_EQ(62u, m_b.buf[16]);
+    EXPECT_EQ(0u, m_b.buf[0]);
+    EXPECT_EQ(0, ibv_poll_cq(m_b.rcq, 1, &wc));
+}

@@ -376,3 +376,26 @@ TEST_F(emu_ud_test, post_errors_bad_flow)
         EXPECT_EQ(1u, log.count());
     }
 }
+
+/* A UD QP moved into ERR flushes its receive queue, the application's
+ * wr_ids in order, and one posted while there */
+TEST_F(emu_ud_test, err_flushes_receive_queue)
+{
+    struct ibv_qp_attr a;
+    struct ibv_wc wc;
+
+    ASSERT_EQ(0, post_recv(&m_b, 41, 0, kGrh + 64));
+    ASSERT_EQ(0, post_recv(&m_b, 42, 128, kGrh + 64));
+    memset(&a, 0, sizeof(a));
+    a.qp_state = IBV_QPS_ERR;
+    ASSERT_EQ(0, ibv_modify_qp(m_b.qp, &a, IBV_QP_STATE));
+    for (uint64_t id = 41; id < 44; ++id) {
+        if (id == 43) {
+            ASSERT_EQ(0, post_recv(&m_b, 43, 256, kGrh + 64));
+        }
+        ASSERT_TRUE(poll(&m_b, &wc)) << "receive " << id << " not flushed";
+        EXPECT_EQ(id, wc.wr_id);
+        EXPECT_EQ(IBV_WC_WR_FLUSH_ERR, wc.status);
+        EXPECT_EQ(m_b.qp->qp_num, wc.qp_num);
+    }
+}
