@@ -289,6 +289,8 @@ typedef struct emu_qp {
     bool has_qpx;      /* created with SEND_OPS_FLAGS */
     bool by_devx;      /* created by CREATE_QP: events go to DEVX channels */
     bool post_ok;      /* RTS reached since the last RESET */
+    bool err_entered;  /* its move into ERR handled since the last RESET
+                          (own receive queue flushed, last-WQE event) */
     uint64_t send_ops; /* IBV_QP_EX_WITH_* */
     uint64_t dv_ops;   /* MLX5DV_QP_EX_WITH_* */
     bool sig_all;

@@ -297,8 +297,8 @@ static int emu_qp_check(emu_qp_t *qp, struct ibv_qp_init_attr_ex *attr,
         emu_error("%s: create_qp: IBV_QPT_DRIVER without DC attributes", name);
         return EINVAL;
     } else {
-        emu_error("%s: create_qp: QP type %d is not modelled (DCI, DCT and "
-                  "RC only)",
+        emu_error("%s: create_qp: QP type %d is not modelled (DCI, DCT, RC "
+                  "and UD only)",
                   name, (int)attr->qp_type);
         return EOPNOTSUPP;
     }

@@ -212,7 +212,8 @@ static int emu_qp_to_reset(emu_qp_t *qp)
     for (uint32_t i = 0; i < qp->num_streams; ++i) {
         qp->st_retired[i] = qp->st_posted[i];
     }
-    qp->post_ok = false;
+    qp->post_ok     = false;
+    qp->err_entered = false;
     pthread_mutex_unlock(&qp->sq_lock);
     return 0;
 }
@@ -307,14 +308,17 @@ int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int attr_mask)
         } else if (to == IBV_QPS_ERR) {
             ret = (qp->soft->state == DCX_QPS_ERR) ? 0 :
                                                      dcx_qp_set_error(qp->soft);
-            if ((ret == 0) && (cur != IBV_QPS_ERR)) {
+            /* once per move into ERR, also for a QP that failed by itself
+             * (its requester's error) and is moved there by software */
+            if ((ret == 0) && !qp->err_entered) {
                 ret = emu_qp_rq_flush(qp, 1);
             }
             /* an SRQ's QP: the last-WQE event with the move into ERR */
-            if ((ret == 0) && (cur != IBV_QPS_ERR) && (qp->kind == EMU_QP_RC) &&
+            if ((ret == 0) && !qp->err_entered && (qp->kind == EMU_QP_RC) &&
                 emu_qp_on_srq(qp) && !qp->by_devx) {
                 emu_async_qp_event(qp, IBV_EVENT_QP_LAST_WQE_REACHED);
             }
+            qp->err_entered = qp->err_entered || (ret == 0);
         } else if ((to == IBV_QPS_RTS) && (cur == IBV_QPS_RTR)) {
             /* UD takes no transport timers: the device's (a datagram
              * waits that long for a full ring before it is lost) */

@@ -1009,3 +1009,61 @@ TEST_F(emu_rc_test, reset_empties_own_receive_queue_bad_flow)
     EXPECT_EQ(0u, m_b.buf[0]);
     EXPECT_EQ(0, ibv_poll_cq(m_b.rcq, 1, &wc));
 }
+
+/* A QP that failed by itself (its requester's retries exhausted) and is
+ * then moved into ERR by software gets what any move into ERR gives: its
+ * own receive queue flushed, and an SRQ's QP its last-WQE event, once */
+TEST_F(emu_rc_test, failed_qp_moved_to_err_flushes_bad_flow)
+{
+    struct ibv_srq *srq = create_srq(&m_b);
+    struct ibv_async_event ev;
+    struct ibv_qp_init_attr init;
+    struct ibv_qp_attr a;
+    struct ibv_wc wc;
+
+    ASSERT_NE(nullptr, srq);
+    ASSERT_EQ(0, fcntl(m_b.ctx->async_fd, F_SETFL,
+                       fcntl(m_b.ctx->async_fd, F_GETFL) | O_NONBLOCK));
+    m_qa                  = create_rc(&m_a); /* left in RESET: drops all */
+    m_qb                  = create_rc(&m_b);
+    struct ibv_qp *on_srq = create_rc(&m_b, srq);
+    ASSERT_NE(nullptr, m_qa);
+    ASSERT_NE(nullptr, m_qb);
+    ASSERT_NE(nullptr, on_srq);
+    for (struct ibv_qp *qp : {m_qb, on_srq}) {
+        ASSERT_EQ(0, connect(qp, m_a.lid, m_qa->qp_num, kAccess, 8, 1, 1));
+    }
+    ASSERT_EQ(0, post_recv(&m_b, m_qb, 70, 0));
+    for (struct ibv_qp *qp : {m_qb, on_srq}) {
+        ASSERT_EQ(0, post_send(qp, &m_b, 71, IBV_WR_SEND, 8, 8));
+        ASSERT_TRUE(poll(m_b.scq, &wc, 20000));
+        EXPECT_EQ(IBV_WC_RETRY_EXC_ERR, wc.status);
+        ASSERT_EQ(0, ibv_query_qp(qp, &a, IBV_QP_STATE, &init));
+        EXPECT_EQ(IBV_QPS_ERR, a.qp_state);
+    }
+
+    memset(&a, 0, sizeof(a));
+    a.qp_state = IBV_QPS_ERR;
+    ASSERT_EQ(0, ibv_modify_qp(m_qb, &a, IBV_QP_STATE));
+    ASSERT_TRUE(poll(m_b.rcq, &wc)) << "receive not flushed";
+    EXPECT_EQ(70u, wc.wr_id);
+    EXPECT_EQ(IBV_WC_WR_FLUSH_ERR, wc.status);
+
+    ASSERT_EQ(0, ibv_modify_qp(on_srq, &a, IBV_QP_STATE));
+    ASSERT_EQ(0, ibv_get_async_event(m_b.ctx, &ev));
+    EXPECT_EQ(IBV_EVENT_QP_LAST_WQE_REACHED, ev.event_type);
+    EXPECT_EQ(on_srq, ev.element.qp);
+    ibv_ack_async_event(&ev);
+    ASSERT_EQ(0, ibv_modify_qp(on_srq, &a, IBV_QP_STATE));
+    EXPECT_EQ(-1, ibv_get_async_event(m_b.ctx, &ev)); /* once */
+    EXPECT_EQ(EAGAIN, errno);
+
+    for (auto it = m_b.qps.begin(); it != m_b.qps.end(); ++it) {
+        if (*it == on_srq) {
+            m_b.qps.erase(it);
+            break;
+        }
+    }
+    EXPECT_EQ(0, ibv_destroy_qp(on_srq));
+    EXPECT_EQ(0, ibv_destroy_srq(srq));
+}
