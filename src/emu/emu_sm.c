@@ -80,6 +80,7 @@ _Static_assert(sizeof(emu_sm_entry_t) == 64, "one cache line per entry");
 static pthread_mutex_t emu_sm_lock = PTHREAD_MUTEX_INITIALIZER;
 static emu_sm_table_t *emu_sm_map;
 static int emu_sm_fd = -1;    /* holds the shared flock */
+static pid_t emu_sm_pid;      /* the process that mapped it (not a child) */
 static unsigned emu_sm_users; /* registrations and AH words of this process */
 static char emu_sm_fabric[40];
 static char emu_sm_name[96];
@@ -208,6 +209,7 @@ static emu_sm_table_t *emu_sm_table(const char *fabric)
     snprintf(emu_sm_name, sizeof(emu_sm_name), "%s", name);
     emu_sm_map = t;
     emu_sm_fd  = fd;
+    emu_sm_pid = getpid();
     return t;
 }
 
@@ -247,6 +249,44 @@ static void emu_sm_put(void)
     close(emu_sm_fd); /* releases the lock */
     emu_sm_map = NULL;
     emu_sm_fd  = -1;
+    pthread_mutex_unlock(&emu_sm_lock);
+}
+
+/* At exit with the directory still held (a program that leaves without
+ * closing its devices, whose kernel objects on a real device go with the
+ * process): the process's entries are freed, and the file is unlinked
+ * when no other process holds it.  The map stays: another thread of the
+ * exiting process may still read it.  A forked child leaves the
+ * directory to its parent; a lock held elsewhere at exit leaves it to
+ * the next process, which takes over entries whose owner is gone. */
+static void __attribute__((destructor)) emu_sm_leave(void)
+{
+    emu_sm_table_t *t;
+    uint64_t word;
+    unsigned i;
+
+    if (pthread_mutex_trylock(&emu_sm_lock) != 0) {
+        return;
+    }
+    t = emu_sm_map;
+    if ((t == NULL) || (emu_sm_pid != getpid())) {
+        pthread_mutex_unlock(&emu_sm_lock);
+        return;
+    }
+    for (i = 0; i < EMU_SM_ENTRIES; ++i) {
+        word = __atomic_load_n(&t->e[i].word, __ATOMIC_ACQUIRE);
+        if ((word != EMU_SM_FREE) &&
+            (((word >> 8) & EMU_SM_PID_MAX) == (uint64_t)getpid())) {
+            __atomic_compare_exchange_n(&t->e[i].word, &word, EMU_SM_FREE,
+                                        false, __ATOMIC_ACQ_REL,
+                                        __ATOMIC_ACQUIRE);
+        }
+    }
+    if ((flock(emu_sm_fd, LOCK_EX | LOCK_NB) == 0) && !emu_sm_in_use(t) &&
+        (shm_unlink(emu_sm_name) != 0) && (errno != ENOENT)) {
+        emu_warn("LID directory %s: shm_unlink at exit failed: %s", emu_sm_name,
+                 strerror(errno));
+    }
     pthread_mutex_unlock(&emu_sm_lock);
 }
 

@@ -16,6 +16,7 @@
 #include <errno.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 /* A DCT of its own on mlx5_1: a context, PD, CQ, SRQ with receives posted
@@ -289,6 +290,39 @@ TEST(emu_names, directory_removed_by_last_user)
     EXPECT_EQ(0, stat(path.c_str(), &st)) << path;
     EXPECT_EQ(0, ibv_close_device(ctx));
     ibv_free_device_list(list);
+    EXPECT_NE(0, stat(path.c_str(), &st)) << path << " left behind";
+}
+
+/* A process that exits with its port still open (a tool's error path
+ * that never closes its device) leaves nothing either: its entries go,
+ * and the directory with them when no other process holds it, as a real
+ * device's objects go with the process that made them */
+TEST(emu_names, directory_removed_by_last_user_exiting_open)
+{
+    std::string path = "/dev/shm/dcx-emu." + std::to_string(getuid()) + "." +
+                       emu_test_fabric();
+    struct stat st;
+    int status = 0;
+    pid_t pid;
+
+    ASSERT_NE(0, stat(path.c_str(), &st)) << path << " there before";
+    pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+        struct ibv_device **list;
+        int num = 0;
+
+        list = ibv_get_device_list(&num);
+        if ((list == nullptr) || (num < 1) ||
+            (ibv_open_device(list[0]) == nullptr) ||
+            (stat(path.c_str(), &st) != 0)) {
+            _exit(2);
+        }
+        exit(0); /* the device left open; the destructors run */
+    }
+    ASSERT_EQ(pid, waitpid(pid, &status, 0));
+    ASSERT_TRUE(WIFEXITED(status));
+    ASSERT_EQ(0, WEXITSTATUS(status)) << "the child could not open a port";
     EXPECT_NE(0, stat(path.c_str(), &st)) << path << " left behind";
 }
 
