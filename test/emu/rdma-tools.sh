@@ -13,7 +13,13 @@
 #   - perftest's write, read, send and atomic latency and bandwidth runs
 #     over DC and over RC, and its send latency and bandwidth over UD,
 #     between two processes complete, both exiting 0 and the client
-#     printing its result.
+#     printing its result;
+#   - rdma-core's example programs (ibverbs-utils): ibv_rc_pingpong,
+#     ibv_srq_pingpong and ibv_ud_pingpong between two processes, each
+#     polling and sleeping on completion events (-e), rc also with its
+#     buffer check (-c) and 64 KiB messages; ibv_uc_pingpong and
+#     ibv_xsrq_pingpong (UC and XRC, not modelled) fail at their start
+#     with the emulation's one line saying so, and crash nothing.
 # Each run on a fabric of its own; at the end, nothing of it is left in
 # /dev/shm (its LID directory, the devices' sysfs view).  Prints one PASS/FAIL line a check, exits 1 if any failed, 77
 # when the tools are not installed.
@@ -122,6 +128,50 @@ if command -v ib_write_lat > /dev/null; then
     done
 else
     echo "SKIP: perftest not installed"
+fi
+
+# rdma-core's pingpong examples: server and client on the fabric, both
+# must exit 0, the client printing its iteration line (a server that could
+# not bind its port is started again on another, as for perftest)
+pingpong_run() {   # pingpong_run PROGRAM [ARGS...]
+    local t=$1 port srv=$out.srv st try pid
+    shift
+    for try in 1 2 3; do
+        port=$(free_port)
+        emu timeout 60 "$t" -d mlx5_0 -n 200 -p "$port" "$@" > "$srv" 2>&1 &
+        pid=$!
+        sleep 1
+        emu timeout 60 "$t" -d mlx5_0 -n 200 -p "$port" "$@" localhost \
+            > "$out" 2>&1
+        st=$?
+        wait "$pid" || st=1
+        grep -q "Couldn't listen to port" "$srv" || break
+    done
+    grep -q ' iters in ' "$out" || st=1
+    cat "$srv" >> "$out"
+    rm -f "$srv"
+    [ "$st" -eq 0 ] && ! grep -q 'mlx5-emu:' "$out"
+}
+
+if command -v ibv_rc_pingpong > /dev/null; then
+    for t in "ibv_rc_pingpong" "ibv_rc_pingpong -e" "ibv_rc_pingpong -c" \
+             "ibv_rc_pingpong -e -c -s 65536" "ibv_srq_pingpong" \
+             "ibv_srq_pingpong -e" "ibv_ud_pingpong" "ibv_ud_pingpong -e"; do
+        # shellcheck disable=SC2086
+        pingpong_run $t
+        check "$t between two processes" $?
+    done
+    # not modelled: refused where the program makes the QP or domain,
+    # with the emulation's line, and both sides exit with an error
+    for t in ibv_uc_pingpong ibv_xsrq_pingpong; do
+        emu timeout 30 "$t" -d mlx5_0 -p "$(free_port)" > "$out" 2>&1
+        st=$?
+        [ "$st" -ne 0 ] && [ "$st" -lt 124 ] &&
+            { grep -q 'mlx5-emu:' "$out" || grep -q 'XRC Domain 95' "$out"; }
+        check "$t refused with one error (not modelled)" $?
+    done
+else
+    echo "SKIP: ibverbs-utils' pingpong examples not installed"
 fi
 
 # the fabric's LID directory and the devices' sysfs view go with the last
