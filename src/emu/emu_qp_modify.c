@@ -341,7 +341,12 @@ int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int attr_mask)
     if (mask & IBV_QP_SQ_PSN) {
         qp->sq_psn = attr->sq_psn & 0xffffff;
     }
-    ibqp->state = to;
+    /* as libibverbs: the field follows the state asked for, never the
+     * device's own moves (UCX's rc_verbs asserts it is RTS when it posts
+     * to a QP whose peer failed) */
+    if (mask & IBV_QP_STATE) {
+        ibqp->state = to;
+    }
     return 0;
 }
 
@@ -384,6 +389,8 @@ int ibv_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int attr_mask,
         init_attr->qp_type    = ibqp->qp_type;
         init_attr->sq_sig_all = qp->sig_all;
     }
-    ibqp->state = attr->qp_state;
+    if (attr_mask & IBV_QP_STATE) {
+        ibqp->state = attr->qp_state; /* as libibverbs' ibv_query_qp */
+    }
     return 0;
 }

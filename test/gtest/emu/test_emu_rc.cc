@@ -1038,8 +1038,16 @@ TEST_F(emu_rc_test, failed_qp_moved_to_err_flushes_bad_flow)
         ASSERT_EQ(0, post_send(qp, &m_b, 71, IBV_WR_SEND, 8, 8));
         ASSERT_TRUE(poll(m_b.scq, &wc, 20000));
         EXPECT_EQ(IBV_WC_RETRY_EXC_ERR, wc.status);
+        /* ibv_qp.state follows what software asked for and queried:
+         * a query without IBV_QP_STATE leaves it (UCX's rc_verbs asks
+         * for the peer's address after an error, then still posts its
+         * flush, asserting RTS) */
+        EXPECT_EQ(IBV_QPS_RTS, qp->state);
+        ASSERT_EQ(0, ibv_query_qp(qp, &a, IBV_QP_AV | IBV_QP_DEST_QPN, &init));
+        EXPECT_EQ(IBV_QPS_RTS, qp->state);
         ASSERT_EQ(0, ibv_query_qp(qp, &a, IBV_QP_STATE, &init));
         EXPECT_EQ(IBV_QPS_ERR, a.qp_state);
+        EXPECT_EQ(IBV_QPS_ERR, qp->state);
     }
 
     memset(&a, 0, sizeof(a));
