@@ -84,28 +84,36 @@ free_port() {
     echo "$p"
 }
 
-# perftest over a connection type (DC, RC): server and client, two
-# processes on the fabric, each must print its result line and exit 0.
-# A server that could not listen on its port (taken meanwhile by another
-# program) is started again on another, up to three times: that says
-# nothing of the emulation.
-perftest_run() {   # perftest_run CONN PROGRAM
-    local c=$1 t=$2 port srv=$out.srv st try pid
+# A server and its client of PROGRAM, two processes on the fabric, each
+# given a free port and ARGS, the client "localhost" too.  0 if both exit
+# 0, the client's output matches RESULT (an extended regular expression)
+# and the emulation said nothing.  A server that could not listen on its
+# port (taken meanwhile by another program) is started again on another,
+# up to three times: that says nothing of the emulation.  Both outputs
+# are left in $out, the client's first.
+pair_run() {   # pair_run PROGRAM RESULT [ARGS...]
+    local t=$1 result=$2 port srv=$out.srv st try pid
+    shift 2
     for try in 1 2 3; do
         port=$(free_port)
-        emu timeout 60 "$t" -d mlx5_0 -c "$c" -n 200 -p "$port" > "$srv" 2>&1 &
+        emu timeout 60 "$t" -p "$port" "$@" > "$srv" 2>&1 &
         pid=$!
         sleep 1
-        emu timeout 60 "$t" -d mlx5_0 -c "$c" -n 200 -p "$port" localhost > "$out" 2>&1
+        emu timeout 60 "$t" -p "$port" "$@" localhost > "$out" 2>&1
         st=$?
         wait "$pid" || st=1
         grep -q "Couldn't listen to port" "$srv" || break
     done
-    # the client's result line (a read or atomic test's server prints none)
-    grep -qE '^ +[0-9]+ +200 ' "$out" || st=1
+    grep -qE "$result" "$out" || st=1
     cat "$srv" >> "$out"
     rm -f "$srv"
     [ "$st" -eq 0 ] && ! grep -q 'mlx5-emu:' "$out"
+}
+
+# perftest over a connection type (DC, RC, UD); the client's result line
+# (a read or atomic test's server prints none)
+perftest_run() {   # perftest_run CONN PROGRAM
+    pair_run "$2" '^ +[0-9]+ +200 ' -d mlx5_0 -c "$1" -n 200
 }
 
 if command -v ib_write_lat > /dev/null; then
@@ -130,27 +138,11 @@ else
     echo "SKIP: perftest not installed"
 fi
 
-# rdma-core's pingpong examples: server and client on the fabric, both
-# must exit 0, the client printing its iteration line (a server that could
-# not bind its port is started again on another, as for perftest)
+# rdma-core's pingpong examples; the client's iteration line
 pingpong_run() {   # pingpong_run PROGRAM [ARGS...]
-    local t=$1 port srv=$out.srv st try pid
+    local t=$1
     shift
-    for try in 1 2 3; do
-        port=$(free_port)
-        emu timeout 60 "$t" -d mlx5_0 -n 200 -p "$port" "$@" > "$srv" 2>&1 &
-        pid=$!
-        sleep 1
-        emu timeout 60 "$t" -d mlx5_0 -n 200 -p "$port" "$@" localhost \
-            > "$out" 2>&1
-        st=$?
-        wait "$pid" || st=1
-        grep -q "Couldn't listen to port" "$srv" || break
-    done
-    grep -q ' iters in ' "$out" || st=1
-    cat "$srv" >> "$out"
-    rm -f "$srv"
-    [ "$st" -eq 0 ] && ! grep -q 'mlx5-emu:' "$out"
+    pair_run "$t" ' iters in ' -d mlx5_0 -n 200 "$@"
 }
 
 if command -v ibv_rc_pingpong > /dev/null; then

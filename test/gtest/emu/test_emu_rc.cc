@@ -75,6 +75,18 @@ protected:
         s->lid = port.lid;
     }
 
+    /* Destroys qp of s before the teardown (an SRQ it uses may go then) */
+    int destroy_qp(side *s, struct ibv_qp *qp)
+    {
+        for (auto it = s->qps.begin(); it != s->qps.end(); ++it) {
+            if (*it == qp) {
+                s->qps.erase(it);
+                break;
+            }
+        }
+        return ibv_destroy_qp(qp);
+    }
+
     void close_side(side *s, bool own)
     {
         for (struct ibv_qp *qp : s->qps) {
@@ -432,13 +444,7 @@ TEST_F(emu_rc_test, last_wqe_reached_async_event)
 
     /* an event not read yet goes with its QP */
     ASSERT_EQ(0, ibv_modify_qp(dropped, &a, IBV_QP_STATE));
-    for (auto it = m_b.qps.begin(); it != m_b.qps.end(); ++it) {
-        if (*it == dropped) {
-            m_b.qps.erase(it);
-            break;
-        }
-    }
-    ASSERT_EQ(0, ibv_destroy_qp(dropped));
+    ASSERT_EQ(0, destroy_qp(&m_b, dropped));
     EXPECT_EQ(-1, ibv_get_async_event(m_b.ctx, &ev));
     EXPECT_EQ(EAGAIN, errno);
 
@@ -969,15 +975,8 @@ TEST_F(emu_rc_test, err_flushes_own_receive_queue)
     EXPECT_EQ(other->qp_num, wc.qp_num);
     EXPECT_EQ(61u, m_b.buf[40]);
 
-    for (struct ibv_qp *qp : {on_srq, other}) {
-        for (auto it = m_b.qps.begin(); it != m_b.qps.end(); ++it) {
-            if (*it == qp) {
-                m_b.qps.erase(it);
-                break;
-            }
-        }
-        EXPECT_EQ(0, ibv_destroy_qp(qp));
-    }
+    EXPECT_EQ(0, destroy_qp(&m_b, on_srq));
+    EXPECT_EQ(0, destroy_qp(&m_b, other));
     EXPECT_EQ(0, ibv_destroy_srq(srq));
 }
 
@@ -1066,12 +1065,6 @@ TEST_F(emu_rc_test, failed_qp_moved_to_err_flushes_bad_flow)
     EXPECT_EQ(-1, ibv_get_async_event(m_b.ctx, &ev)); /* once */
     EXPECT_EQ(EAGAIN, errno);
 
-    for (auto it = m_b.qps.begin(); it != m_b.qps.end(); ++it) {
-        if (*it == on_srq) {
-            m_b.qps.erase(it);
-            break;
-        }
-    }
-    EXPECT_EQ(0, ibv_destroy_qp(on_srq));
+    EXPECT_EQ(0, destroy_qp(&m_b, on_srq));
     EXPECT_EQ(0, ibv_destroy_srq(srq));
 }
