@@ -57,6 +57,13 @@
  * instead of being taken back from every reader per message. */
 #define SOFT_STAMP_NS 4000ull
 
+/* After an arm, this many of the application's stamps (polls at least
+ * SOFT_STAMP_NS apart) leave it asleep to its peers: verbs programs arm,
+ * drain the CQ with a poll or two, and only then sleep on the channel; a
+ * program that goes on polling is awake again within tens of
+ * microseconds (soft_engine_app_sleeps). */
+#define SOFT_ARM_DRAIN_POLLS 8u
+
 /* An idle application with nothing outstanding for this long lets its
  * helper sleep without a timeout (soft_helper.c); an application that arms
  * a CQ to sleep on its completion channel counts as idle for this long at

@@ -206,8 +206,9 @@ struct soft_dev {
     /* helper thread */
     pthread_t helper;
     int helper_started;
-    uint64_t stamp;     /* last poll stamp written */
-    uint32_t armed_cqs; /* CQs armed, under the lock */
+    uint64_t stamp;       /* last poll stamp written */
+    uint32_t drain_polls; /* stamps left that keep an arm's sleep */
+    uint32_t armed_cqs;   /* CQs armed, under the lock */
     /* atomic: counted unlocked (futex_wakes: the wakes we made) */
     uint64_t helper_wakeups, helper_naps, helper_passes, futex_wakes;
     /* timed waits, set at the helper's start if 0 (soft_helper.c) */

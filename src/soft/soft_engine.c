@@ -266,10 +266,11 @@ uint64_t soft_engine_progress(soft_dev_t *dev, int from_helper)
  * SOFT_DEEP_IDLE_NS, so that it counts as idle at once: senders ring the
  * helper for the first packet they queue (soft_port_kick_due), the helper
  * serves it as soon as it is rung, and it sleeps without a timeout once
- * nothing is outstanding.  The local stamp is the time of the arm: the
- * polls that follow an arm at once (verbs' arm, drain, then sleep) leave
- * the announcement standing; a poll SOFT_STAMP_NS later writes a fresh
- * stamp, as the application is awake after all.  A sender that read the stamp before this store did not
+ * nothing is outstanding.  The polls that drain the CQ after the arm
+ * (verbs' arm, drain, then sleep) leave the announcement standing: the
+ * first SOFT_ARM_DRAIN_POLLS stamps after it are not written
+ * (soft_engine_stamp_write); a program that goes on polling past them is
+ * awake after all, and its next stamp says so.  A sender that read the stamp before this store did not
  * ring: the fence orders the store before the look at the rings that
  * follows, so either that sender saw the old-looking stamp or this look
  * sees its packet, which a pass serves now (its completion is then found
@@ -282,7 +283,8 @@ void soft_engine_app_sleeps(soft_dev_t *dev)
                     (SOFT_DEEP_IDLE_NS / SOFT_APP_IDLE_NS + 1);
     uint64_t now = soft_clock_now();
 
-    dev->stamp = now;
+    dev->stamp       = now;
+    dev->drain_polls = SOFT_ARM_DRAIN_POLLS;
     __atomic_store_n(&dev->hdr->last_poll, now - back, __ATOMIC_RELAXED);
     __atomic_thread_fence(__ATOMIC_SEQ_CST);
     if (soft_engine_rings_pending(dev)) {

@@ -14,11 +14,17 @@
 #include "soft_poll.h"
 
 /* The poll stamp is due (soft_engine_stamp): written, and once in
- * SOFT_TAIL_STAMPS, the rings' tails looked at (soft_engine_tail_look). */
+ * SOFT_TAIL_STAMPS, the rings' tails looked at (soft_engine_tail_look);
+ * not written for the polls that drain the CQs after an arm. */
 __attribute__((noinline)) void soft_engine_stamp_write(soft_dev_t *dev,
                                                        uint64_t now)
 {
     dev->stamp = now;
+    if (dev->drain_polls != 0) {
+        /* draining after an arm: still asleep to the peers */
+        dev->drain_polls--;
+        return;
+    }
     __atomic_store_n(&dev->hdr->last_poll, now, __ATOMIC_RELAXED);
     if (__atomic_load_n(&dev->hdr->app_wait, __ATOMIC_RELAXED) !=
         SOFT_WAKE_NONE) {
