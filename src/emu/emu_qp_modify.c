@@ -159,8 +159,6 @@ static int emu_modify_values(emu_qp_t *qp, const struct ibv_qp_attr *a,
     return EINVAL;
 }
 
-/* A DCI or RC QP back to RESET: the device forgets its WRs and libmlx5
- * discards its completions not yet polled. */
 /* An RC or UD QP's own receive queue (not an application's SRQ): its
  * receives flushed with the move into ERR, and those posted while there
  * (on), or dropped with the move to RESET */
@@ -172,6 +170,9 @@ static int emu_qp_rq_flush(emu_qp_t *qp, int on)
     return dcx_soft_dct_flush(qp->resp, on);
 }
 
+/* A DCI, RC or UD QP back to RESET: the device forgets its WRs, the QP's
+ * own receive queue is emptied, and libmlx5 discards its completions not
+ * yet polled. */
 static int emu_qp_to_reset(emu_qp_t *qp)
 {
     int ret;

@@ -270,13 +270,14 @@ uint64_t soft_engine_progress(soft_dev_t *dev, int from_helper)
  * (verbs' arm, drain, then sleep) leave the announcement standing: the
  * first SOFT_ARM_DRAIN_POLLS stamps after it are not written
  * (soft_engine_stamp_write); a program that goes on polling past them is
- * awake after all, and its next stamp says so.  A sender that read the stamp before this store did not
- * ring: the fence orders the store before the look at the rings that
- * follows, so either that sender saw the old-looking stamp or this look
- * sees its packet, which a pass serves now (its completion is then found
- * by the arm, soft_cq_req_notify).  The same fence orders the arm's store
- * of the port's app_wait (soft_wake_arm, just before) before that look:
- * a sender that did not find it ARMED published before the look. */
+ * awake after all, and its next stamp says so.  A sender that read the
+ * stamp before this store did not ring: the fence orders the store before
+ * the look at the rings that follows, so either that sender saw the
+ * old-looking stamp or this look sees its packet, which a pass serves now
+ * (its completion is then found by the arm, soft_cq_req_notify).  The same
+ * fence orders the arm's store of the port's app_wait (soft_wake_arm, just
+ * before) before that look: a sender that did not find it ARMED published
+ * before the look. */
 void soft_engine_app_sleeps(soft_dev_t *dev)
 {
     uint64_t back = soft_clock_idle_gran *
