@@ -174,6 +174,20 @@ int dcx_soft_dct_set(dcx_qp_t *qp_, uint64_t dc_key, uint32_t access,
     return ret;
 }
 
+/* Whether qp is a DCT on an SRQ without tag matching or in-place
+ * receives, which the mlx5 emulation's RC and UD QPs stand on; logs what
+ * was asked of one that is not. */
+static int soft_qp_is_plain_dct(const soft_qp_t *qp, const char *what)
+{
+    if ((qp->super.type != DCX_QPT_DCT) || (qp->srq == NULL) ||
+        (qp->srq->tm != NULL) || qp->srq->in_place) {
+        dcx_error("%s: qp 0x%x: %s of a QP that is not a DCT on a plain SRQ",
+                  qp->dev->super.caps.name, qp->super.qp_num, what);
+        return 0;
+    }
+    return 1;
+}
+
 int dcx_soft_dct_purge(dcx_qp_t *qp_)
 {
     soft_qp_t *qp   = (soft_qp_t *)qp_;
@@ -181,11 +195,7 @@ int dcx_soft_dct_purge(dcx_qp_t *qp_)
     soft_cq_t *cq;
     uint32_t i, out;
 
-    if ((qp->super.type != DCX_QPT_DCT) || (qp->srq == NULL) ||
-        (qp->srq->tm != NULL) || qp->srq->in_place) {
-        dcx_error("%s: qp 0x%x: purge of a QP that is not a DCT on a plain "
-                  "SRQ",
-                  dev->super.caps.name, qp->super.qp_num);
+    if (!soft_qp_is_plain_dct(qp, "purge")) {
         return EINVAL;
     }
     soft_lock(&dev->lock);
@@ -210,11 +220,7 @@ int dcx_soft_dct_flush(dcx_qp_t *qp_, int on)
     soft_qp_t *qp   = (soft_qp_t *)qp_;
     soft_dev_t *dev = qp->dev;
 
-    if ((qp->super.type != DCX_QPT_DCT) || (qp->srq == NULL) ||
-        (qp->srq->tm != NULL) || qp->srq->in_place) {
-        dcx_error("%s: qp 0x%x: receive queue flush of a QP that is not a "
-                  "DCT on a plain SRQ",
-                  dev->super.caps.name, qp->super.qp_num);
+    if (!soft_qp_is_plain_dct(qp, "receive queue flush")) {
         return EINVAL;
     }
     soft_lock(&dev->lock);

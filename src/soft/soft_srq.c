@@ -119,15 +119,11 @@ static void soft_srq_flush_queued(soft_srq_t *srq)
     }
 }
 
-/* The post functions of a flushing queue: the receives are checked and
- * queued as ever, then completed flushed, with any a post that raced the
- * switch left queued */
-static int soft_srq_post_recv_flushed(dcx_srq_t *srq_, uint64_t wr_id,
-                                      const dcx_sge_t *sg_list,
-                                      unsigned num_sge)
+/* After a post to a flushing queue: what it queued (and any a post that
+ * raced the switch left) completed flushed; ret passed through */
+static int soft_srq_flush_posted(dcx_srq_t *srq_, int ret)
 {
     soft_srq_t *srq = (soft_srq_t *)srq_;
-    int ret         = soft_srq_post_recv(srq_, wr_id, sg_list, num_sge);
 
     soft_lock(&srq->dev->lock);
     if (srq->flush_dct != NULL) {
@@ -137,19 +133,23 @@ static int soft_srq_post_recv_flushed(dcx_srq_t *srq_, uint64_t wr_id,
     return ret;
 }
 
+/* The post functions of a flushing queue: the receives are checked and
+ * queued as ever, then completed flushed */
+static int soft_srq_post_recv_flushed(dcx_srq_t *srq_, uint64_t wr_id,
+                                      const dcx_sge_t *sg_list,
+                                      unsigned num_sge)
+{
+    return soft_srq_flush_posted(srq_, soft_srq_post_recv(srq_, wr_id, sg_list,
+                                                          num_sge));
+}
+
 static int soft_srq_post_recv_list_flushed(dcx_srq_t *srq_,
                                            const dcx_recv_t *list,
                                            unsigned count, unsigned *posted_p)
 {
-    soft_srq_t *srq = (soft_srq_t *)srq_;
-    int ret         = soft_srq_post_recv_list(srq_, list, count, posted_p);
-
-    soft_lock(&srq->dev->lock);
-    if (srq->flush_dct != NULL) {
-        soft_srq_flush_queued(srq);
-    }
-    soft_unlock(&srq->dev->lock);
-    return ret;
+    return soft_srq_flush_posted(srq_,
+                                 soft_srq_post_recv_list(srq_, list, count,
+                                                         posted_p));
 }
 
 void soft_srq_flush(soft_srq_t *srq, soft_qp_t *dct)
