@@ -219,6 +219,20 @@ protected:
         return ibv_post_recv(qp, &wr, &bad);
     }
 
+    /* post_recv's receive, posted to srq */
+    int post_srq_recv(side *s, struct ibv_srq *srq, uint64_t wr_id, int slot,
+                      uint32_t len = 64)
+    {
+        struct ibv_recv_wr wr, *bad = nullptr;
+        struct ibv_sge sge = {(uintptr_t)&s->buf[slot], len, s->mr->lkey};
+
+        memset(&wr, 0, sizeof(wr));
+        wr.wr_id   = wr_id;
+        wr.sg_list = &sge;
+        wr.num_sge = 1;
+        return ibv_post_srq_recv(srq, &wr, &bad);
+    }
+
     int post_send(struct ibv_qp *qp, side *s, uint64_t wr_id,
                   enum ibv_wr_opcode op, int slot, uint32_t len,
                   uint64_t raddr = 0, uint32_t rkey = 0, unsigned flags = 0,
@@ -365,14 +379,7 @@ TEST_F(emu_rc_test, both_ways_and_srq)
     ASSERT_EQ(0, connect(m_qb, m_a.lid, m_qa->qp_num));
     ASSERT_EQ(0, connect(m_qa, m_b.lid, m_qb->qp_num));
 
-    struct ibv_recv_wr rwr, *bad = nullptr;
-    struct ibv_sge sge = {(uintptr_t)&m_b.buf[0], 64, m_b.mr->lkey};
-
-    memset(&rwr, 0, sizeof(rwr));
-    rwr.wr_id   = 9;
-    rwr.sg_list = &sge;
-    rwr.num_sge = 1;
-    ASSERT_EQ(0, ibv_post_srq_recv(srq, &rwr, &bad));
+    ASSERT_EQ(0, post_srq_recv(&m_b, srq, 9, 0));
     ASSERT_EQ(0, post_recv(&m_a, m_qa, 10, 0));
     m_a.buf[1] = 1;
     m_b.buf[1] = 2;
@@ -936,13 +943,7 @@ TEST_F(emu_rc_test, err_flushes_own_receive_queue)
     for (uint64_t id = 20; id < 23; ++id) {
         ASSERT_EQ(0, post_recv(&m_b, m_qb, id, (int)id));
     }
-    struct ibv_recv_wr wr, *bad = nullptr;
-    struct ibv_sge sge = {(uintptr_t)&m_b.buf[40], 8, m_b.mr->lkey};
-    memset(&wr, 0, sizeof(wr));
-    wr.wr_id   = 90;
-    wr.sg_list = &sge;
-    wr.num_sge = 1;
-    ASSERT_EQ(0, ibv_post_srq_recv(srq, &wr, &bad));
+    ASSERT_EQ(0, post_srq_recv(&m_b, srq, 90, 40, 8));
 
     memset(&a, 0, sizeof(a));
     a.qp_state = IBV_QPS_ERR;
