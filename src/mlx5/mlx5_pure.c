@@ -448,22 +448,22 @@ int dcx_mlx5_wc_opcode(enum ibv_wc_opcode opcode, dcx_wc_opcode_t *out)
     return 0;
 }
 
+/* a table: a send completion looks it up, every one */
+const uint8_t dcx_mlx5_wc_op[DCX_WR_OPCODE_LAST] = {
+    [DCX_WR_SEND]                = DCX_WC_SEND,
+    [DCX_WR_SEND_IMM]            = DCX_WC_SEND,
+    [DCX_WR_RDMA_WRITE]          = DCX_WC_RDMA_WRITE,
+    [DCX_WR_RDMA_WRITE_IMM]      = DCX_WC_RDMA_WRITE,
+    [DCX_WR_RDMA_READ]           = DCX_WC_RDMA_READ,
+    [DCX_WR_ATOMIC_FADD]         = DCX_WC_FETCH_ADD,
+    [DCX_WR_ATOMIC_CSWAP]        = DCX_WC_COMP_SWAP,
+    [DCX_WR_ATOMIC_MASKED_FADD]  = DCX_WC_MASKED_FETCH_ADD,
+    [DCX_WR_ATOMIC_MASKED_CSWAP] = DCX_WC_MASKED_COMP_SWAP};
+
 dcx_wc_opcode_t dcx_mlx5_wr_wc_opcode(dcx_wr_opcode_t opcode)
 {
-    /* a table: a send completion looks it up, every one */
-    static const uint8_t wc_op[DCX_WR_OPCODE_LAST] = {
-        [DCX_WR_SEND]                = DCX_WC_SEND,
-        [DCX_WR_SEND_IMM]            = DCX_WC_SEND,
-        [DCX_WR_RDMA_WRITE]          = DCX_WC_RDMA_WRITE,
-        [DCX_WR_RDMA_WRITE_IMM]      = DCX_WC_RDMA_WRITE,
-        [DCX_WR_RDMA_READ]           = DCX_WC_RDMA_READ,
-        [DCX_WR_ATOMIC_FADD]         = DCX_WC_FETCH_ADD,
-        [DCX_WR_ATOMIC_CSWAP]        = DCX_WC_COMP_SWAP,
-        [DCX_WR_ATOMIC_MASKED_FADD]  = DCX_WC_MASKED_FETCH_ADD,
-        [DCX_WR_ATOMIC_MASKED_CSWAP] = DCX_WC_MASKED_COMP_SWAP};
-
     if ((unsigned)opcode < DCX_WR_OPCODE_LAST) {
-        return (dcx_wc_opcode_t)wc_op[opcode];
+        return (dcx_wc_opcode_t)dcx_mlx5_wc_op[opcode];
     }
     switch (opcode) {
     case DCX_WR_MKEY_INTERLEAVED:

@@ -173,6 +173,8 @@ int dcx_mlx5_wc_opcode(enum ibv_wc_opcode opcode, dcx_wc_opcode_t *out);
 
 /* Requester completion opcode of a dcx work request opcode. */
 dcx_wc_opcode_t dcx_mlx5_wr_wc_opcode(dcx_wr_opcode_t opcode);
+/* The same for the opcodes below DCX_WR_OPCODE_LAST, as a table */
+extern const uint8_t dcx_mlx5_wc_op[DCX_WR_OPCODE_LAST];
 
 /* Not a verbs flag: the masked atomics, which raw WQEs alone carry */
 #define DCX_MLX5_SEND_OP_MASKED (1ull << 63)
@@ -407,6 +409,30 @@ static inline uint64_t dcx_mlx5_ring_push(dcx_mlx5_ring_t *ring, uint64_t wr_id,
 dcx_mlx5_cqe_action_t dcx_mlx5_ring_cqe(dcx_mlx5_ring_t *ring, uint64_t seq,
                                         enum ibv_wc_status status,
                                         uint32_t qp_num, dcx_wc_t *wc);
+
+/* A successful completion's common case, inline where it is polled: the
+ * WR of sequence seq is outstanding and of an opcode the table maps.  Then
+ * it and every earlier WR are retired, *wc is filled as dcx_mlx5_ring_cqe
+ * fills it for REPORT (byte_len included), and 1 is returned; else nothing
+ * changes and 0 is returned, for the general path. */
+static inline int dcx_mlx5_ring_retire_ok(dcx_mlx5_ring_t *ring, uint64_t seq,
+                                          uint32_t qp_num, uint32_t byte_len,
+                                          dcx_wc_t *wc)
+{
+    const dcx_mlx5_wr_slot_t *slot = &ring->slots[seq & ring->mask];
+
+    if ((seq < ring->tail) || (seq >= ring->head) ||
+        (slot->opcode >= DCX_WR_OPCODE_LAST)) {
+        return 0;
+    }
+    ring->tail = seq + 1;
+    *wc        = (dcx_wc_t){.wr_id    = slot->wr_id,
+                            .status   = DCX_WC_SUCCESS,
+                            .opcode   = dcx_mlx5_wc_op[slot->opcode],
+                            .byte_len = byte_len,
+                            .qp_num   = qp_num};
+    return 1;
+}
 
 /* Retires the WR of a completion with hardware wr_id "seq", whatever its
  * status, and every earlier one: 1 with wr_id, status, opcode and qp_num

@@ -154,6 +154,12 @@ static int dcx_mlx5_raw_send(dcx_mlx5_cq_t *cq, const struct mlx5_cqe64 *cqe,
              MLX5_OPCODE_ATOMIC_MASKED_FA)) {
             dcx_mlx5_raw_sq_be4_done(qp, be16toh(cqe->wqe_counter));
         }
+        /* a DCI without streams: retired here, no call */
+        if (__builtin_expect(qp->super.num_streams == 0, 1) &&
+            dcx_mlx5_ring_retire_ok(&qp->ring, c.seq, qpn,
+                                    be32toh(cqe->byte_cnt), wc)) {
+            return 1;
+        }
         c.status     = IBV_WC_SUCCESS;
         c.byte_len   = be32toh(cqe->byte_cnt);
         c.vendor_err = 0;
