@@ -199,41 +199,49 @@ static int dcx_mlx5_raw_one(dcx_mlx5_cq_t *cq, const struct mlx5_cqe64 *cqe,
     }
 }
 
-/* The rest of a poll that found a CQE, or has DCIs to report flushed:
- * out of line, so that an empty poll is one load and two tests */
-static int __attribute__((noinline))
-dcx_mlx5_raw_poll_found(dcx_mlx5_cq_t *cq, int max, dcx_wc_t *wc)
+/* A poll's flushed DCIs to report, after the CQEs it took */
+static int dcx_mlx5_raw_poll_flush(dcx_mlx5_cq_t *cq, int n, int max,
+                                   dcx_wc_t *wc)
 {
-    dcx_mlx5_raw_cq_t *rc = cq->raw;
-    struct mlx5_cqe64 *cqe;
-    uint32_t ci0 = rc->ci;
-    int n        = 0;
-
-    while ((n < max) && ((cqe = dcx_mlx5_raw_cqe_sw(rc, rc->ci)) != NULL)) {
-        __atomic_thread_fence(__ATOMIC_ACQUIRE); /* the CQE after op_own */
-        rc->ci++;
-        n += dcx_mlx5_raw_one(cq, cqe, &wc[n]);
-    }
-    if (rc->ci != ci0) {
-        __atomic_thread_fence(__ATOMIC_RELEASE); /* read before freed */
-        rc->dbrec[DCX_MLX5_CQ_SET_CI] = htobe32(rc->ci & 0xffffff);
-    }
     if ((n < max) && (cq->flush_head != NULL)) {
         n += dcx_mlx5_cq_drain_flush(cq, max - n, &wc[n]);
     }
     return n;
 }
 
+/* The rest of a poll that found cqe, software's, at the consumer index:
+ * out of line, so that an empty poll is one load and two tests */
+static int __attribute__((noinline))
+dcx_mlx5_raw_poll_found(dcx_mlx5_cq_t *cq, struct mlx5_cqe64 *cqe, int max,
+                        dcx_wc_t *wc)
+{
+    dcx_mlx5_raw_cq_t *rc = cq->raw;
+    int n                 = 0;
+
+    do {
+        __atomic_thread_fence(__ATOMIC_ACQUIRE); /* the CQE after op_own */
+        rc->ci++;
+        n += dcx_mlx5_raw_one(cq, cqe, &wc[n]);
+    } while ((n < max) && ((cqe = dcx_mlx5_raw_cqe_sw(rc, rc->ci)) != NULL));
+    __atomic_thread_fence(__ATOMIC_RELEASE); /* read before freed */
+    rc->dbrec[DCX_MLX5_CQ_SET_CI] = htobe32(rc->ci & 0xffffff);
+    return dcx_mlx5_raw_poll_flush(cq, n, max, wc);
+}
+
 static inline __attribute__((always_inline)) int
 dcx_mlx5_raw_poll_inl(dcx_cq_t *super, int max, dcx_wc_t *wc)
 {
-    dcx_mlx5_cq_t *cq = (dcx_mlx5_cq_t *)super;
+    dcx_mlx5_cq_t *cq      = (dcx_mlx5_cq_t *)super;
+    struct mlx5_cqe64 *cqe = dcx_mlx5_raw_cqe_sw(cq->raw, cq->raw->ci);
 
-    if ((dcx_mlx5_raw_cqe_sw(cq->raw, cq->raw->ci) == NULL) &&
-        (cq->flush_head == NULL)) {
+    if (__builtin_expect(max <= 0, 0)) {
         return 0;
     }
-    return (max > 0) ? dcx_mlx5_raw_poll_found(cq, max, wc) : 0;
+    if (cqe != NULL) {
+        return dcx_mlx5_raw_poll_found(cq, cqe, max, wc);
+    }
+    return (cq->flush_head == NULL) ? 0 :
+                                      dcx_mlx5_raw_poll_flush(cq, 0, max, wc);
 }
 
 static int dcx_mlx5_raw_poll(dcx_cq_t *super, int max, dcx_wc_t *wc)
