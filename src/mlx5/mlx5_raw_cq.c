@@ -45,18 +45,18 @@ static inline struct mlx5_cqe64 *dcx_mlx5_raw_cqe(const dcx_mlx5_raw_cq_t *rc,
                                               << rc->cqe_shift));
 }
 
-/* The CQE at idx if software owns it, else NULL */
+/* The CQE at idx if software owns it, else NULL.  The owner bit alone
+ * tells: every CQE starts with the bit of the pass after the first
+ * (dcx_mlx5_raw_cq_take), so a slot the device has not yet written in
+ * this pass never matches. */
 static inline struct mlx5_cqe64 *
 dcx_mlx5_raw_cqe_sw(const dcx_mlx5_raw_cq_t *rc, uint32_t idx)
 {
     struct mlx5_cqe64 *cqe = dcx_mlx5_raw_cqe(rc, idx);
-    uint8_t op_own         = cqe->op_own;
 
-    if (((op_own ^ (idx >> rc->cnt_shift)) & MLX5_CQE_OWNER_MASK) ||
-        ((op_own >> 4) == MLX5_CQE_INVALID)) {
-        return NULL;
-    }
-    return cqe;
+    return ((cqe->op_own ^ (idx >> rc->cnt_shift)) & MLX5_CQE_OWNER_MASK) ?
+               NULL :
+               cqe;
 }
 
 /* The SRQ of a receive CQE: the CQ's one, or its DCT's */
@@ -291,6 +291,7 @@ static int dcx_mlx5_raw_cq_take(dcx_mlx5_cq_t *cq)
     const char *name = cq->super.dev->caps.name;
     struct mlx5dv_obj obj;
     struct mlx5dv_cq dv;
+    uint32_t i;
     int ret;
 
     memset(&obj, 0, sizeof(obj));
@@ -315,9 +316,16 @@ static int dcx_mlx5_raw_cq_take(dcx_mlx5_cq_t *cq)
     }
     cq->raw->buf64 = (uint8_t *)dv.buf + dv.cqe_size -
                      sizeof(struct mlx5_cqe64);
-    cq->raw->cqe_cnt    = dv.cqe_cnt;
-    cq->raw->cqe_shift  = (dv.cqe_size == 128) ? 7 : 6;
-    cq->raw->cnt_shift  = (uint32_t)__builtin_ctz(dv.cqe_cnt);
+    cq->raw->cqe_cnt   = dv.cqe_cnt;
+    cq->raw->cqe_shift = (dv.cqe_size == 128) ? 7 : 6;
+    cq->raw->cnt_shift = (uint32_t)__builtin_ctz(dv.cqe_cnt);
+    /* No queue has used the CQ yet: every CQE is the INVALID one libmlx5
+     * made, owner bit 0, which the first pass would take for software's.
+     * With the bit set they belong to the device until it writes them,
+     * and a poll needs no opcode test. */
+    for (i = 0; i < dv.cqe_cnt; ++i) {
+        dcx_mlx5_raw_cqe(cq->raw, i)->op_own |= MLX5_CQE_OWNER_MASK;
+    }
     cq->raw->dbrec      = dv.dbrec;
     cq->raw->uar        = dv.cq_uar;
     cq->raw->cqn        = dv.cqn;
