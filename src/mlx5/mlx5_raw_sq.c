@@ -220,9 +220,9 @@ static inline void dcx_mlx5_raw_ring(dcx_mlx5_raw_sq_t *sq, const uint8_t *wqe,
 }
 
 /* Writes the WQE of wr at wqe (ds 16-byte units) */
-static inline void dcx_mlx5_raw_build(const dcx_mlx5_qp_t *qp, uint8_t *wqe,
-                                      const dcx_send_wr_t *wr, uint32_t total,
-                                      uint32_t ds)
+static inline __attribute__((always_inline)) void
+dcx_mlx5_raw_build(const dcx_mlx5_qp_t *qp, uint8_t *wqe,
+                   const dcx_send_wr_t *wr, uint32_t total, uint32_t ds)
 {
     const dcx_mlx5_raw_sq_t *sq    = qp->raw;
     const dcx_mlx5_ah_t *ah        = (const dcx_mlx5_ah_t *)wr->dest.ah;
