@@ -219,6 +219,55 @@ TEST_P(uct_dcx_ops, am_short_iov)
     EXPECT_EQ("hello dc world", m_rx.payloads[0]);
 }
 
+/* Every length an inline WQE's pieces take, each byte its own: a backend
+ * that copies short pieces by words (overlapping ones, or bytes under 4)
+ * must place each exactly, for an AM's two pieces (header, payload) and
+ * for a put's one, and write nothing past its end. */
+TEST_P(uct_dcx_ops, short_ops_every_length)
+{
+    const size_t max_am  = std::min<size_t>(m_a->attr.cap.am.max_short - 8, 80);
+    const size_t max_put = std::min<size_t>(m_a->attr.cap.put.max_short, 80);
+    const size_t guard   = 16;
+    mem dst              = alloc_mem(4096);
+    uint8_t src[80];
+    size_t len, i;
+
+    for (i = 0; i < sizeof(src); ++i) {
+        src[i] = (uint8_t)(i * 7 + 1);
+    }
+    for (len = 0; len <= max_am; ++len) {
+        uint64_t hdr = 0x0102030405060708ull * (len + 1);
+
+        m_rx.payloads.clear();
+        ASSERT_EQ(UCS_OK, retry([&] {
+                      return uct_ep_am_short(m_ab, AM_ID, hdr,
+                                             (len == 0) ? NULL : src, len);
+                  }));
+        ASSERT_TRUE(wait_for([&] { return !m_rx.payloads.empty(); }));
+        ASSERT_EQ(8 + len, m_rx.payloads[0].size()) << "payload of " << len;
+        EXPECT_EQ(0, memcmp(m_rx.payloads[0].data(), &hdr, 8)) << len;
+        EXPECT_EQ(0, memcmp(m_rx.payloads[0].data() + 8, src, len)) << len;
+    }
+    for (len = 1; len <= max_put; ++len) {
+        uint8_t *at = (uint8_t *)dst.ptr + 64;
+
+        memset(dst.ptr, 0xee, 64 + max_put + guard);
+        ASSERT_EQ(UCS_OK, retry([&] {
+                      return uct_ep_put_short(m_ab, src, len, (uintptr_t)at,
+                                              dst.rkey);
+                  }));
+        flush_ep(m_ab);
+        ASSERT_EQ(0, memcmp(at, src, len)) << "put of " << len;
+        for (i = 0; i < 64; ++i) {
+            ASSERT_EQ(0xee, ((uint8_t *)dst.ptr)[i]) << len << " before " << i;
+        }
+        for (i = len; i < max_put + guard; ++i) {
+            ASSERT_EQ(0xee, at[i]) << len << " past " << i;
+        }
+    }
+    flush_ep(m_ab);
+}
+
 TEST_P(uct_dcx_ops, am_bcopy_and_keep_desc)
 {
     std::string payload(m_a->attr.cap.am.max_bcopy, 'b');
