@@ -407,6 +407,10 @@ emu_qp_t *emu_qp_find(emu_dev_t *dev, uint32_t qp_num);
 /* emu_ctx.c: a context of ibdev, its ops those of every object file */
 struct ibv_context *emu_open(struct ibv_device *ibdev, bool devx);
 
+/* emu_ctx_unsup.c: the context's ops the emulation does not model, each
+ * logging one line and failing as its inline verb does without the op */
+void emu_ctx_set_unsup_ops(struct verbs_context *vctx);
+
 /* emu_query.c */
 void emu_ctx_set_query_ops(struct verbs_context *vctx);
 

@@ -2,8 +2,10 @@
 /*
  * Emulated ConnectX: contexts, opened and closed.  A context holds its
  * device's soft device (emu_dev.c) from open to close, and its ops are
- * those of every object file, installed here at open: the top of the
- * emulation, above every object it hands the context's calls to.
+ * those of every object file, installed here at open, and for what is
+ * not modelled those of emu_ctx_unsup.c, so that no op a verb of
+ * rdma-core's headers calls is NULL: the top of the emulation, above
+ * every object it hands the context's calls to.
  */
 #include "emu/emu_raw.h"
 
@@ -59,6 +61,7 @@ struct ibv_context *emu_open(struct ibv_device *ibdev, bool devx)
     emu_ctx_set_cq_ops(&ectx->vctx);
     emu_ctx_set_srq_ops(&ectx->vctx);
     emu_ctx_set_qp_ops(&ectx->vctx);
+    emu_ctx_set_unsup_ops(&ectx->vctx);
     return ctx;
 
 err_fds:

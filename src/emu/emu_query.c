@@ -307,4 +307,10 @@ void emu_ctx_set_query_ops(struct verbs_context *vctx)
 {
     vctx->query_device_ex = emu_query_device_ex;
     vctx->query_port      = emu_query_port_op;
+
+    /* The two typed compat ops of struct ibv_context_ops: rdma-core points
+     * them at these exported verbs, which old programs called through
+     * them */
+    vctx->context.ops._compat_query_device = ibv_query_device;
+    vctx->context.ops._compat_query_port   = ibv_query_port;
 }
