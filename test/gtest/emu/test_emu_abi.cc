@@ -149,12 +149,16 @@ TEST_F(emu_test, not_modelled_bad_flow)
         EXPECT_EQ(1u, log.count());
     }
     {
-        /* an inline verb whose op the context does not offer */
-        struct ibv_alloc_dm_attr dm = {4096, 0, 0};
+        /* an inline verb of rdma-core's headers, through the context's op
+         * (test_emu_ctx_ops.cc has them all) */
+        struct ibv_xrcd_init_attr xrcd;
+        log_capture log;
 
+        memset(&xrcd, 0, sizeof(xrcd));
         errno = 0;
-        EXPECT_EQ(nullptr, ibv_alloc_dm(m_ctx, &dm));
+        EXPECT_EQ(nullptr, ibv_open_xrcd(m_ctx, &xrcd));
         EXPECT_EQ(EOPNOTSUPP, errno);
+        EXPECT_EQ(1u, log.count());
     }
     /* the IBVERBS_1.0 compat version of a symbol exists and refuses */
     handle = dlopen(mapped_path("libibverbs.so.1").c_str(),
