@@ -97,23 +97,6 @@ static int soft_alloc_memfd(soft_dev_t *dev, size_t len)
     return fd;
 }
 
-/* A free published slot, or -1 (mr_lock held). */
-static int soft_alloc_slot(soft_dev_t *dev)
-{
-    uint32_t i;
-
-    if (dev->direct == NULL) {
-        return -1;
-    }
-    for (i = 0; i < SOFT_DIRECT_ALLOCS; ++i) {
-        if (__atomic_load_n(&dev->direct->allocs[i].serial, __ATOMIC_RELAXED) ==
-            0) {
-            return (int)i;
-        }
-    }
-    return -1;
-}
-
 static void soft_alloc_publish(soft_dev_t *dev, soft_alloc_t *a)
 {
     soft_dalloc_t *e = &dev->direct->allocs[a->slot];
@@ -137,18 +120,9 @@ static void soft_alloc_publish(soft_dev_t *dev, soft_alloc_t *a)
 
 static void soft_alloc_unpublish(soft_dev_t *dev, soft_alloc_t *a)
 {
-    soft_dalloc_t *e;
-
-    if (a->slot < 0) {
-        return;
+    if (a->slot >= 0) {
+        soft_dalloc_unpublish(dev, a->slot);
     }
-    e = &dev->direct->allocs[a->slot];
-    soft_seq_begin(&e->seq);
-    __atomic_store_n(&e->serial, 0, __ATOMIC_RELAXED);
-    __atomic_store_n(&e->fd, -1, __ATOMIC_RELAXED);
-    soft_seq_end(&e->seq);
-    __atomic_add_fetch(&dev->direct->frees, 1, __ATOMIC_RELEASE);
-    soft_direct_gen_bump(dev);
 }
 
 /* The mapping of a new allocation of len bytes (fd: its memfd, -1:
@@ -244,7 +218,7 @@ int soft_alloc_mem(dcx_dev_t *dev_, size_t *length_p, void **addr_p,
     pthread_mutex_lock(&dev->mr_lock);
     a->serial = ++dev->alloc_serial;
     if (fd >= 0) {
-        a->slot = soft_alloc_slot(dev);
+        a->slot = soft_dalloc_free_slot(dev);
         if (a->slot >= 0) {
             soft_alloc_publish(dev, a);
         } else if (dev->direct != NULL) {

@@ -274,6 +274,37 @@ static inline uint32_t soft_alloc_find(soft_dev_t *dev, uint64_t start,
     return 0;
 }
 
+/* A free slot of our allocs[] table, or -1 (mr_lock held). */
+static inline int soft_dalloc_free_slot(soft_dev_t *dev)
+{
+    uint32_t i;
+
+    if (dev->direct == NULL) {
+        return -1;
+    }
+    for (i = 0; i < SOFT_DIRECT_ALLOCS; ++i) {
+        if (__atomic_load_n(&dev->direct->allocs[i].serial, __ATOMIC_RELAXED) ==
+            0) {
+            return (int)i;
+        }
+    }
+    return -1;
+}
+
+/* Frees our published slot (mr_lock held): peers holding a mapping of it
+ * drop it at their next look (area->frees moved). */
+static inline void soft_dalloc_unpublish(soft_dev_t *dev, int slot)
+{
+    soft_dalloc_t *e = &dev->direct->allocs[slot];
+
+    soft_seq_begin(&e->seq);
+    __atomic_store_n(&e->serial, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&e->fd, -1, __ATOMIC_RELAXED);
+    soft_seq_end(&e->seq);
+    __atomic_add_fetch(&dev->direct->frees, 1, __ATOMIC_RELEASE);
+    soft_direct_gen_bump(dev);
+}
+
 /* soft_alloc.c: the owner's allocations.  soft_alloc_holds: whether one of
  * them, published or not, holds [start, end) (mr_lock held). */
 int soft_alloc_holds(soft_dev_t *dev, uint64_t start, uint64_t end);
