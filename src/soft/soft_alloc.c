@@ -114,6 +114,7 @@ static void soft_alloc_publish(soft_dev_t *dev, soft_alloc_t *a)
     __atomic_store_n(&e->len, (uint64_t)a->len, __ATOMIC_RELAXED);
     __atomic_store_n(&e->ino, (uint64_t)st.st_ino, __ATOMIC_RELAXED);
     __atomic_store_n(&e->devno, (uint64_t)st.st_dev, __ATOMIC_RELAXED);
+    __atomic_store_n(&e->kind, SOFT_DALLOC_MEMFD, __ATOMIC_RELAXED);
     __atomic_store_n(&e->serial, a->serial, __ATOMIC_RELAXED);
     soft_seq_end(&e->seq);
 }

@@ -158,6 +158,7 @@ static void soft_close(dcx_dev_t *dev_)
     }
     soft_dmap_cleanup(dev); /* peers' allocations we mapped */
     soft_alloc_cleanup(dev);
+    soft_shm_cleanup(dev); /* SysV segments of MRs not deregistered */
     free(dev->mvec);
     free(dev->read_buf);
     soft_peers_free(dev);

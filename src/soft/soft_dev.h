@@ -194,7 +194,9 @@ struct soft_dev {
     int plain_intent;                /* soft_dslot_plain_intent() */
     /* device allocations (soft_alloc.c), under mr_lock */
     struct soft_alloc *allocs;
-    uint64_t alloc_serial; /* last serial handed out */
+    uint64_t alloc_serial; /* last serial handed out (SysV segments too) */
+    /* SysV segments registered MRs lie in (soft_shm.c), under mr_lock */
+    struct soft_shm *shms;
     /* peers' allocations we mapped (soft_dmap.c), under the engine lock,
      * and the clock of their LRU order (soft_dmap_touch) */
     struct soft_dmap *dmap;

@@ -67,16 +67,18 @@
  *  still run, and that one re-checks the entry first).
  *
  * Copies through a mapping (soft_dmap.c: the target MR lies in a device
- * allocation of the target) follow the same protocol, with a memcpy as
- * step 3, and the entry check of step 2 also requires the allocation's
- * serial to be the one the mapping was made of.  One difference: a
- * memcpy is user-space work, so a writer stopped (SIGSTOP, a debugger)
- * in the middle of one holds the owner for SOFT_DIRECT_WAIT_NS and, if
- * it is resumed after the owner gave up, finishes that chunk (at most
+ * allocation of the target, or in a SysV segment the target registered
+ * memory in, soft_shm.c) follow the same protocol, with a memcpy as step
+ * 3, and the entry check of step 2 also requires the allocation's serial
+ * to be the one the mapping was made of.  One difference: a memcpy is
+ * user-space work, so a writer stopped (SIGSTOP, a debugger) in the
+ * middle of one holds the owner for SOFT_DIRECT_WAIT_NS and, if it is
+ * resumed after the owner gave up, finishes that chunk (at most
  * SOFT_DIRECT_CHUNK bytes) after mr_dereg returned.  Into the same
  * pages: a freed allocation's pages are the writer's alone by then,
- * never memory the target reuses.  A writer that dies mid-copy is
- * reclaimed as above.
+ * never memory the target reuses; a SysV segment's are still the
+ * application's, but the bytes are the chunk's, within the range that was
+ * registered.  A writer that dies mid-copy is reclaimed as above.
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
@@ -782,11 +784,11 @@ fallback:
 }
 
 /* ------------------------------------------------------------------------
- * Atomics.  Where the target's MR lies in an allocation we map, the
- * initiator executes an atomic itself, with the CPU atomic the target's
- * responder would use (soft_atomic.c) on the same physical word, so
- * atomics of both paths, of every initiator and of the target's own CPU
- * serialize.  The checks are a WRITE's (DCT and MR entries grant
+ * Atomics.  Where the target's MR lies in an allocation we map (or a
+ * SysV segment we attached), the initiator executes an atomic itself,
+ * with the CPU atomic the target's responder would use (soft_atomic.c) on
+ * the same physical word, so atomics of both paths, of every initiator
+ * and of the target's own CPU serialize.  The checks are a WRITE's (DCT and MR entries grant
  * REMOTE_ATOMIC, the deregistration protocol at the top, the grant), with
  * what the target's responder refuses as an invalid request (an
  * unaligned word, a size or masked operation its DCT does not execute)

@@ -11,12 +11,12 @@
 
 #include <linux/futex.h>
 
-#define SOFT_DIRECT_VERSION 7u
+#define SOFT_DIRECT_VERSION 8u
 #define SOFT_DIRECT_MRS     4096u /* keys with index below are published */
 #define SOFT_DIRECT_DCTS    256u  /* DCTs with qpn - qpn_base below */
 #define SOFT_DIRECT_SLOTS   64u   /* writers' in-flight markers */
 #define SOFT_DIRECT_CHUNK   (512u * 1024u) /* bytes per marked copy */
-#define SOFT_DIRECT_ALLOCS  256u /* device allocations peers may map */
+#define SOFT_DIRECT_ALLOCS  256u /* allocations and segments peers may map */
 
 /* A published MR: seqlock-protected copy of what the responder checks.
  * key 0: nothing published (no key, a strided key that is no vector, or
@@ -50,18 +50,35 @@ typedef struct soft_direct_vector {
     uint32_t mr_key, access;
 } soft_direct_vector_t;
 
-/* A published device allocation (soft_alloc.c): a peer maps it through
- * /proc/<owner pid>/fd/<fd> after checking the object it opened is this
- * one (inode and device numbers).  serial 0: slot free. */
+/* What a slot of allocs[] publishes (kind) */
+enum {
+    SOFT_DALLOC_MEMFD = 0, /* a device allocation (soft_alloc.c) */
+    SOFT_DALLOC_SYSV  = 1  /* a SysV segment registered in (soft_shm.c) */
+};
+
+/* A published allocation or segment, whose bytes [0, len) are at base in
+ * the owner's process.  MEMFD: a peer maps it through /proc/<owner
+ * pid>/fd/<fd> after checking the object it opened is this one (inode
+ * and device numbers).  SYSV: a peer attaches segment shmid after
+ * checking it is this one (size, creator and change time, in the IPC
+ * namespace ipcns), and that serial is still published once attached
+ * (the owner keeps the segment attached, and so its id taken, while the
+ * slot holds serial).  serial 0: slot free. */
 typedef struct soft_dalloc {
     uint32_t seq;
-    int32_t fd;      /* in the owner's process */
+    int32_t fd;      /* MEMFD: in the owner's process */
     uint64_t serial; /* unique per owning device, never reused */
     uint64_t base;   /* address in the owner's process */
     uint64_t len;
     uint64_t ino;
     uint64_t devno;
-    uint64_t pad[2];
+    uint32_t kind;  /* SOFT_DALLOC_* */
+    int32_t shmid;  /* SYSV: the segment */
+    uint64_t segsz; /* SYSV: its shm_segsz, shm_ctime, shm_cpid */
+    uint64_t ctime;
+    uint64_t ipcns; /* SYSV: inode of the owner's IPC namespace */
+    uint32_t cpid;
+    uint32_t pad[3];
 } soft_dalloc_t;
 
 /* A published DCT; ok 0: absent or in error.  ext_max: the largest
@@ -300,10 +317,54 @@ static inline void soft_dalloc_unpublish(soft_dev_t *dev, int slot)
     soft_seq_begin(&e->seq);
     __atomic_store_n(&e->serial, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&e->fd, -1, __ATOMIC_RELAXED);
+    __atomic_store_n(&e->shmid, -1, __ATOMIC_RELAXED);
     soft_seq_end(&e->seq);
     __atomic_add_fetch(&dev->direct->frees, 1, __ATOMIC_RELEASE);
     soft_direct_gen_bump(dev);
 }
+
+/* A SysV segment of ours that registered MRs lie in (soft_shm.c; under
+ * mr_lock once on dev->shms).  hold: our own second attachment of it,
+ * kept while it is published so that its id names it and nothing else. */
+typedef struct soft_shm {
+    struct soft_shm *next;
+    int shmid;
+    int slot;      /* published in allocs[slot]; -1: not */
+    uint64_t base; /* the address of its byte 0 in our process */
+    uint64_t len;  /* its size, in whole pages */
+    uint64_t segsz, ctime, ipcns;
+    uint32_t cpid;
+    uint32_t refs; /* MRs bound to it */
+    uint64_t serial;
+    void *hold;
+} soft_shm_t;
+
+/* soft_shm.c, the owner's side.  Before a registration takes its locks:
+ * soft_shm_scan, fed every line of /proc/self/maps that overlaps the
+ * range, tells whether it lies in one SysV attachment; soft_shm_prepare
+ * then makes the segment's record (NULL: the range is not in one, or
+ * the segment cannot be published; said at debug level).  Under mr_lock:
+ * soft_shm_bind binds mr to its prepared record (mr->shm), or to the
+ * published one of the same segment, and returns what is left over;
+ * soft_shm_unbind unbinds it, freeing the slot with the last MR, and
+ * returns the record to release.  soft_shm_release (no lock held: it
+ * detaches, and the memory hooks take mr_lock) releases either. */
+typedef struct soft_shm_scan {
+    uint64_t start, end; /* the range */
+    uint64_t cur;        /* covered up to here by one segment's lines */
+    uint64_t base;       /* that segment's byte 0 */
+    unsigned long shmid; /* its id (the lines' inode) */
+    uint64_t devno;      /* the lines' device, major << 32 | minor */
+    int bad;             /* a line of something else overlaps the range */
+} soft_shm_scan_t;
+
+void soft_shm_scan_init(soft_shm_scan_t *sc, uint64_t start, uint64_t end);
+void soft_shm_scan_line(soft_shm_scan_t *sc, const char *line);
+soft_shm_t *soft_shm_prepare(soft_dev_t *dev, const soft_shm_scan_t *sc);
+soft_shm_t *soft_shm_bind(soft_dev_t *dev, soft_mr_t *mr);
+soft_shm_t *soft_shm_unbind(soft_dev_t *dev, soft_mr_t *mr);
+void soft_shm_release(soft_shm_t *shm);
+void soft_shm_cleanup(soft_dev_t *dev);
 
 /* soft_alloc.c: the owner's allocations.  soft_alloc_holds: whether one of
  * them, published or not, holds [start, end) (mr_lock held). */
@@ -326,6 +387,8 @@ typedef struct soft_dmap_ent {
     uint64_t used;  /* LRU stamp */
     uint32_t rkey;  /* the key last found in it (a hint) */
     int vector;     /* and whether it was a vector key's (a hint) */
+    int sysv;       /* a SysV segment we attached (local: shmdt) */
+    int refused;    /* one we cannot map: local NULL, never returned */
 } soft_dmap_ent_t;
 
 /* The mapping of the target allocation slot+serial, made if needed; NULL

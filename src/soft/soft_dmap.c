@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Soft device: the initiator's cache of peers' allocations it mapped
- * (soft_alloc.c describes what a target publishes).
+ * Soft device: the initiator's cache of peers' allocations it mapped and
+ * SysV segments it attached (soft_alloc.c and soft_shm.c describe what a
+ * target publishes).
  *
  * A direct RDMA WRITE/READ whose target MR lies in a published allocation
  * copies through a mapping of that allocation instead of cross-memory
@@ -11,6 +12,18 @@
  * serial the mapping was made of) under the in-flight marker, exactly as a
  * cross-memory copy is, so an allocation the target freed or replaced is
  * never written through a stale mapping.
+ *
+ * A SysV segment is attached by its id (shmat, read-write) once its size,
+ * creator and change time (IPC_STAT) are the published ones and our IPC
+ * namespace is the target's; the slot must still hold the serial once it
+ * is attached, which proves the id named the target's segment (the target
+ * keeps it attached, so its id cannot be reused, while it is published).
+ * A segment we may not attach or stat (its permissions, another
+ * namespace, gone) is remembered as refused, in an entry that maps
+ * nothing, so that its operations go by cross-memory attach or the
+ * target's responder without asking the kernel again; said at debug
+ * level.  Our own process's segments are attached too: the address the
+ * application registered may be detached by it at any time.
  *
  * Bounds: SOFT_DMAP_ENTRIES mappings per device, least recently used
  * evicted.  A mapping keeps the target's pages alive, so stale ones are
@@ -48,6 +61,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/shm.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -73,15 +87,26 @@ static void soft_dmap_drop(soft_dev_t *dev, soft_dmap_ent_t *e)
          * reused only after this) */
         e->peer->grant.area = NULL;
     }
-    if (e->pidfd >= 0) { /* else our own process's memory, not mapped */
+    if (dev->dmap->last == e) {
+        dev->dmap->last = NULL;
+    }
+    if (e->sysv && (e->local != NULL)) {
+        shmdt(e->local);
+    } else if ((e->pidfd >= 0) && (e->local != NULL)) {
+        /* (else our own process's memory, not mapped) */
         munmap(e->local, e->len);
+    }
+    if (e->pidfd >= 0) {
         close(e->pidfd);
     }
-    dcx_debug("%s: dropped mapping of pid %u allocation %llu (%llu bytes)",
-              dev->super.caps.name, e->peer->pid, (unsigned long long)e->serial,
-              (unsigned long long)e->len);
+    dcx_debug("%s: dropped %s of pid %u %s %llu (%llu bytes)",
+              dev->super.caps.name, e->refused ? "refusal" : "mapping",
+              e->peer->pid, e->sysv ? "SysV segment" : "allocation",
+              (unsigned long long)e->serial, (unsigned long long)e->len);
+    if (!e->refused) {
+        dev->dmap->count--;
+    }
     memset(e, 0, sizeof(*e));
-    dev->dmap->count--;
 }
 
 __attribute__((noinline)) static void
@@ -108,6 +133,12 @@ static int soft_dmap_read_slot(soft_direct_area_t *area, uint32_t slot,
         out->len    = __atomic_load_n(&e->len, __ATOMIC_RELAXED);
         out->ino    = __atomic_load_n(&e->ino, __ATOMIC_RELAXED);
         out->devno  = __atomic_load_n(&e->devno, __ATOMIC_RELAXED);
+        out->kind   = __atomic_load_n(&e->kind, __ATOMIC_RELAXED);
+        out->shmid  = __atomic_load_n(&e->shmid, __ATOMIC_RELAXED);
+        out->segsz  = __atomic_load_n(&e->segsz, __ATOMIC_RELAXED);
+        out->ctime  = __atomic_load_n(&e->ctime, __ATOMIC_RELAXED);
+        out->cpid   = __atomic_load_n(&e->cpid, __ATOMIC_RELAXED);
+        out->ipcns  = __atomic_load_n(&e->ipcns, __ATOMIC_RELAXED);
         __atomic_thread_fence(__ATOMIC_ACQUIRE);
     } while ((s1 & 1) || (__atomic_load_n(&e->seq, __ATOMIC_RELAXED) != s1));
     return (out->serial == serial) && (serial != 0);
@@ -138,16 +169,77 @@ static int soft_dmap_pidfd(soft_dev_t *dev, soft_peer_t *peer)
 #endif
 }
 
-/* Opens and maps the target's allocation; 0 on success. */
+/* The target's SysV segment d (of slot 'slot') attached: 0, -1 if it
+ * cannot be now, 1 if it cannot be at all (said at debug level) */
+static int soft_dmap_attach(soft_dev_t *dev, soft_peer_t *peer,
+                            soft_direct_area_t *area, uint32_t slot,
+                            const soft_dalloc_t *d, soft_dmap_ent_t *e)
+{
+    const char *what = NULL;
+    struct shmid_ds ds;
+    soft_dalloc_t again;
+    struct stat ns;
+    int err = 0;
+    void *p;
+
+    if ((stat("/proc/self/ns/ipc", &ns) != 0) || (d->ipcns == 0) ||
+        ((uint64_t)ns.st_ino != d->ipcns)) {
+        what = "its IPC namespace is not ours";
+    } else if (shmctl(d->shmid, IPC_STAT, &ds) != 0) {
+        what = "IPC_STAT";
+        err  = errno;
+    } else if (((uint64_t)ds.shm_segsz != d->segsz) ||
+               ((uint64_t)ds.shm_ctime != d->ctime) ||
+               ((uint32_t)ds.shm_cpid != d->cpid)) {
+        what = "the id names another segment now";
+    } else if ((p = shmat(d->shmid, NULL, 0)) == (void *)-1) {
+        what = "shmat";
+        err  = errno;
+    } else if (!soft_dmap_read_slot(area, slot, d->serial, &again)) {
+        /* unpublished meanwhile: the id may name another segment */
+        shmdt(p);
+        return -1;
+    } else {
+        e->local = p;
+        return 0;
+    }
+    dcx_debug("%s: SysV segment %d of pid %u not attached (%s%s%s): "
+              "one-sided operations to it go the way of unmapped memory",
+              dev->super.caps.name, d->shmid, peer->pid, what, err ? ": " : "",
+              err ? strerror(err) : "");
+    return 1;
+}
+
+/* Opens and maps the target's allocation, or attaches its segment: 0 on
+ * success, -1 if it cannot be now, 1 if this one cannot be at all. */
 static int soft_dmap_map(soft_dev_t *dev, soft_peer_t *peer,
+                         soft_direct_area_t *area, uint32_t slot,
                          const soft_dalloc_t *d, soft_dmap_ent_t *e)
 {
     char path[64];
     struct stat st;
     void *p;
-    int fd;
+    int fd, ret;
 
     e->pidfd = -1;
+    e->sysv  = (d->kind == SOFT_DALLOC_SYSV);
+    if (e->sysv) {
+        if (!peer->own && (peer->pid != dev->pid)) {
+            e->pidfd = soft_dmap_pidfd(dev, peer);
+            if (e->pidfd < 0) {
+                return -1;
+            }
+        }
+        ret = soft_dmap_attach(dev, peer, area, slot, d, e);
+        if ((ret != 0) && (e->pidfd >= 0)) {
+            close(e->pidfd);
+            e->pidfd = -1;
+        }
+        return ret;
+    }
+    if (d->kind != SOFT_DALLOC_MEMFD) {
+        return 1;
+    }
     if (peer->own || (peer->pid == dev->pid)) {
         /* an allocation of our process (of this device or another one):
          * its address is ours, and we are alive */
@@ -199,6 +291,7 @@ soft_dmap_ent_t *soft_dmap_get(soft_dev_t *dev, soft_peer_t *peer,
     soft_dalloc_t d;
     uint64_t frees;
     unsigned i;
+    int ret;
 
     if (peer->dmap_off || (slot >= SOFT_DIRECT_ALLOCS)) {
         return NULL;
@@ -229,6 +322,10 @@ soft_dmap_ent_t *soft_dmap_get(soft_dev_t *dev, soft_peer_t *peer,
             hit = e;
         }
     }
+    if ((hit != NULL) && hit->refused) {
+        soft_dmap_touch(dev, hit);
+        return NULL;
+    }
     if (hit != NULL) {
         soft_dmap_touch(dev, hit);
         dev->dmap->last = hit;
@@ -253,24 +350,31 @@ soft_dmap_ent_t *soft_dmap_get(soft_dev_t *dev, soft_peer_t *peer,
     if (victim->peer != NULL) {
         soft_dmap_drop(dev, victim);
     }
-    e = victim;
-    if (soft_dmap_map(dev, peer, &d, e) != 0) {
+    e   = victim;
+    ret = soft_dmap_map(dev, peer, area, slot, &d, e);
+    if (ret < 0) {
         memset(e, 0, sizeof(*e));
         return NULL;
     }
-    e->peer   = peer;
-    e->serial = serial;
-    e->slot   = slot;
-    e->rbase  = d.base;
-    e->len    = d.len;
-    e->frees  = frees;
+    e->peer    = peer;
+    e->serial  = serial;
+    e->slot    = slot;
+    e->rbase   = d.base;
+    e->len     = d.len;
+    e->frees   = frees;
+    e->refused = (ret > 0); /* maps nothing: remembered until dropped */
     soft_dmap_touch(dev, e);
+    if (e->refused) {
+        return NULL;
+    }
     dev->dmap->last = e;
     dev->dmap->count++;
     dev->stats.direct_maps++;
-    dcx_debug("%s: mapped pid %u allocation %llu (%llu bytes at 0x%llx)",
-              dev->super.caps.name, peer->pid, (unsigned long long)serial,
-              (unsigned long long)d.len, (unsigned long long)d.base);
+    dcx_debug("%s: mapped pid %u %s %llu (%llu bytes at 0x%llx)",
+              dev->super.caps.name, peer->pid,
+              e->sysv ? "SysV segment" : "allocation",
+              (unsigned long long)serial, (unsigned long long)d.len,
+              (unsigned long long)d.base);
     return e;
 }
 

@@ -42,6 +42,11 @@ static void soft_direct_mr_set(soft_dev_t *dev, soft_mr_t *mr, int publish)
         uint64_t serial = 0;
         uint32_t alloc  = soft_alloc_find(dev, mr->start, mr->end, &serial);
 
+        if ((alloc == 0) && (mr->shm != NULL) && (mr->shm->slot >= 0)) {
+            alloc  = (uint32_t)mr->shm->slot + 1; /* a SysV segment */
+            serial = mr->shm->serial;
+        }
+
         __atomic_store_n(&e->access, mr->super.access, __ATOMIC_RELAXED);
         __atomic_store_n(&e->start, mr->start, __ATOMIC_RELAXED);
         __atomic_store_n(&e->end, mr->end, __ATOMIC_RELAXED);

@@ -25,9 +25,11 @@
  * same verdict without touching the memory: walk /proc/self/maps over
  * [start, end) and require every byte mapped, readable, and writable if
  * 'write'.  Returns 0, or EFAULT after logging one line.  Control path only:
- * one pass over the maps file (a few microseconds per hundred mappings). */
+ * one pass over the maps file (a few microseconds per hundred mappings),
+ * whose lines over the range also go to sc, which tells whether the range
+ * lies in a SysV segment (soft_shm.c). */
 static int soft_mr_check_mapping(const char *name, uintptr_t start,
-                                 uintptr_t end, int write)
+                                 uintptr_t end, int write, soft_shm_scan_t *sc)
 {
     const char *what = NULL;
     uintptr_t cur    = start;
@@ -48,6 +50,9 @@ static int soft_mr_check_mapping(const char *name, uintptr_t start,
         int start_of_line = eol;
 
         eol = (strchr(line, '\n') != NULL); /* long paths: many pieces */
+        if (start_of_line) {
+            soft_shm_scan_line(sc, line);
+        }
         if (!start_of_line ||
             (sscanf(line, "%lx-%lx %7s", &lo, &hi, perms) != 3) ||
             (hi <= cur)) {
@@ -80,7 +85,8 @@ static int soft_mr_check_mapping(const char *name, uintptr_t start,
  * device's table; sets super.lkey/rkey.  0 or ENOMEM (logged). */
 int soft_key_insert(soft_dev_t *dev, soft_mr_t *mr, const char *what)
 {
-    const char *name = dev->super.caps.name;
+    const char *name  = dev->super.caps.name;
+    soft_shm_t *spare = NULL;
     uint32_t idx;
 
     soft_lock(&dev->lock);
@@ -129,6 +135,7 @@ int soft_key_insert(soft_dev_t *dev, soft_mr_t *mr, const char *what)
         if (mr->end > dev->mr_hi) {
             __atomic_store_n(&dev->mr_hi, mr->end, __ATOMIC_RELEASE);
         }
+        spare = soft_shm_bind(dev, mr);
     } else {
         dev->num_mkeys++;
     }
@@ -136,6 +143,7 @@ int soft_key_insert(soft_dev_t *dev, soft_mr_t *mr, const char *what)
     pthread_mutex_unlock(&dev->mr_lock);
     dev->num_mr_used++;
     soft_unlock(&dev->lock);
+    soft_shm_release(spare); /* (detaches: no lock held) */
     return 0;
 }
 
@@ -179,6 +187,8 @@ void soft_req_key_gone(soft_dev_t *dev, uint32_t lkey)
  * returns, nothing reaches the key any more. */
 void soft_key_remove(soft_dev_t *dev, soft_mr_t *mr)
 {
+    soft_shm_t *gone;
+
     soft_lock(&dev->lock);
     pthread_mutex_lock(&dev->mr_lock);
     dev->mrs[mr->super.lkey >> 8] = NULL;
@@ -187,17 +197,20 @@ void soft_key_remove(soft_dev_t *dev, soft_mr_t *mr)
     }
     /* initiators copying into it directly finish their chunk first */
     soft_direct_mr_withdraw(dev, mr);
+    /* the last MR in its SysV segment unpublishes the segment */
+    gone = soft_shm_unbind(dev, mr);
     pthread_mutex_unlock(&dev->mr_lock);
     /* our WQEs that name it touch it no more */
     soft_req_key_gone(dev, mr->super.lkey);
     dev->num_mr_used--;
     soft_unlock(&dev->lock);
+    soft_shm_release(gone);
 }
 
 /* The checks of a registration's arguments (the kernel's): 0, or EINVAL or
  * EFAULT after one line. */
 static int soft_mr_check_args(const char *name, void *addr, size_t length,
-                              uint32_t access)
+                              uint32_t access, soft_shm_scan_t *sc)
 {
     const uint32_t all = DCX_ACCESS_LOCAL_WRITE | DCX_ACCESS_REMOTE_WRITE |
                          DCX_ACCESS_REMOTE_READ | DCX_ACCESS_REMOTE_ATOMIC;
@@ -225,7 +238,8 @@ static int soft_mr_check_args(const char *name, void *addr, size_t length,
         (soft_mr_check_mapping(name, (uintptr_t)addr, (uintptr_t)addr + length,
                                !!(access & (DCX_ACCESS_LOCAL_WRITE |
                                             DCX_ACCESS_REMOTE_WRITE |
-                                            DCX_ACCESS_REMOTE_ATOMIC))) != 0)) {
+                                            DCX_ACCESS_REMOTE_ATOMIC)),
+                               sc) != 0)) {
         return EFAULT;
     }
     return 0;
@@ -236,10 +250,12 @@ int soft_mr_reg(dcx_pd_t *pd, void *addr, size_t length, uint32_t access,
 {
     soft_dev_t *dev  = soft_dev(pd->dev);
     const char *name = dev->super.caps.name;
+    soft_shm_scan_t sc;
     soft_mr_t *mr;
     int ret;
 
-    ret = soft_mr_check_args(name, addr, length, access);
+    soft_shm_scan_init(&sc, (uintptr_t)addr, (uintptr_t)addr + length);
+    ret = soft_mr_check_args(name, addr, length, access, &sc);
     if (ret != 0) {
         return ret;
     }
@@ -248,6 +264,8 @@ int soft_mr_reg(dcx_pd_t *pd, void *addr, size_t length, uint32_t access,
         dcx_error("%s: mr reg %p/%zu: out of memory", name, addr, length);
         return ENOMEM;
     }
+    /* its SysV segment's record, bound under the lock (soft_key_insert) */
+    mr->shm = soft_shm_prepare(dev, &sc);
 
     mr->super.pd     = pd;
     mr->super.addr   = addr;
@@ -256,6 +274,7 @@ int soft_mr_reg(dcx_pd_t *pd, void *addr, size_t length, uint32_t access,
     mr->start        = (uint64_t)(uintptr_t)addr;
     mr->end          = mr->start + length;
     if (soft_key_insert(dev, mr, "mr reg") != 0) {
+        soft_shm_release(mr->shm);
         free(mr);
         return ENOMEM;
     }
@@ -270,6 +289,8 @@ int dcx_soft_mr_rereg(dcx_mr_t *mr_, dcx_pd_t *pd, void *addr, size_t length,
     soft_dev_t *dev  = soft_dev(mr_->pd->dev);
     const char *name = dev->super.caps.name;
     uint64_t start   = (uint64_t)(uintptr_t)addr;
+    soft_shm_t *gone, *spare;
+    soft_shm_scan_t sc;
     int ret;
 
     if ((pd == NULL) || (pd->dev != mr_->pd->dev) || (mr->mkey != NULL)) {
@@ -278,10 +299,12 @@ int dcx_soft_mr_rereg(dcx_mr_t *mr_, dcx_pd_t *pd, void *addr, size_t length,
                                        "a PD of another device");
         return EINVAL;
     }
-    ret = soft_mr_check_args(name, addr, length, access);
+    soft_shm_scan_init(&sc, start, start + length);
+    ret = soft_mr_check_args(name, addr, length, access, &sc);
     if (ret != 0) {
         return ret;
     }
+    spare = soft_shm_prepare(dev, &sc); /* the new range's segment */
     /* out of the table, as a deregistration takes it (no engine pass in
      * flight, direct copiers done, our WQEs naming it failed), changed,
      * and back in its slot under the same key; the engine lock held
@@ -290,6 +313,7 @@ int dcx_soft_mr_rereg(dcx_mr_t *mr_, dcx_pd_t *pd, void *addr, size_t length,
     pthread_mutex_lock(&dev->mr_lock);
     dev->mrs[mr_->lkey >> 8] = NULL;
     soft_direct_mr_withdraw(dev, mr);
+    gone = soft_shm_unbind(dev, mr);
     pthread_mutex_unlock(&dev->mr_lock);
     soft_req_key_gone(dev, mr_->lkey);
     if ((start != mr->start) || (start + length != mr->end)) {
@@ -304,6 +328,8 @@ int dcx_soft_mr_rereg(dcx_mr_t *mr_, dcx_pd_t *pd, void *addr, size_t length,
     pthread_mutex_lock(&dev->mr_lock);
     dev->mrs[mr_->lkey >> 8] = mr;
     mr->mapped               = soft_alloc_holds(dev, mr->start, mr->end);
+    mr->shm                  = spare;
+    spare                    = soft_shm_bind(dev, mr);
     if (mr->start < dev->mr_lo) {
         __atomic_store_n(&dev->mr_lo, mr->start, __ATOMIC_RELEASE);
     }
@@ -313,6 +339,8 @@ int dcx_soft_mr_rereg(dcx_mr_t *mr_, dcx_pd_t *pd, void *addr, size_t length,
     soft_direct_mr_publish(dev, mr);
     pthread_mutex_unlock(&dev->mr_lock);
     soft_unlock(&dev->lock);
+    soft_shm_release(gone); /* (detaches: no lock held) */
+    soft_shm_release(spare);
     dcx_debug("%s: mr 0x%x re-registered: %p/%zu, access 0x%x", name, mr_->lkey,
               addr, length, access);
     return 0;

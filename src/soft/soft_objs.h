@@ -29,6 +29,9 @@ typedef struct soft_mr {
      * through soft_alloc_free and its invalidation: the engine copies
      * with memcpy (soft_mem_vec_write) */
     int mapped;
+    /* the SysV segment it lies in, published for peers to attach
+     * (soft_shm.c), or NULL */
+    struct soft_shm *shm;
     soft_mkey_t *mkey;
 } soft_mr_t;
 
