@@ -788,11 +788,11 @@ fallback:
  * SysV segment we attached), the initiator executes an atomic itself,
  * with the CPU atomic the target's responder would use (soft_atomic.c) on
  * the same physical word, so atomics of both paths, of every initiator
- * and of the target's own CPU serialize.  The checks are a WRITE's (DCT and MR entries grant
- * REMOTE_ATOMIC, the deregistration protocol at the top, the grant), with
- * what the target's responder refuses as an invalid request (an
- * unaligned word, a size or masked operation its DCT does not execute)
- * left to it.  Memory only the target maps (cross-memory attach) keeps
+ * and of the target's own CPU serialize.  The checks are a WRITE's (DCT
+ * and MR entries grant REMOTE_ATOMIC, the deregistration protocol at the
+ * top, the grant), with what the target's responder refuses as an
+ * invalid request (an unaligned word, a size or masked operation its DCT
+ * does not execute) left to it.  Memory only the target maps (cross-memory attach) keeps
  * the responder's round trip: a system call cannot be atomic.
  * ------------------------------------------------------------------------ */
 /* dev->atomic_now (dcx_qp_t.post_now of an atomic): under the grant only;

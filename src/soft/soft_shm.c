@@ -6,10 +6,10 @@
  *
  * An application that attaches a segment (shmget/shmat, or UCX's sysv
  * allocator) and registers memory inside it has memory every process
- * could map.  Publishing it as a device allocation is
- * published (soft_alloc.c) lets an initiator attach the segment once and then copy,
- * and execute atomics, with plain CPU instructions instead of
- * cross-memory attach or the target's responder.  Why SysV qualifies:
+ * could map.  Published as a device allocation is (soft_alloc.c), it
+ * lets an initiator attach the segment once and then copy, and execute
+ * atomics, with plain CPU instructions instead of cross-memory attach or
+ * the target's responder.  Why SysV qualifies:
  * a segment's size is fixed at shmget, it cannot shrink, so a peer's
  * attachment can never fault.  A file mapping (/dev/shm, a tmpfs or any
  * other file) can be truncated under a peer's mapping, which then dies of
