@@ -71,6 +71,13 @@
 # -e on a device without tag matching (ucx_info shows none there with
 # UCX_DCX_TM_ENABLE=y): a skip by capability.
 #
+# Atomics by the initiator over the soft device: a program whose source
+# has a line "dcx-test-direct: atomics" (shmem/heap_atomics: atomics on the
+# symmetric heap, which every PE maps) must show atomics the initiators
+# executed themselves: the "direct ... N atomics" of the processes'
+# traffic lines summed must be above 0, else the run fails.  Not checked
+# with -e (the mlx5 backend's atomics are the device's).
+#
 # DCI pool policies over dcx: a program whose source has a line
 # "dcx-test-policies: dcs dcs_quota rand hybrid streams" runs once per policy named there
 # (UCX_DCX_DCI_POLICY), for every process count, and with a line
@@ -288,6 +295,20 @@ tm_summary() {   # tm_summary LOG
              END { if (n > 0) printf "tm: matched %d of posted %d, unexpected %d, rndv by device %d\n", m, p, u, r }'
 }
 
+# The atomics the soft device's initiators executed themselves ("direct
+# ... N atomics" of the traffic lines), summed over the processes
+direct_atomics() {   # direct_atomics LOG
+    grep -E 'UCX +INFO +dcx md [^:]+: traffic: tx' "$1" |
+        sed -nE 's/.*direct .* ([0-9]+) atomics.*/\1/p' |
+        awk '{ n += $1 } END { print n + 0 }'
+}
+
+# "atomics" if the program's source asks that its atomics be executed by
+# the initiator over the soft device ("dcx-test-direct: atomics")
+prog_direct_required() {   # prog_direct_required SRC
+    grep -q 'dcx-test-direct:[[:space:]]*atomics' "$1" && echo atomics
+}
+
 # "tm_required" if the program's source asks for device tag matching
 prog_tm_required() {   # prog_tm_required SRC
     grep -q 'dcx-test-tm:[[:space:]]*matched' "$1" && echo tm_required
@@ -406,6 +427,7 @@ for p in "${progs[@]}"; do
             reason="transport check: $tcheck"
         fi
         traffic=
+        direct=
         tm=
         if [ "$tls" = dcx ] && [ "$emu" = 1 ]; then
             # the backend keeps no traffic counters (a ConnectX counts in
@@ -425,6 +447,12 @@ for p in "${progs[@]}"; do
             traffic=$(check_dcx_traffic "$log" "$np")
             if [ $? -ne 0 ] && [ -z "$reason" ]; then
                 reason="dcx counters: $traffic"
+            fi
+            if [ -n "$(prog_direct_required "${prog_src[$p]}")" ]; then
+                direct=$(direct_atomics "$log")
+                if [ -z "$reason" ] && [ "$direct" -eq 0 ]; then
+                    reason="no atomic executed by its initiator (dcx counters: 0 direct atomics)"
+                fi
             fi
             tm=$(tm_summary "$log")
             if [ -z "$reason" ] && [ "${UCX_DCX_TM_ENABLE:-try}" != n ] &&
@@ -455,6 +483,7 @@ for p in "${progs[@]}"; do
             line="PASS $label ${dt}s  lanes: $lanes"
             [ -z "$traffic" ] ||
                 line="$line  dcx: $(echo "$traffic" | awk '{printf "%d packets, %.1f MB", $1, $2 / 1e6}')"
+            [ -z "$direct" ] || line="$line, $direct atomics by initiators"
             [ -z "$tm" ] || line="$line  $tm"
             [ -z "$pool" ] || line="$line  pool: $pool"
             [ "$nerr" -eq 0 ] || line="$line  [note: $nerr 'UCX  ERROR' line(s), see $log]"
