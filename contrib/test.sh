@@ -91,6 +91,12 @@ step "example: strided exchange" \
 step "ucx_perftest over dcx (UCT and UCP)" \
     "$top/test/perftest.sh" -l "$top/build/.libs/libuct_dcx.so"
 step "MPI and OpenSHMEM over dcx" env DCX_TEST_TLS=dcx "$top/test/mpi/run.sh" "$top/build/test-mpi"
+# the symmetric heap in SysV segments (Open MPI's sshmem sysv) instead of
+# dcx's allocation: its atomics executed by the initiators all the same
+step "OpenSHMEM heap atomics over dcx, heap in SysV segments" \
+    env DCX_TEST_TLS=dcx DCX_TEST_ONLY='shmem/heap_atomics' \
+    DCX_TEST_MPIRUN_ARGS="--mca sshmem sysv" \
+    "$top/test/mpi/run.sh" "$top/build/test-shmem-sysv"
 # peer churn: 4 ranks under checked tag, AM, RMA and atomic traffic, one
 # killed, a late one joining; default and small timeouts (test/churn)
 step "peer churn over dcx (test/churn/run.sh)" \
