@@ -10,20 +10,6 @@
 #define MAXPES 64
 #define ITERS  50
 
-/*
- * Open MPI up to 4.1.4 writes 8 bytes into a 4-byte local in its UCX
- * compare-and-swap for 32-bit types (open-mpi/ompi#11257, fixed in 4.1.5),
- * so shmem_int_atomic_compare_swap smashes the stack there. Skip the 32-bit
- * compare_swap checks on those versions and say so.
- */
-#if defined(OSHMEM_MAJOR_VERSION) &&                             \
-    (OSHMEM_MAJOR_VERSION * 10000 + OSHMEM_MINOR_VERSION * 100 + \
-     OSHMEM_RELEASE_VERSION) < 40105
-#define CSWAP32_BROKEN 1
-#else
-#define CSWAP32_BROKEN 0
-#endif
-
 static char name_buf[96];
 static const char *nm(const char *ty, const char *op)
 {

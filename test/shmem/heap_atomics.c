@@ -18,17 +18,6 @@
 #define MAXPES 16
 #define ITERS  200
 
-/* Open MPI up to 4.1.4 writes 8 bytes into the 4-byte result of a 32-bit
- * compare-swap (open-mpi/ompi#11257, fixed in 4.1.5): the 32-bit loop is
- * left out there, and said so */
-#if defined(OSHMEM_MAJOR_VERSION) &&                             \
-    (OSHMEM_MAJOR_VERSION * 10000 + OSHMEM_MINOR_VERSION * 100 + \
-     OSHMEM_RELEASE_VERSION) < 40105
-#define CSWAP32_BROKEN 1
-#else
-#define CSWAP32_BROKEN 0
-#endif
-
 typedef struct {
     long fadd64, add64, cas64, swp64;
     int fadd32, add32, cas32, swp32;

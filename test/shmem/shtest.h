@@ -13,6 +13,20 @@
 #include <string.h>
 #include <stdint.h>
 
+/*
+ * Open MPI up to 4.1.4 writes 8 bytes into a 4-byte local in its UCX
+ * compare-and-swap for 32-bit types (open-mpi/ompi#11257, fixed in 4.1.5),
+ * so shmem_int_atomic_compare_swap smashes the stack there: programs leave
+ * their 32-bit compare_swap checks out on those versions and say so.
+ */
+#if defined(OSHMEM_MAJOR_VERSION) &&                             \
+    (OSHMEM_MAJOR_VERSION * 10000 + OSHMEM_MINOR_VERSION * 100 + \
+     OSHMEM_RELEASE_VERSION) < 40105
+#define CSWAP32_BROKEN 1
+#else
+#define CSWAP32_BROKEN 0
+#endif
+
 static int t_me = -1, t_npes = 0;
 static const char *t_prog = "?";
 
