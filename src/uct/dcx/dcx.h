@@ -831,8 +831,16 @@ void uct_dcx_dci_qp_destroy(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci);
 int uct_dcx_dci_restart(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci,
                         ucs_queue_head_t *cancelled);
 
-/* dcx_dci_comp.c: send completions, DCI errors and recovery, cancel */
-void uct_dcx_dci_tx_wcs(uct_dcx_iface_t *iface, const dcx_wc_t *wc, int n);
+/* dcx_dci_comp.c: send completions, DCI errors and recovery, cancel (a
+ * completion's common path is inline in the progress, dcx.inl, which
+ * calls these for the rest): the operations of dci up to sn fired; an
+ * error completion of WR sn; a DCI all of whose WRs completed given back
+ * to its policy or its cancel finished */
+void uct_dcx_dci_fire_ops(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci,
+                          uint64_t sn, ucs_status_t status);
+void uct_dcx_dci_handle_error(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci,
+                              uint64_t sn, const dcx_wc_t *wc);
+void uct_dcx_dci_drained_slow(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci);
 void uct_dcx_dci_set_error(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci);
 /* the pool holds back deregistrations its orphans still need, from just
  * after its creation to just before its cleanup (its DCIs going end the

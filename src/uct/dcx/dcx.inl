@@ -378,6 +378,77 @@ uct_dcx_iface_progress_tail(uct_dcx_iface_t *iface)
  * receive queue's, uct_dcx_iface_progress; a TM SRQ's,
  * uct_dcx_iface_tag_progress): inlined through it, no call is made before
  * the AM or eager handler. */
+/* Fires the operations of the WRs of dci up to sn, then retires the WRs.
+ * In that order, as UCX's RC transports do: a completion callback that
+ * sends sees the slots of these WRs still taken, so that the endpoint's
+ * pending requests, dispatched at the end of the progress, are not
+ * overtaken by it (UCX's test_uct_pending.send_ooo_with_comp). */
+static UCS_F_ALWAYS_INLINE void uct_dcx_dci_retire(uct_dcx_iface_t *iface,
+                                                   uct_dcx_dci_t *dci,
+                                                   uint64_t sn,
+                                                   ucs_status_t status)
+{
+    if (!ucs_queue_is_empty(&dci->ops)) {
+        uct_dcx_dci_fire_ops(iface, dci, sn, status);
+    }
+    dci->avail += (uint16_t)(sn - dci->done_sn);
+    dci->done_sn = sn;
+}
+
+/* All WRs of dci completed.  Nothing to do for a DCI that is not lent
+ * (shared policy, control DCI), nor for one its owner keeps (flagged when
+ * it first drained) while nobody waits for a DCI: the common case of
+ * back-to-back sends costs a flag test. */
+static UCS_F_ALWAYS_INLINE void uct_dcx_dci_drained(uct_dcx_iface_t *iface,
+                                                    uct_dcx_dci_t *dci)
+{
+    uint8_t flags = dci->flags &
+                    (UCT_DCX_DCI_FLAG_BUSY | UCT_DCX_DCI_FLAG_KEPT |
+                     UCT_DCX_DCI_FLAG_CANCEL);
+
+    if (ucs_likely(((flags == 0) || (flags == (UCT_DCX_DCI_FLAG_BUSY |
+                                               UCT_DCX_DCI_FLAG_KEPT))) &&
+                   (iface->pool.waiters == 0))) {
+        return;
+    }
+    uct_dcx_dci_drained_slow(iface, dci);
+}
+
+/* The send completions of a poll, inline in the progress: a completion
+ * costs no call unless it fires operations, fails, or leaves its DCI to
+ * its policy (the out-of-line parts are in dcx_dci_comp.c) */
+static UCS_F_ALWAYS_INLINE void uct_dcx_dci_tx_wcs(uct_dcx_iface_t *iface,
+                                                   const dcx_wc_t *wc, int n)
+{
+    uct_dcx_dci_t *dci;
+    uint64_t sn;
+    int i;
+
+    for (i = 0; i < n; ++i) {
+        dci = &iface->pool.dcis[uct_dcx_wr_id_dci(wc[i].wr_id)];
+        sn  = uct_dcx_wr_id_sn(wc[i].wr_id);
+        if (ucs_unlikely((sn <= dci->done_sn) ||
+                         (wc[i].status != DCX_WC_SUCCESS))) {
+            if (sn > dci->done_sn) {
+                uct_dcx_dci_handle_error(iface, dci, sn, &wc[i]);
+            }
+            /* else already retired, e.g. flushed before recovery */
+            continue;
+        }
+
+        uct_dcx_dci_retire(iface, dci, sn, UCS_OK);
+        if (uct_dcx_dci_is_drained(dci)) {
+            uct_dcx_dci_drained(iface, dci);
+        } else if (ucs_unlikely(dci->sig_sn == sn)) {
+            /* unsignalled WRs after the last signalled one */
+            uct_dcx_dci_tail_slow(iface, dci);
+        }
+    }
+    if (ucs_unlikely(--iface->pool.check_countdown == 0)) {
+        uct_dcx_dci_pool_check(iface);
+    }
+}
+
 static UCS_F_ALWAYS_INLINE unsigned
 uct_dcx_iface_progress_common(uct_dcx_iface_t *iface,
                               void (*rx_wcs)(uct_dcx_iface_t *iface,

@@ -22,9 +22,9 @@
 
 /* Fires the operations of dci numbered up to sn (rare path: most WRs of a
  * short send carry none) */
-static UCS_F_NOINLINE void uct_dcx_dci_fire_ops(uct_dcx_iface_t *iface,
-                                                uct_dcx_dci_t *dci, uint64_t sn,
-                                                ucs_status_t status)
+UCS_F_NOINLINE void uct_dcx_dci_fire_ops(uct_dcx_iface_t *iface,
+                                         uct_dcx_dci_t *dci, uint64_t sn,
+                                         ucs_status_t status)
 {
     uct_dcx_op_t *op;
 
@@ -38,22 +38,6 @@ static UCS_F_NOINLINE void uct_dcx_dci_fire_ops(uct_dcx_iface_t *iface,
     } while (!ucs_queue_is_empty(&dci->ops));
 }
 
-/* Fires the operations of the WRs of dci up to sn, then retires the WRs.
- * In that order, as UCX's RC transports do: a completion callback that
- * sends sees the slots of these WRs still taken, so that the endpoint's
- * pending requests, dispatched at the end of the progress, are not
- * overtaken by it (UCX's test_uct_pending.send_ooo_with_comp). */
-static UCS_F_ALWAYS_INLINE void uct_dcx_dci_retire(uct_dcx_iface_t *iface,
-                                                   uct_dcx_dci_t *dci,
-                                                   uint64_t sn,
-                                                   ucs_status_t status)
-{
-    if (!ucs_queue_is_empty(&dci->ops)) {
-        uct_dcx_dci_fire_ops(iface, dci, sn, status);
-    }
-    dci->avail += (uint16_t)(sn - dci->done_sn);
-    dci->done_sn = sn;
-}
 
 static const char *uct_dcx_wr_opcode_names[] = {
     [DCX_WR_SEND]                = "send",
@@ -379,10 +363,9 @@ static int uct_dcx_dci_stream_flushing(uct_dcx_iface_t *iface,
 
 /* An error completion on dci: the WR numbered sn failed, or (a stream in
  * error, UCT_DCX_DCI_FLAG_ERR) was flushed. */
-static UCS_F_NOINLINE void uct_dcx_dci_handle_error(uct_dcx_iface_t *iface,
-                                                    uct_dcx_dci_t *dci,
-                                                    uint64_t sn,
-                                                    const dcx_wc_t *wc)
+UCS_F_NOINLINE void uct_dcx_dci_handle_error(uct_dcx_iface_t *iface,
+                                             uct_dcx_dci_t *dci, uint64_t sn,
+                                             const dcx_wc_t *wc)
 {
     dcx_wc_t err_wc;
 
@@ -420,8 +403,8 @@ static UCS_F_NOINLINE void uct_dcx_dci_handle_error(uct_dcx_iface_t *iface,
 
 /* All WRs of dci completed: a cancel to finish, or a lent DCI to give
  * back or to keep */
-static UCS_F_NOINLINE void uct_dcx_dci_drained_slow(uct_dcx_iface_t *iface,
-                                                    uct_dcx_dci_t *dci)
+UCS_F_NOINLINE void uct_dcx_dci_drained_slow(uct_dcx_iface_t *iface,
+                                             uct_dcx_dci_t *dci)
 {
     int ret;
 
@@ -440,56 +423,6 @@ static UCS_F_NOINLINE void uct_dcx_dci_drained_slow(uct_dcx_iface_t *iface,
         }
     }
     iface->policy->dci_idle(iface, dci);
-}
-
-/* All WRs of dci completed.  Nothing to do for a DCI that is not lent
- * (shared policy, control DCI), nor for one its owner keeps (flagged when
- * it first drained) while nobody waits for a DCI: the common case of
- * back-to-back sends costs a flag test. */
-static UCS_F_ALWAYS_INLINE void uct_dcx_dci_drained(uct_dcx_iface_t *iface,
-                                                    uct_dcx_dci_t *dci)
-{
-    uint8_t flags = dci->flags &
-                    (UCT_DCX_DCI_FLAG_BUSY | UCT_DCX_DCI_FLAG_KEPT |
-                     UCT_DCX_DCI_FLAG_CANCEL);
-
-    if (ucs_likely(((flags == 0) || (flags == (UCT_DCX_DCI_FLAG_BUSY |
-                                               UCT_DCX_DCI_FLAG_KEPT))) &&
-                   (iface->pool.waiters == 0))) {
-        return;
-    }
-    uct_dcx_dci_drained_slow(iface, dci);
-}
-
-void uct_dcx_dci_tx_wcs(uct_dcx_iface_t *iface, const dcx_wc_t *wc, int n)
-{
-    uct_dcx_dci_t *dci;
-    uint64_t sn;
-    int i;
-
-    for (i = 0; i < n; ++i) {
-        dci = &iface->pool.dcis[uct_dcx_wr_id_dci(wc[i].wr_id)];
-        sn  = uct_dcx_wr_id_sn(wc[i].wr_id);
-        if (ucs_unlikely((sn <= dci->done_sn) ||
-                         (wc[i].status != DCX_WC_SUCCESS))) {
-            if (sn > dci->done_sn) {
-                uct_dcx_dci_handle_error(iface, dci, sn, &wc[i]);
-            }
-            /* else already retired, e.g. flushed before recovery */
-            continue;
-        }
-
-        uct_dcx_dci_retire(iface, dci, sn, UCS_OK);
-        if (uct_dcx_dci_is_drained(dci)) {
-            uct_dcx_dci_drained(iface, dci);
-        } else if (ucs_unlikely(dci->sig_sn == sn)) {
-            /* unsignalled WRs after the last signalled one */
-            uct_dcx_dci_tail_slow(iface, dci);
-        }
-    }
-    if (ucs_unlikely(--iface->pool.check_countdown == 0)) {
-        uct_dcx_dci_pool_check(iface);
-    }
 }
 
 /* ---------------------------------------------------------------------------
