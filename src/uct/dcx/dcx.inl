@@ -371,13 +371,6 @@ uct_dcx_iface_progress_tail(uct_dcx_iface_t *iface)
     ucs_arbiter_dispatch(&iface->arbiter, 1, uct_dcx_ep_dispatch_cb, iface);
 }
 
-/* A progress call: both CQs polled in one device call (dcx_cq_poll_pair:
- * one with nothing to do costs that call), the receive completions handed
- * to rx_wcs, the send completions taken, then the tail.  rx_wcs is a
- * constant, always-inline function of the caller's file (the plain
- * receive queue's, uct_dcx_iface_progress; a TM SRQ's,
- * uct_dcx_iface_tag_progress): inlined through it, no call is made before
- * the AM or eager handler. */
 /* Fires the operations of the WRs of dci up to sn, then retires the WRs.
  * In that order, as UCX's RC transports do: a completion callback that
  * sends sees the slots of these WRs still taken, so that the endpoint's
@@ -449,6 +442,13 @@ static UCS_F_ALWAYS_INLINE void uct_dcx_dci_tx_wcs(uct_dcx_iface_t *iface,
     }
 }
 
+/* A progress call: both CQs polled in one device call (dcx_cq_poll_pair:
+ * one with nothing to do costs that call), the receive completions handed
+ * to rx_wcs, the send completions taken, then the tail.  rx_wcs is a
+ * constant, always-inline function of the caller's file (the plain
+ * receive queue's, uct_dcx_iface_progress; a TM SRQ's,
+ * uct_dcx_iface_tag_progress): inlined through it, no call is made before
+ * the AM or eager handler. */
 static UCS_F_ALWAYS_INLINE unsigned
 uct_dcx_iface_progress_common(uct_dcx_iface_t *iface,
                               void (*rx_wcs)(uct_dcx_iface_t *iface,

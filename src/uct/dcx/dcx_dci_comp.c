@@ -38,7 +38,6 @@ UCS_F_NOINLINE void uct_dcx_dci_fire_ops(uct_dcx_iface_t *iface,
     } while (!ucs_queue_is_empty(&dci->ops));
 }
 
-
 static const char *uct_dcx_wr_opcode_names[] = {
     [DCX_WR_SEND]                = "send",
     [DCX_WR_SEND_IMM]            = "send with immediate",
