@@ -512,6 +512,58 @@ TEST_F(soft, all_names_taken_bad_flow)
 /* ------------------------------------------------------------------------
  * Item 5: addresses this device cannot reach
  * ------------------------------------------------------------------------ */
+/* Registrations check their range against /proc/self/maps, read a line
+ * at a time: a mapping whose path is longer than the reader's buffer
+ * comes in pieces, of which only the first holds the range and rights.
+ * Memory in such a mapping registers; a read-only one refuses write
+ * access; and the mappings after it are read as before. */
+TEST_F(soft, registration_in_a_long_path_mapping_bad_flow)
+{
+    const size_t len = 2 * 4096;
+    std::string dir  = "/tmp/dcx-maps-" + std::to_string(getpid());
+    std::vector<std::string> dirs;
+    node a;
+    ASSERT_EQ(0, a.open(fabric.c_str()));
+
+    ASSERT_EQ(0, mkdir(dir.c_str(), 0700)) << dir;
+    dirs.push_back(dir);
+    while (dir.size() < 600) {
+        dir += "/" + std::string(60, 'd');
+        ASSERT_EQ(0, mkdir(dir.c_str(), 0700)) << dir;
+        dirs.push_back(dir);
+    }
+    std::string path = dir + "/file";
+    int fd           = open(path.c_str(), O_RDWR | O_CREAT | O_EXCL, 0600);
+    ASSERT_GE(fd, 0);
+    ASSERT_EQ(0, ftruncate(fd, (off_t)len));
+    void *rw = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    void *ro = mmap(nullptr, len, PROT_READ, MAP_SHARED, fd, 0);
+    close(fd);
+    unlink(path.c_str());
+    for (auto it = dirs.rbegin(); it != dirs.rend(); ++it) {
+        rmdir(it->c_str());
+    }
+    ASSERT_NE(MAP_FAILED, rw);
+    ASSERT_NE(MAP_FAILED, ro);
+    uint8_t *anon = (uint8_t *)mmap(nullptr, len, PROT_READ | PROT_WRITE,
+                                    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    ASSERT_NE(MAP_FAILED, (void *)anon);
+
+    dcx_mr_t *mr; /* (the node deregisters its MRs at close) */
+    EXPECT_EQ(0, a.reg(rw, len, RACC, &mr));
+    EXPECT_EQ(0, a.reg(ro, len, DCX_ACCESS_REMOTE_READ, &mr));
+    EXPECT_EQ(0, a.reg(anon, len, RACC, &mr));
+    {
+        log_counter logs;
+        EXPECT_EQ(EFAULT, a.reg(ro, len, RACC, &mr));
+        EXPECT_EQ(1, logs.lines());
+    }
+    a.close();
+    munmap(anon, len);
+    munmap(ro, len);
+    munmap(rw, len);
+}
+
 TEST_F(soft, addr_check_bad_flow)
 {
     node a, other;
