@@ -10,6 +10,7 @@
 #include "soft_dev.h"
 
 #include <linux/futex.h>
+#include <stdio.h>
 
 #define SOFT_DIRECT_VERSION 8u
 #define SOFT_DIRECT_MRS     4096u /* keys with index below are published */
@@ -358,6 +359,10 @@ typedef struct soft_shm_scan {
     int bad;             /* a line of something else overlaps the range */
 } soft_shm_scan_t;
 
+/* The next line of a /proc/<pid>/maps file f, at most size - 1 bytes of
+ * it (the rest of a longer one, a long path, read and dropped); NULL at
+ * its end.  Its address range and fields come first, whole. */
+char *soft_maps_line(FILE *f, char *line, int size);
 void soft_shm_scan_init(soft_shm_scan_t *sc, uint64_t start, uint64_t end);
 void soft_shm_scan_line(soft_shm_scan_t *sc, const char *line);
 soft_shm_t *soft_shm_prepare(soft_dev_t *dev, const soft_shm_scan_t *sc);

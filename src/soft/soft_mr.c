@@ -37,7 +37,6 @@ static int soft_mr_check_mapping(const char *name, uintptr_t start,
     unsigned long lo, hi;
     char perms[8];
     FILE *f;
-    int eol = 1;
 
     f = fopen("/proc/self/maps", "re");
     if (f == NULL) {
@@ -46,15 +45,9 @@ static int soft_mr_check_mapping(const char *name, uintptr_t start,
                   name, strerror(errno));
         return 0;
     }
-    while ((cur < end) && (fgets(line, sizeof(line), f) != NULL)) {
-        int start_of_line = eol;
-
-        eol = (strchr(line, '\n') != NULL); /* long paths: many pieces */
-        if (start_of_line) {
-            soft_shm_scan_line(sc, line);
-        }
-        if (!start_of_line ||
-            (sscanf(line, "%lx-%lx %7s", &lo, &hi, perms) != 3) ||
+    while ((cur < end) && (soft_maps_line(f, line, sizeof(line)) != NULL)) {
+        soft_shm_scan_line(sc, line);
+        if ((sscanf(line, "%lx-%lx %7s", &lo, &hi, perms) != 3) ||
             (hi <= cur)) {
             continue;
         }

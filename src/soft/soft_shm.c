@@ -135,6 +135,22 @@ static int soft_shm_scan_ok(const soft_shm_scan_t *sc)
            (sc->shmid <= (unsigned long)INT32_MAX);
 }
 
+char *soft_maps_line(FILE *f, char *line, int size)
+{
+    char rest[256];
+
+    if (fgets(line, size, f) == NULL) {
+        return NULL;
+    }
+    if (strchr(line, '\n') == NULL) {
+        /* a long path: the rest of its line, in pieces, skipped */
+        while ((fgets(rest, sizeof(rest), f) != NULL) &&
+               (strchr(rest, '\n') == NULL)) {
+        }
+    }
+    return line;
+}
+
 /* The device and inode of our mapping at addr (a scan of /proc/self/maps
  * for that one byte); 0 if it is no SysV attachment */
 static int soft_shm_mapping_of(const void *addr, soft_shm_scan_t *sc)
@@ -142,19 +158,14 @@ static int soft_shm_mapping_of(const void *addr, soft_shm_scan_t *sc)
     uint64_t a = (uint64_t)(uintptr_t)addr;
     char line[256];
     FILE *f;
-    int eol = 1, start;
 
     soft_shm_scan_init(sc, a, a + 1);
     f = fopen("/proc/self/maps", "re");
     if (f == NULL) {
         return 0;
     }
-    while ((sc->cur == 0) && (fgets(line, sizeof(line), f) != NULL)) {
-        start = eol;
-        eol   = (strchr(line, '\n') != NULL);
-        if (start) {
-            soft_shm_scan_line(sc, line);
-        }
+    while ((sc->cur == 0) && (soft_maps_line(f, line, sizeof(line)) != NULL)) {
+        soft_shm_scan_line(sc, line);
     }
     fclose(f);
     return soft_shm_scan_ok(sc);
