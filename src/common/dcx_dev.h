@@ -117,8 +117,9 @@ enum {
                                        from elsewhere */
     DCX_CAP_DCI_STREAMS   = 1u << 8, /* DCIs with stream channels (.dci_streams
                                        of dcx_qp_attr_t, qp_stream_reset) */
-    DCX_CAP_POST_NOW      = 1u << 9, /* dcx_qp_t.post_now, put_now, get_now,
-                                       pack_now */
+    DCX_CAP_POST_NOW      = 1u << 9, /* a DCI's post_send may execute a WR
+                                       flagged DCX_SEND_NOW within the call
+                                       (without it: always EAGAIN) */
     DCX_CAP_RECV_IN_PLACE = 1u << 10 /* DCX_SRQ_F_IN_PLACE, dcx_cq_release */
 };
 
@@ -718,7 +719,20 @@ enum {
     DCX_SEND_SIGNALED  = 1u << 0, /* completion on success too */
     DCX_SEND_INLINE    = 1u << 1, /* copy sg_list data at post (no lkey) */
     DCX_SEND_FENCE     = 1u << 2, /* wait for prior READ/atomics to finish */
-    DCX_SEND_SOLICITED = 1u << 3
+    DCX_SEND_SOLICITED = 1u << 3,
+    /* Executed within the call or not at all (a DCI's post_send;
+     * device-semantics.md, "Work within the call"): 0 once the WR's effect
+     * is complete -- its bytes at the target, a READ's bytes or an atomic's
+     * old value at sg_list[0].addr -- with no send-queue slot taken and no
+     * completion to follow; EAGAIN with nothing read or written, for the
+     * caller to post the WR without the flag (which checks it and reports
+     * what is wrong with it).  One sge: an inline WRITE's bytes (up to the
+     * MTU), a READ's destination and an atomic's result may be any memory
+     * of the caller (lkey unused); a WRITE not inline reads a registered
+     * sge, checked as a posted one's.  A device without DCX_CAP_POST_NOW,
+     * and any DCI that cannot order the WR after its earlier work, returns
+     * EAGAIN. */
+    DCX_SEND_NOW       = 1u << 4
 };
 
 /* DC destination of one WR (as rdma-core's direct verbs set it: the AH, the
@@ -728,52 +742,6 @@ typedef struct dcx_dc_dest {
     uint32_t dctn;
     uint64_t dc_key;
 } dcx_dc_dest_t;
-
-/* put_now's WRITE: length bytes (at most an MTU) from buffer, any memory,
- * to remote_addr under rkey at dest; in the caller's frame,
- * where what a declined put needs again stays (not in saved registers) */
-typedef struct dcx_put_now {
-    dcx_dc_dest_t dest;
-    const void *buffer;
-    uint64_t remote_addr;
-    uint32_t length;
-    uint32_t rkey;
-} dcx_put_now_t;
-
-/* Where get_now's bytes go, called once within it (the device's lock
- * held: it must not call into the device); shaped as UCT's unpack */
-typedef void (*dcx_read_cb_t)(void *arg, const void *data, size_t length);
-
-/* get_now's READ of length bytes at remote_addr under rkey at dest, to
- * cb(arg, ...); in the caller's frame, as dcx_put_now_t */
-typedef struct dcx_get_now {
-    dcx_dc_dest_t dest;
-    dcx_read_cb_t cb;
-    void *arg;
-    uint64_t remote_addr;
-    uint32_t length;
-    uint32_t rkey;
-} dcx_get_now_t;
-
-/* What pack_now writes: at most the window's bytes at dest, returning how
- * many (shaped as UCT's pack callback); called once within pack_now, the
- * device's lock held, so it must not call into the device */
-typedef size_t (*dcx_pack_cb_t)(void *dest, void *arg);
-
-/* pack_now's WRITE: the bytes pack(arg) writes, at most length (up to an
- * MTU), straight into the memory at remote_addr under rkey at dest; the
- * whole window [remote_addr, remote_addr + length) is checked before pack
- * runs, and packed set to what it returned.  In the caller's frame, as
- * dcx_put_now_t. */
-typedef struct dcx_pack_now {
-    dcx_dc_dest_t dest;
-    dcx_pack_cb_t pack;
-    void *arg;
-    uint64_t remote_addr;
-    size_t packed;
-    uint32_t length;
-    uint32_t rkey;
-} dcx_pack_now_t;
 
 /* One send work request.  Each WR names its destination and exactly one
  * data description (sg_list, inline or not). */
@@ -821,20 +789,9 @@ struct dcx_qp {
      * posted - retired-by-polled-completion reached max_send_wr), EINVAL
      * (too many sge, inline too long, opcode not supported, not in RTS).
      * A WR posted while the DCI is in ERR is accepted and completes with
-     * DCX_WC_WR_FLUSH_ERR. */
+     * DCX_WC_WR_FLUSH_ERR.  A WR flagged DCX_SEND_NOW returns 0 or EAGAIN
+     * only (EAGAIN wherever the DCI is not in RTS). */
     int (*post_send)(dcx_qp_t *qp, const dcx_send_wr_t *wr);
-    /* DCX_CAP_POST_NOW, else NULL (device-semantics.md, "post_now"): work
-     * done within the call, 0, or EAGAIN with nothing done, for the caller
-     * to post it.  post_now: the WR that would be posted, a WRITE of one
-     * registered sge or an atomic (its old value stored within the call at
-     * sg_list[0].addr, any memory); put_now: a WRITE from any memory
-     * (dcx_put_now_t); get_now: a READ to a callback (dcx_get_now_t);
-     * pack_now: a WRITE whose bytes a callback writes in place at the
-     * target (dcx_pack_now_t) */
-    int (*post_now)(dcx_qp_t *qp, const dcx_send_wr_t *wr);
-    int (*put_now)(dcx_qp_t *qp, const dcx_put_now_t *put);
-    int (*get_now)(dcx_qp_t *qp, const dcx_get_now_t *get);
-    int (*pack_now)(dcx_qp_t *qp, dcx_pack_now_t *put);
 };
 
 static inline int dcx_qp_post_send(dcx_qp_t *qp, const dcx_send_wr_t *wr)

@@ -112,13 +112,20 @@ static inline int dcx_mlx5_dci_atomic_check(dcx_mlx5_qp_t *qp,
     return 0;
 }
 
-/* Every check of a post: 0 with the WR's byte count in *total_p, ENOMEM
- * when its ring is full, or EINVAL with one line */
+/* Every check of a post: 0 with the WR's byte count in *total_p, EAGAIN
+ * for a WR flagged DCX_SEND_NOW (a NIC executes nothing within the call:
+ * the caller posts it without the flag), ENOMEM when its ring is full, or
+ * EINVAL with one line */
 static inline int dcx_mlx5_dci_validate(dcx_mlx5_qp_t *qp,
                                         const dcx_send_wr_t *wr,
                                         uint32_t *total_p)
 {
-    int ret = dcx_mlx5_dci_check(qp, wr);
+    int ret;
+
+    if (__builtin_expect(wr->flags & DCX_SEND_NOW, 0)) {
+        return EAGAIN;
+    }
+    ret = dcx_mlx5_dci_check(qp, wr);
     if (ret != 0) {
         return ret;
     }

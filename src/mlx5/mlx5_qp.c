@@ -158,6 +158,9 @@ static int dcx_mlx5_dci_post_send_flush(dcx_qp_t *super,
 {
     dcx_mlx5_qp_t *qp = (dcx_mlx5_qp_t *)super;
 
+    if (wr->flags & DCX_SEND_NOW) {
+        return EAGAIN;
+    }
     if (dcx_mlx5_dci_stream_check(qp, wr) != 0) {
         return EINVAL;
     }

@@ -160,7 +160,6 @@ static void soft_close(dcx_dev_t *dev_)
     soft_alloc_cleanup(dev);
     soft_shm_cleanup(dev); /* SysV segments of MRs not deregistered */
     free(dev->mvec);
-    free(dev->read_buf);
     soft_peers_free(dev);
     soft_wake_close(dev);
     soft_port_destroy(dev);
@@ -371,7 +370,6 @@ err_port:
     soft_port_destroy(dev);
 err_free:
     pthread_mutex_destroy(&dev->mr_lock);
-    free(dev->read_buf);
     free(dev->qps);
     free(dev->rstate);
     free(dev);

@@ -178,17 +178,15 @@ struct soft_dev {
     int (*one_sided)(soft_qp_t *qp, soft_swqe_t *w);
     /* 1 if one_sided would take w were its DCI idle (a hint, no copy) */
     int (*one_sided_ready)(soft_qp_t *qp, soft_swqe_t *w);
-    /* an RDMA WRITE of one sge without a WQE: 0 if done, 1 if not
-     * (dcx_qp_t.post_now; soft_dci_post_now); chosen at open */
+    /* an RDMA WRITE of one registered sge without a WQE: 0 if done, 1 if
+     * not (DCX_SEND_NOW, not inline; soft_dci_post_now); chosen at open */
     int (*write_now)(soft_qp_t *qp, const dcx_send_wr_t *wr);
     /* initiator-side atomics on a mapping of the target's memory
      * (soft_direct.c): atomic_direct executes w as one_sided does;
      * atomic_now wr's atomic without a WQE, its result stored at
-     * wr->sg_list[0].addr, 0 if done, 1 if not (dcx_qp_t.post_now) */
+     * wr->sg_list[0].addr, 0 if done, 1 if not (DCX_SEND_NOW) */
     int (*atomic_direct)(soft_qp_t *qp, soft_swqe_t *w);
     int (*atomic_now)(soft_qp_t *qp, const dcx_send_wr_t *wr);
-    /* a READ's bytes from an unmapped target (MTU; soft_dgrant_read) */
-    uint8_t *read_buf;
     struct soft_direct_area *direct; /* our published tables, or NULL */
     uint64_t direct_start;           /* our start time (liveness) */
     int plain_intent;                /* soft_dslot_plain_intent() */

@@ -5,8 +5,7 @@
  * copy that passed every check checks only what could have changed since
  * (soft_direct.c, "The grant", says what and how the grant is made).  The
  * copy under it, inline here so that the DCI's work within the call
- * (soft_dci_post_now, soft_dci_put_now, soft_dci_get_now) and the light
- * path execute it without a call.
+ * (soft_dci_post_now) and the light path execute it without a call.
  */
 #ifndef DCX_SOFT_DGRANT_H_
 #define DCX_SOFT_DGRANT_H_
@@ -42,7 +41,8 @@ int soft_dgrant_life_unknown(soft_peer_t *peer, const soft_dmap_ent_t *map);
  * intent set and the MR entry's count confirmed after it, or NULL with
  * nothing held (the caller makes the full checks).  leaf (a constant):
  * make no call -- a grant whose liveness lock was not held when it was
- * made, or that holds no marker, gives NULL too. */
+ * made, or that holds no marker, gives NULL too; the caller has checked
+ * 0 < len <= 32, within any MTU (DCX_SOFT_LIMIT_MIN_MTU). */
 static inline __attribute__((always_inline)) soft_dslot_t *
 soft_dgrant_take(soft_dev_t *dev, soft_peer_t *peer, const dcx_dc_dest_t *dest,
                  uint32_t rkey, uint64_t raddr, uint64_t len, uint32_t access,
@@ -57,7 +57,7 @@ soft_dgrant_take(soft_dev_t *dev, soft_peer_t *peer, const dcx_dc_dest_t *dest,
      * port killed */
     if ((area == NULL) || (rkey != g->rkey) || (dest->dctn != g->dctn) ||
         (dest->dc_key != g->dc_key) || !(g->access & access) ||
-        (len - 1 >= dev->limits.mtu) || (raddr < g->start) ||
+        (!leaf && (len - 1 >= dev->limits.mtu)) || (raddr < g->start) ||
         (raddr >= g->end) || (len > g->end - raddr) || !local_plain ||
         dev->light_off ||
         (__atomic_load_n(&area->gen, __ATOMIC_ACQUIRE) != g->gen) ||
@@ -159,20 +159,18 @@ static inline ssize_t soft_dgrant_copy1(const soft_peer_t *peer, uint8_t *l,
                process_vm_readv((pid_t)peer->pid, &liov, 1, &riov, 1, 0);
 }
 
-/* An RDMA READ of len bytes at raddr under rkey at dest on a DCI with
- * nothing outstanding (engine lock held; dcx_qp_t.get_now), under the
- * grant towards its peer, handed to cb instead of written to local memory:
- * read by cb in the mapping of the target's allocation (the marker held,
- * so the MR stays), or copied first into dev->read_buf by cross-memory
- * attach.  0 if cb got the bytes, 1 if the grant does not cover the READ
- * (nothing read, cb not called; there is no grant where the device copies
- * nothing directly). */
+/* An RDMA READ of len bytes (at most an MTU) at raddr under rkey at dest
+ * into buf, any memory of ours, on a DCI with nothing outstanding (engine
+ * lock held; a READ flagged DCX_SEND_NOW), copied under the grant towards
+ * its peer: through the mapping of the target's allocation, or by
+ * cross-memory attach.  0 if done, 1 if the grant does not cover it
+ * (nothing read; there is no grant where the device copies nothing
+ * directly). */
 static inline __attribute__((always_inline)) int
 soft_dgrant_read(soft_dev_t *dev, const dcx_dc_dest_t *dest, uint64_t raddr,
-                 uint32_t rkey, uint32_t len, dcx_read_cb_t cb, void *arg)
+                 uint32_t rkey, uint32_t len, void *buf)
 {
     soft_peer_t *peer = ((soft_ah_t *)dest->ah)->peer;
-    soft_dmap_ent_t *map;
     soft_dslot_t *slot;
     ssize_t ret;
 
@@ -181,26 +179,15 @@ soft_dgrant_read(soft_dev_t *dev, const dcx_dc_dest_t *dest, uint64_t raddr,
     if (slot == NULL) {
         return 1;
     }
-    map = peer->grant.map;
-    if (map != NULL) {
-        cb(arg, map->local + (raddr - map->rbase), len);
-        soft_dgrant_give(dev, peer, slot, len, len, 0);
-        return 0;
-    }
-    ret = soft_dgrant_copy1(peer, dev->read_buf, raddr, len, 0);
-    if (!soft_dgrant_give(dev, peer, slot, ret, len, 0)) {
-        return 1; /* the posted READ's full checks say why */
-    }
-    cb(arg, dev->read_buf, len);
-    return 0;
+    ret = soft_dgrant_copy1(peer, (uint8_t *)buf, raddr, len, 0);
+    return !soft_dgrant_give(dev, peer, slot, ret, len, 0);
 }
 
 /* An RDMA WRITE of len bytes (at most an MTU) from buf, any memory, to
  * raddr under rkey at dest, on a DCI with nothing outstanding (engine lock
  * held), copied under the grant towards its peer with no WQE: the
- * unsignaled inline WRITE of the light path (soft_dci_post_light), put_now
- * (dcx_qp_t.put_now) and the copy of soft_direct_write_now
- * (dcx_qp_t.post_now).  0 if done, 1 if the grant does not cover it
+ * unsignaled inline WRITE of the light path (soft_dci_post_light) and a
+ * WRITE flagged DCX_SEND_NOW.  0 if done, 1 if the grant does not cover it
  * (nothing was copied; there is no grant where the device copies nothing
  * directly). */
 static inline __attribute__((always_inline)) int
@@ -218,42 +205,6 @@ soft_dgrant_write(soft_dev_t *dev, const dcx_dc_dest_t *dest, const void *buf,
     }
     ret = soft_dgrant_copy1(peer, (uint8_t *)(uintptr_t)buf, raddr, len, 1);
     return !soft_dgrant_give(dev, peer, slot, ret, len, 1);
-}
-
-/* An RDMA WRITE of what pack(arg) writes, at most len bytes (an MTU), to
- * raddr under rkey at dest, on a DCI with nothing outstanding (engine lock
- * held; dcx_qp_t.pack_now): pack writes straight into the mapping of the
- * target's allocation, the whole window [raddr, raddr + len) checked under
- * the grant first and the MR's in-flight marker held while it runs, so
- * that no byte lands outside the registration and a deregistration waits
- * for it.  *packed_p: what pack returned.  0 if done, 1 if the grant does
- * not cover the window or reaches the target by cross-memory attach only
- * (pack not called). */
-static inline __attribute__((always_inline)) int
-soft_dgrant_pack(soft_dev_t *dev, const dcx_dc_dest_t *dest, dcx_pack_cb_t pack,
-                 void *arg, uint64_t len, uint64_t raddr, uint32_t rkey,
-                 size_t *packed_p)
-{
-    soft_peer_t *peer = ((soft_ah_t *)dest->ah)->peer;
-    soft_dmap_ent_t *map;
-    soft_dslot_t *slot;
-    size_t packed;
-
-    /* the map is looked at again once the grant is taken */
-    if (peer->grant.map == NULL) {
-        return 1;
-    }
-    slot = soft_dgrant_take(dev, peer, dest, rkey, raddr, len,
-                            DCX_ACCESS_REMOTE_WRITE, 1, 0);
-    if (slot == NULL) {
-        return 1;
-    }
-    map    = peer->grant.map;
-    packed = pack(map->local + (raddr - map->rbase), arg);
-    /* counted as what pack wrote: the window was granted whole */
-    soft_dgrant_give(dev, peer, slot, (ssize_t)packed, packed, 1);
-    *packed_p = packed;
-    return 0;
 }
 
 /* An atomic, op (DCX_WR_ATOMIC_*) on size bytes at raddr under rkey at

@@ -660,11 +660,11 @@ static int soft_direct_now_none(soft_qp_t *qp, const dcx_send_wr_t *wr)
     return 1;
 }
 
-/* dev->write_now: an RDMA WRITE of wr's one sge (at most an MTU) on a DCI
- * with nothing outstanding: soft_dgrant_write's copy, with the sge
- * checked as a posted WRITE's (soft_sge_ok) and its region marked in use
- * during the copy (soft_mem_local_begin).  0 if done, 1 if the checks or
- * the grant do not allow it (nothing was copied). */
+/* dev->write_now: an RDMA WRITE of wr's one registered sge (at most an
+ * MTU) on a DCI with nothing outstanding: soft_dgrant_write's copy, with
+ * the sge checked as a posted WRITE's (soft_sge_ok) and its region marked
+ * in use during the copy (soft_mem_local_begin).  0 if done, 1 if the
+ * checks or the grant do not allow it (nothing was copied). */
 static int soft_direct_write_now(soft_qp_t *qp, const dcx_send_wr_t *wr)
 {
     soft_dev_t *dev = qp->dev;
@@ -795,7 +795,7 @@ fallback:
  * does not execute) left to it.  Memory only the target maps (cross-memory attach) keeps
  * the responder's round trip: a system call cannot be atomic.
  * ------------------------------------------------------------------------ */
-/* dev->atomic_now (dcx_qp_t.post_now of an atomic): under the grant only;
+/* dev->atomic_now (an atomic flagged DCX_SEND_NOW): under the grant only;
  * the result goes straight to sg_list[0].addr, any memory of the caller
  * (lkey not used: nothing is written by the device after the call) */
 static int soft_direct_atomic_now(soft_qp_t *qp, const dcx_send_wr_t *wr)
@@ -933,9 +933,9 @@ void soft_direct_init(soft_dev_t *dev, soft_port_hdr_t *hdr, uint64_t offset)
     __atomic_store_n(&area->enabled, 1, __ATOMIC_RELEASE);
     __atomic_store_n(&hdr->direct_off, offset, __ATOMIC_RELEASE);
     /* (no grant is made where the device copies nothing directly, so a
-     * READ within the call needs no choice: soft_dgrant_read) */
-    if (soft_direct_probe(dev) &&
-        ((dev->read_buf = malloc(dev->limits.mtu)) != NULL)) {
+     * WRITE or READ within the call needs no choice: soft_dgrant_write,
+     * soft_dgrant_read) */
+    if (soft_direct_probe(dev)) {
         dev->one_sided       = soft_direct_exec;
         dev->one_sided_ready = soft_direct_ready;
         dev->write_now       = soft_direct_write_now;

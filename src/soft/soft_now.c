@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Soft device DCIs: the work done within the call (dcx_qp_t.post_now,
- * put_now, get_now, pack_now; docs/device-semantics.md, "post_now"), under
- * the grant towards the target (soft_dgrant.h), on a DCI whose posted work is
- * all complete.  The DCI object is in soft_qp.c, its posts in soft_post.c.
+ * Soft device DCIs: a WR flagged DCX_SEND_NOW, done within the post
+ * (docs/device-semantics.md, "Work within the call") under the grant
+ * towards the target (soft_dgrant.h), on a DCI whose posted work is all
+ * complete.  The DCI object is in soft_qp.c, its posts in soft_post.c,
+ * whose plain post hands such a WR here.
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
@@ -17,134 +18,154 @@
 
 /* The DCI's plain post (not the first post, nor that of a DCI in error)
  * and nothing outstanding, no RNR wait (engine lock held): what the
- * device does within the call (post_now, put_now, get_now) is then
- * ordered after everything the DCI carried before, as a posted WR is */
+ * device does within the call is then ordered after everything the DCI
+ * carried before, as a posted WR is */
 static inline int soft_dci_now_ok(const soft_qp_t *qp)
 {
     return (qp->super.post_send == soft_dci_post_send) && soft_dci_quiet(qp);
 }
 
-/* Work within the call begins: the engine lock taken (*fast: how); 1 if
- * soft_dci_now_ok and dest names a destination (none: the post says why) */
-static inline int soft_dci_now_begin(soft_qp_t *qp, const dcx_dc_dest_t *dest,
-                                     int *fast)
+/* wr's work within the call, engine lock held: 0 if done, 1 if not (the
+ * grant does not cover it, a WRITE's registered sge fails a posted one's
+ * checks, or it is no WRITE or READ of one sge) */
+static inline int soft_dci_now_exec(soft_qp_t *qp, const dcx_send_wr_t *wr)
 {
-    *fast = soft_lock_biasing(&qp->dev->lock);
-    return soft_dci_now_ok(qp) && (dest->ah != NULL);
+    soft_dev_t *dev      = qp->dev;
+    const dcx_sge_t *sge = wr->sg_list;
+
+    if (!soft_dci_now_ok(qp) || (wr->dest.ah == NULL) || (wr->num_sge != 1)) {
+        return 1;
+    }
+    if (wr->opcode == DCX_WR_RDMA_WRITE) {
+        if (!(wr->flags & DCX_SEND_INLINE)) {
+            return dev->write_now(qp, wr); /* a registered sge */
+        }
+        return soft_dgrant_write(dev, &wr->dest,
+                                 (const void *)(uintptr_t)sge->addr,
+                                 sge->length, wr->remote_addr, wr->rkey);
+    }
+    if (wr->opcode == DCX_WR_RDMA_READ) {
+        return soft_dgrant_read(dev, &wr->dest, wr->remote_addr, wr->rkey,
+                                sge->length, (void *)(uintptr_t)sge->addr);
+    }
+    return 1;
 }
 
-/* qp->super.post_now of a DCI (dcx_qp_t.post_now): a WRITE of one
- * registered sge, or an atomic, under the engine lock, on a DCI
- * soft_dci_now_ok allows.  A READ is get_now's, an inline WRITE put_now's
- * (both declined here). */
-int soft_dci_post_now(dcx_qp_t *qp_, const dcx_send_wr_t *wr)
-{
-    soft_qp_t *qp   = (soft_qp_t *)qp_;
-    soft_dev_t *dev = qp->dev;
-    int fast, done;
-
-    done = soft_dci_now_begin(qp, &wr->dest, &fast) &&
-           (((wr->opcode == DCX_WR_RDMA_WRITE) &&
-             !(wr->flags & DCX_SEND_INLINE) && (dev->write_now(qp, wr) == 0)) ||
-            (soft_op_atomic(wr->opcode) && (dev->atomic_now(qp, wr) == 0)));
-    soft_unlock_as(&dev->lock, fast);
-    return done ? 0 : EAGAIN;
-}
-
-/* qp->super.get_now of a DCI (dcx_qp_t.get_now): a READ whose bytes go to
- * get->cb */
-int soft_dci_get_now(dcx_qp_t *qp_, const dcx_get_now_t *get)
-{
-    soft_qp_t *qp   = (soft_qp_t *)qp_;
-    soft_dev_t *dev = qp->dev;
-    int fast, done;
-
-    done = soft_dci_now_begin(qp, &get->dest, &fast) &&
-           (soft_dgrant_read(dev, &get->dest, get->remote_addr, get->rkey,
-                             get->length, get->cb, get->arg) == 0);
-    soft_unlock_as(&dev->lock, fast);
-    return done ? 0 : EAGAIN;
-}
-
-/* qp->super.pack_now of a DCI (dcx_qp_t.pack_now): a WRITE whose bytes
- * put->pack writes in place at the target */
-int soft_dci_pack_now(dcx_qp_t *qp_, dcx_pack_now_t *put)
-{
-    soft_qp_t *qp   = (soft_qp_t *)qp_;
-    soft_dev_t *dev = qp->dev;
-    int fast, done;
-
-    done = soft_dci_now_begin(qp, &put->dest, &fast) &&
-           (soft_dgrant_pack(dev, &put->dest, put->pack, put->arg, put->length,
-                             put->remote_addr, put->rkey, &put->packed) == 0);
-    soft_unlock_as(&dev->lock, fast);
-    return done ? 0 : EAGAIN;
-}
-
-/* put_now's work in full (soft_dci_put_now says when): a WRITE of at most
- * an MTU from any memory */
+/* The work in full (soft_dci_post_now says when) */
 static __attribute__((noinline)) int
-soft_dci_put_now_full(dcx_qp_t *qp_, const dcx_put_now_t *put)
+soft_dci_post_now_full(soft_qp_t *qp, const dcx_send_wr_t *wr)
 {
-    soft_qp_t *qp   = (soft_qp_t *)qp_;
     soft_dev_t *dev = qp->dev;
-    int fast, done;
+    int fast        = soft_lock_biasing(&dev->lock);
+    int ret         = soft_dci_now_exec(qp, wr);
 
-    done = soft_dci_now_begin(qp, &put->dest, &fast) &&
-           (soft_dgrant_write(dev, &put->dest, put->buffer, put->length,
-                              put->remote_addr, put->rkey) == 0);
     soft_unlock_as(&dev->lock, fast);
-    return done ? 0 : EAGAIN;
+    return (ret == 0) ? 0 : EAGAIN;
 }
 
-/* A put_now's end where its writer was asked for its marker: given up */
-static __attribute__((noinline)) int soft_dci_put_now_unhold(soft_dev_t *dev,
-                                                             soft_peer_t *peer)
+/* A small copy's end where its writer was asked for its marker: given up */
+static __attribute__((noinline)) int soft_dci_now_unhold(soft_dev_t *dev,
+                                                         soft_peer_t *peer)
 {
     soft_dslot_unhold(peer);
     soft_unlock_fast(&dev->lock);
     return 0;
 }
 
-/* qp->super.put_now of a DCI (dcx_qp_t.put_now).  Its common case makes
- * no call (flatten: the copy inlined too): the lock biased here, the grant
- * through a mapping with a marker held and its liveness lock known, at
- * most 32 bytes.  Anything else: soft_dci_put_now_full,
- * which looks again from the start (a tail call). */
-__attribute__((flatten)) int soft_dci_put_now(dcx_qp_t *qp_,
-                                              const dcx_put_now_t *put)
+/* The common case: a copy of 1 to 32 bytes (is_write, a constant: an
+ * inline WRITE from the sge, else a READ into it), the lock biased here,
+ * the grant through a mapping with a marker held and its liveness lock
+ * known; it makes no call (flatten: the copy inlined too).  Anything
+ * else: soft_dci_post_now_full, which looks again from the start (a tail
+ * call). */
+_Static_assert(DCX_SOFT_LIMIT_MIN_MTU >= 32, "a small copy is one packet");
+
+static inline __attribute__((always_inline)) int
+soft_dci_now_small(soft_qp_t *qp, const dcx_send_wr_t *wr, int is_write)
 {
-    const dcx_dc_dest_t *dest = &put->dest;
-    uint32_t length           = put->length;
-    soft_qp_t *qp             = (soft_qp_t *)qp_;
+    const dcx_dc_dest_t *dest = &wr->dest;
+    const dcx_sge_t *sge      = wr->sg_list;
+    uint32_t length           = sge->length;
     soft_dev_t *dev           = qp->dev;
     soft_dmap_ent_t *map;
     soft_dslot_t *slot;
     soft_peer_t *peer;
-    int unhold;
+    uint8_t *remote;
 
-    if ((length > 32) || (dest->ah == NULL) || !soft_lock_fast(&dev->lock)) {
+    if ((length - 1 >= 32) || (dest->ah == NULL) ||
+        !soft_lock_fast(&dev->lock)) {
         goto full;
     }
     peer = ((soft_ah_t *)dest->ah)->peer;
     map  = peer->grant.map;
     if (!soft_dci_now_ok(qp) || (map == NULL) ||
-        ((slot = soft_dgrant_take(dev, peer, dest, put->rkey, put->remote_addr,
-                                  length, DCX_ACCESS_REMOTE_WRITE, 1, 1)) ==
-         NULL)) {
+        ((slot = soft_dgrant_take(dev, peer, dest, wr->rkey, wr->remote_addr,
+                                  length,
+                                  is_write ? DCX_ACCESS_REMOTE_WRITE :
+                                             DCX_ACCESS_REMOTE_READ,
+                                  1, 1)) == NULL)) {
         soft_unlock_fast(&dev->lock);
         goto full;
     }
-    soft_copy_small(map->local + (put->remote_addr - map->rbase), put->buffer,
-                    length);
-    unhold = soft_dgrant_release(peer, slot);
-    soft_dgrant_done(dev, peer, length, 1);
-    if (unhold) {
-        return soft_dci_put_now_unhold(dev, peer);
+    remote = map->local + (wr->remote_addr - map->rbase);
+    if (is_write) {
+        soft_copy_small(remote, (const uint8_t *)(uintptr_t)sge->addr, length);
+    } else {
+        soft_copy_small((uint8_t *)(uintptr_t)sge->addr, remote, length);
     }
+    if (soft_dgrant_release(peer, slot)) {
+        soft_dgrant_done(dev, peer, length, is_write);
+        return soft_dci_now_unhold(dev, peer);
+    }
+    soft_dgrant_done(dev, peer, length, is_write);
     soft_unlock_fast(&dev->lock);
     return 0;
 
 full:
-    return soft_dci_put_now_full(qp_, put);
+    return soft_dci_post_now_full(qp, wr);
+}
+
+__attribute__((flatten)) int soft_dci_now_write_small(soft_qp_t *qp,
+                                                      const dcx_send_wr_t *wr)
+{
+    return soft_dci_now_small(qp, wr, 1);
+}
+
+static __attribute__((flatten, noinline)) int
+soft_dci_now_read_small(soft_qp_t *qp, const dcx_send_wr_t *wr)
+{
+    return soft_dci_now_small(qp, wr, 0);
+}
+
+/* An atomic within the call (its one sge checked by dev->atomic_now),
+ * apart from the copies so that it saves only the registers it needs */
+static __attribute__((noinline)) int
+soft_dci_now_atomic(soft_qp_t *qp, const dcx_send_wr_t *wr)
+{
+    soft_dev_t *dev = qp->dev;
+    int fast        = soft_lock_biasing(&dev->lock);
+    int ret         = !soft_dci_now_ok(qp) || (wr->dest.ah == NULL) ||
+              (dev->atomic_now(qp, wr) != 0);
+
+    soft_unlock_as(&dev->lock, fast);
+    return (ret == 0) ? 0 : EAGAIN;
+}
+
+_Static_assert(DCX_WR_ATOMIC_MASKED_CSWAP - DCX_WR_ATOMIC_FADD == 3,
+               "the four atomic opcodes, in a row");
+
+/* A DCI's WR flagged DCX_SEND_NOW other than an inline WRITE (from
+ * soft_dci_post_send), handed on with no frame of its own: a READ to its
+ * common case, an atomic to its own path, anything else to the work in
+ * full */
+int soft_dci_post_now(soft_qp_t *qp, const dcx_send_wr_t *wr)
+{
+    if (soft_now_shape(wr) == SOFT_NOW_READ) {
+        return soft_dci_now_read_small(qp, wr);
+    }
+    if ((uint8_t)(wr->opcode - DCX_WR_ATOMIC_FADD) <=
+        (DCX_WR_ATOMIC_MASKED_CSWAP - DCX_WR_ATOMIC_FADD)) {
+        return soft_dci_now_atomic(qp, wr);
+    }
+    return soft_dci_post_now_full(qp, wr);
 }

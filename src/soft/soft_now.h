@@ -1,13 +1,15 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Soft device DCIs: the work a DCI does within the call (soft_now.c:
- * dcx_qp_t.post_now, put_now, get_now, pack_now) and what it shares with
- * the DCI's posts (soft_post.c).
+ * Soft device DCIs: the work a DCI does within the call (soft_now.c: a WR
+ * flagged DCX_SEND_NOW) and what it shares with the DCI's posts
+ * (soft_post.c).
  */
 #ifndef DCX_SOFT_NOW_H_
 #define DCX_SOFT_NOW_H_
 
 #include "soft_objs.h"
+
+#include <string.h>
 
 /* A DCI's plain post (soft_post.c): the post function of a DCI neither new
  * nor in error */
@@ -21,10 +23,31 @@ static inline int soft_dci_quiet(const soft_qp_t *qp)
     return (qp->sq_comp == qp->sq_head) && (qp->rnr_until_ns == 0);
 }
 
-/* qp->super.post_now, get_now, put_now and pack_now of a DCI (soft_now.c) */
-int soft_dci_post_now(dcx_qp_t *qp_, const dcx_send_wr_t *wr);
-int soft_dci_get_now(dcx_qp_t *qp_, const dcx_get_now_t *get);
-int soft_dci_put_now(dcx_qp_t *qp_, const dcx_put_now_t *put);
-int soft_dci_pack_now(dcx_qp_t *qp_, dcx_pack_now_t *put);
+/* The first four bytes of a WR (opcode, flags, num_sge, atomic_size) as
+ * one word, and that word for the two WRs of the common case of work
+ * within the call: an inline WRITE and a READ, of one sge, flagged
+ * DCX_SEND_NOW and nothing else */
+#if __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "soft_now_shape() assumes a little-endian host"
+#endif
+#define SOFT_NOW_SHAPE(_op, _flags) \
+    ((uint32_t)(_op) | ((uint32_t)(_flags) << 8) | (1u << 16))
+#define SOFT_NOW_INLINE_WRITE \
+    SOFT_NOW_SHAPE(DCX_WR_RDMA_WRITE, DCX_SEND_INLINE | DCX_SEND_NOW)
+#define SOFT_NOW_READ SOFT_NOW_SHAPE(DCX_WR_RDMA_READ, DCX_SEND_NOW)
+
+static inline uint32_t soft_now_shape(const dcx_send_wr_t *wr)
+{
+    uint32_t shape;
+
+    memcpy(&shape, &wr->opcode, sizeof(shape));
+    return shape;
+}
+
+/* wr, flagged DCX_SEND_NOW, on a DCI (soft_now.c): 0 if done within the
+ * call, else EAGAIN with nothing done.  soft_dci_now_write_small takes
+ * the shape SOFT_NOW_INLINE_WRITE, soft_dci_post_now any other. */
+int soft_dci_now_write_small(soft_qp_t *qp, const dcx_send_wr_t *wr);
+int soft_dci_post_now(soft_qp_t *qp, const dcx_send_wr_t *wr);
 
 #endif

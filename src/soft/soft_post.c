@@ -35,6 +35,11 @@ static int soft_post_check(soft_qp_t *qp, const dcx_send_wr_t *wr,
     uint64_t total          = 0;
     unsigned i;
 
+    /* work within the call is the plain post's (soft_dci_post_send): a DCI
+     * in any other mode has the caller post it */
+    if (wr->flags & DCX_SEND_NOW) {
+        return EAGAIN;
+    }
     if ((wr->opcode >= DCX_WR_MKEY_FIRST) && (wr->opcode < DCX_WR_MKEY_LAST)) {
         *total_p = 0;
         return soft_mkey_post_check(qp, wr);
@@ -472,9 +477,10 @@ static __attribute__((noinline)) int soft_dci_post_sge(soft_qp_t *qp,
     return 0;
 }
 
-int soft_dci_post_send(dcx_qp_t *qp_, const dcx_send_wr_t *wr)
+/* The plain post of a WR that is not to be done within the call */
+static __attribute__((noinline)) int
+soft_dci_post_queued(soft_qp_t *qp, const dcx_send_wr_t *wr)
 {
-    soft_qp_t *qp   = (soft_qp_t *)qp_;
     soft_dev_t *dev = qp->dev;
     uint64_t total;
     int ret;
@@ -500,12 +506,31 @@ int soft_dci_post_send(dcx_qp_t *qp_, const dcx_send_wr_t *wr)
     return 0;
 }
 
+/* A DCI's plain post: a WR flagged DCX_SEND_NOW goes to the work within
+ * the call (an inline WRITE, a put's, tested first), any other to the
+ * queue; each by a tail call, so that none sets up another's frame */
+int soft_dci_post_send(dcx_qp_t *qp_, const dcx_send_wr_t *wr)
+{
+    soft_qp_t *qp = (soft_qp_t *)qp_;
+
+    if (soft_now_shape(wr) == SOFT_NOW_INLINE_WRITE) {
+        return soft_dci_now_write_small(qp, wr);
+    }
+    if (wr->flags & DCX_SEND_NOW) {
+        return soft_dci_post_now(qp, wr);
+    }
+    return soft_dci_post_queued(qp, wr);
+}
+
 int soft_dgram_post_send(dcx_qp_t *qp_, const dcx_send_wr_t *wr)
 {
     soft_qp_t *qp = (soft_qp_t *)qp_;
     uint64_t total;
     int ret;
 
+    if (wr->flags & DCX_SEND_NOW) {
+        return EAGAIN; /* a datagram DCI does nothing within the call */
+    }
     if ((wr->opcode != DCX_WR_SEND) && (wr->opcode != DCX_WR_SEND_IMM)) {
         dcx_error("%s: dci 0x%x post: a datagram DCI sends only SEND and "
                   "SEND_IMM (opcode %u)",

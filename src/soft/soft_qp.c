@@ -99,10 +99,6 @@ static int soft_dci_init(soft_dev_t *dev, soft_qp_t *qp,
     qp->super.max_rd_atomic = rd;
     qp->super.post_send     = soft_dci_post_first;
     qp->post_ready          = soft_dci_post_send;
-    qp->super.post_now      = soft_dci_post_now;
-    qp->super.put_now       = soft_dci_put_now;
-    qp->super.get_now       = soft_dci_get_now;
-    qp->super.pack_now      = soft_dci_pack_now;
     if (attr->timeout != 0) {
         /* the caller gives the verbs transport parameters: use them as is */
         qp->ack_timeout_ns = 4096ull << attr->timeout;

@@ -29,6 +29,9 @@ static int soft_stream_post(dcx_qp_t *qp_, const dcx_send_wr_t *wr)
     soft_qp_t *ch;
 
     if (wr->stream_id >= st->n) {
+        if (wr->flags & DCX_SEND_NOW) {
+            return EAGAIN; /* posted, it says what is wrong */
+        }
         dcx_error("%s: dci 0x%x post: stream %u, the DCI has %u streams",
                   soft_qp_dev_name(&st->super), qp_->qp_num, wr->stream_id,
                   st->n);

@@ -567,6 +567,9 @@ struct uct_dcx_iface {
 
     dcx_mr_t *scratch_mr; /* discarded atomic results */
     uint64_t *scratch;
+    /* READs within the call land here for get_bcopy's unpack (seg_size
+     * bytes; NULL without uct_dcx_ep_get_bcopy_now) */
+    void *now_buf;
 
     uct_dcx_rx_t rx; /* receive side (dcx_rx.c) */
     uct_dcx_tm_t tm; /* tag matching (dcx_tag.c), when rx.tmh_len != 0 */
@@ -596,8 +599,8 @@ struct uct_dcx_iface {
         size_t rx_seg_size; /* receive buffer payload: seg_size, or more
                                on a TM SRQ (the largest eager message) */
         unsigned max_inline;
-        /* put_short's largest: max_inline, or with the device's put_now
-         * (uct_dcx_ep_put_short_now) seg_size */
+        /* put_short's largest: max_inline, or where the device writes
+         * within the call (uct_dcx_ep_put_short_now) seg_size */
         unsigned max_put_short;
         unsigned max_iov;
         unsigned max_sge; /* per WR, of every DCI */

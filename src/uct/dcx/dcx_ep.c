@@ -292,7 +292,7 @@ uct_dcx_ep_rma_bcopy(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep,
 
 /* A put_short the device did not take within the call: an inline WRITE
  * where the bytes fit one, else (up to seg_size, the largest put_short
- * with put_now) the bytes copied into a bounce buffer, posted as
+ * within the call) the bytes copied into a bounce buffer, posted as
  * put_bcopy's */
 static ucs_status_t
 uct_dcx_ep_put_short_post(uct_ep_h tl_ep, const void *buffer, unsigned length,
@@ -326,34 +326,38 @@ uct_dcx_ep_put_short_post(uct_ep_h tl_ep, const void *buffer, unsigned length,
 /* put_short where the device has DCX_CAP_POST_NOW (chosen at interface
  * creation): an ep that could send at once on the DCI it holds has the
  * bytes, up to seg_size of them, written into the target's memory by the
- * device within the call (dcx_qp_t.put_now: one copy, no WR built, no DCI
- * slot taken, nothing to complete); where the device declines (EAGAIN),
- * and for every other ep, the put is posted (uct_dcx_ep_put_short_post). */
+ * device within the call (an inline WRITE flagged DCX_SEND_NOW: one copy,
+ * no DCI slot taken, nothing to complete); where the device declines
+ * (EAGAIN), and for every other ep, the put is posted
+ * (uct_dcx_ep_put_short_post). */
 ucs_status_t uct_dcx_ep_put_short_now(uct_ep_h tl_ep, const void *buffer,
                                       unsigned length, uint64_t remote_addr,
                                       uct_rkey_t rkey)
 {
     uct_dcx_ep_t *ep       = ucs_derived_of(tl_ep, uct_dcx_ep_t);
     uct_dcx_iface_t *iface = uct_dcx_ep_iface(ep);
-    dcx_put_now_t put;
+    dcx_send_wr_t wr;
+    dcx_sge_t sge;
     dcx_qp_t *qp;
 
     if (ucs_likely((length <= iface->config.max_put_short) &&
                    uct_dcx_ep_can_now(iface, ep))) {
-        uct_dcx_ep_dest(ep, &put.dest);
-        put.buffer      = buffer;
-        put.remote_addr = remote_addr;
-        put.length      = length;
-        put.rkey        = uct_dcx_rkey(rkey);
-        qp              = uct_dcx_ep_dci(iface, ep)->qp;
-        if (ucs_likely(qp->put_now(qp, &put) == 0)) {
+        /* (an inline WRITE's key is not read) */
+        sge.addr   = (uintptr_t)buffer;
+        sge.length = length;
+        uct_dcx_wr_init_now(&wr, ep, DCX_WR_RDMA_WRITE, DCX_SEND_INLINE, &sge,
+                            remote_addr, rkey);
+        qp = uct_dcx_ep_dci(iface, ep)->qp;
+        if (ucs_likely(qp->post_send(qp, &wr) == 0)) {
             UCT_TL_EP_STAT_OP(&ep->super, PUT, SHORT, length);
             return UCS_OK;
         }
         /* declined: the put as the caller gave it, from our frame
          * (uct_dcx_rkey keeps the low 32 bits: the same key) */
-        return uct_dcx_ep_put_short_post(tl_ep, put.buffer, put.length,
-                                         put.remote_addr, (uct_rkey_t)put.rkey);
+        return uct_dcx_ep_put_short_post(tl_ep,
+                                         (const void *)(uintptr_t)sge.addr,
+                                         sge.length, wr.remote_addr,
+                                         (uct_rkey_t)wr.rkey);
     }
     return uct_dcx_ep_put_short_post(tl_ep, buffer, length, remote_addr, rkey);
 }
@@ -362,8 +366,8 @@ ucs_status_t uct_dcx_ep_put_short_now(uct_ep_h tl_ep, const void *buffer,
  * chosen at interface creation where the device has DCX_CAP_POST_NOW), an
  * ep that could send at once on the DCI it holds, before anything here
  * gives it one, has the buffer copied to the target by the device within
- * the call (dcx_qp_t.post_now) and given straight back to its pool; where
- * the device declines, and otherwise, the buffer is posted. */
+ * the call (DCX_SEND_NOW) and given straight back to its pool; where the
+ * device declines, and otherwise, the buffer is posted. */
 static UCS_F_ALWAYS_INLINE ssize_t
 uct_dcx_ep_put_bcopy_common(uct_ep_h tl_ep, uct_pack_callback_t pack_cb,
                             void *arg, uint64_t remote_addr, uct_rkey_t rkey,
@@ -389,9 +393,9 @@ uct_dcx_ep_put_bcopy_common(uct_ep_h tl_ep, uct_pack_callback_t pack_cb,
     if (at_once) {
         qp = uct_dcx_ep_dci(iface, ep)->qp;
         uct_dcx_sge_set(&sge, uct_dcx_desc_data(desc), length, desc->lkey);
-        uct_dcx_wr_init_rma(&wr, ep, DCX_WR_RDMA_WRITE, 0, &sge, 1, remote_addr,
+        uct_dcx_wr_init_now(&wr, ep, DCX_WR_RDMA_WRITE, 0, &sge, remote_addr,
                             rkey);
-        at_once = (qp->post_now(qp, &wr) == 0);
+        at_once = (qp->post_send(qp, &wr) == 0);
     }
     if (at_once) {
         ucs_mpool_put_inline(desc);
@@ -415,45 +419,15 @@ ssize_t uct_dcx_ep_put_bcopy(uct_ep_h tl_ep, uct_pack_callback_t pack_cb,
 }
 
 /* put_bcopy where the device may execute a WRITE within the call
- * (DCX_CAP_POST_NOW; chosen at interface creation): an ep that could send
- * at once on the DCI it holds has pack_cb write straight into the target's
- * memory (dcx_qp_t.pack_now: one copy, no bounce buffer), the window of
- * the largest put_bcopy checked first.  Where the device declines (the
- * window reaches past the target's registration, or no mapping of it),
- * the bounce buffer's path, which the device may still copy at once. */
+ * (DCX_CAP_POST_NOW; chosen at interface creation): the bounce buffer the
+ * user packed is copied to the target at once where the device can */
 ssize_t uct_dcx_ep_put_bcopy_now(uct_ep_h tl_ep, uct_pack_callback_t pack_cb,
                                  void *arg, uint64_t remote_addr,
                                  uct_rkey_t rkey)
 {
-    uct_dcx_ep_t *ep       = ucs_derived_of(tl_ep, uct_dcx_ep_t);
-    uct_dcx_iface_t *iface = uct_dcx_ep_iface(ep);
-    dcx_pack_now_t put;
-    dcx_qp_t *qp;
-
-    if (ucs_likely(uct_dcx_ep_can_now(iface, ep))) {
-        uct_dcx_ep_dest(ep, &put.dest);
-        put.pack        = pack_cb;
-        put.arg         = arg;
-        put.remote_addr = remote_addr;
-        put.length      = iface->config.seg_size;
-        put.rkey        = uct_dcx_rkey(rkey);
-        qp              = uct_dcx_ep_dci(iface, ep)->qp;
-        if (ucs_likely(qp->pack_now(qp, &put) == 0)) {
-            ucs_assertv(put.packed <= iface->config.seg_size,
-                        "put_bcopy packed %zu bytes, max %zu", put.packed,
-                        iface->config.seg_size);
-            UCT_TL_EP_STAT_OP(&ep->super, PUT, BCOPY, put.packed);
-            return put.packed;
-        }
-        /* declined: the put as the caller gave it, from our frame */
-        return uct_dcx_ep_put_bcopy_common(tl_ep, put.pack, put.arg,
-                                           put.remote_addr,
-                                           (uct_rkey_t)put.rkey, 1);
-    }
     return uct_dcx_ep_put_bcopy_common(tl_ep, pack_cb, arg, remote_addr, rkey,
                                        1);
 }
-
 
 /* The data read into the bounce buffer goes to the user's buffer */
 static void uct_dcx_copy_result_done(uct_dcx_iface_t *iface, uct_dcx_op_t *op,
@@ -530,12 +504,14 @@ ucs_status_t uct_dcx_ep_get_bcopy(uct_ep_h tl_ep, uct_unpack_callback_t cb,
 }
 
 /* get_bcopy where the device may execute a small READ within the call
- * (DCX_CAP_POST_NOW, dcx_qp_t.get_now; chosen at interface creation): an
- * ep that could send at once on the DCI it holds has the bytes handed to
- * the caller's unpack, and UCS_OK returned, comp untouched.  Where the
- * device declines (the READ would not be ordered after the DCI's earlier
- * work, or its target was not checked yet), and for every other ep, the
- * READ is posted as by uct_dcx_ep_get_bcopy. */
+ * (DCX_CAP_POST_NOW; chosen at interface creation): an ep that could send
+ * at once on the DCI it holds has the bytes read into the interface's
+ * READ buffer (DCX_SEND_NOW), handed to the caller's unpack, and UCS_OK
+ * returned, comp untouched.  Where the device declines (the READ would
+ * not be ordered after the DCI's earlier work, or its target was not
+ * checked yet), and for every other ep, the READ is posted as by
+ * uct_dcx_ep_get_bcopy.  (The buffer is free again once unpack returns: an
+ * unpack callback makes no UCT call.) */
 ucs_status_t uct_dcx_ep_get_bcopy_now(uct_ep_h tl_ep, uct_unpack_callback_t cb,
                                       void *arg, size_t length,
                                       uint64_t remote_addr, uct_rkey_t rkey,
@@ -543,27 +519,21 @@ ucs_status_t uct_dcx_ep_get_bcopy_now(uct_ep_h tl_ep, uct_unpack_callback_t cb,
 {
     uct_dcx_ep_t *ep       = ucs_derived_of(tl_ep, uct_dcx_ep_t);
     uct_dcx_iface_t *iface = uct_dcx_ep_iface(ep);
-    dcx_get_now_t get;
+    dcx_send_wr_t wr;
+    dcx_sge_t sge;
     dcx_qp_t *qp;
 
     if (ucs_likely((length <= iface->config.seg_size) &&
                    uct_dcx_ep_can_now(iface, ep))) {
-        uct_dcx_ep_dest(ep, &get.dest);
-        get.cb          = cb;
-        get.arg         = arg;
-        get.remote_addr = remote_addr;
-        get.length      = length;
-        get.rkey        = uct_dcx_rkey(rkey);
-        qp              = uct_dcx_ep_dci(iface, ep)->qp;
-        if (ucs_likely(qp->get_now(qp, &get) == 0)) {
+        uct_dcx_sge_set(&sge, iface->now_buf, length, 0);
+        uct_dcx_wr_init_now(&wr, ep, DCX_WR_RDMA_READ, 0, &sge, remote_addr,
+                            rkey);
+        qp = uct_dcx_ep_dci(iface, ep)->qp;
+        if (ucs_likely(qp->post_send(qp, &wr) == 0)) {
+            cb(arg, iface->now_buf, length);
             UCT_TL_EP_STAT_OP(&ep->super, GET, BCOPY, length);
             return UCS_OK;
         }
-        /* declined: the READ as the caller gave it, from our frame (comp
-         * is the one argument kept across the call) */
-        return uct_dcx_ep_get_bcopy(tl_ep, get.cb, get.arg, get.length,
-                                    get.remote_addr, (uct_rkey_t)get.rkey,
-                                    comp);
     }
     return uct_dcx_ep_get_bcopy(tl_ep, cb, arg, length, remote_addr, rkey,
                                 comp);
@@ -668,9 +638,9 @@ uct_dcx_atomic_wr(uct_dcx_iface_t *iface, dcx_send_wr_t *wr, unsigned opcode,
  * now (a constant: the _now ops, chosen at interface creation where the
  * device has DCX_CAP_POST_NOW): an ep that could send at once on the DCI
  * it holds has the device execute the atomic within the call
- * (dcx_qp_t.post_now), the old value stored straight into result, and
- * UCS_OK returned with comp untouched; where the device declines, the
- * atomic is posted. */
+ * (DCX_SEND_NOW), the old value stored straight into result, and UCS_OK
+ * returned with comp untouched; where the device declines, the atomic is
+ * posted. */
 static UCS_F_ALWAYS_INLINE ucs_status_t
 uct_dcx_ep_atomic(uct_dcx_ep_t *ep, unsigned opcode, uint64_t value,
                   uint64_t compare, unsigned size, void *result,
@@ -695,11 +665,13 @@ uct_dcx_ep_atomic(uct_dcx_ep_t *ep, unsigned opcode, uint64_t value,
         /* the result is written within the call: no key needed */
         uct_dcx_sge_set(&sge, (result != NULL) ? result : iface->scratch, size,
                         0);
-        qp = uct_dcx_ep_dci(iface, ep)->qp;
-        if (ucs_likely(qp->post_now(qp, &wr) == 0)) {
+        qp       = uct_dcx_ep_dci(iface, ep)->qp;
+        wr.flags = DCX_SEND_NOW;
+        if (ucs_likely(qp->post_send(qp, &wr) == 0)) {
             UCT_TL_EP_STAT_ATOMIC(&ep->super);
             return UCS_OK;
         }
+        wr.flags = 0;
     }
 
     status = uct_dcx_ep_tx_begin(iface, ep, 0);

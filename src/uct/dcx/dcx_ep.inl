@@ -40,10 +40,29 @@ uct_dcx_wr_init_rma(dcx_send_wr_t *wr, uct_dcx_ep_t *ep, uint8_t opcode,
     wr->rkey        = uct_dcx_rkey(rkey);
 }
 
+/* A WR of one sge to be done within the call (DCX_SEND_NOW): every field
+ * the device may read set, the constant ones side by side so that they
+ * are stored as one word (no WR id, nothing completes; no immediate, no
+ * opcode here carries one; no stream, the _now ops are not chosen under
+ * streams, whose DCIs alone read it) */
+static UCS_F_ALWAYS_INLINE void
+uct_dcx_wr_init_now(dcx_send_wr_t *wr, uct_dcx_ep_t *ep, uint8_t opcode,
+                    uint8_t flags, const dcx_sge_t *sge, uint64_t remote_addr,
+                    uct_rkey_t rkey)
+{
+    wr->opcode      = opcode;
+    wr->flags       = flags | DCX_SEND_NOW;
+    wr->num_sge     = 1;
+    wr->atomic_size = 0;
+    uct_dcx_ep_dest(ep, &wr->dest);
+    wr->sg_list     = sge;
+    wr->remote_addr = remote_addr;
+    wr->rkey        = uct_dcx_rkey(rkey);
+}
+
 /* ep could send at once on the DCI it holds (uct_dcx_ep_tx_begin's fast
- * test), and is neither failed nor invalidated: what an operation the
- * device may execute within the call (dcx_qp_t.post_now, put_now,
- * get_now) needs first */
+ * test), and is neither failed nor invalidated: what a WR the device may
+ * execute within the call (DCX_SEND_NOW) needs first */
 static UCS_F_ALWAYS_INLINE int uct_dcx_ep_can_now(uct_dcx_iface_t *iface,
                                                   const uct_dcx_ep_t *ep)
 {

@@ -701,15 +701,26 @@ static void uct_dcx_iface_init_state(uct_dcx_iface_t *self,
 }
 
 /* The registered cache line where the results of atomics the user does not
- * want land */
+ * want land, and with get_bcopy's READs within the call
+ * (uct_dcx_ep_get_bcopy_now), the buffer their bytes land in for the
+ * unpack callback: seg_size bytes, any memory */
 static ucs_status_t uct_dcx_iface_scratch_init(uct_dcx_iface_t *self)
 {
     int ret;
 
+    self->now_buf = NULL;
+    if ((self->super.super.ops.ep_get_bcopy == uct_dcx_ep_get_bcopy_now) &&
+        (posix_memalign(&self->now_buf, UCS_SYS_CACHE_LINE_SIZE,
+                        self->config.seg_size) != 0)) {
+        ucs_error("dcx: failed to allocate the %zu-byte READ buffer",
+                  self->config.seg_size);
+        return UCS_ERR_NO_MEMORY;
+    }
     ret = posix_memalign((void **)&self->scratch, UCS_SYS_CACHE_LINE_SIZE,
                          UCS_SYS_CACHE_LINE_SIZE);
     if (ret != 0) {
         ucs_error("dcx: failed to allocate the atomic scratch buffer");
+        free(self->now_buf);
         return UCS_ERR_NO_MEMORY;
     }
     ret = dcx_mr_reg(self->pd, self->scratch, UCS_SYS_CACHE_LINE_SIZE,
@@ -718,6 +729,7 @@ static ucs_status_t uct_dcx_iface_scratch_init(uct_dcx_iface_t *self)
         ucs_error("dcx: %s: failed to register the atomic scratch buffer: %s",
                   dcx_dev_name(self->dev), strerror(ret));
         free(self->scratch);
+        free(self->now_buf);
         return UCS_ERR_IO_ERROR;
     }
     return UCS_OK;
@@ -727,6 +739,7 @@ static void uct_dcx_iface_scratch_cleanup(uct_dcx_iface_t *self)
 {
     dcx_mr_dereg(self->scratch_mr);
     free(self->scratch);
+    free(self->now_buf);
 }
 
 static UCS_CLASS_INIT_FUNC(uct_dcx_iface_t, uct_md_h tl_md, uct_worker_h worker,
@@ -756,11 +769,11 @@ static UCS_CLASS_INIT_FUNC(uct_dcx_iface_t, uct_md_h tl_md, uct_worker_h worker,
     self->pd   = md->pd;
     self->caps = dcx_dev_caps(md->dev);
     /* a device that may execute a small READ or WRITE, or an atomic,
-     * within the call: get_bcopy hands the bytes to the unpack callback,
-     * put_short's bytes and put_bcopy's bounce buffer are copied, an
-     * atomic's old value stored in the caller's result, at once where it
-     * can (not under the streams policy, whose DCIs the device never does
-     * this for) */
+     * within the call (DCX_SEND_NOW): get_bcopy's bytes are read for the
+     * unpack callback, put_short's bytes and put_bcopy's bounce buffer are
+     * copied, an atomic's old value stored in the caller's result, at once
+     * where it can (not under the streams policy, whose DCIs the device
+     * never does this for) */
     if ((self->caps->flags & DCX_CAP_POST_NOW) &&
         (cfg->policy != UCT_DCX_POLICY_STREAMS)) {
         self->super.super.ops.ep_put_short      = uct_dcx_ep_put_short_now;
@@ -827,8 +840,9 @@ static UCS_CLASS_INIT_FUNC(uct_dcx_iface_t, uct_md_h tl_md, uct_worker_h worker,
     if (status != UCS_OK) {
         goto err_strided;
     }
-    /* put_now writes up to a bounce buffer's bytes within the call, and a
-     * put_short it declines goes through one (uct_dcx_ep_put_short_now) */
+    /* a put_short within the call carries up to a bounce buffer's bytes,
+     * and one the device declines goes through one
+     * (uct_dcx_ep_put_short_now) */
     self->config.max_put_short = (self->super.super.ops.ep_put_short ==
                                   uct_dcx_ep_put_short_now) ?
                                      ucs_max(self->config.seg_size,

@@ -6,8 +6,8 @@
  * Memory outside an allocation keeps the responder's path.  What the
  * target refuses (a stale or read-only key, an unaligned word, a masked
  * atomic its DCT does not execute) takes the packet path and fails there
- * with nothing written.  dcx_qp_t.post_now takes an atomic under the grant
- * and stores its result within the call.
+ * with nothing written.  An atomic flagged DCX_SEND_NOW is done under the
+ * grant, its result stored within the call.
  */
 #include "soft_xfer.h"
 
@@ -243,21 +243,25 @@ TEST_F(soft_datomic, refused_atomics_write_nothing_bad_flow)
     EXPECT_EQ(0u, res2[0]);
 }
 
-/* post_now: declined with nothing done where no grant covers the atomic;
- * under the grant, the result is stored within the call in memory that
- * is not registered, and nothing is posted */
-TEST_F(soft_datomic, post_now_atomic_under_the_grant)
+/* An atomic flagged DCX_SEND_NOW: declined with nothing done where no
+ * grant covers it; under the grant, the result is stored within the call
+ * in memory that is not registered, and nothing is posted */
+TEST_F(soft_datomic, atomic_now_under_the_grant)
 {
     uint64_t result = 0;
     dcx_sge_t plain = {(uintptr_t)&result, 8, 0};
     dcx_send_wr_t w;
     dcx_wc_t wc;
+    auto now = [this](dcx_send_wr_t wr) {
+        wr.flags |= DCX_SEND_NOW;
+        return dcx_qp_post_send(m_n.dci, &wr);
+    };
 
-    ASSERT_TRUE(m_n.dci->post_now != nullptr);
+    ASSERT_TRUE(dcx_dev_caps(m_n.dev)->flags & DCX_CAP_POST_NOW);
     w             = atomic_wr(DCX_WR_ATOMIC_FADD, 8, raddr(64), m_mr->rkey);
     w.compare_add = 10;
     w.sg_list     = &plain;
-    EXPECT_EQ(EAGAIN, m_n.dci->post_now(m_n.dci, &w)) << "no grant yet";
+    EXPECT_EQ(EAGAIN, now(w)) << "no grant yet";
     EXPECT_EQ(0u, word(64));
 
     w.sg_list = &m_sge; /* posted: makes the grant */
@@ -265,23 +269,24 @@ TEST_F(soft_datomic, post_now_atomic_under_the_grant)
     EXPECT_EQ(10u, word(64));
 
     w.sg_list = &plain;
-    EXPECT_EQ(0, m_n.dci->post_now(m_n.dci, &w));
+    EXPECT_EQ(0, now(w));
     EXPECT_EQ(10u, result);
     EXPECT_EQ(20u, word(64));
     w.opcode      = DCX_WR_ATOMIC_CSWAP;
     w.compare_add = 20;
     w.swap        = 7;
-    EXPECT_EQ(0, m_n.dci->post_now(m_n.dci, &w));
+    EXPECT_EQ(0, now(w));
     EXPECT_EQ(20u, result);
     EXPECT_EQ(7u, word(64));
-    EXPECT_EQ(0, dcx_cq_poll(m_n.cq, 1, &wc)) << "post_now completed a WR";
+    EXPECT_EQ(0, dcx_cq_poll(m_n.cq, 1, &wc))
+        << "a WR done within the call completed";
 
     /* outside the granted range, or misaligned: declined, nothing done */
     w.opcode      = DCX_WR_ATOMIC_FADD;
     w.remote_addr = raddr(ALLOC_LEN);
-    EXPECT_EQ(EAGAIN, m_n.dci->post_now(m_n.dci, &w));
+    EXPECT_EQ(EAGAIN, now(w));
     w.remote_addr = raddr(66);
-    EXPECT_EQ(EAGAIN, m_n.dci->post_now(m_n.dci, &w));
+    EXPECT_EQ(EAGAIN, now(w));
     EXPECT_EQ(7u, word(64));
 }
 

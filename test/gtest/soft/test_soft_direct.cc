@@ -582,18 +582,27 @@ TEST_F(soft_direct, grant_follows_target_gen_bad_flow)
     ASSERT_NO_FATAL_FAILURE(expect_eight_every_64(5));
 }
 
-/* The initiator's side of the post_now tests: wr, which post_now answered
- * 'now' (0: done within the call; else declined), is posted when it was
- * declined and must end in status (the DCI renewed after an error).  0, 1
- * if an answer was not the one expected (said on stderr), -1 if the DCI
- * could not be renewed. */
+/* wr, flagged DCX_SEND_NOW, through n's DCI: the post's return */
+int post_now(node &n, const dcx_send_wr_t &wr)
+{
+    dcx_send_wr_t w = wr;
+
+    w.flags |= DCX_SEND_NOW;
+    return dcx_qp_post_send(n.dci, &w);
+}
+
+/* The initiator's side of the tests of work within the call: wr, which
+ * the post with DCX_SEND_NOW answered 'now' (0: done within the call; else
+ * declined), is posted without the flag when it was declined and must end
+ * in status (the DCI renewed after an error).  0, 1 if an answer was not
+ * the one expected (said on stderr), -1 if the DCI could not be renewed. */
 int post_now_then_posted(node &n, const dcx_send_wr_t &wr, const char *what,
                          int now, int now_expected, int status)
 {
     int rc = 0, st;
 
     if (now != now_expected) {
-        fprintf(stderr, "%s: post_now %d, expected %d\n", what, now,
+        fprintf(stderr, "%s: within the call %d, expected %d\n", what, now,
                 now_expected);
         rc = 1;
     }
@@ -611,45 +620,19 @@ int post_now_then_posted(node &n, const dcx_send_wr_t &wr, const char *what,
     return rc;
 }
 
-/* wr's READ through n's get_now, its bytes to cb(arg, ...) */
-int get_now(node &n, const dcx_send_wr_t &wr, uint32_t len, dcx_read_cb_t cb,
-            void *arg)
-{
-    dcx_get_now_t get = {wr.dest, cb, arg, wr.remote_addr, len, wr.rkey};
-
-    return n.dci->get_now(n.dci, &get);
-}
-
-/* wr's inline WRITE of len bytes from buf through n's put_now */
-int put_now(node &n, const dcx_send_wr_t &wr, const void *buf, uint32_t len)
-{
-    dcx_put_now_t put = {wr.dest, buf, wr.remote_addr, len, wr.rkey};
-
-    return n.dci->put_now(n.dci, &put);
-}
-
-/* dcx_qp_t.get_now hands the bytes of a small READ to a callback within the
- * call only where the grant covers it (a READ to the same DCT and key that
- * passed every check before, within the MR, a key with read access):
- * anything else declines with EAGAIN, the callback uncalled, and the
- * posted READ says why -- a range past the MR, another DC key, another
- * key, the MR deregistered.  post_now declines a READ, even one the grant
- * covers (get_now's work), and a WRITE with a read-only key. */
+/* A READ flagged DCX_SEND_NOW lands its bytes in the caller's buffer
+ * within the call only where the grant covers it (a READ to the same DCT
+ * and key that passed every check before, within the MR, a key with read
+ * access): anything else declines with EAGAIN, the buffer untouched, and
+ * the posted READ says why -- a range past the MR, another DC key, another
+ * key, the MR deregistered.  A WRITE with a read-only key is declined
+ * too. */
 TEST_F(soft_direct, read_now_only_under_grant_bad_flow)
 {
     direct_info *in = info;
 
     memset(tmem, 0x5a, TMEM_SIZE);
     start_initiator([in](node &n) -> int {
-        struct got {
-            std::vector<uint8_t> v;
-            int calls;
-        } g              = {{}, 0};
-        dcx_read_cb_t cb = [](void *arg, const void *data, size_t len) {
-            got *gp = static_cast<got *>(arg);
-            gp->v.assign((const uint8_t *)data, (const uint8_t *)data + len);
-            gp->calls++;
-        };
         local_buf lb;
         struct {
             const char *what;
@@ -658,17 +641,16 @@ TEST_F(soft_direct, read_now_only_under_grant_bad_flow)
             uint64_t off;
             uint32_t len;
             uint64_t dc_key;
-            bool wait_dereg;       /* the target deregisters its MR first */
-            int now;               /* get_now's (post_now's) return */
-            int status;            /* then the posted WR's, when it declined */
-            bool post_now = false; /* asked of post_now (so is a WRITE) */
+            bool wait_dereg; /* the target deregisters its MR first */
+            int now;         /* the post's return with DCX_SEND_NOW */
+            int status;      /* then the posted WR's, when it declined */
         } steps[] = {
             {"before any check", DCX_WR_RDMA_READ, in->rkey, 0, 8, in->dc_key,
              false, EAGAIN, DCX_WC_SUCCESS},
             {"granted", DCX_WR_RDMA_READ, in->rkey, 64, 16, in->dc_key, false,
              0, 0},
-            {"post_now, granted", DCX_WR_RDMA_READ, in->rkey, 32, 8, in->dc_key,
-             false, EAGAIN, DCX_WC_SUCCESS, true},
+            {"granted, another", DCX_WR_RDMA_READ, in->rkey, 32, 8, in->dc_key,
+             false, 0, 0},
             {"past the MR", DCX_WR_RDMA_READ, in->rkey, in->rlen - 4, 8,
              in->dc_key, false, EAGAIN, DCX_WC_REM_ACCESS_ERR},
             {"granted again", DCX_WR_RDMA_READ, in->rkey, 128, 8, in->dc_key,
@@ -705,17 +687,10 @@ TEST_F(soft_direct, read_now_only_under_grant_bad_flow)
             dcx_sge_t s      = lb.sge(0, c.len);
             dcx_send_wr_t wr = wr_to(in, n, c.op, &s, c.off, c.rkey);
             wr.dest.dc_key   = c.dc_key;
-            g.calls          = 0;
-            int now          = (c.post_now || (c.op != DCX_WR_RDMA_READ)) ?
-                                   n.dci->post_now(n.dci, &wr) :
-                                   get_now(n, wr, c.len, cb, &g);
-            if (g.calls != ((now == 0) && (c.op == DCX_WR_RDMA_READ))) {
-                fprintf(stderr, "%s: %d calls\n", c.what, g.calls);
-                rc = 13;
-            }
-            if ((now == 0) &&
-                ((g.v.size() != c.len) ||
-                 (std::count(g.v.begin(), g.v.end(), 0x5a) != c.len))) {
+            int now          = post_now(n, wr);
+            bool read_now    = (now == 0) && (c.op == DCX_WR_RDMA_READ);
+            if (std::count(lb.v.begin(), lb.v.end(), 0x5a) !=
+                (std::ptrdiff_t)(read_now ? c.len : 0)) {
                 fprintf(stderr, "%s: wrong bytes\n", c.what);
                 rc = 14;
             }
@@ -734,16 +709,17 @@ TEST_F(soft_direct, read_now_only_under_grant_bad_flow)
     for (size_t i = 0; i < TMEM_SIZE; ++i) {
         ASSERT_EQ(0x5a, tmem[i]) << "byte " << i; /* nothing written */
     }
-    /* six posted READs and four handed over */
+    /* five posted READs and five within the call */
     EXPECT_EQ(10u, info->stats.direct_reads);
 }
 
-/* dcx_qp_t.post_now with a WRITE copies its one sge to the target within
- * the call only where the grant covers it and the sge passes a posted
- * WRITE's checks: a range past the MR, a key without write access, a bad
- * local key, a local range past its MR, the MR deregistered -- each
- * declined with nothing written, and the posted WRITE says why. */
-TEST_F(soft_direct, post_now_write_only_under_grant_bad_flow)
+/* A WRITE flagged DCX_SEND_NOW, not inline, copies its one registered sge
+ * to the target within the call only where the grant covers it and the
+ * sge passes a posted WRITE's checks: a range past the MR, a key without
+ * write access, a bad local key, a local range past its MR, the MR
+ * deregistered -- each declined with nothing written, and the posted
+ * WRITE says why. */
+TEST_F(soft_direct, write_now_only_under_grant_bad_flow)
 {
     uint8_t *tm     = tmem;
     direct_info *in = info;
@@ -758,7 +734,7 @@ TEST_F(soft_direct, post_now_write_only_under_grant_bad_flow)
             uint32_t len;
             int bad_lkey;    /* 1: no such key; 2: the range past its MR */
             bool wait_dereg; /* the target deregisters its MR first */
-            int now;         /* post_now's return */
+            int now;         /* the post's return with DCX_SEND_NOW */
             int status;      /* then the posted WR's, when it declined */
         } steps[] = {
             {"before any check", in->rkey, 0, 8, 0, false, EAGAIN,
@@ -777,9 +753,9 @@ TEST_F(soft_direct, post_now_write_only_under_grant_bad_flow)
              DCX_WC_LOC_PROT_ERR},
             {"local range past its MR", in->rkey, 384, 8, 2, false, EAGAIN,
              DCX_WC_LOC_PROT_ERR},
-            {"granted last", in->rkey, 448, 8, 0, false, EAGAIN,
-             DCX_WC_SUCCESS},
-            {"granted last, now", in->rkey, 512, 8, 0, false, 0, 0},
+            /* the grant is the peer's: the renewed DCI's first WR */
+            {"granted, renewed DCI", in->rkey, 448, 8, 0, false, 0, 0},
+            {"granted last", in->rkey, 512, 8, 0, false, 0, 0},
             {"deregistered", in->rkey, 576, 8, 0, true, EAGAIN,
              DCX_WC_REM_ACCESS_ERR},
         };
@@ -801,7 +777,7 @@ TEST_F(soft_direct, post_now_write_only_under_grant_bad_flow)
             }
             dcx_send_wr_t wr = wr_to(in, n, DCX_WR_RDMA_WRITE, &sg, c.off,
                                      c.rkey);
-            int now          = n.dci->post_now(n.dci, &wr);
+            int now          = post_now(n, wr);
             int r = post_now_then_posted(n, wr, c.what, now, c.now, c.status);
             if (r < 0) {
                 return 15;
@@ -827,17 +803,16 @@ TEST_F(soft_direct, post_now_write_only_under_grant_bad_flow)
         }
         ASSERT_EQ(w ? 0x11 : 0x5a, tm[i]) << "byte " << i;
     }
-    /* four posted and three copied within the call */
+    /* three posted and four copied within the call */
     EXPECT_EQ(7u, info->stats.direct_writes);
 }
 
-/* dcx_qp_t.put_now writes its bytes as an inline post does: from any
- * memory, registered or not, and not only up to max_inline (it is no
- * post); done within the call only under the grant, like any WRITE there.
- * One past the MR is declined and, posted, fails.  post_now declines an inline
- * WRITE even under the grant (put_now's work), and both decline a WR with
- * no destination. */
-TEST_F(soft_direct, put_now_inline_write_bad_flow)
+/* An inline WRITE flagged DCX_SEND_NOW takes its bytes from any memory,
+ * registered or not, and not only up to max_inline (within the call it is
+ * no post); done only under the grant, like any WRITE there.  One past the
+ * MR is declined and, posted, fails.  A WR with no destination is
+ * declined, a WRITE and a READ alike, the READ's buffer untouched. */
+TEST_F(soft_direct, inline_write_now_bad_flow)
 {
     uint8_t *tm     = tmem;
     direct_info *in = info;
@@ -845,8 +820,7 @@ TEST_F(soft_direct, put_now_inline_write_bad_flow)
     memset(tmem, 0x5a, TMEM_SIZE);
     start_initiator([in](node &n) -> int {
         std::vector<uint8_t> plain(n.dci->max_inline + 1, 0x22);
-        local_buf reg; /* post_now's bytes: registered, so that only the
-                          inline flag makes it decline */
+        local_buf reg; /* registered bytes: as good as any */
         if (reg.reg(n, 64) != 0) {
             return 17;
         }
@@ -856,14 +830,14 @@ TEST_F(soft_direct, put_now_inline_write_bad_flow)
             const char *what;
             uint64_t off;
             uint32_t len;
-            bool post_now; /* asked of post_now, not put_now */
-            int now;       /* the call's return */
-            int status;    /* then the posted WR's; -1: not posted */
+            bool registered; /* from reg, not plain */
+            int now;         /* the post's return with DCX_SEND_NOW */
+            int status;      /* then the posted WR's */
         } steps[] = {
             {"before any check", 0, 8, false, EAGAIN, DCX_WC_SUCCESS},
             {"granted", 64, 16, false, 0, 0},
             {"granted, max_inline", 4096, n.dci->max_inline, false, 0, 0},
-            {"post_now, granted", 128, 16, true, EAGAIN, DCX_WC_SUCCESS},
+            {"granted, registered bytes", 128, 16, true, 0, 0},
             {"longer than max_inline", 8192, n.dci->max_inline + 1, false, 0,
              0},
             {"past the MR", in->rlen - 4, 8, false, EAGAIN,
@@ -874,18 +848,15 @@ TEST_F(soft_direct, put_now_inline_write_bad_flow)
         int rc = 0;
 
         for (auto &c : steps) {
-            dcx_sge_t sg     = c.post_now ?
+            dcx_sge_t sg     = c.registered ?
                                    reg.sge(0, c.len) :
                                    dcx_sge_t{(uint64_t)(uintptr_t)plain.data(),
                                          c.len, 0};
             dcx_send_wr_t wr = wr_to(in, n, DCX_WR_RDMA_WRITE, &sg, c.off,
                                      in->rkey);
             wr.flags |= DCX_SEND_INLINE;
-            int now = c.post_now ? n.dci->post_now(n.dci, &wr) :
-                                   put_now(n, wr, plain.data(), c.len);
-            int r   = (c.status < 0) ? (now != c.now) :
-                                       post_now_then_posted(n, wr, c.what, now,
-                                                            c.now, c.status);
+            int now = post_now(n, wr);
+            int r   = post_now_then_posted(n, wr, c.what, now, c.now, c.status);
             if (r < 0) {
                 return 15;
             }
@@ -897,18 +868,18 @@ TEST_F(soft_direct, put_now_inline_write_bad_flow)
         }
         /* no destination: declined, for a WRITE and a READ alike, with the
          * grant in place (it was dereferenced) */
-        dcx_read_cb_t count = [](void *arg, const void *data, size_t len) {
-            ++*static_cast<int *>(arg);
-        };
-        int calls        = 0;
         dcx_sge_t sg     = {(uint64_t)(uintptr_t)plain.data(), 8, 0};
         dcx_send_wr_t wr = wr_to(in, n, DCX_WR_RDMA_READ, &sg, 320, in->rkey);
         wr.dest.ah       = nullptr;
-        if ((get_now(n, wr, 8, count, &calls) != EAGAIN) || (calls != 0)) {
+        if ((post_now(n, wr) != EAGAIN) ||
+            (std::count(plain.begin(), plain.end(), 0x22) !=
+             (std::ptrdiff_t)plain.size())) {
             fprintf(stderr, "no destination: READ not declined\n");
             rc = 16;
         }
-        if (put_now(n, wr, plain.data(), 8) != EAGAIN) {
+        wr.opcode = DCX_WR_RDMA_WRITE;
+        wr.flags |= DCX_SEND_INLINE;
+        if (post_now(n, wr) != EAGAIN) {
             fprintf(stderr, "no destination: WRITE not declined\n");
             rc = 16;
         }

@@ -150,11 +150,11 @@ protected:
         ASSERT_EQ(1u, t.owned(soft_dev(a.dev)->token));
     }
 
-    /* A thread of a's writing 256 bytes of src within the call again and
-     * again at moving offsets of the target's len bytes at base under rkey
-     * (posting what post_now declines), until a WRITE fails (its status
-     * kept) or it is stopped.  With 'put': 32 bytes at a time, inline,
-     * through put_now. */
+    /* A thread of a's writing 256 bytes of src within the call
+     * (DCX_SEND_NOW) again and again at moving offsets of the target's len
+     * bytes at base under rkey (posting what is declined), until a WRITE
+     * fails (its status kept) or it is stopped.  With 'put': 32 bytes at a
+     * time, inline (the common case of work within the call). */
     struct now_writer {
         volatile uint32_t done = 0, progress = 0, now_done = 0, stop = 0;
         int status = -1;
@@ -177,10 +177,9 @@ protected:
                         rdma_wr(a, t.b.dct->qp_num, KEY, DCX_WR_RDMA_WRITE, &s,
                                 (uintptr_t)base + (i * n) % (len - n), rkey);
                     wr.flags |= put ? DCX_SEND_INLINE : 0;
-                    dcx_put_now_t p = {wr.dest, src.v.data(), wr.remote_addr, n,
-                                       rkey};
-                    if ((put ? a.dci->put_now(a.dci, &p) :
-                               a.dci->post_now(a.dci, &wr)) == 0) {
+                    dcx_send_wr_t now = wr;
+                    now.flags |= DCX_SEND_NOW;
+                    if (dcx_qp_post_send(a.dci, &now) == 0) {
                         now_done = now_done + 1;
                     } else if ((status = run_one(a, wr)) != DCX_WC_SUCCESS) {
                         break;
@@ -207,8 +206,8 @@ protected:
     {
         ASSERT_EQ(0, dcx_mem_alloc(t.b.dev, &dlen, (void **)&dmem, 0));
         ASSERT_EQ(0, t.b.reg(dmem, dlen, ALL_REMOTE, &dmr));
-        /* the grants then know the target's liveness lock (put_now's
-         * common case needs that) */
+        /* the grants then know the target's liveness lock (the common
+         * case of work within the call needs that) */
         double end = now_s() + 20.0;
         while (!dcx_soft_direct_alive_lock(t.b.dev)) {
             ASSERT_LT(now_s(), end) << "the target's liveness lock not held";
@@ -218,7 +217,8 @@ protected:
 
     /* n's grant towards t: made after a check of t's liveness lock, through
      * a mapping, with a marker held, its lock biased to this thread --
-     * every condition of put_now's common case */
+     * every condition of the common case of work within the call (a small
+     * WRITE flagged DCX_SEND_NOW) */
     static bool common_case(node &n)
     {
         const soft_dgrant_t &g = ((soft_ah_t *)n.ah)->peer->grant;
@@ -255,17 +255,16 @@ protected:
         soft::TearDown();
     }
 
-    /* len bytes of n's src into dmem + off by put_now; its return */
+    /* len bytes of n's src into dmem + off by an inline WRITE flagged
+     * DCX_SEND_NOW; the post's return */
     int put(node &n, local_buf &from, uint64_t off, uint32_t len)
     {
         dcx_sge_t s      = from.sge(0, len);
         dcx_send_wr_t wr = rdma_wr(n, t.b.dct->qp_num, KEY, DCX_WR_RDMA_WRITE,
                                    &s, (uintptr_t)dmem + off, dmr->rkey);
 
-        dcx_put_now_t p = {wr.dest, from.v.data(), wr.remote_addr, len,
-                           wr.rkey};
-
-        return n.dci->put_now(n.dci, &p);
+        wr.flags |= DCX_SEND_INLINE | DCX_SEND_NOW;
+        return dcx_qp_post_send(n.dci, &wr);
     }
 
     /* the same WRITE posted, signalled; its status */
@@ -349,12 +348,12 @@ TEST_F(soft_markers, holders_give_back_when_short)
     EXPECT_EQ(0x3c, t.mem[8192]);
 }
 
-/* The same through put_now's common case, which makes no call (the lock
- * biased to the writer, the grant through a mapping, a marker held): the
- * holder's next put gives its marker back.  The shortage is said (as a
+/* The same through the common case of work within the call, which makes
+ * no call (the lock biased to the writer, the grant through a mapping, a
+ * marker held): the holder's next put gives its marker back.  The shortage is said (as a
  * writer finding none free says it) right between two of a's puts, so
  * that the second is that case. */
-TEST_F(soft_markers, put_now_holder_gives_back_when_short)
+TEST_F(soft_markers, now_holder_gives_back_when_short)
 {
     uint64_t token = soft_dev(a.dev)->token;
 
@@ -374,10 +373,11 @@ TEST_F(soft_markers, put_now_holder_gives_back_when_short)
     }
 }
 
-/* put_now is no inline post: a writer whose DCI takes 16 bytes inline has
- * puts of 17, 24 and 32 bytes done by the common case and one of 100 by
- * the full path, each within the call, with exactly their bytes written. */
-TEST_F(soft_markers, put_now_past_max_inline)
+/* An inline WRITE within the call is no post: a writer whose DCI takes 16
+ * bytes inline has puts of 17, 24 and 32 bytes done by the common case and
+ * one of 100 by the full path, each within the call, with exactly their
+ * bytes written. */
+TEST_F(soft_markers, inline_now_past_max_inline)
 {
     const struct {
         uint32_t off, len;
@@ -427,8 +427,8 @@ TEST_F(soft_markers, dead_holder_marker_taken_over)
     EXPECT_EQ(0x4d, t.mem[127]);
 }
 
-/* A thread writing within the call (post_now: the lock's bias, the held
- * marker, plain intents) races the target's deregistration: once
+/* A thread writing within the call (DCX_SEND_NOW: the lock's bias, the
+ * held marker, plain intents) races the target's deregistration: once
  * mr_dereg returned nothing more is written, and the writer's next WRITE
  * is declined and then fails as a posted one. */
 TEST_F(soft_markers, dereg_races_writes_within_the_call)
@@ -454,9 +454,9 @@ TEST_F(soft_markers, dereg_races_writes_within_the_call)
     }
 }
 
-/* The same race with puts through put_now's common case (a mapping of
- * the target's device allocation, no call): nothing is written after
- * mr_dereg returned. */
+/* The same race with puts through the common case of work within the
+ * call (a mapping of the target's device allocation, no call): nothing is
+ * written after mr_dereg returned. */
 TEST_F(soft_markers, dereg_races_puts_within_the_call)
 {
     ASSERT_NO_FATAL_FAILURE(alloc_target());
