@@ -31,6 +31,7 @@
 
 #include <uct/base/uct_iface.h>
 #include <uct/base/uct_md.h>
+#include <ucs/arch/cpu.h>
 #include <ucs/datastruct/arbiter.h>
 #include <ucs/datastruct/mpool.h>
 #include <ucs/datastruct/queue.h>
@@ -234,6 +235,8 @@ typedef struct uct_dcx_wr_log {
     dcx_sge_t sge[UCT_DCX_MAX_SGE];
 } uct_dcx_wr_log_t;
 
+/* One a cache line apart (two lines: an ep's DCI index scales by a shift,
+ * and no DCI shares a line with another) */
 typedef struct uct_dcx_dci {
     dcx_qp_t *qp;
     uct_dcx_ep_t *owner; /* dcs policies: ep holding this DCI */
@@ -256,7 +259,7 @@ typedef struct uct_dcx_dci {
     uint64_t err_sn;
     uint32_t err_vendor;
     uint8_t err_status; /* dcx_wc_status_t */
-} uct_dcx_dci_t;
+} UCS_V_ALIGNED(UCS_SYS_CACHE_LINE_SIZE) uct_dcx_dci_t;
 
 
 /* A peer port we have an address handle for */
