@@ -91,6 +91,7 @@ soft_dci_now_small(soft_qp_t *qp, const dcx_send_wr_t *wr, int is_write)
     soft_dslot_t *slot;
     soft_peer_t *peer;
     uint8_t *remote;
+    int unhold;
 
     if ((length - 1 >= 32) || (dest->ah == NULL) ||
         !soft_lock_fast(&dev->lock)) {
@@ -113,11 +114,13 @@ soft_dci_now_small(soft_qp_t *qp, const dcx_send_wr_t *wr, int is_write)
     } else {
         soft_copy_small((uint8_t *)(uintptr_t)sge->addr, remote, length);
     }
-    if (soft_dgrant_release(peer, slot)) {
-        soft_dgrant_done(dev, peer, length, is_write);
+    unhold = soft_dgrant_release(peer, slot);
+    /* soft_dgrant_done, the mapping known */
+    soft_dmap_touch(dev, map);
+    soft_dgrant_count(dev, is_write, 1, length);
+    if (unhold) {
         return soft_dci_now_unhold(dev, peer);
     }
-    soft_dgrant_done(dev, peer, length, is_write);
     soft_unlock_fast(&dev->lock);
     return 0;
 
