@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Soft device DCIs: a WR flagged DCX_SEND_NOW, done within the post
- * (docs/device-semantics.md, "Work within the call") under the grant
- * towards the target (soft_dgrant.h), on a DCI whose posted work is all
- * complete.  The DCI object is in soft_qp.c, its posts in soft_post.c,
- * whose plain post hands such a WR here.
+ * Soft device DCIs: the plain post (soft_dci_post_send), which hands a WR
+ * not flagged DCX_SEND_NOW to the queue (soft_post.c), and the work of one
+ * flagged so, done within the post (docs/device-semantics.md, "Work within
+ * the call") under the grant towards the target (soft_dgrant.h), on a DCI
+ * whose posted work is all complete.  The DCI object is in soft_qp.c.
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
@@ -128,12 +128,6 @@ full:
     return soft_dci_post_now_full(qp, wr);
 }
 
-__attribute__((flatten)) int soft_dci_now_write_small(soft_qp_t *qp,
-                                                      const dcx_send_wr_t *wr)
-{
-    return soft_dci_now_small(qp, wr, 1);
-}
-
 static __attribute__((flatten, noinline)) int
 soft_dci_now_read_small(soft_qp_t *qp, const dcx_send_wr_t *wr)
 {
@@ -161,7 +155,8 @@ _Static_assert(DCX_WR_ATOMIC_MASKED_CSWAP - DCX_WR_ATOMIC_FADD == 3,
  * soft_dci_post_send), handed on with no frame of its own: a READ to its
  * common case, an atomic to its own path, anything else to the work in
  * full */
-int soft_dci_post_now(soft_qp_t *qp, const dcx_send_wr_t *wr)
+static __attribute__((noinline)) int soft_dci_post_now(soft_qp_t *qp,
+                                                       const dcx_send_wr_t *wr)
 {
     if (soft_now_shape(wr) == SOFT_NOW_READ) {
         return soft_dci_now_read_small(qp, wr);
@@ -171,4 +166,23 @@ int soft_dci_post_now(soft_qp_t *qp, const dcx_send_wr_t *wr)
         return soft_dci_now_atomic(qp, wr);
     }
     return soft_dci_post_now_full(qp, wr);
+}
+
+/* A DCI's plain post (dcx_qp_t.post_send): a WR not flagged DCX_SEND_NOW
+ * goes to the queue (soft_dci_post_queued) after one test; an inline
+ * WRITE flagged so (a put's, recognised by one compare) is done here, in
+ * its common case with no call but the copy; any other to
+ * soft_dci_post_now.  Each leaves by a tail call that sets up no frame. */
+__attribute__((flatten)) int soft_dci_post_send(dcx_qp_t *qp_,
+                                                const dcx_send_wr_t *wr)
+{
+    soft_qp_t *qp = (soft_qp_t *)qp_;
+
+    if (!(wr->flags & DCX_SEND_NOW)) {
+        return soft_dci_post_queued(qp, wr);
+    }
+    if (soft_now_shape(wr) == SOFT_NOW_INLINE_WRITE) {
+        return soft_dci_now_small(qp, wr, 1);
+    }
+    return soft_dci_post_now(qp, wr);
 }

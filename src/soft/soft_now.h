@@ -11,8 +11,9 @@
 
 #include <string.h>
 
-/* A DCI's plain post (soft_post.c): the post function of a DCI neither new
- * nor in error */
+/* A DCI's plain post (soft_now.c): the post function of a DCI neither new
+ * nor in error; a WR flagged DCX_SEND_NOW is done within the call there
+ * (0) or declined (EAGAIN) */
 int soft_dci_post_send(dcx_qp_t *qp_, const dcx_send_wr_t *wr);
 
 /* Nothing outstanding on the DCI and no RNR wait (engine lock held): what
@@ -44,10 +45,8 @@ static inline uint32_t soft_now_shape(const dcx_send_wr_t *wr)
     return shape;
 }
 
-/* wr, flagged DCX_SEND_NOW, on a DCI (soft_now.c): 0 if done within the
- * call, else EAGAIN with nothing done.  soft_dci_now_write_small takes
- * the shape SOFT_NOW_INLINE_WRITE, soft_dci_post_now any other. */
-int soft_dci_now_write_small(soft_qp_t *qp, const dcx_send_wr_t *wr);
-int soft_dci_post_now(soft_qp_t *qp, const dcx_send_wr_t *wr);
+/* A DCI's plain post of a WR not flagged DCX_SEND_NOW (soft_post.c), to
+ * which soft_dci_post_send (soft_now.c) hands it */
+int soft_dci_post_queued(soft_qp_t *qp, const dcx_send_wr_t *wr);
 
 #endif

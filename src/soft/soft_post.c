@@ -2,7 +2,8 @@
 /*
  * Soft device posts: the post functions of DCIs and DCTs, which a QP
  * installs at its creation and switches between as its state changes
- * (first post, ready, flush mode in ERR), the posts of the device's own
+ * (first post, ready -- whose entry, soft_dci_post_send, is soft_now.c's
+ * and hands queued WRs here --, flush mode in ERR), the posts of the device's own
  * DCIs, and a DCI's reset back to RTS, which installs them again.  Above
  * the requester and the engine's active list, which a post runs and
  * joins; below the QPs' control path (soft_qp.c), the streams and the
@@ -477,9 +478,10 @@ static __attribute__((noinline)) int soft_dci_post_sge(soft_qp_t *qp,
     return 0;
 }
 
-/* The plain post of a WR that is not to be done within the call */
-static __attribute__((noinline)) int
-soft_dci_post_queued(soft_qp_t *qp, const dcx_send_wr_t *wr)
+/* The plain post of a WR that is not to be done within the call (from
+ * soft_dci_post_send) */
+__attribute__((noinline)) int soft_dci_post_queued(soft_qp_t *qp,
+                                                   const dcx_send_wr_t *wr)
 {
     soft_dev_t *dev = qp->dev;
     uint64_t total;
@@ -506,21 +508,6 @@ soft_dci_post_queued(soft_qp_t *qp, const dcx_send_wr_t *wr)
     return 0;
 }
 
-/* A DCI's plain post: a WR flagged DCX_SEND_NOW goes to the work within
- * the call (an inline WRITE, a put's, tested first), any other to the
- * queue; each by a tail call, so that none sets up another's frame */
-int soft_dci_post_send(dcx_qp_t *qp_, const dcx_send_wr_t *wr)
-{
-    soft_qp_t *qp = (soft_qp_t *)qp_;
-
-    if (soft_now_shape(wr) == SOFT_NOW_INLINE_WRITE) {
-        return soft_dci_now_write_small(qp, wr);
-    }
-    if (wr->flags & DCX_SEND_NOW) {
-        return soft_dci_post_now(qp, wr);
-    }
-    return soft_dci_post_queued(qp, wr);
-}
 
 int soft_dgram_post_send(dcx_qp_t *qp_, const dcx_send_wr_t *wr)
 {
