@@ -55,6 +55,14 @@ dcx_send_wr_t rdma_wr(const node &n, uint32_t dctn, uint64_t dc_key,
     return wr;
 }
 
+int post_now(node &n, const dcx_send_wr_t &wr)
+{
+    dcx_send_wr_t w = wr;
+
+    w.flags |= DCX_SEND_NOW;
+    return dcx_qp_post_send(n.dci, &w);
+}
+
 int run_one(node &n, const dcx_send_wr_t &wr)
 {
     dcx_wc_t wc;

@@ -40,6 +40,10 @@ dcx_send_wr_t rdma_wr(const node &n, uint32_t dctn, uint64_t dc_key,
 /* Posts one WR and waits for its completion: its status, or -1 */
 int run_one(node &n, const dcx_send_wr_t &wr);
 
+/* wr, flagged DCX_SEND_NOW, through n's DCI: the post's return (0 done
+ * within the call, else declined) */
+int post_now(node &n, const dcx_send_wr_t &wr);
+
 /* Posts wr (its sge replaced by a registered buffer of len bytes of 0xab)
  * again and again, counting each success in *progress, until one fails;
  * its status goes to *status.  11 if the buffer cannot be registered,

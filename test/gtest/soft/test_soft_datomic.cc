@@ -252,16 +252,12 @@ TEST_F(soft_datomic, atomic_now_under_the_grant)
     dcx_sge_t plain = {(uintptr_t)&result, 8, 0};
     dcx_send_wr_t w;
     dcx_wc_t wc;
-    auto now = [this](dcx_send_wr_t wr) {
-        wr.flags |= DCX_SEND_NOW;
-        return dcx_qp_post_send(m_n.dci, &wr);
-    };
 
     ASSERT_TRUE(dcx_dev_caps(m_n.dev)->flags & DCX_CAP_POST_NOW);
     w             = atomic_wr(DCX_WR_ATOMIC_FADD, 8, raddr(64), m_mr->rkey);
     w.compare_add = 10;
     w.sg_list     = &plain;
-    EXPECT_EQ(EAGAIN, now(w)) << "no grant yet";
+    EXPECT_EQ(EAGAIN, post_now(m_n, w)) << "no grant yet";
     EXPECT_EQ(0u, word(64));
 
     w.sg_list = &m_sge; /* posted: makes the grant */
@@ -269,13 +265,13 @@ TEST_F(soft_datomic, atomic_now_under_the_grant)
     EXPECT_EQ(10u, word(64));
 
     w.sg_list = &plain;
-    EXPECT_EQ(0, now(w));
+    EXPECT_EQ(0, post_now(m_n, w));
     EXPECT_EQ(10u, result);
     EXPECT_EQ(20u, word(64));
     w.opcode      = DCX_WR_ATOMIC_CSWAP;
     w.compare_add = 20;
     w.swap        = 7;
-    EXPECT_EQ(0, now(w));
+    EXPECT_EQ(0, post_now(m_n, w));
     EXPECT_EQ(20u, result);
     EXPECT_EQ(7u, word(64));
     EXPECT_EQ(0, dcx_cq_poll(m_n.cq, 1, &wc))
@@ -284,9 +280,9 @@ TEST_F(soft_datomic, atomic_now_under_the_grant)
     /* outside the granted range, or misaligned: declined, nothing done */
     w.opcode      = DCX_WR_ATOMIC_FADD;
     w.remote_addr = raddr(ALLOC_LEN);
-    EXPECT_EQ(EAGAIN, now(w));
+    EXPECT_EQ(EAGAIN, post_now(m_n, w));
     w.remote_addr = raddr(66);
-    EXPECT_EQ(EAGAIN, now(w));
+    EXPECT_EQ(EAGAIN, post_now(m_n, w));
     EXPECT_EQ(7u, word(64));
 }
 

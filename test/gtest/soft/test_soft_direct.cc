@@ -582,15 +582,6 @@ TEST_F(soft_direct, grant_follows_target_gen_bad_flow)
     ASSERT_NO_FATAL_FAILURE(expect_eight_every_64(5));
 }
 
-/* wr, flagged DCX_SEND_NOW, through n's DCI: the post's return */
-int post_now(node &n, const dcx_send_wr_t &wr)
-{
-    dcx_send_wr_t w = wr;
-
-    w.flags |= DCX_SEND_NOW;
-    return dcx_qp_post_send(n.dci, &w);
-}
-
 /* The initiator's side of the tests of work within the call: wr, which
  * the post with DCX_SEND_NOW answered 'now' (0: done within the call; else
  * declined), is posted without the flag when it was declined and must end

@@ -177,9 +177,7 @@ protected:
                         rdma_wr(a, t.b.dct->qp_num, KEY, DCX_WR_RDMA_WRITE, &s,
                                 (uintptr_t)base + (i * n) % (len - n), rkey);
                     wr.flags |= put ? DCX_SEND_INLINE : 0;
-                    dcx_send_wr_t now = wr;
-                    now.flags |= DCX_SEND_NOW;
-                    if (dcx_qp_post_send(a.dci, &now) == 0) {
+                    if (post_now(a, wr) == 0) {
                         now_done = now_done + 1;
                     } else if ((status = run_one(a, wr)) != DCX_WC_SUCCESS) {
                         break;
@@ -263,8 +261,8 @@ protected:
         dcx_send_wr_t wr = rdma_wr(n, t.b.dct->qp_num, KEY, DCX_WR_RDMA_WRITE,
                                    &s, (uintptr_t)dmem + off, dmr->rkey);
 
-        wr.flags |= DCX_SEND_INLINE | DCX_SEND_NOW;
-        return dcx_qp_post_send(n.dci, &wr);
+        wr.flags |= DCX_SEND_INLINE;
+        return post_now(n, wr);
     }
 
     /* the same WRITE posted, signalled; its status */
