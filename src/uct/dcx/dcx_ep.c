@@ -530,8 +530,8 @@ ucs_status_t uct_dcx_ep_get_bcopy_now(uct_ep_h tl_ep, uct_unpack_callback_t cb,
                             rkey);
         qp = uct_dcx_ep_dci(iface, ep)->qp;
         if (ucs_likely(qp->post_send(qp, &wr) == 0)) {
-            cb(arg, iface->now_buf, length);
             UCT_TL_EP_STAT_OP(&ep->super, GET, BCOPY, length);
+            cb(arg, iface->now_buf, length); /* last: nothing touched after */
             return UCS_OK;
         }
     }
