@@ -3,11 +3,11 @@
  * Soft device posts: the post functions of DCIs and DCTs, which a QP
  * installs at its creation and switches between as its state changes
  * (first post, ready -- whose entry, soft_dci_post_send, is soft_now.c's
- * and hands queued WRs here --, flush mode in ERR), the posts of the device's own
- * DCIs, and a DCI's reset back to RTS, which installs them again.  Above
- * the requester and the engine's active list, which a post runs and
- * joins; below the QPs' control path (soft_qp.c), the streams and the
- * rendezvous, which post and reset through here.
+ * and hands queued WRs here --, flush mode in ERR), the posts of the
+ * device's own DCIs, and a DCI's reset back to RTS, which installs them
+ * again.  Above the requester and the engine's active list, which a post
+ * runs and joins; below the QPs' control path (soft_qp.c), the streams
+ * and the rendezvous, which post and reset through here.
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
@@ -507,7 +507,6 @@ __attribute__((noinline)) int soft_dci_post_queued(soft_qp_t *qp,
     soft_post_unlock_kick(dev, NULL, 0, 0, 0);
     return 0;
 }
-
 
 int soft_dgram_post_send(dcx_qp_t *qp_, const dcx_send_wr_t *wr)
 {
