@@ -346,17 +346,6 @@ int dcx_comp_channel_get_event(dcx_comp_channel_t *ch, dcx_cq_t **cq_p)
     return ch->dev->ops->comp_channel_get_event(ch, cq_p);
 }
 
-int dcx_comp_channel_add_fd(dcx_comp_channel_t *ch, int fd)
-{
-    if (ch->dev->ops->comp_channel_add_fd == NULL) {
-        dcx_error("%s: comp channel: the device's channels cannot merge "
-                  "fd %d",
-                  ch->dev->caps.name, fd);
-        return EOPNOTSUPP;
-    }
-    return ch->dev->ops->comp_channel_add_fd(ch, fd);
-}
-
 int dcx_srq_create(dcx_pd_t *pd, const dcx_srq_attr_t *attr, dcx_srq_t **srq_p)
 {
     if (attr->flags & ~(uint32_t)DCX_SRQ_F_IN_PLACE) {

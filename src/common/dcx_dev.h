@@ -480,13 +480,6 @@ int dcx_cq_req_notify(dcx_cq_t *cq);
 /* Collects one event (and acknowledges it): 0 and *cq_p, or EAGAIN when
  * none is pending.  Never blocks. */
 int dcx_comp_channel_get_event(dcx_comp_channel_t *ch, dcx_cq_t **cq_p);
-/* Makes ch's fd readable also while fd (the caller's, pollable) is, for a
- * caller with events of its own to raise on the same fd: one wait set
- * instead of one polling the other, whose nesting the kernel bounds.  The
- * caller keeps fd open until ch is destroyed.  0, or EOPNOTSUPP (the
- * backend's channels cannot merge an fd) or the errno of the merge
- * (logged). */
-int dcx_comp_channel_add_fd(dcx_comp_channel_t *ch, int fd);
 
 /* ------------------------------------------------------------------------
  * Shared receive queue
@@ -957,7 +950,6 @@ struct dcx_dev_ops {
                         dcx_cq_t **cq_p);
     int (*cq_req_notify)(dcx_cq_t *cq);
     int (*comp_channel_get_event)(dcx_comp_channel_t *ch, dcx_cq_t **cq_p);
-    int (*comp_channel_add_fd)(dcx_comp_channel_t *ch, int fd); /* or NULL */
     /* device memory (DCX_CAP_MEM_ALLOC): NULL when the backend has none */
     int (*mem_alloc)(dcx_dev_t *dev, size_t *len_p, void **addr_p, unsigned);
     int (*mem_free)(dcx_dev_t *dev, void *addr, size_t length);

@@ -4,7 +4,7 @@
  *
  * An ibv_comp_channel is a completion channel of the soft device behind
  * the context (dcx_comp_channel_*), plus an eventfd of the emulation's own
- * merged into it (dcx_comp_channel_add_fd).  The fd the application sees
+ * merged into it (dcx_soft_channel_add_fd).  The fd the application sees
  * is the soft channel's: readable while an event waits to be collected.
  * Not an epoll set of ours over it: the soft fd is itself a wait set, and
  * the kernel bounds through how many nested wait sets one file may be
@@ -96,7 +96,7 @@ struct ibv_comp_channel *ibv_create_comp_channel(struct ibv_context *context)
         emu_error("%s: create_comp_channel: eventfd: %s", name, strerror(ret));
         goto err_soft;
     }
-    ret = dcx_comp_channel_add_fd(ch->soft, ch->efd);
+    ret = dcx_soft_channel_add_fd(ch->soft, ch->efd);
     if (ret != 0) {
         goto err_efd;
     }

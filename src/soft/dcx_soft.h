@@ -433,6 +433,14 @@ int dcx_soft_cq_move_channel(dcx_cq_t *cq, dcx_comp_channel_t *ch);
  * does, EINVAL if ch is not a soft device's. */
 int dcx_soft_channel_no_wake(dcx_comp_channel_t *ch);
 
+/* Makes channel ch's fd readable also while fd (the caller's, pollable)
+ * is: for a caller with events of its own to raise on the same fd, one
+ * wait set instead of one polling the other, whose nesting the kernel
+ * bounds (the mlx5 emulation's channels, whose events the emulation raises
+ * on an eventfd).  The caller keeps fd open until ch is destroyed.  0, or
+ * (logged) EINVAL if ch is not a soft device's, or the errno of the merge. */
+int dcx_soft_channel_add_fd(dcx_comp_channel_t *ch, int fd);
+
 /* From now on, a message that finds srq without a receive (answered RNR,
  * or a datagram dropped) writes 8 bytes to eventfd efd (-1: no more), from
  * whichever thread runs the engine: the mlx5 emulation takes the receives

@@ -15,7 +15,7 @@
  *
  * The channel's fd, the one the application sleeps on, is an epoll set
  * over that eventfd and the device's wake socket (soft_wake.c), and over
- * any fd its user merged in (soft_channel_add_fd: an emulated channel's
+ * any fd its user merged in (dcx_soft_channel_add_fd: an emulated channel's
  * own events, without an epoll set over this one, since the kernel bounds
  * how many wait sets nested over one fd may watch the same file): arming
  * also tells senders that the application sleeps, and the first packet
@@ -170,10 +170,16 @@ int soft_channel_destroy(dcx_comp_channel_t *ch_)
     return 0;
 }
 
-int soft_channel_add_fd(dcx_comp_channel_t *ch_, int fd)
+int dcx_soft_channel_add_fd(dcx_comp_channel_t *ch_, int fd)
 {
-    soft_channel_t *ch = soft_channel(ch_);
+    soft_channel_t *ch;
 
+    if ((ch_ == NULL) || !dcx_dev_is_soft(ch_->dev)) {
+        dcx_error("comp channel %p: add_fd %d: not a soft device's channel",
+                  (void *)ch_, fd);
+        return EINVAL;
+    }
+    ch = soft_channel(ch_);
     if (soft_channel_watch(ch->super.fd, fd) != 0) {
         int err = errno;
 

@@ -18,7 +18,6 @@ static inline soft_channel_t *soft_channel(dcx_comp_channel_t *ch)
 /* soft_channel.c */
 int soft_channel_create(dcx_dev_t *dev, dcx_comp_channel_t **ch_p);
 int soft_channel_destroy(dcx_comp_channel_t *ch);
-int soft_channel_add_fd(dcx_comp_channel_t *ch, int fd);
 void soft_cq_detach_channel(soft_cq_t *cq);
 void soft_channel_drain(soft_channel_t *ch);
 

@@ -223,7 +223,6 @@ static const dcx_dev_ops_t soft_dev_ops = {
     .cq_create_ch           = soft_cq_create_ch,
     .cq_req_notify          = soft_cq_req_notify,
     .comp_channel_get_event = soft_channel_get_event,
-    .comp_channel_add_fd    = soft_channel_add_fd,
     .mem_alloc              = soft_alloc_mem,
     .mem_free               = soft_alloc_free,
     .traffic                = soft_dev_traffic};

@@ -98,7 +98,7 @@ typedef struct soft_cq {
 
 /* super.fd, the fd an application sleeps on, is an epoll set over 'efd'
  * (the CQs' events), the device's wake socket (senders' datagrams) unless
- * 'wake' is 0, and any fd its user merged in (soft_channel_add_fd) */
+ * 'wake' is 0, and any fd its user merged in (dcx_soft_channel_add_fd) */
 struct soft_channel {
     dcx_comp_channel_t super;
     soft_dev_t *dev;

@@ -14,6 +14,8 @@ extern "C" {
 }
 
 #include <poll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
 
 using namespace soft_test;
 
@@ -651,6 +653,38 @@ TEST_F(soft_channel_test, channel_bad_flow)
     close_target_queues();
     EXPECT_FALSE(fd_readable(ch->fd, 0));
     EXPECT_TRUE(dcx_dev_caps(ini.dev)->flags & DCX_CAP_CQ_EVENT);
+}
+
+/* An fd merged into a channel (dcx_soft_channel_add_fd, as the mlx5
+ * emulation merges the eventfd it raises its events on): the channel's fd
+ * is readable while the merged one is, and only then; a channel that is no
+ * soft device's or an fd that is none is refused with one line */
+TEST_F(soft_channel_test, add_fd_merges_a_pollable_fd)
+{
+    uint64_t one = 1, got;
+    int efd      = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+
+    ASSERT_GE(efd, 0);
+    ASSERT_EQ(0, dcx_soft_channel_add_fd(ch, efd));
+    EXPECT_FALSE(fd_readable(ch->fd, 0));
+    ASSERT_EQ((ssize_t)sizeof(one), write(efd, &one, sizeof(one)));
+    EXPECT_TRUE(fd_readable(ch->fd, 0));
+    ASSERT_EQ((ssize_t)sizeof(got), read(efd, &got, sizeof(got)));
+    EXPECT_FALSE(fd_readable(ch->fd, 0));
+    {
+        log_counter logs;
+        EXPECT_EQ(EINVAL, dcx_soft_channel_add_fd(nullptr, efd));
+        EXPECT_EQ(1, logs.lines());
+    }
+    {
+        log_counter logs;
+        EXPECT_EQ(EBADF, dcx_soft_channel_add_fd(ch, -1));
+        EXPECT_EQ(1, logs.lines());
+    }
+    close_target_queues(); /* the channel goes with the fixture, fd after */
+    ASSERT_EQ(0, dcx_comp_channel_destroy(ch));
+    ch = nullptr;
+    close(efd);
 }
 
 /* Zero-length RDMA (this fixture's target allows remote writes only): as on
