@@ -129,9 +129,9 @@ printf '    ping-pong, 2 ranks:  1 B latency %s us, 4 MiB bandwidth %s MB/s\n' \
     "${fig[mpi_lat]}" "${fig[mpi_bw]}"
 printf '    MPI_Allreduce, 4 ranks: 8 B %s us, 512 KiB %s us\n' \
     "${fig[mpi_ar8]}" "${fig[mpi_ar1m]}"
-# dcx's own counters: one "traffic:" info line per process at device close
+# the soft device's counters: one "traffic:" info line per process at its close
 traffic() {
-    grep -E 'dcx md [^:]+: traffic: tx' "$1" |
+    grep -E 'DCX +INFO +soft device [^:]+: traffic: tx' "$1" |
         sed -E 's/.*traffic: tx ([0-9]+) packets ([0-9]+) bytes.*/\1 \2/' |
         awk '{ n++; p += $1; b += $2 } END { printf "%d processes sent %d packets, %.1f MB", n, p, b / 1e6 }'
 }

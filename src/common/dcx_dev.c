@@ -184,12 +184,6 @@ const dcx_backend_t *dcx_dev_backend(const dcx_dev_t *dev)
     return dev->backend;
 }
 
-int dcx_dev_traffic(dcx_dev_t *dev, char *buf, size_t len)
-{
-    return (dev->ops->traffic != NULL) ? dev->ops->traffic(dev, buf, len) :
-                                         EOPNOTSUPP;
-}
-
 int dcx_dev_port_addr(dcx_dev_t *dev, void *addr, size_t *len_p)
 {
     return dev->ops->port_addr(dev, addr, len_p);

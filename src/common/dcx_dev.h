@@ -799,12 +799,6 @@ const dcx_dev_caps_t *dcx_dev_caps(const dcx_dev_t *dev);
 const char *dcx_dev_name(const dcx_dev_t *dev);
 const dcx_backend_t *dcx_dev_backend(const dcx_dev_t *dev);
 
-/* One line (NUL-terminated, at most len bytes) saying what the device
- * carried so far (packets, bytes, retransmits, ...), for a diagnostic log
- * line: 0, or EOPNOTSUPP (not logged) where the device keeps no such
- * counters of its own (a NIC keeps them in its kernel driver). */
-int dcx_dev_traffic(dcx_dev_t *dev, char *buf, size_t len);
-
 /* The address peers use to reach this device (caps.addr_len bytes). */
 int dcx_dev_port_addr(dcx_dev_t *dev, void *addr, size_t *len_p);
 
@@ -953,8 +947,6 @@ struct dcx_dev_ops {
     /* device memory (DCX_CAP_MEM_ALLOC): NULL when the backend has none */
     int (*mem_alloc)(dcx_dev_t *dev, size_t *len_p, void **addr_p, unsigned);
     int (*mem_free)(dcx_dev_t *dev, void *addr, size_t length);
-    /* dcx_dev_traffic: NULL when the device keeps no counters of its own */
-    int (*traffic)(dcx_dev_t *dev, char *buf, size_t len);
 };
 
 /* Every backend's device object starts with this. */

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Soft device: open/close, capabilities, port address, traffic counters and
- * the operations table (the backend's knobs and listing are in
+ * Soft device: open/close (with the line of what it carried), capabilities,
+ * port address and the operations table (the backend's knobs and listing are in
  * soft_backend.c; the device's objects in their own files: PDs soft_pd.c,
  * MRs and the key table soft_mr.c, SRQs soft_srq.c, AHs soft_ah.c, CQs
  * soft_cq.c; the engine's progress loop in soft_engine.c).
@@ -146,11 +146,34 @@ int dcx_soft_dev_set_qpn_base(dcx_dev_t *dev_, uint32_t first)
     return ret;
 }
 
+/* One info line, when the device closes, with what it carried: a job run
+ * with UCX_LOG_LEVEL=info shows that its traffic really crossed the soft
+ * device (test/mpi/run.sh reads it) */
+static void soft_dev_log_traffic(dcx_dev_t *dev)
+{
+    dcx_soft_stats_t st;
+
+    if ((dcx_log_max_level < DCX_LOG_INFO) || (dcx_soft_stats(dev, &st) != 0)) {
+        return;
+    }
+    dcx_info("soft device %s: traffic: tx %" PRIu64 " packets %" PRIu64
+             " bytes, rx %" PRIu64 " packets %" PRIu64 " bytes, %" PRIu64
+             " retransmits, %" PRIu64 " rnr naks, %" PRIu64
+             " remote access errors; direct %" PRIu64 " writes %" PRIu64
+             " reads (%" PRIu64 " through "
+             "mappings) %" PRIu64 " atomics",
+             dev->caps.name, st.tx_packets, st.tx_bytes, st.rx_packets,
+             st.rx_bytes, st.retransmits, st.rnr_naks_sent,
+             st.remote_access_errors, st.direct_writes, st.direct_reads,
+             st.direct_mapped, st.direct_atomics);
+}
+
 static void soft_close(dcx_dev_t *dev_)
 {
     soft_dev_t *dev = soft_dev(dev_);
 
     soft_helper_stop(dev);
+    soft_dev_log_traffic(dev_);
     if (dev->num_objs || dev->num_pds || dev->num_mr_used) {
         dcx_warn("%s: closed with %d objects, %d PDs, %d MRs still open",
                  dev->super.caps.name, dev->num_objs, dev->num_pds,
@@ -168,30 +191,6 @@ static void soft_close(dcx_dev_t *dev_)
     free(dev->mrs);
     free(dev->rstate);
     free(dev);
-}
-
-/* dcx_dev_traffic: the counters a run with UCX_LOG_LEVEL=info shows per
- * device, to tell that its traffic really crossed the device */
-static int soft_dev_traffic(dcx_dev_t *dev, char *buf, size_t len)
-{
-    dcx_soft_stats_t st;
-    int ret;
-
-    ret = dcx_soft_stats(dev, &st);
-    if (ret != 0) {
-        return ret;
-    }
-    snprintf(buf, len,
-             "tx %" PRIu64 " packets %" PRIu64 " bytes, rx %" PRIu64
-             " packets %" PRIu64 " bytes, %" PRIu64 " retransmits, %" PRIu64
-             " rnr naks, %" PRIu64 " remote access errors; direct %" PRIu64
-             " writes %" PRIu64 " reads (%" PRIu64 " through "
-             "mappings) %" PRIu64 " atomics",
-             st.tx_packets, st.tx_bytes, st.rx_packets, st.rx_bytes,
-             st.retransmits, st.rnr_naks_sent, st.remote_access_errors,
-             st.direct_writes, st.direct_reads, st.direct_mapped,
-             st.direct_atomics);
-    return 0;
 }
 
 static const dcx_dev_ops_t soft_dev_ops = {
@@ -224,8 +223,7 @@ static const dcx_dev_ops_t soft_dev_ops = {
     .cq_req_notify          = soft_cq_req_notify,
     .comp_channel_get_event = soft_channel_get_event,
     .mem_alloc              = soft_alloc_mem,
-    .mem_free               = soft_alloc_free,
-    .traffic                = soft_dev_traffic};
+    .mem_free               = soft_alloc_free};
 
 static void soft_fill_caps(soft_dev_t *dev, const dcx_dev_info_t *info)
 {

@@ -52,12 +52,12 @@
 # other than it and "self" does (so no silent fallback to posix, tcp,
 # sysv, cma, ...).
 #
-# Over dcx there is one more check: every process must print dcx's own
-# counters ("dcx md soft0: traffic: tx N packets B bytes ...", one info line
-# per device at close) and the job must have sent bytes through dcx; the
-# PASS line shows the totals.  With -e the mlx5 backend keeps no counters
-# of its own (a ConnectX counts in the NIC): every dcx lane of the ep_cfg
-# lines must be on an emulated mlx5_* device instead.
+# Over dcx there is one more check: every process must print the soft
+# device's counters ("soft device soft0: traffic: tx N packets B bytes ...",
+# one info line per device at close) and the job must have sent bytes
+# through it; the PASS line shows the totals.  With -e the mlx5 backend
+# keeps no counters of its own (a ConnectX counts in the NIC): every dcx
+# lane of the ep_cfg lines must be on an emulated mlx5_* device instead.
 #
 # Device tag matching over dcx: a program whose source has a line
 # "dcx-test-tm: matched" (mpi/p2p: specific-source receives of 64 KiB and
@@ -267,13 +267,13 @@ check_transport() {   # check_transport LOG -> prints a reason on failure
     return 0
 }
 
-# dcx's own counters: every process prints one "dcx md <dev>: traffic: tx N
-# packets B bytes, ..." info line when it closes its device.  A dcx run
+# The soft device's counters: every process prints one "soft device <dev>:
+# traffic: tx N packets B bytes, ..." info line when it closes its device.  A dcx run
 # passes only if every process printed one and some bytes went out; prints
 # "<processes> <tx bytes total>" or a reason.
 check_dcx_traffic() {   # check_dcx_traffic LOG NP
     local log=$1 np=$2
-    grep -E 'UCX +INFO +dcx md [^:]+: traffic: tx' "$log" |
+    grep -E 'DCX +INFO +soft device [^:]+: traffic: tx' "$log" |
         sed -E 's/.*traffic: tx ([0-9]+) packets ([0-9]+) bytes.*/\1 \2/' |
         awk -v np="$np" '
             { n++; pk += $1; by += $2 }
@@ -298,7 +298,7 @@ tm_summary() {   # tm_summary LOG
 # The atomics the soft device's initiators executed themselves ("direct
 # ... N atomics" of the traffic lines), summed over the processes
 direct_atomics() {   # direct_atomics LOG
-    grep -E 'UCX +INFO +dcx md [^:]+: traffic: tx' "$1" |
+    grep -E 'DCX +INFO +soft device [^:]+: traffic: tx' "$1" |
         sed -nE 's/.*direct .* ([0-9]+) atomics.*/\1/p' |
         awk '{ n += $1 } END { print n + 0 }'
 }

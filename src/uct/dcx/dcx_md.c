@@ -442,26 +442,11 @@ static void uct_dcx_md_unmap_hook_init(uct_dcx_md_t *md)
     dcx_dev_unmaps_reported(md->dev);
 }
 
-/* One line per device with what went through it, so that a job run with
- * UCX_LOG_LEVEL=info shows its traffic really crossed dcx (test/mpi/run.sh
- * reads it).  A device that keeps no counters of its own (a NIC keeps them
- * in its kernel driver) has no line. */
-static void uct_dcx_md_report_traffic(uct_dcx_md_t *md)
-{
-    char line[512];
-
-    if (dcx_dev_traffic(md->dev, line, sizeof(line)) != 0) {
-        return;
-    }
-    ucs_info("dcx md %s: traffic: %s", md->name, line);
-}
-
 static void uct_dcx_md_close(uct_md_h uct_md)
 {
     uct_dcx_md_t *md = ucs_derived_of(uct_md, uct_dcx_md_t);
     int ret;
 
-    uct_dcx_md_report_traffic(md);
     uct_dcx_md_strided_cleanup(md);
 
     if (md->rcache != NULL) {
