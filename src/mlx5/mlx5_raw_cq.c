@@ -249,6 +249,18 @@ static int dcx_mlx5_raw_poll(dcx_cq_t *super, int max, dcx_wc_t *wc)
     return dcx_mlx5_raw_poll_inl(super, max, wc);
 }
 
+/* dcx_cq_ready(): a CQE software owns at the consumer index (read, not
+ * taken: its owner bit is the whole test, as for a poll), or flushed DCIs a
+ * poll would report.  A CQE the device writes while this looks is seen by
+ * the next look. */
+static int dcx_mlx5_raw_ready(const dcx_cq_t *super)
+{
+    const dcx_mlx5_cq_t *cq = (const dcx_mlx5_cq_t *)super;
+
+    return (dcx_mlx5_raw_cqe_sw(cq->raw, cq->raw->ci) != NULL) ||
+           (cq->flush_head != NULL);
+}
+
 static int dcx_mlx5_raw_poll_pair(dcx_cq_t *super, dcx_cq_t *other, int max,
                                   dcx_wc_t *wc, int *n_other_p)
 {
@@ -264,6 +276,12 @@ static int dcx_mlx5_open_poll(dcx_cq_t *super, int max, dcx_wc_t *wc)
     (void)super;
     (void)max;
     (void)wc;
+    return 0;
+}
+
+static int dcx_mlx5_open_ready(const dcx_cq_t *super)
+{
+    (void)super;
     return 0;
 }
 
@@ -283,6 +301,7 @@ void dcx_mlx5_cq_open_init(dcx_mlx5_cq_t *cq, bool raw)
         cq->verbs_poll_pair = cq->super.poll_pair;
         cq->super.poll      = dcx_mlx5_open_poll;
         cq->super.poll_pair = dcx_mlx5_open_poll_pair;
+        cq->super.ready     = dcx_mlx5_open_ready;
     }
 }
 
@@ -331,6 +350,7 @@ static int dcx_mlx5_raw_cq_take(dcx_mlx5_cq_t *cq)
     cq->raw->cqn        = dv.cqn;
     cq->super.poll      = dcx_mlx5_raw_poll;
     cq->super.poll_pair = dcx_mlx5_raw_poll_pair;
+    cq->super.ready     = dcx_mlx5_raw_ready;
     return 0;
 }
 
@@ -345,8 +365,10 @@ int dcx_mlx5_cq_use(dcx_mlx5_cq_t *cq, bool raw, const char *what)
                 return ret;
             }
         } else {
+            /* libmlx5's poll takes what it finds: no look */
             cq->super.poll      = cq->verbs_poll;
             cq->super.poll_pair = cq->verbs_poll_pair;
+            cq->super.ready     = NULL;
         }
         cq->mode = raw ? DCX_MLX5_CQ_RAW : DCX_MLX5_CQ_VERBS;
         return 0;

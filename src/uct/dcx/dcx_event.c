@@ -96,8 +96,7 @@ void uct_dcx_iface_arm_init(uct_dcx_iface_t *iface,
     /* a worker of several threads (UCP's multi-threaded worker makes its
      * UCT worker SERIALIZED) arms under the caller's lock: a look there
      * would hold every other thread's sends back */
-    if ((iface->channel != NULL) && dcx_cq_can_look(iface->rx_cq) &&
-        dcx_cq_can_look(iface->tx_cq) &&
+    if ((iface->channel != NULL) &&
         (iface->super.worker->thread_mode == UCS_THREAD_MODE_SINGLE)) {
         iface->arm.poll = ucs_time_from_sec(config->arm_poll);
     }
@@ -111,6 +110,14 @@ void uct_dcx_iface_arm_init(uct_dcx_iface_t *iface,
  * again, a found answer resuming the looks */
 #define UCT_DCX_ARM_MISSES 4
 #define UCT_DCX_ARM_PROBE  16
+
+/* Whether the device can look at both CQs now: asked at the arm, not when
+ * the interface is made, since a backend may settle how a CQ is polled
+ * only once the first queue uses it */
+static int uct_dcx_iface_can_look(const uct_dcx_iface_t *iface)
+{
+    return dcx_cq_can_look(iface->rx_cq) && dcx_cq_can_look(iface->tx_cq);
+}
 
 static int uct_dcx_iface_arm_ready(uct_dcx_iface_t *iface, unsigned events)
 {
@@ -188,6 +195,7 @@ ucs_status_t uct_dcx_iface_event_arm(uct_iface_h tl_iface, unsigned events)
     }
 
     if ((iface->arm.poll != 0) && (events != 0) &&
+        uct_dcx_iface_can_look(iface) &&
         uct_dcx_iface_arm_look(iface, events)) {
         ucs_trace("dcx: iface %p: work came before arming", iface);
         return UCS_ERR_BUSY;

@@ -247,9 +247,9 @@ static ucs_config_field_t uct_dcx_iface_config_table[] = {
      "The time counts from the first arm after a progress call that found\n"
      "completions, so a process with nothing to do spends it once, then\n"
      "sleeps. 0 .. 1s; 0 = arm at once. Where the device cannot look at its\n"
-     "completion queues without taking their completions (the mlx5 backend),\n"
-     "or on a worker shared by threads (not UCS_THREAD_MODE_SINGLE), arming\n"
-     "is at once whatever the value.",
+     "completion queues without taking their completions (the mlx5 backend\n"
+     "with its raw queues off), or on a worker shared by threads (not\n"
+     "UCS_THREAD_MODE_SINGLE), arming is at once whatever the value.",
      ucs_offsetof(uct_dcx_iface_config_t, arm_poll), UCS_CONFIG_TYPE_TIME},
 
     {NULL}};

@@ -6,7 +6,8 @@
  * completion, at once when armed over completions not yet polled, and at
  * once when armed while the backend itself still holds reports for it (a
  * failed DCI's WRs, reported as flushed from its ring after the hardware's
- * own flush completions were polled and dropped).  Linked with
+ * own flush completions were polled and dropped); a CQ read in memory can
+ * be looked at without taking its completions (dcx_cq_ready).  Linked with
  * libuct_dcx.so and the emulated libraries (gtest_emu_uct; the environment
  * is set in test_emu_uct_strided.cc).
  */
@@ -44,6 +45,25 @@ protected:
                 return nullptr;
             }
         }
+    }
+
+    /* Four WRs of the DCI fail (a wrong DC key): the error and the first
+     * flush report polled, one at a time; the second poll also drops the
+     * hardware's flush CQEs, so the two reports left wait in the backend's
+     * own record, CQ memory empty */
+    void fail_dci()
+    {
+        dcx_wc_t wc;
+
+        for (uint64_t i = 0; i < 4; ++i) {
+            ASSERT_EQ(0, send(10 + i, KEY + 1));
+        }
+        ASSERT_TRUE(poll_one(m_tx_cq, &wc));
+        EXPECT_EQ(DCX_WC_RETRY_EXC_ERR, wc.status);
+        EXPECT_EQ(10u, wc.wr_id);
+        ASSERT_TRUE(poll_one(m_tx_cq, &wc));
+        EXPECT_EQ(DCX_WC_WR_FLUSH_ERR, wc.status);
+        EXPECT_EQ(11u, wc.wr_id);
     }
 
     bool no_event()
@@ -104,16 +124,7 @@ TEST_F(emu_mlx5_events, arm_over_flush_reports_bad_flow)
     dcx_wc_t wc[8];
     int n, total;
 
-    for (uint64_t i = 0; i < 4; ++i) {
-        ASSERT_EQ(0, send(10 + i, KEY + 1)); /* key mismatch: dropped */
-    }
-    ASSERT_TRUE(poll_one(m_tx_cq, wc));
-    EXPECT_EQ(DCX_WC_RETRY_EXC_ERR, wc[0].status);
-    EXPECT_EQ(10u, wc[0].wr_id);
-    /* the next report; this poll also drops the hardware's flush CQEs */
-    ASSERT_TRUE(poll_one(m_tx_cq, wc));
-    EXPECT_EQ(DCX_WC_WR_FLUSH_ERR, wc[0].status);
-    EXPECT_EQ(11u, wc[0].wr_id);
+    ASSERT_NO_FATAL_FAILURE(fail_dci());
 
     ASSERT_EQ(0, dcx_cq_req_notify(m_tx_cq));
     ASSERT_EQ(0, dcx_comp_channel_get_event(m_ch, &cq)) << "not at once";
@@ -142,4 +153,53 @@ TEST_F(emu_mlx5_events, rules_bad_flow)
     EXPECT_EQ(0, dcx_cq_destroy(plain));
     /* a channel with CQs stays */
     EXPECT_EQ(EBUSY, dcx_comp_channel_destroy(m_ch));
+}
+
+/* dcx_cq_ready over CQ memory: a look that takes nothing.  Empty, both CQs
+ * say no; once the device has written the receive's CQE the look says yes,
+ * and again (the first took nothing); the poll takes the completion and the
+ * look says no again */
+TEST_F(emu_mlx5_events, ready_looks_without_taking)
+{
+    double deadline;
+    dcx_wc_t wc;
+
+    ASSERT_TRUE(dcx_cq_can_look(m_rx_cq));
+    ASSERT_TRUE(dcx_cq_can_look(m_tx_cq));
+    EXPECT_EQ(0, dcx_cq_ready(m_rx_cq));
+    EXPECT_EQ(0, dcx_cq_ready(m_tx_cq));
+
+    ASSERT_EQ(0, send(1));
+    deadline = now_sec() + WAIT_MS / 1000.0;
+    while (!dcx_cq_ready(m_rx_cq)) {
+        ASSERT_LT(now_sec(), deadline) << "the receive's CQE never came";
+    }
+    EXPECT_NE(0, dcx_cq_ready(m_rx_cq)) << "the look took the completion";
+    ASSERT_TRUE(poll_one(m_rx_cq, &wc));
+    EXPECT_EQ(DCX_WC_SUCCESS, wc.status);
+    EXPECT_EQ(DCX_WC_RECV, wc.opcode);
+    EXPECT_EQ(0, dcx_cq_ready(m_rx_cq));
+
+    ASSERT_TRUE(poll_one(m_tx_cq, &wc));
+    EXPECT_EQ(1u, wc.wr_id);
+    EXPECT_EQ(0, dcx_cq_ready(m_tx_cq));
+}
+
+/* A DCI that failed with WRs outstanding: the backend's own flush reports
+ * wait in its record, not in CQ memory (emptied by the polls that dropped
+ * the hardware's flush CQEs), and the look sees them too */
+TEST_F(emu_mlx5_events, ready_sees_flush_reports_bad_flow)
+{
+    dcx_wc_t wc[8];
+    int n, total;
+
+    ASSERT_NO_FATAL_FAILURE(fail_dci());
+
+    EXPECT_NE(0, dcx_cq_ready(m_tx_cq)) << "two reports wait";
+    for (total = 0; total < 2; total += n) {
+        n = dcx_cq_poll(m_tx_cq, 8, wc);
+        ASSERT_GT(n, 0);
+    }
+    EXPECT_EQ(0, dcx_cq_ready(m_tx_cq));
+    EXPECT_EQ(0, dcx_cq_poll(m_tx_cq, 8, wc));
 }
