@@ -9,7 +9,9 @@
 # --mlx5-emu, docs/mlx5-emulation.md) -- and last dcx against UCX 1.18.1
 # built from source (test/ucx-versions.sh; DCX_TEST_UCX_VERSIONS), the
 # structure of every source folder in those builds (contrib/structure.sh),
-# that every header compiles on its own (contrib/headers.sh), and checks
+# that every header compiles on its own (contrib/headers.sh), that every
+# operation of the device contract has every backend
+# (contrib/contract-ops.sh), and checks
 # that /etc/apt is as it was after the set-up.  Ends with one line
 # "N passed, N failed".
 #
@@ -189,6 +191,11 @@ step "structure: call pairs and cycles (contrib/structure.sh)" \
 # its folder, its includes at its top (HACKING.md "Rules the tree keeps")
 step "headers: each compiles alone (contrib/headers.sh)" \
     "$top/contrib/headers.sh" "$top/build"
+
+# every operation of the device contract is set by every backend, but
+# those listed with their reason (HACKING.md "Rules the tree keeps")
+step "device contract: no operation for one backend (contrib/contract-ops.sh)" \
+    "$top/contrib/contract-ops.sh"
 
 step "/etc/apt as it was after the set-up" \
     "$top/test/apt-sources.sh" --same-as "$logdir/etc-apt.snapshot"
