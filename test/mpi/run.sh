@@ -34,7 +34,12 @@
 #                        extended regex (e.g. 'mpi/p2p|shmem/atomics')
 #   DCX_TEST_SKIP        skip the programs whose name matches this extended
 #                        regex (after DCX_TEST_ONLY)
-#   DCX_TEST_TIMEOUT     seconds per run (default 120)
+#   DCX_TEST_TIMEOUT     seconds per run (default 120); a run still going
+#                        then has the CPU time of its processes' threads
+#                        (twice, 5 s apart: a spinning process gains time,
+#                        a blocked or starved one none) and their stacks
+#                        (gdb, where installed) written to <log>.stacks
+#                        before it is ended
 #   DCX_TEST_STRICT      1 (default): a run whose output has a UCX error
 #                        line ("UCX  ERROR", any process) fails; 0: such
 #                        lines are only reported on the PASS line
@@ -363,6 +368,59 @@ check_pool() {   # check_pool STATS_DIR NP POLICY NUM_DCI
         }'
 }
 
+# The processes of the program EXE among PID's descendants
+run_procs() {   # run_procs PID EXE
+    local p
+    for p in $(pgrep -P "$1"); do
+        [ "$(readlink -f "/proc/$p/exe" 2>/dev/null)" != "$2" ] || echo "$p"
+        run_procs "$p" "$2"
+    done
+}
+
+# Every thread of the processes: "pid tid name state utime stime" (ticks)
+thread_times() {   # thread_times PID...
+    local p t line rest
+    for p in "$@"; do
+        for t in /proc/"$p"/task/*; do
+            line=$(cat "$t/stat" 2>/dev/null) || continue
+            rest=${line##*) }
+            # shellcheck disable=SC2086
+            set -- $rest
+            echo "$p ${t##*/} $(cat "$t/comm" 2>/dev/null) $1 ${12} ${13}"
+        done
+    done
+}
+
+# Waits for the run PID for SECONDS (a look a second; returns when it
+# ends); a run still going then has what its processes do written to
+# LOG.stacks -- the CPU time of their threads twice, 5 s apart, and their
+# stacks -- so that a hang (threads spinning or asleep with no progress)
+# tells itself from a run too slow for the limit; then it is ended.
+watchdog() {   # watchdog PID SECONDS EXE LOG
+    local pid=$1 limit=$2 exe=$3 log=$4 s p procs
+    for ((s = 0; s < limit; s++)); do
+        sleep 1
+        kill -0 "$pid" 2>/dev/null || return 0
+    done
+    mapfile -t procs < <(run_procs "$pid" "$(readlink -f "$exe")")
+    {
+        echo "== run.sh: the run is past ${limit}s; its processes' threads:"
+        echo "== pid tid name state utime stime (clock ticks), 5 s apart"
+        thread_times "${procs[@]}"
+        sleep 5
+        echo "=="
+        thread_times "${procs[@]}"
+        if command -v gdb >/dev/null; then
+            for p in "${procs[@]}"; do
+                echo "== stacks of pid $p"
+                timeout 30 gdb -p "$p" -batch -ex 'thread apply all bt' \
+                    </dev/null 2>&1
+            done
+        fi
+    } >"$log.stacks" 2>&1
+    kill -TERM "$pid" 2>/dev/null
+}
+
 # ---- run ------------------------------------------------------------------
 t_all=$SECONDS
 run_no=0
@@ -402,17 +460,30 @@ for p in "${progs[@]}"; do
             args+=(-x "UCX_DCX_SOFT_FABRIC=$fabric_prefix-$run_no")
         fi
         # shellcheck disable=SC2086
-        cmd=(timeout -k 10 "$tmo" "$launcher" "${args[@]}" $extra -np "$np" "$exe")
+        # (the watchdog ends the run at $tmo s; timeout's limit is the
+        # bound should the watchdog's look at it not end)
+        cmd=(timeout -k 10 "$((tmo + 900))" "$launcher" "${args[@]}" $extra -np "$np" "$exe")
         echo "${cmd[*]}" >"$log"
+        rm -f "$log.stacks"
         t0=$(date +%s.%N)
-        "${cmd[@]}" >>"$log" 2>&1 </dev/null
+        "${cmd[@]}" >>"$log" 2>&1 </dev/null &
+        run_pid=$!
+        watchdog "$run_pid" "$tmo" "$exe" "$log" &
+        wd_pid=$!
+        wait "$run_pid"
         rc=$?
+        # a run that ended by itself leaves the watchdog a second's sleep
+        # from its next look: ended, not waited for
+        kill "$wd_pid" 2>/dev/null
+        wait "$wd_pid" 2>/dev/null
         # the emulation's table of the fabric outlives its processes
         [ "$emu" = 0 ] || rm -f "/dev/shm/dcx-emu.$(id -u).$fabric_prefix-$run_no"
         dt=$(echo "$(date +%s.%N) $t0" | awk '{printf "%.1f", $1 - $2}')
 
         reason=
-        if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then
+        if [ -e "$log.stacks" ]; then
+            reason="timed out after ${tmo}s (threads' CPU time and stacks: $log.stacks)"
+        elif [ $rc -eq 124 ] || [ $rc -eq 137 ]; then
             reason="timed out after ${tmo}s"
         elif [ $rc -ne 0 ]; then
             reason="exit status $rc"
