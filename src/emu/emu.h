@@ -106,6 +106,11 @@ struct emu_dev {
     /* QPs by number, for completions (emu_dev.c) */
     pthread_mutex_t qp_lock;
     struct emu_qp *qp_map[EMU_QP_MAP_SIZE];
+    /* by number in the port's window (bit n - qpn_base): the DCTs whose
+     * responder scatters short SENDs into the CQE (cs_res up to 64
+     * bytes, emu_qp.c); set at RTR, cleared at destruction, read by the
+     * engine (atomic bytes) */
+    uint8_t scat64[EMU_QPN_SPAN / 8];
     /* the raw command QPs of its tag-matching XRQs (emu_raw.c): inbound
      * packets wait while one has list operations rung and not run.
      * cmd_lock is a leaf: taken under the soft device's engine lock */
@@ -312,6 +317,7 @@ typedef struct emu_qp {
     /* DCT, kept from RESET->INIT for the soft DCT made at INIT->RTR */
     uint64_t dct_key;
     uint32_t dct_access; /* DCX_ACCESS_REMOTE_* */
+    bool scat64;         /* its dctc's cs_res: up to 64 bytes (emu_qp.c) */
     /* RC (emu_rc.c): the requester is the soft DCI, its number send_num
      * (the device's QP map key of DCIs and RC QPs); the responder a soft
      * DCT (resp) whose number is the QP's, taking receives from srq: the
@@ -491,6 +497,20 @@ extern __thread bool emu_qp_sizing_quiet;
 /* Sets the number of a QP whose soft QP was just made (or fails, the soft
  * QP destroyed) */
 int emu_qp_number(emu_qp_t *qp, const char *name);
+/* A DCT with a number: whether the engine scatters its short SENDs into
+ * their CQEs (qp->scat64) is marked by number, on at RTR, off when it goes */
+void emu_dct_scat_mark(emu_qp_t *qp, bool on);
+
+/* Whether the DCT numbered qpn at dev scatters short SENDs into CQEs */
+static inline bool emu_dct_scatters(emu_dev_t *dev, uint32_t qpn)
+{
+    uint32_t i = qpn - dev->qpn_base;
+
+    return (i < EMU_QPN_SPAN) &&
+           ((__atomic_load_n(&dev->scat64[i / 8], __ATOMIC_ACQUIRE) >>
+             (i % 8)) &
+            1);
+}
 
 /* emu_sq.c: a QP's send queue of WRs posted and not retired (sq_lock held
  * by the first two) */

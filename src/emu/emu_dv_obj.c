@@ -75,8 +75,13 @@ static struct emu_raw_rq *emu_dv_rq(emu_qbuf_t *qb, emu_srq_t *srq,
     rq->linked  = linked;
     rq->hdr     = seg;
     rq->dbrec   = dbrec;
-    rq->buf     = emu_dv_alloc(qb, (size_t)rq->wqe_cnt * rq->stride, "an RQ");
+    /* an SRQ's responders may scatter into CQEs (emu_raw_rq.c) */
+    rq->keep    = linked ? calloc(rq->wqe_cnt, sizeof(*rq->keep)) : NULL;
+    rq->buf     = ((rq->keep != NULL) || !linked) ?
+                      emu_dv_alloc(qb, (size_t)rq->wqe_cnt * rq->stride, "an RQ") :
+                      NULL;
     if (rq->buf == NULL) {
+        free(rq->keep);
         free(rq);
         return NULL;
     }

@@ -214,6 +214,44 @@ int emu_qp_number(emu_qp_t *qp, const char *name)
     return 0;
 }
 
+void emu_dct_scat_mark(emu_qp_t *qp, bool on)
+{
+    emu_dev_t *dev = qp->ctx->dev;
+    uint32_t i     = qp->qpx.qp_base.qp_num - dev->qpn_base;
+
+    if (!qp->scat64 || (i >= EMU_QPN_SPAN)) {
+        return;
+    }
+    if (on) {
+        __atomic_or_fetch(&dev->scat64[i / 8], (uint8_t)(1u << (i % 8)),
+                          __ATOMIC_RELEASE);
+    } else {
+        __atomic_and_fetch(&dev->scat64[i / 8], (uint8_t) ~(1u << (i % 8)),
+                           __ATOMIC_RELEASE);
+    }
+}
+
+/* A DCT's responder scatter-to-CQE, as rdma-core 44 and mlx5_ib set it
+ * up: libmlx5 asks for it on every QP unless MLX5_SCATTER_TO_CQE is "0"
+ * or the DCT is created with MLX5DV_QP_CREATE_DISABLE_SCATTER_TO_CQE
+ * (the device reports the DCT flavour of it), and the kernel then gives a
+ * DCT the mode "up to 64 bytes" only when its receive CQ has 128-byte
+ * CQEs: a DCT has no 32-byte mode */
+static bool emu_dct_scatter(const emu_cq_t *recv_cq,
+                            const struct mlx5dv_qp_init_attr *dv)
+{
+    const char *env = getenv("MLX5_SCATTER_TO_CQE");
+
+    if ((dv->comp_mask & MLX5DV_QP_INIT_ATTR_MASK_QP_CREATE_FLAGS) &&
+        (dv->create_flags & MLX5DV_QP_CREATE_DISABLE_SCATTER_TO_CQE)) {
+        return false;
+    }
+    if ((env != NULL) && (strcmp(env, "0") == 0)) {
+        return false;
+    }
+    return recv_cq->cqe_size == 128;
+}
+
 /* ------------------------------------------------------------------------
  * Creation
  * ------------------------------------------------------------------------ */
@@ -533,6 +571,7 @@ static struct ibv_qp *emu_qp_create(struct ibv_context *context,
     if (qp->kind == EMU_QP_DCT) {
         qp->srq     = (emu_srq_t *)attr->srq;
         qp->dct_key = dv->dc_init_attr.dct_access_key;
+        qp->scat64  = emu_dct_scatter(qp->recv_cq, dv);
         __atomic_add_fetch(&qp->srq->refs, 1, __ATOMIC_RELEASE);
         qp->qpx.qp_base.qp_num = 0; /* the DCT's number comes at RTR */
     } else {
@@ -668,6 +707,7 @@ int ibv_destroy_qp(struct ibv_qp *ibqp)
     emu_async_qp_forget(qp);
     emu_async_qp_wait_acks(qp);
     if (qp->kind == EMU_QP_DCT) {
+        emu_dct_scat_mark(qp, false);
         __atomic_sub_fetch(&qp->srq->refs, 1, __ATOMIC_RELEASE);
     } else {
         emu_qp_map_del(dev, qp);

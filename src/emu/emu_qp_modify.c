@@ -237,7 +237,11 @@ static int emu_dct_to_rtr(emu_qp_t *qp, const struct ibv_qp_attr *a)
     if (ret != 0) {
         return ret;
     }
-    return emu_qp_number(qp, qp->qpx.qp_base.context->device->name);
+    ret = emu_qp_number(qp, qp->qpx.qp_base.context->device->name);
+    if (ret == 0) {
+        emu_dct_scat_mark(qp, true);
+    }
+    return ret;
 }
 
 int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int attr_mask)

@@ -89,10 +89,30 @@ struct emu_raw_rq {
     uint16_t taken;         /* WQEs the device took (its counter) */
     uint16_t head;          /* an SRQ: the next WQE to take */
     uint64_t *grh;          /* a UD QP's: first buffer of each WQE */
+    /* an SRQ's, per WQE: where its first EMU_SCAT_MAX bytes go and what
+     * they held when the device took it (emu_raw_rq_scatter) */
+    struct emu_raw_keep *keep;
     struct emu_raw_rq *next;
     struct emu_srq *srq; /* the soft SRQ it feeds */
     /* the engine's pass over it (emu_raw_rq_run), set by its maker */
     unsigned (*run)(struct emu_raw_rq *rq);
+};
+
+/* The most bytes a responder scatters into a CQE: the first half of a
+ * 128-byte one (a DCT's cs_res "up to 64 bytes") */
+#define EMU_SCAT_MAX      64u
+#define EMU_RAW_KEEP_SGES 4u
+
+/* A receive WQE's first EMU_SCAT_MAX bytes of buffer (over at most
+ * EMU_RAW_KEEP_SGES of its entries; 'bytes' of them, fewer when the
+ * buffers are shorter or more entries would be needed) and what they held
+ * when the device took the WQE */
+struct emu_raw_keep {
+    uint64_t addr[EMU_RAW_KEEP_SGES];
+    uint32_t len[EMU_RAW_KEEP_SGES];
+    uint32_t n;
+    uint32_t bytes;
+    uint8_t data[EMU_SCAT_MAX];
 };
 
 /* A CQ in application memory */
@@ -271,6 +291,12 @@ int emu_xrq_list_op(emu_qp_t *qp, const struct mlx5_wqe_tm_seg *seg,
 
 /* emu_raw_rq.c: new receive WQEs into the soft SRQ; how many */
 unsigned emu_raw_rq_run(struct emu_raw_rq *rq);
+/* A SEND of len bytes that the soft device put in the buffers of the WQE
+ * idx of rq (an SRQ's), scattered into the CQE instead: its bytes copied
+ * to dst and the buffers given back what they held, as the HCA leaves
+ * them; false (nothing done) when rq kept fewer than len of its bytes */
+bool emu_raw_rq_scatter(struct emu_raw_rq *rq, uint16_t idx, uint32_t len,
+                        uint8_t *dst);
 
 /* emu_raw_cq.c: soft completions of cq written as CQEs; how many */
 unsigned emu_raw_cq_run(emu_cq_t *cq);

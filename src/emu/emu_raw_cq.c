@@ -19,6 +19,7 @@
  * channel once a CQE lies past the armed consumer index.  The record's
  * arm word starts at a value no arm writes, so the first arm is seen.
  */
+#include "emu/emu_devx.h"
 #include "emu/emu_raw.h"
 
 #include <string.h>
@@ -46,14 +47,23 @@ static struct mlx5_cqe64 *emu_raw_cqe(struct emu_raw_cq *rc)
                                  sizeof(struct mlx5_cqe64));
 }
 
-static void emu_raw_cqe_commit(struct emu_raw_cq *rc, struct mlx5_cqe64 *cqe,
-                               uint8_t opcode)
+/* op_own last: the opcode, the format (MLX5_INLINE_SCATTER_*, or 0) and
+ * the owner bit of the pass */
+static void emu_raw_cqe_commit_fmt(struct emu_raw_cq *rc,
+                                   struct mlx5_cqe64 *cqe, uint8_t opcode,
+                                   uint8_t fmt)
 {
     uint8_t owner = (rc->pi & rc->cqe_cnt) ? MLX5_CQE_OWNER_MASK : 0;
 
-    __atomic_store_n(&cqe->op_own, (uint8_t)((opcode << 4) | owner),
+    __atomic_store_n(&cqe->op_own, (uint8_t)((opcode << 4) | fmt | owner),
                      __ATOMIC_RELEASE);
     rc->pi++;
+}
+
+static void emu_raw_cqe_commit(struct emu_raw_cq *rc, struct mlx5_cqe64 *cqe,
+                               uint8_t opcode)
+{
+    emu_raw_cqe_commit_fmt(rc, cqe, opcode, 0);
 }
 
 void emu_raw_cq_req(emu_cq_t *cq, uint32_t qpn, uint16_t wqe_counter,
@@ -96,6 +106,31 @@ static void emu_raw_cqe_error(struct emu_raw_cq *rc, const dcx_wc_t *wc,
                        recv ? MLX5_CQE_RESP_ERR : MLX5_CQE_REQ_ERR);
 }
 
+/* The format of a SEND's CQE: MLX5_INLINE_SCATTER_64 with its bytes in
+ * the first half of the 128-byte CQE when its DCT scatters (emu_qp.c),
+ * else 0, its bytes in the receive's buffers.  A DCT has only the 64-byte
+ * mode, on 128-byte CQEs; an RDMA WRITE's immediate brings no bytes. */
+static uint8_t emu_raw_cqe_scatter(emu_dev_t *dev, struct emu_raw_cq *rc,
+                                   struct mlx5_cqe64 *cqe, const dcx_wc_t *wc,
+                                   uint32_t qpn, uint8_t opcode)
+{
+    emu_srq_t *srq;
+
+    if ((opcode == MLX5_CQE_RESP_WR_IMM) || (wc->byte_len == 0) ||
+        (wc->byte_len > EMU_SCAT_MAX) || (rc->cqe_size != 128) ||
+        !emu_dct_scatters(dev, qpn)) {
+        return 0;
+    }
+    srq = emu_num_find(dev, EMU_NUM_SRQ,
+                       (uint32_t)(wc->wr_id >> 32) & 0xffffff);
+    if ((srq == NULL) || (srq->raw == NULL) ||
+        !emu_raw_rq_scatter(srq->raw, (uint16_t)wc->wr_id, wc->byte_len,
+                            (uint8_t *)cqe - EMU_SCAT_MAX)) {
+        return 0;
+    }
+    return MLX5_INLINE_SCATTER_64;
+}
+
 /* A receive's CQE; a UD QP's receive gives its GRH flag and source LID
  * from the buffer's first 40 bytes */
 static void emu_raw_cqe_recv(emu_dev_t *dev, struct emu_raw_cq *rc,
@@ -121,7 +156,8 @@ static void emu_raw_cqe_recv(emu_dev_t *dev, struct emu_raw_cq *rc,
                                   (ext.grh ? (1u << 28) : 0));
     cqe->slid           = htobe16(ext.slid);
     cqe->wqe_counter    = htobe16((uint16_t)wc->wr_id);
-    emu_raw_cqe_commit(rc, cqe, opcode);
+    emu_raw_cqe_commit_fmt(rc, cqe, opcode,
+                           emu_raw_cqe_scatter(dev, rc, cqe, wc, qpn, opcode));
 }
 
 /* A list operation's CQE (NO_PACKET): its slot, whether a REMOVE took an

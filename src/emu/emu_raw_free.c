@@ -17,6 +17,7 @@ static void emu_dv_rq_free(struct emu_raw_rq *rq, const emu_qbuf_t *qb)
 {
     if (rq != NULL) {
         free(rq->grh);
+        free(rq->keep);
         if (!rq->ext && !emu_qbuf_owns(qb, rq->buf)) {
             free(rq->buf);
         }
