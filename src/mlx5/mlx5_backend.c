@@ -16,6 +16,7 @@ typedef struct dcx_mlx5_params {
     uint32_t enable; /* MLX5 */
     uint32_t raw;    /* MLX5_RAW */
     uint32_t tm;     /* MLX5_TM */
+    uint32_t ip;     /* MLX5_RECV_IN_PLACE */
 } dcx_mlx5_params_t;
 
 static int dcx_mlx5_backend_list(const void *block, dcx_dev_info_t *out,
@@ -27,7 +28,8 @@ static int dcx_mlx5_backend_list(const void *block, dcx_dev_info_t *out,
         *count_p = 0;
         return 0;
     }
-    return dcx_mlx5_list(out, max, count_p, params->raw != 0, params->tm != 0);
+    return dcx_mlx5_list(out, max, count_p, params->raw != 0, params->tm != 0,
+                         params->ip != 0);
 }
 
 static const dcx_param_t dcx_mlx5_params[] = {
@@ -59,6 +61,21 @@ static const dcx_param_t dcx_mlx5_params[] = {
          "and an InfiniBand port); with n, the device reports none.",
      .type   = DCX_PARAM_BOOL,
      .offset = offsetof(dcx_mlx5_params_t, tm),
+     .size   = sizeof(uint32_t),
+     .min    = 0,
+     .max    = 1},
+    {.name = "MLX5_RECV_IN_PLACE",
+     .dflt = "n",
+     .doc =
+         "Give 128-byte CQEs to CQs and let the DCT of an SRQ that asks for\n"
+         "receives in place scatter a SEND of up to 64 bytes into its CQE,\n"
+         "which the completion then points at (raw queues, and a self-test\n"
+         "at open that sees it happen).  Costs twice the CQ memory and some\n"
+         "instructions per message, for the payload arriving with its CQE;\n"
+         "off by default, as UCX's own mlx5 transports keep receive inline\n"
+         "scatter (RX_INLINE) off.  With n, messages go to the buffers.",
+     .type   = DCX_PARAM_BOOL,
+     .offset = offsetof(dcx_mlx5_params_t, ip),
      .size   = sizeof(uint32_t),
      .min    = 0,
      .max    = 1}};

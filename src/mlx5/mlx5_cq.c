@@ -171,6 +171,7 @@ int dcx_mlx5_cq_create_on(dcx_dev_t *super, uint32_t cqe,
                           dcx_mlx5_cq_t **cq_p)
 {
     dcx_mlx5_dev_t *dev = dcx_mlx5_dev(super);
+    struct mlx5dv_cq_init_attr dv_attr;
     struct ibv_cq_init_attr_ex attr;
     dcx_mlx5_cq_t *cq;
     int ret;
@@ -190,11 +191,18 @@ int dcx_mlx5_cq_create_on(dcx_dev_t *super, uint32_t cqe,
     attr.wc_flags   = DCX_MLX5_CQ_WC_FLAGS;
     attr.channel    = channel;
     attr.cq_context = cq; /* found again by ibv_get_cq_event */
-    cq->cq          = ibv_create_cq_ex(dev->ctx, &attr);
+    /* 128-byte CQEs: a DCT scatters short SENDs into the first half
+     * (mlx5_raw_cq.c) */
+    memset(&dv_attr, 0, sizeof(dv_attr));
+    dv_attr.comp_mask = MLX5DV_CQ_INIT_ATTR_MASK_CQE_SIZE;
+    dv_attr.cqe_size  = 128;
+    errno             = 0;
+    cq->cq = dev->cqe128 ? mlx5dv_create_cq(dev->ctx, &attr, &dv_attr) :
+                           ibv_create_cq_ex(dev->ctx, &attr);
     if (cq->cq == NULL) {
         ret = errno ? errno : ENOMEM;
-        dcx_error("%s: cq: ibv_create_cq_ex(%u entries) failed: %s",
-                  super->caps.name, cqe, strerror(ret));
+        dcx_error("%s: cq: create_cq(%u entries of %u bytes) failed: %s",
+                  super->caps.name, cqe, dev->cqe128 ? 128 : 64, strerror(ret));
         free(cq);
         return ret;
     }
@@ -203,6 +211,9 @@ int dcx_mlx5_cq_create_on(dcx_dev_t *super, uint32_t cqe,
     cq->super.cqe       = (uint32_t)ibv_cq_ex_to_cq(cq->cq)->cqe;
     cq->super.poll      = dcx_mlx5_cq_poll;
     cq->super.poll_pair = dcx_mlx5_cq_poll_pair;
+    cq->super.release   = (super->caps.flags & DCX_CAP_RECV_IN_PLACE) ?
+                              dcx_mlx5_raw_cq_release :
+                              NULL;
     dcx_mlx5_cq_open_init(cq, dev->raw);
     *cq_p = cq;
     return 0;

@@ -37,7 +37,7 @@ static void dcx_mlx5_report_none(const char *why, int err)
 }
 
 int dcx_mlx5_list(dcx_dev_info_t *out, unsigned max, unsigned *count_p,
-                  bool raw, bool tm)
+                  bool raw, bool tm, bool ip)
 {
     struct ibv_device **list;
     unsigned count = 0;
@@ -70,6 +70,7 @@ int dcx_mlx5_list(dcx_dev_info_t *out, unsigned max, unsigned *count_p,
         out[count].index         = (unsigned)i;
         out[count].priv.bytes[0] = raw;
         out[count].priv.bytes[1] = tm;
+        out[count].priv.bytes[2] = ip;
         ++count;
     }
     ibv_free_device_list(list);
@@ -486,6 +487,7 @@ int dcx_mlx5_open(const dcx_dev_info_t *info, dcx_dev_t **dev_p)
     dev->super.backend = &dcx_mlx5_backend;
     dev->raw           = info->priv.bytes[0] != 0;
     dev->tm_on         = info->priv.bytes[1] != 0;
+    dev->cqe128        = dev->raw && (info->priv.bytes[2] != 0);
 
     dev->ctx = dcx_mlx5_open_context(ibdev, &dev->devx);
     ibv_free_device_list(list);
@@ -559,6 +561,8 @@ int dcx_mlx5_open(const dcx_dev_info_t *info, dcx_dev_t **dev_p)
     dcx_mlx5_umr_probe(dev, &dattr);
     /* tag matching on DC (mlx5_xrq.c) */
     dcx_mlx5_tm_probe(dev, &dattr);
+    /* short SENDs completed in their CQEs (mlx5_ip_probe.c) */
+    dcx_mlx5_ip_probe(dev);
     /* wake-up events where the context gives completion channels */
     if (dcx_mlx5_channel_probe(dev)) {
         dev->super.caps.flags |= DCX_CAP_CQ_EVENT;

@@ -53,6 +53,10 @@ typedef struct dcx_mlx5_dev {
     bool raw;
     /* Tag matching offered where the device has it (knob MLX5_TM) */
     bool tm_on;
+    /* CQs get 128-byte CQEs, so that a DCT scatters a SEND of up to 64
+     * bytes into the first half of one (knob MLX5_RECV_IN_PLACE, raw
+     * queues; dropped when the self-test at open sees no scatter) */
+    bool cqe128;
     /* 4-byte masked atomics fetch their value in network order (the
      * self-test found it; the host-order mode is for 8-byte operands):
      * each completion turns it to host order (mlx5_raw_sq.c) */
@@ -92,6 +96,9 @@ typedef struct dcx_mlx5_raw_srq {
     uint16_t counter; /* WQEs posted (the doorbell record) */
     uint64_t *wr_id;  /* per WQE index */
     uint64_t *first;  /* per WQE index: its first buffer (CQE scatter) */
+    /* DCX_SRQ_F_IN_PLACE: a message scattered into its CQE completes
+     * there (DCX_WC_FLAG_IN_PLACE), not copied to the buffer */
+    bool in_place;
 } dcx_mlx5_raw_srq_t;
 
 struct dcx_mlx5_srq {
@@ -108,6 +115,10 @@ struct dcx_mlx5_srq {
                   dcx_wc_t *wc);
 };
 
+/* Receives in place one poll of a raw CQ returns at most; past them, a
+ * poll copies scattered messages into their buffers */
+#define DCX_MLX5_IP_MAX 64
+
 /* A CQ the backend polls in memory (mlx5_raw_cq.c) */
 typedef struct dcx_mlx5_raw_cq {
     uint8_t *buf64; /* the buffer + CQE size - 64: a CQE's 64 bytes */
@@ -123,6 +134,13 @@ typedef struct dcx_mlx5_raw_cq {
     bool multi_srq;      /* more than one: found through the DCT */
     /* the tag-matching SRQ whose list operations complete here (one) */
     dcx_mlx5_srq_t *tm_srq;
+    /* Receives in place the last poll returned (mlx5_raw_cq.c): ip_ci[k]
+     * is the index of the k-th, ip_ci[ip_n] the consumer index after the
+     * poll.  The doorbell record says ip_ci[ip_n - ip_left], so the HCA
+     * writes no slot the caller still reads */
+    uint32_t ip_n;
+    uint32_t ip_left; /* not released yet: the last ip_left of them */
+    uint32_t ip_ci[DCX_MLX5_IP_MAX + 1];
 } dcx_mlx5_raw_cq_t;
 
 /* How a CQ is polled: decided by the first queue that uses it */
@@ -239,7 +257,7 @@ extern const dcx_dev_ops_t dcx_mlx5_dev_ops;
 /* raw: the devices' queues are written and read in memory (MLX5_RAW);
  * tm: tag matching where the device has it (MLX5_TM) */
 int dcx_mlx5_list(dcx_dev_info_t *out, unsigned max, unsigned *count_p,
-                  bool raw, bool tm);
+                  bool raw, bool tm, bool ip);
 int dcx_mlx5_open(const dcx_dev_info_t *info, dcx_dev_t **dev_p);
 
 /* mlx5_hca.c: QUERY_HCA_CAP of the current capabilities of a type into
@@ -253,6 +271,11 @@ uint32_t dcx_mlx5_atomic_masked_caps(dcx_mlx5_dev_t *dev);
  * flags of those that work, in host order or (4-byte masked, which sets
  * dev->atomic4_be) in network order; what fails is logged and dropped */
 uint32_t dcx_mlx5_atomic_selftest(dcx_mlx5_dev_t *dev);
+
+/* mlx5_ip_probe.c: with dev->cqe128, whether a short SEND to the device's
+ * own DCT completes in place: DCX_CAP_RECV_IN_PLACE, or (logged at debug)
+ * neither it nor dev->cqe128 */
+void dcx_mlx5_ip_probe(dcx_mlx5_dev_t *dev);
 
 /* mlx5_srq.c */
 int dcx_mlx5_srq_create(dcx_pd_t *pd, const dcx_srq_attr_t *attr,
@@ -307,6 +330,8 @@ int dcx_mlx5_cq_use(dcx_mlx5_cq_t *cq, bool raw, const char *what);
  * when the device's raw queues are on, else through libmlx5 */
 void dcx_mlx5_cq_open_init(dcx_mlx5_cq_t *cq, bool raw);
 void dcx_mlx5_raw_cq_free(dcx_mlx5_cq_t *cq);
+/* dcx_cq_release of a CQ of a device with DCX_CAP_RECV_IN_PLACE */
+void dcx_mlx5_raw_cq_release(dcx_cq_t *cq);
 /* Removes the CQEs of QP qpn not polled yet (a QP moved to RESET) */
 void dcx_mlx5_raw_cq_clean(dcx_mlx5_cq_t *cq, uint32_t qpn);
 /* Arms the CQ for its next completion (raw CQs' doorbell) */

@@ -613,6 +613,13 @@ static int dcx_mlx5_dct_create(dcx_mlx5_qp_t *qp, dcx_mlx5_pd_t *pd)
     dv_attr.comp_mask = MLX5DV_QP_INIT_ATTR_MASK_DC;
     dv_attr.dc_init_attr.dc_type        = MLX5DV_DCTYPE_DCT;
     dv_attr.dc_init_attr.dct_access_key = a->dc_key;
+    /* libmlx5 asks for scatter-to-CQE unless told not to: kept only where
+     * the SRQ reads its receives in place, so that no message is copied
+     * out of a CQE into its buffer */
+    if ((srq->raw == NULL) || !srq->raw->in_place) {
+        dv_attr.comp_mask |= MLX5DV_QP_INIT_ATTR_MASK_QP_CREATE_FLAGS;
+        dv_attr.create_flags = MLX5DV_QP_CREATE_DISABLE_SCATTER_TO_CQE;
+    }
 
     errno  = 0;
     qp->qp = mlx5dv_create_qp(dev->ctx, &attr, &dv_attr);

@@ -20,6 +20,15 @@
  * WR up to it.  A receive CQE names the SRQ WQE its message took, handed
  * back to the SRQ's free list at once.  An error CQE carries the PRM's
  * syndrome, translated as libmlx5 does.
+ *
+ * A SEND the HCA scattered into its CQE (a DCT on 128-byte CQEs: up to 64
+ * bytes in the first half) completes there when its SRQ asked for
+ * receives in place: wc->data points at the CQE, and the doorbell record
+ * stays at that CQE until the caller releases it or polls again, so that
+ * the HCA cannot write the slot while it is read.  Else, and for the rest
+ * of a poll past DCX_MLX5_IP_MAX of them, the bytes are copied to the
+ * receive's first buffer, as libmlx5 copies them.  Tag-matching and error
+ * CQEs never carry a message.
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
@@ -74,12 +83,15 @@ static dcx_mlx5_srq_t *dcx_mlx5_raw_srq_of(dcx_mlx5_cq_t *cq, uint32_t qpn)
 }
 
 /* A receive's CQE (opcode, or RESP_ERR); 1 with *wc filled */
-static int dcx_mlx5_raw_recv(dcx_mlx5_cq_t *cq, const struct mlx5_cqe64 *cqe,
-                             uint8_t opcode, dcx_wc_t *wc)
+static inline __attribute__((always_inline)) int
+dcx_mlx5_raw_recv(dcx_mlx5_cq_t *cq, const struct mlx5_cqe64 *cqe,
+                  uint8_t opcode, dcx_wc_t *wc)
 {
-    uint32_t qpn = be32toh(cqe->sop_drop_qpn) & 0xffffff;
+    uint32_t qpn          = be32toh(cqe->sop_drop_qpn) & 0xffffff;
+    dcx_mlx5_raw_cq_t *rc = cq->raw;
     const struct mlx5_err_cqe *err;
     dcx_mlx5_srq_t *srq;
+    const void *data;
     uint16_t idx;
     void *buf;
 
@@ -115,21 +127,28 @@ static int dcx_mlx5_raw_recv(dcx_mlx5_cq_t *cq, const struct mlx5_cqe64 *cqe,
         wc->flags |= DCX_WC_FLAG_WITH_IMM;
         wc->imm = be32toh(cqe->imm_inval_pkey);
     }
-    /* a short message the HCA scattered into the CQE itself, for the
-     * receive's first buffer (which its WQE's done left recorded) */
+    /* a short message the HCA scattered into the CQE itself: read there,
+     * or copied to the receive's first buffer (which its WQE's done left
+     * recorded) */
     if (cqe->op_own & (MLX5_INLINE_SCATTER_32 | MLX5_INLINE_SCATTER_64)) {
+        data = (cqe->op_own & MLX5_INLINE_SCATTER_32) ? (const void *)cqe :
+                                                        (const void *)(cqe - 1);
+        if (srq->raw->in_place && (rc->ip_n < DCX_MLX5_IP_MAX)) {
+            rc->ip_ci[rc->ip_n++] = rc->ci - 1; /* the poll passed it */
+            wc->flags |= DCX_WC_FLAG_IN_PLACE;
+            wc->data = data;
+            return 1;
+        }
         buf = (void *)(uintptr_t)srq->raw->first[idx & (srq->raw->wqe_cnt - 1)];
-        memcpy(buf,
-               (cqe->op_own & MLX5_INLINE_SCATTER_32) ? (const void *)cqe :
-                                                        (const void *)(cqe - 1),
-               wc->byte_len);
+        memcpy(buf, data, wc->byte_len);
     }
     return 1;
 }
 
 /* A DCI's CQE (REQ or REQ_ERR); 1 with *wc filled */
-static int dcx_mlx5_raw_send(dcx_mlx5_cq_t *cq, const struct mlx5_cqe64 *cqe,
-                             uint8_t opcode, dcx_wc_t *wc)
+static inline __attribute__((always_inline)) int
+dcx_mlx5_raw_send(dcx_mlx5_cq_t *cq, const struct mlx5_cqe64 *cqe,
+                  uint8_t opcode, dcx_wc_t *wc)
 {
     const struct mlx5_err_cqe *err = (const struct mlx5_err_cqe *)cqe;
     uint32_t qpn                   = be32toh(cqe->sop_drop_qpn) & 0xffffff;
@@ -171,8 +190,10 @@ static int dcx_mlx5_raw_send(dcx_mlx5_cq_t *cq, const struct mlx5_cqe64 *cqe,
     return dcx_mlx5_cq_dci_done(cq, qp, &c, wc);
 }
 
-static int dcx_mlx5_raw_one(dcx_mlx5_cq_t *cq, const struct mlx5_cqe64 *cqe,
-                            dcx_wc_t *wc)
+/* Inline in both polls (with and without receives in place), as the
+ * completion's whole work */
+static inline __attribute__((always_inline)) int
+dcx_mlx5_raw_one(dcx_mlx5_cq_t *cq, const struct mlx5_cqe64 *cqe, dcx_wc_t *wc)
 {
     uint8_t opcode = cqe->op_own >> 4;
 
@@ -209,27 +230,81 @@ static int dcx_mlx5_raw_poll_flush(dcx_mlx5_cq_t *cq, int n, int max,
     return n;
 }
 
-/* The rest of a poll that found cqe, software's, at the consumer index:
- * out of line, so that an empty poll is one load and two tests */
-static int __attribute__((noinline))
-dcx_mlx5_raw_poll_found(dcx_mlx5_cq_t *cq, struct mlx5_cqe64 *cqe, int max,
-                        dcx_wc_t *wc)
+/* The rest of a poll that found cqe, software's, at the consumer index.
+ * ip: the CQ has 128-byte CQEs, into which a DCT may scatter receives
+ * that complete in place, and the doorbell record stays at the first one
+ * the poll returns; the polls of other CQs keep none of that bookkeeping
+ * (chosen when the CQ is taken). */
+static inline __attribute__((always_inline)) int
+dcx_mlx5_raw_poll_found_inl(dcx_mlx5_cq_t *cq, struct mlx5_cqe64 *cqe, int max,
+                            dcx_wc_t *wc, const bool ip)
 {
     dcx_mlx5_raw_cq_t *rc = cq->raw;
     int n                 = 0;
 
+    if (ip) {
+        rc->ip_n = 0; /* the last poll's receives in place are released */
+    }
     do {
         __atomic_thread_fence(__ATOMIC_ACQUIRE); /* the CQE after op_own */
         rc->ci++;
         n += dcx_mlx5_raw_one(cq, cqe, &wc[n]);
     } while ((n < max) && ((cqe = dcx_mlx5_raw_cqe_sw(rc, rc->ci)) != NULL));
     __atomic_thread_fence(__ATOMIC_RELEASE); /* read before freed */
-    rc->dbrec[DCX_MLX5_CQ_SET_CI] = htobe32(rc->ci & 0xffffff);
+    if (ip) {
+        rc->ip_left                   = rc->ip_n;
+        rc->ip_ci[rc->ip_n]           = rc->ci;
+        rc->dbrec[DCX_MLX5_CQ_SET_CI] = htobe32(rc->ip_ci[0] & 0xffffff);
+    } else {
+        rc->dbrec[DCX_MLX5_CQ_SET_CI] = htobe32(rc->ci & 0xffffff);
+    }
     return dcx_mlx5_raw_poll_flush(cq, n, max, wc);
 }
 
+/* Out of line, so that an empty poll is one load and two tests */
+static int __attribute__((noinline))
+dcx_mlx5_raw_poll_found(dcx_mlx5_cq_t *cq, struct mlx5_cqe64 *cqe, int max,
+                        dcx_wc_t *wc)
+{
+    return dcx_mlx5_raw_poll_found_inl(cq, cqe, max, wc, false);
+}
+
+static int __attribute__((noinline))
+dcx_mlx5_raw_poll_found_ip(dcx_mlx5_cq_t *cq, struct mlx5_cqe64 *cqe, int max,
+                           dcx_wc_t *wc)
+{
+    return dcx_mlx5_raw_poll_found_inl(cq, cqe, max, wc, true);
+}
+
+/* The doorbell record at the oldest receive in place not released, or
+ * past the last CQE taken */
+static inline void dcx_mlx5_raw_set_ci(dcx_mlx5_raw_cq_t *rc)
+{
+    __atomic_thread_fence(__ATOMIC_RELEASE); /* read before freed */
+    rc->dbrec[DCX_MLX5_CQ_SET_CI] = htobe32(rc->ip_ci[rc->ip_n - rc->ip_left] &
+                                            0xffffff);
+}
+
+void dcx_mlx5_raw_cq_release(dcx_cq_t *super)
+{
+    dcx_mlx5_raw_cq_t *rc = ((dcx_mlx5_cq_t *)super)->raw;
+
+    if ((rc != NULL) && (rc->ip_left != 0)) {
+        rc->ip_left--;
+        dcx_mlx5_raw_set_ci(rc);
+    }
+}
+
+/* A poll that found nothing releases the last one's receives in place */
+static void __attribute__((noinline))
+dcx_mlx5_raw_release_all(dcx_mlx5_raw_cq_t *rc)
+{
+    rc->ip_left = 0;
+    dcx_mlx5_raw_set_ci(rc);
+}
+
 static inline __attribute__((always_inline)) int
-dcx_mlx5_raw_poll_inl(dcx_cq_t *super, int max, dcx_wc_t *wc)
+dcx_mlx5_raw_poll_inl(dcx_cq_t *super, int max, dcx_wc_t *wc, const bool ip)
 {
     dcx_mlx5_cq_t *cq      = (dcx_mlx5_cq_t *)super;
     struct mlx5_cqe64 *cqe = dcx_mlx5_raw_cqe_sw(cq->raw, cq->raw->ci);
@@ -238,7 +313,11 @@ dcx_mlx5_raw_poll_inl(dcx_cq_t *super, int max, dcx_wc_t *wc)
         return 0;
     }
     if (cqe != NULL) {
-        return dcx_mlx5_raw_poll_found(cq, cqe, max, wc);
+        return ip ? dcx_mlx5_raw_poll_found_ip(cq, cqe, max, wc) :
+                    dcx_mlx5_raw_poll_found(cq, cqe, max, wc);
+    }
+    if (ip && __builtin_expect(cq->raw->ip_left != 0, 0)) {
+        dcx_mlx5_raw_release_all(cq->raw);
     }
     return (cq->flush_head == NULL) ? 0 :
                                       dcx_mlx5_raw_poll_flush(cq, 0, max, wc);
@@ -246,7 +325,12 @@ dcx_mlx5_raw_poll_inl(dcx_cq_t *super, int max, dcx_wc_t *wc)
 
 static int dcx_mlx5_raw_poll(dcx_cq_t *super, int max, dcx_wc_t *wc)
 {
-    return dcx_mlx5_raw_poll_inl(super, max, wc);
+    return dcx_mlx5_raw_poll_inl(super, max, wc, false);
+}
+
+static int dcx_mlx5_raw_poll_ip(dcx_cq_t *super, int max, dcx_wc_t *wc)
+{
+    return dcx_mlx5_raw_poll_inl(super, max, wc, true);
 }
 
 /* dcx_cq_ready(): a CQE software owns at the consumer index (read, not
@@ -264,7 +348,16 @@ static int dcx_mlx5_raw_ready(const dcx_cq_t *super)
 static int dcx_mlx5_raw_poll_pair(dcx_cq_t *super, dcx_cq_t *other, int max,
                                   dcx_wc_t *wc, int *n_other_p)
 {
-    int n = dcx_mlx5_raw_poll_inl(super, max, wc);
+    int n = dcx_mlx5_raw_poll_inl(super, max, wc, false);
+
+    *n_other_p = other->poll(other, max, wc + max);
+    return n;
+}
+
+static int dcx_mlx5_raw_poll_pair_ip(dcx_cq_t *super, dcx_cq_t *other, int max,
+                                     dcx_wc_t *wc, int *n_other_p)
+{
+    int n = dcx_mlx5_raw_poll_inl(super, max, wc, true);
 
     *n_other_p = other->poll(other, max, wc + max);
     return n;
@@ -345,12 +438,19 @@ static int dcx_mlx5_raw_cq_take(dcx_mlx5_cq_t *cq)
     for (i = 0; i < dv.cqe_cnt; ++i) {
         dcx_mlx5_raw_cqe(cq->raw, i)->op_own |= MLX5_CQE_OWNER_MASK;
     }
-    cq->raw->dbrec      = dv.dbrec;
-    cq->raw->uar        = dv.cq_uar;
-    cq->raw->cqn        = dv.cqn;
-    cq->super.poll      = dcx_mlx5_raw_poll;
-    cq->super.poll_pair = dcx_mlx5_raw_poll_pair;
-    cq->super.ready     = dcx_mlx5_raw_ready;
+    cq->raw->dbrec = dv.dbrec;
+    cq->raw->uar   = dv.cq_uar;
+    cq->raw->cqn   = dv.cqn;
+    /* only into 128-byte CQEs does a DCT scatter what may complete in
+     * place (the device makes them for that alone) */
+    if (dv.cqe_size == 128) {
+        cq->super.poll      = dcx_mlx5_raw_poll_ip;
+        cq->super.poll_pair = dcx_mlx5_raw_poll_pair_ip;
+    } else {
+        cq->super.poll      = dcx_mlx5_raw_poll;
+        cq->super.poll_pair = dcx_mlx5_raw_poll_pair;
+    }
+    cq->super.ready = dcx_mlx5_raw_ready;
     return 0;
 }
 
@@ -412,17 +512,20 @@ void dcx_mlx5_raw_cq_clean(dcx_mlx5_cq_t *cq, uint32_t qpn)
         if ((be32toh(cqe->sop_drop_qpn) & 0xffffff) == qpn) {
             ++nfreed;
         } else if (nfreed != 0) {
+            /* the whole slot: a 128-byte CQE's first half may hold data */
             dest  = dcx_mlx5_raw_cqe(rc, pi + nfreed);
             owner = dest->op_own & MLX5_CQE_OWNER_MASK;
-            memcpy(dest, cqe, sizeof(*cqe));
+            memcpy((uint8_t *)(dest + 1) - (1u << rc->cqe_shift),
+                   (uint8_t *)(cqe + 1) - (1u << rc->cqe_shift),
+                   1u << rc->cqe_shift);
             dest->op_own = (uint8_t)((dest->op_own & ~MLX5_CQE_OWNER_MASK) |
                                      owner);
         }
     }
     if (nfreed != 0) {
         rc->ci += nfreed;
-        __atomic_thread_fence(__ATOMIC_RELEASE);
-        rc->dbrec[DCX_MLX5_CQ_SET_CI] = htobe32(rc->ci & 0xffffff);
+        rc->ip_ci[rc->ip_n] = rc->ci; /* receives in place stay held */
+        dcx_mlx5_raw_set_ci(rc);
     }
 }
 

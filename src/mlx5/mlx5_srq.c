@@ -170,6 +170,7 @@ int dcx_mlx5_srq_create(dcx_pd_t *pd, const dcx_srq_attr_t *attr,
             free(srq);
             return ret;
         }
+        srq->raw->in_place = (attr->flags & DCX_SRQ_F_IN_PLACE) != 0;
     }
     *srq_p = &srq->super;
     return 0;

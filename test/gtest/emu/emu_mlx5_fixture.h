@@ -47,6 +47,7 @@ protected:
         ASSERT_EQ(0, dcx_dev_config_create(NULL, &config));
         ASSERT_EQ(0, dcx_dev_config_set_num(config, "MLX5", 1));
         ASSERT_EQ(0, dcx_dev_config_set_num(config, "SOFT_DEVICES", 0));
+        ASSERT_NO_FATAL_FAILURE(configure(config));
         ASSERT_EQ(0, dcx_dev_list(config, &list, &count));
         dcx_dev_config_destroy(config);
         for (i = 0; i < count; ++i) {
@@ -139,6 +140,9 @@ protected:
             dcx_dev_close(m_dev);
         }
     }
+
+    /* The backend's knobs a test sets beyond the fixture's */
+    virtual void configure(dcx_dev_config_t *config) { (void)config; }
 
     int send(uint64_t wr_id, uint64_t key = emu_mlx5::KEY)
     {

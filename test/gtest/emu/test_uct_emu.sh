@@ -70,3 +70,12 @@ echo "== again with tag matching on (UCX_DCX_TM_ENABLE=y: the DCTs of DEVX)"
 "$run" --mlx5-emu --fabric "$fabric" \
     env DCX_TEST_DEVICE=mlx5_0 UCX_DCX_TM_ENABLE=y "$gtest" \
     --gtest_filter="*uct_dcx_ops.*-$filter"
+[ $? -eq 0 ] || exit 1
+
+# With receives in place (UCX_DCX_MLX5_RECV_IN_PLACE=y: 128-byte CQEs, a
+# SEND of up to 64 bytes completed in its CQE and lent to the AM handler
+# without a descriptor): the operations, contract and AM suites again
+echo "== again with receives in place (UCX_DCX_MLX5_RECV_IN_PLACE=y)"
+"$run" --mlx5-emu --fabric "$fabric" \
+    env DCX_TEST_DEVICE=mlx5_0 UCX_DCX_MLX5_RECV_IN_PLACE=y "$gtest" \
+    --gtest_filter="*uct_dcx_ops.*:*uct_dcx_contract*:*uct_dcx_am*:*uct_dcx_mem*-$filter"

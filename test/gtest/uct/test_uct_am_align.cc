@@ -46,7 +46,7 @@ struct align_rx {
         self->count++;
         self->misaligned += (((uintptr_t)data + self->offset) % self->align) !=
                             0;
-        if ((self->count % 3) == 0) {
+        if (((self->count % 3) == 0) && (flags & UCT_CB_PARAM_FLAG_DESC)) {
             self->kept.push_back(data);
             self->data.push_back(std::string((char *)data, length));
             return UCS_INPROGRESS;

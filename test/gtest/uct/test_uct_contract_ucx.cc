@@ -595,6 +595,9 @@ struct scribble_rx {
         scribble_rx *self = static_cast<scribble_rx *>(arg);
 
         self->count++;
+        if (!(flags & UCT_CB_PARAM_FLAG_DESC)) {
+            return UCS_OK; /* lent in place: no headroom, nothing to keep */
+        }
         memset((char *)data - self->headroom, 0xee, self->headroom);
         if ((self->count % 2) == 0) {
             self->kept.push_back((char *)data - self->headroom);

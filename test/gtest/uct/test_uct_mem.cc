@@ -24,10 +24,11 @@ size_t heap_now()
 
 const size_t iface_heap_max  = 2 * 1024 * 1024;
 /* On a ConnectX, libmlx5 allocates the queues' memory from the heap: the
- * interface's CQs (the receive CQ's CQEs alone are about 1 MB), its SRQ
- * and its first DCI's send queue; the emulated ConnectX allocates it as
- * libmlx5 does, once the backend takes the queues in memory */
-const size_t iface_queue_max = 2 * 1024 * 1024;
+ * interface's CQs (the receive CQ's CQEs alone are about 2 MB: 128 bytes
+ * each for receives in place), its SRQ and its first DCI's send queue; the
+ * emulated ConnectX allocates it as libmlx5 does, once the backend takes
+ * the queues in memory */
+const size_t iface_queue_max = 3 * 1024 * 1024;
 const size_t ep_heap_max     = 64;
 const unsigned num_eps       = 10000;
 /* what malloc's own state (tcache, bins left by earlier tests) adds once to

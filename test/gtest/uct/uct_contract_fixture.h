@@ -35,12 +35,14 @@ const uint8_t AM_ID = 7;
 
 struct held_rx {
     int count;
-    int keep_every; /* keep one in n (0: none) */
+    int keep_every;               /* keep one in n handed over (0: none) */
+    int desc_count;               /* handed over with UCT_CB_PARAM_FLAG_DESC */
+    std::vector<size_t> kept_idx; /* in data, the messages kept */
     size_t headroom;
     std::vector<void *> kept;
     std::vector<std::string> data;
 
-    held_rx() : count(0), keep_every(0), headroom(16) {}
+    held_rx() : count(0), keep_every(0), desc_count(0), headroom(16) {}
 
     static ucs_status_t cb(void *arg, void *data, size_t length, unsigned flags)
     {
@@ -48,9 +50,11 @@ struct held_rx {
 
         self->count++;
         self->data.push_back(std::string((char *)data, length));
+        self->desc_count += !!(flags & UCT_CB_PARAM_FLAG_DESC);
         if ((self->keep_every > 0) && (flags & UCT_CB_PARAM_FLAG_DESC) &&
-            ((self->count % self->keep_every) == 0)) {
+            ((self->desc_count % self->keep_every) == 0)) {
             self->kept.push_back((char *)data - self->headroom);
+            self->kept_idx.push_back(self->data.size() - 1);
             return UCS_INPROGRESS;
         }
         return UCS_OK;
