@@ -144,16 +144,15 @@ static inline void soft_ring_publish_pkt(soft_pkt_t *pkt, uint64_t pos)
     __atomic_store_n(&slot->seq, pos + 1, __ATOMIC_RELEASE);
 }
 
-/* Producer side (soft_fabric.c, "Rings", says how): claims the next slot,
- * or NULL when the ring is full.  Inline: every packet sent takes one. */
-static inline soft_pkt_t *soft_ring_reserve_c(soft_port_hdr_t *hdr,
-                                              soft_ring_t *ring, uint32_t owner,
-                                              uint64_t *freed_seen,
-                                              void **payload_p, uint64_t *pos_p)
+/* Producer side (soft_fabric.c, "Rings", says how): claims the next
+ * position with a CAS on the tail and returns 1 with it in *pos_p, or 0
+ * when the ring is full (*pos_p then the tail as seen).  The slot is the
+ * claimer's once soft_ring_mark_c has marked it. */
+static inline int soft_ring_claim_c(soft_ring_t *ring, uint64_t *freed_seen,
+                                    uint64_t *pos_p)
 {
     uint64_t pos = __atomic_load_n(&ring->tail, __ATOMIC_RELAXED);
     uint64_t freed;
-    soft_slot_t *slot;
 
     for (;;) {
         /* room: our copy of 'freed' is never ahead of the real one */
@@ -163,7 +162,7 @@ static inline soft_pkt_t *soft_ring_reserve_c(soft_port_hdr_t *hdr,
             if ((pos - freed) >= ring->nslots) {
                 if ((int64_t)(pos - freed) >= 0) {
                     *pos_p = pos; /* defined for every caller */
-                    return NULL;  /* full */
+                    return 0;     /* full */
                 }
                 /* pos is older than 'freed': another producer's claims
                  * were consumed meanwhile */
@@ -173,18 +172,41 @@ static inline soft_pkt_t *soft_ring_reserve_c(soft_port_hdr_t *hdr,
         }
         if (__atomic_compare_exchange_n(&ring->tail, &pos, pos + 1, 0,
                                         __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
-            break;
+            *pos_p = pos;
+            return 1;
         }
     }
-    slot = soft_ring_slot(hdr, ring, pos);
+}
+
+/* Producer side: marks the slot of position pos, claimed by
+ * soft_ring_claim_c, as owner's, and returns its packet and payload */
+static inline soft_pkt_t *soft_ring_mark_c(soft_port_hdr_t *hdr,
+                                           soft_ring_t *ring, uint32_t owner,
+                                           uint64_t pos, void **payload_p)
+{
+    soft_slot_t *slot = soft_ring_slot(hdr, ring, pos);
+
     /* first thing after the claim: who holds the slot, for this lap (see
      * soft_ring_unstick); the rest of the header is what the slot's last
      * packet left there: a producer writes every field its packet has */
     __atomic_store_n(&slot->pkt.src_pid, owner, __ATOMIC_RELAXED);
     __atomic_store_n(&slot->seq, SOFT_SEQ_CLAIMED(pos), __ATOMIC_RELEASE);
-    *pos_p     = pos;
     *payload_p = (char *)slot + SOFT_SLOT_DATA;
     return &slot->pkt;
+}
+
+/* Producer side: claims the next slot and marks it (soft_ring_claim_c,
+ * soft_ring_mark_c), or NULL when the ring is full.  Inline: every packet
+ * sent takes one. */
+static inline soft_pkt_t *soft_ring_reserve_c(soft_port_hdr_t *hdr,
+                                              soft_ring_t *ring, uint32_t owner,
+                                              uint64_t *freed_seen,
+                                              void **payload_p, uint64_t *pos_p)
+{
+    if (!soft_ring_claim_c(ring, freed_seen, pos_p)) {
+        return NULL;
+    }
+    return soft_ring_mark_c(hdr, ring, owner, *pos_p, payload_p);
 }
 
 /* Consumer side: 1 if the ring's head slot holds a published packet.  It
