@@ -344,8 +344,9 @@ void soft_peers_free(soft_dev_t *dev)
  * Rings: bounded MPSC queues (see soft_ring.h, "Ring slots", for the lines a
  * message moves between the two processes).  A producer finds room from
  * the consumer's 'freed' (a copy it keeps, reread only when the ring looks
- * full), claims a slot with a CAS on tail, marks the claim in the slot
- * (its pid, then seq = SOFT_SEQ_CLAIMED(pos)), fills the header fields of
+ * full), claims a position with a CAS on tail, marks the claim in its
+ * slot with a CAS of seq to SOFT_SEQ_CLAIMED(pos, pid) (and claims again
+ * if the consumer skipped the claim first), fills the header fields of
  * its packet and publishes it with seq = pos + 1.  The consumer reads the
  * head slot's seq (no line of the producers' but the slot), consumes a
  * slot by moving its own head, writing nothing in the slot, and clears
@@ -372,8 +373,7 @@ unsigned soft_ring_clear(soft_port_hdr_t *hdr, soft_ring_t *ring, uint64_t end)
 static int soft_ring_claimed(soft_ring_t *ring, soft_slot_t *slot, uint64_t pos,
                              soft_stall_t *st, uint64_t now)
 {
-    if (__atomic_load_n(&slot->seq, __ATOMIC_ACQUIRE) ==
-        SOFT_SEQ_CLAIMED(pos)) {
+    if (soft_seq_marks(__atomic_load_n(&slot->seq, __ATOMIC_ACQUIRE), pos)) {
         return 1;
     }
     if ((st->since_ns != 0) && (st->pos == pos)) {
@@ -388,13 +388,18 @@ static int soft_ring_claimed(soft_ring_t *ring, soft_slot_t *slot, uint64_t pos,
 
 /* Called when the head slot is not ready.  A producer that died between
  * claiming a slot and publishing it would block the ring for good: once the
- * head has been stuck for 1 ms, look at the claimer (its pid is stored right
- * after the claim, then the claim mark) and skip the slot if that process
- * is gone.  A claim without mark names nobody: a producer killed between
- * its claim and its mark (seen when a peer is killed mid-traffic: its
- * claim blocked our response ring, and our live endpoints' requests ran
- * out of retries behind it) is skipped after SOFT_RING_GONE_NS once gone()
- * says a process that may have claimed it has died, after 2 s otherwise.
+ * head has been stuck for 1 ms, look at the claimer (its pid is in its
+ * mark) and skip the slot if that process is gone.  A claim without mark
+ * names nobody: a producer killed between its claim and its mark (seen
+ * when a peer is killed mid-traffic: its claim blocked our response ring,
+ * and our live endpoints' requests ran out of retries behind it) is
+ * skipped after SOFT_RING_GONE_NS once gone() says a process that may
+ * have claimed it has died, after 2 s otherwise.  Its claimer may be alive
+ * all the same, descheduled between its claim and its mark for longer
+ * than that (a starved VM): the skip is a CAS of seq from the state this
+ * look found to pos + 1, and the claimer's mark, a CAS from a state of an
+ * older lap, then fails and it claims again (soft_ring_mark_c); if its
+ * mark came first, the skip fails and the claim, named now, is kept.
  * Returns 1 if a slot was skipped. */
 int soft_ring_unstick(soft_port_hdr_t *hdr, soft_ring_t *ring, soft_stall_t *st,
                       uint64_t now, const char *name, int (*gone)(void *arg),
@@ -402,6 +407,7 @@ int soft_ring_unstick(soft_port_hdr_t *hdr, soft_ring_t *ring, soft_stall_t *st,
 {
     uint64_t pos      = ring->head;
     soft_slot_t *slot = soft_ring_slot(hdr, ring, pos);
+    uint64_t seq;
     uint32_t owner;
 
     if (!soft_ring_claimed(ring, slot, pos, st, now)) {
@@ -418,19 +424,30 @@ int soft_ring_unstick(soft_port_hdr_t *hdr, soft_ring_t *ring, soft_stall_t *st,
         return 0;
     }
     st->next_check_ns = now + 1000000ull;
-    /* the pid is this lap's claimer's only once its mark is there: before,
-     * it is the last lap's */
-    owner             = (__atomic_load_n(&slot->seq, __ATOMIC_ACQUIRE) ==
-             SOFT_SEQ_CLAIMED(pos)) ?
-                            __atomic_load_n(&slot->pkt.src_pid, __ATOMIC_RELAXED) :
-                            0;
+    seq               = __atomic_load_n(&slot->seq, __ATOMIC_ACQUIRE);
+    if (seq == pos + 1) {
+        st->since_ns = 0;
+        return 0; /* published since the caller's look */
+    }
+    owner = soft_seq_marks(seq, pos) ? SOFT_SEQ_OWNER(seq) : 0;
     if (((owner != 0) && !soft_pid_alive(owner, 0)) ||
         ((owner == 0) && ((now - st->since_ns > 2000000000ull) ||
                           ((now - st->since_ns >= SOFT_RING_GONE_NS) &&
                            (gone != NULL) && gone(arg))))) {
-        dcx_warn("%s: port %s ring: skipping a slot claimed by dead process "
-                 "%u",
-                 name, (ring == &hdr->req) ? "request" : "response", owner);
+        if (!__atomic_compare_exchange_n(&slot->seq, &seq, pos + 1, 0,
+                                         __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+            return 0; /* marked since the load: its claimer is named */
+        }
+        if (owner != 0) {
+            dcx_warn("%s: port %s ring: skipping a slot claimed by dead "
+                     "process %u",
+                     name, (ring == &hdr->req) ? "request" : "response", owner);
+        } else {
+            dcx_warn("%s: port %s ring: skipping a claim without mark "
+                     "(claimer unknown, stalled %llu ms)",
+                     name, (ring == &hdr->req) ? "request" : "response",
+                     (unsigned long long)((now - st->since_ns) / 1000000ull));
+        }
         /* cleared and freed with the consumed ones (soft_ring_clear) */
         __atomic_store_n(&ring->head, pos + 1, __ATOMIC_RELAXED);
         soft_ring_view(hdr, ring, st);

@@ -14,9 +14,12 @@
 #include <string.h>
 
 /* Ring slots.  seq is the slot's state for ring position pos (the slot's
- * index plus a multiple of nslots): pos + 1 once the packet is published,
- * SOFT_SEQ_CLAIMED(pos) from right after the producer's claim (its pid is
- * in pkt.src_pid by then), anything else (the last lap's values) before.
+ * index plus a multiple of nslots): pos + 1 once the packet is published
+ * or the consumer skipped the claim (soft_ring_unstick), SOFT_SEQ_CLAIMED
+ * (pos, pid) once its producer marked its claim, anything else (the last
+ * lap's values) before.  Both the mark and the skip are a CAS from a
+ * state of a lap before pos's, so that exactly one of them takes the
+ * slot: a producer whose claim was skipped writes nothing in it.
  * The consumer's pop only moves the ring's head (soft_ring_pop); it
  * clears consumed slots later, off a message's critical path, and then
  * frees them by moving 'freed' (soft_ring_clear), which producers read
@@ -178,35 +181,69 @@ static inline int soft_ring_claim_c(soft_ring_t *ring, uint64_t *freed_seen,
     }
 }
 
+/* 1 if seq, a slot's state, is of a lap before position pos's: its low 32
+ * bits (a published packet's or a skip's pos + 1, a mark's low bits of
+ * it) are older than pos + 1's.  The positions one slot holds differ by
+ * whole laps, and no slot keeps a state 2^31 positions old. */
+static inline int soft_seq_before(uint64_t seq, uint64_t pos)
+{
+    return (int32_t)((uint32_t)seq - (uint32_t)(pos + 1)) < 0;
+}
+
+/* 1 if seq is the mark of a claim of position pos */
+static inline int soft_seq_marks(uint64_t seq, uint64_t pos)
+{
+    return (seq & SOFT_SEQ_MARK_MASK) ==
+           (SOFT_SEQ_CLAIM_BIT | (uint64_t)(uint32_t)(pos + 1));
+}
+
 /* Producer side: marks the slot of position pos, claimed by
- * soft_ring_claim_c, as owner's, and returns its packet and payload */
+ * soft_ring_claim_c, as owner's, and returns its packet and payload; or
+ * NULL if the consumer skipped the claim before the mark (its claimer
+ * taken for dead, soft_ring_unstick): the slot is no longer the caller's
+ * (cleared, freed, maybe another producer's for a later lap) and the
+ * caller writes nothing there.  One CAS on the slot's first line, which
+ * the packet's stores take from the consumer anyway: it is tried from
+ * the last lap's publish, the usual state, and again from what it found
+ * while that is of an older lap (the ring's first lap, a skip). */
 static inline soft_pkt_t *soft_ring_mark_c(soft_port_hdr_t *hdr,
                                            soft_ring_t *ring, uint32_t owner,
                                            uint64_t pos, void **payload_p)
 {
     soft_slot_t *slot = soft_ring_slot(hdr, ring, pos);
+    uint64_t seq      = pos + 1 - ring->nslots;
 
-    /* first thing after the claim: who holds the slot, for this lap (see
-     * soft_ring_unstick); the rest of the header is what the slot's last
-     * packet left there: a producer writes every field its packet has */
-    __atomic_store_n(&slot->pkt.src_pid, owner, __ATOMIC_RELAXED);
-    __atomic_store_n(&slot->seq, SOFT_SEQ_CLAIMED(pos), __ATOMIC_RELEASE);
-    *payload_p = (char *)slot + SOFT_SLOT_DATA;
+    while (!__atomic_compare_exchange_n(&slot->seq, &seq,
+                                        SOFT_SEQ_CLAIMED(pos, owner), 0,
+                                        __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
+        if (!soft_seq_before(seq, pos)) {
+            return NULL; /* skipped */
+        }
+    }
+    /* the packet's source, which the light post does not write again */
+    slot->pkt.src_pid = owner;
+    *payload_p        = (char *)slot + SOFT_SLOT_DATA;
     return &slot->pkt;
 }
 
 /* Producer side: claims the next slot and marks it (soft_ring_claim_c,
- * soft_ring_mark_c), or NULL when the ring is full.  Inline: every packet
- * sent takes one. */
+ * soft_ring_mark_c), or NULL when the ring is full.  A claim skipped
+ * before its mark is claimed again: the packet takes a later slot and is
+ * not lost.  Inline: every packet sent takes one. */
 static inline soft_pkt_t *soft_ring_reserve_c(soft_port_hdr_t *hdr,
                                               soft_ring_t *ring, uint32_t owner,
                                               uint64_t *freed_seen,
                                               void **payload_p, uint64_t *pos_p)
 {
-    if (!soft_ring_claim_c(ring, freed_seen, pos_p)) {
-        return NULL;
-    }
-    return soft_ring_mark_c(hdr, ring, owner, *pos_p, payload_p);
+    soft_pkt_t *pkt;
+
+    do {
+        if (!soft_ring_claim_c(ring, freed_seen, pos_p)) {
+            return NULL;
+        }
+        pkt = soft_ring_mark_c(hdr, ring, owner, *pos_p, payload_p);
+    } while (pkt == NULL);
+    return pkt;
 }
 
 /* Consumer side: 1 if the ring's head slot holds a published packet.  It
@@ -316,7 +353,8 @@ static inline soft_pkt_t *soft_ring_peek_view(const soft_stall_t *st,
  * (SOFT_SEQ_CLAIMED): claimed and not published yet */
 static inline int soft_ring_seq_marked(const soft_stall_t *st, uint64_t seq)
 {
-    return seq == (st->want | SOFT_SEQ_CLAIM_BIT);
+    return (seq & SOFT_SEQ_MARK_MASK) ==
+           (SOFT_SEQ_CLAIM_BIT | (uint64_t)(uint32_t)st->want);
 }
 
 /* Consumer side: 1 if consumed slots wait for their clear */

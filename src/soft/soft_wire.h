@@ -108,8 +108,16 @@ typedef struct soft_slot {
     soft_pkt_t pkt;
 } soft_slot_t;
 
-#define SOFT_SEQ_CLAIM_BIT     (1ull << 63)
-#define SOFT_SEQ_CLAIMED(_pos) (((_pos) + 1) | SOFT_SEQ_CLAIM_BIT)
+/* A claim's mark (soft_ring_mark_c): the claim bit, the claimer's pid
+ * (below 2^31: SOFT_PID_NOWHERE is above any pid_max) and the low 32 bits
+ * of pos + 1, set by one CAS, so that a marked slot always names the
+ * process that will publish it */
+#define SOFT_SEQ_CLAIM_BIT (1ull << 63)
+#define SOFT_SEQ_MARK_MASK (SOFT_SEQ_CLAIM_BIT | 0xffffffffull)
+#define SOFT_SEQ_CLAIMED(_pos, _pid)                 \
+    (SOFT_SEQ_CLAIM_BIT | ((uint64_t)(_pid) << 32) | \
+     (uint64_t)(uint32_t)((_pos) + 1))
+#define SOFT_SEQ_OWNER(_seq) ((uint32_t)((_seq) >> 32) & 0x7fffffffu)
 
 /* where a packet's payload starts in its slot: 7 bytes past the header,
  * so that a message received in place (DCX_WC_FLAG_IN_PLACE) whose first

@@ -168,9 +168,10 @@ TEST(soft_ring, dead_claimer_skipped_marked_or_not_bad_flow)
     /* claimed and marked by a dead process, never published */
     void *payload;
     uint64_t pos, seen = 0;
-    ASSERT_NE(nullptr, soft_ring_reserve_c(r.hdr, r.ring, dead_pid(), &seen,
-                                           &payload, &pos));
-    EXPECT_EQ(SOFT_SEQ_CLAIMED(pos), r.slot(pos)->seq);
+    const pid_t dead = dead_pid();
+    ASSERT_NE(nullptr,
+              soft_ring_reserve_c(r.hdr, r.ring, dead, &seen, &payload, &pos));
+    EXPECT_EQ(SOFT_SEQ_CLAIMED(pos, dead), r.slot(pos)->seq);
     EXPECT_EQ(nullptr, soft_ring_peek(r.hdr, r.ring, &payload));
     EXPECT_EQ(0,
               soft_ring_unstick(r.hdr, r.ring, &st, t0, "t", nullptr, nullptr));
@@ -254,6 +255,127 @@ TEST(soft_ring, unmarked_claim_skipped_once_a_peer_died_bad_flow)
                                    claimer_gone, &dead));
     EXPECT_EQ(1u, r.ring->head);
     EXPECT_EQ(1, logs.lines());
+}
+
+/* A live producer descheduled between its claim and its mark (a starved
+ * VM can hold a runnable thread for tens of seconds) finds its claim
+ * skipped when it resumes: the consumer took it for a dead claimer's
+ * (after 2 s, or SOFT_RING_GONE_NS once a peer died), cleared and freed
+ * the slot, and another producer's packet of the next lap may be there
+ * by then.  The late mark writes nothing in the slot; its producer claims
+ * again and its packet comes after the others, none lost. */
+TEST(soft_ring, late_mark_after_skip_bad_flow)
+{
+    fake_ring r;
+    soft_stall_t st;
+    memset(&st, 0, sizeof(st));
+    const uint64_t t0 = 1000000000ull;
+    log_counter logs; /* the skip is a warning */
+    const uint64_t n = r.ring->nslots;
+    void *payload;
+    uint64_t late_pos, pos, late_seen = 0, seen = 0;
+
+    /* the late producer's claim: the tail moved, no mark yet */
+    ASSERT_EQ(1, soft_ring_claim_c(r.ring, &late_seen, &late_pos));
+    ASSERT_EQ(0u, late_pos);
+    EXPECT_EQ(0,
+              soft_ring_unstick(r.hdr, r.ring, &st, t0, "t", nullptr, nullptr));
+    EXPECT_EQ(1, soft_ring_unstick(r.hdr, r.ring, &st, t0 + 2100000000ull, "t",
+                                   nullptr, nullptr));
+    ASSERT_EQ(1u, r.ring->head);
+    ASSERT_EQ(1u, soft_ring_clear(r.hdr, r.ring, r.ring->head));
+
+    /* another producer fills the ring: its last packet, of the next lap,
+     * lands in the late claim's slot */
+    for (uint64_t i = 0; i < n; ++i) {
+        ASSERT_TRUE(r.push(&seen, (uint8_t)(0x40 + (i & 0x3f))));
+    }
+    ASSERT_EQ(n + 1, r.ring->tail);
+    ASSERT_EQ(r.slot(late_pos), r.slot(n));
+    std::vector<uint8_t> before(r.ring->slot_size);
+    memcpy(before.data(), r.slot(n), before.size());
+
+    /* the late producer resumes */
+    EXPECT_EQ(nullptr, soft_ring_mark_c(r.hdr, r.ring, (uint32_t)getpid(),
+                                        late_pos, &payload))
+        << "a skipped claim was marked";
+    EXPECT_EQ(0, memcmp(before.data(), r.slot(n), before.size()))
+        << "the late mark wrote into the next lap's packet";
+
+    /* every packet of the other producer is there, in order */
+    for (uint64_t i = 0; i < n; ++i) {
+        soft_pkt_t *pkt = soft_ring_peek(r.hdr, r.ring, &payload);
+        ASSERT_NE(nullptr, pkt) << "position " << (i + 1);
+        EXPECT_EQ((uint8_t)(0x40 + (i & 0x3f)), pkt->op);
+        soft_ring_pop(r.hdr, r.ring);
+    }
+    /* the late producer claims again; its packet comes next */
+    EXPECT_EQ(n, soft_ring_clear(r.hdr, r.ring, r.ring->head));
+    soft_pkt_t *pkt = soft_ring_reserve_c(r.hdr, r.ring, (uint32_t)getpid(),
+                                          &late_seen, &payload, &pos);
+    ASSERT_NE(nullptr, pkt);
+    EXPECT_EQ(n + 1, pos);
+    memset(pkt, 0x3c, sizeof(*pkt));
+    pkt->flags = SOFT_PKT_FIRST | SOFT_PKT_LAST;
+    soft_ring_publish_quiet(r.hdr, r.ring, pos);
+    pkt = soft_ring_peek(r.hdr, r.ring, &payload);
+    ASSERT_NE(nullptr, pkt);
+    EXPECT_EQ(0x3c, pkt->op);
+    EXPECT_EQ(1, logs.lines());
+}
+
+/* A claim marked by a live producer is never skipped, however long it
+ * stays unpublished and whoever else died: its claimer will write it. */
+TEST(soft_ring, live_marked_claim_never_skipped)
+{
+    fake_ring r;
+    soft_stall_t st;
+    memset(&st, 0, sizeof(st));
+    const uint64_t t0 = 1000000000ull;
+    int dead          = 1;
+    void *payload;
+    uint64_t pos, seen = 0;
+
+    ASSERT_NE(nullptr, soft_ring_reserve_c(r.hdr, r.ring, (uint32_t)getpid(),
+                                           &seen, &payload, &pos));
+    for (uint64_t t = t0; t < t0 + 10000000000ull; t += 500000000ull) {
+        EXPECT_EQ(0, soft_ring_unstick(r.hdr, r.ring, &st, t, "t", claimer_gone,
+                                       &dead));
+    }
+    EXPECT_EQ(0u, r.ring->head);
+}
+
+/* A claim watched without mark (its claimer unknown) and marked before
+ * the consumer's skip is kept once the mark names a live claimer, however
+ * long it stays unpublished: the skip and the mark cannot both take it. */
+TEST(soft_ring, mark_before_skip_keeps_claim)
+{
+    fake_ring r;
+    soft_stall_t st;
+    memset(&st, 0, sizeof(st));
+    const uint64_t t0 = 1000000000ull;
+    int dead          = 1;
+    void *payload;
+    uint64_t pos, seen = 0;
+
+    ASSERT_EQ(1, soft_ring_claim_c(r.ring, &seen, &pos));
+    EXPECT_EQ(0, soft_ring_unstick(r.hdr, r.ring, &st, t0, "t", claimer_gone,
+                                   &dead));
+    EXPECT_NE(0u, st.since_ns) << "the tail did not show the claim";
+    soft_pkt_t *pkt = soft_ring_mark_c(r.hdr, r.ring, (uint32_t)getpid(), pos,
+                                       &payload);
+    ASSERT_NE(nullptr, pkt);
+    EXPECT_EQ(SOFT_SEQ_CLAIMED(pos, getpid()), r.slot(pos)->seq);
+    EXPECT_EQ((uint32_t)getpid(), pkt->src_pid);
+    EXPECT_EQ(0, soft_ring_unstick(r.hdr, r.ring, &st, t0 + 3000000000ull, "t",
+                                   claimer_gone, &dead));
+    EXPECT_EQ(0u, r.ring->head);
+    memset(pkt, 0x21, sizeof(*pkt));
+    pkt->flags = SOFT_PKT_FIRST | SOFT_PKT_LAST;
+    soft_ring_publish_quiet(r.hdr, r.ring, pos);
+    pkt = soft_ring_peek(r.hdr, r.ring, &payload);
+    ASSERT_NE(nullptr, pkt);
+    EXPECT_EQ(0x21, pkt->op);
 }
 
 /* Light packets do not rely on a zeroed header: into free request slots
