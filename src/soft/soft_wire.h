@@ -114,8 +114,8 @@ typedef struct soft_slot {
  * process that will publish it */
 #define SOFT_SEQ_CLAIM_BIT (1ull << 63)
 #define SOFT_SEQ_MARK_MASK (SOFT_SEQ_CLAIM_BIT | 0xffffffffull)
-#define SOFT_SEQ_CLAIMED(_pos, _pid)                 \
-    (SOFT_SEQ_CLAIM_BIT | ((uint64_t)(_pid) << 32) | \
+#define SOFT_SEQ_CLAIMED(_pos, _pid)                      \
+    (((uint64_t)((uint32_t)(_pid) | 0x80000000u) << 32) | \
      (uint64_t)(uint32_t)((_pos) + 1))
 #define SOFT_SEQ_OWNER(_seq) ((uint32_t)((_seq) >> 32) & 0x7fffffffu)
 
