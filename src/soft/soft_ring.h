@@ -211,7 +211,9 @@ static inline soft_pkt_t *soft_ring_mark_c(soft_port_hdr_t *hdr,
                                            uint64_t pos, void **payload_p)
 {
     soft_slot_t *slot = soft_ring_slot(hdr, ring, pos);
-    uint64_t seq      = pos + 1 - ring->nslots;
+    /* every port's rings have SOFT_RING_SLOTS slots (soft_seg.c): the
+     * guess needs no load; a wrong one costs a second try, nothing else */
+    uint64_t seq      = pos + 1 - SOFT_RING_SLOTS;
 
     while (!__atomic_compare_exchange_n(&slot->seq, &seq,
                                         SOFT_SEQ_CLAIMED(pos, owner), 0,
