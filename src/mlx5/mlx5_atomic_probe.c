@@ -24,16 +24,15 @@
 #endif
 
 #include "mlx5/mlx5_int.h"
+#include "mlx5/mlx5_loop.h"
 
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #define DCX_MLX5_ATOMIC_PATTERN   0x0102030405060708ull
 #define DCX_MLX5_ATOMIC_PATTERN32 0x0a0b0c0du
-#define DCX_MLX5_SELFTEST_NS      2000000000ll /* > 4 retries of ~67 ms */
 #define DCX_MLX5_SELFTEST_KEY     0x5e1f7e57ull
 #define DCX_ATOMIC_MASKED32 \
     (DCX_ATOMIC_MASKED_FADD32 | DCX_ATOMIC_MASKED_CSWAP32)
@@ -68,24 +67,10 @@ uint32_t dcx_mlx5_atomic_masked_caps(dcx_mlx5_dev_t *dev)
     return masked;
 }
 
-static int64_t dcx_mlx5_now_ns(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000ll + ts.tv_nsec;
-}
-
 /* The self-test's loopback objects and words */
 typedef struct dcx_mlx5_selftest {
     dcx_mlx5_dev_t *dev;
-    dcx_pd_t *pd;
-    dcx_cq_t *cq;
-    dcx_srq_t *srq;
-    dcx_qp_t *dct;
-    dcx_qp_t *dci;
-    dcx_mr_t *mr;
-    dcx_ah_t *ah;
+    dcx_mlx5_loop_t l;
     /* [0]: the 8-byte target, [1]: two 4-byte targets, [2]: the fetched
      * value */
     uint64_t words[3] __attribute__((aligned(8)));
@@ -96,39 +81,17 @@ typedef struct dcx_mlx5_selftest {
 static int dcx_mlx5_selftest_setup(dcx_mlx5_selftest_t *t)
 {
     dcx_dev_t *dev = &t->dev->super;
-    uint8_t addr[DCX_MLX5_ADDR_LEN];
-    size_t addr_len = sizeof(addr);
-    dcx_srq_attr_t srq_attr;
-    dcx_qp_attr_t qp_attr;
     int ret;
 
-    if ((dcx_pd_alloc(dev, &t->pd) != 0) ||
-        (dcx_cq_create(dev, 4, &t->cq) != 0) ||
-        (dcx_mr_reg(t->pd, t->words, sizeof(t->words),
-                    DCX_ACCESS_LOCAL_WRITE | DCX_ACCESS_REMOTE_ATOMIC,
-                    &t->mr) != 0)) {
+    if (dcx_mlx5_loop_open(dev, &t->l, t->words, sizeof(t->words),
+                           DCX_ACCESS_LOCAL_WRITE | DCX_ACCESS_REMOTE_ATOMIC,
+                           0) != 0) {
         return EIO;
     }
-    memset(&srq_attr, 0, sizeof(srq_attr));
-    srq_attr.type    = DCX_SRQ_BASIC;
-    srq_attr.max_wr  = 1;
-    srq_attr.max_sge = 1;
-    srq_attr.cq      = t->cq;
-    if (dcx_srq_create(t->pd, &srq_attr, &t->srq) != 0) {
-        return EIO;
-    }
-
-    memset(&qp_attr, 0, sizeof(qp_attr));
-    qp_attr.type          = DCX_QPT_DCT;
-    qp_attr.recv_cq       = t->cq;
-    qp_attr.send_cq       = t->cq;
-    qp_attr.srq           = t->srq;
-    qp_attr.dc_key        = DCX_MLX5_SELFTEST_KEY;
-    qp_attr.access        = DCX_ACCESS_REMOTE_ATOMIC;
-    qp_attr.min_rnr_timer = 12;
-    t->dev->selftest      = true;
-    ret                   = dcx_qp_create(t->pd, &qp_attr, &t->dct);
-    t->dev->selftest      = false;
+    t->dev->selftest = true;
+    ret              = dcx_mlx5_loop_dct(&t->l, DCX_MLX5_SELFTEST_KEY,
+                                         DCX_ACCESS_REMOTE_ATOMIC);
+    t->dev->selftest = false;
     if (ret == EOPNOTSUPP) {
         dcx_info("%s: the device has no DC atomics (a DCT refuses "
                  "REMOTE_ATOMIC); atomics disabled",
@@ -137,39 +100,7 @@ static int dcx_mlx5_selftest_setup(dcx_mlx5_selftest_t *t)
     } else if (ret != 0) {
         return ret;
     }
-    memset(&qp_attr, 0, sizeof(qp_attr));
-    qp_attr.type          = DCX_QPT_DCI;
-    qp_attr.send_cq       = t->cq;
-    qp_attr.max_send_wr   = 2;
-    qp_attr.max_send_sge  = 1;
-    qp_attr.max_rd_atomic = 1;
-    qp_attr.timeout       = 14; /* ~67 ms per retry */
-    qp_attr.retry_cnt     = 3;
-    qp_attr.rnr_retry     = 3;
-    if ((dcx_qp_create(t->pd, &qp_attr, &t->dci) != 0) ||
-        (dcx_dev_port_addr(dev, addr, &addr_len) != 0) ||
-        (dcx_ah_create(t->pd, addr, addr_len, &t->ah) != 0)) {
-        return EIO;
-    }
-    return 0;
-}
-
-static void dcx_mlx5_selftest_cleanup(dcx_mlx5_selftest_t *t)
-{
-    if (t->ah != NULL)
-        dcx_ah_destroy(t->ah);
-    if (t->dci != NULL)
-        dcx_qp_destroy(t->dci);
-    if (t->dct != NULL)
-        dcx_qp_destroy(t->dct);
-    if (t->srq != NULL)
-        dcx_srq_destroy(t->srq);
-    if (t->mr != NULL)
-        dcx_mr_dereg(t->mr);
-    if (t->cq != NULL)
-        dcx_cq_destroy(t->cq);
-    if (t->pd != NULL)
-        dcx_pd_free(t->pd);
+    return dcx_mlx5_loop_dci(dev, &t->l, 1);
 }
 
 /* Runs one atomic of 'size' bytes on target, its old value fetched into
@@ -186,25 +117,25 @@ static bool dcx_mlx5_selftest_run(dcx_mlx5_selftest_t *t, dcx_send_wr_t *wr,
     t->words[2]     = 0;
     sge.addr        = (uintptr_t)&t->words[2];
     sge.length      = size;
-    sge.lkey        = t->mr->lkey;
+    sge.lkey        = t->l.mr->lkey;
     wr->wr_id       = 1;
     wr->flags       = DCX_SEND_SIGNALED;
     wr->num_sge     = 1;
     wr->sg_list     = &sge;
-    wr->dest.ah     = t->ah;
-    wr->dest.dctn   = t->dct->qp_num;
+    wr->dest.ah     = t->l.ah;
+    wr->dest.dctn   = t->l.dct->qp_num;
     wr->dest.dc_key = DCX_MLX5_SELFTEST_KEY;
     wr->remote_addr = (uintptr_t)target;
-    wr->rkey        = t->mr->rkey;
-    if (dcx_qp_post_send(t->dci, wr) != 0) {
+    wr->rkey        = t->l.mr->rkey;
+    if (dcx_qp_post_send(t->l.dci, wr) != 0) {
         dcx_warn("%s: atomic self-test: the %s could not be posted", name,
                  what);
         return false;
     }
-    deadline = dcx_mlx5_now_ns() + DCX_MLX5_SELFTEST_NS;
+    deadline = dcx_mlx5_loop_now_ns() + DCX_MLX5_LOOP_WAIT_NS;
     do {
-        n = dcx_cq_poll(t->cq, 1, &wc);
-    } while ((n == 0) && (dcx_mlx5_now_ns() < deadline));
+        n = dcx_cq_poll(t->l.cq, 1, &wc);
+    } while ((n == 0) && (dcx_mlx5_loop_now_ns() < deadline));
     if (n <= 0) {
         dcx_warn("%s: atomic self-test: no completion of the %s", name, what);
         return false;
@@ -328,6 +259,6 @@ uint32_t dcx_mlx5_atomic_selftest(dcx_mlx5_dev_t *dev)
                  "up (reason logged above)",
                  dev->super.caps.name);
     }
-    dcx_mlx5_selftest_cleanup(&t);
+    dcx_mlx5_loop_close(&t.l);
     return ok & flags;
 }

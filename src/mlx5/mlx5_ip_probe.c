@@ -19,107 +19,39 @@
 #endif
 
 #include "mlx5/mlx5_int.h"
+#include "mlx5/mlx5_loop.h"
 
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
-#define DCX_MLX5_IP_PROBE_NS  2000000000ll /* > 4 retries of ~67 ms */
 #define DCX_MLX5_IP_PROBE_KEY 0x1b9ace57ull
 #define DCX_MLX5_IP_PROBE_LEN 24u
 
 typedef struct dcx_mlx5_ip_probe {
-    dcx_pd_t *pd;
-    dcx_cq_t *cq;
-    dcx_srq_t *srq;
-    dcx_qp_t *dct;
-    dcx_qp_t *dci;
-    dcx_mr_t *mr;
-    dcx_ah_t *ah;
+    dcx_mlx5_loop_t l;
     /* [0, 64): what is sent; [64, 128): the receive's buffer */
     uint8_t buf[128];
 } dcx_mlx5_ip_probe_t;
 
-static int64_t dcx_mlx5_ip_now_ns(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000ll + ts.tv_nsec;
-}
-
 /* 0, or an errno value (logged by who refused) */
 static int dcx_mlx5_ip_probe_setup(dcx_mlx5_ip_probe_t *t, dcx_dev_t *dev)
 {
-    uint8_t addr[DCX_MLX5_ADDR_LEN];
-    size_t addr_len = sizeof(addr);
-    dcx_srq_attr_t srq_attr;
-    dcx_qp_attr_t qp_attr;
     dcx_sge_t sge;
 
-    if ((dcx_pd_alloc(dev, &t->pd) != 0) ||
-        (dcx_cq_create(dev, 4, &t->cq) != 0) ||
-        (dcx_mr_reg(t->pd, t->buf, sizeof(t->buf), DCX_ACCESS_LOCAL_WRITE,
-                    &t->mr) != 0)) {
-        return EIO;
-    }
-    memset(&srq_attr, 0, sizeof(srq_attr));
-    srq_attr.type    = DCX_SRQ_BASIC;
-    srq_attr.max_wr  = 1;
-    srq_attr.max_sge = 1;
-    srq_attr.cq      = t->cq;
-    srq_attr.flags   = DCX_SRQ_F_IN_PLACE;
-    if (dcx_srq_create(t->pd, &srq_attr, &t->srq) != 0) {
+    if (dcx_mlx5_loop_open(dev, &t->l, t->buf, sizeof(t->buf),
+                           DCX_ACCESS_LOCAL_WRITE, DCX_SRQ_F_IN_PLACE) != 0) {
         return EIO;
     }
     sge.addr   = (uintptr_t)&t->buf[64];
     sge.length = 64;
-    sge.lkey   = t->mr->lkey;
-    memset(&qp_attr, 0, sizeof(qp_attr));
-    qp_attr.type          = DCX_QPT_DCT;
-    qp_attr.recv_cq       = t->cq;
-    qp_attr.send_cq       = t->cq;
-    qp_attr.srq           = t->srq;
-    qp_attr.dc_key        = DCX_MLX5_IP_PROBE_KEY;
-    qp_attr.min_rnr_timer = 12;
-    if ((dcx_srq_post_recv(t->srq, 2, &sge, 1) != 0) ||
-        (dcx_qp_create(t->pd, &qp_attr, &t->dct) != 0)) {
+    sge.lkey   = t->l.mr->lkey;
+    if ((dcx_srq_post_recv(t->l.srq, 2, &sge, 1) != 0) ||
+        (dcx_mlx5_loop_dct(&t->l, DCX_MLX5_IP_PROBE_KEY, 0) != 0)) {
         return EIO;
     }
-    memset(&qp_attr, 0, sizeof(qp_attr));
-    qp_attr.type         = DCX_QPT_DCI;
-    qp_attr.send_cq      = t->cq;
-    qp_attr.max_send_wr  = 2;
-    qp_attr.max_send_sge = 1;
-    qp_attr.timeout      = 14; /* ~67 ms per retry */
-    qp_attr.retry_cnt    = 3;
-    qp_attr.rnr_retry    = 3;
-    if ((dcx_qp_create(t->pd, &qp_attr, &t->dci) != 0) ||
-        (dcx_dev_port_addr(dev, addr, &addr_len) != 0) ||
-        (dcx_ah_create(t->pd, addr, addr_len, &t->ah) != 0)) {
-        return EIO;
-    }
-    return 0;
-}
-
-static void dcx_mlx5_ip_probe_cleanup(dcx_mlx5_ip_probe_t *t)
-{
-    if (t->ah != NULL)
-        dcx_ah_destroy(t->ah);
-    if (t->dci != NULL)
-        dcx_qp_destroy(t->dci);
-    if (t->dct != NULL)
-        dcx_qp_destroy(t->dct);
-    if (t->srq != NULL)
-        dcx_srq_destroy(t->srq);
-    if (t->mr != NULL)
-        dcx_mr_dereg(t->mr);
-    if (t->cq != NULL)
-        dcx_cq_destroy(t->cq);
-    if (t->pd != NULL)
-        dcx_pd_free(t->pd);
+    return dcx_mlx5_loop_dci(dev, &t->l, 0);
 }
 
 /* The SEND and its two completions; NULL with why set, or a string
@@ -138,22 +70,22 @@ static const char *dcx_mlx5_ip_probe_run(dcx_mlx5_ip_probe_t *t)
     }
     sge.addr   = (uintptr_t)t->buf;
     sge.length = DCX_MLX5_IP_PROBE_LEN;
-    sge.lkey   = t->mr->lkey;
+    sge.lkey   = t->l.mr->lkey;
     memset(&wr, 0, sizeof(wr));
     wr.wr_id       = 1;
     wr.opcode      = DCX_WR_SEND;
     wr.flags       = DCX_SEND_SIGNALED;
     wr.num_sge     = 1;
     wr.sg_list     = &sge;
-    wr.dest.ah     = t->ah;
-    wr.dest.dctn   = t->dct->qp_num;
+    wr.dest.ah     = t->l.ah;
+    wr.dest.dctn   = t->l.dct->qp_num;
     wr.dest.dc_key = DCX_MLX5_IP_PROBE_KEY;
-    if (dcx_qp_post_send(t->dci, &wr) != 0) {
+    if (dcx_qp_post_send(t->l.dci, &wr) != 0) {
         return "the SEND could not be posted";
     }
-    deadline = dcx_mlx5_ip_now_ns() + DCX_MLX5_IP_PROBE_NS;
-    while ((!sent || !in_place) && (dcx_mlx5_ip_now_ns() < deadline)) {
-        n = dcx_cq_poll(t->cq, 2, wc);
+    deadline = dcx_mlx5_loop_now_ns() + DCX_MLX5_LOOP_WAIT_NS;
+    while ((!sent || !in_place) && (dcx_mlx5_loop_now_ns() < deadline)) {
+        n = dcx_cq_poll(t->l.cq, 2, wc);
         for (i = 0; i < n; ++i) {
             if (wc[i].status != DCX_WC_SUCCESS) {
                 return "a completion failed";
@@ -170,7 +102,7 @@ static const char *dcx_mlx5_ip_probe_run(dcx_mlx5_ip_probe_t *t)
                 return "the CQE held other bytes than those sent";
             }
             in_place = true;
-            dcx_cq_release(t->cq);
+            dcx_cq_release(t->l.cq);
         }
     }
     return (sent && in_place) ? NULL : "no completion";
@@ -192,7 +124,7 @@ void dcx_mlx5_ip_probe(dcx_mlx5_dev_t *dev)
         why = (dcx_mlx5_ip_probe_setup(&t, &dev->super) != 0) ?
                   "the test could not be set up (reason logged above)" :
                   dcx_mlx5_ip_probe_run(&t);
-        dcx_mlx5_ip_probe_cleanup(&t);
+        dcx_mlx5_loop_close(&t.l);
     }
     if (why != NULL) {
         dcx_debug("%s: no receives in place: %s", dev->super.caps.name, why);
