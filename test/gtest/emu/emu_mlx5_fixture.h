@@ -144,9 +144,12 @@ protected:
     /* The backend's knobs a test sets beyond the fixture's */
     virtual void configure(dcx_dev_config_t *config) { (void)config; }
 
-    int send(uint64_t wr_id, uint64_t key = emu_mlx5::KEY)
+    /* A signalled SEND of the first len bytes of m_buf to dct (nullptr:
+     * the fixture's DCT) with DC key 'key' */
+    int send(uint64_t wr_id, uint64_t key = emu_mlx5::KEY, uint32_t len = 8,
+             dcx_qp_t *dct = nullptr)
     {
-        dcx_sge_t s = {(uint64_t)(uintptr_t)m_buf, 8, m_mr->lkey};
+        dcx_sge_t s = {(uint64_t)(uintptr_t)m_buf, len, m_mr->lkey};
         dcx_send_wr_t wr;
 
         memset(&wr, 0, sizeof(wr));
@@ -156,7 +159,7 @@ protected:
         wr.num_sge     = 1;
         wr.sg_list     = &s;
         wr.dest.ah     = m_ah;
-        wr.dest.dctn   = m_dct->qp_num;
+        wr.dest.dctn   = ((dct != nullptr) ? dct : m_dct)->qp_num;
         wr.dest.dc_key = key;
         return dcx_qp_post_send(m_dci, &wr);
     }

@@ -80,23 +80,12 @@ protected:
     /* A SEND of len bytes (0x30 + j, from m_buf) to dct, completed */
     void send_len(uint32_t len, dcx_qp_t *dct)
     {
-        dcx_sge_t s = {(uint64_t)(uintptr_t)m_buf, len, m_mr->lkey};
-        dcx_send_wr_t wr;
         dcx_wc_t wc;
 
         for (uint32_t j = 0; j < len; ++j) {
             m_buf[j] = (char)(0x30 + j);
         }
-        memset(&wr, 0, sizeof(wr));
-        wr.wr_id       = 77;
-        wr.opcode      = DCX_WR_SEND;
-        wr.flags       = DCX_SEND_SIGNALED;
-        wr.num_sge     = 1;
-        wr.sg_list     = &s;
-        wr.dest.ah     = m_ah;
-        wr.dest.dctn   = dct->qp_num;
-        wr.dest.dc_key = emu_mlx5::KEY;
-        ASSERT_EQ(0, dcx_qp_post_send(m_dci, &wr));
+        ASSERT_EQ(0, send(77, emu_mlx5::KEY, len, dct));
         ASSERT_TRUE(poll_one(m_tx_cq, &wc));
         ASSERT_EQ(DCX_WC_SUCCESS, wc.status);
     }
@@ -234,20 +223,9 @@ TEST_F(emu_mlx5_in_place, srq_without_the_flag_bad_flow)
  * completion and no receive taken */
 TEST_F(emu_mlx5_in_place, wrong_key_brings_no_receive_bad_flow)
 {
-    dcx_sge_t s = {(uint64_t)(uintptr_t)m_buf, 8, m_mr->lkey};
-    dcx_send_wr_t wr;
     dcx_wc_t wc;
 
-    memset(&wr, 0, sizeof(wr));
-    wr.wr_id       = 5;
-    wr.opcode      = DCX_WR_SEND;
-    wr.flags       = DCX_SEND_SIGNALED;
-    wr.num_sge     = 1;
-    wr.sg_list     = &s;
-    wr.dest.ah     = m_ah;
-    wr.dest.dctn   = m_ip_dct->qp_num;
-    wr.dest.dc_key = emu_mlx5::KEY + 1;
-    ASSERT_EQ(0, dcx_qp_post_send(m_dci, &wr));
+    ASSERT_EQ(0, send(5, emu_mlx5::KEY + 1, 8, m_ip_dct));
     ASSERT_TRUE(poll_one(m_tx_cq, &wc));
     EXPECT_NE(DCX_WC_SUCCESS, wc.status);
     EXPECT_EQ(0, dcx_cq_poll(m_ip_cq, 1, &wc));
