@@ -214,7 +214,10 @@ struct soft_qp {
     uint32_t rnr_retry;
     uint64_t ack_timeout_ns;
     uint64_t deadline_ns;
+    /* after an RNR NAK: no packet before this time, then the WQE the NAK
+     * named (index rnr_probe) alone until it completes; 0 once it has */
     uint64_t rnr_until_ns;
+    uint32_t rnr_probe;
     /* newest request packet queued: the target's request ring position
      * after it, and the target (see soft_req_target_busy) */
     uint64_t tx_pos;

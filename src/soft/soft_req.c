@@ -378,6 +378,7 @@ void soft_comp_packet(soft_dev_t *dev, const soft_pkt_t *pkt,
         dev->stats.rnr_retries++;
         qp->retries = 0; /* the target answered: not a transport loss */
         soft_req_rewind(qp);
+        qp->rnr_probe    = qp->sq_comp;
         qp->rnr_until_ns = now + pkt->args[0] * 1000ull;
         qp->deadline_ns  = qp->rnr_until_ns + qp->ack_timeout_ns;
         break;
@@ -756,11 +757,21 @@ void soft_req_run(soft_qp_t *qp, uint64_t now)
             continue;
         }
         if (w->state == SOFT_WQE_POSTED) {
-            if (now < qp->rnr_until_ns) {
-                return;
+            if (qp->rnr_until_ns != 0) {
+                /* after an RNR NAK, the WQE it named goes alone: a target
+                 * that had no receive for it would refuse those behind
+                 * it too, each retry a burst of packets for nothing (a
+                 * NIC sends them, and its responder drops them) */
+                if ((now < qp->rnr_until_ns) ||
+                    ((qp->sq_comp == qp->rnr_probe) &&
+                     (qp->sq_send != qp->sq_comp))) {
+                    return;
+                }
+                if (qp->sq_comp != qp->rnr_probe) {
+                    qp->rnr_until_ns = 0; /* over: the light path may post */
+                }
             }
-            qp->rnr_until_ns = 0; /* over: the light path may post */
-            status           = w->forced;
+            status = w->forced;
             if ((status == SOFT_NO_STATUS) && !w->checked) {
                 status = soft_req_check_local(qp, w);
                 if (status == DCX_WC_SUCCESS) {

@@ -350,6 +350,46 @@ TEST_F(soft_xproc, rnr_then_success)
     EXPECT_GE(sh->stats.rnr_naks_sent, 1u);
 }
 
+/* A target with no receive for a stream of SENDs: each RNR retry sends the
+ * SEND the NAK named, alone, not the whole stream behind it (which the
+ * target would refuse as well, a burst per retry); once receives come, all
+ * arrive in order. */
+TEST_F(soft_xproc, rnr_retries_the_named_send_alone)
+{
+    const unsigned n = 16;
+    sh->tp.nrecv     = 0;
+    start();
+    for (unsigned i = 0; i < n; ++i) {
+        fill(lbuf.data() + i * 64, 64, (int)(i + 1));
+        dcx_sge_t s      = lsge(i * 64, 64);
+        dcx_send_wr_t wr = make_wr(DCX_WR_SEND, i, &s, 1, ini, sh);
+        ASSERT_EQ(0, dcx_qp_post_send(ini.dci, &wr));
+    }
+    dcx_wc_t wc[n];
+    EXPECT_EQ(0, ini.poll(wc, 1, 0.05)); /* RNR: retried, not done */
+    dcx_soft_stats_t st0 = dev_stats(ini);
+    EXPECT_EQ(0, ini.poll(wc, 1, 0.1));
+    dcx_soft_stats_t st1 = dev_stats(ini);
+    uint64_t retries     = st1.rnr_retries - st0.rnr_retries;
+    uint64_t packets     = st1.tx_packets - st0.tx_packets;
+    EXPECT_GE(retries, 3u) << "the target's RNR timer is 1 ms";
+    EXPECT_LE(packets, retries + 1) << "over " << retries << " RNR retries";
+
+    __atomic_store_n(&sh->post_more, n, __ATOMIC_RELEASE);
+    ASSERT_EQ((int)n, ini.poll(wc, n, 20.0));
+    for (unsigned i = 0; i < n; ++i) {
+        EXPECT_EQ(DCX_WC_SUCCESS, wc[i].status) << i;
+        EXPECT_EQ(i, wc[i].wr_id);
+    }
+    ASSERT_TRUE(wait_recv(n));
+    for (unsigned i = 0; i < n; ++i) {
+        EXPECT_EQ(0, memcmp(recv_buf(sh, sh->wc[i].wr_id), lbuf.data() + i * 64,
+                            64))
+            << "receive " << i << " (" << sh->wc[i].wr_id << ")";
+    }
+    EXPECT_TRUE(stop_children());
+}
+
 TEST_F(soft_xproc, rnr_exceeded_bad_flow)
 {
     sh->tp.nrecv = 0;
