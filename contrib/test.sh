@@ -66,8 +66,12 @@ make_check() {
     for trs in $(grep -rl '^:test-result: FAIL' --include='*.trs' "$1/test" 2>/dev/null); do
         log=${trs%.trs}.log
         echo "-- ${log#"$1"/}"
-        grep -E '^\[  FAILED  \]|: Failure$|^Expected|^  Actual|^Which is|Value of|[Tt]imed? ?out|Aborted|Segmentation' \
-            "$log" | awk '!seen[$0]++' | head -n 12
+        # (gtest's own progress lines left out: test names say "timeout")
+        grep -E '^\[  FAILED  \]|: Failure$|^Expected|^  Actual|^Which is|Value of|[Tt]imed? ?out|Aborted|Segmentation|Sanitizer' \
+            "$log" | grep -vE '^\[ +(RUN|OK) +\]' | awk '!seen[$0]++' | head -n 12
+        # where it stopped: a suite killed or crashed names no failure
+        echo "   (its last lines)"
+        tail -n 6 "$log" | sed 's/^/   /'
     done
     return 1
 }
