@@ -82,20 +82,52 @@ pid_t dead_pid()
     return pid;
 }
 
+int claimer_gone(void *arg)
+{
+    return *static_cast<int *>(arg);
+}
+
 } // namespace
+
+/* A fake ring and the consumer's stall state, looked at from t0 on */
+class soft_ring_slot : public ::testing::Test {
+protected:
+    static const uint64_t t0 = 1000000000ull;
+    fake_ring r;
+    soft_stall_t st;
+    void *payload = nullptr;
+    uint64_t pos = 0, seen = 0;
+
+    soft_ring_slot() { memset(&st, 0, sizeof(st)); }
+
+    /* the consumer's look at time t; with dead, whether a peer died is
+     * *dead */
+    int unstick(uint64_t t, int *dead = nullptr)
+    {
+        return soft_ring_unstick(r.hdr, r.ring, &st, t, "t",
+                                 (dead != nullptr) ? claimer_gone : nullptr,
+                                 dead);
+    }
+
+    /* a claim by a CAS on the tail only: no mark, no owner */
+    void claim_unmarked()
+    {
+        uint64_t tail = r.ring->tail;
+        ASSERT_TRUE(__atomic_compare_exchange_n(&r.ring->tail, &tail, tail + 1,
+                                                0, __ATOMIC_RELAXED,
+                                                __ATOMIC_RELAXED));
+    }
+};
 
 /* Consuming a packet writes nothing in its slot (no line the producer
  * holds): only the consumer's head moves; the clear comes later and frees
  * the slot then. */
-TEST(soft_ring, pop_writes_no_slot_line)
+TEST_F(soft_ring_slot, pop_writes_no_slot_line)
 {
-    fake_ring r;
-    uint64_t seen = 0;
     ASSERT_TRUE(r.push(&seen, 0x5a));
     std::vector<uint8_t> before(r.ring->slot_size);
     memcpy(before.data(), r.slot(0), before.size());
 
-    void *payload;
     ASSERT_NE(nullptr, soft_ring_peek(r.hdr, r.ring, &payload));
     soft_ring_pop(r.hdr, r.ring);
     EXPECT_EQ(1u, r.ring->head);
@@ -117,16 +149,13 @@ TEST(soft_ring, pop_writes_no_slot_line)
 /* Slots consumed but not cleared yet are not given to producers; once
  * cleared, a producer fills the whole ring again, reading 'freed' only
  * when its copy says the ring is full. */
-TEST(soft_ring, deferred_free_still_fills_whole_ring)
+TEST_F(soft_ring_slot, deferred_free_still_fills_whole_ring)
 {
-    fake_ring r;
-    uint64_t seen = 0;
     for (uint32_t i = 0; i < SOFT_RING_SLOTS; ++i) {
         ASSERT_TRUE(r.push(&seen, (uint8_t)i)) << "slot " << i;
     }
     EXPECT_FALSE(r.push(&seen, 1)) << "a full ring took one more";
 
-    void *payload;
     for (uint32_t i = 0; i < SOFT_RING_SLOTS; ++i) {
         ASSERT_NE(nullptr, soft_ring_peek(r.hdr, r.ring, &payload));
         soft_ring_pop(r.hdr, r.ring);
@@ -157,102 +186,64 @@ TEST(soft_ring, deferred_free_still_fills_whole_ring)
  * after its mark is skipped after 1 ms; one claimed by a process that died
  * before (only the tail shows it) waits 2 s, as its claimer is unknown.
  * The consumer reads the tail only at the claim's watch, not per look. */
-TEST(soft_ring, dead_claimer_skipped_marked_or_not_bad_flow)
+TEST_F(soft_ring_slot, dead_claimer_skipped_marked_or_not_bad_flow)
 {
-    fake_ring r;
-    soft_stall_t st;
-    memset(&st, 0, sizeof(st));
-    const uint64_t t0 = 1000000000ull;
     log_counter logs; /* the skips are warnings */
 
     /* claimed and marked by a dead process, never published */
-    void *payload;
-    uint64_t pos, seen = 0;
     const pid_t dead = dead_pid();
     ASSERT_NE(nullptr,
               soft_ring_reserve_c(r.hdr, r.ring, dead, &seen, &payload, &pos));
     EXPECT_EQ(SOFT_SEQ_CLAIMED(pos, dead), r.slot(pos)->seq);
     EXPECT_EQ(nullptr, soft_ring_peek(r.hdr, r.ring, &payload));
-    EXPECT_EQ(0,
-              soft_ring_unstick(r.hdr, r.ring, &st, t0, "t", nullptr, nullptr));
-    EXPECT_EQ(0, soft_ring_unstick(r.hdr, r.ring, &st, t0 + 500000, "t",
-                                   nullptr, nullptr));
-    EXPECT_EQ(1, soft_ring_unstick(r.hdr, r.ring, &st, t0 + 1100000, "t",
-                                   nullptr, nullptr));
+    EXPECT_EQ(0, unstick(t0));
+    EXPECT_EQ(0, unstick(t0 + 500000));
+    EXPECT_EQ(1, unstick(t0 + 1100000));
     EXPECT_EQ(1u, r.ring->head);
 
     /* claimed by a CAS on the tail only: no mark, no owner */
-    uint64_t tail = r.ring->tail;
-    ASSERT_TRUE(__atomic_compare_exchange_n(&r.ring->tail, &tail, tail + 1, 0,
-                                            __ATOMIC_RELAXED,
-                                            __ATOMIC_RELAXED));
+    claim_unmarked();
     uint64_t t1 = t0 + 2 * SOFT_RING_TAIL_NS;
-    EXPECT_EQ(0,
-              soft_ring_unstick(r.hdr, r.ring, &st, t1, "t", nullptr, nullptr));
+    EXPECT_EQ(0, unstick(t1));
     EXPECT_NE(0u, st.since_ns) << "the tail did not show the claim";
-    EXPECT_EQ(0, soft_ring_unstick(r.hdr, r.ring, &st, t1 + 1100000, "t",
-                                   nullptr, nullptr));
-    EXPECT_EQ(0, soft_ring_unstick(r.hdr, r.ring, &st, t1 + 1500000000ull, "t",
-                                   nullptr, nullptr));
+    EXPECT_EQ(0, unstick(t1 + 1100000));
+    EXPECT_EQ(0, unstick(t1 + 1500000000ull));
     EXPECT_EQ(1u, r.ring->head) << "an unknown claimer skipped early";
-    EXPECT_EQ(1, soft_ring_unstick(r.hdr, r.ring, &st, t1 + 2100000000ull, "t",
-                                   nullptr, nullptr));
+    EXPECT_EQ(1, unstick(t1 + 2100000000ull));
     EXPECT_EQ(2u, r.ring->head);
     EXPECT_EQ(2, logs.lines());
 
     /* empty now: nothing claimed, nothing skipped */
-    EXPECT_EQ(0, soft_ring_unstick(r.hdr, r.ring, &st, t1 + 3000000000ull, "t",
-                                   nullptr, nullptr));
+    EXPECT_EQ(0, unstick(t1 + 3000000000ull));
     EXPECT_EQ(2u, soft_ring_clear(r.hdr, r.ring, r.ring->head));
     EXPECT_TRUE(r.push(&seen, 3));
     EXPECT_NE(nullptr, soft_ring_peek(r.hdr, r.ring, &payload));
-}
-
-static int claimer_gone(void *arg)
-{
-    return *static_cast<int *>(arg);
 }
 
 /* A claim without mark, when a process that may have made it is known to
  * have died: skipped after SOFT_RING_GONE_NS, not 2 s (the response ring of
  * a process whose peer was killed mid-traffic stayed blocked that long,
  * longer than its requests' retries: live endpoints failed); while no
- * process is known dead, the 2 s rule holds.  (Before the fix: no 'gone'
- * question, the ring waited 2 s.) */
-TEST(soft_ring, unmarked_claim_skipped_once_a_peer_died_bad_flow)
+ * process is known dead, the 2 s rule holds. */
+TEST_F(soft_ring_slot, unmarked_claim_skipped_once_a_peer_died_bad_flow)
 {
-    fake_ring r;
-    soft_stall_t st;
-    memset(&st, 0, sizeof(st));
-    const uint64_t t0 = 1000000000ull;
     log_counter logs; /* the skip is a warning */
     int dead = 0;
 
-    uint64_t tail = r.ring->tail;
-    ASSERT_TRUE(__atomic_compare_exchange_n(&r.ring->tail, &tail, tail + 1, 0,
-                                            __ATOMIC_RELAXED,
-                                            __ATOMIC_RELAXED));
-    EXPECT_EQ(0, soft_ring_unstick(r.hdr, r.ring, &st, t0, "t", claimer_gone,
-                                   &dead));
+    claim_unmarked();
+    EXPECT_EQ(0, unstick(t0, &dead));
     EXPECT_NE(0u, st.since_ns) << "the tail did not show the claim";
     /* nobody known dead: no skip before 2 s */
-    EXPECT_EQ(0,
-              soft_ring_unstick(r.hdr, r.ring, &st, t0 + 5 * SOFT_RING_GONE_NS,
-                                "t", claimer_gone, &dead));
+    EXPECT_EQ(0, unstick(t0 + 5 * SOFT_RING_GONE_NS, &dead));
     EXPECT_EQ(0u, r.ring->head);
     /* a peer died: skipped, but not before SOFT_RING_GONE_NS of stall */
     dead = 1;
     memset(&st, 0, sizeof(st));
     const uint64_t t1 = t0 + 10 * SOFT_RING_GONE_NS;
-    EXPECT_EQ(0, soft_ring_unstick(r.hdr, r.ring, &st, t1, "t", claimer_gone,
-                                   &dead));
-    EXPECT_EQ(0,
-              soft_ring_unstick(r.hdr, r.ring, &st, t1 + SOFT_RING_GONE_NS / 2,
-                                "t", claimer_gone, &dead));
+    EXPECT_EQ(0, unstick(t1, &dead));
+    EXPECT_EQ(0, unstick(t1 + SOFT_RING_GONE_NS / 2, &dead));
     EXPECT_EQ(0u, r.ring->head) << "skipped before SOFT_RING_GONE_NS";
-    EXPECT_EQ(1, soft_ring_unstick(r.hdr, r.ring, &st,
-                                   t1 + SOFT_RING_GONE_NS + 1000000, "t",
-                                   claimer_gone, &dead));
+    EXPECT_EQ(1, unstick(t1 + SOFT_RING_GONE_NS + 1000000, &dead));
     EXPECT_EQ(1u, r.ring->head);
     EXPECT_EQ(1, logs.lines());
 }
@@ -264,24 +255,17 @@ TEST(soft_ring, unmarked_claim_skipped_once_a_peer_died_bad_flow)
  * the slot, and another producer's packet of the next lap may be there
  * by then.  The late mark writes nothing in the slot; its producer claims
  * again and its packet comes after the others, none lost. */
-TEST(soft_ring, late_mark_after_skip_bad_flow)
+TEST_F(soft_ring_slot, late_mark_after_skip_bad_flow)
 {
-    fake_ring r;
-    soft_stall_t st;
-    memset(&st, 0, sizeof(st));
-    const uint64_t t0 = 1000000000ull;
     log_counter logs; /* the skip is a warning */
     const uint64_t n = r.ring->nslots;
-    void *payload;
-    uint64_t late_pos, pos, late_seen = 0, seen = 0;
+    uint64_t late_pos, late_seen = 0;
 
     /* the late producer's claim: the tail moved, no mark yet */
     ASSERT_EQ(1, soft_ring_claim_c(r.ring, &late_seen, &late_pos));
     ASSERT_EQ(0u, late_pos);
-    EXPECT_EQ(0,
-              soft_ring_unstick(r.hdr, r.ring, &st, t0, "t", nullptr, nullptr));
-    EXPECT_EQ(1, soft_ring_unstick(r.hdr, r.ring, &st, t0 + 2100000000ull, "t",
-                                   nullptr, nullptr));
+    EXPECT_EQ(0, unstick(t0));
+    EXPECT_EQ(1, unstick(t0 + 2100000000ull));
     ASSERT_EQ(1u, r.ring->head);
     ASSERT_EQ(1u, soft_ring_clear(r.hdr, r.ring, r.ring->head));
 
@@ -326,21 +310,14 @@ TEST(soft_ring, late_mark_after_skip_bad_flow)
 
 /* A claim marked by a live producer is never skipped, however long it
  * stays unpublished and whoever else died: its claimer will write it. */
-TEST(soft_ring, live_marked_claim_never_skipped)
+TEST_F(soft_ring_slot, live_marked_claim_never_skipped)
 {
-    fake_ring r;
-    soft_stall_t st;
-    memset(&st, 0, sizeof(st));
-    const uint64_t t0 = 1000000000ull;
-    int dead          = 1;
-    void *payload;
-    uint64_t pos, seen = 0;
+    int dead = 1;
 
     ASSERT_NE(nullptr, soft_ring_reserve_c(r.hdr, r.ring, (uint32_t)getpid(),
                                            &seen, &payload, &pos));
     for (uint64_t t = t0; t < t0 + 10000000000ull; t += 500000000ull) {
-        EXPECT_EQ(0, soft_ring_unstick(r.hdr, r.ring, &st, t, "t", claimer_gone,
-                                       &dead));
+        EXPECT_EQ(0, unstick(t, &dead));
     }
     EXPECT_EQ(0u, r.ring->head);
 }
@@ -348,27 +325,19 @@ TEST(soft_ring, live_marked_claim_never_skipped)
 /* A claim watched without mark (its claimer unknown) and marked before
  * the consumer's skip is kept once the mark names a live claimer, however
  * long it stays unpublished: the skip and the mark cannot both take it. */
-TEST(soft_ring, mark_before_skip_keeps_claim)
+TEST_F(soft_ring_slot, mark_before_skip_keeps_claim)
 {
-    fake_ring r;
-    soft_stall_t st;
-    memset(&st, 0, sizeof(st));
-    const uint64_t t0 = 1000000000ull;
-    int dead          = 1;
-    void *payload;
-    uint64_t pos, seen = 0;
+    int dead = 1;
 
     ASSERT_EQ(1, soft_ring_claim_c(r.ring, &seen, &pos));
-    EXPECT_EQ(0, soft_ring_unstick(r.hdr, r.ring, &st, t0, "t", claimer_gone,
-                                   &dead));
+    EXPECT_EQ(0, unstick(t0, &dead));
     EXPECT_NE(0u, st.since_ns) << "the tail did not show the claim";
     soft_pkt_t *pkt = soft_ring_mark_c(r.hdr, r.ring, (uint32_t)getpid(), pos,
                                        &payload);
     ASSERT_NE(nullptr, pkt);
     EXPECT_EQ(SOFT_SEQ_CLAIMED(pos, getpid()), r.slot(pos)->seq);
     EXPECT_EQ((uint32_t)getpid(), pkt->src_pid);
-    EXPECT_EQ(0, soft_ring_unstick(r.hdr, r.ring, &st, t0 + 3000000000ull, "t",
-                                   claimer_gone, &dead));
+    EXPECT_EQ(0, unstick(t0 + 3000000000ull, &dead));
     EXPECT_EQ(0u, r.ring->head);
     memset(pkt, 0x21, sizeof(*pkt));
     pkt->flags = SOFT_PKT_FIRST | SOFT_PKT_LAST;
