@@ -3,10 +3,10 @@
  * Soft device wake socket: how a sender wakes, in one hop, an application
  * asleep on a completion channel.
  *
- * A message to a process asleep in ucp_worker_wait used to take two hops:
- * the sender rang the receiver's helper thread (a futex), which served the
- * packet and wrote the channel's eventfd, which woke the application.
- * Instead, each port has a datagram socket of its own in the abstract
+ * Through the receiver's helper thread a message to a process asleep in
+ * ucp_worker_wait would take two hops: the sender rings the helper (a
+ * futex), which serves the packet and writes the channel's eventfd, which
+ * wakes the application.  Instead, each port has a datagram socket of its own in the abstract
  * namespace, named from what every peer reads in the port's header (owner
  * uid, pid, device number and the segment's random token), and every
  * completion channel's fd is an epoll set over the channel's eventfd and

@@ -421,8 +421,8 @@ TEST_P(uct_dcx_contract_cb, destroy_ep_in_zcopy_callback)
 /* uct_ep_pending_add on an idle endpoint with every resource free answers
  * UCS_ERR_BUSY (uct.h: "send resources are available now"), as UCX's dc
  * does: also for an endpoint that never sent and has no DCI yet (dcs,
- * dcs_quota), which the pool would give one at once.  (It used to queue
- * that one's request, to be dispatched by the next progress.) */
+ * dcs_quota), which the pool would give one at once: its request is not
+ * queued for the next progress. */
 struct idle_req {
     uct_pending_req_t uct;
     uct_ep_h ep;

@@ -261,7 +261,7 @@ TEST_P(uct_dcx_errors, streams_whole_dci_failure_bad_flow)
 
 /* An error handler may destroy the endpoint and still decline the error:
  * the transport's own report of the unhandled failure must not read the
- * freed endpoint (ASan: heap-use-after-free before the fix) */
+ * freed endpoint (ASan reports a heap-use-after-free if it does) */
 TEST_P(uct_dcx_errors, handler_destroys_ep_and_declines)
 {
     uct_ep_h bad  = connect(m_a, m_b);

@@ -101,7 +101,7 @@ TEST_P(uct_dcx_rx_batch, tiny_receive_queue)
  * buffers too, so the posted goal must grow before the device's queue runs
  * dry (a poll that finds a whole batch of receives grows it).  The stream
  * needs no receiver-not-ready NAK, each of which costs the sender RNR_TIMER
- * (1 ms); before the fix a stream of this length got tens of them. */
+ * (1 ms). */
 TEST_P(uct_dcx_rx_batch, stream_grows_receive_queue_before_rnr)
 {
     const int n = 20000;

@@ -395,7 +395,7 @@ TEST_P(uct_dcx_tag, unexpected_stream_syncs_once_per_gap)
     }
     ASSERT_TRUE(wait_for([&]() { return m_unexp.size() == count; }));
     /* the device asked from message 0x4000 on; one SYNC brought it the
-     * count, the next is due at 0x5000 (each used to get its own) */
+     * count, the next is due at 0x5000 (not one SYNC per message) */
     EXPECT_EQ(1u, tm_counter(TM_SYNCS));
 }
 

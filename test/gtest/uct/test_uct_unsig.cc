@@ -248,7 +248,7 @@ TEST_P(uct_dcx_unsig, waiting_ep_gets_idle_unsignalled_dci)
 /* Unsignalled bcopy sends hold their buffers until a later signalled WR
  * reports them: with only three buffers, a send refused for want of one
  * makes the DCIs report theirs, so that it goes through after progress
- * (it used to be refused forever under rand), and all arrive */
+ * (under every policy, rand included), and all arrive */
 TEST_P(uct_dcx_unsig, bcopy_buffers_come_back)
 {
     std::map<std::string, std::string> cfg;
