@@ -99,7 +99,7 @@ struct ibv_cq_ex *emu_qp_test::make_cq()
 
 struct ibv_qp *emu_dct_create(struct ibv_context *ctx, struct ibv_pd *pd,
                               struct ibv_cq *cq, struct ibv_srq *srq,
-                              uint64_t key)
+                              uint64_t key, uint64_t create_flags)
 {
     struct mlx5dv_qp_init_attr dv;
     struct ibv_qp_init_attr_ex attr;
@@ -115,6 +115,10 @@ struct ibv_qp *emu_dct_create(struct ibv_context *ctx, struct ibv_pd *pd,
     dv.comp_mask                   = MLX5DV_QP_INIT_ATTR_MASK_DC;
     dv.dc_init_attr.dc_type        = MLX5DV_DCTYPE_DCT;
     dv.dc_init_attr.dct_access_key = key;
+    if (create_flags != 0) {
+        dv.comp_mask |= MLX5DV_QP_INIT_ATTR_MASK_QP_CREATE_FLAGS;
+        dv.create_flags = create_flags;
+    }
     return mlx5dv_create_qp(ctx, &attr, &dv);
 }
 

@@ -18,11 +18,11 @@
      IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD)
 #define EMU_DCT_KEY 0x1234abcdull
 
-/* A DCT on ctx taking its receives from srq, completing on cq, left in
- * RESET (NULL if refused) */
+/* A DCT on ctx taking its receives from srq, completing on cq, created
+ * with mlx5dv create_flags (0: none), left in RESET (NULL if refused) */
 struct ibv_qp *emu_dct_create(struct ibv_context *ctx, struct ibv_pd *pd,
                               struct ibv_cq *cq, struct ibv_srq *srq,
-                              uint64_t key);
+                              uint64_t key, uint64_t create_flags = 0);
 /* RESET -> INIT -> RTR with the masks rdma-core's DC recipe uses */
 int emu_dct_connect(struct ibv_qp *qp, unsigned access);
 

@@ -66,34 +66,12 @@ protected:
         ASSERT_EQ(cqe_size, m_cq.dv.cqe_size);
         m_head = (uint16_t)m_srq_dv.head;
 
-        m_tdct = create_target_dct(create_flags);
+        m_tdct = emu_dct_create(m_ctx, m_pd, m_cq.cq, m_tsrq, EMU_DCT_KEY,
+                                create_flags);
         ASSERT_NE(nullptr, m_tdct) << strerror(errno);
         ASSERT_EQ(0, emu_dct_connect(m_tdct, IBV_ACCESS_REMOTE_WRITE));
         m_dci = make_dci();
         ASSERT_NE(nullptr, m_dci);
-    }
-
-    struct ibv_qp *create_target_dct(uint64_t create_flags)
-    {
-        struct mlx5dv_qp_init_attr dv;
-        struct ibv_qp_init_attr_ex attr;
-
-        memset(&attr, 0, sizeof(attr));
-        memset(&dv, 0, sizeof(dv));
-        attr.qp_type                   = IBV_QPT_DRIVER;
-        attr.comp_mask                 = IBV_QP_INIT_ATTR_PD;
-        attr.pd                        = m_pd;
-        attr.send_cq                   = m_cq.cq;
-        attr.recv_cq                   = m_cq.cq;
-        attr.srq                       = m_tsrq;
-        dv.comp_mask                   = MLX5DV_QP_INIT_ATTR_MASK_DC;
-        dv.dc_init_attr.dc_type        = MLX5DV_DCTYPE_DCT;
-        dv.dc_init_attr.dct_access_key = EMU_DCT_KEY;
-        if (create_flags != 0) {
-            dv.comp_mask |= MLX5DV_QP_INIT_ATTR_MASK_QP_CREATE_FLAGS;
-            dv.create_flags = create_flags;
-        }
-        return mlx5dv_create_qp(m_ctx, &attr, &dv);
     }
 
     void destroy_target()
@@ -242,8 +220,8 @@ TEST_F(emu_scatter_test, allow_flag_on_a_dct_bad_flow)
 {
     make_target(128);
     errno = 0;
-    EXPECT_EQ(nullptr,
-              create_target_dct(MLX5DV_QP_CREATE_ALLOW_SCATTER_TO_CQE));
+    EXPECT_EQ(nullptr, emu_dct_create(m_ctx, m_pd, m_cq.cq, m_tsrq, EMU_DCT_KEY,
+                                      MLX5DV_QP_CREATE_ALLOW_SCATTER_TO_CQE));
     EXPECT_EQ(EINVAL, errno);
 }
 
