@@ -264,8 +264,7 @@ void dcx_dev_unmaps_reported(dcx_dev_t *dev)
 int dcx_mem_alloc(dcx_dev_t *dev, size_t *length_p, void **addr_p,
                   unsigned flags)
 {
-    if ((dev->ops->mem_alloc == NULL) ||
-        !(dev->caps.flags & DCX_CAP_MEM_ALLOC)) {
+    if (dev->ops->mem_alloc == NULL) {
         dcx_error("%s: mem alloc: the device allocates no memory",
                   dev->caps.name);
         return EOPNOTSUPP;

@@ -111,10 +111,10 @@ enum {
                                      * (dcx_dev_mem_unmapped) */
     DCX_CAP_CQ_EVENT      = 1u << 6, /* completion channels: CQ events on an
                                        fd (dcx_comp_channel_*) */
-    DCX_CAP_MEM_ALLOC     = 1u << 7, /* the device allocates memory
-                                       (dcx_mem_alloc) that peers' one-sided
-                                       operations reach faster than memory
-                                       from elsewhere */
+    DCX_CAP_SHM_PEERS     = 1u << 7, /* peers map System V segments
+                                       registered with the device, so their
+                                       one-sided operations into them are
+                                       plain copies */
     DCX_CAP_DCI_STREAMS   = 1u << 8, /* DCIs with stream channels (.dci_streams
                                        of dcx_qp_attr_t, qp_stream_reset) */
     DCX_CAP_POST_NOW      = 1u << 9, /* a DCI's post_send may execute a WR
@@ -840,9 +840,9 @@ void dcx_dev_mem_unmapped(dcx_dev_t *dev, const void *addr, size_t len);
  * protection error).  A no-op where the NIC pins the pages. */
 void dcx_dev_unmaps_reported(dcx_dev_t *dev);
 
-/* Memory allocated by the device (DCX_CAP_MEM_ALLOC; EOPNOTSUPP, logged,
- * without it): at least *length_p bytes (whole pages, written back),
- * zeroed, read-write, at *addr_p: the device's choice, or with
+/* Memory allocated by the device (EOPNOTSUPP, logged, where the backend
+ * sets no mem_alloc): at least *length_p bytes (whole pages, written
+ * back), zeroed, read-write, at *addr_p: the device's choice, or with
  * DCX_MEM_FIXED the page-aligned address *addr_p gives (EINVAL otherwise;
  * EEXIST if anything is mapped there: never replaced).  Registered with
  * dcx_mr_reg() as any memory; backed by a shareable object, so that peers'
@@ -944,7 +944,7 @@ struct dcx_dev_ops {
                         dcx_cq_t **cq_p);
     int (*cq_req_notify)(dcx_cq_t *cq);
     int (*comp_channel_get_event)(dcx_comp_channel_t *ch, dcx_cq_t **cq_p);
-    /* device memory (DCX_CAP_MEM_ALLOC): NULL when the backend has none */
+    /* device memory: NULL when the backend has none */
     int (*mem_alloc)(dcx_dev_t *dev, size_t *len_p, void **addr_p, unsigned);
     int (*mem_free)(dcx_dev_t *dev, void *addr, size_t length);
 };

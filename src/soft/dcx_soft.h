@@ -43,7 +43,7 @@
  *    same completions.  mr_dereg and dcx_dev_mem_unmapped() wait for
  *    initiators' copies in flight into the region (bounded; soft_direct.c).
  *    Counted in dcx_soft_stats_t.direct_*.
- *  - dcx_mem_alloc() (DCX_CAP_MEM_ALLOC) gives memory backed by a sealed
+ *  - dcx_mem_alloc() gives memory backed by a sealed
  *    memfd whose fd, inode and range the device publishes next to its MR
  *    table (soft_alloc.c).  A direct WRITE/READ whose target MR lies in such
  *    an allocation is a memcpy through the initiator's mapping of it (made

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Soft device: memory the device allocates (dcx_mem_alloc, DCX_CAP_MEM_ALLOC).
+ * Soft device: memory the device allocates (dcx_mem_alloc).
  *
  * A NIC reaches any registered memory by DMA; the soft device's initiator
  * reaches a peer's memory by cross-memory attach (process_vm_writev/readv,

@@ -236,7 +236,7 @@ static void soft_fill_caps(soft_dev_t *dev, const dcx_dev_info_t *info)
      * the CPU's atomic instructions on the target's memory */
     caps->flags = DCX_CAP_DC | DCX_CAP_HELPER | DCX_CAP_ATOMIC_HOST |
                   DCX_CAP_NO_PIN | DCX_CAP_CQ_EVENT | DCX_CAP_MKEY_STRIDE |
-                  DCX_CAP_MEM_ALLOC | DCX_CAP_DCI_STREAMS |
+                  DCX_CAP_SHM_PEERS | DCX_CAP_DCI_STREAMS |
                   (l->tm_off ? 0 : DCX_CAP_TM) |
                   (l->recv_copy ? 0 : DCX_CAP_RECV_IN_PLACE);
     caps->atomic_flags = DCX_ATOMIC_FADD64 | DCX_ATOMIC_CSWAP64 |

@@ -356,8 +356,8 @@ ucs_status_t uct_dcx_md_query(uct_md_h uct_md, uct_md_attr_t *attr)
     attr->cap.max_alloc       = attr->cap.max_reg;
     attr->cap.reg_mem_types   = UCS_BIT(UCS_MEMORY_TYPE_HOST);
     attr->cap.alloc_mem_types = 0;
-    if (caps->flags & DCX_CAP_MEM_ALLOC) {
-        /* host memory the device can hand peers directly (dcx_md_alloc.c);
+    if (caps->flags & DCX_CAP_SHM_PEERS) {
+        /* SysV segments, which peers of such a device map (dcx_md_alloc.c);
          * one allocation is one registration */
         attr->cap.flags |= UCT_MD_FLAG_ALLOC | UCT_MD_FLAG_FIXED;
         attr->cap.alloc_mem_types = UCS_BIT(UCS_MEMORY_TYPE_HOST);

@@ -243,7 +243,7 @@ void uct_dcx_md_mr_dereg(uct_dcx_md_t *md, dcx_mr_t *mr);
 uint32_t uct_dcx_md_access_of(unsigned flags);
 
 /* dcx_md_alloc.c: memory the md allocates (UCT_MD_FLAG_ALLOC where the
- * device has DCX_CAP_MEM_ALLOC) */
+ * device has DCX_CAP_SHM_PEERS) */
 ucs_status_t uct_dcx_mem_free(uct_md_h uct_md, uct_mem_h memh);
 
 

@@ -117,7 +117,7 @@ protected:
         dcx_mr_t *ro, *gone;
 
         ASSERT_EQ(0, t.open(fabric.c_str(), &l));
-        ASSERT_TRUE(dcx_dev_caps(t.dev)->flags & DCX_CAP_MEM_ALLOC);
+        ASSERT_TRUE(dcx_dev_caps(t.dev)->flags & DCX_CAP_SHM_PEERS);
         mem_len = RLEN + 2 * PAGE - 100; /* rounded up by the device */
         ASSERT_EQ(0, dcx_mem_alloc(t.dev, &mem_len, (void **)&mem, 0));
         ASSERT_EQ(RLEN + 2 * PAGE, mem_len);

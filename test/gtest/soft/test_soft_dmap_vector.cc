@@ -39,7 +39,7 @@ protected:
         size_t alen = sizeof(addr), len = ALLOC;
 
         ASSERT_EQ(0, t.open(fabric.c_str(), &l));
-        ASSERT_TRUE(dcx_dev_caps(t.dev)->flags & DCX_CAP_MEM_ALLOC);
+        ASSERT_TRUE(dcx_dev_caps(t.dev)->flags & DCX_CAP_SHM_PEERS);
         ASSERT_EQ(0, dcx_mem_alloc(t.dev, &len, (void **)&mem, 0));
         memset(mem, 0x5a, ALLOC);
         ASSERT_EQ(0, t.reg(mem, ALLOC, RACC, &tmr));

@@ -378,7 +378,8 @@ TEST_F(test_dcx_md, open_query_close)
     EXPECT_TRUE(attr.cap.flags & UCT_MD_FLAG_REG);
     EXPECT_TRUE(attr.cap.flags & UCT_MD_FLAG_NEED_MEMH);
     EXPECT_TRUE(attr.cap.flags & UCT_MD_FLAG_NEED_RKEY);
-    /* the soft device allocates memory peers map (dcx_md_alloc.c) */
+    /* the soft device's peers map SysV segments: the md allocates them
+     * (dcx_md_alloc.c) */
     EXPECT_TRUE(attr.cap.flags & UCT_MD_FLAG_ALLOC);
     EXPECT_TRUE(attr.cap.flags & UCT_MD_FLAG_FIXED);
     EXPECT_EQ(UCS_BIT(UCS_MEMORY_TYPE_HOST), attr.cap.alloc_mem_types);
