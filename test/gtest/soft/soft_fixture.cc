@@ -7,7 +7,9 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/ipc.h>
 #include <sys/mman.h>
+#include <sys/shm.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -28,6 +30,43 @@ dcx_soft_stats_t dev_stats(node &n)
     memset(&st, 0, sizeof(st));
     EXPECT_EQ(0, dcx_soft_stats(n.dev, &st));
     return st;
+}
+
+int shm_alloc(size_t *len_p, void **addr_p)
+{
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    size_t len  = (*len_p + page - 1) & ~(page - 1);
+    void *p;
+    int id, err;
+
+    id = shmget(IPC_PRIVATE, len, IPC_CREAT | 0600);
+    if (id < 0) {
+        err = errno;
+        fprintf(stderr, "shmget of %zu bytes: %s\n", len, strerror(err));
+        return err;
+    }
+    p   = shmat(id, nullptr, 0);
+    err = errno;
+    shmctl(id, IPC_RMID, nullptr); /* gone with its last attachment */
+    if (p == (void *)-1) {
+        fprintf(stderr, "shmat of segment %d: %s\n", id, strerror(err));
+        return err;
+    }
+    *len_p  = len;
+    *addr_p = p;
+    return 0;
+}
+
+int shm_free(dcx_dev_t *dev, void *addr, size_t len)
+{
+    dcx_dev_mem_unmapped(dev, addr, len);
+    if (shmdt(addr) != 0) {
+        int err = errno;
+
+        fprintf(stderr, "shmdt of %p: %s\n", addr, strerror(err));
+        return err;
+    }
+    return 0;
 }
 
 std::vector<std::string> seg_names(const std::string &fabric)

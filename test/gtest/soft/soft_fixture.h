@@ -155,6 +155,15 @@ double now_s();
 /* the device's counters (dcx_soft_stats), zeroed if the call fails */
 dcx_soft_stats_t dev_stats(node &n);
 
+/* Memory peers of a soft device attach (DCX_CAP_SHM_PEERS) once it is
+ * registered: a System V segment of *len_p bytes rounded up to whole
+ * pages, zeroed, attached at *addr_p and removed at once (IPC_RMID), as
+ * the dcx md allocates (dcx_md_alloc.c).  0 or an errno (said on stderr).
+ * shm_free gives it back as the md does: dev hears of the unmap
+ * (dcx_dev_mem_unmapped), then the segment is detached. */
+int shm_alloc(size_t *len_p, void **addr_p);
+int shm_free(dcx_dev_t *dev, void *addr, size_t len);
+
 /* the shared-memory segments of a fabric of ours ("/dcx-soft.<uid>...") */
 std::vector<std::string> seg_names(const std::string &fabric);
 bool wait_flag(volatile uint32_t *flag, uint32_t value, double timeout_s);

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Atomics executed by the initiator (soft_direct.c, "Atomics"): where the
- * target's MR lies in a device allocation the initiator maps, an atomic is
- * a CPU atomic on the mapping, with the checks of a WRITE, and no packet.
- * Memory outside an allocation keeps the responder's path.  What the
+ * target's MR lies in a SysV segment the initiator attaches (shm_alloc, as
+ * the dcx md allocates), an atomic is a CPU atomic on the attachment, with
+ * the checks of a WRITE, and no packet.  Memory outside a segment keeps
+ * the responder's path.  What the
  * target refuses (a stale or read-only key, an unaligned word, a masked
  * atomic its DCT does not execute) takes the packet path and fails there
  * with nothing written.  An atomic flagged DCX_SEND_NOW is done under the
@@ -36,7 +37,7 @@ protected:
         ASSERT_EQ(0, m_n.make_loopback(KEY, DCX_ACCESS_REMOTE_WRITE |
                                                 DCX_ACCESS_REMOTE_READ |
                                                 DCX_ACCESS_REMOTE_ATOMIC));
-        ASSERT_EQ(0, dcx_mem_alloc(m_n.dev, &len, (void **)&m_mem, 0));
+        ASSERT_EQ(0, shm_alloc(&len, (void **)&m_mem));
         ASSERT_EQ(ALLOC_LEN, len);
         ASSERT_EQ(0, m_n.reg(m_mem, ALLOC_LEN, ACCESS, &m_mr));
         ASSERT_EQ(0, m_n.reg(m_res, sizeof(m_res), DCX_ACCESS_LOCAL_WRITE,
@@ -50,7 +51,7 @@ protected:
         }
         m_n.mrs.clear();
         if (m_mem != nullptr) {
-            EXPECT_EQ(0, dcx_mem_free(m_n.dev, m_mem, ALLOC_LEN));
+            EXPECT_EQ(0, shm_free(m_n.dev, m_mem, ALLOC_LEN));
         }
         m_n.close();
         soft::TearDown();

@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Direct RDMA WRITE and READ into memory the target's device allocated
- * (dcx_mem_alloc): the initiator maps the allocation once (soft_dmap.c)
- * and copies with memcpy, under the same checks and in-flight markers as
- * cross-memory attach.  The test process is the target unless said
- * otherwise; a forked child is the initiator, which reaches the target's
- * allocation (made after the fork) only through the device.
+ * Direct RDMA WRITE and READ into a System V segment the target registered
+ * (shm_alloc, as the dcx md allocates): the initiator attaches the segment
+ * once (soft_dmap.c) and copies with memcpy, under the same checks and
+ * in-flight markers as cross-memory attach.  The test process is the
+ * target unless said otherwise; a forked child is the initiator, which
+ * reaches the target's segment (made after the fork) only through the
+ * device.
  */
 #include "soft_xfer.h"
 
@@ -15,6 +16,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/shm.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -99,7 +101,7 @@ protected:
         }
         t.mrs.clear();
         if (mem != nullptr) {
-            EXPECT_EQ(0, dcx_mem_free(t.dev, mem, mem_len));
+            EXPECT_EQ(0, shm_free(t.dev, mem, mem_len));
             mem = nullptr;
         }
         t.close();
@@ -119,7 +121,7 @@ protected:
         ASSERT_EQ(0, t.open(fabric.c_str(), &l));
         ASSERT_TRUE(dcx_dev_caps(t.dev)->flags & DCX_CAP_SHM_PEERS);
         mem_len = RLEN + 2 * PAGE - 100; /* rounded up by the device */
-        ASSERT_EQ(0, dcx_mem_alloc(t.dev, &mem_len, (void **)&mem, 0));
+        ASSERT_EQ(0, shm_alloc(&mem_len, (void **)&mem));
         ASSERT_EQ(RLEN + 2 * PAGE, mem_len);
         if (fill) {
             memset(mem, 0x5a, mem_len);
@@ -176,8 +178,7 @@ protected:
         dcx_mr_t *mr;
         void *p;
 
-        if ((n.open(fab.c_str(), &l) != 0) ||
-            (dcx_mem_alloc(n.dev, &len, &p, 0) != 0) ||
+        if ((n.open(fab.c_str(), &l) != 0) || (shm_alloc(&len, &p) != 0) ||
             (n.reg(p, len,
                    DCX_ACCESS_LOCAL_WRITE | DCX_ACCESS_REMOTE_WRITE |
                        DCX_ACCESS_REMOTE_READ,
@@ -457,7 +458,7 @@ TEST_F(soft_dmap, dereg_races_mapped_write)
             dcx_mr_dereg(mr);
         }
         t.mrs.clear();
-        ASSERT_EQ(0, dcx_mem_free(t.dev, mem, mem_len));
+        ASSERT_EQ(0, shm_free(t.dev, mem, mem_len));
         mem = nullptr;
         t.close();
         __atomic_store_n(&sh->stop, 0, __ATOMIC_RELEASE);
@@ -517,9 +518,9 @@ TEST_F(soft_dmap, free_then_realloc_bad_flow)
         ASSERT_EQ(0, dcx_mr_dereg(mr));
     }
     t.mrs.clear();
-    ASSERT_EQ(0, dcx_mem_free(t.dev, mem, mem_len));
+    ASSERT_EQ(0, shm_free(t.dev, mem, mem_len));
     mem = nullptr;
-    ASSERT_EQ(0, dcx_mem_alloc(t.dev, &mem_len, (void **)&mem, 0));
+    ASSERT_EQ(0, shm_alloc(&mem_len, (void **)&mem));
     memset(mem, 0x5a, mem_len);
     ASSERT_EQ(0, t.reg(mem + PAGE, RLEN,
                        DCX_ACCESS_LOCAL_WRITE | DCX_ACCESS_REMOTE_WRITE, &tmr));
@@ -700,8 +701,7 @@ TEST_F(soft_dmap, dead_target_known_by_its_lock_bad_flow)
 
 namespace {
 
-/* how many mappings of device allocations (memfd "dcx-soft") this process
- * has */
+/* how many mappings of SysV segments ("/SYSV...") this process has */
 unsigned alloc_mappings()
 {
     FILE *f = fopen("/proc/self/maps", "r");
@@ -712,7 +712,7 @@ unsigned alloc_mappings()
         return 0;
     }
     while (fgets(line, sizeof(line), f) != nullptr) {
-        n += (strstr(line, "memfd:dcx-soft") != nullptr);
+        n += (strstr(line, " /SYSV") != nullptr);
     }
     fclose(f);
     return n;
@@ -865,7 +865,7 @@ void soft_dmap_evict::run(bool touch)
     for (unsigned k = 0; k < nalloc; ++k) {
         size_t sz = alen;
         dcx_mr_t *mr;
-        ASSERT_EQ(0, dcx_mem_alloc(t2.dev, &sz, (void **)&a2[k], 0));
+        ASSERT_EQ(0, shm_alloc(&sz, (void **)&a2[k]));
         memset(a2[k], 0x5a, alen);
         ASSERT_EQ(0, t2.reg(a2[k], alen,
                             DCX_ACCESS_LOCAL_WRITE | DCX_ACCESS_REMOTE_WRITE,
@@ -901,7 +901,7 @@ void soft_dmap_evict::run(bool touch)
     }
     t2.mrs.clear();
     for (unsigned k = 0; k < nalloc; ++k) {
-        EXPECT_EQ(0, dcx_mem_free(t2.dev, a2[k], alen));
+        EXPECT_EQ(0, shm_free(t2.dev, a2[k], alen));
     }
     t2.close();
     munmap(t2i, sizeof(*t2i));
@@ -926,9 +926,10 @@ TEST_F(soft_dmap_evict, recently_used_mapping_stays)
 }
 
 /* Two devices of one process (two interfaces, two workers): an RDMA WRITE
- * and READ between them copy through the allocation itself, which is in
- * the process's own address space, and make no second mapping of it. */
-TEST_F(soft_dmap, same_process_copies_use_the_allocation_itself)
+ * and READ between them copy through one attachment of the segment that
+ * the initiator makes (the application may detach its own at any time),
+ * and through no other. */
+TEST_F(soft_dmap, same_process_copies_through_one_attachment)
 {
     dcx_soft_limits_t l = limits();
     node ini;
@@ -961,7 +962,8 @@ TEST_F(soft_dmap, same_process_copies_use_the_allocation_itself)
     expect_untouched(0, PAGE);
     expect_untouched(PAGE + 4 * 4096, mem_len);
     EXPECT_EQ(1u, dcx_soft_direct_mappings(ini.dev));
-    EXPECT_EQ(before, alloc_mappings()) << "the allocation mapped again";
+    EXPECT_EQ(before + 1, alloc_mappings())
+        << "not one attachment of the segment for the copies";
     dcx_soft_stats_t st;
     ASSERT_EQ(0, dcx_soft_stats(ini.dev, &st));
     EXPECT_EQ(8u, st.direct_mapped);
@@ -1003,7 +1005,7 @@ TEST_F(soft_dmap, alternating_allocations_each_their_mapping)
         return 0;
     });
     start_target();
-    ASSERT_EQ(0, dcx_mem_alloc(t.dev, &len2, (void **)&mem2, 0));
+    ASSERT_EQ(0, shm_alloc(&len2, (void **)&mem2));
     memset(mem2, 0x5a, len2);
     ASSERT_EQ(0, t.reg(mem2, len2,
                        DCX_ACCESS_LOCAL_WRITE | DCX_ACCESS_REMOTE_WRITE, &mr2));
@@ -1031,7 +1033,7 @@ TEST_F(soft_dmap, alternating_allocations_each_their_mapping)
         EXPECT_EQ(0, dcx_mr_dereg(mr));
         t.mrs.erase(std::find(t.mrs.begin(), t.mrs.end(), mr));
     }
-    EXPECT_EQ(0, dcx_mem_free(t.dev, mem2, len2));
+    EXPECT_EQ(0, shm_free(t.dev, mem2, len2));
 }
 
 /* With a fault rule set on the initiator every operation goes by packets
@@ -1132,34 +1134,79 @@ TEST_F(soft_dmap, mapping_refused_falls_back)
     EXPECT_EQ(0u, info->stats.tx_packets);
 }
 
-/* Device allocation bad flows: length 0, freeing what it did not
- * allocate or with another length; registrations inside an allocation
- * that is freed refuse access afterwards. */
-TEST_F(soft_dmap, alloc_free_bad_flow)
+/* The id of the SysV segment mapped at p in this process (the inode of its
+ * /proc/self/maps line), or -1 */
+static int shmid_at(const void *p)
 {
-    dcx_soft_limits_t l = limits();
-    size_t len          = 0;
-    void *p             = nullptr;
-    uint8_t stack_buf[64];
+    unsigned long lo, hi, off, ino, a = (unsigned long)(uintptr_t)p;
+    unsigned maj, mnr;
+    char line[512], perms[8];
+    int id = -1, n = 0;
+    FILE *f = fopen("/proc/self/maps", "r");
 
-    ASSERT_EQ(0, t.open(fabric.c_str(), &l));
-    {
-        log_counter lc;
-        EXPECT_EQ(EINVAL, dcx_mem_alloc(t.dev, &len, &p, 0));
-        EXPECT_EQ(1, lc.lines());
+    if (f == nullptr) {
+        return -1;
     }
-    len = 10000;
-    ASSERT_EQ(0, dcx_mem_alloc(t.dev, &len, &p, 0));
-    EXPECT_EQ(12288u, len);
-    for (size_t i = 0; i < len; ++i) {
-        ASSERT_EQ(0, ((uint8_t *)p)[i]) << "not zeroed";
+    while ((id < 0) && (fgets(line, sizeof(line), f) != nullptr)) {
+        if ((sscanf(line, "%lx-%lx %7s %lx %x:%x %lu%n", &lo, &hi, perms, &off,
+                    &maj, &mnr, &ino, &n) == 7) &&
+            (lo <= a) && (a < hi) && (strstr(line + n, "/SYSV") != nullptr)) {
+            id = (int)ino;
+        }
     }
-    {
-        log_counter lc;
-        EXPECT_EQ(EINVAL, dcx_mem_free(t.dev, stack_buf, sizeof(stack_buf)));
-        EXPECT_EQ(EINVAL, dcx_mem_free(t.dev, p, 4096));
-        EXPECT_EQ(2, lc.lines());
+    fclose(f);
+    return id;
+}
+
+/* The target frees its segment while MRs inside are still registered
+ * (dcx_dev_mem_unmapped, then shmdt, as the md's mem_free): a write
+ * through the attachment the initiator made before is refused with
+ * REM_ACCESS_ERR, and nothing is written into the segment (which the
+ * target's device keeps while the MRs are registered). */
+TEST_F(soft_dmap, freed_segment_refuses_bad_flow)
+{
+    dmap_info *in = info;
+
+    start_initiator([in](node &n) -> int {
+        local_buf lb;
+
+        if (lb.reg(n, 4096) != 0) {
+            return 11;
+        }
+        memset(lb.v.data(), 0x11, 4096);
+        dcx_sge_t s = lb.sge(0, 4096);
+        if (run_one(n, wr_to(in, n, DCX_WR_RDMA_WRITE, &s, in->raddr,
+                             in->rkey)) != DCX_WC_SUCCESS) {
+            return 12;
+        }
+        __atomic_store_n(&in->phase, 1, __ATOMIC_RELEASE);
+        if (!wait_flag(&in->phase, 2, 30.0)) {
+            return 13;
+        }
+        memset(lb.v.data(), 0x22, 4096);
+        in->status = run_one(n, wr_to(in, n, DCX_WR_RDMA_WRITE, &s,
+                                      in->raddr + 4096, in->rkey));
+        return 0;
+    });
+    start_target();
+    ASSERT_TRUE(wait_flag(&info->phase, 1, 30.0));
+    int id = shmid_at(mem);
+    ASSERT_GE(id, 0) << "the allocation is no SysV attachment";
+
+    ASSERT_EQ(0, shm_free(t.dev, mem, mem_len));
+    mem = nullptr; /* the MRs stay registered until TearDown */
+    __atomic_store_n(&info->phase, 2, __ATOMIC_RELEASE);
+    ASSERT_TRUE(wait_flag(&info->done, 1, 60.0));
+    ASSERT_TRUE(stop_children());
+    EXPECT_EQ((uint32_t)DCX_WC_REM_ACCESS_ERR, info->status);
+    EXPECT_EQ(1u, info->stats.direct_mapped);
+
+    /* the segment, attached again by its id: only the first write is in */
+    const uint8_t *seg = (const uint8_t *)shmat(id, nullptr, SHM_RDONLY);
+    ASSERT_NE((const uint8_t *)-1, seg) << strerror(errno);
+    for (size_t i = 0; i < RLEN + 2 * PAGE; ++i) {
+        bool first = (i >= PAGE) && (i < 2 * PAGE);
+        ASSERT_EQ(first ? 0x11 : 0x5a, seg[i]) << "segment byte " << i;
     }
-    EXPECT_EQ(0, dcx_mem_free(t.dev, p, len));
-    EXPECT_EQ(EINVAL, dcx_mem_free(t.dev, p, len)) << "freed twice";
+    shmdt(seg);
 }

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * RDMA WRITE and READ through a strided key of one entry (a vector) whose
- * memory the target's device allocated: the target publishes the layout
- * (soft_direct_vector_set) and the initiator, which maps the allocation,
+ * memory is a SysV segment of the target's (shm_alloc, as the dcx md
+ * allocates): the target publishes the layout (soft_direct_vector_set)
+ * and the initiator, which attaches the segment,
  * walks it and copies each element itself, with no packet and no target
  * CPU (soft_direct.c, soft_direct_vector_exec).  Every case is checked on
  * the bytes (exactly the layout's bytes of the range change; reads return
@@ -40,7 +41,7 @@ protected:
 
         ASSERT_EQ(0, t.open(fabric.c_str(), &l));
         ASSERT_TRUE(dcx_dev_caps(t.dev)->flags & DCX_CAP_SHM_PEERS);
-        ASSERT_EQ(0, dcx_mem_alloc(t.dev, &len, (void **)&mem, 0));
+        ASSERT_EQ(0, shm_alloc(&len, (void **)&mem));
         memset(mem, 0x5a, ALLOC);
         ASSERT_EQ(0, t.reg(mem, ALLOC, RACC, &tmr));
         ASSERT_EQ(0, t.make_target(DCK,
@@ -67,7 +68,7 @@ protected:
         }
         t.mrs.clear();
         if (mem != nullptr) {
-            EXPECT_EQ(0, dcx_mem_free(t.dev, mem, ALLOC));
+            EXPECT_EQ(0, shm_free(t.dev, mem, ALLOC));
         }
         t.close();
         soft::TearDown();
@@ -470,7 +471,7 @@ TEST_F(soft, vector_changes_race_writes)
         dcx_wc_t wc;
         node t;
         ASSERT_EQ(0, t.open(fabric.c_str(), &l));
-        ASSERT_EQ(0, dcx_mem_alloc(t.dev, &len, (void **)&mem, 0));
+        ASSERT_EQ(0, shm_alloc(&len, (void **)&mem));
         memset(mem, 0x5a, ALLOC);
         ASSERT_EQ(0, dcx_mr_reg(t.pd, mem, ALLOC, RACC, &mr));
         ASSERT_EQ(0, t.make_target(DCK, DCX_ACCESS_REMOTE_WRITE, 64));
@@ -512,7 +513,7 @@ TEST_F(soft, vector_changes_race_writes)
         if (!(mode % 2)) {
             EXPECT_EQ(0, dcx_mr_dereg(mr));
         }
-        EXPECT_EQ(0, dcx_mem_free(t.dev, mem, ALLOC));
+        EXPECT_EQ(0, shm_free(t.dev, mem, ALLOC));
         t.close();
         munmap(in, sizeof(*in));
     }

@@ -197,12 +197,11 @@ protected:
         }
     };
 
-    /* a device allocation of t's (dlen bytes at dmem, zeroed), registered
-     * for remote access (dmr): a's copies go through its mapping, which in
-     * this process is the allocation itself */
+    /* a SysV segment of t's (dlen bytes at dmem, zeroed), registered for
+     * remote access (dmr): a's copies go through its attachment of it */
     void alloc_target()
     {
-        ASSERT_EQ(0, dcx_mem_alloc(t.b.dev, &dlen, (void **)&dmem, 0));
+        ASSERT_EQ(0, shm_alloc(&dlen, (void **)&dmem));
         ASSERT_EQ(0, t.b.reg(dmem, dlen, ALL_REMOTE, &dmr));
         /* the grants then know the target's liveness lock (the common
          * case of work within the call needs that) */
@@ -248,7 +247,7 @@ protected:
                 dcx_mr_dereg(mr);
             }
             t.b.mrs.clear();
-            EXPECT_EQ(0, dcx_mem_free(t.b.dev, dmem, dlen));
+            EXPECT_EQ(0, shm_free(t.b.dev, dmem, dlen));
         }
         soft::TearDown();
     }
@@ -453,7 +452,7 @@ TEST_F(soft_markers, dereg_races_writes_within_the_call)
 }
 
 /* The same race with puts through the common case of work within the
- * call (a mapping of the target's device allocation, no call): nothing is
+ * call (an attachment of the target's SysV segment, no call): nothing is
  * written after mr_dereg returned. */
 TEST_F(soft_markers, dereg_races_puts_within_the_call)
 {
