@@ -43,18 +43,19 @@
  *    same completions.  mr_dereg and dcx_dev_mem_unmapped() wait for
  *    initiators' copies in flight into the region (bounded; soft_direct.c).
  *    Counted in dcx_soft_stats_t.direct_*.
- *  - dcx_mem_alloc() gives memory backed by a sealed
- *    memfd whose fd, inode and range the device publishes next to its MR
- *    table (soft_alloc.c).  A direct WRITE/READ whose target MR lies in such
- *    an allocation is a memcpy through the initiator's mapping of it (made
- *    once through /proc/<pid>/fd/<fd>, cached per device, at most 16,
- *    dropped when the allocation is freed or its process exits;
- *    soft_dmap.c), after the same checks and under the same in-flight
- *    markers as a cross-memory copy, and with no system call: whether the
- *    target is alive is read from a robust lock its helper thread holds
- *    (the kernel marks it when the process dies).  Where pidfd_open, that
- *    open or the mmap is refused, the copy is a cross-memory one as for
- *    other memory.
+ *  - A registered range that lies in one System V shared memory attachment
+ *    (DCX_CAP_SHM_PEERS: the dcx md allocates such segments) is published
+ *    with its segment's id next to the MR table (soft_shm.c).  A direct
+ *    WRITE/READ, or an atomic, whose target MR lies in such a segment is
+ *    a memcpy (a CPU atomic) through the initiator's attachment of it
+ *    (made once by the id, cached per device, at most 16, dropped when
+ *    the segment is unpublished or its process exits; soft_dmap.c), after
+ *    the same checks and under the same in-flight markers as a
+ *    cross-memory copy, and with no system call: whether the target is
+ *    alive is read from a robust lock its helper thread holds (the kernel
+ *    marks it when the process dies).  Where pidfd_open, the segment's
+ *    stat or its attachment is refused, the copy is a cross-memory one as
+ *    for other memory.
  *  - Small inline SENDs and RDMA WRITEs: one that fits a packet, posted on
  *    a DCI with nothing waiting to be transmitted and no fault rule set, is
  *    written straight into the target's request ring in a compact form (a
@@ -233,10 +234,10 @@ typedef struct dcx_soft_stats {
     uint64_t direct_fallbacks; /* started direct, went by packets */
     uint64_t futex_wakes;      /* FUTEX_WAKE calls made (any helper) */
     uint64_t direct_mapped;    /* direct WRITEs/READs that were a plain
-                                     copy through a mapping of the target's
-                                     allocation (also in direct_writes/
-                                     direct_reads) */
-    uint64_t direct_maps;      /* target allocations mapped */
+                                  copy through an attachment of the
+                                  target's SysV segment (also in
+                                  direct_writes/direct_reads) */
+    uint64_t direct_maps;      /* target SysV segments attached */
     /* cumulative acknowledgements: responder side, messages acknowledged
      * in the requester's ack table instead of by an ACK packet; requester
      * side, WQEs completed from our table */
@@ -264,8 +265,8 @@ typedef struct dcx_soft_stats {
      * senders woke through their wake socket, without their helper */
     uint64_t wake_pokes;
     /* responder side, remote accesses through strided keys: batches
-     * copied (each one vectored system call, or memcpys where the memory
-     * is a device allocation) and the pieces they held */
+     * copied (each one vectored system call, or memcpys once the consumer
+     * reports unmaps) and the pieces they held */
     uint64_t mkey_batches;
     uint64_t mkey_pieces;
     /* requester side: messages sent by the light post (one packet in the
@@ -322,8 +323,8 @@ void dcx_soft_test_set_tokens(const uint64_t *tokens, unsigned count);
  * died in one) the device's published tables hold right now. */
 unsigned dcx_soft_direct_inflight(dcx_dev_t *dev);
 
-/* Tests only: how many peers' allocations (dcx_mem_alloc) this device
- * holds mapped for its direct RDMA WRITE/READ right now. */
+/* Tests only: how many peers' SysV segments this device holds attached
+ * for its direct RDMA WRITE/READ right now. */
 unsigned dcx_soft_direct_mappings(dcx_dev_t *dev);
 
 /* Tests only: 1 once the device's helper thread holds the liveness lock

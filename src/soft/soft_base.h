@@ -15,7 +15,7 @@
 #include <stdint.h>
 
 #define SOFT_MAGIC      0x53584344u /* "DCXS" */
-#define SOFT_VERSION    8u          /* 8: the claimer's pid in its mark */
+#define SOFT_VERSION    9u          /* 9: allocs[] of SysV segments only */
 #define SOFT_ADDR_MAGIC 0xdc53u     /* soft port address, format 2 */
 #define SOFT_ADDR_LEN   28u
 #define SOFT_PID_NOWHERE \

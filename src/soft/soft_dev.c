@@ -179,9 +179,8 @@ static void soft_close(dcx_dev_t *dev_)
                  dev->super.caps.name, dev->num_objs, dev->num_pds,
                  dev->num_mr_used);
     }
-    soft_dmap_cleanup(dev); /* peers' allocations we mapped */
-    soft_alloc_cleanup(dev);
-    soft_shm_cleanup(dev); /* SysV segments of MRs not deregistered */
+    soft_dmap_cleanup(dev); /* peers' segments we attached */
+    soft_shm_cleanup(dev);  /* SysV segments of MRs not deregistered */
     free(dev->mvec);
     soft_peers_free(dev);
     soft_wake_close(dev);
@@ -221,9 +220,7 @@ static const dcx_dev_ops_t soft_dev_ops = {
     .comp_channel_destroy   = soft_channel_destroy,
     .cq_create_ch           = soft_cq_create_ch,
     .cq_req_notify          = soft_cq_req_notify,
-    .comp_channel_get_event = soft_channel_get_event,
-    .mem_alloc              = soft_alloc_mem,
-    .mem_free               = soft_alloc_free};
+    .comp_channel_get_event = soft_channel_get_event};
 
 static void soft_fill_caps(soft_dev_t *dev, const dcx_dev_info_t *info)
 {

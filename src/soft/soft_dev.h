@@ -190,12 +190,10 @@ struct soft_dev {
     struct soft_direct_area *direct; /* our published tables, or NULL */
     uint64_t direct_start;           /* our start time (liveness) */
     int plain_intent;                /* soft_dslot_plain_intent() */
-    /* device allocations (soft_alloc.c), under mr_lock */
-    struct soft_alloc *allocs;
-    uint64_t alloc_serial; /* last serial handed out (SysV segments too) */
+    uint64_t alloc_serial; /* last serial of a published SysV segment */
     /* SysV segments registered MRs lie in (soft_shm.c), under mr_lock */
     struct soft_shm *shms;
-    /* peers' allocations we mapped (soft_dmap.c), under the engine lock,
+    /* peers' SysV segments we attached (soft_dmap.c), under the engine lock,
      * and the clock of their LRU order (soft_dmap_touch) */
     struct soft_dmap *dmap;
     uint64_t dmap_clock;

@@ -66,19 +66,18 @@
  *  pending copy ended before it stopped, so only its *next* chunk could
  *  still run, and that one re-checks the entry first).
  *
- * Copies through a mapping (soft_dmap.c: the target MR lies in a device
- * allocation of the target, or in a SysV segment the target registered
- * memory in, soft_shm.c) follow the same protocol, with a memcpy as step
- * 3, and the entry check of step 2 also requires the allocation's serial
- * to be the one the mapping was made of.  One difference: a memcpy is
+ * Copies through a mapping (soft_dmap.c: the target MR lies in a SysV
+ * segment the target registered memory in, soft_shm.c, attached by the
+ * initiator) follow the same protocol, with a memcpy as step 3, and the
+ * entry check of step 2 also requires the segment's serial to be the one
+ * the attachment was made of.  One difference: a memcpy is
  * user-space work, so a writer stopped (SIGSTOP, a debugger) in the
  * middle of one holds the owner for SOFT_DIRECT_WAIT_NS and, if it is
  * resumed after the owner gave up, finishes that chunk (at most
  * SOFT_DIRECT_CHUNK bytes) after mr_dereg returned.  Into the same
- * pages: a freed allocation's pages are the writer's alone by then,
- * never memory the target reuses; a SysV segment's are still the
- * application's, but the bytes are the chunk's, within the range that was
- * registered.  A writer that dies mid-copy is reclaimed as above.
+ * pages: a SysV segment's are still the application's, but the bytes are
+ * the chunk's, within the range that was registered.  A writer that dies
+ * mid-copy is reclaimed as above.
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
@@ -313,8 +312,8 @@ soft_direct_refused(soft_dev_t *dev, soft_peer_t *peer, int err)
 }
 
 /* The mapping to copy through for w, or NULL for cross-memory attach: the
- * target MR lies in an allocation of the target (soft_alloc.c) that we have
- * mapped or can map, the target is alive, and the whole range lies in the
+ * target MR lies in a SysV segment of the target (soft_shm.c) that we have
+ * attached or can attach, the target is alive, and the whole range lies in the
  * mapping.  The entry is only a hint here; every chunk checks it again
  * (so does the mapping used last for the same key, taken without looking
  * at the entry). */
@@ -784,8 +783,8 @@ fallback:
 }
 
 /* ------------------------------------------------------------------------
- * Atomics.  Where the target's MR lies in an allocation we map (or a
- * SysV segment we attached), the initiator executes an atomic itself,
+ * Atomics.  Where the target's MR lies in a SysV segment we attached, the
+ * initiator executes an atomic itself,
  * with the CPU atomic the target's responder would use (soft_atomic.c) on
  * the same physical word, so atomics of both paths, of every initiator
  * and of the target's own CPU serialize.  The checks are a WRITE's (DCT

@@ -12,19 +12,19 @@
 #include <linux/futex.h>
 #include <stdio.h>
 
-#define SOFT_DIRECT_VERSION 8u
+#define SOFT_DIRECT_VERSION 9u
 #define SOFT_DIRECT_MRS     4096u /* keys with index below are published */
 #define SOFT_DIRECT_DCTS    256u  /* DCTs with qpn - qpn_base below */
 #define SOFT_DIRECT_SLOTS   64u   /* writers' in-flight markers */
 #define SOFT_DIRECT_CHUNK   (512u * 1024u) /* bytes per marked copy */
-#define SOFT_DIRECT_ALLOCS  256u /* allocations and segments peers may map */
+#define SOFT_DIRECT_ALLOCS  256u           /* SysV segments peers may attach */
 
 /* A published MR: seqlock-protected copy of what the responder checks.
  * key 0: nothing published (no key, a strided key that is no vector, or
  * invalidated).
- * alloc: 1 + index in allocs[] of the device allocation (dcx_mem_alloc)
- * holding the whole region, whose serial is 'serial'; 0: none (the
- * region is reached by cross-memory attach only).
+ * alloc: 1 + index in allocs[] of the SysV segment (soft_shm.c) holding
+ * the whole region, whose serial is 'serial'; 0: none (the region is
+ * reached by cross-memory attach only).
  * mr_key != 0: a strided key that is a vector (soft_vector.h, one
  * interleaved entry or a list of equal entries at one distance):
  * byte off of the key is in element off / count, at base + element *
@@ -51,35 +51,28 @@ typedef struct soft_direct_vector {
     uint32_t mr_key, access;
 } soft_direct_vector_t;
 
-/* What a slot of allocs[] publishes (kind) */
+/* What a slot of allocs[] publishes (kind; 0 is no kind a peer maps) */
 enum {
-    SOFT_DALLOC_MEMFD = 0, /* a device allocation (soft_alloc.c) */
-    SOFT_DALLOC_SYSV  = 1  /* a SysV segment registered in (soft_shm.c) */
+    SOFT_DALLOC_SYSV = 1 /* a SysV segment registered in (soft_shm.c) */
 };
 
-/* A published allocation or segment, whose bytes [0, len) are at base in
- * the owner's process.  MEMFD: a peer maps it through /proc/<owner
- * pid>/fd/<fd> after checking the object it opened is this one (inode
- * and device numbers).  SYSV: a peer attaches segment shmid after
- * checking it is this one (size, creator and change time, in the IPC
- * namespace ipcns), and that serial is still published once attached
- * (the owner keeps the segment attached, and so its id taken, while the
- * slot holds serial).  serial 0: slot free. */
+/* A published SysV segment, whose bytes [0, len) are at base in the
+ * owner's process.  A peer attaches segment shmid after checking it is
+ * this one (size, creator and change time, in the IPC namespace ipcns),
+ * and that serial is still published once attached (the owner keeps the
+ * segment attached, and so its id taken, while the slot holds serial).
+ * serial 0: slot free. */
 typedef struct soft_dalloc {
     uint32_t seq;
-    int32_t fd;      /* MEMFD: in the owner's process */
+    uint32_t kind;   /* SOFT_DALLOC_* */
     uint64_t serial; /* unique per owning device, never reused */
     uint64_t base;   /* address in the owner's process */
     uint64_t len;
-    uint64_t ino;
-    uint64_t devno;
-    uint32_t kind;  /* SOFT_DALLOC_* */
-    int32_t shmid;  /* SYSV: the segment */
-    uint64_t segsz; /* SYSV: its shm_segsz, shm_ctime, shm_cpid */
+    int32_t shmid; /* the segment */
+    uint32_t cpid; /* its shm_cpid, shm_segsz, shm_ctime */
+    uint64_t segsz;
     uint64_t ctime;
-    uint64_t ipcns; /* SYSV: inode of the owner's IPC namespace */
-    uint32_t cpid;
-    uint32_t pad[3];
+    uint64_t ipcns; /* inode of the owner's IPC namespace */
 } soft_dalloc_t;
 
 /* A published DCT; ok 0: absent or in error.  ext_max: the largest
@@ -261,37 +254,6 @@ static inline void soft_seq_end(uint32_t *seq)
     __atomic_store_n(seq, *seq + 1, __ATOMIC_SEQ_CST); /* even */
 }
 
-/* One allocation of ours (process-local; soft_alloc.c makes them). */
-typedef struct soft_alloc {
-    struct soft_alloc *next;
-    void *addr;
-    size_t len;
-    int fd;   /* -1: anonymous memory */
-    int slot; /* published in allocs[slot]; -1: not */
-    uint64_t serial;
-} soft_alloc_t;
-
-/* The published allocation holding [start, end) (mr_lock held): 1 + its
- * slot and its serial, or 0.  Inline, below the publishing of an MR's
- * entry (soft_direct_mr_set) and the allocator (soft_alloc.c), whose free
- * unpublishes the MRs inside. */
-static inline uint32_t soft_alloc_find(soft_dev_t *dev, uint64_t start,
-                                       uint64_t end, uint64_t *serial_p)
-{
-    soft_alloc_t *a;
-    uint64_t base;
-
-    for (a = dev->allocs; a != NULL; a = a->next) {
-        base = (uint64_t)(uintptr_t)a->addr;
-        if ((a->slot >= 0) && (start >= base) && (end <= base + a->len) &&
-            (start < end)) {
-            *serial_p = a->serial;
-            return (uint32_t)a->slot + 1;
-        }
-    }
-    return 0;
-}
-
 /* A free slot of our allocs[] table, or -1 (mr_lock held). */
 static inline int soft_dalloc_free_slot(soft_dev_t *dev)
 {
@@ -317,7 +279,6 @@ static inline void soft_dalloc_unpublish(soft_dev_t *dev, int slot)
 
     soft_seq_begin(&e->seq);
     __atomic_store_n(&e->serial, 0, __ATOMIC_RELAXED);
-    __atomic_store_n(&e->fd, -1, __ATOMIC_RELAXED);
     __atomic_store_n(&e->shmid, -1, __ATOMIC_RELAXED);
     soft_seq_end(&e->seq);
     __atomic_add_fetch(&dev->direct->frees, 1, __ATOMIC_RELEASE);
@@ -371,33 +332,25 @@ soft_shm_t *soft_shm_unbind(soft_dev_t *dev, soft_mr_t *mr);
 void soft_shm_release(soft_shm_t *shm);
 void soft_shm_cleanup(soft_dev_t *dev);
 
-/* soft_alloc.c: the owner's allocations.  soft_alloc_holds: whether one of
- * them, published or not, holds [start, end) (mr_lock held). */
-int soft_alloc_holds(soft_dev_t *dev, uint64_t start, uint64_t end);
-int soft_alloc_mem(dcx_dev_t *dev, size_t *length_p, void **addr_p,
-                   unsigned flags);
-int soft_alloc_free(dcx_dev_t *dev, void *addr, size_t length);
-void soft_alloc_cleanup(soft_dev_t *dev);
-
-/* soft_dmap.c: the initiator's cache of peers' allocations it mapped. */
+/* soft_dmap.c: the initiator's cache of peers' SysV segments it
+ * attached. */
 typedef struct soft_dmap_ent {
     soft_peer_t *peer; /* NULL: free entry */
-    uint64_t serial;   /* the target's allocation */
+    uint64_t serial;   /* the target's segment */
     uint32_t slot;     /* its index in the target's allocs[] */
     int pidfd;         /* the target process; -1: our own process */
     uint64_t rbase;    /* its address in the target */
     uint64_t len;
-    uint8_t *local; /* our mapping of it */
+    uint8_t *local; /* our attachment of it */
     uint64_t frees; /* target's area->frees when last validated */
     uint64_t used;  /* LRU stamp */
     uint32_t rkey;  /* the key last found in it (a hint) */
     int vector;     /* and whether it was a vector key's (a hint) */
-    int sysv;       /* a SysV segment we attached (local: shmdt) */
-    int refused;    /* one we cannot map: local NULL, never returned */
+    int refused;    /* one we cannot attach: local NULL, never returned */
 } soft_dmap_ent_t;
 
-/* The mapping of the target allocation slot+serial, made if needed; NULL
- * if it cannot be mapped now (the caller copies by cross-memory attach). */
+/* The attachment of the target segment slot+serial, made if needed; NULL
+ * if it cannot be made now (the caller copies by cross-memory attach). */
 soft_dmap_ent_t *soft_dmap_get(soft_dev_t *dev, soft_peer_t *peer,
                                soft_direct_area_t *area, uint32_t slot,
                                uint64_t serial);

@@ -1,17 +1,16 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Soft device: the initiator's cache of peers' allocations it mapped and
- * SysV segments it attached (soft_alloc.c and soft_shm.c describe what a
- * target publishes).
+ * Soft device: the initiator's cache of peers' SysV segments it attached
+ * (soft_shm.c describes what a target publishes).
  *
- * A direct RDMA WRITE/READ whose target MR lies in a published allocation
- * copies through a mapping of that allocation instead of cross-memory
- * attach (soft_direct_exec).  The cache only saves the open and mmap: it is
- * never the authority on whether a copy may happen.  Every chunk is checked
- * against the target's MR entry (key, access, bounds, and the allocation
- * serial the mapping was made of) under the in-flight marker, exactly as a
- * cross-memory copy is, so an allocation the target freed or replaced is
- * never written through a stale mapping.
+ * A direct RDMA WRITE/READ whose target MR lies in a published segment
+ * copies through an attachment of that segment instead of cross-memory
+ * attach (soft_direct_exec).  The cache only saves the checks and the
+ * shmat: it is never the authority on whether a copy may happen.  Every
+ * chunk is checked against the target's MR entry (key, access, bounds, and
+ * the segment serial the attachment was made of) under the in-flight
+ * marker, exactly as a cross-memory copy is, so a segment the target
+ * unpublished or replaced is never written through a stale attachment.
  *
  * A SysV segment is attached by its id (shmat, read-write) once its size,
  * creator and change time (IPC_STAT) are the published ones and our IPC
@@ -25,15 +24,15 @@
  * level.  Our own process's segments are attached too: the address the
  * application registered may be detached by it at any time.
  *
- * Bounds: SOFT_DMAP_ENTRIES mappings per device, least recently used
- * evicted.  A mapping keeps the target's pages alive, so stale ones are
- * dropped as soon as they are noticed: an entry whose target freed
- * allocations since it was last validated (area->frees moved) is checked
- * against the target's allocs[] table at the next lookup for that target,
- * and every mapping of a target whose process exited is dropped when an
- * operation finds it dead.
+ * Bounds: SOFT_DMAP_ENTRIES attachments per device, least recently used
+ * evicted.  An attachment keeps the target's segment alive, so stale ones
+ * are dropped as soon as they are noticed: an entry whose target
+ * unpublished segments since it was last validated (area->frees moved) is
+ * checked against the target's allocs[] table at the next lookup for that
+ * target, and every attachment of a target whose process exited is
+ * dropped when an operation finds it dead.
  *
- * Liveness: a copy into a mapping would "succeed" after the target died
+ * Liveness: a copy into an attachment would "succeed" after the target died
  * (the pages outlive it), where cross-memory attach fails with ESRCH and a
  * NIC's request times out.  So before every operation the initiator reads
  * the target's liveness lock (soft_dlife_t): held by the target's helper
@@ -42,7 +41,7 @@
  * while the dying process's threads exit, before the process can be
  * reaped, so a target that anyone saw die is never taken for alive.  When
  * the lock cannot tell (not held: the target's helper has not started or
- * is stopping, or robust mutexes are not available), the mapping's pidfd
+ * is stopping, or robust mutexes are not available), the entry's pidfd
  * of the target process is polled (one system call, no pid reuse race).
  * A dead target's operations take the cross-memory path, which refuses
  * them, and then its responder, which never answers.
@@ -55,12 +54,10 @@
 #include "soft_direct.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/shm.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -90,19 +87,16 @@ static void soft_dmap_drop(soft_dev_t *dev, soft_dmap_ent_t *e)
     if (dev->dmap->last == e) {
         dev->dmap->last = NULL;
     }
-    if (e->sysv && (e->local != NULL)) {
+    if (e->local != NULL) {
         shmdt(e->local);
-    } else if ((e->pidfd >= 0) && (e->local != NULL)) {
-        /* (else our own process's memory, not mapped) */
-        munmap(e->local, e->len);
     }
     if (e->pidfd >= 0) {
         close(e->pidfd);
     }
-    dcx_debug("%s: dropped %s of pid %u %s %llu (%llu bytes)",
-              dev->super.caps.name, e->refused ? "refusal" : "mapping",
-              e->peer->pid, e->sysv ? "SysV segment" : "allocation",
-              (unsigned long long)e->serial, (unsigned long long)e->len);
+    dcx_debug("%s: dropped %s of pid %u SysV segment %llu (%llu bytes)",
+              dev->super.caps.name, e->refused ? "refusal" : "attachment",
+              e->peer->pid, (unsigned long long)e->serial,
+              (unsigned long long)e->len);
     if (!e->refused) {
         dev->dmap->count--;
     }
@@ -113,7 +107,7 @@ __attribute__((noinline)) static void
 soft_dmap_refused(soft_dev_t *dev, soft_peer_t *peer, const char *what, int err)
 {
     peer->dmap_off = 1;
-    dcx_debug("%s: mapping allocations of pid %u refused (%s: %s): one-sided "
+    dcx_debug("%s: attaching segments of pid %u refused (%s: %s): one-sided "
               "operations to them go by cross-memory attach",
               dev->super.caps.name, peer->pid, what, strerror(err));
 }
@@ -127,12 +121,9 @@ static int soft_dmap_read_slot(soft_direct_area_t *area, uint32_t slot,
 
     do {
         s1          = __atomic_load_n(&e->seq, __ATOMIC_ACQUIRE);
-        out->fd     = __atomic_load_n(&e->fd, __ATOMIC_RELAXED);
         out->serial = __atomic_load_n(&e->serial, __ATOMIC_RELAXED);
         out->base   = __atomic_load_n(&e->base, __ATOMIC_RELAXED);
         out->len    = __atomic_load_n(&e->len, __ATOMIC_RELAXED);
-        out->ino    = __atomic_load_n(&e->ino, __ATOMIC_RELAXED);
-        out->devno  = __atomic_load_n(&e->devno, __ATOMIC_RELAXED);
         out->kind   = __atomic_load_n(&e->kind, __ATOMIC_RELAXED);
         out->shmid  = __atomic_load_n(&e->shmid, __ATOMIC_RELAXED);
         out->segsz  = __atomic_load_n(&e->segsz, __ATOMIC_RELAXED);
@@ -210,77 +201,30 @@ static int soft_dmap_attach(soft_dev_t *dev, soft_peer_t *peer,
     return 1;
 }
 
-/* Opens and maps the target's allocation, or attaches its segment: 0 on
- * success, -1 if it cannot be now, 1 if this one cannot be at all. */
+/* Attaches the target's segment: 0 on success, -1 if it cannot be now,
+ * 1 if this one cannot be at all. */
 static int soft_dmap_map(soft_dev_t *dev, soft_peer_t *peer,
                          soft_direct_area_t *area, uint32_t slot,
                          const soft_dalloc_t *d, soft_dmap_ent_t *e)
 {
-    char path[64];
-    struct stat st;
-    void *p;
-    int fd, ret;
+    int ret;
 
     e->pidfd = -1;
-    e->sysv  = (d->kind == SOFT_DALLOC_SYSV);
-    if (e->sysv) {
-        if (!peer->own && (peer->pid != dev->pid)) {
-            e->pidfd = soft_dmap_pidfd(dev, peer);
-            if (e->pidfd < 0) {
-                return -1;
-            }
-        }
-        ret = soft_dmap_attach(dev, peer, area, slot, d, e);
-        if ((ret != 0) && (e->pidfd >= 0)) {
-            close(e->pidfd);
-            e->pidfd = -1;
-        }
-        return ret;
-    }
-    if (d->kind != SOFT_DALLOC_MEMFD) {
+    if (d->kind != SOFT_DALLOC_SYSV) {
         return 1;
     }
-    if (peer->own || (peer->pid == dev->pid)) {
-        /* an allocation of our process (of this device or another one):
-         * its address is ours, and we are alive */
-        e->local = (uint8_t *)(uintptr_t)d->base;
-        return 0;
-    }
-    e->pidfd = soft_dmap_pidfd(dev, peer);
-    if (e->pidfd < 0) {
-        return -1;
-    }
-    snprintf(path, sizeof(path), "/proc/%u/fd/%d", peer->pid, d->fd);
-    fd = open(path, O_RDWR | O_CLOEXEC);
-    if (fd < 0) {
-        if ((errno == EACCES) || (errno == EPERM)) {
-            soft_dmap_refused(dev, peer, "open", errno);
+    if (!peer->own && (peer->pid != dev->pid)) {
+        e->pidfd = soft_dmap_pidfd(dev, peer);
+        if (e->pidfd < 0) {
+            return -1;
         }
-        goto err;
     }
-    /* the fd may have been closed and its number reused meanwhile */
-    if ((fstat(fd, &st) != 0) || ((uint64_t)st.st_ino != d->ino) ||
-        ((uint64_t)st.st_dev != d->devno) || (st.st_size < 0) ||
-        ((uint64_t)st.st_size < d->len)) {
-        dcx_debug("%s: %s is not allocation %llu of pid %u any more",
-                  dev->super.caps.name, path, (unsigned long long)d->serial,
-                  peer->pid);
-        close(fd);
-        goto err;
+    ret = soft_dmap_attach(dev, peer, area, slot, d, e);
+    if ((ret != 0) && (e->pidfd >= 0)) {
+        close(e->pidfd);
+        e->pidfd = -1;
     }
-    p = mmap(NULL, d->len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    close(fd);
-    if (p == MAP_FAILED) {
-        soft_dmap_refused(dev, peer, "mmap", errno);
-        goto err;
-    }
-    e->local = p;
-    return 0;
-
-err:
-    close(e->pidfd);
-    e->pidfd = -1;
-    return -1;
+    return ret;
 }
 
 soft_dmap_ent_t *soft_dmap_get(soft_dev_t *dev, soft_peer_t *peer,
@@ -370,11 +314,9 @@ soft_dmap_ent_t *soft_dmap_get(soft_dev_t *dev, soft_peer_t *peer,
     dev->dmap->last = e;
     dev->dmap->count++;
     dev->stats.direct_maps++;
-    dcx_debug("%s: mapped pid %u %s %llu (%llu bytes at 0x%llx)",
-              dev->super.caps.name, peer->pid,
-              e->sysv ? "SysV segment" : "allocation",
-              (unsigned long long)serial, (unsigned long long)d.len,
-              (unsigned long long)d.base);
+    dcx_debug("%s: attached pid %u SysV segment %llu (%llu bytes at 0x%llx)",
+              dev->super.caps.name, peer->pid, (unsigned long long)serial,
+              (unsigned long long)d.len, (unsigned long long)d.base);
     return e;
 }
 

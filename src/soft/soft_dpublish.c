@@ -40,9 +40,9 @@ static void soft_direct_mr_set(soft_dev_t *dev, soft_mr_t *mr, int publish)
     soft_seq_begin(&e->seq);
     if (publish && (mr->mkey == NULL) && !mr->invalid) {
         uint64_t serial = 0;
-        uint32_t alloc  = soft_alloc_find(dev, mr->start, mr->end, &serial);
+        uint32_t alloc  = 0;
 
-        if ((alloc == 0) && (mr->shm != NULL) && (mr->shm->slot >= 0)) {
+        if ((mr->shm != NULL) && (mr->shm->slot >= 0)) {
             alloc  = (uint32_t)mr->shm->slot + 1; /* a SysV segment */
             serial = mr->shm->serial;
         }

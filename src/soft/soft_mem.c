@@ -352,11 +352,10 @@ int soft_mem_read(soft_dev_t *dev, soft_mr_t *mr, void *dst, uint64_t addr,
 
 /* A batch (soft_mem_vec_t): marked in flight once, every region of it
  * checked after the mark, then one vectored cross-memory call for all its
- * pieces, or a memcpy per piece where they are mapped (our own device
- * allocations, which only soft_alloc_free unmaps, after invalidating
- * them), where cross-memory attach is not available, or once the consumer
- * reports unmaps (soft_mem_unmaps_reported: every unmap then invalidates
- * first, and waits for the batch).  The kernel's copy pins the page of
+ * pieces, or a memcpy per piece where cross-memory attach is not
+ * available, or once the consumer reports unmaps
+ * (soft_mem_unmaps_reported: every unmap then invalidates first, and
+ * waits for the batch).  The kernel's copy pins the page of
  * each piece, one by one, so that a layout of N elements a page apart (a
  * matrix column) costs N page walks under the mm lock; the plain copies
  * cost N cache lines.  A region found
@@ -383,7 +382,7 @@ static int soft_mem_vec_copy(soft_dev_t *dev, soft_mem_vec_t *v, uint8_t *buf,
             goto out;
         }
     }
-    if (v->mapped || (dev->local_out == soft_mem_copy_plain)) {
+    if (dev->local_out == soft_mem_copy_plain) {
         for (i = 0; i < v->n; ++i) {
             if (out) {
                 memcpy(v->iov[i].iov_base, buf, v->iov[i].iov_len);

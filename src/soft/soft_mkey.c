@@ -22,8 +22,7 @@
  * memory is unmapped, and the moment it is invalidated or destroyed.  The
  * copy is not made piece by piece: the walk fills a batch of up to
  * SOFT_MEM_VEC_MAX pieces (adjacent ones merged), copied by one vectored
- * cross-memory call, or by memcpys where the pieces lie in our own device
- * allocations (soft_mem_vec_write).  Every piece is checked by the walk
+ * cross-memory call (soft_mem_vec_write).  Every piece is checked by the walk
  * before it joins the batch, and every region of the batch is checked for
  * invalidation under the in-flight marker right before the copy.  A column
  * of N doubles thus costs one system call per SOFT_MEM_VEC_MAX elements,
@@ -687,7 +686,7 @@ static int soft_mkey_remote_piece(soft_dev_t *dev, soft_mr_t *mr, uint64_t addr,
             v->len += len;
             return 0;
         }
-        if ((v->n == SOFT_MEM_VEC_MAX) || (v->mapped != mr->mapped)) {
+        if (v->n == SOFT_MEM_VEC_MAX) {
             ret = soft_mkey_vec_flush(dev, x);
             if (ret != 0) {
                 return ret;
@@ -695,8 +694,7 @@ static int soft_mkey_remote_piece(soft_dev_t *dev, soft_mr_t *mr, uint64_t addr,
         }
     }
     if (v->n == 0) {
-        v->off    = done;
-        v->mapped = mr->mapped;
+        v->off = done;
     }
     if ((v->nmr == 0) || (v->mr[v->nmr - 1] != mr)) {
         v->mr[v->nmr++] = mr;

@@ -121,7 +121,6 @@ int soft_key_insert(soft_dev_t *dev, soft_mr_t *mr, const char *what)
     pthread_mutex_lock(&dev->mr_lock);
     dev->mrs[idx] = mr;
     if (mr->mkey == NULL) {
-        mr->mapped = soft_alloc_holds(dev, mr->start, mr->end);
         if ((dev->mr_hi == 0) || (mr->start < dev->mr_lo)) {
             __atomic_store_n(&dev->mr_lo, mr->start, __ATOMIC_RELEASE);
         }
@@ -320,7 +319,6 @@ int dcx_soft_mr_rereg(dcx_mr_t *mr_, dcx_pd_t *pd, void *addr, size_t length,
     mr->end          = start + length;
     pthread_mutex_lock(&dev->mr_lock);
     dev->mrs[mr_->lkey >> 8] = mr;
-    mr->mapped               = soft_alloc_holds(dev, mr->start, mr->end);
     mr->shm                  = spare;
     spare                    = soft_shm_bind(dev, mr);
     if (mr->start < dev->mr_lo) {

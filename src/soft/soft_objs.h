@@ -25,10 +25,6 @@ typedef struct soft_mr {
     uint64_t start;
     uint64_t end;
     int invalid; /* memory unmapped: no access (soft_mem.c) */
-    /* inside one of our device allocations (soft_alloc.c), which go only
-     * through soft_alloc_free and its invalidation: the engine copies
-     * with memcpy (soft_mem_vec_write) */
-    int mapped;
     /* the SysV segment it lies in, published for peers to attach
      * (soft_shm.c), or NULL */
     struct soft_shm *shm;
@@ -37,14 +33,13 @@ typedef struct soft_mr {
 
 /* A batch of pieces of registered memory the engine copies to or from one
  * contiguous buffer in one go (soft_mem.c): a vectored cross-memory call
- * of up to SOFT_MEM_VEC_MAX pieces, or memcpys where every piece is in a
- * mapped region.  Filled by a strided key's walk (soft_mkey.c). */
+ * of up to SOFT_MEM_VEC_MAX pieces, or memcpys once the consumer reports
+ * unmaps.  Filled by a strided key's walk (soft_mkey.c). */
 #define SOFT_MEM_VEC_MAX 1024 /* IOV_MAX on Linux */
 
 typedef struct soft_mem_vec {
     uint32_t n;   /* pieces */
     uint32_t nmr; /* regions, one per run of pieces in the same region */
-    int mapped;   /* the pieces' regions are mapped (one mode a batch) */
     uint64_t off; /* of the first piece in the buffer */
     uint64_t len; /* bytes of all pieces */
     struct iovec iov[SOFT_MEM_VEC_MAX];

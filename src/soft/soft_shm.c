@@ -4,10 +4,10 @@
  * memory, published so that peers attach them (the owner's side; the
  * initiator's is soft_dmap.c).
  *
- * An application that attaches a segment (shmget/shmat, or UCX's sysv
- * allocator) and registers memory inside it has memory every process
- * could map.  Published as a device allocation is (soft_alloc.c), it
- * lets an initiator attach the segment once and then copy, and execute
+ * An application that attaches a segment (shmget/shmat, the dcx md's
+ * allocations, or UCX's sysv allocator) and registers memory inside it has
+ * memory every process could map.  Published in allocs[] (soft_direct.h),
+ * it lets an initiator attach the segment once and then copy, and execute
  * atomics, with plain CPU instructions instead of cross-memory attach or
  * the target's responder.  Why SysV qualifies:
  * a segment's size is fixed at shmget, it cannot shrink, so a peer's
@@ -41,8 +41,8 @@
  * attachment of a segment in our process), which the first one publishes
  * in a slot of allocs[] and the last one's deregistration unpublishes
  * (bumping 'frees', so peers drop their attachments).  An MR carries slot
- * and serial in its entry as in an allocation, and peers check them under
- * the deregistration protocol before every access (soft_direct.c).
+ * and serial in its entry, and peers check them under the deregistration
+ * protocol before every access (soft_direct.c).
  *
  * A segment removed (IPC_RMID) while attached can still be attached by
  * its id on Linux until its last attachment goes (UCX's sysv allocator
@@ -242,7 +242,6 @@ static void soft_shm_publish(soft_dev_t *dev, soft_shm_t *s)
 
     soft_seq_begin(&e->seq);
     __atomic_store_n(&e->kind, SOFT_DALLOC_SYSV, __ATOMIC_RELAXED);
-    __atomic_store_n(&e->fd, -1, __ATOMIC_RELAXED);
     __atomic_store_n(&e->shmid, s->shmid, __ATOMIC_RELAXED);
     __atomic_store_n(&e->base, s->base, __ATOMIC_RELAXED);
     __atomic_store_n(&e->len, s->len, __ATOMIC_RELAXED);
@@ -250,8 +249,6 @@ static void soft_shm_publish(soft_dev_t *dev, soft_shm_t *s)
     __atomic_store_n(&e->ctime, s->ctime, __ATOMIC_RELAXED);
     __atomic_store_n(&e->cpid, s->cpid, __ATOMIC_RELAXED);
     __atomic_store_n(&e->ipcns, s->ipcns, __ATOMIC_RELAXED);
-    __atomic_store_n(&e->ino, 0, __ATOMIC_RELAXED);
-    __atomic_store_n(&e->devno, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&e->serial, s->serial, __ATOMIC_RELAXED);
     soft_seq_end(&e->seq);
 }

@@ -3,8 +3,9 @@
  * Soft device strided keys executed in batches (soft_mkey.c, soft_mem.c:
  * soft_mem_vec_write): remote accesses whose layouts hold more pieces than
  * one batch, adjacent pieces merged, entries in a SysV segment mixed
- * with heap entries in one batch, and the refusals: an element crossing its MR's end in the middle of a batch,
- * a region unmapped under a batch.  Every check is on the bytes and the
+ * with heap entries in one batch, and the refusals: an element crossing
+ * its MR's end in the middle of a batch, a region unmapped under a
+ * batch.  Every check is on the bytes and the
  * completion status, and the device's batch counters.
  */
 #include "soft_mkey_fixture.h"
