@@ -261,27 +261,6 @@ void dcx_dev_unmaps_reported(dcx_dev_t *dev)
     dev->ops->unmaps_reported(dev);
 }
 
-int dcx_mem_alloc(dcx_dev_t *dev, size_t *length_p, void **addr_p,
-                  unsigned flags)
-{
-    if (dev->ops->mem_alloc == NULL) {
-        dcx_error("%s: mem alloc: the device allocates no memory",
-                  dev->caps.name);
-        return EOPNOTSUPP;
-    }
-    return dev->ops->mem_alloc(dev, length_p, addr_p, flags);
-}
-
-int dcx_mem_free(dcx_dev_t *dev, void *addr, size_t length)
-{
-    if (dev->ops->mem_free == NULL) {
-        dcx_error("%s: mem free %p: the device allocates no memory",
-                  dev->caps.name, addr);
-        return EINVAL;
-    }
-    return dev->ops->mem_free(dev, addr, length);
-}
-
 int dcx_cq_create(dcx_dev_t *dev, uint32_t cqe, dcx_cq_t **cq_p)
 {
     return dev->ops->cq_create(dev, cqe, cq_p);

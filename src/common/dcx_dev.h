@@ -840,20 +840,6 @@ void dcx_dev_mem_unmapped(dcx_dev_t *dev, const void *addr, size_t len);
  * protection error).  A no-op where the NIC pins the pages. */
 void dcx_dev_unmaps_reported(dcx_dev_t *dev);
 
-/* Memory allocated by the device (EOPNOTSUPP, logged, where the backend
- * sets no mem_alloc): at least *length_p bytes (whole pages, written
- * back), zeroed, read-write, at *addr_p: the device's choice, or with
- * DCX_MEM_FIXED the page-aligned address *addr_p gives (EINVAL otherwise;
- * EEXIST if anything is mapped there: never replaced).  Registered with
- * dcx_mr_reg() as any memory; backed by a shareable object, so that peers'
- * one-sided operations into it are plain copies.  dcx_mem_free() takes
- * exactly what dcx_mem_alloc() returned (EINVAL, logged, otherwise);
- * registrations inside refuse every access from then on. */
-#define DCX_MEM_FIXED 1u /* dcx_mem_alloc at *addr_p */
-int dcx_mem_alloc(dcx_dev_t *dev, size_t *length_p, void **addr_p,
-                  unsigned flags);
-int dcx_mem_free(dcx_dev_t *dev, void *addr, size_t length);
-
 int dcx_cq_create(dcx_dev_t *dev, uint32_t cqe, dcx_cq_t **cq_p);
 int dcx_cq_destroy(dcx_cq_t *cq);
 
@@ -944,9 +930,6 @@ struct dcx_dev_ops {
                         dcx_cq_t **cq_p);
     int (*cq_req_notify)(dcx_cq_t *cq);
     int (*comp_channel_get_event)(dcx_comp_channel_t *ch, dcx_cq_t **cq_p);
-    /* device memory: NULL when the backend has none */
-    int (*mem_alloc)(dcx_dev_t *dev, size_t *len_p, void **addr_p, unsigned);
-    int (*mem_free)(dcx_dev_t *dev, void *addr, size_t length);
 };
 
 /* Every backend's device object starts with this. */
