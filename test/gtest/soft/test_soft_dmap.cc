@@ -58,6 +58,29 @@ dcx_send_wr_t wr_to(const dmap_info *in, const node &n, dcx_wr_opcode_t op,
     return rdma_wr(n, in->dctn, in->dc_key, op, sge, raddr, rkey);
 }
 
+/* The initiator's side of a free test up to the free: len bytes of 0x11
+ * from lb written to the target's MR (in->raddr, in->rkey), phase 1
+ * announced, phase 2 (the target freed) awaited; lb then holds 0x22 for
+ * the write that follows.  0, or the step that failed (11 to 13). */
+int write_then_await_free(node &n, dmap_info *in, local_buf &lb, size_t len)
+{
+    if (lb.reg(n, len) != 0) {
+        return 11;
+    }
+    memset(lb.v.data(), 0x11, len);
+    dcx_sge_t s = lb.sge(0, len);
+    if (run_one(n, wr_to(in, n, DCX_WR_RDMA_WRITE, &s, in->raddr, in->rkey)) !=
+        DCX_WC_SUCCESS) {
+        return 12;
+    }
+    __atomic_store_n(&in->phase, 1, __ATOMIC_RELEASE);
+    if (!wait_flag(&in->phase, 2, 30.0)) {
+        return 13;
+    }
+    memset(lb.v.data(), 0x22, len);
+    return 0;
+}
+
 /* makes pidfd_open fail with ENOSYS in this process (an older kernel or a
  * sandbox): allocations cannot be mapped */
 bool refuse_pidfd()
@@ -475,22 +498,13 @@ TEST_F(soft_dmap, free_then_realloc_bad_flow)
 
     start_initiator([in](node &n) -> int {
         local_buf lb;
+        int ret = write_then_await_free(n, in, lb, 65536);
 
-        if (lb.reg(n, 65536) != 0) {
-            return 11;
-        }
-        memset(lb.v.data(), 0x11, 65536);
-        dcx_sge_t s = lb.sge(0, 65536);
-        if (run_one(n, wr_to(in, n, DCX_WR_RDMA_WRITE, &s, in->raddr,
-                             in->rkey)) != DCX_WC_SUCCESS) {
-            return 12;
-        }
-        __atomic_store_n(&in->phase, 1, __ATOMIC_RELEASE);
-        if (!wait_flag(&in->phase, 2, 30.0)) {
-            return 13;
+        if (ret != 0) {
+            return ret;
         }
         /* old key, old address: refused */
-        memset(lb.v.data(), 0x22, 65536);
+        dcx_sge_t s = lb.sge(0, 65536);
         if (run_one(n, wr_to(in, n, DCX_WR_RDMA_WRITE, &s, in->raddr,
                              in->rkey)) != DCX_WC_REM_ACCESS_ERR) {
             return 14;
@@ -1169,23 +1183,14 @@ TEST_F(soft_dmap, freed_segment_refuses_bad_flow)
 
     start_initiator([in](node &n) -> int {
         local_buf lb;
+        int ret = write_then_await_free(n, in, lb, 4096);
 
-        if (lb.reg(n, 4096) != 0) {
-            return 11;
+        if (ret != 0) {
+            return ret;
         }
-        memset(lb.v.data(), 0x11, 4096);
         dcx_sge_t s = lb.sge(0, 4096);
-        if (run_one(n, wr_to(in, n, DCX_WR_RDMA_WRITE, &s, in->raddr,
-                             in->rkey)) != DCX_WC_SUCCESS) {
-            return 12;
-        }
-        __atomic_store_n(&in->phase, 1, __ATOMIC_RELEASE);
-        if (!wait_flag(&in->phase, 2, 30.0)) {
-            return 13;
-        }
-        memset(lb.v.data(), 0x22, 4096);
-        in->status = run_one(n, wr_to(in, n, DCX_WR_RDMA_WRITE, &s,
-                                      in->raddr + 4096, in->rkey));
+        in->status  = run_one(n, wr_to(in, n, DCX_WR_RDMA_WRITE, &s,
+                                       in->raddr + 4096, in->rkey));
         return 0;
     });
     start_target();
