@@ -588,7 +588,7 @@ int soft_dci_post_first(dcx_qp_t *qp_, const dcx_send_wr_t *wr)
     return qp->super.post_send(qp_, wr);
 }
 
-/* dcx_soft_qp_post_failing (soft_qp.c) on a DCI, or on the channel of a
+/* dcx_soft_qp_post_failing (soft_qp_ops.c) on a DCI, or on the channel of a
  * DCI with streams the WR goes to: the WR goes through the checks of any
  * post and is queued in order; when it reaches the head of the DCI it is
  * not executed but completes with 'status', and the DCI goes to ERR as

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Soft device queue pairs: DCI and DCT objects, their creation and
- * destruction, error state and recovery.  Their post functions, which
+ * destruction, error state and recovery.  A DCI with stream channels is
+ * built on these (soft_stream.c), and the device's operations choose
+ * between the two (soft_qp_ops.c).  Their post functions, which
  * creation installs, and a DCI's reset are in soft_post.c; the engine that
  * executes a DCI's work is in soft_req.c.
  */
@@ -11,7 +13,6 @@
 
 #include "soft.h"
 #include "soft_dgram.h"
-#include "soft_stream.h"
 #include "soft_dgrant.h"
 #include "soft_light.h"
 #include "soft_now.h"
@@ -239,7 +240,8 @@ static void soft_qp_free(soft_qp_t *qp)
     free(qp);
 }
 
-int soft_qp_create(dcx_pd_t *pd, const dcx_qp_attr_t *attr, dcx_qp_t **qp_p)
+int soft_qp_create_plain(dcx_pd_t *pd, const dcx_qp_attr_t *attr,
+                         dcx_qp_t **qp_p)
 {
     soft_dev_t *dev = soft_dev(pd->dev);
     soft_qp_t *qp;
@@ -249,9 +251,6 @@ int soft_qp_create(dcx_pd_t *pd, const dcx_qp_attr_t *attr, dcx_qp_t **qp_p)
         dcx_error("%s: qp create: type %d not supported", dev->super.caps.name,
                   (int)attr->type);
         return EINVAL;
-    }
-    if ((attr->type == DCX_QPT_DCI) && attr->dci_streams) {
-        return soft_stream_create(pd, attr, qp_p);
     }
     qp = calloc(1, sizeof(*qp));
     if (qp == NULL) {
@@ -296,15 +295,12 @@ int soft_qp_create(dcx_pd_t *pd, const dcx_qp_attr_t *attr, dcx_qp_t **qp_p)
     return 0;
 }
 
-int soft_qp_destroy(dcx_qp_t *qp_)
+int soft_qp_destroy_plain(dcx_qp_t *qp_)
 {
     soft_qp_t *qp   = (soft_qp_t *)qp_;
     soft_dev_t *dev = qp->dev;
     soft_qp_t **pp;
 
-    if (soft_qp_has_streams(qp)) {
-        return soft_stream_destroy(qp);
-    }
     soft_lock(&dev->lock);
     dev->qps[qp->super.qp_num - dev->qpn_base] = NULL;
     if (qp->super.type == DCX_QPT_DCI) {
@@ -334,7 +330,7 @@ int soft_qp_destroy(dcx_qp_t *qp_)
     return 0;
 }
 
-int soft_qp_set_error(dcx_qp_t *qp_)
+int soft_qp_set_error_plain(dcx_qp_t *qp_)
 {
     soft_qp_t *qp   = (soft_qp_t *)qp_;
     soft_dev_t *dev = qp->dev;
@@ -344,23 +340,17 @@ int soft_qp_set_error(dcx_qp_t *qp_)
                   qp->super.qp_num);
         return EINVAL;
     }
-    if (soft_qp_has_streams(qp)) {
-        return soft_stream_set_error(qp);
-    }
     soft_lock(&dev->lock);
     soft_qp_to_error(qp, "requested by the user");
     soft_unlock(&dev->lock);
     return 0;
 }
 
-int soft_qp_recover(dcx_qp_t *qp_)
+int soft_qp_recover_plain(dcx_qp_t *qp_)
 {
     soft_qp_t *qp   = (soft_qp_t *)qp_;
     soft_dev_t *dev = qp->dev;
 
-    if (soft_qp_has_streams(qp)) {
-        return soft_stream_recover(qp);
-    }
     soft_lock(&dev->lock);
     if ((qp->super.type != DCX_QPT_DCI) || (qp->super.state != DCX_QPS_ERR)) {
         soft_unlock(&dev->lock);
@@ -373,43 +363,13 @@ int soft_qp_recover(dcx_qp_t *qp_)
     return 0;
 }
 
-/* dcx_soft.h.  The WR goes through the checks of any post and is queued
- * in order; when it reaches the head of the DCI it is not executed but
- * completes with 'status', and the DCI goes to ERR as after any error
- * completion (soft_post_failing). */
-int dcx_soft_qp_post_failing(dcx_qp_t *qp_, const dcx_send_wr_t *wr,
-                             dcx_wc_status_t status)
-{
-    soft_qp_t *qp = (soft_qp_t *)qp_;
-
-    if (!dcx_dev_is_soft(qp_->dev) || (qp_->type != DCX_QPT_DCI) ||
-        (status == DCX_WC_SUCCESS) || (status >= DCX_WC_STATUS_LAST)) {
-        dcx_error("%s: qp 0x%x: failing post: not a soft DCI, or status %d "
-                  "is not an error",
-                  dcx_dev_name(qp_->dev), qp_->qp_num, (int)status);
-        return EINVAL;
-    }
-    if (soft_qp_has_streams(qp)) {
-        /* a DCI with streams: the WR goes to its stream's channel */
-        qp = soft_stream_channel(qp, wr->stream_id);
-        if (qp == NULL) {
-            return EINVAL;
-        }
-    }
-    return soft_post_failing(qp, wr, status);
-}
-
-int dcx_soft_qp_set_timers(dcx_qp_t *qp_, uint8_t timeout, uint8_t retry_cnt,
-                           uint8_t rnr_retry, uint32_t max_rd_atomic)
+int soft_qp_set_timers_plain(dcx_qp_t *qp_, uint8_t timeout, uint8_t retry_cnt,
+                             uint8_t rnr_retry, uint32_t max_rd_atomic)
 {
     soft_qp_t *qp              = (soft_qp_t *)qp_;
     soft_dev_t *dev            = qp->dev;
     const dcx_soft_limits_t *l = &dev->limits;
 
-    if (soft_qp_has_streams(qp)) {
-        return soft_stream_set_timers(qp, timeout, retry_cnt, rnr_retry,
-                                      max_rd_atomic);
-    }
     if ((qp->super.type != DCX_QPT_DCI) || (timeout > 31) || (retry_cnt > 7) ||
         (rnr_retry > 7) || (max_rd_atomic > l->max_rd_atomic)) {
         dcx_error("%s: qp 0x%x set timers: not a DCI, or timeout %u, "

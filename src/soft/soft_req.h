@@ -157,11 +157,20 @@ static inline void soft_qp_flush_mode(soft_qp_t *qp)
                      __ATOMIC_RELEASE);
 }
 
-/* soft_qp.c */
+/* soft_qp_ops.c: the device's QP operations, for every kind of QP */
 int soft_qp_create(dcx_pd_t *pd, const dcx_qp_attr_t *attr, dcx_qp_t **qp_p);
 int soft_qp_destroy(dcx_qp_t *qp);
 int soft_qp_set_error(dcx_qp_t *qp);
 int soft_qp_recover(dcx_qp_t *qp);
+/* soft_qp.c: the same, and the timers of dcx_soft_qp_set_timers, for a QP
+ * without streams (a DCI's stream channels are such QPs) */
+int soft_qp_create_plain(dcx_pd_t *pd, const dcx_qp_attr_t *attr,
+                         dcx_qp_t **qp_p);
+int soft_qp_destroy_plain(dcx_qp_t *qp);
+int soft_qp_set_error_plain(dcx_qp_t *qp);
+int soft_qp_recover_plain(dcx_qp_t *qp);
+int soft_qp_set_timers_plain(dcx_qp_t *qp, uint8_t timeout, uint8_t retry_cnt,
+                             uint8_t rnr_retry, uint32_t max_rd_atomic);
 void soft_req_run(soft_qp_t *qp, uint64_t now);
 void soft_req_timers(soft_dev_t *dev, uint64_t now);
 void soft_comp_packet(soft_dev_t *dev, const soft_pkt_t *pkt,

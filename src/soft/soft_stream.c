@@ -59,7 +59,7 @@ static void soft_stream_free(soft_stream_t *st)
 
     for (i = 0; i < st->n; ++i) {
         if (st->ch[i] != NULL) {
-            soft_qp_destroy(&st->ch[i]->super);
+            soft_qp_destroy_plain(&st->ch[i]->super);
         }
     }
     free(st->ch);
@@ -98,7 +98,7 @@ int soft_stream_create(dcx_pd_t *pd, const dcx_qp_attr_t *attr, dcx_qp_t **qp_p)
     ch_attr             = *attr;
     ch_attr.dci_streams = 0;
     for (i = 0; i < st->n; ++i) {
-        ret = soft_qp_create(pd, &ch_attr, &ch);
+        ret = soft_qp_create_plain(pd, &ch_attr, &ch);
         if (ret != 0) {
             dcx_error("%s: dci create: stream %u of %u: %s", name, i, st->n,
                       strerror(ret));
@@ -273,8 +273,8 @@ int soft_stream_set_timers(soft_qp_t *qp, uint8_t timeout, uint8_t retry_cnt,
     int ret;
 
     for (i = 0; i < st->n; ++i) {
-        ret = dcx_soft_qp_set_timers(&st->ch[i]->super, timeout, retry_cnt,
-                                     rnr_retry, max_rd_atomic);
+        ret = soft_qp_set_timers_plain(&st->ch[i]->super, timeout, retry_cnt,
+                                       rnr_retry, max_rd_atomic);
         if (ret != 0) {
             return ret;
         }
