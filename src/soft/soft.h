@@ -52,20 +52,21 @@
 #ifndef DCX_SOFT_INT_H_
 #define DCX_SOFT_INT_H_
 
-#include "soft_base.h"   /* the protocol's constants, the opcode table */
-#include "soft_wire.h"   /* packets, the segment's layout, peers */
-#include "soft_ring.h"   /* ring slots, their consumer state and functions */
-#include "soft_lock.h"   /* the engine lock */
-#include "soft_clock.h"  /* the clocks */
-#include "soft_objs.h"   /* the objects: keys, CQs, SRQs, QPs, ... */
-#include "soft_dev.h"    /* the device */
-#include "soft_mem.h"    /* registered memory and strided keys */
-#include "soft_port.h"   /* ports, peers, kicks, the helper, wakes */
-#include "soft_verbs.h"  /* the device's objects made and destroyed */
-#include "soft_cq.h"     /* CQs */
-#include "soft_engine.h" /* the engine, fault injection */
-#include "soft_poll.h"   /* the polls' unlocked looks */
-#include "soft_req.h"    /* the requester: send WQEs, DCIs */
-#include "soft_resp.h"   /* the responder, tag matching */
+#include "soft_base.h"      /* the protocol's constants, the opcode table */
+#include "soft_wire.h"      /* packets, the segment's layout, peers */
+#include "soft_ring.h"      /* ring slots, their consumer state and functions */
+#include "soft_lock_word.h" /* the engine lock's word */
+#include "soft_lock.h"      /* the engine lock */
+#include "soft_clock.h"     /* the clocks */
+#include "soft_objs.h"      /* the objects: keys, CQs, SRQs, QPs, ... */
+#include "soft_dev.h"       /* the device */
+#include "soft_mem.h"       /* registered memory and strided keys */
+#include "soft_port.h"      /* ports, peers, kicks, the helper, wakes */
+#include "soft_verbs.h"     /* the device's objects made and destroyed */
+#include "soft_cq.h"        /* CQs */
+#include "soft_engine.h"    /* the engine, fault injection */
+#include "soft_poll.h"      /* the polls' unlocked looks */
+#include "soft_req.h"       /* the requester: send WQEs, DCIs */
+#include "soft_resp.h"      /* the responder, tag matching */
 
 #endif

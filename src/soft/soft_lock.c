@@ -82,14 +82,18 @@ void soft_lock_wait(soft_lock_t *l)
         __builtin_ia32_pause();
 #endif
         if ((__atomic_load_n(&l->v, __ATOMIC_RELAXED) == 0) &&
-            soft_trylock(l)) {
-            return;
+            soft_trylock_plain(l)) {
+            goto taken;
         }
     }
     while (__atomic_exchange_n(&l->v, 2, __ATOMIC_ACQUIRE) != 0) {
         syscall(SYS_futex, &l->v, FUTEX_WAIT_PRIVATE, 2, NULL, NULL, 0);
     }
-    soft_lock_check_bias(l, 0);
+taken:
+    /* as every take ends (soft_lock_check_bias) */
+    if (soft_lock_bias_foreign(l)) {
+        soft_lock_biased_out(l, 0);
+    }
 }
 
 void soft_lock_wake(soft_lock_t *l)

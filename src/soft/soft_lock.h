@@ -2,13 +2,15 @@
 /*
  * Soft device: the engine lock (its slow side in soft_lock.c), and the
  * two memory-order helpers the engine's lock-free peers lean on (a
- * prefetch for write, the fence after a locked instruction).  Sits on no
- * other header of the soft device.
+ * prefetch for write, the fence after a locked instruction).  Sits on
+ * soft_lock_word.h alone (the lock's word and the takes that need nothing
+ * of soft_lock.c, which uses them too).
  */
 #ifndef SOFT_LOCK_H_
 #define SOFT_LOCK_H_
 
-#include <pthread.h>
+#include "soft_lock_word.h"
+
 #include <stdint.h>
 
 /* The engine lock: a futex mutex (0 free, 1 held, 2 held and someone may
@@ -41,28 +43,6 @@
  * workers of several threads).  A lock is biased to a thread that takes
  * it in a biasing operation while it has no bias, and only where the
  * process could register for the fence. */
-#define SOFT_BIAS_FOREIGN 64u
-#define SOFT_BIAS_OFF     UINTPTR_MAX
-
-typedef struct soft_lock {
-    uint32_t v;
-    uint32_t waits;   /* atomic: takers that found it held */
-    uintptr_t bias;   /* soft_lock_self() of the biased thread; 0: none */
-    uint32_t busy;    /* the biased thread holds it without v */
-    uint32_t foreign; /* takings by other application threads */
-} soft_lock_t;
-
-/* The calling thread, as the bias names it: its thread pointer where the
- * compiler reads it without a call, else pthread_self(). */
-static inline uintptr_t soft_lock_self(void)
-{
-#if defined(__has_builtin)
-#if __has_builtin(__builtin_thread_pointer) && defined(__x86_64__)
-    return (uintptr_t)__builtin_thread_pointer();
-#endif
-#endif
-    return (uintptr_t)pthread_self();
-}
 
 void soft_lock_wait(soft_lock_t *l); /* soft_lock.c */
 void soft_lock_wake(soft_lock_t *l);
@@ -74,30 +54,11 @@ void soft_lock_biased_out(soft_lock_t *l, int helper);
 /* Biases the lock to the calling thread if it has no bias yet (held). */
 void soft_lock_bias_here(soft_lock_t *l);
 
-static inline void soft_lock_init(soft_lock_t *l)
-{
-    l->v       = 0;
-    l->waits   = 0;
-    l->bias    = 0;
-    l->busy    = 0;
-    l->foreign = 0;
-}
-
-static inline int soft_trylock_plain(soft_lock_t *l)
-{
-    uint32_t c = 0;
-
-    return __atomic_compare_exchange_n(&l->v, &c, 1, 0, __ATOMIC_ACQUIRE,
-                                       __ATOMIC_RELAXED);
-}
-
 /* After a take: waits out a biased holder unless there is no bias (none
  * yet, or ended) or it is ours. */
 static inline void soft_lock_check_bias(soft_lock_t *l, int helper)
 {
-    uintptr_t bias = __atomic_load_n(&l->bias, __ATOMIC_RELAXED);
-
-    if ((bias != 0) && (bias != SOFT_BIAS_OFF) && (bias != soft_lock_self())) {
+    if (soft_lock_bias_foreign(l)) {
         soft_lock_biased_out(l, helper);
     }
 }
