@@ -51,11 +51,6 @@ typedef struct soft_direct_vector {
     uint32_t mr_key, access;
 } soft_direct_vector_t;
 
-/* What a slot of allocs[] publishes (kind; 0 is no kind a peer maps) */
-enum {
-    SOFT_DALLOC_SYSV = 1 /* a SysV segment registered in (soft_shm.c) */
-};
-
 /* A published SysV segment, whose bytes [0, len) are at base in the
  * owner's process.  A peer attaches segment shmid after checking it is
  * this one (size, creator and change time, in the IPC namespace ipcns),
@@ -64,12 +59,12 @@ enum {
  * serial 0: slot free. */
 typedef struct soft_dalloc {
     uint32_t seq;
-    uint32_t kind;   /* SOFT_DALLOC_* */
+    int32_t shmid;   /* the segment */
     uint64_t serial; /* unique per owning device, never reused */
     uint64_t base;   /* address in the owner's process */
     uint64_t len;
-    int32_t shmid; /* the segment */
     uint32_t cpid; /* its shm_cpid, shm_segsz, shm_ctime */
+    uint32_t pad;
     uint64_t segsz;
     uint64_t ctime;
     uint64_t ipcns; /* inode of the owner's IPC namespace */

@@ -124,7 +124,6 @@ static int soft_dmap_read_slot(soft_direct_area_t *area, uint32_t slot,
         out->serial = __atomic_load_n(&e->serial, __ATOMIC_RELAXED);
         out->base   = __atomic_load_n(&e->base, __ATOMIC_RELAXED);
         out->len    = __atomic_load_n(&e->len, __ATOMIC_RELAXED);
-        out->kind   = __atomic_load_n(&e->kind, __ATOMIC_RELAXED);
         out->shmid  = __atomic_load_n(&e->shmid, __ATOMIC_RELAXED);
         out->segsz  = __atomic_load_n(&e->segsz, __ATOMIC_RELAXED);
         out->ctime  = __atomic_load_n(&e->ctime, __ATOMIC_RELAXED);
@@ -210,9 +209,6 @@ static int soft_dmap_map(soft_dev_t *dev, soft_peer_t *peer,
     int ret;
 
     e->pidfd = -1;
-    if (d->kind != SOFT_DALLOC_SYSV) {
-        return 1;
-    }
     if (!peer->own && (peer->pid != dev->pid)) {
         e->pidfd = soft_dmap_pidfd(dev, peer);
         if (e->pidfd < 0) {

@@ -241,7 +241,6 @@ static void soft_shm_publish(soft_dev_t *dev, soft_shm_t *s)
     soft_dalloc_t *e = &dev->direct->allocs[s->slot];
 
     soft_seq_begin(&e->seq);
-    __atomic_store_n(&e->kind, SOFT_DALLOC_SYSV, __ATOMIC_RELAXED);
     __atomic_store_n(&e->shmid, s->shmid, __ATOMIC_RELAXED);
     __atomic_store_n(&e->base, s->base, __ATOMIC_RELAXED);
     __atomic_store_n(&e->len, s->len, __ATOMIC_RELAXED);

@@ -63,8 +63,7 @@ soft_dalloc_t *published_sysv(dcx_dev_t *dev)
     soft_direct_area_t *area = soft_dev(dev)->direct;
 
     for (unsigned i = 0; (area != nullptr) && (i < SOFT_DIRECT_ALLOCS); ++i) {
-        if ((area->allocs[i].serial != 0) &&
-            (area->allocs[i].kind == SOFT_DALLOC_SYSV)) {
+        if (area->allocs[i].serial != 0) { /* every slot is a segment's */
             return &area->allocs[i];
         }
     }
