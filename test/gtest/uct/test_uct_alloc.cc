@@ -90,6 +90,25 @@ protected:
         return (uint8_t)((i * 131u + (i >> 9)) | 1u);
     }
 
+    /* An allocation of len bytes (a multiple of the page) with
+     * UCT_MD_MEM_FLAG_FIXED at a free range, *at_p: there, of that
+     * length */
+    void alloc_at_free_range(size_t len, char **at_p, uct_mem_h *memh_p)
+    {
+        char *at      = free_range(len);
+        void *address = at;
+        size_t length = len;
+
+        ASSERT_NE(nullptr, at);
+        ASSERT_EQ(UCS_OK,
+                  md_mem_alloc(m_md, &length, &address, UCS_MEMORY_TYPE_HOST,
+                               UCT_MD_MEM_ACCESS_ALL | UCT_MD_MEM_FLAG_FIXED,
+                               memh_p));
+        ASSERT_EQ((void *)at, address);
+        ASSERT_EQ(len, length);
+        *at_p = at;
+    }
+
     /* A free page-aligned range of len bytes (mapped, then unmapped) */
     static char *free_range(size_t len)
     {
@@ -349,20 +368,12 @@ TEST_F(uct_dcx_alloc, fixed_address_put_get)
 {
     const size_t len = 64 * 1024;
     entity *a = create_entity(), *b = create_entity();
-    uct_ep_h ep   = connect(a, b);
-    char *at      = free_range(len);
-    size_t length = len;
+    uct_ep_h ep = connect(a, b);
     dcx_soft_stats_t st0, st1;
-    void *address = at;
     uct_mem_h memh;
+    char *at;
 
-    ASSERT_NE(nullptr, at);
-    ASSERT_EQ(UCS_OK,
-              md_mem_alloc(m_md, &length, &address, UCS_MEMORY_TYPE_HOST,
-                           UCT_MD_MEM_ACCESS_ALL | UCT_MD_MEM_FLAG_FIXED,
-                           &memh));
-    ASSERT_EQ((void *)at, address);
-    ASSERT_EQ(len, length);
+    ASSERT_NO_FATAL_FAILURE(alloc_at_free_range(len, &at, &memh));
     EXPECT_TRUE(in_sysv(at, len));
     for (size_t i = 0; i < len; ++i) {
         ASSERT_EQ(0, at[i]) << "byte " << i;
@@ -396,15 +407,7 @@ TEST_F(uct_dcx_alloc, free_unmaps)
     ASSERT_EQ(UCS_OK, uct_md_mem_free(m_md, memh));
     EXPECT_FALSE(any_mapped(address, length));
 
-    at      = free_range(len);
-    address = at;
-    length  = len;
-    ASSERT_NE(nullptr, at);
-    ASSERT_EQ(UCS_OK,
-              md_mem_alloc(m_md, &length, &address, UCS_MEMORY_TYPE_HOST,
-                           UCT_MD_MEM_ACCESS_ALL | UCT_MD_MEM_FLAG_FIXED,
-                           &memh));
-    ASSERT_EQ((void *)at, address);
+    ASSERT_NO_FATAL_FAILURE(alloc_at_free_range(len, &at, &memh));
     ASSERT_EQ(UCS_OK, uct_md_mem_free(m_md, memh));
     EXPECT_FALSE(any_mapped(at, len));
     void *again = mmap(at, len, PROT_READ | PROT_WRITE,
