@@ -32,24 +32,38 @@ dcx_soft_stats_t dev_stats(node &n)
     return st;
 }
 
+uint8_t *shm_attach(size_t len, void *at, bool rmid, int *id_p)
+{
+    int id = shmget(IPC_PRIVATE, len, IPC_CREAT | 0600);
+    void *p;
+    int err;
+
+    if (id < 0) {
+        return nullptr;
+    }
+    p   = shmat(id, at, (at != nullptr) ? SHM_REMAP : 0);
+    err = errno;
+    if (rmid || (p == (void *)-1)) {
+        shmctl(id, IPC_RMID, nullptr);
+    }
+    if (id_p != nullptr) {
+        *id_p = id;
+    }
+    errno = err;
+    return (p == (void *)-1) ? nullptr : (uint8_t *)p;
+}
+
 int shm_alloc(size_t *len_p, void **addr_p)
 {
     size_t page = (size_t)sysconf(_SC_PAGESIZE);
     size_t len  = (*len_p + page - 1) & ~(page - 1);
-    void *p;
-    int id, err;
+    uint8_t *p  = shm_attach(len, nullptr, true);
 
-    id = shmget(IPC_PRIVATE, len, IPC_CREAT | 0600);
-    if (id < 0) {
-        err = errno;
-        fprintf(stderr, "shmget of %zu bytes: %s\n", len, strerror(err));
-        return err;
-    }
-    p   = shmat(id, nullptr, 0);
-    err = errno;
-    shmctl(id, IPC_RMID, nullptr); /* gone with its last attachment */
-    if (p == (void *)-1) {
-        fprintf(stderr, "shmat of segment %d: %s\n", id, strerror(err));
+    if (p == nullptr) {
+        int err = errno;
+
+        fprintf(stderr, "a SysV segment of %zu bytes: %s\n", len,
+                strerror(err));
         return err;
     }
     *len_p  = len;

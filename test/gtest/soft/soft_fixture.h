@@ -155,6 +155,12 @@ double now_s();
 /* the device's counters (dcx_soft_stats), zeroed if the call fails */
 dcx_soft_stats_t dev_stats(node &n);
 
+/* A private System V segment of len bytes attached at 'at' (NULL:
+ * anywhere, else over what is mapped there) and, with rmid, removed at
+ * once as UCX's allocator and the dcx md do; its id in *id_p if not NULL;
+ * NULL if it cannot be made (errno says why) */
+uint8_t *shm_attach(size_t len, void *at, bool rmid, int *id_p = nullptr);
+
 /* Memory peers of a soft device attach (DCX_CAP_SHM_PEERS) once it is
  * registered: a System V segment of *len_p bytes rounded up to whole
  * pages, zeroed, attached at *addr_p and removed at once (IPC_RMID), as

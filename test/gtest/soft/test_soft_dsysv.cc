@@ -36,27 +36,6 @@ const uint32_t DCT_ACCESS = DCX_ACCESS_REMOTE_WRITE | DCX_ACCESS_REMOTE_READ |
 const size_t PAGE    = 4096;
 const size_t SEG_LEN = 4 * PAGE;
 
-/* A private segment of len bytes attached at 'at' (NULL: anywhere, else
- * over what is mapped there) and, with rmid, removed at once as UCX's
- * allocator does; NULL if it cannot be made */
-uint8_t *seg_attach(size_t len, void *at, bool rmid, int *id_p = nullptr)
-{
-    int id = shmget(IPC_PRIVATE, len, IPC_CREAT | 0600);
-    void *p;
-
-    if (id < 0) {
-        return nullptr;
-    }
-    p = shmat(id, at, (at != nullptr) ? SHM_REMAP : 0);
-    if (rmid || (p == (void *)-1)) {
-        shmctl(id, IPC_RMID, nullptr);
-    }
-    if (id_p != nullptr) {
-        *id_p = id;
-    }
-    return (p == (void *)-1) ? nullptr : (uint8_t *)p;
-}
-
 /* The published slot of a SysV segment of dev, or nullptr */
 soft_dalloc_t *published_sysv(dcx_dev_t *dev)
 {
@@ -79,7 +58,7 @@ protected:
         soft::SetUp();
         ASSERT_EQ(0, m_n.open(fabric.c_str(), &l));
         ASSERT_EQ(0, m_n.make_loopback(KEY, DCT_ACCESS));
-        m_seg = seg_attach(SEG_LEN, nullptr, true);
+        m_seg = shm_attach(SEG_LEN, nullptr, true);
         ASSERT_TRUE(m_seg != nullptr) << strerror(errno);
         ASSERT_EQ(0, m_n.reg(m_res, sizeof(m_res), DCX_ACCESS_LOCAL_WRITE,
                              &m_res_mr));
@@ -311,7 +290,7 @@ TEST_F(soft_dsysv, sysv_deregistered_key_bad_flow)
     EXPECT_EQ(0u, word(m_seg));
 
     /* the next lookup drops the stale attachment */
-    uint8_t *seg2 = seg_attach(SEG_LEN, nullptr, true);
+    uint8_t *seg2 = shm_attach(SEG_LEN, nullptr, true);
     ASSERT_TRUE(seg2 != nullptr);
     ASSERT_EQ(0, m_n.reg(seg2, SEG_LEN, ACCESS, &other));
     EXPECT_EQ(DCX_WC_SUCCESS, m_n.run(fadd_wr(seg2, other->rkey, 1)));
@@ -327,7 +306,7 @@ TEST_F(soft_dsysv, sysv_deregistered_key_bad_flow)
 TEST_F(soft_dsysv, sysv_replaced_segment_bad_flow)
 {
     int id_a    = -1;
-    uint8_t *pa = seg_attach(SEG_LEN, nullptr, false, &id_a);
+    uint8_t *pa = shm_attach(SEG_LEN, nullptr, false, &id_a);
     dcx_mr_t *ma, *mb;
 
     ASSERT_TRUE(pa != nullptr);
@@ -340,7 +319,7 @@ TEST_F(soft_dsysv, sysv_replaced_segment_bad_flow)
     EXPECT_EQ(DCX_WC_SUCCESS, m_n.run(fadd_wr(pa + 64, rkey_a, 1)));
     ASSERT_EQ(0, dcx_mr_dereg(ma));
     ASSERT_EQ(0, shmdt(pa));
-    uint8_t *pb = seg_attach(SEG_LEN, pa, true); /* B where A was */
+    uint8_t *pb = shm_attach(SEG_LEN, pa, true); /* B where A was */
     ASSERT_EQ(pa, pb);
     ASSERT_EQ(0, m_n.reg(pb, SEG_LEN, ACCESS, &mb));
 
@@ -389,7 +368,7 @@ TEST_F(soft_dsysv, sysv_mr_past_the_segment_bad_flow)
     uint8_t *r = (uint8_t *)mmap(nullptr, 3 * PAGE, PROT_READ | PROT_WRITE,
                                  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     ASSERT_NE(MAP_FAILED, (void *)r);
-    uint8_t *p = seg_attach(2 * PAGE, r, true); /* over r's first 2 pages */
+    uint8_t *p = shm_attach(2 * PAGE, r, true); /* over r's first 2 pages */
     ASSERT_EQ(r, p);
     dcx_mr_t *mr;
 
@@ -553,7 +532,7 @@ protected:
             });
         });
         ASSERT_EQ(0, t.open(fabric.c_str(), &l));
-        seg = seg_attach(SEG_LEN, nullptr, true);
+        seg = shm_attach(SEG_LEN, nullptr, true);
         ASSERT_TRUE(seg != nullptr);
         ASSERT_EQ(0, t.reg(seg, SEG_LEN, ACCESS, &mr));
         ASSERT_EQ(0, t.make_target(0x5eedull, DCT_ACCESS, 64));
