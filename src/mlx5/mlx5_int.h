@@ -121,10 +121,10 @@ struct dcx_mlx5_srq {
 
 /* A CQ the backend polls in memory (mlx5_raw_cq.c) */
 typedef struct dcx_mlx5_raw_cq {
-    uint8_t *buf64; /* the buffer + CQE size - 64: a CQE's 64 bytes */
-    uint32_t cqe_cnt;
+    uint8_t *buf64;         /* the buffer + CQE size - 64: a CQE's 64 bytes */
+    uint32_t cqe_mask;      /* CQEs - 1 (a power of 2, less one) */
     uint32_t cqe_shift;     /* log2 of the CQE size */
-    uint32_t cnt_shift;     /* log2 of cqe_cnt: the owner bit of an index */
+    uint32_t cnt_shift;     /* log2 of the CQEs: the owner bit of an index */
     volatile __be32 *dbrec; /* [0] consumer index, [1] arm word */
     void *uar;              /* the CQ doorbell's page */
     uint32_t cqn;

@@ -50,7 +50,7 @@ enum {
 static inline struct mlx5_cqe64 *dcx_mlx5_raw_cqe(const dcx_mlx5_raw_cq_t *rc,
                                                   uint32_t idx)
 {
-    return (struct mlx5_cqe64 *)(rc->buf64 + ((size_t)(idx & (rc->cqe_cnt - 1))
+    return (struct mlx5_cqe64 *)(rc->buf64 + ((size_t)(idx & rc->cqe_mask)
                                               << rc->cqe_shift));
 }
 
@@ -68,18 +68,23 @@ dcx_mlx5_raw_cqe_sw(const dcx_mlx5_raw_cq_t *rc, uint32_t idx)
                cqe;
 }
 
-/* The SRQ of a receive CQE: the CQ's one, or its DCT's */
-static dcx_mlx5_srq_t *dcx_mlx5_raw_srq_of(dcx_mlx5_cq_t *cq, uint32_t qpn)
+/* The SRQ of a receive CQE on a CQ shared by several: its DCT's */
+static dcx_mlx5_srq_t *dcx_mlx5_raw_srq_find(dcx_mlx5_cq_t *cq, uint32_t qpn)
 {
-    dcx_mlx5_qp_t *qp;
+    dcx_mlx5_qp_t *qp = dcx_mlx5_qpmap_find(&cq->qpmap, qpn);
 
-    if (!cq->raw->multi_srq) {
-        return cq->raw->srq;
-    }
-    qp = dcx_mlx5_qpmap_find(&cq->qpmap, qpn);
     return ((qp != NULL) && (qp->super.type == DCX_QPT_DCT)) ?
                (dcx_mlx5_srq_t *)qp->attr.srq :
                NULL;
+}
+
+/* The SRQ of a receive CQE: the CQ's one, or its DCT's */
+static inline dcx_mlx5_srq_t *dcx_mlx5_raw_srq_of(dcx_mlx5_cq_t *cq,
+                                                  uint32_t qpn)
+{
+    return __builtin_expect(!cq->raw->multi_srq, 1) ?
+               cq->raw->srq :
+               dcx_mlx5_raw_srq_find(cq, qpn);
 }
 
 /* A receive's CQE (opcode, or RESP_ERR); 1 with *wc filled */
@@ -428,7 +433,7 @@ static int dcx_mlx5_raw_cq_take(dcx_mlx5_cq_t *cq)
     }
     cq->raw->buf64 = (uint8_t *)dv.buf + dv.cqe_size -
                      sizeof(struct mlx5_cqe64);
-    cq->raw->cqe_cnt   = dv.cqe_cnt;
+    cq->raw->cqe_mask  = dv.cqe_cnt - 1;
     cq->raw->cqe_shift = (dv.cqe_size == 128) ? 7 : 6;
     cq->raw->cnt_shift = (uint32_t)__builtin_ctz(dv.cqe_cnt);
     /* No queue has used the CQ yet: every CQE is the INVALID one libmlx5
@@ -500,7 +505,7 @@ void dcx_mlx5_raw_cq_clean(dcx_mlx5_cq_t *cq, uint32_t qpn)
         return;
     }
     for (pi = rc->ci; dcx_mlx5_raw_cqe_sw(rc, pi) != NULL; ++pi) {
-        if (pi == rc->ci + rc->cqe_cnt - 1) {
+        if (pi == rc->ci + rc->cqe_mask) {
             break;
         }
     }

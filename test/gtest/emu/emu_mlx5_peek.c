@@ -25,9 +25,8 @@ int emu_mlx5_cq_written(const dcx_cq_t *cq, uint32_t n)
     uint32_t idx                = rc->ci + n - 1;
     const struct mlx5_cqe64 *cqe;
 
-    cqe = (const struct mlx5_cqe64 *)(rc->buf64 +
-                                      ((size_t)(idx & (rc->cqe_cnt - 1))
-                                       << rc->cqe_shift));
+    cqe = (const struct mlx5_cqe64 *)(rc->buf64 + ((size_t)(idx & rc->cqe_mask)
+                                                   << rc->cqe_shift));
     return !((__atomic_load_n(&cqe->op_own, __ATOMIC_ACQUIRE) ^
               (idx >> rc->cnt_shift)) &
              MLX5_CQE_OWNER_MASK);
