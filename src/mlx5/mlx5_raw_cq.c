@@ -202,6 +202,13 @@ dcx_mlx5_raw_one(dcx_mlx5_cq_t *cq, const struct mlx5_cqe64 *cqe, dcx_wc_t *wc)
 {
     uint8_t opcode = cqe->op_own >> 4;
 
+    /* the two common cases first, each a test */
+    if (__builtin_expect(opcode == MLX5_CQE_REQ, 1)) {
+        return dcx_mlx5_raw_send(cq, cqe, opcode, wc);
+    }
+    if (__builtin_expect(opcode == MLX5_CQE_RESP_SEND, 1)) {
+        return dcx_mlx5_raw_recv(cq, cqe, opcode, wc);
+    }
     switch (opcode) {
     case MLX5_CQE_REQ:
     case MLX5_CQE_REQ_ERR:
