@@ -46,12 +46,19 @@ enum {
     DCX_MLX5_CQ_ARM_DB = 1
 };
 
-/* The 64 bytes of the CQE at idx (the last of a 128-byte one) */
+/* The 64 bytes of the CQE at idx (the last of a 128-byte one) on a CQ of
+ * CQEs of 1 << shift bytes */
+static inline struct mlx5_cqe64 *
+dcx_mlx5_raw_cqe_of(const dcx_mlx5_raw_cq_t *rc, uint32_t idx, uint32_t shift)
+{
+    return (struct mlx5_cqe64 *)(rc->buf64 +
+                                 ((size_t)(idx & rc->cqe_mask) << shift));
+}
+
 static inline struct mlx5_cqe64 *dcx_mlx5_raw_cqe(const dcx_mlx5_raw_cq_t *rc,
                                                   uint32_t idx)
 {
-    return (struct mlx5_cqe64 *)(rc->buf64 + ((size_t)(idx & rc->cqe_mask)
-                                              << rc->cqe_shift));
+    return dcx_mlx5_raw_cqe_of(rc, idx, rc->cqe_shift);
 }
 
 /* The CQE at idx if software owns it, else NULL.  The owner bit alone
@@ -59,14 +66,26 @@ static inline struct mlx5_cqe64 *dcx_mlx5_raw_cqe(const dcx_mlx5_raw_cq_t *rc,
  * (dcx_mlx5_raw_cq_take), so a slot the device has not yet written in
  * this pass never matches. */
 static inline struct mlx5_cqe64 *
-dcx_mlx5_raw_cqe_sw(const dcx_mlx5_raw_cq_t *rc, uint32_t idx)
+dcx_mlx5_raw_cqe_sw_of(const dcx_mlx5_raw_cq_t *rc, uint32_t idx,
+                       uint32_t shift)
 {
-    struct mlx5_cqe64 *cqe = dcx_mlx5_raw_cqe(rc, idx);
+    struct mlx5_cqe64 *cqe = dcx_mlx5_raw_cqe_of(rc, idx, shift);
 
     return ((cqe->op_own ^ (idx >> rc->cnt_shift)) & MLX5_CQE_OWNER_MASK) ?
                NULL :
                cqe;
 }
+
+static inline struct mlx5_cqe64 *
+dcx_mlx5_raw_cqe_sw(const dcx_mlx5_raw_cq_t *rc, uint32_t idx)
+{
+    return dcx_mlx5_raw_cqe_sw_of(rc, idx, rc->cqe_shift);
+}
+
+/* The CQE size's log2 where a poll knows it as a constant: the polls with
+ * receives in place are those of 128-byte CQEs, the others those of
+ * 64-byte ones (dcx_mlx5_raw_cq_take) */
+#define DCX_MLX5_RAW_SHIFT(_ip) ((_ip) ? 7u : 6u)
 
 /* The SRQ of a receive CQE on a CQ shared by several: its DCT's */
 static dcx_mlx5_srq_t *dcx_mlx5_raw_srq_find(dcx_mlx5_cq_t *cq, uint32_t qpn)
@@ -261,7 +280,9 @@ dcx_mlx5_raw_poll_found_inl(dcx_mlx5_cq_t *cq, struct mlx5_cqe64 *cqe, int max,
         __atomic_thread_fence(__ATOMIC_ACQUIRE); /* the CQE after op_own */
         rc->ci++;
         n += dcx_mlx5_raw_one(cq, cqe, &wc[n]);
-    } while ((n < max) && ((cqe = dcx_mlx5_raw_cqe_sw(rc, rc->ci)) != NULL));
+    } while ((n < max) &&
+             ((cqe = dcx_mlx5_raw_cqe_sw_of(rc, rc->ci,
+                                            DCX_MLX5_RAW_SHIFT(ip))) != NULL));
     __atomic_thread_fence(__ATOMIC_RELEASE); /* read before freed */
     if (ip) {
         rc->ip_left                   = rc->ip_n;
@@ -319,7 +340,8 @@ static inline __attribute__((always_inline)) int
 dcx_mlx5_raw_poll_inl(dcx_cq_t *super, int max, dcx_wc_t *wc, const bool ip)
 {
     dcx_mlx5_cq_t *cq      = (dcx_mlx5_cq_t *)super;
-    struct mlx5_cqe64 *cqe = dcx_mlx5_raw_cqe_sw(cq->raw, cq->raw->ci);
+    struct mlx5_cqe64 *cqe = dcx_mlx5_raw_cqe_sw_of(cq->raw, cq->raw->ci,
+                                                    DCX_MLX5_RAW_SHIFT(ip));
 
     if (__builtin_expect(max <= 0, 0)) {
         return 0;
@@ -405,8 +427,9 @@ static int dcx_mlx5_raw_poll_pair(dcx_cq_t *super, dcx_cq_t *other, int max,
                          0)) {
         return dcx_mlx5_raw_pair_mixed(super, other, max, wc, n_other_p);
     }
-    cqe  = dcx_mlx5_raw_cqe_sw(cq->raw, cq->raw->ci);
-    ocqe = dcx_mlx5_raw_cqe_sw(ocq->raw, ocq->raw->ci);
+    cqe  = dcx_mlx5_raw_cqe_sw_of(cq->raw, cq->raw->ci, DCX_MLX5_RAW_SHIFT(0));
+    ocqe = dcx_mlx5_raw_cqe_sw_of(ocq->raw, ocq->raw->ci,
+                                  DCX_MLX5_RAW_SHIFT(0));
     if (ocqe == NULL) {
         if (cqe == NULL) {
             *n_other_p = 0;
