@@ -95,7 +95,6 @@ typedef struct dcx_mlx5_raw_srq {
     uint16_t tail;    /* the list's end, never posted */
     uint16_t counter; /* WQEs posted (the doorbell record) */
     uint64_t *wr_id;  /* per WQE index */
-    uint64_t *first;  /* per WQE index: its first buffer (CQE scatter) */
     /* DCX_SRQ_F_IN_PLACE: a message scattered into its CQE completes
      * there (DCX_WC_FLAG_IN_PLACE), not copied to the buffer */
     bool in_place;
@@ -371,6 +370,20 @@ static inline void *dcx_mlx5_raw_srq_wqe(const dcx_mlx5_raw_srq_t *rs,
                                          uint16_t idx)
 {
     return rs->buf + (size_t)idx * rs->stride;
+}
+
+/* The first buffer of WQE idx (a receive's CQE scatter is copied there),
+ * read back from its first data segment: the HCA only reads receive WQEs,
+ * and software writes a completed one again only when it posts it anew,
+ * after the poll that completed it */
+static inline void *dcx_mlx5_raw_srq_first(const dcx_mlx5_raw_srq_t *rs,
+                                           uint16_t idx)
+{
+    const struct mlx5_wqe_srq_next_seg *next = dcx_mlx5_raw_srq_wqe(rs, idx);
+    const struct mlx5_wqe_data_seg *ds =
+        (const struct mlx5_wqe_data_seg *)(next + 1);
+
+    return (void *)(uintptr_t)be64toh(ds->addr);
 }
 
 /* The receive of WQE idx completed: its wr_id; the WQE is free again, at

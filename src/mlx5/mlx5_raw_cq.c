@@ -152,8 +152,7 @@ dcx_mlx5_raw_recv(dcx_mlx5_cq_t *cq, const struct mlx5_cqe64 *cqe,
         wc->imm = be32toh(cqe->imm_inval_pkey);
     }
     /* a short message the HCA scattered into the CQE itself: read there,
-     * or copied to the receive's first buffer (which its WQE's done left
-     * recorded) */
+     * or copied to the receive's first buffer (its WQE still names it) */
     if (cqe->op_own & (MLX5_INLINE_SCATTER_32 | MLX5_INLINE_SCATTER_64)) {
         data = (cqe->op_own & MLX5_INLINE_SCATTER_32) ? (const void *)cqe :
                                                         (const void *)(cqe - 1);
@@ -163,7 +162,7 @@ dcx_mlx5_raw_recv(dcx_mlx5_cq_t *cq, const struct mlx5_cqe64 *cqe,
             wc->data = data;
             return 1;
         }
-        buf = (void *)(uintptr_t)srq->raw->first[idx & (srq->raw->wqe_cnt - 1)];
+        buf = dcx_mlx5_raw_srq_first(srq->raw, idx & (srq->raw->wqe_cnt - 1));
         memcpy(buf, data, wc->byte_len);
     }
     return 1;

@@ -50,7 +50,6 @@ static inline int dcx_mlx5_raw_srq_put(dcx_mlx5_raw_srq_t *rs, uint32_t max_sge,
         ds[i].addr       = 0;
     }
     rs->wr_id[idx] = wr_id;
-    rs->first[idx] = (num_sge > 0) ? sg[0].addr : 0;
     rs->head       = be16toh(next->next_wqe_index);
     rs->counter++;
     return 0;
@@ -126,14 +125,9 @@ int dcx_mlx5_raw_srq_setup(dcx_mlx5_srq_t *srq, void *buf, uint32_t stride,
     rs = calloc(1, sizeof(*rs));
     if (rs != NULL) {
         rs->wr_id = calloc(cnt, sizeof(*rs->wr_id));
-        rs->first = calloc(cnt, sizeof(*rs->first));
     }
-    if ((rs == NULL) || (rs->wr_id == NULL) || (rs->first == NULL)) {
-        if (rs != NULL) {
-            free(rs->wr_id);
-            free(rs->first);
-            free(rs);
-        }
+    if ((rs == NULL) || (rs->wr_id == NULL)) {
+        free(rs);
         dcx_error("%s: srq: out of memory", name);
         return ENOMEM;
     }
@@ -173,7 +167,6 @@ void dcx_mlx5_raw_srq_free(dcx_mlx5_srq_t *srq)
 {
     if (srq->raw != NULL) {
         free(srq->raw->wr_id);
-        free(srq->raw->first);
         free(srq->raw);
         srq->raw = NULL;
     }
