@@ -81,28 +81,69 @@ static int dcx_mlx5_raw_srq_post_recv(dcx_srq_t *super, uint64_t wr_id,
     return 0;
 }
 
-static int dcx_mlx5_raw_srq_post_recv_list(dcx_srq_t *super,
-                                           const dcx_recv_t *list,
-                                           unsigned count, unsigned *posted_p)
+/* Writes the single-buffer receives of list into the WQEs from the head on,
+ * as many as come before the tail, and rings once.  term: the SRQ takes
+ * more than one buffer per WQE, so each WQE ends with the invalid key; a
+ * constant in each caller, which leaves the loop no test for it. */
+static inline __attribute__((always_inline)) int
+dcx_mlx5_raw_srq_put_list(dcx_srq_t *super, const dcx_recv_t *list,
+                          unsigned count, unsigned *posted_p, bool term)
 {
-    dcx_mlx5_srq_t *srq = (dcx_mlx5_srq_t *)super;
+    dcx_mlx5_raw_srq_t *rs = ((dcx_mlx5_srq_t *)super)->raw;
+    /* the queue in locals: the stores into the WQEs would make the
+     * compiler read it again per receive */
+    uint8_t *buf           = rs->buf;
+    size_t stride          = rs->stride;
+    uint64_t *wr_id        = rs->wr_id;
+    uint16_t tail          = rs->tail;
+    uint16_t idx           = rs->head;
+    const dcx_recv_t *r, *end = list + count;
+    struct mlx5_wqe_srq_next_seg *next;
+    struct mlx5_wqe_data_seg *ds;
     unsigned done;
 
-    for (done = 0; done < count; ++done) {
-        if (dcx_mlx5_raw_srq_put(srq->raw, super->max_sge, list[done].wr_id,
-                                 &list[done].sge, 1) != 0) {
-            break;
+    for (r = list; (r != end) && (idx != tail); ++r) {
+        next             = (struct mlx5_wqe_srq_next_seg *)(buf + idx * stride);
+        ds               = (struct mlx5_wqe_data_seg *)(next + 1);
+        ds[0].byte_count = htobe32(r->sge.length);
+        ds[0].lkey       = htobe32(r->sge.lkey);
+        ds[0].addr       = htobe64(r->sge.addr);
+        if (term) {
+            ds[1].byte_count = 0;
+            ds[1].lkey       = htobe32(MLX5_INVALID_LKEY);
+            ds[1].addr       = 0;
         }
+        wr_id[idx] = r->wr_id;
+        idx        = be16toh(next->next_wqe_index);
     }
-    if (done != 0) {
-        dcx_mlx5_raw_srq_ring(srq->raw);
-    }
+    done      = (unsigned)(r - list);
     *posted_p = done;
+    if (done != 0) {
+        rs->head = idx;
+        rs->counter += (uint16_t)done;
+        dcx_mlx5_raw_srq_ring(rs);
+    }
     if (done < count) {
         dcx_trace("%s: srq: full", super->dev->caps.name);
         return ENOMEM;
     }
     return 0;
+}
+
+/* An SRQ of one buffer per WQE: nothing follows a WQE's data segment */
+static int dcx_mlx5_raw_srq_post_recv_list(dcx_srq_t *super,
+                                           const dcx_recv_t *list,
+                                           unsigned count, unsigned *posted_p)
+{
+    return dcx_mlx5_raw_srq_put_list(super, list, count, posted_p, false);
+}
+
+static int dcx_mlx5_raw_srq_post_recv_list_term(dcx_srq_t *super,
+                                                const dcx_recv_t *list,
+                                                unsigned count,
+                                                unsigned *posted_p)
+{
+    return dcx_mlx5_raw_srq_put_list(super, list, count, posted_p, true);
 }
 
 int dcx_mlx5_raw_srq_setup(dcx_mlx5_srq_t *srq, void *buf, uint32_t stride,
@@ -139,7 +180,9 @@ int dcx_mlx5_raw_srq_setup(dcx_mlx5_srq_t *srq, void *buf, uint32_t stride,
     rs->tail                  = (uint16_t)tail;
     srq->raw                  = rs;
     srq->super.post_recv      = dcx_mlx5_raw_srq_post_recv;
-    srq->super.post_recv_list = dcx_mlx5_raw_srq_post_recv_list;
+    srq->super.post_recv_list = (srq->super.max_sge > 1) ?
+                                    dcx_mlx5_raw_srq_post_recv_list_term :
+                                    dcx_mlx5_raw_srq_post_recv_list;
     return 0;
 }
 
