@@ -495,10 +495,12 @@ struct dcx_sge {
     uint32_t lkey;
 };
 
-/* One receive of a list post: a single buffer (dcx_srq_post_recv_list). */
+/* One receive of a list post: a single buffer, as long as the list says
+ * (dcx_srq_post_recv_list). */
 typedef struct dcx_recv {
     uint64_t wr_id;
-    dcx_sge_t sge;
+    uint64_t addr;
+    uint32_t lkey;
 } dcx_recv_t;
 
 typedef struct dcx_srq_attr {
@@ -559,13 +561,13 @@ struct dcx_srq {
     /* Posts one receive; ENOMEM when full, EINVAL on bad sge count. */
     int (*post_recv)(dcx_srq_t *srq, uint64_t wr_id, const dcx_sge_t *sg_list,
                      unsigned num_sge);
-    /* Posts count single-buffer receives, in order, as one request (one
-     * chain and doorbell on hardware, one engine lock round on a device
-     * model).  0 when all are posted; otherwise the error of the first
-     * one not posted (ENOMEM: full) and *posted_p, always set, says how
-     * many before it were. */
+    /* Posts count single-buffer receives, each of length bytes, in order,
+     * as one request (one chain and doorbell on hardware, one engine lock
+     * round on a device model).  0 when all are posted; otherwise the
+     * error of the first one not posted (ENOMEM: full) and *posted_p,
+     * always set, says how many before it were. */
     int (*post_recv_list)(dcx_srq_t *srq, const dcx_recv_t *list,
-                          unsigned count, unsigned *posted_p);
+                          unsigned count, uint32_t length, unsigned *posted_p);
     /* Posts one tag-list operation.  0, or ENOMEM (list full on ADD, or
      * tm_max_ops operations outstanding: an operation stays outstanding
      * until a later-or-equal signalled one's completion is polled),
@@ -589,9 +591,10 @@ static inline int dcx_srq_post_recv(dcx_srq_t *srq, uint64_t wr_id,
 }
 
 static inline int dcx_srq_post_recv_list(dcx_srq_t *srq, const dcx_recv_t *list,
-                                         unsigned count, unsigned *posted_p)
+                                         unsigned count, uint32_t length,
+                                         unsigned *posted_p)
 {
-    return srq->post_recv_list(srq, list, count, posted_p);
+    return srq->post_recv_list(srq, list, count, length, posted_p);
 }
 
 static inline int dcx_srq_tm_post(dcx_srq_t *srq, dcx_tm_op_t *op)

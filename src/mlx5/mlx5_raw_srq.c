@@ -87,7 +87,8 @@ static int dcx_mlx5_raw_srq_post_recv(dcx_srq_t *super, uint64_t wr_id,
  * constant in each caller, which leaves the loop no test for it. */
 static inline __attribute__((always_inline)) int
 dcx_mlx5_raw_srq_put_list(dcx_srq_t *super, const dcx_recv_t *list,
-                          unsigned count, unsigned *posted_p, bool term)
+                          unsigned count, uint32_t length, unsigned *posted_p,
+                          bool term)
 {
     dcx_mlx5_raw_srq_t *rs = ((dcx_mlx5_srq_t *)super)->raw;
     /* the queue in locals: the stores into the WQEs would make the
@@ -97,6 +98,7 @@ dcx_mlx5_raw_srq_put_list(dcx_srq_t *super, const dcx_recv_t *list,
     uint64_t *wr_id        = rs->wr_id;
     uint16_t tail          = rs->tail;
     uint16_t idx           = rs->head;
+    __be32 byte_count      = htobe32(length);
     const dcx_recv_t *r, *end = list + count;
     struct mlx5_wqe_srq_next_seg *next;
     struct mlx5_wqe_data_seg *ds;
@@ -105,9 +107,9 @@ dcx_mlx5_raw_srq_put_list(dcx_srq_t *super, const dcx_recv_t *list,
     for (r = list; (r != end) && (idx != tail); ++r) {
         next             = (struct mlx5_wqe_srq_next_seg *)(buf + idx * stride);
         ds               = (struct mlx5_wqe_data_seg *)(next + 1);
-        ds[0].byte_count = htobe32(r->sge.length);
-        ds[0].lkey       = htobe32(r->sge.lkey);
-        ds[0].addr       = htobe64(r->sge.addr);
+        ds[0].byte_count = byte_count;
+        ds[0].lkey       = htobe32(r->lkey);
+        ds[0].addr       = htobe64(r->addr);
         if (term) {
             ds[1].byte_count = 0;
             ds[1].lkey       = htobe32(MLX5_INVALID_LKEY);
@@ -133,17 +135,20 @@ dcx_mlx5_raw_srq_put_list(dcx_srq_t *super, const dcx_recv_t *list,
 /* An SRQ of one buffer per WQE: nothing follows a WQE's data segment */
 static int dcx_mlx5_raw_srq_post_recv_list(dcx_srq_t *super,
                                            const dcx_recv_t *list,
-                                           unsigned count, unsigned *posted_p)
+                                           unsigned count, uint32_t length,
+                                           unsigned *posted_p)
 {
-    return dcx_mlx5_raw_srq_put_list(super, list, count, posted_p, false);
+    return dcx_mlx5_raw_srq_put_list(super, list, count, length, posted_p,
+                                     false);
 }
 
 static int dcx_mlx5_raw_srq_post_recv_list_term(dcx_srq_t *super,
                                                 const dcx_recv_t *list,
-                                                unsigned count,
+                                                unsigned count, uint32_t length,
                                                 unsigned *posted_p)
 {
-    return dcx_mlx5_raw_srq_put_list(super, list, count, posted_p, true);
+    return dcx_mlx5_raw_srq_put_list(super, list, count, length, posted_p,
+                                     true);
 }
 
 int dcx_mlx5_raw_srq_setup(dcx_mlx5_srq_t *srq, void *buf, uint32_t stride,

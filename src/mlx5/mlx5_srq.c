@@ -52,7 +52,8 @@ static int dcx_mlx5_srq_post_recv(dcx_srq_t *super, uint64_t wr_id,
 /* Single-buffer receives chained into one ibv_post_srq_recv per chunk, so
  * that the provider writes the WQEs and rings the doorbell once. */
 static int dcx_mlx5_srq_post_recv_list(dcx_srq_t *super, const dcx_recv_t *list,
-                                       unsigned count, unsigned *posted_p)
+                                       unsigned count, uint32_t length,
+                                       unsigned *posted_p)
 {
     enum {
         CHUNK = 32
@@ -66,9 +67,9 @@ static int dcx_mlx5_srq_post_recv_list(dcx_srq_t *super, const dcx_recv_t *list,
     for (done = 0; done < count; done += n) {
         n = (count - done < CHUNK) ? (count - done) : CHUNK;
         for (i = 0; i < n; ++i) {
-            sge[i].addr   = list[done + i].sge.addr;
-            sge[i].length = list[done + i].sge.length;
-            sge[i].lkey   = list[done + i].sge.lkey;
+            sge[i].addr   = list[done + i].addr;
+            sge[i].length = length;
+            sge[i].lkey   = list[done + i].lkey;
             wr[i].wr_id   = list[done + i].wr_id;
             wr[i].sg_list = &sge[i];
             wr[i].num_sge = 1;

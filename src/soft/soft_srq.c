@@ -69,7 +69,8 @@ static int soft_srq_post_recv(dcx_srq_t *srq_, uint64_t wr_id,
 /* A batch of single-buffer receives in one lock round: a receive queue
  * refilled after a burst costs one lock round, not one per buffer. */
 static int soft_srq_post_recv_list(dcx_srq_t *srq_, const dcx_recv_t *list,
-                                   unsigned count, unsigned *posted_p)
+                                   unsigned count, uint32_t length,
+                                   unsigned *posted_p)
 {
     soft_srq_t *srq = (soft_srq_t *)srq_;
     soft_rwqe_t *wqe;
@@ -83,11 +84,13 @@ static int soft_srq_post_recv_list(dcx_srq_t *srq_, const dcx_recv_t *list,
     n    = (count < room) ? count : room;
     tpos = srq->tpos;
     for (i = 0; i < n; ++i) {
-        wqe          = &srq->q[tpos];
-        wqe->wr_id   = list[i].wr_id;
-        wqe->num_sge = 1;
-        wqe->sge[0]  = list[i].sge;
-        tpos         = (tpos + 1 == srq->size) ? 0 : tpos + 1;
+        wqe                = &srq->q[tpos];
+        wqe->wr_id         = list[i].wr_id;
+        wqe->num_sge       = 1;
+        wqe->sge[0].addr   = list[i].addr;
+        wqe->sge[0].length = length;
+        wqe->sge[0].lkey   = list[i].lkey;
+        tpos               = (tpos + 1 == srq->size) ? 0 : tpos + 1;
     }
     srq->tpos = tpos;
     srq->tail += n;
@@ -145,11 +148,12 @@ static int soft_srq_post_recv_flushed(dcx_srq_t *srq_, uint64_t wr_id,
 
 static int soft_srq_post_recv_list_flushed(dcx_srq_t *srq_,
                                            const dcx_recv_t *list,
-                                           unsigned count, unsigned *posted_p)
+                                           unsigned count, uint32_t length,
+                                           unsigned *posted_p)
 {
     return soft_srq_flush_posted(srq_,
                                  soft_srq_post_recv_list(srq_, list, count,
-                                                         posted_p));
+                                                         length, posted_p));
 }
 
 void soft_srq_flush(soft_srq_t *srq, soft_qp_t *dct)

@@ -106,17 +106,16 @@ unsigned uct_dcx_iface_post_recv(uct_dcx_iface_t *iface)
             if (elem == NULL) {
                 break;
             }
-            list[n].wr_id      = (uintptr_t)elem;
-            list[n].sge.addr   = (uintptr_t)elem + offset;
-            list[n].sge.length = length;
-            memcpy(&list[n].sge.lkey,
+            list[n].wr_id = (uintptr_t)elem;
+            list[n].addr  = (uintptr_t)elem + offset;
+            memcpy(&list[n].lkey,
                    UCS_PTR_BYTE_OFFSET(elem, UCT_DCX_RX_LKEY_OFFSET),
-                   sizeof(list[n].sge.lkey));
+                   sizeof(list[n].lkey));
         }
         if (n == 0) {
             break;
         }
-        ret = dcx_srq_post_recv_list(iface->srq, list, n, &posted);
+        ret = dcx_srq_post_recv_list(iface->srq, list, n, length, &posted);
         iface->rx.posted += posted;
         count += posted;
         if (ucs_unlikely(ret != 0)) {

@@ -274,10 +274,9 @@ std::vector<dcx_recv_t> recv_list(const std::vector<uint8_t> &buf,
     std::vector<dcx_recv_t> list(count);
 
     for (unsigned i = 0; i < count; ++i) {
-        list[i].wr_id      = first + i;
-        list[i].sge.addr   = (uintptr_t)buf.data() + (first + i) * slot;
-        list[i].sge.length = slot;
-        list[i].sge.lkey   = mr->lkey;
+        list[i].wr_id = first + i;
+        list[i].addr  = (uintptr_t)buf.data() + (first + i) * slot;
+        list[i].lkey  = mr->lkey;
     }
     return list;
 }

@@ -133,11 +133,15 @@ int open_sender_target(node &a, node &b, const std::string &fabric,
 int open_loopback(node &n, const std::string &fabric, uint64_t key,
                   std::vector<uint8_t> &buf, dcx_mr_t **mr_p);
 
-/* count single-buffer receives with wr_ids first.., each over slot bytes of
- * buf at slot index wr_id, under mr's lkey (dcx_srq_post_recv_list). */
+/* bytes per receive buffer of recv_list, unless told */
+static const uint32_t RECV_SLOT = 64;
+
+/* count single-buffer receives with wr_ids first.., each at slot index
+ * wr_id of buf, under mr's lkey, for dcx_srq_post_recv_list with length
+ * slot. */
 std::vector<dcx_recv_t> recv_list(const std::vector<uint8_t> &buf,
                                   const dcx_mr_t *mr, uint64_t first,
-                                  unsigned count, uint32_t slot = 64);
+                                  unsigned count, uint32_t slot = RECV_SLOT);
 
 /* Posts a single WR; helpers to build the common ones. */
 dcx_send_wr_t make_wr(dcx_wr_opcode_t op, uint64_t wr_id, const dcx_sge_t *sge,

@@ -40,7 +40,8 @@ protected:
         std::vector<dcx_recv_t> l = recv_list(m_buf, m_mr, m_next, n, slot);
         unsigned posted           = 0;
 
-        ASSERT_EQ(0, dcx_srq_post_recv_list(m_b.srq, l.data(), n, &posted));
+        ASSERT_EQ(0,
+                  dcx_srq_post_recv_list(m_b.srq, l.data(), n, slot, &posted));
         ASSERT_EQ(n, posted);
         m_next += n;
     }

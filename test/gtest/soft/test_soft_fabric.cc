@@ -284,7 +284,7 @@ TEST_F(soft, ring_pages_mapped_ahead)
         std::vector<dcx_recv_t> recvs = recv_list(buf, mr, 0, 4);
         unsigned posted;
         ASSERT_EQ(0, dcx_srq_post_recv_list(b.srq, recvs.data(), recvs.size(),
-                                            &posted));
+                                            RECV_SLOT, &posted));
         ASSERT_EQ(0, dcx_dev_port_addr(b.dev, addr, &len));
         ASSERT_EQ(0, a.connect(addr, len));
         ASSERT_EQ(0, post_inline_value(a, a.dci, b.dct->qp_num, KEY,

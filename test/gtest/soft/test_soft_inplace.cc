@@ -57,7 +57,7 @@ struct ip_pair {
         soft_helper_stop(soft_dev(b.dev));
         std::vector<dcx_recv_t> l = recv_list(bbuf, bmr, 0, RECVS, SLOT);
         unsigned posted           = 0;
-        int r = dcx_srq_post_recv_list(b.srq, l.data(), RECVS, &posted);
+        int r = dcx_srq_post_recv_list(b.srq, l.data(), RECVS, SLOT, &posted);
 
         return (r != 0) ? r : (posted == RECVS) ? 0 : ENOSPC;
     }

@@ -66,7 +66,7 @@ struct sge_pair {
     {
         std::vector<dcx_recv_t> l = recv_list(bbuf, bmr, first, n, SLOT);
         unsigned posted           = 0;
-        int ret = dcx_srq_post_recv_list(b.srq, l.data(), n, &posted);
+        int ret = dcx_srq_post_recv_list(b.srq, l.data(), n, SLOT, &posted);
 
         return (ret != 0) ? ret : (posted == n) ? 0 : ENOSPC;
     }

@@ -43,7 +43,8 @@ protected:
         ASSERT_EQ(0, m_a.connect(addr, len));
         std::vector<dcx_recv_t> r = recv_list(m_buf, m_mr, 0, 8, 256);
         unsigned posted           = 0;
-        ASSERT_EQ(0, dcx_srq_post_recv_list(m_b.srq, r.data(), 8, &posted));
+        ASSERT_EQ(0,
+                  dcx_srq_post_recv_list(m_b.srq, r.data(), 8, 256, &posted));
         ASSERT_EQ(8u, posted);
     }
 

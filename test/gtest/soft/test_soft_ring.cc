@@ -439,7 +439,7 @@ TEST_F(soft, ring_full_of_unfreed_slots_is_a_busy_target_bad_flow)
     std::vector<dcx_recv_t> recvs = recv_list(buf, mr, 0, 256);
     unsigned posted;
     ASSERT_EQ(0, dcx_srq_post_recv_list(b.srq, recvs.data(), recvs.size(),
-                                        &posted));
+                                        RECV_SLOT, &posted));
     ASSERT_EQ(0, dcx_dev_port_addr(b.dev, addr, &len));
     ASSERT_EQ(0, a.connect(addr, len));
     ASSERT_EQ(0, c.connect(addr, len));
@@ -513,7 +513,7 @@ TEST_F(soft, idle_polls_clear_consumed_slots)
     std::vector<dcx_recv_t> recvs = recv_list(buf, mr, 0, 64);
     unsigned posted;
     ASSERT_EQ(0, dcx_srq_post_recv_list(b.srq, recvs.data(), recvs.size(),
-                                        &posted));
+                                        RECV_SLOT, &posted));
     soft_helper_stop(soft_dev(a.dev));
     soft_helper_stop(soft_dev(b.dev));
 

@@ -78,7 +78,7 @@ TEST_F(soft, srq_list_post_takes_what_fits_bad_flow)
     ASSERT_EQ(0, p.open(fabric));
     std::vector<dcx_recv_t> list = p.recvs(0, CAP + 3);
     EXPECT_EQ(ENOMEM, dcx_srq_post_recv_list(p.b.srq, list.data(), list.size(),
-                                             &posted));
+                                             SLOT, &posted));
     EXPECT_EQ(CAP, posted);
     p.exchange(0, CAP);
 
@@ -88,7 +88,7 @@ TEST_F(soft, srq_list_post_takes_what_fits_bad_flow)
     }
     list   = p.recvs(CAP, CAP);
     posted = ~0u;
-    EXPECT_EQ(0, dcx_srq_post_recv_list(p.b.srq, list.data(), list.size(),
+    EXPECT_EQ(0, dcx_srq_post_recv_list(p.b.srq, list.data(), list.size(), SLOT,
                                         &posted));
     EXPECT_EQ(CAP, posted);
     p.exchange(CAP, CAP);
@@ -97,15 +97,16 @@ TEST_F(soft, srq_list_post_takes_what_fits_bad_flow)
      * queue is full; a list posted to a full queue takes nothing */
     list = p.recvs(2 * CAP, CAP);
     list.resize(CAP / 2);
-    EXPECT_EQ(0, dcx_srq_post_recv_list(p.b.srq, list.data(), list.size(),
+    EXPECT_EQ(0, dcx_srq_post_recv_list(p.b.srq, list.data(), list.size(), SLOT,
                                         &posted));
     EXPECT_EQ(CAP / 2, posted);
     list = p.recvs(2 * CAP + CAP / 2, CAP);
     EXPECT_EQ(ENOMEM, dcx_srq_post_recv_list(p.b.srq, list.data(), list.size(),
-                                             &posted));
+                                             SLOT, &posted));
     EXPECT_EQ(CAP / 2, posted);
     list = p.recvs(3 * CAP, 1);
-    EXPECT_EQ(ENOMEM, dcx_srq_post_recv_list(p.b.srq, list.data(), 1, &posted));
+    EXPECT_EQ(ENOMEM,
+              dcx_srq_post_recv_list(p.b.srq, list.data(), 1, SLOT, &posted));
     EXPECT_EQ(0u, posted);
     p.exchange(2 * CAP, CAP);
 }
@@ -118,10 +119,11 @@ TEST_F(soft, srq_list_post_empty)
     dcx_recv_t none;
 
     ASSERT_EQ(0, p.open(fabric));
-    EXPECT_EQ(0, dcx_srq_post_recv_list(p.b.srq, &none, 0, &posted));
+    EXPECT_EQ(0, dcx_srq_post_recv_list(p.b.srq, &none, 0, SLOT, &posted));
     EXPECT_EQ(0u, posted);
     std::vector<dcx_recv_t> list = p.recvs(0, 2);
-    EXPECT_EQ(0, dcx_srq_post_recv_list(p.b.srq, list.data(), 2, &posted));
+    EXPECT_EQ(0,
+              dcx_srq_post_recv_list(p.b.srq, list.data(), 2, SLOT, &posted));
     EXPECT_EQ(2u, posted);
     p.exchange(0, 2);
 }
@@ -143,8 +145,8 @@ TEST_F(soft, srq_counters_wrap_keep_receive_order)
     srq->tail       = UINT32_MAX - 1;
     for (uint64_t first = 0; first < 4 * cap; first += cap) {
         std::vector<dcx_recv_t> list = p.recvs(first, cap);
-        ASSERT_EQ(0,
-                  dcx_srq_post_recv_list(p.b.srq, list.data(), cap, &posted));
+        ASSERT_EQ(0, dcx_srq_post_recv_list(p.b.srq, list.data(), cap, SLOT,
+                                            &posted));
         ASSERT_EQ(cap, posted);
         p.exchange(first, cap);
     }
@@ -167,7 +169,8 @@ TEST_F(soft, sq_counters_wrap_keep_send_order)
     p.a.dci = nullptr;
     ASSERT_EQ(0, p.a.make_dci(depth));
     std::vector<dcx_recv_t> list = p.recvs(0, 1);
-    ASSERT_EQ(0, dcx_srq_post_recv_list(p.b.srq, list.data(), 1, &posted));
+    ASSERT_EQ(0,
+              dcx_srq_post_recv_list(p.b.srq, list.data(), 1, SLOT, &posted));
     p.exchange(0, 1); /* the first post sets the queue up */
     soft_qp_t *qp = (soft_qp_t *)p.a.dci;
     ASSERT_EQ(qp->sq_head, qp->sq_tail) << "the queue is not empty";
@@ -176,8 +179,8 @@ TEST_F(soft, sq_counters_wrap_keep_send_order)
         std::vector<dcx_wc_t> wc(depth);
 
         list = p.recvs(first, depth);
-        ASSERT_EQ(0,
-                  dcx_srq_post_recv_list(p.b.srq, list.data(), depth, &posted));
+        ASSERT_EQ(0, dcx_srq_post_recv_list(p.b.srq, list.data(), depth, SLOT,
+                                            &posted));
         ASSERT_EQ(depth, posted);
         for (unsigned i = 0; i < depth; ++i) {
             ASSERT_EQ(0, post_inline_value(p.a, p.a.dci, p.b.dct->qp_num, KEY,
