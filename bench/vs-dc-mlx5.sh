@@ -14,7 +14,7 @@
 #   -r RUNS       ucx_perftest runs per cell, the transports taking turns;
 #                 the median is shown with [min-max] (default 5; 0: none)
 #   -o OPS        instruction-count operations (default "am_short put_short
-#                 get_bcopy rx_poll tx_poll"; see bench/soft_cpu.c)
+#                 get_bcopy rx_poll tx_poll progress"; see bench/soft_cpu.c)
 #   -P            pin the perftest server to CPU 0 and client to CPU 1
 #   -k DIR        keep the callgrind and perftest outputs there
 #   BUILD_DIR     build tree holding contrib/dcx-run and the emulation
@@ -60,7 +60,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 n=1000
 settle=20000
 runs=5
-ops="am_short put_short get_bcopy rx_poll tx_poll"
+ops="am_short put_short get_bcopy rx_poll tx_poll progress"
 pin=0
 keep=""
 
