@@ -31,3 +31,8 @@ int emu_mlx5_cq_written(const dcx_cq_t *cq, uint32_t n)
               (idx >> rc->cnt_shift)) &
              MLX5_CQE_OWNER_MASK);
 }
+
+uint32_t emu_mlx5_ip_max(void)
+{
+    return DCX_MLX5_IP_MAX;
+}

@@ -13,6 +13,8 @@
 
 #include <stdlib.h>
 
+#include <vector>
+
 class emu_mlx5_in_place : public emu_mlx5_fixture {
 protected:
     void configure(dcx_dev_config_t *config) override
@@ -187,6 +189,78 @@ TEST_F(emu_mlx5_in_place, next_poll_releases)
     ASSERT_EQ(1, poll_n(m_ip_cq, &wc, 1)); /* releases the 16 */
     EXPECT_FALSE(wc.flags & DCX_WC_FLAG_IN_PLACE);
     EXPECT_EQ(cq_ci(m_ip_cq), set_ci(m_ip_cq));
+}
+
+/* One poll returns at most emu_mlx5_ip_max() receives in place; the
+ * short messages after them are copied from their CQEs into their
+ * receives' buffers, each into its own */
+TEST_F(emu_mlx5_in_place, past_the_most_in_place_copies_bad_flow)
+{
+    const uint32_t ip_max = emu_mlx5_ip_max();
+    const uint32_t n = ip_max + 3, len = 8, blen = 16;
+    std::vector<char> bufs(n * blen, (char)0xee);
+    std::vector<dcx_wc_t> wc(n);
+    dcx_cq_t *cq   = nullptr;
+    dcx_srq_t *srq = nullptr;
+    dcx_qp_t *dct  = nullptr;
+    dcx_mr_t *mr   = nullptr;
+    dcx_srq_attr_t sattr;
+    dcx_qp_attr_t qattr;
+    uint32_t i, j;
+
+    ASSERT_EQ(0, dcx_cq_create(m_dev, 2 * n, &cq));
+    memset(&sattr, 0, sizeof(sattr));
+    sattr.type    = DCX_SRQ_BASIC;
+    sattr.max_wr  = n;
+    sattr.max_sge = 1;
+    sattr.cq      = cq;
+    sattr.flags   = DCX_SRQ_F_IN_PLACE;
+    ASSERT_EQ(0, dcx_srq_create(m_pd, &sattr, &srq));
+    ASSERT_EQ(0, dcx_mr_reg(m_pd, bufs.data(), bufs.size(),
+                            DCX_ACCESS_LOCAL_WRITE, &mr));
+    for (i = 0; i < n; ++i) {
+        dcx_sge_t s = {(uint64_t)(uintptr_t)&bufs[i * blen], blen, mr->lkey};
+
+        ASSERT_EQ(0, dcx_srq_post_recv(srq, i, &s, 1));
+    }
+    memset(&qattr, 0, sizeof(qattr));
+    qattr.type          = DCX_QPT_DCT;
+    qattr.recv_cq       = cq;
+    qattr.srq           = srq;
+    qattr.dc_key        = emu_mlx5::KEY;
+    qattr.min_rnr_timer = 1;
+    ASSERT_EQ(0, dcx_qp_create(m_pd, &qattr, &dct));
+
+    for (i = 0; i < n; ++i) {
+        m_buf[0] = (char)i; /* each message its own first byte */
+        ASSERT_EQ(0, send(i, emu_mlx5::KEY, len, dct));
+        ASSERT_TRUE(poll_one(m_tx_cq, &wc[0]));
+        ASSERT_EQ(DCX_WC_SUCCESS, wc[0].status);
+    }
+    ASSERT_EQ((int)n, poll_n(cq, wc.data(), (int)n));
+    for (i = 0; i < n; ++i) {
+        const char *buf = &bufs[wc[i].wr_id * blen];
+
+        ASSERT_EQ(DCX_WC_SUCCESS, wc[i].status) << i;
+        ASSERT_EQ(len, wc[i].byte_len) << i;
+        ASSERT_EQ(i, wc[i].wr_id);
+        if (i < ip_max) {
+            ASSERT_TRUE(wc[i].flags & DCX_WC_FLAG_IN_PLACE) << i;
+            EXPECT_EQ((char)i, ((const char *)wc[i].data)[0]) << i;
+            EXPECT_EQ((char)0xee, buf[0]) << "buffer of " << i << " written";
+            continue;
+        }
+        ASSERT_FALSE(wc[i].flags & DCX_WC_FLAG_IN_PLACE) << i;
+        EXPECT_EQ((char)i, buf[0]) << i;
+        EXPECT_EQ(0, memcmp(buf + 1, m_buf + 1, len - 1)) << i;
+        for (j = len; j < blen; ++j) {
+            EXPECT_EQ((char)0xee, buf[j]) << "byte " << j << " of " << i;
+        }
+    }
+    EXPECT_EQ(0, dcx_qp_destroy(dct));
+    EXPECT_EQ(0, dcx_srq_destroy(srq));
+    EXPECT_EQ(0, dcx_mr_dereg(mr));
+    EXPECT_EQ(0, dcx_cq_destroy(cq));
 }
 
 /* Longer than a CQE holds: in the receive's buffer */
