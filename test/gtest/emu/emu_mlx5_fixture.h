@@ -164,6 +164,50 @@ protected:
         return dcx_qp_post_send(m_dci, &wr);
     }
 
+    /* An SRQ of max_wr receives of max_sge buffers completing on cq, its
+     * creation flags 'flags' */
+    void srq_create(dcx_cq_t *cq, uint32_t max_wr, uint32_t max_sge,
+                    uint32_t flags, dcx_srq_t **srq)
+    {
+        dcx_srq_attr_t sattr;
+
+        memset(&sattr, 0, sizeof(sattr));
+        sattr.type    = DCX_SRQ_BASIC;
+        sattr.max_wr  = max_wr;
+        sattr.max_sge = max_sge;
+        sattr.cq      = cq;
+        sattr.flags   = flags;
+        ASSERT_EQ(0, dcx_srq_create(m_pd, &sattr, srq));
+    }
+
+    /* A DCT of the fixture's DC key on srq, its receives completing on cq */
+    void dct_create(dcx_cq_t *cq, dcx_srq_t *srq, dcx_qp_t **dct)
+    {
+        dcx_qp_attr_t qattr;
+
+        memset(&qattr, 0, sizeof(qattr));
+        qattr.type          = DCX_QPT_DCT;
+        qattr.recv_cq       = cq;
+        qattr.srq           = srq;
+        qattr.dc_key        = emu_mlx5::KEY;
+        qattr.min_rnr_timer = 1;
+        ASSERT_EQ(0, dcx_qp_create(m_pd, &qattr, dct));
+    }
+
+    /* Destroys a test's own receive side (nullptr: none of that object) */
+    static void recv_side_destroy(dcx_cq_t *cq, dcx_srq_t *srq, dcx_qp_t *dct)
+    {
+        if (dct != nullptr) {
+            EXPECT_EQ(0, dcx_qp_destroy(dct));
+        }
+        if (srq != nullptr) {
+            EXPECT_EQ(0, dcx_srq_destroy(srq));
+        }
+        if (cq != nullptr) {
+            EXPECT_EQ(0, dcx_cq_destroy(cq));
+        }
+    }
+
     /* Polls cq, max completions a call, until one comes (bounded) */
     bool poll_one(dcx_cq_t *cq, dcx_wc_t *wc, int max = 1)
     {

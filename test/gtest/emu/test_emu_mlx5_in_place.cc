@@ -31,40 +31,17 @@ protected:
         ASSERT_TRUE(dcx_dev_caps(m_dev)->flags & DCX_CAP_RECV_IN_PLACE);
         ASSERT_NE(nullptr, m_rx_cq->release);
         ASSERT_EQ(0, dcx_cq_create(m_dev, 64, &m_ip_cq));
-
-        dcx_srq_attr_t sattr;
-        memset(&sattr, 0, sizeof(sattr));
-        sattr.type    = DCX_SRQ_BASIC;
-        sattr.max_wr  = 16;
-        sattr.max_sge = 1;
-        sattr.cq      = m_ip_cq;
-        sattr.flags   = DCX_SRQ_F_IN_PLACE;
-        ASSERT_EQ(0, dcx_srq_create(m_pd, &sattr, &m_ip_srq));
+        ASSERT_NO_FATAL_FAILURE(srq_create(m_ip_cq, 16, 1, DCX_SRQ_F_IN_PLACE,
+                                           &m_ip_srq));
         for (uint64_t i = 0; i < 16; ++i) {
             post_recv(i);
         }
-
-        dcx_qp_attr_t qattr;
-        memset(&qattr, 0, sizeof(qattr));
-        qattr.type          = DCX_QPT_DCT;
-        qattr.recv_cq       = m_ip_cq;
-        qattr.srq           = m_ip_srq;
-        qattr.dc_key        = emu_mlx5::KEY;
-        qattr.min_rnr_timer = 1;
-        ASSERT_EQ(0, dcx_qp_create(m_pd, &qattr, &m_ip_dct));
+        ASSERT_NO_FATAL_FAILURE(dct_create(m_ip_cq, m_ip_srq, &m_ip_dct));
     }
 
     void TearDown() override
     {
-        if (m_ip_dct != nullptr) {
-            EXPECT_EQ(0, dcx_qp_destroy(m_ip_dct));
-        }
-        if (m_ip_srq != nullptr) {
-            EXPECT_EQ(0, dcx_srq_destroy(m_ip_srq));
-        }
-        if (m_ip_cq != nullptr) {
-            EXPECT_EQ(0, dcx_cq_destroy(m_ip_cq));
-        }
+        recv_side_destroy(m_ip_cq, m_ip_srq, m_ip_dct);
         emu_mlx5_fixture::TearDown();
     }
 
@@ -204,18 +181,10 @@ TEST_F(emu_mlx5_in_place, past_the_most_in_place_copies_bad_flow)
     dcx_srq_t *srq = nullptr;
     dcx_qp_t *dct  = nullptr;
     dcx_mr_t *mr   = nullptr;
-    dcx_srq_attr_t sattr;
-    dcx_qp_attr_t qattr;
     uint32_t i, j;
 
     ASSERT_EQ(0, dcx_cq_create(m_dev, 2 * n, &cq));
-    memset(&sattr, 0, sizeof(sattr));
-    sattr.type    = DCX_SRQ_BASIC;
-    sattr.max_wr  = n;
-    sattr.max_sge = 1;
-    sattr.cq      = cq;
-    sattr.flags   = DCX_SRQ_F_IN_PLACE;
-    ASSERT_EQ(0, dcx_srq_create(m_pd, &sattr, &srq));
+    ASSERT_NO_FATAL_FAILURE(srq_create(cq, n, 1, DCX_SRQ_F_IN_PLACE, &srq));
     ASSERT_EQ(0, dcx_mr_reg(m_pd, bufs.data(), bufs.size(),
                             DCX_ACCESS_LOCAL_WRITE, &mr));
     for (i = 0; i < n; ++i) {
@@ -223,13 +192,7 @@ TEST_F(emu_mlx5_in_place, past_the_most_in_place_copies_bad_flow)
 
         ASSERT_EQ(0, dcx_srq_post_recv(srq, i, &s, 1));
     }
-    memset(&qattr, 0, sizeof(qattr));
-    qattr.type          = DCX_QPT_DCT;
-    qattr.recv_cq       = cq;
-    qattr.srq           = srq;
-    qattr.dc_key        = emu_mlx5::KEY;
-    qattr.min_rnr_timer = 1;
-    ASSERT_EQ(0, dcx_qp_create(m_pd, &qattr, &dct));
+    ASSERT_NO_FATAL_FAILURE(dct_create(cq, srq, &dct));
 
     for (i = 0; i < n; ++i) {
         m_buf[0] = (char)i; /* each message its own first byte */
@@ -257,10 +220,9 @@ TEST_F(emu_mlx5_in_place, past_the_most_in_place_copies_bad_flow)
             EXPECT_EQ((char)0xee, buf[j]) << "byte " << j << " of " << i;
         }
     }
-    EXPECT_EQ(0, dcx_qp_destroy(dct));
-    EXPECT_EQ(0, dcx_srq_destroy(srq));
+    recv_side_destroy(nullptr, nullptr, dct);
     EXPECT_EQ(0, dcx_mr_dereg(mr));
-    EXPECT_EQ(0, dcx_cq_destroy(cq));
+    recv_side_destroy(cq, srq, nullptr);
 }
 
 /* Longer than a CQE holds: in the receive's buffer */

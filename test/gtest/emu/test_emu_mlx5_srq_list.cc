@@ -41,36 +41,15 @@ protected:
             return;
         }
         ASSERT_EQ(0, dcx_cq_create(m_dev, 64, &m_list_cq));
-
-        dcx_srq_attr_t sattr;
-        memset(&sattr, 0, sizeof(sattr));
-        sattr.type    = DCX_SRQ_BASIC;
-        sattr.max_wr  = MAX_WR;
-        sattr.max_sge = std::get<1>(GetParam());
-        sattr.cq      = m_list_cq;
-        ASSERT_EQ(0, dcx_srq_create(m_pd, &sattr, &m_list_srq));
-
-        dcx_qp_attr_t qattr;
-        memset(&qattr, 0, sizeof(qattr));
-        qattr.type          = DCX_QPT_DCT;
-        qattr.recv_cq       = m_list_cq;
-        qattr.srq           = m_list_srq;
-        qattr.dc_key        = emu_mlx5::KEY;
-        qattr.min_rnr_timer = 1;
-        ASSERT_EQ(0, dcx_qp_create(m_pd, &qattr, &m_list_dct));
+        ASSERT_NO_FATAL_FAILURE(srq_create(m_list_cq, MAX_WR,
+                                           std::get<1>(GetParam()), 0,
+                                           &m_list_srq));
+        ASSERT_NO_FATAL_FAILURE(dct_create(m_list_cq, m_list_srq, &m_list_dct));
     }
 
     void TearDown() override
     {
-        if (m_list_dct != nullptr) {
-            EXPECT_EQ(0, dcx_qp_destroy(m_list_dct));
-        }
-        if (m_list_srq != nullptr) {
-            EXPECT_EQ(0, dcx_srq_destroy(m_list_srq));
-        }
-        if (m_list_cq != nullptr) {
-            EXPECT_EQ(0, dcx_cq_destroy(m_list_cq));
-        }
+        recv_side_destroy(m_list_cq, m_list_srq, m_list_dct);
         emu_mlx5_fixture::TearDown();
     }
 

@@ -67,15 +67,7 @@ protected:
 
     void TearDown() override
     {
-        if (m_tm_dct != nullptr) {
-            EXPECT_EQ(0, dcx_qp_destroy(m_tm_dct));
-        }
-        if (m_tm_srq != nullptr) {
-            EXPECT_EQ(0, dcx_srq_destroy(m_tm_srq));
-        }
-        if (m_tm_cq != nullptr) {
-            EXPECT_EQ(0, dcx_cq_destroy(m_tm_cq));
-        }
+        recv_side_destroy(m_tm_cq, m_tm_srq, m_tm_dct);
         emu_mlx5_fixture::TearDown();
     }
 
