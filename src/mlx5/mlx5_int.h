@@ -128,6 +128,11 @@ typedef struct dcx_mlx5_raw_cq {
     void *uar;              /* the CQ doorbell's page */
     uint32_t cqn;
     uint32_t ci;
+    /* the CQE at ci (its last 64 bytes) and the owner bit it has when it
+     * is software's: a look at the consumer index reads just these (the
+     * poller's state, as ci is) */
+    struct mlx5_cqe64 *at;
+    uint32_t own;
     uint32_t arm_sn;     /* events collected, 2 bits */
     dcx_mlx5_srq_t *srq; /* the raw SRQ whose receives complete here */
     bool multi_srq;      /* more than one: found through the DCT */

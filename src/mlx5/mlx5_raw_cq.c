@@ -82,6 +82,24 @@ dcx_mlx5_raw_cqe_sw(const dcx_mlx5_raw_cq_t *rc, uint32_t idx)
     return dcx_mlx5_raw_cqe_sw_of(rc, idx, rc->cqe_shift);
 }
 
+/* The cursor (at, own) after the consumer index moved */
+static inline void dcx_mlx5_raw_cursor_set(dcx_mlx5_raw_cq_t *rc,
+                                           uint32_t shift)
+{
+    rc->at  = dcx_mlx5_raw_cqe_of(rc, rc->ci, shift);
+    rc->own = (rc->ci >> rc->cnt_shift) & MLX5_CQE_OWNER_MASK;
+}
+
+/* The CQE at the consumer index if software owns it, else NULL: the look
+ * of every poll, through the cursor */
+static inline struct mlx5_cqe64 *
+dcx_mlx5_raw_cqe_ready(const dcx_mlx5_raw_cq_t *rc)
+{
+    struct mlx5_cqe64 *cqe = rc->at;
+
+    return ((cqe->op_own ^ rc->own) & MLX5_CQE_OWNER_MASK) ? NULL : cqe;
+}
+
 /* The CQE size's log2 where a poll knows it as a constant: the polls with
  * receives in place are those of 128-byte CQEs, the others those of
  * 64-byte ones (dcx_mlx5_raw_cq_take) */
@@ -282,6 +300,7 @@ dcx_mlx5_raw_poll_found_inl(dcx_mlx5_cq_t *cq, struct mlx5_cqe64 *cqe, int max,
     } while ((n < max) &&
              ((cqe = dcx_mlx5_raw_cqe_sw_of(rc, rc->ci,
                                             DCX_MLX5_RAW_SHIFT(ip))) != NULL));
+    dcx_mlx5_raw_cursor_set(rc, DCX_MLX5_RAW_SHIFT(ip));
     __atomic_thread_fence(__ATOMIC_RELEASE); /* read before freed */
     if (ip) {
         rc->ip_left                   = rc->ip_n;
@@ -339,8 +358,7 @@ static inline __attribute__((always_inline)) int
 dcx_mlx5_raw_poll_inl(dcx_cq_t *super, int max, dcx_wc_t *wc, const bool ip)
 {
     dcx_mlx5_cq_t *cq      = (dcx_mlx5_cq_t *)super;
-    struct mlx5_cqe64 *cqe = dcx_mlx5_raw_cqe_sw_of(cq->raw, cq->raw->ci,
-                                                    DCX_MLX5_RAW_SHIFT(ip));
+    struct mlx5_cqe64 *cqe = dcx_mlx5_raw_cqe_ready(cq->raw);
 
     if (__builtin_expect(max <= 0, 0)) {
         return 0;
@@ -374,7 +392,7 @@ static int dcx_mlx5_raw_ready(const dcx_cq_t *super)
 {
     const dcx_mlx5_cq_t *cq = (const dcx_mlx5_cq_t *)super;
 
-    return (dcx_mlx5_raw_cqe_sw(cq->raw, cq->raw->ci) != NULL) ||
+    return (dcx_mlx5_raw_cqe_ready(cq->raw) != NULL) ||
            (cq->flush_head != NULL);
 }
 
@@ -426,9 +444,8 @@ static int dcx_mlx5_raw_poll_pair(dcx_cq_t *super, dcx_cq_t *other, int max,
                          0)) {
         return dcx_mlx5_raw_pair_mixed(super, other, max, wc, n_other_p);
     }
-    cqe  = dcx_mlx5_raw_cqe_sw_of(cq->raw, cq->raw->ci, DCX_MLX5_RAW_SHIFT(0));
-    ocqe = dcx_mlx5_raw_cqe_sw_of(ocq->raw, ocq->raw->ci,
-                                  DCX_MLX5_RAW_SHIFT(0));
+    cqe  = dcx_mlx5_raw_cqe_ready(cq->raw);
+    ocqe = dcx_mlx5_raw_cqe_ready(ocq->raw);
     if (ocqe == NULL) {
         if (cqe == NULL) {
             *n_other_p = 0;
@@ -526,6 +543,7 @@ static int dcx_mlx5_raw_cq_take(dcx_mlx5_cq_t *cq)
     for (i = 0; i < dv.cqe_cnt; ++i) {
         dcx_mlx5_raw_cqe(cq->raw, i)->op_own |= MLX5_CQE_OWNER_MASK;
     }
+    dcx_mlx5_raw_cursor_set(cq->raw, cq->raw->cqe_shift);
     cq->raw->dbrec = dv.dbrec;
     cq->raw->uar   = dv.cq_uar;
     cq->raw->cqn   = dv.cqn;
@@ -612,6 +630,7 @@ void dcx_mlx5_raw_cq_clean(dcx_mlx5_cq_t *cq, uint32_t qpn)
     }
     if (nfreed != 0) {
         rc->ci += nfreed;
+        dcx_mlx5_raw_cursor_set(rc, rc->cqe_shift);
         rc->ip_ci[rc->ip_n] = rc->ci; /* receives in place stay held */
         dcx_mlx5_raw_set_ci(rc);
     }
