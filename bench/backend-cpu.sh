@@ -67,9 +67,10 @@ run="$build/contrib/dcx-run"
 }
 
 work=$(mktemp -d /tmp/dcx-backendcpu.XXXXXX) || exit 2
-# soft_cpu ends with _exit: its fabrics' shared files are removed here
+# soft_cpu ends with _exit: its fabrics' shared files, and the emulation's
+# sysfs view when nobody else holds it, are removed here
 trap 'rm -rf "$work" /dev/shm/dcx-emu.$(id -u).bcpu$$ \
-          /dev/shm/dcx-soft.$(id -u).bcpu$$.*' EXIT
+          /dev/shm/dcx-soft.$(id -u).bcpu$$.*; bench_emu_sysfs_leave' EXIT
 bin=$work/soft_cpu
 cc -O2 -g -o "$bin" "$here/soft_cpu.c" -lucp -luct -lucs || {
     echo "backend-cpu.sh: cannot build soft_cpu.c against the installed UCX" >&2

@@ -73,6 +73,19 @@ bench_find_lib() {
     echo "$lib"
 }
 
+# bench_emu_sysfs_leave: removes the emulated ConnectX's sysfs view
+# (/dev/shm/dcx-emu.<uid>.sys) when no process holds it.  The emulation
+# removes it as its last user exits; soft_cpu ends with _exit, which skips
+# that, so a script that ran it last does it here, under the view's lock as
+# the emulation does (a process using it holds the lock shared).
+bench_emu_sysfs_leave() {
+    local root
+    root=/dev/shm/dcx-emu.$(id -u).sys
+
+    [ -e "$root.lock" ] || return 0
+    flock -x -n "$root.lock" rm -rf "$root" "$root.lock" 2>/dev/null || true
+}
+
 bench_find_build() {
     local name=$1 build=${2:-} d
 

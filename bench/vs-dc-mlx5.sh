@@ -94,9 +94,10 @@ run="$build/contrib/dcx-run"
 bench_pin "$name" "$pin" || exit 2
 
 work=$(mktemp -d /tmp/dcx-vsdc.XXXXXX) || exit 2
-# soft_cpu ends with _exit: its fabrics' shared files are removed here
+# soft_cpu ends with _exit: its fabrics' shared files, and the emulation's
+# sysfs view when nobody else holds it, are removed here
 trap 'rm -rf "$work" /dev/shm/dcx-emu.$(id -u).vsdc$$.* \
-          /dev/shm/dcx-soft.$(id -u).vsdc$$.*' EXIT
+          /dev/shm/dcx-soft.$(id -u).vsdc$$.*; bench_emu_sysfs_leave' EXIT
 bin=$work/soft_cpu
 cc -O2 -g -o "$bin" "$here/soft_cpu.c" -lucp -luct -lucs || {
     echo "$name: cannot build soft_cpu.c against the installed UCX" >&2
