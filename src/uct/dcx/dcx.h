@@ -448,10 +448,12 @@ typedef struct uct_dcx_tm {
 /* The receive side of an interface (dcx_rx.c) */
 typedef struct uct_dcx_rx {
     unsigned posted;
-    unsigned target;  /* posted goal: grows to queue_len on demand */
-    unsigned repost;  /* reposted once this many are missing
+    unsigned target;    /* posted goal: grows to queue_len on demand */
+    unsigned repost;    /* reposted once this many are missing
                                 (batches) */
-    uint64_t reposts; /* dcx_rx_stats_t */
+    unsigned refill_at; /* target - repost: a progress call that finds
+                           posted at or below it reposts */
+    uint64_t reposts;   /* dcx_rx_stats_t */
     uint64_t reposted;
     unsigned tmh_len;      /* TM SRQ: TMH before wire */
     unsigned queue_len;    /* RX_QUEUE_LEN */

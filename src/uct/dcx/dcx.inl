@@ -263,10 +263,11 @@ uct_dcx_wr_init(dcx_send_wr_t *wr, uct_dcx_ep_t *ep, uint8_t opcode,
 static UCS_F_ALWAYS_INLINE void
 uct_dcx_iface_set_rx_target(uct_dcx_iface_t *iface, unsigned target)
 {
-    iface->rx.target = target;
-    iface->rx.repost = ucs_max(ucs_min(target / 8,
-                                       (unsigned)UCT_DCX_RX_REPOST_MAX),
-                               1u);
+    iface->rx.target    = target;
+    iface->rx.repost    = ucs_max(ucs_min(target / 8,
+                                          (unsigned)UCT_DCX_RX_REPOST_MAX),
+                                  1u);
+    iface->rx.refill_at = target - iface->rx.repost;
 }
 
 /* The receives posted at open: UCT_DCX_RX_INIT_POSTED, or more when one
@@ -359,7 +360,7 @@ uct_dcx_ep_desc_begin(uct_dcx_iface_t *iface, uct_dcx_ep_t *ep, int is_am,
 static UCS_F_ALWAYS_INLINE void
 uct_dcx_iface_progress_tail(uct_dcx_iface_t *iface)
 {
-    if (ucs_unlikely(iface->rx.target - iface->rx.posted >= iface->rx.repost)) {
+    if (ucs_unlikely(iface->rx.posted <= iface->rx.refill_at)) {
         if (ucs_unlikely(iface->rx.posted < (iface->rx.target / 2))) {
             uct_dcx_iface_rx_grow(iface);
         }
