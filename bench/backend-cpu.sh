@@ -17,7 +17,9 @@
 #               sanitizer build)
 #
 # Each operation runs bench/soft_cpu.c in its own process under
-#   valgrind --tool=callgrind --toggle-collect=bench_op
+#   valgrind --tool=callgrind --fair-sched=yes --toggle-collect=bench_op
+# (fair scheduling: the emulated device's engine thread gets its turn, or
+# the mlx5 backend's atomic self-test at open can find no answer)
 # three ways: dcx on a soft device (dcx-run --soft), dcx's mlx5 backend on
 # an emulated device (dcx-run --mlx5-emu) and posix.  Every function is
 # charged to the code it belongs to, by object file and source file:
@@ -100,7 +102,7 @@ cg_run() {
     posix) dev=memory; tl=posix ;;
     esac
     [ "$op" = tx_poll ] && env=(env UCX_DCX_SIGNAL_PERIOD=1 "${env[@]}")
-    if ! UCX_TLS=$tl "${env[@]}" valgrind --tool=callgrind \
+    if ! UCX_TLS=$tl "${env[@]}" valgrind --tool=callgrind --fair-sched=yes \
             --toggle-collect=bench_op --callgrind-out-file="$out" \
             "$bin" "$tl" "$dev" "$op" "$n" >"$out.log" 2>&1 ||
        ! grep -q "^ops $n" "$out.log"; then
