@@ -396,8 +396,9 @@ static int dcx_mlx5_raw_ready(const dcx_cq_t *super)
            (cq->flush_head != NULL);
 }
 
-/* A pair whose other CQ is not raw without receives in place: one after
- * the other */
+/* A pair that dcx_mlx5_raw_poll_pair does not take whole (the other CQ
+ * not raw without receives in place, a flushed DCI to report, CQEs in
+ * both): one CQ after the other */
 static int __attribute__((noinline))
 dcx_mlx5_raw_pair_mixed(dcx_cq_t *super, dcx_cq_t *other, int max, dcx_wc_t *wc,
                         int *n_other_p)
@@ -408,13 +409,13 @@ dcx_mlx5_raw_pair_mixed(dcx_cq_t *super, dcx_cq_t *other, int max, dcx_wc_t *wc,
     return n;
 }
 
-/* The other CQ of a pair found cqe (software's) after this one gave n */
+/* The other CQ of a pair found ocqe (software's), the first nothing */
 static int __attribute__((noinline))
 dcx_mlx5_raw_pair_other(dcx_mlx5_cq_t *ocq, struct mlx5_cqe64 *ocqe, int max,
-                        dcx_wc_t *wc, int *n_other_p, int n)
+                        dcx_wc_t *wc, int *n_other_p)
 {
     *n_other_p = dcx_mlx5_raw_poll_found_inl(ocq, ocqe, max, wc, false);
-    return n;
+    return 0;
 }
 
 /* The first CQ of a pair found cqe (software's), the other nothing */
@@ -454,7 +455,7 @@ static int dcx_mlx5_raw_poll_pair(dcx_cq_t *super, dcx_cq_t *other, int max,
         return dcx_mlx5_raw_pair_first(cq, cqe, max, wc, n_other_p);
     }
     if (cqe == NULL) {
-        return dcx_mlx5_raw_pair_other(ocq, ocqe, max, wc + max, n_other_p, 0);
+        return dcx_mlx5_raw_pair_other(ocq, ocqe, max, wc + max, n_other_p);
     }
     return dcx_mlx5_raw_pair_mixed(super, other, max, wc, n_other_p);
 }
