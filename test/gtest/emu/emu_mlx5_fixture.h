@@ -70,29 +70,17 @@ protected:
         ASSERT_EQ(0, dcx_cq_create_ch(m_dev, 256, m_ch, &m_tx_cq));
         ASSERT_EQ(0, dcx_cq_create_ch(m_dev, 256, m_ch, &m_rx_cq));
 
-        dcx_srq_attr_t sattr;
-        memset(&sattr, 0, sizeof(sattr));
-        sattr.type    = DCX_SRQ_BASIC;
-        sattr.max_wr  = 64;
-        sattr.max_sge = 1;
-        sattr.cq      = m_rx_cq;
-        ASSERT_EQ(0, dcx_srq_create(m_pd, &sattr, &m_srq));
+        ASSERT_NO_FATAL_FAILURE(srq_create(m_rx_cq, 64, 1, 0, &m_srq));
         for (uint64_t i = 0; i < 16; ++i) {
             dcx_sge_t s = {(uint64_t)(uintptr_t)(m_buf + 4096 + 64 * i), 64,
                            m_mr->lkey};
             ASSERT_EQ(0, dcx_srq_post_recv(m_srq, i, &s, 1));
         }
+        ASSERT_NO_FATAL_FAILURE(dct_create(m_rx_cq, m_srq, &m_dct,
+                                           DCX_ACCESS_REMOTE_WRITE |
+                                               DCX_ACCESS_REMOTE_ATOMIC));
 
         dcx_qp_attr_t qattr;
-        memset(&qattr, 0, sizeof(qattr));
-        qattr.type    = DCX_QPT_DCT;
-        qattr.recv_cq = m_rx_cq;
-        qattr.srq     = m_srq;
-        qattr.dc_key  = emu_mlx5::KEY;
-        qattr.access  = DCX_ACCESS_REMOTE_WRITE | DCX_ACCESS_REMOTE_ATOMIC;
-        qattr.min_rnr_timer = 1;
-        ASSERT_EQ(0, dcx_qp_create(m_pd, &qattr, &m_dct));
-
         memset(&qattr, 0, sizeof(qattr));
         qattr.type         = DCX_QPT_DCI;
         qattr.send_cq      = m_tx_cq;
@@ -114,18 +102,12 @@ protected:
         if (m_ah != nullptr) {
             EXPECT_EQ(0, dcx_ah_destroy(m_ah));
         }
-        for (dcx_qp_t *qp : {m_dci, m_dct}) {
-            if (qp != nullptr) {
-                EXPECT_EQ(0, dcx_qp_destroy(qp));
-            }
+        if (m_dci != nullptr) {
+            EXPECT_EQ(0, dcx_qp_destroy(m_dci));
         }
-        if (m_srq != nullptr) {
-            EXPECT_EQ(0, dcx_srq_destroy(m_srq));
-        }
-        for (dcx_cq_t *cq : {m_tx_cq, m_rx_cq}) {
-            if (cq != nullptr) {
-                EXPECT_EQ(0, dcx_cq_destroy(cq));
-            }
+        recv_side_destroy(m_rx_cq, m_srq, m_dct);
+        if (m_tx_cq != nullptr) {
+            EXPECT_EQ(0, dcx_cq_destroy(m_tx_cq));
         }
         if (m_ch != nullptr) {
             EXPECT_EQ(0, dcx_comp_channel_destroy(m_ch));
@@ -180,8 +162,10 @@ protected:
         ASSERT_EQ(0, dcx_srq_create(m_pd, &sattr, srq));
     }
 
-    /* A DCT of the fixture's DC key on srq, its receives completing on cq */
-    void dct_create(dcx_cq_t *cq, dcx_srq_t *srq, dcx_qp_t **dct)
+    /* A DCT of the fixture's DC key on srq, its receives completing on cq,
+     * open to the remote access flags 'access' */
+    void dct_create(dcx_cq_t *cq, dcx_srq_t *srq, dcx_qp_t **dct,
+                    uint32_t access = 0)
     {
         dcx_qp_attr_t qattr;
 
@@ -190,6 +174,7 @@ protected:
         qattr.recv_cq       = cq;
         qattr.srq           = srq;
         qattr.dc_key        = emu_mlx5::KEY;
+        qattr.access        = access;
         qattr.min_rnr_timer = 1;
         ASSERT_EQ(0, dcx_qp_create(m_pd, &qattr, dct));
     }

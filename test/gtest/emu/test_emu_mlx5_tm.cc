@@ -54,15 +54,8 @@ protected:
             ASSERT_EQ(0, dcx_srq_post_recv(m_tm_srq, 1000 + i, &s, 1));
         }
 
-        dcx_qp_attr_t qattr;
-        memset(&qattr, 0, sizeof(qattr));
-        qattr.type          = DCX_QPT_DCT;
-        qattr.recv_cq       = m_tm_cq;
-        qattr.srq           = m_tm_srq;
-        qattr.dc_key        = emu_mlx5::KEY;
-        qattr.access        = DCX_ACCESS_REMOTE_WRITE;
-        qattr.min_rnr_timer = 1;
-        ASSERT_EQ(0, dcx_qp_create(m_pd, &qattr, &m_tm_dct));
+        ASSERT_NO_FATAL_FAILURE(dct_create(m_tm_cq, m_tm_srq, &m_tm_dct,
+                                           DCX_ACCESS_REMOTE_WRITE));
     }
 
     void TearDown() override
