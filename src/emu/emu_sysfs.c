@@ -27,7 +27,8 @@
  * The tree lasts as long as a process uses it: each process holds a shared
  * flock on <dir>.lock from its first device list to its exit; the process
  * leaving last gets the exclusive lock and removes the tree and the lock
- * file.  A device directory is built under a temporary name and renamed
+ * file.  A process killed last leaves both; the next process that finds no
+ * other user removes the tree before it builds its own.  A device directory is built under a temporary name and renamed
  * into place, so a reader sees all of it or none; two processes building
  * the same one at once both succeed, the later rename finding the first.
  */
@@ -324,32 +325,56 @@ static int emu_sysfs_device(const emu_dev_t *dev)
     return ret ?: emu_sysfs_link("infiniband_verbs", dev->ibdev.dev_name, bus);
 }
 
+/* The lock on fd, shared: a process that finds no other user (the
+ * exclusive lock is free) first removes what is there, the tree of a user
+ * killed before it could remove it, whose files may say what that
+ * process's set-up said and not this one's.  Then, or when others hold
+ * it, the shared lock (which waits while the last user removes the tree).
+ * The exclusive lock's conversion to shared is not atomic: a process
+ * arriving meanwhile may clear the tree too, before anyone builds it. */
+static int emu_sysfs_lock(int fd)
+{
+    int ret;
+
+    if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
+        ret = emu_sysfs_rm(emu_sysfs_root);
+        if (ret != 0) {
+            emu_warn("sysfs view %s: cannot remove a former user's (%s)",
+                     emu_sysfs_root, strerror(ret));
+        }
+    } else if (errno != EWOULDBLOCK) {
+        return -1;
+    }
+    return flock(fd, LOCK_SH);
+}
+
 /* The shared lock on the tree, taken once per process */
 static int emu_sysfs_hold(void)
 {
     struct stat st;
-    int fd;
+    int fd, ret;
 
     for (;;) {
         fd = open(emu_sysfs_lock_name, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
         if (fd < 0) {
             return errno;
         }
-        /* waits while the last user removes the tree */
-        if ((flock(fd, LOCK_SH) != 0) || (fstat(fd, &st) != 0)) {
-            int ret = errno;
-
-            close(fd);
+        /* (another user's lock file is never locked: its tree stays) */
+        if (fstat(fd, &st) != 0) {
+            ret = errno;
+        } else if ((st.st_uid != getuid()) || (st.st_mode & 077)) {
+            ret = EPERM;
+        } else if ((emu_sysfs_lock(fd) != 0) || (fstat(fd, &st) != 0)) {
+            ret = errno;
+        } else if (st.st_nlink > 0) {
+            break;
+        } else {
+            ret = EAGAIN; /* removed meanwhile: take the new one */
+        }
+        close(fd);
+        if (ret != EAGAIN) {
             return ret;
         }
-        if (st.st_nlink > 0) {
-            break;
-        }
-        close(fd); /* removed meanwhile: take the new one */
-    }
-    if ((st.st_uid != getuid()) || (st.st_mode & 077)) {
-        close(fd);
-        return EPERM;
     }
     emu_sysfs_fd  = fd;
     emu_sysfs_pid = getpid();

@@ -11,7 +11,8 @@
 # ib transports on UCX_TLS in a UCP run (ucx_info -e), and with its memory
 # domain opened on the emulated device next to dcx's (emu_ib_open), no
 # error line and no crash; an interface of each of its transports opens
-# there, verbs and mlx5 (emu_ib_open).
+# there, verbs and mlx5 (emu_ib_open).  A sysfs view a killed user left
+# behind is built anew by the next user.
 #
 # Run by "make check" from the top build directory.
 
@@ -174,5 +175,45 @@ else
     check "ib and dcx memory domains on mlx5_0 in one process; every ib transport opens" $(( st + $? ))
 fi
 rm -f "/dev/shm/dcx-emu.$(id -u).dcxrun-check"
+
+# a sysfs view left by a user killed before it could remove it: the next
+# user that finds no other one builds the view anew (here, under a user id
+# of its own, so that the view of the other tests running meanwhile is not
+# touched); the run's end leaves neither the view nor its lock
+stale_view() {
+    local suid=$((60000 + $$ % 5000)) sroot fn st
+    sroot=/dev/shm/dcx-emu.$suid.sys
+    fn=$sroot/devices/pci0000:00/0000:01:00.0
+    as_suid() {
+        setpriv --reuid=$suid --regid=$suid --clear-groups "$@"
+    }
+    if ! as_suid test -x "$run" -a -r emu/libibverbs.so.1; then
+        echo "SKIP: a killed user's sysfs view: the build is not readable by uid $suid"
+        return
+    fi
+    as_suid sh -c "mkdir -p $fn && echo 0xdead > $fn/vendor &&
+                   : > $sroot.lock && chmod 600 $sroot.lock"
+    DCX_EMU_FABRIC=stale-view as_suid "$run" --mlx5-emu python3 -c '
+import ctypes, os
+verbs = ctypes.CDLL("libibverbs.so.1")
+verbs.ibv_get_device_list.restype = ctypes.c_void_p
+num = ctypes.c_int(0)
+verbs.ibv_get_device_list(ctypes.byref(num))
+path = "/dev/shm/dcx-emu.%d.sys/class/infiniband/mlx5_0/device/vendor"
+print("vendor", open(path % os.getuid()).read().strip())
+' > "$out" 2>&1
+    st=$?
+    has "vendor 0x15b3" && [ ! -e "$sroot" ] && [ ! -e "$sroot.lock" ] &&
+        ! ls /dev/shm | grep -q "^dcx-emu\.$suid\."
+    check "a killed user's sysfs view is built anew by the next user" \
+        $(( st + $? ))
+    rm -rf "$sroot" "$sroot.lock" /dev/shm/dcx-emu.$suid.*
+}
+if [ "$(id -u)" = 0 ] && command -v setpriv > /dev/null 2>&1 &&
+    command -v python3 > /dev/null 2>&1; then
+    stale_view
+else
+    echo "SKIP: a killed user's sysfs view: needs root, setpriv and python3"
+fi
 
 [ "$fails" = 0 ]
