@@ -6,7 +6,8 @@
 # where UCX's
 # ucx_info is installed, that "dcx-run --mlx5-emu ucx_info -d" shows the
 # dcx transport on mlx5_0:1 (the mlx5 backend over the emulated ConnectX)
-# without an error line, with the strided keys its UMR probe derived.
+# without an error line, with every atomic, tag offload (when asked for)
+# and the strided keys its UMR probe derived.
 # UCX's own ib module links the same two libraries: with UCX_TLS unset, with
 # ib transports on UCX_TLS in a UCP run (ucx_info -e), and with its memory
 # domain opened on the emulated device next to dcx's (emu_ib_open), no
@@ -111,6 +112,22 @@ if command -v ucx_info > /dev/null 2>&1; then
     done
     rm -f "$out.dcx"
     check "dcx-run --mlx5-emu ucx_info -d: every atomic, 32 and 64 bit" $st
+
+    # tag matching, which the interface offers where the user asks for it
+    # (UCP does with its tag feature; ucx_info with UCX_DCX_TM_ENABLE=y):
+    # the backend's DEVX XRQ on the emulated ConnectX
+    UCX_DCX_TM_ENABLE=y DCX_EMU_FABRIC=dcxrun-check \
+        "$run" --mlx5-emu ucx_info -d > "$out" 2>&1
+    st=$?
+    sed -n '/^#      Transport: dcx$/,/^#      Transport: /p' "$out" > "$out.dcx"
+    for op in tag_eager_short tag_eager_bcopy tag_eager_zcopy tag_rndv_zcopy \
+        tag_recv tag_max_outstanding; do
+        grep -q "^# *$op: <= [0-9]" "$out.dcx" || { echo "no $op"; st=1; }
+    done
+    rm -f "$out.dcx"
+    ! grep -q '\[dcx error\]' "$out"
+    check "dcx-run --mlx5-emu ucx_info -d with UCX_DCX_TM_ENABLE=y: tag offload" \
+        $(( st + $? ))
 
     # the strided keys the backend derived from its UMR probe (said at
     # debug level: ucx_info has no line for them)
