@@ -48,14 +48,21 @@
  *              after a put_short was posted (unmeasured) to the one that
  *              reports a send completion; run it with the transport told
  *              to signal every work request (dcx: UCX_DCX_SIGNAL_PERIOD=1).
- *              A transport without send completions (posix) fails it.
+ *              A transport without send completions (posix) fails it,
+ *              and so does the soft device, which executes an 8-byte put
+ *              within the call (no completion follows).
+ *   tx_poll_am the same for an 8-byte am_short, a SEND that every device
+ *              completes later: the receiver polls until it has the
+ *              message (unmeasured, so that its acknowledgement is on its
+ *              way), then the sender's calls are counted up to the one
+ *              that reports the send completion.
  *
- * Prints "ops N" on success, and for rx_poll/tx_poll/get_bcopy "calls C":
- * the number of measured progress calls (for rx_poll/tx_poll, C - N of them
- * found nothing).
+ * Prints "ops N" on success, and for rx_poll/tx_poll/tx_poll_am/get_bcopy
+ * "calls C": the number of measured progress calls (for the polls, C - N of
+ * them found nothing).
  *
- * SETTLE_US (default 0): before the progress calls of rx_poll, tx_poll and
- * get_bcopy, sleep that long outside the measured region, so that a device
+ * SETTLE_US (default 0): before the progress calls of rx_poll, tx_poll,
+ * tx_poll_am and get_bcopy, sleep that long outside the measured region, so that a device
  * that works in a thread of its own (the emulated ConnectX's raw queues) has
  * written the completion by the first measured poll; the polls that would
  * only have found it still in flight are not counted.
@@ -538,6 +545,15 @@ static void run_uct(const char *tl, const char *dev, const char *op, unsigned n)
         }
         printf("calls %lu\n", poll_calls);
         uct_rkey_release(side[1].comp, &rkey);
+    } else if (!strcmp(op, "tx_poll_am")) {
+        for (i = 0; i < BENCH_WARMUP + n; ++i) {
+            bench_send_am();
+            bench_poll(&side[1], 0, side[1].rx + 1);
+            bench_settle();
+            bench_poll(&side[0], i >= BENCH_WARMUP, 0);
+            bench_flush(&side[0]);
+        }
+        printf("calls %lu\n", poll_calls);
     } else if (!strcmp(op, "am_lat")) {
         for (i = 0; i < BENCH_WARMUP; ++i) {
             op_am_lat(NULL);
