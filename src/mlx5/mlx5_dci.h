@@ -46,10 +46,15 @@ static inline int dcx_mlx5_dci_full(dcx_mlx5_qp_t *qp, const dcx_send_wr_t *wr)
     return 0;
 }
 
+/* Why dcx_mlx5_dci_check refused wr: one line, EINVAL (mlx5_qp.c) */
+int dcx_mlx5_dci_check_fail(dcx_mlx5_qp_t *qp, const dcx_send_wr_t *wr);
+
+/* The WR's opcode, sge count, destination and stream are the DCI's to
+ * take (one test of them all: a refusal finds its reason out of line),
+ * and its ring has room: 0, EINVAL with one line, or ENOMEM */
 static inline int dcx_mlx5_dci_check(dcx_mlx5_qp_t *qp, const dcx_send_wr_t *wr)
 {
-    const char *name    = qp->super.dev->caps.name;
-    dcx_mlx5_dev_t *dev = dcx_mlx5_dev(qp->super.dev);
+    const dcx_mlx5_dev_t *dev = dcx_mlx5_dev(qp->super.dev);
     uint64_t op;
 
     op = (wr->opcode < DCX_WR_OPCODE_LAST) ?
@@ -57,23 +62,13 @@ static inline int dcx_mlx5_dci_check(dcx_mlx5_qp_t *qp, const dcx_send_wr_t *wr)
              0;
     /* a masked atomic passes here; whether the device offers it at its
      * size is the atomic check's (caps.atomic_flags) */
-    if ((op == 0) || !((dev->dci_send_ops | DCX_MLX5_SEND_OP_MASKED) & op)) {
-        dcx_error("%s: dci 0x%x: opcode %u is not supported", name,
-                  qp->super.qp_num, wr->opcode);
-        return EINVAL;
-    }
-    if (wr->num_sge > qp->super.max_send_sge) {
-        dcx_error("%s: dci 0x%x: %u sge, at most %u", name, qp->super.qp_num,
-                  wr->num_sge, qp->super.max_send_sge);
-        return EINVAL;
-    }
-    if (wr->dest.ah == NULL) {
-        dcx_error("%s: dci 0x%x: WR without a destination", name,
-                  qp->super.qp_num);
-        return EINVAL;
-    }
-    if (dcx_mlx5_dci_stream_check(qp, wr) != 0) {
-        return EINVAL;
+    if (__builtin_expect(!((dev->dci_send_ops | DCX_MLX5_SEND_OP_MASKED) & op) ||
+                             (wr->num_sge > qp->super.max_send_sge) ||
+                             (wr->dest.ah == NULL) ||
+                             ((qp->super.num_streams > 0) &&
+                              (wr->stream_id >= qp->super.num_streams)),
+                         0)) {
+        return dcx_mlx5_dci_check_fail(qp, wr);
     }
     return dcx_mlx5_dci_full(qp, wr) ? ENOMEM : 0;
 }
@@ -112,7 +107,8 @@ static inline int dcx_mlx5_dci_atomic_check(dcx_mlx5_qp_t *qp,
     return 0;
 }
 
-/* Every check of a post: 0 with the WR's byte count in *total_p, EAGAIN
+/* Every check of a post: 0 with an inline WR's byte count in *total_p (0
+ * for the others, whose bytes a post need not count), EAGAIN
  * for a WR flagged DCX_SEND_NOW (a NIC executes nothing within the call:
  * the caller posts it without the flag), ENOMEM when its ring is full, or
  * EINVAL with one line */
@@ -129,11 +125,12 @@ static inline int dcx_mlx5_dci_validate(dcx_mlx5_qp_t *qp,
     if (ret != 0) {
         return ret;
     }
-    uint32_t total   = dcx_mlx5_sge_total(wr->sg_list, wr->num_sge);
+    uint32_t total   = 0;
     const char *name = qp->super.dev->caps.name;
     dcx_qp_t *super  = &qp->super;
 
     if (wr->flags & DCX_SEND_INLINE) {
+        total = dcx_mlx5_sge_total(wr->sg_list, wr->num_sge);
         if ((wr->opcode != DCX_WR_SEND) && (wr->opcode != DCX_WR_SEND_IMM) &&
             (wr->opcode != DCX_WR_RDMA_WRITE) &&
             (wr->opcode != DCX_WR_RDMA_WRITE_IMM)) {
