@@ -409,22 +409,122 @@ dcx_mlx5_raw_pair_mixed(dcx_cq_t *super, dcx_cq_t *other, int max, dcx_wc_t *wc,
     return n;
 }
 
-/* The other CQ of a pair found ocqe (software's), the first nothing */
+/* cqe, software's at the consumer index of a CQ of 64-byte CQEs, taken
+ * when it is the CQ's only one and a plain successful send completion:
+ * of a DCI without streams, no 4-byte masked atomic to turn, a WR not
+ * retired yet.  1 with *wc filled and the CQE freed; 0 with nothing done
+ * (the loop of the poll takes it).  No call and no loop: the pair poll
+ * that finds one send completion stays a leaf. */
+static inline __attribute__((always_inline)) int
+dcx_mlx5_raw_send_alone(dcx_mlx5_cq_t *cq, const struct mlx5_cqe64 *cqe,
+                        dcx_wc_t *wc)
+{
+    dcx_mlx5_raw_cq_t *rc = cq->raw;
+    uint32_t sop, qpn;
+    dcx_mlx5_qp_t *qp;
+
+    if (((cqe->op_own >> 4) != MLX5_CQE_REQ) ||
+        (dcx_mlx5_raw_cqe_sw_of(rc, rc->ci + 1, DCX_MLX5_RAW_SHIFT(0)) !=
+         NULL)) {
+        return 0;
+    }
+    __atomic_thread_fence(__ATOMIC_ACQUIRE); /* the CQE after op_own */
+    sop = be32toh(cqe->sop_drop_qpn);
+    qpn = sop & 0xffffff;
+    qp  = dcx_mlx5_qpmap_find(&cq->qpmap, qpn);
+    if ((qp == NULL) || (qp->raw == NULL) || (qp->super.num_streams != 0) ||
+        ((qp->raw->be4 != NULL) &&
+         (((sop >> 24) | 1) == MLX5_OPCODE_ATOMIC_MASKED_FA)) ||
+        !dcx_mlx5_ring_retire_ok(&qp->ring,
+                                 dcx_mlx5_raw_sq_seq(qp,
+                                                     be16toh(cqe->wqe_counter)),
+                                 qpn, be32toh(cqe->byte_cnt), wc)) {
+        return 0;
+    }
+    rc->ci++;
+    dcx_mlx5_raw_cursor_set(rc, DCX_MLX5_RAW_SHIFT(0));
+    __atomic_thread_fence(__ATOMIC_RELEASE); /* read before freed */
+    rc->dbrec[DCX_MLX5_CQ_SET_CI] = htobe32(rc->ci & 0xffffff);
+    return 1;
+}
+
+/* The other CQ of a pair found ocqe, more than a lone send completion */
 static int __attribute__((noinline))
-dcx_mlx5_raw_pair_other(dcx_mlx5_cq_t *ocq, struct mlx5_cqe64 *ocqe, int max,
-                        dcx_wc_t *wc, int *n_other_p)
+dcx_mlx5_raw_pair_other_all(dcx_mlx5_cq_t *ocq, struct mlx5_cqe64 *ocqe,
+                            int max, dcx_wc_t *wc, int *n_other_p)
 {
     *n_other_p = dcx_mlx5_raw_poll_found_inl(ocq, ocqe, max, wc, false);
     return 0;
 }
 
-/* The first CQ of a pair found cqe (software's), the other nothing */
+/* The other CQ of a pair found ocqe (software's), the first nothing: a
+ * lone send completion here, anything else by the poll's loop */
+static int __attribute__((noinline))
+dcx_mlx5_raw_pair_other(dcx_mlx5_cq_t *ocq, struct mlx5_cqe64 *ocqe, int max,
+                        dcx_wc_t *wc, int *n_other_p)
+{
+    if (__builtin_expect(dcx_mlx5_raw_send_alone(ocq, ocqe, wc), 1)) {
+        *n_other_p = 1;
+        return 0;
+    }
+    return dcx_mlx5_raw_pair_other_all(ocq, ocqe, max, wc, n_other_p);
+}
+
+/* cqe, software's at the consumer index of a CQ of 64-byte CQEs, taken
+ * when it is the CQ's only one and a plain SEND received on the CQ's one
+ * SRQ: no immediate, not tag matching, its bytes in the receive's buffer
+ * (not scattered into the CQE).  1 with *wc filled, the SRQ WQE and the
+ * CQE freed; 0 with nothing done.  No call and no loop, as
+ * dcx_mlx5_raw_send_alone. */
+static inline __attribute__((always_inline)) int
+dcx_mlx5_raw_recv_alone(dcx_mlx5_cq_t *cq, const struct mlx5_cqe64 *cqe,
+                        dcx_wc_t *wc)
+{
+    dcx_mlx5_raw_cq_t *rc = cq->raw;
+    dcx_mlx5_srq_t *srq   = rc->srq;
+
+    if ((cqe->op_own != ((MLX5_CQE_RESP_SEND << 4) | rc->own)) ||
+        (cqe->app != 0) || (srq == NULL) || rc->multi_srq ||
+        (dcx_mlx5_raw_cqe_sw_of(rc, rc->ci + 1, DCX_MLX5_RAW_SHIFT(0)) !=
+         NULL)) {
+        return 0;
+    }
+    __atomic_thread_fence(__ATOMIC_ACQUIRE); /* the CQE after op_own */
+    wc->wr_id      = dcx_mlx5_raw_srq_done(srq->raw, be16toh(cqe->wqe_counter));
+    wc->status     = DCX_WC_SUCCESS;
+    wc->opcode     = DCX_WC_RECV;
+    wc->flags      = 0;
+    wc->byte_len   = be32toh(cqe->byte_cnt);
+    wc->qp_num     = be32toh(cqe->sop_drop_qpn) & 0xffffff;
+    wc->src_qp     = be32toh(cqe->flags_rqpn) & 0xffffff;
+    wc->vendor_err = 0;
+    rc->ci++;
+    dcx_mlx5_raw_cursor_set(rc, DCX_MLX5_RAW_SHIFT(0));
+    __atomic_thread_fence(__ATOMIC_RELEASE); /* read before freed */
+    rc->dbrec[DCX_MLX5_CQ_SET_CI] = htobe32(rc->ci & 0xffffff);
+    return 1;
+}
+
+/* The first CQ of a pair found cqe, more than a lone receive */
+static int __attribute__((noinline))
+dcx_mlx5_raw_pair_first_all(dcx_mlx5_cq_t *cq, struct mlx5_cqe64 *cqe, int max,
+                            dcx_wc_t *wc, int *n_other_p)
+{
+    *n_other_p = 0;
+    return dcx_mlx5_raw_poll_found_inl(cq, cqe, max, wc, false);
+}
+
+/* The first CQ of a pair found cqe (software's), the other nothing: a
+ * lone receive here, anything else by the poll's loop */
 static int __attribute__((noinline))
 dcx_mlx5_raw_pair_first(dcx_mlx5_cq_t *cq, struct mlx5_cqe64 *cqe, int max,
                         dcx_wc_t *wc, int *n_other_p)
 {
-    *n_other_p = 0;
-    return dcx_mlx5_raw_poll_found_inl(cq, cqe, max, wc, false);
+    if (__builtin_expect(dcx_mlx5_raw_recv_alone(cq, cqe, wc), 1)) {
+        *n_other_p = 0;
+        return 1;
+    }
+    return dcx_mlx5_raw_pair_first_all(cq, cqe, max, wc, n_other_p);
 }
 
 /* Both CQs looked at here when the other is raw without receives in place
