@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Helpers shared by the soft device's one-sided transfer tests
- * (test_soft_direct.cc: cross-memory attach; test_soft_dmap.cc: mapped
+ * (test_soft_direct*.cc: cross-memory attach; test_soft_dmap.cc: mapped
  * device allocations): a child initiator that posts RDMA WRITE/READ to the
  * test process's target and checks every byte.
  */
