@@ -2,7 +2,7 @@
 /*
  * dcx mlx5 backend: the firmware's capabilities, asked through DEVX
  * (QUERY_HCA_CAP) by the open-time probes (strided keys, masked atomics);
- * the answers are decoded by mlx5_pure.c and mlx5_umr.c.
+ * the answers are decoded by mlx5_pure_dev.c and mlx5_umr.c.
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"

@@ -6,7 +6,10 @@
  * filled by the caller; nothing touches a device.  The backend uses these
  * functions on real hardware and the unit tests (test/gtest/mlx5) feed them
  * synthetic input, so the translation rules are checked on machines without
- * a ConnectX.
+ * a ConnectX.  mlx5_pure.c defines the rules of QPs and their work (QP
+ * masks, WQE sizing, completions, the WR ring, the QP-number map),
+ * mlx5_pure_dev.c those of the device and its ports (port address,
+ * parameter encodings, firmware and capability translation).
  */
 #ifndef DCX_MLX5_PURE_H_
 #define DCX_MLX5_PURE_H_
