@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Helpers shared by the soft device's one-sided transfer tests
- * (test_soft_direct*.cc: cross-memory attach; test_soft_dmap.cc: mapped
- * device allocations): a child initiator that posts RDMA WRITE/READ to the
- * test process's target and checks every byte.
+ * (test_soft_direct*.cc: cross-memory attach; test_soft_dmap.cc and
+ * test_soft_dmap_cache.cc: mapped device allocations): a child initiator
+ * that posts RDMA WRITE/READ to the test process's target and checks every
+ * byte.
  */
 #ifndef DCX_TEST_SOFT_XFER_H
 #define DCX_TEST_SOFT_XFER_H
