@@ -283,6 +283,9 @@ typedef struct dcx_soft_stats {
      * allocation (new fields go last: programs built against an older
      * header read the ones they know) */
     uint64_t direct_atomics;
+    /* responder side: single-packet SENDs and WRITEs executed on the
+     * responder's fast path (the rest take its general path) */
+    uint64_t resp_fast;
 } dcx_soft_stats_t;
 
 int dcx_soft_stats(dcx_dev_t *dev, dcx_soft_stats_t *stats);

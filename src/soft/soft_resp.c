@@ -743,8 +743,22 @@ static inline int soft_resp_fast(soft_dev_t *dev, const soft_pkt_t *pkt,
         ((dct = dev->qps[idx]) == NULL) || (dct->super.type != DCX_QPT_DCT) ||
         (dct->super.state == DCX_QPS_ERR) || (pkt->dc_key != dct->dc_key) ||
         ((rs = soft_rstate_find(dev, pkt)) == NULL) || (rs->gen != pkt->gen) ||
-        (rs->e != pkt->msn) || (rs->cur_off != 0) || rs->msg_err ||
-        rs->have_recv || ((int32_t)(pkt->ack_base - rs->e) > 0)) {
+        (rs->cur_off != 0) || rs->msg_err || rs->have_recv) {
+        return 0;
+    }
+    if ((int32_t)(pkt->ack_base - rs->e) > 0) {
+        /* the requester completed everything before ack_base: a DCI that
+         * sent to other targets since its last message here (it goes to
+         * one target at a time).  With nothing of message e held (no
+         * receive, no bytes, no tag match), the general path's resync is
+         * the next expected msn alone. */
+        if (rs->tm.mode != 0) {
+            return 0;
+        }
+        rs->e          = pkt->ack_base;
+        rs->msg_status = SOFT_DONE_NONE;
+    }
+    if (rs->e != pkt->msn) {
         return 0;
     }
     /* the ack's line (one the requester polls) is fetched while the
@@ -795,6 +809,7 @@ static inline int soft_resp_fast(soft_dev_t *dev, const soft_pkt_t *pkt,
     }
     rs->msg_status = DCX_WC_SUCCESS;
     rs->e++;
+    dev->stats.resp_fast++;
     /* the acknowledgement last, after everything local: held back until
      * the end of the pass (soft_resp_ack_flush), so that several messages
      * of one DCI served in a pass cost one store in the requester's table */
