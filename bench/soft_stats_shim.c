@@ -32,7 +32,7 @@ void dcx_dev_close(dcx_dev_t *dev)
                 "direct_reads=%llu direct_mapped=%llu direct_fallbacks=%llu "
                 "futex_wakes=%llu prods=%llu locked_polls=%llu "
                 "helper_passes=%llu acks_in_table=%llu light_posts=%llu "
-                "recv_in_place=%llu\n",
+                "recv_in_place=%llu resp_fast=%llu\n",
                 (int)getpid(), (unsigned long long)s.tx_packets,
                 (unsigned long long)s.rx_packets,
                 (unsigned long long)s.direct_writes,
@@ -44,7 +44,8 @@ void dcx_dev_close(dcx_dev_t *dev)
                 (unsigned long long)s.helper_passes,
                 (unsigned long long)s.acks_in_table,
                 (unsigned long long)s.light_posts,
-                (unsigned long long)s.recv_in_place);
+                (unsigned long long)s.recv_in_place,
+                (unsigned long long)s.resp_fast);
         fclose(f);
     }
     if (next != NULL) {
