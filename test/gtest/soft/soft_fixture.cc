@@ -219,6 +219,14 @@ int post_inline_value(const node &from, dcx_qp_t *dci, uint32_t dctn,
                       uint64_t key, dcx_wr_opcode_t op, uint64_t value,
                       uint32_t rkey, uint64_t raddr)
 {
+    return post_inline_value_ah(from.ah, dci, dctn, key, op, value, rkey,
+                                raddr);
+}
+
+int post_inline_value_ah(dcx_ah_t *ah, dcx_qp_t *dci, uint32_t dctn,
+                         uint64_t key, dcx_wr_opcode_t op, uint64_t value,
+                         uint32_t rkey, uint64_t raddr)
+{
     dcx_sge_t s = {(uint64_t)(uintptr_t)&value, sizeof(value), 0};
     dcx_send_wr_t wr;
 
@@ -228,7 +236,7 @@ int post_inline_value(const node &from, dcx_qp_t *dci, uint32_t dctn,
     wr.flags       = DCX_SEND_SIGNALED | DCX_SEND_INLINE;
     wr.num_sge     = 1;
     wr.sg_list     = &s;
-    wr.dest.ah     = from.ah;
+    wr.dest.ah     = ah;
     wr.dest.dctn   = dctn;
     wr.dest.dc_key = key;
     wr.rkey        = rkey;

@@ -119,6 +119,10 @@ struct node {
 int post_inline_value(const node &from, dcx_qp_t *dci, uint32_t dctn,
                       uint64_t key, dcx_wr_opcode_t op, uint64_t value,
                       uint32_t rkey = 0, uint64_t raddr = 0);
+/* The same through address handle ah */
+int post_inline_value_ah(dcx_ah_t *ah, dcx_qp_t *dci, uint32_t dctn,
+                         uint64_t key, dcx_wr_opcode_t op, uint64_t value,
+                         uint32_t rkey = 0, uint64_t raddr = 0);
 
 /* Opens a and b on fabric: a with a DCI and an address handle of b's port,
  * b a target (DCT key and access, an SRQ of srq_wr receives) with buf

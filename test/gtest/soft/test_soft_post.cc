@@ -239,18 +239,8 @@ TEST_F(soft, dci_between_two_targets_takes_fast_path)
         ASSERT_EQ(1, p.a.poll(&wc, 1));
         ASSERT_EQ(DCX_WC_SUCCESS, wc.status);
 
-        dcx_sge_t s = {(uintptr_t)&value, sizeof(value), 0};
-        dcx_send_wr_t wr;
-        memset(&wr, 0, sizeof(wr));
-        wr.wr_id       = value;
-        wr.opcode      = DCX_WR_SEND;
-        wr.flags       = DCX_SEND_SIGNALED | DCX_SEND_INLINE;
-        wr.num_sge     = 1;
-        wr.sg_list     = &s;
-        wr.dest.ah     = ah_c;
-        wr.dest.dctn   = c.dct->qp_num;
-        wr.dest.dc_key = KEY;
-        ASSERT_EQ(0, dcx_qp_post_send(p.a.dci, &wr));
+        ASSERT_EQ(0, post_inline_value_ah(ah_c, p.a.dci, c.dct->qp_num, KEY,
+                                          DCX_WR_SEND, value));
         ASSERT_EQ(1, c.poll(&wc, 1)) << "message " << i << " to c";
         ASSERT_EQ(DCX_WC_SUCCESS, wc.status);
         ASSERT_EQ(0, memcmp(&value, cbuf.data() + wc.wr_id * 64, 8));
