@@ -46,8 +46,33 @@ static inline int dcx_mlx5_dci_full(dcx_mlx5_qp_t *qp, const dcx_send_wr_t *wr)
     return 0;
 }
 
-/* Why dcx_mlx5_dci_check refused wr: one line, EINVAL (mlx5_qp.c) */
-int dcx_mlx5_dci_check_fail(dcx_mlx5_qp_t *qp, const dcx_send_wr_t *wr);
+/* Why dcx_mlx5_dci_check refused wr: one line, EINVAL.  Out of line and
+ * cold, so that the check's caller keeps a small frame */
+static __attribute__((noinline, cold, unused)) int
+dcx_mlx5_dci_check_fail(dcx_mlx5_qp_t *qp, const dcx_send_wr_t *wr)
+{
+    const char *name = qp->super.dev->caps.name;
+    uint64_t op;
+
+    op = (wr->opcode < DCX_WR_OPCODE_LAST) ?
+             dcx_mlx5_wr_send_op((dcx_wr_opcode_t)wr->opcode) :
+             0;
+    if (!((dcx_mlx5_dev(qp->super.dev)->dci_send_ops | DCX_MLX5_SEND_OP_MASKED) &
+          op)) {
+        dcx_error("%s: dci 0x%x: opcode %u is not supported", name,
+                  qp->super.qp_num, wr->opcode);
+    } else if (wr->num_sge > qp->super.max_send_sge) {
+        dcx_error("%s: dci 0x%x: %u sge, at most %u", name, qp->super.qp_num,
+                  wr->num_sge, qp->super.max_send_sge);
+    } else if (wr->dest.ah == NULL) {
+        dcx_error("%s: dci 0x%x: WR without a destination", name,
+                  qp->super.qp_num);
+    } else {
+        dcx_mlx5_dci_stream_check(qp, wr);
+    }
+    return EINVAL;
+}
+
 
 /* The WR's opcode, sge count, destination and stream are the DCI's to
  * take (one test of them all: a refusal finds its reason out of line),

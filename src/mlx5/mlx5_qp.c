@@ -72,30 +72,6 @@ int dcx_mlx5_qp_modify(dcx_mlx5_qp_t *qp, dcx_qp_state_t to,
 /* ------------------------------------------------------------------------
  * DCI fast path
  * ------------------------------------------------------------------------ */
-int dcx_mlx5_dci_check_fail(dcx_mlx5_qp_t *qp, const dcx_send_wr_t *wr)
-{
-    const char *name = qp->super.dev->caps.name;
-    uint64_t op;
-
-    op = (wr->opcode < DCX_WR_OPCODE_LAST) ?
-             dcx_mlx5_wr_send_op((dcx_wr_opcode_t)wr->opcode) :
-             0;
-    if (!((dcx_mlx5_dev(qp->super.dev)->dci_send_ops | DCX_MLX5_SEND_OP_MASKED) &
-          op)) {
-        dcx_error("%s: dci 0x%x: opcode %u is not supported", name,
-                  qp->super.qp_num, wr->opcode);
-    } else if (wr->num_sge > qp->super.max_send_sge) {
-        dcx_error("%s: dci 0x%x: %u sge, at most %u", name, qp->super.qp_num,
-                  wr->num_sge, qp->super.max_send_sge);
-    } else if (wr->dest.ah == NULL) {
-        dcx_error("%s: dci 0x%x: WR without a destination", name,
-                  qp->super.qp_num);
-    } else {
-        dcx_mlx5_dci_stream_check(qp, wr);
-    }
-    return EINVAL;
-}
-
 static int dcx_mlx5_dci_post_send(dcx_qp_t *super, const dcx_send_wr_t *wr)
 {
     dcx_mlx5_qp_t *qp     = (dcx_mlx5_qp_t *)super;
