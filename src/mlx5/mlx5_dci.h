@@ -19,13 +19,20 @@ static inline dcx_mlx5_ring_t *dcx_mlx5_dci_ring(dcx_mlx5_qp_t *qp,
                                          &qp->ring;
 }
 
-/* A WR's stream must be one of the DCI's (any WR of a DCI without streams
- * goes to its one ring): 0, or EINVAL and one line */
+/* A WR's stream is not one of the DCI's (any WR of a DCI without streams
+ * goes to its one ring) */
+static inline int dcx_mlx5_dci_stream_bad(const dcx_mlx5_qp_t *qp,
+                                          const dcx_send_wr_t *wr)
+{
+    return (qp->super.num_streams > 0) &&
+           (wr->stream_id >= qp->super.num_streams);
+}
+
+/* A WR's stream must be one of the DCI's: 0, or EINVAL and one line */
 static inline int dcx_mlx5_dci_stream_check(dcx_mlx5_qp_t *qp,
                                             const dcx_send_wr_t *wr)
 {
-    if ((qp->super.num_streams > 0) &&
-        (wr->stream_id >= qp->super.num_streams)) {
+    if (dcx_mlx5_dci_stream_bad(qp, wr)) {
         dcx_error("%s: dci 0x%x: stream %u, the DCI has %u streams",
                   qp->super.dev->caps.name, qp->super.qp_num, wr->stream_id,
                   qp->super.num_streams);
@@ -46,19 +53,29 @@ static inline int dcx_mlx5_dci_full(dcx_mlx5_qp_t *qp, const dcx_send_wr_t *wr)
     return 0;
 }
 
+/* The WR's opcode is one the DCI sends.  A masked atomic passes here;
+ * whether the device offers it at its size is the atomic check's
+ * (caps.atomic_flags) */
+static inline int dcx_mlx5_dci_op_ok(const dcx_mlx5_qp_t *qp,
+                                     const dcx_send_wr_t *wr)
+{
+    uint64_t op = (wr->opcode < DCX_WR_OPCODE_LAST) ?
+                      dcx_mlx5_wr_send_op((dcx_wr_opcode_t)wr->opcode) :
+                      0;
+
+    return ((dcx_mlx5_dev(qp->super.dev)->dci_send_ops |
+             DCX_MLX5_SEND_OP_MASKED) &
+            op) != 0;
+}
+
 /* Why dcx_mlx5_dci_check refused wr: one line, EINVAL.  Out of line and
  * cold, so that the check's caller keeps a small frame */
 static __attribute__((noinline, cold, unused)) int
 dcx_mlx5_dci_check_fail(dcx_mlx5_qp_t *qp, const dcx_send_wr_t *wr)
 {
     const char *name = qp->super.dev->caps.name;
-    uint64_t op;
 
-    op = (wr->opcode < DCX_WR_OPCODE_LAST) ?
-             dcx_mlx5_wr_send_op((dcx_wr_opcode_t)wr->opcode) :
-             0;
-    if (!((dcx_mlx5_dev(qp->super.dev)->dci_send_ops | DCX_MLX5_SEND_OP_MASKED) &
-          op)) {
+    if (!dcx_mlx5_dci_op_ok(qp, wr)) {
         dcx_error("%s: dci 0x%x: opcode %u is not supported", name,
                   qp->super.qp_num, wr->opcode);
     } else if (wr->num_sge > qp->super.max_send_sge) {
@@ -73,25 +90,15 @@ dcx_mlx5_dci_check_fail(dcx_mlx5_qp_t *qp, const dcx_send_wr_t *wr)
     return EINVAL;
 }
 
-
 /* The WR's opcode, sge count, destination and stream are the DCI's to
  * take (one test of them all: a refusal finds its reason out of line),
  * and its ring has room: 0, EINVAL with one line, or ENOMEM */
 static inline int dcx_mlx5_dci_check(dcx_mlx5_qp_t *qp, const dcx_send_wr_t *wr)
 {
-    const dcx_mlx5_dev_t *dev = dcx_mlx5_dev(qp->super.dev);
-    uint64_t op;
-
-    op = (wr->opcode < DCX_WR_OPCODE_LAST) ?
-             dcx_mlx5_wr_send_op((dcx_wr_opcode_t)wr->opcode) :
-             0;
-    /* a masked atomic passes here; whether the device offers it at its
-     * size is the atomic check's (caps.atomic_flags) */
-    if (__builtin_expect(!((dev->dci_send_ops | DCX_MLX5_SEND_OP_MASKED) & op) ||
+    if (__builtin_expect(!dcx_mlx5_dci_op_ok(qp, wr) ||
                              (wr->num_sge > qp->super.max_send_sge) ||
                              (wr->dest.ah == NULL) ||
-                             ((qp->super.num_streams > 0) &&
-                              (wr->stream_id >= qp->super.num_streams)),
+                             dcx_mlx5_dci_stream_bad(qp, wr),
                          0)) {
         return dcx_mlx5_dci_check_fail(qp, wr);
     }
