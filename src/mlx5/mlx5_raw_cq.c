@@ -409,6 +409,24 @@ dcx_mlx5_raw_pair_mixed(dcx_cq_t *super, dcx_cq_t *other, int max, dcx_wc_t *wc,
     return n;
 }
 
+/* The CQE at the consumer index of a CQ of 64-byte CQEs is the only one
+ * software owns there: none follows it yet */
+static inline int dcx_mlx5_raw_cqe_alone(const dcx_mlx5_raw_cq_t *rc)
+{
+    return dcx_mlx5_raw_cqe_sw_of(rc, rc->ci + 1, DCX_MLX5_RAW_SHIFT(0)) ==
+           NULL;
+}
+
+/* The CQE at the consumer index of a CQ of 64-byte CQEs taken alone: the
+ * index, its cursor and the doorbell record past it */
+static inline void dcx_mlx5_raw_take_alone(dcx_mlx5_raw_cq_t *rc)
+{
+    rc->ci++;
+    dcx_mlx5_raw_cursor_set(rc, DCX_MLX5_RAW_SHIFT(0));
+    __atomic_thread_fence(__ATOMIC_RELEASE); /* read before freed */
+    rc->dbrec[DCX_MLX5_CQ_SET_CI] = htobe32(rc->ci & 0xffffff);
+}
+
 /* cqe, software's at the consumer index of a CQ of 64-byte CQEs, taken
  * when it is the CQ's only one and a plain successful send completion:
  * of a DCI without streams, no 4-byte masked atomic to turn, a WR not
@@ -423,9 +441,7 @@ dcx_mlx5_raw_send_alone(dcx_mlx5_cq_t *cq, const struct mlx5_cqe64 *cqe,
     uint32_t sop, qpn;
     dcx_mlx5_qp_t *qp;
 
-    if (((cqe->op_own >> 4) != MLX5_CQE_REQ) ||
-        (dcx_mlx5_raw_cqe_sw_of(rc, rc->ci + 1, DCX_MLX5_RAW_SHIFT(0)) !=
-         NULL)) {
+    if (((cqe->op_own >> 4) != MLX5_CQE_REQ) || !dcx_mlx5_raw_cqe_alone(rc)) {
         return 0;
     }
     __atomic_thread_fence(__ATOMIC_ACQUIRE); /* the CQE after op_own */
@@ -441,10 +457,7 @@ dcx_mlx5_raw_send_alone(dcx_mlx5_cq_t *cq, const struct mlx5_cqe64 *cqe,
                                  qpn, be32toh(cqe->byte_cnt), wc)) {
         return 0;
     }
-    rc->ci++;
-    dcx_mlx5_raw_cursor_set(rc, DCX_MLX5_RAW_SHIFT(0));
-    __atomic_thread_fence(__ATOMIC_RELEASE); /* read before freed */
-    rc->dbrec[DCX_MLX5_CQ_SET_CI] = htobe32(rc->ci & 0xffffff);
+    dcx_mlx5_raw_take_alone(rc);
     return 1;
 }
 
@@ -485,8 +498,7 @@ dcx_mlx5_raw_recv_alone(dcx_mlx5_cq_t *cq, const struct mlx5_cqe64 *cqe,
 
     if ((cqe->op_own != ((MLX5_CQE_RESP_SEND << 4) | rc->own)) ||
         (cqe->app != 0) || (srq == NULL) || rc->multi_srq ||
-        (dcx_mlx5_raw_cqe_sw_of(rc, rc->ci + 1, DCX_MLX5_RAW_SHIFT(0)) !=
-         NULL)) {
+        !dcx_mlx5_raw_cqe_alone(rc)) {
         return 0;
     }
     __atomic_thread_fence(__ATOMIC_ACQUIRE); /* the CQE after op_own */
@@ -498,10 +510,7 @@ dcx_mlx5_raw_recv_alone(dcx_mlx5_cq_t *cq, const struct mlx5_cqe64 *cqe,
     wc->qp_num     = be32toh(cqe->sop_drop_qpn) & 0xffffff;
     wc->src_qp     = be32toh(cqe->flags_rqpn) & 0xffffff;
     wc->vendor_err = 0;
-    rc->ci++;
-    dcx_mlx5_raw_cursor_set(rc, DCX_MLX5_RAW_SHIFT(0));
-    __atomic_thread_fence(__ATOMIC_RELEASE); /* read before freed */
-    rc->dbrec[DCX_MLX5_CQ_SET_CI] = htobe32(rc->ci & 0xffffff);
+    dcx_mlx5_raw_take_alone(rc);
     return 1;
 }
 
