@@ -196,7 +196,7 @@ static void soft_resp_recv_cqe(soft_dev_t *dev, soft_qp_t *dct,
 }
 
 /* Drops the receive held for an abandoned message. */
-static void soft_rstate_abandon(soft_dev_t *dev, soft_rstate_t *rs)
+static inline void soft_rstate_abandon(soft_dev_t *dev, soft_rstate_t *rs)
 {
     if (rs->tm.mode != 0) {
         soft_tm_abandon(dev, rs);
@@ -208,6 +208,17 @@ static void soft_rstate_abandon(soft_dev_t *dev, soft_rstate_t *rs)
     rs->have_recv = 0;
     rs->cur_off   = 0;
     rs->msg_err   = 0;
+}
+
+/* The requester completed everything before ack_base, which is past the
+ * message rs expects (its DCI went to other targets since, or gave up on
+ * that message): what is held of it is dropped, ack_base is next. */
+static inline void soft_rstate_resync(soft_dev_t *dev, soft_rstate_t *rs,
+                                      uint32_t ack_base)
+{
+    soft_rstate_abandon(dev, rs);
+    rs->e          = ack_base;
+    rs->msg_status = SOFT_DONE_NONE;
 }
 
 void soft_resp_flush_dct(soft_dev_t *dev, soft_qp_t *dct)
@@ -747,16 +758,10 @@ static inline int soft_resp_fast(soft_dev_t *dev, const soft_pkt_t *pkt,
         return 0;
     }
     if ((int32_t)(pkt->ack_base - rs->e) > 0) {
-        /* the requester completed everything before ack_base: a DCI that
-         * sent to other targets since its last message here (it goes to
-         * one target at a time).  With nothing of message e held (no
-         * receive, no bytes, no tag match), the general path's resync is
-         * the next expected msn alone. */
-        if (rs->tm.mode != 0) {
-            return 0;
-        }
-        rs->e          = pkt->ack_base;
-        rs->msg_status = SOFT_DONE_NONE;
+        /* a DCI that sent to other targets since its last message here
+         * (it goes to one target at a time): resynchronised as the general
+         * path does */
+        soft_rstate_resync(dev, rs, pkt->ack_base);
     }
     if (rs->e != pkt->msn) {
         return 0;
@@ -896,10 +901,7 @@ void soft_resp_packet(soft_dev_t *dev, const soft_pkt_t *pkt,
         rs->wack_hold    = 0;
     }
     if ((int32_t)(pkt->ack_base - rs->e) > 0) {
-        /* the requester completed everything before ack_base */
-        soft_rstate_abandon(dev, rs);
-        rs->e          = pkt->ack_base;
-        rs->msg_status = SOFT_DONE_NONE;
+        soft_rstate_resync(dev, rs, pkt->ack_base);
     }
     d = (int32_t)(pkt->msn - rs->e);
     if (d < 0) {
