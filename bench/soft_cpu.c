@@ -62,10 +62,11 @@
  * them found nothing).
  *
  * SETTLE_US (default 0): before the progress calls of rx_poll, tx_poll,
- * tx_poll_am and get_bcopy, sleep that long outside the measured region, so that a device
- * that works in a thread of its own (the emulated ConnectX's raw queues) has
- * written the completion by the first measured poll; the polls that would
- * only have found it still in flight are not counted.
+ * tx_poll_am and get_bcopy, sleep that long outside the measured region,
+ * so that a device that works in a thread of its own (the emulated
+ * ConnectX's raw queues) has written the completion by the first measured
+ * poll; the polls that would only have found it still in flight are not
+ * counted.
  */
 #include <ucp/api/ucp.h>
 #include <uct/api/uct.h>
