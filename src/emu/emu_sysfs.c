@@ -28,9 +28,10 @@
  * flock on <dir>.lock from its first device list to its exit; the process
  * leaving last gets the exclusive lock and removes the tree and the lock
  * file.  A process killed last leaves both; the next process that finds no
- * other user removes the tree before it builds its own.  A device directory is built under a temporary name and renamed
- * into place, so a reader sees all of it or none; two processes building
- * the same one at once both succeed, the later rename finding the first.
+ * other user removes the tree before it builds its own.  A device
+ * directory is built under a temporary name and renamed into place, so a
+ * reader sees all of it or none; two processes building the same one at
+ * once both succeed, the later rename finding the first.
  */
 #include "emu/emu.h"
 
