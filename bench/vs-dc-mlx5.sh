@@ -44,7 +44,10 @@
 # completion.  The raw-queue engine answers a doorbell in a thread of its
 # own, so before each measured poll the caller pauses SETTLE_US (outside
 # the measured region); "calls" shows the progress calls per operation
-# (1.00: no empty poll was counted).
+# (1.00: no empty poll was counted).  "dbg" counts what dc_mlx5 spends
+# in a check UCX compiles in only with assertions on (the installed UCX's
+# configure default, and dcx is built with the same configuration), and
+# the last column compares dcx with dc_mlx5 less that check.
 #
 # Latency and message rate: ucx_perftest -t am_lat and -t put_bw -s 8,
 # server and client in two processes, over the emulation: both transports
@@ -115,7 +118,16 @@ emu() {
 declare -A lib=([dcx]='libuct_dcx\.so' [dcx-wr]='libuct_dcx\.so'
                 [dc_mlx5]='libuct_ib\.so')
 
-# cg_run TL OP -> "calls total tl ucx", or "fail"
+# Instructions of dc_mlx5 that only a build with assertions runs: UCX
+# checks each WQE it posts there (uct_ib_mlx5_txwq_validate) when built
+# with assertions, as the installed one is (its configure default; UCX's
+# contrib/configure-release turns them off).  dcx is compiled with the
+# installed UCX's configuration (ucx_build_config.h), its own assertions
+# included, so "own" compares builds of one kind; "dbg" shows what the
+# other kind would take off dc_mlx5.
+dbg_fn=uct_ib_mlx5_txwq_validate_always
+
+# cg_run TL OP -> "calls total tl ucx dbg", or "fail"
 cg_run() {
     local tl=$1 op=$2 out=$work/cg.$1.$2 env=(env) rules l
     [ "$op" = tx_poll ] && env+=(UCX_DCX_SIGNAL_PERIOD=1)
@@ -136,8 +148,12 @@ emulation /lib(ibverbs|mlx5)\\.so .
 ucx /libuc[mpst]\\.so .
 bench /soft_cpu\$ ."
     l=$(bench_cg_split "$out" "$rules")
+    dbg=$(callgrind_annotate --inclusive=no "$out" 2>/dev/null |
+          awk -v f="$dbg_fn" 'index($0, ":" f " ") { gsub(",", "", $1); s += $1 }
+                              END { print s + 0 }')
     echo "$(awk '/^calls / { print $2 }' "$out.log" | grep . || echo "$n")" \
-         "$(bench_kv total "$l") $(bench_kv tl "$l") $(bench_kv ucx "$l")"
+         "$(bench_kv total "$l") $(bench_kv tl "$l") $(bench_kv ucx "$l")" \
+         "$dbg"
 }
 
 per_op() { awk -v a="$1" -v n="$n" 'BEGIN { printf "%.0f", a / n }'; }
@@ -149,34 +165,41 @@ for tl in dcx dcx-wr dc_mlx5; do
     for op in $ops; do
         r=$(cg_run "$tl" "$op")
         if [ "$r" = fail ]; then
-            row[$tl.$op]="n/a n/a n/a"
+            row[$tl.$op]="n/a n/a n/a n/a"
             continue
         fi
-        read -r calls _ own ucx <<<"$r"
-        row[$tl.$op]="$(per_op "$own") $(per_op "$ucx") $(per_op2 "$calls")"
+        read -r calls _ own ucx dbg <<<"$r"
+        row[$tl.$op]="$(per_op "$own") $(per_op "$ucx") $(per_op2 "$calls") $(per_op "$dbg")"
     done
 done
 
 printf "Instructions per operation on the emulated ConnectX (callgrind, %d ops, load %s)\n\n" \
     "$n" "$(cut -d' ' -f1 /proc/loadavg)"
-printf "| %-9s | %-7s | %6s | %5s | %5s | %11s |\n" \
-    operation tl own ucx calls "own dcx/dc"
-printf "|%s|%s|%s|%s|%s|%s|\n" ----------- --------- -------- ------- \
-    ------- -------------
+printf "| %-9s | %-7s | %6s | %5s | %5s | %4s | %11s | %14s |\n" \
+    operation tl own ucx calls dbg "own dcx/dc" "dcx/(dc - dbg)"
+printf "|%s|%s|%s|%s|%s|%s|%s|%s|\n" ----------- --------- -------- ------- \
+    ------- ------ ------------- ----------------
 for op in $ops; do
-    read -r down _ <<<"${row[dcx.$op]}"
-    read -r uown _ <<<"${row[dc_mlx5.$op]}"
+    read -r uown _ _ udbg <<<"${row[dc_mlx5.$op]}"
+    urel=n/a
+    [[ "$uown" =~ ^[0-9]+$ && "$udbg" =~ ^[0-9]+$ ]] && urel=$((uown - udbg))
     for tl in dcx dcx-wr dc_mlx5; do
-        read -r own ucx calls <<<"${row[$tl.$op]}"
-        r=""
-        [ "$tl" != dc_mlx5 ] && r=$(ratio "$own" "$uown")
-        printf "| %-9s | %-7s | %6s | %5s | %5s | %11s |\n" \
-            "$op" "$tl" "$own" "$ucx" "$calls" "$r"
+        read -r own ucx calls dbg <<<"${row[$tl.$op]}"
+        r="" rr=""
+        if [ "$tl" != dc_mlx5 ]; then
+            r=$(ratio "$own" "$uown") rr=n/a
+            [ "$urel" != n/a ] && rr=$(ratio "$own" "$urel")
+        fi
+        printf "| %-9s | %-7s | %6s | %5s | %5s | %4s | %11s | %14s |\n" \
+            "$op" "$tl" "$own" "$ucx" "$calls" "$dbg" "$r" "$rr"
     done
 done
 echo
 echo "own: the transport's module (dcx: libuct_dcx.so; dc_mlx5: libuct_ib.so) and"
 echo "the C library it calls; ucx: UCX's core; calls: progress calls per operation."
+echo "dbg: of own, the WQE check ($dbg_fn) that UCX runs only when"
+echo "built with assertions, as the installed UCX is (dcx is built with its"
+echo "configuration); dc - dbg: dc_mlx5 as a build without assertions would run."
 echo "dcx-wr: dcx with UCX_DCX_MLX5_RAW=n, posting through libmlx5's ibv_wr_*"
 echo "and polling with ibv_start_poll; its own figure leaves libmlx5's calls out."
 
