@@ -456,7 +456,7 @@ TEST_P(uct_dcx_remote, peer_killed)
     test_comp comp;
     ucs_status_t status;
 
-    start_peer();
+    ASSERT_NO_FATAL_FAILURE(start_peer());
     /* the peer works */
     ASSERT_EQ(UCS_INPROGRESS, retry([&] {
                   return uct_ep_atomic64_fetch(m_remote, UCT_ATOMIC_OP_ADD,
@@ -484,7 +484,7 @@ TEST_P(uct_dcx_remote, ep_check_dead_peer)
     uct_ep_h good = connect(m_a, m_b);
     ucs_status_t status;
 
-    start_peer();
+    ASSERT_NO_FATAL_FAILURE(start_peer());
     ASSERT_EQ(UCS_OK, uct_ep_check(m_remote, 0, NULL));
     flush_iface(m_a);
     EXPECT_TRUE(m_errors.empty());
@@ -509,7 +509,7 @@ TEST_P(uct_dcx_remote, ep_destroyed_with_work_in_flight)
     uct_ep_h good  = connect(m_a, m_b);
     uint64_t value = 1;
 
-    start_peer();
+    ASSERT_NO_FATAL_FAILURE(start_peer());
     kill_peer(m_peer);
 
     ASSERT_EQ(UCS_OK, uct_ep_check(m_remote, 0, NULL));
@@ -538,7 +538,7 @@ TEST_P(uct_dcx_remote, unsignalled_sends_to_dead_peer_fail_once)
     test_comp comp;
     ucs_status_t status;
 
-    start_peer();
+    ASSERT_NO_FATAL_FAILURE(start_peer());
     kill_peer(m_peer);
 
     memset(payload, 'p', sizeof(payload));
@@ -593,7 +593,7 @@ TEST_P(uct_dcx_remote, shared_dci_survives_peer_death)
     test_comp comp;
     ucs_status_t status;
 
-    start_peer(c);
+    ASSERT_NO_FATAL_FAILURE(start_peer(c));
     kill_peer(m_peer);
 
     ASSERT_EQ(UCS_OK, retry([&] {
@@ -645,7 +645,7 @@ TEST_P(uct_dcx_remote, full_dci_behind_dead_peer)
     size_t n;
 
     memset(m_mem.ptr, 0, m_mem.length);
-    start_peer(c);
+    ASSERT_NO_FATAL_FAILURE(start_peer(c));
     kill_peer(m_peer);
     ASSERT_EQ(UCS_OK, retry([&] {
                   return uct_ep_put_short(m_remote, &value, 8, m_remote_buf,
@@ -701,7 +701,7 @@ TEST_P(uct_dcx_remote_flood, slow_receiver)
     uint64_t count = 0;
     std::string payload(300, 'w');
 
-    start_peer();
+    ASSERT_NO_FATAL_FAILURE(start_peer());
     ASSERT_EQ(0, dcx_soft_stats(device(), &before));
     for (uint64_t i = 0; i < n; ++i) {
         ASSERT_EQ(UCS_OK, retry([&] {
@@ -785,7 +785,7 @@ TEST_P(uct_dcx_remote_fc, grant_to_dead_peer_keeps_live_grants)
     m_env.set("DCX_PEER_SEND_TO", addr_str(m_a));
     m_env.set("DCX_PEER_SEND_COUNT", "3"); /* window 4: asks at the 3rd */
     m_env.set("DCX_PEER_IDLE", "1");
-    start_peer();
+    ASSERT_NO_FATAL_FAILURE(start_peer());
     ASSERT_EQ(3u, m_peer_sent);
     kill_peer();
 
@@ -828,7 +828,7 @@ TEST_P(uct_dcx_remote_fc, peer_dies_before_grant)
     entity *c             = create_entity(cfg);
     ASSERT_TRUE(c != NULL);
     m_env.set("DCX_PEER_IDLE", "1");
-    start_peer(c);
+    ASSERT_NO_FATAL_FAILURE(start_peer(c));
 
     while (uct_ep_am_short(m_remote, AM_ID, n, NULL, 0) == UCS_OK) {
         ++n;

@@ -441,7 +441,7 @@ protected:
     /* Eager of every way and size, here to there and there to here */
     void eager_expected(unsigned how)
     {
-        start();
+        ASSERT_NO_FATAL_FAILURE(start());
         size_t sizes[] = {0, 1, 100, 4000, max_how(how)};
 
         for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); ++i) {
@@ -481,7 +481,7 @@ protected:
 
     void eager_unexpected(unsigned how)
     {
-        start();
+        ASSERT_NO_FATAL_FAILURE(start());
         size_t sizes[] = {0, 33, max_how(how)};
 
         for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); ++i) {
@@ -558,7 +558,7 @@ TEST_P(uct_dcx_tag_remote, rndv_zcopy_device_completed)
 {
     size_t sizes[] = {0, 1, 9000, 256 * 1024 + 3, 4 * 1024 * 1024};
 
-    start();
+    ASSERT_NO_FATAL_FAILURE(start());
     for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); ++i) {
         size_t len    = sizes[i];
         uct_tag_t tag = 0x3000 + i;
@@ -595,7 +595,7 @@ TEST_P(uct_dcx_tag_remote, rndv_zcopy_software_completed)
 {
     size_t sizes[] = {1, 300 * 1024 + 7};
 
-    start();
+    ASSERT_NO_FATAL_FAILURE(start());
     for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); ++i) {
         size_t len    = sizes[i];
         uct_tag_t tag = 0x4000 + i;
@@ -618,7 +618,7 @@ TEST_P(uct_dcx_tag_remote, rndv_request)
 {
     size_t len = 40;
 
-    start();
+    ASSERT_NO_FATAL_FAILURE(start());
     /* expected: the receive's rndv_cb with the header */
     post(0x5000, 256);
     send_how(m_ep, HOW_RNDV_REQ, 0x5000, 0, len, 9, NULL);
@@ -649,7 +649,7 @@ TEST_P(uct_dcx_tag_remote, rndv_request)
 
 TEST_P(uct_dcx_tag_remote, recv_cancel)
 {
-    start();
+    ASSERT_NO_FATAL_FAILURE(start());
     /* not forced: the receive completes as cancelled */
     post(0x6000, 64);
     tag_reply r = call(CMD_CANCEL, 0x6000, 0, 0, 0, 0, 0);
@@ -675,7 +675,7 @@ TEST_P(uct_dcx_tag_remote, rndv_truncated_bad_flow)
 {
     test_comp comp;
 
-    start();
+    ASSERT_NO_FATAL_FAILURE(start());
     post(0x8000, 1000);
     send_how(m_ep, HOW_RNDV, 0x8000, 0, 300000, 80, &comp);
     tag_reply r = call(CMD_WAIT_RECV, 0x8000, 0, 80);
@@ -720,7 +720,7 @@ TEST_P(uct_dcx_tag_remote_fail, peer_killed_with_rndv_in_flight_bad_flow)
     std::map<std::string, std::string> cfg = fail_fast_cfg();
     size_t len                             = 1024 * 1024;
 
-    start(cfg);
+    ASSERT_NO_FATAL_FAILURE(start(cfg));
     cfg["TM_ENABLE"] = "y";
     entity *live     = create_entity(cfg);
     ASSERT_TRUE(live != NULL);
@@ -799,7 +799,7 @@ TEST_P(uct_dcx_tag_remote_fail, peer_killed_with_rndv_in_flight_bad_flow)
  * would hold the request back in the peer's ring whatever the rule.) */
 TEST_P(uct_dcx_tag_remote_fail, rndv_in_flight_to_idle_peer_killed_bad_flow)
 {
-    start(fail_fast_cfg());
+    ASSERT_NO_FATAL_FAILURE(start(fail_fast_cfg()));
 
     dcx_soft_fault_t fault;
     memset(&fault, 0, sizeof(fault));
@@ -831,7 +831,7 @@ TEST_P(uct_dcx_tag_remote_fail, rndv_in_flight_to_idle_peer_killed_bad_flow)
  * endpoint fails, and the operation with it. */
 TEST_P(uct_dcx_tag_remote_fail, rndv_acked_then_peer_killed_bad_flow)
 {
-    start(fail_fast_cfg());
+    ASSERT_NO_FATAL_FAILURE(start(fail_fast_cfg()));
     test_comp to_dead;
     void *op = send_how(m_ep, HOW_RNDV, 0x7200, 0, 8192, 75, &to_dead);
     ASSERT_FALSE(UCS_PTR_IS_ERR(op));
