@@ -77,6 +77,8 @@ void soft_lock_wait(soft_lock_t *l)
     unsigned spins;
 
     __atomic_fetch_add(&l->waits, 1, __ATOMIC_RELAXED);
+    /* the helper takes no turn while we wait (soft_trylock_helper) */
+    __atomic_fetch_add(&l->queued, 1, __ATOMIC_RELEASE);
     for (spins = 0; spins < 100; ++spins) {
 #if defined(__x86_64__)
         __builtin_ia32_pause();
@@ -90,6 +92,7 @@ void soft_lock_wait(soft_lock_t *l)
         syscall(SYS_futex, &l->v, FUTEX_WAIT_PRIVATE, 2, NULL, NULL, 0);
     }
 taken:
+    __atomic_fetch_sub(&l->queued, 1, __ATOMIC_RELEASE);
     /* as every take ends (soft_lock_check_bias) */
     if (soft_lock_bias_foreign(l)) {
         soft_lock_biased_out(l, 0);

@@ -72,10 +72,16 @@ static inline int soft_trylock(soft_lock_t *l)
     return 1;
 }
 
-/* The helper thread's take (it never waits for the lock). */
+/* The helper thread's take.  It never waits for the lock, and it stands
+ * aside for a taker that does: a pass the helper starts while a thread
+ * waits would take the lock again the moment the last one released it,
+ * before the woken thread could run, and a helper that passes on and on
+ * (a burst that keeps finding packets, as under a storm of RNR retries)
+ * would starve the very application it stands in for. */
 static inline int soft_trylock_helper(soft_lock_t *l)
 {
-    if (!soft_trylock_plain(l)) {
+    if ((__atomic_load_n(&l->queued, __ATOMIC_ACQUIRE) != 0) ||
+        !soft_trylock_plain(l)) {
         return 0;
     }
     soft_lock_check_bias(l, 1);

@@ -18,6 +18,7 @@
 typedef struct soft_lock {
     uint32_t v;
     uint32_t waits;   /* atomic: takers that found it held */
+    uint32_t queued;  /* atomic: takers in soft_lock_wait, not yet holding */
     uintptr_t bias;   /* soft_lock_self() of the biased thread; 0: none */
     uint32_t busy;    /* the biased thread holds it without v */
     uint32_t foreign; /* takings by other application threads */
@@ -39,6 +40,7 @@ static inline void soft_lock_init(soft_lock_t *l)
 {
     l->v       = 0;
     l->waits   = 0;
+    l->queued  = 0;
     l->bias    = 0;
     l->busy    = 0;
     l->foreign = 0;

@@ -260,3 +260,42 @@ TEST(soft_lock, foreign_thread_ends_bias)
     EXPECT_EQ(SOFT_BIAS_OFF, l.bias) << "a bias came back";
     EXPECT_EQ(0, soft_lock_fast(&l));
 }
+
+/* A thread that waits for the lock goes before the helper: the helper's
+ * take is refused from the moment the thread queues until it has had the
+ * lock, though the lock is free in between (a helper that took it again
+ * then, pass after pass, starved the thread it stands in for). */
+TEST(soft_lock, helper_stands_aside_for_a_waiter)
+{
+    soft_lock_t l;
+    int got = 0, release = 0;
+
+    soft_lock_init(&l);
+    soft_lock(&l);
+    std::thread t([&]() {
+        soft_lock(&l);
+        __atomic_store_n(&got, 1, __ATOMIC_RELEASE);
+        while (!__atomic_load_n(&release, __ATOMIC_ACQUIRE)) {
+            usleep(100);
+        }
+        soft_unlock(&l);
+    });
+    while (__atomic_load_n(&l.queued, __ATOMIC_ACQUIRE) == 0) {
+        usleep(100);
+    }
+    soft_unlock(&l);
+    int helper = soft_trylock_helper(&l);
+    if (helper) {
+        soft_unlock(&l); /* the waiter must still get it, to end the test */
+    }
+    EXPECT_EQ(0, helper) << "the helper went before a waiter";
+    while (!__atomic_load_n(&got, __ATOMIC_ACQUIRE)) {
+        usleep(100);
+    }
+    EXPECT_EQ(0u, __atomic_load_n(&l.queued, __ATOMIC_ACQUIRE));
+    EXPECT_EQ(0, soft_trylock_helper(&l)); /* the waiter holds it */
+    __atomic_store_n(&release, 1, __ATOMIC_RELEASE);
+    t.join();
+    ASSERT_EQ(1, soft_trylock_helper(&l));
+    soft_unlock(&l);
+}
