@@ -25,12 +25,14 @@ const uint8_t AM_ID = 6;
 
 class uct_dcx_dci_lazy : public uct_dci_pool_test<uct_dcx_policy_test> {
 protected:
-    void setup(const char *num_dci, const char *idle_timeout = "inf")
+    void setup(const char *num_dci, const char *idle_timeout = "inf",
+               const char *rnr_timer = "1ms")
     {
         std::map<std::string, std::string> cfg;
 
         cfg["NUM_DCI"]          = num_dci;
         cfg["DCI_IDLE_TIMEOUT"] = idle_timeout;
+        cfg["RNR_TIMER"]        = rnr_timer;
         m_a                     = create_entity(cfg);
         m_b                     = create_entity();
         ASSERT_TRUE((m_a != NULL) && (m_b != NULL));
@@ -124,17 +126,27 @@ TEST_P(uct_dcx_dci_lazy, grows_to_concurrent_need)
 
 /* A large pool: none of its DCIs created at open; more eps
  * with work in flight than DCIs: the pool stops at NUM_DCI and the rest
- * wait (dcs) or share (rand), every message arrives */
+ * wait (dcs) or share (rand), every message arrives.
+ *
+ * The receiver takes each message as it comes (its interface progressed,
+ * the sender's not: the sender's DCIs stay taken).  The first ep that
+ * waits makes the 1024 busy DCIs drain, each with a no-op sent to the
+ * sender's own DCT, whose receive queue (RX_QUEUE_LEN) holds fewer: those
+ * beyond it are answered with RNR NAKs until the sender progresses.  The
+ * sender's RNR_TIMER is long here, so that hundreds of DCIs do not retry
+ * every millisecond: a device in software serves each retry on the CPUs
+ * that run the test, and under the sanitizers that storm starved it. */
 TEST_P(uct_dcx_dci_lazy, pool_of_1024)
 {
     std::vector<uct_ep_h> eps;
     const unsigned n = 1100;
 
-    ASSERT_NO_FATAL_FAILURE(setup("1024"));
+    ASSERT_NO_FATAL_FAILURE(setup("1024", "inf", "50ms"));
     EXPECT_EQ(0u, stats(m_a).created);
     for (unsigned i = 0; i < n; ++i) {
         eps.push_back(connect(m_a, m_b));
         ucs_status_t status = uct_ep_am_short(eps.back(), AM_ID, i, NULL, 0);
+        uct_iface_progress(m_b->iface);
         if ((i < 1024) || spills()) {
             ASSERT_EQ(UCS_OK, status) << "ep " << i;
             if (i >= 1024) { /* hybrid: on the shared DCI, 1024 + 1 */
