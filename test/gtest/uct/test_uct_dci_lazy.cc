@@ -25,16 +25,19 @@ const uint8_t AM_ID = 6;
 
 class uct_dcx_dci_lazy : public uct_dci_pool_test<uct_dcx_policy_test> {
 protected:
+    /* rnr_timer: the sender's RNR_TIMER, NULL for the interface's own */
     void setup(const char *num_dci, const char *idle_timeout = "inf",
-               const char *rnr_timer = "1ms")
+               const char *rnr_timer = NULL)
     {
         std::map<std::string, std::string> cfg;
 
         cfg["NUM_DCI"]          = num_dci;
         cfg["DCI_IDLE_TIMEOUT"] = idle_timeout;
-        cfg["RNR_TIMER"]        = rnr_timer;
-        m_a                     = create_entity(cfg);
-        m_b                     = create_entity();
+        if (rnr_timer != NULL) {
+            cfg["RNR_TIMER"] = rnr_timer;
+        }
+        m_a = create_entity(cfg);
+        m_b = create_entity();
         ASSERT_TRUE((m_a != NULL) && (m_b != NULL));
         m_rx = 0;
         ASSERT_EQ(UCS_OK, uct_iface_set_am_handler(m_b->iface, AM_ID,
