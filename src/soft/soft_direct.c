@@ -727,6 +727,12 @@ static int soft_direct_exec(soft_qp_t *qp, soft_swqe_t *w)
     ssize_t ret;
     int err;
 
+    if (w->total_len == 0) {
+        /* nothing to copy, but the target must still answer (a probe of a
+         * peer, a no-op behind other work): the packet path, the grant to
+         * this peer kept for the copies that follow */
+        return 0;
+    }
     if (soft_direct_grant_exec(dev, w, is_write, access)) {
         return 1;
     }
