@@ -805,9 +805,10 @@ void uct_dcx_dci_drain(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci);
 void uct_dcx_dci_pool_check(uct_dcx_iface_t *iface);
 /* The pool's gauges (sizes, waiters, free DCIs) into stats */
 void uct_dcx_dci_gauges(uct_dcx_iface_t *iface, dcx_dci_stats_t *stats);
-/* A signalled no-op to ourselves on dci, inline (no buffer: it cannot fail
- * for want of one); UCS_ERR_NO_RESOURCE if dci has no free slot */
-ucs_status_t uct_dcx_dci_post_nop(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci);
+/* A signalled no-op on dci (an RDMA WRITE of no bytes to our own DCT), for
+ * ep (may be NULL); UCS_ERR_NO_RESOURCE if dci has no free slot */
+ucs_status_t uct_dcx_dci_post_nop(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci,
+                                  uct_dcx_ep_t *ep);
 void uct_dcx_dci_tail_slow(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci);
 void uct_dcx_iface_tx_starved(uct_dcx_iface_t *iface);
 void uct_dcx_op_release_desc(uct_dcx_iface_t *iface, uct_dcx_op_t *op,

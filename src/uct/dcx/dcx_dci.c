@@ -79,63 +79,31 @@ static void uct_dcx_dci_release(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci)
  * Unsignalled sends.  Most WRs go unsignalled (SIGNAL_PERIOD), so a DCI
  * whose last WRs were not signalled does not see itself drain: nothing
  * reports them.  That matters only when the DCI must go back to the pool
- * (an endpoint waits for a DCI, or the owner left), or when the send
- * buffers those WRs hold are needed (none is free).  Then a signalled
- * no-op behind them (to this interface's own DCT) makes the device report
- * them all; while endpoints wait, every WR is signalled, so that DCIs
- * drain as soon as their work is done, as before.  (A flush does the same
- * for the WRs it waits for.)
+ * (an endpoint waits for a DCI, or the owner left), when the send buffers
+ * those WRs hold are needed (none is free), or when a flush waits for them.
+ * Then a signalled no-op behind them makes the device report them all;
+ * while endpoints wait, every WR is signalled, so that DCIs drain as soon
+ * as their work is done.
+ *
+ * The no-op is an RDMA WRITE of no bytes to this interface's own DCT: it
+ * completes in order behind the WRs before it, and at the target it
+ * accesses no memory (no key is checked) and takes no receive.  A SEND
+ * would take one, outside flow control: a pool of more busy DCIs than the
+ * DCT has receives posted would then drain at the pace of RNR retries.
  */
-
-ucs_status_t uct_dcx_dci_post_nop(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci)
+ucs_status_t uct_dcx_dci_post_nop(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci,
+                                  uct_dcx_ep_t *ep)
 {
-    uint8_t nop[DCX_TM_TMH_LEN + UCT_DCX_AM_HDR_LEN] = {0};
-    uct_dcx_send_desc_t *desc                        = NULL;
     dcx_send_wr_t wr;
-    dcx_sge_t sge;
-    ucs_status_t status;
 
     if (dci->avail == 0) {
         return UCS_ERR_NO_RESOURCE;
     }
 
-    /* NO_TAG TMH (our DCT is behind a TM SRQ) and the header byte */
-    nop[iface->rx.tmh_len] = UCT_DCX_AM_CTL | UCT_DCX_CTL_NOP;
-    sge.addr               = (uintptr_t)nop;
-    sge.length             = iface->rx.tmh_len + UCT_DCX_AM_HDR_LEN;
-    sge.lkey               = 0;
-    wr.flags               = DCX_SEND_INLINE;
-    if (sge.length > iface->config.max_inline) {
-        /* a device with almost no inline room: from a send buffer, taken
-         * from the pool itself (uct_dcx_iface_get_desc would drain the
-         * DCIs when there is none, which may be what brought us here) */
-        desc = ucs_mpool_get_inline(&iface->tx_mp);
-        if (desc == NULL) {
-            return UCS_ERR_NO_RESOURCE;
-        }
-        memcpy(uct_dcx_desc_data(desc), nop, sge.length);
-        desc->op.cb   = uct_dcx_op_release_desc;
-        desc->op.comp = NULL;
-        sge.addr      = (uintptr_t)uct_dcx_desc_data(desc);
-        sge.lkey      = desc->lkey;
-        wr.flags      = 0;
-    }
-
+    memset(&wr, 0, sizeof(wr));
     uct_dcx_iface_self_dest(iface, &wr.dest);
-    wr.opcode      = DCX_WR_SEND;
-    wr.num_sge     = 1;
-    wr.atomic_size = 0;
-    wr.imm         = 0;
-    wr.sg_list     = &sge;
-    wr.remote_addr = 0;
-    wr.rkey        = 0;
-    wr.reserved    = 0;
-    status         = uct_dcx_dci_post(iface, dci, NULL, &wr,
-                              (desc != NULL) ? &desc->op : NULL, 1);
-    if ((status != UCS_OK) && (desc != NULL)) {
-        ucs_mpool_put_inline(desc);
-    }
-    return status;
+    wr.opcode = DCX_WR_RDMA_WRITE;
+    return uct_dcx_dci_post(iface, dci, ep, &wr, NULL, 1);
 }
 
 /* dci must drain (go back to the pool): if its last WRs went unsignalled
@@ -154,7 +122,7 @@ void uct_dcx_dci_drain(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci)
         return;
     }
 
-    status = uct_dcx_dci_post_nop(iface, dci);
+    status = uct_dcx_dci_post_nop(iface, dci, NULL);
     if (status == UCS_OK) {
         iface->cnt->dci.drains++;
     } else {

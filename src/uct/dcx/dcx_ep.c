@@ -800,7 +800,6 @@ ucs_status_t uct_dcx_ep_flush(uct_ep_h tl_ep, unsigned flags,
     uct_dcx_ep_t *ep       = ucs_derived_of(tl_ep, uct_dcx_ep_t);
     uct_dcx_iface_t *iface = uct_dcx_ep_iface(ep);
     uct_dcx_dci_t *dci;
-    dcx_dc_dest_t self;
     ucs_status_t status;
 
     if (ucs_unlikely((ep->flags &
@@ -846,11 +845,9 @@ ucs_status_t uct_dcx_ep_flush(uct_ep_h tl_ep, unsigned flags,
 
     dci = uct_dcx_ep_dci(iface, ep);
     if (dci->sig_sn < ep->last_sn) {
-        /* Unsignalled WRs in flight: a signalled no-op to ourselves after
-         * them tells when they are done */
-        uct_dcx_iface_self_dest(iface, &self);
-        status = uct_dcx_dci_post_ctl(iface, dci, ep, &self, UCT_DCX_CTL_NOP,
-                                      NULL, 0, iface->rx.tmh_len, NULL);
+        /* Unsignalled WRs in flight: a signalled no-op after them tells
+         * when they are done */
+        status = uct_dcx_dci_post_nop(iface, dci, ep);
         if (status != UCS_OK) {
             return status;
         }
