@@ -391,6 +391,18 @@ typedef struct dcx_mkey_layout {
  * Completions
  * ------------------------------------------------------------------------ */
 /* the work completion, dcx_wc_t: dcx_wc.h */
+
+/* A CQ's look without a call (dcx_cq_idle): a word in memory where the
+ * CQ's next completion shows, and the bits of it that tell.  A poll would
+ * find nothing while ((*word ^ want) & mask) != 0; mask 0 says nothing of
+ * the kind (a poll is due).  The backend keeps it in the polling thread,
+ * as its polls move on; the device writes the word. */
+typedef struct dcx_cq_look {
+    const uint64_t *word;
+    uint64_t want;
+    uint64_t mask;
+} dcx_cq_look_t;
+
 struct dcx_cq {
     dcx_dev_t *dev;
     uint32_t cqe; /* usable entries (>= requested) */
@@ -405,6 +417,10 @@ struct dcx_cq {
     int (*ready)(const dcx_cq_t *cq);
     /* dcx_cq_release (DCX_CAP_RECV_IN_PLACE), else NULL */
     void (*release)(dcx_cq_t *cq);
+    /* dcx_cq_idle, or NULL where the backend's CQs have no word that
+     * tells; else set at creation and never NULL after (the backend may
+     * point it elsewhere as the CQ is taken into use) */
+    const dcx_cq_look_t *look;
 };
 
 static inline int dcx_cq_poll(dcx_cq_t *cq, int max, dcx_wc_t *wc)
@@ -448,6 +464,19 @@ static inline int dcx_cq_ready(const dcx_cq_t *cq)
 static inline int dcx_cq_can_look(const dcx_cq_t *cq)
 {
     return cq->ready != NULL;
+}
+
+/* Nonzero if a poll of cq would find nothing now, told without a call: a
+ * few loads, for a caller whose progress call finds nothing most of the
+ * time.  Only on a CQ whose look is not NULL.  Zero is no promise of a
+ * completion (a poll is due); a completion racing with the look is seen
+ * by the next one. */
+static inline int dcx_cq_idle(const dcx_cq_t *cq)
+{
+    const dcx_cq_look_t *look = cq->look;
+
+    return ((__atomic_load_n(look->word, __ATOMIC_RELAXED) ^ look->want) &
+            look->mask) != 0;
 }
 
 /* ------------------------------------------------------------------------

@@ -128,11 +128,12 @@ typedef struct dcx_mlx5_raw_cq {
     void *uar;              /* the CQ doorbell's page */
     uint32_t cqn;
     uint32_t ci;
-    /* the CQE at ci (its last 64 bytes) and the owner bit it has when it
-     * is software's: a look at the consumer index reads just these (the
-     * poller's state, as ci is) */
-    struct mlx5_cqe64 *at;
-    uint32_t own;
+    /* The cursor: the last 8 bytes of the CQE at ci (op_own the last) and
+     * their owner bit's value when the CQE is software's.  A look at the
+     * consumer index reads just these (the poller's state, as ci is), and
+     * so does dcx_cq_idle, whose mask is 0 while flushed DCIs wait on the
+     * CQ (their completions are not in its memory). */
+    dcx_cq_look_t look;
     uint32_t arm_sn;     /* events collected, 2 bits */
     dcx_mlx5_srq_t *srq; /* the raw SRQ whose receives complete here */
     bool multi_srq;      /* more than one: found through the DCT */
@@ -338,6 +339,8 @@ void dcx_mlx5_raw_cq_free(dcx_mlx5_cq_t *cq);
 void dcx_mlx5_raw_cq_release(dcx_cq_t *cq);
 /* Removes the CQEs of QP qpn not polled yet (a QP moved to RESET) */
 void dcx_mlx5_raw_cq_clean(dcx_mlx5_cq_t *cq, uint32_t qpn);
+/* the CQ's look (dcx_cq_idle) after its list of flushed DCIs changed */
+void dcx_mlx5_raw_look_sync(dcx_mlx5_cq_t *cq);
 /* Arms the CQ for its next completion (raw CQs' doorbell) */
 void dcx_mlx5_raw_cq_arm(dcx_mlx5_cq_t *cq);
 /* An event of the CQ was collected: the next arm's sequence */

@@ -320,6 +320,7 @@ void dcx_mlx5_cq_schedule_flush(dcx_mlx5_cq_t *cq, dcx_mlx5_qp_t *qp)
     qp->flush_next   = cq->flush_head;
     cq->flush_head   = qp;
     qp->flush_listed = true;
+    dcx_mlx5_raw_look_sync(cq);
 }
 
 void dcx_mlx5_cq_unschedule_flush(dcx_mlx5_cq_t *cq, dcx_mlx5_qp_t *qp)
@@ -337,6 +338,7 @@ void dcx_mlx5_cq_unschedule_flush(dcx_mlx5_cq_t *cq, dcx_mlx5_qp_t *qp)
     }
     qp->flush_next   = NULL;
     qp->flush_listed = false;
+    dcx_mlx5_raw_look_sync(cq);
 }
 
 /* Completion of a WR of a DCI with streams: every WR completes on its

@@ -14,7 +14,9 @@
  * one polled after the DCT is gone still hands its buffer back.
  *
  * A CQE belongs to software when its owner bit matches the pass of the
- * consumer index over the queue and its opcode is not INVALID.  A send
+ * consumer index over the queue and its opcode is not INVALID.  The
+ * poll's cursor, the CQE's last word at the consumer index and the owner
+ * bit it shows once software's, is also the CQ's look (dcx_cq_idle).  A send
  * CQE's WQE counter names the first block of the WQE it completes, whose
  * WR sequence the DCI recorded (mlx5_raw_sq.c); the ring retires every
  * WR up to it.  A receive CQE names the SRQ WQE its message took, handed
@@ -82,12 +84,53 @@ dcx_mlx5_raw_cqe_sw(const dcx_mlx5_raw_cq_t *rc, uint32_t idx)
     return dcx_mlx5_raw_cqe_sw_of(rc, idx, rc->cqe_shift);
 }
 
-/* The cursor (at, own) after the consumer index moved */
+/* The bit of the owner bit in a CQE's last 8 bytes read as one word (the
+ * last byte is op_own) */
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define DCX_MLX5_LOOK_OWN_SHIFT 56u
+#else
+#define DCX_MLX5_LOOK_OWN_SHIFT 0u
+#endif
+#define DCX_MLX5_LOOK_OWN \
+    ((uint64_t)MLX5_CQE_OWNER_MASK << DCX_MLX5_LOOK_OWN_SHIFT)
+
+/* The cursor (the look of dcx_cq_idle) after the consumer index moved */
 static inline void dcx_mlx5_raw_cursor_set(dcx_mlx5_raw_cq_t *rc,
                                            uint32_t shift)
 {
-    rc->at  = dcx_mlx5_raw_cqe_of(rc, rc->ci, shift);
-    rc->own = (rc->ci >> rc->cnt_shift) & MLX5_CQE_OWNER_MASK;
+    const struct mlx5_cqe64 *cqe = dcx_mlx5_raw_cqe_of(rc, rc->ci, shift);
+    uint64_t own = (rc->ci >> rc->cnt_shift) & MLX5_CQE_OWNER_MASK;
+
+    rc->look.word = (const uint64_t *)(cqe + 1) - 1;
+    rc->look.want = own << DCX_MLX5_LOOK_OWN_SHIFT;
+}
+
+/* The CQE at the cursor */
+static inline struct mlx5_cqe64 *
+dcx_mlx5_raw_cursor_cqe(const dcx_mlx5_raw_cq_t *rc)
+{
+    return (struct mlx5_cqe64 *)(uintptr_t)(rc->look.word + 1) - 1;
+}
+
+/* The owner bit of a software CQE at the cursor, as op_own has it */
+static inline uint8_t dcx_mlx5_raw_cursor_own(const dcx_mlx5_raw_cq_t *rc)
+{
+    return (uint8_t)(rc->look.want >> DCX_MLX5_LOOK_OWN_SHIFT);
+}
+
+/* The looks of a CQ not polled in memory: one that no queue has used yet,
+ * which nothing can be in (idle), and one polled through libmlx5 (a poll
+ * is always due) */
+static const uint64_t dcx_mlx5_look_zero;
+static const dcx_cq_look_t dcx_mlx5_look_open = {&dcx_mlx5_look_zero, 1, 1};
+static const dcx_cq_look_t dcx_mlx5_look_due  = {&dcx_mlx5_look_zero, 0, 0};
+
+void dcx_mlx5_raw_look_sync(dcx_mlx5_cq_t *cq)
+{
+    if (cq->mode == DCX_MLX5_CQ_RAW) {
+        /* a flushed DCI's completions are not in the CQ's memory */
+        cq->raw->look.mask = (cq->flush_head == NULL) ? DCX_MLX5_LOOK_OWN : 0;
+    }
 }
 
 /* The CQE at the consumer index if software owns it, else NULL: the look
@@ -95,9 +138,9 @@ static inline void dcx_mlx5_raw_cursor_set(dcx_mlx5_raw_cq_t *rc,
 static inline struct mlx5_cqe64 *
 dcx_mlx5_raw_cqe_ready(const dcx_mlx5_raw_cq_t *rc)
 {
-    struct mlx5_cqe64 *cqe = rc->at;
-
-    return ((cqe->op_own ^ rc->own) & MLX5_CQE_OWNER_MASK) ? NULL : cqe;
+    return ((*rc->look.word ^ rc->look.want) & DCX_MLX5_LOOK_OWN) ?
+               NULL :
+               dcx_mlx5_raw_cursor_cqe(rc);
 }
 
 /* The CQE size's log2 where a poll knows it as a constant: the polls with
@@ -496,7 +539,8 @@ dcx_mlx5_raw_recv_alone(dcx_mlx5_cq_t *cq, const struct mlx5_cqe64 *cqe,
     dcx_mlx5_raw_cq_t *rc = cq->raw;
     dcx_mlx5_srq_t *srq   = rc->srq;
 
-    if ((cqe->op_own != ((MLX5_CQE_RESP_SEND << 4) | rc->own)) ||
+    if ((cqe->op_own !=
+         ((MLX5_CQE_RESP_SEND << 4) | dcx_mlx5_raw_cursor_own(rc))) ||
         (cqe->app != 0) || (srq == NULL) || rc->multi_srq ||
         !dcx_mlx5_raw_cqe_alone(rc)) {
         return 0;
@@ -610,6 +654,9 @@ void dcx_mlx5_cq_open_init(dcx_mlx5_cq_t *cq, bool raw)
         cq->super.poll      = dcx_mlx5_open_poll;
         cq->super.poll_pair = dcx_mlx5_open_poll_pair;
         cq->super.ready     = dcx_mlx5_open_ready;
+        cq->super.look      = &dcx_mlx5_look_open;
+    } else {
+        cq->super.look = NULL; /* libmlx5 polls it: no word to look at */
     }
 }
 
@@ -667,6 +714,9 @@ static int dcx_mlx5_raw_cq_take(dcx_mlx5_cq_t *cq)
         cq->super.poll_pair = dcx_mlx5_raw_poll_pair;
     }
     cq->super.ready = dcx_mlx5_raw_ready;
+    cq->mode        = DCX_MLX5_CQ_RAW;
+    dcx_mlx5_raw_look_sync(cq);
+    cq->super.look = &cq->raw->look;
     return 0;
 }
 
@@ -685,6 +735,7 @@ int dcx_mlx5_cq_use(dcx_mlx5_cq_t *cq, bool raw, const char *what)
             cq->super.poll      = cq->verbs_poll;
             cq->super.poll_pair = cq->verbs_poll_pair;
             cq->super.ready     = NULL;
+            cq->super.look      = &dcx_mlx5_look_due;
         }
         cq->mode = raw ? DCX_MLX5_CQ_RAW : DCX_MLX5_CQ_VERBS;
         return 0;

@@ -97,6 +97,8 @@ int soft_cq_create(dcx_dev_t *dev_, uint32_t cqe, dcx_cq_t **cq_p)
     cq->super.poll_pair = soft_cq_poll_pair;
     cq->super.ready     = soft_cq_ready;
     cq->super.release   = soft_cq_release;
+    /* a poll runs the engine too: no one word tells that it is idle */
+    cq->super.look      = NULL;
     cq->dev             = dev;
     cq->size            = size;
     soft_lock(&dev->lock);

@@ -7,7 +7,8 @@
  * once when armed while the backend itself still holds reports for it (a
  * failed DCI's WRs, reported as flushed from its ring after the hardware's
  * own flush completions were polled and dropped); a CQ read in memory can
- * be looked at without taking its completions (dcx_cq_ready).  Linked with
+ * be looked at without taking its completions (dcx_cq_ready), and without
+ * a call (dcx_cq_idle).  Linked with
  * libuct_dcx.so and the emulated libraries (gtest_emu_uct; the environment
  * is set in test_emu_uct_strided.cc).
  */
@@ -202,4 +203,99 @@ TEST_F(emu_mlx5_events, ready_sees_flush_reports_bad_flow)
     }
     EXPECT_EQ(0, dcx_cq_ready(m_tx_cq));
     EXPECT_EQ(0, dcx_cq_poll(m_tx_cq, 8, wc));
+}
+
+/* dcx_cq_idle: the look without a call, over the same CQ memory.  Both
+ * CQs are idle while empty; the receive's CQE makes the receive CQ busy
+ * until polled, the send's the send CQ; a look takes nothing.  A CQ no
+ * queue has used yet is idle (nothing can reach it). */
+TEST_F(emu_mlx5_events, idle_look_follows_completions)
+{
+    double deadline;
+    dcx_cq_t *fresh;
+    dcx_wc_t wc;
+
+    ASSERT_NE(nullptr, m_rx_cq->look);
+    ASSERT_NE(nullptr, m_tx_cq->look);
+    EXPECT_NE(0, dcx_cq_idle(m_rx_cq));
+    EXPECT_NE(0, dcx_cq_idle(m_tx_cq));
+
+    ASSERT_EQ(0, send(1));
+    deadline = now_sec() + WAIT_MS / 1000.0;
+    while (dcx_cq_idle(m_rx_cq) || dcx_cq_idle(m_tx_cq)) {
+        ASSERT_LT(now_sec(), deadline) << "a CQE never came";
+    }
+    EXPECT_EQ(0, dcx_cq_idle(m_rx_cq)) << "the look took the completion";
+    ASSERT_TRUE(poll_one(m_rx_cq, &wc));
+    EXPECT_EQ(DCX_WC_RECV, wc.opcode);
+    EXPECT_NE(0, dcx_cq_idle(m_rx_cq));
+    EXPECT_EQ(0, dcx_cq_idle(m_tx_cq));
+    ASSERT_TRUE(poll_one(m_tx_cq, &wc));
+    EXPECT_EQ(1u, wc.wr_id);
+    EXPECT_NE(0, dcx_cq_idle(m_tx_cq));
+
+    ASSERT_EQ(0, dcx_cq_create(m_dev, 16, &fresh));
+    ASSERT_NE(nullptr, fresh->look);
+    EXPECT_NE(0, dcx_cq_idle(fresh));
+    EXPECT_EQ(0, dcx_cq_poll(fresh, 1, &wc));
+    EXPECT_EQ(0, dcx_cq_destroy(fresh));
+}
+
+/* The look of a CQ past a whole lap: the owner bit's value changes with
+ * each pass over the queue, and the look follows it */
+TEST_F(emu_mlx5_events, idle_look_over_laps)
+{
+    unsigned lap, laps = 2 * m_tx_cq->cqe + 3;
+    double deadline;
+    dcx_wc_t wc;
+
+    for (lap = 0; lap < laps; ++lap) {
+        ASSERT_EQ(0, send(100 + lap));
+        deadline = now_sec() + WAIT_MS / 1000.0;
+        while (dcx_cq_idle(m_tx_cq)) {
+            ASSERT_LT(now_sec(), deadline) << "send " << lap;
+        }
+        ASSERT_TRUE(poll_one(m_tx_cq, &wc));
+        ASSERT_EQ(100u + lap, wc.wr_id);
+        ASSERT_NE(0, dcx_cq_idle(m_tx_cq)) << "send " << lap;
+        /* the receive's buffer posted again (the fixture's layout) */
+        ASSERT_TRUE(poll_one(m_rx_cq, &wc));
+        dcx_sge_t s = {(uint64_t)(uintptr_t)(m_buf + 4096 + 64 * wc.wr_id), 64,
+                       m_mr->lkey};
+        ASSERT_EQ(0, dcx_srq_post_recv(m_srq, wc.wr_id, &s, 1));
+    }
+}
+
+/* A failed DCI's reports wait in the backend's record, not in CQ memory:
+ * the look must not call the CQ idle until they are polled */
+TEST_F(emu_mlx5_events, idle_look_sees_flush_reports_bad_flow)
+{
+    dcx_wc_t wc[8];
+    int n, total;
+
+    ASSERT_NO_FATAL_FAILURE(fail_dci());
+
+    EXPECT_EQ(0, dcx_cq_idle(m_tx_cq)) << "two reports wait";
+    for (total = 0; total < 2; total += n) {
+        n = dcx_cq_poll(m_tx_cq, 8, wc);
+        ASSERT_GT(n, 0);
+    }
+    EXPECT_NE(0, dcx_cq_idle(m_tx_cq));
+    EXPECT_EQ(0, dcx_cq_poll(m_tx_cq, 8, wc));
+}
+
+/* With raw queues off libmlx5 polls the CQs: the backend has no word to
+ * look at, and says so */
+class emu_mlx5_events_verbs : public emu_mlx5_fixture {
+protected:
+    void configure(dcx_dev_config_t *config) override
+    {
+        ASSERT_EQ(0, dcx_dev_config_set_num(config, "MLX5_RAW", 0));
+    }
+};
+
+TEST_F(emu_mlx5_events_verbs, no_idle_look)
+{
+    EXPECT_EQ(nullptr, m_rx_cq->look);
+    EXPECT_EQ(nullptr, m_tx_cq->look);
 }
