@@ -687,6 +687,7 @@ int uct_dcx_iface_ctl_busy(uct_dcx_iface_t *iface);
 void uct_dcx_iface_rx_init(uct_dcx_iface_t *iface,
                            const uct_dcx_iface_config_t *cfg);
 unsigned uct_dcx_iface_progress(uct_iface_h tl_iface);
+void uct_dcx_iface_progress_choose(uct_dcx_iface_t *iface);
 unsigned uct_dcx_iface_post_recv(uct_dcx_iface_t *iface);
 void uct_dcx_iface_rx_grow(uct_dcx_iface_t *iface);
 void uct_dcx_iface_release_desc(uct_recv_desc_t *self, void *desc);
@@ -698,6 +699,7 @@ void uct_dcx_iface_rx_error(uct_dcx_iface_t *iface, const dcx_wc_t *wc);
 
 /* dcx_tag.c */
 unsigned uct_dcx_iface_tag_progress(uct_iface_h tl_iface);
+unsigned uct_dcx_iface_tag_progress_look(uct_iface_h tl_iface);
 ucs_status_t uct_dcx_iface_mpools_init(uct_dcx_iface_t *iface,
                                        const uct_iface_params_t *params,
                                        const uct_dcx_iface_config_t *cfg);

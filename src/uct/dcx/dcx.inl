@@ -443,6 +443,20 @@ static UCS_F_ALWAYS_INLINE void uct_dcx_dci_tx_wcs(uct_dcx_iface_t *iface,
     }
 }
 
+/* A progress call with nothing to do, told without a device call where
+ * both CQs have a look (dcx_cq_idle): neither shows a completion, and
+ * neither the tail (uct_dcx_iface_progress_tail) nor the strided-key queue
+ * has work due.  Such a call is exactly one that polls nothing and whose
+ * tail does nothing. */
+static UCS_F_ALWAYS_INLINE int uct_dcx_iface_idle(uct_dcx_iface_t *iface)
+{
+    return dcx_cq_idle(iface->rx_cq) && dcx_cq_idle(iface->tx_cq) &&
+           (iface->rx.posted > iface->rx.refill_at) &&
+           ucs_queue_is_empty(&iface->grant_q) &&
+           ucs_arbiter_is_empty(&iface->arbiter) &&
+           (iface->strided.cfgq.out == 0);
+}
+
 /* A progress call: both CQs polled in one device call (dcx_cq_poll_pair:
  * one with nothing to do costs that call), the receive completions handed
  * to rx_wcs, the send completions taken, then the tail.  rx_wcs is a

@@ -567,6 +567,7 @@ uct_dcx_iface_create_queues(uct_dcx_iface_t *iface,
     if (uct_dcx_iface_srq_create(iface, cfg, tm) != UCS_OK) {
         goto err_rx_cq;
     }
+    uct_dcx_iface_progress_choose(iface);
 
     memset(&dct_attr, 0, sizeof(dct_attr));
     dct_attr.type    = DCX_QPT_DCT;

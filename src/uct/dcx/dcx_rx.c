@@ -316,9 +316,34 @@ static UCS_F_ALWAYS_INLINE void uct_dcx_iface_rx_wcs(uct_dcx_iface_t *iface,
 /* Both CQs polled in one device call (dcx_cq_poll_pair): a progress call
  * with nothing to do costs one device call.  An interface on a TM SRQ has
  * uct_dcx_iface_tag_progress (dcx_tag.c) instead, set at its creation. */
-unsigned uct_dcx_iface_progress(uct_iface_h tl_iface)
+UCS_F_NOINLINE unsigned uct_dcx_iface_progress(uct_iface_h tl_iface)
 {
     return uct_dcx_iface_progress_common(ucs_derived_of(tl_iface,
                                                         uct_dcx_iface_t),
                                          uct_dcx_iface_rx_wcs);
+}
+
+/* The same where both CQs have a look (uct_dcx_iface_progress_choose): a
+ * call with nothing to do returns after a few loads, with no device call
+ * and no register saved (the poll is a tail call, out of line) */
+static unsigned uct_dcx_iface_progress_look(uct_iface_h tl_iface)
+{
+    if (ucs_likely(uct_dcx_iface_idle(ucs_derived_of(tl_iface,
+                                                     uct_dcx_iface_t)))) {
+        return 0;
+    }
+    return uct_dcx_iface_progress(tl_iface);
+}
+
+/* Once the CQs and the SRQ exist: the progress looks before it polls
+ * where the device can tell an idle CQ without a call (dcx_cq_idle); a
+ * device that runs an engine when polled is polled every time */
+void uct_dcx_iface_progress_choose(uct_dcx_iface_t *iface)
+{
+    if ((iface->rx_cq->look == NULL) || (iface->tx_cq->look == NULL)) {
+        return;
+    }
+    iface->super.super.ops.iface_progress = (iface->rx.tmh_len != 0) ?
+                                                uct_dcx_iface_tag_progress_look :
+                                                uct_dcx_iface_progress_look;
 }

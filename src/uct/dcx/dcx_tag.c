@@ -810,11 +810,21 @@ static UCS_F_ALWAYS_INLINE void uct_dcx_tag_rx_wcs(uct_dcx_iface_t *iface,
  * tail (uct_dcx_iface_progress_common), its receive completions taken
  * inline, so that an unexpected eager message makes no call of its own
  * before the eager_cb */
-unsigned uct_dcx_iface_tag_progress(uct_iface_h tl_iface)
+UCS_F_NOINLINE unsigned uct_dcx_iface_tag_progress(uct_iface_h tl_iface)
 {
     return uct_dcx_iface_progress_common(ucs_derived_of(tl_iface,
                                                         uct_dcx_iface_t),
                                          uct_dcx_tag_rx_wcs);
+}
+
+/* The same where both CQs have a look (uct_dcx_iface_progress_choose) */
+unsigned uct_dcx_iface_tag_progress_look(uct_iface_h tl_iface)
+{
+    if (ucs_likely(uct_dcx_iface_idle(ucs_derived_of(tl_iface,
+                                                     uct_dcx_iface_t)))) {
+        return 0;
+    }
+    return uct_dcx_iface_tag_progress(tl_iface);
 }
 
 /* ---------------------------------------------------------------------------
