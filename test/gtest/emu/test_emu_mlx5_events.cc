@@ -188,8 +188,9 @@ TEST_F(emu_mlx5_events, ready_looks_without_taking)
 
 /* A DCI that failed with WRs outstanding: the backend's own flush reports
  * wait in its record, not in CQ memory (emptied by the polls that dropped
- * the hardware's flush CQEs), and the look sees them too */
-TEST_F(emu_mlx5_events, ready_sees_flush_reports_bad_flow)
+ * the hardware's flush CQEs), and both looks see them too: the idle look
+ * must not call the CQ idle until they are polled */
+TEST_F(emu_mlx5_events, looks_see_flush_reports_bad_flow)
 {
     dcx_wc_t wc[8];
     int n, total;
@@ -197,11 +198,13 @@ TEST_F(emu_mlx5_events, ready_sees_flush_reports_bad_flow)
     ASSERT_NO_FATAL_FAILURE(fail_dci());
 
     EXPECT_NE(0, dcx_cq_ready(m_tx_cq)) << "two reports wait";
+    EXPECT_EQ(0, dcx_cq_idle(m_tx_cq)) << "two reports wait";
     for (total = 0; total < 2; total += n) {
         n = dcx_cq_poll(m_tx_cq, 8, wc);
         ASSERT_GT(n, 0);
     }
     EXPECT_EQ(0, dcx_cq_ready(m_tx_cq));
+    EXPECT_NE(0, dcx_cq_idle(m_tx_cq));
     EXPECT_EQ(0, dcx_cq_poll(m_tx_cq, 8, wc));
 }
 
@@ -264,24 +267,6 @@ TEST_F(emu_mlx5_events, idle_look_over_laps)
                        m_mr->lkey};
         ASSERT_EQ(0, dcx_srq_post_recv(m_srq, wc.wr_id, &s, 1));
     }
-}
-
-/* A failed DCI's reports wait in the backend's record, not in CQ memory:
- * the look must not call the CQ idle until they are polled */
-TEST_F(emu_mlx5_events, idle_look_sees_flush_reports_bad_flow)
-{
-    dcx_wc_t wc[8];
-    int n, total;
-
-    ASSERT_NO_FATAL_FAILURE(fail_dci());
-
-    EXPECT_EQ(0, dcx_cq_idle(m_tx_cq)) << "two reports wait";
-    for (total = 0; total < 2; total += n) {
-        n = dcx_cq_poll(m_tx_cq, 8, wc);
-        ASSERT_GT(n, 0);
-    }
-    EXPECT_NE(0, dcx_cq_idle(m_tx_cq));
-    EXPECT_EQ(0, dcx_cq_poll(m_tx_cq, 8, wc));
 }
 
 /* With raw queues off libmlx5 polls the CQs: the backend has no word to
