@@ -32,10 +32,8 @@ while getopts "b:n:r:k:" o; do
     esac
 done
 
-bin="$build/bench/.libs/strided"
-[ -x "$bin" ] || bin="$build/bench/strided"
+bin="$build/bench/strided"
 [ -x "$bin" ] || { echo "strided.sh: build bench/strided first (make)" >&2; exit 1; }
-export LD_LIBRARY_PATH="$build/.libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
