@@ -69,7 +69,7 @@
 
 /* Control message types (header byte = UCT_DCX_AM_CTL | type) */
 typedef enum {
-    UCT_DCX_CTL_NOP      = 1, /* flush marker / ep_check probe; dropped */
+    UCT_DCX_CTL_NOP      = 1, /* a rendezvous FIN's control byte; dropped */
     UCT_DCX_CTL_FC_REQ   = 2, /* sender asks for credits */
     UCT_DCX_CTL_FC_GRANT = 3  /* receiver grants credits */
 } uct_dcx_ctl_type_t;
@@ -807,10 +807,11 @@ void uct_dcx_dci_drain(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci);
 void uct_dcx_dci_pool_check(uct_dcx_iface_t *iface);
 /* The pool's gauges (sizes, waiters, free DCIs) into stats */
 void uct_dcx_dci_gauges(uct_dcx_iface_t *iface, dcx_dci_stats_t *stats);
-/* A signalled no-op on dci (an RDMA WRITE of no bytes to our own DCT), for
- * ep (may be NULL); UCS_ERR_NO_RESOURCE if dci has no free slot */
+/* A signalled no-op on dci (an RDMA WRITE of no bytes, to dest or, when
+ * NULL, our own DCT), for ep (may be NULL); UCS_ERR_NO_RESOURCE if dci has
+ * no free slot */
 ucs_status_t uct_dcx_dci_post_nop(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci,
-                                  uct_dcx_ep_t *ep);
+                                  uct_dcx_ep_t *ep, const dcx_dc_dest_t *dest);
 void uct_dcx_dci_tail_slow(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci);
 void uct_dcx_iface_tx_starved(uct_dcx_iface_t *iface);
 void uct_dcx_op_release_desc(uct_dcx_iface_t *iface, uct_dcx_op_t *op,

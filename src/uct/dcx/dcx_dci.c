@@ -90,9 +90,11 @@ static void uct_dcx_dci_release(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci)
  * accesses no memory (no key is checked) and takes no receive.  A SEND
  * would take one, outside flow control: a pool of more busy DCIs than the
  * DCT has receives posted would then drain at the pace of RNR retries.
+ * An endpoint's probe (uct_dcx_ep_check) is the same WRITE to its peer,
+ * for the same reason: UCP probes every endpoint of a worker at once.
  */
 ucs_status_t uct_dcx_dci_post_nop(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci,
-                                  uct_dcx_ep_t *ep)
+                                  uct_dcx_ep_t *ep, const dcx_dc_dest_t *dest)
 {
     dcx_send_wr_t wr;
 
@@ -101,7 +103,11 @@ ucs_status_t uct_dcx_dci_post_nop(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci,
     }
 
     memset(&wr, 0, sizeof(wr));
-    uct_dcx_iface_self_dest(iface, &wr.dest);
+    if (dest != NULL) {
+        wr.dest = *dest;
+    } else {
+        uct_dcx_iface_self_dest(iface, &wr.dest);
+    }
     wr.opcode = DCX_WR_RDMA_WRITE;
     return uct_dcx_dci_post(iface, dci, ep, &wr, NULL, 1);
 }
@@ -122,7 +128,7 @@ void uct_dcx_dci_drain(uct_dcx_iface_t *iface, uct_dcx_dci_t *dci)
         return;
     }
 
-    status = uct_dcx_dci_post_nop(iface, dci, NULL);
+    status = uct_dcx_dci_post_nop(iface, dci, NULL, NULL);
     if (status == UCS_OK) {
         iface->cnt->dci.drains++;
     } else {

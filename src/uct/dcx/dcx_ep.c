@@ -847,7 +847,7 @@ ucs_status_t uct_dcx_ep_flush(uct_ep_h tl_ep, unsigned flags,
     if (dci->sig_sn < ep->last_sn) {
         /* Unsignalled WRs in flight: a signalled no-op after them tells
          * when they are done */
-        status = uct_dcx_dci_post_nop(iface, dci, ep);
+        status = uct_dcx_dci_post_nop(iface, dci, ep, NULL);
         if (status != UCS_OK) {
             return status;
         }
@@ -894,12 +894,12 @@ ucs_status_t uct_dcx_ep_check(uct_ep_h tl_ep, unsigned flags,
         return UCS_OK; /* already reported */
     }
 
-    /* A no-op to the peer on the control DCI; if the peer is gone the
-     * failure reaches the error handler like any other */
+    /* A no-op (a WRITE of no bytes, which takes no receive) to the peer on
+     * the control DCI; if the peer is gone the failure reaches the error
+     * handler like any other */
     uct_dcx_ep_dest(ep, &dest);
-    status = uct_dcx_dci_post_ctl(iface, &iface->pool.dcis[iface->pool.ctl], ep,
-                                  &dest, UCT_DCX_CTL_NOP, NULL, 0, ep->tmh_len,
-                                  NULL);
+    status = uct_dcx_dci_post_nop(iface, &iface->pool.dcis[iface->pool.ctl], ep,
+                                  &dest);
     return (status == UCS_ERR_NO_RESOURCE) ? UCS_OK : status;
 }
 

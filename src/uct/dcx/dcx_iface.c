@@ -282,7 +282,7 @@ static ucs_status_t uct_dcx_iface_flush(uct_iface_h tl_iface, unsigned flags,
         if (dci->sig_sn < dci->sn) {
             /* unsignalled tail: a signalled no-op behind it (none posted
              * when the DCI is full: a full queue holds a signalled WR) */
-            uct_dcx_dci_post_nop(iface, dci, NULL);
+            uct_dcx_dci_post_nop(iface, dci, NULL, NULL);
         }
     }
 

@@ -176,6 +176,27 @@ TEST_P(uct_dcx_errors, dc_key_mismatch)
     log_counter::reset();
 }
 
+/* An endpoint's probe takes no receive at its peer: 32 endpoints probe a
+ * peer of 4 posted receives at once, with no RNR retry allowed, and none
+ * of them fails */
+TEST_P(uct_dcx_errors, ep_check_takes_no_receive)
+{
+    entity *a = create_entity({{"RNR_RETRY_COUNT", "0"}});
+    entity *t = create_entity({{"RX_QUEUE_LEN", "4"}});
+    std::vector<uct_ep_h> eps;
+
+    ASSERT_TRUE((a != NULL) && (t != NULL));
+    for (int i = 0; i < 32; ++i) {
+        eps.push_back(connect(a, t));
+    }
+    for (uct_ep_h ep : eps) {
+        ASSERT_EQ(UCS_OK, uct_ep_check(ep, 0, NULL));
+    }
+    flush_iface(a);
+    EXPECT_TRUE(m_errors.empty());
+    EXPECT_EQ(0, log_counter::errors());
+}
+
 TEST_P(uct_dcx_errors, injected_error_completion)
 {
     uct_ep_h bad  = connect(m_a, m_b);
