@@ -204,15 +204,19 @@ static inline int soft_req_post_inline(soft_qp_t *qp, soft_swqe_t *w,
  * as the general path checks it (soft_sge_ok) and its region marked in
  * use (soft_mem_local_begin), the bytes are copied from the sge straight
  * into the target's slot: one pass over them, where the general path
- * queues a WQE and walks its sg list in an engine pass.  The packet has
- * the whole header, its payload at SOFT_SLOT_DATA (a receive in place
- * lends it 8-byte aligned after the transport's AM id), and is
- * acknowledged in our table (with the responder's kick when signaled, as
- * on the general path, whose completion a sleeper may wait for).  The WQE
- * keeps the sge: a retransmission (after an RNR) gathers it again, and a
- * deregistration of its key finds it (soft_req_key_gone).  Returns 0 when
- * posted, with *kick_p and *clk_p as soft_req_post_inline's; 1 when it
- * does not apply, with nothing done. */
+ * queues a WQE and walks its sg list in an engine pass.  The packet is a
+ * light one, as soft_req_post_inline's: its payload follows imm, over the
+ * rest of the header, so that the header and the payload's first 41
+ * bytes (the transport's AM id and the handler's header, which a receive
+ * in place reads first) take two lines of the slot, where a full header
+ * put the payload's first byte on the fourth; the same alignment
+ * (SOFT_LIGHT_OFF).  It is acknowledged in our table (with the
+ * responder's kick when signaled, as on the general path, whose
+ * completion a sleeper may wait for).  The WQE keeps the sge: a
+ * retransmission (after an RNR) gathers it again, and a deregistration
+ * of its key finds it (soft_req_key_gone).  Returns 0 when posted, with
+ * *kick_p and *clk_p as soft_req_post_inline's; 1 when it does not apply,
+ * with nothing done. */
 static inline int soft_req_post_sge(soft_qp_t *qp, soft_swqe_t *w,
                                     const dcx_send_wr_t *wr,
                                     soft_port_hdr_t **kick_p, uint64_t *clk_p)
@@ -241,34 +245,28 @@ static inline int soft_req_post_sge(soft_qp_t *qp, soft_swqe_t *w,
         soft_mem_local_end(dev);
         return 1; /* ring full: queued by the general path */
     }
-    memcpy(slot_payload, (const void *)(uintptr_t)sge->addr, total);
+    memcpy((uint8_t *)pkt + (SOFT_LIGHT_OFF - offsetof(soft_slot_t, pkt)),
+           (const void *)(uintptr_t)sge->addr, total);
     soft_mem_local_end(dev);
 
     msn        = qp->next_msn++;
     pkt->op    = wr->opcode;
     pkt->flags = SOFT_PKT_FIRST | SOFT_PKT_LAST | SOFT_PKT_WACK |
+                 SOFT_PKT_LIGHT |
                  ((wr->flags & DCX_SEND_SIGNALED) ? SOFT_PKT_WKICK : 0);
-    pkt->status      = 0;
-    pkt->atomic_size = 0;
-    pkt->len         = (uint32_t)total;
-    pkt->src_pid     = dev->pid;
-    pkt->src_inst    = (uint16_t)dev->inst;
-    pkt->src_token   = dev->token;
-    pkt->src_qpn     = qp->super.qp_num;
-    pkt->dst_qpn     = wr->dest.dctn;
-    pkt->msn         = msn;
-    pkt->ack_base    = msn - (qp->sq_head - qp->sq_comp);
-    pkt->gen         = qp->gen;
-    pkt->dc_key      = wr->dest.dc_key;
-    pkt->deliver_ns  = 0;
-    pkt->raddr       = 0;
-    pkt->rkey        = 0;
-    pkt->imm         = wr->imm;
-    pkt->offset      = 0;
-    pkt->total_len   = total;
-    memset(pkt->args, 0, sizeof(pkt->args));
-    pkt->pad  = 0;
-    pkt->csum = 0;
+    pkt->src_inst   = (uint16_t)dev->inst;
+    pkt->len        = (uint32_t)total;
+    pkt->src_qpn    = qp->super.qp_num;
+    pkt->dst_qpn    = wr->dest.dctn;
+    pkt->msn        = msn;
+    pkt->ack_base   = msn - (qp->sq_head - qp->sq_comp);
+    pkt->gen        = qp->gen;
+    pkt->dc_key     = wr->dest.dc_key;
+    pkt->src_token  = dev->token;
+    pkt->deliver_ns = 0;
+    pkt->raddr      = 0;
+    pkt->rkey       = 0;
+    pkt->imm        = wr->imm;
     soft_ring_publish_pkt(pkt, pos);
     *kick_p = target;
     soft_light_posted(qp, w, wr, peer, total, msn, pos, clk_p);

@@ -205,6 +205,58 @@ TEST_F(soft, light_sge_sends_every_size)
     EXPECT_EQ(sizes.size() - 1, after.light_posts - before.light_posts);
 }
 
+/* A light SEND of one sge is a light packet as an inline one is: the
+ * header and up to 41 bytes (SOFT_LIGHT_LINE2) in the slot's first two
+ * cache lines, the payload 7 bytes past imm, nothing written past them;
+ * a longer one runs on from there.  (A full header put its payload's
+ * first byte on the fourth line: two more lines for the target to take
+ * from the sender per message.) */
+TEST_F(soft, light_sge_send_fills_two_cache_lines)
+{
+    sge_pair p;
+    const uint32_t lens[] = {8, SOFT_LIGHT_LINE2, 4096};
+
+    ASSERT_EQ(0, p.open(fabric));
+    p.introduce(1 + sizeof(lens) / sizeof(lens[0]));
+    soft_dev_t *bdev     = (soft_dev_t *)p.b.dev;
+    soft_port_hdr_t *hdr = bdev->hdr;
+    for (unsigned k = 0; k < sizeof(lens) / sizeof(lens[0]); ++k) {
+        const uint64_t m   = 1 + k;
+        const uint32_t len = lens[k];
+        std::vector<dcx_wc_t> wa, wb;
+
+        /* b's engine lock held: nobody serves the slot while we look */
+        soft_lock(&bdev->lock);
+        dcx_soft_stats_t before = dev_stats(p.a);
+        ASSERT_EQ(0, p.send(m, len));
+        ASSERT_EQ(1u, dev_stats(p.a).light_posts - before.light_posts);
+        uint64_t pos = __atomic_load_n(&hdr->req.tail, __ATOMIC_ACQUIRE) - 1;
+        ASSERT_LT(pos, (uint64_t)SOFT_RING_SLOTS) << "a slot written before";
+        const uint8_t *slot   = (const uint8_t *)soft_ring_slot(hdr, &hdr->req,
+                                                                pos);
+        const soft_slot_t *ss = (const soft_slot_t *)slot;
+        EXPECT_EQ(pos + 1, __atomic_load_n(&ss->seq, __ATOMIC_ACQUIRE));
+        EXPECT_TRUE(ss->pkt.flags & SOFT_PKT_LIGHT) << len << " B";
+        EXPECT_EQ(len, ss->pkt.len);
+        size_t wrong = 0, past = 0;
+        for (uint32_t i = 0; i < len; ++i) {
+            wrong += (slot[SOFT_LIGHT_OFF + i] != pattern(m, i));
+        }
+        for (size_t b = SOFT_LIGHT_OFF + len; b < hdr->req.slot_size; ++b) {
+            past += (slot[b] != 0);
+        }
+        soft_unlock(&bdev->lock);
+        EXPECT_EQ(0u, wrong) << len << " B: payload not at SOFT_LIGHT_OFF";
+        EXPECT_EQ(0u, past) << len << " B: bytes past the payload";
+
+        ASSERT_TRUE(p.take(wa, 1, wb, 1)) << "message " << m;
+        EXPECT_EQ(DCX_WC_SUCCESS, wa[0].status);
+        ASSERT_EQ(DCX_WC_SUCCESS, wb[0].status);
+        EXPECT_EQ(len, wb[0].byte_len);
+        EXPECT_TRUE(p.holds(wb[0].wr_id, m, len)) << "message " << m;
+    }
+}
+
 /* Without the consumer's unmap reports our sg lists are copied by the
  * kernel (fault-safe): the general path takes every such SEND. */
 TEST_F(soft, light_sge_needs_reported_unmaps)
