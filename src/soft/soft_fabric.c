@@ -190,13 +190,20 @@ static void soft_peer_set_acks(soft_peer_t *peer)
 }
 
 /* The longest light packet to the peer (peer->light_max), once mapped: a
- * post compares its length once, not with our MTU and its slots' payload */
+ * post compares its length once, not with our MTU and its slots' payload;
+ * and its slots' size for far payloads (peer->far_slot) */
 static void soft_peer_set_light_max(soft_dev_t *dev, soft_peer_t *peer)
 {
-    uint32_t payload = __atomic_load_n(&peer->hdr->req.payload,
-                                       __ATOMIC_RELAXED);
+    uint32_t payload   = __atomic_load_n(&peer->hdr->req.payload,
+                                         __ATOMIC_RELAXED);
+    uint32_t slot_size = __atomic_load_n(&peer->hdr->req.slot_size,
+                                         __ATOMIC_RELAXED);
 
     peer->light_max = (payload < dev->limits.mtu) ? payload : dev->limits.mtu;
+    peer->far_slot  = (((slot_size % 64u) == 0) &&
+                      soft_light_far_ok(slot_size, peer->light_max)) ?
+                          slot_size :
+                          0;
 }
 
 soft_peer_t *soft_peer_get(soft_dev_t *dev, uint32_t pid, uint32_t inst,

@@ -87,7 +87,7 @@ typedef struct soft_stall {
     /* polls that found consumed slots waiting for their clear since the
      * head last moved (soft_ring_idle_clear) */
     uint32_t idle_polls;
-    uint32_t pad;
+    uint32_t slot_size; /* the ring's (soft_ring_view) */
 } soft_stall_t;
 
 /* Polls that find nothing to do but consumed slots to clear before one of
@@ -270,6 +270,7 @@ static inline void soft_ring_view(soft_port_hdr_t *hdr, soft_ring_t *ring,
                      __ATOMIC_RELAXED);
     __atomic_store_n(&st->want, pos + 1, __ATOMIC_RELAXED);
     __atomic_store_n(&st->idle_polls, 0, __ATOMIC_RELAXED);
+    st->slot_size = ring->slot_size;
 }
 
 /* Consumer side (engine lock held): soft_ring_pop and soft_ring_view in
@@ -303,6 +304,25 @@ static inline int soft_ring_view_ready(const soft_stall_t *st)
            __atomic_load_n(&st->want, __ATOMIC_RELAXED);
 }
 
+/* The payload of the packet in slot, a slot of slot_size bytes: after the
+ * whole header, after the light one, or at the slot's end (SOFT_PKT_FAR;
+ * a length that could not be there is read after the light header, where
+ * the responder's checks of it drop the packet) */
+static inline void *soft_slot_payload(soft_slot_t *slot, uint32_t slot_size)
+{
+    uint8_t flags = slot->pkt.flags;
+    uint32_t len;
+
+    if (!(flags & SOFT_PKT_LIGHT)) {
+        return (char *)slot + SOFT_SLOT_DATA;
+    }
+    len = slot->pkt.len;
+    if ((flags & SOFT_PKT_FAR) && soft_light_far_ok(slot_size, len)) {
+        return (char *)slot + soft_light_far_off(slot_size, len);
+    }
+    return (char *)slot + SOFT_LIGHT_OFF;
+}
+
 /* The head slot's packet and its payload, or NULL if none is published
  * there (engine lock held). */
 static inline soft_pkt_t *soft_ring_peek(soft_port_hdr_t *hdr,
@@ -314,9 +334,7 @@ static inline soft_pkt_t *soft_ring_peek(soft_port_hdr_t *hdr,
     if (__atomic_load_n(&slot->seq, __ATOMIC_ACQUIRE) != pos + 1) {
         return NULL;
     }
-    *payload_p = (char *)slot + ((slot->pkt.flags & SOFT_PKT_LIGHT) ?
-                                     SOFT_LIGHT_OFF :
-                                     SOFT_SLOT_DATA);
+    *payload_p = soft_slot_payload(slot, ring->slot_size);
     /* the payload's first line asked for now (a hint): a full packet's is
      * the slot's fourth, which a message received in place is read from
      * first (the transport's AM id, the handler's header); its transfer
@@ -343,9 +361,7 @@ static inline soft_pkt_t *soft_ring_peek_view(const soft_stall_t *st,
     if (*seq_p != st->want) {
         return NULL;
     }
-    *payload_p = (char *)slot + ((slot->pkt.flags & SOFT_PKT_LIGHT) ?
-                                     SOFT_LIGHT_OFF :
-                                     SOFT_SLOT_DATA);
+    *payload_p = soft_slot_payload(slot, st->slot_size);
     __builtin_prefetch(*payload_p); /* as soft_ring_peek's */
     return &slot->pkt;
 }

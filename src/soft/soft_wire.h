@@ -48,7 +48,11 @@ enum {
     /* a datagram (soft_dgram.c): one packet, taken by the DCT if a receive
      * is posted and dropped otherwise, never answered; sent with
      * SOFT_PKT_CSUM, so that it takes the general path */
-    SOFT_PKT_DGRAM = 1u << 6
+    SOFT_PKT_DGRAM = 1u << 6,
+    /* with SOFT_PKT_LIGHT: the payload ends at the slot's end
+     * (soft_light_far_off) rather than following imm; set on light SENDs
+     * longer than the second line takes (SOFT_LIGHT_LINE2) */
+    SOFT_PKT_FAR   = 1u << 7
 };
 
 /* A packet header.  The first 56 bytes share the slot's first cache line
@@ -57,8 +61,10 @@ enum {
  * light packet (SOFT_PKT_LIGHT) but raddr, rkey and imm, which open the
  * second line.  A light packet ends there: its payload follows imm, 7
  * bytes on (SOFT_LIGHT_OFF), over the rest of the header, so that a small
- * message touches two lines of the ring rather than four; it stands for a
- * single-packet message (offset 0, total_len = len) without checksum.
+ * message touches two lines of the ring rather than four, or, for a SEND
+ * longer than that second line takes, ends by the slot's end
+ * (SOFT_PKT_FAR); it stands for a single-packet message (offset 0,
+ * total_len = len) without checksum.
  * Every other packet has the whole header and its payload at
  * SOFT_SLOT_DATA. */
 typedef struct soft_pkt {
@@ -133,6 +139,26 @@ typedef struct soft_slot {
 #define SOFT_LIGHT_OFF \
     (offsetof(soft_slot_t, pkt) + offsetof(soft_pkt_t, offset) + 7u)
 #define SOFT_LIGHT_LINE2 (128u - SOFT_LIGHT_OFF)
+
+/* Where the payload of a light packet of len bytes flagged SOFT_PKT_FAR
+ * starts in a slot of slot_size bytes (a multiple of 64): its end by the
+ * slot's end, its start 7 bytes short of an 8-byte boundary, as
+ * SOFT_LIGHT_OFF's.  A SEND received in place is read from its first line
+ * alone (the transport's AM id, the handler's header): away from the
+ * header it is on another page than the lines the consumer reads
+ * one after the other (the slot's first two), whose sequential reads
+ * the consumer's hardware prefetcher follows into the lines after them,
+ * taking the next payload written there from the producer's cache.  Far
+ * only while the payload starts past the light header (soft_light_far_ok). */
+static inline uint32_t soft_light_far_off(uint32_t slot_size, uint32_t len)
+{
+    return slot_size - ((len + 8u) & ~7u) - 1u;
+}
+
+static inline int soft_light_far_ok(uint32_t slot_size, uint32_t len)
+{
+    return (uint64_t)len + SOFT_LIGHT_OFF + 9u <= slot_size;
+}
 
 #ifndef __cplusplus
 _Static_assert(sizeof(soft_slot_t) <= SOFT_SLOT_HDR,
@@ -294,6 +320,10 @@ typedef struct soft_peer {
     /* the longest light packet to it (soft_req_post_inline), set when
      * mapped: our MTU or its request slots' payload, the smaller */
     uint32_t light_max;
+    /* its request slots' size, for a light SEND's far payload
+     * (soft_light_far_off); 0 where its ring's geometry does not hold one
+     * of light_max bytes */
+    uint32_t far_slot;
     soft_dgrant_t grant; /* soft_direct.c */
     int direct_off;      /* cross-memory attach refused */
     int dmap_off;        /* mapping its allocations refused */

@@ -207,14 +207,15 @@ TEST_F(soft, light_sge_sends_every_size)
 
 /* A light SEND of one sge is a light packet as an inline one is: the
  * header and up to 41 bytes (SOFT_LIGHT_LINE2) in the slot's first two
- * cache lines, the payload 7 bytes past imm, nothing written past them;
- * a longer one runs on from there.  (A full header put its payload's
- * first byte on the fourth line: two more lines for the target to take
- * from the sender per message.) */
-TEST_F(soft, light_sge_send_fills_two_cache_lines)
+ * cache lines, the payload 7 bytes past imm, nothing written past them.
+ * A longer one is flagged SOFT_PKT_FAR and ends at the slot's end
+ * (soft_light_far_off): nothing is written between the header's lines
+ * and it.  (A full header put its payload's first byte on the fourth
+ * line, and the lines after the header's.) */
+TEST_F(soft, light_sge_send_layout)
 {
     sge_pair p;
-    const uint32_t lens[] = {8, SOFT_LIGHT_LINE2, 4096};
+    const uint32_t lens[] = {8, SOFT_LIGHT_LINE2, SOFT_LIGHT_LINE2 + 1, 4096};
 
     ASSERT_EQ(0, p.open(fabric));
     p.introduce(1 + sizeof(lens) / sizeof(lens[0]));
@@ -223,6 +224,7 @@ TEST_F(soft, light_sge_send_fills_two_cache_lines)
     for (unsigned k = 0; k < sizeof(lens) / sizeof(lens[0]); ++k) {
         const uint64_t m   = 1 + k;
         const uint32_t len = lens[k];
+        const bool far     = len > SOFT_LIGHT_LINE2;
         std::vector<dcx_wc_t> wa, wb;
 
         /* b's engine lock held: nobody serves the slot while we look */
@@ -232,22 +234,27 @@ TEST_F(soft, light_sge_send_fills_two_cache_lines)
         ASSERT_EQ(1u, dev_stats(p.a).light_posts - before.light_posts);
         uint64_t pos = __atomic_load_n(&hdr->req.tail, __ATOMIC_ACQUIRE) - 1;
         ASSERT_LT(pos, (uint64_t)SOFT_RING_SLOTS) << "a slot written before";
+        const uint32_t size   = hdr->req.slot_size;
         const uint8_t *slot   = (const uint8_t *)soft_ring_slot(hdr, &hdr->req,
                                                                 pos);
         const soft_slot_t *ss = (const soft_slot_t *)slot;
+        const size_t off = far ? soft_light_far_off(size, len) : SOFT_LIGHT_OFF;
         EXPECT_EQ(pos + 1, __atomic_load_n(&ss->seq, __ATOMIC_ACQUIRE));
         EXPECT_TRUE(ss->pkt.flags & SOFT_PKT_LIGHT) << len << " B";
+        EXPECT_EQ(far, !!(ss->pkt.flags & SOFT_PKT_FAR)) << len << " B";
         EXPECT_EQ(len, ss->pkt.len);
-        size_t wrong = 0, past = 0;
+        EXPECT_EQ(7u, off % 8) << len << " B";
+        EXPECT_LE(off + len, size) << len << " B";
+        size_t wrong = 0, stray = 0;
         for (uint32_t i = 0; i < len; ++i) {
-            wrong += (slot[SOFT_LIGHT_OFF + i] != pattern(m, i));
+            wrong += (slot[off + i] != pattern(m, i));
         }
-        for (size_t b = SOFT_LIGHT_OFF + len; b < hdr->req.slot_size; ++b) {
-            past += (slot[b] != 0);
+        for (size_t b = far ? 128 : SOFT_LIGHT_OFF + len; b < size; ++b) {
+            stray += ((b < off) || (b >= off + len)) && (slot[b] != 0);
         }
         soft_unlock(&bdev->lock);
-        EXPECT_EQ(0u, wrong) << len << " B: payload not at SOFT_LIGHT_OFF";
-        EXPECT_EQ(0u, past) << len << " B: bytes past the payload";
+        EXPECT_EQ(0u, wrong) << len << " B: payload not at " << off;
+        EXPECT_EQ(0u, stray) << len << " B: bytes outside header and payload";
 
         ASSERT_TRUE(p.take(wa, 1, wb, 1)) << "message " << m;
         EXPECT_EQ(DCX_WC_SUCCESS, wa[0].status);
@@ -255,6 +262,38 @@ TEST_F(soft, light_sge_send_fills_two_cache_lines)
         EXPECT_EQ(len, wb[0].byte_len);
         EXPECT_TRUE(p.holds(wb[0].wr_id, m, len)) << "message " << m;
     }
+}
+
+/* A far packet whose length was changed in the slot to one no slot holds
+ * (a corrupted or forged packet) is read after the light header, where
+ * the responder drops it as malformed, reading nothing past the slot; the
+ * requester's retransmission, gathered from the sge again, delivers the
+ * message intact. */
+TEST_F(soft, light_sge_far_length_forged_bad_flow)
+{
+    sge_pair p;
+    std::vector<dcx_wc_t> wa, wb;
+
+    ASSERT_EQ(0, p.open(fabric));
+    p.introduce(2);
+    soft_dev_t *bdev     = (soft_dev_t *)p.b.dev;
+    soft_port_hdr_t *hdr = bdev->hdr;
+
+    soft_lock(&bdev->lock);
+    ASSERT_EQ(0, p.send(1, 4096));
+    uint64_t pos    = __atomic_load_n(&hdr->req.tail, __ATOMIC_ACQUIRE) - 1;
+    soft_slot_t *ss = soft_ring_slot(hdr, &hdr->req, pos);
+    ASSERT_TRUE(ss->pkt.flags & SOFT_PKT_FAR);
+    ss->pkt.len   = hdr->req.slot_size; /* no slot holds that far */
+    void *payload = soft_slot_payload(ss, hdr->req.slot_size);
+    EXPECT_EQ((uint8_t *)ss + SOFT_LIGHT_OFF, payload);
+    soft_unlock(&bdev->lock);
+
+    ASSERT_TRUE(p.take(wa, 1, wb, 1));
+    EXPECT_EQ(DCX_WC_SUCCESS, wa[0].status);
+    ASSERT_EQ(DCX_WC_SUCCESS, wb[0].status);
+    EXPECT_EQ(4096u, wb[0].byte_len);
+    EXPECT_TRUE(p.holds(wb[0].wr_id, 1, 4096));
 }
 
 /* Without the consumer's unmap reports our sg lists are copied by the

@@ -552,3 +552,40 @@ TEST_F(soft, idle_polls_clear_consumed_slots)
         EXPECT_EQ(0u, soft_ring_slot(hdr, ring, pos)->pkt.dc_key) << pos;
     }
 }
+
+/* Where a slot's payload is: after the whole header, after the light one,
+ * or (SOFT_PKT_FAR) ending by the slot's end, 7 bytes short of an 8-byte
+ * boundary; a far length no slot of this size holds is read after the
+ * light header, never before it or past the slot. */
+TEST(soft_slot_payload, far_within_the_slot)
+{
+    const uint32_t payload = 16384;
+    const uint32_t size    = SOFT_SLOT_SIZE(payload);
+    std::vector<uint64_t> mem(size / 8);
+    soft_slot_t *slot     = (soft_slot_t *)mem.data();
+    uint8_t *base         = (uint8_t *)slot;
+    const uint32_t lens[] = {
+        0,           1,         SOFT_LIGHT_LINE2, 4096, payload,
+        payload + 1, size - 96, size - 95,        size, UINT32_MAX - 7,
+        UINT32_MAX};
+
+    slot->pkt.flags = 0;
+    slot->pkt.len   = 8;
+    EXPECT_EQ(base + SOFT_SLOT_DATA, soft_slot_payload(slot, size));
+    slot->pkt.flags = SOFT_PKT_LIGHT;
+    EXPECT_EQ(base + SOFT_LIGHT_OFF, soft_slot_payload(slot, size));
+    for (uint32_t len : lens) {
+        slot->pkt.flags = SOFT_PKT_LIGHT | SOFT_PKT_FAR;
+        slot->pkt.len   = len;
+        uint8_t *p      = (uint8_t *)soft_slot_payload(slot, size);
+        EXPECT_GE(p, base + SOFT_LIGHT_OFF) << len;
+        EXPECT_EQ(7u, (uintptr_t)(p - base) % 8) << len;
+        if (soft_light_far_ok(size, len)) {
+            EXPECT_LE((uint64_t)(p - base) + len, (uint64_t)size) << len;
+        } else {
+            EXPECT_EQ(base + SOFT_LIGHT_OFF, p) << len;
+        }
+    }
+    EXPECT_TRUE(soft_light_far_ok(size, payload));
+    EXPECT_FALSE(soft_light_far_ok(size, size));
+}
