@@ -83,6 +83,30 @@ soft_light_payload(const soft_peer_t *peer, soft_pkt_t *pkt, uint8_t opcode,
     return slot + SOFT_LIGHT_OFF;
 }
 
+/* The fields of a light packet's first line (all of them: a slot keeps
+ * its last packet), for message msn of wr from qp, of 'total' bytes,
+ * with flags; raddr, rkey and imm, on the second line, are the caller's */
+static inline __attribute__((always_inline)) void
+soft_light_header(soft_qp_t *qp, soft_pkt_t *pkt, const dcx_send_wr_t *wr,
+                  uint64_t total, uint32_t msn, uint8_t flags)
+{
+    pkt->op         = wr->opcode;
+    pkt->flags      = flags;
+    pkt->src_inst   = (uint16_t)qp->dev->inst;
+    pkt->len        = (uint32_t)total;
+    pkt->src_qpn    = qp->super.qp_num;
+    pkt->dst_qpn    = wr->dest.dctn;
+    pkt->msn        = msn;
+    /* the msn of the WQE at sq_comp: every WQE takes the next msn as it
+     * moves sq_head (soft_req_post_inline, soft_req_post_sge,
+     * soft_post_enqueue, soft_req_post_direct) */
+    pkt->ack_base   = msn - (qp->sq_head - qp->sq_comp);
+    pkt->gen        = qp->gen;
+    pkt->dc_key     = wr->dest.dc_key;
+    pkt->src_token  = qp->dev->token;
+    pkt->deliver_ns = 0;
+}
+
 /* What follows the publish of a light packet (message msn of wr, 'total'
  * bytes, at ring position pos of peer's port): the WQE w recorded (nothing
  * reads it before our next engine pass, and we hold the engine lock), the
@@ -184,26 +208,15 @@ static inline int soft_req_post_inline(soft_qp_t *qp, soft_swqe_t *w,
      * or at its end */
     soft_copy_small(soft_light_payload(peer, pkt, wr->opcode, total, &far),
                     w->inl, total);
-    pkt->op    = wr->opcode;
     /* acknowledged in our table, signaled or not, with no kick: a kick is
      * a full fence behind the responder's stores, on the answer's path of
      * every ping-pong (UCP tag_lat 8 B +10%); a light message's answer
      * comes within a pass, and a sleeper's helper naps at most
-     * SOFT_NAP_NS (SOFT_PKT_WKICK is for the general path's messages) */
-    pkt->flags = SOFT_PKT_FIRST | SOFT_PKT_LAST | SOFT_PKT_WACK |
-                 SOFT_PKT_LIGHT | far;
-    pkt->src_inst   = (uint16_t)dev->inst;
-    pkt->len        = (uint32_t)total;
-    pkt->src_qpn    = qp->super.qp_num;
-    pkt->dst_qpn    = wr->dest.dctn;
-    pkt->msn        = msn;
-    /* the msn of the WQE at sq_comp: every WQE takes the next msn as it
-     * moves sq_head (here, soft_post_enqueue, soft_req_post_direct) */
-    pkt->ack_base   = msn - (qp->sq_head - qp->sq_comp);
-    pkt->gen        = qp->gen;
-    pkt->dc_key     = wr->dest.dc_key;
-    pkt->src_token  = dev->token;
-    pkt->deliver_ns = 0;
+     * SOFT_NAP_NS (SOFT_PKT_WKICK is for the general path's messages and
+     * signaled SENDs of one sge) */
+    soft_light_header(qp, pkt, wr, total, msn,
+                      SOFT_PKT_FIRST | SOFT_PKT_LAST | SOFT_PKT_WACK |
+                          SOFT_PKT_LIGHT | far);
     /* on the line the payload starts in: no line more for the zeros */
     if (wr->opcode == DCX_WR_RDMA_WRITE) {
         pkt->raddr = wr->remote_addr;
@@ -273,24 +286,15 @@ static inline int soft_req_post_sge(soft_qp_t *qp, soft_swqe_t *w,
            (const void *)(uintptr_t)sge->addr, total);
     soft_mem_local_end(dev);
 
-    msn        = qp->next_msn++;
-    pkt->op    = wr->opcode;
-    pkt->flags = SOFT_PKT_FIRST | SOFT_PKT_LAST | SOFT_PKT_WACK |
-                 SOFT_PKT_LIGHT | far |
-                 ((wr->flags & DCX_SEND_SIGNALED) ? SOFT_PKT_WKICK : 0);
-    pkt->src_inst   = (uint16_t)dev->inst;
-    pkt->len        = (uint32_t)total;
-    pkt->src_qpn    = qp->super.qp_num;
-    pkt->dst_qpn    = wr->dest.dctn;
-    pkt->msn        = msn;
-    pkt->ack_base   = msn - (qp->sq_head - qp->sq_comp);
-    pkt->gen        = qp->gen;
-    pkt->dc_key     = wr->dest.dc_key;
-    pkt->src_token  = dev->token;
-    pkt->deliver_ns = 0;
-    pkt->raddr      = 0;
-    pkt->rkey       = 0;
-    pkt->imm        = wr->imm;
+    msn = qp->next_msn++;
+    soft_light_header(qp, pkt, wr, total, msn,
+                      SOFT_PKT_FIRST | SOFT_PKT_LAST | SOFT_PKT_WACK |
+                          SOFT_PKT_LIGHT | far |
+                          ((wr->flags & DCX_SEND_SIGNALED) ? SOFT_PKT_WKICK :
+                                                             0));
+    pkt->raddr = 0;
+    pkt->rkey  = 0;
+    pkt->imm   = wr->imm;
     soft_ring_publish_pkt(pkt, pos);
     *kick_p = target;
     soft_light_posted(qp, w, wr, peer, total, msn, pos, clk_p);
