@@ -200,9 +200,10 @@ static inline int soft_req_post_inline(soft_qp_t *qp, soft_swqe_t *w,
     }
 
     /* the light form: the payload 7 bytes past imm (SOFT_LIGHT_OFF), or
-     * far from the header (soft_light_payload).  From the claim to the publish only the packet is written: the
-     * target's poll reads the slot's first line, and each store to it that
-     * finds the line taken back by a poll moves it again (slow placement) */
+     * far from the header (soft_light_payload).  From the claim to the
+     * publish only the packet is written: the target's poll reads the
+     * slot's first line, and each store to it that finds the line taken
+     * back by a poll moves it again (slow placement) */
     msn = qp->next_msn++;
     /* the payload takes the slot from there on, over the header's rest,
      * or at its end */
@@ -233,47 +234,61 @@ static inline int soft_req_post_inline(soft_qp_t *qp, soft_swqe_t *w,
     return 0;
 }
 
-/* The light path of a SEND or SEND_IMM of one sge of registered memory
- * (engine lock held; the caller checked the WR's shape and that our own
- * sg lists are copied plainly, dev->local_in): on the conditions of
- * soft_light_target, with no strided key on the device, the sge checked
- * as the general path checks it (soft_sge_ok) and its region marked in
- * use (soft_mem_local_begin), the bytes are copied from the sge straight
- * into the target's slot: one pass over them, where the general path
- * queues a WQE and walks its sg list in an engine pass.  The packet is a
- * light one, as soft_req_post_inline's (soft_light_payload): up to 41
- * bytes follow imm in the header's two lines, a longer payload ends by
- * the slot's end, with the alignment a full header's has; a full header
- * put the payload's first byte (the transport's AM id and the handler's
- * header, which a receive in place reads first) on the fourth line,
- * right after the lines the target reads.  It is acknowledged in our table (with the
- * responder's kick when signaled, as on the general path, whose
- * completion a sleeper may wait for).  The WQE keeps the sge: a
- * retransmission (after an RNR) gathers it again, and a deregistration
- * of its key finds it (soft_req_key_gone).  Returns 0 when posted, with
- * *kick_p and *clk_p as soft_req_post_inline's; 1 when it does not apply,
- * with nothing done. */
+/* The light path of a SEND or SEND_IMM of an sg list of registered memory
+ * (engine lock held; the caller checked the WR's shape, at most the DCI's
+ * max_send_sge entries, and that our own sg lists are copied plainly,
+ * dev->local_in): on the conditions of soft_light_target, with no strided
+ * key on the device, every sge checked as the general path checks it
+ * (soft_sge_ok) and their regions marked in use (soft_mem_local_begin),
+ * the bytes are gathered from the sges straight into the target's slot:
+ * one pass over them, where the general path queues a WQE and walks its
+ * sg list in an engine pass.  So an am_bcopy (its bounce buffer) is
+ * copied once by the device, and an am_zcopy (a header and the user's
+ * iov) once in all.  The packet is a light one, as soft_req_post_inline's
+ * (soft_light_payload): up to 41 bytes follow imm in the header's two
+ * lines, a longer payload ends by the slot's end, with the alignment a
+ * full header's has; a full header put the payload's first byte (the
+ * transport's AM id and the handler's header, which a receive in place
+ * reads first) on the fourth line, right after the lines the target
+ * reads.  It is acknowledged in our table (with the responder's kick when
+ * signaled, as on the general path, whose completion a sleeper may wait
+ * for).  The WQE keeps the sg list: a retransmission (after an RNR)
+ * gathers it again, and a deregistration of a key finds it
+ * (soft_req_key_gone).  Returns 0 when posted, with *kick_p and *clk_p as
+ * soft_req_post_inline's; 1 when it does not apply, with nothing done. */
 static inline int soft_req_post_sge(soft_qp_t *qp, soft_swqe_t *w,
                                     const dcx_send_wr_t *wr,
                                     soft_port_hdr_t **kick_p, uint64_t *clk_p)
 {
-    soft_dev_t *dev      = qp->dev;
-    const dcx_sge_t *sge = wr->sg_list;
-    uint64_t total       = sge->length;
+    soft_dev_t *dev     = qp->dev;
+    const dcx_sge_t *sg = wr->sg_list;
+    unsigned n          = wr->num_sge;
+    uint64_t total      = 0;
     soft_port_hdr_t *target;
     soft_peer_t *peer;
     soft_pkt_t *pkt;
     void *slot_payload;
+    uint8_t *dst;
     uint64_t pos;
     uint32_t msn;
+    unsigned i;
     uint8_t far;
 
+    for (i = 0; i < n; ++i) {
+        total += sg[i].length; /* 32-bit lengths: no wrap */
+    }
     /* (a key being deregistered or its memory unmapped: the general path
      * fails the WR) */
     target = soft_light_target(qp, wr, total, &peer);
-    if ((target == NULL) || (dev->num_mkeys != 0) ||
-        !soft_sge_ok(dev, sge, 0, qp->super.pd) ||
-        (soft_mem_local_begin(dev, sge, 1) != 0)) {
+    if ((target == NULL) || (dev->num_mkeys != 0)) {
+        return 1;
+    }
+    for (i = 0; i < n; ++i) {
+        if (!soft_sge_ok(dev, &sg[i], 0, qp->super.pd)) {
+            return 1;
+        }
+    }
+    if (soft_mem_local_begin(dev, sg, n) != 0) {
         return 1;
     }
     pkt = soft_ring_reserve_c(target, &target->req, dev->pid,
@@ -282,8 +297,11 @@ static inline int soft_req_post_sge(soft_qp_t *qp, soft_swqe_t *w,
         soft_mem_local_end(dev);
         return 1; /* ring full: queued by the general path */
     }
-    memcpy(soft_light_payload(peer, pkt, wr->opcode, total, &far),
-           (const void *)(uintptr_t)sge->addr, total);
+    dst = soft_light_payload(peer, pkt, wr->opcode, total, &far);
+    for (i = 0; i < n; ++i) {
+        memcpy(dst, (const void *)(uintptr_t)sg[i].addr, sg[i].length);
+        dst += sg[i].length;
+    }
     soft_mem_local_end(dev);
 
     msn = qp->next_msn++;
@@ -298,7 +316,7 @@ static inline int soft_req_post_sge(soft_qp_t *qp, soft_swqe_t *w,
     soft_ring_publish_pkt(pkt, pos);
     *kick_p = target;
     soft_light_posted(qp, w, wr, peer, total, msn, pos, clk_p);
-    w->sge[0] = *sge;
+    memcpy(w->sge, sg, n * sizeof(*sg));
     return 0;
 }
 

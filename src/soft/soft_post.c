@@ -236,13 +236,14 @@ static inline int soft_post_is_light(const soft_qp_t *qp,
 }
 
 /* The WRs soft_req_post_sge may take: a SEND or SEND_IMM, not inline, of
- * one sge, with a destination, on a device that copies our own sg lists
- * plainly (dev->local_in: the consumer reports unmaps, soft_mem.c) */
+ * one sge to the DCI's max_send_sge, with a destination, on a device
+ * that copies our own sg lists plainly (dev->local_in: the consumer
+ * reports unmaps, soft_mem.c) */
 static inline int soft_post_is_sge(const soft_qp_t *qp, const dcx_send_wr_t *wr)
 {
     return ((wr->opcode == DCX_WR_SEND) || (wr->opcode == DCX_WR_SEND_IMM)) &&
-           !(wr->flags & DCX_SEND_INLINE) && (wr->num_sge == 1) &&
-           (qp->super.max_send_sge >= 1) && (wr->sg_list != NULL) &&
+           !(wr->flags & DCX_SEND_INLINE) && (wr->num_sge >= 1) &&
+           (wr->num_sge <= qp->super.max_send_sge) && (wr->sg_list != NULL) &&
            (wr->dest.ah != NULL) && (qp->dev->local_in == soft_mem_copy_plain);
 }
 
@@ -457,9 +458,9 @@ static int soft_dci_post_light(soft_qp_t *qp, const dcx_send_wr_t *wr)
     return 0;
 }
 
-/* Posts a WR that soft_post_is_sge() recognised: the light path of one
- * registered sge, or the general one (which checks it and says why it
- * fails, if it does) */
+/* Posts a WR that soft_post_is_sge() recognised: the light path of an sg
+ * list of registered memory, or the general one (which checks it and says
+ * why it fails, if it does) */
 static __attribute__((noinline)) int soft_dci_post_sge(soft_qp_t *qp,
                                                        const dcx_send_wr_t *wr)
 {
