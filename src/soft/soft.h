@@ -27,15 +27,16 @@
  *    the last packet of a message (ACK/NAK), every READ packet (data) and
  *    every atomic (result); RNR and errors are NAKed at the first packet.
  *    A request marked SOFT_PKT_WACK (the light paths of small inline SENDs
- *    and RDMA WRITEs, soft_req_post_inline, and of SENDs of one sge,
+ *    and RDMA WRITEs, soft_req_post_inline, and of SENDs of an sg list,
  *    soft_req_post_sge, which send them in the compact form
  *    SOFT_PKT_LIGHT; the last packet of a SEND or WRITE of the general
  *    path, soft_req_table_ack) is acknowledged in the requester's ack
  *    table (soft_ack_t) instead of by an ACK packet; the responder kicks
  *    the requester's port after the store only for a signaled one of the
- *    general path or of the sge's light path (SOFT_PKT_WKICK), whose
- *    completion a requester asleep on a completion channel waits for.  The responder handles
- *    single-packet messages in one pass (soft_resp_fast).
+ *    general path or of the sg list's light path (SOFT_PKT_WKICK), whose
+ *    completion a requester asleep on a completion channel waits for.
+ *    The responder handles single-packet messages in one pass
+ *    (soft_resp_fast).
  *  - A READ request packet asks for a range of up to SOFT_READ_BURST
  *    response packets (args[0] bytes, args[1] bytes per response), so a
  *    large READ streams: the responder answers a whole burst at once and

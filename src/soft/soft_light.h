@@ -144,7 +144,8 @@ soft_light_posted(soft_qp_t *qp, soft_swqe_t *w, const dcx_send_wr_t *wr,
     started     = !peer->own && soft_req_watch(peer, pos, now);
     soft_engine_activate_light(qp, peer, now, clk, started);
     /* our packet is out: the time to clear the request slots we consumed
-     * (soft_ring.h, "Ring slots"), which takes their lines back from producers */
+     * (soft_ring.h, "Ring slots"), which takes their lines back from
+     * producers */
     if (dev->hdr->req.freed != dev->hdr->req.head) {
         soft_req_clear(dev);
     }
@@ -214,7 +215,7 @@ static inline int soft_req_post_inline(soft_qp_t *qp, soft_swqe_t *w,
      * every ping-pong (UCP tag_lat 8 B +10%); a light message's answer
      * comes within a pass, and a sleeper's helper naps at most
      * SOFT_NAP_NS (SOFT_PKT_WKICK is for the general path's messages and
-     * signaled SENDs of one sge) */
+     * signaled SENDs of an sg list) */
     soft_light_header(qp, pkt, wr, total, msn,
                       SOFT_PKT_FIRST | SOFT_PKT_LAST | SOFT_PKT_WACK |
                           SOFT_PKT_LIGHT | far);
