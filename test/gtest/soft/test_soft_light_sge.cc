@@ -37,14 +37,15 @@ struct sge_pair {
     std::vector<uint8_t> bbuf = std::vector<uint8_t>(16 * SLOT);
     dcx_mr_t *amr = nullptr, *bmr = nullptr;
 
-    int open(const std::string &fabric, bool unmaps_reported = true)
+    int open(const std::string &fabric, bool unmaps_reported = true,
+             const dcx_soft_limits_t *blimits = nullptr)
     {
         uint8_t addr[DCX_DEV_ADDR_MAX];
         size_t len = sizeof(addr);
         int ret;
 
         if (((ret = a.open(fabric.c_str())) != 0) ||
-            ((ret = b.open(fabric.c_str())) != 0) ||
+            ((ret = b.open(fabric.c_str(), blimits)) != 0) ||
             ((ret = a.make_dci(128, 256, 7, 7)) != 0) ||
             ((ret = a.reg(abuf.data(), abuf.size(), DCX_ACCESS_LOCAL_WRITE,
                           &amr)) != 0) ||
@@ -389,6 +390,60 @@ TEST_F(soft, light_sge_list_bad_key_bad_flow)
     EXPECT_EQ(1u, wa[0].wr_id);
     EXPECT_EQ(before.light_posts, dev_stats(p.a).light_posts);
     EXPECT_EQ(0, dcx_cq_poll(p.b.cq, 1, &wc));
+}
+
+/* To a peer of a smaller MTU, whose slots are smaller: a far payload ends
+ * by the end of the peer's slot, as the peer computes it from its own
+ * geometry; every size up to that MTU goes light and arrives intact, one
+ * byte more takes the general path. */
+TEST_F(soft, light_sge_far_in_a_smaller_peer_slot)
+{
+    sge_pair p;
+    dcx_soft_limits_t bl;
+
+    memset(&bl, 0, sizeof(bl));
+    bl.mtu = 1024;
+    ASSERT_EQ(0, p.open(fabric, true, &bl));
+    ASSERT_EQ(1024u, dcx_dev_caps(p.b.dev)->mtu);
+    const std::vector<uint32_t> sizes = {41, 42, 500, 1023, 1024, 1025};
+    p.introduce((unsigned)sizes.size() + 1);
+    soft_dev_t *bdev     = (soft_dev_t *)p.b.dev;
+    soft_port_hdr_t *hdr = bdev->hdr;
+    const uint32_t size  = hdr->req.slot_size;
+    ASSERT_EQ(SOFT_SLOT_SIZE(1024), size);
+    for (unsigned k = 0; k < sizes.size(); ++k) {
+        const uint64_t m   = 1 + k;
+        const uint32_t len = sizes[k];
+        std::vector<dcx_wc_t> wa, wb;
+
+        soft_lock(&bdev->lock);
+        dcx_soft_stats_t before = dev_stats(p.a);
+        ASSERT_EQ(0, p.send(m, len));
+        const bool light = dev_stats(p.a).light_posts != before.light_posts;
+        EXPECT_EQ(len <= 1024, light) << len << " B";
+        if (light && (len > SOFT_LIGHT_LINE2)) {
+            uint64_t pos = __atomic_load_n(&hdr->req.tail, __ATOMIC_ACQUIRE) -
+                           1;
+            const uint8_t *slot   = (const uint8_t *)soft_ring_slot(hdr,
+                                                                    &hdr->req,
+                                                                    pos);
+            const soft_slot_t *ss = (const soft_slot_t *)slot;
+            EXPECT_TRUE(ss->pkt.flags & SOFT_PKT_FAR) << len << " B";
+            const size_t off = soft_light_far_off(size, len);
+            size_t wrong     = 0;
+            for (uint32_t i = 0; i < len; ++i) {
+                wrong += (slot[off + i] != pattern(m, i));
+            }
+            EXPECT_EQ(0u, wrong) << len << " B";
+        }
+        soft_unlock(&bdev->lock);
+
+        ASSERT_TRUE(p.take(wa, 1, wb, 1)) << "message " << m;
+        EXPECT_EQ(DCX_WC_SUCCESS, wa[0].status);
+        ASSERT_EQ(DCX_WC_SUCCESS, wb[0].status) << len << " B";
+        EXPECT_EQ(len, wb[0].byte_len);
+        EXPECT_TRUE(p.holds(wb[0].wr_id, m, len)) << "message " << m;
+    }
 }
 
 /* Without the consumer's unmap reports our sg lists are copied by the
