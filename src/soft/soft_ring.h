@@ -87,7 +87,9 @@ typedef struct soft_stall {
     /* polls that found consumed slots waiting for their clear since the
      * head last moved (soft_ring_idle_clear) */
     uint32_t idle_polls;
-    uint32_t slot_size; /* the ring's (soft_ring_view) */
+    /* the ring's slot size, set where the port is created: the ring's
+     * geometry as we made it, never read back from the shared header */
+    uint32_t slot_size;
 } soft_stall_t;
 
 /* Polls that find nothing to do but consumed slots to clear before one of
@@ -270,7 +272,6 @@ static inline void soft_ring_view(soft_port_hdr_t *hdr, soft_ring_t *ring,
                      __ATOMIC_RELAXED);
     __atomic_store_n(&st->want, pos + 1, __ATOMIC_RELAXED);
     __atomic_store_n(&st->idle_polls, 0, __ATOMIC_RELAXED);
-    st->slot_size = ring->slot_size;
 }
 
 /* Consumer side (engine lock held): soft_ring_pop and soft_ring_view in

@@ -232,6 +232,8 @@ int soft_port_create(soft_dev_t *dev)
     dev->seg_size = size;
     soft_ring_view(hdr, &hdr->req, &dev->req_stall);
     soft_ring_view(hdr, &hdr->resp, &dev->resp_stall);
+    dev->req_stall.slot_size  = SOFT_SLOT_SIZE(payload);
+    dev->resp_stall.slot_size = SOFT_SLOT_SIZE(payload);
     soft_owned_set(dev->seg_name, 1);
     return 0;
 }
