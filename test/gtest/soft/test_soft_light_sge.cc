@@ -30,6 +30,34 @@ uint8_t pattern(uint64_t m, size_t i)
     return (uint8_t)(m * 37u + i * 11u + 3u);
 }
 
+/* the len bytes at p are message m's */
+bool matches(const uint8_t *p, uint64_t m, uint32_t len)
+{
+    for (uint32_t i = 0; i < len; ++i) {
+        if (p[i] != pattern(m, i)) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/* The engine lock of a node's soft device for a scope: nobody serves its
+ * rings meanwhile, and an assertion that returns early releases it too
+ * (a test that failed with it held would hang in its pair's close) */
+class engine_held {
+public:
+    explicit engine_held(dcx_dev_t *dev) : m_lock(&((soft_dev_t *)dev)->lock)
+    {
+        soft_lock(m_lock);
+    }
+    ~engine_held() { soft_unlock(m_lock); }
+    engine_held(const engine_held &)            = delete;
+    engine_held &operator=(const engine_held &) = delete;
+
+private:
+    soft_lock_t *m_lock;
+};
+
 /* a sends to b's DCT; the receives are posted by the test */
 struct sge_pair {
     node a, b;
@@ -79,7 +107,6 @@ struct sge_pair {
     {
         uint8_t *p = abuf.data() + (m % 8) * SLOT + off;
         dcx_sge_t s;
-        dcx_send_wr_t wr;
 
         for (uint32_t i = 0; (i < len) && (p + i < abuf.data() + abuf.size());
              ++i) {
@@ -88,12 +115,20 @@ struct sge_pair {
         s.addr   = (uintptr_t)p;
         s.length = len;
         s.lkey   = (lkey != 0) ? lkey : amr->lkey;
+        return send_sges(m, &s, 1);
+    }
+
+    /* a signaled SEND of message m from a to b's DCT, of the n sges at sl */
+    int send_sges(uint64_t m, dcx_sge_t *sl, uint32_t n)
+    {
+        dcx_send_wr_t wr;
+
         memset(&wr, 0, sizeof(wr));
         wr.wr_id       = m;
         wr.opcode      = DCX_WR_SEND;
         wr.flags       = DCX_SEND_SIGNALED;
-        wr.num_sge     = 1;
-        wr.sg_list     = &s;
+        wr.num_sge     = n;
+        wr.sg_list     = sl;
         wr.dest.ah     = a.ah;
         wr.dest.dctn   = b.dct->qp_num;
         wr.dest.dc_key = KEY;
@@ -110,7 +145,6 @@ struct sge_pair {
     {
         uint8_t *base = abuf.data() + (m % 8) * SLOT;
         std::vector<dcx_sge_t> sl(pieces.size());
-        dcx_send_wr_t wr;
         size_t k = 0;
 
         for (size_t i = 0; i < pieces.size(); ++i) {
@@ -122,16 +156,7 @@ struct sge_pair {
             sl[i].lkey   = ((i < lkeys.size()) && (lkeys[i] != 0)) ? lkeys[i] :
                                                                      amr->lkey;
         }
-        memset(&wr, 0, sizeof(wr));
-        wr.wr_id       = m;
-        wr.opcode      = DCX_WR_SEND;
-        wr.flags       = DCX_SEND_SIGNALED;
-        wr.num_sge     = (uint32_t)sl.size();
-        wr.sg_list     = sl.data();
-        wr.dest.ah     = a.ah;
-        wr.dest.dctn   = b.dct->qp_num;
-        wr.dest.dc_key = KEY;
-        return dcx_qp_post_send(a.dci, &wr);
+        return send_sges(m, sl.data(), (uint32_t)sl.size());
     }
 
     /* polls both CQs until a has na completions and b nb; false on timeout */
@@ -194,14 +219,17 @@ struct sge_pair {
     /* receive wr_id holds message m's len bytes */
     bool holds(uint64_t wr_id, uint64_t m, uint32_t len) const
     {
-        const uint8_t *r = bbuf.data() + wr_id * SLOT;
+        return matches(bbuf.data() + wr_id * SLOT, m, len);
+    }
 
-        for (uint32_t i = 0; i < len; ++i) {
-            if (r[i] != pattern(m, i)) {
-                return false;
-            }
-        }
-        return true;
+    /* the slot of b's request ring that the newest packet claimed (b's
+     * engine lock held by the caller, so that nobody serves it) */
+    soft_slot_t *newest_slot() const
+    {
+        soft_port_hdr_t *hdr = ((soft_dev_t *)b.dev)->hdr;
+        uint64_t pos = __atomic_load_n(&hdr->req.tail, __ATOMIC_ACQUIRE) - 1;
+
+        return soft_ring_slot(hdr, &hdr->req, pos);
     }
 };
 
@@ -254,42 +282,43 @@ TEST_F(soft, light_sge_send_layout)
 
     ASSERT_EQ(0, p.open(fabric));
     p.introduce(1 + sizeof(lens) / sizeof(lens[0]));
-    soft_dev_t *bdev     = (soft_dev_t *)p.b.dev;
-    soft_port_hdr_t *hdr = bdev->hdr;
+    soft_port_hdr_t *hdr = ((soft_dev_t *)p.b.dev)->hdr;
     for (unsigned k = 0; k < sizeof(lens) / sizeof(lens[0]); ++k) {
         const uint64_t m   = 1 + k;
         const uint32_t len = lens[k];
         const bool far     = len > SOFT_LIGHT_LINE2;
         std::vector<dcx_wc_t> wa, wb;
 
-        /* b's engine lock held: nobody serves the slot while we look */
-        soft_lock(&bdev->lock);
-        dcx_soft_stats_t before = dev_stats(p.a);
-        ASSERT_EQ(0, p.send(m, len));
-        ASSERT_EQ(1u, dev_stats(p.a).light_posts - before.light_posts);
-        uint64_t pos = __atomic_load_n(&hdr->req.tail, __ATOMIC_ACQUIRE) - 1;
-        ASSERT_LT(pos, (uint64_t)SOFT_RING_SLOTS) << "a slot written before";
-        const uint32_t size   = hdr->req.slot_size;
-        const uint8_t *slot   = (const uint8_t *)soft_ring_slot(hdr, &hdr->req,
-                                                                pos);
-        const soft_slot_t *ss = (const soft_slot_t *)slot;
-        const size_t off = far ? soft_light_far_off(size, len) : SOFT_LIGHT_OFF;
-        EXPECT_EQ(pos + 1, __atomic_load_n(&ss->seq, __ATOMIC_ACQUIRE));
-        EXPECT_TRUE(ss->pkt.flags & SOFT_PKT_LIGHT) << len << " B";
-        EXPECT_EQ(far, !!(ss->pkt.flags & SOFT_PKT_FAR)) << len << " B";
-        EXPECT_EQ(len, ss->pkt.len);
-        EXPECT_EQ(7u, off % 8) << len << " B";
-        EXPECT_LE(off + len, size) << len << " B";
-        size_t wrong = 0, stray = 0;
-        for (uint32_t i = 0; i < len; ++i) {
-            wrong += (slot[off + i] != pattern(m, i));
+        {
+            /* nobody serves the slot while we look */
+            engine_held held(p.b.dev);
+            dcx_soft_stats_t before = dev_stats(p.a);
+            ASSERT_EQ(0, p.send(m, len));
+            ASSERT_EQ(1u, dev_stats(p.a).light_posts - before.light_posts);
+            uint64_t pos = __atomic_load_n(&hdr->req.tail, __ATOMIC_ACQUIRE) -
+                           1;
+            ASSERT_LT(pos, (uint64_t)SOFT_RING_SLOTS)
+                << "a slot written before";
+            const uint32_t size   = hdr->req.slot_size;
+            const soft_slot_t *ss = p.newest_slot();
+            const uint8_t *slot   = (const uint8_t *)ss;
+            const size_t off      = far ? soft_light_far_off(size, len) :
+                                          SOFT_LIGHT_OFF;
+            EXPECT_EQ(pos + 1, __atomic_load_n(&ss->seq, __ATOMIC_ACQUIRE));
+            EXPECT_TRUE(ss->pkt.flags & SOFT_PKT_LIGHT) << len << " B";
+            EXPECT_EQ(far, !!(ss->pkt.flags & SOFT_PKT_FAR)) << len << " B";
+            EXPECT_EQ(len, ss->pkt.len);
+            EXPECT_EQ(7u, off % 8) << len << " B";
+            EXPECT_LE(off + len, size) << len << " B";
+            size_t stray = 0;
+            for (size_t b = far ? 128 : SOFT_LIGHT_OFF + len; b < size; ++b) {
+                stray += ((b < off) || (b >= off + len)) && (slot[b] != 0);
+            }
+            EXPECT_TRUE(matches(slot + off, m, len))
+                << len << " B: payload not at " << off;
+            EXPECT_EQ(0u, stray)
+                << len << " B: bytes outside header and payload";
         }
-        for (size_t b = far ? 128 : SOFT_LIGHT_OFF + len; b < size; ++b) {
-            stray += ((b < off) || (b >= off + len)) && (slot[b] != 0);
-        }
-        soft_unlock(&bdev->lock);
-        EXPECT_EQ(0u, wrong) << len << " B: payload not at " << off;
-        EXPECT_EQ(0u, stray) << len << " B: bytes outside header and payload";
 
         ASSERT_TRUE(p.take(wa, 1, wb, 1)) << "message " << m;
         EXPECT_EQ(DCX_WC_SUCCESS, wa[0].status);
@@ -311,18 +340,17 @@ TEST_F(soft, light_sge_far_length_forged_bad_flow)
 
     ASSERT_EQ(0, p.open(fabric));
     p.introduce(2);
-    soft_dev_t *bdev     = (soft_dev_t *)p.b.dev;
-    soft_port_hdr_t *hdr = bdev->hdr;
+    soft_port_hdr_t *hdr = ((soft_dev_t *)p.b.dev)->hdr;
 
-    soft_lock(&bdev->lock);
-    ASSERT_EQ(0, p.send(1, 4096));
-    uint64_t pos    = __atomic_load_n(&hdr->req.tail, __ATOMIC_ACQUIRE) - 1;
-    soft_slot_t *ss = soft_ring_slot(hdr, &hdr->req, pos);
-    ASSERT_TRUE(ss->pkt.flags & SOFT_PKT_FAR);
-    ss->pkt.len   = hdr->req.slot_size; /* no slot holds that far */
-    void *payload = soft_slot_payload(ss, hdr->req.slot_size);
-    EXPECT_EQ((uint8_t *)ss + SOFT_LIGHT_OFF, payload);
-    soft_unlock(&bdev->lock);
+    {
+        engine_held held(p.b.dev);
+        ASSERT_EQ(0, p.send(1, 4096));
+        soft_slot_t *ss = p.newest_slot();
+        ASSERT_TRUE(ss->pkt.flags & SOFT_PKT_FAR);
+        ss->pkt.len   = hdr->req.slot_size; /* no slot holds that far */
+        void *payload = soft_slot_payload(ss, hdr->req.slot_size);
+        EXPECT_EQ((uint8_t *)ss + SOFT_LIGHT_OFF, payload);
+    }
 
     ASSERT_TRUE(p.take(wa, 1, wb, 1));
     EXPECT_EQ(DCX_WC_SUCCESS, wa[0].status);
@@ -407,36 +435,28 @@ TEST_F(soft, light_sge_far_in_a_smaller_peer_slot)
     ASSERT_EQ(1024u, dcx_dev_caps(p.b.dev)->mtu);
     const std::vector<uint32_t> sizes = {41, 42, 500, 1023, 1024, 1025};
     p.introduce((unsigned)sizes.size() + 1);
-    soft_dev_t *bdev     = (soft_dev_t *)p.b.dev;
-    soft_port_hdr_t *hdr = bdev->hdr;
-    const uint32_t size  = hdr->req.slot_size;
+    const uint32_t size = ((soft_dev_t *)p.b.dev)->hdr->req.slot_size;
     ASSERT_EQ(SOFT_SLOT_SIZE(1024), size);
     for (unsigned k = 0; k < sizes.size(); ++k) {
         const uint64_t m   = 1 + k;
         const uint32_t len = sizes[k];
         std::vector<dcx_wc_t> wa, wb;
 
-        soft_lock(&bdev->lock);
-        dcx_soft_stats_t before = dev_stats(p.a);
-        ASSERT_EQ(0, p.send(m, len));
-        const bool light = dev_stats(p.a).light_posts != before.light_posts;
-        EXPECT_EQ(len <= 1024, light) << len << " B";
-        if (light && (len > SOFT_LIGHT_LINE2)) {
-            uint64_t pos = __atomic_load_n(&hdr->req.tail, __ATOMIC_ACQUIRE) -
-                           1;
-            const uint8_t *slot   = (const uint8_t *)soft_ring_slot(hdr,
-                                                                    &hdr->req,
-                                                                    pos);
-            const soft_slot_t *ss = (const soft_slot_t *)slot;
-            EXPECT_TRUE(ss->pkt.flags & SOFT_PKT_FAR) << len << " B";
-            const size_t off = soft_light_far_off(size, len);
-            size_t wrong     = 0;
-            for (uint32_t i = 0; i < len; ++i) {
-                wrong += (slot[off + i] != pattern(m, i));
+        {
+            engine_held held(p.b.dev);
+            dcx_soft_stats_t before = dev_stats(p.a);
+            ASSERT_EQ(0, p.send(m, len));
+            const bool light = dev_stats(p.a).light_posts != before.light_posts;
+            EXPECT_EQ(len <= 1024, light) << len << " B";
+            if (light && (len > SOFT_LIGHT_LINE2)) {
+                const soft_slot_t *ss = p.newest_slot();
+                EXPECT_TRUE(ss->pkt.flags & SOFT_PKT_FAR) << len << " B";
+                EXPECT_TRUE(matches((const uint8_t *)ss +
+                                        soft_light_far_off(size, len),
+                                    m, len))
+                    << len << " B";
             }
-            EXPECT_EQ(0u, wrong) << len << " B";
         }
-        soft_unlock(&bdev->lock);
 
         ASSERT_TRUE(p.take(wa, 1, wb, 1)) << "message " << m;
         EXPECT_EQ(DCX_WC_SUCCESS, wa[0].status);
