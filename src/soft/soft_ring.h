@@ -2,12 +2,14 @@
 /*
  * Soft device rings (soft_fabric.c): the slot states, the consumer's
  * private state of a ring, and the ring functions.  Sits on soft_wire.h
- * (the slots' packets and the shared segment's layout).
+ * (the slots' packets and the shared segment's layout) and soft_lock.h
+ * (its prefetch for write).
  */
 #ifndef DCX_SOFT_RING_H_
 #define DCX_SOFT_RING_H_
 
 #include "soft_wire.h"
+#include "soft_lock.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -230,10 +232,27 @@ static inline soft_pkt_t *soft_ring_mark_c(soft_port_hdr_t *hdr,
     return &slot->pkt;
 }
 
+/* Producer side: the slot the next claim most likely takes, the one at
+ * the tail as read now (another producer may claim it first), for a
+ * prefetch of the lines the packet will write */
+static inline char *soft_ring_next_slot(soft_port_hdr_t *hdr, soft_ring_t *ring)
+{
+    return (char *)soft_ring_slot(hdr, ring,
+                                  __atomic_load_n(&ring->tail,
+                                                  __ATOMIC_RELAXED));
+}
+
 /* Producer side: claims the next slot and marks it (soft_ring_claim_c,
  * soft_ring_mark_c), or NULL when the ring is full.  A claim skipped
  * before its mark is claimed again: the packet takes a later slot and is
- * not lost.  Inline: every packet sent takes one. */
+ * not lost.  Inline: every packet sent takes one.
+ *
+ * The slot's first line, which the mark's CAS writes, is last the
+ * consumer's (it read and cleared it): asked for first, its transfer
+ * overlaps the CAS on the tail, which waits for the caller's earlier
+ * stores (a payload packed just before), instead of following it.  A
+ * hint: a slot another producer claims first costs a line moved for
+ * nothing. */
 static inline soft_pkt_t *soft_ring_reserve_c(soft_port_hdr_t *hdr,
                                               soft_ring_t *ring, uint32_t owner,
                                               uint64_t *freed_seen,
@@ -241,6 +260,7 @@ static inline soft_pkt_t *soft_ring_reserve_c(soft_port_hdr_t *hdr,
 {
     soft_pkt_t *pkt;
 
+    soft_prefetchw(soft_ring_next_slot(hdr, ring));
     do {
         if (!soft_ring_claim_c(ring, freed_seen, pos_p)) {
             return NULL;
