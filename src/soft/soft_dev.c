@@ -345,6 +345,7 @@ int soft_dev_open(const dcx_dev_info_t *info, dcx_dev_t **dev_p)
         goto err_free;
     }
     soft_wake_open(dev);
+    soft_wake_asym_init(dev);
     dev->self = soft_peer_get(dev, dev->pid, dev->inst, dev->token);
     if (dev->self == NULL) {
         dcx_error("%s: open: out of memory", info->name);

@@ -207,6 +207,13 @@ struct soft_dev {
     uint64_t stamp;       /* last poll stamp written */
     uint32_t drain_polls; /* stamps left that keep an arm's sleep */
     uint32_t armed_cqs;   /* CQs armed, under the lock */
+    uint32_t arms;        /* arms made, under the lock (the hint's clear) */
+    /* the asymmetric kick (soft_wake.c): kick_asym, this process receives
+     * the sleepers' membarrier, so that its light posts leave the fence
+     * to a target whose hint is 0; sleep_asym, our sleepers can issue it,
+     * so that the helper may clear our port's hint */
+    int kick_asym, sleep_asym;
+    uint64_t sleep_fences; /* membarriers our sleepers issued (atomic) */
     /* atomic: counted unlocked (futex_wakes: the wakes we made) */
     uint64_t helper_wakeups, helper_naps, helper_passes, futex_wakes;
     /* timed waits, set at the helper's start if 0 (soft_helper.c) */

@@ -287,7 +287,8 @@ void soft_engine_app_sleeps(soft_dev_t *dev)
     dev->stamp       = now;
     dev->drain_polls = SOFT_ARM_DRAIN_POLLS;
     __atomic_store_n(&dev->hdr->last_poll, now - back, __ATOMIC_RELAXED);
-    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    __atomic_store_n(&dev->arms, dev->arms + 1, __ATOMIC_RELAXED);
+    soft_port_sleep_fence(dev); /* the arm's store before the look */
     if (soft_engine_rings_pending(dev)) {
         soft_engine_progress(dev, 0);
         dev->app_passes++;

@@ -95,13 +95,21 @@ static uint64_t soft_helper_woken(soft_port_hdr_t *hdr, uint32_t *seen)
 
 /* Publishes the helper's state for senders (soft_port_kick); a seq_cst
  * fence after it, so that a sender that queued a packet before the store
- * is seen by the look that follows, or sees the new state. */
-static void soft_helper_state(soft_port_hdr_t *hdr, uint32_t state)
+ * is seen by the look that follows, or sees the new state: a sleeper's
+ * fence for DEEP (soft_port_sleep_fence: a sender that left its fence to
+ * us is seen too; soft_wake.c says why a nap does not need it). */
+static void soft_helper_state(soft_dev_t *dev, uint32_t state)
 {
+    soft_port_hdr_t *hdr = dev->hdr;
+
     if (__atomic_load_n(&hdr->sleeping, __ATOMIC_RELAXED) != state) {
         __atomic_store_n(&hdr->sleeping, state, __ATOMIC_RELAXED);
     }
-    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    if (state == SOFT_HELPER_DEEP) {
+        soft_port_sleep_fence(dev);
+    } else {
+        __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    }
 }
 
 /* A timed wait on the doorbell; counted. */
@@ -121,7 +129,11 @@ static void *soft_helper_main(void *arg)
     uint64_t served;
     uint32_t seen;
     int busy, burst, passed, parked;
-    int timed = 0; /* the last wait ended with no ring */
+    int timed          = 0; /* the last wait ended with no ring */
+    /* the last wait was a whole park (no ring) that began at 'park_arms'
+     * arms: the port's fence hint may go (soft_port_hint_clear) */
+    int park_whole     = 0;
+    uint32_t park_arms = 0;
 
     soft_direct_life_begin(dev); /* peers see us alive without a syscall */
     seen = __atomic_load_n(&hdr->doorbell, __ATOMIC_ACQUIRE);
@@ -159,20 +171,27 @@ static void *soft_helper_main(void *arg)
             /* the application polls: it serves everything itself.  Park
              * until rung (a prod, a completion channel armed) or for a
              * long while, then look again; no sender rings meanwhile. */
-            soft_helper_state(hdr, SOFT_HELPER_PARKED);
+            soft_helper_state(dev, SOFT_HELPER_PARKED);
             if ((__atomic_load_n(&dev->armed_cqs, __ATOMIC_RELAXED) == 0) &&
                 (soft_port_poll_age(hdr) <= idle_ns)) {
-                idle_ns = soft_helper_nap(dev, &seen, dev->helper_park_ns);
-                timed   = (idle_ns == SOFT_APP_IDLE_NS);
+                if (park_whole && soft_trylock_helper(&dev->lock)) {
+                    soft_port_hint_clear(dev, park_arms);
+                    soft_unlock(&dev->lock);
+                }
+                park_arms  = __atomic_load_n(&dev->arms, __ATOMIC_RELAXED);
+                idle_ns    = soft_helper_nap(dev, &seen, dev->helper_park_ns);
+                timed      = (idle_ns == SOFT_APP_IDLE_NS);
+                park_whole = timed;
                 continue;
             }
             /* a CQ is armed: the application sleeps on its channel, the
              * helper naps (and sleeps deep once nothing is outstanding) */
         }
+        park_whole = 0;
         if (busy || (age < SOFT_DEEP_IDLE_NS)) {
             parked = (__atomic_load_n(&hdr->sleeping, __ATOMIC_RELAXED) ==
                       SOFT_HELPER_PARKED);
-            soft_helper_state(hdr, SOFT_HELPER_NAP);
+            soft_helper_state(dev, SOFT_HELPER_NAP);
             /* out of a park into a nap (a completion channel armed): a
              * sender that queued a packet after our pass saw PARKED and did
              * not ring; its packet is seen here, after the fence, and
@@ -186,13 +205,13 @@ static void *soft_helper_main(void *arg)
         }
 
         /* deep sleep, unless something arrived meanwhile */
-        soft_helper_state(hdr, SOFT_HELPER_DEEP);
+        soft_helper_state(dev, SOFT_HELPER_DEEP);
         if (!__atomic_load_n(&dev->helper_stop, __ATOMIC_ACQUIRE) &&
             !soft_helper_has_work(dev)) {
             soft_futex_wait(&hdr->doorbell, seen, 0);
             __atomic_fetch_add(&dev->helper_wakeups, 1, __ATOMIC_RELAXED);
         }
-        soft_helper_state(hdr, SOFT_HELPER_NAP);
+        soft_helper_state(dev, SOFT_HELPER_NAP);
         idle_ns = soft_helper_woken(hdr, &seen);
     }
     soft_direct_life_end(dev);

@@ -102,6 +102,9 @@ void soft_wake_taken(soft_dev_t *dev);
 int soft_wake_poke(soft_dev_t *dev, soft_port_hdr_t *hdr);
 int soft_wake_sleeper(soft_dev_t *dev, soft_port_hdr_t *hdr, int recv);
 int soft_wake_kick(soft_dev_t *dev, soft_port_hdr_t *hdr, int recv);
+void soft_wake_asym_init(soft_dev_t *dev);
+void soft_port_sleep_fence(soft_dev_t *dev);
+void soft_port_hint_clear(soft_dev_t *dev, uint32_t arms);
 
 /* After a full barrier between a sender's publish and this read: 1 if the
  * port's application (not ours) may sleep on a completion channel: the

@@ -363,10 +363,14 @@ soft_post_unlock_kick(soft_dev_t *dev, soft_port_hdr_t *target, uint64_t clk,
     soft_unlock_as(&dev->lock, fast);
     if (!fast) {
         soft_fence_after_locked();
-    } else if (target != NULL) {
+    } else if ((target != NULL) &&
+               (!dev->kick_asym ||
+                __atomic_load_n(&target->fence_hint, __ATOMIC_RELAXED))) {
         /* taken biased (soft_dci_post_light): the fence the unlock would
-         * have been, where a packet went out; our own helper's look takes
-         * the lock, which orders our work before it */
+         * have been, where a packet went out, unless the target's
+         * sleepers issue it for us (soft_wake.c, "asymmetric kick"); our
+         * own helper's look takes the lock, which orders our work before
+         * it */
         __atomic_thread_fence(__ATOMIC_SEQ_CST);
     }
     /* soft_port_kick_seen's test inline: the call only to wake */

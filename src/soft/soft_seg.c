@@ -207,6 +207,7 @@ int soft_port_create(soft_dev_t *dev)
     }
 
     hdr->version     = SOFT_VERSION;
+    hdr->fence_hint  = 1; /* senders fence until the owner clears it */
     hdr->qpn_base    = dev->qpn_base;
     hdr->clock_kind  = (uint32_t)soft_clock_kind;
     hdr->last_poll   = soft_clock_now();

@@ -222,7 +222,15 @@ typedef struct soft_port_hdr {
      * (soft_wake.c); written by the owner at each arm and by the one
      * sender that wakes it */
     uint32_t app_wait;
-    uint8_t pad1[48];
+    /* 1 while the owner's sleepers (its helper in deep sleep, its
+     * application armed on a channel) fence symmetrically, and senders
+     * must fence between a packet's publish and their read of the words
+     * above; 0 while the owner polls, when a sender registered for
+     * membarrier(MEMBARRIER_CMD_GLOBAL_EXPEDITED) need not: a sleeper
+     * that finds it 0 sets it and issues that call before it looks at
+     * its rings (soft_port_sleep_fence, soft_wake.c) */
+    uint32_t fence_hint;
+    uint8_t pad1[44];
     /* written by the owner's progress calls once it is SOFT_STAMP_NS old
      * (soft_clock_now() units), read by the owner's helper, and by peers
      * deciding whether to prod it or (helper in NAP) wake it: a line of
