@@ -169,6 +169,69 @@ TEST_F(soft, engine_idle_polls_see_new_work)
     }
 }
 
+/* The port's fence hint (soft_wake.c, "asymmetric kick"): cleared by
+ * the helper while its application polls with no arm for a whole park,
+ * set again (with the membarrier, counted) when the helper goes to deep
+ * sleep; a sender's light post, which skipped its fence while the hint
+ * was 0, then fences and wakes the sleeping helper, which serves it. */
+TEST_F(soft, fence_hint_cleared_while_polling_set_by_deep_sleep)
+{
+    pair p;
+    dcx_wc_t wc;
+    uint64_t i = 0;
+
+    ASSERT_EQ(0, p.open(fabric));
+    soft_dev_t *b = soft_dev(p.b.dev);
+    if (!b->sleep_asym || !soft_dev(p.a.dev)->kick_asym) {
+        GTEST_SKIP() << "no membarrier(MEMBARRIER_CMD_GLOBAL_EXPEDITED) here";
+    }
+    /* parks of 2 ms: the hint goes within a few */
+    soft_helper_stop(b);
+    b->helper_park_ns = 2000000;
+    ASSERT_EQ(0, soft_helper_start(b));
+
+    /* b does not poll: its helper sleeps deep and sets the hint */
+    auto deep_with_hint = [&] {
+        double end = now_s() + 20.0;
+
+        while (((__atomic_load_n(&b->hdr->sleeping, __ATOMIC_RELAXED) !=
+                 SOFT_HELPER_DEEP) ||
+                (__atomic_load_n(&b->hdr->fence_hint, __ATOMIC_RELAXED) == 0)) &&
+               (now_s() < end)) {
+            usleep(1000);
+        }
+        return (__atomic_load_n(&b->hdr->sleeping, __ATOMIC_RELAXED) ==
+                SOFT_HELPER_DEEP) &&
+               (__atomic_load_n(&b->hdr->fence_hint, __ATOMIC_RELAXED) == 1);
+    };
+    ASSERT_TRUE(deep_with_hint());
+    uint64_t fences = __atomic_load_n(&b->sleep_fences, __ATOMIC_RELAXED);
+    EXPECT_GE(fences, 1u);
+
+    /* both applications poll: the helper clears the hint after a whole
+     * park with no arm */
+    double end = now_s() + 20.0;
+    do {
+        p.round_trip(i++);
+        ASSERT_FALSE(::testing::Test::HasFatalFailure());
+    } while ((__atomic_load_n(&b->hdr->fence_hint, __ATOMIC_RELAXED) != 0) &&
+             (now_s() < end));
+    ASSERT_EQ(0u, __atomic_load_n(&b->hdr->fence_hint, __ATOMIC_RELAXED));
+
+    /* b stops polling again: the deep sleep sets it, with one membarrier */
+    ASSERT_TRUE(deep_with_hint());
+    EXPECT_EQ(fences + 1, __atomic_load_n(&b->sleep_fences, __ATOMIC_RELAXED));
+
+    /* a's message wakes it: a's send completes (b's helper acknowledged
+     * it) while b's application still does not poll */
+    ASSERT_EQ(0, p.send(i));
+    ASSERT_EQ(1, p.a.poll(&wc, 1));
+    EXPECT_EQ(DCX_WC_SUCCESS, wc.status);
+    ASSERT_EQ(1, p.b.poll(&wc, 1));
+    EXPECT_EQ(DCX_WC_SUCCESS, wc.status);
+    EXPECT_EQ(i, wc.wr_id);
+}
+
 /* A device whose application does not poll has its helper woken by a
  * sender (counted), and serves the message without polling. */
 TEST_F(soft, futex_wake_counted_for_idle_target)
