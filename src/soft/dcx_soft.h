@@ -286,6 +286,12 @@ typedef struct dcx_soft_stats {
     /* responder side: single-packet SENDs and WRITEs executed on the
      * responder's fast path (the rest take its general path) */
     uint64_t resp_fast;
+    /* requester side: light posts in the one-line form (an 8-byte
+     * am_short: the slot's first cache line only; also in light_posts);
+     * responder side: one-line packets dropped for a source port it did
+     * not know (each delivered by its retransmission) */
+    uint64_t line_posts;
+    uint64_t line_drops;
 } dcx_soft_stats_t;
 
 int dcx_soft_stats(dcx_dev_t *dev, dcx_soft_stats_t *stats);

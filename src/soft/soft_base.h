@@ -15,8 +15,8 @@
 #include <stdint.h>
 
 #define SOFT_MAGIC      0x53584344u /* "DCXS" */
-#define SOFT_VERSION    11u         /* 11: the port's fence hint (fence_hint) */
-#define SOFT_ADDR_MAGIC 0xdc53u     /* soft port address, format 2 */
+#define SOFT_VERSION    12u /* 12: the one-line light form (soft_pkt_is_line) */
+#define SOFT_ADDR_MAGIC 0xdc53u /* soft port address, format 2 */
 #define SOFT_ADDR_LEN   28u
 #define SOFT_PID_NOWHERE \
     0x7fffffffu                    /* dcx_soft_addr_nowhere(): above any

@@ -154,7 +154,9 @@ soft_engine_serve_req(soft_dev_t *dev, uint64_t now, int from_helper)
             }
             break;
         }
-        if ((pkt->deliver_ns != 0) && ((now == 0) || (pkt->deliver_ns > now))) {
+        /* (a light packet's deliver_ns may be a one-line payload) */
+        if ((pkt->deliver_ns != 0) && !(pkt->flags & SOFT_PKT_LIGHT) &&
+            ((now == 0) || (pkt->deliver_ns > now))) {
             done = (now != 0); /* delayed link: head of line waits */
             break;
         }

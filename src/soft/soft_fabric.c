@@ -206,16 +206,27 @@ static void soft_peer_set_light_max(soft_dev_t *dev, soft_peer_t *peer)
                           0;
 }
 
-soft_peer_t *soft_peer_get(soft_dev_t *dev, uint32_t pid, uint32_t inst,
-                           uint64_t token)
+soft_peer_t *soft_peer_known(soft_dev_t *dev, uint32_t pid, uint32_t inst,
+                             uint64_t token, uint64_t mask)
 {
     soft_peer_t *peer;
 
     for (peer = dev->peers; peer != NULL; peer = peer->next) {
         if ((peer->pid == pid) && (peer->inst == inst) &&
-            (peer->token == token)) {
+            (((peer->token ^ token) & mask) == 0)) {
             return peer;
         }
+    }
+    return NULL;
+}
+
+soft_peer_t *soft_peer_get(soft_dev_t *dev, uint32_t pid, uint32_t inst,
+                           uint64_t token)
+{
+    soft_peer_t *peer = soft_peer_known(dev, pid, inst, token, ~0ull);
+
+    if (peer != NULL) {
+        return peer;
     }
     peer = calloc(1, sizeof(*peer));
     if (peer == NULL) {

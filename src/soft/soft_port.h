@@ -74,6 +74,12 @@ int soft_addr_check(soft_dev_t *dev, const void *addr, size_t len,
                     soft_addr_t *out, char *why, size_t why_len);
 void soft_rings_warm(const soft_dev_t *dev, soft_port_hdr_t *hdr,
                      size_t map_size);
+/* A peer already known (kept until the device closes) whose token agrees
+ * with token on the bits of mask; NULL if none */
+soft_peer_t *soft_peer_known(soft_dev_t *dev, uint32_t pid, uint32_t inst,
+                             uint64_t token, uint64_t mask);
+/* The peer of that name, known or made now (not mapped yet); NULL if out
+ * of memory */
 soft_peer_t *soft_peer_get(soft_dev_t *dev, uint32_t pid, uint32_t inst,
                            uint64_t token);
 soft_port_hdr_t *soft_peer_map(soft_dev_t *dev, soft_peer_t *peer);

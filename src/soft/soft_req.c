@@ -878,6 +878,7 @@ static int soft_req_target_busy(soft_qp_t *qp, soft_swqe_t *w, uint64_t now)
                                (head & (hdr->req.nslots - 1)) *
                                    hdr->req.slot_size);
         if ((__atomic_load_n(&slot->seq, __ATOMIC_ACQUIRE) == head + 1) &&
+            !(slot->pkt.flags & SOFT_PKT_LIGHT) &&
             (slot->pkt.deliver_ns > qp->deadline_ns)) {
             return 0;
         }

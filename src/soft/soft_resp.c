@@ -609,14 +609,47 @@ static void soft_resp_duplicate(soft_dev_t *dev, soft_qp_t *dct,
 }
 
 /* The whole header of a light packet (soft_pkt_t): a single packet at
- * offset 0 without checksum. */
+ * offset 0 without checksum or delay (a one-line packet's token whole
+ * only once soft_line_token filled it in). */
 static __attribute__((noinline)) void soft_pkt_expand(const soft_pkt_t *light,
                                                       soft_pkt_t *full)
 {
     memset(full, 0, sizeof(*full));
     memcpy(full, light, offsetof(soft_pkt_t, offset));
-    full->flags &= (uint8_t) ~(SOFT_PKT_LIGHT | SOFT_PKT_CSUM);
-    full->total_len = light->len;
+    full->flags &= (uint8_t) ~(SOFT_PKT_LIGHT | SOFT_PKT_CSUM | SOFT_PKT_FAR);
+    full->deliver_ns = 0;
+    full->total_len  = light->len;
+}
+
+/* The token of a one-line packet (soft_pkt_is_line) expanded into full,
+ * which carries only its low 56 bits: the rest comes from the port of that
+ * name the responder knows, as the sender expects (its DCI's previous
+ * packet came here, with the whole token).  A port it does not know, it
+ * cannot name: -1, and the packet is dropped as if lost, for the
+ * requester's retransmission (whole) to deliver. */
+static int soft_line_token(soft_dev_t *dev, soft_pkt_t *full)
+{
+    soft_rstate_t *rs = soft_rstate_find(dev, full);
+    soft_peer_t *peer;
+
+    /* the source's state first (a hash), the list of ports if it has none */
+    if ((rs != NULL) &&
+        (((rs->peer->token ^ full->src_token) & SOFT_LINE_TOKEN) == 0)) {
+        peer = rs->peer;
+    } else {
+        peer = soft_peer_known(dev, full->src_pid, full->src_inst,
+                               full->src_token, SOFT_LINE_TOKEN);
+    }
+    if (peer == NULL) {
+        dev->stats.line_drops++;
+        dcx_debug("%s: dropping a one-line packet of an unknown port (pid %u "
+                  "inst %u qp 0x%x msn %u): its retransmission names it",
+                  dev->super.caps.name, full->src_pid, full->src_inst,
+                  full->src_qpn, full->msn);
+        return -1;
+    }
+    full->src_token = peer->token;
+    return 0;
 }
 
 /* The receive at the head of the SRQ takes 'len' bytes: every sge is
@@ -834,7 +867,7 @@ static inline int soft_resp_fast(soft_dev_t *dev, const soft_pkt_t *pkt,
         soft_resp_ack_flush(dev);
     }
     if (pkt->flags & SOFT_PKT_LIGHT) {
-        soft_pkt_expand(pkt, &full);
+        soft_pkt_expand(pkt, &full); /* the answer goes to rs's port */
         pkt = &full;
     }
     soft_resp_send(dev, rs, pkt, SOFT_OP_ACK, 0, 0, 0, NULL, 0, 0);
@@ -861,6 +894,10 @@ void soft_resp_packet(soft_dev_t *dev, const soft_pkt_t *pkt,
     }
     if (pkt->flags & SOFT_PKT_LIGHT) {
         soft_pkt_expand(pkt, &full);
+        if (soft_pkt_is_line(pkt->flags, pkt->len) &&
+            (soft_line_token(dev, &full) != 0)) {
+            return;
+        }
         pkt = &full;
     }
     if (dev->ack_line != NULL) { /* answers never overtake a held ack */

@@ -326,9 +326,10 @@ static inline int soft_ring_view_ready(const soft_stall_t *st)
 }
 
 /* The payload of the packet in slot, a slot of slot_size bytes: after the
- * whole header, after the light one, or at the slot's end (SOFT_PKT_FAR;
- * a length that could not be there is read after the light header, where
- * the responder's checks of it drop the packet) */
+ * whole header, after the light one, in the first line (the one-line form,
+ * soft_pkt_is_line) or at the slot's end (SOFT_PKT_FAR; a length that
+ * could not be there is read after the light header, where the
+ * responder's checks of it drop the packet) */
 static inline void *soft_slot_payload(soft_slot_t *slot, uint32_t slot_size)
 {
     uint8_t flags = slot->pkt.flags;
@@ -338,8 +339,13 @@ static inline void *soft_slot_payload(soft_slot_t *slot, uint32_t slot_size)
         return (char *)slot + SOFT_SLOT_DATA;
     }
     len = slot->pkt.len;
-    if ((flags & SOFT_PKT_FAR) && soft_light_far_ok(slot_size, len)) {
-        return (char *)slot + soft_light_far_off(slot_size, len);
+    if (flags & SOFT_PKT_FAR) {
+        if (len <= SOFT_LINE_MAX) {
+            return (char *)slot + SOFT_LINE_OFF;
+        }
+        if (soft_light_far_ok(slot_size, len)) {
+            return (char *)slot + soft_light_far_off(slot_size, len);
+        }
     }
     return (char *)slot + SOFT_LIGHT_OFF;
 }

@@ -49,9 +49,12 @@ enum {
      * is posted and dropped otherwise, never answered; sent with
      * SOFT_PKT_CSUM, so that it takes the general path */
     SOFT_PKT_DGRAM = 1u << 6,
-    /* with SOFT_PKT_LIGHT: the payload ends at the slot's end
-     * (soft_light_far_off) rather than following imm; set on light SENDs
-     * longer than the second line takes (SOFT_LIGHT_LINE2) */
+    /* with SOFT_PKT_LIGHT: the payload does not follow imm.  A packet of
+     * more than SOFT_LINE_MAX bytes has it end at the slot's end
+     * (soft_light_far_off: light SENDs longer than the second line takes,
+     * SOFT_LIGHT_LINE2); one of at most SOFT_LINE_MAX bytes has it in the
+     * first line, over the token's top byte and deliver_ns (the one-line
+     * form, SOFT_LINE_OFF) */
     SOFT_PKT_FAR   = 1u << 7
 };
 
@@ -64,7 +67,16 @@ enum {
  * message touches two lines of the ring rather than four, or, for a SEND
  * longer than that second line takes, ends by the slot's end
  * (SOFT_PKT_FAR); it stands for a single-packet message (offset 0,
- * total_len = len) without checksum.
+ * total_len = len) without checksum, and never carries a delay (light
+ * packets are sent only without a fault rule): deliver_ns is not read.
+ * A light SEND of at most SOFT_LINE_MAX bytes may take the one-line form
+ * (SOFT_PKT_FAR, soft_pkt_is_line): its payload lies in the first line's
+ * last bytes, over src_token's top byte and deliver_ns, and the packet
+ * writes nothing of the second line (zero since the slot's last clear:
+ * no address, key or immediate); only a sender whose DCI's previous
+ * packet went to the same port sends it, and the responder makes a
+ * source's state from it only by the token's low 56 bits
+ * (SOFT_LINE_TOKEN), with a port it already knows.
  * Every other packet has the whole header and its payload at
  * SOFT_SLOT_DATA. */
 typedef struct soft_pkt {
@@ -140,6 +152,24 @@ typedef struct soft_slot {
     (offsetof(soft_slot_t, pkt) + offsetof(soft_pkt_t, offset) + 7u)
 #define SOFT_LIGHT_LINE2 (128u - SOFT_LIGHT_OFF)
 
+/* where the payload of a light packet in the one-line form starts in its
+ * slot (the byte before deliver_ns, with the alignment SOFT_SLOT_DATA
+ * gives), how long it may be (to the first line's end: an 8-byte am_short,
+ * the transport's AM id and the handler's header), and what is left of
+ * src_token there */
+#define SOFT_LINE_OFF \
+    (offsetof(soft_slot_t, pkt) + offsetof(soft_pkt_t, deliver_ns) - 1u)
+#define SOFT_LINE_MAX   (64u - SOFT_LINE_OFF)
+#define SOFT_LINE_TOKEN ((1ull << 56) - 1u)
+
+/* Whether a light packet (flags, len bytes) is in the one-line form */
+static inline int soft_pkt_is_line(uint8_t flags, uint32_t len)
+{
+    return ((flags & (SOFT_PKT_LIGHT | SOFT_PKT_FAR)) ==
+            (SOFT_PKT_LIGHT | SOFT_PKT_FAR)) &&
+           (len <= SOFT_LINE_MAX);
+}
+
 /* Where the payload of a light packet of len bytes flagged SOFT_PKT_FAR
  * starts in a slot of slot_size bytes (a multiple of 64): its end by the
  * slot's end, its start 7 bytes short of an 8-byte boundary, as
@@ -169,6 +199,13 @@ _Static_assert(SOFT_LIGHT_OFF == 87,
                "a light packet's payload follows raddr, rkey and imm");
 _Static_assert(SOFT_LIGHT_OFF % 8 == SOFT_SLOT_DATA % 8,
                "a light packet's payload is aligned as a full packet's");
+_Static_assert((SOFT_LINE_OFF % 8 == SOFT_SLOT_DATA % 8) &&
+                   (SOFT_LINE_MAX == 9u) &&
+                   (offsetof(soft_slot_t, pkt.src_token) + 7u == SOFT_LINE_OFF),
+               "a one-line packet's payload is aligned as a full packet's, "
+               "over the token's top byte and deliver_ns");
+_Static_assert(SOFT_LIGHT_LINE2 > SOFT_LINE_MAX,
+               "a far payload is never as short as a one-line one");
 _Static_assert(offsetof(soft_pkt_t, csum) % 8 == 4,
                "soft_pkt_csum hashes whole words and the 4 bytes before csum");
 #endif

@@ -554,7 +554,8 @@ TEST_F(soft, idle_polls_clear_consumed_slots)
 }
 
 /* Where a slot's payload is: after the whole header, after the light one,
- * or (SOFT_PKT_FAR) ending by the slot's end, 7 bytes short of an 8-byte
+ * or (SOFT_PKT_FAR) in the first line for a length the one-line form
+ * takes, else ending by the slot's end, 7 bytes short of an 8-byte
  * boundary; a far length no slot of this size holds is read after the
  * light header, never before it or past the slot. */
 TEST(soft_slot_payload, far_within_the_slot)
@@ -564,10 +565,19 @@ TEST(soft_slot_payload, far_within_the_slot)
     std::vector<uint64_t> mem(size / 8);
     soft_slot_t *slot     = (soft_slot_t *)mem.data();
     uint8_t *base         = (uint8_t *)slot;
-    const uint32_t lens[] = {
-        0,           1,         SOFT_LIGHT_LINE2, 4096, payload,
-        payload + 1, size - 96, size - 95,        size, UINT32_MAX - 7,
-        UINT32_MAX};
+    const uint32_t lens[] = {0,
+                             1,
+                             SOFT_LINE_MAX,
+                             SOFT_LINE_MAX + 1,
+                             SOFT_LIGHT_LINE2,
+                             4096,
+                             payload,
+                             payload + 1,
+                             size - 96,
+                             size - 95,
+                             size,
+                             UINT32_MAX - 7,
+                             UINT32_MAX};
 
     slot->pkt.flags = 0;
     slot->pkt.len   = 8;
@@ -578,8 +588,13 @@ TEST(soft_slot_payload, far_within_the_slot)
         slot->pkt.flags = SOFT_PKT_LIGHT | SOFT_PKT_FAR;
         slot->pkt.len   = len;
         uint8_t *p      = (uint8_t *)soft_slot_payload(slot, size);
-        EXPECT_GE(p, base + SOFT_LIGHT_OFF) << len;
         EXPECT_EQ(7u, (uintptr_t)(p - base) % 8) << len;
+        if (len <= SOFT_LINE_MAX) {
+            EXPECT_EQ(base + SOFT_LINE_OFF, p) << len;
+            EXPECT_LE((uint64_t)(p - base) + len, 64u) << len;
+            continue;
+        }
+        EXPECT_GE(p, base + SOFT_LIGHT_OFF) << len;
         if (soft_light_far_ok(size, len)) {
             EXPECT_LE((uint64_t)(p - base) + len, (uint64_t)size) << len;
         } else {
