@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The pair fixture of the soft device's light-post tests
- * (test_soft_light_sge.cc): node a's DCI sending to node b's DCT, SENDs
- * of registered sges with a pattern per message, the receives posted by
- * the test, and the look at b's newest request slot under b's engine lock
- * (engine_held), which nobody serves meanwhile.
+ * (test_soft_light_sge.cc, test_soft_line.cc): node a's DCI sending to
+ * node b's DCT, SENDs of registered sges or inline data with a pattern per
+ * message, the receives posted by the test, and the look at b's newest
+ * request slot under b's engine lock (engine_held), which nobody serves
+ * meanwhile.
  */
 #ifndef SOFT_PAIR_FIXTURE_H_
 #define SOFT_PAIR_FIXTURE_H_
@@ -66,13 +67,14 @@ struct sge_pair {
     dcx_mr_t *amr = nullptr, *bmr = nullptr;
 
     int open(const std::string &fabric, bool unmaps_reported = true,
-             const dcx_soft_limits_t *blimits = nullptr)
+             const dcx_soft_limits_t *blimits = nullptr,
+             const dcx_soft_limits_t *alimits = nullptr)
     {
         uint8_t addr[DCX_DEV_ADDR_MAX];
         size_t len = sizeof(addr);
         int ret;
 
-        if (((ret = a.open(fabric.c_str())) != 0) ||
+        if (((ret = a.open(fabric.c_str(), alimits)) != 0) ||
             ((ret = b.open(fabric.c_str(), blimits)) != 0) ||
             ((ret = a.make_dci(128, 256, 7, 7)) != 0) ||
             ((ret = a.reg(abuf.data(), abuf.size(), DCX_ACCESS_LOCAL_WRITE,
@@ -118,15 +120,33 @@ struct sge_pair {
         return send_sges(m, &s, 1);
     }
 
-    /* a signaled SEND of message m from a to b's DCT, of the n sges at sl */
-    int send_sges(uint64_t m, dcx_sge_t *sl, uint32_t n)
+    /* send(), the data inline (an am_short's), with opcode op */
+    int send_inline(uint64_t m, uint32_t len, dcx_wr_opcode_t op = DCX_WR_SEND)
+    {
+        uint8_t *p = abuf.data() + (m % 8) * SLOT;
+        dcx_sge_t s;
+
+        for (uint32_t i = 0; i < len; ++i) {
+            p[i] = pattern(m, i);
+        }
+        s.addr   = (uintptr_t)p;
+        s.length = len;
+        s.lkey   = amr->lkey;
+        return send_sges(m, &s, 1, DCX_SEND_INLINE, op);
+    }
+
+    /* a signaled SEND (op) of message m from a to b's DCT, of the n sges
+     * at sl, with flags more */
+    int send_sges(uint64_t m, dcx_sge_t *sl, uint32_t n, uint32_t flags = 0,
+                  dcx_wr_opcode_t op = DCX_WR_SEND)
     {
         dcx_send_wr_t wr;
 
         memset(&wr, 0, sizeof(wr));
         wr.wr_id       = m;
-        wr.opcode      = DCX_WR_SEND;
-        wr.flags       = DCX_SEND_SIGNALED;
+        wr.opcode      = op;
+        wr.imm         = (uint32_t)m;
+        wr.flags       = DCX_SEND_SIGNALED | flags;
         wr.num_sge     = n;
         wr.sg_list     = sl;
         wr.dest.ah     = a.ah;

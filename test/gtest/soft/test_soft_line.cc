@@ -1,0 +1,219 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Soft device: the one-line form of a light SEND (soft_pkt_is_line): a
+ * SEND of at most SOFT_LINE_MAX bytes (an 8-byte am_short) to the port its
+ * DCI's previous packet went to lies in its slot's first cache line, the
+ * payload over the token's top byte and deliver_ns, and nothing of the
+ * second line is written or read.  Every other light SEND keeps the two-
+ * or more-line form.  The responder, which then has only the token's low
+ * 56 bits, finds the port among those it knows: after it lost the DCI's
+ * state too, and drops the packet as lost for one it does not know, whose
+ * retransmission (whole) delivers it.
+ */
+#include "soft_pair_fixture.h"
+
+#include <string>
+#include <unistd.h>
+
+using namespace soft_pair_test;
+
+namespace {
+
+/* a byte no slot line holds after a clear */
+const uint8_t PLANT = 0xa5;
+
+/* How message m (len bytes) lies in the slot ss of slot_size bytes; 'line'
+ * says which form it must have */
+void expect_layout(const soft_slot_t *ss, uint32_t slot_size, uint64_t m,
+                   uint32_t len, bool line, uint64_t token)
+{
+    const uint8_t *slot = (const uint8_t *)ss;
+
+    EXPECT_TRUE(ss->pkt.flags & SOFT_PKT_LIGHT) << len << " B";
+    EXPECT_EQ(line, soft_pkt_is_line(ss->pkt.flags, ss->pkt.len))
+        << len << " B";
+    EXPECT_EQ(len, ss->pkt.len);
+    if (line) {
+        EXPECT_TRUE(matches(slot + SOFT_LINE_OFF, m, len))
+            << len << " B: payload not at " << SOFT_LINE_OFF;
+        /* the token's low 56 bits stay, for the responder's look-up */
+        EXPECT_EQ(token & SOFT_LINE_TOKEN, ss->pkt.src_token & SOFT_LINE_TOKEN);
+        size_t changed = 0;
+        for (size_t b = 64; b < 128; ++b) {
+            changed += (slot[b] != PLANT);
+        }
+        EXPECT_EQ(0u, changed) << len << " B: bytes of the second line written";
+    } else {
+        EXPECT_TRUE(matches(slot + SOFT_LIGHT_OFF, m, len))
+            << len << " B: payload not at " << SOFT_LIGHT_OFF;
+        EXPECT_EQ(token, ss->pkt.src_token);
+    }
+    size_t stray = 0;
+    for (size_t b = 128; b < slot_size; ++b) {
+        stray += (slot[b] != 0);
+    }
+    EXPECT_EQ(0u, stray) << len << " B: bytes past the second line";
+}
+
+/* Posts a receive for message m, then sends it, len bytes (inline or from
+ * its sge, with opcode op), while b's engine is held, with the next slot's
+ * second line planted (PLANT); checks its layout; then takes both
+ * completions and the data */
+void send_and_check(sge_pair &p, uint64_t m, uint32_t len, bool inl, bool line,
+                    dcx_wr_opcode_t op = DCX_WR_SEND)
+{
+    soft_port_hdr_t *hdr = ((soft_dev_t *)p.b.dev)->hdr;
+    const uint64_t token = ((soft_dev_t *)p.a.dev)->token;
+    std::vector<dcx_wc_t> wa, wb;
+
+    ASSERT_EQ(0, p.post(1 + m % 15, 1)); /* bbuf holds 16 */
+    {
+        engine_held held(p.b.dev);
+        uint8_t *next = (uint8_t *)
+            soft_ring_slot(hdr, &hdr->req,
+                           __atomic_load_n(&hdr->req.tail, __ATOMIC_ACQUIRE));
+        memset(next + 64, PLANT, 64);
+        dcx_soft_stats_t before = dev_stats(p.a);
+        if (inl) {
+            ASSERT_EQ(0, p.send_inline(m, len, op));
+        } else {
+            dcx_sge_t s = {(uintptr_t)(p.abuf.data() + (m % 8) * SLOT), len,
+                           p.amr->lkey};
+            for (uint32_t i = 0; i < len; ++i) {
+                p.abuf[(m % 8) * SLOT + i] = pattern(m, i);
+            }
+            ASSERT_EQ(0, p.send_sges(m, &s, 1, 0, op));
+        }
+        dcx_soft_stats_t after = dev_stats(p.a);
+        ASSERT_EQ(1u, after.light_posts - before.light_posts);
+        EXPECT_EQ(line ? 1u : 0u, after.line_posts - before.line_posts);
+        ASSERT_EQ((uint8_t *)p.newest_slot(), next) << "another slot taken";
+        expect_layout(p.newest_slot(), hdr->req.slot_size, m, len, line, token);
+    }
+
+    ASSERT_TRUE(p.take(wa, 1, wb, 1)) << "message " << m;
+    EXPECT_EQ(DCX_WC_SUCCESS, wa[0].status);
+    ASSERT_EQ(DCX_WC_SUCCESS, wb[0].status) << "message " << m;
+    EXPECT_EQ(len, wb[0].byte_len);
+    EXPECT_TRUE(p.holds(wb[0].wr_id, m, len)) << "message " << m;
+    /* the planted immediate is not the message's */
+    if (op == DCX_WR_SEND_IMM) {
+        EXPECT_TRUE(wb[0].flags & DCX_WC_FLAG_WITH_IMM);
+        EXPECT_EQ((uint32_t)m, wb[0].imm);
+    } else {
+        EXPECT_FALSE(wb[0].flags & DCX_WC_FLAG_WITH_IMM);
+    }
+}
+
+} // namespace
+
+/* Every size up to SOFT_LINE_MAX, inline and from an sge, takes the
+ * one-line form once the DCI's previous packet went to the port: the
+ * payload in the first line, the token's low bits kept, the second line
+ * (planted) neither written nor read as an immediate, and the data
+ * received byte for byte. */
+TEST_F(soft, line_form_writes_the_first_line_only)
+{
+    sge_pair p;
+
+    ASSERT_EQ(0, p.open(fabric));
+    p.introduce(1);
+    uint64_t m = 1;
+    for (int inl = 1; inl >= 0; --inl) {
+        for (uint32_t len = 0; len <= SOFT_LINE_MAX; ++len, ++m) {
+            SCOPED_TRACE(std::string(inl ? "inline " : "sge ") +
+                         std::to_string(len) + " B");
+            ASSERT_NO_FATAL_FAILURE(send_and_check(p, m, len, inl, true));
+        }
+    }
+}
+
+/* The forms beside it: a DCI's first message to a port (the responder may
+ * not know the port yet: the whole token), a SEND one byte longer than the
+ * line takes, and a SEND with an immediate (on the second line) keep the
+ * light form of two lines. */
+TEST_F(soft, line_form_only_where_it_applies)
+{
+    sge_pair p;
+
+    ASSERT_EQ(0, p.open(fabric));
+    ASSERT_NO_FATAL_FAILURE(send_and_check(p, 1, 8, true, false));
+    ASSERT_NO_FATAL_FAILURE(send_and_check(p, 2, 8, true, true));
+    ASSERT_NO_FATAL_FAILURE(send_and_check(p, 3, SOFT_LINE_MAX + 1, true,
+                                           false));
+    ASSERT_NO_FATAL_FAILURE(send_and_check(p, 4, SOFT_LINE_MAX + 1, false,
+                                           false));
+    ASSERT_NO_FATAL_FAILURE(send_and_check(p, 5, 8, true, false,
+                                           DCX_WR_SEND_IMM));
+    ASSERT_NO_FATAL_FAILURE(send_and_check(p, 6, 8, false, true));
+}
+
+/* A responder that lost the DCI's state (as its table's collection forgets
+ * idle sources) still knows the port: the one-line packet makes the
+ * state anew from the port of the token's low bits and is served. */
+TEST_F(soft, line_form_served_after_the_source_state_is_lost)
+{
+    sge_pair p;
+    std::vector<dcx_wc_t> wa, wb;
+
+    ASSERT_EQ(0, p.open(fabric));
+    p.introduce(2);
+    soft_dev_t *b = (soft_dev_t *)p.b.dev;
+    {
+        engine_held held(p.b.dev);
+        ASSERT_EQ(0, p.send_inline(1, 9));
+        ASSERT_TRUE(soft_pkt_is_line(p.newest_slot()->pkt.flags, 9));
+        memset(b->rstate, 0, SOFT_RSTATE_SLOTS * sizeof(*b->rstate));
+    }
+    ASSERT_TRUE(p.take(wa, 1, wb, 1));
+    EXPECT_EQ(DCX_WC_SUCCESS, wa[0].status);
+    ASSERT_EQ(DCX_WC_SUCCESS, wb[0].status);
+    EXPECT_EQ(9u, wb[0].byte_len);
+    EXPECT_TRUE(p.holds(wb[0].wr_id, 1, 9));
+    EXPECT_EQ(0u, dev_stats(p.b).line_drops);
+    /* and the next one takes the one-pass path again */
+    ASSERT_NO_FATAL_FAILURE(send_and_check(p, 2, 9, true, true));
+}
+
+/* A one-line packet whose token's low bits name no port the responder
+ * knows (here: forged in the slot) is dropped as lost, with nothing
+ * received; the requester's retransmission, whole, delivers it, once. */
+TEST_F(soft, line_form_of_an_unknown_port_dropped_and_resent_bad_flow)
+{
+    dcx_soft_limits_t al;
+    sge_pair p;
+    std::vector<dcx_wc_t> wa, wb;
+    dcx_wc_t wc;
+
+    dcx_soft_limits_default(&al);
+    al.ack_timeout_us = 20000; /* 20 ms to the retransmission */
+    ASSERT_EQ(0, p.open(fabric, true, nullptr, &al));
+    p.introduce(1); /* no receive left: the responder's general path */
+    dcx_soft_stats_t before = dev_stats(p.a);
+    {
+        engine_held held(p.b.dev);
+        ASSERT_EQ(0, p.send_inline(1, 8));
+        soft_slot_t *ss = p.newest_slot();
+        ASSERT_TRUE(soft_pkt_is_line(ss->pkt.flags, ss->pkt.len));
+        ss->pkt.src_token ^= 1; /* another port's low bits */
+    }
+    double end = now_s() + 10.0;
+    while ((dev_stats(p.b).line_drops == 0) && (now_s() < end)) {
+        ASSERT_EQ(0, dcx_cq_poll(p.b.cq, 1, &wc)) << "received a dropped one";
+    }
+    ASSERT_EQ(1u, dev_stats(p.b).line_drops);
+    EXPECT_EQ(0, dcx_cq_poll(p.b.cq, 1, &wc));
+    EXPECT_EQ(0, dcx_cq_poll(p.a.cq, 1, &wc)) << "completed while dropped";
+
+    ASSERT_EQ(0, p.post(1, 2));
+    ASSERT_TRUE(p.take(wa, 1, wb, 1));
+    EXPECT_EQ(DCX_WC_SUCCESS, wa[0].status);
+    ASSERT_EQ(DCX_WC_SUCCESS, wb[0].status);
+    EXPECT_EQ(8u, wb[0].byte_len);
+    EXPECT_TRUE(p.holds(wb[0].wr_id, 1, 8));
+    EXPECT_GT(dev_stats(p.a).retransmits, before.retransmits);
+    /* once: nothing more arrives */
+    usleep(50000);
+    EXPECT_EQ(0, dcx_cq_poll(p.b.cq, 1, &wc));
+    EXPECT_EQ(1u, dev_stats(p.b).line_drops);
+}
