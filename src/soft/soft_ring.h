@@ -339,13 +339,11 @@ static inline void *soft_slot_payload(soft_slot_t *slot, uint32_t slot_size)
         return (char *)slot + SOFT_SLOT_DATA;
     }
     len = slot->pkt.len;
-    if (flags & SOFT_PKT_FAR) {
-        if (len <= SOFT_LINE_MAX) {
-            return (char *)slot + SOFT_LINE_OFF;
-        }
-        if (soft_light_far_ok(slot_size, len)) {
-            return (char *)slot + soft_light_far_off(slot_size, len);
-        }
+    if (soft_pkt_is_line(flags, len)) {
+        return (char *)slot + SOFT_LINE_OFF;
+    }
+    if ((flags & SOFT_PKT_FAR) && soft_light_far_ok(slot_size, len)) {
+        return (char *)slot + soft_light_far_off(slot_size, len);
     }
     return (char *)slot + SOFT_LIGHT_OFF;
 }
