@@ -102,10 +102,11 @@ struct sge_pair {
         return (ret != 0) ? ret : (posted == n) ? 0 : ENOSPC;
     }
 
-    /* a signaled SEND of len bytes (pattern m) from abuf's slot m % 8 (at
-     * byte off of it), under lkey (0: the buffer's); the pattern is
-     * written where it fits in abuf */
-    int send(uint64_t m, uint32_t len, uint32_t lkey = 0, size_t off = 0)
+    /* a signaled SEND (op, with flags more) of len bytes (pattern m) from
+     * abuf's slot m % 8 (at byte off of it), under lkey (0: the buffer's);
+     * the pattern is written where it fits in abuf */
+    int send_as(uint64_t m, uint32_t len, uint32_t flags, dcx_wr_opcode_t op,
+                uint32_t lkey = 0, size_t off = 0)
     {
         uint8_t *p = abuf.data() + (m % 8) * SLOT + off;
         dcx_sge_t s;
@@ -117,22 +118,19 @@ struct sge_pair {
         s.addr   = (uintptr_t)p;
         s.length = len;
         s.lkey   = (lkey != 0) ? lkey : amr->lkey;
-        return send_sges(m, &s, 1);
+        return send_sges(m, &s, 1, flags, op);
     }
 
-    /* send(), the data inline (an am_short's), with opcode op */
+    /* send_as(): a SEND of the sge */
+    int send(uint64_t m, uint32_t len, uint32_t lkey = 0, size_t off = 0)
+    {
+        return send_as(m, len, 0, DCX_WR_SEND, lkey, off);
+    }
+
+    /* send_as(): the data inline (an am_short's) */
     int send_inline(uint64_t m, uint32_t len, dcx_wr_opcode_t op = DCX_WR_SEND)
     {
-        uint8_t *p = abuf.data() + (m % 8) * SLOT;
-        dcx_sge_t s;
-
-        for (uint32_t i = 0; i < len; ++i) {
-            p[i] = pattern(m, i);
-        }
-        s.addr   = (uintptr_t)p;
-        s.length = len;
-        s.lkey   = amr->lkey;
-        return send_sges(m, &s, 1, DCX_SEND_INLINE, op);
+        return send_as(m, len, DCX_SEND_INLINE, op);
     }
 
     /* a signaled SEND (op) of message m from a to b's DCT, of the n sges

@@ -74,16 +74,7 @@ void send_and_check(sge_pair &p, uint64_t m, uint32_t len, bool inl, bool line,
                            __atomic_load_n(&hdr->req.tail, __ATOMIC_ACQUIRE));
         memset(next + 64, PLANT, 64);
         dcx_soft_stats_t before = dev_stats(p.a);
-        if (inl) {
-            ASSERT_EQ(0, p.send_inline(m, len, op));
-        } else {
-            dcx_sge_t s = {(uintptr_t)(p.abuf.data() + (m % 8) * SLOT), len,
-                           p.amr->lkey};
-            for (uint32_t i = 0; i < len; ++i) {
-                p.abuf[(m % 8) * SLOT + i] = pattern(m, i);
-            }
-            ASSERT_EQ(0, p.send_sges(m, &s, 1, 0, op));
-        }
+        ASSERT_EQ(0, p.send_as(m, len, inl ? DCX_SEND_INLINE : 0, op));
         dcx_soft_stats_t after = dev_stats(p.a);
         ASSERT_EQ(1u, after.light_posts - before.light_posts);
         EXPECT_EQ(line ? 1u : 0u, after.line_posts - before.line_posts);
