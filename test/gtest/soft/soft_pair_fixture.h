@@ -65,6 +65,9 @@ struct sge_pair {
     std::vector<uint8_t> abuf = std::vector<uint8_t>(8 * SLOT);
     std::vector<uint8_t> bbuf = std::vector<uint8_t>(16 * SLOT);
     dcx_mr_t *amr = nullptr, *bmr = nullptr;
+    /* where the SENDs go: this DC key, this DCT number (0: b's DCT) */
+    uint64_t key  = KEY;
+    uint32_t dctn = 0;
 
     int open(const std::string &fabric, bool unmaps_reported = true,
              const dcx_soft_limits_t *blimits = nullptr,
@@ -148,8 +151,8 @@ struct sge_pair {
         wr.num_sge     = n;
         wr.sg_list     = sl;
         wr.dest.ah     = a.ah;
-        wr.dest.dctn   = b.dct->qp_num;
-        wr.dest.dc_key = KEY;
+        wr.dest.dctn   = (dctn != 0) ? dctn : b.dct->qp_num;
+        wr.dest.dc_key = key;
         return dcx_qp_post_send(a.dci, &wr);
     }
 
