@@ -108,15 +108,19 @@ soft_light_payload(const soft_peer_t *peer, soft_pkt_t *pkt, uint8_t opcode,
     return slot + SOFT_LIGHT_OFF;
 }
 
-/* Whether a light packet of 'total' bytes for wr (opcode) from qp to peer
- * takes the one-line form (soft_pkt_is_line): a SEND short enough, to the
- * port the DCI's previous packet went to, which had our token whole */
+/* Whether a light packet of 'total' bytes for wr from qp to peer takes the
+ * one-line form (soft_pkt_is_line): a SEND short enough to the port the
+ * DCI's previous packet went to, which had our token whole, and for the
+ * keyless form (more than SOFT_LINE_MAX bytes) to the DCT that packet
+ * named, with the DC key it carried (soft_wire.h) */
 static inline int soft_light_is_line(const soft_qp_t *qp,
-                                     const soft_peer_t *peer, uint8_t opcode,
-                                     uint64_t total)
+                                     const soft_peer_t *peer,
+                                     const dcx_send_wr_t *wr, uint64_t total)
 {
-    return (opcode == DCX_WR_SEND) && (total <= SOFT_LINE_MAX) &&
-           (qp->tx_peer == peer);
+    return (wr->opcode == DCX_WR_SEND) && (qp->tx_peer == peer) &&
+           ((total <= SOFT_LINE_MAX) ||
+            ((total <= SOFT_LINE_WIDE_MAX) && (qp->tx_dctn == wr->dest.dctn) &&
+             (qp->tx_dc_key == wr->dest.dc_key)));
 }
 
 /* The fields of a light packet's first line (all of them but deliver_ns,
@@ -145,7 +149,8 @@ soft_light_header(soft_qp_t *qp, soft_pkt_t *pkt, const dcx_send_wr_t *wr,
 
 /* The header of a light packet in the one-line form, written before its
  * payload (soft_light_line_payload), which lies over the token's top byte
- * and deliver_ns; nothing of the second line is written, which the slot's
+ * and deliver_ns, or in the keyless form over dc_key, the token and
+ * deliver_ns; nothing of the second line is written, which the slot's
  * last clear left zero (no address, key or immediate) */
 static inline __attribute__((always_inline)) void
 soft_light_line_header(soft_qp_t *qp, soft_pkt_t *pkt, const dcx_send_wr_t *wr,
@@ -156,10 +161,12 @@ soft_light_line_header(soft_qp_t *qp, soft_pkt_t *pkt, const dcx_send_wr_t *wr,
     qp->dev->stats.line_posts++;
 }
 
-/* Where the payload of a one-line packet goes (soft_light_line_header) */
-static inline uint8_t *soft_light_line_payload(soft_pkt_t *pkt)
+/* Where the payload of a one-line packet of 'total' bytes goes
+ * (soft_light_line_header) */
+static inline uint8_t *soft_light_line_payload(soft_pkt_t *pkt, uint64_t total)
 {
-    return (uint8_t *)pkt - offsetof(soft_slot_t, pkt) + SOFT_LINE_OFF;
+    return (uint8_t *)pkt - offsetof(soft_slot_t, pkt) +
+           soft_line_off((uint32_t)total);
 }
 
 /* What follows the publish of a light packet (message msn of wr, 'total'
@@ -186,17 +193,19 @@ soft_light_posted(soft_qp_t *qp, soft_swqe_t *w, const dcx_send_wr_t *wr,
     dev->stats.light_posts++;
     dev->stats.tx_bytes += total;
     qp->sq_head++;
-    qp->sq_send = qp->sq_head;
-    qp->tx_pos  = pos + 1;
-    qp->tx_peer = peer;
-    w->tx_end   = (uint32_t)(pos + 1);
+    qp->sq_send   = qp->sq_head;
+    qp->tx_pos    = pos + 1;
+    qp->tx_peer   = peer;
+    qp->tx_dctn   = wr->dest.dctn;
+    qp->tx_dc_key = wr->dest.dc_key;
+    w->tx_end     = (uint32_t)(pos + 1);
     /* the watch and the ack timer start now: dev->now is the last engine
      * pass's time, and polls that only wait run no pass (soft_engine.c);
      * one counter read gives both the time and the wait's end (clk) */
-    now         = soft_dev_now_clk(dev, &clk);
-    dev->now    = now;
-    *clk_p      = clk;
-    started     = !peer->own && soft_req_watch(peer, pos, now);
+    now           = soft_dev_now_clk(dev, &clk);
+    dev->now      = now;
+    *clk_p        = clk;
+    started       = !peer->own && soft_req_watch(peer, pos, now);
     soft_engine_activate_light(qp, peer, now, clk, started);
     /* our packet is out: the time to clear the request slots we consumed
      * (soft_ring.h, "Ring slots"), which takes their lines back from
@@ -269,12 +278,12 @@ static inline int soft_req_post_inline(soft_qp_t *qp, soft_swqe_t *w,
      * comes within a pass, and a sleeper's helper naps at most
      * SOFT_NAP_NS (SOFT_PKT_WKICK is for the general path's messages and
      * signaled SENDs of an sg list) */
-    if (soft_light_is_line(qp, peer, wr->opcode, total)) {
+    if (soft_light_is_line(qp, peer, wr, total)) {
         /* one line of the ring written, not two (8-byte am_short: rate
          * +29-42%, am_lat p50 -25-33%) */
         soft_light_line_header(qp, pkt, wr, total, msn,
                                SOFT_PKT_FIRST | SOFT_PKT_LAST | SOFT_PKT_WACK);
-        soft_copy_small(soft_light_line_payload(pkt), w->inl, total);
+        soft_copy_small(soft_light_line_payload(pkt, total), w->inl, total);
     } else {
         /* the payload takes the slot from there on, over the header's
          * rest, or at its end */
@@ -379,9 +388,9 @@ static inline int soft_req_post_sge(soft_qp_t *qp, soft_swqe_t *w,
     msn   = qp->next_msn++;
     flags = SOFT_PKT_FIRST | SOFT_PKT_LAST | SOFT_PKT_WACK |
             ((wr->flags & DCX_SEND_SIGNALED) ? SOFT_PKT_WKICK : 0);
-    if (soft_light_is_line(qp, peer, wr->opcode, total)) {
+    if (soft_light_is_line(qp, peer, wr, total)) {
         soft_light_line_header(qp, pkt, wr, total, msn, flags);
-        soft_light_gather(soft_light_line_payload(pkt), sg, n);
+        soft_light_gather(soft_light_line_payload(pkt, total), sg, n);
         soft_mem_local_end(dev);
     } else {
         soft_light_gather(soft_light_payload(peer, pkt, wr->opcode, total,

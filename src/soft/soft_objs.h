@@ -201,7 +201,7 @@ struct soft_qp {
     uint32_t sq_comp; /* oldest not completed */
     uint32_t sq_send; /* next to transmit */
     uint32_t next_msn;
-    uint32_t gen;       /* DCI generation (fresh per create) */
+    uint32_t gen;       /* generation: fresh per create, unique on the device */
     uint32_t rd_atomic; /* READ/atomics in flight */
     uint32_t retries;
     uint32_t rnr_count;
@@ -217,6 +217,11 @@ struct soft_qp {
      * after it, and the target (see soft_req_target_busy) */
     uint64_t tx_pos;
     soft_peer_t *tx_peer;
+    /* the DCT number and DC key that packet named (0: none since the
+     * DCI's last reset): a SEND after it to the same DCT with the same key
+     * may take the keyless one-line form (soft_light_is_line) */
+    uint32_t tx_dctn;
+    uint64_t tx_dc_key;
     /* its entry in the device's ack table (NULL: the device has none),
      * set with its number: the line a light post adds to the wait set */
     const uint64_t *ack_line;
@@ -265,7 +270,11 @@ typedef struct soft_rstate {
     uint32_t at_msn[SOFT_ATOMIC_SAVED];
     uint64_t at_res[SOFT_ATOMIC_SAVED];
     uint32_t msg_status;
-    uint32_t gen;      /* DCI generation this state follows */
+    uint32_t gen; /* DCI generation this state follows */
+    /* the generation (soft_qp_t gen) of the DCT whose key check the DCI's
+     * last whole packet passed, 0 if it failed one since: what a keyless
+     * one-line packet of the DCI is taken by (soft_wire.h) */
+    uint32_t line_gen;
     uint32_t hold_msn; /* see wack_hold */
     soft_qp_t *dct;    /* owner of the held receive */
     soft_peer_t *peer; /* reply path */

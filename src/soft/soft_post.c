@@ -703,6 +703,7 @@ void soft_qp_rearm(soft_qp_t *qp)
     qp->rnr_count    = 0;
     qp->deadline_ns  = 0;
     qp->rnr_until_ns = 0;
+    qp->tx_dctn      = 0; /* the next packet whole (soft_light_is_line) */
     __atomic_store_n(&qp->super.state, DCX_QPS_RTS, __ATOMIC_RELAXED);
     __atomic_store_n(&qp->super.post_send,
                      (qp->sq != NULL) ? qp->post_ready : soft_dci_post_first,

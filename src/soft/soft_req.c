@@ -632,9 +632,11 @@ static int soft_req_send_packets(soft_qp_t *qp, soft_swqe_t *w, uint64_t now)
             soft_ring_publish_quiet(target, &target->req, pos);
             dev->stats.futex_wakes += soft_wake_kick(dev, target,
                                                      flags & SOFT_OPF_RECV);
-            qp->tx_pos  = pos + 1;
-            qp->tx_peer = w->peer;
-            w->tx_end   = (uint32_t)(pos + 1); /* 0 at a wrap: no end */
+            qp->tx_pos    = pos + 1;
+            qp->tx_peer   = w->peer;
+            qp->tx_dctn   = w->wr.dest.dctn;
+            qp->tx_dc_key = w->wr.dest.dc_key;
+            w->tx_end     = (uint32_t)(pos + 1); /* 0 at a wrap: no end */
             if (!w->peer->own) {
                 soft_req_watch(w->peer, pos, now);
             }

@@ -150,6 +150,7 @@ static soft_rstate_t *soft_rstate_get(soft_dev_t *dev, const soft_pkt_t *pkt)
     free_rs->msg_status   = SOFT_DONE_NONE;
     free_rs->atomic_valid = 0;
     free_rs->wack_hold    = 0;
+    free_rs->line_gen     = 0;
     return free_rs;
 }
 
@@ -621,31 +622,62 @@ static __attribute__((noinline)) void soft_pkt_expand(const soft_pkt_t *light,
     full->total_len  = light->len;
 }
 
-/* The token of a one-line packet (soft_pkt_is_line) expanded into full,
- * which carries only its low 56 bits: the rest comes from the port of that
- * name the responder knows, as the sender expects (its DCI's previous
- * packet came here, with the whole token).  A port it does not know, it
- * cannot name: -1, and the packet is dropped as if lost, for the
- * requester's retransmission (whole) to deliver. */
-static int soft_line_token(soft_dev_t *dev, soft_pkt_t *full)
+/* The port of a short one-line packet expanded into full, whose token
+ * carries only its low 56 bits: the port of that name the responder
+ * knows, as the sender expects (its DCI's previous packet came here, with
+ * the whole token); the source's state first (a hash), the list of ports
+ * if it has none.  NULL if it knows none. */
+static soft_peer_t *soft_line_short_peer(soft_dev_t *dev,
+                                         const soft_pkt_t *full)
 {
     soft_rstate_t *rs = soft_rstate_find(dev, full);
-    soft_peer_t *peer;
 
-    /* the source's state first (a hash), the list of ports if it has none */
     if ((rs != NULL) &&
         (((rs->peer->token ^ full->src_token) & SOFT_LINE_TOKEN) == 0)) {
-        peer = rs->peer;
-    } else {
-        peer = soft_peer_known(dev, full->src_pid, full->src_inst,
-                               full->src_token, SOFT_LINE_TOKEN);
+        return rs->peer;
     }
+    return soft_peer_known(dev, full->src_pid, full->src_inst, full->src_token,
+                           SOFT_LINE_TOKEN);
+}
+
+/* The port of a keyless one-line packet expanded into full, whose DC key
+ * and token are filled in here: only where the source's state says that
+ * the DCI's last whole packet passed the key check of the DCT it names,
+ * as it was when the check was made (line_gen), whose key the packet
+ * then has (soft_wire.h).  NULL otherwise. */
+static soft_peer_t *soft_line_keyless_peer(soft_dev_t *dev, soft_pkt_t *full)
+{
+    uint32_t idx      = full->dst_qpn - dev->qpn_base;
+    soft_rstate_t *rs = soft_rstate_find(dev, full);
+    soft_qp_t *dct;
+
+    if ((rs == NULL) || (rs->gen != full->gen) || (idx >= dev->max_qps) ||
+        ((dct = dev->qps[idx]) == NULL) || (dct->super.type != DCX_QPT_DCT) ||
+        (rs->line_gen != dct->gen)) {
+        return NULL;
+    }
+    full->dc_key = dct->dc_key;
+    return rs->peer;
+}
+
+/* The source port of a one-line packet (soft_pkt_is_line) expanded into
+ * full, and what the packet left out of the header filled in from it.  A
+ * port the responder cannot name, or a keyless packet it cannot vouch for:
+ * -1, and the packet is dropped as if lost, for the requester's
+ * retransmission (whole) to deliver. */
+static int soft_line_source(soft_dev_t *dev, soft_pkt_t *full)
+{
+    soft_peer_t *peer = soft_line_is_keyless(full->len) ?
+                            soft_line_keyless_peer(dev, full) :
+                            soft_line_short_peer(dev, full);
+
     if (peer == NULL) {
         dev->stats.line_drops++;
-        dcx_debug("%s: dropping a one-line packet of an unknown port (pid %u "
-                  "inst %u qp 0x%x msn %u): its retransmission names it",
-                  dev->super.caps.name, full->src_pid, full->src_inst,
-                  full->src_qpn, full->msn);
+        dcx_debug("%s: dropping a one-line packet (%u B) of a source it "
+                  "cannot name or vouch for (pid %u inst %u qp 0x%x to 0x%x "
+                  "msn %u): its retransmission is whole",
+                  dev->super.caps.name, full->len, full->src_pid,
+                  full->src_inst, full->src_qpn, full->dst_qpn, full->msn);
         return -1;
     }
     full->src_token = peer->token;
@@ -785,11 +817,19 @@ static inline int soft_resp_fast(soft_dev_t *dev, const soft_pkt_t *pkt,
 
     if ((len > dev->limits.mtu) || (idx >= dev->max_qps) ||
         ((dct = dev->qps[idx]) == NULL) || (dct->super.type != DCX_QPT_DCT) ||
-        (dct->super.state == DCX_QPS_ERR) || (pkt->dc_key != dct->dc_key) ||
+        (dct->super.state == DCX_QPS_ERR) ||
         ((rs = soft_rstate_find(dev, pkt)) == NULL) || (rs->gen != pkt->gen) ||
         (rs->cur_off != 0) || rs->msg_err || rs->have_recv) {
         return 0;
     }
+    /* the key: a keyless one-line packet's is the one the DCI's last whole
+     * packet here passed with (soft_wire.h), which that packet records */
+    if ((soft_pkt_is_line(pkt->flags, len) && soft_line_is_keyless(len)) ?
+            (rs->line_gen != dct->gen) :
+            (pkt->dc_key != dct->dc_key)) {
+        return 0;
+    }
+    rs->line_gen = dct->gen;
     if ((int32_t)(pkt->ack_base - rs->e) > 0) {
         /* a DCI that sent to other targets since its last message here
          * (it goes to one target at a time): resynchronised as the general
@@ -895,7 +935,7 @@ void soft_resp_packet(soft_dev_t *dev, const soft_pkt_t *pkt,
     if (pkt->flags & SOFT_PKT_LIGHT) {
         soft_pkt_expand(pkt, &full);
         if (soft_pkt_is_line(pkt->flags, pkt->len) &&
-            (soft_line_token(dev, &full) != 0)) {
+            (soft_line_source(dev, &full) != 0)) {
             return;
         }
         pkt = &full;
@@ -923,6 +963,11 @@ void soft_resp_packet(soft_dev_t *dev, const soft_pkt_t *pkt,
     }
     dct = soft_resp_dct(dev, pkt);
     if (dct == NULL) {
+        /* no keyless packet of the DCI is taken until a whole one passes */
+        rs = soft_rstate_find(dev, pkt);
+        if (rs != NULL) {
+            rs->line_gen = 0;
+        }
         return;
     }
     rs = soft_rstate_get(dev, pkt);
@@ -937,6 +982,7 @@ void soft_resp_packet(soft_dev_t *dev, const soft_pkt_t *pkt,
         rs->atomic_valid = 0;
         rs->wack_hold    = 0;
     }
+    rs->line_gen = dct->gen; /* it passed the key check */
     if ((int32_t)(pkt->ack_base - rs->e) > 0) {
         soft_rstate_resync(dev, rs, pkt->ack_base);
     }

@@ -340,7 +340,7 @@ static inline void *soft_slot_payload(soft_slot_t *slot, uint32_t slot_size)
     }
     len = slot->pkt.len;
     if (soft_pkt_is_line(flags, len)) {
-        return (char *)slot + SOFT_LINE_OFF;
+        return (char *)slot + soft_line_off(len);
     }
     if ((flags & SOFT_PKT_FAR) && soft_light_far_ok(slot_size, len)) {
         return (char *)slot + soft_light_far_off(slot_size, len);

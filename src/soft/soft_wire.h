@@ -69,14 +69,21 @@ enum {
  * (SOFT_PKT_FAR); it stands for a single-packet message (offset 0,
  * total_len = len) without checksum, and never carries a delay (light
  * packets are sent only without a fault rule): deliver_ns is not read.
- * A light SEND of at most SOFT_LINE_MAX bytes may take the one-line form
- * (SOFT_PKT_FAR, soft_pkt_is_line): its payload lies in the first line's
- * last bytes, over src_token's top byte and deliver_ns, and the packet
- * writes nothing of the second line (zero since the slot's last clear:
- * no address, key or immediate); only a sender whose DCI's previous
- * packet went to the same port sends it, and the responder makes a
- * source's state from it only by the token's low 56 bits
- * (SOFT_LINE_TOKEN), with a port it already knows.
+ * A light SEND of at most SOFT_LINE_WIDE_MAX bytes may take the one-line
+ * form (SOFT_PKT_FAR, soft_pkt_is_line): its payload lies in the first
+ * line's last bytes and the packet writes nothing of the second line
+ * (zero since the slot's last clear: no address, key or immediate).  Up
+ * to SOFT_LINE_MAX bytes (the short form) it lies over src_token's top
+ * byte and deliver_ns: only a sender whose DCI's previous packet went to
+ * the same port sends it, and the responder makes a source's state from
+ * it only by the token's low 56 bits (SOFT_LINE_TOKEN), with a port it
+ * already knows.  Longer (the keyless form, soft_pkt_is_keyless) it lies
+ * over dc_key, src_token and deliver_ns: only a sender whose DCI's
+ * previous packet went to the same DCT with the same DC key sends it, and
+ * the responder takes it only from a source whose state says that DCI's
+ * last whole packet passed the key check of that very DCT (its
+ * generation, soft_rstate_t line_gen): the key is then the one that
+ * passed, and the token the one the state holds.
  * Every other packet has the whole header and its payload at
  * SOFT_SLOT_DATA. */
 typedef struct soft_pkt {
@@ -162,12 +169,35 @@ typedef struct soft_slot {
 #define SOFT_LINE_MAX   (64u - SOFT_LINE_OFF)
 #define SOFT_LINE_TOKEN ((1ull << 56) - 1u)
 
+/* where the payload of a light packet in the keyless one-line form starts
+ * (dc_key's first byte) and how long it may be (to the first line's end:
+ * a tag-matching SEND of 8 bytes, its 16-byte TMH and the data, which
+ * lands on an 8-byte boundary); no message that short is received in
+ * place (SOFT_IP_MIN), so an active message's header there, one byte off
+ * its boundary, is read only by the copy into its receive */
+#define SOFT_LINE_WIDE_OFF \
+    (offsetof(soft_slot_t, pkt) + offsetof(soft_pkt_t, dc_key))
+#define SOFT_LINE_WIDE_MAX (64u - SOFT_LINE_WIDE_OFF)
+
 /* Whether a light packet (flags, len bytes) is in the one-line form */
 static inline int soft_pkt_is_line(uint8_t flags, uint32_t len)
 {
     return ((flags & (SOFT_PKT_LIGHT | SOFT_PKT_FAR)) ==
             (SOFT_PKT_LIGHT | SOFT_PKT_FAR)) &&
-           (len <= SOFT_LINE_MAX);
+           (len <= SOFT_LINE_WIDE_MAX);
+}
+
+/* Whether a one-line packet of len bytes is in the keyless form (no DC
+ * key, no token) */
+static inline int soft_line_is_keyless(uint32_t len)
+{
+    return len > SOFT_LINE_MAX;
+}
+
+/* Where the payload of a one-line packet of len bytes starts in its slot */
+static inline uint32_t soft_line_off(uint32_t len)
+{
+    return soft_line_is_keyless(len) ? SOFT_LINE_WIDE_OFF : SOFT_LINE_OFF;
 }
 
 /* Where the payload of a light packet of len bytes flagged SOFT_PKT_FAR
@@ -204,7 +234,12 @@ _Static_assert((SOFT_LINE_OFF % 8 == SOFT_SLOT_DATA % 8) &&
                    (offsetof(soft_slot_t, pkt.src_token) + 7u == SOFT_LINE_OFF),
                "a one-line packet's payload is aligned as a full packet's, "
                "over the token's top byte and deliver_ns");
-_Static_assert(SOFT_LIGHT_LINE2 > SOFT_LINE_MAX,
+_Static_assert((SOFT_LINE_WIDE_MAX == 24u) &&
+                   (offsetof(soft_slot_t, pkt.dc_key) == SOFT_LINE_WIDE_OFF) &&
+                   (SOFT_LINE_WIDE_MAX < SOFT_IP_MIN),
+               "a keyless one-line packet's payload lies over dc_key, "
+               "src_token and deliver_ns, and is never received in place");
+_Static_assert(SOFT_LIGHT_LINE2 > SOFT_LINE_WIDE_MAX,
                "a far payload is never as short as a one-line one");
 _Static_assert(offsetof(soft_pkt_t, csum) % 8 == 4,
                "soft_pkt_csum hashes whole words and the 4 bytes before csum");

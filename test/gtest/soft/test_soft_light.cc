@@ -318,7 +318,7 @@ TEST_F(soft, light_word_follows_fault_rule_and_kill)
 /* A light SEND of up to 41 bytes (SOFT_LIGHT_LINE2) lies in the first two
  * cache lines of its slot: header, then the payload 7 bytes past imm;
  * nothing is written past them (the full header and its payload would
- * take four).  (Up to SOFT_LINE_MAX bytes may take the first line alone
+ * take four).  (Up to SOFT_LINE_WIDE_MAX bytes may take the first line alone
  * once the DCI's previous packet went there: test_soft_line.cc.) */
 TEST_F(soft, light_send_fills_two_cache_lines)
 {
@@ -329,7 +329,7 @@ TEST_F(soft, light_send_fills_two_cache_lines)
     ASSERT_EQ(0, open_loopback(n, fabric, key, buf, &mr));
     soft_dev_t *dev       = (soft_dev_t *)n.dev;
     soft_port_hdr_t *hdr  = dev->hdr;
-    const uint32_t lens[] = {SOFT_LINE_MAX + 1, SOFT_LIGHT_LINE2};
+    const uint32_t lens[] = {SOFT_LINE_WIDE_MAX + 1, SOFT_LIGHT_LINE2};
     unsigned seen         = 0;
 
     for (unsigned m = 0; (m < 200) && (seen < 2); ++m) {

@@ -51,7 +51,8 @@ TEST_F(soft, light_sge_sends_every_size)
 /* A light SEND of one sge is a light packet as an inline one is: the
  * header and up to 41 bytes (SOFT_LIGHT_LINE2) in the slot's first two
  * cache lines, the payload 7 bytes past imm, nothing written past them
- * (up to SOFT_LINE_MAX bytes take the first line only: test_soft_line.cc).
+ * (up to SOFT_LINE_WIDE_MAX bytes take the first line only:
+ * test_soft_line.cc).
  * A longer one is flagged SOFT_PKT_FAR and ends at the slot's end
  * (soft_light_far_off): nothing is written between the header's lines
  * and it.  (A full header put its payload's first byte on the fourth
@@ -59,7 +60,7 @@ TEST_F(soft, light_sge_sends_every_size)
 TEST_F(soft, light_sge_send_layout)
 {
     sge_pair p;
-    const uint32_t lens[] = {SOFT_LINE_MAX + 1, SOFT_LIGHT_LINE2,
+    const uint32_t lens[] = {SOFT_LINE_WIDE_MAX + 1, SOFT_LIGHT_LINE2,
                              SOFT_LIGHT_LINE2 + 1, 4096};
 
     ASSERT_EQ(0, p.open(fabric));

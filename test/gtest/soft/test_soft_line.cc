@@ -4,11 +4,18 @@
  * SEND of at most SOFT_LINE_MAX bytes (an 8-byte am_short) to the port its
  * DCI's previous packet went to lies in its slot's first cache line, the
  * payload over the token's top byte and deliver_ns, and nothing of the
- * second line is written or read.  Every other light SEND keeps the two-
- * or more-line form.  The responder, which then has only the token's low
- * 56 bits, finds the port among those it knows: after it lost the DCI's
- * state too, and drops the packet as lost for one it does not know, whose
- * retransmission (whole) delivers it.
+ * second line is written or read; one of at most SOFT_LINE_WIDE_MAX bytes
+ * (an 8-byte tagged message: its TMH and the data) to the DCT that packet
+ * went to, with the same DC key, lies there too, over the DC key, the
+ * token and deliver_ns (the keyless form).  Every other light SEND keeps
+ * the two- or more-line form.  The responder, which then has only the
+ * token's low 56 bits, finds the port among those it knows: after it lost
+ * the DCI's state too, and drops the packet as lost for one it does not
+ * know, whose retransmission (whole) delivers it.  A keyless packet it
+ * takes only from a DCI whose last whole packet passed that DCT's key
+ * check; it drops one it cannot vouch for (source state lost, a wrong key
+ * since, the DCT number reused), and the retransmission, whole, has its
+ * key checked.
  */
 #include "soft_pair_fixture.h"
 
@@ -34,10 +41,16 @@ void expect_layout(const soft_slot_t *ss, uint32_t slot_size, uint64_t m,
         << len << " B";
     EXPECT_EQ(len, ss->pkt.len);
     if (line) {
-        EXPECT_TRUE(matches(slot + SOFT_LINE_OFF, m, len))
-            << len << " B: payload not at " << SOFT_LINE_OFF;
-        /* the token's low 56 bits stay, for the responder's look-up */
-        EXPECT_EQ(token & SOFT_LINE_TOKEN, ss->pkt.src_token & SOFT_LINE_TOKEN);
+        const size_t off = (len <= SOFT_LINE_MAX) ?
+                               SOFT_LINE_OFF :
+                               offsetof(soft_slot_t, pkt.dc_key);
+        EXPECT_TRUE(matches(slot + off, m, len))
+            << len << " B: payload not at " << off;
+        if (len <= SOFT_LINE_MAX) {
+            /* the token's low 56 bits stay, for the responder's look-up */
+            EXPECT_EQ(token & SOFT_LINE_TOKEN,
+                      ss->pkt.src_token & SOFT_LINE_TOKEN);
+        }
         size_t changed = 0;
         for (size_t b = 64; b < 128; ++b) {
             changed += (slot[b] != PLANT);
@@ -98,11 +111,11 @@ void send_and_check(sge_pair &p, uint64_t m, uint32_t len, bool inl, bool line,
 
 } // namespace
 
-/* Every size up to SOFT_LINE_MAX, inline and from an sge, takes the
- * one-line form once the DCI's previous packet went to the port: the
- * payload in the first line, the token's low bits kept, the second line
- * (planted) neither written nor read as an immediate, and the data
- * received byte for byte. */
+/* Every size up to SOFT_LINE_WIDE_MAX, inline and from an sge, takes the
+ * one-line form once the DCI's previous packet went to the DCT with the
+ * key: the payload in the first line (the token's low bits kept up to
+ * SOFT_LINE_MAX bytes), the second line (planted) neither written nor read
+ * as an immediate, and the data received byte for byte. */
 TEST_F(soft, line_form_writes_the_first_line_only)
 {
     sge_pair p;
@@ -111,7 +124,7 @@ TEST_F(soft, line_form_writes_the_first_line_only)
     p.introduce(1);
     uint64_t m = 1;
     for (int inl = 1; inl >= 0; --inl) {
-        for (uint32_t len = 0; len <= SOFT_LINE_MAX; ++len, ++m) {
+        for (uint32_t len = 0; len <= SOFT_LINE_WIDE_MAX; ++len, ++m) {
             SCOPED_TRACE(std::string(inl ? "inline " : "sge ") +
                          std::to_string(len) + " B");
             ASSERT_NO_FATAL_FAILURE(send_and_check(p, m, len, inl, true));
@@ -130,13 +143,15 @@ TEST_F(soft, line_form_only_where_it_applies)
     ASSERT_EQ(0, p.open(fabric));
     ASSERT_NO_FATAL_FAILURE(send_and_check(p, 1, 8, true, false));
     ASSERT_NO_FATAL_FAILURE(send_and_check(p, 2, 8, true, true));
-    ASSERT_NO_FATAL_FAILURE(send_and_check(p, 3, SOFT_LINE_MAX + 1, true,
+    ASSERT_NO_FATAL_FAILURE(send_and_check(p, 3, SOFT_LINE_WIDE_MAX + 1, true,
                                            false));
-    ASSERT_NO_FATAL_FAILURE(send_and_check(p, 4, SOFT_LINE_MAX + 1, false,
+    ASSERT_NO_FATAL_FAILURE(send_and_check(p, 4, SOFT_LINE_WIDE_MAX + 1, false,
                                            false));
     ASSERT_NO_FATAL_FAILURE(send_and_check(p, 5, 8, true, false,
                                            DCX_WR_SEND_IMM));
     ASSERT_NO_FATAL_FAILURE(send_and_check(p, 6, 8, false, true));
+    ASSERT_NO_FATAL_FAILURE(send_and_check(p, 7, SOFT_LINE_WIDE_MAX, false,
+                                           true));
 }
 
 /* A responder that lost the DCI's state (as its table's collection forgets
@@ -208,3 +223,4 @@ TEST_F(soft, line_form_of_an_unknown_port_dropped_and_resent_bad_flow)
     EXPECT_EQ(0, dcx_cq_poll(p.b.cq, 1, &wc));
     EXPECT_EQ(1u, dev_stats(p.b).line_drops);
 }
+

@@ -555,9 +555,10 @@ TEST_F(soft, idle_polls_clear_consumed_slots)
 
 /* Where a slot's payload is: after the whole header, after the light one,
  * or (SOFT_PKT_FAR) in the first line for a length the one-line form
- * takes, else ending by the slot's end, 7 bytes short of an 8-byte
- * boundary; a far length no slot of this size holds is read after the
- * light header, never before it or past the slot. */
+ * takes (from dc_key's first byte for the keyless form's), else ending by
+ * the slot's end, 7 bytes short of an 8-byte boundary; a far length no
+ * slot of this size holds is read after the light header, never before it
+ * or past the slot. */
 TEST(soft_slot_payload, far_within_the_slot)
 {
     const uint32_t payload = 16384;
@@ -569,6 +570,8 @@ TEST(soft_slot_payload, far_within_the_slot)
                              1,
                              SOFT_LINE_MAX,
                              SOFT_LINE_MAX + 1,
+                             SOFT_LINE_WIDE_MAX,
+                             SOFT_LINE_WIDE_MAX + 1,
                              SOFT_LIGHT_LINE2,
                              4096,
                              payload,
@@ -588,12 +591,18 @@ TEST(soft_slot_payload, far_within_the_slot)
         slot->pkt.flags = SOFT_PKT_LIGHT | SOFT_PKT_FAR;
         slot->pkt.len   = len;
         uint8_t *p      = (uint8_t *)soft_slot_payload(slot, size);
-        EXPECT_EQ(7u, (uintptr_t)(p - base) % 8) << len;
         if (len <= SOFT_LINE_MAX) {
             EXPECT_EQ(base + SOFT_LINE_OFF, p) << len;
+            EXPECT_EQ(7u, (uintptr_t)(p - base) % 8) << len;
             EXPECT_LE((uint64_t)(p - base) + len, 64u) << len;
             continue;
         }
+        if (len <= SOFT_LINE_WIDE_MAX) {
+            EXPECT_EQ(base + offsetof(soft_slot_t, pkt.dc_key), p) << len;
+            EXPECT_LE((uint64_t)(p - base) + len, 64u) << len;
+            continue;
+        }
+        EXPECT_EQ(7u, (uintptr_t)(p - base) % 8) << len;
         EXPECT_GE(p, base + SOFT_LIGHT_OFF) << len;
         if (soft_light_far_ok(size, len)) {
             EXPECT_LE((uint64_t)(p - base) + len, (uint64_t)size) << len;
