@@ -154,6 +154,91 @@ TEST_F(soft, line_form_only_where_it_applies)
                                            true));
 }
 
+/* The keyless form only to the DCT of the DCI's previous packet: a SEND
+ * to another DCT of the same port is whole first, then keyless; the short
+ * form needs only the port, and its key is whole, so that a keyless SEND
+ * may follow it to its DCT. */
+TEST_F(soft, keyless_line_form_only_to_the_same_dct)
+{
+    const uint64_t key2 = 0x7d3a11ull;
+    const uint32_t len  = SOFT_LINE_MAX + 1;
+    sge_pair p;
+    dcx_qp_attr_t qattr;
+    dcx_qp_t *dct2 = nullptr;
+
+    ASSERT_EQ(0, p.open(fabric));
+    memset(&qattr, 0, sizeof(qattr));
+    qattr.type    = DCX_QPT_DCT;
+    qattr.recv_cq = p.b.cq;
+    qattr.srq     = p.b.srq;
+    qattr.dc_key  = key2;
+    ASSERT_EQ(0, dcx_qp_create(p.b.pd, &qattr, &dct2));
+    p.introduce(1);
+
+    p.dctn = dct2->qp_num;
+    p.key  = key2;
+    ASSERT_NO_FATAL_FAILURE(send_and_check(p, 1, len, true, false));
+    ASSERT_NO_FATAL_FAILURE(send_and_check(p, 2, len, true, true));
+    p.dctn = 0; /* back to the first DCT */
+    p.key  = KEY;
+    ASSERT_NO_FATAL_FAILURE(send_and_check(p, 3, len, false, false));
+    ASSERT_NO_FATAL_FAILURE(send_and_check(p, 4, len, false, true));
+    /* a short one-line packet carries the key whole: it names the DCT */
+    p.dctn = dct2->qp_num;
+    p.key  = key2;
+    ASSERT_NO_FATAL_FAILURE(send_and_check(p, 5, 8, true, true));
+    ASSERT_NO_FATAL_FAILURE(send_and_check(p, 6, len, true, true));
+    EXPECT_EQ(0u, dev_stats(p.b).line_drops);
+    EXPECT_EQ(0, dcx_qp_destroy(dct2));
+}
+
+/* A DCI that names a wrong DC key (here one that differs from the DCT's in
+ * its top byte only) never gets a message through: its whole SEND fails
+ * the key check, the keyless one after it (same DCT, same key: the
+ * sender's rule allows it) is dropped, as the whole one failed since the
+ * last that passed, and its retransmissions are whole and fail; after the
+ * DCI's recovery its first SEND is whole again, checked, and fails.  With
+ * the right key the DCI goes on. */
+TEST_F(soft, keyless_line_form_never_carries_a_wrong_key_bad_flow)
+{
+    const uint32_t len = SOFT_LINE_MAX + 1;
+    dcx_soft_limits_t al;
+    sge_pair p;
+    std::vector<dcx_wc_t> wa, wb;
+    dcx_wc_t wc;
+
+    dcx_soft_limits_default(&al);
+    al.ack_timeout_us = 2000; /* the retries run out within a second */
+    ASSERT_EQ(0, p.open(fabric, true, nullptr, &al));
+    p.introduce(4);
+    p.key = KEY ^ (0x5aull << 56);
+    for (int round = 0; round < 2; ++round) {
+        SCOPED_TRACE(round ? "after the recovery" : "first");
+        {
+            engine_held held(p.b.dev);
+            ASSERT_EQ(0, p.send_inline(1, len));
+            EXPECT_FALSE(soft_pkt_is_line(p.newest_slot()->pkt.flags, len))
+                << "another key than the last packet's: whole";
+            ASSERT_EQ(0, p.send_inline(2, len));
+            EXPECT_TRUE(soft_pkt_is_line(p.newest_slot()->pkt.flags, len))
+                << "the same DCT and key as the last packet's: keyless";
+        }
+        wa.clear();
+        ASSERT_TRUE(p.take(wa, 2, wb, 0));
+        EXPECT_EQ(DCX_WC_RETRY_EXC_ERR, wa[0].status) << "a wrong key passed";
+        EXPECT_EQ(DCX_WC_WR_FLUSH_ERR, wa[1].status);
+        EXPECT_EQ(0, dcx_cq_poll(p.b.cq, 1, &wc)) << "received";
+        /* the keyless one dropped as such: its retransmissions whole */
+        EXPECT_EQ((uint64_t)round + 1, dev_stats(p.b).line_drops);
+        ASSERT_EQ(0, dcx_qp_recover(p.a.dci));
+    }
+    EXPECT_GE(dev_stats(p.b).dc_key_violations, 2u);
+
+    p.key = KEY;
+    ASSERT_NO_FATAL_FAILURE(send_and_check(p, 3, len, true, false));
+    ASSERT_NO_FATAL_FAILURE(send_and_check(p, 4, len, true, true));
+}
+
 /* A responder that lost the DCI's state (as its table's collection forgets
  * idle sources) still knows the port: the one-line packet makes the
  * state anew from the port of the token's low bits and is served. */
@@ -224,3 +309,86 @@ TEST_F(soft, line_form_of_an_unknown_port_dropped_and_resent_bad_flow)
     EXPECT_EQ(1u, dev_stats(p.b).line_drops);
 }
 
+/* A keyless one-line packet whose source state the responder lost (as its
+ * table's collection forgets idle sources) cannot be vouched for: it is
+ * dropped as lost, nothing received, and the retransmission, whole,
+ * delivers it once, making the state anew. */
+TEST_F(soft, keyless_line_form_without_source_state_resent_whole_bad_flow)
+{
+    const uint32_t len = SOFT_LINE_WIDE_MAX;
+    dcx_soft_limits_t al;
+    sge_pair p;
+    std::vector<dcx_wc_t> wa, wb;
+    dcx_wc_t wc;
+
+    dcx_soft_limits_default(&al);
+    al.ack_timeout_us = 20000; /* 20 ms to the retransmission */
+    ASSERT_EQ(0, p.open(fabric, true, nullptr, &al));
+    p.introduce(2);
+    soft_dev_t *b           = (soft_dev_t *)p.b.dev;
+    dcx_soft_stats_t before = dev_stats(p.a);
+    {
+        engine_held held(p.b.dev);
+        ASSERT_EQ(0, p.send_inline(1, len));
+        ASSERT_TRUE(soft_pkt_is_line(p.newest_slot()->pkt.flags, len));
+        memset(b->rstate, 0, SOFT_RSTATE_SLOTS * sizeof(*b->rstate));
+    }
+    ASSERT_TRUE(p.take(wa, 1, wb, 1));
+    EXPECT_EQ(DCX_WC_SUCCESS, wa[0].status);
+    ASSERT_EQ(DCX_WC_SUCCESS, wb[0].status);
+    EXPECT_EQ(len, wb[0].byte_len);
+    EXPECT_TRUE(p.holds(wb[0].wr_id, 1, len));
+    EXPECT_EQ(1u, dev_stats(p.b).line_drops);
+    EXPECT_GT(dev_stats(p.a).retransmits, before.retransmits);
+    usleep(50000);
+    EXPECT_EQ(0, dcx_cq_poll(p.b.cq, 1, &wc)) << "delivered twice";
+    EXPECT_EQ(1u, dev_stats(p.b).line_drops);
+}
+
+/* A DCT destroyed and its number given to a new DCT with another key: a
+ * keyless packet of a DCI whose last whole packet passed the old DCT's
+ * check is not taken by the new one (the state names the old DCT's
+ * generation); its retransmission, whole, fails the new key.  Nothing is
+ * received. */
+TEST_F(soft, keyless_line_form_not_taken_by_a_new_dct_of_that_number_bad_flow)
+{
+    const uint32_t len = SOFT_LINE_MAX + 1;
+    dcx_soft_limits_t al;
+    sge_pair p;
+    dcx_qp_attr_t qattr;
+    dcx_qp_t *dct2 = nullptr;
+    dcx_wc_t wc;
+
+    dcx_soft_limits_default(&al);
+    al.ack_timeout_us = 2000;
+    ASSERT_EQ(0, p.open(fabric, true, nullptr, &al));
+    p.introduce(2);
+    soft_dev_t *b       = (soft_dev_t *)p.b.dev;
+    const uint32_t dctn = p.b.dct->qp_num;
+    p.dctn              = dctn; /* the number, whoever holds it */
+    ASSERT_EQ(0, dcx_qp_destroy(p.b.dct));
+    p.b.dct = nullptr;
+    memset(&qattr, 0, sizeof(qattr));
+    qattr.type    = DCX_QPT_DCT;
+    qattr.recv_cq = p.b.cq;
+    qattr.srq     = p.b.srq;
+    qattr.dc_key  = KEY ^ (0x5aull << 56); /* the top byte only differs */
+    {
+        engine_held held(p.b.dev);
+        b->qp_cursor = dctn - b->qpn_base; /* as after the numbers wrap */
+    }
+    ASSERT_EQ(0, dcx_qp_create(p.b.pd, &qattr, &dct2));
+    ASSERT_EQ(dctn, dct2->qp_num);
+    {
+        engine_held held(p.b.dev);
+        ASSERT_EQ(0, p.send_inline(1, len));
+        ASSERT_TRUE(soft_pkt_is_line(p.newest_slot()->pkt.flags, len))
+            << "the DCT number and key of the last packet: keyless";
+    }
+    ASSERT_EQ(1, p.a.poll(&wc, 1));
+    EXPECT_EQ(DCX_WC_RETRY_EXC_ERR, wc.status) << "a wrong key passed";
+    EXPECT_EQ(0, dcx_cq_poll(p.b.cq, 1, &wc)) << "received";
+    EXPECT_EQ(1u, dev_stats(p.b).line_drops);
+    EXPECT_GE(dev_stats(p.b).dc_key_violations, 1u);
+    EXPECT_EQ(0, dcx_qp_destroy(dct2));
+}
