@@ -287,9 +287,10 @@ typedef struct dcx_soft_stats {
      * responder's fast path (the rest take its general path) */
     uint64_t resp_fast;
     /* requester side: light posts in the one-line form (an 8-byte
-     * am_short: the slot's first cache line only; also in light_posts);
-     * responder side: one-line packets dropped for a source port it did
-     * not know (each delivered by its retransmission) */
+     * am_short or tagged message: the slot's first cache line only; also
+     * in light_posts); responder side: one-line packets dropped for a
+     * source port it did not know or, keyless, a DC key it could not
+     * vouch for (each delivered or refused by its whole retransmission) */
     uint64_t line_posts;
     uint64_t line_drops;
 } dcx_soft_stats_t;
