@@ -95,6 +95,17 @@ struct sge_pair {
         return 0;
     }
 
+    /* open() with a's acknowledgement timeout (its retransmissions) of
+     * ack_timeout_us */
+    int open_retrying(const std::string &fabric, uint32_t ack_timeout_us)
+    {
+        dcx_soft_limits_t al;
+
+        dcx_soft_limits_default(&al);
+        al.ack_timeout_us = ack_timeout_us;
+        return open(fabric, true, nullptr, &al);
+    }
+
     /* receives first..first+n-1, SLOT bytes each */
     int post(uint64_t first, unsigned n)
     {

@@ -202,14 +202,12 @@ TEST_F(soft, keyless_line_form_only_to_the_same_dct)
 TEST_F(soft, keyless_line_form_never_carries_a_wrong_key_bad_flow)
 {
     const uint32_t len = SOFT_LINE_MAX + 1;
-    dcx_soft_limits_t al;
     sge_pair p;
     std::vector<dcx_wc_t> wa, wb;
     dcx_wc_t wc;
 
-    dcx_soft_limits_default(&al);
-    al.ack_timeout_us = 2000; /* the retries run out within a second */
-    ASSERT_EQ(0, p.open(fabric, true, nullptr, &al));
+    /* 2 ms to each retransmission: the retries run out within a second */
+    ASSERT_EQ(0, p.open_retrying(fabric, 2000));
     p.introduce(4);
     p.key = KEY ^ (0x5aull << 56);
     for (int round = 0; round < 2; ++round) {
@@ -271,14 +269,11 @@ TEST_F(soft, line_form_served_after_the_source_state_is_lost)
  * received; the requester's retransmission, whole, delivers it, once. */
 TEST_F(soft, line_form_of_an_unknown_port_dropped_and_resent_bad_flow)
 {
-    dcx_soft_limits_t al;
     sge_pair p;
     std::vector<dcx_wc_t> wa, wb;
     dcx_wc_t wc;
 
-    dcx_soft_limits_default(&al);
-    al.ack_timeout_us = 20000; /* 20 ms to the retransmission */
-    ASSERT_EQ(0, p.open(fabric, true, nullptr, &al));
+    ASSERT_EQ(0, p.open_retrying(fabric, 20000)); /* 20 ms to a resend */
     p.introduce(1); /* no receive left: the responder's general path */
     dcx_soft_stats_t before = dev_stats(p.a);
     {
@@ -316,14 +311,11 @@ TEST_F(soft, line_form_of_an_unknown_port_dropped_and_resent_bad_flow)
 TEST_F(soft, keyless_line_form_without_source_state_resent_whole_bad_flow)
 {
     const uint32_t len = SOFT_LINE_WIDE_MAX;
-    dcx_soft_limits_t al;
     sge_pair p;
     std::vector<dcx_wc_t> wa, wb;
     dcx_wc_t wc;
 
-    dcx_soft_limits_default(&al);
-    al.ack_timeout_us = 20000; /* 20 ms to the retransmission */
-    ASSERT_EQ(0, p.open(fabric, true, nullptr, &al));
+    ASSERT_EQ(0, p.open_retrying(fabric, 20000)); /* 20 ms to a resend */
     p.introduce(2);
     soft_dev_t *b           = (soft_dev_t *)p.b.dev;
     dcx_soft_stats_t before = dev_stats(p.a);
@@ -353,15 +345,12 @@ TEST_F(soft, keyless_line_form_without_source_state_resent_whole_bad_flow)
 TEST_F(soft, keyless_line_form_not_taken_by_a_new_dct_of_that_number_bad_flow)
 {
     const uint32_t len = SOFT_LINE_MAX + 1;
-    dcx_soft_limits_t al;
     sge_pair p;
     dcx_qp_attr_t qattr;
     dcx_qp_t *dct2 = nullptr;
     dcx_wc_t wc;
 
-    dcx_soft_limits_default(&al);
-    al.ack_timeout_us = 2000;
-    ASSERT_EQ(0, p.open(fabric, true, nullptr, &al));
+    ASSERT_EQ(0, p.open_retrying(fabric, 2000));
     p.introduce(2);
     soft_dev_t *b       = (soft_dev_t *)p.b.dev;
     const uint32_t dctn = p.b.dct->qp_num;
