@@ -22,11 +22,9 @@
 /* The DCT a request names (soft_dgram.h) */
 soft_qp_t *soft_resp_dct(soft_dev_t *dev, const soft_pkt_t *pkt)
 {
-    uint32_t idx = pkt->dst_qpn - dev->qpn_base;
-    soft_qp_t *dct;
+    soft_qp_t *dct = soft_dct_at(dev, pkt->dst_qpn);
 
-    if ((idx >= dev->max_qps) || ((dct = dev->qps[idx]) == NULL) ||
-        (dct->super.type != DCX_QPT_DCT) || (dct->super.state == DCX_QPS_ERR)) {
+    if ((dct == NULL) || (dct->super.state == DCX_QPS_ERR)) {
         dev->stats.bad_dctn_drops++;
         return NULL;
     }

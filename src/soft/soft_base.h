@@ -14,10 +14,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define SOFT_MAGIC 0x53584344u /* "DCXS" */
-#define SOFT_VERSION \
-    13u /* 13: the keyless one-line form (soft_line_is_keyless) */
-#define SOFT_ADDR_MAGIC 0xdc53u /* soft port address, format 2 */
+#define SOFT_MAGIC      0x53584344u /* "DCXS" */
+#define SOFT_VERSION    13u         /* 13: the keyless one-line form */
+#define SOFT_ADDR_MAGIC 0xdc53u     /* soft port address, format 2 */
 #define SOFT_ADDR_LEN   28u
 #define SOFT_PID_NOWHERE \
     0x7fffffffu                    /* dcx_soft_addr_nowhere(): above any

@@ -272,6 +272,20 @@ static inline uint64_t soft_dev_now_clk(soft_dev_t *dev, uint64_t *clk_p)
     return *clk_p;
 }
 
+/* The DCT of number qpn on this device, NULL if that number is not one
+ * (a request names it: any value, checked here) */
+static inline soft_qp_t *soft_dct_at(const soft_dev_t *dev, uint32_t qpn)
+{
+    uint32_t idx = qpn - dev->qpn_base;
+    soft_qp_t *qp;
+
+    if ((idx >= dev->max_qps) || ((qp = dev->qps[idx]) == NULL) ||
+        (qp->super.type != DCX_QPT_DCT)) {
+        return NULL;
+    }
+    return qp;
+}
+
 /* The clock of a post alone (the reading is not kept) */
 static inline uint64_t soft_dev_now(soft_dev_t *dev)
 {

@@ -647,12 +647,10 @@ static soft_peer_t *soft_line_short_peer(soft_dev_t *dev,
  * then has (soft_wire.h).  NULL otherwise. */
 static soft_peer_t *soft_line_keyless_peer(soft_dev_t *dev, soft_pkt_t *full)
 {
-    uint32_t idx      = full->dst_qpn - dev->qpn_base;
     soft_rstate_t *rs = soft_rstate_find(dev, full);
-    soft_qp_t *dct;
+    soft_qp_t *dct    = soft_dct_at(dev, full->dst_qpn);
 
-    if ((rs == NULL) || (rs->gen != full->gen) || (idx >= dev->max_qps) ||
-        ((dct = dev->qps[idx]) == NULL) || (dct->super.type != DCX_QPT_DCT) ||
+    if ((rs == NULL) || (rs->gen != full->gen) || (dct == NULL) ||
         (rs->line_gen != dct->gen)) {
         return NULL;
     }
@@ -804,7 +802,6 @@ static inline void soft_resp_place(soft_dev_t *dev, soft_qp_t *dct,
 static inline int soft_resp_fast(soft_dev_t *dev, const soft_pkt_t *pkt,
                                  const void *payload)
 {
-    uint32_t idx = pkt->dst_qpn - dev->qpn_base;
     uint32_t len = pkt->len;
     const soft_rwqe_t *wqe;
     soft_pkt_t full;
@@ -815,8 +812,8 @@ static inline int soft_resp_fast(soft_dev_t *dev, const soft_pkt_t *pkt,
     soft_ack_t *a;
     uint8_t tm_opcode;
 
-    if ((len > dev->limits.mtu) || (idx >= dev->max_qps) ||
-        ((dct = dev->qps[idx]) == NULL) || (dct->super.type != DCX_QPT_DCT) ||
+    if ((len > dev->limits.mtu) ||
+        ((dct = soft_dct_at(dev, pkt->dst_qpn)) == NULL) ||
         (dct->super.state == DCX_QPS_ERR) ||
         ((rs = soft_rstate_find(dev, pkt)) == NULL) || (rs->gen != pkt->gen) ||
         (rs->cur_off != 0) || rs->msg_err || rs->have_recv) {
@@ -824,9 +821,8 @@ static inline int soft_resp_fast(soft_dev_t *dev, const soft_pkt_t *pkt,
     }
     /* the key: a keyless one-line packet's is the one the DCI's last whole
      * packet here passed with (soft_wire.h), which that packet records */
-    if ((soft_pkt_is_line(pkt->flags, len) && soft_line_is_keyless(len)) ?
-            (rs->line_gen != dct->gen) :
-            (pkt->dc_key != dct->dc_key)) {
+    if (soft_pkt_is_keyless(pkt->flags, len) ? (rs->line_gen != dct->gen) :
+                                               (pkt->dc_key != dct->dc_key)) {
         return 0;
     }
     rs->line_gen = dct->gen;

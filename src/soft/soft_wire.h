@@ -194,6 +194,13 @@ static inline int soft_line_is_keyless(uint32_t len)
     return len > SOFT_LINE_MAX;
 }
 
+/* Whether a light packet (flags, len bytes) is in the keyless one-line
+ * form */
+static inline int soft_pkt_is_keyless(uint8_t flags, uint32_t len)
+{
+    return soft_pkt_is_line(flags, len) && soft_line_is_keyless(len);
+}
+
 /* Where the payload of a one-line packet of len bytes starts in its slot */
 static inline uint32_t soft_line_off(uint32_t len)
 {
@@ -235,10 +242,12 @@ _Static_assert((SOFT_LINE_OFF % 8 == SOFT_SLOT_DATA % 8) &&
                "a one-line packet's payload is aligned as a full packet's, "
                "over the token's top byte and deliver_ns");
 _Static_assert((SOFT_LINE_WIDE_MAX == 24u) &&
-                   (offsetof(soft_slot_t, pkt.dc_key) == SOFT_LINE_WIDE_OFF) &&
+                   (offsetof(soft_pkt_t, dc_key) ==
+                    offsetof(soft_pkt_t, gen) + sizeof(uint32_t)) &&
                    (SOFT_LINE_WIDE_MAX < SOFT_IP_MIN),
                "a keyless one-line packet's payload lies over dc_key, "
-               "src_token and deliver_ns, and is never received in place");
+               "src_token and deliver_ns only, and is never received in "
+               "place");
 _Static_assert(SOFT_LIGHT_LINE2 > SOFT_LINE_WIDE_MAX,
                "a far payload is never as short as a one-line one");
 _Static_assert(offsetof(soft_pkt_t, csum) % 8 == 4,
