@@ -106,6 +106,19 @@ struct sge_pair {
         return open(fabric, true, nullptr, &al);
     }
 
+    /* another DCT of b's, on b's SRQ and CQ, under key */
+    int make_dct(uint64_t dc_key, dcx_qp_t **dct_p)
+    {
+        dcx_qp_attr_t qattr;
+
+        memset(&qattr, 0, sizeof(qattr));
+        qattr.type    = DCX_QPT_DCT;
+        qattr.recv_cq = b.cq;
+        qattr.srq     = b.srq;
+        qattr.dc_key  = dc_key;
+        return dcx_qp_create(b.pd, &qattr, dct_p);
+    }
+
     /* receives first..first+n-1, SLOT bytes each */
     int post(uint64_t first, unsigned n)
     {

@@ -163,16 +163,10 @@ TEST_F(soft, keyless_line_form_only_to_the_same_dct)
     const uint64_t key2 = 0x7d3a11ull;
     const uint32_t len  = SOFT_LINE_MAX + 1;
     sge_pair p;
-    dcx_qp_attr_t qattr;
     dcx_qp_t *dct2 = nullptr;
 
     ASSERT_EQ(0, p.open(fabric));
-    memset(&qattr, 0, sizeof(qattr));
-    qattr.type    = DCX_QPT_DCT;
-    qattr.recv_cq = p.b.cq;
-    qattr.srq     = p.b.srq;
-    qattr.dc_key  = key2;
-    ASSERT_EQ(0, dcx_qp_create(p.b.pd, &qattr, &dct2));
+    ASSERT_EQ(0, p.make_dct(key2, &dct2));
     p.introduce(1);
 
     p.dctn = dct2->qp_num;
@@ -346,7 +340,6 @@ TEST_F(soft, keyless_line_form_not_taken_by_a_new_dct_of_that_number_bad_flow)
 {
     const uint32_t len = SOFT_LINE_MAX + 1;
     sge_pair p;
-    dcx_qp_attr_t qattr;
     dcx_qp_t *dct2 = nullptr;
     dcx_wc_t wc;
 
@@ -357,16 +350,12 @@ TEST_F(soft, keyless_line_form_not_taken_by_a_new_dct_of_that_number_bad_flow)
     p.dctn              = dctn; /* the number, whoever holds it */
     ASSERT_EQ(0, dcx_qp_destroy(p.b.dct));
     p.b.dct = nullptr;
-    memset(&qattr, 0, sizeof(qattr));
-    qattr.type    = DCX_QPT_DCT;
-    qattr.recv_cq = p.b.cq;
-    qattr.srq     = p.b.srq;
-    qattr.dc_key  = KEY ^ (0x5aull << 56); /* the top byte only differs */
     {
         engine_held held(p.b.dev);
         b->qp_cursor = dctn - b->qpn_base; /* as after the numbers wrap */
     }
-    ASSERT_EQ(0, dcx_qp_create(p.b.pd, &qattr, &dct2));
+    /* a key whose top byte only differs */
+    ASSERT_EQ(0, p.make_dct(KEY ^ (0x5aull << 56), &dct2));
     ASSERT_EQ(dctn, dct2->qp_num);
     {
         engine_held held(p.b.dev);
